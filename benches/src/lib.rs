@@ -1,0 +1,1 @@
+//! Benchmarks for strata; see `benches/`.

@@ -1,0 +1,1063 @@
+//! The caching allocator of one device.
+//!
+//! The hot path is [`CachingAllocator::allocate_raw`]: take the lock, reclaim
+//! blocks whose cross-stream events completed (only when some are pending),
+//! round the size, look up the best-fitting free block of the stream's pool,
+//! split it, update the statistics. Everything that talks to the driver lives in
+//! [`CachingAllocator::allocate_slow`] and below, in the order PyTorch uses:
+//! garbage collection, a device allocation, releasing oversize cached blocks,
+//! releasing every cached block and retrying, and finally a typed out-of-memory
+//! error.
+
+use crate::block::{Block, Blocks, PoolKind, NONE, SMALL_SIZE};
+use crate::config::AllocatorConfig;
+use crate::driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, EventHandle, StreamId};
+use crate::error::{AllocError, OutOfMemory};
+use crate::expandable::ExpandableSegment;
+use crate::pool::{Entry, FreeIndex};
+use crate::snapshot::{BlockSnapshot, BlockState, SegmentSnapshot};
+use crate::stats::{format_size, MemoryStats, StatType};
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Every request is rounded up to a multiple of this.
+pub const MIN_BLOCK_SIZE: u64 = 512;
+/// Segment size for small-pool requests.
+pub const SMALL_BUFFER: u64 = 2 << 20;
+/// Large requests below this get a [`LARGE_BUFFER`] segment.
+pub const MIN_LARGE_ALLOC: u64 = 10 << 20;
+/// Segment size for requests between 1 and 10 MiB.
+pub const LARGE_BUFFER: u64 = 20 << 20;
+/// Larger segments are rounded up to a multiple of this.
+pub const ROUND_LARGE: u64 = 2 << 20;
+/// Slack allowed when an oversize request reuses a larger cached block.
+pub const MAX_NON_SPLIT_ROUNDING: u64 = 20 << 20;
+/// Requests of this size or more fail at once.
+const MAX_REQUEST: u64 = 1 << 60;
+
+/// A live allocation as a plain value: the address, the caller's size and the
+/// identity of the block behind it. Give it back with
+/// [`CachingAllocator::free_raw`]; [`Allocation`] does that on drop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RawAllocation {
+    ptr: DevicePtr,
+    size: u64,
+    block: u32,
+    generation: u32,
+}
+
+impl RawAllocation {
+    /// The device address (0 for a zero-byte allocation).
+    #[inline]
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    /// The size the caller asked for.
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+}
+
+/// An owned allocation that returns its block to the cache when dropped.
+pub struct Allocation {
+    allocator: Arc<CachingAllocator>,
+    raw: RawAllocation,
+}
+
+impl Allocation {
+    /// The device address (for the host allocator, a host address).
+    #[inline]
+    pub fn ptr(&self) -> DevicePtr {
+        self.raw.ptr
+    }
+
+    /// The address as a host pointer; meaningful for the host allocator only.
+    #[inline]
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.raw.ptr as usize as *mut u8
+    }
+
+    /// The size asked for.
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.raw.size
+    }
+
+    /// The allocator this allocation came from.
+    pub fn allocator(&self) -> &Arc<CachingAllocator> {
+        &self.allocator
+    }
+
+    /// The plain handle.
+    pub fn raw(&self) -> RawAllocation {
+        self.raw
+    }
+
+    /// Marks the memory as used by `stream`: after the allocation is dropped,
+    /// it is reused only once the work queued on `stream` by then has finished.
+    pub fn record_stream(&self, stream: StreamId) -> Result<(), AllocError> {
+        self.allocator.record_stream(&self.raw, stream)
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        // The handle is valid by construction; a driver failure while recording
+        // events has already been made safe inside `free_raw` (the block is
+        // withheld from reuse), and a destructor has no caller to tell.
+        let _ = self.allocator.free_raw(self.raw);
+    }
+}
+
+impl std::fmt::Debug for Allocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocation")
+            .field("device", &self.allocator.device())
+            .field("ptr", &format_args!("{:#x}", self.raw.ptr))
+            .field("size", &self.raw.size)
+            .finish()
+    }
+}
+
+/// Per-stream state: the two free indexes, the events recorded on this stream
+/// for blocks of other streams, and the stream's expandable segments.
+pub(crate) struct StreamState {
+    pub handle: StreamId,
+    pub free: [FreeIndex; 2],
+    pub events: VecDeque<(EventHandle, u32)>,
+    pub expandable: [Vec<u32>; 2],
+}
+
+/// Everything behind the allocator's lock.
+pub(crate) struct State {
+    pub blocks: Blocks,
+    pub streams: Vec<StreamState>,
+    last_stream: (StreamId, u32),
+    /// Ordinary segments by base address: `(head block, size)`.
+    pub segments: HashMap<DevicePtr, u32>,
+    pub expandable: Vec<Option<ExpandableSegment>>,
+    pub stats: MemoryStats,
+    pub calls: DriverCalls,
+    event_pool: Vec<EventHandle>,
+    pending_events: usize,
+    /// `get_free_block` calls per pool kind (garbage-collection ageing).
+    gc_counts: [u64; 2],
+}
+
+impl State {
+    #[inline]
+    pub fn reserved(&self) -> u64 {
+        self.stats.reserved_bytes.all().current as u64
+    }
+
+    #[inline]
+    pub fn index_insert(&mut self, id: u32) {
+        let b = &mut self.blocks[id];
+        b.gc_base = self.gc_counts[b.pool as usize];
+        let (s, p, e) = (
+            b.stream as usize,
+            b.pool as usize,
+            Entry {
+                size: b.size,
+                ptr: b.ptr,
+                block: id,
+            },
+        );
+        self.streams[s].free[p].insert(e);
+    }
+
+    #[inline]
+    pub fn index_remove(&mut self, id: u32) -> bool {
+        let b = &self.blocks[id];
+        self.streams[b.stream as usize].free[b.pool as usize].remove(b.size, b.ptr)
+    }
+}
+
+/// The caching allocator of one device. Thread-safe; share it through `Arc`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+/// use strata_alloc::driver::sim::SimDriver;
+///
+/// let alloc = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+/// let a = alloc.allocate(1000, StreamId::DEFAULT).unwrap();
+/// assert_eq!(alloc.memory_allocated(), 1024); // rounded to 512 bytes
+/// drop(a);
+/// assert_eq!(alloc.memory_allocated(), 0);
+/// assert!(alloc.memory_reserved() > 0); // cached for the next request
+/// alloc.empty_cache().unwrap();
+/// assert_eq!(alloc.memory_reserved(), 0);
+/// ```
+pub struct CachingAllocator {
+    driver: Arc<dyn Driver>,
+    device: Device,
+    config: AllocatorConfig,
+    expandable: bool,
+    page: u64,
+    capacity: u64,
+    allowed_max: Option<u64>,
+    gc_threshold: Option<f64>,
+    state: Mutex<State>,
+}
+
+impl CachingAllocator {
+    /// An allocator over `driver`. Expandable segments are used when the
+    /// configuration asks for them (or leaves them to the default) and the driver
+    /// supports virtual memory.
+    pub fn new(driver: Arc<dyn Driver>, config: AllocatorConfig) -> Arc<CachingAllocator> {
+        let vm_page = driver.virtual_memory().map(|v| v.granularity());
+        let expandable = config.expandable_segments.unwrap_or(true) && vm_page.is_some();
+        let capacity = driver.total_memory();
+        let allowed_max = config
+            .per_process_memory_fraction
+            .filter(|f| *f < 1.0)
+            .map(|f| (f * capacity as f64) as u64);
+        let gc_threshold = config.garbage_collection_threshold.filter(|_| allowed_max.is_some());
+        let stats = MemoryStats {
+            max_split_size: config.max_split_size.map(|m| m as i64).unwrap_or(-1),
+            ..MemoryStats::default()
+        };
+        Arc::new(CachingAllocator {
+            device: driver.device(),
+            driver,
+            expandable,
+            page: vm_page.unwrap_or(SMALL_BUFFER),
+            capacity,
+            allowed_max,
+            gc_threshold,
+            config,
+            state: Mutex::new(State {
+                blocks: Blocks::default(),
+                streams: Vec::new(),
+                last_stream: (StreamId(u64::MAX), 0),
+                segments: HashMap::new(),
+                expandable: Vec::new(),
+                stats,
+                calls: DriverCalls::default(),
+                event_pool: Vec::new(),
+                pending_events: 0,
+                gc_counts: [0; 2],
+            }),
+        })
+    }
+
+    /// The device served.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The driver underneath.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.driver
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &AllocatorConfig {
+        &self.config
+    }
+
+    /// Whether this allocator uses expandable segments.
+    pub fn expandable_segments(&self) -> bool {
+        self.expandable
+    }
+
+    /// Allocates `size` bytes for use on `stream`, as an owned [`Allocation`].
+    pub fn allocate(
+        self: &Arc<Self>,
+        size: u64,
+        stream: StreamId,
+    ) -> Result<Allocation, AllocError> {
+        let raw = self.allocate_raw(size, stream)?;
+        Ok(Allocation {
+            allocator: Arc::clone(self),
+            raw,
+        })
+    }
+
+    /// Allocates `size` bytes for use on `stream`; give the handle back with
+    /// [`free_raw`](Self::free_raw).
+    pub fn allocate_raw(&self, size: u64, stream: StreamId) -> Result<RawAllocation, AllocError> {
+        if size == 0 {
+            return Ok(RawAllocation {
+                ptr: 0,
+                size: 0,
+                block: NONE,
+                generation: 0,
+            });
+        }
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let s = stream_index(st, stream);
+        if st.pending_events > 0 {
+            self.process_events(st);
+        }
+        if size >= MAX_REQUEST {
+            return Err(self.out_of_memory(st, size, size));
+        }
+        let rounded = self.round_size(size);
+        let pool = PoolKind::of(rounded);
+        let id = match self.get_free_block(st, s, pool, rounded) {
+            Some(id) => id,
+            None => self.allocate_slow(st, s, pool, rounded, size)?,
+        };
+        Ok(self.alloc_found_block(st, id, rounded, size))
+    }
+
+    /// Returns an allocation to the cache. Memory used by other streams
+    /// (`record_stream`) is reused only after their events complete.
+    pub fn free_raw(&self, raw: RawAllocation) -> Result<(), AllocError> {
+        if raw.block == NONE {
+            return Ok(());
+        }
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let valid = st
+            .blocks
+            .get(raw.block)
+            .is_some_and(|b| b.allocated && b.generation == raw.generation && b.ptr == raw.ptr);
+        if !valid {
+            return Err(AllocError::InvalidFree {
+                device: self.device,
+                ptr: raw.ptr,
+            });
+        }
+        let id = raw.block;
+        let b = &mut st.blocks[id];
+        b.allocated = false;
+        let (size, pool) = (b.size as i64, b.pool.stat());
+        st.stats.allocation.decrease(pool, 1);
+        st.stats.allocated_bytes.decrease(pool, size);
+        if self.is_oversize(size as u64) {
+            st.stats.oversize_allocations.decrease(1);
+        }
+        if st.blocks[id].stream_uses.is_empty() {
+            self.free_block(st, id);
+            Ok(())
+        } else {
+            self.insert_events(st, id)
+        }
+    }
+
+    /// Records that `raw` is used on `stream` (PyTorch's `record_stream`).
+    pub fn record_stream(&self, raw: &RawAllocation, stream: StreamId) -> Result<(), AllocError> {
+        if raw.block == NONE {
+            return Ok(());
+        }
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let valid = st
+            .blocks
+            .get(raw.block)
+            .is_some_and(|b| b.allocated && b.generation == raw.generation);
+        if !valid {
+            return Err(AllocError::InvalidFree {
+                device: self.device,
+                ptr: raw.ptr,
+            });
+        }
+        let s = stream_index(st, stream);
+        let b = &mut st.blocks[raw.block];
+        if s != b.stream && !b.stream_uses.contains(&s) {
+            b.stream_uses.push(s);
+        }
+        Ok(())
+    }
+
+    /// Releases every cached block that can be released: whole free segments are
+    /// returned to the driver and free pages of expandable segments unmapped.
+    /// Outstanding cross-stream events are waited for first.
+    pub fn empty_cache(&self) -> Result<(), AllocError> {
+        let mut guard = self.state.lock();
+        self.release_cached_blocks(&mut guard)
+    }
+
+    /// A copy of the statistics.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.state.lock().stats.clone()
+    }
+
+    /// Bytes held by live allocations (`allocated_bytes.all.current`).
+    pub fn memory_allocated(&self) -> u64 {
+        self.state.lock().stats.allocated_bytes.all().current as u64
+    }
+
+    /// Bytes reserved from the device (`reserved_bytes.all.current`).
+    pub fn memory_reserved(&self) -> u64 {
+        self.state.lock().reserved()
+    }
+
+    /// Peak of [`memory_allocated`](Self::memory_allocated).
+    pub fn max_memory_allocated(&self) -> u64 {
+        self.state.lock().stats.allocated_bytes.all().peak as u64
+    }
+
+    /// Peak of [`memory_reserved`](Self::memory_reserved).
+    pub fn max_memory_reserved(&self) -> u64 {
+        self.state.lock().stats.reserved_bytes.all().peak as u64
+    }
+
+    /// Sets every peak to the current value.
+    pub fn reset_peak_memory_stats(&self) {
+        self.state.lock().stats.reset_peak();
+    }
+
+    /// Zeroes the accumulated totals and event counters.
+    pub fn reset_accumulated_memory_stats(&self) {
+        self.state.lock().stats.reset_accumulated();
+    }
+
+    /// Driver calls made so far, by kind.
+    pub fn driver_calls(&self) -> DriverCalls {
+        self.state.lock().calls
+    }
+
+    /// The segments and their blocks, sorted by address (PyTorch's
+    /// `memory_snapshot()`). Each mapped range of an expandable segment is
+    /// reported as its own segment.
+    pub fn snapshot(&self) -> Vec<SegmentSnapshot> {
+        let st = self.state.lock();
+        let mut out = Vec::new();
+        let mut heads: Vec<u32> = st.segments.values().copied().collect();
+        for seg in st.expandable.iter().flatten() {
+            heads.push(seg.head);
+        }
+        for head in heads {
+            let mut cur: Option<SegmentSnapshot> = None;
+            let mut id = head;
+            while id != NONE {
+                let b = &st.blocks[id];
+                if b.mapped {
+                    let seg = cur.get_or_insert_with(|| SegmentSnapshot {
+                        address: b.ptr,
+                        total_size: 0,
+                        allocated_size: 0,
+                        active_size: 0,
+                        requested_size: 0,
+                        stream: st.streams[b.stream as usize].handle,
+                        segment_type: b.pool.name(),
+                        is_expandable: b.expandable,
+                        blocks: Vec::new(),
+                    });
+                    let state = if b.allocated {
+                        BlockState::ActiveAllocated
+                    } else if b.event_count > 0 || !b.stream_uses.is_empty() {
+                        BlockState::ActivePendingFree
+                    } else {
+                        BlockState::Inactive
+                    };
+                    seg.total_size += b.size;
+                    if b.allocated {
+                        seg.allocated_size += b.size;
+                        seg.requested_size += b.requested;
+                    }
+                    if state != BlockState::Inactive {
+                        seg.active_size += b.size;
+                    }
+                    seg.blocks.push(BlockSnapshot {
+                        address: b.ptr,
+                        size: b.size,
+                        requested_size: if b.allocated { b.requested } else { 0 },
+                        state,
+                    });
+                } else if let Some(seg) = cur.take() {
+                    out.push(seg);
+                }
+                id = b.next;
+            }
+            out.extend(cur);
+        }
+        out.sort_by_key(|s| s.address);
+        out
+    }
+
+    // ----- sizes -------------------------------------------------------------
+
+    /// PyTorch's `round_size`: 512-byte multiples, or power-of-two divisions.
+    pub fn round_size(&self, size: u64) -> u64 {
+        if size < MIN_BLOCK_SIZE {
+            return MIN_BLOCK_SIZE;
+        }
+        let d = self.config.divisions_for(size);
+        if d > 1 && size > MIN_BLOCK_SIZE * d {
+            if size.is_power_of_two() {
+                return size;
+            }
+            let p = 1u64 << (63 - size.leading_zeros());
+            let step = p >> d.trailing_zeros();
+            if step == 0 {
+                return 2 * p;
+            }
+            return size.div_ceil(step) * step;
+        }
+        size.div_ceil(MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
+    }
+
+    /// Segment size for a rounded request (ordinary segments).
+    fn allocation_size(rounded: u64) -> u64 {
+        if rounded <= SMALL_SIZE {
+            SMALL_BUFFER
+        } else if rounded < MIN_LARGE_ALLOC {
+            LARGE_BUFFER
+        } else {
+            rounded.div_ceil(ROUND_LARGE) * ROUND_LARGE
+        }
+    }
+
+    #[inline]
+    fn is_oversize(&self, size: u64) -> bool {
+        self.config.max_split_size.is_some_and(|m| size >= m)
+    }
+
+    // ----- the hot path --------------------------------------------------------
+
+    #[inline]
+    fn get_free_block(&self, st: &mut State, s: u32, pool: PoolKind, size: u64) -> Option<u32> {
+        if self.gc_threshold.is_some() {
+            st.gc_counts[pool as usize] += 1;
+        }
+        let idx = &mut st.streams[s as usize].free[pool as usize];
+        let e = idx.lower_bound(size)?;
+        if let Some(max_split) = self.config.max_split_size {
+            if (size < max_split && e.size >= max_split)
+                || (size >= max_split && e.size >= size + MAX_NON_SPLIT_ROUNDING)
+            {
+                return None;
+            }
+        }
+        idx.remove(e.size, e.ptr);
+        Some(e.block)
+    }
+
+    #[inline]
+    fn should_split(&self, b: &Block, size: u64) -> bool {
+        let remaining = b.size - size;
+        if b.pool == PoolKind::Small || b.expandable {
+            remaining >= MIN_BLOCK_SIZE
+        } else {
+            !self.is_oversize(size) && remaining > SMALL_SIZE
+        }
+    }
+
+    /// Hands out block `id` (already out of the free index), splitting off the
+    /// unused back part.
+    #[inline]
+    fn alloc_found_block(&self, st: &mut State, id: u32, rounded: u64, orig: u64) -> RawAllocation {
+        let pool = st.blocks[id].pool.stat();
+        let expandable = st.blocks[id].expandable;
+        if self.should_split(&st.blocks[id], rounded) {
+            let already_split = st.blocks[id].is_split();
+            let rest = st.blocks.split(id, rounded);
+            let rest_size = st.blocks[rest].size as i64;
+            st.index_insert(rest);
+            if !expandable {
+                if already_split {
+                    st.stats.inactive_split_bytes.decrease(pool, rounded as i64);
+                } else {
+                    st.stats.inactive_split.increase(pool, 1);
+                    st.stats.inactive_split_bytes.increase(pool, rest_size);
+                }
+            }
+        } else if st.blocks[id].is_split() && !expandable {
+            let size = st.blocks[id].size as i64;
+            st.stats.inactive_split.decrease(pool, 1);
+            st.stats.inactive_split_bytes.decrease(pool, size);
+        }
+        let b = &mut st.blocks[id];
+        b.allocated = true;
+        b.requested = orig;
+        b.generation = b.generation.wrapping_add(1);
+        let (size, ptr, generation) = (b.size, b.ptr, b.generation);
+        let stats = &mut st.stats;
+        stats.allocation.increase(pool, 1);
+        stats.allocated_bytes.increase(pool, size as i64);
+        stats.active.increase(pool, 1);
+        stats.active_bytes.increase(pool, size as i64);
+        stats.requested_bytes.increase(pool, orig as i64);
+        if self.is_oversize(size) {
+            stats.oversize_allocations.increase(1);
+        }
+        RawAllocation {
+            ptr,
+            size: orig,
+            block: id,
+            generation,
+        }
+    }
+
+    /// Returns a block to its pool, merging it with free neighbours.
+    pub(crate) fn free_block(&self, st: &mut State, id: u32) {
+        let (orig_size, requested) = (st.blocks[id].size as i64, st.blocks[id].requested as i64);
+        let pool = st.blocks[id].pool.stat();
+        let expandable = st.blocks[id].expandable;
+        let mut net_blocks = 0i64;
+        let mut net_bytes = 0i64;
+        let prev = st.blocks[id].prev;
+        let mut id = id;
+        if prev != NONE && st.blocks[prev].is_free() {
+            st.index_remove(prev);
+            net_blocks -= 1;
+            net_bytes -= st.blocks[prev].size as i64;
+            st.blocks.absorb_next(prev);
+            id = prev;
+        }
+        let next = st.blocks[id].next;
+        if next != NONE && st.blocks[next].is_free() {
+            st.index_remove(next);
+            net_blocks -= 1;
+            net_bytes -= st.blocks[next].size as i64;
+            st.blocks.absorb_next(id);
+        }
+        st.blocks[id].requested = 0;
+        st.index_insert(id);
+        if st.blocks[id].is_split() {
+            net_blocks += 1;
+            net_bytes += st.blocks[id].size as i64;
+        }
+        let stats = &mut st.stats;
+        if !expandable {
+            apply_delta(&mut stats.inactive_split, pool, net_blocks);
+            apply_delta(&mut stats.inactive_split_bytes, pool, net_bytes);
+        }
+        stats.active.decrease(pool, 1);
+        stats.active_bytes.decrease(pool, orig_size);
+        stats.requested_bytes.decrease(pool, requested);
+    }
+
+    // ----- events ----------------------------------------------------------------
+
+    fn insert_events(&self, st: &mut State, id: u32) -> Result<(), AllocError> {
+        let uses = std::mem::take(&mut st.blocks[id].stream_uses);
+        let mut failure = None;
+        for u in uses {
+            let handle = st.streams[u as usize].handle;
+            let ev = match st.event_pool.pop() {
+                Some(e) => Ok(e),
+                None => self.driver.create_event(),
+            };
+            let recorded = ev.and_then(|e| {
+                st.calls.event_record += 1;
+                self.driver.record_event(e, handle).map(|_| e).inspect_err(|_| {
+                    let _ = self.driver.destroy_event(e);
+                })
+            });
+            match recorded {
+                Ok(e) => {
+                    st.blocks[id].event_count += 1;
+                    st.streams[u as usize].events.push_back((e, id));
+                    st.pending_events += 1;
+                }
+                Err(err) => {
+                    // Without an event, wait for the stream instead; if even that
+                    // fails the block is withheld (never reused) rather than risk
+                    // handing out memory another stream may still be using.
+                    st.calls.stream_synchronize += 1;
+                    if self.driver.synchronize_stream(handle).is_err() {
+                        st.blocks[id].event_count += 1;
+                        failure = Some(err);
+                    }
+                }
+            }
+        }
+        if st.blocks[id].event_count == 0 {
+            self.free_block(st, id);
+        }
+        match failure {
+            None => Ok(()),
+            Some(source) => Err(AllocError::Driver {
+                device: self.device,
+                source,
+            }),
+        }
+    }
+
+    /// Frees blocks whose events have completed, stream by stream, stopping at
+    /// the first pending event of each stream.
+    fn process_events(&self, st: &mut State) {
+        for s in 0..st.streams.len() {
+            while let Some(&(ev, id)) = st.streams[s].events.front() {
+                st.calls.event_query += 1;
+                match self.driver.query_event(ev) {
+                    Ok(true) => {
+                        st.streams[s].events.pop_front();
+                        self.event_done(st, ev, id);
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+
+    fn event_done(&self, st: &mut State, ev: EventHandle, id: u32) {
+        st.event_pool.push(ev);
+        st.pending_events -= 1;
+        let b = &mut st.blocks[id];
+        b.event_count -= 1;
+        if b.event_count == 0 {
+            self.free_block(st, id);
+        }
+    }
+
+    /// Waits for every outstanding event and frees their blocks.
+    fn synchronize_and_free_events(&self, st: &mut State) -> Result<(), AllocError> {
+        st.stats.num_sync_all_streams += 1;
+        for s in 0..st.streams.len() {
+            while let Some(&(ev, id)) = st.streams[s].events.front() {
+                st.calls.event_synchronize += 1;
+                self.driver
+                    .synchronize_event(ev)
+                    .map_err(|e| self.driver_error(e))?;
+                st.streams[s].events.pop_front();
+                self.event_done(st, ev, id);
+            }
+        }
+        Ok(())
+    }
+
+    // ----- the slow path -----------------------------------------------------------
+
+    /// No cached block fits: obtain memory from the device, releasing cached
+    /// memory if the device has none, or fail with a typed out-of-memory error.
+    fn allocate_slow(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+        orig: u64,
+    ) -> Result<u32, AllocError> {
+        if self.gc_threshold.is_some() {
+            self.garbage_collect(st)?;
+        }
+        if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
+            return Ok(id);
+        }
+        if self.config.max_split_size.is_some()
+            && self.release_available_cached_blocks(st, s, pool, rounded)?
+        {
+            if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
+                return Ok(id);
+            }
+        }
+        st.stats.num_alloc_retries += 1;
+        self.release_cached_blocks(st)?;
+        if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
+            return Ok(id);
+        }
+        let device_request = if self.expandable {
+            rounded.div_ceil(self.page) * self.page
+        } else {
+            Self::allocation_size(rounded)
+        };
+        Err(self.out_of_memory(st, orig, device_request))
+    }
+
+    /// Obtains new device memory for a request: a new segment, or pages mapped
+    /// into the stream's expandable segment. `Ok(None)` when the device (or the
+    /// memory fraction) has no room.
+    fn alloc_block(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+    ) -> Result<Option<u32>, AllocError> {
+        if self.expandable {
+            return self.grow_expandable(st, s, pool, rounded);
+        }
+        let size = Self::allocation_size(rounded);
+        if !self.fits_fraction(st, size) {
+            return Ok(None);
+        }
+        st.calls.malloc += 1;
+        let ptr = match self.driver.malloc(size) {
+            Ok(p) => p,
+            Err(DriverError::OutOfMemory) => return Ok(None),
+            Err(e) => return Err(self.driver_error(e)),
+        };
+        let id = st.blocks.add(Block {
+            ptr,
+            size,
+            requested: 0,
+            stream: s,
+            pool,
+            prev: NONE,
+            next: NONE,
+            allocated: false,
+            mapped: true,
+            expandable: false,
+            segment: 0,
+            event_count: 0,
+            stream_uses: Vec::new(),
+            generation: 0,
+            gc_base: 0,
+            live: true,
+        });
+        st.segments.insert(ptr, id);
+        let p = pool.stat();
+        st.stats.segment.increase(p, 1);
+        st.stats.reserved_bytes.increase(p, size as i64);
+        st.stats.num_device_alloc += 1;
+        if self.is_oversize(size) {
+            st.stats.oversize_segments.increase(1);
+        }
+        Ok(Some(id))
+    }
+
+    pub(crate) fn fits_fraction(&self, st: &State, extra: u64) -> bool {
+        self.allowed_max
+            .is_none_or(|max| st.reserved() + extra <= max)
+    }
+
+    /// Returns one whole free segment to the driver.
+    fn release_segment(&self, st: &mut State, id: u32) -> Result<(), AllocError> {
+        let (ptr, size, pool) = {
+            let b = &st.blocks[id];
+            debug_assert!(!b.is_split() && !b.expandable && b.is_free());
+            (b.ptr, b.size, b.pool.stat())
+        };
+        st.calls.free += 1;
+        self.driver
+            .free(ptr, size)
+            .map_err(|e| self.driver_error(e))?;
+        st.index_remove(id);
+        st.segments.remove(&ptr);
+        st.blocks.remove(id);
+        st.stats.segment.decrease(pool, 1);
+        st.stats.reserved_bytes.decrease(pool, size as i64);
+        st.stats.num_device_free += 1;
+        if self.is_oversize(size) {
+            st.stats.oversize_segments.decrease(1);
+        }
+        Ok(())
+    }
+
+    /// With a finite `max_split_size`: free one cached oversize segment big enough
+    /// for the request, or several, largest first, until enough is freed.
+    fn release_available_cached_blocks(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+    ) -> Result<bool, AllocError> {
+        let Some(max_split) = self.config.max_split_size else {
+            return Ok(false);
+        };
+        let key = rounded.max(max_split);
+        let whole = |st: &State, e: &Entry| {
+            let b = &st.blocks[e.block];
+            !b.expandable && !b.is_split()
+        };
+        let idx = &st.streams[s as usize].free[pool as usize];
+        if let Some(e) = idx.lower_bound(key).filter(|e| whole(st, e)) {
+            self.release_segment(st, e.block)?;
+            return Ok(true);
+        }
+        let mut released = 0;
+        for e in idx.descending() {
+            if released >= key || e.size < max_split {
+                break;
+            }
+            if whole(st, &e) {
+                self.release_segment(st, e.block)?;
+                released += e.size;
+            }
+        }
+        Ok(released >= key)
+    }
+
+    /// Empties the cache: waits for every event, frees every whole free
+    /// segment and unmaps every free page of expandable segments.
+    fn release_cached_blocks(&self, st: &mut State) -> Result<(), AllocError> {
+        self.synchronize_and_free_events(st)?;
+        let mut whole = Vec::new();
+        for stream in &st.streams {
+            for idx in &stream.free {
+                for e in idx.all() {
+                    let b = &st.blocks[e.block];
+                    if !b.expandable && !b.is_split() {
+                        whole.push(e.block);
+                    }
+                }
+            }
+        }
+        for id in whole {
+            self.release_segment(st, id)?;
+        }
+        self.release_expandable(st)
+    }
+
+    /// PyTorch's garbage collection: once reserved memory passes the threshold
+    /// of the allowed memory, free the oldest cached whole large segments.
+    fn garbage_collect(&self, st: &mut State) -> Result<(), AllocError> {
+        let (Some(threshold), Some(max)) = (self.gc_threshold, self.allowed_max) else {
+            return Ok(());
+        };
+        let limit = (threshold * max as f64) as u64;
+        let reserved = st.reserved();
+        if reserved <= limit {
+            return Ok(());
+        }
+        let target = reserved - limit;
+        let mut freed = 0;
+        loop {
+            let mut cands: Vec<(u64, u32, u64)> = Vec::new();
+            for stream in &st.streams {
+                for e in stream.free[PoolKind::Large as usize].all() {
+                    let b = &st.blocks[e.block];
+                    if !b.expandable && !b.is_split() {
+                        let age = st.gc_counts[PoolKind::Large as usize] - b.gc_base;
+                        cands.push((age, e.block, b.size));
+                    }
+                }
+            }
+            if cands.is_empty() {
+                break;
+            }
+            let mean = cands.iter().map(|c| c.0 as f64).sum::<f64>() / cands.len() as f64;
+            let mut any = false;
+            for (age, id, size) in cands {
+                if age as f64 >= mean {
+                    self.release_segment(st, id)?;
+                    freed += size;
+                    any = true;
+                }
+            }
+            if freed >= target || !any {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    // ----- errors --------------------------------------------------------------------
+
+    pub(crate) fn driver_error(&self, source: DriverError) -> AllocError {
+        AllocError::Driver {
+            device: self.device,
+            source,
+        }
+    }
+
+    fn out_of_memory(&self, st: &mut State, requested: u64, device_request: u64) -> AllocError {
+        st.stats.num_ooms += 1;
+        st.calls.mem_get_info += 1;
+        let free = self.driver.mem_get_info().map(|m| m.free).unwrap_or(0);
+        let allocated = st.stats.allocated_bytes.all().current as u64;
+        let reserved = st.reserved();
+        let unallocated = reserved.saturating_sub(allocated);
+        let hint = if self.allowed_max.is_some_and(|m| reserved + device_request > m) {
+            "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF, or use less memory.".to_string()
+        } else if unallocated > device_request && unallocated * 4 > reserved.max(1) {
+            if self.expandable {
+                "Much reserved memory is unallocated but too fragmented for this request: call empty_cache() between phases, or free tensors kept alive longer than needed.".to_string()
+            } else {
+                "Much reserved memory is unallocated (fragmentation): set STRATA_ALLOC_CONF=expandable_segments:True so segments can grow and shrink, or max_split_size_mb to limit splitting of large blocks.".to_string()
+            }
+        } else if free < device_request && reserved < self.capacity / 2 {
+            "Most device memory is used outside this allocator (other processes or libraries); check what else runs on the device.".to_string()
+        } else {
+            "Free tensors that are no longer needed (drop them, or call detach()/item() instead of keeping graphs), or reduce the batch size.".to_string()
+        };
+        AllocError::OutOfMemory(Box::new(OutOfMemory {
+            device: self.device,
+            requested,
+            device_request,
+            capacity: self.capacity,
+            free,
+            allocated,
+            reserved_unallocated: unallocated,
+            allowed: self.allowed_max,
+            hint,
+        }))
+    }
+
+    // ----- checks used by tests ---------------------------------------------------------
+
+    /// Recounts every statistic from the blocks and compares it with the running
+    /// figures; also checks that the blocks of each segment tile it and that the
+    /// free indexes hold exactly the free blocks. Returns a description of the
+    /// first inconsistency.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let st = self.state.lock();
+        crate::snapshot::check(&st, self.page)
+    }
+
+    // Accessors for the expandable module.
+    pub(crate) fn page(&self) -> u64 {
+        self.page
+    }
+
+    pub(crate) fn vm(&self) -> &dyn crate::driver::VirtualMemory {
+        self.driver
+            .virtual_memory()
+            .expect("expandable segments are only enabled when the driver has virtual memory")
+    }
+
+    pub(crate) fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// A summary of the statistics in PyTorch's `memory_summary()` layout.
+    pub fn memory_summary(&self) -> String {
+        crate::snapshot::summary(self.device, &self.memory_stats())
+    }
+
+    /// The largest free cached block, in bytes.
+    pub fn largest_free_block(&self) -> u64 {
+        let st = self.state.lock();
+        st.streams
+            .iter()
+            .flat_map(|s| s.free.iter())
+            .flat_map(|i| i.all())
+            .map(|e| e.size)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Describes the device request that failed, for tests of the OOM path.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} allocator on {} ({}), expandable segments {}",
+            self.device,
+            self.driver.name(),
+            format_size(self.capacity),
+            if self.expandable { "on" } else { "off" }
+        )
+    }
+}
+
+#[inline]
+fn apply_delta(a: &mut crate::stats::StatArray, pool: StatType, d: i64) {
+    if d > 0 {
+        a.increase(pool, d);
+    } else if d < 0 {
+        a.decrease(pool, -d);
+    }
+}
+
+/// The dense index of a stream, registering it on first use.
+#[inline]
+pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
+    if st.last_stream.0 == stream {
+        return st.last_stream.1;
+    }
+    let i = match st.streams.iter().position(|s| s.handle == stream) {
+        Some(i) => i as u32,
+        None => {
+            st.streams.push(StreamState {
+                handle: stream,
+                free: [FreeIndex::default(), FreeIndex::default()],
+                events: VecDeque::new(),
+                expandable: [Vec::new(), Vec::new()],
+            });
+            (st.streams.len() - 1) as u32
+        }
+    };
+    st.last_stream = (stream, i);
+    i
+}

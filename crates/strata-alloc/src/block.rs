@@ -1,0 +1,199 @@
+//! Blocks: contiguous ranges of a segment, linked in address order.
+//!
+//! Every segment (one `malloc`, or the whole address range of an expandable
+//! segment) is a doubly linked list of blocks that tile it exactly. A block is
+//! allocated, free (and then in its pool's free index), waiting for other
+//! streams' events, or — in expandable segments only — unmapped address space.
+//! Blocks live in a slab and refer to each other by index, so splitting and
+//! merging never touch the heap once the slab has grown to its working size.
+
+use crate::stats::StatType;
+
+/// "No block" in `prev`/`next` links.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Blocks of at most this size go to the small pool.
+pub(crate) const SMALL_SIZE: u64 = 1 << 20;
+
+/// The two pools of a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum PoolKind {
+    Small = 0,
+    Large = 1,
+}
+
+impl PoolKind {
+    #[inline]
+    pub fn of(rounded_size: u64) -> PoolKind {
+        if rounded_size <= SMALL_SIZE {
+            PoolKind::Small
+        } else {
+            PoolKind::Large
+        }
+    }
+
+    #[inline]
+    pub fn stat(self) -> StatType {
+        match self {
+            PoolKind::Small => StatType::SmallPool,
+            PoolKind::Large => StatType::LargePool,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolKind::Small => "small",
+            PoolKind::Large => "large",
+        }
+    }
+}
+
+/// One block.
+#[derive(Clone, Debug)]
+pub(crate) struct Block {
+    pub ptr: u64,
+    pub size: u64,
+    /// The caller's size while allocated.
+    pub requested: u64,
+    /// Dense index of the stream the block belongs to.
+    pub stream: u32,
+    pub pool: PoolKind,
+    pub prev: u32,
+    pub next: u32,
+    pub allocated: bool,
+    /// False only for unmapped address space of an expandable segment.
+    pub mapped: bool,
+    /// Whether the block lives in an expandable segment.
+    pub expandable: bool,
+    /// Index of the expandable segment (unused for ordinary segments).
+    pub segment: u32,
+    /// Outstanding events of other streams that must complete before reuse.
+    pub event_count: u32,
+    /// Streams other than `stream` that used the block (`record_stream`).
+    pub stream_uses: Vec<u32>,
+    /// Bumped at every allocation so stale handles are detected.
+    pub generation: u32,
+    /// The pool's lookup count when the block became free (garbage collection age).
+    pub gc_base: u64,
+    /// Whether the slot holds a block at all.
+    pub live: bool,
+}
+
+impl Block {
+    #[inline]
+    pub fn end(&self) -> u64 {
+        self.ptr + self.size
+    }
+
+    #[inline]
+    pub fn is_split(&self) -> bool {
+        self.prev != NONE || self.next != NONE
+    }
+
+    /// Free, mapped and not waiting for events: it belongs in the free index.
+    #[inline]
+    pub fn is_free(&self) -> bool {
+        !self.allocated && self.mapped && self.event_count == 0 && self.stream_uses.is_empty()
+    }
+}
+
+/// The slab of blocks.
+#[derive(Default)]
+pub(crate) struct Blocks {
+    slots: Vec<Block>,
+    vacant: Vec<u32>,
+}
+
+impl Blocks {
+    /// Stores a block and returns its index.
+    #[inline]
+    pub fn add(&mut self, b: Block) -> u32 {
+        if let Some(i) = self.vacant.pop() {
+            let gen = self.slots[i as usize].generation;
+            self.slots[i as usize] = Block { generation: gen, ..b };
+            i
+        } else {
+            self.slots.push(b);
+            (self.slots.len() - 1) as u32
+        }
+    }
+
+    /// Frees a slot.
+    #[inline]
+    pub fn remove(&mut self, i: u32) {
+        let b = &mut self.slots[i as usize];
+        b.live = false;
+        b.allocated = false;
+        b.stream_uses = Vec::new();
+        self.vacant.push(i);
+    }
+
+    /// A block by index, if the slot is live.
+    #[inline]
+    pub fn get(&self, i: u32) -> Option<&Block> {
+        self.slots.get(i as usize).filter(|b| b.live)
+    }
+
+    /// Splits block `i` at byte offset `at`: `i` keeps the front, the returned
+    /// new block takes the back (same stream, pool, segment and state).
+    pub fn split(&mut self, i: u32, at: u64) -> u32 {
+        let b = &self.slots[i as usize];
+        debug_assert!(at > 0 && at < b.size);
+        let back = Block {
+            ptr: b.ptr + at,
+            size: b.size - at,
+            requested: 0,
+            prev: i,
+            next: b.next,
+            stream_uses: Vec::new(),
+            event_count: 0,
+            allocated: false,
+            ..b.clone()
+        };
+        let next = b.next;
+        let j = self.add(back);
+        if next != NONE {
+            self[next].prev = j;
+        }
+        let b = &mut self[i];
+        b.size = at;
+        b.next = j;
+        j
+    }
+
+    /// Merges the block after `i` into `i` and frees its slot.
+    pub fn absorb_next(&mut self, i: u32) {
+        let j = self[i].next;
+        let (size, next) = (self[j].size, self[j].next);
+        self[i].size += size;
+        self[i].next = next;
+        if next != NONE {
+            self[next].prev = i;
+        }
+        self.remove(j);
+    }
+
+    /// Every live block with its index.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Block)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.live)
+            .map(|(i, b)| (i as u32, b))
+    }
+}
+
+impl std::ops::Index<u32> for Blocks {
+    type Output = Block;
+    #[inline]
+    fn index(&self, i: u32) -> &Block {
+        &self.slots[i as usize]
+    }
+}
+
+impl std::ops::IndexMut<u32> for Blocks {
+    #[inline]
+    fn index_mut(&mut self, i: u32) -> &mut Block {
+        &mut self.slots[i as usize]
+    }
+}

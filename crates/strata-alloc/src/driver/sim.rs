@@ -1,0 +1,420 @@
+//! A simulated device: no memory is touched, addresses are made up, every call is
+//! counted and checked, and failures can be injected.
+//!
+//! It lets the whole allocator (expandable segments included) run on any machine,
+//! on traces larger than the machine's RAM, and lets tests decide when events
+//! complete.
+
+use super::{
+    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, PhysHandle, StreamId,
+    VirtualMemory,
+};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+
+/// Base of the fake address space; far from 0 so that a null pointer is never valid.
+const ADDRESS_BASE: u64 = 0x7f00_0000_0000;
+
+#[derive(Default)]
+struct SimState {
+    used: u64,
+    next_address: u64,
+    segments: HashMap<DevicePtr, u64>,
+    reservations: BTreeMap<DevicePtr, u64>,
+    handles: HashMap<u64, (u64, bool)>, // id -> (size, mapped)
+    next_handle: u64,
+    mappings: BTreeMap<DevicePtr, (u64, u64)>, // va -> (size, handle)
+    events: HashMap<u64, SimEvent>,
+    next_event: u64,
+    fail_allocations: u64,
+    fail_calls: HashMap<&'static str, u64>,
+    calls: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Clone, Copy)]
+struct SimEvent {
+    stream: Option<StreamId>,
+    complete: bool,
+}
+
+/// The simulated device.
+///
+/// ```
+/// use strata_alloc::driver::{sim::SimDriver, Driver};
+/// let d = SimDriver::new(1 << 30, 2 << 20);
+/// let p = d.malloc(4096).unwrap();
+/// assert_eq!(d.used_bytes(), 4096);
+/// d.free(p, 4096).unwrap();
+/// assert_eq!(d.used_bytes(), 0);
+/// ```
+pub struct SimDriver {
+    capacity: u64,
+    granularity: u64,
+    auto_complete_events: bool,
+    state: Mutex<SimState>,
+}
+
+impl SimDriver {
+    /// A device of `capacity` bytes whose virtual-memory granularity is
+    /// `granularity` bytes (0 disables the virtual-memory calls). Recorded events
+    /// stay pending until the test completes them.
+    pub fn new(capacity: u64, granularity: u64) -> SimDriver {
+        SimDriver {
+            capacity,
+            granularity,
+            auto_complete_events: false,
+            state: Mutex::new(SimState {
+                next_address: ADDRESS_BASE,
+                ..SimState::default()
+            }),
+        }
+    }
+
+    /// An H100's capacity (85017493504 bytes) and 2 MiB granularity.
+    pub fn h100() -> SimDriver {
+        SimDriver::new(85_017_493_504, 2 << 20)
+    }
+
+    /// Makes every recorded event complete at once (as if the device were
+    /// infinitely fast), for replays that do not study cross-stream timing.
+    pub fn with_auto_complete_events(mut self) -> SimDriver {
+        self.auto_complete_events = true;
+        self
+    }
+
+    /// The next `n` calls that create memory (`malloc`, `create`) fail with
+    /// [`DriverError::OutOfMemory`], whatever the free capacity.
+    pub fn inject_out_of_memory(&self, n: u64) {
+        self.state.lock().fail_allocations = n;
+    }
+
+    /// The next `n` calls named `call` (`"map"`, `"set_access"`, `"unmap"`, `"free"`, …)
+    /// fail with [`DriverError::Call`].
+    pub fn inject_failure(&self, call: &'static str, n: u64) {
+        self.state.lock().fail_calls.insert(call, n);
+    }
+
+    /// Completes every recorded event.
+    pub fn complete_all_events(&self) {
+        for e in self.state.lock().events.values_mut() {
+            if e.stream.is_some() {
+                e.complete = true;
+            }
+        }
+    }
+
+    /// Completes the events recorded on `stream`.
+    pub fn complete_stream(&self, stream: StreamId) {
+        for e in self.state.lock().events.values_mut() {
+            if e.stream == Some(stream) {
+                e.complete = true;
+            }
+        }
+    }
+
+    /// Bytes of device memory in use (segments plus physical handles).
+    pub fn used_bytes(&self) -> u64 {
+        self.state.lock().used
+    }
+
+    /// Live segments, physical handles, mapped ranges and reserved ranges.
+    pub fn live_objects(&self) -> (usize, usize, usize, usize) {
+        let s = self.state.lock();
+        (
+            s.segments.len(),
+            s.handles.len(),
+            s.mappings.len(),
+            s.reservations.len(),
+        )
+    }
+
+    /// How many times the call named `call` was made.
+    pub fn call_count(&self, call: &str) -> u64 {
+        self.state.lock().calls.get(call).copied().unwrap_or(0)
+    }
+
+    /// Events created and not destroyed.
+    pub fn live_events(&self) -> usize {
+        self.state.lock().events.len()
+    }
+
+    fn enter(&self, s: &mut SimState, call: &'static str) -> Result<(), DriverError> {
+        *s.calls.entry(call).or_insert(0) += 1;
+        if let Some(n) = s.fail_calls.get_mut(call) {
+            if *n > 0 {
+                *n -= 1;
+                return Err(DriverError::Call {
+                    call,
+                    message: "injected failure".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn take_memory(&self, s: &mut SimState, size: u64) -> Result<(), DriverError> {
+        if s.fail_allocations > 0 {
+            s.fail_allocations -= 1;
+            return Err(DriverError::OutOfMemory);
+        }
+        if s.used + size > self.capacity {
+            return Err(DriverError::OutOfMemory);
+        }
+        s.used += size;
+        Ok(())
+    }
+
+    fn bump(s: &mut SimState, size: u64, align: u64) -> u64 {
+        let a = s.next_address.div_ceil(align) * align;
+        s.next_address = a + size;
+        a
+    }
+
+    fn misuse(call: &'static str, message: impl Into<String>) -> DriverError {
+        DriverError::Call {
+            call,
+            message: message.into(),
+        }
+    }
+}
+
+impl Driver for SimDriver {
+    fn device(&self) -> Device {
+        Device::Cuda(0)
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "simulated device ({} bytes, granularity {})",
+            self.capacity, self.granularity
+        )
+    }
+
+    fn total_memory(&self) -> u64 {
+        self.capacity
+    }
+
+    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "mem_get_info")?;
+        Ok(MemInfo {
+            free: self.capacity - s.used,
+            total: self.capacity,
+        })
+    }
+
+    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "malloc")?;
+        self.take_memory(&mut s, size)?;
+        let p = Self::bump(&mut s, size, 512);
+        s.segments.insert(p, size);
+        Ok(p)
+    }
+
+    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "free")?;
+        match s.segments.remove(&ptr) {
+            Some(sz) if sz == size => {
+                s.used -= size;
+                Ok(())
+            }
+            Some(sz) => {
+                s.segments.insert(ptr, sz);
+                Err(Self::misuse("free", format!("size {size} != allocated {sz}")))
+            }
+            None => Err(Self::misuse("free", format!("{ptr:#x} is not a segment"))),
+        }
+    }
+
+    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
+        if self.granularity > 0 {
+            Some(self)
+        } else {
+            None
+        }
+    }
+
+    fn create_event(&self) -> Result<EventHandle, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "event_create")?;
+        s.next_event += 1;
+        let id = s.next_event;
+        s.events.insert(
+            id,
+            SimEvent {
+                stream: None,
+                complete: true,
+            },
+        );
+        Ok(EventHandle(id))
+    }
+
+    fn destroy_event(&self, event: EventHandle) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "event_destroy")?;
+        s.events
+            .remove(&event.0)
+            .map(|_| ())
+            .ok_or_else(|| Self::misuse("event_destroy", "unknown event"))
+    }
+
+    fn record_event(&self, event: EventHandle, stream: StreamId) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "event_record")?;
+        let auto = self.auto_complete_events;
+        let e = s
+            .events
+            .get_mut(&event.0)
+            .ok_or_else(|| Self::misuse("event_record", "unknown event"))?;
+        e.stream = Some(stream);
+        e.complete = auto;
+        Ok(())
+    }
+
+    fn query_event(&self, event: EventHandle) -> Result<bool, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "event_query")?;
+        s.events
+            .get(&event.0)
+            .map(|e| e.complete)
+            .ok_or_else(|| Self::misuse("event_query", "unknown event"))
+    }
+
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "event_synchronize")?;
+        let e = s
+            .events
+            .get_mut(&event.0)
+            .ok_or_else(|| Self::misuse("event_synchronize", "unknown event"))?;
+        e.complete = true;
+        Ok(())
+    }
+
+    fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "stream_synchronize")?;
+        for e in s.events.values_mut() {
+            if e.stream == Some(stream) {
+                e.complete = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl VirtualMemory for SimDriver {
+    fn granularity(&self) -> u64 {
+        self.granularity
+    }
+
+    fn reserve(&self, size: u64) -> Result<DevicePtr, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "reserve")?;
+        if size == 0 || size % self.granularity != 0 {
+            return Err(Self::misuse("reserve", "size not a multiple of granularity"));
+        }
+        let p = Self::bump(&mut s, size, self.granularity);
+        s.reservations.insert(p, size);
+        Ok(p)
+    }
+
+    fn unreserve(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "unreserve")?;
+        if s.reservations.get(&ptr) != Some(&size) {
+            return Err(Self::misuse("unreserve", "not a reservation"));
+        }
+        if s.mappings.range(ptr..ptr + size).next().is_some() {
+            return Err(Self::misuse("unreserve", "range still has mappings"));
+        }
+        s.reservations.remove(&ptr);
+        Ok(())
+    }
+
+    fn create(&self, size: u64) -> Result<PhysHandle, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "create")?;
+        if size == 0 || size % self.granularity != 0 {
+            return Err(Self::misuse("create", "size not a multiple of granularity"));
+        }
+        self.take_memory(&mut s, size)?;
+        s.next_handle += 1;
+        let h = s.next_handle;
+        s.handles.insert(h, (size, false));
+        Ok(PhysHandle(h))
+    }
+
+    fn release(&self, handle: PhysHandle) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "release")?;
+        match s.handles.get(&handle.0).copied() {
+            Some((size, false)) => {
+                s.handles.remove(&handle.0);
+                s.used -= size;
+                Ok(())
+            }
+            Some((_, true)) => Err(Self::misuse("release", "handle is still mapped")),
+            None => Err(Self::misuse("release", "unknown handle")),
+        }
+    }
+
+    fn map(&self, ptr: DevicePtr, size: u64, handle: PhysHandle) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "map")?;
+        let inside = s
+            .reservations
+            .range(..=ptr)
+            .next_back()
+            .is_some_and(|(&b, &sz)| ptr + size <= b + sz);
+        if !inside {
+            return Err(Self::misuse("map", "range outside any reservation"));
+        }
+        let overlaps_prev = s
+            .mappings
+            .range(..=ptr)
+            .next_back()
+            .is_some_and(|(&b, &(sz, _))| b + sz > ptr);
+        let overlaps_next = s.mappings.range(ptr..ptr + size).next().is_some();
+        if overlaps_prev || overlaps_next {
+            return Err(Self::misuse("map", "range already mapped"));
+        }
+        match s.handles.get_mut(&handle.0) {
+            Some((hs, mapped)) if *hs == size && !*mapped => *mapped = true,
+            _ => return Err(Self::misuse("map", "bad or already mapped handle")),
+        }
+        s.mappings.insert(ptr, (size, handle.0));
+        Ok(())
+    }
+
+    fn set_access(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "set_access")?;
+        // The whole range must be covered by mappings without gaps.
+        let mut at = ptr;
+        while at < ptr + size {
+            match s.mappings.get(&at) {
+                Some(&(sz, _)) => at += sz,
+                None => return Err(Self::misuse("set_access", "range not fully mapped")),
+            }
+        }
+        Ok(())
+    }
+
+    fn unmap(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "unmap")?;
+        match s.mappings.get(&ptr).copied() {
+            Some((sz, h)) if sz == size => {
+                s.mappings.remove(&ptr);
+                if let Some(e) = s.handles.get_mut(&h) {
+                    e.1 = false;
+                }
+                Ok(())
+            }
+            _ => Err(Self::misuse("unmap", "not exactly one mapping")),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Errors of the allocator.
+
+use crate::driver::{Device, DriverError};
+use crate::stats::format_size;
+use std::fmt;
+
+/// Everything a user needs to understand an out-of-memory failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutOfMemory {
+    /// The device.
+    pub device: Device,
+    /// The size the caller asked for.
+    pub requested: u64,
+    /// What the allocator tried to obtain from the device for it (a segment, or
+    /// pages of an expandable segment).
+    pub device_request: u64,
+    /// The device's capacity.
+    pub capacity: u64,
+    /// Free device memory according to the driver.
+    pub free: u64,
+    /// Memory held by live allocations of this allocator.
+    pub allocated: u64,
+    /// Memory this allocator reserved from the device but has not handed out.
+    pub reserved_unallocated: u64,
+    /// The limit set by `per_process_memory_fraction`, if any.
+    pub allowed: Option<u64>,
+    /// What to try, chosen from the state above.
+    pub hint: String,
+}
+
+impl fmt::Display for OutOfMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} out of memory. Tried to allocate {} (a device request of {}). The device has a total capacity of {} of which {} is free. ",
+            self.device,
+            format_size(self.requested),
+            format_size(self.device_request),
+            format_size(self.capacity),
+            format_size(self.free),
+        )?;
+        if let Some(a) = self.allowed {
+            write!(f, "{} allowed by per_process_memory_fraction; ", format_size(a))?;
+        }
+        write!(
+            f,
+            "{} is allocated by strata and {} is reserved by strata but unallocated. {}",
+            format_size(self.allocated),
+            format_size(self.reserved_unallocated),
+            self.hint
+        )
+    }
+}
+
+/// An allocator error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AllocError {
+    /// The device could not supply the memory, even after the cache was emptied.
+    #[error("{0}")]
+    OutOfMemory(Box<OutOfMemory>),
+    /// The driver failed for a reason other than lack of memory.
+    #[error("driver error on {device}: {source}")]
+    Driver {
+        /// The device.
+        device: Device,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// A handle that is not a live allocation of this allocator was freed.
+    #[error("invalid free: {ptr:#x} is not a live allocation of the {device} allocator (double free, or a handle from another allocator)")]
+    InvalidFree {
+        /// The device.
+        device: Device,
+        /// The address in the handle.
+        ptr: u64,
+    },
+    /// A device string that is not `cpu`, `cuda` or `cuda:N`.
+    #[error("invalid device '{given}': expected cpu, cuda or cuda:N")]
+    InvalidDevice {
+        /// What was given.
+        given: String,
+    },
+    /// The device's driver is not available here (no CUDA library, no GPU, …).
+    #[error("device {device} is not available: {reason}")]
+    Unavailable {
+        /// The device asked for.
+        device: Device,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The configuration string was rejected.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+impl AllocError {
+    /// The out-of-memory details, when this is an out-of-memory error.
+    pub fn out_of_memory(&self) -> Option<&OutOfMemory> {
+        match self {
+            AllocError::OutOfMemory(o) => Some(o),
+            _ => None,
+        }
+    }
+}

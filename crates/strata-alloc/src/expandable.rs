@@ -1,0 +1,441 @@
+//! Expandable segments: one reserved address range per (stream, pool), backed by
+//! physical pages only where memory is in use.
+//!
+//! PyTorch maps new pages whenever no free block fits and gives pages back only
+//! in `empty_cache` or before an out-of-memory error, so reserved memory keeps the
+//! high-water mark of every hole the workload ever left. strata goes further:
+//!
+//! * **Placement by fewest new pages.** A request that fits no free block goes
+//!   where it needs the fewest pages mapped: after a free block that borders
+//!   unmapped space, lowest address among equals.
+//! * **Page recycling.** The pages needed are first taken from free space
+//!   elsewhere: pages lying wholly inside free blocks (of any stream or pool of
+//!   the device) are unmapped — after synchronising the stream that owns them —
+//!   and their physical handles mapped where they are needed, with no
+//!   `create`/`release` round trip. New physical memory is created only for the
+//!   rest. Reserved memory therefore follows allocated memory: it only grows when
+//!   the pages partly used by live blocks no longer suffice.
+//! * Pages are the driver's granularity (2 MiB on an H100) in both pools, so a
+//!   large-pool growth never overshoots by more than one page.
+//!
+//! Blocks of an expandable segment tile its whole address range; unmapped space
+//! is a block with `mapped == false`. Each page is mapped by its own `map` call
+//! (so any page can be unmapped on its own), and one `set_access` covers each
+//! contiguous growth.
+
+use crate::allocator::{CachingAllocator, State};
+use crate::block::{Block, PoolKind, NONE};
+use crate::driver::{DriverError, PhysHandle};
+use crate::error::AllocError;
+
+/// One reserved address range and the physical pages mapped into it.
+pub(crate) struct ExpandableSegment {
+    pub base: u64,
+    pub size: u64,
+    pub stream: u32,
+    pub pool: PoolKind,
+    /// The physical page behind each page of the range, if mapped.
+    pub handles: Vec<Option<PhysHandle>>,
+    /// The block at `base` (never merged away: it has no predecessor).
+    pub head: u32,
+    pub mapped_pages: u64,
+}
+
+/// Where a request will go: the unmapped block to map from and how many pages
+/// must be mapped.
+struct Placement {
+    unmapped: u32,
+    pages: u64,
+    /// The free block just before the unmapped one, when the allocation starts there.
+    before: u32,
+    /// The free block just after it, when the allocation reaches into it.
+    after: u32,
+}
+
+impl CachingAllocator {
+    /// Maps memory for a request of `rounded` bytes on stream `s` and returns a
+    /// free block (out of the index) that holds it. `Ok(None)` when the device
+    /// or the memory fraction has no room.
+    pub(crate) fn grow_expandable(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+    ) -> Result<Option<u32>, AllocError> {
+        let page = self.page();
+        let mut best: Option<Placement> = None;
+        for &seg in &st.streams[s as usize].expandable[pool as usize] {
+            let seg = st.expandable[seg as usize].as_ref().expect("listed segment exists");
+            let mut id = seg.head;
+            while id != NONE {
+                let b = &st.blocks[id];
+                if !b.mapped {
+                    if let Some(p) = placement_at(st, id, rounded, page) {
+                        if best.as_ref().is_none_or(|q| p.pages < q.pages) {
+                            best = Some(p);
+                        }
+                    }
+                }
+                id = b.next;
+            }
+        }
+        let p = match best {
+            Some(p) => p,
+            None => match self.new_segment(st, s, pool, rounded)? {
+                Some(u) => placement_at(st, u, rounded, page).expect("a new segment fits"),
+                None => return Ok(None),
+            },
+        };
+        if p.pages == 0 {
+            // The free block before the unmapped range suffices on its own (it was
+            // passed over by the oversize filters).
+            st.index_remove(p.before);
+            return Ok(Some(p.before));
+        }
+        let n = p.pages as usize;
+        let mut handles = self.reclaim_pages(st, n, [p.before, p.after])?;
+        let missing = (n - handles.len()) as u64 * page;
+        if !self.fits_fraction(st, missing) {
+            self.release_handles(st, handles);
+            return Ok(None);
+        }
+        while handles.len() < n {
+            st.calls.create += 1;
+            match self.vm().create(page) {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    self.release_handles(st, handles);
+                    return match e {
+                        DriverError::OutOfMemory => Ok(None),
+                        e => Err(self.driver_error(e)),
+                    };
+                }
+            }
+        }
+        self.map_pages(st, p.unmapped, handles).map(Some)
+    }
+
+    /// Reserves a new address range for (stream, pool): 1.125 times the device's
+    /// capacity, like PyTorch, so it can never run out before the device does.
+    fn new_segment(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+    ) -> Result<Option<u32>, AllocError> {
+        let page = self.page();
+        let size = (self.capacity() + self.capacity() / 8).div_ceil(page) * page;
+        if rounded > size {
+            return Ok(None);
+        }
+        st.calls.reserve += 1;
+        let base = match self.vm().reserve(size) {
+            Ok(b) => b,
+            Err(DriverError::OutOfMemory) => return Ok(None),
+            Err(e) => return Err(self.driver_error(e)),
+        };
+        let seg_index = st
+            .expandable
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(st.expandable.len()) as u32;
+        let head = st.blocks.add(Block {
+            ptr: base,
+            size,
+            requested: 0,
+            stream: s,
+            pool,
+            prev: NONE,
+            next: NONE,
+            allocated: false,
+            mapped: false,
+            expandable: true,
+            segment: seg_index,
+            event_count: 0,
+            stream_uses: Vec::new(),
+            generation: 0,
+            gc_base: 0,
+            live: true,
+        });
+        let seg = ExpandableSegment {
+            base,
+            size,
+            stream: s,
+            pool,
+            handles: vec![None; (size / page) as usize],
+            head,
+            mapped_pages: 0,
+        };
+        if (seg_index as usize) < st.expandable.len() {
+            st.expandable[seg_index as usize] = Some(seg);
+        } else {
+            st.expandable.push(Some(seg));
+        }
+        st.streams[s as usize].expandable[pool as usize].push(seg_index);
+        Ok(Some(head))
+    }
+
+    /// Unmaps up to `n` pages that lie wholly inside free blocks (other than the
+    /// `keep` blocks), highest addresses first, and returns their handles.
+    fn reclaim_pages(
+        &self,
+        st: &mut State,
+        n: usize,
+        keep: [u32; 2],
+    ) -> Result<Vec<PhysHandle>, AllocError> {
+        let page = self.page();
+        let mut cands: Vec<(u64, u32)> = Vec::new();
+        for seg in st.expandable.iter().flatten() {
+            let mut id = seg.head;
+            while id != NONE {
+                let b = &st.blocks[id];
+                if b.is_free() && !keep.contains(&id) && interior_pages(b, page).is_some() {
+                    cands.push((b.end(), id));
+                }
+                id = b.next;
+            }
+        }
+        cands.sort_unstable_by(|a, b| b.cmp(a));
+        let mut handles = Vec::with_capacity(n);
+        let mut synced: Vec<u32> = Vec::new();
+        for (_, id) in cands {
+            if handles.len() >= n {
+                break;
+            }
+            let (p0, p1) = interior_pages(&st.blocks[id], page).expect("checked above");
+            let k = ((p1 - p0) / page).min((n - handles.len()) as u64);
+            let from = p1 - k * page;
+            self.unmap_range(st, id, from, p1, &mut synced, &mut handles)?;
+        }
+        Ok(handles)
+    }
+
+    /// Unmaps the pages of `[from, to)`, inside free block `id`, keeping the
+    /// handles in `out`. Synchronises the owning stream first (once per call
+    /// chain, tracked in `synced`) so no queued work still uses the pages.
+    fn unmap_range(
+        &self,
+        st: &mut State,
+        id: u32,
+        from: u64,
+        to: u64,
+        synced: &mut Vec<u32>,
+        out: &mut Vec<PhysHandle>,
+    ) -> Result<(), AllocError> {
+        let page = self.page();
+        let stream = st.blocks[id].stream;
+        if !synced.contains(&stream) {
+            st.calls.stream_synchronize += 1;
+            self.driver()
+                .synchronize_stream(st.streams[stream as usize].handle)
+                .map_err(|e| self.driver_error(e))?;
+            synced.push(stream);
+        }
+        let seg_i = st.blocks[id].segment as usize;
+        let pool = st.blocks[id].pool.stat();
+        let mut done = from;
+        let mut failure = None;
+        while done < to {
+            st.calls.unmap += 1;
+            if let Err(e) = self.vm().unmap(done, page) {
+                failure = Some(e);
+                break;
+            }
+            let seg = st.expandable[seg_i].as_mut().expect("block's segment exists");
+            let h = seg.handles[((done - seg.base) / page) as usize]
+                .take()
+                .expect("a mapped page has a handle");
+            seg.mapped_pages -= 1;
+            out.push(h);
+            done += page;
+        }
+        if done > from {
+            carve_unmapped(st, id, from, done);
+            st.stats.reserved_bytes.decrease(pool, (done - from) as i64);
+            st.stats.num_device_free += 1;
+        }
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(self.driver_error(e)),
+        }
+    }
+
+    /// Maps `handles` at the start of unmapped block `u` and returns the free
+    /// block (merged with its free neighbours, out of the index) that results.
+    fn map_pages(
+        &self,
+        st: &mut State,
+        u: u32,
+        handles: Vec<PhysHandle>,
+    ) -> Result<u32, AllocError> {
+        let page = self.page();
+        let start = st.blocks[u].ptr;
+        let len = handles.len() as u64 * page;
+        let mut mapped = 0;
+        let mut failure = None;
+        for (i, h) in handles.iter().enumerate() {
+            st.calls.map += 1;
+            if let Err(e) = self.vm().map(start + i as u64 * page, page, *h) {
+                failure = Some(e);
+                break;
+            }
+            mapped += 1;
+        }
+        if failure.is_none() {
+            st.calls.set_access += 1;
+            if let Err(e) = self.vm().set_access(start, len) {
+                failure = Some(e);
+            }
+        }
+        if let Some(e) = failure {
+            // Undo: the range goes back to unmapped and the pages to the driver,
+            // leaving the segment exactly as it was (minus the recycled pages,
+            // which were already accounted as unmapped).
+            for i in 0..mapped {
+                st.calls.unmap += 1;
+                let _ = self.vm().unmap(start + i as u64 * page, page);
+            }
+            self.release_handles(st, handles);
+            return Err(self.driver_error(e));
+        }
+        let seg_i = st.blocks[u].segment as usize;
+        let pool = st.blocks[u].pool.stat();
+        {
+            let seg = st.expandable[seg_i].as_mut().expect("block's segment exists");
+            let first = ((start - seg.base) / page) as usize;
+            for (i, h) in handles.into_iter().enumerate() {
+                seg.handles[first + i] = Some(h);
+            }
+            seg.mapped_pages += mapped as u64;
+        }
+        st.stats.reserved_bytes.increase(pool, len as i64);
+        st.stats.num_device_alloc += 1;
+        if len < st.blocks[u].size {
+            st.blocks.split(u, len);
+        }
+        st.blocks[u].mapped = true;
+        let mut id = u;
+        let prev = st.blocks[id].prev;
+        if prev != NONE && st.blocks[prev].is_free() {
+            st.index_remove(prev);
+            st.blocks.absorb_next(prev);
+            id = prev;
+        }
+        let next = st.blocks[id].next;
+        if next != NONE && st.blocks[next].is_free() {
+            st.index_remove(next);
+            st.blocks.absorb_next(id);
+        }
+        Ok(id)
+    }
+
+    fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) {
+        for h in handles {
+            st.calls.release += 1;
+            // A failed release leaks one page in the driver but leaves the
+            // allocator consistent; there is nothing better to do with it.
+            let _ = self.vm().release(h);
+        }
+    }
+
+    /// `empty_cache` for expandable segments: unmap and release every page that
+    /// lies wholly inside a free block; give back ranges left with no pages.
+    pub(crate) fn release_expandable(&self, st: &mut State) -> Result<(), AllocError> {
+        let page = self.page();
+        let mut synced = Vec::new();
+        for seg_i in 0..st.expandable.len() {
+            let Some(seg) = st.expandable[seg_i].as_ref() else {
+                continue;
+            };
+            let mut ranges = Vec::new();
+            let mut id = seg.head;
+            while id != NONE {
+                let b = &st.blocks[id];
+                if b.is_free() {
+                    if let Some((p0, p1)) = interior_pages(b, page) {
+                        ranges.push((id, p0, p1));
+                    }
+                }
+                id = b.next;
+            }
+            for (id, p0, p1) in ranges {
+                let mut handles = Vec::new();
+                let r = self.unmap_range(st, id, p0, p1, &mut synced, &mut handles);
+                self.release_handles(st, handles);
+                r?;
+            }
+            let seg = st.expandable[seg_i].as_ref().expect("still there");
+            if seg.mapped_pages == 0 {
+                let (base, size, head, s, pool) = (seg.base, seg.size, seg.head, seg.stream, seg.pool);
+                debug_assert!(st.blocks[head].next == NONE && !st.blocks[head].mapped);
+                st.calls.unreserve += 1;
+                self.vm()
+                    .unreserve(base, size)
+                    .map_err(|e| self.driver_error(e))?;
+                st.blocks.remove(head);
+                st.expandable[seg_i] = None;
+                st.streams[s as usize].expandable[pool as usize].retain(|&x| x != seg_i as u32);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The page-aligned part `[p0, p1)` of a block, if it holds at least one page.
+fn interior_pages(b: &Block, page: u64) -> Option<(u64, u64)> {
+    let p0 = b.ptr.div_ceil(page) * page;
+    let p1 = b.end() / page * page;
+    (p1 > p0).then_some((p0, p1))
+}
+
+/// Where `rounded` bytes would go if mapped from unmapped block `u`.
+fn placement_at(st: &State, u: u32, rounded: u64, page: u64) -> Option<Placement> {
+    let b = &st.blocks[u];
+    let before = (b.prev != NONE && st.blocks[b.prev].is_free()).then_some(b.prev);
+    let after = (b.next != NONE && st.blocks[b.next].is_free()).then_some(b.next);
+    let start = before.map_or(b.ptr, |p| st.blocks[p].ptr);
+    let end = after.map_or(b.end(), |n| st.blocks[n].end());
+    if end - start < rounded {
+        return None;
+    }
+    let need_end = (start + rounded).min(b.end());
+    let pages = need_end.saturating_sub(b.ptr).div_ceil(page);
+    Some(Placement {
+        unmapped: u,
+        pages,
+        before: before.unwrap_or(NONE),
+        after: if start + rounded > b.end() {
+            after.unwrap_or(NONE)
+        } else {
+            NONE
+        },
+    })
+}
+
+/// Turns `[a, z)` (page-aligned, inside free block `id`, which is in the index)
+/// into unmapped space, merged with unmapped neighbours; free remainders on
+/// either side go back to the index.
+fn carve_unmapped(st: &mut State, id: u32, a: u64, z: u64) {
+    st.index_remove(id);
+    let mut mid = id;
+    if a > st.blocks[id].ptr {
+        mid = st.blocks.split(id, a - st.blocks[id].ptr);
+        st.index_insert(id);
+    }
+    if z < st.blocks[mid].end() {
+        let tail = st.blocks.split(mid, z - st.blocks[mid].ptr);
+        st.index_insert(tail);
+    }
+    st.blocks[mid].mapped = false;
+    let next = st.blocks[mid].next;
+    if next != NONE && !st.blocks[next].mapped {
+        st.blocks.absorb_next(mid);
+    }
+    let prev = st.blocks[mid].prev;
+    if prev != NONE && !st.blocks[prev].mapped {
+        st.blocks.absorb_next(prev);
+    }
+}
+

@@ -1,0 +1,48 @@
+//! strata-alloc: a caching device-memory allocator with PyTorch's semantics.
+//!
+//! * [`CachingAllocator`]: one per device; best-fit reuse of cached blocks per
+//!   stream, splitting and merging, PyTorch's size classes, `record_stream`,
+//!   `empty_cache`, statistics with PyTorch's key names, and expandable segments
+//!   that map physical pages where they are needed and recycle pages from free
+//!   space, so reserved memory follows allocated memory.
+//! * [`driver`]: where memory comes from — CUDA (feature `cuda`), host memory,
+//!   or a simulated device for tests and trace replays.
+//! * [`AllocatorConfig`]: PyTorch's `key:value` configuration, from
+//!   `STRATA_ALLOC_CONF` or code.
+//! * Per-device functions ([`memory_stats`], [`empty_cache`], …) reach the
+//!   allocator of any device from anywhere.
+//!
+//! ```
+//! use strata_alloc::{Device, StreamId};
+//! let cpu = strata_alloc::allocator(Device::Cpu).unwrap();
+//! let block = cpu.allocate(1 << 20, StreamId::DEFAULT).unwrap();
+//! assert!(strata_alloc::memory_allocated(Device::Cpu) >= 1 << 20);
+//! drop(block);
+//! ```
+
+#![warn(missing_docs)]
+
+mod allocator;
+mod block;
+pub mod config;
+pub mod driver;
+mod error;
+mod expandable;
+mod pool;
+mod registry;
+pub mod snapshot;
+pub mod stats;
+
+pub use allocator::{
+    Allocation, CachingAllocator, RawAllocation, LARGE_BUFFER, MIN_BLOCK_SIZE, MIN_LARGE_ALLOC,
+    ROUND_LARGE, SMALL_BUFFER,
+};
+pub use config::{AllocatorConfig, ConfigError};
+pub use driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamId};
+pub use error::{AllocError, OutOfMemory};
+pub use registry::{
+    allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
+    memory_allocated, memory_reserved, memory_stats, memory_summary, reset_accumulated_memory_stats,
+    reset_peak_memory_stats, set_allocator,
+};
+pub use stats::{format_size, MemoryStats, Stat, StatArray, StatType};

@@ -1,0 +1,230 @@
+//! The free-block index of one pool on one stream: exact best fit without a tree.
+//!
+//! PyTorch keeps free blocks in an ordered set keyed by `(stream, size, address)`
+//! and takes the lower bound of `(stream, request, 0)`: the smallest block that
+//! fits, the lowest address among equals. strata gives the same answer with
+//! segregated bins: sizes are mapped to bins two-level style (exact bins for small
+//! sizes, 32 bins per power of two above), each bin keeps its few entries sorted
+//! by `(size, address)`, and a bitmap finds the next non-empty bin. A lookup is a
+//! binary search in one short vector plus a few bit operations; inserts and
+//! removals move a handful of entries and allocate nothing once the bins have
+//! grown to their working size.
+
+/// Second-level bits: 2^5 = 32 bins per power of two.
+const SL_BITS: u32 = 5;
+/// Sizes (in 512-byte units) below this have one bin each.
+const EXACT_UNITS: u64 = 1 << (SL_BITS + 1);
+/// Enough bins for sizes up to 2^63 bytes.
+const NUM_BINS: usize = EXACT_UNITS as usize + (64 - 9 - (SL_BITS as usize + 1)) * (1 << SL_BITS);
+const WORDS: usize = NUM_BINS.div_ceil(64);
+
+/// One free block as the index sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Entry {
+    pub size: u64,
+    pub ptr: u64,
+    pub block: u32,
+}
+
+/// The bin holding blocks of `size` bytes (a multiple of 512).
+#[inline]
+fn bin_of(size: u64) -> usize {
+    let u = size >> 9;
+    if u < EXACT_UNITS {
+        u as usize
+    } else {
+        let fl = 63 - u.leading_zeros();
+        let sl = (u >> (fl - SL_BITS)) & ((1 << SL_BITS) - 1);
+        EXACT_UNITS as usize + ((fl - SL_BITS - 1) as usize) * (1 << SL_BITS) + sl as usize
+    }
+}
+
+/// Free blocks of one (stream, pool), ordered by size then address.
+pub(crate) struct FreeIndex {
+    bins: Vec<Vec<Entry>>,
+    words: [u64; WORDS],
+    summary: u64,
+    len: usize,
+    bytes: u64,
+}
+
+impl Default for FreeIndex {
+    fn default() -> Self {
+        FreeIndex {
+            bins: (0..NUM_BINS).map(|_| Vec::new()).collect(),
+            words: [0; WORDS],
+            summary: 0,
+            len: 0,
+            bytes: 0,
+        }
+    }
+}
+
+impl FreeIndex {
+    /// Number of free blocks.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Total bytes of free blocks.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    #[inline]
+    fn mark(&mut self, bin: usize) {
+        self.words[bin / 64] |= 1 << (bin % 64);
+        self.summary |= 1 << (bin / 64);
+    }
+
+    #[inline]
+    fn unmark(&mut self, bin: usize) {
+        self.words[bin / 64] &= !(1 << (bin % 64));
+        if self.words[bin / 64] == 0 {
+            self.summary &= !(1 << (bin / 64));
+        }
+    }
+
+    /// Adds a free block.
+    #[inline]
+    pub fn insert(&mut self, e: Entry) {
+        let b = bin_of(e.size);
+        let bin = &mut self.bins[b];
+        let at = bin.partition_point(|x| (x.size, x.ptr) < (e.size, e.ptr));
+        bin.insert(at, e);
+        if bin.len() == 1 {
+            self.mark(b);
+        }
+        self.len += 1;
+        self.bytes += e.size;
+    }
+
+    /// Removes a free block; returns whether it was present.
+    #[inline]
+    pub fn remove(&mut self, size: u64, ptr: u64) -> bool {
+        let b = bin_of(size);
+        let bin = &mut self.bins[b];
+        let at = bin.partition_point(|x| (x.size, x.ptr) < (size, ptr));
+        if at < bin.len() && bin[at].ptr == ptr && bin[at].size == size {
+            bin.remove(at);
+            if bin.is_empty() {
+                self.unmark(b);
+            }
+            self.len -= 1;
+            self.bytes -= size;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The first non-empty bin at or after `from`.
+    #[inline]
+    fn next_bin(&self, from: usize) -> Option<usize> {
+        if from >= NUM_BINS {
+            return None;
+        }
+        let w = from / 64;
+        let m = self.words[w] & (!0u64 << (from % 64));
+        if m != 0 {
+            return Some(w * 64 + m.trailing_zeros() as usize);
+        }
+        let rest = if w + 1 >= 64 {
+            0
+        } else {
+            self.summary & (!0u64 << (w + 1))
+        };
+        if rest == 0 {
+            return None;
+        }
+        let w2 = rest.trailing_zeros() as usize;
+        Some(w2 * 64 + self.words[w2].trailing_zeros() as usize)
+    }
+
+    /// The smallest block of at least `size` bytes, lowest address among equals.
+    #[inline]
+    pub fn lower_bound(&self, size: u64) -> Option<Entry> {
+        self.iter_from(size).next()
+    }
+
+    /// Blocks of at least `size` bytes in `(size, address)` order.
+    pub fn iter_from(&self, size: u64) -> impl Iterator<Item = Entry> + '_ {
+        let first = bin_of(size);
+        let start = self.bins[first].partition_point(|x| x.size < size);
+        let mut bin = Some(first);
+        let mut pos = start;
+        std::iter::from_fn(move || loop {
+            let b = bin?;
+            if let Some(e) = self.bins[b].get(pos) {
+                pos += 1;
+                return Some(*e);
+            }
+            bin = self.next_bin(b + 1);
+            pos = 0;
+        })
+    }
+
+    /// Every block, largest first (used by the release paths, never on the hot path).
+    pub fn descending(&self) -> Vec<Entry> {
+        let mut v: Vec<Entry> = self.bins.iter().flatten().copied().collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        v
+    }
+
+    /// Every block in no particular order.
+    pub fn all(&self) -> impl Iterator<Item = Entry> + '_ {
+        self.bins.iter().flatten().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn bins_are_monotonic() {
+        let mut last = 0;
+        for u in 1..200_000u64 {
+            let b = bin_of(u * 512);
+            assert!(b >= last);
+            last = b;
+        }
+        assert!(bin_of(u64::MAX & !511) < NUM_BINS);
+    }
+
+    proptest! {
+        /// The index answers exactly as an ordered set of (size, ptr) does.
+        #[test]
+        fn matches_ordered_set(ops in prop::collection::vec((0u8..3, 1u64..40_000, 0u64..64), 1..400)) {
+            let mut idx = FreeIndex::default();
+            let mut set = BTreeSet::new();
+            for (op, units, slot) in ops {
+                // Sizes: a mix of small exact-bin sizes and large ranged ones.
+                let size = if units % 3 == 0 { units * 512 * 97 } else { (units % 200 + 1) * 512 };
+                let ptr = slot * (1 << 40) + size;
+                match op {
+                    0 => {
+                        if set.insert((size, ptr)) {
+                            idx.insert(Entry { size, ptr, block: slot as u32 });
+                        }
+                    }
+                    1 => {
+                        prop_assert_eq!(idx.remove(size, ptr), set.remove(&(size, ptr)));
+                    }
+                    _ => {
+                        let want = set.range((size, 0)..).next().copied();
+                        let got = idx.lower_bound(size).map(|e| (e.size, e.ptr));
+                        prop_assert_eq!(got, want);
+                    }
+                }
+                prop_assert_eq!(idx.len(), set.len());
+                prop_assert_eq!(idx.bytes(), set.iter().map(|x| x.0).sum::<u64>());
+            }
+            let all: Vec<_> = idx.iter_from(512).map(|e| (e.size, e.ptr)).collect();
+            let want: Vec<_> = set.iter().copied().collect();
+            prop_assert_eq!(all, want);
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! One caching allocator per device, created on first use, reachable from
+//! anywhere: `strata_alloc::memory_stats(Device::Cuda(0))` works without a handle.
+
+use crate::allocator::CachingAllocator;
+use crate::config::AllocatorConfig;
+use crate::driver::{host::HostDriver, Device};
+use crate::error::AllocError;
+use crate::stats::MemoryStats;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+fn registry() -> &'static Mutex<HashMap<Device, Arc<CachingAllocator>>> {
+    static R: OnceLock<Mutex<HashMap<Device, Arc<CachingAllocator>>>> = OnceLock::new();
+    R.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The allocator of `device`, created on first use with the configuration from
+/// `STRATA_ALLOC_CONF`. Fails with a typed error where the device is absent
+/// (no CUDA library, no such GPU) or the configuration string is bad.
+pub fn allocator(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
+    if let Some(a) = registry().lock().get(&device) {
+        return Ok(Arc::clone(a));
+    }
+    // Create outside the registry lock: opening a CUDA device can take a while.
+    let config = AllocatorConfig::from_env()?;
+    let created = match device {
+        Device::Cpu => CachingAllocator::new(Arc::new(HostDriver::new(None)), config),
+        Device::Cuda(n) => CachingAllocator::new(cuda_driver(n)?, config),
+    };
+    let mut r = registry().lock();
+    Ok(Arc::clone(r.entry(device).or_insert(created)))
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_driver(n: usize) -> Result<Arc<dyn crate::Driver>, AllocError> {
+    crate::driver::cuda::open(n).map_err(|e| AllocError::Unavailable {
+            device: Device::Cuda(n),
+            reason: e.to_string(),
+        })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_driver(n: usize) -> Result<Arc<dyn crate::Driver>, AllocError> {
+    Err(AllocError::Unavailable {
+        device: Device::Cuda(n),
+        reason: "strata was built without the `cuda` feature".into(),
+    })
+}
+
+/// Installs `allocator` as the allocator of its device (for a custom driver, a
+/// simulated device in tests, or a non-default configuration). Allocations made
+/// by a replaced allocator stay valid: each holds its own allocator.
+pub fn set_allocator(allocator: Arc<CachingAllocator>) {
+    registry().lock().insert(allocator.device(), allocator);
+}
+
+/// The allocator of `device` if one has been created.
+pub fn existing_allocator(device: Device) -> Option<Arc<CachingAllocator>> {
+    registry().lock().get(&device).cloned()
+}
+
+/// Statistics of `device` (all zero if nothing was allocated there yet, as
+/// `torch.cuda.memory_stats()` returns `{}` before CUDA is initialised).
+pub fn memory_stats(device: Device) -> MemoryStats {
+    existing_allocator(device)
+        .map(|a| a.memory_stats())
+        .unwrap_or_default()
+}
+
+/// `allocated_bytes.all.current` of `device`.
+pub fn memory_allocated(device: Device) -> u64 {
+    existing_allocator(device).map_or(0, |a| a.memory_allocated())
+}
+
+/// `reserved_bytes.all.current` of `device`.
+pub fn memory_reserved(device: Device) -> u64 {
+    existing_allocator(device).map_or(0, |a| a.memory_reserved())
+}
+
+/// `allocated_bytes.all.peak` of `device`.
+pub fn max_memory_allocated(device: Device) -> u64 {
+    existing_allocator(device).map_or(0, |a| a.max_memory_allocated())
+}
+
+/// `reserved_bytes.all.peak` of `device`.
+pub fn max_memory_reserved(device: Device) -> u64 {
+    existing_allocator(device).map_or(0, |a| a.max_memory_reserved())
+}
+
+/// Resets the peaks of `device`'s statistics.
+pub fn reset_peak_memory_stats(device: Device) {
+    if let Some(a) = existing_allocator(device) {
+        a.reset_peak_memory_stats();
+    }
+}
+
+/// Resets the accumulated statistics of `device`.
+pub fn reset_accumulated_memory_stats(device: Device) {
+    if let Some(a) = existing_allocator(device) {
+        a.reset_accumulated_memory_stats();
+    }
+}
+
+/// Releases `device`'s cached memory.
+pub fn empty_cache(device: Device) -> Result<(), AllocError> {
+    match existing_allocator(device) {
+        Some(a) => a.empty_cache(),
+        None => Ok(()),
+    }
+}
+
+/// `memory_summary()` of `device`.
+pub fn memory_summary(device: Device) -> String {
+    crate::snapshot::summary(device, &memory_stats(device))
+}

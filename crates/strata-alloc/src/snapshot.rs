@@ -1,0 +1,286 @@
+//! Snapshots of the allocator's segments, the `memory_summary()` table, and the
+//! consistency check the tests run after every operation.
+
+use crate::allocator::State;
+use crate::block::NONE;
+use crate::driver::{Device, StreamId};
+use crate::stats::{MemoryStats, Stat, StatArray, StatType};
+
+/// The state of a block in a snapshot (PyTorch's names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockState {
+    /// Handed out to a caller.
+    ActiveAllocated,
+    /// Freed by the caller, waiting for other streams' events.
+    ActivePendingFree,
+    /// Free and reusable.
+    Inactive,
+}
+
+impl BlockState {
+    /// PyTorch's string for the state.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockState::ActiveAllocated => "active_allocated",
+            BlockState::ActivePendingFree => "active_pending_free",
+            BlockState::Inactive => "inactive",
+        }
+    }
+}
+
+/// One block of a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockSnapshot {
+    /// Device address.
+    pub address: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Size the caller asked for (0 when not allocated).
+    pub requested_size: u64,
+    /// Its state.
+    pub state: BlockState,
+}
+
+/// One segment of a snapshot (a mapped range, for expandable segments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentSnapshot {
+    /// Base address.
+    pub address: u64,
+    /// Size in bytes.
+    pub total_size: u64,
+    /// Bytes of allocated blocks.
+    pub allocated_size: u64,
+    /// Bytes of active blocks.
+    pub active_size: u64,
+    /// Bytes the callers asked for.
+    pub requested_size: u64,
+    /// The stream the segment belongs to.
+    pub stream: StreamId,
+    /// `"small"` or `"large"`.
+    pub segment_type: &'static str,
+    /// Whether it is (part of) an expandable segment.
+    pub is_expandable: bool,
+    /// Its blocks in address order.
+    pub blocks: Vec<BlockSnapshot>,
+}
+
+/// PyTorch's `memory_summary()` table.
+pub(crate) fn summary(device: Device, s: &MemoryStats) -> String {
+    let rule = |c: char| format!("|{}|\n", c.to_string().repeat(75));
+    let mut out = String::new();
+    out += &rule('=');
+    out += &format!("|{:^75}|\n", format!("strata memory summary, device {device}"));
+    out += &rule('-');
+    out += &format!(
+        "|{:^37}|{:^37}|\n",
+        format!("OOMs: {}", s.num_ooms),
+        format!("device allocation retries: {}", s.num_alloc_retries)
+    );
+    out += &rule('=');
+    out += "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n";
+    let groups: [(&str, &StatArray, bool); 9] = [
+        ("Allocated memory", &s.allocated_bytes, true),
+        ("Active memory", &s.active_bytes, true),
+        ("Requested memory", &s.requested_bytes, true),
+        ("Device reserved memory", &s.reserved_bytes, true),
+        ("Non-releasable memory", &s.inactive_split_bytes, true),
+        ("Allocations", &s.allocation, false),
+        ("Active allocs", &s.active, false),
+        ("Device reserved segments", &s.segment, false),
+        ("Non-releasable allocs", &s.inactive_split, false),
+    ];
+    for (name, arr, bytes) in groups {
+        out += &rule('-');
+        for t in StatType::ALL {
+            let label = match t {
+                StatType::All => name.to_string(),
+                StatType::LargePool => "      from large pool".to_string(),
+                StatType::SmallPool => "      from small pool".to_string(),
+            };
+            out += &row(&label, arr.get(t), arr.all(), bytes);
+        }
+    }
+    for (name, st) in [
+        ("Oversize allocations", s.oversize_allocations),
+        ("Oversize segments", s.oversize_segments),
+    ] {
+        out += &rule('-');
+        out += &row(name, st, st, false);
+    }
+    out += &rule('=');
+    out
+}
+
+fn row(label: &str, s: Stat, unit_from: Stat, bytes: bool) -> String {
+    let mut cells = String::new();
+    for (v, u) in [
+        (s.current, unit_from.current),
+        (s.peak, unit_from.peak),
+        (s.allocated, unit_from.allocated),
+        (s.freed, unit_from.freed),
+    ] {
+        cells += &format!(" {} |", if bytes { fmt_bytes(v, u) } else { fmt_count(v, u) });
+    }
+    let label: String = label.chars().take(22).collect();
+    format!("| {label:<22}|{cells}\n")
+}
+
+fn fmt_bytes(v: i64, unit_from: i64) -> String {
+    const UNITS: [&str; 6] = ["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let (mut v, mut u, mut i) = (v, unit_from, 0);
+    while u >= 768 * 1024 && i < UNITS.len() - 1 {
+        u /= 1024;
+        v /= 1024;
+        i += 1;
+    }
+    format!("{v:>6} {}", UNITS[i])
+}
+
+fn fmt_count(v: i64, unit_from: i64) -> String {
+    const UNITS: [&str; 3] = [" ", "K", "M"];
+    let (mut v, mut u, mut i) = (v, unit_from, 0);
+    while u >= 750_000 && i < UNITS.len() - 1 {
+        u /= 1000;
+        v /= 1000;
+        i += 1;
+    }
+    format!("{v:>7} {}  ", UNITS[i])
+}
+
+/// Recounts everything from the blocks and compares with the running state.
+pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
+    let mut want = MemoryStats::default();
+    let mut free_count = 0usize;
+    let mut visited = 0usize;
+    let mut walk = |head: u32, base: u64, size: u64, expandable: bool| -> Result<(), String> {
+        let mut id = head;
+        let mut at = base;
+        let mut prev = NONE;
+        while id != NONE {
+            let b = st
+                .blocks
+                .get(id)
+                .ok_or_else(|| format!("block {id} in a chain is not live"))?;
+            visited += 1;
+            if b.ptr != at || b.prev != prev {
+                return Err(format!("chain broken at block {id} ({:#x}, expected {at:#x})", b.ptr));
+            }
+            if b.expandable != expandable {
+                return Err(format!("block {id} has the wrong segment kind"));
+            }
+            let pool = b.pool.stat();
+            if b.next != NONE {
+                let n = &st.blocks[b.next];
+                if b.is_free() && n.is_free() {
+                    return Err(format!("adjacent free blocks {id} and {} not merged", b.next));
+                }
+                if !b.mapped && !n.mapped {
+                    return Err(format!("adjacent unmapped blocks {id} and {}", b.next));
+                }
+            }
+            if !b.mapped {
+                if b.ptr % page != 0 || b.size % page != 0 || b.allocated {
+                    return Err(format!("unmapped block {id} not page-aligned or allocated"));
+                }
+            } else if b.allocated {
+                want.allocation.increase(pool, 1);
+                want.allocated_bytes.increase(pool, b.size as i64);
+                want.active.increase(pool, 1);
+                want.active_bytes.increase(pool, b.size as i64);
+                want.requested_bytes.increase(pool, b.requested as i64);
+            } else if !b.is_free() {
+                want.active.increase(pool, 1);
+                want.active_bytes.increase(pool, b.size as i64);
+            } else {
+                free_count += 1;
+                let idx = &st.streams[b.stream as usize].free[b.pool as usize];
+                if !idx.iter_from(b.size).take_while(|e| e.size == b.size).any(|e| e.ptr == b.ptr && e.block == id) {
+                    return Err(format!("free block {id} missing from its index"));
+                }
+                if !expandable && b.is_split() {
+                    want.inactive_split.increase(pool, 1);
+                    want.inactive_split_bytes.increase(pool, b.size as i64);
+                }
+            }
+            at = b.end();
+            prev = id;
+            id = b.next;
+        }
+        if at != base + size {
+            return Err(format!("segment at {base:#x} not tiled: ends at {at:#x}"));
+        }
+        Ok(())
+    };
+    for (&ptr, &head) in &st.segments {
+        let b = &st.blocks[head];
+        let mut size = 0;
+        let mut id = head;
+        while id != NONE {
+            size += st.blocks[id].size;
+            id = st.blocks[id].next;
+        }
+        walk(head, ptr, size, false)?;
+        want.segment.increase(b.pool.stat(), 1);
+        want.reserved_bytes.increase(b.pool.stat(), size as i64);
+    }
+    for seg in st.expandable.iter().flatten() {
+        walk(seg.head, seg.base, seg.size, true)?;
+        let handles = seg.handles.iter().filter(|h| h.is_some()).count() as u64;
+        if handles != seg.mapped_pages {
+            return Err("expandable segment's page count is off".into());
+        }
+        // Every page touched by a mapped block has a handle; no other does.
+        let mut id = seg.head;
+        while id != NONE {
+            let b = &st.blocks[id];
+            let first = (b.ptr - seg.base) / page;
+            let last = (b.end() - seg.base).div_ceil(page);
+            for p in first..last {
+                if b.mapped && seg.handles[p as usize].is_none() {
+                    return Err(format!("mapped block {id} over an unmapped page"));
+                }
+                if !b.mapped && seg.handles[p as usize].is_some() {
+                    return Err(format!("unmapped block {id} over a mapped page"));
+                }
+            }
+            id = b.next;
+        }
+        want.reserved_bytes.increase(seg.pool.stat(), (seg.mapped_pages * page) as i64);
+    }
+    let live = st.blocks.iter().count();
+    if live != visited {
+        return Err(format!("{live} live blocks but {visited} in segments"));
+    }
+    let indexed: usize = st.streams.iter().flat_map(|s| s.free.iter()).map(|i| i.len()).sum();
+    if indexed != free_count {
+        return Err(format!("{indexed} indexed free blocks, {free_count} free blocks"));
+    }
+    let have = &st.stats;
+    let pairs: [(&str, &StatArray, &StatArray); 9] = [
+        ("allocation", &have.allocation, &want.allocation),
+        ("allocated_bytes", &have.allocated_bytes, &want.allocated_bytes),
+        ("active", &have.active, &want.active),
+        ("active_bytes", &have.active_bytes, &want.active_bytes),
+        ("requested_bytes", &have.requested_bytes, &want.requested_bytes),
+        ("segment", &have.segment, &want.segment),
+        ("reserved_bytes", &have.reserved_bytes, &want.reserved_bytes),
+        ("inactive_split", &have.inactive_split, &want.inactive_split),
+        ("inactive_split_bytes", &have.inactive_split_bytes, &want.inactive_split_bytes),
+    ];
+    for (name, h, w) in pairs {
+        for t in StatType::ALL {
+            if h.get(t).current != w.get(t).current {
+                return Err(format!(
+                    "{name}.{}.current is {} but a recount gives {}",
+                    t.name(),
+                    h.get(t).current,
+                    w.get(t).current
+                ));
+            }
+            if h.get(t).peak < h.get(t).current {
+                return Err(format!("{name}.{} peak below current", t.name()));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,305 @@
+//! Memory statistics with PyTorch's names and meanings.
+//!
+//! [`MemoryStats::to_map`] flattens them into the keys of
+//! `torch.cuda.memory_stats()` (`allocated_bytes.all.current`, `num_ooms`, …).
+
+use std::collections::BTreeMap;
+
+/// One counter: its current value, its peak, and the totals added and removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    /// The value now.
+    pub current: i64,
+    /// The highest value since the last peak reset.
+    pub peak: i64,
+    /// Everything ever added (since the last accumulated reset).
+    pub allocated: i64,
+    /// Everything ever removed (since the last accumulated reset).
+    pub freed: i64,
+}
+
+impl Stat {
+    /// Adds `n`.
+    #[inline]
+    pub fn increase(&mut self, n: i64) {
+        self.current += n;
+        self.allocated += n;
+        if self.current > self.peak {
+            self.peak = self.current;
+        }
+    }
+
+    /// Removes `n`.
+    #[inline]
+    pub fn decrease(&mut self, n: i64) {
+        self.current -= n;
+        self.freed += n;
+    }
+
+    fn reset_peak(&mut self) {
+        self.peak = self.current;
+    }
+
+    fn reset_accumulated(&mut self) {
+        self.allocated = 0;
+        self.freed = 0;
+    }
+}
+
+/// Which pool a statistic is about; `All` is the sum of the other two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatType {
+    /// Both pools together.
+    All = 0,
+    /// Blocks of at most 1 MiB.
+    SmallPool = 1,
+    /// Blocks above 1 MiB.
+    LargePool = 2,
+}
+
+impl StatType {
+    /// The three types in PyTorch's order.
+    pub const ALL: [StatType; 3] = [StatType::All, StatType::SmallPool, StatType::LargePool];
+
+    /// The name used in keys.
+    pub fn name(self) -> &'static str {
+        match self {
+            StatType::All => "all",
+            StatType::SmallPool => "small_pool",
+            StatType::LargePool => "large_pool",
+        }
+    }
+}
+
+/// A stat kept for all / small_pool / large_pool.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatArray(pub [Stat; 3]);
+
+impl StatArray {
+    /// Adds `n` to the aggregate and to `pool`'s stat.
+    #[inline]
+    pub fn increase(&mut self, pool: StatType, n: i64) {
+        self.0[0].increase(n);
+        self.0[pool as usize].increase(n);
+    }
+
+    /// Removes `n` from the aggregate and from `pool`'s stat.
+    #[inline]
+    pub fn decrease(&mut self, pool: StatType, n: i64) {
+        self.0[0].decrease(n);
+        self.0[pool as usize].decrease(n);
+    }
+
+    /// The stat for one pool type.
+    pub fn get(&self, t: StatType) -> Stat {
+        self.0[t as usize]
+    }
+
+    /// The aggregate.
+    pub fn all(&self) -> Stat {
+        self.0[0]
+    }
+
+    fn reset_peak(&mut self) {
+        self.0.iter_mut().for_each(Stat::reset_peak);
+    }
+
+    fn reset_accumulated(&mut self) {
+        self.0.iter_mut().for_each(Stat::reset_accumulated);
+    }
+}
+
+/// All statistics of one device's allocator.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Live allocations (count).
+    pub allocation: StatArray,
+    /// Segments obtained with `malloc` (expandable segments are not counted, as in PyTorch).
+    pub segment: StatArray,
+    /// Allocated blocks plus freed blocks still waiting for other streams' events.
+    pub active: StatArray,
+    /// Free pieces of split, non-expandable segments (memory `empty_cache` cannot return).
+    pub inactive_split: StatArray,
+    /// Bytes of live allocations (rounded block sizes).
+    pub allocated_bytes: StatArray,
+    /// Bytes obtained from the device: segments plus mapped expandable pages.
+    pub reserved_bytes: StatArray,
+    /// Bytes of active blocks.
+    pub active_bytes: StatArray,
+    /// Bytes of inactive split pieces.
+    pub inactive_split_bytes: StatArray,
+    /// Bytes the callers asked for (before rounding).
+    pub requested_bytes: StatArray,
+    /// Allocations of at least `max_split_size`.
+    pub oversize_allocations: Stat,
+    /// Segments of at least `max_split_size`.
+    pub oversize_segments: Stat,
+    /// Times a device allocation failed and the cache was flushed before retrying.
+    pub num_alloc_retries: i64,
+    /// Out-of-memory errors returned.
+    pub num_ooms: i64,
+    /// Times every outstanding event was synchronised (empty_cache, OOM retry).
+    pub num_sync_all_streams: i64,
+    /// Device allocations: one per `malloc`, one per map operation (however many pages).
+    pub num_device_alloc: i64,
+    /// Device frees: one per `free`, one per unmap operation.
+    pub num_device_free: i64,
+    /// The configured `max_split_size` in bytes, -1 when unlimited.
+    pub max_split_size: i64,
+}
+
+impl MemoryStats {
+    /// Peak := current for every stat.
+    pub fn reset_peak(&mut self) {
+        for a in self.arrays_mut() {
+            a.reset_peak();
+        }
+        self.oversize_allocations.reset_peak();
+        self.oversize_segments.reset_peak();
+    }
+
+    /// Zeroes the accumulated totals and the event counters.
+    pub fn reset_accumulated(&mut self) {
+        for a in self.arrays_mut() {
+            a.reset_accumulated();
+        }
+        self.oversize_allocations.reset_accumulated();
+        self.oversize_segments.reset_accumulated();
+        self.num_alloc_retries = 0;
+        self.num_ooms = 0;
+        self.num_sync_all_streams = 0;
+        self.num_device_alloc = 0;
+        self.num_device_free = 0;
+    }
+
+    fn arrays(&self) -> [(&'static str, &StatArray); 9] {
+        [
+            ("allocation", &self.allocation),
+            ("segment", &self.segment),
+            ("active", &self.active),
+            ("inactive_split", &self.inactive_split),
+            ("allocated_bytes", &self.allocated_bytes),
+            ("reserved_bytes", &self.reserved_bytes),
+            ("active_bytes", &self.active_bytes),
+            ("inactive_split_bytes", &self.inactive_split_bytes),
+            ("requested_bytes", &self.requested_bytes),
+        ]
+    }
+
+    fn arrays_mut(&mut self) -> [&mut StatArray; 9] {
+        [
+            &mut self.allocation,
+            &mut self.segment,
+            &mut self.active,
+            &mut self.inactive_split,
+            &mut self.allocated_bytes,
+            &mut self.reserved_bytes,
+            &mut self.active_bytes,
+            &mut self.inactive_split_bytes,
+            &mut self.requested_bytes,
+        ]
+    }
+
+    /// The flat, sorted `key -> value` map of `torch.cuda.memory_stats()`.
+    ///
+    /// ```
+    /// let s = strata_alloc::MemoryStats::default();
+    /// let m = s.to_map();
+    /// assert_eq!(m["allocated_bytes.all.current"], 0);
+    /// assert!(m.contains_key("num_device_alloc"));
+    /// assert!(m.contains_key("requested_bytes.large_pool.freed"));
+    /// ```
+    pub fn to_map(&self) -> BTreeMap<String, i64> {
+        let mut m = BTreeMap::new();
+        for (name, arr) in self.arrays() {
+            for t in StatType::ALL {
+                let s = arr.get(t);
+                for (metric, v) in [
+                    ("current", s.current),
+                    ("peak", s.peak),
+                    ("allocated", s.allocated),
+                    ("freed", s.freed),
+                ] {
+                    m.insert(format!("{name}.{}.{metric}", t.name()), v);
+                }
+            }
+        }
+        for (name, s) in [
+            ("oversize_allocations", self.oversize_allocations),
+            ("oversize_segments", self.oversize_segments),
+        ] {
+            m.insert(format!("{name}.current"), s.current);
+            m.insert(format!("{name}.peak"), s.peak);
+            m.insert(format!("{name}.allocated"), s.allocated);
+            m.insert(format!("{name}.freed"), s.freed);
+        }
+        for (name, v) in [
+            ("num_alloc_retries", self.num_alloc_retries),
+            ("num_ooms", self.num_ooms),
+            ("num_sync_all_streams", self.num_sync_all_streams),
+            ("num_device_alloc", self.num_device_alloc),
+            ("num_device_free", self.num_device_free),
+            ("max_split_size", self.max_split_size),
+        ] {
+            m.insert(name.to_string(), v);
+        }
+        m
+    }
+
+    /// One value by its PyTorch key, e.g. `"reserved_bytes.all.peak"`.
+    pub fn get(&self, key: &str) -> Option<i64> {
+        self.to_map().get(key).copied()
+    }
+}
+
+/// Formats a byte count as PyTorch's `format_size` does (`"2.00 MiB"`).
+pub fn format_size(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if bytes <= 1024 {
+        format!("{bytes} bytes")
+    } else if b <= KIB * KIB {
+        format!("{:.2} KiB", b / KIB)
+    } else if b <= KIB * KIB * KIB {
+        format!("{:.2} MiB", b / (KIB * KIB))
+    } else {
+        format!("{:.2} GiB", b / (KIB * KIB * KIB))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_tracks_peak_and_totals() {
+        let mut s = Stat::default();
+        s.increase(10);
+        s.increase(5);
+        s.decrease(12);
+        assert_eq!((s.current, s.peak, s.allocated, s.freed), (3, 15, 15, 12));
+        s.reset_peak();
+        assert_eq!(s.peak, 3);
+        s.reset_accumulated();
+        assert_eq!((s.allocated, s.freed, s.current), (0, 0, 3));
+    }
+
+    #[test]
+    fn map_has_pytorch_keys() {
+        let mut st = MemoryStats::default();
+        st.allocated_bytes.increase(StatType::SmallPool, 512);
+        let m = st.to_map();
+        assert_eq!(m["allocated_bytes.all.current"], 512);
+        assert_eq!(m["allocated_bytes.small_pool.peak"], 512);
+        assert_eq!(m["allocated_bytes.large_pool.current"], 0);
+        // 9 arrays x 3 pools x 4 metrics + 2 x 4 oversize + 6 scalars
+        assert_eq!(m.len(), 9 * 3 * 4 + 8 + 6);
+    }
+
+    #[test]
+    fn sizes_format_like_pytorch() {
+        assert_eq!(format_size(300), "300 bytes");
+        assert_eq!(format_size(2 << 20), "2.00 MiB");
+        assert_eq!(format_size(3 << 30), "3.00 GiB");
+    }
+}

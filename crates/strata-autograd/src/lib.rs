@@ -1,0 +1,1 @@
+//! strata-autograd: gradients over strata tensors. (Being built: see the autograd issue.)

@@ -1,0 +1,14 @@
+//! strata: Rust tensors with PyTorch's memory behaviour and diagnostics.
+//!
+//! This facade re-exports the pieces users need: the per-device memory
+//! functions of the caching allocator, and (as they land) tensors and autograd.
+
+pub use strata_alloc::{
+    allocator, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
+    memory_reserved, memory_stats, memory_summary, reset_accumulated_memory_stats,
+    reset_peak_memory_stats, AllocError, AllocatorConfig, CachingAllocator, Device, MemoryStats,
+    OutOfMemory, StreamId,
+};
+
+/// The allocator crate, for drivers, configuration and snapshots.
+pub use strata_alloc as alloc;
