@@ -28,6 +28,15 @@ use crate::block::{Block, PoolKind, NONE};
 use crate::driver::{DriverError, PhysHandle};
 use crate::error::AllocError;
 
+/// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
+/// (or [`GROWTH_CHUNK`] pages, whichever is more) before growth recycles free
+/// pages instead of creating new ones.
+const RESERVE_MARGIN: u64 = 64;
+
+/// Pages mapped at least per large-pool growth while within the margin: 20 MiB
+/// with 2 MiB pages, PyTorch's large-pool page size.
+const GROWTH_CHUNK: u64 = 10;
+
 /// One reserved address range and the physical pages mapped into it.
 pub(crate) struct ExpandableSegment {
     pub base: u64,
@@ -41,21 +50,30 @@ pub(crate) struct ExpandableSegment {
     pub mapped_pages: u64,
 }
 
-/// Where a request will go: the unmapped block to map from and how many pages
-/// must be mapped.
+/// Where a request will go: the page-aligned address where mapping starts (at
+/// the start of an unmapped block), how many pages must be mapped there, and
+/// the free blocks on either side that the allocation will use (and that must
+/// therefore not be recycled).
+#[derive(Clone, Copy)]
 struct Placement {
-    unmapped: u32,
+    map_at: u64,
+    segment: u32,
     pages: u64,
-    /// The free block just before the unmapped one, when the allocation starts there.
-    before: u32,
-    /// The free block just after it, when the allocation reaches into it.
-    after: u32,
+    room: u64,
+    keep: [u32; 2],
 }
 
 impl CachingAllocator {
     /// Maps memory for a request of `rounded` bytes on stream `s` and returns a
     /// free block (out of the index) that holds it. `Ok(None)` when the device
     /// or the memory fraction has no room.
+    ///
+    /// New physical pages are created only while reserved memory stays within
+    /// a margin of the highest allocated figure so far (the larger of 1/64 of it
+    /// and [`GROWTH_CHUNK`] pages); beyond that margin the pages are recycled
+    /// from free space. The placement is the one that needs the fewest *new*
+    /// pages given what can be recycled, then the fewest mappings, then the
+    /// lowest address.
     pub(crate) fn grow_expandable(
         &self,
         st: &mut State,
@@ -64,16 +82,35 @@ impl CachingAllocator {
         rounded: u64,
     ) -> Result<Option<u32>, AllocError> {
         let page = self.page();
-        let mut best: Option<Placement> = None;
+        let allocated = &st.stats.allocated_bytes.all();
+        let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
+        let target = peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page);
+        let headroom = target.saturating_sub(st.reserved()) / page;
+        let recyclable = recyclable_pages(st, page);
+        let mut best: Option<(u64, u64, u64, Placement)> = None;
         for &seg in &st.streams[s as usize].expandable[pool as usize] {
-            let seg = st.expandable[seg as usize].as_ref().expect("listed segment exists");
-            let mut id = seg.head;
+            let mut id = st.expandable[seg as usize]
+                .as_ref()
+                .expect("listed segment")
+                .head;
             while id != NONE {
                 let b = &st.blocks[id];
                 if !b.mapped {
-                    if let Some(p) = placement_at(st, id, rounded, page) {
-                        if best.as_ref().is_none_or(|q| p.pages < q.pages) {
-                            best = Some(p);
+                    for with_before in [true, false] {
+                        let Some(p) = placement_at(st, id, seg, rounded, page, with_before) else {
+                            continue;
+                        };
+                        let kept: u64 = p
+                            .keep
+                            .iter()
+                            .filter(|&&k| k != NONE)
+                            .filter_map(|&k| interior_pages(&st.blocks[k], page))
+                            .map(|(a, z)| (z - a) / page)
+                            .sum();
+                        let created = p.pages.saturating_sub(headroom + recyclable - kept);
+                        let key = (created, p.pages, p.map_at);
+                        if best.as_ref().is_none_or(|b| key < (b.0, b.1, b.2)) {
+                            best = Some((key.0, key.1, key.2, p));
                         }
                     }
                 }
@@ -81,20 +118,28 @@ impl CachingAllocator {
             }
         }
         let p = match best {
-            Some(p) => p,
+            Some(b) => b.3,
             None => match self.new_segment(st, s, pool, rounded)? {
-                Some(u) => placement_at(st, u, rounded, page).expect("a new segment fits"),
+                Some((u, seg)) => placement_at(st, u, seg, rounded, page, false)
+                    .expect("a new segment fits any request it was made for"),
                 None => return Ok(None),
             },
         };
         if p.pages == 0 {
-            // The free block before the unmapped range suffices on its own (it was
-            // passed over by the oversize filters).
-            st.index_remove(p.before);
-            return Ok(Some(p.before));
+            // The free block before the unmapped range suffices on its own (the
+            // oversize filters passed it over).
+            st.index_remove(p.keep[0]);
+            return Ok(Some(p.keep[0]));
         }
-        let n = p.pages as usize;
-        let mut handles = self.reclaim_pages(st, n, [p.before, p.after])?;
+        // Within the margin, map a whole chunk for large requests so that a run
+        // of similar requests does not map a few pages each time.
+        let mut n = p.pages;
+        if pool == PoolKind::Large && headroom > n {
+            n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
+        }
+        let recycle = n.saturating_sub(headroom) as usize;
+        let mut handles = self.reclaim_pages(st, recycle, p.keep)?;
+        let n = n as usize;
         let missing = (n - handles.len()) as u64 * page;
         if !self.fits_fraction(st, missing) {
             self.release_handles(st, handles);
@@ -113,7 +158,7 @@ impl CachingAllocator {
                 }
             }
         }
-        self.map_pages(st, p.unmapped, handles).map(Some)
+        self.map_pages(st, p.segment, p.map_at, handles).map(Some)
     }
 
     /// Reserves a new address range for (stream, pool): 1.125 times the device's
@@ -124,7 +169,7 @@ impl CachingAllocator {
         s: u32,
         pool: PoolKind,
         rounded: u64,
-    ) -> Result<Option<u32>, AllocError> {
+    ) -> Result<Option<(u32, u32)>, AllocError> {
         let page = self.page();
         let size = (self.capacity() + self.capacity() / 8).div_ceil(page) * page;
         if rounded > size {
@@ -174,11 +219,14 @@ impl CachingAllocator {
             st.expandable.push(Some(seg));
         }
         st.streams[s as usize].expandable[pool as usize].push(seg_index);
-        Ok(Some(head))
+        Ok(Some((head, seg_index)))
     }
 
     /// Unmaps up to `n` pages that lie wholly inside free blocks (other than the
-    /// `keep` blocks), highest addresses first, and returns their handles.
+    /// `keep` blocks) and returns their handles. Blocks with the fewest whole
+    /// pages go first (highest address among equals): recycling consumes the
+    /// fragments and leaves large free blocks whole for the large requests that
+    /// can reuse them, instead of chopping one up at every growth.
     fn reclaim_pages(
         &self,
         st: &mut State,
@@ -186,21 +234,23 @@ impl CachingAllocator {
         keep: [u32; 2],
     ) -> Result<Vec<PhysHandle>, AllocError> {
         let page = self.page();
-        let mut cands: Vec<(u64, u32)> = Vec::new();
+        let mut cands: Vec<(u64, u64, u32)> = Vec::new();
         for seg in st.expandable.iter().flatten() {
             let mut id = seg.head;
             while id != NONE {
                 let b = &st.blocks[id];
-                if b.is_free() && !keep.contains(&id) && interior_pages(b, page).is_some() {
-                    cands.push((b.end(), id));
+                if b.is_free() && !keep.contains(&id) {
+                    if let Some((p0, p1)) = interior_pages(b, page) {
+                        cands.push(((p1 - p0) / page, u64::MAX - b.end(), id));
+                    }
                 }
                 id = b.next;
             }
         }
-        cands.sort_unstable_by(|a, b| b.cmp(a));
+        cands.sort_unstable();
         let mut handles = Vec::with_capacity(n);
         let mut synced: Vec<u32> = Vec::new();
-        for (_, id) in cands {
+        for (_, _, id) in cands {
             if handles.len() >= n {
                 break;
             }
@@ -243,7 +293,9 @@ impl CachingAllocator {
                 failure = Some(e);
                 break;
             }
-            let seg = st.expandable[seg_i].as_mut().expect("block's segment exists");
+            let seg = st.expandable[seg_i]
+                .as_mut()
+                .expect("block's segment exists");
             let h = seg.handles[((done - seg.base) / page) as usize]
                 .take()
                 .expect("a mapped page has a handle");
@@ -262,17 +314,32 @@ impl CachingAllocator {
         }
     }
 
-    /// Maps `handles` at the start of unmapped block `u` and returns the free
-    /// block (merged with its free neighbours, out of the index) that results.
+    /// Maps `handles` at `start` (page-aligned, inside an unmapped block of
+    /// segment `seg`) and returns the free block (merged with its free
+    /// neighbours, out of the index) that results.
     fn map_pages(
         &self,
         st: &mut State,
-        u: u32,
+        seg: u32,
+        start: u64,
         handles: Vec<PhysHandle>,
     ) -> Result<u32, AllocError> {
         let page = self.page();
-        let start = st.blocks[u].ptr;
         let len = handles.len() as u64 * page;
+        // Recycling may have merged more unmapped space into the target block:
+        // find the block that holds `start` now, and cut `[start, start + len)`
+        // out of it.
+        let mut u = st.expandable[seg as usize]
+            .as_ref()
+            .expect("segment exists")
+            .head;
+        while st.blocks[u].end() <= start {
+            u = st.blocks[u].next;
+        }
+        debug_assert!(!st.blocks[u].mapped && st.blocks[u].end() >= start + len);
+        if st.blocks[u].ptr < start {
+            u = st.blocks.split(u, start - st.blocks[u].ptr);
+        }
         let mut mapped = 0;
         let mut failure = None;
         for (i, h) in handles.iter().enumerate() {
@@ -300,10 +367,11 @@ impl CachingAllocator {
             self.release_handles(st, handles);
             return Err(self.driver_error(e));
         }
-        let seg_i = st.blocks[u].segment as usize;
         let pool = st.blocks[u].pool.stat();
         {
-            let seg = st.expandable[seg_i].as_mut().expect("block's segment exists");
+            let seg = st.expandable[seg as usize]
+                .as_mut()
+                .expect("block's segment exists");
             let first = ((start - seg.base) / page) as usize;
             for (i, h) in handles.into_iter().enumerate() {
                 seg.handles[first + i] = Some(h);
@@ -368,7 +436,8 @@ impl CachingAllocator {
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");
             if seg.mapped_pages == 0 {
-                let (base, size, head, s, pool) = (seg.base, seg.size, seg.head, seg.stream, seg.pool);
+                let (base, size, head, s, pool) =
+                    (seg.base, seg.size, seg.head, seg.stream, seg.pool);
                 debug_assert!(st.blocks[head].next == NONE && !st.blocks[head].mapped);
                 st.calls.unreserve += 1;
                 self.vm()
@@ -390,10 +459,22 @@ fn interior_pages(b: &Block, page: u64) -> Option<(u64, u64)> {
     (p1 > p0).then_some((p0, p1))
 }
 
-/// Where `rounded` bytes would go if mapped from unmapped block `u`.
-fn placement_at(st: &State, u: u32, rounded: u64, page: u64) -> Option<Placement> {
+/// Where `rounded` bytes would go if mapped from unmapped block `u`: either
+/// starting in the free block before it (`with_before`), or at its own start.
+fn placement_at(
+    st: &State,
+    u: u32,
+    segment: u32,
+    rounded: u64,
+    page: u64,
+    with_before: bool,
+) -> Option<Placement> {
     let b = &st.blocks[u];
     let before = (b.prev != NONE && st.blocks[b.prev].is_free()).then_some(b.prev);
+    if with_before && before.is_none() {
+        return None;
+    }
+    let before = before.filter(|_| with_before);
     let after = (b.next != NONE && st.blocks[b.next].is_free()).then_some(b.next);
     let start = before.map_or(b.ptr, |p| st.blocks[p].ptr);
     let end = after.map_or(b.end(), |n| st.blocks[n].end());
@@ -401,17 +482,39 @@ fn placement_at(st: &State, u: u32, rounded: u64, page: u64) -> Option<Placement
         return None;
     }
     let need_end = (start + rounded).min(b.end());
-    let pages = need_end.saturating_sub(b.ptr).div_ceil(page);
+    let uses_after = start + rounded > b.end();
     Some(Placement {
-        unmapped: u,
-        pages,
-        before: before.unwrap_or(NONE),
-        after: if start + rounded > b.end() {
-            after.unwrap_or(NONE)
-        } else {
-            NONE
-        },
+        map_at: b.ptr,
+        segment,
+        pages: need_end.saturating_sub(b.ptr).div_ceil(page),
+        room: b.size / page,
+        keep: [
+            before.unwrap_or(NONE),
+            if uses_after {
+                after.unwrap_or(NONE)
+            } else {
+                NONE
+            },
+        ],
     })
+}
+
+/// Pages lying wholly inside free blocks, over every expandable segment.
+fn recyclable_pages(st: &State, page: u64) -> u64 {
+    let mut n = 0;
+    for seg in st.expandable.iter().flatten() {
+        let mut id = seg.head;
+        while id != NONE {
+            let b = &st.blocks[id];
+            if b.is_free() {
+                if let Some((a, z)) = interior_pages(b, page) {
+                    n += (z - a) / page;
+                }
+            }
+            id = b.next;
+        }
+    }
+    n
 }
 
 /// Turns `[a, z)` (page-aligned, inside free block `id`, which is in the index)
@@ -438,4 +541,3 @@ fn carve_unmapped(st: &mut State, id: u32, a: u64, z: u64) {
         st.blocks.absorb_next(prev);
     }
 }
-

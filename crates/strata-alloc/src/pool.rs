@@ -67,6 +67,7 @@ impl FreeIndex {
     }
 
     /// Total bytes of free blocks.
+    #[cfg(test)]
     pub fn bytes(&self) -> u64 {
         self.bytes
     }

@@ -168,6 +168,11 @@ pub trait Driver: Send + Sync {
     fn synchronize_event(&self, event: EventHandle) -> Result<(), DriverError>;
     /// Blocks until all work queued on `stream` has finished.
     fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError>;
+    /// Creates a new stream (the simulated device makes up a handle; the host
+    /// driver, whose work is synchronous, returns the default stream).
+    fn create_stream(&self) -> Result<StreamId, DriverError> {
+        Ok(StreamId::DEFAULT)
+    }
 }
 
 /// How many driver calls of each kind an allocator has made; reported by the

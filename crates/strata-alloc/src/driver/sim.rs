@@ -26,6 +26,7 @@ struct SimState {
     mappings: BTreeMap<DevicePtr, (u64, u64)>, // va -> (size, handle)
     events: HashMap<u64, SimEvent>,
     next_event: u64,
+    next_stream: u64,
     fail_allocations: u64,
     fail_calls: HashMap<&'static str, u64>,
     calls: BTreeMap<&'static str, u64>,
@@ -222,7 +223,10 @@ impl Driver for SimDriver {
             }
             Some(sz) => {
                 s.segments.insert(ptr, sz);
-                Err(Self::misuse("free", format!("size {size} != allocated {sz}")))
+                Err(Self::misuse(
+                    "free",
+                    format!("size {size} != allocated {sz}"),
+                ))
             }
             None => Err(Self::misuse("free", format!("{ptr:#x} is not a segment"))),
         }
@@ -303,6 +307,13 @@ impl Driver for SimDriver {
         }
         Ok(())
     }
+
+    fn create_stream(&self) -> Result<StreamId, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "stream_create")?;
+        s.next_stream += 1;
+        Ok(StreamId(0x5000_0000 + s.next_stream))
+    }
 }
 
 impl VirtualMemory for SimDriver {
@@ -314,7 +325,10 @@ impl VirtualMemory for SimDriver {
         let mut s = self.state.lock();
         self.enter(&mut s, "reserve")?;
         if size == 0 || size % self.granularity != 0 {
-            return Err(Self::misuse("reserve", "size not a multiple of granularity"));
+            return Err(Self::misuse(
+                "reserve",
+                "size not a multiple of granularity",
+            ));
         }
         let p = Self::bump(&mut s, size, self.granularity);
         s.reservations.insert(p, size);

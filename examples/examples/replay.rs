@@ -1,0 +1,302 @@
+//! Replays allocation traces of real PyTorch workloads through strata's caching
+//! allocator and compares with PyTorch's own figures recorded in each trace.
+//!
+//! ```text
+//! cargo run --release -p strata-examples --example replay -- \
+//!     [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json.gz...
+//! ```
+//!
+//! Each trace's `alloc` / `free_completed` events are replayed in order (a block
+//! goes back at its `free_completed`), each on its own stream. By default the
+//! allocator runs over the simulated device with an H100's capacity and 2 MiB
+//! granularity; `--device cuda` uses the real GPU. Per trace it prints the number
+//! of operations, peak allocated and reserved bytes, device allocations (counted
+//! as PyTorch counts `num_device_alloc`), driver calls by kind, the cost per
+//! operation (median of warm passes) and PyTorch's `reserved_bytes.all.peak` from
+//! the file with the ratio.
+
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::sync::Arc;
+use std::time::Instant;
+use strata::alloc::driver::{sim::SimDriver, Driver};
+use strata::alloc::{AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
+
+#[derive(Deserialize)]
+struct TraceFile {
+    workload: String,
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    stats: HashMap<String, serde_json::Value>,
+    events: Vec<(String, u64, u64, u64)>,
+}
+
+enum Op {
+    Alloc { slot: u32, size: u64, stream: u32 },
+    Free { slot: u32 },
+}
+
+struct Trace {
+    name: String,
+    mode: String,
+    ops: Vec<Op>,
+    slots: usize,
+    streams: Vec<u64>,
+    torch_peak_reserved: Option<i64>,
+    torch_device_allocs: Option<i64>,
+}
+
+fn load(path: &str) -> Result<Trace, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{path}: not a gzip file: {e}"))?;
+    let t: TraceFile =
+        serde_json::from_str(&text).map_err(|e| format!("{path}: not a trace: {e}"))?;
+    // Give each live address a dense slot so the replay loop does no hashing.
+    let mut live: HashMap<u64, u32> = HashMap::new();
+    let mut vacant: Vec<u32> = Vec::new();
+    let mut slots = 0u32;
+    let mut streams: Vec<u64> = Vec::new();
+    let mut ops = Vec::with_capacity(t.events.len());
+    for (action, addr, size, stream) in &t.events {
+        match action.as_str() {
+            "alloc" => {
+                let slot = vacant.pop().unwrap_or_else(|| {
+                    slots += 1;
+                    slots - 1
+                });
+                if live.insert(*addr, slot).is_some() {
+                    return Err(format!("{path}: address {addr:#x} allocated twice"));
+                }
+                let s = match streams.iter().position(|x| x == stream) {
+                    Some(i) => i,
+                    None => {
+                        streams.push(*stream);
+                        streams.len() - 1
+                    }
+                } as u32;
+                ops.push(Op::Alloc {
+                    slot,
+                    size: *size,
+                    stream: s,
+                });
+            }
+            "free_completed" => {
+                let slot = live
+                    .remove(addr)
+                    .ok_or_else(|| format!("{path}: free of unknown address {addr:#x}"))?;
+                vacant.push(slot);
+                ops.push(Op::Free { slot });
+            }
+            _ => {}
+        }
+    }
+    let stat = |k: &str| t.stats.get(k).and_then(|v| v.as_i64());
+    Ok(Trace {
+        name: t.workload.clone(),
+        mode: t.mode.clone(),
+        torch_peak_reserved: stat("reserved_bytes.all.peak"),
+        torch_device_allocs: stat("num_device_alloc"),
+        ops,
+        slots: slots as usize,
+        streams,
+    })
+}
+
+/// One pass over the trace; frees whatever is still live at the end (untimed).
+fn pass(
+    a: &CachingAllocator,
+    t: &Trace,
+    streams: &[StreamId],
+    live: &mut [Option<RawAllocation>],
+) -> Result<f64, String> {
+    let start = Instant::now();
+    for op in &t.ops {
+        match *op {
+            Op::Alloc { slot, size, stream } => {
+                let r = a
+                    .allocate_raw(size, streams[stream as usize])
+                    .map_err(|e| e.to_string())?;
+                live[slot as usize] = Some(r);
+            }
+            Op::Free { slot } => {
+                let r = live[slot as usize].take().expect("trace frees a live slot");
+                a.free_raw(r).map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    let ns = start.elapsed().as_nanos() as f64 / t.ops.len().max(1) as f64;
+    for r in live.iter_mut().filter_map(Option::take) {
+        a.free_raw(r).map_err(|e| e.to_string())?;
+    }
+    Ok(ns)
+}
+
+struct Args {
+    device: String,
+    conf: Option<String>,
+    json: bool,
+    passes: usize,
+    files: Vec<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        device: "sim".into(),
+        conf: None,
+        json: false,
+        passes: 5,
+        files: Vec::new(),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(x) = it.next() {
+        match x.as_str() {
+            "--device" => a.device = it.next().ok_or("--device needs sim or cuda")?,
+            "--conf" => a.conf = Some(it.next().ok_or("--conf needs a string")?),
+            "--json" => a.json = true,
+            "--passes" => {
+                a.passes = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n >= 3)
+                    .ok_or("--passes needs a number >= 3")?
+            }
+            "-h" | "--help" => {
+                return Err("usage: replay [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json.gz...".into())
+            }
+            f => a.files.push(f.to_string()),
+        }
+    }
+    if a.files.is_empty() {
+        return Err("no trace given; usage: replay [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json.gz...".into());
+    }
+    Ok(a)
+}
+
+fn driver(device: &str) -> Result<Arc<dyn Driver>, String> {
+    match device {
+        "sim" => Ok(Arc::new(SimDriver::h100())),
+        "cuda" => open_cuda(),
+        other => Err(format!("unknown --device '{other}': use sim or cuda")),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn open_cuda() -> Result<Arc<dyn Driver>, String> {
+    strata::alloc::driver::cuda::open(0).map_err(|e| format!("--device cuda: {e}"))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda() -> Result<Arc<dyn Driver>, String> {
+    Err("--device cuda: built without the cuda feature".into())
+}
+
+fn run() -> Result<(), String> {
+    let args = parse_args()?;
+    let config = match &args.conf {
+        Some(c) => AllocatorConfig::parse(c).map_err(|e| e.to_string())?,
+        None => AllocatorConfig::from_env().map_err(|e| e.to_string())?,
+    };
+    for path in &args.files {
+        let t = load(path)?;
+        let drv = driver(&args.device)?;
+        let streams: Vec<StreamId> = t
+            .streams
+            .iter()
+            .map(|&s| {
+                if s == 0 {
+                    Ok(StreamId::DEFAULT)
+                } else {
+                    drv.create_stream().map_err(|e| e.to_string())
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let a = CachingAllocator::new(Arc::clone(&drv), config.clone());
+        let mut live = vec![None; t.slots];
+        pass(&a, &t, &streams, &mut live)?;
+        let stats = a.memory_stats();
+        let calls = a.driver_calls();
+        let mut times: Vec<f64> = (0..args.passes)
+            .map(|_| pass(&a, &t, &streams, &mut live))
+            .collect::<Result<_, _>>()?;
+        times.sort_by(f64::total_cmp);
+        let ns = times[times.len() / 2];
+        a.empty_cache().map_err(|e| e.to_string())?;
+        let peak_alloc = stats.allocated_bytes.all().peak;
+        let peak_res = stats.reserved_bytes.all().peak;
+        let conf = config.to_string();
+        if args.json {
+            let mut dc = serde_json::Map::new();
+            for (k, v) in calls.entries() {
+                dc.insert(k.into(), v.into());
+            }
+            let obj = serde_json::json!({
+                "trace": t.name,
+                "mode": t.mode,
+                "conf": conf,
+                "device": args.device,
+                "expandable": a.expandable_segments(),
+                "ops": t.ops.len(),
+                "peak_allocated": peak_alloc,
+                "peak_reserved": peak_res,
+                "device_allocs": stats.num_device_alloc,
+                "device_frees": stats.num_device_free,
+                "driver_calls": dc,
+                "ns_per_op": (ns * 10.0).round() / 10.0,
+                "torch_peak_reserved": t.torch_peak_reserved,
+                "torch_device_allocs": t.torch_device_allocs,
+            });
+            println!("{obj}");
+        } else {
+            let mib = |b: i64| b as f64 / (1 << 20) as f64;
+            println!(
+                "{} ({} trace, {} streams) conf={conf} device={}",
+                t.name,
+                t.mode,
+                t.streams.len(),
+                args.device
+            );
+            println!("  operations        {}", t.ops.len());
+            println!("  peak allocated    {:.1} MiB", mib(peak_alloc));
+            println!(
+                "  peak reserved     {:.1} MiB  (ratio to allocated {:.3})",
+                mib(peak_res),
+                peak_res as f64 / peak_alloc.max(1) as f64
+            );
+            if let Some(tp) = t.torch_peak_reserved {
+                println!(
+                    "  PyTorch reserved  {:.1} MiB  (strata / PyTorch {:.3})",
+                    mib(tp),
+                    peak_res as f64 / tp.max(1) as f64
+                );
+            }
+            println!(
+                "  device allocs     {}  (PyTorch {})",
+                stats.num_device_alloc,
+                t.torch_device_allocs.map_or("?".into(), |v| v.to_string())
+            );
+            let by_kind: BTreeMap<_, _> = calls
+                .entries()
+                .into_iter()
+                .filter(|(_, v)| *v > 0)
+                .collect();
+            println!("  driver calls      {by_kind:?}");
+            println!(
+                "  ns per operation  {ns:.1} (median of {} warm passes)",
+                args.passes
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("replay: {e}");
+        std::process::exit(1);
+    }
+}
