@@ -195,7 +195,7 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
                 }
             }
             if !b.mapped {
-                if b.ptr % page != 0 || b.size % page != 0 || b.allocated {
+                if !b.ptr.is_multiple_of(page) || !b.size.is_multiple_of(page) || b.allocated {
                     return Err(format!("unmapped block {id} not page-aligned or allocated"));
                 }
             } else if b.allocated {
@@ -205,8 +205,11 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
                 want.active_bytes.increase(pool, b.size as i64);
                 want.requested_bytes.increase(pool, b.requested as i64);
             } else if !b.is_free() {
+                // Freed by the caller, waiting for other streams: still active,
+                // and its requested size counts until the free completes.
                 want.active.increase(pool, 1);
                 want.active_bytes.increase(pool, b.size as i64);
+                want.requested_bytes.increase(pool, b.requested as i64);
             } else {
                 free_count += 1;
                 let idx = &st.streams[b.stream as usize].free[b.pool as usize];
