@@ -216,7 +216,9 @@ impl CachingAllocator {
             .per_process_memory_fraction
             .filter(|f| *f < 1.0)
             .map(|f| (f * capacity as f64) as u64);
-        let gc_threshold = config.garbage_collection_threshold.filter(|_| allowed_max.is_some());
+        let gc_threshold = config
+            .garbage_collection_threshold
+            .filter(|_| allowed_max.is_some());
         let stats = MemoryStats {
             max_split_size: config.max_split_size.map(|m| m as i64).unwrap_or(-1),
             ..MemoryStats::default()
@@ -640,9 +642,12 @@ impl CachingAllocator {
             };
             let recorded = ev.and_then(|e| {
                 st.calls.event_record += 1;
-                self.driver.record_event(e, handle).map(|_| e).inspect_err(|_| {
-                    let _ = self.driver.destroy_event(e);
-                })
+                self.driver
+                    .record_event(e, handle)
+                    .map(|_| e)
+                    .inspect_err(|_| {
+                        let _ = self.driver.destroy_event(e);
+                    })
             });
             match recorded {
                 Ok(e) => {
@@ -950,7 +955,10 @@ impl CachingAllocator {
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();
         let unallocated = reserved.saturating_sub(allocated);
-        let hint = if self.allowed_max.is_some_and(|m| reserved + device_request > m) {
+        let hint = if self
+            .allowed_max
+            .is_some_and(|m| reserved + device_request > m)
+        {
             "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF, or use less memory.".to_string()
         } else if unallocated > device_request && unallocated * 4 > reserved.max(1) {
             if self.expandable {

@@ -110,7 +110,10 @@ impl Blocks {
     pub fn add(&mut self, b: Block) -> u32 {
         if let Some(i) = self.vacant.pop() {
             let gen = self.slots[i as usize].generation;
-            self.slots[i as usize] = Block { generation: gen, ..b };
+            self.slots[i as usize] = Block {
+                generation: gen,
+                ..b
+            };
             i
         } else {
             self.slots.push(b);

@@ -111,13 +111,15 @@ impl AllocatorConfig {
                     self.expandable_segments = Some(parse_bool("expandable_segments", &value)?)
                 }
                 "max_split_size_mb" => {
-                    let mb = value.parse::<u64>().ok().filter(|&v| v >= 20).ok_or_else(|| {
-                        ConfigError::BadValue {
+                    let mb = value
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|&v| v >= 20)
+                        .ok_or_else(|| ConfigError::BadValue {
                             key: "max_split_size_mb",
                             value: value.clone(),
                             accepted: "an integer number of MiB, at least 20",
-                        }
-                    })?;
+                        })?;
                     self.max_split_size = Some(mb << 20);
                 }
                 "roundup_power2_divisions" => {
@@ -340,8 +342,14 @@ mod tests {
         for (s, key) in [
             ("expandable_segments:yes", "expandable_segments"),
             ("max_split_size_mb:abc", "max_split_size_mb"),
-            ("garbage_collection_threshold:1.5", "garbage_collection_threshold"),
-            ("per_process_memory_fraction:-1", "per_process_memory_fraction"),
+            (
+                "garbage_collection_threshold:1.5",
+                "garbage_collection_threshold",
+            ),
+            (
+                "per_process_memory_fraction:-1",
+                "per_process_memory_fraction",
+            ),
             ("roundup_power2_divisions:3", "roundup_power2_divisions"),
             ("roundup_power2_divisions:[3:2]", "roundup_power2_divisions"),
             ("no_such_key:1", "no_such_key"),

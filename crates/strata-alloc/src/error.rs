@@ -40,7 +40,11 @@ impl fmt::Display for OutOfMemory {
             format_size(self.free),
         )?;
         if let Some(a) = self.allowed {
-            write!(f, "{} allowed by per_process_memory_fraction; ", format_size(a))?;
+            write!(
+                f,
+                "{} allowed by per_process_memory_fraction; ",
+                format_size(a)
+            )?;
         }
         write!(
             f,

@@ -66,7 +66,9 @@ impl CachingAllocator {
         let page = self.page();
         let mut best: Option<Placement> = None;
         for &seg in &st.streams[s as usize].expandable[pool as usize] {
-            let seg = st.expandable[seg as usize].as_ref().expect("listed segment exists");
+            let seg = st.expandable[seg as usize]
+                .as_ref()
+                .expect("listed segment exists");
             let mut id = seg.head;
             while id != NONE {
                 let b = &st.blocks[id];
@@ -243,7 +245,9 @@ impl CachingAllocator {
                 failure = Some(e);
                 break;
             }
-            let seg = st.expandable[seg_i].as_mut().expect("block's segment exists");
+            let seg = st.expandable[seg_i]
+                .as_mut()
+                .expect("block's segment exists");
             let h = seg.handles[((done - seg.base) / page) as usize]
                 .take()
                 .expect("a mapped page has a handle");
@@ -303,7 +307,9 @@ impl CachingAllocator {
         let seg_i = st.blocks[u].segment as usize;
         let pool = st.blocks[u].pool.stat();
         {
-            let seg = st.expandable[seg_i].as_mut().expect("block's segment exists");
+            let seg = st.expandable[seg_i]
+                .as_mut()
+                .expect("block's segment exists");
             let first = ((start - seg.base) / page) as usize;
             for (i, h) in handles.into_iter().enumerate() {
                 seg.handles[first + i] = Some(h);
@@ -368,7 +374,8 @@ impl CachingAllocator {
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");
             if seg.mapped_pages == 0 {
-                let (base, size, head, s, pool) = (seg.base, seg.size, seg.head, seg.stream, seg.pool);
+                let (base, size, head, s, pool) =
+                    (seg.base, seg.size, seg.head, seg.stream, seg.pool);
                 debug_assert!(st.blocks[head].next == NONE && !st.blocks[head].mapped);
                 st.calls.unreserve += 1;
                 self.vm()
@@ -438,4 +445,3 @@ fn carve_unmapped(st: &mut State, id: u32, a: u64, z: u64) {
         st.blocks.absorb_next(prev);
     }
 }
-

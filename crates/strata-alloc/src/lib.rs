@@ -42,7 +42,7 @@ pub use driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, S
 pub use error::{AllocError, OutOfMemory};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
-    memory_allocated, memory_reserved, memory_stats, memory_summary, reset_accumulated_memory_stats,
-    reset_peak_memory_stats, set_allocator,
+    memory_allocated, memory_reserved, memory_stats, memory_summary,
+    reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator,
 };
 pub use stats::{format_size, MemoryStats, Stat, StatArray, StatType};

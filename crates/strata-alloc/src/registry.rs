@@ -35,9 +35,9 @@ pub fn allocator(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
 #[cfg(feature = "cuda")]
 fn cuda_driver(n: usize) -> Result<Arc<dyn crate::Driver>, AllocError> {
     crate::driver::cuda::open(n).map_err(|e| AllocError::Unavailable {
-            device: Device::Cuda(n),
-            reason: e.to_string(),
-        })
+        device: Device::Cuda(n),
+        reason: e.to_string(),
+    })
 }
 
 #[cfg(not(feature = "cuda"))]

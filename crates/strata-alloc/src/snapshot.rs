@@ -69,7 +69,10 @@ pub(crate) fn summary(device: Device, s: &MemoryStats) -> String {
     let rule = |c: char| format!("|{}|\n", c.to_string().repeat(75));
     let mut out = String::new();
     out += &rule('=');
-    out += &format!("|{:^75}|\n", format!("strata memory summary, device {device}"));
+    out += &format!(
+        "|{:^75}|\n",
+        format!("strata memory summary, device {device}")
+    );
     out += &rule('-');
     out += &format!(
         "|{:^37}|{:^37}|\n",
@@ -119,7 +122,14 @@ fn row(label: &str, s: Stat, unit_from: Stat, bytes: bool) -> String {
         (s.allocated, unit_from.allocated),
         (s.freed, unit_from.freed),
     ] {
-        cells += &format!(" {} |", if bytes { fmt_bytes(v, u) } else { fmt_count(v, u) });
+        cells += &format!(
+            " {} |",
+            if bytes {
+                fmt_bytes(v, u)
+            } else {
+                fmt_count(v, u)
+            }
+        );
     }
     let label: String = label.chars().take(22).collect();
     format!("| {label:<22}|{cells}\n")
@@ -163,7 +173,10 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
                 .ok_or_else(|| format!("block {id} in a chain is not live"))?;
             visited += 1;
             if b.ptr != at || b.prev != prev {
-                return Err(format!("chain broken at block {id} ({:#x}, expected {at:#x})", b.ptr));
+                return Err(format!(
+                    "chain broken at block {id} ({:#x}, expected {at:#x})",
+                    b.ptr
+                ));
             }
             if b.expandable != expandable {
                 return Err(format!("block {id} has the wrong segment kind"));
@@ -172,7 +185,10 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
             if b.next != NONE {
                 let n = &st.blocks[b.next];
                 if b.is_free() && n.is_free() {
-                    return Err(format!("adjacent free blocks {id} and {} not merged", b.next));
+                    return Err(format!(
+                        "adjacent free blocks {id} and {} not merged",
+                        b.next
+                    ));
                 }
                 if !b.mapped && !n.mapped {
                     return Err(format!("adjacent unmapped blocks {id} and {}", b.next));
@@ -194,7 +210,11 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
             } else {
                 free_count += 1;
                 let idx = &st.streams[b.stream as usize].free[b.pool as usize];
-                if !idx.iter_from(b.size).take_while(|e| e.size == b.size).any(|e| e.ptr == b.ptr && e.block == id) {
+                if !idx
+                    .iter_from(b.size)
+                    .take_while(|e| e.size == b.size)
+                    .any(|e| e.ptr == b.ptr && e.block == id)
+                {
                     return Err(format!("free block {id} missing from its index"));
                 }
                 if !expandable && b.is_split() {
@@ -245,27 +265,47 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
             }
             id = b.next;
         }
-        want.reserved_bytes.increase(seg.pool.stat(), (seg.mapped_pages * page) as i64);
+        want.reserved_bytes
+            .increase(seg.pool.stat(), (seg.mapped_pages * page) as i64);
     }
     let live = st.blocks.iter().count();
     if live != visited {
         return Err(format!("{live} live blocks but {visited} in segments"));
     }
-    let indexed: usize = st.streams.iter().flat_map(|s| s.free.iter()).map(|i| i.len()).sum();
+    let indexed: usize = st
+        .streams
+        .iter()
+        .flat_map(|s| s.free.iter())
+        .map(|i| i.len())
+        .sum();
     if indexed != free_count {
-        return Err(format!("{indexed} indexed free blocks, {free_count} free blocks"));
+        return Err(format!(
+            "{indexed} indexed free blocks, {free_count} free blocks"
+        ));
     }
     let have = &st.stats;
     let pairs: [(&str, &StatArray, &StatArray); 9] = [
         ("allocation", &have.allocation, &want.allocation),
-        ("allocated_bytes", &have.allocated_bytes, &want.allocated_bytes),
+        (
+            "allocated_bytes",
+            &have.allocated_bytes,
+            &want.allocated_bytes,
+        ),
         ("active", &have.active, &want.active),
         ("active_bytes", &have.active_bytes, &want.active_bytes),
-        ("requested_bytes", &have.requested_bytes, &want.requested_bytes),
+        (
+            "requested_bytes",
+            &have.requested_bytes,
+            &want.requested_bytes,
+        ),
         ("segment", &have.segment, &want.segment),
         ("reserved_bytes", &have.reserved_bytes, &want.reserved_bytes),
         ("inactive_split", &have.inactive_split, &want.inactive_split),
-        ("inactive_split_bytes", &have.inactive_split_bytes, &want.inactive_split_bytes),
+        (
+            "inactive_split_bytes",
+            &have.inactive_split_bytes,
+            &want.inactive_split_bytes,
+        ),
     ];
     for (name, h, w) in pairs {
         for t in StatType::ALL {

@@ -5,7 +5,9 @@
 //! Work on the host is synchronous, so every event is complete as soon as it is
 //! recorded and stream synchronisation is a no-op.
 
-use super::{Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, StreamId, VirtualMemory};
+use super::{
+    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, StreamId, VirtualMemory,
+};
 use std::alloc::{alloc, dealloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 

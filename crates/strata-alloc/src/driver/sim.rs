@@ -222,7 +222,10 @@ impl Driver for SimDriver {
             }
             Some(sz) => {
                 s.segments.insert(ptr, sz);
-                Err(Self::misuse("free", format!("size {size} != allocated {sz}")))
+                Err(Self::misuse(
+                    "free",
+                    format!("size {size} != allocated {sz}"),
+                ))
             }
             None => Err(Self::misuse("free", format!("{ptr:#x} is not a segment"))),
         }
@@ -314,7 +317,10 @@ impl VirtualMemory for SimDriver {
         let mut s = self.state.lock();
         self.enter(&mut s, "reserve")?;
         if size == 0 || size % self.granularity != 0 {
-            return Err(Self::misuse("reserve", "size not a multiple of granularity"));
+            return Err(Self::misuse(
+                "reserve",
+                "size not a multiple of granularity",
+            ));
         }
         let p = Self::bump(&mut s, size, self.granularity);
         s.reservations.insert(p, size);
