@@ -316,7 +316,7 @@ impl VirtualMemory for SimDriver {
     fn reserve(&self, size: u64) -> Result<DevicePtr, DriverError> {
         let mut s = self.state.lock();
         self.enter(&mut s, "reserve")?;
-        if size == 0 || size % self.granularity != 0 {
+        if size == 0 || !size.is_multiple_of(self.granularity) {
             return Err(Self::misuse(
                 "reserve",
                 "size not a multiple of granularity",
@@ -343,7 +343,7 @@ impl VirtualMemory for SimDriver {
     fn create(&self, size: u64) -> Result<PhysHandle, DriverError> {
         let mut s = self.state.lock();
         self.enter(&mut s, "create")?;
-        if size == 0 || size % self.granularity != 0 {
+        if size == 0 || !size.is_multiple_of(self.granularity) {
             return Err(Self::misuse("create", "size not a multiple of granularity"));
         }
         self.take_memory(&mut s, size)?;
