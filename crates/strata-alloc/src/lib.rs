@@ -7,6 +7,8 @@
 //!   space, so reserved memory follows allocated memory.
 //! * [`driver`]: where memory comes from — CUDA (feature `cuda`), host memory,
 //!   or a simulated device for tests and trace replays.
+//! * [`pinned`]: a caching allocator for page-locked host memory (the staging
+//!   buffers of asynchronous copies), with finer size classes than PyTorch's.
 //! * [`AllocatorConfig`]: PyTorch's `key:value` configuration, from
 //!   `STRATA_ALLOC_CONF` or code.
 //! * Per-device functions ([`memory_stats`], [`empty_cache`], …) reach the
@@ -28,6 +30,7 @@ pub mod config;
 pub mod driver;
 mod error;
 mod expandable;
+pub mod pinned;
 mod pool;
 mod registry;
 pub mod snapshot;
