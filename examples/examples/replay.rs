@@ -223,6 +223,9 @@ fn run() -> Result<(), String> {
         let mut times: Vec<f64> = (0..args.passes)
             .map(|_| pass(&a, &t, &streams, &mut live))
             .collect::<Result<_, _>>()?;
+        let warm_calls =
+            (a.driver_calls().memory_calls() - calls.memory_calls()) as f64 / args.passes as f64;
+        let warm_peak_reserved = a.memory_stats().reserved_bytes.all().peak;
         times.sort_by(f64::total_cmp);
         let ns = times[times.len() / 2];
         a.empty_cache().map_err(|e| e.to_string())?;
@@ -247,6 +250,8 @@ fn run() -> Result<(), String> {
                 "device_frees": stats.num_device_free,
                 "driver_calls": dc,
                 "ns_per_op": (ns * 10.0).round() / 10.0,
+                "warm_memory_calls_per_pass": warm_calls,
+                "warm_peak_reserved": warm_peak_reserved,
                 "torch_peak_reserved": t.torch_peak_reserved,
                 "torch_device_allocs": t.torch_device_allocs,
             });
@@ -288,6 +293,10 @@ fn run() -> Result<(), String> {
             println!(
                 "  ns per operation  {ns:.1} (median of {} warm passes)",
                 args.passes
+            );
+            println!(
+                "  warm passes       {warm_calls:.1} memory driver calls per pass, peak reserved {:.1} MiB",
+                mib(warm_peak_reserved)
             );
         }
     }

@@ -145,6 +145,10 @@ pub(crate) struct State {
     pending_events: usize,
     /// `get_free_block` calls per pool kind (garbage-collection ageing).
     gc_counts: [u64; 2],
+    /// Expandable segments: pages recycled since the margin last widened, and
+    /// the extra margin (in pages) earned by recycling (see `expandable.rs`).
+    pub recycled_pages: u64,
+    pub extra_margin_pages: u64,
 }
 
 impl State {
@@ -243,6 +247,8 @@ impl CachingAllocator {
                 event_pool: Vec::new(),
                 pending_events: 0,
                 gc_counts: [0; 2],
+                recycled_pages: 0,
+                extra_margin_pages: 0,
             }),
         })
     }

@@ -37,6 +37,9 @@ const RESERVE_MARGIN: u64 = 64;
 /// with 2 MiB pages, PyTorch's large-pool page size.
 const GROWTH_CHUNK: u64 = 10;
 
+/// How many times the reserved pages may be recycled before the margin widens.
+const RECYCLE_BUDGET: u64 = 4;
+
 /// One reserved address range and the physical pages mapped into it.
 pub(crate) struct ExpandableSegment {
     pub base: u64,
@@ -84,7 +87,8 @@ impl CachingAllocator {
         let page = self.page();
         let allocated = &st.stats.allocated_bytes.all();
         let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
-        let target = peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page);
+        let target =
+            peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page) + st.extra_margin_pages * page;
         let headroom = target.saturating_sub(st.reserved()) / page;
         let recyclable = recyclable_pages(st, page);
         let mut best: Option<(u64, u64, u64, Placement)> = None;
@@ -139,6 +143,16 @@ impl CachingAllocator {
         }
         let recycle = n.saturating_sub(headroom) as usize;
         let mut handles = self.reclaim_pages(st, recycle, p.keep)?;
+        // Recycling costs driver calls and a stream synchronisation. Once the
+        // pages recycled since the margin last widened exceed RECYCLE_BUDGET
+        // times the reserved pages, the workload is churning: widen the margin
+        // by one chunk, so that the cost of recycling stays proportional to the
+        // memory it saves (a ski-rental rule).
+        st.recycled_pages += handles.len() as u64;
+        if st.recycled_pages > RECYCLE_BUDGET * (st.reserved() / page).max(GROWTH_CHUNK) {
+            st.recycled_pages = 0;
+            st.extra_margin_pages += GROWTH_CHUNK;
+        }
         let n = n as usize;
         let missing = (n - handles.len()) as u64 * page;
         if !self.fits_fraction(st, missing) {
