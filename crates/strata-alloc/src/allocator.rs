@@ -961,7 +961,9 @@ impl CachingAllocator {
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();
         let unallocated = reserved.saturating_sub(allocated);
-        let hint = if self
+        let hint = if requested > self.capacity {
+            "The request alone is larger than the device's total capacity: split the work into smaller pieces (a smaller batch, chunked computation).".to_string()
+        } else if self
             .allowed_max
             .is_some_and(|m| reserved + device_request > m)
         {

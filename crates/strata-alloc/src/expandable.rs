@@ -31,7 +31,7 @@ use crate::error::AllocError;
 /// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
 /// (or [`GROWTH_CHUNK`] pages, whichever is more) before growth recycles free
 /// pages instead of creating new ones.
-const RESERVE_MARGIN: u64 = 64;
+const RESERVE_MARGIN: u64 = 32;
 
 /// Pages mapped at least per large-pool growth while within the margin: 20 MiB
 /// with 2 MiB pages, PyTorch's large-pool page size.
@@ -72,7 +72,7 @@ impl CachingAllocator {
     /// or the memory fraction has no room.
     ///
     /// New physical pages are created only while reserved memory stays within
-    /// a margin of the highest allocated figure so far (the larger of 1/64 of it
+    /// a margin of the highest allocated figure so far (the larger of 1/32 of it
     /// and [`GROWTH_CHUNK`] pages); beyond that margin the pages are recycled
     /// from free space. The placement is the one that needs the fewest *new*
     /// pages given what can be recycled, then the fewest mappings, then the

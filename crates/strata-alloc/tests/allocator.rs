@@ -422,3 +422,11 @@ proptest! {
         run_ops("expandable_segments:False,max_split_size_mb:24,roundup_power2_divisions:4", &ops)?;
     }
 }
+
+#[test]
+fn a_request_beyond_the_device_says_so() {
+    let (_, a) = sim_alloc("", 64 * MIB);
+    let err = a.allocate_raw(100 * MIB, S0).unwrap_err();
+    let oom = err.out_of_memory().unwrap();
+    assert!(oom.hint.contains("larger than the device"), "{}", oom.hint);
+}
