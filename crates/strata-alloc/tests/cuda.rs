@@ -104,6 +104,10 @@ fn without_cuda_open_is_a_typed_error_not_a_panic() {
         Err(e) => panic!("expected Unavailable, got {e:?}"),
         Ok(_) => panic!("open(0) succeeded but is_available() is false"),
     }
+    assert!(matches!(
+        strata_alloc::pinned::cuda_allocator(0),
+        Err(DriverError::Unavailable(_))
+    ));
     // The registry turns it into the allocator's typed error.
     match strata_alloc::allocator(Device::Cuda(0)) {
         Err(AllocError::Unavailable { device, reason }) => {
@@ -442,6 +446,20 @@ fn the_registry_opens_cuda_devices() {
     assert!(matches!(
         strata_alloc::allocator(Device::Cuda(4096)),
         Err(AllocError::Unavailable { .. })
+    ));
+    // The process-wide pinned allocator of the device.
+    let p = strata_alloc::pinned::cuda_allocator(0).unwrap();
+    assert!(Arc::ptr_eq(
+        &p,
+        &strata_alloc::pinned::cuda_allocator(0).unwrap()
+    ));
+    let mut b = p.allocate(10_000).unwrap();
+    assert_eq!(b.capacity(), 12_288);
+    // SAFETY: pinned host memory, no copy in flight.
+    unsafe { b.as_mut_slice().fill(1) };
+    assert!(matches!(
+        strata_alloc::pinned::cuda_allocator(4096),
+        Err(DriverError::Unavailable(_))
     ));
 }
 

@@ -891,6 +891,12 @@ mod tests {
     }
 
     #[test]
+    fn the_driver_is_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<CudaDriver>();
+    }
+
+    #[test]
     fn stream_and_event_handles_round_trip() {
         assert!(cu_stream(StreamId::DEFAULT).is_null());
         let s = StreamId(0x7f00_1234_5000);
