@@ -113,9 +113,9 @@ fn init() -> Result<usize, DriverError> {
             }
         }
         let mut count: i32 = 0;
-        // SAFETY: `count` is a valid out-pointer for the duration of the call, and
-        // cuInit succeeded above.
         guarded("cuDeviceGetCount", || {
+            // SAFETY: `count` is a valid out-pointer for the duration of the call,
+            // and cuInit succeeded above.
             check("cuDeviceGetCount", unsafe {
                 sys::cuDeviceGetCount(&mut count)
             })
@@ -290,17 +290,17 @@ impl CudaDriver {
             DriverError::Unavailable(format!("cuda:{ordinal} cannot be opened: {e}"))
         };
         let mut device: sys::CUdevice = 0;
-        // SAFETY: `device` is a valid out-pointer; `ordinal < count` was checked.
         guarded("cuDeviceGet", || {
+            // SAFETY: `device` is a valid out-pointer; `ordinal < count` was checked.
             check("cuDeviceGet", unsafe {
                 sys::cuDeviceGet(&mut device, ordinal as i32)
             })
         })
         .map_err(unavailable)?;
         let mut ctx: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `device` came from cuDeviceGet; `ctx` is a valid out-pointer. The
-        // reference taken here is released in `Drop`.
         guarded("cuDevicePrimaryCtxRetain", || {
+            // SAFETY: `device` came from cuDeviceGet; `ctx` is a valid out-pointer.
+            // The reference taken here is released in `Drop`.
             check("cuDevicePrimaryCtxRetain", unsafe {
                 sys::cuDevicePrimaryCtxRetain(&mut ctx, device)
             })
@@ -498,8 +498,8 @@ impl CudaDriver {
 
     /// Blocks until all work on the device has finished (`cuCtxSynchronize`).
     pub fn synchronize_device(&self) -> Result<(), DriverError> {
-        // SAFETY: no arguments; the context is current.
         self.with_ctx("cuCtxSynchronize", || {
+            // SAFETY: no arguments; `with_ctx` made the context current.
             check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
         })
     }
@@ -632,10 +632,11 @@ impl CudaDriver {
 
 impl Drop for CudaDriver {
     fn drop(&mut self) {
-        // SAFETY: releases the one reference `new` retained on this device's
-        // primary context; the driver is being dropped, so no method can use the
-        // context afterwards. A failure (the driver shutting down) is ignored.
+        // A failure (the driver shutting down) is ignored.
         let _ = guarded("cuDevicePrimaryCtxRelease_v2", || {
+            // SAFETY: releases the one reference `new` retained on this device's
+            // primary context; the driver is being dropped, so no method can use
+            // the context afterwards.
             check("cuDevicePrimaryCtxRelease_v2", unsafe {
                 sys::cuDevicePrimaryCtxRelease_v2(self.device)
             })
