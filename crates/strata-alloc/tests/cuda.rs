@@ -527,3 +527,75 @@ fn pinned_buffers_feed_async_copies_and_wait_for_them() {
     d.destroy_event(check).unwrap();
     d.destroy_stream(s).unwrap();
 }
+
+/// Runs this file's GPU tests again, in a child process, against the fake
+/// `libcuda.so.1` of `tests/fake_cuda` (built here with `cc`), so that a machine
+/// without a GPU (CI) still exercises the CUDA driver's control flow: context
+/// binding on every thread, argument checks, the VMM call sequence, deferred
+/// reuse across streams, typed out-of-memory and the no-device path. Skipped on
+/// a machine with a real GPU (the tests above ran for real) or without `cc`.
+#[test]
+fn gpu_tests_pass_against_the_fake_driver() {
+    if std::env::var_os("STRATA_FAKE_CUDA_CHILD").is_some() {
+        return;
+    }
+    if cuda::is_available() {
+        eprintln!("skipped: a real GPU is present; the tests above ran on it");
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-cuda");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
+    let lib = dir.join("libcuda.so.1");
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .arg("-lpthread")
+        .status();
+    match built {
+        Ok(s) if s.success() => {}
+        other => {
+            eprintln!("skipped: could not build the fake libcuda with cc ({other:?})");
+            return;
+        }
+    }
+    let _ = std::fs::remove_file(dir.join("libcuda.so"));
+    std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
+    let run = |extra: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--test-threads=1", "--nocapture"])
+            .env("STRATA_FAKE_CUDA_CHILD", "1")
+            .env("LD_LIBRARY_PATH", &dir)
+            .env_remove("FAKE_CUDA_NO_VMM")
+            .env_remove("FAKE_CUDA_NO_DEVICE");
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "tests failed against the fake driver {extra:?}:\n{text}"
+        );
+        text
+    };
+    let skips = |t: &str| t.matches("skipped:").count();
+    // With a (fake) device every test runs; the only skip is the no-CUDA check.
+    let t = run(&[]);
+    assert!(
+        t.contains("Fake CUDA Device"),
+        "the fake was not loaded:\n{t}"
+    );
+    assert_eq!(skips(&t), 1, "{t}");
+    // Without virtual memory management the two VMM-only tests skip and the
+    // allocator falls back to segments.
+    let t = run(&[("FAKE_CUDA_NO_VMM", "1")]);
+    assert_eq!(skips(&t), 3, "{t}");
+    // cuInit reports no device: everything skips with the typed reason, and the
+    // no-CUDA assertions run.
+    let t = run(&[("FAKE_CUDA_NO_DEVICE", "1")]);
+    assert!(t.contains("CUDA_ERROR_NO_DEVICE"), "{t}");
+    assert!(!t.contains("the no-CUDA assertion needs"), "{t}");
+}
