@@ -82,10 +82,7 @@ const NO_GPU_ADVICE: &str = "on a machine without a GPU use the cpu device (STRA
 fn init() -> Result<usize, DriverError> {
     static INIT: OnceLock<Result<usize, String>> = OnceLock::new();
     INIT.get_or_init(|| {
-        // SAFETY: `is_culib_present` only tries to dlopen the candidate library
-        // names and drops each handle it opens; it has no preconditions and, unlike
-        // the rest of cudarc, does not panic when nothing loads.
-        if !unsafe { sys::is_culib_present() } {
+        if !library_present() {
             return Err(format!(
                 "the CUDA driver library (libcuda.so.1) was not found: install the NVIDIA \
                  driver, or add the directory that holds libcuda.so.1 to LD_LIBRARY_PATH; \
@@ -131,6 +128,15 @@ fn init() -> Result<usize, DriverError> {
     })
     .clone()
     .map_err(DriverError::Unavailable)
+}
+
+/// Whether `libcuda` can be loaded (checked once per process).
+fn library_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names
+    // and drops each handle it opens; it has no preconditions and, unlike the rest
+    // of cudarc, does not panic when nothing loads.
+    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
 }
 
 /// The text of a panic payload.
@@ -179,6 +185,9 @@ fn check(call: &'static str, r: sys::CUresult) -> Result<(), DriverError> {
 /// `CUDA_ERROR_X: text`, from `cuGetErrorName` and `cuGetErrorString`, falling
 /// back to the enum's name when the driver cannot describe the code.
 fn describe(code: sys::CUresult) -> String {
+    if !library_present() {
+        return format!("{code:?}");
+    }
     let name = catch_unwind(|| {
         let mut p: *const std::ffi::c_char = std::ptr::null();
         // SAFETY: `p` is a valid out-pointer; on success the driver stores a
