@@ -204,8 +204,28 @@ fn events_and_streams() {
     unsafe { d.memcpy_dtoh(&mut head, buf).unwrap() };
     assert_eq!(head, [49u8; 16]);
     eprintln!("50 GiB of memsets were still running after recording: {busy}");
+    // Cross-stream ordering: s2 overwrites the head only after s's long fill.
+    let s2 = d.create_stream().unwrap();
+    for i in 0..20 {
+        // SAFETY: `buf` is live; s2 touches it only after waiting for `e`.
+        unsafe {
+            d.memset_d8_async(buf, 100 + i as u8, GIB as usize, s)
+                .unwrap()
+        };
+    }
+    d.record_event(e, s).unwrap();
+    d.stream_wait_event(s2, e).unwrap();
+    // SAFETY: as above.
+    unsafe { d.memset_d8_async(buf, 7, 16, s2).unwrap() };
+    d.synchronize_stream(s2).unwrap();
+    // Waiting for s2 covered the work of s that it waited for.
+    assert!(d.query_event(e).unwrap());
+    // SAFETY: both streams' work on `buf` is complete.
+    unsafe { d.memcpy_dtoh(&mut head, buf).unwrap() };
+    assert_eq!(head, [7u8; 16], "s2 ran before the fill it waited for");
     d.destroy_event(e).unwrap();
     d.destroy_stream(s).unwrap();
+    d.destroy_stream(s2).unwrap();
     d.free(buf, GIB).unwrap();
     assert!(d.destroy_stream(StreamId::DEFAULT).is_err());
 }
@@ -548,15 +568,15 @@ fn gpu_tests_pass_against_the_fake_driver() {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
     let lib = dir.join("libcuda.so.1");
     let built = std::process::Command::new("cc")
-        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
         .arg(&lib)
         .arg(&src)
         .arg("-lpthread")
         .status();
     match built {
-        Ok(s) if s.success() => {}
-        other => {
-            eprintln!("skipped: could not build the fake libcuda with cc ({other:?})");
+        Ok(s) => assert!(s.success(), "tests/fake_cuda/libcuda.c does not compile"),
+        Err(e) => {
+            eprintln!("skipped: no C compiler to build the fake libcuda ({e})");
             return;
         }
     }

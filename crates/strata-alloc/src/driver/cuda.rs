@@ -505,6 +505,23 @@ impl CudaDriver {
         })
     }
 
+    /// Makes future work on `stream` wait until `event` (recorded on another
+    /// stream) has completed, without blocking the host (`cuStreamWaitEvent`).
+    pub fn stream_wait_event(
+        &self,
+        stream: StreamId,
+        event: EventHandle,
+    ) -> Result<(), DriverError> {
+        self.with_ctx("cuStreamWaitEvent", || {
+            // SAFETY: the event was made by `create_event` and is live; the stream
+            // is the default stream or a live stream of this context; flags 0 is
+            // `CU_EVENT_WAIT_DEFAULT`.
+            check("cuStreamWaitEvent", unsafe {
+                sys::cuStreamWaitEvent(cu_stream(stream), cu_event(event), 0)
+            })
+        })
+    }
+
     /// Blocks until all work on the device has finished (`cuCtxSynchronize`).
     pub fn synchronize_device(&self) -> Result<(), DriverError> {
         self.with_ctx("cuCtxSynchronize", || {

@@ -71,7 +71,14 @@ struct ctx { int magic; };
 static struct ctx the_ctx = {0x600d};
 static __thread struct ctx *current;
 
-struct stream { int magic; unsigned long long queued, done; };
+#define MAX_DEPS 64
+struct stream {
+    int magic;
+    unsigned long long queued, done;
+    /* Work of other streams this stream waits for: completed with it. */
+    int ndeps;
+    struct { struct stream *s; unsigned long long mark; } deps[MAX_DEPS];
+};
 struct event { int magic; struct stream *s; unsigned long long mark; int recorded; };
 static struct stream null_stream = {0x5eed, 0, 0};
 static struct stream *streams[MAX_OBJ_STREAMS];
@@ -147,6 +154,8 @@ static struct stream *stream_of(void *h) {
     struct stream *s = h ? (struct stream *)h : &null_stream;
     return s->magic == 0x5eed ? s : NULL;
 }
+
+static void complete(struct stream *s, unsigned long long upto);
 
 /* Queue one piece of work on a stream. */
 static void enqueue(struct stream *s) { s->queued++; }
@@ -255,8 +264,8 @@ CUresult cuCtxSetCurrent(void *ctx) {
 
 CUresult cuCtxSynchronize(void) {
     LOCK; NEED_CTX;
-    null_stream.done = null_stream.queued;
-    for (int i = 0; i < nstreams; i++) streams[i]->done = streams[i]->queued;
+    complete(&null_stream, null_stream.queued);
+    for (int i = 0; i < nstreams; i++) complete(streams[i], streams[i]->queued);
     RET(OK);
 }
 
@@ -411,11 +420,34 @@ CUresult cuStreamDestroy_v2(void *h) {
     RET(OK);
 }
 
+/* Completes a stream's queued work and the work it waited for. */
+static void complete(struct stream *s, unsigned long long upto) {
+    if (s->done >= upto) return;
+    s->done = upto;
+    for (int i = 0; i < s->ndeps; i++)
+        complete(s->deps[i].s, s->deps[i].mark);
+}
+
 CUresult cuStreamSynchronize(void *h) {
     LOCK; NEED_CTX;
     struct stream *s = stream_of(h);
     if (!s) RET(INVALID_HANDLE);
-    s->done = s->queued;
+    complete(s, s->queued);
+    RET(OK);
+}
+
+CUresult cuStreamWaitEvent(void *h, void *eh, unsigned flags) {
+    LOCK; NEED_CTX;
+    struct stream *s = stream_of(h);
+    struct event *e = eh;
+    if (!s || !e || e->magic != 0xe7e7) RET(INVALID_HANDLE);
+    if (flags) RET(INVALID_VALUE);
+    if (e->recorded && s->ndeps < MAX_DEPS) {
+        s->deps[s->ndeps].s = e->s;
+        s->deps[s->ndeps].mark = e->mark;
+        s->ndeps++;
+        enqueue(s);
+    }
     RET(OK);
 }
 
@@ -461,7 +493,7 @@ CUresult cuEventSynchronize(void *h) {
     LOCK; NEED_CTX;
     struct event *e = h;
     if (!e || e->magic != 0xe7e7) RET(INVALID_HANDLE);
-    if (e->recorded && e->s->done < e->mark) e->s->done = e->mark;
+    if (e->recorded) complete(e->s, e->mark);
     RET(OK);
 }
 

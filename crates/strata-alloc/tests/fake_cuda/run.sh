@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../../.." && pwd)
 out="$root/target/fake-cuda"
 mkdir -p "$out"
-cc -shared -fPIC -O1 -Wall -o "$out/libcuda.so.1" "$here/libcuda.c" -lpthread
+cc -shared -fPIC -O1 -Wall -Werror -o "$out/libcuda.so.1" "$here/libcuda.c" -lpthread
 ln -sf libcuda.so.1 "$out/libcuda.so"
 export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 cd "$root"
