@@ -1106,6 +1106,25 @@ impl PinnedBackend for CudaPinnedBackend {
 #[cfg(feature = "cuda")]
 pub type CudaPinnedAllocator = PinnedAllocator<CudaPinnedBackend>;
 
+/// The process-wide pinned allocator whose events live on CUDA device
+/// `ordinal`, created on first use (PyTorch keeps one host allocator per
+/// process; strata keeps one per device, because events belong to a device).
+/// Fails with [`DriverError::Unavailable`] without CUDA; never panics.
+#[cfg(feature = "cuda")]
+pub fn cuda_allocator(ordinal: usize) -> Result<Arc<CudaPinnedAllocator>, DriverError> {
+    static REGISTRY: std::sync::OnceLock<Mutex<HashMap<usize, Arc<CudaPinnedAllocator>>>> =
+        std::sync::OnceLock::new();
+    let registry = REGISTRY.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(a) = registry.lock().get(&ordinal) {
+        return Ok(Arc::clone(a));
+    }
+    // Open outside the lock: opening a device can take a while.
+    let created = PinnedAllocator::new(CudaPinnedBackend::open(ordinal)?);
+    Ok(Arc::clone(
+        registry.lock().entry(ordinal).or_insert(created),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1308,6 +1327,15 @@ mod tests {
             Err(PinnedError::OutOfMemory { .. })
         ));
         a.check_consistency().unwrap();
+    }
+
+    #[test]
+    fn handles_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<PinnedAllocator<SimPinnedBackend>>();
+        send_sync::<PinnedBuffer<SimPinnedBackend>>();
+        #[cfg(feature = "cuda")]
+        send_sync::<PinnedBuffer<CudaPinnedBackend>>();
     }
 
     #[test]

@@ -82,10 +82,7 @@ const NO_GPU_ADVICE: &str = "on a machine without a GPU use the cpu device (STRA
 fn init() -> Result<usize, DriverError> {
     static INIT: OnceLock<Result<usize, String>> = OnceLock::new();
     INIT.get_or_init(|| {
-        // SAFETY: `is_culib_present` only tries to dlopen the candidate library
-        // names and drops each handle it opens; it has no preconditions and, unlike
-        // the rest of cudarc, does not panic when nothing loads.
-        if !unsafe { sys::is_culib_present() } {
+        if !library_present() {
             return Err(format!(
                 "the CUDA driver library (libcuda.so.1) was not found: install the NVIDIA \
                  driver, or add the directory that holds libcuda.so.1 to LD_LIBRARY_PATH; \
@@ -113,9 +110,9 @@ fn init() -> Result<usize, DriverError> {
             }
         }
         let mut count: i32 = 0;
-        // SAFETY: `count` is a valid out-pointer for the duration of the call, and
-        // cuInit succeeded above.
         guarded("cuDeviceGetCount", || {
+            // SAFETY: `count` is a valid out-pointer for the duration of the call,
+            // and cuInit succeeded above.
             check("cuDeviceGetCount", unsafe {
                 sys::cuDeviceGetCount(&mut count)
             })
@@ -131,6 +128,15 @@ fn init() -> Result<usize, DriverError> {
     })
     .clone()
     .map_err(DriverError::Unavailable)
+}
+
+/// Whether `libcuda` can be loaded (checked once per process).
+fn library_present() -> bool {
+    static PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names
+    // and drops each handle it opens; it has no preconditions and, unlike the rest
+    // of cudarc, does not panic when nothing loads.
+    *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() })
 }
 
 /// The text of a panic payload.
@@ -179,6 +185,9 @@ fn check(call: &'static str, r: sys::CUresult) -> Result<(), DriverError> {
 /// `CUDA_ERROR_X: text`, from `cuGetErrorName` and `cuGetErrorString`, falling
 /// back to the enum's name when the driver cannot describe the code.
 fn describe(code: sys::CUresult) -> String {
+    if !library_present() {
+        return format!("{code:?}");
+    }
     let name = catch_unwind(|| {
         let mut p: *const std::ffi::c_char = std::ptr::null();
         // SAFETY: `p` is a valid out-pointer; on success the driver stores a
@@ -290,17 +299,17 @@ impl CudaDriver {
             DriverError::Unavailable(format!("cuda:{ordinal} cannot be opened: {e}"))
         };
         let mut device: sys::CUdevice = 0;
-        // SAFETY: `device` is a valid out-pointer; `ordinal < count` was checked.
         guarded("cuDeviceGet", || {
+            // SAFETY: `device` is a valid out-pointer; `ordinal < count` was checked.
             check("cuDeviceGet", unsafe {
                 sys::cuDeviceGet(&mut device, ordinal as i32)
             })
         })
         .map_err(unavailable)?;
         let mut ctx: sys::CUcontext = std::ptr::null_mut();
-        // SAFETY: `device` came from cuDeviceGet; `ctx` is a valid out-pointer. The
-        // reference taken here is released in `Drop`.
         guarded("cuDevicePrimaryCtxRetain", || {
+            // SAFETY: `device` came from cuDeviceGet; `ctx` is a valid out-pointer.
+            // The reference taken here is released in `Drop`.
             check("cuDevicePrimaryCtxRetain", unsafe {
                 sys::cuDevicePrimaryCtxRetain(&mut ctx, device)
             })
@@ -496,10 +505,27 @@ impl CudaDriver {
         })
     }
 
+    /// Makes future work on `stream` wait until `event` (recorded on another
+    /// stream) has completed, without blocking the host (`cuStreamWaitEvent`).
+    pub fn stream_wait_event(
+        &self,
+        stream: StreamId,
+        event: EventHandle,
+    ) -> Result<(), DriverError> {
+        self.with_ctx("cuStreamWaitEvent", || {
+            // SAFETY: the event was made by `create_event` and is live; the stream
+            // is the default stream or a live stream of this context; flags 0 is
+            // `CU_EVENT_WAIT_DEFAULT`.
+            check("cuStreamWaitEvent", unsafe {
+                sys::cuStreamWaitEvent(cu_stream(stream), cu_event(event), 0)
+            })
+        })
+    }
+
     /// Blocks until all work on the device has finished (`cuCtxSynchronize`).
     pub fn synchronize_device(&self) -> Result<(), DriverError> {
-        // SAFETY: no arguments; the context is current.
         self.with_ctx("cuCtxSynchronize", || {
+            // SAFETY: no arguments; `with_ctx` made the context current.
             check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
         })
     }
@@ -632,10 +658,11 @@ impl CudaDriver {
 
 impl Drop for CudaDriver {
     fn drop(&mut self) {
-        // SAFETY: releases the one reference `new` retained on this device's
-        // primary context; the driver is being dropped, so no method can use the
-        // context afterwards. A failure (the driver shutting down) is ignored.
+        // A failure (the driver shutting down) is ignored.
         let _ = guarded("cuDevicePrimaryCtxRelease_v2", || {
+            // SAFETY: releases the one reference `new` retained on this device's
+            // primary context; the driver is being dropped, so no method can use
+            // the context afterwards.
             check("cuDevicePrimaryCtxRelease_v2", unsafe {
                 sys::cuDevicePrimaryCtxRelease_v2(self.device)
             })
@@ -892,6 +919,12 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_driver_is_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<CudaDriver>();
     }
 
     #[test]
