@@ -14,6 +14,7 @@ use crate::config::AllocatorConfig;
 use crate::driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, EventHandle, StreamId};
 use crate::error::{AllocError, OutOfMemory};
 use crate::expandable::ExpandableSegment;
+use crate::history::{Action, History, TraceEntry};
 use crate::pool::{Entry, FreeIndex};
 use crate::snapshot::{BlockSnapshot, BlockState, SegmentSnapshot};
 use crate::stats::{format_size, MemoryStats, StatType};
@@ -149,12 +150,23 @@ pub(crate) struct State {
     /// the extra margin (in pages) earned by recycling (see `expandable.rs`).
     pub recycled_pages: u64,
     pub extra_margin_pages: u64,
+    /// Recorded events, when recording is on.
+    pub history: History,
 }
 
 impl State {
     #[inline]
     pub fn reserved(&self) -> u64 {
         self.stats.reserved_bytes.all().current as u64
+    }
+
+    /// Records an event about block-sized memory of dense stream `s`.
+    #[inline]
+    pub fn record(&mut self, action: Action, addr: u64, size: u64, s: u32) {
+        if self.history.enabled() {
+            let stream = self.streams[s as usize].handle;
+            self.history.push(action, addr, size, stream);
+        }
     }
 
     #[inline]
@@ -249,6 +261,7 @@ impl CachingAllocator {
                 gc_counts: [0; 2],
                 recycled_pages: 0,
                 extra_margin_pages: 0,
+                history: History::default(),
             }),
         })
     }
@@ -342,6 +355,8 @@ impl CachingAllocator {
         if self.is_oversize(size as u64) {
             st.stats.oversize_allocations.decrease(1);
         }
+        let (ptr, requested, s) = (raw.ptr, st.blocks[id].requested, st.blocks[id].stream);
+        st.record(Action::FreeRequested, ptr, requested, s);
         if st.blocks[id].stream_uses.is_empty() {
             self.free_block(st, id);
             Ok(())
@@ -416,6 +431,33 @@ impl CachingAllocator {
     /// Zeroes the accumulated totals and event counters.
     pub fn reset_accumulated_memory_stats(&self) {
         self.state.lock().stats.reset_accumulated();
+    }
+
+    /// Starts recording the allocator's events into a ring buffer of
+    /// `max_entries` (clearing earlier records), or stops with `None`.
+    pub fn record_history(&self, max_entries: Option<usize>) {
+        self.state
+            .lock()
+            .history
+            .set(max_entries.filter(|&n| n > 0));
+    }
+
+    /// The recorded events, oldest first.
+    pub fn history(&self) -> Vec<TraceEntry> {
+        self.state.lock().history.entries()
+    }
+
+    /// The recorded events and the current statistics as a trace document in
+    /// the format of strata's allocation traces (readable by the `replay`
+    /// example).
+    pub fn history_json(&self, workload: &str) -> String {
+        let st = self.state.lock();
+        let mode = if self.expandable {
+            "expandable"
+        } else {
+            "default"
+        };
+        crate::history::to_json(workload, mode, &st.history.entries(), &st.stats)
     }
 
     /// Driver calls made so far, by kind.
@@ -588,6 +630,8 @@ impl CachingAllocator {
         if self.is_oversize(size) {
             stats.oversize_allocations.increase(1);
         }
+        let s = st.blocks[id].stream;
+        st.record(Action::Alloc, ptr, orig, s);
         RawAllocation {
             ptr,
             size: orig,
@@ -599,6 +643,8 @@ impl CachingAllocator {
     /// Returns a block to its pool, merging it with free neighbours.
     pub(crate) fn free_block(&self, st: &mut State, id: u32) {
         let (orig_size, requested) = (st.blocks[id].size as i64, st.blocks[id].requested as i64);
+        let (ptr, s) = (st.blocks[id].ptr, st.blocks[id].stream);
+        st.record(Action::FreeCompleted, ptr, requested as u64, s);
         let pool = st.blocks[id].pool.stat();
         let expandable = st.blocks[id].expandable;
         let mut net_blocks = 0i64;
@@ -815,6 +861,7 @@ impl CachingAllocator {
         if self.is_oversize(size) {
             st.stats.oversize_segments.increase(1);
         }
+        st.record(Action::SegmentAlloc, ptr, size, s);
         Ok(Some(id))
     }
 
@@ -834,6 +881,8 @@ impl CachingAllocator {
         self.driver
             .free(ptr, size)
             .map_err(|e| self.driver_error(e))?;
+        let s = st.blocks[id].stream;
+        st.record(Action::SegmentFree, ptr, size, s);
         st.index_remove(id);
         st.segments.remove(&ptr);
         st.blocks.remove(id);
@@ -958,6 +1007,10 @@ impl CachingAllocator {
         st.stats.num_ooms += 1;
         st.calls.mem_get_info += 1;
         let free = self.driver.mem_get_info().map(|m| m.free).unwrap_or(0);
+        if st.history.enabled() {
+            st.history
+                .push(Action::Oom, free, device_request, StreamId::DEFAULT);
+        }
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();
         let unallocated = reserved.saturating_sub(allocated);

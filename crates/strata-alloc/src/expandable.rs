@@ -27,6 +27,7 @@ use crate::allocator::{CachingAllocator, State};
 use crate::block::{Block, PoolKind, NONE};
 use crate::driver::{DriverError, PhysHandle};
 use crate::error::AllocError;
+use crate::history::Action;
 
 /// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
 /// (or [`GROWTH_CHUNK`] pages, whichever is more) before growth recycles free
@@ -318,6 +319,7 @@ impl CachingAllocator {
             done += page;
         }
         if done > from {
+            st.record(Action::SegmentUnmap, from, done - from, stream);
             carve_unmapped(st, id, from, done);
             st.stats.reserved_bytes.decrease(pool, (done - from) as i64);
             st.stats.num_device_free += 1;
@@ -394,6 +396,8 @@ impl CachingAllocator {
         }
         st.stats.reserved_bytes.increase(pool, len as i64);
         st.stats.num_device_alloc += 1;
+        let s = st.blocks[u].stream;
+        st.record(Action::SegmentMap, start, len, s);
         if len < st.blocks[u].size {
             st.blocks.split(u, len);
         }

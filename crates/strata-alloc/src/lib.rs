@@ -30,6 +30,7 @@ pub mod config;
 pub mod driver;
 mod error;
 mod expandable;
+pub mod history;
 pub mod pinned;
 mod pool;
 mod registry;

@@ -430,3 +430,45 @@ fn a_request_beyond_the_device_says_so() {
     let oom = err.out_of_memory().unwrap();
     assert!(oom.hint.contains("larger than the device"), "{}", oom.hint);
 }
+
+#[test]
+fn snapshots_account_for_every_reserved_byte() {
+    use strata_alloc::snapshot::BlockState;
+    for conf in ["expandable_segments:True", "expandable_segments:False"] {
+        let (_, a) = sim_alloc(conf, 1 << 34);
+        let x = a.allocate_raw(3000, S0).unwrap();
+        let y = a.allocate_raw(5 * MIB, S0).unwrap();
+        let z = a.allocate_raw(40 * MIB, S1).unwrap();
+        a.record_stream(&z, S0).unwrap();
+        a.free_raw(z).unwrap();
+        let snap = a.snapshot();
+        let total: u64 = snap.iter().map(|s| s.total_size).sum();
+        assert_eq!(total, a.memory_reserved(), "{conf}");
+        let allocated: u64 = snap.iter().map(|s| s.allocated_size).sum();
+        assert_eq!(allocated, a.memory_allocated(), "{conf}");
+        let states: Vec<BlockState> = snap
+            .iter()
+            .flat_map(|s| s.blocks.iter().map(|b| b.state))
+            .collect();
+        assert_eq!(
+            states
+                .iter()
+                .filter(|s| **s == BlockState::ActiveAllocated)
+                .count(),
+            2
+        );
+        assert_eq!(
+            states
+                .iter()
+                .filter(|s| **s == BlockState::ActivePendingFree)
+                .count(),
+            1
+        );
+        for s in &snap {
+            let sum: u64 = s.blocks.iter().map(|b| b.size).sum();
+            assert_eq!(sum, s.total_size);
+        }
+        a.free_raw(x).unwrap();
+        a.free_raw(y).unwrap();
+    }
+}
