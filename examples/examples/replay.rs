@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p strata-examples --example replay -- \
-//!     [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json.gz...
+//!     [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json[.gz]...
 //! ```
 //!
 //! Each trace's `alloc` / `free_completed` events are replayed in order (a block
@@ -49,11 +49,16 @@ struct Trace {
 }
 
 fn load(path: &str) -> Result<Trace, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("{path}: not a gzip file: {e}"))?;
+    if bytes.starts_with(&[0x1f, 0x8b]) {
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{path}: a damaged gzip file: {e}"))?;
+    } else {
+        text =
+            String::from_utf8(bytes).map_err(|_| format!("{path}: neither gzip nor UTF-8 JSON"))?;
+    }
     let t: TraceFile =
         serde_json::from_str(&text).map_err(|e| format!("{path}: not a trace: {e}"))?;
     // Give each live address a dense slot so the replay loop does no hashing.
