@@ -152,6 +152,7 @@ pub(crate) struct State {
     pub extra_margin_pages: u64,
     /// Recorded events, when recording is on.
     pub history: History,
+    pub free_clock: u64,
 }
 
 impl State {
@@ -173,6 +174,8 @@ impl State {
     pub fn index_insert(&mut self, id: u32) {
         let b = &mut self.blocks[id];
         b.gc_base = self.gc_counts[b.pool as usize];
+        self.free_clock += 1;
+        b.freed_at = self.free_clock;
         let (s, p, e) = (
             b.stream as usize,
             b.pool as usize,
@@ -262,6 +265,7 @@ impl CachingAllocator {
                 recycled_pages: 0,
                 extra_margin_pages: 0,
                 history: History::default(),
+                free_clock: 0,
             }),
         })
     }
@@ -851,6 +855,7 @@ impl CachingAllocator {
             stream_uses: Vec::new(),
             generation: 0,
             gc_base: 0,
+            freed_at: 0,
             live: true,
         });
         st.segments.insert(ptr, id);

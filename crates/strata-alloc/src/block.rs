@@ -75,6 +75,8 @@ pub(crate) struct Block {
     pub generation: u32,
     /// The pool's lookup count when the block became free (garbage collection age).
     pub gc_base: u64,
+    /// When the block last became free (a counter of frees).
+    pub freed_at: u64,
     /// Whether the slot holds a block at all.
     pub live: bool,
 }
