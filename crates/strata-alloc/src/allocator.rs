@@ -340,16 +340,7 @@ impl CachingAllocator {
         }
         let mut guard = self.state.lock();
         let st = &mut *guard;
-        let valid = st
-            .blocks
-            .get(raw.block)
-            .is_some_and(|b| b.allocated && b.generation == raw.generation && b.ptr == raw.ptr);
-        if !valid {
-            return Err(AllocError::InvalidFree {
-                device: self.device,
-                ptr: raw.ptr,
-            });
-        }
+        self.check_live(st, &raw)?;
         let id = raw.block;
         let b = &mut st.blocks[id];
         b.allocated = false;
@@ -369,6 +360,24 @@ impl CachingAllocator {
         }
     }
 
+    /// Checks that `raw` is a live allocation of this allocator (not freed, not
+    /// a stale handle to a block that has since been reallocated).
+    #[inline]
+    fn check_live(&self, st: &State, raw: &RawAllocation) -> Result<(), AllocError> {
+        let live = st
+            .blocks
+            .get(raw.block)
+            .is_some_and(|b| b.allocated && b.generation == raw.generation && b.ptr == raw.ptr);
+        if live {
+            Ok(())
+        } else {
+            Err(AllocError::InvalidFree {
+                device: self.device,
+                ptr: raw.ptr,
+            })
+        }
+    }
+
     /// Records that `raw` is used on `stream` (PyTorch's `record_stream`).
     pub fn record_stream(&self, raw: &RawAllocation, stream: StreamId) -> Result<(), AllocError> {
         if raw.block == NONE {
@@ -376,16 +385,7 @@ impl CachingAllocator {
         }
         let mut guard = self.state.lock();
         let st = &mut *guard;
-        let valid = st
-            .blocks
-            .get(raw.block)
-            .is_some_and(|b| b.allocated && b.generation == raw.generation);
-        if !valid {
-            return Err(AllocError::InvalidFree {
-                device: self.device,
-                ptr: raw.ptr,
-            });
-        }
+        self.check_live(st, raw)?;
         let s = stream_index(st, stream);
         let b = &mut st.blocks[raw.block];
         if s != b.stream && !b.stream_uses.contains(&s) {
@@ -839,25 +839,9 @@ impl CachingAllocator {
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
         };
-        let id = st.blocks.add(Block {
-            ptr,
-            size,
-            requested: 0,
-            stream: s,
-            pool,
-            prev: NONE,
-            next: NONE,
-            allocated: false,
-            mapped: true,
-            expandable: false,
-            segment: 0,
-            event_count: 0,
-            stream_uses: Vec::new(),
-            generation: 0,
-            gc_base: 0,
-            freed_at: 0,
-            live: true,
-        });
+        let id = st
+            .blocks
+            .add(Block::whole_segment(ptr, size, s, pool, None));
         st.segments.insert(ptr, id);
         let p = pool.stat();
         st.stats.segment.increase(p, 1);

@@ -82,6 +82,36 @@ pub(crate) struct Block {
 }
 
 impl Block {
+    /// The single free block that covers a new segment (`mapped`) or the whole
+    /// address range of a new expandable segment (unmapped).
+    pub fn whole_segment(
+        ptr: u64,
+        size: u64,
+        stream: u32,
+        pool: PoolKind,
+        expandable: Option<u32>,
+    ) -> Block {
+        Block {
+            ptr,
+            size,
+            requested: 0,
+            stream,
+            pool,
+            prev: NONE,
+            next: NONE,
+            allocated: false,
+            mapped: expandable.is_none(),
+            expandable: expandable.is_some(),
+            segment: expandable.unwrap_or(0),
+            event_count: 0,
+            stream_uses: Vec::new(),
+            generation: 0,
+            gc_base: 0,
+            freed_at: 0,
+            live: true,
+        }
+    }
+
     #[inline]
     pub fn end(&self) -> u64 {
         self.ptr + self.size

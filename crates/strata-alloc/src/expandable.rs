@@ -201,25 +201,9 @@ impl CachingAllocator {
             .iter()
             .position(Option::is_none)
             .unwrap_or(st.expandable.len()) as u32;
-        let head = st.blocks.add(Block {
-            ptr: base,
-            size,
-            requested: 0,
-            stream: s,
-            pool,
-            prev: NONE,
-            next: NONE,
-            allocated: false,
-            mapped: false,
-            expandable: true,
-            segment: seg_index,
-            event_count: 0,
-            stream_uses: Vec::new(),
-            generation: 0,
-            gc_base: 0,
-            freed_at: 0,
-            live: true,
-        });
+        let head = st
+            .blocks
+            .add(Block::whole_segment(base, size, s, pool, Some(seg_index)));
         let seg = ExpandableSegment {
             base,
             size,
