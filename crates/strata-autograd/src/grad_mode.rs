@@ -79,7 +79,7 @@ mod tests {
         assert!(!is_grad_enabled());
         drop(outer);
         assert!(is_grad_enabled());
-        assert_eq!(no_grad(is_grad_enabled), false);
+        assert!(!no_grad(is_grad_enabled));
         assert!(is_grad_enabled());
     }
 
