@@ -36,7 +36,8 @@ impl Var {
         let ov = other.var();
         let recording = self.check_inplace(name, ov)?;
         let (a_req, b_req) = (self.requires_grad(), ov.is_some_and(Var::requires_grad));
-        // What the backward needs from before the op.
+        // What the backward needs, taken before the op (the old value of self
+        // is copied where a gradient needs it, as PyTorch does).
         let mut saved: Vec<Tensor> = Vec::new();
         if recording {
             if let Some(b) = ov {
@@ -49,7 +50,12 @@ impl Var {
                             saved.push(self.data().deep_clone()?);
                         }
                     }
-                    Kind::Div => saved.push(b.data().clone()),
+                    Kind::Div => {
+                        saved.push(b.data().clone());
+                        if b_req {
+                            saved.push(self.data().deep_clone()?);
+                        }
+                    }
                     Kind::Add | Kind::Sub => {}
                 }
             }
@@ -64,10 +70,6 @@ impl Var {
         };
         if !recording {
             return Ok(self);
-        }
-        if b_req && matches!(kind, Kind::Div) {
-            // d(a/b)/db = -(a/b)/b: the result, saved at its new version.
-            saved.push(a.clone());
         }
         let (a_shape, a_dtype) = (self.shape().to_vec(), self.dtype());
         let (b_shape, b_dtype) = ov.map_or((vec![], a_dtype), |b| (b.shape().to_vec(), b.dtype()));
@@ -93,7 +95,7 @@ impl Var {
                     Kind::Add => g.clone(),
                     Kind::Sub => g.neg()?,
                     Kind::Mul => g.mul(&s[needs[0] as usize])?,
-                    Kind::Div => g.mul(&s[1])?.div(&s[0])?.neg()?,
+                    Kind::Div => g.mul(&s[1])?.div(&s[0])?.div(&s[0])?.neg()?,
                 };
                 Some(sum_to(&gb, &b_shape, b_dtype)?)
             } else {
