@@ -42,7 +42,8 @@ fn weighted(out: &Tensor, w: &Tensor) -> f64 {
 }
 
 /// Checks the gradients of `f` at `inputs` against finite differences.
-fn gradcheck(inputs: &[Tensor], seed: u64, f: impl Fn(&[Var]) -> Result<Var>) {
+fn gradcheck(inputs: Vec<Tensor>, seed: u64, f: impl Fn(&[Var]) -> Result<Var>) {
+    let inputs = &inputs[..];
     let vars: Vec<Var> = inputs
         .iter()
         .map(|t| Var::parameter(t.deep_clone().unwrap()).unwrap())
@@ -102,43 +103,43 @@ proptest! {
     fn add_sub_broadcast(m in 1usize..4, n in 1usize..4, k in 0usize..6, seed in any::<u64>()) {
         let a = randn(&[m, n], seed);
         let b = randn(&partner_shape(m, n, k), seed.wrapping_add(1));
-        gradcheck(&[a.clone(), b.clone()], seed, |v| v[0].add(&v[1]));
-        gradcheck(&[a.clone(), b.clone()], seed, |v| v[0].sub(&v[1]));
-        gradcheck(&[b, a], seed, |v| v[0].sub(&v[1]));
+        gradcheck(vec![a.clone(), b.clone()], seed, |v| v[0].add(&v[1]));
+        gradcheck(vec![a.clone(), b.clone()], seed, |v| v[0].sub(&v[1]));
+        gradcheck(vec![b, a], seed, |v| v[0].sub(&v[1]));
     }
 
     #[test]
     fn mul_div_broadcast(m in 1usize..4, n in 1usize..4, k in 0usize..6, seed in any::<u64>()) {
         let a = randn(&[m, n], seed);
         let b = rand_map(&partner_shape(m, n, k), seed.wrapping_add(1), positive);
-        gradcheck(&[a.clone(), b.clone()], seed, |v| v[0].mul(&v[1]));
-        gradcheck(&[a.clone(), b.clone()], seed, |v| v[0].div(&v[1]));
+        gradcheck(vec![a.clone(), b.clone()], seed, |v| v[0].mul(&v[1]));
+        gradcheck(vec![a.clone(), b.clone()], seed, |v| v[0].div(&v[1]));
         let a_pos = rand_map(&[m, n], seed.wrapping_add(2), positive);
-        gradcheck(&[b, a_pos], seed, |v| v[0].div(&v[1]));
+        gradcheck(vec![b, a_pos], seed, |v| v[0].div(&v[1]));
         // The same variable on both sides: both gradients accumulate.
-        gradcheck(&[a], seed, |v| v[0].mul(&v[0]));
+        gradcheck(vec![a], seed, |v| v[0].mul(&v[0]));
     }
 
     #[test]
     fn scalar_operands(m in 1usize..4, n in 1usize..4, c in -3.0f64..3.0, seed in any::<u64>()) {
         let c = away_from_zero(c);
         let a = randn(&[m, n], seed);
-        gradcheck(&[a.clone()], seed, |v| v[0].add(c));
-        gradcheck(&[a.clone()], seed, |v| v[0].sub(c));
-        gradcheck(&[a.clone()], seed, |v| v[0].mul(c));
-        gradcheck(&[a.clone()], seed, |v| v[0].div(c));
-        gradcheck(&[a], seed, |v| v[0].rsub(c));
+        gradcheck(vec![a.clone()], seed, |v| v[0].add(c));
+        gradcheck(vec![a.clone()], seed, |v| v[0].sub(c));
+        gradcheck(vec![a.clone()], seed, |v| v[0].mul(c));
+        gradcheck(vec![a.clone()], seed, |v| v[0].div(c));
+        gradcheck(vec![a], seed, |v| v[0].rsub(c));
     }
 
     #[test]
     fn unary(m in 1usize..4, n in 1usize..5, seed in any::<u64>()) {
         let a = randn(&[m, n], seed);
-        gradcheck(&[a.clone()], seed, |v| v[0].neg());
-        gradcheck(&[a.clone()], seed, |v| v[0].exp());
-        gradcheck(&[rand_map(&[m, n], seed, positive)], seed, |v| v[0].log());
-        gradcheck(&[rand_map(&[m, n], seed, away_from_zero)], seed, |v| v[0].relu());
+        gradcheck(vec![a.clone()], seed, |v| v[0].neg());
+        gradcheck(vec![a.clone()], seed, |v| v[0].exp());
+        gradcheck(vec![rand_map(&[m, n], seed, positive)], seed, |v| v[0].log());
+        gradcheck(vec![rand_map(&[m, n], seed, away_from_zero)], seed, |v| v[0].relu());
         // Composition: the gradient flows through several nodes and a shared input.
-        gradcheck(&[a], seed, |v| v[0].relu()?.add(&v[0].exp()?)?.mul(&v[0]));
+        gradcheck(vec![a], seed, |v| v[0].relu()?.add(&v[0].exp()?)?.mul(&v[0]));
     }
 
     #[test]
@@ -154,8 +155,8 @@ proptest! {
         };
         let a = randn(&[m, n, p], seed);
         let d = dims.clone();
-        gradcheck(&[a.clone()], seed, move |v| v[0].sum(d.as_deref(), keepdim));
-        gradcheck(&[a], seed, move |v| v[0].mean(dims.as_deref(), keepdim));
+        gradcheck(vec![a.clone()], seed, move |v| v[0].sum(d.as_deref(), keepdim));
+        gradcheck(vec![a], seed, move |v| v[0].mean(dims.as_deref(), keepdim));
     }
 
     #[test]
@@ -170,27 +171,27 @@ proptest! {
             5 => (vec![b, m, k], vec![1, k, n]),
             _ => (vec![k], vec![b, k, n]),
         };
-        gradcheck(&[randn(&sa, seed), randn(&sb, seed.wrapping_add(1))], seed, |v| v[0].matmul(&v[1]));
+        gradcheck(vec![randn(&sa, seed), randn(&sb, seed.wrapping_add(1))], seed, |v| v[0].matmul(&v[1]));
     }
 
     #[test]
     fn views(m in 1usize..4, n in 1usize..4, p in 1usize..4, seed in any::<u64>()) {
         let a = randn(&[m, n, p], seed);
-        gradcheck(&[a.clone()], seed, |v| v[0].transpose(0, 2));
-        gradcheck(&[a.clone()], seed, |v| v[0].transpose(-1, 1)?.reshape(&[-1]));
-        gradcheck(&[a.clone()], seed, |v| v[0].reshape(&[(m * n) as i64, p as i64]));
-        gradcheck(&[a.clone()], seed, |v| v[0].permute(&[2, 0, 1]));
-        gradcheck(&[a.clone()], seed, |v| v[0].unsqueeze(1)?.flatten(0, 1));
-        gradcheck(&[a.clone()], seed, |v| v[0].view(&[-1]));
+        gradcheck(vec![a.clone()], seed, |v| v[0].transpose(0, 2));
+        gradcheck(vec![a.clone()], seed, |v| v[0].transpose(-1, 1)?.reshape(&[-1]));
+        gradcheck(vec![a.clone()], seed, |v| v[0].reshape(&[(m * n) as i64, p as i64]));
+        gradcheck(vec![a.clone()], seed, |v| v[0].permute(&[2, 0, 1]));
+        gradcheck(vec![a.clone()], seed, |v| v[0].unsqueeze(1)?.flatten(0, 1));
+        gradcheck(vec![a.clone()], seed, |v| v[0].view(&[-1]));
         let len = (n as i64).max(2) - 1;
-        gradcheck(&[a.clone()], seed, move |v| v[0].narrow(1, n as i64 - len, len));
-        gradcheck(&[a.clone()], seed, move |v| v[0].narrow(2, 0, 1)?.squeeze_dims(&[2]));
+        gradcheck(vec![a.clone()], seed, move |v| v[0].narrow(1, n as i64 - len, len));
+        gradcheck(vec![a.clone()], seed, move |v| v[0].narrow(2, 0, 1)?.squeeze_dims(&[2]));
         // Non-linear after a view, so the mapped-back gradient is not just w.
-        gradcheck(&[a], seed, |v| v[0].transpose(0, 1)?.exp());
+        gradcheck(vec![a], seed, |v| v[0].transpose(0, 1)?.exp());
         let col = randn(&[m, 1], seed.wrapping_add(3));
-        gradcheck(&[col], seed, move |v| v[0].expand(&[3, m as i64, n as i64]));
+        gradcheck(vec![col], seed, move |v| v[0].expand(&[3, m as i64, n as i64]));
         let t = randn(&[m, n], seed.wrapping_add(4));
-        gradcheck(&[t], seed, |v| v[0].t()?.matmul(&v[0]));
+        gradcheck(vec![t], seed, |v| v[0].t()?.matmul(&v[0]));
     }
 
     #[test]
@@ -200,7 +201,7 @@ proptest! {
         let b1 = rand_map(&[h], seed.wrapping_add(2), away_from_zero);
         let w2 = randn(&[h, 1], seed.wrapping_add(3));
         let y = randn(&[bsz, 1], seed.wrapping_add(4));
-        gradcheck(&[x, w1, b1, w2, y], seed, |v| {
+        gradcheck(vec![x, w1, b1, w2, y], seed, |v| {
             let hdn = v[0].matmul(&v[1])?.add(&v[2])?.relu()?;
             let d = hdn.matmul(&v[3])?.sub(&v[4])?;
             d.mul(&d)?.mean(None, false)
@@ -211,12 +212,12 @@ proptest! {
     fn inplace_on_non_leaf(m in 1usize..4, n in 1usize..4, seed in any::<u64>()) {
         let a = randn(&[m, n], seed);
         let b = rand_map(&[n], seed.wrapping_add(1), positive);
-        gradcheck(&[a.clone(), b.clone()], seed, |v| {
+        gradcheck(vec![a.clone(), b.clone()], seed, |v| {
             let y = v[0].mul(2.0)?;
             y.add_(&v[1])?.mul_(&v[1])?.div_(&v[1])?.sub_(&v[0])?.mul_(3.0)?;
             Ok(y)
         });
-        gradcheck(&[a, b], seed, |v| {
+        gradcheck(vec![a, b], seed, |v| {
             let y = v[0].exp()?.mul(1.0)?;
             y.div_(&v[1])?;
             Ok(y)
