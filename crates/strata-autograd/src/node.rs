@@ -109,12 +109,15 @@ impl Node {
         *self.saved.lock() = None;
     }
 
-    /// Bytes of the saved tensors' storages (0 once released).
-    pub(crate) fn saved_bytes(&self) -> usize {
-        self.saved.lock().as_ref().map_or(0, |v| {
+    /// The storages of the saved tensors as (identity, bytes); empty once released.
+    pub(crate) fn saved_storages(&self) -> Vec<(u64, usize)> {
+        self.saved.lock().as_ref().map_or(Vec::new(), |v| {
             v.iter()
-                .map(|s| s.tensor.storage_len() * s.tensor.dtype().size())
-                .sum()
+                .map(|s| {
+                    let t = &s.tensor;
+                    (t.storage_ptr(), t.storage_len() * t.dtype().size())
+                })
+                .collect()
         })
     }
 }

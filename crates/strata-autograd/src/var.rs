@@ -147,14 +147,41 @@ impl Var {
         self.inner.grad_fn.lock().as_ref().map(|n| n.name())
     }
 
-    /// Bytes held by the saved tensors of the node that produced this variable
-    /// (not of the nodes before it); 0 for leaves and after `backward` released them.
+    /// Bytes of the storages saved by the node that produced this variable
+    /// (not by the nodes before it; see [`Var::graph_saved_bytes`]); 0 for
+    /// leaves and once `backward` released them.
     pub fn saved_bytes(&self) -> usize {
-        self.inner
+        let storages = self
+            .inner
             .grad_fn
             .lock()
             .as_ref()
-            .map_or(0, |n| n.saved_bytes())
+            .map_or(Vec::new(), |n| n.saved_storages());
+        unique_bytes(storages)
+    }
+
+    /// Bytes of the storages saved by every node of the graph behind this
+    /// variable, each storage counted once even if several nodes saved it or
+    /// views of it. It includes storages also held elsewhere (parameters saved
+    /// by matmul, inputs the caller still holds), so it bounds from above what
+    /// keeping this variable alone keeps alive.
+    pub fn graph_saved_bytes(&self) -> usize {
+        let Some(root) = self.grad_fn() else { return 0 };
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![root];
+        let mut storages = Vec::new();
+        seen.insert(Arc::as_ptr(&stack[0]) as usize);
+        while let Some(n) = stack.pop() {
+            storages.extend(n.saved_storages());
+            for e in n.edges().iter().flatten() {
+                if let Edge::Node(c) = e {
+                    if seen.insert(Arc::as_ptr(c) as usize) {
+                        stack.push(Arc::clone(c));
+                    }
+                }
+            }
+        }
+        unique_bytes(storages)
     }
 
     /// The underlying tensor (PyTorch's `.data`): same storage, no autograd.
@@ -254,6 +281,12 @@ impl Var {
     pub(crate) fn set_grad_fn(&self, node: Arc<Node>) {
         *self.inner.grad_fn.lock() = Some(node);
     }
+}
+
+fn unique_bytes(mut storages: Vec<(u64, usize)>) -> usize {
+    storages.sort_unstable();
+    storages.dedup_by_key(|s| s.0);
+    storages.iter().map(|s| s.1).sum()
 }
 
 /// The second operand of a binary op on [`Var`]s: a variable or a scalar.

@@ -44,7 +44,11 @@ fn backward_releases_saved_tensors() {
         after_forward - base >= block,
         "the graph holds the saved activation: {after_forward} - {base}"
     );
+    // exp saved h, mul saved h and w: two distinct storages (h counted once).
+    assert_eq!(loss.graph_saved_bytes() as u64, 2 * block);
+    assert_eq!(loss.saved_bytes(), 0, "sum saves nothing");
     loss.backward().unwrap();
+    assert_eq!(loss.graph_saved_bytes(), 0, "released by backward");
     let after_backward = memory_allocated(DEV);
     // What remains: the two gradients and the loss scalar; the activation is gone.
     assert!(after_backward < after_forward + 2 * block);
