@@ -100,8 +100,8 @@ pub(crate) trait Backend: Sync {
     fn matmul(&self, out: &Arg, a: &Arg, b: &Arg);
     /// Copies bytes from the host into the start of a storage.
     fn write_from_host(&self, dst: &Storage, bytes: &[u8]);
-    /// Copies the start of a storage to the host.
-    fn read_to_host(&self, src: &Storage, out: &mut [u8]);
+    /// Copies `out.len()` bytes from byte `offset` of a storage to the host.
+    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]);
 }
 
 /// The backend for `device`, or a typed error where this build has none.
