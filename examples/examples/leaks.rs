@@ -221,14 +221,8 @@ fn skip_zero_grad(device: Device) -> BoxResult<bool> {
     let labels = ["zero_grad(set_to_none)", "zero_grad(false)", "no zero_grad"];
     table(&labels, &series);
     println!("  |grad| after each step:");
-    for step in 0..STEPS {
-        println!(
-            "  {:>4} {:>28.4} {:>28.4} {:>28.4}",
-            step + 1,
-            norms[0][step],
-            norms[1][step],
-            norms[2][step]
-        );
+    for (step, ((a, b), c)) in norms[0].iter().zip(&norms[1]).zip(&norms[2]).enumerate() {
+        println!("  {:>4} {a:>28.4} {b:>28.4} {c:>28.4}", step + 1);
     }
     let mut ok = true;
     for (i, label) in labels.iter().enumerate() {
