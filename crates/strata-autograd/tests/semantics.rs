@@ -306,3 +306,31 @@ fn long_chains_drop_without_overflowing_the_stack() {
     }
     drop(h);
 }
+
+#[test]
+fn reductions_of_0d_variables() {
+    let x = Var::parameter(Tensor::scalar(3.0, DType::F64, Device::Cpu).unwrap()).unwrap();
+    let s = x
+        .sum(Some(&[0]), false)
+        .unwrap()
+        .mean(Some(&[-1]), true)
+        .unwrap();
+    assert_eq!(s.shape(), &[] as &[usize]);
+    s.mul(&x).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().item::<f64>().unwrap(), 6.0);
+}
+
+#[test]
+fn vars_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Var>();
+    check::<Sgd>();
+    check::<Adam>();
+    // A variable built on one thread, differentiated on another.
+    let x = param(&[2.0]);
+    let y = x.mul(&x).unwrap().sum(None, false).unwrap();
+    std::thread::spawn(move || y.backward().unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(grad(&x), vec![4.0]);
+}

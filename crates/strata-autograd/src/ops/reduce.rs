@@ -9,6 +9,8 @@ use strata_tensor::Tensor;
 /// The reduced dims (normalised, sorted) of a reduction of `ndim` dims.
 fn reduced(dims: Option<&[i64]>, ndim: usize) -> Vec<usize> {
     match dims {
+        // A 0-d tensor accepts dim 0 / -1 but has no dim to reduce.
+        _ if ndim == 0 => Vec::new(),
         Some(ds) if !ds.is_empty() => {
             let mut v: Vec<usize> = ds
                 .iter()
