@@ -147,3 +147,37 @@ fn zero_grad_set_to_none_frees_and_zeroing_keeps() {
     assert!(x.grad().is_none());
     assert_eq!(memory_allocated(DEV), with_grad - block);
 }
+
+/// The peak during a backward pass: saved tensors released as the pass goes
+/// make it lower than with retain_graph, where they all stay until the end.
+#[test]
+fn saved_tensors_are_released_during_the_pass() {
+    let _s = SERIAL.lock();
+    let peak_of = |retain: bool| -> u64 {
+        let x = Var::parameter(Tensor::randn(&[4, 4096], DType::F32, 3, DEV).unwrap()).unwrap();
+        // Leaf side: exp saves a [4, 4096] result; root side: exp saves a [4096] result.
+        let loss = x
+            .exp()
+            .unwrap()
+            .sum(Some(&[0]), false)
+            .unwrap()
+            .div(4.0)
+            .unwrap()
+            .exp()
+            .unwrap()
+            .sum(None, false)
+            .unwrap();
+        let before = memory_allocated(DEV);
+        strata_alloc::reset_peak_memory_stats(DEV);
+        loss.backward_with(None, retain).unwrap();
+        strata_alloc::max_memory_allocated(DEV) - before
+    };
+    let released = peak_of(false);
+    let retained = peak_of(true);
+    // At least the root-side saved result ([4096] f32) is gone before the
+    // leaf-side gradient is computed.
+    assert!(
+        released + 4096 * 4 <= retained,
+        "peak above the graph: {released} B released as it goes vs {retained} B retained"
+    );
+}
