@@ -334,3 +334,41 @@ fn vars_are_send_and_sync() {
         .unwrap();
     assert_eq!(grad(&x), vec![4.0]);
 }
+
+#[test]
+fn gradients_keep_the_dtype_of_their_input() {
+    // f32 * f64 promotes to f64; the f32 leaf still gets an f32 gradient.
+    let a = Var::parameter(Tensor::from_slice(&[1.0f32, 2.0], &[2], Device::Cpu).unwrap()).unwrap();
+    let b = param(&[3.0, 4.0]);
+    let y = a.mul(&b).unwrap();
+    assert_eq!(y.dtype(), DType::F64);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(a.grad().unwrap().dtype(), DType::F32);
+    assert_eq!(a.grad().unwrap().to_vec::<f32>().unwrap(), vec![3.0, 4.0]);
+    assert_eq!(grad(&b), vec![1.0, 2.0]);
+}
+
+#[test]
+fn zero_on_a_non_leaf_stops_the_gradient() {
+    let x = param(&[1.0, 2.0]);
+    let y = x.mul(3.0).unwrap();
+    let z = y.mul(&x).unwrap(); // uses y's value before zeroing
+    y.zero_().unwrap();
+    assert_eq!(y.grad_fn_name(), Some("ZeroBackward_"));
+    // MulBackward saved y, which zero_ modified in place.
+    assert!(matches!(
+        z.sum(None, false).unwrap().backward(),
+        Err(AutogradError::SavedTensorModified { .. })
+    ));
+    y.add(&x)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        grad(&x),
+        vec![1.0, 1.0],
+        "only the direct path carries gradient"
+    );
+}
