@@ -7,7 +7,7 @@ use crate::error::{AutogradError, Result};
 use crate::grad_mode::NoGradGuard;
 use crate::node::{Edge, Node};
 use crate::var::Var;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use strata_tensor::{Scalar, Tensor};
 
@@ -65,14 +65,14 @@ impl Var {
 fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
     // Number of edges into each node from nodes reachable from the root.
     let mut deps: HashMap<usize, usize> = HashMap::new();
-    let mut seen: HashMap<usize, ()> = HashMap::new();
+    let mut seen: HashSet<usize> = HashSet::new();
     let mut stack = vec![Arc::clone(&root)];
-    seen.insert(key(&root), ());
+    seen.insert(key(&root));
     while let Some(n) = stack.pop() {
         for e in n.edges().iter().flatten() {
             if let Edge::Node(c) = e {
                 *deps.entry(key(c)).or_insert(0) += 1;
-                if seen.insert(key(c), ()).is_none() {
+                if seen.insert(key(c)) {
                     stack.push(Arc::clone(c));
                 }
             }
