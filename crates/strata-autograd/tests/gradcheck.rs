@@ -217,9 +217,20 @@ proptest! {
             y.add_(&v[1])?.mul_(&v[1])?.div_(&v[1])?.sub_(&v[0])?.mul_(3.0)?;
             Ok(y)
         });
-        gradcheck(vec![a, b], seed, |v| {
+        gradcheck(vec![a.clone(), b], seed, |v| {
             let y = v[0].exp()?.mul(1.0)?;
             y.div_(&v[1])?;
+            Ok(y)
+        });
+        // The other operand is self: its old value must be kept for the gradient.
+        gradcheck(vec![a.clone()], seed, |v| {
+            let y = v[0].add(0.5)?;
+            y.mul_(&y)?;
+            Ok(y)
+        });
+        gradcheck(vec![a], seed, |v| {
+            let y = v[0].exp()?.add(1.0)?;
+            y.add_(&y)?.mul_(&y)?.div_(&v[0].exp()?.add(2.0)?)?;
             Ok(y)
         });
     }

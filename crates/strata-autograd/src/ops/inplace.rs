@@ -41,17 +41,23 @@ impl Var {
         let mut saved: Vec<Tensor> = Vec::new();
         if recording {
             if let Some(b) = ov {
+                // `other` sharing self's storage (`y.mul_(&y)`) is overwritten too.
+                let b_value = if b.data().same_storage(self.data()) {
+                    b.data().deep_clone()?
+                } else {
+                    b.data().clone()
+                };
                 match kind {
                     Kind::Mul => {
                         if a_req {
-                            saved.push(b.data().clone());
+                            saved.push(b_value);
                         }
                         if b_req {
                             saved.push(self.data().deep_clone()?);
                         }
                     }
                     Kind::Div => {
-                        saved.push(b.data().clone());
+                        saved.push(b_value);
                         if b_req {
                             saved.push(self.data().deep_clone()?);
                         }
