@@ -4,6 +4,7 @@
 mod binary;
 mod inplace;
 mod matmul;
+mod overloads;
 mod reduce;
 mod unary;
 mod view;
@@ -17,7 +18,7 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
     let g = if g.shape() == shape {
         g.clone()
     } else {
-        let lead = g.ndim() - shape.len();
+        let lead = g.ndim().saturating_sub(shape.len());
         let dims: Vec<i64> = (0..g.ndim())
             .filter(|&i| i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1))
             .map(|i| i as i64)
