@@ -1,1 +1,3 @@
 //! Examples for strata; see `examples/`.
+
+pub mod autograd_demo;

@@ -1,4 +1,49 @@
-//! strata-tensor: tensors whose storage comes from strata's caching allocator.
-//! (Being built: see the tensor issue.)
+//! strata-tensor: tensors with PyTorch's semantics whose storage comes from
+//! strata's caching allocator.
+//!
+//! * [`Tensor`]: a cheap handle on a strided view of reference-counted
+//!   storage. Views (`view`, `transpose`, `narrow`, `slice`, `expand`, ...)
+//!   share storage; in-place ops (`add_`, `mul_`, `copy_`, ...) write through
+//!   every view; dropping the last view returns the block to the allocator's cache.
+//! * Device-independent logic — [`shape`] (broadcasting, view strides),
+//!   [`layout`] (strided views), [`iter_plan`] (loop ordering, coalescing,
+//!   tiling), [`dtype`] (promotion) — is shared by all backends; kernels live
+//!   behind the backend boundary (`backend::cpu`; CUDA tensors report
+//!   [`TensorError::BackendUnavailable`] until their backend lands).
+//!
+//! ```
+//! use strata_tensor::{Tensor, DType, Device};
+//! let a = Tensor::ones(&[2, 3], DType::F32, Device::Cpu).unwrap();
+//! let b = Tensor::arange(0.0, 3.0, 1.0, None, Device::Cpu).unwrap();
+//! a.add_(&b).unwrap();                       // b broadcasts over a's rows
+//! assert_eq!(a.sum(None, false).unwrap().item::<f32>().unwrap(), 12.0);
+//! ```
 
+#![warn(missing_docs)]
+
+pub(crate) mod backend;
+mod device;
+mod display;
+pub mod dtype;
+mod error;
+pub mod iter_plan;
+pub mod layout;
+mod ops;
+mod random;
+mod scalar;
+pub mod shape;
+mod storage;
+mod tensor;
+mod view;
+
+pub use backend::has_backend;
+pub use device::default_device;
+pub use dtype::{DType, Element};
+pub use error::{Result, TensorError};
+pub use layout::Layout;
+pub use ops::Operand;
+pub use ops::RoundingMode;
+pub use scalar::Scalar;
+pub use storage::Storage;
 pub use strata_alloc::Device;
+pub use tensor::Tensor;

@@ -1,7 +1,8 @@
 //! strata: Rust tensors with PyTorch's memory behaviour and diagnostics.
 //!
 //! This facade re-exports the pieces users need: the per-device memory
-//! functions of the caching allocator, and (as they land) tensors and autograd.
+//! functions of the caching allocator, autograd ([`autograd`]), and (as they
+//! land) tensors.
 
 pub use strata_alloc::{
     allocator, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
@@ -12,3 +13,6 @@ pub use strata_alloc::{
 
 /// The allocator crate, for drivers, configuration and snapshots.
 pub use strata_alloc as alloc;
+
+/// Autograd over strata tensors: `Var`, `backward`, `no_grad`, optimizers.
+pub use strata_autograd as autograd;

@@ -1,0 +1,122 @@
+//! The backward pass: gradients flow from the root through the graph in
+//! topological order; each node's saved tensors are released as soon as its
+//! backward ran (unless `retain_graph`), so the graph's memory returns to the
+//! allocator while the pass goes on.
+
+use crate::error::{AutogradError, Result};
+use crate::grad_mode::NoGradGuard;
+use crate::node::{Edge, Node};
+use crate::var::Var;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use strata_tensor::{Scalar, Tensor};
+
+fn key(n: &Arc<Node>) -> usize {
+    Arc::as_ptr(n) as usize
+}
+
+impl Var {
+    /// Computes the gradient of this one-element variable with respect to
+    /// every leaf that requires grad, adding it into their `.grad`, and
+    /// releases the graph's saved tensors (PyTorch's `loss.backward()`).
+    ///
+    /// A second `backward` through the same graph then fails with
+    /// [`AutogradError::GraphReleased`]; see [`Var::backward_with`].
+    pub fn backward(&self) -> Result<()> {
+        self.backward_with(None, false)
+    }
+
+    /// `backward` with an explicit output gradient (needed for outputs with
+    /// more than one element) and `retain_graph` (keep the saved tensors so
+    /// the graph can be traversed again).
+    pub fn backward_with(&self, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
+        if !self.requires_grad() {
+            return Err(AutogradError::NoGradFn);
+        }
+        let grad = match grad {
+            Some(g) => {
+                if g.shape() != self.shape() {
+                    return Err(AutogradError::GradShape {
+                        expected: self.shape().to_vec(),
+                        got: g.shape().to_vec(),
+                    });
+                }
+                g.clone()
+            }
+            None => {
+                if self.numel() != 1 {
+                    return Err(AutogradError::NonScalarOutput {
+                        shape: self.shape().to_vec(),
+                    });
+                }
+                Tensor::full(self.shape(), Scalar::Int(1), self.dtype(), self.device())?
+            }
+        };
+        // Backward formulas run on plain tensors; nothing they do is recorded.
+        let _no_grad = NoGradGuard::new();
+        match self.grad_fn() {
+            None => self.inner().accumulate(grad),
+            Some(root) => run(root, grad, retain_graph),
+        }
+    }
+}
+
+/// Kahn's algorithm over the nodes reachable from `root`.
+fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
+    // Number of edges into each node from nodes reachable from the root.
+    let mut deps: HashMap<usize, usize> = HashMap::new();
+    let mut seen: HashSet<usize> = HashSet::new();
+    let mut stack = vec![Arc::clone(&root)];
+    seen.insert(key(&root));
+    while let Some(n) = stack.pop() {
+        for e in n.edges().iter().flatten() {
+            if let Edge::Node(c) = e {
+                *deps.entry(key(c)).or_insert(0) += 1;
+                if seen.insert(key(c)) {
+                    stack.push(Arc::clone(c));
+                }
+            }
+        }
+    }
+    drop(seen);
+
+    let mut buffers: HashMap<usize, Tensor> = HashMap::new();
+    buffers.insert(key(&root), grad);
+    let mut ready = vec![root];
+    while let Some(node) = ready.pop() {
+        let grads = match buffers.remove(&key(&node)) {
+            Some(g) => node.apply(&g)?,
+            None => vec![None; node.edges().len()],
+        };
+        if !retain_graph {
+            node.release();
+        }
+        for (edge, g) in node.edges().iter().zip(grads) {
+            match edge {
+                None => {}
+                Some(Edge::Leaf(v)) => {
+                    if let Some(g) = g {
+                        v.accumulate(g)?;
+                    }
+                }
+                Some(Edge::Node(c)) => {
+                    let k = key(c);
+                    if let Some(g) = g {
+                        // Out of place: an earlier gradient may be shared with another input.
+                        let sum = match buffers.remove(&k) {
+                            Some(prev) => prev.add(&g)?,
+                            None => g,
+                        };
+                        buffers.insert(k, sum);
+                    }
+                    let d = deps.get_mut(&k).expect("every child was counted");
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.push(Arc::clone(c));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}

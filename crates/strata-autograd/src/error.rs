@@ -1,0 +1,88 @@
+//! Typed errors of autograd: every failure on user input is one of these.
+
+use strata_tensor::TensorError;
+use thiserror::Error;
+
+/// Result alias for autograd operations.
+pub type Result<T, E = AutogradError> = std::result::Result<T, E>;
+
+/// Why an autograd operation failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum AutogradError {
+    /// The underlying tensor operation failed (shapes, dtypes, devices, memory...).
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    /// `backward` through a part of the graph whose saved tensors were already
+    /// released by an earlier `backward` without `retain_graph`.
+    #[error(
+        "trying to backward through the graph a second time: the saved tensors of {op} were \
+         released by the previous backward; pass retain_graph = true to the first backward \
+         if you need to backward twice"
+    )]
+    GraphReleased {
+        /// The backward node whose saved tensors are gone.
+        op: &'static str,
+    },
+    /// A tensor saved for backward was modified in place after it was saved.
+    #[error(
+        "one of the tensors needed for gradient computation ({op}, saved tensor {index}) has \
+         been modified by an in-place operation: it was at version {saved}, it is now at \
+         version {current}"
+    )]
+    SavedTensorModified {
+        /// The backward node that saved the tensor.
+        op: &'static str,
+        /// Which of the node's saved tensors.
+        index: usize,
+        /// Version counter when saved.
+        saved: u64,
+        /// Version counter at backward.
+        current: u64,
+    },
+    /// An in-place operation on a leaf that requires grad (while grad mode is on).
+    #[error("a leaf tensor that requires grad is being used in an in-place operation ({op}); wrap the update in no_grad or operate on .data()")]
+    InPlaceOnLeaf {
+        /// The in-place op.
+        op: &'static str,
+    },
+    /// An in-place operation on a view created with gradient tracking.
+    #[error("{op}: in-place operations on a view of a tensor that requires grad are not supported; clone the view first")]
+    InPlaceOnView {
+        /// The in-place op.
+        op: &'static str,
+    },
+    /// `backward` on a tensor that does not require grad.
+    #[error("element 0 of tensors does not require grad and does not have a grad_fn")]
+    NoGradFn,
+    /// `backward` without an explicit gradient on a tensor with more than one element.
+    #[error("grad can be implicitly created only for scalar outputs (got shape {shape:?}); pass a gradient to backward_with")]
+    NonScalarOutput {
+        /// The output's shape.
+        shape: Vec<usize>,
+    },
+    /// A gradient of the wrong shape was passed to `backward_with`.
+    #[error("gradient of shape {got:?} passed for an output of shape {expected:?}")]
+    GradShape {
+        /// The output's shape.
+        expected: Vec<usize>,
+        /// The gradient's shape.
+        got: Vec<usize>,
+    },
+    /// `requires_grad_` on a tensor that is not a leaf, or on a non-float tensor.
+    #[error("requires_grad_: {msg}")]
+    RequiresGrad {
+        /// What was wrong.
+        msg: String,
+    },
+    /// An optimizer hyper-parameter is out of range.
+    #[error("invalid {name} for {optimizer}: {value}")]
+    Hyperparameter {
+        /// The optimizer.
+        optimizer: &'static str,
+        /// The parameter.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+    },
+}

@@ -1,0 +1,155 @@
+//! In-place ops on variables (`add_`, `sub_`, `mul_`, `div_`, `zero_`), with
+//! PyTorch's rules: refused on a leaf that requires grad while grad mode is
+//! on; on a non-leaf the history is rebased onto a new node; the version
+//! counter is bumped, so a graph that saved the old value fails at backward.
+
+use super::{formula, sum_to};
+use crate::error::{AutogradError, Result};
+use crate::grad_mode::is_grad_enabled;
+use crate::node::Node;
+use crate::var::{would_record, Var, VarOperand};
+use std::sync::Arc;
+use strata_tensor::Tensor;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl Var {
+    fn check_inplace(&self, op: &'static str, other: Option<&Var>) -> Result<bool> {
+        if is_grad_enabled() && self.is_leaf() && self.requires_grad() {
+            return Err(AutogradError::InPlaceOnLeaf { op });
+        }
+        let recording = would_record(&[Some(self), other]);
+        if recording && self.is_view() {
+            return Err(AutogradError::InPlaceOnView { op });
+        }
+        Ok(recording)
+    }
+
+    fn binary_(&self, kind: Kind, other: VarOperand) -> Result<&Var> {
+        let name = ["add_", "sub_", "mul_", "div_"][kind as usize];
+        let ov = other.var();
+        let recording = self.check_inplace(name, ov)?;
+        let (a_req, b_req) = (self.requires_grad(), ov.is_some_and(Var::requires_grad));
+        // What the backward needs, taken before the op (the old value of self
+        // is copied where a gradient needs it, as PyTorch does).
+        let mut saved: Vec<Tensor> = Vec::new();
+        if recording {
+            if let Some(b) = ov {
+                // `other` sharing self's storage (`y.mul_(&y)`) is overwritten too.
+                let b_value = if b.data().same_storage(self.data()) {
+                    b.data().deep_clone()?
+                } else {
+                    b.data().clone()
+                };
+                match kind {
+                    Kind::Mul => {
+                        if a_req {
+                            saved.push(b_value);
+                        }
+                        if b_req {
+                            saved.push(self.data().deep_clone()?);
+                        }
+                    }
+                    Kind::Div => {
+                        saved.push(b_value);
+                        if b_req {
+                            saved.push(self.data().deep_clone()?);
+                        }
+                    }
+                    Kind::Add | Kind::Sub => {}
+                }
+            }
+        }
+        let a = self.data();
+        let b = other.operand();
+        match kind {
+            Kind::Add => a.add_(b)?,
+            Kind::Sub => a.sub_(b)?,
+            Kind::Mul => a.mul_(b)?,
+            Kind::Div => a.div_(b)?,
+        };
+        if !recording {
+            return Ok(self);
+        }
+        let (a_shape, a_dtype) = (self.shape().to_vec(), self.dtype());
+        let (b_shape, b_dtype) = ov.map_or((vec![], a_dtype), |b| (b.shape().to_vec(), b.dtype()));
+        let scalar = match other {
+            VarOperand::Scalar(s) => Some(s),
+            VarOperand::Var(_) => None,
+        };
+        let f = formula(move |g, s, needs| {
+            let ga = if needs[0] {
+                let ga = match (kind, scalar) {
+                    (Kind::Add | Kind::Sub, _) => g.clone(),
+                    (Kind::Mul, Some(c)) => g.mul(c)?,
+                    (Kind::Div, Some(c)) => g.div(c)?,
+                    (Kind::Mul, None) => g.mul(&s[0])?,
+                    (Kind::Div, None) => g.div(&s[0])?,
+                };
+                Some(sum_to(&ga, &a_shape, a_dtype)?)
+            } else {
+                None
+            };
+            let gb = if needs[1] {
+                let gb = match kind {
+                    Kind::Add => g.clone(),
+                    Kind::Sub => g.neg()?,
+                    Kind::Mul => g.mul(&s[needs[0] as usize])?,
+                    Kind::Div => g.mul(&s[1])?.div(&s[0])?.div(&s[0])?.neg()?,
+                };
+                Some(sum_to(&gb, &b_shape, b_dtype)?)
+            } else {
+                None
+            };
+            Ok(vec![ga, gb])
+        });
+        let names = [
+            "AddBackward_",
+            "SubBackward_",
+            "MulBackward_",
+            "DivBackward_",
+        ];
+        let edges = vec![self.edge(), ov.and_then(Var::edge)];
+        let node = Node::new(names[kind as usize], edges, saved, f);
+        self.set_grad_fn(Arc::new(node));
+        Ok(self)
+    }
+
+    /// In place `self += other` (other broadcasts to self's shape).
+    pub fn add_<'a>(&self, other: impl Into<VarOperand<'a>>) -> Result<&Var> {
+        self.binary_(Kind::Add, other.into())
+    }
+
+    /// In place `self -= other`.
+    pub fn sub_<'a>(&self, other: impl Into<VarOperand<'a>>) -> Result<&Var> {
+        self.binary_(Kind::Sub, other.into())
+    }
+
+    /// In place `self *= other`.
+    pub fn mul_<'a>(&self, other: impl Into<VarOperand<'a>>) -> Result<&Var> {
+        self.binary_(Kind::Mul, other.into())
+    }
+
+    /// In place `self /= other`.
+    pub fn div_<'a>(&self, other: impl Into<VarOperand<'a>>) -> Result<&Var> {
+        self.binary_(Kind::Div, other.into())
+    }
+
+    /// Sets every element to zero in place (no gradient flows to the old value).
+    pub fn zero_(&self) -> Result<&Var> {
+        let recording = self.check_inplace("zero_", None)?;
+        self.data().zero_()?;
+        if recording {
+            let f = formula(|_g, _s, _n| Ok(vec![None]));
+            let node = Node::new("ZeroBackward_", vec![self.edge()], Vec::new(), f);
+            self.set_grad_fn(Arc::new(node));
+        }
+        Ok(self)
+    }
+}

@@ -1,0 +1,106 @@
+//! Matrix products with PyTorch's `matmul` rules (1-D operands, batch
+//! broadcasting); the gradients are products with the other operand,
+//! summed over broadcast batch dims.
+
+use super::{formula, sum_to};
+use crate::error::Result;
+use crate::var::{record, Var};
+use strata_tensor::Tensor;
+
+/// The operand as matmul sees it: 1-D `a` becomes `[1, k]`, 1-D `b` becomes `[k, 1]`.
+fn as_matrix(t: &Tensor, is_lhs: bool) -> Result<Tensor> {
+    Ok(match (t.ndim(), is_lhs) {
+        (1, true) => t.unsqueeze(0)?,
+        (1, false) => t.unsqueeze(1)?,
+        _ => t.clone(),
+    })
+}
+
+impl Var {
+    /// `torch.matmul`: dot, matrix-vector, matrix and batched products.
+    pub fn matmul(&self, other: &Var) -> Result<Var> {
+        let out = self.data().matmul(other.data())?;
+        let (a_req, b_req) = (self.requires_grad(), other.requires_grad());
+        let saved = || {
+            let mut v = Vec::new();
+            if a_req {
+                v.push(other.data().clone());
+            }
+            if b_req {
+                v.push(self.data().clone());
+            }
+            v
+        };
+        let (a_shape, b_shape) = (self.shape().to_vec(), other.shape().to_vec());
+        let (a_dtype, b_dtype) = (self.dtype(), other.dtype());
+        let f = formula(move |g, s, needs| {
+            let b = needs[0].then(|| &s[0]);
+            let a = needs[1].then(|| &s[needs[0] as usize]);
+            // Shapes of the 2-D-or-more operands and of the full product.
+            let a2_shape = if a_shape.len() == 1 {
+                vec![1, a_shape[0]]
+            } else {
+                a_shape.clone()
+            };
+            let b2_shape = if b_shape.len() == 1 {
+                vec![b_shape[0], 1]
+            } else {
+                b_shape.clone()
+            };
+            let batch = strata_tensor::shape::broadcast_shapes(
+                "matmul backward",
+                &a2_shape[..a2_shape.len() - 2],
+                &b2_shape[..b2_shape.len() - 2],
+            )?;
+            let mut full: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
+            full.push(a2_shape[a2_shape.len() - 2] as i64);
+            full.push(b2_shape[b2_shape.len() - 1] as i64);
+            let g2 = g.reshape(&full)?;
+            let ga = match b {
+                Some(b) => {
+                    let b2 = as_matrix(b, false)?;
+                    let ga2 = g2.matmul(&b2.transpose(-1, -2)?)?;
+                    Some(sum_to(&ga2, &a2_shape, a_dtype)?.reshape(&dims_of(&a_shape))?)
+                }
+                None => None,
+            };
+            let gb = match a {
+                Some(a) => {
+                    let a2 = as_matrix(a, true)?;
+                    let gb2 = a2.transpose(-1, -2)?.matmul(&g2)?;
+                    Some(sum_to(&gb2, &b2_shape, b_dtype)?.reshape(&dims_of(&b_shape))?)
+                }
+                None => None,
+            };
+            Ok(vec![ga, gb])
+        });
+        Ok(record(
+            "MatmulBackward",
+            out,
+            &[Some(self), Some(other)],
+            saved,
+            f,
+            false,
+        ))
+    }
+
+    /// Matrix product of two 2-D variables (same as [`Var::matmul`] there).
+    pub fn mm(&self, other: &Var) -> Result<Var> {
+        if self.ndim() != 2 || other.ndim() != 2 {
+            return Err(strata_tensor::TensorError::Shape {
+                op: "mm",
+                msg: format!(
+                    "cannot multiply shapes {:?} and {:?}",
+                    self.shape(),
+                    other.shape()
+                ),
+            }
+            .into());
+        }
+        self.matmul(other)
+    }
+}
+
+fn dims_of(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&x| x as i64).collect()
+}

@@ -1,0 +1,47 @@
+//! Recorded operations on [`Var`](crate::Var)s, grouped by kind, and the
+//! helper that reduces a broadcast gradient back to an input's shape.
+
+mod binary;
+mod inplace;
+mod matmul;
+mod overloads;
+mod reduce;
+mod unary;
+mod view;
+
+use crate::error::Result;
+use strata_tensor::{DType, Tensor};
+
+/// Sums `g` over the dims that broadcasting stretched so that it has `shape`,
+/// and converts it to `dtype` (the input's, when type promotion widened the result).
+pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    let g = if g.shape() == shape {
+        g.clone()
+    } else {
+        let lead = g.ndim().saturating_sub(shape.len());
+        let dims: Vec<i64> = (0..g.ndim())
+            .filter(|&i| i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1))
+            .map(|i| i as i64)
+            .collect();
+        let reduced = if dims.is_empty() {
+            g.clone()
+        } else {
+            g.sum(Some(&dims), true)?
+        };
+        let target: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        reduced.reshape(&target)?
+    };
+    Ok(if g.dtype() == dtype {
+        g
+    } else {
+        g.to_dtype(dtype)?
+    })
+}
+
+/// A boxed backward formula (helps type inference of closures).
+pub(crate) fn formula<F>(f: F) -> crate::node::BackwardFn
+where
+    F: Fn(&Tensor, &[Tensor], &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+{
+    Box::new(f)
+}

@@ -1,0 +1,95 @@
+//! Adam (PyTorch's `Adam`, no AMSGrad):
+//! `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
+//! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`.
+
+use super::{check, Optimizer};
+use crate::error::Result;
+use crate::var::Var;
+use strata_tensor::Tensor;
+
+/// Per-parameter state, created at the parameter's first step.
+struct State {
+    step: i32,
+    m: Tensor,
+    v: Tensor,
+}
+
+/// The Adam optimizer.
+pub struct Adam {
+    params: Vec<Var>,
+    lr: f64,
+    betas: (f64, f64),
+    eps: f64,
+    state: Vec<Option<State>>,
+}
+
+impl Adam {
+    /// Adam over `params` with learning rate `lr`, betas (0.9, 0.999), eps 1e-8.
+    pub fn new(params: Vec<Var>, lr: f64) -> Result<Adam> {
+        check("Adam", "learning rate", lr, lr >= 0.0)?;
+        let state = params.iter().map(|_| None).collect();
+        Ok(Adam {
+            params,
+            lr,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            state,
+        })
+    }
+
+    /// Other betas (each in `[0, 1)`).
+    pub fn with_betas(mut self, b1: f64, b2: f64) -> Result<Adam> {
+        check("Adam", "beta1", b1, (0.0..1.0).contains(&b1))?;
+        check("Adam", "beta2", b2, (0.0..1.0).contains(&b2))?;
+        self.betas = (b1, b2);
+        Ok(self)
+    }
+
+    /// Another epsilon (added to the denominator; `>= 0`).
+    pub fn with_eps(mut self, eps: f64) -> Result<Adam> {
+        check("Adam", "epsilon", eps, eps >= 0.0)?;
+        self.eps = eps;
+        Ok(self)
+    }
+
+    /// Bytes held by the moment estimates.
+    pub fn state_bytes(&self) -> usize {
+        self.state
+            .iter()
+            .flatten()
+            .map(|s| (s.m.numel() + s.v.numel()) * s.m.dtype().size())
+            .sum()
+    }
+}
+
+impl Optimizer for Adam {
+    fn params(&self) -> &[Var] {
+        &self.params
+    }
+
+    fn step(&mut self) -> Result<()> {
+        let (b1, b2) = self.betas;
+        for (p, st) in self.params.iter().zip(self.state.iter_mut()) {
+            let Some(g) = p.grad() else { continue };
+            let s = match st {
+                Some(s) => s,
+                None => st.insert(State {
+                    step: 0,
+                    m: Tensor::zeros(p.shape(), p.dtype(), p.device())?,
+                    v: Tensor::zeros(p.shape(), p.dtype(), p.device())?,
+                }),
+            };
+            s.step += 1;
+            s.m.mul_(b1)?.add_(&g.mul(1.0 - b1)?)?;
+            s.v.mul_(b2)?.addcmul_(&g, &g, 1.0 - b2)?;
+            let c1 = 1.0 - b1.powi(s.step);
+            let c2 = 1.0 - b2.powi(s.step);
+            // sqrt composed from exp and log (strata-tensor has no sqrt yet):
+            // sqrt(x) = exp(log(x) / 2), exact at x = 0 (exp(-inf) = 0).
+            let denom = s.v.div(c2)?.log()?.mul(0.5)?.exp()?.add(self.eps)?;
+            let update = s.m.div(&denom)?.mul(self.lr / c1)?;
+            p.data().sub_(&update)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,358 @@
+//! [`Var`]: a tensor that may take part in gradient computation.
+
+use crate::error::{AutogradError, Result};
+use crate::grad_mode::is_grad_enabled;
+use crate::node::{BackwardFn, Edge, Node};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use strata_tensor::{DType, Device, Element, Scalar, Tensor};
+
+/// A tensor plus its autograd metadata: whether it requires grad, the node
+/// that produced it (none for leaves), and, for leaves, the accumulated
+/// gradient.
+///
+/// Cloning a `Var` is cheap and yields another handle on the same variable
+/// (same data, same `.grad`).
+///
+/// ```
+/// use strata_autograd::Var;
+/// use strata_tensor::{Tensor, Device};
+/// let x = Var::new(Tensor::from_slice(&[1.0f64, 2.0, 3.0], &[3], Device::Cpu).unwrap());
+/// x.requires_grad_(true).unwrap();
+/// let y = x.mul(&x).unwrap().sum(None, false).unwrap();   // sum(x²)
+/// y.backward().unwrap();
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![2.0, 4.0, 6.0]);
+/// ```
+#[derive(Clone)]
+pub struct Var {
+    pub(crate) inner: Arc<VarInner>,
+}
+
+pub(crate) struct VarInner {
+    data: Tensor,
+    /// The node that produced this variable; `None` for leaves.
+    grad_fn: Mutex<Option<Arc<Node>>>,
+    /// For leaves: the user's flag. Non-leaves require grad by construction.
+    requires_grad: AtomicBool,
+    /// The accumulated gradient (leaves only).
+    grad: Mutex<Option<Tensor>>,
+    /// Made by a view op while recording (in-place ops on it are refused).
+    is_view: bool,
+}
+
+impl VarInner {
+    /// Adds `g` into `.grad`: the first gradient is copied into fresh storage
+    /// (gradients flowing through the graph may alias each other or be
+    /// broadcast views); later ones are added in place.
+    pub(crate) fn accumulate(&self, g: Tensor) -> Result<()> {
+        let g = if g.dtype() != self.data.dtype() {
+            g.to_dtype(self.data.dtype())?
+        } else {
+            g
+        };
+        let mut slot = self.grad.lock();
+        match slot.as_ref() {
+            Some(existing) => {
+                existing.add_(&g)?;
+            }
+            None => *slot = Some(g.deep_clone()?),
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Var {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Var")
+            .field("data", &self.inner.data)
+            .field("requires_grad", &self.requires_grad())
+            .field("grad_fn", &self.grad_fn_name())
+            .finish()
+    }
+}
+
+impl From<Tensor> for Var {
+    fn from(t: Tensor) -> Var {
+        Var::new(t)
+    }
+}
+
+impl Var {
+    fn make(data: Tensor, grad_fn: Option<Arc<Node>>, requires_grad: bool, is_view: bool) -> Var {
+        Var {
+            inner: Arc::new(VarInner {
+                data,
+                grad_fn: Mutex::new(grad_fn),
+                requires_grad: AtomicBool::new(requires_grad),
+                grad: Mutex::new(None),
+                is_view,
+            }),
+        }
+    }
+
+    /// A leaf that does not require grad.
+    pub fn new(data: Tensor) -> Var {
+        Var::make(data, None, false, false)
+    }
+
+    /// A leaf that requires grad (a parameter); float tensors only.
+    pub fn parameter(data: Tensor) -> Result<Var> {
+        let v = Var::new(data);
+        v.requires_grad_(true)?;
+        Ok(v)
+    }
+
+    /// PyTorch's `requires_grad_`: only on leaves, and `true` only for float tensors.
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<&Var> {
+        if !self.is_leaf() {
+            return Err(AutogradError::RequiresGrad {
+                msg: format!(
+                    "you can only change requires_grad flags of leaf variables (this one was made by {})",
+                    self.grad_fn_name().unwrap_or("?")
+                ),
+            });
+        }
+        if requires_grad && !self.dtype().is_float() {
+            return Err(AutogradError::RequiresGrad {
+                msg: format!(
+                    "only tensors of floating point dtype can require gradients, not {}",
+                    self.dtype()
+                ),
+            });
+        }
+        self.inner
+            .requires_grad
+            .store(requires_grad, Ordering::Release);
+        Ok(self)
+    }
+
+    /// Whether gradients flow to (or through) this variable.
+    pub fn requires_grad(&self) -> bool {
+        self.grad_fn().is_some() || self.inner.requires_grad.load(Ordering::Acquire)
+    }
+
+    /// Whether this variable was not made by a recorded operation.
+    pub fn is_leaf(&self) -> bool {
+        self.grad_fn().is_none()
+    }
+
+    pub(crate) fn grad_fn(&self) -> Option<Arc<Node>> {
+        self.inner.grad_fn.lock().clone()
+    }
+
+    /// Name of the backward node that produced this variable (`"MulBackward"`,
+    /// ...), `None` for leaves.
+    pub fn grad_fn_name(&self) -> Option<&'static str> {
+        self.inner.grad_fn.lock().as_ref().map(|n| n.name())
+    }
+
+    /// Bytes of the storages saved by the node that produced this variable
+    /// (not by the nodes before it; see [`Var::graph_saved_bytes`]); 0 for
+    /// leaves and once `backward` released them.
+    pub fn saved_bytes(&self) -> usize {
+        let storages = self
+            .inner
+            .grad_fn
+            .lock()
+            .as_ref()
+            .map_or(Vec::new(), |n| n.saved_storages());
+        unique_bytes(storages)
+    }
+
+    /// Bytes of the storages saved by every node of the graph behind this
+    /// variable, each storage counted once even if several nodes saved it or
+    /// views of it. It includes storages also held elsewhere (parameters saved
+    /// by matmul, inputs the caller still holds), so it bounds from above what
+    /// keeping this variable alone keeps alive.
+    pub fn graph_saved_bytes(&self) -> usize {
+        let Some(root) = self.grad_fn() else { return 0 };
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![root];
+        let mut storages = Vec::new();
+        seen.insert(Arc::as_ptr(&stack[0]) as usize);
+        while let Some(n) = stack.pop() {
+            storages.extend(n.saved_storages());
+            for e in n.edges().iter().flatten() {
+                if let Edge::Node(c) = e {
+                    if seen.insert(Arc::as_ptr(c) as usize) {
+                        stack.push(Arc::clone(c));
+                    }
+                }
+            }
+        }
+        unique_bytes(storages)
+    }
+
+    /// The underlying tensor (PyTorch's `.data`): same storage, no autograd.
+    /// In-place changes through it are not recorded but do bump the version
+    /// counter that saved-tensor checks read.
+    pub fn data(&self) -> &Tensor {
+        &self.inner.data
+    }
+
+    /// The accumulated gradient (leaves only; `None` before any backward or
+    /// after `zero_grad(true)`). A handle on the same storage.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.inner.grad.lock().clone()
+    }
+
+    /// Replaces the accumulated gradient.
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        *self.inner.grad.lock() = grad;
+    }
+
+    /// Clears `.grad`: drops it (`set_to_none`, its memory returns to the
+    /// allocator) or fills it with zeros in place.
+    pub fn zero_grad(&self, set_to_none: bool) -> Result<()> {
+        let mut slot = self.inner.grad.lock();
+        if set_to_none {
+            *slot = None;
+        } else if let Some(g) = slot.as_ref() {
+            g.zero_()?;
+        }
+        Ok(())
+    }
+
+    /// A new leaf on the same storage with no history and no grad
+    /// (PyTorch's `detach()`): in-place changes to either are seen by both.
+    pub fn detach(&self) -> Var {
+        Var::new(self.inner.data.clone())
+    }
+
+    /// The single element of a one-element variable, as a host value (no graph kept).
+    pub fn item<T: Element>(&self) -> Result<T> {
+        Ok(self.inner.data.item::<T>()?)
+    }
+
+    /// The elements in row-major order.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        Ok(self.inner.data.to_vec::<T>()?)
+    }
+
+    /// Size of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        self.inner.data.shape()
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.inner.data.ndim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.inner.data.numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.inner.data.dtype()
+    }
+
+    /// The device of the data.
+    pub fn device(&self) -> Device {
+        self.inner.data.device()
+    }
+
+    /// The storage's version counter (bumped by in-place ops).
+    pub fn version(&self) -> u64 {
+        self.inner.data.version()
+    }
+
+    /// The edge a gradient for this variable flows along, if it requires grad.
+    pub(crate) fn edge(&self) -> Option<Edge> {
+        match self.grad_fn() {
+            Some(n) => Some(Edge::Node(n)),
+            None if self.requires_grad() => Some(Edge::Leaf(Arc::clone(&self.inner))),
+            None => None,
+        }
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<VarInner> {
+        &self.inner
+    }
+
+    pub(crate) fn is_view(&self) -> bool {
+        self.inner.is_view
+    }
+
+    /// Replaces the history after an in-place op (PyTorch's `rebase_history`).
+    pub(crate) fn set_grad_fn(&self, node: Arc<Node>) {
+        *self.inner.grad_fn.lock() = Some(node);
+    }
+}
+
+fn unique_bytes(mut storages: Vec<(u64, usize)>) -> usize {
+    storages.sort_unstable();
+    storages.dedup_by_key(|s| s.0);
+    storages.iter().map(|s| s.1).sum()
+}
+
+/// The second operand of a binary op on [`Var`]s: a variable or a scalar.
+#[derive(Clone, Copy, Debug)]
+pub enum VarOperand<'a> {
+    /// A variable (broadcast against the first operand).
+    Var(&'a Var),
+    /// A scalar constant (no gradient).
+    Scalar(Scalar),
+}
+
+impl<'a> From<&'a Var> for VarOperand<'a> {
+    fn from(v: &'a Var) -> Self {
+        VarOperand::Var(v)
+    }
+}
+
+macro_rules! var_operand_from_scalar {
+    ($($t:ty),*) => {$(
+        impl From<$t> for VarOperand<'_> {
+            fn from(x: $t) -> Self {
+                VarOperand::Scalar(Scalar::from(x))
+            }
+        }
+    )*};
+}
+var_operand_from_scalar!(Scalar, f32, f64, i32, i64);
+
+impl<'a> VarOperand<'a> {
+    /// The tensor-level operand.
+    pub(crate) fn operand(&self) -> strata_tensor::Operand<'a> {
+        match *self {
+            VarOperand::Var(v) => strata_tensor::Operand::Tensor(v.data()),
+            VarOperand::Scalar(s) => strata_tensor::Operand::Scalar(s),
+        }
+    }
+
+    pub(crate) fn var(&self) -> Option<&'a Var> {
+        match *self {
+            VarOperand::Var(v) => Some(v),
+            VarOperand::Scalar(_) => None,
+        }
+    }
+}
+
+/// Wraps `output` as the result of `name` on `inputs`: when grad mode is on
+/// and some input requires grad, a node is recorded with the `saved` tensors
+/// and the `backward` formula; otherwise nothing is saved and the result is a
+/// leaf that does not require grad.
+pub(crate) fn record(
+    name: &'static str,
+    output: Tensor,
+    inputs: &[Option<&Var>],
+    saved: impl FnOnce() -> Vec<Tensor>,
+    backward: BackwardFn,
+    is_view: bool,
+) -> Var {
+    let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.and_then(Var::edge)).collect();
+    if !is_grad_enabled() || edges.iter().all(Option::is_none) {
+        return Var::new(output);
+    }
+    let node = Node::new(name, edges, saved(), backward);
+    Var::make(output, Some(Arc::new(node)), true, is_view)
+}
+
+/// Whether an op on `inputs` would be recorded now.
+pub(crate) fn would_record(inputs: &[Option<&Var>]) -> bool {
+    is_grad_enabled() && inputs.iter().flatten().any(|v| v.requires_grad())
+}

@@ -1,0 +1,121 @@
+//! The boundary between device-independent tensor logic and device kernels.
+//!
+//! Tensor ops validate arguments, promote types, broadcast layouts and allocate
+//! outputs (all device-independent), then hand [`Arg`]s to the [`Backend`] of
+//! the tensors' device. The CPU backend lives in [`cpu`]; a CUDA backend
+//! implements the same trait and is returned by [`backend_for`] once it exists.
+
+pub(crate) mod cpu;
+
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::layout::Layout;
+use crate::scalar::Scalar;
+use crate::storage::Storage;
+use strata_alloc::Device;
+
+/// An operand as kernels see it: where the storage is, how the elements are
+/// laid out in it (strides already broadcast to the op's shape), and their type.
+pub(crate) struct Arg<'a> {
+    pub storage: &'a Storage,
+    pub layout: Layout,
+    pub dtype: DType,
+}
+
+/// Element-wise binary ops. Arithmetic writes the operands' dtype;
+/// comparisons write bool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    DivTrunc,
+    DivFloor,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinaryOp {
+    pub(crate) fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+        )
+    }
+}
+
+/// Element-wise unary ops (output dtype = input dtype).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum UnaryOp {
+    Neg,
+    Relu,
+    Exp,
+    Log,
+    Clamp(Option<Scalar>, Option<Scalar>),
+}
+
+/// Reductions over a set of dims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReduceOp {
+    Sum,
+    Mean,
+    Max,
+    Min,
+}
+
+/// What a device must provide. Every method receives operands whose dtypes and
+/// shapes the caller has already checked; the caller also holds the storages'
+/// access locks.
+pub(crate) trait Backend: Sync {
+    /// out = value (converted to out's dtype).
+    fn fill(&self, out: &Arg, value: Scalar);
+    /// out = src converted to out's dtype (src broadcast to out's shape).
+    fn copy(&self, out: &Arg, src: &Arg);
+    /// out = a op b; a and b share a dtype.
+    fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg);
+    /// out = a op scalar.
+    fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar);
+    /// out = op(a).
+    fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg);
+    /// out += value * t1 * t2, all of one dtype.
+    fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar);
+    /// out = cond ? a : b.
+    fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg);
+    /// Reduces `input` over `dims` into the contiguous `values` (kept dims only)
+    /// and/or the i64 `indices` (positions along the reduced dims, row-major).
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        values: Option<&Arg>,
+        indices: Option<&Arg>,
+        input: &Arg,
+        dims: &[usize],
+    );
+    /// Batched matrix product of 3-D operands of one dtype into a fresh 3-D out.
+    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg);
+    /// Copies bytes from the host into the start of a storage.
+    fn write_from_host(&self, dst: &Storage, bytes: &[u8]);
+    /// Copies `out.len()` bytes from byte `offset` of a storage to the host.
+    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]);
+}
+
+/// The backend for `device`, or a typed error where this build has none.
+pub(crate) fn backend_for(device: Device) -> Result<&'static dyn Backend> {
+    match device {
+        Device::Cpu => Ok(&cpu::CpuBackend),
+        Device::Cuda(_) => Err(TensorError::BackendUnavailable {
+            device,
+            reason: "the CUDA tensor backend is not part of this build yet (memory can be allocated with strata_alloc, but no kernels run there)".into(),
+        }),
+    }
+}
+
+/// Whether tensors on `device` can be computed on by this build.
+pub fn has_backend(device: Device) -> bool {
+    backend_for(device).is_ok()
+}

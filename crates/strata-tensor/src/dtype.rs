@@ -1,0 +1,608 @@
+//! Element types, PyTorch's type-promotion lattice, and the [`Element`] trait
+//! that generic kernels are written against.
+
+use crate::scalar::Scalar;
+use half::{bf16, f16};
+use std::fmt;
+
+/// The element type of a tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 32-bit float (the default float dtype).
+    F32,
+    /// 64-bit float.
+    F64,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// 32-bit signed integer.
+    I32,
+    /// 64-bit signed integer (the default integer dtype).
+    I64,
+    /// 8-bit unsigned integer.
+    U8,
+    /// Boolean, one byte per element.
+    Bool,
+}
+
+/// Broad kind of a dtype, ordered as PyTorch's promotion categories.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Category {
+    /// `bool`.
+    Bool,
+    /// `u8`, `i32`, `i64`.
+    Integer,
+    /// `f16`, `bf16`, `f32`, `f64`.
+    Float,
+}
+
+impl DType {
+    /// Every dtype.
+    pub const ALL: [DType; 8] = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::F64 | DType::I64 => 8,
+            DType::F32 | DType::I32 => 4,
+            DType::F16 | DType::BF16 => 2,
+            DType::U8 | DType::Bool => 1,
+        }
+    }
+
+    /// The short name (`f32`, `bf16`, `bool`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Parses a short name as written by [`DType::name`].
+    ///
+    /// ```
+    /// use strata_tensor::DType;
+    /// assert_eq!(DType::parse("bf16"), Some(DType::BF16));
+    /// assert_eq!(DType::parse("complex"), None);
+    /// ```
+    pub fn parse(s: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// The promotion category.
+    pub const fn category(self) -> Category {
+        match self {
+            DType::Bool => Category::Bool,
+            DType::U8 | DType::I32 | DType::I64 => Category::Integer,
+            _ => Category::Float,
+        }
+    }
+
+    /// Whether this is a floating-point dtype.
+    pub const fn is_float(self) -> bool {
+        matches!(self.category(), Category::Float)
+    }
+
+    /// PyTorch's name for the dtype (`torch.float32`).
+    pub const fn torch_name(self) -> &'static str {
+        match self {
+            DType::F32 => "torch.float32",
+            DType::F64 => "torch.float64",
+            DType::F16 => "torch.float16",
+            DType::BF16 => "torch.bfloat16",
+            DType::I32 => "torch.int32",
+            DType::I64 => "torch.int64",
+            DType::U8 => "torch.uint8",
+            DType::Bool => "torch.bool",
+        }
+    }
+
+    /// `torch.promote_types`: the smallest dtype both convert to.
+    ///
+    /// ```
+    /// use strata_tensor::DType;
+    /// assert_eq!(DType::U8.promote(DType::I32), DType::I32);
+    /// assert_eq!(DType::F16.promote(DType::BF16), DType::F32);
+    /// assert_eq!(DType::I64.promote(DType::F16), DType::F16);
+    /// ```
+    pub fn promote(self, other: DType) -> DType {
+        use DType::*;
+        if self == other {
+            return self;
+        }
+        match (self.category(), other.category()) {
+            (Category::Bool, _) => other,
+            (_, Category::Bool) => self,
+            (Category::Integer, Category::Float) => other,
+            (Category::Float, Category::Integer) => self,
+            (Category::Integer, Category::Integer) => {
+                let rank = |d| match d {
+                    U8 => 0,
+                    I32 => 1,
+                    _ => 2,
+                };
+                if rank(self) >= rank(other) {
+                    self
+                } else {
+                    other
+                }
+            }
+            (Category::Float, Category::Float) => match (self, other) {
+                (F64, _) | (_, F64) => F64,
+                _ => F32, // f16/bf16/f32 mixed
+            },
+        }
+    }
+
+    /// `torch.can_cast`: whether a result of dtype `self` may be stored in
+    /// `to` by an in-place op (no float into an integer, nothing but bool into bool).
+    pub fn can_cast_to(self, to: DType) -> bool {
+        !(self.category() > to.category())
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A Rust type that is the element of some [`DType`].
+///
+/// Kernels are generic over it; `Acc` is the type arithmetic is done in
+/// (f32 for f16/bf16, the type itself otherwise).
+pub trait Element: Copy + Send + Sync + PartialOrd + fmt::Debug + 'static {
+    /// The dtype this type represents.
+    const DTYPE: DType;
+    /// The computation type.
+    type Acc: Arith;
+    /// Widens to the computation type.
+    fn to_acc(self) -> Self::Acc;
+    /// Rounds from the computation type.
+    fn from_acc(a: Self::Acc) -> Self;
+    /// The value as a scalar (exact).
+    fn to_scalar(self) -> Scalar;
+    /// Converts a scalar with PyTorch's cast rules (float to int truncates,
+    /// integers wrap, anything to bool is `!= 0`, f64/i64 to f16/bf16 go through f32).
+    fn from_scalar(s: Scalar) -> Self;
+}
+
+/// Arithmetic of a computation type. Integer arithmetic wraps; operations a
+/// dtype does not define (checked before any kernel runs) return a neutral value.
+pub trait Arith: Copy + Send + Sync + PartialOrd + 'static {
+    /// Additive identity.
+    const ZERO: Self;
+    /// Multiplicative identity.
+    const ONE: Self;
+    /// `a + b`.
+    fn add(self, b: Self) -> Self;
+    /// `a - b`.
+    fn sub(self, b: Self) -> Self;
+    /// `a * b`.
+    fn mul(self, b: Self) -> Self;
+    /// True division (floats) or truncating division (integers, b != 0).
+    fn div(self, b: Self) -> Self;
+    /// Division rounded toward zero.
+    fn div_trunc(self, b: Self) -> Self;
+    /// Division rounded toward negative infinity (PyTorch's algorithm for floats).
+    fn div_floor(self, b: Self) -> Self;
+    /// `-a`.
+    fn neg(self) -> Self;
+    /// `e^a` (floats only).
+    fn exp(self) -> Self;
+    /// `ln a` (floats only).
+    fn ln(self) -> Self;
+    /// Whether the value is NaN.
+    fn is_nan(self) -> bool;
+    /// `max(a, b)` with NaN propagating.
+    fn max_nan(self, b: Self) -> Self {
+        if self.is_nan() || b.is_nan() {
+            if self.is_nan() {
+                self
+            } else {
+                b
+            }
+        } else if b > self {
+            b
+        } else {
+            self
+        }
+    }
+    /// `min(a, b)` with NaN propagating.
+    fn min_nan(self, b: Self) -> Self {
+        if self.is_nan() || b.is_nan() {
+            if self.is_nan() {
+                self
+            } else {
+                b
+            }
+        } else if b < self {
+            b
+        } else {
+            self
+        }
+    }
+}
+
+macro_rules! float_arith {
+    ($t:ty) => {
+        impl Arith for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn add(self, b: Self) -> Self {
+                self + b
+            }
+            #[inline(always)]
+            fn sub(self, b: Self) -> Self {
+                self - b
+            }
+            #[inline(always)]
+            fn mul(self, b: Self) -> Self {
+                self * b
+            }
+            #[inline(always)]
+            fn div(self, b: Self) -> Self {
+                self / b
+            }
+            #[inline(always)]
+            fn div_trunc(self, b: Self) -> Self {
+                (self / b).trunc()
+            }
+            #[inline]
+            fn div_floor(self, b: Self) -> Self {
+                // PyTorch's div_floor_floating.
+                if b == 0.0 {
+                    return self / b;
+                }
+                let m = self % b;
+                let mut div = (self - m) / b;
+                if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                    div -= 1.0;
+                }
+                if div != 0.0 {
+                    let mut fl = div.floor();
+                    if div - fl > 0.5 {
+                        fl += 1.0;
+                    }
+                    fl
+                } else {
+                    (0.0 as $t).copysign(self / b)
+                }
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                -self
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                self.exp()
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                self.ln()
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                self != self
+            }
+        }
+    };
+}
+float_arith!(f32);
+float_arith!(f64);
+
+macro_rules! int_arith {
+    ($t:ty) => {
+        impl Arith for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn add(self, b: Self) -> Self {
+                self.wrapping_add(b)
+            }
+            #[inline(always)]
+            fn sub(self, b: Self) -> Self {
+                self.wrapping_sub(b)
+            }
+            #[inline(always)]
+            fn mul(self, b: Self) -> Self {
+                self.wrapping_mul(b)
+            }
+            #[inline(always)]
+            fn div(self, b: Self) -> Self {
+                if b == 0 {
+                    0
+                } else {
+                    self.wrapping_div(b)
+                }
+            }
+            #[inline(always)]
+            fn div_trunc(self, b: Self) -> Self {
+                Arith::div(self, b)
+            }
+            #[inline]
+            fn div_floor(self, b: Self) -> Self {
+                if b == 0 {
+                    return 0;
+                }
+                let q = self.wrapping_div(b);
+                let r = self.wrapping_rem(b);
+                #[allow(unused_comparisons)]
+                let signs_differ = (r < 0) != (b < 0);
+                if r != 0 && signs_differ {
+                    q.wrapping_sub(1)
+                } else {
+                    q
+                }
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                (0 as $t).wrapping_sub(self)
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                self
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                false
+            }
+        }
+    };
+}
+int_arith!(i32);
+int_arith!(i64);
+int_arith!(u8);
+
+impl Arith for bool {
+    const ZERO: Self = false;
+    const ONE: Self = true;
+    #[inline(always)]
+    fn add(self, b: Self) -> Self {
+        self | b
+    }
+    #[inline(always)]
+    fn sub(self, b: Self) -> Self {
+        self ^ b
+    }
+    #[inline(always)]
+    fn mul(self, b: Self) -> Self {
+        self & b
+    }
+    #[inline(always)]
+    fn div(self, b: Self) -> Self {
+        self & b
+    }
+    #[inline(always)]
+    fn div_trunc(self, b: Self) -> Self {
+        self & b
+    }
+    #[inline(always)]
+    fn div_floor(self, b: Self) -> Self {
+        self & b
+    }
+    #[inline(always)]
+    fn neg(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        false
+    }
+}
+
+macro_rules! native_element {
+    ($t:ty, $dt:expr, float) => {
+        impl Element for $t {
+            const DTYPE: DType = $dt;
+            type Acc = $t;
+            #[inline(always)]
+            fn to_acc(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn from_acc(a: $t) -> $t {
+                a
+            }
+            #[inline]
+            fn to_scalar(self) -> Scalar {
+                Scalar::Float(self as f64)
+            }
+            #[inline]
+            fn from_scalar(s: Scalar) -> $t {
+                match s {
+                    Scalar::Bool(b) => b as u8 as $t,
+                    Scalar::Int(i) => i as $t,
+                    Scalar::Float(f) => f as $t,
+                }
+            }
+        }
+    };
+    ($t:ty, $dt:expr, int) => {
+        impl Element for $t {
+            const DTYPE: DType = $dt;
+            type Acc = $t;
+            #[inline(always)]
+            fn to_acc(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn from_acc(a: $t) -> $t {
+                a
+            }
+            #[inline]
+            fn to_scalar(self) -> Scalar {
+                Scalar::Int(self as i64)
+            }
+            #[inline]
+            fn from_scalar(s: Scalar) -> $t {
+                match s {
+                    Scalar::Bool(b) => b as $t,
+                    Scalar::Int(i) => i as $t,
+                    // Truncation toward zero, then wrapping like C's conversion through int64.
+                    Scalar::Float(f) => f as i64 as $t,
+                }
+            }
+        }
+    };
+}
+native_element!(f32, DType::F32, float);
+native_element!(f64, DType::F64, float);
+native_element!(i32, DType::I32, int);
+native_element!(i64, DType::I64, int);
+native_element!(u8, DType::U8, int);
+
+macro_rules! half_element {
+    ($t:ty, $dt:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $dt;
+            type Acc = f32;
+            #[inline(always)]
+            fn to_acc(self) -> f32 {
+                self.to_f32()
+            }
+            #[inline(always)]
+            fn from_acc(a: f32) -> $t {
+                <$t>::from_f32(a)
+            }
+            #[inline]
+            fn to_scalar(self) -> Scalar {
+                Scalar::Float(self.to_f64())
+            }
+            #[inline]
+            fn from_scalar(s: Scalar) -> $t {
+                match s {
+                    Scalar::Bool(b) => <$t>::from_f32(b as u8 as f32),
+                    Scalar::Int(i) => <$t>::from_f32(i as f32),
+                    Scalar::Float(f) => <$t>::from_f32(f as f32),
+                }
+            }
+        }
+    };
+}
+half_element!(f16, DType::F16);
+half_element!(bf16, DType::BF16);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    type Acc = bool;
+    #[inline(always)]
+    fn to_acc(self) -> bool {
+        self
+    }
+    #[inline(always)]
+    fn from_acc(a: bool) -> bool {
+        a
+    }
+    #[inline]
+    fn to_scalar(self) -> Scalar {
+        Scalar::Bool(self)
+    }
+    #[inline]
+    fn from_scalar(s: Scalar) -> bool {
+        match s {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(f) => f != 0.0,
+        }
+    }
+}
+
+/// Runs `$body` with the type alias `$T` bound to the Rust type of `$dtype`:
+/// per-dtype code is written once, generically, and instantiated here.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! dispatch_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::DType::F16 => {
+                type $T = ::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $T = ::half::bf16;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn promotion_lattice() {
+        assert_eq!(DType::Bool.promote(DType::U8), DType::U8);
+        assert_eq!(DType::I32.promote(DType::I64), DType::I64);
+        assert_eq!(DType::BF16.promote(DType::F32), DType::F32);
+        assert_eq!(DType::F64.promote(DType::F16), DType::F64);
+        assert_eq!(DType::U8.promote(DType::BF16), DType::BF16);
+        assert!(DType::I32.can_cast_to(DType::F16));
+        assert!(!DType::F32.can_cast_to(DType::I64));
+        assert!(!DType::U8.can_cast_to(DType::Bool));
+    }
+
+    #[test]
+    fn casts_follow_torch() {
+        assert_eq!(u8::from_scalar(Scalar::Int(-1)), 255);
+        assert_eq!(i32::from_scalar(Scalar::Float(-2.7)), -2);
+        assert!(bool::from_scalar(Scalar::Float(f64::NAN)));
+        assert_eq!(Arith::div_floor(-7.0f64, 2.0), -4.0);
+        assert_eq!(Arith::div_floor(-7i64, 2), -4);
+        assert_eq!(Arith::div_trunc(-7i64, 2), -3);
+    }
+}

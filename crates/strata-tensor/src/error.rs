@@ -1,0 +1,177 @@
+//! Typed errors: every failure on user input is one of these, naming what was wrong.
+
+use crate::dtype::DType;
+use strata_alloc::{AllocError, Device};
+use thiserror::Error;
+
+/// Result alias for tensor operations.
+pub type Result<T, E = TensorError> = std::result::Result<T, E>;
+
+/// Why a tensor operation failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TensorError {
+    /// Sizes or ranks do not fit the op.
+    #[error("shape mismatch in {op}: {msg}")]
+    Shape {
+        /// The op.
+        op: &'static str,
+        /// What was wrong, naming the shapes.
+        msg: String,
+    },
+    /// Shapes do not broadcast together.
+    #[error("shapes {lhs:?} and {rhs:?} do not broadcast ({op})")]
+    Broadcast {
+        /// The op.
+        op: &'static str,
+        /// One shape.
+        lhs: Vec<usize>,
+        /// The other.
+        rhs: Vec<usize>,
+    },
+    /// An in-place output would have to change shape to hold the broadcast result.
+    #[error("in-place {op}: output of shape {out:?} cannot hold the broadcast result of shape {result:?}")]
+    InPlaceBroadcast {
+        /// The op.
+        op: &'static str,
+        /// The in-place output's shape.
+        out: Vec<usize>,
+        /// The broadcast shape.
+        result: Vec<usize>,
+    },
+    /// `view` is impossible with the current strides.
+    #[error("view of shape {shape:?} with strides {strides:?} as {target:?} is impossible; use reshape (which copies)")]
+    Layout {
+        /// The tensor's shape.
+        shape: Vec<usize>,
+        /// The tensor's strides.
+        strides: Vec<usize>,
+        /// The requested shape.
+        target: Vec<i64>,
+    },
+    /// The op is not defined for a dtype, or the dtypes disagree.
+    #[error("dtype error in {op}: {msg}")]
+    DType {
+        /// The op.
+        op: &'static str,
+        /// What was wrong, naming the dtypes.
+        msg: String,
+    },
+    /// Tensors live on different devices.
+    #[error("{op}: tensors on different devices ({lhs} and {rhs})")]
+    DeviceMismatch {
+        /// The op.
+        op: &'static str,
+        /// One device.
+        lhs: Device,
+        /// The other.
+        rhs: Device,
+    },
+    /// A dimension argument is out of range, repeated or absent.
+    #[error("dimension error in {op}: {msg}")]
+    Dim {
+        /// The op.
+        op: &'static str,
+        /// What was wrong.
+        msg: String,
+    },
+    /// An index or range lies outside a dimension.
+    #[error("index error in {op}: {msg}")]
+    Index {
+        /// The op.
+        op: &'static str,
+        /// What was wrong.
+        msg: String,
+    },
+    /// A view would reach outside its storage.
+    #[error("view of shape {shape:?}, strides {strides:?}, offset {offset} needs {needed} elements but the storage holds {available}")]
+    OutOfBounds {
+        /// Requested shape.
+        shape: Vec<usize>,
+        /// Requested strides.
+        strides: Vec<usize>,
+        /// Requested offset.
+        offset: usize,
+        /// Elements the view would need.
+        needed: usize,
+        /// Elements the storage holds.
+        available: usize,
+    },
+    /// An in-place write to a tensor whose elements alias each other or an input.
+    #[error("in-place {op}: {msg}")]
+    Overlap {
+        /// The op.
+        op: &'static str,
+        /// What aliases what.
+        msg: String,
+    },
+    /// A reduction without identity over zero elements.
+    #[error("{op} of a tensor of shape {shape:?}: the reduced dimension has no elements")]
+    Empty {
+        /// The op.
+        op: &'static str,
+        /// The input shape.
+        shape: Vec<usize>,
+    },
+    /// An argument value is invalid.
+    #[error("invalid value in {op}: {msg}")]
+    Value {
+        /// The op.
+        op: &'static str,
+        /// What was wrong.
+        msg: String,
+    },
+    /// No backend for the device in this build or on this machine.
+    #[error("no tensor backend for {device}: {reason}")]
+    BackendUnavailable {
+        /// The device.
+        device: Device,
+        /// Why.
+        reason: String,
+    },
+    /// The allocator failed (out of memory, device absent...).
+    #[error(transparent)]
+    Alloc(#[from] AllocError),
+}
+
+impl TensorError {
+    pub(crate) fn shape(op: &'static str, msg: impl Into<String>) -> Self {
+        TensorError::Shape {
+            op,
+            msg: msg.into(),
+        }
+    }
+    pub(crate) fn dtype(op: &'static str, msg: impl Into<String>) -> Self {
+        TensorError::DType {
+            op,
+            msg: msg.into(),
+        }
+    }
+    pub(crate) fn dim(op: &'static str, msg: impl Into<String>) -> Self {
+        TensorError::Dim {
+            op,
+            msg: msg.into(),
+        }
+    }
+    pub(crate) fn index(op: &'static str, msg: impl Into<String>) -> Self {
+        TensorError::Index {
+            op,
+            msg: msg.into(),
+        }
+    }
+    pub(crate) fn value(op: &'static str, msg: impl Into<String>) -> Self {
+        TensorError::Value {
+            op,
+            msg: msg.into(),
+        }
+    }
+    pub(crate) fn overlap(op: &'static str, msg: impl Into<String>) -> Self {
+        TensorError::Overlap {
+            op,
+            msg: msg.into(),
+        }
+    }
+    pub(crate) fn unsupported(op: &'static str, dtype: DType) -> Self {
+        TensorError::dtype(op, format!("not defined for dtype {dtype}"))
+    }
+}

@@ -1,0 +1,428 @@
+//! Device-independent strided layouts (shape, strides in elements, storage
+//! offset) and the view transforms on them. Nothing here touches memory.
+
+use crate::error::{Result, TensorError};
+use crate::shape::{self, normalize_dim, normalize_dim_strict};
+
+/// How a tensor's elements sit in its storage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Size of each dimension.
+    pub shape: Vec<usize>,
+    /// Distance in elements between neighbours along each dimension.
+    pub strides: Vec<usize>,
+    /// Element index of the first element in the storage.
+    pub offset: usize,
+}
+
+impl Layout {
+    /// A row-major layout at offset 0.
+    pub fn contiguous(shape: &[usize]) -> Layout {
+        Layout {
+            shape: shape.to_vec(),
+            strides: shape::contiguous_strides(shape),
+            offset: 0,
+        }
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        shape::numel(&self.shape)
+    }
+
+    /// PyTorch's `is_contiguous`: row-major, ignoring dims of size 1; any
+    /// tensor without elements is contiguous.
+    pub fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
+        let mut expected = 1;
+        for d in (0..self.ndim()).rev() {
+            if self.shape[d] != 1 {
+                if self.strides[d] != expected {
+                    return false;
+                }
+                expected *= self.shape[d];
+            }
+        }
+        true
+    }
+
+    /// Whether the elements fill a gap-free block of memory without aliasing,
+    /// in some dim order (PyTorch's `is_non_overlapping_and_dense`).
+    pub fn is_dense(&self) -> bool {
+        let mut dims: Vec<usize> = (0..self.ndim()).filter(|&d| self.shape[d] != 1).collect();
+        dims.sort_by_key(|&d| self.strides[d]);
+        let mut expected = 1;
+        for d in dims {
+            if self.strides[d] != expected {
+                return false;
+            }
+            expected *= self.shape[d];
+        }
+        true
+    }
+
+    /// Whether two elements share an address (a stride 0 on a dim of size > 1).
+    pub fn has_internal_overlap(&self) -> bool {
+        self.shape
+            .iter()
+            .zip(&self.strides)
+            .any(|(&s, &st)| s > 1 && st == 0)
+    }
+
+    /// One past the largest storage index the layout touches (0 if it has no elements).
+    pub fn storage_extent(&self) -> usize {
+        if self.numel() == 0 {
+            return 0;
+        }
+        self.offset
+            + self
+                .shape
+                .iter()
+                .zip(&self.strides)
+                .map(|(&s, &st)| (s - 1) * st)
+                .sum::<usize>()
+            + 1
+    }
+
+    /// Swaps two dims.
+    pub fn transpose(&self, d0: i64, d1: i64) -> Result<Layout> {
+        let a = normalize_dim("transpose", d0, self.ndim())?;
+        let b = normalize_dim("transpose", d1, self.ndim())?;
+        let mut l = self.clone();
+        if self.ndim() > 0 {
+            l.shape.swap(a, b);
+            l.strides.swap(a, b);
+        }
+        Ok(l)
+    }
+
+    /// `t()`: transpose of a 2-D layout; 0-d and 1-D unchanged.
+    pub fn t(&self) -> Result<Layout> {
+        match self.ndim() {
+            0 | 1 => Ok(self.clone()),
+            2 => self.transpose(0, 1),
+            n => Err(TensorError::shape(
+                "t",
+                format!(
+                    "t() expects a tensor with <= 2 dims, got shape {:?} ({n} dims)",
+                    self.shape
+                ),
+            )),
+        }
+    }
+
+    /// Reorders the dims.
+    pub fn permute(&self, dims: &[i64]) -> Result<Layout> {
+        if dims.len() != self.ndim() {
+            return Err(TensorError::shape(
+                "permute",
+                format!(
+                    "permute of shape {:?} needs {} dims, got {dims:?}",
+                    self.shape,
+                    self.ndim()
+                ),
+            ));
+        }
+        let dims = shape::normalize_dims("permute", dims, self.ndim())?;
+        Ok(Layout {
+            shape: dims.iter().map(|&d| self.shape[d]).collect(),
+            strides: dims.iter().map(|&d| self.strides[d]).collect(),
+            offset: self.offset,
+        })
+    }
+
+    /// `narrow(dim, start, length)`; `start` may be negative.
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Layout> {
+        let d = normalize_dim_strict("narrow", dim, self.ndim())?;
+        let size = self.shape[d] as i64;
+        if length < 0 {
+            return Err(TensorError::value(
+                "narrow",
+                format!("length {length} must be non-negative"),
+            ));
+        }
+        if start < -size || start > size {
+            return Err(TensorError::index(
+                "narrow",
+                format!(
+                    "start {start} out of range for dimension {d} of size {size} (shape {:?})",
+                    self.shape
+                ),
+            ));
+        }
+        let start = if start < 0 { start + size } else { start };
+        if start + length > size {
+            return Err(TensorError::index(
+                "narrow",
+                format!("start {start} + length {length} exceeds dimension {d} of size {size} (shape {:?})", self.shape),
+            ));
+        }
+        let mut l = self.clone();
+        l.shape[d] = length as usize;
+        if length > 0 {
+            l.offset += start as usize * self.strides[d];
+        }
+        Ok(l)
+    }
+
+    /// `select(dim, index)`: drops the dim.
+    pub fn select(&self, dim: i64, index: i64) -> Result<Layout> {
+        let d = normalize_dim_strict("select", dim, self.ndim())?;
+        let size = self.shape[d] as i64;
+        if index < -size || index >= size {
+            return Err(TensorError::index(
+                "select",
+                format!(
+                    "index {index} out of range for dimension {d} of size {size} (shape {:?})",
+                    self.shape
+                ),
+            ));
+        }
+        let i = if index < 0 { index + size } else { index } as usize;
+        let mut l = self.clone();
+        l.offset += i * self.strides[d];
+        l.shape.remove(d);
+        l.strides.remove(d);
+        Ok(l)
+    }
+
+    /// `x[..., start:end:step]` along `dim` with Python's slice rules.
+    pub fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Layout> {
+        if step <= 0 {
+            return Err(TensorError::value(
+                "slice",
+                format!("slice step must be positive, got {step}"),
+            ));
+        }
+        let d = normalize_dim_strict("slice", dim, self.ndim())?;
+        let size = self.shape[d] as i64;
+        let clamp = |v: i64| {
+            let v = if v < 0 { v + size } else { v };
+            v.clamp(0, size)
+        };
+        let s = clamp(start.unwrap_or(0));
+        let e = clamp(end.unwrap_or(size));
+        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        let mut l = self.clone();
+        l.shape[d] = len as usize;
+        l.strides[d] = self.strides[d] * step as usize;
+        if len > 0 {
+            l.offset += s as usize * self.strides[d];
+        }
+        Ok(l)
+    }
+
+    /// `expand(shape)`: size-1 dims and new leading dims get stride 0; -1 keeps a size.
+    pub fn expand(&self, target: &[i64]) -> Result<Layout> {
+        let err = || {
+            TensorError::shape(
+                "expand",
+                format!("cannot expand shape {:?} to {target:?}", self.shape),
+            )
+        };
+        if target.len() < self.ndim() {
+            return Err(err());
+        }
+        let lead = target.len() - self.ndim();
+        let mut shape = Vec::with_capacity(target.len());
+        let mut strides = Vec::with_capacity(target.len());
+        for (i, &t) in target.iter().enumerate() {
+            if i < lead {
+                if t < 0 {
+                    return Err(err());
+                }
+                shape.push(t as usize);
+                strides.push(0);
+                continue;
+            }
+            let (s, st) = (self.shape[i - lead], self.strides[i - lead]);
+            if t == -1 || t as usize == s && t >= 0 {
+                shape.push(s);
+                strides.push(st);
+            } else if t < 0 || s != 1 {
+                return Err(err());
+            } else {
+                shape.push(t as usize);
+                strides.push(0);
+            }
+        }
+        Ok(Layout {
+            shape,
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// Removes the given size-1 dims (all size-1 dims when `dims` is `None`);
+    /// a listed dim whose size is not 1 is kept.
+    pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Layout> {
+        let remove: Vec<usize> = match dims {
+            None => (0..self.ndim()).filter(|&d| self.shape[d] == 1).collect(),
+            Some(ds) => shape::normalize_dims("squeeze", ds, self.ndim())?
+                .into_iter()
+                .filter(|&d| d < self.ndim() && self.shape[d] == 1)
+                .collect(),
+        };
+        let keep = |d: &usize| !remove.contains(d);
+        Ok(Layout {
+            shape: (0..self.ndim())
+                .filter(keep)
+                .map(|d| self.shape[d])
+                .collect(),
+            strides: (0..self.ndim())
+                .filter(keep)
+                .map(|d| self.strides[d])
+                .collect(),
+            offset: self.offset,
+        })
+    }
+
+    /// Inserts a size-1 dim at `dim` (in `[-ndim-1, ndim]`).
+    pub fn unsqueeze(&self, dim: i64) -> Result<Layout> {
+        let d = normalize_dim("unsqueeze", dim, self.ndim() + 1)?;
+        let stride = if d < self.ndim() {
+            self.shape[d] * self.strides[d]
+        } else {
+            1
+        };
+        let mut l = self.clone();
+        l.shape.insert(d, 1);
+        l.strides.insert(d, stride);
+        Ok(l)
+    }
+
+    /// A layout over the same storage with explicit sizes, strides and offset,
+    /// checked against a storage of `storage_len` elements.
+    pub fn as_strided(
+        size: &[i64],
+        stride: &[i64],
+        offset: i64,
+        storage_len: usize,
+    ) -> Result<Layout> {
+        if size.len() != stride.len() {
+            return Err(TensorError::shape(
+                "as_strided",
+                format!("size {size:?} and stride {stride:?} have different lengths"),
+            ));
+        }
+        if let Some(s) = size.iter().find(|&&s| s < 0) {
+            return Err(TensorError::shape(
+                "as_strided",
+                format!("negative size {s} in {size:?}"),
+            ));
+        }
+        if let Some(s) = stride.iter().find(|&&s| s < 0) {
+            return Err(TensorError::value(
+                "as_strided",
+                format!("negative stride {s} in {stride:?}"),
+            ));
+        }
+        if offset < 0 {
+            return Err(TensorError::value(
+                "as_strided",
+                format!("negative storage offset {offset}"),
+            ));
+        }
+        let l = Layout {
+            shape: size.iter().map(|&s| s as usize).collect(),
+            strides: stride.iter().map(|&s| s as usize).collect(),
+            offset: offset as usize,
+        };
+        let needed = l.storage_extent();
+        if needed > storage_len {
+            return Err(TensorError::OutOfBounds {
+                shape: l.shape,
+                strides: l.strides,
+                offset: l.offset,
+                needed,
+                available: storage_len,
+            });
+        }
+        Ok(l)
+    }
+
+    /// Broadcast strides of this layout against a (broadcast) `target` shape:
+    /// new leading dims and stretched size-1 dims get stride 0.
+    pub fn broadcast_strides(&self, target: &[usize]) -> Vec<usize> {
+        let lead = target.len() - self.ndim();
+        (0..target.len())
+            .map(|i| {
+                if i < lead || self.shape[i - lead] != target[i] {
+                    0
+                } else {
+                    self.strides[i - lead]
+                }
+            })
+            .collect()
+    }
+
+    /// Storage index of each element in row-major logical order.
+    pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = self.numel();
+        let nd = self.ndim();
+        let mut idx = vec![0usize; nd];
+        let mut pos = self.offset;
+        (0..n).map(move |k| {
+            if k > 0 {
+                let mut d = nd;
+                while d > 0 {
+                    d -= 1;
+                    idx[d] += 1;
+                    pos += self.strides[d];
+                    if idx[d] < self.shape[d] {
+                        break;
+                    }
+                    pos -= self.strides[d] * idx[d];
+                    idx[d] = 0;
+                }
+            }
+            pos
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slicing_with_step() {
+        let l = Layout::contiguous(&[4, 6]);
+        let s = l.slice(1, Some(1), None, 2).unwrap();
+        assert_eq!(
+            (s.shape.clone(), s.strides.clone(), s.offset),
+            (vec![4, 3], vec![6, 2], 1)
+        );
+        assert!(!s.is_contiguous());
+        assert_eq!(s.indices().take(4).collect::<Vec<_>>(), vec![1, 3, 5, 7]);
+        assert!(l.slice(0, None, None, 0).is_err());
+    }
+
+    #[test]
+    fn expand_and_overlap() {
+        let l = Layout::contiguous(&[3, 1]);
+        let e = l.expand(&[2, 3, 4]).unwrap();
+        assert_eq!(e.strides, vec![0, 1, 0]);
+        assert!(e.has_internal_overlap());
+        assert!(l.expand(&[3, 4, 2]).is_err());
+    }
+
+    #[test]
+    fn bounds_are_checked() {
+        assert!(Layout::as_strided(&[4, 4], &[4, 1], 0, 12).is_err());
+        assert!(Layout::as_strided(&[3, 4], &[4, 1], 0, 12).is_ok());
+    }
+}

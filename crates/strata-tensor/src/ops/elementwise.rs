@@ -1,0 +1,647 @@
+//! Element-wise ops: out-of-place, in-place (`_` suffix), comparisons, `where`.
+
+use crate::backend::{Backend, BinaryOp, UnaryOp};
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::layout::Layout;
+use crate::scalar::Scalar;
+use crate::shape::broadcast_shapes;
+use crate::storage::AccessGuard;
+use crate::tensor::Tensor;
+
+/// The second operand of a binary op: a tensor or a Python-like scalar.
+#[derive(Clone, Copy, Debug)]
+pub enum Operand<'a> {
+    /// A tensor (broadcast against the first operand).
+    Tensor(&'a Tensor),
+    /// A scalar (takes part in type promotion with lower priority).
+    Scalar(Scalar),
+}
+
+impl<'a> From<&'a Tensor> for Operand<'a> {
+    fn from(t: &'a Tensor) -> Self {
+        Operand::Tensor(t)
+    }
+}
+
+macro_rules! operand_from_scalar {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Operand<'_> {
+            fn from(x: $t) -> Self {
+                Operand::Scalar(Scalar::from(x))
+            }
+        }
+    )*};
+}
+operand_from_scalar!(Scalar, f32, f64, i32, i64, u8, bool, half::f16, half::bf16);
+
+impl Operand<'_> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            Operand::Tensor(t) => t.shape(),
+            Operand::Scalar(_) => &[],
+        }
+    }
+    fn dtype(&self) -> DType {
+        match self {
+            Operand::Tensor(t) => t.dtype(),
+            Operand::Scalar(s) => s.promotion_dtype(),
+        }
+    }
+}
+
+/// PyTorch's `result_type`: tensors with dims outrank 0-d tensors, which
+/// outrank scalars, unless the lower-ranked operand is of a higher category.
+pub(crate) fn result_type(ops: &[Operand]) -> DType {
+    let mut groups: [Option<DType>; 3] = [None; 3];
+    for op in ops {
+        let (g, d) = match op {
+            Operand::Tensor(t) if t.ndim() > 0 => (0, t.dtype()),
+            Operand::Tensor(t) => (1, t.dtype()),
+            Operand::Scalar(s) => (2, s.promotion_dtype()),
+        };
+        groups[g] = Some(groups[g].map_or(d, |x| x.promote(d)));
+    }
+    fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+        match (higher, lower) {
+            (None, l) => l,
+            (h, None) => h,
+            (Some(h), Some(l)) => {
+                if h.is_float() {
+                    Some(h)
+                } else if h == DType::Bool || l.is_float() {
+                    Some(h.promote(l))
+                } else {
+                    Some(h)
+                }
+            }
+        }
+    }
+    combine(groups[0], combine(groups[1], groups[2])).unwrap_or(DType::F32)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Overlap {
+    No,
+    Full,
+    Partial,
+    TooHard,
+}
+
+/// How an input's memory relates to an in-place output's (PyTorch's `get_overlap_status`).
+fn overlap(out: &Tensor, input: &Tensor) -> Overlap {
+    if !out.same_storage(input) || out.numel() == 0 || input.numel() == 0 {
+        return Overlap::No;
+    }
+    let (a, b) = (out.layout(), input.layout());
+    if a == b {
+        return Overlap::Full;
+    }
+    let (a0, a1) = (a.offset, a.storage_extent());
+    let (b0, b1) = (b.offset, b.storage_extent());
+    if a0 >= b1 || b0 >= a1 {
+        return Overlap::No;
+    }
+    if !a.is_dense() || !b.is_dense() {
+        return Overlap::TooHard;
+    }
+    if a0 == b0 && a1 == b1 && a.strides == b.strides {
+        Overlap::Full
+    } else {
+        Overlap::Partial
+    }
+}
+
+/// Checks an in-place output against itself and its inputs; inputs whose
+/// aliasing cannot be ruled safe are replaced by copies.
+fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor]) -> Result<()> {
+    if out.layout().has_internal_overlap() {
+        return Err(TensorError::overlap(
+            op,
+            format!(
+                "the output (shape {:?}, strides {:?}) has elements that share memory (stride 0); clone it first",
+                out.shape(),
+                out.strides()
+            ),
+        ));
+    }
+    for t in inputs.iter_mut() {
+        match overlap(out, t) {
+            Overlap::No | Overlap::Full => {}
+            Overlap::Partial => {
+                return Err(TensorError::overlap(
+                    op,
+                    format!(
+                        "an input (shape {:?}, strides {:?}, offset {}) partially overlaps the output (shape {:?}, strides {:?}, offset {})",
+                        t.shape(),
+                        t.strides(),
+                        t.offset(),
+                        out.shape(),
+                        out.strides(),
+                        out.offset()
+                    ),
+                ))
+            }
+            Overlap::TooHard => *t = t.deep_clone()?,
+        }
+    }
+    Ok(())
+}
+
+fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.device() != b.device() {
+        return Err(TensorError::DeviceMismatch {
+            op,
+            lhs: a.device(),
+            rhs: b.device(),
+        });
+    }
+    Ok(())
+}
+
+/// Runs `f` on the output's backend with the storages locked.
+fn launch(out: &Tensor, inputs: &[&Tensor], f: impl FnOnce(&dyn Backend)) -> Result<()> {
+    let be = out.backend()?;
+    let reads: Vec<_> = inputs.iter().map(|t| t.storage()).collect();
+    let _g = AccessGuard::lock(Some(out.storage()), &reads);
+    f(be);
+    Ok(())
+}
+
+fn op_name(op: BinaryOp, inplace: bool) -> &'static str {
+    match (op, inplace) {
+        (BinaryOp::Add, false) => "add",
+        (BinaryOp::Add, true) => "add_",
+        (BinaryOp::Sub, false) => "sub",
+        (BinaryOp::Sub, true) => "sub_",
+        (BinaryOp::Mul, false) => "mul",
+        (BinaryOp::Mul, true) => "mul_",
+        (BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor, false) => "div",
+        (BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor, true) => "div_",
+        (BinaryOp::Eq, _) => "eq",
+        (BinaryOp::Ne, _) => "ne",
+        (BinaryOp::Lt, _) => "lt",
+        (BinaryOp::Le, _) => "le",
+        (BinaryOp::Gt, _) => "gt",
+        (BinaryOp::Ge, _) => "ge",
+    }
+}
+
+/// Rounding mode of [`Tensor::div_mode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoundingMode {
+    /// Round toward zero.
+    Trunc,
+    /// Round toward negative infinity.
+    Floor,
+}
+
+impl Tensor {
+    fn binary(&self, op: BinaryOp, b: Operand, inplace: bool) -> Result<Tensor> {
+        let name = op_name(op, inplace);
+        if let Operand::Tensor(t) = b {
+            same_device(name, self, t)?;
+        }
+        let compute = result_type(&[Operand::Tensor(self), b]);
+        if op == BinaryOp::Sub && (self.dtype() == DType::Bool || b.dtype() == DType::Bool) {
+            return Err(TensorError::dtype(
+                name,
+                "subtraction with a bool operand is not supported; use logical ops",
+            ));
+        }
+        let compute = match op {
+            BinaryOp::Div if !compute.is_float() => DType::F32,
+            BinaryOp::DivTrunc | BinaryOp::DivFloor if compute == DType::Bool => {
+                return Err(TensorError::unsupported(name, compute))
+            }
+            _ => compute,
+        };
+        let out_dtype = if op.is_comparison() {
+            DType::Bool
+        } else {
+            compute
+        };
+        let shape = broadcast_shapes(name, self.shape(), b.shape())?;
+        let mut inputs: Vec<Tensor> = match b {
+            Operand::Tensor(t) => vec![t.clone()],
+            Operand::Scalar(_) => vec![],
+        };
+        if inplace {
+            if shape != self.shape() {
+                return Err(TensorError::InPlaceBroadcast {
+                    op: name,
+                    out: self.shape().to_vec(),
+                    result: shape,
+                });
+            }
+            if !out_dtype.can_cast_to(self.dtype()) {
+                return Err(TensorError::dtype(
+                    name,
+                    format!(
+                        "result type {out_dtype} cannot be stored in the {} output",
+                        self.dtype()
+                    ),
+                ));
+            }
+            check_inplace(name, self, &mut inputs)?;
+        }
+        if matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor) && !compute.is_float() {
+            let zero = match (&b, inputs.first()) {
+                (Operand::Scalar(s), _) => s.to_i64() == 0,
+                (_, Some(t)) => t.eq(0)?.to_vec::<bool>()?.contains(&true),
+                _ => false,
+            };
+            if zero {
+                return Err(TensorError::value(name, "integer division by zero"));
+            }
+        }
+        let a_c = self.to_dtype(compute)?;
+        let b_c = match inputs.first() {
+            Some(t) => Some(t.to_dtype(compute)?),
+            None => None,
+        };
+        let target = if inplace && self.dtype() == out_dtype && a_c.same_storage(self) {
+            self.clone()
+        } else {
+            Tensor::empty(&shape, out_dtype, self.device())?
+        };
+        match (&b_c, b) {
+            (Some(bt), _) => launch(&target, &[&a_c, bt], |be| {
+                be.binary(op, &target.arg(), &a_c.arg_as(&shape), &bt.arg_as(&shape))
+            })?,
+            (None, Operand::Scalar(s)) => launch(&target, &[&a_c], |be| {
+                be.binary_scalar(op, &target.arg(), &a_c.arg_as(&shape), s)
+            })?,
+            (None, Operand::Tensor(_)) => unreachable!(),
+        }
+        if inplace {
+            if !target.same_storage(self) {
+                self.copy_raw(&target)?;
+            }
+            self.bump_version();
+            Ok(self.clone())
+        } else {
+            Ok(target)
+        }
+    }
+
+    /// Copies `src` (same shape, checked) into `self` with conversion.
+    fn copy_raw(&self, src: &Tensor) -> Result<()> {
+        launch(self, &[src], |be| {
+            be.copy(&self.arg(), &src.arg_as(self.shape()))
+        })
+    }
+
+    /// `self + b`, broadcasting, with PyTorch's type promotion.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let a = Tensor::from_slice(&[1i32, 2, 3], &[3], Device::Cpu).unwrap();
+    /// assert_eq!(a.add(2).unwrap().dtype(), DType::I32);
+    /// assert_eq!(a.add(0.5).unwrap().to_vec::<f32>().unwrap(), vec![1.5, 2.5, 3.5]);
+    /// ```
+    pub fn add<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Add, b.into(), false)
+    }
+    /// `self - b`.
+    pub fn sub<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Sub, b.into(), false)
+    }
+    /// `self * b`.
+    pub fn mul<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Mul, b.into(), false)
+    }
+    /// True division `self / b` (integer inputs give f32).
+    pub fn div<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Div, b.into(), false)
+    }
+    /// Division with a rounding mode (keeps the promoted dtype).
+    pub fn div_mode<'a>(&self, b: impl Into<Operand<'a>>, mode: RoundingMode) -> Result<Tensor> {
+        self.binary(mode_op(mode), b.into(), false)
+    }
+    /// In place: `self += b` (b broadcasts to self's shape; self never broadcasts).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let a = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
+    /// let row = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3], Device::Cpu).unwrap();
+    /// a.add_(&row).unwrap();
+    /// assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    /// assert!(row.add_(&a).is_err()); // [3] cannot hold a [2, 3] result
+    /// ```
+    pub fn add_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Add, b.into(), true)
+    }
+    /// In place: `self -= b`.
+    pub fn sub_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Sub, b.into(), true)
+    }
+    /// In place: `self *= b`.
+    pub fn mul_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Mul, b.into(), true)
+    }
+    /// In place: `self /= b` (true division; self must be a float tensor).
+    pub fn div_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Div, b.into(), true)
+    }
+    /// In place division with a rounding mode.
+    pub fn div_mode_<'a>(&self, b: impl Into<Operand<'a>>, mode: RoundingMode) -> Result<Tensor> {
+        self.binary(mode_op(mode), b.into(), true)
+    }
+    /// `self == b` element-wise (bool result).
+    pub fn eq<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Eq, b.into(), false)
+    }
+    /// `self != b`.
+    pub fn ne<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Ne, b.into(), false)
+    }
+    /// `self < b`.
+    pub fn lt<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Lt, b.into(), false)
+    }
+    /// `self <= b`.
+    pub fn le<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Le, b.into(), false)
+    }
+    /// `self > b`.
+    pub fn gt<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Gt, b.into(), false)
+    }
+    /// `self >= b`.
+    pub fn ge<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Ge, b.into(), false)
+    }
+
+    fn unary(&self, op: UnaryOp, name: &'static str, inplace: bool) -> Result<Tensor> {
+        let float_only = matches!(op, UnaryOp::Exp | UnaryOp::Log);
+        if matches!(op, UnaryOp::Neg | UnaryOp::Relu) && self.dtype() == DType::Bool {
+            return Err(TensorError::unsupported(name, DType::Bool));
+        }
+        let compute = match op {
+            UnaryOp::Clamp(lo, hi) => {
+                let mut ops = vec![Operand::Tensor(self)];
+                ops.extend(lo.map(Operand::Scalar));
+                ops.extend(hi.map(Operand::Scalar));
+                result_type(&ops)
+            }
+            _ if float_only && !self.dtype().is_float() => DType::F32,
+            _ => self.dtype(),
+        };
+        if inplace {
+            if !compute.can_cast_to(self.dtype()) || (float_only && !self.dtype().is_float()) {
+                return Err(TensorError::dtype(
+                    name,
+                    format!(
+                        "result type {compute} cannot be stored in the {} tensor",
+                        self.dtype()
+                    ),
+                ));
+            }
+            check_inplace(name, self, &mut [])?;
+        }
+        let a_c = self.to_dtype(compute)?;
+        let target = if inplace && a_c.same_storage(self) {
+            self.clone()
+        } else {
+            Tensor::empty(self.shape(), compute, self.device())?
+        };
+        launch(&target, &[&a_c], |be| {
+            be.unary(op, &target.arg(), &a_c.arg())
+        })?;
+        if inplace {
+            if !target.same_storage(self) {
+                self.copy_raw(&target)?;
+            }
+            self.bump_version();
+            Ok(self.clone())
+        } else {
+            Ok(target)
+        }
+    }
+
+    /// `-self` (not for bool).
+    pub fn neg(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Neg, "neg", false)
+    }
+    /// In place `-self`.
+    pub fn neg_(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Neg, "neg_", true)
+    }
+    /// `max(self, 0)` (NaN propagates).
+    pub fn relu(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Relu, "relu", false)
+    }
+    /// In place `max(self, 0)`.
+    pub fn relu_(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Relu, "relu_", true)
+    }
+    /// `e^self` (integer input gives f32).
+    pub fn exp(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Exp, "exp", false)
+    }
+    /// In place `e^self` (float tensors only).
+    pub fn exp_(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Exp, "exp_", true)
+    }
+    /// Natural logarithm (integer input gives f32).
+    pub fn log(&self) -> Result<Tensor> {
+        self.unary(UnaryOp::Log, "log", false)
+    }
+
+    fn clamp_args(name: &'static str, min: Option<Scalar>, max: Option<Scalar>) -> Result<UnaryOp> {
+        if min.is_none() && max.is_none() {
+            return Err(TensorError::value(
+                name,
+                "at least one of min and max must be given",
+            ));
+        }
+        Ok(UnaryOp::Clamp(min, max))
+    }
+
+    /// `min(max(self, min), max)`; a float bound on an integer tensor gives f32.
+    pub fn clamp(
+        &self,
+        min: Option<impl Into<Scalar>>,
+        max: Option<impl Into<Scalar>>,
+    ) -> Result<Tensor> {
+        let op = Tensor::clamp_args("clamp", min.map(Into::into), max.map(Into::into))?;
+        self.unary(op, "clamp", false)
+    }
+    /// In place clamp.
+    pub fn clamp_(
+        &self,
+        min: Option<impl Into<Scalar>>,
+        max: Option<impl Into<Scalar>>,
+    ) -> Result<Tensor> {
+        let op = Tensor::clamp_args("clamp_", min.map(Into::into), max.map(Into::into))?;
+        self.unary(op, "clamp_", true)
+    }
+
+    /// Sets every element to `value` (allowed on expanded tensors); the value
+    /// must be representable in the dtype.
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        let value = value.into();
+        if !value.fits(self.dtype()) {
+            return Err(TensorError::value(
+                "fill_",
+                format!(
+                    "value {value} cannot be converted to {} without overflow",
+                    self.dtype()
+                ),
+            ));
+        }
+        // Stride-0 dims alias one element: write it once.
+        let l = self.layout();
+        let dedup = Layout {
+            shape: l
+                .shape
+                .iter()
+                .zip(&l.strides)
+                .map(|(&s, &st)| if st == 0 { s.min(1) } else { s })
+                .collect(),
+            strides: l.strides.clone(),
+            offset: l.offset,
+        };
+        let target = self.with_layout(dedup);
+        launch(&target, &[], |be| be.fill(&target.arg(), value))?;
+        self.bump_version();
+        Ok(self.clone())
+    }
+
+    /// Sets every element to zero.
+    pub fn zero_(&self) -> Result<Tensor> {
+        self.fill_(Scalar::Int(0))
+    }
+
+    /// Copies `src` into `self`: src broadcasts to self's shape, any dtypes,
+    /// any layouts.
+    pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
+        same_device("copy_", self, src)?;
+        let shape = broadcast_shapes("copy_", self.shape(), src.shape())?;
+        if shape != self.shape() {
+            return Err(TensorError::InPlaceBroadcast {
+                op: "copy_",
+                out: self.shape().to_vec(),
+                result: shape,
+            });
+        }
+        let mut inputs = [src.clone()];
+        check_inplace("copy_", self, &mut inputs)?;
+        let [src] = inputs;
+        if !(self.same_storage(&src)
+            && self.layout() == src.layout()
+            && self.dtype() == src.dtype())
+        {
+            self.copy_raw(&src)?;
+        }
+        self.bump_version();
+        Ok(self.clone())
+    }
+
+    /// In place `self += value * t1 * t2`.
+    pub fn addcmul_(&self, t1: &Tensor, t2: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let value = value.into();
+        same_device("addcmul_", self, t1)?;
+        same_device("addcmul_", self, t2)?;
+        let shape = broadcast_shapes("addcmul_", t1.shape(), t2.shape())?;
+        let shape = broadcast_shapes("addcmul_", self.shape(), &shape)?;
+        if shape != self.shape() {
+            return Err(TensorError::InPlaceBroadcast {
+                op: "addcmul_",
+                out: self.shape().to_vec(),
+                result: shape,
+            });
+        }
+        let compute = result_type(&[
+            Operand::Tensor(self),
+            Operand::Tensor(t1),
+            Operand::Tensor(t2),
+        ]);
+        if !compute.can_cast_to(self.dtype()) {
+            return Err(TensorError::dtype(
+                "addcmul_",
+                format!(
+                    "result type {compute} cannot be stored in the {} output",
+                    self.dtype()
+                ),
+            ));
+        }
+        if compute == DType::Bool {
+            return Err(TensorError::unsupported("addcmul_", compute));
+        }
+        if !compute.is_float() && matches!(value, Scalar::Float(_)) {
+            return Err(TensorError::dtype(
+                "addcmul_",
+                "a float value needs float tensors",
+            ));
+        }
+        let mut inputs = [t1.clone(), t2.clone()];
+        check_inplace("addcmul_", self, &mut inputs)?;
+        let t1c = inputs[0].to_dtype(compute)?;
+        let t2c = inputs[1].to_dtype(compute)?;
+        let target = if compute == self.dtype() {
+            self.clone()
+        } else {
+            self.to_dtype(compute)?
+        };
+        launch(&target, &[&t1c, &t2c], |be| {
+            be.addcmul(
+                &target.arg(),
+                &t1c.arg_as(&shape),
+                &t2c.arg_as(&shape),
+                value,
+            )
+        })?;
+        if !target.same_storage(self) {
+            self.copy_raw(&target)?;
+        }
+        self.bump_version();
+        Ok(self.clone())
+    }
+
+    /// `cond ? a : b` element-wise; `cond` must be bool; all three broadcast.
+    pub fn where_cond<'a, 'b>(
+        cond: &Tensor,
+        a: impl Into<Operand<'a>>,
+        b: impl Into<Operand<'b>>,
+    ) -> Result<Tensor> {
+        let (a, b) = (a.into(), b.into());
+        if cond.dtype() != DType::Bool {
+            return Err(TensorError::dtype(
+                "where",
+                format!("the condition must be bool, not {}", cond.dtype()),
+            ));
+        }
+        let dtype = result_type(&[a, b]);
+        let shape = broadcast_shapes("where", cond.shape(), a.shape())?;
+        let shape = broadcast_shapes("where", &shape, b.shape())?;
+        let materialise = |o: Operand| -> Result<Tensor> {
+            match o {
+                Operand::Tensor(t) => {
+                    same_device("where", cond, t)?;
+                    t.to_dtype(dtype)
+                }
+                Operand::Scalar(s) => Tensor::scalar(s, dtype, cond.device()),
+            }
+        };
+        let (ta, tb) = (materialise(a)?, materialise(b)?);
+        let out = Tensor::empty(&shape, dtype, cond.device())?;
+        launch(&out, &[cond, &ta, &tb], |be| {
+            be.where_(
+                &out.arg(),
+                &cond.arg_as(&shape),
+                &ta.arg_as(&shape),
+                &tb.arg_as(&shape),
+            )
+        })?;
+        Ok(out)
+    }
+}
+
+fn mode_op(mode: RoundingMode) -> BinaryOp {
+    match mode {
+        RoundingMode::Trunc => BinaryOp::DivTrunc,
+        RoundingMode::Floor => BinaryOp::DivFloor,
+    }
+}

@@ -1,0 +1,9 @@
+//! Tensor operations: argument checks, type promotion and broadcasting here
+//! (device-independent), kernels in the backends.
+
+mod elementwise;
+mod matmul;
+mod overloads;
+mod reduce;
+
+pub use elementwise::{Operand, RoundingMode};

@@ -1,0 +1,114 @@
+//! Python-like scalars: the kind (bool, int, float) matters for type promotion.
+
+use crate::dtype::DType;
+use std::fmt;
+
+/// A scalar operand or value, as a Python scalar: `tensor_i32 + Scalar::Int(2)`
+/// stays i32, `+ Scalar::Float(2.0)` gives f32.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+}
+
+impl Scalar {
+    /// The dtype PyTorch gives a wrapped scalar when promoting: bool, i64, or
+    /// the default float dtype f32.
+    pub fn promotion_dtype(self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::Int(_) => DType::I64,
+            Scalar::Float(_) => DType::F32,
+        }
+    }
+
+    /// The value as an f64 (booleans as 0/1).
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(b) => b as u8 as f64,
+            Scalar::Int(i) => i as f64,
+            Scalar::Float(f) => f,
+        }
+    }
+
+    /// The value as an i64 (floats truncated).
+    pub fn to_i64(self) -> i64 {
+        match self {
+            Scalar::Bool(b) => b as i64,
+            Scalar::Int(i) => i,
+            Scalar::Float(f) => f as i64,
+        }
+    }
+
+    /// Whether the value converts to `dtype` without overflow, by PyTorch's
+    /// rule for `fill_`: integers must lie in the dtype's range (u8 also takes
+    /// -255..=-1, which wraps), floats must lie within the finite range
+    /// (infinities pass for float dtypes, NaN for float dtypes only).
+    pub fn fits(self, dtype: DType) -> bool {
+        let (lo, hi) = match dtype {
+            DType::U8 => (0.0, 255.0),
+            DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+            DType::F16 => (-65504.0, 65504.0),
+            DType::BF16 => (-3.3895313892515355e38, 3.3895313892515355e38),
+            DType::F32 => (f32::MIN as f64, f32::MAX as f64),
+            DType::F64 | DType::Bool => return true,
+        };
+        match self {
+            Scalar::Bool(_) => true,
+            Scalar::Int(i) => match dtype {
+                DType::U8 => (-255..=255).contains(&i),
+                DType::I32 => i32::try_from(i).is_ok(),
+                _ => true,
+            },
+            Scalar::Float(f) => {
+                if dtype.is_float() && (f.is_infinite() || f.is_nan()) {
+                    return true;
+                }
+                !f.is_nan() && lo <= f && f <= hi
+            }
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+macro_rules! scalar_from {
+    ($($t:ty => $v:ident as $w:ty),*) => {$(
+        impl From<$t> for Scalar {
+            fn from(x: $t) -> Scalar {
+                Scalar::$v(x as $w)
+            }
+        }
+    )*};
+}
+scalar_from!(i32 => Int as i64, i64 => Int as i64, u8 => Int as i64, usize => Int as i64,
+             f32 => Float as f64, f64 => Float as f64);
+
+impl From<bool> for Scalar {
+    fn from(b: bool) -> Scalar {
+        Scalar::Bool(b)
+    }
+}
+impl From<half::f16> for Scalar {
+    fn from(x: half::f16) -> Scalar {
+        Scalar::Float(x.to_f64())
+    }
+}
+impl From<half::bf16> for Scalar {
+    fn from(x: half::bf16) -> Scalar {
+        Scalar::Float(x.to_f64())
+    }
+}

@@ -1,0 +1,226 @@
+//! Device-independent shape arithmetic: dims, broadcasting, contiguous strides,
+//! and PyTorch's rule for when a view can reinterpret strided memory.
+
+use crate::error::{Result, TensorError};
+
+/// Number of elements of a shape (1 for a 0-d shape).
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Row-major (C-order) strides of a shape, in elements.
+///
+/// ```
+/// assert_eq!(strata_tensor::shape::contiguous_strides(&[2, 3, 4]), vec![12, 4, 1]);
+/// ```
+pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0; shape.len()];
+    let mut acc = 1usize;
+    for d in (0..shape.len()).rev() {
+        strides[d] = acc;
+        acc *= shape[d].max(1);
+    }
+    strides
+}
+
+/// Normalises a possibly negative dim for a tensor of `ndim` dims; a 0-d tensor
+/// accepts 0 and -1 (as PyTorch's reductions do).
+pub fn normalize_dim(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
+    let n = ndim.max(1) as i64;
+    if dim < -n || dim >= n {
+        return Err(TensorError::dim(
+            op,
+            format!(
+                "dimension {dim} out of range for a tensor of {ndim} dims (expected [{}, {}])",
+                -n,
+                n - 1
+            ),
+        ));
+    }
+    Ok(if dim < 0 {
+        (dim + n) as usize
+    } else {
+        dim as usize
+    })
+}
+
+/// Normalises a dim for an op that requires the dim to exist (no 0-d leniency).
+pub fn normalize_dim_strict(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
+    if ndim == 0 {
+        return Err(TensorError::dim(
+            op,
+            format!("dimension {dim} given for a 0-d tensor"),
+        ));
+    }
+    normalize_dim(op, dim, ndim)
+}
+
+/// Normalises a list of dims, rejecting repeats.
+pub fn normalize_dims(op: &'static str, dims: &[i64], ndim: usize) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(dims.len());
+    for &d in dims {
+        let n = normalize_dim(op, d, ndim)?;
+        if out.contains(&n) {
+            return Err(TensorError::dim(
+                op,
+                format!("dimension {d} appears more than once in {dims:?}"),
+            ));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+/// The broadcast of two shapes (aligned from the right; a 1 stretches).
+///
+/// ```
+/// use strata_tensor::shape::broadcast_shapes;
+/// assert_eq!(broadcast_shapes("add", &[3, 1], &[4]).unwrap(), vec![3, 4]);
+/// assert!(broadcast_shapes("add", &[3], &[4]).is_err());
+/// ```
+pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+    let n = a.len().max(b.len());
+    let mut out = vec![0; n];
+    for i in 0..n {
+        let da = if i < n - a.len() {
+            1
+        } else {
+            a[i - (n - a.len())]
+        };
+        let db = if i < n - b.len() {
+            1
+        } else {
+            b[i - (n - b.len())]
+        };
+        out[i] = if da == db || db == 1 {
+            da
+        } else if da == 1 {
+            db
+        } else {
+            return Err(TensorError::Broadcast {
+                op,
+                lhs: a.to_vec(),
+                rhs: b.to_vec(),
+            });
+        };
+    }
+    Ok(out)
+}
+
+/// Resolves a shape that may hold one -1 against an element count.
+pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<usize>> {
+    let mut infer = None;
+    let mut known = 1usize;
+    for (i, &s) in shape.iter().enumerate() {
+        if s == -1 {
+            if infer.is_some() {
+                return Err(TensorError::shape(
+                    op,
+                    format!("only one dimension can be -1 in {shape:?}"),
+                ));
+            }
+            infer = Some(i);
+        } else if s < 0 {
+            return Err(TensorError::shape(
+                op,
+                format!("invalid size {s} in {shape:?}"),
+            ));
+        } else {
+            known = known.saturating_mul(s as usize);
+        }
+    }
+    let mut out: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
+    match infer {
+        Some(i) => {
+            if known == 0 || numel % known != 0 {
+                return Err(TensorError::shape(
+                    op,
+                    format!("shape {shape:?} is invalid for input of size {numel}"),
+                ));
+            }
+            out[i] = numel / known;
+        }
+        None => {
+            if known != numel {
+                return Err(TensorError::shape(
+                    op,
+                    format!("shape {shape:?} is invalid for input of size {numel}"),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Strides that let memory laid out as (`old_shape`, `old_strides`) be viewed
+/// as `new_shape` without copying, or `None` (PyTorch's `computeStride`).
+pub fn view_strides(
+    old_shape: &[usize],
+    old_strides: &[usize],
+    new_shape: &[usize],
+) -> Option<Vec<usize>> {
+    let mut new_strides = vec![0usize; new_shape.len()];
+    if old_shape.is_empty() {
+        return Some(vec![1; new_shape.len()]);
+    }
+    let n = numel(old_shape);
+    if n == 0 && old_shape == new_shape {
+        return Some(old_strides.to_vec());
+    }
+    if n == 0 {
+        return Some(contiguous_strides(new_shape));
+    }
+    let mut view_d = new_shape.len() as isize - 1;
+    let mut chunk_base_stride = *old_strides.last().unwrap();
+    let mut tensor_numel = 1usize;
+    let mut view_numel = 1usize;
+    for tensor_d in (0..old_shape.len()).rev() {
+        tensor_numel *= old_shape[tensor_d];
+        if tensor_d == 0
+            || (old_shape[tensor_d - 1] != 1
+                && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)
+        {
+            while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
+                new_strides[view_d as usize] = view_numel * chunk_base_stride;
+                view_numel *= new_shape[view_d as usize];
+                view_d -= 1;
+            }
+            if view_numel != tensor_numel {
+                return None;
+            }
+            if tensor_d > 0 {
+                chunk_base_stride = old_strides[tensor_d - 1];
+                tensor_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    if view_d != -1 {
+        return None;
+    }
+    Some(new_strides)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_of_transpose_is_impossible() {
+        assert_eq!(view_strides(&[4, 3], &[1, 4], &[12]), None);
+        assert_eq!(view_strides(&[3, 4], &[4, 1], &[2, 6]), Some(vec![6, 1]));
+        assert_eq!(view_strides(&[3, 4], &[8, 2], &[12]), Some(vec![2]));
+        assert_eq!(view_strides(&[3, 4], &[10, 2], &[12]), None);
+        assert_eq!(
+            view_strides(&[3, 4], &[8, 1], &[3, 2, 2]),
+            Some(vec![8, 2, 1])
+        );
+    }
+
+    #[test]
+    fn infer() {
+        assert_eq!(infer_shape("view", &[-1, 4], 12).unwrap(), vec![3, 4]);
+        assert!(infer_shape("view", &[-1, -1], 12).is_err());
+        assert!(infer_shape("view", &[5], 12).is_err());
+    }
+}

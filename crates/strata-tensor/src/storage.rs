@@ -1,0 +1,118 @@
+//! Reference-counted storage: one block from the device's caching allocator,
+//! shared by every view of it. Dropping the last view returns the block to the
+//! cache (visible in `strata_alloc::memory_stats`).
+
+use crate::error::Result;
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use strata_alloc::{Allocation, Device, StreamId};
+
+/// A block of device memory holding a tensor's elements.
+///
+/// Elements are read and written through raw pointers by the backends; the
+/// `access` lock serialises writers against other users of the same storage so
+/// that in-place ops on shared views from several threads cannot race.
+pub struct Storage {
+    alloc: Allocation,
+    nbytes: usize,
+    device: Device,
+    version: AtomicU64,
+    access: RwLock<()>,
+}
+
+impl Storage {
+    /// Allocates `nbytes` uninitialised bytes on `device`.
+    pub(crate) fn new(nbytes: usize, device: Device) -> Result<Storage> {
+        let allocator = strata_alloc::allocator(device)?;
+        let alloc = allocator.allocate(nbytes as u64, StreamId::DEFAULT)?;
+        Ok(Storage {
+            alloc,
+            nbytes,
+            device,
+            version: AtomicU64::new(0),
+            access: RwLock::new(()),
+        })
+    }
+
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.nbytes
+    }
+
+    /// The device the memory lives on.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The allocation (device address, allocator).
+    pub fn allocation(&self) -> &Allocation {
+        &self.alloc
+    }
+
+    /// Base address as a host pointer (meaningful on the CPU only).
+    pub(crate) fn host_ptr(&self) -> *mut u8 {
+        self.alloc.as_mut_ptr()
+    }
+
+    /// Counter of in-place modifications, shared by all views.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, ()> {
+        self.access.read()
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, ()> {
+        self.access.write()
+    }
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Storage")
+            .field("ptr", &format_args!("{:#x}", self.alloc.ptr()))
+            .field("nbytes", &self.nbytes)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+/// Locks held while a kernel runs: a write lock on the output's storage and
+/// read locks on the other storages, taken in address order (no deadlock), each
+/// storage once (an op may read and write the same storage).
+pub(crate) struct AccessGuard<'a> {
+    _reads: Vec<RwLockReadGuard<'a, ()>>,
+    _write: Option<RwLockWriteGuard<'a, ()>>,
+}
+
+impl<'a> AccessGuard<'a> {
+    pub(crate) fn lock(write: Option<&'a Storage>, reads: &[&'a Storage]) -> AccessGuard<'a> {
+        let mut all: Vec<(&'a Storage, bool)> = Vec::with_capacity(reads.len() + 1);
+        if let Some(w) = write {
+            all.push((w, true));
+        }
+        for r in reads {
+            if !all.iter().any(|(s, _)| std::ptr::eq(*s, *r)) {
+                all.push((r, false));
+            }
+        }
+        all.sort_by_key(|(s, _)| *s as *const Storage as usize);
+        let mut guard = AccessGuard {
+            _reads: Vec::new(),
+            _write: None,
+        };
+        for (s, w) in all {
+            if w {
+                guard._write = Some(s.write());
+            } else {
+                guard._reads.push(s.read());
+            }
+        }
+        guard
+    }
+}

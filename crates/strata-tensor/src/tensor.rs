@@ -1,0 +1,427 @@
+//! The [`Tensor`] type: a cheap handle (one `Arc`) on a strided view of a
+//! reference-counted storage, and the basic accessors and creation functions.
+
+use crate::backend::{backend_for, Arg, Backend};
+use crate::dispatch_dtype;
+use crate::dtype::{DType, Element};
+use crate::error::{Result, TensorError};
+use crate::layout::Layout;
+use crate::scalar::Scalar;
+use crate::shape;
+use crate::storage::{AccessGuard, Storage};
+use std::sync::Arc;
+use strata_alloc::Device;
+
+/// An n-dimensional array with PyTorch's semantics: views share storage,
+/// in-place ops (`add_`, ...) write through every view, and memory comes from
+/// strata's caching allocator.
+///
+/// Cloning a `Tensor` is cheap and yields another handle on the same view (it
+/// does not copy elements; see [`Tensor::deep_clone`]).
+///
+/// ```
+/// use strata_tensor::{Tensor, DType, Device};
+/// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], Device::Cpu).unwrap();
+/// let at = a.t().unwrap();            // a view: same storage
+/// at.add_(10.0).unwrap();             // writes through to `a`
+/// assert_eq!(a.to_vec::<f32>().unwrap(), vec![11.0, 12.0, 13.0, 14.0]);
+/// assert!(a.same_storage(&at));
+/// ```
+#[derive(Clone)]
+pub struct Tensor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    storage: Arc<Storage>,
+    layout: Layout,
+    dtype: DType,
+}
+
+impl Tensor {
+    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout, dtype: DType) -> Tensor {
+        Tensor {
+            inner: Arc::new(Inner {
+                storage,
+                layout,
+                dtype,
+            }),
+        }
+    }
+
+    /// A new view of this tensor's storage with another layout.
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor::from_parts(Arc::clone(&self.inner.storage), layout, self.inner.dtype)
+    }
+
+    /// A contiguous tensor with uninitialised elements.
+    pub(crate) fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        backend_for(device)?;
+        let numel = shape::numel(shape);
+        let storage = Storage::new(numel * dtype.size(), device)?;
+        Ok(Tensor::from_parts(
+            Arc::new(storage),
+            Layout::contiguous(shape),
+            dtype,
+        ))
+    }
+
+    pub(crate) fn backend(&self) -> Result<&'static dyn Backend> {
+        backend_for(self.device())
+    }
+
+    pub(crate) fn arg(&self) -> Arg<'_> {
+        Arg {
+            storage: &self.inner.storage,
+            layout: self.inner.layout.clone(),
+            dtype: self.inner.dtype,
+        }
+    }
+
+    /// The operand broadcast to `shape` (stride 0 on stretched dims).
+    pub(crate) fn arg_as(&self, shape: &[usize]) -> Arg<'_> {
+        let l = &self.inner.layout;
+        Arg {
+            storage: &self.inner.storage,
+            layout: Layout {
+                shape: shape.to_vec(),
+                strides: l.broadcast_strides(shape),
+                offset: l.offset,
+            },
+            dtype: self.inner.dtype,
+        }
+    }
+
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.inner.storage
+    }
+
+    /// The layout (shape, strides, offset).
+    pub fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+
+    /// Size of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        &self.inner.layout.shape
+    }
+
+    /// Strides in elements.
+    pub fn strides(&self) -> &[usize] {
+        &self.inner.layout.strides
+    }
+
+    /// Storage offset in elements.
+    pub fn offset(&self) -> usize {
+        self.inner.layout.offset
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.inner.layout.ndim()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.inner.layout.numel()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.inner.dtype
+    }
+
+    /// The device the storage lives on.
+    pub fn device(&self) -> Device {
+        self.inner.storage.device()
+    }
+
+    /// PyTorch's `is_contiguous()` (size-1 dims ignored; empty tensors are contiguous).
+    pub fn is_contiguous(&self) -> bool {
+        self.inner.layout.is_contiguous()
+    }
+
+    /// Identity of the storage (its device address); equal for all views of it.
+    pub fn storage_ptr(&self) -> u64 {
+        // The storage's own address, so zero-byte storages stay distinct.
+        Arc::as_ptr(&self.inner.storage) as usize as u64
+    }
+
+    /// Whether two tensors are views of the same storage.
+    pub fn same_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.inner.storage, &other.inner.storage)
+    }
+
+    /// Elements the storage can hold (in this tensor's dtype).
+    pub fn storage_len(&self) -> usize {
+        self.inner.storage.nbytes() / self.inner.dtype.size()
+    }
+
+    /// Count of in-place modifications of the storage (shared by all views),
+    /// for autograd's saved-tensor checks.
+    pub fn version(&self) -> u64 {
+        self.inner.storage.version()
+    }
+
+    pub(crate) fn bump_version(&self) {
+        self.inner.storage.bump_version()
+    }
+
+    // ----- creation ---------------------------------------------------------
+
+    /// A tensor filled with `value` converted to `dtype`.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, DType, Device};
+    /// let t = Tensor::full(&[2, 2], 7, DType::I32, Device::Cpu).unwrap();
+    /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![7; 4]);
+    /// ```
+    pub fn full(
+        shape: &[usize],
+        value: impl Into<Scalar>,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let t = Tensor::empty(shape, dtype, device)?;
+        t.fill_(value)?;
+        Ok(t)
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full(shape, Scalar::Int(0), dtype, device)
+    }
+
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full(shape, Scalar::Int(1), dtype, device)
+    }
+
+    /// A 0-d tensor holding `value`.
+    pub fn scalar(value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full(&[], value, dtype, device)
+    }
+
+    /// `torch.arange(start, end, step, dtype)`: `ceil((end - start) / step)`
+    /// values `start + i * step`. Without a dtype: i64 when all three are
+    /// integers, else f32.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let t = Tensor::arange(0, 5, 2, None, Device::Cpu).unwrap();
+    /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![0, 2, 4]);
+    /// ```
+    pub fn arange(
+        start: impl Into<Scalar>,
+        end: impl Into<Scalar>,
+        step: impl Into<Scalar>,
+        dtype: Option<DType>,
+        device: Device,
+    ) -> Result<Tensor> {
+        let (start, end, step) = (start.into(), end.into(), step.into());
+        let all_int = [start, end, step]
+            .iter()
+            .all(|s| !matches!(s, Scalar::Float(_)));
+        let dtype = dtype.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if st == 0.0 {
+            return Err(TensorError::value("arange", "step must be nonzero"));
+        }
+        if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+            return Err(TensorError::value(
+                "arange",
+                format!(
+                    "upper bound {end} and lower bound {start} inconsistent with step sign {step}"
+                ),
+            ));
+        }
+        let len = if all_int {
+            let (s, e, st) = (start.to_i64(), end.to_i64(), step.to_i64());
+            ((e - s + st - st.signum()) / st).max(0) as usize
+        } else {
+            ((e - s) / st).ceil().max(0.0) as usize
+        };
+        let values: Vec<Scalar> = (0..len)
+            .map(|i| {
+                if all_int {
+                    Scalar::Int(start.to_i64() + i as i64 * step.to_i64())
+                } else {
+                    Scalar::Float(s + i as f64 * st)
+                }
+            })
+            .collect();
+        Tensor::from_scalars(&values, &[len], dtype, device)
+    }
+
+    /// A tensor from elements in row-major order.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let t = Tensor::from_slice(&[1i64, 2, 3, 4, 5, 6], &[2, 3], Device::Cpu).unwrap();
+    /// assert_eq!(t.shape(), &[2, 3]);
+    /// assert!(Tensor::from_slice(&[1i64, 2], &[3], Device::Cpu).is_err());
+    /// ```
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: Device) -> Result<Tensor> {
+        if shape::numel(shape) != data.len() {
+            return Err(TensorError::shape(
+                "from_slice",
+                format!("{} elements cannot have shape {shape:?}", data.len()),
+            ));
+        }
+        let t = Tensor::empty(shape, T::DTYPE, device)?;
+        // SAFETY: `T: Element` types are plain old data (no padding, every
+        // byte initialised), so viewing the slice as bytes is sound.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
+        };
+        t.backend()?.write_from_host(t.storage(), bytes);
+        Ok(t)
+    }
+
+    /// A tensor from a vector of elements in row-major order.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize], device: Device) -> Result<Tensor> {
+        Tensor::from_slice(&data, shape, device)
+    }
+
+    /// A tensor of `dtype` from scalars (converted with PyTorch's cast rules).
+    pub fn from_scalars(
+        values: &[Scalar],
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        dispatch_dtype!(dtype, T => {
+            let v: Vec<T> = values.iter().map(|&s| T::from_scalar(s)).collect();
+            Tensor::from_slice(&v, shape, device)
+        })
+    }
+
+    /// Uniform samples in `[0, 1)` from a generator seeded with `seed`.
+    pub fn rand(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
+        let v = crate::random::uniform(shape::numel(shape), seed);
+        Tensor::random_of(v, shape, dtype, device, "rand")
+    }
+
+    /// Standard normal samples from a generator seeded with `seed`.
+    pub fn randn(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
+        let v = crate::random::normal(shape::numel(shape), seed);
+        Tensor::random_of(v, shape, dtype, device, "randn")
+    }
+
+    fn random_of(
+        v: Vec<f64>,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+        op: &'static str,
+    ) -> Result<Tensor> {
+        if !dtype.is_float() {
+            return Err(TensorError::unsupported(op, dtype));
+        }
+        let s: Vec<Scalar> = v.into_iter().map(Scalar::Float).collect();
+        Tensor::from_scalars(&s, shape, dtype, device)
+    }
+
+    // ----- reading ----------------------------------------------------------
+
+    /// The elements in row-major order; `T` must be the tensor's dtype.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(TensorError::dtype(
+                "to_vec",
+                format!(
+                    "asked for {} elements of a {} tensor",
+                    T::DTYPE,
+                    self.dtype()
+                ),
+            ));
+        }
+        let c = self.contiguous()?;
+        let n = c.numel();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out: Vec<T> = Vec::with_capacity(n);
+        let be = c.backend()?;
+        let _g = AccessGuard::lock(None, &[c.storage()]);
+        // SAFETY: the vector has capacity for `n` elements; viewing its spare
+        // capacity as bytes is sound for plain-old-data `T`, and after the
+        // copy every one of the `n` elements is initialised.
+        unsafe {
+            let bytes = std::slice::from_raw_parts_mut(
+                out.as_mut_ptr() as *mut u8,
+                n * std::mem::size_of::<T>(),
+            );
+            be.read_to_host(c.storage(), c.offset() * c.dtype().size(), bytes);
+            out.set_len(n);
+        }
+        Ok(out)
+    }
+
+    /// The elements in row-major order as [`Scalar`]s, whatever the dtype.
+    pub fn to_scalars(&self) -> Result<Vec<Scalar>> {
+        dispatch_dtype!(self.dtype(), T => Ok(self.to_vec::<T>()?.into_iter().map(|x| x.to_scalar()).collect()))
+    }
+
+    /// The single element of a one-element tensor.
+    pub fn item<T: Element>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(TensorError::shape(
+                "item",
+                format!(
+                    "a tensor of shape {:?} has {} elements, not 1",
+                    self.shape(),
+                    self.numel()
+                ),
+            ));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// A copy with fresh storage (PyTorch's `clone()`).
+    pub fn deep_clone(&self) -> Result<Tensor> {
+        let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
+        out.copy_from_unchecked(self)?;
+        Ok(out)
+    }
+
+    /// The tensor itself if contiguous, else a contiguous copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            Ok(self.clone())
+        } else {
+            self.deep_clone()
+        }
+    }
+
+    /// Conversion to another dtype (the tensor itself for the same dtype);
+    /// float to int truncates toward zero, anything to bool is `!= 0`.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let out = Tensor::empty(self.shape(), dtype, self.device())?;
+        out.copy_from_unchecked(self)?;
+        Ok(out)
+    }
+
+    /// Copies `src` (same shape) into `self`, a fresh tensor no one else sees.
+    pub(crate) fn copy_from_unchecked(&self, src: &Tensor) -> Result<()> {
+        let be = self.backend()?;
+        let _g = AccessGuard::lock(Some(self.storage()), &[src.storage()]);
+        be.copy(&self.arg(), &src.arg_as(self.shape()));
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor")
+            .field("shape", &self.shape())
+            .field("strides", &self.strides())
+            .field("offset", &self.offset())
+            .field("dtype", &self.dtype())
+            .field("device", &self.device())
+            .finish()
+    }
+}

@@ -1,0 +1,150 @@
+//! View ops: new layouts over the same storage (no element is copied, except
+//! by `reshape`/`flatten` when no view exists, as in PyTorch).
+
+use crate::error::{Result, TensorError};
+use crate::layout::Layout;
+use crate::shape;
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// A view with another shape (one `-1` is inferred); fails with
+    /// [`TensorError::Layout`] when the strides do not allow it.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, DType, Device};
+    /// let a = Tensor::zeros(&[3, 4], DType::F32, Device::Cpu).unwrap();
+    /// assert_eq!(a.view(&[2, -1]).unwrap().shape(), &[2, 6]);
+    /// assert!(a.t().unwrap().view(&[12]).is_err());
+    /// ```
+    pub fn view(&self, shape: &[i64]) -> Result<Tensor> {
+        let target = shape::infer_shape("view", shape, self.numel())?;
+        match shape::view_strides(self.shape(), self.strides(), &target) {
+            Some(strides) => Ok(self.with_layout(Layout {
+                shape: target,
+                strides,
+                offset: self.offset(),
+            })),
+            None => Err(TensorError::Layout {
+                shape: self.shape().to_vec(),
+                strides: self.strides().to_vec(),
+                target: shape.to_vec(),
+            }),
+        }
+    }
+
+    /// Like [`Tensor::view`] where possible, else a contiguous copy.
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        let target = shape::infer_shape("reshape", shape, self.numel())?;
+        match shape::view_strides(self.shape(), self.strides(), &target) {
+            Some(strides) => Ok(self.with_layout(Layout {
+                shape: target,
+                strides,
+                offset: self.offset(),
+            })),
+            None => {
+                let c = self.deep_clone()?;
+                Ok(c.with_layout(Layout::contiguous(&target)))
+            }
+        }
+    }
+
+    /// Swaps two dims.
+    pub fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().transpose(d0, d1)?))
+    }
+
+    /// Transpose of a 2-D tensor (0-d and 1-D unchanged).
+    pub fn t(&self) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().t()?))
+    }
+
+    /// Reorders the dims.
+    pub fn permute(&self, dims: &[i64]) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().permute(dims)?))
+    }
+
+    /// `length` elements of `dim` from `start` (which may be negative).
+    pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().narrow(dim, start, length)?))
+    }
+
+    /// Index `index` of `dim`, dropping the dim.
+    pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().select(dim, index)?))
+    }
+
+    /// `x[..., start:end:step]` along `dim` (Python's slice rules, step >= 1).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::arange(0, 10, 1, None, Device::Cpu).unwrap();
+    /// let s = a.slice(0, Some(1), None, 3).unwrap();
+    /// assert_eq!(s.to_vec::<i64>().unwrap(), vec![1, 4, 7]);
+    /// ```
+    pub fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().slice(dim, start, end, step)?))
+    }
+
+    /// Broadcast view (stride 0 on stretched dims); `-1` keeps a size.
+    pub fn expand(&self, shape: &[i64]) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().expand(shape)?))
+    }
+
+    /// Broadcast view to `shape`.
+    pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        let s: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
+        self.expand(&s)
+    }
+
+    /// Removes every size-1 dim.
+    pub fn squeeze(&self) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().squeeze(None)?))
+    }
+
+    /// Removes the listed dims where their size is 1.
+    pub fn squeeze_dims(&self, dims: &[i64]) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().squeeze(Some(dims))?))
+    }
+
+    /// Inserts a size-1 dim at `dim`.
+    pub fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().unsqueeze(dim)?))
+    }
+
+    /// Merges dims `start..=end` into one (a view when possible, like reshape).
+    pub fn flatten(&self, start: i64, end: i64) -> Result<Tensor> {
+        if self.ndim() == 0 {
+            shape::normalize_dim("flatten", start, 0)?;
+            shape::normalize_dim("flatten", end, 0)?;
+            return self.reshape(&[1]);
+        }
+        let s = shape::normalize_dim("flatten", start, self.ndim())?;
+        let e = shape::normalize_dim("flatten", end, self.ndim())?;
+        if s > e {
+            return Err(TensorError::dim(
+                "flatten",
+                format!(
+                    "start dim {start} comes after end dim {end} (shape {:?})",
+                    self.shape()
+                ),
+            ));
+        }
+        let mut target: Vec<i64> = self.shape()[..s].iter().map(|&x| x as i64).collect();
+        target.push(self.shape()[s..=e].iter().product::<usize>() as i64);
+        target.extend(self.shape()[e + 1..].iter().map(|&x| x as i64));
+        self.reshape(&target)
+    }
+
+    /// A view with explicit sizes, strides and storage offset (the tensor's own
+    /// offset when `None`), checked against the storage's bounds.
+    pub fn as_strided(&self, size: &[i64], stride: &[i64], offset: Option<i64>) -> Result<Tensor> {
+        let off = offset.unwrap_or(self.offset() as i64);
+        Ok(self.with_layout(Layout::as_strided(size, stride, off, self.storage_len())?))
+    }
+}
