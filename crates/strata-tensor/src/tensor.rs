@@ -274,7 +274,7 @@ impl Tensor {
         let bytes = unsafe {
             std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
         };
-        t.backend()?.write_from_host(t.storage(), bytes);
+        t.backend()?.write_from_host(t.storage(), bytes)?;
         Ok(t)
     }
 
@@ -350,10 +350,10 @@ impl Tensor {
             );
             let off = c.offset() * c.dtype().size();
             if off == 0 {
-                c.backend()?.read_to_host(c.storage(), bytes);
+                c.backend()?.read_to_host(c.storage(), bytes)?;
             } else {
                 let mut tmp = vec![0u8; off + bytes.len()];
-                c.backend()?.read_to_host(c.storage(), &mut tmp);
+                c.backend()?.read_to_host(c.storage(), &mut tmp)?;
                 bytes.copy_from_slice(&tmp[off..]);
             }
             out.set_len(n);
@@ -412,8 +412,7 @@ impl Tensor {
     pub(crate) fn copy_from_unchecked(&self, src: &Tensor) -> Result<()> {
         let be = self.backend()?;
         let _g = AccessGuard::lock(Some(self.storage()), &[src.storage()]);
-        be.copy(&self.arg(), &src.arg_as(self.shape()));
-        Ok(())
+        be.copy(&self.arg(), &src.arg_as(self.shape()))
     }
 }
 

@@ -70,22 +70,23 @@ pub(crate) enum ReduceOp {
 
 /// What a device must provide. Every method receives operands whose dtypes and
 /// shapes the caller has already checked; the caller also holds the storages'
-/// access locks.
+/// access locks. Methods fail only for device reasons (a launch or copy the
+/// driver refuses), never for argument errors.
 pub(crate) trait Backend: Sync {
     /// out = value (converted to out's dtype).
-    fn fill(&self, out: &Arg, value: Scalar);
+    fn fill(&self, out: &Arg, value: Scalar) -> Result<()>;
     /// out = src converted to out's dtype (src broadcast to out's shape).
-    fn copy(&self, out: &Arg, src: &Arg);
+    fn copy(&self, out: &Arg, src: &Arg) -> Result<()>;
     /// out = a op b; a and b share a dtype.
-    fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg);
+    fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) -> Result<()>;
     /// out = a op scalar.
-    fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar);
+    fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) -> Result<()>;
     /// out = op(a).
-    fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg);
+    fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg) -> Result<()>;
     /// out += value * t1 * t2, all of one dtype.
-    fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar);
+    fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar) -> Result<()>;
     /// out = cond ? a : b.
-    fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg);
+    fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg) -> Result<()>;
     /// Reduces `input` over `dims` into the contiguous `values` (kept dims only)
     /// and/or the i64 `indices` (positions along the reduced dims, row-major).
     fn reduce(
@@ -95,13 +96,13 @@ pub(crate) trait Backend: Sync {
         indices: Option<&Arg>,
         input: &Arg,
         dims: &[usize],
-    );
+    ) -> Result<()>;
     /// Batched matrix product of 3-D operands of one dtype into a fresh 3-D out.
-    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg);
+    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()>;
     /// Copies bytes from the host into the start of a storage.
-    fn write_from_host(&self, dst: &Storage, bytes: &[u8]);
+    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()>;
     /// Copies the start of a storage to the host.
-    fn read_to_host(&self, src: &Storage, out: &mut [u8]);
+    fn read_to_host(&self, src: &Storage, out: &mut [u8]) -> Result<()>;
 }
 
 /// The backend for `device`, or a typed error where this build has none.

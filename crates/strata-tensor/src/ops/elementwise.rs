@@ -160,12 +160,15 @@ fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
 }
 
 /// Runs `f` on the output's backend with the storages locked.
-fn launch(out: &Tensor, inputs: &[&Tensor], f: impl FnOnce(&dyn Backend)) -> Result<()> {
+fn launch(
+    out: &Tensor,
+    inputs: &[&Tensor],
+    f: impl FnOnce(&dyn Backend) -> Result<()>,
+) -> Result<()> {
     let be = out.backend()?;
     let reads: Vec<_> = inputs.iter().map(|t| t.storage()).collect();
     let _g = AccessGuard::lock(Some(out.storage()), &reads);
-    f(be);
-    Ok(())
+    f(be)
 }
 
 fn op_name(op: BinaryOp, inplace: bool) -> &'static str {
