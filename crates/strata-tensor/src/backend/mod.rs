@@ -3,9 +3,12 @@
 //! Tensor ops validate arguments, promote types, broadcast layouts and allocate
 //! outputs (all device-independent), then hand [`Arg`]s to the [`Backend`] of
 //! the tensors' device. The CPU backend lives in [`cpu`]; a CUDA backend
-//! implements the same trait and is returned by [`backend_for`] once it exists.
+//! implements the same trait (module `cuda`, feature `cuda`) and is returned by
+//! [`backend_for`] when a GPU is present.
 
 pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -105,14 +108,31 @@ pub(crate) trait Backend: Sync {
     fn read_to_host(&self, src: &Storage, out: &mut [u8]) -> Result<()>;
 }
 
-/// The backend for `device`, or a typed error where this build has none.
+/// The backend for `device`, or a typed error where this build or this
+/// machine has none (no `cuda` feature, no CUDA driver, no such GPU).
 pub(crate) fn backend_for(device: Device) -> Result<&'static dyn Backend> {
     match device {
         Device::Cpu => Ok(&cpu::CpuBackend),
+        #[cfg(feature = "cuda")]
+        Device::Cuda(n) => {
+            cuda::probe(n)?;
+            Ok(&cuda::CUDA)
+        }
+        #[cfg(not(feature = "cuda"))]
         Device::Cuda(_) => Err(TensorError::BackendUnavailable {
             device,
-            reason: "the CUDA tensor backend is not part of this build yet (memory can be allocated with strata_alloc, but no kernels run there)".into(),
+            reason: "strata-tensor was built without the `cuda` feature".into(),
         }),
+    }
+}
+
+/// The stream new memory for `device` is allocated on: the current stream
+/// of a GPU (as in PyTorch), the default stream elsewhere.
+pub(crate) fn alloc_stream(device: Device) -> strata_alloc::StreamId {
+    match device {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(n) => cuda::context::current_stream_id(n),
+        _ => strata_alloc::StreamId::DEFAULT,
     }
 }
 

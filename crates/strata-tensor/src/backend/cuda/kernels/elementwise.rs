@@ -1,0 +1,257 @@
+//! The element-wise kernel family. One module per op and dtypes; the host
+//! side (`launch`) picks the kernel from the iteration plan:
+//!
+//! * `contig_v` / `contig_1`: every operand contiguous (one coalesced dim).
+//!   Each thread moves `UNROLL` vectors of `V` elements (16 bytes for the
+//!   widest operand), all loads issued before the first use.
+//! * `rows_v` / `rows_1`: the fastest dim innermost (coalesced across the
+//!   warp), the other dims decomposed once per row by the block's y index;
+//!   vectorised when each operand steps one element (or zero, a broadcast)
+//!   along the fastest dim. Broadcast rows/columns and slices take this path.
+//! * `general`: any strides, one element per thread, for short fastest dims.
+//! * `tiled`: an input whose fastest dim is another dim of the output (a
+//!   transpose) is staged through a 32x33 shared-memory tile so that both its
+//!   reads and the output's writes are coalesced.
+//!
+//! Strides are byte strides and travel in the `Meta` kernel argument, by value:
+//! nothing is allocated or copied per launch.
+
+use super::PRELUDE;
+
+/// Threads per block of the 1-D kernels.
+pub(crate) const BLOCK: u32 = 128;
+/// Vectors (or elements) per thread.
+pub(crate) const UNROLL: u32 = 4;
+/// Tile edge of the tiled kernel.
+pub(crate) const TILE: u32 = 32;
+/// Rows of threads per tile (each thread handles TILE / TILE_ROWS elements).
+pub(crate) const TILE_ROWS: u32 = 8;
+
+/// Kernel names in the module, in this order.
+pub(crate) const NAMES: [&str; 6] = ["contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled"];
+
+/// The module's source: storage types of the output and up to three inputs
+/// (unused inputs are `u8`), the number of inputs, the vector width and the body.
+pub(crate) fn source(tys: [&str; 4], nin: usize, v: u32, body: &str) -> String {
+    let mut s = String::with_capacity(PRELUDE.len() + TEMPLATE.len() + 256);
+    s.push_str(PRELUDE);
+    s.push_str(&format!(
+        "typedef {} T0;\ntypedef {} T1;\ntypedef {} T2;\ntypedef {} T3;\n\
+         constexpr int NIN = {nin};\nconstexpr int V = {v};\nconstexpr int BLOCK = {BLOCK};\n\
+         constexpr int UNROLL = {UNROLL};\nconstexpr int TD = {TILE};\nconstexpr int TR = {TILE_ROWS};\n\
+         __device__ __forceinline__ T0 apply(T1 x1, T2 x2, T3 x3, const Params& prm) {{ {body} }}\n",
+        tys[0], tys[1], tys[2], tys[3]
+    ));
+    s.push_str(TEMPLATE);
+    s
+}
+
+const TEMPLATE: &str = r#"
+template <int W>
+__device__ __forceinline__ void contig_impl(char* p0, const char* p1, const char* p2, const char* p3, i64 n, const Params& prm) {
+  const i64 span = (i64)BLOCK * UNROLL * W;
+  const i64 base = (i64)blockIdx.x * span;
+  if (base + span <= n) {
+    Vec<T1, W> a1[UNROLL]; Vec<T2, W> a2[UNROLL]; Vec<T3, W> a3[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const i64 i = base + ((i64)u * BLOCK + threadIdx.x) * W;
+      if constexpr (NIN > 0) a1[u] = *reinterpret_cast<const Vec<T1, W>*>(p1 + i * (i64)sizeof(T1));
+      if constexpr (NIN > 1) a2[u] = *reinterpret_cast<const Vec<T2, W>*>(p2 + i * (i64)sizeof(T2));
+      if constexpr (NIN > 2) a3[u] = *reinterpret_cast<const Vec<T3, W>*>(p3 + i * (i64)sizeof(T3));
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const i64 i = base + ((i64)u * BLOCK + threadIdx.x) * W;
+      Vec<T0, W> r;
+#pragma unroll
+      for (int j = 0; j < W; j++) {
+        T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+        if constexpr (NIN > 0) x1 = a1[u].v[j];
+        if constexpr (NIN > 1) x2 = a2[u].v[j];
+        if constexpr (NIN > 2) x3 = a3[u].v[j];
+        r.v[j] = apply(x1, x2, x3, prm);
+      }
+      *reinterpret_cast<Vec<T0, W>*>(p0 + i * (i64)sizeof(T0)) = r;
+    }
+  } else {
+    for (i64 i = base + threadIdx.x; i < n; i += BLOCK) {
+      T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+      if constexpr (NIN > 0) x1 = reinterpret_cast<const T1*>(p1)[i];
+      if constexpr (NIN > 1) x2 = reinterpret_cast<const T2*>(p2)[i];
+      if constexpr (NIN > 2) x3 = reinterpret_cast<const T3*>(p3)[i];
+      reinterpret_cast<T0*>(p0)[i] = apply(x1, x2, x3, prm);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) contig_v(char* p0, const char* p1, const char* p2, const char* p3, i64 n, Params prm) {
+  contig_impl<V>(p0, p1, p2, p3, n, prm);
+}
+extern "C" __global__ void __launch_bounds__(BLOCK) contig_1(char* p0, const char* p1, const char* p2, const char* p3, i64 n, Params prm) {
+  contig_impl<1>(p0, p1, p2, p3, n, prm);
+}
+
+// Loads W elements of an operand along the fastest dim: a vector when the
+// operand steps one element, one element repeated when it steps zero.
+template <class T, int W>
+__device__ __forceinline__ void load_w(T (&dst)[W], const char* q, i64 i, i64 s) {
+  if constexpr (W == 1) {
+    dst[0] = *reinterpret_cast<const T*>(q + i * s);
+  } else {
+    if (s == 0) {
+      const T x = *reinterpret_cast<const T*>(q);
+#pragma unroll
+      for (int j = 0; j < W; j++) dst[j] = x;
+    } else {
+      const Vec<T, W> x = *reinterpret_cast<const Vec<T, W>*>(q + i * (i64)sizeof(T));
+#pragma unroll
+      for (int j = 0; j < W; j++) dst[j] = x.v[j];
+    }
+  }
+}
+
+template <int W>
+__device__ __forceinline__ void rows_impl(char* p0, const char* p1, const char* p2, const char* p3, const Meta& m, const Params& prm) {
+  const i64 n0 = m.size[0];
+  const i64 s0 = m.st[0][0], s1 = m.st[1][0], s2 = m.st[2][0], s3 = m.st[3][0];
+  const i64 start = (i64)blockIdx.x * BLOCK * UNROLL * W;
+  for (i64 r = blockIdx.y; r < m.outer; r += gridDim.y) {
+    i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0, rem = r;
+    for (int d = 1; d < m.nd; d++) {
+      const i64 sz = m.size[d];
+      const i64 idx = rem % sz;
+      rem /= sz;
+      o0 += idx * m.st[0][d];
+      if constexpr (NIN > 0) o1 += idx * m.st[1][d];
+      if constexpr (NIN > 1) o2 += idx * m.st[2][d];
+      if constexpr (NIN > 2) o3 += idx * m.st[3][d];
+    }
+    char* q0 = p0 + o0;
+    const char* q1 = p1 + o1;
+    const char* q2 = p2 + o2;
+    const char* q3 = p3 + o3;
+    T1 a1[UNROLL][W]; T2 a2[UNROLL][W]; T3 a3[UNROLL][W];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const i64 i = start + ((i64)u * BLOCK + threadIdx.x) * W;
+      if (i < n0) {
+        if constexpr (NIN > 0) load_w<T1, W>(a1[u], q1, i, s1);
+        if constexpr (NIN > 1) load_w<T2, W>(a2[u], q2, i, s2);
+        if constexpr (NIN > 2) load_w<T3, W>(a3[u], q3, i, s3);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const i64 i = start + ((i64)u * BLOCK + threadIdx.x) * W;
+      if (i < n0) {
+        if constexpr (W == 1) {
+          T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+          if constexpr (NIN > 0) x1 = a1[u][0];
+          if constexpr (NIN > 1) x2 = a2[u][0];
+          if constexpr (NIN > 2) x3 = a3[u][0];
+          *reinterpret_cast<T0*>(q0 + i * s0) = apply(x1, x2, x3, prm);
+        } else {
+          Vec<T0, W> res;
+#pragma unroll
+          for (int j = 0; j < W; j++) {
+            T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+            if constexpr (NIN > 0) x1 = a1[u][j];
+            if constexpr (NIN > 1) x2 = a2[u][j];
+            if constexpr (NIN > 2) x3 = a3[u][j];
+            res.v[j] = apply(x1, x2, x3, prm);
+          }
+          *reinterpret_cast<Vec<T0, W>*>(q0 + i * (i64)sizeof(T0)) = res;
+        }
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) rows_v(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
+  rows_impl<V>(p0, p1, p2, p3, m, prm);
+}
+extern "C" __global__ void __launch_bounds__(BLOCK) rows_1(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
+  rows_impl<1>(p0, p1, p2, p3, m, prm);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK) general(char* p0, const char* p1, const char* p2, const char* p3, Meta m, i64 n, Params prm) {
+  for (i64 idx = (i64)blockIdx.x * BLOCK + threadIdx.x; idx < n; idx += (i64)gridDim.x * BLOCK) {
+    i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0, rem = idx;
+    for (int d = 0; d < m.nd; d++) {
+      const i64 sz = m.size[d];
+      const i64 k = rem % sz;
+      rem /= sz;
+      o0 += k * m.st[0][d];
+      if constexpr (NIN > 0) o1 += k * m.st[1][d];
+      if constexpr (NIN > 1) o2 += k * m.st[2][d];
+      if constexpr (NIN > 2) o3 += k * m.st[3][d];
+    }
+    T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+    if constexpr (NIN > 0) x1 = *reinterpret_cast<const T1*>(p1 + o1);
+    if constexpr (NIN > 1) x2 = *reinterpret_cast<const T2*>(p2 + o2);
+    if constexpr (NIN > 2) x3 = *reinterpret_cast<const T3*>(p3 + o3);
+    *reinterpret_cast<T0*>(p0 + o0) = apply(x1, x2, x3, prm);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(TD * TR) tiled(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
+  __shared__ T1 s1[NIN > 0 ? TD : 1][TD + 1];
+  __shared__ T2 s2[NIN > 1 ? TD : 1][TD + 1];
+  __shared__ T3 s3[NIN > 2 ? TD : 1][TD + 1];
+  const int k = m.tile;
+  const i64 n0 = m.size[0], nk = m.size[k];
+  const i64 t0n = (n0 + TD - 1) / TD, tkn = (nk + TD - 1) / TD;
+  const i64 ntiles = t0n * tkn * m.outer;
+  const i64 a0 = m.st[0][0], ak = m.st[0][k];
+  const i64 b10 = m.st[1][0], b1k = m.st[1][k];
+  const i64 b20 = m.st[2][0], b2k = m.st[2][k];
+  const i64 b30 = m.st[3][0], b3k = m.st[3][k];
+  const bool tr1 = NIN > 0 && b10 != 0 && b1k != 0 && b1k < b10;
+  const bool tr2 = NIN > 1 && b20 != 0 && b2k != 0 && b2k < b20;
+  const bool tr3 = NIN > 2 && b30 != 0 && b3k != 0 && b3k < b30;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (i64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    i64 rem = t;
+    const i64 c0 = (rem % t0n) * TD;
+    rem /= t0n;
+    const i64 ck = (rem % tkn) * TD;
+    rem /= tkn;
+    i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+    for (int d = 1; d < m.nd; d++) {
+      if (d == k) continue;
+      const i64 sz = m.size[d];
+      const i64 idx = rem % sz;
+      rem /= sz;
+      o0 += idx * m.st[0][d];
+      if constexpr (NIN > 0) o1 += idx * m.st[1][d];
+      if constexpr (NIN > 1) o2 += idx * m.st[2][d];
+      if constexpr (NIN > 2) o3 += idx * m.st[3][d];
+    }
+    // Stage transposed inputs: thread (tx, ty) reads along dim k (their fastest).
+#pragma unroll
+    for (int j = 0; j < TD; j += TR) {
+      const i64 i0 = c0 + ty + j, ik = ck + tx;
+      if (i0 < n0 && ik < nk) {
+        if constexpr (NIN > 0) { if (tr1) s1[ty + j][tx] = *reinterpret_cast<const T1*>(p1 + o1 + i0 * b10 + ik * b1k); }
+        if constexpr (NIN > 1) { if (tr2) s2[ty + j][tx] = *reinterpret_cast<const T2*>(p2 + o2 + i0 * b20 + ik * b2k); }
+        if constexpr (NIN > 2) { if (tr3) s3[ty + j][tx] = *reinterpret_cast<const T3*>(p3 + o3 + i0 * b30 + ik * b3k); }
+      }
+    }
+    __syncthreads();
+    // Compute and write along dim 0 (the output's fastest).
+#pragma unroll
+    for (int j = 0; j < TD; j += TR) {
+      const i64 i0 = c0 + tx, ik = ck + ty + j;
+      if (i0 < n0 && ik < nk) {
+        T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+        if constexpr (NIN > 0) x1 = tr1 ? s1[tx][ty + j] : *reinterpret_cast<const T1*>(p1 + o1 + i0 * b10 + ik * b1k);
+        if constexpr (NIN > 1) x2 = tr2 ? s2[tx][ty + j] : *reinterpret_cast<const T2*>(p2 + o2 + i0 * b20 + ik * b2k);
+        if constexpr (NIN > 2) x3 = tr3 ? s3[tx][ty + j] : *reinterpret_cast<const T3*>(p3 + o3 + i0 * b30 + ik * b3k);
+        *reinterpret_cast<T0*>(p0 + o0 + i0 * a0 + ik * ak) = apply(x1, x2, x3, prm);
+      }
+    }
+    __syncthreads();
+  }
+}
+"#;
