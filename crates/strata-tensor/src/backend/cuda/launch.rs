@@ -268,7 +268,7 @@ pub(crate) fn elementwise(
         return unsafe { launch_raw(dev, &what, f, (gx, gy, 1), (BLOCK, 1, 1), stream, &mut params) };
     }
     let mut n64 = n as i64;
-    let blocks = (n as u64).div_ceil(BLOCK as u64).min(1 << 20) as u32;
+    let blocks = (n as u64).div_ceil(BLOCK as u64).min(dev.sm_count as u64 * 16).max(1) as u32;
     let mut params: [*mut c_void; 7] = [
         (&mut p0) as *mut u64 as *mut c_void,
         (&mut p1) as *mut u64 as *mut c_void,

@@ -252,7 +252,7 @@ pub(crate) fn staged_dtoh(dev: &CudaDevice, out: &mut [u8], src: DevicePtr, stre
         .collect::<Result<Vec<_>>>()?;
     let mut ring = Ring::new(dev)?;
     let piece_len = |i: usize| CHUNK.min(len - i * CHUNK);
-    let mut issue = |i: usize, bufs: &mut Vec<strata_alloc::pinned::PinnedBuffer<CudaPinnedBackend>>, ring: &mut Ring| -> Result<()> {
+    let issue = |i: usize, bufs: &mut Vec<strata_alloc::pinned::PinnedBuffer<CudaPinnedBackend>>, ring: &mut Ring| -> Result<()> {
         let slot = i % slots;
         // SAFETY: the slot's buffer is not read by the host until its event
         // (recorded next) has been waited for.
@@ -382,19 +382,50 @@ impl Driver for PinnedHostDriver {
     }
 }
 
+static PINNED_TENSORS: OnceLock<Arc<CachingAllocator>> = OnceLock::new();
+
 /// The caching allocator of `pin_memory()` tensors (page-locked host memory,
-/// events of GPU 0).
+/// events of GPU 0), created on first use.
 pub(crate) fn pinned_tensor_allocator() -> Result<Arc<CachingAllocator>> {
-    static A: OnceLock<Arc<CachingAllocator>> = OnceLock::new();
-    if let Some(a) = A.get() {
+    if let Some(a) = PINNED_TENSORS.get() {
         return Ok(Arc::clone(a));
     }
     let dev = CudaDevice::get(0)?;
-    let a = A.get_or_init(|| {
+    let a = PINNED_TENSORS.get_or_init(|| {
         CachingAllocator::new(
             Arc::new(PinnedHostDriver { dev }),
             strata_alloc::AllocatorConfig::default(),
         )
     });
     Ok(Arc::clone(a))
+}
+
+/// The allocator of `pin_memory()` tensors if it has been created.
+pub(crate) fn pinned_tensor_allocator_if_open() -> Option<Arc<CachingAllocator>> {
+    PINNED_TENSORS.get().cloned()
+}
+
+/// Queues an H2D copy from pinned `src` on `stream` and returns at once; the
+/// caller keeps `src`'s memory from reuse until the copy has run
+/// (`record_stream` on its pinned allocation).
+pub(crate) fn htod_pinned_async(dev: &CudaDevice, dst: DevicePtr, src: &[u8], stream: StreamId) -> Result<()> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    dev.bind()?;
+    // SAFETY: `src` is pinned memory whose reuse the caller defers until the
+    // stream has run the copy; `dst` is the caller's device range.
+    unsafe { htod_async(dev, dst, src.as_ptr(), src.len(), stream) }
+}
+
+/// Queues a D2H copy into pinned `dst` on `stream` and returns at once; `dst`
+/// is complete once the stream has been synchronised.
+pub(crate) fn dtoh_pinned_async(dev: &CudaDevice, dst: &mut [u8], src: DevicePtr, stream: StreamId) -> Result<()> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    dev.bind()?;
+    // SAFETY: `dst` is pinned memory of a fresh tensor whose reuse the caller
+    // defers with record_stream; `src` is the caller's device range.
+    unsafe { dtoh_async(dev, dst.as_mut_ptr(), src, dst.len(), stream) }
 }
