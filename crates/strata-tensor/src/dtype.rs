@@ -601,8 +601,8 @@ mod tests {
         assert_eq!(u8::from_scalar(Scalar::Int(-1)), 255);
         assert_eq!(i32::from_scalar(Scalar::Float(-2.7)), -2);
         assert!(bool::from_scalar(Scalar::Float(f64::NAN)));
-        assert_eq!(f64::div_floor(-7.0, 2.0), -4.0);
-        assert_eq!(i64::div_floor(-7, 2), -4);
-        assert_eq!(i64::div_trunc(-7, 2), -3);
+        assert_eq!(Arith::div_floor(-7.0f64, 2.0), -4.0);
+        assert_eq!(Arith::div_floor(-7i64, 2), -4);
+        assert_eq!(Arith::div_trunc(-7i64, 2), -3);
     }
 }

@@ -44,22 +44,33 @@ impl Scalar {
         }
     }
 
-    /// Whether the value fits `dtype` without wrapping or overflow
-    /// (PyTorch refuses `fill_(256)` on u8).
+    /// Whether the value converts to `dtype` without overflow, by PyTorch's
+    /// rule for `fill_`: integers must lie in the dtype's range (u8 also takes
+    /// -255..=-1, which wraps), floats must lie within the finite range
+    /// (infinities pass for float dtypes, NaN for float dtypes only).
     pub fn fits(self, dtype: DType) -> bool {
-        match (self, dtype) {
-            (Scalar::Int(i), DType::U8) => (0..=255).contains(&i),
-            (Scalar::Int(i), DType::I32) => i32::try_from(i).is_ok(),
-            (Scalar::Float(f), DType::U8) => !f.is_finite() || (-1.0 < f && f < 256.0),
-            (Scalar::Float(f), DType::I32) => {
-                !f.is_finite() || (i32::MIN as f64 - 1.0 < f && f < i32::MAX as f64 + 1.0)
+        let (lo, hi) = match dtype {
+            DType::U8 => (0.0, 255.0),
+            DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+            DType::F16 => (-65504.0, 65504.0),
+            DType::BF16 => (-3.3895313892515355e38, 3.3895313892515355e38),
+            DType::F32 => (f32::MIN as f64, f32::MAX as f64),
+            DType::F64 | DType::Bool => return true,
+        };
+        match self {
+            Scalar::Bool(_) => true,
+            Scalar::Int(i) => match dtype {
+                DType::U8 => (-255..=255).contains(&i),
+                DType::I32 => i32::try_from(i).is_ok(),
+                _ => true,
+            },
+            Scalar::Float(f) => {
+                if dtype.is_float() && (f.is_infinite() || f.is_nan()) {
+                    return true;
+                }
+                !f.is_nan() && lo <= f && f <= hi
             }
-            (Scalar::Float(f), DType::I64) => !f.is_finite() || f.abs() < 9.3e18,
-            (Scalar::Float(f), DType::F16) => !f.is_finite() || f.abs() <= 65520.0,
-            (Scalar::Float(f), DType::F32) => {
-                !f.is_finite() || f.abs() <= f32::MAX as f64 * (1.0 + f64::EPSILON)
-            }
-            _ => true,
         }
     }
 }

@@ -209,7 +209,8 @@ mod tests {
     fn view_of_transpose_is_impossible() {
         assert_eq!(view_strides(&[4, 3], &[1, 4], &[12]), None);
         assert_eq!(view_strides(&[3, 4], &[4, 1], &[2, 6]), Some(vec![6, 1]));
-        assert_eq!(view_strides(&[3, 4], &[8, 2], &[12]), None);
+        assert_eq!(view_strides(&[3, 4], &[8, 2], &[12]), Some(vec![2]));
+        assert_eq!(view_strides(&[3, 4], &[10, 2], &[12]), None);
         assert_eq!(
             view_strides(&[3, 4], &[8, 1], &[3, 2, 2]),
             Some(vec![8, 2, 1])

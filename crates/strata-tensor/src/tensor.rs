@@ -338,7 +338,11 @@ impl Tensor {
         }
         let c = self.contiguous()?;
         let n = c.numel();
+        if n == 0 {
+            return Ok(Vec::new());
+        }
         let mut out: Vec<T> = Vec::with_capacity(n);
+        let be = c.backend()?;
         let _g = AccessGuard::lock(None, &[c.storage()]);
         // SAFETY: the vector has capacity for `n` elements; viewing its spare
         // capacity as bytes is sound for plain-old-data `T`, and after the
@@ -348,14 +352,7 @@ impl Tensor {
                 out.as_mut_ptr() as *mut u8,
                 n * std::mem::size_of::<T>(),
             );
-            let off = c.offset() * c.dtype().size();
-            if off == 0 {
-                c.backend()?.read_to_host(c.storage(), bytes)?;
-            } else {
-                let mut tmp = vec![0u8; off + bytes.len()];
-                c.backend()?.read_to_host(c.storage(), &mut tmp)?;
-                bytes.copy_from_slice(&tmp[off..]);
-            }
+            be.read_to_host(c.storage(), c.offset() * c.dtype().size(), bytes)?;
             out.set_len(n);
         }
         Ok(out)

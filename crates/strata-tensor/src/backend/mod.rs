@@ -106,8 +106,8 @@ pub(crate) trait Backend: Sync {
     fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()>;
     /// Copies bytes from the host into the start of a storage.
     fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()>;
-    /// Copies the start of a storage to the host.
-    fn read_to_host(&self, src: &Storage, out: &mut [u8]) -> Result<()>;
+    /// Copies `out.len()` bytes from byte `offset` of a storage to the host.
+    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()>;
 }
 
 /// The backend for `device`, or a typed error where this build or this

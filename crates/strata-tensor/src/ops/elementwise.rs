@@ -570,6 +570,9 @@ impl Tensor {
                 ),
             ));
         }
+        if compute == DType::Bool {
+            return Err(TensorError::unsupported("addcmul_", compute));
+        }
         if !compute.is_float() && matches!(value, Scalar::Float(_)) {
             return Err(TensorError::dtype(
                 "addcmul_",

@@ -235,14 +235,16 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn read_to_host(&self, src: &Storage, out: &mut [u8]) -> Result<()> {
-        assert!(out.len() <= src.nbytes());
+    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
+        assert!(offset + out.len() <= src.nbytes());
         if out.is_empty() {
             return Ok(());
         }
-        // SAFETY: the storage holds at least `out.len()` initialised bytes of
-        // host memory (asserted), and the caller holds its read lock.
-        unsafe { std::ptr::copy_nonoverlapping(src.host_ptr(), out.as_mut_ptr(), out.len()) };
+        // SAFETY: the storage holds at least `offset + out.len()` initialised
+        // bytes of host memory (asserted), and the caller holds its read lock.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.host_ptr().add(offset), out.as_mut_ptr(), out.len())
+        };
         Ok(())
     }
 }

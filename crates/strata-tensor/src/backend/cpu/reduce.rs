@@ -103,10 +103,10 @@ pub(crate) fn reduce<T: Element>(
         outer_idx
             .par_iter()
             .enumerate()
-            .for_each(|(o, &start)| one(o, l.offset + start));
+            .for_each(|(o, &start)| one(o, start));
     } else {
         for (o, &start) in outer_idx.iter().enumerate() {
-            one(o, l.offset + start);
+            one(o, start);
         }
     }
 }

@@ -195,8 +195,8 @@ impl Backend for CudaBackend {
         transfer::host_to_device(dev, dst.allocation().ptr(), bytes, dev.stream())
     }
 
-    fn read_to_host(&self, src: &Storage, out: &mut [u8]) -> Result<()> {
+    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
         let dev = device_of(src)?;
-        transfer::device_to_host(dev, out, src.allocation().ptr(), dev.stream())
+        transfer::device_to_host(dev, out, src.allocation().ptr() + offset as u64, dev.stream())
     }
 }
