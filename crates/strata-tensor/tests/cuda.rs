@@ -88,7 +88,7 @@ fn view(r: usize, c: usize, kind: u64, dtype: DType, seed: u64) -> Result<(Tenso
     Ok((make(&base)?, base))
 }
 
-fn close(a: &Scalar, b: &Scalar, dtype: DType) -> bool {
+fn close(a: &Scalar, b: &Scalar, dtype: DType, loose: bool) -> bool {
     match (a, b) {
         (Scalar::Float(x), Scalar::Float(y)) => {
             if x.is_nan() || y.is_nan() {
@@ -97,10 +97,12 @@ fn close(a: &Scalar, b: &Scalar, dtype: DType) -> bool {
             if x == y {
                 return true;
             }
-            let tol = match dtype {
-                DType::F16 | DType::BF16 => 1e-2,
-                DType::F32 => 1e-5,
-                _ => 1e-12,
+            let tol = match (dtype, loose) {
+                (DType::F16 | DType::BF16, _) => 1e-2,
+                (DType::F32, false) => 1e-5,
+                (DType::F32, true) => 2e-4,
+                (_, false) => 1e-12,
+                (_, true) => 1e-9,
             };
             (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs()))
         }
@@ -110,13 +112,22 @@ fn close(a: &Scalar, b: &Scalar, dtype: DType) -> bool {
 
 /// `gpu` (moved to the CPU) equals `cpu`: shape, dtype and values.
 fn assert_same(what: &str, cpu: &Tensor, gpu: &Tensor) {
+    check_same(what, cpu, gpu, false)
+}
+
+/// As [`assert_same`], with the tolerance of sums taken in another order.
+fn assert_sum(what: &str, cpu: &Tensor, gpu: &Tensor) {
+    check_same(what, cpu, gpu, true)
+}
+
+fn check_same(what: &str, cpu: &Tensor, gpu: &Tensor, loose: bool) {
     assert_eq!(cpu.shape(), gpu.shape(), "{what}: shape");
     assert_eq!(cpu.dtype(), gpu.dtype(), "{what}: dtype");
     let g = gpu.to(Device::Cpu).expect("to cpu");
     let (x, y) = (cpu.to_scalars().unwrap(), g.to_scalars().unwrap());
     for (i, (a, b)) in x.iter().zip(&y).enumerate() {
         assert!(
-            close(a, b, cpu.dtype()),
+            close(a, b, cpu.dtype(), loose),
             "{what}: element {i} differs: cpu {a} vs gpu {b} ({:?})",
             cpu.dtype()
         );
@@ -191,9 +202,11 @@ fn binary_ops_match_cpu_on_random_layouts() -> Result<()> {
                 y.add_(&gb)?;
                 assert_same(&format!("{what} add_"), &x, &y);
             }
-            x.mul_(2)?;
-            y.mul_(2)?;
-            assert_same(&format!("{what} mul_ scalar"), &x, &y);
+            if dtype != DType::Bool {
+                x.mul_(2)?;
+                y.mul_(2)?;
+                assert_same(&format!("{what} mul_ scalar"), &x, &y);
+            }
         }
     }
     Ok(())
@@ -330,9 +343,9 @@ fn reductions_match_cpu() -> Result<()> {
         for dims in [None, Some(vec![0i64]), Some(vec![2]), Some(vec![0, 2]), Some(vec![1])] {
             let d = dims.as_deref();
             let w = format!("{what} dims {dims:?}");
-            assert_same(&format!("{w} sum"), &x.sum(d, false)?, &g.sum(d, false)?);
+            assert_sum(&format!("{w} sum"), &x.sum(d, false)?, &g.sum(d, false)?);
             if dtype.is_float() {
-                assert_same(&format!("{w} mean"), &x.mean(d, true)?, &g.mean(d, true)?);
+                assert_sum(&format!("{w} mean"), &x.mean(d, true)?, &g.mean(d, true)?);
             }
         }
         assert_same(&format!("{what} max"), &x.max()?, &g.max()?);

@@ -3,7 +3,7 @@
 //! by-value kernel argument and launches on the current stream.
 
 use super::context::{cu, cu_stream, failure, guarded, CudaDevice, Function};
-use super::kernels::elementwise::{self as ew, BLOCK, TILE, TILE_ROWS, UNROLL};
+use super::kernels::elementwise::{self as ew, tile_geometry, BLOCK, UNROLL};
 use super::kernels::{storage_ty, tag, MAXD};
 use crate::backend::Arg;
 use crate::error::Result;
@@ -144,8 +144,9 @@ pub(crate) fn elementwise(
     }
     let widest = sizes[..=nin].iter().copied().max().unwrap_or(1);
     let v = (16 / widest).max(1) as u32;
+    let (td, tr) = tile_geometry();
     let key = format!(
-        "ew:{name}:{}",
+        "ew:{name}:{}:t{td}x{tr}",
         args.iter().map(|a| tag(a.dtype)).collect::<Vec<_>>().join(",")
     );
     let funcs = super::nvrtc::functions(
@@ -217,8 +218,9 @@ pub(crate) fn elementwise(
     if let Some(k) = p.tile_dim.filter(|&k| p.shape[k] > 1 && n0 > 1) {
         meta.tile = k as i32;
         meta.outer = (1..nd).filter(|&d| d != k).map(|d| p.shape[d] as i64).product();
-        let tiles = (n0 as u64).div_ceil(TILE as u64)
-            * (p.shape[k] as u64).div_ceil(TILE as u64)
+        let (td, tr) = tile_geometry();
+        let tiles = (n0 as u64).div_ceil(td as u64)
+            * (p.shape[k] as u64).div_ceil(td as u64)
             * meta.outer as u64;
         let grid = tiles.min(i32::MAX as u64) as u32;
         let mut params: [*mut c_void; 6] = [
@@ -233,7 +235,7 @@ pub(crate) fn elementwise(
         // Params)`; the plan's sizes and byte strides describe each operand's
         // own layout, so every address computed lies inside its storage.
         return unsafe {
-            launch_raw(dev, &what, funcs[5], (grid, 1, 1), (TILE, TILE_ROWS, 1), stream, &mut params)
+            launch_raw(dev, &what, funcs[5], (grid, 1, 1), (32, tr, 1), stream, &mut params)
         };
     }
     if n0 >= 64 {

@@ -22,10 +22,27 @@ use super::PRELUDE;
 pub(crate) const BLOCK: u32 = 128;
 /// Vectors (or elements) per thread.
 pub(crate) const UNROLL: u32 = 4;
-/// Tile edge of the tiled kernel.
+/// Tile edge of the tiled kernel (a multiple of 32) and rows of 32 threads
+/// per block: each thread handles `(TILE / TILE_ROWS) * (TILE / 32)` elements.
+/// `STRATA_CUDA_TILE=EDGE,ROWS` overrides them (for tuning).
+pub(crate) fn tile_geometry() -> (u32, u32) {
+    static G: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+    *G.get_or_init(|| {
+        std::env::var("STRATA_CUDA_TILE")
+            .ok()
+            .and_then(|s| {
+                let (a, b) = s.split_once(',')?;
+                let (e, r): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                (e % 32 == 0 && e > 0 && r > 0 && e % r == 0 && 32 * r <= 1024).then_some((e, r))
+            })
+            .unwrap_or((TILE, TILE_ROWS))
+    })
+}
+
+/// Default tile edge.
 pub(crate) const TILE: u32 = 32;
-/// Rows of threads per tile (each thread handles TILE / TILE_ROWS elements).
-pub(crate) const TILE_ROWS: u32 = 8;
+/// Default rows of threads per tile.
+pub(crate) const TILE_ROWS: u32 = 4;
 
 /// Kernel names in the module, in this order.
 pub(crate) const NAMES: [&str; 6] = ["contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled"];
@@ -33,12 +50,13 @@ pub(crate) const NAMES: [&str; 6] = ["contig_v", "contig_1", "rows_v", "rows_1",
 /// The module's source: storage types of the output and up to three inputs
 /// (unused inputs are `u8`), the number of inputs, the vector width and the body.
 pub(crate) fn source(tys: [&str; 4], nin: usize, v: u32, body: &str) -> String {
+    let (td, tr) = tile_geometry();
     let mut s = String::with_capacity(PRELUDE.len() + TEMPLATE.len() + 256);
     s.push_str(PRELUDE);
     s.push_str(&format!(
         "typedef {} T0;\ntypedef {} T1;\ntypedef {} T2;\ntypedef {} T3;\n\
          constexpr int NIN = {nin};\nconstexpr int V = {v};\nconstexpr int BLOCK = {BLOCK};\n\
-         constexpr int UNROLL = {UNROLL};\nconstexpr int TD = {TILE};\nconstexpr int TR = {TILE_ROWS};\n\
+         constexpr int UNROLL = {UNROLL};\nconstexpr int TD = {td};\nconstexpr int TR = {tr};\n\
          __device__ __forceinline__ T0 apply(T1 x1, T2 x2, T3 x3, const Params& prm) {{ {body} }}\n",
         tys[0], tys[1], tys[2], tys[3]
     ));
@@ -195,7 +213,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK) general(char* p0, const char
   }
 }
 
-extern "C" __global__ void __launch_bounds__(TD * TR) tiled(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
+// Block (32, TR) over a TD x TD tile of dims 0 and k; each thread handles
+// (TD / TR) * (TD / 32) elements. All global loads of a tile (the staging of
+// transposed inputs and the direct reads of the others) are issued before the
+// barrier, so they are in flight together.
+constexpr int TH = TD / 32;
+constexpr int TJ = TD / TR;
+extern "C" __global__ void __launch_bounds__(32 * TR) tiled(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
   __shared__ T1 s1[NIN > 0 ? TD : 1][TD + 1];
   __shared__ T2 s2[NIN > 1 ? TD : 1][TD + 1];
   __shared__ T3 s3[NIN > 2 ? TD : 1][TD + 1];
@@ -228,27 +252,40 @@ extern "C" __global__ void __launch_bounds__(TD * TR) tiled(char* p0, const char
       if constexpr (NIN > 1) o2 += idx * m.st[2][d];
       if constexpr (NIN > 2) o3 += idx * m.st[3][d];
     }
-    // Stage transposed inputs: thread (tx, ty) reads along dim k (their fastest).
+    T1 r1[TJ][TH]; T2 r2[TJ][TH]; T3 r3[TJ][TH];
 #pragma unroll
-    for (int j = 0; j < TD; j += TR) {
-      const i64 i0 = c0 + ty + j, ik = ck + tx;
-      if (i0 < n0 && ik < nk) {
-        if constexpr (NIN > 0) { if (tr1) s1[ty + j][tx] = *reinterpret_cast<const T1*>(p1 + o1 + i0 * b10 + ik * b1k); }
-        if constexpr (NIN > 1) { if (tr2) s2[ty + j][tx] = *reinterpret_cast<const T2*>(p2 + o2 + i0 * b20 + ik * b2k); }
-        if constexpr (NIN > 2) { if (tr3) s3[ty + j][tx] = *reinterpret_cast<const T3*>(p3 + o3 + i0 * b30 + ik * b3k); }
+    for (int j = 0; j < TJ; j++) {
+#pragma unroll
+      for (int h = 0; h < TH; h++) {
+        // Staging: element (c0 + ty + j*TR, ck + tx + 32h), read along dim k.
+        const i64 i0 = c0 + ty + j * TR, ik = ck + tx + 32 * h;
+        if (i0 < n0 && ik < nk) {
+          if constexpr (NIN > 0) { if (tr1) s1[ty + j * TR][tx + 32 * h] = *reinterpret_cast<const T1*>(p1 + o1 + i0 * b10 + ik * b1k); }
+          if constexpr (NIN > 1) { if (tr2) s2[ty + j * TR][tx + 32 * h] = *reinterpret_cast<const T2*>(p2 + o2 + i0 * b20 + ik * b2k); }
+          if constexpr (NIN > 2) { if (tr3) s3[ty + j * TR][tx + 32 * h] = *reinterpret_cast<const T3*>(p3 + o3 + i0 * b30 + ik * b3k); }
+        }
+        // Direct reads at this thread's output position (c0 + tx + 32h, ck + ty + j*TR).
+        const i64 q0 = c0 + tx + 32 * h, qk = ck + ty + j * TR;
+        if (q0 < n0 && qk < nk) {
+          if constexpr (NIN > 0) { if (!tr1) r1[j][h] = *reinterpret_cast<const T1*>(p1 + o1 + q0 * b10 + qk * b1k); }
+          if constexpr (NIN > 1) { if (!tr2) r2[j][h] = *reinterpret_cast<const T2*>(p2 + o2 + q0 * b20 + qk * b2k); }
+          if constexpr (NIN > 2) { if (!tr3) r3[j][h] = *reinterpret_cast<const T3*>(p3 + o3 + q0 * b30 + qk * b3k); }
+        }
       }
     }
     __syncthreads();
-    // Compute and write along dim 0 (the output's fastest).
 #pragma unroll
-    for (int j = 0; j < TD; j += TR) {
-      const i64 i0 = c0 + tx, ik = ck + ty + j;
-      if (i0 < n0 && ik < nk) {
-        T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
-        if constexpr (NIN > 0) x1 = tr1 ? s1[tx][ty + j] : *reinterpret_cast<const T1*>(p1 + o1 + i0 * b10 + ik * b1k);
-        if constexpr (NIN > 1) x2 = tr2 ? s2[tx][ty + j] : *reinterpret_cast<const T2*>(p2 + o2 + i0 * b20 + ik * b2k);
-        if constexpr (NIN > 2) x3 = tr3 ? s3[tx][ty + j] : *reinterpret_cast<const T3*>(p3 + o3 + i0 * b30 + ik * b3k);
-        *reinterpret_cast<T0*>(p0 + o0 + i0 * a0 + ik * ak) = apply(x1, x2, x3, prm);
+    for (int j = 0; j < TJ; j++) {
+#pragma unroll
+      for (int h = 0; h < TH; h++) {
+        const i64 q0 = c0 + tx + 32 * h, qk = ck + ty + j * TR;
+        if (q0 < n0 && qk < nk) {
+          T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+          if constexpr (NIN > 0) x1 = tr1 ? s1[tx + 32 * h][ty + j * TR] : r1[j][h];
+          if constexpr (NIN > 1) x2 = tr2 ? s2[tx + 32 * h][ty + j * TR] : r2[j][h];
+          if constexpr (NIN > 2) x3 = tr3 ? s3[tx + 32 * h][ty + j * TR] : r3[j][h];
+          *reinterpret_cast<T0*>(p0 + o0 + q0 * a0 + qk * ak) = apply(x1, x2, x3, prm);
+        }
       }
     }
     __syncthreads();
