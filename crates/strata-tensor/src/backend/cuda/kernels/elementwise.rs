@@ -219,6 +219,28 @@ extern "C" __global__ void __launch_bounds__(BLOCK) general(char* p0, const char
 // barrier, so they are in flight together.
 constexpr int TH = TD / 32;
 constexpr int TJ = TD / TR;
+constexpr int GROUP = 16;
+template <class T>
+__device__ __forceinline__ void stage_or_read(bool tr, T* sm, T (&r)[TJ][TH], const char* q, i64 s0, i64 sk,
+                                              i64 c0, i64 ck, i64 n0, i64 nk, int tx, int ty) {
+  if (tr) {
+#pragma unroll
+    for (int j = 0; j < TJ; j++)
+#pragma unroll
+      for (int h = 0; h < TH; h++) {
+        const i64 i0 = c0 + ty + j * TR, ik = ck + tx + 32 * h;
+        if (i0 < n0 && ik < nk) sm[(ty + j * TR) * (TD + 1) + tx + 32 * h] = *reinterpret_cast<const T*>(q + i0 * s0 + ik * sk);
+      }
+  } else {
+#pragma unroll
+    for (int j = 0; j < TJ; j++)
+#pragma unroll
+      for (int h = 0; h < TH; h++) {
+        const i64 q0 = c0 + tx + 32 * h, qk = ck + ty + j * TR;
+        if (q0 < n0 && qk < nk) r[j][h] = *reinterpret_cast<const T*>(q + q0 * s0 + qk * sk);
+      }
+  }
+}
 extern "C" __global__ void __launch_bounds__(32 * TR) tiled(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
   __shared__ T1 s1[NIN > 0 ? TD : 1][TD + 1];
   __shared__ T2 s2[NIN > 1 ? TD : 1][TD + 1];
@@ -235,12 +257,17 @@ extern "C" __global__ void __launch_bounds__(32 * TR) tiled(char* p0, const char
   const bool tr2 = NIN > 1 && b20 != 0 && b2k != 0 && b2k < b20;
   const bool tr3 = NIN > 2 && b30 != 0 && b3k != 0 && b3k < b30;
   const int tx = threadIdx.x, ty = threadIdx.y;
+  const i64 per_outer = t0n * tkn;
   for (i64 t = blockIdx.x; t < ntiles; t += gridDim.x) {
-    i64 rem = t;
-    const i64 c0 = (rem % t0n) * TD;
-    rem /= t0n;
-    const i64 ck = (rem % tkn) * TD;
-    rem /= tkn;
+    // Grouped tile order: GROUP tiles along dim 0, then along dim k, so the
+    // blocks in flight cover a compact region of both operands (DRAM pages).
+    i64 rem = t / per_outer;
+    const i64 tt = t % per_outer;
+    const i64 first0 = (tt / (GROUP * tkn)) * GROUP;
+    const i64 gsz = (t0n - first0) < GROUP ? (t0n - first0) : GROUP;
+    const i64 tin = tt % (GROUP * tkn);
+    const i64 c0 = (first0 + tin % gsz) * TD;
+    const i64 ck = (tin / gsz) * TD;
     i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
     for (int d = 1; d < m.nd; d++) {
       if (d == k) continue;
@@ -253,26 +280,13 @@ extern "C" __global__ void __launch_bounds__(32 * TR) tiled(char* p0, const char
       if constexpr (NIN > 2) o3 += idx * m.st[3][d];
     }
     T1 r1[TJ][TH]; T2 r2[TJ][TH]; T3 r3[TJ][TH];
-#pragma unroll
-    for (int j = 0; j < TJ; j++) {
-#pragma unroll
-      for (int h = 0; h < TH; h++) {
-        // Staging: element (c0 + ty + j*TR, ck + tx + 32h), read along dim k.
-        const i64 i0 = c0 + ty + j * TR, ik = ck + tx + 32 * h;
-        if (i0 < n0 && ik < nk) {
-          if constexpr (NIN > 0) { if (tr1) s1[ty + j * TR][tx + 32 * h] = *reinterpret_cast<const T1*>(p1 + o1 + i0 * b10 + ik * b1k); }
-          if constexpr (NIN > 1) { if (tr2) s2[ty + j * TR][tx + 32 * h] = *reinterpret_cast<const T2*>(p2 + o2 + i0 * b20 + ik * b2k); }
-          if constexpr (NIN > 2) { if (tr3) s3[ty + j * TR][tx + 32 * h] = *reinterpret_cast<const T3*>(p3 + o3 + i0 * b30 + ik * b3k); }
-        }
-        // Direct reads at this thread's output position (c0 + tx + 32h, ck + ty + j*TR).
-        const i64 q0 = c0 + tx + 32 * h, qk = ck + ty + j * TR;
-        if (q0 < n0 && qk < nk) {
-          if constexpr (NIN > 0) { if (!tr1) r1[j][h] = *reinterpret_cast<const T1*>(p1 + o1 + q0 * b10 + qk * b1k); }
-          if constexpr (NIN > 1) { if (!tr2) r2[j][h] = *reinterpret_cast<const T2*>(p2 + o2 + q0 * b20 + qk * b2k); }
-          if constexpr (NIN > 2) { if (!tr3) r3[j][h] = *reinterpret_cast<const T3*>(p3 + o3 + q0 * b30 + qk * b3k); }
-        }
-      }
-    }
+    // Transposed inputs are staged (element (c0 + ty + j*TR, ck + tx + 32h),
+    // read along dim k); the others are read at this thread's output positions
+    // (c0 + tx + 32h, ck + ty + j*TR). Branches are per operand, outside the
+    // unrolled loops, so each operand's loads are issued together.
+    if constexpr (NIN > 0) stage_or_read<T1>(tr1, &s1[0][0], r1, p1 + o1, b10, b1k, c0, ck, n0, nk, tx, ty);
+    if constexpr (NIN > 1) stage_or_read<T2>(tr2, &s2[0][0], r2, p2 + o2, b20, b2k, c0, ck, n0, nk, tx, ty);
+    if constexpr (NIN > 2) stage_or_read<T3>(tr3, &s3[0][0], r3, p3 + o3, b30, b3k, c0, ck, n0, nk, tx, ty);
     __syncthreads();
 #pragma unroll
     for (int j = 0; j < TJ; j++) {
