@@ -82,60 +82,117 @@ fn run(o: &Opts) -> Result<()> {
     let it = o.iters;
     let n: usize = 1 << 28;
     if want(o, "copy") || want(o, "add") || want(o, "relu") || want(o, "mul") {
-        let a = Tensor::randn(&[1 << 20], DType::F32, 1, GPU)?.expand(&[256, 1 << 20])?.contiguous()?.view(&[n as i64])?;
+        let a = Tensor::randn(&[1 << 20], DType::F32, 1, GPU)?
+            .expand(&[256, 1 << 20])?
+            .contiguous()?
+            .view(&[n as i64])?;
         let b = a.mul(0.5)?;
         let nb = n as f64;
         if want(o, "copy_f32") {
-            report("copy_f32", 8.0 * nb, time_kernel(it, || a.copy_(&b).map(drop))?);
+            report(
+                "copy_f32",
+                8.0 * nb,
+                time_kernel(it, || a.copy_(&b).map(drop))?,
+            );
         }
         if want(o, "add_inplace_f32") {
-            report("add_inplace_f32", 12.0 * nb, time_kernel(it, || a.add_(&b).map(drop))?);
+            report(
+                "add_inplace_f32",
+                12.0 * nb,
+                time_kernel(it, || a.add_(&b).map(drop))?,
+            );
         }
         if want(o, "add_out_f32") {
-            report("add_out_f32", 12.0 * nb, time_kernel(it, || a.add(&b).map(drop))?);
+            report(
+                "add_out_f32",
+                12.0 * nb,
+                time_kernel(it, || a.add(&b).map(drop))?,
+            );
         }
         if want(o, "relu_inplace_f32") {
-            report("relu_inplace_f32", 8.0 * nb, time_kernel(it, || a.relu_().map(drop))?);
+            report(
+                "relu_inplace_f32",
+                8.0 * nb,
+                time_kernel(it, || a.relu_().map(drop))?,
+            );
         }
         if want(o, "mul_scalar_inplace_f32") {
-            report("mul_scalar_inplace_f32", 8.0 * nb, time_kernel(it, || a.mul_(1.0001).map(drop))?);
+            report(
+                "mul_scalar_inplace_f32",
+                8.0 * nb,
+                time_kernel(it, || a.mul_(1.0001).map(drop))?,
+            );
         }
     }
     let m: usize = 1 << 14;
     let mm = (m * m) as f64;
-    if ["add_inplace_transposed", "add_inplace_broadcast", "contiguous_of", "add_inplace_slice"]
-        .iter()
-        .any(|s| want(o, s))
+    if [
+        "add_inplace_transposed",
+        "add_inplace_broadcast",
+        "contiguous_of",
+        "add_inplace_slice",
+    ]
+    .iter()
+    .any(|s| want(o, s))
     {
-        let a = Tensor::randn(&[m], DType::F32, 2, GPU)?.expand(&[m as i64, m as i64])?.contiguous()?;
+        let a = Tensor::randn(&[m], DType::F32, 2, GPU)?
+            .expand(&[m as i64, m as i64])?
+            .contiguous()?;
         let b = a.t()?.contiguous()?;
         let row = Tensor::randn(&[m], DType::F32, 3, GPU)?;
         let col = row.unsqueeze(1)?;
         if want(o, "add_inplace_transposed_f32") {
             let bt = b.t()?;
-            report("add_inplace_transposed_f32", 12.0 * mm, time_kernel(it, || a.add_(&bt).map(drop))?);
+            report(
+                "add_inplace_transposed_f32",
+                12.0 * mm,
+                time_kernel(it, || a.add_(&bt).map(drop))?,
+            );
         }
         if want(o, "add_inplace_broadcast_row_f32") {
-            report("add_inplace_broadcast_row_f32", 8.0 * mm, time_kernel(it, || a.add_(&row).map(drop))?);
+            report(
+                "add_inplace_broadcast_row_f32",
+                8.0 * mm,
+                time_kernel(it, || a.add_(&row).map(drop))?,
+            );
         }
         if want(o, "add_inplace_broadcast_col_f32") {
-            report("add_inplace_broadcast_col_f32", 8.0 * mm, time_kernel(it, || a.add_(&col).map(drop))?);
+            report(
+                "add_inplace_broadcast_col_f32",
+                8.0 * mm,
+                time_kernel(it, || a.add_(&col).map(drop))?,
+            );
         }
         if want(o, "contiguous_of_transpose_f32") {
             let bt = b.t()?;
-            report("contiguous_of_transpose_f32", 8.0 * mm, time_kernel(it, || bt.contiguous().map(drop))?);
+            report(
+                "contiguous_of_transpose_f32",
+                8.0 * mm,
+                time_kernel(it, || bt.contiguous().map(drop))?,
+            );
         }
         if want(o, "add_inplace_slice_step2_f32") {
             let sa = a.slice(1, None, None, 2)?;
             let sb = b.slice(1, None, None, 2)?;
-            report("add_inplace_slice_step2_f32", 12.0 * mm / 2.0, time_kernel(it, || sa.add_(&sb).map(drop))?);
+            report(
+                "add_inplace_slice_step2_f32",
+                12.0 * mm / 2.0,
+                time_kernel(it, || sa.add_(&sb).map(drop))?,
+            );
         }
     }
-    for (dt, name) in [(DType::F16, "add_inplace_float16"), (DType::BF16, "add_inplace_bfloat16")] {
+    for (dt, name) in [
+        (DType::F16, "add_inplace_float16"),
+        (DType::BF16, "add_inplace_bfloat16"),
+    ] {
         if want(o, name) {
             let a = Tensor::zeros(&[n], dt, GPU)?;
             let b = Tensor::ones(&[n], dt, GPU)?;
-            report(name, 6.0 * n as f64, time_kernel(it, || a.add_(&b).map(drop))?);
+            report(
+                name,
+                6.0 * n as f64,
+                time_kernel(it, || a.add_(&b).map(drop))?,
+            );
         }
     }
     if want(o, "h2d") || want(o, "d2h") {
@@ -146,21 +203,40 @@ fn run(o: &Opts) -> Result<()> {
         let g = pageable.to(GPU)?;
         let it = it.max(10);
         if want(o, "h2d_pinned_nonblocking") {
-            report("h2d_pinned_nonblocking", bytes, time_wall(it, || pinned.to_device(GPU, true).map(drop))?);
+            report(
+                "h2d_pinned_nonblocking",
+                bytes,
+                time_wall(it, || pinned.to_device(GPU, true).map(drop))?,
+            );
         }
         if want(o, "h2d_pageable") {
-            report("h2d_pageable", bytes, time_wall(it, || pageable.to(GPU).map(drop))?);
+            report(
+                "h2d_pageable",
+                bytes,
+                time_wall(it, || pageable.to(GPU).map(drop))?,
+            );
         }
         if want(o, "d2h_pinned_nonblocking") {
-            report("d2h_pinned_nonblocking", bytes, time_wall(it, || g.to_device(Device::Cpu, true).map(drop))?);
+            report(
+                "d2h_pinned_nonblocking",
+                bytes,
+                time_wall(it, || g.to_device(Device::Cpu, true).map(drop))?,
+            );
         }
         if want(o, "d2h_pageable") {
-            report("d2h_pageable", bytes, time_wall(it, || g.to(Device::Cpu).map(drop))?);
+            report(
+                "d2h_pageable",
+                bytes,
+                time_wall(it, || g.to(Device::Cpu).map(drop))?,
+            );
         }
         if let Some(s) = cuda::host_memory_stats(0) {
             let m: serde_json::Map<String, serde_json::Value> =
                 s.to_map().into_iter().map(|(k, v)| (k, v.into())).collect();
-            println!("{{\"bench\":\"host_memory_stats\",\"stats\":{}}}", serde_json::Value::Object(m));
+            println!(
+                "{{\"bench\":\"host_memory_stats\",\"stats\":{}}}",
+                serde_json::Value::Object(m)
+            );
         }
     }
     if want(o, "alloc_pair") {
@@ -189,8 +265,18 @@ fn main() {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--iters" => o.iters = args.next().and_then(|s| s.parse().ok()).unwrap_or(20).max(10),
-            "--only" => o.only = args.next().map(|s| s.split(',').map(String::from).collect()),
+            "--iters" => {
+                o.iters = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(20)
+                    .max(10)
+            }
+            "--only" => {
+                o.only = args
+                    .next()
+                    .map(|s| s.split(',').map(String::from).collect())
+            }
             _ => {
                 eprintln!("usage: gpu_bench [--iters N] [--only NAME,...]");
                 std::process::exit(2);

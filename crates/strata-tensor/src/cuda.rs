@@ -273,10 +273,16 @@ impl Event {
             let raw = guarded(device, "cuEventCreate", || {
                 let mut e: sys::CUevent = std::ptr::null_mut();
                 // SAFETY: `e` is a valid out-pointer; the flags are valid.
-                cu(device, "cuEventCreate", unsafe { sys::cuEventCreate(&mut e, flags) })?;
+                cu(device, "cuEventCreate", unsafe {
+                    sys::cuEventCreate(&mut e, flags)
+                })?;
                 Ok(e)
             })?;
-            Ok(Event { device, raw, timing })
+            Ok(Event {
+                device,
+                raw,
+                timing,
+            })
         }
         #[cfg(not(feature = "cuda"))]
         {

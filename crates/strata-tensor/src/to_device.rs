@@ -53,7 +53,10 @@ impl Tensor {
         if self.device() != Device::Cpu {
             return Err(TensorError::value(
                 "pin_memory",
-                format!("only CPU tensors can be pinned, this one is on {}", self.device()),
+                format!(
+                    "only CPU tensors can be pinned, this one is on {}",
+                    self.device()
+                ),
             ));
         }
         if self.is_pinned() {
@@ -128,7 +131,10 @@ impl Tensor {
                 // SAFETY: the contiguous source holds `nbytes` initialised bytes
                 // from its offset inside its storage, read-locked above.
                 let bytes = unsafe {
-                    std::slice::from_raw_parts(src.storage().allocation().as_mut_ptr().add(offset), nbytes)
+                    std::slice::from_raw_parts(
+                        src.storage().allocation().as_mut_ptr().add(offset),
+                        nbytes,
+                    )
                 };
                 if non_blocking && src.is_pinned() {
                     transfer::htod_pinned_async(dev, dst, bytes, stream)?;

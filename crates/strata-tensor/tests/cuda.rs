@@ -196,7 +196,11 @@ fn binary_ops_match_cpu_on_random_layouts() -> Result<()> {
         // In place into a fresh contiguous or transposed output.
         if ka <= 1 {
             let (x, y) = (a.deep_clone()?, ga.deep_clone()?);
-            let (x, y) = if ka == 1 { (x.t()?.contiguous()?.t()?, y.t()?.contiguous()?.t()?) } else { (x, y) };
+            let (x, y) = if ka == 1 {
+                (x.t()?.contiguous()?.t()?, y.t()?.contiguous()?.t()?)
+            } else {
+                (x, y)
+            };
             if dtype != DType::Bool {
                 x.add_(&b)?;
                 y.add_(&gb)?;
@@ -229,7 +233,9 @@ fn unary_scalar_and_mixed_dtype_ops_match_cpu() -> Result<()> {
             ("relu", |x| x.relu()),
             ("exp", |x| x.exp()),
             ("log", |x| x.abs_log()),
-            ("clamp", |x| x.clamp(Some(Scalar::Int(-3)), Some(Scalar::Int(5)))),
+            ("clamp", |x| {
+                x.clamp(Some(Scalar::Int(-3)), Some(Scalar::Int(5)))
+            }),
             ("add 2.5", |x| x.add(2.5)),
             ("mul 3", |x| x.mul(3)),
             ("div 2", |x| x.div(2)),
@@ -295,7 +301,11 @@ fn fill_copy_where_addcmul_match_cpu() -> Result<()> {
         let gdst = twin(&dst, &dbase, dev)?;
         dst.copy_(&src)?;
         gdst.copy_(&gsrc)?;
-        assert_same(&format!("{what} copy_"), &dbase, &gdst_base(&gdst, &dbase, dev)?);
+        assert_same(
+            &format!("{what} copy_"),
+            &dbase,
+            &gdst_base(&gdst, &dbase, dev)?,
+        );
         assert_same(&format!("{what} copy_ view"), &dst, &gdst);
         // where
         let (cnd, cbase) = view(r, c, rng.below(6), DType::Bool, case + 7)?;
@@ -335,12 +345,26 @@ fn reductions_match_cpu() -> Result<()> {
     let mut rng = Rng(4242);
     for case in 0..40u64 {
         let dtype = DTYPES[rng.below(7) as usize];
-        let shape = [1 + rng.below(9) as usize, 1 + rng.below(30) as usize, 1 + rng.below(600) as usize];
+        let shape = [
+            1 + rng.below(9) as usize,
+            1 + rng.below(30) as usize,
+            1 + rng.below(600) as usize,
+        ];
         let x = data(&shape, dtype, 500 + case)?;
-        let x = if rng.below(2) == 1 { x.permute(&[2, 0, 1])? } else { x };
+        let x = if rng.below(2) == 1 {
+            x.permute(&[2, 0, 1])?
+        } else {
+            x
+        };
         let g = x.to(dev)?;
         let what = format!("case {case} {dtype} {:?}", x.shape());
-        for dims in [None, Some(vec![0i64]), Some(vec![2]), Some(vec![0, 2]), Some(vec![1])] {
+        for dims in [
+            None,
+            Some(vec![0i64]),
+            Some(vec![2]),
+            Some(vec![0, 2]),
+            Some(vec![1]),
+        ] {
             let d = dims.as_deref();
             let w = format!("{what} dims {dims:?}");
             assert_sum(&format!("{w} sum"), &x.sum(d, false)?, &g.sum(d, false)?);
@@ -374,8 +398,19 @@ fn matmul_matches_cpu() -> Result<()> {
     let Some(dev) = gpu() else { return Ok(()) };
     let mut rng = Rng(31337);
     for case in 0..30u64 {
-        let dtype = [DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64][rng.below(6) as usize];
-        let (m, k, n) = (1 + rng.below(70) as usize, rng.below(90) as usize, 1 + rng.below(70) as usize);
+        let dtype = [
+            DType::F32,
+            DType::F64,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::I64,
+        ][rng.below(6) as usize];
+        let (m, k, n) = (
+            1 + rng.below(70) as usize,
+            rng.below(90) as usize,
+            1 + rng.below(70) as usize,
+        );
         let a = data(&[m, k], dtype, 900 + case)?;
         let b = data(&[k, n], dtype, 1900 + case)?;
         let (a, b) = match rng.below(3) {
@@ -384,7 +419,11 @@ fn matmul_matches_cpu() -> Result<()> {
             _ => (a, data(&[n, k], dtype, 2900 + case)?.t()?),
         };
         let (ga, gb) = (a.to(dev)?, b.to(dev)?);
-        let (ga, gb) = if a.is_contiguous() { (ga, gb) } else { (ga.t()?.contiguous()?.t()?, gb) };
+        let (ga, gb) = if a.is_contiguous() {
+            (ga, gb)
+        } else {
+            (ga.t()?.contiguous()?.t()?, gb)
+        };
         let x = a.matmul(&b)?;
         let y = ga.matmul(&gb)?;
         let what = format!("case {case} {dtype} {m}x{k}x{n}");
@@ -392,9 +431,16 @@ fn matmul_matches_cpu() -> Result<()> {
             // Different summation orders: compare with a tolerance scaled by k.
             let xs = x.to_dtype(DType::F64)?.to_vec::<f64>()?;
             let ys = y.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
-            let tol = if matches!(dtype, DType::F16 | DType::BF16) { 5e-2 } else { 1e-4 };
+            let tol = if matches!(dtype, DType::F16 | DType::BF16) {
+                5e-2
+            } else {
+                1e-4
+            };
             for (p, q) in xs.iter().zip(&ys) {
-                assert!((p - q).abs() <= tol * (1.0 + p.abs()) * (1.0 + k as f64).sqrt(), "{what}: {p} vs {q}");
+                assert!(
+                    (p - q).abs() <= tol * (1.0 + p.abs()) * (1.0 + k as f64).sqrt(),
+                    "{what}: {p} vs {q}"
+                );
             }
         } else {
             assert_same(&what, &x, &y);
@@ -405,7 +451,10 @@ fn matmul_matches_cpu() -> Result<()> {
     let x = a.bmm(&b)?;
     let y = a.to(dev)?.bmm(&b.to(dev)?)?;
     let (xs, ys) = (x.to_vec::<f32>()?, y.to(Device::Cpu)?.to_vec::<f32>()?);
-    assert!(xs.iter().zip(&ys).all(|(p, q)| (p - q).abs() <= 1e-4 * (1.0 + p.abs())));
+    assert!(xs
+        .iter()
+        .zip(&ys)
+        .all(|(p, q)| (p - q).abs() <= 1e-4 * (1.0 + p.abs())));
     Ok(())
 }
 
@@ -417,7 +466,11 @@ fn large_transposed_and_broadcast_ops() -> Result<()> {
     let b = data(&[n, n], DType::F32, 6)?;
     let (ga, gb) = (a.to(dev)?, b.to(dev)?);
     assert_same("add transposed", &a.add(&b.t()?)?, &ga.add(&gb.t()?)?);
-    assert_same("contiguous of transposed", &a.t()?.contiguous()?, &ga.t()?.contiguous()?);
+    assert_same(
+        "contiguous of transposed",
+        &a.t()?.contiguous()?,
+        &ga.t()?.contiguous()?,
+    );
     let row = data(&[1, n], DType::F32, 7)?;
     let col = data(&[n, 1], DType::F32, 8)?;
     assert_same("broadcast row", &a.add(&row)?, &ga.add(&row.to(dev)?)?);
@@ -430,7 +483,11 @@ fn large_transposed_and_broadcast_ops() -> Result<()> {
     // 4-D permutation (tiled with outer dims).
     let x = data(&[3, 40, 5, 70], DType::F16, 9)?;
     let gx = x.to(dev)?;
-    assert_same("permute contiguous", &x.permute(&[0, 3, 2, 1])?.contiguous()?, &gx.permute(&[0, 3, 2, 1])?.contiguous()?);
+    assert_same(
+        "permute contiguous",
+        &x.permute(&[0, 3, 2, 1])?.contiguous()?,
+        &gx.permute(&[0, 3, 2, 1])?.contiguous()?,
+    );
     Ok(())
 }
 
@@ -443,7 +500,10 @@ fn basic_semantics(dev: Device) -> Result<()> {
     assert_eq!(a.to_vec::<f32>()?, vec![10.0, 11.0, 12.0, 13.0, 14.0, 15.0]);
     assert_eq!(a.sum(None, false)?.item::<f32>()?, 75.0);
     let i = Tensor::from_slice(&[7i64, -7], &[2], dev)?;
-    assert_eq!(i.div_mode(2, RoundingMode::Floor)?.to_vec::<i64>()?, vec![3, -4]);
+    assert_eq!(
+        i.div_mode(2, RoundingMode::Floor)?.to_vec::<i64>()?,
+        vec![3, -4]
+    );
     assert_eq!(a.to_dtype(DType::I32)?.device(), dev);
     let e = Tensor::zeros(&[0, 3], DType::F32, dev)?;
     assert_eq!(e.add(1.0)?.numel(), 0);
@@ -455,22 +515,41 @@ fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {
     let Some(dev) = gpu() else { return Ok(()) };
     // Sizes around the staging chunk and the small-copy threshold.
     let (chunk, _) = cuda::staging_geometry();
-    for n in [0usize, 1, 1000, (1 << 20) / 4 + 3, chunk / 4 * 3 + 11, chunk / 4 * 9 + 5] {
+    for n in [
+        0usize,
+        1,
+        1000,
+        (1 << 20) / 4 + 3,
+        chunk / 4 * 3 + 11,
+        chunk / 4 * 9 + 5,
+    ] {
         let x = Tensor::arange(0.0, n as f64, 1.0, Some(DType::F32), Device::Cpu)?;
         let g = x.to(dev)?;
         assert_eq!(g.device(), dev);
         let back = g.to(Device::Cpu)?;
-        assert_eq!(back.to_vec::<f32>()?, x.to_vec::<f32>()?, "pageable round trip of {n}");
+        assert_eq!(
+            back.to_vec::<f32>()?,
+            x.to_vec::<f32>()?,
+            "pageable round trip of {n}"
+        );
         let p = x.pin_memory()?;
         assert!(p.is_pinned());
         let g2 = p.to_device(dev, true)?;
         let back2 = g2.to_device(Device::Cpu, true)?;
         assert!(back2.is_pinned());
         cuda::current_stream(dev)?.synchronize()?;
-        assert_eq!(back2.to_vec::<f32>()?, x.to_vec::<f32>()?, "pinned round trip of {n}");
+        assert_eq!(
+            back2.to_vec::<f32>()?,
+            x.to_vec::<f32>()?,
+            "pinned round trip of {n}"
+        );
     }
     let stats = cuda::host_memory_stats(0).expect("stats");
-    assert!(stats.to_map().values().any(|&v| v > 0), "{:?}", stats.to_map());
+    assert!(
+        stats.to_map().values().any(|&v| v > 0),
+        "{:?}",
+        stats.to_map()
+    );
     assert!(cuda::pinned_memory_stats().is_some());
     // Device-to-device (same device) and a strided source.
     let x = data(&[300, 500], DType::F64, 3)?;
@@ -488,7 +567,10 @@ fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {
 fn streams_events_and_record_stream() -> Result<()> {
     let Some(dev) = gpu() else { return Ok(()) };
     let side = cuda::Stream::new(dev)?;
-    assert_eq!(cuda::current_stream(dev)?, cuda::Stream::default_stream(dev));
+    assert_eq!(
+        cuda::current_stream(dev)?,
+        cuda::Stream::default_stream(dev)
+    );
     let a = Tensor::zeros(&[1 << 20], DType::F32, dev)?;
     let start = cuda::Event::new(dev, true)?;
     let end = cuda::Event::new(dev, true)?;
@@ -505,7 +587,10 @@ fn streams_events_and_record_stream() -> Result<()> {
         let tmp = Tensor::ones(&[1 << 16], DType::F32, dev)?;
         a.narrow(0, 0, 1 << 16)?.add_(&tmp)?;
     }
-    assert_eq!(cuda::current_stream(dev)?, cuda::Stream::default_stream(dev));
+    assert_eq!(
+        cuda::current_stream(dev)?,
+        cuda::Stream::default_stream(dev)
+    );
     a.record_stream(&side)?;
     end.synchronize()?;
     assert!(end.query()?);
@@ -541,13 +626,22 @@ fn errors_are_typed() -> Result<()> {
     let Some(dev) = gpu() else {
         // Without a GPU, CUDA tensors are a typed error, not a panic.
         let e = Tensor::zeros(&[2], DType::F32, GPU).unwrap_err();
-        assert!(matches!(e, TensorError::BackendUnavailable { .. } | TensorError::Alloc(_)), "{e}");
+        assert!(
+            matches!(
+                e,
+                TensorError::BackendUnavailable { .. } | TensorError::Alloc(_)
+            ),
+            "{e}"
+        );
         return Ok(());
     };
     let a = Tensor::ones(&[3], DType::F32, dev)?;
     let b = Tensor::ones(&[3], DType::F32, Device::Cpu)?;
     assert!(matches!(a.add(&b), Err(TensorError::DeviceMismatch { .. })));
-    assert!(matches!(a.copy_(&b), Err(TensorError::DeviceMismatch { .. })));
+    assert!(matches!(
+        a.copy_(&b),
+        Err(TensorError::DeviceMismatch { .. })
+    ));
     let bad = Device::Cuda(1 << 10);
     assert!(Tensor::zeros(&[1], DType::F32, bad).is_err());
     Ok(())

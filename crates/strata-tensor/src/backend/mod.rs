@@ -11,9 +11,9 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 
 use crate::dtype::DType;
+use crate::error::Result;
 #[cfg(not(feature = "cuda"))]
 use crate::error::TensorError;
-use crate::error::Result;
 use crate::layout::Layout;
 use crate::scalar::Scalar;
 use crate::storage::Storage;

@@ -40,26 +40,27 @@ fn handles() -> &'static Mutex<HashMap<usize, Handle>> {
 /// that stream's workspace.
 fn with_handle(dev: &CudaDevice, f: impl FnOnce(cb::cublasHandle_t) -> Result<()>) -> Result<()> {
     let device = dev.device();
-    super::nvrtc::ensure_cublas().map_err(|reason| TensorError::BackendUnavailable { device, reason })?;
+    super::nvrtc::ensure_cublas()
+        .map_err(|reason| TensorError::BackendUnavailable { device, reason })?;
     dev.bind()?;
     let stream = dev.stream();
     let mut map = handles().lock();
-    if !map.contains_key(&dev.ordinal) {
-        let raw = guarded(device, "cublasCreate_v2", || {
-            cudarc::cublas::result::create_handle().map_err(|e| failure(device, "cublasCreate_v2", format!("{e:?}")))
-        })?;
-        map.insert(
-            dev.ordinal,
-            Handle {
+    let h = match map.entry(dev.ordinal) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let raw = guarded(device, "cublasCreate_v2", || {
+                cudarc::cublas::result::create_handle()
+                    .map_err(|e| failure(device, "cublasCreate_v2", format!("{e:?}")))
+            })?;
+            e.insert(Handle {
                 raw,
                 workspaces: HashMap::new(),
-            },
-        );
-    }
-    let h = map.get_mut(&dev.ordinal).expect("inserted above");
-    if !h.workspaces.contains_key(&stream) {
+            })
+        }
+    };
+    if let std::collections::hash_map::Entry::Vacant(e) = h.workspaces.entry(stream) {
         let ws = strata_alloc::allocator(device)?.allocate(WORKSPACE, stream)?;
-        h.workspaces.insert(stream, ws);
+        e.insert(ws);
     }
     let ws = &h.workspaces[&stream];
     let raw = h.raw;
@@ -100,7 +101,14 @@ fn contiguous_copy(dev: &CudaDevice, a: &Arg) -> Result<Storage> {
         dtype: a.dtype,
     };
     let d = a.dtype;
-    elementwise(dev, "copy", || super::kernels::ops::cast(d, d), &out, &[a], Params::default())?;
+    elementwise(
+        dev,
+        "copy",
+        || super::kernels::ops::cast(d, d),
+        &out,
+        &[a],
+        Params::default(),
+    )?;
     Ok(s)
 }
 
@@ -117,19 +125,38 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         _ => return integer(dev, out, a, b),
     }
     if k == 0 {
-        return elementwise(dev, "fill", super::kernels::ops::fill, out, &[], Params::default());
+        return elementwise(
+            dev,
+            "fill",
+            super::kernels::ops::fill,
+            out,
+            &[],
+            Params::default(),
+        );
     }
     // Operands cuBLAS cannot address directly are copied first.
     let a_tmp;
     let b_tmp;
-    let mut a_arg = Arg { storage: a.storage, layout: a.layout.clone(), dtype: a.dtype };
-    let mut b_arg = Arg { storage: b.storage, layout: b.layout.clone(), dtype: b.dtype };
+    let mut a_arg = Arg {
+        storage: a.storage,
+        layout: a.layout.clone(),
+        dtype: a.dtype,
+    };
+    let mut b_arg = Arg {
+        storage: b.storage,
+        layout: b.layout.clone(),
+        dtype: b.dtype,
+    };
     let sa = a.layout.strides.clone();
     let la = match mat_layout(m, k, sa[1], sa[2]) {
         Some(l) => l,
         None => {
             a_tmp = contiguous_copy(dev, a)?;
-            a_arg = Arg { storage: &a_tmp, layout: Layout::contiguous(&a.layout.shape), dtype: a.dtype };
+            a_arg = Arg {
+                storage: &a_tmp,
+                layout: Layout::contiguous(&a.layout.shape),
+                dtype: a.dtype,
+            };
             (false, k)
         }
     };
@@ -138,13 +165,25 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         Some(l) => l,
         None => {
             b_tmp = contiguous_copy(dev, b)?;
-            b_arg = Arg { storage: &b_tmp, layout: Layout::contiguous(&b.layout.shape), dtype: b.dtype };
+            b_arg = Arg {
+                storage: &b_tmp,
+                layout: Layout::contiguous(&b.layout.shape),
+                dtype: b.dtype,
+            };
             (false, n)
         }
     };
     let (pa, pb, pc) = (base_ptr(&a_arg), base_ptr(&b_arg), base_ptr(out));
-    let stride_a = if bs == 1 { 0 } else { a_arg.layout.strides[0] as i64 };
-    let stride_b = if bs == 1 { 0 } else { b_arg.layout.strides[0] as i64 };
+    let stride_a = if bs == 1 {
+        0
+    } else {
+        a_arg.layout.strides[0] as i64
+    };
+    let stride_b = if bs == 1 {
+        0
+    } else {
+        b_arg.layout.strides[0] as i64
+    };
     let stride_c = (m * n) as i64;
     let op = |t: bool| {
         if t {
@@ -154,7 +193,13 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         }
     };
     let too_big = |v: usize| -> Result<i32> {
-        i32::try_from(v).map_err(|_| failure(dev.device(), "cuBLAS gemm", format!("dimension {v} exceeds cuBLAS's 32-bit sizes")))
+        i32::try_from(v).map_err(|_| {
+            failure(
+                dev.device(),
+                "cuBLAS gemm",
+                format!("dimension {v} exceeds cuBLAS's 32-bit sizes"),
+            )
+        })
     };
     let (mi, ni, ki, bi) = (too_big(m)?, too_big(n)?, too_big(k)?, too_big(bs)?);
     let (lda, ldb) = (too_big(la.1)?, too_big(lb.1)?);
@@ -171,24 +216,53 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
                 DType::F32 => {
                     let (alpha, beta) = (1.0f32, 0.0f32);
                     cb::cublasSgemmStridedBatched(
-                        h, op(lb.0), op(la.0), ni, mi, ki, &alpha,
-                        pb as usize as *const f32, ldb, stride_b,
-                        pa as usize as *const f32, lda, stride_a,
-                        &beta, pc as usize as *mut f32, ni, stride_c, bi,
+                        h,
+                        op(lb.0),
+                        op(la.0),
+                        ni,
+                        mi,
+                        ki,
+                        &alpha,
+                        pb as usize as *const f32,
+                        ldb,
+                        stride_b,
+                        pa as usize as *const f32,
+                        lda,
+                        stride_a,
+                        &beta,
+                        pc as usize as *mut f32,
+                        ni,
+                        stride_c,
+                        bi,
                     )
                 }
                 _ => {
                     let (alpha, beta) = (1.0f64, 0.0f64);
                     cb::cublasDgemmStridedBatched(
-                        h, op(lb.0), op(la.0), ni, mi, ki, &alpha,
-                        pb as usize as *const f64, ldb, stride_b,
-                        pa as usize as *const f64, lda, stride_a,
-                        &beta, pc as usize as *mut f64, ni, stride_c, bi,
+                        h,
+                        op(lb.0),
+                        op(la.0),
+                        ni,
+                        mi,
+                        ki,
+                        &alpha,
+                        pb as usize as *const f64,
+                        ldb,
+                        stride_b,
+                        pa as usize as *const f64,
+                        lda,
+                        stride_a,
+                        &beta,
+                        pc as usize as *mut f64,
+                        ni,
+                        stride_c,
+                        bi,
                     )
                 }
             }
         };
-        r.result().map_err(|e| failure(device, "cuBLAS gemm", format!("{e:?}")))
+        r.result()
+            .map_err(|e| failure(device, "cuBLAS gemm", format!("{e:?}")))
     })
 }
 
@@ -232,7 +306,13 @@ fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         )
     };
     let f = super::nvrtc::functions(dev, &key, src, &["imm"])?[0];
-    let s3 = |l: &Layout| [l.strides[0] as i64, l.strides[1] as i64, l.strides[2] as i64];
+    let s3 = |l: &Layout| {
+        [
+            l.strides[0] as i64,
+            l.strides[1] as i64,
+            l.strides[2] as i64,
+        ]
+    };
     let mut z = MM {
         bs: a.layout.shape[0] as i64,
         m: a.layout.shape[1] as i64,
@@ -253,5 +333,15 @@ fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
     ];
     // SAFETY: the parameters match `imm(char*, const char*, const char*, MM)`;
     // indices stay below each operand's shape, so addresses lie in its layout.
-    unsafe { launch_raw(dev, &key, f, (grid, 1, 1), (256, 1, 1), dev.stream(), &mut params) }
+    unsafe {
+        launch_raw(
+            dev,
+            &key,
+            f,
+            (grid, 1, 1),
+            (256, 1, 1),
+            dev.stream(),
+            &mut params,
+        )
+    }
 }

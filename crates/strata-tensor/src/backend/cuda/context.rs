@@ -40,7 +40,11 @@ unsafe impl Send for Function {}
 unsafe impl Sync for Function {}
 
 /// A device failure with the driver's words.
-pub(crate) fn failure(device: Device, op: impl Into<String>, message: impl Into<String>) -> TensorError {
+pub(crate) fn failure(
+    device: Device,
+    op: impl Into<String>,
+    message: impl Into<String>,
+) -> TensorError {
     TensorError::DeviceFailure {
         device,
         op: op.into(),
@@ -72,7 +76,11 @@ pub(crate) fn describe(r: sys::CUresult) -> String {
             None
         } else {
             // SAFETY: non-null pointers from cuGetError* point to static C strings.
-            Some(unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+            Some(
+                unsafe { std::ffi::CStr::from_ptr(p) }
+                    .to_string_lossy()
+                    .into_owned(),
+            )
         }
     };
     match (read(name), read(text)) {
@@ -95,7 +103,9 @@ pub(crate) fn guarded<T>(device: Device, op: &str, f: impl FnOnce() -> Result<T>
             Err(failure(
                 device,
                 op,
-                format!("a CUDA library could not be used (missing library or entry point?): {msg}"),
+                format!(
+                    "a CUDA library could not be used (missing library or entry point?): {msg}"
+                ),
             ))
         }
     }
@@ -173,12 +183,21 @@ thread_local! {
 /// The current stream of GPU `ordinal` on this thread (the legacy default
 /// stream unless set).
 pub(crate) fn current_stream_id(ordinal: usize) -> StreamId {
-    CURRENT.with(|c| c.borrow().get(&ordinal).copied().unwrap_or(StreamId::DEFAULT))
+    CURRENT.with(|c| {
+        c.borrow()
+            .get(&ordinal)
+            .copied()
+            .unwrap_or(StreamId::DEFAULT)
+    })
 }
 
 /// Sets the current stream of GPU `ordinal` on this thread; returns the previous one.
 pub(crate) fn set_current_stream_id(ordinal: usize, s: StreamId) -> StreamId {
-    CURRENT.with(|c| c.borrow_mut().insert(ordinal, s).unwrap_or(StreamId::DEFAULT))
+    CURRENT.with(|c| {
+        c.borrow_mut()
+            .insert(ordinal, s)
+            .unwrap_or(StreamId::DEFAULT)
+    })
 }
 
 /// The raw stream handle.

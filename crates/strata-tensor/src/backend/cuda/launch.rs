@@ -114,7 +114,8 @@ pub(crate) unsafe fn launch_raw(
                 std::ptr::null_mut(),
             )
         };
-        cu(device, "cuLaunchKernel", r).map_err(|e| failure(device, format!("launch {what}"), e.to_string()))
+        cu(device, "cuLaunchKernel", r)
+            .map_err(|e| failure(device, format!("launch {what}"), e.to_string()))
     })
 }
 
@@ -147,14 +148,13 @@ pub(crate) fn elementwise(
     let (td, tr) = tile_geometry();
     let key = format!(
         "ew:{name}:{}:t{td}x{tr}",
-        args.iter().map(|a| tag(a.dtype)).collect::<Vec<_>>().join(",")
+        args.iter()
+            .map(|a| tag(a.dtype))
+            .collect::<Vec<_>>()
+            .join(",")
     );
-    let funcs = super::nvrtc::functions(
-        dev,
-        &key,
-        || ew::source(tys, nin, v, &body()),
-        &ew::NAMES,
-    )?;
+    let funcs =
+        super::nvrtc::functions(dev, &key, || ew::source(tys, nin, v, &body()), &ew::NAMES)?;
     let p = plan(&args);
     let nd = p.shape.len();
     if nd > MAXD {
@@ -182,11 +182,11 @@ pub(crate) fn elementwise(
         }
     }
     let stream = dev.stream();
-    let what = format!("{key}");
+    let what = key.clone();
     let mut prm = prm;
     let [mut p0, mut p1, mut p2, mut p3] = ptrs;
-    let contiguous = nd <= 1
-        && (0..args.len()).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
+    let contiguous =
+        nd <= 1 && (0..args.len()).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
     if contiguous {
         let mut n64 = n as i64;
         let aligned = (0..args.len()).all(|i| ptrs[i] % (v as u64 * sizes[i] as u64) == 0);
@@ -198,7 +198,11 @@ pub(crate) fn elementwise(
         let span = (BLOCK * UNROLL * w) as u64;
         let blocks = (n as u64).div_ceil(span);
         let grid = u32::try_from(blocks).map_err(|_| {
-            failure(dev.device(), format!("launch {name}"), format!("{n} elements are too many for one launch"))
+            failure(
+                dev.device(),
+                format!("launch {name}"),
+                format!("{n} elements are too many for one launch"),
+            )
         })?;
         let mut params: [*mut c_void; 6] = [
             (&mut p0) as *mut u64 as *mut c_void,
@@ -212,12 +216,25 @@ pub(crate) fn elementwise(
         // char*, const char*, i64, Params)`; every operand is contiguous with n
         // elements from its base pointer inside its storage (the caller's layouts
         // are checked against their storages), and unused inputs are never read.
-        return unsafe { launch_raw(dev, &what, f, (grid, 1, 1), (BLOCK, 1, 1), stream, &mut params) };
+        return unsafe {
+            launch_raw(
+                dev,
+                &what,
+                f,
+                (grid, 1, 1),
+                (BLOCK, 1, 1),
+                stream,
+                &mut params,
+            )
+        };
     }
     let n0 = p.shape[0];
     if let Some(k) = p.tile_dim.filter(|&k| p.shape[k] > 1 && n0 > 1) {
         meta.tile = k as i32;
-        meta.outer = (1..nd).filter(|&d| d != k).map(|d| p.shape[d] as i64).product();
+        meta.outer = (1..nd)
+            .filter(|&d| d != k)
+            .map(|d| p.shape[d] as i64)
+            .product();
         let (td, tr) = tile_geometry();
         let tiles = (n0 as u64).div_ceil(td as u64)
             * (p.shape[k] as u64).div_ceil(td as u64)
@@ -235,13 +252,21 @@ pub(crate) fn elementwise(
         // Params)`; the plan's sizes and byte strides describe each operand's
         // own layout, so every address computed lies inside its storage.
         return unsafe {
-            launch_raw(dev, &what, funcs[5], (grid, 1, 1), (32, tr, 1), stream, &mut params)
+            launch_raw(
+                dev,
+                &what,
+                funcs[5],
+                (grid, 1, 1),
+                (32, tr, 1),
+                stream,
+                &mut params,
+            )
         };
     }
     if n0 >= 64 {
         meta.outer = (1..nd).map(|d| p.shape[d] as i64).product();
         let vec_ok = v > 1
-            && n0 % v as usize == 0
+            && n0.is_multiple_of(v as usize)
             && (0..args.len()).all(|i| {
                 let s0 = meta.st[i][0];
                 let unit = v as i64 * sizes[i] as i64;
@@ -253,7 +278,11 @@ pub(crate) fn elementwise(
         let (f, w) = if vec_ok { (funcs[2], v) } else { (funcs[3], 1) };
         let gx = (n0 as u64).div_ceil((BLOCK * UNROLL * w) as u64);
         let gx = u32::try_from(gx).map_err(|_| {
-            failure(dev.device(), format!("launch {name}"), format!("a dim of {n0} elements is too long for one launch"))
+            failure(
+                dev.device(),
+                format!("launch {name}"),
+                format!("a dim of {n0} elements is too long for one launch"),
+            )
         })?;
         let gy = meta.outer.clamp(1, 65535) as u32;
         let mut params: [*mut c_void; 6] = [
@@ -267,10 +296,23 @@ pub(crate) fn elementwise(
         // SAFETY: the parameters match `rows_*(char*, const char* x3, Meta,
         // Params)`; addresses come from each operand's own sizes and strides;
         // the vector path is taken only when every access it makes is aligned.
-        return unsafe { launch_raw(dev, &what, f, (gx, gy, 1), (BLOCK, 1, 1), stream, &mut params) };
+        return unsafe {
+            launch_raw(
+                dev,
+                &what,
+                f,
+                (gx, gy, 1),
+                (BLOCK, 1, 1),
+                stream,
+                &mut params,
+            )
+        };
     }
     let mut n64 = n as i64;
-    let blocks = (n as u64).div_ceil(BLOCK as u64).min(dev.sm_count as u64 * 16).max(1) as u32;
+    let blocks = (n as u64)
+        .div_ceil(BLOCK as u64)
+        .min(dev.sm_count as u64 * 16)
+        .max(1) as u32;
     let mut params: [*mut c_void; 7] = [
         (&mut p0) as *mut u64 as *mut c_void,
         (&mut p1) as *mut u64 as *mut c_void,
@@ -282,5 +324,15 @@ pub(crate) fn elementwise(
     ];
     // SAFETY: the parameters match `general(char*, const char* x3, Meta, i64,
     // Params)`; addresses come from each operand's own sizes and strides.
-    unsafe { launch_raw(dev, &what, funcs[4], (blocks, 1, 1), (BLOCK, 1, 1), stream, &mut params) }
+    unsafe {
+        launch_raw(
+            dev,
+            &what,
+            funcs[4],
+            (blocks, 1, 1),
+            (BLOCK, 1, 1),
+            stream,
+            &mut params,
+        )
+    }
 }

@@ -37,7 +37,11 @@ pub(crate) static CUDA: CudaBackend = CudaBackend;
 pub(crate) fn device_of(s: &Storage) -> Result<&'static CudaDevice> {
     match s.device() {
         Device::Cuda(n) => CudaDevice::get(n),
-        d => Err(failure(d, "CUDA kernel", "the storage is not on a CUDA device")),
+        d => Err(failure(
+            d,
+            "CUDA kernel",
+            "the storage is not on a CUDA device",
+        )),
     }
 }
 
@@ -104,19 +108,36 @@ impl Backend for CudaBackend {
             return Err(failure(
                 out.storage.device(),
                 "copy",
-                format!("the source is on {}; use Tensor::to to move tensors between devices", src.storage.device()),
+                format!(
+                    "the source is on {}; use Tensor::to to move tensors between devices",
+                    src.storage.device()
+                ),
             ));
         }
         let dev = device_of(out.storage)?;
         let (s, d) = (src.dtype, out.dtype);
-        elementwise(dev, "copy", || ops::cast(s, d), out, &[src], Params::default())
+        elementwise(
+            dev,
+            "copy",
+            || ops::cast(s, d),
+            out,
+            &[src],
+            Params::default(),
+        )
     }
 
     fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         let dev = device_of(out.storage)?;
         let d = a.dtype;
         let name = format!("binary_{op:?}");
-        elementwise(dev, &name, || ops::binary(op, d, false), out, &[a, b], Params::default())
+        elementwise(
+            dev,
+            &name,
+            || ops::binary(op, d, false),
+            out,
+            &[a, b],
+            Params::default(),
+        )
     }
 
     fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) -> Result<()> {
@@ -165,12 +186,26 @@ impl Backend for CudaBackend {
             layout: out.layout.clone(),
             dtype: out.dtype,
         };
-        elementwise(dev, "addcmul", || ops::addcmul(d), out, &[&self_in, t1, t2], prm)
+        elementwise(
+            dev,
+            "addcmul",
+            || ops::addcmul(d),
+            out,
+            &[&self_in, t1, t2],
+            prm,
+        )
     }
 
     fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         let dev = device_of(out.storage)?;
-        elementwise(dev, "where", ops::where_, out, &[cond, a, b], Params::default())
+        elementwise(
+            dev,
+            "where",
+            ops::where_,
+            out,
+            &[cond, a, b],
+            Params::default(),
+        )
     }
 
     fn reduce(
@@ -197,6 +232,11 @@ impl Backend for CudaBackend {
 
     fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
         let dev = device_of(src)?;
-        transfer::device_to_host(dev, out, src.allocation().ptr() + offset as u64, dev.stream())
+        transfer::device_to_host(
+            dev,
+            out,
+            src.allocation().ptr() + offset as u64,
+            dev.stream(),
+        )
     }
 }

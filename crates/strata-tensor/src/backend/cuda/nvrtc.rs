@@ -58,7 +58,13 @@ pub fn search_dirs() -> Vec<PathBuf> {
             prefixes.push(p.into());
         }
     }
-    for p in ["/opt/torch/.venv", "/opt/conda", "/opt/venv", "/usr/local", "/usr"] {
+    for p in [
+        "/opt/torch/.venv",
+        "/opt/conda",
+        "/opt/venv",
+        "/usr/local",
+        "/usr",
+    ] {
         prefixes.push(p.into());
     }
     if let Ok(h) = std::env::var("HOME") {
@@ -150,7 +156,10 @@ fn preload(
             }
             match keep(&cand) {
                 Ok(()) if present() => return Ok(()),
-                Ok(()) => tried.push(format!("{} (loaded, but not by its SONAME)", cand.display())),
+                Ok(()) => tried.push(format!(
+                    "{} (loaded, but not by its SONAME)",
+                    cand.display()
+                )),
                 Err(e) => tried.push(e),
             }
         }
@@ -231,7 +240,8 @@ pub(crate) fn compile(dev: &CudaDevice, name: &str, src: &str, arch: &str) -> Re
     let op = format!("NVRTC compile of {name}");
     let cubin = guarded(device, &op, || {
         let csrc = CString::new(src).map_err(|e| failure(device, &op, e.to_string()))?;
-        let cname = CString::new(format!("{name}.cu")).map_err(|e| failure(device, &op, e.to_string()))?;
+        let cname =
+            CString::new(format!("{name}.cu")).map_err(|e| failure(device, &op, e.to_string()))?;
         let prog = cudarc::nvrtc::result::create_program(&csrc, Some(&cname))
             .map_err(|e| failure(device, &op, format!("{e:?}")))?;
         let opts = vec![
@@ -263,7 +273,8 @@ pub(crate) fn compile(dev: &CudaDevice, name: &str, src: &str, arch: &str) -> Re
                 // SAFETY: `prog` is live; the log is read before it is destroyed.
                 let log = unsafe { cudarc::nvrtc::result::get_program_log(prog) }
                     .map(|l| {
-                        let bytes: Vec<u8> = l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+                        let bytes: Vec<u8> =
+                            l.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
                         String::from_utf8_lossy(&bytes).into_owned()
                     })
                     .unwrap_or_default();
@@ -300,7 +311,11 @@ pub(crate) fn functions(
     let fkey = |n: &str| format!("{name}/{n}");
     {
         let m = dev.functions.lock();
-        if let Some(v) = names.iter().map(|n| m.get(&fkey(n)).copied()).collect::<Option<Vec<_>>>() {
+        if let Some(v) = names
+            .iter()
+            .map(|n| m.get(&fkey(n)).copied())
+            .collect::<Option<Vec<_>>>()
+        {
             return Ok(v);
         }
     }
@@ -319,7 +334,8 @@ pub(crate) fn functions(
         names
             .iter()
             .map(|n| {
-                let cn = CString::new(*n).map_err(|e| failure(device, "cuModuleGetFunction", e.to_string()))?;
+                let cn = CString::new(*n)
+                    .map_err(|e| failure(device, "cuModuleGetFunction", e.to_string()))?;
                 let mut f: sys::CUfunction = std::ptr::null_mut();
                 // SAFETY: `module` was loaded above; `cn` is a NUL-terminated name.
                 cu(device, "cuModuleGetFunction", unsafe {

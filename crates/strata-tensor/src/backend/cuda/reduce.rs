@@ -29,7 +29,10 @@ pub(crate) fn reduce(
         return Err(failure(
             dev.device(),
             "reduce",
-            format!("{} dims exceed the reduction kernel's limit of {MAXD}", l.ndim()),
+            format!(
+                "{} dims exceed the reduction kernel's limit of {MAXD}",
+                l.ndim()
+            ),
         ));
     }
     let nout: usize = kept.iter().map(|&d| l.shape[d]).product();

@@ -39,8 +39,9 @@ pub(crate) fn staging_allocator(dev: &CudaDevice) -> Arc<CudaPinnedAllocator> {
     static M: OnceLock<Mutex<HashMap<usize, Arc<CudaPinnedAllocator>>>> = OnceLock::new();
     let mut m = M.get_or_init(|| Mutex::new(HashMap::new())).lock();
     Arc::clone(
-        m.entry(dev.ordinal)
-            .or_insert_with(|| PinnedAllocator::new(CudaPinnedBackend::new(Arc::clone(&dev.driver)))),
+        m.entry(dev.ordinal).or_insert_with(|| {
+            PinnedAllocator::new(CudaPinnedBackend::new(Arc::clone(&dev.driver)))
+        }),
     )
 }
 
@@ -87,7 +88,11 @@ struct Ring {
 impl Ring {
     fn new(dev: &CudaDevice) -> Result<Ring> {
         let events = (0..RING)
-            .map(|_| dev.driver.create_event().map_err(|e| failure(dev.device(), "cuEventCreate", e.to_string())))
+            .map(|_| {
+                dev.driver
+                    .create_event()
+                    .map_err(|e| failure(dev.device(), "cuEventCreate", e.to_string()))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Ring {
             events,
@@ -127,7 +132,13 @@ impl Ring {
 /// # Safety
 /// `src` must be readable for `len` bytes until the copy has consumed it, and
 /// `dst..dst + len` must be device memory of `dev` that nothing else uses.
-unsafe fn htod_async(dev: &CudaDevice, dst: DevicePtr, src: *const u8, len: usize, stream: StreamId) -> Result<()> {
+unsafe fn htod_async(
+    dev: &CudaDevice,
+    dst: DevicePtr,
+    src: *const u8,
+    len: usize,
+    stream: StreamId,
+) -> Result<()> {
     let device = dev.device();
     guarded(device, "cuMemcpyHtoDAsync_v2", || {
         // SAFETY: guaranteed by the caller.
@@ -142,7 +153,13 @@ unsafe fn htod_async(dev: &CudaDevice, dst: DevicePtr, src: *const u8, len: usiz
 /// # Safety
 /// `dst` must be writable for `len` bytes and unused by the host until the
 /// copy has completed; `src..src + len` must be device memory of `dev`.
-unsafe fn dtoh_async(dev: &CudaDevice, dst: *mut u8, src: DevicePtr, len: usize, stream: StreamId) -> Result<()> {
+unsafe fn dtoh_async(
+    dev: &CudaDevice,
+    dst: *mut u8,
+    src: DevicePtr,
+    len: usize,
+    stream: StreamId,
+) -> Result<()> {
     let device = dev.device();
     guarded(device, "cuMemcpyDtoHAsync_v2", || {
         // SAFETY: guaranteed by the caller.
@@ -161,7 +178,12 @@ pub(crate) fn sync_stream(dev: &CudaDevice, stream: StreamId) -> Result<()> {
 
 /// Copies `src` to device address `dst` on `stream`. When this returns, `src`
 /// may be reused (pinned sources are waited for; pageable ones were staged).
-pub(crate) fn host_to_device(dev: &CudaDevice, dst: DevicePtr, src: &[u8], stream: StreamId) -> Result<()> {
+pub(crate) fn host_to_device(
+    dev: &CudaDevice,
+    dst: DevicePtr,
+    src: &[u8],
+    stream: StreamId,
+) -> Result<()> {
     if src.is_empty() {
         return Ok(());
     }
@@ -181,13 +203,22 @@ pub(crate) fn host_to_device(dev: &CudaDevice, dst: DevicePtr, src: &[u8], strea
 }
 
 /// H2D from pageable memory through the pinned staging ring.
-pub(crate) fn staged_htod(dev: &CudaDevice, dst: DevicePtr, src: &[u8], stream: StreamId) -> Result<()> {
+pub(crate) fn staged_htod(
+    dev: &CudaDevice,
+    dst: DevicePtr,
+    src: &[u8],
+    stream: StreamId,
+) -> Result<()> {
     let device = dev.device();
     let alloc = staging_allocator(dev);
     let nchunks = src.len().div_ceil(CHUNK);
     let slots = RING.min(nchunks);
     let mut bufs = (0..slots)
-        .map(|_| alloc.allocate(CHUNK as u64).map_err(|e| failure(device, "pinned staging buffer", e.to_string())))
+        .map(|_| {
+            alloc
+                .allocate(CHUNK as u64)
+                .map_err(|e| failure(device, "pinned staging buffer", e.to_string()))
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut ring = Ring::new(dev)?;
     let mut result = Ok(());
@@ -204,8 +235,16 @@ pub(crate) fn staged_htod(dev: &CudaDevice, dst: DevicePtr, src: &[u8], stream: 
         // SAFETY: the staging buffer stays allocated until its event (recorded
         // below, and via record_stream) completes; `dst + offset` lies in the
         // caller's device range.
-        let r = unsafe { htod_async(dev, dst + (i * CHUNK) as u64, bufs[slot].as_ptr(), piece.len(), stream) }
-            .and_then(|_| ring.record(dev, slot, stream));
+        let r = unsafe {
+            htod_async(
+                dev,
+                dst + (i * CHUNK) as u64,
+                bufs[slot].as_ptr(),
+                piece.len(),
+                stream,
+            )
+        }
+        .and_then(|_| ring.record(dev, slot, stream));
         if let Err(e) = r {
             result = Err(e);
             break;
@@ -227,7 +266,12 @@ pub(crate) fn staged_htod(dev: &CudaDevice, dst: DevicePtr, src: &[u8], stream: 
 }
 
 /// Copies device address `src` to `out` on `stream`, waiting for the copy.
-pub(crate) fn device_to_host(dev: &CudaDevice, out: &mut [u8], src: DevicePtr, stream: StreamId) -> Result<()> {
+pub(crate) fn device_to_host(
+    dev: &CudaDevice,
+    out: &mut [u8],
+    src: DevicePtr,
+    stream: StreamId,
+) -> Result<()> {
     if out.is_empty() {
         return Ok(());
     }
@@ -241,22 +285,42 @@ pub(crate) fn device_to_host(dev: &CudaDevice, out: &mut [u8], src: DevicePtr, s
 }
 
 /// D2H into pageable memory through the pinned staging ring.
-pub(crate) fn staged_dtoh(dev: &CudaDevice, out: &mut [u8], src: DevicePtr, stream: StreamId) -> Result<()> {
+pub(crate) fn staged_dtoh(
+    dev: &CudaDevice,
+    out: &mut [u8],
+    src: DevicePtr,
+    stream: StreamId,
+) -> Result<()> {
     let device = dev.device();
     let alloc = staging_allocator(dev);
     let len = out.len();
     let nchunks = len.div_ceil(CHUNK);
     let slots = RING.min(nchunks);
     let mut bufs = (0..slots)
-        .map(|_| alloc.allocate(CHUNK as u64).map_err(|e| failure(device, "pinned staging buffer", e.to_string())))
+        .map(|_| {
+            alloc
+                .allocate(CHUNK as u64)
+                .map_err(|e| failure(device, "pinned staging buffer", e.to_string()))
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut ring = Ring::new(dev)?;
     let piece_len = |i: usize| CHUNK.min(len - i * CHUNK);
-    let issue = |i: usize, bufs: &mut Vec<strata_alloc::pinned::PinnedBuffer<CudaPinnedBackend>>, ring: &mut Ring| -> Result<()> {
+    let issue = |i: usize,
+                 bufs: &mut Vec<strata_alloc::pinned::PinnedBuffer<CudaPinnedBackend>>,
+                 ring: &mut Ring|
+     -> Result<()> {
         let slot = i % slots;
         // SAFETY: the slot's buffer is not read by the host until its event
         // (recorded next) has been waited for.
-        unsafe { dtoh_async(dev, bufs[slot].as_mut_ptr(), src + (i * CHUNK) as u64, piece_len(i), stream)? };
+        unsafe {
+            dtoh_async(
+                dev,
+                bufs[slot].as_mut_ptr(),
+                src + (i * CHUNK) as u64,
+                piece_len(i),
+                stream,
+            )?
+        };
         ring.record(dev, slot, stream)
     };
     let mut result = Ok(());
@@ -368,7 +432,11 @@ impl Driver for PinnedHostDriver {
     fn destroy_event(&self, event: EventHandle) -> std::result::Result<(), DriverError> {
         self.dev.driver.destroy_event(event)
     }
-    fn record_event(&self, event: EventHandle, stream: StreamId) -> std::result::Result<(), DriverError> {
+    fn record_event(
+        &self,
+        event: EventHandle,
+        stream: StreamId,
+    ) -> std::result::Result<(), DriverError> {
         self.dev.driver.record_event(event, stream)
     }
     fn query_event(&self, event: EventHandle) -> std::result::Result<bool, DriverError> {
@@ -408,7 +476,12 @@ pub(crate) fn pinned_tensor_allocator_if_open() -> Option<Arc<CachingAllocator>>
 /// Queues an H2D copy from pinned `src` on `stream` and returns at once; the
 /// caller keeps `src`'s memory from reuse until the copy has run
 /// (`record_stream` on its pinned allocation).
-pub(crate) fn htod_pinned_async(dev: &CudaDevice, dst: DevicePtr, src: &[u8], stream: StreamId) -> Result<()> {
+pub(crate) fn htod_pinned_async(
+    dev: &CudaDevice,
+    dst: DevicePtr,
+    src: &[u8],
+    stream: StreamId,
+) -> Result<()> {
     if src.is_empty() {
         return Ok(());
     }
@@ -420,7 +493,12 @@ pub(crate) fn htod_pinned_async(dev: &CudaDevice, dst: DevicePtr, src: &[u8], st
 
 /// Queues a D2H copy into pinned `dst` on `stream` and returns at once; `dst`
 /// is complete once the stream has been synchronised.
-pub(crate) fn dtoh_pinned_async(dev: &CudaDevice, dst: &mut [u8], src: DevicePtr, stream: StreamId) -> Result<()> {
+pub(crate) fn dtoh_pinned_async(
+    dev: &CudaDevice,
+    dst: &mut [u8],
+    src: DevicePtr,
+    stream: StreamId,
+) -> Result<()> {
     if dst.is_empty() {
         return Ok(());
     }

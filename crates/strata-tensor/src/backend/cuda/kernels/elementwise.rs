@@ -45,7 +45,9 @@ pub(crate) const TILE: u32 = 32;
 pub(crate) const TILE_ROWS: u32 = 4;
 
 /// Kernel names in the module, in this order.
-pub(crate) const NAMES: [&str; 6] = ["contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled"];
+pub(crate) const NAMES: [&str; 6] = [
+    "contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled",
+];
 
 /// The module's source: storage types of the output and up to three inputs
 /// (unused inputs are `u8`), the number of inputs, the vector width and the body.

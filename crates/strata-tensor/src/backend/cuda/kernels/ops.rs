@@ -157,12 +157,7 @@ pub(crate) fn cast(s: DType, d: DType) -> String {
 pub(crate) fn addcmul(d: DType) -> String {
     let c = compute_ty(d);
     let v = scalar(d, 0);
-    let prod = arith(
-        BinaryOp::Mul,
-        d,
-        &arith(BinaryOp::Mul, d, "v", "a"),
-        "b",
-    );
+    let prod = arith(BinaryOp::Mul, d, &arith(BinaryOp::Mul, d, "v", "a"), "b");
     let sum = arith(BinaryOp::Add, d, "x", &prod);
     format!(
         "const {c} v = {v}; const {c} x = {}; const {c} a = {}; const {c} b = {}; return {};",
