@@ -8,8 +8,10 @@ use rayon::prelude::*;
 /// Below this many elements an op runs on the calling thread.
 pub(crate) const PARALLEL_THRESHOLD: usize = 1 << 16;
 
-/// Block edge (in elements) of tiled loops along dim 0 and the tile dim.
-const TILE: usize = 64;
+/// Block edges (in elements) of tiled loops along dim 0 and the tile dim;
+/// chosen by measurement on f32 4096 x 4096 (`a.add_(&b.t())`).
+const TILE0: usize = 64;
+const TILEK: usize = 128;
 
 /// Base pointers of the operands, sendable to worker threads.
 #[derive(Clone, Copy)]
@@ -57,14 +59,25 @@ where
     let threads = rayon::current_num_threads();
     if numel < PARALLEL_THRESHOLD || threads < 2 {
         // SAFETY: forwarded contract.
-        unsafe { run_serial(&plan.shape, &plan.strides, plan.tile_dim, base, &kernel) };
+        unsafe {
+            run_serial(
+                &plan.shape,
+                &plan.strides,
+                plan.tile_dim,
+                plan.elem_sizes,
+                base,
+                &kernel,
+            )
+        };
         return;
     }
     let outer = plan.ndim() - 1;
     let size = plan.shape[outer];
     // Chunks aligned to tiles where the outer dim is tiled or is the only dim.
-    let align = if plan.tile_dim == Some(outer) || outer == 0 {
-        TILE
+    let align = if plan.tile_dim == Some(outer) {
+        TILEK
+    } else if outer == 0 {
+        64
     } else {
         1
     };
@@ -79,7 +92,16 @@ where
         let p = offset(ptrs.get(), &plan.strides[outer], lo);
         // SAFETY: the chunk is a sub-range of the outer dim, so its addresses
         // are a subset of the plan's; chunks write disjoint output elements.
-        unsafe { run_serial(&shape, &plan.strides, plan.tile_dim, p, &kernel) };
+        unsafe {
+            run_serial(
+                &shape,
+                &plan.strides,
+                plan.tile_dim,
+                plan.elem_sizes,
+                p,
+                &kernel,
+            )
+        };
     });
 }
 
@@ -89,6 +111,7 @@ unsafe fn run_serial<const N: usize, F>(
     shape: &[usize],
     strides: &[[isize; N]],
     tile_dim: Option<usize>,
+    elem_sizes: [usize; N],
     base: [*mut u8; N],
     kernel: &F,
 ) where
@@ -103,21 +126,97 @@ unsafe fn run_serial<const N: usize, F>(
             });
         }
         Some(k) => {
+            // Operands that step by one element along the tile dim (not dim 0)
+            // are transposed block by block into a small buffer, read along
+            // their own fast dim, so the kernel sees contiguous rows for them.
+            let es: [isize; N] = elem_sizes.map(|e| e as isize);
+            let staged: Vec<usize> = (1..N)
+                .filter(|&i| {
+                    matches!(es[i], 1 | 2 | 4 | 8)
+                        && strides[0][i] != es[i]
+                        && strides[k][i] == es[i]
+                })
+                .collect();
+            let (t0, tk) = (TILE0, TILEK);
+            let area = t0 * tk;
+            let mut buf = vec![0u64; staged.len() * area];
             let outer: Vec<usize> = (1..nd).filter(|&d| d != k).collect();
             let (n0, nk) = (shape[0], shape[k]);
             for_each_outer(shape, strides, &outer, base, |p| {
-                for kb in (0..nk).step_by(TILE) {
-                    let ke = (kb + TILE).min(nk);
-                    for ib in (0..n0).step_by(TILE) {
-                        let len = TILE.min(n0 - ib);
-                        let pi = offset(p, &strides[0], ib);
-                        for j in kb..ke {
-                            kernel(len, offset(pi, &strides[k], j), strides[0]);
+                let mut tile = |ib: usize, kb: usize| {
+                    let len = t0.min(n0 - ib);
+                    let klen = tk.min(nk - kb);
+                    let pi = offset(offset(p, &strides[0], ib), &strides[k], kb);
+                    let mut row_strides = strides[0];
+                    for (slot, &i) in staged.iter().enumerate() {
+                        let b = buf[slot * area..].as_mut_ptr() as *mut u8;
+                        // SAFETY: the source block lies inside operand i's
+                        // rows (indices < len, klen); the buffer holds
+                        // t0 * tk elements of at most 8 bytes.
+                        unsafe { stage(b, t0, pi[i], strides[0][i], es[i], len, klen) };
+                        row_strides[i] = es[i];
+                    }
+                    for j in 0..klen {
+                        let mut pj = offset(pi, &strides[k], j);
+                        for (slot, &i) in staged.iter().enumerate() {
+                            let b = buf[slot * area..].as_mut_ptr() as *mut u8;
+                            pj[i] = b.wrapping_add(j * t0 * es[i] as usize);
                         }
+                        kernel(len, pj, row_strides);
+                    }
+                };
+                for kb in (0..nk).step_by(tk) {
+                    for ib in (0..n0).step_by(t0) {
+                        tile(ib, kb);
                     }
                 }
             });
         }
+    }
+}
+
+/// Copies a `len` x `klen` block (rows `src + r * row_stride`, elements of
+/// `es` bytes contiguous within a row) into `buf` transposed: element (r, c)
+/// goes to `buf[c * t0 + r]`.
+///
+/// # Safety
+/// The block must be readable and `buf` must hold `klen * t0` elements.
+unsafe fn stage(
+    buf: *mut u8,
+    t0: usize,
+    src: *mut u8,
+    row_stride: isize,
+    es: isize,
+    len: usize,
+    klen: usize,
+) {
+    // 8 x 8 micro-blocks: the 8 source rows and the 8 buffer rows in flight
+    // stay in L1 and in distinct cache sets whatever the source stride.
+    const MB: usize = 8;
+    macro_rules! go {
+        ($t:ty) => {{
+            let b = buf as *mut $t;
+            for rb in (0..len).step_by(MB) {
+                let re = (rb + MB).min(len);
+                for cb in (0..klen).step_by(MB) {
+                    let ce = (cb + MB).min(klen);
+                    for r in rb..re {
+                        // SAFETY: forwarded contract.
+                        let row = unsafe { src.offset(r as isize * row_stride) } as *const $t;
+                        for c in cb..ce {
+                            // SAFETY: forwarded contract.
+                            unsafe { *b.add(c * t0 + r) = *row.add(c) };
+                        }
+                    }
+                }
+            }
+        }};
+    }
+    match es {
+        1 => go!(u8),
+        2 => go!(u16),
+        4 => go!(u32),
+        _ => go!(u64),
     }
 }
 
