@@ -63,6 +63,7 @@ fn shown(size: usize, summarise: bool) -> Vec<Option<usize>> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_dim(
     out: &mut String,
     strs: &[String],

@@ -168,7 +168,8 @@ fn binary_ops_match_cpu_on_random_layouts() -> Result<()> {
         let (ga, gb) = (twin(&a, &abase, dev)?, twin(&b, &bbase, dev)?);
         let what = format!("case {case} {dtype} [{r},{c}] kinds {ka}/{kb}");
         assert_same(&format!("{what} a"), &a, &ga);
-        let ops: Vec<(&str, fn(&Tensor, &Tensor) -> Result<Tensor>)> = vec![
+        type F2 = fn(&Tensor, &Tensor) -> Result<Tensor>;
+        let ops: Vec<(&str, F2)> = vec![
             ("add", |x, y| x.add(y)),
             ("mul", |x, y| x.mul(y)),
             ("div", |x, y| x.div(y)),
