@@ -25,7 +25,11 @@ fn bench(c: &mut Criterion) {
         );
         return;
     }
-    let n: usize = if device == strata_tensor::Device::Cpu { 1 << 12 } else { 1 << 14 };
+    let n: usize = if device == strata_tensor::Device::Cpu {
+        1 << 12
+    } else {
+        1 << 14
+    };
     let elems = (n * n) as u64;
     let f = 4u64;
     let sync = || cuda::synchronize(device).unwrap();

@@ -143,7 +143,7 @@ impl Tensor {
                         .record_stream(stream)
                         .map_err(TensorError::from)?;
                 } else {
-                    transfer::host_to_device(dev, dst, bytes, stream)?;
+                    transfer::host_to_device(dev, dst, bytes, src.is_pinned(), stream)?;
                 }
                 drop(g);
                 Ok(out)
@@ -170,7 +170,7 @@ impl Tensor {
                         .record_stream(stream)
                         .map_err(TensorError::from)?;
                 } else {
-                    transfer::device_to_host(dev, bytes, from, stream)?;
+                    transfer::device_to_host(dev, bytes, from, false, stream)?;
                 }
                 drop(g);
                 Ok(out)

@@ -227,7 +227,7 @@ impl Backend for CudaBackend {
 
     fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()> {
         let dev = device_of(dst)?;
-        transfer::host_to_device(dev, dst.allocation().ptr(), bytes, dev.stream())
+        transfer::host_to_device(dev, dst.allocation().ptr(), bytes, false, dev.stream())
     }
 
     fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
@@ -236,6 +236,7 @@ impl Backend for CudaBackend {
             dev,
             out,
             src.allocation().ptr() + offset as u64,
+            false,
             dev.stream(),
         )
     }

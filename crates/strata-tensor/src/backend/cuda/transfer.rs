@@ -45,28 +45,6 @@ pub(crate) fn staging_allocator(dev: &CudaDevice) -> Arc<CudaPinnedAllocator> {
     )
 }
 
-/// Whether `ptr` is page-locked host memory known to CUDA.
-pub(crate) fn is_pinned(dev: &CudaDevice, ptr: *const u8) -> bool {
-    if ptr.is_null() || dev.bind().is_err() {
-        return false;
-    }
-    guarded(dev.device(), "cuPointerGetAttribute", || {
-        let mut ty: u32 = 0;
-        // SAFETY: `ty` is a valid out-pointer of the attribute's size (an
-        // unsigned int); querying an unknown (pageable) address only returns an
-        // error code, which is not sticky.
-        let r = unsafe {
-            sys::cuPointerGetAttribute(
-                (&mut ty) as *mut u32 as *mut c_void,
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                ptr as usize as sys::CUdeviceptr,
-            )
-        };
-        Ok(r == sys::CUresult::CUDA_SUCCESS && ty == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32)
-    })
-    .unwrap_or(false)
-}
-
 /// Host memory copy over the thread pool (pieces of 1 MiB).
 fn par_copy(dst: &mut [u8], src: &[u8]) {
     const PIECE: usize = 1 << 20;
@@ -178,17 +156,21 @@ pub(crate) fn sync_stream(dev: &CudaDevice, stream: StreamId) -> Result<()> {
 
 /// Copies `src` to device address `dst` on `stream`. When this returns, `src`
 /// may be reused (pinned sources are waited for; pageable ones were staged).
+/// `pinned` says whether `src` is page-locked, as known from its allocator:
+/// the driver is never asked about arbitrary host pointers (it answers an
+/// unknown one with an API error, which compute-sanitizer reports).
 pub(crate) fn host_to_device(
     dev: &CudaDevice,
     dst: DevicePtr,
     src: &[u8],
+    pinned: bool,
     stream: StreamId,
 ) -> Result<()> {
     if src.is_empty() {
         return Ok(());
     }
     dev.bind()?;
-    if is_pinned(dev, src.as_ptr()) {
+    if pinned {
         // SAFETY: `src` is borrowed until the stream sync below; the caller
         // owns `dst` for `src.len()` bytes.
         unsafe { htod_async(dev, dst, src.as_ptr(), src.len(), stream)? };
@@ -265,18 +247,20 @@ pub(crate) fn staged_htod(
     result
 }
 
-/// Copies device address `src` to `out` on `stream`, waiting for the copy.
+/// Copies device address `src` to `out` on `stream`, waiting for the copy;
+/// `pinned` says whether `out` is page-locked.
 pub(crate) fn device_to_host(
     dev: &CudaDevice,
     out: &mut [u8],
     src: DevicePtr,
+    pinned: bool,
     stream: StreamId,
 ) -> Result<()> {
     if out.is_empty() {
         return Ok(());
     }
     dev.bind()?;
-    if out.len() <= SMALL || is_pinned(dev, out.as_ptr()) {
+    if out.len() <= SMALL || pinned {
         // SAFETY: `out` is borrowed mutably until the stream sync below.
         unsafe { dtoh_async(dev, out.as_mut_ptr(), src, out.len(), stream)? };
         return sync_stream(dev, stream);
