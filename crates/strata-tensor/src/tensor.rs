@@ -141,7 +141,8 @@ impl Tensor {
         self.inner.layout.is_contiguous()
     }
 
-    /// Identity of the storage (its device address); equal for all views of it.
+    /// An identity of the storage (stable while it lives), equal for all views
+    /// of it; see also [`Tensor::same_storage`].
     pub fn storage_ptr(&self) -> u64 {
         // The storage's own address, so zero-byte storages stay distinct.
         Arc::as_ptr(&self.inner.storage) as usize as u64
