@@ -81,7 +81,10 @@ fn want(o: &Opts, name: &str) -> bool {
 fn run(o: &Opts) -> Result<()> {
     let it = o.iters;
     let n: usize = 1 << 28;
-    if want(o, "copy") || want(o, "add") || want(o, "relu") || want(o, "mul") {
+    if ["copy", "add", "relu", "mul", "sum"]
+        .iter()
+        .any(|s| want(o, s))
+    {
         let a = Tensor::randn(&[1 << 20], DType::F32, 1, GPU)?
             .expand(&[256, 1 << 20])?
             .contiguous()?
@@ -114,6 +117,13 @@ fn run(o: &Opts) -> Result<()> {
                 "relu_inplace_f32",
                 8.0 * nb,
                 time_kernel(it, || a.relu_().map(drop))?,
+            );
+        }
+        if want(o, "sum_f32") {
+            report(
+                "sum_f32",
+                4.0 * nb,
+                time_kernel(it, || a.sum(None, false).map(drop))?,
             );
         }
         if want(o, "mul_scalar_inplace_f32") {

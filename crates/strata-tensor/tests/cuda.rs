@@ -481,6 +481,18 @@ fn large_transposed_and_broadcast_ops() -> Result<()> {
     s.add_(1.0)?;
     gs.add_(1.0)?;
     assert_same("step-2 slice add_", &a, &ga);
+    // Large reductions (split over several blocks per output).
+    assert_sum("sum all", &a.sum(None, false)?, &ga.sum(None, false)?);
+    assert_sum(
+        "sum dim 0",
+        &a.sum(Some(&[0]), false)?,
+        &ga.sum(Some(&[0]), false)?,
+    );
+    let (v, i) = a.max_dim(0, false)?;
+    let (gv, gi) = ga.max_dim(0, false)?;
+    assert_same("max_dim 0", &v, &gv);
+    assert_same("argmax 0", &i, &gi);
+    assert_same("min all", &a.min()?, &ga.min()?);
     // 4-D permutation (tiled with outer dims).
     let x = data(&[3, 40, 5, 70], DType::F16, 9)?;
     let gx = x.to(dev)?;

@@ -1,6 +1,8 @@
 //! Reductions: one block per output position (the kept dims, row-major), its
 //! threads folding the reduced dims (row-major positions `k`) and combining in
-//! shared memory. Max/min keep the position too: a NaN wins (the first one),
+//! shared memory. When there are few outputs and many elements each, every
+//! output is split over several blocks that write partials, and a second
+//! kernel (`combine`) folds them. Max/min keep the position too: a NaN wins (the first one),
 //! otherwise the extreme value, ties going to the first position, as on the CPU.
 
 use super::ops::{arith, scalar};
@@ -53,11 +55,39 @@ __device__ __forceinline__ bool better(C x, i64 kx, C b, i64 kb) {
   return kx < kb;
 }
 
-extern "C" __global__ void __launch_bounds__(RB) reduce(const char* in, char* vals, char* idxs, RMeta m, Params prm) {
+// Combines the block's (value, position) pairs in shared memory into sv[0], sk[0].
+__device__ __forceinline__ void block_combine(C* sv, i64* sk, int tid) {
+  __syncthreads();
+  for (int s = RB / 2; s > 0; s >>= 1) {
+    if (tid < s) {
+      if constexpr (OP <= 1) {
+        sv[tid] = add(sv[tid], sv[tid + s]);
+      } else {
+        const C x = sv[tid + s];
+        const i64 kx = sk[tid + s];
+        if (kx >= 0 && (sk[tid] < 0 || better(x, kx, sv[tid], sk[tid]))) { sv[tid] = x; sk[tid] = kx; }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+__device__ __forceinline__ void write_final(C r, i64 k, i64 o, char* vals, char* idxs, const Params& prm) {
+  if constexpr (OP == 1) r = divc(r, prm);
+  if (vals != nullptr) reinterpret_cast<T*>(vals)[o] = st(r);
+  if (idxs != nullptr) reinterpret_cast<i64*>(idxs)[o] = k;
+}
+
+// Block b reduces part (b % parts) of output (b / parts): with one part it
+// writes the result, with several it writes a partial to pv/pk for `combine`.
+extern "C" __global__ void __launch_bounds__(RB) reduce(const char* in, char* vals, char* idxs, RMeta m, Params prm,
+                                                       int parts, char* pv, char* pk) {
   __shared__ C sv[RB];
   __shared__ i64 sk[RB];
   const int tid = threadIdx.x;
-  for (i64 o = blockIdx.x; o < m.nout; o += gridDim.x) {
+  const i64 nb = m.nout * parts;
+  for (i64 b = blockIdx.x; b < nb; b += gridDim.x) {
+    const i64 o = b / parts, part = b % parts;
     i64 rem = o, base = 0;
     for (int d = m.nk - 1; d >= 0; d--) {
       base += (rem % m.ksize[d]) * m.kst[d];
@@ -65,7 +95,7 @@ extern "C" __global__ void __launch_bounds__(RB) reduce(const char* in, char* va
     }
     C acc = C(0);
     i64 bk = -1;
-    for (i64 k = tid; k < m.nred; k += RB) {
+    for (i64 k = part * RB + tid; k < m.nred; k += (i64)RB * parts) {
       i64 rr = k, off = base;
       for (int d = m.nr - 1; d >= 0; d--) {
         off += (rr % m.rsize[d]) * m.rst[d];
@@ -80,25 +110,41 @@ extern "C" __global__ void __launch_bounds__(RB) reduce(const char* in, char* va
     }
     sv[tid] = acc;
     sk[tid] = bk;
-    __syncthreads();
-    for (int s = RB / 2; s > 0; s >>= 1) {
-      if (tid < s) {
-        if constexpr (OP <= 1) {
-          sv[tid] = add(sv[tid], sv[tid + s]);
-        } else {
-          const C x = sv[tid + s];
-          const i64 kx = sk[tid + s];
-          if (kx >= 0 && (sk[tid] < 0 || better(x, kx, sv[tid], sk[tid]))) { sv[tid] = x; sk[tid] = kx; }
-        }
-      }
-      __syncthreads();
-    }
+    block_combine(sv, sk, tid);
     if (tid == 0) {
-      C r = sv[0];
-      if constexpr (OP == 1) r = divc(r, prm);
-      if (vals != nullptr) reinterpret_cast<T*>(vals)[o] = st(r);
-      if (idxs != nullptr) reinterpret_cast<i64*>(idxs)[o] = sk[0];
+      if (parts == 1) {
+        write_final(sv[0], sk[0], o, vals, idxs, prm);
+      } else {
+        reinterpret_cast<C*>(pv)[b] = sv[0];
+        reinterpret_cast<i64*>(pk)[b] = sk[0];
+      }
     }
+    __syncthreads();
+  }
+}
+
+// Second pass: one block per output folds its `parts` partials.
+extern "C" __global__ void __launch_bounds__(RB) combine(const char* pv, const char* pk, char* vals, char* idxs, i64 nout,
+                                                        int parts, Params prm) {
+  __shared__ C sv[RB];
+  __shared__ i64 sk[RB];
+  const int tid = threadIdx.x;
+  for (i64 o = blockIdx.x; o < nout; o += gridDim.x) {
+    C acc = C(0);
+    i64 bk = -1;
+    for (int q = tid; q < parts; q += RB) {
+      const C x = reinterpret_cast<const C*>(pv)[o * parts + q];
+      const i64 kx = reinterpret_cast<const i64*>(pk)[o * parts + q];
+      if constexpr (OP <= 1) {
+        acc = add(acc, x);
+      } else {
+        if (kx >= 0 && (bk < 0 || better(x, kx, acc, bk))) { acc = x; bk = kx; }
+      }
+    }
+    sv[tid] = acc;
+    sk[tid] = bk;
+    block_combine(sv, sk, tid);
+    if (tid == 0) write_final(sv[0], sk[0], o, vals, idxs, prm);
     __syncthreads();
   }
 }
