@@ -52,13 +52,32 @@ pub(crate) fn reduce(
         rsize: [1; MAXD],
         rst: [0; MAXD],
     };
-    for (i, &d) in kept.iter().enumerate() {
-        m.ksize[i] = l.shape[d] as i64;
-        m.kst[i] = l.strides[d] as i64;
+    // Merge neighbouring dims of each group that are contiguous together
+    // (row-major order is kept, so positions `k` and outputs `o` are unchanged).
+    let merge = |dims: &[usize]| -> Vec<(i64, i64)> {
+        let mut v: Vec<(i64, i64)> = Vec::new();
+        for &d in dims {
+            let (sz, st) = (l.shape[d] as i64, l.strides[d] as i64);
+            if sz == 1 {
+                continue;
+            }
+            match v.last_mut() {
+                Some(last) if last.1 == st * sz => *last = (last.0 * sz, st),
+                _ => v.push((sz, st)),
+            }
+        }
+        v
+    };
+    let (km, rm) = (merge(&kept), merge(&red));
+    m.nk = km.len() as i32;
+    m.nr = rm.len() as i32;
+    for (i, &(sz, st)) in km.iter().enumerate() {
+        m.ksize[i] = sz;
+        m.kst[i] = st;
     }
-    for (i, &d) in red.iter().enumerate() {
-        m.rsize[i] = l.shape[d] as i64;
-        m.rst[i] = l.strides[d] as i64;
+    for (i, &(sz, st)) in rm.iter().enumerate() {
+        m.rsize[i] = sz;
+        m.rst[i] = st;
     }
     let d = input.dtype;
     let mut prm = Params::default();

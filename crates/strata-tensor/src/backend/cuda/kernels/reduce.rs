@@ -95,11 +95,17 @@ extern "C" __global__ void __launch_bounds__(RB) reduce(const char* in, char* va
     }
     C acc = C(0);
     i64 bk = -1;
+    const i64 rst0 = m.rst[0];
     for (i64 k = part * RB + tid; k < m.nred; k += (i64)RB * parts) {
-      i64 rr = k, off = base;
-      for (int d = m.nr - 1; d >= 0; d--) {
-        off += (rr % m.rsize[d]) * m.rst[d];
-        rr /= m.rsize[d];
+      i64 off = base;
+      if (m.nr == 1) {
+        off += k * rst0;
+      } else {
+        i64 rr = k;
+        for (int d = m.nr - 1; d >= 0; d--) {
+          off += (rr % m.rsize[d]) * m.rst[d];
+          rr /= m.rsize[d];
+        }
       }
       const C x = ld(reinterpret_cast<const T*>(in)[off]);
       if constexpr (OP <= 1) {
