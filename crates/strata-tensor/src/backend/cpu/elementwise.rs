@@ -111,10 +111,6 @@ pub(crate) fn map2<A: Copy, B: Copy, O: Copy>(
                 for i in 0..n {
                     *o.add(2 * i) = f(*xo.add(2 * i), *y.add(2 * i));
                 }
-            } else if s == [2 * eo, 2 * ea, 2 * eb] {
-                for i in 0..n {
-                    *o.add(2 * i) = f(*x.add(2 * i), *y.add(2 * i));
-                }
             } else {
                 for i in 0..n as isize {
                     *o.byte_offset(i * s[0]) =
