@@ -438,6 +438,26 @@ fn large_transposed_and_stepped_ops_match_reference() {
         let ct = bt.contiguous().unwrap();
         assert!(ct.is_contiguous());
         assert_eq!(ct.to_scalars().unwrap(), btv);
+        // Every other column of both operands, in place (the stride-2 loop).
+        let c2 = Tensor::from_scalars(
+            &values(r * c, dtype, seed + 20),
+            &[r, c],
+            dtype,
+            Device::Cpu,
+        )
+        .unwrap();
+        let (x, y) = (
+            a.slice(1, None, None, 2).unwrap(),
+            c2.slice(1, None, None, 2).unwrap(),
+        );
+        let (xv, yv) = (x.to_scalars().unwrap(), y.to_scalars().unwrap());
+        x.add_(&y).unwrap();
+        for (k, g) in x.to_scalars().unwrap().iter().enumerate() {
+            assert!(
+                same(*g, reference(Bin::Add, xv[k], yv[k], dtype)),
+                "{dtype} step-2 add at {k}"
+            );
+        }
         // Stepped columns, in place, leave the skipped columns alone.
         let a2 = a.slice(1, Some(1), None, 2).unwrap();
         let b2 = bt.slice(1, Some(1), None, 2).unwrap();

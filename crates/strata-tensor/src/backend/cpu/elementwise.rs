@@ -104,6 +104,13 @@ pub(crate) fn map2<A: Copy, B: Copy, O: Copy>(
                 for i in 0..n {
                     *o.add(i) = f(xv, *y.add(i));
                 }
+            } else if s == [2 * eo, 2 * ea, 2 * eb] && in_place {
+                // Every other element (`a[:, ::2] += b[:, ::2]`): a constant
+                // stride lets LLVM vectorise with interleaved loads.
+                let xo = o as *mut A;
+                for i in 0..n {
+                    *o.add(2 * i) = f(*xo.add(2 * i), *y.add(2 * i));
+                }
             } else {
                 for i in 0..n as isize {
                     *o.byte_offset(i * s[0]) =

@@ -148,6 +148,34 @@ unsafe fn run_serial<const N: usize, F>(
                     let klen = tk.min(nk - kb);
                     let pi = offset(offset(p, &strides[0], ib), &strides[k], kb);
                     let mut row_strides = strides[0];
+                    // Prefetch the next tile's rows of every operand: they are
+                    // short segments of many rows, which the hardware prefetcher
+                    // does not follow (for a pure copy this halves the time).
+                    if ib + t0 < n0 {
+                        let next = (n0 - ib - t0).min(t0);
+                        for i in 0..N {
+                            if i > 0 && pi[i] == pi[0] {
+                                continue; // in place: operand 0's lines
+                            }
+                            if staged.contains(&i) {
+                                let np = pi[i].wrapping_offset(t0 as isize * strides[0][i]);
+                                for r in 0..next {
+                                    let row = np.wrapping_offset(r as isize * strides[0][i]);
+                                    for line in (0..klen * es[i] as usize).step_by(64) {
+                                        prefetch(row.wrapping_add(line));
+                                    }
+                                }
+                            } else {
+                                let np = pi[i].wrapping_offset(t0 as isize * strides[0][i]);
+                                for j in 0..klen {
+                                    let row = np.wrapping_offset(j as isize * strides[k][i]);
+                                    for line in (0..next * es[i] as usize).step_by(64) {
+                                        prefetch(row.wrapping_add(line));
+                                    }
+                                }
+                            }
+                        }
+                    }
                     for (slot, &i) in staged.iter().enumerate() {
                         let b = buf[slot * area..].as_mut_ptr() as *mut u8;
                         // SAFETY: the source block lies inside operand i's
@@ -173,6 +201,18 @@ unsafe fn run_serial<const N: usize, F>(
             });
         }
     }
+}
+
+/// Hints that the cache line at `p` will be needed soon (into L2).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it does not fault on any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Copies a `len` x `klen` block (rows `src + r * row_stride`, elements of
