@@ -249,6 +249,28 @@ fn run(o: &Opts) -> Result<()> {
             );
         }
     }
+    if want(o, "small_op") {
+        // Host cost of one small op (launch included), kernels queued back to back.
+        let t = Tensor::zeros(&[256], DType::F32, GPU)?;
+        let u = Tensor::ones(&[256], DType::F32, GPU)?;
+        for _ in 0..100 {
+            t.add_(&u)?;
+        }
+        cuda::synchronize(GPU)?;
+        let iters = 20_000;
+        let t0 = Instant::now();
+        for _ in 0..iters {
+            t.add_(&u)?;
+        }
+        let host = t0.elapsed().as_secs_f64();
+        cuda::synchronize(GPU)?;
+        let total = t0.elapsed().as_secs_f64();
+        println!(
+            "{{\"bench\":\"small_op_add_\",\"host_us_per_op\":{:.2},\"us_per_op_with_sync\":{:.2}}}",
+            host / iters as f64 * 1e6,
+            total / iters as f64 * 1e6
+        );
+    }
     if want(o, "alloc_pair") {
         let alloc = strata::allocator(GPU).map_err(strata_tensor::TensorError::from)?;
         for size in [512u64, 1 << 20, 20 << 20] {

@@ -24,8 +24,8 @@ pub(crate) struct CudaDevice {
     pub cc: (i32, i32),
     /// Number of multiprocessors.
     pub sm_count: u32,
-    /// Loaded modules, keyed by kernel source key.
-    pub(crate) functions: Mutex<HashMap<String, Function>>,
+    /// Loaded kernels, keyed by kernel key (one module's functions in order).
+    pub(crate) functions: Mutex<HashMap<String, Vec<Function>>>,
 }
 
 /// A loaded kernel: the raw function handle (its module stays loaded for the

@@ -308,16 +308,8 @@ pub(crate) fn functions(
     src: impl FnOnce() -> String,
     names: &[&str],
 ) -> Result<Vec<super::context::Function>> {
-    let fkey = |n: &str| format!("{name}/{n}");
-    {
-        let m = dev.functions.lock();
-        if let Some(v) = names
-            .iter()
-            .map(|n| m.get(&fkey(n)).copied())
-            .collect::<Option<Vec<_>>>()
-        {
-            return Ok(v);
-        }
+    if let Some(v) = dev.functions.lock().get(name) {
+        return Ok(v.clone());
     }
     let src = src();
     let cubin = compile(dev, name, &src, &arch(dev))?;
@@ -345,9 +337,6 @@ pub(crate) fn functions(
             })
             .collect::<Result<Vec<_>>>()
     })?;
-    let mut m = dev.functions.lock();
-    for (n, f) in names.iter().zip(&found) {
-        m.insert(fkey(n), *f);
-    }
+    dev.functions.lock().insert(name.to_string(), found.clone());
     Ok(found)
 }
