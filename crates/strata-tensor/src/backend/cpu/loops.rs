@@ -203,6 +203,33 @@ unsafe fn run_serial<const N: usize, F>(
     }
 }
 
+/// Transposes a 4 x 4 block of 4-byte elements: `dst[c * dst_stride + r] =
+/// src_row_r[c]`.
+///
+/// # Safety
+/// Four rows of four elements at `src + r * src_stride` must be readable and
+/// `dst + c * dst_stride .. + 4` writable for every `c < 4`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn transpose4(dst: *mut u32, dst_stride: usize, src: *const u8, src_stride: isize) {
+    use std::arch::x86_64::*;
+    // SAFETY: forwarded contract; unaligned loads and stores.
+    unsafe {
+        let r0 = _mm_loadu_ps(src as *const f32);
+        let r1 = _mm_loadu_ps(src.offset(src_stride) as *const f32);
+        let r2 = _mm_loadu_ps(src.offset(2 * src_stride) as *const f32);
+        let r3 = _mm_loadu_ps(src.offset(3 * src_stride) as *const f32);
+        let t0 = _mm_unpacklo_ps(r0, r1);
+        let t1 = _mm_unpacklo_ps(r2, r3);
+        let t2 = _mm_unpackhi_ps(r0, r1);
+        let t3 = _mm_unpackhi_ps(r2, r3);
+        _mm_storeu_ps(dst as *mut f32, _mm_movelh_ps(t0, t1));
+        _mm_storeu_ps(dst.add(dst_stride) as *mut f32, _mm_movehl_ps(t1, t0));
+        _mm_storeu_ps(dst.add(2 * dst_stride) as *mut f32, _mm_movelh_ps(t2, t3));
+        _mm_storeu_ps(dst.add(3 * dst_stride) as *mut f32, _mm_movehl_ps(t3, t2));
+    }
+}
+
 /// Hints that the cache line at `p` will be needed soon (into L2).
 #[inline(always)]
 fn prefetch(p: *const u8) {
@@ -255,6 +282,39 @@ unsafe fn stage(
     match es {
         1 => go!(u8),
         2 => go!(u16),
+        #[cfg(target_arch = "x86_64")]
+        4 => {
+            // 4 x 4 blocks through SSE registers (SSE is part of x86_64's
+            // baseline); the moves and shuffles copy bits, they do no arithmetic.
+            let (full_r, full_c) = (len / 4 * 4, klen / 4 * 4);
+            let b = buf as *mut u32;
+            for rb in (0..full_r).step_by(4) {
+                for cb in (0..full_c).step_by(4) {
+                    // SAFETY: rows rb..rb+4 and columns cb..cb+4 lie inside
+                    // the block and the buffer (forwarded contract).
+                    unsafe {
+                        transpose4(
+                            b.add(cb * t0 + rb),
+                            t0,
+                            src.offset(rb as isize * row_stride).add(cb * 4),
+                            row_stride,
+                        )
+                    };
+                }
+            }
+            // Ragged edges: the columns past full_c for all rows, the rows
+            // past full_r for the full columns.
+            for r in 0..len {
+                let c0 = if r < full_r { full_c } else { 0 };
+                // SAFETY: forwarded contract.
+                let row = unsafe { src.offset(r as isize * row_stride) } as *const u32;
+                for c in c0..klen {
+                    // SAFETY: forwarded contract.
+                    unsafe { *b.add(c * t0 + r) = *row.add(c) };
+                }
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
         4 => go!(u32),
         _ => go!(u64),
     }
