@@ -63,50 +63,40 @@ fn shown(size: usize, summarise: bool) -> Vec<Option<usize>> {
     }
 }
 
-fn write_dim(
-    out: &mut String,
-    strs: &[String],
+/// The pieces of one print-out: element strings (row-major), their common
+/// width, the shape, and whether dims are summarised.
+struct Printer<'a> {
+    strs: &'a [String],
     width: usize,
-    shape: &[usize],
-    base: usize,
-    dim: usize,
-    indent: usize,
+    shape: &'a [usize],
     summarise: bool,
-) {
-    let stride: usize = shape[dim + 1..].iter().product();
-    out.push('[');
-    let items = shown(shape[dim], summarise);
-    for (n, it) in items.iter().enumerate() {
-        if n > 0 {
-            if dim + 1 == shape.len() {
-                out.push_str(", ");
-            } else {
-                out.push(',');
-                out.push_str(&"\n".repeat(shape.len() - dim - 1));
-                out.push_str(&" ".repeat(indent + 1));
-            }
-        }
-        match it {
-            None => out.push_str("..."),
-            Some(i) => {
+}
+
+impl Printer<'_> {
+    fn write_dim(&self, out: &mut String, base: usize, dim: usize, indent: usize) {
+        let shape = self.shape;
+        let stride: usize = shape[dim + 1..].iter().product();
+        out.push('[');
+        for (n, it) in shown(shape[dim], self.summarise).iter().enumerate() {
+            if n > 0 {
                 if dim + 1 == shape.len() {
-                    out.push_str(&format!("{:>width$}", strs[base + i]));
+                    out.push_str(", ");
                 } else {
-                    write_dim(
-                        out,
-                        strs,
-                        width,
-                        shape,
-                        base + i * stride,
-                        dim + 1,
-                        indent + 1,
-                        summarise,
-                    );
+                    out.push(',');
+                    out.push_str(&"\n".repeat(shape.len() - dim - 1));
+                    out.push_str(&" ".repeat(indent + 1));
                 }
             }
+            match it {
+                None => out.push_str("..."),
+                Some(i) if dim + 1 == shape.len() => {
+                    out.push_str(&format!("{:>w$}", self.strs[base + i], w = self.width))
+                }
+                Some(i) => self.write_dim(out, base + i * stride, dim + 1, indent + 1),
+            }
         }
+        out.push(']');
     }
-    out.push(']');
 }
 
 impl fmt::Display for Tensor {
@@ -125,7 +115,13 @@ impl fmt::Display for Tensor {
             // Only the printed elements decide the notation and width.
             let strs = format_elements(&values, self.dtype());
             let width = strs.iter().map(|s| s.len()).max().unwrap_or(0);
-            write_dim(&mut body, &strs, width, self.shape(), 0, 0, 7, summarise);
+            let p = Printer {
+                strs: &strs,
+                width,
+                shape: self.shape(),
+                summarise,
+            };
+            p.write_dim(&mut body, 0, 0, 7);
         }
         write!(f, "tensor({body}")?;
         if self.numel() == 0 && self.shape() != [0] {

@@ -153,7 +153,7 @@ impl DType {
     /// `torch.can_cast`: whether a result of dtype `self` may be stored in
     /// `to` by an in-place op (no float into an integer, nothing but bool into bool).
     pub fn can_cast_to(self, to: DType) -> bool {
-        !(self.category() > to.category())
+        self.category() <= to.category()
     }
 }
 

@@ -129,6 +129,17 @@ pub enum TensorError {
         /// Why.
         reason: String,
     },
+    /// A device refused work: a kernel failed to compile or launch, a copy or a
+    /// library call (cuBLAS, NVRTC) failed.
+    #[error("{device}: {op} failed: {message}")]
+    DeviceFailure {
+        /// The device.
+        device: Device,
+        /// What was being done (`launch add_f32`, `cuMemcpyHtoDAsync`, ...).
+        op: String,
+        /// The driver's or library's own words.
+        message: String,
+    },
     /// The allocator failed (out of memory, device absent...).
     #[error(transparent)]
     Alloc(#[from] AllocError),

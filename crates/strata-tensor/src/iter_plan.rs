@@ -13,6 +13,8 @@ pub struct IterPlan<const N: usize> {
     pub strides: Vec<[isize; N]>,
     /// A dim to block together with dim 0 (see the module docs).
     pub tile_dim: Option<usize>,
+    /// Bytes per element of each operand.
+    pub elem_sizes: [usize; N],
 }
 
 impl<const N: usize> IterPlan<N> {
@@ -66,6 +68,7 @@ impl<const N: usize> IterPlan<N> {
             shape: out_shape,
             strides: out_strides,
             tile_dim,
+            elem_sizes,
         }
     }
 

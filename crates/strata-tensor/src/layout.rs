@@ -76,6 +76,22 @@ impl Layout {
             .any(|(&s, &st)| s > 1 && st == 0)
     }
 
+    /// Whether two elements might share an address: stride 0 on a dim of
+    /// size > 1, or strides too small to keep dims apart (a sufficient test:
+    /// each dim, in stride order, must step past everything the faster dims cover).
+    pub fn may_overlap(&self) -> bool {
+        let mut dims: Vec<usize> = (0..self.ndim()).filter(|&d| self.shape[d] > 1).collect();
+        dims.sort_by_key(|&d| self.strides[d]);
+        let mut covered = 0usize;
+        for d in dims {
+            if self.strides[d] <= covered || self.strides[d] == 0 {
+                return true;
+            }
+            covered += (self.shape[d] - 1) * self.strides[d];
+        }
+        false
+    }
+
     /// One past the largest storage index the layout touches (0 if it has no elements).
     pub fn storage_extent(&self) -> usize {
         if self.numel() == 0 {
@@ -417,6 +433,14 @@ mod tests {
         let e = l.expand(&[2, 3, 4]).unwrap();
         assert_eq!(e.strides, vec![0, 1, 0]);
         assert!(e.has_internal_overlap());
+        assert!(e.may_overlap());
+        let diag = Layout::as_strided(&[3, 3], &[1, 1], 0, 9).unwrap();
+        assert!(!diag.has_internal_overlap() && diag.may_overlap());
+        assert!(!Layout::contiguous(&[3, 4]).t().unwrap().may_overlap());
+        assert!(!Layout::contiguous(&[4, 6])
+            .slice(1, None, None, 2)
+            .unwrap()
+            .may_overlap());
         assert!(l.expand(&[3, 4, 2]).is_err());
     }
 

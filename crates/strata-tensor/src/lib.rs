@@ -8,8 +8,11 @@
 //! * Device-independent logic — [`shape`] (broadcasting, view strides),
 //!   [`layout`] (strided views), [`iter_plan`] (loop ordering, coalescing,
 //!   tiling), [`dtype`] (promotion) — is shared by all backends; kernels live
-//!   behind the backend boundary (`backend::cpu`; CUDA tensors report
-//!   [`TensorError::BackendUnavailable`] until their backend lands).
+//!   behind the backend boundary (`backend::cpu`, and `backend::cuda` with the
+//!   `cuda` feature: NVRTC-compiled kernels, cuBLAS, staged transfers; without
+//!   a GPU, CUDA tensors report [`TensorError::BackendUnavailable`]).
+//! * [`cuda`]: streams, events, synchronisation; [`Tensor::to`],
+//!   [`Tensor::pin_memory`] and [`Tensor::record_stream`] move tensors.
 //!
 //! ```
 //! use strata_tensor::{Tensor, DType, Device};
@@ -22,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub(crate) mod backend;
+pub mod cuda;
 mod device;
 mod display;
 pub mod dtype;
@@ -34,6 +38,7 @@ mod scalar;
 pub mod shape;
 mod storage;
 mod tensor;
+mod to_device;
 mod view;
 
 pub use backend::has_backend;

@@ -44,6 +44,18 @@ impl Scalar {
         }
     }
 
+    /// The value converted to `dtype` with PyTorch's cast rules, as a scalar.
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Scalar};
+    /// assert_eq!(Scalar::Int(300).cast_to(DType::U8), Scalar::Int(44));
+    /// assert_eq!(Scalar::Float(2049.0).cast_to(DType::F16), Scalar::Float(2048.0));
+    /// ```
+    pub fn cast_to(self, dtype: DType) -> Scalar {
+        use crate::dtype::Element;
+        crate::dispatch_dtype!(dtype, T => T::from_scalar(self).to_scalar())
+    }
+
     /// Whether the value converts to `dtype` without overflow, by PyTorch's
     /// rule for `fill_`: integers must lie in the dtype's range (u8 also takes
     /// -255..=-1, which wraps), floats must lie within the finite range

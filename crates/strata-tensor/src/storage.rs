@@ -24,11 +24,28 @@ impl Storage {
     /// Allocates `nbytes` uninitialised bytes on `device`.
     pub(crate) fn new(nbytes: usize, device: Device) -> Result<Storage> {
         let allocator = strata_alloc::allocator(device)?;
-        let alloc = allocator.allocate(nbytes as u64, StreamId::DEFAULT)?;
+        let alloc = allocator.allocate(nbytes as u64, crate::backend::alloc_stream(device))?;
         Ok(Storage {
             alloc,
             nbytes,
             device,
+            version: AtomicU64::new(0),
+            access: RwLock::new(()),
+        })
+    }
+
+    /// Allocates `nbytes` uninitialised bytes from a specific allocator (e.g.
+    /// page-locked host memory for `pin_memory()`), on its default stream.
+    #[allow(dead_code)]
+    pub(crate) fn new_in(
+        allocator: &std::sync::Arc<strata_alloc::CachingAllocator>,
+        nbytes: usize,
+    ) -> Result<Storage> {
+        let alloc = allocator.allocate(nbytes as u64, StreamId::DEFAULT)?;
+        Ok(Storage {
+            alloc,
+            nbytes,
+            device: allocator.device(),
             version: AtomicU64::new(0),
             access: RwLock::new(()),
         })

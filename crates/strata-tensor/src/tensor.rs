@@ -141,7 +141,8 @@ impl Tensor {
         self.inner.layout.is_contiguous()
     }
 
-    /// Identity of the storage (its device address); equal for all views of it.
+    /// An identity of the storage (stable while it lives), equal for all views
+    /// of it; see also [`Tensor::same_storage`].
     pub fn storage_ptr(&self) -> u64 {
         // The storage's own address, so zero-byte storages stay distinct.
         Arc::as_ptr(&self.inner.storage) as usize as u64
@@ -274,7 +275,7 @@ impl Tensor {
         let bytes = unsafe {
             std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
         };
-        t.backend()?.write_from_host(t.storage(), bytes);
+        t.backend()?.write_from_host(t.storage(), bytes)?;
         Ok(t)
     }
 
@@ -352,7 +353,7 @@ impl Tensor {
                 out.as_mut_ptr() as *mut u8,
                 n * std::mem::size_of::<T>(),
             );
-            be.read_to_host(c.storage(), c.offset() * c.dtype().size(), bytes);
+            be.read_to_host(c.storage(), c.offset() * c.dtype().size(), bytes)?;
             out.set_len(n);
         }
         Ok(out)
@@ -409,8 +410,7 @@ impl Tensor {
     pub(crate) fn copy_from_unchecked(&self, src: &Tensor) -> Result<()> {
         let be = self.backend()?;
         let _g = AccessGuard::lock(Some(self.storage()), &[src.storage()]);
-        be.copy(&self.arg(), &src.arg_as(self.shape()));
-        Ok(())
+        be.copy(&self.arg(), &src.arg_as(self.shape()))
     }
 }
 

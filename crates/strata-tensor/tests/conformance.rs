@@ -259,7 +259,7 @@ fn run_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorErr
         "ge" => one(a()?.ge(ts(1)?)),
         "sum" | "mean" => {
             let dims = arg(args, 1).map(ints);
-            let keep = arg(args, 2).map_or(false, |v| v.as_bool().unwrap());
+            let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
             if op == "sum" {
                 one(a()?.sum(dims.as_deref(), keep))
             } else {
@@ -269,7 +269,7 @@ fn run_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorErr
         "max" | "min" => match arg(args, 1) {
             None => one(if op == "max" { a()?.max() } else { a()?.min() }),
             Some(d) => {
-                let keep = arg(args, 2).map_or(false, |v| v.as_bool().unwrap());
+                let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
                 let d = d.as_i64().unwrap();
                 let r = if op == "max" {
                     a()?.max_dim(d, keep)
@@ -280,7 +280,7 @@ fn run_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorErr
             }
         },
         "argmax" => {
-            let keep = arg(args, 2).map_or(false, |v| v.as_bool().unwrap());
+            let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
             one(a()?.argmax(arg(args, 1).map(|v| v.as_i64().unwrap()), keep))
         }
         "matmul" => one(a()?.matmul(&env.t(&args[1])?)),

@@ -11,6 +11,13 @@ pub use strata_alloc::{
     OutOfMemory, StreamId,
 };
 
+pub use strata_tensor::{
+    default_device, DType, Element, Layout, Operand, RoundingMode, Scalar, Tensor, TensorError,
+};
+
+/// The tensor crate, for layouts, shapes and iteration plans.
+pub use strata_tensor as tensor;
+
 /// The allocator crate, for drivers, configuration and snapshots.
 pub use strata_alloc as alloc;
 

@@ -115,11 +115,11 @@ fn overlap(out: &Tensor, input: &Tensor) -> Overlap {
 /// Checks an in-place output against itself and its inputs; inputs whose
 /// aliasing cannot be ruled safe are replaced by copies.
 fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor]) -> Result<()> {
-    if out.layout().has_internal_overlap() {
+    if out.layout().may_overlap() {
         return Err(TensorError::overlap(
             op,
             format!(
-                "the output (shape {:?}, strides {:?}) has elements that share memory (stride 0); clone it first",
+                "the output (shape {:?}, strides {:?}) has elements that share memory; clone it first",
                 out.shape(),
                 out.strides()
             ),
@@ -160,12 +160,15 @@ fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
 }
 
 /// Runs `f` on the output's backend with the storages locked.
-fn launch(out: &Tensor, inputs: &[&Tensor], f: impl FnOnce(&dyn Backend)) -> Result<()> {
+fn launch(
+    out: &Tensor,
+    inputs: &[&Tensor],
+    f: impl FnOnce(&dyn Backend) -> Result<()>,
+) -> Result<()> {
     let be = out.backend()?;
     let reads: Vec<_> = inputs.iter().map(|t| t.storage()).collect();
     let _g = AccessGuard::lock(Some(out.storage()), &reads);
-    f(be);
-    Ok(())
+    f(be)
 }
 
 fn op_name(op: BinaryOp, inplace: bool) -> &'static str {
@@ -503,6 +506,15 @@ impl Tensor {
             strides: l.strides.clone(),
             offset: l.offset,
         };
+        if dedup.may_overlap() {
+            return Err(TensorError::overlap(
+                "fill_",
+                format!(
+                    "the output (shape {:?}, strides {:?}) has elements that share memory",
+                    l.shape, l.strides
+                ),
+            ));
+        }
         let target = self.with_layout(dedup);
         launch(&target, &[], |be| be.fill(&target.arg(), value))?;
         self.bump_version();

@@ -44,7 +44,7 @@ impl Tensor {
         {
             let be = out.backend()?;
             let _g = AccessGuard::lock(Some(out.storage()), &[a.storage(), b.storage()]);
-            be.matmul(&out.arg(), &a.arg(), &b.arg());
+            be.matmul(&out.arg(), &a.arg(), &b.arg())?;
         }
         out.to_dtype(dtype)
     }

@@ -59,8 +59,7 @@ impl Tensor {
             indices.map(|t| t.arg()).as_ref(),
             &self.arg(),
             dims,
-        );
-        Ok(())
+        )
     }
 
     /// Sum over `dims` (all when `None` or empty). Integer and bool inputs

@@ -9,6 +9,7 @@ mod reduce;
 use crate::backend::{Arg, Backend, BinaryOp, ReduceOp, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{Arith, DType, Element};
+use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::storage::Storage;
 use elementwise::{fill, map1, map2, map3};
@@ -149,11 +150,12 @@ fn copy_typed<S: Element, D: Element>(out: &Arg, src: &Arg) {
 }
 
 impl Backend for CpuBackend {
-    fn fill(&self, out: &Arg, value: Scalar) {
-        dispatch_dtype!(out.dtype, T => fill(out, T::from_scalar(value)))
+    fn fill(&self, out: &Arg, value: Scalar) -> Result<()> {
+        dispatch_dtype!(out.dtype, T => fill(out, T::from_scalar(value)));
+        Ok(())
     }
 
-    fn copy(&self, out: &Arg, src: &Arg) {
+    fn copy(&self, out: &Arg, src: &Arg) -> Result<()> {
         if out.dtype == src.dtype {
             // Same dtype: move bytes of the right width.
             match out.dtype.size() {
@@ -162,34 +164,40 @@ impl Backend for CpuBackend {
                 4 => map1(out, src, |x: u32| x),
                 _ => map1(out, src, |x: u64| x),
             }
-            return;
+            return Ok(());
         }
-        dispatch_dtype!(src.dtype, S => dispatch_dtype!(out.dtype, D => copy_typed::<S, D>(out, src)))
+        dispatch_dtype!(src.dtype, S => dispatch_dtype!(out.dtype, D => copy_typed::<S, D>(out, src)));
+        Ok(())
     }
 
-    fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) {
-        dispatch_dtype!(a.dtype, T => binary_typed::<T>(op, out, a, b))
+    fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        dispatch_dtype!(a.dtype, T => binary_typed::<T>(op, out, a, b));
+        Ok(())
     }
 
-    fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) {
-        dispatch_dtype!(a.dtype, T => binary_scalar_typed::<T>(op, out, a, b))
+    fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) -> Result<()> {
+        dispatch_dtype!(a.dtype, T => binary_scalar_typed::<T>(op, out, a, b));
+        Ok(())
     }
 
-    fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg) {
-        dispatch_dtype!(a.dtype, T => unary_typed::<T>(op, out, a))
+    fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg) -> Result<()> {
+        dispatch_dtype!(a.dtype, T => unary_typed::<T>(op, out, a));
+        Ok(())
     }
 
-    fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar) {
+    fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar) -> Result<()> {
         dispatch_dtype!(out.dtype, T => {
             let v = <<T as Element>::Acc as Element>::from_scalar(value);
             map3(out, out, t1, t2, move |x: T, a: T, b: T| {
                 T::from_acc(x.to_acc().add(v.mul(a.to_acc()).mul(b.to_acc())))
             })
-        })
+        });
+        Ok(())
     }
 
-    fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg) {
-        dispatch_dtype!(out.dtype, T => map3(out, cond, a, b, |c: bool, x: T, y: T| if c { x } else { y }))
+    fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        dispatch_dtype!(out.dtype, T => map3(out, cond, a, b, |c: bool, x: T, y: T| if c { x } else { y }));
+        Ok(())
     }
 
     fn reduce(
@@ -199,11 +207,12 @@ impl Backend for CpuBackend {
         indices: Option<&Arg>,
         input: &Arg,
         dims: &[usize],
-    ) {
-        dispatch_dtype!(input.dtype, T => reduce::reduce::<T>(op, values, indices, input, dims))
+    ) -> Result<()> {
+        dispatch_dtype!(input.dtype, T => reduce::reduce::<T>(op, values, indices, input, dims));
+        Ok(())
     }
 
-    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) {
+    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         match a.dtype {
             DType::F32 => matmul::gemm::<f32>(out, a, b),
             DType::F64 => matmul::gemm::<f64>(out, a, b),
@@ -212,27 +221,30 @@ impl Backend for CpuBackend {
             DType::U8 => matmul::integer::<u8>(out, a, b),
             d => unreachable!("matmul of {d} is routed through f32 by the caller"),
         }
+        Ok(())
     }
 
-    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) {
+    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()> {
         assert!(bytes.len() <= dst.nbytes());
         if bytes.is_empty() {
-            return;
+            return Ok(());
         }
         // SAFETY: the storage holds at least `bytes.len()` bytes (asserted) of
         // host memory, and the caller holds its write lock (or owns it alone).
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.host_ptr(), bytes.len()) };
+        Ok(())
     }
 
-    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) {
+    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
         assert!(offset + out.len() <= src.nbytes());
         if out.is_empty() {
-            return;
+            return Ok(());
         }
         // SAFETY: the storage holds at least `offset + out.len()` initialised
         // bytes of host memory (asserted), and the caller holds its read lock.
         unsafe {
             std::ptr::copy_nonoverlapping(src.host_ptr().add(offset), out.as_mut_ptr(), out.len())
         };
+        Ok(())
     }
 }

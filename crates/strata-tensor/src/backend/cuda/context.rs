@@ -1,0 +1,206 @@
+//! One opened GPU per ordinal (its primary context, properties and compiled
+//! kernels), the current stream per device and thread, and the guard that
+//! turns cudarc's panics (missing library or symbol) into typed errors.
+
+use crate::error::{Result, TensorError};
+use cudarc::driver::sys;
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, OnceLock};
+use strata_alloc::driver::cuda::CudaDriver;
+use strata_alloc::{Device, StreamId};
+
+/// An opened GPU: the driver (which retains the primary context that the
+/// caching allocator also uses), properties read once, and the kernels
+/// compiled for it.
+pub(crate) struct CudaDevice {
+    /// The device ordinal.
+    pub ordinal: usize,
+    /// strata-alloc's driver for this device.
+    pub driver: Arc<CudaDriver>,
+    /// Compute capability `(major, minor)`.
+    pub cc: (i32, i32),
+    /// Number of multiprocessors.
+    pub sm_count: u32,
+    /// Loaded kernels, keyed by kernel key (one module's functions in order).
+    pub(crate) functions: Mutex<HashMap<String, Vec<Function>>>,
+}
+
+/// A loaded kernel: the raw function handle (its module stays loaded for the
+/// life of the process).
+#[derive(Clone, Copy)]
+pub(crate) struct Function(pub sys::CUfunction);
+
+// SAFETY: a CUfunction is a handle to an immutable, loaded kernel; the driver
+// API allows launching it from any thread with its context current.
+unsafe impl Send for Function {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Function {}
+
+/// A device failure with the driver's words.
+pub(crate) fn failure(
+    device: Device,
+    op: impl Into<String>,
+    message: impl Into<String>,
+) -> TensorError {
+    TensorError::DeviceFailure {
+        device,
+        op: op.into(),
+        message: message.into(),
+    }
+}
+
+/// Checks a driver status.
+pub(crate) fn cu(device: Device, call: &'static str, r: sys::CUresult) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        return Ok(());
+    }
+    Err(failure(device, call, describe(r)))
+}
+
+/// `CUDA_ERROR_X: text` for a status.
+pub(crate) fn describe(r: sys::CUresult) -> String {
+    let mut name: *const std::ffi::c_char = std::ptr::null();
+    let mut text: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: both are valid out-pointers; the driver writes pointers to static
+    // strings (or leaves them null for an unknown code).
+    let ok = catch_unwind(AssertUnwindSafe(|| unsafe {
+        sys::cuGetErrorName(r, &mut name);
+        sys::cuGetErrorString(r, &mut text);
+    }))
+    .is_ok();
+    let read = |p: *const std::ffi::c_char| {
+        if !ok || p.is_null() {
+            None
+        } else {
+            // SAFETY: non-null pointers from cuGetError* point to static C strings.
+            Some(
+                unsafe { std::ffi::CStr::from_ptr(p) }
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        }
+    };
+    match (read(name), read(text)) {
+        (Some(n), Some(t)) => format!("{n}: {t}"),
+        _ => format!("{r:?}"),
+    }
+}
+
+/// Runs `f`, turning a panic inside cudarc (a library or entry point that
+/// cannot be loaded) into a typed error.
+pub(crate) fn guarded<T>(device: Device, op: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(failure(
+                device,
+                op,
+                format!(
+                    "a CUDA library could not be used (missing library or entry point?): {msg}"
+                ),
+            ))
+        }
+    }
+}
+
+impl CudaDevice {
+    /// The opened device `ordinal`, opening it on first use. A typed
+    /// [`TensorError::BackendUnavailable`] when CUDA or the GPU is absent.
+    pub(crate) fn get(ordinal: usize) -> Result<&'static CudaDevice> {
+        static DEVICES: OnceLock<Mutex<HashMap<usize, &'static CudaDevice>>> = OnceLock::new();
+        let map = DEVICES.get_or_init(|| Mutex::new(HashMap::new()));
+        let mut m = map.lock();
+        if let Some(d) = m.get(&ordinal) {
+            return Ok(d);
+        }
+        let device = Device::Cuda(ordinal);
+        let driver = CudaDriver::new(ordinal).map_err(|e| TensorError::BackendUnavailable {
+            device,
+            reason: e.to_string(),
+        })?;
+        let unavailable = |e: strata_alloc::DriverError| TensorError::BackendUnavailable {
+            device,
+            reason: e.to_string(),
+        };
+        let cc = driver.compute_capability().map_err(unavailable)?;
+        let sm_count = driver
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(unavailable)? as u32;
+        let d: &'static CudaDevice = Box::leak(Box::new(CudaDevice {
+            ordinal,
+            driver,
+            cc,
+            sm_count,
+            functions: Mutex::new(HashMap::new()),
+        }));
+        m.insert(ordinal, d);
+        Ok(d)
+    }
+
+    /// The strata device.
+    pub(crate) fn device(&self) -> Device {
+        Device::Cuda(self.ordinal)
+    }
+
+    /// Makes this device's primary context current on the calling thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        let dev = self.device();
+        guarded(dev, "cuCtxSetCurrent", || {
+            let mut current: sys::CUcontext = std::ptr::null_mut();
+            // SAFETY: `current` is a valid out-pointer.
+            cu(dev, "cuCtxGetCurrent", unsafe {
+                sys::cuCtxGetCurrent(&mut current)
+            })?;
+            if current != self.driver.cu_context() {
+                // SAFETY: the driver retains the primary context for the life of
+                // the process (devices are never closed), so it is live.
+                cu(dev, "cuCtxSetCurrent", unsafe {
+                    sys::cuCtxSetCurrent(self.driver.cu_context())
+                })?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The stream work for this device goes to on the calling thread.
+    pub(crate) fn stream(&self) -> StreamId {
+        current_stream_id(self.ordinal)
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<HashMap<usize, StreamId>> = RefCell::new(HashMap::new());
+}
+
+/// The current stream of GPU `ordinal` on this thread (the legacy default
+/// stream unless set).
+pub(crate) fn current_stream_id(ordinal: usize) -> StreamId {
+    CURRENT.with(|c| {
+        c.borrow()
+            .get(&ordinal)
+            .copied()
+            .unwrap_or(StreamId::DEFAULT)
+    })
+}
+
+/// Sets the current stream of GPU `ordinal` on this thread; returns the previous one.
+pub(crate) fn set_current_stream_id(ordinal: usize, s: StreamId) -> StreamId {
+    CURRENT.with(|c| {
+        c.borrow_mut()
+            .insert(ordinal, s)
+            .unwrap_or(StreamId::DEFAULT)
+    })
+}
+
+/// The raw stream handle.
+pub(crate) fn cu_stream(s: StreamId) -> sys::CUstream {
+    s.0 as usize as sys::CUstream
+}

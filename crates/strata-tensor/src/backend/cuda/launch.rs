@@ -1,0 +1,338 @@
+//! Host side of the element-wise kernels: builds the iteration plan, picks
+//! the kernel (contiguous, rows, general, tiled), packs the metadata into a
+//! by-value kernel argument and launches on the current stream.
+
+use super::context::{cu, cu_stream, failure, guarded, CudaDevice, Function};
+use super::kernels::elementwise::{self as ew, tile_geometry, BLOCK, UNROLL};
+use super::kernels::{storage_ty, tag, MAXD};
+use crate::backend::Arg;
+use crate::error::Result;
+use crate::iter_plan::IterPlan;
+use cudarc::driver::sys;
+use std::ffi::c_void;
+use strata_alloc::StreamId;
+
+/// Kernel metadata, laid out as `Meta` in the source: dims fastest first,
+/// byte strides per operand (0 = output).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Meta {
+    pub nd: i32,
+    pub tile: i32,
+    pub outer: i64,
+    pub size: [i64; MAXD],
+    pub st: [[i64; MAXD]; 4],
+}
+
+/// Scalar parameters, laid out as `Params` in the source.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Params {
+    pub f0: f64,
+    pub f1: f64,
+    pub i0: i64,
+    pub i1: i64,
+    pub bits: u64,
+    pub has0: i32,
+    pub has1: i32,
+}
+
+/// A plan over any number (1 to 4) of operands.
+pub(crate) struct Plan {
+    pub shape: Vec<usize>,
+    pub strides: Vec<Vec<isize>>,
+    pub tile_dim: Option<usize>,
+}
+
+fn from_plan<const N: usize>(p: IterPlan<N>) -> Plan {
+    Plan {
+        strides: p.strides.iter().map(|s| s.to_vec()).collect(),
+        shape: p.shape,
+        tile_dim: p.tile_dim,
+    }
+}
+
+/// The iteration plan of `args` (output first).
+pub(crate) fn plan(args: &[&Arg]) -> Plan {
+    let shape = &args[0].layout.shape;
+    let st = |i: usize| args[i].layout.strides.as_slice();
+    let es = |i: usize| args[i].dtype.size();
+    match args.len() {
+        1 => from_plan(IterPlan::<1>::new(shape, [st(0)], [es(0)])),
+        2 => from_plan(IterPlan::<2>::new(shape, [st(0), st(1)], [es(0), es(1)])),
+        3 => from_plan(IterPlan::<3>::new(
+            shape,
+            [st(0), st(1), st(2)],
+            [es(0), es(1), es(2)],
+        )),
+        _ => from_plan(IterPlan::<4>::new(
+            shape,
+            [st(0), st(1), st(2), st(3)],
+            [es(0), es(1), es(2), es(3)],
+        )),
+    }
+}
+
+/// Address of an operand's first element.
+pub(crate) fn base_ptr(a: &Arg) -> u64 {
+    a.storage.allocation().ptr() + (a.layout.offset * a.dtype.size()) as u64
+}
+
+/// Launches `f` on `stream`.
+///
+/// # Safety
+/// `args` must point to values matching the kernel's parameters in number,
+/// order and layout, each alive for the duration of the call, and every
+/// address the kernel derives from them must lie in live device memory.
+pub(crate) unsafe fn launch_raw(
+    dev: &CudaDevice,
+    what: &str,
+    f: Function,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    stream: StreamId,
+    args: &mut [*mut c_void],
+) -> Result<()> {
+    let device = dev.device();
+    dev.bind()?;
+    guarded(device, what, || {
+        // SAFETY: the caller guarantees the arguments; `f` is a loaded kernel of
+        // this device, whose context is current; the stream is the legacy
+        // default stream or a live stream of this context.
+        let r = unsafe {
+            sys::cuLaunchKernel(
+                f.0,
+                grid.0,
+                grid.1,
+                grid.2,
+                block.0,
+                block.1,
+                block.2,
+                0,
+                cu_stream(stream),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        cu(device, "cuLaunchKernel", r)
+            .map_err(|e| failure(device, format!("launch {what}"), e.to_string()))
+    })
+}
+
+/// Runs the element-wise op `name` whose body `body` generates: `out` is the
+/// output, `ins` the inputs (up to three, strides broadcast to out's shape).
+pub(crate) fn elementwise(
+    dev: &CudaDevice,
+    name: &str,
+    body: impl FnOnce() -> String,
+    out: &Arg,
+    ins: &[&Arg],
+    prm: Params,
+) -> Result<()> {
+    let n = out.layout.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    let mut args: Vec<&Arg> = Vec::with_capacity(4);
+    args.push(out);
+    args.extend_from_slice(ins);
+    let nin = ins.len();
+    let mut tys = ["u8"; 4];
+    let mut sizes = [1usize; 4];
+    for (i, a) in args.iter().enumerate() {
+        tys[i] = storage_ty(a.dtype);
+        sizes[i] = a.dtype.size();
+    }
+    let widest = sizes[..=nin].iter().copied().max().unwrap_or(1);
+    let v = (16 / widest).max(1) as u32;
+    let (td, tr) = tile_geometry();
+    let key = format!(
+        "ew:{name}:{}:t{td}x{tr}",
+        args.iter()
+            .map(|a| tag(a.dtype))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let funcs =
+        super::nvrtc::functions(dev, &key, || ew::source(tys, nin, v, &body()), &ew::NAMES)?;
+    let p = plan(&args);
+    let nd = p.shape.len();
+    if nd > MAXD {
+        return Err(failure(
+            dev.device(),
+            format!("launch {name}"),
+            format!("{nd} non-coalescable dims exceed the kernels' limit of {MAXD}"),
+        ));
+    }
+    let mut ptrs = [0u64; 4];
+    for (i, a) in args.iter().enumerate() {
+        ptrs[i] = base_ptr(a);
+    }
+    let mut meta = Meta {
+        nd: nd as i32,
+        tile: 0,
+        outer: 1,
+        size: [1; MAXD],
+        st: [[0; MAXD]; 4],
+    };
+    for d in 0..nd {
+        meta.size[d] = p.shape[d] as i64;
+        for i in 0..args.len() {
+            meta.st[i][d] = p.strides[d][i] as i64;
+        }
+    }
+    let stream = dev.stream();
+    let what = key.clone();
+    let mut prm = prm;
+    let [mut p0, mut p1, mut p2, mut p3] = ptrs;
+    let contiguous =
+        nd <= 1 && (0..args.len()).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
+    if contiguous {
+        let mut n64 = n as i64;
+        let aligned = (0..args.len()).all(|i| ptrs[i] % (v as u64 * sizes[i] as u64) == 0);
+        let (f, w) = if aligned && v > 1 {
+            (funcs[0], v)
+        } else {
+            (funcs[1], 1)
+        };
+        let span = (BLOCK * UNROLL * w) as u64;
+        let blocks = (n as u64).div_ceil(span);
+        let grid = u32::try_from(blocks).map_err(|_| {
+            failure(
+                dev.device(),
+                format!("launch {name}"),
+                format!("{n} elements are too many for one launch"),
+            )
+        })?;
+        let mut params: [*mut c_void; 6] = [
+            (&mut p0) as *mut u64 as *mut c_void,
+            (&mut p1) as *mut u64 as *mut c_void,
+            (&mut p2) as *mut u64 as *mut c_void,
+            (&mut p3) as *mut u64 as *mut c_void,
+            (&mut n64) as *mut i64 as *mut c_void,
+            (&mut prm) as *mut Params as *mut c_void,
+        ];
+        // SAFETY: the parameters match `contig_*(char*, const char*, const
+        // char*, const char*, i64, Params)`; every operand is contiguous with n
+        // elements from its base pointer inside its storage (the caller's layouts
+        // are checked against their storages), and unused inputs are never read.
+        return unsafe {
+            launch_raw(
+                dev,
+                &what,
+                f,
+                (grid, 1, 1),
+                (BLOCK, 1, 1),
+                stream,
+                &mut params,
+            )
+        };
+    }
+    let n0 = p.shape[0];
+    if let Some(k) = p.tile_dim.filter(|&k| p.shape[k] > 1 && n0 > 1) {
+        meta.tile = k as i32;
+        meta.outer = (1..nd)
+            .filter(|&d| d != k)
+            .map(|d| p.shape[d] as i64)
+            .product();
+        let (td, tr) = tile_geometry();
+        let tiles = (n0 as u64).div_ceil(td as u64)
+            * (p.shape[k] as u64).div_ceil(td as u64)
+            * meta.outer as u64;
+        let grid = tiles.min(i32::MAX as u64) as u32;
+        let mut params: [*mut c_void; 6] = [
+            (&mut p0) as *mut u64 as *mut c_void,
+            (&mut p1) as *mut u64 as *mut c_void,
+            (&mut p2) as *mut u64 as *mut c_void,
+            (&mut p3) as *mut u64 as *mut c_void,
+            (&mut meta) as *mut Meta as *mut c_void,
+            (&mut prm) as *mut Params as *mut c_void,
+        ];
+        // SAFETY: the parameters match `tiled(char*, const char* x3, Meta,
+        // Params)`; the plan's sizes and byte strides describe each operand's
+        // own layout, so every address computed lies inside its storage.
+        return unsafe {
+            launch_raw(
+                dev,
+                &what,
+                funcs[5],
+                (grid, 1, 1),
+                (32, tr, 1),
+                stream,
+                &mut params,
+            )
+        };
+    }
+    if n0 >= 64 {
+        meta.outer = (1..nd).map(|d| p.shape[d] as i64).product();
+        let vec_ok = v > 1
+            && n0 % v as usize == 0
+            && (0..args.len()).all(|i| {
+                let s0 = meta.st[i][0];
+                let unit = v as i64 * sizes[i] as i64;
+                (s0 == 0 && i > 0)
+                    || (s0 == sizes[i] as i64
+                        && ptrs[i] % unit as u64 == 0
+                        && (1..nd).all(|d| meta.st[i][d] % unit == 0))
+            });
+        let (f, w) = if vec_ok { (funcs[2], v) } else { (funcs[3], 1) };
+        let gx = (n0 as u64).div_ceil((BLOCK * UNROLL * w) as u64);
+        let gx = u32::try_from(gx).map_err(|_| {
+            failure(
+                dev.device(),
+                format!("launch {name}"),
+                format!("a dim of {n0} elements is too long for one launch"),
+            )
+        })?;
+        let gy = meta.outer.clamp(1, 65535) as u32;
+        let mut params: [*mut c_void; 6] = [
+            (&mut p0) as *mut u64 as *mut c_void,
+            (&mut p1) as *mut u64 as *mut c_void,
+            (&mut p2) as *mut u64 as *mut c_void,
+            (&mut p3) as *mut u64 as *mut c_void,
+            (&mut meta) as *mut Meta as *mut c_void,
+            (&mut prm) as *mut Params as *mut c_void,
+        ];
+        // SAFETY: the parameters match `rows_*(char*, const char* x3, Meta,
+        // Params)`; addresses come from each operand's own sizes and strides;
+        // the vector path is taken only when every access it makes is aligned.
+        return unsafe {
+            launch_raw(
+                dev,
+                &what,
+                f,
+                (gx, gy, 1),
+                (BLOCK, 1, 1),
+                stream,
+                &mut params,
+            )
+        };
+    }
+    let mut n64 = n as i64;
+    let blocks = (n as u64)
+        .div_ceil(BLOCK as u64)
+        .min(dev.sm_count as u64 * 16)
+        .max(1) as u32;
+    let mut params: [*mut c_void; 7] = [
+        (&mut p0) as *mut u64 as *mut c_void,
+        (&mut p1) as *mut u64 as *mut c_void,
+        (&mut p2) as *mut u64 as *mut c_void,
+        (&mut p3) as *mut u64 as *mut c_void,
+        (&mut meta) as *mut Meta as *mut c_void,
+        (&mut n64) as *mut i64 as *mut c_void,
+        (&mut prm) as *mut Params as *mut c_void,
+    ];
+    // SAFETY: the parameters match `general(char*, const char* x3, Meta, i64,
+    // Params)`; addresses come from each operand's own sizes and strides.
+    unsafe {
+        launch_raw(
+            dev,
+            &what,
+            funcs[4],
+            (blocks, 1, 1),
+            (BLOCK, 1, 1),
+            stream,
+            &mut params,
+        )
+    }
+}

@@ -1,0 +1,243 @@
+//! The CUDA backend: kernels generated per op and dtype, compiled at run time
+//! by NVRTC for the device's own architecture (cached for the process) and
+//! launched on strata's current stream; matrix products through cuBLAS;
+//! host transfers through pinned staging buffers.
+//!
+//! Everything here is behind the `cuda` feature. When CUDA or a GPU is absent,
+//! [`super::backend_for`] returns [`crate::TensorError::BackendUnavailable`]
+//! naming what is missing; no CUDA call is made that could panic (cudarc's
+//! panics on a missing library are caught at this boundary).
+
+pub(crate) mod blas;
+pub(crate) mod context;
+pub(crate) mod kernels;
+pub(crate) mod launch;
+pub(crate) mod nvrtc;
+pub(crate) mod reduce;
+pub(crate) mod transfer;
+
+use crate::backend::{Arg, Backend, BinaryOp, ReduceOp, UnaryOp};
+use crate::dispatch_dtype;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::scalar::Scalar;
+use crate::storage::Storage;
+use context::{failure, CudaDevice};
+use kernels::ops;
+use launch::{elementwise, Params};
+use strata_alloc::Device;
+
+/// Kernels on NVIDIA GPUs.
+pub(crate) struct CudaBackend;
+
+/// The process's CUDA backend.
+pub(crate) static CUDA: CudaBackend = CudaBackend;
+
+/// The opened device a storage lives on.
+pub(crate) fn device_of(s: &Storage) -> Result<&'static CudaDevice> {
+    match s.device() {
+        Device::Cuda(n) => CudaDevice::get(n),
+        d => Err(failure(
+            d,
+            "CUDA kernel",
+            "the storage is not on a CUDA device",
+        )),
+    }
+}
+
+/// Checks that CUDA device `ordinal` can run kernels (the driver, the GPU).
+pub(crate) fn probe(ordinal: usize) -> Result<()> {
+    CudaDevice::get(ordinal).map(|_| ())
+}
+
+/// Puts scalar `s` (already in the compute type of `d`) into slot `i`.
+fn set_slot(p: &mut Params, i: usize, d: DType, s: Scalar) {
+    let (f, n) = (s.to_f64(), s.to_i64());
+    match (i, d.is_float()) {
+        (0, true) => p.f0 = f,
+        (0, false) => p.i0 = n,
+        (_, true) => p.f1 = f,
+        (_, false) => p.i1 = n,
+    }
+}
+
+/// `s` converted to `T`'s computation type (PyTorch's rule for mul/div scalars).
+fn to_acc<T: Element>(s: Scalar) -> Scalar
+where
+    T::Acc: Element,
+{
+    <T::Acc as Element>::from_scalar(s).to_scalar()
+}
+
+/// `s` rounded to `T` first, then widened (the rule for add/sub/comparisons).
+fn via_elem<T: Element>(s: Scalar) -> Scalar
+where
+    T::Acc: Element,
+{
+    T::from_scalar(s).to_acc().to_scalar()
+}
+
+/// The stored bytes of `s` as `T`, in the low bytes of a u64.
+fn bits<T: Element>(s: Scalar) -> u64 {
+    let v = T::from_scalar(s);
+    let mut b = 0u64;
+    // SAFETY: `T: Element` is plain old data of at most 8 bytes; copying its
+    // bytes into the low bytes of a u64 (little-endian, as the GPU) is sound.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            &v as *const T as *const u8,
+            &mut b as *mut u64 as *mut u8,
+            std::mem::size_of::<T>(),
+        )
+    };
+    b
+}
+
+impl Backend for CudaBackend {
+    fn fill(&self, out: &Arg, value: Scalar) -> Result<()> {
+        let dev = device_of(out.storage)?;
+        let prm = Params {
+            bits: dispatch_dtype!(out.dtype, T => bits::<T>(value)),
+            ..Params::default()
+        };
+        elementwise(dev, "fill", ops::fill, out, &[], prm)
+    }
+
+    fn copy(&self, out: &Arg, src: &Arg) -> Result<()> {
+        if out.storage.device() != src.storage.device() {
+            return Err(failure(
+                out.storage.device(),
+                "copy",
+                format!(
+                    "the source is on {}; use Tensor::to to move tensors between devices",
+                    src.storage.device()
+                ),
+            ));
+        }
+        let dev = device_of(out.storage)?;
+        let (s, d) = (src.dtype, out.dtype);
+        elementwise(
+            dev,
+            "copy",
+            || ops::cast(s, d),
+            out,
+            &[src],
+            Params::default(),
+        )
+    }
+
+    fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        let dev = device_of(out.storage)?;
+        let d = a.dtype;
+        let name = format!("binary_{op:?}");
+        elementwise(
+            dev,
+            &name,
+            || ops::binary(op, d, false),
+            out,
+            &[a, b],
+            Params::default(),
+        )
+    }
+
+    fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) -> Result<()> {
+        let dev = device_of(out.storage)?;
+        let d = a.dtype;
+        let s = match op {
+            BinaryOp::Mul | BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor => {
+                dispatch_dtype!(d, T => to_acc::<T>(b))
+            }
+            _ => dispatch_dtype!(d, T => via_elem::<T>(b)),
+        };
+        let mut prm = Params::default();
+        set_slot(&mut prm, 0, d, s);
+        let name = format!("scalar_{op:?}");
+        elementwise(dev, &name, || ops::binary(op, d, true), out, &[a], prm)
+    }
+
+    fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg) -> Result<()> {
+        let dev = device_of(out.storage)?;
+        let d = a.dtype;
+        let mut prm = Params::default();
+        if let UnaryOp::Clamp(lo, hi) = op {
+            if let Some(lo) = lo {
+                set_slot(&mut prm, 0, d, dispatch_dtype!(d, T => via_elem::<T>(lo)));
+                prm.has0 = 1;
+            }
+            if let Some(hi) = hi {
+                set_slot(&mut prm, 1, d, dispatch_dtype!(d, T => via_elem::<T>(hi)));
+                prm.has1 = 1;
+            }
+        }
+        let name = match op {
+            UnaryOp::Clamp(..) => "clamp".to_string(),
+            o => format!("{o:?}"),
+        };
+        elementwise(dev, &name, || ops::unary(op, d), out, &[a], prm)
+    }
+
+    fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar) -> Result<()> {
+        let dev = device_of(out.storage)?;
+        let d = out.dtype;
+        let mut prm = Params::default();
+        set_slot(&mut prm, 0, d, dispatch_dtype!(d, T => to_acc::<T>(value)));
+        let self_in = Arg {
+            storage: out.storage,
+            layout: out.layout.clone(),
+            dtype: out.dtype,
+        };
+        elementwise(
+            dev,
+            "addcmul",
+            || ops::addcmul(d),
+            out,
+            &[&self_in, t1, t2],
+            prm,
+        )
+    }
+
+    fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        let dev = device_of(out.storage)?;
+        elementwise(
+            dev,
+            "where",
+            ops::where_,
+            out,
+            &[cond, a, b],
+            Params::default(),
+        )
+    }
+
+    fn reduce(
+        &self,
+        op: ReduceOp,
+        values: Option<&Arg>,
+        indices: Option<&Arg>,
+        input: &Arg,
+        dims: &[usize],
+    ) -> Result<()> {
+        let dev = device_of(input.storage)?;
+        reduce::reduce(dev, op, values, indices, input, dims)
+    }
+
+    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        let dev = device_of(out.storage)?;
+        blas::matmul(dev, out, a, b)
+    }
+
+    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()> {
+        let dev = device_of(dst)?;
+        transfer::host_to_device(dev, dst.allocation().ptr(), bytes, false, dev.stream())
+    }
+
+    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
+        let dev = device_of(src)?;
+        transfer::device_to_host(
+            dev,
+            out,
+            src.allocation().ptr() + offset as u64,
+            false,
+            dev.stream(),
+        )
+    }
+}

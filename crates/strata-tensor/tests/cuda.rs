@@ -1,0 +1,685 @@
+//! GPU tests: every op on `cuda:0` against the CPU result, on random shapes,
+//! strides (transposes, step slices, narrows, broadcasts) and dtypes; streams,
+//! `record_stream`, events; host/device transfers (pinned, pageable, staged,
+//! non-blocking) and typed errors.
+//!
+//! Without a GPU (or without the `cuda` feature) every GPU test prints
+//! `skipped: <reason>` and passes. The `test_device!` macro runs a test body
+//! on the CPU and on the GPU.
+
+use strata_tensor::{cuda, DType, Device, Result, RoundingMode, Scalar, Tensor, TensorError};
+
+const GPU: Device = Device::Cuda(0);
+
+/// The GPU, or `None` after printing why the test is skipped.
+fn gpu() -> Option<Device> {
+    if strata_tensor::has_backend(GPU) {
+        Some(GPU)
+    } else {
+        println!(
+            "skipped: {}",
+            cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
+        );
+        None
+    }
+}
+
+/// Runs `$body(device)` as one test per device: `$cpu` on the CPU and `$gpu`
+/// on `cuda:0` (skipped with a printed reason without a GPU).
+macro_rules! test_device {
+    ($body:ident, $cpu:ident, $gpu:ident) => {
+        #[test]
+        fn $cpu() -> Result<()> {
+            $body(Device::Cpu)
+        }
+        #[test]
+        fn $gpu() -> Result<()> {
+            match gpu() {
+                Some(d) => $body(d),
+                None => Ok(()),
+            }
+        }
+    };
+}
+
+/// A small deterministic generator (xorshift).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Random values of `dtype` (integers in about [-20, 20], some zeros).
+fn data(shape: &[usize], dtype: DType, seed: u64) -> Result<Tensor> {
+    let t = Tensor::randn(shape, DType::F64, seed, Device::Cpu)?.mul(8.0)?;
+    t.to_dtype(dtype)
+}
+
+/// A view of shape `[r, c]` of a fresh base on `device`, of layout `kind`
+/// (0 contiguous, 1 transposed, 2 step-2 slice, 3 narrowed, 4 broadcast row,
+/// 5 broadcast column), built identically on the CPU.
+fn view(r: usize, c: usize, kind: u64, dtype: DType, seed: u64) -> Result<(Tensor, Tensor)> {
+    let base_shape: Vec<usize> = match kind {
+        1 => vec![c, r],
+        2 => vec![r, 2 * c],
+        3 => vec![r + 1, c + 3],
+        4 => vec![1, c],
+        5 => vec![r, 1],
+        _ => vec![r, c],
+    };
+    let base = data(&base_shape, dtype, seed)?;
+    let shape = [r as i64, c as i64];
+    let make = |b: &Tensor| -> Result<Tensor> {
+        match kind {
+            1 => b.t(),
+            2 => b.slice(1, Some(1), None, 2),
+            3 => b.narrow(0, 1, r as i64)?.narrow(1, 2, c as i64),
+            4 | 5 => b.expand(&shape),
+            _ => Ok(b.clone()),
+        }
+    };
+    Ok((make(&base)?, base))
+}
+
+fn close(a: &Scalar, b: &Scalar, dtype: DType, loose: bool) -> bool {
+    match (a, b) {
+        (Scalar::Float(x), Scalar::Float(y)) => {
+            if x.is_nan() || y.is_nan() {
+                return x.is_nan() && y.is_nan();
+            }
+            if x == y {
+                return true;
+            }
+            let tol = match (dtype, loose) {
+                (DType::F16 | DType::BF16, _) => 1e-2,
+                (DType::F32, false) => 1e-5,
+                (DType::F32, true) => 2e-4,
+                (_, false) => 1e-12,
+                (_, true) => 1e-9,
+            };
+            (x - y).abs() <= tol * (1.0 + x.abs().max(y.abs()))
+        }
+        _ => a == b,
+    }
+}
+
+/// `gpu` (moved to the CPU) equals `cpu`: shape, dtype and values.
+fn assert_same(what: &str, cpu: &Tensor, gpu: &Tensor) {
+    check_same(what, cpu, gpu, false)
+}
+
+/// As [`assert_same`], with the tolerance of sums taken in another order.
+fn assert_sum(what: &str, cpu: &Tensor, gpu: &Tensor) {
+    check_same(what, cpu, gpu, true)
+}
+
+fn check_same(what: &str, cpu: &Tensor, gpu: &Tensor, loose: bool) {
+    assert_eq!(cpu.shape(), gpu.shape(), "{what}: shape");
+    assert_eq!(cpu.dtype(), gpu.dtype(), "{what}: dtype");
+    let g = gpu.to(Device::Cpu).expect("to cpu");
+    let (x, y) = (cpu.to_scalars().unwrap(), g.to_scalars().unwrap());
+    for (i, (a, b)) in x.iter().zip(&y).enumerate() {
+        assert!(
+            close(a, b, cpu.dtype(), loose),
+            "{what}: element {i} differs: cpu {a} vs gpu {b} ({:?})",
+            cpu.dtype()
+        );
+    }
+}
+
+/// The GPU twin of a view: the base copied to the GPU, the same view taken.
+fn twin(view: &Tensor, base: &Tensor, dev: Device) -> Result<Tensor> {
+    let gbase = base.to(dev)?;
+    gbase.as_strided(
+        &view.shape().iter().map(|&s| s as i64).collect::<Vec<_>>(),
+        &view.strides().iter().map(|&s| s as i64).collect::<Vec<_>>(),
+        Some((view.offset() - base.offset()) as i64),
+    )
+}
+
+const DTYPES: [DType; 8] = [
+    DType::F32,
+    DType::F64,
+    DType::F16,
+    DType::BF16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::Bool,
+];
+
+#[test]
+fn binary_ops_match_cpu_on_random_layouts() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let mut rng = Rng(0x5eed);
+    for case in 0..120u64 {
+        let dtype = DTYPES[rng.below(8) as usize];
+        let (r, c) = (1 + rng.below(70) as usize, 1 + rng.below(300) as usize);
+        let (ka, kb) = (rng.below(4), rng.below(6));
+        let (a, abase) = view(r, c, ka, dtype, case * 2 + 1)?;
+        let (b, bbase) = view(r, c, kb, dtype, case * 2 + 2)?;
+        let (ga, gb) = (twin(&a, &abase, dev)?, twin(&b, &bbase, dev)?);
+        let what = format!("case {case} {dtype} [{r},{c}] kinds {ka}/{kb}");
+        assert_same(&format!("{what} a"), &a, &ga);
+        type F2 = fn(&Tensor, &Tensor) -> Result<Tensor>;
+        let ops: Vec<(&str, F2)> = vec![
+            ("add", |x, y| x.add(y)),
+            ("mul", |x, y| x.mul(y)),
+            ("div", |x, y| x.div(y)),
+            ("eq", |x, y| x.eq(y)),
+            ("lt", |x, y| x.lt(y)),
+            ("ge", |x, y| x.ge(y)),
+        ];
+        for (name, f) in &ops {
+            match (f(&a, &b), f(&ga, &gb)) {
+                (Ok(x), Ok(y)) => assert_same(&format!("{what} {name}"), &x, &y),
+                (Err(_), Err(_)) => {}
+                (x, y) => panic!("{what} {name}: cpu {:?} vs gpu {:?}", x.err(), y.err()),
+            }
+        }
+        if dtype != DType::Bool {
+            let x = a.sub(&b)?;
+            let y = ga.sub(&gb)?;
+            assert_same(&format!("{what} sub"), &x, &y);
+            if dtype.is_float() {
+                let x = a.div_mode(&b, RoundingMode::Floor)?;
+                let y = ga.div_mode(&gb, RoundingMode::Floor)?;
+                assert_same(&format!("{what} floor div"), &x, &y);
+            }
+        }
+        // In place into a fresh contiguous or transposed output.
+        if ka <= 1 {
+            let (x, y) = (a.deep_clone()?, ga.deep_clone()?);
+            let (x, y) = if ka == 1 {
+                (x.t()?.contiguous()?.t()?, y.t()?.contiguous()?.t()?)
+            } else {
+                (x, y)
+            };
+            if dtype != DType::Bool {
+                x.add_(&b)?;
+                y.add_(&gb)?;
+                assert_same(&format!("{what} add_"), &x, &y);
+            }
+            if dtype != DType::Bool {
+                x.mul_(2)?;
+                y.mul_(2)?;
+                assert_same(&format!("{what} mul_ scalar"), &x, &y);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn unary_scalar_and_mixed_dtype_ops_match_cpu() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let mut rng = Rng(77);
+    for case in 0..60u64 {
+        let dtype = DTYPES[rng.below(8) as usize];
+        let (r, c) = (1 + rng.below(40) as usize, 1 + rng.below(200) as usize);
+        let k = rng.below(4);
+        let (a, base) = view(r, c, k, dtype, 100 + case)?;
+        let ga = twin(&a, &base, dev)?;
+        let what = format!("case {case} {dtype} [{r},{c}] kind {k}");
+        type F = fn(&Tensor) -> Result<Tensor>;
+        let ops: Vec<(&str, F)> = vec![
+            ("neg", |x| x.neg()),
+            ("relu", |x| x.relu()),
+            ("exp", |x| x.exp()),
+            ("log", |x| x.abs_log()),
+            ("clamp", |x| {
+                x.clamp(Some(Scalar::Int(-3)), Some(Scalar::Int(5)))
+            }),
+            ("add 2.5", |x| x.add(2.5)),
+            ("mul 3", |x| x.mul(3)),
+            ("div 2", |x| x.div(2)),
+            ("gt 0", |x| x.gt(0)),
+            ("sub 1", |x| x.sub(1)),
+            ("to f32", |x| x.to_dtype(DType::F32)),
+            ("to i32", |x| x.to_dtype(DType::I32)),
+            ("to u8", |x| x.to_dtype(DType::U8)),
+            ("to bool", |x| x.to_dtype(DType::Bool)),
+            ("to f16", |x| x.to_dtype(DType::F16)),
+            ("to bf16", |x| x.to_dtype(DType::BF16)),
+            ("to i64", |x| x.to_dtype(DType::I64)),
+            ("to f64", |x| x.to_dtype(DType::F64)),
+            ("contiguous", |x| x.contiguous()),
+            ("add i32 tensor", |x| x.add(&x.to_dtype(DType::I32)?)),
+        ];
+        for (name, f) in &ops {
+            match (f(&a), f(&ga)) {
+                (Ok(x), Ok(y)) => assert_same(&format!("{what} {name}"), &x, &y),
+                (Err(_), Err(_)) => {}
+                (x, y) => panic!("{what} {name}: cpu {:?} vs gpu {:?}", x.err(), y.err()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `log` only where it is defined the same way on both (|x| + 1).
+trait AbsLog {
+    fn abs_log(&self) -> Result<Tensor>;
+}
+impl AbsLog for Tensor {
+    fn abs_log(&self) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            self.mul(self)?.add(1.0)?.log()
+        } else {
+            self.log()
+        }
+    }
+}
+
+#[test]
+fn fill_copy_where_addcmul_match_cpu() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let mut rng = Rng(99);
+    for case in 0..40u64 {
+        let dtype = DTYPES[rng.below(8) as usize];
+        let (r, c) = (1 + rng.below(50) as usize, 1 + rng.below(130) as usize);
+        let what = format!("case {case} {dtype} [{r},{c}]");
+        // fill_ / zero_ through a transposed view and an expanded one.
+        let x = Tensor::zeros(&[c, r], dtype, Device::Cpu)?;
+        let y = Tensor::zeros(&[c, r], dtype, dev)?;
+        x.t()?.fill_(1)?;
+        y.t()?.fill_(1)?;
+        assert_same(&format!("{what} fill_"), &x, &y);
+        x.narrow(0, 0, 1)?.zero_()?;
+        y.narrow(0, 0, 1)?.zero_()?;
+        assert_same(&format!("{what} zero_"), &x, &y);
+        // copy_ across layouts and dtypes.
+        let (src, sbase) = view(r, c, rng.below(6), DTYPES[rng.below(8) as usize], case)?;
+        let gsrc = twin(&src, &sbase, dev)?;
+        let (dst, dbase) = view(r, c, rng.below(4), dtype, case + 1000)?;
+        let gdst = twin(&dst, &dbase, dev)?;
+        dst.copy_(&src)?;
+        gdst.copy_(&gsrc)?;
+        assert_same(
+            &format!("{what} copy_"),
+            &dbase,
+            &gdst_base(&gdst, &dbase, dev)?,
+        );
+        assert_same(&format!("{what} copy_ view"), &dst, &gdst);
+        // where
+        let (cnd, cbase) = view(r, c, rng.below(6), DType::Bool, case + 7)?;
+        let gcnd = twin(&cnd, &cbase, dev)?;
+        let (a, abase) = view(r, c, rng.below(6), dtype, case + 8)?;
+        let ga = twin(&a, &abase, dev)?;
+        let x = Tensor::where_cond(&cnd, &a, 3)?;
+        let y = Tensor::where_cond(&gcnd, &ga, 3)?;
+        assert_same(&format!("{what} where"), &x, &y);
+        // addcmul_
+        if dtype.is_float() {
+            let (t1, b1) = view(r, c, rng.below(6), dtype, case + 9)?;
+            let (t2, b2) = view(r, c, rng.below(6), dtype, case + 10)?;
+            let (g1, g2) = (twin(&t1, &b1, dev)?, twin(&t2, &b2, dev)?);
+            let x = data(&[r, c], dtype, case + 11)?;
+            let y = x.to(dev)?;
+            x.addcmul_(&t1, &t2, 0.5)?;
+            y.addcmul_(&g1, &g2, 0.5)?;
+            assert_same(&format!("{what} addcmul_"), &x, &y);
+        }
+    }
+    Ok(())
+}
+
+/// The whole GPU base of a view (to compare writes through views).
+fn gdst_base(gview: &Tensor, base: &Tensor, _dev: Device) -> Result<Tensor> {
+    gview.as_strided(
+        &base.shape().iter().map(|&s| s as i64).collect::<Vec<_>>(),
+        &base.strides().iter().map(|&s| s as i64).collect::<Vec<_>>(),
+        Some(base.offset() as i64),
+    )
+}
+
+#[test]
+fn reductions_match_cpu() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let mut rng = Rng(4242);
+    for case in 0..40u64 {
+        let dtype = DTYPES[rng.below(7) as usize];
+        let shape = [
+            1 + rng.below(9) as usize,
+            1 + rng.below(30) as usize,
+            1 + rng.below(600) as usize,
+        ];
+        let x = data(&shape, dtype, 500 + case)?;
+        let x = if rng.below(2) == 1 {
+            x.permute(&[2, 0, 1])?
+        } else {
+            x
+        };
+        let g = x.to(dev)?;
+        let what = format!("case {case} {dtype} {:?}", x.shape());
+        for dims in [
+            None,
+            Some(vec![0i64]),
+            Some(vec![2]),
+            Some(vec![0, 2]),
+            Some(vec![1]),
+        ] {
+            let d = dims.as_deref();
+            let w = format!("{what} dims {dims:?}");
+            assert_sum(&format!("{w} sum"), &x.sum(d, false)?, &g.sum(d, false)?);
+            if dtype.is_float() {
+                assert_sum(&format!("{w} mean"), &x.mean(d, true)?, &g.mean(d, true)?);
+            }
+        }
+        assert_same(&format!("{what} max"), &x.max()?, &g.max()?);
+        assert_same(&format!("{what} min"), &x.min()?, &g.min()?);
+        for dim in 0..3 {
+            let (v, i) = x.max_dim(dim, false)?;
+            let (gv, gi) = g.max_dim(dim, false)?;
+            assert_same(&format!("{what} max_dim {dim}"), &v, &gv);
+            assert_same(&format!("{what} argmax {dim}"), &i, &gi);
+            let (v, i) = x.min_dim(dim, true)?;
+            let (gv, gi) = g.min_dim(dim, true)?;
+            assert_same(&format!("{what} min_dim {dim}"), &v, &gv);
+            assert_same(&format!("{what} argmin {dim}"), &i, &gi);
+        }
+    }
+    // NaN propagates with the first NaN's index.
+    let x = Tensor::from_slice(&[1.0f32, f32::NAN, 5.0, f32::NAN], &[4], Device::Cpu)?;
+    let (v, i) = x.to(dev)?.max_dim(0, false)?;
+    assert!(v.item::<f32>()?.is_nan());
+    assert_eq!(i.item::<i64>()?, 1);
+    Ok(())
+}
+
+#[test]
+fn matmul_matches_cpu() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let mut rng = Rng(31337);
+    for case in 0..30u64 {
+        let dtype = [
+            DType::F32,
+            DType::F64,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::I64,
+        ][rng.below(6) as usize];
+        let (m, k, n) = (
+            1 + rng.below(70) as usize,
+            rng.below(90) as usize,
+            1 + rng.below(70) as usize,
+        );
+        let a = data(&[m, k], dtype, 900 + case)?;
+        let b = data(&[k, n], dtype, 1900 + case)?;
+        let (a, b) = match rng.below(3) {
+            0 => (a, b),
+            1 => (a.t()?.contiguous()?.t()?, b),
+            _ => (a, data(&[n, k], dtype, 2900 + case)?.t()?),
+        };
+        let (ga, gb) = (a.to(dev)?, b.to(dev)?);
+        let (ga, gb) = if a.is_contiguous() {
+            (ga, gb)
+        } else {
+            (ga.t()?.contiguous()?.t()?, gb)
+        };
+        let x = a.matmul(&b)?;
+        let y = ga.matmul(&gb)?;
+        let what = format!("case {case} {dtype} {m}x{k}x{n}");
+        if dtype.is_float() {
+            // Different summation orders: compare with a tolerance scaled by k.
+            let xs = x.to_dtype(DType::F64)?.to_vec::<f64>()?;
+            let ys = y.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+            let tol = if matches!(dtype, DType::F16 | DType::BF16) {
+                5e-2
+            } else {
+                1e-4
+            };
+            for (p, q) in xs.iter().zip(&ys) {
+                assert!(
+                    (p - q).abs() <= tol * (1.0 + p.abs()) * (1.0 + k as f64).sqrt(),
+                    "{what}: {p} vs {q}"
+                );
+            }
+        } else {
+            assert_same(&what, &x, &y);
+        }
+    }
+    let a = data(&[3, 17, 9], DType::F32, 1)?;
+    let b = data(&[3, 9, 5], DType::F32, 2)?;
+    let x = a.bmm(&b)?;
+    let y = a.to(dev)?.bmm(&b.to(dev)?)?;
+    let (xs, ys) = (x.to_vec::<f32>()?, y.to(Device::Cpu)?.to_vec::<f32>()?);
+    assert!(xs
+        .iter()
+        .zip(&ys)
+        .all(|(p, q)| (p - q).abs() <= 1e-4 * (1.0 + p.abs())));
+    Ok(())
+}
+
+#[test]
+fn large_transposed_and_broadcast_ops() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let n = 2048 + 17;
+    let a = data(&[n, n], DType::F32, 5)?;
+    let b = data(&[n, n], DType::F32, 6)?;
+    let (ga, gb) = (a.to(dev)?, b.to(dev)?);
+    assert_same("add transposed", &a.add(&b.t()?)?, &ga.add(&gb.t()?)?);
+    assert_same(
+        "contiguous of transposed",
+        &a.t()?.contiguous()?,
+        &ga.t()?.contiguous()?,
+    );
+    let row = data(&[1, n], DType::F32, 7)?;
+    let col = data(&[n, 1], DType::F32, 8)?;
+    assert_same("broadcast row", &a.add(&row)?, &ga.add(&row.to(dev)?)?);
+    assert_same("broadcast col", &a.add(&col)?, &ga.add(&col.to(dev)?)?);
+    let s = a.slice(1, None, None, 2)?;
+    let gs = ga.slice(1, None, None, 2)?;
+    s.add_(1.0)?;
+    gs.add_(1.0)?;
+    assert_same("step-2 slice add_", &a, &ga);
+    // Large reductions (split over several blocks per output).
+    // f32 sums of many terms of size ~8 in another order: absolute tolerance.
+    let sum_close = |what: &str, x: &Tensor, y: &Tensor, terms: usize| -> Result<()> {
+        let (xs, ys) = (x.to_vec::<f32>()?, y.to(Device::Cpu)?.to_vec::<f32>()?);
+        let tol = 1e-5 * terms as f32 * 8.0;
+        for (i, (p, q)) in xs.iter().zip(&ys).enumerate() {
+            assert!(
+                (p - q).abs() <= tol,
+                "{what}: element {i}: cpu {p} vs gpu {q}"
+            );
+        }
+        Ok(())
+    };
+    sum_close(
+        "sum all",
+        &a.sum(None, false)?,
+        &ga.sum(None, false)?,
+        n * n,
+    )?;
+    sum_close(
+        "sum dim 0",
+        &a.sum(Some(&[0]), false)?,
+        &ga.sum(Some(&[0]), false)?,
+        n,
+    )?;
+    sum_close(
+        "sum dim 1",
+        &a.sum(Some(&[1]), false)?,
+        &ga.sum(Some(&[1]), false)?,
+        n,
+    )?;
+    let (v, i) = a.max_dim(0, false)?;
+    let (gv, gi) = ga.max_dim(0, false)?;
+    assert_same("max_dim 0", &v, &gv);
+    assert_same("argmax 0", &i, &gi);
+    assert_same("min all", &a.min()?, &ga.min()?);
+    // 4-D permutation (tiled with outer dims).
+    let x = data(&[3, 40, 5, 70], DType::F16, 9)?;
+    let gx = x.to(dev)?;
+    assert_same(
+        "permute contiguous",
+        &x.permute(&[0, 3, 2, 1])?.contiguous()?,
+        &gx.permute(&[0, 3, 2, 1])?.contiguous()?,
+    );
+    Ok(())
+}
+
+test_device!(basic_semantics, basic_semantics_cpu, basic_semantics_gpu);
+
+/// The same program on any device.
+fn basic_semantics(dev: Device) -> Result<()> {
+    let a = Tensor::arange(0.0, 6.0, 1.0, None, dev)?.view(&[2, 3])?;
+    a.t()?.add_(10.0)?;
+    assert_eq!(a.to_vec::<f32>()?, vec![10.0, 11.0, 12.0, 13.0, 14.0, 15.0]);
+    assert_eq!(a.sum(None, false)?.item::<f32>()?, 75.0);
+    let i = Tensor::from_slice(&[7i64, -7], &[2], dev)?;
+    assert_eq!(
+        i.div_mode(2, RoundingMode::Floor)?.to_vec::<i64>()?,
+        vec![3, -4]
+    );
+    assert_eq!(a.to_dtype(DType::I32)?.device(), dev);
+    let e = Tensor::zeros(&[0, 3], DType::F32, dev)?;
+    assert_eq!(e.add(1.0)?.numel(), 0);
+    Ok(())
+}
+
+#[test]
+fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    // Sizes around the staging chunk and the small-copy threshold.
+    let (chunk, _) = cuda::staging_geometry();
+    for n in [
+        0usize,
+        1,
+        1000,
+        (1 << 20) / 4 + 3,
+        chunk / 4 * 3 + 11,
+        chunk / 4 * 9 + 5,
+    ] {
+        let x = Tensor::arange(0.0, n as f64, 1.0, Some(DType::F32), Device::Cpu)?;
+        let g = x.to(dev)?;
+        assert_eq!(g.device(), dev);
+        let back = g.to(Device::Cpu)?;
+        assert_eq!(
+            back.to_vec::<f32>()?,
+            x.to_vec::<f32>()?,
+            "pageable round trip of {n}"
+        );
+        let p = x.pin_memory()?;
+        assert!(p.is_pinned());
+        let g2 = p.to_device(dev, true)?;
+        let back2 = g2.to_device(Device::Cpu, true)?;
+        assert!(back2.is_pinned());
+        cuda::current_stream(dev)?.synchronize()?;
+        assert_eq!(
+            back2.to_vec::<f32>()?,
+            x.to_vec::<f32>()?,
+            "pinned round trip of {n}"
+        );
+    }
+    let stats = cuda::host_memory_stats(0).expect("stats");
+    assert!(
+        stats.to_map().values().any(|&v| v > 0),
+        "{:?}",
+        stats.to_map()
+    );
+    assert!(cuda::pinned_memory_stats().is_some());
+    // Device-to-device (same device) and a strided source.
+    let x = data(&[300, 500], DType::F64, 3)?;
+    let g = x.to(dev)?;
+    assert_same("clone", &x, &g.deep_clone()?);
+    assert_same("strided to cpu", &x.t()?, &g.t()?);
+    if cuda::device_count() > 1 {
+        let g1 = g.to(Device::Cuda(1))?;
+        assert_same("peer copy", &x, &g1);
+    }
+    Ok(())
+}
+
+#[test]
+fn streams_events_and_record_stream() -> Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let side = cuda::Stream::new(dev)?;
+    assert_eq!(
+        cuda::current_stream(dev)?,
+        cuda::Stream::default_stream(dev)
+    );
+    let a = Tensor::zeros(&[1 << 20], DType::F32, dev)?;
+    let start = cuda::Event::new(dev, true)?;
+    let end = cuda::Event::new(dev, true)?;
+    {
+        let _g = cuda::StreamGuard::new(&side)?;
+        assert_eq!(cuda::current_stream(dev)?, side);
+        side.wait_stream(&cuda::Stream::default_stream(dev))?;
+        start.record(&side)?;
+        for _ in 0..10 {
+            a.add_(1.0)?;
+        }
+        end.record(&side)?;
+        // Memory allocated here belongs to the side stream.
+        let tmp = Tensor::ones(&[1 << 16], DType::F32, dev)?;
+        a.narrow(0, 0, 1 << 16)?.add_(&tmp)?;
+    }
+    assert_eq!(
+        cuda::current_stream(dev)?,
+        cuda::Stream::default_stream(dev)
+    );
+    a.record_stream(&side)?;
+    end.synchronize()?;
+    assert!(end.query()?);
+    assert!(start.elapsed_ms(&end)? >= 0.0);
+    side.synchronize()?;
+    let v = a.to_vec::<f32>()?;
+    assert_eq!(v[0], 11.0);
+    assert_eq!(v[(1 << 20) - 1], 10.0);
+    // A tensor used on the side stream and dropped is not reused before the
+    // side stream's work has run: write, record, drop, reallocate, check.
+    for round in 0..5 {
+        let b = Tensor::zeros(&[1 << 22], DType::F32, dev)?;
+        {
+            let _g = cuda::StreamGuard::new(&side)?;
+            side.wait_stream(&cuda::Stream::default_stream(dev))?;
+            for _ in 0..50 {
+                b.add_(1.0)?;
+            }
+        }
+        b.record_stream(&side)?;
+        drop(b);
+        let c = Tensor::full(&[1 << 22], 5.0, DType::F32, dev)?;
+        side.synchronize()?;
+        assert_eq!(c.min()?.item::<f32>()?, 5.0, "round {round}");
+        assert_eq!(c.max()?.item::<f32>()?, 5.0, "round {round}");
+    }
+    cuda::synchronize(dev)?;
+    Ok(())
+}
+
+#[test]
+fn errors_are_typed() -> Result<()> {
+    let Some(dev) = gpu() else {
+        // Without a GPU, CUDA tensors are a typed error, not a panic.
+        let e = Tensor::zeros(&[2], DType::F32, GPU).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TensorError::BackendUnavailable { .. } | TensorError::Alloc(_)
+            ),
+            "{e}"
+        );
+        return Ok(());
+    };
+    let a = Tensor::ones(&[3], DType::F32, dev)?;
+    let b = Tensor::ones(&[3], DType::F32, Device::Cpu)?;
+    assert!(matches!(a.add(&b), Err(TensorError::DeviceMismatch { .. })));
+    assert!(matches!(
+        a.copy_(&b),
+        Err(TensorError::DeviceMismatch { .. })
+    ));
+    let bad = Device::Cuda(1 << 10);
+    assert!(Tensor::zeros(&[1], DType::F32, bad).is_err());
+    Ok(())
+}

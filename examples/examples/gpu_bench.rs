@@ -1,0 +1,329 @@
+//! GPU bandwidth benchmark of strata's CUDA backend, one JSON line per
+//! measurement, named like `shared/anchors/torch_bench.py`'s figures so the
+//! two can be compared side by side (run both in the same device call).
+//!
+//! ```text
+//! cargo run --release -p strata-examples --example gpu_bench [-- --iters N] [--only NAME,...]
+//! ```
+//!
+//! Kernels are timed with CUDA events on the current stream, transfers with
+//! the wall clock around the copy and a stream synchronisation; each figure is
+//! the median of `--iters` runs (default 20, at least 10) after 3 warm-ups.
+//! Bandwidth counts bytes read plus bytes written. Without a GPU the program
+//! prints why and exits with status 2.
+
+use std::time::Instant;
+use strata::Device;
+use strata_tensor::{cuda, DType, Result, Tensor};
+
+const GPU: Device = Device::Cuda(0);
+
+struct Opts {
+    iters: usize,
+    only: Option<Vec<String>>,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[v.len() / 2]
+}
+
+/// Seconds per call of `f`, timed with CUDA events.
+fn time_kernel(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    for _ in 0..3 {
+        f()?;
+    }
+    cuda::synchronize(GPU)?;
+    let stream = cuda::current_stream(GPU)?;
+    let mut ts = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let (s, e) = (cuda::Event::new(GPU, true)?, cuda::Event::new(GPU, true)?);
+        s.record(&stream)?;
+        f()?;
+        e.record(&stream)?;
+        e.synchronize()?;
+        ts.push(s.elapsed_ms(&e)? as f64 / 1e3);
+    }
+    Ok(median(ts))
+}
+
+/// Seconds per call of `f`, wall clock, the stream synchronised after each call.
+fn time_wall(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let stream = cuda::current_stream(GPU)?;
+    for _ in 0..3 {
+        f()?;
+        stream.synchronize()?;
+    }
+    let mut ts = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t0 = Instant::now();
+        f()?;
+        stream.synchronize()?;
+        ts.push(t0.elapsed().as_secs_f64());
+    }
+    Ok(median(ts))
+}
+
+fn report(name: &str, bytes: f64, secs: f64) {
+    println!(
+        "{{\"bench\":\"{name}\",\"GBps\":{:.1},\"ms\":{:.4},\"bytes\":{bytes}}}",
+        bytes / secs / 1e9,
+        secs * 1e3
+    );
+}
+
+fn want(o: &Opts, name: &str) -> bool {
+    o.only
+        .as_ref()
+        .is_none_or(|v| v.iter().any(|s| name.starts_with(s.as_str())))
+}
+
+fn run(o: &Opts) -> Result<()> {
+    let it = o.iters;
+    let n: usize = 1 << 28;
+    if ["copy", "add", "relu", "mul", "sum"]
+        .iter()
+        .any(|s| want(o, s))
+    {
+        let a = Tensor::randn(&[1 << 20], DType::F32, 1, GPU)?
+            .expand(&[256, 1 << 20])?
+            .contiguous()?
+            .view(&[n as i64])?;
+        let b = a.mul(0.5)?;
+        let nb = n as f64;
+        if want(o, "copy_f32") {
+            report(
+                "copy_f32",
+                8.0 * nb,
+                time_kernel(it, || a.copy_(&b).map(drop))?,
+            );
+        }
+        if want(o, "add_inplace_f32") {
+            report(
+                "add_inplace_f32",
+                12.0 * nb,
+                time_kernel(it, || a.add_(&b).map(drop))?,
+            );
+        }
+        if want(o, "add_out_f32") {
+            report(
+                "add_out_f32",
+                12.0 * nb,
+                time_kernel(it, || a.add(&b).map(drop))?,
+            );
+        }
+        if want(o, "relu_inplace_f32") {
+            report(
+                "relu_inplace_f32",
+                8.0 * nb,
+                time_kernel(it, || a.relu_().map(drop))?,
+            );
+        }
+        if want(o, "sum_f32") {
+            report(
+                "sum_f32",
+                4.0 * nb,
+                time_kernel(it, || a.sum(None, false).map(drop))?,
+            );
+        }
+        if want(o, "mul_scalar_inplace_f32") {
+            report(
+                "mul_scalar_inplace_f32",
+                8.0 * nb,
+                time_kernel(it, || a.mul_(1.0001).map(drop))?,
+            );
+        }
+    }
+    let m: usize = 1 << 14;
+    let mm = (m * m) as f64;
+    if [
+        "add_inplace_transposed",
+        "add_inplace_broadcast",
+        "contiguous_of",
+        "add_inplace_slice",
+    ]
+    .iter()
+    .any(|s| want(o, s))
+    {
+        let a = Tensor::randn(&[m], DType::F32, 2, GPU)?
+            .expand(&[m as i64, m as i64])?
+            .contiguous()?;
+        let b = a.t()?.contiguous()?;
+        let row = Tensor::randn(&[m], DType::F32, 3, GPU)?;
+        let col = row.unsqueeze(1)?;
+        if want(o, "add_inplace_transposed_f32") {
+            let bt = b.t()?;
+            report(
+                "add_inplace_transposed_f32",
+                12.0 * mm,
+                time_kernel(it, || a.add_(&bt).map(drop))?,
+            );
+        }
+        if want(o, "add_inplace_broadcast_row_f32") {
+            report(
+                "add_inplace_broadcast_row_f32",
+                8.0 * mm,
+                time_kernel(it, || a.add_(&row).map(drop))?,
+            );
+        }
+        if want(o, "add_inplace_broadcast_col_f32") {
+            report(
+                "add_inplace_broadcast_col_f32",
+                8.0 * mm,
+                time_kernel(it, || a.add_(&col).map(drop))?,
+            );
+        }
+        if want(o, "contiguous_of_transpose_f32") {
+            let bt = b.t()?;
+            report(
+                "contiguous_of_transpose_f32",
+                8.0 * mm,
+                time_kernel(it, || bt.contiguous().map(drop))?,
+            );
+        }
+        if want(o, "add_inplace_slice_step2_f32") {
+            let sa = a.slice(1, None, None, 2)?;
+            let sb = b.slice(1, None, None, 2)?;
+            report(
+                "add_inplace_slice_step2_f32",
+                12.0 * mm / 2.0,
+                time_kernel(it, || sa.add_(&sb).map(drop))?,
+            );
+        }
+    }
+    for (dt, name) in [
+        (DType::F16, "add_inplace_float16"),
+        (DType::BF16, "add_inplace_bfloat16"),
+    ] {
+        if want(o, name) {
+            let a = Tensor::zeros(&[n], dt, GPU)?;
+            let b = Tensor::ones(&[n], dt, GPU)?;
+            report(
+                name,
+                6.0 * n as f64,
+                time_kernel(it, || a.add_(&b).map(drop))?,
+            );
+        }
+    }
+    if want(o, "h2d") || want(o, "d2h") {
+        let count = (256usize << 20) / 4;
+        let bytes = (256usize << 20) as f64;
+        let pageable = Tensor::randn(&[count], DType::F32, 4, Device::Cpu)?;
+        let pinned = pageable.pin_memory()?;
+        let g = pageable.to(GPU)?;
+        let it = it.max(10);
+        if want(o, "h2d_pinned_nonblocking") {
+            report(
+                "h2d_pinned_nonblocking",
+                bytes,
+                time_wall(it, || pinned.to_device(GPU, true).map(drop))?,
+            );
+        }
+        if want(o, "h2d_pageable") {
+            report(
+                "h2d_pageable",
+                bytes,
+                time_wall(it, || pageable.to(GPU).map(drop))?,
+            );
+        }
+        if want(o, "d2h_pinned_nonblocking") {
+            report(
+                "d2h_pinned_nonblocking",
+                bytes,
+                time_wall(it, || g.to_device(Device::Cpu, true).map(drop))?,
+            );
+        }
+        if want(o, "d2h_pageable") {
+            report(
+                "d2h_pageable",
+                bytes,
+                time_wall(it, || g.to(Device::Cpu).map(drop))?,
+            );
+        }
+        if let Some(s) = cuda::host_memory_stats(0) {
+            let m: serde_json::Map<String, serde_json::Value> =
+                s.to_map().into_iter().map(|(k, v)| (k, v.into())).collect();
+            println!(
+                "{{\"bench\":\"host_memory_stats\",\"stats\":{}}}",
+                serde_json::Value::Object(m)
+            );
+        }
+    }
+    if want(o, "small_op") {
+        // Host cost of one small op (launch included), kernels queued back to back.
+        let t = Tensor::zeros(&[256], DType::F32, GPU)?;
+        let u = Tensor::ones(&[256], DType::F32, GPU)?;
+        for _ in 0..100 {
+            t.add_(&u)?;
+        }
+        cuda::synchronize(GPU)?;
+        let iters = 20_000;
+        let t0 = Instant::now();
+        for _ in 0..iters {
+            t.add_(&u)?;
+        }
+        let host = t0.elapsed().as_secs_f64();
+        cuda::synchronize(GPU)?;
+        let total = t0.elapsed().as_secs_f64();
+        println!(
+            "{{\"bench\":\"small_op_add_\",\"host_us_per_op\":{:.2},\"us_per_op_with_sync\":{:.2}}}",
+            host / iters as f64 * 1e6,
+            total / iters as f64 * 1e6
+        );
+    }
+    if want(o, "alloc_pair") {
+        let alloc = strata::allocator(GPU).map_err(strata_tensor::TensorError::from)?;
+        for size in [512u64, 1 << 20, 20 << 20] {
+            let iters = 200_000;
+            let warm = alloc.allocate(size, strata::StreamId::DEFAULT)?;
+            drop(warm);
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                let b = alloc.allocate(size, strata::StreamId::DEFAULT)?;
+                drop(b);
+            }
+            let ns = t0.elapsed().as_nanos() as f64 / iters as f64;
+            println!("{{\"bench\":\"alloc_pair_cache_hit\",\"size\":{size},\"ns\":{ns:.1}}}");
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let mut o = Opts {
+        iters: 20,
+        only: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--iters" => {
+                o.iters = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(20)
+                    .max(10)
+            }
+            "--only" => {
+                o.only = args
+                    .next()
+                    .map(|s| s.split(',').map(String::from).collect())
+            }
+            _ => {
+                eprintln!("usage: gpu_bench [--iters N] [--only NAME,...]");
+                std::process::exit(2);
+            }
+        }
+    }
+    if !strata_tensor::has_backend(GPU) {
+        eprintln!(
+            "gpu_bench: no GPU to measure: {}",
+            cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
+        );
+        std::process::exit(2);
+    }
+    if let Err(e) = run(&o) {
+        eprintln!("gpu_bench: {e}");
+        std::process::exit(1);
+    }
+}
