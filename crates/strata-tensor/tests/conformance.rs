@@ -147,8 +147,12 @@ fn shape_usize(v: &Value) -> Option<Vec<usize>> {
 }
 
 /// Runs one step; Ok(Err(e)) is a strata error.
-fn run_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorError>, String> {
-    let dev = Device::Cpu;
+fn run_step(
+    env: &Env,
+    op: &str,
+    args: &[Value],
+    dev: Device,
+) -> Result<Result<Out, TensorError>, String> {
     let one = |r: Result<Tensor, TensorError>| Ok(r.map(|t| Out::One(Val::T(t))));
     let ts = |i: usize| -> Result<Operand<'static>, String> {
         let v = &args[i];
@@ -290,8 +294,7 @@ fn run_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorErr
     }
 }
 
-fn run_case(case: &Value) -> Result<(), String> {
-    let dev = Device::Cpu;
+fn run_case(case: &Value, dev: Device) -> Result<(), String> {
     let mut env = Env { vars: Vec::new() };
     for inp in case["inputs"].as_array().unwrap() {
         let dt = dtype(&inp["dtype"]);
@@ -303,7 +306,7 @@ fn run_case(case: &Value) -> Result<(), String> {
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let op = step["op"].as_str().unwrap();
         let args = step["args"].as_array().unwrap();
-        let r = run_step(&env, op, args).map_err(|e| format!("step {i} ({op}): {e}"))?;
+        let r = run_step(&env, op, args, dev).map_err(|e| format!("step {i} ({op}): {e}"))?;
         match (r, step.get("error").and_then(|e| e.as_str())) {
             (Ok(_), Some(want)) => {
                 return Err(format!(
@@ -432,13 +435,17 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn pytorch_conformance() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance");
-    if !dir.join("FORMAT.md").exists() {
-        println!("skipping conformance: {} is absent", dir.display());
-        return;
+/// Where the vectors are: `STRATA_CONFORMANCE_DIR`, else the `shared` folder
+/// beside the checkout.
+fn vectors_dir() -> PathBuf {
+    match std::env::var_os("STRATA_CONFORMANCE_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
     }
+}
+
+/// Replays every case on `dev`; returns the failures that are not allow-listed.
+fn replay_all(dir: &std::path::Path, dev: Device) -> Vec<String> {
     let allowed: BTreeMap<&str, &str> = ALLOWED.iter().copied().collect();
     let (mut total, mut passed) = (0, 0);
     let mut unexpected = Vec::new();
@@ -450,18 +457,18 @@ fn pytorch_conformance() {
         for case in file["cases"].as_array().unwrap() {
             total += 1;
             let id = case["id"].as_str().unwrap();
-            let r = std::panic::catch_unwind(|| run_case(case))
+            let r = std::panic::catch_unwind(|| run_case(case, dev))
                 .unwrap_or_else(|_| Err("panicked".into()));
             match (r, allowed.get(id)) {
                 (Ok(()), None) => passed += 1,
                 (Ok(()), Some(_)) => stale.push(id.to_string()),
                 (Err(_), Some(_)) => skipped += 1,
-                (Err(e), None) => unexpected.push(format!("{id}: {e}")),
+                (Err(e), None) => unexpected.push(format!("{dev}: {id}: {e}")),
             }
         }
     }
     println!(
-        "conformance: {passed}/{total} passed, {skipped} allow-listed, {} unexpected failures",
+        "conformance on {dev}: {passed}/{total} passed, {skipped} allow-listed, {} unexpected failures",
         unexpected.len()
     );
     for u in &unexpected {
@@ -469,11 +476,29 @@ fn pytorch_conformance() {
     }
     assert!(
         stale.is_empty(),
-        "allow-listed cases now pass (remove them): {stale:?}"
+        "allow-listed cases now pass on {dev} (remove them): {stale:?}"
     );
+    unexpected
+}
+
+#[test]
+fn pytorch_conformance() {
+    let dir = vectors_dir();
+    if !dir.join("FORMAT.md").exists() {
+        println!("skipping conformance: {} is absent", dir.display());
+        return;
+    }
+    let mut failures = replay_all(&dir, Device::Cpu);
+    // The same programs on the GPU, where this build and machine have one.
+    let gpu = Device::Cuda(0);
+    if strata_tensor::has_backend(gpu) {
+        failures.extend(replay_all(&dir, gpu));
+    } else {
+        println!("conformance on {gpu}: skipped: no usable GPU backend here");
+    }
     assert!(
-        unexpected.is_empty(),
+        failures.is_empty(),
         "{} conformance cases failed",
-        unexpected.len()
+        failures.len()
     );
 }
