@@ -487,6 +487,27 @@ fn large_transposed_and_stepped_ops_match_reference() {
                 "{dtype} mul at {k}"
             );
         }
+        // Reductions over the transposed view (parallel over outputs).
+        if dtype.is_float() || dtype == DType::I64 {
+            let sums = bt.sum(Some(&[0]), false).unwrap().to_scalars().unwrap();
+            let (amax, argm) = bt.max_dim(1, false).unwrap();
+            let (amax, argm) = (amax.to_scalars().unwrap(), argm.to_vec::<i64>().unwrap());
+            for j in 0..c {
+                let col: Vec<f64> = (0..r).map(|i| btv[i * c + j].to_f64()).collect();
+                let want = Scalar::Float(col.iter().sum()).cast_to(if dtype.is_float() {
+                    dtype
+                } else {
+                    DType::F64
+                });
+                assert_eq!(sums[j].to_f64(), want.to_f64(), "{dtype} column sum {j}");
+            }
+            for i in 0..r {
+                let row: Vec<f64> = (0..c).map(|j| btv[i * c + j].to_f64()).collect();
+                let m = row.iter().copied().fold(f64::MIN, f64::max);
+                assert_eq!(amax[i].to_f64(), m);
+                assert_eq!(argm[i] as usize, row.iter().position(|&x| x == m).unwrap());
+            }
+        }
         let ct = bt.contiguous().unwrap();
         assert!(ct.is_contiguous());
         assert_eq!(ct.to_scalars().unwrap(), btv);
