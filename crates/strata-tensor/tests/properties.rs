@@ -368,6 +368,58 @@ proptest! {
     }
 
     #[test]
+    fn where_addcmul_mean_min_match_reference(s in spec(3), mask in any::<u8>(), seed in any::<u64>(), dim in 0..3i64) {
+        let (a, _) = build(&s);
+        let bshape = partner(&s.shape, mask, 0);
+        let bn: usize = bshape.iter().product();
+        let b = Tensor::from_scalars(&values(bn, s.dtype, seed), &bshape, s.dtype, Device::Cpu).unwrap();
+        let (av, bv) = (a.to_scalars().unwrap(), b.to_scalars().unwrap());
+        // where(a < b, a, b) is the element-wise minimum.
+        let w = Tensor::where_cond(&a.lt(&b).unwrap(), &a, &b).unwrap();
+        for (k, got) in w.to_scalars().unwrap().iter().enumerate() {
+            let y = bv[broadcast_pos(&multi_index(k, a.shape()), &bshape)];
+            let want = if av[k].to_f64() < y.to_f64() { av[k] } else { y };
+            prop_assert!(same(*got, want));
+        }
+        if s.dtype != DType::Bool {
+            // a + 2 * a * b, in place on a fresh copy, rounded once per element.
+            let x = a.deep_clone().unwrap();
+            x.addcmul_(&a, &b, 2).unwrap();
+            for (k, got) in x.to_scalars().unwrap().iter().enumerate() {
+                let y = bv[broadcast_pos(&multi_index(k, a.shape()), &bshape)];
+                let prod = 2.0 * av[k].to_f64() * y.to_f64();
+                let want = if s.dtype.is_float() {
+                    Scalar::Float(av[k].to_f64() + prod).cast_to(s.dtype)
+                } else {
+                    Scalar::Int((av[k].to_f64() + prod) as i64).cast_to(s.dtype)
+                };
+                prop_assert!(same(*got, want), "addcmul {:?}: {got:?} vs {want:?}", s.dtype);
+            }
+        }
+        // mean (floats) and min along a dim.
+        let d = (dim % a.ndim() as i64) as usize;
+        let shape = a.shape().to_vec();
+        let mut out_shape = shape.clone();
+        out_shape[d] = 1;
+        let mn = a.min_dim(d as i64, true).unwrap().0.to_scalars().unwrap();
+        let mean = s.dtype.is_float().then(|| a.mean(Some(&[d as i64]), true).unwrap().to_scalars().unwrap());
+        prop_assert_eq!(a.mean(None, false).is_ok(), s.dtype.is_float());
+        for (o, m) in mn.iter().enumerate() {
+            let mut idx = multi_index(o, &out_shape);
+            let mut vals = Vec::new();
+            for j in 0..shape[d] {
+                idx[d] = j;
+                vals.push(av[idx.iter().zip(&shape).fold(0, |p, (&i, &n)| p * n + i)].to_f64());
+            }
+            prop_assert_eq!(m.to_f64(), vals.iter().copied().fold(f64::MAX, f64::min));
+            if let Some(mean) = &mean {
+                let want = Scalar::Float(vals.iter().sum::<f64>() / vals.len() as f64).cast_to(s.dtype);
+                prop_assert!(same(mean[o], want), "mean {:?}: {:?} vs {want:?}", s.dtype, mean[o]);
+            }
+        }
+    }
+
+    #[test]
     fn expanded_operands_and_outputs(s in spec(2), n in 1..4usize) {
         let (a, _) = build(&s);
         let mut target: Vec<i64> = vec![n as i64];
@@ -434,6 +486,27 @@ fn large_transposed_and_stepped_ops_match_reference() {
                 same(pv[k], reference(Bin::Mul, av[k], btv[k], dtype)),
                 "{dtype} mul at {k}"
             );
+        }
+        // Reductions over the transposed view (parallel over outputs).
+        if dtype.is_float() || dtype == DType::I64 {
+            let sums = bt.sum(Some(&[0]), false).unwrap().to_scalars().unwrap();
+            let (amax, argm) = bt.max_dim(1, false).unwrap();
+            let (amax, argm) = (amax.to_scalars().unwrap(), argm.to_vec::<i64>().unwrap());
+            for j in 0..c {
+                let col: Vec<f64> = (0..r).map(|i| btv[i * c + j].to_f64()).collect();
+                let want = Scalar::Float(col.iter().sum()).cast_to(if dtype.is_float() {
+                    dtype
+                } else {
+                    DType::F64
+                });
+                assert_eq!(sums[j].to_f64(), want.to_f64(), "{dtype} column sum {j}");
+            }
+            for i in 0..r {
+                let row: Vec<f64> = (0..c).map(|j| btv[i * c + j].to_f64()).collect();
+                let m = row.iter().copied().fold(f64::MIN, f64::max);
+                assert_eq!(amax[i].to_f64(), m);
+                assert_eq!(argm[i] as usize, row.iter().position(|&x| x == m).unwrap());
+            }
         }
         let ct = bt.contiguous().unwrap();
         assert!(ct.is_contiguous());

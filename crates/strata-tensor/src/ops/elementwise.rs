@@ -612,6 +612,21 @@ impl Tensor {
         Ok(self.clone())
     }
 
+    /// `self + value * t1 * t2` (all three broadcast) as a new tensor.
+    pub fn addcmul(&self, t1: &Tensor, t2: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        let shape = broadcast_shapes("addcmul", t1.shape(), t2.shape())?;
+        let shape = broadcast_shapes("addcmul", self.shape(), &shape)?;
+        let dtype = result_type(&[
+            Operand::Tensor(self),
+            Operand::Tensor(t1),
+            Operand::Tensor(t2),
+        ]);
+        let out = Tensor::empty(&shape, dtype, self.device())?;
+        out.copy_(self)?;
+        out.addcmul_(t1, t2, value)?;
+        Ok(out)
+    }
+
     /// `cond ? a : b` element-wise; `cond` must be bool; all three broadcast.
     pub fn where_cond<'a, 'b>(
         cond: &Tensor,
