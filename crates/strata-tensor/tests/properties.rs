@@ -1,11 +1,29 @@
 //! Property tests: for random shapes, layouts (transposes, stepped slices,
 //! narrows, expands) and broadcasts, every op equals a naive element-by-element
 //! reference computed on the logical (row-major) values, in every dtype.
+//!
+//! Each case runs on a device drawn from every device available here: the
+//! CPU, and `cuda:0` where this build has a usable GPU backend (otherwise the
+//! GPU is skipped and the reason printed once).
 
 use proptest::prelude::*;
 use strata_tensor::{DType, Device, Element, Scalar, Tensor};
 
 const DTYPES: [DType; 8] = DType::ALL;
+
+/// The devices this run can compute on.
+fn devices() -> &'static [Device] {
+    static D: std::sync::OnceLock<Vec<Device>> = std::sync::OnceLock::new();
+    D.get_or_init(|| {
+        let gpu = Device::Cuda(0);
+        if strata_tensor::has_backend(gpu) {
+            vec![Device::Cpu, gpu]
+        } else {
+            println!("property tests on cuda:0: skipped: no usable GPU backend here");
+            vec![Device::Cpu]
+        }
+    })
+}
 
 /// A random tensor reached through views of a larger base, with its base.
 #[derive(Debug, Clone)]
@@ -19,6 +37,8 @@ struct Spec {
     step: usize,
     /// Offset from narrowing the base's last dim by one at the front.
     narrow: bool,
+    /// Where the tensors live.
+    device: Device,
 }
 
 fn spec(max_dims: usize) -> impl Strategy<Value = Spec> {
@@ -28,21 +48,23 @@ fn spec(max_dims: usize) -> impl Strategy<Value = Spec> {
         any::<u64>(),
         1..=3usize,
         any::<bool>(),
+        0..devices().len(),
     )
-        .prop_flat_map(|(nd, dt, seed, step, narrow)| {
+        .prop_flat_map(|(nd, dt, seed, step, narrow, dev)| {
             (
                 proptest::collection::vec(1..=4usize, nd),
                 Just(Vec::from_iter(0..nd)).prop_shuffle(),
-                Just((dt, seed, step, narrow)),
+                Just((dt, seed, step, narrow, dev)),
             )
         })
-        .prop_map(|(shape, perm, (dt, seed, step, narrow))| Spec {
+        .prop_map(|(shape, perm, (dt, seed, step, narrow, dev))| Spec {
             shape,
             dtype: DTYPES[dt],
             seed,
             perm,
             step,
             narrow,
+            device: devices()[dev],
         })
 }
 
@@ -80,8 +102,7 @@ fn build(s: &Spec) -> (Tensor, Tensor) {
         .collect();
     let phys: Vec<usize> = s.perm.iter().map(|&p| bshape[p]).collect();
     let n: usize = phys.iter().product();
-    let base =
-        Tensor::from_scalars(&values(n, s.dtype, s.seed), &phys, s.dtype, Device::Cpu).unwrap();
+    let base = Tensor::from_scalars(&values(n, s.dtype, s.seed), &phys, s.dtype, s.device).unwrap();
     let inv_i: Vec<i64> = inv.iter().map(|&d| d as i64).collect();
     let mut v = base.permute(&inv_i).unwrap();
     v = v.slice(0, None, None, s.step as i64).unwrap();
@@ -203,7 +224,7 @@ proptest! {
         let (a, _) = build(&s);
         let bshape = partner(&s.shape, mask, drop);
         let bn: usize = bshape.iter().product();
-        let b = Tensor::from_scalars(&values(bn, s.dtype, seed), &bshape, s.dtype, Device::Cpu).unwrap();
+        let b = Tensor::from_scalars(&values(bn, s.dtype, seed), &bshape, s.dtype, s.device).unwrap();
         // Through a transposed copy as well, when b has two dims or more.
         let b = if b.ndim() >= 2 { b.transpose(-1, -2).unwrap().contiguous().unwrap().transpose(-1, -2).unwrap() } else { b };
         let out = run_binary(op, &a, &b).unwrap();
@@ -225,7 +246,7 @@ proptest! {
         let av = a.to_scalars().unwrap();
         let bshape = partner(&s.shape, mask, 0);
         let bn: usize = bshape.iter().product();
-        let b = Tensor::from_scalars(&values(bn, s.dtype, seed), &bshape, s.dtype, Device::Cpu).unwrap();
+        let b = Tensor::from_scalars(&values(bn, s.dtype, seed), &bshape, s.dtype, s.device).unwrap();
         let v0 = a.version();
         match op {
             Bin::Add => a.add_(&b),
@@ -254,9 +275,9 @@ proptest! {
         let dst = if perm_dst && s.ndim() >= 2 {
             let mut sh = s.shape().to_vec();
             sh.swap(0, 1);
-            Tensor::zeros(&sh, dtype, Device::Cpu).unwrap().transpose(0, 1).unwrap()
+            Tensor::zeros(&sh, dtype, src.device).unwrap().transpose(0, 1).unwrap()
         } else {
-            Tensor::zeros(s.shape(), dtype, Device::Cpu).unwrap()
+            Tensor::zeros(s.shape(), dtype, src.device).unwrap()
         };
         dst.copy_(&s).unwrap();
         let (sv, dv) = (s.to_scalars().unwrap(), dst.to_scalars().unwrap());
@@ -346,13 +367,14 @@ proptest! {
     }
 
     #[test]
-    fn matmul_matches_reference(m in 1..6usize, k in 0..6usize, n in 1..6usize, dt in 0..4usize, ta in any::<bool>(), tb in any::<bool>(), seed in any::<u64>()) {
+    fn matmul_matches_reference(m in 1..6usize, k in 0..6usize, n in 1..6usize, dt in 0..4usize, ta in any::<bool>(), tb in any::<bool>(), seed in any::<u64>(), dev in 0..devices().len()) {
+        let device = devices()[dev];
         let dtype = [DType::F32, DType::F64, DType::I64, DType::BF16][dt];
         let mk = |r: usize, c: usize, t: bool, seed: u64| {
             if t {
-                Tensor::from_scalars(&values(r * c, dtype, seed), &[c, r], dtype, Device::Cpu).unwrap().t().unwrap()
+                Tensor::from_scalars(&values(r * c, dtype, seed), &[c, r], dtype, device).unwrap().t().unwrap()
             } else {
-                Tensor::from_scalars(&values(r * c, dtype, seed), &[r, c], dtype, Device::Cpu).unwrap()
+                Tensor::from_scalars(&values(r * c, dtype, seed), &[r, c], dtype, device).unwrap()
             }
         };
         let (a, b) = (mk(m, k, ta, seed), mk(k, n, tb, seed ^ 0x55));
@@ -372,7 +394,7 @@ proptest! {
         let (a, _) = build(&s);
         let bshape = partner(&s.shape, mask, 0);
         let bn: usize = bshape.iter().product();
-        let b = Tensor::from_scalars(&values(bn, s.dtype, seed), &bshape, s.dtype, Device::Cpu).unwrap();
+        let b = Tensor::from_scalars(&values(bn, s.dtype, seed), &bshape, s.dtype, s.device).unwrap();
         let (av, bv) = (a.to_scalars().unwrap(), b.to_scalars().unwrap());
         // where(a < b, a, b) is the element-wise minimum.
         let w = Tensor::where_cond(&a.lt(&b).unwrap(), &a, &b).unwrap();
