@@ -17,7 +17,7 @@ use crate::expandable::ExpandableSegment;
 use crate::history::{Action, History, TraceEntry};
 use crate::pool::{Entry, FreeIndex};
 use crate::snapshot::{BlockSnapshot, BlockState, SegmentSnapshot};
-use crate::stats::{format_size, MemoryStats, StatType};
+use crate::stats::{MemoryStats, StatType};
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -1075,17 +1075,6 @@ impl CachingAllocator {
             .map(|e| e.size)
             .max()
             .unwrap_or(0)
-    }
-
-    /// Describes the device request that failed, for tests of the OOM path.
-    pub fn describe(&self) -> String {
-        format!(
-            "{} allocator on {} ({}), expandable segments {}",
-            self.device,
-            self.driver.name(),
-            format_size(self.capacity),
-            if self.expandable { "on" } else { "off" }
-        )
     }
 }
 

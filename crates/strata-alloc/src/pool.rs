@@ -45,7 +45,6 @@ pub(crate) struct FreeIndex {
     words: [u64; WORDS],
     summary: u64,
     len: usize,
-    bytes: u64,
 }
 
 impl Default for FreeIndex {
@@ -55,7 +54,6 @@ impl Default for FreeIndex {
             words: [0; WORDS],
             summary: 0,
             len: 0,
-            bytes: 0,
         }
     }
 }
@@ -69,7 +67,7 @@ impl FreeIndex {
     /// Total bytes of free blocks.
     #[cfg(test)]
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.all().map(|e| e.size).sum()
     }
 
     #[inline]
@@ -97,7 +95,6 @@ impl FreeIndex {
             self.mark(b);
         }
         self.len += 1;
-        self.bytes += e.size;
     }
 
     /// Removes a free block; returns whether it was present.
@@ -112,7 +109,6 @@ impl FreeIndex {
                 self.unmark(b);
             }
             self.len -= 1;
-            self.bytes -= size;
             true
         } else {
             false
