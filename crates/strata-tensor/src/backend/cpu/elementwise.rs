@@ -1,8 +1,11 @@
-//! Typed element-wise kernels: one generic inner loop per arity, with
-//! contiguous and scalar-broadcast fast paths written as plain indexed loops
-//! that LLVM vectorises, and a strided fallback.
+//! Typed element-wise kernels: one generic loop nest per arity over blocks of
+//! rows ([`Rows`]), with contiguous and broadcast fast paths written as plain
+//! indexed loops that LLVM vectorises, and a strided fallback. Each kernel is
+//! compiled twice: for the target's baseline and, on x86_64, with AVX2
+//! enabled; [`simd`] picks one per call.
 
-use super::loops;
+use super::loops::{self, Rows};
+use super::simd;
 use crate::backend::Arg;
 use crate::iter_plan::IterPlan;
 use std::mem::size_of;
@@ -23,41 +26,239 @@ fn plan<const N: usize>(args: [&Arg; N]) -> IterPlan<N> {
     )
 }
 
-/// out[i] = f(a[i]).
-pub(crate) fn map1<A: Copy, O: Copy>(out: &Arg, a: &Arg, f: impl Fn(A) -> O + Sync) {
-    let p = plan([out, a]);
-    let row = |n: usize, p: [*mut u8; 2], s: [isize; 2]| {
-        let (o, x) = (p[0] as *mut O, p[1] as *const A);
-        let (eo, ea) = (size_of::<O>() as isize, size_of::<A>() as isize);
-        // SAFETY: `loops::run` passes rows inside both operands' layouts; the
-        // caller checked the dtypes match `A`/`O` and that writes do not
-        // clobber inputs still to be read (overlap checks or full aliasing).
-        unsafe {
-            if s == [eo, ea] && o as *const u8 == x as *const u8 {
-                // In place: one pointer, so LLVM's runtime alias check
-                // (which fails for identical ranges) does not block vectorising.
+/// Byte sizes of the operands' element types.
+macro_rules! sizes {
+    ($($t:ty),+) => { [$(size_of::<$t>() as isize),+] };
+}
+
+/// Runs `$body` for every row of `$r`, with `$p` bound to the row's operand
+/// pointers cast to `$t`s.
+macro_rules! each_row {
+    ($r:expr, [$($p:ident: $t:ty),+] => $body:block) => {{
+        let r = $r;
+        for row in 0..r.m {
+            let q = r.row(row);
+            let mut k = 0usize;
+            $(
+                let $p = q[k] as $t;
+                k += 1;
+            )+
+            let _ = k;
+            $body
+        }
+    }};
+}
+
+/// Calls the AVX2 copy where the CPU has it, the baseline kernel otherwise.
+macro_rules! dispatch {
+    ($avx:ident, $generic:ident, $rows:expr, $f:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        if simd::avx2() {
+            // SAFETY: the kernel's contract is the caller's (see `loops::run`);
+            // the CPU has AVX2.
+            unsafe { $avx($rows, $f) };
+            return;
+        }
+        // SAFETY: as above.
+        unsafe { $generic($rows, $f) };
+    }};
+}
+
+/// out = f(a) over a block of rows.
+///
+/// # Safety
+/// The rows must lie inside both operands' storages with element types `O`
+/// and `A`, and writes must not clobber inputs still to be read (the callers
+/// check overlap or require full aliasing).
+#[inline(always)]
+unsafe fn rows1<A: Copy, O: Copy>(r: Rows<2>, f: &impl Fn(A) -> O) {
+    let e = sizes!(O, A);
+    let s = r.inner;
+    let in_place = r.ptrs[0] == r.ptrs[1] && r.outer[0] == r.outer[1];
+    let n = r.n;
+    // SAFETY (every loop): forwarded contract.
+    unsafe {
+        if s == e && in_place {
+            // In place: one pointer, so LLVM's runtime alias check (which
+            // fails for identical ranges) does not block vectorising.
+            each_row!(r, [o: *mut O] => {
                 let xo = o as *mut A;
                 for i in 0..n {
                     *o.add(i) = f(*xo.add(i));
                 }
-            } else if s == [eo, ea] {
+            })
+        } else if s == e {
+            each_row!(r, [o: *mut O, x: *const A] => {
                 for i in 0..n {
                     *o.add(i) = f(*x.add(i));
                 }
-            } else if s == [eo, 0] {
+            })
+        } else if s == [e[0], 0] {
+            each_row!(r, [o: *mut O, x: *const A] => {
                 let v = f(*x);
                 for i in 0..n {
                     *o.add(i) = v;
                 }
-            } else {
+            })
+        } else {
+            each_row!(r, [o: *mut O, x: *const A] => {
                 for i in 0..n as isize {
                     *o.byte_offset(i * s[0]) = f(*x.byte_offset(i * s[1]));
                 }
-            }
+            })
         }
-    };
+    }
+}
+/// [`rows1`] compiled with AVX2 enabled: the same source, so the same
+/// results; only the instructions differ.
+///
+/// # Safety
+/// As [`rows1`]; the CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rows1_avx2<A: Copy, O: Copy>(r: Rows<2>, f: &impl Fn(A) -> O) {
+    // SAFETY: forwarded contract.
+    unsafe { rows1(r, f) }
+}
+
+/// out = f(a, b) over a block of rows.
+///
+/// # Safety
+/// As [`rows1`].
+#[inline(always)]
+unsafe fn rows2<A: Copy, B: Copy, O: Copy>(r: Rows<3>, f: &impl Fn(A, B) -> O) {
+    let e = sizes!(O, A, B);
+    let s = r.inner;
+    let in_place = r.ptrs[0] == r.ptrs[1] && r.outer[0] == r.outer[1];
+    let n = r.n;
+    // SAFETY (every loop): forwarded contract.
+    unsafe {
+        if s == e && in_place {
+            // In place: read and write through one pointer so that only `y`
+            // needs LLVM's runtime alias check (see `rows1`).
+            each_row!(r, [o: *mut O, _x: *const A, y: *const B] => {
+                let xo = o as *mut A;
+                for i in 0..n {
+                    *o.add(i) = f(*xo.add(i), *y.add(i));
+                }
+            })
+        } else if s == e {
+            each_row!(r, [o: *mut O, x: *const A, y: *const B] => {
+                for i in 0..n {
+                    *o.add(i) = f(*x.add(i), *y.add(i));
+                }
+            })
+        } else if s == [e[0], e[1], 0] && in_place {
+            each_row!(r, [o: *mut O, _x: *const A, y: *const B] => {
+                let (yv, xo) = (*y, o as *mut A);
+                for i in 0..n {
+                    *o.add(i) = f(*xo.add(i), yv);
+                }
+            })
+        } else if s == [e[0], e[1], 0] {
+            each_row!(r, [o: *mut O, x: *const A, y: *const B] => {
+                let yv = *y;
+                for i in 0..n {
+                    *o.add(i) = f(*x.add(i), yv);
+                }
+            })
+        } else if s == [e[0], 0, e[2]] {
+            each_row!(r, [o: *mut O, x: *const A, y: *const B] => {
+                let xv = *x;
+                for i in 0..n {
+                    *o.add(i) = f(xv, *y.add(i));
+                }
+            })
+        } else if s == [2 * e[0], 2 * e[1], 2 * e[2]] && in_place {
+            // Every other element (`a[:, ::2] += b[:, ::2]`): a constant
+            // stride lets LLVM vectorise with interleaved loads.
+            each_row!(r, [o: *mut O, _x: *const A, y: *const B] => {
+                let xo = o as *mut A;
+                for i in 0..n {
+                    *o.add(2 * i) = f(*xo.add(2 * i), *y.add(2 * i));
+                }
+            })
+        } else {
+            each_row!(r, [o: *mut O, x: *const A, y: *const B] => {
+                for i in 0..n as isize {
+                    *o.byte_offset(i * s[0]) =
+                        f(*x.byte_offset(i * s[1]), *y.byte_offset(i * s[2]));
+                }
+            })
+        }
+    }
+}
+/// [`rows2`] compiled with AVX2 enabled: the same source, so the same
+/// results; only the instructions differ.
+///
+/// # Safety
+/// As [`rows2`]; the CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rows2_avx2<A: Copy, B: Copy, O: Copy>(r: Rows<3>, f: &impl Fn(A, B) -> O) {
+    // SAFETY: forwarded contract.
+    unsafe { rows2(r, f) }
+}
+
+/// out = f(a, b, c) over a block of rows.
+///
+/// # Safety
+/// As [`rows1`].
+#[inline(always)]
+unsafe fn rows3<A: Copy, B: Copy, C: Copy, O: Copy>(r: Rows<4>, f: &impl Fn(A, B, C) -> O) {
+    let e = sizes!(O, A, B, C);
+    let s = r.inner;
+    let in_place = r.ptrs[0] == r.ptrs[1] && r.outer[0] == r.outer[1];
+    let n = r.n;
+    // SAFETY (every loop): forwarded contract.
+    unsafe {
+        if s == e && in_place {
+            each_row!(r, [o: *mut O, _x: *const A, y: *const B, z: *const C] => {
+                let xo = o as *mut A;
+                for i in 0..n {
+                    *o.add(i) = f(*xo.add(i), *y.add(i), *z.add(i));
+                }
+            })
+        } else if s == e {
+            each_row!(r, [o: *mut O, x: *const A, y: *const B, z: *const C] => {
+                for i in 0..n {
+                    *o.add(i) = f(*x.add(i), *y.add(i), *z.add(i));
+                }
+            })
+        } else {
+            each_row!(r, [o: *mut O, x: *const A, y: *const B, z: *const C] => {
+                for i in 0..n as isize {
+                    *o.byte_offset(i * s[0]) = f(
+                        *x.byte_offset(i * s[1]),
+                        *y.byte_offset(i * s[2]),
+                        *z.byte_offset(i * s[3]),
+                    );
+                }
+            })
+        }
+    }
+}
+/// [`rows3`] compiled with AVX2 enabled: the same source, so the same
+/// results; only the instructions differ.
+///
+/// # Safety
+/// As [`rows3`]; the CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn rows3_avx2<A: Copy, B: Copy, C: Copy, O: Copy>(r: Rows<4>, f: &impl Fn(A, B, C) -> O) {
+    // SAFETY: forwarded contract.
+    unsafe { rows3(r, f) }
+}
+
+/// out[i] = f(a[i]).
+pub(crate) fn map1<A: Copy, O: Copy>(out: &Arg, a: &Arg, f: impl Fn(A) -> O + Sync) {
+    let p = plan([out, a]);
+    // The rows come from `loops::run`, inside both operands' layouts; the
+    // caller checked the dtypes match `A`/`O` and that writes do not clobber
+    // inputs still to be read (overlap checks or full aliasing).
+    let kernel = |r: Rows<2>| dispatch!(rows1_avx2, rows1, r, &f);
     // SAFETY: the plan is built from the operands' own layouts over their storages.
-    unsafe { loops::run(&p, [base(out), base(a)], row) };
+    unsafe { loops::run(&p, [base(out), base(a)], kernel) };
 }
 
 /// out[i] = f(a[i], b[i]).
@@ -68,59 +269,10 @@ pub(crate) fn map2<A: Copy, B: Copy, O: Copy>(
     f: impl Fn(A, B) -> O + Sync,
 ) {
     let p = plan([out, a, b]);
-    let row = |n: usize, p: [*mut u8; 3], s: [isize; 3]| {
-        let (o, x, y) = (p[0] as *mut O, p[1] as *const A, p[2] as *const B);
-        let (eo, ea, eb) = (
-            size_of::<O>() as isize,
-            size_of::<A>() as isize,
-            size_of::<B>() as isize,
-        );
-        // SAFETY: as in `map1`.
-        unsafe {
-            let in_place = o as *const u8 == x as *const u8;
-            if s == [eo, ea, eb] && in_place {
-                // In place: read and write through one pointer so that only
-                // `y` needs LLVM's runtime alias check (see `map1`).
-                let xo = o as *mut A;
-                for i in 0..n {
-                    *o.add(i) = f(*xo.add(i), *y.add(i));
-                }
-            } else if s == [eo, ea, eb] {
-                for i in 0..n {
-                    *o.add(i) = f(*x.add(i), *y.add(i));
-                }
-            } else if s == [eo, ea, 0] && in_place {
-                let (yv, xo) = (*y, o as *mut A);
-                for i in 0..n {
-                    *o.add(i) = f(*xo.add(i), yv);
-                }
-            } else if s == [eo, ea, 0] {
-                let yv = *y;
-                for i in 0..n {
-                    *o.add(i) = f(*x.add(i), yv);
-                }
-            } else if s == [eo, 0, eb] {
-                let xv = *x;
-                for i in 0..n {
-                    *o.add(i) = f(xv, *y.add(i));
-                }
-            } else if s == [2 * eo, 2 * ea, 2 * eb] && in_place {
-                // Every other element (`a[:, ::2] += b[:, ::2]`): a constant
-                // stride lets LLVM vectorise with interleaved loads.
-                let xo = o as *mut A;
-                for i in 0..n {
-                    *o.add(2 * i) = f(*xo.add(2 * i), *y.add(2 * i));
-                }
-            } else {
-                for i in 0..n as isize {
-                    *o.byte_offset(i * s[0]) =
-                        f(*x.byte_offset(i * s[1]), *y.byte_offset(i * s[2]));
-                }
-            }
-        }
-    };
+    // As in `map1`.
+    let kernel = |r: Rows<3>| dispatch!(rows2_avx2, rows2, r, &f);
     // SAFETY: the plan is built from the operands' own layouts over their storages.
-    unsafe { loops::run(&p, [base(out), base(a), base(b)], row) };
+    unsafe { loops::run(&p, [base(out), base(a), base(b)], kernel) };
 }
 
 /// out[i] = f(a[i], b[i], c[i]).
@@ -132,65 +284,112 @@ pub(crate) fn map3<A: Copy, B: Copy, C: Copy, O: Copy>(
     f: impl Fn(A, B, C) -> O + Sync,
 ) {
     let p = plan([out, a, b, c]);
-    let row = |n: usize, p: [*mut u8; 4], s: [isize; 4]| {
-        let (o, x, y, z) = (
-            p[0] as *mut O,
-            p[1] as *const A,
-            p[2] as *const B,
-            p[3] as *const C,
-        );
-        let e = [
-            size_of::<O>(),
-            size_of::<A>(),
-            size_of::<B>(),
-            size_of::<C>(),
-        ]
-        .map(|e| e as isize);
-        // SAFETY: as in `map1`.
-        unsafe {
-            if s == e && o as *const u8 == x as *const u8 {
-                let xo = o as *mut A;
-                for i in 0..n {
-                    *o.add(i) = f(*xo.add(i), *y.add(i), *z.add(i));
-                }
-            } else if s == e {
-                for i in 0..n {
-                    *o.add(i) = f(*x.add(i), *y.add(i), *z.add(i));
-                }
-            } else {
-                for i in 0..n as isize {
-                    *o.byte_offset(i * s[0]) = f(
-                        *x.byte_offset(i * s[1]),
-                        *y.byte_offset(i * s[2]),
-                        *z.byte_offset(i * s[3]),
-                    );
-                }
-            }
-        }
-    };
+    // As in `map1`.
+    let kernel = |r: Rows<4>| dispatch!(rows3_avx2, rows3, r, &f);
     // SAFETY: the plan is built from the operands' own layouts over their storages.
-    unsafe { loops::run(&p, [base(out), base(a), base(b), base(c)], row) };
+    unsafe { loops::run(&p, [base(out), base(a), base(b), base(c)], kernel) };
 }
 
 /// out[i] = v.
 pub(crate) fn fill<O: Copy + Send + Sync>(out: &Arg, v: O) {
     let p = plan([out]);
-    let row = |n: usize, p: [*mut u8; 1], s: [isize; 1]| {
-        let o = p[0] as *mut O;
+    let kernel = |r: Rows<1>| {
+        let s = r.inner[0];
+        let n = r.n;
         // SAFETY: rows lie inside the output's layout, which the caller has
         // stripped of stride-0 dims, so every address is written once.
         unsafe {
-            if s[0] == size_of::<O>() as isize {
-                for i in 0..n {
-                    *o.add(i) = v;
-                }
+            if s == size_of::<O>() as isize {
+                each_row!(r, [o: *mut O] => {
+                    for i in 0..n {
+                        *o.add(i) = v;
+                    }
+                })
             } else {
-                for i in 0..n as isize {
-                    *o.byte_offset(i * s[0]) = v;
-                }
+                each_row!(r, [o: *mut O] => {
+                    for i in 0..n as isize {
+                        *o.byte_offset(i * s) = v;
+                    }
+                })
             }
         }
     };
     // SAFETY: the plan is built from the output's layout over its storage.
-    unsafe { loops::run(&p, [base(out)], row) };
+    unsafe { loops::run(&p, [base(out)], kernel) };
+}
+
+#[cfg(test)]
+mod tests {
+    //! The tiled (transposing) paths on shapes that span several tiles and
+    //! slices with ragged edges, against an element-by-element reference, with
+    //! the baseline kernels and (where the CPU has it) the AVX2 ones.
+    use super::super::simd::{with_level, Level};
+    use crate::{DType, Device, Tensor};
+
+    /// Values of `t` in row-major order, as f64.
+    fn values(t: &Tensor) -> Vec<f64> {
+        t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+    }
+
+    fn check(rows: usize, cols: usize, dtype: DType) {
+        let a = Tensor::randn(&[rows, cols], DType::F64, 7, Device::Cpu)
+            .unwrap()
+            .mul(8.0)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let b = Tensor::randn(&[cols, rows], DType::F64, 8, Device::Cpu)
+            .unwrap()
+            .mul(8.0)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let bt = b.t().unwrap();
+        let (va, vb) = (values(&a), values(&b));
+        // Reference in the dtype's own arithmetic: one element at a time.
+        let expect_sum: Vec<f64> = (0..rows * cols)
+            .map(|i| {
+                let (r, c) = (i / cols, i % cols);
+                let x = Tensor::from_vec(vec![va[i]], &[1], Device::Cpu).unwrap();
+                let y = Tensor::from_vec(vec![vb[c * rows + r]], &[1], Device::Cpu).unwrap();
+                let s = x
+                    .to_dtype(dtype)
+                    .unwrap()
+                    .add(&y.to_dtype(dtype).unwrap())
+                    .unwrap();
+                values(&s)[0]
+            })
+            .collect();
+        let expect_copy: Vec<f64> = (0..rows * cols)
+            .map(|i| vb[(i % cols) * rows + i / cols])
+            .collect();
+        for level in [Level::Baseline, Level::Avx2] {
+            with_level(level, || {
+                let what = format!("{rows}x{cols} {dtype} {level:?}");
+                let sum = a.add(&bt).unwrap();
+                assert_eq!(values(&sum), expect_sum, "a + b.t(), {what}");
+                let inplace = a.deep_clone().unwrap();
+                inplace.add_(&bt).unwrap();
+                assert_eq!(values(&inplace), expect_sum, "a += b.t(), {what}");
+                assert_eq!(
+                    values(&bt.contiguous().unwrap()),
+                    expect_copy,
+                    "contiguous, {what}"
+                );
+                let out = Tensor::zeros(&[rows, cols], dtype, Device::Cpu).unwrap();
+                out.copy_(&bt).unwrap();
+                assert_eq!(values(&out), expect_copy, "copy_, {what}");
+            });
+        }
+    }
+
+    #[test]
+    fn transposed_operands_across_tiles() {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::I64, DType::U8] {
+            check(300, 517, dtype);
+        }
+        check(37, 1030, DType::F32);
+        check(1030, 9, DType::F64);
+        check(8, 8, DType::F32);
+    }
 }

@@ -5,6 +5,7 @@ mod elementwise;
 mod loops;
 mod matmul;
 mod reduce;
+mod simd;
 
 use crate::backend::{Arg, Backend, BinaryOp, ReduceOp, UnaryOp};
 use crate::dispatch_dtype;
