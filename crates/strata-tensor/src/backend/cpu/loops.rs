@@ -220,6 +220,43 @@ unsafe fn run_serial<const N: usize, F>(
                         for jb in (0..klen).step_by(SLICE) {
                             let jlen = SLICE.min(klen - jb);
                             let mut ptrs = offset(tile, &strides[k], jb);
+                            // The direct operands' rows of the slice after this
+                            // one (possibly in the next tile), prefetched bit by
+                            // bit while this slice is staged.
+                            let next = if jb + SLICE < klen {
+                                Some((
+                                    offset(tile, &strides[k], jb + SLICE),
+                                    len,
+                                    SLICE.min(klen - jb - SLICE),
+                                ))
+                            } else if ib + TILE0 < n0 {
+                                let t = offset(tile, &strides[0], TILE0);
+                                Some((t, TILE0.min(n0 - ib - TILE0), SLICE.min(klen)))
+                            } else if kb + TILEK < nk {
+                                let t = offset(offset(p, &strides[0], 0), &strides[k], kb + TILEK);
+                                Some((t, TILE0.min(n0), SLICE.min(nk - kb - TILEK)))
+                            } else {
+                                None
+                            };
+                            let mut direct = |part: usize, parts: usize| {
+                                let Some((q, qlen, qrows)) = next else { return };
+                                for o in 0..N {
+                                    let aliases_out = o > 0
+                                        && q[o] == q[0]
+                                        && strides.iter().all(|s| s[o] == s[0]);
+                                    if staged.contains(&o) || aliases_out || strides[0][o] != es[o]
+                                    {
+                                        continue;
+                                    }
+                                    let bytes = qlen * es[o] as usize;
+                                    for r in part * qrows / parts..(part + 1) * qrows / parts {
+                                        let row = q[o].wrapping_offset(r as isize * strides[k][o]);
+                                        for off in (0..bytes).step_by(64) {
+                                            prefetch(row.wrapping_add(off));
+                                        }
+                                    }
+                                }
+                            };
                             for (slot, &i) in staged.iter().enumerate() {
                                 let b = buf[slot * area..].as_mut_ptr() as *mut u8;
                                 // SAFETY: the slice's `len` rows of `jlen`
@@ -227,7 +264,16 @@ unsafe fn run_serial<const N: usize, F>(
                                 // the plan's shape); the buffer holds
                                 // TILE0 * SLICE elements of at most 8 bytes.
                                 unsafe {
-                                    stage_rows(b, ptrs[i], strides[0][i], es[i], len, jlen, avx)
+                                    stage_rows(
+                                        b,
+                                        ptrs[i],
+                                        strides[0][i],
+                                        es[i],
+                                        len,
+                                        jlen,
+                                        avx,
+                                        &mut direct,
+                                    )
                                 };
                                 ptrs[i] = b;
                             }
@@ -247,7 +293,10 @@ unsafe fn run_serial<const N: usize, F>(
 }
 
 /// Stages a slice (see [`stage`]) eight source rows at a time, prefetching
-/// the rows [`PREFETCH_ROWS`] ahead.
+/// the rows [`PREFETCH_ROWS`] ahead; `between(part, parts)` runs after each
+/// of the `parts` groups (the caller's other prefetches go there, spread out
+/// so that they do not stall the loads in one burst).
+#[allow(clippy::too_many_arguments)]
 ///
 /// # Safety
 /// As [`stage`] with `t0 = TILE0`.
@@ -259,10 +308,13 @@ unsafe fn stage_rows(
     len: usize,
     klen: usize,
     avx: bool,
+    between: &mut impl FnMut(usize, usize),
 ) {
     const R: usize = 8;
     let bytes = klen * es as usize;
+    let parts = len.div_ceil(R);
     for rb in (0..len).step_by(R) {
+        between(rb / R, parts);
         for r in rb + PREFETCH_ROWS..(rb + PREFETCH_ROWS + R).min(len) {
             let row = src.wrapping_offset(r as isize * row_stride);
             for off in (0..bytes).step_by(64) {
