@@ -11,6 +11,11 @@
 //!   behind the backend boundary (`backend::cpu`, and `backend::cuda` with the
 //!   `cuda` feature: NVRTC-compiled kernels, cuBLAS, staged transfers; without
 //!   a GPU, CUDA tensors report [`TensorError::BackendUnavailable`]).
+//! * Operators: `&a + &b`, `&a * 2.0`, `-&a` give `Result<Tensor>` (the
+//!   method's error on bad shapes, dtypes or devices). Rust's `+=` cannot
+//!   return an error and strata does not panic on bad input, so `+= -= *= /=`
+//!   are defined on `Result<Tensor>`: `let mut r = Ok(a); r += &b; r?` runs
+//!   `add_` in place and keeps the first error (the tensor is left unchanged).
 //! * [`cuda`]: streams, events, synchronisation; [`Tensor::to`],
 //!   [`Tensor::pin_memory`] and [`Tensor::record_stream`] move tensors.
 //!
