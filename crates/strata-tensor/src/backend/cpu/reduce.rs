@@ -42,8 +42,9 @@ fn merge_row_major(shape: &[usize], strides: &[usize]) -> (Vec<usize>, Vec<usize
     (sh, st)
 }
 
-/// Calls `f(k, x)` for the elements at `src + start + (reduced offsets)`, `k`
-/// counting in row-major order of the reduced dims.
+/// Calls `f(k, x)` for the elements at `src + start + (reduced offsets)` with
+/// `k` in `k0 .. k1`, `k` counting in row-major order of the reduced dims;
+/// stops early where `f` returns false.
 ///
 /// # Safety
 /// Every such element must be readable.
@@ -53,27 +54,40 @@ unsafe fn fold<T: Copy>(
     start: usize,
     shape: &[usize],
     strides: &[usize],
+    (k0, k1): (usize, usize),
     mut f: impl FnMut(usize, T) -> bool,
 ) {
     let nd = shape.len();
     if nd == 0 {
-        // SAFETY: forwarded contract (a single element).
-        f(0, unsafe { *src.add(start) });
+        if k0 == 0 && k1 > 0 {
+            // SAFETY: forwarded contract (a single element).
+            f(0, unsafe { *src.add(start) });
+        }
         return;
     }
+    // The multi-index of element k0 and its storage position.
+    let mut idx = vec![0usize; nd];
+    let mut rem = k0;
+    for d in (0..nd).rev() {
+        idx[d] = rem % shape[d];
+        rem /= shape[d];
+    }
+    let mut pos = start + (0..nd).map(|d| idx[d] * strides[d]).sum::<usize>();
     let (inner_n, inner_s) = (shape[nd - 1], strides[nd - 1]);
-    let outer: usize = shape[..nd - 1].iter().product();
-    let mut idx = vec![0usize; nd - 1];
-    let mut pos = start;
-    let mut k = 0;
-    for _ in 0..outer {
-        for i in 0..inner_n {
+    let mut k = k0;
+    while k < k1 {
+        let i0 = idx[nd - 1];
+        let run = (inner_n - i0).min(k1 - k);
+        for i in 0..run {
             // SAFETY: forwarded contract.
             if !f(k, unsafe { *src.add(pos + i * inner_s) }) {
                 return;
             }
             k += 1;
         }
+        // Move to the start of the next inner row.
+        pos -= i0 * inner_s;
+        idx[nd - 1] = 0;
         let mut d = nd - 1;
         while d > 0 {
             d -= 1;
@@ -86,6 +100,18 @@ unsafe fn fold<T: Copy>(
             idx[d] = 0;
         }
     }
+}
+
+/// Reductions of at least this many elements per output are folded in chunks
+/// of this size, in parallel where there are fewer outputs than threads, and
+/// the chunks' results combined in order (for sums, a blocked summation: also
+/// more accurate than one long running sum).
+const CHUNK: usize = 1 << 14;
+
+/// One chunk's result.
+enum Partial<T: Element> {
+    Sum(T::Acc),
+    Best(Option<(T, usize)>),
 }
 
 pub(crate) fn reduce<T: Element>(
@@ -116,46 +142,92 @@ pub(crate) fn reduce<T: Element>(
         indices.map_or(std::ptr::null_mut(), base),
     );
     let count = <T::Acc as Element>::from_scalar(Scalar::Int(red_count as i64));
+    let threads = rayon::current_num_threads();
+    let split = red_count >= 2 * CHUNK && outer_idx.len() < threads;
+    // The chunks of one output's reduction: in parallel where `split`.
+    let chunks = |f: &(dyn Fn((usize, usize)) -> Partial<T> + Sync)| -> Vec<Partial<T>> {
+        let ranges: Vec<(usize, usize)> = (0..red_count.div_ceil(CHUNK))
+            .map(|c| (c * CHUNK, ((c + 1) * CHUNK).min(red_count)))
+            .collect();
+        if split {
+            ranges.into_par_iter().map(f).collect()
+        } else {
+            ranges.into_iter().map(f).collect()
+        }
+    };
     let one = |o: usize, start: usize| {
-        let (src, vals, idxs) = ptrs.get();
-        // SAFETY: `start` plus the reduced offsets are storage indices of the
-        // input's own layout (kept index + reduced index), and outputs are
-        // contiguous with one element per kept position `o`.
-        unsafe {
+        let (_, vals, idxs) = ptrs.get();
+        {
             match op {
                 ReduceOp::Sum | ReduceOp::Mean => {
-                    let mut acc = <T::Acc as Arith>::ZERO;
-                    fold(src, start, &rs, &rst, |_, x: T| {
-                        acc = acc.add(x.to_acc());
-                        true
+                    let parts = chunks(&|range| {
+                        let (src, _, _) = ptrs.get();
+                        let mut acc = <T::Acc as Arith>::ZERO;
+                        // SAFETY: `start` plus the reduced offsets are storage
+                        // indices of the input's own layout (kept index +
+                        // reduced index).
+                        unsafe {
+                            fold(src, start, &rs, &rst, range, |_, x: T| {
+                                acc = acc.add(x.to_acc());
+                                true
+                            })
+                        };
+                        Partial::Sum(acc)
                     });
+                    let mut acc = <T::Acc as Arith>::ZERO;
+                    for p in parts {
+                        if let Partial::Sum(s) = p {
+                            acc = acc.add(s);
+                        }
+                    }
                     if op == ReduceOp::Mean {
                         acc = acc.div(count);
                     }
-                    *(vals as *mut T).add(o) = T::from_acc(acc);
+                    // SAFETY: outputs are contiguous with one element per
+                    // kept position `o`.
+                    unsafe { *(vals as *mut T).add(o) = T::from_acc(acc) };
                 }
                 ReduceOp::Max | ReduceOp::Min => {
-                    let mut best: Option<(T, usize)> = None;
-                    fold(src, start, &rs, &rst, |k, x: T| {
-                        let better = match best {
-                            None => true,
-                            Some((b, _)) => {
-                                x.to_acc().is_nan()
-                                    || if op == ReduceOp::Max { x > b } else { x < b }
-                            }
+                    // `x` replaces the best so far if it is NaN (the first NaN
+                    // is the extreme) or strictly better: ties keep the first.
+                    let better = |x: T, b: T| {
+                        x.to_acc().is_nan() || if op == ReduceOp::Max { x > b } else { x < b }
+                    };
+                    let parts = chunks(&|range| {
+                        let (src, _, _) = ptrs.get();
+                        let mut best: Option<(T, usize)> = None;
+                        // SAFETY: as for sums.
+                        unsafe {
+                            fold(src, start, &rs, &rst, range, |k, x: T| {
+                                let take = best.map_or(true, |(b, _)| better(x, b));
+                                if take {
+                                    best = Some((x, k));
+                                }
+                                // The first NaN is the extreme: stop there.
+                                !x.to_acc().is_nan() || !take
+                            })
                         };
-                        if better {
-                            best = Some((x, k));
-                        }
-                        // The first NaN is the extreme: stop there.
-                        !x.to_acc().is_nan() || !better
+                        Partial::Best(best)
                     });
+                    let mut best: Option<(T, usize)> = None;
+                    for p in parts {
+                        if let Partial::Best(Some((x, k))) = p {
+                            if best.is_some_and(|(b, _)| b.to_acc().is_nan()) {
+                                break;
+                            }
+                            if best.map_or(true, |(b, _)| better(x, b)) {
+                                best = Some((x, k));
+                            }
+                        }
+                    }
                     let (b, k) = best.expect("callers reject empty reductions");
                     if !vals.is_null() {
-                        *(vals as *mut T).add(o) = b;
+                        // SAFETY: as for sums.
+                        unsafe { *(vals as *mut T).add(o) = b };
                     }
                     if !idxs.is_null() {
-                        *(idxs as *mut i64).add(o) = k as i64;
+                        // SAFETY: as for sums; indices are i64.
+                        unsafe { *(idxs as *mut i64).add(o) = k as i64 };
                     }
                 }
             }
@@ -176,7 +248,59 @@ pub(crate) fn reduce<T: Element>(
 
 #[cfg(test)]
 mod tests {
-    use super::merge_row_major;
+    use super::{merge_row_major, CHUNK};
+    use crate::{Device, Tensor};
+
+    /// Reductions long enough to be folded in chunks (and in parallel where
+    /// there are spare threads) give what one sequential pass gives: the
+    /// first index among ties, the first NaN, exact integer sums.
+    #[test]
+    fn chunked_reductions_match_one_pass() {
+        let n = 5 * CHUNK + 123;
+        // Stored as [cols, rows] and viewed transposed, so the reduced
+        // elements are not contiguous.
+        let (rows, cols) = (n / 3, 3);
+        let mut data: Vec<f64> = (0..rows * cols).map(|i| ((i * 7919) % 1000) as f64).collect();
+        let max = 5000.0;
+        let (first, second) = (CHUNK + 17, 4 * CHUNK + 5); // row-major indices of the view
+        let at = |k: usize| (k % cols) * rows + k / cols; // storage index of view element k
+        data[at(second)] = max;
+        data[at(first)] = max;
+        let t = Tensor::from_vec(data.clone(), &[cols, rows], Device::Cpu)
+            .unwrap()
+            .t()
+            .unwrap();
+        assert!(!t.is_contiguous());
+        let view: Vec<f64> = t.to_vec::<f64>().unwrap();
+        let total: f64 = view.iter().sum();
+        assert_eq!(t.sum(None, false).unwrap().item::<f64>().unwrap(), total);
+        assert_eq!(t.max().unwrap().item::<f64>().unwrap(), max);
+        assert_eq!(t.argmax(None, false).unwrap().item::<i64>().unwrap(), first as i64);
+        let min = view.iter().cloned().fold(f64::INFINITY, f64::min);
+        assert_eq!(t.min().unwrap().item::<f64>().unwrap(), min);
+
+        // A NaN in a late chunk is the maximum, and the first NaN's index wins.
+        let mut with_nan = data.clone();
+        with_nan[at(4 * CHUNK + 9)] = f64::NAN;
+        with_nan[at(5 * CHUNK)] = f64::NAN;
+        let t = Tensor::from_vec(with_nan, &[cols, rows], Device::Cpu)
+            .unwrap()
+            .t()
+            .unwrap();
+        assert!(t.max().unwrap().item::<f64>().unwrap().is_nan());
+        assert_eq!(
+            t.argmax(None, false).unwrap().item::<i64>().unwrap(),
+            (4 * CHUNK + 9) as i64
+        );
+
+        // Integer sums are exact whatever the grouping.
+        let ints: Vec<i64> = (0..n as i64).map(|i| i * i - 3 * i).collect();
+        let t = Tensor::from_vec(ints.clone(), &[n], Device::Cpu).unwrap();
+        assert_eq!(
+            t.sum(None, false).unwrap().item::<i64>().unwrap(),
+            ints.iter().sum::<i64>()
+        );
+    }
 
     #[test]
     fn merging_keeps_row_major_order() {
