@@ -260,7 +260,9 @@ mod tests {
         // Stored as [cols, rows] and viewed transposed, so the reduced
         // elements are not contiguous.
         let (rows, cols) = (n / 3, 3);
-        let mut data: Vec<f64> = (0..rows * cols).map(|i| ((i * 7919) % 1000) as f64).collect();
+        let mut data: Vec<f64> = (0..rows * cols)
+            .map(|i| ((i * 7919) % 1000) as f64)
+            .collect();
         let max = 5000.0;
         let (first, second) = (CHUNK + 17, 4 * CHUNK + 5); // row-major indices of the view
         let at = |k: usize| (k % cols) * rows + k / cols; // storage index of view element k
@@ -275,7 +277,10 @@ mod tests {
         let total: f64 = view.iter().sum();
         assert_eq!(t.sum(None, false).unwrap().item::<f64>().unwrap(), total);
         assert_eq!(t.max().unwrap().item::<f64>().unwrap(), max);
-        assert_eq!(t.argmax(None, false).unwrap().item::<i64>().unwrap(), first as i64);
+        assert_eq!(
+            t.argmax(None, false).unwrap().item::<i64>().unwrap(),
+            first as i64
+        );
         let min = view.iter().cloned().fold(f64::INFINITY, f64::min);
         assert_eq!(t.min().unwrap().item::<f64>().unwrap(), min);
 
