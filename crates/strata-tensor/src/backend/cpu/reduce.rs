@@ -108,10 +108,19 @@ unsafe fn fold<T: Copy>(
 /// more accurate than one long running sum).
 const CHUNK: usize = 1 << 14;
 
-/// One chunk's result.
-enum Partial<T: Element> {
-    Sum(T::Acc),
-    Best(Option<(T, usize)>),
+/// `f` applied to the `CHUNK`-sized ranges of `0 .. count`, in parallel where
+/// `parallel`; the results in range order.
+fn chunked<R: Send>(
+    count: usize,
+    parallel: bool,
+    f: impl Fn((usize, usize)) -> R + Sync + Send,
+) -> Vec<R> {
+    let ranges = (0..count.div_ceil(CHUNK)).map(|c| (c * CHUNK, ((c + 1) * CHUNK).min(count)));
+    if parallel {
+        ranges.collect::<Vec<_>>().into_par_iter().map(f).collect()
+    } else {
+        ranges.map(f).collect()
+    }
 }
 
 pub(crate) fn reduce<T: Element>(
@@ -144,91 +153,74 @@ pub(crate) fn reduce<T: Element>(
     let count = <T::Acc as Element>::from_scalar(Scalar::Int(red_count as i64));
     let threads = rayon::current_num_threads();
     let split = red_count >= 2 * CHUNK && outer_idx.len() < threads;
-    // The chunks of one output's reduction: in parallel where `split`.
-    let chunks = |f: &(dyn Fn((usize, usize)) -> Partial<T> + Sync)| -> Vec<Partial<T>> {
-        let ranges: Vec<(usize, usize)> = (0..red_count.div_ceil(CHUNK))
-            .map(|c| (c * CHUNK, ((c + 1) * CHUNK).min(red_count)))
-            .collect();
-        if split {
-            ranges.into_par_iter().map(f).collect()
-        } else {
-            ranges.into_iter().map(f).collect()
-        }
-    };
     let one = |o: usize, start: usize| {
         let (_, vals, idxs) = ptrs.get();
-        {
-            match op {
-                ReduceOp::Sum | ReduceOp::Mean => {
-                    let parts = chunks(&|range| {
-                        let (src, _, _) = ptrs.get();
-                        let mut acc = <T::Acc as Arith>::ZERO;
-                        // SAFETY: `start` plus the reduced offsets are storage
-                        // indices of the input's own layout (kept index +
-                        // reduced index).
-                        unsafe {
-                            fold(src, start, &rs, &rst, range, |_, x: T| {
-                                acc = acc.add(x.to_acc());
-                                true
-                            })
-                        };
-                        Partial::Sum(acc)
-                    });
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => {
+                let parts = chunked(red_count, split, |range| {
+                    let (src, _, _) = ptrs.get();
                     let mut acc = <T::Acc as Arith>::ZERO;
-                    for p in parts {
-                        if let Partial::Sum(s) = p {
-                            acc = acc.add(s);
-                        }
-                    }
-                    if op == ReduceOp::Mean {
-                        acc = acc.div(count);
-                    }
-                    // SAFETY: outputs are contiguous with one element per
-                    // kept position `o`.
-                    unsafe { *(vals as *mut T).add(o) = T::from_acc(acc) };
-                }
-                ReduceOp::Max | ReduceOp::Min => {
-                    // `x` replaces the best so far if it is NaN (the first NaN
-                    // is the extreme) or strictly better: ties keep the first.
-                    let better = |x: T, b: T| {
-                        x.to_acc().is_nan() || if op == ReduceOp::Max { x > b } else { x < b }
+                    // SAFETY: `start` plus the reduced offsets are storage
+                    // indices of the input's own layout (kept index + reduced
+                    // index).
+                    unsafe {
+                        fold(src, start, &rs, &rst, range, |_, x: T| {
+                            acc = acc.add(x.to_acc());
+                            true
+                        })
                     };
-                    let parts = chunks(&|range| {
-                        let (src, _, _) = ptrs.get();
-                        let mut best: Option<(T, usize)> = None;
-                        // SAFETY: as for sums.
-                        unsafe {
-                            fold(src, start, &rs, &rst, range, |k, x: T| {
-                                let take = best.map_or(true, |(b, _)| better(x, b));
-                                if take {
-                                    best = Some((x, k));
-                                }
-                                // The first NaN is the extreme: stop there.
-                                !x.to_acc().is_nan() || !take
-                            })
-                        };
-                        Partial::Best(best)
+                    acc
+                });
+                let mut acc = <T::Acc as Arith>::ZERO;
+                for s in parts {
+                    acc = acc.add(s);
+                }
+                if op == ReduceOp::Mean {
+                    acc = acc.div(count);
+                }
+                // SAFETY: outputs are contiguous with one element per kept
+                // position `o`.
+                unsafe { *(vals as *mut T).add(o) = T::from_acc(acc) };
+            }
+            ReduceOp::Max | ReduceOp::Min => {
+                // Offers element `k` to the best so far: it wins if it is NaN
+                // (the first NaN is the extreme) or strictly better, so ties
+                // keep the first. False once a NaN has won: stop there.
+                let step = |best: &mut Option<(T, usize)>, k: usize, x: T| {
+                    let take = best.map_or(true, |(b, _)| {
+                        x.to_acc().is_nan() || if op == ReduceOp::Max { x > b } else { x < b }
                     });
-                    let mut best: Option<(T, usize)> = None;
-                    for p in parts {
-                        if let Partial::Best(Some((x, k))) = p {
-                            if best.is_some_and(|(b, _)| b.to_acc().is_nan()) {
-                                break;
-                            }
-                            if best.map_or(true, |(b, _)| better(x, b)) {
-                                best = Some((x, k));
-                            }
-                        }
+                    if take {
+                        *best = Some((x, k));
                     }
-                    let (b, k) = best.expect("callers reject empty reductions");
-                    if !vals.is_null() {
-                        // SAFETY: as for sums.
-                        unsafe { *(vals as *mut T).add(o) = b };
+                    !x.to_acc().is_nan() || !take
+                };
+                let parts = chunked(red_count, split, |range| {
+                    let (src, _, _) = ptrs.get();
+                    let mut best = None;
+                    // SAFETY: as for sums.
+                    unsafe {
+                        fold(src, start, &rs, &rst, range, |k, x: T| {
+                            step(&mut best, k, x)
+                        })
+                    };
+                    best
+                });
+                // The chunks' winners, in order, through the same rule.
+                let mut best = None;
+                for (x, k) in parts.into_iter().flatten() {
+                    if !step(&mut best, k, x) {
+                        break;
                     }
-                    if !idxs.is_null() {
-                        // SAFETY: as for sums; indices are i64.
-                        unsafe { *(idxs as *mut i64).add(o) = k as i64 };
-                    }
+                }
+                let (b, k) = best.expect("callers reject empty reductions");
+                if !vals.is_null() {
+                    // SAFETY: as for sums.
+                    unsafe { *(vals as *mut T).add(o) = b };
+                }
+                if !idxs.is_null() {
+                    // SAFETY: as for sums; indices are i64.
+                    unsafe { *(idxs as *mut i64).add(o) = k as i64 };
                 }
             }
         }
