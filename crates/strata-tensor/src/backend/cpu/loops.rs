@@ -209,6 +209,16 @@ unsafe fn run_serial<const N: usize, F>(
                 inner[i] = es[i];
                 outer_strides[i] = (TILE0 as isize) * es[i];
             }
+            // The operands read directly (not staged) that step by one
+            // element along dim 0, except those that are operand 0 itself
+            // (in place): their rows are prefetched a slice ahead.
+            let direct_ops: Vec<usize> = (0..N)
+                .filter(|&o| {
+                    let aliases_out =
+                        o > 0 && base[o] == base[0] && strides.iter().all(|s| s[o] == s[0]);
+                    !staged.contains(&o) && !aliases_out && strides[0][o] == es[o]
+                })
+                .collect();
             let outer: Vec<usize> = (1..nd).filter(|&d| d != k).collect();
             let (n0, nk) = (shape[0], shape[k]);
             for_each_outer(shape, strides, &outer, base, |p| {
@@ -233,27 +243,20 @@ unsafe fn run_serial<const N: usize, F>(
                                 let t = offset(tile, &strides[0], TILE0);
                                 Some((t, TILE0.min(n0 - ib - TILE0), SLICE.min(klen)))
                             } else if kb + TILEK < nk {
-                                let t = offset(offset(p, &strides[0], 0), &strides[k], kb + TILEK);
+                                let t = offset(p, &strides[k], kb + TILEK);
                                 Some((t, TILE0.min(n0), SLICE.min(nk - kb - TILEK)))
                             } else {
                                 None
                             };
                             let mut direct = |part: usize, parts: usize| {
                                 let Some((q, qlen, qrows)) = next else { return };
-                                for o in 0..N {
-                                    let aliases_out = o > 0
-                                        && q[o] == q[0]
-                                        && strides.iter().all(|s| s[o] == s[0]);
-                                    if staged.contains(&o) || aliases_out || strides[0][o] != es[o]
-                                    {
-                                        continue;
-                                    }
+                                for &o in &direct_ops {
                                     let bytes = qlen * es[o] as usize;
                                     for r in part * qrows / parts..(part + 1) * qrows / parts {
-                                        let row = q[o].wrapping_offset(r as isize * strides[k][o]);
-                                        for off in (0..bytes).step_by(64) {
-                                            prefetch(row.wrapping_add(off));
-                                        }
+                                        prefetch_row(
+                                            q[o].wrapping_offset(r as isize * strides[k][o]),
+                                            bytes,
+                                        );
                                     }
                                 }
                             };
@@ -316,10 +319,7 @@ unsafe fn stage_rows(
     for rb in (0..len).step_by(R) {
         between(rb / R, parts);
         for r in rb + PREFETCH_ROWS..(rb + PREFETCH_ROWS + R).min(len) {
-            let row = src.wrapping_offset(r as isize * row_stride);
-            for off in (0..bytes).step_by(64) {
-                prefetch(row.wrapping_add(off));
-            }
+            prefetch_row(src.wrapping_offset(r as isize * row_stride), bytes);
         }
         // SAFETY: rows rb .. rb + R of the slice and the buffer columns
         // from element rb on are inside the caller's block and buffer.
@@ -335,6 +335,14 @@ unsafe fn stage_rows(
                 avx,
             )
         };
+    }
+}
+
+/// Prefetches the cache lines of `bytes` bytes from `row`.
+#[inline(always)]
+fn prefetch_row(row: *const u8, bytes: usize) {
+    for off in (0..bytes).step_by(64) {
+        prefetch(row.wrapping_add(off));
     }
 }
 
@@ -495,7 +503,7 @@ unsafe fn scalar_block<T: Copy>(dst: *mut T, dst_stride: usize, src: *const u8, 
 /// Register transposes for x86_64: SSE/SSE2 (the baseline) and AVX.
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::ragged;
+    use super::stage_blocks;
     use std::arch::x86_64::*;
 
     /// A 4 x 4 block of 4-byte elements through SSE registers (the moves and
@@ -651,23 +659,9 @@ mod x86 {
         len: usize,
         klen: usize,
     ) {
-        let (full_r, full_c) = (len / 8 * 8, klen / 8 * 8);
-        for rb in (0..full_r).step_by(8) {
-            for cb in (0..full_c).step_by(8) {
-                // SAFETY: the 8 x 8 block lies inside the staged block and
-                // the buffer (forwarded contract).
-                unsafe {
-                    transpose8_avx(
-                        buf.add(cb * t0 + rb),
-                        t0,
-                        src.offset(rb as isize * row_stride).add(cb * 4),
-                        row_stride,
-                    )
-                };
-            }
-        }
-        // SAFETY: forwarded contract.
-        unsafe { ragged(buf, t0, src, row_stride, len, klen, full_r, full_c) };
+        // SAFETY: forwarded contract; this function has AVX enabled, as the
+        // block transpose needs.
+        unsafe { stage_blocks::<u32, 8>(buf, t0, src, row_stride, len, klen, transpose8_avx) }
     }
 
     /// [`super::stage`] for 8-byte elements in 4 x 4 AVX blocks.
@@ -683,22 +677,8 @@ mod x86 {
         len: usize,
         klen: usize,
     ) {
-        let (full_r, full_c) = (len / 4 * 4, klen / 4 * 4);
-        for rb in (0..full_r).step_by(4) {
-            for cb in (0..full_c).step_by(4) {
-                // SAFETY: as in `stage4_avx`.
-                unsafe {
-                    transpose4x8_avx(
-                        buf.add(cb * t0 + rb),
-                        t0,
-                        src.offset(rb as isize * row_stride).add(cb * 8),
-                        row_stride,
-                    )
-                };
-            }
-        }
-        // SAFETY: forwarded contract.
-        unsafe { ragged(buf, t0, src, row_stride, len, klen, full_r, full_c) };
+        // SAFETY: as in `stage4_avx`.
+        unsafe { stage_blocks::<u64, 4>(buf, t0, src, row_stride, len, klen, transpose4x8_avx) }
     }
 }
 
