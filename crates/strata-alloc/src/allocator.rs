@@ -9,17 +9,20 @@
 //! releasing every cached block and retrying, and finally a typed out-of-memory
 //! error.
 
-use crate::block::{Block, Blocks, PoolKind, NONE, SMALL_SIZE};
+use crate::block::{Block, PoolKind, NONE, SMALL_SIZE};
 use crate::config::AllocatorConfig;
-use crate::driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, EventHandle, StreamId};
+use crate::driver::counting::CountingDriver;
+use crate::driver::{
+    Device, DevicePtr, Driver, DriverCalls, DriverError, EventHandle, StreamEvents, StreamId,
+};
 use crate::error::{AllocError, OutOfMemory};
-use crate::expandable::ExpandableSegment;
-use crate::history::{Action, History, TraceEntry};
-use crate::pool::{Entry, FreeIndex};
-use crate::snapshot::{BlockSnapshot, BlockState, SegmentSnapshot};
+use crate::expandable::ExpandableSpace;
+use crate::history::{Action, TraceEntry};
+use crate::pool::Entry;
+use crate::snapshot::SegmentSnapshot;
+use crate::state::{stream_index, State};
 use crate::stats::{MemoryStats, StatType};
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// Every request is rounded up to a multiple of this.
@@ -123,78 +126,6 @@ impl std::fmt::Debug for Allocation {
     }
 }
 
-/// Per-stream state: the two free indexes, the events recorded on this stream
-/// for blocks of other streams, and the stream's expandable segments.
-pub(crate) struct StreamState {
-    pub handle: StreamId,
-    pub free: [FreeIndex; 2],
-    pub events: VecDeque<(EventHandle, u32)>,
-    pub expandable: [Vec<u32>; 2],
-}
-
-/// Everything behind the allocator's lock.
-pub(crate) struct State {
-    pub blocks: Blocks,
-    pub streams: Vec<StreamState>,
-    last_stream: (StreamId, u32),
-    /// Ordinary segments by base address: `(head block, size)`.
-    pub segments: HashMap<DevicePtr, u32>,
-    pub expandable: Vec<Option<ExpandableSegment>>,
-    pub stats: MemoryStats,
-    pub calls: DriverCalls,
-    event_pool: Vec<EventHandle>,
-    pending_events: usize,
-    /// `get_free_block` calls per pool kind (garbage-collection ageing).
-    gc_counts: [u64; 2],
-    /// Expandable segments: pages recycled since the margin last widened, and
-    /// the extra margin (in pages) earned by recycling (see `expandable.rs`).
-    pub recycled_pages: u64,
-    pub extra_margin_pages: u64,
-    /// Recorded events, when recording is on.
-    pub history: History,
-    pub free_clock: u64,
-}
-
-impl State {
-    #[inline]
-    pub fn reserved(&self) -> u64 {
-        self.stats.reserved_bytes.all().current as u64
-    }
-
-    /// Records an event about block-sized memory of dense stream `s`.
-    #[inline]
-    pub fn record(&mut self, action: Action, addr: u64, size: u64, s: u32) {
-        if self.history.enabled() {
-            let stream = self.streams[s as usize].handle;
-            self.history.push(action, addr, size, stream);
-        }
-    }
-
-    #[inline]
-    pub fn index_insert(&mut self, id: u32) {
-        let b = &mut self.blocks[id];
-        b.gc_base = self.gc_counts[b.pool as usize];
-        self.free_clock += 1;
-        b.freed_at = self.free_clock;
-        let (s, p, e) = (
-            b.stream as usize,
-            b.pool as usize,
-            Entry {
-                size: b.size,
-                ptr: b.ptr,
-                block: id,
-            },
-        );
-        self.streams[s].free[p].insert(e);
-    }
-
-    #[inline]
-    pub fn index_remove(&mut self, id: u32) -> bool {
-        let b = &self.blocks[id];
-        self.streams[b.stream as usize].free[b.pool as usize].remove(b.size, b.ptr)
-    }
-}
-
 /// The caching allocator of one device. Thread-safe; share it through `Arc`.
 ///
 /// ```
@@ -213,6 +144,8 @@ impl State {
 /// ```
 pub struct CachingAllocator {
     driver: Arc<dyn Driver>,
+    /// The same driver, counting the calls the allocator makes through it.
+    counted: CountingDriver<dyn Driver>,
     device: Device,
     config: AllocatorConfig,
     expandable: bool,
@@ -244,6 +177,7 @@ impl CachingAllocator {
         };
         Arc::new(CachingAllocator {
             device: driver.device(),
+            counted: CountingDriver::new(Arc::clone(&driver)),
             driver,
             expandable,
             page: vm_page.unwrap_or(SMALL_BUFFER),
@@ -251,22 +185,7 @@ impl CachingAllocator {
             allowed_max,
             gc_threshold,
             config,
-            state: Mutex::new(State {
-                blocks: Blocks::default(),
-                streams: Vec::new(),
-                last_stream: (StreamId(u64::MAX), 0),
-                segments: HashMap::new(),
-                expandable: Vec::new(),
-                stats,
-                calls: DriverCalls::default(),
-                event_pool: Vec::new(),
-                pending_events: 0,
-                gc_counts: [0; 2],
-                recycled_pages: 0,
-                extra_margin_pages: 0,
-                history: History::default(),
-                free_clock: 0,
-            }),
+            state: Mutex::new(State::new(stats)),
         })
     }
 
@@ -466,66 +385,14 @@ impl CachingAllocator {
 
     /// Driver calls made so far, by kind.
     pub fn driver_calls(&self) -> DriverCalls {
-        self.state.lock().calls
+        self.counted.calls()
     }
 
     /// The segments and their blocks, sorted by address (PyTorch's
     /// `memory_snapshot()`). Each mapped range of an expandable segment is
     /// reported as its own segment.
     pub fn snapshot(&self) -> Vec<SegmentSnapshot> {
-        let st = self.state.lock();
-        let mut out = Vec::new();
-        let mut heads: Vec<u32> = st.segments.values().copied().collect();
-        for seg in st.expandable.iter().flatten() {
-            heads.push(seg.head);
-        }
-        for head in heads {
-            let mut cur: Option<SegmentSnapshot> = None;
-            let mut id = head;
-            while id != NONE {
-                let b = &st.blocks[id];
-                if b.mapped {
-                    let seg = cur.get_or_insert_with(|| SegmentSnapshot {
-                        address: b.ptr,
-                        total_size: 0,
-                        allocated_size: 0,
-                        active_size: 0,
-                        requested_size: 0,
-                        stream: st.streams[b.stream as usize].handle,
-                        segment_type: b.pool.name(),
-                        is_expandable: b.expandable,
-                        blocks: Vec::new(),
-                    });
-                    let state = if b.allocated {
-                        BlockState::ActiveAllocated
-                    } else if b.event_count > 0 || !b.stream_uses.is_empty() {
-                        BlockState::ActivePendingFree
-                    } else {
-                        BlockState::Inactive
-                    };
-                    seg.total_size += b.size;
-                    if b.allocated {
-                        seg.allocated_size += b.size;
-                        seg.requested_size += b.requested;
-                    }
-                    if state != BlockState::Inactive {
-                        seg.active_size += b.size;
-                    }
-                    seg.blocks.push(BlockSnapshot {
-                        address: b.ptr,
-                        size: b.size,
-                        requested_size: if b.allocated { b.requested } else { 0 },
-                        state,
-                    });
-                } else if let Some(seg) = cur.take() {
-                    out.push(seg);
-                }
-                id = b.next;
-            }
-            out.extend(cur);
-        }
-        out.sort_by_key(|s| s.address);
-        out
+        crate::snapshot::segments(&self.state.lock())
     }
 
     // ----- sizes -------------------------------------------------------------
@@ -645,7 +512,7 @@ impl CachingAllocator {
     }
 
     /// Returns a block to its pool, merging it with free neighbours.
-    pub(crate) fn free_block(&self, st: &mut State, id: u32) {
+    fn free_block(&self, st: &mut State, id: u32) {
         let (orig_size, requested) = (st.blocks[id].size as i64, st.blocks[id].requested as i64);
         let (ptr, s) = (st.blocks[id].ptr, st.blocks[id].stream);
         st.record(Action::FreeCompleted, ptr, requested as u64, s);
@@ -694,15 +561,14 @@ impl CachingAllocator {
             let handle = st.streams[u as usize].handle;
             let ev = match st.event_pool.pop() {
                 Some(e) => Ok(e),
-                None => self.driver.create_event(),
+                None => self.counted.create_event(),
             };
             let recorded = ev.and_then(|e| {
-                st.calls.event_record += 1;
-                self.driver
+                self.counted
                     .record_event(e, handle)
                     .map(|_| e)
                     .inspect_err(|_| {
-                        let _ = self.driver.destroy_event(e);
+                        let _ = self.counted.destroy_event(e);
                     })
             });
             match recorded {
@@ -715,8 +581,7 @@ impl CachingAllocator {
                     // Without an event, wait for the stream instead; if even that
                     // fails the block is withheld (never reused) rather than risk
                     // handing out memory another stream may still be using.
-                    st.calls.stream_synchronize += 1;
-                    if self.driver.synchronize_stream(handle).is_err() {
+                    if self.counted.synchronize_stream(handle).is_err() {
                         st.blocks[id].event_count += 1;
                         failure = Some(err);
                     }
@@ -740,8 +605,7 @@ impl CachingAllocator {
     fn process_events(&self, st: &mut State) {
         for s in 0..st.streams.len() {
             while let Some(&(ev, id)) = st.streams[s].events.front() {
-                st.calls.event_query += 1;
-                match self.driver.query_event(ev) {
+                match self.counted.query_event(ev) {
                     Ok(true) => {
                         st.streams[s].events.pop_front();
                         self.event_done(st, ev, id);
@@ -767,8 +631,7 @@ impl CachingAllocator {
         st.stats.num_sync_all_streams += 1;
         for s in 0..st.streams.len() {
             while let Some(&(ev, id)) = st.streams[s].events.front() {
-                st.calls.event_synchronize += 1;
-                self.driver
+                self.counted
                     .synchronize_event(ev)
                     .map_err(|e| self.driver_error(e))?;
                 st.streams[s].events.pop_front();
@@ -827,14 +690,13 @@ impl CachingAllocator {
         rounded: u64,
     ) -> Result<Option<u32>, AllocError> {
         if self.expandable {
-            return self.grow_expandable(st, s, pool, rounded);
+            return self.expandable_space().grow(st, s, pool, rounded);
         }
         let size = Self::allocation_size(rounded);
-        if !self.fits_fraction(st, size) {
+        if !st.fits_fraction(self.allowed_max, size) {
             return Ok(None);
         }
-        st.calls.malloc += 1;
-        let ptr = match self.driver.malloc(size) {
+        let ptr = match self.counted.malloc(size) {
             Ok(p) => p,
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
@@ -854,11 +716,6 @@ impl CachingAllocator {
         Ok(Some(id))
     }
 
-    pub(crate) fn fits_fraction(&self, st: &State, extra: u64) -> bool {
-        self.allowed_max
-            .is_none_or(|max| st.reserved() + extra <= max)
-    }
-
     /// Returns one whole free segment to the driver.
     fn release_segment(&self, st: &mut State, id: u32) -> Result<(), AllocError> {
         let (ptr, size, pool) = {
@@ -866,8 +723,7 @@ impl CachingAllocator {
             debug_assert!(!b.is_split() && !b.expandable && b.is_free());
             (b.ptr, b.size, b.pool.stat())
         };
-        st.calls.free += 1;
-        self.driver
+        self.counted
             .free(ptr, size)
             .map_err(|e| self.driver_error(e))?;
         let s = st.blocks[id].stream;
@@ -937,7 +793,10 @@ impl CachingAllocator {
         for id in whole {
             self.release_segment(st, id)?;
         }
-        self.release_expandable(st)
+        if self.expandable {
+            self.expandable_space().release_free_pages(st)?;
+        }
+        Ok(())
     }
 
     /// PyTorch's garbage collection: once reserved memory passes the threshold
@@ -985,7 +844,7 @@ impl CachingAllocator {
 
     // ----- errors --------------------------------------------------------------------
 
-    pub(crate) fn driver_error(&self, source: DriverError) -> AllocError {
+    fn driver_error(&self, source: DriverError) -> AllocError {
         AllocError::Driver {
             device: self.device,
             source,
@@ -994,8 +853,7 @@ impl CachingAllocator {
 
     fn out_of_memory(&self, st: &mut State, requested: u64, device_request: u64) -> AllocError {
         st.stats.num_ooms += 1;
-        st.calls.mem_get_info += 1;
-        let free = self.driver.mem_get_info().map(|m| m.free).unwrap_or(0);
+        let free = self.counted.mem_get_info().map(|m| m.free).unwrap_or(0);
         if st.history.enabled() {
             st.history
                 .push(Action::Oom, free, device_request, StreamId::DEFAULT);
@@ -1045,19 +903,19 @@ impl CachingAllocator {
         crate::snapshot::check(&st, self.page)
     }
 
-    // Accessors for the expandable module.
-    pub(crate) fn page(&self) -> u64 {
-        self.page
-    }
-
-    pub(crate) fn vm(&self) -> &dyn crate::driver::VirtualMemory {
-        self.driver
-            .virtual_memory()
-            .expect("expandable segments are only enabled when the driver has virtual memory")
-    }
-
-    pub(crate) fn capacity(&self) -> u64 {
-        self.capacity
+    /// The expandable segments, over the counting driver's virtual memory.
+    fn expandable_space(&self) -> ExpandableSpace<'_> {
+        ExpandableSpace {
+            driver: &self.counted,
+            vm: self
+                .counted
+                .virtual_memory()
+                .expect("expandable segments are only enabled when the driver has virtual memory"),
+            page: self.page,
+            capacity: self.capacity,
+            allowed_max: self.allowed_max,
+            device: self.device,
+        }
     }
 
     /// A summary of the statistics in PyTorch's `memory_summary()` layout.
@@ -1085,26 +943,4 @@ fn apply_delta(a: &mut crate::stats::StatArray, pool: StatType, d: i64) {
     } else if d < 0 {
         a.decrease(pool, -d);
     }
-}
-
-/// The dense index of a stream, registering it on first use.
-#[inline]
-pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
-    if st.last_stream.0 == stream {
-        return st.last_stream.1;
-    }
-    let i = match st.streams.iter().position(|s| s.handle == stream) {
-        Some(i) => i as u32,
-        None => {
-            st.streams.push(StreamState {
-                handle: stream,
-                free: [FreeIndex::default(), FreeIndex::default()],
-                events: VecDeque::new(),
-                expandable: [Vec::new(), Vec::new()],
-            });
-            (st.streams.len() - 1) as u32
-        }
-    };
-    st.last_stream = (stream, i);
-    i
 }

@@ -35,6 +35,7 @@ pub mod pinned;
 mod pool;
 mod registry;
 pub mod snapshot;
+mod state;
 pub mod stats;
 
 pub use allocator::{
@@ -42,7 +43,9 @@ pub use allocator::{
     ROUND_LARGE, SMALL_BUFFER,
 };
 pub use config::{AllocatorConfig, ConfigError};
-pub use driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamId};
+pub use driver::{
+    Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamEvents, StreamId,
+};
 pub use error::{AllocError, OutOfMemory};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,

@@ -1,9 +1,9 @@
 //! Snapshots of the allocator's segments, the `memory_summary()` table, and the
 //! consistency check the tests run after every operation.
 
-use crate::allocator::State;
 use crate::block::NONE;
 use crate::driver::{Device, StreamId};
+use crate::state::State;
 use crate::stats::{MemoryStats, Stat, StatArray, StatType};
 
 /// The state of a block in a snapshot (PyTorch's names).
@@ -62,6 +62,64 @@ pub struct SegmentSnapshot {
     pub is_expandable: bool,
     /// Its blocks in address order.
     pub blocks: Vec<BlockSnapshot>,
+}
+
+/// The segments and their blocks, sorted by address (PyTorch's
+/// `memory_snapshot()`); each mapped range of an expandable segment is its own
+/// segment.
+pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
+    let mut out = Vec::new();
+    let mut heads: Vec<u32> = st.segments.values().copied().collect();
+    for seg in st.expandable.iter().flatten() {
+        heads.push(seg.head);
+    }
+    for head in heads {
+        let mut cur: Option<SegmentSnapshot> = None;
+        let mut id = head;
+        while id != NONE {
+            let b = &st.blocks[id];
+            if b.mapped {
+                let seg = cur.get_or_insert_with(|| SegmentSnapshot {
+                    address: b.ptr,
+                    total_size: 0,
+                    allocated_size: 0,
+                    active_size: 0,
+                    requested_size: 0,
+                    stream: st.streams[b.stream as usize].handle,
+                    segment_type: b.pool.name(),
+                    is_expandable: b.expandable,
+                    blocks: Vec::new(),
+                });
+                let state = if b.allocated {
+                    BlockState::ActiveAllocated
+                } else if b.event_count > 0 || !b.stream_uses.is_empty() {
+                    BlockState::ActivePendingFree
+                } else {
+                    BlockState::Inactive
+                };
+                seg.total_size += b.size;
+                if b.allocated {
+                    seg.allocated_size += b.size;
+                    seg.requested_size += b.requested;
+                }
+                if state != BlockState::Inactive {
+                    seg.active_size += b.size;
+                }
+                seg.blocks.push(BlockSnapshot {
+                    address: b.ptr,
+                    size: b.size,
+                    requested_size: if b.allocated { b.requested } else { 0 },
+                    state,
+                });
+            } else if let Some(seg) = cur.take() {
+                out.push(seg);
+            }
+            id = b.next;
+        }
+        out.extend(cur);
+    }
+    out.sort_by_key(|s| s.address);
+    out
 }
 
 /// PyTorch's `memory_summary()` table.

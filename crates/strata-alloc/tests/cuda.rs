@@ -11,7 +11,7 @@
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 use strata_alloc::driver::cuda::{self, CudaDriver};
-use strata_alloc::driver::Driver;
+use strata_alloc::driver::{Driver, StreamEvents};
 use strata_alloc::pinned::{CudaPinnedBackend, PinnedAllocator};
 use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, Device, DriverError, StreamId};
 
