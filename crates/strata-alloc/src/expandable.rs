@@ -67,8 +67,6 @@ pub(crate) struct ExpandableSpace<'a> {
     pub page: u64,
     /// The device's capacity.
     pub capacity: u64,
-    /// The per-process memory fraction's limit in bytes, if any.
-    pub allowed_max: Option<u64>,
     /// The device, for errors.
     pub device: Device,
 }
@@ -169,7 +167,7 @@ impl ExpandableSpace<'_> {
         }
         let n = n as usize;
         let missing = (n - handles.len()) as u64 * page;
-        if !st.fits_fraction(self.allowed_max, missing) {
+        if !st.fits_fraction(missing) {
             self.release_handles(handles);
             return Ok(None);
         }

@@ -49,7 +49,7 @@ pub use driver::{
 pub use error::{AllocError, OutOfMemory};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
-    memory_allocated, memory_reserved, memory_stats, memory_summary,
-    reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator,
+    mem_get_info, memory_allocated, memory_reserved, memory_stats, memory_summary,
+    reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator, set_allocator_settings,
 };
-pub use stats::{format_size, MemoryStats, Stat, StatArray, StatType};
+pub use stats::{format_size, MemoryStats, PinnedStats, Stat, StatArray, StatType};

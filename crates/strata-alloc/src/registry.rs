@@ -3,7 +3,7 @@
 
 use crate::allocator::CachingAllocator;
 use crate::config::AllocatorConfig;
-use crate::driver::{host::HostDriver, Device};
+use crate::driver::{host::HostDriver, Device, MemInfo};
 use crate::error::AllocError;
 use crate::stats::MemoryStats;
 use parking_lot::Mutex;
@@ -22,8 +22,14 @@ pub fn allocator(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
     if let Some(a) = registry().lock().get(&device) {
         return Ok(Arc::clone(a));
     }
-    // Create outside the registry lock: opening a CUDA device can take a while.
-    let config = AllocatorConfig::from_env()?;
+    // Create outside the registry lock (opening a CUDA device can take a
+    // while), under the settings lock, so that a concurrent
+    // `set_allocator_settings` either sees the new allocator or is seen by it.
+    let settings = settings().lock();
+    let config = match settings.clone() {
+        Some(c) => c,
+        None => AllocatorConfig::from_env()?,
+    };
     let created = match device {
         Device::Cpu => CachingAllocator::new(Arc::new(HostDriver::new(None)), config),
         Device::Cuda(n) => CachingAllocator::new(cuda_driver(n)?, config),
@@ -46,6 +52,67 @@ fn cuda_driver(n: usize) -> Result<Arc<dyn crate::Driver>, AllocError> {
         device: Device::Cuda(n),
         reason: "strata was built without the `cuda` feature".into(),
     })
+}
+
+/// The configuration set by [`set_allocator_settings`], which replaces
+/// `STRATA_ALLOC_CONF` for allocators created afterwards.
+fn settings() -> &'static Mutex<Option<AllocatorConfig>> {
+    static S: OnceLock<Mutex<Option<AllocatorConfig>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(None))
+}
+
+/// Reconfigures the allocators at run time, PyTorch's
+/// `torch.cuda.memory._set_allocator_settings(str)`: `settings` is parsed as on
+/// a fresh start (keys it does not name go back to their defaults) and applied
+/// to every allocator created so far, and to those created later (in place of
+/// `STRATA_ALLOC_CONF`). A bad string is a typed error and changes nothing. See
+/// [`CachingAllocator::set_allocator_settings`] for what happens to memory
+/// already held.
+///
+/// ```
+/// use strata_alloc::{Device, StreamId};
+/// strata_alloc::set_allocator_settings("max_split_size_mb:128").unwrap();
+/// let cpu = strata_alloc::allocator(Device::Cpu).unwrap();
+/// assert_eq!(cpu.config().max_split_size, Some(128 << 20));
+/// assert!(strata_alloc::set_allocator_settings("max_split_size_mb:1").is_err());
+/// assert_eq!(cpu.config().max_split_size, Some(128 << 20));
+/// strata_alloc::set_allocator_settings("").unwrap(); // all defaults again
+/// assert_eq!(cpu.config().max_split_size, None);
+/// ```
+pub fn set_allocator_settings(settings_str: &str) -> Result<(), AllocError> {
+    let config = AllocatorConfig::parse(settings_str)?;
+    let mut current = settings().lock();
+    let all: Vec<Arc<CachingAllocator>> = registry().lock().values().cloned().collect();
+    for a in all {
+        a.apply_config(config.clone());
+    }
+    *current = Some(config);
+    Ok(())
+}
+
+/// Free and total memory of `device` as its driver reports them now
+/// (PyTorch's `torch.cuda.mem_get_info(device)`; memory used by other
+/// processes counts as used). Uses the device's allocator's driver when one
+/// exists (an installed simulated device, for example), the device's shared
+/// driver otherwise; creates no allocator. A device that cannot be opened is a
+/// typed error.
+///
+/// ```
+/// use strata_alloc::Device;
+/// let m = strata_alloc::mem_get_info(Device::Cpu).unwrap();
+/// assert!(m.free <= m.total && m.total > 0);
+/// ```
+pub fn mem_get_info(device: Device) -> Result<MemInfo, AllocError> {
+    if let Some(a) = existing_allocator(device) {
+        return a.mem_get_info();
+    }
+    let driver: Arc<dyn crate::Driver> = match device {
+        Device::Cpu => Arc::new(HostDriver::new(None)),
+        Device::Cuda(n) => cuda_driver(n)?,
+    };
+    driver
+        .mem_get_info()
+        .map_err(|source| AllocError::Driver { device, source })
 }
 
 /// Installs `allocator` as the allocator of its device (for a custom driver, a

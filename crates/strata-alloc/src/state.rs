@@ -5,6 +5,7 @@
 //! state; it depends on none of them.
 
 use crate::block::{Blocks, PoolKind};
+use crate::config::AllocatorConfig;
 use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
 use crate::history::{Action, History};
 use crate::pool::{Entry, FreeIndex};
@@ -24,6 +25,45 @@ pub(crate) struct ExpandableSegment {
     pub mapped_pages: u64,
 }
 
+/// The configuration in force and what follows from it. Replaced as a whole by
+/// `set_allocator_settings`; the memory fraction alone by `set_memory_fraction`.
+pub(crate) struct Settings {
+    pub config: AllocatorConfig,
+    /// Whether new memory comes from expandable segments.
+    pub expandable: bool,
+    /// The per-process memory fraction's limit in bytes, if below 1.
+    pub allowed_max: Option<u64>,
+    /// The garbage-collection threshold, when a memory fraction makes it apply.
+    pub gc_threshold: Option<f64>,
+}
+
+impl Settings {
+    /// The settings of `config` on a device of `capacity` bytes whose driver
+    /// has (`has_vm`) or lacks virtual memory.
+    pub fn new(config: AllocatorConfig, has_vm: bool, capacity: u64) -> Settings {
+        let expandable = config.expandable_segments.unwrap_or(true) && has_vm;
+        let allowed_max = config
+            .per_process_memory_fraction
+            .filter(|f| *f < 1.0)
+            .map(|f| (f * capacity as f64) as u64);
+        let gc_threshold = config
+            .garbage_collection_threshold
+            .filter(|_| allowed_max.is_some());
+        Settings {
+            config,
+            expandable,
+            allowed_max,
+            gc_threshold,
+        }
+    }
+
+    /// Whether a block of `size` bytes is oversize (at least `max_split_size`).
+    #[inline]
+    pub fn is_oversize(&self, size: u64) -> bool {
+        self.config.max_split_size.is_some_and(|m| size >= m)
+    }
+}
+
 /// Per-stream state: the two free indexes, the events recorded on this stream
 /// for blocks of other streams, and the stream's expandable segments.
 pub(crate) struct StreamState {
@@ -35,6 +75,7 @@ pub(crate) struct StreamState {
 
 /// Everything behind the allocator's lock.
 pub(crate) struct State {
+    pub settings: Settings,
     pub blocks: Blocks,
     pub streams: Vec<StreamState>,
     pub last_stream: (StreamId, u32),
@@ -56,9 +97,18 @@ pub(crate) struct State {
 }
 
 impl State {
-    /// An empty state whose statistics start as `stats`.
-    pub fn new(stats: MemoryStats) -> State {
+    /// An empty state under `settings`.
+    pub fn new(settings: Settings) -> State {
+        let stats = MemoryStats {
+            max_split_size: settings
+                .config
+                .max_split_size
+                .map(|m| m as i64)
+                .unwrap_or(-1),
+            ..MemoryStats::default()
+        };
         State {
+            settings,
             blocks: Blocks::default(),
             streams: Vec::new(),
             last_stream: (StreamId(u64::MAX), 0),
@@ -75,11 +125,13 @@ impl State {
         }
     }
 
-    /// Whether `extra` more reserved bytes stay within `allowed_max` (the
-    /// per-process memory fraction; `None` is no limit).
+    /// Whether `extra` more reserved bytes stay within the per-process memory
+    /// fraction.
     #[inline]
-    pub fn fits_fraction(&self, allowed_max: Option<u64>, extra: u64) -> bool {
-        allowed_max.is_none_or(|max| self.reserved() + extra <= max)
+    pub fn fits_fraction(&self, extra: u64) -> bool {
+        self.settings
+            .allowed_max
+            .is_none_or(|max| self.reserved() + extra <= max)
     }
 
     #[inline]
