@@ -18,7 +18,7 @@
 //! use strata_alloc::{Device, StreamId};
 //! let cpu = strata_alloc::allocator(Device::Cpu).unwrap();
 //! let block = cpu.allocate(1 << 20, StreamId::DEFAULT).unwrap();
-//! assert!(strata_alloc::memory_allocated(Device::Cpu) >= 1 << 20);
+//! assert!(strata_alloc::memory_allocated(Device::Cpu).unwrap() >= 1 << 20);
 //! drop(block);
 //! ```
 

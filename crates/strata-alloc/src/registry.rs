@@ -127,57 +127,125 @@ pub fn existing_allocator(device: Device) -> Option<Arc<CachingAllocator>> {
     registry().lock().get(&device).cloned()
 }
 
-/// Statistics of `device` (all zero if nothing was allocated there yet, as
-/// `torch.cuda.memory_stats()` returns `{}` before CUDA is initialised).
-pub fn memory_stats(device: Device) -> MemoryStats {
-    existing_allocator(device)
-        .map(|a| a.memory_stats())
-        .unwrap_or_default()
-}
-
-/// `allocated_bytes.all.current` of `device`.
-pub fn memory_allocated(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.memory_allocated())
-}
-
-/// `reserved_bytes.all.current` of `device`.
-pub fn memory_reserved(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.memory_reserved())
-}
-
-/// `allocated_bytes.all.peak` of `device`.
-pub fn max_memory_allocated(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.max_memory_allocated())
-}
-
-/// `reserved_bytes.all.peak` of `device`.
-pub fn max_memory_reserved(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.max_memory_reserved())
-}
-
-/// Resets the peaks of `device`'s statistics.
-pub fn reset_peak_memory_stats(device: Device) {
+/// The allocator of `device` if one exists, after checking that the device
+/// exists (PyTorch's "invalid device ordinal"): the CPU always does; `cuda:N`
+/// does when an allocator was installed for it ([`set_allocator`]) or when
+/// `N` is below the number of visible GPUs. Creates no allocator.
+fn existing_checked(device: Device) -> Result<Option<Arc<CachingAllocator>>, AllocError> {
     if let Some(a) = existing_allocator(device) {
+        return Ok(Some(a));
+    }
+    match device {
+        Device::Cpu => Ok(None),
+        Device::Cuda(n) => check_cuda_ordinal(n).map(|()| None),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn check_cuda_ordinal(n: usize) -> Result<(), AllocError> {
+    use crate::driver::cuda;
+    let count = cuda::device_count();
+    if n < count {
+        return Ok(());
+    }
+    let reason = match cuda::unavailable_reason() {
+        Some(why) => why,
+        None => format!(
+            "cuda:{n} does not exist: this machine has {count} visible GPU{} (cuda:0{}); check CUDA_VISIBLE_DEVICES",
+            if count == 1 { "" } else { "s" },
+            if count > 1 {
+                format!(" to cuda:{}", count - 1)
+            } else {
+                String::new()
+            }
+        ),
+    };
+    Err(AllocError::Unavailable {
+        device: Device::Cuda(n),
+        reason,
+    })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn check_cuda_ordinal(n: usize) -> Result<(), AllocError> {
+    Err(AllocError::Unavailable {
+        device: Device::Cuda(n),
+        reason: "strata was built without the `cuda` feature".into(),
+    })
+}
+
+/// Statistics of `device` (all zero if nothing was allocated there yet, as
+/// `torch.cuda.memory_stats()` returns `{}` before the device is used). A
+/// device that does not exist (`cuda:7` on a one-GPU machine, any `cuda:N`
+/// without a GPU) is an [`AllocError::Unavailable`] error, as in PyTorch; the
+/// CPU always exists.
+///
+/// ```
+/// use strata_alloc::{AllocError, Device};
+/// assert!(strata_alloc::memory_stats(Device::Cpu).is_ok());
+/// assert!(matches!(
+///     strata_alloc::memory_stats(Device::Cuda(1 << 20)),
+///     Err(AllocError::Unavailable { .. })
+/// ));
+/// ```
+pub fn memory_stats(device: Device) -> Result<MemoryStats, AllocError> {
+    Ok(existing_checked(device)?
+        .map(|a| a.memory_stats())
+        .unwrap_or_default())
+}
+
+/// `allocated_bytes.all.current` of `device` (an error for a device that does
+/// not exist, as for [`memory_stats`]).
+pub fn memory_allocated(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.memory_allocated()))
+}
+
+/// `reserved_bytes.all.current` of `device` (an error for a device that does
+/// not exist).
+pub fn memory_reserved(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.memory_reserved()))
+}
+
+/// `allocated_bytes.all.peak` of `device` (an error for a device that does not
+/// exist).
+pub fn max_memory_allocated(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.max_memory_allocated()))
+}
+
+/// `reserved_bytes.all.peak` of `device` (an error for a device that does not
+/// exist).
+pub fn max_memory_reserved(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.max_memory_reserved()))
+}
+
+/// Resets the peaks of `device`'s statistics (an error for a device that does
+/// not exist).
+pub fn reset_peak_memory_stats(device: Device) -> Result<(), AllocError> {
+    if let Some(a) = existing_checked(device)? {
         a.reset_peak_memory_stats();
     }
+    Ok(())
 }
 
-/// Resets the accumulated statistics of `device`.
-pub fn reset_accumulated_memory_stats(device: Device) {
-    if let Some(a) = existing_allocator(device) {
+/// Resets the accumulated statistics of `device` (an error for a device that
+/// does not exist).
+pub fn reset_accumulated_memory_stats(device: Device) -> Result<(), AllocError> {
+    if let Some(a) = existing_checked(device)? {
         a.reset_accumulated_memory_stats();
     }
+    Ok(())
 }
 
-/// Releases `device`'s cached memory.
+/// Releases `device`'s cached memory (an error for a device that does not
+/// exist).
 pub fn empty_cache(device: Device) -> Result<(), AllocError> {
-    match existing_allocator(device) {
+    match existing_checked(device)? {
         Some(a) => a.empty_cache(),
         None => Ok(()),
     }
 }
 
-/// `memory_summary()` of `device`.
-pub fn memory_summary(device: Device) -> String {
-    crate::snapshot::summary(device, &memory_stats(device))
+/// `memory_summary()` of `device` (an error for a device that does not exist).
+pub fn memory_summary(device: Device) -> Result<String, AllocError> {
+    Ok(crate::snapshot::summary(device, &memory_stats(device)?))
 }

@@ -260,3 +260,27 @@ fn mem_get_info_reports_the_device_figures() {
     let cpu = strata_alloc::mem_get_info(Device::Cpu).unwrap();
     assert!(cpu.total > 0 && cpu.free <= cpu.total);
 }
+
+#[test]
+fn an_installed_allocator_makes_its_device_valid() {
+    // The only test of this binary that installs an allocator in the registry.
+    // The simulated device serves cuda:0, with or without a GPU.
+    let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    strata_alloc::set_allocator(Arc::clone(&a));
+    let x = a.allocate(4096, StreamId::DEFAULT).unwrap();
+    assert_eq!(
+        strata_alloc::memory_allocated(Device::Cuda(0)).unwrap(),
+        4096
+    );
+    assert_eq!(
+        strata_alloc::memory_stats(Device::Cuda(0))
+            .unwrap()
+            .allocation
+            .all()
+            .current,
+        1
+    );
+    drop(x);
+    strata_alloc::empty_cache(Device::Cuda(0)).unwrap();
+    assert_eq!(strata_alloc::memory_reserved(Device::Cuda(0)).unwrap(), 0);
+}
