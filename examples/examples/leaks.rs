@@ -111,17 +111,17 @@ fn keep_losses(device: Device) -> BoxResult<bool> {
 
     // (a) Evaluation with grad on (no backward): every loss keeps its whole
     // graph, whose saved tensors include each layer's activations.
-    let start = memory_allocated(device);
+    let start = memory_allocated(device)?;
     let mut kept: Vec<Var> = Vec::new();
     let mut values = Vec::new();
     for step in 0..STEPS {
         let (x, y) = batch(100 + step as u64, device)?;
         kept.push(mse(&model.forward(&x)?, &y)?);
-        values.push(memory_allocated(device));
+        values.push(memory_allocated(device)?);
     }
-    let before_drop = memory_allocated(device);
+    let before_drop = memory_allocated(device)?;
     drop(kept);
-    let freed = before_drop - memory_allocated(device);
+    let freed = before_drop - memory_allocated(device)?;
     series.push(relative(values, start));
 
     // (b) Training: backward released each graph's saved tensors, but the
@@ -129,7 +129,7 @@ fn keep_losses(device: Device) -> BoxResult<bool> {
     // (c) Training, keeping only loss.item().
     for keep_tensor in [true, false] {
         let mut opt = Sgd::new(model.params(), 0.01, 0.9)?;
-        let start = memory_allocated(device);
+        let start = memory_allocated(device)?;
         let mut kept: Vec<Var> = Vec::new();
         let mut numbers: Vec<f32> = Vec::new();
         let mut values = Vec::new();
@@ -144,7 +144,7 @@ fn keep_losses(device: Device) -> BoxResult<bool> {
             } else {
                 numbers.push(loss.item::<f32>()?);
             }
-            values.push(memory_allocated(device));
+            values.push(memory_allocated(device)?);
         }
         drop(kept);
         drop(opt);
@@ -198,7 +198,7 @@ fn skip_zero_grad(device: Device) -> BoxResult<bool> {
     for mode in 0..3 {
         let model = Mlp::new(&WIDTHS, 11, device)?;
         let mut opt = Sgd::new(model.params(), 0.0, 0.0)?;
-        let start = memory_allocated(device);
+        let start = memory_allocated(device)?;
         let (mut values, mut n) = (Vec::new(), Vec::new());
         let mut low = 0;
         for _ in 0..STEPS {
@@ -207,11 +207,11 @@ fn skip_zero_grad(device: Device) -> BoxResult<bool> {
                 1 => opt.zero_grad(false)?,
                 _ => {}
             }
-            low = memory_allocated(device) - start;
+            low = memory_allocated(device)? - start;
             let loss = mse(&model.forward(&x)?, &y)?;
             loss.backward()?;
             opt.step()?;
-            values.push(memory_allocated(device));
+            values.push(memory_allocated(device)?);
             n.push(grad_norm(&model.params())?);
         }
         after_zero.push(low);
@@ -314,7 +314,7 @@ fn rnn_hidden(device: Device) -> BoxResult<bool> {
     let mut series = Vec::new();
     for detach in [false, true] {
         let mut h = Var::new(Tensor::zeros(&[B, H], DType::F32, device)?);
-        let start = memory_allocated(device);
+        let start = memory_allocated(device)?;
         let mut values = Vec::new();
         for t in 0..STEPS {
             if detach {
@@ -324,7 +324,7 @@ fn rnn_hidden(device: Device) -> BoxResult<bool> {
             let loss = h.mean(None, false)?;
             // Without detach the loop only runs with retain_graph (see above).
             loss.backward_with(None, !detach)?;
-            values.push(memory_allocated(device));
+            values.push(memory_allocated(device)?);
         }
         drop(h);
         clear()?;

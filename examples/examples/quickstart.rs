@@ -8,17 +8,19 @@
 use strata::{default_device, memory_stats, DType, Device, Tensor};
 
 /// The two statistics that matter here, under PyTorch's key names.
-fn stats(device: Device) -> (i64, i64) {
-    let m = memory_stats(device).to_map();
-    (
+fn stats(device: Device) -> Result<(i64, i64), strata::AllocError> {
+    let m = memory_stats(device)?.to_map();
+    Ok((
         m["allocated_bytes.all.current"],
         m["allocation.all.allocated"],
-    )
+    ))
 }
 
 fn show(label: &str, device: Device) {
-    let (bytes, count) = stats(device);
-    println!("  [{label:<28}] allocated_bytes.all.current = {bytes:>8}   allocation.all.allocated = {count}");
+    match stats(device) {
+        Ok((bytes, count)) => println!("  [{label:<28}] allocated_bytes.all.current = {bytes:>8}   allocation.all.allocated = {count}"),
+        Err(e) => println!("  [{label:<28}] no statistics: {e}"),
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,11 +34,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     show("after creating a", device);
 
     // Views share a's storage: no allocation.
-    let (before, n_before) = stats(device);
+    let (before, n_before) = stats(device)?;
     let row = a.select(0, 1)?; // a[1]
     let at = a.t()?; // a^T, strides swapped
     let every_other = a.slice(1, None, None, 2)?; // a[:, ::2]
-    let (after, n_after) = stats(device);
+    let (after, n_after) = stats(device)?;
     println!(
         "\nviews: row {:?} strides {:?}, a^T {:?} strides {:?}, a[:, ::2] {:?} strides {:?}",
         row.shape(),
@@ -64,13 +66,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // In-place ops on views write through to a, and allocate nothing.
     let ones = Tensor::ones(&[3, 4], DType::F32, device)?;
     let col = Tensor::from_slice(&[100.0f32, 200.0, 300.0], &[3, 1], device)?;
-    let (before, n_before) = stats(device);
+    let (before, n_before) = stats(device)?;
     row.mul_(10.0)?; // a[1] *= 10
     every_other.neg_()?; // a[:, ::2] = -a[:, ::2]
     a.add_(&ones)?; // a += 1
     a.add_(&col)?; // broadcast a [3, 1] column over a's rows
     at.clamp_(Some(-5.0), None::<f64>)?; // through the transpose
-    let (after, n_after) = stats(device);
+    let (after, n_after) = stats(device)?;
     println!("\nafter in-place ops on views:\na = {a}");
     println!("version counter of a's storage: {}", a.version());
     assert_eq!(
@@ -84,9 +86,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // to the cache (allocated bytes go back down; reserved memory stays cached).
     let c = (&a + &ones)?;
     show("after c = &a + &ones", device);
-    let (with_c, _) = stats(device);
+    let (with_c, _) = stats(device)?;
     drop(c);
-    let (without_c, _) = stats(device);
+    let (without_c, _) = stats(device)?;
     assert!(without_c < with_c);
     show("after drop(c)", device);
 
@@ -110,7 +112,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!(
         "\nreserved by the cache: {} bytes",
-        strata::memory_reserved(device)
+        strata::memory_reserved(device)?
     );
     Ok(())
 }

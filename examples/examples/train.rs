@@ -59,7 +59,7 @@ fn run(device: Device) -> BoxResult<bool> {
     let mut opt = Adam::new(model.params(), 0.01)?;
     println!(
         "data and parameters: {} allocated",
-        format_size(memory_allocated(device))
+        format_size(memory_allocated(device)?)
     );
     println!(
         "{:>5} {:>10} {:>14} {:>14} {:>14} {:>8}",
@@ -68,7 +68,7 @@ fn run(device: Device) -> BoxResult<bool> {
     let mut losses = Vec::new();
     let mut allocated = Vec::new();
     for epoch in 0..EPOCHS {
-        reset_peak_memory_stats(device);
+        reset_peak_memory_stats(device)?;
         let mut total = 0.0f64;
         for b in 0..SAMPLES / BATCH {
             let xb = Var::new(x.narrow(0, (b * BATCH) as i64, BATCH as i64)?);
@@ -80,7 +80,7 @@ fn run(device: Device) -> BoxResult<bool> {
             total += loss.item::<f32>()? as f64; // a host number: no graph kept
         }
         let mean = total / (SAMPLES / BATCH) as f64;
-        let s = memory_stats(device);
+        let s = memory_stats(device)?;
         println!(
             "{:>5} {:>10.5} {:>14} {:>14} {:>14} {:>8}",
             epoch,
@@ -98,15 +98,15 @@ fn run(device: Device) -> BoxResult<bool> {
     let xa = Var::new(x.clone());
     let ya = Var::new(y.clone());
     let measure = |grad: bool| -> BoxResult<(u64, u64, f32)> {
-        let base = memory_allocated(device);
-        reset_peak_memory_stats(device);
+        let base = memory_allocated(device)?;
+        reset_peak_memory_stats(device)?;
         let loss = if grad {
             mse(&model.forward(&xa)?, &ya)?
         } else {
             no_grad(|| mse(&model.forward(&xa)?, &ya))?
         };
-        let held = memory_allocated(device) - base; // kept alive by the loss
-        let peak = max_memory_allocated(device) - base;
+        let held = memory_allocated(device)? - base; // kept alive by the loss
+        let peak = max_memory_allocated(device)? - base;
         Ok((peak, held, loss.item::<f32>()?))
     };
     let (peak_grad, held_grad, eval_loss) = measure(true)?;

@@ -9,17 +9,21 @@
 //! releasing every cached block and retrying, and finally a typed out-of-memory
 //! error.
 
-use crate::block::{Block, Blocks, PoolKind, NONE, SMALL_SIZE};
-use crate::config::AllocatorConfig;
-use crate::driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, EventHandle, StreamId};
+use crate::block::{Block, PoolKind, NONE, SMALL_SIZE};
+use crate::config::{AllocatorConfig, ConfigError};
+use crate::driver::counting::CountingDriver;
+use crate::driver::{
+    Device, DevicePtr, Driver, DriverCalls, DriverError, EventHandle, MemInfo, StreamEvents,
+    StreamId,
+};
 use crate::error::{AllocError, OutOfMemory};
-use crate::expandable::ExpandableSegment;
-use crate::history::{Action, History, TraceEntry};
-use crate::pool::{Entry, FreeIndex};
-use crate::snapshot::{BlockSnapshot, BlockState, SegmentSnapshot};
+use crate::expandable::ExpandableSpace;
+use crate::history::{Action, TraceEntry};
+use crate::pool::Entry;
+use crate::snapshot::SegmentSnapshot;
+use crate::state::{stream_index, Settings, State};
 use crate::stats::{MemoryStats, StatType};
 use parking_lot::Mutex;
-use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 /// Every request is rounded up to a multiple of this.
@@ -32,8 +36,6 @@ pub const MIN_LARGE_ALLOC: u64 = 10 << 20;
 pub const LARGE_BUFFER: u64 = 20 << 20;
 /// Larger segments are rounded up to a multiple of this.
 pub const ROUND_LARGE: u64 = 2 << 20;
-/// Slack allowed when an oversize request reuses a larger cached block.
-pub const MAX_NON_SPLIT_ROUNDING: u64 = 20 << 20;
 /// Requests of this size or more fail at once.
 const MAX_REQUEST: u64 = 1 << 60;
 
@@ -123,78 +125,6 @@ impl std::fmt::Debug for Allocation {
     }
 }
 
-/// Per-stream state: the two free indexes, the events recorded on this stream
-/// for blocks of other streams, and the stream's expandable segments.
-pub(crate) struct StreamState {
-    pub handle: StreamId,
-    pub free: [FreeIndex; 2],
-    pub events: VecDeque<(EventHandle, u32)>,
-    pub expandable: [Vec<u32>; 2],
-}
-
-/// Everything behind the allocator's lock.
-pub(crate) struct State {
-    pub blocks: Blocks,
-    pub streams: Vec<StreamState>,
-    last_stream: (StreamId, u32),
-    /// Ordinary segments by base address: `(head block, size)`.
-    pub segments: HashMap<DevicePtr, u32>,
-    pub expandable: Vec<Option<ExpandableSegment>>,
-    pub stats: MemoryStats,
-    pub calls: DriverCalls,
-    event_pool: Vec<EventHandle>,
-    pending_events: usize,
-    /// `get_free_block` calls per pool kind (garbage-collection ageing).
-    gc_counts: [u64; 2],
-    /// Expandable segments: pages recycled since the margin last widened, and
-    /// the extra margin (in pages) earned by recycling (see `expandable.rs`).
-    pub recycled_pages: u64,
-    pub extra_margin_pages: u64,
-    /// Recorded events, when recording is on.
-    pub history: History,
-    pub free_clock: u64,
-}
-
-impl State {
-    #[inline]
-    pub fn reserved(&self) -> u64 {
-        self.stats.reserved_bytes.all().current as u64
-    }
-
-    /// Records an event about block-sized memory of dense stream `s`.
-    #[inline]
-    pub fn record(&mut self, action: Action, addr: u64, size: u64, s: u32) {
-        if self.history.enabled() {
-            let stream = self.streams[s as usize].handle;
-            self.history.push(action, addr, size, stream);
-        }
-    }
-
-    #[inline]
-    pub fn index_insert(&mut self, id: u32) {
-        let b = &mut self.blocks[id];
-        b.gc_base = self.gc_counts[b.pool as usize];
-        self.free_clock += 1;
-        b.freed_at = self.free_clock;
-        let (s, p, e) = (
-            b.stream as usize,
-            b.pool as usize,
-            Entry {
-                size: b.size,
-                ptr: b.ptr,
-                block: id,
-            },
-        );
-        self.streams[s].free[p].insert(e);
-    }
-
-    #[inline]
-    pub fn index_remove(&mut self, id: u32) -> bool {
-        let b = &self.blocks[id];
-        self.streams[b.stream as usize].free[b.pool as usize].remove(b.size, b.ptr)
-    }
-}
-
 /// The caching allocator of one device. Thread-safe; share it through `Arc`.
 ///
 /// ```
@@ -213,13 +143,13 @@ impl State {
 /// ```
 pub struct CachingAllocator {
     driver: Arc<dyn Driver>,
+    /// The same driver, counting the calls the allocator makes through it.
+    counted: CountingDriver<dyn Driver>,
     device: Device,
-    config: AllocatorConfig,
-    expandable: bool,
+    /// Whether the driver has virtual memory (expandable segments possible).
+    has_vm: bool,
     page: u64,
     capacity: u64,
-    allowed_max: Option<u64>,
-    gc_threshold: Option<f64>,
     state: Mutex<State>,
 }
 
@@ -229,44 +159,16 @@ impl CachingAllocator {
     /// supports virtual memory.
     pub fn new(driver: Arc<dyn Driver>, config: AllocatorConfig) -> Arc<CachingAllocator> {
         let vm_page = driver.virtual_memory().map(|v| v.granularity());
-        let expandable = config.expandable_segments.unwrap_or(true) && vm_page.is_some();
         let capacity = driver.total_memory();
-        let allowed_max = config
-            .per_process_memory_fraction
-            .filter(|f| *f < 1.0)
-            .map(|f| (f * capacity as f64) as u64);
-        let gc_threshold = config
-            .garbage_collection_threshold
-            .filter(|_| allowed_max.is_some());
-        let stats = MemoryStats {
-            max_split_size: config.max_split_size.map(|m| m as i64).unwrap_or(-1),
-            ..MemoryStats::default()
-        };
+        let settings = Settings::new(config, vm_page.is_some(), capacity);
         Arc::new(CachingAllocator {
             device: driver.device(),
+            counted: CountingDriver::new(Arc::clone(&driver)),
             driver,
-            expandable,
+            has_vm: vm_page.is_some(),
             page: vm_page.unwrap_or(SMALL_BUFFER),
             capacity,
-            allowed_max,
-            gc_threshold,
-            config,
-            state: Mutex::new(State {
-                blocks: Blocks::default(),
-                streams: Vec::new(),
-                last_stream: (StreamId(u64::MAX), 0),
-                segments: HashMap::new(),
-                expandable: Vec::new(),
-                stats,
-                calls: DriverCalls::default(),
-                event_pool: Vec::new(),
-                pending_events: 0,
-                gc_counts: [0; 2],
-                recycled_pages: 0,
-                extra_margin_pages: 0,
-                history: History::default(),
-                free_clock: 0,
-            }),
+            state: Mutex::new(State::new(settings)),
         })
     }
 
@@ -280,14 +182,108 @@ impl CachingAllocator {
         &self.driver
     }
 
-    /// The configuration in force.
-    pub fn config(&self) -> &AllocatorConfig {
-        &self.config
+    /// The configuration in force (a copy: it can change at run time through
+    /// [`set_allocator_settings`](Self::set_allocator_settings) and
+    /// [`set_memory_fraction`](Self::set_memory_fraction)).
+    pub fn config(&self) -> AllocatorConfig {
+        self.state.lock().settings.config.clone()
     }
 
-    /// Whether this allocator uses expandable segments.
+    /// Whether new memory comes from expandable segments.
     pub fn expandable_segments(&self) -> bool {
-        self.expandable
+        self.state.lock().settings.expandable
+    }
+
+    /// Replaces the configuration of this live allocator with the one `settings`
+    /// describes, with PyTorch's semantics for
+    /// `torch.cuda.memory._set_allocator_settings`: the string is parsed as on a
+    /// fresh start, so keys it does not name go back to their defaults. A bad
+    /// string is a typed error and changes nothing.
+    ///
+    /// Existing memory stays where it is: the new settings govern the requests
+    /// and releases that follow (turning expandable segments off, for example,
+    /// leaves the expandable segments already mapped in use until they are
+    /// released, while new memory comes from ordinary segments).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{AllocatorConfig, CachingAllocator};
+    /// use strata_alloc::driver::sim::SimDriver;
+    ///
+    /// let conf = AllocatorConfig::parse("max_split_size_mb:64,expandable_segments:False").unwrap();
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), conf);
+    /// a.set_allocator_settings("roundup_power2_divisions:4").unwrap();
+    /// assert_eq!(a.config().max_split_size, None); // not named: back to the default
+    /// assert!(a.expandable_segments()); // the default, on a driver with virtual memory
+    /// assert!(a.set_allocator_settings("no_such_key:1").is_err());
+    /// assert_eq!(a.config().roundup_power2_divisions, [4; 16]); // unchanged by the error
+    /// ```
+    pub fn set_allocator_settings(&self, settings: &str) -> Result<(), AllocError> {
+        let config = AllocatorConfig::parse(settings)?;
+        self.apply_config(config);
+        Ok(())
+    }
+
+    /// Installs `config` as the configuration in force (see
+    /// [`set_allocator_settings`](Self::set_allocator_settings)).
+    pub fn apply_config(&self, config: AllocatorConfig) {
+        let mut st = self.state.lock();
+        st.stats.max_split_size = config.max_split_size.map(|m| m as i64).unwrap_or(-1);
+        st.settings = Settings::new(config, self.has_vm, self.capacity);
+    }
+
+    /// Limits the memory this process may reserve on the device to `fraction`
+    /// of its capacity (PyTorch's `set_per_process_memory_fraction`); 1 removes
+    /// the limit. Memory already reserved beyond a new, lower limit stays
+    /// reserved; requests that would need more fail with an out-of-memory error
+    /// naming the fraction. A fraction outside [0, 1] (or NaN) is a typed error
+    /// and changes nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+    /// use strata_alloc::driver::sim::SimDriver;
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::new(1 << 30, 2 << 20)), AllocatorConfig::default());
+    /// assert_eq!(a.memory_fraction(), 1.0);
+    /// a.set_memory_fraction(0.25).unwrap();
+    /// assert_eq!(a.memory_fraction(), 0.25);
+    /// assert!(a.allocate(512 << 20, StreamId::DEFAULT).is_err()); // over 256 MiB
+    /// assert!(a.set_memory_fraction(1.5).is_err());
+    /// assert_eq!(a.memory_fraction(), 0.25);
+    /// ```
+    pub fn set_memory_fraction(&self, fraction: f64) -> Result<(), AllocError> {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(ConfigError::BadValue {
+                key: "per_process_memory_fraction",
+                value: fraction.to_string(),
+                accepted: "a number between 0 and 1, e.g. 0.5",
+            }
+            .into());
+        }
+        let mut st = self.state.lock();
+        let mut config = st.settings.config.clone();
+        config.per_process_memory_fraction = Some(fraction);
+        st.settings = Settings::new(config, self.has_vm, self.capacity);
+        Ok(())
+    }
+
+    /// The fraction of the device's memory this process may reserve (1 when
+    /// unlimited; PyTorch's `get_per_process_memory_fraction`).
+    pub fn memory_fraction(&self) -> f64 {
+        self.state
+            .lock()
+            .settings
+            .config
+            .per_process_memory_fraction
+            .unwrap_or(1.0)
+    }
+
+    /// Free and total memory of the device, as the driver reports them now
+    /// (`cudaMemGetInfo`; memory used by other processes counts as used). Not
+    /// counted in [`driver_calls`](Self::driver_calls).
+    pub fn mem_get_info(&self) -> Result<MemInfo, AllocError> {
+        self.driver.mem_get_info().map_err(|e| self.driver_error(e))
     }
 
     /// Allocates `size` bytes for use on `stream`, as an owned [`Allocation`].
@@ -314,16 +310,21 @@ impl CachingAllocator {
                 generation: 0,
             });
         }
+        if size >= MAX_REQUEST {
+            // No device can hold it: rejected before taking the lock, without
+            // counting an out-of-memory error (as PyTorch does).
+            return Err(AllocError::TooLarge {
+                device: self.device,
+                requested: size,
+            });
+        }
         let mut guard = self.state.lock();
         let st = &mut *guard;
         let s = stream_index(st, stream);
         if st.pending_events > 0 {
             self.process_events(st);
         }
-        if size >= MAX_REQUEST {
-            return Err(self.out_of_memory(st, size, size));
-        }
-        let rounded = self.round_size(size);
+        let rounded = round_size(&st.settings.config, size);
         let pool = PoolKind::of(rounded);
         let id = match self.get_free_block(st, s, pool, rounded) {
             Some(id) => id,
@@ -347,7 +348,7 @@ impl CachingAllocator {
         let (size, pool) = (b.size as i64, b.pool.stat());
         st.stats.allocation.decrease(pool, 1);
         st.stats.allocated_bytes.decrease(pool, size);
-        if self.is_oversize(size as u64) {
+        if std::mem::take(&mut st.blocks[id].oversize) {
             st.stats.oversize_allocations.decrease(1);
         }
         let (ptr, requested, s) = (raw.ptr, st.blocks[id].requested, st.blocks[id].stream);
@@ -456,7 +457,7 @@ impl CachingAllocator {
     /// example).
     pub fn history_json(&self, workload: &str) -> String {
         let st = self.state.lock();
-        let mode = if self.expandable {
+        let mode = if st.settings.expandable {
             "expandable"
         } else {
             "default"
@@ -466,65 +467,24 @@ impl CachingAllocator {
 
     /// Driver calls made so far, by kind.
     pub fn driver_calls(&self) -> DriverCalls {
-        self.state.lock().calls
+        self.counted.calls()
     }
 
     /// The segments and their blocks, sorted by address (PyTorch's
     /// `memory_snapshot()`). Each mapped range of an expandable segment is
     /// reported as its own segment.
+    ///
+    /// When history recording is on, taking a snapshot records a
+    /// [`Action::Snapshot`] event whose size is the active bytes at that
+    /// moment, as PyTorch's trace does.
     pub fn snapshot(&self) -> Vec<SegmentSnapshot> {
-        let st = self.state.lock();
-        let mut out = Vec::new();
-        let mut heads: Vec<u32> = st.segments.values().copied().collect();
-        for seg in st.expandable.iter().flatten() {
-            heads.push(seg.head);
+        let mut st = self.state.lock();
+        let out = crate::snapshot::segments(&st);
+        if st.history.enabled() {
+            let active = st.stats.active_bytes.all().current as u64;
+            st.history
+                .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
         }
-        for head in heads {
-            let mut cur: Option<SegmentSnapshot> = None;
-            let mut id = head;
-            while id != NONE {
-                let b = &st.blocks[id];
-                if b.mapped {
-                    let seg = cur.get_or_insert_with(|| SegmentSnapshot {
-                        address: b.ptr,
-                        total_size: 0,
-                        allocated_size: 0,
-                        active_size: 0,
-                        requested_size: 0,
-                        stream: st.streams[b.stream as usize].handle,
-                        segment_type: b.pool.name(),
-                        is_expandable: b.expandable,
-                        blocks: Vec::new(),
-                    });
-                    let state = if b.allocated {
-                        BlockState::ActiveAllocated
-                    } else if b.event_count > 0 || !b.stream_uses.is_empty() {
-                        BlockState::ActivePendingFree
-                    } else {
-                        BlockState::Inactive
-                    };
-                    seg.total_size += b.size;
-                    if b.allocated {
-                        seg.allocated_size += b.size;
-                        seg.requested_size += b.requested;
-                    }
-                    if state != BlockState::Inactive {
-                        seg.active_size += b.size;
-                    }
-                    seg.blocks.push(BlockSnapshot {
-                        address: b.ptr,
-                        size: b.size,
-                        requested_size: if b.allocated { b.requested } else { 0 },
-                        state,
-                    });
-                } else if let Some(seg) = cur.take() {
-                    out.push(seg);
-                }
-                id = b.next;
-            }
-            out.extend(cur);
-        }
-        out.sort_by_key(|s| s.address);
         out
     }
 
@@ -532,22 +492,7 @@ impl CachingAllocator {
 
     /// PyTorch's `round_size`: 512-byte multiples, or power-of-two divisions.
     pub fn round_size(&self, size: u64) -> u64 {
-        if size < MIN_BLOCK_SIZE {
-            return MIN_BLOCK_SIZE;
-        }
-        let d = self.config.divisions_for(size);
-        if d > 1 && size > MIN_BLOCK_SIZE * d {
-            if size.is_power_of_two() {
-                return size;
-            }
-            let p = 1u64 << (63 - size.leading_zeros());
-            let step = p >> d.trailing_zeros();
-            if step == 0 {
-                return 2 * p;
-            }
-            return size.div_ceil(step) * step;
-        }
-        size.div_ceil(MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
+        round_size(&self.state.lock().settings.config, size)
     }
 
     /// Segment size for a rounded request (ordinary segments).
@@ -561,23 +506,20 @@ impl CachingAllocator {
         }
     }
 
-    #[inline]
-    fn is_oversize(&self, size: u64) -> bool {
-        self.config.max_split_size.is_some_and(|m| size >= m)
-    }
-
     // ----- the hot path --------------------------------------------------------
 
     #[inline]
     fn get_free_block(&self, st: &mut State, s: u32, pool: PoolKind, size: u64) -> Option<u32> {
-        if self.gc_threshold.is_some() {
+        if st.settings.gc_threshold.is_some() {
             st.gc_counts[pool as usize] += 1;
         }
+        let config = &st.settings.config;
         let idx = &mut st.streams[s as usize].free[pool as usize];
         let e = idx.lower_bound(size)?;
-        if let Some(max_split) = self.config.max_split_size {
+        if let Some(max_split) = config.max_split_size {
             if (size < max_split && e.size >= max_split)
-                || (size >= max_split && e.size >= size + MAX_NON_SPLIT_ROUNDING)
+                || (size >= max_split
+                    && e.size >= size.saturating_add(config.max_non_split_rounding))
             {
                 return None;
             }
@@ -587,12 +529,12 @@ impl CachingAllocator {
     }
 
     #[inline]
-    fn should_split(&self, b: &Block, size: u64) -> bool {
+    fn should_split(settings: &Settings, b: &Block, size: u64) -> bool {
         let remaining = b.size - size;
         if b.pool == PoolKind::Small || b.expandable {
             remaining >= MIN_BLOCK_SIZE
         } else {
-            !self.is_oversize(size) && remaining > SMALL_SIZE
+            !settings.is_oversize(size) && remaining > SMALL_SIZE
         }
     }
 
@@ -602,7 +544,7 @@ impl CachingAllocator {
     fn alloc_found_block(&self, st: &mut State, id: u32, rounded: u64, orig: u64) -> RawAllocation {
         let pool = st.blocks[id].pool.stat();
         let expandable = st.blocks[id].expandable;
-        if self.should_split(&st.blocks[id], rounded) {
+        if Self::should_split(&st.settings, &st.blocks[id], rounded) {
             let already_split = st.blocks[id].is_split();
             let rest = st.blocks.split(id, rounded);
             let rest_size = st.blocks[rest].size as i64;
@@ -625,13 +567,15 @@ impl CachingAllocator {
         b.requested = orig;
         b.generation = b.generation.wrapping_add(1);
         let (size, ptr, generation) = (b.size, b.ptr, b.generation);
+        b.oversize = st.settings.is_oversize(size);
+        let oversize = b.oversize;
         let stats = &mut st.stats;
         stats.allocation.increase(pool, 1);
         stats.allocated_bytes.increase(pool, size as i64);
         stats.active.increase(pool, 1);
         stats.active_bytes.increase(pool, size as i64);
         stats.requested_bytes.increase(pool, orig as i64);
-        if self.is_oversize(size) {
+        if oversize {
             stats.oversize_allocations.increase(1);
         }
         let s = st.blocks[id].stream;
@@ -645,7 +589,7 @@ impl CachingAllocator {
     }
 
     /// Returns a block to its pool, merging it with free neighbours.
-    pub(crate) fn free_block(&self, st: &mut State, id: u32) {
+    fn free_block(&self, st: &mut State, id: u32) {
         let (orig_size, requested) = (st.blocks[id].size as i64, st.blocks[id].requested as i64);
         let (ptr, s) = (st.blocks[id].ptr, st.blocks[id].stream);
         st.record(Action::FreeCompleted, ptr, requested as u64, s);
@@ -694,15 +638,14 @@ impl CachingAllocator {
             let handle = st.streams[u as usize].handle;
             let ev = match st.event_pool.pop() {
                 Some(e) => Ok(e),
-                None => self.driver.create_event(),
+                None => self.counted.create_event(),
             };
             let recorded = ev.and_then(|e| {
-                st.calls.event_record += 1;
-                self.driver
+                self.counted
                     .record_event(e, handle)
                     .map(|_| e)
                     .inspect_err(|_| {
-                        let _ = self.driver.destroy_event(e);
+                        let _ = self.counted.destroy_event(e);
                     })
             });
             match recorded {
@@ -715,8 +658,7 @@ impl CachingAllocator {
                     // Without an event, wait for the stream instead; if even that
                     // fails the block is withheld (never reused) rather than risk
                     // handing out memory another stream may still be using.
-                    st.calls.stream_synchronize += 1;
-                    if self.driver.synchronize_stream(handle).is_err() {
+                    if self.counted.synchronize_stream(handle).is_err() {
                         st.blocks[id].event_count += 1;
                         failure = Some(err);
                     }
@@ -740,8 +682,7 @@ impl CachingAllocator {
     fn process_events(&self, st: &mut State) {
         for s in 0..st.streams.len() {
             while let Some(&(ev, id)) = st.streams[s].events.front() {
-                st.calls.event_query += 1;
-                match self.driver.query_event(ev) {
+                match self.counted.query_event(ev) {
                     Ok(true) => {
                         st.streams[s].events.pop_front();
                         self.event_done(st, ev, id);
@@ -767,8 +708,7 @@ impl CachingAllocator {
         st.stats.num_sync_all_streams += 1;
         for s in 0..st.streams.len() {
             while let Some(&(ev, id)) = st.streams[s].events.front() {
-                st.calls.event_synchronize += 1;
-                self.driver
+                self.counted
                     .synchronize_event(ev)
                     .map_err(|e| self.driver_error(e))?;
                 st.streams[s].events.pop_front();
@@ -790,13 +730,13 @@ impl CachingAllocator {
         rounded: u64,
         orig: u64,
     ) -> Result<u32, AllocError> {
-        if self.gc_threshold.is_some() {
+        if st.settings.gc_threshold.is_some() {
             self.garbage_collect(st)?;
         }
         if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
             return Ok(id);
         }
-        if self.config.max_split_size.is_some()
+        if st.settings.config.max_split_size.is_some()
             && self.release_available_cached_blocks(st, s, pool, rounded)?
         {
             if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
@@ -808,7 +748,7 @@ impl CachingAllocator {
         if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
             return Ok(id);
         }
-        let device_request = if self.expandable {
+        let device_request = if st.settings.expandable {
             rounded.div_ceil(self.page) * self.page
         } else {
             Self::allocation_size(rounded)
@@ -826,15 +766,14 @@ impl CachingAllocator {
         pool: PoolKind,
         rounded: u64,
     ) -> Result<Option<u32>, AllocError> {
-        if self.expandable {
-            return self.grow_expandable(st, s, pool, rounded);
+        if st.settings.expandable {
+            return self.expandable_space().grow(st, s, pool, rounded);
         }
         let size = Self::allocation_size(rounded);
-        if !self.fits_fraction(st, size) {
+        if !st.fits_fraction(size) {
             return Ok(None);
         }
-        st.calls.malloc += 1;
-        let ptr = match self.driver.malloc(size) {
+        let ptr = match self.counted.malloc(size) {
             Ok(p) => p,
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
@@ -847,27 +786,22 @@ impl CachingAllocator {
         st.stats.segment.increase(p, 1);
         st.stats.reserved_bytes.increase(p, size as i64);
         st.stats.num_device_alloc += 1;
-        if self.is_oversize(size) {
+        if st.settings.is_oversize(size) {
+            st.blocks[id].oversize_segment = true;
             st.stats.oversize_segments.increase(1);
         }
         st.record(Action::SegmentAlloc, ptr, size, s);
         Ok(Some(id))
     }
 
-    pub(crate) fn fits_fraction(&self, st: &State, extra: u64) -> bool {
-        self.allowed_max
-            .is_none_or(|max| st.reserved() + extra <= max)
-    }
-
     /// Returns one whole free segment to the driver.
     fn release_segment(&self, st: &mut State, id: u32) -> Result<(), AllocError> {
-        let (ptr, size, pool) = {
+        let (ptr, size, pool, oversize) = {
             let b = &st.blocks[id];
             debug_assert!(!b.is_split() && !b.expandable && b.is_free());
-            (b.ptr, b.size, b.pool.stat())
+            (b.ptr, b.size, b.pool.stat(), b.oversize_segment)
         };
-        st.calls.free += 1;
-        self.driver
+        self.counted
             .free(ptr, size)
             .map_err(|e| self.driver_error(e))?;
         let s = st.blocks[id].stream;
@@ -878,7 +812,7 @@ impl CachingAllocator {
         st.stats.segment.decrease(pool, 1);
         st.stats.reserved_bytes.decrease(pool, size as i64);
         st.stats.num_device_free += 1;
-        if self.is_oversize(size) {
+        if oversize {
             st.stats.oversize_segments.decrease(1);
         }
         Ok(())
@@ -893,7 +827,7 @@ impl CachingAllocator {
         pool: PoolKind,
         rounded: u64,
     ) -> Result<bool, AllocError> {
-        let Some(max_split) = self.config.max_split_size else {
+        let Some(max_split) = st.settings.config.max_split_size else {
             return Ok(false);
         };
         let key = rounded.max(max_split);
@@ -937,13 +871,17 @@ impl CachingAllocator {
         for id in whole {
             self.release_segment(st, id)?;
         }
-        self.release_expandable(st)
+        if st.expandable.iter().any(Option::is_some) {
+            self.expandable_space().release_free_pages(st)?;
+        }
+        Ok(())
     }
 
     /// PyTorch's garbage collection: once reserved memory passes the threshold
     /// of the allowed memory, free the oldest cached whole large segments.
     fn garbage_collect(&self, st: &mut State) -> Result<(), AllocError> {
-        let (Some(threshold), Some(max)) = (self.gc_threshold, self.allowed_max) else {
+        let (Some(threshold), Some(max)) = (st.settings.gc_threshold, st.settings.allowed_max)
+        else {
             return Ok(());
         };
         let limit = (threshold * max as f64) as u64;
@@ -985,7 +923,7 @@ impl CachingAllocator {
 
     // ----- errors --------------------------------------------------------------------
 
-    pub(crate) fn driver_error(&self, source: DriverError) -> AllocError {
+    fn driver_error(&self, source: DriverError) -> AllocError {
         AllocError::Driver {
             device: self.device,
             source,
@@ -994,8 +932,7 @@ impl CachingAllocator {
 
     fn out_of_memory(&self, st: &mut State, requested: u64, device_request: u64) -> AllocError {
         st.stats.num_ooms += 1;
-        st.calls.mem_get_info += 1;
-        let free = self.driver.mem_get_info().map(|m| m.free).unwrap_or(0);
+        let free = self.counted.mem_get_info().map(|m| m.free).unwrap_or(0);
         if st.history.enabled() {
             st.history
                 .push(Action::Oom, free, device_request, StreamId::DEFAULT);
@@ -1005,13 +942,14 @@ impl CachingAllocator {
         let unallocated = reserved.saturating_sub(allocated);
         let hint = if requested > self.capacity {
             "The request alone is larger than the device's total capacity: split the work into smaller pieces (a smaller batch, chunked computation).".to_string()
-        } else if self
+        } else if st
+            .settings
             .allowed_max
             .is_some_and(|m| reserved + device_request > m)
         {
-            "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF, or use less memory.".to_string()
+            "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF (or with set_memory_fraction), or use less memory.".to_string()
         } else if unallocated > device_request && unallocated * 4 > reserved.max(1) {
-            if self.expandable {
+            if st.settings.expandable {
                 "Much reserved memory is unallocated but too fragmented for this request: call empty_cache() between phases, or free tensors kept alive longer than needed.".to_string()
             } else {
                 "Much reserved memory is unallocated (fragmentation): set STRATA_ALLOC_CONF=expandable_segments:True so segments can grow and shrink, or max_split_size_mb to limit splitting of large blocks.".to_string()
@@ -1029,7 +967,7 @@ impl CachingAllocator {
             free,
             allocated,
             reserved_unallocated: unallocated,
-            allowed: self.allowed_max,
+            allowed: st.settings.allowed_max,
             hint,
         }))
     }
@@ -1045,19 +983,18 @@ impl CachingAllocator {
         crate::snapshot::check(&st, self.page)
     }
 
-    // Accessors for the expandable module.
-    pub(crate) fn page(&self) -> u64 {
-        self.page
-    }
-
-    pub(crate) fn vm(&self) -> &dyn crate::driver::VirtualMemory {
-        self.driver
-            .virtual_memory()
-            .expect("expandable segments are only enabled when the driver has virtual memory")
-    }
-
-    pub(crate) fn capacity(&self) -> u64 {
-        self.capacity
+    /// The expandable segments, over the counting driver's virtual memory.
+    fn expandable_space(&self) -> ExpandableSpace<'_> {
+        ExpandableSpace {
+            driver: &self.counted,
+            vm: self
+                .counted
+                .virtual_memory()
+                .expect("expandable segments are only enabled when the driver has virtual memory"),
+            page: self.page,
+            capacity: self.capacity,
+            device: self.device,
+        }
     }
 
     /// A summary of the statistics in PyTorch's `memory_summary()` layout.
@@ -1087,24 +1024,23 @@ fn apply_delta(a: &mut crate::stats::StatArray, pool: StatType, d: i64) {
     }
 }
 
-/// The dense index of a stream, registering it on first use.
+/// PyTorch's `round_size` under `config`.
 #[inline]
-pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
-    if st.last_stream.0 == stream {
-        return st.last_stream.1;
+fn round_size(config: &AllocatorConfig, size: u64) -> u64 {
+    if size < MIN_BLOCK_SIZE {
+        return MIN_BLOCK_SIZE;
     }
-    let i = match st.streams.iter().position(|s| s.handle == stream) {
-        Some(i) => i as u32,
-        None => {
-            st.streams.push(StreamState {
-                handle: stream,
-                free: [FreeIndex::default(), FreeIndex::default()],
-                events: VecDeque::new(),
-                expandable: [Vec::new(), Vec::new()],
-            });
-            (st.streams.len() - 1) as u32
+    let d = config.divisions_for(size);
+    if d > 1 && size > MIN_BLOCK_SIZE * d {
+        if size.is_power_of_two() {
+            return size;
         }
-    };
-    st.last_stream = (stream, i);
-    i
+        let p = 1u64 << (63 - size.leading_zeros());
+        let step = p >> d.trailing_zeros();
+        if step == 0 {
+            return 2 * p;
+        }
+        return size.div_ceil(step) * step;
+    }
+    size.div_ceil(MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
 }

@@ -79,6 +79,12 @@ pub(crate) struct Block {
     pub freed_at: u64,
     /// Whether the slot holds a block at all.
     pub live: bool,
+    /// Counted in `oversize_allocations` while allocated (the threshold may
+    /// change while it is, through `set_allocator_settings`).
+    pub oversize: bool,
+    /// On the head block of an ordinary segment: counted in
+    /// `oversize_segments`.
+    pub oversize_segment: bool,
 }
 
 impl Block {
@@ -109,6 +115,8 @@ impl Block {
             gc_base: 0,
             freed_at: 0,
             live: true,
+            oversize: false,
+            oversize_segment: false,
         }
     }
 
@@ -183,6 +191,8 @@ impl Blocks {
             stream_uses: Vec::new(),
             event_count: 0,
             allocated: false,
+            oversize: false,
+            oversize_segment: false,
             ..b.clone()
         };
         let next = b.next;

@@ -11,6 +11,25 @@
 //! | `roundup_power2_divisions` | a power of two, or `[K:v,...,>:v]` (K MiB a power of two, v a power of two or 0) | off |
 //! | `garbage_collection_threshold` | number strictly between 0 and 1 (needs a memory fraction) | off |
 //! | `per_process_memory_fraction` | number in [0, 1] | 1 (no limit) |
+//! | `max_non_split_rounding_mb` | integer MiB >= 20 | 20 |
+//! | `release_lock_on_cudamalloc` (alias `release_lock_on_hipmalloc`) | `True`/`False` | `False` |
+//! | `graph_capture_record_stream_reuse` | `True`/`False` | `False` |
+//! | `backend` | `native` | `native` |
+//! | `pinned_use_cuda_host_register` (alias `pinned_use_hip_host_register`) | `True`/`False` | `False` |
+//! | `pinned_num_register_threads` | a power of two, at most 128 | 1 |
+//! | `pinned_use_background_threads` | `True`/`False` | `False` |
+//! | `pinned_reserve_segment_size_mb` | integer MiB > 0 | 0 (off) |
+//!
+//! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
+//! least `max_split_size`) may reuse a cached block at most this much larger.
+//! The other keys after it are accepted and kept (so a configuration written for
+//! PyTorch 2.11 works unchanged) but change nothing in strata:
+//! `release_lock_on_cudamalloc` because strata's driver calls under the lock are
+//! the ones the allocator needs anyway (there is no second device lock to
+//! release), the CUDA-graph key because strata has no graph pools, and the
+//! `pinned_*` keys because the pinned host allocator ([`crate::pinned`]) has its
+//! own size classes and pins with `cuMemHostAlloc`. `backend:cudaMallocAsync` is
+//! rejected: strata has only its native allocator.
 //!
 //! ```
 //! use strata_alloc::AllocatorConfig;
@@ -34,7 +53,7 @@ pub const ROUNDUP_INTERVALS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A key strata does not know.
-    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction")]
+    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb")]
     UnknownKey {
         /// The key as written.
         key: String,
@@ -73,7 +92,26 @@ pub struct AllocatorConfig {
     pub garbage_collection_threshold: Option<f64>,
     /// The fraction of the device's memory this process may reserve.
     pub per_process_memory_fraction: Option<f64>,
+    /// Slack in bytes allowed when an oversize request reuses a larger cached
+    /// block (PyTorch's `max_non_split_rounding_mb`; default 20 MiB).
+    pub max_non_split_rounding: u64,
+    /// `release_lock_on_cudamalloc` (accepted, no effect in strata).
+    pub release_lock_on_cudamalloc: bool,
+    /// `graph_capture_record_stream_reuse` (accepted, no effect in strata).
+    pub graph_capture_record_stream_reuse: bool,
+    /// `pinned_use_cuda_host_register` (accepted, no effect in strata).
+    pub pinned_use_cuda_host_register: bool,
+    /// `pinned_num_register_threads` (accepted, no effect in strata).
+    pub pinned_num_register_threads: u64,
+    /// `pinned_use_background_threads` (accepted, no effect in strata).
+    pub pinned_use_background_threads: bool,
+    /// `pinned_reserve_segment_size_mb` in bytes, 0 when off (accepted, no
+    /// effect in strata).
+    pub pinned_reserve_segment_size: u64,
 }
+
+/// PyTorch's default `max_non_split_rounding_mb`, in bytes.
+pub const DEFAULT_MAX_NON_SPLIT_ROUNDING: u64 = 20 << 20;
 
 impl Default for AllocatorConfig {
     fn default() -> Self {
@@ -83,6 +121,13 @@ impl Default for AllocatorConfig {
             roundup_power2_divisions: [0; ROUNDUP_INTERVALS],
             garbage_collection_threshold: None,
             per_process_memory_fraction: None,
+            max_non_split_rounding: DEFAULT_MAX_NON_SPLIT_ROUNDING,
+            release_lock_on_cudamalloc: false,
+            graph_capture_record_stream_reuse: false,
+            pinned_use_cuda_host_register: false,
+            pinned_num_register_threads: 1,
+            pinned_use_background_threads: false,
+            pinned_reserve_segment_size: 0,
         }
     }
 }
@@ -96,31 +141,38 @@ impl AllocatorConfig {
         }
     }
 
-    /// Parses a configuration string; keys not given keep their defaults.
+    /// Parses a configuration string; keys not given keep their defaults. A live
+    /// allocator takes a new string with
+    /// [`CachingAllocator::set_allocator_settings`](crate::CachingAllocator::set_allocator_settings),
+    /// with the same rule.
     pub fn parse(s: &str) -> Result<AllocatorConfig, ConfigError> {
         let mut c = AllocatorConfig::default();
         c.apply(s)?;
         Ok(c)
     }
 
-    /// Applies the keys of `s` on top of this configuration.
+    /// Applies the keys of `s` on top of this configuration. On an error the
+    /// configuration is left as it was.
     pub fn apply(&mut self, s: &str) -> Result<(), ConfigError> {
+        let mut next = self.clone();
+        next.apply_pairs(s)?;
+        *self = next;
+        Ok(())
+    }
+
+    fn apply_pairs(&mut self, s: &str) -> Result<(), ConfigError> {
         for (key, value) in split_pairs(s)? {
             match key.as_str() {
                 "expandable_segments" => {
                     self.expandable_segments = Some(parse_bool("expandable_segments", &value)?)
                 }
                 "max_split_size_mb" => {
-                    let mb = value
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|&v| v >= 20)
-                        .ok_or_else(|| ConfigError::BadValue {
-                            key: "max_split_size_mb",
-                            value: value.clone(),
-                            accepted: "an integer number of MiB, at least 20",
-                        })?;
-                    self.max_split_size = Some(mb << 20);
+                    self.max_split_size = Some(parse_mib(
+                        "max_split_size_mb",
+                        &value,
+                        20,
+                        "an integer number of MiB, at least 20",
+                    )?);
                 }
                 "roundup_power2_divisions" => {
                     self.roundup_power2_divisions = parse_divisions(&value)?
@@ -148,6 +200,58 @@ impl AllocatorConfig {
                             accepted: "a number between 0 and 1, e.g. 0.5",
                         })?;
                     self.per_process_memory_fraction = Some(v);
+                }
+                "max_non_split_rounding_mb" => {
+                    self.max_non_split_rounding = parse_mib(
+                        "max_non_split_rounding_mb",
+                        &value,
+                        20,
+                        "an integer number of MiB, at least 20",
+                    )?
+                }
+                "release_lock_on_cudamalloc" | "release_lock_on_hipmalloc" => {
+                    self.release_lock_on_cudamalloc =
+                        parse_bool("release_lock_on_cudamalloc", &value)?
+                }
+                "graph_capture_record_stream_reuse" => {
+                    self.graph_capture_record_stream_reuse =
+                        parse_bool("graph_capture_record_stream_reuse", &value)?
+                }
+                "backend" => {
+                    if value != "native" {
+                        return Err(ConfigError::BadValue {
+                            key: "backend",
+                            value,
+                            accepted: "native (strata has only its native caching allocator; cudaMallocAsync is not available)",
+                        });
+                    }
+                }
+                "pinned_use_cuda_host_register" | "pinned_use_hip_host_register" => {
+                    self.pinned_use_cuda_host_register =
+                        parse_bool("pinned_use_cuda_host_register", &value)?
+                }
+                "pinned_num_register_threads" => {
+                    self.pinned_num_register_threads = value
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|&n| n.is_power_of_two() && n <= 128)
+                        .ok_or_else(|| ConfigError::BadValue {
+                            key: "pinned_num_register_threads",
+                            value: value.clone(),
+                            accepted: "a power of two, at most 128 (e.g. 8)",
+                        })?
+                }
+                "pinned_use_background_threads" => {
+                    self.pinned_use_background_threads =
+                        parse_bool("pinned_use_background_threads", &value)?
+                }
+                "pinned_reserve_segment_size_mb" => {
+                    self.pinned_reserve_segment_size = parse_mib(
+                        "pinned_reserve_segment_size_mb",
+                        &value,
+                        1,
+                        "an integer number of MiB, at least 1",
+                    )?
                 }
                 _ => return Err(ConfigError::UnknownKey { key }),
             }
@@ -189,12 +293,73 @@ impl fmt::Display for AllocatorConfig {
         if let Some(p) = self.per_process_memory_fraction {
             parts.push(format!("per_process_memory_fraction:{p}"));
         }
+        let d = AllocatorConfig::default();
+        if self.max_non_split_rounding != d.max_non_split_rounding {
+            parts.push(format!(
+                "max_non_split_rounding_mb:{}",
+                self.max_non_split_rounding >> 20
+            ));
+        }
+        for (key, on) in [
+            (
+                "release_lock_on_cudamalloc",
+                self.release_lock_on_cudamalloc,
+            ),
+            (
+                "graph_capture_record_stream_reuse",
+                self.graph_capture_record_stream_reuse,
+            ),
+            (
+                "pinned_use_cuda_host_register",
+                self.pinned_use_cuda_host_register,
+            ),
+            (
+                "pinned_use_background_threads",
+                self.pinned_use_background_threads,
+            ),
+        ] {
+            if on {
+                parts.push(format!("{key}:True"));
+            }
+        }
+        if self.pinned_num_register_threads != d.pinned_num_register_threads {
+            parts.push(format!(
+                "pinned_num_register_threads:{}",
+                self.pinned_num_register_threads
+            ));
+        }
+        if self.pinned_reserve_segment_size != 0 {
+            parts.push(format!(
+                "pinned_reserve_segment_size_mb:{}",
+                self.pinned_reserve_segment_size >> 20
+            ));
+        }
         if parts.is_empty() {
             write!(f, "default")
         } else {
             write!(f, "{}", parts.join(","))
         }
     }
+}
+
+/// An integer number of MiB, at least `min`, as bytes (sizes whose byte count
+/// does not fit a `u64` are rejected, never wrapped).
+fn parse_mib(
+    key: &'static str,
+    value: &str,
+    min: u64,
+    accepted: &'static str,
+) -> Result<u64, ConfigError> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|&mb| mb >= min)
+        .and_then(|mb| mb.checked_mul(1 << 20))
+        .ok_or_else(|| ConfigError::BadValue {
+            key,
+            value: value.to_string(),
+            accepted,
+        })
 }
 
 fn parse_bool(key: &'static str, value: &str) -> Result<bool, ConfigError> {
@@ -365,6 +530,69 @@ mod tests {
             AllocatorConfig::parse("roundup_power2_divisions:[1:2"),
             Err(ConfigError::Malformed { .. })
         ));
+    }
+
+    #[test]
+    fn accepts_every_key_pytorch_2_11_accepts() {
+        let c = AllocatorConfig::parse(
+            "max_non_split_rounding_mb:64,release_lock_on_cudamalloc:True,graph_capture_record_stream_reuse:True,backend:native,pinned_use_cuda_host_register:True,pinned_num_register_threads:8,pinned_use_background_threads:True,pinned_reserve_segment_size_mb:256",
+        )
+        .unwrap();
+        assert_eq!(c.max_non_split_rounding, 64 << 20);
+        assert!(c.release_lock_on_cudamalloc);
+        assert!(c.graph_capture_record_stream_reuse);
+        assert!(c.pinned_use_cuda_host_register);
+        assert_eq!(c.pinned_num_register_threads, 8);
+        assert!(c.pinned_use_background_threads);
+        assert_eq!(c.pinned_reserve_segment_size, 256 << 20);
+        // The ROCm spellings are aliases.
+        let h = AllocatorConfig::parse(
+            "release_lock_on_hipmalloc:True,pinned_use_hip_host_register:True",
+        )
+        .unwrap();
+        assert!(h.release_lock_on_cudamalloc && h.pinned_use_cuda_host_register);
+        assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c);
+        let d = AllocatorConfig::default();
+        assert_eq!(d.max_non_split_rounding, 20 << 20);
+        assert_eq!(d.pinned_num_register_threads, 1);
+    }
+
+    #[test]
+    fn new_keys_check_their_values() {
+        for s in [
+            "max_non_split_rounding_mb:19",
+            "max_non_split_rounding_mb:x",
+            "max_non_split_rounding_mb:18446744073709551615",
+            "max_split_size_mb:18446744073709551615",
+            "release_lock_on_cudamalloc:1",
+            "pinned_num_register_threads:3",
+            "pinned_num_register_threads:256",
+            "pinned_num_register_threads:0",
+            "pinned_use_background_threads:yes",
+            "pinned_reserve_segment_size_mb:0",
+            "backend:cudaMallocAsync",
+            "graph_capture_record_stream_reuse:maybe",
+        ] {
+            let key = s.split(':').next().unwrap();
+            match AllocatorConfig::parse(s) {
+                Err(ConfigError::BadValue { key: k, .. }) => assert_eq!(k, key, "{s}"),
+                other => panic!("{s}: expected BadValue, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            AllocatorConfig::parse("pinned_no_such_thing:True"),
+            Err(ConfigError::UnknownKey { .. })
+        ));
+    }
+
+    #[test]
+    fn a_failed_apply_changes_nothing() {
+        let mut c = AllocatorConfig::parse("max_split_size_mb:64").unwrap();
+        let before = c.clone();
+        assert!(c
+            .apply("max_non_split_rounding_mb:40,no_such_key:1")
+            .is_err());
+        assert_eq!(c, before);
     }
 
     #[test]

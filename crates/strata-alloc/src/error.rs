@@ -62,6 +62,16 @@ pub enum AllocError {
     /// The device could not supply the memory, even after the cache was emptied.
     #[error("{0}")]
     OutOfMemory(Box<OutOfMemory>),
+    /// A request of 1 EiB or more: no device can hold it, so it is rejected
+    /// before any allocator work (and not counted in `num_ooms`), as PyTorch
+    /// does.
+    #[error("{device} out of memory: tried to allocate {requested} bytes, more than 1 EiB, which no device can hold; check the size computation (an overflow, a negative size cast to unsigned)")]
+    TooLarge {
+        /// The device.
+        device: Device,
+        /// The size asked for.
+        requested: u64,
+    },
     /// The driver failed for a reason other than lack of memory.
     #[error("driver error on {device}: {source}")]
     Driver {
@@ -98,6 +108,16 @@ pub enum AllocError {
 }
 
 impl AllocError {
+    /// Whether this is an out-of-memory error: the device could not supply the
+    /// memory ([`AllocError::OutOfMemory`]) or no device could
+    /// ([`AllocError::TooLarge`]).
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(
+            self,
+            AllocError::OutOfMemory(_) | AllocError::TooLarge { .. }
+        )
+    }
+
     /// The out-of-memory details, when this is an out-of-memory error.
     pub fn out_of_memory(&self) -> Option<&OutOfMemory> {
         match self {

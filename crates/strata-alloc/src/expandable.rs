@@ -23,11 +23,11 @@
 //! (so any page can be unmapped on its own), and one `set_access` covers each
 //! contiguous growth.
 
-use crate::allocator::{CachingAllocator, State};
 use crate::block::{Block, PoolKind, NONE};
-use crate::driver::{DriverError, PhysHandle};
+use crate::driver::{Device, Driver, DriverError, PhysHandle, VirtualMemory};
 use crate::error::AllocError;
 use crate::history::Action;
+use crate::state::{ExpandableSegment, State};
 
 /// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
 /// (or [`GROWTH_CHUNK`] pages, whichever is more) before growth recycles free
@@ -40,19 +40,6 @@ const GROWTH_CHUNK: u64 = 10;
 
 /// How many times the reserved pages may be recycled before the margin widens.
 const RECYCLE_BUDGET: u64 = 4;
-
-/// One reserved address range and the physical pages mapped into it.
-pub(crate) struct ExpandableSegment {
-    pub base: u64,
-    pub size: u64,
-    pub stream: u32,
-    pub pool: PoolKind,
-    /// The physical page behind each page of the range, if mapped.
-    pub handles: Vec<Option<PhysHandle>>,
-    /// The block at `base` (never merged away: it has no predecessor).
-    pub head: u32,
-    pub mapped_pages: u64,
-}
 
 /// Where a request will go: the page-aligned address where mapping starts (at
 /// the start of an unmapped block), how many pages must be mapped there, and
@@ -67,7 +54,31 @@ struct Placement {
     keep: [u32; 2],
 }
 
-impl CachingAllocator {
+/// The expandable segments of one device: placement, growth, page recycling
+/// and release, operating on the allocator's [`State`] it is handed. The
+/// allocator makes one for each operation that needs it, over its (counting)
+/// driver.
+pub(crate) struct ExpandableSpace<'a> {
+    /// The driver (for stream synchronisation).
+    pub driver: &'a dyn Driver,
+    /// Its virtual-memory calls.
+    pub vm: &'a dyn VirtualMemory,
+    /// The mapping granularity.
+    pub page: u64,
+    /// The device's capacity.
+    pub capacity: u64,
+    /// The device, for errors.
+    pub device: Device,
+}
+
+impl ExpandableSpace<'_> {
+    fn driver_error(&self, source: DriverError) -> AllocError {
+        AllocError::Driver {
+            device: self.device,
+            source,
+        }
+    }
+
     /// Maps memory for a request of `rounded` bytes on stream `s` and returns a
     /// free block (out of the index) that holds it. `Ok(None)` when the device
     /// or the memory fraction has no room.
@@ -78,14 +89,14 @@ impl CachingAllocator {
     /// from free space. The placement is the one that needs the fewest *new*
     /// pages given what can be recycled, then the fewest mappings, then the
     /// lowest address.
-    pub(crate) fn grow_expandable(
+    pub fn grow(
         &self,
         st: &mut State,
         s: u32,
         pool: PoolKind,
         rounded: u64,
     ) -> Result<Option<u32>, AllocError> {
-        let page = self.page();
+        let page = self.page;
         let allocated = &st.stats.allocated_bytes.all();
         let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
         let target =
@@ -156,16 +167,15 @@ impl CachingAllocator {
         }
         let n = n as usize;
         let missing = (n - handles.len()) as u64 * page;
-        if !self.fits_fraction(st, missing) {
-            self.release_handles(st, handles);
+        if !st.fits_fraction(missing) {
+            self.release_handles(handles);
             return Ok(None);
         }
         while handles.len() < n {
-            st.calls.create += 1;
-            match self.vm().create(page) {
+            match self.vm.create(page) {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    self.release_handles(st, handles);
+                    self.release_handles(handles);
                     return match e {
                         DriverError::OutOfMemory => Ok(None),
                         e => Err(self.driver_error(e)),
@@ -185,13 +195,12 @@ impl CachingAllocator {
         pool: PoolKind,
         rounded: u64,
     ) -> Result<Option<(u32, u32)>, AllocError> {
-        let page = self.page();
-        let size = (self.capacity() + self.capacity() / 8).div_ceil(page) * page;
+        let page = self.page;
+        let size = (self.capacity + self.capacity / 8).div_ceil(page) * page;
         if rounded > size {
             return Ok(None);
         }
-        st.calls.reserve += 1;
-        let base = match self.vm().reserve(size) {
+        let base = match self.vm.reserve(size) {
             Ok(b) => b,
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
@@ -235,7 +244,7 @@ impl CachingAllocator {
         n: usize,
         keep: [u32; 2],
     ) -> Result<Vec<PhysHandle>, AllocError> {
-        let page = self.page();
+        let page = self.page;
         let mut cands: Vec<(u64, u32)> = Vec::new();
         for seg in st.expandable.iter().flatten() {
             let mut id = seg.head;
@@ -274,11 +283,10 @@ impl CachingAllocator {
         synced: &mut Vec<u32>,
         out: &mut Vec<PhysHandle>,
     ) -> Result<(), AllocError> {
-        let page = self.page();
+        let page = self.page;
         let stream = st.blocks[id].stream;
         if !synced.contains(&stream) {
-            st.calls.stream_synchronize += 1;
-            self.driver()
+            self.driver
                 .synchronize_stream(st.streams[stream as usize].handle)
                 .map_err(|e| self.driver_error(e))?;
             synced.push(stream);
@@ -288,8 +296,7 @@ impl CachingAllocator {
         let mut done = from;
         let mut failure = None;
         while done < to {
-            st.calls.unmap += 1;
-            if let Err(e) = self.vm().unmap(done, page) {
+            if let Err(e) = self.vm.unmap(done, page) {
                 failure = Some(e);
                 break;
             }
@@ -325,7 +332,7 @@ impl CachingAllocator {
         start: u64,
         handles: Vec<PhysHandle>,
     ) -> Result<u32, AllocError> {
-        let page = self.page();
+        let page = self.page;
         let len = handles.len() as u64 * page;
         // Recycling may have merged more unmapped space into the target block:
         // find the block that holds `start` now, and cut `[start, start + len)`
@@ -344,16 +351,14 @@ impl CachingAllocator {
         let mut mapped = 0;
         let mut failure = None;
         for (i, h) in handles.iter().enumerate() {
-            st.calls.map += 1;
-            if let Err(e) = self.vm().map(start + i as u64 * page, page, *h) {
+            if let Err(e) = self.vm.map(start + i as u64 * page, page, *h) {
                 failure = Some(e);
                 break;
             }
             mapped += 1;
         }
         if failure.is_none() {
-            st.calls.set_access += 1;
-            if let Err(e) = self.vm().set_access(start, len) {
+            if let Err(e) = self.vm.set_access(start, len) {
                 failure = Some(e);
             }
         }
@@ -362,10 +367,9 @@ impl CachingAllocator {
             // leaving the segment exactly as it was (minus the recycled pages,
             // which were already accounted as unmapped).
             for i in 0..mapped {
-                st.calls.unmap += 1;
-                let _ = self.vm().unmap(start + i as u64 * page, page);
+                let _ = self.vm.unmap(start + i as u64 * page, page);
             }
-            self.release_handles(st, handles);
+            self.release_handles(handles);
             return Err(self.driver_error(e));
         }
         let pool = st.blocks[u].pool.stat();
@@ -402,19 +406,18 @@ impl CachingAllocator {
         Ok(id)
     }
 
-    fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) {
+    fn release_handles(&self, handles: Vec<PhysHandle>) {
         for h in handles {
-            st.calls.release += 1;
             // A failed release leaks one page in the driver but leaves the
             // allocator consistent; there is nothing better to do with it.
-            let _ = self.vm().release(h);
+            let _ = self.vm.release(h);
         }
     }
 
     /// `empty_cache` for expandable segments: unmap and release every page that
     /// lies wholly inside a free block; give back ranges left with no pages.
-    pub(crate) fn release_expandable(&self, st: &mut State) -> Result<(), AllocError> {
-        let page = self.page();
+    pub fn release_free_pages(&self, st: &mut State) -> Result<(), AllocError> {
+        let page = self.page;
         let mut synced = Vec::new();
         for seg_i in 0..st.expandable.len() {
             let Some(seg) = st.expandable[seg_i].as_ref() else {
@@ -434,7 +437,7 @@ impl CachingAllocator {
             for (id, p0, p1) in ranges {
                 let mut handles = Vec::new();
                 let r = self.unmap_range(st, id, p0, p1, &mut synced, &mut handles);
-                self.release_handles(st, handles);
+                self.release_handles(handles);
                 r?;
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");
@@ -442,8 +445,7 @@ impl CachingAllocator {
                 let (base, size, head, s, pool) =
                     (seg.base, seg.size, seg.head, seg.stream, seg.pool);
                 debug_assert!(st.blocks[head].next == NONE && !st.blocks[head].mapped);
-                st.calls.unreserve += 1;
-                self.vm()
+                self.vm
                     .unreserve(base, size)
                     .map_err(|e| self.driver_error(e))?;
                 st.blocks.remove(head);

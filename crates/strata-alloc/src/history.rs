@@ -46,6 +46,9 @@ pub enum Action {
     SegmentUnmap,
     /// An allocation failed for lack of memory (`addr` = free device memory).
     Oom,
+    /// A snapshot was taken (`size` = active bytes at that moment, as in
+    /// PyTorch's trace).
+    Snapshot,
 }
 
 impl Action {
@@ -60,6 +63,7 @@ impl Action {
             Action::SegmentMap => "segment_map",
             Action::SegmentUnmap => "segment_unmap",
             Action::Oom => "oom",
+            Action::Snapshot => "snapshot",
         }
     }
 }

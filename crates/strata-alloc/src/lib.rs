@@ -18,7 +18,7 @@
 //! use strata_alloc::{Device, StreamId};
 //! let cpu = strata_alloc::allocator(Device::Cpu).unwrap();
 //! let block = cpu.allocate(1 << 20, StreamId::DEFAULT).unwrap();
-//! assert!(strata_alloc::memory_allocated(Device::Cpu) >= 1 << 20);
+//! assert!(strata_alloc::memory_allocated(Device::Cpu).unwrap() >= 1 << 20);
 //! drop(block);
 //! ```
 
@@ -35,6 +35,7 @@ pub mod pinned;
 mod pool;
 mod registry;
 pub mod snapshot;
+mod state;
 pub mod stats;
 
 pub use allocator::{
@@ -42,11 +43,13 @@ pub use allocator::{
     ROUND_LARGE, SMALL_BUFFER,
 };
 pub use config::{AllocatorConfig, ConfigError};
-pub use driver::{Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamId};
+pub use driver::{
+    Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamEvents, StreamId,
+};
 pub use error::{AllocError, OutOfMemory};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
-    memory_allocated, memory_reserved, memory_stats, memory_summary,
-    reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator,
+    mem_get_info, memory_allocated, memory_reserved, memory_stats, memory_summary,
+    reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator, set_allocator_settings,
 };
-pub use stats::{format_size, MemoryStats, Stat, StatArray, StatType};
+pub use stats::{format_size, MemoryStats, PinnedStats, Stat, StatArray, StatType};

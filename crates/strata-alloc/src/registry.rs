@@ -3,7 +3,7 @@
 
 use crate::allocator::CachingAllocator;
 use crate::config::AllocatorConfig;
-use crate::driver::{host::HostDriver, Device};
+use crate::driver::{host::HostDriver, Device, MemInfo};
 use crate::error::AllocError;
 use crate::stats::MemoryStats;
 use parking_lot::Mutex;
@@ -22,8 +22,14 @@ pub fn allocator(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
     if let Some(a) = registry().lock().get(&device) {
         return Ok(Arc::clone(a));
     }
-    // Create outside the registry lock: opening a CUDA device can take a while.
-    let config = AllocatorConfig::from_env()?;
+    // Create outside the registry lock (opening a CUDA device can take a
+    // while), under the settings lock, so that a concurrent
+    // `set_allocator_settings` either sees the new allocator or is seen by it.
+    let settings = settings().lock();
+    let config = match settings.clone() {
+        Some(c) => c,
+        None => AllocatorConfig::from_env()?,
+    };
     let created = match device {
         Device::Cpu => CachingAllocator::new(Arc::new(HostDriver::new(None)), config),
         Device::Cuda(n) => CachingAllocator::new(cuda_driver(n)?, config),
@@ -48,6 +54,67 @@ fn cuda_driver(n: usize) -> Result<Arc<dyn crate::Driver>, AllocError> {
     })
 }
 
+/// The configuration set by [`set_allocator_settings`], which replaces
+/// `STRATA_ALLOC_CONF` for allocators created afterwards.
+fn settings() -> &'static Mutex<Option<AllocatorConfig>> {
+    static S: OnceLock<Mutex<Option<AllocatorConfig>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(None))
+}
+
+/// Reconfigures the allocators at run time, PyTorch's
+/// `torch.cuda.memory._set_allocator_settings(str)`: `settings` is parsed as on
+/// a fresh start (keys it does not name go back to their defaults) and applied
+/// to every allocator created so far, and to those created later (in place of
+/// `STRATA_ALLOC_CONF`). A bad string is a typed error and changes nothing. See
+/// [`CachingAllocator::set_allocator_settings`] for what happens to memory
+/// already held.
+///
+/// ```
+/// use strata_alloc::{Device, StreamId};
+/// strata_alloc::set_allocator_settings("max_split_size_mb:128").unwrap();
+/// let cpu = strata_alloc::allocator(Device::Cpu).unwrap();
+/// assert_eq!(cpu.config().max_split_size, Some(128 << 20));
+/// assert!(strata_alloc::set_allocator_settings("max_split_size_mb:1").is_err());
+/// assert_eq!(cpu.config().max_split_size, Some(128 << 20));
+/// strata_alloc::set_allocator_settings("").unwrap(); // all defaults again
+/// assert_eq!(cpu.config().max_split_size, None);
+/// ```
+pub fn set_allocator_settings(settings_str: &str) -> Result<(), AllocError> {
+    let config = AllocatorConfig::parse(settings_str)?;
+    let mut current = settings().lock();
+    let all: Vec<Arc<CachingAllocator>> = registry().lock().values().cloned().collect();
+    for a in all {
+        a.apply_config(config.clone());
+    }
+    *current = Some(config);
+    Ok(())
+}
+
+/// Free and total memory of `device` as its driver reports them now
+/// (PyTorch's `torch.cuda.mem_get_info(device)`; memory used by other
+/// processes counts as used). Uses the device's allocator's driver when one
+/// exists (an installed simulated device, for example), the device's shared
+/// driver otherwise; creates no allocator. A device that cannot be opened is a
+/// typed error.
+///
+/// ```
+/// use strata_alloc::Device;
+/// let m = strata_alloc::mem_get_info(Device::Cpu).unwrap();
+/// assert!(m.free <= m.total && m.total > 0);
+/// ```
+pub fn mem_get_info(device: Device) -> Result<MemInfo, AllocError> {
+    if let Some(a) = existing_allocator(device) {
+        return a.mem_get_info();
+    }
+    let driver: Arc<dyn crate::Driver> = match device {
+        Device::Cpu => Arc::new(HostDriver::new(None)),
+        Device::Cuda(n) => cuda_driver(n)?,
+    };
+    driver
+        .mem_get_info()
+        .map_err(|source| AllocError::Driver { device, source })
+}
+
 /// Installs `allocator` as the allocator of its device (for a custom driver, a
 /// simulated device in tests, or a non-default configuration). Allocations made
 /// by a replaced allocator stay valid: each holds its own allocator.
@@ -60,57 +127,125 @@ pub fn existing_allocator(device: Device) -> Option<Arc<CachingAllocator>> {
     registry().lock().get(&device).cloned()
 }
 
-/// Statistics of `device` (all zero if nothing was allocated there yet, as
-/// `torch.cuda.memory_stats()` returns `{}` before CUDA is initialised).
-pub fn memory_stats(device: Device) -> MemoryStats {
-    existing_allocator(device)
-        .map(|a| a.memory_stats())
-        .unwrap_or_default()
-}
-
-/// `allocated_bytes.all.current` of `device`.
-pub fn memory_allocated(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.memory_allocated())
-}
-
-/// `reserved_bytes.all.current` of `device`.
-pub fn memory_reserved(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.memory_reserved())
-}
-
-/// `allocated_bytes.all.peak` of `device`.
-pub fn max_memory_allocated(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.max_memory_allocated())
-}
-
-/// `reserved_bytes.all.peak` of `device`.
-pub fn max_memory_reserved(device: Device) -> u64 {
-    existing_allocator(device).map_or(0, |a| a.max_memory_reserved())
-}
-
-/// Resets the peaks of `device`'s statistics.
-pub fn reset_peak_memory_stats(device: Device) {
+/// The allocator of `device` if one exists, after checking that the device
+/// exists (PyTorch's "invalid device ordinal"): the CPU always does; `cuda:N`
+/// does when an allocator was installed for it ([`set_allocator`]) or when
+/// `N` is below the number of visible GPUs. Creates no allocator.
+fn existing_checked(device: Device) -> Result<Option<Arc<CachingAllocator>>, AllocError> {
     if let Some(a) = existing_allocator(device) {
+        return Ok(Some(a));
+    }
+    match device {
+        Device::Cpu => Ok(None),
+        Device::Cuda(n) => check_cuda_ordinal(n).map(|()| None),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn check_cuda_ordinal(n: usize) -> Result<(), AllocError> {
+    use crate::driver::cuda;
+    let count = cuda::device_count();
+    if n < count {
+        return Ok(());
+    }
+    let reason = match cuda::unavailable_reason() {
+        Some(why) => why,
+        None => format!(
+            "cuda:{n} does not exist: this machine has {count} visible GPU{} (cuda:0{}); check CUDA_VISIBLE_DEVICES",
+            if count == 1 { "" } else { "s" },
+            if count > 1 {
+                format!(" to cuda:{}", count - 1)
+            } else {
+                String::new()
+            }
+        ),
+    };
+    Err(AllocError::Unavailable {
+        device: Device::Cuda(n),
+        reason,
+    })
+}
+
+#[cfg(not(feature = "cuda"))]
+fn check_cuda_ordinal(n: usize) -> Result<(), AllocError> {
+    Err(AllocError::Unavailable {
+        device: Device::Cuda(n),
+        reason: "strata was built without the `cuda` feature".into(),
+    })
+}
+
+/// Statistics of `device` (all zero if nothing was allocated there yet, as
+/// `torch.cuda.memory_stats()` returns `{}` before the device is used). A
+/// device that does not exist (`cuda:7` on a one-GPU machine, any `cuda:N`
+/// without a GPU) is an [`AllocError::Unavailable`] error, as in PyTorch; the
+/// CPU always exists.
+///
+/// ```
+/// use strata_alloc::{AllocError, Device};
+/// assert!(strata_alloc::memory_stats(Device::Cpu).is_ok());
+/// assert!(matches!(
+///     strata_alloc::memory_stats(Device::Cuda(1 << 20)),
+///     Err(AllocError::Unavailable { .. })
+/// ));
+/// ```
+pub fn memory_stats(device: Device) -> Result<MemoryStats, AllocError> {
+    Ok(existing_checked(device)?
+        .map(|a| a.memory_stats())
+        .unwrap_or_default())
+}
+
+/// `allocated_bytes.all.current` of `device` (an error for a device that does
+/// not exist, as for [`memory_stats`]).
+pub fn memory_allocated(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.memory_allocated()))
+}
+
+/// `reserved_bytes.all.current` of `device` (an error for a device that does
+/// not exist).
+pub fn memory_reserved(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.memory_reserved()))
+}
+
+/// `allocated_bytes.all.peak` of `device` (an error for a device that does not
+/// exist).
+pub fn max_memory_allocated(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.max_memory_allocated()))
+}
+
+/// `reserved_bytes.all.peak` of `device` (an error for a device that does not
+/// exist).
+pub fn max_memory_reserved(device: Device) -> Result<u64, AllocError> {
+    Ok(existing_checked(device)?.map_or(0, |a| a.max_memory_reserved()))
+}
+
+/// Resets the peaks of `device`'s statistics (an error for a device that does
+/// not exist).
+pub fn reset_peak_memory_stats(device: Device) -> Result<(), AllocError> {
+    if let Some(a) = existing_checked(device)? {
         a.reset_peak_memory_stats();
     }
+    Ok(())
 }
 
-/// Resets the accumulated statistics of `device`.
-pub fn reset_accumulated_memory_stats(device: Device) {
-    if let Some(a) = existing_allocator(device) {
+/// Resets the accumulated statistics of `device` (an error for a device that
+/// does not exist).
+pub fn reset_accumulated_memory_stats(device: Device) -> Result<(), AllocError> {
+    if let Some(a) = existing_checked(device)? {
         a.reset_accumulated_memory_stats();
     }
+    Ok(())
 }
 
-/// Releases `device`'s cached memory.
+/// Releases `device`'s cached memory (an error for a device that does not
+/// exist).
 pub fn empty_cache(device: Device) -> Result<(), AllocError> {
-    match existing_allocator(device) {
+    match existing_checked(device)? {
         Some(a) => a.empty_cache(),
         None => Ok(()),
     }
 }
 
-/// `memory_summary()` of `device`.
-pub fn memory_summary(device: Device) -> String {
-    crate::snapshot::summary(device, &memory_stats(device))
+/// `memory_summary()` of `device` (an error for a device that does not exist).
+pub fn memory_summary(device: Device) -> Result<String, AllocError> {
+    Ok(crate::snapshot::summary(device, &memory_stats(device)?))
 }

@@ -1,9 +1,9 @@
 //! Snapshots of the allocator's segments, the `memory_summary()` table, and the
 //! consistency check the tests run after every operation.
 
-use crate::allocator::State;
 use crate::block::NONE;
 use crate::driver::{Device, StreamId};
+use crate::state::State;
 use crate::stats::{MemoryStats, Stat, StatArray, StatType};
 
 /// The state of a block in a snapshot (PyTorch's names).
@@ -29,6 +29,11 @@ impl BlockState {
 }
 
 /// One block of a snapshot.
+///
+/// `requested_size` is the caller's size for an allocated block and for one
+/// whose free waits on other streams' events (PyTorch's `active_pending_free`),
+/// 0 for an inactive one: summed over a snapshot it equals
+/// `requested_bytes.all.current`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockSnapshot {
     /// Device address.
@@ -62,6 +67,71 @@ pub struct SegmentSnapshot {
     pub is_expandable: bool,
     /// Its blocks in address order.
     pub blocks: Vec<BlockSnapshot>,
+}
+
+/// The segments and their blocks, sorted by address (PyTorch's
+/// `memory_snapshot()`); each mapped range of an expandable segment is its own
+/// segment.
+pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
+    let mut out = Vec::new();
+    let mut heads: Vec<u32> = st.segments.values().copied().collect();
+    for seg in st.expandable.iter().flatten() {
+        heads.push(seg.head);
+    }
+    for head in heads {
+        let mut cur: Option<SegmentSnapshot> = None;
+        let mut id = head;
+        while id != NONE {
+            let b = &st.blocks[id];
+            if b.mapped {
+                let seg = cur.get_or_insert_with(|| SegmentSnapshot {
+                    address: b.ptr,
+                    total_size: 0,
+                    allocated_size: 0,
+                    active_size: 0,
+                    requested_size: 0,
+                    stream: st.streams[b.stream as usize].handle,
+                    segment_type: b.pool.name(),
+                    is_expandable: b.expandable,
+                    blocks: Vec::new(),
+                });
+                let state = if b.allocated {
+                    BlockState::ActiveAllocated
+                } else if b.event_count > 0 || !b.stream_uses.is_empty() {
+                    BlockState::ActivePendingFree
+                } else {
+                    BlockState::Inactive
+                };
+                // A block whose free waits on other streams' events keeps its
+                // requested size until the free completes, as the statistics do.
+                let requested = if state == BlockState::Inactive {
+                    0
+                } else {
+                    b.requested
+                };
+                seg.total_size += b.size;
+                if b.allocated {
+                    seg.allocated_size += b.size;
+                }
+                if state != BlockState::Inactive {
+                    seg.active_size += b.size;
+                }
+                seg.requested_size += requested;
+                seg.blocks.push(BlockSnapshot {
+                    address: b.ptr,
+                    size: b.size,
+                    requested_size: requested,
+                    state,
+                });
+            } else if let Some(seg) = cur.take() {
+                out.push(seg);
+            }
+            id = b.next;
+        }
+        out.extend(cur);
+    }
+    out.sort_by_key(|s| s.address);
+    out
 }
 
 /// PyTorch's `memory_summary()` table.
@@ -284,6 +354,87 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
     if indexed != free_count {
         return Err(format!(
             "{indexed} indexed free blocks, {free_count} free blocks"
+        ));
+    }
+    // The snapshot agrees with the statistics at every moment.
+    let snap = segments(st);
+    let sum = |f: fn(&SegmentSnapshot) -> u64| snap.iter().map(f).sum::<u64>() as i64;
+    let blocks_in = |s: BlockState| {
+        snap.iter()
+            .flat_map(|g| g.blocks.iter())
+            .filter(|b| b.state == s)
+            .count() as i64
+    };
+    let st_all = |a: &StatArray| a.all().current;
+    for (name, snapshot, stat) in [
+        (
+            "total_size",
+            sum(|g| g.total_size),
+            st_all(&st.stats.reserved_bytes),
+        ),
+        (
+            "allocated_size",
+            sum(|g| g.allocated_size),
+            st_all(&st.stats.allocated_bytes),
+        ),
+        (
+            "active_size",
+            sum(|g| g.active_size),
+            st_all(&st.stats.active_bytes),
+        ),
+        (
+            "requested_size",
+            sum(|g| g.requested_size),
+            st_all(&st.stats.requested_bytes),
+        ),
+        (
+            "active_allocated blocks",
+            blocks_in(BlockState::ActiveAllocated),
+            st_all(&st.stats.allocation),
+        ),
+        (
+            "active blocks",
+            blocks_in(BlockState::ActiveAllocated) + blocks_in(BlockState::ActivePendingFree),
+            st_all(&st.stats.active),
+        ),
+        (
+            "ordinary segments",
+            snap.iter().filter(|g| !g.is_expandable).count() as i64,
+            st_all(&st.stats.segment),
+        ),
+    ] {
+        if snapshot != stat {
+            return Err(format!(
+                "the snapshot's {name} add up to {snapshot} but the statistics say {stat}"
+            ));
+        }
+    }
+    for g in &snap {
+        let b = |f: fn(&BlockSnapshot) -> u64| g.blocks.iter().map(f).sum::<u64>();
+        if b(|x| x.size) != g.total_size || b(|x| x.requested_size) != g.requested_size {
+            return Err(format!(
+                "segment {:#x}: its totals differ from its blocks",
+                g.address
+            ));
+        }
+    }
+    // Oversize figures: the blocks and segments counted when they were made.
+    let oversize_allocations = st
+        .blocks
+        .iter()
+        .filter(|(_, b)| b.allocated && b.oversize)
+        .count();
+    let oversize_segments = st
+        .segments
+        .values()
+        .filter(|&&h| st.blocks[h].oversize_segment)
+        .count();
+    if oversize_allocations as i64 != st.stats.oversize_allocations.current
+        || oversize_segments as i64 != st.stats.oversize_segments.current
+    {
+        return Err(format!(
+            "oversize allocations/segments are {}/{} but a recount gives {oversize_allocations}/{oversize_segments}",
+            st.stats.oversize_allocations.current, st.stats.oversize_segments.current
         ));
     }
     let have = &st.stats;

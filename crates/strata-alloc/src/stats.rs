@@ -1,7 +1,9 @@
 //! Memory statistics with PyTorch's names and meanings.
 //!
-//! [`MemoryStats::to_map`] flattens them into the keys of
-//! `torch.cuda.memory_stats()` (`allocated_bytes.all.current`, `num_ooms`, …).
+//! [`MemoryStats::to_map`] flattens a device allocator's statistics into the
+//! keys of `torch.cuda.memory_stats()` (`allocated_bytes.all.current`,
+//! `num_ooms`, …); [`PinnedStats::to_map`] does the same for the pinned host
+//! allocator with the keys of `torch.cuda.host_memory_stats()`.
 
 use std::collections::BTreeMap;
 
@@ -249,6 +251,119 @@ impl MemoryStats {
     /// One value by its PyTorch key, e.g. `"reserved_bytes.all.peak"`.
     pub fn get(&self, key: &str) -> Option<i64> {
         self.to_map().get(key).copied()
+    }
+}
+
+/// Times of backend calls, in microseconds (PyTorch's `host_alloc_time.*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DurationStat {
+    /// Sum of all durations.
+    pub total_us: u64,
+    /// Longest duration.
+    pub max_us: u64,
+    /// Shortest duration (0 before the first).
+    pub min_us: u64,
+    /// Number of durations.
+    pub count: u64,
+}
+
+impl DurationStat {
+    /// Adds one duration of `us` microseconds.
+    pub fn add(&mut self, us: u64) {
+        self.min_us = if self.count == 0 {
+            us
+        } else {
+            self.min_us.min(us)
+        };
+        self.max_us = self.max_us.max(us);
+        self.total_us += us;
+        self.count += 1;
+    }
+
+    /// Mean duration (0 before the first).
+    pub fn avg_us(&self) -> u64 {
+        self.total_us.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+/// Statistics of the pinned host allocator ([`crate::pinned`]), with the meanings of PyTorch's
+/// `torch.cuda.host_memory_stats()`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PinnedStats {
+    /// Blocks held from the backend, in use or cached (count).
+    pub allocations: Stat,
+    /// Bytes of those blocks (block sizes, i.e. rounded).
+    pub allocated_bytes: Stat,
+    /// Blocks handed out, or freed but still waiting for their streams' events.
+    pub active_requests: Stat,
+    /// Bytes of those blocks.
+    pub active_bytes: Stat,
+    /// Backend allocations (`cuMemHostAlloc`) made.
+    pub num_host_alloc: u64,
+    /// Backend frees (`cuMemFreeHost`) made.
+    pub num_host_free: u64,
+    /// Durations of backend allocations.
+    pub host_alloc_time: DurationStat,
+    /// Durations of backend frees.
+    pub host_free_time: DurationStat,
+}
+
+impl PinnedStats {
+    /// The statistics under PyTorch's keys (`allocations.current`,
+    /// `active_bytes.peak`, `num_host_alloc`, `host_alloc_time.avg`, …).
+    pub fn to_map(&self) -> BTreeMap<String, i64> {
+        let mut m = BTreeMap::new();
+        for (name, s) in [
+            ("allocations", &self.allocations),
+            ("allocated_bytes", &self.allocated_bytes),
+            ("active_requests", &self.active_requests),
+            ("active_bytes", &self.active_bytes),
+        ] {
+            m.insert(format!("{name}.current"), s.current);
+            m.insert(format!("{name}.peak"), s.peak);
+            m.insert(format!("{name}.allocated"), s.allocated);
+            m.insert(format!("{name}.freed"), s.freed);
+        }
+        m.insert("num_host_alloc".into(), self.num_host_alloc as i64);
+        m.insert("num_host_free".into(), self.num_host_free as i64);
+        for (name, d) in [
+            ("host_alloc_time", &self.host_alloc_time),
+            ("host_free_time", &self.host_free_time),
+        ] {
+            m.insert(format!("{name}.total"), d.total_us as i64);
+            m.insert(format!("{name}.max"), d.max_us as i64);
+            m.insert(format!("{name}.min"), d.min_us as i64);
+            m.insert(format!("{name}.count"), d.count as i64);
+            m.insert(format!("{name}.avg"), d.avg_us() as i64);
+        }
+        m
+    }
+
+    /// Sets every peak to the current value.
+    pub fn reset_peak(&mut self) {
+        for s in self.stats_mut() {
+            s.reset_peak();
+        }
+    }
+
+    /// Zeroes the accumulated totals, the call counts and the times.
+    pub fn reset_accumulated(&mut self) {
+        for s in self.stats_mut() {
+            s.reset_accumulated();
+        }
+        self.num_host_alloc = 0;
+        self.num_host_free = 0;
+        self.host_alloc_time = DurationStat::default();
+        self.host_free_time = DurationStat::default();
+    }
+
+    fn stats_mut(&mut self) -> [&mut Stat; 4] {
+        [
+            &mut self.allocations,
+            &mut self.allocated_bytes,
+            &mut self.active_requests,
+            &mut self.active_bytes,
+        ]
     }
 }
 

@@ -335,7 +335,16 @@ enum Op {
     CompleteEvents,
     EmptyCache,
     FailNext,
+    Reconfigure { which: usize },
 }
+
+/// Configurations a live allocator is switched between (`Op::Reconfigure`).
+const RECONFIGURATIONS: [&str; 4] = [
+    "expandable_segments:True",
+    "expandable_segments:False",
+    "expandable_segments:False,max_split_size_mb:24",
+    "max_split_size_mb:40,max_non_split_rounding_mb:60,roundup_power2_divisions:2",
+];
 
 fn op() -> impl Strategy<Value = Op> {
     let size = prop_oneof![
@@ -351,6 +360,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::CompleteEvents),
         1 => Just(Op::EmptyCache),
         1 => Just(Op::FailNext),
+        1 => any::<usize>().prop_map(|which| Op::Reconfigure { which }),
     ]
 }
 
@@ -375,6 +385,9 @@ fn run_ops(conf: &str, ops: &[Op]) -> Result<(), TestCaseError> {
             Op::CompleteEvents => d.complete_all_events(),
             Op::EmptyCache => a.empty_cache().unwrap(),
             Op::FailNext => d.inject_out_of_memory(1),
+            Op::Reconfigure { which } => a
+                .set_allocator_settings(RECONFIGURATIONS[which % RECONFIGURATIONS.len()])
+                .unwrap(),
             _ => {}
         }
         if let Err(e) = a.check_consistency() {

@@ -11,7 +11,7 @@
 use parking_lot::Mutex;
 use std::sync::{Arc, OnceLock};
 use strata_alloc::driver::cuda::{self, CudaDriver};
-use strata_alloc::driver::Driver;
+use strata_alloc::driver::{Driver, StreamEvents};
 use strata_alloc::pinned::{CudaPinnedBackend, PinnedAllocator};
 use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, Device, DriverError, StreamId};
 
@@ -21,7 +21,7 @@ const GIB: u64 = 1 << 30;
 /// The shared driver, or `None` (after printing why) without a GPU.
 fn gpu() -> Option<Arc<CudaDriver>> {
     static GPU: OnceLock<Result<Arc<CudaDriver>, DriverError>> = OnceLock::new();
-    match GPU.get_or_init(|| CudaDriver::new(0)) {
+    match GPU.get_or_init(|| CudaDriver::shared(0)) {
         Ok(d) => Some(Arc::clone(d)),
         Err(e) => {
             eprintln!("skipped: {e}");
@@ -456,12 +456,41 @@ fn threads_share_the_driver() {
 }
 
 #[test]
+fn one_driver_handle_per_device() {
+    let (d, _l) = gpu_or_skip!();
+    // Every user of cuda:0 reaches the same handle: opened once per process.
+    let shared = CudaDriver::shared(0).unwrap();
+    assert!(Arc::ptr_eq(&d, &shared));
+    let pinned = strata_alloc::pinned::cuda_allocator(0).unwrap();
+    assert!(Arc::ptr_eq(pinned.backend().driver(), &shared));
+    let a = strata_alloc::allocator(Device::Cuda(0)).unwrap();
+    assert!(std::ptr::addr_eq(
+        Arc::as_ptr(a.driver()),
+        Arc::as_ptr(&shared)
+    ));
+    // An unshared handle is a different one.
+    let own = CudaDriver::new(0).unwrap();
+    assert!(!Arc::ptr_eq(&own, &shared));
+    let n = strata_alloc::driver::cuda::device_count();
+    assert!(matches!(
+        CudaDriver::shared(n),
+        Err(DriverError::Unavailable(_))
+    ));
+    // The memory functions accept every visible GPU and reject the next one.
+    assert!(strata_alloc::memory_stats(Device::Cuda(n - 1)).is_ok());
+    assert!(matches!(
+        strata_alloc::memory_stats(Device::Cuda(n)),
+        Err(AllocError::Unavailable { .. })
+    ));
+}
+
+#[test]
 fn the_registry_opens_cuda_devices() {
     let (_d, _l) = gpu_or_skip!();
     let a = strata_alloc::allocator(Device::Cuda(0)).unwrap();
     assert_eq!(a.device(), Device::Cuda(0));
     let x = a.allocate(MIB, StreamId::DEFAULT).unwrap();
-    assert!(strata_alloc::memory_allocated(Device::Cuda(0)) >= MIB);
+    assert!(strata_alloc::memory_allocated(Device::Cuda(0)).unwrap() >= MIB);
     drop(x);
     assert!(matches!(
         strata_alloc::allocator(Device::Cuda(4096)),

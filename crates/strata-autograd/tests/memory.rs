@@ -17,9 +17,9 @@ fn param() -> Var {
 
 /// Bytes the allocator charges for one tensor of SHAPE (measured, not assumed).
 fn block_bytes() -> u64 {
-    let before = memory_allocated(DEV);
+    let before = memory_allocated(DEV).unwrap();
     let t = Tensor::zeros(&SHAPE, DType::F32, DEV).unwrap();
-    let after = memory_allocated(DEV);
+    let after = memory_allocated(DEV).unwrap();
     drop(t);
     after - before
 }
@@ -36,9 +36,9 @@ fn backward_releases_saved_tensors() {
     let _s = SERIAL.lock();
     let block = block_bytes();
     let (x, w) = (param(), param());
-    let base = memory_allocated(DEV);
+    let base = memory_allocated(DEV).unwrap();
     let loss = forward(&x, &w);
-    let after_forward = memory_allocated(DEV);
+    let after_forward = memory_allocated(DEV).unwrap();
     // h = exp(x) is alive only as a saved tensor (of ExpBackward and MulBackward).
     assert!(
         after_forward - base >= block,
@@ -49,12 +49,12 @@ fn backward_releases_saved_tensors() {
     assert_eq!(loss.saved_bytes(), 0, "sum saves nothing");
     loss.backward().unwrap();
     assert_eq!(loss.graph_saved_bytes(), 0, "released by backward");
-    let after_backward = memory_allocated(DEV);
+    let after_backward = memory_allocated(DEV).unwrap();
     // What remains: the two gradients and the loss scalar; the activation is gone.
     assert!(after_backward < after_forward + 2 * block);
     drop(loss);
     assert_eq!(
-        memory_allocated(DEV),
+        memory_allocated(DEV).unwrap(),
         base + 2 * block,
         "only x.grad and w.grad remain"
     );
@@ -75,12 +75,12 @@ fn second_backward_is_an_error_unless_retained() {
 
     x.zero_grad(true).unwrap();
     w.zero_grad(true).unwrap();
-    let base = memory_allocated(DEV);
+    let base = memory_allocated(DEV).unwrap();
     let loss = forward(&x, &w);
-    let with_graph = memory_allocated(DEV);
+    let with_graph = memory_allocated(DEV).unwrap();
     loss.backward_with(None, true).unwrap();
     // The saved activation is still there, next to the two new gradients.
-    assert_eq!(memory_allocated(DEV), with_graph + 2 * block);
+    assert_eq!(memory_allocated(DEV).unwrap(), with_graph + 2 * block);
     let g1 = x.grad().unwrap().to_vec::<f32>().unwrap();
     loss.backward().unwrap();
     let g2 = x.grad().unwrap().to_vec::<f32>().unwrap();
@@ -95,26 +95,26 @@ fn second_backward_is_an_error_unless_retained() {
         Err(AutogradError::GraphReleased { .. })
     ));
     drop(loss);
-    assert_eq!(memory_allocated(DEV), base + 2 * block);
+    assert_eq!(memory_allocated(DEV).unwrap(), base + 2 * block);
 }
 
 #[test]
 fn no_grad_saves_nothing() {
     let _s = SERIAL.lock();
     let (x, w) = (param(), param());
-    let base = memory_allocated(DEV);
+    let base = memory_allocated(DEV).unwrap();
     let out = no_grad(|| x.exp().unwrap().mul(&w).unwrap());
-    let without = memory_allocated(DEV) - base;
+    let without = memory_allocated(DEV).unwrap() - base;
     assert!(!out.requires_grad() && out.saved_bytes() == 0);
     drop(out);
-    assert_eq!(memory_allocated(DEV), base);
+    assert_eq!(memory_allocated(DEV).unwrap(), base);
     let out = x.exp().unwrap().mul(&w).unwrap();
-    let with = memory_allocated(DEV) - base;
+    let with = memory_allocated(DEV).unwrap() - base;
     assert!(out.saved_bytes() > 0);
     assert!(without < with, "no_grad {without} B vs grad {with} B");
     drop(out);
     assert_eq!(
-        memory_allocated(DEV),
+        memory_allocated(DEV).unwrap(),
         base,
         "dropping the graph frees its saved tensors"
     );
@@ -131,10 +131,10 @@ fn zero_grad_set_to_none_frees_and_zeroing_keeps() {
         .unwrap()
         .backward()
         .unwrap();
-    let with_grad = memory_allocated(DEV);
+    let with_grad = memory_allocated(DEV).unwrap();
     let ptr = x.grad().unwrap().storage_ptr();
     x.zero_grad(false).unwrap();
-    assert_eq!(memory_allocated(DEV), with_grad);
+    assert_eq!(memory_allocated(DEV).unwrap(), with_grad);
     assert_eq!(x.grad().unwrap().storage_ptr(), ptr, "zeroed in place");
     assert!(x
         .grad()
@@ -145,7 +145,7 @@ fn zero_grad_set_to_none_frees_and_zeroing_keeps() {
         .all(|&v| v == 0.0));
     x.zero_grad(true).unwrap();
     assert!(x.grad().is_none());
-    assert_eq!(memory_allocated(DEV), with_grad - block);
+    assert_eq!(memory_allocated(DEV).unwrap(), with_grad - block);
 }
 
 /// The peak during a backward pass: saved tensors released as the pass goes
@@ -167,10 +167,10 @@ fn saved_tensors_are_released_during_the_pass() {
             .unwrap()
             .sum(None, false)
             .unwrap();
-        let before = memory_allocated(DEV);
-        strata_alloc::reset_peak_memory_stats(DEV);
+        let before = memory_allocated(DEV).unwrap();
+        strata_alloc::reset_peak_memory_stats(DEV).unwrap();
         loss.backward_with(None, retain).unwrap();
-        strata_alloc::max_memory_allocated(DEV) - before
+        strata_alloc::max_memory_allocated(DEV).unwrap() - before
     };
     let released = peak_of(false);
     let retained = peak_of(true);

@@ -7,7 +7,7 @@ use strata_alloc::memory_stats;
 use strata_tensor::{default_device, DType, Device, Tensor, TensorError};
 
 fn allocated() -> (i64, i64) {
-    let m = memory_stats(Device::Cpu).to_map();
+    let m = memory_stats(Device::Cpu).unwrap().to_map();
     (
         m["allocated_bytes.all.current"],
         m["allocation.all.current"],

@@ -34,21 +34,24 @@
 //! other code on the thread relies on.
 
 use super::{
-    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, PhysHandle, StreamId,
-    VirtualMemory,
+    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, PhysHandle, StreamEvents,
+    StreamId, VirtualMemory,
 };
 use cudarc::driver::sys;
+use parking_lot::Mutex;
 use std::any::Any;
+use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 
-/// Opens CUDA device `ordinal` as a [`Driver`].
+/// CUDA device `ordinal` as a [`Driver`]: the process-wide handle of
+/// [`CudaDriver::shared`].
 ///
 /// Fails with [`DriverError::Unavailable`] when the CUDA driver library is not
 /// installed, no GPU is visible, or `ordinal` is out of range; never panics.
 pub fn open(ordinal: usize) -> Result<Arc<dyn Driver>, DriverError> {
-    CudaDriver::new(ordinal).map(|d| d as Arc<dyn Driver>)
+    CudaDriver::shared(ordinal).map(|d| d as Arc<dyn Driver>)
 }
 
 /// Whether the CUDA driver library loads and at least one GPU is visible.
@@ -229,9 +232,15 @@ fn cu_event(e: EventHandle) -> sys::CUevent {
 
 /// One CUDA device, serving a caching allocator (and the pinned host allocator).
 ///
+/// Reach a device through [`CudaDriver::shared`]: one handle per ordinal,
+/// opened once per process and shared by everything that uses the device (the
+/// device allocator, the pinned host allocator, the tensor backend).
+/// [`CudaDriver::new`] opens a separate handle (retaining the primary context
+/// once more), for tests and for code that must not share.
+///
 /// ```no_run
 /// use strata_alloc::driver::{cuda::CudaDriver, Driver};
-/// let gpu = CudaDriver::new(0)?; // Err(DriverError::Unavailable(..)) without a GPU
+/// let gpu = CudaDriver::shared(0)?; // Err(DriverError::Unavailable(..)) without a GPU
 /// let p = gpu.malloc(1 << 20)?;
 /// gpu.free(p, 1 << 20)?;
 /// # Ok::<(), strata_alloc::DriverError>(())
@@ -276,7 +285,28 @@ impl Drop for Bound {
 }
 
 impl CudaDriver {
-    /// Opens CUDA device `ordinal`: initialises the driver, retains the device's
+    /// The process-wide handle of CUDA device `ordinal`, opened on first use
+    /// and cached: every later call for the same ordinal returns the same
+    /// handle. This is the way to reach a device; [`new`](Self::new) opens an
+    /// unshared one.
+    ///
+    /// Fails with [`DriverError::Unavailable`] as [`new`](Self::new) does (a
+    /// failure is not cached: a later call tries again); never panics.
+    pub fn shared(ordinal: usize) -> Result<Arc<CudaDriver>, DriverError> {
+        static OPEN: OnceLock<Mutex<HashMap<usize, Arc<CudaDriver>>>> = OnceLock::new();
+        let mut open = OPEN.get_or_init(|| Mutex::new(HashMap::new())).lock();
+        if let Some(d) = open.get(&ordinal) {
+            return Ok(Arc::clone(d));
+        }
+        // Opened under the lock, so a device is opened once even when several
+        // threads ask for it first at the same time.
+        let d = CudaDriver::new(ordinal)?;
+        open.insert(ordinal, Arc::clone(&d));
+        Ok(d)
+    }
+
+    /// Opens CUDA device `ordinal` as a new, unshared handle (prefer
+    /// [`shared`](Self::shared)): initialises the driver, retains the device's
     /// primary context and reads the name, capacity and virtual-memory support.
     ///
     /// Fails with [`DriverError::Unavailable`] (saying what is missing and what
@@ -681,58 +711,7 @@ impl std::fmt::Debug for CudaDriver {
     }
 }
 
-impl Driver for CudaDriver {
-    fn device(&self) -> Device {
-        Device::Cuda(self.ordinal)
-    }
-
-    fn name(&self) -> String {
-        self.name.clone()
-    }
-
-    fn total_memory(&self) -> u64 {
-        self.total
-    }
-
-    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
-        self.with_ctx("cuMemGetInfo_v2", || {
-            let (mut free, mut total) = (0usize, 0usize);
-            // SAFETY: both are valid out-pointers; the context is current.
-            check("cuMemGetInfo_v2", unsafe {
-                sys::cuMemGetInfo_v2(&mut free, &mut total)
-            })?;
-            Ok(MemInfo {
-                free: free as u64,
-                total: total as u64,
-            })
-        })
-    }
-
-    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
-        let bytes = usize::try_from(size).map_err(|_| DriverError::OutOfMemory)?;
-        self.with_ctx("cuMemAlloc_v2", || {
-            let mut p: sys::CUdeviceptr = 0;
-            // SAFETY: `p` is a valid out-pointer; the context is current.
-            check("cuMemAlloc_v2", unsafe {
-                sys::cuMemAlloc_v2(&mut p, bytes)
-            })?;
-            Ok(p)
-        })
-    }
-
-    fn free(&self, ptr: DevicePtr, _size: u64) -> Result<(), DriverError> {
-        self.with_ctx("cuMemFree_v2", || {
-            // SAFETY: the allocator frees each segment returned by `malloc` exactly
-            // once, after the work using it has finished (it synchronises streams
-            // with pending events first).
-            check("cuMemFree_v2", unsafe { sys::cuMemFree_v2(ptr) })
-        })
-    }
-
-    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
-        self.granularity.map(|_| self as &dyn VirtualMemory)
-    }
-
+impl StreamEvents for CudaDriver {
     fn create_event(&self) -> Result<EventHandle, DriverError> {
         self.with_ctx("cuEventCreate", || {
             let mut e: sys::CUevent = std::ptr::null_mut();
@@ -796,6 +775,59 @@ impl Driver for CudaDriver {
 
     fn create_stream(&self) -> Result<StreamId, DriverError> {
         CudaDriver::create_stream(self)
+    }
+}
+
+impl Driver for CudaDriver {
+    fn device(&self) -> Device {
+        Device::Cuda(self.ordinal)
+    }
+
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn total_memory(&self) -> u64 {
+        self.total
+    }
+
+    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
+        self.with_ctx("cuMemGetInfo_v2", || {
+            let (mut free, mut total) = (0usize, 0usize);
+            // SAFETY: both are valid out-pointers; the context is current.
+            check("cuMemGetInfo_v2", unsafe {
+                sys::cuMemGetInfo_v2(&mut free, &mut total)
+            })?;
+            Ok(MemInfo {
+                free: free as u64,
+                total: total as u64,
+            })
+        })
+    }
+
+    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
+        let bytes = usize::try_from(size).map_err(|_| DriverError::OutOfMemory)?;
+        self.with_ctx("cuMemAlloc_v2", || {
+            let mut p: sys::CUdeviceptr = 0;
+            // SAFETY: `p` is a valid out-pointer; the context is current.
+            check("cuMemAlloc_v2", unsafe {
+                sys::cuMemAlloc_v2(&mut p, bytes)
+            })?;
+            Ok(p)
+        })
+    }
+
+    fn free(&self, ptr: DevicePtr, _size: u64) -> Result<(), DriverError> {
+        self.with_ctx("cuMemFree_v2", || {
+            // SAFETY: the allocator frees each segment returned by `malloc` exactly
+            // once, after the work using it has finished (it synchronises streams
+            // with pending events first).
+            check("cuMemFree_v2", unsafe { sys::cuMemFree_v2(ptr) })
+        })
+    }
+
+    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
+        self.granularity.map(|_| self as &dyn VirtualMemory)
     }
 }
 

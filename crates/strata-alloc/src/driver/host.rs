@@ -6,7 +6,8 @@
 //! recorded and stream synchronisation is a no-op.
 
 use super::{
-    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, StreamId, VirtualMemory,
+    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, StreamEvents, StreamId,
+    VirtualMemory,
 };
 use std::alloc::{alloc, dealloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -73,6 +74,32 @@ impl HostDriver {
         let size = usize::try_from(size).map_err(|_| DriverError::OutOfMemory)?;
         let align = if size >= HUGE_PAGE { HUGE_PAGE } else { PAGE };
         Layout::from_size_align(size.max(1), align).map_err(|_| DriverError::OutOfMemory)
+    }
+}
+
+impl StreamEvents for HostDriver {
+    fn create_event(&self) -> Result<EventHandle, DriverError> {
+        Ok(EventHandle(self.next_event.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    fn destroy_event(&self, _event: EventHandle) -> Result<(), DriverError> {
+        Ok(())
+    }
+
+    fn record_event(&self, _event: EventHandle, _stream: StreamId) -> Result<(), DriverError> {
+        Ok(())
+    }
+
+    fn query_event(&self, _event: EventHandle) -> Result<bool, DriverError> {
+        Ok(true)
+    }
+
+    fn synchronize_event(&self, _event: EventHandle) -> Result<(), DriverError> {
+        Ok(())
+    }
+
+    fn synchronize_stream(&self, _stream: StreamId) -> Result<(), DriverError> {
+        Ok(())
     }
 }
 
@@ -144,29 +171,5 @@ impl Driver for HostDriver {
 
     fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
         None
-    }
-
-    fn create_event(&self) -> Result<EventHandle, DriverError> {
-        Ok(EventHandle(self.next_event.fetch_add(1, Ordering::Relaxed)))
-    }
-
-    fn destroy_event(&self, _event: EventHandle) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    fn record_event(&self, _event: EventHandle, _stream: StreamId) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    fn query_event(&self, _event: EventHandle) -> Result<bool, DriverError> {
-        Ok(true)
-    }
-
-    fn synchronize_event(&self, _event: EventHandle) -> Result<(), DriverError> {
-        Ok(())
-    }
-
-    fn synchronize_stream(&self, _stream: StreamId) -> Result<(), DriverError> {
-        Ok(())
     }
 }

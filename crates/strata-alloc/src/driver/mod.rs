@@ -1,15 +1,21 @@
 //! The boundary between the caching allocator and whatever supplies memory.
 //!
-//! A [`Driver`] hands out whole segments (`malloc`/`free`), optionally offers the
-//! virtual-memory calls that expandable segments need ([`VirtualMemory`]), and
-//! provides the stream and event primitives the allocator uses to defer reuse of
-//! memory touched by other streams. Three drivers ship with strata:
+//! A [`Driver`] hands out whole segments (`malloc`/`free`) and optionally offers
+//! the virtual-memory calls that expandable segments need ([`VirtualMemory`]).
+//! It extends [`StreamEvents`], the stream and event primitives an allocator
+//! uses to defer reuse of memory touched by other streams (the pinned host
+//! allocator needs only that half). Three drivers ship with strata:
 //!
 //! * [`sim::SimDriver`]: a simulated device (capacity, granularity, fake addresses,
 //!   counted calls, injectable failures, events completed by the test);
 //! * [`host::HostDriver`]: real page-aligned host memory, for CPU tensors;
-//! * `cuda::CudaDriver` (feature `cuda`): an NVIDIA GPU through cudarc.
+//! * `cuda::CudaDriver` (feature `cuda`): an NVIDIA GPU through cudarc, one
+//!   shared handle per device (`CudaDriver::shared`).
+//!
+//! [`counting::CountingDriver`] wraps any driver and counts its calls by kind;
+//! the caching allocator reports its driver calls through it.
 
+pub mod counting;
 pub mod host;
 pub mod sim;
 
@@ -136,25 +142,15 @@ pub trait VirtualMemory: Send + Sync {
     fn unmap(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError>;
 }
 
-/// What the caching allocator needs from a device.
+/// The event and stream half of a device: what an allocator needs to defer the
+/// reuse of memory that queued work may still touch.
 ///
-/// Implementations must be cheap to call from several threads; the allocator
-/// serialises its own state but calls the driver while holding its lock.
-pub trait Driver: Send + Sync {
-    /// The device served.
-    fn device(&self) -> Device;
-    /// A short human-readable description (`NVIDIA H100 80GB HBM3`, `host`, `simulated`).
-    fn name(&self) -> String;
-    /// The device's capacity in bytes.
-    fn total_memory(&self) -> u64;
-    /// Free and total memory right now.
-    fn mem_get_info(&self) -> Result<MemInfo, DriverError>;
-    /// Allocates one segment of exactly `size` bytes.
-    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError>;
-    /// Frees a segment returned by [`malloc`](Self::malloc).
-    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError>;
-    /// The virtual-memory calls, where the device supports them.
-    fn virtual_memory(&self) -> Option<&dyn VirtualMemory>;
+/// The caching allocator ([`Driver`] requires this trait) and the pinned host
+/// allocator ([`crate::pinned::PinnedBackend`] requires it too) both record an
+/// event on each stream that used a block when the block is freed, and reuse the
+/// block once the events have completed. Implementations must be cheap to call
+/// from several threads.
+pub trait StreamEvents: Send + Sync {
     /// Creates an event (timing disabled).
     fn create_event(&self) -> Result<EventHandle, DriverError>;
     /// Destroys an event.
@@ -173,6 +169,29 @@ pub trait Driver: Send + Sync {
     fn create_stream(&self) -> Result<StreamId, DriverError> {
         Ok(StreamId::DEFAULT)
     }
+}
+
+/// What the caching allocator needs from a device: whole segments, the
+/// device's memory figures, the virtual-memory calls where the device has them,
+/// and (as a [`StreamEvents`]) its events and streams.
+///
+/// Implementations must be cheap to call from several threads; the allocator
+/// serialises its own state but calls the driver while holding its lock.
+pub trait Driver: StreamEvents {
+    /// The device served.
+    fn device(&self) -> Device;
+    /// A short human-readable description (`NVIDIA H100 80GB HBM3`, `host`, `simulated`).
+    fn name(&self) -> String;
+    /// The device's capacity in bytes.
+    fn total_memory(&self) -> u64;
+    /// Free and total memory right now.
+    fn mem_get_info(&self) -> Result<MemInfo, DriverError>;
+    /// Allocates one segment of exactly `size` bytes.
+    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError>;
+    /// Frees a segment returned by [`malloc`](Self::malloc).
+    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError>;
+    /// The virtual-memory calls, where the device supports them.
+    fn virtual_memory(&self) -> Option<&dyn VirtualMemory>;
 }
 
 /// How many driver calls of each kind an allocator has made; reported by the

@@ -6,8 +6,8 @@
 //! complete.
 
 use super::{
-    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, PhysHandle, StreamId,
-    VirtualMemory,
+    Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, PhysHandle, StreamEvents,
+    StreamId, VirtualMemory,
 };
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -179,67 +179,7 @@ impl SimDriver {
     }
 }
 
-impl Driver for SimDriver {
-    fn device(&self) -> Device {
-        Device::Cuda(0)
-    }
-
-    fn name(&self) -> String {
-        format!(
-            "simulated device ({} bytes, granularity {})",
-            self.capacity, self.granularity
-        )
-    }
-
-    fn total_memory(&self) -> u64 {
-        self.capacity
-    }
-
-    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
-        let mut s = self.state.lock();
-        self.enter(&mut s, "mem_get_info")?;
-        Ok(MemInfo {
-            free: self.capacity - s.used,
-            total: self.capacity,
-        })
-    }
-
-    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
-        let mut s = self.state.lock();
-        self.enter(&mut s, "malloc")?;
-        self.take_memory(&mut s, size)?;
-        let p = Self::bump(&mut s, size, 512);
-        s.segments.insert(p, size);
-        Ok(p)
-    }
-
-    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
-        let mut s = self.state.lock();
-        self.enter(&mut s, "free")?;
-        match s.segments.remove(&ptr) {
-            Some(sz) if sz == size => {
-                s.used -= size;
-                Ok(())
-            }
-            Some(sz) => {
-                s.segments.insert(ptr, sz);
-                Err(Self::misuse(
-                    "free",
-                    format!("size {size} != allocated {sz}"),
-                ))
-            }
-            None => Err(Self::misuse("free", format!("{ptr:#x} is not a segment"))),
-        }
-    }
-
-    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
-        if self.granularity > 0 {
-            Some(self)
-        } else {
-            None
-        }
-    }
-
+impl StreamEvents for SimDriver {
     fn create_event(&self) -> Result<EventHandle, DriverError> {
         let mut s = self.state.lock();
         self.enter(&mut s, "event_create")?;
@@ -313,6 +253,68 @@ impl Driver for SimDriver {
         self.enter(&mut s, "stream_create")?;
         s.next_stream += 1;
         Ok(StreamId(0x5000_0000 + s.next_stream))
+    }
+}
+
+impl Driver for SimDriver {
+    fn device(&self) -> Device {
+        Device::Cuda(0)
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "simulated device ({} bytes, granularity {})",
+            self.capacity, self.granularity
+        )
+    }
+
+    fn total_memory(&self) -> u64 {
+        self.capacity
+    }
+
+    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "mem_get_info")?;
+        Ok(MemInfo {
+            free: self.capacity - s.used,
+            total: self.capacity,
+        })
+    }
+
+    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "malloc")?;
+        self.take_memory(&mut s, size)?;
+        let p = Self::bump(&mut s, size, 512);
+        s.segments.insert(p, size);
+        Ok(p)
+    }
+
+    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
+        let mut s = self.state.lock();
+        self.enter(&mut s, "free")?;
+        match s.segments.remove(&ptr) {
+            Some(sz) if sz == size => {
+                s.used -= size;
+                Ok(())
+            }
+            Some(sz) => {
+                s.segments.insert(ptr, sz);
+                Err(Self::misuse(
+                    "free",
+                    format!("size {size} != allocated {sz}"),
+                ))
+            }
+            None => Err(Self::misuse("free", format!("{ptr:#x} is not a segment"))),
+        }
+    }
+
+    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
+        if self.granularity > 0 {
+            Some(self)
+        } else {
+            None
+        }
     }
 }
 

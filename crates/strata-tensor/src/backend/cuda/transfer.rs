@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::{Arc, OnceLock};
-use strata_alloc::driver::{Driver, EventHandle, MemInfo, VirtualMemory};
+use strata_alloc::driver::{Driver, EventHandle, MemInfo, StreamEvents, VirtualMemory};
 use strata_alloc::pinned::{CudaPinnedAllocator, CudaPinnedBackend, PinnedAllocator};
 use strata_alloc::{CachingAllocator, Device, DevicePtr, DriverError, StreamId};
 
@@ -385,37 +385,15 @@ pub(crate) struct PinnedHostDriver {
     dev: &'static CudaDevice,
 }
 
-impl Driver for PinnedHostDriver {
-    fn device(&self) -> Device {
-        Device::Cpu
-    }
-    fn name(&self) -> String {
-        format!("pinned host memory (cuda:{})", self.dev.ordinal)
-    }
-    fn total_memory(&self) -> u64 {
-        u64::MAX / 2
-    }
-    fn mem_get_info(&self) -> std::result::Result<MemInfo, DriverError> {
-        Ok(MemInfo {
-            free: u64::MAX / 2,
-            total: u64::MAX / 2,
-        })
-    }
-    fn malloc(&self, size: u64) -> std::result::Result<DevicePtr, DriverError> {
-        self.dev.driver.host_alloc(size)
-    }
-    fn free(&self, ptr: DevicePtr, _size: u64) -> std::result::Result<(), DriverError> {
-        self.dev.driver.host_free(ptr)
-    }
-    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
-        None
-    }
+impl StreamEvents for PinnedHostDriver {
     fn create_event(&self) -> std::result::Result<EventHandle, DriverError> {
         self.dev.driver.create_event()
     }
+
     fn destroy_event(&self, event: EventHandle) -> std::result::Result<(), DriverError> {
         self.dev.driver.destroy_event(event)
     }
+
     fn record_event(
         &self,
         event: EventHandle,
@@ -423,14 +401,50 @@ impl Driver for PinnedHostDriver {
     ) -> std::result::Result<(), DriverError> {
         self.dev.driver.record_event(event, stream)
     }
+
     fn query_event(&self, event: EventHandle) -> std::result::Result<bool, DriverError> {
         self.dev.driver.query_event(event)
     }
+
     fn synchronize_event(&self, event: EventHandle) -> std::result::Result<(), DriverError> {
         self.dev.driver.synchronize_event(event)
     }
+
     fn synchronize_stream(&self, stream: StreamId) -> std::result::Result<(), DriverError> {
         self.dev.driver.synchronize_stream(stream)
+    }
+}
+
+impl Driver for PinnedHostDriver {
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+
+    fn name(&self) -> String {
+        format!("pinned host memory (cuda:{})", self.dev.ordinal)
+    }
+
+    fn total_memory(&self) -> u64 {
+        u64::MAX / 2
+    }
+
+    fn mem_get_info(&self) -> std::result::Result<MemInfo, DriverError> {
+        Ok(MemInfo {
+            free: u64::MAX / 2,
+            total: u64::MAX / 2,
+        })
+    }
+
+    fn malloc(&self, size: u64) -> std::result::Result<DevicePtr, DriverError> {
+        self.dev.driver.host_alloc(size)
+    }
+
+    fn free(&self, ptr: DevicePtr, _size: u64) -> std::result::Result<(), DriverError> {
+        self.dev.driver.host_free(ptr)
+    }
+
+    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
+        None
     }
 }
 

@@ -1,0 +1,452 @@
+//! [`PinnedAllocator`]: the cache of pinned blocks, their statistics and the
+//! events that defer their reuse.
+
+use super::buffer::PinnedBuffer;
+use super::size_class::{size_class, MAX_REQUEST, REUSE_SLACK};
+use super::{PinnedBackend, PinnedError};
+use crate::driver::{DriverError, EventHandle, StreamId};
+use crate::stats::PinnedStats;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+struct Block {
+    size: u64,
+    in_use: bool,
+    /// Streams that used the block besides the allocating thread's copies.
+    streams: Vec<StreamId>,
+    /// Events recorded at free time that have not completed.
+    pending: u32,
+    /// An event could be neither recorded nor waited for: the block may still be
+    /// read by the device, so it is never reused nor freed.
+    poisoned: bool,
+}
+
+#[derive(Default)]
+struct State {
+    /// Every block held from the backend, by address.
+    blocks: BTreeMap<u64, Block>,
+    /// Cached blocks ready for reuse: size → addresses, most recently freed last.
+    free: BTreeMap<u64, Vec<u64>>,
+    /// Events recorded on free, oldest first, with the block they guard.
+    events: VecDeque<(EventHandle, u64)>,
+    event_pool: Vec<EventHandle>,
+    stats: PinnedStats,
+}
+
+/// The caching pinned host allocator over a [`PinnedBackend`]. Thread-safe;
+/// share it through `Arc`.
+pub struct PinnedAllocator<B: PinnedBackend> {
+    backend: B,
+    state: Mutex<State>,
+}
+
+impl<B: PinnedBackend> PinnedAllocator<B> {
+    /// An allocator over `backend`, with an empty cache.
+    pub fn new(backend: B) -> Arc<PinnedAllocator<B>> {
+        Arc::new(PinnedAllocator {
+            backend,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Allocates a pinned buffer of `size` bytes (a block of
+    /// [`size_class`]`(size)` bytes, possibly a cached one up to 1/8 larger).
+    /// A zero-byte request gets an empty buffer with a null pointer.
+    pub fn allocate(self: &Arc<Self>, size: u64) -> Result<PinnedBuffer<B>, PinnedError> {
+        let (ptr, capacity) = if size == 0 {
+            (0, 0)
+        } else {
+            self.allocate_block(size)?
+        };
+        Ok(PinnedBuffer {
+            allocator: Arc::clone(self),
+            ptr,
+            len: size,
+            capacity,
+        })
+    }
+
+    fn allocate_block(&self, size: u64) -> Result<(u64, u64), PinnedError> {
+        let class = size_class(size);
+        if size >= MAX_REQUEST {
+            return Err(self.out_of_memory(size, class));
+        }
+        {
+            let mut st = self.state.lock();
+            if !st.events.is_empty() {
+                self.process_events(&mut st);
+            }
+            if let Some(found) = take_free(&mut st, class) {
+                return Ok(found);
+            }
+        }
+        // Miss: pin a new block without holding the lock.
+        let ptr = match self.backend_alloc(class) {
+            Ok(p) => p,
+            Err(DriverError::OutOfMemory) => {
+                // Give the cached blocks back and try once more (a failure to free
+                // one of them leaves it cached and shows as exhaustion below).
+                let _ = self.empty_cache();
+                match self.backend_alloc(class) {
+                    Ok(p) => p,
+                    Err(DriverError::OutOfMemory) => return Err(self.out_of_memory(size, class)),
+                    Err(e) => return Err(PinnedError::Backend(e)),
+                }
+            }
+            Err(e) => return Err(PinnedError::Backend(e)),
+        };
+        let mut st = self.state.lock();
+        st.blocks.insert(
+            ptr,
+            Block {
+                size: class,
+                in_use: true,
+                streams: Vec::new(),
+                pending: 0,
+                poisoned: false,
+            },
+        );
+        st.stats.allocations.increase(1);
+        st.stats.allocated_bytes.increase(class as i64);
+        st.stats.active_requests.increase(1);
+        st.stats.active_bytes.increase(class as i64);
+        Ok((ptr, class))
+    }
+
+    /// One timed backend allocation, counted.
+    fn backend_alloc(&self, size: u64) -> Result<u64, DriverError> {
+        let t = Instant::now();
+        let r = self.backend.alloc(size);
+        let us = t.elapsed().as_micros() as u64;
+        if r.is_ok() {
+            let mut st = self.state.lock();
+            st.stats.num_host_alloc += 1;
+            st.stats.host_alloc_time.add(us);
+        }
+        r
+    }
+
+    fn out_of_memory(&self, requested: u64, block_size: u64) -> PinnedError {
+        let st = self.state.lock();
+        PinnedError::OutOfMemory {
+            requested,
+            block_size,
+            held: st.stats.allocated_bytes.current as u64,
+            active: st.stats.active_bytes.current as u64,
+        }
+    }
+
+    /// Notes that the block holding `ptr` (any address inside it) is used by
+    /// work queued on `stream`, typically an asynchronous copy: once the buffer is
+    /// dropped, the block is reused only after that work has run. PyTorch's
+    /// `CachingHostAllocator_recordEvent`.
+    pub fn record_event(&self, ptr: u64, stream: StreamId) -> Result<(), PinnedError> {
+        let mut st = self.state.lock();
+        let b = st
+            .blocks
+            .range_mut(..=ptr)
+            .next_back()
+            .filter(|(&base, b)| ptr < base + b.size && b.in_use)
+            .map(|(_, b)| b)
+            .ok_or(PinnedError::InvalidPointer { ptr })?;
+        if !b.streams.contains(&stream) {
+            b.streams.push(stream);
+        }
+        Ok(())
+    }
+
+    /// Returns a block: straight to the cache when no stream used it, otherwise
+    /// after one event per stream.
+    pub(super) fn free(&self, ptr: u64) -> Result<(), PinnedError> {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let streams = match st.blocks.get_mut(&ptr) {
+            Some(b) if b.in_use => {
+                b.in_use = false;
+                std::mem::take(&mut b.streams)
+            }
+            _ => return Err(PinnedError::InvalidPointer { ptr }),
+        };
+        let mut first_error = None;
+        let mut pending = 0;
+        for s in streams {
+            match self.record_on(st, s) {
+                Ok(e) => {
+                    st.events.push_back((e, ptr));
+                    pending += 1;
+                }
+                // The event could not be recorded: wait for the stream instead.
+                Err(e) => {
+                    if self.backend.events().synchronize_stream(s).is_err() {
+                        st.blocks.get_mut(&ptr).expect("block exists").poisoned = true;
+                    }
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let b = st.blocks.get_mut(&ptr).expect("block exists");
+        b.pending = pending;
+        if pending == 0 && !b.poisoned {
+            make_free(st, ptr);
+        }
+        match first_error {
+            Some(e) => Err(PinnedError::Backend(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// A pooled (or new) event recorded on `stream`.
+    fn record_on(&self, st: &mut State, stream: StreamId) -> Result<EventHandle, DriverError> {
+        let e = match st.event_pool.pop() {
+            Some(e) => e,
+            None => self.backend.events().create_event()?,
+        };
+        match self.backend.events().record_event(e, stream) {
+            Ok(()) => Ok(e),
+            Err(err) => {
+                st.event_pool.push(e);
+                Err(err)
+            }
+        }
+    }
+
+    /// Returns blocks whose events have all completed to the cache, oldest event
+    /// first, stopping at the first one still pending (as PyTorch does: the
+    /// oldest event is the likeliest to be done, and the scan stays short).
+    fn process_events(&self, st: &mut State) {
+        while let Some(&(e, ptr)) = st.events.front() {
+            let done = match self.backend.events().query_event(e) {
+                Ok(done) => done,
+                // A failed query: wait for the event; if even that fails, the
+                // block can never be proven idle and is withheld for good.
+                Err(_) => {
+                    if self.backend.events().synchronize_event(e).is_err() {
+                        if let Some(b) = st.blocks.get_mut(&ptr) {
+                            b.poisoned = true;
+                        }
+                    }
+                    true
+                }
+            };
+            if !done {
+                break;
+            }
+            st.events.pop_front();
+            st.event_pool.push(e);
+            let b = st
+                .blocks
+                .get_mut(&ptr)
+                .expect("an event guards a live block");
+            b.pending -= 1;
+            if b.pending == 0 && !b.poisoned && !b.in_use {
+                make_free(st, ptr);
+            }
+        }
+    }
+
+    /// Frees every cached block whose events have completed back to the backend
+    /// (`torch._C._host_emptyCache()`). Blocks in use or still waiting for events
+    /// stay. The first backend failure is returned; a block that failed to free
+    /// stays cached.
+    pub fn empty_cache(&self) -> Result<(), PinnedError> {
+        let victims: Vec<(u64, u64)> = {
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            self.process_events(st);
+            let free = std::mem::take(&mut st.free);
+            let mut v = Vec::new();
+            for (size, ptrs) in free {
+                for p in ptrs {
+                    st.blocks.remove(&p);
+                    st.stats.allocations.decrease(1);
+                    st.stats.allocated_bytes.decrease(size as i64);
+                    v.push((p, size));
+                }
+            }
+            v
+        };
+        let mut first_error = None;
+        for (ptr, size) in victims {
+            let t = Instant::now();
+            let r = self.backend.free(ptr, size);
+            let us = t.elapsed().as_micros() as u64;
+            let mut guard = self.state.lock();
+            let st = &mut *guard;
+            match r {
+                Ok(()) => {
+                    st.stats.num_host_free += 1;
+                    st.stats.host_free_time.add(us);
+                }
+                Err(e) => {
+                    // Still pinned and still ours: keep it cached.
+                    st.blocks.insert(
+                        ptr,
+                        Block {
+                            size,
+                            in_use: false,
+                            streams: Vec::new(),
+                            pending: 0,
+                            poisoned: false,
+                        },
+                    );
+                    st.free.entry(size).or_default().push(ptr);
+                    st.stats.allocations.increase(1);
+                    st.stats.allocated_bytes.increase(size as i64);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(PinnedError::Backend(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks for completed events now (allocation does it too).
+    pub fn process_pending_events(&self) {
+        let mut st = self.state.lock();
+        self.process_events(&mut st);
+    }
+
+    /// A copy of the statistics.
+    pub fn stats(&self) -> PinnedStats {
+        self.state.lock().stats.clone()
+    }
+
+    /// Resets the peaks to the current values.
+    pub fn reset_peak_stats(&self) {
+        self.state.lock().stats.reset_peak();
+    }
+
+    /// Resets the accumulated counters (`allocated`, `freed`, call counts and
+    /// times).
+    pub fn reset_accumulated_stats(&self) {
+        self.state.lock().stats.reset_accumulated();
+    }
+
+    /// Bytes cached and ready for reuse.
+    pub fn cached_bytes(&self) -> u64 {
+        let st = self.state.lock();
+        st.free.iter().map(|(s, v)| s * v.len() as u64).sum()
+    }
+
+    /// Events recorded on free that have not been seen complete yet.
+    pub fn pending_events(&self) -> usize {
+        self.state.lock().events.len()
+    }
+
+    /// Checks the internal invariants (statistics equal a recount, free lists
+    /// agree with the blocks, no two blocks overlap); for tests.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        let st = self.state.lock();
+        let (mut n, mut bytes, mut an, mut abytes) = (0i64, 0i64, 0i64, 0i64);
+        let mut end = 0u64;
+        for (&p, b) in &st.blocks {
+            if p < end {
+                return Err(format!("block {p:#x} overlaps the previous one"));
+            }
+            end = p + b.size;
+            n += 1;
+            bytes += b.size as i64;
+            let cached = st.free.get(&b.size).is_some_and(|v| v.contains(&p));
+            let ready = !b.in_use && b.pending == 0 && !b.poisoned;
+            if cached != ready {
+                return Err(format!("block {p:#x}: cached {cached}, ready {ready}"));
+            }
+            if !ready {
+                an += 1;
+                abytes += b.size as i64;
+            }
+            let queued = st.events.iter().filter(|(_, q)| *q == p).count() as u32;
+            if queued != b.pending {
+                return Err(format!(
+                    "block {p:#x}: {queued} queued events, {} pending",
+                    b.pending
+                ));
+            }
+        }
+        let listed: usize = st.free.values().map(Vec::len).sum();
+        let ready = st
+            .blocks
+            .values()
+            .filter(|b| !b.in_use && b.pending == 0 && !b.poisoned)
+            .count();
+        if listed != ready {
+            return Err(format!("{listed} listed free, {ready} ready"));
+        }
+        let s = &st.stats;
+        let got = (
+            s.allocations.current,
+            s.allocated_bytes.current,
+            s.active_requests.current,
+            s.active_bytes.current,
+        );
+        if got != (n, bytes, an, abytes) {
+            return Err(format!(
+                "stats {got:?} != recount {:?}",
+                (n, bytes, an, abytes)
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Takes the smallest cached block of at least `class` bytes and at most 1/8
+/// more, most recently freed first.
+fn take_free(st: &mut State, class: u64) -> Option<(u64, u64)> {
+    let limit = class + class / REUSE_SLACK;
+    let (&size, _) = st
+        .free
+        .range(class..=limit)
+        .find(|(_, ptrs)| !ptrs.is_empty())?;
+    let list = st.free.get_mut(&size).expect("found above");
+    let ptr = list.pop().expect("non-empty");
+    if list.is_empty() {
+        st.free.remove(&size);
+    }
+    let b = st.blocks.get_mut(&ptr).expect("a cached block exists");
+    b.in_use = true;
+    st.stats.active_requests.increase(1);
+    st.stats.active_bytes.increase(size as i64);
+    Some((ptr, size))
+}
+
+/// Puts an idle block into the cache.
+fn make_free(st: &mut State, ptr: u64) {
+    let size = st.blocks[&ptr].size;
+    st.free.entry(size).or_default().push(ptr);
+    st.stats.active_requests.decrease(1);
+    st.stats.active_bytes.decrease(size as i64);
+}
+
+impl<B: PinnedBackend> Drop for PinnedAllocator<B> {
+    fn drop(&mut self) {
+        // No buffer is alive (each holds an `Arc` to the allocator). Wait for the
+        // outstanding events, then give everything back; a block whose event
+        // cannot be waited for is leaked rather than freed under a running copy.
+        let st = self.state.get_mut();
+        while let Some((e, ptr)) = st.events.pop_front() {
+            let ok = self.backend.events().synchronize_event(e).is_ok();
+            let _ = self.backend.events().destroy_event(e);
+            if let Some(b) = st.blocks.get_mut(&ptr) {
+                b.pending = b.pending.saturating_sub(1);
+                b.poisoned |= !ok;
+            }
+        }
+        for e in st.event_pool.drain(..) {
+            let _ = self.backend.events().destroy_event(e);
+        }
+        for (&ptr, b) in &st.blocks {
+            if !b.poisoned && !b.in_use {
+                let _ = self.backend.free(ptr, b.size);
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! What the allocator's lock guards: the blocks, the per-stream free indexes
+//! and pending events, the expandable segments' page tables, the statistics and
+//! the history. The allocator (`allocator.rs`), the expandable segments
+//! (`expandable.rs`) and the snapshots (`snapshot.rs`) all operate on this
+//! state; it depends on none of them.
+
+use crate::block::{Blocks, PoolKind};
+use crate::config::AllocatorConfig;
+use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
+use crate::history::{Action, History};
+use crate::pool::{Entry, FreeIndex};
+use crate::stats::MemoryStats;
+use std::collections::{HashMap, VecDeque};
+
+/// One reserved address range and the physical pages mapped into it.
+pub(crate) struct ExpandableSegment {
+    pub base: u64,
+    pub size: u64,
+    pub stream: u32,
+    pub pool: PoolKind,
+    /// The physical page behind each page of the range, if mapped.
+    pub handles: Vec<Option<PhysHandle>>,
+    /// The block at `base` (never merged away: it has no predecessor).
+    pub head: u32,
+    pub mapped_pages: u64,
+}
+
+/// The configuration in force and what follows from it. Replaced as a whole by
+/// `set_allocator_settings`; the memory fraction alone by `set_memory_fraction`.
+pub(crate) struct Settings {
+    pub config: AllocatorConfig,
+    /// Whether new memory comes from expandable segments.
+    pub expandable: bool,
+    /// The per-process memory fraction's limit in bytes, if below 1.
+    pub allowed_max: Option<u64>,
+    /// The garbage-collection threshold, when a memory fraction makes it apply.
+    pub gc_threshold: Option<f64>,
+}
+
+impl Settings {
+    /// The settings of `config` on a device of `capacity` bytes whose driver
+    /// has (`has_vm`) or lacks virtual memory.
+    pub fn new(config: AllocatorConfig, has_vm: bool, capacity: u64) -> Settings {
+        let expandable = config.expandable_segments.unwrap_or(true) && has_vm;
+        let allowed_max = config
+            .per_process_memory_fraction
+            .filter(|f| *f < 1.0)
+            .map(|f| (f * capacity as f64) as u64);
+        let gc_threshold = config
+            .garbage_collection_threshold
+            .filter(|_| allowed_max.is_some());
+        Settings {
+            config,
+            expandable,
+            allowed_max,
+            gc_threshold,
+        }
+    }
+
+    /// Whether a block of `size` bytes is oversize (at least `max_split_size`).
+    #[inline]
+    pub fn is_oversize(&self, size: u64) -> bool {
+        self.config.max_split_size.is_some_and(|m| size >= m)
+    }
+}
+
+/// Per-stream state: the two free indexes, the events recorded on this stream
+/// for blocks of other streams, and the stream's expandable segments.
+pub(crate) struct StreamState {
+    pub handle: StreamId,
+    pub free: [FreeIndex; 2],
+    pub events: VecDeque<(EventHandle, u32)>,
+    pub expandable: [Vec<u32>; 2],
+}
+
+/// Everything behind the allocator's lock.
+pub(crate) struct State {
+    pub settings: Settings,
+    pub blocks: Blocks,
+    pub streams: Vec<StreamState>,
+    pub last_stream: (StreamId, u32),
+    /// Ordinary segments by base address: `(head block, size)`.
+    pub segments: HashMap<DevicePtr, u32>,
+    pub expandable: Vec<Option<ExpandableSegment>>,
+    pub stats: MemoryStats,
+    pub event_pool: Vec<EventHandle>,
+    pub pending_events: usize,
+    /// `get_free_block` calls per pool kind (garbage-collection ageing).
+    pub gc_counts: [u64; 2],
+    /// Expandable segments: pages recycled since the margin last widened, and
+    /// the extra margin (in pages) earned by recycling (see `expandable.rs`).
+    pub recycled_pages: u64,
+    pub extra_margin_pages: u64,
+    /// Recorded events, when recording is on.
+    pub history: History,
+    pub free_clock: u64,
+}
+
+impl State {
+    /// An empty state under `settings`.
+    pub fn new(settings: Settings) -> State {
+        let stats = MemoryStats {
+            max_split_size: settings
+                .config
+                .max_split_size
+                .map(|m| m as i64)
+                .unwrap_or(-1),
+            ..MemoryStats::default()
+        };
+        State {
+            settings,
+            blocks: Blocks::default(),
+            streams: Vec::new(),
+            last_stream: (StreamId(u64::MAX), 0),
+            segments: HashMap::new(),
+            expandable: Vec::new(),
+            stats,
+            event_pool: Vec::new(),
+            pending_events: 0,
+            gc_counts: [0; 2],
+            recycled_pages: 0,
+            extra_margin_pages: 0,
+            history: History::default(),
+            free_clock: 0,
+        }
+    }
+
+    /// Whether `extra` more reserved bytes stay within the per-process memory
+    /// fraction.
+    #[inline]
+    pub fn fits_fraction(&self, extra: u64) -> bool {
+        self.settings
+            .allowed_max
+            .is_none_or(|max| self.reserved() + extra <= max)
+    }
+
+    #[inline]
+    pub fn reserved(&self) -> u64 {
+        self.stats.reserved_bytes.all().current as u64
+    }
+
+    /// Records an event about block-sized memory of dense stream `s`.
+    #[inline]
+    pub fn record(&mut self, action: Action, addr: u64, size: u64, s: u32) {
+        if self.history.enabled() {
+            let stream = self.streams[s as usize].handle;
+            self.history.push(action, addr, size, stream);
+        }
+    }
+
+    #[inline]
+    pub fn index_insert(&mut self, id: u32) {
+        let b = &mut self.blocks[id];
+        b.gc_base = self.gc_counts[b.pool as usize];
+        self.free_clock += 1;
+        b.freed_at = self.free_clock;
+        let (s, p, e) = (
+            b.stream as usize,
+            b.pool as usize,
+            Entry {
+                size: b.size,
+                ptr: b.ptr,
+                block: id,
+            },
+        );
+        self.streams[s].free[p].insert(e);
+    }
+
+    #[inline]
+    pub fn index_remove(&mut self, id: u32) -> bool {
+        let b = &self.blocks[id];
+        self.streams[b.stream as usize].free[b.pool as usize].remove(b.size, b.ptr)
+    }
+}
+
+/// The dense index of a stream, registering it on first use.
+#[inline]
+pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
+    if st.last_stream.0 == stream {
+        return st.last_stream.1;
+    }
+    let i = match st.streams.iter().position(|s| s.handle == stream) {
+        Some(i) => i as u32,
+        None => {
+            st.streams.push(StreamState {
+                handle: stream,
+                free: [FreeIndex::default(), FreeIndex::default()],
+                events: VecDeque::new(),
+                expandable: [Vec::new(), Vec::new()],
+            });
+            (st.streams.len() - 1) as u32
+        }
+    };
+    st.last_stream = (stream, i);
+    i
+}
