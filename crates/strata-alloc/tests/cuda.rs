@@ -1,10 +1,12 @@
 //! Tests against a real GPU: the CUDA driver, the caching allocator over it (with
 //! and without expandable segments) and the pinned host allocator.
 //!
-//! Every test first opens `cuda:0`; where that fails (no driver library, no GPU)
-//! it prints `skipped: <reason>` to stderr and returns, so the suite passes on a
-//! CPU-only machine. The tests share one driver and run one at a time (they read
-//! the device's free memory, which other tests would disturb).
+//! Every test that needs a GPU is `#[ignore]`d with the reason, so a machine
+//! without one lists it as ignored; `cargo test -- --include-ignored` runs them
+//! (on the GPU machine, and against the fake driver below), and there a missing
+//! GPU fails them with the reason instead of passing silently. The tests share
+//! one driver and run one at a time (they read the device's free memory, which
+//! other tests would disturb).
 
 #![cfg(feature = "cuda")]
 
@@ -18,15 +20,12 @@ use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, Device, Driver
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
-/// The shared driver, or `None` (after printing why) without a GPU.
-fn gpu() -> Option<Arc<CudaDriver>> {
+/// The shared driver; panics (failing the test) with the reason without a GPU.
+fn gpu() -> Arc<CudaDriver> {
     static GPU: OnceLock<Result<Arc<CudaDriver>, DriverError>> = OnceLock::new();
     match GPU.get_or_init(|| CudaDriver::shared(0)) {
-        Ok(d) => Some(Arc::clone(d)),
-        Err(e) => {
-            eprintln!("skipped: {e}");
-            None
-        }
+        Ok(d) => Arc::clone(d),
+        Err(e) => panic!("this test needs a CUDA GPU and none is usable: {e}"),
     }
 }
 
@@ -38,10 +37,7 @@ fn lock() -> parking_lot::MutexGuard<'static, ()> {
 
 macro_rules! gpu_or_skip {
     () => {
-        match gpu() {
-            Some(d) => (d, lock()),
-            None => return,
-        }
+        (gpu(), lock())
     };
 }
 
@@ -120,6 +116,7 @@ fn without_cuda_open_is_a_typed_error_not_a_panic() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn driver_reports_the_device_and_raw_calls_work() {
     let (d, _l) = gpu_or_skip!();
     assert!(!d.name().is_empty());
@@ -155,6 +152,7 @@ fn driver_reports_the_device_and_raw_calls_work() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn virtual_memory_calls_map_usable_pages() {
     let (d, _l) = gpu_or_skip!();
     let Some(vm) = d.virtual_memory() else {
@@ -180,6 +178,7 @@ fn virtual_memory_calls_map_usable_pages() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn events_and_streams() {
     let (d, _l) = gpu_or_skip!();
     let s = d.create_stream().unwrap();
@@ -254,16 +253,19 @@ fn allocate_free_reuse(expandable: bool) {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn allocate_free_reuse_with_segments() {
     allocate_free_reuse(false);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn allocate_free_reuse_with_expandable_segments() {
     allocate_free_reuse(true);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn expandable_segments_grow_shrink_and_regrow_with_usable_pages() {
     let (d, _l) = gpu_or_skip!();
     if d.virtual_memory().is_none() {
@@ -359,11 +361,13 @@ fn record_stream_across_two_streams(expandable: bool) {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn record_stream_across_two_streams_with_segments() {
     record_stream_across_two_streams(false);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn record_stream_across_two_streams_with_expandable_segments() {
     record_stream_across_two_streams(true);
 }
@@ -386,11 +390,13 @@ fn empty_cache_returns_memory(expandable: bool) {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn empty_cache_returns_memory_with_segments() {
     empty_cache_returns_memory(false);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn empty_cache_returns_memory_with_expandable_segments() {
     empty_cache_returns_memory(true);
 }
@@ -424,16 +430,19 @@ fn oom_is_typed(expandable: bool) {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn oom_is_typed_with_segments() {
     oom_is_typed(false);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn oom_is_typed_with_expandable_segments() {
     oom_is_typed(true);
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn threads_share_the_driver() {
     let (d, _l) = gpu_or_skip!();
     let a = allocator(&d, true);
@@ -456,6 +465,7 @@ fn threads_share_the_driver() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn one_driver_handle_per_device() {
     let (d, _l) = gpu_or_skip!();
     // Every user of cuda:0 reaches the same handle: opened once per process.
@@ -485,6 +495,7 @@ fn one_driver_handle_per_device() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn the_registry_opens_cuda_devices() {
     let (_d, _l) = gpu_or_skip!();
     let a = strata_alloc::allocator(Device::Cuda(0)).unwrap();
@@ -513,6 +524,7 @@ fn the_registry_opens_cuda_devices() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn pinned_buffers_feed_async_copies_and_wait_for_them() {
     let (d, _l) = gpu_or_skip!();
     let pinned = PinnedAllocator::new(CudaPinnedBackend::new(Arc::clone(&d)));
@@ -611,9 +623,10 @@ fn gpu_tests_pass_against_the_fake_driver() {
     }
     let _ = std::fs::remove_file(dir.join("libcuda.so"));
     std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so")).unwrap();
-    let run = |extra: &[(&str, &str)]| {
+    let run = |extra: &[(&str, &str)], include_ignored: bool| {
         let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
         cmd.args(["--test-threads=1", "--nocapture"])
+            .args(include_ignored.then_some("--include-ignored"))
             .env("STRATA_FAKE_CUDA_CHILD", "1")
             .env("LD_LIBRARY_PATH", &dir)
             .env_remove("FAKE_CUDA_NO_VMM")
@@ -632,7 +645,7 @@ fn gpu_tests_pass_against_the_fake_driver() {
     };
     let skips = |t: &str| t.matches("skipped:").count();
     // With a (fake) device every test runs; the only skip is the no-CUDA check.
-    let t = run(&[]);
+    let t = run(&[], true);
     assert!(
         t.contains("Fake CUDA Device"),
         "the fake was not loaded:\n{t}"
@@ -640,11 +653,32 @@ fn gpu_tests_pass_against_the_fake_driver() {
     assert_eq!(skips(&t), 1, "{t}");
     // Without virtual memory management the two VMM-only tests skip and the
     // allocator falls back to segments.
-    let t = run(&[("FAKE_CUDA_NO_VMM", "1")]);
+    let t = run(&[("FAKE_CUDA_NO_VMM", "1")], true);
     assert_eq!(skips(&t), 3, "{t}");
-    // cuInit reports no device: everything skips with the typed reason, and the
-    // no-CUDA assertions run.
-    let t = run(&[("FAKE_CUDA_NO_DEVICE", "1")]);
-    assert!(t.contains("CUDA_ERROR_NO_DEVICE"), "{t}");
+    // cuInit reports no device: the GPU tests are listed as ignored and the
+    // no-CUDA assertions run (and pass)...
+    let t = run(&[("FAKE_CUDA_NO_DEVICE", "1")], false);
+    assert!(t.contains("ignored"), "{t}");
     assert!(!t.contains("the no-CUDA assertion needs"), "{t}");
+    // ...and run anyway, the GPU tests fail loudly with the typed reason.
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    let out = cmd
+        .args([
+            "--test-threads=1",
+            "--include-ignored",
+            "driver_reports_the_device",
+        ])
+        .env("STRATA_FAKE_CUDA_CHILD", "1")
+        .env("LD_LIBRARY_PATH", &dir)
+        .env("FAKE_CUDA_NO_DEVICE", "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a GPU test passed without a GPU:
+{text}"
+    );
+    assert!(text.contains("CUDA_ERROR_NO_DEVICE"), "{text}");
 }

@@ -1,15 +1,18 @@
 //! Choosing the device: `STRATA_DEVICE` (`cpu`, `cuda`, `cuda:N`), else a GPU
 //! when one is present and this build can compute on it, else the CPU.
 
-use crate::backend::has_backend;
-use crate::error::Result;
+use crate::backend::{backend_for, has_backend};
+use crate::error::{Result, TensorError};
 use strata_alloc::Device;
 
 /// The device examples and tools should use.
 ///
-/// `STRATA_DEVICE` wins when set (a malformed value is an error). Otherwise
-/// `cuda:0` when a GPU is present and a tensor backend for it is built in,
-/// else the CPU.
+/// `STRATA_DEVICE` wins when set: a malformed value is an error, and so is a
+/// device that cannot be used here ([`TensorError::BackendUnavailable`] for
+/// `cuda` without a GPU, a CUDA driver or the `cuda` feature, or an ordinal
+/// past the last GPU), so a bad setting fails here rather than at the first
+/// tensor. Otherwise `cuda:0` when a GPU is present and a tensor backend for
+/// it is built in, else the CPU.
 ///
 /// ```
 /// let d = strata_tensor::default_device().unwrap();
@@ -18,7 +21,9 @@ use strata_alloc::Device;
 pub fn default_device() -> Result<Device> {
     if let Ok(s) = std::env::var("STRATA_DEVICE") {
         if !s.trim().is_empty() {
-            return Ok(Device::parse(&s)?);
+            let d = Device::parse(&s)?;
+            check_usable(d)?;
+            return Ok(d);
         }
     }
     let gpu = Device::Cuda(0);
@@ -26,4 +31,14 @@ pub fn default_device() -> Result<Device> {
         return Ok(gpu);
     }
     Ok(Device::Cpu)
+}
+
+/// Whether tensors can be created on `d`: a backend for it and its allocator.
+fn check_usable(d: Device) -> Result<()> {
+    backend_for(d)?;
+    strata_alloc::allocator(d).map_err(|e| TensorError::BackendUnavailable {
+        device: d,
+        reason: format!("STRATA_DEVICE names {d}, whose allocator is unavailable: {e}"),
+    })?;
+    Ok(())
 }

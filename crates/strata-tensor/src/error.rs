@@ -121,6 +121,16 @@ pub enum TensorError {
         /// What was wrong.
         msg: String,
     },
+    /// A size, stride, offset or byte count does not fit: the element count of
+    /// a shape (or the product of its sizes that its contiguous strides need)
+    /// exceeds `i64::MAX`, as PyTorch limits it, or a byte count overflows.
+    #[error("{op}: {msg}")]
+    SizeOverflow {
+        /// The op.
+        op: &'static str,
+        /// What overflowed, naming the shape.
+        msg: String,
+    },
     /// No backend for the device in this build or on this machine.
     #[error("no tensor backend for {device}: {reason}")]
     BackendUnavailable {
@@ -178,6 +188,12 @@ impl TensorError {
     }
     pub(crate) fn overlap(op: &'static str, msg: impl Into<String>) -> Self {
         TensorError::Overlap {
+            op,
+            msg: msg.into(),
+        }
+    }
+    pub(crate) fn overflow(op: &'static str, msg: impl Into<String>) -> Self {
+        TensorError::SizeOverflow {
             op,
             msg: msg.into(),
         }

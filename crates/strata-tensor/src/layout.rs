@@ -63,7 +63,7 @@ impl Layout {
             if self.strides[d] != expected {
                 return false;
             }
-            expected *= self.shape[d];
+            expected = expected.saturating_mul(self.shape[d]);
         }
         true
     }
@@ -87,24 +87,28 @@ impl Layout {
             if self.strides[d] <= covered || self.strides[d] == 0 {
                 return true;
             }
-            covered += (self.shape[d] - 1) * self.strides[d];
+            covered = covered.saturating_add((self.shape[d] - 1).saturating_mul(self.strides[d]));
         }
         false
     }
 
-    /// One past the largest storage index the layout touches (0 if it has no elements).
+    /// One past the largest storage index the layout touches (0 if it has no
+    /// elements); saturates at `usize::MAX` (see [`Layout::checked_extent`]).
     pub fn storage_extent(&self) -> usize {
+        self.checked_extent().unwrap_or(usize::MAX)
+    }
+
+    /// One past the largest storage index the layout touches (0 if it has no
+    /// elements), or `None` when that exceeds [`shape::MAX_NUMEL`].
+    pub fn checked_extent(&self) -> Option<usize> {
         if self.numel() == 0 {
-            return 0;
+            return Some(0);
         }
-        self.offset
-            + self
-                .shape
-                .iter()
-                .zip(&self.strides)
-                .map(|(&s, &st)| (s - 1) * st)
-                .sum::<usize>()
-            + 1
+        let mut end = self.offset;
+        for (&s, &st) in self.shape.iter().zip(&self.strides) {
+            end = end.checked_add((s - 1).checked_mul(st)?)?;
+        }
+        end.checked_add(1).filter(|&e| e <= shape::MAX_NUMEL)
     }
 
     /// Swaps two dims.
@@ -174,7 +178,7 @@ impl Layout {
             ));
         }
         let start = if start < 0 { start + size } else { start };
-        if start + length > size {
+        if length > size - start {
             return Err(TensorError::index(
                 "narrow",
                 format!("start {start} + length {length} exceeds dimension {d} of size {size} (shape {:?})", self.shape),
@@ -231,10 +235,15 @@ impl Layout {
         };
         let s = clamp(start.unwrap_or(0));
         let e = clamp(end.unwrap_or(size));
-        let len = if e > s { (e - s + step - 1) / step } else { 0 };
+        let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         let mut l = self.clone();
         l.shape[d] = len as usize;
-        l.strides[d] = self.strides[d] * step as usize;
+        // With two or more elements the stepped stride stays inside the
+        // storage; otherwise it addresses nothing and only must not wrap.
+        l.strides[d] = self.strides[d]
+            .checked_mul(step as usize)
+            .filter(|&st| st <= shape::MAX_NUMEL)
+            .unwrap_or(self.strides[d]);
         if len > 0 {
             l.offset += s as usize * self.strides[d];
         }
@@ -275,6 +284,7 @@ impl Layout {
                 strides.push(0);
             }
         }
+        shape::checked_numel("expand", &shape)?;
         Ok(Layout {
             shape,
             strides,
@@ -310,7 +320,10 @@ impl Layout {
     pub fn unsqueeze(&self, dim: i64) -> Result<Layout> {
         let d = normalize_dim("unsqueeze", dim, self.ndim() + 1)?;
         let stride = if d < self.ndim() {
-            self.shape[d] * self.strides[d]
+            // Addresses nothing (the new dim has size 1); saturate, never wrap.
+            self.shape[d]
+                .saturating_mul(self.strides[d])
+                .min(shape::MAX_NUMEL)
         } else {
             1
         };
@@ -357,7 +370,16 @@ impl Layout {
             strides: stride.iter().map(|&s| s as usize).collect(),
             offset: offset as usize,
         };
-        let needed = l.storage_extent();
+        shape::checked_numel("as_strided", &l.shape)?;
+        let Some(needed) = l.checked_extent() else {
+            return Err(TensorError::overflow(
+                "as_strided",
+                format!(
+                    "the view of size {size:?}, stride {stride:?}, offset {offset} reaches past element {} (i64::MAX)",
+                    shape::MAX_NUMEL
+                ),
+            ));
+        };
         if needed > storage_len {
             return Err(TensorError::OutOfBounds {
                 shape: l.shape,

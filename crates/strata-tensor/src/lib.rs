@@ -19,6 +19,45 @@
 //! * [`cuda`]: streams, events, synchronisation; [`Tensor::to`],
 //!   [`Tensor::pin_memory`] and [`Tensor::record_stream`] move tensors.
 //!
+//! # Bad input is a typed error
+//!
+//! No input through the public API panics or crashes: every failure is a
+//! [`TensorError`] that names what was wrong, and the tensors involved are
+//! left unchanged.
+//!
+//! * **Sizes.** As in PyTorch a tensor holds at most `i64::MAX` elements, and
+//!   every size, stride, offset and extent is computed with overflow checks
+//!   (element and byte counts, `reshape`/`view` inference, broadcast shapes,
+//!   `expand`, `as_strided` extents, `from_slice` shapes, matmul shapes). A
+//!   shape beyond the limits is [`TensorError::SizeOverflow`] naming it (see
+//!   [`shape`]); a size within them that the device cannot hold is the
+//!   allocator's out-of-memory error ([`TensorError::Alloc`]), returned
+//!   before anything is built: creation ops (`zeros`, `full`, `arange`,
+//!   `rand`, `randn`) allocate first and fill in place on the device.
+//! * **Scalars** are converted to a dtype with PyTorch's overflow check
+//!   (`fill_`, `full`, `clamp`'s bounds): 70000 for an f16 tensor or NaN for
+//!   an integer one is [`TensorError::Value`]; a float into an integer tensor
+//!   truncates toward zero; anything converts to bool.
+//! * **Devices.** A device without a backend here (no GPU, an ordinal past
+//!   the last one) is [`TensorError::BackendUnavailable`], also from
+//!   [`default_device`] when `STRATA_DEVICE` names it.
+//!
+//! ```
+//! use strata_tensor::{DType, Device, Tensor, TensorError};
+//! let e = Tensor::zeros(&[1 << 32, 1 << 32], DType::F32, Device::Cpu).unwrap_err();
+//! assert!(matches!(e, TensorError::SizeOverflow { .. }));
+//! let h = Tensor::ones(&[2], DType::F16, Device::Cpu).unwrap();
+//! assert!(matches!(h.clamp(Some(70000), None::<i64>), Err(TensorError::Value { .. })));
+//! ```
+//!
+//! # Random numbers
+//!
+//! [`Tensor::rand`] and [`Tensor::randn`] draw from a counter-based Philox
+//! 4x32-10 stream keyed by the seed: element `i` depends on the seed and `i`
+//! only, so every device gives the same numbers for the same seed and shape,
+//! and a smaller tensor is a prefix of a larger one (the layout of the stream
+//! is documented in `src/random.rs`).
+//!
 //! ```
 //! use strata_tensor::{Tensor, DType, Device};
 //! let a = Tensor::ones(&[2, 3], DType::F32, Device::Cpu).unwrap();
@@ -30,11 +69,13 @@
 #![warn(missing_docs)]
 
 pub(crate) mod backend;
+mod creation;
 pub mod cuda;
 mod device;
 mod display;
 pub mod dtype;
 mod error;
+mod generate;
 pub mod iter_plan;
 pub mod layout;
 mod ops;

@@ -57,9 +57,18 @@ impl Scalar {
     }
 
     /// Whether the value converts to `dtype` without overflow, by PyTorch's
-    /// rule for `fill_`: integers must lie in the dtype's range (u8 also takes
-    /// -255..=-1, which wraps), floats must lie within the finite range
-    /// (infinities pass for float dtypes, NaN for float dtypes only).
+    /// `checked_convert` (used by `fill_`, `full`, `clamp`'s bounds...):
+    /// integers must lie in the dtype's range (u8 also takes -255..=-1, which
+    /// wraps; f16 takes ±65504), floats must lie within the finite range
+    /// (infinities pass for float dtypes, NaN for float dtypes only), and
+    /// anything converts to bool.
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Scalar};
+    /// assert!(!Scalar::Int(70000).fits(DType::F16));
+    /// assert!(Scalar::Float(2.7).fits(DType::I32)); // truncates to 2
+    /// assert!(!Scalar::Float(f64::NAN).fits(DType::I64));
+    /// ```
     pub fn fits(self, dtype: DType) -> bool {
         let (lo, hi) = match dtype {
             DType::U8 => (0.0, 255.0),
@@ -75,6 +84,8 @@ impl Scalar {
             Scalar::Int(i) => match dtype {
                 DType::U8 => (-255..=255).contains(&i),
                 DType::I32 => i32::try_from(i).is_ok(),
+                // Every i64 is within f32/bf16/f64's range, not f16's.
+                DType::F16 => (-65504..=65504).contains(&i),
                 _ => true,
             },
             Scalar::Float(f) => {

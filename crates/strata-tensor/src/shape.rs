@@ -1,11 +1,107 @@
 //! Device-independent shape arithmetic: dims, broadcasting, contiguous strides,
 //! and PyTorch's rule for when a view can reinterpret strided memory.
+//!
+//! # Size limits
+//!
+//! As in PyTorch, a tensor holds at most [`MAX_NUMEL`] (`i64::MAX`) elements,
+//! and a shape that a contiguous tensor is created with must also have
+//! contiguous strides that fit: the product of its sizes, each counted as at
+//! least 1, is at most `i64::MAX`. Every size, stride, offset and extent
+//! computed from user input is checked against these limits
+//! ([`checked_numel`], [`check_contiguous`], [`checked_nbytes`]); a shape
+//! beyond them is [`TensorError::SizeOverflow`] naming the shape, never a
+//! wrapped size. A byte count within the limits that the device cannot hold is
+//! the allocator's out-of-memory error.
 
 use crate::error::{Result, TensorError};
 
-/// Number of elements of a shape (1 for a 0-d shape).
+/// The largest element count, stride, offset or storage extent a tensor may
+/// have: `i64::MAX`, as in PyTorch.
+pub const MAX_NUMEL: usize = i64::MAX as usize;
+
+/// Number of elements of a shape (1 for a 0-d shape, 0 when a size is 0).
+///
+/// Never overflows: a product beyond `usize` saturates to `usize::MAX` (the
+/// shapes of tensors never get there; see [`checked_numel`] for user input).
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    if shape.contains(&0) {
+        return 0;
+    }
+    shape.iter().fold(1usize, |a, &s| a.saturating_mul(s))
+}
+
+/// The element count of `shape`, or [`TensorError::SizeOverflow`] when it
+/// exceeds [`MAX_NUMEL`].
+///
+/// ```
+/// use strata_tensor::shape::checked_numel;
+/// assert_eq!(checked_numel("zeros", &[2, 3]).unwrap(), 6);
+/// assert_eq!(checked_numel("expand", &[1 << 40, 1 << 40, 0]).unwrap(), 0);
+/// assert!(checked_numel("zeros", &[1 << 32, 1 << 32]).is_err());
+/// ```
+pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    product_within(shape.iter().copied()).ok_or_else(|| {
+        TensorError::overflow(
+            op,
+            format!(
+                "shape {shape:?} has more than {MAX_NUMEL} elements (the product of its sizes overflows i64)"
+            ),
+        )
+    })
+}
+
+/// Checks that a contiguous tensor of `shape` can exist: its element count
+/// and its row-major strides (the products of the trailing sizes, each at
+/// least 1) all fit [`MAX_NUMEL`]. Returns the element count.
+///
+/// ```
+/// use strata_tensor::shape::check_contiguous;
+/// assert_eq!(check_contiguous("zeros", &[4, 0, 5]).unwrap(), 0);
+/// assert!(check_contiguous("zeros", &[1 << 40, 1 << 40, 0]).is_err());
+/// ```
+pub fn check_contiguous(op: &'static str, shape: &[usize]) -> Result<usize> {
+    if product_within(shape.iter().map(|&s| s.max(1))).is_none() {
+        return Err(TensorError::overflow(
+            op,
+            format!(
+                "shape {shape:?} is too large: its element count or contiguous strides exceed {MAX_NUMEL} (i64::MAX)"
+            ),
+        ));
+    }
+    Ok(numel(shape))
+}
+
+/// Bytes of `numel` elements of `elem_size` bytes, or
+/// [`TensorError::SizeOverflow`] naming the shape when the count overflows.
+pub fn checked_nbytes(
+    op: &'static str,
+    shape: &[usize],
+    numel: usize,
+    elem_size: usize,
+) -> Result<usize> {
+    numel
+        .checked_mul(elem_size)
+        .filter(|&b| b <= MAX_NUMEL)
+        .ok_or_else(|| {
+            TensorError::overflow(
+                op,
+                format!(
+                    "storage size of shape {shape:?} with {elem_size}-byte elements overflows ({numel} elements)"
+                ),
+            )
+        })
+}
+
+/// The product of `sizes` if it stays within [`MAX_NUMEL`].
+fn product_within(sizes: impl Iterator<Item = usize>) -> Option<usize> {
+    let mut acc = 1usize;
+    for s in sizes {
+        acc = acc.checked_mul(s).filter(|&p| p <= MAX_NUMEL)?;
+    }
+    Some(acc)
 }
 
 /// Row-major (C-order) strides of a shape, in elements.
@@ -18,7 +114,8 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     let mut acc = 1usize;
     for d in (0..shape.len()).rev() {
         strides[d] = acc;
-        acc *= shape[d].max(1);
+        // Saturates only for shapes no tensor has (see `check_contiguous`).
+        acc = acc.saturating_mul(shape[d].max(1));
     }
     strides
 }
@@ -104,6 +201,7 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
             });
         };
     }
+    check_contiguous(op, &out)?;
     Ok(out)
 }
 
@@ -126,7 +224,17 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<
                 format!("invalid size {s} in {shape:?}"),
             ));
         } else {
-            known = known.saturating_mul(s as usize);
+            known = match known.checked_mul(s as usize) {
+                Some(k) => k,
+                // A zero elsewhere would make the product 0; an overflow
+                // before it still names a shape no tensor can have.
+                None => {
+                    return Err(TensorError::overflow(
+                        op,
+                        format!("shape {shape:?} has more elements than fit an i64"),
+                    ))
+                }
+            };
         }
     }
     let mut out: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
@@ -149,6 +257,7 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<
             }
         }
     }
+    check_contiguous(op, &out)?;
     Ok(out)
 }
 
@@ -178,11 +287,12 @@ pub fn view_strides(
         tensor_numel *= old_shape[tensor_d];
         if tensor_d == 0
             || (old_shape[tensor_d - 1] != 1
-                && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride)
+                && Some(old_strides[tensor_d - 1]) != tensor_numel.checked_mul(chunk_base_stride))
         {
             while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
-                new_strides[view_d as usize] = view_numel * chunk_base_stride;
-                view_numel *= new_shape[view_d as usize];
+                // Overflows only for a huge stride on a size-1 dim; no view then.
+                new_strides[view_d as usize] = view_numel.checked_mul(chunk_base_stride)?;
+                view_numel = view_numel.checked_mul(new_shape[view_d as usize])?;
                 view_d -= 1;
             }
             if view_numel != tensor_numel {

@@ -56,9 +56,10 @@ impl Tensor {
 
     /// A contiguous tensor with uninitialised elements.
     pub(crate) fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        let numel = shape::check_contiguous("empty", shape)?;
+        let nbytes = shape::checked_nbytes("empty", shape, numel, dtype.size())?;
         backend_for(device)?;
-        let numel = shape::numel(shape);
-        let storage = Storage::new(numel * dtype.size(), device)?;
+        let storage = Storage::new(nbytes, device)?;
         Ok(Tensor::from_parts(
             Arc::new(storage),
             Layout::contiguous(shape),
@@ -205,12 +206,17 @@ impl Tensor {
 
     /// `torch.arange(start, end, step, dtype)`: `ceil((end - start) / step)`
     /// values `start + i * step`. Without a dtype: i64 when all three are
-    /// integers, else f32.
+    /// integers, else f32. PyTorch's checks apply: a nonzero step whose sign
+    /// agrees with `end - start`, finite bounds, a length within `i64::MAX`
+    /// ([`TensorError::Value`] otherwise), no bool dtype; with an integer
+    /// dtype the arguments are truncated toward zero first. The tensor is
+    /// allocated first and filled in place on its device.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
     /// let t = Tensor::arange(0, 5, 2, None, Device::Cpu).unwrap();
     /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![0, 2, 4]);
+    /// assert!(Tensor::arange(0.0, f64::INFINITY, 1.0, None, Device::Cpu).is_err());
     /// ```
     pub fn arange(
         start: impl Into<Scalar>,
@@ -219,39 +225,8 @@ impl Tensor {
         dtype: Option<DType>,
         device: Device,
     ) -> Result<Tensor> {
-        let (start, end, step) = (start.into(), end.into(), step.into());
-        let all_int = [start, end, step]
-            .iter()
-            .all(|s| !matches!(s, Scalar::Float(_)));
-        let dtype = dtype.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
-        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
-        if st == 0.0 {
-            return Err(TensorError::value("arange", "step must be nonzero"));
-        }
-        if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-            return Err(TensorError::value(
-                "arange",
-                format!(
-                    "upper bound {end} and lower bound {start} inconsistent with step sign {step}"
-                ),
-            ));
-        }
-        let len = if all_int {
-            let (s, e, st) = (start.to_i64(), end.to_i64(), step.to_i64());
-            ((e - s + st - st.signum()) / st).max(0) as usize
-        } else {
-            ((e - s) / st).ceil().max(0.0) as usize
-        };
-        let values: Vec<Scalar> = (0..len)
-            .map(|i| {
-                if all_int {
-                    Scalar::Int(start.to_i64() + i as i64 * step.to_i64())
-                } else {
-                    Scalar::Float(s + i as f64 * st)
-                }
-            })
-            .collect();
-        Tensor::from_scalars(&values, &[len], dtype, device)
+        let plan = crate::creation::arange_plan(start.into(), end.into(), step.into(), dtype)?;
+        Tensor::generated(&[plan.len], plan.dtype, device, plan.seq)
     }
 
     /// A tensor from elements in row-major order.
@@ -263,7 +238,7 @@ impl Tensor {
     /// assert!(Tensor::from_slice(&[1i64, 2], &[3], Device::Cpu).is_err());
     /// ```
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: Device) -> Result<Tensor> {
-        if shape::numel(shape) != data.len() {
+        if shape::check_contiguous("from_slice", shape)? != data.len() {
             return Err(TensorError::shape(
                 "from_slice",
                 format!("{} elements cannot have shape {shape:?}", data.len()),
@@ -297,30 +272,52 @@ impl Tensor {
         })
     }
 
-    /// Uniform samples in `[0, 1)` from a generator seeded with `seed`.
+    /// Uniform samples in `[0, 1)` (at the dtype's precision) from the
+    /// counter-based Philox generator seeded with `seed`: the same numbers on
+    /// every device for the same seed and shape, generated in place (see the
+    /// seed and offset semantics in the crate docs' "Random numbers").
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, DType, Device};
+    /// let a = Tensor::rand(&[1000], DType::F32, 7, Device::Cpu).unwrap();
+    /// let v = a.to_vec::<f32>().unwrap();
+    /// assert!(v.iter().all(|&x| (0.0..1.0).contains(&x)));
+    /// // A shorter tensor with the same seed is a prefix.
+    /// let b = Tensor::rand(&[10], DType::F32, 7, Device::Cpu).unwrap();
+    /// assert_eq!(b.to_vec::<f32>().unwrap(), v[..10].to_vec());
+    /// ```
     pub fn rand(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
-        let v = crate::random::uniform(shape::numel(shape), seed);
-        Tensor::random_of(v, shape, dtype, device, "rand")
+        Tensor::random_of(shape, dtype, device, "rand", seed, |d| {
+            crate::random::Dist::Uniform {
+                bits: crate::random::uniform_bits(d),
+            }
+        })
     }
 
-    /// Standard normal samples from a generator seeded with `seed`.
+    /// Standard normal samples from the counter-based Philox generator seeded
+    /// with `seed` (Box–Muller; the same stream on every device), generated in place.
     pub fn randn(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
-        let v = crate::random::normal(shape::numel(shape), seed);
-        Tensor::random_of(v, shape, dtype, device, "randn")
+        Tensor::random_of(shape, dtype, device, "randn", seed, |_| {
+            crate::random::Dist::Normal
+        })
     }
 
     fn random_of(
-        v: Vec<f64>,
         shape: &[usize],
         dtype: DType,
         device: Device,
         op: &'static str,
+        seed: u64,
+        dist: impl FnOnce(DType) -> crate::random::Dist,
     ) -> Result<Tensor> {
         if !dtype.is_float() {
             return Err(TensorError::unsupported(op, dtype));
         }
-        let s: Vec<Scalar> = v.into_iter().map(Scalar::Float).collect();
-        Tensor::from_scalars(&s, shape, dtype, device)
+        let seq = crate::generate::Sequence::Random {
+            dist: dist(dtype),
+            seed,
+        };
+        Tensor::generated(shape, dtype, device, seq)
     }
 
     // ----- reading ----------------------------------------------------------

@@ -136,7 +136,7 @@ impl Tensor {
             ));
         }
         let mut target: Vec<i64> = self.shape()[..s].iter().map(|&x| x as i64).collect();
-        target.push(self.shape()[s..=e].iter().product::<usize>() as i64);
+        target.push(shape::numel(&self.shape()[s..=e]) as i64);
         target.extend(self.shape()[e + 1..].iter().map(|&x| x as i64));
         self.reshape(&target)
     }

@@ -1,6 +1,11 @@
 //! Replays PyTorch's answers to the tensor programs in `shared/conformance/`
-//! (see its FORMAT.md) against strata and compares values, shapes, strides,
-//! offsets, shared storage, dtypes and error classes.
+//! (see its FORMAT.md) and in the project's own `conformance/` folder (same
+//! format; `conformance/probe_*.py` regenerate them with PyTorch) against
+//! strata and compares values, shapes, strides, offsets, shared storage,
+//! dtypes and error classes.
+//!
+//! A missing vectors folder fails the test: set `STRATA_CONFORMANCE_SKIP=1`
+//! to skip it on purpose (the skip is printed to stderr).
 //!
 //! Cases strata deliberately does not reproduce are listed in `ALLOWED` with
 //! the reason; any other failure fails the test, and so does an allow-listed
@@ -435,8 +440,8 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
     Ok(())
 }
 
-/// Where the vectors are: `STRATA_CONFORMANCE_DIR`, else the `shared` folder
-/// beside the checkout.
+/// Where the shared vectors are: `STRATA_CONFORMANCE_DIR`, else the `shared`
+/// folder beside the checkout.
 fn vectors_dir() -> PathBuf {
     match std::env::var_os("STRATA_CONFORMANCE_DIR") {
         Some(d) => PathBuf::from(d),
@@ -444,15 +449,55 @@ fn vectors_dir() -> PathBuf {
     }
 }
 
-/// Replays every case on `dev`; returns the failures that are not allow-listed.
+/// The project's own vectors: `conformance/` at the repository root.
+fn project_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance")
+}
+
+/// Whether a missing vectors folder may be skipped (loudly).
+fn skip_allowed(what: &str, dir: &std::path::Path) -> bool {
+    let skip = std::env::var("STRATA_CONFORMANCE_SKIP").is_ok_and(|v| v == "1");
+    if skip {
+        eprintln!(
+            "*** SKIPPED: {what} conformance vectors: {} is absent and STRATA_CONFORMANCE_SKIP=1 ***",
+            dir.display()
+        );
+    }
+    skip
+}
+
+/// The files of the project's own vectors (every `*.json` in the folder).
+fn project_files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Replays every case of the shared groups on `dev`; returns the failures
+/// that are not allow-listed.
 fn replay_all(dir: &std::path::Path, dev: Device) -> Vec<String> {
+    let files: Vec<PathBuf> = GROUPS
+        .iter()
+        .map(|g| dir.join(format!("{g}.json")))
+        .collect();
+    replay_files(&files, dev)
+}
+
+/// Replays every case of `files` on `dev`; returns the failures that are not
+/// allow-listed.
+fn replay_files(files: &[PathBuf], dev: Device) -> Vec<String> {
     let allowed: BTreeMap<&str, &str> = ALLOWED.iter().copied().collect();
     let (mut total, mut passed) = (0, 0);
     let mut unexpected = Vec::new();
     let mut stale = Vec::new();
     let mut skipped = 0;
-    for g in GROUPS {
-        let text = std::fs::read_to_string(dir.join(format!("{g}.json"))).unwrap();
+    for path in files {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         let file: Value = serde_json::from_str(&text).unwrap();
         for case in file["cases"].as_array().unwrap() {
             total += 1;
@@ -467,6 +512,7 @@ fn replay_all(dir: &std::path::Path, dev: Device) -> Vec<String> {
             }
         }
     }
+    assert!(total > 0, "no conformance case in {files:?}");
     println!(
         "conformance on {dev}: {passed}/{total} passed, {skipped} allow-listed, {} unexpected failures",
         unexpected.len()
@@ -485,20 +531,66 @@ fn replay_all(dir: &std::path::Path, dev: Device) -> Vec<String> {
 fn pytorch_conformance() {
     let dir = vectors_dir();
     if !dir.join("FORMAT.md").exists() {
-        println!("skipping conformance: {} is absent", dir.display());
+        assert!(
+            skip_allowed("shared", &dir),
+            "the conformance vectors are missing: {} is absent (set STRATA_CONFORMANCE_DIR, \
+             or STRATA_CONFORMANCE_SKIP=1 to skip on purpose)",
+            dir.display()
+        );
         return;
     }
     let mut failures = replay_all(&dir, Device::Cpu);
-    // The same programs on the GPU, where this build and machine have one.
+    // The same programs on the GPU, where this build and machine have one
+    // (`conformance_runs_on_the_gpu` requires it).
     let gpu = Device::Cuda(0);
     if strata_tensor::has_backend(gpu) {
         failures.extend(replay_all(&dir, gpu));
     } else {
-        println!("conformance on {gpu}: skipped: no usable GPU backend here");
+        println!("conformance on {gpu}: not run here (no usable GPU backend)");
     }
     assert!(
         failures.is_empty(),
         "{} conformance cases failed",
         failures.len()
     );
+}
+
+#[test]
+fn project_conformance() {
+    let dir = project_dir();
+    if !dir.is_dir() {
+        assert!(
+            skip_allowed("project", &dir),
+            "the project's conformance vectors are missing: {} is absent",
+            dir.display()
+        );
+        return;
+    }
+    let files = project_files(&dir);
+    let mut failures = replay_files(&files, Device::Cpu);
+    let gpu = Device::Cuda(0);
+    if strata_tensor::has_backend(gpu) {
+        failures.extend(replay_files(&files, gpu));
+    } else {
+        println!("project conformance on {gpu}: not run here (no usable GPU backend)");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} project conformance cases failed",
+        failures.len()
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn conformance_runs_on_the_gpu() {
+    let gpu = Device::Cuda(0);
+    assert!(
+        strata_tensor::has_backend(gpu),
+        "this test needs a CUDA GPU and none is usable: {}",
+        strata_tensor::cuda::unavailable_reason().unwrap_or_default()
+    );
+    // The replays above include cuda:0 when it is usable; here it must be.
+    let failures = replay_files(&project_files(&project_dir()), gpu);
+    assert!(failures.is_empty(), "{failures:?}");
 }

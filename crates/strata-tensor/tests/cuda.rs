@@ -3,29 +3,28 @@
 //! `record_stream`, events; host/device transfers (pinned, pageable, staged,
 //! non-blocking) and typed errors.
 //!
-//! Without a GPU (or without the `cuda` feature) every GPU test prints
-//! `skipped: <reason>` and passes. The `test_device!` macro runs a test body
-//! on the CPU and on the GPU.
+//! Every test that needs a GPU is `#[ignore]`d with the reason, so a machine
+//! without one lists it as ignored; `cargo test -- --include-ignored` runs
+//! them, and there a missing GPU fails them loudly (never a silent pass).
+//! The `test_device!` macro runs a test body on the CPU (always) and on the
+//! GPU (ignored by default).
 
 use strata_tensor::{cuda, DType, Device, Result, RoundingMode, Scalar, Tensor, TensorError};
 
 const GPU: Device = Device::Cuda(0);
 
-/// The GPU, or `None` after printing why the test is skipped.
-fn gpu() -> Option<Device> {
-    if strata_tensor::has_backend(GPU) {
-        Some(GPU)
-    } else {
-        println!(
-            "skipped: {}",
-            cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
-        );
-        None
-    }
+/// The GPU; panics (failing the test) with the reason when there is none.
+fn gpu() -> Device {
+    assert!(
+        strata_tensor::has_backend(GPU),
+        "this test needs a CUDA GPU and none is usable: {}",
+        cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
+    );
+    GPU
 }
 
 /// Runs `$body(device)` as one test per device: `$cpu` on the CPU and `$gpu`
-/// on `cuda:0` (skipped with a printed reason without a GPU).
+/// on `cuda:0` (ignored unless `--include-ignored`).
 macro_rules! test_device {
     ($body:ident, $cpu:ident, $gpu:ident) => {
         #[test]
@@ -33,11 +32,9 @@ macro_rules! test_device {
             $body(Device::Cpu)
         }
         #[test]
+        #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
         fn $gpu() -> Result<()> {
-            match gpu() {
-                Some(d) => $body(d),
-                None => Ok(()),
-            }
+            $body(gpu())
         }
     };
 }
@@ -156,8 +153,9 @@ const DTYPES: [DType; 8] = [
 ];
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn binary_ops_match_cpu_on_random_layouts() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     let mut rng = Rng(0x5eed);
     for case in 0..120u64 {
         let dtype = DTYPES[rng.below(8) as usize];
@@ -218,8 +216,9 @@ fn binary_ops_match_cpu_on_random_layouts() -> Result<()> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn unary_scalar_and_mixed_dtype_ops_match_cpu() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     let mut rng = Rng(77);
     for case in 0..60u64 {
         let dtype = DTYPES[rng.below(8) as usize];
@@ -279,8 +278,9 @@ impl AbsLog for Tensor {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn fill_copy_where_addcmul_match_cpu() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     let mut rng = Rng(99);
     for case in 0..40u64 {
         let dtype = DTYPES[rng.below(8) as usize];
@@ -341,8 +341,9 @@ fn gdst_base(gview: &Tensor, base: &Tensor, _dev: Device) -> Result<Tensor> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn reductions_match_cpu() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     let mut rng = Rng(4242);
     for case in 0..40u64 {
         let dtype = DTYPES[rng.below(7) as usize];
@@ -395,8 +396,9 @@ fn reductions_match_cpu() -> Result<()> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn matmul_matches_cpu() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     let mut rng = Rng(31337);
     for case in 0..30u64 {
         let dtype = [
@@ -460,8 +462,9 @@ fn matmul_matches_cpu() -> Result<()> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn large_transposed_and_broadcast_ops() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     let n = 2048 + 17;
     let a = data(&[n, n], DType::F32, 5)?;
     let b = data(&[n, n], DType::F32, 6)?;
@@ -548,8 +551,9 @@ fn basic_semantics(dev: Device) -> Result<()> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     // Sizes around the staging chunk and the small-copy threshold.
     let (chunk, _) = cuda::staging_geometry();
     for n in [
@@ -601,8 +605,9 @@ fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn streams_events_and_record_stream() -> Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = gpu();
     let side = cuda::Stream::new(dev)?;
     assert_eq!(
         cuda::current_stream(dev)?,
@@ -659,19 +664,24 @@ fn streams_events_and_record_stream() -> Result<()> {
 }
 
 #[test]
+fn without_a_gpu_cuda_tensors_are_typed_errors() {
+    if strata_tensor::has_backend(GPU) {
+        return; // `errors_are_typed` covers the GPU machine.
+    }
+    let e = Tensor::zeros(&[2], DType::F32, GPU).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TensorError::BackendUnavailable { .. } | TensorError::Alloc(_)
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn errors_are_typed() -> Result<()> {
-    let Some(dev) = gpu() else {
-        // Without a GPU, CUDA tensors are a typed error, not a panic.
-        let e = Tensor::zeros(&[2], DType::F32, GPU).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                TensorError::BackendUnavailable { .. } | TensorError::Alloc(_)
-            ),
-            "{e}"
-        );
-        return Ok(());
-    };
+    let dev = gpu();
     let a = Tensor::ones(&[3], DType::F32, dev)?;
     let b = Tensor::ones(&[3], DType::F32, Device::Cpu)?;
     assert!(matches!(a.add(&b), Err(TensorError::DeviceMismatch { .. })));
@@ -681,5 +691,78 @@ fn errors_are_typed() -> Result<()> {
     ));
     let bad = Device::Cuda(1 << 10);
     assert!(Tensor::zeros(&[1], DType::F32, bad).is_err());
+    Ok(())
+}
+
+/// `rand`, `randn` and `arange` are generated on the GPU from the same
+/// counter-based streams as on the CPU: uniform values and ranges are
+/// bit-identical, normal values agree to the last bits of f64's `ln`/`cos`/`sin`.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn generated_tensors_match_the_cpu() -> Result<()> {
+    let dev = gpu();
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for shape in [&[0usize][..], &[1], &[7, 3], &[100_003]] {
+            for seed in [0u64, 1, 0xdead_beef_cafe] {
+                let c = Tensor::rand(shape, dtype, seed, Device::Cpu)?;
+                let g = Tensor::rand(shape, dtype, seed, dev)?;
+                assert_eq!(g.device(), dev);
+                assert_eq!(
+                    c.to_scalars()?,
+                    g.to(Device::Cpu)?.to_scalars()?,
+                    "rand {dtype} {shape:?} seed {seed}"
+                );
+                let c = Tensor::randn(shape, dtype, seed, Device::Cpu)?.to_dtype(DType::F64)?;
+                let g = Tensor::randn(shape, dtype, seed, dev)?
+                    .to(Device::Cpu)?
+                    .to_dtype(DType::F64)?;
+                let (c, g) = (c.to_vec::<f64>()?, g.to_vec::<f64>()?);
+                // One ulp of the dtype at the value (f64: a few ulps of ln/cos/sin).
+                let eps = match dtype {
+                    DType::F64 => 1e-13,
+                    DType::F32 => 2f64.powi(-23),
+                    DType::F16 => 2f64.powi(-10),
+                    _ => 2f64.powi(-7),
+                };
+                for (k, (a, b)) in c.iter().zip(&g).enumerate() {
+                    assert!(
+                        (a - b).abs() <= eps * a.abs().max(1.0),
+                        "randn {dtype} {shape:?} seed {seed} at {k}: {a} vs {b}"
+                    );
+                }
+            }
+        }
+    }
+    for dtype in DType::ALL {
+        if dtype == DType::Bool {
+            continue;
+        }
+        for (s, e, st) in [(0.0, 100_000.0, 1.0), (-3.5, 2.0, 0.25), (10.0, 0.0, -0.3)] {
+            let c = Tensor::arange(s, e, st, Some(dtype), Device::Cpu);
+            let g = Tensor::arange(s, e, st, Some(dtype), dev);
+            match (c, g) {
+                (Ok(c), Ok(g)) => assert_eq!(
+                    c.to_scalars()?,
+                    g.to(Device::Cpu)?.to_scalars()?,
+                    "arange {dtype} {s} {e} {st}"
+                ),
+                // An integer dtype truncates the step -0.3 to 0: an error on both.
+                (Err(_), Err(_)) => {}
+                (c, g) => panic!("arange {dtype} {s} {e} {st}: cpu {c:?}, gpu {g:?}"),
+            }
+        }
+        let c = Tensor::arange(-7, 1_000_003, 3, Some(dtype), Device::Cpu)?;
+        let g = Tensor::arange(-7, 1_000_003, 3, Some(dtype), dev)?;
+        assert_eq!(
+            c.to_scalars()?,
+            g.to(Device::Cpu)?.to_scalars()?,
+            "arange {dtype}"
+        );
+    }
+    // A size the GPU cannot hold is the allocator's typed error, not a host abort.
+    assert!(matches!(
+        Tensor::rand(&[1 << 50], DType::F32, 0, dev),
+        Err(TensorError::Alloc(_))
+    ));
     Ok(())
 }

@@ -60,9 +60,24 @@ fn storage_lifetime_devices_and_errors() {
         other => panic!("expected BackendUnavailable without a GPU, got {other:?}"),
     }
 
-    // STRATA_DEVICE picks the device; a malformed value is an error.
-    std::env::set_var("STRATA_DEVICE", "cuda:1");
-    assert_eq!(default_device().unwrap(), Device::Cuda(1));
+    // STRATA_DEVICE picks the device; a malformed value is an error, and so
+    // is a device that cannot be used here (checked now, not at the first tensor).
+    for (var, d) in [
+        ("cuda", Device::Cuda(0)),
+        ("cuda:1", Device::Cuda(1)),
+        ("cuda:7", Device::Cuda(7)),
+    ] {
+        std::env::set_var("STRATA_DEVICE", var);
+        match default_device() {
+            Ok(got) if strata_tensor::has_backend(d) => assert_eq!(got, d),
+            Err(TensorError::BackendUnavailable { device, .. })
+                if !strata_tensor::has_backend(d) =>
+            {
+                assert_eq!(device, d)
+            }
+            other => panic!("STRATA_DEVICE={var}: got {other:?}"),
+        }
+    }
     std::env::set_var("STRATA_DEVICE", "cpu");
     assert_eq!(default_device().unwrap(), Device::Cpu);
     std::env::set_var("STRATA_DEVICE", "tpu");

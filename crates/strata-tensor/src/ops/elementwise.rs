@@ -382,12 +382,7 @@ impl Tensor {
             return Err(TensorError::unsupported(name, DType::Bool));
         }
         let compute = match op {
-            UnaryOp::Clamp(lo, hi) => {
-                let mut ops = vec![Operand::Tensor(self)];
-                ops.extend(lo.map(Operand::Scalar));
-                ops.extend(hi.map(Operand::Scalar));
-                result_type(&ops)
-            }
+            UnaryOp::Clamp(lo, hi) => crate::ops::checks::clamp_dtype(name, self, lo, hi)?,
             _ if float_only && !self.dtype().is_float() => DType::F32,
             _ => self.dtype(),
         };

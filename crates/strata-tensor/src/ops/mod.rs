@@ -1,6 +1,7 @@
 //! Tensor operations: argument checks, type promotion and broadcasting here
 //! (device-independent), kernels in the backends.
 
+mod checks;
 mod elementwise;
 mod matmul;
 mod overloads;

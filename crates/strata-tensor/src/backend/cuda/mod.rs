@@ -13,6 +13,7 @@ pub(crate) mod context;
 pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod nvrtc;
+pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod transfer;
 

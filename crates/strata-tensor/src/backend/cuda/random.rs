@@ -1,0 +1,206 @@
+//! Generated sequences on the GPU: `arange` and the seeded Philox 4x32-10
+//! streams of `rand`/`randn`, computed exactly as [`crate::random`] and
+//! [`crate::generate::Sequence::at`] compute them on the host, into a
+//! contiguous f64, f32 or i64 tensor (the caller converts to the dtype).
+
+use super::context::{failure, CudaDevice};
+use super::launch::{base_ptr, launch_raw};
+use crate::backend::Arg;
+use crate::error::Result;
+use crate::generate::Sequence;
+use crate::random::{Dist, PHILOX_M, PHILOX_W};
+use std::ffi::c_void;
+
+/// Threads per block.
+const BLOCK: u32 = 256;
+
+/// The CUDA C source: one kernel per sequence kind, grid-stride loops over
+/// 64-bit positions.
+fn source() -> String {
+    format!(
+        r#"
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+
+__device__ __forceinline__ void philox(u32 c[4], u32 k0, u32 k1) {{
+  for (int r = 0; r < 10; ++r) {{
+    if (r > 0) {{ k0 += {w0}u; k1 += {w1}u; }}
+    u32 lo0 = {m0}u * c[0], hi0 = __umulhi({m0}u, c[0]);
+    u32 lo1 = {m1}u * c[2], hi1 = __umulhi({m1}u, c[2]);
+    u32 n0 = hi1 ^ c[1] ^ k0, n2 = hi0 ^ c[3] ^ k1;
+    c[0] = n0; c[1] = lo1; c[2] = n2; c[3] = lo0;
+  }}
+}}
+
+__device__ __forceinline__ double fraction(u64 x, int bits) {{
+  return ldexp((double)(x >> (64 - bits)), -bits);
+}}
+
+__device__ __forceinline__ u64 join(u32 hi, u32 lo) {{ return ((u64)hi << 32) | (u64)lo; }}
+
+extern "C" __global__ void uniform(double* out, i64 n, u64 seed, int bits) {{
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {{
+    u64 b = (u64)i / 2;
+    u32 c[4] = {{(u32)b, (u32)(b >> 32), 0u, 0u}};
+    philox(c, (u32)seed, (u32)(seed >> 32));
+    int j = 2 * (int)(i % 2);
+    out[i] = fraction(join(c[j], c[j + 1]), bits);
+  }}
+}}
+
+extern "C" __global__ void normal(double* out, i64 n, u64 seed) {{
+  const double tau = 6.283185307179586;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {{
+    u64 b = (u64)i / 2;
+    u32 c[4] = {{(u32)b, (u32)(b >> 32), 1u, 0u}};
+    philox(c, (u32)seed, (u32)(seed >> 32));
+    double u1 = fraction(join(c[0], c[1]), 53);
+    double u2 = fraction(join(c[2], c[3]), 53);
+    double r = sqrt(-2.0 * log(1.0 - u1));
+    double t = tau * u2;
+    out[i] = (i % 2 == 0) ? r * cos(t) : r * sin(t);
+  }}
+}}
+
+extern "C" __global__ void range_f64(double* out, i64 n, double start, double step) {{
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+    out[i] = __dadd_rn(start, __dmul_rn((double)i, step));
+}}
+
+extern "C" __global__ void range_f32(float* out, i64 n, float start, float step) {{
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+    out[i] = __fadd_rn(start, __fmul_rn((float)i, step));
+}}
+
+extern "C" __global__ void range_i64(i64* out, i64 n, i64 start, i64 step) {{
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
+    out[i] = (i64)((u64)start + (u64)i * (u64)step);
+}}
+"#,
+        m0 = PHILOX_M[0],
+        m1 = PHILOX_M[1],
+        w0 = PHILOX_W[0],
+        w1 = PHILOX_W[1],
+    )
+}
+
+/// Writes `seq` into the contiguous tensor `out`, whose dtype is
+/// `seq.compute_dtype()` (the caller holds its write lock).
+pub(crate) fn generate(dev: &CudaDevice, out: &Arg, seq: Sequence) -> Result<()> {
+    let n = out.layout.numel();
+    if n == 0 {
+        return Ok(());
+    }
+    if out.dtype != seq.compute_dtype() || !out.layout.is_contiguous() {
+        return Err(failure(
+            dev.device(),
+            "generate",
+            format!(
+                "internal: a {} contiguous output is needed, got {} with layout {:?}",
+                seq.compute_dtype(),
+                out.dtype,
+                out.layout
+            ),
+        ));
+    }
+    let f = super::nvrtc::functions(
+        dev,
+        "generate",
+        source,
+        &["uniform", "normal", "range_f64", "range_f32", "range_i64"],
+    )?;
+    let mut ptr = base_ptr(out);
+    let mut n_i = n as i64;
+    let grid = (n as u64).div_ceil(u64::from(BLOCK)).clamp(1, 1 << 16) as u32;
+    // Each arm launches with the parameters its kernel declares, in order;
+    // the values live on this stack frame for the duration of the launch.
+    let launch = |what: &str, k: usize, params: &mut [*mut c_void]| -> Result<()> {
+        // SAFETY: `params` match the kernel `k`'s parameters (checked per
+        // arm below); the kernel writes `n` elements of the compute dtype
+        // from `ptr`, the start of the contiguous output that holds them.
+        unsafe {
+            launch_raw(
+                dev,
+                what,
+                f[k],
+                (grid, 1, 1),
+                (BLOCK, 1, 1),
+                dev.stream(),
+                params,
+            )
+        }
+    };
+    match seq {
+        Sequence::Random {
+            dist: Dist::Uniform { bits },
+            seed,
+        } => {
+            let (mut seed, mut bits) = (seed, bits as i32);
+            launch(
+                "uniform",
+                0,
+                &mut [
+                    (&mut ptr) as *mut u64 as *mut c_void,
+                    (&mut n_i) as *mut i64 as *mut c_void,
+                    (&mut seed) as *mut u64 as *mut c_void,
+                    (&mut bits) as *mut i32 as *mut c_void,
+                ],
+            )
+        }
+        Sequence::Random {
+            dist: Dist::Normal,
+            seed,
+        } => {
+            let mut seed = seed;
+            launch(
+                "normal",
+                1,
+                &mut [
+                    (&mut ptr) as *mut u64 as *mut c_void,
+                    (&mut n_i) as *mut i64 as *mut c_void,
+                    (&mut seed) as *mut u64 as *mut c_void,
+                ],
+            )
+        }
+        Sequence::FloatRange { start, step } => {
+            let (mut start, mut step) = (start, step);
+            launch(
+                "range_f64",
+                2,
+                &mut [
+                    (&mut ptr) as *mut u64 as *mut c_void,
+                    (&mut n_i) as *mut i64 as *mut c_void,
+                    (&mut start) as *mut f64 as *mut c_void,
+                    (&mut step) as *mut f64 as *mut c_void,
+                ],
+            )
+        }
+        Sequence::Float32Range { start, step } => {
+            let (mut start, mut step) = (start, step);
+            launch(
+                "range_f32",
+                3,
+                &mut [
+                    (&mut ptr) as *mut u64 as *mut c_void,
+                    (&mut n_i) as *mut i64 as *mut c_void,
+                    (&mut start) as *mut f32 as *mut c_void,
+                    (&mut step) as *mut f32 as *mut c_void,
+                ],
+            )
+        }
+        Sequence::IntRange { start, step } => {
+            let (mut start, mut step) = (start, step);
+            launch(
+                "range_i64",
+                4,
+                &mut [
+                    (&mut ptr) as *mut u64 as *mut c_void,
+                    (&mut n_i) as *mut i64 as *mut c_void,
+                    (&mut start) as *mut i64 as *mut c_void,
+                    (&mut step) as *mut i64 as *mut c_void,
+                ],
+            )
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! PyTorch's argument rules for the creation ops that compute their size:
+//! `arange`'s dtype, bounds and length.
+
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::generate::Sequence;
+use crate::scalar::Scalar;
+
+/// What `arange(start, end, step, dtype)` creates: its dtype, length and values.
+#[derive(Debug, PartialEq)]
+pub(crate) struct ArangePlan {
+    pub dtype: DType,
+    pub len: usize,
+    pub seq: Sequence,
+}
+
+/// The scalar as an i64 the way PyTorch's `Scalar::to<int64_t>` converts it:
+/// floats truncate toward zero, values outside i64 (and NaN) are an error.
+fn to_i64_checked(s: Scalar) -> Result<i64> {
+    match s {
+        Scalar::Float(f) if f.is_nan() || f < i64::MIN as f64 || f >= -(i64::MIN as f64) => {
+            Err(TensorError::value(
+                "arange",
+                format!("value {s} cannot be converted to type int64 without overflow"),
+            ))
+        }
+        _ => Ok(s.to_i64()),
+    }
+}
+
+/// Checks `arange`'s arguments as PyTorch does and computes its length.
+///
+/// * dtype: given, or i64 when all three are integers (or bools), else f32;
+///   bool is rejected (PyTorch has no bool `arange` kernel).
+/// * The bounds and step are first converted to the dtype's accumulate type
+///   (i64 for integer dtypes, truncating floats toward zero; f32 for
+///   f16/bf16; f64 for f32/f64). There the step must be nonzero, the bounds
+///   finite, and the step's sign must agree with `end - start`.
+/// * Length: `ceil((end - start) / step)`, computed exactly on the converted
+///   values for i64, and in f64 on the original values for every other dtype
+///   (as PyTorch does); it must lie in `[0, i64::MAX]`.
+pub(crate) fn arange_plan(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<DType>,
+) -> Result<ArangePlan> {
+    let all_int = [start, end, step]
+        .iter()
+        .all(|s| !matches!(s, Scalar::Float(_)));
+    let dtype = dtype.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
+    if dtype == DType::Bool {
+        return Err(TensorError::unsupported("arange", dtype));
+    }
+    let inconsistent = || {
+        TensorError::value(
+            "arange",
+            format!("upper bound {end} and lower bound {start} inconsistent with step sign {step}"),
+        )
+    };
+    let step_zero = || TensorError::value("arange", format!("step must be nonzero (got {step})"));
+    let too_long = |len: String| {
+        TensorError::value(
+            "arange",
+            format!(
+                "invalid size {len} for arange({start}, {end}, {step}): possible overflow (at most i64::MAX elements)"
+            ),
+        )
+    };
+    // The f64 length rule of every dtype but i64.
+    let float_len = || -> Result<usize> {
+        let d = ((end.to_f64() - start.to_f64()) / step.to_f64()).ceil();
+        if d.is_nan() || d < 0.0 || d >= -(i64::MIN as f64) {
+            return Err(too_long(format!("{d}")));
+        }
+        Ok(d as usize)
+    };
+    if !dtype.is_float() {
+        let (s, e, st) = (
+            to_i64_checked(start)?,
+            to_i64_checked(end)?,
+            to_i64_checked(step)?,
+        );
+        if st == 0 {
+            return Err(step_zero());
+        }
+        if (st > 0 && e < s) || (st < 0 && e > s) {
+            return Err(inconsistent());
+        }
+        let len = if dtype == DType::I64 {
+            let (s, e, st) = (i128::from(s), i128::from(e), i128::from(st));
+            let l = (e - s + st - st.signum()) / st;
+            if !(0..=i128::from(i64::MAX)).contains(&l) {
+                return Err(too_long(format!("{l}")));
+            }
+            l as usize
+        } else {
+            float_len()?
+        };
+        return Ok(ArangePlan {
+            dtype,
+            len,
+            seq: Sequence::IntRange { start: s, step: st },
+        });
+    }
+    let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+    let seq = match dtype {
+        DType::F16 | DType::BF16 => {
+            let (s, e, st) = (s as f32, e as f32, st as f32);
+            if !(s.is_finite() && e.is_finite()) {
+                return Err(unsupported_range(start, end));
+            }
+            if st == 0.0 || st.is_nan() {
+                return Err(step_zero());
+            }
+            if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+                return Err(inconsistent());
+            }
+            Sequence::Float32Range { start: s, step: st }
+        }
+        _ => {
+            if !(s.is_finite() && e.is_finite()) {
+                return Err(unsupported_range(start, end));
+            }
+            if st == 0.0 || st.is_nan() {
+                return Err(step_zero());
+            }
+            if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+                return Err(inconsistent());
+            }
+            Sequence::FloatRange { start: s, step: st }
+        }
+    };
+    Ok(ArangePlan {
+        dtype,
+        len: float_len()?,
+        seq,
+    })
+}
+
+fn unsupported_range(start: Scalar, end: Scalar) -> TensorError {
+    TensorError::value(
+        "arange",
+        format!("unsupported range: {start} -> {end} (the bounds must be finite)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn len(s: impl Into<Scalar>, e: impl Into<Scalar>, st: impl Into<Scalar>) -> Result<usize> {
+        arange_plan(s.into(), e.into(), st.into(), None).map(|p| p.len)
+    }
+
+    #[test]
+    fn lengths_follow_ceil_of_the_span_over_the_step() {
+        assert_eq!(len(0, 10, 3).unwrap(), 4);
+        assert_eq!(len(10, 0, -3).unwrap(), 4);
+        assert_eq!(len(0.0, 1.0, 0.3).unwrap(), 4);
+        assert_eq!(len(0, 0, 1).unwrap(), 0);
+        assert_eq!(len(i64::MIN, i64::MIN + 5, 2).unwrap(), 3);
+    }
+
+    #[test]
+    fn hostile_bounds_are_value_errors() {
+        for r in [
+            len(0.0, f64::INFINITY, 1.0),
+            len(f64::NAN, 1.0, 1.0),
+            len(0.0, 1.0, f64::NAN),
+            len(i64::MIN, i64::MAX, 1),
+            len(0, 1, 0),
+            len(1, 0, 1),
+            len(-1e308, 1e308, 1e-308),
+        ] {
+            assert!(matches!(r, Err(TensorError::Value { .. })), "{r:?}");
+        }
+        let b = arange_plan(0.into(), 2.into(), 1.into(), Some(DType::Bool));
+        assert!(matches!(b, Err(TensorError::DType { .. })));
+    }
+}

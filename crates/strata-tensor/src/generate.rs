@@ -1,0 +1,126 @@
+//! Creation ops that compute their elements (`arange`, `rand`, `randn`) fill
+//! a freshly allocated tensor in place, on its own device: the allocator is
+//! asked first (a size it cannot hold is its typed out-of-memory error) and no
+//! host buffer of the tensor's size is ever built.
+//!
+//! On the CPU the elements are written straight into the storage, in parallel
+//! chunks. On a GPU a kernel computes the same sequence (in f64, or i64 for
+//! integer `arange`) and the backend's conversion copy rounds it to the dtype.
+
+use crate::dispatch_dtype;
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::random::{sample, Dist};
+use crate::scalar::Scalar;
+use crate::storage::AccessGuard;
+use crate::tensor::Tensor;
+use rayon::prelude::*;
+use strata_alloc::Device;
+
+/// A sequence to write into a contiguous tensor, element `i` at position `i`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Sequence {
+    /// `start + i * step` in i64 (wrapping), converted to the dtype.
+    IntRange { start: i64, step: i64 },
+    /// `start + i * step` in f64, converted to the dtype.
+    FloatRange { start: f64, step: f64 },
+    /// `start + i * step` in f32 (PyTorch's accumulate type of f16/bf16).
+    Float32Range { start: f32, step: f32 },
+    /// Seeded random values (see [`crate::random`]).
+    Random { dist: Dist, seed: u64 },
+}
+
+impl Sequence {
+    /// Element `i` as a scalar of the sequence's computation type.
+    pub(crate) fn at(self, i: u64) -> Scalar {
+        match self {
+            Sequence::IntRange { start, step } => {
+                Scalar::Int(start.wrapping_add((i as i64).wrapping_mul(step)))
+            }
+            Sequence::FloatRange { start, step } => Scalar::Float(start + i as f64 * step),
+            Sequence::Float32Range { start, step } => {
+                Scalar::Float(f64::from(start + i as f32 * step))
+            }
+            Sequence::Random { dist, seed } => Scalar::Float(sample(dist, seed, i)),
+        }
+    }
+
+    /// The dtype a device kernel computes the sequence in.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn compute_dtype(self) -> DType {
+        match self {
+            Sequence::IntRange { .. } => DType::I64,
+            Sequence::Float32Range { .. } => DType::F32,
+            _ => DType::F64,
+        }
+    }
+}
+
+/// Elements per parallel chunk on the CPU.
+const CHUNK: usize = 1 << 16;
+
+impl Tensor {
+    /// A new contiguous tensor of `shape` and `dtype` on `device` holding `seq`.
+    pub(crate) fn generated(
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+        seq: Sequence,
+    ) -> Result<Tensor> {
+        let out = Tensor::empty(shape, dtype, device)?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
+        match device {
+            Device::Cpu => {
+                let _g = AccessGuard::lock(Some(out.storage()), &[]);
+                dispatch_dtype!(dtype, T => fill_host::<T>(&out, seq));
+            }
+            _ => out.generate_on_device(seq)?,
+        }
+        Ok(out)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn generate_on_device(&self, seq: Sequence) -> Result<()> {
+        let dev = crate::backend::cuda::device_of(self.storage())?;
+        let compute = seq.compute_dtype();
+        let tmp = if compute == self.dtype() {
+            self.clone()
+        } else {
+            Tensor::empty(self.shape(), compute, self.device())?
+        };
+        {
+            let _g = AccessGuard::lock(Some(tmp.storage()), &[]);
+            crate::backend::cuda::random::generate(dev, &tmp.arg(), seq)?;
+        }
+        if !tmp.same_storage(self) {
+            self.copy_from_unchecked(&tmp)?;
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn generate_on_device(&self, _seq: Sequence) -> Result<()> {
+        crate::backend::backend_for(self.device()).map(|_| ())
+    }
+}
+
+/// Writes `seq` into the fresh, contiguous host tensor `out` (its storage
+/// locked for writing by the caller).
+fn fill_host<T: Element>(out: &Tensor, seq: Sequence) {
+    let n = out.numel();
+    // SAFETY: `out` is a fresh contiguous CPU tensor of `n` elements of `T`
+    // at offset 0, whose storage holds exactly `n * size_of::<T>()` bytes
+    // (suitably aligned by the allocator); the caller holds its write lock and
+    // nothing else references the memory while the slice lives.
+    let data = unsafe { std::slice::from_raw_parts_mut(out.storage().host_ptr() as *mut T, n) };
+    data.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let base = (c * CHUNK) as u64;
+            for (k, x) in chunk.iter_mut().enumerate() {
+                *x = T::from_scalar(seq.at(base + k as u64));
+            }
+        });
+}
