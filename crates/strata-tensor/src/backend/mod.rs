@@ -27,40 +27,13 @@ pub(crate) struct Arg<'a> {
     pub dtype: DType,
 }
 
-/// Element-wise binary ops. Arithmetic writes the operands' dtype;
-/// comparisons write bool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    DivTrunc,
-    DivFloor,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
+pub(crate) use crate::ops::table::{BinaryOp, UnaryFn};
 
-impl BinaryOp {
-    pub(crate) fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
-    }
-}
-
-/// Element-wise unary ops (output dtype = input dtype).
+/// Element-wise unary ops (output dtype = input dtype): an op of the table in
+/// `ops::table`, or clamp with its bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum UnaryOp {
-    Neg,
-    Relu,
-    Exp,
-    Log,
+    Map(UnaryFn),
     Clamp(Option<Scalar>, Option<Scalar>),
 }
 

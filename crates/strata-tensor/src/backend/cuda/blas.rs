@@ -6,7 +6,7 @@
 use super::context::{cu_stream, failure, guarded, CudaDevice};
 use super::kernels::ops::arith;
 use super::kernels::{compute_ty, storage_ty, tag, PRELUDE};
-use super::launch::{base_ptr, elementwise, launch_raw, Params};
+use super::launch::{base_ptr, elementwise, launch, KArg, KernelParam, Params};
 use crate::backend::{Arg, BinaryOp};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -279,6 +279,9 @@ struct MM {
     so: [i64; 3],
 }
 
+// SAFETY: `#[repr(C)]`, laid out as `MM` in the source.
+unsafe impl KernelParam for MM {}
+
 /// Integer matmul with wrapping arithmetic, one thread per output element.
 fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
     let d = a.dtype;
@@ -313,7 +316,7 @@ fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
             l.strides[2] as i64,
         ]
     };
-    let mut z = MM {
+    let z = MM {
         bs: a.layout.shape[0] as i64,
         m: a.layout.shape[1] as i64,
         n: b.layout.shape[2] as i64,
@@ -324,24 +327,9 @@ fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
     };
     let total = (z.bs * z.m * z.n) as u64;
     let grid = total.div_ceil(256).min(1 << 20) as u32;
-    let (mut po, mut pa, mut pb) = (base_ptr(out), base_ptr(a), base_ptr(b));
-    let mut params: [*mut c_void; 4] = [
-        (&mut po) as *mut u64 as *mut c_void,
-        (&mut pa) as *mut u64 as *mut c_void,
-        (&mut pb) as *mut u64 as *mut c_void,
-        (&mut z) as *mut MM as *mut c_void,
-    ];
+    let (po, pa, pb) = (base_ptr(out), base_ptr(a), base_ptr(b));
+    let kargs = [KArg::of(&po), KArg::of(&pa), KArg::of(&pb), KArg::of(&z)];
     // SAFETY: the parameters match `imm(char*, const char*, const char*, MM)`;
     // indices stay below each operand's shape, so addresses lie in its layout.
-    unsafe {
-        launch_raw(
-            dev,
-            &key,
-            f,
-            (grid, 1, 1),
-            (256, 1, 1),
-            dev.stream(),
-            &mut params,
-        )
-    }
+    unsafe { launch(dev, &key, f, (grid, 1, 1), (256, 1, 1), dev.stream(), kargs) }
 }

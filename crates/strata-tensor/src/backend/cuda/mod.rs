@@ -20,6 +20,7 @@ use crate::backend::{Arg, Backend, BinaryOp, ReduceOp, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
+use crate::ops::table::ScalarRule;
 use crate::scalar::Scalar;
 use crate::storage::Storage;
 use context::{failure, CudaDevice};
@@ -143,11 +144,9 @@ impl Backend for CudaBackend {
     fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) -> Result<()> {
         let dev = device_of(out.storage)?;
         let d = a.dtype;
-        let s = match op {
-            BinaryOp::Mul | BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor => {
-                dispatch_dtype!(d, T => to_acc::<T>(b))
-            }
-            _ => dispatch_dtype!(d, T => via_elem::<T>(b)),
+        let s = match op.scalar_rule() {
+            ScalarRule::Acc => dispatch_dtype!(d, T => to_acc::<T>(b)),
+            ScalarRule::Elem => dispatch_dtype!(d, T => via_elem::<T>(b)),
         };
         let mut prm = Params::default();
         set_slot(&mut prm, 0, d, s);
@@ -170,10 +169,10 @@ impl Backend for CudaBackend {
             }
         }
         let name = match op {
-            UnaryOp::Clamp(..) => "clamp".to_string(),
-            o => format!("{o:?}"),
+            UnaryOp::Clamp(..) => "clamp",
+            UnaryOp::Map(f) => f.name(false),
         };
-        elementwise(dev, &name, || ops::unary(op, d), out, &[a], prm)
+        elementwise(dev, name, || ops::unary(op, d), out, &[a], prm)
     }
 
     fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar) -> Result<()> {

@@ -18,6 +18,7 @@ pub(crate) mod ops;
 pub(crate) mod reduce;
 
 use crate::dtype::DType;
+pub(crate) use crate::ops::table::compute_ty;
 
 /// Maximum number of (coalesced) dims a kernel accepts.
 pub(crate) const MAXD: usize = 12;
@@ -51,7 +52,7 @@ template <class T> __device__ __forceinline__ T clamp_nan(T v, bool h0, T lo, bo
   if (h1) v = min_nan(v, hi);
   return v;
 }
-__device__ __forceinline__ float divfloor_f(float a, float b) {
+__device__ __forceinline__ float divfloorf(float a, float b) {
   if (b == 0.0f) return a / b;
   float m = fmodf(a, b);
   float d = (a - m) / b;
@@ -59,7 +60,7 @@ __device__ __forceinline__ float divfloor_f(float a, float b) {
   if (d != 0.0f) { float fl = floorf(d); if (d - fl > 0.5f) fl += 1.0f; return fl; }
   return copysignf(0.0f, a / b);
 }
-__device__ __forceinline__ double divfloor_d(double a, double b) {
+__device__ __forceinline__ double divfloor(double a, double b) {
   if (b == 0.0) return a / b;
   double m = fmod(a, b);
   double d = (a - m) / b;
@@ -96,26 +97,6 @@ pub(crate) fn storage_ty(d: DType) -> &'static str {
         DType::I32 => "int",
         DType::I64 => "i64",
         DType::U8 | DType::Bool => "u8",
-    }
-}
-
-/// The C type arithmetic on `d` is done in (the CPU's `Element::Acc`).
-pub(crate) fn compute_ty(d: DType) -> &'static str {
-    match d {
-        DType::F32 | DType::F16 | DType::BF16 => "float",
-        DType::F64 => "double",
-        DType::I32 => "int",
-        DType::I64 => "i64",
-        DType::U8 => "u8",
-        DType::Bool => "bool",
-    }
-}
-
-/// The unsigned type integer arithmetic of `d` wraps in.
-pub(crate) fn wrap_ty(d: DType) -> &'static str {
-    match d {
-        DType::I64 => "u64",
-        _ => "u32",
     }
 }
 

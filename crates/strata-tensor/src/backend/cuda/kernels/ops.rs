@@ -2,7 +2,7 @@
 //! inputs `x1`, `x2`, `x3` and the scalar parameters `prm`, with the CPU
 //! backend's semantics.
 
-use super::{compute_ty, load, store, wrap_ty};
+use super::{compute_ty, load, store};
 use crate::backend::{BinaryOp, UnaryOp};
 use crate::dtype::DType;
 
@@ -15,62 +15,10 @@ pub(crate) fn scalar(d: DType, i: usize) -> String {
     }
 }
 
-/// `a op b` for arithmetic ops in `d`'s compute type.
+/// `a op b` for any op of the binary table in `d`'s compute type
+/// (comparisons give a C bool).
 pub(crate) fn arith(op: BinaryOp, d: DType, a: &str, b: &str) -> String {
-    let c = compute_ty(d);
-    let u = wrap_ty(d);
-    match d {
-        DType::Bool => match op {
-            BinaryOp::Add => format!("({a} | {b})"),
-            BinaryOp::Sub => format!("({a} ^ {b})"),
-            _ => format!("({a} & {b})"),
-        },
-        _ if d.is_float() => {
-            let f = d != DType::F64;
-            match op {
-                BinaryOp::Add => format!("({a} + {b})"),
-                BinaryOp::Sub => format!("({a} - {b})"),
-                BinaryOp::Mul => format!("({a} * {b})"),
-                BinaryOp::Div => format!("({a} / {b})"),
-                BinaryOp::DivTrunc => {
-                    format!("{}(({a}) / ({b}))", if f { "truncf" } else { "trunc" })
-                }
-                BinaryOp::DivFloor => {
-                    format!("{}({a}, {b})", if f { "divfloor_f" } else { "divfloor_d" })
-                }
-                _ => unreachable!("comparison routed to arith"),
-            }
-        }
-        DType::U8 => match op {
-            BinaryOp::Add => format!("((u8)({a} + {b}))"),
-            BinaryOp::Sub => format!("((u8)({a} - {b}))"),
-            BinaryOp::Mul => format!("((u8)((u32){a} * (u32){b}))"),
-            BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor => format!("udiv({a}, {b})"),
-            _ => unreachable!("comparison routed to arith"),
-        },
-        _ => match op {
-            BinaryOp::Add => format!("wadd<{c}, {u}>({a}, {b})"),
-            BinaryOp::Sub => format!("wsub<{c}, {u}>({a}, {b})"),
-            BinaryOp::Mul => format!("wmul<{c}, {u}>({a}, {b})"),
-            BinaryOp::Div | BinaryOp::DivTrunc => format!("sdiv<{c}, {u}>({a}, {b})"),
-            BinaryOp::DivFloor => format!("sdivfloor<{c}, {u}>({a}, {b})"),
-            _ => unreachable!("comparison routed to arith"),
-        },
-    }
-}
-
-/// `a op b` for comparisons.
-pub(crate) fn compare(op: BinaryOp, a: &str, b: &str) -> String {
-    let o = match op {
-        BinaryOp::Eq => "==",
-        BinaryOp::Ne => "!=",
-        BinaryOp::Lt => "<",
-        BinaryOp::Le => "<=",
-        BinaryOp::Gt => ">",
-        BinaryOp::Ge => ">=",
-        _ => unreachable!("arithmetic routed to compare"),
-    };
-    format!("({a} {o} {b})")
+    op.cuda_expr(d, a, b)
 }
 
 /// Body of `out = a op b` (both operands of dtype `d`; `b_scalar` when b is `prm` slot 0).
@@ -81,36 +29,19 @@ pub(crate) fn binary(op: BinaryOp, d: DType, b_scalar: bool) -> String {
     } else {
         load(d, "x2")
     };
-    let (expr, out) = if op.is_comparison() {
-        (compare(op, "a", "b"), DType::Bool)
-    } else {
-        (arith(op, d, "a", "b"), d)
-    };
+    let out = if op.is_comparison() { DType::Bool } else { d };
     format!(
         "const {c} a = {}; const {c} b = {b}; return {};",
         load(d, "x1"),
-        store(out, &expr)
+        store(out, &op.cuda_expr(d, "a", "b"))
     )
 }
 
 /// Body of `out = op(a)`.
 pub(crate) fn unary(op: UnaryOp, d: DType) -> String {
     let c = compute_ty(d);
-    let f = d != DType::F64;
     let expr = match op {
-        UnaryOp::Neg => match d {
-            DType::Bool => "a".to_string(),
-            DType::U8 => "((u8)(0u - (u32)a))".to_string(),
-            _ if d.is_float() => "(-a)".to_string(),
-            _ => format!("wneg<{c}, {}>(a)", wrap_ty(d)),
-        },
-        UnaryOp::Relu => match d {
-            DType::Bool => "a".to_string(),
-            _ => format!("(a < ({c})0 ? ({c})0 : a)"),
-        },
-        UnaryOp::Exp if d.is_float() => format!("{}(a)", if f { "expf" } else { "exp" }),
-        UnaryOp::Log if d.is_float() => format!("{}(a)", if f { "logf" } else { "log" }),
-        UnaryOp::Exp | UnaryOp::Log => "a".to_string(),
+        UnaryOp::Map(f) => f.cuda_expr(d, "a"),
         UnaryOp::Clamp(..) => format!(
             "clamp_nan<{c}>(a, prm.has0 != 0, {}, prm.has1 != 0, {})",
             scalar(d, 0),
