@@ -1,7 +1,7 @@
 //! The [`Tensor`] type: a cheap handle (one `Arc`) on a strided view of a
 //! reference-counted storage, and the basic accessors and creation functions.
 
-use crate::backend::{backend_for, Arg, Backend};
+use crate::backend::{Arg, Backend};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::{Result, TensorError};
@@ -56,7 +56,6 @@ impl Tensor {
 
     /// A contiguous tensor with uninitialised elements.
     pub(crate) fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-        backend_for(device)?;
         let numel = shape::numel(shape);
         let storage = Storage::new(numel * dtype.size(), device)?;
         Ok(Tensor::from_parts(
@@ -66,13 +65,14 @@ impl Tensor {
         ))
     }
 
+    /// The backend of the tensor's storage (no lookup).
     pub(crate) fn backend(&self) -> Result<&'static dyn Backend> {
-        backend_for(self.device())
+        Ok(self.inner.storage.backend())
     }
 
     pub(crate) fn arg(&self) -> Arg<'_> {
         Arg {
-            storage: &self.inner.storage,
+            mem: self.inner.storage.mem(),
             layout: self.inner.layout.clone(),
             dtype: self.inner.dtype,
         }
@@ -82,7 +82,7 @@ impl Tensor {
     pub(crate) fn arg_as(&self, shape: &[usize]) -> Arg<'_> {
         let l = &self.inner.layout;
         Arg {
-            storage: &self.inner.storage,
+            mem: self.inner.storage.mem(),
             layout: Layout {
                 shape: shape.to_vec(),
                 strides: l.broadcast_strides(shape),
@@ -275,7 +275,7 @@ impl Tensor {
         let bytes = unsafe {
             std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
         };
-        t.backend()?.write_from_host(t.storage(), bytes)?;
+        t.backend()?.write_from_host(t.storage().mem(), bytes)?;
         Ok(t)
     }
 
@@ -353,7 +353,7 @@ impl Tensor {
                 out.as_mut_ptr() as *mut u8,
                 n * std::mem::size_of::<T>(),
             );
-            be.read_to_host(c.storage(), c.offset() * c.dtype().size(), bytes)?;
+            be.read_to_host(c.storage().mem(), c.offset() * c.dtype().size(), bytes)?;
             out.set_len(n);
         }
         Ok(out)

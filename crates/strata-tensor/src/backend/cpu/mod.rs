@@ -7,13 +7,12 @@ mod matmul;
 mod reduce;
 mod simd;
 
-use crate::backend::{Arg, Backend, BinaryOp, ReduceOp, UnaryFn, UnaryOp};
+use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryFn, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{Arith, DType, Element};
 use crate::error::Result;
 use crate::ops::table::{binary_op_table, unary_op_table, ScalarRule};
 use crate::scalar::Scalar;
-use crate::storage::Storage;
 use elementwise::{fill, map1, map2, map3};
 
 pub(crate) use loops::PARALLEL_THRESHOLD;
@@ -245,8 +244,8 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()> {
-        assert!(bytes.len() <= dst.nbytes());
+    fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()> {
+        assert!(bytes.len() <= dst.nbytes);
         if bytes.is_empty() {
             return Ok(());
         }
@@ -256,8 +255,8 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
-        assert!(offset + out.len() <= src.nbytes());
+    fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {
+        assert!(offset + out.len() <= src.nbytes);
         if out.is_empty() {
             return Ok(());
         }

@@ -7,22 +7,21 @@ use super::context::{cu_stream, failure, guarded, CudaDevice};
 use super::kernels::ops::arith;
 use super::kernels::{compute_ty, storage_ty, tag, PRELUDE};
 use super::launch::{base_ptr, elementwise, launch, KArg, KernelParam, Params};
-use crate::backend::{Arg, BinaryOp};
+use crate::backend::{Arg, BinaryOp, Mem};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::layout::Layout;
-use crate::storage::Storage;
 use cudarc::cublas::sys as cb;
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::OnceLock;
 use strata_alloc::{Allocation, StreamId};
 
 /// Workspace per stream (PyTorch's size on Hopper).
 const WORKSPACE: u64 = 32 << 20;
 
-struct Handle {
+/// A device's cuBLAS handle and its workspace per stream (held by
+/// [`CudaDevice::blas`]).
+pub(crate) struct Handle {
     raw: cb::cublasHandle_t,
     workspaces: HashMap<StreamId, Allocation>,
 }
@@ -30,11 +29,6 @@ struct Handle {
 // SAFETY: a cuBLAS handle may be used from any thread as long as calls on it
 // are serialised, which the surrounding mutex guarantees.
 unsafe impl Send for Handle {}
-
-fn handles() -> &'static Mutex<HashMap<usize, Handle>> {
-    static H: OnceLock<Mutex<HashMap<usize, Handle>>> = OnceLock::new();
-    H.get_or_init(|| Mutex::new(HashMap::new()))
-}
 
 /// Runs `f` with the device's cuBLAS handle bound to the current stream and
 /// that stream's workspace.
@@ -44,15 +38,15 @@ fn with_handle(dev: &CudaDevice, f: impl FnOnce(cb::cublasHandle_t) -> Result<()
         .map_err(|reason| TensorError::BackendUnavailable { device, reason })?;
     dev.bind()?;
     let stream = dev.stream();
-    let mut map = handles().lock();
-    let h = match map.entry(dev.ordinal) {
-        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::hash_map::Entry::Vacant(e) => {
+    let mut slot = dev.blas.lock();
+    let h = match &mut *slot {
+        Some(h) => h,
+        None => {
             let raw = guarded(device, "cublasCreate_v2", || {
                 cudarc::cublas::result::create_handle()
                     .map_err(|e| failure(device, "cublasCreate_v2", format!("{e:?}")))
             })?;
-            e.insert(Handle {
+            slot.insert(Handle {
                 raw,
                 workspaces: HashMap::new(),
             })
@@ -91,12 +85,14 @@ fn mat_layout(rows: usize, cols: usize, sr: usize, sc: usize) -> Option<(bool, u
     }
 }
 
-/// A contiguous copy of `a` (for operands cuBLAS cannot address).
-fn contiguous_copy(dev: &CudaDevice, a: &Arg) -> Result<Storage> {
+/// A contiguous copy of `a` (for operands cuBLAS cannot address), in scratch
+/// memory of the device.
+fn contiguous_copy(dev: &CudaDevice, a: &Arg) -> Result<Allocation> {
     let n = a.layout.numel();
-    let s = Storage::new(n * a.dtype.size(), a.storage.device())?;
+    let nbytes = n * a.dtype.size();
+    let s = dev.scratch(nbytes)?;
     let out = Arg {
-        storage: &s,
+        mem: scratch_mem(dev, &s, nbytes),
         layout: Layout::contiguous(&a.layout.shape),
         dtype: a.dtype,
     };
@@ -110,6 +106,16 @@ fn contiguous_copy(dev: &CudaDevice, a: &Arg) -> Result<Storage> {
         Params::default(),
     )?;
     Ok(s)
+}
+
+/// The memory of a scratch allocation, borrowed from it.
+fn scratch_mem<'a>(dev: &CudaDevice, s: &'a Allocation, nbytes: usize) -> Mem<'a> {
+    Mem {
+        ptr: s.ptr(),
+        nbytes,
+        device: dev.device(),
+        life: std::marker::PhantomData,
+    }
 }
 
 /// Batched `out[b] = a[b] @ b[b]`; operands `[B, m, k]`, `[B, k, n]`, out a
@@ -138,12 +144,12 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
     let a_tmp;
     let b_tmp;
     let mut a_arg = Arg {
-        storage: a.storage,
+        mem: a.mem,
         layout: a.layout.clone(),
         dtype: a.dtype,
     };
     let mut b_arg = Arg {
-        storage: b.storage,
+        mem: b.mem,
         layout: b.layout.clone(),
         dtype: b.dtype,
     };
@@ -153,7 +159,7 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         None => {
             a_tmp = contiguous_copy(dev, a)?;
             a_arg = Arg {
-                storage: &a_tmp,
+                mem: scratch_mem(dev, &a_tmp, a.layout.numel() * a.dtype.size()),
                 layout: Layout::contiguous(&a.layout.shape),
                 dtype: a.dtype,
             };
@@ -166,7 +172,7 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         None => {
             b_tmp = contiguous_copy(dev, b)?;
             b_arg = Arg {
-                storage: &b_tmp,
+                mem: scratch_mem(dev, &b_tmp, b.layout.numel() * b.dtype.size()),
                 layout: Layout::contiguous(&b.layout.shape),
                 dtype: b.dtype,
             };

@@ -76,7 +76,7 @@ pub(crate) fn plan(args: &[&Arg]) -> Plan {
 
 /// Address of an operand's first element.
 pub(crate) fn base_ptr(a: &Arg) -> u64 {
-    a.storage.allocation().ptr() + (a.layout.offset * a.dtype.size()) as u64
+    a.mem.ptr + (a.layout.offset * a.dtype.size()) as u64
 }
 
 /// A type whose values can be passed by value as a kernel parameter: plain

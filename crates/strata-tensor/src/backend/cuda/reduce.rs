@@ -13,7 +13,6 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::reduce_plan::ReducePlan;
 use crate::scalar::Scalar;
-use crate::storage::Storage;
 
 /// Reduces `input` over `dims` into the contiguous `values` and/or `indices`.
 pub(crate) fn reduce(
@@ -86,14 +85,11 @@ pub(crate) fn reduce(
     );
     let csize = compute_size(d);
     let scratch = if parts > 1 {
-        Some(Storage::new(
-            nout * parts * (csize + 8),
-            input.storage.device(),
-        )?)
+        Some(dev.scratch(nout * parts * (csize + 8))?)
     } else {
         None
     };
-    let ppv = scratch.as_ref().map_or(0, |s| s.allocation().ptr());
+    let ppv = scratch.as_ref().map_or(0, |s| s.ptr());
     let mut ppk = ppv + (nout * parts * csize).next_multiple_of(8) as u64;
     if scratch.is_none() {
         ppk = 0;
