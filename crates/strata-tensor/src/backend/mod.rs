@@ -15,7 +15,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 #[cfg(not(feature = "cuda"))]
-mod cuda_stub;
+pub(crate) mod cuda_stub;
 
 /// Streams, events, transfers and pinned memory of GPUs (or their stub).
 #[cfg(feature = "cuda")]
@@ -38,6 +38,8 @@ use strata_alloc::Device;
 pub(crate) struct Mem<'a> {
     pub ptr: u64,
     pub nbytes: usize,
+    /// Read by the CUDA backend (copies check both ends are one device).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub device: Device,
     pub life: PhantomData<&'a ()>,
 }

@@ -6,10 +6,11 @@
 //! its own macro and receives all rows, so each part is generated where it
 //! belongs:
 //!
-//! * here: the op enums ([`UnaryFn`], [`BinaryOp`]) with their names, dtype
-//!   rules and CUDA expressions;
+//! * here: the op enums ([`UnaryFn`], [`BinaryOp`]) with their names and
+//!   dtype rules;
 //! * `ops::elementwise`: the public `Tensor` methods;
-//! * `backend::cpu`: one monomorphised SIMD loop per op and dtype.
+//! * `backend::cpu`: one monomorphised SIMD loop per op and dtype;
+//! * `backend::cuda::kernels::ops`: the CUDA C expression per op and dtype.
 //!
 //! Adding an element-wise op is one row here (and its gradient in
 //! strata-autograd).
@@ -45,8 +46,6 @@
 //! `scalar` says how a scalar operand enters: `Elem` rounds it to the tensor's
 //! dtype first (PyTorch's rule for add, sub and comparisons), `Acc` keeps it at
 //! the compute type's precision (mul, div). CUDA templates use `{a}`, `{b}`.
-
-use crate::dtype::DType;
 
 /// The unary element-wise ops.
 macro_rules! unary_op_table {
@@ -263,57 +262,6 @@ pub(crate) enum ScalarRule {
     Acc,
 }
 
-/// Expands a CUDA expression template (see the module docs) for dtype `d`
-/// with operands `a` and `b`.
-pub(crate) fn expand(template: &str, d: DType, a: &str, b: &str) -> String {
-    let mut out = String::with_capacity(template.len() + a.len() + b.len());
-    let mut rest = template;
-    while let Some(i) = rest.find('{') {
-        out.push_str(&rest[..i]);
-        let tail = &rest[i..];
-        let sub = match tail.get(..3) {
-            Some("{a}") => Some(a),
-            Some("{b}") => Some(b),
-            Some("{c}") => Some(compute_ty(d)),
-            Some("{u}") => Some(wrap_ty(d)),
-            Some("{f}") => Some(if d == DType::F64 { "" } else { "f" }),
-            _ => None,
-        };
-        match sub {
-            Some(s) => {
-                out.push_str(s);
-                rest = &tail[3..];
-            }
-            None => {
-                out.push('{');
-                rest = &tail[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// The C type arithmetic on `d` is done in (the CPU's `Element::Acc`).
-pub(crate) fn compute_ty(d: DType) -> &'static str {
-    match d {
-        DType::F32 | DType::F16 | DType::BF16 => "float",
-        DType::F64 => "double",
-        DType::I32 => "int",
-        DType::I64 => "i64",
-        DType::U8 => "u8",
-        DType::Bool => "bool",
-    }
-}
-
-/// The unsigned C type integer arithmetic of `d` wraps in.
-pub(crate) fn wrap_ty(d: DType) -> &'static str {
-    match d {
-        DType::I64 => "u64",
-        _ => "u32",
-    }
-}
-
 /// Generates [`UnaryFn`] from the unary table.
 macro_rules! unary_enum {
     ($(
@@ -346,21 +294,6 @@ macro_rules! unary_enum {
                 match self {
                     $(UnaryFn::$V => UnaryDTypes::$rule,)*
                 }
-            }
-            /// The CUDA expression of `op(a)` in `d`'s compute type.
-            pub(crate) fn cuda_expr(self, d: DType, a: &str) -> String {
-                let template = match self {
-                    $(UnaryFn::$V => {
-                        let int: Option<&str> = None $(.or(Some($ci)))?;
-                        match d {
-                            // Never reached: bool inputs are rejected or promoted.
-                            DType::Bool => "{a}",
-                            _ if d.is_float() => $cf,
-                            _ => int.unwrap_or("{a}"),
-                        }
-                    })*
-                };
-                expand(template, d, a, "")
             }
         }
     };
@@ -425,20 +358,6 @@ macro_rules! binary_enum {
                     $(BinaryOp::$C => ScalarRule::Elem,)*
                 }
             }
-            /// The CUDA expression of `a op b` (operands in `d`'s compute
-            /// type; comparisons give a C bool).
-            pub(crate) fn cuda_expr(self, d: DType, a: &str, b: &str) -> String {
-                let template = match self {
-                    $(BinaryOp::$V => match d {
-                        DType::Bool => $cb,
-                        DType::U8 => $cu,
-                        _ if d.is_float() => $cf,
-                        _ => $ci,
-                    },)*
-                    $(BinaryOp::$C => $cc,)*
-                };
-                expand(template, d, a, b)
-            }
         }
     };
 }
@@ -447,24 +366,6 @@ binary_op_table!(binary_enum);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn templates_expand_per_dtype() {
-        assert_eq!(UnaryFn::Exp.cuda_expr(DType::F32, "a"), "expf(a)");
-        assert_eq!(UnaryFn::Exp.cuda_expr(DType::F64, "a"), "exp(a)");
-        assert_eq!(UnaryFn::Neg.cuda_expr(DType::I64, "a"), "wneg<i64, u64>(a)");
-        assert_eq!(
-            BinaryOp::DivFloor.cuda_expr(DType::BF16, "x", "y"),
-            "divfloorf(x, y)"
-        );
-        assert_eq!(
-            BinaryOp::Add.cuda_expr(DType::I32, "x", "(v * a)"),
-            "wadd<int, u32>(x, (v * a))"
-        );
-        assert_eq!(BinaryOp::Lt.cuda_expr(DType::U8, "a", "b"), "(a < b)");
-        // An operand that itself contains a placeholder is not expanded again.
-        assert_eq!(expand("({a} + {b})", DType::F32, "{b}", "q"), "({b} + q)");
-    }
 
     #[test]
     fn rules_come_from_the_table() {

@@ -18,7 +18,6 @@ pub(crate) mod ops;
 pub(crate) mod reduce;
 
 use crate::dtype::DType;
-pub(crate) use crate::ops::table::compute_ty;
 
 /// Maximum number of (coalesced) dims a kernel accepts.
 pub(crate) const MAXD: usize = 12;
@@ -97,6 +96,57 @@ pub(crate) fn storage_ty(d: DType) -> &'static str {
         DType::I32 => "int",
         DType::I64 => "i64",
         DType::U8 | DType::Bool => "u8",
+    }
+}
+
+/// Expands a CUDA expression template (see `ops::table`) for dtype `d`
+/// with operands `a` and `b`.
+pub(crate) fn expand(template: &str, d: DType, a: &str, b: &str) -> String {
+    let mut out = String::with_capacity(template.len() + a.len() + b.len());
+    let mut rest = template;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let sub = match tail.get(..3) {
+            Some("{a}") => Some(a),
+            Some("{b}") => Some(b),
+            Some("{c}") => Some(compute_ty(d)),
+            Some("{u}") => Some(wrap_ty(d)),
+            Some("{f}") => Some(if d == DType::F64 { "" } else { "f" }),
+            _ => None,
+        };
+        match sub {
+            Some(s) => {
+                out.push_str(s);
+                rest = &tail[3..];
+            }
+            None => {
+                out.push('{');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The C type arithmetic on `d` is done in (the CPU's `Element::Acc`).
+pub(crate) fn compute_ty(d: DType) -> &'static str {
+    match d {
+        DType::F32 | DType::F16 | DType::BF16 => "float",
+        DType::F64 => "double",
+        DType::I32 => "int",
+        DType::I64 => "i64",
+        DType::U8 => "u8",
+        DType::Bool => "bool",
+    }
+}
+
+/// The unsigned C type integer arithmetic of `d` wraps in.
+pub(crate) fn wrap_ty(d: DType) -> &'static str {
+    match d {
+        DType::I64 => "u64",
+        _ => "u32",
     }
 }
 

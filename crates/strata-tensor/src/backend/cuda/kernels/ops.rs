@@ -2,9 +2,11 @@
 //! inputs `x1`, `x2`, `x3` and the scalar parameters `prm`, with the CPU
 //! backend's semantics.
 
-use super::{compute_ty, load, store};
+use super::{compute_ty, expand, load, store};
+use crate::backend::UnaryFn;
 use crate::backend::{BinaryOp, UnaryOp};
 use crate::dtype::DType;
+use crate::ops::table::{binary_op_table, unary_op_table};
 
 /// The scalar in slot `i` (0 or 1) of `prm`, as `d`'s compute type.
 pub(crate) fn scalar(d: DType, i: usize) -> String {
@@ -15,11 +17,74 @@ pub(crate) fn scalar(d: DType, i: usize) -> String {
     }
 }
 
-/// `a op b` for any op of the binary table in `d`'s compute type
-/// (comparisons give a C bool).
-pub(crate) fn arith(op: BinaryOp, d: DType, a: &str, b: &str) -> String {
-    op.cuda_expr(d, a, b)
+/// The CUDA expressions of the unary table's ops.
+macro_rules! cuda_unary {
+    ($(
+        $(#[$doc:meta])*
+        $V:ident {
+            method: $m:ident,
+            $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+            dtypes: $rule:ident,
+            cpu: |$x:ident| $cpu:expr,
+            cuda: { float: $cf:literal $(, int: $ci:literal)? }
+        }
+    )*) => {
+        /// The CUDA expression of `f(a)` in `d`'s compute type.
+        pub(crate) fn unary_expr(f: UnaryFn, d: DType, a: &str) -> String {
+            let template = match f {
+                $(UnaryFn::$V => {
+                    let int: Option<&str> = None $(.or(Some($ci)))?;
+                    match d {
+                        // Never reached: bool inputs are rejected or promoted.
+                        DType::Bool => "{a}",
+                        _ if d.is_float() => $cf,
+                        _ => int.unwrap_or("{a}"),
+                    }
+                })*
+            };
+            expand(template, d, a, "")
+        }
+    };
 }
+unary_op_table!(cuda_unary);
+
+/// The CUDA expressions of the binary table's ops.
+macro_rules! cuda_binary {
+    (
+        arith { $(
+            $(#[$doc:meta])*
+            $V:ident {
+                $(method: $m:ident,)?
+                $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+                $(named: $n:ident,)?
+                dtypes: $rule:ident $(($msg:literal))?,
+                scalar: $scalar:ident,
+                cpu: |$a:ident, $b:ident| $cpu:expr,
+                cuda: { bool: $cb:literal, float: $cf:literal, u8: $cu:literal, int: $ci:literal }
+            }
+        )* }
+        compare { $(
+            $(#[$cdoc:meta])*
+            $C:ident { method: $cm:ident, cpu: |$ca:ident, $cb2:ident| $ccpu:expr, cuda: $cc:literal }
+        )* }
+    ) => {
+        /// `a op b` for any op of the binary table in `d`'s compute type
+        /// (comparisons give a C bool).
+        pub(crate) fn arith(op: BinaryOp, d: DType, a: &str, b: &str) -> String {
+            let template = match op {
+                $(BinaryOp::$V => match d {
+                    DType::Bool => $cb,
+                    DType::U8 => $cu,
+                    _ if d.is_float() => $cf,
+                    _ => $ci,
+                },)*
+                $(BinaryOp::$C => $cc,)*
+            };
+            expand(template, d, a, b)
+        }
+    };
+}
+binary_op_table!(cuda_binary);
 
 /// Body of `out = a op b` (both operands of dtype `d`; `b_scalar` when b is `prm` slot 0).
 pub(crate) fn binary(op: BinaryOp, d: DType, b_scalar: bool) -> String {
@@ -33,7 +98,7 @@ pub(crate) fn binary(op: BinaryOp, d: DType, b_scalar: bool) -> String {
     format!(
         "const {c} a = {}; const {c} b = {b}; return {};",
         load(d, "x1"),
-        store(out, &op.cuda_expr(d, "a", "b"))
+        store(out, &arith(op, d, "a", "b"))
     )
 }
 
@@ -41,7 +106,7 @@ pub(crate) fn binary(op: BinaryOp, d: DType, b_scalar: bool) -> String {
 pub(crate) fn unary(op: UnaryOp, d: DType) -> String {
     let c = compute_ty(d);
     let expr = match op {
-        UnaryOp::Map(f) => f.cuda_expr(d, "a"),
+        UnaryOp::Map(f) => unary_expr(f, d, "a"),
         UnaryOp::Clamp(..) => format!(
             "clamp_nan<{c}>(a, prm.has0 != 0, {}, prm.has1 != 0, {})",
             scalar(d, 0),
@@ -107,4 +172,30 @@ pub(crate) fn where_() -> String {
 /// Body of `out = the bits in prm.bits` (a stored element of T0).
 pub(crate) fn fill() -> String {
     "union { u64 b; T0 v; } u; u.b = prm.bits; return u.v;".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_expand_per_dtype() {
+        assert_eq!(unary_expr(UnaryFn::Exp, DType::F32, "a"), "expf(a)");
+        assert_eq!(unary_expr(UnaryFn::Exp, DType::F64, "a"), "exp(a)");
+        assert_eq!(
+            unary_expr(UnaryFn::Neg, DType::I64, "a"),
+            "wneg<i64, u64>(a)"
+        );
+        assert_eq!(
+            arith(BinaryOp::DivFloor, DType::BF16, "x", "y"),
+            "divfloorf(x, y)"
+        );
+        assert_eq!(
+            arith(BinaryOp::Add, DType::I32, "x", "(v * a)"),
+            "wadd<int, u32>(x, (v * a))"
+        );
+        assert_eq!(arith(BinaryOp::Lt, DType::U8, "a", "b"), "(a < b)");
+        // An operand that itself contains a placeholder is not expanded again.
+        assert_eq!(expand("({a} + {b})", DType::F32, "{b}", "q"), "({b} + q)");
+    }
 }
