@@ -24,11 +24,9 @@
 //! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
 
-use crate::error::{Result, TensorError};
+use crate::backend::gpu;
+use crate::error::Result;
 use strata_alloc::{Device, StreamId};
-
-#[cfg(feature = "cuda")]
-use crate::backend::cuda::context::{self, cu, cu_stream, guarded, CudaDevice};
 
 /// Whether a GPU can run strata's kernels (the `cuda` feature, the driver and
 /// at least one GPU).
@@ -38,48 +36,12 @@ pub fn is_available() -> bool {
 
 /// Number of visible GPUs (0 without the `cuda` feature or a driver).
 pub fn device_count() -> usize {
-    #[cfg(feature = "cuda")]
-    {
-        strata_alloc::driver::cuda::device_count()
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        0
-    }
+    gpu::device_count()
 }
 
 /// Why no GPU can be used, or `None` when one can.
 pub fn unavailable_reason() -> Option<String> {
-    #[cfg(feature = "cuda")]
-    {
-        match CudaDevice::get(0) {
-            Ok(_) => None,
-            Err(e) => Some(e.to_string()),
-        }
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        Some("strata-tensor was built without the `cuda` feature".into())
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn gpu(device: Device) -> Result<&'static CudaDevice> {
-    match device {
-        Device::Cuda(n) => CudaDevice::get(n),
-        d => Err(TensorError::value(
-            "cuda",
-            format!("{d} is not a CUDA device"),
-        )),
-    }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn no_cuda<T>(device: Device) -> Result<T> {
-    Err(TensorError::BackendUnavailable {
-        device,
-        reason: "strata-tensor was built without the `cuda` feature".into(),
-    })
+    gpu::unavailable_reason()
 }
 
 /// A CUDA stream of one device. Streams made by [`Stream::new`] live for
@@ -95,19 +57,8 @@ impl Stream {
     /// A new stream on `device` that does not synchronise with the legacy
     /// default stream.
     pub fn new(device: Device) -> Result<Stream> {
-        #[cfg(feature = "cuda")]
-        {
-            let d = gpu(device)?;
-            let id = d
-                .driver
-                .create_stream()
-                .map_err(|e| context::failure(device, "cuStreamCreate", e.to_string()))?;
-            Ok(Stream { device, id })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            no_cuda(device)
-        }
+        let id = gpu::create_stream(device)?;
+        Ok(Stream { device, id })
     }
 
     /// The legacy default stream of `device`.
@@ -130,36 +81,12 @@ impl Stream {
 
     /// Blocks until the work queued on the stream has run.
     pub fn synchronize(&self) -> Result<()> {
-        #[cfg(feature = "cuda")]
-        {
-            let d = gpu(self.device)?;
-            crate::backend::cuda::transfer::sync_stream(d, self.id)
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            no_cuda(self.device)
-        }
+        gpu::synchronize_stream(self.device, self.id)
     }
 
     /// Makes later work on this stream wait for `event`.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        #[cfg(feature = "cuda")]
-        {
-            let d = gpu(self.device)?;
-            d.bind()?;
-            guarded(self.device, "cuStreamWaitEvent", || {
-                // SAFETY: the stream is the default stream or a live stream of
-                // this device; the event is live (owned by `event`).
-                cu(self.device, "cuStreamWaitEvent", unsafe {
-                    cudarc::driver::sys::cuStreamWaitEvent(cu_stream(self.id), event.raw, 0)
-                })
-            })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            let _ = event;
-            no_cuda(self.device)
-        }
+        gpu::stream_wait_event(self.device, self.id, &event.raw)
     }
 
     /// Makes later work on this stream wait for the work queued on `other` so far.
@@ -172,36 +99,19 @@ impl Stream {
 
 /// The current stream of `device` on this thread.
 pub fn current_stream(device: Device) -> Result<Stream> {
-    #[cfg(feature = "cuda")]
-    {
-        let d = gpu(device)?;
-        Ok(Stream {
-            device,
-            id: d.stream(),
-        })
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        no_cuda(device)
-    }
+    Ok(Stream {
+        device,
+        id: gpu::current_stream(device)?,
+    })
 }
 
 /// Makes `stream` the current stream of its device on this thread; returns
 /// the previous one.
 pub fn set_current_stream(stream: &Stream) -> Result<Stream> {
-    #[cfg(feature = "cuda")]
-    {
-        let d = gpu(stream.device)?;
-        let prev = context::set_current_stream_id(d.ordinal, stream.id);
-        Ok(Stream {
-            device: stream.device,
-            id: prev,
-        })
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        no_cuda(stream.device)
-    }
+    Ok(Stream {
+        device: stream.device,
+        id: gpu::set_current_stream(stream.device, stream.id)?,
+    })
 }
 
 /// Sets the current stream for a scope and restores the previous one on drop.
@@ -229,15 +139,7 @@ impl Drop for StreamGuard {
 pub fn synchronize(device: Device) -> Result<()> {
     match device {
         Device::Cpu => Ok(()),
-        #[cfg(feature = "cuda")]
-        Device::Cuda(_) => {
-            let d = gpu(device)?;
-            d.driver
-                .synchronize_device()
-                .map_err(|e| context::failure(device, "cuCtxSynchronize", e.to_string()))
-        }
-        #[cfg(not(feature = "cuda"))]
-        Device::Cuda(_) => no_cuda(device),
+        Device::Cuda(_) => gpu::synchronize_device(device),
     }
 }
 
@@ -246,49 +148,18 @@ pub fn synchronize(device: Device) -> Result<()> {
 #[derive(Debug)]
 pub struct Event {
     device: Device,
-    #[cfg(feature = "cuda")]
-    raw: cudarc::driver::sys::CUevent,
+    raw: gpu::RawEvent,
     timing: bool,
 }
-
-// SAFETY: a CUevent is a handle that the driver allows to use from any
-// thread; the value owns it and destroys it once, on drop.
-unsafe impl Send for Event {}
-// SAFETY: every method only passes the handle to thread-safe driver calls.
-unsafe impl Sync for Event {}
 
 impl Event {
     /// A new event on `device`; `timing` enables [`Event::elapsed_ms`].
     pub fn new(device: Device, timing: bool) -> Result<Event> {
-        #[cfg(feature = "cuda")]
-        {
-            use cudarc::driver::sys;
-            let d = gpu(device)?;
-            d.bind()?;
-            let flags = if timing {
-                sys::CUevent_flags::CU_EVENT_DEFAULT as u32
-            } else {
-                sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
-            };
-            let raw = guarded(device, "cuEventCreate", || {
-                let mut e: sys::CUevent = std::ptr::null_mut();
-                // SAFETY: `e` is a valid out-pointer; the flags are valid.
-                cu(device, "cuEventCreate", unsafe {
-                    sys::cuEventCreate(&mut e, flags)
-                })?;
-                Ok(e)
-            })?;
-            Ok(Event {
-                device,
-                raw,
-                timing,
-            })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            let _ = timing;
-            no_cuda(device)
-        }
+        Ok(Event {
+            device,
+            raw: gpu::create_event(device, timing)?,
+            timing,
+        })
     }
 
     /// Whether the event can time.
@@ -298,144 +169,46 @@ impl Event {
 
     /// Records the event on `stream` (it completes when the work queued so far has run).
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        #[cfg(feature = "cuda")]
-        {
-            let d = gpu(self.device)?;
-            d.bind()?;
-            guarded(self.device, "cuEventRecord", || {
-                // SAFETY: the event is live; the stream belongs to this device.
-                cu(self.device, "cuEventRecord", unsafe {
-                    cudarc::driver::sys::cuEventRecord(self.raw, cu_stream(stream.id))
-                })
-            })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            let _ = stream;
-            no_cuda(self.device)
-        }
+        gpu::record_event(self.device, &self.raw, stream.id)
     }
 
     /// Blocks until the event has completed.
     pub fn synchronize(&self) -> Result<()> {
-        #[cfg(feature = "cuda")]
-        {
-            let d = gpu(self.device)?;
-            d.bind()?;
-            guarded(self.device, "cuEventSynchronize", || {
-                // SAFETY: the event is live.
-                cu(self.device, "cuEventSynchronize", unsafe {
-                    cudarc::driver::sys::cuEventSynchronize(self.raw)
-                })
-            })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            no_cuda(self.device)
-        }
+        gpu::synchronize_event(self.device, &self.raw)
     }
 
     /// Whether the event has completed (non-blocking).
     pub fn query(&self) -> Result<bool> {
-        #[cfg(feature = "cuda")]
-        {
-            use cudarc::driver::sys;
-            let d = gpu(self.device)?;
-            d.bind()?;
-            guarded(self.device, "cuEventQuery", || {
-                // SAFETY: the event is live.
-                match unsafe { sys::cuEventQuery(self.raw) } {
-                    sys::CUresult::CUDA_ERROR_NOT_READY => Ok(false),
-                    r => cu(self.device, "cuEventQuery", r).map(|_| true),
-                }
-            })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            no_cuda(self.device)
-        }
+        gpu::query_event(self.device, &self.raw)
     }
 
     /// Milliseconds between this event and `end` (both recorded, completed and timing).
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
-        #[cfg(feature = "cuda")]
-        {
-            let d = gpu(self.device)?;
-            d.bind()?;
-            guarded(self.device, "cuEventElapsedTime_v2", || {
-                let mut ms = 0f32;
-                // SAFETY: both events are live; `ms` is a valid out-pointer.
-                cu(self.device, "cuEventElapsedTime_v2", unsafe {
-                    cudarc::driver::sys::cuEventElapsedTime_v2(&mut ms, self.raw, end.raw)
-                })?;
-                Ok(ms)
-            })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            let _ = end;
-            no_cuda(self.device)
-        }
+        gpu::elapsed_ms(self.device, &self.raw, &end.raw)
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        #[cfg(feature = "cuda")]
-        {
-            let raw = self.raw;
-            let _ = guarded(self.device, "cuEventDestroy_v2", || {
-                // SAFETY: the event is owned by this value and destroyed once;
-                // destroying a pending event is allowed.
-                cu(self.device, "cuEventDestroy_v2", unsafe {
-                    cudarc::driver::sys::cuEventDestroy_v2(raw)
-                })
-            });
-        }
+        gpu::destroy_event(self.device, &self.raw);
     }
 }
 
 /// Statistics of the caching pinned host allocator that stages transfers of
 /// GPU `ordinal` (PyTorch's host-allocator statistics), or `None` without a GPU.
 pub fn host_memory_stats(ordinal: usize) -> Option<strata_alloc::pinned::PinnedStats> {
-    #[cfg(feature = "cuda")]
-    {
-        let d = CudaDevice::get(ordinal).ok()?;
-        Some(crate::backend::cuda::transfer::staging_allocator(d).stats())
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        let _ = ordinal;
-        None
-    }
+    gpu::host_memory_stats(ordinal)
 }
 
 /// Statistics of the caching allocator behind `pin_memory()` tensors, or
 /// `None` without a GPU.
 pub fn pinned_memory_stats() -> Option<strata_alloc::MemoryStats> {
-    #[cfg(feature = "cuda")]
-    {
-        crate::backend::cuda::transfer::pinned_tensor_allocator()
-            .ok()
-            .map(|a| a.memory_stats())
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        None
-    }
+    gpu::pinned_tensor_allocator()
+        .ok()
+        .map(|a| a.memory_stats())
 }
 
 /// Bytes per staging chunk and chunks in flight of pageable host transfers.
 pub fn staging_geometry() -> (usize, usize) {
-    #[cfg(feature = "cuda")]
-    {
-        (
-            crate::backend::cuda::transfer::CHUNK,
-            crate::backend::cuda::transfer::RING,
-        )
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        (0, 0)
-    }
+    gpu::staging_geometry()
 }

@@ -7,7 +7,7 @@
 //! chunks. On a GPU a kernel computes the same sequence (in f64, or i64 for
 //! integer `arange`) and the backend's conversion copy rounds it to the dtype.
 
-use crate::dispatch_dtype;
+use crate::backend::Arg;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::random::{sample, Dist};
@@ -46,7 +46,7 @@ impl Sequence {
     }
 
     /// The dtype a device kernel computes the sequence in.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    #[allow(dead_code)] // read by the CUDA backend only
     pub(crate) fn compute_dtype(self) -> DType {
         match self {
             Sequence::IntRange { .. } => DType::I64,
@@ -71,50 +71,23 @@ impl Tensor {
         if out.numel() == 0 {
             return Ok(out);
         }
-        match device {
-            Device::Cpu => {
-                let _g = AccessGuard::lock(Some(out.storage()), &[]);
-                dispatch_dtype!(dtype, T => fill_host::<T>(&out, seq));
-            }
-            _ => out.generate_on_device(seq)?,
+        {
+            let _g = AccessGuard::lock(Some(out.storage()), &[]);
+            out.backend()?.generate(&out.arg(), seq)?;
         }
         Ok(out)
     }
-
-    #[cfg(feature = "cuda")]
-    fn generate_on_device(&self, seq: Sequence) -> Result<()> {
-        let dev = crate::backend::cuda::device_of(self.storage())?;
-        let compute = seq.compute_dtype();
-        let tmp = if compute == self.dtype() {
-            self.clone()
-        } else {
-            Tensor::empty(self.shape(), compute, self.device())?
-        };
-        {
-            let _g = AccessGuard::lock(Some(tmp.storage()), &[]);
-            crate::backend::cuda::random::generate(dev, &tmp.arg(), seq)?;
-        }
-        if !tmp.same_storage(self) {
-            self.copy_from_unchecked(&tmp)?;
-        }
-        Ok(())
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn generate_on_device(&self, _seq: Sequence) -> Result<()> {
-        crate::backend::backend_for(self.device()).map(|_| ())
-    }
 }
 
-/// Writes `seq` into the fresh, contiguous host tensor `out` (its storage
-/// locked for writing by the caller).
-fn fill_host<T: Element>(out: &Tensor, seq: Sequence) {
-    let n = out.numel();
+/// Writes `seq` into the fresh, contiguous host operand `out` (its storage
+/// locked for writing by the caller): the CPU backend's `generate`.
+pub(crate) fn fill_host<T: Element>(out: &Arg, seq: Sequence) {
+    let n = out.layout.numel();
     // SAFETY: `out` is a fresh contiguous CPU tensor of `n` elements of `T`
     // at offset 0, whose storage holds exactly `n * size_of::<T>()` bytes
     // (suitably aligned by the allocator); the caller holds its write lock and
     // nothing else references the memory while the slice lives.
-    let data = unsafe { std::slice::from_raw_parts_mut(out.storage().host_ptr() as *mut T, n) };
+    let data = unsafe { std::slice::from_raw_parts_mut(out.mem.host_ptr() as *mut T, n) };
     data.par_chunks_mut(CHUNK)
         .enumerate()
         .for_each(|(c, chunk)| {

@@ -7,7 +7,8 @@
 //!   every view; dropping the last view returns the block to the allocator's cache.
 //! * Device-independent logic — [`shape`] (broadcasting, view strides),
 //!   [`layout`] (strided views), [`iter_plan`] (loop ordering, coalescing,
-//!   tiling), [`dtype`] (promotion) — is shared by all backends; kernels live
+//!   tiling), [`reduce_plan`] (kept/reduced dims), [`dtype`] (promotion) — is
+//!   shared by all backends; kernels live
 //!   behind the backend boundary (`backend::cpu`, and `backend::cuda` with the
 //!   `cuda` feature: NVRTC-compiled kernels, cuBLAS, staged transfers; without
 //!   a GPU, CUDA tensors report [`TensorError::BackendUnavailable`]).
@@ -80,6 +81,7 @@ pub mod iter_plan;
 pub mod layout;
 mod ops;
 mod random;
+pub mod reduce_plan;
 mod scalar;
 pub mod shape;
 mod storage;

@@ -1,7 +1,10 @@
 //! Reference-counted storage: one block from the device's caching allocator,
-//! shared by every view of it. Dropping the last view returns the block to the
-//! cache (visible in `strata_alloc::memory_stats`).
+//! shared by every view of it, and the backend that computes on it (found
+//! once, at allocation, so ops reach their device without a lookup).
+//! Dropping the last view returns the block to the cache (visible in
+//! `strata_alloc::memory_stats`).
 
+use crate::backend::{alloc_stream, backend_for, Backend, Mem};
 use crate::error::Result;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,19 +19,23 @@ pub struct Storage {
     alloc: Allocation,
     nbytes: usize,
     device: Device,
+    backend: &'static dyn Backend,
     version: AtomicU64,
     access: RwLock<()>,
 }
 
 impl Storage {
-    /// Allocates `nbytes` uninitialised bytes on `device`.
+    /// Allocates `nbytes` uninitialised bytes on `device` (a typed error
+    /// where this build or machine cannot compute on it).
     pub(crate) fn new(nbytes: usize, device: Device) -> Result<Storage> {
+        let backend = backend_for(device)?;
         let allocator = strata_alloc::allocator(device)?;
-        let alloc = allocator.allocate(nbytes as u64, crate::backend::alloc_stream(device))?;
+        let alloc = allocator.allocate(nbytes as u64, alloc_stream(device))?;
         Ok(Storage {
             alloc,
             nbytes,
             device,
+            backend,
             version: AtomicU64::new(0),
             access: RwLock::new(()),
         })
@@ -36,16 +43,17 @@ impl Storage {
 
     /// Allocates `nbytes` uninitialised bytes from a specific allocator (e.g.
     /// page-locked host memory for `pin_memory()`), on its default stream.
-    #[allow(dead_code)]
     pub(crate) fn new_in(
         allocator: &std::sync::Arc<strata_alloc::CachingAllocator>,
         nbytes: usize,
     ) -> Result<Storage> {
+        let backend = backend_for(allocator.device())?;
         let alloc = allocator.allocate(nbytes as u64, StreamId::DEFAULT)?;
         Ok(Storage {
             alloc,
             nbytes,
             device: allocator.device(),
+            backend,
             version: AtomicU64::new(0),
             access: RwLock::new(()),
         })
@@ -61,14 +69,24 @@ impl Storage {
         self.device
     }
 
+    /// The backend computing on this memory.
+    pub(crate) fn backend(&self) -> &'static dyn Backend {
+        self.backend
+    }
+
+    /// The memory as kernels see it.
+    pub(crate) fn mem(&self) -> Mem<'_> {
+        Mem {
+            ptr: self.alloc.ptr(),
+            nbytes: self.nbytes,
+            device: self.device,
+            life: std::marker::PhantomData,
+        }
+    }
+
     /// The allocation (device address, allocator).
     pub fn allocation(&self) -> &Allocation {
         &self.alloc
-    }
-
-    /// Base address as a host pointer (meaningful on the CPU only).
-    pub(crate) fn host_ptr(&self) -> *mut u8 {
-        self.alloc.as_mut_ptr()
     }
 
     /// Counter of in-place modifications, shared by all views.

@@ -1,7 +1,7 @@
 //! The [`Tensor`] type: a cheap handle (one `Arc`) on a strided view of a
 //! reference-counted storage, and the basic accessors and creation functions.
 
-use crate::backend::{backend_for, Arg, Backend};
+use crate::backend::{Arg, Backend};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::{Result, TensorError};
@@ -58,7 +58,6 @@ impl Tensor {
     pub(crate) fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         let numel = shape::check_contiguous("empty", shape)?;
         let nbytes = shape::checked_nbytes("empty", shape, numel, dtype.size())?;
-        backend_for(device)?;
         let storage = Storage::new(nbytes, device)?;
         Ok(Tensor::from_parts(
             Arc::new(storage),
@@ -67,13 +66,14 @@ impl Tensor {
         ))
     }
 
+    /// The backend of the tensor's storage (no lookup).
     pub(crate) fn backend(&self) -> Result<&'static dyn Backend> {
-        backend_for(self.device())
+        Ok(self.inner.storage.backend())
     }
 
     pub(crate) fn arg(&self) -> Arg<'_> {
         Arg {
-            storage: &self.inner.storage,
+            mem: self.inner.storage.mem(),
             layout: self.inner.layout.clone(),
             dtype: self.inner.dtype,
         }
@@ -83,7 +83,7 @@ impl Tensor {
     pub(crate) fn arg_as(&self, shape: &[usize]) -> Arg<'_> {
         let l = &self.inner.layout;
         Arg {
-            storage: &self.inner.storage,
+            mem: self.inner.storage.mem(),
             layout: Layout {
                 shape: shape.to_vec(),
                 strides: l.broadcast_strides(shape),
@@ -250,7 +250,7 @@ impl Tensor {
         let bytes = unsafe {
             std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
         };
-        t.backend()?.write_from_host(t.storage(), bytes)?;
+        t.backend()?.write_from_host(t.storage().mem(), bytes)?;
         Ok(t)
     }
 
@@ -350,7 +350,7 @@ impl Tensor {
                 out.as_mut_ptr() as *mut u8,
                 n * std::mem::size_of::<T>(),
             );
-            be.read_to_host(c.storage(), c.offset() * c.dtype().size(), bytes)?;
+            be.read_to_host(c.storage().mem(), c.offset() * c.dtype().size(), bytes)?;
             out.set_len(n);
         }
         Ok(out)

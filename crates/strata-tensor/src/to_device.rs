@@ -6,9 +6,7 @@ use crate::error::{Result, TensorError};
 use crate::tensor::Tensor;
 use strata_alloc::Device;
 
-#[cfg(feature = "cuda")]
-use crate::backend::cuda::{context::CudaDevice, transfer};
-#[cfg(feature = "cuda")]
+use crate::backend::gpu;
 use crate::storage::{AccessGuard, Storage};
 
 impl Tensor {
@@ -34,17 +32,10 @@ impl Tensor {
         if device == self.device() {
             return Ok(self.clone());
         }
-        #[cfg(feature = "cuda")]
-        {
-            self.to_device_cuda(device, non_blocking)
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            let _ = non_blocking;
-            crate::backend::backend_for(device)?;
-            crate::backend::backend_for(self.device())?;
-            unreachable!("only the CPU has a backend without the `cuda` feature")
-        }
+        // Both ends must have a backend (the typed error names the one missing).
+        crate::backend::backend_for(device)?;
+        crate::backend::backend_for(self.device())?;
+        self.to_other_device(device, non_blocking)
     }
 
     /// A copy of a CPU tensor in page-locked (pinned) host memory, which GPUs
@@ -62,40 +53,17 @@ impl Tensor {
         if self.is_pinned() {
             return Ok(self.clone());
         }
-        #[cfg(feature = "cuda")]
-        {
-            let alloc = transfer::pinned_tensor_allocator()?;
-            let storage = Storage::new_in(&alloc, self.numel() * self.dtype().size())?;
-            let out = Tensor::from_parts(
-                std::sync::Arc::new(storage),
-                crate::layout::Layout::contiguous(self.shape()),
-                self.dtype(),
-            );
-            out.copy_from_unchecked(self)?;
-            Ok(out)
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            Err(TensorError::BackendUnavailable {
-                device: Device::Cuda(0),
-                reason: "pinned memory needs the `cuda` feature".into(),
-            })
-        }
+        let out = self.pin_memory_empty()?;
+        out.copy_from_unchecked(self)?;
+        Ok(out)
     }
 
     /// Whether the tensor's memory is page-locked host memory from [`Tensor::pin_memory`].
     pub fn is_pinned(&self) -> bool {
-        #[cfg(feature = "cuda")]
-        {
-            self.device() == Device::Cpu
-                && transfer::pinned_tensor_allocator_if_open().is_some_and(|a| {
-                    std::sync::Arc::ptr_eq(&a, self.storage().allocation().allocator())
-                })
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            false
-        }
+        self.device() == Device::Cpu
+            && gpu::pinned_tensor_allocator_if_open().is_some_and(|a| {
+                std::sync::Arc::ptr_eq(&a, self.storage().allocation().allocator())
+            })
     }
 
     /// Marks the tensor's memory as used by work queued on `stream`: when the
@@ -116,18 +84,17 @@ impl Tensor {
             .map_err(TensorError::from)
     }
 
-    #[cfg(feature = "cuda")]
-    fn to_device_cuda(&self, device: Device, non_blocking: bool) -> Result<Tensor> {
+    /// The copy of [`Tensor::to_device`] between two devices with backends.
+    fn to_other_device(&self, device: Device, non_blocking: bool) -> Result<Tensor> {
         let src = self.contiguous()?;
         let nbytes = src.numel() * src.dtype().size();
         let offset = src.offset() * src.dtype().size();
         match (src.device(), device) {
-            (Device::Cpu, Device::Cuda(n)) => {
-                let dev = CudaDevice::get(n)?;
+            (Device::Cpu, Device::Cuda(_)) => {
+                let stream = gpu::current_stream(device)?;
                 let out = Tensor::empty(src.shape(), src.dtype(), device)?;
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
                 let dst = out.storage().allocation().ptr();
-                let stream = dev.stream();
                 // SAFETY: the contiguous source holds `nbytes` initialised bytes
                 // from its offset inside its storage, read-locked above.
                 let bytes = unsafe {
@@ -137,20 +104,19 @@ impl Tensor {
                     )
                 };
                 if non_blocking && src.is_pinned() {
-                    transfer::htod_pinned_async(dev, dst, bytes, stream)?;
+                    gpu::htod_pinned_async(device, dst, bytes, stream)?;
                     src.storage()
                         .allocation()
                         .record_stream(stream)
                         .map_err(TensorError::from)?;
                 } else {
-                    transfer::host_to_device(dev, dst, bytes, src.is_pinned(), stream)?;
+                    gpu::host_to_device(device, dst, bytes, src.is_pinned(), stream)?;
                 }
                 drop(g);
                 Ok(out)
             }
-            (Device::Cuda(n), Device::Cpu) => {
-                let dev = CudaDevice::get(n)?;
-                let stream = dev.stream();
+            (from_device @ Device::Cuda(_), Device::Cpu) => {
+                let stream = gpu::current_stream(from_device)?;
                 let out = if non_blocking {
                     Tensor::empty(src.shape(), src.dtype(), Device::Cpu)?.pin_memory_empty()?
                 } else {
@@ -164,34 +130,33 @@ impl Tensor {
                     std::slice::from_raw_parts_mut(out.storage().allocation().as_mut_ptr(), nbytes)
                 };
                 if non_blocking {
-                    transfer::dtoh_pinned_async(dev, bytes, from, stream)?;
+                    gpu::dtoh_pinned_async(from_device, bytes, from, stream)?;
                     out.storage()
                         .allocation()
                         .record_stream(stream)
                         .map_err(TensorError::from)?;
                 } else {
-                    transfer::device_to_host(dev, bytes, from, false, stream)?;
+                    gpu::device_to_host(from_device, bytes, from, stream)?;
                 }
                 drop(g);
                 Ok(out)
             }
-            (Device::Cuda(a), Device::Cuda(b)) => {
-                let (sdev, ddev) = (CudaDevice::get(a)?, CudaDevice::get(b)?);
+            (from_device @ Device::Cuda(_), Device::Cuda(_)) => {
                 // Order the copy after the source's pending work.
-                transfer::sync_stream(sdev, sdev.stream())?;
+                gpu::synchronize_stream(from_device, gpu::current_stream(from_device)?)?;
                 let out = Tensor::empty(src.shape(), src.dtype(), device)?;
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
-                let stream = ddev.stream();
-                transfer::device_to_device(
-                    ddev,
+                let stream = gpu::current_stream(device)?;
+                gpu::device_to_device(
+                    device,
                     out.storage().allocation().ptr(),
-                    sdev,
+                    from_device,
                     src.storage().allocation().ptr() + offset as u64,
                     nbytes,
                     stream,
                 )?;
                 if !non_blocking {
-                    transfer::sync_stream(ddev, stream)?;
+                    gpu::synchronize_stream(device, stream)?;
                 }
                 drop(g);
                 Ok(out)
@@ -201,9 +166,8 @@ impl Tensor {
     }
 
     /// An uninitialised pinned tensor of this tensor's shape and dtype.
-    #[cfg(feature = "cuda")]
     fn pin_memory_empty(&self) -> Result<Tensor> {
-        let alloc = transfer::pinned_tensor_allocator()?;
+        let alloc = gpu::pinned_tensor_allocator()?;
         let storage = Storage::new_in(&alloc, self.numel() * self.dtype().size())?;
         Ok(Tensor::from_parts(
             std::sync::Arc::new(storage),

@@ -1,66 +1,71 @@
-//! The boundary between device-independent tensor logic and device kernels.
+//! The boundary between device-independent tensor logic and devices.
 //!
 //! Tensor ops validate arguments, promote types, broadcast layouts and allocate
-//! outputs (all device-independent), then hand [`Arg`]s to the [`Backend`] of
-//! the tensors' device. The CPU backend lives in [`cpu`]; a CUDA backend
-//! implements the same trait (module `cuda`, feature `cuda`) and is returned by
-//! [`backend_for`] when a GPU is present.
+//! outputs (all device-independent), then hand [`Arg`]s to the [`Backend`] that
+//! their storage carries (found once, when the storage is allocated). The CPU
+//! backend lives in [`cpu`]; with the `cuda` feature each opened GPU is a
+//! backend of its own (`cuda::context::CudaDevice`).
+//!
+//! Everything else a device does — streams, events, transfers, pinned host
+//! memory — goes through [`gpu`]: `cuda::runtime` with the `cuda` feature,
+//! `cuda_stub` (the same functions answering "unavailable") without it. This
+//! module and the crate root are the only places that name the feature.
 
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+#[cfg(not(feature = "cuda"))]
+pub(crate) mod cuda_stub;
+
+/// Streams, events, transfers and pinned memory of GPUs (or their stub).
+#[cfg(feature = "cuda")]
+pub(crate) use cuda::runtime as gpu;
+/// Streams, events, transfers and pinned memory of GPUs (or their stub).
+#[cfg(not(feature = "cuda"))]
+pub(crate) use cuda_stub as gpu;
 
 use crate::dtype::DType;
 use crate::error::Result;
-#[cfg(not(feature = "cuda"))]
-use crate::error::TensorError;
 use crate::layout::Layout;
 use crate::scalar::Scalar;
-use crate::storage::Storage;
+use std::marker::PhantomData;
 use strata_alloc::Device;
+
+/// A storage's memory as kernels see it: its address (a host pointer on the
+/// CPU, a device address on a GPU), its size and its device, borrowed from
+/// the storage for `'a`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mem<'a> {
+    pub ptr: u64,
+    pub nbytes: usize,
+    /// Read by the CUDA backend (copies check both ends are one device).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub device: Device,
+    pub life: PhantomData<&'a ()>,
+}
+
+impl Mem<'_> {
+    /// The address as a host pointer (meaningful on the CPU only).
+    pub(crate) fn host_ptr(&self) -> *mut u8 {
+        self.ptr as usize as *mut u8
+    }
+}
 
 /// An operand as kernels see it: where the storage is, how the elements are
 /// laid out in it (strides already broadcast to the op's shape), and their type.
 pub(crate) struct Arg<'a> {
-    pub storage: &'a Storage,
+    pub mem: Mem<'a>,
     pub layout: Layout,
     pub dtype: DType,
 }
 
-/// Element-wise binary ops. Arithmetic writes the operands' dtype;
-/// comparisons write bool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum BinaryOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    DivTrunc,
-    DivFloor,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
+pub(crate) use crate::ops::table::{BinaryOp, UnaryFn};
 
-impl BinaryOp {
-    pub(crate) fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
-        )
-    }
-}
-
-/// Element-wise unary ops (output dtype = input dtype).
+/// Element-wise unary ops (output dtype = input dtype): an op of the table in
+/// `ops::table`, or clamp with its bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum UnaryOp {
-    Neg,
-    Relu,
-    Exp,
-    Log,
+    Map(UnaryFn),
     Clamp(Option<Scalar>, Option<Scalar>),
 }
 
@@ -104,10 +109,12 @@ pub(crate) trait Backend: Sync {
     ) -> Result<()>;
     /// Batched matrix product of 3-D operands of one dtype into a fresh 3-D out.
     fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()>;
+    /// Writes `seq` into the fresh contiguous `out` (element `i` at position `i`).
+    fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()>;
     /// Copies bytes from the host into the start of a storage.
-    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()>;
+    fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()>;
     /// Copies `out.len()` bytes from byte `offset` of a storage to the host.
-    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()>;
+    fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()>;
 }
 
 /// The backend for `device`, or a typed error where this build or this
@@ -115,16 +122,7 @@ pub(crate) trait Backend: Sync {
 pub(crate) fn backend_for(device: Device) -> Result<&'static dyn Backend> {
     match device {
         Device::Cpu => Ok(&cpu::CpuBackend),
-        #[cfg(feature = "cuda")]
-        Device::Cuda(n) => {
-            cuda::probe(n)?;
-            Ok(&cuda::CUDA)
-        }
-        #[cfg(not(feature = "cuda"))]
-        Device::Cuda(_) => Err(TensorError::BackendUnavailable {
-            device,
-            reason: "strata-tensor was built without the `cuda` feature".into(),
-        }),
+        Device::Cuda(n) => gpu::backend(n),
     }
 }
 
@@ -132,9 +130,8 @@ pub(crate) fn backend_for(device: Device) -> Result<&'static dyn Backend> {
 /// of a GPU (as in PyTorch), the default stream elsewhere.
 pub(crate) fn alloc_stream(device: Device) -> strata_alloc::StreamId {
     match device {
-        #[cfg(feature = "cuda")]
-        Device::Cuda(n) => cuda::context::current_stream_id(n),
-        _ => strata_alloc::StreamId::DEFAULT,
+        Device::Cuda(n) => gpu::alloc_stream(n),
+        Device::Cpu => strata_alloc::StreamId::DEFAULT,
     }
 }
 

@@ -4,6 +4,7 @@ use crate::backend::{Backend, BinaryOp, UnaryOp};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::layout::Layout;
+use crate::ops::table::{binary_op_table, unary_op_table, BinaryDTypes, UnaryDTypes};
 use crate::scalar::Scalar;
 use crate::shape::broadcast_shapes;
 use crate::storage::AccessGuard;
@@ -171,25 +172,6 @@ fn launch(
     f(be)
 }
 
-fn op_name(op: BinaryOp, inplace: bool) -> &'static str {
-    match (op, inplace) {
-        (BinaryOp::Add, false) => "add",
-        (BinaryOp::Add, true) => "add_",
-        (BinaryOp::Sub, false) => "sub",
-        (BinaryOp::Sub, true) => "sub_",
-        (BinaryOp::Mul, false) => "mul",
-        (BinaryOp::Mul, true) => "mul_",
-        (BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor, false) => "div",
-        (BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor, true) => "div_",
-        (BinaryOp::Eq, _) => "eq",
-        (BinaryOp::Ne, _) => "ne",
-        (BinaryOp::Lt, _) => "lt",
-        (BinaryOp::Le, _) => "le",
-        (BinaryOp::Gt, _) => "gt",
-        (BinaryOp::Ge, _) => "ge",
-    }
-}
-
 /// Rounding mode of [`Tensor::div_mode`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoundingMode {
@@ -201,23 +183,25 @@ pub enum RoundingMode {
 
 impl Tensor {
     fn binary(&self, op: BinaryOp, b: Operand, inplace: bool) -> Result<Tensor> {
-        let name = op_name(op, inplace);
+        let name = op.name(inplace);
         if let Operand::Tensor(t) = b {
             same_device(name, self, t)?;
         }
         let compute = result_type(&[Operand::Tensor(self), b]);
-        if op == BinaryOp::Sub && (self.dtype() == DType::Bool || b.dtype() == DType::Bool) {
-            return Err(TensorError::dtype(
-                name,
-                "subtraction with a bool operand is not supported; use logical ops",
-            ));
-        }
-        let compute = match op {
-            BinaryOp::Div if !compute.is_float() => DType::F32,
-            BinaryOp::DivTrunc | BinaryOp::DivFloor if compute == DType::Bool => {
+        let compute = match op.dtypes() {
+            BinaryDTypes::All => compute,
+            BinaryDTypes::NoBoolOperand(why) => {
+                if self.dtype() == DType::Bool || b.dtype() == DType::Bool {
+                    return Err(TensorError::dtype(name, why));
+                }
+                compute
+            }
+            BinaryDTypes::NoBoolCompute if compute == DType::Bool => {
                 return Err(TensorError::unsupported(name, compute))
             }
-            _ => compute,
+            BinaryDTypes::NoBoolCompute => compute,
+            BinaryDTypes::Float if !compute.is_float() => DType::F32,
+            BinaryDTypes::Float => compute,
         };
         let out_dtype = if op.is_comparison() {
             DType::Bool
@@ -295,90 +279,22 @@ impl Tensor {
         })
     }
 
-    /// `self + b`, broadcasting, with PyTorch's type promotion.
-    ///
-    /// ```
-    /// use strata_tensor::{Tensor, Device, DType};
-    /// let a = Tensor::from_slice(&[1i32, 2, 3], &[3], Device::Cpu).unwrap();
-    /// assert_eq!(a.add(2).unwrap().dtype(), DType::I32);
-    /// assert_eq!(a.add(0.5).unwrap().to_vec::<f32>().unwrap(), vec![1.5, 2.5, 3.5]);
-    /// ```
-    pub fn add<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Add, b.into(), false)
-    }
-    /// `self - b`.
-    pub fn sub<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Sub, b.into(), false)
-    }
-    /// `self * b`.
-    pub fn mul<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Mul, b.into(), false)
-    }
-    /// True division `self / b` (integer inputs give f32).
-    pub fn div<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Div, b.into(), false)
-    }
     /// Division with a rounding mode (keeps the promoted dtype).
     pub fn div_mode<'a>(&self, b: impl Into<Operand<'a>>, mode: RoundingMode) -> Result<Tensor> {
         self.binary(mode_op(mode), b.into(), false)
-    }
-    /// In place: `self += b` (b broadcasts to self's shape; self never broadcasts).
-    ///
-    /// ```
-    /// use strata_tensor::{Tensor, Device, DType};
-    /// let a = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
-    /// let row = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3], Device::Cpu).unwrap();
-    /// a.add_(&row).unwrap();
-    /// assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
-    /// assert!(row.add_(&a).is_err()); // [3] cannot hold a [2, 3] result
-    /// ```
-    pub fn add_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Add, b.into(), true)
-    }
-    /// In place: `self -= b`.
-    pub fn sub_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Sub, b.into(), true)
-    }
-    /// In place: `self *= b`.
-    pub fn mul_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Mul, b.into(), true)
-    }
-    /// In place: `self /= b` (true division; self must be a float tensor).
-    pub fn div_<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Div, b.into(), true)
     }
     /// In place division with a rounding mode.
     pub fn div_mode_<'a>(&self, b: impl Into<Operand<'a>>, mode: RoundingMode) -> Result<Tensor> {
         self.binary(mode_op(mode), b.into(), true)
     }
-    /// `self == b` element-wise (bool result).
-    pub fn eq<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Eq, b.into(), false)
-    }
-    /// `self != b`.
-    pub fn ne<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Ne, b.into(), false)
-    }
-    /// `self < b`.
-    pub fn lt<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Lt, b.into(), false)
-    }
-    /// `self <= b`.
-    pub fn le<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Le, b.into(), false)
-    }
-    /// `self > b`.
-    pub fn gt<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Gt, b.into(), false)
-    }
-    /// `self >= b`.
-    pub fn ge<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Ge, b.into(), false)
-    }
 
     fn unary(&self, op: UnaryOp, name: &'static str, inplace: bool) -> Result<Tensor> {
-        let float_only = matches!(op, UnaryOp::Exp | UnaryOp::Log);
-        if matches!(op, UnaryOp::Neg | UnaryOp::Relu) && self.dtype() == DType::Bool {
+        let rule = match op {
+            UnaryOp::Map(f) => f.dtypes(),
+            UnaryOp::Clamp(..) => UnaryDTypes::All,
+        };
+        let float_only = rule == UnaryDTypes::Float;
+        if rule == UnaryDTypes::NotBool && self.dtype() == DType::Bool {
             return Err(TensorError::unsupported(name, DType::Bool));
         }
         let compute = match op {
@@ -416,35 +332,6 @@ impl Tensor {
         } else {
             Ok(target)
         }
-    }
-
-    /// `-self` (not for bool).
-    pub fn neg(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Neg, "neg", false)
-    }
-    /// In place `-self`.
-    pub fn neg_(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Neg, "neg_", true)
-    }
-    /// `max(self, 0)` (NaN propagates).
-    pub fn relu(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Relu, "relu", false)
-    }
-    /// In place `max(self, 0)`.
-    pub fn relu_(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Relu, "relu_", true)
-    }
-    /// `e^self` (integer input gives f32).
-    pub fn exp(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Exp, "exp", false)
-    }
-    /// In place `e^self` (float tensors only).
-    pub fn exp_(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Exp, "exp_", true)
-    }
-    /// Natural logarithm (integer input gives f32).
-    pub fn log(&self) -> Result<Tensor> {
-        self.unary(UnaryOp::Log, "log", false)
     }
 
     fn clamp_args(name: &'static str, min: Option<Scalar>, max: Option<Scalar>) -> Result<UnaryOp> {
@@ -667,3 +554,81 @@ fn mode_op(mode: RoundingMode) -> BinaryOp {
         RoundingMode::Floor => BinaryOp::DivFloor,
     }
 }
+
+/// The public methods of the unary table's ops.
+macro_rules! unary_methods {
+    ($(
+        $(#[$doc:meta])*
+        $V:ident {
+            method: $m:ident,
+            $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+            dtypes: $($rest:tt)*
+        }
+    )*) => {
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                pub fn $m(&self) -> Result<Tensor> {
+                    let op = crate::ops::table::UnaryFn::$V;
+                    self.unary(UnaryOp::Map(op), op.name(false), false)
+                }
+                $(
+                    $(#[$idoc])*
+                    pub fn $ip(&self) -> Result<Tensor> {
+                        let op = crate::ops::table::UnaryFn::$V;
+                        self.unary(UnaryOp::Map(op), op.name(true), true)
+                    }
+                )?
+            )*
+        }
+    };
+}
+unary_op_table!(unary_methods);
+
+/// The public methods of one arithmetic row: none, out of place, or both.
+macro_rules! arith_methods {
+    ([$($doc:tt)*] $V:ident ; ) => {};
+    ([$($doc:tt)*] $V:ident $m:ident ; ) => {
+        $($doc)*
+        pub fn $m<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+            self.binary(BinaryOp::$V, b.into(), false)
+        }
+    };
+    ([$($doc:tt)*] $V:ident $m:ident ; $ip:ident [$($idoc:tt)*]) => {
+        arith_methods!([$($doc)*] $V $m ;);
+        $($idoc)*
+        pub fn $ip<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+            self.binary(BinaryOp::$V, b.into(), true)
+        }
+    };
+}
+
+/// The public methods of the binary table's ops.
+macro_rules! binary_methods {
+    (
+        arith { $(
+            $(#[$doc:meta])*
+            $V:ident {
+                $(method: $m:ident,)?
+                $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+                $(named: $n:ident,)?
+                dtypes: $($rest:tt)*
+            }
+        )* }
+        compare { $(
+            $(#[$cdoc:meta])*
+            $C:ident { method: $cm:ident, $($crest:tt)* }
+        )* }
+    ) => {
+        impl Tensor {
+            $(arith_methods!([$(#[$doc])*] $V $($m)? ; $($ip [$(#[$idoc])*])?);)*
+            $(
+                $(#[$cdoc])*
+                pub fn $cm<'a>(&self, b: impl Into<Operand<'a>>) -> Result<Tensor> {
+                    self.binary(BinaryOp::$C, b.into(), false)
+                }
+            )*
+        }
+    };
+}
+binary_op_table!(binary_methods);

@@ -6,5 +6,6 @@ mod elementwise;
 mod matmul;
 mod overloads;
 mod reduce;
+pub(crate) mod table;
 
 pub use elementwise::{Operand, RoundingMode};

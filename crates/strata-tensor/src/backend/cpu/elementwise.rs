@@ -12,7 +12,7 @@ use std::mem::size_of;
 
 /// Address of the first element of an operand.
 pub(crate) fn base(a: &Arg) -> *mut u8 {
-    a.storage
+    a.mem
         .host_ptr()
         .wrapping_add(a.layout.offset * a.dtype.size())
 }

@@ -7,12 +7,12 @@ mod matmul;
 mod reduce;
 mod simd;
 
-use crate::backend::{Arg, Backend, BinaryOp, ReduceOp, UnaryOp};
+use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryFn, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{Arith, DType, Element};
 use crate::error::Result;
+use crate::ops::table::{binary_op_table, unary_op_table, ScalarRule};
 use crate::scalar::Scalar;
-use crate::storage::Storage;
 use elementwise::{fill, map1, map2, map3};
 
 pub(crate) use loops::PARALLEL_THRESHOLD;
@@ -20,62 +20,32 @@ pub(crate) use loops::PARALLEL_THRESHOLD;
 /// Kernels on host memory.
 pub(crate) struct CpuBackend;
 
-/// `a op b` in the computation type of `T`.
-#[inline(always)]
-fn arith<T: Element>(op: BinaryOp) -> impl Fn(T::Acc, T::Acc) -> T::Acc + Sync + Copy {
-    move |a, b| match op {
-        BinaryOp::Add => a.add(b),
-        BinaryOp::Sub => a.sub(b),
-        BinaryOp::Mul => a.mul(b),
-        BinaryOp::Div => a.div(b),
-        BinaryOp::DivTrunc => a.div_trunc(b),
-        BinaryOp::DivFloor => a.div_floor(b),
-        _ => unreachable!("comparison routed to arith"),
-    }
+/// Calls `$body` with `$T` bound to the element type of `$d`, for the dtypes
+/// of an op's rule (`ops::table`): `All`, `NotBool` or `Float`. The callers
+/// have promoted or rejected the others.
+macro_rules! dispatch_rule {
+    (All, $d:expr, $T:ident => $body:expr) => {
+        dispatch_dtype!($d, $T => $body)
+    };
+    (NotBool, $d:expr, $T:ident => $body:expr) => {
+        dispatch_among!($d, $T => $body; F32: f32, F64: f64, F16: ::half::f16,
+            BF16: ::half::bf16, I32: i32, I64: i64, U8: u8)
+    };
+    (Float, $d:expr, $T:ident => $body:expr) => {
+        dispatch_among!($d, $T => $body; F32: f32, F64: f64, F16: ::half::f16, BF16: ::half::bf16)
+    };
 }
 
-#[inline(always)]
-fn compare<T: Element>(op: BinaryOp) -> impl Fn(T::Acc, T::Acc) -> bool + Sync + Copy {
-    move |a, b| match op {
-        BinaryOp::Eq => a == b,
-        BinaryOp::Ne => a != b,
-        BinaryOp::Lt => a < b,
-        BinaryOp::Le => a <= b,
-        BinaryOp::Gt => a > b,
-        BinaryOp::Ge => a >= b,
-        _ => unreachable!("arithmetic routed to compare"),
-    }
-}
-
-/// Each op gets its own monomorphised loop (the `match` is hoisted out by
-/// passing a closure per op).
-fn binary_typed<T: Element>(op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) {
-    macro_rules! arith_op {
-        ($m:ident) => {
-            map2(out, a, b, |x: T, y: T| {
-                T::from_acc(x.to_acc().$m(y.to_acc()))
-            })
-        };
-    }
-    macro_rules! cmp_op {
-        ($o:tt) => {
-            map2(out, a, b, |x: T, y: T| x.to_acc() $o y.to_acc())
-        };
-    }
-    match op {
-        BinaryOp::Add => arith_op!(add),
-        BinaryOp::Sub => arith_op!(sub),
-        BinaryOp::Mul => arith_op!(mul),
-        BinaryOp::Div => arith_op!(div),
-        BinaryOp::DivTrunc => arith_op!(div_trunc),
-        BinaryOp::DivFloor => arith_op!(div_floor),
-        BinaryOp::Eq => cmp_op!(==),
-        BinaryOp::Ne => cmp_op!(!=),
-        BinaryOp::Lt => cmp_op!(<),
-        BinaryOp::Le => cmp_op!(<=),
-        BinaryOp::Gt => cmp_op!(>),
-        BinaryOp::Ge => cmp_op!(>=),
-    }
+macro_rules! dispatch_among {
+    ($d:expr, $T:ident => $body:expr; $($V:ident: $t:ty),*) => {
+        match $d {
+            $(DType::$V => {
+                type $T = $t;
+                $body
+            })*
+            d => unreachable!("dtype {d} is excluded by the op's dtype rule"),
+        }
+    };
 }
 
 /// The scalar operand in the computation type: PyTorch rounds a scalar to the
@@ -85,27 +55,92 @@ fn scalar_acc<T: Element>(op: BinaryOp, s: Scalar) -> T::Acc
 where
     T::Acc: Element,
 {
-    match op {
-        BinaryOp::Mul | BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor => {
-            <T::Acc as Element>::from_scalar(s)
-        }
-        _ => T::from_scalar(s).to_acc(),
+    match op.scalar_rule() {
+        ScalarRule::Acc => <T::Acc as Element>::from_scalar(s),
+        ScalarRule::Elem => T::from_scalar(s).to_acc(),
     }
 }
 
-fn binary_scalar_typed<T: Element>(op: BinaryOp, out: &Arg, a: &Arg, s: Scalar)
-where
-    T::Acc: Element,
-{
-    let y = scalar_acc::<T>(op, s);
-    if op.is_comparison() {
-        let f = compare::<T>(op);
-        map1(out, a, move |x: T| f(x.to_acc(), y));
-    } else {
-        let f = arith::<T>(op);
-        map1(out, a, move |x: T| T::from_acc(f(x.to_acc(), y)));
-    }
+/// The CPU kernels of the binary table's ops: each op gets its own
+/// monomorphised loop (the `match` on the op is outside the loop).
+macro_rules! cpu_binary {
+    (
+        arith { $(
+            $(#[$doc:meta])*
+            $V:ident {
+                $(method: $m:ident,)?
+                $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+                $(named: $n:ident,)?
+                dtypes: $rule:ident $(($msg:literal))?,
+                scalar: $scalar:ident,
+                cpu: |$a:ident, $b:ident| $cpu:expr,
+                cuda: $cuda:tt
+            }
+        )* }
+        compare { $(
+            $(#[$cdoc:meta])*
+            $C:ident { method: $cm:ident, cpu: |$ca:ident, $cb:ident| $ccpu:expr, cuda: $cc:literal }
+        )* }
+    ) => {
+        /// out = x op y (x and y of dtype `T`).
+        fn binary_typed<T: Element>(op: BinaryOp, out: &Arg, x: &Arg, y: &Arg) {
+            match op {
+                $(BinaryOp::$V => map2(out, x, y, |p: T, q: T| {
+                    let ($a, $b) = (p.to_acc(), q.to_acc());
+                    T::from_acc($cpu)
+                }),)*
+                $(BinaryOp::$C => map2(out, x, y, |p: T, q: T| {
+                    let ($ca, $cb) = (p.to_acc(), q.to_acc());
+                    $ccpu
+                }),)*
+            }
+        }
+
+        /// out = x op s (x of dtype `T`).
+        fn binary_scalar_typed<T: Element>(op: BinaryOp, out: &Arg, x: &Arg, s: Scalar)
+        where
+            T::Acc: Element,
+        {
+            let w = scalar_acc::<T>(op, s);
+            match op {
+                $(BinaryOp::$V => map1(out, x, move |p: T| {
+                    let ($a, $b) = (p.to_acc(), w);
+                    T::from_acc($cpu)
+                }),)*
+                $(BinaryOp::$C => map1(out, x, move |p: T| {
+                    let ($ca, $cb) = (p.to_acc(), w);
+                    $ccpu
+                }),)*
+            }
+        }
+    };
 }
+binary_op_table!(cpu_binary);
+
+/// The CPU kernels of the unary table's ops, one loop per op and dtype.
+macro_rules! cpu_unary {
+    ($(
+        $(#[$doc:meta])*
+        $V:ident {
+            method: $m:ident,
+            $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+            dtypes: $rule:ident,
+            cpu: |$x:ident| $cpu:expr,
+            cuda: $cuda:tt
+        }
+    )*) => {
+        /// out = f(a).
+        fn unary_map(f: UnaryFn, out: &Arg, a: &Arg) {
+            match f {
+                $(UnaryFn::$V => dispatch_rule!($rule, a.dtype, T => map1(out, a, |p: T| {
+                    let $x = p.to_acc();
+                    T::from_acc($cpu)
+                })),)*
+            }
+        }
+    };
+}
+unary_op_table!(cpu_unary);
 
 fn clamp_typed<T: Element>(out: &Arg, a: &Arg, lo: Option<Scalar>, hi: Option<Scalar>)
 where
@@ -125,32 +160,16 @@ where
     });
 }
 
-fn unary_typed<T: Element>(op: UnaryOp, out: &Arg, a: &Arg)
-where
-    T::Acc: Element,
-{
-    match op {
-        UnaryOp::Neg => map1(out, a, |x: T| T::from_acc(x.to_acc().neg())),
-        UnaryOp::Relu => map1(out, a, |x: T| {
-            let v = x.to_acc();
-            // NaN propagates; -0.0 and 0.0 stay as they are.
-            T::from_acc(if v < <T::Acc as Arith>::ZERO {
-                <T::Acc as Arith>::ZERO
-            } else {
-                v
-            })
-        }),
-        UnaryOp::Exp => map1(out, a, |x: T| T::from_acc(x.to_acc().exp())),
-        UnaryOp::Log => map1(out, a, |x: T| T::from_acc(x.to_acc().ln())),
-        UnaryOp::Clamp(lo, hi) => clamp_typed::<T>(out, a, lo, hi),
-    }
-}
-
 fn copy_typed<S: Element, D: Element>(out: &Arg, src: &Arg) {
     map1(out, src, |x: S| D::from_scalar(x.to_scalar()));
 }
 
 impl Backend for CpuBackend {
+    fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()> {
+        dispatch_dtype!(out.dtype, T => crate::generate::fill_host::<T>(out, seq));
+        Ok(())
+    }
+
     fn fill(&self, out: &Arg, value: Scalar) -> Result<()> {
         dispatch_dtype!(out.dtype, T => fill(out, T::from_scalar(value)));
         Ok(())
@@ -182,7 +201,12 @@ impl Backend for CpuBackend {
     }
 
     fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg) -> Result<()> {
-        dispatch_dtype!(a.dtype, T => unary_typed::<T>(op, out, a));
+        match op {
+            UnaryOp::Map(f) => unary_map(f, out, a),
+            UnaryOp::Clamp(lo, hi) => {
+                dispatch_dtype!(a.dtype, T => clamp_typed::<T>(out, a, lo, hi))
+            }
+        }
         Ok(())
     }
 
@@ -225,8 +249,8 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()> {
-        assert!(bytes.len() <= dst.nbytes());
+    fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()> {
+        assert!(bytes.len() <= dst.nbytes);
         if bytes.is_empty() {
             return Ok(());
         }
@@ -236,8 +260,8 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
-        assert!(offset + out.len() <= src.nbytes());
+    fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {
+        assert!(offset + out.len() <= src.nbytes);
         if out.is_empty() {
             return Ok(());
         }

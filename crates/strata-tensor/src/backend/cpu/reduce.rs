@@ -1,12 +1,12 @@
 //! Reductions: for every output position (the kept dims, row-major), fold the
 //! reduced dims in row-major order, so "first" on ties means first in that
-//! order. Reduced dims that are contiguous together are merged (which keeps
-//! that order), and the innermost one is a plain strided loop.
+//! order. The loops come from the shared [`ReducePlan`] (dims contiguous
+//! together merged); the innermost reduced dim is a plain strided loop.
 
 use crate::backend::cpu::elementwise::base;
 use crate::backend::{Arg, ReduceOp};
 use crate::dtype::{Arith, Element};
-use crate::layout::Layout;
+use crate::reduce_plan::ReducePlan;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
 
@@ -19,27 +19,6 @@ impl<T> Ptrs<T> {
     fn get(&self) -> (*const T, *mut u8, *mut u8) {
         (self.0, self.1, self.2)
     }
-}
-
-/// Merges neighbouring dims `d`, `d + 1` where `stride[d] == stride[d + 1] * shape[d + 1]`
-/// (row-major order is preserved); size-1 dims are dropped.
-fn merge_row_major(shape: &[usize], strides: &[usize]) -> (Vec<usize>, Vec<usize>) {
-    let (mut sh, mut st): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
-    for (&n, &s) in shape.iter().zip(strides) {
-        if n == 1 {
-            continue;
-        }
-        if let (Some(ln), Some(&ls)) = (sh.last_mut(), st.last()) {
-            if ls == s * n {
-                *ln *= n;
-                *st.last_mut().unwrap() = s;
-                continue;
-            }
-        }
-        sh.push(n);
-        st.push(s);
-    }
-    (sh, st)
 }
 
 /// Calls `f(k, x)` for the elements at `src + start + (reduced offsets)` with
@@ -133,18 +112,11 @@ pub(crate) fn reduce<T: Element>(
     T::Acc: Element,
 {
     let l = &input.layout;
-    let kept: Vec<usize> = (0..l.ndim()).filter(|d| !dims.contains(d)).collect();
-    let red: Vec<usize> = (0..l.ndim()).filter(|d| dims.contains(d)).collect();
-    let outer = Layout {
-        shape: kept.iter().map(|&d| l.shape[d]).collect(),
-        strides: kept.iter().map(|&d| l.strides[d]).collect(),
-        offset: 0,
-    };
-    let red_shape: Vec<usize> = red.iter().map(|&d| l.shape[d]).collect();
-    let red_strides: Vec<usize> = red.iter().map(|&d| l.strides[d]).collect();
-    let red_count: usize = red_shape.iter().product();
-    let (rs, rst) = merge_row_major(&red_shape, &red_strides);
-    let outer_idx: Vec<usize> = outer.indices().collect();
+    let plan = ReducePlan::new(&l.shape, &l.strides, dims);
+    let red_count = plan.count;
+    let rs: Vec<usize> = plan.reduced.iter().map(|d| d.size).collect();
+    let rst: Vec<usize> = plan.reduced.iter().map(|d| d.stride).collect();
+    let outer_idx: Vec<usize> = plan.output_offsets().collect();
     let ptrs = Ptrs(
         base(input) as *const T,
         values.map_or(std::ptr::null_mut(), base),
@@ -240,7 +212,7 @@ pub(crate) fn reduce<T: Element>(
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_row_major, CHUNK};
+    use super::CHUNK;
     use crate::{Device, Tensor};
 
     /// Reductions long enough to be folded in chunks (and in parallel where
@@ -296,19 +268,6 @@ mod tests {
         assert_eq!(
             t.sum(None, false).unwrap().item::<i64>().unwrap(),
             ints.iter().sum::<i64>()
-        );
-    }
-
-    #[test]
-    fn merging_keeps_row_major_order() {
-        assert_eq!(
-            merge_row_major(&[2, 3, 4], &[12, 4, 1]),
-            (vec![24], vec![1])
-        );
-        assert_eq!(merge_row_major(&[3, 4], &[1, 3]), (vec![3, 4], vec![1, 3]));
-        assert_eq!(
-            merge_row_major(&[3, 1, 4], &[8, 99, 2]),
-            (vec![12], vec![2])
         );
     }
 }

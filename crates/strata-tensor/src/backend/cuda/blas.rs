@@ -6,23 +6,22 @@
 use super::context::{cu_stream, failure, guarded, CudaDevice};
 use super::kernels::ops::arith;
 use super::kernels::{compute_ty, storage_ty, tag, PRELUDE};
-use super::launch::{base_ptr, elementwise, launch_raw, Params};
-use crate::backend::{Arg, BinaryOp};
+use super::launch::{base_ptr, elementwise, launch, KArg, KernelParam, Params};
+use crate::backend::{Arg, BinaryOp, Mem};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::layout::Layout;
-use crate::storage::Storage;
 use cudarc::cublas::sys as cb;
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::OnceLock;
 use strata_alloc::{Allocation, StreamId};
 
 /// Workspace per stream (PyTorch's size on Hopper).
 const WORKSPACE: u64 = 32 << 20;
 
-struct Handle {
+/// A device's cuBLAS handle and its workspace per stream (held by
+/// [`CudaDevice::blas`]).
+pub(crate) struct Handle {
     raw: cb::cublasHandle_t,
     workspaces: HashMap<StreamId, Allocation>,
 }
@@ -30,11 +29,6 @@ struct Handle {
 // SAFETY: a cuBLAS handle may be used from any thread as long as calls on it
 // are serialised, which the surrounding mutex guarantees.
 unsafe impl Send for Handle {}
-
-fn handles() -> &'static Mutex<HashMap<usize, Handle>> {
-    static H: OnceLock<Mutex<HashMap<usize, Handle>>> = OnceLock::new();
-    H.get_or_init(|| Mutex::new(HashMap::new()))
-}
 
 /// Runs `f` with the device's cuBLAS handle bound to the current stream and
 /// that stream's workspace.
@@ -44,15 +38,15 @@ fn with_handle(dev: &CudaDevice, f: impl FnOnce(cb::cublasHandle_t) -> Result<()
         .map_err(|reason| TensorError::BackendUnavailable { device, reason })?;
     dev.bind()?;
     let stream = dev.stream();
-    let mut map = handles().lock();
-    let h = match map.entry(dev.ordinal) {
-        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::hash_map::Entry::Vacant(e) => {
+    let mut slot = dev.blas.lock();
+    let h = match &mut *slot {
+        Some(h) => h,
+        None => {
             let raw = guarded(device, "cublasCreate_v2", || {
                 cudarc::cublas::result::create_handle()
                     .map_err(|e| failure(device, "cublasCreate_v2", format!("{e:?}")))
             })?;
-            e.insert(Handle {
+            slot.insert(Handle {
                 raw,
                 workspaces: HashMap::new(),
             })
@@ -91,12 +85,14 @@ fn mat_layout(rows: usize, cols: usize, sr: usize, sc: usize) -> Option<(bool, u
     }
 }
 
-/// A contiguous copy of `a` (for operands cuBLAS cannot address).
-fn contiguous_copy(dev: &CudaDevice, a: &Arg) -> Result<Storage> {
+/// A contiguous copy of `a` (for operands cuBLAS cannot address), in scratch
+/// memory of the device.
+fn contiguous_copy(dev: &CudaDevice, a: &Arg) -> Result<Allocation> {
     let n = a.layout.numel();
-    let s = Storage::new(n * a.dtype.size(), a.storage.device())?;
+    let nbytes = n * a.dtype.size();
+    let s = dev.scratch(nbytes)?;
     let out = Arg {
-        storage: &s,
+        mem: scratch_mem(dev, &s, nbytes),
         layout: Layout::contiguous(&a.layout.shape),
         dtype: a.dtype,
     };
@@ -110,6 +106,16 @@ fn contiguous_copy(dev: &CudaDevice, a: &Arg) -> Result<Storage> {
         Params::default(),
     )?;
     Ok(s)
+}
+
+/// The memory of a scratch allocation, borrowed from it.
+fn scratch_mem<'a>(dev: &CudaDevice, s: &'a Allocation, nbytes: usize) -> Mem<'a> {
+    Mem {
+        ptr: s.ptr(),
+        nbytes,
+        device: dev.device(),
+        life: std::marker::PhantomData,
+    }
 }
 
 /// Batched `out[b] = a[b] @ b[b]`; operands `[B, m, k]`, `[B, k, n]`, out a
@@ -138,12 +144,12 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
     let a_tmp;
     let b_tmp;
     let mut a_arg = Arg {
-        storage: a.storage,
+        mem: a.mem,
         layout: a.layout.clone(),
         dtype: a.dtype,
     };
     let mut b_arg = Arg {
-        storage: b.storage,
+        mem: b.mem,
         layout: b.layout.clone(),
         dtype: b.dtype,
     };
@@ -153,7 +159,7 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         None => {
             a_tmp = contiguous_copy(dev, a)?;
             a_arg = Arg {
-                storage: &a_tmp,
+                mem: scratch_mem(dev, &a_tmp, a.layout.numel() * a.dtype.size()),
                 layout: Layout::contiguous(&a.layout.shape),
                 dtype: a.dtype,
             };
@@ -166,7 +172,7 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         None => {
             b_tmp = contiguous_copy(dev, b)?;
             b_arg = Arg {
-                storage: &b_tmp,
+                mem: scratch_mem(dev, &b_tmp, b.layout.numel() * b.dtype.size()),
                 layout: Layout::contiguous(&b.layout.shape),
                 dtype: b.dtype,
             };
@@ -279,6 +285,9 @@ struct MM {
     so: [i64; 3],
 }
 
+// SAFETY: `#[repr(C)]`, laid out as `MM` in the source.
+unsafe impl KernelParam for MM {}
+
 /// Integer matmul with wrapping arithmetic, one thread per output element.
 fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
     let d = a.dtype;
@@ -313,7 +322,7 @@ fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
             l.strides[2] as i64,
         ]
     };
-    let mut z = MM {
+    let z = MM {
         bs: a.layout.shape[0] as i64,
         m: a.layout.shape[1] as i64,
         n: b.layout.shape[2] as i64,
@@ -324,24 +333,9 @@ fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
     };
     let total = (z.bs * z.m * z.n) as u64;
     let grid = total.div_ceil(256).min(1 << 20) as u32;
-    let (mut po, mut pa, mut pb) = (base_ptr(out), base_ptr(a), base_ptr(b));
-    let mut params: [*mut c_void; 4] = [
-        (&mut po) as *mut u64 as *mut c_void,
-        (&mut pa) as *mut u64 as *mut c_void,
-        (&mut pb) as *mut u64 as *mut c_void,
-        (&mut z) as *mut MM as *mut c_void,
-    ];
+    let (po, pa, pb) = (base_ptr(out), base_ptr(a), base_ptr(b));
+    let kargs = [KArg::of(&po), KArg::of(&pa), KArg::of(&pb), KArg::of(&z)];
     // SAFETY: the parameters match `imm(char*, const char*, const char*, MM)`;
     // indices stay below each operand's shape, so addresses lie in its layout.
-    unsafe {
-        launch_raw(
-            dev,
-            &key,
-            f,
-            (grid, 1, 1),
-            (256, 1, 1),
-            dev.stream(),
-            &mut params,
-        )
-    }
+    unsafe { launch(dev, &key, f, (grid, 1, 1), (256, 1, 1), dev.stream(), kargs) }
 }

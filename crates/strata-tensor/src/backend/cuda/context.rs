@@ -1,6 +1,12 @@
-//! One opened GPU per ordinal (its primary context, properties and compiled
-//! kernels), the current stream per device and thread, and the guard that
-//! turns cudarc's panics (missing library or symbol) into typed errors.
+//! One opened GPU per ordinal — [`CudaDevice`], which owns everything that
+//! belongs to the device: the driver handle (its primary context), properties,
+//! compiled kernels, the cuBLAS handle, the pinned staging allocator of its
+//! transfers (and, on GPU 0, the allocator of `pin_memory()` tensors) — the
+//! current stream per device and thread, and the guard that turns cudarc's
+//! panics (missing library or symbol) into typed errors.
+//!
+//! The process holds two per-device tables: the opened devices (read without
+//! a lock once a device is open) and, per thread, the current streams.
 
 use crate::error::{Result, TensorError};
 use cudarc::driver::sys;
@@ -10,7 +16,8 @@ use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 use strata_alloc::driver::cuda::CudaDriver;
-use strata_alloc::{Device, StreamId};
+use strata_alloc::pinned::CudaPinnedAllocator;
+use strata_alloc::{CachingAllocator, Device, StreamId};
 
 /// An opened GPU: the driver (which retains the primary context that the
 /// caching allocator also uses), properties read once, and the kernels
@@ -26,7 +33,23 @@ pub(crate) struct CudaDevice {
     pub sm_count: u32,
     /// Loaded kernels, keyed by kernel key (one module's functions in order).
     pub(crate) functions: Mutex<HashMap<String, Vec<Function>>>,
+    /// The cuBLAS handle (created on first use) and its workspaces.
+    pub(crate) blas: Mutex<Option<super::blas::Handle>>,
+    /// The caching pinned allocator staging pageable transfers.
+    pub(crate) staging: OnceLock<Arc<CudaPinnedAllocator>>,
+    /// The allocator of `pin_memory()` tensors (used on GPU 0 only).
+    pub(crate) pinned_tensors: OnceLock<Arc<CachingAllocator>>,
 }
+
+/// GPU ordinals below this are found without a lock once opened.
+const MAX_DEVICES: usize = 64;
+
+/// The opened devices, by ordinal.
+static DEVICES: [OnceLock<&'static CudaDevice>; MAX_DEVICES] =
+    [const { OnceLock::new() }; MAX_DEVICES];
+
+/// Serialises the opening of devices.
+static OPENING: Mutex<()> = Mutex::new(());
 
 /// A loaded kernel: the raw function handle (its module stays loaded for the
 /// life of the process).
@@ -115,17 +138,36 @@ impl CudaDevice {
     /// The opened device `ordinal`, opening it on first use. A typed
     /// [`TensorError::BackendUnavailable`] when CUDA or the GPU is absent.
     pub(crate) fn get(ordinal: usize) -> Result<&'static CudaDevice> {
-        static DEVICES: OnceLock<Mutex<HashMap<usize, &'static CudaDevice>>> = OnceLock::new();
-        let map = DEVICES.get_or_init(|| Mutex::new(HashMap::new()));
-        let mut m = map.lock();
-        if let Some(d) = m.get(&ordinal) {
+        if let Some(d) = CudaDevice::get_if_open(ordinal) {
             return Ok(d);
         }
+        let _one_at_a_time = OPENING.lock();
+        if let Some(d) = CudaDevice::get_if_open(ordinal) {
+            return Ok(d);
+        }
+        let d = CudaDevice::open(ordinal)?;
+        Ok(*DEVICES[ordinal].get_or_init(|| d))
+    }
+
+    /// The device `ordinal` if it has been opened (one atomic load).
+    #[inline]
+    pub(crate) fn get_if_open(ordinal: usize) -> Option<&'static CudaDevice> {
+        DEVICES.get(ordinal).and_then(|slot| slot.get().copied())
+    }
+
+    /// Opens device `ordinal`: the one place the tensor backend opens a driver.
+    fn open(ordinal: usize) -> Result<&'static CudaDevice> {
         let device = Device::Cuda(ordinal);
-        let driver = CudaDriver::new(ordinal).map_err(|e| TensorError::BackendUnavailable {
+        let driver = CudaDriver::shared(ordinal).map_err(|e| TensorError::BackendUnavailable {
             device,
             reason: e.to_string(),
         })?;
+        if ordinal >= MAX_DEVICES {
+            return Err(TensorError::BackendUnavailable {
+                device,
+                reason: format!("strata supports GPU ordinals below {MAX_DEVICES}"),
+            });
+        }
         let unavailable = |e: strata_alloc::DriverError| TensorError::BackendUnavailable {
             device,
             reason: e.to_string(),
@@ -134,15 +176,24 @@ impl CudaDevice {
         let sm_count = driver
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(unavailable)? as u32;
-        let d: &'static CudaDevice = Box::leak(Box::new(CudaDevice {
+        Ok(Box::leak(Box::new(CudaDevice {
             ordinal,
             driver,
             cc,
             sm_count,
             functions: Mutex::new(HashMap::new()),
-        }));
-        m.insert(ordinal, d);
-        Ok(d)
+            blas: Mutex::new(None),
+            staging: OnceLock::new(),
+            pinned_tensors: OnceLock::new(),
+        })))
+    }
+
+    /// Memory for temporaries of this device's kernels (reduction partials,
+    /// operand copies), on the current stream: it returns to the cache when
+    /// dropped, ordered after the work queued so far.
+    pub(crate) fn scratch(&self, nbytes: usize) -> Result<strata_alloc::Allocation> {
+        let allocator = strata_alloc::allocator(self.device())?;
+        Ok(allocator.allocate(nbytes as u64, self.stream())?)
     }
 
     /// The strata device.

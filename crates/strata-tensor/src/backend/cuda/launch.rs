@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::iter_plan::IterPlan;
 use cudarc::driver::sys;
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use strata_alloc::StreamId;
 
 /// Kernel metadata, laid out as `Meta` in the source: dims fastest first,
@@ -75,30 +76,67 @@ pub(crate) fn plan(args: &[&Arg]) -> Plan {
 
 /// Address of an operand's first element.
 pub(crate) fn base_ptr(a: &Arg) -> u64 {
-    a.storage.allocation().ptr() + (a.layout.offset * a.dtype.size()) as u64
+    a.mem.ptr + (a.layout.offset * a.dtype.size()) as u64
 }
 
-/// Launches `f` on `stream`.
+/// A type whose values can be passed by value as a kernel parameter: plain
+/// old data whose layout is the C parameter's.
 ///
 /// # Safety
-/// `args` must point to values matching the kernel's parameters in number,
-/// order and layout, each alive for the duration of the call, and every
-/// address the kernel derives from them must lie in live device memory.
-pub(crate) unsafe fn launch_raw(
+/// Implementors must be `#[repr(C)]` (or primitive) with no padding the
+/// kernel would read and no pointers to host memory.
+pub(crate) unsafe trait KernelParam: Copy {}
+
+// SAFETY: primitives with the C layouts of `u64`/`char*`, `i64`, `int`.
+unsafe impl KernelParam for u64 {}
+// SAFETY: as above.
+unsafe impl KernelParam for i64 {}
+// SAFETY: as above.
+unsafe impl KernelParam for i32 {}
+// SAFETY: primitives with the C layouts of `double` and `float`.
+unsafe impl KernelParam for f64 {}
+// SAFETY: as above.
+unsafe impl KernelParam for f32 {}
+// SAFETY: `#[repr(C)]`, laid out as `Meta` in the kernels' source.
+unsafe impl KernelParam for Meta {}
+// SAFETY: `#[repr(C)]`, laid out as `Params` in the kernels' source.
+unsafe impl KernelParam for Params {}
+
+/// One kernel argument: the address of a value that outlives the launch.
+#[derive(Clone, Copy)]
+pub(crate) struct KArg<'a>(*mut c_void, PhantomData<&'a ()>);
+
+impl<'a> KArg<'a> {
+    /// The argument `v` (the driver copies it when the launch is queued).
+    pub(crate) fn of<T: KernelParam>(v: &'a T) -> KArg<'a> {
+        KArg(v as *const T as *mut c_void, PhantomData)
+    }
+}
+
+/// Launches `f` on `stream` with `args`, in the kernel's parameter order.
+///
+/// # Safety
+/// `args` must match the kernel's parameters in number, order and type, and
+/// every address the kernel derives from them must lie in live device memory
+/// of this device.
+pub(crate) unsafe fn launch<const N: usize>(
     dev: &CudaDevice,
     what: &str,
     f: Function,
     grid: (u32, u32, u32),
     block: (u32, u32, u32),
     stream: StreamId,
-    args: &mut [*mut c_void],
+    args: [KArg<'_>; N],
 ) -> Result<()> {
+    let mut params: [*mut c_void; N] = args.map(|a| a.0);
     let device = dev.device();
     dev.bind()?;
     guarded(device, what, || {
-        // SAFETY: the caller guarantees the arguments; `f` is a loaded kernel of
-        // this device, whose context is current; the stream is the legacy
-        // default stream or a live stream of this context.
+        // SAFETY: the caller guarantees the arguments (each pointer addresses a
+        // live value of the parameter's type, borrowed for this call); `f` is a
+        // loaded kernel of this device, whose context is current; the stream is
+        // the legacy default stream or a live stream of this context. The
+        // driver only reads through the parameter pointers.
         let r = unsafe {
             sys::cuLaunchKernel(
                 f.0,
@@ -110,7 +148,7 @@ pub(crate) unsafe fn launch_raw(
                 block.2,
                 0,
                 cu_stream(stream),
-                args.as_mut_ptr(),
+                params.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
         };
@@ -183,12 +221,11 @@ pub(crate) fn elementwise(
     }
     let stream = dev.stream();
     let what = key.clone();
-    let mut prm = prm;
-    let [mut p0, mut p1, mut p2, mut p3] = ptrs;
+    let [p0, p1, p2, p3] = ptrs;
     let contiguous =
         nd <= 1 && (0..args.len()).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
     if contiguous {
-        let mut n64 = n as i64;
+        let n64 = n as i64;
         let aligned = (0..args.len()).all(|i| ptrs[i] % (v as u64 * sizes[i] as u64) == 0);
         let (f, w) = if aligned && v > 1 {
             (funcs[0], v)
@@ -204,29 +241,19 @@ pub(crate) fn elementwise(
                 format!("{n} elements are too many for one launch"),
             )
         })?;
-        let mut params: [*mut c_void; 6] = [
-            (&mut p0) as *mut u64 as *mut c_void,
-            (&mut p1) as *mut u64 as *mut c_void,
-            (&mut p2) as *mut u64 as *mut c_void,
-            (&mut p3) as *mut u64 as *mut c_void,
-            (&mut n64) as *mut i64 as *mut c_void,
-            (&mut prm) as *mut Params as *mut c_void,
+        let kargs = [
+            KArg::of(&p0),
+            KArg::of(&p1),
+            KArg::of(&p2),
+            KArg::of(&p3),
+            KArg::of(&n64),
+            KArg::of(&prm),
         ];
         // SAFETY: the parameters match `contig_*(char*, const char*, const
         // char*, const char*, i64, Params)`; every operand is contiguous with n
         // elements from its base pointer inside its storage (the caller's layouts
         // are checked against their storages), and unused inputs are never read.
-        return unsafe {
-            launch_raw(
-                dev,
-                &what,
-                f,
-                (grid, 1, 1),
-                (BLOCK, 1, 1),
-                stream,
-                &mut params,
-            )
-        };
+        return unsafe { launch(dev, &what, f, (grid, 1, 1), (BLOCK, 1, 1), stream, kargs) };
     }
     let n0 = p.shape[0];
     if let Some(k) = p.tile_dim.filter(|&k| p.shape[k] > 1 && n0 > 1) {
@@ -240,26 +267,26 @@ pub(crate) fn elementwise(
             * (p.shape[k] as u64).div_ceil(td as u64)
             * meta.outer as u64;
         let grid = tiles.min(i32::MAX as u64) as u32;
-        let mut params: [*mut c_void; 6] = [
-            (&mut p0) as *mut u64 as *mut c_void,
-            (&mut p1) as *mut u64 as *mut c_void,
-            (&mut p2) as *mut u64 as *mut c_void,
-            (&mut p3) as *mut u64 as *mut c_void,
-            (&mut meta) as *mut Meta as *mut c_void,
-            (&mut prm) as *mut Params as *mut c_void,
+        let kargs = [
+            KArg::of(&p0),
+            KArg::of(&p1),
+            KArg::of(&p2),
+            KArg::of(&p3),
+            KArg::of(&meta),
+            KArg::of(&prm),
         ];
         // SAFETY: the parameters match `tiled(char*, const char* x3, Meta,
         // Params)`; the plan's sizes and byte strides describe each operand's
         // own layout, so every address computed lies inside its storage.
         return unsafe {
-            launch_raw(
+            launch(
                 dev,
                 &what,
                 funcs[5],
                 (grid, 1, 1),
                 (32, tr, 1),
                 stream,
-                &mut params,
+                kargs,
             )
         };
     }
@@ -285,54 +312,44 @@ pub(crate) fn elementwise(
             )
         })?;
         let gy = meta.outer.clamp(1, 65535) as u32;
-        let mut params: [*mut c_void; 6] = [
-            (&mut p0) as *mut u64 as *mut c_void,
-            (&mut p1) as *mut u64 as *mut c_void,
-            (&mut p2) as *mut u64 as *mut c_void,
-            (&mut p3) as *mut u64 as *mut c_void,
-            (&mut meta) as *mut Meta as *mut c_void,
-            (&mut prm) as *mut Params as *mut c_void,
+        let kargs = [
+            KArg::of(&p0),
+            KArg::of(&p1),
+            KArg::of(&p2),
+            KArg::of(&p3),
+            KArg::of(&meta),
+            KArg::of(&prm),
         ];
         // SAFETY: the parameters match `rows_*(char*, const char* x3, Meta,
         // Params)`; addresses come from each operand's own sizes and strides;
         // the vector path is taken only when every access it makes is aligned.
-        return unsafe {
-            launch_raw(
-                dev,
-                &what,
-                f,
-                (gx, gy, 1),
-                (BLOCK, 1, 1),
-                stream,
-                &mut params,
-            )
-        };
+        return unsafe { launch(dev, &what, f, (gx, gy, 1), (BLOCK, 1, 1), stream, kargs) };
     }
-    let mut n64 = n as i64;
+    let n64 = n as i64;
     let blocks = (n as u64)
         .div_ceil(BLOCK as u64)
         .min(dev.sm_count as u64 * 16)
         .max(1) as u32;
-    let mut params: [*mut c_void; 7] = [
-        (&mut p0) as *mut u64 as *mut c_void,
-        (&mut p1) as *mut u64 as *mut c_void,
-        (&mut p2) as *mut u64 as *mut c_void,
-        (&mut p3) as *mut u64 as *mut c_void,
-        (&mut meta) as *mut Meta as *mut c_void,
-        (&mut n64) as *mut i64 as *mut c_void,
-        (&mut prm) as *mut Params as *mut c_void,
+    let kargs = [
+        KArg::of(&p0),
+        KArg::of(&p1),
+        KArg::of(&p2),
+        KArg::of(&p3),
+        KArg::of(&meta),
+        KArg::of(&n64),
+        KArg::of(&prm),
     ];
     // SAFETY: the parameters match `general(char*, const char* x3, Meta, i64,
     // Params)`; addresses come from each operand's own sizes and strides.
     unsafe {
-        launch_raw(
+        launch(
             dev,
             &what,
             funcs[4],
             (blocks, 1, 1),
             (BLOCK, 1, 1),
             stream,
-            &mut params,
+            kargs,
         )
     }
 }

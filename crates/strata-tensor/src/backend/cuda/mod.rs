@@ -1,7 +1,9 @@
-//! The CUDA backend: kernels generated per op and dtype, compiled at run time
-//! by NVRTC for the device's own architecture (cached for the process) and
-//! launched on strata's current stream; matrix products through cuBLAS;
-//! host transfers through pinned staging buffers.
+//! The CUDA backend: each opened GPU ([`CudaDevice`]) is a [`Backend`].
+//! Kernels are generated per op and dtype, compiled at run time by NVRTC for
+//! the device's own architecture (cached for the process) and launched on
+//! strata's current stream; matrix products through cuBLAS; host transfers
+//! through pinned staging buffers. [`runtime`] is the rest of the device
+//! boundary (streams, events, transfers, pinned memory).
 //!
 //! Everything here is behind the `cuda` feature. When CUDA or a GPU is absent,
 //! [`super::backend_for`] returns [`crate::TensorError::BackendUnavailable`]
@@ -15,41 +17,18 @@ pub(crate) mod launch;
 pub(crate) mod nvrtc;
 pub(crate) mod random;
 pub(crate) mod reduce;
+pub(crate) mod runtime;
 pub(crate) mod transfer;
 
-use crate::backend::{Arg, Backend, BinaryOp, ReduceOp, UnaryOp};
+use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
+use crate::ops::table::ScalarRule;
 use crate::scalar::Scalar;
-use crate::storage::Storage;
 use context::{failure, CudaDevice};
 use kernels::ops;
 use launch::{elementwise, Params};
-use strata_alloc::Device;
-
-/// Kernels on NVIDIA GPUs.
-pub(crate) struct CudaBackend;
-
-/// The process's CUDA backend.
-pub(crate) static CUDA: CudaBackend = CudaBackend;
-
-/// The opened device a storage lives on.
-pub(crate) fn device_of(s: &Storage) -> Result<&'static CudaDevice> {
-    match s.device() {
-        Device::Cuda(n) => CudaDevice::get(n),
-        d => Err(failure(
-            d,
-            "CUDA kernel",
-            "the storage is not on a CUDA device",
-        )),
-    }
-}
-
-/// Checks that CUDA device `ordinal` can run kernels (the driver, the GPU).
-pub(crate) fn probe(ordinal: usize) -> Result<()> {
-    CudaDevice::get(ordinal).map(|_| ())
-}
 
 /// Puts scalar `s` (already in the compute type of `d`) into slot `i`.
 fn set_slot(p: &mut Params, i: usize, d: DType, s: Scalar) {
@@ -94,9 +73,31 @@ fn bits<T: Element>(s: Scalar) -> u64 {
     b
 }
 
-impl Backend for CudaBackend {
+impl Backend for CudaDevice {
+    fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()> {
+        let compute = seq.compute_dtype();
+        if compute == out.dtype {
+            return random::generate(self, out, seq);
+        }
+        // Computed in its own type into scratch memory, then converted.
+        let n = out.layout.numel();
+        let scratch = self.scratch(n * compute.size())?;
+        let tmp = Arg {
+            mem: Mem {
+                ptr: scratch.ptr(),
+                nbytes: n * compute.size(),
+                device: self.device(),
+                life: std::marker::PhantomData,
+            },
+            layout: out.layout.clone(),
+            dtype: compute,
+        };
+        random::generate(self, &tmp, seq)?;
+        self.copy(out, &tmp)
+    }
+
     fn fill(&self, out: &Arg, value: Scalar) -> Result<()> {
-        let dev = device_of(out.storage)?;
+        let dev = self;
         let prm = Params {
             bits: dispatch_dtype!(out.dtype, T => bits::<T>(value)),
             ..Params::default()
@@ -105,17 +106,17 @@ impl Backend for CudaBackend {
     }
 
     fn copy(&self, out: &Arg, src: &Arg) -> Result<()> {
-        if out.storage.device() != src.storage.device() {
+        if out.mem.device != src.mem.device {
             return Err(failure(
-                out.storage.device(),
+                out.mem.device,
                 "copy",
                 format!(
                     "the source is on {}; use Tensor::to to move tensors between devices",
-                    src.storage.device()
+                    src.mem.device
                 ),
             ));
         }
-        let dev = device_of(out.storage)?;
+        let dev = self;
         let (s, d) = (src.dtype, out.dtype);
         elementwise(
             dev,
@@ -128,7 +129,7 @@ impl Backend for CudaBackend {
     }
 
     fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
-        let dev = device_of(out.storage)?;
+        let dev = self;
         let d = a.dtype;
         let name = format!("binary_{op:?}");
         elementwise(
@@ -142,13 +143,11 @@ impl Backend for CudaBackend {
     }
 
     fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) -> Result<()> {
-        let dev = device_of(out.storage)?;
+        let dev = self;
         let d = a.dtype;
-        let s = match op {
-            BinaryOp::Mul | BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor => {
-                dispatch_dtype!(d, T => to_acc::<T>(b))
-            }
-            _ => dispatch_dtype!(d, T => via_elem::<T>(b)),
+        let s = match op.scalar_rule() {
+            ScalarRule::Acc => dispatch_dtype!(d, T => to_acc::<T>(b)),
+            ScalarRule::Elem => dispatch_dtype!(d, T => via_elem::<T>(b)),
         };
         let mut prm = Params::default();
         set_slot(&mut prm, 0, d, s);
@@ -157,7 +156,7 @@ impl Backend for CudaBackend {
     }
 
     fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg) -> Result<()> {
-        let dev = device_of(out.storage)?;
+        let dev = self;
         let d = a.dtype;
         let mut prm = Params::default();
         if let UnaryOp::Clamp(lo, hi) = op {
@@ -171,19 +170,19 @@ impl Backend for CudaBackend {
             }
         }
         let name = match op {
-            UnaryOp::Clamp(..) => "clamp".to_string(),
-            o => format!("{o:?}"),
+            UnaryOp::Clamp(..) => "clamp",
+            UnaryOp::Map(f) => f.name(false),
         };
-        elementwise(dev, &name, || ops::unary(op, d), out, &[a], prm)
+        elementwise(dev, name, || ops::unary(op, d), out, &[a], prm)
     }
 
     fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar) -> Result<()> {
-        let dev = device_of(out.storage)?;
+        let dev = self;
         let d = out.dtype;
         let mut prm = Params::default();
         set_slot(&mut prm, 0, d, dispatch_dtype!(d, T => to_acc::<T>(value)));
         let self_in = Arg {
-            storage: out.storage,
+            mem: out.mem,
             layout: out.layout.clone(),
             dtype: out.dtype,
         };
@@ -198,7 +197,7 @@ impl Backend for CudaBackend {
     }
 
     fn where_(&self, out: &Arg, cond: &Arg, a: &Arg, b: &Arg) -> Result<()> {
-        let dev = device_of(out.storage)?;
+        let dev = self;
         elementwise(
             dev,
             "where",
@@ -217,28 +216,20 @@ impl Backend for CudaBackend {
         input: &Arg,
         dims: &[usize],
     ) -> Result<()> {
-        let dev = device_of(input.storage)?;
+        let dev = self;
         reduce::reduce(dev, op, values, indices, input, dims)
     }
 
     fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
-        let dev = device_of(out.storage)?;
+        let dev = self;
         blas::matmul(dev, out, a, b)
     }
 
-    fn write_from_host(&self, dst: &Storage, bytes: &[u8]) -> Result<()> {
-        let dev = device_of(dst)?;
-        transfer::host_to_device(dev, dst.allocation().ptr(), bytes, false, dev.stream())
+    fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()> {
+        transfer::host_to_device(self, dst.ptr, bytes, false, self.stream())
     }
 
-    fn read_to_host(&self, src: &Storage, offset: usize, out: &mut [u8]) -> Result<()> {
-        let dev = device_of(src)?;
-        transfer::device_to_host(
-            dev,
-            out,
-            src.allocation().ptr() + offset as u64,
-            false,
-            dev.stream(),
-        )
+    fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {
+        transfer::device_to_host(self, out, src.ptr + offset as u64, false, self.stream())
     }
 }

@@ -4,12 +4,11 @@
 //! contiguous f64, f32 or i64 tensor (the caller converts to the dtype).
 
 use super::context::{failure, CudaDevice};
-use super::launch::{base_ptr, launch_raw};
+use super::launch::{base_ptr, launch, KArg};
 use crate::backend::Arg;
 use crate::error::Result;
 use crate::generate::Sequence;
 use crate::random::{Dist, PHILOX_M, PHILOX_W};
-use std::ffi::c_void;
 
 /// Threads per block.
 const BLOCK: u32 = 256;
@@ -110,97 +109,34 @@ pub(crate) fn generate(dev: &CudaDevice, out: &Arg, seq: Sequence) -> Result<()>
         source,
         &["uniform", "normal", "range_f64", "range_f32", "range_i64"],
     )?;
-    let mut ptr = base_ptr(out);
-    let mut n_i = n as i64;
+    let ptr = base_ptr(out);
+    let n = n as i64;
     let grid = (n as u64).div_ceil(u64::from(BLOCK)).clamp(1, 1 << 16) as u32;
-    // Each arm launches with the parameters its kernel declares, in order;
-    // the values live on this stack frame for the duration of the launch.
-    let launch = |what: &str, k: usize, params: &mut [*mut c_void]| -> Result<()> {
-        // SAFETY: `params` match the kernel `k`'s parameters (checked per
-        // arm below); the kernel writes `n` elements of the compute dtype
-        // from `ptr`, the start of the contiguous output that holds them.
-        unsafe {
-            launch_raw(
-                dev,
-                what,
-                f[k],
-                (grid, 1, 1),
-                (BLOCK, 1, 1),
-                dev.stream(),
-                params,
-            )
-        }
-    };
+    // Each arm launches with the parameters its kernel declares, in order.
+    macro_rules! go {
+        ($what:literal, $k:expr, $($v:expr),+) => {{
+            // SAFETY: the arguments match the kernel's parameters (pointer,
+            // i64 n, then the arm's scalars in declaration order); the kernel
+            // writes `n` elements of the compute dtype from `ptr`, the start
+            // of the contiguous output that holds them.
+            unsafe {
+                launch(dev, $what, f[$k], (grid, 1, 1), (BLOCK, 1, 1), dev.stream(),
+                    [KArg::of(&ptr), KArg::of(&n), $(KArg::of(&$v)),+])
+            }
+        }};
+    }
     match seq {
         Sequence::Random {
             dist: Dist::Uniform { bits },
             seed,
-        } => {
-            let (mut seed, mut bits) = (seed, bits as i32);
-            launch(
-                "uniform",
-                0,
-                &mut [
-                    (&mut ptr) as *mut u64 as *mut c_void,
-                    (&mut n_i) as *mut i64 as *mut c_void,
-                    (&mut seed) as *mut u64 as *mut c_void,
-                    (&mut bits) as *mut i32 as *mut c_void,
-                ],
-            )
-        }
+        } => go!("uniform", 0, seed, bits as i32),
         Sequence::Random {
             dist: Dist::Normal,
             seed,
-        } => {
-            let mut seed = seed;
-            launch(
-                "normal",
-                1,
-                &mut [
-                    (&mut ptr) as *mut u64 as *mut c_void,
-                    (&mut n_i) as *mut i64 as *mut c_void,
-                    (&mut seed) as *mut u64 as *mut c_void,
-                ],
-            )
-        }
-        Sequence::FloatRange { start, step } => {
-            let (mut start, mut step) = (start, step);
-            launch(
-                "range_f64",
-                2,
-                &mut [
-                    (&mut ptr) as *mut u64 as *mut c_void,
-                    (&mut n_i) as *mut i64 as *mut c_void,
-                    (&mut start) as *mut f64 as *mut c_void,
-                    (&mut step) as *mut f64 as *mut c_void,
-                ],
-            )
-        }
-        Sequence::Float32Range { start, step } => {
-            let (mut start, mut step) = (start, step);
-            launch(
-                "range_f32",
-                3,
-                &mut [
-                    (&mut ptr) as *mut u64 as *mut c_void,
-                    (&mut n_i) as *mut i64 as *mut c_void,
-                    (&mut start) as *mut f32 as *mut c_void,
-                    (&mut step) as *mut f32 as *mut c_void,
-                ],
-            )
-        }
-        Sequence::IntRange { start, step } => {
-            let (mut start, mut step) = (start, step);
-            launch(
-                "range_i64",
-                4,
-                &mut [
-                    (&mut ptr) as *mut u64 as *mut c_void,
-                    (&mut n_i) as *mut i64 as *mut c_void,
-                    (&mut start) as *mut i64 as *mut c_void,
-                    (&mut step) as *mut i64 as *mut c_void,
-                ],
-            )
-        }
+        } => go!("normal", 1, seed),
+        Sequence::FloatRange { start, step } => go!("range_f64", 2, start, step),
+        Sequence::Float32Range { start, step } => go!("range_f32", 3, start, step),
+        Sequence::IntRange { start, step } => go!("range_i64", 4, start, step),
     }
 }
+

@@ -1,19 +1,18 @@
-//! Host side of the reductions: splits the input's dims into kept and reduced
-//! ones, packs them into the by-value `RMeta` argument and launches one block
+//! Host side of the reductions: the shared [`ReducePlan`] (kept and reduced
+//! dims, merged), packed into the by-value `RMeta` argument and launches one block
 //! per output position (grid-stride beyond the grid).
 
 use super::context::{failure, CudaDevice};
 use super::kernels::reduce::{source, RMeta, RBLOCK};
 use super::kernels::{tag, MAXD};
-use super::launch::{base_ptr, launch_raw, Params};
+use super::launch::{base_ptr, launch, KArg, Params};
 use super::{set_slot, to_acc};
 use crate::backend::{Arg, ReduceOp};
 use crate::dispatch_dtype;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::reduce_plan::ReducePlan;
 use crate::scalar::Scalar;
-use crate::storage::Storage;
-use std::ffi::c_void;
 
 /// Reduces `input` over `dims` into the contiguous `values` and/or `indices`.
 pub(crate) fn reduce(
@@ -25,9 +24,8 @@ pub(crate) fn reduce(
     dims: &[usize],
 ) -> Result<()> {
     let l = &input.layout;
-    let kept: Vec<usize> = (0..l.ndim()).filter(|d| !dims.contains(d)).collect();
-    let red: Vec<usize> = (0..l.ndim()).filter(|d| dims.contains(d)).collect();
-    if kept.len() > MAXD || red.len() > MAXD {
+    let nred_dims = (0..l.ndim()).filter(|d| dims.contains(d)).count();
+    if l.ndim() - nred_dims > MAXD || nred_dims > MAXD {
         return Err(failure(
             dev.device(),
             "reduce",
@@ -37,14 +35,14 @@ pub(crate) fn reduce(
             ),
         ));
     }
-    let nout: usize = kept.iter().map(|&d| l.shape[d]).product();
-    let nred: usize = red.iter().map(|&d| l.shape[d]).product();
+    let plan = ReducePlan::new(&l.shape, &l.strides, dims);
+    let (nout, nred) = (plan.outputs, plan.count);
     if nout == 0 {
         return Ok(());
     }
     let mut m = RMeta {
-        nk: kept.len() as i32,
-        nr: red.len() as i32,
+        nk: plan.kept.len() as i32,
+        nr: plan.reduced.len() as i32,
         nout: nout as i64,
         nred: nred as i64,
         ksize: [1; MAXD],
@@ -52,32 +50,13 @@ pub(crate) fn reduce(
         rsize: [1; MAXD],
         rst: [0; MAXD],
     };
-    // Merge neighbouring dims of each group that are contiguous together
-    // (row-major order is kept, so positions `k` and outputs `o` are unchanged).
-    let merge = |dims: &[usize]| -> Vec<(i64, i64)> {
-        let mut v: Vec<(i64, i64)> = Vec::new();
-        for &d in dims {
-            let (sz, st) = (l.shape[d] as i64, l.strides[d] as i64);
-            if sz == 1 {
-                continue;
-            }
-            match v.last_mut() {
-                Some(last) if last.1 == st * sz => *last = (last.0 * sz, st),
-                _ => v.push((sz, st)),
-            }
-        }
-        v
-    };
-    let (km, rm) = (merge(&kept), merge(&red));
-    m.nk = km.len() as i32;
-    m.nr = rm.len() as i32;
-    for (i, &(sz, st)) in km.iter().enumerate() {
-        m.ksize[i] = sz;
-        m.kst[i] = st;
+    for (i, k) in plan.kept.iter().enumerate() {
+        m.ksize[i] = k.size as i64;
+        m.kst[i] = k.stride as i64;
     }
-    for (i, &(sz, st)) in rm.iter().enumerate() {
-        m.rsize[i] = sz;
-        m.rst[i] = st;
+    for (i, r) in plan.reduced.iter().enumerate() {
+        m.rsize[i] = r.size as i64;
+        m.rst[i] = r.stride as i64;
     }
     let d = input.dtype;
     let mut prm = Params::default();
@@ -99,36 +78,33 @@ pub(crate) fn reduce(
     } else {
         1
     };
-    let (mut pin, mut pv, mut pi) = (
+    let (pin, pv, pi) = (
         base_ptr(input),
         values.map_or(0, base_ptr),
         indices.map_or(0, base_ptr),
     );
     let csize = compute_size(d);
     let scratch = if parts > 1 {
-        Some(Storage::new(
-            nout * parts * (csize + 8),
-            input.storage.device(),
-        )?)
+        Some(dev.scratch((nout * parts * csize).next_multiple_of(8) + nout * parts * 8)?)
     } else {
         None
     };
-    let mut ppv = scratch.as_ref().map_or(0, |s| s.allocation().ptr());
+    let ppv = scratch.as_ref().map_or(0, |s| s.ptr());
     let mut ppk = ppv + (nout * parts * csize).next_multiple_of(8) as u64;
     if scratch.is_none() {
         ppk = 0;
     }
-    let mut parts_i = parts as i32;
+    let parts_i = parts as i32;
     let grid = ((nout * parts) as u64).min(1 << 20) as u32;
-    let mut params: [*mut c_void; 8] = [
-        (&mut pin) as *mut u64 as *mut c_void,
-        (&mut pv) as *mut u64 as *mut c_void,
-        (&mut pi) as *mut u64 as *mut c_void,
-        (&mut m) as *mut RMeta as *mut c_void,
-        (&mut prm) as *mut Params as *mut c_void,
-        (&mut parts_i) as *mut i32 as *mut c_void,
-        (&mut ppv) as *mut u64 as *mut c_void,
-        (&mut ppk) as *mut u64 as *mut c_void,
+    let kargs = [
+        KArg::of(&pin),
+        KArg::of(&pv),
+        KArg::of(&pi),
+        KArg::of(&m),
+        KArg::of(&prm),
+        KArg::of(&parts_i),
+        KArg::of(&ppv),
+        KArg::of(&ppk),
     ];
     // SAFETY: the parameters match `reduce(const char*, char*, char*, RMeta,
     // Params, int, char*, char*)`; input addresses come from the input's own
@@ -136,40 +112,40 @@ pub(crate) fn reduce(
     // position (or null, which the kernel does not write); with several parts
     // the scratch storage holds nout * parts partial values and positions.
     unsafe {
-        launch_raw(
+        launch(
             dev,
             &key,
             f[0],
             (grid, 1, 1),
             (RBLOCK, 1, 1),
             dev.stream(),
-            &mut params,
+            kargs,
         )?
     };
     if parts > 1 {
-        let mut nout_i = nout as i64;
+        let nout_i = nout as i64;
         let grid = (nout as u64).min(1 << 20) as u32;
-        let mut params: [*mut c_void; 7] = [
-            (&mut ppv) as *mut u64 as *mut c_void,
-            (&mut ppk) as *mut u64 as *mut c_void,
-            (&mut pv) as *mut u64 as *mut c_void,
-            (&mut pi) as *mut u64 as *mut c_void,
-            (&mut nout_i) as *mut i64 as *mut c_void,
-            (&mut parts_i) as *mut i32 as *mut c_void,
-            (&mut prm) as *mut Params as *mut c_void,
+        let kargs = [
+            KArg::of(&ppv),
+            KArg::of(&ppk),
+            KArg::of(&pv),
+            KArg::of(&pi),
+            KArg::of(&nout_i),
+            KArg::of(&parts_i),
+            KArg::of(&prm),
         ];
         // SAFETY: the parameters match `combine(const char*, const char*,
         // char*, char*, i64, int, Params)`; the scratch holds the partials the
         // first kernel wrote on the same stream; the outputs are as above.
         unsafe {
-            launch_raw(
+            launch(
                 dev,
                 &key,
                 f[1],
                 (grid, 1, 1),
                 (RBLOCK, 1, 1),
                 dev.stream(),
-                &mut params,
+                kargs,
             )?
         };
     }

@@ -18,11 +18,9 @@
 use super::context::{cu, cu_stream, failure, guarded, CudaDevice};
 use crate::error::Result;
 use cudarc::driver::sys;
-use parking_lot::Mutex;
 use rayon::prelude::*;
-use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use strata_alloc::driver::{Driver, EventHandle, MemInfo, StreamEvents, VirtualMemory};
 use strata_alloc::pinned::{CudaPinnedAllocator, CudaPinnedBackend, PinnedAllocator};
 use strata_alloc::{CachingAllocator, Device, DevicePtr, DriverError, StreamId};
@@ -34,15 +32,13 @@ pub const RING: usize = 4;
 /// Below this size pageable copies use the driver's own staging.
 const SMALL: usize = 1 << 20;
 
-/// The caching pinned allocator used for staging on device `dev`.
-pub(crate) fn staging_allocator(dev: &CudaDevice) -> Arc<CudaPinnedAllocator> {
-    static M: OnceLock<Mutex<HashMap<usize, Arc<CudaPinnedAllocator>>>> = OnceLock::new();
-    let mut m = M.get_or_init(|| Mutex::new(HashMap::new())).lock();
-    Arc::clone(
-        m.entry(dev.ordinal).or_insert_with(|| {
-            PinnedAllocator::new(CudaPinnedBackend::new(Arc::clone(&dev.driver)))
-        }),
-    )
+impl CudaDevice {
+    /// The caching pinned allocator staging this device's pageable transfers
+    /// (created on first use).
+    pub(crate) fn staging(&self) -> &Arc<CudaPinnedAllocator> {
+        self.staging
+            .get_or_init(|| PinnedAllocator::new(CudaPinnedBackend::new(Arc::clone(&self.driver))))
+    }
 }
 
 /// Host memory copy over the thread pool (pieces of 1 MiB).
@@ -192,7 +188,7 @@ pub(crate) fn staged_htod(
     stream: StreamId,
 ) -> Result<()> {
     let device = dev.device();
-    let alloc = staging_allocator(dev);
+    let alloc = dev.staging();
     let nchunks = src.len().div_ceil(CHUNK);
     let slots = RING.min(nchunks);
     let mut bufs = (0..slots)
@@ -276,7 +272,7 @@ pub(crate) fn staged_dtoh(
     stream: StreamId,
 ) -> Result<()> {
     let device = dev.device();
-    let alloc = staging_allocator(dev);
+    let alloc = dev.staging();
     let len = out.len();
     let nchunks = len.div_ceil(CHUNK);
     let slots = RING.min(nchunks);
@@ -448,16 +444,11 @@ impl Driver for PinnedHostDriver {
     }
 }
 
-static PINNED_TENSORS: OnceLock<Arc<CachingAllocator>> = OnceLock::new();
-
 /// The caching allocator of `pin_memory()` tensors (page-locked host memory,
-/// events of GPU 0), created on first use.
+/// events of GPU 0, held by that device), created on first use.
 pub(crate) fn pinned_tensor_allocator() -> Result<Arc<CachingAllocator>> {
-    if let Some(a) = PINNED_TENSORS.get() {
-        return Ok(Arc::clone(a));
-    }
     let dev = CudaDevice::get(0)?;
-    let a = PINNED_TENSORS.get_or_init(|| {
+    let a = dev.pinned_tensors.get_or_init(|| {
         CachingAllocator::new(
             Arc::new(PinnedHostDriver { dev }),
             strata_alloc::AllocatorConfig::default(),
@@ -468,7 +459,7 @@ pub(crate) fn pinned_tensor_allocator() -> Result<Arc<CachingAllocator>> {
 
 /// The allocator of `pin_memory()` tensors if it has been created.
 pub(crate) fn pinned_tensor_allocator_if_open() -> Option<Arc<CachingAllocator>> {
-    PINNED_TENSORS.get().cloned()
+    CudaDevice::get_if_open(0)?.pinned_tensors.get().cloned()
 }
 
 /// Queues an H2D copy from pinned `src` on `stream` and returns at once; the

@@ -51,7 +51,7 @@ template <class T> __device__ __forceinline__ T clamp_nan(T v, bool h0, T lo, bo
   if (h1) v = min_nan(v, hi);
   return v;
 }
-__device__ __forceinline__ float divfloor_f(float a, float b) {
+__device__ __forceinline__ float divfloorf(float a, float b) {
   if (b == 0.0f) return a / b;
   float m = fmodf(a, b);
   float d = (a - m) / b;
@@ -59,7 +59,7 @@ __device__ __forceinline__ float divfloor_f(float a, float b) {
   if (d != 0.0f) { float fl = floorf(d); if (d - fl > 0.5f) fl += 1.0f; return fl; }
   return copysignf(0.0f, a / b);
 }
-__device__ __forceinline__ double divfloor_d(double a, double b) {
+__device__ __forceinline__ double divfloor(double a, double b) {
   if (b == 0.0) return a / b;
   double m = fmod(a, b);
   double d = (a - m) / b;
@@ -99,6 +99,37 @@ pub(crate) fn storage_ty(d: DType) -> &'static str {
     }
 }
 
+/// Expands a CUDA expression template (see `ops::table`) for dtype `d`
+/// with operands `a` and `b`.
+pub(crate) fn expand(template: &str, d: DType, a: &str, b: &str) -> String {
+    let mut out = String::with_capacity(template.len() + a.len() + b.len());
+    let mut rest = template;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let sub = match tail.get(..3) {
+            Some("{a}") => Some(a),
+            Some("{b}") => Some(b),
+            Some("{c}") => Some(compute_ty(d)),
+            Some("{u}") => Some(wrap_ty(d)),
+            Some("{f}") => Some(if d == DType::F64 { "" } else { "f" }),
+            _ => None,
+        };
+        match sub {
+            Some(s) => {
+                out.push_str(s);
+                rest = &tail[3..];
+            }
+            None => {
+                out.push('{');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The C type arithmetic on `d` is done in (the CPU's `Element::Acc`).
 pub(crate) fn compute_ty(d: DType) -> &'static str {
     match d {
@@ -111,7 +142,7 @@ pub(crate) fn compute_ty(d: DType) -> &'static str {
     }
 }
 
-/// The unsigned type integer arithmetic of `d` wraps in.
+/// The unsigned C type integer arithmetic of `d` wraps in.
 pub(crate) fn wrap_ty(d: DType) -> &'static str {
     match d {
         DType::I64 => "u64",

@@ -2,9 +2,11 @@
 //! inputs `x1`, `x2`, `x3` and the scalar parameters `prm`, with the CPU
 //! backend's semantics.
 
-use super::{compute_ty, load, store, wrap_ty};
+use super::{compute_ty, expand, load, store};
+use crate::backend::UnaryFn;
 use crate::backend::{BinaryOp, UnaryOp};
 use crate::dtype::DType;
+use crate::ops::table::{binary_op_table, unary_op_table};
 
 /// The scalar in slot `i` (0 or 1) of `prm`, as `d`'s compute type.
 pub(crate) fn scalar(d: DType, i: usize) -> String {
@@ -15,63 +17,74 @@ pub(crate) fn scalar(d: DType, i: usize) -> String {
     }
 }
 
-/// `a op b` for arithmetic ops in `d`'s compute type.
-pub(crate) fn arith(op: BinaryOp, d: DType, a: &str, b: &str) -> String {
-    let c = compute_ty(d);
-    let u = wrap_ty(d);
-    match d {
-        DType::Bool => match op {
-            BinaryOp::Add => format!("({a} | {b})"),
-            BinaryOp::Sub => format!("({a} ^ {b})"),
-            _ => format!("({a} & {b})"),
-        },
-        _ if d.is_float() => {
-            let f = d != DType::F64;
-            match op {
-                BinaryOp::Add => format!("({a} + {b})"),
-                BinaryOp::Sub => format!("({a} - {b})"),
-                BinaryOp::Mul => format!("({a} * {b})"),
-                BinaryOp::Div => format!("({a} / {b})"),
-                BinaryOp::DivTrunc => {
-                    format!("{}(({a}) / ({b}))", if f { "truncf" } else { "trunc" })
-                }
-                BinaryOp::DivFloor => {
-                    format!("{}({a}, {b})", if f { "divfloor_f" } else { "divfloor_d" })
-                }
-                _ => unreachable!("comparison routed to arith"),
-            }
+/// The CUDA expressions of the unary table's ops.
+macro_rules! cuda_unary {
+    ($(
+        $(#[$doc:meta])*
+        $V:ident {
+            method: $m:ident,
+            $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+            dtypes: $rule:ident,
+            cpu: |$x:ident| $cpu:expr,
+            cuda: { float: $cf:literal $(, int: $ci:literal)? }
         }
-        DType::U8 => match op {
-            BinaryOp::Add => format!("((u8)({a} + {b}))"),
-            BinaryOp::Sub => format!("((u8)({a} - {b}))"),
-            BinaryOp::Mul => format!("((u8)((u32){a} * (u32){b}))"),
-            BinaryOp::Div | BinaryOp::DivTrunc | BinaryOp::DivFloor => format!("udiv({a}, {b})"),
-            _ => unreachable!("comparison routed to arith"),
-        },
-        _ => match op {
-            BinaryOp::Add => format!("wadd<{c}, {u}>({a}, {b})"),
-            BinaryOp::Sub => format!("wsub<{c}, {u}>({a}, {b})"),
-            BinaryOp::Mul => format!("wmul<{c}, {u}>({a}, {b})"),
-            BinaryOp::Div | BinaryOp::DivTrunc => format!("sdiv<{c}, {u}>({a}, {b})"),
-            BinaryOp::DivFloor => format!("sdivfloor<{c}, {u}>({a}, {b})"),
-            _ => unreachable!("comparison routed to arith"),
-        },
-    }
-}
-
-/// `a op b` for comparisons.
-pub(crate) fn compare(op: BinaryOp, a: &str, b: &str) -> String {
-    let o = match op {
-        BinaryOp::Eq => "==",
-        BinaryOp::Ne => "!=",
-        BinaryOp::Lt => "<",
-        BinaryOp::Le => "<=",
-        BinaryOp::Gt => ">",
-        BinaryOp::Ge => ">=",
-        _ => unreachable!("arithmetic routed to compare"),
+    )*) => {
+        /// The CUDA expression of `f(a)` in `d`'s compute type.
+        pub(crate) fn unary_expr(f: UnaryFn, d: DType, a: &str) -> String {
+            let template = match f {
+                $(UnaryFn::$V => {
+                    let int: Option<&str> = None $(.or(Some($ci)))?;
+                    match d {
+                        // Never reached: bool inputs are rejected or promoted.
+                        DType::Bool => "{a}",
+                        _ if d.is_float() => $cf,
+                        _ => int.unwrap_or("{a}"),
+                    }
+                })*
+            };
+            expand(template, d, a, "")
+        }
     };
-    format!("({a} {o} {b})")
 }
+unary_op_table!(cuda_unary);
+
+/// The CUDA expressions of the binary table's ops.
+macro_rules! cuda_binary {
+    (
+        arith { $(
+            $(#[$doc:meta])*
+            $V:ident {
+                $(method: $m:ident,)?
+                $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+                $(named: $n:ident,)?
+                dtypes: $rule:ident $(($msg:literal))?,
+                scalar: $scalar:ident,
+                cpu: |$a:ident, $b:ident| $cpu:expr,
+                cuda: { bool: $cb:literal, float: $cf:literal, u8: $cu:literal, int: $ci:literal }
+            }
+        )* }
+        compare { $(
+            $(#[$cdoc:meta])*
+            $C:ident { method: $cm:ident, cpu: |$ca:ident, $cb2:ident| $ccpu:expr, cuda: $cc:literal }
+        )* }
+    ) => {
+        /// `a op b` for any op of the binary table in `d`'s compute type
+        /// (comparisons give a C bool).
+        pub(crate) fn arith(op: BinaryOp, d: DType, a: &str, b: &str) -> String {
+            let template = match op {
+                $(BinaryOp::$V => match d {
+                    DType::Bool => $cb,
+                    DType::U8 => $cu,
+                    _ if d.is_float() => $cf,
+                    _ => $ci,
+                },)*
+                $(BinaryOp::$C => $cc,)*
+            };
+            expand(template, d, a, b)
+        }
+    };
+}
+binary_op_table!(cuda_binary);
 
 /// Body of `out = a op b` (both operands of dtype `d`; `b_scalar` when b is `prm` slot 0).
 pub(crate) fn binary(op: BinaryOp, d: DType, b_scalar: bool) -> String {
@@ -81,36 +94,19 @@ pub(crate) fn binary(op: BinaryOp, d: DType, b_scalar: bool) -> String {
     } else {
         load(d, "x2")
     };
-    let (expr, out) = if op.is_comparison() {
-        (compare(op, "a", "b"), DType::Bool)
-    } else {
-        (arith(op, d, "a", "b"), d)
-    };
+    let out = if op.is_comparison() { DType::Bool } else { d };
     format!(
         "const {c} a = {}; const {c} b = {b}; return {};",
         load(d, "x1"),
-        store(out, &expr)
+        store(out, &arith(op, d, "a", "b"))
     )
 }
 
 /// Body of `out = op(a)`.
 pub(crate) fn unary(op: UnaryOp, d: DType) -> String {
     let c = compute_ty(d);
-    let f = d != DType::F64;
     let expr = match op {
-        UnaryOp::Neg => match d {
-            DType::Bool => "a".to_string(),
-            DType::U8 => "((u8)(0u - (u32)a))".to_string(),
-            _ if d.is_float() => "(-a)".to_string(),
-            _ => format!("wneg<{c}, {}>(a)", wrap_ty(d)),
-        },
-        UnaryOp::Relu => match d {
-            DType::Bool => "a".to_string(),
-            _ => format!("(a < ({c})0 ? ({c})0 : a)"),
-        },
-        UnaryOp::Exp if d.is_float() => format!("{}(a)", if f { "expf" } else { "exp" }),
-        UnaryOp::Log if d.is_float() => format!("{}(a)", if f { "logf" } else { "log" }),
-        UnaryOp::Exp | UnaryOp::Log => "a".to_string(),
+        UnaryOp::Map(f) => unary_expr(f, d, "a"),
         UnaryOp::Clamp(..) => format!(
             "clamp_nan<{c}>(a, prm.has0 != 0, {}, prm.has1 != 0, {})",
             scalar(d, 0),
@@ -176,4 +172,30 @@ pub(crate) fn where_() -> String {
 /// Body of `out = the bits in prm.bits` (a stored element of T0).
 pub(crate) fn fill() -> String {
     "union { u64 b; T0 v; } u; u.b = prm.bits; return u.v;".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_expand_per_dtype() {
+        assert_eq!(unary_expr(UnaryFn::Exp, DType::F32, "a"), "expf(a)");
+        assert_eq!(unary_expr(UnaryFn::Exp, DType::F64, "a"), "exp(a)");
+        assert_eq!(
+            unary_expr(UnaryFn::Neg, DType::I64, "a"),
+            "wneg<i64, u64>(a)"
+        );
+        assert_eq!(
+            arith(BinaryOp::DivFloor, DType::BF16, "x", "y"),
+            "divfloorf(x, y)"
+        );
+        assert_eq!(
+            arith(BinaryOp::Add, DType::I32, "x", "(v * a)"),
+            "wadd<int, u32>(x, (v * a))"
+        );
+        assert_eq!(arith(BinaryOp::Lt, DType::U8, "a", "b"), "(a < b)");
+        // An operand that itself contains a placeholder is not expanded again.
+        assert_eq!(expand("({a} + {b})", DType::F32, "{b}", "q"), "({b} + q)");
+    }
 }

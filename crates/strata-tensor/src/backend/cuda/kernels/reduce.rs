@@ -169,3 +169,6 @@ pub(crate) struct RMeta {
     pub rsize: [i64; super::MAXD],
     pub rst: [i64; super::MAXD],
 }
+
+// SAFETY: `#[repr(C)]`, laid out as `RMeta` in the source.
+unsafe impl crate::backend::cuda::launch::KernelParam for RMeta {}

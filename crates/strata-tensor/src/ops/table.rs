@@ -1,0 +1,381 @@
+//! The element-wise ops, each declared once.
+//!
+//! Each family is one table: a row gives the op's variant, its public
+//! methods (with their docs), its dtype rule, its CPU expression and its CUDA
+//! expression. The tables are "X-macros": every consumer passes the name of
+//! its own macro and receives all rows, so each part is generated where it
+//! belongs:
+//!
+//! * here: the op enums ([`UnaryFn`], [`BinaryOp`]) with their names and
+//!   dtype rules;
+//! * `ops::elementwise`: the public `Tensor` methods;
+//! * `backend::cpu`: one monomorphised SIMD loop per op and dtype;
+//! * `backend::cuda::kernels::ops`: the CUDA C expression per op and dtype.
+//!
+//! Adding an element-wise op is one row here (and its gradient in
+//! strata-autograd).
+//!
+//! # Row grammar
+//!
+//! Unary (`unary_op_table!`):
+//! ```text
+//! /// doc of the out-of-place method
+//! Variant { method: name, [inplace: /// doc  name_,] dtypes: Rule,
+//!           cpu: |x| expr, cuda: { float: "C", [int: "C"] } }
+//! ```
+//! `cpu` maps the input, widened to the compute type (`Element::Acc`, f32 for
+//! f16/bf16), to the result in that type; the `Arith` methods and, for
+//! float-only ops, `f32`/`f64`'s own methods are in scope. The CUDA
+//! expressions are C templates: `{a}` the operand in the compute type, `{c}`
+//! the compute type, `{u}` the unsigned type integer arithmetic wraps in,
+//! `{f}` the `f` suffix of single-precision math functions (`exp{f}` is
+//! `expf` for f32/f16/bf16, `exp` for f64). `int` serves the integer dtypes
+//! (it may be left out by float-only ops).
+//!
+//! Rules ([`UnaryDTypes`]): `All`; `NotBool` (bool input is an error);
+//! `Float` (integer inputs compute in f32; in place needs a float tensor).
+//!
+//! Binary (`binary_op_table!`): an `arith { .. }` section whose rows write the
+//! operands' dtype and a `compare { .. }` section whose rows write bool:
+//! ```text
+//! Variant { [method: name,] [inplace: /// doc  name_,] dtypes: BinaryDTypes::X,
+//!           scalar: Elem | Acc, cpu: |a, b| expr,
+//!           cuda: { bool: "C", float: "C", u8: "C", int: "C" } }
+//! Variant { method: name, cpu: |a, b| expr, cuda: "C" }       // compare
+//! ```
+//! `scalar` says how a scalar operand enters: `Elem` rounds it to the tensor's
+//! dtype first (PyTorch's rule for add, sub and comparisons), `Acc` keeps it at
+//! the compute type's precision (mul, div). CUDA templates use `{a}`, `{b}`.
+
+/// The unary element-wise ops.
+macro_rules! unary_op_table {
+    ($m:ident) => {
+        $m! {
+            /// `-self` (not for bool).
+            Neg {
+                method: neg,
+                inplace: /// In place `-self`.
+                    neg_,
+                dtypes: NotBool,
+                cpu: |x| x.neg(),
+                cuda: { float: "(-{a})", int: "wneg<{c}, {u}>({a})" }
+            }
+            /// `max(self, 0)` (NaN propagates).
+            Relu {
+                method: relu,
+                inplace: /// In place `max(self, 0)`.
+                    relu_,
+                dtypes: NotBool,
+                cpu: |x| $crate::ops::table::relu(x),
+                cuda: { float: "({a} < ({c})0 ? ({c})0 : {a})", int: "({a} < ({c})0 ? ({c})0 : {a})" }
+            }
+            /// `e^self` (integer input gives f32).
+            Exp {
+                method: exp,
+                inplace: /// In place `e^self` (float tensors only).
+                    exp_,
+                dtypes: Float,
+                cpu: |x| x.exp(),
+                cuda: { float: "exp{f}({a})" }
+            }
+            /// Natural logarithm (integer input gives f32).
+            Log {
+                method: log,
+                dtypes: Float,
+                cpu: |x| x.ln(),
+                cuda: { float: "log{f}({a})" }
+            }
+        }
+    };
+}
+pub(crate) use unary_op_table;
+
+/// The binary element-wise ops.
+macro_rules! binary_op_table {
+    ($m:ident) => {
+        $m! {
+            arith {
+                /// `self + b`, broadcasting, with PyTorch's type promotion.
+                ///
+                /// ```
+                /// use strata_tensor::{Tensor, Device, DType};
+                /// let a = Tensor::from_slice(&[1i32, 2, 3], &[3], Device::Cpu).unwrap();
+                /// assert_eq!(a.add(2).unwrap().dtype(), DType::I32);
+                /// assert_eq!(a.add(0.5).unwrap().to_vec::<f32>().unwrap(), vec![1.5, 2.5, 3.5]);
+                /// ```
+                Add {
+                    method: add,
+                    inplace:
+                        /// In place: `self += b` (b broadcasts to self's shape; self never broadcasts).
+                        ///
+                        /// ```
+                        /// use strata_tensor::{Tensor, Device, DType};
+                        /// let a = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
+                        /// let row = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3], Device::Cpu).unwrap();
+                        /// a.add_(&row).unwrap();
+                        /// assert_eq!(a.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+                        /// assert!(row.add_(&a).is_err()); // [3] cannot hold a [2, 3] result
+                        /// ```
+                        add_,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| a.add(b),
+                    cuda: {
+                        bool: "({a} | {b})",
+                        float: "({a} + {b})",
+                        u8: "((u8)({a} + {b}))",
+                        int: "wadd<{c}, {u}>({a}, {b})"
+                    }
+                }
+                /// `self - b`.
+                Sub {
+                    method: sub,
+                    inplace: /// In place: `self -= b`.
+                        sub_,
+                    dtypes: NoBoolOperand("subtraction with a bool operand is not supported; use logical ops"),
+                    scalar: Elem,
+                    cpu: |a, b| a.sub(b),
+                    cuda: {
+                        bool: "({a} ^ {b})",
+                        float: "({a} - {b})",
+                        u8: "((u8)({a} - {b}))",
+                        int: "wsub<{c}, {u}>({a}, {b})"
+                    }
+                }
+                /// `self * b`.
+                Mul {
+                    method: mul,
+                    inplace: /// In place: `self *= b`.
+                        mul_,
+                    dtypes: All,
+                    scalar: Acc,
+                    cpu: |a, b| a.mul(b),
+                    cuda: {
+                        bool: "({a} & {b})",
+                        float: "({a} * {b})",
+                        u8: "((u8)((u32){a} * (u32){b}))",
+                        int: "wmul<{c}, {u}>({a}, {b})"
+                    }
+                }
+                /// True division `self / b` (integer inputs give f32).
+                Div {
+                    method: div,
+                    inplace: /// In place: `self /= b` (true division; self must be a float tensor).
+                        div_,
+                    dtypes: Float,
+                    scalar: Acc,
+                    cpu: |a, b| a.div(b),
+                    cuda: {
+                        bool: "({a} & {b})",
+                        float: "({a} / {b})",
+                        u8: "udiv({a}, {b})",
+                        int: "sdiv<{c}, {u}>({a}, {b})"
+                    }
+                }
+                /// Division rounded toward zero (`Tensor::div_mode`).
+                DivTrunc {
+                    named: div,
+                    dtypes: NoBoolCompute,
+                    scalar: Acc,
+                    cpu: |a, b| a.div_trunc(b),
+                    cuda: {
+                        bool: "({a} & {b})",
+                        float: "trunc{f}(({a}) / ({b}))",
+                        u8: "udiv({a}, {b})",
+                        int: "sdiv<{c}, {u}>({a}, {b})"
+                    }
+                }
+                /// Division rounded toward negative infinity (`Tensor::div_mode`).
+                DivFloor {
+                    named: div,
+                    dtypes: NoBoolCompute,
+                    scalar: Acc,
+                    cpu: |a, b| a.div_floor(b),
+                    cuda: {
+                        bool: "({a} & {b})",
+                        float: "divfloor{f}({a}, {b})",
+                        u8: "udiv({a}, {b})",
+                        int: "sdivfloor<{c}, {u}>({a}, {b})"
+                    }
+                }
+            }
+            compare {
+                /// `self == b` element-wise (bool result).
+                Eq { method: eq, cpu: |a, b| a == b, cuda: "({a} == {b})" }
+                /// `self != b`.
+                Ne { method: ne, cpu: |a, b| a != b, cuda: "({a} != {b})" }
+                /// `self < b`.
+                Lt { method: lt, cpu: |a, b| a < b, cuda: "({a} < {b})" }
+                /// `self <= b`.
+                Le { method: le, cpu: |a, b| a <= b, cuda: "({a} <= {b})" }
+                /// `self > b`.
+                Gt { method: gt, cpu: |a, b| a > b, cuda: "({a} > {b})" }
+                /// `self >= b`.
+                Ge { method: ge, cpu: |a, b| a >= b, cuda: "({a} >= {b})" }
+            }
+        }
+    };
+}
+pub(crate) use binary_op_table;
+
+/// `max(v, 0)` with NaN propagating and `-0.0` kept (the CPU side of `Relu`).
+#[inline(always)]
+pub(crate) fn relu<A: crate::dtype::Arith>(v: A) -> A {
+    if v < A::ZERO {
+        A::ZERO
+    } else {
+        v
+    }
+}
+
+/// Which input dtypes a unary op accepts and what it computes in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UnaryDTypes {
+    /// Every dtype, computed in the input's own.
+    #[allow(dead_code)]
+    All,
+    /// Every dtype but bool.
+    NotBool,
+    /// Floats; integer and bool inputs compute in f32 (not in place).
+    Float,
+}
+
+/// Which operand dtypes a binary arithmetic op accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BinaryDTypes {
+    /// Every dtype, computed in the promoted type.
+    All,
+    /// No bool operand (the message says why).
+    NoBoolOperand(&'static str),
+    /// The promoted type may not be bool.
+    NoBoolCompute,
+    /// Floats; integer promoted types compute in f32.
+    Float,
+}
+
+/// How a scalar second operand enters a binary op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScalarRule {
+    /// Rounded to the tensor's dtype, then widened (add, sub, comparisons).
+    Elem,
+    /// Converted straight to the compute type (mul, div).
+    Acc,
+}
+
+/// Generates [`UnaryFn`] from the unary table.
+macro_rules! unary_enum {
+    ($(
+        $(#[$doc:meta])*
+        $V:ident {
+            method: $m:ident,
+            $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+            dtypes: $rule:ident,
+            cpu: |$x:ident| $cpu:expr,
+            cuda: { float: $cf:literal $(, int: $ci:literal)? }
+        }
+    )*) => {
+        /// A unary element-wise op of the table (clamp, which takes
+        /// arguments, is `UnaryOp::Clamp`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum UnaryFn {
+            $($V,)*
+        }
+
+        impl UnaryFn {
+            /// The op's name in errors (`neg`, `neg_`, ...).
+            pub(crate) fn name(self, inplace: bool) -> &'static str {
+                match (self, inplace) {
+                    $((UnaryFn::$V, false) => stringify!($m),)*
+                    $((UnaryFn::$V, true) => concat!(stringify!($m), "_"),)*
+                }
+            }
+            /// The dtype rule.
+            pub(crate) fn dtypes(self) -> UnaryDTypes {
+                match self {
+                    $(UnaryFn::$V => UnaryDTypes::$rule,)*
+                }
+            }
+        }
+    };
+}
+unary_op_table!(unary_enum);
+
+/// Generates [`BinaryOp`] from the binary table.
+macro_rules! binary_enum {
+    (
+        arith { $(
+            $(#[$doc:meta])*
+            $V:ident {
+                $(method: $m:ident,)?
+                $(inplace: $(#[$idoc:meta])* $ip:ident,)?
+                $(named: $n:ident,)?
+                dtypes: $rule:ident $(($msg:literal))?,
+                scalar: $scalar:ident,
+                cpu: |$a:ident, $b:ident| $cpu:expr,
+                cuda: { bool: $cb:literal, float: $cf:literal, u8: $cu:literal, int: $ci:literal }
+            }
+        )* }
+        compare { $(
+            $(#[$cdoc:meta])*
+            $C:ident { method: $cm:ident, cpu: |$ca:ident, $cb2:ident| $ccpu:expr, cuda: $cc:literal }
+        )* }
+    ) => {
+        /// A binary element-wise op: arithmetic writes the operands' dtype,
+        /// comparisons write bool.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum BinaryOp {
+            $($V,)*
+            $($C,)*
+        }
+
+        impl BinaryOp {
+            /// The op's name in errors (`add`, `add_`, ...).
+            pub(crate) fn name(self, inplace: bool) -> &'static str {
+                match (self, inplace) {
+                    $((BinaryOp::$V, false) => stringify!($($m)? $($n)?),)*
+                    $((BinaryOp::$V, true) => concat!(stringify!($($m)? $($n)?), "_"),)*
+                    $((BinaryOp::$C, _) => stringify!($cm),)*
+                }
+            }
+            /// Whether the op writes bool.
+            pub(crate) fn is_comparison(self) -> bool {
+                match self {
+                    $(BinaryOp::$V => false,)*
+                    $(BinaryOp::$C => true,)*
+                }
+            }
+            /// The dtype rule (comparisons accept every dtype).
+            pub(crate) fn dtypes(self) -> BinaryDTypes {
+                match self {
+                    $(BinaryOp::$V => BinaryDTypes::$rule $(($msg))?,)*
+                    $(BinaryOp::$C => BinaryDTypes::All,)*
+                }
+            }
+            /// How a scalar operand enters.
+            pub(crate) fn scalar_rule(self) -> ScalarRule {
+                match self {
+                    $(BinaryOp::$V => ScalarRule::$scalar,)*
+                    $(BinaryOp::$C => ScalarRule::Elem,)*
+                }
+            }
+        }
+    };
+}
+binary_op_table!(binary_enum);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_come_from_the_table() {
+        assert!(BinaryOp::Ge.is_comparison() && !BinaryOp::Mul.is_comparison());
+        assert_eq!(BinaryOp::Div.dtypes(), BinaryDTypes::Float);
+        assert_eq!(BinaryOp::Mul.scalar_rule(), ScalarRule::Acc);
+        assert_eq!(BinaryOp::Add.scalar_rule(), ScalarRule::Elem);
+        assert_eq!(UnaryFn::Log.dtypes(), UnaryDTypes::Float);
+        assert_eq!(UnaryFn::Relu.name(true), "relu_");
+        assert_eq!(BinaryOp::DivFloor.name(true), "div_");
+        assert_eq!(BinaryOp::Le.name(false), "le");
+    }
+}
