@@ -22,6 +22,7 @@ pub struct Storage {
 
 impl Storage {
     /// Allocates `nbytes` uninitialised bytes on `device`.
+    #[track_caller]
     pub(crate) fn new(nbytes: usize, device: Device) -> Result<Storage> {
         let allocator = strata_alloc::allocator(device)?;
         let alloc = allocator.allocate(nbytes as u64, crate::backend::alloc_stream(device))?;
@@ -37,6 +38,7 @@ impl Storage {
     /// Allocates `nbytes` uninitialised bytes from a specific allocator (e.g.
     /// page-locked host memory for `pin_memory()`), on its default stream.
     #[allow(dead_code)]
+    #[track_caller]
     pub(crate) fn new_in(
         allocator: &std::sync::Arc<strata_alloc::CachingAllocator>,
         nbytes: usize,

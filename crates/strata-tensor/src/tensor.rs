@@ -55,6 +55,7 @@ impl Tensor {
     }
 
     /// A contiguous tensor with uninitialised elements.
+    #[track_caller]
     pub(crate) fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         backend_for(device)?;
         let numel = shape::numel(shape);
@@ -177,6 +178,7 @@ impl Tensor {
     /// let t = Tensor::full(&[2, 2], 7, DType::I32, Device::Cpu).unwrap();
     /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![7; 4]);
     /// ```
+    #[track_caller]
     pub fn full(
         shape: &[usize],
         value: impl Into<Scalar>,
@@ -262,6 +264,7 @@ impl Tensor {
     /// assert_eq!(t.shape(), &[2, 3]);
     /// assert!(Tensor::from_slice(&[1i64, 2], &[3], Device::Cpu).is_err());
     /// ```
+    #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: Device) -> Result<Tensor> {
         if shape::numel(shape) != data.len() {
             return Err(TensorError::shape(
@@ -380,6 +383,7 @@ impl Tensor {
     }
 
     /// A copy with fresh storage (PyTorch's `clone()`).
+    #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
         let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
         out.copy_from_unchecked(self)?;
@@ -397,6 +401,7 @@ impl Tensor {
 
     /// Conversion to another dtype (the tensor itself for the same dtype);
     /// float to int truncates toward zero, anything to bool is `!= 0`.
+    #[track_caller]
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {
             return Ok(self.clone());
