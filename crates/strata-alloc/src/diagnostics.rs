@@ -21,15 +21,16 @@ impl CachingAllocator {
     /// `snapshot` trace event while history is on, as PyTorch does.
     pub fn snapshot_pickle(&self) -> Result<Vec<u8>, AllocError> {
         let device = self.device();
-        let doc = self.with_state(|st| {
+        self.with_state(|st| {
             if st.history.enabled() {
                 let active = st.stats.active_bytes.all().current as u64;
                 st.history
                     .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
             }
-            crate::snapshot_pickle::document(st, device)
-        });
-        crate::snapshot_pickle::encode(&doc).map_err(|e| AllocError::Write {
+            let doc = crate::snapshot_pickle::document(st, device);
+            crate::snapshot_pickle::encode(&doc)
+        })
+        .map_err(|e| AllocError::Write {
             path: "(snapshot)".into(),
             reason: e.to_string(),
         })

@@ -78,7 +78,7 @@ pub enum HistoryLevel {
 }
 
 /// One frame of a stack (PyTorch's `name`, `filename`, `line`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
     /// The function, when known.
     pub name: String,
@@ -133,6 +133,8 @@ pub(crate) struct LiveAlloc {
     pub site: Option<CallSite>,
     pub size: u64,
     pub backtrace: Option<Arc<std::backtrace::Backtrace>>,
+    /// Order of allocation (1, 2, …) since recording started.
+    pub seq: u64,
 }
 
 /// What happened.
@@ -202,6 +204,8 @@ pub(crate) struct History {
     start: Instant,
     /// Live (and pending-free) allocations by address, while recording.
     pub live: HashMap<u64, LiveAlloc>,
+    /// Allocations recorded so far (the last `LiveAlloc::seq`).
+    pub seq: u64,
 }
 
 impl Default for History {
@@ -212,6 +216,7 @@ impl Default for History {
             level: HistoryLevel::CallSites,
             start: Instant::now(),
             live: HashMap::new(),
+            seq: 0,
         }
     }
 }
@@ -253,12 +258,14 @@ impl History {
         let site = Some(CallSite::from_location(site));
         let backtrace = (self.level == HistoryLevel::Backtraces)
             .then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+        self.seq += 1;
         self.live.insert(
             addr,
             LiveAlloc {
                 site,
                 size,
                 backtrace,
+                seq: self.seq,
             },
         );
         self.push_entry(Action::Alloc, addr, size, stream, site);

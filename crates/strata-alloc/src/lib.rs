@@ -53,11 +53,11 @@ pub use driver::{
     Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamEvents, StreamId,
 };
 pub use error::{AllocError, OutOfMemory, PoolFree, SiteUsage};
-pub use history::{CallSite, HistoryLevel};
+pub use history::{CallSite, Frame, HistoryLevel};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
     mem_get_info, memory_allocated, memory_reserved, memory_stats, memory_summary,
     reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator, set_allocator_settings,
 };
 pub use stats::{format_size, MemoryStats, PinnedStats, Stat, StatArray, StatType};
-pub use watch::{Growth, Watch};
+pub use watch::{FrameGrowth, Growth, Watch};

@@ -26,9 +26,11 @@
 
 use crate::allocator::CachingAllocator;
 use crate::error::{AllocError, SiteUsage};
-use crate::history::{CallSite, History};
-use std::collections::HashMap;
+use crate::history::{backtrace_frames, CallSite, Frame, History};
+use std::backtrace::Backtrace;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 /// Live allocations by call site: `(count, bytes)`.
 pub(crate) fn by_site(h: &History) -> HashMap<Option<CallSite>, (u64, u64)> {
@@ -57,7 +59,7 @@ pub(crate) fn usage_by_site(h: &History, n: usize) -> Vec<SiteUsage> {
 }
 
 fn sort_largest_first<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
-    v.sort_by(|a, b| key(b).cmp(&key(a)));
+    v.sort_by_key(|x| std::cmp::Reverse(key(x)));
 }
 
 /// Live allocations by call site at one moment (see the module's example).
@@ -65,6 +67,23 @@ fn sort_largest_first<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
 pub struct Watch {
     device: crate::Device,
     sites: HashMap<Option<CallSite>, (u64, u64)>,
+    /// The live allocations at the watch: sequence number, size, backtrace.
+    live: Vec<(u64, u64, Option<Arc<Backtrace>>)>,
+    /// The last allocation's sequence number at the watch.
+    seq: u64,
+}
+
+/// Live bytes that grew, grouped by a frame of the allocations' backtraces
+/// (see [`Watch::grown_at_frame`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameGrowth {
+    /// The first frame the filter picked (`None`: no backtrace, or no frame
+    /// picked).
+    pub frame: Option<Frame>,
+    /// How many more live allocations than at the watch.
+    pub count: i64,
+    /// How many more live bytes (the callers' sizes) than at the watch.
+    pub bytes: i64,
 }
 
 /// A call site whose live allocations grew between a [`Watch`] and now.
@@ -105,10 +124,19 @@ impl CachingAllocator {
     /// on (an [`AllocError::HistoryOff`] error otherwise), since call sites
     /// are recorded only then.
     pub fn watch(&self) -> Result<Watch, AllocError> {
-        let sites = self.with_history("watch", by_site)?;
+        let (sites, live, seq) = self.with_history("watch", |h| {
+            let live = h
+                .live
+                .values()
+                .map(|l| (l.seq, l.size, l.backtrace.clone()))
+                .collect();
+            (by_site(h), live, h.seq)
+        })?;
         Ok(Watch {
             device: self.device(),
             sites,
+            live,
+            seq,
         })
     }
 
@@ -146,6 +174,75 @@ impl Watch {
             })
             .collect();
         sort_largest_first(&mut out, |g| (g.bytes, g.count, g.site));
+        Ok(out)
+    }
+
+    /// Like [`grown`](Self::grown), grouped by the first frame of each
+    /// allocation's backtrace that `pick` accepts — e.g. the first frame in
+    /// your own source file, however deep inside strata the allocation was
+    /// made. Needs history recorded with
+    /// [`HistoryLevel::Backtraces`](crate::HistoryLevel) since before the
+    /// watch (allocations without a backtrace group under `None`).
+    /// Backtraces are resolved here, not when recorded.
+    pub fn grown_at_frame(
+        &self,
+        allocator: &CachingAllocator,
+        pick: impl Fn(&Frame) -> bool,
+    ) -> Result<Vec<FrameGrowth>, AllocError> {
+        let now: Vec<(u64, u64, Option<Arc<Backtrace>>)> =
+            allocator.with_history("Watch::grown_at_frame", |h| {
+                h.live
+                    .values()
+                    .map(|l| (l.seq, l.size, l.backtrace.clone()))
+                    .collect()
+            })?;
+        let live_now: HashSet<u64> = now.iter().map(|a| a.0).collect();
+        let mut resolved: HashMap<*const Backtrace, Option<Frame>> = HashMap::new();
+        let mut frame_of = |bt: &Option<Arc<Backtrace>>| -> Option<Frame> {
+            let bt = bt.as_ref()?;
+            resolved
+                .entry(Arc::as_ptr(bt))
+                .or_insert_with(|| backtrace_frames(bt).into_iter().find(|f| pick(f)))
+                .clone()
+        };
+        let mut groups: HashMap<Option<Frame>, (i64, i64)> = HashMap::new();
+        // Allocated since the watch and still live: growth.
+        for (seq, size, bt) in &now {
+            if *seq > self.seq {
+                let g = groups.entry(frame_of(bt)).or_default();
+                g.0 += 1;
+                g.1 += *size as i64;
+            }
+        }
+        // Live at the watch and freed since: shrinkage.
+        for (seq, size, bt) in &self.live {
+            if !live_now.contains(seq) {
+                let g = groups.entry(frame_of(bt)).or_default();
+                g.0 -= 1;
+                g.1 -= *size as i64;
+            }
+        }
+        let mut out: Vec<FrameGrowth> = groups
+            .into_iter()
+            .filter(|(_, (_, bytes))| *bytes > 0)
+            .map(|(frame, (count, bytes))| FrameGrowth {
+                frame,
+                count,
+                bytes,
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            (
+                b.bytes,
+                b.count,
+                &b.frame.as_ref().map(|f| (&f.filename, f.line)),
+            )
+                .cmp(&(
+                    a.bytes,
+                    a.count,
+                    &a.frame.as_ref().map(|f| (&f.filename, f.line)),
+                ))
+        });
         Ok(out)
     }
 }

@@ -393,3 +393,29 @@ fn html_report_aggregates_a_long_history() {
     m.insert("series", html.matches("class=\"series\"").count());
     assert_eq!(m["series"], 1);
 }
+
+/// The cost figure of the issue: a snapshot of 100 000 trace entries. Run
+/// with `--ignored --nocapture` (timings on a shared CI machine are noise).
+#[test]
+#[ignore]
+fn snapshot_of_100k_trace_entries_cost() {
+    let a = sim_alloc("", 1 << 36);
+    a.record_history(Some(100_000));
+    let mut live = Vec::new();
+    while a.history().len() < 100_000 {
+        for i in 0..100u64 {
+            live.push(a.allocate(512 * (i + 1), S0).unwrap());
+        }
+        live.truncate(50);
+    }
+    let t = std::time::Instant::now();
+    let bytes = a.snapshot_pickle().unwrap();
+    let took = t.elapsed();
+    println!(
+        "snapshot of {} trace entries: {} bytes in {took:?}",
+        a.history().len(),
+        bytes.len()
+    );
+    let doc = decode(&bytes);
+    assert_eq!(list(&list(key(&doc, "device_traces"))[0]).len(), 100_000);
+}

@@ -191,16 +191,19 @@ impl Tensor {
     }
 
     /// A tensor of zeros.
+    #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::full(shape, Scalar::Int(0), dtype, device)
     }
 
     /// A tensor of ones.
+    #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::full(shape, Scalar::Int(1), dtype, device)
     }
 
     /// A 0-d tensor holding `value`.
+    #[track_caller]
     pub fn scalar(value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::full(&[], value, dtype, device)
     }
@@ -214,6 +217,7 @@ impl Tensor {
     /// let t = Tensor::arange(0, 5, 2, None, Device::Cpu).unwrap();
     /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![0, 2, 4]);
     /// ```
+    #[track_caller]
     pub fn arange(
         start: impl Into<Scalar>,
         end: impl Into<Scalar>,
@@ -283,11 +287,13 @@ impl Tensor {
     }
 
     /// A tensor from a vector of elements in row-major order.
+    #[track_caller]
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize], device: Device) -> Result<Tensor> {
         Tensor::from_slice(&data, shape, device)
     }
 
     /// A tensor of `dtype` from scalars (converted with PyTorch's cast rules).
+    #[track_caller]
     pub fn from_scalars(
         values: &[Scalar],
         shape: &[usize],
@@ -301,17 +307,20 @@ impl Tensor {
     }
 
     /// Uniform samples in `[0, 1)` from a generator seeded with `seed`.
+    #[track_caller]
     pub fn rand(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
         let v = crate::random::uniform(shape::numel(shape), seed);
         Tensor::random_of(v, shape, dtype, device, "rand")
     }
 
     /// Standard normal samples from a generator seeded with `seed`.
+    #[track_caller]
     pub fn randn(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
         let v = crate::random::normal(shape::numel(shape), seed);
         Tensor::random_of(v, shape, dtype, device, "randn")
     }
 
+    #[track_caller]
     fn random_of(
         v: Vec<f64>,
         shape: &[usize],
