@@ -419,3 +419,36 @@ fn snapshot_of_100k_trace_entries_cost() {
     let doc = decode(&bytes);
     assert_eq!(list(&list(key(&doc, "device_traces"))[0]).len(), 100_000);
 }
+
+/// Allocates through a helper, so the call site alone would not say which
+/// caller of the helper leaks.
+fn helper_allocates(a: &Arc<CachingAllocator>, size: u64) -> strata_alloc::Allocation {
+    a.allocate(size, S0).unwrap()
+}
+
+#[test]
+fn grown_at_frame_names_the_callers_line_from_backtraces() {
+    let a = sim_alloc("", 1 << 34);
+    a.record_history_with(Some(10_000), strata_alloc::HistoryLevel::Backtraces);
+    let before = helper_allocates(&a, 777); // live at the watch, freed later
+    let w = a.watch().unwrap();
+    let mut kept = Vec::new();
+    let mut leak_line = 0;
+    for _ in 0..3 {
+        drop(helper_allocates(&a, 4096)); // no growth
+        leak_line = line!() + 1;
+        kept.push(helper_allocates(&a, 1000));
+    }
+    drop(before);
+    let g = w
+        .grown_at_frame(&a, |f| {
+            f.filename.ends_with("diagnostics.rs") && f.name.contains("grown_at_frame_names")
+        })
+        .unwrap();
+    assert!(!g.is_empty(), "backtraces resolved no frame of this test");
+    let top = g[0].frame.as_ref().unwrap();
+    assert_eq!(top.line, leak_line, "{g:?}");
+    assert_eq!((g[0].count, g[0].bytes), (3, 3000));
+    // The allocation freed since the watch counts against its own line only.
+    assert!(g.iter().all(|x| x.bytes > 0));
+}
