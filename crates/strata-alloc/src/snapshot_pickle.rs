@@ -216,11 +216,7 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
             max_split_size: c.max_split_size.map(|m| m as i64).unwrap_or(-1),
             garbage_collection_threshold: c.garbage_collection_threshold.unwrap_or(0.0),
             expandable_segments: st.settings.expandable,
-            roundup_power2_divisions: c
-                .roundup_power2_divisions
-                .iter()
-                .map(|&d| d as u64)
-                .collect(),
+            roundup_power2_divisions: c.roundup_power2_divisions.to_vec(),
         },
         external_annotations: Vec::new(),
     }

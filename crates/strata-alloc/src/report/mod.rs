@@ -319,5 +319,6 @@ fn segments_section(h: &mut String, st: &State) {
 
 const CSS: &str = "body{font-family:sans-serif;margin:20px;color:#222}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}.axis{font-size:11px;fill:#555}.grid{stroke:#eee}.line{fill:none;stroke-width:1.5}.legend{list-style:none;padding:0;font-size:12px}.legend li{display:inline-block;margin-right:14px;cursor:pointer}.legend span{display:inline-block;width:10px;height:10px;margin-right:4px}.note{color:#555;font-size:13px}path.series.dim{opacity:.15}";
 
-/// Clicking a legend entry highlights its series.
-const SCRIPT: &str = "document.querySelectorAll('.legend li[data-site]').forEach(function(li){li.addEventListener('click',function(){var s=li.getAttribute('data-site');document.querySelectorAll('path.series').forEach(function(p){p.classList.toggle('dim',p.getAttribute('data-site')!==s&&!p.classList.contains('dim')?true:p.getAttribute('data-site')===s?false:p.classList.contains('dim'));});});});";
+/// Clicking a legend entry highlights its series (the others dim); clicking
+/// it again shows them all.
+const SCRIPT: &str = "var shown=null;document.querySelectorAll('.legend li[data-site]').forEach(function(li){li.addEventListener('click',function(){var s=li.getAttribute('data-site');shown=(shown===s)?null:s;document.querySelectorAll('path.series').forEach(function(p){p.classList.toggle('dim',shown!==null&&p.getAttribute('data-site')!==shown);});});});";
