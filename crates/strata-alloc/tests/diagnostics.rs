@@ -452,3 +452,29 @@ fn grown_at_frame_names_the_callers_line_from_backtraces() {
     // The allocation freed since the watch counts against its own line only.
     assert!(g.iter().all(|x| x.bytes > 0));
 }
+
+/// The cost of recording: cache-hit allocate + free pairs with history off
+/// and on (call sites). Run with `--ignored --nocapture`; criterion's
+/// `benches/` give the careful figures.
+#[test]
+#[ignore]
+fn history_cost_on_the_cache_hit_path() {
+    let a = sim_alloc("", 1 << 34);
+    let pair_ns = |a: &Arc<CachingAllocator>| {
+        let n = 1_000_000;
+        drop(a.allocate_raw(4096, S0).map(|r| a.free_raw(r)));
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let r = a.allocate_raw(4096, S0).unwrap();
+            a.free_raw(r).unwrap();
+        }
+        t.elapsed().as_nanos() as f64 / n as f64
+    };
+    let off = pair_ns(&a);
+    a.record_history(Some(1 << 16));
+    let on = pair_ns(&a);
+    a.record_history(None);
+    let off_again = pair_ns(&a);
+    println!("cache-hit allocate+free: history off {off:.1} ns, on {on:.1} ns, off again {off_again:.1} ns");
+    assert!(on > 0.0);
+}
