@@ -13,8 +13,14 @@
 //! difference from before the first step) and a verdict. Trends are judged
 //! from step 2 on: step 1 creates the gradients and the optimizer's state.
 //! The example exits non-zero if any case does not behave as stated.
+//!
+//! The allocator records its history with backtraces, and each leaking case
+//! ends with the leak finder's answer: a watch taken after the first step,
+//! compared before the kept memory is dropped, names the lines of this file
+//! whose allocations grew (`leak at leaks.rs:N`).
 
 use std::process::ExitCode;
+use strata::alloc::{HistoryLevel, Watch};
 use strata::memory_allocated;
 use strata_autograd::{AutogradError, Optimizer, Sgd, Var};
 use strata_examples::autograd_demo::{mse, open_device, Mlp, Trend};
@@ -35,6 +41,13 @@ fn main() -> ExitCode {
         }
     };
     println!("device: {device}\n");
+    match strata::allocator(device) {
+        Ok(a) => a.record_history_with(Some(1 << 20), HistoryLevel::Backtraces),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let cases: [fn(Device) -> BoxResult<bool>; 3] = [keep_losses, skip_zero_grad, rnn_hidden];
     let mut all_ok = true;
     for case in cases {
@@ -96,6 +109,25 @@ fn verdict(label: &str, series: &[i64], expected: Trend) -> bool {
     ok
 }
 
+/// Prints the lines of this file, inside function `case`, whose live
+/// allocations grew since `watch`, largest first.
+fn print_leaks(watch: &Watch, device: Device, case: &str) -> BoxResult<()> {
+    let allocator = strata::allocator(device)?;
+    let grown = watch.grown_at_frame(&allocator, |f| {
+        f.filename.ends_with("leaks.rs") && f.name.contains(case)
+    })?;
+    for g in grown.iter().filter(|g| g.frame.is_some()).take(3) {
+        if let Some(f) = &g.frame {
+            let file = f.filename.rsplit('/').next().unwrap_or(&f.filename);
+            println!(
+                "    leak at {file}:{}: +{} B in {} allocations",
+                f.line, g.bytes, g.count
+            );
+        }
+    }
+    Ok(())
+}
+
 fn relative(values: Vec<u64>, start: u64) -> Vec<i64> {
     values
         .into_iter()
@@ -114,11 +146,14 @@ fn keep_losses(device: Device) -> BoxResult<bool> {
     let start = memory_allocated(device)?;
     let mut kept: Vec<Var> = Vec::new();
     let mut values = Vec::new();
+    let watch = strata::allocator(device)?.watch()?;
     for step in 0..STEPS {
         let (x, y) = batch(100 + step as u64, device)?;
         kept.push(mse(&model.forward(&x)?, &y)?);
         values.push(memory_allocated(device)?);
     }
+    println!("  leak finder, eval keeping loss tensors:");
+    print_leaks(&watch, device, "keep_losses")?;
     let before_drop = memory_allocated(device)?;
     drop(kept);
     let freed = before_drop - memory_allocated(device)?;
@@ -133,7 +168,11 @@ fn keep_losses(device: Device) -> BoxResult<bool> {
         let mut kept: Vec<Var> = Vec::new();
         let mut numbers: Vec<f32> = Vec::new();
         let mut values = Vec::new();
+        let mut watch = None;
         for step in 0..STEPS {
+            if step == 1 {
+                watch = Some(strata::allocator(device)?.watch()?);
+            }
             let (x, y) = batch(step as u64, device)?;
             opt.zero_grad(true)?;
             let loss = mse(&model.forward(&x)?, &y)?;
@@ -145,6 +184,10 @@ fn keep_losses(device: Device) -> BoxResult<bool> {
                 numbers.push(loss.item::<f32>()?);
             }
             values.push(memory_allocated(device)?);
+        }
+        if let (true, Some(w)) = (keep_tensor, &watch) {
+            println!("  leak finder, train keeping loss tensors:");
+            print_leaks(w, device, "keep_losses")?;
         }
         drop(kept);
         drop(opt);
@@ -316,7 +359,11 @@ fn rnn_hidden(device: Device) -> BoxResult<bool> {
         let mut h = Var::new(Tensor::zeros(&[B, H], DType::F32, device)?);
         let start = memory_allocated(device)?;
         let mut values = Vec::new();
+        let mut watch = None;
         for t in 0..STEPS {
+            if t == 1 {
+                watch = Some(strata::allocator(device)?.watch()?);
+            }
             if detach {
                 h = h.detach();
             }
@@ -325,6 +372,10 @@ fn rnn_hidden(device: Device) -> BoxResult<bool> {
             // Without detach the loop only runs with retain_graph (see above).
             loss.backward_with(None, !detach)?;
             values.push(memory_allocated(device)?);
+        }
+        if let (false, Some(w)) = (detach, &watch) {
+            println!("  leak finder, RNN without detach:");
+            print_leaks(w, device, "rnn_hidden")?;
         }
         drop(h);
         clear()?;

@@ -18,7 +18,7 @@ use crate::driver::{
 };
 use crate::error::{AllocError, OutOfMemory};
 use crate::expandable::ExpandableSpace;
-use crate::history::{Action, TraceEntry};
+use crate::history::{Action, HistoryLevel, TraceEntry};
 use crate::pool::Entry;
 use crate::snapshot::SegmentSnapshot;
 use crate::state::{stream_index, Settings, State};
@@ -151,7 +151,14 @@ pub struct CachingAllocator {
     page: u64,
     capacity: u64,
     state: Mutex<State>,
+    /// Closures called with a snapshot when an allocation fails for lack of
+    /// memory (outside the state's lock).
+    oom_observers: Mutex<Vec<OomObserver>>,
 }
+
+/// A closure called when an allocation fails for lack of memory, with the
+/// error and the allocator's segments at that moment.
+pub type OomObserver = Arc<dyn Fn(&OutOfMemory, &[SegmentSnapshot]) + Send + Sync>;
 
 impl CachingAllocator {
     /// An allocator over `driver`. Expandable segments are used when the
@@ -169,6 +176,7 @@ impl CachingAllocator {
             page: vm_page.unwrap_or(SMALL_BUFFER),
             capacity,
             state: Mutex::new(State::new(settings)),
+            oom_observers: Mutex::new(Vec::new()),
         })
     }
 
@@ -287,6 +295,11 @@ impl CachingAllocator {
     }
 
     /// Allocates `size` bytes for use on `stream`, as an owned [`Allocation`].
+    ///
+    /// While history is on, the caller's location is recorded as the
+    /// allocation's call site (`#[track_caller]`: callers that are themselves
+    /// `#[track_caller]` pass their own caller's location on).
+    #[track_caller]
     pub fn allocate(
         self: &Arc<Self>,
         size: u64,
@@ -300,8 +313,11 @@ impl CachingAllocator {
     }
 
     /// Allocates `size` bytes for use on `stream`; give the handle back with
-    /// [`free_raw`](Self::free_raw).
+    /// [`free_raw`](Self::free_raw). The caller's location is the call site
+    /// recorded while history is on (see [`allocate`](Self::allocate)).
+    #[track_caller]
     pub fn allocate_raw(&self, size: u64, stream: StreamId) -> Result<RawAllocation, AllocError> {
+        let site = std::panic::Location::caller();
         if size == 0 {
             return Ok(RawAllocation {
                 ptr: 0,
@@ -328,9 +344,15 @@ impl CachingAllocator {
         let pool = PoolKind::of(rounded);
         let id = match self.get_free_block(st, s, pool, rounded) {
             Some(id) => id,
-            None => self.allocate_slow(st, s, pool, rounded, size)?,
+            None => match self.allocate_slow(st, s, pool, rounded, size) {
+                Ok(id) => id,
+                Err(e) => {
+                    drop(guard);
+                    return Err(self.notify_oom(e));
+                }
+            },
         };
-        Ok(self.alloc_found_block(st, id, rounded, size))
+        Ok(self.alloc_found_block(st, id, rounded, size, site))
     }
 
     /// Returns an allocation to the cache. Memory used by other streams
@@ -441,10 +463,22 @@ impl CachingAllocator {
     /// Starts recording the allocator's events into a ring buffer of
     /// `max_entries` (clearing earlier records), or stops with `None`.
     pub fn record_history(&self, max_entries: Option<usize>) {
+        self.record_history_with(max_entries, HistoryLevel::CallSites);
+    }
+
+    /// [`record_history`](Self::record_history) at a chosen level of detail:
+    /// call sites (the default, a few nanoseconds per allocation) or full
+    /// backtraces of live allocations (microseconds per allocation).
+    pub fn record_history_with(&self, max_entries: Option<usize>, level: HistoryLevel) {
         self.state
             .lock()
             .history
-            .set(max_entries.filter(|&n| n > 0));
+            .set(max_entries.filter(|&n| n > 0), level);
+    }
+
+    /// Whether history is being recorded.
+    pub fn history_enabled(&self) -> bool {
+        self.state.lock().history.enabled()
     }
 
     /// The recorded events, oldest first.
@@ -541,7 +575,14 @@ impl CachingAllocator {
     /// Hands out block `id` (already out of the free index), splitting off the
     /// unused back part.
     #[inline]
-    fn alloc_found_block(&self, st: &mut State, id: u32, rounded: u64, orig: u64) -> RawAllocation {
+    fn alloc_found_block(
+        &self,
+        st: &mut State,
+        id: u32,
+        rounded: u64,
+        orig: u64,
+        site: &'static std::panic::Location<'static>,
+    ) -> RawAllocation {
         let pool = st.blocks[id].pool.stat();
         let expandable = st.blocks[id].expandable;
         if Self::should_split(&st.settings, &st.blocks[id], rounded) {
@@ -578,8 +619,10 @@ impl CachingAllocator {
         if oversize {
             stats.oversize_allocations.increase(1);
         }
-        let s = st.blocks[id].stream;
-        st.record(Action::Alloc, ptr, orig, s);
+        if st.history.enabled() {
+            let stream = st.streams[st.blocks[id].stream as usize].handle;
+            st.history.push_alloc(ptr, orig, stream, site);
+        }
         RawAllocation {
             ptr,
             size: orig,
@@ -940,6 +983,10 @@ impl CachingAllocator {
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();
         let unallocated = reserved.saturating_sub(allocated);
+        let free_blocks = free_by_pool(st);
+        let largest_free = free_blocks.iter().map(|p| p.largest).max().unwrap_or(0);
+        let top_sites = crate::watch::usage_by_site(&st.history, 5);
+        let config = &st.settings.config;
         let hint = if requested > self.capacity {
             "The request alone is larger than the device's total capacity: split the work into smaller pieces (a smaller batch, chunked computation).".to_string()
         } else if st
@@ -948,14 +995,27 @@ impl CachingAllocator {
             .is_some_and(|m| reserved + device_request > m)
         {
             "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF (or with set_memory_fraction), or use less memory.".to_string()
-        } else if unallocated > device_request && unallocated * 4 > reserved.max(1) {
-            if st.settings.expandable {
-                "Much reserved memory is unallocated but too fragmented for this request: call empty_cache() between phases, or free tensors kept alive longer than needed.".to_string()
+        } else if unallocated > device_request
+            && unallocated * 4 > reserved.max(1)
+            && largest_free < device_request
+        {
+            // Fragmentation: enough free cached memory in total, no block big
+            // enough. Suggest only what is not already on.
+            if !st.settings.expandable && self.has_vm {
+                format!("Reserved but unallocated memory is fragmented ({} free in cached blocks, the largest {}): set STRATA_ALLOC_CONF=expandable_segments:True so segments can grow and shrink.", crate::stats::format_size(unallocated), crate::stats::format_size(largest_free))
+            } else if !st.settings.expandable && config.max_split_size.is_none() {
+                format!("Reserved but unallocated memory is fragmented ({} free in cached blocks, the largest {}): set STRATA_ALLOC_CONF=max_split_size_mb:<n> to stop large blocks being split.", crate::stats::format_size(unallocated), crate::stats::format_size(largest_free))
             } else {
-                "Much reserved memory is unallocated (fragmentation): set STRATA_ALLOC_CONF=expandable_segments:True so segments can grow and shrink, or max_split_size_mb to limit splitting of large blocks.".to_string()
+                format!("Reserved but unallocated memory is fragmented ({} free in cached blocks, the largest {}) although the allocator settings already limit fragmentation: call empty_cache() between phases of different sizes, or free tensors kept alive longer than needed.", crate::stats::format_size(unallocated), crate::stats::format_size(largest_free))
             }
+        } else if unallocated > device_request && unallocated * 4 > reserved.max(1) {
+            "Much reserved memory is unallocated in blocks of other streams or pools: free tensors kept alive longer than needed, or call empty_cache() between phases.".to_string()
         } else if free < device_request && reserved < self.capacity / 2 {
             "Most device memory is used outside this allocator (other processes or libraries); check what else runs on the device.".to_string()
+        } else if let Some(top) = top_sites.first().filter(|t| t.site.is_some()) {
+            format!("Live allocations hold the memory; the most is asked for at {top}: free tensors that are no longer needed there (drop them, or call detach()/item() instead of keeping graphs), or reduce the batch size.")
+        } else if !st.history.enabled() {
+            "Free tensors that are no longer needed (drop them, or call detach()/item() instead of keeping graphs), or reduce the batch size. To see which lines of your code hold the memory, turn on record_history before the failing step.".to_string()
         } else {
             "Free tensors that are no longer needed (drop them, or call detach()/item() instead of keeping graphs), or reduce the batch size.".to_string()
         };
@@ -968,8 +1028,81 @@ impl CachingAllocator {
             allocated,
             reserved_unallocated: unallocated,
             allowed: st.settings.allowed_max,
+            free_blocks,
+            top_sites,
+            settings: config.to_string(),
+            expandable: st.settings.expandable,
             hint,
         }))
+    }
+
+    /// Registers `observer`, called with the error and a snapshot of the
+    /// segments each time an allocation fails for lack of memory, before the
+    /// error is returned. It runs outside the allocator's lock, so it may call
+    /// the allocator (take statistics, dump a snapshot, write a report).
+    ///
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
+    /// use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+    /// use strata_alloc::driver::sim::SimDriver;
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::new(64 << 20, 2 << 20)), AllocatorConfig::default());
+    /// let seen = Arc::new(AtomicUsize::new(0));
+    /// let s = Arc::clone(&seen);
+    /// a.on_oom(move |oom, segments| {
+    ///     assert_eq!(oom.requested, 1 << 30);
+    ///     s.store(segments.len() + 1, Ordering::SeqCst);
+    /// });
+    /// assert!(a.allocate(1 << 30, StreamId::DEFAULT).is_err());
+    /// assert_eq!(seen.load(Ordering::SeqCst), 1); // called, with no segments
+    /// ```
+    pub fn on_oom(
+        &self,
+        observer: impl Fn(&OutOfMemory, &[SegmentSnapshot]) + Send + Sync + 'static,
+    ) {
+        self.oom_observers.lock().push(Arc::new(observer));
+    }
+
+    /// Runs `f` on the history, or fails with [`AllocError::HistoryOff`].
+    pub(crate) fn with_history<T>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&crate::history::History) -> T,
+    ) -> Result<T, AllocError> {
+        let st = self.state.lock();
+        if !st.history.enabled() {
+            return Err(AllocError::HistoryOff {
+                device: self.device,
+                what,
+            });
+        }
+        Ok(f(&st.history))
+    }
+
+    /// Runs `f` on the state under the lock (diagnostics that read much).
+    pub(crate) fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self.state.lock())
+    }
+
+    /// Removes every observer registered with [`on_oom`](Self::on_oom).
+    pub fn clear_oom_observers(&self) {
+        self.oom_observers.lock().clear();
+    }
+
+    /// Calls the out-of-memory observers (outside the state's lock) when `e`
+    /// is an out-of-memory error; returns `e`.
+    #[cold]
+    fn notify_oom(&self, e: AllocError) -> AllocError {
+        if let AllocError::OutOfMemory(oom) = &e {
+            let observers: Vec<OomObserver> = self.oom_observers.lock().clone();
+            if !observers.is_empty() {
+                let segments = crate::snapshot::segments(&self.state.lock());
+                for o in observers {
+                    o(oom, &segments);
+                }
+            }
+        }
+        e
     }
 
     // ----- checks used by tests ---------------------------------------------------------
@@ -1013,6 +1146,35 @@ impl CachingAllocator {
             .max()
             .unwrap_or(0)
     }
+}
+
+/// Cached free memory per stream and pool: total and largest block.
+fn free_by_pool(st: &State) -> Vec<crate::error::PoolFree> {
+    let mut out = Vec::new();
+    for stream in &st.streams {
+        for (i, idx) in stream.free.iter().enumerate() {
+            let (mut free, mut largest) = (0, 0);
+            for e in idx.all() {
+                if st.blocks[e.block].mapped {
+                    free += e.size;
+                    largest = largest.max(e.size);
+                }
+            }
+            if free > 0 {
+                out.push(crate::error::PoolFree {
+                    stream: stream.handle,
+                    pool: if i == PoolKind::Small as usize {
+                        "small"
+                    } else {
+                        "large"
+                    },
+                    free,
+                    largest,
+                });
+            }
+        }
+    }
+    out
 }
 
 #[inline]

@@ -1,8 +1,51 @@
 //! Errors of the allocator.
 
-use crate::driver::{Device, DriverError};
+use crate::driver::{Device, DriverError, StreamId};
+use crate::history::CallSite;
 use crate::stats::format_size;
 use std::fmt;
+
+/// Cached free memory of one pool of one stream at the moment of an
+/// out-of-memory error: the total and the largest single block. A largest
+/// block much smaller than the total is fragmentation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolFree {
+    /// The stream.
+    pub stream: StreamId,
+    /// `"small"` or `"large"`.
+    pub pool: &'static str,
+    /// Bytes of free cached blocks.
+    pub free: u64,
+    /// The largest free cached block.
+    pub largest: u64,
+}
+
+/// Live allocations asked for at one call site.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteUsage {
+    /// The call site (`None`: allocated before history was turned on).
+    pub site: Option<CallSite>,
+    /// Live allocations.
+    pub count: u64,
+    /// Bytes the callers asked for.
+    pub bytes: u64,
+}
+
+impl fmt::Display for SiteUsage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.site {
+            Some(s) => write!(f, "{s}")?,
+            None => write!(f, "(before history was on)")?,
+        }
+        write!(
+            f,
+            ": {} in {} allocation{}",
+            format_size(self.bytes),
+            self.count,
+            if self.count == 1 { "" } else { "s" }
+        )
+    }
+}
 
 /// Everything a user needs to understand an out-of-memory failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,8 +67,29 @@ pub struct OutOfMemory {
     pub reserved_unallocated: u64,
     /// The limit set by `per_process_memory_fraction`, if any.
     pub allowed: Option<u64>,
+    /// Cached free memory per stream and pool (only pools with free blocks).
+    pub free_blocks: Vec<PoolFree>,
+    /// The top live allocations by call site, largest first (empty when
+    /// history is off).
+    pub top_sites: Vec<SiteUsage>,
+    /// The allocator settings in force (`STRATA_ALLOC_CONF` syntax; empty for
+    /// the defaults).
+    pub settings: String,
+    /// Whether new memory came from expandable segments.
+    pub expandable: bool,
     /// What to try, chosen from the state above.
     pub hint: String,
+}
+
+impl OutOfMemory {
+    /// The largest free cached block over every stream and pool.
+    pub fn largest_free_block(&self) -> u64 {
+        self.free_blocks
+            .iter()
+            .map(|p| p.largest)
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 impl fmt::Display for OutOfMemory {
@@ -48,10 +112,51 @@ impl fmt::Display for OutOfMemory {
         }
         write!(
             f,
-            "{} is allocated by strata and {} is reserved by strata but unallocated. {}",
+            "{} is allocated by strata and {} is reserved by strata but unallocated",
             format_size(self.allocated),
             format_size(self.reserved_unallocated),
-            self.hint
+        )?;
+        if self.reserved_unallocated > 0 {
+            write!(
+                f,
+                " (largest free block {})",
+                format_size(self.largest_free_block())
+            )?;
+        }
+        write!(f, ". {}", self.hint)?;
+        let free: Vec<&PoolFree> = self.free_blocks.iter().filter(|p| p.free > 0).collect();
+        if !free.is_empty() {
+            write!(f, "\nFree cached memory (total / largest block):")?;
+            for p in free {
+                write!(
+                    f,
+                    "\n  stream {:#x}, {} pool: {} / {}",
+                    p.stream.0,
+                    p.pool,
+                    format_size(p.free),
+                    format_size(p.largest)
+                )?;
+            }
+        }
+        if !self.top_sites.is_empty() {
+            write!(f, "\nLargest live allocations by call site:")?;
+            for s in &self.top_sites {
+                write!(f, "\n  {s}")?;
+            }
+        }
+        write!(
+            f,
+            "\nAllocator settings: {}{}",
+            if self.settings.is_empty() {
+                "defaults"
+            } else {
+                &self.settings
+            },
+            if self.expandable {
+                " (expandable segments on)"
+            } else {
+                " (expandable segments off)"
+            }
         )
     }
 }
@@ -105,6 +210,23 @@ pub enum AllocError {
     /// The configuration string was rejected.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    /// A diagnostic that needs the allocation history was asked for while
+    /// history recording is off.
+    #[error("{what} on {device} needs the allocation history: call record_history(Some(n)) (or strata::record_memory_history) before the allocations to watch")]
+    HistoryOff {
+        /// The device.
+        device: Device,
+        /// What was asked for.
+        what: &'static str,
+    },
+    /// Writing a diagnostic file failed.
+    #[error("could not write {path}: {reason}")]
+    Write {
+        /// The file.
+        path: String,
+        /// The operating system's or encoder's message.
+        reason: String,
+    },
 }
 
 impl AllocError {

@@ -25,7 +25,117 @@
 //! ```
 
 use crate::driver::StreamId;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::panic::Location;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Where an allocation was asked for: the first caller outside strata's
+/// `#[track_caller]` chain (a tensor constructor, an op, or
+/// [`CachingAllocator::allocate`](crate::CachingAllocator::allocate) itself).
+///
+/// Recorded only while history is on; it is a pointer to a location the
+/// compiler placed in the binary, so recording it costs a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallSite {
+    /// The source file.
+    pub file: &'static str,
+    /// The line (1-based).
+    pub line: u32,
+    /// The column (1-based).
+    pub column: u32,
+}
+
+impl CallSite {
+    /// The call site of a `#[track_caller]` location.
+    pub fn from_location(l: &'static Location<'static>) -> CallSite {
+        CallSite {
+            file: l.file(),
+            line: l.line(),
+            column: l.column(),
+        }
+    }
+}
+
+impl fmt::Display for CallSite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// How much the history records about each allocation's origin.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HistoryLevel {
+    /// The call site (file, line, column) of each allocation: a few
+    /// nanoseconds per allocation.
+    #[default]
+    CallSites,
+    /// The call site and a full backtrace of each live allocation
+    /// (`std::backtrace`): microseconds per allocation; for a short run that
+    /// needs the whole stack.
+    Backtraces,
+}
+
+/// One frame of a stack (PyTorch's `name`, `filename`, `line`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// The function, when known.
+    pub name: String,
+    /// The source file.
+    pub filename: String,
+    /// The line.
+    pub line: u32,
+}
+
+/// The frames of a captured backtrace (innermost first), from its printed form.
+pub(crate) fn backtrace_frames(bt: &std::backtrace::Backtrace) -> Vec<Frame> {
+    let text = bt.to_string();
+    let mut out: Vec<Frame> = Vec::new();
+    let mut name: Option<String> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(at) = t.strip_prefix("at ") {
+            // `at file:line:col`
+            let mut parts = at.rsplitn(3, ':');
+            let _col = parts.next();
+            let line_no = parts.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+            let file = parts.next().unwrap_or(at).to_string();
+            out.push(Frame {
+                name: name.take().unwrap_or_default(),
+                filename: file,
+                line: line_no,
+            });
+        } else if let Some((_, n)) = t.split_once(": ") {
+            if let Some(prev) = name.take() {
+                out.push(Frame {
+                    name: prev,
+                    filename: "??".into(),
+                    line: 0,
+                });
+            }
+            name = Some(n.to_string());
+        }
+    }
+    if let Some(prev) = name {
+        out.push(Frame {
+            name: prev,
+            filename: "??".into(),
+            line: 0,
+        });
+    }
+    out
+}
+
+/// What the history knows about a live allocation.
+#[derive(Clone, Debug)]
+pub(crate) struct LiveAlloc {
+    pub site: Option<CallSite>,
+    pub size: u64,
+    pub backtrace: Option<Arc<std::backtrace::Backtrace>>,
+    /// Order of allocation (1, 2, …) since recording started.
+    pub seq: u64,
+}
 
 /// What happened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -79,13 +189,36 @@ pub struct TraceEntry {
     pub size: u64,
     /// The stream.
     pub stream: StreamId,
+    /// Microseconds since recording started.
+    pub time_us: u64,
+    /// Where the allocation was asked for (`Alloc` events, and the frees of
+    /// allocations whose call site was recorded).
+    pub site: Option<CallSite>,
 }
 
 /// The ring buffer behind the allocator's lock.
-#[derive(Default)]
 pub(crate) struct History {
     entries: VecDeque<TraceEntry>,
     capacity: usize,
+    pub level: HistoryLevel,
+    start: Instant,
+    /// Live (and pending-free) allocations by address, while recording.
+    pub live: HashMap<u64, LiveAlloc>,
+    /// Allocations recorded so far (the last `LiveAlloc::seq`).
+    pub seq: u64,
+}
+
+impl Default for History {
+    fn default() -> History {
+        History {
+            entries: VecDeque::new(),
+            capacity: 0,
+            level: HistoryLevel::CallSites,
+            start: Instant::now(),
+            live: HashMap::new(),
+            seq: 0,
+        }
+    }
 }
 
 impl History {
@@ -95,22 +228,75 @@ impl History {
 
     /// Turns recording on with room for `capacity` entries (clearing what was
     /// recorded), or off with `None`.
-    pub fn set(&mut self, capacity: Option<usize>) {
+    pub fn set(&mut self, capacity: Option<usize>, level: HistoryLevel) {
         self.capacity = capacity.unwrap_or(0);
+        self.level = level;
         self.entries = VecDeque::with_capacity(self.capacity);
+        self.live = HashMap::new();
+        self.start = Instant::now();
     }
 
     #[inline]
     pub fn push(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
+        let site = match action {
+            Action::FreeCompleted => self.live.remove(&addr).and_then(|l| l.site),
+            Action::FreeRequested => self.live.get(&addr).and_then(|l| l.site),
+            _ => None,
+        };
+        self.push_entry(action, addr, size, stream, site);
+    }
+
+    /// Records an allocation and where it was asked for.
+    #[inline]
+    pub fn push_alloc(
+        &mut self,
+        addr: u64,
+        size: u64,
+        stream: StreamId,
+        site: &'static Location<'static>,
+    ) {
+        let site = Some(CallSite::from_location(site));
+        let backtrace = (self.level == HistoryLevel::Backtraces)
+            .then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+        self.seq += 1;
+        self.live.insert(
+            addr,
+            LiveAlloc {
+                site,
+                size,
+                backtrace,
+                seq: self.seq,
+            },
+        );
+        self.push_entry(Action::Alloc, addr, size, stream, site);
+    }
+
+    #[inline]
+    fn push_entry(
+        &mut self,
+        action: Action,
+        addr: u64,
+        size: u64,
+        stream: StreamId,
+        site: Option<CallSite>,
+    ) {
         if self.entries.len() == self.capacity {
             self.entries.pop_front();
         }
+        let time_us = self.start.elapsed().as_micros() as u64;
         self.entries.push_back(TraceEntry {
             action,
             addr,
             size,
             stream,
+            time_us,
+            site,
         });
+    }
+
+    /// The recorded entries without copying them.
+    pub fn iter(&self) -> impl Iterator<Item = &TraceEntry> {
+        self.entries.iter()
     }
 
     pub fn entries(&self) -> Vec<TraceEntry> {

@@ -27,6 +27,7 @@
 mod allocator;
 mod block;
 pub mod config;
+mod diagnostics;
 pub mod driver;
 mod error;
 mod expandable;
@@ -34,22 +35,29 @@ pub mod history;
 pub mod pinned;
 mod pool;
 mod registry;
+pub mod report;
 pub mod snapshot;
+mod snapshot_pickle;
 mod state;
 pub mod stats;
+pub mod watch;
 
+pub use allocator::OomObserver;
 pub use allocator::{
     Allocation, CachingAllocator, RawAllocation, LARGE_BUFFER, MIN_BLOCK_SIZE, MIN_LARGE_ALLOC,
     ROUND_LARGE, SMALL_BUFFER,
 };
 pub use config::{AllocatorConfig, ConfigError};
+pub use diagnostics::{dump_snapshot, memory_report, record_memory_history, set_oom_observer};
 pub use driver::{
     Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamEvents, StreamId,
 };
-pub use error::{AllocError, OutOfMemory};
+pub use error::{AllocError, OutOfMemory, PoolFree, SiteUsage};
+pub use history::{CallSite, Frame, HistoryLevel};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
     mem_get_info, memory_allocated, memory_reserved, memory_stats, memory_summary,
     reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator, set_allocator_settings,
 };
 pub use stats::{format_size, MemoryStats, PinnedStats, Stat, StatArray, StatType};
+pub use watch::{FrameGrowth, Growth, Watch};

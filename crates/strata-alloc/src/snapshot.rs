@@ -44,6 +44,9 @@ pub struct BlockSnapshot {
     pub requested_size: u64,
     /// Its state.
     pub state: BlockState,
+    /// Where it was allocated, when history was on then (allocated and
+    /// pending-free blocks).
+    pub site: Option<crate::history::CallSite>,
 }
 
 /// One segment of a snapshot (a mapped range, for expandable segments).
@@ -122,6 +125,11 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                     size: b.size,
                     requested_size: requested,
                     state,
+                    site: if state == BlockState::Inactive {
+                        None
+                    } else {
+                        st.history.live.get(&b.ptr).and_then(|l| l.site)
+                    },
                 });
             } else if let Some(seg) = cur.take() {
                 out.push(seg);
@@ -134,23 +142,39 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
     out
 }
 
-/// PyTorch's `memory_summary()` table.
+/// Width of the label column of the `memory_summary()` table (the longest
+/// label, "Device reserved segments", and a margin).
+const LABEL_WIDTH: usize = 26;
+/// Width of a value cell.
+const CELL_WIDTH: usize = 12;
+/// Inner width of the table.
+const INNER: usize = LABEL_WIDTH + 1 + 4 * (CELL_WIDTH + 3) - 1;
+
+/// PyTorch's `memory_summary()` table: full row labels, and one unit style
+/// (each byte figure in the binary unit that suits it, as `format_size`
+/// writes it; counts as exact integers).
 pub(crate) fn summary(device: Device, s: &MemoryStats) -> String {
-    let rule = |c: char| format!("|{}|\n", c.to_string().repeat(75));
+    let rule = |c: char| format!("|{}|\n", c.to_string().repeat(INNER));
+    let half = (INNER - 1) / 2;
     let mut out = String::new();
     out += &rule('=');
     out += &format!(
-        "|{:^75}|\n",
+        "|{:^INNER$}|\n",
         format!("strata memory summary, device {device}")
     );
     out += &rule('-');
     out += &format!(
-        "|{:^37}|{:^37}|\n",
+        "|{:^half$}|{:^rest$}|\n",
         format!("OOMs: {}", s.num_ooms),
-        format!("device allocation retries: {}", s.num_alloc_retries)
+        format!("device allocation retries: {}", s.num_alloc_retries),
+        rest = INNER - half - 1
     );
     out += &rule('=');
-    out += "|        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  |\n";
+    out += &format!("| {:<w$}|", "Metric", w = LABEL_WIDTH - 1);
+    for h in ["Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"] {
+        out += &format!(" {h:>CELL_WIDTH$} |");
+    }
+    out += "\n";
     let groups: [(&str, &StatArray, bool); 9] = [
         ("Allocated memory", &s.allocated_bytes, true),
         ("Active memory", &s.active_bytes, true),
@@ -170,7 +194,7 @@ pub(crate) fn summary(device: Device, s: &MemoryStats) -> String {
                 StatType::LargePool => "      from large pool".to_string(),
                 StatType::SmallPool => "      from small pool".to_string(),
             };
-            out += &row(&label, arr.get(t), arr.all(), bytes);
+            out += &row(&label, arr.get(t), bytes);
         }
     }
     for (name, st) in [
@@ -178,53 +202,23 @@ pub(crate) fn summary(device: Device, s: &MemoryStats) -> String {
         ("Oversize segments", s.oversize_segments),
     ] {
         out += &rule('-');
-        out += &row(name, st, st, false);
+        out += &row(name, st, false);
     }
     out += &rule('=');
     out
 }
 
-fn row(label: &str, s: Stat, unit_from: Stat, bytes: bool) -> String {
-    let mut cells = String::new();
-    for (v, u) in [
-        (s.current, unit_from.current),
-        (s.peak, unit_from.peak),
-        (s.allocated, unit_from.allocated),
-        (s.freed, unit_from.freed),
-    ] {
-        cells += &format!(
-            " {} |",
-            if bytes {
-                fmt_bytes(v, u)
-            } else {
-                fmt_count(v, u)
-            }
-        );
+fn row(label: &str, s: Stat, bytes: bool) -> String {
+    let mut out = format!("| {label:<w$}|", w = LABEL_WIDTH - 1);
+    for v in [s.current, s.peak, s.allocated, s.freed] {
+        let cell = if bytes {
+            crate::stats::format_size(v.max(0) as u64)
+        } else {
+            v.to_string()
+        };
+        out += &format!(" {cell:>CELL_WIDTH$} |");
     }
-    let label: String = label.chars().take(22).collect();
-    format!("| {label:<22}|{cells}\n")
-}
-
-fn fmt_bytes(v: i64, unit_from: i64) -> String {
-    const UNITS: [&str; 6] = ["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let (mut v, mut u, mut i) = (v, unit_from, 0);
-    while u >= 768 * 1024 && i < UNITS.len() - 1 {
-        u /= 1024;
-        v /= 1024;
-        i += 1;
-    }
-    format!("{v:>6} {}", UNITS[i])
-}
-
-fn fmt_count(v: i64, unit_from: i64) -> String {
-    const UNITS: [&str; 3] = [" ", "K", "M"];
-    let (mut v, mut u, mut i) = (v, unit_from, 0);
-    while u >= 750_000 && i < UNITS.len() - 1 {
-        u /= 1000;
-        v /= 1000;
-        i += 1;
-    }
-    format!("{v:>7} {}  ", UNITS[i])
+    out + "\n"
 }
 
 /// Recounts everything from the blocks and compares with the running state.

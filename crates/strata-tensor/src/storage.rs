@@ -27,6 +27,7 @@ pub struct Storage {
 impl Storage {
     /// Allocates `nbytes` uninitialised bytes on `device` (a typed error
     /// where this build or machine cannot compute on it).
+    #[track_caller]
     pub(crate) fn new(nbytes: usize, device: Device) -> Result<Storage> {
         let backend = backend_for(device)?;
         let allocator = strata_alloc::allocator(device)?;
@@ -43,6 +44,7 @@ impl Storage {
 
     /// Allocates `nbytes` uninitialised bytes from a specific allocator (e.g.
     /// page-locked host memory for `pin_memory()`), on its default stream.
+    #[track_caller]
     pub(crate) fn new_in(
         allocator: &std::sync::Arc<strata_alloc::CachingAllocator>,
         nbytes: usize,

@@ -55,6 +55,7 @@ impl Tensor {
     }
 
     /// A contiguous tensor with uninitialised elements.
+    #[track_caller]
     pub(crate) fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         let numel = shape::check_contiguous("empty", shape)?;
         let nbytes = shape::checked_nbytes("empty", shape, numel, dtype.size())?;
@@ -178,6 +179,7 @@ impl Tensor {
     /// let t = Tensor::full(&[2, 2], 7, DType::I32, Device::Cpu).unwrap();
     /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![7; 4]);
     /// ```
+    #[track_caller]
     pub fn full(
         shape: &[usize],
         value: impl Into<Scalar>,
@@ -190,16 +192,19 @@ impl Tensor {
     }
 
     /// A tensor of zeros.
+    #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::full(shape, Scalar::Int(0), dtype, device)
     }
 
     /// A tensor of ones.
+    #[track_caller]
     pub fn ones(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::full(shape, Scalar::Int(1), dtype, device)
     }
 
     /// A 0-d tensor holding `value`.
+    #[track_caller]
     pub fn scalar(value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
         Tensor::full(&[], value, dtype, device)
     }
@@ -218,6 +223,7 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<i64>().unwrap(), vec![0, 2, 4]);
     /// assert!(Tensor::arange(0.0, f64::INFINITY, 1.0, None, Device::Cpu).is_err());
     /// ```
+    #[track_caller]
     pub fn arange(
         start: impl Into<Scalar>,
         end: impl Into<Scalar>,
@@ -237,6 +243,7 @@ impl Tensor {
     /// assert_eq!(t.shape(), &[2, 3]);
     /// assert!(Tensor::from_slice(&[1i64, 2], &[3], Device::Cpu).is_err());
     /// ```
+    #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize], device: Device) -> Result<Tensor> {
         if shape::check_contiguous("from_slice", shape)? != data.len() {
             return Err(TensorError::shape(
@@ -255,11 +262,13 @@ impl Tensor {
     }
 
     /// A tensor from a vector of elements in row-major order.
+    #[track_caller]
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize], device: Device) -> Result<Tensor> {
         Tensor::from_slice(&data, shape, device)
     }
 
     /// A tensor of `dtype` from scalars (converted with PyTorch's cast rules).
+    #[track_caller]
     pub fn from_scalars(
         values: &[Scalar],
         shape: &[usize],
@@ -286,6 +295,7 @@ impl Tensor {
     /// let b = Tensor::rand(&[10], DType::F32, 7, Device::Cpu).unwrap();
     /// assert_eq!(b.to_vec::<f32>().unwrap(), v[..10].to_vec());
     /// ```
+    #[track_caller]
     pub fn rand(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
         Tensor::random_of(shape, dtype, device, "rand", seed, |d| {
             crate::random::Dist::Uniform {
@@ -296,12 +306,14 @@ impl Tensor {
 
     /// Standard normal samples from the counter-based Philox generator seeded
     /// with `seed` (Box–Muller; the same stream on every device), generated in place.
+    #[track_caller]
     pub fn randn(shape: &[usize], dtype: DType, seed: u64, device: Device) -> Result<Tensor> {
         Tensor::random_of(shape, dtype, device, "randn", seed, |_| {
             crate::random::Dist::Normal
         })
     }
 
+    #[track_caller]
     fn random_of(
         shape: &[usize],
         dtype: DType,
@@ -377,6 +389,7 @@ impl Tensor {
     }
 
     /// A copy with fresh storage (PyTorch's `clone()`).
+    #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
         let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
         out.copy_from_unchecked(self)?;
@@ -394,6 +407,7 @@ impl Tensor {
 
     /// Conversion to another dtype (the tensor itself for the same dtype);
     /// float to int truncates toward zero, anything to bool is `!= 0`.
+    #[track_caller]
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {
             return Ok(self.clone());

@@ -1,0 +1,228 @@
+//! Snapshots in PyTorch's format: the pickle `torch.cuda.memory._dump_snapshot`
+//! writes, so `python -m torch.cuda._memory_viz` and PyTorch's memory_viz page
+//! open strata's snapshots.
+//!
+//! The document is a dict with `segments` (each with its `blocks` and their
+//! `frames`), `device_traces` (one list of trace events per device ordinal),
+//! `allocator_settings` and `external_annotations`, with the keys PyTorch 2.11
+//! writes. A frame is the call site recorded for an allocation (file, line;
+//! the column in its name), or the frames of its backtrace when history was
+//! recorded with [`HistoryLevel::Backtraces`](crate::HistoryLevel).
+
+use crate::driver::Device;
+use crate::history::{backtrace_frames, CallSite, History, TraceEntry};
+use crate::snapshot::{segments, BlockState};
+use crate::state::State;
+use serde::Serialize;
+
+/// A frame (PyTorch's keys).
+#[derive(Serialize)]
+struct FrameOut {
+    name: String,
+    filename: String,
+    line: u32,
+}
+
+#[derive(Serialize)]
+struct BlockOut {
+    address: u64,
+    size: u64,
+    requested_size: u64,
+    state: &'static str,
+    frames: Vec<FrameOut>,
+}
+
+#[derive(Serialize)]
+struct SegmentOut {
+    device: u64,
+    address: u64,
+    total_size: u64,
+    allocated_size: u64,
+    active_size: u64,
+    requested_size: u64,
+    stream: u64,
+    segment_type: &'static str,
+    segment_pool_id: (u64, u64),
+    is_expandable: bool,
+    frames: Vec<FrameOut>,
+    blocks: Vec<BlockOut>,
+}
+
+/// A trace event (PyTorch's keys), borrowing the entry's call site.
+#[derive(Serialize)]
+struct EventOut<'a> {
+    action: &'static str,
+    addr: u64,
+    size: u64,
+    stream: u64,
+    time_us: u64,
+    frames: SiteFrames<'a>,
+    compile_context: &'static str,
+    user_metadata: &'static str,
+}
+
+/// Zero or one frame made from a call site, serialised without copying.
+struct SiteFrames<'a>(Option<&'a CallSite>);
+
+#[derive(Serialize)]
+struct SiteFrame<'a> {
+    name: &'static str,
+    filename: &'a str,
+    line: u32,
+}
+
+impl Serialize for SiteFrames<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.is_some() as usize))?;
+        if let Some(c) = self.0 {
+            seq.serialize_element(&SiteFrame {
+                name: "",
+                filename: c.file,
+                line: c.line,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// A device's trace, serialised straight from the history's ring buffer
+/// (an empty list for devices without one).
+struct TraceOut<'a>(Option<&'a History>);
+
+impl Serialize for TraceOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.into_iter().flat_map(|h| h.iter()).map(event))
+    }
+}
+
+#[derive(Serialize)]
+struct SettingsOut {
+    #[serde(rename = "PYTORCH_CUDA_ALLOC_CONF")]
+    conf: String,
+    max_split_size: i64,
+    garbage_collection_threshold: f64,
+    expandable_segments: bool,
+    roundup_power2_divisions: Vec<u64>,
+}
+
+/// The snapshot document (PyTorch's top-level keys).
+#[derive(Serialize)]
+pub(crate) struct Document<'a> {
+    segments: Vec<SegmentOut>,
+    device_traces: Vec<TraceOut<'a>>,
+    allocator_settings: SettingsOut,
+    external_annotations: Vec<u8>,
+}
+
+fn site_frames(site: Option<CallSite>) -> Vec<FrameOut> {
+    site.map(|c| FrameOut {
+        name: String::new(),
+        filename: c.file.to_string(),
+        line: c.line,
+    })
+    .into_iter()
+    .collect()
+}
+
+/// The frames of the live allocation at `addr`: its backtrace (innermost
+/// first, at most 64 frames) when one was captured, else its call site.
+fn block_frames(h: &History, addr: u64, site: Option<CallSite>) -> Vec<FrameOut> {
+    if let Some(bt) = h.live.get(&addr).and_then(|l| l.backtrace.as_ref()) {
+        let frames: Vec<FrameOut> = backtrace_frames(bt)
+            .into_iter()
+            .take(64)
+            .map(|f| FrameOut {
+                name: f.name,
+                filename: f.filename,
+                line: f.line,
+            })
+            .collect();
+        if !frames.is_empty() {
+            return frames;
+        }
+    }
+    site_frames(site)
+}
+
+fn event(e: &TraceEntry) -> EventOut<'_> {
+    EventOut {
+        action: e.action.name(),
+        addr: e.addr,
+        size: e.size,
+        stream: e.stream.0,
+        time_us: e.time_us,
+        frames: SiteFrames(e.site.as_ref()),
+        compile_context: "N/A",
+        user_metadata: "",
+    }
+}
+
+/// The device's ordinal in `device_traces` (the CPU's traces go in slot 0).
+fn ordinal(device: Device) -> usize {
+    match device {
+        Device::Cuda(n) => n,
+        _ => 0,
+    }
+}
+
+/// The snapshot document of an allocator's state.
+pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
+    let dev = ordinal(device);
+    let h = &st.history;
+    let segs: Vec<SegmentOut> = segments(st)
+        .into_iter()
+        .map(|g| {
+            let blocks = g
+                .blocks
+                .iter()
+                .map(|b| BlockOut {
+                    address: b.address,
+                    size: b.size,
+                    requested_size: b.requested_size,
+                    state: b.state.name(),
+                    frames: if b.state == BlockState::Inactive {
+                        Vec::new()
+                    } else {
+                        block_frames(h, b.address, b.site)
+                    },
+                })
+                .collect();
+            SegmentOut {
+                device: dev as u64,
+                address: g.address,
+                total_size: g.total_size,
+                allocated_size: g.allocated_size,
+                active_size: g.active_size,
+                requested_size: g.requested_size,
+                stream: g.stream.0,
+                segment_type: g.segment_type,
+                segment_pool_id: (0, 0),
+                is_expandable: g.is_expandable,
+                frames: Vec::new(),
+                blocks,
+            }
+        })
+        .collect();
+    // One trace per device ordinal up to this one; the others are empty.
+    let mut traces: Vec<TraceOut<'_>> = (0..dev).map(|_| TraceOut(None)).collect();
+    traces.push(TraceOut(Some(h)));
+    let c = &st.settings.config;
+    Document {
+        segments: segs,
+        device_traces: traces,
+        allocator_settings: SettingsOut {
+            conf: c.to_string(),
+            max_split_size: c.max_split_size.map(|m| m as i64).unwrap_or(-1),
+            garbage_collection_threshold: c.garbage_collection_threshold.unwrap_or(0.0),
+            expandable_segments: st.settings.expandable,
+            roundup_power2_divisions: c.roundup_power2_divisions.to_vec(),
+        },
+        external_annotations: Vec::new(),
+    }
+}
+
+/// The document encoded as a pickle (protocol 3, as PyTorch's files).
+pub(crate) fn encode(doc: &Document<'_>) -> Result<Vec<u8>, serde_pickle::Error> {
+    serde_pickle::to_vec(doc, serde_pickle::SerOptions::new())
+}
