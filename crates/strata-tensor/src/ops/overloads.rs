@@ -18,9 +18,9 @@
 //! use strata_tensor::{Device, Tensor};
 //! let x = Tensor::from_slice(&[1.0f32, 2.0], &[2], Device::Cpu)?;
 //! let b = Tensor::from_slice(&[0.5f32, 0.5], &[2], Device::Cpu)?;
-//! let y = (2.0 * &x + &b - &x * &x)?;      // Result + &Tensor - Result: one `?`
-//! assert_eq!(y.to_vec::<f32>()?, vec![1.5, 0.5]);
-//! let z = (x.exp()? / &y * 3)?;            // owned, borrowed and scalar operands
+//! let y = (&b + 2.0 * &x - &x)?;           // &Tensor + Result - &Tensor: one `?`
+//! assert_eq!(y.to_vec::<f32>()?, vec![1.5, 2.5]);
+//! let z = (x.exp()? * 3 / &y)?;            // owned, borrowed and scalar operands
 //! assert_eq!(z.shape(), &[2]);
 //! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
