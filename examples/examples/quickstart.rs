@@ -23,7 +23,16 @@ fn show(label: &str, device: Device) {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    // Errors reach the user in their Display form ("shape mismatch in add: ..."),
+    // not Debug.
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let device = default_device()?;
     println!("device: {device}\n");
     show("start", device);
@@ -32,6 +41,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = Tensor::arange(0.0, 12.0, 1.0, Some(DType::F32), device)?.reshape(&[3, 4])?;
     println!("a = {a}");
     show("after creating a", device);
+    println!(
+        "  (a holds 12 f32 = 48 bytes; the caching allocator rounds every block up\n   \
+         to a multiple of 512 bytes, as PyTorch's does, so 512 bytes are allocated)"
+    );
 
     // Views share a's storage: no allocation.
     let (before, n_before) = stats(device)?;
@@ -113,6 +126,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nreserved by the cache: {} bytes",
         strata::memory_reserved(device)?
+    );
+    println!(
+        "  (blocks of up to 1 MiB come from the small pool, whose segments are\n   \
+         2 MiB (2097152 bytes): the first small allocation reserved one segment,\n   \
+         which stays cached for reuse after the tensors are freed)"
     );
     Ok(())
 }

@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 mod backward;
+mod display;
 mod error;
 mod grad_mode;
 mod node;

@@ -50,13 +50,14 @@ fn format_elements(values: &[Scalar], dtype: DType) -> Vec<String> {
         .collect()
 }
 
-/// Which indices of a dim of `size` are printed (`None` marks the `...` gap).
-fn shown(size: usize, summarise: bool) -> Vec<Option<usize>> {
-    if summarise && size > 2 * EDGE {
+/// The entries of a printed dim of `size` (`None` marks the `...` gap,
+/// which sits after the first `EDGE` when the tensor's dim is longer).
+fn shown(size: usize, gap: bool) -> Vec<Option<usize>> {
+    if gap {
         (0..EDGE)
             .map(Some)
             .chain([None])
-            .chain((size - EDGE..size).map(Some))
+            .chain((EDGE..size).map(Some))
             .collect()
     } else {
         (0..size).map(Some).collect()
@@ -68,8 +69,10 @@ fn shown(size: usize, summarise: bool) -> Vec<Option<usize>> {
 struct Printer<'a> {
     strs: &'a [String],
     width: usize,
+    /// The printed shape (edges only).
     shape: &'a [usize],
-    summarise: bool,
+    /// The tensor's shape: where it is larger, a `...` gap is printed.
+    full_shape: &'a [usize],
 }
 
 impl Printer<'_> {
@@ -77,7 +80,8 @@ impl Printer<'_> {
         let shape = self.shape;
         let stride: usize = shape[dim + 1..].iter().product();
         out.push('[');
-        for (n, it) in shown(shape[dim], self.summarise).iter().enumerate() {
+        let gap = self.full_shape[dim] > shape[dim];
+        for (n, it) in shown(shape[dim], gap).iter().enumerate() {
             if n > 0 {
                 if dim + 1 == shape.len() {
                     out.push_str(", ");
@@ -88,6 +92,8 @@ impl Printer<'_> {
                 }
             }
             match it {
+                // PyTorch writes ` ...` inside a row, `...` between rows.
+                None if dim + 1 == shape.len() => out.push_str(" ..."),
                 None => out.push_str("..."),
                 Some(i) if dim + 1 == shape.len() => {
                     out.push_str(&format!("{:>w$}", self.strs[base + i], w = self.width))
@@ -99,13 +105,106 @@ impl Printer<'_> {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Elements `Display` copied to the host on this thread (for tests).
+    static COPIED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Copies a (small) view's elements to the host, counting them in tests.
+fn read(t: &Tensor) -> crate::Result<Vec<Scalar>> {
+    #[cfg(test)]
+    COPIED.with(|c| c.set(c.get() + t.numel()));
+    t.to_scalars()
+}
+
+/// The printed part of `t`: with summarisation, each dim longer than
+/// `2 * EDGE` keeps only its first and last `EDGE` indices. Returns that
+/// (small) shape and its elements, copied to the host one edge block at a
+/// time through `narrow` views, so a summarised print copies at most
+/// `(2 * EDGE)^ndim` elements however large the tensor is.
+fn gather(t: &Tensor, summarise: bool) -> crate::Result<(Vec<usize>, Vec<Scalar>)> {
+    let shown_shape: Vec<usize> = t
+        .shape()
+        .iter()
+        .map(|&n| {
+            if summarise && n > 2 * EDGE {
+                2 * EDGE
+            } else {
+                n
+            }
+        })
+        .collect();
+    if shown_shape == t.shape() {
+        return Ok((shown_shape, read(t)?));
+    }
+    // Split each long dim into its two edge blocks, recursively, and place
+    // each copied block at its row-major position in the printed shape.
+    let mut out = vec![Scalar::Int(0); shown_shape.iter().product()];
+    fill(t, 0, &shown_shape, 0, &mut out)?;
+    Ok((shown_shape, out))
+}
+
+/// Writes the printed elements of `t` (already narrowed on dims `< dim`)
+/// into `out` at the row-major positions of `shown`, starting at `base`.
+fn fill(
+    t: &Tensor,
+    dim: usize,
+    shown: &[usize],
+    base: usize,
+    out: &mut [Scalar],
+) -> crate::Result<()> {
+    if dim == t.ndim() || t.shape()[dim..] == shown[dim..] {
+        // The rest is printed whole: one copy of this block.
+        let vals = read(t)?;
+        let inner: usize = shown[dim..].iter().product();
+        out[base..base + inner].clone_from_slice(&vals);
+        return Ok(());
+    }
+    let inner: usize = shown[dim + 1..].iter().product();
+    let n = t.shape()[dim];
+    if n == shown[dim] {
+        for i in 0..n {
+            let row = t.narrow(dim as i64, i as i64, 1)?;
+            fill(&row, dim + 1, shown, base + i * inner, out)?;
+        }
+        return Ok(());
+    }
+    let head = t.narrow(dim as i64, 0, EDGE as i64)?;
+    let tail = t.narrow(dim as i64, (n - EDGE) as i64, EDGE as i64)?;
+    fill_block(&head, dim, shown, base, out)?;
+    fill_block(&tail, dim, shown, base + EDGE * inner, out)
+}
+
+/// One edge block (`EDGE` indices of `dim`): each index in turn.
+fn fill_block(
+    t: &Tensor,
+    dim: usize,
+    shown: &[usize],
+    base: usize,
+    out: &mut [Scalar],
+) -> crate::Result<()> {
+    let inner: usize = shown[dim + 1..].iter().product();
+    if t.shape()[dim + 1..] == shown[dim + 1..] {
+        // Everything below is printed whole: copy the block at once.
+        let vals = read(t)?;
+        out[base..base + vals.len()].clone_from_slice(&vals);
+        return Ok(());
+    }
+    for i in 0..EDGE {
+        let row = t.narrow(dim as i64, i as i64, 1)?;
+        fill(&row, dim + 1, shown, base + i * inner, out)?;
+    }
+    Ok(())
+}
+
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let values = match self.to_scalars() {
+        let summarise = self.numel() > THRESHOLD;
+        let (shown_shape, values) = match gather(self, summarise) {
             Ok(v) => v,
             Err(e) => return write!(f, "tensor(<unreadable: {e}>)"),
         };
-        let summarise = self.numel() > THRESHOLD;
         let mut body = String::new();
         if self.ndim() == 0 {
             body = format_elements(&values, self.dtype()).remove(0);
@@ -118,8 +217,8 @@ impl fmt::Display for Tensor {
             let p = Printer {
                 strs: &strs,
                 width,
-                shape: self.shape(),
-                summarise,
+                shape: &shown_shape,
+                full_shape: self.shape(),
             };
             p.write_dim(&mut body, 0, 0, 7);
         }
@@ -159,5 +258,68 @@ mod tests {
         let s = big.to_string();
         assert!(s.contains("..."), "{s}");
         assert!(s.lines().count() < 10, "{s}");
+    }
+
+    fn copied() -> usize {
+        super::COPIED.with(|c| c.get())
+    }
+
+    #[test]
+    fn summary_of_ten_million_elements_copies_only_the_edges() {
+        let big = Tensor::arange(0, 10_000_000, 1, None, Device::Cpu).unwrap();
+        let m = big.view(&[2000, 5000]).unwrap();
+        let before = copied();
+        let s = m.to_string();
+        // 6 x 6 printed elements, not 10^7.
+        assert_eq!(copied() - before, 36, "{s}");
+        assert_eq!(
+            s,
+            "tensor([[      0,       1,       2,  ...,    4997,    4998,    4999],\n\
+             \x20       [   5000,    5001,    5002,  ...,    9997,    9998,    9999],\n\
+             \x20       [  10000,   10001,   10002,  ...,   14997,   14998,   14999],\n\
+             \x20       ...,\n\
+             \x20       [9985000, 9985001, 9985002,  ..., 9989997, 9989998, 9989999],\n\
+             \x20       [9990000, 9990001, 9990002,  ..., 9994997, 9994998, 9994999],\n\
+             \x20       [9995000, 9995001, 9995002,  ..., 9999997, 9999998, 9999999]])"
+        );
+        let before = copied();
+        let s1 = big.to_string();
+        assert_eq!(copied() - before, 6);
+        assert_eq!(
+            s1,
+            "tensor([      0,       1,       2,  ..., 9999997, 9999998, 9999999])"
+        );
+        // A transposed (non-contiguous) 3-d view: still only the edges.
+        let t3 = big
+            .view(&[100, 100, 1000])
+            .unwrap()
+            .permute(&[2, 0, 1])
+            .unwrap();
+        let before = copied();
+        let s3 = t3.to_string();
+        assert_eq!(copied() - before, 216, "{s3}");
+        assert!(
+            s3.starts_with(
+                "tensor([[[      0,    1000,    2000,  ...,   97000,   98000,   99000],"
+            ),
+            "{s3}"
+        );
+    }
+
+    #[test]
+    fn small_dims_are_printed_whole_under_summarisation() {
+        // [2, 1000]: dim 0 is short (printed whole), dim 1 summarised.
+        let t = Tensor::arange(0, 2000, 1, None, Device::Cpu)
+            .unwrap()
+            .view(&[2, 1000])
+            .unwrap();
+        let before = copied();
+        let s = t.to_string();
+        assert_eq!(copied() - before, 12);
+        assert_eq!(
+            s,
+            "tensor([[   0,    1,    2,  ...,  997,  998,  999],\n\
+             \x20       [1000, 1001, 1002,  ..., 1997, 1998, 1999]])"
+        );
     }
 }

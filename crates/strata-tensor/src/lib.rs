@@ -70,6 +70,8 @@
 #![warn(missing_docs)]
 
 pub(crate) mod backend;
+mod compare;
+mod convert;
 mod creation;
 pub mod cuda;
 mod device;
@@ -77,6 +79,8 @@ mod display;
 pub mod dtype;
 mod error;
 mod generate;
+mod index;
+mod iter;
 pub mod iter_plan;
 pub mod layout;
 mod ops;
@@ -90,9 +94,12 @@ mod to_device;
 mod view;
 
 pub use backend::has_backend;
+pub use convert::TensorData;
 pub use device::default_device;
 pub use dtype::{DType, Element};
 pub use error::{Result, TensorError};
+pub use index::SliceItem;
+pub use iter::DimIter;
 pub use layout::Layout;
 pub use ops::Operand;
 pub use ops::RoundingMode;

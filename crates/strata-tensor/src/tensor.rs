@@ -373,7 +373,9 @@ impl Tensor {
         dispatch_dtype!(self.dtype(), T => Ok(self.to_vec::<T>()?.into_iter().map(|x| x.to_scalar()).collect()))
     }
 
-    /// The single element of a one-element tensor.
+    /// The single element of a one-element tensor, converted to `T` from
+    /// whatever the tensor's dtype is (PyTorch's `item()`: a bf16 loss reads
+    /// as `item::<f32>()`; float to integer truncates toward zero).
     pub fn item<T: Element>(&self) -> Result<T> {
         if self.numel() != 1 {
             return Err(TensorError::shape(
@@ -385,7 +387,7 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(self.to_vec::<T>()?[0])
+        Ok(self.to_vec_as::<T>()?[0])
     }
 
     /// A copy with fresh storage (PyTorch's `clone()`).

@@ -1,8 +1,37 @@
-//! strata: Rust tensors with PyTorch's memory behaviour and diagnostics.
+//! strata: Rust tensors with PyTorch's semantics and memory behaviour.
 //!
-//! This facade re-exports the pieces users need: the per-device memory
-//! functions of the caching allocator, autograd ([`autograd`]), and (as they
-//! land) tensors.
+//! The package is `strata-ml` on crates.io; the library is `strata`.
+//! Tensors ([`Tensor`]) are strided views of storage from a caching
+//! allocator with PyTorch's behaviour (size classes, per-stream reuse,
+//! expandable segments, `memory_stats()` with PyTorch's key names), with CPU
+//! and CUDA backends and autograd ([`autograd`]).
+//!
+//! ```
+//! use strata::{s, tensor, DType, Device, Tensor};
+//!
+//! let device: Device = std::env::var("STRATA_DEVICE").unwrap_or("cpu".into()).parse()?;
+//! let x = tensor![[1., 2., 3.], [4., 5., 6.]]?.to(device)?;   // f32, like torch.tensor
+//! let b = Tensor::ones(&[3], DType::F32, device)?;
+//! let y = (2.0 * &x + &b)?;                      // broadcasting, one `?` per chain
+//! assert_eq!(y.i(s![.., 1..])?.to_vec::<f32>()?, vec![5.0, 7.0, 11.0, 13.0]);
+//! assert_eq!(y.sum(None, false)?.item::<f64>()?, 48.0);
+//! println!("{y}");   // tensor([[ 3.,  5.,  7.], [ 9., 11., 13.]])
+//!
+//! // `clone()` is a cheap handle on the same storage (Rust's `Arc` clone);
+//! // PyTorch's `clone()` (a copy) is `deep_clone()`.
+//! let alias = y.clone();
+//! let copy = y.deep_clone()?;
+//! alias.add_(1.0)?;                              // in place, seen by `y` too
+//! assert!(y.equal(&alias)? && !y.equal(&copy)?);
+//!
+//! println!("allocated {} bytes", strata::memory_allocated(device));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Where to look next: [`Tensor`] (creation, views, ops; operators and
+//! compound assignment in the crate docs of [`tensor`]), the memory functions
+//! ([`memory_stats`], [`memory_summary`], [`empty_cache`]), and
+//! [`autograd`] (`Var`, `backward`, `no_grad`, optimizers).
 
 pub use strata_alloc::{
     allocator, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
@@ -12,7 +41,8 @@ pub use strata_alloc::{
 };
 
 pub use strata_tensor::{
-    default_device, DType, Element, Layout, Operand, RoundingMode, Scalar, Tensor, TensorError,
+    default_device, s, tensor, DType, DimIter, Element, Layout, Operand, RoundingMode, Scalar,
+    SliceItem, Tensor, TensorData, TensorError,
 };
 
 /// The tensor crate, for layouts, shapes and iteration plans.
@@ -23,3 +53,8 @@ pub use strata_alloc as alloc;
 
 /// Autograd over strata tensors: `Var`, `backward`, `no_grad`, optimizers.
 pub use strata_autograd as autograd;
+
+/// The README's "Use it in your project" program, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -58,6 +58,21 @@ impl Device {
     }
 }
 
+impl std::str::FromStr for Device {
+    type Err = crate::AllocError;
+    /// [`Device::parse`]: `"cpu"`, `"cuda"`, `"cuda:1"`.
+    ///
+    /// ```
+    /// use strata_alloc::Device;
+    /// let d: Device = "cuda:1".parse().unwrap();
+    /// assert_eq!(d, Device::Cuda(1));
+    /// assert!("gpu".parse::<Device>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Device, crate::AllocError> {
+        Device::parse(s)
+    }
+}
+
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
