@@ -71,6 +71,9 @@ pub(crate) struct StreamState {
     pub free: [FreeIndex; 2],
     pub events: VecDeque<(EventHandle, u32)>,
     pub expandable: [Vec<u32>; 2],
+    /// How far this stream's queued work is known to have finished, for page
+    /// recycling (see `expandable.rs`).
+    pub fence: crate::expandable::Fence,
 }
 
 /// Everything behind the allocator's lock.
@@ -187,6 +190,7 @@ pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
                 free: [FreeIndex::default(), FreeIndex::default()],
                 events: VecDeque::new(),
                 expandable: [Vec::new(), Vec::new()],
+                fence: Default::default(),
             });
             (st.streams.len() - 1) as u32
         }
