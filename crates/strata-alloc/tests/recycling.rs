@@ -1,10 +1,13 @@
 //! Page recycling of expandable segments never synchronises a stream while
 //! allocating: pages freed on a stream move elsewhere only once an event
-//! recorded on that stream has completed.
+//! recorded on that stream has completed. Random sequences check that live
+//! allocations never share physical memory (through the simulated device's
+//! page tables) and that statistics equal a recount.
 
+use proptest::prelude::*;
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
-use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
 
 const MIB: u64 = 1 << 20;
 
@@ -46,4 +49,132 @@ fn recycling_waits_for_a_completed_fence_instead_of_synchronising() {
     assert_eq!(a.memory_reserved(), 0);
     assert_eq!(d.used_bytes(), 0);
     a.check_consistency().unwrap();
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Alloc {
+        size: u64,
+        stream: usize,
+    },
+    Free(usize),
+    /// `record_stream` on another stream, then free.
+    FreeAfterUse {
+        index: usize,
+        stream: usize,
+    },
+    /// The device catches up with the work queued on a stream.
+    Complete(usize),
+}
+
+const STREAMS: [StreamId; 3] = [StreamId::DEFAULT, StreamId(21), StreamId(22)];
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (prop_oneof![1u64..(1 << 20), (1u64 << 20)..(40 << 20)], 0..3usize)
+            .prop_map(|(size, stream)| Op::Alloc { size, stream }),
+        3 => any::<usize>().prop_map(Op::Free),
+        1 => (any::<usize>(), 0..3usize)
+            .prop_map(|(index, stream)| Op::FreeAfterUse { index, stream }),
+        2 => (0..3usize).prop_map(Op::Complete),
+    ]
+}
+
+/// The physical bytes behind every live allocation, checked to be mapped and
+/// pairwise disjoint.
+fn check_physically_disjoint(d: &SimDriver, live: &[RawAllocation]) -> Result<(), TestCaseError> {
+    let mut pieces: Vec<(u64, u64, u64, u64)> = Vec::new();
+    for r in live {
+        let ranges = d.physical_ranges(r.ptr(), r.size());
+        prop_assert!(
+            ranges.is_some(),
+            "{:#x}+{} is not mapped",
+            r.ptr(),
+            r.size()
+        );
+        for (h, off, len) in ranges.unwrap() {
+            pieces.push((h, off, len, r.ptr()));
+        }
+    }
+    pieces.sort_unstable();
+    for w in pieces.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        prop_assert!(
+            a.0 != b.0 || a.1 + a.2 <= b.1,
+            "allocations at {:#x} and {:#x} share physical bytes of handle {}",
+            a.3,
+            b.3,
+            a.0
+        );
+    }
+    Ok(())
+}
+
+fn run(ops: &[Op]) -> Result<(), TestCaseError> {
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB));
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let mut live: Vec<RawAllocation> = Vec::new();
+    for op in ops {
+        match *op {
+            Op::Alloc { size, stream } => match a.allocate_raw(size, STREAMS[stream]) {
+                Ok(r) => live.push(r),
+                Err(AllocError::OutOfMemory(_)) => {}
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            },
+            Op::Free(i) if !live.is_empty() => {
+                let r = live.swap_remove(i % live.len());
+                a.free_raw(r).unwrap();
+            }
+            Op::FreeAfterUse { index, stream } if !live.is_empty() => {
+                let r = live.swap_remove(index % live.len());
+                a.record_stream(&r, STREAMS[stream]).unwrap();
+                a.free_raw(r).unwrap();
+            }
+            Op::Complete(s) => d.complete_stream(STREAMS[s]),
+            _ => {}
+        }
+        a.check_consistency().map_err(TestCaseError::fail)?;
+        check_physically_disjoint(&d, &live)?;
+        prop_assert_eq!(d.call_count("stream_synchronize"), 0);
+        prop_assert_eq!(d.call_count("event_synchronize"), 0);
+    }
+    for r in live.drain(..) {
+        a.free_raw(r).unwrap();
+    }
+    a.empty_cache().unwrap();
+    a.check_consistency().map_err(TestCaseError::fail)?;
+    prop_assert_eq!(a.memory_reserved(), 0);
+    prop_assert_eq!(d.used_bytes(), 0);
+    prop_assert_eq!(d.live_objects(), (0, 0, 0, 0));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Random sequences over three streams, with cross-stream uses and the
+    /// device catching up at random moments: statistics equal a recount, live
+    /// allocations never share physical memory, nothing synchronises while
+    /// allocating, and `empty_cache` gives everything back.
+    #[test]
+    fn random_recycling_keeps_invariants(ops in prop::collection::vec(op(), 1..150)) {
+        run(&ops)?;
+    }
+}
+
+#[test]
+fn one_physical_page_may_be_mapped_at_two_addresses() {
+    use strata_alloc::driver::VirtualMemory;
+    let d = SimDriver::new(1 << 30, 2 * MIB);
+    let (a, b) = (d.reserve(2 * MIB).unwrap(), d.reserve(2 * MIB).unwrap());
+    let h = d.create(2 * MIB).unwrap();
+    d.map(a, 2 * MIB, h).unwrap();
+    d.map(b, 2 * MIB, h).unwrap();
+    assert_eq!(d.used_bytes(), 2 * MIB); // one page, two addresses
+    assert!(d.map(a, 2 * MIB, h).is_err()); // the address is taken
+    d.unmap(a, 2 * MIB).unwrap();
+    assert!(d.release(h).is_err()); // still mapped at b
+    d.unmap(b, 2 * MIB).unwrap();
+    d.release(h).unwrap();
+    assert_eq!(d.used_bytes(), 0);
 }
