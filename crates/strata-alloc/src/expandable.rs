@@ -45,9 +45,6 @@ const RESERVE_MARGIN: u64 = 32;
 /// with 2 MiB pages, PyTorch's large-pool page size.
 const GROWTH_CHUNK: u64 = 10;
 
-/// How many times the reserved pages may be recycled before the margin widens.
-const RECYCLE_BUDGET: u64 = 4;
-
 /// How far the work queued on one stream is known to have finished, in the
 /// allocator's free clock (`Block::freed_at`): every block of the stream freed
 /// at or before `done` is no longer touched by the device, so its pages may be
@@ -107,7 +104,8 @@ impl ExpandableSpace<'_> {
     ///
     /// New physical pages are created only while reserved memory stays within
     /// a margin of the highest allocated figure so far (the larger of 1/32 of it
-    /// and [`GROWTH_CHUNK`] pages); beyond that margin the pages are recycled
+    /// and [`GROWTH_CHUNK`] pages, plus one page per repeated page move);
+    /// beyond that margin the pages are recycled
     /// from free space. The placement is the one that needs the fewest *new*
     /// pages given what can be recycled, then the fewest mappings, then the
     /// lowest address.
@@ -177,27 +175,32 @@ impl ExpandableSpace<'_> {
         }
         let recycle = n.saturating_sub(headroom) as usize;
         let mut handles = self.reclaim_pages(st, recycle, p.keep)?;
-        // Recycling costs driver calls and a stream synchronisation. Once the
-        // pages recycled since the margin last widened exceed RECYCLE_BUDGET
-        // times the reserved pages, the workload is churning: widen the margin
-        // by one chunk, so that the cost of recycling stays proportional to the
-        // memory it saves (a ski-rental rule).
-        st.recycled_pages += handles.len() as u64;
-        if st.recycled_pages > RECYCLE_BUDGET * (st.reserved() / page).max(GROWTH_CHUNK) {
-            st.recycled_pages = 0;
-            st.extra_margin_pages += GROWTH_CHUNK;
-        }
+        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
+        // pages"): a page moved back to the address it held before its last
+        // move shows a pattern that needs it in two places by turns; hold one
+        // more page per such move, so that a repeating workload pays for its
+        // moves once.
+        let repeats = handles
+            .iter()
+            .enumerate()
+            .filter(|(i, h)| {
+                st.moved_pages
+                    .get(h)
+                    .is_some_and(|a| a[0] == p.map_at + *i as u64 * page)
+            })
+            .count() as u64;
+        st.extra_margin_pages += repeats;
         let n = n as usize;
         let missing = (n - handles.len()) as u64 * page;
         if !st.fits_fraction(missing) {
-            self.release_handles(handles);
+            self.release_handles(st, handles);
             return Ok(None);
         }
         while handles.len() < n {
             match self.vm.create(page) {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    self.release_handles(handles);
+                    self.release_handles(st, handles);
                     return match e {
                         DriverError::OutOfMemory => Ok(None),
                         e => Err(self.driver_error(e)),
@@ -358,6 +361,8 @@ impl ExpandableSpace<'_> {
             let h = seg.handles[((done - seg.base) / page) as usize]
                 .take()
                 .expect("a mapped page has a handle");
+            let at = st.moved_pages.entry(h).or_insert([0; 2]);
+            *at = [at[1], done];
             seg.mapped_pages -= 1;
             out.push(h);
             done += page;
@@ -421,7 +426,7 @@ impl ExpandableSpace<'_> {
             for i in 0..mapped {
                 let _ = self.vm.unmap(start + i as u64 * page, page);
             }
-            self.release_handles(handles);
+            self.release_handles(st, handles);
             return Err(self.driver_error(e));
         }
         let pool = st.blocks[u].pool.stat();
@@ -458,8 +463,9 @@ impl ExpandableSpace<'_> {
         Ok(id)
     }
 
-    fn release_handles(&self, handles: Vec<PhysHandle>) {
+    fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) {
         for h in handles {
+            st.moved_pages.remove(&h);
             // A failed release leaks one page in the driver but leaves the
             // allocator consistent; there is nothing better to do with it.
             let _ = self.vm.release(h);
@@ -497,7 +503,7 @@ impl ExpandableSpace<'_> {
                 }
                 let mut handles = Vec::new();
                 let r = self.unmap_range(st, id, p0, p1, &mut handles);
-                self.release_handles(handles);
+                self.release_handles(st, handles);
                 r?;
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");

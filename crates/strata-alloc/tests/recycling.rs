@@ -178,3 +178,35 @@ fn one_physical_page_may_be_mapped_at_two_addresses() {
     d.release(h).unwrap();
     assert_eq!(d.used_bytes(), 0);
 }
+
+#[test]
+fn a_repeating_pattern_stops_moving_pages() {
+    // Two streams take turns with 100 MiB each: beyond the margin, each turn
+    // moves the other stream's free pages, until repeated moves have bought
+    // enough held memory.
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let (s0, s1) = (StreamId::DEFAULT, StreamId(11));
+    let round = || {
+        for s in [s0, s1] {
+            let r = a.allocate_raw(100 * MIB, s).unwrap();
+            a.free_raw(r).unwrap();
+        }
+    };
+    round();
+    round();
+    assert!(d.call_count("unmap") > 0, "the pattern never moved a page");
+    // Two more rounds pay for the repeated moves.
+    round();
+    round();
+    let calls = a.driver_calls().memory_calls();
+    for _ in 0..5 {
+        round();
+    }
+    assert_eq!(a.driver_calls().memory_calls(), calls);
+    // Holding both 100 MiB blocks is all it costs: no more than the two
+    // blocks plus the margin.
+    assert!(a.memory_reserved() <= 220 * MIB, "{}", a.memory_reserved());
+    assert_eq!(d.call_count("stream_synchronize"), 0);
+    a.check_consistency().unwrap();
+}
