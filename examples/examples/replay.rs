@@ -12,7 +12,9 @@
 //! granularity; `--device cuda` uses the real GPU. Per trace it prints the number
 //! of operations, peak allocated and reserved bytes, device allocations (counted
 //! as PyTorch counts `num_device_alloc`), driver calls by kind, the cost per
-//! operation (median of warm passes) and PyTorch's `reserved_bytes.all.peak` from
+//! operation (median of warm passes), the memory driver calls and stream
+//! synchronisations (`synchronize_stream` and `synchronize_event` calls the
+//! allocator made) per warm pass, and PyTorch's `reserved_bytes.all.peak` from
 //! the file with the ratio.
 
 use serde::Deserialize;
@@ -184,7 +186,9 @@ fn parse_args() -> Result<Args, String> {
 
 fn driver(device: &str) -> Result<Arc<dyn Driver>, String> {
     match device {
-        "sim" => Ok(Arc::new(SimDriver::h100())),
+        // The trace's frees already come after the device finished with each
+        // block, so the simulated device completes every event at once.
+        "sim" => Ok(Arc::new(SimDriver::h100().with_auto_complete_events())),
         "cuda" => open_cuda(),
         other => Err(format!("unknown --device '{other}': use sim or cuda")),
     }
@@ -228,8 +232,10 @@ fn run() -> Result<(), String> {
         let mut times: Vec<f64> = (0..args.passes)
             .map(|_| pass(&a, &t, &streams, &mut live))
             .collect::<Result<_, _>>()?;
-        let warm_calls =
-            (a.driver_calls().memory_calls() - calls.memory_calls()) as f64 / args.passes as f64;
+        let after = a.driver_calls();
+        let warm_calls = (after.memory_calls() - calls.memory_calls()) as f64 / args.passes as f64;
+        let warm_syncs = (after.stream_synchronizations() - calls.stream_synchronizations()) as f64
+            / args.passes as f64;
         let warm_peak_reserved = a.memory_stats().reserved_bytes.all().peak;
         times.sort_by(f64::total_cmp);
         let ns = times[times.len() / 2];
@@ -256,6 +262,7 @@ fn run() -> Result<(), String> {
                 "driver_calls": dc,
                 "ns_per_op": (ns * 10.0).round() / 10.0,
                 "warm_memory_calls_per_pass": warm_calls,
+                "warm_stream_synchronizations_per_pass": warm_syncs,
                 "warm_peak_reserved": warm_peak_reserved,
                 "torch_peak_reserved": t.torch_peak_reserved,
                 "torch_device_allocs": t.torch_device_allocs,

@@ -10,11 +10,18 @@
 //!   unmapped space, lowest address among equals.
 //! * **Page recycling.** The pages needed are first taken from free space
 //!   elsewhere: pages lying wholly inside free blocks (of any stream or pool of
-//!   the device) are unmapped — after synchronising the stream that owns them —
-//!   and their physical handles mapped where they are needed, with no
-//!   `create`/`release` round trip. New physical memory is created only for the
-//!   rest. Reserved memory therefore follows allocated memory: it only grows when
-//!   the pages partly used by live blocks no longer suffice.
+//!   the device) are unmapped and their physical handles mapped where they are
+//!   needed, with no `create`/`release` round trip. New physical memory is
+//!   created only for the rest. Reserved memory therefore follows allocated
+//!   memory: it only grows when the pages partly used by live blocks no longer
+//!   suffice.
+//! * **No stream synchronisation while allocating.** Work queued on a block's
+//!   stream may still use its pages after the block was freed, so a page is
+//!   recycled only once its stream's [`Fence`] — an event recorded on the stream
+//!   after the block was freed — has completed. The fence is *queried*, never
+//!   waited on: pages whose stream has not caught up stay where they are and the
+//!   request takes other pages, or new ones. Only `empty_cache` (which waits for
+//!   every stream anyway) synchronises.
 //! * Pages are the driver's granularity (2 MiB on an H100) in both pools, so a
 //!   large-pool growth never overshoots by more than one page.
 //!
@@ -24,7 +31,7 @@
 //! contiguous growth.
 
 use crate::block::{Block, PoolKind, NONE};
-use crate::driver::{Device, Driver, DriverError, PhysHandle, VirtualMemory};
+use crate::driver::{Device, Driver, DriverError, EventHandle, PhysHandle, VirtualMemory};
 use crate::error::AllocError;
 use crate::history::Action;
 use crate::state::{ExpandableSegment, State};
@@ -38,8 +45,20 @@ const RESERVE_MARGIN: u64 = 32;
 /// with 2 MiB pages, PyTorch's large-pool page size.
 const GROWTH_CHUNK: u64 = 10;
 
-/// How many times the reserved pages may be recycled before the margin widens.
-const RECYCLE_BUDGET: u64 = 4;
+/// How far the work queued on one stream is known to have finished, in the
+/// allocator's free clock (`Block::freed_at`): every block of the stream freed
+/// at or before `done` is no longer touched by the device, so its pages may be
+/// unmapped and mapped elsewhere.
+///
+/// A fence advances through one event at a time: when recycling wants pages
+/// freed after `done`, an event is recorded on the stream (remembering the
+/// clock at that moment) and queried then and at later attempts; once it has
+/// completed, `done` moves up to the recorded clock. Nothing ever waits on it.
+#[derive(Default)]
+pub(crate) struct Fence {
+    done: u64,
+    pending: Option<(EventHandle, u64)>,
+}
 
 /// Where a request will go: the page-aligned address where mapping starts (at
 /// the start of an unmapped block), how many pages must be mapped there, and
@@ -85,7 +104,8 @@ impl ExpandableSpace<'_> {
     ///
     /// New physical pages are created only while reserved memory stays within
     /// a margin of the highest allocated figure so far (the larger of 1/32 of it
-    /// and [`GROWTH_CHUNK`] pages); beyond that margin the pages are recycled
+    /// and [`GROWTH_CHUNK`] pages, plus one page per repeated page move);
+    /// beyond that margin the pages are recycled
     /// from free space. The placement is the one that needs the fewest *new*
     /// pages given what can be recycled, then the fewest mappings, then the
     /// lowest address.
@@ -155,27 +175,32 @@ impl ExpandableSpace<'_> {
         }
         let recycle = n.saturating_sub(headroom) as usize;
         let mut handles = self.reclaim_pages(st, recycle, p.keep)?;
-        // Recycling costs driver calls and a stream synchronisation. Once the
-        // pages recycled since the margin last widened exceed RECYCLE_BUDGET
-        // times the reserved pages, the workload is churning: widen the margin
-        // by one chunk, so that the cost of recycling stays proportional to the
-        // memory it saves (a ski-rental rule).
-        st.recycled_pages += handles.len() as u64;
-        if st.recycled_pages > RECYCLE_BUDGET * (st.reserved() / page).max(GROWTH_CHUNK) {
-            st.recycled_pages = 0;
-            st.extra_margin_pages += GROWTH_CHUNK;
-        }
+        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
+        // pages"): a page moved back to the address it held before its last
+        // move shows a pattern that needs it in two places by turns; hold one
+        // more page per such move, so that a repeating workload pays for its
+        // moves once.
+        let repeats = handles
+            .iter()
+            .enumerate()
+            .filter(|(i, h)| {
+                st.moved_pages
+                    .get(h)
+                    .is_some_and(|a| a[0] == p.map_at + *i as u64 * page)
+            })
+            .count() as u64;
+        st.extra_margin_pages += repeats;
         let n = n as usize;
         let missing = (n - handles.len()) as u64 * page;
         if !st.fits_fraction(missing) {
-            self.release_handles(handles);
+            self.release_handles(st, handles);
             return Ok(None);
         }
         while handles.len() < n {
             match self.vm.create(page) {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    self.release_handles(handles);
+                    self.release_handles(st, handles);
                     return match e {
                         DriverError::OutOfMemory => Ok(None),
                         e => Err(self.driver_error(e)),
@@ -258,39 +283,69 @@ impl ExpandableSpace<'_> {
         }
         cands.sort_unstable();
         let mut handles = Vec::with_capacity(n);
-        let mut synced: Vec<u32> = Vec::new();
         for (_, id) in cands {
             if handles.len() >= n {
                 break;
             }
+            let (stream, freed_at) = (st.blocks[id].stream, st.blocks[id].freed_at);
+            if !self.stream_idle_since(st, stream, freed_at) {
+                continue;
+            }
             let (p0, p1) = interior_pages(&st.blocks[id], page).expect("checked above");
             let k = ((p1 - p0) / page).min((n - handles.len()) as u64);
             let from = p1 - k * page;
-            self.unmap_range(st, id, from, p1, &mut synced, &mut handles)?;
+            self.unmap_range(st, id, from, p1, &mut handles)?;
         }
         Ok(handles)
     }
 
+    /// Whether the work queued on dense stream `s` has finished every use of
+    /// blocks freed at or before `freed_at`, as far as its [`Fence`] can tell
+    /// without waiting: queries the pending event, and records a new one when
+    /// none covers `freed_at` yet. A driver failure counts as "not yet" (the
+    /// pages are then simply not recycled).
+    fn stream_idle_since(&self, st: &mut State, s: u32, freed_at: u64) -> bool {
+        if freed_at <= st.streams[s as usize].fence.done {
+            return true;
+        }
+        if st.streams[s as usize].fence.pending.is_none() {
+            let ev = match st.event_pool.pop() {
+                Some(e) => e,
+                None => match self.driver.create_event() {
+                    Ok(e) => e,
+                    Err(_) => return false,
+                },
+            };
+            let handle = st.streams[s as usize].handle;
+            if self.driver.record_event(ev, handle).is_err() {
+                st.event_pool.push(ev);
+                return false;
+            }
+            st.streams[s as usize].fence.pending = Some((ev, st.free_clock));
+        }
+        let (ev, clock) = st.streams[s as usize].fence.pending.expect("set above");
+        if let Ok(true) = self.driver.query_event(ev) {
+            let fence = &mut st.streams[s as usize].fence;
+            fence.done = clock;
+            fence.pending = None;
+            st.event_pool.push(ev);
+        }
+        freed_at <= st.streams[s as usize].fence.done
+    }
+
     /// Unmaps the pages of `[from, to)`, inside free block `id`, keeping the
-    /// handles in `out`. Synchronises the owning stream first (once per call
-    /// chain, tracked in `synced`) so no queued work still uses the pages.
+    /// handles in `out`. The caller has made sure that no queued work still
+    /// uses the pages (a completed fence, or a synchronised stream).
     fn unmap_range(
         &self,
         st: &mut State,
         id: u32,
         from: u64,
         to: u64,
-        synced: &mut Vec<u32>,
         out: &mut Vec<PhysHandle>,
     ) -> Result<(), AllocError> {
         let page = self.page;
         let stream = st.blocks[id].stream;
-        if !synced.contains(&stream) {
-            self.driver
-                .synchronize_stream(st.streams[stream as usize].handle)
-                .map_err(|e| self.driver_error(e))?;
-            synced.push(stream);
-        }
         let seg_i = st.blocks[id].segment as usize;
         let pool = st.blocks[id].pool.stat();
         let mut done = from;
@@ -306,6 +361,8 @@ impl ExpandableSpace<'_> {
             let h = seg.handles[((done - seg.base) / page) as usize]
                 .take()
                 .expect("a mapped page has a handle");
+            let at = st.moved_pages.entry(h).or_insert([0; 2]);
+            *at = [at[1], done];
             seg.mapped_pages -= 1;
             out.push(h);
             done += page;
@@ -369,7 +426,7 @@ impl ExpandableSpace<'_> {
             for i in 0..mapped {
                 let _ = self.vm.unmap(start + i as u64 * page, page);
             }
-            self.release_handles(handles);
+            self.release_handles(st, handles);
             return Err(self.driver_error(e));
         }
         let pool = st.blocks[u].pool.stat();
@@ -406,8 +463,9 @@ impl ExpandableSpace<'_> {
         Ok(id)
     }
 
-    fn release_handles(&self, handles: Vec<PhysHandle>) {
+    fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) {
         for h in handles {
+            st.moved_pages.remove(&h);
             // A failed release leaks one page in the driver but leaves the
             // allocator consistent; there is nothing better to do with it.
             let _ = self.vm.release(h);
@@ -415,7 +473,8 @@ impl ExpandableSpace<'_> {
     }
 
     /// `empty_cache` for expandable segments: unmap and release every page that
-    /// lies wholly inside a free block; give back ranges left with no pages.
+    /// lies wholly inside a free block (after synchronising each stream that
+    /// owns some); give back ranges left with no pages.
     pub fn release_free_pages(&self, st: &mut State) -> Result<(), AllocError> {
         let page = self.page;
         let mut synced = Vec::new();
@@ -435,9 +494,16 @@ impl ExpandableSpace<'_> {
                 id = b.next;
             }
             for (id, p0, p1) in ranges {
+                let stream = st.blocks[id].stream;
+                if !synced.contains(&stream) {
+                    self.driver
+                        .synchronize_stream(st.streams[stream as usize].handle)
+                        .map_err(|e| self.driver_error(e))?;
+                    synced.push(stream);
+                }
                 let mut handles = Vec::new();
-                let r = self.unmap_range(st, id, p0, p1, &mut synced, &mut handles);
-                self.release_handles(handles);
+                let r = self.unmap_range(st, id, p0, p1, &mut handles);
+                self.release_handles(st, handles);
                 r?;
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");

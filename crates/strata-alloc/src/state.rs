@@ -71,6 +71,9 @@ pub(crate) struct StreamState {
     pub free: [FreeIndex; 2],
     pub events: VecDeque<(EventHandle, u32)>,
     pub expandable: [Vec<u32>; 2],
+    /// How far this stream's queued work is known to have finished, for page
+    /// recycling (see `expandable.rs`).
+    pub fence: crate::expandable::Fence,
 }
 
 /// Everything behind the allocator's lock.
@@ -87,10 +90,12 @@ pub(crate) struct State {
     pub pending_events: usize,
     /// `get_free_block` calls per pool kind (garbage-collection ageing).
     pub gc_counts: [u64; 2],
-    /// Expandable segments: pages recycled since the margin last widened, and
-    /// the extra margin (in pages) earned by recycling (see `expandable.rs`).
-    pub recycled_pages: u64,
+    /// Expandable segments: the extra margin (in pages) earned by repeated
+    /// page moves (see `expandable.rs`).
     pub extra_margin_pages: u64,
+    /// Physical pages that recycling has moved: the addresses each was mapped
+    /// at before its current one, older first.
+    pub moved_pages: HashMap<PhysHandle, [u64; 2]>,
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
@@ -118,8 +123,8 @@ impl State {
             event_pool: Vec::new(),
             pending_events: 0,
             gc_counts: [0; 2],
-            recycled_pages: 0,
             extra_margin_pages: 0,
+            moved_pages: Default::default(),
             history: History::default(),
             free_clock: 0,
         }
@@ -187,6 +192,7 @@ pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
                 free: [FreeIndex::default(), FreeIndex::default()],
                 events: VecDeque::new(),
                 expandable: [Vec::new(), Vec::new()],
+                fence: Default::default(),
             });
             (st.streams.len() - 1) as u32
         }

@@ -272,7 +272,13 @@ fn stats_reset_like_pytorch() {
 
 #[test]
 fn expandable_segments_follow_allocated_memory() {
-    let (d, a) = sim_alloc("expandable_segments:True", 1 << 36);
+    // The device keeps up with the work (events complete at once), so freed
+    // pages may be recycled as soon as the allocator looks.
+    let d = Arc::new(SimDriver::new(1 << 36, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(
+        d.clone(),
+        AllocatorConfig::parse("expandable_segments:True").unwrap(),
+    );
     // Allocate growing blocks, freeing each before the next: the pages of the
     // freed blocks are recycled instead of accumulating.
     let mut prev: Option<RawAllocation> = None;

@@ -277,4 +277,10 @@ impl DriverCalls {
             + self.set_access
             + self.unmap
     }
+
+    /// Calls that block the host until queued device work has finished
+    /// (`cuStreamSynchronize`, `cuEventSynchronize`).
+    pub fn stream_synchronizations(&self) -> u64 {
+        self.stream_synchronize + self.event_synchronize
+    }
 }

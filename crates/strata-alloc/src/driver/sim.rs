@@ -4,6 +4,12 @@
 //! It lets the whole allocator (expandable segments included) run on any machine,
 //! on traces larger than the machine's RAM, and lets tests decide when events
 //! complete.
+//!
+//! Its virtual memory follows CUDA's: one physical handle may be mapped at
+//! several addresses at once (each mapping made by its own `map` call), and a
+//! handle can be released only once every mapping of it is gone.
+//! [`SimDriver::physical_ranges`] tells tests which physical bytes an address
+//! range reaches, so they can check that no two live allocations share memory.
 
 use super::{
     Device, DevicePtr, Driver, DriverError, EventHandle, MemInfo, PhysHandle, StreamEvents,
@@ -21,7 +27,7 @@ struct SimState {
     next_address: u64,
     segments: HashMap<DevicePtr, u64>,
     reservations: BTreeMap<DevicePtr, u64>,
-    handles: HashMap<u64, (u64, bool)>, // id -> (size, mapped)
+    handles: HashMap<u64, (u64, u32)>, // id -> (size, live mappings)
     next_handle: u64,
     mappings: BTreeMap<DevicePtr, (u64, u64)>, // va -> (size, handle)
     events: HashMap<u64, SimEvent>,
@@ -127,6 +133,39 @@ impl SimDriver {
             s.mappings.len(),
             s.reservations.len(),
         )
+    }
+
+    /// The physical memory behind `[ptr, ptr + size)`: `(handle, offset in the
+    /// handle, length)` pieces in address order, or `None` if any byte of the
+    /// range is not mapped. Tests use it to check that live allocations never
+    /// share physical bytes, whatever addresses they are mapped at.
+    ///
+    /// ```
+    /// use strata_alloc::driver::{sim::SimDriver, VirtualMemory};
+    /// let d = SimDriver::new(1 << 30, 2 << 20);
+    /// let (a, b) = (d.reserve(4 << 20).unwrap(), d.reserve(2 << 20).unwrap());
+    /// let h = d.create(2 << 20).unwrap();
+    /// d.map(a, 2 << 20, h).unwrap();
+    /// d.map(b, 2 << 20, h).unwrap(); // the same page at a second address
+    /// assert_eq!(d.physical_ranges(a + 512, 1024), Some(vec![(h.0, 512, 1024)]));
+    /// assert_eq!(d.physical_ranges(b + 512, 1024), Some(vec![(h.0, 512, 1024)]));
+    /// assert_eq!(d.physical_ranges(a, 4 << 20), None); // the second page is unmapped
+    /// ```
+    pub fn physical_ranges(&self, ptr: DevicePtr, size: u64) -> Option<Vec<(u64, u64, u64)>> {
+        let s = self.state.lock();
+        let mut out = Vec::new();
+        let mut at = ptr;
+        let end = ptr + size;
+        while at < end {
+            let (&base, &(len, h)) = s.mappings.range(..=at).next_back()?;
+            if at >= base + len {
+                return None;
+            }
+            let piece = (base + len).min(end) - at;
+            out.push((h, at - base, piece));
+            at += piece;
+        }
+        Some(out)
     }
 
     /// How many times the call named `call` was made.
@@ -359,7 +398,7 @@ impl VirtualMemory for SimDriver {
         self.take_memory(&mut s, size)?;
         s.next_handle += 1;
         let h = s.next_handle;
-        s.handles.insert(h, (size, false));
+        s.handles.insert(h, (size, 0));
         Ok(PhysHandle(h))
     }
 
@@ -367,12 +406,12 @@ impl VirtualMemory for SimDriver {
         let mut s = self.state.lock();
         self.enter(&mut s, "release")?;
         match s.handles.get(&handle.0).copied() {
-            Some((size, false)) => {
+            Some((size, 0)) => {
                 s.handles.remove(&handle.0);
                 s.used -= size;
                 Ok(())
             }
-            Some((_, true)) => Err(Self::misuse("release", "handle is still mapped")),
+            Some(_) => Err(Self::misuse("release", "handle is still mapped")),
             None => Err(Self::misuse("release", "unknown handle")),
         }
     }
@@ -397,9 +436,10 @@ impl VirtualMemory for SimDriver {
         if overlaps_prev || overlaps_next {
             return Err(Self::misuse("map", "range already mapped"));
         }
+        // Like cuMemMap, a handle may be mapped at several addresses.
         match s.handles.get_mut(&handle.0) {
-            Some((hs, mapped)) if *hs == size && !*mapped => *mapped = true,
-            _ => return Err(Self::misuse("map", "bad or already mapped handle")),
+            Some((hs, mappings)) if *hs == size => *mappings += 1,
+            _ => return Err(Self::misuse("map", "unknown handle or wrong size")),
         }
         s.mappings.insert(ptr, (size, handle.0));
         Ok(())
@@ -426,7 +466,7 @@ impl VirtualMemory for SimDriver {
             Some((sz, h)) if sz == size => {
                 s.mappings.remove(&ptr);
                 if let Some(e) = s.handles.get_mut(&h) {
-                    e.1 = false;
+                    e.1 -= 1;
                 }
                 Ok(())
             }
