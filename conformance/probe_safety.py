@@ -428,6 +428,12 @@ def torch_run(c):
     return expect, steps, torch
 
 
+# Cases PyTorch 2.11 cannot answer: the process dies (an integer step that
+# truncates to 0 divides by zero in arange's size computation; seen on the
+# H200 machine, docs/bench-results/2026-11-26-h200-pytorch-rules.jsonl).
+TORCH_CRASHES = {"arange_i64_fractional_step"}
+
+
 def main():
     hand = "--hand" in sys.argv
     cases = []
@@ -444,7 +450,9 @@ def main():
                        "oracle": "PyTorch on the CPU, one thread"})
     header.update({"generator": "conformance/probe_safety.py", "group": "safety", "split": "project"})
     for c in CASES:
-        if hand:
+        if hand or c["id"] in TORCH_CRASHES:
+            if not hand:
+                print(f"KEPT {c['id']}: PyTorch's interpreter dies on it (SIGFPE); strata's typed error stays")
             cases.append(finish(c, hand_expect(c), c["steps"]))
             continue
         expect, steps, _ = torch_run(c)

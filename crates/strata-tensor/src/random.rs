@@ -93,7 +93,7 @@ pub(crate) fn sample(dist: Dist, seed: u64, i: u64) -> f64 {
             let u2 = fraction(join(w[2], w[3]), 53);
             let r = (-2.0 * (1.0 - u1).ln()).sqrt();
             let theta = std::f64::consts::TAU * u2;
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 r * theta.cos()
             } else {
                 r * theta.sin()

@@ -240,7 +240,7 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<
     let mut out: Vec<usize> = shape.iter().map(|&s| s.max(0) as usize).collect();
     match infer {
         Some(i) => {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 return Err(TensorError::shape(
                     op,
                     format!("shape {shape:?} is invalid for input of size {numel}"),

@@ -347,7 +347,7 @@ proptest! {
                 let k = idx.iter().zip(&shape).fold(0, |p, (&i, &n)| p * n + i);
                 let x = av[k].to_f64();
                 acc += x;
-                if best.map_or(true, |(b, _)| x > b) {
+                if best.is_none_or(|(b, _)| x > b) {
                     best = Some((x, j));
                 }
             }

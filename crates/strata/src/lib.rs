@@ -24,7 +24,7 @@
 //! alias.add_(1.0)?;                              // in place, seen by `y` too
 //! assert!(y.equal(&alias)? && !y.equal(&copy)?);
 //!
-//! println!("allocated {} bytes", strata::memory_allocated(device));
+//! println!("allocated {} bytes", strata::memory_allocated(device)?);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!

@@ -159,7 +159,7 @@ pub(crate) fn reduce<T: Element>(
                 // (the first NaN is the extreme) or strictly better, so ties
                 // keep the first. False once a NaN has won: stop there.
                 let step = |best: &mut Option<(T, usize)>, k: usize, x: T| {
-                    let take = best.map_or(true, |(b, _)| {
+                    let take = best.is_none_or(|(b, _)| {
                         x.to_acc().is_nan() || if op == ReduceOp::Max { x > b } else { x < b }
                     });
                     if take {

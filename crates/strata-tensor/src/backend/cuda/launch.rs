@@ -293,7 +293,7 @@ pub(crate) fn elementwise(
     if n0 >= 64 {
         meta.outer = (1..nd).map(|d| p.shape[d] as i64).product();
         let vec_ok = v > 1
-            && n0 % v as usize == 0
+            && n0.is_multiple_of(v as usize)
             && (0..args.len()).all(|i| {
                 let s0 = meta.st[i][0];
                 let unit = v as i64 * sizes[i] as i64;

@@ -139,4 +139,3 @@ pub(crate) fn generate(dev: &CudaDevice, out: &Arg, seq: Sequence) -> Result<()>
         Sequence::IntRange { start, step } => go!("range_i64", 4, start, step),
     }
 }
-
