@@ -679,19 +679,7 @@ impl CachingAllocator {
         let mut failure = None;
         for u in uses {
             let handle = st.streams[u as usize].handle;
-            let ev = match st.event_pool.pop() {
-                Some(e) => Ok(e),
-                None => self.counted.create_event(),
-            };
-            let recorded = ev.and_then(|e| {
-                self.counted
-                    .record_event(e, handle)
-                    .map(|_| e)
-                    .inspect_err(|_| {
-                        let _ = self.counted.destroy_event(e);
-                    })
-            });
-            match recorded {
+            match st.record_pooled_event(&self.counted, handle) {
                 Ok(e) => {
                     st.blocks[id].event_count += 1;
                     st.streams[u as usize].events.push_back((e, id));

@@ -308,22 +308,18 @@ impl ExpandableSpace<'_> {
         if freed_at <= st.streams[s as usize].fence.done {
             return true;
         }
-        if st.streams[s as usize].fence.pending.is_none() {
-            let ev = match st.event_pool.pop() {
-                Some(e) => e,
-                None => match self.driver.create_event() {
-                    Ok(e) => e,
-                    Err(_) => return false,
-                },
-            };
-            let handle = st.streams[s as usize].handle;
-            if self.driver.record_event(ev, handle).is_err() {
-                st.event_pool.push(ev);
-                return false;
+        let (ev, clock) = match st.streams[s as usize].fence.pending {
+            Some(p) => p,
+            None => {
+                let handle = st.streams[s as usize].handle;
+                let Ok(ev) = st.record_pooled_event(self.driver, handle) else {
+                    return false;
+                };
+                let p = (ev, st.free_clock);
+                st.streams[s as usize].fence.pending = Some(p);
+                p
             }
-            st.streams[s as usize].fence.pending = Some((ev, st.free_clock));
-        }
-        let (ev, clock) = st.streams[s as usize].fence.pending.expect("set above");
+        };
         if let Ok(true) = self.driver.query_event(ev) {
             let fence = &mut st.streams[s as usize].fence;
             fence.done = clock;

@@ -153,6 +153,23 @@ impl State {
         }
     }
 
+    /// Records an event on `stream`, reusing one from the pool when there is
+    /// one. An event whose record fails is destroyed, not pooled.
+    pub fn record_pooled_event(
+        &mut self,
+        events: &dyn crate::driver::StreamEvents,
+        stream: StreamId,
+    ) -> Result<EventHandle, crate::driver::DriverError> {
+        let e = match self.event_pool.pop() {
+            Some(e) => e,
+            None => events.create_event()?,
+        };
+        events.record_event(e, stream).inspect_err(|_| {
+            let _ = events.destroy_event(e);
+        })?;
+        Ok(e)
+    }
+
     #[inline]
     pub fn index_insert(&mut self, id: u32) {
         let b = &mut self.blocks[id];
