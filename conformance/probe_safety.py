@@ -10,9 +10,14 @@ format of ../../shared/conformance (FORMAT.md) and is replayed by
 crates/strata-tensor/tests/conformance.rs on the CPU and on cuda:0.
 
 Usage:
-    python3 conformance/probe_safety.py          # with PyTorch: the oracle
-    python3 conformance/probe_safety.py --hand   # without: the hand-written
-                                                 # expectations (no torch)
+    python3 conformance/probe_safety.py [--out PATH]   # with PyTorch: the oracle
+    python3 conformance/probe_safety.py --hand         # without: the hand-written
+                                                       # expectations (no torch)
+
+Each case runs in a worker process (restarted after a crash): a case that
+kills PyTorch's interpreter (SIGFPE, SIGSEGV, a hang past --timeout) is
+written with its hand-written expectation, the tag `torch_crash` and a
+`torch_crash` field naming the signal, and the other cases still run.
 
 With PyTorch, every answer that differs from the hand-written expectation
 is printed (`DIFF ...`), so the expectations can be corrected; the written
@@ -22,9 +27,12 @@ class written is the case's expected class (the classes of FORMAT.md section
 error was expected the class is "UNCLASSIFIED" and the step is reported.
 """
 
+import argparse
 import json
 import math
+import os
 import sys
+import threading
 
 F, I, B = "float", "int", "bool"
 
@@ -428,34 +436,119 @@ def torch_run(c):
     return expect, steps, torch
 
 
-# Cases PyTorch 2.11 cannot answer: the process dies (an integer step that
-# truncates to 0 divides by zero in arange's size computation; seen on the
-# H200 machine, docs/bench-results/2026-11-26-h200-pytorch-rules.jsonl).
-TORCH_CRASHES = {"arange_i64_fractional_step"}
+# Each case runs in a worker process: a case that kills PyTorch's interpreter
+# (PyTorch 2.11 dies of SIGFPE on `arange(0, 5, 0.5, dtype=int64)`, whose step
+# truncates to 0; seen on the H200 machine,
+# docs/bench-results/2026-11-26-h200-pytorch-rules.jsonl) is recorded as a
+# `torch_crash` (the case keeps its hand-written expectation, strata's typed
+# error) and a fresh worker carries on with the next case.
+MARK = "@@probe "
+
+
+def worker(start):
+    """Runs CASES[start:] in this process, one protocol line per case."""
+    import torch
+
+    torch.set_num_threads(1)
+    for idx in range(start, len(CASES)):
+        print(MARK + json.dumps({"begin": idx}), flush=True)
+        expect, steps, _ = torch_run(CASES[idx])
+        print(MARK + json.dumps({"done": idx, "expect": expect, "steps": steps}), flush=True)
+
+
+def run_isolated(timeout):
+    """{case index: (expect, steps) or the crash's description}, each case in a
+    worker process that is restarted after a crash or a hang."""
+    import signal
+    import subprocess
+
+    results = {}
+    start = 0
+    while start < len(CASES):
+        proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", str(start)],
+                                stdout=subprocess.PIPE, text=True)
+        current = None
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            for line in proc.stdout:
+                if not line.startswith(MARK):
+                    sys.stdout.write(line)
+                    continue
+                msg = json.loads(line[len(MARK):])
+                if "begin" in msg:
+                    current = msg["begin"]
+                    timer.cancel()
+                    timer = threading.Timer(timeout, proc.kill)
+                    timer.start()
+                else:
+                    results[msg["done"]] = (msg["expect"], msg["steps"])
+                    current = None
+            rc = proc.wait()
+        finally:
+            timer.cancel()
+        if current is None:
+            if rc != 0 and len(results) < len(CASES) - start:
+                raise SystemExit(f"probe: worker exited with status {rc} between cases")
+            break
+        if rc < 0:
+            try:
+                why = signal.Signals(-rc).name
+            except ValueError:
+                why = f"signal {-rc}"
+        else:
+            why = f"exit status {rc}"
+        if rc == -signal.SIGKILL:
+            why += f" (killed after {timeout} s)"
+        results[current] = why
+        print(f"CRASH {CASES[current]['id']}: PyTorch's interpreter died ({why}); "
+              "recorded as torch_crash with the hand-written expectation")
+        start = current + 1
+    return results
 
 
 def main():
-    hand = "--hand" in sys.argv
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hand", action="store_true",
+                    help="write the hand-written expectations (no PyTorch)")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "safety.json"),
+                    help="where to write the vectors (default: conformance/safety.json)")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds one case may take before its worker is killed (default 120)")
+    ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker is not None:
+        worker(args.worker)
+        return
     cases = []
     header = {"format": "strata-conformance", "format_version": 1}
-    if hand:
+    if args.hand:
         header.update({"torch_version": "none (hand-written from PyTorch 2.x semantics)",
                        "python_version": sys.version.split()[0],
                        "oracle": "hand-written; regenerate with PyTorch: python3 conformance/probe_safety.py"})
     else:
         import torch
 
-        torch.set_num_threads(1)
         header.update({"torch_version": torch.__version__, "python_version": sys.version.split()[0],
-                       "oracle": "PyTorch on the CPU, one thread"})
+                       "oracle": "PyTorch on the CPU, one thread, each case in a worker process"})
     header.update({"generator": "conformance/probe_safety.py", "group": "safety", "split": "project"})
-    for c in CASES:
-        if hand or c["id"] in TORCH_CRASHES:
-            if not hand:
-                print(f"KEPT {c['id']}: PyTorch's interpreter dies on it (SIGFPE); strata's typed error stays")
+    results = {} if args.hand else run_isolated(args.timeout)
+    crashed = []
+    for idx, c in enumerate(CASES):
+        if args.hand:
             cases.append(finish(c, hand_expect(c), c["steps"]))
             continue
-        expect, steps, _ = torch_run(c)
+        r = results.get(idx, "no result from the worker")
+        if isinstance(r, str):
+            crashed.append(c["id"])
+            c = dict(c)
+            c["tags"] = list(c["tags"]) + ["torch_crash"]
+            out = finish(c, hand_expect(c), c["steps"])
+            out["torch_crash"] = r
+            cases.append(out)
+            continue
+        expect, steps = r
         want = hand_expect(c)
         for k in set(want) | set(expect):
             w, g = want.get(k), expect.get(k)
@@ -465,11 +558,11 @@ def main():
         cases.append(finish(c, expect, steps))
     header["count"] = len(cases)
     header["cases"] = cases
-    path = __file__.rsplit("/", 1)[0] + "/safety.json" if "/" in __file__ else "safety.json"
-    with open(path, "w") as f:
+    with open(args.out, "w") as f:
         json.dump(header, f, indent=1)
         f.write("\n")
-    print(f"wrote {len(cases)} cases to {path}")
+    print(f"wrote {len(cases)} cases to {args.out}"
+          + (f"; PyTorch crashed on {len(crashed)}: {', '.join(crashed)}" if crashed else ""))
 
 
 if __name__ == "__main__":

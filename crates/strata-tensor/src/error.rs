@@ -153,6 +153,30 @@ pub enum TensorError {
     /// The allocator failed (out of memory, device absent...).
     #[error(transparent)]
     Alloc(#[from] AllocError),
+
+    // ----- model files (src/interop: safetensors, .npy) -----
+    /// A file could not be read or written.
+    #[error("{op}: {path}: {source}")]
+    Io {
+        /// What was being done (`load_safetensors`, `save_npy`, ...).
+        op: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's contents are not valid in its format (a corrupt or hostile
+    /// header, a byte count that does not match the shape, ...).
+    #[error("{op}: not a valid {format} file: {msg}")]
+    Format {
+        /// What was being done (`load_safetensors`, `load_npy`, ...).
+        op: &'static str,
+        /// The format (`safetensors`, `npy`).
+        format: &'static str,
+        /// What was wrong.
+        msg: String,
+    },
 }
 
 impl TensorError {

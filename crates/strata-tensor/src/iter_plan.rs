@@ -21,6 +21,17 @@ impl<const N: usize> IterPlan<N> {
     /// Plans a loop over `shape` where operand `i` has element strides
     /// `strides[i]` (already broadcast to `shape`) and elements of `elem_sizes[i]` bytes.
     pub fn new(shape: &[usize], strides: [&[usize]; N], elem_sizes: [usize; N]) -> IterPlan<N> {
+        if shape.contains(&0) {
+            // Nothing to visit. The strides of an empty tensor are not bounded
+            // by any storage (`zeros(&[0, 0, 1 << 62], F64)` has an element
+            // stride of 2^62, 2^65 bytes), so none is scaled to bytes.
+            return IterPlan {
+                shape: vec![0],
+                strides: vec![[0; N]],
+                tile_dim: None,
+                elem_sizes,
+            };
+        }
         let byte_stride = |d: usize| -> [isize; N] {
             std::array::from_fn(|i| (strides[i][d] * elem_sizes[i]) as isize)
         };
@@ -140,5 +151,15 @@ mod tests {
         assert_eq!(p.shape, vec![6, 4]);
         assert_eq!(p.strides, vec![[4, 4, 4], [24, 24, 0]]);
         assert_eq!(p.tile_dim, None);
+    }
+
+    #[test]
+    fn empty_shapes_plan_nothing_whatever_their_strides() {
+        // zeros(&[0, 0, 1 << 62], F64): element strides [2^62, 2^62, 1].
+        let p = IterPlan::<1>::new(&[0, 0, 1 << 62], [&[1 << 62, 1 << 62, 1]], [8]);
+        assert_eq!(p.shape.iter().product::<usize>(), 0);
+        // expand of [1, 1, 0] to [2^40, 2^40, 0]: sizes whose product overflows.
+        let p = IterPlan::<2>::new(&[1 << 40, 1 << 40, 0], [&[0, 0, 1], &[0, 0, 1]], [4, 4]);
+        assert_eq!(p.shape.iter().product::<usize>(), 0);
     }
 }

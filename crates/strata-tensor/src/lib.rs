@@ -80,6 +80,7 @@ pub mod dtype;
 mod error;
 mod generate;
 mod index;
+pub mod interop;
 mod iter;
 pub mod iter_plan;
 pub mod layout;
@@ -107,3 +108,9 @@ pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;
 pub use tensor::Tensor;
+
+// ----- model files and array exchange (src/interop) -----
+pub use interop::{
+    load_npy, load_safetensors, npy_from_bytes, npy_to_bytes, safetensors_from_bytes,
+    safetensors_to_bytes, save_npy, save_safetensors,
+};

@@ -45,6 +45,12 @@ pub use strata_tensor::{
     SliceItem, Tensor, TensorData, TensorError,
 };
 
+// ----- model files (safetensors, .npy) -----
+pub use strata_tensor::interop::{
+    load_npy, load_safetensors, npy_from_bytes, npy_to_bytes, safetensors_from_bytes,
+    safetensors_to_bytes, save_npy, save_safetensors,
+};
+
 /// The tensor crate, for layouts, shapes and iteration plans.
 pub use strata_tensor as tensor;
 

@@ -1,0 +1,506 @@
+//! One tensor in NumPy's `.npy` format (`numpy.save` / `numpy.load`).
+//!
+//! A `.npy` file is the magic string `\x93NUMPY`, a version (1.0, 2.0 or
+//! 3.0), the header's length (2 bytes in 1.0, 4 bytes after), a header that
+//! is a Python dict literal (`{'descr': '<f4', 'fortran_order': False,
+//! 'shape': (2, 3), }`) padded with spaces to a multiple of 64 bytes, and the
+//! elements.
+//!
+//! * **Writing** ([`save_npy`], [`npy_to_bytes`]): version 1.0 (2.0 when the
+//!   header needs it), C order, little-endian: `<f4 <f8 <f2 <i8 <i4 |u1
+//!   |b1`. NumPy has no bfloat16, so a bf16 tensor is [`TensorError::DType`]
+//!   (convert it with `to_dtype(DType::F32)` first).
+//! * **Reading** ([`load_npy`], [`npy_from_bytes`]): versions 1.0–3.0, C or
+//!   Fortran order, little- or big-endian, the dtypes `f4 f8 f2 i8 i4 u1 b1`
+//!   as themselves and `i2 i1 u2` widened to i32 (strata has no 8- or 16-bit
+//!   signed integers; the values are exact). Anything else (structured or
+//!   object arrays, complex, unsigned 32/64-bit) is [`TensorError::DType`];
+//!   a malformed header, a header over 1 MiB, or data whose byte count does
+//!   not match the shape is [`TensorError::Format`].
+//!
+//! ```
+//! use strata_tensor::{interop, Device, Tensor};
+//! let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], Device::Cpu)?;
+//! let bytes = interop::npy_to_bytes(&t)?;
+//! assert!(bytes.starts_with(b"\x93NUMPY\x01\x00"));
+//! assert_eq!(bytes.len() % 64, 24 % 64);  // header aligned to 64 bytes, then 24 bytes of data
+//! assert!(interop::npy_from_bytes(&bytes, Device::Cpu)?.equal(&t)?);
+//! # Ok::<(), strata_tensor::TensorError>(())
+//! ```
+
+use super::{format_error, read_file, swap_bytes, write_file};
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::shape;
+use crate::tensor::Tensor;
+use std::path::Path;
+use strata_alloc::Device;
+
+const FORMAT: &str = "npy";
+const MAGIC: &[u8] = b"\x93NUMPY";
+/// The largest header strata reads (NumPy's own default limit is 10 000
+/// bytes; a larger one is only legitimate for huge structured dtypes, which
+/// strata does not read).
+const MAX_HEADER: usize = 1 << 20;
+
+/// NumPy's type string of a strata dtype (little-endian).
+fn descr(op: &'static str, dtype: DType) -> Result<&'static str> {
+    Ok(match dtype {
+        DType::F32 => "<f4",
+        DType::F64 => "<f8",
+        DType::F16 => "<f2",
+        DType::I64 => "<i8",
+        DType::I32 => "<i4",
+        DType::U8 => "|u1",
+        DType::Bool => "|b1",
+        DType::BF16 => {
+            return Err(TensorError::dtype(
+                op,
+                "NumPy has no bfloat16 dtype, so a bf16 tensor cannot be written as .npy; \
+                 convert it first (`t.to_dtype(DType::F32)`) or use safetensors, which has BF16",
+            ))
+        }
+    })
+}
+
+/// Serialises a tensor (any device, any layout; written in C order) as the
+/// bytes of a `.npy` file.
+pub fn npy_to_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
+    to_bytes("npy_to_bytes", tensor)
+}
+
+/// Saves a tensor as a `.npy` file at `path` (`numpy.save`). A bf16 tensor
+/// is [`TensorError::DType`]; an I/O failure is [`TensorError::Io`].
+pub fn save_npy(path: impl AsRef<Path>, tensor: &Tensor) -> Result<()> {
+    const OP: &str = "save_npy";
+    let bytes = to_bytes(OP, tensor)?;
+    write_file(OP, path.as_ref(), &bytes)
+}
+
+fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
+    let descr = descr(op, tensor.dtype())?;
+    let shape = match tensor.shape() {
+        [] => "()".to_string(),
+        [n] => format!("({n},)"),
+        dims => format!(
+            "({})",
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    // Version 1.0 has a 2-byte header length; pad magic + version + length +
+    // header + '\n' to a multiple of 64 bytes as NumPy does.
+    // (64: the most the padding adds.)
+    let (version, len_bytes) = if header.len() + 1 + 64 <= u16::MAX as usize {
+        (1u8, 2usize)
+    } else {
+        (2u8, 4usize)
+    };
+    let prefix = MAGIC.len() + 2 + len_bytes;
+    let total = (prefix + header.len() + 1).next_multiple_of(64);
+    header.push_str(&" ".repeat(total - prefix - header.len() - 1));
+    header.push('\n');
+    let data = tensor.to_raw_bytes()?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(total + data.len()).map_err(|_| {
+        TensorError::value(
+            op,
+            format!("cannot allocate a host buffer of {} bytes", total + data.len()),
+        )
+    })?;
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[version, 0]);
+    if version == 1 {
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    }
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&data);
+    Ok(out)
+}
+
+/// Reads a tensor from the bytes of a `.npy` file onto `device`.
+///
+/// The header is validated before anything is allocated; see the module
+/// docs for what is read and which errors a bad file gives.
+pub fn npy_from_bytes(bytes: &[u8], device: Device) -> Result<Tensor> {
+    from_bytes("npy_from_bytes", bytes, device)
+}
+
+/// Loads the tensor of the `.npy` file at `path` onto `device`
+/// (`numpy.load`). Errors as [`npy_from_bytes`], plus [`TensorError::Io`]
+/// naming the file.
+pub fn load_npy(path: impl AsRef<Path>, device: Device) -> Result<Tensor> {
+    const OP: &str = "load_npy";
+    let bytes = read_file(OP, path.as_ref())?;
+    from_bytes(OP, &bytes, device)
+}
+
+/// How the elements of a file are read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Elem {
+    /// As a strata dtype, byte for byte (after byte-swapping when needed).
+    Exact(DType),
+    /// i1/i2/u2 widened to i32.
+    Widen { bytes: usize, signed: bool },
+}
+
+impl Elem {
+    fn size(self) -> usize {
+        match self {
+            Elem::Exact(d) => d.size(),
+            Elem::Widen { bytes, .. } => bytes,
+        }
+    }
+}
+
+/// A parsed header.
+#[derive(Debug)]
+struct Header {
+    descr: String,
+    fortran: bool,
+    shape: Vec<usize>,
+}
+
+fn from_bytes(op: &'static str, bytes: &[u8], device: Device) -> Result<Tensor> {
+    let bad = |msg: String| format_error(op, FORMAT, msg);
+    if bytes.len() < MAGIC.len() + 2 || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(bad(
+            "the file does not start with NumPy's magic string \\x93NUMPY".into(),
+        ));
+    }
+    let (major, minor) = (bytes[6], bytes[7]);
+    let len_bytes = match (major, minor) {
+        (1, 0) => 2,
+        (2, 0) | (3, 0) => 4,
+        _ => {
+            return Err(bad(format!(
+                "format version {major}.{minor} is not one strata reads (1.0, 2.0, 3.0)"
+            )))
+        }
+    };
+    let len_end = 8 + len_bytes;
+    let len_field = bytes
+        .get(8..len_end)
+        .ok_or_else(|| bad("the file ends inside the header length".into()))?;
+    let header_len = len_field
+        .iter()
+        .rev()
+        .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    if header_len > MAX_HEADER {
+        return Err(bad(format!(
+            "the header claims {header_len} bytes, more than the {MAX_HEADER} strata reads"
+        )));
+    }
+    let data_start = len_end + header_len;
+    let header_bytes = bytes.get(len_end..data_start).ok_or_else(|| {
+        bad(format!(
+            "the header claims {header_len} bytes but the file has {} after the length field",
+            bytes.len() - len_end
+        ))
+    })?;
+    let text = std::str::from_utf8(header_bytes)
+        .map_err(|_| bad("the header is not ASCII/UTF-8 text".into()))?;
+    let header = parse_header(text).map_err(|m| bad(format!("header {text:?}: {m}")))?;
+    let (elem, big_endian) = parse_descr(&header.descr).map_err(|m| TensorError::dtype(op, m))?;
+    let numel = shape::check_contiguous(op, &header.shape)?;
+    let nbytes = shape::checked_nbytes(op, &header.shape, numel, elem.size())?;
+    let data = &bytes[data_start..];
+    if data.len() != nbytes {
+        return Err(bad(format!(
+            "shape {:?} with {}-byte elements needs {nbytes} bytes of data but the file has {}",
+            header.shape,
+            elem.size(),
+            data.len()
+        )));
+    }
+    // The elements as stored: C order over `stored_shape`.
+    let stored_shape: Vec<usize> = if header.fortran {
+        header.shape.iter().rev().copied().collect()
+    } else {
+        header.shape.clone()
+    };
+    let t = match elem {
+        Elem::Exact(dtype) if big_endian && dtype.size() > 1 => {
+            // `from_raw_bytes` takes little-endian bytes.
+            let mut owned = super::host_buffer(op, data.len())?;
+            owned.copy_from_slice(data);
+            swap_bytes(&mut owned, dtype.size());
+            Tensor::from_raw_bytes(&owned, dtype, &stored_shape, device)?
+        }
+        Elem::Exact(dtype) => Tensor::from_raw_bytes(data, dtype, &stored_shape, device)?,
+        Elem::Widen { bytes: 1, .. } => {
+            let v: Vec<i32> = data.iter().map(|&b| i32::from(b as i8)).collect();
+            Tensor::from_slice(&v, &stored_shape, device)?
+        }
+        Elem::Widen { signed, .. } => {
+            let v: Vec<i32> = data
+                .chunks_exact(2)
+                .map(|c| {
+                    let raw = if big_endian {
+                        [c[1], c[0]]
+                    } else {
+                        [c[0], c[1]]
+                    };
+                    if signed {
+                        i32::from(i16::from_le_bytes(raw))
+                    } else {
+                        i32::from(u16::from_le_bytes(raw))
+                    }
+                })
+                .collect();
+            Tensor::from_slice(&v, &stored_shape, device)?
+        }
+    };
+    if header.fortran && header.shape.len() > 1 {
+        let rev: Vec<i64> = (0..header.shape.len() as i64).rev().collect();
+        t.permute(&rev)?.contiguous()
+    } else {
+        Ok(t)
+    }
+}
+
+/// Parses the header's dict literal: exactly the keys `descr`,
+/// `fortran_order` and `shape`, each once.
+fn parse_header(text: &str) -> std::result::Result<Header, String> {
+    let mut p = Parser {
+        s: text.as_bytes(),
+        i: 0,
+    };
+    p.ws();
+    p.expect(b'{')?;
+    let (mut descr, mut fortran, mut shape) = (None, None, None);
+    loop {
+        p.ws();
+        if p.eat(b'}') {
+            break;
+        }
+        let key = p.string()?;
+        p.ws();
+        p.expect(b':')?;
+        p.ws();
+        match key.as_str() {
+            "descr" if descr.is_none() => descr = Some(p.string()?),
+            "fortran_order" if fortran.is_none() => fortran = Some(p.boolean()?),
+            "shape" if shape.is_none() => shape = Some(p.tuple()?),
+            "descr" | "fortran_order" | "shape" => return Err(format!("key {key:?} appears twice")),
+            _ => return Err(format!("unexpected key {key:?} (a .npy header has descr, fortran_order and shape)")),
+        }
+        p.ws();
+        if !p.eat(b',') {
+            p.ws();
+            p.expect(b'}')?;
+            break;
+        }
+    }
+    p.ws();
+    if p.i != p.s.len() {
+        return Err("text after the closing brace".into());
+    }
+    let descr = descr.ok_or("no 'descr' key")?;
+    let fortran = fortran.ok_or("no 'fortran_order' key")?;
+    let shape = shape.ok_or("no 'shape' key")?;
+    Ok(Header {
+        descr,
+        fortran,
+        shape,
+    })
+}
+
+/// Maps a type string (`<f4`, `|b1`, `>i8`, ...) to how it is read.
+fn parse_descr(d: &str) -> std::result::Result<(Elem, bool), String> {
+    let (order, code) = match d.as_bytes().first() {
+        Some(b'<' | b'>' | b'|' | b'=') => d.split_at(1),
+        _ => ("=", d),
+    };
+    let big_endian = match order {
+        ">" => true,
+        "=" => cfg!(target_endian = "big"),
+        _ => false,
+    };
+    let elem = match code {
+        "f4" => Elem::Exact(DType::F32),
+        "f8" => Elem::Exact(DType::F64),
+        "f2" | "e" => Elem::Exact(DType::F16),
+        "i8" => Elem::Exact(DType::I64),
+        "i4" => Elem::Exact(DType::I32),
+        "u1" | "B" => Elem::Exact(DType::U8),
+        "b1" | "?" => Elem::Exact(DType::Bool),
+        "i2" => Elem::Widen {
+            bytes: 2,
+            signed: true,
+        },
+        "u2" => Elem::Widen {
+            bytes: 2,
+            signed: false,
+        },
+        "i1" | "b" => Elem::Widen {
+            bytes: 1,
+            signed: true,
+        },
+        _ => {
+            return Err(format!(
+                "dtype {d:?} is not one strata reads (f4 f8 f2 i8 i4 i2 i1 u2 u1 b1); \
+                 convert the array first (e.g. `a.astype(np.float32)`)"
+            ))
+        }
+    };
+    if order == "|" && elem.size() > 1 {
+        return Err(format!("dtype {d:?}: '|' (no byte order) on a multi-byte type"));
+    }
+    Ok((elem, big_endian))
+}
+
+/// A cursor over the header's dict literal.
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, c: u8) -> std::result::Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected {:?} at byte {}, found {}",
+                c as char,
+                self.i,
+                self.peek()
+                    .map_or("the end".to_string(), |b| format!("{:?}", b as char))
+            ))
+        }
+    }
+    /// A quoted string without escapes (NumPy writes none).
+    fn string(&mut self) -> std::result::Result<String, String> {
+        let q = match self.peek() {
+            Some(q @ (b'\'' | b'"')) => q,
+            _ => return Err(format!("expected a quoted string at byte {}", self.i)),
+        };
+        self.i += 1;
+        let start = self.i;
+        while let Some(c) = self.peek() {
+            if c == q {
+                let s = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
+                self.i += 1;
+                return Ok(s);
+            }
+            if c == b'\\' {
+                return Err("escapes in header strings are not supported".into());
+            }
+            self.i += 1;
+        }
+        Err("unterminated string".into())
+    }
+    fn boolean(&mut self) -> std::result::Result<bool, String> {
+        for (word, v) in [("True", true), ("False", false)] {
+            if self.s[self.i..].starts_with(word.as_bytes()) {
+                self.i += word.len();
+                return Ok(v);
+            }
+        }
+        Err(format!("expected True or False at byte {}", self.i))
+    }
+    /// `()`, `(3,)`, `(2, 3)`, `(2, 3,)`; sizes are decimal integers (a
+    /// Python 2 `L` suffix is accepted).
+    fn tuple(&mut self) -> std::result::Result<Vec<usize>, String> {
+        self.expect(b'(')?;
+        let mut dims = Vec::new();
+        loop {
+            self.ws();
+            if self.eat(b')') {
+                break;
+            }
+            let start = self.i;
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.i += 1;
+            }
+            if start == self.i {
+                return Err(format!(
+                    "expected a non-negative integer size at byte {}",
+                    self.i
+                ));
+            }
+            let digits = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
+            let n: usize = digits
+                .parse()
+                .map_err(|_| format!("size {digits} does not fit in usize"))?;
+            dims.push(n);
+            self.eat(b'L');
+            self.ws();
+            if !self.eat(b',') {
+                self.ws();
+                self.expect(b')')?;
+                break;
+            }
+        }
+        if dims.len() > 64 {
+            return Err(format!("{} dims is more than strata reads (64)", dims.len()));
+        }
+        Ok(dims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_numpy_headers() {
+        let h = parse_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }    \n")
+            .unwrap();
+        assert_eq!(h.descr, "<f4");
+        assert!(!h.fortran);
+        assert_eq!(h.shape, vec![2, 3]);
+        let h = parse_header("{\"shape\": (), \"fortran_order\": True, \"descr\": \">i2\"}").unwrap();
+        assert!(h.fortran);
+        assert_eq!(h.shape, Vec::<usize>::new());
+        assert_eq!(parse_descr(&h.descr).unwrap(), (Elem::Widen { bytes: 2, signed: true }, true));
+        assert_eq!(parse_descr("<f4").unwrap(), (Elem::Exact(DType::F32), false));
+        assert_eq!(parse_descr("|b1").unwrap(), (Elem::Exact(DType::Bool), false));
+        for d in ["<c8", "|f4", "<u8", "f5", ""] {
+            assert!(parse_descr(d).is_err(), "accepted {d:?}");
+        }
+        assert_eq!(parse_header("{'descr':'|b1','fortran_order':False,'shape':(7,)}").unwrap().shape, vec![7]);
+    }
+
+    #[test]
+    fn rejects_bad_headers() {
+        for h in [
+            "",
+            "{",
+            "{'descr': '<f4', 'fortran_order': False}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}",
+            "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': ()}",
+            "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': ()}",
+            "{'descr': '<f4', 'fortran_order': 0, 'shape': ()}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (2 3)}",
+            "{'descr': '<f4', 'fortran_order': False, 'shape': ()} trailing",
+            "{'descr': '<f4\\'', 'fortran_order': False, 'shape': ()}",
+        ] {
+            assert!(parse_header(h).is_err(), "accepted {h:?}");
+        }
+    }
+}
