@@ -125,7 +125,10 @@ fn run() -> Res<()> {
     strata::save_safetensors(&st, named.iter().map(|(n, t)| (n.as_str(), t)))?;
     println!("wrote {} ({} tensors)", st.display(), named.len());
     let back = strata::load_safetensors(&st, device)?;
-    c.check(back.len() == named.len(), "safetensors: every tensor read back");
+    c.check(
+        back.len() == named.len(),
+        "safetensors: every tensor read back",
+    );
     for (name, t) in &named {
         let ok = back.get(name).is_some_and(|b| {
             b.device() == device
@@ -133,7 +136,14 @@ fn run() -> Res<()> {
                 && b.shape() == t.shape()
                 && b.equal(t).unwrap_or(false)
         });
-        c.check(ok, &format!("safetensors round trip {name} {} {:?}", t.dtype(), t.shape()));
+        c.check(
+            ok,
+            &format!(
+                "safetensors round trip {name} {} {:?}",
+                t.dtype(),
+                t.shape()
+            ),
+        );
     }
 
     // ---- tensors through .npy ----
@@ -187,7 +197,9 @@ fn check_file(c: &mut Checks, path: &Path, device: Device) -> Res<()> {
     let tensors: Vec<(String, Tensor)> = match path.extension().and_then(|e| e.to_str()) {
         Some("npy") => vec![(String::new(), strata::load_npy(path, device)?)],
         Some("safetensors") => {
-            let mut v: Vec<_> = strata::load_safetensors(path, device)?.into_iter().collect();
+            let mut v: Vec<_> = strata::load_safetensors(path, device)?
+                .into_iter()
+                .collect();
             v.sort_by(|a, b| a.0.cmp(&b.0));
             v
         }

@@ -284,13 +284,17 @@ fn npy_shapes_of_0d_and_1d() {
     assert_eq!(back.item::<i64>().unwrap(), 7);
     let v = Tensor::from_slice(&[1u8, 2, 3], &[3], CPU).unwrap();
     let b = interop::npy_to_bytes(&v).unwrap();
-    assert!(String::from_utf8_lossy(&b).contains("'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"));
+    assert!(String::from_utf8_lossy(&b)
+        .contains("'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"));
 }
 
 #[test]
 fn npy_fortran_order_is_read_column_major() {
     // np.asfortranarray(np.array([[1, 2, 3], [4, 5, 6]], dtype='<i4')) stores 1 4 2 5 3 6.
-    let data: Vec<u8> = [1i32, 4, 2, 5, 3, 6].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let data: Vec<u8> = [1i32, 4, 2, 5, 3, 6]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     let t = interop::npy_from_bytes(&npy_file("<i4", true, "(2, 3)", &data), CPU).unwrap();
     assert_eq!(t.shape(), &[2, 3]);
     assert_eq!(t.to_vec::<i32>().unwrap(), vec![1, 2, 3, 4, 5, 6]);
@@ -309,16 +313,29 @@ fn npy_fortran_order_is_read_column_major() {
 
 #[test]
 fn npy_big_endian_and_narrow_integers() {
-    let data: Vec<u8> = [1.5f64, -2.25].iter().flat_map(|v| v.to_be_bytes()).collect();
+    let data: Vec<u8> = [1.5f64, -2.25]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
     let t = interop::npy_from_bytes(&npy_file(">f8", false, "(2,)", &data), CPU).unwrap();
     assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.5, -2.25]);
-    let data: Vec<u8> = [-300i16, 32767].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let data: Vec<u8> = [-300i16, 32767]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     let t = interop::npy_from_bytes(&npy_file("<i2", false, "(2,)", &data), CPU).unwrap();
-    assert_eq!((t.dtype(), t.to_vec::<i32>().unwrap()), (DType::I32, vec![-300, 32767]));
-    let data: Vec<u8> = [-300i16, 32767].iter().flat_map(|v| v.to_be_bytes()).collect();
+    assert_eq!(
+        (t.dtype(), t.to_vec::<i32>().unwrap()),
+        (DType::I32, vec![-300, 32767])
+    );
+    let data: Vec<u8> = [-300i16, 32767]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
     let t = interop::npy_from_bytes(&npy_file(">i2", false, "(2,)", &data), CPU).unwrap();
     assert_eq!(t.to_vec::<i32>().unwrap(), vec![-300, 32767]);
-    let t = interop::npy_from_bytes(&npy_file("|i1", false, "(3,)", &[0xff, 0x80, 5]), CPU).unwrap();
+    let t =
+        interop::npy_from_bytes(&npy_file("|i1", false, "(3,)", &[0xff, 0x80, 5]), CPU).unwrap();
     assert_eq!(t.to_vec::<i32>().unwrap(), vec![-1, -128, 5]);
     let t = interop::npy_from_bytes(&npy_file("<u2", false, "(1,)", &[0xff, 0xff]), CPU).unwrap();
     assert_eq!(t.to_vec::<i32>().unwrap(), vec![65535]);
@@ -337,7 +354,13 @@ fn npy_versions_2_and_3() {
         b.extend_from_slice(&(dict.len() as u32).to_le_bytes());
         b.extend_from_slice(dict.as_bytes());
         b.extend_from_slice(&42i32.to_le_bytes());
-        assert_eq!(interop::npy_from_bytes(&b, CPU).unwrap().to_vec::<i32>().unwrap(), vec![42]);
+        assert_eq!(
+            interop::npy_from_bytes(&b, CPU)
+                .unwrap()
+                .to_vec::<i32>()
+                .unwrap(),
+            vec![42]
+        );
     }
 }
 
@@ -352,7 +375,12 @@ fn format_err<T: std::fmt::Debug>(r: Result<T, TensorError>) -> String {
 fn hostile_npy_files_are_typed_errors() {
     let good = numpy_f32_2x3();
     // Not a .npy file, or cut inside the preamble.
-    for b in [&b""[..], &b"\x93NUM"[..], &b"PK\x03\x04zipfile"[..], &good[..9]] {
+    for b in [
+        &b""[..],
+        &b"\x93NUM"[..],
+        &b"PK\x03\x04zipfile"[..],
+        &good[..9],
+    ] {
         format_err(interop::npy_from_bytes(b, CPU));
     }
     // Unknown version.
@@ -373,11 +401,20 @@ fn hostile_npy_files_are_typed_errors() {
     format_err(interop::npy_from_bytes(&long, CPU));
     // A shape whose element count overflows: SizeOverflow before any allocation.
     let b = npy_file("<f4", false, "(4294967296, 4294967296)", &[]);
-    assert!(matches!(interop::npy_from_bytes(&b, CPU), Err(TensorError::SizeOverflow { .. })));
+    assert!(matches!(
+        interop::npy_from_bytes(&b, CPU),
+        Err(TensorError::SizeOverflow { .. })
+    ));
     let b = npy_file("<f8", false, "(4611686018427387904,)", &[]);
-    assert!(matches!(interop::npy_from_bytes(&b, CPU), Err(TensorError::SizeOverflow { .. })));
+    assert!(matches!(
+        interop::npy_from_bytes(&b, CPU),
+        Err(TensorError::SizeOverflow { .. })
+    ));
     // A size beyond u64.
-    format_err(interop::npy_from_bytes(&npy_file("<f4", false, "(99999999999999999999999,)", &[]), CPU));
+    format_err(interop::npy_from_bytes(
+        &npy_file("<f4", false, "(99999999999999999999999,)", &[]),
+        CPU,
+    ));
     // dtypes strata cannot hold.
     for d in ["<c8", "<u8", "<u4", "|O", "<M8[ns]", "|S3", "<f16"] {
         let r = interop::npy_from_bytes(&npy_file(d, false, "(1,)", &[0; 16]), CPU);
@@ -385,7 +422,10 @@ fn hostile_npy_files_are_typed_errors() {
     }
     // Malformed dict literals.
     for shape in ["(2, 3", "[2, 3]", "(-1,)", "(2,,3)", "(a,)"] {
-        format_err(interop::npy_from_bytes(&npy_file("<f4", false, shape, &[0; 24]), CPU));
+        format_err(interop::npy_from_bytes(
+            &npy_file("<f4", false, shape, &[0; 24]),
+            CPU,
+        ));
     }
 }
 
@@ -425,7 +465,10 @@ fn safetensors_reads_a_hand_written_file() {
     assert_eq!(m["a"].dtype(), DType::I32, "I16 is widened to i32");
     assert_eq!(m["a"].shape(), &[2, 2]);
     assert_eq!(m["a"].to_vec::<i32>().unwrap(), vec![1, 2, 3, 4]);
-    assert_eq!(m["b"].to_vec::<half::bf16>().unwrap(), vec![half::bf16::from_f32(1.5)]);
+    assert_eq!(
+        m["b"].to_vec::<half::bf16>().unwrap(),
+        vec![half::bf16::from_f32(1.5)]
+    );
 }
 
 #[test]
@@ -435,27 +478,69 @@ fn hostile_safetensors_files_are_typed_errors() {
     fmt(&b"\x05\x00\x00\x00"[..]);
     fmt(&u64::MAX.to_le_bytes());
     fmt(&st_file("not json", &[]));
-    fmt(&st_file(r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#, &[0; 7]));
-    fmt(&st_file(r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}"#, &[0; 4]));
-    fmt(&st_file(r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#, &[0; 8]));
-    fmt(&st_file(r#"{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}"#, &[]));
-    fmt(&st_file(r#"{"a":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}}"#, &[0]));
-    // Sizes whose product is 0 for safetensors but whose strides overflow for a tensor.
+    fmt(&st_file(
+        r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+        &[0; 7],
+    ));
+    fmt(&st_file(
+        r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}"#,
+        &[0; 4],
+    ));
+    fmt(&st_file(
+        r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+        &[0; 8],
+    ));
+    fmt(&st_file(
+        r#"{"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}"#,
+        &[],
+    ));
+    fmt(&st_file(
+        r#"{"a":{"dtype":"Q9","shape":[1],"data_offsets":[0,1]}}"#,
+        &[0],
+    ));
+    // Sizes whose product overflows before the 0 (the safetensors crate's check).
+    fmt(&st_file(
+        r#"{"a":{"dtype":"F32","shape":[1099511627776,1099511627776,0],"data_offsets":[0,0]}}"#,
+        &[],
+    ));
+    // Sizes whose product is 0 within usize but whose contiguous strides
+    // exceed i64::MAX: strata's check, before any allocation.
     let r = interop::safetensors_from_bytes(
-        &st_file(r#"{"a":{"dtype":"F32","shape":[1099511627776,1099511627776,0],"data_offsets":[0,0]}}"#, &[]),
+        &st_file(
+            r#"{"a":{"dtype":"F32","shape":[4611686018427387904,2,0],"data_offsets":[0,0]}}"#,
+            &[],
+        ),
         CPU,
     );
     assert!(matches!(r, Err(TensorError::SizeOverflow { .. })), "{r:?}");
     // dtypes strata does not have.
     for d in ["F8_E4M3", "U64", "C64", "F4"] {
-        let h = format!(r#"{{"a":{{"dtype":"{d}","shape":[2],"data_offsets":[0,{}]}}}}"#, if d == "F4" { 1 } else if d == "F8_E4M3" { 2 } else { 16 });
-        let n = if d == "F4" { 1 } else if d == "F8_E4M3" { 2 } else { 16 };
+        let h = format!(
+            r#"{{"a":{{"dtype":"{d}","shape":[2],"data_offsets":[0,{}]}}}}"#,
+            if d == "F4" {
+                1
+            } else if d == "F8_E4M3" {
+                2
+            } else {
+                16
+            }
+        );
+        let n = if d == "F4" {
+            1
+        } else if d == "F8_E4M3" {
+            2
+        } else {
+            16
+        };
         let r = interop::safetensors_from_bytes(&st_file(&h, &vec![0; n]), CPU);
         assert!(matches!(r, Err(TensorError::DType { .. })), "{d}: {r:?}");
     }
     // Bool bytes other than 0/1 are normalised, not undefined behaviour.
     let m = interop::safetensors_from_bytes(
-        &st_file(r#"{"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}}"#, &[0, 7, 1]),
+        &st_file(
+            r#"{"m":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}}"#,
+            &[0, 7, 1],
+        ),
         CPU,
     )
     .unwrap();
@@ -491,12 +576,16 @@ fn files_on_disk_and_io_errors() {
     // Missing files and unwritable paths name the file.
     let missing = dir.join("missing.safetensors");
     let e = interop::load_safetensors(&missing, CPU).unwrap_err();
-    assert!(matches!(e, TensorError::Io { .. }) && e.to_string().contains("missing.safetensors"), "{e}");
+    assert!(
+        matches!(e, TensorError::Io { .. }) && e.to_string().contains("missing.safetensors"),
+        "{e}"
+    );
     let e = interop::load_npy(dir.join("missing.npy"), CPU).unwrap_err();
     assert!(matches!(e, TensorError::Io { .. }));
     let e = interop::save_npy(dir.join("no/such/dir/x.npy"), &w).unwrap_err();
     assert!(matches!(e, TensorError::Io { .. }));
-    let e = interop::save_safetensors(dir.join("no/such/dir/x.safetensors"), [("w", &w)]).unwrap_err();
+    let e =
+        interop::save_safetensors(dir.join("no/such/dir/x.safetensors"), [("w", &w)]).unwrap_err();
     assert!(matches!(e, TensorError::Io { .. }), "{e:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -531,7 +620,10 @@ mod with_ndarray {
 
     #[test]
     fn tensors_of_every_layout_convert() {
-        let t = Tensor::arange(0.0, 24.0, 1.0, Some(DType::F32), CPU).unwrap().reshape(&[2, 3, 4]).unwrap();
+        let t = Tensor::arange(0.0, 24.0, 1.0, Some(DType::F32), CPU)
+            .unwrap()
+            .reshape(&[2, 3, 4])
+            .unwrap();
         let tt = t.transpose(0, 2).unwrap();
         let a: ArrayD<f32> = tt.clone().try_into().unwrap();
         assert_eq!(a.shape(), &[4, 3, 2]);
@@ -562,10 +654,19 @@ mod with_ndarray {
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn gpu_round_trips() {
     let gpu = Device::Cuda(0);
-    assert!(strata_tensor::has_backend(gpu), "this test needs a CUDA GPU");
+    assert!(
+        strata_tensor::has_backend(gpu),
+        "this test needs a CUDA GPU"
+    );
     for (k, &d) in DType::ALL.iter().enumerate() {
         let (t, shape, expected) = case(d, [3, 4, 5], View::Transpose, 7 + k as u64);
-        let g = t.to(gpu).unwrap().transpose(0, 1).unwrap().transpose(0, 1).unwrap();
+        let g = t
+            .to(gpu)
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap()
+            .transpose(0, 1)
+            .unwrap();
         let bytes = interop::safetensors_to_bytes([("t", &g)]).unwrap();
         let back = interop::safetensors_from_bytes(&bytes, gpu).unwrap();
         assert_eq!(back["t"].device(), gpu);

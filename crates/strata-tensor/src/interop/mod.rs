@@ -175,7 +175,11 @@ pub(crate) fn write_file(op: &'static str, path: &std::path::Path, bytes: &[u8])
     })
 }
 
-pub(crate) fn format_error(op: &'static str, format: &'static str, msg: impl Into<String>) -> TensorError {
+pub(crate) fn format_error(
+    op: &'static str,
+    format: &'static str,
+    msg: impl Into<String>,
+) -> TensorError {
     TensorError::Format {
         op,
         format,

@@ -58,12 +58,8 @@ impl Tensor {
     /// ([`TensorError::DType`] otherwise; convert with `to_dtype` first).
     pub fn to_ndarray<T: Element>(&self) -> Result<ArrayD<T>> {
         let v = self.to_vec::<T>()?;
-        ArrayD::from_shape_vec(IxDyn(self.shape()), v).map_err(|e| {
-            TensorError::shape(
-                "to_ndarray",
-                format!("shape {:?}: {e}", self.shape()),
-            )
-        })
+        ArrayD::from_shape_vec(IxDyn(self.shape()), v)
+            .map_err(|e| TensorError::shape("to_ndarray", format!("shape {:?}: {e}", self.shape())))
     }
 }
 

@@ -108,7 +108,10 @@ fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
     out.try_reserve_exact(total + data.len()).map_err(|_| {
         TensorError::value(
             op,
-            format!("cannot allocate a host buffer of {} bytes", total + data.len()),
+            format!(
+                "cannot allocate a host buffer of {} bytes",
+                total + data.len()
+            ),
         )
     })?;
     out.extend_from_slice(MAGIC);
@@ -287,8 +290,14 @@ fn parse_header(text: &str) -> std::result::Result<Header, String> {
             "descr" if descr.is_none() => descr = Some(p.string()?),
             "fortran_order" if fortran.is_none() => fortran = Some(p.boolean()?),
             "shape" if shape.is_none() => shape = Some(p.tuple()?),
-            "descr" | "fortran_order" | "shape" => return Err(format!("key {key:?} appears twice")),
-            _ => return Err(format!("unexpected key {key:?} (a .npy header has descr, fortran_order and shape)")),
+            "descr" | "fortran_order" | "shape" => {
+                return Err(format!("key {key:?} appears twice"))
+            }
+            _ => {
+                return Err(format!(
+                    "unexpected key {key:?} (a .npy header has descr, fortran_order and shape)"
+                ))
+            }
         }
         p.ws();
         if !p.eat(b',') {
@@ -350,7 +359,9 @@ fn parse_descr(d: &str) -> std::result::Result<(Elem, bool), String> {
         }
     };
     if order == "|" && elem.size() > 1 {
-        return Err(format!("dtype {d:?}: '|' (no byte order) on a multi-byte type"));
+        return Err(format!(
+            "dtype {d:?}: '|' (no byte order) on a multi-byte type"
+        ));
     }
     Ok((elem, big_endian))
 }
@@ -455,7 +466,10 @@ impl Parser<'_> {
             }
         }
         if dims.len() > 64 {
-            return Err(format!("{} dims is more than strata reads (64)", dims.len()));
+            return Err(format!(
+                "{} dims is more than strata reads (64)",
+                dims.len()
+            ));
         }
         Ok(dims)
     }
@@ -472,16 +486,37 @@ mod tests {
         assert_eq!(h.descr, "<f4");
         assert!(!h.fortran);
         assert_eq!(h.shape, vec![2, 3]);
-        let h = parse_header("{\"shape\": (), \"fortran_order\": True, \"descr\": \">i2\"}").unwrap();
+        let h =
+            parse_header("{\"shape\": (), \"fortran_order\": True, \"descr\": \">i2\"}").unwrap();
         assert!(h.fortran);
         assert_eq!(h.shape, Vec::<usize>::new());
-        assert_eq!(parse_descr(&h.descr).unwrap(), (Elem::Widen { bytes: 2, signed: true }, true));
-        assert_eq!(parse_descr("<f4").unwrap(), (Elem::Exact(DType::F32), false));
-        assert_eq!(parse_descr("|b1").unwrap(), (Elem::Exact(DType::Bool), false));
+        assert_eq!(
+            parse_descr(&h.descr).unwrap(),
+            (
+                Elem::Widen {
+                    bytes: 2,
+                    signed: true
+                },
+                true
+            )
+        );
+        assert_eq!(
+            parse_descr("<f4").unwrap(),
+            (Elem::Exact(DType::F32), false)
+        );
+        assert_eq!(
+            parse_descr("|b1").unwrap(),
+            (Elem::Exact(DType::Bool), false)
+        );
         for d in ["<c8", "|f4", "<u8", "f5", ""] {
             assert!(parse_descr(d).is_err(), "accepted {d:?}");
         }
-        assert_eq!(parse_header("{'descr':'|b1','fortran_order':False,'shape':(7,)}").unwrap().shape, vec![7]);
+        assert_eq!(
+            parse_header("{'descr':'|b1','fortran_order':False,'shape':(7,)}")
+                .unwrap()
+                .shape,
+            vec![7]
+        );
     }
 
     #[test]

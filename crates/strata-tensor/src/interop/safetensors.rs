@@ -51,7 +51,10 @@ fn to_st(dtype: DType) -> Dtype {
 enum Read {
     Exact(DType),
     /// Widened to i32 (`bytes` per element, `signed`).
-    ToI32 { bytes: usize, signed: bool },
+    ToI32 {
+        bytes: usize,
+        signed: bool,
+    },
     /// u32 widened to i64.
     U32ToI64,
 }
@@ -135,7 +138,9 @@ where
         if !seen.insert(name.to_string()) {
             return Err(TensorError::value(
                 op,
-                format!("two tensors are named {name:?}; names in a safetensors file must be unique"),
+                format!(
+                    "two tensors are named {name:?}; names in a safetensors file must be unique"
+                ),
             ));
         }
         out.push((
