@@ -88,7 +88,12 @@ impl Tensor {
     fn to_other_device(&self, device: Device, non_blocking: bool) -> Result<Tensor> {
         let src = self.contiguous()?;
         let nbytes = src.numel() * src.dtype().size();
-        let offset = src.offset() * src.dtype().size();
+        // An empty view's offset is not bounded by its storage: read nothing from 0.
+        let offset = if nbytes == 0 {
+            0
+        } else {
+            src.offset() * src.dtype().size()
+        };
         match (src.device(), device) {
             (Device::Cpu, Device::Cuda(_)) => {
                 let stream = gpu::current_stream(device)?;

@@ -12,9 +12,13 @@ use std::mem::size_of;
 
 /// Address of the first element of an operand.
 pub(crate) fn base(a: &Arg) -> *mut u8 {
+    // An empty view's offset is not bounded by its storage (`as_strided` of
+    // shape [0] at offset 2^62 is valid, as in PyTorch) and nothing is
+    // accessed through it; a non-empty view's offset in bytes lies inside
+    // its storage, so the multiplication wraps only for the former.
     a.mem
         .host_ptr()
-        .wrapping_add(a.layout.offset * a.dtype.size())
+        .wrapping_add(a.layout.offset.wrapping_mul(a.dtype.size()))
 }
 
 fn plan<const N: usize>(args: [&Arg; N]) -> IterPlan<N> {
