@@ -34,7 +34,7 @@ fn value(dtype: DType, i: usize, n: usize) -> f64 {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => (i as f64 - (n / 2) as f64) * 0.25,
         DType::I64 | DType::I32 => 3.0 * i as f64 - 7.0,
         DType::U8 => ((37 * i) % 256) as f64,
-        DType::Bool => f64::from(u8::from(i % 3 == 0)),
+        DType::Bool => f64::from(u8::from(i.is_multiple_of(3))),
     }
 }
 
