@@ -43,10 +43,6 @@ const STITCHED_PER_PAGE: u64 = 4;
 /// ... plus this many.
 const STITCHED_MIN: u64 = 64;
 
-/// Paid moves of one physical page (a driver mapping at a new address) before
-/// each further one buys a page of held margin.
-const PAID_MOVES_BEFORE_HOLDING: u32 = 1;
-
 /// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
 /// (or [`GROWTH_CHUNK`] pages, whichever is more) before growth recycles free
 /// pages instead of creating new ones.
@@ -139,7 +135,9 @@ impl ExpandableSpace<'_> {
         let recyclable = avail.by_handle.len() as u64;
         let mut best: Option<(Cost, Placement)> = None;
         for &seg in &st.streams[s as usize].expandable[pool as usize] {
-            let sg = st.expandable[seg as usize].as_ref().expect("listed segment");
+            let sg = st.expandable[seg as usize]
+                .as_ref()
+                .expect("listed segment");
             let mut id = sg.head;
             while id != NONE {
                 let b = &st.blocks[id];
@@ -231,13 +229,6 @@ impl ExpandableSpace<'_> {
         // PAID_MOVES_BEFORE_HOLDING paid moves, shows a pattern that stitched
         // mappings do not absorb; hold one more page for it, so that a
         // repeating workload stops paying for moves.
-        for h in &recycled {
-            let n = st.paid_moves.entry(*h).or_insert(0);
-            *n += 1;
-            if *n > PAID_MOVES_BEFORE_HOLDING {
-                st.extra_margin_pages += 1;
-            }
-        }
         let create = others - recycled.len();
         if !st.fits_fraction(create as u64 * page) {
             return Ok(None);
@@ -575,6 +566,15 @@ impl ExpandableSpace<'_> {
                     failure = Some(e);
                     break;
                 }
+            }
+            // The hold-or-move rule (docs/allocator.md, "Holding memory or
+            // moving pages"): a page's paid move buys a page of held margin
+            // when the page was already paid-moved since peak allocated
+            // memory last rose (a growing workload is not charged).
+            let peak = st.stats.allocated_bytes.all().peak as u64;
+            let last = st.paid_moves.insert(h, peak);
+            if last == Some(peak) {
+                st.extra_margin_pages += 1;
             }
             if let Err(e) = self.vm.map(at, page, h) {
                 failure = Some(e);

@@ -107,8 +107,9 @@ pub(crate) struct State {
     /// Expandable segments: the extra margin (in pages) bought by repeated
     /// paid page moves (see `expandable.rs`).
     pub extra_margin_pages: u64,
-    /// Paid moves (driver mappings at a new address) of each physical page.
-    pub paid_moves: HashMap<PhysHandle, u32>,
+    /// For each physical page paid-moved (mapped by a driver call at a new
+    /// address), peak allocated bytes at its last paid move.
+    pub paid_moves: HashMap<PhysHandle, u64>,
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
