@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p strata-examples --example replay -- \
-//!     [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json[.gz]...
+//!     [--device sim|cuda] [--conf STRING] [--json] [--passes N] [--warmup N] TRACE.json[.gz]...
 //! ```
 //!
 //! Each trace's `alloc` / `free_completed` events are replayed in order (a block
@@ -15,7 +15,9 @@
 //! operation (median of warm passes), the memory driver calls and stream
 //! synchronisations (`synchronize_stream` and `synchronize_event` calls the
 //! allocator made) per warm pass, and PyTorch's `reserved_bytes.all.peak` from
-//! the file with the ratio.
+//! the file with the ratio. `--warmup N` runs N passes after the first that
+//! count neither in the timings nor in the warm figures (0 by default); the
+//! memory driver calls of every pass are printed too.
 
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -148,6 +150,7 @@ struct Args {
     conf: Option<String>,
     json: bool,
     passes: usize,
+    warmup: usize,
     files: Vec<String>,
 }
 
@@ -157,6 +160,7 @@ fn parse_args() -> Result<Args, String> {
         conf: None,
         json: false,
         passes: 5,
+        warmup: 0,
         files: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
@@ -172,14 +176,20 @@ fn parse_args() -> Result<Args, String> {
                     .filter(|&n| n >= 3)
                     .ok_or("--passes needs a number >= 3")?
             }
+            "--warmup" => {
+                a.warmup = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or("--warmup needs a number of passes")?
+            }
             "-h" | "--help" => {
-                return Err("usage: replay [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json.gz...".into())
+                return Err("usage: replay [--device sim|cuda] [--conf STRING] [--json] [--passes N] [--warmup N] TRACE.json.gz...".into())
             }
             f => a.files.push(f.to_string()),
         }
     }
     if a.files.is_empty() {
-        return Err("no trace given; usage: replay [--device sim|cuda] [--conf STRING] [--json] [--passes N] TRACE.json.gz...".into());
+        return Err("no trace given; usage: replay [--device sim|cuda] [--conf STRING] [--json] [--passes N] [--warmup N] TRACE.json.gz...".into());
     }
     Ok(a)
 }
@@ -229,9 +239,30 @@ fn run() -> Result<(), String> {
         pass(&a, &t, &streams, &mut live)?;
         let stats = a.memory_stats();
         let calls = a.driver_calls();
-        let mut times: Vec<f64> = (0..args.passes)
-            .map(|_| pass(&a, &t, &streams, &mut live))
-            .collect::<Result<_, _>>()?;
+        // Memory driver calls and stream synchronisations of every pass,
+        // the first (cold) one included.
+        let mut per_pass = vec![(calls.memory_calls(), calls.stream_synchronizations())];
+        let mut prev = calls;
+        for _ in 0..args.warmup {
+            pass(&a, &t, &streams, &mut live)?;
+            let now = a.driver_calls();
+            per_pass.push((
+                now.memory_calls() - prev.memory_calls(),
+                now.stream_synchronizations() - prev.stream_synchronizations(),
+            ));
+            prev = now;
+        }
+        let calls = prev;
+        let mut times = Vec::with_capacity(args.passes);
+        for _ in 0..args.passes {
+            times.push(pass(&a, &t, &streams, &mut live)?);
+            let now = a.driver_calls();
+            per_pass.push((
+                now.memory_calls() - prev.memory_calls(),
+                now.stream_synchronizations() - prev.stream_synchronizations(),
+            ));
+            prev = now;
+        }
         let after = a.driver_calls();
         let warm_calls = (after.memory_calls() - calls.memory_calls()) as f64 / args.passes as f64;
         let warm_syncs = (after.stream_synchronizations() - calls.stream_synchronizations()) as f64
@@ -263,6 +294,9 @@ fn run() -> Result<(), String> {
                 "ns_per_op": (ns * 10.0).round() / 10.0,
                 "warm_memory_calls_per_pass": warm_calls,
                 "warm_stream_synchronizations_per_pass": warm_syncs,
+                "warmup_passes": args.warmup,
+                "memory_calls_by_pass": per_pass.iter().map(|p| p.0).collect::<Vec<_>>(),
+                "stream_synchronizations_by_pass": per_pass.iter().map(|p| p.1).collect::<Vec<_>>(),
                 "warm_peak_reserved": warm_peak_reserved,
                 "torch_peak_reserved": t.torch_peak_reserved,
                 "torch_device_allocs": t.torch_device_allocs,
@@ -307,9 +341,12 @@ fn run() -> Result<(), String> {
                 args.passes
             );
             println!(
-                "  warm passes       {warm_calls:.1} memory driver calls per pass, peak reserved {:.1} MiB",
+                "  warm passes       {warm_calls:.1} memory driver calls and {warm_syncs:.1} stream synchronisations per pass (after {} warm-up passes), peak reserved {:.1} MiB",
+                args.warmup,
                 mib(warm_peak_reserved)
             );
+            let by_pass: Vec<u64> = per_pass.iter().map(|p| p.0).collect();
+            println!("  memory calls by pass {by_pass:?} (first pass first)");
         }
     }
     Ok(())

@@ -35,6 +35,13 @@ use crate::driver::{Device, Driver, DriverError, EventHandle, PhysHandle, Virtua
 use crate::error::AllocError;
 use crate::history::Action;
 use crate::state::{ExpandableSegment, State};
+use std::collections::{HashMap, HashSet};
+
+/// Stitched mappings kept, at most, per reserved page ...
+const STITCHED_PER_PAGE: u64 = 4;
+
+/// ... plus this many.
+const STITCHED_MIN: u64 = 64;
 
 /// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
 /// (or [`GROWTH_CHUNK`] pages, whichever is more) before growth recycles free
@@ -103,11 +110,13 @@ impl ExpandableSpace<'_> {
     /// or the memory fraction has no room.
     ///
     /// New physical pages are created only while reserved memory stays within
-    /// a margin of the highest allocated figure so far (the larger of 1/32 of it
-    /// and [`GROWTH_CHUNK`] pages, plus one page per repeated page move);
-    /// beyond that margin the pages are recycled
-    /// from free space. The placement is the one that needs the fewest *new*
-    /// pages given what can be recycled, then the fewest mappings, then the
+    /// a margin of the highest allocated figure so far (the larger of 1/32 of
+    /// it and [`GROWTH_CHUNK`] pages); beyond that margin the pages are
+    /// recycled from free space. A page that already has a stitched mapping
+    /// at the address where it is needed moves there with no driver call. The
+    /// placement is the one that needs the fewest *new* pages given what can be
+    /// recycled, then the fewest pages that need a driver mapping, then the
+    /// fewest stitched mappings overwritten, then the fewest pages, then the
     /// lowest address.
     pub fn grow(
         &self,
@@ -122,31 +131,25 @@ impl ExpandableSpace<'_> {
         let target =
             peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page) + st.extra_margin_pages * page;
         let headroom = target.saturating_sub(st.reserved()) / page;
-        let recyclable = recyclable_pages(st, page);
-        let mut best: Option<(u64, u64, u64, Placement)> = None;
+        let avail = self.available_pages(st);
+        let recyclable = avail.by_handle.len() as u64;
+        let mut best: Option<(Cost, Placement)> = None;
         for &seg in &st.streams[s as usize].expandable[pool as usize] {
-            let mut id = st.expandable[seg as usize]
+            let sg = st.expandable[seg as usize]
                 .as_ref()
-                .expect("listed segment")
-                .head;
+                .expect("listed segment");
+            let mut id = sg.head;
             while id != NONE {
                 let b = &st.blocks[id];
                 if !b.mapped {
-                    for with_before in [true, false] {
-                        let Some(p) = placement_at(st, id, seg, rounded, page, with_before) else {
+                    for (start, with_before) in candidate_starts(sg, b, &avail, page) {
+                        let Some(p) = placement_at(st, id, seg, start, rounded, page, with_before)
+                        else {
                             continue;
                         };
-                        let kept: u64 = p
-                            .keep
-                            .iter()
-                            .filter(|&&k| k != NONE)
-                            .filter_map(|&k| interior_pages(&st.blocks[k], page))
-                            .map(|(a, z)| (z - a) / page)
-                            .sum();
-                        let created = p.pages.saturating_sub(headroom + recyclable - kept);
-                        let key = (created, p.pages, p.map_at);
-                        if best.as_ref().is_none_or(|b| key < (b.0, b.1, b.2)) {
-                            best = Some((key.0, key.1, key.2, p));
+                        let cost = placement_cost(st, &p, &avail, headroom, recyclable, page);
+                        if best.as_ref().is_none_or(|b| cost < b.0) {
+                            best = Some((cost, p));
                         }
                     }
                 }
@@ -154,10 +157,13 @@ impl ExpandableSpace<'_> {
             }
         }
         let p = match best {
-            Some(b) => b.3,
+            Some(b) => b.1,
             None => match self.new_segment(st, s, pool, rounded)? {
-                Some((u, seg)) => placement_at(st, u, seg, rounded, page, false)
-                    .expect("a new segment fits any request it was made for"),
+                Some((u, seg)) => {
+                    let start = st.blocks[u].ptr;
+                    placement_at(st, u, seg, start, rounded, page, false)
+                        .expect("a new segment fits any request it was made for")
+                }
                 None => return Ok(None),
             },
         };
@@ -173,34 +179,70 @@ impl ExpandableSpace<'_> {
         if pool == PoolKind::Large && headroom > n {
             n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
         }
-        let recycle = n.saturating_sub(headroom) as usize;
-        let mut handles = self.reclaim_pages(st, recycle, p.keep)?;
-        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
-        // pages"): a page moved back to the address it held before its last
-        // move shows a pattern that needs it in two places by turns; hold one
-        // more page per such move, so that a repeating workload pays for its
-        // moves once.
-        let repeats = handles
-            .iter()
-            .enumerate()
-            .filter(|(i, h)| {
-                st.moved_pages
-                    .get(h)
-                    .is_some_and(|a| a[0] == p.map_at + *i as u64 * page)
-            })
-            .count() as u64;
-        st.extra_margin_pages += repeats;
         let n = n as usize;
-        let missing = (n - handles.len()) as u64 * page;
-        if !st.fits_fraction(missing) {
-            self.release_handles(st, handles);
+        // The pages that move back to a stitched mapping of theirs (no driver
+        // call), then new pages within the margin, then recycled pages (least
+        // recently freed first), then new pages beyond the margin.
+        let seg_base = st.expandable[p.segment as usize]
+            .as_ref()
+            .expect("segment exists")
+            .base;
+        let first = ((p.map_at - seg_base) / page) as u32;
+        let mut plan: Vec<Option<(PhysHandle, bool)>> = vec![None; n];
+        let mut taken: HashSet<PhysHandle> = HashSet::new();
+        let mut sources: Vec<(u32, u64)> = Vec::new();
+        {
+            let sg = st.expandable[p.segment as usize]
+                .as_ref()
+                .expect("segment exists");
+            for (&pi, &(h, _)) in sg.stitched.range(first..first + n as u32) {
+                if let Some(&(addr, blk)) = avail.by_handle.get(&h) {
+                    if !p.keep.contains(&blk) && taken.insert(h) {
+                        plan[(pi - first) as usize] = Some((h, true));
+                        sources.push((blk, addr));
+                    }
+                }
+            }
+        }
+        let others = n - taken.len();
+        let within = others.min(headroom as usize);
+        let mut recycled: Vec<PhysHandle> = Vec::new();
+        'blocks: for &(_, blk, p0, p1) in &avail.blocks {
+            if p.keep.contains(&blk) {
+                continue;
+            }
+            let mut at = p1;
+            while at > p0 {
+                if recycled.len() >= others - within {
+                    break 'blocks;
+                }
+                at -= page;
+                let h = handle_at(st, blk, at, page);
+                if taken.insert(h) {
+                    recycled.push(h);
+                    sources.push((blk, at));
+                }
+            }
+        }
+        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
+        // pages"): a page that must be mapped somewhere new once more, after
+        // PAID_MOVES_BEFORE_HOLDING paid moves, shows a pattern that stitched
+        // mappings do not absorb; hold one more page for it, so that a
+        // repeating workload stops paying for moves.
+        let create = others - recycled.len();
+        if !st.fits_fraction(create as u64 * page) {
             return Ok(None);
         }
-        while handles.len() < n {
+        let mut created = Vec::with_capacity(create);
+        while created.len() < create {
             match self.vm.create(page) {
-                Ok(h) => handles.push(h),
+                Ok(h) => created.push(h),
                 Err(e) => {
-                    self.release_handles(st, handles);
+                    for h in created {
+                        // A failed release leaks one page in the driver but
+                        // leaves the allocator consistent.
+                        let _ = self.vm.release(h);
+                    }
                     return match e {
                         DriverError::OutOfMemory => Ok(None),
                         e => Err(self.driver_error(e)),
@@ -208,7 +250,16 @@ impl ExpandableSpace<'_> {
                 }
             }
         }
-        self.map_pages(st, p.segment, p.map_at, handles).map(Some)
+        // The pages taken from free blocks leave stitched mappings behind.
+        self.detach_pages(st, sources);
+        let mut fresh = recycled.into_iter().chain(created);
+        let plan: Vec<(PhysHandle, bool)> = plan
+            .into_iter()
+            .map(|x| x.unwrap_or_else(|| (fresh.next().expect("enough pages"), false)))
+            .collect();
+        let id = self.map_pages(st, p.segment, p.map_at, plan)?;
+        self.evict_stitched(st)?;
+        Ok(Some(id))
     }
 
     /// Reserves a new address range for (stream, pool): 1.125 times the device's
@@ -246,6 +297,7 @@ impl ExpandableSpace<'_> {
             handles: vec![None; (size / page) as usize],
             head,
             mapped_pages: 0,
+            stitched: Default::default(),
         };
         if (seg_index as usize) < st.expandable.len() {
             st.expandable[seg_index as usize] = Some(seg);
@@ -256,47 +308,150 @@ impl ExpandableSpace<'_> {
         Ok(Some((head, seg_index)))
     }
 
-    /// Unmaps up to `n` pages that lie wholly inside free blocks (other than the
-    /// `keep` blocks) and returns their handles. The least recently freed
-    /// blocks go first, as a cache evicts its least recently used lines: memory
-    /// freed long ago is the least likely to fit what the workload asks for
-    /// next, so taking it avoids recycling pages back and forth (measured on the
-    /// traces: it removed the steady-state churn of resnet18_prefetch, which
-    /// taking the smallest fragments first did not).
-    fn reclaim_pages(
-        &self,
-        st: &mut State,
-        n: usize,
-        keep: [u32; 2],
-    ) -> Result<Vec<PhysHandle>, AllocError> {
+    /// The pages that may move now: those lying wholly inside free blocks
+    /// whose stream's [`Fence`] covers their free (each stream's fence is
+    /// queried at most once, and recorded if none is pending).
+    fn available_pages(&self, st: &mut State) -> Available {
         let page = self.page;
-        let mut cands: Vec<(u64, u32)> = Vec::new();
+        let mut blocks: Vec<(u64, u32, u64, u64)> = Vec::new();
         for seg in st.expandable.iter().flatten() {
             let mut id = seg.head;
             while id != NONE {
                 let b = &st.blocks[id];
-                if b.is_free() && !keep.contains(&id) && interior_pages(b, page).is_some() {
-                    cands.push((b.freed_at, id));
+                if b.is_free() {
+                    if let Some((p0, p1)) = interior_pages(b, page) {
+                        blocks.push((b.freed_at, id, p0, p1));
+                    }
                 }
                 id = b.next;
             }
         }
-        cands.sort_unstable();
-        let mut handles = Vec::with_capacity(n);
-        for (_, id) in cands {
-            if handles.len() >= n {
-                break;
-            }
-            let (stream, freed_at) = (st.blocks[id].stream, st.blocks[id].freed_at);
-            if !self.stream_idle_since(st, stream, freed_at) {
-                continue;
-            }
-            let (p0, p1) = interior_pages(&st.blocks[id], page).expect("checked above");
-            let k = ((p1 - p0) / page).min((n - handles.len()) as u64);
-            let from = p1 - k * page;
-            self.unmap_range(st, id, from, p1, &mut handles)?;
+        // One fence check per stream, for the latest free among its blocks.
+        let mut latest: Vec<u64> = vec![0; st.streams.len()];
+        for &(freed_at, id, _, _) in &blocks {
+            let s = st.blocks[id].stream as usize;
+            latest[s] = latest[s].max(freed_at);
         }
-        Ok(handles)
+        for (s, &l) in latest.iter().enumerate() {
+            if l > 0 {
+                self.stream_idle_since(st, s as u32, l);
+            }
+        }
+        blocks.retain(|&(freed_at, id, _, _)| {
+            freed_at <= st.streams[st.blocks[id].stream as usize].fence.done
+        });
+        blocks.sort_unstable();
+        let mut by_handle = HashMap::new();
+        for &(_, id, p0, p1) in &blocks {
+            let mut at = p0;
+            while at < p1 {
+                by_handle.insert(handle_at(st, id, at, page), (at, id));
+                at += page;
+            }
+        }
+        Available { blocks, by_handle }
+    }
+
+    /// Takes the pages at `sources` (block, page address; each page wholly
+    /// inside that free block, whose fence has completed) out of their blocks
+    /// without unmapping them: each leaves a stitched mapping behind, and the
+    /// range becomes unmapped space for the blocks.
+    fn detach_pages(&self, st: &mut State, mut sources: Vec<(u32, u64)>) {
+        let page = self.page;
+        // Highest address first within a block: carving the top of a block
+        // keeps its index for the part below.
+        sources.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut i = 0;
+        while i < sources.len() {
+            let (id, top) = sources[i];
+            let mut from = top;
+            let mut j = i + 1;
+            while j < sources.len() && sources[j].0 == id && sources[j].1 + page == from {
+                from -= page;
+                j += 1;
+            }
+            let to = top + page;
+            let (seg_i, stream, pool) = {
+                let b = &st.blocks[id];
+                (b.segment, b.stream, b.pool.stat())
+            };
+            let mut at = from;
+            while at < to {
+                st.stitch_clock += 1;
+                let stamp = st.stitch_clock;
+                let seg = st.expandable[seg_i as usize]
+                    .as_mut()
+                    .expect("block's segment exists");
+                let idx = ((at - seg.base) / page) as u32;
+                let h = seg.handles[idx as usize]
+                    .take()
+                    .expect("a mapped page has a handle");
+                seg.mapped_pages -= 1;
+                seg.stitched.insert(idx, (h, stamp));
+                st.stitch_lru.insert(stamp, (seg_i, idx));
+                st.aliases.entry(h).or_default().push((seg_i, idx));
+                at += page;
+            }
+            st.record(Action::SegmentUnmap, from, to - from, stream);
+            carve_unmapped(st, id, from, to);
+            st.stats.reserved_bytes.decrease(pool, (to - from) as i64);
+            i = j;
+        }
+    }
+
+    /// Removes the stitched mapping at page `idx` of segment `seg` from the
+    /// allocator's books (the caller unmaps it, or makes it live again).
+    fn forget_stitched(st: &mut State, seg: u32, idx: u32) -> Option<PhysHandle> {
+        let (h, stamp) = st.expandable[seg as usize]
+            .as_mut()
+            .expect("segment exists")
+            .stitched
+            .remove(&idx)?;
+        st.stitch_lru.remove(&stamp);
+        if let Some(v) = st.aliases.get_mut(&h) {
+            v.retain(|&x| x != (seg, idx));
+            if v.is_empty() {
+                st.aliases.remove(&h);
+            }
+        }
+        Some(h)
+    }
+
+    /// Unmaps the stitched mapping at page `idx` of segment `seg`.
+    fn unmap_stitched(&self, st: &mut State, seg: u32, idx: u32) -> Result<(), DriverError> {
+        let base = st.expandable[seg as usize]
+            .as_ref()
+            .expect("segment exists")
+            .base;
+        self.vm.unmap(base + idx as u64 * self.page, self.page)?;
+        Self::forget_stitched(st, seg, idx);
+        Ok(())
+    }
+
+    /// Keeps the stitched mappings within their bound ([`STITCHED_PER_PAGE`]
+    /// per reserved page, plus [`STITCHED_MIN`]), unmapping the least recently
+    /// used first.
+    fn evict_stitched(&self, st: &mut State) -> Result<(), AllocError> {
+        let bound = STITCHED_PER_PAGE * (st.reserved() / self.page) + STITCHED_MIN;
+        while st.stitch_lru.len() as u64 > bound {
+            let (_, &(seg, idx)) = st.stitch_lru.iter().next().expect("not empty");
+            self.unmap_stitched(st, seg, idx)
+                .map_err(|e| self.driver_error(e))?;
+        }
+        Ok(())
+    }
+
+    /// Gives a physical page back to the driver after a failed growth: its
+    /// stitched mappings are unmapped first. Failures leak the page in the
+    /// driver but leave the allocator consistent.
+    fn drop_handle(&self, st: &mut State, h: PhysHandle) {
+        for (seg, idx) in st.aliases.get(&h).cloned().unwrap_or_default() {
+            if self.unmap_stitched(st, seg, idx).is_err() {
+                Self::forget_stitched(st, seg, idx);
+            }
+        }
+        st.paid_moves.remove(&h);
+        let _ = self.vm.release(h);
     }
 
     /// Whether the work queued on dense stream `s` has finished every use of
@@ -357,8 +512,6 @@ impl ExpandableSpace<'_> {
             let h = seg.handles[((done - seg.base) / page) as usize]
                 .take()
                 .expect("a mapped page has a handle");
-            let at = st.moved_pages.entry(h).or_insert([0; 2]);
-            *at = [at[1], done];
             seg.mapped_pages -= 1;
             out.push(h);
             done += page;
@@ -375,21 +528,104 @@ impl ExpandableSpace<'_> {
         }
     }
 
-    /// Maps `handles` at `start` (page-aligned, inside an unmapped block of
-    /// segment `seg`) and returns the free block (merged with its free
-    /// neighbours, out of the index) that results.
+    /// Maps `plan` at `start` (page-aligned, inside an unmapped block of
+    /// segment `seg`): each page's physical handle, and whether a stitched
+    /// mapping of it is already there (then it costs no driver call). A
+    /// stitched mapping of another page in the way is unmapped first. Returns
+    /// the free block (merged with its free neighbours, out of the index) that
+    /// results.
     fn map_pages(
         &self,
         st: &mut State,
         seg: u32,
         start: u64,
-        handles: Vec<PhysHandle>,
+        plan: Vec<(PhysHandle, bool)>,
     ) -> Result<u32, AllocError> {
         let page = self.page;
-        let len = handles.len() as u64 * page;
-        // Recycling may have merged more unmapped space into the target block:
-        // find the block that holds `start` now, and cut `[start, start + len)`
-        // out of it.
+        let len = plan.len() as u64 * page;
+        let base = st.expandable[seg as usize]
+            .as_ref()
+            .expect("segment exists")
+            .base;
+        let first = ((start - base) / page) as u32;
+        let mut mapped: Vec<u64> = Vec::new();
+        let mut failure = None;
+        for (i, &(h, stitched)) in plan.iter().enumerate() {
+            if stitched {
+                continue;
+            }
+            let at = start + i as u64 * page;
+            let idx = first + i as u32;
+            let in_the_way = st.expandable[seg as usize]
+                .as_ref()
+                .expect("segment exists")
+                .stitched
+                .contains_key(&idx);
+            if in_the_way {
+                if let Err(e) = self.unmap_stitched(st, seg, idx) {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            // The hold-or-move rule (docs/allocator.md, "Holding memory or
+            // moving pages"): a page's paid move buys a page of held margin
+            // when the page was already paid-moved since peak allocated
+            // memory last rose (a growing workload is not charged).
+            let peak = st.stats.allocated_bytes.all().peak as u64;
+            let last = st.paid_moves.insert(h, peak);
+            if last == Some(peak) {
+                st.extra_margin_pages += 1;
+            }
+            if let Err(e) = self.vm.map(at, page, h) {
+                failure = Some(e);
+                break;
+            }
+            mapped.push(at);
+        }
+        if failure.is_none() {
+            // One access grant per run of new mappings.
+            let mut k = 0;
+            while k < mapped.len() {
+                let mut z = k + 1;
+                while z < mapped.len() && mapped[z] == mapped[z - 1] + page {
+                    z += 1;
+                }
+                if let Err(e) = self.vm.set_access(mapped[k], (z - k) as u64 * page) {
+                    failure = Some(e);
+                    break;
+                }
+                k = z;
+            }
+        }
+        if let Some(e) = failure {
+            // Undo: the range stays unmapped and every page of the plan goes
+            // back to the driver (the recycled ones were already accounted as
+            // unmapped), leaving the segment consistent.
+            for &at in &mapped {
+                let _ = self.vm.unmap(at, page);
+            }
+            for (h, _) in plan {
+                self.drop_handle(st, h);
+            }
+            return Err(self.driver_error(e));
+        }
+        for (i, &(h, stitched)) in plan.iter().enumerate() {
+            let idx = first + i as u32;
+            if stitched {
+                Self::forget_stitched(st, seg, idx);
+            }
+            let sg = st.expandable[seg as usize]
+                .as_mut()
+                .expect("segment exists");
+            sg.handles[idx as usize] = Some(h);
+        }
+        st.expandable[seg as usize]
+            .as_mut()
+            .expect("segment exists")
+            .mapped_pages += plan.len() as u64;
+        // Detaching pages may have merged more unmapped space into the target
+        // block: find the block that holds `start` now, and cut
+        // `[start, start + len)` out of it.
         let mut u = st.expandable[seg as usize]
             .as_ref()
             .expect("segment exists")
@@ -401,43 +637,11 @@ impl ExpandableSpace<'_> {
         if st.blocks[u].ptr < start {
             u = st.blocks.split(u, start - st.blocks[u].ptr);
         }
-        let mut mapped = 0;
-        let mut failure = None;
-        for (i, h) in handles.iter().enumerate() {
-            if let Err(e) = self.vm.map(start + i as u64 * page, page, *h) {
-                failure = Some(e);
-                break;
-            }
-            mapped += 1;
-        }
-        if failure.is_none() {
-            if let Err(e) = self.vm.set_access(start, len) {
-                failure = Some(e);
-            }
-        }
-        if let Some(e) = failure {
-            // Undo: the range goes back to unmapped and the pages to the driver,
-            // leaving the segment exactly as it was (minus the recycled pages,
-            // which were already accounted as unmapped).
-            for i in 0..mapped {
-                let _ = self.vm.unmap(start + i as u64 * page, page);
-            }
-            self.release_handles(st, handles);
-            return Err(self.driver_error(e));
-        }
         let pool = st.blocks[u].pool.stat();
-        {
-            let seg = st.expandable[seg as usize]
-                .as_mut()
-                .expect("block's segment exists");
-            let first = ((start - seg.base) / page) as usize;
-            for (i, h) in handles.into_iter().enumerate() {
-                seg.handles[first + i] = Some(h);
-            }
-            seg.mapped_pages += mapped as u64;
-        }
         st.stats.reserved_bytes.increase(pool, len as i64);
-        st.stats.num_device_alloc += 1;
+        if !mapped.is_empty() {
+            st.stats.num_device_alloc += 1;
+        }
         let s = st.blocks[u].stream;
         st.record(Action::SegmentMap, start, len, s);
         if len < st.blocks[u].size {
@@ -459,20 +663,27 @@ impl ExpandableSpace<'_> {
         Ok(id)
     }
 
+    /// Releases physical pages that have no mapping left.
     fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) {
         for h in handles {
-            st.moved_pages.remove(&h);
             // A failed release leaks one page in the driver but leaves the
             // allocator consistent; there is nothing better to do with it.
+            st.paid_moves.remove(&h);
             let _ = self.vm.release(h);
         }
     }
 
-    /// `empty_cache` for expandable segments: unmap and release every page that
-    /// lies wholly inside a free block (after synchronising each stream that
-    /// owns some); give back ranges left with no pages.
+    /// `empty_cache` for expandable segments: unmap every stitched mapping
+    /// (no queued work uses them: a page leaves one behind only once its
+    /// fence has completed), unmap and release every page that lies wholly
+    /// inside a free block (after synchronising each stream that owns some);
+    /// give back ranges left with no pages.
     pub fn release_free_pages(&self, st: &mut State) -> Result<(), AllocError> {
         let page = self.page;
+        while let Some((_, &(seg, idx))) = st.stitch_lru.iter().next() {
+            self.unmap_stitched(st, seg, idx)
+                .map_err(|e| self.driver_error(e))?;
+        }
         let mut synced = Vec::new();
         for seg_i in 0..st.expandable.len() {
             let Some(seg) = st.expandable[seg_i].as_ref() else {
@@ -526,24 +737,26 @@ fn interior_pages(b: &Block, page: u64) -> Option<(u64, u64)> {
     (p1 > p0).then_some((p0, p1))
 }
 
-/// Where `rounded` bytes would go if mapped from unmapped block `u`: either
-/// starting in the free block before it (`with_before`), or at its own start.
+/// Where `rounded` bytes would go if mapped from page address `from` of
+/// unmapped block `u`: either starting in the free block before it
+/// (`with_before`, only when `from` is the block's start), or at `from`.
 fn placement_at(
     st: &State,
     u: u32,
     segment: u32,
+    from: u64,
     rounded: u64,
     page: u64,
     with_before: bool,
 ) -> Option<Placement> {
     let b = &st.blocks[u];
     let before = (b.prev != NONE && st.blocks[b.prev].is_free()).then_some(b.prev);
-    if with_before && before.is_none() {
+    if with_before && (before.is_none() || from != b.ptr) {
         return None;
     }
     let before = before.filter(|_| with_before);
     let after = (b.next != NONE && st.blocks[b.next].is_free()).then_some(b.next);
-    let start = before.map_or(b.ptr, |p| st.blocks[p].ptr);
+    let start = before.map_or(from, |p| st.blocks[p].ptr);
     let end = after.map_or(b.end(), |n| st.blocks[n].end());
     if end - start < rounded {
         return None;
@@ -551,10 +764,10 @@ fn placement_at(
     let need_end = (start + rounded).min(b.end());
     let uses_after = start + rounded > b.end();
     Some(Placement {
-        map_at: b.ptr,
+        map_at: from,
         segment,
-        pages: need_end.saturating_sub(b.ptr).div_ceil(page),
-        room: b.size / page,
+        pages: need_end.saturating_sub(from).div_ceil(page),
+        room: (b.end() - from) / page,
         keep: [
             before.unwrap_or(NONE),
             if uses_after {
@@ -566,22 +779,99 @@ fn placement_at(
     })
 }
 
-/// Pages lying wholly inside free blocks, over every expandable segment.
-fn recyclable_pages(st: &State, page: u64) -> u64 {
-    let mut n = 0;
-    for seg in st.expandable.iter().flatten() {
-        let mut id = seg.head;
-        while id != NONE {
-            let b = &st.blocks[id];
-            if b.is_free() {
-                if let Some((a, z)) = interior_pages(b, page) {
-                    n += (z - a) / page;
-                }
+/// The pages that may move now (see [`ExpandableSpace::available_pages`]).
+struct Available {
+    /// `(freed_at, block, first page, end of last page)` of each free block
+    /// with whole pages whose fence has completed, least recently freed first.
+    blocks: Vec<(u64, u32, u64, u64)>,
+    /// Each of their pages by physical handle: its address and block.
+    by_handle: HashMap<PhysHandle, (u64, u32)>,
+}
+
+/// How a placement ranks, lowest first: pages created beyond the margin,
+/// pages that need a driver mapping (all but those moving back to a stitched
+/// mapping of theirs), stitched mappings of other pages overwritten, pages,
+/// address.
+type Cost = (u64, u64, u64, u64, u64);
+
+fn placement_cost(
+    st: &State,
+    p: &Placement,
+    avail: &Available,
+    headroom: u64,
+    recyclable: u64,
+    page: u64,
+) -> Cost {
+    let sg = st.expandable[p.segment as usize]
+        .as_ref()
+        .expect("segment exists");
+    let first = ((p.map_at - sg.base) / page) as u32;
+    let (mut flips, mut stale) = (0u64, 0u64);
+    let mut seen: Vec<PhysHandle> = Vec::new();
+    for (_, &(h, _)) in sg.stitched.range(first..first + p.pages as u32) {
+        match avail.by_handle.get(&h) {
+            Some(&(_, blk)) if !p.keep.contains(&blk) && !seen.contains(&h) => {
+                flips += 1;
+                seen.push(h);
             }
-            id = b.next;
+            _ => stale += 1,
         }
     }
-    n
+    let kept: u64 = p
+        .keep
+        .iter()
+        .filter(|&&k| k != NONE)
+        .filter_map(|&k| interior_pages(&st.blocks[k], page))
+        .map(|(a, z)| (z - a) / page)
+        .sum();
+    let rest = p.pages - flips;
+    let created = rest.saturating_sub(headroom + recyclable.saturating_sub(kept + flips));
+    (created, rest, stale, p.pages, p.map_at)
+}
+
+/// Where a placement in unmapped block `b` of segment `sg` may start: at the
+/// block's start (with or without the free block before it), at the start of
+/// each run of stitched mappings of pages that may move now, and just after
+/// each run of stitched mappings (fresh address space, overwriting none).
+fn candidate_starts(
+    sg: &ExpandableSegment,
+    b: &Block,
+    avail: &Available,
+    page: u64,
+) -> Vec<(u64, bool)> {
+    let mut v = vec![(b.ptr, true), (b.ptr, false)];
+    let first = ((b.ptr - sg.base) / page) as u32;
+    let last = ((b.end() - sg.base) / page) as u32;
+    let addr = |pi: u32| sg.base + pi as u64 * page;
+    let mut prev: Option<(u32, bool)> = None;
+    for (&pi, &(h, _)) in sg.stitched.range(first..last) {
+        let av = avail.by_handle.contains_key(&h);
+        let cont = prev.is_some_and(|(pp, _)| pp + 1 == pi);
+        if let Some((pp, _)) = prev {
+            if !cont {
+                v.push((addr(pp + 1), false));
+            }
+        }
+        let after_available = cont && prev.is_some_and(|(_, a)| a);
+        if av && pi != first && !after_available {
+            v.push((addr(pi), false));
+        }
+        prev = Some((pi, av));
+    }
+    if let Some((pp, _)) = prev {
+        if pp + 1 < last {
+            v.push((addr(pp + 1), false));
+        }
+    }
+    v
+}
+
+/// The physical handle mapped at page address `at` of block `blk`'s segment.
+fn handle_at(st: &State, blk: u32, at: u64, page: u64) -> PhysHandle {
+    let seg = st.expandable[st.blocks[blk].segment as usize]
+        .as_ref()
+        .expect("block's segment exists");
+    seg.handles[((at - seg.base) / page) as usize].expect("a mapped page has a handle")
 }
 
 /// Turns `[a, z)` (page-aligned, inside free block `id`, which is in the index)

@@ -310,6 +310,7 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         want.segment.increase(b.pool.stat(), 1);
         want.reserved_bytes.increase(b.pool.stat(), size as i64);
     }
+    let (mut stitched, mut stitched_handles, mut active_handles) = (0usize, Vec::new(), Vec::new());
     for seg in st.expandable.iter().flatten() {
         walk(seg.head, seg.base, seg.size, true)?;
         let handles = seg.handles.iter().filter(|h| h.is_some()).count() as u64;
@@ -334,6 +335,36 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         }
         want.reserved_bytes
             .increase(seg.pool.stat(), (seg.mapped_pages * page) as i64);
+        // Stitched mappings lie only where the blocks see unmapped space.
+        for (&idx, &(h, stamp)) in &seg.stitched {
+            if seg.handles[idx as usize].is_some() {
+                return Err(format!("page {idx} is both mapped and stitched"));
+            }
+            stitched += 1;
+            if !st.stitch_lru.contains_key(&stamp) {
+                return Err(format!("stitched page {idx} missing from the LRU list"));
+            }
+            stitched_handles.push(h);
+        }
+        active_handles.extend(seg.handles.iter().flatten().copied());
+    }
+    // Each physical page is live at one address at most, and every page with
+    // a stitched mapping is live somewhere (it moved away from there).
+    let n = active_handles.len();
+    active_handles.sort_unstable_by_key(|h| h.0);
+    active_handles.dedup();
+    if active_handles.len() != n {
+        return Err("a physical page is live at two addresses".into());
+    }
+    for h in &stitched_handles {
+        if active_handles.binary_search_by_key(&h.0, |x| x.0).is_err() {
+            return Err(format!("stitched page {} is live nowhere", h.0));
+        }
+    }
+    if stitched != st.stitch_lru.len()
+        || stitched != st.aliases.values().map(Vec::len).sum::<usize>()
+    {
+        return Err("stitched mappings, their LRU list and aliases disagree".into());
     }
     let live = st.blocks.iter().count();
     if live != visited {

@@ -10,7 +10,7 @@ use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
 use crate::history::{Action, History};
 use crate::pool::{Entry, FreeIndex};
 use crate::stats::MemoryStats;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One reserved address range and the physical pages mapped into it.
 pub(crate) struct ExpandableSegment {
@@ -23,6 +23,12 @@ pub(crate) struct ExpandableSegment {
     /// The block at `base` (never merged away: it has no predecessor).
     pub head: u32,
     pub mapped_pages: u64,
+    /// Stitched mappings kept in this range, by page index: the driver still
+    /// maps a physical page there (with the stamp of the moment it was left),
+    /// but the page is in use at another address, so the blocks see unmapped
+    /// space. A page moving back here costs no driver call (see
+    /// `expandable.rs`).
+    pub stitched: BTreeMap<u32, (PhysHandle, u64)>,
 }
 
 /// The configuration in force and what follows from it. Replaced as a whole by
@@ -90,12 +96,20 @@ pub(crate) struct State {
     pub pending_events: usize,
     /// `get_free_block` calls per pool kind (garbage-collection ageing).
     pub gc_counts: [u64; 2],
-    /// Expandable segments: the extra margin (in pages) earned by repeated
-    /// page moves (see `expandable.rs`).
+    /// Expandable segments: for each physical page with stitched mappings,
+    /// where they are (segment index, page index).
+    pub aliases: HashMap<PhysHandle, Vec<(u32, u32)>>,
+    /// Every stitched mapping by the stamp of the moment it was left, oldest
+    /// first: the least recently used go first when the bound is exceeded.
+    pub stitch_lru: BTreeMap<u64, (u32, u32)>,
+    /// The clock behind the stamps of `stitch_lru`.
+    pub stitch_clock: u64,
+    /// Expandable segments: the extra margin (in pages) bought by repeated
+    /// paid page moves (see `expandable.rs`).
     pub extra_margin_pages: u64,
-    /// Physical pages that recycling has moved: the addresses each was mapped
-    /// at before its current one, older first.
-    pub moved_pages: HashMap<PhysHandle, [u64; 2]>,
+    /// For each physical page paid-moved (mapped by a driver call at a new
+    /// address), peak allocated bytes at its last paid move.
+    pub paid_moves: HashMap<PhysHandle, u64>,
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
@@ -123,8 +137,11 @@ impl State {
             event_pool: Vec::new(),
             pending_events: 0,
             gc_counts: [0; 2],
+            aliases: HashMap::new(),
+            stitch_lru: BTreeMap::new(),
+            stitch_clock: 0,
             extra_margin_pages: 0,
-            moved_pages: Default::default(),
+            paid_moves: HashMap::new(),
             history: History::default(),
             free_clock: 0,
         }

@@ -13,6 +13,8 @@
  *    through another path crashes;
  *  - cuMemMap/cuMemUnmap/cuMemRelease/cuMemAddressFree follow the driver's rules
  *    (whole handles, exact unmaps, no release while mapped, no free while mapped);
+ *    a handle may be mapped at several addresses, all showing the same bytes
+ *    (each handle's memory is a memfd);
  *  - capacity is FAKE_CUDA_TOTAL bytes (default 8 GiB): cuMemAlloc and cuMemCreate
  *    beyond it fail with CUDA_ERROR_OUT_OF_MEMORY;
  *  - work queued on a stream (async copies, memsets) "runs" only when someone
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -87,7 +90,10 @@ static int nstreams;
 struct seg { uint64_t ptr, size; int kind; int access; uint64_t handle; };
 /* kind: 1 segment (cuMemAlloc), 2 reservation, 3 mapping, 4 host alloc */
 static struct seg objs[MAX_OBJ];
-struct phys { uint64_t size; int mapped; int live; };
+struct phys { uint64_t size; int mapped; int live; int fd; };
+/* mapped: how many mappings the handle has (like cuMemMap, one handle may be
+ * mapped at several addresses; its bytes live in a memfd, so every mapping
+ * shows the same bytes). */
 static struct phys handles[MAX_OBJ];
 static uint64_t next_handle = 1;
 
@@ -337,8 +343,10 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t n, const CUmemAlloc
         RET(INVALID_VALUE);
     if (used + n > total()) RET(OUT_OF_MEMORY);
     if (next_handle >= MAX_OBJ) abort();
+    int fd = memfd_create("fake-cuda-page", 0);
+    if (fd < 0 || ftruncate(fd, (off_t)n)) RET(OUT_OF_MEMORY);
     uint64_t id = next_handle++;
-    handles[id] = (struct phys){n, 0, 1};
+    handles[id] = (struct phys){n, 0, 1, fd};
     used += n;
     *h = id;
     RET(OK);
@@ -348,14 +356,14 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
     LOCK; NEED_CTX;
     if (h == 0 || h >= MAX_OBJ || !handles[h].live || handles[h].mapped) RET(INVALID_VALUE);
     handles[h].live = 0;
+    close(handles[h].fd);
     used -= handles[h].size;
     RET(OK);
 }
 
 CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long flags) {
     LOCK; NEED_CTX;
-    if (off || flags || h == 0 || h >= MAX_OBJ || !handles[h].live || handles[h].mapped || handles[h].size != n ||
-        p % GRAN)
+    if (off || flags || h == 0 || h >= MAX_OBJ || !handles[h].live || handles[h].size != n || p % GRAN)
         RET(INVALID_VALUE);
     int inside = 0;
     for (int i = 0; i < MAX_OBJ; i++)
@@ -363,7 +371,8 @@ CUresult cuMemMap(CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHan
     if (!inside) RET(INVALID_VALUE);
     for (int i = 0; i < MAX_OBJ; i++)
         if (objs[i].kind == 3 && p < objs[i].ptr + objs[i].size && objs[i].ptr < p + n) RET(INVALID_VALUE);
-    handles[h].mapped = 1;
+    if (mmap((void *)p, n, PROT_NONE, MAP_SHARED | MAP_FIXED, handles[h].fd, 0) == MAP_FAILED) RET(OUT_OF_MEMORY);
+    handles[h].mapped++;
     struct seg *s = add(p, n, 3);
     s->handle = h;
     s->access = 0;
@@ -394,10 +403,10 @@ CUresult cuMemUnmap(CUdeviceptr p, size_t n) {
     LOCK; NEED_CTX;
     struct seg *m = find(p, 3);
     if (!m || m->size != n) RET(INVALID_VALUE);
-    handles[m->handle].mapped = 0;
+    handles[m->handle].mapped--;
     m->kind = 0;
-    madvise((void *)p, n, MADV_DONTNEED);
-    mprotect((void *)p, n, PROT_NONE);
+    /* Back to reserved, inaccessible address space. */
+    mmap((void *)p, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     RET(OK);
 }
 
