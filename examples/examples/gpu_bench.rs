@@ -352,7 +352,11 @@ fn matmul(o: &Opts) -> Result<()> {
     if want(o, "bmm_attn") {
         let (bs, l, d) = (96usize, 1024usize, 64usize);
         let flops = 2.0 * (bs * l * l * d) as f64;
-        for (name, dt) in [("bf16", DType::BF16), ("f16", DType::F16), ("f32", DType::F32)] {
+        for (name, dt) in [
+            ("bf16", DType::BF16),
+            ("f16", DType::F16),
+            ("f32", DType::F32),
+        ] {
             let q = Tensor::randn(&[bs, l, d], dt, 21, GPU)?;
             let kt = Tensor::randn(&[bs, d, l], dt, 22, GPU)?;
             let p = Tensor::randn(&[bs, l, l], dt, 23, GPU)?;

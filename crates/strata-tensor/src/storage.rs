@@ -136,8 +136,7 @@ const INLINE_LOCKS: usize = 4;
 impl<'a> AccessGuard<'a> {
     pub(crate) fn lock(write: Option<&'a Storage>, reads: &[&'a Storage]) -> AccessGuard<'a> {
         let total = reads.len() + usize::from(write.is_some());
-        let mut inline: [Option<(&'a Storage, bool)>; INLINE_LOCKS + 1] =
-            [None; INLINE_LOCKS + 1];
+        let mut inline: [Option<(&'a Storage, bool)>; INLINE_LOCKS + 1] = [None; INLINE_LOCKS + 1];
         let mut heap: Vec<Option<(&'a Storage, bool)>> = Vec::new();
         let all: &mut [Option<(&'a Storage, bool)>] = if total <= INLINE_LOCKS + 1 {
             &mut inline[..]

@@ -812,25 +812,34 @@ fn gpu_operands(
         1 + rng.below(150) as usize,
     );
     let bs = 1 + rng.below(5) as usize;
-    let g = |shape: &[usize], s: u64| -> Result<Tensor> { data(shape, dtype, s)?.mul(0.125)?.to(dev) };
+    let g =
+        |shape: &[usize], s: u64| -> Result<Tensor> { data(shape, dtype, s)?.mul(0.125)?.to(dev) };
     let seed = 7000 + 10 * case;
     let kind = rng.below(7);
     let (a, b) = match kind {
         0 => (g(&[m, k], seed)?, g(&[k, n], seed + 1)?),
         1 => (g(&[k, m], seed)?.t()?, g(&[n, k], seed + 1)?.t()?),
-        2 => (g(&[bs, m, k], seed)?, g(&[bs, n, k], seed + 1)?.transpose(1, 2)?),
+        2 => (
+            g(&[bs, m, k], seed)?,
+            g(&[bs, n, k], seed + 1)?.transpose(1, 2)?,
+        ),
         3 => (g(&[m, k], seed)?, g(&[bs, k, n], seed + 1)?),
         4 => (g(&[bs, m, k], seed)?, g(&[n, k], seed + 1)?.t()?),
-        5 => (
-            g(&[2, 1, m, k], seed)?,
-            g(&[1, 3, k, n], seed + 1)?,
-        ),
+        5 => (g(&[2, 1, m, k], seed)?, g(&[1, 3, k, n], seed + 1)?),
         _ => (
             g(&[bs, k, m], seed)?.transpose(1, 2)?,
             g(&[k, n], seed + 1)?.expand(&[bs as i64, k as i64, n as i64])?,
         ),
     };
-    Ok((format!("case {case} kind {kind} {dtype} a{:?} b{:?}", a.shape(), b.shape()), a, b))
+    Ok((
+        format!(
+            "case {case} kind {kind} {dtype} a{:?} b{:?}",
+            a.shape(),
+            b.shape()
+        ),
+        a,
+        b,
+    ))
 }
 
 #[test]
@@ -864,7 +873,13 @@ fn tensor_core_matmul_matches_f64_reference() -> Result<()> {
     for dtype in [DType::BF16, DType::F16] {
         let a = data(&[256, 4096], dtype, 71)?.mul(0.125)?.to(dev)?;
         let b = data(&[512, 4096], dtype, 72)?.mul(0.125)?.to(dev)?.t()?;
-        check_gpu_product(&format!("{dtype} 256x4096x512"), &a, &b, 2f64.powi(-8), 2f64.powi(-7))?;
+        check_gpu_product(
+            &format!("{dtype} 256x4096x512"),
+            &a,
+            &b,
+            2f64.powi(-8),
+            2f64.powi(-7),
+        )?;
     }
     Ok(())
 }
@@ -883,8 +898,15 @@ fn tensor_core_matmul_keeps_pytorch_semantics() -> Result<()> {
         let z = data(&[3, 0], dtype, 4)?
             .to(dev)?
             .matmul(&data(&[0, 2], dtype, 5)?.to(dev)?)?;
-        assert_eq!(z.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?, vec![0.0; 6]);
-        let other = if dtype == DType::F16 { DType::BF16 } else { DType::F16 };
+        assert_eq!(
+            z.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?,
+            vec![0.0; 6]
+        );
+        let other = if dtype == DType::F16 {
+            DType::BF16
+        } else {
+            DType::F16
+        };
         let c = data(&[5, 2], other, 6)?.to(dev)?;
         assert!(matches!(m.matmul(&c), Err(TensorError::DType { .. })));
         let d = data(&[2, 2, 3], dtype, 7)?.to(dev)?;

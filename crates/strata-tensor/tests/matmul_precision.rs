@@ -31,8 +31,9 @@ fn values(t: &Tensor) -> Vec<f64> {
 fn reference(a: &Tensor, b: &Tensor) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
     let (na, nb) = (a.ndim(), b.ndim());
     let (m, k, n) = (a.shape()[na - 2], a.shape()[na - 1], b.shape()[nb - 1]);
-    let batch = strata_tensor::shape::broadcast_shapes("ref", &a.shape()[..na - 2], &b.shape()[..nb - 2])
-        .unwrap();
+    let batch =
+        strata_tensor::shape::broadcast_shapes("ref", &a.shape()[..na - 2], &b.shape()[..nb - 2])
+            .unwrap();
     let bsz: usize = batch.iter().product();
     let expand = |t: &Tensor, r: usize, c: usize| {
         let mut s: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
@@ -131,7 +132,10 @@ fn vectors_and_empty_dims() {
         assert_eq!(r.shape(), &[] as &[usize]);
         let (_, s, t) = reference(&a.unsqueeze(0).unwrap(), &b.unsqueeze(1).unwrap());
         let g = values(&r)[0];
-        assert!((g - s[0]).abs() <= ulp(dtype) * s[0].abs() + 1e-4 * t[0], "{dtype} dot");
+        assert!(
+            (g - s[0]).abs() <= ulp(dtype) * s[0].abs() + 1e-4 * t[0],
+            "{dtype} dot"
+        );
         // k == 0: zeros of shape [m, n].
         let z = data(&[3, 0], dtype, 5)
             .unwrap()
@@ -168,7 +172,11 @@ fn broadcast_batches_and_folding() {
             .unwrap()
             .transpose(1, 2)
             .unwrap();
-        check(&format!("{dtype} 3d(T)@2d"), &at, &mat(20, 7, false, dtype, 15));
+        check(
+            &format!("{dtype} 3d(T)@2d"),
+            &at,
+            &mat(20, 7, false, dtype, 15),
+        );
         // Batch dims [2, 1] against [1, 3]: no single batch stride (a copy).
         check(
             &format!("{dtype} [2,1] x [1,3] batches"),
@@ -186,13 +194,22 @@ fn broadcast_batches_and_folding() {
             &b,
         );
         // bmm with permuted operands.
-        let a = data(&[4, 3, 6], dtype, 20).unwrap().permute(&[1, 0, 2]).unwrap();
-        let b = data(&[3, 5, 6], dtype, 21).unwrap().transpose(1, 2).unwrap();
+        let a = data(&[4, 3, 6], dtype, 20)
+            .unwrap()
+            .permute(&[1, 0, 2])
+            .unwrap();
+        let b = data(&[3, 5, 6], dtype, 21)
+            .unwrap()
+            .transpose(1, 2)
+            .unwrap();
         let r = a.bmm(&b).unwrap();
         let (shape, s, t) = reference(&a, &b);
         assert_eq!(r.shape(), &shape[..]);
         for ((g, s), t) in values(&r).iter().zip(&s).zip(&t) {
-            assert!((g - s).abs() <= ulp(dtype) * s.abs() + 1e-5 * t, "{dtype} bmm");
+            assert!(
+                (g - s).abs() <= ulp(dtype) * s.abs() + 1e-5 * t,
+                "{dtype} bmm"
+            );
         }
     }
 }

@@ -252,7 +252,9 @@ impl Tensor {
         };
         let out = match folded {
             Some(af) => af.bmm_raw(&b2.unsqueeze(0)?)?,
-            None => as_batch3(&a2, &batch, bsz, m, k)?.bmm_raw(&as_batch3(&b2, &batch, bsz, k, n)?)?,
+            None => {
+                as_batch3(&a2, &batch, bsz, m, k)?.bmm_raw(&as_batch3(&b2, &batch, bsz, k, n)?)?
+            }
         };
         let mut shape: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
         if na > 1 {
