@@ -405,7 +405,7 @@ fn launch_contiguous(
     stream: StreamId,
 ) -> Result<()> {
     let n64 = n as i64;
-    let aligned = (0..args.len()).all(|i| ptrs[i] % (v as u64 * sizes[i] as u64) == 0);
+    let aligned = (0..args.len()).all(|i| ptrs[i].is_multiple_of(v as u64 * sizes[i] as u64));
     let (f, w) = if aligned && v > 1 {
         (funcs[0], v)
     } else {
