@@ -6,6 +6,12 @@
 //! cargo run --release -p strata-examples --example gpu_bench [-- --iters N] [--only NAME,...]
 //! ```
 //!
+//! Matrix products print `{"bench", "impl", "dtype", "tflops"}` lines with the
+//! keys of `torch_mission.py`'s `matmul8192` lines (`--only matmul8192,bmm_attn`;
+//! PyTorch's f16 and batched figures come from
+//! `benches/anchors/torch_matmul_extra.py`). The small-op line
+//! (`--only small_op`) is the host cost of a 256-element `add_`.
+//!
 //! Kernels are timed with CUDA events on the current stream, transfers with
 //! the wall clock around the copy and a stream synchronisation; each figure is
 //! the median of `--iters` runs (default 20, at least 10) after 3 warm-ups.
@@ -249,6 +255,9 @@ fn run(o: &Opts) -> Result<()> {
             );
         }
     }
+    if want(o, "matmul8192") || want(o, "bmm_attn") {
+        matmul(o)?;
+    }
     if want(o, "small_op") {
         // Host cost of one small op (launch included), kernels queued back to back.
         let t = Tensor::zeros(&[256], DType::F32, GPU)?;
@@ -284,6 +293,82 @@ fn run(o: &Opts) -> Result<()> {
             }
             let ns = t0.elapsed().as_nanos() as f64 / iters as f64;
             println!("{{\"bench\":\"alloc_pair_cache_hit\",\"size\":{size},\"ns\":{ns:.1}}}");
+        }
+    }
+    Ok(())
+}
+
+/// Seconds per call of `f`, timed with CUDA events around `reps` calls
+/// queued back to back (so that short products are not measured as their
+/// launch latency), median of `iters` such runs.
+fn time_reps(iters: usize, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let t = time_kernel(iters, || {
+        for _ in 0..reps {
+            f()?;
+        }
+        Ok(())
+    })?;
+    Ok(t / reps as f64)
+}
+
+fn report_tflops(bench: &str, dtype: &str, flops: f64, secs: f64) {
+    println!(
+        "{{\"bench\":\"{bench}\",\"impl\":\"strata\",\"dtype\":\"{dtype}\",\"tflops\":{:.1},\"ms\":{:.4}}}",
+        flops / secs / 1e12,
+        secs * 1e3
+    );
+}
+
+/// Matrix products, keys as `torch_mission.py`'s `matmul8192` lines and
+/// `benches/anchors/torch_matmul_extra.py`: 8192³ in f32 (exact), tf32 (opted
+/// in with `set_float32_matmul_precision(High)`), bf16 and f16; and the
+/// attention-shaped batched products `[96, 1024, 64] @ [96, 64, 1024]`
+/// (`bmm_attn_qk`) and `[96, 1024, 1024] @ [96, 1024, 64]` (`bmm_attn_pv`)
+/// in bf16, f16 and f32.
+fn matmul(o: &Opts) -> Result<()> {
+    use strata_tensor::{set_float32_matmul_precision, Precision};
+    let it = o.iters;
+    if want(o, "matmul8192") {
+        let n = 8192usize;
+        let flops = 2.0 * (n as f64).powi(3);
+        for (name, dt, tf32) in [
+            ("f32", DType::F32, false),
+            ("tf32", DType::F32, true),
+            ("bf16", DType::BF16, false),
+            ("f16", DType::F16, false),
+        ] {
+            let a = Tensor::randn(&[n, n], dt, 11, GPU)?;
+            let b = Tensor::randn(&[n, n], dt, 12, GPU)?;
+            set_float32_matmul_precision(if tf32 {
+                Precision::High
+            } else {
+                Precision::Highest
+            });
+            let secs = time_kernel(it, || a.matmul(&b).map(drop));
+            set_float32_matmul_precision(Precision::Highest);
+            report_tflops("matmul8192", name, flops, secs?);
+        }
+    }
+    if want(o, "bmm_attn") {
+        let (bs, l, d) = (96usize, 1024usize, 64usize);
+        let flops = 2.0 * (bs * l * l * d) as f64;
+        for (name, dt) in [
+            ("bf16", DType::BF16),
+            ("f16", DType::F16),
+            ("f32", DType::F32),
+        ] {
+            let q = Tensor::randn(&[bs, l, d], dt, 21, GPU)?;
+            let kt = Tensor::randn(&[bs, d, l], dt, 22, GPU)?;
+            let p = Tensor::randn(&[bs, l, l], dt, 23, GPU)?;
+            let v = Tensor::randn(&[bs, l, d], dt, 24, GPU)?;
+            if want(o, "bmm_attn_qk") {
+                let secs = time_reps(it, 10, || q.matmul(&kt).map(drop))?;
+                report_tflops("bmm_attn_qk", name, flops, secs);
+            }
+            if want(o, "bmm_attn_pv") {
+                let secs = time_reps(it, 10, || p.matmul(&v).map(drop))?;
+                report_tflops("bmm_attn_pv", name, flops, secs);
+            }
         }
     }
     Ok(())

@@ -7,7 +7,9 @@ use crate::driver::{host::HostDriver, Device, MemInfo};
 use crate::error::AllocError;
 use crate::stats::MemoryStats;
 use parking_lot::Mutex;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 fn registry() -> &'static Mutex<HashMap<Device, Arc<CachingAllocator>>> {
@@ -15,10 +17,46 @@ fn registry() -> &'static Mutex<HashMap<Device, Arc<CachingAllocator>>> {
     R.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// Bumped whenever the registry's map changes (an allocator created or
+/// installed), so that the per-thread caches of [`allocator`] notice.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The allocators this thread looked up, with the [`GENERATION`] at which
+    /// they were read: a hit costs one atomic load and no lock, which matters
+    /// for the host cost of small ops (each output tensor allocates).
+    static CACHED: RefCell<Vec<(Device, u64, Arc<CachingAllocator>)>> = const { RefCell::new(Vec::new()) };
+}
+
 /// The allocator of `device`, created on first use with the configuration from
 /// `STRATA_ALLOC_CONF`. Fails with a typed error where the device is absent
 /// (no CUDA library, no such GPU) or the configuration string is bad.
+///
+/// After a thread's first lookup of a device, later lookups on that thread
+/// take no lock (a per-thread cache, checked against a counter that
+/// [`set_allocator`] bumps, so an installed allocator is seen by the next call).
 pub fn allocator(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
+    let generation = GENERATION.load(Ordering::Acquire);
+    let hit = CACHED.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(d, g, _)| *d == device && *g == generation)
+            .map(|(_, _, a)| Arc::clone(a))
+    });
+    if let Some(a) = hit {
+        return Ok(a);
+    }
+    let a = allocator_slow(device)?;
+    CACHED.with(|c| {
+        let mut c = c.borrow_mut();
+        c.retain(|(d, _, _)| *d != device);
+        c.push((device, generation, Arc::clone(&a)));
+    });
+    Ok(a)
+}
+
+/// [`allocator`] through the registry's lock.
+fn allocator_slow(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
     if let Some(a) = registry().lock().get(&device) {
         return Ok(Arc::clone(a));
     }
@@ -35,7 +73,9 @@ pub fn allocator(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
         Device::Cuda(n) => CachingAllocator::new(cuda_driver(n)?, config),
     };
     let mut r = registry().lock();
-    Ok(Arc::clone(r.entry(device).or_insert(created)))
+    let a = Arc::clone(r.entry(device).or_insert(created));
+    GENERATION.fetch_add(1, Ordering::Release);
+    Ok(a)
 }
 
 #[cfg(feature = "cuda")]
@@ -120,6 +160,7 @@ pub fn mem_get_info(device: Device) -> Result<MemInfo, AllocError> {
 /// by a replaced allocator stay valid: each holds its own allocator.
 pub fn set_allocator(allocator: Arc<CachingAllocator>) {
     registry().lock().insert(allocator.device(), allocator);
+    GENERATION.fetch_add(1, Ordering::Release);
 }
 
 /// The allocator of `device` if one has been created.

@@ -104,6 +104,7 @@ pub use iter::DimIter;
 pub use layout::Layout;
 pub use ops::Operand;
 pub use ops::RoundingMode;
+pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

@@ -121,33 +121,60 @@ impl std::fmt::Debug for Storage {
 
 /// Locks held while a kernel runs: a write lock on the output's storage and
 /// read locks on the other storages, taken in address order (no deadlock), each
-/// storage once (an op may read and write the same storage).
+/// storage once (an op may read and write the same storage). Up to
+/// [`INLINE_LOCKS`] storages are handled without a heap allocation (every
+/// element-wise op), since this runs on the host path of every small op.
 pub(crate) struct AccessGuard<'a> {
-    _reads: Vec<RwLockReadGuard<'a, ()>>,
+    _reads: [Option<RwLockReadGuard<'a, ()>>; INLINE_LOCKS],
+    _more: Vec<RwLockReadGuard<'a, ()>>,
     _write: Option<RwLockWriteGuard<'a, ()>>,
 }
 
+/// Storages an [`AccessGuard`] locks without allocating.
+const INLINE_LOCKS: usize = 4;
+
 impl<'a> AccessGuard<'a> {
     pub(crate) fn lock(write: Option<&'a Storage>, reads: &[&'a Storage]) -> AccessGuard<'a> {
-        let mut all: Vec<(&'a Storage, bool)> = Vec::with_capacity(reads.len() + 1);
+        let total = reads.len() + usize::from(write.is_some());
+        let mut inline: [Option<(&'a Storage, bool)>; INLINE_LOCKS + 1] = [None; INLINE_LOCKS + 1];
+        let mut heap: Vec<Option<(&'a Storage, bool)>> = Vec::new();
+        let all: &mut [Option<(&'a Storage, bool)>] = if total <= INLINE_LOCKS + 1 {
+            &mut inline[..]
+        } else {
+            heap.resize(total, None);
+            &mut heap[..]
+        };
+        let mut len = 0;
         if let Some(w) = write {
-            all.push((w, true));
+            all[0] = Some((w, true));
+            len = 1;
         }
         for r in reads {
-            if !all.iter().any(|(s, _)| std::ptr::eq(*s, *r)) {
-                all.push((r, false));
+            if !all[..len]
+                .iter()
+                .flatten()
+                .any(|(s, _)| std::ptr::eq(*s, *r))
+            {
+                all[len] = Some((r, false));
+                len += 1;
             }
         }
-        all.sort_by_key(|(s, _)| *s as *const Storage as usize);
+        let all = &mut all[..len];
+        all.sort_unstable_by_key(|e| e.map_or(0, |(s, _)| s as *const Storage as usize));
         let mut guard = AccessGuard {
-            _reads: Vec::new(),
+            _reads: [const { None }; INLINE_LOCKS],
+            _more: Vec::new(),
             _write: None,
         };
-        for (s, w) in all {
-            if w {
+        let mut nread = 0;
+        for (s, w) in all.iter().flatten() {
+            if *w {
                 guard._write = Some(s.write());
+            } else if nread < INLINE_LOCKS {
+                guard._reads[nread] = Some(s.read());
+                nread += 1;
             } else {
-                guard._reads.push(s.read());
+                guard._more.push(s.read());
             }
         }
         guard

@@ -766,3 +766,153 @@ fn generated_tensors_match_the_cpu() -> Result<()> {
     ));
     Ok(())
 }
+
+// ---- Tensor-core matrix products (issue 11): f16, bf16, f32, TF32 --------
+
+/// `|x|` as relu(x) + relu(-x) (exact in f64).
+fn abs64(t: &Tensor) -> Result<Tensor> {
+    t.relu()?.add(&t.neg()?.relu()?)
+}
+
+/// The GPU product `ga @ gb` checked against the f64 product of the same
+/// values on the CPU: within `rel` of the exact value plus `acc` times the
+/// sum of |products| (the accumulation and operand-rounding error allowed).
+fn check_gpu_product(what: &str, ga: &Tensor, gb: &Tensor, rel: f64, acc: f64) -> Result<()> {
+    let r = ga.matmul(gb)?;
+    assert_eq!(r.dtype(), ga.dtype(), "{what}: dtype");
+    let a = ga.to(Device::Cpu)?.to_dtype(DType::F64)?;
+    let b = gb.to(Device::Cpu)?.to_dtype(DType::F64)?;
+    let exact = a.matmul(&b)?;
+    let mag = abs64(&a)?.matmul(&abs64(&b)?)?;
+    assert_eq!(r.shape(), exact.shape(), "{what}: shape");
+    let got = r.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+    let (e, m) = (exact.to_vec::<f64>()?, mag.to_vec::<f64>()?);
+    for (i, ((g, e), m)) in got.iter().zip(&e).zip(&m).enumerate() {
+        let tol = rel * e.abs() + acc * m + 1e-30;
+        assert!(
+            (g - e).abs() <= tol,
+            "{what}: element {i}: gpu {g}, exact {e}, tolerance {tol}"
+        );
+    }
+    Ok(())
+}
+
+/// Random operands on the GPU with the layouts of issue 11: plain,
+/// transposed (a transpose flag for cuBLAS), broadcast batches with stride 0,
+/// the folded `[B, m, k] @ [k, n]` case and batch dims that need a copy.
+fn gpu_operands(
+    dev: Device,
+    case: u64,
+    rng: &mut Rng,
+    dtype: DType,
+) -> Result<(String, Tensor, Tensor)> {
+    let (m, k, n) = (
+        1 + rng.below(150) as usize,
+        1 + rng.below(700) as usize,
+        1 + rng.below(150) as usize,
+    );
+    let bs = 1 + rng.below(5) as usize;
+    let g =
+        |shape: &[usize], s: u64| -> Result<Tensor> { data(shape, dtype, s)?.mul(0.125)?.to(dev) };
+    let seed = 7000 + 10 * case;
+    let kind = rng.below(7);
+    let (a, b) = match kind {
+        0 => (g(&[m, k], seed)?, g(&[k, n], seed + 1)?),
+        1 => (g(&[k, m], seed)?.t()?, g(&[n, k], seed + 1)?.t()?),
+        2 => (
+            g(&[bs, m, k], seed)?,
+            g(&[bs, n, k], seed + 1)?.transpose(1, 2)?,
+        ),
+        3 => (g(&[m, k], seed)?, g(&[bs, k, n], seed + 1)?),
+        4 => (g(&[bs, m, k], seed)?, g(&[n, k], seed + 1)?.t()?),
+        5 => (g(&[2, 1, m, k], seed)?, g(&[1, 3, k, n], seed + 1)?),
+        _ => (
+            g(&[bs, k, m], seed)?.transpose(1, 2)?,
+            g(&[k, n], seed + 1)?.expand(&[bs as i64, k as i64, n as i64])?,
+        ),
+    };
+    Ok((
+        format!(
+            "case {case} kind {kind} {dtype} a{:?} b{:?}",
+            a.shape(),
+            b.shape()
+        ),
+        a,
+        b,
+    ))
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn tensor_core_matmul_matches_f64_reference() -> Result<()> {
+    use strata_tensor::{set_float32_matmul_precision, Precision};
+    let dev = gpu();
+    let mut rng = Rng(0x005e_ed11);
+    let u32_ = 2f64.powi(-24);
+    for case in 0..60u64 {
+        let dtype = [DType::F16, DType::BF16, DType::F32][(case % 3) as usize];
+        let (what, a, b) = gpu_operands(dev, case, &mut rng, dtype)?;
+        let k = a.shape()[a.ndim() - 1] as f64;
+        match dtype {
+            // One rounding of an f32 accumulation; cuBLAS may reduce split-K
+            // partials in the half type (PyTorch's default, allowed here too).
+            DType::F16 => check_gpu_product(&what, &a, &b, 2f64.powi(-10), 2f64.powi(-9))?,
+            DType::BF16 => check_gpu_product(&what, &a, &b, 2f64.powi(-7), 2f64.powi(-6))?,
+            _ => {
+                // Exact f32 by default: an error as large as TF32's fails here.
+                check_gpu_product(&what, &a, &b, u32_, 2.0 * k * u32_)?;
+                // TF32 when opted in: operands rounded to 10 mantissa bits.
+                set_float32_matmul_precision(Precision::High);
+                let r = check_gpu_product(&format!("{what} tf32"), &a, &b, u32_, 2f64.powi(-9));
+                set_float32_matmul_precision(Precision::Highest);
+                r?;
+            }
+        }
+    }
+    // A product large enough for cuBLAS's tensor-core tiles and split-K.
+    for dtype in [DType::BF16, DType::F16] {
+        let a = data(&[256, 4096], dtype, 71)?.mul(0.125)?.to(dev)?;
+        let b = data(&[512, 4096], dtype, 72)?.mul(0.125)?.to(dev)?.t()?;
+        check_gpu_product(
+            &format!("{dtype} 256x4096x512"),
+            &a,
+            &b,
+            2f64.powi(-8),
+            2f64.powi(-7),
+        )?;
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn tensor_core_matmul_keeps_pytorch_semantics() -> Result<()> {
+    let dev = gpu();
+    for dtype in [DType::F16, DType::BF16] {
+        let a = data(&[5], dtype, 1)?.to(dev)?;
+        let b = data(&[5], dtype, 2)?.to(dev)?;
+        assert_eq!(a.matmul(&b)?.shape(), &[] as &[usize]);
+        let m = data(&[3, 5], dtype, 3)?.to(dev)?;
+        assert_eq!(m.matmul(&a)?.shape(), &[3]);
+        assert_eq!(a.matmul(&m.t()?)?.shape(), &[3]);
+        let z = data(&[3, 0], dtype, 4)?
+            .to(dev)?
+            .matmul(&data(&[0, 2], dtype, 5)?.to(dev)?)?;
+        assert_eq!(
+            z.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?,
+            vec![0.0; 6]
+        );
+        let other = if dtype == DType::F16 {
+            DType::BF16
+        } else {
+            DType::F16
+        };
+        let c = data(&[5, 2], other, 6)?.to(dev)?;
+        assert!(matches!(m.matmul(&c), Err(TensorError::DType { .. })));
+        let d = data(&[2, 2, 3], dtype, 7)?.to(dev)?;
+        let e = data(&[5, 3, 2], dtype, 8)?.to(dev)?;
+        assert!(matches!(d.matmul(&e), Err(TensorError::Broadcast { .. })));
+        assert!(matches!(d.bmm(&e), Err(TensorError::Shape { .. })));
+    }
+    Ok(())
+}

@@ -51,6 +51,10 @@ pub use strata_tensor::interop::{
     safetensors_to_bytes, save_npy, save_safetensors,
 };
 
+/// The precision of f32 matrix products on GPUs (PyTorch's
+/// `torch.set_float32_matmul_precision`; TF32 is opt-in).
+pub use strata_tensor::{float32_matmul_precision, set_float32_matmul_precision, Precision};
+
 /// The tensor crate, for layouts, shapes and iteration plans.
 pub use strata_tensor as tensor;
 

@@ -167,8 +167,19 @@ fn launch(
     f: impl FnOnce(&dyn Backend) -> Result<()>,
 ) -> Result<()> {
     let be = out.backend()?;
-    let reads: Vec<_> = inputs.iter().map(|t| t.storage()).collect();
-    let _g = AccessGuard::lock(Some(out.storage()), &reads);
+    // The storages to read, without a heap allocation for up to 4 inputs.
+    let mut few = [out.storage(); 4];
+    let many: Vec<&crate::storage::Storage>;
+    let reads: &[&crate::storage::Storage] = if inputs.len() <= few.len() {
+        for (slot, t) in few.iter_mut().zip(inputs) {
+            *slot = t.storage();
+        }
+        &few[..inputs.len()]
+    } else {
+        many = inputs.iter().map(|t| t.storage()).collect();
+        &many
+    };
+    let _g = AccessGuard::lock(Some(out.storage()), reads);
     f(be)
 }
 

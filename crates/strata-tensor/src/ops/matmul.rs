@@ -1,10 +1,119 @@
-//! Matrix products (`mm`, `bmm`, `matmul` with batch broadcasting).
+//! Matrix products (`mm`, `bmm`, `matmul` with batch broadcasting) and the
+//! process-wide precision of f32 products ([`set_float32_matmul_precision`]).
+//!
+//! Every product reaches the backend as one batched call over 3-D operands
+//! `[B, m, k] @ [B, k, n]` whose strides are passed as they are: a transposed
+//! matrix is a transpose flag for the GEMM, a broadcast batch is batch stride 0.
+//! A copy is made only where the batch dims of an operand cannot be described
+//! by one stride (say `[2, 1]` broadcast against `[1, 3]` batches), as
+//! PyTorch's `reshape` does.
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
 use crate::storage::AccessGuard;
 use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// How precisely f32 matrix products are computed on a GPU, PyTorch's
+/// `torch.set_float32_matmul_precision` (and `torch.backends.cuda.matmul.allow_tf32`).
+///
+/// * [`Precision::Highest`] (the default): full f32 arithmetic
+///   (`CUBLAS_COMPUTE_32F`), as `allow_tf32 = False`.
+/// * [`Precision::High`] and [`Precision::Medium`]: the GPU may round the
+///   operands to TF32 (10 explicit mantissa bits) on its tensor cores and
+///   accumulate in f32 (`CUBLAS_COMPUTE_32F_FAST_TF32`), as `allow_tf32 = True`;
+///   about 8x the throughput on Hopper, with a relative error near 1e-3.
+///   PyTorch's CUDA matmul treats `"medium"` like `"high"`; so does strata.
+///
+/// f16, bf16, f64 and integer products are not affected, and neither is the
+/// CPU (whose f32 products stay exact, as PyTorch's do without oneDNN's bf16
+/// mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Precision {
+    /// Full f32 (the default).
+    #[default]
+    Highest,
+    /// TF32 tensor cores allowed for f32 products on GPUs.
+    High,
+    /// As [`Precision::High`] for strata (PyTorch's CUDA matmul does the same).
+    Medium,
+}
+
+impl Precision {
+    /// PyTorch's name of the setting (`"highest"`, `"high"`, `"medium"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Highest => "highest",
+            Precision::High => "high",
+            Precision::Medium => "medium",
+        }
+    }
+}
+
+impl std::fmt::Display for Precision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = TensorError;
+
+    /// Parses PyTorch's names: `"highest"`, `"high"`, `"medium"`.
+    fn from_str(s: &str) -> Result<Precision> {
+        match s {
+            "highest" => Ok(Precision::Highest),
+            "high" => Ok(Precision::High),
+            "medium" => Ok(Precision::Medium),
+            other => Err(TensorError::value(
+                "set_float32_matmul_precision",
+                format!("unknown precision {other:?}; use \"highest\", \"high\" or \"medium\""),
+            )),
+        }
+    }
+}
+
+/// The process-wide setting (0 = highest, 1 = high, 2 = medium).
+static F32_MATMUL_PRECISION: AtomicU8 = AtomicU8::new(0);
+
+/// Sets how f32 matrix products are computed on GPUs, for the whole process
+/// (every thread and device), like PyTorch's
+/// `torch.set_float32_matmul_precision`. Products already queued are not
+/// affected.
+///
+/// ```
+/// use strata_tensor::{float32_matmul_precision, set_float32_matmul_precision, Precision};
+/// set_float32_matmul_precision(Precision::High); // allow TF32 on tensor cores
+/// assert_eq!(float32_matmul_precision(), Precision::High);
+/// set_float32_matmul_precision("highest".parse().unwrap());
+/// assert_eq!(float32_matmul_precision(), Precision::Highest);
+/// ```
+pub fn set_float32_matmul_precision(p: Precision) {
+    let v = match p {
+        Precision::Highest => 0,
+        Precision::High => 1,
+        Precision::Medium => 2,
+    };
+    F32_MATMUL_PRECISION.store(v, Ordering::Relaxed);
+}
+
+/// The current precision of f32 matrix products (see
+/// [`set_float32_matmul_precision`]).
+pub fn float32_matmul_precision() -> Precision {
+    match F32_MATMUL_PRECISION.load(Ordering::Relaxed) {
+        0 => Precision::Highest,
+        1 => Precision::High,
+        _ => Precision::Medium,
+    }
+}
+
+/// Whether f32 products may use TF32 (`allow_tf32`), read by the GPU backends.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn allow_tf32() -> bool {
+    F32_MATMUL_PRECISION.load(Ordering::Relaxed) != 0
+}
 
 impl Tensor {
     fn check_matmul_dtypes(&self, op: &'static str, b: &Tensor) -> Result<()> {
@@ -31,22 +140,20 @@ impl Tensor {
         Ok(())
     }
 
-    /// Batched product of 3-D operands `[B, m, k] @ [B, k, n]` (checked by callers).
+    /// Batched product of 3-D operands `[B, m, k] @ [B, k, n]` (checked by
+    /// callers) into a fresh contiguous `[B, m, n]`. The operands may have any
+    /// strides (a batch stride of 0 for a broadcast operand, transposed
+    /// matrices): the backends address them as they are. f16/bf16 are
+    /// multiplied in their own dtype and accumulated in f32, rounded once.
     fn bmm_raw(&self, b: &Tensor) -> Result<Tensor> {
         let (bs, m, n) = (self.shape()[0], self.shape()[1], b.shape()[2]);
-        let dtype = self.dtype();
-        // f16/bf16 accumulate in f32 and round once, like PyTorch.
-        let (a, b) = match dtype {
-            DType::F16 | DType::BF16 => (self.to_dtype(DType::F32)?, b.to_dtype(DType::F32)?),
-            _ => (self.clone(), b.clone()),
-        };
-        let out = Tensor::empty(&[bs, m, n], a.dtype(), a.device())?;
+        let out = Tensor::empty(&[bs, m, n], self.dtype(), self.device())?;
         {
             let be = out.backend()?;
-            let _g = AccessGuard::lock(Some(out.storage()), &[a.storage(), b.storage()]);
-            be.matmul(&out.arg(), &a.arg(), &b.arg())?;
+            let _g = AccessGuard::lock(Some(out.storage()), &[self.storage(), b.storage()]);
+            be.matmul(&out.arg(), &self.arg(), &b.arg())?;
         }
-        out.to_dtype(dtype)
+        Ok(out)
     }
 
     /// Matrix product of two 2-D tensors.
@@ -128,12 +235,27 @@ impl Tensor {
             &b2.shape()[..b2.ndim() - 2],
         )?;
         let bsz: usize = batch.iter().product();
-        let expand_to = |t: &Tensor, r: usize, c: usize| -> Result<Tensor> {
-            let mut s: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
-            s.extend([r as i64, c as i64]);
-            t.expand(&s)?.reshape(&[bsz as i64, r as i64, c as i64])
+        // `[..., m, k] @ [k, n]`: PyTorch folds the batch into the rows, one
+        // `[B*m, k] @ [k, n]` product (where the batch and row dims collapse
+        // to one stride; otherwise b is broadcast with batch stride 0).
+        let folded = if nb <= 2 && a2.ndim() > 2 {
+            collapse(&a2, 0..a2.ndim() - 1).map(|(rows, rs)| {
+                let l = a2.layout();
+                a2.with_layout(Layout {
+                    shape: vec![1, rows, k],
+                    strides: vec![0, rs, l.strides[a2.ndim() - 1]],
+                    offset: l.offset,
+                })
+            })
+        } else {
+            None
         };
-        let out = expand_to(&a2, m, k)?.bmm_raw(&expand_to(&b2, k, n)?)?;
+        let out = match folded {
+            Some(af) => af.bmm_raw(&b2.unsqueeze(0)?)?,
+            None => {
+                as_batch3(&a2, &batch, bsz, m, k)?.bmm_raw(&as_batch3(&b2, &batch, bsz, k, n)?)?
+            }
+        };
         let mut shape: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
         if na > 1 {
             shape.push(m as i64);
@@ -142,5 +264,47 @@ impl Tensor {
             shape.push(n as i64);
         }
         out.view(&shape)
+    }
+}
+
+/// The `(size, stride)` of dims `dims` of `t` seen as one dim, when they can
+/// be (each dim's stride is the next one's stride times its size; size-1
+/// dims are ignored); `None` otherwise.
+fn collapse(t: &Tensor, dims: std::ops::Range<usize>) -> Option<(usize, usize)> {
+    let (shape, strides) = (t.shape(), t.strides());
+    let mut merged: Option<(usize, usize)> = None;
+    let mut count = 1usize;
+    for d in dims.rev() {
+        if shape[d] == 1 {
+            continue;
+        }
+        count = count.checked_mul(shape[d])?;
+        merged = match merged {
+            None => Some((shape[d], strides[d])),
+            Some((n, s)) if strides[d] == s.checked_mul(n)? => Some((n * shape[d], s)),
+            Some(_) => return None,
+        };
+    }
+    Some(merged.map_or((count, 0), |(_, s)| (count, s)))
+}
+
+/// `t` (`[batch_t..., r, c]`) broadcast to `[batch..., r, c]` and seen as
+/// `[bsz, r, c]`: a view when the broadcast batch dims collapse to one stride
+/// (0 for an operand broadcast over the whole batch), else a contiguous copy.
+fn as_batch3(t: &Tensor, batch: &[usize], bsz: usize, r: usize, c: usize) -> Result<Tensor> {
+    let mut full: Vec<usize> = batch.to_vec();
+    full.extend([r, c]);
+    let e = t.broadcast_to(&full)?;
+    let nb = batch.len();
+    match collapse(&e, 0..nb) {
+        Some((_, s)) => {
+            let l = e.layout();
+            Ok(e.with_layout(Layout {
+                shape: vec![bsz, r, c],
+                strides: vec![s, l.strides[nb], l.strides[nb + 1]],
+                offset: l.offset,
+            }))
+        }
+        None => e.reshape(&[bsz as i64, r as i64, c as i64]),
     }
 }

@@ -9,3 +9,6 @@ mod reduce;
 pub(crate) mod table;
 
 pub use elementwise::{Operand, RoundingMode};
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use matmul::allow_tf32;
+pub use matmul::{float32_matmul_precision, set_float32_matmul_precision, Precision};

@@ -1,9 +1,29 @@
 //! Matrix products: floats through the `gemm` crate (any strides), integers
 //! (which no well-kept GEMM crate covers) through a plain wrapping loop.
+//!
+//! # f16 and bf16
+//!
+//! PyTorch multiplies half-precision matrices with f32 accumulation and
+//! rounds each result once. The `gemm` crate has an f16 kernel (`gemm::f16`)
+//! that packs its operands to f32 and accumulates in f32, but it stores the
+//! f16 result between depth blocks of at least 512 and takes matrix-vector
+//! (`m` or `n` of 1) and `k <= 2` shortcuts that round after every step. So
+//! f16 goes through it where it rounds once (`m, n >= 2`, `3 <= k <= 512`),
+//! and every other f16 product, and every bf16 product (the crate has no bf16
+//! kernel), goes through [`gemm_half_tiled`]: tiles of at most
+//! `MB x KB` of A and `KB x NB` of B are converted to f32 into per-thread
+//! buffers, multiplied with the f32 kernel into an f32 `MB x NB` tile of the
+//! result that accumulates over the whole depth, and rounded once into the
+//! output. Whole tensors are never converted: the extra memory is
+//! `MB*KB + KB*NB + MB*NB` f32 per thread (896 KiB), and the conversion work
+//! is `1/NB + 1/MB` of the multiply's.
 
 use crate::backend::cpu::elementwise::base;
 use crate::backend::Arg;
 use crate::dtype::{Arith, Element};
+use half::slice::HalfFloatSliceExt;
+use half::{bf16, f16};
+use rayon::prelude::*;
 
 /// Batched `out[b] = a[b] @ b[b]` for f32/f64, operands `[B, m, k]`, `[B, k, n]`.
 pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg) {
@@ -88,6 +108,203 @@ pub(crate) fn integer<T: Element>(out: &Arg, a: &Arg, b: &Arg) {
                 // SAFETY: out is a fresh [B, m, n] tensor; the index is in range.
                 unsafe { *po.add(bi * so[0] + i * so[1] + j * so[2]) = T::from_acc(acc) };
             }
+        }
+    }
+}
+
+/// Rows of the f32 result tile of the tiled half-precision product.
+const MB: usize = 128;
+/// Columns of the result tile.
+const NB: usize = 256;
+/// Depth of one converted A/B tile.
+const KB: usize = 512;
+
+/// A half-precision element type with slice conversions to and from f32
+/// (vectorised by `half` where the CPU allows).
+pub(crate) trait Half: Element + Copy + Send + Sync {
+    /// Converts `src` into `dst` (same length).
+    fn to_f32s(src: &[Self], dst: &mut [f32]);
+    /// Rounds `src` into `dst` (same length), to nearest even.
+    fn from_f32s(src: &[f32], dst: &mut [Self]);
+    /// One element to f32.
+    fn widen(self) -> f32;
+}
+
+impl Half for f16 {
+    fn to_f32s(src: &[Self], dst: &mut [f32]) {
+        src.convert_to_f32_slice(dst)
+    }
+    fn from_f32s(src: &[f32], dst: &mut [Self]) {
+        dst.convert_from_f32_slice(src)
+    }
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+impl Half for bf16 {
+    fn to_f32s(src: &[Self], dst: &mut [f32]) {
+        src.convert_to_f32_slice(dst)
+    }
+    fn from_f32s(src: &[f32], dst: &mut [Self]) {
+        dst.convert_from_f32_slice(src)
+    }
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+}
+
+/// f16 product: `gemm`'s own f16 kernel where it rounds once, else tiles.
+pub(crate) fn gemm_f16(out: &Arg, a: &Arg, b: &Arg) {
+    let (m, k, n) = (a.layout.shape[1], a.layout.shape[2], b.layout.shape[2]);
+    if m >= 2 && n >= 2 && (3..=512).contains(&k) {
+        gemm::<f16>(out, a, b)
+    } else {
+        gemm_half_tiled::<f16>(out, a, b)
+    }
+}
+
+/// Converts the `rows x cols` tile at `src` (element strides `rs`, `cs`)
+/// into `dst`, laid out to keep the source's unit-stride direction
+/// contiguous; returns the buffer's `(row stride, col stride)`.
+///
+/// # Safety
+/// Every `src + i*rs + j*cs` for `i < rows`, `j < cols` must be a readable `T`.
+unsafe fn load_tile<T: Half>(
+    src: *const T,
+    rows: usize,
+    cols: usize,
+    rs: usize,
+    cs: usize,
+    dst: &mut [f32],
+) -> (isize, isize) {
+    if cs == 1 || cols == 1 {
+        for i in 0..rows {
+            // SAFETY: row i's `cols` elements are contiguous (cs == 1) and
+            // readable (the caller's contract).
+            let row = unsafe { std::slice::from_raw_parts(src.add(i * rs), cols) };
+            T::to_f32s(row, &mut dst[i * cols..(i + 1) * cols]);
+        }
+        (cols as isize, 1)
+    } else if rs == 1 {
+        for j in 0..cols {
+            // SAFETY: column j's `rows` elements are contiguous (rs == 1).
+            let col = unsafe { std::slice::from_raw_parts(src.add(j * cs), rows) };
+            T::to_f32s(col, &mut dst[j * rows..(j + 1) * rows]);
+        }
+        (1, rows as isize)
+    } else {
+        for i in 0..rows {
+            for j in 0..cols {
+                // SAFETY: in range by the caller's contract.
+                dst[i * cols + j] = unsafe { *src.add(i * rs + j * cs) }.widen();
+            }
+        }
+        (cols as isize, 1)
+    }
+}
+
+/// Addresses shared by the tile tasks (read-only inputs, disjoint output tiles).
+#[derive(Clone, Copy)]
+struct Ptrs {
+    a: usize,
+    b: usize,
+    out: usize,
+}
+
+/// f16/bf16 product through f32 tiles (see the module docs), in parallel
+/// over result tiles; each result is accumulated in f32 over the whole
+/// depth and rounded once.
+pub(crate) fn gemm_half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg) {
+    let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
+    let n = b.layout.shape[2];
+    if bs == 0 || m == 0 || n == 0 {
+        return;
+    }
+    let (sa, sb, so) = (
+        a.layout.strides.clone(),
+        b.layout.strides.clone(),
+        out.layout.strides.clone(),
+    );
+    let p = Ptrs {
+        a: base(a) as usize,
+        b: base(b) as usize,
+        out: base(out) as usize,
+    };
+    let (mt, nt) = (m.div_ceil(MB), n.div_ceil(NB));
+    let tasks = bs * mt * nt;
+    let task = move |bufs: &mut (Vec<f32>, Vec<f32>, Vec<f32>), t: usize| {
+        let (bi, rest) = (t / (mt * nt), t % (mt * nt));
+        let (i0, j0) = ((rest / nt) * MB, (rest % nt) * NB);
+        let (mh, nw) = (MB.min(m - i0), NB.min(n - j0));
+        let (abuf, bbuf, cbuf) = bufs;
+        let c = &mut cbuf[..mh * nw];
+        c.fill(0.0);
+        let mut p0 = 0;
+        while p0 < k {
+            let kw = KB.min(k - p0);
+            // SAFETY: the tiles lie inside the operands' [B, m, k] / [B, k, n]
+            // layouts (indices below their shapes), which address their storages.
+            let (ars, acs, brs, bcs) = unsafe {
+                let pa = (p.a as *const T).add(bi * sa[0] + i0 * sa[1] + p0 * sa[2]);
+                let (ars, acs) = load_tile(pa, mh, kw, sa[1], sa[2], &mut abuf[..mh * kw]);
+                let pb = (p.b as *const T).add(bi * sb[0] + p0 * sb[1] + j0 * sb[2]);
+                let (brs, bcs) = load_tile(pb, kw, nw, sb[1], sb[2], &mut bbuf[..kw * nw]);
+                (ars, acs, brs, bcs)
+            };
+            // SAFETY: the buffers hold the tiles at the strides returned by
+            // `load_tile`; `c` is an `mh x nw` row-major f32 tile.
+            unsafe {
+                gemm::gemm(
+                    mh,
+                    nw,
+                    kw,
+                    c.as_mut_ptr(),
+                    1,
+                    nw as isize,
+                    true,
+                    abuf.as_ptr(),
+                    acs,
+                    ars,
+                    bbuf.as_ptr(),
+                    bcs,
+                    brs,
+                    1.0f32,
+                    1.0f32,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+            p0 += kw;
+        }
+        for i in 0..mh {
+            let row = &c[i * nw..(i + 1) * nw];
+            // SAFETY: out is a fresh contiguous [B, m, n] tensor (unit column
+            // stride); this task alone writes its tile's rows.
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(
+                    (p.out as *mut T).add(bi * so[0] + (i0 + i) * so[1] + j0),
+                    nw,
+                )
+            };
+            T::from_f32s(row, dst);
+        }
+    };
+    let new_bufs = || {
+        (
+            vec![0.0f32; MB * KB],
+            vec![0.0f32; KB * NB],
+            vec![0.0f32; MB * NB],
+        )
+    };
+    if tasks > 1 && m * n * k.max(1) >= 64 * 64 * 64 && rayon::current_num_threads() > 1 {
+        (0..tasks).into_par_iter().for_each_init(new_bufs, task);
+    } else {
+        let mut bufs = new_bufs();
+        for t in 0..tasks {
+            task(&mut bufs, t);
         }
     }
 }

@@ -244,7 +244,9 @@ impl Backend for CpuBackend {
             DType::I32 => matmul::integer::<i32>(out, a, b),
             DType::I64 => matmul::integer::<i64>(out, a, b),
             DType::U8 => matmul::integer::<u8>(out, a, b),
-            d => unreachable!("matmul of {d} is routed through f32 by the caller"),
+            DType::F16 => matmul::gemm_f16(out, a, b),
+            DType::BF16 => matmul::gemm_half_tiled::<::half::bf16>(out, a, b),
+            d => unreachable!("matmul of {d} is rejected by the caller"),
         }
         Ok(())
     }

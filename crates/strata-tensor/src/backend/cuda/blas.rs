@@ -1,7 +1,9 @@
-//! Matrix products: f32/f64 through cuBLAS (`cublas{S,D}gemmStridedBatched`
-//! on the current stream, plain FP32 math as on the CPU, the workspace taken
+//! Matrix products: f16, bf16, f32 and f64 through cuBLAS, one
+//! `cublasGemmStridedBatchedEx` call per product on the current stream (f16
+//! and bf16 on tensor cores accumulating in f32; f32 exact unless
+//! [`crate::set_float32_matmul_precision`] allows TF32), the workspace taken
 //! from strata's caching allocator with `cublasSetWorkspace_v2`, one per
-//! stream, as PyTorch does); integers through a plain wrapping kernel.
+//! stream, as PyTorch does; integers through a plain wrapping kernel.
 
 use super::context::{cu_stream, failure, guarded, CudaDevice};
 use super::kernels::ops::arith;
@@ -24,6 +26,10 @@ const WORKSPACE: u64 = 32 << 20;
 pub(crate) struct Handle {
     raw: cb::cublasHandle_t,
     workspaces: HashMap<StreamId, Allocation>,
+    /// The stream the handle (and its workspace) is bound to now, so that
+    /// back-to-back products on one stream skip `cublasSetStream_v2` and
+    /// `cublasSetWorkspace_v2`.
+    bound: Option<StreamId>,
 }
 
 // SAFETY: a cuBLAS handle may be used from any thread as long as calls on it
@@ -31,7 +37,7 @@ pub(crate) struct Handle {
 unsafe impl Send for Handle {}
 
 /// Runs `f` with the device's cuBLAS handle bound to the current stream and
-/// that stream's workspace.
+/// that stream's workspace (from strata's allocator, `WORKSPACE` bytes).
 fn with_handle(dev: &CudaDevice, f: impl FnOnce(cb::cublasHandle_t) -> Result<()>) -> Result<()> {
     let device = dev.device();
     super::nvrtc::ensure_cublas()
@@ -43,34 +49,46 @@ fn with_handle(dev: &CudaDevice, f: impl FnOnce(cb::cublasHandle_t) -> Result<()
         Some(h) => h,
         None => {
             let raw = guarded(device, "cublasCreate_v2", || {
-                cudarc::cublas::result::create_handle()
-                    .map_err(|e| failure(device, "cublasCreate_v2", format!("{e:?}")))
+                let raw = cudarc::cublas::result::create_handle()
+                    .map_err(|e| failure(device, "cublasCreate_v2", format!("{e:?}")))?;
+                // SAFETY: `raw` was just created. The default math mode keeps
+                // f32 exact (TF32 is asked for per call through the compute
+                // type) and allows tensor cores for f16/bf16, as PyTorch.
+                unsafe { cb::cublasSetMathMode(raw, cb::cublasMath_t::CUBLAS_DEFAULT_MATH) }
+                    .result()
+                    .map_err(|e| failure(device, "cublasSetMathMode", format!("{e:?}")))?;
+                Ok(raw)
             })?;
             slot.insert(Handle {
                 raw,
                 workspaces: HashMap::new(),
+                bound: None,
             })
         }
     };
-    if let std::collections::hash_map::Entry::Vacant(e) = h.workspaces.entry(stream) {
-        let ws = strata_alloc::allocator(device)?.allocate(WORKSPACE, stream)?;
-        e.insert(ws);
-    }
-    let ws = &h.workspaces[&stream];
-    let raw = h.raw;
-    guarded(device, "cuBLAS", || {
-        // SAFETY: `raw` is a live handle of this device; the stream is live;
-        // the workspace is device memory of WORKSPACE bytes kept alive in the
-        // map for as long as the handle may use it on this stream.
-        unsafe {
-            cudarc::cublas::result::set_stream(raw, cu_stream(stream) as cb::cudaStream_t)
-                .map_err(|e| failure(device, "cublasSetStream_v2", format!("{e:?}")))?;
-            cb::cublasSetWorkspace_v2(raw, ws.ptr() as usize as *mut c_void, WORKSPACE as usize)
-                .result()
-                .map_err(|e| failure(device, "cublasSetWorkspace_v2", format!("{e:?}")))?;
+    if h.bound != Some(stream) {
+        if let std::collections::hash_map::Entry::Vacant(e) = h.workspaces.entry(stream) {
+            e.insert(dev.allocator()?.allocate(WORKSPACE, stream)?);
         }
-        f(raw)
-    })
+        let ws = h.workspaces[&stream].ptr();
+        let raw = h.raw;
+        guarded(device, "cublasSetStream_v2", || {
+            // SAFETY: `raw` is a live handle of this device; the stream is live;
+            // the workspace is device memory of WORKSPACE bytes kept alive in
+            // the map for as long as the handle may use it on this stream.
+            // cublasSetStream resets the workspace, so it is set after it.
+            unsafe {
+                cudarc::cublas::result::set_stream(raw, cu_stream(stream) as cb::cudaStream_t)
+                    .map_err(|e| failure(device, "cublasSetStream_v2", format!("{e:?}")))?;
+                cb::cublasSetWorkspace_v2(raw, ws as usize as *mut c_void, WORKSPACE as usize)
+                    .result()
+                    .map_err(|e| failure(device, "cublasSetWorkspace_v2", format!("{e:?}")))
+            }
+        })?;
+        h.bound = Some(stream);
+    }
+    let raw = h.raw;
+    guarded(device, "cuBLAS", || f(raw))
 }
 
 /// How a `rows x cols` matrix with strides `(sr, sc)` is seen by cuBLAS:
@@ -118,8 +136,28 @@ fn scratch_mem<'a>(dev: &CudaDevice, s: &'a Allocation, nbytes: usize) -> Mem<'a
     }
 }
 
-/// Batched `out[b] = a[b] @ b[b]`; operands `[B, m, k]`, `[B, k, n]`, out a
-/// fresh contiguous `[B, m, n]`.
+/// How cuBLAS multiplies a dtype: the element type of A, B and C, the
+/// compute type, and whether alpha/beta are f64 (else f32).
+fn gemm_types(dtype: DType, tf32: bool) -> (cb::cudaDataType, cb::cublasComputeType_t, bool) {
+    use cb::cublasComputeType_t as C;
+    use cb::cudaDataType as T;
+    match dtype {
+        DType::F64 => (T::CUDA_R_64F, C::CUBLAS_COMPUTE_64F, true),
+        DType::F16 => (T::CUDA_R_16F, C::CUBLAS_COMPUTE_32F, false),
+        DType::BF16 => (T::CUDA_R_16BF, C::CUBLAS_COMPUTE_32F, false),
+        _ if tf32 => (T::CUDA_R_32F, C::CUBLAS_COMPUTE_32F_FAST_TF32, false),
+        _ => (T::CUDA_R_32F, C::CUBLAS_COMPUTE_32F, false),
+    }
+}
+
+/// Batched `out[b] = a[b] @ b[b]`; operands `[B, m, k]`, `[B, k, n]` with any
+/// strides (batch stride 0 for a broadcast operand), out a fresh contiguous
+/// `[B, m, n]`. Floats go through one `cublasGemmStridedBatchedEx` call:
+/// f16/bf16 on tensor cores with f32 accumulation (`CUBLAS_COMPUTE_32F`), f32
+/// exact or, with [`crate::set_float32_matmul_precision`] above `Highest`, on
+/// TF32 tensor cores; f64 in f64. A matrix whose rows or columns have unit
+/// stride is passed as it is, transposed or not; only a matrix with neither
+/// (a strided slice, a broadcast row) is copied first.
 pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
     let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
     let n = b.layout.shape[2];
@@ -127,7 +165,7 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         return Ok(());
     }
     match a.dtype {
-        DType::F32 | DType::F64 => {}
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {}
         _ => return integer(dev, out, a, b),
     }
     if k == 0 {
@@ -153,7 +191,7 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         layout: b.layout.clone(),
         dtype: b.dtype,
     };
-    let sa = a.layout.strides.clone();
+    let sa = &a.layout.strides;
     let la = match mat_layout(m, k, sa[1], sa[2]) {
         Some(l) => l,
         None => {
@@ -166,7 +204,7 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
             (false, k)
         }
     };
-    let sb = b.layout.strides.clone();
+    let sb = &b.layout.strides;
     let lb = match mat_layout(k, n, sb[1], sb[2]) {
         Some(l) => l,
         None => {
@@ -180,16 +218,8 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
         }
     };
     let (pa, pb, pc) = (base_ptr(&a_arg), base_ptr(&b_arg), base_ptr(out));
-    let stride_a = if bs == 1 {
-        0
-    } else {
-        a_arg.layout.strides[0] as i64
-    };
-    let stride_b = if bs == 1 {
-        0
-    } else {
-        b_arg.layout.strides[0] as i64
-    };
+    let batch_stride = |l: &Layout| if bs == 1 { 0 } else { l.strides[0] as i64 };
+    let (stride_a, stride_b) = (batch_stride(&a_arg.layout), batch_stride(&b_arg.layout));
     let stride_c = (m * n) as i64;
     let op = |t: bool| {
         if t {
@@ -198,77 +228,98 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
             cb::cublasOperation_t::CUBLAS_OP_N
         }
     };
-    let too_big = |v: usize| -> Result<i32> {
-        i32::try_from(v).map_err(|_| {
-            failure(
-                dev.device(),
-                "cuBLAS gemm",
-                format!("dimension {v} exceeds cuBLAS's 32-bit sizes"),
-            )
-        })
-    };
-    let (mi, ni, ki, bi) = (too_big(m)?, too_big(n)?, too_big(k)?, too_big(bs)?);
-    let (lda, ldb) = (too_big(la.1)?, too_big(lb.1)?);
     let device = dev.device();
     let dtype = a.dtype;
+    let tf32 = dtype == DType::F32 && crate::ops::allow_tf32();
+    let (ty, compute, wide) = gemm_types(dtype, tf32);
+    // The 32-bit entry point unless a size needs the `_64` one (cuBLAS 12+).
+    let small = [m, n, k, bs, la.1, lb.1]
+        .iter()
+        .all(|&v| i32::try_from(v).is_ok());
+    let (alpha32, beta32) = (1.0f32, 0.0f32);
+    let (alpha64, beta64) = (1.0f64, 0.0f64);
+    let (alpha, beta): (*const c_void, *const c_void) = if wide {
+        (
+            &alpha64 as *const f64 as *const c_void,
+            &beta64 as *const f64 as *const c_void,
+        )
+    } else {
+        (
+            &alpha32 as *const f32 as *const c_void,
+            &beta32 as *const f32 as *const c_void,
+        )
+    };
+    let algo = cb::cublasGemmAlgo_t::CUBLAS_GEMM_DFALT;
     with_handle(dev, |h| {
         // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: B first, m and n swapped.
         // SAFETY: every pointer is device memory of this device holding the
-        // operand's elements at the leading dims and batch strides given (checked
-        // by `mat_layout`, or a fresh contiguous copy); out is a fresh contiguous
-        // [B, m, n] tensor; alpha/beta are host scalars alive for the call.
+        // operand's elements of type `ty` at the leading dims and batch strides
+        // given (checked by `mat_layout`, or a fresh contiguous copy); out is a
+        // fresh contiguous [B, m, n] tensor of `ty`; alpha/beta point to host
+        // scalars of the compute type's scale type (f64 for 64F, else f32) that
+        // live until the call returns; the sizes fit the entry point's ints.
         let r = unsafe {
-            match dtype {
-                DType::F32 => {
-                    let (alpha, beta) = (1.0f32, 0.0f32);
-                    cb::cublasSgemmStridedBatched(
-                        h,
-                        op(lb.0),
-                        op(la.0),
-                        ni,
-                        mi,
-                        ki,
-                        &alpha,
-                        pb as usize as *const f32,
-                        ldb,
-                        stride_b,
-                        pa as usize as *const f32,
-                        lda,
-                        stride_a,
-                        &beta,
-                        pc as usize as *mut f32,
-                        ni,
-                        stride_c,
-                        bi,
-                    )
-                }
-                _ => {
-                    let (alpha, beta) = (1.0f64, 0.0f64);
-                    cb::cublasDgemmStridedBatched(
-                        h,
-                        op(lb.0),
-                        op(la.0),
-                        ni,
-                        mi,
-                        ki,
-                        &alpha,
-                        pb as usize as *const f64,
-                        ldb,
-                        stride_b,
-                        pa as usize as *const f64,
-                        lda,
-                        stride_a,
-                        &beta,
-                        pc as usize as *mut f64,
-                        ni,
-                        stride_c,
-                        bi,
-                    )
-                }
+            if small {
+                cb::cublasGemmStridedBatchedEx(
+                    h,
+                    op(lb.0),
+                    op(la.0),
+                    n as i32,
+                    m as i32,
+                    k as i32,
+                    alpha,
+                    pb as usize as *const c_void,
+                    ty,
+                    lb.1 as i32,
+                    stride_b,
+                    pa as usize as *const c_void,
+                    ty,
+                    la.1 as i32,
+                    stride_a,
+                    beta,
+                    pc as usize as *mut c_void,
+                    ty,
+                    n as i32,
+                    stride_c,
+                    bs as i32,
+                    compute,
+                    algo,
+                )
+            } else {
+                cb::cublasGemmStridedBatchedEx_64(
+                    h,
+                    op(lb.0),
+                    op(la.0),
+                    n as i64,
+                    m as i64,
+                    k as i64,
+                    alpha,
+                    pb as usize as *const c_void,
+                    ty,
+                    lb.1 as i64,
+                    stride_b,
+                    pa as usize as *const c_void,
+                    ty,
+                    la.1 as i64,
+                    stride_a,
+                    beta,
+                    pc as usize as *mut c_void,
+                    ty,
+                    n as i64,
+                    stride_c,
+                    bs as i64,
+                    compute,
+                    algo,
+                )
             }
         };
-        r.result()
-            .map_err(|e| failure(device, "cuBLAS gemm", format!("{e:?}")))
+        r.result().map_err(|e| {
+            failure(
+                device,
+                "cublasGemmStridedBatchedEx",
+                format!("{e:?} ({dtype} [{bs}, {m}, {k}] @ [{bs}, {k}, {n}])"),
+            )
+        })
     })
 }
 

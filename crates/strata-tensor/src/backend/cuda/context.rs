@@ -32,13 +32,52 @@ pub(crate) struct CudaDevice {
     /// Number of multiprocessors.
     pub sm_count: u32,
     /// Loaded kernels, keyed by kernel key (one module's functions in order).
-    pub(crate) functions: Mutex<HashMap<String, Vec<Function>>>,
+    pub(crate) functions: Mutex<HashMap<String, Arc<[Function]>, KeyHash>>,
     /// The cuBLAS handle (created on first use) and its workspaces.
     pub(crate) blas: Mutex<Option<super::blas::Handle>>,
     /// The caching pinned allocator staging pageable transfers.
     pub(crate) staging: OnceLock<Arc<CudaPinnedAllocator>>,
     /// The allocator of `pin_memory()` tensors (used on GPU 0 only).
     pub(crate) pinned_tensors: OnceLock<Arc<CachingAllocator>>,
+}
+
+/// The hasher of the kernel table: FxHash (word at a time, no per-process
+/// seed), which is several times cheaper than SipHash on the short keys looked
+/// up at every launch. The keys are strata's own, so flooding is no concern.
+pub(crate) type KeyHash = std::hash::BuildHasherDefault<FxHasher>;
+
+/// FxHash, as in rustc.
+#[derive(Default)]
+pub(crate) struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.add(b as u64);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64)
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64)
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
 }
 
 /// GPU ordinals below this are found without a lock once opened.
@@ -181,7 +220,7 @@ impl CudaDevice {
             driver,
             cc,
             sm_count,
-            functions: Mutex::new(HashMap::new()),
+            functions: Mutex::new(HashMap::default()),
             blas: Mutex::new(None),
             staging: OnceLock::new(),
             pinned_tensors: OnceLock::new(),
@@ -192,8 +231,13 @@ impl CudaDevice {
     /// operand copies), on the current stream: it returns to the cache when
     /// dropped, ordered after the work queued so far.
     pub(crate) fn scratch(&self, nbytes: usize) -> Result<strata_alloc::Allocation> {
-        let allocator = strata_alloc::allocator(self.device())?;
-        Ok(allocator.allocate(nbytes as u64, self.stream())?)
+        Ok(self.allocator()?.allocate(nbytes as u64, self.stream())?)
+    }
+
+    /// This device's caching allocator (the registry's, found through its
+    /// per-thread cache without a lock; see `strata_alloc::allocator`).
+    pub(crate) fn allocator(&self) -> Result<Arc<CachingAllocator>> {
+        Ok(strata_alloc::allocator(self.device())?)
     }
 
     /// The strata device.
@@ -228,7 +272,9 @@ impl CudaDevice {
 }
 
 thread_local! {
-    static CURRENT: RefCell<HashMap<usize, StreamId>> = RefCell::new(HashMap::new());
+    /// The current stream per GPU ordinal on this thread (indexed, not
+    /// hashed: it is read at every launch and allocation).
+    static CURRENT: RefCell<Vec<StreamId>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The current stream of GPU `ordinal` on this thread (the legacy default
@@ -236,7 +282,7 @@ thread_local! {
 pub(crate) fn current_stream_id(ordinal: usize) -> StreamId {
     CURRENT.with(|c| {
         c.borrow()
-            .get(&ordinal)
+            .get(ordinal)
             .copied()
             .unwrap_or(StreamId::DEFAULT)
     })
@@ -245,9 +291,11 @@ pub(crate) fn current_stream_id(ordinal: usize) -> StreamId {
 /// Sets the current stream of GPU `ordinal` on this thread; returns the previous one.
 pub(crate) fn set_current_stream_id(ordinal: usize, s: StreamId) -> StreamId {
     CURRENT.with(|c| {
-        c.borrow_mut()
-            .insert(ordinal, s)
-            .unwrap_or(StreamId::DEFAULT)
+        let mut c = c.borrow_mut();
+        if c.len() <= ordinal {
+            c.resize(ordinal + 1, StreamId::DEFAULT);
+        }
+        std::mem::replace(&mut c[ordinal], s)
     })
 }
 

@@ -157,23 +157,82 @@ pub(crate) unsafe fn launch<const N: usize>(
     })
 }
 
+/// A kernel key formatted without a heap allocation (on the stack; a key
+/// longer than the buffer spills to a `String`), so that finding a compiled
+/// kernel costs no allocation per launch.
+pub(crate) struct Key {
+    buf: [u8; 120],
+    len: usize,
+    spill: Option<String>,
+}
+
+impl Key {
+    /// An empty key.
+    pub(crate) fn new() -> Key {
+        Key {
+            buf: [0; 120],
+            len: 0,
+            spill: None,
+        }
+    }
+
+    /// The key's text.
+    pub(crate) fn as_str(&self) -> &str {
+        match &self.spill {
+            Some(s) => s,
+            // Only whole `&str`s are ever copied in, so this is UTF-8.
+            None => std::str::from_utf8(&self.buf[..self.len]).unwrap_or(""),
+        }
+    }
+}
+
+impl std::fmt::Write for Key {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if let Some(sp) = &mut self.spill {
+            sp.push_str(s);
+        } else if self.len + s.len() <= self.buf.len() {
+            self.buf[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+            self.len += s.len();
+        } else {
+            let mut sp = String::with_capacity(2 * (self.len + s.len()));
+            sp.push_str(self.as_str());
+            sp.push_str(s);
+            self.spill = Some(sp);
+        }
+        Ok(())
+    }
+}
+
 /// Runs the element-wise op `name` whose body `body` generates: `out` is the
 /// output, `ins` the inputs (up to three, strides broadcast to out's shape).
+///
+/// The host path is kept short for small ops: the kernel is found by a key
+/// formatted on the stack (`name` may be `format_args!`), operands that are
+/// all contiguous skip the iteration plan, and nothing is allocated.
 pub(crate) fn elementwise(
     dev: &CudaDevice,
-    name: &str,
+    name: impl std::fmt::Display,
     body: impl FnOnce() -> String,
     out: &Arg,
     ins: &[&Arg],
     prm: Params,
 ) -> Result<()> {
+    use std::fmt::Write as _;
     let n = out.layout.numel();
     if n == 0 {
         return Ok(());
     }
-    let mut args: Vec<&Arg> = Vec::with_capacity(4);
-    args.push(out);
-    args.extend_from_slice(ins);
+    let nargs = ins.len() + 1;
+    if nargs > 4 {
+        return Err(failure(
+            dev.device(),
+            format!("launch {name}"),
+            format!("{} inputs exceed the kernels' limit of 3", ins.len()),
+        ));
+    }
+    let mut slots: [&Arg; 4] = [out; 4];
+    slots[1..nargs].copy_from_slice(ins);
+    let args = &slots[..nargs];
     let nin = ins.len();
     let mut tys = ["u8"; 4];
     let mut sizes = [1usize; 4];
@@ -184,16 +243,27 @@ pub(crate) fn elementwise(
     let widest = sizes[..=nin].iter().copied().max().unwrap_or(1);
     let v = (16 / widest).max(1) as u32;
     let (td, tr) = tile_geometry();
-    let key = format!(
-        "ew:{name}:{}:t{td}x{tr}",
-        args.iter()
-            .map(|a| tag(a.dtype))
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+    let mut key = Key::new();
+    let _ = write!(key, "ew:{name}:");
+    for (i, a) in args.iter().enumerate() {
+        let _ = write!(key, "{}{}", if i > 0 { "," } else { "" }, tag(a.dtype));
+    }
+    let _ = write!(key, ":t{td}x{tr}");
+    let what = key.as_str();
     let funcs =
-        super::nvrtc::functions(dev, &key, || ew::source(tys, nin, v, &body()), &ew::NAMES)?;
-    let p = plan(&args);
+        super::nvrtc::functions(dev, what, || ew::source(tys, nin, v, &body()), &ew::NAMES)?;
+    let mut ptrs = [0u64; 4];
+    for (i, a) in args.iter().enumerate() {
+        ptrs[i] = base_ptr(a);
+    }
+    let stream = dev.stream();
+    let [p0, p1, p2, p3] = ptrs;
+    // Every operand one contiguous run (the common case of small ops): no
+    // plan needed.
+    if args.iter().all(|a| a.layout.is_contiguous()) {
+        return launch_contiguous(dev, what, &funcs, args, &ptrs, &sizes, v, n, prm, stream);
+    }
+    let p = plan(args);
     let nd = p.shape.len();
     if nd > MAXD {
         return Err(failure(
@@ -201,10 +271,6 @@ pub(crate) fn elementwise(
             format!("launch {name}"),
             format!("{nd} non-coalescable dims exceed the kernels' limit of {MAXD}"),
         ));
-    }
-    let mut ptrs = [0u64; 4];
-    for (i, a) in args.iter().enumerate() {
-        ptrs[i] = base_ptr(a);
     }
     let mut meta = Meta {
         nd: nd as i32,
@@ -219,41 +285,10 @@ pub(crate) fn elementwise(
             meta.st[i][d] = p.strides[d][i] as i64;
         }
     }
-    let stream = dev.stream();
-    let what = key.clone();
-    let [p0, p1, p2, p3] = ptrs;
     let contiguous =
         nd <= 1 && (0..args.len()).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
     if contiguous {
-        let n64 = n as i64;
-        let aligned = (0..args.len()).all(|i| ptrs[i] % (v as u64 * sizes[i] as u64) == 0);
-        let (f, w) = if aligned && v > 1 {
-            (funcs[0], v)
-        } else {
-            (funcs[1], 1)
-        };
-        let span = (BLOCK * UNROLL * w) as u64;
-        let blocks = (n as u64).div_ceil(span);
-        let grid = u32::try_from(blocks).map_err(|_| {
-            failure(
-                dev.device(),
-                format!("launch {name}"),
-                format!("{n} elements are too many for one launch"),
-            )
-        })?;
-        let kargs = [
-            KArg::of(&p0),
-            KArg::of(&p1),
-            KArg::of(&p2),
-            KArg::of(&p3),
-            KArg::of(&n64),
-            KArg::of(&prm),
-        ];
-        // SAFETY: the parameters match `contig_*(char*, const char*, const
-        // char*, const char*, i64, Params)`; every operand is contiguous with n
-        // elements from its base pointer inside its storage (the caller's layouts
-        // are checked against their storages), and unused inputs are never read.
-        return unsafe { launch(dev, &what, f, (grid, 1, 1), (BLOCK, 1, 1), stream, kargs) };
+        return launch_contiguous(dev, what, &funcs, args, &ptrs, &sizes, v, n, prm, stream);
     }
     let n0 = p.shape[0];
     if let Some(k) = p.tile_dim.filter(|&k| p.shape[k] > 1 && n0 > 1) {
@@ -281,7 +316,7 @@ pub(crate) fn elementwise(
         return unsafe {
             launch(
                 dev,
-                &what,
+                what,
                 funcs[5],
                 (grid, 1, 1),
                 (32, tr, 1),
@@ -323,7 +358,7 @@ pub(crate) fn elementwise(
         // SAFETY: the parameters match `rows_*(char*, const char* x3, Meta,
         // Params)`; addresses come from each operand's own sizes and strides;
         // the vector path is taken only when every access it makes is aligned.
-        return unsafe { launch(dev, &what, f, (gx, gy, 1), (BLOCK, 1, 1), stream, kargs) };
+        return unsafe { launch(dev, what, f, (gx, gy, 1), (BLOCK, 1, 1), stream, kargs) };
     }
     let n64 = n as i64;
     let blocks = (n as u64)
@@ -344,7 +379,7 @@ pub(crate) fn elementwise(
     unsafe {
         launch(
             dev,
-            &what,
+            what,
             funcs[4],
             (blocks, 1, 1),
             (BLOCK, 1, 1),
@@ -352,4 +387,51 @@ pub(crate) fn elementwise(
             kargs,
         )
     }
+}
+
+/// Launches the contiguous kernel of `funcs` (`contig_v` where every base
+/// pointer is aligned to its vector, else `contig_1`) over `n` elements.
+#[allow(clippy::too_many_arguments)]
+fn launch_contiguous(
+    dev: &CudaDevice,
+    what: &str,
+    funcs: &[Function],
+    args: &[&Arg],
+    ptrs: &[u64; 4],
+    sizes: &[usize; 4],
+    v: u32,
+    n: usize,
+    prm: Params,
+    stream: StreamId,
+) -> Result<()> {
+    let n64 = n as i64;
+    let aligned = (0..args.len()).all(|i| ptrs[i].is_multiple_of(v as u64 * sizes[i] as u64));
+    let (f, w) = if aligned && v > 1 {
+        (funcs[0], v)
+    } else {
+        (funcs[1], 1)
+    };
+    let span = (BLOCK * UNROLL * w) as u64;
+    let blocks = (n as u64).div_ceil(span);
+    let grid = u32::try_from(blocks).map_err(|_| {
+        failure(
+            dev.device(),
+            format!("launch {what}"),
+            format!("{n} elements are too many for one launch"),
+        )
+    })?;
+    let [p0, p1, p2, p3] = *ptrs;
+    let kargs = [
+        KArg::of(&p0),
+        KArg::of(&p1),
+        KArg::of(&p2),
+        KArg::of(&p3),
+        KArg::of(&n64),
+        KArg::of(&prm),
+    ];
+    // SAFETY: the parameters match `contig_*(char*, const char*, const
+    // char*, const char*, i64, Params)`; every operand is contiguous with n
+    // elements from its base pointer inside its storage (the caller's layouts
+    // are checked against their storages), and unused inputs are never read.
+    unsafe { launch(dev, what, f, (grid, 1, 1), (BLOCK, 1, 1), stream, kargs) }
 }

@@ -131,10 +131,9 @@ impl Backend for CudaDevice {
     fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         let dev = self;
         let d = a.dtype;
-        let name = format!("binary_{op:?}");
         elementwise(
             dev,
-            &name,
+            format_args!("binary_{op:?}"),
             || ops::binary(op, d, false),
             out,
             &[a, b],
@@ -151,8 +150,14 @@ impl Backend for CudaDevice {
         };
         let mut prm = Params::default();
         set_slot(&mut prm, 0, d, s);
-        let name = format!("scalar_{op:?}");
-        elementwise(dev, &name, || ops::binary(op, d, true), out, &[a], prm)
+        elementwise(
+            dev,
+            format_args!("scalar_{op:?}"),
+            || ops::binary(op, d, true),
+            out,
+            &[a],
+            prm,
+        )
     }
 
     fn unary(&self, op: UnaryOp, out: &Arg, a: &Arg) -> Result<()> {

@@ -307,9 +307,9 @@ pub(crate) fn functions(
     name: &str,
     src: impl FnOnce() -> String,
     names: &[&str],
-) -> Result<Vec<super::context::Function>> {
+) -> Result<Arc<[super::context::Function]>> {
     if let Some(v) = dev.functions.lock().get(name) {
-        return Ok(v.clone());
+        return Ok(Arc::clone(v));
     }
     let src = src();
     let cubin = compile(dev, name, &src, &arch(dev))?;
@@ -337,6 +337,9 @@ pub(crate) fn functions(
             })
             .collect::<Result<Vec<_>>>()
     })?;
-    dev.functions.lock().insert(name.to_string(), found.clone());
+    let found: Arc<[super::context::Function]> = found.into();
+    dev.functions
+        .lock()
+        .insert(name.to_string(), Arc::clone(&found));
     Ok(found)
 }
