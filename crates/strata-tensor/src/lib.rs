@@ -103,6 +103,7 @@ pub use iter::DimIter;
 pub use layout::Layout;
 pub use ops::Operand;
 pub use ops::RoundingMode;
+pub use ops::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

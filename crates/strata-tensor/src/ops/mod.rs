@@ -9,3 +9,11 @@ mod reduce;
 pub(crate) mod table;
 
 pub use elementwise::{Operand, RoundingMode};
+
+// ---- issue 12: nn, indexing, joining (branch nn) ----
+mod index;
+mod join;
+mod nn;
+
+pub use join::SplitSize;
+pub use nn::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction};
