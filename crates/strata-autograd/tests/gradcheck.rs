@@ -307,7 +307,9 @@ proptest! {
         let x = randn(&[n, c], seed);
         let t = indices(&[n], c, seed.wrapping_add(1));
         let w = rand_map(&[c], seed.wrapping_add(2), positive);
-        gradcheck(vec![x.clone()], seed, |v| v[0].nll_loss(&t, Some(&w), 1, reduction));
+        // Class 1 is ignored, except under the mean (all ignored is 0/0 there).
+        let ignore = if red == 2 { -100 } else { 1 };
+        gradcheck(vec![x.clone()], seed, |v| v[0].nll_loss(&t, Some(&w), ignore, reduction));
         let y = randn(&[c], seed.wrapping_add(3));
         gradcheck(vec![x.clone(), y], seed, |v| v[0].mse_loss(&v[1], reduction, None));
         let y2 = randn(&[n, c], seed.wrapping_add(4));
@@ -328,7 +330,16 @@ proptest! {
         gradcheck(vec![a.clone(), src], seed, |v| v[0].transpose(0, 1)?.scatter_add(1, &gi, &v[1]));
         let e = indices(&[2, k], n, seed.wrapping_add(4));
         gradcheck(vec![a.clone()], seed, |v| v[0].embedding(&e, None));
-        gradcheck(vec![a.clone()], seed, |v| v[0].embedding(&e, Some(0)));
+        // padding_idx: that row gets no gradient (PyTorch's rule, not the
+        // true derivative), the others the same as without it.
+        let w = Var::parameter(a.deep_clone().unwrap()).unwrap();
+        let plain = Var::parameter(a.deep_clone().unwrap()).unwrap();
+        w.embedding(&e, Some(0)).unwrap().sum(None, false).unwrap().backward().unwrap();
+        plain.embedding(&e, None).unwrap().sum(None, false).unwrap().backward().unwrap();
+        let (gw, gp) = (w.grad().unwrap(), plain.grad().unwrap());
+        prop_assert!(gw.narrow(0, 0, 1).unwrap().to_vec::<f64>().unwrap().iter().all(|&x| x == 0.0));
+        prop_assert_eq!(gw.narrow(0, 1, n as i64 - 1).unwrap().to_vec::<f64>().unwrap(),
+                        gp.narrow(0, 1, n as i64 - 1).unwrap().to_vec::<f64>().unwrap());
         let mask = randn(&[m], seed.wrapping_add(5)).gt(0.0).unwrap();
         gradcheck(vec![a.clone()], seed, |v| v[0].masked_fill(&mask, 1.5));
         let b = randn(&[m], seed.wrapping_add(6));
@@ -374,7 +385,9 @@ fn dropout_mask_is_regenerated_and_the_generator_advances() {
     // The gradient is the same mask and scale as the output.
     assert_eq!(out, g);
     let kept = out.iter().filter(|&&v| v != 0.0).count();
-    assert!(out.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-12));
+    assert!(out
+        .iter()
+        .all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-12));
     assert!((kept as f64 / 2048.0 - 0.75).abs() < 0.05, "kept {kept}");
     // A second call draws a different mask; reseeding repeats the first.
     let y2 = x.dropout(0.25, true).unwrap();

@@ -790,8 +790,16 @@ fn index_ops_match_cpu() -> Result<()> {
         let k = 1 + rng.below(50) as usize;
         let i0 = rand_index(&[k], r, round + 1)?;
         let i1 = rand_index(&[k], c, round + 2)?.to_dtype(DType::I32)?;
-        assert_same("index_select 0", &x.index_select(0, &i0)?, &gx.index_select(0, &i0.to(dev)?)?);
-        assert_same("index_select 1", &x.index_select(1, &i1)?, &gx.index_select(1, &i1.to(dev)?)?);
+        assert_same(
+            "index_select 0",
+            &x.index_select(0, &i0)?,
+            &gx.index_select(0, &i0.to(dev)?)?,
+        );
+        assert_same(
+            "index_select 1",
+            &x.index_select(1, &i1)?,
+            &gx.index_select(1, &i1.to(dev)?)?,
+        );
         let gi = rand_index(&[r, k], c, round + 3)?;
         assert_same("gather", &x.gather(1, &gi)?, &gx.gather(1, &gi.to(dev)?)?);
         if dtype != DType::Bool && !matches!(dtype, DType::F16 | DType::BF16) {
@@ -811,8 +819,16 @@ fn index_ops_match_cpu() -> Result<()> {
             &Tensor::embedding(&e.to(dev)?, &w.to(dev)?, None)?,
         );
         let m = data(&[r, c], DType::F32, round + 7)?.gt(0.0)?;
-        let v = if dtype == DType::Bool { Scalar::Bool(true) } else { Scalar::Int(3) };
-        assert_same("masked_fill", &x.masked_fill(&m, v)?, &gx.masked_fill(&m.to(dev)?, v)?);
+        let v = if dtype == DType::Bool {
+            Scalar::Bool(true)
+        } else {
+            Scalar::Int(3)
+        };
+        assert_same(
+            "masked_fill",
+            &x.masked_fill(&m, v)?,
+            &gx.masked_fill(&m.to(dev)?, v)?,
+        );
         let d = rng.below(5) as i64 - 2;
         assert_same("triu", &x.triu(d)?, &gx.triu(d)?);
         assert_same("tril", &x.tril(d)?, &gx.tril(d)?);
@@ -820,7 +836,10 @@ fn index_ops_match_cpu() -> Result<()> {
     // Out-of-range indices are typed errors on the GPU too.
     let x = Tensor::zeros(&[3, 4], DType::F32, dev)?;
     let bad = Tensor::from_slice(&[0i64, 3], &[2], dev)?;
-    assert!(matches!(x.index_select(0, &bad), Err(TensorError::Index { .. })));
+    assert!(matches!(
+        x.index_select(0, &bad),
+        Err(TensorError::Index { .. })
+    ));
     Ok(())
 }
 
@@ -850,9 +869,17 @@ fn join_ops_match_cpu() -> Result<()> {
         let (b, bb) = view(r, c, rng.below(4), DType::BF16, round + 1)?;
         let (ga, gb) = (twin(&a, &ab, dev)?, twin(&b, &bb, dev)?);
         for d in [0, 1, -1] {
-            assert_same("cat", &Tensor::cat(&[&a, &b, &a], d)?, &Tensor::cat(&[&ga, &gb, &ga], d)?);
+            assert_same(
+                "cat",
+                &Tensor::cat(&[&a, &b, &a], d)?,
+                &Tensor::cat(&[&ga, &gb, &ga], d)?,
+            );
         }
-        assert_same("stack", &Tensor::stack(&[&a, &a], 1)?, &Tensor::stack(&[&ga, &ga], 1)?);
+        assert_same(
+            "stack",
+            &Tensor::stack(&[&a, &a], 1)?,
+            &Tensor::stack(&[&ga, &ga], 1)?,
+        );
         let (ps, gs) = (a.split(3, 1)?, ga.split(3, 1)?);
         assert_eq!(ps.len(), gs.len());
         for (p, g) in ps.iter().zip(&gs) {
@@ -874,7 +901,11 @@ fn layer_norm_forward_and_backward_match_cpu() -> Result<()> {
             let rows = 1 + rng.below(33) as usize;
             let seed = round as u64 * 10;
             let x = data(&[rows, cols], dtype, seed)?;
-            let wdt = if dtype == DType::BF16 { DType::F32 } else { dtype };
+            let wdt = if dtype == DType::BF16 {
+                DType::F32
+            } else {
+                dtype
+            };
             let w = data(&[cols], wdt, seed + 1)?;
             let b = data(&[cols], wdt, seed + 2)?;
             let (y, m, s) = x.layer_norm_forward(&[cols], Some(&w), Some(&b), 1e-5)?;
@@ -885,9 +916,21 @@ fn layer_norm_forward_and_backward_match_cpu() -> Result<()> {
             assert_sum("layer_norm rstd", &s, &gs);
             let dy = data(&[rows, cols], dtype, seed + 3)?;
             let c = Tensor::layer_norm_backward(&dy, &x, &m, &s, Some(&w), &[cols], [true; 3])?;
-            let g = Tensor::layer_norm_backward(&dy.to(dev)?, &gx, &gm, &gs, Some(&gw), &[cols], [true; 3])?;
+            let g = Tensor::layer_norm_backward(
+                &dy.to(dev)?,
+                &gx,
+                &gm,
+                &gs,
+                Some(&gw),
+                &[cols],
+                [true; 3],
+            )?;
             for (k, (c, g)) in c.iter().zip(&g).enumerate() {
-                assert_sum(&format!("layer_norm grad {k} {dtype}"), c.as_ref().unwrap(), g.as_ref().unwrap());
+                assert_sum(
+                    &format!("layer_norm grad {k} {dtype}"),
+                    c.as_ref().unwrap(),
+                    g.as_ref().unwrap(),
+                );
             }
         }
     }
@@ -909,9 +952,21 @@ fn cross_entropy_forward_and_backward_match_cpu() -> Result<()> {
         let t = Tensor::from_vec(t, &[n], Device::Cpu)?;
         let w = Tensor::rand(&[c], dtype, round + 2, Device::Cpu)?;
         let gw = w.to(dev)?;
-        for (red, smooth, weighted) in [(Reduction::Mean, 0.0, false), (Reduction::Sum, 0.1, true), (Reduction::None, 0.0, true)] {
-            let args = CrossEntropyArgs { weight: weighted.then_some(&w), reduction: red, label_smoothing: smooth, ..Default::default() };
-            let gargs = CrossEntropyArgs { weight: weighted.then_some(&gw), ..args };
+        for (red, smooth, weighted) in [
+            (Reduction::Mean, 0.0, false),
+            (Reduction::Sum, 0.1, true),
+            (Reduction::None, 0.0, true),
+        ] {
+            let args = CrossEntropyArgs {
+                weight: weighted.then_some(&w),
+                reduction: red,
+                label_smoothing: smooth,
+                ..Default::default()
+            };
+            let gargs = CrossEntropyArgs {
+                weight: weighted.then_some(&gw),
+                ..args
+            };
             let (l, s) = x.cross_entropy_forward(&t, args)?;
             let gx = x.to(dev)?;
             let (gl, gs) = gx.cross_entropy_forward(&t.to(dev)?, gargs)?;
@@ -934,10 +989,23 @@ fn losses_and_dropout_match_cpu() -> Result<()> {
         let x = data(&[9, 5], dtype, 1)?;
         let y = data(&[5], dtype, 2)?;
         let t = rand_index(&[9], 5, 3)?;
-        assert_sum("mse", &x.mse_loss(&y, Reduction::Mean, None)?, &x.to(dev)?.mse_loss(&y.to(dev)?, Reduction::Mean, None)?);
-        assert_sum("nll", &x.nll_loss(&t, None, -100, Reduction::Sum)?, &x.to(dev)?.nll_loss(&t.to(dev)?, None, -100, Reduction::Sum)?);
+        assert_sum(
+            "mse",
+            &x.mse_loss(&y, Reduction::Mean, None)?,
+            &x.to(dev)?.mse_loss(&y.to(dev)?, Reduction::Mean, None)?,
+        );
+        assert_sum(
+            "nll",
+            &x.nll_loss(&t, None, -100, Reduction::Sum)?,
+            &x.to(dev)?
+                .nll_loss(&t.to(dev)?, None, -100, Reduction::Sum)?,
+        );
         // The same seed gives the same mask on every device.
-        assert_same("dropout", &x.dropout(0.3, true, 42)?, &x.to(dev)?.dropout(0.3, true, 42)?);
+        assert_same(
+            "dropout",
+            &x.dropout(0.3, true, 42)?,
+            &x.to(dev)?.dropout(0.3, true, 42)?,
+        );
     }
     Ok(())
 }

@@ -106,12 +106,19 @@ impl Var {
         let weight = args.weight.cloned();
         let (ignore_index, reduction, label_smoothing) =
             (args.ignore_index, args.reduction, args.label_smoothing);
-        let rebuild = move |w: Option<&Tensor>| CrossEntropyArgs {
-            weight: w,
-            ignore_index,
-            reduction,
-            label_smoothing,
-        };
+        fn rebuild(
+            w: Option<&Tensor>,
+            ignore_index: i64,
+            reduction: Reduction,
+            label_smoothing: f64,
+        ) -> CrossEntropyArgs<'_> {
+            CrossEntropyArgs {
+                weight: w,
+                ignore_index,
+                reduction,
+                label_smoothing,
+            }
+        }
         match saved {
             Some(sv) => {
                 let x = self.data().clone();
@@ -122,7 +129,11 @@ impl Var {
                         target: s[2].clone(),
                         total_weight: s[3].clone(),
                     };
-                    let dx = s[0].cross_entropy_backward(g, &sv, rebuild(weight.as_ref()))?;
+                    let dx = s[0].cross_entropy_backward(
+                        g,
+                        &sv,
+                        rebuild(weight.as_ref(), ignore_index, reduction, label_smoothing),
+                    )?;
                     Ok(vec![Some(dx)])
                 });
                 Ok(record(
@@ -138,7 +149,11 @@ impl Var {
                 // Probability targets: composed from recorded ops.
                 let lsm = self.log_softmax_composed()?;
                 let eps = label_smoothing.max(0.0);
-                let c = if self.ndim() == 1 { self.shape()[0] } else { self.shape()[1] } as f64;
+                let c = if self.ndim() == 1 {
+                    self.shape()[0]
+                } else {
+                    self.shape()[1]
+                } as f64;
                 let acc = lsm.dtype();
                 let p = target.to_dtype(acc)?.mul(1.0 - eps)?.add(eps / c)?;
                 let mut t = lsm.mul(&Var::new(p))?;
@@ -202,12 +217,24 @@ impl Var {
             let dx = z.scatter_add(1, &safe.unsqueeze(1)?, &vals)?;
             Ok(vec![Some(from_rows(&dx, &shape)?.to_dtype(dtype)?)])
         });
-        Ok(record("NllLossBackward", out, &[Some(self)], saved, f, false))
+        Ok(record(
+            "NllLossBackward",
+            out,
+            &[Some(self)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `F.mse_loss(self, target, reduction, weight)`; gradients flow to
     /// both operands (summed back over broadcast dims).
-    pub fn mse_loss(&self, target: &Var, reduction: Reduction, weight: Option<&Tensor>) -> Result<Var> {
+    pub fn mse_loss(
+        &self,
+        target: &Var,
+        reduction: Reduction,
+        weight: Option<&Tensor>,
+    ) -> Result<Var> {
         let out = self.data().mse_loss(target.data(), reduction, weight)?;
         let (x, y) = (self.data().clone(), target.data().clone());
         let weight = weight.cloned();
@@ -226,18 +253,35 @@ impl Var {
             }
             let scale = match (reduction, &weight) {
                 (Reduction::Mean, None) => g.div(d.numel() as f64)?,
-                (Reduction::Mean, Some(w)) => {
-                    g.div(&w.to_dtype(k.dtype())?.broadcast_to(d.shape())?.sum(None, false)?)?
-                }
+                (Reduction::Mean, Some(w)) => g.div(
+                    &w.to_dtype(k.dtype())?
+                        .broadcast_to(d.shape())?
+                        .sum(None, false)?,
+                )?,
                 _ => g.clone(),
             };
             let gx = k.mul(&scale)?;
             Ok(vec![
-                if needs[0] { Some(sum_to(&gx, &xs, xd)?) } else { None },
-                if needs[1] { Some(sum_to(&gx.neg()?, &ys, yd)?) } else { None },
+                if needs[0] {
+                    Some(sum_to(&gx, &xs, xd)?)
+                } else {
+                    None
+                },
+                if needs[1] {
+                    Some(sum_to(&gx.neg()?, &ys, yd)?)
+                } else {
+                    None
+                },
             ])
         });
-        Ok(record("MseLossBackward", out, &[Some(self), Some(target)], saved, f, false))
+        Ok(record(
+            "MseLossBackward",
+            out,
+            &[Some(self), Some(target)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `F.dropout(self, p, train)`: the mask comes from the dropout generator
@@ -248,7 +292,14 @@ impl Var {
             // Identity, or the tensor op's typed error for a bad p.
             let out = self.data().dropout(p, train, 0)?;
             let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
-            return Ok(record("DropoutBackward", out, &[Some(self)], Vec::new, f, false));
+            return Ok(record(
+                "DropoutBackward",
+                out,
+                &[Some(self)],
+                Vec::new,
+                f,
+                false,
+            ));
         }
         let seed = next_seed();
         let out = self.data().dropout(p, true, seed)?;
@@ -258,9 +309,20 @@ impl Var {
                 return Ok(vec![Some(g.mul(0.0)?)]);
             }
             let keep = Tensor::dropout_mask(&shape, p, seed, g.device())?;
-            Ok(vec![Some(Tensor::where_cond(&keep, &g.mul(1.0 / (1.0 - p))?, 0.0)?)])
+            Ok(vec![Some(Tensor::where_cond(
+                &keep,
+                &g.mul(1.0 / (1.0 - p))?,
+                0.0,
+            )?)])
         });
-        Ok(record("DropoutBackward", out, &[Some(self)], Vec::new, f, false))
+        Ok(record(
+            "DropoutBackward",
+            out,
+            &[Some(self)],
+            Vec::new,
+            f,
+            false,
+        ))
     }
 }
 

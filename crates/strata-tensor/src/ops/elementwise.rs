@@ -531,6 +531,11 @@ impl Tensor {
                     same_device("where", cond, t)?;
                     t.to_dtype(dtype)
                 }
+                // A float scalar beyond a float dtype's range becomes inf
+                // (PyTorch's where); integers keep fill_'s range check.
+                Operand::Scalar(s @ Scalar::Float(_)) if dtype.is_float() => {
+                    Tensor::from_scalars(&[s], &[], dtype, cond.device())
+                }
                 Operand::Scalar(s) => Tensor::scalar(s, dtype, cond.device()),
             }
         };
