@@ -8,13 +8,17 @@ use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::{SplitSize, Tensor};
 
+/// Where one input of `cat` sits in the output along the dim (None: a
+/// skipped empty 1-D input), its dtype and its shape.
+type CatPart = (Option<(i64, i64)>, strata_tensor::DType, Vec<usize>);
+
 impl Var {
     /// `torch.cat(tensors, dim)` with gradients for every input.
     pub fn cat(tensors: &[&Var], dim: i64) -> Result<Var> {
         let data: Vec<&Tensor> = tensors.iter().map(|v| v.data()).collect();
         let out = Tensor::cat(&data, dim)?;
         // Where each input sits along the dim (skipped empty 1-D inputs: nowhere).
-        let metas: Vec<(Option<(i64, i64)>, strata_tensor::DType, Vec<usize>)> = {
+        let metas: Vec<CatPart> = {
             let nd = out.ndim() as i64;
             let d = if dim < 0 { dim + nd } else { dim };
             let mut at = 0i64;
