@@ -47,5 +47,6 @@ mod var;
 
 pub use error::{AutogradError, Result};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, NoGradGuard};
+pub use ops::nn::{generator_state, manual_seed};
 pub use optim::{Adam, Optimizer, Sgd};
 pub use var::{Var, VarOperand};

@@ -61,6 +61,9 @@ pub(crate) struct Arg<'a> {
 
 pub(crate) use crate::ops::table::{BinaryOp, UnaryFn};
 
+mod nn_kernel;
+pub(crate) use nn_kernel::NnKernel;
+
 /// Element-wise unary ops (output dtype = input dtype): an op of the table in
 /// `ops::table`, or clamp with its bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -115,6 +118,10 @@ pub(crate) trait Backend: Sync {
     fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()>;
     /// Copies `out.len()` bytes from byte `offset` of a storage to the host.
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()>;
+
+    // ---- nn and indexing kernels (issue 12; see `nn_kernel.rs`) ----
+    /// Runs one of the fused normalisation / loss kernels or an index kernel.
+    fn nn(&self, k: NnKernel<'_>) -> Result<()>;
 }
 
 /// The backend for `device`, or a typed error where this build or this

@@ -12,3 +12,11 @@ pub use elementwise::{Operand, RoundingMode};
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use matmul::allow_tf32;
 pub use matmul::{float32_matmul_precision, set_float32_matmul_precision, Precision};
+
+// ---- issue 12: nn, indexing, joining (branch nn) ----
+mod index;
+mod join;
+mod nn;
+
+pub use join::SplitSize;
+pub use nn::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction};

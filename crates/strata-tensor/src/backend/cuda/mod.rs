@@ -14,6 +14,7 @@ pub(crate) mod blas;
 pub(crate) mod context;
 pub(crate) mod kernels;
 pub(crate) mod launch;
+pub(crate) mod nn;
 pub(crate) mod nvrtc;
 pub(crate) mod random;
 pub(crate) mod reduce;
@@ -74,6 +75,10 @@ fn bits<T: Element>(s: Scalar) -> u64 {
 }
 
 impl Backend for CudaDevice {
+    fn nn(&self, k: crate::backend::NnKernel<'_>) -> Result<()> {
+        nn::run(self, k)
+    }
+
     fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()> {
         let compute = seq.compute_dtype();
         if compute == out.dtype {
