@@ -804,9 +804,13 @@ fn math_ops_match_cpu_on_random_layouts() -> Result<()> {
             ("pow -0.5", |x| x.pow(-0.5)),
             ("pow 1.7", |x| x.pow(1.7)),
             ("pow self", |x| x.abs()?.pow(&x.div(4)?)),
-            ("2 ^ x", |x| Tensor::scalar_pow(2, &x.div_mode(4, RoundingMode::Trunc)?)),
+            ("2 ^ x", |x| {
+                Tensor::scalar_pow(2, &x.div_mode(4, RoundingMode::Trunc)?)
+            }),
             ("maximum", |x| x.maximum(&x.neg()?)),
-            ("minimum", |x| x.minimum(&x.sub(1)?.div_mode(2, RoundingMode::Floor)?)),
+            ("minimum", |x| {
+                x.minimum(&x.sub(1)?.div_mode(2, RoundingMode::Floor)?)
+            }),
         ];
         for (name, f) in &ops {
             match (f(&a), f(&ga)) {
@@ -864,7 +868,11 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
             let gx = x.to(dev)?;
             for dim in -(shape.len().max(1) as i64)..(shape.len().max(1) as i64) {
                 let what = format!("{shape:?} {dtype} dim {dim}");
-                assert_sum(&format!("{what} softmax"), &x.softmax(dim, None)?, &gx.softmax(dim, None)?);
+                assert_sum(
+                    &format!("{what} softmax"),
+                    &x.softmax(dim, None)?,
+                    &gx.softmax(dim, None)?,
+                );
                 assert_sum(
                     &format!("{what} log_softmax"),
                     &x.log_softmax(dim, None)?,
@@ -877,11 +885,19 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
                 );
                 // cumsum sums in another order on neither device: same order, f32/f64 acc.
                 let cx = x.div(64)?;
-                assert_sum(&format!("{what} cumsum"), &cx.cumsum(dim, None)?, &cx.to(dev)?.cumsum(dim, None)?);
+                assert_sum(
+                    &format!("{what} cumsum"),
+                    &cx.cumsum(dim, None)?,
+                    &cx.to(dev)?.cumsum(dim, None)?,
+                );
                 if shape.len() >= 2 {
                     // A transposed (non-contiguous) input.
                     let (xt, gt) = (x.transpose(0, -1)?, gx.transpose(0, -1)?);
-                    assert_sum(&format!("{what} softmax of t"), &xt.softmax(dim, None)?, &gt.softmax(dim, None)?);
+                    assert_sum(
+                        &format!("{what} softmax of t"),
+                        &xt.softmax(dim, None)?,
+                        &gt.softmax(dim, None)?,
+                    );
                 }
             }
         }
@@ -890,7 +906,11 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
             .mul(1000.0)?
             .to_dtype(DType::I32)?;
         let d = rng.below(shape.len().max(1) as u64) as i64;
-        assert_same("i32 cumsum", &xi.cumsum(d, None)?, &xi.to(dev)?.cumsum(d, None)?);
+        assert_same(
+            "i32 cumsum",
+            &xi.cumsum(d, None)?,
+            &xi.to(dev)?.cumsum(d, None)?,
+        );
         assert_same(
             "u8 cumsum",
             &xi.cumsum(d, Some(DType::U8))?,
@@ -900,13 +920,34 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
     // Special rows: +inf, NaN, all -inf, [-inf, 1].
     let ninf = f32::NEG_INFINITY;
     let rows = Tensor::from_slice(
-        &[1.0, f32::INFINITY, 2.0, f32::NAN, 1.0, 0.0, ninf, ninf, ninf, ninf, 1.0, ninf],
+        &[
+            1.0,
+            f32::INFINITY,
+            2.0,
+            f32::NAN,
+            1.0,
+            0.0,
+            ninf,
+            ninf,
+            ninf,
+            ninf,
+            1.0,
+            ninf,
+        ],
         &[4, 3],
         Device::Cpu,
     )?;
     let grows = rows.to(dev)?;
-    assert_same("special softmax", &rows.softmax(1, None)?, &grows.softmax(1, None)?);
-    assert_same("special log_softmax", &rows.log_softmax(1, None)?, &grows.log_softmax(1, None)?);
+    assert_same(
+        "special softmax",
+        &rows.softmax(1, None)?,
+        &grows.softmax(1, None)?,
+    );
+    assert_same(
+        "special log_softmax",
+        &rows.log_softmax(1, None)?,
+        &grows.log_softmax(1, None)?,
+    );
     Ok(())
 }
 
@@ -916,14 +957,26 @@ fn creation_ops_match_cpu() -> Result<()> {
     let dev = gpu();
     for dtype in DTYPES {
         let x = Tensor::zeros(&[3, 4], dtype, dev)?;
-        assert_same("zeros_like", &Tensor::zeros(&[3, 4], dtype, Device::Cpu)?, &x.ones_like(None)?.zeros_like(None)?);
-        assert_same("ones_like", &Tensor::ones(&[3, 4], dtype, Device::Cpu)?, &x.ones_like(None)?);
+        assert_same(
+            "zeros_like",
+            &Tensor::zeros(&[3, 4], dtype, Device::Cpu)?,
+            &x.ones_like(None)?.zeros_like(None)?,
+        );
+        assert_same(
+            "ones_like",
+            &Tensor::ones(&[3, 4], dtype, Device::Cpu)?,
+            &x.ones_like(None)?,
+        );
         assert_same(
             "full_like",
             &Tensor::full(&[3, 4], 1, dtype, Device::Cpu)?,
             &x.full_like(1, None)?,
         );
-        assert_same("eye", &Tensor::eye(5, Some(3), dtype, Device::Cpu)?, &Tensor::eye(5, Some(3), dtype, dev)?);
+        assert_same(
+            "eye",
+            &Tensor::eye(5, Some(3), dtype, Device::Cpu)?,
+            &Tensor::eye(5, Some(3), dtype, dev)?,
+        );
         assert_eq!(x.empty_like(None)?.device(), dev);
     }
     for dtype in [DType::I64, DType::I32, DType::U8, DType::F32, DType::F64] {
@@ -936,7 +989,15 @@ fn creation_ops_match_cpu() -> Result<()> {
         }
     }
     let x = Tensor::zeros(&[4, 257], DType::F32, dev)?;
-    assert_same("rand_like", &Tensor::rand(&[4, 257], DType::F32, 5, Device::Cpu)?, &x.rand_like(None, 5)?);
-    assert_same("randn_like", &Tensor::randn(&[4, 257], DType::F64, 5, Device::Cpu)?, &x.randn_like(Some(DType::F64), 5)?);
+    assert_same(
+        "rand_like",
+        &Tensor::rand(&[4, 257], DType::F32, 5, Device::Cpu)?,
+        &x.rand_like(None, 5)?,
+    );
+    assert_same(
+        "randn_like",
+        &Tensor::randn(&[4, 257], DType::F64, 5, Device::Cpu)?,
+        &x.randn_like(Some(DType::F64), 5)?,
+    );
     Ok(())
 }
