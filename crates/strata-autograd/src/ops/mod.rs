@@ -3,6 +3,7 @@
 
 mod binary;
 mod inplace;
+mod math;
 mod matmul;
 mod overloads;
 mod reduce;

@@ -122,7 +122,19 @@ pub(crate) trait Backend: Sync {
     // ---- nn and indexing kernels (issue 12; see `nn_kernel.rs`) ----
     /// Runs one of the fused normalisation / loss kernels or an index kernel.
     fn nn(&self, k: NnKernel<'_>) -> Result<()>;
+
+    // ----- issue 12: ops along one dim (softmax, log_softmax, cumsum) -----
+    /// Softmax (log-softmax with `log`) along the `n` dim of `s`: `input`
+    /// and the fresh `out` are contiguous, of one float dtype; f16/bf16
+    /// compute in f32.
+    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, log: bool) -> Result<()>;
+    /// Inclusive cumulative sum along the `n` dim of `s`: contiguous operands
+    /// of one dtype (integers wrap; f16/bf16 accumulate in f32).
+    fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()>;
 }
+
+/// The `outer x n x inner` view of a contiguous operand along one dim.
+pub(crate) use cpu::DimShape;
 
 /// The backend for `device`, or a typed error where this build or this
 /// machine has none (no `cuda` feature, no CUDA driver, no such GPU).

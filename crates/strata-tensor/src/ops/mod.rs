@@ -3,12 +3,14 @@
 
 mod checks;
 mod elementwise;
+pub(crate) mod math;
 mod matmul;
 mod overloads;
 mod reduce;
+mod softmax;
 pub(crate) mod table;
 
-pub use elementwise::{Operand, RoundingMode};
+pub use elementwise::{GeluApprox, Operand, RoundingMode};
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use matmul::allow_tf32;
 pub use matmul::{float32_matmul_precision, set_float32_matmul_precision, Precision};

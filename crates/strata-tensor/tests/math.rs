@@ -1,0 +1,237 @@
+//! The ops of issue 12 on the CPU against simple f64 reference computations,
+//! on shapes large enough for the parallel paths (above 64 Ki elements), on
+//! every dim, and on non-contiguous inputs; plus the creation ops' invariants.
+
+use proptest::prelude::*;
+use strata_tensor::{DType, Device, GeluApprox, Result, Tensor};
+
+fn randn(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::randn(shape, DType::F64, seed, Device::Cpu).unwrap()
+}
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// The reference of an op along `dim`: `f` maps each line (in order) to its outputs.
+fn along(x: &[f64], shape: &[usize], dim: usize, f: impl Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+    let st = strides(shape);
+    let n = shape[dim];
+    let mut out = vec![0.0; x.len()];
+    for start in 0..x.len() {
+        if (start / st[dim]) % n != 0 {
+            continue;
+        }
+        let line: Vec<f64> = (0..n).map(|k| x[start + k * st[dim]]).collect();
+        for (k, v) in f(&line).into_iter().enumerate() {
+            out[start + k * st[dim]] = v;
+        }
+    }
+    out
+}
+
+fn softmax_ref(l: &[f64]) -> Vec<f64> {
+    let m = l.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let s: f64 = l.iter().map(|v| (v - m).exp()).sum();
+    l.iter().map(|v| (v - m).exp() / s).collect()
+}
+
+fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}: element {i}: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn softmax_log_softmax_cumsum_on_large_inputs_every_dim() -> Result<()> {
+    for shape in [
+        vec![300usize, 400],
+        vec![7, 129, 90],
+        vec![70_000],
+        vec![3, 70_000],
+    ] {
+        let x = randn(&shape, 17).mul(3.0)?;
+        let xv = x.to_vec::<f64>()?;
+        for dim in 0..shape.len() {
+            let what = format!("{shape:?} dim {dim}");
+            let sm = softmax_ref;
+            close(
+                &x.softmax(dim as i64, None)?.to_vec::<f64>()?,
+                &along(&xv, &shape, dim, sm),
+                1e-12,
+                &what,
+            );
+            let lsm = |l: &[f64]| softmax_ref(l).into_iter().map(f64::ln).collect();
+            close(
+                &x.log_softmax(dim as i64, None)?.to_vec::<f64>()?,
+                &along(&xv, &shape, dim, lsm),
+                1e-9,
+                &what,
+            );
+            let cs = |l: &[f64]| {
+                let mut acc = 0.0;
+                l.iter()
+                    .map(|v| {
+                        acc += v;
+                        acc
+                    })
+                    .collect()
+            };
+            close(
+                &x.cumsum(dim as i64, None)?.to_vec::<f64>()?,
+                &along(&xv, &shape, dim, cs),
+                1e-9,
+                &what,
+            );
+            // f32 and bf16 inputs compute in f32 (bf16 rounds once at the end).
+            let x32 = x.to_dtype(DType::F32)?;
+            let r32 = along(
+                &x32.to_vec::<f32>()?
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .collect::<Vec<_>>(),
+                &shape,
+                dim,
+                sm,
+            );
+            close(
+                &x32.softmax(dim as i64, None)?
+                    .to_vec::<f32>()?
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .collect::<Vec<_>>(),
+                &r32,
+                1e-5,
+                &what,
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn softmax_of_non_contiguous_inputs_matches_the_contiguous_copy() -> Result<()> {
+    let base = randn(&[40, 3, 50], 3);
+    for v in [
+        base.transpose(0, 2)?,
+        base.slice(2, Some(1), None, 2)?,
+        base.narrow(0, 5, 20)?,
+    ] {
+        for dim in 0..3 {
+            let a = v.softmax(dim, None)?.to_vec::<f64>()?;
+            let b = v.contiguous()?.softmax(dim, None)?.to_vec::<f64>()?;
+            assert_eq!(a, b);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn special_rows_follow_torch() -> Result<()> {
+    let ninf = f32::NEG_INFINITY;
+    let x = Tensor::from_slice(
+        &[1.0f32, f32::INFINITY, f32::NAN, 0.0, ninf, ninf, ninf, 1.0],
+        &[4, 2],
+        Device::Cpu,
+    )?;
+    let s = x.softmax(1, None)?.to_vec::<f32>()?;
+    assert!(s[..6].iter().all(|v| v.is_nan()), "{s:?}");
+    assert_eq!(&s[6..], &[0.0, 1.0]);
+    let l = x.log_softmax(1, None)?.to_vec::<f32>()?;
+    assert_eq!(&l[6..], &[ninf, 0.0]);
+    assert!(Tensor::from_slice(&[1i32, 2], &[2], Device::Cpu)?
+        .softmax(0, None)
+        .is_err());
+    assert!(x.softmax(2, None).is_err());
+    assert!(x.cumsum(0, Some(DType::Bool)).is_err());
+    Ok(())
+}
+
+#[test]
+fn creation_ops() -> Result<()> {
+    let e = Tensor::eye(3, Some(5), DType::BF16, Device::Cpu)?;
+    let v = e.to_vec::<half::bf16>()?;
+    for r in 0..3 {
+        for c in 0..5 {
+            assert_eq!(v[r * 5 + c].to_f32(), if r == c { 1.0 } else { 0.0 });
+        }
+    }
+    assert_eq!(
+        Tensor::eye(0, None, DType::F32, Device::Cpu)?.shape(),
+        &[0, 0]
+    );
+    let r = Tensor::randint(-2, 3, &[5000], None, 9, Device::Cpu)?;
+    let v = r.to_vec::<i64>()?;
+    for k in -2..3 {
+        let c = v.iter().filter(|&&x| x == k).count();
+        assert!(
+            (800..1200).contains(&c),
+            "value {k} drawn {c} times of 5000"
+        );
+    }
+    assert!(Tensor::randint(0, 300, &[2], Some(DType::U8), 1, Device::Cpu).is_err());
+    assert!(Tensor::randint(0, 5, &[2], Some(DType::Bool), 1, Device::Cpu).is_err());
+    let x = Tensor::zeros(&[2, 3], DType::F16, Device::Cpu)?;
+    assert!(x.full_like(70000.0, None).is_err());
+    assert_eq!(
+        x.full_like(2.5, None)?.to_vec::<half::f16>()?[0].to_f32(),
+        2.5
+    );
+    let u = x.rand_like(None, 3)?;
+    assert_eq!((u.dtype(), u.shape()), (DType::F16, &[2usize, 3][..]));
+    assert_eq!(
+        x.randn_like(Some(DType::F64), 3)?.to_vec::<f64>()?,
+        Tensor::randn(&[2, 3], DType::F64, 3, Device::Cpu)?.to_vec::<f64>()?
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// softmax is invariant to adding a constant along its dim, sums to 1,
+    /// and its log equals log_softmax.
+    #[test]
+    fn softmax_invariants(m in 1usize..6, n in 1usize..40, c in -50.0f64..50.0, seed in any::<u64>()) {
+        let x = randn(&[m, n], seed).mul(5.0).unwrap();
+        let a = x.softmax(1, None).unwrap();
+        let b = x.add(c).unwrap().softmax(1, None).unwrap();
+        close(&a.to_vec::<f64>().unwrap(), &b.to_vec::<f64>().unwrap(), 1e-12, "shift");
+        let sums = a.sum(Some(&[1]), false).unwrap().to_vec::<f64>().unwrap();
+        prop_assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-12));
+        close(&a.log().unwrap().to_vec::<f64>().unwrap(), &x.log_softmax(1, None).unwrap().to_vec::<f64>().unwrap(), 1e-9, "log");
+    }
+
+    /// The element-wise math against f64 formulas (f32 inputs, f32 tolerance).
+    #[test]
+    fn unary_math_matches_formulas(n in 1usize..64, seed in any::<u64>()) {
+        let x = randn(&[n], seed).mul(3.0).unwrap().to_dtype(DType::F32).unwrap();
+        let xv: Vec<f64> = x.to_vec::<f32>().unwrap().iter().map(|&v| f64::from(v)).collect();
+        let check = |t: Tensor, f: &dyn Fn(f64) -> f64, what: &str| {
+            let got: Vec<f64> = t.to_vec::<f32>().unwrap().iter().map(|&v| f64::from(v)).collect();
+            let want: Vec<f64> = xv.iter().map(|&v| f(v)).collect();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-6 + 2e-6 * w.abs() || (g.is_nan() && w.is_nan()), "{what}: {g} vs {w}");
+            }
+        };
+        check(x.tanh().unwrap(), &f64::tanh, "tanh");
+        check(x.sigmoid().unwrap(), &|v| 1.0 / (1.0 + (-v).exp()), "sigmoid");
+        check(x.silu().unwrap(), &|v| v / (1.0 + (-v).exp()), "silu");
+        check(x.sin().unwrap(), &f64::sin, "sin");
+        check(x.expm1().unwrap(), &f64::exp_m1, "expm1");
+        check(x.abs().unwrap().log1p().unwrap(), &|v| v.abs().ln_1p(), "log1p");
+        check(x.abs().unwrap().sqrt().unwrap(), &|v| v.abs().sqrt(), "sqrt");
+        check(x.gelu(GeluApprox::Tanh).unwrap(), &|v| 0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh()), "gelu tanh");
+        check(x.pow(2).unwrap(), &|v| v * v, "pow 2");
+        check(x.abs().unwrap().pow(1.5).unwrap(), &|v| v.abs().powf(1.5), "pow 1.5");
+    }
+}
