@@ -292,6 +292,26 @@ fn run_step(
             let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
             one(a()?.argmax(arg(args, 1).map(|v| v.as_i64().unwrap()), keep))
         }
+        // --- dimops: argmin, var, std, logsumexp (issue 12) ---
+        "argmin" => {
+            let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
+            one(a()?.argmin(arg(args, 1).map(|v| v.as_i64().unwrap()), keep))
+        }
+        "var" | "std" => {
+            let dims = arg(args, 1).map(ints);
+            let correction = arg(args, 2).map_or(1.0, float);
+            let keep = arg(args, 3).is_some_and(|v| v.as_bool().unwrap());
+            if op == "var" {
+                one(a()?.var(dims.as_deref(), correction, keep))
+            } else {
+                one(a()?.std(dims.as_deref(), correction, keep))
+            }
+        }
+        "logsumexp" => {
+            let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
+            one(a()?.logsumexp(&ints(&args[1]), keep))
+        }
+        // --- end of dimops: argmin, var, std, logsumexp ---
         "matmul" => one(a()?.matmul(&env.t(&args[1])?)),
         "mm" => one(a()?.mm(&env.t(&args[1])?)),
         "bmm" => one(a()?.bmm(&env.t(&args[1])?)),
@@ -593,4 +613,67 @@ fn conformance_runs_on_the_gpu() {
     // The replays above include cuda:0 when it is usable; here it must be.
     let failures = replay_files(&project_files(&project_dir()), gpu);
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+// --- dimops cases of argmin, var, std and logsumexp (issue 12) ---
+
+/// The ops whose `dimops` cases `dimops_reductions` replays (the group's
+/// other ops are replayed with the whole group once it is in `GROUPS`).
+const DIMOPS_REDUCTIONS: &[&str] = &["argmin", "var", "std", "logsumexp"];
+
+/// Replays the cases of `dimops.json` whose steps use only view ops, `sum`
+/// and [`DIMOPS_REDUCTIONS`], on the CPU and on `cuda:0` where usable.
+#[test]
+fn dimops_reductions() {
+    let dir = vectors_dir();
+    let path = dir.join("dimops.json");
+    if !path.exists() {
+        assert!(
+            skip_allowed("shared", &dir),
+            "the conformance vectors are missing: {} is absent (set STRATA_CONFORMANCE_DIR, \
+             or STRATA_CONFORMANCE_SKIP=1 to skip on purpose)",
+            path.display()
+        );
+        return;
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    let file: Value = serde_json::from_str(&text).unwrap();
+    let helpers = ["narrow", "transpose", "as_strided", "sum", "t", "select", "slice"];
+    let cases: Vec<&Value> = file["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            let ops: Vec<&str> = c["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["op"].as_str().unwrap())
+                .collect();
+            ops.iter().any(|o| DIMOPS_REDUCTIONS.contains(o))
+                && ops
+                    .iter()
+                    .all(|o| DIMOPS_REDUCTIONS.contains(o) || helpers.contains(o))
+        })
+        .collect();
+    assert!(cases.len() >= 10, "only {} dimops reduction cases", cases.len());
+    let mut devices = vec![Device::Cpu];
+    if strata_tensor::has_backend(Device::Cuda(0)) {
+        devices.push(Device::Cuda(0));
+    }
+    let mut failures = Vec::new();
+    for dev in devices {
+        let mut passed = 0;
+        for case in &cases {
+            let id = case["id"].as_str().unwrap();
+            match std::panic::catch_unwind(|| run_case(case, dev))
+                .unwrap_or_else(|_| Err("panicked".into()))
+            {
+                Ok(()) => passed += 1,
+                Err(e) => failures.push(format!("{dev}: {id}: {e}")),
+            }
+        }
+        println!("dimops reductions on {dev}: {passed}/{} passed", cases.len());
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
