@@ -145,7 +145,8 @@ fn sum_run<T: Element>(x: &[T]) -> T::Acc {
 
 /// The first NaN of a contiguous run, else its largest (`max`) or smallest
 /// element, with the position of its first occurrence where `want_index`
-/// (else position 0: values alone do not need it). `None` for an empty run.
+/// (else position 0 for a value that is not NaN: values alone do not need
+/// it). `None` for an empty run.
 ///
 /// The extreme is found with `LANES` running extremes (a vectorisable loop of
 /// compares and selects that NaNs never win) and a NaN flag; the position is
@@ -182,11 +183,10 @@ fn extreme_run<T: Element>(x: &[T], max: bool, want_index: bool) -> Option<(T, u
     }
     // Equal to the extreme: the first such element (`-0.0 == 0.0`, as the
     // one-pass fold keeps the first of equal values).
-    let k = if want_index {
-        x.iter().position(|&v| v == b).unwrap_or(0)
-    } else {
-        0
-    };
+    if !want_index {
+        return Some((b, 0));
+    }
+    let k = x.iter().position(|&v| v == b).unwrap_or(0);
     Some((x[k], k))
 }
 
