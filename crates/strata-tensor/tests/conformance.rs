@@ -638,7 +638,15 @@ fn dimops_reductions() {
     }
     let text = std::fs::read_to_string(&path).unwrap();
     let file: Value = serde_json::from_str(&text).unwrap();
-    let helpers = ["narrow", "transpose", "as_strided", "sum", "t", "select", "slice"];
+    let helpers = [
+        "narrow",
+        "transpose",
+        "as_strided",
+        "sum",
+        "t",
+        "select",
+        "slice",
+    ];
     let cases: Vec<&Value> = file["cases"]
         .as_array()
         .unwrap()
@@ -656,7 +664,11 @@ fn dimops_reductions() {
                     .all(|o| DIMOPS_REDUCTIONS.contains(o) || helpers.contains(o))
         })
         .collect();
-    assert!(cases.len() >= 10, "only {} dimops reduction cases", cases.len());
+    assert!(
+        cases.len() >= 10,
+        "only {} dimops reduction cases",
+        cases.len()
+    );
     let mut devices = vec![Device::Cpu];
     if strata_tensor::has_backend(Device::Cuda(0)) {
         devices.push(Device::Cuda(0));
@@ -673,7 +685,10 @@ fn dimops_reductions() {
                 Err(e) => failures.push(format!("{dev}: {id}: {e}")),
             }
         }
-        println!("dimops reductions on {dev}: {passed}/{} passed", cases.len());
+        println!(
+            "dimops reductions on {dev}: {passed}/{} passed",
+            cases.len()
+        );
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -790,7 +790,11 @@ fn check_all_reductions(what: &str, x: &Tensor, dims: &[Option<Vec<i64>>]) -> Re
                 &x.var(d, 1.0, false)?,
                 &g.var(d, 1.0, false)?,
             );
-            assert_sum(&format!("{w} std"), &x.std(d, 0.0, true)?, &g.std(d, 0.0, true)?);
+            assert_sum(
+                &format!("{w} std"),
+                &x.std(d, 0.0, true)?,
+                &g.std(d, 0.0, true)?,
+            );
         }
         let ld = dims.clone().unwrap_or_default();
         let keep = ld.is_empty();
@@ -867,11 +871,19 @@ fn fast_reductions_match_cpu_on_random_layouts() -> Result<()> {
         // the other way round), narrowed (misaligned starts), step-2 slice.
         let x = match rng.below(4) {
             1 => x.permute(&[2, 0, 1])?,
-            2 => x.narrow(2, (shape[2] > 1) as i64, (shape[2] - (shape[2] > 1) as usize) as i64)?,
+            2 => x.narrow(
+                2,
+                (shape[2] > 1) as i64,
+                (shape[2] - (shape[2] > 1) as usize) as i64,
+            )?,
             3 => x.slice(1, Some(0), None, 2)?,
             _ => x,
         };
-        let what = format!("case {case} {dtype} {:?} strides {:?}", x.shape(), x.strides());
+        let what = format!(
+            "case {case} {dtype} {:?} strides {:?}",
+            x.shape(),
+            x.strides()
+        );
         check_all_reductions(&what, &x, &all_dims)?;
     }
     Ok(())
@@ -892,7 +904,13 @@ fn fast_reductions_on_large_and_special_inputs() -> Result<()> {
     }
     // Outer-dim (column) reductions with few, many and odd column counts,
     // and inner-dim (row) reductions with long rows.
-    for &(r, c) in &[(70_001usize, 3usize), (20_000, 64), (4097, 1031), (3, 200_003), (1000, 4096)] {
+    for &(r, c) in &[
+        (70_001usize, 3usize),
+        (20_000, 64),
+        (4097, 1031),
+        (3, 200_003),
+        (1000, 4096),
+    ] {
         for dtype in [DType::F32, DType::BF16, DType::I64] {
             let x = data(&[r, c], dtype, (r * c) as u64)?;
             let dims = [Some(vec![0i64]), Some(vec![1])];
@@ -925,14 +943,33 @@ fn fast_reductions_on_large_and_special_inputs() -> Result<()> {
     check_all_reductions("nan columns", &cols, &[Some(vec![0]), Some(vec![1])])?;
     // logsumexp's infinities and an empty reduction.
     let x = Tensor::from_slice(
-        &[f32::NEG_INFINITY, f32::NEG_INFINITY, 1.0, f32::INFINITY, 0.0, f32::NAN],
+        &[
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            1.0,
+            f32::INFINITY,
+            0.0,
+            f32::NAN,
+        ],
         &[3, 2],
         Device::Cpu,
     )?;
-    assert_sum("logsumexp specials", &x.logsumexp(&[1], false)?, &x.to(dev)?.logsumexp(&[1], false)?);
+    assert_sum(
+        "logsumexp specials",
+        &x.logsumexp(&[1], false)?,
+        &x.to(dev)?.logsumexp(&[1], false)?,
+    );
     let e = Tensor::zeros(&[0, 4], DType::F32, Device::Cpu)?;
-    assert_sum("logsumexp empty", &e.logsumexp(&[0], false)?, &e.to(dev)?.logsumexp(&[0], false)?);
-    assert_sum("var empty", &e.var(Some(&[0]), 1.0, false)?, &e.to(dev)?.var(Some(&[0]), 1.0, false)?);
+    assert_sum(
+        "logsumexp empty",
+        &e.logsumexp(&[0], false)?,
+        &e.to(dev)?.logsumexp(&[0], false)?,
+    );
+    assert_sum(
+        "var empty",
+        &e.var(Some(&[0]), 1.0, false)?,
+        &e.to(dev)?.var(Some(&[0]), 1.0, false)?,
+    );
     Ok(())
 }
 
@@ -947,7 +984,11 @@ fn strided_copies_match_cpu() -> Result<()> {
         let (v, base) = view(r, c, 1 + rng.below(3), dtype, 100 + case)?;
         let gv = twin(&v, &base, dev)?;
         let what = format!("case {case} {dtype} [{r}, {c}] strides {:?}", v.strides());
-        assert_same(&format!("{what} contiguous"), &v.contiguous()?, &gv.contiguous()?);
+        assert_same(
+            &format!("{what} contiguous"),
+            &v.contiguous()?,
+            &gv.contiguous()?,
+        );
         // add_ of a transposed operand into a contiguous tensor.
         let a = data(&[r, c], dtype, 200 + case)?;
         let ga = a.to(dev)?;
@@ -962,7 +1003,11 @@ fn strided_copies_match_cpu() -> Result<()> {
         let base = data(&[c, r], DType::F32, (r + c) as u64)?;
         let v = base.t()?;
         let g = base.to(dev)?.t()?;
-        assert_same(&format!("[{r}, {c}] contiguous of t"), &v.contiguous()?, &g.contiguous()?);
+        assert_same(
+            &format!("[{r}, {c}] contiguous of t"),
+            &v.contiguous()?,
+            &g.contiguous()?,
+        );
     }
     Ok(())
 }

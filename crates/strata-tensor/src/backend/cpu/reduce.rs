@@ -255,7 +255,11 @@ unsafe fn reduce_cols<T: Element>(
                     r0 = r1;
                 }
                 for (j, &t) in total[..cb].iter().enumerate() {
-                    let v = if op == ReduceOp::Mean { t.div(count) } else { t };
+                    let v = if op == ReduceOp::Mean {
+                        t.div(count)
+                    } else {
+                        t
+                    };
                     // SAFETY: output `out + j` is this task's own position.
                     unsafe { *(vals as *mut T).add(out + j) = T::from_acc(v) };
                 }

@@ -165,9 +165,7 @@ fn rows(
     // A part is at least 4 vector loads per thread.
     let min_part = 4 * RBLOCK as usize * vec_width(d);
     let parts = if nout < want && nred >= 2 * min_part {
-        want.div_ceil(nout)
-            .min(nred / min_part)
-            .clamp(1, MAX_PARTS)
+        want.div_ceil(nout).min(nred / min_part).clamp(1, MAX_PARTS)
     } else {
         1
     };
@@ -239,7 +237,17 @@ fn two_pass(
     // guarantees); the outputs are contiguous with one element per kept
     // position (or null, which the kernels do not write); with several parts
     // the scratch holds nout * parts partial values and positions.
-    unsafe { launch(dev, key, first, (grid, 1, 1), (RBLOCK, 1, 1), dev.stream(), kargs)? };
+    unsafe {
+        launch(
+            dev,
+            key,
+            first,
+            (grid, 1, 1),
+            (RBLOCK, 1, 1),
+            dev.stream(),
+            kargs,
+        )?
+    };
     if let Some((scratch, _, _)) = scratch {
         let nout_i = nout as i64;
         let grid = (nout as u64).min(1 << 20) as u32;
@@ -297,8 +305,9 @@ fn cols(
     let esize = d.size() as u64;
     let groups_aligned = plan.kept[..plan.kept.len() - 1]
         .iter()
-        .all(|k| k.stride % w == 0);
-    let vector = w > 1 && p.input % (w as u64 * esize) == 0 && rs % w == 0 && groups_aligned;
+        .all(|k| k.stride.is_multiple_of(w));
+    let vector =
+        w > 1 && p.input.is_multiple_of(w as u64 * esize) && rs.is_multiple_of(w) && groups_aligned;
     let (f, w) = if vector { (k.cols, w) } else { (k.cols1, 1) };
     let tile = CBLOCK_X as usize * w;
     let tiles = ncols.div_ceil(tile);
