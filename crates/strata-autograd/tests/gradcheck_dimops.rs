@@ -12,17 +12,6 @@ fn randn(shape: &[usize], seed: u64) -> Tensor {
     Tensor::randn(shape, DType::F64, seed, Device::Cpu).unwrap()
 }
 
-/// Random values mapped by `f` (to keep inputs away from kinks and poles).
-fn rand_map(shape: &[usize], seed: u64, f: impl Fn(f64) -> f64) -> Tensor {
-    let v: Vec<f64> = randn(shape, seed)
-        .to_vec::<f64>()
-        .unwrap()
-        .into_iter()
-        .map(f)
-        .collect();
-    Tensor::from_vec(v, shape, Device::Cpu).unwrap()
-}
-
 /// `sum(out * w)` as an f64.
 fn weighted(out: &Tensor, w: &Tensor) -> f64 {
     out.to_vec::<f64>()
