@@ -140,6 +140,30 @@ fn run(o: &Opts) -> Result<()> {
             );
         }
     }
+    // Reductions, named like `shared/anchors/torch_mission.py`'s `sums()`:
+    // a full sum of 2^28 f32 and sums over each dim of a 16384^2 f32 matrix
+    // (bytes read).
+    if want(o, "sum_full_f32") {
+        let a = Tensor::randn(&[n], DType::F32, 11, GPU)?;
+        report(
+            "sum_full_f32",
+            4.0 * n as f64,
+            time_kernel(it, || a.sum(None, false).map(drop))?,
+        );
+    }
+    if want(o, "sum_dim1_f32") || want(o, "sum_dim0_f32") {
+        let m: usize = 1 << 14;
+        let b = Tensor::randn(&[m, m], DType::F32, 12, GPU)?;
+        for (name, d) in [("sum_dim1_f32", 1i64), ("sum_dim0_f32", 0)] {
+            if want(o, name) {
+                report(
+                    name,
+                    4.0 * (m * m) as f64,
+                    time_kernel(it, || b.sum(Some(&[d]), false).map(drop))?,
+                );
+            }
+        }
+    }
     let m: usize = 1 << 14;
     let mm = (m * m) as f64;
     if [

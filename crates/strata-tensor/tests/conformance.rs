@@ -35,6 +35,7 @@ const GROUPS: &[&str] = &[
     // issue 12
     "math",
     "creation",
+    "dimops",
 ];
 
 #[derive(Clone)]
@@ -302,6 +303,25 @@ fn run_step(
         "argmax" => {
             let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
             one(a()?.argmax(arg(args, 1).map(|v| v.as_i64().unwrap()), keep))
+        }
+        // --- dimops: argmin, var, std, logsumexp (issue 12) ---
+        "argmin" => {
+            let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
+            one(a()?.argmin(arg(args, 1).map(|v| v.as_i64().unwrap()), keep))
+        }
+        "var" | "std" => {
+            let dims = arg(args, 1).map(ints);
+            let correction = arg(args, 2).map_or(1.0, float);
+            let keep = arg(args, 3).is_some_and(|v| v.as_bool().unwrap());
+            if op == "var" {
+                one(a()?.var(dims.as_deref(), correction, keep))
+            } else {
+                one(a()?.std(dims.as_deref(), correction, keep))
+            }
+        }
+        "logsumexp" => {
+            let keep = arg(args, 2).is_some_and(|v| v.as_bool().unwrap());
+            one(a()?.logsumexp(&ints(&args[1]), keep))
         }
         "matmul" => one(a()?.matmul(&env.t(&args[1])?)),
         "mm" => one(a()?.mm(&env.t(&args[1])?)),
@@ -770,70 +790,4 @@ fn conformance_runs_on_the_gpu() {
     // The replays above include cuda:0 when it is usable; here it must be.
     let failures = replay_files(&project_files(&project_dir()), gpu);
     assert!(failures.is_empty(), "{failures:?}");
-}
-
-// ----- issue 12: the dimops cases of softmax, log_softmax and cumsum -----
-
-/// The ops of `dimops.json` this branch implements (the rest of the group,
-/// logsumexp/var/std/argmin, comes with the reductions).
-const DIMOPS_MINE: &[&str] = &["softmax", "log_softmax", "cumsum"];
-
-/// Replays the cases of `dimops.json` whose steps use only softmax,
-/// log_softmax, cumsum and view ops, on the CPU (and `cuda:0` where usable).
-#[test]
-fn dimops_softmax_cumsum_conformance() {
-    let dir = vectors_dir();
-    let path = dir.join("dimops.json");
-    if !path.exists() {
-        assert!(
-            skip_allowed("shared dimops", &dir),
-            "the conformance vectors are missing: {} is absent",
-            path.display()
-        );
-        return;
-    }
-    let text = std::fs::read_to_string(&path).unwrap();
-    let file: Value = serde_json::from_str(&text).unwrap();
-    let views = [
-        "narrow",
-        "transpose",
-        "as_strided",
-        "slice",
-        "expand",
-        "permute",
-        "t",
-    ];
-    let mut devices = vec![Device::Cpu];
-    if strata_tensor::has_backend(Device::Cuda(0)) {
-        devices.push(Device::Cuda(0));
-    }
-    let mut failures = Vec::new();
-    for dev in devices {
-        let mut run = 0;
-        for case in file["cases"].as_array().unwrap() {
-            let ops: Vec<&str> = case["steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| s["op"].as_str().unwrap())
-                .collect();
-            let mine = ops.iter().any(|o| DIMOPS_MINE.contains(o));
-            let only_mine = ops
-                .iter()
-                .all(|o| DIMOPS_MINE.contains(o) || views.contains(o));
-            if !(mine && only_mine) {
-                continue;
-            }
-            run += 1;
-            let id = case["id"].as_str().unwrap();
-            let r = std::panic::catch_unwind(|| run_case(case, dev))
-                .unwrap_or_else(|_| Err("panicked".into()));
-            if let Err(e) = r {
-                failures.push(format!("{dev}: {id}: {e}"));
-            }
-        }
-        println!("dimops (softmax/log_softmax/cumsum) on {dev}: {run} cases");
-        assert!(run > 0, "no softmax/log_softmax/cumsum case in dimops.json");
-    }
-    assert!(failures.is_empty(), "{failures:#?}");
 }

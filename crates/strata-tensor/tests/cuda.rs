@@ -1394,3 +1394,248 @@ fn creation_ops_match_cpu() -> Result<()> {
     );
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// Reductions at memory speed (issue 11) and argmin/var/std/logsumexp
+// (issue 12): every kernel path (`rows` with vector loads and misaligned
+// heads, `cols` vectorised and not, the general kernel, split outputs with a
+// second pass) against the CPU.
+// ---------------------------------------------------------------------------
+
+/// Compares every reduction of `x` over `dims` on the GPU with the CPU.
+fn check_all_reductions(what: &str, x: &Tensor, dims: &[Option<Vec<i64>>]) -> Result<()> {
+    let dev = gpu();
+    let g = x.to(dev)?;
+    let dtype = x.dtype();
+    for dims in dims {
+        let d = dims.as_deref();
+        let w = format!("{what} dims {dims:?}");
+        assert_sum(&format!("{w} sum"), &x.sum(d, false)?, &g.sum(d, false)?);
+        if dtype.is_float() {
+            assert_sum(&format!("{w} mean"), &x.mean(d, true)?, &g.mean(d, true)?);
+            assert_sum(
+                &format!("{w} var"),
+                &x.var(d, 1.0, false)?,
+                &g.var(d, 1.0, false)?,
+            );
+            assert_sum(
+                &format!("{w} std"),
+                &x.std(d, 0.0, true)?,
+                &g.std(d, 0.0, true)?,
+            );
+        }
+        let ld = dims.clone().unwrap_or_default();
+        let keep = ld.is_empty();
+        assert_sum(
+            &format!("{w} logsumexp"),
+            &x.logsumexp(&ld, keep)?,
+            &g.logsumexp(&ld, keep)?,
+        );
+    }
+    if x.numel() > 0 {
+        assert_same(&format!("{what} max"), &x.max()?, &g.max()?);
+        assert_same(&format!("{what} min"), &x.min()?, &g.min()?);
+        if dtype != DType::Bool {
+            assert_same(
+                &format!("{what} argmax"),
+                &x.argmax(None, false)?,
+                &g.argmax(None, false)?,
+            );
+            assert_same(
+                &format!("{what} argmin"),
+                &x.argmin(None, true)?,
+                &g.argmin(None, true)?,
+            );
+        }
+    }
+    for dim in 0..x.ndim() as i64 {
+        if x.shape()[dim as usize] == 0 {
+            continue;
+        }
+        let (v, i) = x.max_dim(dim, false)?;
+        let (gv, gi) = g.max_dim(dim, false)?;
+        assert_same(&format!("{what} max_dim {dim}"), &v, &gv);
+        assert_same(&format!("{what} max_dim {dim} indices"), &i, &gi);
+        let (v, i) = x.min_dim(dim, true)?;
+        let (gv, gi) = g.min_dim(dim, true)?;
+        assert_same(&format!("{what} min_dim {dim}"), &v, &gv);
+        assert_same(&format!("{what} min_dim {dim} indices"), &i, &gi);
+        if dtype != DType::Bool {
+            assert_same(
+                &format!("{what} argmin {dim}"),
+                &x.argmin(Some(dim), false)?,
+                &g.argmin(Some(dim), false)?,
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn fast_reductions_match_cpu_on_random_layouts() -> Result<()> {
+    let mut rng = Rng(9001);
+    let all_dims = [
+        None,
+        Some(vec![0i64]),
+        Some(vec![1]),
+        Some(vec![-1]),
+        Some(vec![0, 2]),
+        Some(vec![1, 2]),
+        Some(vec![0, 1]),
+    ];
+    for case in 0..48u64 {
+        let dtype = DTYPES[rng.below(8) as usize];
+        // Sizes that are not multiples of any vector width, some large
+        // enough that outputs are split over several blocks.
+        let big = rng.below(4) == 0;
+        let shape = [
+            1 + rng.below(if big { 3 } else { 7 }) as usize,
+            1 + rng.below(if big { 2000 } else { 40 }) as usize,
+            1 + rng.below(if big { 700 } else { 300 }) as usize,
+        ];
+        let x = data(&shape, dtype, 7000 + case)?;
+        // Layouts: contiguous, permuted (outer-dim reductions become inner and
+        // the other way round), narrowed (misaligned starts), step-2 slice.
+        let x = match rng.below(4) {
+            1 => x.permute(&[2, 0, 1])?,
+            2 => x.narrow(
+                2,
+                (shape[2] > 1) as i64,
+                (shape[2] - (shape[2] > 1) as usize) as i64,
+            )?,
+            3 => x.slice(1, Some(0), None, 2)?,
+            _ => x,
+        };
+        let what = format!(
+            "case {case} {dtype} {:?} strides {:?}",
+            x.shape(),
+            x.strides()
+        );
+        check_all_reductions(&what, &x, &all_dims)?;
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn fast_reductions_on_large_and_special_inputs() -> Result<()> {
+    let dev = gpu();
+    // Full reduction split over many blocks: exact integer sums, f32 sums
+    // within the tolerance of another order, first index on ties.
+    for &(n, off) in &[(1usize << 22, 0usize), ((1 << 22) + 5, 3), (1_000_003, 1)] {
+        for dtype in [DType::F32, DType::I32, DType::F16, DType::U8, DType::F64] {
+            let base = data(&[n + off], dtype, n as u64)?;
+            let x = base.narrow(0, off as i64, n as i64)?;
+            check_all_reductions(&format!("full {n}+{off} {dtype}"), &x, &[None])?;
+        }
+    }
+    // Outer-dim (column) reductions with few, many and odd column counts,
+    // and inner-dim (row) reductions with long rows.
+    for &(r, c) in &[
+        (70_001usize, 3usize),
+        (20_000, 64),
+        (4097, 1031),
+        (3, 200_003),
+        (1000, 4096),
+    ] {
+        for dtype in [DType::F32, DType::BF16, DType::I64] {
+            let x = data(&[r, c], dtype, (r * c) as u64)?;
+            let dims = [Some(vec![0i64]), Some(vec![1])];
+            check_all_reductions(&format!("[{r}, {c}] {dtype}"), &x, &dims)?;
+            // The same through a misaligned narrow of the columns.
+            if c > 2 {
+                let xn = x.narrow(1, 1, c as i64 - 2)?;
+                check_all_reductions(&format!("[{r}, {c}] narrowed {dtype}"), &xn, &dims)?;
+            }
+        }
+    }
+    // NaN and ties deep inside vectorised, split reductions: the first NaN
+    // (or the first extreme) wins whichever block saw it.
+    let n = (1usize << 21) + 7;
+    let mut v = vec![0.0f32; n];
+    v[n / 3] = 9.0;
+    v[n / 2] = 9.0;
+    v[n - 2] = 9.0;
+    let x = Tensor::from_slice(&v, &[n], Device::Cpu)?;
+    let g = x.to(dev)?;
+    assert_eq!(g.argmax(None, false)?.item::<i64>()?, (n / 3) as i64);
+    v[n / 2 + 1] = f32::NAN;
+    v[n - 1] = f32::NAN;
+    let x = Tensor::from_slice(&v, &[n], Device::Cpu)?;
+    let g = x.to(dev)?;
+    assert!(g.max()?.item::<f32>()?.is_nan());
+    assert_eq!(g.argmax(None, false)?.item::<i64>()?, (n / 2 + 1) as i64);
+    assert_eq!(g.argmin(None, false)?.item::<i64>()?, (n / 2 + 1) as i64);
+    let cols = x.narrow(0, 0, 2048 * 1024)?.reshape(&[2048, 1024])?;
+    check_all_reductions("nan columns", &cols, &[Some(vec![0]), Some(vec![1])])?;
+    // logsumexp's infinities and an empty reduction.
+    let x = Tensor::from_slice(
+        &[
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            1.0,
+            f32::INFINITY,
+            0.0,
+            f32::NAN,
+        ],
+        &[3, 2],
+        Device::Cpu,
+    )?;
+    assert_sum(
+        "logsumexp specials",
+        &x.logsumexp(&[1], false)?,
+        &x.to(dev)?.logsumexp(&[1], false)?,
+    );
+    let e = Tensor::zeros(&[0, 4], DType::F32, Device::Cpu)?;
+    assert_sum(
+        "logsumexp empty",
+        &e.logsumexp(&[0], false)?,
+        &e.to(dev)?.logsumexp(&[0], false)?,
+    );
+    assert_sum(
+        "var empty",
+        &e.var(Some(&[0]), 1.0, false)?,
+        &e.to(dev)?.var(Some(&[0]), 1.0, false)?,
+    );
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn strided_copies_match_cpu() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(31337);
+    for case in 0..24u64 {
+        let dtype = DTYPES[rng.below(8) as usize];
+        let (r, c) = (1 + rng.below(700) as usize, 1 + rng.below(700) as usize);
+        let (v, base) = view(r, c, 1 + rng.below(3), dtype, 100 + case)?;
+        let gv = twin(&v, &base, dev)?;
+        let what = format!("case {case} {dtype} [{r}, {c}] strides {:?}", v.strides());
+        assert_same(
+            &format!("{what} contiguous"),
+            &v.contiguous()?,
+            &gv.contiguous()?,
+        );
+        // add_ of a transposed operand into a contiguous tensor.
+        let a = data(&[r, c], dtype, 200 + case)?;
+        let ga = a.to(dev)?;
+        if dtype != DType::Bool {
+            a.add_(&v)?;
+            ga.add_(&gv)?;
+            assert_same(&format!("{what} add_"), &a, &ga);
+        }
+    }
+    // Square and tall transposes at tile-unfriendly sizes.
+    for &(r, c) in &[(4099usize, 33usize), (33, 4099), (2048, 2048), (1, 5000)] {
+        let base = data(&[c, r], DType::F32, (r + c) as u64)?;
+        let v = base.t()?;
+        let g = base.to(dev)?.t()?;
+        assert_same(
+            &format!("[{r}, {c}] contiguous of t"),
+            &v.contiguous()?,
+            &g.contiguous()?,
+        );
+    }
+    Ok(())
+}

@@ -1,4 +1,5 @@
-//! Reductions: sum and mean over dims (all when `None`), with `keepdim`.
+//! Reductions: sum, mean, var, std and logsumexp over dims (all when `None`),
+//! with `keepdim`.
 //! Their backward broadcasts the gradient back over the reduced dims.
 
 use super::formula;
@@ -68,6 +69,84 @@ impl Var {
             out,
             &[Some(self)],
             Vec::new,
+            f,
+            false,
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// var/std and logsumexp (issue 12).
+// ---------------------------------------------------------------------------
+
+/// `x - mean(x)` over `dims`, kept dims of size 1 (the deviations that the
+/// gradients of var and std are proportional to).
+fn deviations(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let d: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+    let mean = x.mean((!d.is_empty()).then_some(d.as_slice()), true)?;
+    Ok(x.sub(&mean)?)
+}
+
+impl Var {
+    /// Variance over `dims` (all when `None` or empty) with `correction`
+    /// (see [`Tensor::var`]). The input is saved, as in PyTorch; its
+    /// gradient is `g * 2 (x - mean) / max(0, N - correction)`.
+    pub fn var(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Var> {
+        let out = self.data().var(dims, correction, keepdim)?;
+        let shape = self.shape().to_vec();
+        let dims = reduced(dims, shape.len());
+        let n: usize = dims.iter().map(|&d| shape[d]).product();
+        let denom = (n as f64 - correction).max(0.0);
+        let input = self.data().clone();
+        let saved = || vec![input];
+        let f = formula(move |g, s, _n| {
+            let dev = deviations(&s[0], &dims)?;
+            let g = expand_back(g, &shape, &dims, keepdim)?;
+            Ok(vec![Some(g.mul(&dev)?.mul(2.0 / denom)?)])
+        });
+        Ok(record("VarBackward", out, &[Some(self)], saved, f, false))
+    }
+
+    /// Standard deviation over `dims` (see [`Tensor::std`]). The input and
+    /// the result are saved, as in PyTorch; the input's gradient is
+    /// `g * (x - mean) / (max(0, N - correction) * std)`.
+    pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Var> {
+        let out = self.data().std(dims, correction, keepdim)?;
+        let shape = self.shape().to_vec();
+        let dims = reduced(dims, shape.len());
+        let n: usize = dims.iter().map(|&d| shape[d]).product();
+        let denom = (n as f64 - correction).max(0.0);
+        let (input, result) = (self.data().clone(), out.clone());
+        let saved = || vec![input, result];
+        let f = formula(move |g, s, _n| {
+            let dev = deviations(&s[0], &dims)?;
+            let g = g.div(&s[1])?.div(denom)?;
+            let g = expand_back(&g, &shape, &dims, keepdim)?;
+            Ok(vec![Some(g.mul(&dev)?)])
+        });
+        Ok(record("StdBackward", out, &[Some(self)], saved, f, false))
+    }
+
+    /// `log(sum(exp(x)))` over `dims` (see [`Tensor::logsumexp`]). The input
+    /// and the result are saved, as in PyTorch; the input's gradient is
+    /// `g * exp(x - result)` (the softmax of `x` over `dims`).
+    pub fn logsumexp(&self, dims: &[i64], keepdim: bool) -> Result<Var> {
+        let out = self.data().logsumexp(dims, keepdim)?;
+        let shape = self.shape().to_vec();
+        let dims = reduced(Some(dims), shape.len());
+        let (input, result) = (self.data().clone(), out.clone());
+        let saved = || vec![input, result];
+        let f = formula(move |g, s, _n| {
+            let r = expand_back(&s[1], &shape, &dims, keepdim)?;
+            let p = s[0].sub(&r)?.exp()?;
+            let g = expand_back(g, &shape, &dims, keepdim)?;
+            Ok(vec![Some(g.mul(&p)?)])
+        });
+        Ok(record(
+            "LogsumexpBackward",
+            out,
+            &[Some(self)],
+            saved,
             f,
             false,
         ))

@@ -174,3 +174,181 @@ impl Tensor {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// argmin, var/std and logsumexp (issue 12). Built on the reduction kernels
+// above (and element-wise ops), so they run on every backend.
+// ---------------------------------------------------------------------------
+
+impl Tensor {
+    /// Index of the first minimum along `dim` (the first NaN if any: NaN
+    /// counts as the smallest), or into the row-major flattening when `dim`
+    /// is `None` (shape `[1; ndim]` with `keepdim`). Bool inputs are rejected;
+    /// reducing over zero elements fails with [`TensorError::Empty`].
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::from_slice(&[3.0f32, 1.0, 1.0, 5.0], &[2, 2], Device::Cpu).unwrap();
+    /// assert_eq!(a.argmin(None, false).unwrap().item::<i64>().unwrap(), 1);
+    /// assert_eq!(a.argmin(Some(0), false).unwrap().to_vec::<i64>().unwrap(), vec![1, 0]);
+    /// ```
+    pub fn argmin(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(TensorError::unsupported("argmin", DType::Bool));
+        }
+        match dim {
+            Some(d) => Ok(self.extreme_dim(ReduceOp::Min, "argmin", d, keepdim)?.1),
+            None => {
+                if self.numel() == 0 {
+                    return Err(TensorError::Empty {
+                        op: "argmin",
+                        shape: self.shape().to_vec(),
+                    });
+                }
+                let (dims, out_shape) = self.reduced_dims("argmin", None, keepdim)?;
+                let indices = Tensor::empty(&out_shape, DType::I64, self.device())?;
+                self.run_reduce(ReduceOp::Min, &dims, None, Some(&indices))?;
+                Ok(indices)
+            }
+        }
+    }
+
+    /// Variance over `dims` (all when `None` or empty): the sum of squared
+    /// deviations from the mean divided by `max(0, N - correction)`, `N` the
+    /// number of reduced elements (PyTorch's `torch.var(x, dim, correction=,
+    /// keepdim=)`; `correction` 1 is Bessel's correction, 0 the population
+    /// variance, fractional and negative values are allowed). A zero divisor
+    /// gives inf, or NaN for 0/0. Float dtypes only; f16/bf16 compute in f32
+    /// and round once.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0], &[4], Device::Cpu).unwrap();
+    /// assert_eq!(a.var(None, 1.0, false).unwrap().item::<f64>().unwrap(), 5.0 / 3.0);
+    /// assert_eq!(a.var(None, 0.0, false).unwrap().item::<f64>().unwrap(), 1.25);
+    /// ```
+    pub fn var(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        self.moments("var", dims, correction, keepdim, false)
+    }
+
+    /// Standard deviation over `dims`: the square root of
+    /// [`var`](Tensor::var) with the same arguments.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::from_slice(&[2.0f64, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], &[8], Device::Cpu).unwrap();
+    /// let s = a.std(None, 0.0, false).unwrap().item::<f64>().unwrap();
+    /// assert!((s - 2.0).abs() < 1e-12);
+    /// ```
+    pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Tensor> {
+        self.moments("std", dims, correction, keepdim, true)
+    }
+
+    /// `var` (or `std` where `sqrt`), two-pass: the mean, then the squared
+    /// deviations from it (no cancellation on inputs with a large offset).
+    fn moments(
+        &self,
+        name: &'static str,
+        dims: Option<&[i64]>,
+        correction: f64,
+        keepdim: bool,
+        sqrt: bool,
+    ) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return Err(TensorError::dtype(
+                name,
+                format!("{name} needs a float dtype, got {}", self.dtype()),
+            ));
+        }
+        let (rdims, _) = self.reduced_dims(name, dims, keepdim)?;
+        let n: usize = rdims.iter().map(|&d| self.shape()[d]).product();
+        let x = self.to_dtype(compute_dtype(self.dtype()))?;
+        let d64: Vec<i64> = rdims.iter().map(|&d| d as i64).collect();
+        // A 0-d tensor reduces no dim (`d64` empty): `None` then means "all",
+        // which is none there too.
+        let d = (!d64.is_empty()).then_some(d64.as_slice());
+        let mean = x.mean(d, true)?;
+        let dev = x.sub(&mean)?;
+        let ss = dev.mul(&dev)?.sum(d, keepdim)?;
+        let v = ss.div((n as f64 - correction).max(0.0))?;
+        let v = if sqrt { sqrt_nonneg(&v)? } else { v };
+        v.to_dtype(self.dtype())
+    }
+
+    /// `log(sum(exp(x)))` over `dims`, computed without overflow (the
+    /// largest element is subtracted first): NaN if any element is NaN, else
+    /// +inf if any is +inf, -inf if all are -inf or there are none. Integer
+    /// and bool inputs compute in f32; f16/bf16 compute in f32 and round once.
+    ///
+    /// An empty `dims` list reduces every dim with `keepdim` and fails with
+    /// [`TensorError::Broadcast`] without it (PyTorch's behaviour).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::from_slice(&[1000.0f64, 1000.0], &[2], Device::Cpu).unwrap();
+    /// let r = a.logsumexp(&[0], false).unwrap().item::<f64>().unwrap();
+    /// assert!((r - (1000.0 + 2f64.ln())).abs() < 1e-12);
+    /// ```
+    pub fn logsumexp(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        if dims.is_empty() && !keepdim {
+            // PyTorch reduces every dim with keepdim, then cannot squeeze the
+            // kept dims into the 0-d result it wants without keepdim.
+            return Err(TensorError::Broadcast {
+                op: "logsumexp",
+                lhs: vec![1; self.ndim()],
+                rhs: vec![],
+            });
+        }
+        let (rdims, out_shape) = self.reduced_dims("logsumexp", Some(dims), keepdim)?;
+        let out_dtype = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::F32
+        };
+        let keep_shape: Vec<usize> = (0..self.ndim())
+            .map(|d| {
+                if rdims.contains(&d) {
+                    1
+                } else {
+                    self.shape()[d]
+                }
+            })
+            .collect();
+        let x = self.to_dtype(compute_dtype(out_dtype))?;
+        if rdims.iter().any(|&d| self.shape()[d] == 0) {
+            // log(0): nothing to sum.
+            return Tensor::full(&out_shape, f64::NEG_INFINITY, out_dtype, self.device());
+        }
+        let m = Tensor::empty(&keep_shape, x.dtype(), self.device())?;
+        if m.numel() > 0 {
+            x.run_reduce(ReduceOp::Max, &rdims, Some(&m), None)?;
+        }
+        // An infinite maximum is not subtracted: +inf stays +inf (inf - inf
+        // would be NaN) and an all -inf slice gives log(0) = -inf.
+        let m = Tensor::where_cond(&m.eq(f64::INFINITY)?, 0.0, &m)?;
+        let m = Tensor::where_cond(&m.eq(f64::NEG_INFINITY)?, 0.0, &m)?;
+        let d64: Vec<i64> = rdims.iter().map(|&d| d as i64).collect();
+        let d = (!d64.is_empty()).then_some(d64.as_slice());
+        let s = x.sub(&m)?.exp()?.sum(d, true)?;
+        let r = s.log()?.add(&m)?;
+        let shape: Vec<i64> = out_shape.iter().map(|&s| s as i64).collect();
+        r.reshape(&shape)?.to_dtype(out_dtype)
+    }
+}
+
+/// The dtype the float statistics of `d` are computed in (f16/bf16 in f32).
+fn compute_dtype(d: DType) -> DType {
+    match d {
+        DType::F16 | DType::BF16 => DType::F32,
+        d => d,
+    }
+}
+
+/// Square root of a tensor of non-negative values (or inf/NaN), as
+/// `exp(ln(v) / 2)` computed in f64: within an ulp of the correctly rounded
+/// root once rounded to f32, within a few ulps in f64; `sqrt(0) = 0`,
+/// `sqrt(inf) = inf`, NaN stays NaN.
+fn sqrt_nonneg(v: &Tensor) -> Result<Tensor> {
+    let w = v.to_dtype(DType::F64)?;
+    w.log()?.mul(0.5)?.exp()?.to_dtype(v.dtype())
+}

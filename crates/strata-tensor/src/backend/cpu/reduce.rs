@@ -102,6 +102,204 @@ fn chunked<R: Send>(
     }
 }
 
+/// The elements `start + range.0 .. start + range.1` of `src` as a slice.
+///
+/// # Safety
+/// They must be readable and not written while the slice lives.
+#[inline(always)]
+unsafe fn run_slice<'a, T>(src: *const T, start: usize, range: (usize, usize)) -> &'a [T] {
+    // SAFETY: forwarded contract.
+    unsafe { std::slice::from_raw_parts(src.add(start + range.0), range.1 - range.0) }
+}
+
+/// Independent accumulators of the vectorised folds (several vectors' worth,
+/// so consecutive additions do not wait on each other).
+const LANES: usize = 16;
+
+/// The sum of a contiguous run in `Acc`, over `LANES` interleaved partial
+/// sums (a vectorisable loop; for floats also a blocked summation).
+#[inline(always)]
+fn sum_run<T: Element>(x: &[T]) -> T::Acc {
+    let mut acc = [<T::Acc as Arith>::ZERO; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for j in 0..LANES {
+            acc[j] = acc[j].add(c[j].to_acc());
+        }
+    }
+    // Pairwise over the lanes.
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for j in 0..w {
+            acc[j] = acc[j].add(acc[j + w]);
+        }
+    }
+    let mut s = acc[0];
+    for &v in rest {
+        s = s.add(v.to_acc());
+    }
+    s
+}
+
+/// The first NaN of a contiguous run, else its largest (`max`) or smallest
+/// element, with the position of its first occurrence where `want_index`
+/// (else position 0 for a value that is not NaN: values alone do not need
+/// it). `None` for an empty run.
+///
+/// The extreme is found with `LANES` running extremes (a vectorisable loop of
+/// compares and selects that NaNs never win) and a NaN flag; the position is
+/// then the first element equal to it (or the first NaN).
+#[inline(always)]
+fn extreme_run<T: Element>(x: &[T], max: bool, want_index: bool) -> Option<(T, usize)> {
+    let first = *x.first()?;
+    let mut best = [first; LANES];
+    let mut nan = false;
+    let chunks = x.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for j in 0..LANES {
+            let v = c[j];
+            nan |= v.to_acc().is_nan();
+            let better = if max { v > best[j] } else { v < best[j] };
+            best[j] = if better { v } else { best[j] };
+        }
+    }
+    for &v in rest {
+        nan |= v.to_acc().is_nan();
+        let better = if max { v > best[0] } else { v < best[0] };
+        best[0] = if better { v } else { best[0] };
+    }
+    if nan || first.to_acc().is_nan() {
+        let k = x.iter().position(|v| v.to_acc().is_nan()).unwrap_or(0);
+        return Some((x[k], k));
+    }
+    let mut b = best[0];
+    for &v in &best[1..] {
+        if if max { v > b } else { v < b } {
+            b = v;
+        }
+    }
+    // Equal to the extreme: the first such element (`-0.0 == 0.0`, as the
+    // one-pass fold keeps the first of equal values).
+    if !want_index {
+        return Some((b, 0));
+    }
+    let k = x.iter().position(|&v| v == b).unwrap_or(0);
+    Some((x[k], k))
+}
+
+/// Columns per task of [`reduce_cols`].
+const COL_BLOCK: usize = 256;
+/// Rows summed into a block's partial sums before they join the total (a
+/// blocked summation of each column).
+const ROW_BLOCK: usize = 1024;
+
+/// The kept innermost dim (`ncols` columns) is contiguous and every output
+/// folds `nrows` elements `rs` apart (a reduction over outer dims): each task
+/// folds a block of neighbouring columns row by row (contiguous, vectorisable
+/// loads), tasks in parallel on large inputs. Row order is kept, so ties go
+/// to the first row and the first NaN wins.
+///
+/// # Safety
+/// The input's layout (the plan) must address readable elements of its
+/// storage; the outputs in `ptrs` (null where absent) must be contiguous with
+/// one element per kept position and not otherwise accessed meanwhile.
+unsafe fn reduce_cols<T: Element>(
+    op: ReduceOp,
+    ptrs: &Ptrs<T>,
+    plan: &ReducePlan,
+    ncols: usize,
+    nrows: usize,
+    rs: usize,
+) where
+    T::Acc: Element,
+{
+    let groups = ReducePlan {
+        kept: plan.kept[..plan.kept.len() - 1].to_vec(),
+        reduced: Vec::new(),
+        outputs: plan.outputs / ncols,
+        count: 1,
+    };
+    let bases: Vec<usize> = groups.output_offsets().collect();
+    let blocks = ncols.div_ceil(COL_BLOCK);
+    let count = <T::Acc as Element>::from_scalar(Scalar::Int(nrows as i64));
+    let task = |t: usize| {
+        let (src, vals, idxs) = ptrs.get();
+        let (g, b) = (t / blocks, t % blocks);
+        let c0 = b * COL_BLOCK;
+        let cb = COL_BLOCK.min(ncols - c0);
+        let start = bases[g] + c0;
+        let out = g * ncols + c0;
+        // SAFETY: row r of this block is the `cb` contiguous elements at
+        // `start + r * rs`, elements of the input's layout (kept position
+        // plus reduced offset).
+        let row = |r: usize| unsafe { std::slice::from_raw_parts(src.add(start + r * rs), cb) };
+        match op {
+            ReduceOp::Sum | ReduceOp::Mean => {
+                let mut total = [<T::Acc as Arith>::ZERO; COL_BLOCK];
+                let mut part = [<T::Acc as Arith>::ZERO; COL_BLOCK];
+                let mut r0 = 0;
+                while r0 < nrows {
+                    let r1 = (r0 + ROW_BLOCK).min(nrows);
+                    part[..cb].fill(<T::Acc as Arith>::ZERO);
+                    for r in r0..r1 {
+                        for (p, &x) in part[..cb].iter_mut().zip(row(r)) {
+                            *p = p.add(x.to_acc());
+                        }
+                    }
+                    for (t, &p) in total[..cb].iter_mut().zip(&part[..cb]) {
+                        *t = t.add(p);
+                    }
+                    r0 = r1;
+                }
+                for (j, &t) in total[..cb].iter().enumerate() {
+                    let v = if op == ReduceOp::Mean {
+                        t.div(count)
+                    } else {
+                        t
+                    };
+                    // SAFETY: output `out + j` is this task's own position.
+                    unsafe { *(vals as *mut T).add(out + j) = T::from_acc(v) };
+                }
+            }
+            ReduceOp::Max | ReduceOp::Min => {
+                let max = op == ReduceOp::Max;
+                let mut best = [row(0)[0]; COL_BLOCK];
+                best[..cb].copy_from_slice(row(0));
+                let mut at = [0usize; COL_BLOCK];
+                for r in 1..nrows {
+                    for ((b, k), &x) in best[..cb].iter_mut().zip(&mut at[..cb]).zip(row(r)) {
+                        let (xn, bn) = (x.to_acc().is_nan(), b.to_acc().is_nan());
+                        let take = !bn && (xn || if max { x > *b } else { x < *b });
+                        if take {
+                            *b = x;
+                            *k = r;
+                        }
+                    }
+                }
+                for j in 0..cb {
+                    if !vals.is_null() {
+                        // SAFETY: as for sums.
+                        unsafe { *(vals as *mut T).add(out + j) = best[j] };
+                    }
+                    if !idxs.is_null() {
+                        // SAFETY: as for sums; indices are i64.
+                        unsafe { *(idxs as *mut i64).add(out + j) = at[j] as i64 };
+                    }
+                }
+            }
+        }
+    };
+    let tasks = bases.len() * blocks;
+    if plan.outputs * nrows >= super::PARALLEL_THRESHOLD && tasks > 1 {
+        (0..tasks).into_par_iter().for_each(task);
+    } else {
+        (0..tasks).for_each(task);
+    }
+}
+
 pub(crate) fn reduce<T: Element>(
     op: ReduceOp,
     values: Option<&Arg>,
@@ -124,6 +322,22 @@ pub(crate) fn reduce<T: Element>(
     );
     let count = <T::Acc as Element>::from_scalar(Scalar::Int(red_count as i64));
     let threads = rayon::current_num_threads();
+    // Each output's reduced elements are contiguous: folded as slices.
+    let contiguous = match plan.reduced.as_slice() {
+        [] => true,
+        [r] => r.stride == 1,
+        _ => false,
+    };
+    let want_index = indices.is_some();
+    if let (Some(kept), [r]) = (plan.kept.last(), plan.reduced.as_slice()) {
+        if kept.stride == 1 && r.stride != 1 && kept.size >= 8 && r.size > 0 {
+            // SAFETY: forwarded from the caller (the backend's `reduce`
+            // contract: the input's layout addresses its storage, the
+            // outputs are contiguous with one element per kept position).
+            unsafe { reduce_cols::<T>(op, &ptrs, &plan, kept.size, r.size, r.stride) };
+            return;
+        }
+    }
     let split = red_count >= 2 * CHUNK && outer_idx.len() < threads;
     let one = |o: usize, start: usize| {
         let (_, vals, idxs) = ptrs.get();
@@ -131,6 +345,12 @@ pub(crate) fn reduce<T: Element>(
             ReduceOp::Sum | ReduceOp::Mean => {
                 let parts = chunked(red_count, split, |range| {
                     let (src, _, _) = ptrs.get();
+                    if contiguous {
+                        // SAFETY: the reduced elements of this output are the
+                        // `red_count` contiguous elements from `start`.
+                        let run = unsafe { run_slice(src, start, range) };
+                        return sum_run(run);
+                    }
                     let mut acc = <T::Acc as Arith>::ZERO;
                     // SAFETY: `start` plus the reduced offsets are storage
                     // indices of the input's own layout (kept index + reduced
@@ -169,6 +389,12 @@ pub(crate) fn reduce<T: Element>(
                 };
                 let parts = chunked(red_count, split, |range| {
                     let (src, _, _) = ptrs.get();
+                    if contiguous {
+                        // SAFETY: as for sums.
+                        let run = unsafe { run_slice(src, start, range) };
+                        return extreme_run(run, op == ReduceOp::Max, want_index)
+                            .map(|(x, k)| (x, k + range.0));
+                    }
                     let mut best = None;
                     // SAFETY: as for sums.
                     unsafe {

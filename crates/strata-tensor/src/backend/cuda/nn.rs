@@ -755,7 +755,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
     }
 }
 
-fn ln_functions(dev: &CudaDevice, d: DType, w: DType) -> Result<Vec<super::context::Function>> {
+fn ln_functions(dev: &CudaDevice, d: DType, w: DType) -> Result<std::sync::Arc<[super::context::Function]>> {
     let key = format!("nn:ln:{}:{}", tag(d), tag(w));
     super::nvrtc::functions(
         dev,
@@ -765,7 +765,7 @@ fn ln_functions(dev: &CudaDevice, d: DType, w: DType) -> Result<Vec<super::conte
     )
 }
 
-fn ce_functions(dev: &CudaDevice, d: DType) -> Result<Vec<super::context::Function>> {
+fn ce_functions(dev: &CudaDevice, d: DType) -> Result<std::sync::Arc<[super::context::Function]>> {
     let key = format!("nn:ce:{}", tag(d));
     super::nvrtc::functions(dev, &key, || ce_source(d), &["ce_fwd", "ce_bwd"])
 }
