@@ -107,3 +107,6 @@ pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;
 pub use tensor::Tensor;
+
+// The default random generator (seed/offset state, replayed by checkpointing).
+pub mod generator;
