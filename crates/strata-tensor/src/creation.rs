@@ -145,6 +145,163 @@ fn unsupported_range(start: Scalar, end: Scalar) -> TensorError {
     )
 }
 
+// ----- issue 12: creation on the device (`*_like`, `empty`, `eye`, `randint`) -----
+
+impl crate::tensor::Tensor {
+    /// `torch.empty_like(self, dtype)`: a fresh uninitialised contiguous
+    /// tensor of self's shape and device (self's dtype unless one is given).
+    #[track_caller]
+    pub fn empty_like(&self, dtype: Option<DType>) -> Result<crate::tensor::Tensor> {
+        crate::tensor::Tensor::empty(self.shape(), dtype.unwrap_or(self.dtype()), self.device())
+    }
+
+    /// `torch.zeros_like(self, dtype)`: zeros of self's shape and device,
+    /// filled on the device (fresh contiguous storage).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let a = Tensor::ones(&[2, 3], DType::U8, Device::Cpu).unwrap();
+    /// let z = a.t().unwrap().zeros_like(Some(DType::F64)).unwrap();
+    /// assert_eq!((z.shape(), z.dtype()), (&[3usize, 2][..], DType::F64));
+    /// ```
+    #[track_caller]
+    pub fn zeros_like(&self, dtype: Option<DType>) -> Result<crate::tensor::Tensor> {
+        self.full_like(Scalar::Int(0), dtype)
+    }
+
+    /// `torch.ones_like(self, dtype)`.
+    #[track_caller]
+    pub fn ones_like(&self, dtype: Option<DType>) -> Result<crate::tensor::Tensor> {
+        self.full_like(Scalar::Int(1), dtype)
+    }
+
+    /// `torch.full_like(self, value, dtype)`: the dtype is self's unless
+    /// given, never inferred from the value, which is converted to it (a
+    /// value out of the dtype's range, or NaN into an integer dtype, is
+    /// [`TensorError::Value`]).
+    #[track_caller]
+    pub fn full_like(
+        &self,
+        value: impl Into<Scalar>,
+        dtype: Option<DType>,
+    ) -> Result<crate::tensor::Tensor> {
+        let value = value.into();
+        let dtype = dtype.unwrap_or(self.dtype());
+        if !value.fits(dtype) {
+            return Err(TensorError::value(
+                "full_like",
+                format!("value {value} cannot be converted to {dtype} without overflow"),
+            ));
+        }
+        crate::tensor::Tensor::full(self.shape(), value, dtype, self.device())
+    }
+
+    /// `torch.eye(n, m, dtype)`: an `n x m` matrix (`m = n` when `None`)
+    /// with ones where row == col, zeros elsewhere; written on the device
+    /// (a fill, then a fill of the diagonal through a strided view).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let e = Tensor::eye(2, Some(3), DType::I64, Device::Cpu).unwrap();
+    /// assert_eq!(e.to_vec::<i64>().unwrap(), vec![1, 0, 0, 0, 1, 0]);
+    /// ```
+    #[track_caller]
+    pub fn eye(
+        n: usize,
+        m: Option<usize>,
+        dtype: DType,
+        device: strata_alloc::Device,
+    ) -> Result<crate::tensor::Tensor> {
+        let m = m.unwrap_or(n);
+        let out = crate::tensor::Tensor::zeros(&[n, m], dtype, device)?;
+        let k = n.min(m);
+        if k > 0 {
+            let diag = out.with_layout(crate::layout::Layout {
+                shape: vec![k],
+                strides: vec![m + 1],
+                offset: 0,
+            });
+            diag.fill_(Scalar::Int(1))?;
+        }
+        Ok(out)
+    }
+
+    /// `torch.randint(low, high, shape, dtype)`: integers uniform in
+    /// `[low, high)` (`dtype` i64 unless given; a float dtype holds
+    /// integer values) from the seeded counter-based Philox generator,
+    /// generated on the device. `low >= high`, or bounds the dtype cannot
+    /// hold, are [`TensorError::Value`]; bool is not a valid dtype.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let t = Tensor::randint(-3, 4, &[1000], None, 7, Device::Cpu).unwrap();
+    /// let v = t.to_vec::<i64>().unwrap();
+    /// assert!(v.iter().all(|x| (-3..4).contains(x)));
+    /// assert!(Tensor::randint(4, 4, &[1], None, 7, Device::Cpu).is_err());
+    /// ```
+    #[track_caller]
+    pub fn randint(
+        low: i64,
+        high: i64,
+        shape: &[usize],
+        dtype: Option<DType>,
+        seed: u64,
+        device: strata_alloc::Device,
+    ) -> Result<crate::tensor::Tensor> {
+        let dtype = dtype.unwrap_or(DType::I64);
+        if dtype == DType::Bool {
+            return Err(TensorError::unsupported("randint", dtype));
+        }
+        if low >= high {
+            return Err(TensorError::value(
+                "randint",
+                format!("low ({low}) must be less than high ({high})"),
+            ));
+        }
+        let exact = |v: i64| match dtype {
+            // Integers beyond 2^mantissa would not be represented exactly.
+            DType::F16 => v.unsigned_abs() <= 1 << 11,
+            DType::BF16 => v.unsigned_abs() <= 1 << 8,
+            DType::F32 => v.unsigned_abs() <= 1 << 24,
+            DType::F64 => v.unsigned_abs() <= 1 << 53,
+            d => Scalar::Int(v).fits(d) && (d != DType::U8 || v >= 0),
+        };
+        if !exact(low) || !exact(high - 1) {
+            return Err(TensorError::value(
+                "randint",
+                format!("the range [{low}, {high}) does not fit in {dtype}"),
+            ));
+        }
+        let range = (i128::from(high) - i128::from(low)) as u64;
+        let seq = Sequence::RandInt { low, range, seed };
+        crate::tensor::Tensor::generated(shape, dtype, device, seq)
+    }
+
+    /// `torch.rand_like(self, dtype)`: [`Tensor::rand`] of self's shape and
+    /// device (self's dtype unless given; a float dtype).
+    #[track_caller]
+    pub fn rand_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {
+        crate::tensor::Tensor::rand(
+            self.shape(),
+            dtype.unwrap_or(self.dtype()),
+            seed,
+            self.device(),
+        )
+    }
+
+    /// `torch.randn_like(self, dtype)`: [`Tensor::randn`] of self's shape
+    /// and device (self's dtype unless given; a float dtype).
+    #[track_caller]
+    pub fn randn_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {
+        crate::tensor::Tensor::randn(
+            self.shape(),
+            dtype.unwrap_or(self.dtype()),
+            seed,
+            self.device(),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

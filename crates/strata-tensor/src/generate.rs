@@ -28,6 +28,9 @@ pub(crate) enum Sequence {
     Float32Range { start: f32, step: f32 },
     /// Seeded random values (see [`crate::random`]).
     Random { dist: Dist, seed: u64 },
+    /// Seeded random integers `low + (x mod range)`, `x` 64 random bits
+    /// (see [`crate::random::randint`]), in i64.
+    RandInt { low: i64, range: u64, seed: u64 },
 }
 
 impl Sequence {
@@ -42,6 +45,9 @@ impl Sequence {
                 Scalar::Float(f64::from(start + i as f32 * step))
             }
             Sequence::Random { dist, seed } => Scalar::Float(sample(dist, seed, i)),
+            Sequence::RandInt { low, range, seed } => {
+                Scalar::Int(crate::random::randint(seed, i, low, range))
+            }
         }
     }
 
@@ -49,7 +55,7 @@ impl Sequence {
     #[allow(dead_code)] // read by the CUDA backend only
     pub(crate) fn compute_dtype(self) -> DType {
         match self {
-            Sequence::IntRange { .. } => DType::I64,
+            Sequence::IntRange { .. } | Sequence::RandInt { .. } => DType::I64,
             Sequence::Float32Range { .. } => DType::F32,
             _ => DType::F64,
         }

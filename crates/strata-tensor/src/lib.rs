@@ -103,6 +103,7 @@ pub use iter::DimIter;
 pub use layout::Layout;
 pub use ops::Operand;
 pub use ops::RoundingMode;
+pub use ops::GeluApprox;
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

@@ -112,6 +112,14 @@ pub(crate) fn uniform_bits(dtype: crate::DType) -> u32 {
     }
 }
 
+/// Element `i` of `randint`'s stream: `low + (x mod range)` (wrapping in
+/// i64), `x` the 64 bits of half a Philox block of stream 2.
+pub(crate) fn randint(seed: u64, i: u64, low: i64, range: u64) -> i64 {
+    let w = block(seed, i / 2, 2);
+    let j = 2 * (i % 2) as usize;
+    low.wrapping_add((join(w[j], w[j + 1]) % range.max(1)) as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

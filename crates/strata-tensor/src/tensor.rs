@@ -54,9 +54,11 @@ impl Tensor {
         Tensor::from_parts(Arc::clone(&self.inner.storage), layout, self.inner.dtype)
     }
 
-    /// A contiguous tensor with uninitialised elements.
+    /// `torch.empty`: a contiguous tensor whose elements are uninitialised
+    /// (whatever the allocator's block held; write before reading). Nothing
+    /// is written, so this is the cheapest way to get an output buffer.
     #[track_caller]
-    pub(crate) fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    pub fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         let numel = shape::check_contiguous("empty", shape)?;
         let nbytes = shape::checked_nbytes("empty", shape, numel, dtype.size())?;
         let storage = Storage::new(nbytes, device)?;

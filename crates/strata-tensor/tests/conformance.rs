@@ -14,7 +14,9 @@
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
-use strata_tensor::{DType, Device, Operand, RoundingMode, Scalar, Tensor, TensorError};
+use strata_tensor::{
+    DType, Device, GeluApprox, Operand, RoundingMode, Scalar, Tensor, TensorError,
+};
 
 /// Case ids that are known not to match, with the reason.
 const ALLOWED: &[(&str, &str)] = &[];
@@ -26,6 +28,9 @@ const GROUPS: &[&str] = &[
     "reductions",
     "matmul",
     "errors",
+    // issue 12
+    "math",
+    "creation",
 ];
 
 #[derive(Clone)]
@@ -295,6 +300,69 @@ fn run_step(
         "matmul" => one(a()?.matmul(&env.t(&args[1])?)),
         "mm" => one(a()?.mm(&env.t(&args[1])?)),
         "bmm" => one(a()?.bmm(&env.t(&args[1])?)),
+        // ----- issue 12: elementwise math, ops along a dim, creation -----
+        "sqrt" => one(a()?.sqrt()),
+        "rsqrt" => one(a()?.rsqrt()),
+        "abs" => one(a()?.abs()),
+        "tanh" => one(a()?.tanh()),
+        "sigmoid" => one(a()?.sigmoid()),
+        "silu" => one(a()?.silu()),
+        "sin" => one(a()?.sin()),
+        "cos" => one(a()?.cos()),
+        "erf" => one(a()?.erf()),
+        "log1p" => one(a()?.log1p()),
+        "expm1" => one(a()?.expm1()),
+        "reciprocal" => one(a()?.reciprocal()),
+        "sign" => one(a()?.sign()),
+        "sqrt_" => one(a()?.sqrt_()),
+        "rsqrt_" => one(a()?.rsqrt_()),
+        "abs_" => one(a()?.abs_()),
+        "tanh_" => one(a()?.tanh_()),
+        "sigmoid_" => one(a()?.sigmoid_()),
+        "silu_" => one(a()?.silu_()),
+        "sin_" => one(a()?.sin_()),
+        "cos_" => one(a()?.cos_()),
+        "erf_" => one(a()?.erf_()),
+        "log1p_" => one(a()?.log1p_()),
+        "expm1_" => one(a()?.expm1_()),
+        "reciprocal_" => one(a()?.reciprocal_()),
+        "sign_" => one(a()?.sign_()),
+        "gelu" => {
+            let approx = match arg(args, 1).and_then(|v| v.as_str()) {
+                Some("tanh") => GeluApprox::Tanh,
+                _ => GeluApprox::None,
+            };
+            one(a()?.gelu(approx))
+        }
+        "pow" => {
+            if args[0].is_string() {
+                one(a()?.pow(ts(1)?))
+            } else {
+                one(Tensor::scalar_pow(scalar(&args[0])?, &env.t(&args[1])?))
+            }
+        }
+        "pow_" => one(a()?.pow_(ts(1)?)),
+        "maximum" => one(a()?.maximum(&env.t(&args[1])?)),
+        "minimum" => one(a()?.minimum(&env.t(&args[1])?)),
+        "softmax" => one(a()?.softmax(int(1), opt_dtype(2))),
+        "log_softmax" => one(a()?.log_softmax(int(1), opt_dtype(2))),
+        "cumsum" => one(a()?.cumsum(int(1), opt_dtype(2))),
+        "zeros_like" => one(a()?.zeros_like(opt_dtype(1))),
+        "ones_like" => one(a()?.ones_like(opt_dtype(1))),
+        "full_like" => one(a()?.full_like(scalar(&args[1])?, opt_dtype(2))),
+        "eye" => {
+            let n = args[0].as_i64().unwrap();
+            let m = arg(args, 1).map(|v| v.as_i64().unwrap());
+            if n < 0 || m.is_some_and(|m| m < 0) {
+                return Err("negative eye size (strata's eye takes usize)".into());
+            }
+            one(Tensor::eye(
+                n as usize,
+                m.map(|m| m as usize),
+                opt_dtype(2).unwrap_or(DType::F32),
+                dev,
+            ))
+        }
         _ => Err(format!("unknown op {op}")),
     }
 }
@@ -593,4 +661,70 @@ fn conformance_runs_on_the_gpu() {
     // The replays above include cuda:0 when it is usable; here it must be.
     let failures = replay_files(&project_files(&project_dir()), gpu);
     assert!(failures.is_empty(), "{failures:?}");
+}
+
+// ----- issue 12: the dimops cases of softmax, log_softmax and cumsum -----
+
+/// The ops of `dimops.json` this branch implements (the rest of the group,
+/// logsumexp/var/std/argmin, comes with the reductions).
+const DIMOPS_MINE: &[&str] = &["softmax", "log_softmax", "cumsum"];
+
+/// Replays the cases of `dimops.json` whose steps use only softmax,
+/// log_softmax, cumsum and view ops, on the CPU (and `cuda:0` where usable).
+#[test]
+fn dimops_softmax_cumsum_conformance() {
+    let dir = vectors_dir();
+    let path = dir.join("dimops.json");
+    if !path.exists() {
+        assert!(
+            skip_allowed("shared dimops", &dir),
+            "the conformance vectors are missing: {} is absent",
+            path.display()
+        );
+        return;
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    let file: Value = serde_json::from_str(&text).unwrap();
+    let views = [
+        "narrow",
+        "transpose",
+        "as_strided",
+        "slice",
+        "expand",
+        "permute",
+        "t",
+    ];
+    let mut devices = vec![Device::Cpu];
+    if strata_tensor::has_backend(Device::Cuda(0)) {
+        devices.push(Device::Cuda(0));
+    }
+    let mut failures = Vec::new();
+    for dev in devices {
+        let mut run = 0;
+        for case in file["cases"].as_array().unwrap() {
+            let ops: Vec<&str> = case["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["op"].as_str().unwrap())
+                .collect();
+            let mine = ops.iter().any(|o| DIMOPS_MINE.contains(o));
+            let only_mine = ops
+                .iter()
+                .all(|o| DIMOPS_MINE.contains(o) || views.contains(o));
+            if !(mine && only_mine) {
+                continue;
+            }
+            run += 1;
+            let id = case["id"].as_str().unwrap();
+            let r = std::panic::catch_unwind(|| run_case(case, dev))
+                .unwrap_or_else(|_| Err("panicked".into()));
+            if let Err(e) = r {
+                failures.push(format!("{dev}: {id}: {e}"));
+            }
+        }
+        println!("dimops (softmax/log_softmax/cumsum) on {dev}: {run} cases");
+        assert!(run > 0, "no softmax/log_softmax/cumsum case in dimops.json");
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -766,3 +766,177 @@ fn generated_tensors_match_the_cpu() -> Result<()> {
     ));
     Ok(())
 }
+
+// ----- issue 12: element-wise math, ops along a dim, creation on the GPU -----
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn math_ops_match_cpu_on_random_layouts() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(0x3a7);
+    for case in 0..80u64 {
+        let dtype = DTYPES[rng.below(8) as usize];
+        let (r, c) = (1 + rng.below(30) as usize, 1 + rng.below(300) as usize);
+        let k = rng.below(6);
+        let (a, base) = view(r, c, k, dtype, 500 + case)?;
+        let ga = twin(&a, &base, dev)?;
+        let what = format!("case {case} {dtype} [{r},{c}] kind {k}");
+        type F = fn(&Tensor) -> Result<Tensor>;
+        let ops: Vec<(&str, F)> = vec![
+            ("sqrt", |x| x.sqrt()),
+            ("rsqrt", |x| x.rsqrt()),
+            ("abs", |x| x.abs()),
+            ("tanh", |x| x.tanh()),
+            ("sigmoid", |x| x.sigmoid()),
+            ("silu", |x| x.silu()),
+            ("gelu", |x| x.gelu(strata_tensor::GeluApprox::None)),
+            ("gelu tanh", |x| x.gelu(strata_tensor::GeluApprox::Tanh)),
+            ("sin", |x| x.sin()),
+            ("cos", |x| x.cos()),
+            ("erf", |x| x.erf()),
+            ("log1p", |x| x.log1p()),
+            ("expm1", |x| x.div(8)?.expm1()),
+            ("reciprocal", |x| x.reciprocal()),
+            ("sign", |x| x.sign()),
+            ("pow 2", |x| x.pow(2)),
+            ("pow 3", |x| x.pow(3)),
+            ("pow 0.5", |x| x.pow(0.5)),
+            ("pow -0.5", |x| x.pow(-0.5)),
+            ("pow 1.7", |x| x.pow(1.7)),
+            ("pow self", |x| x.abs()?.pow(&x.div(4)?)),
+            ("2 ^ x", |x| Tensor::scalar_pow(2, &x.div_mode(4, RoundingMode::Trunc)?)),
+            ("maximum", |x| x.maximum(&x.neg()?)),
+            ("minimum", |x| x.minimum(&x.sub(1)?.div_mode(2, RoundingMode::Floor)?)),
+        ];
+        for (name, f) in &ops {
+            match (f(&a), f(&ga)) {
+                (Ok(x), Ok(y)) => assert_sum(&format!("{what} {name}"), &x, &y),
+                (Err(_), Err(_)) => {}
+                (x, y) => panic!("{what} {name}: cpu {:?} vs gpu {:?}", x.err(), y.err()),
+            }
+        }
+        // In place on a fresh copy (views of expanded tensors are refused on both).
+        type G = fn(&Tensor) -> Result<Tensor>;
+        let inplace: Vec<(&str, G)> = vec![
+            ("sqrt_", |x| x.sqrt_()),
+            ("tanh_", |x| x.tanh_()),
+            ("sign_", |x| x.sign_()),
+            ("abs_", |x| x.abs_()),
+            ("pow_ 2", |x| x.pow_(2)),
+        ];
+        for (name, f) in &inplace {
+            let (x, y) = (a.deep_clone()?, ga.deep_clone()?);
+            match (f(&x), f(&y)) {
+                (Ok(_), Ok(_)) => assert_sum(&format!("{what} {name}"), &x, &y),
+                (Err(_), Err(_)) => {}
+                (p, q) => panic!("{what} {name}: cpu {:?} vs gpu {:?}", p.err(), q.err()),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(0xc0ffee);
+    // Short rows (warp per row), long rows (block per row), rows of odd
+    // lengths (no vector loads), inner dims (column kernel), non-contiguous.
+    let shapes: Vec<Vec<usize>> = vec![
+        vec![7, 5],
+        vec![64, 1024],
+        vec![3, 1023],
+        vec![2, 4096],
+        vec![5, 3000],
+        vec![1, 100_000],
+        vec![4, 33, 6],
+        vec![2, 3, 4, 5],
+        vec![1000],
+        vec![],
+        vec![0, 4],
+    ];
+    for (i, shape) in shapes.iter().enumerate() {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let x = Tensor::randn(shape, DType::F64, 900 + i as u64, Device::Cpu)?
+                .mul(4.0)?
+                .to_dtype(dtype)?;
+            let gx = x.to(dev)?;
+            for dim in -(shape.len().max(1) as i64)..(shape.len().max(1) as i64) {
+                let what = format!("{shape:?} {dtype} dim {dim}");
+                assert_sum(&format!("{what} softmax"), &x.softmax(dim, None)?, &gx.softmax(dim, None)?);
+                assert_sum(
+                    &format!("{what} log_softmax"),
+                    &x.log_softmax(dim, None)?,
+                    &gx.log_softmax(dim, None)?,
+                );
+                assert_sum(
+                    &format!("{what} softmax f32"),
+                    &x.softmax(dim, Some(DType::F32))?,
+                    &gx.softmax(dim, Some(DType::F32))?,
+                );
+                // cumsum sums in another order on neither device: same order, f32/f64 acc.
+                let cx = x.div(64)?;
+                assert_sum(&format!("{what} cumsum"), &cx.cumsum(dim, None)?, &cx.to(dev)?.cumsum(dim, None)?);
+                if shape.len() >= 2 {
+                    // A transposed (non-contiguous) input.
+                    let (xt, gt) = (x.transpose(0, -1)?, gx.transpose(0, -1)?);
+                    assert_sum(&format!("{what} softmax of t"), &xt.softmax(dim, None)?, &gt.softmax(dim, None)?);
+                }
+            }
+        }
+        // Integer cumsum (i64 result, exact) and a wrapping i32 cumsum.
+        let xi = Tensor::randn(shape, DType::F64, 1900 + i as u64, Device::Cpu)?
+            .mul(1000.0)?
+            .to_dtype(DType::I32)?;
+        let d = rng.below(shape.len().max(1) as u64) as i64;
+        assert_same("i32 cumsum", &xi.cumsum(d, None)?, &xi.to(dev)?.cumsum(d, None)?);
+        assert_same(
+            "u8 cumsum",
+            &xi.cumsum(d, Some(DType::U8))?,
+            &xi.to(dev)?.cumsum(d, Some(DType::U8))?,
+        );
+    }
+    // Special rows: +inf, NaN, all -inf, [-inf, 1].
+    let ninf = f32::NEG_INFINITY;
+    let rows = Tensor::from_slice(
+        &[1.0, f32::INFINITY, 2.0, f32::NAN, 1.0, 0.0, ninf, ninf, ninf, ninf, 1.0, ninf],
+        &[4, 3],
+        Device::Cpu,
+    )?;
+    let grows = rows.to(dev)?;
+    assert_same("special softmax", &rows.softmax(1, None)?, &grows.softmax(1, None)?);
+    assert_same("special log_softmax", &rows.log_softmax(1, None)?, &grows.log_softmax(1, None)?);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn creation_ops_match_cpu() -> Result<()> {
+    let dev = gpu();
+    for dtype in DTYPES {
+        let x = Tensor::zeros(&[3, 4], dtype, dev)?;
+        assert_same("zeros_like", &Tensor::zeros(&[3, 4], dtype, Device::Cpu)?, &x.ones_like(None)?.zeros_like(None)?);
+        assert_same("ones_like", &Tensor::ones(&[3, 4], dtype, Device::Cpu)?, &x.ones_like(None)?);
+        assert_same(
+            "full_like",
+            &Tensor::full(&[3, 4], 1, dtype, Device::Cpu)?,
+            &x.full_like(1, None)?,
+        );
+        assert_same("eye", &Tensor::eye(5, Some(3), dtype, Device::Cpu)?, &Tensor::eye(5, Some(3), dtype, dev)?);
+        assert_eq!(x.empty_like(None)?.device(), dev);
+    }
+    for dtype in [DType::I64, DType::I32, DType::U8, DType::F32, DType::F64] {
+        let c = Tensor::randint(-5, 100, &[3, 1000], Some(dtype), 11, Device::Cpu);
+        let g = Tensor::randint(-5, 100, &[3, 1000], Some(dtype), 11, dev);
+        match (c, g) {
+            (Ok(c), Ok(g)) => assert_same("randint", &c, &g),
+            (Err(_), Err(_)) => {}
+            (c, g) => panic!("randint {dtype}: cpu {:?} vs gpu {:?}", c.err(), g.err()),
+        }
+    }
+    let x = Tensor::zeros(&[4, 257], DType::F32, dev)?;
+    assert_same("rand_like", &Tensor::rand(&[4, 257], DType::F32, 5, Device::Cpu)?, &x.rand_like(None, 5)?);
+    assert_same("randn_like", &Tensor::randn(&[4, 257], DType::F64, 5, Device::Cpu)?, &x.randn_like(Some(DType::F64), 5)?);
+    Ok(())
+}

@@ -5,6 +5,7 @@ mod binary;
 mod cast;
 mod inplace;
 mod linear;
+mod math;
 mod matmul;
 mod overloads;
 mod reduce;

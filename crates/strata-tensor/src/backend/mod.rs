@@ -115,7 +115,19 @@ pub(crate) trait Backend: Sync {
     fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()>;
     /// Copies `out.len()` bytes from byte `offset` of a storage to the host.
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()>;
+
+    // ----- issue 12: ops along one dim (softmax, log_softmax, cumsum) -----
+    /// Softmax (log-softmax with `log`) along the `n` dim of `s`: `input`
+    /// and the fresh `out` are contiguous, of one float dtype; f16/bf16
+    /// compute in f32.
+    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, log: bool) -> Result<()>;
+    /// Inclusive cumulative sum along the `n` dim of `s`: contiguous operands
+    /// of one dtype (integers wrap; f16/bf16 accumulate in f32).
+    fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()>;
 }
+
+/// The `outer x n x inner` view of a contiguous operand along one dim.
+pub(crate) use cpu::DimShape;
 
 /// The backend for `device`, or a typed error where this build or this
 /// machine has none (no `cuda` feature, no CUDA driver, no such GPU).

@@ -232,6 +232,19 @@ impl Tensor {
             }
             check_inplace(name, self, &mut inputs)?;
         }
+        if op == BinaryOp::Pow && !compute.is_float() {
+            if let Operand::Scalar(Scalar::Int(e)) = b {
+                if e < 0 {
+                    return Err(TensorError::value(
+                        name,
+                        format!(
+                            "integers to negative integer powers are not allowed (exponent {e}); \
+                             use a float exponent or convert the tensor to a float dtype"
+                        ),
+                    ));
+                }
+            }
+        }
         if matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor) && !compute.is_float() {
             let zero = match (&b, inputs.first()) {
                 (Operand::Scalar(s), _) => s.to_i64() == 0,
@@ -256,9 +269,15 @@ impl Tensor {
             (Some(bt), _) => launch(&target, &[&a_c, bt], |be| {
                 be.binary(op, &target.arg(), &a_c.arg_as(&shape), &bt.arg_as(&shape))
             })?,
-            (None, Operand::Scalar(s)) => launch(&target, &[&a_c], |be| {
-                be.binary_scalar(op, &target.arg(), &a_c.arg_as(&shape), s)
-            })?,
+            (None, Operand::Scalar(s)) => match pow_root(op, compute, s) {
+                // PyTorch computes x^0.5 and x^-0.5 as sqrt and rsqrt.
+                Some(f) => launch(&target, &[&a_c], |be| {
+                    be.unary(UnaryOp::Map(f), &target.arg(), &a_c.arg_as(&shape))
+                })?,
+                None => launch(&target, &[&a_c], |be| {
+                    be.binary_scalar(op, &target.arg(), &a_c.arg_as(&shape), s)
+                })?,
+            },
             (None, Operand::Tensor(_)) => unreachable!(),
         }
         if inplace {
@@ -296,6 +315,15 @@ impl Tensor {
         let float_only = rule == UnaryDTypes::Float;
         if rule == UnaryDTypes::NotBool && self.dtype() == DType::Bool {
             return Err(TensorError::unsupported(name, DType::Bool));
+        }
+        if rule == UnaryDTypes::FloatOnly && !self.dtype().is_float() {
+            return Err(TensorError::dtype(
+                name,
+                format!(
+                    "not defined for dtype {} (float tensors only; convert with to_dtype first)",
+                    self.dtype()
+                ),
+            ));
         }
         let compute = match op {
             UnaryOp::Clamp(lo, hi) => crate::ops::checks::clamp_dtype(name, self, lo, hi)?,
@@ -548,6 +576,19 @@ impl Tensor {
     }
 }
 
+/// The unary op a float `pow` with scalar exponent `s` is computed as, where
+/// PyTorch special-cases it (0.5: sqrt, -0.5: rsqrt).
+fn pow_root(op: BinaryOp, compute: DType, s: Scalar) -> Option<crate::ops::table::UnaryFn> {
+    use crate::ops::table::UnaryFn;
+    match (op, s) {
+        (BinaryOp::Pow, Scalar::Float(e)) if compute.is_float() && e == 0.5 => Some(UnaryFn::Sqrt),
+        (BinaryOp::Pow, Scalar::Float(e)) if compute.is_float() && e == -0.5 => {
+            Some(UnaryFn::Rsqrt)
+        }
+        _ => None,
+    }
+}
+
 fn mode_op(mode: RoundingMode) -> BinaryOp {
     match mode {
         RoundingMode::Trunc => BinaryOp::DivTrunc,
@@ -555,31 +596,39 @@ fn mode_op(mode: RoundingMode) -> BinaryOp {
     }
 }
 
+/// The public methods of one unary row: none for a `named` row (its method
+/// is written by hand), else the out-of-place method and maybe the in-place one.
+macro_rules! unary_row_methods {
+    ([$($doc:tt)*] $V:ident ; ) => {};
+    ([$($doc:tt)*] $V:ident $m:ident ; $($ip:ident [$($idoc:tt)*])?) => {
+        $($doc)*
+        pub fn $m(&self) -> Result<Tensor> {
+            let op = crate::ops::table::UnaryFn::$V;
+            self.unary(UnaryOp::Map(op), op.name(false), false)
+        }
+        $(
+            $($idoc)*
+            pub fn $ip(&self) -> Result<Tensor> {
+                let op = crate::ops::table::UnaryFn::$V;
+                self.unary(UnaryOp::Map(op), op.name(true), true)
+            }
+        )?
+    };
+}
+
 /// The public methods of the unary table's ops.
 macro_rules! unary_methods {
     ($(
         $(#[$doc:meta])*
         $V:ident {
-            method: $m:ident,
+            $(method: $m:ident,)?
+            $(named: $n:ident,)?
             $(inplace: $(#[$idoc:meta])* $ip:ident,)?
             dtypes: $($rest:tt)*
         }
     )*) => {
         impl Tensor {
-            $(
-                $(#[$doc])*
-                pub fn $m(&self) -> Result<Tensor> {
-                    let op = crate::ops::table::UnaryFn::$V;
-                    self.unary(UnaryOp::Map(op), op.name(false), false)
-                }
-                $(
-                    $(#[$idoc])*
-                    pub fn $ip(&self) -> Result<Tensor> {
-                        let op = crate::ops::table::UnaryFn::$V;
-                        self.unary(UnaryOp::Map(op), op.name(true), true)
-                    }
-                )?
-            )*
+            $(unary_row_methods!([$(#[$doc])*] $V $($m)? ; $($ip [$(#[$idoc])*])?);)*
         }
     };
 }
@@ -632,3 +681,59 @@ macro_rules! binary_methods {
     };
 }
 binary_op_table!(binary_methods);
+
+// ----- issue 12: elementwise math with arguments (gelu, pow with a scalar base) -----
+
+/// GELU's `approximate` argument (`F.gelu(x, approximate=...)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GeluApprox {
+    /// `"none"`: the exact `x / 2 * (1 + erf(x / sqrt 2))`.
+    #[default]
+    None,
+    /// `"tanh"`: `x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))`.
+    Tanh,
+}
+
+impl Tensor {
+    /// GELU (`F.gelu(x, approximate)`), float tensors only. As in PyTorch,
+    /// `gelu(-inf)` is NaN (`x * 0`); f16/bf16 compute in f32.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, GeluApprox};
+    /// let x = Tensor::from_slice(&[0.0f32, 1.0], &[2], Device::Cpu).unwrap();
+    /// let y = x.gelu(GeluApprox::None).unwrap().to_vec::<f32>().unwrap();
+    /// assert!((y[1] - 0.841_344_7).abs() < 1e-6);
+    /// assert!(Tensor::from_slice(&[1i32], &[1], Device::Cpu).unwrap().gelu(GeluApprox::Tanh).is_err());
+    /// ```
+    pub fn gelu(&self, approximate: GeluApprox) -> Result<Tensor> {
+        use crate::ops::table::UnaryFn;
+        let f = match approximate {
+            GeluApprox::None => UnaryFn::Gelu,
+            GeluApprox::Tanh => UnaryFn::GeluTanh,
+        };
+        self.unary(UnaryOp::Map(f), f.name(false), false)
+    }
+
+    /// `torch.pow(base, exponent)` with a scalar base: broadcasting and type
+    /// promotion as for [`Tensor::pow`] (an int base with an integer exponent
+    /// tensor stays integer and wraps; negative integer exponents give the
+    /// truncated `1 / base^n`).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let e = Tensor::from_slice(&[0i64, 3, 62], &[3], Device::Cpu).unwrap();
+    /// let p = Tensor::scalar_pow(2, &e).unwrap();
+    /// assert_eq!(p.to_vec::<i64>().unwrap(), vec![1, 8, 1 << 62]);
+    /// ```
+    pub fn scalar_pow(base: impl Into<Scalar>, exponent: &Tensor) -> Result<Tensor> {
+        let base = base.into();
+        let compute = result_type(&[Operand::Scalar(base), Operand::Tensor(exponent)]);
+        if compute == DType::Bool {
+            return Err(TensorError::unsupported("pow", compute));
+        }
+        // The base enters converted to the compute dtype (wrapping, as
+        // PyTorch's wrapped-number conversion does).
+        let b = Tensor::from_scalars(&[base], &[], compute, exponent.device())?;
+        b.binary(BinaryOp::Pow, Operand::Tensor(exponent), false)
+    }
+}

@@ -3,9 +3,11 @@
 
 mod checks;
 mod elementwise;
+pub(crate) mod math;
 mod matmul;
 mod overloads;
 mod reduce;
+mod softmax;
 pub(crate) mod table;
 
-pub use elementwise::{Operand, RoundingMode};
+pub use elementwise::{GeluApprox, Operand, RoundingMode};

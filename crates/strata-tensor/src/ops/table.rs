@@ -33,7 +33,12 @@
 //! (it may be left out by float-only ops).
 //!
 //! Rules ([`UnaryDTypes`]): `All`; `NotBool` (bool input is an error);
-//! `Float` (integer inputs compute in f32; in place needs a float tensor).
+//! `Float` (integer inputs compute in f32; in place needs a float tensor);
+//! `FloatOnly` (integer and bool inputs are an error).
+//!
+//! A row may have `named: name` instead of `method: name`: it gets no
+//! generated method (its public method, taking an argument that picks the
+//! row, is written by hand; `gelu`'s approximation) and `name` in errors.
 //!
 //! Binary (`binary_op_table!`): an `arith { .. }` section whose rows write the
 //! operands' dtype and a `compare { .. }` section whose rows write bool:
@@ -84,6 +89,142 @@ macro_rules! unary_op_table {
                 dtypes: Float,
                 cpu: |x| x.ln(),
                 cuda: { float: "log{f}({a})" }
+            }
+            // ----- issue 12: elementwise math (see `ops::math`) -----
+            /// Square root, correctly rounded in every float dtype (integer input gives f32).
+            Sqrt {
+                method: sqrt,
+                inplace: /// In place square root (float tensors only).
+                    sqrt_,
+                dtypes: Float,
+                cpu: |x| x.sqrt_(),
+                cuda: { float: "sqrt{f}({a})" }
+            }
+            /// `1 / sqrt(self)` (`rsqrt(-0.0)` is `-inf`; integer input gives f32).
+            Rsqrt {
+                method: rsqrt,
+                inplace: /// In place `1 / sqrt(self)` (float tensors only).
+                    rsqrt_,
+                dtypes: Float,
+                cpu: |x| x.rsqrt_(),
+                cuda: { float: "(({c})1 / sqrt{f}({a}))" }
+            }
+            /// `|self|`, keeping the dtype (integers wrap at their minimum; bool is an error).
+            Abs {
+                method: abs,
+                inplace: /// In place `|self|`.
+                    abs_,
+                dtypes: NotBool,
+                cpu: |x| x.abs_(),
+                cuda: { float: "fabs{f}({a})", int: "({a} < ({c})0 ? wneg<{c}, {u}>({a}) : {a})" }
+            }
+            /// Hyperbolic tangent (integer input gives f32).
+            Tanh {
+                method: tanh,
+                inplace: /// In place hyperbolic tangent (float tensors only).
+                    tanh_,
+                dtypes: Float,
+                cpu: |x| x.tanh_(),
+                cuda: { float: "tanh{f}({a})" }
+            }
+            /// `1 / (1 + e^-self)` (integer input gives f32).
+            Sigmoid {
+                method: sigmoid,
+                inplace: /// In place sigmoid (float tensors only).
+                    sigmoid_,
+                dtypes: Float,
+                cpu: |x| x.sigmoid_(),
+                cuda: { float: "(({c})1 / (({c})1 + exp{f}(-{a})))" }
+            }
+            /// `self * sigmoid(self)` (float tensors only; `silu(-inf)` is NaN, as in PyTorch).
+            Silu {
+                method: silu,
+                inplace: /// In place SiLU (`F.silu(x, inplace=True)`).
+                    silu_,
+                dtypes: FloatOnly,
+                cpu: |x| x.silu_(),
+                cuda: { float: "({a} / (({c})1 + exp{f}(-{a})))" }
+            }
+            /// Exact GELU, `x / 2 * (1 + erf(x / sqrt 2))` ([`Tensor::gelu`]).
+            Gelu {
+                named: gelu,
+                dtypes: FloatOnly,
+                cpu: |x| x.gelu_(),
+                cuda: { float: "(({c})0.5 * {a} * (({c})1 + erf{f}({a} * ({c})0.70710678118654752440)))" }
+            }
+            /// GELU's tanh approximation ([`Tensor::gelu`]).
+            GeluTanh {
+                named: gelu,
+                dtypes: FloatOnly,
+                cpu: |x| x.gelu_tanh_(),
+                cuda: { float: "(({c})0.5 * {a} * (({c})1 + tanh{f}(({c})0.79788456080286535588 * ({a} + ({c})0.044715 * {a} * {a} * {a}))))" }
+            }
+            /// Sine (integer input gives f32).
+            Sin {
+                method: sin,
+                inplace: /// In place sine (float tensors only).
+                    sin_,
+                dtypes: Float,
+                cpu: |x| x.sin_(),
+                cuda: { float: "sin{f}({a})" }
+            }
+            /// Cosine (integer input gives f32).
+            Cos {
+                method: cos,
+                inplace: /// In place cosine (float tensors only).
+                    cos_,
+                dtypes: Float,
+                cpu: |x| x.cos_(),
+                cuda: { float: "cos{f}({a})" }
+            }
+            /// The error function (integer input gives f32).
+            Erf {
+                method: erf,
+                inplace: /// In place error function (float tensors only).
+                    erf_,
+                dtypes: Float,
+                cpu: |x| x.erf_(),
+                cuda: { float: "erf{f}({a})" }
+            }
+            /// `ln(1 + self)`, accurate near 0 (integer input gives f32).
+            Log1p {
+                method: log1p,
+                inplace: /// In place `ln(1 + self)` (float tensors only).
+                    log1p_,
+                dtypes: Float,
+                cpu: |x| x.log1p_(),
+                cuda: { float: "log1p{f}({a})" }
+            }
+            /// `e^self - 1`, accurate near 0 (integer input gives f32).
+            Expm1 {
+                method: expm1,
+                inplace: /// In place `e^self - 1` (float tensors only).
+                    expm1_,
+                dtypes: Float,
+                cpu: |x| x.expm1_(),
+                cuda: { float: "expm1{f}({a})" }
+            }
+            /// `1 / self`, correctly rounded in every float dtype (integer input gives f32).
+            Reciprocal {
+                method: reciprocal,
+                inplace: /// In place `1 / self` (float tensors only).
+                    reciprocal_,
+                dtypes: Float,
+                cpu: |x| x.recip_(),
+                cuda: { float: "(({c})1 / {a})" }
+            }
+            /// -1, 0 or 1 in the input's dtype (`sign(NaN)` and `sign(-0.0)` are
+            /// +0.0, as in PyTorch; bool gives itself).
+            Sign {
+                method: sign,
+                inplace: /// In place sign.
+                    sign_,
+                dtypes: All,
+                cpu: |x| x.sign_(),
+                cuda: {
+                    float: "(({a} > ({c})0) ? ({c})1 : (({a} < ({c})0) ? ({c})-1 : ({c})0))",
+                    int: "(({a} > ({c})0) ? ({c})1 : (({a} < ({c})0) ? ({c})-1 : ({c})0))"
+                }
             }
         }
     };
@@ -198,6 +339,62 @@ macro_rules! binary_op_table {
                         int: "sdivfloor<{c}, {u}>({a}, {b})"
                     }
                 }
+                // ----- issue 12: elementwise math (see `ops::math`) -----
+                /// `self ^ b` (`torch.pow`), broadcasting, with the promotion of `mul`.
+                /// Integer results wrap; an integer tensor to a negative int
+                /// scalar is an error, while negative integer tensor exponents
+                /// give the truncated `1 / self^n`. A scalar exponent of 0.5 or
+                /// -0.5 is computed as `sqrt`/`rsqrt` (PyTorch's quirk); other
+                /// float exponents follow C's `pow`. For a scalar base see
+                /// [`Tensor::scalar_pow`].
+                ///
+                /// ```
+                /// use strata_tensor::{Tensor, Device};
+                /// let a = Tensor::from_slice(&[2i32, 3], &[2], Device::Cpu).unwrap();
+                /// assert_eq!(a.pow(3).unwrap().to_vec::<i32>().unwrap(), vec![8, 27]);
+                /// assert!(a.pow(-1).is_err());
+                /// ```
+                Pow {
+                    method: pow,
+                    inplace: /// In place `self ^ b` (b broadcasts to self's shape).
+                        pow_,
+                    dtypes: NoBoolCompute,
+                    scalar: Acc,
+                    cpu: |a, b| a.pow_(b),
+                    cuda: {
+                        bool: "({a} | !{b})",
+                        float: "pow{f}({a}, {b})",
+                        u8: "ipow<u8, u32>({a}, {b})",
+                        int: "ipow<{c}, {u}>({a}, {b})"
+                    }
+                }
+                /// Element-wise maximum (`torch.maximum`), broadcasting and
+                /// promoting like `add`; NaN in either operand gives NaN.
+                Maximum {
+                    method: maximum,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| a.maximum_(b),
+                    cuda: {
+                        bool: "({a} | {b})",
+                        float: "max_nan<{c}>({a}, {b})",
+                        u8: "({a} > {b} ? {a} : {b})",
+                        int: "({a} > {b} ? {a} : {b})"
+                    }
+                }
+                /// Element-wise minimum (`torch.minimum`); NaN in either operand gives NaN.
+                Minimum {
+                    method: minimum,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| a.minimum_(b),
+                    cuda: {
+                        bool: "({a} & {b})",
+                        float: "min_nan<{c}>({a}, {b})",
+                        u8: "({a} < {b} ? {a} : {b})",
+                        int: "({a} < {b} ? {a} : {b})"
+                    }
+                }
             }
             compare {
                 /// `self == b` element-wise (bool result).
@@ -232,12 +429,13 @@ pub(crate) fn relu<A: crate::dtype::Arith>(v: A) -> A {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum UnaryDTypes {
     /// Every dtype, computed in the input's own.
-    #[allow(dead_code)]
     All,
     /// Every dtype but bool.
     NotBool,
     /// Floats; integer and bool inputs compute in f32 (not in place).
     Float,
+    /// Floats only: integer and bool inputs are an error (gelu, silu).
+    FloatOnly,
 }
 
 /// Which operand dtypes a binary arithmetic op accepts.
@@ -267,7 +465,8 @@ macro_rules! unary_enum {
     ($(
         $(#[$doc:meta])*
         $V:ident {
-            method: $m:ident,
+            $(method: $m:ident,)?
+            $(named: $n:ident,)?
             $(inplace: $(#[$idoc:meta])* $ip:ident,)?
             dtypes: $rule:ident,
             cpu: |$x:ident| $cpu:expr,
@@ -285,8 +484,8 @@ macro_rules! unary_enum {
             /// The op's name in errors (`neg`, `neg_`, ...).
             pub(crate) fn name(self, inplace: bool) -> &'static str {
                 match (self, inplace) {
-                    $((UnaryFn::$V, false) => stringify!($m),)*
-                    $((UnaryFn::$V, true) => concat!(stringify!($m), "_"),)*
+                    $((UnaryFn::$V, false) => stringify!($($m)? $($n)?),)*
+                    $((UnaryFn::$V, true) => concat!(stringify!($($m)? $($n)?), "_"),)*
                 }
             }
             /// The dtype rule.

@@ -1,6 +1,7 @@
 //! The CPU backend: host memory from the caching allocator's host driver,
 //! kernels generated once per dtype from generic code.
 
+mod dimops;
 mod elementwise;
 mod loops;
 mod matmul;
@@ -11,10 +12,12 @@ use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryFn, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{Arith, DType, Element};
 use crate::error::Result;
+use crate::ops::math::Math;
 use crate::ops::table::{binary_op_table, unary_op_table, ScalarRule};
 use crate::scalar::Scalar;
 use elementwise::{fill, map1, map2, map3};
 
+pub(crate) use dimops::DimShape;
 pub(crate) use loops::PARALLEL_THRESHOLD;
 
 /// Kernels on host memory.
@@ -33,6 +36,9 @@ macro_rules! dispatch_rule {
     };
     (Float, $d:expr, $T:ident => $body:expr) => {
         dispatch_among!($d, $T => $body; F32: f32, F64: f64, F16: ::half::f16, BF16: ::half::bf16)
+    };
+    (FloatOnly, $d:expr, $T:ident => $body:expr) => {
+        dispatch_rule!(Float, $d, $T => $body)
     };
 }
 
@@ -83,7 +89,10 @@ macro_rules! cpu_binary {
         )* }
     ) => {
         /// out = x op y (x and y of dtype `T`).
-        fn binary_typed<T: Element>(op: BinaryOp, out: &Arg, x: &Arg, y: &Arg) {
+        fn binary_typed<T: Element>(op: BinaryOp, out: &Arg, x: &Arg, y: &Arg)
+        where
+            T::Acc: Math,
+        {
             match op {
                 $(BinaryOp::$V => map2(out, x, y, |p: T, q: T| {
                     let ($a, $b) = (p.to_acc(), q.to_acc());
@@ -99,7 +108,7 @@ macro_rules! cpu_binary {
         /// out = x op s (x of dtype `T`).
         fn binary_scalar_typed<T: Element>(op: BinaryOp, out: &Arg, x: &Arg, s: Scalar)
         where
-            T::Acc: Element,
+            T::Acc: Element + Math,
         {
             let w = scalar_acc::<T>(op, s);
             match op {
@@ -122,7 +131,8 @@ macro_rules! cpu_unary {
     ($(
         $(#[$doc:meta])*
         $V:ident {
-            method: $m:ident,
+            $(method: $m:ident,)?
+            $(named: $n:ident,)?
             $(inplace: $(#[$idoc:meta])* $ip:ident,)?
             dtypes: $rule:ident,
             cpu: |$x:ident| $cpu:expr,
@@ -257,6 +267,16 @@ impl Backend for CpuBackend {
         // SAFETY: the storage holds at least `bytes.len()` bytes (asserted) of
         // host memory, and the caller holds its write lock (or owns it alone).
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst.host_ptr(), bytes.len()) };
+        Ok(())
+    }
+
+    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, log: bool) -> Result<()> {
+        dispatch_rule!(Float, input.dtype, T => dimops::softmax::<T>(out, input, s, log));
+        Ok(())
+    }
+
+    fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()> {
+        dispatch_dtype!(input.dtype, T => dimops::cumsum::<T>(out, input, s));
         Ok(())
     }
 

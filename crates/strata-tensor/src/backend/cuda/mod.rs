@@ -12,6 +12,7 @@
 
 pub(crate) mod blas;
 pub(crate) mod context;
+pub(crate) mod dimops;
 pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod nvrtc;
@@ -20,7 +21,7 @@ pub(crate) mod reduce;
 pub(crate) mod runtime;
 pub(crate) mod transfer;
 
-use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryOp};
+use crate::backend::{Arg, Backend, BinaryOp, DimShape, Mem, ReduceOp, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -227,6 +228,14 @@ impl Backend for CudaDevice {
 
     fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()> {
         transfer::host_to_device(self, dst.ptr, bytes, false, self.stream())
+    }
+
+    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, log: bool) -> Result<()> {
+        dimops::softmax(self, out, input, s, log)
+    }
+
+    fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()> {
+        dimops::cumsum(self, out, input, s)
     }
 
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {

@@ -72,6 +72,16 @@ extern "C" __global__ void range_f32(float* out, i64 n, float start, float step)
     out[i] = __fadd_rn(start, __fmul_rn((float)i, step));
 }}
 
+extern "C" __global__ void randint(i64* out, i64 n, u64 seed, i64 low, u64 range) {{
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {{
+    u64 b = (u64)i / 2;
+    u32 c[4] = {{(u32)b, (u32)(b >> 32), 2u, 0u}};
+    philox(c, (u32)seed, (u32)(seed >> 32));
+    int j = 2 * (int)(i % 2);
+    out[i] = (i64)((u64)low + join(c[j], c[j + 1]) % range);
+  }}
+}}
+
 extern "C" __global__ void range_i64(i64* out, i64 n, i64 start, i64 step) {{
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
     out[i] = (i64)((u64)start + (u64)i * (u64)step);
@@ -107,7 +117,14 @@ pub(crate) fn generate(dev: &CudaDevice, out: &Arg, seq: Sequence) -> Result<()>
         dev,
         "generate",
         source,
-        &["uniform", "normal", "range_f64", "range_f32", "range_i64"],
+        &[
+            "uniform",
+            "normal",
+            "range_f64",
+            "range_f32",
+            "range_i64",
+            "randint",
+        ],
     )?;
     let ptr = base_ptr(out);
     let n = n as i64;
@@ -137,5 +154,6 @@ pub(crate) fn generate(dev: &CudaDevice, out: &Arg, seq: Sequence) -> Result<()>
         Sequence::FloatRange { start, step } => go!("range_f64", 2, start, step),
         Sequence::Float32Range { start, step } => go!("range_f32", 3, start, step),
         Sequence::IntRange { start, step } => go!("range_i64", 4, start, step),
+        Sequence::RandInt { low, range, seed } => go!("randint", 5, seed, low, range.max(1)),
     }
 }

@@ -13,6 +13,7 @@
 //! No CUDA header is included: half and bfloat16 conversions are inline PTX,
 //! so compilation needs nothing but NVRTC and its builtins.
 
+pub(crate) mod dimops;
 pub(crate) mod elementwise;
 pub(crate) mod ops;
 pub(crate) mod reduce;
@@ -85,6 +86,17 @@ template <class T, class U> __device__ __forceinline__ T sdivfloor(T a, T b) {
   return q;
 }
 __device__ __forceinline__ u8 udiv(u8 a, u8 b) { return b == 0 ? (u8)0 : (u8)(a / b); }
+// ----- issue 12: integer pow (wrapping; a negative exponent truncates 1 / b^n) -----
+template <class T, class U> __device__ __forceinline__ T ipow(T b, T e) {
+  if (e < (T)0) {
+    if (b == (T)1) return (T)1;
+    if (b == (T)0 - (T)1) return (e & (T)1) ? b : (T)1;
+    return (T)0;
+  }
+  U r = 1, x = (U)b, n = (U)e;
+  while (n != 0) { if (n & 1) r *= x; x *= x; n >>= 1; }
+  return (T)r;
+}
 "#;
 
 /// The C type elements of `d` are stored as.

@@ -22,7 +22,8 @@ macro_rules! cuda_unary {
     ($(
         $(#[$doc:meta])*
         $V:ident {
-            method: $m:ident,
+            $(method: $m:ident,)?
+            $(named: $n:ident,)?
             $(inplace: $(#[$idoc:meta])* $ip:ident,)?
             dtypes: $rule:ident,
             cpu: |$x:ident| $cpu:expr,

@@ -1,0 +1,203 @@
+//! Ops along one dim on the CPU: softmax, log-softmax and cumsum.
+//!
+//! The caller hands a contiguous input and a fresh contiguous output of the
+//! same shape, described as `outer x n x inner` (`n` the op's dim). With
+//! `inner == 1` every row is contiguous and is one loop; otherwise each outer
+//! block is walked along `n` with the `inner` positions as the vectorised
+//! inner loop. Work above [`super::PARALLEL_THRESHOLD`] elements is split
+//! across rayon's threads by outer block (or by rows when there is one block).
+
+use crate::backend::Arg;
+use crate::dtype::{Arith, Element};
+use rayon::prelude::*;
+
+/// The `outer x n x inner` view of a contiguous operand along `dim`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DimShape {
+    pub outer: usize,
+    pub n: usize,
+    pub inner: usize,
+}
+
+impl DimShape {
+    /// The view of `shape` along `dim` (a 0-d shape is one element).
+    pub(crate) fn new(shape: &[usize], dim: usize) -> DimShape {
+        if shape.is_empty() {
+            return DimShape {
+                outer: 1,
+                n: 1,
+                inner: 1,
+            };
+        }
+        DimShape {
+            outer: shape[..dim].iter().product(),
+            n: shape[dim],
+            inner: shape[dim + 1..].iter().product(),
+        }
+    }
+    fn numel(&self) -> usize {
+        self.outer * self.n * self.inner
+    }
+}
+
+/// The elements of a contiguous operand as a slice.
+///
+/// # Safety
+/// `a` must be a contiguous CPU operand of `T` with `len` elements from its
+/// offset, whose storage the caller has locked for the slice's lifetime.
+unsafe fn slice<'a, T>(a: &Arg, len: usize) -> &'a [T] {
+    let p = (a.mem.host_ptr() as *const T).add(a.layout.offset);
+    std::slice::from_raw_parts(p, len)
+}
+
+/// As [`slice`], mutable.
+///
+/// # Safety
+/// As [`slice`], and the caller holds the storage's write lock and no other
+/// reference to these elements exists.
+unsafe fn slice_mut<'a, T>(a: &Arg, len: usize) -> &'a mut [T] {
+    let p = (a.mem.host_ptr() as *mut T).add(a.layout.offset);
+    std::slice::from_raw_parts_mut(p, len)
+}
+
+/// Runs `f(block_in, block_out)` on every outer block of `outer x (n * inner)`
+/// elements, in parallel when the work is large.
+fn per_block<T: Element>(
+    x: &[T],
+    y: &mut [T],
+    s: DimShape,
+    f: impl Fn(&[T], &mut [T]) + Sync + Send,
+) {
+    let block = s.n * s.inner;
+    if block == 0 {
+        return;
+    }
+    if s.numel() >= super::PARALLEL_THRESHOLD && s.outer > 1 {
+        y.par_chunks_mut(block)
+            .zip(x.par_chunks(block))
+            .for_each(|(yo, xo)| f(xo, yo));
+    } else {
+        for (yo, xo) in y.chunks_mut(block).zip(x.chunks(block)) {
+            f(xo, yo);
+        }
+    }
+}
+
+/// Softmax (or log-softmax with `log`) of one contiguous row, in `T::Acc`:
+/// max, then the sum of `exp(x - max)`, then the outputs. A row holding NaN
+/// or +inf, and an all -inf row, give NaN (as in PyTorch).
+fn softmax_row<T: Element>(x: &[T], y: &mut [T], log: bool) {
+    let m = x
+        .iter()
+        .fold(None::<T::Acc>, |m, &v| {
+            let v = v.to_acc();
+            Some(m.map_or(v, |m| m.max_nan(v)))
+        })
+        .unwrap_or(T::Acc::ZERO);
+    let mut s = T::Acc::ZERO;
+    for &v in x {
+        s = s.add(v.to_acc().sub(m).exp());
+    }
+    if log {
+        let ls = s.ln();
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = T::from_acc(v.to_acc().sub(m).sub(ls));
+        }
+    } else {
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = T::from_acc(v.to_acc().sub(m).exp().div(s));
+        }
+    }
+}
+
+/// Softmax of one outer block whose rows are strided by `inner`: the
+/// `inner` columns are processed together (contiguous inner loops).
+fn softmax_cols<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: bool) {
+    let mut m: Vec<T::Acc> = x[..inner].iter().map(|v| v.to_acc()).collect();
+    for k in 1..n {
+        for (mi, &v) in m.iter_mut().zip(&x[k * inner..(k + 1) * inner]) {
+            *mi = mi.max_nan(v.to_acc());
+        }
+    }
+    let mut s = vec![T::Acc::ZERO; inner];
+    for k in 0..n {
+        for ((si, &mi), &v) in s.iter_mut().zip(&m).zip(&x[k * inner..(k + 1) * inner]) {
+            *si = si.add(v.to_acc().sub(mi).exp());
+        }
+    }
+    if log {
+        for si in s.iter_mut() {
+            *si = si.ln();
+        }
+    }
+    for k in 0..n {
+        let row = k * inner..(k + 1) * inner;
+        for (((o, &v), &mi), &si) in y[row.clone()].iter_mut().zip(&x[row]).zip(&m).zip(&s) {
+            let d = v.to_acc().sub(mi);
+            *o = T::from_acc(if log { d.sub(si) } else { d.exp().div(si) });
+        }
+    }
+}
+
+/// `out = softmax(input)` (or log-softmax) along the `n` dim of `s`; both
+/// contiguous, of float dtype `T`.
+pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, log: bool) {
+    let len = s.numel();
+    if len == 0 {
+        return;
+    }
+    // SAFETY: the caller passes contiguous operands of `T` with `len`
+    // elements each, `out` fresh and write-locked, `input` read-locked; they
+    // are distinct storages.
+    let (x, y) = unsafe { (slice::<T>(input, len), slice_mut::<T>(out, len)) };
+    if s.inner == 1 {
+        let n = s.n;
+        if len >= super::PARALLEL_THRESHOLD {
+            // Rows in groups of at least a few thousand elements per task.
+            let rows_per_task = (4096 / n.max(1)).max(1);
+            y.par_chunks_mut(n * rows_per_task)
+                .zip(x.par_chunks(n * rows_per_task))
+                .for_each(|(yc, xc)| {
+                    for (yr, xr) in yc.chunks_mut(n).zip(xc.chunks(n)) {
+                        softmax_row(xr, yr, log);
+                    }
+                });
+        } else {
+            for (yr, xr) in y.chunks_mut(n).zip(x.chunks(n)) {
+                softmax_row(xr, yr, log);
+            }
+        }
+    } else {
+        per_block(x, y, s, |xo, yo| softmax_cols(xo, yo, s.n, s.inner, log));
+    }
+}
+
+/// `out = cumsum(input)` along the `n` dim of `s`, accumulated in `T::Acc`
+/// (wrapping for integers; f32 for f16/bf16, rounded at each output).
+pub(crate) fn cumsum<T: Element>(out: &Arg, input: &Arg, s: DimShape) {
+    let len = s.numel();
+    if len == 0 {
+        return;
+    }
+    // SAFETY: as in `softmax`.
+    let (x, y) = unsafe { (slice::<T>(input, len), slice_mut::<T>(out, len)) };
+    let (n, inner) = (s.n, s.inner);
+    per_block(x, y, s, |xo, yo| {
+        if inner == 1 {
+            let mut acc = T::Acc::ZERO;
+            for (o, &v) in yo.iter_mut().zip(xo) {
+                acc = acc.add(v.to_acc());
+                *o = T::from_acc(acc);
+            }
+        } else {
+            let mut acc = vec![T::Acc::ZERO; inner];
+            for k in 0..n {
+                let row = k * inner..(k + 1) * inner;
+                for ((a, o), &v) in acc.iter_mut().zip(&mut yo[row.clone()]).zip(&xo[row]) {
+                    *a = a.add(v.to_acc());
+                    *o = T::from_acc(*a);
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,226 @@
+//! Kernels along one dim: softmax / log-softmax (one fused kernel per row:
+//! online max and sum, then the outputs) and cumsum (a warp-wide scan per
+//! row). Operands are contiguous and seen as `outer x n x inner`:
+//!
+//! * `sm_warp`: `inner == 1`, rows up to [`WARP_ROW_MAX`] elements: a warp
+//!   per row, [`SM_BLOCK`]` / 32` rows per block; 16-byte vector loads when
+//!   the row allows them.
+//! * `sm_block`: `inner == 1`, longer rows: a block of [`SM_BLOCK`] threads
+//!   per row, warps combined through shared memory.
+//! * `sm_cols`: `inner > 1`: a thread per (outer, inner) column, adjacent
+//!   threads on adjacent columns (coalesced), walking `n` with stride `inner`.
+//! * `cs_warp` / `cs_cols`: cumsum, a warp per contiguous row (32 elements
+//!   per step, shuffle scan, carry) or a thread per column.
+//!
+//! f16/bf16 are computed in f32; max and sum are combined "online"
+//! (`m`, `s` with `s` rescaled when `m` grows), so the row is read twice
+//! (statistics, outputs) and written once. NaN or +inf in a row, and an all
+//! -inf row, give NaN, as on the CPU and in PyTorch.
+
+use super::ops::arith;
+use super::{compute_ty, load, storage_ty, store, PRELUDE};
+use crate::backend::BinaryOp;
+use crate::dtype::DType;
+
+/// Threads per block of every kernel here.
+pub(crate) const SM_BLOCK: u32 = 256;
+/// Longest row the warp-per-row softmax takes.
+pub(crate) const WARP_ROW_MAX: usize = 1024;
+
+/// The softmax module for elements of the float dtype `d`: kernels
+/// `sm_warp`, `sm_block`, `sm_cols`.
+pub(crate) fn softmax_source(d: DType) -> String {
+    let (ninf, f) = if d == DType::F64 {
+        ("__longlong_as_double((long long)0xfff0000000000000ULL)", "")
+    } else {
+        ("__int_as_float((int)0xff800000u)", "f")
+    };
+    header(d)
+        + &format!(
+            "__device__ __forceinline__ C ninf() {{ return {ninf}; }}\n\
+             __device__ __forceinline__ C cexp(C x) {{ return exp{f}(x); }}\n\
+             __device__ __forceinline__ C clog(C x) {{ return log{f}(x); }}\n"
+        )
+        + SOFTMAX
+}
+
+/// The cumsum module for elements of `d` (not bool): kernels `cs_warp`, `cs_cols`.
+pub(crate) fn cumsum_source(d: DType) -> String {
+    header(d) + CUMSUM
+}
+
+/// The shared definitions: element and compute types, conversions, add.
+fn header(d: DType) -> String {
+    let c = compute_ty(d);
+    let vec = 16 / d.size();
+    let mut s = String::from(PRELUDE);
+    s.push_str(&format!(
+        "typedef {t} T;\ntypedef {c} C;\nconstexpr int V = {vec};\nconstexpr int SB = {SM_BLOCK};\n\
+         __device__ __forceinline__ C ld(T x) {{ return {ld}; }}\n\
+         __device__ __forceinline__ T st(C v) {{ return {st}; }}\n\
+         __device__ __forceinline__ C cadd(C a, C b) {{ return {add}; }}\n",
+        t = storage_ty(d),
+        ld = load(d, "x"),
+        st = store(d, "v"),
+        add = arith(BinaryOp::Add, d, "a", "b"),
+    ));
+    s
+}
+
+const SOFTMAX: &str = r#"
+// Online (max, sum of exp(x - max)) of the elements seen so far.
+__device__ __forceinline__ void ms_add(C& m, C& s, C x) {
+  if (x > m) {
+    // (x - x) is NaN for x = +inf: a row holding +inf gives NaN.
+    s = s * cexp(m - x) + ((C)1 + (x - x));
+    m = x;
+  } else if (x != ninf()) {
+    // NaN lands here and makes the sum NaN.
+    s += cexp(x - m);
+  }
+}
+__device__ __forceinline__ void ms_merge(C& m, C& s, C m2, C s2) {
+  const C mm = m2 > m ? m2 : m;
+  const C a = (s == (C)0) ? (C)0 : s * cexp(m - mm);
+  const C b = (s2 == (C)0) ? (C)0 : s2 * cexp(m2 - mm);
+  m = mm;
+  s = a + b;
+}
+__device__ __forceinline__ void ms_warp(C& m, C& s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const C m2 = __shfl_xor_sync(0xffffffffu, m, o);
+    const C s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    ms_merge(m, s, m2, s2);
+  }
+}
+__device__ __forceinline__ C sm_out(C x, C m, C s, C ls, int log_) {
+  return log_ ? (x - m) - ls : cexp(x - m) / s;
+}
+// Statistics of the row x[0..n) by the `lanes` threads numbered `lane`.
+__device__ __forceinline__ void row_stats(const T* x, i64 n, int lane, int lanes, bool vec, C& m, C& s) {
+  if (vec) {
+    for (i64 k = (i64)lane * V; k < n; k += (i64)lanes * V) {
+      const Vec<T, V> v = *reinterpret_cast<const Vec<T, V>*>(x + k);
+#pragma unroll
+      for (int j = 0; j < V; j++) ms_add(m, s, ld(v.v[j]));
+    }
+  } else {
+    for (i64 k = lane; k < n; k += lanes) ms_add(m, s, ld(x[k]));
+  }
+}
+__device__ __forceinline__ void row_write(const T* x, T* y, i64 n, int lane, int lanes, bool vec, C m, C s, int log_) {
+  const C ls = clog(s);
+  if (vec) {
+    for (i64 k = (i64)lane * V; k < n; k += (i64)lanes * V) {
+      const Vec<T, V> v = *reinterpret_cast<const Vec<T, V>*>(x + k);
+      Vec<T, V> o;
+#pragma unroll
+      for (int j = 0; j < V; j++) o.v[j] = st(sm_out(ld(v.v[j]), m, s, ls, log_));
+      *reinterpret_cast<Vec<T, V>*>(y + k) = o;
+    }
+  } else {
+    for (i64 k = lane; k < n; k += lanes) y[k] = st(sm_out(ld(x[k]), m, s, ls, log_));
+  }
+}
+
+// A warp per row, SB / 32 rows per block. `vec`: rows start 16-byte aligned
+// and n is a multiple of V.
+extern "C" __global__ void __launch_bounds__(SB) sm_warp(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const i64 per = SB / 32;
+  for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
+    const i64 r = r0 + w;
+    if (r >= rows) continue;  // uniform across the warp
+    const T* x = reinterpret_cast<const T*>(in) + r * n;
+    T* y = reinterpret_cast<T*>(out) + r * n;
+    C m = ninf(), s = (C)0;
+    row_stats(x, n, lane, 32, vec != 0, m, s);
+    ms_warp(m, s);
+    row_write(x, y, n, lane, 32, vec != 0, m, s, log_);
+  }
+}
+
+// A block per row.
+extern "C" __global__ void __launch_bounds__(SB) sm_block(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+  __shared__ C pm[SB / 32], ps[SB / 32];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* x = reinterpret_cast<const T*>(in) + r * n;
+    T* y = reinterpret_cast<T*>(out) + r * n;
+    C m = ninf(), s = (C)0;
+    row_stats(x, n, threadIdx.x, SB, vec != 0, m, s);
+    ms_warp(m, s);
+    if (lane == 0) { pm[w] = m; ps[w] = s; }
+    __syncthreads();
+    m = pm[0]; s = ps[0];
+    for (int q = 1; q < SB / 32; q++) ms_merge(m, s, pm[q], ps[q]);
+    __syncthreads();  // pm/ps are rewritten by the next row
+    row_write(x, y, n, threadIdx.x, SB, vec != 0, m, s, log_);
+  }
+}
+
+// A thread per (outer, inner) column of a row strided by `inner`.
+extern "C" __global__ void __launch_bounds__(SB) sm_cols(const char* in, char* out, i64 outer, i64 n, i64 inner, int log_) {
+  const i64 cols = outer * inner;
+  for (i64 c = (i64)blockIdx.x * SB + threadIdx.x; c < cols; c += (i64)gridDim.x * SB) {
+    const i64 o = c / inner, i = c % inner;
+    const T* x = reinterpret_cast<const T*>(in) + o * n * inner + i;
+    T* y = reinterpret_cast<T*>(out) + o * n * inner + i;
+    C m = ninf(), s = (C)0;
+    for (i64 k = 0; k < n; k++) ms_add(m, s, ld(x[k * inner]));
+    const C ls = clog(s);
+    for (i64 k = 0; k < n; k++) y[k * inner] = st(sm_out(ld(x[k * inner]), m, s, ls, log_));
+  }
+}
+
+"#;
+
+const CUMSUM: &str = r#"
+// Warp shuffles of the compute type (u8 travels as int).
+template <class X> __device__ __forceinline__ X shup(X v, int o) { return __shfl_up_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ u8 shup(u8 v, int o) { return (u8)__shfl_up_sync(0xffffffffu, (int)v, o); }
+template <class X> __device__ __forceinline__ X shget(X v, int l) { return __shfl_sync(0xffffffffu, v, l); }
+__device__ __forceinline__ u8 shget(u8 v, int l) { return (u8)__shfl_sync(0xffffffffu, (int)v, l); }
+
+// Cumsum: a warp per contiguous row, 32 elements per step (shuffle scan), the
+// running total carried between steps.
+extern "C" __global__ void __launch_bounds__(SB) cs_warp(const char* in, char* out, i64 rows, i64 n) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const i64 per = SB / 32;
+  for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
+    const i64 r = r0 + w;
+    if (r >= rows) continue;  // uniform across the warp
+    const T* x = reinterpret_cast<const T*>(in) + r * n;
+    T* y = reinterpret_cast<T*>(out) + r * n;
+    C carry = (C)0;
+    for (i64 k0 = 0; k0 < n; k0 += 32) {
+      const i64 k = k0 + lane;
+      C v = k < n ? ld(x[k]) : (C)0;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const C u = shup(v, o);
+        if (lane >= o) v = cadd(u, v);
+      }
+      v = cadd(carry, v);
+      if (k < n) y[k] = st(v);
+      carry = shget(v, 31);
+    }
+  }
+}
+
+// Cumsum: a thread per (outer, inner) column.
+extern "C" __global__ void __launch_bounds__(SB) cs_cols(const char* in, char* out, i64 outer, i64 n, i64 inner) {
+  const i64 cols = outer * inner;
+  for (i64 c = (i64)blockIdx.x * SB + threadIdx.x; c < cols; c += (i64)gridDim.x * SB) {
+    const i64 o = c / inner, i = c % inner;
+    const T* x = reinterpret_cast<const T*>(in) + o * n * inner + i;
+    T* y = reinterpret_cast<T*>(out) + o * n * inner + i;
+    C acc = (C)0;
+    for (i64 k = 0; k < n; k++) {
+      acc = cadd(acc, ld(x[k * inner]));
+      y[k * inner] = st(acc);
+    }
+  }
+}
+"#;
