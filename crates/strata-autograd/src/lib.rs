@@ -63,4 +63,5 @@ pub use checkpoint::{checkpoint, checkpoint_blocks};
 pub use grad_scaler::GradScaler;
 pub use inference_mode::{inference_mode, is_inference_mode_enabled, InferenceModeGuard};
 pub use optim::{clip_grad_norm_, AdamW};
+pub use ops::nn::{generator_state, manual_seed};
 pub use var::{Var, VarOperand};

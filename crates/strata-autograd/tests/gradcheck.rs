@@ -235,3 +235,154 @@ proptest! {
         });
     }
 }
+
+// ---- issue 12: nn, indexing and joining ops (branch nn) ----
+
+/// Random i64 indices in `[0, hi)`.
+fn indices(shape: &[usize], hi: usize, seed: u64) -> Tensor {
+    let v: Vec<i64> = Tensor::rand(shape, DType::F64, seed, Device::Cpu)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
+        .into_iter()
+        .map(|u| ((u * hi as f64) as i64).min(hi as i64 - 1))
+        .collect();
+    Tensor::from_vec(v, shape, Device::Cpu).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn layer_norm_grads(m in 1usize..4, n in 2usize..6, affine in 0usize..3, t in any::<bool>(),
+                        seed in any::<u64>()) {
+        let x = randn(&[n, m], seed);
+        let w = randn(&[n], seed.wrapping_add(1));
+        let b = randn(&[n], seed.wrapping_add(2));
+        // The op sees a transposed (non-contiguous) input when `t`.
+        let xin = |v: &Var| if t { v.transpose(0, 1) } else { v.reshape(&[m as i64, n as i64]) };
+        match affine {
+            0 => gradcheck(vec![x], seed, |v| xin(&v[0])?.layer_norm(&[n], None, None, 1e-5)),
+            1 => gradcheck(vec![x, w], seed, |v| xin(&v[0])?.layer_norm(&[n], Some(&v[1]), None, 1e-5)),
+            _ => gradcheck(vec![x, w, b], seed, |v| {
+                xin(&v[0])?.layer_norm(&[n], Some(&v[1]), Some(&v[2]), 1e-3)
+            }),
+        }
+    }
+
+    #[test]
+    fn cross_entropy_grads(n in 1usize..5, c in 2usize..6, red in 0usize..3, smooth in any::<bool>(),
+                           weighted in any::<bool>(), seed in any::<u64>()) {
+        let x = randn(&[c, n], seed);
+        let mut t = indices(&[n], c, seed.wrapping_add(1)).to_vec::<i64>().unwrap();
+        if n > 1 { t[0] = -100; } // one ignored row
+        let t = Tensor::from_vec(t, &[n], Device::Cpu).unwrap();
+        let w = rand_map(&[c], seed.wrapping_add(2), positive);
+        let reduction = [strata_tensor::Reduction::None, strata_tensor::Reduction::Sum,
+                         strata_tensor::Reduction::Mean][red];
+        let args = strata_tensor::CrossEntropyArgs {
+            weight: if weighted { Some(&w) } else { None },
+            ignore_index: -100,
+            reduction,
+            label_smoothing: if smooth { 0.2 } else { 0.0 },
+        };
+        gradcheck(vec![x], seed, |v| v[0].transpose(0, 1)?.cross_entropy(&t, args));
+    }
+
+    #[test]
+    fn cross_entropy_spatial_and_probabilities(n in 1usize..3, c in 2usize..4, d in 1usize..3,
+                                               seed in any::<u64>()) {
+        let x = randn(&[n, c, d], seed);
+        let t = indices(&[n, d], c, seed.wrapping_add(1));
+        gradcheck(vec![x.clone()], seed, |v| v[0].cross_entropy(&t, Default::default()));
+        let p = rand_map(&[n, c, d], seed.wrapping_add(3), positive);
+        let args = strata_tensor::CrossEntropyArgs { label_smoothing: 0.1, ..Default::default() };
+        gradcheck(vec![x], seed, |v| v[0].cross_entropy(&p, args));
+    }
+
+    #[test]
+    fn nll_and_mse_grads(n in 1usize..5, c in 2usize..5, red in 0usize..3, seed in any::<u64>()) {
+        let reduction = [strata_tensor::Reduction::None, strata_tensor::Reduction::Sum,
+                         strata_tensor::Reduction::Mean][red];
+        let x = randn(&[n, c], seed);
+        let t = indices(&[n], c, seed.wrapping_add(1));
+        let w = rand_map(&[c], seed.wrapping_add(2), positive);
+        gradcheck(vec![x.clone()], seed, |v| v[0].nll_loss(&t, Some(&w), 1, reduction));
+        let y = randn(&[c], seed.wrapping_add(3));
+        gradcheck(vec![x.clone(), y], seed, |v| v[0].mse_loss(&v[1], reduction, None));
+        let y2 = randn(&[n, c], seed.wrapping_add(4));
+        let mw = rand_map(&[c, n], seed.wrapping_add(5), positive).t().unwrap();
+        gradcheck(vec![x, y2], seed, |v| v[0].mse_loss(&v[1].t()?.t()?, reduction, Some(&mw)));
+    }
+
+    #[test]
+    fn index_grads(m in 1usize..4, n in 1usize..4, k in 1usize..5, seed in any::<u64>()) {
+        let a = randn(&[n, m], seed);
+        let i = indices(&[k], n, seed.wrapping_add(1));
+        // Non-contiguous input (a transpose), repeated indices accumulate.
+        gradcheck(vec![a.clone()], seed, |v| v[0].transpose(0, 1)?.index_select(1, &i));
+        gradcheck(vec![a.clone()], seed, |v| v[0].index_select(0, &i));
+        let gi = indices(&[m, k], n, seed.wrapping_add(2));
+        gradcheck(vec![a.clone()], seed, |v| v[0].transpose(0, 1)?.gather(1, &gi));
+        let src = randn(&[m, k], seed.wrapping_add(3));
+        gradcheck(vec![a.clone(), src], seed, |v| v[0].transpose(0, 1)?.scatter_add(1, &gi, &v[1]));
+        let e = indices(&[2, k], n, seed.wrapping_add(4));
+        gradcheck(vec![a.clone()], seed, |v| v[0].embedding(&e, None));
+        gradcheck(vec![a.clone()], seed, |v| v[0].embedding(&e, Some(0)));
+        let mask = randn(&[m], seed.wrapping_add(5)).gt(0.0).unwrap();
+        gradcheck(vec![a.clone()], seed, |v| v[0].masked_fill(&mask, 1.5));
+        let b = randn(&[m], seed.wrapping_add(6));
+        let cond = randn(&[n, m], seed.wrapping_add(7)).gt(0.0).unwrap();
+        gradcheck(vec![a.clone(), b], seed, |v| Var::where_cond(&cond, &v[0], &v[1]));
+        gradcheck(vec![a.clone()], seed, |v| v[0].triu(0));
+        gradcheck(vec![a], seed, |v| v[0].transpose(0, 1)?.tril(-1));
+    }
+
+    #[test]
+    fn join_grads(m in 1usize..4, n in 1usize..4, p in 1usize..4, seed in any::<u64>()) {
+        let a = randn(&[m, n], seed);
+        let b = randn(&[p, n], seed.wrapping_add(1));
+        gradcheck(vec![a.clone(), b.clone()], seed, |v| Var::cat(&[&v[0], &v[1], &v[0]], 0));
+        gradcheck(vec![a.clone(), b.clone()], seed, |v| {
+            Var::cat(&[&v[0].t()?, &v[1].t()?], 1)
+        });
+        let c = randn(&[m, n], seed.wrapping_add(2));
+        gradcheck(vec![a.clone(), c], seed, |v| Var::stack(&[&v[0], &v[1]], 1));
+        gradcheck(vec![b.clone()], seed, |v| {
+            let parts = v[0].split(2, 0)?;
+            let refs: Vec<&Var> = parts.iter().rev().collect();
+            Var::cat(&refs, 0)?.mul(&v[0].sum(None, true)?)
+        });
+        gradcheck(vec![b], seed, |v| {
+            let parts = v[0].t()?.chunk(2, 1)?;
+            parts[0].exp()?.sum(Some(&[1]), false)
+        });
+    }
+}
+
+#[test]
+fn dropout_mask_is_regenerated_and_the_generator_advances() {
+    strata_autograd::manual_seed(11);
+    let x = Var::parameter(Tensor::ones(&[64, 32], DType::F64, Device::Cpu).unwrap()).unwrap();
+    let y = x.dropout(0.25, true).unwrap();
+    assert_eq!(strata_autograd::generator_state(), (11, 1));
+    // Nothing is saved: the mask comes back from the seed.
+    assert_eq!(y.saved_bytes(), 0);
+    y.sum(None, false).unwrap().backward().unwrap();
+    let out = y.data().to_vec::<f64>().unwrap();
+    let g = x.grad().unwrap().to_vec::<f64>().unwrap();
+    // The gradient is the same mask and scale as the output.
+    assert_eq!(out, g);
+    let kept = out.iter().filter(|&&v| v != 0.0).count();
+    assert!(out.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-12));
+    assert!((kept as f64 / 2048.0 - 0.75).abs() < 0.05, "kept {kept}");
+    // A second call draws a different mask; reseeding repeats the first.
+    let y2 = x.dropout(0.25, true).unwrap();
+    assert_ne!(y2.data().to_vec::<f64>().unwrap(), out);
+    strata_autograd::manual_seed(11);
+    let y3 = x.dropout(0.25, true).unwrap();
+    assert_eq!(y3.data().to_vec::<f64>().unwrap(), out);
+    // Eval mode is the identity.
+    let e = x.dropout(0.25, false).unwrap();
+    assert!(e.data().same_storage(x.data()));
+}

@@ -104,6 +104,7 @@ pub use layout::Layout;
 pub use ops::Operand;
 pub use ops::RoundingMode;
 pub use ops::GeluApprox;
+pub use ops::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

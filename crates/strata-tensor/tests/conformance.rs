@@ -15,7 +15,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use strata_tensor::{
-    DType, Device, GeluApprox, Operand, RoundingMode, Scalar, Tensor, TensorError,
+    CrossEntropyArgs, DType, Device, GeluApprox, Operand, Reduction, RoundingMode, Scalar,
+    SplitSize, Tensor, TensorError,
 };
 
 /// Case ids that are known not to match, with the reason.
@@ -31,6 +32,9 @@ const GROUPS: &[&str] = &[
     // issue 12
     "math",
     "creation",
+    // issue 12 (branch nn)
+    "nn",
+    "indexing",
 ];
 
 #[derive(Clone)]
@@ -42,6 +46,8 @@ enum Val {
 enum Out {
     One(Val),
     Two(Tensor, Tensor),
+    /// `split`/`chunk` pieces.
+    Many(Vec<Tensor>),
 }
 
 fn class(e: &TensorError) -> &'static str {
@@ -363,6 +369,104 @@ fn run_step(
                 dev,
             ))
         }
+        // ---- issue 12: nn and indexing ops (branch nn) ----
+        op => nn_step(env, op, args),
+    }
+}
+
+/// A loss's reduction keyword.
+fn reduction(v: Option<&Value>) -> Reduction {
+    match v.and_then(|v| v.as_str()) {
+        Some("none") => Reduction::None,
+        Some("sum") => Reduction::Sum,
+        _ => Reduction::Mean,
+    }
+}
+
+/// The ops of the nn and indexing groups (FORMAT.md section 7.2).
+fn nn_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorError>, String> {
+    let one = |r: Result<Tensor, TensorError>| Ok(r.map(|t| Out::One(Val::T(t))));
+    let many = |r: Result<Vec<Tensor>, TensorError>| Ok(r.map(Out::Many));
+    let t = |i: usize| env.t(&args[i]);
+    let opt_t = |i: usize| arg(args, i).map(|v| env.t(v)).transpose();
+    let int = |i: usize| args[i].as_i64().unwrap();
+    let opt_int = |i: usize| arg(args, i).map(|v| v.as_i64().unwrap());
+    let list = |i: usize| -> Result<Vec<Tensor>, String> {
+        args[i]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| env.t(v))
+            .collect()
+    };
+    let value = |i: usize| -> Result<Operand<'static>, String> {
+        let v = &args[i];
+        if v.is_string() {
+            let t: &'static Tensor = Box::leak(Box::new(env.t(v)?));
+            Ok(Operand::Tensor(t))
+        } else {
+            Ok(Operand::Scalar(scalar(v)?))
+        }
+    };
+    match op {
+        "layer_norm" => {
+            let shape = shape_usize(&args[1]).ok_or("negative normalized_shape")?;
+            let (w, b) = (opt_t(2)?, opt_t(3)?);
+            let eps = arg(args, 4).map_or(1e-5, float);
+            one(t(0)?.layer_norm(&shape, w.as_ref(), b.as_ref(), eps))
+        }
+        "cross_entropy" => {
+            let w = opt_t(2)?;
+            let a = CrossEntropyArgs {
+                weight: w.as_ref(),
+                ignore_index: opt_int(3).unwrap_or(-100),
+                reduction: reduction(arg(args, 4)),
+                label_smoothing: arg(args, 5).map_or(0.0, float),
+            };
+            one(t(0)?.cross_entropy(&t(1)?, a))
+        }
+        "nll_loss" => {
+            let w = opt_t(2)?;
+            one(t(0)?.nll_loss(
+                &t(1)?,
+                w.as_ref(),
+                opt_int(3).unwrap_or(-100),
+                reduction(arg(args, 4)),
+            ))
+        }
+        "mse_loss" => {
+            let w = opt_t(3)?;
+            one(t(0)?.mse_loss(&t(1)?, reduction(arg(args, 2)), w.as_ref()))
+        }
+        "embedding" => one(Tensor::embedding(&t(0)?, &t(1)?, opt_int(2))),
+        "index_select" => one(t(0)?.index_select(int(1), &t(2)?)),
+        "gather" => one(t(0)?.gather(int(1), &t(2)?)),
+        "scatter_add" => one(t(0)?.scatter_add(int(1), &t(2)?, &t(3)?)),
+        "scatter_add_" => one(t(0)?.scatter_add_(int(1), &t(2)?, &t(3)?)),
+        "masked_fill" => one(t(0)?.masked_fill(&t(1)?, value(2)?)),
+        "masked_fill_" => one(t(0)?.masked_fill_(&t(1)?, value(2)?)),
+        "triu" => one(t(0)?.triu(opt_int(1).unwrap_or(0))),
+        "tril" => one(t(0)?.tril(opt_int(1).unwrap_or(0))),
+        "triu_" => one(t(0)?.triu_(opt_int(1).unwrap_or(0))),
+        "tril_" => one(t(0)?.tril_(opt_int(1).unwrap_or(0))),
+        "cat" | "stack" => {
+            let ts = list(0)?;
+            let refs: Vec<&Tensor> = ts.iter().collect();
+            let d = opt_int(1).unwrap_or(0);
+            one(if op == "cat" {
+                Tensor::cat(&refs, d)
+            } else {
+                Tensor::stack(&refs, d)
+            })
+        }
+        "split" => {
+            let s = match &args[1] {
+                Value::Array(_) => SplitSize::Sections(ints(&args[1])),
+                v => SplitSize::Size(v.as_i64().unwrap()),
+            };
+            many(t(0)?.split(s, opt_int(2).unwrap_or(0)))
+        }
+        "chunk" => many(t(0)?.chunk(int(1), opt_int(2).unwrap_or(0))),
         _ => Err(format!("unknown op {op}")),
     }
 }
@@ -401,6 +505,11 @@ fn run_case(case: &Value, dev: Device) -> Result<(), String> {
                 }
                 match (out, &step["out"]) {
                     (Out::One(v), Value::String(name)) => env.bind(name, v),
+                    (Out::Many(v), Value::Array(names)) if v.len() == names.len() => {
+                        for (t, n) in v.into_iter().zip(names) {
+                            env.bind(n.as_str().unwrap(), Val::T(t));
+                        }
+                    }
                     (Out::Two(a, b), Value::Array(names)) => {
                         env.bind(names[0].as_str().unwrap(), Val::T(a));
                         env.bind(names[1].as_str().unwrap(), Val::T(b));

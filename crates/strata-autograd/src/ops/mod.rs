@@ -12,6 +12,11 @@ mod reduce;
 mod unary;
 mod view;
 
+// ---- issue 12: nn, indexing, joining (branch nn) ----
+mod index;
+mod join;
+pub(crate) mod nn;
+
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};
 

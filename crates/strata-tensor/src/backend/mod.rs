@@ -61,6 +61,9 @@ pub(crate) struct Arg<'a> {
 
 pub(crate) use crate::ops::table::{BinaryOp, UnaryFn};
 
+mod nn_kernel;
+pub(crate) use nn_kernel::NnKernel;
+
 /// Element-wise unary ops (output dtype = input dtype): an op of the table in
 /// `ops::table`, or clamp with its bounds.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -124,6 +127,9 @@ pub(crate) trait Backend: Sync {
     /// Inclusive cumulative sum along the `n` dim of `s`: contiguous operands
     /// of one dtype (integers wrap; f16/bf16 accumulate in f32).
     fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()>;
+    // ---- nn and indexing kernels (issue 12; see `nn_kernel.rs`) ----
+    /// Runs one of the fused normalisation / loss kernels or an index kernel.
+    fn nn(&self, k: NnKernel<'_>) -> Result<()>;
 }
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.

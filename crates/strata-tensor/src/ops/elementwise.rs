@@ -115,7 +115,7 @@ fn overlap(out: &Tensor, input: &Tensor) -> Overlap {
 
 /// Checks an in-place output against itself and its inputs; inputs whose
 /// aliasing cannot be ruled safe are replaced by copies.
-fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor]) -> Result<()> {
+pub(crate) fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor]) -> Result<()> {
     if out.layout().may_overlap() {
         return Err(TensorError::overlap(
             op,
@@ -149,7 +149,7 @@ fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor]) -> Resul
     Ok(())
 }
 
-fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+pub(crate) fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.device() != b.device() {
         return Err(TensorError::DeviceMismatch {
             op,
@@ -161,7 +161,7 @@ fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
 }
 
 /// Runs `f` on the output's backend with the storages locked.
-fn launch(
+pub(crate) fn launch(
     out: &Tensor,
     inputs: &[&Tensor],
     f: impl FnOnce(&dyn Backend) -> Result<()>,

@@ -11,3 +11,11 @@ mod softmax;
 pub(crate) mod table;
 
 pub use elementwise::{GeluApprox, Operand, RoundingMode};
+
+// ---- issue 12: nn, indexing, joining (branch nn) ----
+mod index;
+mod join;
+mod nn;
+
+pub use join::SplitSize;
+pub use nn::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction};

@@ -5,6 +5,7 @@ mod dimops;
 mod elementwise;
 mod loops;
 mod matmul;
+mod nn;
 mod reduce;
 mod simd;
 
@@ -175,6 +176,11 @@ fn copy_typed<S: Element, D: Element>(out: &Arg, src: &Arg) {
 }
 
 impl Backend for CpuBackend {
+    fn nn(&self, k: crate::backend::NnKernel<'_>) -> Result<()> {
+        nn::run(k);
+        Ok(())
+    }
+
     fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()> {
         dispatch_dtype!(out.dtype, T => crate::generate::fill_host::<T>(out, seq));
         Ok(())

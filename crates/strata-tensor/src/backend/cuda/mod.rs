@@ -15,6 +15,7 @@ pub(crate) mod context;
 pub(crate) mod dimops;
 pub(crate) mod kernels;
 pub(crate) mod launch;
+pub(crate) mod nn;
 pub(crate) mod nvrtc;
 pub(crate) mod random;
 pub(crate) mod reduce;
@@ -75,6 +76,10 @@ fn bits<T: Element>(s: Scalar) -> u64 {
 }
 
 impl Backend for CudaDevice {
+    fn nn(&self, k: crate::backend::NnKernel<'_>) -> Result<()> {
+        nn::run(self, k)
+    }
+
     fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()> {
         let compute = seq.compute_dtype();
         if compute == out.dtype {

@@ -1,0 +1,103 @@
+//! Joining and splitting (issue 12): `cat`/`stack` hand each input its
+//! slice of the gradient (a narrow of it, converted back to the input's
+//! dtype); `split`/`chunk` return recorded `narrow` views, so their pieces'
+//! gradients accumulate into the operand's.
+
+use super::formula;
+use crate::error::Result;
+use crate::var::{record, Var};
+use strata_tensor::{SplitSize, Tensor};
+
+impl Var {
+    /// `torch.cat(tensors, dim)` with gradients for every input.
+    pub fn cat(tensors: &[&Var], dim: i64) -> Result<Var> {
+        let data: Vec<&Tensor> = tensors.iter().map(|v| v.data()).collect();
+        let out = Tensor::cat(&data, dim)?;
+        // Where each input sits along the dim (skipped empty 1-D inputs: nowhere).
+        let metas: Vec<(Option<(i64, i64)>, strata_tensor::DType, Vec<usize>)> = {
+            let nd = out.ndim() as i64;
+            let d = if dim < 0 { dim + nd } else { dim };
+            let mut at = 0i64;
+            tensors
+                .iter()
+                .map(|v| {
+                    let skip = v.ndim() == 1 && v.numel() == 0 && out.ndim() != 1;
+                    let span = if skip || v.ndim() == 0 {
+                        None
+                    } else {
+                        let len = v.shape()[d as usize] as i64;
+                        at += len;
+                        Some((at - len, len))
+                    };
+                    (span, v.dtype(), v.shape().to_vec())
+                })
+                .collect()
+        };
+        let nd = out.ndim() as i64;
+        let d = if dim < 0 { dim + nd } else { dim };
+        let inputs: Vec<Option<&Var>> = tensors.iter().map(|v| Some(*v)).collect();
+        let f = formula(move |g, _s, needs| {
+            metas
+                .iter()
+                .zip(needs)
+                .map(|((span, dtype, shape), &need)| {
+                    if !need {
+                        return Ok(None);
+                    }
+                    Ok(Some(match span {
+                        Some((start, len)) => g.narrow(d, *start, *len)?.to_dtype(*dtype)?.contiguous()?,
+                        None => Tensor::zeros(shape, *dtype, g.device())?,
+                    }))
+                })
+                .collect()
+        });
+        Ok(record("CatBackward", out, &inputs, Vec::new, f, false))
+    }
+
+    /// `torch.stack(tensors, dim)`: unsqueeze and cat (recorded).
+    pub fn stack(tensors: &[&Var], dim: i64) -> Result<Var> {
+        // Validate with the tensor op first (shapes, dim range).
+        let data: Vec<&Tensor> = tensors.iter().map(|v| v.data()).collect();
+        let probe = Tensor::stack(&data, dim)?;
+        let nd = probe.ndim() as i64;
+        let d = if dim < 0 { dim + nd } else { dim };
+        let parts: Vec<Var> = tensors
+            .iter()
+            .map(|v| v.unsqueeze(d))
+            .collect::<Result<_>>()?;
+        let refs: Vec<&Var> = parts.iter().collect();
+        Var::cat(&refs, d)
+    }
+
+    /// `torch.split(self, size, dim)`: recorded narrow views.
+    pub fn split(&self, size: impl Into<SplitSize>, dim: i64) -> Result<Vec<Var>> {
+        let pieces = self.data().split(size, dim)?;
+        let nd = self.ndim() as i64;
+        let d = if dim < 0 { dim + nd } else { dim };
+        let mut at = 0i64;
+        pieces
+            .iter()
+            .map(|p| {
+                let len = p.shape()[d as usize] as i64;
+                at += len;
+                self.narrow(d, at - len, len)
+            })
+            .collect()
+    }
+
+    /// `torch.chunk(self, chunks, dim)`: recorded narrow views.
+    pub fn chunk(&self, chunks: i64, dim: i64) -> Result<Vec<Var>> {
+        let pieces = self.data().chunk(chunks, dim)?;
+        let nd = self.ndim() as i64;
+        let d = if dim < 0 { dim + nd } else { dim };
+        let mut at = 0i64;
+        pieces
+            .iter()
+            .map(|p| {
+                let len = p.shape()[d as usize] as i64;
+                at += len;
+                self.narrow(d, at - len, len)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,524 @@
+//! CPU kernels of [`NnKernel`]: index gathers and scatters over strided
+//! operands, and the row kernels of layer norm and cross-entropy, parallel
+//! over rows (rayon). Statistics are computed in f64 whatever the dtype and
+//! stored in the Acc dtype (f32 for f16/bf16/f32), which is at least as
+//! precise as PyTorch's f32 accumulation.
+
+use crate::backend::{Arg, NnKernel};
+use crate::dispatch_dtype;
+use crate::dtype::{DType, Element};
+use rayon::prelude::*;
+
+/// Positions per parallel task of the index kernels.
+const CHUNK: usize = 1 << 14;
+
+/// The float element types, read and written through f64.
+trait Real: Element {
+    fn f(self) -> f64;
+    fn of(v: f64) -> Self;
+}
+
+impl Real for f32 {
+    fn f(self) -> f64 {
+        f64::from(self)
+    }
+    fn of(v: f64) -> Self {
+        v as f32
+    }
+}
+impl Real for f64 {
+    fn f(self) -> f64 {
+        self
+    }
+    fn of(v: f64) -> Self {
+        v
+    }
+}
+impl Real for half::f16 {
+    fn f(self) -> f64 {
+        self.to_f64()
+    }
+    fn of(v: f64) -> Self {
+        // Through f32, as PyTorch rounds its f32 accumulators.
+        half::f16::from_f32(v as f32)
+    }
+}
+impl Real for half::bf16 {
+    fn f(self) -> f64 {
+        self.to_f64()
+    }
+    fn of(v: f64) -> Self {
+        half::bf16::from_f32(v as f32)
+    }
+}
+
+/// A raw base pointer that may cross threads (the kernels' callers hold the
+/// storages' locks, and parallel tasks write disjoint elements).
+#[derive(Clone, Copy)]
+struct Ptr<T>(*mut T);
+// SAFETY: only used for memory whose access the caller synchronises (the
+// storage locks are held for the whole kernel; tasks touch disjoint elements).
+unsafe impl<T> Send for Ptr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Ptr<T> {}
+
+impl<T> Ptr<T> {
+    /// The pointer (a method, so closures capture the whole `Ptr`).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+fn base<T>(a: &Arg) -> Ptr<T> {
+    // SAFETY: the offset lies inside the storage (layouts are checked when
+    // views are made), so the pointer stays within the allocation.
+    Ptr(unsafe { (a.mem.host_ptr() as *mut T).add(a.layout.offset) })
+}
+
+/// Reads element `i` (in elements from the operand's first element).
+///
+/// # Safety
+/// `i` must address an element of the operand's storage.
+unsafe fn rd<T: Copy>(p: Ptr<T>, i: isize) -> T {
+    // SAFETY: guaranteed by the caller.
+    unsafe { *p.get().offset(i) }
+}
+
+/// Reads an index element (i64 or i32) as i64.
+///
+/// # Safety
+/// As [`rd`].
+unsafe fn rd_index(dtype: DType, p: *mut u8, i: isize) -> i64 {
+    // SAFETY: guaranteed by the caller; the dtype names the element type.
+    unsafe {
+        match dtype {
+            DType::I32 => i64::from(*(p as *mut i32).offset(i)),
+            _ => *(p as *mut i64).offset(i),
+        }
+    }
+}
+
+fn index_base(a: &Arg) -> *mut u8 {
+    // SAFETY: as in `base`.
+    unsafe { a.mem.host_ptr().add(a.layout.offset * a.dtype.size()) }
+}
+
+/// Calls `f(position, coords)` for positions `start..end` of `shape`
+/// (row-major), updating the coordinates incrementally.
+fn walk(shape: &[usize], start: usize, end: usize, mut f: impl FnMut(&[usize])) {
+    let nd = shape.len();
+    let mut c = vec![0usize; nd];
+    let mut r = start;
+    for d in (0..nd).rev() {
+        c[d] = r % shape[d];
+        r /= shape[d];
+    }
+    for _ in start..end {
+        f(&c);
+        for d in (0..nd).rev() {
+            c[d] += 1;
+            if c[d] < shape[d] {
+                break;
+            }
+            c[d] = 0;
+        }
+    }
+}
+
+fn dot(c: &[usize], st: &[usize], skip: usize) -> isize {
+    c.iter()
+        .zip(st)
+        .enumerate()
+        .filter(|(d, _)| *d != skip)
+        .map(|(_, (&c, &s))| (c * s) as isize)
+        .sum()
+}
+
+fn gather<T: Element>(out: &Arg, src: &Arg, index: &Arg, dim: usize) {
+    let n = out.layout.numel();
+    let shape = &out.layout.shape;
+    let (po, ps) = (base::<T>(out), base::<T>(src));
+    let pi = Ptr(index_base(index));
+    let (so, ss, si) = (
+        &out.layout.strides,
+        &src.layout.strides,
+        &index.layout.strides,
+    );
+    let idt = index.dtype;
+    let starts: Vec<usize> = (0..n).step_by(CHUNK).collect();
+    starts.par_iter().for_each(|&s| {
+        walk(shape, s, (s + CHUNK).min(n), |c| {
+            // SAFETY: every coordinate is inside out's shape, which index
+            // broadcasts to and src covers on every dim but `dim`; the looked
+            // up coordinate was checked against src's size by the caller.
+            unsafe {
+                let k = rd_index(idt, pi.get(), dot(c, si, usize::MAX));
+                let v = rd(ps, dot(c, ss, dim) + (k as isize) * ss[dim] as isize);
+                *po.get().offset(dot(c, so, usize::MAX)) = v;
+            }
+        });
+    });
+}
+
+/// Element addition in the dtype for scatter_add (bool ors, integers wrap).
+trait AddElem: Element {
+    fn add_elem(self, b: Self) -> Self;
+}
+macro_rules! add_elem {
+    ($($t:ty),*) => {$(
+        impl AddElem for $t {
+            fn add_elem(self, b: Self) -> Self {
+                use crate::dtype::Arith;
+                Self::from_acc(self.to_acc().add(b.to_acc()))
+            }
+        }
+    )*};
+}
+add_elem!(f32, f64, half::f16, half::bf16, i32, i64, u8);
+impl AddElem for bool {
+    fn add_elem(self, b: Self) -> Self {
+        self | b
+    }
+}
+
+fn scatter_add<T: AddElem>(out: &Arg, index: &Arg, src: &Arg, dim: usize) {
+    let n = index.layout.numel();
+    let shape = &index.layout.shape;
+    let (po, ps) = (base::<T>(out), base::<T>(src));
+    let pi = index_base(index);
+    let (so, ss, si) = (
+        &out.layout.strides,
+        &src.layout.strides,
+        &index.layout.strides,
+    );
+    // Sequential: repeated indices accumulate in PyTorch's (row-major) order.
+    walk(shape, 0, n, |c| {
+        // SAFETY: coordinates are inside index's shape, which src covers and
+        // out covers on every dim but `dim`; the index value was checked
+        // against out's size along `dim` by the caller.
+        unsafe {
+            let k = rd_index(index.dtype, pi, dot(c, si, usize::MAX));
+            let o = po
+                .0
+                .offset(dot(c, so, dim) + (k as isize) * so[dim] as isize);
+            *o = (*o).add_elem(rd(ps, dot(c, ss, usize::MAX)));
+        }
+    });
+}
+
+/// Reads a float operand (of dtype `d`, contiguous) at `i` as f64.
+///
+/// # Safety
+/// `i` must address an element of the contiguous operand.
+unsafe fn rdf(a: &Arg, i: usize) -> f64 {
+    let p = index_base(a);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        match a.dtype {
+            DType::F32 => f64::from(*(p as *const f32).add(i)),
+            DType::F64 => *(p as *const f64).add(i),
+            DType::F16 => (*(p as *const half::f16).add(i)).to_f64(),
+            DType::BF16 => (*(p as *const half::bf16).add(i)).to_f64(),
+            DType::I64 => *(p as *const i64).add(i) as f64,
+            DType::I32 => f64::from(*(p as *const i32).add(i)),
+            _ => f64::from(*p.add(i)),
+        }
+    }
+}
+
+/// Writes `v` rounded to the (float) dtype of the contiguous operand at `i`.
+///
+/// # Safety
+/// As [`rdf`]; the caller holds the write lock and no task writes `i` twice.
+unsafe fn wrf(a: &Arg, i: usize, v: f64) {
+    let p = index_base(a);
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        match a.dtype {
+            DType::F32 => *(p as *mut f32).add(i) = v as f32,
+            DType::F64 => *(p as *mut f64).add(i) = v,
+            DType::F16 => *(p as *mut half::f16).add(i) = half::f16::from_f32(v as f32),
+            _ => *(p as *mut half::bf16).add(i) = half::bf16::from_f32(v as f32),
+        }
+    }
+}
+
+/// Runs `f(row)` for every row in parallel.
+fn rows_par(rows: usize, f: impl Fn(usize) + Sync + Send) {
+    (0..rows).into_par_iter().for_each(f);
+}
+
+fn layer_norm<T: Real>(k: &NnKernel) {
+    let NnKernel::LayerNorm {
+        out,
+        mean,
+        rstd,
+        x,
+        weight,
+        bias,
+        rows,
+        cols,
+        eps,
+    } = *k
+    else {
+        return;
+    };
+    let (px, po) = (base::<T>(x), base::<T>(out));
+    rows_par(rows, |r| {
+        // SAFETY: rows are disjoint; every index is inside the contiguous
+        // [rows, cols] operands or the [rows] / [cols] vectors.
+        unsafe {
+            let row = |j: usize| rd(px, (r * cols + j) as isize).f();
+            let m = (0..cols).map(row).sum::<f64>() / cols as f64;
+            let var = (0..cols).map(|j| (row(j) - m).powi(2)).sum::<f64>() / cols as f64;
+            let rs = 1.0 / (var + eps).sqrt();
+            wrf(mean, r, m);
+            wrf(rstd, r, rs);
+            for j in 0..cols {
+                let mut y = (row(j) - m) * rs;
+                if let Some(w) = weight {
+                    y *= rdf(w, j);
+                }
+                if let Some(b) = bias {
+                    y += rdf(b, j);
+                }
+                *po.get().add(r * cols + j) = T::of(y);
+            }
+        }
+    });
+}
+
+fn layer_norm_backward<T: Real>(k: &NnKernel) {
+    let NnKernel::LayerNormBackward {
+        dx,
+        dy,
+        x,
+        mean,
+        rstd,
+        weight,
+        rows,
+        cols,
+    } = *k
+    else {
+        return;
+    };
+    let (pdx, pdy, px) = (base::<T>(dx), base::<T>(dy), base::<T>(x));
+    rows_par(rows, |r| {
+        // SAFETY: as in `layer_norm`.
+        unsafe {
+            let (m, rs) = (rdf(mean, r), rdf(rstd, r));
+            let g = |j: usize| {
+                let d = rd(pdy, (r * cols + j) as isize).f();
+                weight.map_or(d, |w| d * rdf(w, j))
+            };
+            let xh = |j: usize| (rd(px, (r * cols + j) as isize).f() - m) * rs;
+            let (mut a, mut b) = (0.0, 0.0);
+            for j in 0..cols {
+                let gj = g(j);
+                a += gj;
+                b += gj * xh(j);
+            }
+            let (a, b) = (a / cols as f64, b / cols as f64);
+            for j in 0..cols {
+                *pdx.get().add(r * cols + j) = T::of(rs * (g(j) - a - xh(j) * b));
+            }
+        }
+    });
+}
+
+fn layer_norm_params<T: Real>(k: &NnKernel) {
+    let NnKernel::LayerNormParamsBackward {
+        dw,
+        db,
+        dy,
+        x,
+        mean,
+        rstd,
+        rows,
+        cols,
+        parts,
+    } = *k
+    else {
+        return;
+    };
+    let (pdy, px) = (base::<T>(dy), base::<T>(x));
+    let per = rows.div_ceil(parts.max(1)).max(1);
+    (0..parts).into_par_iter().for_each(|p| {
+        let mut sw = vec![0.0f64; cols];
+        let mut sb = vec![0.0f64; cols];
+        for r in (p * per)..((p + 1) * per).min(rows) {
+            // SAFETY: as in `layer_norm`.
+            unsafe {
+                let (m, rs) = (rdf(mean, r), rdf(rstd, r));
+                for j in 0..cols {
+                    let d = rd(pdy, (r * cols + j) as isize).f();
+                    sw[j] += d * (rd(px, (r * cols + j) as isize).f() - m) * rs;
+                    sb[j] += d;
+                }
+            }
+        }
+        for j in 0..cols {
+            // SAFETY: part `p` writes only row `p` of the [parts, cols] outputs.
+            unsafe {
+                if let Some(dw) = dw {
+                    wrf(dw, p * cols + j, sw[j]);
+                }
+                if let Some(db) = db {
+                    wrf(db, p * cols + j, sb[j]);
+                }
+            }
+        }
+    });
+}
+
+/// log Σ exp over a row, with PyTorch's special values.
+fn logsumexp(row: impl Iterator<Item = f64> + Clone) -> f64 {
+    let mut m = f64::NEG_INFINITY;
+    for v in row.clone() {
+        if v.is_nan() {
+            return f64::NAN;
+        }
+        m = m.max(v);
+    }
+    if m == f64::INFINITY {
+        return f64::NAN;
+    }
+    if m == f64::NEG_INFINITY {
+        return m;
+    }
+    m + row.map(|v| (v - m).exp()).sum::<f64>().ln()
+}
+
+fn cross_entropy<T: Real>(k: &NnKernel) {
+    let NnKernel::CrossEntropy {
+        lse,
+        nll,
+        smooth,
+        wt,
+        logits,
+        target,
+        weight,
+        ignore_index,
+        rows,
+        classes,
+    } = *k
+    else {
+        return;
+    };
+    let px = base::<T>(logits);
+    rows_par(rows, |r| {
+        // SAFETY: as in `layer_norm`; the targets were checked to lie in
+        // [0, classes) or equal ignore_index.
+        unsafe {
+            let x = |c: usize| rd(px, (r * classes + c) as isize).f();
+            let l = logsumexp((0..classes).map(x));
+            wrf(lse, r, l);
+            if let Some(t) = target {
+                let ti = rd_index(DType::I64, index_base(t), r as isize);
+                let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
+                let (n, s, wv) = if ti == ignore_index {
+                    (0.0, 0.0, 0.0)
+                } else {
+                    let tu = ti as usize;
+                    let s = if smooth.is_some() {
+                        (0..classes).map(|c| w(c) * (l - x(c))).sum()
+                    } else {
+                        0.0
+                    };
+                    (w(tu) * (l - x(tu)), s, w(tu))
+                };
+                if let Some(a) = nll {
+                    wrf(a, r, n);
+                }
+                if let Some(a) = smooth {
+                    wrf(a, r, s);
+                }
+                if let Some(a) = wt {
+                    wrf(a, r, wv);
+                }
+            }
+        }
+    });
+}
+
+fn cross_entropy_backward<T: Real>(k: &NnKernel) {
+    let NnKernel::CrossEntropyBackward {
+        dx,
+        logits,
+        lse,
+        target,
+        weight,
+        coef,
+        ignore_index,
+        smoothing,
+        weight_sum,
+        rows,
+        classes,
+    } = *k
+    else {
+        return;
+    };
+    let (px, pdx) = (base::<T>(logits), base::<T>(dx));
+    rows_par(rows, |r| {
+        // SAFETY: as in `cross_entropy`.
+        unsafe {
+            let ti = rd_index(DType::I64, index_base(target), r as isize);
+            let (l, g) = (rdf(lse, r), rdf(coef, r));
+            let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
+            let wtv = if ti == ignore_index {
+                0.0
+            } else {
+                w(ti as usize)
+            };
+            for c in 0..classes {
+                let v = if ti == ignore_index {
+                    0.0
+                } else {
+                    let p = (rd(px, (r * classes + c) as isize).f() - l).exp();
+                    let hot = if c as i64 == ti { 1.0 } else { 0.0 };
+                    let mut v = (1.0 - smoothing) * wtv * (p - hot);
+                    if smoothing != 0.0 {
+                        v += smoothing / classes as f64 * (weight_sum * p - w(c));
+                    }
+                    g * v
+                };
+                *pdx.get().add(r * classes + c) = T::of(v);
+            }
+        }
+    });
+}
+
+/// Runs `k` on host memory.
+pub(crate) fn run(k: NnKernel) {
+    macro_rules! float {
+        ($d:expr, $f:ident) => {
+            match $d {
+                DType::F32 => $f::<f32>(&k),
+                DType::F64 => $f::<f64>(&k),
+                DType::F16 => $f::<half::f16>(&k),
+                _ => $f::<half::bf16>(&k),
+            }
+        };
+    }
+    match k {
+        NnKernel::Gather {
+            out,
+            src,
+            index,
+            dim,
+        } => dispatch_dtype!(out.dtype, T => gather::<T>(out, src, index, dim)),
+        NnKernel::ScatterAdd {
+            out,
+            index,
+            src,
+            dim,
+        } => dispatch_dtype!(out.dtype, T => scatter_add::<T>(out, index, src, dim)),
+        NnKernel::LayerNorm { x, .. } => float!(x.dtype, layer_norm),
+        NnKernel::LayerNormBackward { x, .. } => float!(x.dtype, layer_norm_backward),
+        NnKernel::LayerNormParamsBackward { x, .. } => float!(x.dtype, layer_norm_params),
+        NnKernel::CrossEntropy { logits, .. } => float!(logits.dtype, cross_entropy),
+        NnKernel::CrossEntropyBackward { logits, .. } => {
+            float!(logits.dtype, cross_entropy_backward)
+        }
+    }
+}

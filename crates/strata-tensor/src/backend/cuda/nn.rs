@@ -1,0 +1,790 @@
+//! CUDA kernels of [`NnKernel`] (issue 12): index gathers (a row-copy fast
+//! path for `embedding`/`index_select` along dim 0 of a matrix, and a general
+//! strided kernel), scatter-add with atomics, and the fused row kernels:
+//! layer norm forward (one block per row, two passes over a row cached in
+//! shared memory, f32 or f64 statistics), its input backward (one block per
+//! row) and its weight/bias backward (a column reduction into per-part
+//! partials that the caller sums), and cross-entropy's fused log-softmax +
+//! NLL (one block per row, an online max/sum in one pass that writes only the
+//! row's logsumexp and losses; the backward recomputes softmax - one-hot on
+//! the fly from the saved logsumexp).
+//!
+//! Index values were checked by the tensor layer before launch (a typed
+//! error on every device), so no kernel reads out of bounds.
+
+use super::context::{failure, CudaDevice};
+use super::kernels::{compute_ty, load, storage_ty, store, tag, MAXD, PRELUDE};
+use super::launch::{base_ptr, launch, KArg, KernelParam};
+use crate::backend::{Arg, NnKernel};
+use crate::dtype::DType;
+use crate::error::Result;
+
+/// Threads per block of every kernel here.
+const NT: u32 = 256;
+
+/// Index-kernel metadata, laid out as `IMeta` in the source (strides in
+/// elements, dims row-major).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct IMeta {
+    nd: i32,
+    dim: i32,
+    n: i64,
+    size: [i64; MAXD],
+    so: [i64; MAXD],
+    ss: [i64; MAXD],
+    si: [i64; MAXD],
+}
+
+// SAFETY: `#[repr(C)]` with two i32 then i64s (no padding), laid out as
+// `IMeta` in the source; no pointers.
+unsafe impl KernelParam for IMeta {}
+
+const IMETA: &str = r#"
+struct IMeta { int nd; int dim; i64 n; i64 size[MAXD]; i64 so[MAXD]; i64 ss[MAXD]; i64 si[MAXD]; };
+"#;
+
+/// The storage type of an element of `size` bytes (copies move bits only).
+fn bits_ty(size: usize) -> &'static str {
+    match size {
+        1 => "u8",
+        2 => "u16",
+        4 => "u32",
+        _ => "u64",
+    }
+}
+
+fn gather_source(esize: usize, idx: DType) -> String {
+    format!(
+        "{PRELUDE}{IMETA}typedef {e} E;\ntypedef {i} I;\n{body}",
+        e = bits_ty(esize),
+        i = storage_ty(idx),
+        body = r#"
+extern "C" __global__ void gather(E* out, const E* src, const I* idx, IMeta m) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < m.n; i += (i64)gridDim.x * blockDim.x) {
+    i64 r = i, oo = 0, os = 0, oi = 0;
+    for (int d = m.nd - 1; d >= 0; --d) {
+      const i64 c = r % m.size[d];
+      r /= m.size[d];
+      oo += c * m.so[d];
+      oi += c * m.si[d];
+      if (d != m.dim) os += c * m.ss[d];
+    }
+    const i64 k = (i64)idx[oi];
+    out[oo] = src[os + k * m.ss[m.dim]];
+  }
+}
+
+// out[r, c] = src[idx[r * is], c] for a contiguous [rows, cols] out and a
+// source whose rows are contiguous (row stride rs).
+extern "C" __global__ void take_rows(E* out, const E* src, const I* idx, i64 rows, i64 cols, i64 rs, i64 is) {
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const E* s = src + (i64)idx[r * is] * rs;
+    E* o = out + r * cols;
+    for (i64 c = threadIdx.x; c < cols; c += blockDim.x) o[c] = s[c];
+  }
+}
+"#
+    )
+}
+
+fn scatter_source(d: DType, idx: DType) -> String {
+    format!(
+        "{PRELUDE}{IMETA}typedef {e} E;\ntypedef {i} I;\n{body}",
+        e = storage_ty(d),
+        i = storage_ty(idx),
+        body = r#"
+__device__ __forceinline__ void aadd(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void aadd(double* p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void aadd(int* p, int v) { atomicAdd(p, v); }
+__device__ __forceinline__ void aadd(i64* p, i64 v) { atomicAdd((u64*)p, (u64)v); }
+
+extern "C" __global__ void scatter_add(E* out, const E* src, const I* idx, IMeta m) {
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < m.n; i += (i64)gridDim.x * blockDim.x) {
+    i64 r = i, oo = 0, os = 0, oi = 0;
+    for (int d = m.nd - 1; d >= 0; --d) {
+      const i64 c = r % m.size[d];
+      r /= m.size[d];
+      if (d != m.dim) oo += c * m.so[d];
+      oi += c * m.si[d];
+      os += c * m.ss[d];
+    }
+    const i64 k = (i64)idx[oi];
+    aadd(out + oo + k * m.so[m.dim], src[os]);
+  }
+}
+"#
+    )
+}
+
+/// Helpers of the row kernels: the stored type `T`, the statistics type `C`,
+/// the weight type `W`, conversions, math overloads and block sums.
+fn rows_prelude(d: DType, w: DType) -> String {
+    let c = compute_ty(d);
+    format!(
+        "{PRELUDE}typedef {t} T;\ntypedef {c} C;\ntypedef {wt} W;\n\
+         #define NT {NT}\n\
+         __device__ __forceinline__ C ld(T x) {{ return (C){ld}; }}\n\
+         __device__ __forceinline__ T st(C v) {{ return {st}; }}\n\
+         __device__ __forceinline__ C ldw(W x) {{ return (C){ldw}; }}\n{body}",
+        t = storage_ty(d),
+        wt = storage_ty(w),
+        ld = load(d, "x"),
+        st = store(d, "v"),
+        ldw = load(w, "x"),
+        body = r#"
+__device__ __forceinline__ float ex(float x) { return expf(x); }
+__device__ __forceinline__ double ex(double x) { return exp(x); }
+__device__ __forceinline__ float lg(float x) { return logf(x); }
+__device__ __forceinline__ double lg(double x) { return log(x); }
+__device__ __forceinline__ float sq(float x) { return sqrtf(x); }
+__device__ __forceinline__ double sq(double x) { return sqrt(x); }
+#define C_INF ((C)__longlong_as_double(0x7ff0000000000000LL))
+#define C_NAN ((C)__longlong_as_double(0x7ff8000000000000LL))
+
+// The sum of v over the block (blockDim.x == NT, a multiple of 32); every
+// thread gets it. sh holds 32 values.
+__device__ __forceinline__ C block_sum(C v, C* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  __syncthreads();
+  if (lane == 0) sh[wid] = v;
+  __syncthreads();
+  if (wid == 0) {
+    C r = lane < (NT >> 5) ? sh[lane] : (C)0;
+    for (int o = 16; o > 0; o >>= 1) r += __shfl_xor_sync(0xffffffffu, r, o);
+    if (lane == 0) sh[0] = r;
+  }
+  __syncthreads();
+  return sh[0];
+}
+"#
+    )
+}
+
+/// Row elements cached in shared memory by the layer-norm forward (16 KiB).
+const LN_CACHE_BYTES: usize = 16384;
+
+fn ln_source(d: DType, w: DType) -> String {
+    let cache = LN_CACHE_BYTES / compute_ty_size(d);
+    format!(
+        "{}#define CACHE {cache}\n{}",
+        rows_prelude(d, w),
+        r#"
+extern "C" __global__ void ln_fwd(T* out, C* mean, C* rstd, const T* x, const W* w, const W* b,
+                                  i64 rows, i64 cols, double eps) {
+  __shared__ C sh[32];
+  __shared__ C cache[CACHE];
+  const bool cached = cols <= CACHE;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    C s = 0;
+    for (i64 j = threadIdx.x; j < cols; j += NT) {
+      const C v = ld(xr[j]);
+      if (cached) cache[j] = v;
+      s += v;
+    }
+    const C m = block_sum(s, sh) / (C)cols;
+    C q = 0;
+    for (i64 j = threadIdx.x; j < cols; j += NT) {
+      const C dv = (cached ? cache[j] : ld(xr[j])) - m;
+      q += dv * dv;
+    }
+    const C var = block_sum(q, sh) / (C)cols;
+    const C rs = (C)1 / sq(var + (C)eps);
+    if (threadIdx.x == 0) { mean[r] = m; rstd[r] = rs; }
+    T* orow = out + r * cols;
+    for (i64 j = threadIdx.x; j < cols; j += NT) {
+      C y = ((cached ? cache[j] : ld(xr[j])) - m) * rs;
+      if (w != nullptr) y *= ldw(w[j]);
+      if (b != nullptr) y += ldw(b[j]);
+      orow[j] = st(y);
+    }
+  }
+}
+
+extern "C" __global__ void ln_bwd(T* dx, const T* dy, const T* x, const C* mean, const C* rstd,
+                                  const W* w, i64 rows, i64 cols) {
+  __shared__ C sh[32];
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const C m = mean[r], rs = rstd[r];
+    const T* xr = x + r * cols;
+    const T* gr = dy + r * cols;
+    C a = 0, b = 0;
+    for (i64 j = threadIdx.x; j < cols; j += NT) {
+      C g = ld(gr[j]);
+      if (w != nullptr) g *= ldw(w[j]);
+      const C xh = (ld(xr[j]) - m) * rs;
+      a += g;
+      b += g * xh;
+    }
+    a = block_sum(a, sh) / (C)cols;
+    b = block_sum(b, sh) / (C)cols;
+    T* dr = dx + r * cols;
+    for (i64 j = threadIdx.x; j < cols; j += NT) {
+      C g = ld(gr[j]);
+      if (w != nullptr) g *= ldw(w[j]);
+      const C xh = (ld(xr[j]) - m) * rs;
+      dr[j] = st(rs * (g - a - xh * b));
+    }
+  }
+}
+
+// Part blockIdx.y of the rows, columns over blockIdx.x * NT + threadIdx.x.
+extern "C" __global__ void ln_params(C* dw, C* db, const T* dy, const T* x, const C* mean,
+                                     const C* rstd, i64 rows, i64 cols, i64 parts) {
+  const i64 j = blockIdx.x * (i64)NT + threadIdx.x;
+  if (j >= cols) return;
+  const i64 per = (rows + parts - 1) / parts;
+  const i64 p = blockIdx.y;
+  const i64 r1 = (p + 1) * per < rows ? (p + 1) * per : rows;
+  C sw = 0, sb = 0;
+  for (i64 r = p * per; r < r1; ++r) {
+    const C g = ld(dy[r * cols + j]);
+    sw += g * (ld(x[r * cols + j]) - mean[r]) * rstd[r];
+    sb += g;
+  }
+  if (dw != nullptr) dw[p * cols + j] = sw;
+  if (db != nullptr) db[p * cols + j] = sb;
+}
+"#
+    )
+}
+
+fn compute_ty_size(d: DType) -> usize {
+    if d == DType::F64 {
+        8
+    } else {
+        4
+    }
+}
+
+fn ce_source(d: DType) -> String {
+    format!(
+        "{}{}",
+        rows_prelude(d, d),
+        r#"
+// Merges the running (max, sum of exp(x - max)) pair (m2, s2) into (m, s).
+__device__ __forceinline__ void comb(C& m, C& s, C m2, C s2) {
+  if (m2 == -C_INF) return;
+  if (m == -C_INF) { m = m2; s = s2; return; }
+  if (m2 > m) { s = s * ex(m - m2) + s2; m = m2; } else { s += s2 * ex(m2 - m); }
+}
+
+extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, const i64* tgt,
+                                  const T* w, i64 rows, i64 classes, i64 ignore) {
+  __shared__ C shm[32];
+  __shared__ C shs[32];
+  __shared__ C sh[32];
+  const bool want_s = smooth != nullptr && tgt != nullptr;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * classes;
+    C m = -C_INF, s = 0, sx = 0, sw = 0, bad = 0;
+    for (i64 c = threadIdx.x; c < classes; c += NT) {
+      const C v = ld(xr[c]);
+      if (v != v) bad = 1;
+      else if (v > m) { s = (m == -C_INF ? (C)0 : s * ex(m - v)) + 1; m = v; }
+      else if (v != -C_INF) s += ex(v - m);
+      if (want_s) { const C wc = w != nullptr ? ld(w[c]) : (C)1; sx += wc * v; sw += wc; }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const C m2 = __shfl_xor_sync(0xffffffffu, m, o);
+      const C s2 = __shfl_xor_sync(0xffffffffu, s, o);
+      comb(m, s, m2, s2);
+    }
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0) { shm[wid] = m; shs[wid] = s; }
+    __syncthreads();
+    if (wid == 0) {
+      m = lane < (NT >> 5) ? shm[lane] : -C_INF;
+      s = lane < (NT >> 5) ? shs[lane] : (C)0;
+      for (int o = 16; o > 0; o >>= 1) {
+        const C m2 = __shfl_xor_sync(0xffffffffu, m, o);
+        const C s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        comb(m, s, m2, s2);
+      }
+      if (lane == 0) { shm[0] = m; shs[0] = s; }
+    }
+    bad = block_sum(bad, sh);
+    if (want_s) { sx = block_sum(sx, sh); sw = block_sum(sw, sh); }
+    if (threadIdx.x == 0) {
+      m = shm[0];
+      s = shs[0];
+      C l;
+      if (bad != (C)0 || m == C_INF) l = C_NAN;
+      else if (m == -C_INF) l = -C_INF;
+      else l = m + lg(s);
+      lse[r] = l;
+      if (tgt != nullptr) {
+        const i64 t = tgt[r];
+        C n = 0, sm = 0, wv = 0;
+        if (t != ignore) {
+          wv = w != nullptr ? ld(w[t]) : (C)1;
+          n = wv * (l - ld(xr[t]));
+          if (want_s) sm = l * sw - sx;
+        }
+        if (nll != nullptr) nll[r] = n;
+        if (smooth != nullptr) smooth[r] = sm;
+        if (wt != nullptr) wt[r] = wv;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void ce_bwd(T* dx, const T* x, const C* lse, const i64* tgt, const T* w,
+                                  const C* coef, i64 rows, i64 classes, i64 ignore, double eps,
+                                  double wsum) {
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const i64 t = tgt[r];
+    T* dr = dx + r * classes;
+    if (t == ignore) {
+      for (i64 c = threadIdx.x; c < classes; c += NT) dr[c] = st((C)0);
+      continue;
+    }
+    const T* xr = x + r * classes;
+    const C l = lse[r], g = coef[r];
+    const C a = (C)(1.0 - eps) * (w != nullptr ? ld(w[t]) : (C)1);
+    const C e = (C)(eps / (double)classes), ws = (C)wsum;
+    for (i64 c = threadIdx.x; c < classes; c += NT) {
+      const C p = ex(ld(xr[c]) - l);
+      C v = a * (c == t ? p - (C)1 : p);
+      if (eps != 0.0) v += e * (ws * p - (w != nullptr ? ld(w[c]) : (C)1));
+      dr[c] = st(g * v);
+    }
+  }
+}
+"#
+    )
+}
+
+/// The device address of an optional operand (0 for none).
+fn opt_ptr(a: Option<&Arg>) -> u64 {
+    a.map_or(0, base_ptr)
+}
+
+/// Blocks for a grid-stride loop over `n` items, `per` items per block.
+fn grid_for(n: usize, per: usize) -> u32 {
+    (n.div_ceil(per.max(1))).clamp(1, 1 << 20) as u32
+}
+
+fn index_meta(
+    dev: &CudaDevice,
+    what: &str,
+    shape: &[usize],
+    dim: usize,
+    so: &[usize],
+    ss: &[usize],
+    si: &[usize],
+) -> Result<IMeta> {
+    if shape.len() > MAXD {
+        return Err(failure(
+            dev.device(),
+            what,
+            format!(
+                "{} dims is more than the {MAXD} an index kernel takes; reshape first",
+                shape.len()
+            ),
+        ));
+    }
+    let mut m = IMeta {
+        nd: shape.len() as i32,
+        dim: dim as i32,
+        n: shape.iter().product::<usize>() as i64,
+        size: [1; MAXD],
+        so: [0; MAXD],
+        ss: [0; MAXD],
+        si: [0; MAXD],
+    };
+    for d in 0..shape.len() {
+        m.size[d] = shape[d] as i64;
+        m.so[d] = so[d] as i64;
+        m.ss[d] = ss[d] as i64;
+        m.si[d] = si[d] as i64;
+    }
+    Ok(m)
+}
+
+/// Runs `k` on `dev`'s current stream.
+pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
+    let stream = dev.stream();
+    match k {
+        NnKernel::Gather {
+            out,
+            src,
+            index,
+            dim,
+        } => {
+            let n = out.layout.numel();
+            if n == 0 {
+                return Ok(());
+            }
+            let key = format!("nn:gather:{}:{}", out.dtype.size(), tag(index.dtype));
+            let f = super::nvrtc::functions(
+                dev,
+                &key,
+                || gather_source(out.dtype.size(), index.dtype),
+                &["gather", "take_rows"],
+            )?;
+            let (po, ps, pi) = (base_ptr(out), base_ptr(src), base_ptr(index));
+            let (ol, sl, il) = (&out.layout, &src.layout, &index.layout);
+            if ol.ndim() == 2
+                && dim == 0
+                && ol.is_contiguous()
+                && sl.strides[1] == 1
+                && il.strides[1] == 0
+            {
+                let (rows, cols) = (ol.shape[0] as i64, ol.shape[1] as i64);
+                let (rs, is) = (sl.strides[0] as i64, il.strides[0] as i64);
+                // SAFETY: parameters match `take_rows` (out, src, idx, rows,
+                // cols, row stride, index stride); every index was checked to
+                // lie in [0, src rows), so reads stay in src's storage; writes
+                // cover the contiguous out.
+                return unsafe {
+                    launch(
+                        dev,
+                        "take_rows",
+                        f[1],
+                        (grid_for(rows as usize, 1), 1, 1),
+                        (NT, 1, 1),
+                        stream,
+                        [
+                            KArg::of(&po),
+                            KArg::of(&ps),
+                            KArg::of(&pi),
+                            KArg::of(&rows),
+                            KArg::of(&cols),
+                            KArg::of(&rs),
+                            KArg::of(&is),
+                        ],
+                    )
+                };
+            }
+            let m = index_meta(
+                dev,
+                "gather",
+                &ol.shape,
+                dim,
+                &ol.strides,
+                &sl.strides,
+                &il.strides,
+            )?;
+            // SAFETY: parameters match `gather` (out, src, idx, IMeta); the
+            // metadata describes the operands' own layouts and the indices
+            // were checked against src's size along `dim`.
+            unsafe {
+                launch(
+                    dev,
+                    "gather",
+                    f[0],
+                    (grid_for(n, NT as usize), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [KArg::of(&po), KArg::of(&ps), KArg::of(&pi), KArg::of(&m)],
+                )
+            }
+        }
+        NnKernel::ScatterAdd {
+            out,
+            index,
+            src,
+            dim,
+        } => {
+            let n = index.layout.numel();
+            if n == 0 {
+                return Ok(());
+            }
+            if !matches!(out.dtype, DType::F32 | DType::F64 | DType::I32 | DType::I64) {
+                return Err(failure(
+                    dev.device(),
+                    "scatter_add",
+                    format!("internal: {} output (the caller widens it)", out.dtype),
+                ));
+            }
+            let key = format!("nn:scatter:{}:{}", tag(out.dtype), tag(index.dtype));
+            let f = super::nvrtc::functions(
+                dev,
+                &key,
+                || scatter_source(out.dtype, index.dtype),
+                &["scatter_add"],
+            )?;
+            let m = index_meta(
+                dev,
+                "scatter_add",
+                &index.layout.shape,
+                dim,
+                &out.layout.strides,
+                &src.layout.strides,
+                &index.layout.strides,
+            )?;
+            let (po, ps, pi) = (base_ptr(out), base_ptr(src), base_ptr(index));
+            // SAFETY: parameters match `scatter_add`; positions range over
+            // index's shape, which src covers and out covers except along
+            // `dim`, where the checked index values address out.
+            unsafe {
+                launch(
+                    dev,
+                    "scatter_add",
+                    f[0],
+                    (grid_for(n, NT as usize), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [KArg::of(&po), KArg::of(&ps), KArg::of(&pi), KArg::of(&m)],
+                )
+            }
+        }
+        NnKernel::LayerNorm {
+            out,
+            mean,
+            rstd,
+            x,
+            weight,
+            bias,
+            rows,
+            cols,
+            eps,
+        } => {
+            if rows == 0 {
+                return Ok(());
+            }
+            let wd = weight.or(bias).map_or(x.dtype, |w| w.dtype);
+            let f = ln_functions(dev, x.dtype, wd)?;
+            let (po, pm, pr, px) = (base_ptr(out), base_ptr(mean), base_ptr(rstd), base_ptr(x));
+            let (pw, pb) = (opt_ptr(weight), opt_ptr(bias));
+            let (r, c) = (rows as i64, cols as i64);
+            // SAFETY: parameters match `ln_fwd`; all operands are contiguous
+            // with the sizes the kernel indexes ([rows, cols], [rows], [cols]),
+            // absent weight/bias are null pointers the kernel tests.
+            unsafe {
+                launch(
+                    dev,
+                    "ln_fwd",
+                    f[0],
+                    (grid_for(rows, 1), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [
+                        KArg::of(&po),
+                        KArg::of(&pm),
+                        KArg::of(&pr),
+                        KArg::of(&px),
+                        KArg::of(&pw),
+                        KArg::of(&pb),
+                        KArg::of(&r),
+                        KArg::of(&c),
+                        KArg::of(&eps),
+                    ],
+                )
+            }
+        }
+        NnKernel::LayerNormBackward {
+            dx,
+            dy,
+            x,
+            mean,
+            rstd,
+            weight,
+            rows,
+            cols,
+        } => {
+            if rows == 0 {
+                return Ok(());
+            }
+            let wd = weight.map_or(x.dtype, |w| w.dtype);
+            let f = ln_functions(dev, x.dtype, wd)?;
+            let (pdx, pdy, px) = (base_ptr(dx), base_ptr(dy), base_ptr(x));
+            let (pm, pr, pw) = (base_ptr(mean), base_ptr(rstd), opt_ptr(weight));
+            let (r, c) = (rows as i64, cols as i64);
+            // SAFETY: parameters match `ln_bwd`; operands as in `ln_fwd`.
+            unsafe {
+                launch(
+                    dev,
+                    "ln_bwd",
+                    f[1],
+                    (grid_for(rows, 1), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [
+                        KArg::of(&pdx),
+                        KArg::of(&pdy),
+                        KArg::of(&px),
+                        KArg::of(&pm),
+                        KArg::of(&pr),
+                        KArg::of(&pw),
+                        KArg::of(&r),
+                        KArg::of(&c),
+                    ],
+                )
+            }
+        }
+        NnKernel::LayerNormParamsBackward {
+            dw,
+            db,
+            dy,
+            x,
+            mean,
+            rstd,
+            rows,
+            cols,
+            parts,
+        } => {
+            if cols == 0 || parts == 0 {
+                return Ok(());
+            }
+            let f = ln_functions(dev, x.dtype, x.dtype)?;
+            let (pdw, pdb) = (opt_ptr(dw), opt_ptr(db));
+            let (pdy, px, pm, pr) = (base_ptr(dy), base_ptr(x), base_ptr(mean), base_ptr(rstd));
+            let (r, c, p) = (rows as i64, cols as i64, parts as i64);
+            let gx = cols.div_ceil(NT as usize) as u32;
+            // SAFETY: parameters match `ln_params`; the grid has one block
+            // row per part (parts <= 65535, chosen by the caller) and the
+            // kernel bounds columns by `cols`; outputs are [parts, cols].
+            unsafe {
+                launch(
+                    dev,
+                    "ln_params",
+                    f[2],
+                    (gx, parts as u32, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [
+                        KArg::of(&pdw),
+                        KArg::of(&pdb),
+                        KArg::of(&pdy),
+                        KArg::of(&px),
+                        KArg::of(&pm),
+                        KArg::of(&pr),
+                        KArg::of(&r),
+                        KArg::of(&c),
+                        KArg::of(&p),
+                    ],
+                )
+            }
+        }
+        NnKernel::CrossEntropy {
+            lse,
+            nll,
+            smooth,
+            wt,
+            logits,
+            target,
+            weight,
+            ignore_index,
+            rows,
+            classes,
+        } => {
+            if rows == 0 {
+                return Ok(());
+            }
+            let f = ce_functions(dev, logits.dtype)?;
+            let (pl, pn, ps, pwt) = (base_ptr(lse), opt_ptr(nll), opt_ptr(smooth), opt_ptr(wt));
+            let (px, pt, pw) = (base_ptr(logits), opt_ptr(target), opt_ptr(weight));
+            let (r, c) = (rows as i64, classes as i64);
+            // SAFETY: parameters match `ce_fwd`; operands are contiguous with
+            // the sizes the kernel indexes; targets were checked to lie in
+            // [0, classes) or equal ignore_index; absent ones are null.
+            unsafe {
+                launch(
+                    dev,
+                    "ce_fwd",
+                    f[0],
+                    (grid_for(rows, 1), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [
+                        KArg::of(&pl),
+                        KArg::of(&pn),
+                        KArg::of(&ps),
+                        KArg::of(&pwt),
+                        KArg::of(&px),
+                        KArg::of(&pt),
+                        KArg::of(&pw),
+                        KArg::of(&r),
+                        KArg::of(&c),
+                        KArg::of(&ignore_index),
+                    ],
+                )
+            }
+        }
+        NnKernel::CrossEntropyBackward {
+            dx,
+            logits,
+            lse,
+            target,
+            weight,
+            coef,
+            ignore_index,
+            smoothing,
+            weight_sum,
+            rows,
+            classes,
+        } => {
+            if rows == 0 {
+                return Ok(());
+            }
+            let f = ce_functions(dev, logits.dtype)?;
+            let (pdx, px, pl) = (base_ptr(dx), base_ptr(logits), base_ptr(lse));
+            let (pt, pw, pc) = (base_ptr(target), opt_ptr(weight), base_ptr(coef));
+            let (r, c) = (rows as i64, classes as i64);
+            // SAFETY: parameters match `ce_bwd`; operands as in `ce_fwd`.
+            unsafe {
+                launch(
+                    dev,
+                    "ce_bwd",
+                    f[1],
+                    (grid_for(rows, 1), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [
+                        KArg::of(&pdx),
+                        KArg::of(&px),
+                        KArg::of(&pl),
+                        KArg::of(&pt),
+                        KArg::of(&pw),
+                        KArg::of(&pc),
+                        KArg::of(&r),
+                        KArg::of(&c),
+                        KArg::of(&ignore_index),
+                        KArg::of(&smoothing),
+                        KArg::of(&weight_sum),
+                    ],
+                )
+            }
+        }
+    }
+}
+
+fn ln_functions(dev: &CudaDevice, d: DType, w: DType) -> Result<Vec<super::context::Function>> {
+    let key = format!("nn:ln:{}:{}", tag(d), tag(w));
+    super::nvrtc::functions(
+        dev,
+        &key,
+        || ln_source(d, w),
+        &["ln_fwd", "ln_bwd", "ln_params"],
+    )
+}
+
+fn ce_functions(dev: &CudaDevice, d: DType) -> Result<Vec<super::context::Function>> {
+    let key = format!("nn:ce:{}", tag(d));
+    super::nvrtc::functions(dev, &key, || ce_source(d), &["ce_fwd", "ce_bwd"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The generated sources are well-formed enough to name every kernel
+    /// (they are compiled by NVRTC only on a GPU).
+    #[test]
+    fn sources_name_their_kernels() {
+        let g = gather_source(4, DType::I64);
+        assert!(g.contains("void gather(") && g.contains("void take_rows("));
+        let s = scatter_source(DType::F32, DType::I32);
+        assert!(s.contains("void scatter_add(") && s.contains("typedef int I;"));
+        let l = ln_source(DType::BF16, DType::F32);
+        assert!(l.contains("typedef float C;") && l.contains("#define CACHE 4096"));
+        let c = ce_source(DType::F64);
+        assert!(c.contains("typedef double C;") && c.contains("void ce_bwd("));
+    }
+}

@@ -1,0 +1,117 @@
+//! The kernels of the nn and indexing ops (issue 12) as one [`NnKernel`]
+//! value handed to [`Backend::nn`](super::Backend::nn): index gathers and
+//! scatters, the fused layer-norm forward and backward, and the fused
+//! log-softmax + NLL of cross-entropy.
+//!
+//! The tensor layer (`ops/index.rs`, `ops/nn.rs`) has checked every shape,
+//! dtype and index value before a kernel runs: the kernels never see an
+//! index outside its dim, so the GPU needs no device-side bounds check.
+//! "Acc" below is the statistics type: f64 for f64 data, f32 otherwise.
+
+use super::Arg;
+
+/// One nn or index kernel; operands carry their layouts.
+pub(crate) enum NnKernel<'a> {
+    /// `out[p] = src[p with coordinate dim replaced by index[p]]` for every
+    /// position `p` of `out`. `index` (i64 or i32) has strides broadcast to
+    /// out's shape; `src` has out's rank and dtype and its own sizes (only its
+    /// strides are read, plus `dim`'s stride for the looked-up coordinate).
+    Gather {
+        out: &'a Arg<'a>,
+        src: &'a Arg<'a>,
+        index: &'a Arg<'a>,
+        dim: usize,
+    },
+    /// `out[p with dim replaced by index[p]] += src[p]` for every position
+    /// `p` of `index`'s shape (index i64 or i32; `src` of out's dtype, laid
+    /// out with index's shape). `out` has no internal overlap. On the CPU
+    /// the additions happen in row-major order of `p`, in the dtype (bool
+    /// ors, integers wrap); GPUs receive only f32, f64, i32 or i64 `out`.
+    ScatterAdd {
+        out: &'a Arg<'a>,
+        index: &'a Arg<'a>,
+        src: &'a Arg<'a>,
+        dim: usize,
+    },
+    /// Layer norm over the rows of the contiguous `[rows, cols]` `x`
+    /// (float): `out` (x's dtype, contiguous), `mean` and `rstd` (Acc,
+    /// contiguous `[rows]`); `weight`/`bias` contiguous `[cols]` of x's dtype
+    /// or f32.
+    LayerNorm {
+        out: &'a Arg<'a>,
+        mean: &'a Arg<'a>,
+        rstd: &'a Arg<'a>,
+        x: &'a Arg<'a>,
+        weight: Option<&'a Arg<'a>>,
+        bias: Option<&'a Arg<'a>>,
+        rows: usize,
+        cols: usize,
+        eps: f64,
+    },
+    /// The input gradient of layer norm, per row: with `g = dy * weight` and
+    /// `xhat = (x - mean) * rstd`, `dx = rstd * (g - mean(g) - xhat *
+    /// mean(g * xhat))`. `dx`, `dy`, `x` contiguous `[rows, cols]` of x's
+    /// dtype; `mean`, `rstd` as saved by [`NnKernel::LayerNorm`].
+    LayerNormBackward {
+        dx: &'a Arg<'a>,
+        dy: &'a Arg<'a>,
+        x: &'a Arg<'a>,
+        mean: &'a Arg<'a>,
+        rstd: &'a Arg<'a>,
+        weight: Option<&'a Arg<'a>>,
+        rows: usize,
+        cols: usize,
+    },
+    /// First pass of the weight and bias gradients of layer norm: the rows
+    /// are cut into `parts` contiguous groups, and part `p` writes
+    /// `dw[p, j] = Σ dy[r, j] * xhat[r, j]` and `db[p, j] = Σ dy[r, j]` over
+    /// its rows (Acc, contiguous `[parts, cols]`). The caller sums over `p`.
+    LayerNormParamsBackward {
+        dw: Option<&'a Arg<'a>>,
+        db: Option<&'a Arg<'a>>,
+        dy: &'a Arg<'a>,
+        x: &'a Arg<'a>,
+        mean: &'a Arg<'a>,
+        rstd: &'a Arg<'a>,
+        rows: usize,
+        cols: usize,
+        parts: usize,
+    },
+    /// The fused log-softmax + NLL forward over the rows of the contiguous
+    /// `[rows, classes]` `logits` (float). Writes `lse[r] = log Σ_c
+    /// exp(x[r, c])` (Acc; NaN for a row holding NaN or +inf, -inf for an
+    /// all -inf row). With `target` (i64, `[rows]`) it also writes, for rows
+    /// whose target is not `ignore_index`: `nll[r] = w[t] * (lse - x[r, t])`,
+    /// `smooth[r] = Σ_c w[c] * (lse - x[r, c])` and `wt[r] = w[t]` (w = 1
+    /// without `weight`, a contiguous `[classes]` of logits' dtype), and 0 in
+    /// all three for ignored rows. No probability is written anywhere.
+    CrossEntropy {
+        lse: &'a Arg<'a>,
+        nll: Option<&'a Arg<'a>>,
+        smooth: Option<&'a Arg<'a>>,
+        wt: Option<&'a Arg<'a>>,
+        logits: &'a Arg<'a>,
+        target: Option<&'a Arg<'a>>,
+        weight: Option<&'a Arg<'a>>,
+        ignore_index: i64,
+        rows: usize,
+        classes: usize,
+    },
+    /// The fused backward: `dx[r, c] = coef[r] * ((1 - eps) * w[t] * (p - [c
+    /// == t]) + (eps / C) * (W * p - w[c]))` with `p = exp(x[r, c] - lse[r])`
+    /// recomputed on the fly and `W = Σ_c w[c]`; 0 for ignored rows. `coef`
+    /// is Acc `[rows]` (the upstream gradient with the reduction's scale).
+    CrossEntropyBackward {
+        dx: &'a Arg<'a>,
+        logits: &'a Arg<'a>,
+        lse: &'a Arg<'a>,
+        target: &'a Arg<'a>,
+        weight: Option<&'a Arg<'a>>,
+        coef: &'a Arg<'a>,
+        ignore_index: i64,
+        smoothing: f64,
+        weight_sum: f64,
+        rows: usize,
+        classes: usize,
+    },
+}

@@ -1,0 +1,520 @@
+//! Indexing ops (issue 12): `index_select`, `gather`, `scatter_add(_)`,
+//! `embedding`, `masked_fill(_)`, `triu`/`tril(_)`.
+//!
+//! Shapes, dtypes and every index value are checked here, before any kernel
+//! runs, so an out-of-range index is a typed [`TensorError::Index`] on every
+//! device (on a GPU the check reads the index tensor's minimum and maximum
+//! back to the host: one small synchronisation, where PyTorch would trap the
+//! whole process with a device-side assert). Kernels: [`NnKernel::Gather`]
+//! and [`NnKernel::ScatterAdd`]; masked_fill and triu/tril are `where`.
+
+use super::elementwise::{check_inplace, launch, same_device, Operand};
+use crate::backend::{Arg, NnKernel};
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::layout::Layout;
+use crate::scalar::Scalar;
+use crate::shape::{broadcast_shapes, normalize_dim};
+use crate::tensor::Tensor;
+use strata_alloc::Device;
+
+/// `t`'s memory seen through `layout` (same storage, same dtype).
+pub(crate) fn arg_with(t: &Tensor, layout: Layout) -> Arg<'_> {
+    Arg {
+        mem: t.storage().mem(),
+        layout,
+        dtype: t.dtype(),
+    }
+}
+
+/// An index tensor must be i64 or i32.
+fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
+    if matches!(index.dtype(), DType::I64 | DType::I32) {
+        Ok(())
+    } else {
+        Err(TensorError::dtype(
+            op,
+            format!(
+                "the index must be int64 or int32, not {}; convert it with to_dtype(DType::I64)",
+                index.dtype()
+            ),
+        ))
+    }
+}
+
+/// Every value of `index` must lie in `[0, size)` (negative ones do not wrap).
+pub(crate) fn check_index_range(op: &'static str, index: &Tensor, size: usize) -> Result<()> {
+    if index.numel() == 0 {
+        return Ok(());
+    }
+    let lo = index.min()?.to_scalars()?[0].to_i64();
+    let hi = index.max()?.to_scalars()?[0].to_i64();
+    if lo < 0 || hi >= size as i64 {
+        let bad = if lo < 0 { lo } else { hi };
+        return Err(TensorError::index(
+            op,
+            format!("index {bad} is out of bounds for a dimension of size {size}"),
+        ));
+    }
+    Ok(())
+}
+
+fn same_rank(op: &'static str, what: &str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.ndim() != b.ndim() {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "the index has {} dims but {what} has {} (shapes {:?} and {:?}); they must have the same rank",
+                b.ndim(),
+                a.ndim(),
+                b.shape(),
+                a.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// `torch.index_select(self, dim, index)`: the positions `index` (1-D or
+    /// 0-d, i64 or i32, each in `[0, size)`) along `dim`, as a new tensor.
+    pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        const OP: &str = "index_select";
+        same_device(OP, self, index)?;
+        check_index_dtype(OP, index)?;
+        if index.ndim() > 1 {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "the index must be 1-D or 0-d, got shape {:?}",
+                    index.shape()
+                ),
+            ));
+        }
+        let d = normalize_dim(OP, dim, self.ndim())?;
+        let x = if self.ndim() == 0 {
+            self.reshape(&[1])?
+        } else {
+            self.clone()
+        };
+        let idx = index.reshape(&[-1])?;
+        check_index_range(OP, &idx, x.shape()[d])?;
+        let mut shape = x.shape().to_vec();
+        shape[d] = idx.numel();
+        let out = Tensor::empty(&shape, x.dtype(), x.device())?;
+        if out.numel() > 0 {
+            let mut st = vec![0; shape.len()];
+            st[d] = idx.strides()[0];
+            let il = Layout {
+                shape: shape.clone(),
+                strides: st,
+                offset: idx.offset(),
+            };
+            let xl = Layout {
+                shape: shape.clone(),
+                strides: x.strides().to_vec(),
+                offset: x.offset(),
+            };
+            launch(&out, &[&x, &idx], |be| {
+                be.nn(NnKernel::Gather {
+                    out: &out.arg(),
+                    src: &arg_with(&x, xl),
+                    index: &arg_with(&idx, il),
+                    dim: d,
+                })
+            })?;
+        }
+        if self.ndim() == 0 {
+            return out.reshape(&[]);
+        }
+        Ok(out)
+    }
+
+    /// `torch.gather(self, dim, index)`: `out[i][j] = self[i][index[i][j]]`
+    /// (for dim 1), with index's shape. index has self's rank and is no
+    /// larger than self on the other dims.
+    pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        const OP: &str = "gather";
+        same_device(OP, self, index)?;
+        check_index_dtype(OP, index)?;
+        let d = normalize_dim(OP, dim, self.ndim())?;
+        let (x, idx) = if self.ndim() == 0 && index.ndim() <= 1 {
+            (self.reshape(&[1])?, index.reshape(&[-1])?)
+        } else {
+            same_rank(OP, "the input", self, index)?;
+            (self.clone(), index.clone())
+        };
+        for k in 0..x.ndim() {
+            if k != d && idx.shape()[k] > x.shape()[k] {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "index {:?} is larger than the input {:?} at dim {k}",
+                        index.shape(),
+                        self.shape()
+                    ),
+                ));
+            }
+        }
+        check_index_range(OP, &idx, x.shape()[d])?;
+        let out = Tensor::empty(idx.shape(), x.dtype(), x.device())?;
+        if out.numel() > 0 {
+            let xl = Layout {
+                shape: idx.shape().to_vec(),
+                strides: x.strides().to_vec(),
+                offset: x.offset(),
+            };
+            launch(&out, &[&x, &idx], |be| {
+                be.nn(NnKernel::Gather {
+                    out: &out.arg(),
+                    src: &arg_with(&x, xl),
+                    index: &idx.arg(),
+                    dim: d,
+                })
+            })?;
+        }
+        out.reshape(&index.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
+    }
+
+    /// `torch.scatter_add(self, dim, index, src)`: a copy of self to which
+    /// `src[i][j]` is added at `[i][index[i][j]]` (dim 1) for every position
+    /// of index. Repeated indices accumulate.
+    pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.scatter_add_checks("scatter_add", dim, index, src)?;
+        let out = self.deep_clone()?;
+        out.scatter_add_impl("scatter_add", dim, index, src)?;
+        Ok(out)
+    }
+
+    /// In-place [`Tensor::scatter_add`]; self must not alias itself and src
+    /// must not partly overlap it.
+    pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        self.scatter_add_checks("scatter_add_", dim, index, src)?;
+        self.scatter_add_impl("scatter_add_", dim, index, src)?;
+        self.bump_version();
+        Ok(self.clone())
+    }
+
+    fn scatter_add_checks(
+        &self,
+        op: &'static str,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<()> {
+        same_device(op, self, index)?;
+        same_device(op, self, src)?;
+        check_index_dtype(op, index)?;
+        if src.dtype() != self.dtype() {
+            return Err(TensorError::dtype(
+                op,
+                format!(
+                    "src is {} but self is {}; they must have the same dtype",
+                    src.dtype(),
+                    self.dtype()
+                ),
+            ));
+        }
+        let d = normalize_dim(op, dim, self.ndim())?;
+        let quirk = self.ndim() == 0 && index.ndim() <= 1;
+        if !quirk {
+            same_rank(op, "self", self, index)?;
+        }
+        let idx = index.reshape(&[-1])?;
+        if !quirk {
+            for k in 0..self.ndim() {
+                let too_big = index.shape()[k] > src.shape().get(k).copied().unwrap_or(1)
+                    || (k != d && index.shape()[k] > self.shape()[k]);
+                if too_big || src.ndim() != self.ndim() {
+                    return Err(TensorError::shape(
+                        op,
+                        format!(
+                            "index {:?} must be no larger than src {:?} on every dim and than self {:?} on dims other than {d}",
+                            index.shape(),
+                            src.shape(),
+                            self.shape()
+                        ),
+                    ));
+                }
+            }
+        } else if src.numel() < index.numel() {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "src {:?} has fewer elements than index {:?}",
+                    src.shape(),
+                    index.shape()
+                ),
+            ));
+        }
+        let size = if self.ndim() == 0 { 1 } else { self.shape()[d] };
+        check_index_range(op, &idx, size)
+    }
+
+    /// The scatter itself (arguments checked).
+    fn scatter_add_impl(
+        &self,
+        op: &'static str,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+    ) -> Result<()> {
+        let d = normalize_dim(op, dim, self.ndim())?;
+        let mut inputs = [src.clone(), index.clone()];
+        check_inplace(op, self, &mut inputs)?;
+        let [mut src, mut index] = inputs;
+        if src.same_storage(self) {
+            src = src.deep_clone()?;
+        }
+        if index.same_storage(self) {
+            index = index.deep_clone()?;
+        }
+        if index.numel() == 0 {
+            return Ok(());
+        }
+        let (this, index, src) = if self.ndim() == 0 {
+            (
+                self.reshape(&[1])?,
+                index.reshape(&[-1])?,
+                src.reshape(&[-1])?.narrow(0, 0, index.numel() as i64)?,
+            )
+        } else {
+            (self.clone(), index, src)
+        };
+        // GPUs add with atomics, which exist for f32, f64, i32 and i64:
+        // narrower dtypes accumulate in a wider copy (wrapping and or-ing
+        // come back with the narrowing conversion).
+        let wide = match (this.device(), this.dtype()) {
+            (Device::Cuda(_), DType::F16 | DType::BF16) => Some(DType::F32),
+            (Device::Cuda(_), DType::U8 | DType::Bool) => Some(DType::I32),
+            _ => None,
+        };
+        let (target, src) = match wide {
+            Some(w) => (this.to_dtype(w)?, src.to_dtype(w)?),
+            None => (this.clone(), src),
+        };
+        let sl = Layout {
+            shape: index.shape().to_vec(),
+            strides: src.strides().to_vec(),
+            offset: src.offset(),
+        };
+        launch(&target, &[&src, &index], |be| {
+            be.nn(NnKernel::ScatterAdd {
+                out: &target.arg(),
+                index: &index.arg(),
+                src: &arg_with(&src, sl),
+                dim: d,
+            })
+        })?;
+        if wide.is_some() {
+            this.copy_(&target)?;
+        }
+        Ok(())
+    }
+
+    /// `F.embedding(indices, weight, padding_idx)`: the rows of the 2-D
+    /// `weight` (V, D) selected by `indices` (i64 or i32, any shape, each in
+    /// `[0, V)`), shaped `indices.shape + [D]`. `padding_idx` must lie in
+    /// `[-V, V)`; it only changes gradients (see strata-autograd).
+    pub fn embedding(indices: &Tensor, weight: &Tensor, padding_idx: Option<i64>) -> Result<Tensor> {
+        const OP: &str = "embedding";
+        if weight.ndim() != 2 {
+            return Err(TensorError::shape(
+                OP,
+                format!("the weight must be 2-D (V, D), got shape {:?}", weight.shape()),
+            ));
+        }
+        if !matches!(indices.dtype(), DType::I64 | DType::I32) {
+            return Err(TensorError::dtype(
+                OP,
+                format!("the indices must be int64 or int32, not {}", indices.dtype()),
+            ));
+        }
+        let v = weight.shape()[0] as i64;
+        if let Some(p) = padding_idx {
+            if p < -v || p >= v {
+                return Err(TensorError::index(
+                    OP,
+                    format!("padding_idx {p} must lie in [-{v}, {v})"),
+                ));
+            }
+        }
+        let rows = weight.index_select(0, &indices.reshape(&[-1])?)?;
+        let mut shape: Vec<i64> = indices.shape().iter().map(|&s| s as i64).collect();
+        shape.push(weight.shape()[1] as i64);
+        rows.reshape(&shape)
+    }
+
+    /// The fill value of masked_fill: a scalar, or a 0-d tensor's element,
+    /// converted to self's dtype (a value error when out of range).
+    fn masked_value(&self, op: &'static str, value: Operand) -> Result<Tensor> {
+        let s = match value {
+            Operand::Scalar(s) => s,
+            Operand::Tensor(t) => {
+                if t.ndim() != 0 {
+                    return Err(TensorError::shape(
+                        op,
+                        format!(
+                            "the value must be a scalar or a 0-d tensor, got shape {:?}",
+                            t.shape()
+                        ),
+                    ));
+                }
+                t.to_scalars()?[0]
+            }
+        };
+        let fits = s.fits(self.dtype());
+        if !fits {
+            return Err(TensorError::value(
+                op,
+                format!(
+                    "value {s} cannot be converted to type {} without overflow",
+                    self.dtype().torch_name()
+                ),
+            ));
+        }
+        Tensor::scalar(s, self.dtype(), self.device())
+    }
+
+    /// `torch.masked_fill(self, mask, value)`: `value` where the bool `mask`
+    /// is true, self elsewhere; self and mask broadcast. The value (a scalar
+    /// or a 0-d tensor) is converted to self's dtype without promotion.
+    pub fn masked_fill<'a>(&self, mask: &Tensor, value: impl Into<Operand<'a>>) -> Result<Tensor> {
+        const OP: &str = "masked_fill";
+        check_mask(OP, self, mask)?;
+        let v = self.masked_value(OP, value.into())?;
+        Tensor::where_cond(mask, &v, self)
+    }
+
+    /// In-place [`Tensor::masked_fill`]: the mask broadcasts to self's shape.
+    /// Allowed on an expanded self (an element is filled when any of its
+    /// aliases is masked, as in PyTorch).
+    pub fn masked_fill_<'a>(&self, mask: &Tensor, value: impl Into<Operand<'a>>) -> Result<Tensor> {
+        const OP: &str = "masked_fill_";
+        check_mask(OP, self, mask)?;
+        let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
+        if shape != self.shape() {
+            return Err(TensorError::InPlaceBroadcast {
+                op: OP,
+                out: self.shape().to_vec(),
+                result: shape,
+            });
+        }
+        let v = self.masked_value(OP, value.into())?;
+        // Stride-0 dims alias one element: fill it where any alias is masked.
+        let aliased: Vec<i64> = (0..self.ndim())
+            .filter(|&d| self.strides()[d] == 0 && self.shape()[d] > 1)
+            .map(|d| d as i64)
+            .collect();
+        let (target, mask) = if aliased.is_empty() {
+            (self.clone(), mask.clone())
+        } else {
+            let m = mask
+                .broadcast_to(self.shape())?
+                .sum(Some(&aliased), true)?
+                .gt(0)?;
+            let mut t = self.clone();
+            for &d in &aliased {
+                t = t.narrow(d, 0, 1)?;
+            }
+            (t, m)
+        };
+        let filled = Tensor::where_cond(&mask, &v, &target)?;
+        target.copy_(&filled)?;
+        if !aliased.is_empty() {
+            self.bump_version();
+        }
+        Ok(self.clone())
+    }
+
+    /// `torch.triu(self, diagonal)`: in each matrix of the last two dims,
+    /// the elements with `col - row >= diagonal`, zeros elsewhere.
+    pub fn triu(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle("triu", diagonal, true)
+    }
+
+    /// `torch.tril(self, diagonal)`: the elements with `col - row <= diagonal`.
+    pub fn tril(&self, diagonal: i64) -> Result<Tensor> {
+        self.triangle("tril", diagonal, false)
+    }
+
+    /// In-place [`Tensor::triu`].
+    pub fn triu_(&self, diagonal: i64) -> Result<Tensor> {
+        let t = self.triangle("triu_", diagonal, true)?;
+        self.copy_(&t)
+    }
+
+    /// In-place [`Tensor::tril`].
+    pub fn tril_(&self, diagonal: i64) -> Result<Tensor> {
+        let t = self.triangle("tril_", diagonal, false)?;
+        self.copy_(&t)
+    }
+
+    /// The bool mask `[rows, cols]` of triu (upper) or tril on `device`.
+    pub(crate) fn triangle_mask(
+        rows: usize,
+        cols: usize,
+        diagonal: i64,
+        upper: bool,
+        device: Device,
+    ) -> Result<Tensor> {
+        let r = Tensor::arange(
+            Scalar::Int(0),
+            Scalar::Int(rows as i64),
+            Scalar::Int(1),
+            Some(DType::I64),
+            device,
+        )?
+        .reshape(&[-1, 1])?;
+        let c = Tensor::arange(
+            Scalar::Int(0),
+            Scalar::Int(cols as i64),
+            Scalar::Int(1),
+            Some(DType::I64),
+            device,
+        )?
+        .reshape(&[1, -1])?;
+        let d = c.sub(&r)?;
+        if upper {
+            d.ge(diagonal)
+        } else {
+            d.le(diagonal)
+        }
+    }
+
+    fn triangle(&self, op: &'static str, diagonal: i64, upper: bool) -> Result<Tensor> {
+        let n = self.ndim();
+        if n < 2 {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the input must have at least 2 dims, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let keep = Tensor::triangle_mask(
+            self.shape()[n - 2],
+            self.shape()[n - 1],
+            diagonal,
+            upper,
+            self.device(),
+        )?;
+        let zero = Tensor::zeros(&[], self.dtype(), self.device())?;
+        Tensor::where_cond(&keep, self, &zero)
+    }
+}
+
+fn check_mask(op: &'static str, x: &Tensor, mask: &Tensor) -> Result<()> {
+    same_device(op, x, mask)?;
+    if mask.dtype() != DType::Bool {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "the mask must be bool, not {}; compare to get one (mask.ne(0))",
+                mask.dtype()
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,200 @@
+//! Joining and splitting (issue 12): `cat` and `stack` copy into one fresh
+//! tensor (each input through a `narrow` view of the output and `copy_`,
+//! which converts to the promoted dtype); `split` and `chunk` return `narrow`
+//! views of their operand, as PyTorch does.
+
+use super::elementwise::same_device;
+use crate::error::{Result, TensorError};
+use crate::shape::{normalize_dim, normalize_dim_strict};
+use crate::tensor::Tensor;
+
+/// `split`'s size argument: one size for every piece (the last may be
+/// shorter), or the size of each piece.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SplitSize {
+    /// Pieces of this size along the dim, the last one shorter.
+    Size(i64),
+    /// One piece per entry, of that size; they must sum to the dim's size.
+    Sections(Vec<i64>),
+}
+
+impl From<i64> for SplitSize {
+    fn from(s: i64) -> Self {
+        SplitSize::Size(s)
+    }
+}
+
+impl From<Vec<i64>> for SplitSize {
+    fn from(s: Vec<i64>) -> Self {
+        SplitSize::Sections(s)
+    }
+}
+
+impl From<&[i64]> for SplitSize {
+    fn from(s: &[i64]) -> Self {
+        SplitSize::Sections(s.to_vec())
+    }
+}
+
+impl Tensor {
+    /// `torch.cat(tensors, dim)`: a fresh tensor joining `tensors` (same
+    /// rank, at least 1-D, equal sizes except along `dim`) along `dim`; the
+    /// dtypes promote together. 1-D tensors of size 0 are skipped whatever
+    /// the other shapes (PyTorch's legacy rule), but their dtype promotes.
+    pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+        const OP: &str = "cat";
+        let first = tensors.first().ok_or_else(|| {
+            TensorError::value(OP, "expected a non-empty list of tensors")
+        })?;
+        for t in tensors {
+            same_device(OP, first, t)?;
+            if t.ndim() == 0 {
+                return Err(TensorError::shape(
+                    OP,
+                    "zero-dimensional tensors cannot be concatenated; unsqueeze them or use stack",
+                ));
+            }
+        }
+        let dtype = tensors
+            .iter()
+            .map(|t| t.dtype())
+            .reduce(|a, b| a.promote(b))
+            .unwrap_or(first.dtype());
+        let skipped = |t: &Tensor| t.ndim() == 1 && t.numel() == 0;
+        let kept: Vec<&Tensor> = tensors.iter().copied().filter(|t| !skipped(t)).collect();
+        let Some(reference) = kept.first() else {
+            // Every input is an empty 1-D tensor.
+            normalize_dim(OP, dim, 1)?;
+            return Tensor::empty(&[0], dtype, first.device());
+        };
+        let d = normalize_dim_strict(OP, dim, reference.ndim())?;
+        let mut shape = reference.shape().to_vec();
+        shape[d] = 0;
+        for t in &kept {
+            let fits = t.ndim() == reference.ndim()
+                && (0..t.ndim()).all(|k| k == d || t.shape()[k] == reference.shape()[k]);
+            if !fits {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "sizes must match except in dimension {d}: {:?} and {:?}",
+                        reference.shape(),
+                        t.shape()
+                    ),
+                ));
+            }
+            shape[d] += t.shape()[d];
+        }
+        let out = Tensor::empty(&shape, dtype, first.device())?;
+        let mut at = 0i64;
+        for t in &kept {
+            let len = t.shape()[d] as i64;
+            if len > 0 {
+                out.narrow(d as i64, at, len)?.copy_(t)?;
+            }
+            at += len;
+        }
+        Ok(out)
+    }
+
+    /// `torch.stack(tensors, dim)`: tensors of one shape joined along a new
+    /// dim in `[-ndim-1, ndim]`; dtypes promote.
+    pub fn stack(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
+        const OP: &str = "stack";
+        let first = tensors.first().ok_or_else(|| {
+            TensorError::value(OP, "expected a non-empty list of tensors")
+        })?;
+        for t in tensors {
+            if t.shape() != first.shape() {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "stack expects each tensor to be equal size, got {:?} and {:?}",
+                        first.shape(),
+                        t.shape()
+                    ),
+                ));
+            }
+        }
+        let d = normalize_dim(OP, dim, first.ndim() + 1)?;
+        let parts: Vec<Tensor> = tensors
+            .iter()
+            .map(|t| t.unsqueeze(d as i64))
+            .collect::<Result<_>>()?;
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        Tensor::cat(&refs, d as i64)
+    }
+
+    /// `torch.split(self, size, dim)`: views of self along `dim`, of one size
+    /// (the last shorter; at least one piece) or of the listed sizes.
+    pub fn split(&self, size: impl Into<SplitSize>, dim: i64) -> Result<Vec<Tensor>> {
+        const OP: &str = "split";
+        if self.ndim() == 0 {
+            return Err(TensorError::shape(OP, "split expects at least a 1-D tensor"));
+        }
+        let d = normalize_dim(OP, dim, self.ndim())?;
+        let n = self.shape()[d] as i64;
+        let sizes: Vec<i64> = match size.into() {
+            SplitSize::Size(s) => {
+                if s < 0 || (s == 0 && n > 0) {
+                    return Err(TensorError::value(
+                        OP,
+                        format!("split size {s} must be positive for a dim of size {n}"),
+                    ));
+                }
+                if n == 0 {
+                    vec![0]
+                } else {
+                    let k = (n + s - 1) / s;
+                    (0..k).map(|i| s.min(n - i * s)).collect()
+                }
+            }
+            SplitSize::Sections(v) => {
+                if let Some(bad) = v.iter().find(|&&s| s < 0) {
+                    return Err(TensorError::value(
+                        OP,
+                        format!("split sizes must be non-negative, got {bad} in {v:?}"),
+                    ));
+                }
+                if v.iter().sum::<i64>() != n {
+                    return Err(TensorError::shape(
+                        OP,
+                        format!("split sizes {v:?} must sum to the dim's size {n}"),
+                    ));
+                }
+                v
+            }
+        };
+        let mut at = 0;
+        sizes
+            .iter()
+            .map(|&len| {
+                let piece = self.narrow(d as i64, at, len);
+                at += len;
+                piece
+            })
+            .collect()
+    }
+
+    /// `torch.chunk(self, chunks, dim)`: views of ceil(n / chunks) elements
+    /// along `dim` (possibly fewer than `chunks` pieces); a size-0 dim gives
+    /// `chunks` empty pieces.
+    pub fn chunk(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
+        const OP: &str = "chunk";
+        if chunks <= 0 {
+            return Err(TensorError::value(
+                OP,
+                format!("chunk expects a positive number of chunks, got {chunks}"),
+            ));
+        }
+        if self.ndim() == 0 {
+            return Err(TensorError::shape(OP, "chunk expects at least a 1-D tensor"));
+        }
+        let d = normalize_dim(OP, dim, self.ndim())?;
+        let n = self.shape()[d] as i64;
+        if n == 0 {
+            return self.split(SplitSize::Sections(vec![0; chunks as usize]), d as i64);
+        }
+        self.split((n + chunks - 1) / chunks, d as i64)
+    }
+}

@@ -1,0 +1,649 @@
+//! Normalisation, losses and dropout (issue 12), as plain tensor functions
+//! (strata-autograd records them): `layer_norm` (fused kernels,
+//! [`NnKernel::LayerNorm`] and its backward), `cross_entropy` (a fused
+//! log-softmax + NLL kernel that writes each row's logsumexp and loss, never
+//! the probabilities), `nll_loss`, `mse_loss`, `dropout`.
+//!
+//! Statistics are kept in the Acc dtype: f64 for f64 inputs, f32 for f32,
+//! f16 and bf16 (PyTorch's accumulate types).
+
+use super::elementwise::{launch, same_device};
+use crate::backend::NnKernel;
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::scalar::Scalar;
+use crate::shape::broadcast_shapes;
+use crate::tensor::Tensor;
+
+/// How a loss reduces its per-element values (PyTorch's `reduction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Reduction {
+    /// One loss per element.
+    None,
+    /// The (weighted) mean.
+    #[default]
+    Mean,
+    /// The sum.
+    Sum,
+}
+
+/// The statistics dtype of a float dtype.
+pub fn acc_dtype(d: DType) -> DType {
+    if d == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(TensorError::dtype(
+            op,
+            format!(
+                "expected a floating-point input, got {}; convert it with to_dtype",
+                t.dtype()
+            ),
+        ))
+    }
+}
+
+/// What cross-entropy's forward keeps for its backward: the per-row
+/// logsumexp (Acc, `[rows]`), the class targets as i64 `[rows]`, and the
+/// mean reduction's denominator (Σ w[t] over non-ignored rows, 0-d Acc).
+#[derive(Clone, Debug)]
+pub struct CrossEntropySaved {
+    /// log Σ exp of each row's logits.
+    pub lse: Tensor,
+    /// The targets, flattened to the rows, as i64.
+    pub target: Tensor,
+    /// Σ w[t_i] over the rows not ignored.
+    pub total_weight: Tensor,
+}
+
+/// Arguments of [`Tensor::cross_entropy`] beyond input and target.
+#[derive(Clone, Copy, Debug)]
+pub struct CrossEntropyArgs<'a> {
+    /// Per-class weights `[C]` (input's dtype).
+    pub weight: Option<&'a Tensor>,
+    /// Targets equal to this are ignored (-100 by default).
+    pub ignore_index: i64,
+    /// The reduction (mean by default).
+    pub reduction: Reduction,
+    /// Label smoothing ε in [0, 1] (negative acts as 0).
+    pub label_smoothing: f64,
+}
+
+impl Default for CrossEntropyArgs<'_> {
+    fn default() -> Self {
+        CrossEntropyArgs {
+            weight: None,
+            ignore_index: -100,
+            reduction: Reduction::Mean,
+            label_smoothing: 0.0,
+        }
+    }
+}
+
+/// Logits as contiguous `[rows, C]` (class dim moved last), with the shape
+/// of the rows (input's shape without the class dim).
+fn class_rows(op: &'static str, x: &Tensor) -> Result<(Tensor, Vec<usize>, usize)> {
+    match x.ndim() {
+        0 => Err(TensorError::shape(
+            op,
+            "the input must be (C), (N, C) or (N, C, d1, ...), got a 0-d tensor",
+        )),
+        1 => Ok((x.reshape(&[1, -1])?.contiguous()?, vec![], x.shape()[0])),
+        n => {
+            let c = x.shape()[1];
+            let mut perm: Vec<i64> = vec![0];
+            perm.extend(2..n as i64);
+            perm.push(1);
+            let rows_shape: Vec<usize> = perm[..n - 1].iter().map(|&d| x.shape()[d as usize]).collect();
+            let t = x.permute(&perm)?.contiguous()?.reshape(&[-1, c as i64])?;
+            Ok((t, rows_shape, c))
+        }
+    }
+}
+
+/// The inverse of [`class_rows`]: `[rows, C]` back to input's shape.
+fn from_class_rows(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if shape.len() == 1 {
+        return t.reshape(&[shape[0] as i64]);
+    }
+    let n = shape.len();
+    let mut moved: Vec<i64> = vec![shape[0] as i64];
+    moved.extend(shape[2..].iter().map(|&s| s as i64));
+    moved.push(shape[1] as i64);
+    let t = t.reshape(&moved)?;
+    let mut perm: Vec<i64> = vec![0, n as i64 - 1];
+    perm.extend(1..n as i64 - 1);
+    t.permute(&perm)
+}
+
+/// Checks class targets and returns them as contiguous i64 `[rows]`.
+fn class_targets(
+    op: &'static str,
+    target: &Tensor,
+    rows_shape: &[usize],
+    classes: usize,
+    ignore_index: i64,
+) -> Result<Tensor> {
+    if !matches!(target.dtype(), DType::I64 | DType::U8) {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "class targets must be int64 (or uint8), not {}; convert with to_dtype(DType::I64)",
+                target.dtype()
+            ),
+        ));
+    }
+    if target.shape() != rows_shape {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "the target has shape {:?}, expected {rows_shape:?} (the input's shape without the class dim)",
+                target.shape()
+            ),
+        ));
+    }
+    let t = target.to_dtype(DType::I64)?.reshape(&[-1])?.contiguous()?;
+    if t.numel() > 0 {
+        let checked = Tensor::where_cond(&t.eq(ignore_index)?, 0i64, &t)?;
+        let (lo, hi) = (
+            checked.min()?.item::<i64>()?,
+            checked.max()?.item::<i64>()?,
+        );
+        if lo < 0 || hi >= classes as i64 {
+            let bad = if lo < 0 { lo } else { hi };
+            return Err(TensorError::index(
+                op,
+                format!("target {bad} is out of bounds for {classes} classes (and is not ignore_index {ignore_index})"),
+            ));
+        }
+    }
+    Ok(t)
+}
+
+fn check_class_weight(op: &'static str, x: &Tensor, w: Option<&Tensor>, classes: usize) -> Result<()> {
+    if let Some(w) = w {
+        same_device(op, x, w)?;
+        if w.shape() != [classes] {
+            return Err(TensorError::shape(
+                op,
+                format!("the weight must have shape [{classes}], got {:?}", w.shape()),
+            ));
+        }
+        if w.dtype() != x.dtype() {
+            return Err(TensorError::dtype(
+                op,
+                format!("the weight is {} but the input is {}; they must match", w.dtype(), x.dtype()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn reduce_loss(per: &Tensor, reduction: Reduction, denom: &Tensor) -> Result<Tensor> {
+    match reduction {
+        Reduction::None => Ok(per.clone()),
+        Reduction::Sum => per.sum(None, false),
+        Reduction::Mean => per.sum(None, false)?.div(denom),
+    }
+}
+
+impl Tensor {
+    /// `F.layer_norm(self, normalized_shape, weight, bias, eps)`: over the
+    /// trailing dims `normalized_shape`, `(x - mean) / sqrt(var + eps) *
+    /// weight + bias` (biased variance). Float only; weight and bias have
+    /// shape `normalized_shape` and self's dtype, or f32 for f16/bf16 input.
+    pub fn layer_norm(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        Ok(self.layer_norm_forward(normalized_shape, weight, bias, eps)?.0)
+    }
+
+    /// [`Tensor::layer_norm`] that also returns the per-row mean and
+    /// 1/sqrt(var + eps) (Acc dtype, shape `[rows]`), which its backward needs.
+    pub fn layer_norm_forward(
+        &self,
+        normalized_shape: &[usize],
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<(Tensor, Tensor, Tensor)> {
+        const OP: &str = "layer_norm";
+        float_only(OP, self)?;
+        let k = normalized_shape.len();
+        if k == 0 || k > self.ndim() || self.shape()[self.ndim() - k..] != *normalized_shape {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "normalized_shape {normalized_shape:?} must be non-empty and equal the trailing dims of the input {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        let mut wdt = None;
+        for (name, t) in [("weight", weight), ("bias", bias)] {
+            let Some(t) = t else { continue };
+            same_device(OP, self, t)?;
+            if t.shape() != normalized_shape {
+                return Err(TensorError::shape(
+                    OP,
+                    format!("the {name} has shape {:?}, expected {normalized_shape:?}", t.shape()),
+                ));
+            }
+            let ok = t.dtype() == self.dtype()
+                || (t.dtype() == DType::F32 && matches!(self.dtype(), DType::F16 | DType::BF16));
+            if !ok {
+                return Err(TensorError::dtype(
+                    OP,
+                    format!("the {name} is {} but the input is {}", t.dtype(), self.dtype()),
+                ));
+            }
+            wdt = Some(wdt.map_or(t.dtype(), |d: DType| d.promote(t.dtype())));
+        }
+        let prep = |t: Option<&Tensor>| -> Result<Option<Tensor>> {
+            t.map(|t| t.to_dtype(wdt.unwrap_or(t.dtype()))?.contiguous())
+                .transpose()
+        };
+        let (w, b) = (prep(weight)?, prep(bias)?);
+        let cols: usize = normalized_shape.iter().product();
+        let rows = self.numel().checked_div(cols).unwrap_or(0);
+        let x = self.contiguous()?;
+        let acc = acc_dtype(self.dtype());
+        let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
+        let mean = Tensor::empty(&[rows], acc, self.device())?;
+        let rstd = Tensor::empty(&[rows], acc, self.device())?;
+        if rows > 0 && cols > 0 {
+            let mut reads = vec![&x, &mean];
+            reads.extend(w.iter());
+            reads.extend(b.iter());
+            let (wa, ba) = (w.as_ref().map(|t| t.arg()), b.as_ref().map(|t| t.arg()));
+            let (ma, ra) = (mean.arg(), rstd.arg());
+            let _keep = &rstd;
+            launch(&out, &reads, |be| {
+                be.nn(NnKernel::LayerNorm {
+                    out: &out.arg(),
+                    mean: &ma,
+                    rstd: &ra,
+                    x: &x.arg(),
+                    weight: wa.as_ref(),
+                    bias: ba.as_ref(),
+                    rows,
+                    cols,
+                    eps,
+                })
+            })?;
+        } else if rows > 0 {
+            mean.fill_(f64::NAN)?;
+            rstd.fill_(f64::NAN)?;
+        }
+        Ok((out, mean, rstd))
+    }
+
+    /// The gradients of [`Tensor::layer_norm`] from the saved input, weight,
+    /// mean and rstd: `[dx, dweight, dbias]`, each computed where `needs`
+    /// says. dx: one fused kernel per row; dweight/dbias: a column reduction
+    /// in two passes (per-part partials, then a sum).
+    #[allow(clippy::too_many_arguments)]
+    pub fn layer_norm_backward(
+        dy: &Tensor,
+        x: &Tensor,
+        mean: &Tensor,
+        rstd: &Tensor,
+        weight: Option<&Tensor>,
+        normalized_shape: &[usize],
+        needs: [bool; 3],
+    ) -> Result<[Option<Tensor>; 3]> {
+        let cols: usize = normalized_shape.iter().product();
+        let rows = x.numel().checked_div(cols).unwrap_or(0);
+        let x = x.contiguous()?;
+        let dy = dy.to_dtype(x.dtype())?.contiguous()?;
+        let w = weight.map(|w| w.contiguous()).transpose()?;
+        let mut res: [Option<Tensor>; 3] = [None, None, None];
+        if needs[0] {
+            let dx = Tensor::empty(x.shape(), x.dtype(), x.device())?;
+            if rows > 0 && cols > 0 {
+                let wa = w.as_ref().map(|t| t.arg());
+                let mut reads = vec![&dy, &x, mean, rstd];
+                reads.extend(w.iter());
+                launch(&dx, &reads, |be| {
+                    be.nn(NnKernel::LayerNormBackward {
+                        dx: &dx.arg(),
+                        dy: &dy.arg(),
+                        x: &x.arg(),
+                        mean: &mean.arg(),
+                        rstd: &rstd.arg(),
+                        weight: wa.as_ref(),
+                        rows,
+                        cols,
+                    })
+                })?;
+            }
+            res[0] = Some(dx);
+        }
+        if needs[1] || needs[2] {
+            let acc = mean.dtype();
+            let parts = rows.clamp(1, 256);
+            let dw = Tensor::zeros(&[parts, cols], acc, x.device())?;
+            let db = Tensor::zeros(&[parts, cols], acc, x.device())?;
+            if rows > 0 && cols > 0 {
+                let (dwa, dba) = (dw.arg(), db.arg());
+                launch(&dw, &[&db, &dy, &x, mean, rstd], |be| {
+                    be.nn(NnKernel::LayerNormParamsBackward {
+                        dw: needs[1].then_some(&dwa),
+                        db: needs[2].then_some(&dba),
+                        dy: &dy.arg(),
+                        x: &x.arg(),
+                        mean: &mean.arg(),
+                        rstd: &rstd.arg(),
+                        rows,
+                        cols,
+                        parts,
+                    })
+                })?;
+            }
+            let shape: Vec<i64> = normalized_shape.iter().map(|&s| s as i64).collect();
+            let wdt = w.as_ref().map_or(x.dtype(), |w| w.dtype());
+            let fin = |t: &Tensor| -> Result<Tensor> {
+                t.sum(Some(&[0]), false)?.to_dtype(wdt)?.reshape(&shape)
+            };
+            if needs[1] {
+                res[1] = Some(fin(&dw)?);
+            }
+            if needs[2] {
+                res[2] = Some(fin(&db)?);
+            }
+        }
+        Ok(res)
+    }
+
+    /// `F.cross_entropy(self, target, weight, ignore_index, reduction,
+    /// label_smoothing)` over class logits (C), (N, C) or (N, C, d1, ...)
+    /// with class-index targets (i64 or u8) or class-probability targets (a
+    /// float tensor of self's shape).
+    pub fn cross_entropy(&self, target: &Tensor, args: CrossEntropyArgs) -> Result<Tensor> {
+        Ok(self.cross_entropy_forward(target, args)?.0)
+    }
+
+    /// [`Tensor::cross_entropy`] with what its backward needs (`None` for
+    /// probability targets, whose backward is composed from tensor ops).
+    pub fn cross_entropy_forward(
+        &self,
+        target: &Tensor,
+        args: CrossEntropyArgs,
+    ) -> Result<(Tensor, Option<CrossEntropySaved>)> {
+        const OP: &str = "cross_entropy";
+        float_only(OP, self)?;
+        same_device(OP, self, target)?;
+        if args.label_smoothing > 1.0 {
+            return Err(TensorError::value(
+                OP,
+                format!("label_smoothing must be in [0, 1], got {}", args.label_smoothing),
+            ));
+        }
+        let eps = args.label_smoothing.max(0.0);
+        let (x, rows_shape, classes) = class_rows(OP, self)?;
+        check_class_weight(OP, self, args.weight, classes)?;
+        let rows = x.shape()[0];
+        let acc = acc_dtype(self.dtype());
+        let lse = Tensor::empty(&[rows], acc, self.device())?;
+        let w = args.weight.map(|w| w.contiguous()).transpose()?;
+        if target.dtype().is_float() {
+            if target.shape() != self.shape() {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "probability targets must have the input's shape {:?}, got {:?}",
+                        self.shape(),
+                        target.shape()
+                    ),
+                ));
+            }
+            self.lse_rows(&x, &lse, rows, classes)?;
+            let (p, _, _) = class_rows(OP, &target.to_dtype(acc)?)?;
+            let p = p.mul(1.0 - eps)?.add(eps / classes as f64)?;
+            let logp = x.to_dtype(acc)?.sub(&lse.unsqueeze(1)?)?;
+            let mut t = p.mul(&logp)?;
+            if let Some(w) = &w {
+                t = t.mul(&w.to_dtype(acc)?)?;
+            }
+            let per = t.sum(Some(&[1]), false)?.neg()?;
+            let n = Tensor::scalar(rows as f64, acc, self.device())?;
+            let shaped = per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+            let loss = reduce_loss(&shaped, args.reduction, &n)?;
+            return Ok((loss.to_dtype(self.dtype())?, None));
+        }
+        let t = class_targets(OP, target, &rows_shape, classes, args.ignore_index)?;
+        let nll = Tensor::empty(&[rows], acc, self.device())?;
+        let smooth = Tensor::empty(&[rows], acc, self.device())?;
+        let wt = Tensor::empty(&[rows], acc, self.device())?;
+        if rows > 0 {
+            let (na, sa, wa) = (nll.arg(), smooth.arg(), wt.arg());
+            let wca = w.as_ref().map(|t| t.arg());
+            let mut reads = vec![&x, &t, &nll, &smooth, &wt];
+            reads.extend(w.iter());
+            launch(&lse, &reads, |be| {
+                be.nn(NnKernel::CrossEntropy {
+                    lse: &lse.arg(),
+                    nll: Some(&na),
+                    smooth: (eps > 0.0).then_some(&sa),
+                    wt: Some(&wa),
+                    logits: &x.arg(),
+                    target: Some(&t.arg()),
+                    weight: wca.as_ref(),
+                    ignore_index: args.ignore_index,
+                    rows,
+                    classes,
+                })
+            })?;
+        }
+        let per = if eps > 0.0 {
+            nll.mul(1.0 - eps)?.add(&smooth.mul(eps / classes as f64)?)?
+        } else {
+            nll
+        };
+        let total_weight = wt.sum(None, false)?;
+        let shaped = per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        let loss = reduce_loss(&shaped, args.reduction, &total_weight)?.to_dtype(self.dtype())?;
+        Ok((
+            loss,
+            Some(CrossEntropySaved {
+                lse,
+                target: t,
+                total_weight,
+            }),
+        ))
+    }
+
+    /// Writes each row's logsumexp of the contiguous `[rows, classes]` `x`.
+    fn lse_rows(&self, x: &Tensor, lse: &Tensor, rows: usize, classes: usize) -> Result<()> {
+        if rows == 0 {
+            return Ok(());
+        }
+        launch(lse, &[x], |be| {
+            be.nn(NnKernel::CrossEntropy {
+                lse: &lse.arg(),
+                nll: None,
+                smooth: None,
+                wt: None,
+                logits: &x.arg(),
+                target: None,
+                weight: None,
+                ignore_index: 0,
+                rows,
+                classes,
+            })
+        })
+    }
+
+    /// The gradient of class-index [`Tensor::cross_entropy`] with respect
+    /// to `logits` (self), from the saved logsumexp and targets: one fused
+    /// kernel computing `softmax - one-hot` (with weights and smoothing) on
+    /// the fly. `grad` has the loss's shape.
+    pub fn cross_entropy_backward(
+        &self,
+        grad: &Tensor,
+        saved: &CrossEntropySaved,
+        args: CrossEntropyArgs,
+    ) -> Result<Tensor> {
+        const OP: &str = "cross_entropy_backward";
+        let (x, _, classes) = class_rows(OP, self)?;
+        let rows = x.shape()[0];
+        let acc = acc_dtype(self.dtype());
+        let g = grad.to_dtype(acc)?;
+        let coef = match args.reduction {
+            Reduction::None => g.reshape(&[-1])?,
+            Reduction::Sum => g.reshape(&[1])?,
+            Reduction::Mean => g.div(&saved.total_weight)?.reshape(&[1])?,
+        }
+        .broadcast_to(&[rows])?
+        .contiguous()?;
+        let eps = args.label_smoothing.max(0.0);
+        let w = args.weight.map(|w| w.contiguous()).transpose()?;
+        let weight_sum = match &w {
+            Some(w) => w.to_dtype(DType::F64)?.sum(None, false)?.item::<f64>()?,
+            None => classes as f64,
+        };
+        let dx = Tensor::empty(x.shape(), self.dtype(), self.device())?;
+        if rows > 0 {
+            let wa = w.as_ref().map(|t| t.arg());
+            let mut reads = vec![&x, &saved.lse, &saved.target, &coef];
+            reads.extend(w.iter());
+            launch(&dx, &reads, |be| {
+                be.nn(NnKernel::CrossEntropyBackward {
+                    dx: &dx.arg(),
+                    logits: &x.arg(),
+                    lse: &saved.lse.arg(),
+                    target: &saved.target.arg(),
+                    weight: wa.as_ref(),
+                    coef: &coef.arg(),
+                    ignore_index: args.ignore_index,
+                    smoothing: eps,
+                    weight_sum,
+                    rows,
+                    classes,
+                })
+            })?;
+        }
+        from_class_rows(&dx, self.shape())
+    }
+
+    /// `F.nll_loss(self, target, weight, ignore_index, reduction)`:
+    /// `loss_i = -w[t_i] * self_i[t_i]` over log-probabilities (C), (N, C)
+    /// or (N, C, d1, ...); class targets i64 or u8.
+    pub fn nll_loss(
+        &self,
+        target: &Tensor,
+        weight: Option<&Tensor>,
+        ignore_index: i64,
+        reduction: Reduction,
+    ) -> Result<Tensor> {
+        const OP: &str = "nll_loss";
+        float_only(OP, self)?;
+        same_device(OP, self, target)?;
+        let (x, rows_shape, classes) = class_rows(OP, self)?;
+        check_class_weight(OP, self, weight, classes)?;
+        let t = class_targets(OP, target, &rows_shape, classes, ignore_index)?;
+        let (wt, safe) = nll_weights(&t, weight, ignore_index, acc_dtype(self.dtype()))?;
+        let picked = x.gather(1, &safe.unsqueeze(1)?)?.reshape(&[-1])?;
+        let per = Tensor::where_cond(&t.eq(ignore_index)?, 0.0, &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?)?;
+        let shaped = per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        let loss = reduce_loss(&shaped, reduction, &wt.sum(None, false)?)?;
+        loss.to_dtype(self.dtype())
+    }
+
+    /// `F.mse_loss(self, target, reduction, weight)`: `(x - y)²` with
+    /// broadcasting and promotion (integer operands rejected); with a weight
+    /// of self's shape, `w·(x - y)²` and a weighted mean.
+    pub fn mse_loss(&self, target: &Tensor, reduction: Reduction, weight: Option<&Tensor>) -> Result<Tensor> {
+        const OP: &str = "mse_loss";
+        same_device(OP, self, target)?;
+        for t in [Some(self), Some(target), weight].into_iter().flatten() {
+            if !t.dtype().is_float() {
+                return Err(TensorError::dtype(
+                    OP,
+                    format!("mse_loss needs floating-point operands, got {}", t.dtype()),
+                ));
+            }
+        }
+        broadcast_shapes(OP, self.shape(), target.shape())?;
+        if let Some(w) = weight {
+            if w.shape() != self.shape() {
+                return Err(TensorError::shape(
+                    OP,
+                    format!("the weight must have the input's shape {:?}, got {:?}", self.shape(), w.shape()),
+                ));
+            }
+        }
+        let d = self.sub(target)?;
+        let mut sq = d.mul(&d)?;
+        if let Some(w) = weight {
+            sq = sq.mul(w)?;
+        }
+        match (reduction, weight) {
+            (Reduction::None, _) => Ok(sq),
+            (Reduction::Sum, _) => sq.sum(None, false),
+            (Reduction::Mean, None) => sq.mean(None, false),
+            (Reduction::Mean, Some(w)) => {
+                let ws = w.to_dtype(sq.dtype())?.broadcast_to(sq.shape())?.sum(None, false)?;
+                sq.sum(None, false)?.div(&ws)
+            }
+        }
+    }
+
+    /// The keep-mask of [`Tensor::dropout`] for `seed`: element `i` is kept
+    /// when the `i`-th uniform f32 of the Philox stream `seed` is `>= p`. The
+    /// same (seed, shape) gives the same mask on every device, so a backward
+    /// regenerates it instead of storing it.
+    pub fn dropout_mask(shape: &[usize], p: f64, seed: u64, device: crate::Device) -> Result<Tensor> {
+        Tensor::rand(shape, DType::F32, seed, device)?.ge(p)
+    }
+
+    /// `F.dropout(self, p, train)` with the mask drawn from the Philox stream
+    /// `seed`: kept elements are scaled by `1 / (1 - p)`, dropped ones are 0.
+    /// Not training, or p = 0, returns self; p = 1 gives zeros.
+    pub fn dropout(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
+        const OP: &str = "dropout";
+        if !(0.0..=1.0).contains(&p) {
+            return Err(TensorError::value(
+                OP,
+                format!("dropout probability has to be between 0 and 1, but got {p}"),
+            ));
+        }
+        float_only(OP, self)?;
+        if !train || p == 0.0 {
+            return Ok(self.clone());
+        }
+        if p == 1.0 {
+            return Tensor::zeros(self.shape(), self.dtype(), self.device());
+        }
+        let keep = Tensor::dropout_mask(self.shape(), p, seed, self.device())?;
+        Tensor::where_cond(&keep, &self.mul(Scalar::Float(1.0 / (1.0 - p)))?, 0.0)
+    }
+}
+
+/// The per-row weights of nll_loss (Acc, `[rows]`, 0 for ignored rows) and
+/// the targets with ignored ones replaced by 0 (safe to gather with).
+pub fn nll_weights(
+    t: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    acc: DType,
+) -> Result<(Tensor, Tensor)> {
+    let ignored = t.eq(ignore_index)?;
+    let safe = Tensor::where_cond(&ignored, 0i64, t)?;
+    let w = match weight {
+        Some(w) => w.to_dtype(acc)?.index_select(0, &safe)?,
+        None => Tensor::ones(t.shape(), acc, t.device())?,
+    };
+    Ok((Tensor::where_cond(&ignored, 0.0, &w)?.to_dtype(acc)?, safe))
+}

@@ -1,0 +1,158 @@
+//! GPU speed of the transformer ops of issue 12 at GPT-2-small shapes, one
+//! JSON line per measurement: `{"bench": "transformer_ops", "impl":
+//! "strata", "op", "dtype", "pass": "fwd"|"bwd", "shape", "ms"}`.
+//! `benches/anchors/torch_transformer_ops.py` prints PyTorch's lines for the
+//! same ops and shapes (`"impl": "torch"`); run both in one device call.
+//!
+//! ```text
+//! cargo run --release -p strata-examples --example transformer_ops [-- --iters N]
+//! ```
+//!
+//! * layer norm over `[8·1024, 768]` (weight and bias; bwd = dx, dweight, dbias);
+//! * cross-entropy over `[8·1024, 8192]` logits, mean reduction (bwd = dlogits);
+//! * embedding of `[8, 1024]` indices into `[8192, 768]` (bwd = dweight).
+//!
+//! Each figure is the median of `--iters` CUDA-event-timed calls (default
+//! 20) after 3 warm-ups, in f32 and bf16. Backward passes call the same
+//! tensor-level backward functions strata-autograd records, on saved values
+//! from one forward. Without a GPU the program prints why and exits with 2.
+//!
+//! Extension point: each op is one entry of `BENCHES` (a name and a function
+//! timing it for a dtype). Softmax over `[8·12·1024, 1024]` and GELU over
+//! `[8·1024, 3072]` are added there as two more entries once the `math`
+//! branch (which owns those ops) is merged; the anchor script has the
+//! matching `BENCHES` list.
+
+use strata::Device;
+use strata_tensor::{cuda, CrossEntropyArgs, DType, Result, Tensor};
+
+const GPU: Device = Device::Cuda(0);
+
+/// GPT-2 small: batch 8, sequence 1024, width 768, a 8192-token vocabulary.
+const B: usize = 8;
+const T: usize = 1024;
+const D: usize = 768;
+const V: usize = 8192;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[v.len() / 2]
+}
+
+/// Milliseconds per call of `f`, timed with CUDA events on the current stream.
+fn time_ms(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    for _ in 0..3 {
+        f()?;
+    }
+    cuda::synchronize(GPU)?;
+    let stream = cuda::current_stream(GPU)?;
+    let mut ts = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let (s, e) = (cuda::Event::new(GPU, true)?, cuda::Event::new(GPU, true)?);
+        s.record(&stream)?;
+        f()?;
+        e.record(&stream)?;
+        e.synchronize()?;
+        ts.push(f64::from(s.elapsed_ms(&e)?));
+    }
+    Ok(median(ts))
+}
+
+fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], ms: f64) {
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "transformer_ops", "impl": "strata", "op": op, "dtype": dtype.name(),
+            "pass": pass, "shape": shape, "ms": ms,
+        })
+    );
+}
+
+fn layer_norm(dtype: DType, iters: usize) -> Result<()> {
+    let shape = [B * T, D];
+    let x = Tensor::randn(&shape, dtype, 1, GPU)?;
+    let w = Tensor::randn(&[D], dtype, 2, GPU)?;
+    let b = Tensor::randn(&[D], dtype, 3, GPU)?;
+    let fwd = time_ms(iters, || {
+        x.layer_norm_forward(&[D], Some(&w), Some(&b), 1e-5).map(drop)
+    })?;
+    line("layer_norm", dtype, "fwd", &shape, fwd);
+    let (_, mean, rstd) = x.layer_norm_forward(&[D], Some(&w), Some(&b), 1e-5)?;
+    let dy = Tensor::randn(&shape, dtype, 4, GPU)?;
+    let bwd = time_ms(iters, || {
+        Tensor::layer_norm_backward(&dy, &x, &mean, &rstd, Some(&w), &[D], [true; 3]).map(drop)
+    })?;
+    line("layer_norm", dtype, "bwd", &shape, bwd);
+    Ok(())
+}
+
+fn cross_entropy(dtype: DType, iters: usize) -> Result<()> {
+    let shape = [B * T, V];
+    let x = Tensor::randn(&shape, dtype, 5, GPU)?;
+    let t = Tensor::rand(&[B * T], DType::F32, 6, GPU)?
+        .mul(V as f64)?
+        .to_dtype(DType::I64)?;
+    let args = CrossEntropyArgs::default();
+    let fwd = time_ms(iters, || x.cross_entropy_forward(&t, args).map(drop))?;
+    line("cross_entropy", dtype, "fwd", &shape, fwd);
+    let (loss, saved) = x.cross_entropy_forward(&t, args)?;
+    let saved = saved.expect("class targets keep their logsumexp");
+    let g = Tensor::ones(loss.shape(), loss.dtype(), GPU)?;
+    let bwd = time_ms(iters, || x.cross_entropy_backward(&g, &saved, args).map(drop))?;
+    line("cross_entropy", dtype, "bwd", &shape, bwd);
+    Ok(())
+}
+
+fn embedding(dtype: DType, iters: usize) -> Result<()> {
+    let w = Tensor::randn(&[V, D], dtype, 7, GPU)?;
+    let idx = Tensor::rand(&[B, T], DType::F32, 8, GPU)?
+        .mul(V as f64)?
+        .to_dtype(DType::I64)?;
+    let fwd = time_ms(iters, || Tensor::embedding(&idx, &w, None).map(drop))?;
+    line("embedding", dtype, "fwd", &[B, T, V, D], fwd);
+    // The weight gradient: a scatter-add of the upstream rows into zeros.
+    let g = Tensor::randn(&[B * T, D], dtype, 9, GPU)?;
+    let flat = idx.reshape(&[-1, 1])?.expand(&[-1, D as i64])?;
+    let bwd = time_ms(iters, || {
+        Tensor::zeros(&[V, D], dtype, GPU)?
+            .scatter_add(0, &flat, &g)
+            .map(drop)
+    })?;
+    line("embedding", dtype, "bwd", &[B, T, V, D], bwd);
+    Ok(())
+}
+
+/// The timed ops. Extension point: add `("softmax", softmax)` and
+/// `("gelu", gelu)` here once the `math` branch is merged.
+type Bench = fn(DType, usize) -> Result<()>;
+const BENCHES: &[(&str, Bench)] = &[
+    ("layer_norm", layer_norm),
+    ("cross_entropy", cross_entropy),
+    ("embedding", embedding),
+];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let iters = args
+        .iter()
+        .position(|a| a == "--iters")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20usize)
+        .max(5);
+    if !strata_tensor::has_backend(GPU) {
+        eprintln!(
+            "transformer_ops needs a CUDA GPU: {}",
+            cuda::unavailable_reason().unwrap_or_default()
+        );
+        std::process::exit(2);
+    }
+    for dtype in [DType::F32, DType::BF16] {
+        for (name, bench) in BENCHES {
+            if let Err(e) = bench(dtype, iters) {
+                eprintln!("{name} {dtype}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+}
