@@ -170,7 +170,10 @@ impl AutocastGuard {
                 ),
             });
         }
-        Ok(AutocastGuard::enter(Some(AutocastState { device_type, dtype })))
+        Ok(AutocastGuard::enter(Some(AutocastState {
+            device_type,
+            dtype,
+        })))
     }
 
     /// Enters a region in which autocast is off (PyTorch's `autocast(enabled=False)`).

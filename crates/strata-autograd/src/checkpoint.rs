@@ -65,7 +65,12 @@ impl TracerGuard {
     }
 
     fn take(&self) -> Vec<Var> {
-        TRACERS.with(|t| t.borrow_mut().last_mut().map(std::mem::take).unwrap_or_default())
+        TRACERS.with(|t| {
+            t.borrow_mut()
+                .last_mut()
+                .map(std::mem::take)
+                .unwrap_or_default()
+        })
     }
 }
 

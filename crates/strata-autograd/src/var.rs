@@ -79,7 +79,12 @@ impl From<Tensor> for Var {
 }
 
 impl Var {
-    pub(crate) fn make(data: Tensor, grad_fn: Option<Arc<Node>>, requires_grad: bool, is_view: bool) -> Var {
+    pub(crate) fn make(
+        data: Tensor,
+        grad_fn: Option<Arc<Node>>,
+        requires_grad: bool,
+        is_view: bool,
+    ) -> Var {
         Var {
             inner: Arc::new(VarInner {
                 data,
@@ -360,5 +365,6 @@ pub(crate) fn record(
 /// Whether an op on `inputs` would be recorded now.
 pub(crate) fn would_record(inputs: &[Option<&Var>]) -> bool {
     !crate::inference_mode::is_inference_mode_enabled()
-        && is_grad_enabled() && inputs.iter().flatten().any(|v| v.requires_grad())
+        && is_grad_enabled()
+        && inputs.iter().flatten().any(|v| v.requires_grad())
 }

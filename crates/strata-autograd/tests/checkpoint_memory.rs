@@ -55,5 +55,8 @@ fn checkpointing_every_block_lowers_peak_allocated() {
     // Plain keeps each block's input and its 4x-wide relu output: 5 activations a block.
     assert!(plain >= 8 * 5 * act, "plain {plain}");
     assert!(every * 2 < plain, "every block: {every} vs plain {plain}");
-    assert!(half < plain && half > every, "every 2nd: {half}, every {every}, plain {plain}");
+    assert!(
+        half < plain && half > every,
+        "every 2nd: {half}, every {every}, plain {plain}"
+    );
 }

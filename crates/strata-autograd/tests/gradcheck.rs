@@ -374,7 +374,9 @@ fn dropout_mask_is_regenerated_and_the_generator_advances() {
     // The gradient is the same mask and scale as the output.
     assert_eq!(out, g);
     let kept = out.iter().filter(|&&v| v != 0.0).count();
-    assert!(out.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-12));
+    assert!(out
+        .iter()
+        .all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-12));
     assert!((kept as f64 / 2048.0 - 0.75).abs() < 0.05, "kept {kept}");
     // A second call draws a different mask; reseeding repeats the first.
     let y2 = x.dropout(0.25, true).unwrap();

@@ -173,7 +173,10 @@ fn saved_tensor_modified_in_place_is_an_error() {
     let y = x.softmax(-1, None).unwrap();
     y.data().mul_(2.0).unwrap();
     let loss = y.sum(None, false).unwrap();
-    assert!(loss.backward().is_err(), "a modified saved output must fail backward");
+    assert!(
+        loss.backward().is_err(),
+        "a modified saved output must fail backward"
+    );
     // sqrt saves its output too; sin saves its input.
     let x = Var::parameter(rand_map(&[3], 2, positive)).unwrap();
     let y = x.sqrt().unwrap();
@@ -188,10 +191,7 @@ fn saved_tensor_modified_in_place_is_an_error() {
 
 #[test]
 fn softmax_with_dtype_returns_the_input_dtype_gradient() {
-    let x = Var::parameter(
-        Tensor::randn(&[2, 5], DType::F32, 4, Device::Cpu).unwrap(),
-    )
-    .unwrap();
+    let x = Var::parameter(Tensor::randn(&[2, 5], DType::F32, 4, Device::Cpu).unwrap()).unwrap();
     let y = x.log_softmax(1, Some(DType::F64)).unwrap();
     assert_eq!(y.dtype(), DType::F64);
     y.sum(None, false).unwrap().backward().unwrap();

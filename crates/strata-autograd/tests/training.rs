@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use strata_autograd::nn::{Linear, Module};
 use strata_autograd::{
-    autocast, checkpoint, checkpoint_blocks, clip_grad_norm_, AdamW, AutocastGuard,
-    AutogradError, DeviceType, GradScaler, Optimizer, Sgd, Var,
+    autocast, checkpoint, checkpoint_blocks, clip_grad_norm_, AdamW, AutocastGuard, AutogradError,
+    DeviceType, GradScaler, Optimizer, Sgd, Var,
 };
 use strata_tensor::generator::{manual_seed, next_seed};
 use strata_tensor::{DType, Device, Tensor};
@@ -53,7 +53,9 @@ fn params(layers: &[Arc<Linear>]) -> Vec<Var> {
 }
 
 fn grads(ps: &[Var]) -> Vec<Vec<f64>> {
-    ps.iter().map(|p| values(&p.grad().expect("a gradient"))).collect()
+    ps.iter()
+        .map(|p| values(&p.grad().expect("a gradient")))
+        .collect()
 }
 
 fn loss_of(layers: &[Arc<Linear>], x: &Var, every: usize) -> Var {
@@ -80,7 +82,11 @@ fn autocast_runs_matmuls_in_bf16_reductions_in_f32_and_gradients_match_f32() {
     })
     .unwrap();
     assert_eq!(loss.dtype(), DType::F32, "mean runs in f32");
-    assert_eq!(strata_autograd::autocast::autocast_cache_len(), 0, "cache freed");
+    assert_eq!(
+        strata_autograd::autocast::autocast_cache_len(),
+        0,
+        "cache freed"
+    );
     loss.backward().unwrap();
     for (p, (g, r)) in ps.iter().zip(grads(&ps).iter().zip(&reference)) {
         assert_eq!(p.grad().unwrap().dtype(), DType::F32);
@@ -96,9 +102,17 @@ fn autocast_leaves_other_devices_f64_and_disabled_regions_alone() {
     let x64 = Var::new(Tensor::ones(&[2, 4], DType::F64, DEV).unwrap());
     let w64 = Var::new(w.data().to_dtype(DType::F64).unwrap());
     let _g = AutocastGuard::new(DeviceType::Cuda, DType::F16).unwrap();
-    assert_eq!(w.matmul(&w).unwrap().dtype(), DType::F32, "CPU op under a CUDA region");
+    assert_eq!(
+        w.matmul(&w).unwrap().dtype(),
+        DType::F32,
+        "CPU op under a CUDA region"
+    );
     let _c = AutocastGuard::new(DeviceType::Cpu, DType::BF16).unwrap();
-    assert_eq!(x64.matmul(&w64).unwrap().dtype(), DType::F64, "f64 is not cast");
+    assert_eq!(
+        x64.matmul(&w64).unwrap().dtype(),
+        DType::F64,
+        "f64 is not cast"
+    );
     assert_eq!(w.matmul(&w).unwrap().dtype(), DType::BF16);
     let _off = AutocastGuard::disabled();
     assert_eq!(w.matmul(&w).unwrap().dtype(), DType::F32);
@@ -134,7 +148,10 @@ fn checkpoint_reaches_captured_parameters_when_no_input_requires_grad() {
     assert!(y.requires_grad());
     y.sum(None, false).unwrap().backward().unwrap();
     // d/dw sum(x w²) = 2 x w
-    assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![4.0, 8.0, 12.0]);
+    assert_eq!(
+        w.grad().unwrap().to_vec::<f32>().unwrap(),
+        vec![4.0, 8.0, 12.0]
+    );
 }
 
 #[test]
@@ -150,7 +167,10 @@ fn checkpoint_refuses_captured_non_leaves_and_checks_saved_inputs() {
     let y = checkpoint(|xs| xs[0].exp(), std::slice::from_ref(&b)).unwrap();
     strata_autograd::no_grad(|| b.data().add_(1.0).unwrap());
     let err = y.sum(None, false).unwrap().backward().unwrap_err();
-    assert!(matches!(err, AutogradError::SavedTensorModified { .. }), "{err}");
+    assert!(
+        matches!(err, AutogradError::SavedTensorModified { .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -172,7 +192,11 @@ fn checkpoint_replays_the_random_state_so_masks_match() {
     }
     let after = strata_tensor::generator::rng_state();
     y.sum(None, false).unwrap().backward().unwrap();
-    assert_eq!(strata_tensor::generator::rng_state(), after, "state restored");
+    assert_eq!(
+        strata_tensor::generator::rng_state(),
+        after,
+        "state restored"
+    );
     // The gradient is the forward's mask times 2, i.e. the forward's output.
     assert_eq!(values(&x.grad().unwrap()), values(y.data()));
     let kept = values(y.data()).iter().filter(|&&v| v != 0.0).count();
@@ -226,7 +250,11 @@ fn checkpoint_takes_views_as_inputs() {
     let xs = values(x.data());
     for r in 0..4 {
         for c in 0..6 {
-            let want = if (1..4).contains(&c) { xs[r * 6 + c].exp() } else { 0.0 };
+            let want = if (1..4).contains(&c) {
+                xs[r * 6 + c].exp()
+            } else {
+                0.0
+            };
             assert!((g[r * 6 + c] - want).abs() < 1e-5 * want.abs().max(1.0));
         }
     }
@@ -246,7 +274,9 @@ fn grad_scaler_skips_non_finite_steps_backs_off_and_grows() {
     assert_eq!(p.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
     s.update();
     assert_eq!(s.get_scale(), 4.0);
-    p.set_grad(Some(Tensor::from_slice(&[f32::NAN, 0.0], &[2], DEV).unwrap()));
+    p.set_grad(Some(
+        Tensor::from_slice(&[f32::NAN, 0.0], &[2], DEV).unwrap(),
+    ));
     assert!(!s.step(&mut opt).unwrap());
     s.update();
     assert_eq!(s.get_scale(), 2.0);
@@ -312,7 +342,11 @@ fn adamw_matches_a_hand_written_reference_including_skipped_parameters() {
         .unwrap();
     let mut refs: Vec<RefAdamW> = host
         .iter()
-        .map(|h| RefAdamW { m: vec![0.0; h.len()], v: vec![0.0; h.len()], t: 0 })
+        .map(|h| RefAdamW {
+            m: vec![0.0; h.len()],
+            v: vec![0.0; h.len()],
+            t: 0,
+        })
         .collect();
     for step in 0..5u64 {
         for (i, (p, s)) in ps.iter().zip(&shapes).enumerate() {
@@ -329,7 +363,10 @@ fn adamw_matches_a_hand_written_reference_including_skipped_parameters() {
         for (p, h) in ps.iter().zip(&host) {
             let got = values(p.data());
             for (a, b) in got.iter().zip(h) {
-                assert!((a - b).abs() < 1e-12 * b.abs().max(1.0), "step {step}: {a} vs {b}");
+                assert!(
+                    (a - b).abs() < 1e-12 * b.abs().max(1.0),
+                    "step {step}: {a} vs {b}"
+                );
             }
         }
     }
@@ -362,13 +399,21 @@ fn linear_initialises_like_pytorch_and_moves_to_a_dtype() {
     assert!(w.iter().all(|x| x.abs() <= bound));
     // Uniform(±b) has variance b²/3.
     let var: f64 = w.iter().map(|x| x * x).sum::<f64>() / w.len() as f64;
-    assert!((var - bound * bound / 3.0).abs() < 0.2 * bound * bound / 3.0, "{var}");
-    assert!(values(lin.bias.as_ref().unwrap().data()).iter().all(|x| x.abs() <= bound));
+    assert!(
+        (var - bound * bound / 3.0).abs() < 0.2 * bound * bound / 3.0,
+        "{var}"
+    );
+    assert!(values(lin.bias.as_ref().unwrap().data())
+        .iter()
+        .all(|x| x.abs() <= bound));
     assert_eq!(lin.num_parameters(), 64 * 32 + 32);
     lin.eval();
     assert!(!lin.is_training());
     lin.to(DEV, Some(DType::BF16)).unwrap();
-    assert!(lin.parameters().iter().all(|p| p.dtype() == DType::BF16 && p.requires_grad()));
+    assert!(lin
+        .parameters()
+        .iter()
+        .all(|p| p.dtype() == DType::BF16 && p.requires_grad()));
     assert!(lin.to(DEV, Some(DType::I32)).is_err());
     assert!(lin.parameters().iter().all(|p| p.dtype() == DType::BF16));
     assert!(Linear::new(0, 3, true, DEV).is_err());

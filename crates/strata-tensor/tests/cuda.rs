@@ -804,9 +804,13 @@ fn math_ops_match_cpu_on_random_layouts() -> Result<()> {
             ("pow -0.5", |x| x.pow(-0.5)),
             ("pow 1.7", |x| x.pow(1.7)),
             ("pow self", |x| x.abs()?.pow(&x.div(4)?)),
-            ("2 ^ x", |x| Tensor::scalar_pow(2, &x.div_mode(4, RoundingMode::Trunc)?)),
+            ("2 ^ x", |x| {
+                Tensor::scalar_pow(2, &x.div_mode(4, RoundingMode::Trunc)?)
+            }),
             ("maximum", |x| x.maximum(&x.neg()?)),
-            ("minimum", |x| x.minimum(&x.sub(1)?.div_mode(2, RoundingMode::Floor)?)),
+            ("minimum", |x| {
+                x.minimum(&x.sub(1)?.div_mode(2, RoundingMode::Floor)?)
+            }),
         ];
         for (name, f) in &ops {
             match (f(&a), f(&ga)) {
@@ -831,97 +835,6 @@ fn math_ops_match_cpu_on_random_layouts() -> Result<()> {
                 (Err(_), Err(_)) => {}
                 (p, q) => panic!("{what} {name}: cpu {:?} vs gpu {:?}", p.err(), q.err()),
             }
-// ---- issue 12: nn, indexing and joining ops against the CPU (branch nn) ----
-
-/// Random i64 indices in `[0, hi)` on the CPU.
-fn rand_index(shape: &[usize], hi: usize, seed: u64) -> Result<Tensor> {
-    Tensor::rand(shape, DType::F64, seed, Device::Cpu)?
-        .mul(hi as f64)?
-        .to_dtype(DType::I64)
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
-fn index_ops_match_cpu() -> Result<()> {
-    let dev = gpu();
-    let mut rng = Rng(0x1d3);
-    for round in 0..24u64 {
-        let (r, c) = (1 + rng.below(40) as usize, 1 + rng.below(40) as usize);
-        let kind = rng.below(6);
-        let dtype = DTYPES[(round % 8) as usize];
-        let (x, base) = view(r, c, kind, dtype, round)?;
-        let gx = twin(&x, &base, dev)?;
-        let k = 1 + rng.below(50) as usize;
-        let i0 = rand_index(&[k], r, round + 1)?;
-        let i1 = rand_index(&[k], c, round + 2)?.to_dtype(DType::I32)?;
-        assert_same("index_select 0", &x.index_select(0, &i0)?, &gx.index_select(0, &i0.to(dev)?)?);
-        assert_same("index_select 1", &x.index_select(1, &i1)?, &gx.index_select(1, &i1.to(dev)?)?);
-        let gi = rand_index(&[r, k], c, round + 3)?;
-        assert_same("gather", &x.gather(1, &gi)?, &gx.gather(1, &gi.to(dev)?)?);
-        if dtype != DType::Bool && !matches!(dtype, DType::F16 | DType::BF16) {
-            // Exact sums (integers, or floats whose order does not matter much).
-            let src = data(&[r, k], dtype, round + 4)?;
-            assert_sum(
-                "scatter_add",
-                &x.scatter_add(1, &gi, &src)?,
-                &gx.scatter_add(1, &gi.to(dev)?, &src.to(dev)?)?,
-            );
-        }
-        let w = data(&[r, c], dtype, round + 5)?;
-        let e = rand_index(&[3, k], r, round + 6)?;
-        assert_same(
-            "embedding",
-            &Tensor::embedding(&e, &w, None)?,
-            &Tensor::embedding(&e.to(dev)?, &w.to(dev)?, None)?,
-        );
-        let m = data(&[r, c], DType::F32, round + 7)?.gt(0.0)?;
-        let v = if dtype == DType::Bool { Scalar::Bool(true) } else { Scalar::Int(3) };
-        assert_same("masked_fill", &x.masked_fill(&m, v)?, &gx.masked_fill(&m.to(dev)?, v)?);
-        let d = rng.below(5) as i64 - 2;
-        assert_same("triu", &x.triu(d)?, &gx.triu(d)?);
-        assert_same("tril", &x.tril(d)?, &gx.tril(d)?);
-    }
-    // Out-of-range indices are typed errors on the GPU too.
-    let x = Tensor::zeros(&[3, 4], DType::F32, dev)?;
-    let bad = Tensor::from_slice(&[0i64, 3], &[2], dev)?;
-    assert!(matches!(x.index_select(0, &bad), Err(TensorError::Index { .. })));
-    Ok(())
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
-fn scatter_add_narrow_dtypes_accumulate_on_the_gpu() -> Result<()> {
-    let dev = gpu();
-    for dtype in [DType::F16, DType::BF16, DType::U8, DType::Bool] {
-        let x = Tensor::zeros(&[4], dtype, Device::Cpu)?;
-        let idx = Tensor::from_slice(&[1i64, 1, 3, 1], &[4], Device::Cpu)?;
-        let src = Tensor::ones(&[4], dtype, Device::Cpu)?;
-        let cpu = x.scatter_add(0, &idx, &src)?;
-        let g = x.to(dev)?.scatter_add(0, &idx.to(dev)?, &src.to(dev)?)?;
-        assert_same("scatter_add narrow", &cpu, &g);
-    }
-    Ok(())
-}
-
-#[test]
-#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
-fn join_ops_match_cpu() -> Result<()> {
-    let dev = gpu();
-    let mut rng = Rng(0x5a7);
-    for round in 0..12u64 {
-        let (r, c) = (1 + rng.below(20) as usize, 1 + rng.below(20) as usize);
-        let (a, ab) = view(r, c, rng.below(4), DType::F32, round)?;
-        let (b, bb) = view(r, c, rng.below(4), DType::BF16, round + 1)?;
-        let (ga, gb) = (twin(&a, &ab, dev)?, twin(&b, &bb, dev)?);
-        for d in [0, 1, -1] {
-            assert_same("cat", &Tensor::cat(&[&a, &b, &a], d)?, &Tensor::cat(&[&ga, &gb, &ga], d)?);
-        }
-        assert_same("stack", &Tensor::stack(&[&a, &a], 1)?, &Tensor::stack(&[&ga, &ga], 1)?);
-        let (ps, gs) = (a.split(3, 1)?, ga.split(3, 1)?);
-        assert_eq!(ps.len(), gs.len());
-        for (p, g) in ps.iter().zip(&gs) {
-            assert!(g.same_storage(&ga));
-            assert_same("split", p, g);
         }
     }
     Ok(())
@@ -955,7 +868,11 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
             let gx = x.to(dev)?;
             for dim in -(shape.len().max(1) as i64)..(shape.len().max(1) as i64) {
                 let what = format!("{shape:?} {dtype} dim {dim}");
-                assert_sum(&format!("{what} softmax"), &x.softmax(dim, None)?, &gx.softmax(dim, None)?);
+                assert_sum(
+                    &format!("{what} softmax"),
+                    &x.softmax(dim, None)?,
+                    &gx.softmax(dim, None)?,
+                );
                 assert_sum(
                     &format!("{what} log_softmax"),
                     &x.log_softmax(dim, None)?,
@@ -968,11 +885,19 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
                 );
                 // cumsum sums in another order on neither device: same order, f32/f64 acc.
                 let cx = x.div(64)?;
-                assert_sum(&format!("{what} cumsum"), &cx.cumsum(dim, None)?, &cx.to(dev)?.cumsum(dim, None)?);
+                assert_sum(
+                    &format!("{what} cumsum"),
+                    &cx.cumsum(dim, None)?,
+                    &cx.to(dev)?.cumsum(dim, None)?,
+                );
                 if shape.len() >= 2 {
                     // A transposed (non-contiguous) input.
                     let (xt, gt) = (x.transpose(0, -1)?, gx.transpose(0, -1)?);
-                    assert_sum(&format!("{what} softmax of t"), &xt.softmax(dim, None)?, &gt.softmax(dim, None)?);
+                    assert_sum(
+                        &format!("{what} softmax of t"),
+                        &xt.softmax(dim, None)?,
+                        &gt.softmax(dim, None)?,
+                    );
                 }
             }
         }
@@ -981,7 +906,11 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
             .mul(1000.0)?
             .to_dtype(DType::I32)?;
         let d = rng.below(shape.len().max(1) as u64) as i64;
-        assert_same("i32 cumsum", &xi.cumsum(d, None)?, &xi.to(dev)?.cumsum(d, None)?);
+        assert_same(
+            "i32 cumsum",
+            &xi.cumsum(d, None)?,
+            &xi.to(dev)?.cumsum(d, None)?,
+        );
         assert_same(
             "u8 cumsum",
             &xi.cumsum(d, Some(DType::U8))?,
@@ -991,39 +920,34 @@ fn softmax_log_softmax_cumsum_match_cpu() -> Result<()> {
     // Special rows: +inf, NaN, all -inf, [-inf, 1].
     let ninf = f32::NEG_INFINITY;
     let rows = Tensor::from_slice(
-        &[1.0, f32::INFINITY, 2.0, f32::NAN, 1.0, 0.0, ninf, ninf, ninf, ninf, 1.0, ninf],
+        &[
+            1.0,
+            f32::INFINITY,
+            2.0,
+            f32::NAN,
+            1.0,
+            0.0,
+            ninf,
+            ninf,
+            ninf,
+            ninf,
+            1.0,
+            ninf,
+        ],
         &[4, 3],
         Device::Cpu,
     )?;
     let grows = rows.to(dev)?;
-    assert_same("special softmax", &rows.softmax(1, None)?, &grows.softmax(1, None)?);
-    assert_same("special log_softmax", &rows.log_softmax(1, None)?, &grows.log_softmax(1, None)?);
-fn layer_norm_forward_and_backward_match_cpu() -> Result<()> {
-    let dev = gpu();
-    let mut rng = Rng(0x1a7);
-    // Widths below and above the kernel's shared-memory row cache (4096 f32).
-    for (round, cols) in [1usize, 7, 64, 768, 1000, 5000].into_iter().enumerate() {
-        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
-            let rows = 1 + rng.below(33) as usize;
-            let seed = round as u64 * 10;
-            let x = data(&[rows, cols], dtype, seed)?;
-            let wdt = if dtype == DType::BF16 { DType::F32 } else { dtype };
-            let w = data(&[cols], wdt, seed + 1)?;
-            let b = data(&[cols], wdt, seed + 2)?;
-            let (y, m, s) = x.layer_norm_forward(&[cols], Some(&w), Some(&b), 1e-5)?;
-            let (gx, gw, gb) = (x.to(dev)?, w.to(dev)?, b.to(dev)?);
-            let (gy, gm, gs) = gx.layer_norm_forward(&[cols], Some(&gw), Some(&gb), 1e-5)?;
-            assert_sum("layer_norm out", &y, &gy);
-            assert_sum("layer_norm mean", &m, &gm);
-            assert_sum("layer_norm rstd", &s, &gs);
-            let dy = data(&[rows, cols], dtype, seed + 3)?;
-            let c = Tensor::layer_norm_backward(&dy, &x, &m, &s, Some(&w), &[cols], [true; 3])?;
-            let g = Tensor::layer_norm_backward(&dy.to(dev)?, &gx, &gm, &gs, Some(&gw), &[cols], [true; 3])?;
-            for (k, (c, g)) in c.iter().zip(&g).enumerate() {
-                assert_sum(&format!("layer_norm grad {k} {dtype}"), c.as_ref().unwrap(), g.as_ref().unwrap());
-            }
-        }
-    }
+    assert_same(
+        "special softmax",
+        &rows.softmax(1, None)?,
+        &grows.softmax(1, None)?,
+    );
+    assert_same(
+        "special log_softmax",
+        &rows.log_softmax(1, None)?,
+        &grows.log_softmax(1, None)?,
+    );
     Ok(())
 }
 
@@ -1033,14 +957,26 @@ fn creation_ops_match_cpu() -> Result<()> {
     let dev = gpu();
     for dtype in DTYPES {
         let x = Tensor::zeros(&[3, 4], dtype, dev)?;
-        assert_same("zeros_like", &Tensor::zeros(&[3, 4], dtype, Device::Cpu)?, &x.ones_like(None)?.zeros_like(None)?);
-        assert_same("ones_like", &Tensor::ones(&[3, 4], dtype, Device::Cpu)?, &x.ones_like(None)?);
+        assert_same(
+            "zeros_like",
+            &Tensor::zeros(&[3, 4], dtype, Device::Cpu)?,
+            &x.ones_like(None)?.zeros_like(None)?,
+        );
+        assert_same(
+            "ones_like",
+            &Tensor::ones(&[3, 4], dtype, Device::Cpu)?,
+            &x.ones_like(None)?,
+        );
         assert_same(
             "full_like",
             &Tensor::full(&[3, 4], 1, dtype, Device::Cpu)?,
             &x.full_like(1, None)?,
         );
-        assert_same("eye", &Tensor::eye(5, Some(3), dtype, Device::Cpu)?, &Tensor::eye(5, Some(3), dtype, dev)?);
+        assert_same(
+            "eye",
+            &Tensor::eye(5, Some(3), dtype, Device::Cpu)?,
+            &Tensor::eye(5, Some(3), dtype, dev)?,
+        );
         assert_eq!(x.empty_like(None)?.device(), dev);
     }
     for dtype in [DType::I64, DType::I32, DType::U8, DType::F32, DType::F64] {
@@ -1053,8 +989,191 @@ fn creation_ops_match_cpu() -> Result<()> {
         }
     }
     let x = Tensor::zeros(&[4, 257], DType::F32, dev)?;
-    assert_same("rand_like", &Tensor::rand(&[4, 257], DType::F32, 5, Device::Cpu)?, &x.rand_like(None, 5)?);
-    assert_same("randn_like", &Tensor::randn(&[4, 257], DType::F64, 5, Device::Cpu)?, &x.randn_like(Some(DType::F64), 5)?);
+    assert_same(
+        "rand_like",
+        &Tensor::rand(&[4, 257], DType::F32, 5, Device::Cpu)?,
+        &x.rand_like(None, 5)?,
+    );
+    assert_same(
+        "randn_like",
+        &Tensor::randn(&[4, 257], DType::F64, 5, Device::Cpu)?,
+        &x.randn_like(Some(DType::F64), 5)?,
+    );
+    Ok(())
+}
+
+// ---- issue 12: nn, indexing and joining ops against the CPU (branch nn) ----
+
+/// Random i64 indices in `[0, hi)` on the CPU.
+fn rand_index(shape: &[usize], hi: usize, seed: u64) -> Result<Tensor> {
+    Tensor::rand(shape, DType::F64, seed, Device::Cpu)?
+        .mul(hi as f64)?
+        .to_dtype(DType::I64)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn index_ops_match_cpu() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(0x1d3);
+    for round in 0..24u64 {
+        let (r, c) = (1 + rng.below(40) as usize, 1 + rng.below(40) as usize);
+        let kind = rng.below(6);
+        let dtype = DTYPES[(round % 8) as usize];
+        let (x, base) = view(r, c, kind, dtype, round)?;
+        let gx = twin(&x, &base, dev)?;
+        let k = 1 + rng.below(50) as usize;
+        let i0 = rand_index(&[k], r, round + 1)?;
+        let i1 = rand_index(&[k], c, round + 2)?.to_dtype(DType::I32)?;
+        assert_same(
+            "index_select 0",
+            &x.index_select(0, &i0)?,
+            &gx.index_select(0, &i0.to(dev)?)?,
+        );
+        assert_same(
+            "index_select 1",
+            &x.index_select(1, &i1)?,
+            &gx.index_select(1, &i1.to(dev)?)?,
+        );
+        let gi = rand_index(&[r, k], c, round + 3)?;
+        assert_same("gather", &x.gather(1, &gi)?, &gx.gather(1, &gi.to(dev)?)?);
+        if dtype != DType::Bool && !matches!(dtype, DType::F16 | DType::BF16) {
+            // Exact sums (integers, or floats whose order does not matter much).
+            let src = data(&[r, k], dtype, round + 4)?;
+            assert_sum(
+                "scatter_add",
+                &x.scatter_add(1, &gi, &src)?,
+                &gx.scatter_add(1, &gi.to(dev)?, &src.to(dev)?)?,
+            );
+        }
+        let w = data(&[r, c], dtype, round + 5)?;
+        let e = rand_index(&[3, k], r, round + 6)?;
+        assert_same(
+            "embedding",
+            &Tensor::embedding(&e, &w, None)?,
+            &Tensor::embedding(&e.to(dev)?, &w.to(dev)?, None)?,
+        );
+        let m = data(&[r, c], DType::F32, round + 7)?.gt(0.0)?;
+        let v = if dtype == DType::Bool {
+            Scalar::Bool(true)
+        } else {
+            Scalar::Int(3)
+        };
+        assert_same(
+            "masked_fill",
+            &x.masked_fill(&m, v)?,
+            &gx.masked_fill(&m.to(dev)?, v)?,
+        );
+        let d = rng.below(5) as i64 - 2;
+        assert_same("triu", &x.triu(d)?, &gx.triu(d)?);
+        assert_same("tril", &x.tril(d)?, &gx.tril(d)?);
+    }
+    // Out-of-range indices are typed errors on the GPU too.
+    let x = Tensor::zeros(&[3, 4], DType::F32, dev)?;
+    let bad = Tensor::from_slice(&[0i64, 3], &[2], dev)?;
+    assert!(matches!(
+        x.index_select(0, &bad),
+        Err(TensorError::Index { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn scatter_add_narrow_dtypes_accumulate_on_the_gpu() -> Result<()> {
+    let dev = gpu();
+    for dtype in [DType::F16, DType::BF16, DType::U8, DType::Bool] {
+        let x = Tensor::zeros(&[4], dtype, Device::Cpu)?;
+        let idx = Tensor::from_slice(&[1i64, 1, 3, 1], &[4], Device::Cpu)?;
+        let src = Tensor::ones(&[4], dtype, Device::Cpu)?;
+        let cpu = x.scatter_add(0, &idx, &src)?;
+        let g = x.to(dev)?.scatter_add(0, &idx.to(dev)?, &src.to(dev)?)?;
+        assert_same("scatter_add narrow", &cpu, &g);
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn join_ops_match_cpu() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(0x5a7);
+    for round in 0..12u64 {
+        let (r, c) = (1 + rng.below(20) as usize, 1 + rng.below(20) as usize);
+        let (a, ab) = view(r, c, rng.below(4), DType::F32, round)?;
+        let (b, bb) = view(r, c, rng.below(4), DType::BF16, round + 1)?;
+        let (ga, gb) = (twin(&a, &ab, dev)?, twin(&b, &bb, dev)?);
+        for d in [0, 1, -1] {
+            assert_same(
+                "cat",
+                &Tensor::cat(&[&a, &b, &a], d)?,
+                &Tensor::cat(&[&ga, &gb, &ga], d)?,
+            );
+        }
+        assert_same(
+            "stack",
+            &Tensor::stack(&[&a, &a], 1)?,
+            &Tensor::stack(&[&ga, &ga], 1)?,
+        );
+        let (ps, gs) = (a.split(3, 1)?, ga.split(3, 1)?);
+        assert_eq!(ps.len(), gs.len());
+        for (p, g) in ps.iter().zip(&gs) {
+            assert!(g.same_storage(&ga));
+            assert_same("split", p, g);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn layer_norm_forward_and_backward_match_cpu() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(0x1a7);
+    // Widths below and above the kernel's shared-memory row cache (4096 f32).
+    for (round, cols) in [1usize, 7, 64, 768, 1000, 5000].into_iter().enumerate() {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let rows = 1 + rng.below(33) as usize;
+            let seed = round as u64 * 10;
+            let x = data(&[rows, cols], dtype, seed)?;
+            let wdt = if dtype == DType::BF16 {
+                DType::F32
+            } else {
+                dtype
+            };
+            let w = data(&[cols], wdt, seed + 1)?;
+            let b = data(&[cols], wdt, seed + 2)?;
+            let (y, m, s) = x.layer_norm_forward(&[cols], Some(&w), Some(&b), 1e-5)?;
+            let (gx, gw, gb) = (x.to(dev)?, w.to(dev)?, b.to(dev)?);
+            let (gy, gm, gs) = gx.layer_norm_forward(&[cols], Some(&gw), Some(&gb), 1e-5)?;
+            assert_sum("layer_norm out", &y, &gy);
+            assert_sum("layer_norm mean", &m, &gm);
+            assert_sum("layer_norm rstd", &s, &gs);
+            let dy = data(&[rows, cols], dtype, seed + 3)?;
+            let c = Tensor::layer_norm_backward(&dy, &x, &m, &s, Some(&w), &[cols], [true; 3])?;
+            let g = Tensor::layer_norm_backward(
+                &dy.to(dev)?,
+                &gx,
+                &gm,
+                &gs,
+                Some(&gw),
+                &[cols],
+                [true; 3],
+            )?;
+            for (k, (c, g)) in c.iter().zip(&g).enumerate() {
+                assert_sum(
+                    &format!("layer_norm grad {k} {dtype}"),
+                    c.as_ref().unwrap(),
+                    g.as_ref().unwrap(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn cross_entropy_forward_and_backward_match_cpu() -> Result<()> {
     use strata_tensor::{CrossEntropyArgs, Reduction};
     let dev = gpu();
@@ -1068,9 +1187,21 @@ fn cross_entropy_forward_and_backward_match_cpu() -> Result<()> {
         let t = Tensor::from_vec(t, &[n], Device::Cpu)?;
         let w = Tensor::rand(&[c], dtype, round + 2, Device::Cpu)?;
         let gw = w.to(dev)?;
-        for (red, smooth, weighted) in [(Reduction::Mean, 0.0, false), (Reduction::Sum, 0.1, true), (Reduction::None, 0.0, true)] {
-            let args = CrossEntropyArgs { weight: weighted.then_some(&w), reduction: red, label_smoothing: smooth, ..Default::default() };
-            let gargs = CrossEntropyArgs { weight: weighted.then_some(&gw), ..args };
+        for (red, smooth, weighted) in [
+            (Reduction::Mean, 0.0, false),
+            (Reduction::Sum, 0.1, true),
+            (Reduction::None, 0.0, true),
+        ] {
+            let args = CrossEntropyArgs {
+                weight: weighted.then_some(&w),
+                reduction: red,
+                label_smoothing: smooth,
+                ..Default::default()
+            };
+            let gargs = CrossEntropyArgs {
+                weight: weighted.then_some(&gw),
+                ..args
+            };
             let (l, s) = x.cross_entropy_forward(&t, args)?;
             let gx = x.to(dev)?;
             let (gl, gs) = gx.cross_entropy_forward(&t.to(dev)?, gargs)?;
@@ -1093,10 +1224,23 @@ fn losses_and_dropout_match_cpu() -> Result<()> {
         let x = data(&[9, 5], dtype, 1)?;
         let y = data(&[5], dtype, 2)?;
         let t = rand_index(&[9], 5, 3)?;
-        assert_sum("mse", &x.mse_loss(&y, Reduction::Mean, None)?, &x.to(dev)?.mse_loss(&y.to(dev)?, Reduction::Mean, None)?);
-        assert_sum("nll", &x.nll_loss(&t, None, -100, Reduction::Sum)?, &x.to(dev)?.nll_loss(&t.to(dev)?, None, -100, Reduction::Sum)?);
+        assert_sum(
+            "mse",
+            &x.mse_loss(&y, Reduction::Mean, None)?,
+            &x.to(dev)?.mse_loss(&y.to(dev)?, Reduction::Mean, None)?,
+        );
+        assert_sum(
+            "nll",
+            &x.nll_loss(&t, None, -100, Reduction::Sum)?,
+            &x.to(dev)?
+                .nll_loss(&t.to(dev)?, None, -100, Reduction::Sum)?,
+        );
         // The same seed gives the same mask on every device.
-        assert_same("dropout", &x.dropout(0.3, true, 42)?, &x.to(dev)?.dropout(0.3, true, 42)?);
+        assert_same(
+            "dropout",
+            &x.dropout(0.3, true, 42)?,
+            &x.to(dev)?.dropout(0.3, true, 42)?,
+        );
     }
     Ok(())
 }

@@ -37,7 +37,12 @@ impl Linear {
     /// A layer with PyTorch's initialisation, f32 on `device`: the weight
     /// Kaiming-uniform with `a = sqrt(5)`, which is `Uniform(±1/sqrt(in))`,
     /// and the bias `Uniform(±1/sqrt(in))`.
-    pub fn new(in_features: usize, out_features: usize, bias: bool, device: Device) -> Result<Linear> {
+    pub fn new(
+        in_features: usize,
+        out_features: usize,
+        bias: bool,
+        device: Device,
+    ) -> Result<Linear> {
         if in_features == 0 || out_features == 0 {
             return Err(AutogradError::Module {
                 module: "Linear",

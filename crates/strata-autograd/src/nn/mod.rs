@@ -110,13 +110,10 @@ pub trait Module {
             if first_err.is_some() {
                 return;
             }
-            let t = v
-                .data()
-                .to(device)
-                .and_then(|t| match dtype {
-                    Some(d) if d != t.dtype() => t.to_dtype(d),
-                    _ => Ok(t),
-                });
+            let t = v.data().to(device).and_then(|t| match dtype {
+                Some(d) if d != t.dtype() => t.to_dtype(d),
+                _ => Ok(t),
+            });
             match t {
                 Ok(t) => converted.push(t),
                 Err(e) => first_err = Some(e),

@@ -20,7 +20,11 @@ impl Var {
             if shape.is_empty() {
                 return Ok(vec![Some(g.reshape(&[])?.add(&z)?)]);
             }
-            let d = if dim < 0 { dim + shape.len() as i64 } else { dim };
+            let d = if dim < 0 {
+                dim + shape.len() as i64
+            } else {
+                dim
+            };
             // index_select's gradient: scatter-add g's slices at the index.
             let idx = s[0].reshape(&[-1])?;
             let mut view = vec![1i64; shape.len()];
@@ -29,7 +33,14 @@ impl Var {
             let index = idx.reshape(&view)?.expand(&full)?;
             Ok(vec![Some(z.scatter_add(d, &index, g)?)])
         });
-        Ok(record("IndexSelectBackward", out, &[Some(self)], saved, f, false))
+        Ok(record(
+            "IndexSelectBackward",
+            out,
+            &[Some(self)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `torch.gather(self, dim, index)`; saves the index, backward
@@ -41,11 +52,20 @@ impl Var {
         let saved = move || vec![idx];
         let f = formula(move |g, s, _n| {
             let z = Tensor::zeros(&shape, dtype, g.device())?;
-            Ok(vec![Some(z.scatter_add(dim, &s[0], &g.reshape(
-                &s[0].shape().iter().map(|&x| x as i64).collect::<Vec<_>>(),
-            )?)?)])
+            Ok(vec![Some(z.scatter_add(
+                dim,
+                &s[0],
+                &g.reshape(&s[0].shape().iter().map(|&x| x as i64).collect::<Vec<_>>())?,
+            )?)])
         });
-        Ok(record("GatherBackward", out, &[Some(self)], saved, f, false))
+        Ok(record(
+            "GatherBackward",
+            out,
+            &[Some(self)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `torch.scatter_add(self, dim, index, src)`: the gradient of self is
@@ -71,7 +91,14 @@ impl Var {
             };
             Ok(vec![needs[0].then(|| g.clone()), gs])
         });
-        Ok(record("ScatterAddBackward", out, &[Some(self), Some(src)], saved, f, false))
+        Ok(record(
+            "ScatterAddBackward",
+            out,
+            &[Some(self), Some(src)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `F.embedding(indices, weight, padding_idx)` with `self` the weight
@@ -99,21 +126,45 @@ impl Var {
             let index = idx.unsqueeze(1)?.expand(&[-1, d as i64])?;
             Ok(vec![Some(z.scatter_add(0, &index, &g2)?)])
         });
-        Ok(record("EmbeddingBackward", out, &[Some(self)], saved, f, false))
+        Ok(record(
+            "EmbeddingBackward",
+            out,
+            &[Some(self)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `torch.masked_fill(self, mask, value)` with a scalar value; the
     /// gradient is zero where the mask is set.
-    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<strata_tensor::Scalar>) -> Result<Var> {
-        let out = self.data().masked_fill(mask, Operand::Scalar(value.into()))?;
+    pub fn masked_fill(
+        &self,
+        mask: &Tensor,
+        value: impl Into<strata_tensor::Scalar>,
+    ) -> Result<Var> {
+        let out = self
+            .data()
+            .masked_fill(mask, Operand::Scalar(value.into()))?;
         let (shape, dtype) = (self.shape().to_vec(), self.dtype());
         let m = mask.clone();
         let saved = move || vec![m];
         let f = formula(move |g, s, _n| {
             let z = Tensor::zeros(&[], g.dtype(), g.device())?;
-            Ok(vec![Some(sum_to(&Tensor::where_cond(&s[0], &z, g)?, &shape, dtype)?)])
+            Ok(vec![Some(sum_to(
+                &Tensor::where_cond(&s[0], &z, g)?,
+                &shape,
+                dtype,
+            )?)])
         });
-        Ok(record("MaskedFillBackward", out, &[Some(self)], saved, f, false))
+        Ok(record(
+            "MaskedFillBackward",
+            out,
+            &[Some(self)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `torch.where(cond, a, b)` with gradients for both branches (summed
@@ -137,20 +188,41 @@ impl Var {
             };
             Ok(vec![ga, gb])
         });
-        Ok(record("WhereBackward", out, &[Some(a), Some(b)], saved, f, false))
+        Ok(record(
+            "WhereBackward",
+            out,
+            &[Some(a), Some(b)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `torch.triu(self, diagonal)`; the gradient is `triu` of the gradient.
     pub fn triu(&self, diagonal: i64) -> Result<Var> {
         let out = self.data().triu(diagonal)?;
         let f = formula(move |g, _s, _n| Ok(vec![Some(g.triu(diagonal)?)]));
-        Ok(record("TriuBackward", out, &[Some(self)], Vec::new, f, false))
+        Ok(record(
+            "TriuBackward",
+            out,
+            &[Some(self)],
+            Vec::new,
+            f,
+            false,
+        ))
     }
 
     /// `torch.tril(self, diagonal)`; the gradient is `tril` of the gradient.
     pub fn tril(&self, diagonal: i64) -> Result<Var> {
         let out = self.data().tril(diagonal)?;
         let f = formula(move |g, _s, _n| Ok(vec![Some(g.tril(diagonal)?)]));
-        Ok(record("TrilBackward", out, &[Some(self)], Vec::new, f, false))
+        Ok(record(
+            "TrilBackward",
+            out,
+            &[Some(self)],
+            Vec::new,
+            f,
+            false,
+        ))
     }
 }

@@ -45,7 +45,9 @@ impl Var {
                         return Ok(None);
                     }
                     Ok(Some(match span {
-                        Some((start, len)) => g.narrow(d, *start, *len)?.to_dtype(*dtype)?.contiguous()?,
+                        Some((start, len)) => {
+                            g.narrow(d, *start, *len)?.to_dtype(*dtype)?.contiguous()?
+                        }
                         None => Tensor::zeros(shape, *dtype, g.device())?,
                     }))
                 })

@@ -128,7 +128,8 @@ impl Var {
                         target: s[2].clone(),
                         total_weight: s[3].clone(),
                     };
-                    let dx = s[0].cross_entropy_backward(g, &sv, rebuild_args(weight.as_ref(), rest))?;
+                    let dx =
+                        s[0].cross_entropy_backward(g, &sv, rebuild_args(weight.as_ref(), rest))?;
                     Ok(vec![Some(dx)])
                 });
                 Ok(record(
@@ -144,7 +145,11 @@ impl Var {
                 // Probability targets: composed from recorded ops.
                 let lsm = self.log_softmax_composed()?;
                 let eps = label_smoothing.max(0.0);
-                let c = if self.ndim() == 1 { self.shape()[0] } else { self.shape()[1] } as f64;
+                let c = if self.ndim() == 1 {
+                    self.shape()[0]
+                } else {
+                    self.shape()[1]
+                } as f64;
                 let acc = lsm.dtype();
                 let p = target.to_dtype(acc)?.mul(1.0 - eps)?.add(eps / c)?;
                 let mut t = lsm.mul(&Var::new(p))?;
@@ -211,12 +216,24 @@ impl Var {
             let dx = z.scatter_add(1, &safe.unsqueeze(1)?, &vals)?;
             Ok(vec![Some(from_rows(&dx, &shape)?.to_dtype(dtype)?)])
         });
-        Ok(record("NllLossBackward", out, &[Some(self)], saved, f, false))
+        Ok(record(
+            "NllLossBackward",
+            out,
+            &[Some(self)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `F.mse_loss(self, target, reduction, weight)`; gradients flow to
     /// both operands (summed back over broadcast dims).
-    pub fn mse_loss(&self, target: &Var, reduction: Reduction, weight: Option<&Tensor>) -> Result<Var> {
+    pub fn mse_loss(
+        &self,
+        target: &Var,
+        reduction: Reduction,
+        weight: Option<&Tensor>,
+    ) -> Result<Var> {
         if let Some(c) = crate::autocast::cast_inputs("mse_loss", &[self, target])? {
             return c[0].mse_loss(&c[1], reduction, weight);
         }
@@ -238,18 +255,35 @@ impl Var {
             }
             let scale = match (reduction, &weight) {
                 (Reduction::Mean, None) => g.div(d.numel() as f64)?,
-                (Reduction::Mean, Some(w)) => {
-                    g.div(&w.to_dtype(k.dtype())?.broadcast_to(d.shape())?.sum(None, false)?)?
-                }
+                (Reduction::Mean, Some(w)) => g.div(
+                    &w.to_dtype(k.dtype())?
+                        .broadcast_to(d.shape())?
+                        .sum(None, false)?,
+                )?,
                 _ => g.clone(),
             };
             let gx = k.mul(&scale)?;
             Ok(vec![
-                if needs[0] { Some(sum_to(&gx, &xs, xd)?) } else { None },
-                if needs[1] { Some(sum_to(&gx.neg()?, &ys, yd)?) } else { None },
+                if needs[0] {
+                    Some(sum_to(&gx, &xs, xd)?)
+                } else {
+                    None
+                },
+                if needs[1] {
+                    Some(sum_to(&gx.neg()?, &ys, yd)?)
+                } else {
+                    None
+                },
             ])
         });
-        Ok(record("MseLossBackward", out, &[Some(self), Some(target)], saved, f, false))
+        Ok(record(
+            "MseLossBackward",
+            out,
+            &[Some(self), Some(target)],
+            saved,
+            f,
+            false,
+        ))
     }
 
     /// `F.dropout(self, p, train)`: the mask comes from the dropout generator
@@ -260,7 +294,14 @@ impl Var {
             // Identity, or the tensor op's typed error for a bad p.
             let out = self.data().dropout(p, train, 0)?;
             let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
-            return Ok(record("DropoutBackward", out, &[Some(self)], Vec::new, f, false));
+            return Ok(record(
+                "DropoutBackward",
+                out,
+                &[Some(self)],
+                Vec::new,
+                f,
+                false,
+            ));
         }
         let seed = next_seed();
         let out = self.data().dropout(p, true, seed)?;
@@ -270,9 +311,20 @@ impl Var {
                 return Ok(vec![Some(g.mul(0.0)?)]);
             }
             let keep = Tensor::dropout_mask(&shape, p, seed, g.device())?;
-            Ok(vec![Some(Tensor::where_cond(&keep, &g.mul(1.0 / (1.0 - p))?, 0.0)?)])
+            Ok(vec![Some(Tensor::where_cond(
+                &keep,
+                &g.mul(1.0 / (1.0 - p))?,
+                0.0,
+            )?)])
         });
-        Ok(record("DropoutBackward", out, &[Some(self)], Vec::new, f, false))
+        Ok(record(
+            "DropoutBackward",
+            out,
+            &[Some(self)],
+            Vec::new,
+            f,
+            false,
+        ))
     }
 }
 

@@ -316,18 +316,28 @@ impl Tensor {
     /// `weight` (V, D) selected by `indices` (i64 or i32, any shape, each in
     /// `[0, V)`), shaped `indices.shape + [D]`. `padding_idx` must lie in
     /// `[-V, V)`; it only changes gradients (see strata-autograd).
-    pub fn embedding(indices: &Tensor, weight: &Tensor, padding_idx: Option<i64>) -> Result<Tensor> {
+    pub fn embedding(
+        indices: &Tensor,
+        weight: &Tensor,
+        padding_idx: Option<i64>,
+    ) -> Result<Tensor> {
         const OP: &str = "embedding";
         if weight.ndim() != 2 {
             return Err(TensorError::shape(
                 OP,
-                format!("the weight must be 2-D (V, D), got shape {:?}", weight.shape()),
+                format!(
+                    "the weight must be 2-D (V, D), got shape {:?}",
+                    weight.shape()
+                ),
             ));
         }
         if !matches!(indices.dtype(), DType::I64 | DType::I32) {
             return Err(TensorError::dtype(
                 OP,
-                format!("the indices must be int64 or int32, not {}", indices.dtype()),
+                format!(
+                    "the indices must be int64 or int32, not {}",
+                    indices.dtype()
+                ),
             ));
         }
         let v = weight.shape()[0] as i64;

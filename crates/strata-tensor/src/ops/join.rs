@@ -43,9 +43,9 @@ impl Tensor {
     /// the other shapes (PyTorch's legacy rule), but their dtype promotes.
     pub fn cat(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
         const OP: &str = "cat";
-        let first = tensors.first().ok_or_else(|| {
-            TensorError::value(OP, "expected a non-empty list of tensors")
-        })?;
+        let first = tensors
+            .first()
+            .ok_or_else(|| TensorError::value(OP, "expected a non-empty list of tensors"))?;
         for t in tensors {
             same_device(OP, first, t)?;
             if t.ndim() == 0 {
@@ -101,9 +101,9 @@ impl Tensor {
     /// dim in `[-ndim-1, ndim]`; dtypes promote.
     pub fn stack(tensors: &[&Tensor], dim: i64) -> Result<Tensor> {
         const OP: &str = "stack";
-        let first = tensors.first().ok_or_else(|| {
-            TensorError::value(OP, "expected a non-empty list of tensors")
-        })?;
+        let first = tensors
+            .first()
+            .ok_or_else(|| TensorError::value(OP, "expected a non-empty list of tensors"))?;
         for t in tensors {
             if t.shape() != first.shape() {
                 return Err(TensorError::shape(
@@ -130,7 +130,10 @@ impl Tensor {
     pub fn split(&self, size: impl Into<SplitSize>, dim: i64) -> Result<Vec<Tensor>> {
         const OP: &str = "split";
         if self.ndim() == 0 {
-            return Err(TensorError::shape(OP, "split expects at least a 1-D tensor"));
+            return Err(TensorError::shape(
+                OP,
+                "split expects at least a 1-D tensor",
+            ));
         }
         let d = normalize_dim(OP, dim, self.ndim())?;
         let n = self.shape()[d] as i64;
@@ -188,7 +191,10 @@ impl Tensor {
             ));
         }
         if self.ndim() == 0 {
-            return Err(TensorError::shape(OP, "chunk expects at least a 1-D tensor"));
+            return Err(TensorError::shape(
+                OP,
+                "chunk expects at least a 1-D tensor",
+            ));
         }
         let d = normalize_dim(OP, dim, self.ndim())?;
         let n = self.shape()[d] as i64;

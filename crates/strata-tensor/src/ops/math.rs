@@ -358,7 +358,8 @@ fn erfc_mid(ix: u32, x: f64) -> f64 {
             RA0 + s * (RA1 + s * (RA2 + s * (RA3 + s * (RA4 + s * (RA5 + s * (RA6 + s * RA7)))))),
             1.0 + s
                 * (SA1
-                    + s * (SA2 + s * (SA3 + s * (SA4 + s * (SA5 + s * (SA6 + s * (SA7 + s * SA8))))))),
+                    + s * (SA2
+                        + s * (SA3 + s * (SA4 + s * (SA5 + s * (SA6 + s * (SA7 + s * SA8))))))),
         )
     } else {
         (

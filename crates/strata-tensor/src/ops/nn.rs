@@ -101,7 +101,10 @@ fn class_rows(op: &'static str, x: &Tensor) -> Result<(Tensor, Vec<usize>, usize
             let mut perm: Vec<i64> = vec![0];
             perm.extend(2..n as i64);
             perm.push(1);
-            let rows_shape: Vec<usize> = perm[..n - 1].iter().map(|&d| x.shape()[d as usize]).collect();
+            let rows_shape: Vec<usize> = perm[..n - 1]
+                .iter()
+                .map(|&d| x.shape()[d as usize])
+                .collect();
             let t = x.permute(&perm)?.contiguous()?.reshape(&[-1, c as i64])?;
             Ok((t, rows_shape, c))
         }
@@ -152,10 +155,7 @@ fn class_targets(
     let t = target.to_dtype(DType::I64)?.reshape(&[-1])?.contiguous()?;
     if t.numel() > 0 {
         let checked = Tensor::where_cond(&t.eq(ignore_index)?, 0i64, &t)?;
-        let (lo, hi) = (
-            checked.min()?.item::<i64>()?,
-            checked.max()?.item::<i64>()?,
-        );
+        let (lo, hi) = (checked.min()?.item::<i64>()?, checked.max()?.item::<i64>()?);
         if lo < 0 || hi >= classes as i64 {
             let bad = if lo < 0 { lo } else { hi };
             return Err(TensorError::index(
@@ -167,19 +167,31 @@ fn class_targets(
     Ok(t)
 }
 
-fn check_class_weight(op: &'static str, x: &Tensor, w: Option<&Tensor>, classes: usize) -> Result<()> {
+fn check_class_weight(
+    op: &'static str,
+    x: &Tensor,
+    w: Option<&Tensor>,
+    classes: usize,
+) -> Result<()> {
     if let Some(w) = w {
         same_device(op, x, w)?;
         if w.shape() != [classes] {
             return Err(TensorError::shape(
                 op,
-                format!("the weight must have shape [{classes}], got {:?}", w.shape()),
+                format!(
+                    "the weight must have shape [{classes}], got {:?}",
+                    w.shape()
+                ),
             ));
         }
         if w.dtype() != x.dtype() {
             return Err(TensorError::dtype(
                 op,
-                format!("the weight is {} but the input is {}; they must match", w.dtype(), x.dtype()),
+                format!(
+                    "the weight is {} but the input is {}; they must match",
+                    w.dtype(),
+                    x.dtype()
+                ),
             ));
         }
     }
@@ -206,7 +218,9 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
-        Ok(self.layer_norm_forward(normalized_shape, weight, bias, eps)?.0)
+        Ok(self
+            .layer_norm_forward(normalized_shape, weight, bias, eps)?
+            .0)
     }
 
     /// [`Tensor::layer_norm`] that also returns the per-row mean and
@@ -237,7 +251,10 @@ impl Tensor {
             if t.shape() != normalized_shape {
                 return Err(TensorError::shape(
                     OP,
-                    format!("the {name} has shape {:?}, expected {normalized_shape:?}", t.shape()),
+                    format!(
+                        "the {name} has shape {:?}, expected {normalized_shape:?}",
+                        t.shape()
+                    ),
                 ));
             }
             let ok = t.dtype() == self.dtype()
@@ -245,7 +262,11 @@ impl Tensor {
             if !ok {
                 return Err(TensorError::dtype(
                     OP,
-                    format!("the {name} is {} but the input is {}", t.dtype(), self.dtype()),
+                    format!(
+                        "the {name} is {} but the input is {}",
+                        t.dtype(),
+                        self.dtype()
+                    ),
                 ));
             }
             wdt = Some(wdt.map_or(t.dtype(), |d: DType| d.promote(t.dtype())));
@@ -387,7 +408,10 @@ impl Tensor {
         if args.label_smoothing > 1.0 {
             return Err(TensorError::value(
                 OP,
-                format!("label_smoothing must be in [0, 1], got {}", args.label_smoothing),
+                format!(
+                    "label_smoothing must be in [0, 1], got {}",
+                    args.label_smoothing
+                ),
             ));
         }
         let eps = args.label_smoothing.max(0.0);
@@ -447,7 +471,8 @@ impl Tensor {
             })?;
         }
         let per = if eps > 0.0 {
-            nll.mul(1.0 - eps)?.add(&smooth.mul(eps / classes as f64)?)?
+            nll.mul(1.0 - eps)?
+                .add(&smooth.mul(eps / classes as f64)?)?
         } else {
             nll
         };
@@ -555,7 +580,11 @@ impl Tensor {
         let t = class_targets(OP, target, &rows_shape, classes, ignore_index)?;
         let (wt, safe) = nll_weights(&t, weight, ignore_index, acc_dtype(self.dtype()))?;
         let picked = x.gather(1, &safe.unsqueeze(1)?)?.reshape(&[-1])?;
-        let per = Tensor::where_cond(&t.eq(ignore_index)?, 0.0, &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?)?;
+        let per = Tensor::where_cond(
+            &t.eq(ignore_index)?,
+            0.0,
+            &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?,
+        )?;
         let shaped = per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
         let loss = reduce_loss(&shaped, reduction, &wt.sum(None, false)?)?;
         loss.to_dtype(self.dtype())
@@ -564,7 +593,12 @@ impl Tensor {
     /// `F.mse_loss(self, target, reduction, weight)`: `(x - y)²` with
     /// broadcasting and promotion (integer operands rejected); with a weight
     /// of self's shape, `w·(x - y)²` and a weighted mean.
-    pub fn mse_loss(&self, target: &Tensor, reduction: Reduction, weight: Option<&Tensor>) -> Result<Tensor> {
+    pub fn mse_loss(
+        &self,
+        target: &Tensor,
+        reduction: Reduction,
+        weight: Option<&Tensor>,
+    ) -> Result<Tensor> {
         const OP: &str = "mse_loss";
         same_device(OP, self, target)?;
         for t in [Some(self), Some(target), weight].into_iter().flatten() {
@@ -580,7 +614,11 @@ impl Tensor {
             if w.shape() != self.shape() {
                 return Err(TensorError::shape(
                     OP,
-                    format!("the weight must have the input's shape {:?}, got {:?}", self.shape(), w.shape()),
+                    format!(
+                        "the weight must have the input's shape {:?}, got {:?}",
+                        self.shape(),
+                        w.shape()
+                    ),
                 ));
             }
         }
@@ -594,7 +632,10 @@ impl Tensor {
             (Reduction::Sum, _) => sq.sum(None, false),
             (Reduction::Mean, None) => sq.mean(None, false),
             (Reduction::Mean, Some(w)) => {
-                let ws = w.to_dtype(sq.dtype())?.broadcast_to(sq.shape())?.sum(None, false)?;
+                let ws = w
+                    .to_dtype(sq.dtype())?
+                    .broadcast_to(sq.shape())?
+                    .sum(None, false)?;
                 sq.sum(None, false)?.div(&ws)
             }
         }
@@ -604,7 +645,12 @@ impl Tensor {
     /// when the `i`-th uniform f32 of the Philox stream `seed` is `>= p`. The
     /// same (seed, shape) gives the same mask on every device, so a backward
     /// regenerates it instead of storing it.
-    pub fn dropout_mask(shape: &[usize], p: f64, seed: u64, device: crate::Device) -> Result<Tensor> {
+    pub fn dropout_mask(
+        shape: &[usize],
+        p: f64,
+        seed: u64,
+        device: crate::Device,
+    ) -> Result<Tensor> {
         Tensor::rand(shape, DType::F32, seed, device)?.ge(p)
     }
 

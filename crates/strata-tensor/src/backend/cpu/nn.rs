@@ -198,9 +198,8 @@ fn scatter_add<T: AddElem>(out: &Arg, index: &Arg, src: &Arg, dim: usize) {
         // against out's size along `dim` by the caller.
         unsafe {
             let k = rd_index(index.dtype, pi, dot(c, si, usize::MAX));
-            let o = po
-                .0
-                .offset(dot(c, so, dim) + (k as isize) * so[dim] as isize);
+            let o =
+                po.0.offset(dot(c, so, dim) + (k as isize) * so[dim] as isize);
             *o = (*o).add_elem(rd(ps, dot(c, ss, usize::MAX)));
         }
     });

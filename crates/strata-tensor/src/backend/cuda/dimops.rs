@@ -28,7 +28,12 @@ pub(crate) fn softmax(
     }
     let d = input.dtype;
     let key = format!("softmax:{}", tag(d));
-    let f = super::nvrtc::functions(dev, &key, || softmax_source(d), &["sm_warp", "sm_block", "sm_cols"])?;
+    let f = super::nvrtc::functions(
+        dev,
+        &key,
+        || softmax_source(d),
+        &["sm_warp", "sm_block", "sm_cols"],
+    )?;
     let (pin, pout) = (base_ptr(input), base_ptr(out));
     let log_i = i32::from(log);
     let n = s.n as i64;
@@ -56,7 +61,15 @@ pub(crate) fn softmax(
         // rows * n elements of `d` from their base addresses; `vec` is set
         // only when every row start is 16-byte aligned.
         unsafe {
-            launch(dev, &key, f[k], (g, 1, 1), (SM_BLOCK, 1, 1), dev.stream(), kargs)
+            launch(
+                dev,
+                &key,
+                f[k],
+                (g, 1, 1),
+                (SM_BLOCK, 1, 1),
+                dev.stream(),
+                kargs,
+            )
         }
     } else {
         let (outer, inner) = (s.outer as i64, s.inner as i64);
@@ -73,7 +86,15 @@ pub(crate) fn softmax(
         // i64 n, i64 inner, int)`; both operands are contiguous with
         // outer * n * inner elements of `d`.
         unsafe {
-            launch(dev, &key, f[2], (g, 1, 1), (SM_BLOCK, 1, 1), dev.stream(), kargs)
+            launch(
+                dev,
+                &key,
+                f[2],
+                (g, 1, 1),
+                (SM_BLOCK, 1, 1),
+                dev.stream(),
+                kargs,
+            )
         }
     }
 }
@@ -91,11 +112,24 @@ pub(crate) fn cumsum(dev: &CudaDevice, out: &Arg, input: &Arg, s: DimShape) -> R
     if s.inner == 1 {
         let rows = s.outer as i64;
         let g = grid(dev, s.outer, (SM_BLOCK / 32) as usize);
-        let kargs = [KArg::of(&pin), KArg::of(&pout), KArg::of(&rows), KArg::of(&n)];
+        let kargs = [
+            KArg::of(&pin),
+            KArg::of(&pout),
+            KArg::of(&rows),
+            KArg::of(&n),
+        ];
         // SAFETY: the arguments match `cs_warp(const char*, char*, i64 rows,
         // i64 n)`; both operands are contiguous with rows * n elements of `d`.
         unsafe {
-            launch(dev, &key, f[0], (g, 1, 1), (SM_BLOCK, 1, 1), dev.stream(), kargs)
+            launch(
+                dev,
+                &key,
+                f[0],
+                (g, 1, 1),
+                (SM_BLOCK, 1, 1),
+                dev.stream(),
+                kargs,
+            )
         }
     } else {
         let (outer, inner) = (s.outer as i64, s.inner as i64);
@@ -111,7 +145,15 @@ pub(crate) fn cumsum(dev: &CudaDevice, out: &Arg, input: &Arg, s: DimShape) -> R
         // i64 n, i64 inner)`; both operands are contiguous with
         // outer * n * inner elements of `d`.
         unsafe {
-            launch(dev, &key, f[1], (g, 1, 1), (SM_BLOCK, 1, 1), dev.stream(), kargs)
+            launch(
+                dev,
+                &key,
+                f[1],
+                (g, 1, 1),
+                (SM_BLOCK, 1, 1),
+                dev.stream(),
+                kargs,
+            )
         }
     }
 }
