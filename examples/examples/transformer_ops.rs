@@ -74,7 +74,8 @@ fn layer_norm(dtype: DType, iters: usize) -> Result<()> {
     let w = Tensor::randn(&[D], dtype, 2, GPU)?;
     let b = Tensor::randn(&[D], dtype, 3, GPU)?;
     let fwd = time_ms(iters, || {
-        x.layer_norm_forward(&[D], Some(&w), Some(&b), 1e-5).map(drop)
+        x.layer_norm_forward(&[D], Some(&w), Some(&b), 1e-5)
+            .map(drop)
     })?;
     line("layer_norm", dtype, "fwd", &shape, fwd);
     let (_, mean, rstd) = x.layer_norm_forward(&[D], Some(&w), Some(&b), 1e-5)?;
@@ -98,7 +99,9 @@ fn cross_entropy(dtype: DType, iters: usize) -> Result<()> {
     let (loss, saved) = x.cross_entropy_forward(&t, args)?;
     let saved = saved.expect("class targets keep their logsumexp");
     let g = Tensor::ones(loss.shape(), loss.dtype(), GPU)?;
-    let bwd = time_ms(iters, || x.cross_entropy_backward(&g, &saved, args).map(drop))?;
+    let bwd = time_ms(iters, || {
+        x.cross_entropy_backward(&g, &saved, args).map(drop)
+    })?;
     line("cross_entropy", dtype, "bwd", &shape, bwd);
     Ok(())
 }
