@@ -1,3 +1,4 @@
 //! Examples for strata; see `examples/`.
 
 pub mod autograd_demo;
+pub mod training;

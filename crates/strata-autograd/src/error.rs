@@ -85,4 +85,30 @@ pub enum AutogradError {
         /// The value given.
         value: f64,
     },
+    /// An autocast region was asked for with an unsupported dtype.
+    #[error("autocast: {msg}")]
+    Autocast {
+        /// What was wrong.
+        msg: String,
+    },
+    /// A checkpointed function failed or was called with unusable inputs.
+    #[error("checkpoint: {msg}")]
+    Checkpoint {
+        /// What was wrong.
+        msg: String,
+    },
+    /// The gradient scaler was used out of order.
+    #[error("GradScaler: {msg}")]
+    GradScaler {
+        /// What was wrong.
+        msg: String,
+    },
+    /// A module was given unusable arguments (sizes, shapes).
+    #[error("{module}: {msg}")]
+    Module {
+        /// The module.
+        module: &'static str,
+        /// What was wrong and what to do.
+        msg: String,
+    },
 }

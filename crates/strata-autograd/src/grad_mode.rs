@@ -64,6 +64,43 @@ pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Enables gradient recording on this thread until dropped, then restores the
+/// previous mode (PyTorch's `enable_grad`; used by checkpointing to record the
+/// recomputed forward inside a backward pass). It has no effect in inference mode.
+#[must_use = "grad mode is restored as soon as the guard is dropped"]
+pub struct EnableGradGuard {
+    prev: bool,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl EnableGradGuard {
+    /// Enables grad mode until the guard is dropped.
+    pub fn new() -> EnableGradGuard {
+        EnableGradGuard {
+            prev: set_grad_enabled(true),
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Default for EnableGradGuard {
+    fn default() -> Self {
+        EnableGradGuard::new()
+    }
+}
+
+impl Drop for EnableGradGuard {
+    fn drop(&mut self) {
+        set_grad_enabled(self.prev);
+    }
+}
+
+/// Runs `f` with grad mode enabled on this thread.
+pub fn enable_grad<R>(f: impl FnOnce() -> R) -> R {
+    let _g = EnableGradGuard::new();
+    f()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

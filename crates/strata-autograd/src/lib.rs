@@ -45,8 +45,23 @@ mod ops;
 pub mod optim;
 mod var;
 
+// Training-memory remedies (issue 13).
+pub mod autocast;
+pub mod checkpoint;
+mod grad_scaler;
+mod inference_mode;
+pub mod nn;
+
 pub use error::{AutogradError, Result};
-pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, NoGradGuard};
-pub use ops::nn::{generator_state, manual_seed};
+pub use grad_mode::{
+    enable_grad, is_grad_enabled, no_grad, set_grad_enabled, EnableGradGuard, NoGradGuard,
+};
 pub use optim::{Adam, Optimizer, Sgd};
+
+pub use autocast::{autocast, AutocastGuard, CastPolicy, DeviceType};
+pub use checkpoint::{checkpoint, checkpoint_blocks};
+pub use grad_scaler::GradScaler;
+pub use inference_mode::{inference_mode, is_inference_mode_enabled, InferenceModeGuard};
+pub use ops::nn::{generator_state, manual_seed};
+pub use optim::{clip_grad_norm_, AdamW};
 pub use var::{Var, VarOperand};

@@ -79,7 +79,12 @@ impl From<Tensor> for Var {
 }
 
 impl Var {
-    fn make(data: Tensor, grad_fn: Option<Arc<Node>>, requires_grad: bool, is_view: bool) -> Var {
+    pub(crate) fn make(
+        data: Tensor,
+        grad_fn: Option<Arc<Node>>,
+        requires_grad: bool,
+        is_view: bool,
+    ) -> Var {
         Var {
             inner: Arc::new(VarInner {
                 data,
@@ -344,6 +349,11 @@ pub(crate) fn record(
     backward: BackwardFn,
     is_view: bool,
 ) -> Var {
+    if crate::inference_mode::is_inference_mode_enabled() {
+        // No bookkeeping at all: the inputs are not even looked at.
+        return Var::new(output);
+    }
+    crate::checkpoint::note_parameters(inputs);
     let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.and_then(Var::edge)).collect();
     if !is_grad_enabled() || edges.iter().all(Option::is_none) {
         return Var::new(output);
@@ -354,5 +364,7 @@ pub(crate) fn record(
 
 /// Whether an op on `inputs` would be recorded now.
 pub(crate) fn would_record(inputs: &[Option<&Var>]) -> bool {
-    is_grad_enabled() && inputs.iter().flatten().any(|v| v.requires_grad())
+    !crate::inference_mode::is_inference_mode_enabled()
+        && is_grad_enabled()
+        && inputs.iter().flatten().any(|v| v.requires_grad())
 }

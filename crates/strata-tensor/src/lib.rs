@@ -117,3 +117,6 @@ pub use interop::{
     load_npy, load_safetensors, npy_from_bytes, npy_to_bytes, safetensors_from_bytes,
     safetensors_to_bytes, save_npy, save_safetensors,
 };
+
+// The default random generator (seed/offset state, replayed by checkpointing).
+pub mod generator;

@@ -21,6 +21,9 @@ enum Kind {
 
 impl Var {
     fn check_inplace(&self, op: &'static str, other: Option<&Var>) -> Result<bool> {
+        if crate::inference_mode::is_inference_mode_enabled() {
+            return Ok(false);
+        }
         if is_grad_enabled() && self.is_leaf() && self.requires_grad() {
             return Err(AutogradError::InPlaceOnLeaf { op });
         }

@@ -327,6 +327,9 @@ impl Var {
     /// Softmax along `dim` (see [`Tensor::softmax`]); the result is saved
     /// (`y (g - sum(g y))`, the sum along `dim`).
     pub fn softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("softmax", &[self])? {
+            return c[0].softmax(dim, dtype);
+        }
         let out = self.data().softmax(dim, dtype)?;
         let in_dtype = self.dtype();
         self.unary_op("SoftmaxBackward", out, Save::Output, move |g, y| {
@@ -340,6 +343,9 @@ impl Var {
     /// Log-softmax along `dim`; the result is saved
     /// (`g - e^y sum(g)`, the sum along `dim`).
     pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("log_softmax", &[self])? {
+            return c[0].log_softmax(dim, dtype);
+        }
         let out = self.data().log_softmax(dim, dtype)?;
         let in_dtype = self.dtype();
         self.unary_op("LogSoftmaxBackward", out, Save::Output, move |g, y| {

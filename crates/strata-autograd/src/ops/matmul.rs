@@ -19,6 +19,14 @@ fn as_matrix(t: &Tensor, is_lhs: bool) -> Result<Tensor> {
 impl Var {
     /// `torch.matmul`: dot, matrix-vector, matrix and batched products.
     pub fn matmul(&self, other: &Var) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("matmul", &[self, other])? {
+            return c[0].matmul_uncast(&c[1]);
+        }
+        self.matmul_uncast(other)
+    }
+
+    /// `matmul` in the inputs' own dtypes (after autocast, if any, cast them).
+    pub(crate) fn matmul_uncast(&self, other: &Var) -> Result<Var> {
         let out = self.data().matmul(other.data())?;
         let (a_req, b_req) = (self.requires_grad(), other.requires_grad());
         let saved = || {

@@ -2,7 +2,9 @@
 //! helper that reduces a broadcast gradient back to an input's shape.
 
 mod binary;
+mod cast;
 mod inplace;
+mod linear;
 mod math;
 mod matmul;
 mod overloads;

@@ -16,38 +16,26 @@
 use super::{formula, sum_to};
 use crate::error::Result;
 use crate::var::{record, Var};
-use parking_lot::Mutex;
 use strata_tensor::{nll_weights, CrossEntropyArgs, DType, Reduction, Tensor};
 
-/// The dropout generator: a seed and the number of dropout calls drawn from
-/// it (the offset), like PyTorch's generator state.
-static GENERATOR: Mutex<(u64, u64)> = Mutex::new((0x5eed_5eed_5eed_5eed, 0));
-
-/// Seeds the generator that [`Var::dropout`] draws its masks from and
-/// resets its offset (PyTorch's `torch.manual_seed` for dropout).
+/// Seeds the default generator ([`strata_tensor::generator`]) that
+/// [`Var::dropout`] draws its masks from and resets its offset (PyTorch's
+/// `torch.manual_seed` for dropout). Checkpointing saves and replays this
+/// generator, so a recomputed dropout draws the same mask.
 pub fn manual_seed(seed: u64) {
-    *GENERATOR.lock() = (seed, 0);
+    strata_tensor::generator::manual_seed(seed);
 }
 
-/// The generator's state: `(seed, offset)`; the offset grows by one per
-/// dropout call in training mode.
+/// The default generator's state: `(seed, offset)`; the offset grows by one
+/// per dropout call in training mode.
 pub fn generator_state() -> (u64, u64) {
-    *GENERATOR.lock()
+    let s = strata_tensor::generator::rng_state();
+    (s.seed, s.offset)
 }
 
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// The next call's Philox seed, derived from (seed, offset); advances the offset.
+/// The next call's Philox seed from the default generator; advances the offset.
 fn next_seed() -> u64 {
-    let mut g = GENERATOR.lock();
-    let s = splitmix(g.0 ^ splitmix(g.1));
-    g.1 += 1;
-    s
+    strata_tensor::generator::next_seed()
 }
 
 impl Var {
@@ -60,6 +48,15 @@ impl Var {
         bias: Option<&Var>,
         eps: f64,
     ) -> Result<Var> {
+        let mut ins = vec![self];
+        ins.extend(weight);
+        ins.extend(bias);
+        if let Some(c) = crate::autocast::cast_inputs("layer_norm", &ins)? {
+            let mut rest = c[1..].iter();
+            let w = weight.and_then(|_| rest.next());
+            let b = bias.and_then(|_| rest.next());
+            return c[0].layer_norm(normalized_shape, w, b, eps);
+        }
         let (out, mean, rstd) = self.data().layer_norm_forward(
             normalized_shape,
             weight.map(|w| w.data()),
@@ -102,15 +99,16 @@ impl Var {
     /// targets (i64 or u8) or class probabilities (a float tensor of self's
     /// shape); the gradient flows to the logits.
     pub fn cross_entropy(&self, target: &Tensor, args: CrossEntropyArgs) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("cross_entropy", &[self])? {
+            return c[0].cross_entropy(target, args);
+        }
         let (loss, saved) = self.data().cross_entropy_forward(target, args)?;
         let weight = args.weight.cloned();
         let (ignore_index, reduction, label_smoothing) =
             (args.ignore_index, args.reduction, args.label_smoothing);
-        fn rebuild(
+        fn rebuild_args(
             w: Option<&Tensor>,
-            ignore_index: i64,
-            reduction: Reduction,
-            label_smoothing: f64,
+            (ignore_index, reduction, label_smoothing): (i64, Reduction, f64),
         ) -> CrossEntropyArgs<'_> {
             CrossEntropyArgs {
                 weight: w,
@@ -119,6 +117,7 @@ impl Var {
                 label_smoothing,
             }
         }
+        let rest = (ignore_index, reduction, label_smoothing);
         match saved {
             Some(sv) => {
                 let x = self.data().clone();
@@ -129,11 +128,8 @@ impl Var {
                         target: s[2].clone(),
                         total_weight: s[3].clone(),
                     };
-                    let dx = s[0].cross_entropy_backward(
-                        g,
-                        &sv,
-                        rebuild(weight.as_ref(), ignore_index, reduction, label_smoothing),
-                    )?;
+                    let dx =
+                        s[0].cross_entropy_backward(g, &sv, rebuild_args(weight.as_ref(), rest))?;
                     Ok(vec![Some(dx)])
                 });
                 Ok(record(
@@ -193,6 +189,9 @@ impl Var {
         ignore_index: i64,
         reduction: Reduction,
     ) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("nll_loss", &[self])? {
+            return c[0].nll_loss(target, weight, ignore_index, reduction);
+        }
         let out = self
             .data()
             .nll_loss(target, weight, ignore_index, reduction)?;
@@ -235,6 +234,9 @@ impl Var {
         reduction: Reduction,
         weight: Option<&Tensor>,
     ) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("mse_loss", &[self, target])? {
+            return c[0].mse_loss(&c[1], reduction, weight);
+        }
         let out = self.data().mse_loss(target.data(), reduction, weight)?;
         let (x, y) = (self.data().clone(), target.data().clone());
         let weight = weight.cloned();

@@ -39,6 +39,9 @@ fn expand_back(g: &Tensor, shape: &[usize], dims: &[usize], keepdim: bool) -> Re
 impl Var {
     /// Sum over `dims` (all when `None` or empty).
     pub fn sum(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("sum", &[self])? {
+            return c[0].sum(dims, keepdim);
+        }
         // The tensor op validates the dims; by then they are in range.
         let out = self.data().sum(dims, keepdim)?;
         let shape = self.shape().to_vec();
@@ -56,6 +59,9 @@ impl Var {
 
     /// Mean over `dims` (all when `None` or empty).
     pub fn mean(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("mean", &[self])? {
+            return c[0].mean(dims, keepdim);
+        }
         let out = self.data().mean(dims, keepdim)?;
         let shape = self.shape().to_vec();
         let dims = reduced(dims, shape.len());

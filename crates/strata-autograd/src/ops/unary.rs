@@ -41,6 +41,9 @@ impl Var {
 
     /// `e^self`; the result is saved (its gradient is `g * e^self`).
     pub fn exp(&self) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("exp", &[self])? {
+            return c[0].exp();
+        }
         let out = self.data().exp()?;
         let saved = || vec![out.clone()];
         let f = formula(|g, s, _n| Ok(vec![Some(g.mul(&s[0])?)]));
@@ -56,6 +59,9 @@ impl Var {
 
     /// Natural logarithm; the input is saved (its gradient is `g / self`).
     pub fn log(&self) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("log", &[self])? {
+            return c[0].log();
+        }
         let out = self.data().log()?;
         let input = self.data().clone();
         let saved = || vec![input];

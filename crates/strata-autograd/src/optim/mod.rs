@@ -2,9 +2,13 @@
 //! the graph (like PyTorch's optimizers under `no_grad`).
 
 mod adam;
+mod adamw;
+mod clip;
 mod sgd;
 
 pub use adam::Adam;
+pub use adamw::AdamW;
+pub use clip::clip_grad_norm_;
 pub use sgd::Sgd;
 
 use crate::error::{AutogradError, Result};

@@ -1,0 +1,214 @@
+//! Gradient checkpointing with PyTorch's non-reentrant semantics
+//! (`torch.utils.checkpoint.checkpoint(f, *inputs, use_reentrant=False)`).
+//!
+//! [`checkpoint`] runs `f` without recording: none of `f`'s intermediates is
+//! saved, only its inputs are (version-checked like any saved tensor), and
+//! the output gets one `CheckpointBackward` node. When backward reaches that
+//! node it recomputes `f` with grad enabled, under the autocast state and
+//! from the random-generator state the forward ran with (so dropout masks
+//! match), back-propagates the output's gradient through the recomputed
+//! graph, and passes the inputs' gradients on. The recomputed graph lives
+//! only during that node's backward, so the peak memory of a network of `n`
+//! checkpointed blocks is the block outputs plus one block's activations.
+//!
+//! Parameters that `f` uses but does not receive as inputs (the weights a
+//! closure captures) are found while the forward runs: every op reports its
+//! inputs to the innermost active checkpoint, and the leaves that require
+//! grad become edges of the node, so the node is recorded even when no input
+//! requires grad. Their gradients are accumulated into their `.grad` by the
+//! recomputation's backward. A captured variable that is *not* a leaf (made
+//! by a recorded op outside `f`) must be passed as an input instead:
+//! [`checkpoint`] returns [`AutogradError::Checkpoint`] for it.
+//!
+//! Checkpoints nest (an inner checkpoint in a recomputed forward checkpoints
+//! again), compose with autocast, and accept views as inputs.
+//! [`checkpoint_blocks`] applies one to every `k`-th block of a sequence.
+
+use crate::autocast::{autocast_state, AutocastGuard};
+use crate::error::{AutogradError, Result};
+use crate::grad_mode::{is_grad_enabled, EnableGradGuard, NoGradGuard};
+use crate::inference_mode::is_inference_mode_enabled;
+use crate::ops::formula;
+use crate::var::{record, Var};
+use std::cell::RefCell;
+use std::sync::Arc;
+use strata_tensor::generator::{rng_state, set_rng_state, RngState};
+
+thread_local! {
+    /// One list per active checkpointed forward: the variables requiring grad
+    /// that its ops read (captured from outside, since nothing inside requires grad).
+    static TRACERS: RefCell<Vec<Vec<Var>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Called by every recorded op with its inputs: inside a checkpointed
+/// forward, remembers those that require grad.
+pub(crate) fn note_parameters(inputs: &[Option<&Var>]) {
+    TRACERS.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(top) = t.last_mut() {
+            for v in inputs.iter().flatten() {
+                if v.requires_grad() {
+                    top.push((*v).clone());
+                }
+            }
+        }
+    });
+}
+
+/// Pops the tracer even when `f` fails or panics.
+struct TracerGuard;
+
+impl TracerGuard {
+    fn push() -> TracerGuard {
+        TRACERS.with(|t| t.borrow_mut().push(Vec::new()));
+        TracerGuard
+    }
+
+    fn take(&self) -> Vec<Var> {
+        TRACERS.with(|t| {
+            t.borrow_mut()
+                .last_mut()
+                .map(std::mem::take)
+                .unwrap_or_default()
+        })
+    }
+}
+
+impl Drop for TracerGuard {
+    fn drop(&mut self) {
+        TRACERS.with(|t| t.borrow_mut().pop());
+    }
+}
+
+/// Restores the random generator's state when dropped.
+struct RngRestore(RngState);
+
+impl Drop for RngRestore {
+    fn drop(&mut self) {
+        set_rng_state(self.0);
+    }
+}
+
+/// Runs `f(inputs)` without saving its intermediates; backward recomputes it
+/// (see the module documentation). Without grad mode (or in inference mode)
+/// this is just `f(inputs)`.
+///
+/// ```
+/// use strata_autograd::{checkpoint, Var};
+/// use strata_tensor::{DType, Device, Tensor};
+/// let w = Var::parameter(Tensor::full(&[3], 2.0, DType::F32, Device::Cpu).unwrap()).unwrap();
+/// let x = Var::parameter(Tensor::ones(&[3], DType::F32, Device::Cpu).unwrap()).unwrap();
+/// let w2 = w.clone();
+/// let y = checkpoint(move |xs| xs[0].mul(&w2)?.exp(), &[x.clone()]).unwrap();
+/// assert_eq!(y.saved_bytes(), 12);            // only the input, not exp's result
+/// y.sum(None, false).unwrap().backward().unwrap();
+/// let e2 = 2f32.exp();
+/// assert!((x.grad().unwrap().to_vec::<f32>().unwrap()[0] - 2.0 * e2).abs() < 1e-4);
+/// assert!((w.grad().unwrap().to_vec::<f32>().unwrap()[0] - e2).abs() < 1e-4);
+/// ```
+pub fn checkpoint<F>(f: F, inputs: &[Var]) -> Result<Var>
+where
+    F: Fn(&[Var]) -> Result<Var> + Send + Sync + 'static,
+{
+    if !is_grad_enabled() || is_inference_mode_enabled() {
+        return f(inputs);
+    }
+    let rng = rng_state();
+    let autocast = autocast_state();
+    let detached: Vec<Var> = inputs.iter().map(Var::detach).collect();
+    let (out, captured) = {
+        let tracer = TracerGuard::push();
+        let _no_grad = NoGradGuard::new();
+        let out = f(&detached);
+        (out, tracer.take())
+    };
+    let out = out?;
+    drop(detached);
+    // Captured variables, each once.
+    let mut params: Vec<Var> = Vec::new();
+    for v in captured {
+        if !v.is_leaf() {
+            return Err(AutogradError::Checkpoint {
+                msg: format!(
+                    "the checkpointed function reads a variable made by {} outside it; pass \
+                     that variable in `inputs` instead of capturing it",
+                    v.grad_fn_name().unwrap_or("a recorded op")
+                ),
+            });
+        }
+        if !params.iter().any(|p| Arc::ptr_eq(p.inner(), v.inner())) {
+            params.push(v);
+        }
+    }
+    let n_in = inputs.len();
+    let f = Arc::new(f);
+    let backward = formula(move |g, saved, needs| {
+        let _grad = EnableGradGuard::new();
+        let _rng = RngRestore(rng_state());
+        set_rng_state(rng);
+        let leaves: Vec<Var> = saved
+            .iter()
+            .zip(needs)
+            .map(|(t, &need)| {
+                let v = Var::new(t.clone());
+                if need {
+                    v.requires_grad_(true)?;
+                }
+                Ok(v)
+            })
+            .collect::<Result<_>>()?;
+        let out = {
+            let _autocast = AutocastGuard::enter(autocast);
+            f(&leaves)?
+        };
+        if out.requires_grad() {
+            out.backward_with(Some(g), false)?;
+        }
+        let mut grads: Vec<Option<Tensor>> = leaves
+            .iter()
+            .zip(needs)
+            .map(|(v, &need)| if need { v.grad() } else { None })
+            .collect();
+        // The parameters' gradients were accumulated by the backward above.
+        grads.resize(needs.len(), None);
+        Ok(grads)
+    });
+    let mut edges: Vec<Option<&Var>> = inputs.iter().map(Some).collect();
+    edges.extend(params.iter().map(Some));
+    let saved: Vec<Tensor> = inputs.iter().map(|v| v.data().clone()).collect();
+    debug_assert_eq!(saved.len(), n_in);
+    Ok(record(
+        "CheckpointBackward",
+        out.data().clone(),
+        &edges,
+        move || saved,
+        backward,
+        false,
+    ))
+}
+
+use strata_tensor::Tensor;
+
+/// Runs `blocks` in sequence on `x` (`x = forward(block, x)`), checkpointing
+/// block `i` when `every > 0` and `i % every == 0` (`every = 1`: every block;
+/// `0`: none), as `torch_gpt.py`'s `--checkpoint every:K` does.
+pub fn checkpoint_blocks<B>(
+    blocks: &[Arc<B>],
+    every: usize,
+    x: &Var,
+    forward: fn(&B, &Var) -> Result<Var>,
+) -> Result<Var>
+where
+    B: Send + Sync + 'static,
+{
+    let mut h = x.clone();
+    for (i, block) in blocks.iter().enumerate() {
+        h = if every > 0 && i % every == 0 {
+            let block = Arc::clone(block);
+            checkpoint(move |xs| forward(&block, &xs[0]), &[h])?
+        } else {
+            forward(block, &h)?
+        };
+    }
+    Ok(h)
+}

@@ -1,0 +1,197 @@
+//! Dynamic loss scaling for f16 training (PyTorch's `torch.amp.GradScaler`).
+//!
+//! f16 gradients underflow to zero below 6e-8; multiplying the loss by a
+//! large scale before `backward` keeps them representable, and dividing the
+//! gradients by it before the optimizer's step undoes it. The scale adapts:
+//! when a step produced a non-finite gradient the step is skipped and the
+//! scale halved (`backoff_factor`); after `growth_interval` clean steps in a
+//! row it doubles (`growth_factor`). Defaults are PyTorch's: 2^16, 2, 0.5, 2000.
+//!
+//! The non-finite check runs on the device: [`GradScaler::unscale_`]
+//! multiplies every gradient by `1/scale` in place and adds `sum(g * 0)`
+//! (0 for a finite gradient, NaN otherwise) into **one** device flag shared
+//! by all parameters; [`GradScaler::step`] reads that flag once (the only
+//! host synchronisation of the step) and skips the update when it is not 0.
+//!
+//! ```
+//! use strata_autograd::{GradScaler, Optimizer, Sgd, Var};
+//! use strata_tensor::{DType, Device, Tensor};
+//! let w = Var::parameter(Tensor::ones(&[2], DType::F32, Device::Cpu).unwrap()).unwrap();
+//! let mut opt = Sgd::new(vec![w.clone()], 0.1, 0.0).unwrap();
+//! let mut scaler = GradScaler::new();
+//! let loss = w.mul(&w).unwrap().sum(None, false).unwrap();
+//! scaler.scale(&loss).unwrap().backward().unwrap();     // grads are 2 * 65536
+//! assert!(scaler.step(&mut opt).unwrap());              // unscaled to 2, then stepped
+//! scaler.update();
+//! assert_eq!(w.to_vec::<f32>().unwrap(), vec![0.8, 0.8]);
+//! ```
+
+use crate::error::{AutogradError, Result};
+use crate::optim::Optimizer;
+use crate::var::Var;
+use strata_tensor::{DType, Tensor};
+
+/// Dynamic loss scaling (see the module documentation).
+#[derive(Debug)]
+pub struct GradScaler {
+    scale: f64,
+    growth_factor: f64,
+    backoff_factor: f64,
+    growth_interval: u32,
+    /// Clean steps since the last change of the scale.
+    growth_tracker: u32,
+    /// The device flag of this iteration, once `unscale_` ran.
+    found_inf: Option<Tensor>,
+    /// Whether this iteration's step found a non-finite gradient (set by `step`).
+    skipped: Option<bool>,
+}
+
+impl Default for GradScaler {
+    fn default() -> Self {
+        GradScaler::new()
+    }
+}
+
+impl GradScaler {
+    /// A scaler with PyTorch's defaults: scale 2^16, growth 2, backoff 0.5, interval 2000.
+    pub fn new() -> GradScaler {
+        GradScaler {
+            scale: 65536.0,
+            growth_factor: 2.0,
+            backoff_factor: 0.5,
+            growth_interval: 2000,
+            growth_tracker: 0,
+            found_inf: None,
+            skipped: None,
+        }
+    }
+
+    /// Other settings: `init_scale > 0`, `growth_factor > 1`,
+    /// `0 < backoff_factor < 1`, `growth_interval > 0`.
+    pub fn with_settings(
+        init_scale: f64,
+        growth_factor: f64,
+        backoff_factor: f64,
+        growth_interval: u32,
+    ) -> Result<GradScaler> {
+        let ok = init_scale.is_finite()
+            && init_scale > 0.0
+            && growth_factor.is_finite()
+            && growth_factor > 1.0
+            && backoff_factor > 0.0
+            && backoff_factor < 1.0
+            && growth_interval > 0;
+        if !ok {
+            return Err(AutogradError::GradScaler {
+                msg: format!(
+                    "invalid settings (init_scale {init_scale}, growth_factor {growth_factor}, \
+                     backoff_factor {backoff_factor}, growth_interval {growth_interval}): need \
+                     init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0"
+                ),
+            });
+        }
+        Ok(GradScaler {
+            scale: init_scale,
+            growth_factor,
+            backoff_factor,
+            growth_interval,
+            ..GradScaler::new()
+        })
+    }
+
+    /// The current scale.
+    pub fn get_scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// Clean steps counted towards the next growth.
+    pub fn growth_tracker(&self) -> u32 {
+        self.growth_tracker
+    }
+
+    /// `loss * scale` (recorded, so its backward yields scaled gradients).
+    pub fn scale(&self, loss: &Var) -> Result<Var> {
+        loss.mul(self.scale)
+    }
+
+    /// Divides the gradients of `optimizer`'s parameters by the scale in place
+    /// and records, on the device, whether any is non-finite. Called by
+    /// [`GradScaler::step`] when the caller did not (call it yourself before
+    /// clipping gradients); a second call in the same iteration is an error.
+    pub fn unscale_(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
+        if self.found_inf.is_some() {
+            return Err(AutogradError::GradScaler {
+                msg: "unscale_ was already called since the last update(); call update() after \
+                      each step"
+                    .into(),
+            });
+        }
+        let inv = 1.0 / self.scale;
+        let mut flag: Option<Tensor> = None;
+        for p in optimizer.params() {
+            let Some(g) = p.grad() else { continue };
+            g.mul_(inv)?;
+            // 0 where every element is finite, NaN otherwise; summed in f32.
+            let bad = g.mul(0.0)?.sum(None, false)?.to_dtype(DType::F32)?;
+            flag = Some(match flag {
+                None => bad,
+                Some(f) => {
+                    f.add_(&bad)?;
+                    f
+                }
+            });
+        }
+        let flag = match flag {
+            Some(f) => f,
+            None => match optimizer.params().first() {
+                Some(p) => Tensor::zeros(&[], DType::F32, p.device())?,
+                None => Tensor::zeros(&[], DType::F32, strata_tensor::Device::Cpu)?,
+            },
+        };
+        self.found_inf = Some(flag);
+        Ok(())
+    }
+
+    /// Unscales (unless done already), reads the device flag once and runs
+    /// `optimizer.step()` only when every gradient is finite. Returns whether
+    /// the step ran.
+    pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<bool> {
+        if self.skipped.is_some() {
+            return Err(AutogradError::GradScaler {
+                msg: "step was already called since the last update(); call update() after \
+                      each step"
+                    .into(),
+            });
+        }
+        if self.found_inf.is_none() {
+            self.unscale_(&*optimizer)?;
+        }
+        let flag = self.found_inf.as_ref().expect("set by unscale_");
+        let found = flag.item::<f32>()? != 0.0;
+        self.skipped = Some(found);
+        if !found {
+            optimizer.step()?;
+        }
+        Ok(!found)
+    }
+
+    /// Adapts the scale after a step: times `backoff_factor` if the step was
+    /// skipped, times `growth_factor` after `growth_interval` clean steps.
+    /// Without a step since the last update, nothing changes.
+    pub fn update(&mut self) {
+        self.found_inf = None;
+        let Some(skipped) = self.skipped.take() else {
+            return;
+        };
+        if skipped {
+            self.scale *= self.backoff_factor;
+            self.growth_tracker = 0;
+        } else {
+            self.growth_tracker += 1;
+            if self.growth_tracker == self.growth_interval {
+                self.scale *= self.growth_factor;
+                self.growth_tracker = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! Inference mode: [`no_grad`](crate::no_grad) plus no autograd bookkeeping
+//! at all (PyTorch's `torch.inference_mode`).
+//!
+//! Under `no_grad` every op still looks at its inputs' autograd metadata
+//! (each input's `grad_fn` lock, an edge list allocated per op) before
+//! deciding not to record, and in-place ops still check the leaf and view
+//! rules. Under inference mode an op goes straight from the tensor result to
+//! an untracked [`Var`](crate::Var): no input is inspected, no edge list is
+//! made, no view is tracked and in-place ops skip their autograd checks.
+//! `tests/inference_mode.rs` counts the heap allocations of the same ops in
+//! both modes. (The storage's version counter is strata-tensor's and is
+//! still bumped by in-place ops: one atomic increment.)
+//!
+//! Results made in inference mode never require grad; grad mode cannot be
+//! re-enabled inside it ([`enable_grad`](crate::enable_grad) has no effect
+//! on recording there).
+
+use crate::grad_mode::set_grad_enabled;
+use std::cell::Cell;
+
+thread_local! {
+    static INFERENCE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether inference mode is on for this thread.
+pub fn is_inference_mode_enabled() -> bool {
+    INFERENCE.with(Cell::get)
+}
+
+/// Turns inference mode (and `no_grad`) on for this thread until dropped,
+/// then restores both previous modes (guards nest).
+///
+/// ```
+/// use strata_autograd::{InferenceModeGuard, Var, is_grad_enabled, is_inference_mode_enabled};
+/// use strata_tensor::{Tensor, Device};
+/// let w = Var::parameter(Tensor::ones(&[2], strata_tensor::DType::F32, Device::Cpu).unwrap()).unwrap();
+/// {
+///     let _g = InferenceModeGuard::new();
+///     assert!(is_inference_mode_enabled() && !is_grad_enabled());
+///     assert!(!w.mul(&w).unwrap().requires_grad());
+/// }
+/// assert!(is_grad_enabled() && !is_inference_mode_enabled());
+/// ```
+#[must_use = "inference mode ends as soon as the guard is dropped"]
+pub struct InferenceModeGuard {
+    prev_inference: bool,
+    prev_grad: bool,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl InferenceModeGuard {
+    /// Turns inference mode on until the guard is dropped.
+    pub fn new() -> InferenceModeGuard {
+        InferenceModeGuard {
+            prev_inference: INFERENCE.with(|c| c.replace(true)),
+            prev_grad: set_grad_enabled(false),
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Default for InferenceModeGuard {
+    fn default() -> Self {
+        InferenceModeGuard::new()
+    }
+}
+
+impl Drop for InferenceModeGuard {
+    fn drop(&mut self) {
+        INFERENCE.with(|c| c.set(self.prev_inference));
+        set_grad_enabled(self.prev_grad);
+    }
+}
+
+/// Runs `f` in inference mode on this thread.
+pub fn inference_mode<R>(f: impl FnOnce() -> R) -> R {
+    let _g = InferenceModeGuard::new();
+    f()
+}

@@ -1,0 +1,135 @@
+//! Building blocks for models (PyTorch's `torch.nn`): the [`Module`] trait
+//! (parameters by name, moving to a device and dtype, train/eval) and layers
+//! ([`Linear`], [`LayerNorm`], [`Embedding`]).
+//!
+//! A module owns its parameters as [`Var`] leaves; a model is a struct of
+//! modules whose [`Module::visit`] calls each child with a dotted prefix, so
+//! [`Module::named_parameters`] gives PyTorch's names (`blocks.0.fc1.weight`).
+//! Layers draw their initial values from the default generator
+//! ([`strata_tensor::generator`]), so `manual_seed` makes a model reproducible.
+
+mod embedding;
+mod layer_norm;
+mod linear;
+
+pub use embedding::Embedding;
+pub use layer_norm::LayerNorm;
+pub use linear::Linear;
+
+use crate::error::{AutogradError, Result};
+use crate::var::Var;
+use strata_tensor::{DType, Device, Tensor};
+
+/// The dotted name of `name` under `prefix` (`prefix.name`, or `name` at the top).
+pub fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+/// What every layer and model provides.
+pub trait Module {
+    /// Calls `f` with the dotted name (under `prefix`) and the variable of
+    /// every parameter, children included, in a fixed order.
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(String, &Var));
+
+    /// Like [`Module::visit`], with mutable access (to replace parameters).
+    fn visit_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(String, &mut Var) -> Result<()>,
+    ) -> Result<()>;
+
+    /// Sets training mode here and in every child.
+    fn set_training(&mut self, training: bool);
+
+    /// Whether the module is in training mode.
+    fn is_training(&self) -> bool;
+
+    /// Every parameter with its dotted name.
+    fn named_parameters(&self) -> Vec<(String, Var)> {
+        let mut out = Vec::new();
+        self.visit("", &mut |name, v| out.push((name, v.clone())));
+        out
+    }
+
+    /// Every parameter (handles on the same variables), for an optimizer.
+    fn parameters(&self) -> Vec<Var> {
+        let mut out = Vec::new();
+        self.visit("", &mut |_, v| out.push(v.clone()));
+        out
+    }
+
+    /// Total number of parameter elements.
+    fn num_parameters(&self) -> usize {
+        let mut n = 0;
+        self.visit("", &mut |_, v| n += v.numel());
+        n
+    }
+
+    /// Training mode (PyTorch's `train()`).
+    fn train(&mut self) {
+        self.set_training(true);
+    }
+
+    /// Evaluation mode (PyTorch's `eval()`).
+    fn eval(&mut self) {
+        self.set_training(false);
+    }
+
+    /// Clears every parameter's gradient (`set_to_none` drops it).
+    fn zero_grad(&self, set_to_none: bool) -> Result<()> {
+        let mut result = Ok(());
+        self.visit("", &mut |_, v| {
+            if result.is_ok() {
+                result = v.zero_grad(set_to_none);
+            }
+        });
+        result
+    }
+
+    /// Moves every parameter to `device` and, when given, converts it to
+    /// `dtype` (a float dtype), as PyTorch's `module.to(device, dtype)`. The
+    /// parameters become new leaves (gradients are dropped); on error nothing
+    /// changes.
+    fn to(&mut self, device: Device, dtype: Option<DType>) -> Result<()> {
+        if let Some(d) = dtype {
+            if !d.is_float() {
+                return Err(AutogradError::Module {
+                    module: "Module::to",
+                    msg: format!("parameters must stay floating point; {d} is not"),
+                });
+            }
+        }
+        // Convert everything first, then swap, so a failure changes nothing.
+        let mut converted: Vec<Tensor> = Vec::new();
+        let mut first_err = None;
+        self.visit("", &mut |_, v| {
+            if first_err.is_some() {
+                return;
+            }
+            let t = v.data().to(device).and_then(|t| match dtype {
+                Some(d) if d != t.dtype() => t.to_dtype(d),
+                _ => Ok(t),
+            });
+            match t {
+                Ok(t) => converted.push(t),
+                Err(e) => first_err = Some(e),
+            }
+        });
+        if let Some(e) = first_err {
+            return Err(e.into());
+        }
+        let mut it = converted.into_iter();
+        self.visit_mut("", &mut |_, v| {
+            let t = it.next().expect("one tensor per parameter");
+            let requires_grad = v.requires_grad();
+            let nv = Var::new(t);
+            nv.requires_grad_(requires_grad)?;
+            *v = nv;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,28 @@
+//! Dtype conversion as a recorded op: the gradient is converted back to the
+//! input's dtype (autocast's casts go through here, so gradients reach f32
+//! parameters).
+
+use super::formula;
+use crate::error::Result;
+use crate::var::{record, Var};
+
+impl Var {
+    /// A copy in `dtype` (the same variable when it already has it); the
+    /// gradient flows back converted to this variable's dtype.
+    pub fn to_dtype(&self, dtype: strata_tensor::DType) -> Result<Var> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        let out = self.data().to_dtype(dtype)?;
+        let from = self.dtype();
+        let f = formula(move |g, _s, _n| Ok(vec![Some(g.to_dtype(from)?)]));
+        Ok(record(
+            "ToCopyBackward",
+            out,
+            &[Some(self)],
+            Vec::new,
+            f,
+            false,
+        ))
+    }
+}

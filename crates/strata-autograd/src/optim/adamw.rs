@@ -1,0 +1,242 @@
+//! AdamW (PyTorch's `AdamW`, no AMSGrad): Adam with decoupled weight decay,
+//! `p *= 1 - lr * wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
+//! p -= lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)`.
+//!
+//! # Multi-tensor update
+//!
+//! The moment estimates of all parameters of one (device, dtype) are views
+//! into two flat buffers, so the moment arithmetic runs as a few kernels over
+//! every parameter at once (PyTorch's `foreach` implementation makes one
+//! launch per list of tensors; here the list is one tensor). Per parameter
+//! only three kernels remain: copying its gradient into the group's flat
+//! gradient buffer, the weight decay, and subtracting its slice of the
+//! update. The flat gradient buffer is allocated for the step and reused as
+//! the update, so the step's extra memory is one copy of the parameters
+//! (plus one square root's temporary) and nothing is kept between steps.
+//! A step in which some parameter of a group has no gradient updates that
+//! group parameter by parameter (the others' moments must not decay).
+
+use super::{check, Optimizer};
+use crate::error::Result;
+use crate::var::Var;
+use strata_tensor::{DType, Device, Tensor};
+
+/// `sqrt(t)` for a non-negative float tensor, composed from `exp` and `log`
+/// (exact at 0: `exp(-inf) = 0`).
+pub(crate) fn sqrt(t: &Tensor) -> Result<Tensor> {
+    Ok(t.log()?.mul_(0.5)?.exp_()?)
+}
+
+/// The parameters of one device and dtype, with their flat moment buffers.
+struct Group {
+    device: Device,
+    dtype: DType,
+    /// Indices into `AdamW::params`.
+    members: Vec<usize>,
+    /// Offset of each member in the flat buffers.
+    offsets: Vec<usize>,
+    numel: usize,
+    /// The flat moment buffers, made at the group's first step.
+    moments: Option<(Tensor, Tensor)>,
+}
+
+/// The AdamW optimizer.
+pub struct AdamW {
+    params: Vec<Var>,
+    lr: f64,
+    betas: (f64, f64),
+    eps: f64,
+    weight_decay: f64,
+    groups: Vec<Group>,
+    /// Steps taken by each parameter.
+    steps: Vec<i32>,
+}
+
+impl AdamW {
+    /// AdamW over `params` with PyTorch's defaults: lr 1e-3, betas (0.9, 0.999),
+    /// eps 1e-8, weight decay 1e-2.
+    pub fn new(params: Vec<Var>) -> AdamW {
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let (device, dtype) = (p.device(), p.dtype());
+            let g = match groups
+                .iter_mut()
+                .find(|g| g.device == device && g.dtype == dtype)
+            {
+                Some(g) => g,
+                None => {
+                    groups.push(Group {
+                        device,
+                        dtype,
+                        members: Vec::new(),
+                        offsets: Vec::new(),
+                        numel: 0,
+                        moments: None,
+                    });
+                    groups.last_mut().expect("just pushed")
+                }
+            };
+            g.members.push(i);
+            g.offsets.push(g.numel);
+            g.numel += p.numel();
+        }
+        let steps = vec![0; params.len()];
+        AdamW {
+            params,
+            lr: 1e-3,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 1e-2,
+            groups,
+            steps,
+        }
+    }
+
+    /// Another learning rate (`>= 0`).
+    pub fn with_lr(mut self, lr: f64) -> Result<AdamW> {
+        check("AdamW", "learning rate", lr, lr >= 0.0)?;
+        self.lr = lr;
+        Ok(self)
+    }
+
+    /// Other betas (each in `[0, 1)`).
+    pub fn with_betas(mut self, b1: f64, b2: f64) -> Result<AdamW> {
+        check("AdamW", "beta1", b1, (0.0..1.0).contains(&b1))?;
+        check("AdamW", "beta2", b2, (0.0..1.0).contains(&b2))?;
+        self.betas = (b1, b2);
+        Ok(self)
+    }
+
+    /// Another epsilon (`>= 0`).
+    pub fn with_eps(mut self, eps: f64) -> Result<AdamW> {
+        check("AdamW", "epsilon", eps, eps >= 0.0)?;
+        self.eps = eps;
+        Ok(self)
+    }
+
+    /// Another weight decay (`>= 0`; decoupled: `p *= 1 - lr * wd`).
+    pub fn with_weight_decay(mut self, weight_decay: f64) -> Result<AdamW> {
+        check("AdamW", "weight decay", weight_decay, weight_decay >= 0.0)?;
+        self.weight_decay = weight_decay;
+        Ok(self)
+    }
+
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    /// Sets the learning rate (for schedules; `>= 0`).
+    pub fn set_lr(&mut self, lr: f64) -> Result<()> {
+        check("AdamW", "learning rate", lr, lr >= 0.0)?;
+        self.lr = lr;
+        Ok(())
+    }
+
+    /// Bytes held by the moment estimates.
+    pub fn state_bytes(&self) -> usize {
+        self.groups
+            .iter()
+            .filter(|g| g.moments.is_some())
+            .map(|g| 2 * g.numel * g.dtype.size())
+            .sum()
+    }
+
+    /// The flat view of member `k` of group `gi` in `flat`, shaped like its parameter.
+    fn slice(&self, gi: usize, k: usize, flat: &Tensor) -> Result<Tensor> {
+        let g = &self.groups[gi];
+        let p = &self.params[g.members[k]];
+        let dims: Vec<i64> = p.shape().iter().map(|&d| d as i64).collect();
+        Ok(flat
+            .narrow(0, g.offsets[k] as i64, p.numel() as i64)?
+            .view(&dims)?)
+    }
+
+    fn step_group(&mut self, gi: usize) -> Result<()> {
+        let (b1, b2) = self.betas;
+        let (lr, wd, eps) = (self.lr, self.weight_decay, self.eps);
+        let (device, dtype, numel) = {
+            let g = &self.groups[gi];
+            (g.device, g.dtype, g.numel)
+        };
+        if numel == 0 {
+            return Ok(());
+        }
+        let grads: Vec<Option<Tensor>> = self.groups[gi]
+            .members
+            .iter()
+            .map(|&i| self.params[i].grad())
+            .collect();
+        if grads.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        if self.groups[gi].moments.is_none() {
+            self.groups[gi].moments = Some((
+                Tensor::zeros(&[numel], dtype, device)?,
+                Tensor::zeros(&[numel], dtype, device)?,
+            ));
+        }
+        let (m, v) = self.groups[gi].moments.clone().expect("made above");
+        let members = self.groups[gi].members.clone();
+        let same_step = members
+            .iter()
+            .all(|&i| self.steps[i] == self.steps[members[0]]);
+        if grads.iter().all(Option::is_some) && same_step {
+            // Multi-tensor path: the moments of every member at once.
+            let t = self.steps[members[0]] + 1;
+            let flat_g = Tensor::zeros(&[numel], dtype, device)?;
+            for (k, g) in grads.iter().enumerate() {
+                let g = g.as_ref().expect("checked");
+                self.slice(gi, k, &flat_g)?.copy_(g)?;
+            }
+            v.mul_(b2)?.addcmul_(&flat_g, &flat_g, 1.0 - b2)?;
+            m.mul_(b1)?.add_(&flat_g.mul_(1.0 - b1)?)?;
+            let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
+            let denom = sqrt(&v)?;
+            denom.div_(c2.sqrt())?.add_(eps)?;
+            // The update, in the gradient buffer: (lr / c1) * m / denom.
+            flat_g.copy_(&m)?.div_(&denom)?.mul_(lr / c1)?;
+            drop(denom);
+            for (k, &i) in members.iter().enumerate() {
+                let p = self.params[i].data();
+                if wd != 0.0 {
+                    p.mul_(1.0 - lr * wd)?;
+                }
+                p.sub_(&self.slice(gi, k, &flat_g)?)?;
+                self.steps[i] = t;
+            }
+            return Ok(());
+        }
+        // Some member has no gradient (or the steps differ): one by one.
+        for (k, &i) in members.iter().enumerate() {
+            let Some(g) = &grads[k] else { continue };
+            let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
+            let t = self.steps[i] + 1;
+            self.steps[i] = t;
+            let p = self.params[i].data();
+            if wd != 0.0 {
+                p.mul_(1.0 - lr * wd)?;
+            }
+            vk.mul_(b2)?.addcmul_(g, g, 1.0 - b2)?;
+            mk.mul_(b1)?.add_(&g.mul(1.0 - b1)?)?;
+            let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
+            let denom = sqrt(&vk)?;
+            denom.div_(c2.sqrt())?.add_(eps)?;
+            p.sub_(&mk.div(&denom)?.mul_(lr / c1)?)?;
+        }
+        Ok(())
+    }
+}
+
+impl Optimizer for AdamW {
+    fn params(&self) -> &[Var] {
+        &self.params
+    }
+
+    fn step(&mut self) -> Result<()> {
+        for gi in 0..self.groups.len() {
+            self.step_group(gi)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,71 @@
+//! `clip_grad_norm_` (PyTorch's `torch.nn.utils.clip_grad_norm_`, 2-norm):
+//! scales every gradient in place so that their joint norm is at most
+//! `max_norm`, without a host synchronisation.
+
+use super::adamw::sqrt;
+use crate::error::{AutogradError, Result};
+use crate::var::Var;
+use strata_tensor::{DType, Tensor};
+
+/// Clips the gradients of `params` (those that have one) so that their
+/// total 2-norm is at most `max_norm`, and returns the total norm before
+/// clipping as a 0-d f32 tensor on the parameters' device.
+///
+/// Everything stays on the device: one squared-sum per gradient added into
+/// one device scalar, the clip coefficient `min(max_norm / (norm + 1e-6), 1)`
+/// computed there, and every gradient multiplied by it; nothing is read back
+/// (read the returned norm when you need it on the host).
+///
+/// ```
+/// use strata_autograd::{clip_grad_norm_, Var};
+/// use strata_tensor::{DType, Device, Tensor};
+/// let p = Var::parameter(Tensor::zeros(&[2], DType::F32, Device::Cpu).unwrap()).unwrap();
+/// p.set_grad(Some(Tensor::from_slice(&[3.0f32, 4.0], &[2], Device::Cpu).unwrap()));
+/// let norm = clip_grad_norm_(&[p.clone()], 1.0).unwrap();
+/// assert!((norm.item::<f32>().unwrap() - 5.0).abs() < 1e-5);
+/// let g = p.grad().unwrap().to_vec::<f32>().unwrap();
+/// assert!((g[0] - 0.6).abs() < 1e-5 && (g[1] - 0.8).abs() < 1e-5);
+/// ```
+pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
+    if !(max_norm.is_finite() && max_norm > 0.0) {
+        return Err(AutogradError::Hyperparameter {
+            optimizer: "clip_grad_norm_",
+            name: "max_norm",
+            value: max_norm,
+        });
+    }
+    let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
+    let Some(first) = grads.first() else {
+        let device = params
+            .first()
+            .map_or(strata_tensor::Device::Cpu, Var::device);
+        return Ok(Tensor::zeros(&[], DType::F32, device)?);
+    };
+    if let Some(g) = grads.iter().find(|g| g.device() != first.device()) {
+        return Err(AutogradError::Tensor(
+            strata_tensor::TensorError::DeviceMismatch {
+                op: "clip_grad_norm_ (clip each device's parameters separately)",
+                lhs: first.device(),
+                rhs: g.device(),
+            },
+        ));
+    }
+    let total = Tensor::zeros(&[], DType::F32, first.device())?;
+    for g in &grads {
+        let sq = g.mul(g)?.sum(None, false)?;
+        total.add_(&sq)?;
+    }
+    let norm = sqrt(&total)?;
+    let coef = norm.add(1e-6)?;
+    let coef = Tensor::full(&[], max_norm, DType::F32, first.device())?
+        .div(&coef)?
+        .clamp(None::<f64>, Some(1.0))?;
+    for g in &grads {
+        if g.dtype() == DType::F32 {
+            g.mul_(&coef)?;
+        } else {
+            g.mul_(&coef.to_dtype(g.dtype())?)?;
+        }
+    }
+    Ok(norm)
+}
