@@ -99,7 +99,7 @@ fn args() -> Result<Args, String> {
     let sizes = [
         a.layers, a.d_model, a.heads, a.seq, a.batch, a.vocab, a.steps,
     ];
-    if sizes.contains(&0) || a.d_model % a.heads != 0 {
+    if sizes.contains(&0) || !a.d_model.is_multiple_of(a.heads) {
         return Err("sizes must be > 0 and --d-model a multiple of --heads".into());
     }
     parse_checkpoint(&a.checkpoint)?;

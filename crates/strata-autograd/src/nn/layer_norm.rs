@@ -22,7 +22,8 @@ pub struct LayerNorm {
 impl LayerNorm {
     /// A layer norm over the trailing `normalized_shape` (non-empty, no zero size).
     pub fn new(normalized_shape: &[usize], eps: f64, device: Device) -> Result<LayerNorm> {
-        if normalized_shape.is_empty() || normalized_shape.contains(&0) || !(eps >= 0.0) {
+        if normalized_shape.is_empty() || normalized_shape.contains(&0) || eps.is_nan() || eps < 0.0
+        {
             return Err(AutogradError::Module {
                 module: "LayerNorm",
                 msg: format!(

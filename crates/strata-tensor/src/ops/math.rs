@@ -6,8 +6,8 @@
 //! the op's dtype rule (in `ops::table`) rejects those dtypes or computes
 //! them in f32 before any kernel runs, as `Arith::exp` does.
 //!
-//! `erf` is FreeBSD's `s_erf.c` (as ported by musl and the `libm` crate),
-//! below one ulp in f64; f32 and f16/bf16 compute it in f64 and round once.
+//! `erf` comes from the `libm` crate (below one ulp in f64); f32 and
+//! f16/bf16 compute it in f64 and round once.
 
 /// `2 / sqrt(pi)`.
 #[allow(dead_code)]
@@ -270,145 +270,10 @@ impl Math for bool {
 }
 
 // ----- erf ------------------------------------------------------------------
-//
-// origin: FreeBSD /usr/src/lib/msun/src/s_erf.c
-// ====================================================
-// Copyright (C) 1993 by Sun Microsystems, Inc. All rights reserved.
-//
-// Developed at SunPro, a Sun Microsystems, Inc. business.
-// Permission to use, copy, modify, and distribute this
-// software is freely granted, provided that this notice
-// is preserved.
-// ====================================================
-//
-// erf(x) = x + x*R(x^2) for |x| < 0.84375; c + P1(s)/Q1(s) with s = |x| - 1
-// for |x| < 1.25; 1 - erfc(x) with erfc(x) = exp(-x*x - 0.5625 + R/S) / x
-// (R/S rational in 1/x^2) up to 6, where erf rounds to 1.
 
-const ERX: f64 = 8.45062911510467529297e-01;
-const EFX8: f64 = 1.02703333676410069053e+00;
-const PP0: f64 = 1.28379167095512558561e-01;
-const PP1: f64 = -3.25042107247001499370e-01;
-const PP2: f64 = -2.84817495755985104766e-02;
-const PP3: f64 = -5.77027029648944159157e-03;
-const PP4: f64 = -2.37630166566501626084e-05;
-const QQ1: f64 = 3.97917223959155352819e-01;
-const QQ2: f64 = 6.50222499887672944485e-02;
-const QQ3: f64 = 5.08130628187576562776e-03;
-const QQ4: f64 = 1.32494738004321644526e-04;
-const QQ5: f64 = -3.96022827877536812320e-06;
-const PA0: f64 = -2.36211856075265944077e-03;
-const PA1: f64 = 4.14856118683748331666e-01;
-const PA2: f64 = -3.72207876035701323847e-01;
-const PA3: f64 = 3.18346619901161753674e-01;
-const PA4: f64 = -1.10894694282396677476e-01;
-const PA5: f64 = 3.54783043256182359371e-02;
-const PA6: f64 = -2.16637559486879084300e-03;
-const QA1: f64 = 1.06420880400844228286e-01;
-const QA2: f64 = 5.40397917702171048937e-01;
-const QA3: f64 = 7.18286544141962662868e-02;
-const QA4: f64 = 1.26171219808761642112e-01;
-const QA5: f64 = 1.36370839120290507362e-02;
-const QA6: f64 = 1.19844998467991074170e-02;
-const RA0: f64 = -9.86494403484714822705e-03;
-const RA1: f64 = -6.93858572707181764372e-01;
-const RA2: f64 = -1.05586262253232909814e+01;
-const RA3: f64 = -6.23753324503260060396e+01;
-const RA4: f64 = -1.62396669462573470355e+02;
-const RA5: f64 = -1.84605092906711035994e+02;
-const RA6: f64 = -8.12874355063065934246e+01;
-const RA7: f64 = -9.81432934416914548592e+00;
-const SA1: f64 = 1.96512716674392571292e+01;
-const SA2: f64 = 1.37657754143519042600e+02;
-const SA3: f64 = 4.34565877475229228821e+02;
-const SA4: f64 = 6.45387271733267880336e+02;
-const SA5: f64 = 4.29008140027567833386e+02;
-const SA6: f64 = 1.08635005541779435134e+02;
-const SA7: f64 = 6.57024977031928170135e+00;
-const SA8: f64 = -6.04244152148580987438e-02;
-const RB0: f64 = -9.86494292470009928597e-03;
-const RB1: f64 = -7.99283237680523006574e-01;
-const RB2: f64 = -1.77579549177547519889e+01;
-const RB3: f64 = -1.60636384855821916062e+02;
-const RB4: f64 = -6.37566443368389627722e+02;
-const RB5: f64 = -1.02509513161107724954e+03;
-const RB6: f64 = -4.83519191608651397019e+02;
-const SB1: f64 = 3.03380607434824582924e+01;
-const SB2: f64 = 3.25792512996573918826e+02;
-const SB3: f64 = 1.53672958608443695994e+03;
-const SB4: f64 = 3.19985821950859553908e+03;
-const SB5: f64 = 2.55305040643316442583e+03;
-const SB6: f64 = 4.74528541206955367215e+02;
-const SB7: f64 = -2.24409524465858183362e+01;
-
-/// `erfc(|x|)` for `0.84375 <= |x| < 6` (`ix`: the high word of `|x|`).
-fn erfc_mid(ix: u32, x: f64) -> f64 {
-    let x = x.abs();
-    if ix < 0x3ff4_0000 {
-        // |x| < 1.25
-        let s = x - 1.0;
-        let p = PA0 + s * (PA1 + s * (PA2 + s * (PA3 + s * (PA4 + s * (PA5 + s * PA6)))));
-        let q = 1.0 + s * (QA1 + s * (QA2 + s * (QA3 + s * (QA4 + s * (QA5 + s * QA6)))));
-        return 1.0 - ERX - p / q;
-    }
-    let s = 1.0 / (x * x);
-    let (r, big_s) = if ix < 0x4006_db6d {
-        // |x| < 1/0.35
-        (
-            RA0 + s * (RA1 + s * (RA2 + s * (RA3 + s * (RA4 + s * (RA5 + s * (RA6 + s * RA7)))))),
-            1.0 + s
-                * (SA1
-                    + s * (SA2
-                        + s * (SA3 + s * (SA4 + s * (SA5 + s * (SA6 + s * (SA7 + s * SA8))))))),
-        )
-    } else {
-        (
-            RB0 + s * (RB1 + s * (RB2 + s * (RB3 + s * (RB4 + s * (RB5 + s * RB6))))),
-            1.0 + s * (SB1 + s * (SB2 + s * (SB3 + s * (SB4 + s * (SB5 + s * (SB6 + s * SB7)))))),
-        )
-    };
-    // z: x with the low word cleared, so that -z*z is exact.
-    let z = f64::from_bits(x.to_bits() & 0xffff_ffff_0000_0000);
-    (-z * z - 0.5625).exp() * ((z - x) * (z + x) + r / big_s).exp() / x
-}
-
-/// The error function in f64 (below one ulp; `erf(±inf) = ±1`, NaN stays NaN).
+/// The error function in f64, from the `libm` crate (below one ulp).
 pub(crate) fn erf(x: f64) -> f64 {
-    let hi = (x.to_bits() >> 32) as u32;
-    let negative = hi >> 31 != 0;
-    let ix = hi & 0x7fff_ffff;
-    if ix >= 0x7ff0_0000 {
-        // NaN or infinity.
-        return if x.is_nan() {
-            x
-        } else if negative {
-            -1.0
-        } else {
-            1.0
-        };
-    }
-    if ix < 0x3feb_0000 {
-        // |x| < 0.84375
-        if ix < 0x3e30_0000 {
-            // |x| < 2^-28: erf(x) = x * 2/sqrt(pi), without underflow.
-            return 0.125 * (8.0 * x + EFX8 * x);
-        }
-        let z = x * x;
-        let r = PP0 + z * (PP1 + z * (PP2 + z * (PP3 + z * PP4)));
-        let s = 1.0 + z * (QQ1 + z * (QQ2 + z * (QQ3 + z * (QQ4 + z * QQ5))));
-        return x + x * (r / s);
-    }
-    let y = if ix < 0x4018_0000 {
-        // |x| < 6
-        1.0 - erfc_mid(ix, x)
-    } else {
-        1.0 - f64::from_bits(0x0010_0000_0000_0000)
-    };
-    if negative {
-        -y
-    } else {
-        y
-    }
+    libm::erf(x)
 }
 
 #[cfg(test)]

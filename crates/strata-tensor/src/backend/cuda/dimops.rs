@@ -41,7 +41,9 @@ pub(crate) fn softmax(
         let rows = s.outer as i64;
         // 16-byte vectors when every row starts aligned.
         let row_bytes = s.n * d.size();
-        let vec = i32::from(pin % 16 == 0 && pout % 16 == 0 && row_bytes % 16 == 0);
+        let vec = i32::from(
+            pin.is_multiple_of(16) && pout.is_multiple_of(16) && row_bytes.is_multiple_of(16),
+        );
         let warp = s.n <= WARP_ROW_MAX;
         let (k, g) = if warp {
             (0, grid(dev, s.outer, (SM_BLOCK / 32) as usize))

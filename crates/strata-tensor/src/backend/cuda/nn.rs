@@ -755,7 +755,11 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
     }
 }
 
-fn ln_functions(dev: &CudaDevice, d: DType, w: DType) -> Result<std::sync::Arc<[super::context::Function]>> {
+fn ln_functions(
+    dev: &CudaDevice,
+    d: DType,
+    w: DType,
+) -> Result<std::sync::Arc<[super::context::Function]>> {
     let key = format!("nn:ln:{}:{}", tag(d), tag(w));
     super::nvrtc::functions(
         dev,
