@@ -184,7 +184,7 @@ fn checkpoint_replays_the_random_state_so_masks_match() {
             let mask = Var::new(u.gt(0.5)?.to_dtype(DType::F32)?);
             xs[0].mul(&mask)?.mul(2.0)
         },
-        &[x.clone()],
+        std::slice::from_ref(&x),
     )
     .unwrap();
     for _ in 0..5 {
@@ -216,7 +216,7 @@ fn checkpoint_composes_with_autocast_and_nesting() {
                 let inner: Vec<Arc<Linear>> = layers.clone();
                 checkpoint(
                     move |xs| checkpoint_blocks(&inner, 1, &xs[0], block),
-                    &[x.clone()],
+                    std::slice::from_ref(&x),
                 )
                 .unwrap()
             } else {

@@ -24,7 +24,7 @@ fn along(x: &[f64], shape: &[usize], dim: usize, f: impl Fn(&[f64]) -> Vec<f64>)
     let n = shape[dim];
     let mut out = vec![0.0; x.len()];
     for start in 0..x.len() {
-        if (start / st[dim]) % n != 0 {
+        if !(start / st[dim]).is_multiple_of(n) {
             continue;
         }
         let line: Vec<f64> = (0..n).map(|k| x[start + k * st[dim]]).collect();
