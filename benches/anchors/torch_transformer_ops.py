@@ -8,8 +8,8 @@ Forward: the functional op. Backward: torch.autograd.grad of the op's output
 (with a fixed upstream gradient, retain_graph) with respect to the same
 inputs strata differentiates. Median of CUDA-event timings after 3 warm-ups.
 
-Extension point: BENCHES below; add softmax over [8*12*1024, 1024] and GELU
-over [8*1024, 3072] next to strata's once the `math` branch is merged.
+BENCHES below lists the ops, as strata's example does; softmax and GELU are
+timed forward only.
 """
 import argparse
 import json
@@ -79,8 +79,21 @@ def embedding(dtype, iters):
          time_ms(iters, lambda: torch.autograd.grad(y, (w,), g, retain_graph=True)))
 
 
-# Extension point: add softmax and gelu here once strata's `math` branch is merged.
-BENCHES = [layer_norm, cross_entropy, embedding]
+def softmax(dtype, iters):
+    shape = (B * 12 * T, T)
+    x = torch.randn(shape, dtype=dtype, device=DEV)
+    with torch.no_grad():
+        line("softmax", dtype, "fwd", shape, time_ms(iters, lambda: torch.softmax(x, -1)))
+
+
+def gelu(dtype, iters):
+    shape = (B * T, 4 * D)
+    x = torch.randn(shape, dtype=dtype, device=DEV)
+    with torch.no_grad():
+        line("gelu_tanh", dtype, "fwd", shape, time_ms(iters, lambda: F.gelu(x, approximate="tanh")))
+
+
+BENCHES = [layer_norm, cross_entropy, embedding, softmax, gelu]
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()

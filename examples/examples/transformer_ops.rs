@@ -17,14 +17,12 @@
 //! tensor-level backward functions strata-autograd records, on saved values
 //! from one forward. Without a GPU the program prints why and exits with 2.
 //!
-//! Extension point: each op is one entry of `BENCHES` (a name and a function
-//! timing it for a dtype). Softmax over `[8·12·1024, 1024]` and GELU over
-//! `[8·1024, 3072]` are added there as two more entries once the `math`
-//! branch (which owns those ops) is merged; the anchor script has the
-//! matching `BENCHES` list.
+//! Each op is one entry of `BENCHES` (a name and a function timing it for a
+//! dtype); the anchor script has the matching list. Softmax over
+//! `[8·12·1024, 1024]` and GELU over `[8·1024, 3072]` are timed forward only.
 
 use strata::Device;
-use strata_tensor::{cuda, CrossEntropyArgs, DType, Result, Tensor};
+use strata_tensor::{cuda, CrossEntropyArgs, DType, GeluApprox, Result, Tensor};
 
 const GPU: Device = Device::Cuda(0);
 
@@ -125,13 +123,33 @@ fn embedding(dtype: DType, iters: usize) -> Result<()> {
     Ok(())
 }
 
-/// The timed ops. Extension point: add `("softmax", softmax)` and
-/// `("gelu", gelu)` here once the `math` branch is merged.
+/// Softmax over the last dim of attention-score rows (forward only).
+fn softmax(dtype: DType, iters: usize) -> Result<()> {
+    let shape = [B * 12 * T, T];
+    let x = Tensor::randn(&shape, dtype, 10, GPU)?;
+    let fwd = time_ms(iters, || x.softmax(-1, None).map(drop))?;
+    line("softmax", dtype, "fwd", &shape, fwd);
+    Ok(())
+}
+
+/// GELU (tanh approximation, as GPT-2 uses it) over the MLP's activations
+/// (forward only).
+fn gelu(dtype: DType, iters: usize) -> Result<()> {
+    let shape = [B * T, 4 * D];
+    let x = Tensor::randn(&shape, dtype, 11, GPU)?;
+    let fwd = time_ms(iters, || x.gelu(GeluApprox::Tanh).map(drop))?;
+    line("gelu_tanh", dtype, "fwd", &shape, fwd);
+    Ok(())
+}
+
+/// The timed ops (one entry per op; the PyTorch anchor has the same list).
 type Bench = fn(DType, usize) -> Result<()>;
 const BENCHES: &[(&str, Bench)] = &[
     ("layer_norm", layer_norm),
     ("cross_entropy", cross_entropy),
     ("embedding", embedding),
+    ("softmax", softmax),
+    ("gelu", gelu),
 ];
 
 fn main() {

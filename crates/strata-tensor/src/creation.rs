@@ -106,10 +106,13 @@ pub(crate) fn arange_plan(
     let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
     let seq = match dtype {
         DType::F16 | DType::BF16 => {
-            let (s, e, st) = (s as f32, e as f32, st as f32);
+            // The bounds are checked as given (PyTorch 2.11 accepts
+            // `arange(0, 1e39, 1e38, dtype=f16)`: ten elements, all but the
+            // first rounding to inf); the sequence is computed in f32.
             if !(s.is_finite() && e.is_finite()) {
                 return Err(unsupported_range(start, end));
             }
+            let (s, e, st) = (s as f32, e as f32, st as f32);
             if st == 0.0 || st.is_nan() {
                 return Err(step_zero());
             }

@@ -481,6 +481,13 @@ macro_rules! unary_enum {
         }
 
         impl UnaryFn {
+            /// A name unique to the row (two rows may share a method name,
+            /// as gelu's exact and tanh forms do): the kernel-cache key.
+            pub(crate) fn key(self) -> &'static str {
+                match self {
+                    $(UnaryFn::$V => stringify!($V),)*
+                }
+            }
             /// The op's name in errors (`neg`, `neg_`, ...).
             pub(crate) fn name(self, inplace: bool) -> &'static str {
                 match (self, inplace) {

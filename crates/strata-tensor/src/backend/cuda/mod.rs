@@ -182,7 +182,7 @@ impl Backend for CudaDevice {
         }
         let name = match op {
             UnaryOp::Clamp(..) => "clamp",
-            UnaryOp::Map(f) => f.name(false),
+            UnaryOp::Map(f) => f.key(),
         };
         elementwise(dev, name, || ops::unary(op, d), out, &[a], prm)
     }
