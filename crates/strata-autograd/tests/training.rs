@@ -12,6 +12,13 @@ use strata_tensor::generator::{manual_seed, next_seed};
 use strata_tensor::{DType, Device, Tensor};
 
 const DEV: Device = Device::Cpu;
+/// The default generator is process-wide (as PyTorch's is) and the tests
+/// run on several threads: every test here takes this lock, so one test's
+/// seeds are not consumed by another's `Linear` initialisation.
+fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    RNG.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn randn(shape: &[usize], seed: u64) -> Tensor {
     Tensor::randn(shape, DType::F32, seed, DEV).unwrap()
@@ -65,6 +72,7 @@ fn loss_of(layers: &[Arc<Linear>], x: &Var, every: usize) -> Var {
 
 #[test]
 fn autocast_runs_matmuls_in_bf16_reductions_in_f32_and_gradients_match_f32() {
+    let _rng = rng_lock();
     let layers = mlp(1);
     let ps = params(&layers);
     let x = Var::new(randn(&[64, 16], 9));
@@ -98,6 +106,7 @@ fn autocast_runs_matmuls_in_bf16_reductions_in_f32_and_gradients_match_f32() {
 
 #[test]
 fn autocast_leaves_other_devices_f64_and_disabled_regions_alone() {
+    let _rng = rng_lock();
     let w = Var::parameter(randn(&[4, 4], 3)).unwrap();
     let x64 = Var::new(Tensor::ones(&[2, 4], DType::F64, DEV).unwrap());
     let w64 = Var::new(w.data().to_dtype(DType::F64).unwrap());
@@ -120,6 +129,7 @@ fn autocast_leaves_other_devices_f64_and_disabled_regions_alone() {
 
 #[test]
 fn checkpointed_gradients_equal_plain_ones_for_every_k() {
+    let _rng = rng_lock();
     let layers = mlp(11);
     let ps = params(&layers);
     let xp = Var::parameter(randn(&[32, 16], 5)).unwrap();
@@ -141,6 +151,7 @@ fn checkpointed_gradients_equal_plain_ones_for_every_k() {
 
 #[test]
 fn checkpoint_reaches_captured_parameters_when_no_input_requires_grad() {
+    let _rng = rng_lock();
     let w = Var::parameter(Tensor::full(&[3], 2.0, DType::F32, DEV).unwrap()).unwrap();
     let x = Var::new(Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3], DEV).unwrap());
     let w2 = w.clone();
@@ -156,6 +167,7 @@ fn checkpoint_reaches_captured_parameters_when_no_input_requires_grad() {
 
 #[test]
 fn checkpoint_refuses_captured_non_leaves_and_checks_saved_inputs() {
+    let _rng = rng_lock();
     let w = Var::parameter(Tensor::ones(&[3], DType::F32, DEV).unwrap()).unwrap();
     let h = w.mul(2.0).unwrap();
     let x = Var::new(Tensor::ones(&[3], DType::F32, DEV).unwrap());
@@ -175,6 +187,7 @@ fn checkpoint_refuses_captured_non_leaves_and_checks_saved_inputs() {
 
 #[test]
 fn checkpoint_replays_the_random_state_so_masks_match() {
+    let _rng = rng_lock();
     manual_seed(123);
     let x = Var::parameter(Tensor::ones(&[256], DType::F32, DEV).unwrap()).unwrap();
     // A dropout-like function: a fresh mask from the default generator each call.
@@ -205,6 +218,7 @@ fn checkpoint_replays_the_random_state_so_masks_match() {
 
 #[test]
 fn checkpoint_composes_with_autocast_and_nesting() {
+    let _rng = rng_lock();
     let layers = mlp(21);
     let ps = params(&layers);
     let x = Var::parameter(randn(&[16, 16], 6)).unwrap();
@@ -242,6 +256,7 @@ fn checkpoint_composes_with_autocast_and_nesting() {
 
 #[test]
 fn checkpoint_takes_views_as_inputs() {
+    let _rng = rng_lock();
     let x = Var::parameter(randn(&[4, 6], 2)).unwrap();
     let v = x.narrow(1, 1, 3).unwrap().transpose(0, 1).unwrap();
     let y = checkpoint(|xs| xs[0].exp(), &[v]).unwrap();
@@ -262,6 +277,7 @@ fn checkpoint_takes_views_as_inputs() {
 
 #[test]
 fn grad_scaler_skips_non_finite_steps_backs_off_and_grows() {
+    let _rng = rng_lock();
     let p = Var::parameter(Tensor::ones(&[2], DType::F32, DEV).unwrap()).unwrap();
     let mut opt = Sgd::new(vec![p.clone()], 1.0, 0.0).unwrap();
     let mut s = GradScaler::with_settings(8.0, 2.0, 0.5, 3).unwrap();
@@ -319,6 +335,7 @@ impl RefAdamW {
 
 #[test]
 fn adamw_matches_a_hand_written_reference_including_skipped_parameters() {
+    let _rng = rng_lock();
     let hp = (3e-2, 0.9, 0.95, 1e-8, 0.1);
     let shapes = [vec![3usize, 4], vec![5], vec![2, 2, 2]];
     let mut host: Vec<Vec<f64>> = shapes
@@ -376,6 +393,7 @@ fn adamw_matches_a_hand_written_reference_including_skipped_parameters() {
 
 #[test]
 fn clip_grad_norm_scales_only_above_the_limit() {
+    let _rng = rng_lock();
     let a = Var::parameter(Tensor::zeros(&[2], DType::F32, DEV).unwrap()).unwrap();
     let b = Var::parameter(Tensor::zeros(&[1], DType::F32, DEV).unwrap()).unwrap();
     a.set_grad(Some(Tensor::from_slice(&[2.0f32, 4.0], &[2], DEV).unwrap()));
@@ -392,6 +410,7 @@ fn clip_grad_norm_scales_only_above_the_limit() {
 
 #[test]
 fn linear_initialises_like_pytorch_and_moves_to_a_dtype() {
+    let _rng = rng_lock();
     manual_seed(0);
     let mut lin = Linear::new(64, 32, true, DEV).unwrap();
     let bound = 1.0 / 8.0;
