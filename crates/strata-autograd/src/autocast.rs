@@ -33,7 +33,7 @@
 //!     let y = x.matmul(&w)?;               // bf16
 //!     assert_eq!(y.dtype(), DType::BF16);
 //!     y.sum(None, false)                   // f32
-//! }).unwrap();
+//! }).unwrap().unwrap();
 //! assert_eq!(loss.dtype(), DType::F32);
 //! loss.backward().unwrap();
 //! assert_eq!(w.grad().unwrap().dtype(), DType::F32);  // gradients reach the f32 parameter

@@ -94,9 +94,15 @@ fn softmax_row<T: Element>(x: &[T], y: &mut [T], log: bool) {
             Some(m.map_or(v, |m| m.max_nan(v)))
         })
         .unwrap_or(T::Acc::ZERO);
+    // Blocked summation: a long row's rounding error grows with the block
+    // count plus the block length, not with the row length.
     let mut s = T::Acc::ZERO;
-    for &v in x {
-        s = s.add(v.to_acc().sub(m).exp());
+    for block in x.chunks(256) {
+        let mut b = T::Acc::ZERO;
+        for &v in block {
+            b = b.add(v.to_acc().sub(m).exp());
+        }
+        s = s.add(b);
     }
     if log {
         let ls = s.ln();
