@@ -3,67 +3,10 @@
 //! same check as `gradcheck.rs`: `sum(f(x) * w)` with a random weight `w`).
 
 use proptest::prelude::*;
-use strata_autograd::{no_grad, Result, Var};
-use strata_tensor::{DType, Device, Tensor};
+use strata_autograd::Var;
 
-const EPS: f64 = 1e-6;
-
-fn randn(shape: &[usize], seed: u64) -> Tensor {
-    Tensor::randn(shape, DType::F64, seed, Device::Cpu).unwrap()
-}
-
-/// `sum(out * w)` as an f64.
-fn weighted(out: &Tensor, w: &Tensor) -> f64 {
-    out.to_vec::<f64>()
-        .unwrap()
-        .iter()
-        .zip(w.to_vec::<f64>().unwrap())
-        .map(|(a, b)| a * b)
-        .sum()
-}
-
-/// Checks the gradients of `f` at `inputs` against finite differences.
-fn gradcheck(inputs: Vec<Tensor>, seed: u64, f: impl Fn(&[Var]) -> Result<Var>) {
-    let inputs = &inputs[..];
-    let vars: Vec<Var> = inputs
-        .iter()
-        .map(|t| Var::parameter(t.deep_clone().unwrap()).unwrap())
-        .collect();
-    let out = f(&vars).unwrap();
-    assert!(out.requires_grad(), "output must require grad");
-    let w = randn(out.shape(), seed ^ 0x5eed);
-    let loss = out
-        .mul(&Var::new(w.clone()))
-        .unwrap()
-        .sum(None, false)
-        .unwrap();
-    loss.backward().unwrap();
-    for (i, x) in inputs.iter().enumerate() {
-        let analytic = vars[i].grad().expect("a gradient for every input");
-        assert_eq!(analytic.shape(), x.shape(), "gradient shape of input {i}");
-        let analytic = analytic.to_vec::<f64>().unwrap();
-        let base = x.to_vec::<f64>().unwrap();
-        for j in 0..base.len() {
-            let eval = |delta: f64| -> f64 {
-                let mut v = base.clone();
-                v[j] += delta;
-                let mut args: Vec<Var> = inputs
-                    .iter()
-                    .map(|t| Var::new(t.deep_clone().unwrap()))
-                    .collect();
-                args[i] = Var::new(Tensor::from_vec(v, x.shape(), Device::Cpu).unwrap());
-                let out = no_grad(|| f(&args)).unwrap();
-                weighted(out.data(), &w)
-            };
-            let numeric = (eval(EPS) - eval(-EPS)) / (2.0 * EPS);
-            let a = analytic[j];
-            assert!(
-                (a - numeric).abs() <= 1e-5 + 1e-5 * numeric.abs(),
-                "input {i} element {j}: analytic {a} vs numeric {numeric}"
-            );
-        }
-    }
-}
+mod common;
+use common::*;
 
 /// The dims of a `[m, n, p]` input that case `which` reduces.
 fn dims_of(which: usize) -> Option<Vec<i64>> {
