@@ -9,10 +9,6 @@
 //! `erf` comes from the `libm` crate (below one ulp in f64); f32 and
 //! f16/bf16 compute it in f64 and round once.
 
-/// `2 / sqrt(pi)`.
-#[allow(dead_code)]
-const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
-
 /// The math of the element-wise ops on one computation type.
 pub(crate) trait Math: Copy {
     /// `|x|` (`abs(-0.0) = +0.0`; integers wrap at their minimum).
@@ -294,7 +290,7 @@ mod tests {
                     break;
                 }
             }
-            FRAC_2_SQRT_PI * sum
+            std::f64::consts::FRAC_2_SQRT_PI * sum
         } else {
             // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + ...))))
             let a = x.abs();
@@ -329,7 +325,7 @@ mod tests {
         assert_eq!(erf(f64::NEG_INFINITY), -1.0);
         assert!(erf(f64::NAN).is_nan());
         assert_eq!(erf(-0.0).to_bits(), (-0.0f64).to_bits());
-        assert_eq!(erf(1e-300), 1e-300 * FRAC_2_SQRT_PI);
+        assert_eq!(erf(1e-300), 1e-300 * std::f64::consts::FRAC_2_SQRT_PI);
     }
 
     #[test]
