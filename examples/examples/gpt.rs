@@ -28,7 +28,7 @@ use strata_autograd::{
     checkpoint_blocks, AdamW, AutocastGuard, DeviceType, Optimizer, Result as AgResult, Var,
 };
 use strata_examples::training::{median, parse_checkpoint, peaks, round, Flags};
-use strata_tensor::{cuda, CrossEntropyArgs, DType, Device, GeluApprox, Tensor};
+use strata_tensor::{cuda, save_safetensors, CrossEntropyArgs, DType, Device, GeluApprox, Tensor};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -363,6 +363,10 @@ fn run(a: &Args) -> BoxResult<serde_json::Value> {
         .with_eps(1e-8)?
         .with_weight_decay(0.1)?;
     let data = batches(a, dev)?;
+    let dump = std::env::var("STRATA_GPT_DUMP").ok();
+    if let Some(prefix) = &dump {
+        dump_init(prefix, &model, &data)?;
+    }
     let autocast = a.precision == "autocast-bf16";
     let mut losses = Vec::new();
     let mut times = Vec::new();
@@ -384,6 +388,11 @@ fn run(a: &Args) -> BoxResult<serde_json::Value> {
         let loss = logits.cross_entropy(&y.reshape(&[-1])?, CrossEntropyArgs::default())?;
         drop(logits);
         loss.backward()?;
+        if i == 0 {
+            if let Some(prefix) = &dump {
+                dump_grads(prefix, &model)?;
+            }
+        }
         opt.step()?;
         cuda::synchronize(dev)?;
         if i >= a.warmup {
@@ -409,11 +418,42 @@ fn run(a: &Args) -> BoxResult<serde_json::Value> {
         "tokens_per_s": (a.batch * a.seq) as f64 / step,
         "loss_first": round(losses[0], 4),
         "loss_last": round(losses[losses.len() - 1], 4),
+        "losses": losses.iter().map(|&l| round(l, 4)).collect::<Vec<_>>(),
         "peak_allocated": peak_allocated,
         "peak_reserved": peak_reserved,
         "num_device_alloc": num_device_alloc,
         "allocated_after_step": allocated_after_step,
     }))
+}
+
+/// `STRATA_GPT_DUMP=PREFIX`: writes the initial parameters and the four
+/// batches (`PREFIX_init.safetensors`, names as PyTorch's `named_parameters`
+/// plus `data.K.x` / `data.K.y`) so that another implementation can start
+/// from the same state (`benches/anchors/gpt_same_init.py` does).
+fn dump_init(prefix: &str, model: &Gpt, data: &[(Tensor, Tensor)]) -> BoxResult<()> {
+    let mut named: Vec<(String, Tensor)> = model
+        .named_parameters()
+        .into_iter()
+        .map(|(n, p)| (n, p.data().clone()))
+        .collect();
+    for (k, (x, y)) in data.iter().enumerate() {
+        named.push((format!("data.{k}.x"), x.clone()));
+        named.push((format!("data.{k}.y"), y.clone()));
+    }
+    save_safetensors(format!("{prefix}_init.safetensors"), named)?;
+    Ok(())
+}
+
+/// With `STRATA_GPT_DUMP=PREFIX`, the gradients of the first step
+/// (`PREFIX_grads.safetensors`), before the optimizer's update.
+fn dump_grads(prefix: &str, model: &Gpt) -> BoxResult<()> {
+    let named: Vec<(String, Tensor)> = model
+        .named_parameters()
+        .into_iter()
+        .filter_map(|(n, p)| p.grad().map(|g| (n, g)))
+        .collect();
+    save_safetensors(format!("{prefix}_grads.safetensors"), named)?;
+    Ok(())
 }
 
 fn main() -> ExitCode {
