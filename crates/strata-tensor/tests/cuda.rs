@@ -1678,3 +1678,92 @@ fn strided_copies_match_cpu() -> Result<()> {
     }
     Ok(())
 }
+
+/// Copies and binary ops over `[b, t, h, d]` views permuted to `[b, h, t, d]`
+/// (attention's head split): rows of `d` elements, shorter than a block,
+/// take the packed-rows kernels; every `d` from 1 to past a block's width,
+/// aligned and not, each dtype, against the CPU.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn short_row_copies_and_ops_match_cpu() -> Result<()> {
+    let dev = gpu();
+    let ds = [1usize, 2, 3, 4, 5, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65, 96, 128, 129, 200, 1024, 1030];
+    let mut seed = 7;
+    for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64, DType::I64, DType::U8] {
+        for &d in &ds {
+            seed += 1;
+            let (b, t, h) = (2usize, 5usize, 3usize);
+            let base = data(&[b, t, h, d], dtype, seed)?;
+            let gbase = base.to(dev)?;
+            let cpu = base.permute(&[0, 2, 1, 3])?;
+            let g = gbase.permute(&[0, 2, 1, 3])?;
+            let what = format!("{dtype:?} d={d}");
+            assert_same(&format!("contiguous {what}"), &cpu.contiguous()?, &g.contiguous()?);
+            // A narrowed head (misaligned start) and an add with a contiguous operand.
+            let other = data(&[b, h, t, d], dtype, seed + 1000)?;
+            let gother = other.to(dev)?;
+            assert_same(&format!("add {what}"), &cpu.add(&other)?, &g.add(&gother)?);
+            if d > 1 {
+                let cn = base.narrow(3, 1, (d - 1) as i64)?.permute(&[0, 2, 1, 3])?;
+                let gn = gbase.narrow(3, 1, (d - 1) as i64)?.permute(&[0, 2, 1, 3])?;
+                assert_same(&format!("narrowed contiguous {what}"), &cn.contiguous()?, &gn.contiguous()?);
+            }
+            // A row broadcast against the permuted view (a bias over heads).
+            let row = data(&[d], dtype, seed + 2000)?;
+            let grow = row.to(dev)?;
+            assert_same(&format!("broadcast add {what}"), &cpu.add(&row)?, &g.add(&grow)?);
+        }
+    }
+    // Many rows: more than one grid's worth of row groups.
+    let base = data(&[8, 1024, 12, 64], DType::BF16, 99)?;
+    let g = base.to(dev)?.permute(&[0, 2, 1, 3])?.contiguous()?;
+    assert_same("large bf16 head split", &base.permute(&[0, 2, 1, 3])?.contiguous()?, &g);
+    Ok(())
+}
+
+/// The fused softmax / log-softmax gradients on the GPU against the CPU:
+/// warp rows (held in registers or not), block rows, column layouts, every
+/// float dtype, rows with masked (-inf) inputs whose outputs are 0.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn softmax_backward_matches_cpu() -> Result<()> {
+    let dev = gpu();
+    let shapes: [&[usize]; 9] = [
+        &[1],
+        &[3, 7],
+        &[64, 64],
+        &[5, 1000],
+        &[96, 1024],
+        &[4, 1025],
+        &[3, 4096],
+        &[2, 50257],
+        &[4, 33, 5],
+    ];
+    let mut seed = 500;
+    for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64] {
+        for shape in shapes {
+            for dim in [shape.len() as i64 - 1, 0] {
+                seed += 1;
+                let x = data(shape, DType::F32, seed)?;
+                // Mask about one element in eight to -inf (the causal mask's zeros).
+                let masked = data(shape, DType::F32, seed + 1)?.lt(-9.0)?;
+                let x = x.masked_fill(&masked, f64::NEG_INFINITY)?.to_dtype(dtype)?;
+                let g = data(shape, dtype, seed + 2)?;
+                for log in [false, true] {
+                    let y = if log { x.log_softmax(dim, None)? } else { x.softmax(dim, None)? };
+                    let (gy, gg) = (y.to(dev)?, g.to(dev)?);
+                    let (c, d) = if log {
+                        (y.log_softmax_backward(&g, dim)?, gy.log_softmax_backward(&gg, dim)?)
+                    } else {
+                        (y.softmax_backward(&g, dim)?, gy.softmax_backward(&gg, dim)?)
+                    };
+                    let what = format!("softmax_backward {shape:?} dim {dim} log {log}");
+                    // Sums in another order: tolerance scaled by the row's magnitudes.
+                    let scale = c.abs()?.add(&g.abs()?)?.mul(shape[dim as usize] as f64)?;
+                    assert_sum_scaled(&what, &c, &d, &scale);
+                }
+            }
+        }
+    }
+    Ok(())
+}

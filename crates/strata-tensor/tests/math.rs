@@ -235,3 +235,94 @@ proptest! {
         check(x.abs().unwrap().pow(1.5).unwrap(), &|v| v.abs().powf(1.5), "pow 1.5");
     }
 }
+
+/// The reference of a two-input op along `dim`: `f` maps each pair of lines to outputs.
+fn along2(
+    a: &[f64],
+    b: &[f64],
+    shape: &[usize],
+    dim: usize,
+    f: impl Fn(&[f64], &[f64]) -> Vec<f64>,
+) -> Vec<f64> {
+    let st = strides(shape);
+    let n = shape[dim];
+    let mut out = vec![0.0; a.len()];
+    for start in 0..a.len() {
+        if !(start / st[dim]).is_multiple_of(n) {
+            continue;
+        }
+        let la: Vec<f64> = (0..n).map(|k| a[start + k * st[dim]]).collect();
+        let lb: Vec<f64> = (0..n).map(|k| b[start + k * st[dim]]).collect();
+        for (k, v) in f(&la, &lb).into_iter().enumerate() {
+            out[start + k * st[dim]] = v;
+        }
+    }
+    out
+}
+
+/// The fused softmax / log-softmax gradients against `y (g - sum(g y))` and
+/// `g - exp(y) sum(g)` computed line by line in f64, on every dim of shapes
+/// large enough for the parallel paths, in f64, f32 and bf16.
+#[test]
+fn softmax_backward_matches_the_formula_on_every_dim() -> Result<()> {
+    for (shape, seed) in [(vec![3usize, 70, 400], 1u64), (vec![257, 300], 2), (vec![5], 3)] {
+        for dim in 0..shape.len() {
+            let x = randn(&shape, seed + 10 * dim as u64);
+            let g = randn(&shape, seed + 100 + dim as u64);
+            for log in [false, true] {
+                let y = if log {
+                    x.log_softmax(dim as i64, None)?
+                } else {
+                    x.softmax(dim as i64, None)?
+                };
+                let (yv, gv) = (y.to_vec::<f64>()?, g.to_vec::<f64>()?);
+                let want = along2(&gv, &yv, &shape, dim, |gl, yl| {
+                    if log {
+                        let s: f64 = gl.iter().sum();
+                        gl.iter().zip(yl).map(|(g, y)| g - y.exp() * s).collect()
+                    } else {
+                        let s: f64 = gl.iter().zip(yl).map(|(g, y)| g * y).sum();
+                        gl.iter().zip(yl).map(|(g, y)| y * (g - s)).collect()
+                    }
+                });
+                for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-5), (DType::BF16, 2e-2)] {
+                    let (yd, gd) = (y.to_dtype(dtype)?, g.to_dtype(dtype)?);
+                    let got = if log {
+                        yd.log_softmax_backward(&gd, dim as i64)?
+                    } else {
+                        yd.softmax_backward(&gd, dim as i64)?
+                    };
+                    assert_eq!(got.dtype(), dtype);
+                    // The reference of the rounded inputs, so only the op's own error counts.
+                    let (yr, gr) = (
+                        yd.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                        gd.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                    );
+                    let want_r = if dtype == DType::F64 {
+                        want.clone()
+                    } else {
+                        along2(&gr, &yr, &shape, dim, |gl, yl| {
+                            if log {
+                                let s: f64 = gl.iter().sum();
+                                gl.iter().zip(yl).map(|(g, y)| g - y.exp() * s).collect()
+                            } else {
+                                let s: f64 = gl.iter().zip(yl).map(|(g, y)| g * y).sum();
+                                gl.iter().zip(yl).map(|(g, y)| y * (g - s)).collect()
+                            }
+                        })
+                    };
+                    let what = format!("{shape:?} dim {dim} log {log} {dtype:?}");
+                    close(&got.to_dtype(DType::F64)?.to_vec::<f64>()?, &want_r, tol, &what);
+                }
+            }
+        }
+    }
+    // Typed errors: shapes that differ, an integer output, a dim out of range.
+    let y = randn(&[2, 3], 9).softmax(1, None)?;
+    assert!(y.softmax_backward(&randn(&[3, 2], 1), 1).is_err());
+    assert!(Tensor::zeros(&[2], DType::I64, Device::Cpu)?
+        .softmax_backward(&Tensor::zeros(&[2], DType::I64, Device::Cpu)?, 0)
+        .is_err());
+    assert!(y.softmax_backward(&randn(&[2, 3], 1), 2).is_err());
+    Ok(())
+}

@@ -325,7 +325,8 @@ impl Var {
     }
 
     /// Softmax along `dim` (see [`Tensor::softmax`]); the result is saved
-    /// (`y (g - sum(g y))`, the sum along `dim`).
+    /// (`y (g - sum(g y))`, the sum along `dim`, one fused pass:
+    /// [`Tensor::softmax_backward`]).
     pub fn softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Var> {
         if let Some(c) = crate::autocast::cast_inputs("softmax", &[self])? {
             return c[0].softmax(dim, dtype);
@@ -333,15 +334,13 @@ impl Var {
         let out = self.data().softmax(dim, dtype)?;
         let in_dtype = self.dtype();
         self.unary_op("SoftmaxBackward", out, Save::Output, move |g, y| {
-            let gy = g.mul(y)?;
-            let s = gy.sum(Some(&[dim]), true)?;
-            let r = gy.sub(&y.mul(&s)?)?;
-            r.to_dtype(in_dtype)
+            y.softmax_backward(g, dim)?.to_dtype(in_dtype)
         })
     }
 
     /// Log-softmax along `dim`; the result is saved
-    /// (`g - e^y sum(g)`, the sum along `dim`).
+    /// (`g - e^y sum(g)`, the sum along `dim`, one fused pass:
+    /// [`Tensor::log_softmax_backward`]).
     pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Var> {
         if let Some(c) = crate::autocast::cast_inputs("log_softmax", &[self])? {
             return c[0].log_softmax(dim, dtype);
@@ -349,9 +348,7 @@ impl Var {
         let out = self.data().log_softmax(dim, dtype)?;
         let in_dtype = self.dtype();
         self.unary_op("LogSoftmaxBackward", out, Save::Output, move |g, y| {
-            let s = g.sum(Some(&[dim]), true)?;
-            let r = g.sub(&y.exp()?.mul(&s)?)?;
-            r.to_dtype(in_dtype)
+            y.log_softmax_backward(g, dim)?.to_dtype(in_dtype)
         })
     }
 

@@ -131,6 +131,18 @@ pub(crate) trait Backend: Sync {
     /// Inclusive cumulative sum along the `n` dim of `s`: contiguous operands
     /// of one dtype (integers wrap; f16/bf16 accumulate in f32).
     fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()>;
+    /// The gradient of softmax (log-softmax with `log`) along the `n` dim of
+    /// `s` into the fresh `out`: `y (g - sum(g y))` or `g - exp(y) sum(g)`,
+    /// from the output gradient `grad` and the forward's output `y`; three
+    /// contiguous operands of one float dtype, f16/bf16 computed in f32.
+    fn softmax_backward(
+        &self,
+        out: &Arg,
+        grad: &Arg,
+        y: &Arg,
+        s: DimShape,
+        log: bool,
+    ) -> Result<()>;
 }
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.

@@ -99,6 +99,78 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// The gradient of [`Tensor::softmax`] along `dim` (PyTorch's
+    /// `_softmax_backward_data`): `self` is the softmax's output `y`, `grad`
+    /// the gradient of the loss with respect to it; the result,
+    /// `y (grad - sum(grad y))` with the sum along `dim`, has `y`'s shape and
+    /// dtype. One fused pass per row; f16/bf16 computed in f32 and rounded
+    /// once. `grad` is converted to `y`'s dtype.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let y = Tensor::from_slice(&[0.25f32, 0.75], &[2], Device::Cpu).unwrap();
+    /// let g = Tensor::from_slice(&[1.0f32, 0.0], &[2], Device::Cpu).unwrap();
+    /// let dx = y.softmax_backward(&g, 0).unwrap().to_vec::<f32>().unwrap();
+    /// // d y0 / d x = y0 (1 - y0), -y0 y1
+    /// assert_eq!(dx, vec![0.1875, -0.1875]);
+    /// ```
+    pub fn softmax_backward(&self, grad: &Tensor, dim: i64) -> Result<Tensor> {
+        self.softmax_backward_impl("softmax_backward", grad, dim, false)
+    }
+
+    /// The gradient of [`Tensor::log_softmax`] along `dim` (PyTorch's
+    /// `_log_softmax_backward_data`): `self` is the log-softmax's output `y`;
+    /// the result is `grad - exp(y) sum(grad)`, with
+    /// [`Tensor::softmax_backward`]'s rules.
+    pub fn log_softmax_backward(&self, grad: &Tensor, dim: i64) -> Result<Tensor> {
+        self.softmax_backward_impl("log_softmax_backward", grad, dim, true)
+    }
+
+    fn softmax_backward_impl(
+        &self,
+        name: &'static str,
+        grad: &Tensor,
+        dim: i64,
+        log: bool,
+    ) -> Result<Tensor> {
+        let d = normalize_dim(name, dim, self.ndim())?;
+        if !self.dtype().is_float() {
+            return Err(TensorError::dtype(
+                name,
+                format!(
+                    "the forward's output must be a float tensor, not {}",
+                    self.dtype()
+                ),
+            ));
+        }
+        if grad.shape() != self.shape() {
+            return Err(TensorError::shape(
+                name,
+                format!(
+                    "the gradient's shape {:?} differs from the output's {:?}",
+                    grad.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        crate::ops::elementwise::same_device(name, self, grad)?;
+        let y = self.contiguous()?;
+        let g = grad.to_dtype(self.dtype())?.contiguous()?;
+        let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
+        if out.numel() == 0 {
+            return Ok(out);
+        }
+        let s = DimShape::new(self.shape(), d);
+        {
+            let be = out.backend()?;
+            let _g = AccessGuard::lock(Some(out.storage()), &[g.storage(), y.storage()]);
+            be.softmax_backward(&out.arg(), &g.arg(), &y.arg(), s, log)?;
+        }
+        Ok(out)
+    }
+}
+
 /// Runs `f` on the output's backend with both storages locked.
 fn dim_launch(
     out: &Tensor,

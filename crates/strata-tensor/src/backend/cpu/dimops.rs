@@ -207,3 +207,92 @@ pub(crate) fn cumsum<T: Element>(out: &Arg, input: &Arg, s: DimShape) {
         }
     });
 }
+
+/// One row (or column set) of the softmax backward, in `T::Acc`:
+/// `dx = y (g - sum(g y))`, or `dx = g - exp(y) sum(g)` for log-softmax,
+/// the sums along `n` of the `inner`-strided elements.
+fn softmax_backward_block<T: Element>(
+    g: &[T],
+    y: &[T],
+    dx: &mut [T],
+    n: usize,
+    inner: usize,
+    log: bool,
+) {
+    let mut s = vec![T::Acc::ZERO; inner];
+    for k in 0..n {
+        let row = k * inner..(k + 1) * inner;
+        for ((si, &gv), &yv) in s.iter_mut().zip(&g[row.clone()]).zip(&y[row]) {
+            let t = if log {
+                gv.to_acc()
+            } else {
+                gv.to_acc().mul(yv.to_acc())
+            };
+            *si = si.add(t);
+        }
+    }
+    for k in 0..n {
+        let row = k * inner..(k + 1) * inner;
+        for (((o, &gv), &yv), &si) in dx[row.clone()]
+            .iter_mut()
+            .zip(&g[row.clone()])
+            .zip(&y[row])
+            .zip(&s)
+        {
+            let (gv, yv) = (gv.to_acc(), yv.to_acc());
+            *o = T::from_acc(if log {
+                gv.sub(yv.exp().mul(si))
+            } else {
+                yv.mul(gv.sub(si))
+            });
+        }
+    }
+}
+
+/// The gradient of softmax (log-softmax with `log`) along the `n` dim of
+/// `s`: `out` from the output gradient `grad` and the forward's output `y`,
+/// all contiguous, of float dtype `T`.
+pub(crate) fn softmax_backward<T: Element>(
+    out: &Arg,
+    grad: &Arg,
+    y: &Arg,
+    s: DimShape,
+    log: bool,
+) {
+    let len = s.numel();
+    if len == 0 {
+        return;
+    }
+    // SAFETY: the caller passes contiguous operands of `T` with `len`
+    // elements each, `out` fresh and write-locked, `grad` and `y` read-locked;
+    // `out` is a distinct storage.
+    let (g, yv, dx) = unsafe {
+        (
+            slice::<T>(grad, len),
+            slice::<T>(y, len),
+            slice_mut::<T>(out, len),
+        )
+    };
+    let block = s.n * s.inner;
+    let f = |(dxo, (go, yo)): (&mut [T], (&[T], &[T]))| {
+        softmax_backward_block(go, yo, dxo, s.n, s.inner, log)
+    };
+    if s.inner == 1 && len >= super::PARALLEL_THRESHOLD {
+        let rows_per_task = (4096 / s.n.max(1)).max(1);
+        dx.par_chunks_mut(s.n * rows_per_task)
+            .zip(g.par_chunks(s.n * rows_per_task).zip(yv.par_chunks(s.n * rows_per_task)))
+            .for_each(|(dxc, (gc, yc))| {
+                for t in dxc.chunks_mut(s.n).zip(gc.chunks(s.n).zip(yc.chunks(s.n))) {
+                    f(t);
+                }
+            });
+    } else if len >= super::PARALLEL_THRESHOLD && s.outer > 1 {
+        dx.par_chunks_mut(block)
+            .zip(g.par_chunks(block).zip(yv.par_chunks(block)))
+            .for_each(f);
+    } else {
+        dx.chunks_mut(block)
+            .zip(g.chunks(block).zip(yv.chunks(block)))
+            .for_each(f);
+    }
+}

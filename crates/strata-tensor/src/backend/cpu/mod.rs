@@ -288,6 +288,18 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn softmax_backward(
+        &self,
+        out: &Arg,
+        grad: &Arg,
+        y: &Arg,
+        s: DimShape,
+        log: bool,
+    ) -> Result<()> {
+        dispatch_rule!(Float, y.dtype, T => dimops::softmax_backward::<T>(out, grad, y, s, log));
+        Ok(())
+    }
+
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {
         assert!(offset + out.len() <= src.nbytes);
         if out.is_empty() {

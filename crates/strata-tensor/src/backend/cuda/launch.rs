@@ -325,19 +325,42 @@ pub(crate) fn elementwise(
             )
         };
     }
+    let vec_ok = v > 1
+        && n0.is_multiple_of(v as usize)
+        && (0..args.len()).all(|i| {
+            let s0 = meta.st[i][0];
+            let unit = v as i64 * sizes[i] as i64;
+            (s0 == 0 && i > 0)
+                || (s0 == sizes[i] as i64
+                    && ptrs[i] % unit as u64 == 0
+                    && (1..nd).all(|d| meta.st[i][d] % unit == 0))
+        });
+    let w = if vec_ok { v } else { 1 };
+    let row_vectors = n0.div_ceil(w as usize);
+    if n0 >= 4 && nd > 1 && row_vectors <= (BLOCK / 2) as usize {
+        // Rows shorter than half a block: several rows per block.
+        let tpr = row_vectors.next_power_of_two() as u32;
+        meta.tile = tpr as i32;
+        meta.outer = (1..nd).map(|d| p.shape[d] as i64).product();
+        let per_block = (BLOCK / tpr) as u64 * UNROLL as u64;
+        let grid = (meta.outer as u64).div_ceil(per_block).min(i32::MAX as u64) as u32;
+        let f = if vec_ok { funcs[6] } else { funcs[7] };
+        let kargs = [
+            KArg::of(&p0),
+            KArg::of(&p1),
+            KArg::of(&p2),
+            KArg::of(&p3),
+            KArg::of(&meta),
+            KArg::of(&prm),
+        ];
+        // SAFETY: the parameters match `rowsp_*(char*, const char* x3, Meta,
+        // Params)`; addresses come from each operand's own sizes and strides;
+        // the vector kernel is taken only when every access it makes is aligned.
+        return unsafe { launch(dev, what, f, (grid, 1, 1), (BLOCK, 1, 1), stream, kargs) };
+    }
     if n0 >= 64 {
         meta.outer = (1..nd).map(|d| p.shape[d] as i64).product();
-        let vec_ok = v > 1
-            && n0.is_multiple_of(v as usize)
-            && (0..args.len()).all(|i| {
-                let s0 = meta.st[i][0];
-                let unit = v as i64 * sizes[i] as i64;
-                (s0 == 0 && i > 0)
-                    || (s0 == sizes[i] as i64
-                        && ptrs[i] % unit as u64 == 0
-                        && (1..nd).all(|d| meta.st[i][d] % unit == 0))
-            });
-        let (f, w) = if vec_ok { (funcs[2], v) } else { (funcs[3], 1) };
+        let f = if vec_ok { funcs[2] } else { funcs[3] };
         let gx = (n0 as u64).div_ceil((BLOCK * UNROLL * w) as u64);
         let gx = u32::try_from(gx).map_err(|_| {
             failure(

@@ -20,6 +20,7 @@ pub(crate) mod nvrtc;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod runtime;
+pub(crate) mod softmax_backward;
 pub(crate) mod transfer;
 
 use crate::backend::{Arg, Backend, BinaryOp, DimShape, Mem, ReduceOp, UnaryOp};
@@ -246,6 +247,17 @@ impl Backend for CudaDevice {
 
     fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()> {
         dimops::cumsum(self, out, input, s)
+    }
+
+    fn softmax_backward(
+        &self,
+        out: &Arg,
+        grad: &Arg,
+        y: &Arg,
+        s: DimShape,
+        log: bool,
+    ) -> Result<()> {
+        softmax_backward::softmax_backward(self, out, grad, y, s, log)
     }
 
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {

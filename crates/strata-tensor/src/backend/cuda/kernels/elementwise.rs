@@ -8,7 +8,12 @@
 //!   warp), the other dims decomposed once per row by the block's y index;
 //!   vectorised when each operand steps one element (or zero, a broadcast)
 //!   along the fastest dim. Broadcast rows/columns and slices take this path.
-//! * `general`: any strides, one element per thread, for short fastest dims.
+//! * `rowsp_v` / `rowsp_1`: the same layouts with rows shorter than a block
+//!   (a head's 64 elements, say): a block holds several rows of `m.tile`
+//!   threads each (a power of two), every thread handling `UNROLL` rows, so
+//!   no thread idles on a row end. Such rows come from the copies that make
+//!   `[b, t, h, d]` views contiguous as `[b, h, t, d]` in attention.
+//! * `general`: any strides, one element per thread, for very short fastest dims.
 //! * `tiled`: an input whose fastest dim is another dim of the output (a
 //!   transpose) is staged through a 32x33 shared-memory tile so that both its
 //!   reads and the output's writes are coalesced.
@@ -45,8 +50,8 @@ pub(crate) const TILE: u32 = 32;
 pub(crate) const TILE_ROWS: u32 = 4;
 
 /// Kernel names in the module, in this order.
-pub(crate) const NAMES: [&str; 6] = [
-    "contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled",
+pub(crate) const NAMES: [&str; 8] = [
+    "contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled", "rowsp_v", "rowsp_1",
 ];
 
 /// The module's source: storage types of the output and up to three inputs
@@ -193,6 +198,79 @@ extern "C" __global__ void __launch_bounds__(BLOCK) rows_v(char* p0, const char*
 }
 extern "C" __global__ void __launch_bounds__(BLOCK) rows_1(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
   rows_impl<1>(p0, p1, p2, p3, m, prm);
+}
+
+// Rows shorter than a block: BLOCK / TPR rows of TPR threads (TPR = m.tile, a
+// power of two) per block, each thread taking UNROLL rows a block's rows
+// apart, every load of a thread issued before the first store.
+template <int W>
+__device__ __forceinline__ void rowsp_impl(char* p0, const char* p1, const char* p2, const char* p3, const Meta& m, const Params& prm) {
+  const int tpr = m.tile;
+  const int rpb = BLOCK / tpr;
+  const int lane = threadIdx.x % tpr, sub = threadIdx.x / tpr;
+  const i64 n0 = m.size[0];
+  const i64 s0 = m.st[0][0], s1 = m.st[1][0], s2 = m.st[2][0], s3 = m.st[3][0];
+  const i64 per_block = (i64)rpb * UNROLL;
+  for (i64 rb = (i64)blockIdx.x * per_block; rb < m.outer; rb += (i64)gridDim.x * per_block) {
+    i64 o[4][UNROLL];
+    bool live[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) {
+      const i64 r = rb + (i64)u * rpb + sub;
+      live[u] = r < m.outer;
+      i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0, rem = r;
+      for (int d = 1; d < m.nd; d++) {
+        const i64 sz = m.size[d];
+        const i64 idx = rem % sz;
+        rem /= sz;
+        o0 += idx * m.st[0][d];
+        if constexpr (NIN > 0) o1 += idx * m.st[1][d];
+        if constexpr (NIN > 1) o2 += idx * m.st[2][d];
+        if constexpr (NIN > 2) o3 += idx * m.st[3][d];
+      }
+      o[0][u] = o0; o[1][u] = o1; o[2][u] = o2; o[3][u] = o3;
+    }
+    for (i64 i = (i64)lane * W; i < n0; i += (i64)tpr * W) {
+      T1 a1[UNROLL][W]; T2 a2[UNROLL][W]; T3 a3[UNROLL][W];
+#pragma unroll
+      for (int u = 0; u < UNROLL; u++) {
+        if (live[u]) {
+          if constexpr (NIN > 0) load_w<T1, W>(a1[u], p1 + o[1][u], i, s1);
+          if constexpr (NIN > 1) load_w<T2, W>(a2[u], p2 + o[2][u], i, s2);
+          if constexpr (NIN > 2) load_w<T3, W>(a3[u], p3 + o[3][u], i, s3);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; u++) {
+        if (!live[u]) continue;
+        char* q0 = p0 + o[0][u];
+        if constexpr (W == 1) {
+          T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+          if constexpr (NIN > 0) x1 = a1[u][0];
+          if constexpr (NIN > 1) x2 = a2[u][0];
+          if constexpr (NIN > 2) x3 = a3[u][0];
+          *reinterpret_cast<T0*>(q0 + i * s0) = apply(x1, x2, x3, prm);
+        } else {
+          Vec<T0, W> res;
+#pragma unroll
+          for (int j = 0; j < W; j++) {
+            T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+            if constexpr (NIN > 0) x1 = a1[u][j];
+            if constexpr (NIN > 1) x2 = a2[u][j];
+            if constexpr (NIN > 2) x3 = a3[u][j];
+            res.v[j] = apply(x1, x2, x3, prm);
+          }
+          *reinterpret_cast<Vec<T0, W>*>(q0 + i * (i64)sizeof(T0)) = res;
+        }
+      }
+    }
+  }
+}
+extern "C" __global__ void __launch_bounds__(BLOCK) rowsp_v(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
+  rowsp_impl<V>(p0, p1, p2, p3, m, prm);
+}
+extern "C" __global__ void __launch_bounds__(BLOCK) rowsp_1(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
+  rowsp_impl<1>(p0, p1, p2, p3, m, prm);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK) general(char* p0, const char* p1, const char* p2, const char* p3, Meta m, i64 n, Params prm) {

@@ -17,6 +17,7 @@ pub(crate) mod dimops;
 pub(crate) mod elementwise;
 pub(crate) mod ops;
 pub(crate) mod reduce;
+pub(crate) mod softmax_backward;
 
 use crate::dtype::DType;
 
