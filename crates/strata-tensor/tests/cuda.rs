@@ -1887,3 +1887,55 @@ fn embedding_row_copies_match_cpu() -> Result<()> {
     ));
     Ok(())
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn batched_transposes_match_cpu() -> Result<()> {
+    let dev = gpu();
+    // Batched last-two-dims swaps (the tiled kernel's `outer` > 1, more
+    // batches than a grid dimension's 65535), tile-unfriendly sizes, sizes
+    // of 1, every dtype; contiguous() and an add_ of the swapped operand.
+    let shapes: [&[usize]; 8] = [
+        &[3, 33, 31],
+        &[2, 1025, 3],
+        &[5, 1, 40],
+        &[70_000, 2, 3],
+        &[2, 3, 17, 65],
+        &[1, 4097, 33],
+        &[4, 64, 64],
+        &[2, 2, 2, 129, 7],
+    ];
+    for (i, shape) in shapes.iter().enumerate() {
+        for dtype in DTYPES {
+            let base = data(shape, dtype, 1000 + i as u64)?;
+            let gbase = base.to(dev)?;
+            let n = shape.len() as i64;
+            let (v, gv) = (
+                base.transpose(n - 2, n - 1)?,
+                gbase.transpose(n - 2, n - 1)?,
+            );
+            let what = format!("{shape:?} {dtype}");
+            assert_same(
+                &format!("{what} contiguous of a swap"),
+                &v.contiguous()?,
+                &gv.contiguous()?,
+            );
+            if dtype != DType::Bool {
+                let a = data(v.shape(), dtype, 2000 + i as u64)?;
+                let ga = a.to(dev)?;
+                a.add_(&v)?;
+                ga.add_(&gv)?;
+                assert_same(&format!("{what} add_ of a swap"), &a, &ga);
+            }
+            // A rotation of the dims (not a swap of the last two).
+            let mut order: Vec<i64> = (0..n).collect();
+            order.rotate_left(1);
+            assert_same(
+                &format!("{what} contiguous of a rotation"),
+                &base.permute(&order)?.contiguous()?,
+                &gbase.permute(&order)?.contiguous()?,
+            );
+        }
+    }
+    Ok(())
+}
