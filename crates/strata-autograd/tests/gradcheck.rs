@@ -312,3 +312,25 @@ fn dropout_mask_is_regenerated_and_the_generator_advances() {
     let e = x.dropout(0.25, false).unwrap();
     assert!(e.data().same_storage(x.data()));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// masked_select: plain, with the mask broadcast (a row mask, a column
+    /// mask), with self broadcast (its gradient sums over the aliases), and
+    /// on a transposed (non-contiguous) input.
+    #[test]
+    fn masked_select_grads(m in 1usize..5, n in 1usize..5, seed in any::<u64>()) {
+        let a = randn(&[n, m], seed);
+        let full = randn(&[n, m], seed.wrapping_add(1)).gt(0.0).unwrap();
+        gradcheck(vec![a.clone()], seed, |v| v[0].masked_select(&full));
+        let row = randn(&[m], seed.wrapping_add(2)).gt(0.0).unwrap();
+        gradcheck(vec![a.clone()], seed, |v| v[0].masked_select(&row));
+        let col = randn(&[n, 1], seed.wrapping_add(3)).gt(-0.5).unwrap();
+        gradcheck(vec![a.clone()], seed, |v| v[0].masked_select(&col));
+        let b = randn(&[m], seed.wrapping_add(4));
+        gradcheck(vec![b], seed, |v| v[0].masked_select(&full));
+        let at = randn(&[m, n], seed.wrapping_add(5));
+        gradcheck(vec![at], seed, |v| v[0].t()?.masked_select(&full));
+    }
+}

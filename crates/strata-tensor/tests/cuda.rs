@@ -1762,7 +1762,262 @@ fn softmax_backward_matches_cpu() -> Result<()> {
                     let scale = c.abs()?.add(&g.abs()?)?.mul(shape[dim as usize] as f64)?;
                     assert_sum_scaled(&what, &c, &d, &scale);
                 }
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn masked_select_and_scatter_match_cpu() -> Result<()> {
+    let dev = gpu();
+    // (input shape, mask shape): plain, broadcast either way, 0-d, sizes
+    // around the compaction's 4096-element chunks, many chunks.
+    let cases: Vec<(Vec<usize>, Vec<usize>)> = vec![
+        (vec![7, 5], vec![7, 5]),
+        (vec![7, 5], vec![5]),
+        (vec![7, 1], vec![3, 7, 5]),
+        (vec![], vec![]),
+        (vec![1], vec![1]),
+        (vec![4095], vec![4095]),
+        (vec![4096], vec![4096]),
+        (vec![4097], vec![4097]),
+        (vec![3, 4097], vec![1, 4097]),
+        (vec![1000, 1001], vec![1000, 1001]),
+        (vec![0, 3], vec![3]),
+    ];
+    for (i, (xs, ms)) in cases.iter().enumerate() {
+        for (j, cut) in [-10.0, 0.3, 10.0].into_iter().enumerate() {
+            let m = Tensor::randn(ms, DType::F64, 70 + i as u64, Device::Cpu)?.gt(cut)?;
+            let gm = m.to(dev)?;
+            for dtype in DTYPES {
+                let x = data(xs, dtype, 80 + (i * 3 + j) as u64)?;
+                let gx = x.to(dev)?;
+                let what = format!("{xs:?} mask {ms:?} cut {cut} {dtype}");
+                assert_same(
+                    &format!("{what} masked_select"),
+                    &x.masked_select(&m)?,
+                    &gx.masked_select(&gm)?,
+                );
+                if xs.len() == 2 {
+                    assert_same(
+                        &format!("{what} masked_select of t"),
+                        &x.t()?.contiguous()?.t()?.masked_select(&m)?,
+                        &gx.t()?.contiguous()?.t()?.masked_select(&gm)?,
+                    );
+                }
+                let count = x.masked_select(&m)?.numel();
+                let src = data(&[count + 2], dtype, 90 + i as u64)?;
+                assert_same(
+                    &format!("{what} masked_scatter"),
+                    &x.masked_scatter(&m, &src)?,
+                    &gx.masked_scatter(&gm, &src.to(dev)?)?,
+                );
             }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn softmax_register_paths_match_cpu() -> Result<()> {
+    let dev = gpu();
+    // Row lengths at every kernel boundary: the warp kernels (1..=1024 in
+    // powers of two), the block kernels (..=8192), the two-pass fallback;
+    // odd lengths (scalar loads), and many rows (the grid-stride loops).
+    let lens = [
+        1usize, 2, 3, 7, 8, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257, 511, 512, 513, 1000, 1023,
+        1024, 1025, 2047, 2048, 2049, 4095, 4096, 4097, 8191, 8192, 8193, 50257,
+    ];
+    for (i, &n) in lens.iter().enumerate() {
+        let rows = if n <= 64 {
+            70_000
+        } else {
+            (200_000 / n).clamp(1, 300)
+        };
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let x = Tensor::randn(&[rows, n], DType::F64, 300 + i as u64, Device::Cpu)?
+                .mul(4.0)?
+                .to_dtype(dtype)?;
+            let gx = x.to(dev)?;
+            let what = format!("[{rows}, {n}] {dtype}");
+            assert_sum(
+                &format!("{what} softmax"),
+                &x.softmax(-1, None)?,
+                &gx.softmax(-1, None)?,
+            );
+            assert_sum(
+                &format!("{what} log_softmax"),
+                &x.log_softmax(-1, None)?,
+                &gx.log_softmax(-1, None)?,
+            );
+            if dtype != DType::F32 {
+                assert_sum(
+                    &format!("{what} softmax to f32"),
+                    &x.softmax(-1, Some(DType::F32))?,
+                    &gx.softmax(-1, Some(DType::F32))?,
+                );
+            }
+            // Rows starting off a 16-byte boundary (a narrowed, copied view).
+            if n > 1 {
+                let (xn, gn) = (
+                    x.narrow(1, 1, n as i64 - 1)?,
+                    gx.narrow(1, 1, n as i64 - 1)?,
+                );
+                assert_sum(
+                    &format!("{what} softmax of a narrowed row"),
+                    &xn.softmax(-1, None)?,
+                    &gn.softmax(-1, None)?,
+                );
+            }
+        }
+    }
+    // -inf entries (an attention mask), fully masked rows (NaN, as on the
+    // CPU), a NaN and a +inf row, at lengths of each kernel.
+    for n in [5usize, 32, 1000, 1024, 1025, 4097, 8192, 50257] {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let x = Tensor::randn(&[6, n], DType::F64, 500 + n as u64, Device::Cpu)?;
+            let tri = Tensor::ones(&[6, n], DType::Bool, Device::Cpu)?.triu(1)?;
+            let mut masked = x.masked_fill(&tri, f64::NEG_INFINITY)?;
+            let full = Tensor::ones(&[n], DType::Bool, Device::Cpu)?;
+            let last = masked
+                .narrow(0, 5, 1)?
+                .masked_fill(&full, f64::NEG_INFINITY)?;
+            masked = Tensor::cat(&[&masked.narrow(0, 0, 5)?, &last], 0)?;
+            masked
+                .narrow(0, 3, 1)?
+                .narrow(1, n as i64 / 2, 1)?
+                .fill_(f64::NAN)?;
+            masked
+                .narrow(0, 4, 1)?
+                .narrow(1, n as i64 - 1, 1)?
+                .fill_(f64::INFINITY)?;
+            let xd = masked.to_dtype(dtype)?;
+            let gd = xd.to(dev)?;
+            let what = format!("masked [6, {n}] {dtype}");
+            assert_sum(
+                &format!("{what} softmax"),
+                &xd.softmax(1, None)?,
+                &gd.softmax(1, None)?,
+            );
+            assert_sum(
+                &format!("{what} log_softmax"),
+                &xd.log_softmax(1, None)?,
+                &gd.log_softmax(1, None)?,
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn embedding_row_copies_match_cpu() -> Result<()> {
+    let dev = gpu();
+    // Row widths whose bytes are and are not multiples of 16, one unit, and
+    // more units than a block has threads; every dtype; both index dtypes;
+    // a weight whose rows are padded (a column-narrowed view).
+    for (i, &d) in [
+        1usize, 2, 3, 4, 5, 8, 16, 17, 64, 767, 768, 769, 1024, 2050, 4097,
+    ]
+    .iter()
+    .enumerate()
+    {
+        for dtype in DTYPES {
+            let v = 37;
+            let w = data(&[v, d], dtype, 600 + i as u64)?;
+            let gw = w.to(dev)?;
+            let idx = Tensor::randint(
+                0,
+                v as i64,
+                &[7, 13],
+                Some(DType::I64),
+                700 + i as u64,
+                Device::Cpu,
+            )?;
+            for it in [DType::I64, DType::I32] {
+                let ix = idx.to_dtype(it)?;
+                let gix = ix.to(dev)?;
+                let what = format!("[{v}, {d}] {dtype} indices {it}");
+                assert_same(
+                    &format!("{what} embedding"),
+                    &Tensor::embedding(&ix, &w, None)?,
+                    &Tensor::embedding(&gix, &gw, None)?,
+                );
+                assert_same(
+                    &format!("{what} index_select"),
+                    &w.index_select(0, &ix.reshape(&[-1])?)?,
+                    &gw.index_select(0, &gix.reshape(&[-1])?)?,
+                );
+            }
+            // Padded rows: a view of the first d columns of [v, d + pad].
+            for pad in [1usize, 8] {
+                let wide = data(&[v, d + pad], dtype, 800 + i as u64)?;
+                let (wv, gv) = (
+                    wide.narrow(1, 0, d as i64)?,
+                    wide.to(dev)?.narrow(1, 0, d as i64)?,
+                );
+                assert_same(
+                    &format!("[{v}, {d}] pad {pad} {dtype} embedding"),
+                    &Tensor::embedding(&idx, &wv, None)?,
+                    &Tensor::embedding(&idx.to(dev)?, &gv, None)?,
+                );
+            }
+        }
+    }
+    // An out-of-range index is still a typed error on the GPU.
+    let w = Tensor::zeros(&[4, 8], DType::F32, dev)?;
+    let bad = Tensor::from_slice(&[0i64, 4], &[2], dev)?;
+    assert!(matches!(
+        Tensor::embedding(&bad, &w, None),
+        Err(TensorError::Index { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn batched_transposes_match_cpu() -> Result<()> {
+    let dev = gpu();
+    // Batched last-two-dims swaps (the tiled kernel's `outer` > 1, more
+    // batches than a grid dimension's 65535), tile-unfriendly sizes, sizes
+    // of 1, every dtype; contiguous() and an add_ of the swapped operand.
+    let shapes: [&[usize]; 8] = [
+        &[3, 33, 31],
+        &[2, 1025, 3],
+        &[5, 1, 40],
+        &[70_000, 2, 3],
+        &[2, 3, 17, 65],
+        &[1, 4097, 33],
+        &[4, 64, 64],
+        &[2, 2, 2, 129, 7],
+    ];
+    for (i, shape) in shapes.iter().enumerate() {
+        for dtype in DTYPES {
+            let base = data(shape, dtype, 1000 + i as u64)?;
+            let gbase = base.to(dev)?;
+            let n = shape.len() as i64;
+            let (v, gv) = (
+                base.transpose(n - 2, n - 1)?,
+                gbase.transpose(n - 2, n - 1)?,
+            );
+            let what = format!("{shape:?} {dtype}");
+            assert_same(
+                &format!("{what} contiguous of a swap"),
+                &v.contiguous()?,
+                &gv.contiguous()?,
+            );
+            if dtype != DType::Bool {
+                let a = data(v.shape(), dtype, 2000 + i as u64)?;
+                let ga = a.to(dev)?;
+                a.add_(&v)?;
+                ga.add_(&gv)?;
+                assert_same(&format!("{what} add_ of a swap"), &a, &ga);
+            }
+            // A rotation of the dims (not a swap of the last two).
+            let mut order: Vec<i64> = (0..n).collect();
+            order.rotate_left(1);
+            assert_same(
+                &format!("{what} contiguous of a rotation"),
+                &base.permute(&order)?.contiguous()?,
+                &gbase.permute(&order)?.contiguous()?,
+            );
         }
     }
     Ok(())

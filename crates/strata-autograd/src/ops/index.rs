@@ -167,6 +167,35 @@ impl Var {
         ))
     }
 
+    /// `torch.masked_select(self, mask)`; saves the mask. The gradient
+    /// scatters the upstream gradient back to the selected positions of
+    /// zeros of the broadcast shape (`masked_scatter`), summed back to
+    /// self's shape where self was broadcast.
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Var> {
+        let out = self.data().masked_select(mask)?;
+        let (shape, dtype) = (self.shape().to_vec(), self.dtype());
+        let m = mask.clone();
+        let saved = move || vec![m];
+        let f = formula(move |g, s, _n| {
+            let full =
+                strata_tensor::shape::broadcast_shapes("masked_select", &shape, s[0].shape())?;
+            let z = Tensor::zeros(&full, g.dtype(), g.device())?;
+            Ok(vec![Some(sum_to(
+                &z.masked_scatter(&s[0], g)?,
+                &shape,
+                dtype,
+            )?)])
+        });
+        Ok(record(
+            "MaskedSelectBackward",
+            out,
+            &[Some(self)],
+            saved,
+            f,
+            false,
+        ))
+    }
+
     /// `torch.where(cond, a, b)` with gradients for both branches (summed
     /// back over broadcast dims); saves the condition.
     pub fn where_cond(cond: &Tensor, a: &Var, b: &Var) -> Result<Var> {

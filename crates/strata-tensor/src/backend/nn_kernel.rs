@@ -10,6 +10,10 @@
 
 use super::Arg;
 
+/// Mask positions per chunk of [`NnKernel::MaskCount`] and
+/// [`NnKernel::MaskCompact`] (a CUDA block, or a CPU task, per chunk).
+pub(crate) const MASK_CHUNK: usize = 4096;
+
 /// One nn or index kernel; operands carry their layouts.
 pub(crate) enum NnKernel<'a> {
     /// `out[p] = src[p with coordinate dim replaced by index[p]]` for every
@@ -113,5 +117,30 @@ pub(crate) enum NnKernel<'a> {
         weight_sum: f64,
         rows: usize,
         classes: usize,
+    },
+    /// The count pass of a stream compaction (`masked_select`,
+    /// `masked_scatter`): `counts[b]` (i64, contiguous `[blocks]`) = the
+    /// number of set elements of the contiguous bool `mask` (`n` elements)
+    /// in chunk `b` (positions `[b * MASK_CHUNK, (b + 1) * MASK_CHUNK)`).
+    MaskCount {
+        counts: &'a Arg<'a>,
+        mask: &'a Arg<'a>,
+        n: usize,
+    },
+    /// The scatter pass of a stream compaction. `offsets` is the inclusive
+    /// cumulative sum of [`NnKernel::MaskCount`]'s counts; the k-th set
+    /// position of `mask` (row-major) is `i`. Without `expand`: `out[k] =
+    /// src[i]` (`src` contiguous with `n` elements, `out` contiguous with the
+    /// count); with `expand`: `out[i] = src[k]` (`out` contiguous with `n`
+    /// elements, unset positions untouched; `src` contiguous with at least
+    /// the count). `out` and `src` have one dtype (the elements are copied
+    /// as bits).
+    MaskCompact {
+        out: &'a Arg<'a>,
+        src: &'a Arg<'a>,
+        mask: &'a Arg<'a>,
+        offsets: &'a Arg<'a>,
+        n: usize,
+        expand: bool,
     },
 }

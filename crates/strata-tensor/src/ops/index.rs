@@ -1,15 +1,19 @@
 //! Indexing ops (issue 12): `index_select`, `gather`, `scatter_add(_)`,
-//! `embedding`, `masked_fill(_)`, `triu`/`tril(_)`.
+//! `embedding`, `masked_fill(_)`, `masked_select`, `masked_scatter`,
+//! `triu`/`tril(_)`.
 //!
 //! Shapes, dtypes and every index value are checked here, before any kernel
 //! runs, so an out-of-range index is a typed [`TensorError::Index`] on every
 //! device (on a GPU the check reads the index tensor's minimum and maximum
 //! back to the host: one small synchronisation, where PyTorch would trap the
 //! whole process with a device-side assert). Kernels: [`NnKernel::Gather`]
-//! and [`NnKernel::ScatterAdd`]; masked_fill and triu/tril are `where`.
+//! and [`NnKernel::ScatterAdd`]; masked_fill and triu/tril are `where`;
+//! masked_select and masked_scatter are a stream compaction (a count pass
+//! [`NnKernel::MaskCount`] per chunk, a cumsum of the counts, one read of the
+//! total to size the result, and a scatter pass [`NnKernel::MaskCompact`]).
 
 use super::elementwise::{check_inplace, launch, same_device, Operand};
-use crate::backend::{Arg, NnKernel};
+use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::layout::Layout;
@@ -47,8 +51,9 @@ pub(crate) fn check_index_range(op: &'static str, index: &Tensor, size: usize) -
     if index.numel() == 0 {
         return Ok(());
     }
-    let lo = index.min()?.to_scalars()?[0].to_i64();
-    let hi = index.max()?.to_scalars()?[0].to_i64();
+    // Both extremes come back in one read (one synchronisation on a GPU).
+    let ends = Tensor::stack(&[&index.min()?, &index.max()?], 0)?.to_scalars()?;
+    let (lo, hi) = (ends[0].to_i64(), ends[1].to_i64());
     if lo < 0 || hi >= size as i64 {
         let bad = if lo < 0 { lo } else { hi };
         return Err(TensorError::index(
@@ -437,6 +442,100 @@ impl Tensor {
         Ok(self.clone())
     }
 
+    /// `torch.masked_select(self, mask)`: the elements of self where the bool
+    /// `mask` is true, as a new 1-D tensor in row-major order. self and mask
+    /// broadcast to a common shape first (an element of an expanded self
+    /// appears once per selected alias). On a GPU the result's size costs
+    /// one read of the count back to the host, as in PyTorch.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], Device::Cpu).unwrap();
+    /// let m = Tensor::from_slice(&[true, false], &[2], Device::Cpu).unwrap();
+    /// let y = x.masked_select(&m).unwrap();
+    /// assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.0, 3.0]);
+    /// ```
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+        const OP: &str = "masked_select";
+        check_mask(OP, self, mask)?;
+        let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
+        let x = self.broadcast_to(&shape)?.contiguous()?;
+        let m = mask.broadcast_to(&shape)?.contiguous()?;
+        let (count, offsets) = mask_offsets(&m)?;
+        let out = Tensor::empty(&[count], x.dtype(), x.device())?;
+        if count > 0 {
+            launch(&out, &[&x, &m, &offsets], |be| {
+                be.nn(NnKernel::MaskCompact {
+                    out: &out.arg(),
+                    src: &x.arg(),
+                    mask: &m.arg(),
+                    offsets: &offsets.arg(),
+                    n: m.numel(),
+                    expand: false,
+                })
+            })?;
+        }
+        Ok(out)
+    }
+
+    /// `torch.masked_scatter(self, mask, source)`: a copy of self (broadcast
+    /// with the bool `mask`) whose positions where the mask is true take
+    /// `source`'s elements in row-major order, one after the other. `source`
+    /// (any shape, self's dtype) needs at least as many elements as the mask
+    /// has set positions.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let x = Tensor::zeros(&[4], strata_tensor::DType::F32, Device::Cpu).unwrap();
+    /// let m = Tensor::from_slice(&[false, true, false, true], &[4], Device::Cpu).unwrap();
+    /// let s = Tensor::from_slice(&[5.0f32, 6.0, 7.0], &[3], Device::Cpu).unwrap();
+    /// let y = x.masked_scatter(&m, &s).unwrap();
+    /// assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.0, 5.0, 0.0, 6.0]);
+    /// ```
+    pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        const OP: &str = "masked_scatter";
+        check_mask(OP, self, mask)?;
+        same_device(OP, self, source)?;
+        if source.dtype() != self.dtype() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "source is {} but self is {}; they must have the same dtype",
+                    source.dtype(),
+                    self.dtype()
+                ),
+            ));
+        }
+        let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
+        let out = self.broadcast_to(&shape)?.deep_clone()?;
+        let m = mask.broadcast_to(&shape)?.contiguous()?;
+        let (count, offsets) = mask_offsets(&m)?;
+        if count > source.numel() {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "the mask selects {count} elements but source {:?} has only {}",
+                    source.shape(),
+                    source.numel()
+                ),
+            ));
+        }
+        if count > 0 {
+            let src = source.reshape(&[-1])?.contiguous()?;
+            launch(&out, &[&src, &m, &offsets], |be| {
+                be.nn(NnKernel::MaskCompact {
+                    out: &out.arg(),
+                    src: &src.arg(),
+                    mask: &m.arg(),
+                    offsets: &offsets.arg(),
+                    n: m.numel(),
+                    expand: true,
+                })
+            })?;
+        }
+        Ok(out)
+    }
+
     /// `torch.triu(self, diagonal)`: in each matrix of the last two dims,
     /// the elements with `col - row >= diagonal`, zeros elsewhere.
     pub fn triu(&self, diagonal: i64) -> Result<Tensor> {
@@ -513,6 +612,28 @@ impl Tensor {
         let zero = Tensor::zeros(&[], self.dtype(), self.device())?;
         Tensor::where_cond(&keep, self, &zero)
     }
+}
+
+/// The count and scan passes of a stream compaction over the contiguous
+/// bool `mask`: the number of set elements (one read to the host) and the
+/// inclusive sums of the per-chunk counts (i64, one per [`MASK_CHUNK`]).
+fn mask_offsets(mask: &Tensor) -> Result<(usize, Tensor)> {
+    let n = mask.numel();
+    let blocks = n.div_ceil(MASK_CHUNK);
+    let counts = Tensor::empty(&[blocks], DType::I64, mask.device())?;
+    if n == 0 {
+        return Ok((0, counts));
+    }
+    launch(&counts, &[mask], |be| {
+        be.nn(NnKernel::MaskCount {
+            counts: &counts.arg(),
+            mask: &mask.arg(),
+            n,
+        })
+    })?;
+    let offsets = counts.cumsum(0, None)?;
+    let total = offsets.narrow(0, blocks as i64 - 1, 1)?.to_scalars()?[0].to_i64();
+    Ok((total as usize, offsets))
 }
 
 fn check_mask(op: &'static str, x: &Tensor, mask: &Tensor) -> Result<()> {

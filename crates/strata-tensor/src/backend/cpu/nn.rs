@@ -4,7 +4,7 @@
 //! stored in the Acc dtype (f32 for f16/bf16/f32), which is at least as
 //! precise as PyTorch's f32 accumulation.
 
-use crate::backend::{Arg, NnKernel};
+use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use rayon::prelude::*;
@@ -201,6 +201,60 @@ fn scatter_add<T: AddElem>(out: &Arg, index: &Arg, src: &Arg, dim: usize) {
             let o =
                 po.0.offset(dot(c, so, dim) + (k as isize) * so[dim] as isize);
             *o = (*o).add_elem(rd(ps, dot(c, ss, usize::MAX)));
+        }
+    });
+}
+
+/// The count pass of a stream compaction: set elements per chunk.
+fn mask_count(counts: &Arg, mask: &Arg, n: usize) {
+    let (pc, pm) = (base::<i64>(counts), base::<u8>(mask));
+    (0..n.div_ceil(MASK_CHUNK)).into_par_iter().for_each(|b| {
+        let (s, e) = (b * MASK_CHUNK, ((b + 1) * MASK_CHUNK).min(n));
+        // SAFETY: the contiguous mask holds n elements and counts one per
+        // chunk; each task writes its own count.
+        unsafe {
+            let set = std::slice::from_raw_parts(pm.get().add(s), e - s)
+                .iter()
+                .filter(|&&m| m != 0)
+                .count();
+            *pc.get().add(b) = set as i64;
+        }
+    });
+}
+
+/// The scatter pass of a stream compaction (see [`NnKernel::MaskCompact`]).
+fn mask_compact<T: Element>(
+    out: &Arg,
+    src: &Arg,
+    mask: &Arg,
+    offsets: &Arg,
+    n: usize,
+    expand: bool,
+) {
+    let (po, ps) = (base::<T>(out), base::<T>(src));
+    let (pm, pf) = (base::<u8>(mask), base::<i64>(offsets));
+    (0..n.div_ceil(MASK_CHUNK)).into_par_iter().for_each(|b| {
+        let (s, e) = (b * MASK_CHUNK, ((b + 1) * MASK_CHUNK).min(n));
+        // SAFETY: offsets (one per chunk) are the inclusive sums of the
+        // chunks' set counts, so chunk b owns the compacted positions
+        // [offsets[b - 1], offsets[b]): tasks write disjoint elements, all
+        // inside the operands (out or src holds the count, the other n).
+        unsafe {
+            let mut k = if b == 0 {
+                0
+            } else {
+                *pf.get().add(b - 1) as usize
+            };
+            for i in s..e {
+                if *pm.get().add(i) != 0 {
+                    if expand {
+                        *po.get().add(i) = *ps.get().add(k);
+                    } else {
+                        *po.get().add(k) = *ps.get().add(i);
+                    }
+                    k += 1;
+                }
+            }
         }
     });
 }
@@ -518,6 +572,17 @@ pub(crate) fn run(k: NnKernel) {
         NnKernel::CrossEntropy { logits, .. } => float!(logits.dtype, cross_entropy),
         NnKernel::CrossEntropyBackward { logits, .. } => {
             float!(logits.dtype, cross_entropy_backward)
+        }
+        NnKernel::MaskCount { counts, mask, n } => mask_count(counts, mask, n),
+        NnKernel::MaskCompact {
+            out,
+            src,
+            mask,
+            offsets,
+            n,
+            expand,
+        } => {
+            dispatch_dtype!(out.dtype, T => mask_compact::<T>(out, src, mask, offsets, n, expand))
         }
     }
 }

@@ -3,7 +3,9 @@
 //! launches it on the current stream.
 
 use super::context::CudaDevice;
-use super::kernels::dimops::{cumsum_source, softmax_source, SM_BLOCK, WARP_ROW_MAX};
+use super::kernels::dimops::{
+    cumsum_source, softmax_source, REG_BLOCK_ROW_MAX, SM_BLOCK, SOFTMAX_NAMES, WARP_ROW_MAX,
+};
 use super::kernels::tag;
 use super::launch::{base_ptr, launch, KArg};
 use crate::backend::{Arg, DimShape};
@@ -28,12 +30,7 @@ pub(crate) fn softmax(
     }
     let d = input.dtype;
     let key = format!("softmax:{}", tag(d));
-    let f = super::nvrtc::functions(
-        dev,
-        &key,
-        || softmax_source(d),
-        &["sm_warp", "sm_block", "sm_cols"],
-    )?;
+    let f = super::nvrtc::functions(dev, &key, || softmax_source(d), &SOFTMAX_NAMES)?;
     let (pin, pout) = (base_ptr(input), base_ptr(out));
     let log_i = i32::from(log);
     let n = s.n as i64;
@@ -44,12 +41,8 @@ pub(crate) fn softmax(
         let vec = i32::from(
             pin.is_multiple_of(16) && pout.is_multiple_of(16) && row_bytes.is_multiple_of(16),
         );
-        let warp = s.n <= WARP_ROW_MAX;
-        let (k, g) = if warp {
-            (0, grid(dev, s.outer, (SM_BLOCK / 32) as usize))
-        } else {
-            (1, grid(dev, s.outer, 1))
-        };
+        let (k, g) = row_kernel(s.n, 16 / d.size(), vec != 0);
+        let g = grid(dev, s.outer, g);
         let kargs = [
             KArg::of(&pin),
             KArg::of(&pout),
@@ -58,10 +51,11 @@ pub(crate) fn softmax(
             KArg::of(&log_i),
             KArg::of(&vec),
         ];
-        // SAFETY: the arguments match `sm_warp`/`sm_block(const char*, char*,
-        // i64 rows, i64 n, int, int)`; both operands are contiguous with
-        // rows * n elements of `d` from their base addresses; `vec` is set
-        // only when every row start is 16-byte aligned.
+        // SAFETY: the arguments match `sm_warp`/`sm_block`/`sm_rw*`/`sm_rb*`
+        // (const char*, char*, i64 rows, i64 n, int, int); both operands are
+        // contiguous with rows * n elements of `d` from their base
+        // addresses; `vec` is set only when every row start is 16-byte
+        // aligned; the register kernels are picked only for rows they hold.
         unsafe {
             launch(
                 dev,
@@ -98,6 +92,28 @@ pub(crate) fn softmax(
                 kargs,
             )
         }
+    }
+}
+
+/// The softmax kernel (an index into `SOFTMAX_NAMES`) for contiguous rows of
+/// `n` elements with vectors of `v` elements (`vec`: 16-byte loads allowed),
+/// and the rows each block takes. Rows up to `WARP_ROW_MAX` take a warp with
+/// the row in registers (`items` values per lane, a power of two, at least a
+/// vector when vectors are used); rows up to `REG_BLOCK_ROW_MAX` a block with
+/// the row in registers; longer rows the two-pass `sm_block`.
+fn row_kernel(n: usize, v: usize, vec: bool) -> (usize, usize) {
+    let rows_per_warp_block = (SM_BLOCK / 32) as usize;
+    if n <= WARP_ROW_MAX {
+        let mut items = n.div_ceil(32).next_power_of_two();
+        if vec {
+            items = items.max(v);
+        }
+        (3 + items.trailing_zeros() as usize, rows_per_warp_block)
+    } else if n <= REG_BLOCK_ROW_MAX {
+        let items = n.div_ceil(SM_BLOCK as usize).next_power_of_two().max(8);
+        (9 + (items / 8).trailing_zeros() as usize, 1)
+    } else {
+        (1, 1)
     }
 }
 
@@ -156,6 +172,43 @@ pub(crate) fn cumsum(dev: &CudaDevice, out: &Arg, input: &Arg, s: DimShape) -> R
                 dev.stream(),
                 kargs,
             )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row length gets a kernel whose registers hold the whole row.
+    #[test]
+    fn row_kernels_hold_their_rows() {
+        for v in [2usize, 4, 8] {
+            for vec in [false, true] {
+                for n in (1..=10_000).chain([50_257, 100_000]) {
+                    let (k, per) = row_kernel(n, v, vec);
+                    let name = SOFTMAX_NAMES[k];
+                    let cap = match name.strip_prefix("sm_rw") {
+                        Some(i) => 32 * i.parse::<usize>().unwrap(),
+                        None => match name.strip_prefix("sm_rb") {
+                            Some(i) => SM_BLOCK as usize * i.parse::<usize>().unwrap(),
+                            None => usize::MAX,
+                        },
+                    };
+                    assert!(n <= cap, "{name} for {n}");
+                    if name.starts_with("sm_rw") {
+                        assert_eq!(per, 8);
+                        let items = cap / 32;
+                        assert!(!vec || items % v == 0, "{name}: vectors of {v}");
+                        assert!(n > cap / 2 || items == 1 || (vec && items == v));
+                    } else {
+                        assert_eq!(per, 1);
+                    }
+                    if n > REG_BLOCK_ROW_MAX {
+                        assert_eq!(name, "sm_block");
+                    }
+                }
+            }
         }
     }
 }

@@ -15,7 +15,7 @@
 use super::context::{failure, CudaDevice};
 use super::kernels::{compute_ty, load, storage_ty, store, tag, MAXD, PRELUDE};
 use super::launch::{base_ptr, launch, KArg, KernelParam};
-use crate::backend::{Arg, NnKernel};
+use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
 use crate::error::Result;
 
@@ -82,6 +82,86 @@ extern "C" __global__ void take_rows(E* out, const E* src, const I* idx, i64 row
     const E* s = src + (i64)idx[r * is] * rs;
     E* o = out + r * cols;
     for (i64 c = threadIdx.x; c < cols; c += blockDim.x) o[c] = s[c];
+  }
+}
+
+// take_rows in 16-byte units (every row start aligned): `units` units per
+// row, source row stride `rsu` units; `tpr` threads (a power of two) per
+// row, blockDim.x / tpr rows per block, so short rows still fill the block.
+typedef Vec<u32, 4> U;
+extern "C" __global__ void take_rows_v(U* out, const U* src, const I* idx, i64 rows, i64 units, i64 rsu, i64 is, int tpr) {
+  const int sub = threadIdx.x & (tpr - 1);
+  const int rpb = blockDim.x / tpr;
+  for (i64 r = (i64)blockIdx.x * rpb + threadIdx.x / tpr; r < rows; r += (i64)gridDim.x * rpb) {
+    const U* s = src + (i64)idx[r * is] * rsu;
+    U* o = out + r * units;
+    for (i64 c = sub; c < units; c += tpr) o[c] = s[c];
+  }
+}
+"#
+    )
+}
+
+/// The stream-compaction kernels of masked_select / masked_scatter for
+/// elements of `esize` bytes: `mask_count` (a block per chunk of
+/// [`MASK_CHUNK`] mask bytes writes its set count) and `mask_compact` (a
+/// block per chunk walks it in steps of `NT` positions: a warp ballot gives
+/// each set position its rank in the warp, the warps' totals in shared
+/// memory its rank in the step, the chunk's exclusive offset its place).
+fn mask_source(esize: usize) -> String {
+    format!(
+        "{PRELUDE}typedef {e} E;\n#define NT {NT}\n#define CHUNK {MASK_CHUNK}\n{body}",
+        e = bits_ty(esize),
+        body = r#"
+extern "C" __global__ void __launch_bounds__(NT) mask_count(i64* counts, const u8* mask, i64 n) {
+  __shared__ int sh[NT / 32];
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  for (i64 b = blockIdx.x; b * CHUNK < n; b += gridDim.x) {
+    const i64 s = b * CHUNK, e = s + CHUNK < n ? s + CHUNK : n;
+    int c = 0;
+    for (i64 i = s + threadIdx.x; i < e; i += NT) c += mask[i] != 0;
+    for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
+    if (lane == 0) sh[wid] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      i64 t = 0;
+      for (int q = 0; q < NT / 32; q++) t += sh[q];
+      counts[b] = t;
+    }
+    __syncthreads();
+  }
+}
+
+// offs: inclusive sums of the chunks' counts. expand == 0: out[k] = src[i];
+// otherwise out[i] = src[k] (i the k-th set position).
+extern "C" __global__ void __launch_bounds__(NT) mask_compact(E* out, const E* src, const u8* mask, const i64* offs,
+                                                             i64 n, int expand) {
+  __shared__ int wsum[NT / 32];
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  const unsigned below = (1u << lane) - 1u;
+  for (i64 b = blockIdx.x; b * CHUNK < n; b += gridDim.x) {
+    const i64 s = b * CHUNK, e = s + CHUNK < n ? s + CHUNK : n;
+    i64 base = b == 0 ? 0 : offs[b - 1];
+    for (i64 t0 = s; t0 < e; t0 += NT) {
+      const i64 i = t0 + threadIdx.x;
+      const bool f = i < e && mask[i] != 0;
+      const unsigned bal = __ballot_sync(0xffffffffu, f);
+      if (lane == 0) wsum[wid] = __popc(bal);
+      __syncthreads();
+      int before = 0, total = 0;
+#pragma unroll
+      for (int q = 0; q < NT / 32; q++) {
+        const int v = wsum[q];
+        before += q < wid ? v : 0;
+        total += v;
+      }
+      __syncthreads();  // wsum is rewritten by the next step
+      if (f) {
+        const i64 k = base + before + __popc(bal & below);
+        if (expand) out[i] = src[k]; else out[k] = src[i];
+      }
+      base += total;
+    }
   }
 }
 "#
@@ -425,7 +505,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                 dev,
                 &key,
                 || gather_source(out.dtype.size(), index.dtype),
-                &["gather", "take_rows"],
+                &["gather", "take_rows", "take_rows_v"],
             )?;
             let (po, ps, pi) = (base_ptr(out), base_ptr(src), base_ptr(index));
             let (ol, sl, il) = (&out.layout, &src.layout, &index.layout);
@@ -437,6 +517,44 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             {
                 let (rows, cols) = (ol.shape[0] as i64, ol.shape[1] as i64);
                 let (rs, is) = (sl.strides[0] as i64, il.strides[0] as i64);
+                let es = out.dtype.size() as u64;
+                let row_bytes = ol.shape[1] as u64 * es;
+                if row_bytes.is_multiple_of(16)
+                    && (sl.strides[0] as u64 * es).is_multiple_of(16)
+                    && po.is_multiple_of(16)
+                    && ps.is_multiple_of(16)
+                {
+                    let units = (row_bytes / 16) as i64;
+                    let rsu = (sl.strides[0] as u64 * es / 16) as i64;
+                    let tpr = (units as u32).next_power_of_two().clamp(1, NT);
+                    let rpb = (NT / tpr) as usize;
+                    let tpr = tpr as i32;
+                    // SAFETY: parameters match `take_rows_v` (out, src, idx,
+                    // rows, units, row stride in units, index stride, threads
+                    // per row); out, src and every src row start are 16-byte
+                    // aligned and rows are whole units; indices were checked
+                    // to lie in [0, src rows).
+                    return unsafe {
+                        launch(
+                            dev,
+                            "take_rows_v",
+                            f[2],
+                            (grid_for(rows as usize, rpb), 1, 1),
+                            (NT, 1, 1),
+                            stream,
+                            [
+                                KArg::of(&po),
+                                KArg::of(&ps),
+                                KArg::of(&pi),
+                                KArg::of(&rows),
+                                KArg::of(&units),
+                                KArg::of(&rsu),
+                                KArg::of(&is),
+                                KArg::of(&tpr),
+                            ],
+                        )
+                    };
+                }
                 // SAFETY: parameters match `take_rows` (out, src, idx, rows,
                 // cols, row stride, index stride); every index was checked to
                 // lie in [0, src rows), so reads stay in src's storage; writes
@@ -707,6 +825,70 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                 )
             }
         }
+        NnKernel::MaskCount { counts, mask, n } => {
+            if n == 0 {
+                return Ok(());
+            }
+            let f = mask_functions(dev, 1)?;
+            let (pc, pm, nn) = (base_ptr(counts), base_ptr(mask), n as i64);
+            // SAFETY: parameters match `mask_count(i64*, const u8*, i64)`;
+            // the contiguous mask holds n bytes and counts one i64 per chunk
+            // of MASK_CHUNK, the kernel's chunk.
+            unsafe {
+                launch(
+                    dev,
+                    "mask_count",
+                    f[0],
+                    (grid_for(n, MASK_CHUNK), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [KArg::of(&pc), KArg::of(&pm), KArg::of(&nn)],
+                )
+            }
+        }
+        NnKernel::MaskCompact {
+            out,
+            src,
+            mask,
+            offsets,
+            n,
+            expand,
+        } => {
+            if n == 0 {
+                return Ok(());
+            }
+            let f = mask_functions(dev, out.dtype.size())?;
+            let (po, ps, pm, pf) = (
+                base_ptr(out),
+                base_ptr(src),
+                base_ptr(mask),
+                base_ptr(offsets),
+            );
+            let (nn, ex) = (n as i64, i32::from(expand));
+            // SAFETY: parameters match `mask_compact(E*, const E*, const u8*,
+            // const i64*, i64, int)` with E of out's element size; offsets
+            // are the inclusive sums of the counts of `mask_count` over the
+            // same chunks, so every compacted index lies below the count,
+            // which out (or src, expanding) holds; the other holds n.
+            unsafe {
+                launch(
+                    dev,
+                    "mask_compact",
+                    f[1],
+                    (grid_for(n, MASK_CHUNK), 1, 1),
+                    (NT, 1, 1),
+                    stream,
+                    [
+                        KArg::of(&po),
+                        KArg::of(&ps),
+                        KArg::of(&pm),
+                        KArg::of(&pf),
+                        KArg::of(&nn),
+                        KArg::of(&ex),
+                    ],
+                )
+            }
+        }
         NnKernel::CrossEntropyBackward {
             dx,
             logits,
@@ -769,6 +951,19 @@ fn ln_functions(
     )
 }
 
+fn mask_functions(
+    dev: &CudaDevice,
+    esize: usize,
+) -> Result<std::sync::Arc<[super::context::Function]>> {
+    let key = format!("nn:mask:{esize}");
+    super::nvrtc::functions(
+        dev,
+        &key,
+        || mask_source(esize),
+        &["mask_count", "mask_compact"],
+    )
+}
+
 fn ce_functions(dev: &CudaDevice, d: DType) -> Result<std::sync::Arc<[super::context::Function]>> {
     let key = format!("nn:ce:{}", tag(d));
     super::nvrtc::functions(dev, &key, || ce_source(d), &["ce_fwd", "ce_bwd"])
@@ -784,11 +979,18 @@ mod tests {
     fn sources_name_their_kernels() {
         let g = gather_source(4, DType::I64);
         assert!(g.contains("void gather(") && g.contains("void take_rows("));
+        assert!(g.contains("void take_rows_v("));
         let s = scatter_source(DType::F32, DType::I32);
         assert!(s.contains("void scatter_add(") && s.contains("typedef int I;"));
         let l = ln_source(DType::BF16, DType::F32);
         assert!(l.contains("typedef float C;") && l.contains("#define CACHE 4096"));
         let c = ce_source(DType::F64);
         assert!(c.contains("typedef double C;") && c.contains("void ce_bwd("));
+        let m = mask_source(2);
+        assert!(
+            m.contains(" mask_count(")
+                && m.contains(" mask_compact(")
+                && m.contains("typedef u16 E;")
+        );
     }
 }

@@ -7,6 +7,12 @@
 //!   the row allows them.
 //! * `sm_block`: `inner == 1`, longer rows: a block of [`SM_BLOCK`] threads
 //!   per row, warps combined through shared memory.
+//! * `sm_rw{1..32}` / `sm_rb{8,16,32}`: the fast paths for `inner == 1`:
+//!   the row is cached in registers (`ITEMS` values per thread; a warp per
+//!   row up to [`WARP_ROW_MAX`] elements, a block per row up to
+//!   [`REG_BLOCK_ROW_MAX`]), so it is read from memory once: max by
+//!   shuffles, then `exp(x - max)` computed once, kept and summed, then the
+//!   outputs; 16-byte loads and stores when the row allows them.
 //! * `sm_cols`: `inner > 1`: a thread per (outer, inner) column, adjacent
 //!   threads on adjacent columns (coalesced), walking `n` with stride `inner`.
 //! * `cs_warp` / `cs_cols`: cumsum, a warp per contiguous row (32 elements
@@ -26,6 +32,16 @@ use crate::dtype::DType;
 pub(crate) const SM_BLOCK: u32 = 256;
 /// Longest row the warp-per-row softmax takes.
 pub(crate) const WARP_ROW_MAX: usize = 1024;
+/// Longest row the block-per-row register-cached softmax takes (`SM_BLOCK`
+/// threads of 32 values each); longer rows go to `sm_block`.
+pub(crate) const REG_BLOCK_ROW_MAX: usize = SM_BLOCK as usize * 32;
+/// The kernels of the softmax module, in the order `softmax_source` defines
+/// them: the three general ones, then the register-cached warp kernels for
+/// 1, 2, 4, ..., 32 values per lane, then the block kernels for 8, 16, 32.
+pub(crate) const SOFTMAX_NAMES: [&str; 12] = [
+    "sm_warp", "sm_block", "sm_cols", "sm_rw1", "sm_rw2", "sm_rw4", "sm_rw8", "sm_rw16", "sm_rw32",
+    "sm_rb8", "sm_rb16", "sm_rb32",
+];
 
 /// The softmax module for elements of the float dtype `d`: kernels
 /// `sm_warp`, `sm_block`, `sm_cols`.
@@ -159,6 +175,153 @@ extern "C" __global__ void __launch_bounds__(SB) sm_block(const char* in, char* 
     row_write(x, y, n, threadIdx.x, SB, vec != 0, m, s, log_);
   }
 }
+
+// ---- Register-cached rows: read once. ----
+// NaN-propagating max (a NaN anywhere makes the row NaN, as on the CPU).
+__device__ __forceinline__ C nmax(C a, C b) { return (b > a || b != b) ? b : a; }
+
+// Slot i of thread `lane` (of `lanes`) holds x[(i / V * lanes + lane) * V +
+// i % V] with vectors (rows start aligned and n % V == 0), x[i * lanes +
+// lane] without. Slots past the row hold -inf, which adds nothing to a
+// finite row's sum (a row whose max is not finite is NaN anyway).
+template <int ITEMS>
+__device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes, bool vec, C (&v)[ITEMS]) {
+  if constexpr (ITEMS % V == 0) {
+    if (vec) {
+#pragma unroll
+      for (int c = 0; c < ITEMS / V; c++) {
+        const i64 k = ((i64)c * lanes + lane) * V;
+        if (k < n) {
+          const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(x + k);
+#pragma unroll
+          for (int j = 0; j < V; j++) v[c * V + j] = ld(w.v[j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; j++) v[c * V + j] = ninf();
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const i64 k = (i64)i * lanes + lane;
+    v[i] = k < n ? ld(x[k]) : ninf();
+  }
+}
+template <int ITEMS>
+__device__ __forceinline__ void reg_store(T* y, i64 n, int lane, int lanes, bool vec, const C (&v)[ITEMS]) {
+  if constexpr (ITEMS % V == 0) {
+    if (vec) {
+#pragma unroll
+      for (int c = 0; c < ITEMS / V; c++) {
+        const i64 k = ((i64)c * lanes + lane) * V;
+        if (k < n) {
+          Vec<T, V> w;
+#pragma unroll
+          for (int j = 0; j < V; j++) w.v[j] = st(v[c * V + j]);
+          *reinterpret_cast<Vec<T, V>*>(y + k) = w;
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const i64 k = (i64)i * lanes + lane;
+    if (k < n) y[k] = st(v[i]);
+  }
+}
+__device__ __forceinline__ C warp_max(C m) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = nmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+  return m;
+}
+__device__ __forceinline__ C warp_sum(C s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+template <int ITEMS>
+__device__ __forceinline__ C local_max(const C (&v)[ITEMS]) {
+  C m = ninf();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) m = nmax(m, v[i]);
+  return m;
+}
+// Replaces v by exp(v - m) for softmax (kept for the outputs); returns the
+// local sum of exp(v - m).
+template <int ITEMS>
+__device__ __forceinline__ C local_exp_sum(C (&v)[ITEMS], C m, int log_) {
+  C s = (C)0;
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const C e = cexp(v[i] - m);
+    if (!log_) v[i] = e;
+    s += e;
+  }
+  return s;
+}
+template <int ITEMS>
+__device__ __forceinline__ void finish(C (&v)[ITEMS], C m, C s, int log_) {
+  if (log_) {
+    const C ls = clog(s);
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) v[i] = (v[i] - m) - ls;
+  } else {
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) v[i] = v[i] / s;
+  }
+}
+
+// A warp per row of at most 32 * ITEMS elements, SB / 32 rows per block.
+template <int ITEMS>
+__device__ __forceinline__ void sm_rw(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const i64 per = SB / 32;
+  for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
+    const i64 r = r0 + w;
+    if (r >= rows) continue;  // uniform across the warp
+    C v[ITEMS];
+    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, n, lane, 32, vec != 0, v);
+    const C m = warp_max(local_max<ITEMS>(v));
+    const C s = warp_sum(local_exp_sum<ITEMS>(v, m, log_));
+    finish<ITEMS>(v, m, s, log_);
+    reg_store<ITEMS>(reinterpret_cast<T*>(out) + r * n, n, lane, 32, vec != 0, v);
+  }
+}
+
+// A block of SB threads per row of at most SB * ITEMS elements.
+template <int ITEMS>
+__device__ __forceinline__ void sm_rb(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+  __shared__ C red[SB / 32];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    C v[ITEMS];
+    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, n, threadIdx.x, SB, vec != 0, v);
+    C m = warp_max(local_max<ITEMS>(v));
+    if (lane == 0) red[w] = m;
+    __syncthreads();
+    m = red[0];
+#pragma unroll
+    for (int q = 1; q < SB / 32; q++) m = nmax(m, red[q]);
+    __syncthreads();
+    C s = warp_sum(local_exp_sum<ITEMS>(v, m, log_));
+    if (lane == 0) red[w] = s;
+    __syncthreads();
+    s = red[0];
+#pragma unroll
+    for (int q = 1; q < SB / 32; q++) s += red[q];
+    __syncthreads();  // red is rewritten by the next row
+    finish<ITEMS>(v, m, s, log_);
+    reg_store<ITEMS>(reinterpret_cast<T*>(out) + r * n, n, threadIdx.x, SB, vec != 0, v);
+  }
+}
+
+#define SM_RW(I) extern "C" __global__ void __launch_bounds__(SB) sm_rw##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec) { sm_rw<I>(in, out, rows, n, log_, vec); }
+#define SM_RB(I) extern "C" __global__ void __launch_bounds__(SB) sm_rb##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec) { sm_rb<I>(in, out, rows, n, log_, vec); }
+SM_RW(1) SM_RW(2) SM_RW(4) SM_RW(8) SM_RW(16) SM_RW(32)
+SM_RB(8) SM_RB(16) SM_RB(32)
 
 // A thread per (outer, inner) column of a row strided by `inner`.
 extern "C" __global__ void __launch_bounds__(SB) sm_cols(const char* in, char* out, i64 outer, i64 n, i64 inner, int log_) {
