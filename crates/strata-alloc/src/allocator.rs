@@ -374,13 +374,26 @@ impl CachingAllocator {
             st.stats.oversize_allocations.decrease(1);
         }
         let (ptr, requested, s) = (raw.ptr, st.blocks[id].requested, st.blocks[id].stream);
+        if !st.history.enabled() {
+            return if st.blocks[id].stream_uses.is_empty() {
+                self.free_block(st, id);
+                Ok(())
+            } else {
+                self.insert_events(st, id)
+            };
+        }
+        // free_requested and (when nothing waits) free_completed share one
+        // clock read.
+        st.history.hold_time();
         st.record(Action::FreeRequested, ptr, requested, s);
-        if st.blocks[id].stream_uses.is_empty() {
+        let r = if st.blocks[id].stream_uses.is_empty() {
             self.free_block(st, id);
             Ok(())
         } else {
             self.insert_events(st, id)
-        }
+        };
+        st.history.release_time();
+        r
     }
 
     /// Checks that `raw` is a live allocation of this allocator (not freed, not

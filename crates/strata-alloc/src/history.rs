@@ -27,6 +27,7 @@
 use crate::driver::StreamId;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
 use std::sync::Arc;
 use std::time::Instant;
@@ -196,16 +197,158 @@ pub struct TraceEntry {
     pub site: Option<CallSite>,
 }
 
+/// Hashes a device address for the live-allocation map: one folded
+/// multiplication instead of SipHash. Addresses are not chosen by an
+/// adversary, and the multiplication spreads their low (alignment) bits and
+/// high bits over the whole word, which hashbrown needs (it takes the bucket
+/// from the low bits and the tag from the top seven).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used for addresses; other keys fold bytewise.
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let m = ((self.0 ^ x) as u128) * K as u128;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+}
+
+/// The microsecond clock of the history's entries.
+///
+/// Reading `Instant` (a vDSO `clock_gettime`) costs about as much as the rest
+/// of an entry. On x86-64 processors with an invariant time-stamp counter the
+/// clock reads the counter instead and converts it with a rate calibrated
+/// against `Instant` (re-anchored every [`Clock::RECALIBRATE`] reads, and
+/// whenever the counter goes backwards or jumps, as after a migration to a
+/// core whose counter is offset). Readings never go backwards. Elsewhere it
+/// reads `Instant`.
+pub(crate) struct Clock {
+    start: Instant,
+    /// Whether the time-stamp counter is usable (invariant).
+    tsc: bool,
+    /// The counter at `start`.
+    tsc0: u64,
+    /// Counter ticks per microsecond, 0 until calibrated.
+    per_us: f64,
+    /// The counter and the time at the last calibration.
+    anchor: (u64, u64),
+    /// Reads since the last calibration.
+    reads: u32,
+    /// The last reading.
+    last: u64,
+}
+
+impl Clock {
+    /// Reads between two calibrations against `Instant`.
+    const RECALIBRATE: u32 = 1024;
+
+    /// A clock that starts at 0 now.
+    pub fn new() -> Clock {
+        let tsc = invariant_tsc();
+        Clock {
+            start: Instant::now(),
+            tsc,
+            tsc0: if tsc { read_tsc() } else { 0 },
+            per_us: 0.0,
+            anchor: (0, 0),
+            reads: 0,
+            last: 0,
+        }
+    }
+
+    /// Microseconds since the clock started.
+    #[inline]
+    pub fn now_us(&mut self) -> u64 {
+        if self.tsc && self.per_us > 0.0 && self.reads < Self::RECALIBRATE {
+            self.reads += 1;
+            let t = read_tsc();
+            let ticks = t.wrapping_sub(self.anchor.0);
+            // More than about a second since the anchor, or backwards (wraps
+            // to a huge value): recalibrate instead of trusting the counter.
+            if (ticks as f64) < self.per_us * 1e6 {
+                let us = self.anchor.1 + (ticks as f64 / self.per_us) as u64;
+                self.last = self.last.max(us);
+                return self.last;
+            }
+        }
+        self.calibrate()
+    }
+
+    #[cold]
+    fn calibrate(&mut self) -> u64 {
+        let us = self.start.elapsed().as_micros() as u64;
+        if self.tsc {
+            let t = read_tsc();
+            self.reads = 0;
+            // Calibrate over at least a millisecond.
+            if us >= 1000 && t > self.tsc0 {
+                self.per_us = (t - self.tsc0) as f64 / us as f64;
+                self.anchor = (t, us);
+            }
+        }
+        self.last = self.last.max(us);
+        self.last
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn invariant_tsc() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // Leaf 0x8000_0007 exists, and its EDX bit 8 says the counter runs at a
+    // constant rate in every power state.
+    __cpuid(0x8000_0000).eax >= 0x8000_0007 && (__cpuid(0x8000_0007).edx >> 8) & 1 == 1
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn invariant_tsc() -> bool {
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn read_tsc() -> u64 {
+    // SAFETY: `rdtsc` exists on every x86-64 processor and only reads the
+    // time-stamp counter; it touches no memory.
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn read_tsc() -> u64 {
+    0
+}
+
+/// Live allocations by address.
+pub(crate) type LiveMap = HashMap<u64, LiveAlloc, BuildHasherDefault<AddrHasher>>;
+
 /// The ring buffer behind the allocator's lock.
 pub(crate) struct History {
     entries: VecDeque<TraceEntry>,
     capacity: usize,
     pub level: HistoryLevel,
-    start: Instant,
+    clock: Clock,
     /// Live (and pending-free) allocations by address, while recording.
-    pub live: HashMap<u64, LiveAlloc>,
+    pub live: LiveMap,
     /// Allocations recorded so far (the last `LiveAlloc::seq`).
     pub seq: u64,
+    /// The time of the operation being recorded, when one operation records
+    /// several entries (a free that completes at once): the clock is read
+    /// once for all of them (see [`History::hold_time`]).
+    held_time_us: Option<u64>,
 }
 
 impl Default for History {
@@ -214,9 +357,10 @@ impl Default for History {
             entries: VecDeque::new(),
             capacity: 0,
             level: HistoryLevel::CallSites,
-            start: Instant::now(),
-            live: HashMap::new(),
+            clock: Clock::new(),
+            live: LiveMap::default(),
             seq: 0,
+            held_time_us: None,
         }
     }
 }
@@ -232,8 +376,23 @@ impl History {
         self.capacity = capacity.unwrap_or(0);
         self.level = level;
         self.entries = VecDeque::with_capacity(self.capacity);
-        self.live = HashMap::new();
-        self.start = Instant::now();
+        self.live = LiveMap::default();
+        self.clock = Clock::new();
+        self.held_time_us = None;
+    }
+
+    /// Reads the clock once for the entries recorded until
+    /// [`release_time`](Self::release_time): one operation's entries share
+    /// its time (a clock read costs about as much as the rest of an entry).
+    #[inline]
+    pub fn hold_time(&mut self) {
+        self.held_time_us = Some(self.clock.now_us());
+    }
+
+    /// Ends [`hold_time`](Self::hold_time): later entries read the clock.
+    #[inline]
+    pub fn release_time(&mut self) {
+        self.held_time_us = None;
     }
 
     #[inline]
@@ -283,7 +442,10 @@ impl History {
         if self.entries.len() == self.capacity {
             self.entries.pop_front();
         }
-        let time_us = self.start.elapsed().as_micros() as u64;
+        let time_us = match self.held_time_us {
+            Some(t) => t,
+            None => self.clock.now_us(),
+        };
         self.entries.push_back(TraceEntry {
             action,
             addr,
