@@ -296,3 +296,196 @@ fn fixed_segments_reproduce_pytorch_exactly() {
         );
     }
 }
+
+/// Deterministic pseudo-random numbers for the synthetic traces.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Builds a trace from a script of allocations and frees by name.
+#[derive(Default)]
+struct Builder {
+    ops: Vec<Op>,
+    vacant: Vec<usize>,
+    slots: usize,
+    streams: usize,
+}
+
+impl Builder {
+    fn alloc(&mut self, size: u64, stream: usize) -> usize {
+        let slot = self.vacant.pop().unwrap_or_else(|| {
+            self.slots += 1;
+            self.slots - 1
+        });
+        self.streams = self.streams.max(stream + 1);
+        self.ops.push(Op::Alloc { slot, size, stream });
+        slot
+    }
+
+    fn free(&mut self, slot: usize) {
+        self.vacant.push(slot);
+        self.ops.push(Op::Free { slot });
+    }
+
+    fn trace(self) -> Trace {
+        Trace {
+            ops: self.ops,
+            slots: self.slots,
+            streams: self.streams,
+            stats: HashMap::new(),
+        }
+    }
+}
+
+/// Training with batch sizes that change from step to step (some growing):
+/// parameters, activations kept for the backward pass, gradients and
+/// temporaries, over 16 layers of varying width.
+fn varying_batch_training(seed: u64) -> Trace {
+    let mut r = Lcg(seed);
+    let mut b = Builder::default();
+    let widths: Vec<u64> = (0..16).map(|_| 256 << r.below(4)).collect();
+    let params: Vec<usize> = widths
+        .iter()
+        .map(|&w| b.alloc(w * w * 4 + 1000, 0))
+        .collect();
+    for step in 0..12u64 {
+        let batch = 8 + 8 * ((step * 3 + r.below(5)) % 9);
+        let mut acts = Vec::new();
+        for &w in &widths {
+            let t = b.alloc(batch * w * 4 * 64, 0);
+            acts.push(b.alloc(batch * w * 4 * 64 + r.below(4096), 0));
+            b.free(t);
+        }
+        for (i, &w) in widths.iter().enumerate().rev() {
+            let g = b.alloc(w * w * 4, 0);
+            let gi = b.alloc(batch * w * 4 * 64, 0);
+            b.free(acts[i]);
+            b.free(gi);
+            b.free(g);
+        }
+    }
+    for p in params {
+        b.free(p);
+    }
+    b.trace()
+}
+
+/// Double-buffered input on a side stream: the next batch's buffer is
+/// allocated on stream 1 while stream 0 computes on the current one, whose
+/// buffer is freed after the step.
+fn prefetch_training(seed: u64) -> Trace {
+    let mut r = Lcg(seed);
+    let mut b = Builder::default();
+    let input = |r: &mut Lcg| (32 + r.below(4) * 16) * 3 * 224 * 224 * 4;
+    let mut next = b.alloc(input(&mut r), 1);
+    for _ in 0..10 {
+        let cur = next;
+        next = b.alloc(input(&mut r), 1);
+        let mut acts = Vec::new();
+        for l in 0..12u64 {
+            acts.push(b.alloc((64 << (l % 4)) * 56 * 56 * 4 * 8, 0));
+        }
+        b.free(cur);
+        while let Some(a) = acts.pop() {
+            let g = b.alloc(3 << 20, 0);
+            b.free(a);
+            b.free(g);
+        }
+    }
+    b.free(next);
+    b.trace()
+}
+
+/// Transformer serving: requests of random batch and sequence length, each
+/// through 12 layers whose attention scores grow with the square of the
+/// length.
+fn variable_length_serving(seed: u64) -> Trace {
+    let mut r = Lcg(seed);
+    let mut b = Builder::default();
+    let weights: Vec<usize> = (0..12).map(|_| b.alloc(7 << 20, 0)).collect();
+    for _ in 0..30 {
+        let (batch, len) = (1 + r.below(32), 16 + r.below(497));
+        let hidden = batch * len * 768 * 4;
+        let mut x = b.alloc(hidden, 0);
+        for _ in 0..12 {
+            let qkv = b.alloc(3 * hidden, 0);
+            let scores = b.alloc(batch * 12 * len * len * 4, 0);
+            let probs = b.alloc(batch * 12 * len * len * 4, 0);
+            b.free(scores);
+            let ctx = b.alloc(hidden, 0);
+            b.free(probs);
+            b.free(qkv);
+            let ff = b.alloc(4 * hidden, 0);
+            let y = b.alloc(hidden, 0);
+            b.free(ff);
+            b.free(ctx);
+            b.free(x);
+            x = y;
+        }
+        b.free(x);
+    }
+    for w in weights {
+        b.free(w);
+    }
+    b.trace()
+}
+
+/// The synthetic workloads, three seeds each.
+fn synthetic() -> Vec<(String, Trace)> {
+    let mut v = Vec::new();
+    for seed in [1u64, 2, 3] {
+        v.push((
+            format!("varying_batch_training/{seed}"),
+            varying_batch_training(seed),
+        ));
+        v.push((format!("prefetch_training/{seed}"), prefetch_training(seed)));
+        v.push((
+            format!("variable_length_serving/{seed}"),
+            variable_length_serving(seed),
+        ));
+    }
+    v
+}
+
+/// The synthetic workloads never synchronise a stream and leave the
+/// allocator consistent after every pass.
+#[test]
+fn synthetic_workloads_never_synchronise() {
+    for (name, t) in synthetic() {
+        let r = replay(&t, "", 4);
+        assert!(r.per_pass.iter().all(|&(_, s)| s == 0), "{name}");
+    }
+}
+
+/// Issue 14's goals on the synthetic workloads. Not met yet: with seed 2 the
+/// serving workload's first pass reserves 1.24 x its peak allocated, and the
+/// training workloads keep mapping pages after two warm-up passes
+/// (docs/benchmarks.md). Run with `--ignored`.
+#[test]
+#[ignore = "issue 14 is short on these workloads (docs/benchmarks.md)"]
+fn synthetic_workloads_meet_the_goals() {
+    let mut failures = Vec::new();
+    for (name, t) in synthetic() {
+        let r = replay(&t, "", 6);
+        let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
+        eprintln!(
+            "{name}: first pass {ratio:.3} x allocated, {} device allocs, calls and syncs by pass {:?}",
+            r.device_allocs, r.per_pass
+        );
+        if ratio > 1.05 {
+            failures.push(format!("{name}: first pass {ratio:.3}"));
+        }
+        if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+            failures.push(format!("{name}: driver calls after two warm-up passes"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
