@@ -131,11 +131,19 @@ pub(crate) fn backtrace_frames(bt: &std::backtrace::Backtrace) -> Vec<Frame> {
 /// What the history knows about a live allocation.
 #[derive(Clone, Debug)]
 pub(crate) struct LiveAlloc {
-    pub site: Option<CallSite>,
+    /// Where it was asked for (see [`LiveAlloc::site`]).
+    pub location: Option<&'static Location<'static>>,
     pub size: u64,
     pub backtrace: Option<Arc<std::backtrace::Backtrace>>,
     /// Order of allocation (1, 2, …) since recording started.
     pub seq: u64,
+}
+
+impl LiveAlloc {
+    /// The call site.
+    pub fn site(&self) -> Option<CallSite> {
+        self.location.map(CallSite::from_location)
+    }
 }
 
 /// What happened.
@@ -163,6 +171,19 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action, by its code in the ring buffer.
+    const ALL: [Action; 9] = [
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::SegmentMap,
+        Action::SegmentUnmap,
+        Action::Oom,
+        Action::Snapshot,
+    ];
+
     /// The name used in trace files (PyTorch's).
     pub fn name(self) -> &'static str {
         match self {
@@ -196,6 +217,22 @@ pub struct TraceEntry {
     /// allocations whose call site was recorded).
     pub site: Option<CallSite>,
 }
+
+/// One entry as the ring buffer keeps it: 32 bytes, two to a cache line
+/// (a [`TraceEntry`] is 64), since the ring is larger than the caches and
+/// every entry written is a line fetched.
+#[derive(Clone, Copy)]
+struct Slot {
+    addr: u64,
+    size: u64,
+    /// The time in microseconds (top 44 bits: 200 days), the stream's index
+    /// in `History::streams` (16 bits) and the action's code (4 bits).
+    meta: u64,
+    site: Option<&'static Location<'static>>,
+}
+
+/// Bits of [`Slot::meta`] below the time.
+const META_TIME_SHIFT: u32 = 20;
 
 /// Hashes a device address for the live-allocation map: one folded
 /// multiplication instead of SipHash. Addresses are not chosen by an
@@ -337,7 +374,11 @@ pub(crate) type LiveMap = HashMap<u64, LiveAlloc, BuildHasherDefault<AddrHasher>
 
 /// The ring buffer behind the allocator's lock.
 pub(crate) struct History {
-    entries: VecDeque<TraceEntry>,
+    entries: VecDeque<Slot>,
+    /// The streams of the entries, by the index their slots keep; the last
+    /// one looked up first.
+    streams: Vec<StreamId>,
+    last_stream: (StreamId, u16),
     capacity: usize,
     pub level: HistoryLevel,
     clock: Clock,
@@ -347,7 +388,7 @@ pub(crate) struct History {
     pub seq: u64,
     /// The time of the operation being recorded, when one operation records
     /// several entries (a free that completes at once): the clock is read
-    /// once for all of them (see [`History::hold_time`]).
+    /// once for all of them (see [`History::push_free_now`]).
     held_time_us: Option<u64>,
 }
 
@@ -355,6 +396,8 @@ impl Default for History {
     fn default() -> History {
         History {
             entries: VecDeque::new(),
+            streams: Vec::new(),
+            last_stream: (StreamId(u64::MAX), u16::MAX),
             capacity: 0,
             level: HistoryLevel::CallSites,
             clock: Clock::new(),
@@ -376,33 +419,34 @@ impl History {
         self.capacity = capacity.unwrap_or(0);
         self.level = level;
         self.entries = VecDeque::with_capacity(self.capacity);
+        self.streams.clear();
+        self.last_stream = (StreamId(u64::MAX), u16::MAX);
         self.live = LiveMap::default();
         self.clock = Clock::new();
-        self.held_time_us = None;
-    }
-
-    /// Reads the clock once for the entries recorded until
-    /// [`release_time`](Self::release_time): one operation's entries share
-    /// its time (a clock read costs about as much as the rest of an entry).
-    #[inline]
-    pub fn hold_time(&mut self) {
-        self.held_time_us = Some(self.clock.now_us());
-    }
-
-    /// Ends [`hold_time`](Self::hold_time): later entries read the clock.
-    #[inline]
-    pub fn release_time(&mut self) {
         self.held_time_us = None;
     }
 
     #[inline]
     pub fn push(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
         let site = match action {
-            Action::FreeCompleted => self.live.remove(&addr).and_then(|l| l.site),
-            Action::FreeRequested => self.live.get(&addr).and_then(|l| l.site),
+            Action::FreeCompleted => self.live.remove(&addr).and_then(|l| l.location),
+            Action::FreeRequested => self.live.get(&addr).and_then(|l| l.location),
             _ => None,
         };
         self.push_entry(action, addr, size, stream, site);
+    }
+
+    /// Records the `free_requested` and `free_completed` entries of a free
+    /// that completes at once: one clock read, one removal from the live
+    /// allocations.
+    #[inline]
+    pub fn push_free_now(&mut self, addr: u64, size: u64, stream: StreamId) {
+        let site = self.live.remove(&addr).and_then(|l| l.location);
+        let held = self.held_time_us;
+        self.held_time_us = Some(self.clock.now_us());
+        self.push_entry(Action::FreeRequested, addr, size, stream, site);
+        self.push_entry(Action::FreeCompleted, addr, size, stream, site);
+        self.held_time_us = held;
     }
 
     /// Records an allocation and where it was asked for.
@@ -414,20 +458,39 @@ impl History {
         stream: StreamId,
         site: &'static Location<'static>,
     ) {
-        let site = Some(CallSite::from_location(site));
         let backtrace = (self.level == HistoryLevel::Backtraces)
             .then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
         self.seq += 1;
         self.live.insert(
             addr,
             LiveAlloc {
-                site,
+                location: Some(site),
                 size,
                 backtrace,
                 seq: self.seq,
             },
         );
-        self.push_entry(Action::Alloc, addr, size, stream, site);
+        self.push_entry(Action::Alloc, addr, size, stream, Some(site));
+    }
+
+    /// The index of `stream` in `streams`, adding it on first use (past
+    /// 65535 streams, the last index is shared).
+    #[inline]
+    fn stream_index(&mut self, stream: StreamId) -> u16 {
+        if self.last_stream.0 == stream {
+            return self.last_stream.1;
+        }
+        let i = match self.streams.iter().position(|&x| x == stream) {
+            Some(i) => i,
+            None => {
+                if self.streams.len() < u16::MAX as usize {
+                    self.streams.push(stream);
+                }
+                self.streams.len() - 1
+            }
+        } as u16;
+        self.last_stream = (stream, i);
+        i
     }
 
     #[inline]
@@ -437,7 +500,7 @@ impl History {
         addr: u64,
         size: u64,
         stream: StreamId,
-        site: Option<CallSite>,
+        site: Option<&'static Location<'static>>,
     ) {
         if self.entries.len() == self.capacity {
             self.entries.pop_front();
@@ -446,23 +509,33 @@ impl History {
             Some(t) => t,
             None => self.clock.now_us(),
         };
-        self.entries.push_back(TraceEntry {
-            action,
+        let s = self.stream_index(stream) as u64;
+        self.entries.push_back(Slot {
             addr,
             size,
-            stream,
-            time_us,
+            meta: (time_us << META_TIME_SHIFT) | (s << 4) | action as u64,
             site,
         });
     }
 
-    /// The recorded entries without copying them.
-    pub fn iter(&self) -> impl Iterator<Item = &TraceEntry> {
-        self.entries.iter()
+    fn entry(&self, e: &Slot) -> TraceEntry {
+        TraceEntry {
+            action: Action::ALL[(e.meta & 0xf) as usize],
+            addr: e.addr,
+            size: e.size,
+            stream: self.streams[((e.meta >> 4) & 0xffff) as usize],
+            time_us: e.meta >> META_TIME_SHIFT,
+            site: e.site.map(CallSite::from_location),
+        }
+    }
+
+    /// The recorded entries, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = TraceEntry> + '_ {
+        self.entries.iter().map(|e| self.entry(e))
     }
 
     pub fn entries(&self) -> Vec<TraceEntry> {
-        self.entries.iter().copied().collect()
+        self.iter().collect()
     }
 }
 

@@ -114,7 +114,9 @@ fn entry_times_follow_the_clock_and_never_go_back() {
     for round in 0..6u64 {
         // Enough entries between the sleeps to pass several calibrations.
         for i in 0..3000u64 {
-            let r = a.allocate_raw(512 + (i % 7) * 512, StreamId::DEFAULT).unwrap();
+            let r = a
+                .allocate_raw(512 + (i % 7) * 512, StreamId::DEFAULT)
+                .unwrap();
             a.free_raw(r).unwrap();
         }
         let before = start.elapsed();
