@@ -374,11 +374,23 @@ impl CachingAllocator {
             st.stats.oversize_allocations.decrease(1);
         }
         let (ptr, requested, s) = (raw.ptr, st.blocks[id].requested, st.blocks[id].stream);
-        st.record(Action::FreeRequested, ptr, requested, s);
+        if !st.history.enabled() {
+            return if st.blocks[id].stream_uses.is_empty() {
+                self.free_block(st, id);
+                Ok(())
+            } else {
+                self.insert_events(st, id)
+            };
+        }
         if st.blocks[id].stream_uses.is_empty() {
-            self.free_block(st, id);
+            // free_requested and free_completed at once: one clock read and
+            // one look-up of the live allocation for both entries.
+            let handle = st.streams[s as usize].handle;
+            st.history.push_free_now(ptr, requested, handle);
+            self.release_block(st, id);
             Ok(())
         } else {
+            st.record(Action::FreeRequested, ptr, requested, s);
             self.insert_events(st, id)
         }
     }
@@ -633,9 +645,18 @@ impl CachingAllocator {
 
     /// Returns a block to its pool, merging it with free neighbours.
     fn free_block(&self, st: &mut State, id: u32) {
+        let (ptr, s, requested) = (
+            st.blocks[id].ptr,
+            st.blocks[id].stream,
+            st.blocks[id].requested,
+        );
+        st.record(Action::FreeCompleted, ptr, requested, s);
+        self.release_block(st, id);
+    }
+
+    /// [`free_block`](Self::free_block) less its history entry.
+    fn release_block(&self, st: &mut State, id: u32) {
         let (orig_size, requested) = (st.blocks[id].size as i64, st.blocks[id].requested as i64);
-        let (ptr, s) = (st.blocks[id].ptr, st.blocks[id].stream);
-        st.record(Action::FreeCompleted, ptr, requested as u64, s);
         let pool = st.blocks[id].pool.stat();
         let expandable = st.blocks[id].expandable;
         let mut net_blocks = 0i64;

@@ -27,6 +27,7 @@
 use crate::driver::StreamId;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
 use std::sync::Arc;
 use std::time::Instant;
@@ -130,11 +131,19 @@ pub(crate) fn backtrace_frames(bt: &std::backtrace::Backtrace) -> Vec<Frame> {
 /// What the history knows about a live allocation.
 #[derive(Clone, Debug)]
 pub(crate) struct LiveAlloc {
-    pub site: Option<CallSite>,
+    /// Where it was asked for (see [`LiveAlloc::site`]).
+    pub location: Option<&'static Location<'static>>,
     pub size: u64,
     pub backtrace: Option<Arc<std::backtrace::Backtrace>>,
     /// Order of allocation (1, 2, …) since recording started.
     pub seq: u64,
+}
+
+impl LiveAlloc {
+    /// The call site.
+    pub fn site(&self) -> Option<CallSite> {
+        self.location.map(CallSite::from_location)
+    }
 }
 
 /// What happened.
@@ -162,6 +171,19 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action, by its code in the ring buffer.
+    const ALL: [Action; 9] = [
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::SegmentMap,
+        Action::SegmentUnmap,
+        Action::Oom,
+        Action::Snapshot,
+    ];
+
     /// The name used in trace files (PyTorch's).
     pub fn name(self) -> &'static str {
         match self {
@@ -196,27 +218,192 @@ pub struct TraceEntry {
     pub site: Option<CallSite>,
 }
 
+/// One entry as the ring buffer keeps it: 32 bytes, two to a cache line
+/// (a [`TraceEntry`] is 64), since the ring is larger than the caches and
+/// every entry written is a line fetched.
+#[derive(Clone, Copy)]
+struct Slot {
+    addr: u64,
+    size: u64,
+    /// The time in microseconds (top 44 bits: 200 days), the stream's index
+    /// in `History::streams` (16 bits) and the action's code (4 bits).
+    meta: u64,
+    site: Option<&'static Location<'static>>,
+}
+
+/// Bits of [`Slot::meta`] below the time.
+const META_TIME_SHIFT: u32 = 20;
+
+/// Hashes a device address for the live-allocation map: one folded
+/// multiplication instead of SipHash. Addresses are not chosen by an
+/// adversary, and the multiplication spreads their low (alignment) bits and
+/// high bits over the whole word, which hashbrown needs (it takes the bucket
+/// from the low bits and the tag from the top seven).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used for addresses; other keys fold bytewise.
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let m = ((self.0 ^ x) as u128) * K as u128;
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+}
+
+/// The microsecond clock of the history's entries.
+///
+/// Reading `Instant` (a vDSO `clock_gettime`) costs about as much as the rest
+/// of an entry. On x86-64 processors with an invariant time-stamp counter the
+/// clock reads the counter instead and converts it with a rate calibrated
+/// against `Instant` (re-anchored every [`Clock::RECALIBRATE`] reads, and
+/// whenever the counter goes backwards or jumps, as after a migration to a
+/// core whose counter is offset). Readings never go backwards. Elsewhere it
+/// reads `Instant`.
+pub(crate) struct Clock {
+    start: Instant,
+    /// Whether the time-stamp counter is usable (invariant).
+    tsc: bool,
+    /// The counter at `start`.
+    tsc0: u64,
+    /// Counter ticks per microsecond, 0 until calibrated.
+    per_us: f64,
+    /// The counter and the time at the last calibration.
+    anchor: (u64, u64),
+    /// Reads since the last calibration.
+    reads: u32,
+    /// The last reading.
+    last: u64,
+}
+
+impl Clock {
+    /// Reads between two calibrations against `Instant`.
+    const RECALIBRATE: u32 = 1024;
+
+    /// A clock that starts at 0 now.
+    pub fn new() -> Clock {
+        let tsc = invariant_tsc();
+        Clock {
+            start: Instant::now(),
+            tsc,
+            tsc0: if tsc { read_tsc() } else { 0 },
+            per_us: 0.0,
+            anchor: (0, 0),
+            reads: 0,
+            last: 0,
+        }
+    }
+
+    /// Microseconds since the clock started.
+    #[inline]
+    pub fn now_us(&mut self) -> u64 {
+        if self.tsc && self.per_us > 0.0 && self.reads < Self::RECALIBRATE {
+            self.reads += 1;
+            let t = read_tsc();
+            let ticks = t.wrapping_sub(self.anchor.0);
+            // More than about a second since the anchor, or backwards (wraps
+            // to a huge value): recalibrate instead of trusting the counter.
+            if (ticks as f64) < self.per_us * 1e6 {
+                let us = self.anchor.1 + (ticks as f64 / self.per_us) as u64;
+                self.last = self.last.max(us);
+                return self.last;
+            }
+        }
+        self.calibrate()
+    }
+
+    #[cold]
+    fn calibrate(&mut self) -> u64 {
+        let us = self.start.elapsed().as_micros() as u64;
+        if self.tsc {
+            let t = read_tsc();
+            self.reads = 0;
+            // Calibrate over at least a millisecond.
+            if us >= 1000 && t > self.tsc0 {
+                self.per_us = (t - self.tsc0) as f64 / us as f64;
+                self.anchor = (t, us);
+            }
+        }
+        self.last = self.last.max(us);
+        self.last
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn invariant_tsc() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // Leaf 0x8000_0007 exists, and its EDX bit 8 says the counter runs at a
+    // constant rate in every power state.
+    __cpuid(0x8000_0000).eax >= 0x8000_0007 && (__cpuid(0x8000_0007).edx >> 8) & 1 == 1
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn invariant_tsc() -> bool {
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn read_tsc() -> u64 {
+    // SAFETY: `rdtsc` exists on every x86-64 processor and only reads the
+    // time-stamp counter; it touches no memory.
+    unsafe { std::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn read_tsc() -> u64 {
+    0
+}
+
+/// Live allocations by address.
+pub(crate) type LiveMap = HashMap<u64, LiveAlloc, BuildHasherDefault<AddrHasher>>;
+
 /// The ring buffer behind the allocator's lock.
 pub(crate) struct History {
-    entries: VecDeque<TraceEntry>,
+    entries: VecDeque<Slot>,
+    /// The streams of the entries, by the index their slots keep; the last
+    /// one looked up first.
+    streams: Vec<StreamId>,
+    last_stream: (StreamId, u16),
     capacity: usize,
     pub level: HistoryLevel,
-    start: Instant,
+    clock: Clock,
     /// Live (and pending-free) allocations by address, while recording.
-    pub live: HashMap<u64, LiveAlloc>,
+    pub live: LiveMap,
     /// Allocations recorded so far (the last `LiveAlloc::seq`).
     pub seq: u64,
+    /// The time of the operation being recorded, when one operation records
+    /// several entries (a free that completes at once): the clock is read
+    /// once for all of them (see [`History::push_free_now`]).
+    held_time_us: Option<u64>,
 }
 
 impl Default for History {
     fn default() -> History {
         History {
             entries: VecDeque::new(),
+            streams: Vec::new(),
+            last_stream: (StreamId(u64::MAX), u16::MAX),
             capacity: 0,
             level: HistoryLevel::CallSites,
-            start: Instant::now(),
-            live: HashMap::new(),
+            clock: Clock::new(),
+            live: LiveMap::default(),
             seq: 0,
+            held_time_us: None,
         }
     }
 }
@@ -232,18 +419,34 @@ impl History {
         self.capacity = capacity.unwrap_or(0);
         self.level = level;
         self.entries = VecDeque::with_capacity(self.capacity);
-        self.live = HashMap::new();
-        self.start = Instant::now();
+        self.streams.clear();
+        self.last_stream = (StreamId(u64::MAX), u16::MAX);
+        self.live = LiveMap::default();
+        self.clock = Clock::new();
+        self.held_time_us = None;
     }
 
     #[inline]
     pub fn push(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
         let site = match action {
-            Action::FreeCompleted => self.live.remove(&addr).and_then(|l| l.site),
-            Action::FreeRequested => self.live.get(&addr).and_then(|l| l.site),
+            Action::FreeCompleted => self.live.remove(&addr).and_then(|l| l.location),
+            Action::FreeRequested => self.live.get(&addr).and_then(|l| l.location),
             _ => None,
         };
         self.push_entry(action, addr, size, stream, site);
+    }
+
+    /// Records the `free_requested` and `free_completed` entries of a free
+    /// that completes at once: one clock read, one removal from the live
+    /// allocations.
+    #[inline]
+    pub fn push_free_now(&mut self, addr: u64, size: u64, stream: StreamId) {
+        let site = self.live.remove(&addr).and_then(|l| l.location);
+        let held = self.held_time_us;
+        self.held_time_us = Some(self.clock.now_us());
+        self.push_entry(Action::FreeRequested, addr, size, stream, site);
+        self.push_entry(Action::FreeCompleted, addr, size, stream, site);
+        self.held_time_us = held;
     }
 
     /// Records an allocation and where it was asked for.
@@ -255,20 +458,39 @@ impl History {
         stream: StreamId,
         site: &'static Location<'static>,
     ) {
-        let site = Some(CallSite::from_location(site));
         let backtrace = (self.level == HistoryLevel::Backtraces)
             .then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
         self.seq += 1;
         self.live.insert(
             addr,
             LiveAlloc {
-                site,
+                location: Some(site),
                 size,
                 backtrace,
                 seq: self.seq,
             },
         );
-        self.push_entry(Action::Alloc, addr, size, stream, site);
+        self.push_entry(Action::Alloc, addr, size, stream, Some(site));
+    }
+
+    /// The index of `stream` in `streams`, adding it on first use (past
+    /// 65535 streams, the last index is shared).
+    #[inline]
+    fn stream_index(&mut self, stream: StreamId) -> u16 {
+        if self.last_stream.0 == stream {
+            return self.last_stream.1;
+        }
+        let i = match self.streams.iter().position(|&x| x == stream) {
+            Some(i) => i,
+            None => {
+                if self.streams.len() < u16::MAX as usize {
+                    self.streams.push(stream);
+                }
+                self.streams.len() - 1
+            }
+        } as u16;
+        self.last_stream = (stream, i);
+        i
     }
 
     #[inline]
@@ -278,29 +500,42 @@ impl History {
         addr: u64,
         size: u64,
         stream: StreamId,
-        site: Option<CallSite>,
+        site: Option<&'static Location<'static>>,
     ) {
         if self.entries.len() == self.capacity {
             self.entries.pop_front();
         }
-        let time_us = self.start.elapsed().as_micros() as u64;
-        self.entries.push_back(TraceEntry {
-            action,
+        let time_us = match self.held_time_us {
+            Some(t) => t,
+            None => self.clock.now_us(),
+        };
+        let s = self.stream_index(stream) as u64;
+        self.entries.push_back(Slot {
             addr,
             size,
-            stream,
-            time_us,
+            meta: (time_us << META_TIME_SHIFT) | (s << 4) | action as u64,
             site,
         });
     }
 
-    /// The recorded entries without copying them.
-    pub fn iter(&self) -> impl Iterator<Item = &TraceEntry> {
-        self.entries.iter()
+    fn entry(&self, e: &Slot) -> TraceEntry {
+        TraceEntry {
+            action: Action::ALL[(e.meta & 0xf) as usize],
+            addr: e.addr,
+            size: e.size,
+            stream: self.streams[((e.meta >> 4) & 0xffff) as usize],
+            time_us: e.meta >> META_TIME_SHIFT,
+            site: e.site.map(CallSite::from_location),
+        }
+    }
+
+    /// The recorded entries, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = TraceEntry> + '_ {
+        self.entries.iter().map(|e| self.entry(e))
     }
 
     pub fn entries(&self) -> Vec<TraceEntry> {
-        self.entries.iter().copied().collect()
+        self.iter().collect()
     }
 }
 

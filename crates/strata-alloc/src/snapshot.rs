@@ -128,7 +128,7 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                     site: if state == BlockState::Inactive {
                         None
                     } else {
-                        st.history.live.get(&b.ptr).and_then(|l| l.site)
+                        st.history.live.get(&b.ptr).and_then(|l| l.site())
                     },
                 });
             } else if let Some(seg) = cur.take() {

@@ -48,21 +48,21 @@ struct SegmentOut {
     blocks: Vec<BlockOut>,
 }
 
-/// A trace event (PyTorch's keys), borrowing the entry's call site.
+/// A trace event (PyTorch's keys).
 #[derive(Serialize)]
-struct EventOut<'a> {
+struct EventOut {
     action: &'static str,
     addr: u64,
     size: u64,
     stream: u64,
     time_us: u64,
-    frames: SiteFrames<'a>,
+    frames: SiteFrames,
     compile_context: &'static str,
     user_metadata: &'static str,
 }
 
-/// Zero or one frame made from a call site, serialised without copying.
-struct SiteFrames<'a>(Option<&'a CallSite>);
+/// Zero or one frame made from a call site (whose file name is static).
+struct SiteFrames(Option<CallSite>);
 
 #[derive(Serialize)]
 struct SiteFrame<'a> {
@@ -71,11 +71,11 @@ struct SiteFrame<'a> {
     line: u32,
 }
 
-impl Serialize for SiteFrames<'_> {
+impl Serialize for SiteFrames {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
         let mut seq = s.serialize_seq(Some(self.0.is_some() as usize))?;
-        if let Some(c) = self.0 {
+        if let Some(c) = &self.0 {
             seq.serialize_element(&SiteFrame {
                 name: "",
                 filename: c.file,
@@ -92,7 +92,7 @@ struct TraceOut<'a>(Option<&'a History>);
 
 impl Serialize for TraceOut<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.into_iter().flat_map(|h| h.iter()).map(event))
+        s.collect_seq(self.0.into_iter().flat_map(|h| h.iter()).map(|e| event(&e)))
     }
 }
 
@@ -145,14 +145,14 @@ fn block_frames(h: &History, addr: u64, site: Option<CallSite>) -> Vec<FrameOut>
     site_frames(site)
 }
 
-fn event(e: &TraceEntry) -> EventOut<'_> {
+fn event(e: &TraceEntry) -> EventOut {
     EventOut {
         action: e.action.name(),
         addr: e.addr,
         size: e.size,
         stream: e.stream.0,
         time_us: e.time_us,
-        frames: SiteFrames(e.site.as_ref()),
+        frames: SiteFrames(e.site),
         compile_context: "N/A",
         user_metadata: "",
     }

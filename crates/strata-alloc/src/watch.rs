@@ -36,7 +36,7 @@ use std::sync::Arc;
 pub(crate) fn by_site(h: &History) -> HashMap<Option<CallSite>, (u64, u64)> {
     let mut m: HashMap<Option<CallSite>, (u64, u64)> = HashMap::new();
     for l in h.live.values() {
-        let e = m.entry(l.site).or_default();
+        let e = m.entry(l.site()).or_default();
         e.0 += 1;
         e.1 += l.size;
     }

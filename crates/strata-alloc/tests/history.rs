@@ -99,3 +99,49 @@ fn a_recording_replays_to_the_same_figures() {
         assert_eq!(b.max_memory_allocated(), a.max_memory_allocated(), "{conf}");
     }
 }
+
+/// Entry times follow the wall clock (checked against `Instant`, which the
+/// history's time-stamp-counter clock is calibrated with but does not read
+/// per entry): never backwards, and each sleep between two allocations shows
+/// up as at least that many microseconds and not much more than the time
+/// that really passed.
+#[test]
+fn entry_times_follow_the_clock_and_never_go_back() {
+    let a = allocator("");
+    a.record_history(Some(100_000));
+    let start = std::time::Instant::now();
+    let mut marks = Vec::new();
+    for round in 0..6u64 {
+        // Enough entries between the sleeps to pass several calibrations.
+        for i in 0..3000u64 {
+            let r = a
+                .allocate_raw(512 + (i % 7) * 512, StreamId::DEFAULT)
+                .unwrap();
+            a.free_raw(r).unwrap();
+        }
+        let before = start.elapsed();
+        std::thread::sleep(std::time::Duration::from_millis(3 + round));
+        let r = a.allocate_raw(4096, StreamId::DEFAULT).unwrap();
+        let after = start.elapsed();
+        a.free_raw(r).unwrap();
+        marks.push((before, after));
+    }
+    let h = a.history();
+    assert!(h.windows(2).all(|w| w[0].time_us <= w[1].time_us));
+    // The 4096-byte allocations are the marks, in order.
+    let at: Vec<u64> = h
+        .iter()
+        .filter(|e| e.action == Action::Alloc && e.size == 4096)
+        .map(|e| e.time_us)
+        .collect();
+    assert_eq!(at.len(), marks.len());
+    for k in 1..marks.len() {
+        let slept = 3000 + 1000 * k as u64;
+        let gap = at[k] - at[k - 1];
+        // At least the sleep; at most the real time between the marks, with
+        // a millisecond of slack for the conversion.
+        let real = (marks[k].1 - marks[k - 1].0).as_micros() as u64;
+        assert!(gap + 50 >= slept, "gap {gap} us < sleep {slept} us");
+        assert!(gap <= real + 1000, "gap {gap} us > real {real} us");
+    }
+}

@@ -34,7 +34,7 @@ pub(crate) struct Timeline {
 /// Aggregates the history into at most `buckets` buckets, keeping `top` call
 /// sites apart. `reserved_now` is the allocator's reserved bytes now.
 pub(crate) fn aggregate(h: &History, reserved_now: u64, buckets: usize, top: usize) -> Timeline {
-    let entries: Vec<&TraceEntry> = h.iter().collect();
+    let entries: Vec<TraceEntry> = h.iter().collect();
     let n = entries.len();
     // Site indices, and each site's net change over the window.
     let mut index: HashMap<Option<CallSite>, usize> = HashMap::new();
@@ -69,7 +69,7 @@ pub(crate) fn aggregate(h: &History, reserved_now: u64, buckets: usize, top: usi
     // Starting values: now minus the net change.
     let mut now: HashMap<Option<CallSite>, i64> = HashMap::new();
     for l in h.live.values() {
-        *now.entry(l.site).or_default() += l.size as i64;
+        *now.entry(l.site()).or_default() += l.size as i64;
     }
     for (site, _) in now.clone() {
         idx_of(site, &mut sites);

@@ -1,0 +1,491 @@
+//! Replays the shared allocation traces of real PyTorch workloads
+//! (`../shared/traces`, or the folder named by `STRATA_TRACES`) on the simulated
+//! device and checks issue 14's goals against the figures PyTorch recorded in
+//! each trace:
+//!
+//! * default configuration: after at most two warm-up passes, no memory driver
+//!   call and no stream synchronisation per pass; the first pass's peak reserved
+//!   at most 1.05 × its peak allocated and never above PyTorch's expandable
+//!   figure; device allocations at most twice PyTorch's;
+//! * `expandable_segments:False`: PyTorch's peak reserved and device
+//!   allocations exactly (the single-stream traces; the two-stream trace's
+//!   stream events are not replayed, see docs/benchmarks.md).
+//!
+//! The traces are not part of the repository: when the folder is missing the
+//! tests print so and pass. The same replay runs synthetic traces in
+//! `recycling.rs`.
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::driver::StreamEvents;
+use strata_alloc::{AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
+
+/// One replayed operation, on dense slots.
+enum Op {
+    Alloc {
+        slot: usize,
+        size: u64,
+        stream: usize,
+    },
+    Free {
+        slot: usize,
+    },
+}
+
+struct Trace {
+    ops: Vec<Op>,
+    slots: usize,
+    streams: usize,
+    stats: HashMap<String, i64>,
+}
+
+fn traces_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("STRATA_TRACES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+        });
+    let dir = if dir.is_dir() {
+        dir
+    } else {
+        PathBuf::from("/work/shared/traces")
+    };
+    dir.is_dir().then_some(dir)
+}
+
+fn load(path: &std::path::Path) -> Trace {
+    let bytes = std::fs::read(path).expect("readable trace");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&bytes[..])
+        .read_to_string(&mut text)
+        .expect("gzip");
+    let v: Value = serde_json::from_str(&text).expect("json");
+    let mut live: HashMap<u64, usize> = HashMap::new();
+    let mut vacant = Vec::new();
+    let mut slots = 0;
+    let mut streams: Vec<u64> = Vec::new();
+    let mut ops = Vec::new();
+    for e in v["events"].as_array().expect("events") {
+        let (action, addr, size, stream) = (
+            e[0].as_str().unwrap(),
+            e[1].as_u64().unwrap(),
+            e[2].as_u64().unwrap(),
+            e[3].as_u64().unwrap(),
+        );
+        match action {
+            "alloc" => {
+                let slot = vacant.pop().unwrap_or_else(|| {
+                    slots += 1;
+                    slots - 1
+                });
+                live.insert(addr, slot);
+                let s = streams
+                    .iter()
+                    .position(|&x| x == stream)
+                    .unwrap_or_else(|| {
+                        streams.push(stream);
+                        streams.len() - 1
+                    });
+                ops.push(Op::Alloc {
+                    slot,
+                    size,
+                    stream: s,
+                });
+            }
+            "free_completed" => {
+                let slot = live.remove(&addr).expect("free of a live address");
+                vacant.push(slot);
+                ops.push(Op::Free { slot });
+            }
+            _ => {}
+        }
+    }
+    let stats = v["stats"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_i64().map(|x| (k.clone(), x)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Trace {
+        ops,
+        slots,
+        streams: streams.len(),
+        stats,
+    }
+}
+
+/// What a replay of several passes shows.
+struct Replay {
+    peak_allocated: i64,
+    peak_reserved: i64,
+    device_allocs: i64,
+    /// Memory driver calls and stream synchronisations of each pass.
+    per_pass: Vec<(u64, u64)>,
+}
+
+fn replay(t: &Trace, conf: &str, passes: usize) -> Replay {
+    let drv = Arc::new(SimDriver::h100().with_auto_complete_events());
+    let streams: Vec<StreamId> = (0..t.streams)
+        .map(|i| {
+            if i == 0 {
+                StreamId::DEFAULT
+            } else {
+                drv.create_stream().unwrap()
+            }
+        })
+        .collect();
+    let a = CachingAllocator::new(drv, AllocatorConfig::parse(conf).unwrap());
+    let mut live: Vec<Option<RawAllocation>> = vec![None; t.slots];
+    let mut per_pass = Vec::new();
+    let mut first = None;
+    let mut prev = (0, 0);
+    for _ in 0..passes {
+        for op in &t.ops {
+            match *op {
+                Op::Alloc { slot, size, stream } => {
+                    live[slot] = Some(a.allocate_raw(size, streams[stream]).unwrap())
+                }
+                Op::Free { slot } => a.free_raw(live[slot].take().unwrap()).unwrap(),
+            }
+        }
+        for r in live.iter_mut().filter_map(Option::take) {
+            a.free_raw(r).unwrap();
+        }
+        let c = a.driver_calls();
+        let now = (c.memory_calls(), c.stream_synchronizations());
+        per_pass.push((now.0 - prev.0, now.1 - prev.1));
+        prev = now;
+        if first.is_none() {
+            let s = a.memory_stats();
+            first = Some((
+                s.allocated_bytes.all().peak,
+                s.reserved_bytes.all().peak,
+                s.num_device_alloc,
+            ));
+        }
+        a.check_consistency().unwrap();
+    }
+    let (peak_allocated, peak_reserved, device_allocs) = first.unwrap();
+    Replay {
+        peak_allocated,
+        peak_reserved,
+        device_allocs,
+        per_pass,
+    }
+}
+
+/// The shared traces by workload: (default trace, PyTorch's expandable stats).
+fn workloads() -> Vec<(String, Trace, HashMap<String, i64>)> {
+    let Some(dir) = traces_dir() else {
+        eprintln!("no shared traces found (set STRATA_TRACES): skipped");
+        return Vec::new();
+    };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| {
+            let n = e.ok()?.file_name().into_string().ok()?;
+            n.strip_suffix(".default.json.gz").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    if let Ok(only) = std::env::var("STRATA_TRACE") {
+        names.retain(|n| *n == only);
+    }
+    names
+        .into_iter()
+        .map(|n| {
+            let t = load(&dir.join(format!("{n}.default.json.gz")));
+            let exp = dir.join(format!("{n}.expandable.json.gz"));
+            let exp_stats = if exp.is_file() {
+                load(&exp).stats
+            } else {
+                HashMap::new()
+            };
+            (n, t, exp_stats)
+        })
+        .collect()
+}
+
+/// Issue 14's goals in full. Not met yet (docs/benchmarks.md, "Issue 14"):
+/// bert_serving's first pass reserves 1.149 x its peak allocated, and
+/// resnet18_prefetch maps pages until its fifth pass. Run with `--ignored`.
+#[test]
+#[ignore = "issue 14 is short on bert_serving's first pass and resnet18_prefetch's warm-up (docs/benchmarks.md)"]
+fn default_config_meets_the_steady_state_and_first_pass_goals() {
+    let mut failures = Vec::new();
+    for (name, t, exp) in workloads() {
+        let r = replay(&t, "", 6);
+        let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
+        eprintln!(
+            "{name}: first pass {:.1} / {:.1} MiB ({ratio:.3}), {} device allocs (PyTorch {:?}), calls and syncs by pass {:?}",
+            r.peak_reserved as f64 / 1048576.0,
+            r.peak_allocated as f64 / 1048576.0,
+            r.device_allocs,
+            t.stats.get("num_device_alloc"),
+            r.per_pass
+        );
+        if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+            failures.push(format!("{name}: driver calls after two warm-up passes"));
+        }
+        if ratio > 1.05 {
+            failures.push(format!(
+                "{name}: first pass reserves {ratio:.3} x allocated"
+            ));
+        }
+        if let Some(&e) = exp.get("reserved_bytes.all.peak") {
+            if r.peak_reserved > e {
+                failures.push(format!("{name}: above PyTorch's expandable peak"));
+            }
+        }
+        if let Some(&d) = t.stats.get("num_device_alloc") {
+            if r.device_allocs > 2 * d {
+                failures.push(format!("{name}: more than twice PyTorch's device allocs"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// What holds today on every trace: no stream synchronisation in any pass,
+/// the first pass below PyTorch's expandable peak reserved with at most twice
+/// its device allocations, and the allocator consistent after every pass.
+#[test]
+fn default_config_never_synchronises_and_stays_below_pytorch() {
+    for (name, t, exp) in workloads() {
+        let r = replay(&t, "", 3);
+        assert!(
+            r.per_pass.iter().all(|&(_, s)| s == 0),
+            "{name}: {:?}",
+            r.per_pass
+        );
+        if let Some(&e) = exp.get("reserved_bytes.all.peak") {
+            assert!(r.peak_reserved <= e, "{name}: {} > {e}", r.peak_reserved);
+        }
+        if let Some(&d) = t.stats.get("num_device_alloc") {
+            assert!(
+                r.device_allocs <= 2 * d,
+                "{name}: {} device allocs",
+                r.device_allocs
+            );
+        }
+    }
+}
+
+#[test]
+fn fixed_segments_reproduce_pytorch_exactly() {
+    for (name, t, _) in workloads() {
+        if t.streams > 1 {
+            continue;
+        }
+        let r = replay(&t, "expandable_segments:False", 1);
+        assert_eq!(
+            Some(&r.peak_reserved),
+            t.stats.get("reserved_bytes.all.peak"),
+            "{name}"
+        );
+        assert_eq!(
+            Some(&r.device_allocs),
+            t.stats.get("num_device_alloc"),
+            "{name}"
+        );
+    }
+}
+
+/// Deterministic pseudo-random numbers for the synthetic traces.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Builds a trace from a script of allocations and frees by name.
+#[derive(Default)]
+struct Builder {
+    ops: Vec<Op>,
+    vacant: Vec<usize>,
+    slots: usize,
+    streams: usize,
+}
+
+impl Builder {
+    fn alloc(&mut self, size: u64, stream: usize) -> usize {
+        let slot = self.vacant.pop().unwrap_or_else(|| {
+            self.slots += 1;
+            self.slots - 1
+        });
+        self.streams = self.streams.max(stream + 1);
+        self.ops.push(Op::Alloc { slot, size, stream });
+        slot
+    }
+
+    fn free(&mut self, slot: usize) {
+        self.vacant.push(slot);
+        self.ops.push(Op::Free { slot });
+    }
+
+    fn trace(self) -> Trace {
+        Trace {
+            ops: self.ops,
+            slots: self.slots,
+            streams: self.streams,
+            stats: HashMap::new(),
+        }
+    }
+}
+
+/// Training with batch sizes that change from step to step (some growing):
+/// parameters, activations kept for the backward pass, gradients and
+/// temporaries, over 16 layers of varying width.
+fn varying_batch_training(seed: u64) -> Trace {
+    let mut r = Lcg(seed);
+    let mut b = Builder::default();
+    let widths: Vec<u64> = (0..16).map(|_| 256 << r.below(4)).collect();
+    let params: Vec<usize> = widths
+        .iter()
+        .map(|&w| b.alloc(w * w * 4 + 1000, 0))
+        .collect();
+    for step in 0..12u64 {
+        let batch = 8 + 8 * ((step * 3 + r.below(5)) % 9);
+        let mut acts = Vec::new();
+        for &w in &widths {
+            let t = b.alloc(batch * w * 4 * 64, 0);
+            acts.push(b.alloc(batch * w * 4 * 64 + r.below(4096), 0));
+            b.free(t);
+        }
+        for (i, &w) in widths.iter().enumerate().rev() {
+            let g = b.alloc(w * w * 4, 0);
+            let gi = b.alloc(batch * w * 4 * 64, 0);
+            b.free(acts[i]);
+            b.free(gi);
+            b.free(g);
+        }
+    }
+    for p in params {
+        b.free(p);
+    }
+    b.trace()
+}
+
+/// Double-buffered input on a side stream: the next batch's buffer is
+/// allocated on stream 1 while stream 0 computes on the current one, whose
+/// buffer is freed after the step.
+fn prefetch_training(seed: u64) -> Trace {
+    let mut r = Lcg(seed);
+    let mut b = Builder::default();
+    let input = |r: &mut Lcg| (32 + r.below(4) * 16) * 3 * 224 * 224 * 4;
+    let mut next = b.alloc(input(&mut r), 1);
+    for _ in 0..10 {
+        let cur = next;
+        next = b.alloc(input(&mut r), 1);
+        let mut acts = Vec::new();
+        for l in 0..12u64 {
+            acts.push(b.alloc((64 << (l % 4)) * 56 * 56 * 4 * 8, 0));
+        }
+        b.free(cur);
+        while let Some(a) = acts.pop() {
+            let g = b.alloc(3 << 20, 0);
+            b.free(a);
+            b.free(g);
+        }
+    }
+    b.free(next);
+    b.trace()
+}
+
+/// Transformer serving: requests of random batch and sequence length, each
+/// through 12 layers whose attention scores grow with the square of the
+/// length.
+fn variable_length_serving(seed: u64) -> Trace {
+    let mut r = Lcg(seed);
+    let mut b = Builder::default();
+    let weights: Vec<usize> = (0..12).map(|_| b.alloc(7 << 20, 0)).collect();
+    for _ in 0..30 {
+        let (batch, len) = (1 + r.below(32), 16 + r.below(497));
+        let hidden = batch * len * 768 * 4;
+        let mut x = b.alloc(hidden, 0);
+        for _ in 0..12 {
+            let qkv = b.alloc(3 * hidden, 0);
+            let scores = b.alloc(batch * 12 * len * len * 4, 0);
+            let probs = b.alloc(batch * 12 * len * len * 4, 0);
+            b.free(scores);
+            let ctx = b.alloc(hidden, 0);
+            b.free(probs);
+            b.free(qkv);
+            let ff = b.alloc(4 * hidden, 0);
+            let y = b.alloc(hidden, 0);
+            b.free(ff);
+            b.free(ctx);
+            b.free(x);
+            x = y;
+        }
+        b.free(x);
+    }
+    for w in weights {
+        b.free(w);
+    }
+    b.trace()
+}
+
+/// The synthetic workloads, three seeds each.
+fn synthetic() -> Vec<(String, Trace)> {
+    let mut v = Vec::new();
+    for seed in [1u64, 2, 3] {
+        v.push((
+            format!("varying_batch_training/{seed}"),
+            varying_batch_training(seed),
+        ));
+        v.push((format!("prefetch_training/{seed}"), prefetch_training(seed)));
+        v.push((
+            format!("variable_length_serving/{seed}"),
+            variable_length_serving(seed),
+        ));
+    }
+    v
+}
+
+/// The synthetic workloads never synchronise a stream and leave the
+/// allocator consistent after every pass.
+#[test]
+fn synthetic_workloads_never_synchronise() {
+    for (name, t) in synthetic() {
+        let r = replay(&t, "", 4);
+        assert!(r.per_pass.iter().all(|&(_, s)| s == 0), "{name}");
+    }
+}
+
+/// Issue 14's goals on the synthetic workloads. Not met yet: with seed 2 the
+/// serving workload's first pass reserves 1.24 x its peak allocated, and the
+/// training workloads keep mapping pages after two warm-up passes
+/// (docs/benchmarks.md). Run with `--ignored`.
+#[test]
+#[ignore = "issue 14 is short on these workloads (docs/benchmarks.md)"]
+fn synthetic_workloads_meet_the_goals() {
+    let mut failures = Vec::new();
+    for (name, t) in synthetic() {
+        let r = replay(&t, "", 6);
+        let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
+        eprintln!(
+            "{name}: first pass {ratio:.3} x allocated, {} device allocs, calls and syncs by pass {:?}",
+            r.device_allocs, r.per_pass
+        );
+        if ratio > 1.05 {
+            failures.push(format!("{name}: first pass {ratio:.3}"));
+        }
+        if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+            failures.push(format!("{name}: driver calls after two warm-up passes"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
