@@ -1762,6 +1762,12 @@ fn softmax_backward_matches_cpu() -> Result<()> {
                     let scale = c.abs()?.add(&g.abs()?)?.mul(shape[dim as usize] as f64)?;
                     assert_sum_scaled(&what, &c, &d, &scale);
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn masked_select_and_scatter_match_cpu() -> Result<()> {
