@@ -1687,9 +1687,18 @@ fn strided_copies_match_cpu() -> Result<()> {
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn short_row_copies_and_ops_match_cpu() -> Result<()> {
     let dev = gpu();
-    let ds = [1usize, 2, 3, 4, 5, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65, 96, 128, 129, 200, 1024, 1030];
+    let ds = [
+        1usize, 2, 3, 4, 5, 7, 8, 9, 16, 31, 32, 33, 63, 64, 65, 96, 128, 129, 200, 1024, 1030,
+    ];
     let mut seed = 7;
-    for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64, DType::I64, DType::U8] {
+    for dtype in [
+        DType::F32,
+        DType::BF16,
+        DType::F16,
+        DType::F64,
+        DType::I64,
+        DType::U8,
+    ] {
         for &d in &ds {
             seed += 1;
             let (b, t, h) = (2usize, 5usize, 3usize);
@@ -1698,7 +1707,11 @@ fn short_row_copies_and_ops_match_cpu() -> Result<()> {
             let cpu = base.permute(&[0, 2, 1, 3])?;
             let g = gbase.permute(&[0, 2, 1, 3])?;
             let what = format!("{dtype:?} d={d}");
-            assert_same(&format!("contiguous {what}"), &cpu.contiguous()?, &g.contiguous()?);
+            assert_same(
+                &format!("contiguous {what}"),
+                &cpu.contiguous()?,
+                &g.contiguous()?,
+            );
             // A narrowed head (misaligned start) and an add with a contiguous operand.
             let other = data(&[b, h, t, d], dtype, seed + 1000)?;
             let gother = other.to(dev)?;
@@ -1706,18 +1719,30 @@ fn short_row_copies_and_ops_match_cpu() -> Result<()> {
             if d > 1 {
                 let cn = base.narrow(3, 1, (d - 1) as i64)?.permute(&[0, 2, 1, 3])?;
                 let gn = gbase.narrow(3, 1, (d - 1) as i64)?.permute(&[0, 2, 1, 3])?;
-                assert_same(&format!("narrowed contiguous {what}"), &cn.contiguous()?, &gn.contiguous()?);
+                assert_same(
+                    &format!("narrowed contiguous {what}"),
+                    &cn.contiguous()?,
+                    &gn.contiguous()?,
+                );
             }
             // A row broadcast against the permuted view (a bias over heads).
             let row = data(&[d], dtype, seed + 2000)?;
             let grow = row.to(dev)?;
-            assert_same(&format!("broadcast add {what}"), &cpu.add(&row)?, &g.add(&grow)?);
+            assert_same(
+                &format!("broadcast add {what}"),
+                &cpu.add(&row)?,
+                &g.add(&grow)?,
+            );
         }
     }
     // Many rows: more than one grid's worth of row groups.
     let base = data(&[8, 1024, 12, 64], DType::BF16, 99)?;
     let g = base.to(dev)?.permute(&[0, 2, 1, 3])?.contiguous()?;
-    assert_same("large bf16 head split", &base.permute(&[0, 2, 1, 3])?.contiguous()?, &g);
+    assert_same(
+        "large bf16 head split",
+        &base.permute(&[0, 2, 1, 3])?.contiguous()?,
+        &g,
+    );
     Ok(())
 }
 
@@ -1750,10 +1775,17 @@ fn softmax_backward_matches_cpu() -> Result<()> {
                 let x = x.masked_fill(&masked, f64::NEG_INFINITY)?.to_dtype(dtype)?;
                 let g = data(shape, dtype, seed + 2)?;
                 for log in [false, true] {
-                    let y = if log { x.log_softmax(dim, None)? } else { x.softmax(dim, None)? };
+                    let y = if log {
+                        x.log_softmax(dim, None)?
+                    } else {
+                        x.softmax(dim, None)?
+                    };
                     let (gy, gg) = (y.to(dev)?, g.to(dev)?);
                     let (c, d) = if log {
-                        (y.log_softmax_backward(&g, dim)?, gy.log_softmax_backward(&gg, dim)?)
+                        (
+                            y.log_softmax_backward(&g, dim)?,
+                            gy.log_softmax_backward(&gg, dim)?,
+                        )
                     } else {
                         (y.softmax_backward(&g, dim)?, gy.softmax_backward(&gg, dim)?)
                     };
@@ -2024,6 +2056,39 @@ fn batched_transposes_match_cpu() -> Result<()> {
                 &base.permute(&order)?.contiguous()?,
                 &gbase.permute(&order)?.contiguous()?,
             );
+        }
+    }
+    Ok(())
+}
+
+/// The fused GELU gradients (exact and tanh) on the GPU against the CPU, on
+/// contiguous, transposed and broadcast operands, every float dtype.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn gelu_backward_matches_cpu() -> Result<()> {
+    use strata_tensor::GeluApprox;
+    let dev = gpu();
+    let mut seed = 900;
+    for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64] {
+        for (r, c) in [(1usize, 1usize), (7, 33), (64, 3072), (129, 1000)] {
+            for kind in 0..6 {
+                seed += 1;
+                let (xv, xb) = view(r, c, kind, dtype, seed)?;
+                let g = data(&[r, c], dtype, seed + 1)?;
+                let gx = twin(&xv, &xb, dev)?;
+                let gg = g.to(dev)?;
+                for approx in [GeluApprox::None, GeluApprox::Tanh] {
+                    let x = xv.div(8.0)?;
+                    let cpu = g.gelu_backward(&x, approx)?;
+                    let gpu_r = gg.gelu_backward(&gx.div(8.0)?, approx)?;
+                    check_same(
+                        &format!("gelu_backward {approx:?} {dtype:?} [{r}, {c}] kind {kind}"),
+                        &cpu,
+                        &gpu_r,
+                        true,
+                    );
+                }
+            }
         }
     }
     Ok(())

@@ -265,7 +265,11 @@ fn along2(
 /// large enough for the parallel paths, in f64, f32 and bf16.
 #[test]
 fn softmax_backward_matches_the_formula_on_every_dim() -> Result<()> {
-    for (shape, seed) in [(vec![3usize, 70, 400], 1u64), (vec![257, 300], 2), (vec![5], 3)] {
+    for (shape, seed) in [
+        (vec![3usize, 70, 400], 1u64),
+        (vec![257, 300], 2),
+        (vec![5], 3),
+    ] {
         for dim in 0..shape.len() {
             let x = randn(&shape, seed + 10 * dim as u64);
             let g = randn(&shape, seed + 100 + dim as u64);
@@ -312,7 +316,12 @@ fn softmax_backward_matches_the_formula_on_every_dim() -> Result<()> {
                         })
                     };
                     let what = format!("{shape:?} dim {dim} log {log} {dtype:?}");
-                    close(&got.to_dtype(DType::F64)?.to_vec::<f64>()?, &want_r, tol, &what);
+                    close(
+                        &got.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                        &want_r,
+                        tol,
+                        &what,
+                    );
                 }
             }
         }

@@ -12,12 +12,6 @@ use strata_tensor::{DType, GeluApprox, Scalar, Tensor};
 
 /// `2 / sqrt(pi)`.
 const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
-/// `1 / sqrt(2 pi)`.
-const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
-/// `sqrt(2 / pi)`.
-const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
-/// The cubic coefficient of GELU's tanh approximation.
-const GELU_KAPPA: f64 = 0.044715;
 
 /// What a unary op saves for its backward.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -103,30 +97,7 @@ impl Var {
     pub fn gelu(&self, approximate: GeluApprox) -> Result<Var> {
         let out = self.data().gelu(approximate)?;
         self.unary_op("GeluBackward", out, Save::Input, move |g, x| {
-            let d = match approximate {
-                // Phi(x) + x phi(x)
-                GeluApprox::None => {
-                    let cdf = x
-                        .mul(std::f64::consts::FRAC_1_SQRT_2)?
-                        .erf()?
-                        .add(1.0)?
-                        .mul(0.5)?;
-                    let pdf = x.mul(x)?.mul(-0.5)?.exp()?.mul(FRAC_1_SQRT_2PI)?;
-                    cdf.add(&x.mul(&pdf)?)?
-                }
-                // PyTorch's GeluBackward with approximate="tanh".
-                GeluApprox::Tanh => {
-                    let x2 = x.mul(x)?;
-                    let inner = x.add(&x2.mul(x)?.mul(GELU_KAPPA)?)?.mul(SQRT_2_OVER_PI)?;
-                    let t = inner.tanh()?;
-                    let left_d = t.add(1.0)?.mul(0.5)?;
-                    let sech2 = t.mul(&t)?.neg()?.add(1.0)?;
-                    let inner_d = x2.mul(3.0 * GELU_KAPPA)?.add(1.0)?.mul(SQRT_2_OVER_PI)?;
-                    let right_d = x.mul(0.5)?.mul(&sech2)?.mul(&inner_d)?;
-                    left_d.add(&right_d)?
-                }
-            };
-            g.mul(&d)
+            g.gelu_backward(x, approximate)
         })
     }
 

@@ -730,6 +730,36 @@ impl Tensor {
         self.unary(UnaryOp::Map(f), f.name(false), false)
     }
 
+    /// The gradient of [`Tensor::gelu`]: `self * gelu'(x)` for the upstream
+    /// gradient `self` and GELU's input `x` (broadcasting as a binary op), in
+    /// one pass (PyTorch's `gelu_backward`); f16/bf16 compute in f32.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, GeluApprox};
+    /// let x = Tensor::from_slice(&[0.0f32], &[1], Device::Cpu).unwrap();
+    /// let g = Tensor::from_slice(&[2.0f32], &[1], Device::Cpu).unwrap();
+    /// // gelu'(0) = 1/2 in both forms
+    /// let d = g.gelu_backward(&x, GeluApprox::Tanh).unwrap().to_vec::<f32>().unwrap();
+    /// assert_eq!(d, vec![1.0]);
+    /// ```
+    pub fn gelu_backward(&self, x: &Tensor, approximate: GeluApprox) -> Result<Tensor> {
+        let op = match approximate {
+            GeluApprox::None => BinaryOp::GeluBackward,
+            GeluApprox::Tanh => BinaryOp::GeluTanhBackward,
+        };
+        if !self.dtype().is_float() || !x.dtype().is_float() {
+            return Err(TensorError::dtype(
+                "gelu_backward",
+                format!(
+                    "the gradient and the input must be float tensors, not {} and {}",
+                    self.dtype(),
+                    x.dtype()
+                ),
+            ));
+        }
+        self.binary(op, Operand::Tensor(x), false)
+    }
+
     /// `torch.pow(base, exponent)` with a scalar base: broadcasting and type
     /// promotion as for [`Tensor::pow`] (an int base with an integer exponent
     /// tensor stays integer and wraps; negative integer exponents give the

@@ -38,6 +38,10 @@ pub(crate) trait Math: Copy {
     fn gelu_(self) -> Self;
     /// `x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))`.
     fn gelu_tanh_(self) -> Self;
+    /// The derivative of exact GELU: `Phi(x) + x phi(x)`.
+    fn gelu_grad_(self) -> Self;
+    /// The derivative of GELU's tanh approximation (PyTorch's formula).
+    fn gelu_tanh_grad_(self) -> Self;
     /// Sine.
     fn sin_(self) -> Self;
     /// Cosine.
@@ -125,6 +129,23 @@ macro_rules! float_math {
                 let k = (2.0 * std::f64::consts::FRAC_1_PI).sqrt() as $t;
                 let inner = k * (self + 0.044715 * self * self * self);
                 0.5 * self * (1.0 + inner.tanh())
+            }
+            #[inline(always)]
+            fn gelu_grad_(self) -> Self {
+                let erf: fn($t) -> $t = $erf;
+                let cdf = 0.5 * (1.0 + erf(self * std::f64::consts::FRAC_1_SQRT_2 as $t));
+                let inv_sqrt_2pi = (0.5
+                    * std::f64::consts::FRAC_2_SQRT_PI
+                    * std::f64::consts::FRAC_1_SQRT_2) as $t;
+                cdf + self * inv_sqrt_2pi * (-0.5 * self * self).exp()
+            }
+            #[inline(always)]
+            fn gelu_tanh_grad_(self) -> Self {
+                let k = (2.0 * std::f64::consts::FRAC_1_PI).sqrt() as $t;
+                let c: $t = 0.044715;
+                let t = (k * (self + c * self * self * self)).tanh();
+                let inner_d = k * (1.0 + 3.0 * c * self * self);
+                0.5 * (1.0 + t) + 0.5 * self * (1.0 - t * t) * inner_d
             }
             #[inline(always)]
             fn sin_(self) -> Self {
@@ -230,7 +251,7 @@ macro_rules! int_math {
                     self
                 }
             }
-            int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_tanh_ sin_ cos_ erf_ log1p_ expm1_);
+            int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ log1p_ expm1_);
         }
     };
     (@neutral $($f:ident)*) => {
@@ -262,7 +283,7 @@ impl Math for bool {
     fn minimum_(self, b: Self) -> Self {
         self & b
     }
-    int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_tanh_ sin_ cos_ erf_ log1p_ expm1_);
+    int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ log1p_ expm1_);
 }
 
 // ----- erf ------------------------------------------------------------------

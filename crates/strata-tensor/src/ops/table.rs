@@ -382,6 +382,33 @@ macro_rules! binary_op_table {
                         int: "({a} > {b} ? {a} : {b})"
                     }
                 }
+                /// `g * gelu'(x)` for the gradient `g` and GELU's input `x`
+                /// ([`Tensor::gelu_backward`], exact form).
+                GeluBackward {
+                    named: gelu_backward,
+                    dtypes: Float,
+                    scalar: Acc,
+                    cpu: |a, b| a.mul(b.gelu_grad_()),
+                    cuda: {
+                        bool: "({a})",
+                        float: "({a} * ((({c})0.5 * (({c})1 + erf{f}({b} * ({c})0.70710678118654752440))) + {b} * ({c})0.39894228040143267794 * exp{f}(({c})-0.5 * {b} * {b})))",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
+                /// `g * gelu_tanh'(x)` ([`Tensor::gelu_backward`], tanh form; PyTorch's formula).
+                GeluTanhBackward {
+                    named: gelu_backward,
+                    dtypes: Float,
+                    scalar: Acc,
+                    cpu: |a, b| a.mul(b.gelu_tanh_grad_()),
+                    cuda: {
+                        bool: "({a})",
+                        float: "gelu_tanh_grad<{c}>({a}, {b})",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
                 /// Element-wise minimum (`torch.minimum`); NaN in either operand gives NaN.
                 Minimum {
                     method: minimum,

@@ -252,13 +252,7 @@ fn softmax_backward_block<T: Element>(
 /// The gradient of softmax (log-softmax with `log`) along the `n` dim of
 /// `s`: `out` from the output gradient `grad` and the forward's output `y`,
 /// all contiguous, of float dtype `T`.
-pub(crate) fn softmax_backward<T: Element>(
-    out: &Arg,
-    grad: &Arg,
-    y: &Arg,
-    s: DimShape,
-    log: bool,
-) {
+pub(crate) fn softmax_backward<T: Element>(out: &Arg, grad: &Arg, y: &Arg, s: DimShape, log: bool) {
     let len = s.numel();
     if len == 0 {
         return;
@@ -280,7 +274,10 @@ pub(crate) fn softmax_backward<T: Element>(
     if s.inner == 1 && len >= super::PARALLEL_THRESHOLD {
         let rows_per_task = (4096 / s.n.max(1)).max(1);
         dx.par_chunks_mut(s.n * rows_per_task)
-            .zip(g.par_chunks(s.n * rows_per_task).zip(yv.par_chunks(s.n * rows_per_task)))
+            .zip(
+                g.par_chunks(s.n * rows_per_task)
+                    .zip(yv.par_chunks(s.n * rows_per_task)),
+            )
             .for_each(|(dxc, (gc, yc))| {
                 for t in dxc.chunks_mut(s.n).zip(gc.chunks(s.n).zip(yc.chunks(s.n))) {
                     f(t);

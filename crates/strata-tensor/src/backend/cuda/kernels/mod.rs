@@ -44,6 +44,12 @@ template <class T> __device__ __forceinline__ T max_nan(T a, T b) {
   if (isnan_(a) || isnan_(b)) return isnan_(a) ? a : b;
   return b > a ? b : a;
 }
+// g * d/dx of GELU's tanh approximation at x (float or double).
+template <class T> __device__ __forceinline__ T gelu_tanh_grad(T g, T x) {
+  const T k = (T)0.79788456080286535588, c = (T)0.044715;
+  const T t = tanh(k * (x + c * x * x * x));
+  return g * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * k * ((T)1 + (T)3 * c * x * x));
+}
 template <class T> __device__ __forceinline__ T min_nan(T a, T b) {
   if (isnan_(a) || isnan_(b)) return isnan_(a) ? a : b;
   return b < a ? b : a;
