@@ -52,8 +52,11 @@ impl ReducePlan {
         };
         let (kept, reduced) = (group(false), group(true));
         ReducePlan {
-            outputs: kept.iter().map(|&(n, _)| n).product(),
-            count: reduced.iter().map(|&(n, _)| n).product(),
+            // Saturating: one side of an empty input may multiply past usize.
+            outputs: kept.iter().fold(1usize, |a, &(n, _)| a.saturating_mul(n)),
+            count: reduced
+                .iter()
+                .fold(1usize, |a, &(n, _)| a.saturating_mul(n)),
             kept: merge_row_major(&kept),
             reduced: merge_row_major(&reduced),
         }
