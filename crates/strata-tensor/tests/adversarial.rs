@@ -1978,3 +1978,77 @@ proptest! {
         check_file_case(&case);
     }
 }
+
+/// The inputs that crashed, wrapped or panicked (debug) before the fixes
+/// that came with the newer-ops suite, one by one.
+#[test]
+fn the_newer_ops_examples_are_typed_errors_or_correct() {
+    let _g = setup();
+    let alloc = cpu_allocator();
+    let before = alloc.memory_allocated();
+    {
+        let cpu = Device::Cpu;
+        let x = Tensor::arange(0, 5, 1, None, cpu).unwrap();
+        // `n + size - 1` overflowed: no pieces (release), a panic (debug).
+        let p = x.split(i64::MAX, 0).unwrap();
+        assert_eq!(p.len(), 1);
+        assert!(eqv(&p[0], &x));
+        // ceil(5 / chunks) = 1: five pieces of one (PyTorch's rule); the
+        // ceiling overflowed into a negative split size.
+        for chunks in [i64::MAX, 1 << 62, 6] {
+            let p = x.chunk(chunks, 0).unwrap();
+            assert_eq!(p.len(), 5);
+            assert!(p.iter().all(|t| t.shape() == [1]));
+        }
+        // Sections whose sum wraps to the dim's size.
+        let r = x.split(vec![i64::MAX, i64::MAX, 7], 0);
+        assert!(matches!(r, Err(TensorError::Shape { .. })), "{r:?}");
+        // More pieces than a host can hold: 2^62 pieces of an expanded view,
+        // and i64::MAX empty chunks (a `vec![0; chunks]` of 2^66 bytes).
+        let huge = Tensor::ones(&[1], DType::F32, cpu)
+            .unwrap()
+            .expand(&[1 << 62])
+            .unwrap();
+        let r = huge.split(1, 0);
+        assert!(matches!(r, Err(TensorError::Value { .. })), "{r:?}");
+        let empty = Tensor::zeros(&[0], DType::F32, cpu).unwrap();
+        let r = empty.chunk(i64::MAX, 0);
+        assert!(matches!(r, Err(TensorError::Value { .. })), "{r:?}");
+        assert_eq!(empty.chunk(3, 0).unwrap().len(), 3);
+        // cat of sizes whose sum overflows.
+        let r = Tensor::cat(&[&huge, &huge, &huge, &huge], 0);
+        assert!(matches!(r, Err(TensorError::SizeOverflow { .. })), "{r:?}");
+        let r = Tensor::cat(&[&huge, &huge], 0);
+        assert!(matches!(r, Err(TensorError::SizeOverflow { .. })), "{r:?}");
+        // Empty views whose other dims multiply past usize (debug builds
+        // panicked in the products).
+        let e = Tensor::ones(&[1, 1, 1], DType::F32, cpu)
+            .unwrap()
+            .expand(&[1 << 40, 1 << 40, 0])
+            .unwrap();
+        for r in [
+            e.var(Some(&[0, 1]), 1.0, false),
+            e.std(Some(&[0, 1]), 0.0, true),
+            e.sum(Some(&[0, 1]), false),
+            e.mean(Some(&[0, 1]), false),
+            e.layer_norm(&[1 << 40, 0], None, None, 1e-5),
+            e.layer_norm(&[1 << 40, 1 << 40, 0], None, None, 1e-5),
+        ] {
+            match r {
+                Ok(t) => assert_eq!(t.numel(), 0),
+                Err(e) => assert!(typed(&e)),
+            }
+        }
+        let a = Tensor::ones(&[1, 1, 1, 1, 1], DType::F32, cpu)
+            .unwrap()
+            .expand(&[1 << 40, 1 << 40, 0, 2, 2])
+            .unwrap();
+        let b = Tensor::ones(&[2, 2], DType::F32, cpu).unwrap();
+        match a.matmul(&b) {
+            Ok(t) => assert_eq!(t.shape(), &[1 << 40, 1 << 40, 0, 2, 2]),
+            Err(e) => assert!(typed(&e)),
+        }
+    }
+    alloc.check_consistency().unwrap();
+    assert_eq!(alloc.memory_allocated(), before);
+}
