@@ -389,6 +389,9 @@ fn check(shape: &[usize], dt: DType, transpose: bool, op: &Op) {
                 panic!("{op:?} on {shape:?} {dt} panicked: {msg}");
             }
             Ok(Err(e)) => {
+                if std::env::var_os("ADVERSARIAL_ERRORS").is_some() {
+                    eprintln!("ERR {op:?}: {e}");
+                }
                 assert!(!e.to_string().is_empty());
                 let now = base.to_scalars().unwrap();
                 let same = now.len() == snap.len()
@@ -398,7 +401,11 @@ fn check(shape: &[usize], dt: DType, transpose: bool, op: &Op) {
                         .all(|(a, b)| a == b || (a.to_f64().is_nan() && b.to_f64().is_nan()));
                 assert!(same, "{op:?} failed ({e}) but changed its input");
             }
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => {
+                if std::env::var_os("ADVERSARIAL_ERRORS").is_some() {
+                    eprintln!("OK {op:?}");
+                }
+            }
         }
     }
     let a = strata_alloc::allocator(CPU).unwrap();
