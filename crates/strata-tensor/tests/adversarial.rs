@@ -1156,7 +1156,7 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             let t = guarded(&watch, || x.cross_entropy(&target, args))?;
             assert!(x.dtype().is_float());
             // Reference: class targets, no weight or smoothing, 2-D f64 logits.
-            if finite_f64 && !*prob && x.ndim() == 2 && !(*ls > 0.0) && *r != 0 {
+            if finite_f64 && !*prob && x.ndim() == 2 && (ls.is_nan() || *ls <= 0.0) && *r != 0 {
                 let (xs, ts) = (vals(), target.to_scalars()?);
                 let c = x.shape()[1];
                 let mut losses = vec![];
@@ -1691,12 +1691,11 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             if x.dtype() == DType::Bool {
                 return Ok(None);
             }
-            let t = match k {
+            match k {
                 0 => x.min()?,
                 1 => x.max()?,
                 _ => x.min_dim(-1, true)?.0,
-            };
-            t
+            }
         }
     }))
 }
