@@ -96,8 +96,13 @@ fn merge_row_major(dims: &[(usize, usize)]) -> Vec<ReduceDim> {
         if size == 1 {
             continue;
         }
+        // Checked: the dims of an empty view (a size 0 elsewhere) may
+        // multiply past usize; such dims are then kept apart.
         match v.last_mut() {
-            Some(last) if last.stride == stride * size => {
+            Some(last)
+                if stride.checked_mul(size) == Some(last.stride)
+                    && last.size.checked_mul(size).is_some() =>
+            {
                 last.size *= size;
                 last.stride = stride;
             }
