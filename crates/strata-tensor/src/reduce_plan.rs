@@ -52,8 +52,11 @@ impl ReducePlan {
         };
         let (kept, reduced) = (group(false), group(true));
         ReducePlan {
-            outputs: kept.iter().map(|&(n, _)| n).product(),
-            count: reduced.iter().map(|&(n, _)| n).product(),
+            // Saturating: one side of an empty input may multiply past usize.
+            outputs: kept.iter().fold(1usize, |a, &(n, _)| a.saturating_mul(n)),
+            count: reduced
+                .iter()
+                .fold(1usize, |a, &(n, _)| a.saturating_mul(n)),
             kept: merge_row_major(&kept),
             reduced: merge_row_major(&reduced),
         }
@@ -93,8 +96,13 @@ fn merge_row_major(dims: &[(usize, usize)]) -> Vec<ReduceDim> {
         if size == 1 {
             continue;
         }
+        // Checked: the dims of an empty view (a size 0 elsewhere) may
+        // multiply past usize; such dims are then kept apart.
         match v.last_mut() {
-            Some(last) if last.stride == stride * size => {
+            Some(last)
+                if stride.checked_mul(size) == Some(last.stride)
+                    && last.size.checked_mul(size).is_some() =>
+            {
                 last.size *= size;
                 last.stride = stride;
             }

@@ -25,8 +25,9 @@ impl Var {
             } else {
                 dim
             };
-            // index_select's gradient: scatter-add g's slices at the index.
-            let idx = s[0].reshape(&[-1])?;
+            // index_select's gradient: scatter-add g's slices at the index
+            // (scatter_add takes an int64 index; index_select also int32).
+            let idx = s[0].to_dtype(DType::I64)?.reshape(&[-1])?;
             let mut view = vec![1i64; shape.len()];
             view[d as usize] = idx.numel() as i64;
             let full: Vec<i64> = g.shape().iter().map(|&x| x as i64).collect();

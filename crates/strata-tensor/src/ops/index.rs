@@ -46,6 +46,23 @@ fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
     }
 }
 
+/// gather's and scatter_add's index must be int64 unless it is empty
+/// (PyTorch's `scatter_gather_dtype_check`; index_select and embedding also
+/// take int32).
+fn check_long_index(op: &'static str, index: &Tensor) -> Result<()> {
+    if index.numel() == 0 || index.dtype() == DType::I64 {
+        Ok(())
+    } else {
+        Err(TensorError::dtype(
+            op,
+            format!(
+                "expected dtype int64 for index, got {}; convert it with to_dtype(DType::I64)",
+                index.dtype()
+            ),
+        ))
+    }
+}
+
 /// Every value of `index` must lie in `[0, size)` (negative ones do not wrap).
 pub(crate) fn check_index_range(op: &'static str, index: &Tensor, size: usize) -> Result<()> {
     if index.numel() == 0 {
@@ -136,12 +153,12 @@ impl Tensor {
     }
 
     /// `torch.gather(self, dim, index)`: `out[i][j] = self[i][index[i][j]]`
-    /// (for dim 1), with index's shape. index has self's rank and is no
-    /// larger than self on the other dims.
+    /// (for dim 1), with index's shape. index (int64 unless empty, as in
+    /// PyTorch) has self's rank and is no larger than self on the other dims.
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "gather";
         same_device(OP, self, index)?;
-        check_index_dtype(OP, index)?;
+        check_long_index(OP, index)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
         let (x, idx) = if self.ndim() == 0 && index.ndim() <= 1 {
             (self.reshape(&[1])?, index.reshape(&[-1])?)
@@ -183,7 +200,8 @@ impl Tensor {
 
     /// `torch.scatter_add(self, dim, index, src)`: a copy of self to which
     /// `src[i][j]` is added at `[i][index[i][j]]` (dim 1) for every position
-    /// of index. Repeated indices accumulate.
+    /// of index (int64 unless empty, as in PyTorch). Repeated indices
+    /// accumulate.
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.scatter_add_checks("scatter_add", dim, index, src)?;
         let out = self.deep_clone()?;
@@ -209,7 +227,7 @@ impl Tensor {
     ) -> Result<()> {
         same_device(op, self, index)?;
         same_device(op, self, src)?;
-        check_index_dtype(op, index)?;
+        check_long_index(op, index)?;
         if src.dtype() != self.dtype() {
             return Err(TensorError::dtype(
                 op,

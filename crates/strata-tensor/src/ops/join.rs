@@ -36,6 +36,25 @@ impl From<&[i64]> for SplitSize {
     }
 }
 
+/// The most pieces `split` and `chunk` return. Each piece is a tensor
+/// handle (a view) on the host; more than this many would take gigabytes of
+/// host memory, so the count is an error (PyTorch has no limit and runs out
+/// of memory instead).
+pub const MAX_PIECES: i64 = 1 << 26;
+
+/// Checks that `count` pieces can be returned (see [`MAX_PIECES`]).
+fn check_pieces(op: &'static str, count: i64) -> Result<()> {
+    if count > MAX_PIECES {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "the call would return {count} pieces, more than the {MAX_PIECES} strata returns (each piece is a tensor handle in host memory)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl Tensor {
     /// `torch.cat(tensors, dim)`: a fresh tensor joining `tensors` (same
     /// rank, at least 1-D, equal sizes except along `dim`) along `dim`; the
@@ -83,7 +102,18 @@ impl Tensor {
                     ),
                 ));
             }
-            shape[d] += t.shape()[d];
+            shape[d] = shape[d]
+                .checked_add(t.shape()[d])
+                .filter(|&n| n <= crate::shape::MAX_NUMEL)
+                .ok_or_else(|| {
+                    TensorError::overflow(
+                        OP,
+                        format!(
+                            "the sizes along dimension {d} sum to more than {} (i64::MAX)",
+                            crate::shape::MAX_NUMEL
+                        ),
+                    )
+                })?;
         }
         let out = Tensor::empty(&shape, dtype, first.device())?;
         let mut at = 0i64;
@@ -126,7 +156,8 @@ impl Tensor {
     }
 
     /// `torch.split(self, size, dim)`: views of self along `dim`, of one size
-    /// (the last shorter; at least one piece) or of the listed sizes.
+    /// (the last shorter; at least one piece) or of the listed sizes. At
+    /// most [`MAX_PIECES`] pieces (a [`TensorError::Value`] beyond).
     pub fn split(&self, size: impl Into<SplitSize>, dim: i64) -> Result<Vec<Tensor>> {
         const OP: &str = "split";
         if self.ndim() == 0 {
@@ -148,7 +179,9 @@ impl Tensor {
                 if n == 0 {
                     vec![0]
                 } else {
-                    let k = (n + s - 1) / s;
+                    // ceil(n / s) without the overflow of `n + s - 1`.
+                    let k = (n - 1) / s + 1;
+                    check_pieces(OP, k)?;
                     (0..k).map(|i| s.min(n - i * s)).collect()
                 }
             }
@@ -159,7 +192,8 @@ impl Tensor {
                         format!("split sizes must be non-negative, got {bad} in {v:?}"),
                     ));
                 }
-                if v.iter().sum::<i64>() != n {
+                let total = v.iter().try_fold(0i64, |a, &s| a.checked_add(s));
+                if total != Some(n) {
                     return Err(TensorError::shape(
                         OP,
                         format!("split sizes {v:?} must sum to the dim's size {n}"),
@@ -173,6 +207,7 @@ impl Tensor {
             .iter()
             .map(|&len| {
                 let piece = self.narrow(d as i64, at, len);
+                // The sizes are non-negative and sum to n: no overflow.
                 at += len;
                 piece
             })
@@ -181,7 +216,7 @@ impl Tensor {
 
     /// `torch.chunk(self, chunks, dim)`: views of ceil(n / chunks) elements
     /// along `dim` (possibly fewer than `chunks` pieces); a size-0 dim gives
-    /// `chunks` empty pieces.
+    /// `chunks` empty pieces (at most [`MAX_PIECES`]).
     pub fn chunk(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
         const OP: &str = "chunk";
         if chunks <= 0 {
@@ -199,8 +234,10 @@ impl Tensor {
         let d = normalize_dim(OP, dim, self.ndim())?;
         let n = self.shape()[d] as i64;
         if n == 0 {
+            check_pieces(OP, chunks)?;
             return self.split(SplitSize::Sections(vec![0; chunks as usize]), d as i64);
         }
-        self.split((n + chunks - 1) / chunks, d as i64)
+        // ceil(n / chunks) without the overflow of `n + chunks - 1`.
+        self.split((n - 1) / chunks + 1, d as i64)
     }
 }

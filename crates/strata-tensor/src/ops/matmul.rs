@@ -234,7 +234,9 @@ impl Tensor {
             &a2.shape()[..a2.ndim() - 2],
             &b2.shape()[..b2.ndim() - 2],
         )?;
-        let bsz: usize = batch.iter().product();
+        // Saturating: an empty batch may have other dims whose product
+        // overflows; the output's own size check rejects real overflow.
+        let bsz = crate::shape::numel(&batch);
         // `[..., m, k] @ [k, n]`: PyTorch folds the batch into the rows, one
         // `[B*m, k] @ [k, n]` product (where the batch and row dims collapse
         // to one stride; otherwise b is broadcast with batch stride 0).

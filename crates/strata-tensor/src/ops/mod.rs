@@ -20,5 +20,5 @@ mod index;
 mod join;
 mod nn;
 
-pub use join::SplitSize;
+pub use join::{SplitSize, MAX_PIECES};
 pub use nn::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction};

@@ -276,7 +276,9 @@ impl Tensor {
                 .transpose()
         };
         let (w, b) = (prep(weight)?, prep(bias)?);
-        let cols: usize = normalized_shape.iter().product();
+        // Saturating: trailing dims of an empty input may multiply past usize
+        // (rows is then 0).
+        let cols = crate::shape::numel(normalized_shape);
         let rows = self.numel().checked_div(cols).unwrap_or(0);
         let x = self.contiguous()?;
         let acc = acc_dtype(self.dtype());
@@ -324,7 +326,9 @@ impl Tensor {
         normalized_shape: &[usize],
         needs: [bool; 3],
     ) -> Result<[Option<Tensor>; 3]> {
-        let cols: usize = normalized_shape.iter().product();
+        // Saturating: trailing dims of an empty input may multiply past usize
+        // (rows is then 0).
+        let cols = crate::shape::numel(normalized_shape);
         let rows = x.numel().checked_div(cols).unwrap_or(0);
         let x = x.contiguous()?;
         let dy = dy.to_dtype(x.dtype())?.contiguous()?;

@@ -261,7 +261,11 @@ impl Tensor {
             ));
         }
         let (rdims, _) = self.reduced_dims(name, dims, keepdim)?;
-        let n: usize = rdims.iter().map(|&d| self.shape()[d]).product();
+        // Saturating: the reduced dims of an empty view may multiply past usize
+        // (their count is then irrelevant: the result is empty).
+        let n = rdims
+            .iter()
+            .fold(1usize, |a, &d| a.saturating_mul(self.shape()[d]));
         let x = self.to_dtype(compute_dtype(self.dtype()))?;
         let d64: Vec<i64> = rdims.iter().map(|&d| d as i64).collect();
         // A 0-d tensor reduces no dim (`d64` empty): `None` then means "all",
