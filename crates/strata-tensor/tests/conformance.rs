@@ -637,12 +637,19 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
     Ok(())
 }
 
-/// Where the shared vectors are: `STRATA_CONFORMANCE_DIR`, else the `shared`
-/// folder beside the checkout.
+/// Where PyTorch's vectors are: `STRATA_CONFORMANCE_DIR`; else the `shared`
+/// folder beside the checkout, when there is one (it may hold newer programs);
+/// else the copy kept in the repository (`conformance/pytorch/`, PyTorch
+/// 2.11's answers to the shared programs), so a fresh checkout runs them too.
 fn vectors_dir() -> PathBuf {
-    match std::env::var_os("STRATA_CONFORMANCE_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance"),
+    if let Some(d) = std::env::var_os("STRATA_CONFORMANCE_DIR") {
+        return PathBuf::from(d);
+    }
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance");
+    if shared.join("FORMAT.md").exists() {
+        shared
+    } else {
+        project_dir().join("pytorch")
     }
 }
 
