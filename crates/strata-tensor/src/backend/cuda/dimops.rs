@@ -12,7 +12,7 @@ use crate::backend::{Arg, DimShape};
 use crate::error::Result;
 
 /// Blocks for `work` items of `per_block` each, capped (the kernels stride).
-fn grid(dev: &CudaDevice, work: usize, per_block: usize) -> u32 {
+pub(crate) fn grid(dev: &CudaDevice, work: usize, per_block: usize) -> u32 {
     let cap = (dev.sm_count as usize * 32).max(1);
     work.div_ceil(per_block.max(1)).clamp(1, cap) as u32
 }

@@ -3,18 +3,13 @@
 //! launches it on the current stream.
 
 use super::context::CudaDevice;
+use super::dimops::grid;
 use super::kernels::dimops::{SM_BLOCK, WARP_ROW_MAX};
 use super::kernels::softmax_backward::source;
 use super::kernels::tag;
 use super::launch::{base_ptr, launch, KArg};
 use crate::backend::{Arg, DimShape};
 use crate::error::Result;
-
-/// Blocks for `work` items of `per_block` each, capped (the kernels stride).
-fn grid(dev: &CudaDevice, work: usize, per_block: usize) -> u32 {
-    let cap = (dev.sm_count as usize * 32).max(1);
-    work.div_ceil(per_block.max(1)).clamp(1, cap) as u32
-}
 
 /// `out` = the gradient of softmax (log-softmax with `log`) from the output
 /// gradient `grad` and the forward's output `y`; contiguous, one float dtype.

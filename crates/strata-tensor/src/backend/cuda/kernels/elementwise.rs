@@ -136,26 +136,57 @@ __device__ __forceinline__ void load_w(T (&dst)[W], const char* q, i64 i, i64 s)
   }
 }
 
+// Byte offsets of every operand at the start of row `r` (dims 1.. of the plan).
+__device__ __forceinline__ void row_offsets(const Meta& m, i64 r, i64 (&o)[4]) {
+  o[0] = 0; o[1] = 0; o[2] = 0; o[3] = 0;
+  i64 rem = r;
+  for (int d = 1; d < m.nd; d++) {
+    const i64 sz = m.size[d];
+    const i64 idx = rem % sz;
+    rem /= sz;
+    o[0] += idx * m.st[0][d];
+    if constexpr (NIN > 0) o[1] += idx * m.st[1][d];
+    if constexpr (NIN > 1) o[2] += idx * m.st[2][d];
+    if constexpr (NIN > 2) o[3] += idx * m.st[3][d];
+  }
+}
+
+// Applies the op to W loaded elements and stores them at element i of the
+// output row q0 (a vector store when W > 1: the output steps one element).
+template <int W>
+__device__ __forceinline__ void store_w(char* q0, i64 i, i64 s0, const T1 (&a1)[W], const T2 (&a2)[W], const T3 (&a3)[W], const Params& prm) {
+  if constexpr (W == 1) {
+    T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+    if constexpr (NIN > 0) x1 = a1[0];
+    if constexpr (NIN > 1) x2 = a2[0];
+    if constexpr (NIN > 2) x3 = a3[0];
+    *reinterpret_cast<T0*>(q0 + i * s0) = apply(x1, x2, x3, prm);
+  } else {
+    Vec<T0, W> res;
+#pragma unroll
+    for (int j = 0; j < W; j++) {
+      T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+      if constexpr (NIN > 0) x1 = a1[j];
+      if constexpr (NIN > 1) x2 = a2[j];
+      if constexpr (NIN > 2) x3 = a3[j];
+      res.v[j] = apply(x1, x2, x3, prm);
+    }
+    *reinterpret_cast<Vec<T0, W>*>(q0 + i * (i64)sizeof(T0)) = res;
+  }
+}
+
 template <int W>
 __device__ __forceinline__ void rows_impl(char* p0, const char* p1, const char* p2, const char* p3, const Meta& m, const Params& prm) {
   const i64 n0 = m.size[0];
   const i64 s0 = m.st[0][0], s1 = m.st[1][0], s2 = m.st[2][0], s3 = m.st[3][0];
   const i64 start = (i64)blockIdx.x * BLOCK * UNROLL * W;
   for (i64 r = blockIdx.y; r < m.outer; r += gridDim.y) {
-    i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0, rem = r;
-    for (int d = 1; d < m.nd; d++) {
-      const i64 sz = m.size[d];
-      const i64 idx = rem % sz;
-      rem /= sz;
-      o0 += idx * m.st[0][d];
-      if constexpr (NIN > 0) o1 += idx * m.st[1][d];
-      if constexpr (NIN > 1) o2 += idx * m.st[2][d];
-      if constexpr (NIN > 2) o3 += idx * m.st[3][d];
-    }
-    char* q0 = p0 + o0;
-    const char* q1 = p1 + o1;
-    const char* q2 = p2 + o2;
-    const char* q3 = p3 + o3;
+    i64 o[4];
+    row_offsets(m, r, o);
+    char* q0 = p0 + o[0];
+    const char* q1 = p1 + o[1];
+    const char* q2 = p2 + o[2];
+    const char* q3 = p3 + o[3];
     T1 a1[UNROLL][W]; T2 a2[UNROLL][W]; T3 a3[UNROLL][W];
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
@@ -169,26 +200,7 @@ __device__ __forceinline__ void rows_impl(char* p0, const char* p1, const char* 
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
       const i64 i = start + ((i64)u * BLOCK + threadIdx.x) * W;
-      if (i < n0) {
-        if constexpr (W == 1) {
-          T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
-          if constexpr (NIN > 0) x1 = a1[u][0];
-          if constexpr (NIN > 1) x2 = a2[u][0];
-          if constexpr (NIN > 2) x3 = a3[u][0];
-          *reinterpret_cast<T0*>(q0 + i * s0) = apply(x1, x2, x3, prm);
-        } else {
-          Vec<T0, W> res;
-#pragma unroll
-          for (int j = 0; j < W; j++) {
-            T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
-            if constexpr (NIN > 0) x1 = a1[u][j];
-            if constexpr (NIN > 1) x2 = a2[u][j];
-            if constexpr (NIN > 2) x3 = a3[u][j];
-            res.v[j] = apply(x1, x2, x3, prm);
-          }
-          *reinterpret_cast<Vec<T0, W>*>(q0 + i * (i64)sizeof(T0)) = res;
-        }
-      }
+      if (i < n0) store_w<W>(q0, i, s0, a1[u], a2[u], a3[u], prm);
     }
   }
 }
@@ -212,56 +224,27 @@ __device__ __forceinline__ void rowsp_impl(char* p0, const char* p1, const char*
   const i64 s0 = m.st[0][0], s1 = m.st[1][0], s2 = m.st[2][0], s3 = m.st[3][0];
   const i64 per_block = (i64)rpb * UNROLL;
   for (i64 rb = (i64)blockIdx.x * per_block; rb < m.outer; rb += (i64)gridDim.x * per_block) {
-    i64 o[4][UNROLL];
+    i64 o[UNROLL][4];
     bool live[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; u++) {
       const i64 r = rb + (i64)u * rpb + sub;
       live[u] = r < m.outer;
-      i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0, rem = r;
-      for (int d = 1; d < m.nd; d++) {
-        const i64 sz = m.size[d];
-        const i64 idx = rem % sz;
-        rem /= sz;
-        o0 += idx * m.st[0][d];
-        if constexpr (NIN > 0) o1 += idx * m.st[1][d];
-        if constexpr (NIN > 1) o2 += idx * m.st[2][d];
-        if constexpr (NIN > 2) o3 += idx * m.st[3][d];
-      }
-      o[0][u] = o0; o[1][u] = o1; o[2][u] = o2; o[3][u] = o3;
+      row_offsets(m, r, o[u]);
     }
     for (i64 i = (i64)lane * W; i < n0; i += (i64)tpr * W) {
       T1 a1[UNROLL][W]; T2 a2[UNROLL][W]; T3 a3[UNROLL][W];
 #pragma unroll
       for (int u = 0; u < UNROLL; u++) {
         if (live[u]) {
-          if constexpr (NIN > 0) load_w<T1, W>(a1[u], p1 + o[1][u], i, s1);
-          if constexpr (NIN > 1) load_w<T2, W>(a2[u], p2 + o[2][u], i, s2);
-          if constexpr (NIN > 2) load_w<T3, W>(a3[u], p3 + o[3][u], i, s3);
+          if constexpr (NIN > 0) load_w<T1, W>(a1[u], p1 + o[u][1], i, s1);
+          if constexpr (NIN > 1) load_w<T2, W>(a2[u], p2 + o[u][2], i, s2);
+          if constexpr (NIN > 2) load_w<T3, W>(a3[u], p3 + o[u][3], i, s3);
         }
       }
 #pragma unroll
       for (int u = 0; u < UNROLL; u++) {
-        if (!live[u]) continue;
-        char* q0 = p0 + o[0][u];
-        if constexpr (W == 1) {
-          T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
-          if constexpr (NIN > 0) x1 = a1[u][0];
-          if constexpr (NIN > 1) x2 = a2[u][0];
-          if constexpr (NIN > 2) x3 = a3[u][0];
-          *reinterpret_cast<T0*>(q0 + i * s0) = apply(x1, x2, x3, prm);
-        } else {
-          Vec<T0, W> res;
-#pragma unroll
-          for (int j = 0; j < W; j++) {
-            T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
-            if constexpr (NIN > 0) x1 = a1[u][j];
-            if constexpr (NIN > 1) x2 = a2[u][j];
-            if constexpr (NIN > 2) x3 = a3[u][j];
-            res.v[j] = apply(x1, x2, x3, prm);
-          }
-          *reinterpret_cast<Vec<T0, W>*>(q0 + i * (i64)sizeof(T0)) = res;
-        }
+        if (live[u]) store_w<W>(p0 + o[u][0], i, s0, a1[u], a2[u], a3[u], prm);
       }
     }
   }
