@@ -1072,6 +1072,61 @@ impl CachingAllocator {
         self.oom_observers.lock().push(Arc::new(observer));
     }
 
+    /// Takes a [`Watch`](crate::watch::Watch): the live allocations by call
+    /// site now. Needs history on (an [`AllocError::HistoryOff`] error
+    /// otherwise), since call sites are recorded only then.
+    pub fn watch(&self) -> Result<crate::watch::Watch, AllocError> {
+        crate::watch::take(self)
+    }
+
+    /// The `n` call sites holding the most live bytes now, largest first.
+    /// Needs history on.
+    pub fn live_by_site(&self, n: usize) -> Result<Vec<crate::error::SiteUsage>, AllocError> {
+        crate::watch::live_by_site(self, n)
+    }
+
+    /// The snapshot as the bytes of PyTorch's pickle (what
+    /// [`dump_snapshot`](Self::dump_snapshot) writes). Taking it records a
+    /// `snapshot` trace event while history is on, as PyTorch does.
+    pub fn snapshot_pickle(&self) -> Result<Vec<u8>, AllocError> {
+        crate::diagnostics::snapshot_pickle(self)
+    }
+
+    /// Writes the snapshot to `path` in the format of PyTorch's
+    /// `torch.cuda.memory._dump_snapshot`: open it with
+    /// `python -m torch.cuda._memory_viz trace_plot <path> -o trace.html` or
+    /// on <https://pytorch.org/memory_viz>. Its segments and blocks are always
+    /// there; the trace and the blocks' frames (call sites) only when history
+    /// is on.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+    /// use strata_alloc::driver::sim::SimDriver;
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// a.record_history(Some(1000));
+    /// let _x = a.allocate(4096, StreamId::DEFAULT).unwrap();
+    /// let path = std::env::temp_dir().join("strata_doc_snapshot.pickle");
+    /// a.dump_snapshot(&path).unwrap();
+    /// assert!(std::fs::metadata(&path).unwrap().len() > 0);
+    /// assert!(a.dump_snapshot("/no/such/dir/x.pickle").is_err());
+    /// ```
+    pub fn dump_snapshot(&self, path: impl AsRef<std::path::Path>) -> Result<(), AllocError> {
+        crate::diagnostics::dump_snapshot_of(self, path.as_ref())
+    }
+
+    /// Writes a self-contained HTML report of this allocator to `path` (see
+    /// [`report`](crate::report)).
+    pub fn memory_report(&self, path: impl AsRef<std::path::Path>) -> Result<(), AllocError> {
+        crate::diagnostics::memory_report_of(self, path.as_ref())
+    }
+
+    /// The HTML report as a string.
+    pub fn memory_report_html(&self) -> String {
+        crate::diagnostics::memory_report_html(self)
+    }
+
     /// Runs `f` on the history, or fails with [`AllocError::HistoryOff`].
     pub(crate) fn with_history<T>(
         &self,

@@ -15,13 +15,12 @@ fn write_error(path: &Path, reason: impl std::fmt::Display) -> AllocError {
     }
 }
 
-impl CachingAllocator {
-    /// The snapshot as the bytes of PyTorch's pickle (what
-    /// [`dump_snapshot`](Self::dump_snapshot) writes). Taking it records a
-    /// `snapshot` trace event while history is on, as PyTorch does.
-    pub fn snapshot_pickle(&self) -> Result<Vec<u8>, AllocError> {
-        let device = self.device();
-        self.with_state(|st| {
+/// The snapshot of `allocator` as PyTorch's pickle (see
+/// [`CachingAllocator::snapshot_pickle`]).
+pub(crate) fn snapshot_pickle(allocator: &CachingAllocator) -> Result<Vec<u8>, AllocError> {
+    let device = allocator.device();
+    allocator
+        .with_state(|st| {
             if st.history.enabled() {
                 let active = st.stats.active_bytes.all().current as u64;
                 st.history
@@ -34,47 +33,32 @@ impl CachingAllocator {
             path: "(snapshot)".into(),
             reason: e.to_string(),
         })
-    }
+}
 
-    /// Writes the snapshot to `path` in the format of PyTorch's
-    /// `torch.cuda.memory._dump_snapshot`: open it with
-    /// `python -m torch.cuda._memory_viz trace_plot <path> -o trace.html` or
-    /// on <https://pytorch.org/memory_viz>. Its segments and blocks are always
-    /// there; the trace and the blocks' frames (call sites) only when history
-    /// is on.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
-    /// use strata_alloc::driver::sim::SimDriver;
-    ///
-    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
-    /// a.record_history(Some(1000));
-    /// let _x = a.allocate(4096, StreamId::DEFAULT).unwrap();
-    /// let path = std::env::temp_dir().join("strata_doc_snapshot.pickle");
-    /// a.dump_snapshot(&path).unwrap();
-    /// assert!(std::fs::metadata(&path).unwrap().len() > 0);
-    /// assert!(a.dump_snapshot("/no/such/dir/x.pickle").is_err());
-    /// ```
-    pub fn dump_snapshot(&self, path: impl AsRef<Path>) -> Result<(), AllocError> {
-        let path = path.as_ref();
-        let bytes = self.snapshot_pickle()?;
-        std::fs::write(path, bytes).map_err(|e| write_error(path, e))
-    }
+/// Writes `allocator`'s snapshot to `path` (see
+/// [`CachingAllocator::dump_snapshot`]).
+pub(crate) fn dump_snapshot_of(
+    allocator: &CachingAllocator,
+    path: &Path,
+) -> Result<(), AllocError> {
+    let bytes = snapshot_pickle(allocator)?;
+    std::fs::write(path, bytes).map_err(|e| write_error(path, e))
+}
 
-    /// Writes a self-contained HTML report of this allocator to `path` (see
-    /// [`report`](crate::report)).
-    pub fn memory_report(&self, path: impl AsRef<Path>) -> Result<(), AllocError> {
-        let path = path.as_ref();
-        let html = self.memory_report_html();
-        std::fs::write(path, html).map_err(|e| write_error(path, e))
-    }
+/// `allocator`'s HTML report (see [`CachingAllocator::memory_report_html`]).
+pub(crate) fn memory_report_html(allocator: &CachingAllocator) -> String {
+    let device = allocator.device();
+    allocator.with_state(|st| crate::report::render(st, device))
+}
 
-    /// The HTML report as a string.
-    pub fn memory_report_html(&self) -> String {
-        let device = self.device();
-        self.with_state(|st| crate::report::render(st, device))
-    }
+/// Writes `allocator`'s HTML report to `path` (see
+/// [`CachingAllocator::memory_report`]).
+pub(crate) fn memory_report_of(
+    allocator: &CachingAllocator,
+    path: &Path,
+) -> Result<(), AllocError> {
+    let html = memory_report_html(allocator);
+    std::fs::write(path, html).map_err(|e| write_error(path, e))
 }
 
 /// Starts recording `device`'s allocation history (with call sites) into a

@@ -119,32 +119,31 @@ impl fmt::Display for Growth {
     }
 }
 
-impl CachingAllocator {
-    /// Takes a [`Watch`]: the live allocations by call site now. Needs history
-    /// on (an [`AllocError::HistoryOff`] error otherwise), since call sites
-    /// are recorded only then.
-    pub fn watch(&self) -> Result<Watch, AllocError> {
-        let (sites, live, seq) = self.with_history("watch", |h| {
-            let live = h
-                .live
-                .values()
-                .map(|l| (l.seq, l.size, l.backtrace.clone()))
-                .collect();
-            (by_site(h), live, h.seq)
-        })?;
-        Ok(Watch {
-            device: self.device(),
-            sites,
-            live,
-            seq,
-        })
-    }
+/// Takes a [`Watch`] of `allocator` (see [`CachingAllocator::watch`]).
+pub(crate) fn take(allocator: &CachingAllocator) -> Result<Watch, AllocError> {
+    let (sites, live, seq) = allocator.with_history("watch", |h| {
+        let live = h
+            .live
+            .values()
+            .map(|l| (l.seq, l.size, l.backtrace.clone()))
+            .collect();
+        (by_site(h), live, h.seq)
+    })?;
+    Ok(Watch {
+        device: allocator.device(),
+        sites,
+        live,
+        seq,
+    })
+}
 
-    /// The `n` call sites holding the most live bytes now, largest first.
-    /// Needs history on.
-    pub fn live_by_site(&self, n: usize) -> Result<Vec<SiteUsage>, AllocError> {
-        self.with_history("live_by_site", |h| usage_by_site(h, n))
-    }
+/// The `n` call sites of `allocator` holding the most live bytes (see
+/// [`CachingAllocator::live_by_site`]).
+pub(crate) fn live_by_site(
+    allocator: &CachingAllocator,
+    n: usize,
+) -> Result<Vec<SiteUsage>, AllocError> {
+    allocator.with_history("live_by_site", |h| usage_by_site(h, n))
 }
 
 impl Watch {
