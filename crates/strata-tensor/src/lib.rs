@@ -102,6 +102,7 @@ pub use error::{Result, TensorError};
 pub use index::SliceItem;
 pub use iter::DimIter;
 pub use layout::Layout;
+pub use ops::AdamHyper;
 pub use ops::GeluApprox;
 pub use ops::Operand;
 pub use ops::RoundingMode;

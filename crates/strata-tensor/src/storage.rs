@@ -180,3 +180,37 @@ impl<'a> AccessGuard<'a> {
         guard
     }
 }
+
+/// Locks held while a kernel writes several storages (a fused optimizer
+/// step): write locks on `writes` and read locks on the `reads` not among
+/// them, taken in address order like [`AccessGuard`]'s.
+pub(crate) struct WriteGuard<'a> {
+    _writes: Vec<RwLockWriteGuard<'a, ()>>,
+    _reads: Vec<RwLockReadGuard<'a, ()>>,
+}
+
+impl<'a> WriteGuard<'a> {
+    /// Locks `writes` (distinct storages) for writing and `reads` for reading.
+    pub(crate) fn lock(writes: &[&'a Storage], reads: &[&'a Storage]) -> WriteGuard<'a> {
+        let mut all: Vec<(&'a Storage, bool)> = writes.iter().map(|s| (*s, true)).collect();
+        for r in reads {
+            if !all.iter().any(|(s, _)| std::ptr::eq(*s, *r)) {
+                all.push((r, false));
+            }
+        }
+        all.sort_unstable_by_key(|(s, _)| *s as *const Storage as usize);
+        all.dedup_by(|a, b| std::ptr::eq(a.0, b.0));
+        let mut guard = WriteGuard {
+            _writes: Vec::new(),
+            _reads: Vec::new(),
+        };
+        for (s, w) in all {
+            if w {
+                guard._writes.push(s.write());
+            } else {
+                guard._reads.push(s.read());
+            }
+        }
+        guard
+    }
+}

@@ -1,11 +1,12 @@
 //! Adam (PyTorch's `Adam`, no AMSGrad):
 //! `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
-//! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`.
+//! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`, one fused
+//! kernel per parameter ([`Tensor::adam_step_`]).
 
 use super::{check, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
-use strata_tensor::Tensor;
+use strata_tensor::{AdamHyper, Tensor};
 
 /// Per-parameter state, created at the parameter's first step.
 struct State {
@@ -68,7 +69,7 @@ impl Optimizer for Adam {
     }
 
     fn step(&mut self) -> Result<()> {
-        let (b1, b2) = self.betas;
+        let (beta1, beta2) = self.betas;
         for (p, st) in self.params.iter().zip(self.state.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             let s = match st {
@@ -79,16 +80,21 @@ impl Optimizer for Adam {
                     v: Tensor::zeros(p.shape(), p.dtype(), p.device())?,
                 }),
             };
+            let g = if g.dtype() == p.dtype() {
+                g
+            } else {
+                g.to_dtype(p.dtype())?
+            };
+            let h = AdamHyper {
+                lr: self.lr,
+                beta1,
+                beta2,
+                eps: self.eps,
+                weight_decay: 0.0,
+                step: s.step + 1,
+            };
+            p.data().adam_step_(&g, &s.m, &s.v, h)?;
             s.step += 1;
-            s.m.mul_(b1)?.add_(&g.mul(1.0 - b1)?)?;
-            s.v.mul_(b2)?.addcmul_(&g, &g, 1.0 - b2)?;
-            let c1 = 1.0 - b1.powi(s.step);
-            let c2 = 1.0 - b2.powi(s.step);
-            // sqrt composed from exp and log (strata-tensor has no sqrt yet):
-            // sqrt(x) = exp(log(x) / 2), exact at x = 0 (exp(-inf) = 0).
-            let denom = s.v.div(c2)?.log()?.mul(0.5)?.exp()?.add(self.eps)?;
-            let update = s.m.div(&denom)?.mul(self.lr / c1)?;
-            p.data().sub_(&update)?;
         }
         Ok(())
     }

@@ -2,30 +2,21 @@
 //! `p *= 1 - lr * wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
 //! p -= lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)`.
 //!
-//! # Multi-tensor update
+//! # The update
 //!
 //! The moment estimates of all parameters of one (device, dtype) are views
-//! into two flat buffers, so the moment arithmetic runs as a few kernels over
-//! every parameter at once (PyTorch's `foreach` implementation makes one
-//! launch per list of tensors; here the list is one tensor). Per parameter
-//! only three kernels remain: copying its gradient into the group's flat
-//! gradient buffer, the weight decay, and subtracting its slice of the
-//! update. The flat gradient buffer is allocated for the step and reused as
-//! the update, so the step's extra memory is one copy of the parameters
-//! (plus one square root's temporary) and nothing is kept between steps.
-//! A step in which some parameter of a group has no gradient updates that
-//! group parameter by parameter (the others' moments must not decay).
+//! into two flat buffers, allocated at the first step. Each parameter is
+//! then updated by one fused kernel ([`Tensor::adam_step_`]) that reads the
+//! parameter, its gradient and its moments once and writes the parameter
+//! and the moments once: no temporary the size of the parameters, and a
+//! seventh of the memory traffic of the update composed from tensor ops.
+//! A parameter without a gradient is skipped (its moments do not decay),
+//! as in PyTorch.
 
 use super::{check, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
-use strata_tensor::{DType, Device, Tensor};
-
-/// `sqrt(t)` for a non-negative float tensor, composed from `exp` and `log`
-/// (exact at 0: `exp(-inf) = 0`).
-pub(crate) fn sqrt(t: &Tensor) -> Result<Tensor> {
-    Ok(t.log()?.mul_(0.5)?.exp_()?)
-}
+use strata_tensor::{AdamHyper, DType, Device, Tensor};
 
 /// The parameters of one device and dtype, with their flat moment buffers.
 struct Group {
@@ -153,8 +144,6 @@ impl AdamW {
     }
 
     fn step_group(&mut self, gi: usize) -> Result<()> {
-        let (b1, b2) = self.betas;
-        let (lr, wd, eps) = (self.lr, self.weight_decay, self.eps);
         let (device, dtype, numel) = {
             let g = &self.groups[gi];
             (g.device, g.dtype, g.numel)
@@ -178,51 +167,25 @@ impl AdamW {
         }
         let (m, v) = self.groups[gi].moments.clone().expect("made above");
         let members = self.groups[gi].members.clone();
-        let same_step = members
-            .iter()
-            .all(|&i| self.steps[i] == self.steps[members[0]]);
-        if grads.iter().all(Option::is_some) && same_step {
-            // Multi-tensor path: the moments of every member at once.
-            let t = self.steps[members[0]] + 1;
-            let flat_g = Tensor::zeros(&[numel], dtype, device)?;
-            for (k, g) in grads.iter().enumerate() {
-                let g = g.as_ref().expect("checked");
-                self.slice(gi, k, &flat_g)?.copy_(g)?;
-            }
-            v.mul_(b2)?.addcmul_(&flat_g, &flat_g, 1.0 - b2)?;
-            m.mul_(b1)?.add_(&flat_g.mul_(1.0 - b1)?)?;
-            let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
-            let denom = sqrt(&v)?;
-            denom.div_(c2.sqrt())?.add_(eps)?;
-            // The update, in the gradient buffer: (lr / c1) * m / denom.
-            flat_g.copy_(&m)?.div_(&denom)?.mul_(lr / c1)?;
-            drop(denom);
-            for (k, &i) in members.iter().enumerate() {
-                let p = self.params[i].data();
-                if wd != 0.0 {
-                    p.mul_(1.0 - lr * wd)?;
-                }
-                p.sub_(&self.slice(gi, k, &flat_g)?)?;
-                self.steps[i] = t;
-            }
-            return Ok(());
-        }
-        // Some member has no gradient (or the steps differ): one by one.
         for (k, &i) in members.iter().enumerate() {
             let Some(g) = &grads[k] else { continue };
+            let g = if g.dtype() == dtype {
+                g.clone()
+            } else {
+                g.to_dtype(dtype)?
+            };
+            let step = self.steps[i] + 1;
+            let h = AdamHyper {
+                lr: self.lr,
+                beta1: self.betas.0,
+                beta2: self.betas.1,
+                eps: self.eps,
+                weight_decay: self.weight_decay,
+                step,
+            };
             let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
-            let t = self.steps[i] + 1;
-            self.steps[i] = t;
-            let p = self.params[i].data();
-            if wd != 0.0 {
-                p.mul_(1.0 - lr * wd)?;
-            }
-            vk.mul_(b2)?.addcmul_(g, g, 1.0 - b2)?;
-            mk.mul_(b1)?.add_(&g.mul(1.0 - b1)?)?;
-            let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
-            let denom = sqrt(&vk)?;
-            denom.div_(c2.sqrt())?.add_(eps)?;
-            p.sub_(&mk.div(&denom)?.mul_(lr / c1)?)?;
+            self.params[i].data().adam_step_(&g, &mk, &vk, h)?;
+            self.steps[i] = step;
         }
         Ok(())
     }

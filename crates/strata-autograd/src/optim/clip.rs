@@ -2,7 +2,6 @@
 //! scales every gradient in place so that their joint norm is at most
 //! `max_norm`, without a host synchronisation.
 
-use super::adamw::sqrt;
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{DType, Tensor};
@@ -55,7 +54,7 @@ pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
         let sq = g.mul(g)?.sum(None, false)?;
         total.add_(&sq)?;
     }
-    let norm = sqrt(&total)?;
+    let norm = total.sqrt()?;
     let coef = norm.add(1e-6)?;
     let coef = Tensor::full(&[], max_norm, DType::F32, first.device())?
         .div(&coef)?

@@ -143,6 +143,20 @@ pub(crate) trait Backend: Sync {
         s: DimShape,
         log: bool,
     ) -> Result<()>;
+
+    // ----- fused optimizer steps -----
+    /// One Adam / AdamW step over `n` elements of the contiguous parameter
+    /// `p`, gradient `g` and moments `m`, `v` (one float dtype, four distinct
+    /// storages), updating `p`, `m` and `v` in place; f16/bf16 computed in f32.
+    fn adam_step(
+        &self,
+        p: &Arg,
+        g: &Arg,
+        m: &Arg,
+        v: &Arg,
+        n: usize,
+        h: &crate::ops::AdamHyper,
+    ) -> Result<()>;
 }
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.

@@ -5,6 +5,7 @@ mod checks;
 mod elementwise;
 pub(crate) mod math;
 mod matmul;
+mod optim;
 mod overloads;
 mod reduce;
 mod softmax;
@@ -14,6 +15,7 @@ pub use elementwise::{GeluApprox, Operand, RoundingMode};
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use matmul::allow_tf32;
 pub use matmul::{float32_matmul_precision, set_float32_matmul_precision, Precision};
+pub use optim::AdamHyper;
 
 // ---- issue 12: nn, indexing, joining (branch nn) ----
 mod index;

@@ -45,7 +45,7 @@ impl DimShape {
 /// # Safety
 /// `a` must be a contiguous CPU operand of `T` with `len` elements from its
 /// offset, whose storage the caller has locked for the slice's lifetime.
-unsafe fn slice<'a, T>(a: &Arg, len: usize) -> &'a [T] {
+pub(super) unsafe fn slice<'a, T>(a: &Arg, len: usize) -> &'a [T] {
     let p = (a.mem.host_ptr() as *const T).add(a.layout.offset);
     std::slice::from_raw_parts(p, len)
 }
@@ -55,7 +55,7 @@ unsafe fn slice<'a, T>(a: &Arg, len: usize) -> &'a [T] {
 /// # Safety
 /// As [`slice`], and the caller holds the storage's write lock and no other
 /// reference to these elements exists.
-unsafe fn slice_mut<'a, T>(a: &Arg, len: usize) -> &'a mut [T] {
+pub(super) unsafe fn slice_mut<'a, T>(a: &Arg, len: usize) -> &'a mut [T] {
     let p = (a.mem.host_ptr() as *mut T).add(a.layout.offset);
     std::slice::from_raw_parts_mut(p, len)
 }

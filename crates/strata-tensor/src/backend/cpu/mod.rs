@@ -6,6 +6,7 @@ mod elementwise;
 mod loops;
 mod matmul;
 mod nn;
+mod optim;
 mod reduce;
 mod simd;
 
@@ -297,6 +298,19 @@ impl Backend for CpuBackend {
         log: bool,
     ) -> Result<()> {
         dispatch_rule!(Float, y.dtype, T => dimops::softmax_backward::<T>(out, grad, y, s, log));
+        Ok(())
+    }
+
+    fn adam_step(
+        &self,
+        p: &Arg,
+        g: &Arg,
+        m: &Arg,
+        v: &Arg,
+        n: usize,
+        h: &crate::ops::AdamHyper,
+    ) -> Result<()> {
+        optim::adam_step(p, g, m, v, n, h);
         Ok(())
     }
 

@@ -17,6 +17,7 @@ pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod nn;
 pub(crate) mod nvrtc;
+pub(crate) mod optim;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod runtime;
@@ -258,6 +259,18 @@ impl Backend for CudaDevice {
         log: bool,
     ) -> Result<()> {
         softmax_backward::softmax_backward(self, out, grad, y, s, log)
+    }
+
+    fn adam_step(
+        &self,
+        p: &Arg,
+        g: &Arg,
+        m: &Arg,
+        v: &Arg,
+        n: usize,
+        h: &crate::ops::AdamHyper,
+    ) -> Result<()> {
+        optim::adam_step(self, p, g, m, v, n, h)
     }
 
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {

@@ -16,6 +16,7 @@
 pub(crate) mod dimops;
 pub(crate) mod elementwise;
 pub(crate) mod ops;
+pub(crate) mod optim;
 pub(crate) mod reduce;
 pub(crate) mod softmax_backward;
 

@@ -1,0 +1,251 @@
+//! The fused Adam / AdamW step (`Tensor::adam_step_`) against a reference
+//! written here from PyTorch's `_single_tensor_adam(w)` formulas, in f64.
+
+use proptest::prelude::*;
+use strata_tensor::{AdamHyper, DType, Device, Tensor, TensorError};
+
+/// One step of PyTorch's single-tensor Adam(W) on f64 host vectors.
+fn reference(p: &mut [f64], g: &[f64], m: &mut [f64], v: &mut [f64], h: AdamHyper) {
+    let bc1 = 1.0 - h.beta1.powi(h.step);
+    let bc2 = 1.0 - h.beta2.powi(h.step);
+    for i in 0..p.len() {
+        p[i] *= 1.0 - h.lr * h.weight_decay;
+        m[i] += (g[i] - m[i]) * (1.0 - h.beta1);
+        v[i] = v[i] * h.beta2 + (1.0 - h.beta2) * g[i] * g[i];
+        let denom = v[i].sqrt() / bc2.sqrt() + h.eps;
+        p[i] -= h.lr / bc1 * m[i] / denom;
+    }
+}
+
+fn hyper(step: i32, weight_decay: f64) -> AdamHyper {
+    AdamHyper {
+        lr: 1e-2,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay,
+        step,
+    }
+}
+
+/// Deterministic values in [-1, 1) (a small LCG; the moments need v >= 0).
+fn values(n: usize, seed: u64, nonneg: bool) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let u = (s >> 11) as f64 / (1u64 << 53) as f64;
+            if nonneg {
+                u
+            } else {
+                2.0 * u - 1.0
+            }
+        })
+        .collect()
+}
+
+fn tensor(x: &[f64], shape: &[usize], d: DType) -> Tensor {
+    Tensor::from_vec(x.to_vec(), shape, Device::Cpu)
+        .unwrap()
+        .to_dtype(d)
+        .unwrap()
+}
+
+fn host(t: &Tensor) -> Vec<f64> {
+    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+/// Runs `steps` fused steps and the reference from the same start; returns
+/// the worst error relative to max(1, |reference|) over p, m and v.
+fn worst_error(n: usize, d: DType, steps: i32, wd: f64, seed: u64) -> f64 {
+    let (mut p, mut m, mut v) = (
+        values(n, seed, false),
+        values(n, seed + 1, false),
+        values(n, seed + 2, true),
+    );
+    // Start from values the dtype holds exactly, so only the step rounds.
+    for x in p.iter_mut().chain(m.iter_mut()).chain(v.iter_mut()) {
+        *x = host(&tensor(&[*x], &[1], d))[0];
+    }
+    let (tp, tm, tv) = (
+        tensor(&p, &[n], d),
+        tensor(&m, &[n], d),
+        tensor(&v, &[n], d),
+    );
+    let mut worst: f64 = 0.0;
+    for t in 1..=steps {
+        let g: Vec<f64> = host(&tensor(&values(n, seed + 10 + t as u64, false), &[n], d));
+        let tg = tensor(&g, &[n], d);
+        tp.adam_step_(&tg, &tm, &tv, hyper(t, wd)).unwrap();
+        reference(&mut p, &g, &mut m, &mut v, hyper(t, wd));
+        for (got, want) in [(host(&tp), &p), (host(&tm), &m), (host(&tv), &v)] {
+            for (a, b) in got.iter().zip(want.iter()) {
+                worst = worst.max((a - b).abs() / b.abs().max(1.0));
+            }
+        }
+        // Continue from what the kernel stored (the reference must not drift
+        // away by the dtype's rounding of earlier steps).
+        p = host(&tp);
+        m = host(&tm);
+        v = host(&tv);
+    }
+    worst
+}
+
+#[test]
+fn matches_pytorchs_formulas_in_every_float_dtype() {
+    for (d, tol) in [
+        (DType::F64, 1e-13),
+        (DType::F32, 1e-6),
+        (DType::BF16, 1e-2),
+        (DType::F16, 2e-3),
+    ] {
+        for wd in [0.0, 0.1] {
+            // 70_000 elements: several parallel chunks and a ragged tail.
+            for n in [1, 7, 70_001] {
+                let e = worst_error(n, d, 3, wd, 42 + n as u64);
+                assert!(e <= tol, "{d} n={n} wd={wd}: error {e} > {tol}");
+            }
+        }
+    }
+}
+
+#[test]
+fn strided_operands_take_the_same_formula() {
+    let (r, c) = (5, 3);
+    let n = r * c;
+    let p0 = values(n, 1, false);
+    let m0 = values(n, 2, false);
+    let v0 = values(n, 3, true);
+    let g0 = values(n, 4, false);
+    // Contiguous run.
+    let (p, m, v) = (
+        tensor(&p0, &[r, c], DType::F64),
+        tensor(&m0, &[r, c], DType::F64),
+        tensor(&v0, &[r, c], DType::F64),
+    );
+    p.adam_step_(&tensor(&g0, &[r, c], DType::F64), &m, &v, hyper(2, 0.05))
+        .unwrap();
+    // The same elements seen through transposes of [c, r] storages.
+    let tr = |x: &[f64]| {
+        let mut y = vec![0.0; n];
+        for i in 0..r {
+            for j in 0..c {
+                y[j * r + i] = x[i * c + j];
+            }
+        }
+        tensor(&y, &[c, r], DType::F64).t().unwrap()
+    };
+    let (ps, ms, vs, gs) = (tr(&p0), tr(&m0), tr(&v0), tr(&g0));
+    assert!(!ps.is_contiguous());
+    ps.adam_step_(&gs, &ms, &vs, hyper(2, 0.05)).unwrap();
+    for (a, b) in [(&p, &ps), (&m, &ms), (&v, &vs)] {
+        let (x, y) = (host(a), host(&b.contiguous().unwrap()));
+        for (u, w) in x.iter().zip(&y) {
+            assert!((u - w).abs() <= 1e-14 * u.abs().max(1.0), "{u} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn bad_arguments_are_typed_errors_and_change_nothing() {
+    let f = |x: &[f64]| tensor(x, &[x.len()], DType::F32);
+    let (p, g, m, v) = (
+        f(&[1.0, 2.0]),
+        f(&[0.5, 0.5]),
+        f(&[0.0, 0.0]),
+        f(&[0.0, 0.0]),
+    );
+    let before = host(&p);
+    let mut bad = vec![];
+    for h in [
+        AdamHyper {
+            step: 0,
+            ..hyper(1, 0.0)
+        },
+        AdamHyper {
+            beta1: 1.0,
+            ..hyper(1, 0.0)
+        },
+        AdamHyper {
+            beta2: -0.1,
+            ..hyper(1, 0.0)
+        },
+        AdamHyper {
+            lr: -1.0,
+            ..hyper(1, 0.0)
+        },
+        AdamHyper {
+            lr: f64::NAN,
+            ..hyper(1, 0.0)
+        },
+        AdamHyper {
+            eps: f64::INFINITY,
+            ..hyper(1, 0.0)
+        },
+        AdamHyper {
+            weight_decay: -0.5,
+            ..hyper(1, 0.0)
+        },
+    ] {
+        bad.push(p.adam_step_(&g, &m, &v, h));
+    }
+    let h = hyper(1, 0.0);
+    bad.push(p.adam_step_(&g.to_dtype(DType::F64).unwrap(), &m, &v, h));
+    bad.push(p.adam_step_(&f(&[1.0, 2.0, 3.0]), &m, &v, h));
+    bad.push(p.adam_step_(&g, &m, &m, h));
+    bad.push(p.adam_step_(&p, &m, &v, h));
+    let i = Tensor::from_vec(vec![1i64, 2], &[2], Device::Cpu).unwrap();
+    bad.push(i.adam_step_(&i.clone(), &i.clone(), &i.clone(), h));
+    for r in bad {
+        match r {
+            Err(
+                TensorError::Value { .. }
+                | TensorError::DType { .. }
+                | TensorError::Shape { .. }
+                | TensorError::Overlap { .. },
+            ) => {}
+            other => panic!("expected a typed argument error, got {other:?}"),
+        }
+    }
+    assert_eq!(host(&p), before);
+    assert_eq!(host(&m), vec![0.0, 0.0]);
+    // Empty tensors are a no-op.
+    let e = f(&[]);
+    e.adam_step_(&f(&[]), &f(&[]), &f(&[]), h).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// Random lengths, hyper-parameters and step numbers: f64 within
+    /// rounding of the reference.
+    #[test]
+    fn random_hyper_parameters(
+        n in 0usize..40_000,
+        lr in 0.0f64..1.0,
+        b1 in 0.0f64..0.999,
+        b2 in 0.0f64..0.9999,
+        eps in 0.0f64..1e-3,
+        wd in 0.0f64..0.5,
+        step in 1i32..50,
+        seed in 0u64..1000,
+    ) {
+        let h = AdamHyper { lr, beta1: b1, beta2: b2, eps: eps.max(1e-12), weight_decay: wd, step };
+        let (mut p, g, mut m, mut v) = (
+            values(n, seed, false), values(n, seed + 1, false),
+            values(n, seed + 2, false), values(n, seed + 3, true),
+        );
+        let (tp, tm, tv) = (tensor(&p, &[n], DType::F64), tensor(&m, &[n], DType::F64), tensor(&v, &[n], DType::F64));
+        tp.adam_step_(&tensor(&g, &[n], DType::F64), &tm, &tv, h).unwrap();
+        reference(&mut p, &g, &mut m, &mut v, h);
+        for (got, want) in [(host(&tp), p), (host(&tm), m), (host(&tv), v)] {
+            for (a, b) in got.iter().zip(&want) {
+                prop_assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{} vs {}", a, b);
+            }
+        }
+    }
+}
