@@ -1,16 +1,21 @@
 //! CUDA kernels of [`NnKernel`] (issue 12): index gathers (a row-copy fast
 //! path for `embedding`/`index_select` along dim 0 of a matrix, and a general
 //! strided kernel), scatter-add with atomics, and the fused row kernels:
-//! layer norm forward (one block per row, two passes over a row cached in
-//! shared memory, f32 or f64 statistics), its input backward (one block per
-//! row) and its weight/bias backward (a column reduction into per-part
-//! partials that the caller sums), and cross-entropy's fused log-softmax +
-//! NLL (one block per row, an online max/sum in one pass that writes only the
-//! row's logsumexp and losses; the backward recomputes softmax - one-hot on
-//! the fly from the saved logsumexp).
+//! layer norm forward (`ln_rw*`/`ln_rb*`: the row held in registers, a warp
+//! per row up to 1024 elements, a block up to 8192; `ln_fwd` beyond: one
+//! block per row, two passes over a row cached in shared memory; f32 or f64
+//! statistics), its input backward (one block per row) and its weight/bias
+//! backward (a column reduction into per-part partials that the caller
+//! sums), and cross-entropy's fused log-softmax + NLL (`ce_rw*`/`ce_rb*`:
+//! the row read once into registers, max then one exp per element; `ce_fwd`
+//! beyond 8192 classes: one block per row with an online max/sum; both write
+//! only the row's logsumexp and losses; the backward recomputes softmax -
+//! one-hot on the fly from the saved logsumexp).
 //!
 //! Index values were checked by the tensor layer before launch (a typed
-//! error on every device), so no kernel reads out of bounds.
+//! error on every device, from a cached value range where one is known), and
+//! every kernel that reads an index also bounds it (`lim`), so no kernel
+//! reads or writes out of bounds even if a cached range were wrong.
 
 use super::context::{failure, CudaDevice};
 use super::dimops::{grid, reg_row_plan, RegRow};
