@@ -88,9 +88,9 @@ fn layer_norm(dtype: DType, iters: usize) -> Result<()> {
 fn cross_entropy(dtype: DType, iters: usize) -> Result<()> {
     let shape = [B * T, V];
     let x = Tensor::randn(&shape, dtype, 5, GPU)?;
-    let t = Tensor::rand(&[B * T], DType::F32, 6, GPU)?
-        .mul(V as f64)?
-        .to_dtype(DType::I64)?;
+    // randint, as the PyTorch anchor draws them (its range is known, so the
+    // target check reads nothing back from the device).
+    let t = Tensor::randint(0, V as i64, &[B * T], None, 6, GPU)?;
     let args = CrossEntropyArgs::default();
     let fwd = time_ms(iters, || x.cross_entropy_forward(&t, args).map(drop))?;
     line("cross_entropy", dtype, "fwd", &shape, fwd);
@@ -106,9 +106,7 @@ fn cross_entropy(dtype: DType, iters: usize) -> Result<()> {
 
 fn embedding(dtype: DType, iters: usize) -> Result<()> {
     let w = Tensor::randn(&[V, D], dtype, 7, GPU)?;
-    let idx = Tensor::rand(&[B, T], DType::F32, 8, GPU)?
-        .mul(V as f64)?
-        .to_dtype(DType::I64)?;
+    let idx = Tensor::randint(0, V as i64, &[B, T], None, 8, GPU)?;
     let fwd = time_ms(iters, || Tensor::embedding(&idx, &w, None).map(drop))?;
     line("embedding", dtype, "fwd", &[B, T, V, D], fwd);
     // The weight gradient: a scatter-add of the upstream rows into zeros.

@@ -277,7 +277,9 @@ impl crate::tensor::Tensor {
         }
         let range = (i128::from(high) - i128::from(low)) as u64;
         let seq = Sequence::RandInt { low, range, seed };
-        crate::tensor::Tensor::generated(shape, dtype, device, seq)
+        let t = crate::tensor::Tensor::generated(shape, dtype, device, seq)?;
+        t.remember_value_range(low, high - 1);
+        Ok(t)
     }
 
     /// `torch.rand_like(self, dtype)`: [`Tensor::rand`] of self's shape and

@@ -92,6 +92,7 @@ pub mod shape;
 mod storage;
 mod tensor;
 mod to_device;
+mod value_range;
 mod view;
 
 pub use backend::has_backend;

@@ -21,6 +21,11 @@ pub struct Storage {
     device: Device,
     backend: &'static dyn Backend,
     version: AtomicU64,
+    /// Bumped by every write lock ([`Storage::write`]) and version bump: a
+    /// cached value range is trusted only while this is unchanged.
+    writes: AtomicU64,
+    /// The cached value range of integer contents (see `value_range.rs`).
+    range: parking_lot::Mutex<Option<crate::value_range::CachedRange>>,
     access: RwLock<()>,
 }
 
@@ -38,6 +43,8 @@ impl Storage {
             device,
             backend,
             version: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            range: parking_lot::Mutex::new(None),
             access: RwLock::new(()),
         })
     }
@@ -57,6 +64,8 @@ impl Storage {
             device: allocator.device(),
             backend,
             version: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            range: parking_lot::Mutex::new(None),
             access: RwLock::new(()),
         })
     }
@@ -97,14 +106,34 @@ impl Storage {
     }
 
     pub(crate) fn bump_version(&self) {
+        self.writes.fetch_add(1, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The write stamp: (writes, version). Every write through strata
+    /// changes it (kernels write under [`Storage::write`]).
+    pub(crate) fn write_stamp(&self) -> (u64, u64) {
+        (
+            self.writes.load(Ordering::Acquire),
+            self.version.load(Ordering::Acquire),
+        )
+    }
+
+    /// The cached value range slot (see `value_range.rs`).
+    pub(crate) fn range_slot(
+        &self,
+    ) -> &parking_lot::Mutex<Option<crate::value_range::CachedRange>> {
+        &self.range
     }
 
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, ()> {
         self.access.read()
     }
 
+    /// The write lock of a kernel writing this memory; taking it also
+    /// invalidates any cached value range.
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, ()> {
+        self.writes.fetch_add(1, Ordering::AcqRel);
         self.access.write()
     }
 }

@@ -234,7 +234,17 @@ impl Tensor {
         device: Device,
     ) -> Result<Tensor> {
         let plan = crate::creation::arange_plan(start.into(), end.into(), step.into(), dtype)?;
-        Tensor::generated(&[plan.len], plan.dtype, device, plan.seq)
+        let t = Tensor::generated(&[plan.len], plan.dtype, device, plan.seq)?;
+        if let (crate::generate::Sequence::IntRange { start, step }, 1..) = (plan.seq, plan.len) {
+            let last = (plan.len as i64)
+                .checked_sub(1)
+                .and_then(|n| n.checked_mul(step))
+                .and_then(|d| d.checked_add(start));
+            if let Some(last) = last {
+                t.remember_value_range(start.min(last), start.max(last));
+            }
+        }
+        Ok(t)
     }
 
     /// A tensor from elements in row-major order.
@@ -260,6 +270,7 @@ impl Tensor {
             std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
         };
         t.backend()?.write_from_host(t.storage().mem(), bytes)?;
+        t.remember_host_range(bytes);
         Ok(t)
     }
 
@@ -397,6 +408,7 @@ impl Tensor {
     pub fn deep_clone(&self) -> Result<Tensor> {
         let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
         out.copy_from_unchecked(self)?;
+        self.pass_value_range(&out);
         Ok(out)
     }
 
@@ -418,6 +430,7 @@ impl Tensor {
         }
         let out = Tensor::empty(self.shape(), dtype, self.device())?;
         out.copy_from_unchecked(self)?;
+        self.pass_value_range(&out);
         Ok(out)
     }
 

@@ -118,6 +118,15 @@ impl Tensor {
                     gpu::host_to_device(device, dst, bytes, src.is_pinned(), stream)?;
                 }
                 drop(g);
+                // The values' range, known from the source or read on the
+                // host side of the copy (not for an asynchronous copy from
+                // pinned memory, whose bytes may still change before it runs).
+                if !(non_blocking && src.is_pinned()) {
+                    match src.known_value_range() {
+                        Some((lo, hi)) => out.remember_value_range(lo, hi),
+                        None => out.remember_host_range(bytes),
+                    }
+                }
                 Ok(out)
             }
             (from_device @ Device::Cuda(_), Device::Cpu) => {
@@ -144,6 +153,7 @@ impl Tensor {
                     gpu::device_to_host(from_device, bytes, from, stream)?;
                 }
                 drop(g);
+                src.pass_value_range(&out);
                 Ok(out)
             }
             (from_device @ Device::Cuda(_), Device::Cuda(_)) => {
@@ -164,6 +174,7 @@ impl Tensor {
                     gpu::synchronize_stream(device, stream)?;
                 }
                 drop(g);
+                src.pass_value_range(&out);
                 Ok(out)
             }
             (Device::Cpu, Device::Cpu) => Ok(src),

@@ -465,6 +465,11 @@ fn nn_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorErro
         "scatter_add_" => one(t(0)?.scatter_add_(int(1), &t(2)?, &t(3)?)),
         "masked_fill" => one(t(0)?.masked_fill(&t(1)?, value(2)?)),
         "masked_fill_" => one(t(0)?.masked_fill_(&t(1)?, value(2)?)),
+        // The `masked` group (conformance/masked.json, written by
+        // benches/anchors/gen_conformance_masked.py).
+        "masked_select" => one(t(0)?.masked_select(&t(1)?)),
+        "masked_scatter" => one(t(0)?.masked_scatter(&t(1)?, &t(2)?)),
+        "masked_scatter_" => one(t(0)?.masked_scatter_(&t(1)?, &t(2)?)),
         "triu" => one(t(0)?.triu(opt_int(1).unwrap_or(0))),
         "tril" => one(t(0)?.tril(opt_int(1).unwrap_or(0))),
         "triu_" => one(t(0)?.triu_(opt_int(1).unwrap_or(0))),

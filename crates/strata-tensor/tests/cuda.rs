@@ -2172,3 +2172,229 @@ fn adam_step_matches_cpu() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn cross_entropy_register_paths_match_cpu() -> Result<()> {
+    use strata_tensor::{CrossEntropyArgs, Reduction};
+    let dev = gpu();
+    // Class counts at every boundary of the register kernels (warp rows up
+    // to 1024, block rows up to 8192, the online fallback beyond), odd
+    // counts (scalar loads), and row counts that leave partial blocks.
+    let classes = [
+        1usize, 2, 7, 8, 31, 32, 33, 100, 767, 768, 769, 1024, 1025, 4095, 4096, 8191, 8192, 8193,
+    ];
+    for (i, &c) in classes.iter().enumerate() {
+        let rows = if c <= 64 { 1003 } else { 37 };
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let x = Tensor::randn(&[rows, c], DType::F64, 900 + i as u64, Device::Cpu)?
+                .mul(3.0)?
+                .to_dtype(dtype)?;
+            let t = Tensor::randint(0, c as i64, &[rows], None, 950 + i as u64, Device::Cpu)?;
+            // Every fifth row ignored.
+            let every5: Vec<bool> = (0..rows).map(|r| r % 5 == 0).collect();
+            let ign = Tensor::from_slice(&every5, &[rows], Device::Cpu)?;
+            let t = t.masked_fill(&ign, -100)?;
+            let w = Tensor::rand(&[c], DType::F64, 990 + i as u64, Device::Cpu)?
+                .add(0.5)?
+                .to_dtype(dtype)?;
+            let (gx, gt, gw) = (x.to(dev)?, t.to(dev)?, w.to(dev)?);
+            for reduction in [Reduction::None, Reduction::Mean, Reduction::Sum] {
+                for smoothing in [0.0, 0.1] {
+                    for weighted in [false, true] {
+                        let a = CrossEntropyArgs {
+                            weight: weighted.then_some(&w),
+                            ignore_index: -100,
+                            reduction,
+                            label_smoothing: smoothing,
+                        };
+                        let ga = CrossEntropyArgs {
+                            weight: weighted.then_some(&gw),
+                            ..a
+                        };
+                        let what = format!(
+                            "[{rows}, {c}] {dtype} {reduction:?} eps {smoothing} weight {weighted}"
+                        );
+                        let (l, s) = x.cross_entropy_forward(&t, a)?;
+                        let (gl, gs) = gx.cross_entropy_forward(&gt, ga)?;
+                        assert_sum(&format!("{what} loss"), &l, &gl);
+                        let (s, gs) = (s.expect("saved"), gs.expect("saved"));
+                        assert_sum(&format!("{what} lse"), &s.lse, &gs.lse);
+                        assert_sum(
+                            &format!("{what} total weight"),
+                            &s.total_weight,
+                            &gs.total_weight,
+                        );
+                    }
+                }
+            }
+            // Rows that start off a 16-byte boundary: a contiguous view
+            // beginning at row 1 (scalar loads when c * size is not a
+            // multiple of 16).
+            if rows > 1 {
+                let (xv, gv) = (
+                    x.narrow(0, 1, rows as i64 - 1)?,
+                    gx.narrow(0, 1, rows as i64 - 1)?,
+                );
+                let (tv, gtv) = (
+                    t.narrow(0, 1, rows as i64 - 1)?,
+                    gt.narrow(0, 1, rows as i64 - 1)?,
+                );
+                let a = CrossEntropyArgs::default();
+                assert_sum(
+                    &format!("[{rows}, {c}] {dtype} offset rows"),
+                    &xv.cross_entropy(&tv, a)?,
+                    &gv.cross_entropy(&gtv, a)?,
+                );
+            }
+        }
+    }
+    // Non-finite logits: a NaN row and a +inf row give NaN, an all -inf
+    // row gives inf (or NaN through the target), as on the CPU.
+    for c in [5usize, 768, 8192] {
+        for dtype in [DType::F32, DType::BF16] {
+            let x = Tensor::randn(&[4, c], DType::F64, 77, Device::Cpu)?;
+            x.narrow(0, 1, 1)?.narrow(1, 2, 1)?.fill_(f64::NAN)?;
+            x.narrow(0, 2, 1)?.narrow(1, 3, 1)?.fill_(f64::INFINITY)?;
+            x.narrow(0, 3, 1)?.fill_(f64::NEG_INFINITY)?;
+            let x = x.to_dtype(dtype)?;
+            let t = Tensor::from_slice(&[0i64, 1, 1, 4], &[4], Device::Cpu)?;
+            let a = CrossEntropyArgs {
+                reduction: Reduction::None,
+                ..CrossEntropyArgs::default()
+            };
+            assert_sum(
+                &format!("non-finite [4, {c}] {dtype}"),
+                &x.cross_entropy(&t, a)?,
+                &x.to(dev)?.cross_entropy(&t.to(dev)?, a)?,
+            );
+        }
+    }
+    // An out-of-range target is still a typed error on the GPU, whether the
+    // targets' range is cached (randint) or must be read (written by a kernel).
+    let x = Tensor::zeros(&[3, 4], DType::F32, dev)?;
+    let t = Tensor::randint(0, 4, &[3], None, 1, dev)?;
+    assert!(x.cross_entropy(&t, CrossEntropyArgs::default()).is_ok());
+    t.narrow(0, 1, 1)?.fill_(4)?;
+    assert!(matches!(
+        x.cross_entropy(&t, CrossEntropyArgs::default()),
+        Err(TensorError::Index { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn layer_norm_register_paths_match_cpu() -> Result<()> {
+    let dev = gpu();
+    let cols = [
+        1usize, 2, 7, 8, 31, 32, 33, 100, 767, 768, 769, 1024, 1025, 3000, 4096, 8191, 8192, 8193,
+    ];
+    for (i, &c) in cols.iter().enumerate() {
+        let rows = if c <= 64 { 2001 } else { 43 };
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let x = Tensor::randn(&[rows, c], DType::F64, 1100 + i as u64, Device::Cpu)?
+                .mul(2.0)?
+                .add(1.5)?
+                .to_dtype(dtype)?;
+            let gx = x.to(dev)?;
+            let pdts: &[DType] = if matches!(dtype, DType::F16 | DType::BF16) {
+                &[dtype, DType::F32]
+            } else {
+                &[dtype]
+            };
+            for &pd in pdts {
+                let w =
+                    Tensor::randn(&[c], DType::F64, 1200 + i as u64, Device::Cpu)?.to_dtype(pd)?;
+                let b =
+                    Tensor::randn(&[c], DType::F64, 1300 + i as u64, Device::Cpu)?.to_dtype(pd)?;
+                let (gw, gb) = (w.to(dev)?, b.to(dev)?);
+                for (wo, bo, gwo, gbo, tag) in [
+                    (Some(&w), Some(&b), Some(&gw), Some(&gb), "w+b"),
+                    (Some(&w), None, Some(&gw), None, "w"),
+                    (None, Some(&b), None, Some(&gb), "b"),
+                    (None, None, None, None, "plain"),
+                ] {
+                    let what = format!("[{rows}, {c}] {dtype} params {pd} {tag}");
+                    let (y, m, r) = x.layer_norm_forward(&[c], wo, bo, 1e-5)?;
+                    let (gy, gm, gr) = gx.layer_norm_forward(&[c], gwo, gbo, 1e-5)?;
+                    assert_sum(&format!("{what} out"), &y, &gy);
+                    assert_sum(&format!("{what} mean"), &m, &gm);
+                    assert_sum(&format!("{what} rstd"), &r, &gr);
+                }
+            }
+            // Misaligned rows: a contiguous view starting at row 1.
+            if rows > 1 {
+                let (xv, gv) = (
+                    x.narrow(0, 1, rows as i64 - 1)?,
+                    gx.narrow(0, 1, rows as i64 - 1)?,
+                );
+                assert_sum(
+                    &format!("[{rows}, {c}] {dtype} offset rows"),
+                    &xv.layer_norm(&[c], None, None, 1e-5)?,
+                    &gv.layer_norm(&[c], None, None, 1e-5)?,
+                );
+            }
+        }
+    }
+    // Constant rows (variance 0) and a NaN row.
+    for c in [5usize, 768, 4096] {
+        let x = Tensor::full(&[3, c], 2.5, DType::F32, Device::Cpu)?;
+        x.narrow(0, 2, 1)?.narrow(1, 1, 1)?.fill_(f64::NAN)?;
+        assert_sum(
+            &format!("constant and NaN rows [3, {c}]"),
+            &x.layer_norm(&[c], None, None, 1e-5)?,
+            &x.to(dev)?.layer_norm(&[c], None, None, 1e-5)?,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn index_checks_with_cached_ranges_on_gpu() -> Result<()> {
+    let dev = gpu();
+    let w = data(&[50, 24], DType::F32, 1400)?;
+    let gw = w.to(dev)?;
+    // Indices whose range is known (randint on the device, host data copied
+    // in, arange) and one whose range is read back (computed by a kernel).
+    let sources: Vec<(&str, Tensor)> = vec![
+        ("randint", Tensor::randint(0, 50, &[9, 11], None, 3, dev)?),
+        (
+            "from host",
+            Tensor::randint(0, 50, &[9, 11], None, 4, Device::Cpu)?.to(dev)?,
+        ),
+        (
+            "arange",
+            Tensor::arange(49, -1, -1, None, dev)?.reshape(&[50])?,
+        ),
+        (
+            "computed",
+            Tensor::randint(0, 25, &[9, 11], None, 5, dev)?.mul(2)?,
+        ),
+    ];
+    for (what, gi) in &sources {
+        let ci = gi.to(Device::Cpu)?;
+        assert_same(
+            &format!("{what} embedding"),
+            &Tensor::embedding(&ci, &w, None)?,
+            &Tensor::embedding(gi, &gw, None)?,
+        );
+        // A write through any view makes the next check read the values.
+        let flat = gi.reshape(&[-1])?;
+        flat.narrow(0, 0, 1)?.fill_(50)?;
+        assert!(
+            matches!(
+                Tensor::embedding(gi, &gw, None),
+                Err(TensorError::Index { .. })
+            ),
+            "{what}: an index written out of range must be caught"
+        );
+        flat.narrow(0, 0, 1)?.fill_(-1)?;
+        assert!(matches!(
+            gw.index_select(0, &flat),
+            Err(TensorError::Index { .. })
+        ));
+    }
+    Ok(())
+}

@@ -4,8 +4,10 @@
 //! log-softmax + NLL of cross-entropy.
 //!
 //! The tensor layer (`ops/index.rs`, `ops/nn.rs`) has checked every shape,
-//! dtype and index value before a kernel runs: the kernels never see an
-//! index outside its dim, so the GPU needs no device-side bounds check.
+//! dtype and index value before a kernel runs (from a cached value range
+//! where one is known, `value_range.rs`). The index kernels still bound
+//! every index they read, so that a wrong cached range could never make
+//! them touch memory outside their operands.
 //! "Acc" below is the statistics type: f64 for f64 data, f32 otherwise.
 
 use super::Arg;
@@ -20,22 +22,29 @@ pub(crate) enum NnKernel<'a> {
     /// position `p` of `out`. `index` (i64 or i32) has strides broadcast to
     /// out's shape; `src` has out's rank and dtype and its own sizes (only its
     /// strides are read, plus `dim`'s stride for the looked-up coordinate).
+    /// `bound` is src's size along `dim`: an index outside `[0, bound)`
+    /// (which the tensor layer's check excludes) reads zero instead of
+    /// memory, as defence in depth.
     Gather {
         out: &'a Arg<'a>,
         src: &'a Arg<'a>,
         index: &'a Arg<'a>,
         dim: usize,
+        bound: usize,
     },
     /// `out[p with dim replaced by index[p]] += src[p]` for every position
     /// `p` of `index`'s shape (index i64 or i32; `src` of out's dtype, laid
     /// out with index's shape). `out` has no internal overlap. On the CPU
     /// the additions happen in row-major order of `p`, in the dtype (bool
     /// ors, integers wrap); GPUs receive only f32, f64, i32 or i64 `out`.
+    /// `bound` is out's size along `dim`: an index outside `[0, bound)` adds
+    /// nothing (defence in depth, as for [`NnKernel::Gather`]).
     ScatterAdd {
         out: &'a Arg<'a>,
         index: &'a Arg<'a>,
         src: &'a Arg<'a>,
         dim: usize,
+        bound: usize,
     },
     /// Layer norm over the rows of the contiguous `[rows, cols]` `x`
     /// (float): `out` (x's dtype, contiguous), `mean` and `rstd` (Acc,

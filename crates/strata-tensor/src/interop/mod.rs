@@ -122,6 +122,7 @@ impl Tensor {
         let t = Tensor::empty(shape, dtype, device)?;
         if nbytes > 0 {
             t.backend()?.write_from_host(t.storage().mem(), &data)?;
+            t.remember_host_range(&data);
         }
         Ok(t)
     }

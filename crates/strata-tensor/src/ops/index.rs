@@ -1,12 +1,13 @@
 //! Indexing ops (issue 12): `index_select`, `gather`, `scatter_add(_)`,
-//! `embedding`, `masked_fill(_)`, `masked_select`, `masked_scatter`,
+//! `embedding`, `masked_fill(_)`, `masked_select`, `masked_scatter(_)`,
 //! `triu`/`tril(_)`.
 //!
 //! Shapes, dtypes and every index value are checked here, before any kernel
 //! runs, so an out-of-range index is a typed [`TensorError::Index`] on every
 //! device (on a GPU the check reads the index tensor's minimum and maximum
 //! back to the host: one small synchronisation, where PyTorch would trap the
-//! whole process with a device-side assert). Kernels: [`NnKernel::Gather`]
+//! whole process with a device-side assert; no read at all when the index's
+//! value range is known, see `value_range.rs`). Kernels: [`NnKernel::Gather`]
 //! and [`NnKernel::ScatterAdd`]; masked_fill and triu/tril are `where`;
 //! masked_select and masked_scatter are a stream compaction (a count pass
 //! [`NnKernel::MaskCount`] per chunk, a cumsum of the counts, one read of the
@@ -68,9 +69,13 @@ pub(crate) fn check_index_range(op: &'static str, index: &Tensor, size: usize) -
     if index.numel() == 0 {
         return Ok(());
     }
-    // Both extremes come back in one read (one synchronisation on a GPU).
-    let ends = Tensor::stack(&[&index.min()?, &index.max()?], 0)?.to_scalars()?;
-    let (lo, hi) = (ends[0].to_i64(), ends[1].to_i64());
+    if let Some((lo, hi)) = index.known_value_range() {
+        // The cached range bounds every value (value_range.rs): no read.
+        if lo >= 0 && hi < size as i64 {
+            return Ok(());
+        }
+    }
+    let (lo, hi) = read_extremes(index)?;
     if lo < 0 || hi >= size as i64 {
         let bad = if lo < 0 { lo } else { hi };
         return Err(TensorError::index(
@@ -79,6 +84,13 @@ pub(crate) fn check_index_range(op: &'static str, index: &Tensor, size: usize) -
         ));
     }
     Ok(())
+}
+
+/// The minimum and maximum of a non-empty integer tensor, read back together
+/// (one synchronisation on a GPU).
+pub(crate) fn read_extremes(t: &Tensor) -> Result<(i64, i64)> {
+    let ends = Tensor::stack(&[&t.min()?, &t.max()?], 0)?.to_scalars()?;
+    Ok((ends[0].to_i64(), ends[1].to_i64()))
 }
 
 fn same_rank(op: &'static str, what: &str, a: &Tensor, b: &Tensor) -> Result<()> {
@@ -143,6 +155,7 @@ impl Tensor {
                     src: &arg_with(&x, xl),
                     index: &arg_with(&idx, il),
                     dim: d,
+                    bound: x.shape()[d],
                 })
             })?;
         }
@@ -192,6 +205,7 @@ impl Tensor {
                     src: &arg_with(&x, xl),
                     index: &idx.arg(),
                     dim: d,
+                    bound: x.shape()[d],
                 })
             })?;
         }
@@ -327,6 +341,7 @@ impl Tensor {
                 index: &index.arg(),
                 src: &arg_with(&src, sl),
                 dim: d,
+                bound: target.shape()[d],
             })
         })?;
         if wide.is_some() {
@@ -552,6 +567,26 @@ impl Tensor {
             })?;
         }
         Ok(out)
+    }
+
+    /// In-place [`Tensor::masked_scatter`] (`Tensor.masked_scatter_`): the
+    /// mask broadcasts to self's shape (a mask that would enlarge self is a
+    /// broadcast error); the set positions of self, in row-major order, take
+    /// `source`'s first elements. Written through `copy_`, so views of self
+    /// see it and the version counter moves.
+    pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        const OP: &str = "masked_scatter_";
+        check_mask(OP, self, mask)?;
+        let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
+        if shape != self.shape() {
+            return Err(TensorError::InPlaceBroadcast {
+                op: OP,
+                out: self.shape().to_vec(),
+                result: shape,
+            });
+        }
+        let scattered = self.masked_scatter(mask, source)?;
+        self.copy_(&scattered)
     }
 
     /// `torch.triu(self, diagonal)`: in each matrix of the last two dims,

@@ -153,9 +153,12 @@ fn class_targets(
         ));
     }
     let t = target.to_dtype(DType::I64)?.reshape(&[-1])?.contiguous()?;
-    if t.numel() > 0 {
+    let known_ok = t
+        .known_value_range()
+        .is_some_and(|(lo, hi)| lo >= 0 && hi < classes as i64);
+    if t.numel() > 0 && !known_ok {
         let checked = Tensor::where_cond(&t.eq(ignore_index)?, 0i64, &t)?;
-        let (lo, hi) = (checked.min()?.item::<i64>()?, checked.max()?.item::<i64>()?);
+        let (lo, hi) = super::index::read_extremes(&checked)?;
         if lo < 0 || hi >= classes as i64 {
             let bad = if lo < 0 { lo } else { hi };
             return Err(TensorError::index(

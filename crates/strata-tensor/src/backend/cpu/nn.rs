@@ -134,7 +134,7 @@ fn dot(c: &[usize], st: &[usize], skip: usize) -> isize {
         .sum()
 }
 
-fn gather<T: Element>(out: &Arg, src: &Arg, index: &Arg, dim: usize) {
+fn gather<T: Element>(out: &Arg, src: &Arg, index: &Arg, dim: usize, bound: usize) {
     let n = out.layout.numel();
     let shape = &out.layout.shape;
     let (po, ps) = (base::<T>(out), base::<T>(src));
@@ -150,10 +150,14 @@ fn gather<T: Element>(out: &Arg, src: &Arg, index: &Arg, dim: usize) {
         walk(shape, s, (s + CHUNK).min(n), |c| {
             // SAFETY: every coordinate is inside out's shape, which index
             // broadcasts to and src covers on every dim but `dim`; the looked
-            // up coordinate was checked against src's size by the caller.
+            // up coordinate is read only inside [0, bound), src's size there.
             unsafe {
                 let k = rd_index(idt, pi.get(), dot(c, si, usize::MAX));
-                let v = rd(ps, dot(c, ss, dim) + (k as isize) * ss[dim] as isize);
+                let v = if (0..bound as i64).contains(&k) {
+                    rd(ps, dot(c, ss, dim) + (k as isize) * ss[dim] as isize)
+                } else {
+                    T::from_scalar(crate::scalar::Scalar::Int(0))
+                };
                 *po.get().offset(dot(c, so, usize::MAX)) = v;
             }
         });
@@ -181,7 +185,7 @@ impl AddElem for bool {
     }
 }
 
-fn scatter_add<T: AddElem>(out: &Arg, index: &Arg, src: &Arg, dim: usize) {
+fn scatter_add<T: AddElem>(out: &Arg, index: &Arg, src: &Arg, dim: usize, bound: usize) {
     let n = index.layout.numel();
     let shape = &index.layout.shape;
     let (po, ps) = (base::<T>(out), base::<T>(src));
@@ -194,10 +198,13 @@ fn scatter_add<T: AddElem>(out: &Arg, index: &Arg, src: &Arg, dim: usize) {
     // Sequential: repeated indices accumulate in PyTorch's (row-major) order.
     walk(shape, 0, n, |c| {
         // SAFETY: coordinates are inside index's shape, which src covers and
-        // out covers on every dim but `dim`; the index value was checked
-        // against out's size along `dim` by the caller.
+        // out covers on every dim but `dim`; an index value outside [0,
+        // bound), out's size along `dim`, is skipped.
         unsafe {
             let k = rd_index(index.dtype, pi, dot(c, si, usize::MAX));
+            if !(0..bound as i64).contains(&k) {
+                return;
+            }
             let o =
                 po.0.offset(dot(c, so, dim) + (k as isize) * so[dim] as isize);
             *o = (*o).add_elem(rd(ps, dot(c, ss, usize::MAX)));
@@ -559,13 +566,15 @@ pub(crate) fn run(k: NnKernel) {
             src,
             index,
             dim,
-        } => dispatch_dtype!(out.dtype, T => gather::<T>(out, src, index, dim)),
+            bound,
+        } => dispatch_dtype!(out.dtype, T => gather::<T>(out, src, index, dim, bound)),
         NnKernel::ScatterAdd {
             out,
             index,
             src,
             dim,
-        } => dispatch_dtype!(out.dtype, T => scatter_add::<T>(out, index, src, dim)),
+            bound,
+        } => dispatch_dtype!(out.dtype, T => scatter_add::<T>(out, index, src, dim, bound)),
         NnKernel::LayerNorm { x, .. } => float!(x.dtype, layer_norm),
         NnKernel::LayerNormBackward { x, .. } => float!(x.dtype, layer_norm_backward),
         NnKernel::LayerNormParamsBackward { x, .. } => float!(x.dtype, layer_norm_params),

@@ -97,23 +97,50 @@ pub(crate) fn softmax(
 
 /// The softmax kernel (an index into `SOFTMAX_NAMES`) for contiguous rows of
 /// `n` elements with vectors of `v` elements (`vec`: 16-byte loads allowed),
-/// and the rows each block takes. Rows up to `WARP_ROW_MAX` take a warp with
-/// the row in registers (`items` values per lane, a power of two, at least a
-/// vector when vectors are used); rows up to `REG_BLOCK_ROW_MAX` a block with
-/// the row in registers; longer rows the two-pass `sm_block`.
+/// and the rows each block takes: the register-cached kernels of
+/// [`reg_row_plan`], the two-pass `sm_block` for longer rows.
 fn row_kernel(n: usize, v: usize, vec: bool) -> (usize, usize) {
-    let rows_per_warp_block = (SM_BLOCK / 32) as usize;
+    match reg_row_plan(n, v, vec) {
+        Some(RegRow::Warp(items)) => (3 + items.trailing_zeros() as usize, RegRow::WARP_ROWS),
+        Some(RegRow::Block(items)) => (9 + (items / 8).trailing_zeros() as usize, 1),
+        None => (1, 1),
+    }
+}
+
+/// Which register-cached row kernel holds a row (softmax's `sm_rw*`/`sm_rb*`,
+/// cross-entropy's `ce_rw*`/`ce_rb*`, layer norm's `ln_rw*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RegRow {
+    /// A warp per row, this many values per lane (1, 2, 4, ..., 32).
+    Warp(usize),
+    /// A block of `SM_BLOCK` threads per row, this many values each (8,
+    /// 16, 32).
+    Block(usize),
+}
+
+impl RegRow {
+    /// Rows per block of the warp kernels.
+    pub(crate) const WARP_ROWS: usize = (SM_BLOCK / 32) as usize;
+}
+
+/// The register-cached kernel for contiguous rows of `n` elements with
+/// vectors of `v` elements (`vec`: 16-byte loads allowed): rows up to
+/// `WARP_ROW_MAX` take a warp (`items` a power of two, at least a vector
+/// when vectors are used), rows up to `REG_BLOCK_ROW_MAX` a block; `None`
+/// for longer rows.
+pub(crate) fn reg_row_plan(n: usize, v: usize, vec: bool) -> Option<RegRow> {
     if n <= WARP_ROW_MAX {
         let mut items = n.div_ceil(32).next_power_of_two();
         if vec {
             items = items.max(v);
         }
-        (3 + items.trailing_zeros() as usize, rows_per_warp_block)
+        Some(RegRow::Warp(items))
     } else if n <= REG_BLOCK_ROW_MAX {
-        let items = n.div_ceil(SM_BLOCK as usize).next_power_of_two().max(8);
-        (9 + (items / 8).trailing_zeros() as usize, 1)
+        Some(RegRow::Block(
+            n.div_ceil(SM_BLOCK as usize).next_power_of_two().max(8),
+        ))
     } else {
-        (1, 1)
+        None
     }
 }
 

@@ -1,18 +1,25 @@
 //! CUDA kernels of [`NnKernel`] (issue 12): index gathers (a row-copy fast
 //! path for `embedding`/`index_select` along dim 0 of a matrix, and a general
 //! strided kernel), scatter-add with atomics, and the fused row kernels:
-//! layer norm forward (one block per row, two passes over a row cached in
-//! shared memory, f32 or f64 statistics), its input backward (one block per
-//! row) and its weight/bias backward (a column reduction into per-part
-//! partials that the caller sums), and cross-entropy's fused log-softmax +
-//! NLL (one block per row, an online max/sum in one pass that writes only the
-//! row's logsumexp and losses; the backward recomputes softmax - one-hot on
-//! the fly from the saved logsumexp).
+//! layer norm forward (`ln_rw*`/`ln_rb*`: the row held in registers, a warp
+//! per row up to 1024 elements, a block up to 8192; `ln_fwd` beyond: one
+//! block per row, two passes over a row cached in shared memory; f32 or f64
+//! statistics), its input backward (one block per row) and its weight/bias
+//! backward (a column reduction into per-part partials that the caller
+//! sums), and cross-entropy's fused log-softmax + NLL (`ce_rw*`/`ce_rb*`:
+//! the row read once into registers, max then one exp per element; `ce_fwd`
+//! beyond 8192 classes: one block per row with an online max/sum; both write
+//! only the row's logsumexp and losses; the backward recomputes softmax -
+//! one-hot on the fly from the saved logsumexp).
 //!
 //! Index values were checked by the tensor layer before launch (a typed
-//! error on every device), so no kernel reads out of bounds.
+//! error on every device, from a cached value range where one is known), and
+//! every kernel that reads an index also bounds it (`lim`), so no kernel
+//! reads or writes out of bounds even if a cached range were wrong.
 
 use super::context::{failure, CudaDevice};
+use super::dimops::{grid, reg_row_plan, RegRow};
+use super::kernels::dimops::{reg_header, REG_ROWS};
 use super::kernels::{compute_ty, load, storage_ty, store, tag, MAXD, PRELUDE};
 use super::launch::{base_ptr, launch, KArg, KernelParam};
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
@@ -60,7 +67,11 @@ fn gather_source(esize: usize, idx: DType) -> String {
         e = bits_ty(esize),
         i = storage_ty(idx),
         body = r#"
-extern "C" __global__ void gather(E* out, const E* src, const I* idx, IMeta m) {
+// Every kernel here bounds the index values it reads by `lim` (src's size
+// along the gathered dim): the tensor layer checked them, possibly from a
+// cached value range, and an index outside [0, lim) reads zeros rather than
+// memory outside src (defence in depth; no device-side assert).
+extern "C" __global__ void gather(E* out, const E* src, const I* idx, IMeta m, i64 lim) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < m.n; i += (i64)gridDim.x * blockDim.x) {
     i64 r = i, oo = 0, os = 0, oi = 0;
     for (int d = m.nd - 1; d >= 0; --d) {
@@ -71,17 +82,19 @@ extern "C" __global__ void gather(E* out, const E* src, const I* idx, IMeta m) {
       if (d != m.dim) os += c * m.ss[d];
     }
     const i64 k = (i64)idx[oi];
-    out[oo] = src[os + k * m.ss[m.dim]];
+    out[oo] = (k >= 0 && k < lim) ? src[os + k * m.ss[m.dim]] : (E)0;
   }
 }
 
 // out[r, c] = src[idx[r * is], c] for a contiguous [rows, cols] out and a
 // source whose rows are contiguous (row stride rs).
-extern "C" __global__ void take_rows(E* out, const E* src, const I* idx, i64 rows, i64 cols, i64 rs, i64 is) {
+extern "C" __global__ void take_rows(E* out, const E* src, const I* idx, i64 rows, i64 cols, i64 rs, i64 is, i64 lim) {
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-    const E* s = src + (i64)idx[r * is] * rs;
+    const i64 k = (i64)idx[r * is];
+    const bool ok = k >= 0 && k < lim;
+    const E* s = src + (ok ? k : 0) * rs;
     E* o = out + r * cols;
-    for (i64 c = threadIdx.x; c < cols; c += blockDim.x) o[c] = s[c];
+    for (i64 c = threadIdx.x; c < cols; c += blockDim.x) o[c] = ok ? s[c] : (E)0;
   }
 }
 
@@ -89,13 +102,18 @@ extern "C" __global__ void take_rows(E* out, const E* src, const I* idx, i64 row
 // row, source row stride `rsu` units; `tpr` threads (a power of two) per
 // row, blockDim.x / tpr rows per block, so short rows still fill the block.
 typedef Vec<u32, 4> U;
-extern "C" __global__ void take_rows_v(U* out, const U* src, const I* idx, i64 rows, i64 units, i64 rsu, i64 is, int tpr) {
+extern "C" __global__ void take_rows_v(U* out, const U* src, const I* idx, i64 rows, i64 units, i64 rsu, i64 is, int tpr, i64 lim) {
   const int sub = threadIdx.x & (tpr - 1);
   const int rpb = blockDim.x / tpr;
+  U z;
+#pragma unroll
+  for (int q = 0; q < 4; q++) z.v[q] = 0u;
   for (i64 r = (i64)blockIdx.x * rpb + threadIdx.x / tpr; r < rows; r += (i64)gridDim.x * rpb) {
-    const U* s = src + (i64)idx[r * is] * rsu;
+    const i64 k = (i64)idx[r * is];
+    const bool ok = k >= 0 && k < lim;
+    const U* s = src + (ok ? k : 0) * rsu;
     U* o = out + r * units;
-    for (i64 c = sub; c < units; c += tpr) o[c] = s[c];
+    for (i64 c = sub; c < units; c += tpr) o[c] = ok ? s[c] : z;
   }
 }
 "#
@@ -179,7 +197,9 @@ __device__ __forceinline__ void aadd(double* p, double v) { atomicAdd(p, v); }
 __device__ __forceinline__ void aadd(int* p, int v) { atomicAdd(p, v); }
 __device__ __forceinline__ void aadd(i64* p, i64 v) { atomicAdd((u64*)p, (u64)v); }
 
-extern "C" __global__ void scatter_add(E* out, const E* src, const I* idx, IMeta m) {
+// An index outside [0, lim) (out's size along dim) adds nothing: the tensor
+// layer excluded it; this is defence in depth.
+extern "C" __global__ void scatter_add(E* out, const E* src, const I* idx, IMeta m, i64 lim) {
   for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < m.n; i += (i64)gridDim.x * blockDim.x) {
     i64 r = i, oo = 0, os = 0, oi = 0;
     for (int d = m.nd - 1; d >= 0; --d) {
@@ -190,7 +210,7 @@ extern "C" __global__ void scatter_add(E* out, const E* src, const I* idx, IMeta
       os += c * m.ss[d];
     }
     const i64 k = (i64)idx[oi];
-    aadd(out + oo + k * m.so[m.dim], src[os]);
+    if (k >= 0 && k < lim) aadd(out + oo + k * m.so[m.dim], src[os]);
   }
 }
 "#
@@ -400,8 +420,11 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
         const i64 t = tgt[r];
         C n = 0, sm = 0, wv = 0;
         if (t != ignore) {
-          wv = w != nullptr ? ld(w[t]) : (C)1;
-          n = wv * (l - ld(xr[t]));
+          // A target outside [0, classes) (excluded by the tensor layer)
+          // reads nothing: a NaN loss, as defence in depth.
+          const bool ok = t >= 0 && t < classes;
+          wv = ok && w != nullptr ? ld(w[t]) : (C)1;
+          n = ok ? wv * (l - ld(xr[t])) : C_NAN;
           if (want_s) sm = l * sw - sx;
         }
         if (nll != nullptr) nll[r] = n;
@@ -425,7 +448,8 @@ extern "C" __global__ void ce_bwd(T* dx, const T* x, const C* lse, const i64* tg
     }
     const T* xr = x + r * classes;
     const C l = lse[r], g = coef[r];
-    const C a = (C)(1.0 - eps) * (w != nullptr ? ld(w[t]) : (C)1);
+    const bool ok = t >= 0 && t < classes;  // checked before; defence in depth
+    const C a = (C)(1.0 - eps) * (ok && w != nullptr ? ld(w[t]) : (C)1);
     const C e = (C)(eps / (double)classes), ws = (C)wsum;
     for (i64 c = threadIdx.x; c < classes; c += NT) {
       const C p = ex(ld(xr[c]) - l);
@@ -437,6 +461,207 @@ extern "C" __global__ void ce_bwd(T* dx, const T* x, const C* lse, const i64* tg
 }
 "#
     )
+}
+
+/// Sums and maxima over the threads holding one row: a warp (`BLK` false)
+/// or the whole block of `SB` threads (`BLK` true, through `red`, which
+/// holds `SB / 32` values; every thread of the block must call them).
+const GROUP_REDUCE: &str = r#"
+template <bool BLK> __device__ __forceinline__ C grp_sum(C v, C* red) {
+  v = warp_sum(v);
+  if constexpr (BLK) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0) red[w] = v;
+    __syncthreads();
+    v = red[0];
+#pragma unroll
+    for (int q = 1; q < SB / 32; q++) v += red[q];
+    __syncthreads();  // red is rewritten by the next reduction
+  }
+  return v;
+}
+template <bool BLK> __device__ __forceinline__ C grp_max(C v, C* red) {
+  v = warp_max(v);
+  if constexpr (BLK) {
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    if (lane == 0) red[w] = v;
+    __syncthreads();
+    v = red[0];
+#pragma unroll
+    for (int q = 1; q < SB / 32; q++) v = nmax(v, red[q]);
+    __syncthreads();
+  }
+  return v;
+}
+"#;
+
+/// The register-cached cross-entropy forward (`ce_rw{1..32}`: a warp per
+/// row of up to 1024 classes; `ce_rb{8,16,32}`: a block per row of up to
+/// 8192): the row is read from memory once, with 16-byte loads when rows
+/// start aligned, into registers; then the max (shuffles, NaN-propagating),
+/// the sum of `exp(x - max)` (one exp per element), and for label smoothing
+/// `Σ w[c] x[c]` and `Σ w[c]`, all in the statistics type (f32 for
+/// f16/bf16). The outputs are those of `ce_fwd` (see
+/// [`NnKernel::CrossEntropy`]).
+fn ce_reg_source(d: DType) -> String {
+    format!(
+        "{}{REG_ROWS}{GROUP_REDUCE}{}",
+        reg_header(d),
+        r#"
+template <int ITEMS, bool BLK>
+__device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T* x, const i64* tgt,
+                                       const T* w, i64 rows, i64 n, i64 ignore, int vec) {
+  __shared__ C red[SB / 32];
+  const int lanes = BLK ? SB : 32;
+  const int lane = BLK ? (int)threadIdx.x : (int)(threadIdx.x & 31);
+  const i64 per = BLK ? 1 : SB / 32;
+  const bool want_s = smooth != nullptr && tgt != nullptr;
+  for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
+    const i64 r = BLK ? r0 : r0 + (threadIdx.x >> 5);
+    if (!BLK && r >= rows) continue;  // uniform across the warp
+    const T* xr = x + r * n;
+    C v[ITEMS];
+    reg_load<ITEMS>(xr, n, lane, lanes, vec != 0, v);
+    const C m = grp_max<BLK>(local_max<ITEMS>(v), red);
+    // Slots past the row are -inf: exp(-inf - m) = 0 for a finite m (a row
+    // whose max is not finite gets NaN or -inf below, whatever s is).
+    C s = (C)0;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) s += cexp(v[i] - m);
+    s = grp_sum<BLK>(s, red);
+    C sx = (C)0, sw = (C)0;
+    if (want_s) {
+#pragma unroll
+      for (int i = 0; i < ITEMS; i++) {
+        const i64 c = reg_col<ITEMS>(i, lane, lanes, vec != 0);
+        if (c < n) {
+          const C wc = w != nullptr ? ld(w[c]) : (C)1;
+          sx += wc * v[i];
+          sw += wc;
+        }
+      }
+      sx = grp_sum<BLK>(sx, red);
+      sw = grp_sum<BLK>(sw, red);
+    }
+    if (lane == 0) {
+      C l;
+      if (m != m || m == -ninf()) l = -ninf() - -ninf();  // NaN or +inf in the row: NaN
+      else if (m == ninf()) l = ninf();
+      else l = m + clog(s);
+      lse[r] = l;
+      if (tgt != nullptr) {
+        const i64 t = tgt[r];
+        C nl = (C)0, sm = (C)0, wv = (C)0;
+        // A target outside [0, n) was excluded by the tensor layer; it
+        // reads nothing here (NaN loss) as defence in depth.
+        if (t != ignore) {
+          const bool ok = t >= 0 && t < n;
+          wv = !ok ? (C)1 : (w != nullptr ? ld(w[t]) : (C)1);
+          nl = ok ? wv * (l - ld(xr[t])) : -ninf() - -ninf();
+          if (want_s) sm = l * sw - sx;
+        }
+        if (nll != nullptr) nll[r] = nl;
+        if (smooth != nullptr) smooth[r] = sm;
+        if (wt != nullptr) wt[r] = wv;
+      }
+    }
+  }
+}
+
+#define CE_ARGS C* lse, C* nll, C* smooth, C* wt, const T* x, const i64* tgt, const T* w, i64 rows, i64 n, i64 ignore, int vec
+#define CE_PASS lse, nll, smooth, wt, x, tgt, w, rows, n, ignore, vec
+#define CE_RW(I) extern "C" __global__ void __launch_bounds__(SB) ce_rw##I(CE_ARGS) { ce_row<I, false>(CE_PASS); }
+#define CE_RB(I) extern "C" __global__ void __launch_bounds__(SB) ce_rb##I(CE_ARGS) { ce_row<I, true>(CE_PASS); }
+CE_RW(1) CE_RW(2) CE_RW(4) CE_RW(8) CE_RW(16) CE_RW(32)
+CE_RB(8) CE_RB(16) CE_RB(32)
+"#
+    )
+}
+
+/// The kernels of [`ce_reg_source`]: the warp kernels for 1, 2, ..., 32
+/// values per lane, then the block kernels for 8, 16, 32.
+const CE_REG_NAMES: [&str; 9] = [
+    "ce_rw1", "ce_rw2", "ce_rw4", "ce_rw8", "ce_rw16", "ce_rw32", "ce_rb8", "ce_rb16", "ce_rb32",
+];
+
+/// The register-cached layer-norm forward (`ln_rw{1..32}`: a warp per row
+/// of up to 1024 elements, eight rows per block; `ln_rb{8,16,32}`: a block
+/// per row of up to 8192): the row is read once, with 16-byte loads and
+/// stores when rows start aligned, into registers; mean and variance are
+/// two passes over the registers (exact two-pass statistics, in f32 for
+/// f16/bf16), then the outputs are written from them. Weight and bias are
+/// `W` (x's dtype or f32). Writes what [`NnKernel::LayerNorm`] says.
+fn ln_reg_source(d: DType, w: DType) -> String {
+    format!(
+        "{}typedef {wt} W;\n__device__ __forceinline__ C ldw(W x) {{ return (C){ldw}; }}\n\
+         __device__ __forceinline__ float csqrt(float x) {{ return sqrtf(x); }}\n\
+         __device__ __forceinline__ double csqrt(double x) {{ return sqrt(x); }}\n\
+         {REG_ROWS}{GROUP_REDUCE}{}",
+        reg_header(d),
+        r#"
+template <int ITEMS, bool BLK>
+__device__ __forceinline__ void ln_row(T* out, C* mean, C* rstd, const T* x, const W* w, const W* b,
+                                       i64 rows, i64 n, double eps, int vec) {
+  __shared__ C red[SB / 32];
+  const int lanes = BLK ? SB : 32;
+  const int lane = BLK ? (int)threadIdx.x : (int)(threadIdx.x & 31);
+  const i64 per = BLK ? 1 : SB / 32;
+  const bool vc = vec != 0;
+  for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
+    const i64 r = BLK ? r0 : r0 + (threadIdx.x >> 5);
+    if (!BLK && r >= rows) continue;  // uniform across the warp
+    C v[ITEMS];
+    reg_load<ITEMS>(x + r * n, n, lane, lanes, vc, v);
+    C s = (C)0;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) s += reg_col<ITEMS>(i, lane, lanes, vc) < n ? v[i] : (C)0;
+    const C m = grp_sum<BLK>(s, red) / (C)n;
+    C q = (C)0;
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+      const C dv = v[i] - m;
+      q += reg_col<ITEMS>(i, lane, lanes, vc) < n ? dv * dv : (C)0;
+    }
+    const C var = grp_sum<BLK>(q, red) / (C)n;
+    const C rs = (C)1 / csqrt(var + (C)eps);
+    if (lane == 0) { mean[r] = m; rstd[r] = rs; }
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+      const i64 c = reg_col<ITEMS>(i, lane, lanes, vc);
+      C y = (v[i] - m) * rs;
+      if (c < n) {
+        if (w != nullptr) y *= ldw(w[c]);
+        if (b != nullptr) y += ldw(b[c]);
+      }
+      v[i] = y;
+    }
+    reg_store<ITEMS>(out + r * n, n, lane, lanes, vc, v);
+  }
+}
+
+#define LN_ARGS T* out, C* mean, C* rstd, const T* x, const W* w, const W* b, i64 rows, i64 n, double eps, int vec
+#define LN_PASS out, mean, rstd, x, w, b, rows, n, eps, vec
+#define LN_RW(I) extern "C" __global__ void __launch_bounds__(SB) ln_rw##I(LN_ARGS) { ln_row<I, false>(LN_PASS); }
+#define LN_RB(I) extern "C" __global__ void __launch_bounds__(SB) ln_rb##I(LN_ARGS) { ln_row<I, true>(LN_PASS); }
+LN_RW(1) LN_RW(2) LN_RW(4) LN_RW(8) LN_RW(16) LN_RW(32)
+LN_RB(8) LN_RB(16) LN_RB(32)
+"#,
+        wt = storage_ty(w),
+        ldw = load(w, "x"),
+    )
+}
+
+/// The kernels of [`ln_reg_source`], in [`reg_index`]'s order.
+const LN_REG_NAMES: [&str; 9] = [
+    "ln_rw1", "ln_rw2", "ln_rw4", "ln_rw8", "ln_rw16", "ln_rw32", "ln_rb8", "ln_rb16", "ln_rb32",
+];
+
+/// The index in `CE_REG_NAMES`/`LN_REG_NAMES` of a register-cached kernel.
+fn reg_index(plan: RegRow) -> usize {
+    match plan {
+        RegRow::Warp(items) => items.trailing_zeros() as usize,
+        RegRow::Block(items) => 6 + (items / 8).trailing_zeros() as usize,
+    }
 }
 
 /// The device address of an optional operand (0 for none).
@@ -495,7 +720,9 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             src,
             index,
             dim,
+            bound,
         } => {
+            let lim = bound as i64;
             let n = out.layout.numel();
             if n == 0 {
                 return Ok(());
@@ -531,7 +758,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                     let tpr = tpr as i32;
                     // SAFETY: parameters match `take_rows_v` (out, src, idx,
                     // rows, units, row stride in units, index stride, threads
-                    // per row); out, src and every src row start are 16-byte
+                    // per row, lim); out, src and every src row start are 16-byte
                     // aligned and rows are whole units; indices were checked
                     // to lie in [0, src rows).
                     return unsafe {
@@ -551,13 +778,15 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                                 KArg::of(&rsu),
                                 KArg::of(&is),
                                 KArg::of(&tpr),
+                                KArg::of(&lim),
                             ],
                         )
                     };
                 }
                 // SAFETY: parameters match `take_rows` (out, src, idx, rows,
-                // cols, row stride, index stride); every index was checked to
-                // lie in [0, src rows), so reads stay in src's storage; writes
+                // cols, row stride, index stride, lim); every index was checked
+                // to lie in [0, src rows) and the kernel reads only rows in
+                // [0, lim), so reads stay in src's storage; writes
                 // cover the contiguous out.
                 return unsafe {
                     launch(
@@ -575,6 +804,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                             KArg::of(&cols),
                             KArg::of(&rs),
                             KArg::of(&is),
+                            KArg::of(&lim),
                         ],
                     )
                 };
@@ -599,7 +829,13 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                     (grid_for(n, NT as usize), 1, 1),
                     (NT, 1, 1),
                     stream,
-                    [KArg::of(&po), KArg::of(&ps), KArg::of(&pi), KArg::of(&m)],
+                    [
+                        KArg::of(&po),
+                        KArg::of(&ps),
+                        KArg::of(&pi),
+                        KArg::of(&m),
+                        KArg::of(&lim),
+                    ],
                 )
             }
         }
@@ -608,7 +844,9 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             index,
             src,
             dim,
+            bound,
         } => {
+            let lim = bound as i64;
             let n = index.layout.numel();
             if n == 0 {
                 return Ok(());
@@ -648,7 +886,13 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                     (grid_for(n, NT as usize), 1, 1),
                     (NT, 1, 1),
                     stream,
-                    [KArg::of(&po), KArg::of(&ps), KArg::of(&pi), KArg::of(&m)],
+                    [
+                        KArg::of(&po),
+                        KArg::of(&ps),
+                        KArg::of(&pi),
+                        KArg::of(&m),
+                        KArg::of(&lim),
+                    ],
                 )
             }
         }
@@ -667,10 +911,54 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                 return Ok(());
             }
             let wd = weight.or(bias).map_or(x.dtype, |w| w.dtype);
-            let f = ln_functions(dev, x.dtype, wd)?;
+            let d = x.dtype;
             let (po, pm, pr, px) = (base_ptr(out), base_ptr(mean), base_ptr(rstd), base_ptr(x));
             let (pw, pb) = (opt_ptr(weight), opt_ptr(bias));
             let (r, c) = (rows as i64, cols as i64);
+            // 16-byte loads and stores when every row of x and out starts
+            // aligned.
+            let vec = px.is_multiple_of(16)
+                && po.is_multiple_of(16)
+                && (cols * d.size()).is_multiple_of(16);
+            if let Some(plan) = reg_row_plan(cols, 16 / d.size(), vec) {
+                let key = format!("nn:lnr:{}:{}", tag(d), tag(wd));
+                let f = super::nvrtc::functions(dev, &key, || ln_reg_source(d, wd), &LN_REG_NAMES)?;
+                let per = match plan {
+                    RegRow::Warp(_) => RegRow::WARP_ROWS,
+                    RegRow::Block(_) => 1,
+                };
+                let vec_i = i32::from(vec);
+                // SAFETY: parameters match `ln_rw*`/`ln_rb*` (LN_ARGS: the
+                // pointers of `ln_fwd`, rows, cols, eps, vec); operands are
+                // contiguous with the sizes the kernel indexes ([rows, cols],
+                // [rows], [cols]; absent weight/bias null, tested); the
+                // plan's kernel holds a row of `cols`; `vec` only when x's
+                // and out's bases and the row length keep every row start
+                // 16-byte aligned.
+                return unsafe {
+                    launch(
+                        dev,
+                        &key,
+                        f[reg_index(plan)],
+                        (grid(dev, rows, per), 1, 1),
+                        (NT, 1, 1),
+                        stream,
+                        [
+                            KArg::of(&po),
+                            KArg::of(&pm),
+                            KArg::of(&pr),
+                            KArg::of(&px),
+                            KArg::of(&pw),
+                            KArg::of(&pb),
+                            KArg::of(&r),
+                            KArg::of(&c),
+                            KArg::of(&eps),
+                            KArg::of(&vec_i),
+                        ],
+                    )
+                };
+            }
+            let f = ln_functions(dev, d, wd)?;
             // SAFETY: parameters match `ln_fwd`; all operands are contiguous
             // with the sizes the kernel indexes ([rows, cols], [rows], [cols]),
             // absent weight/bias are null pointers the kernel tests.
@@ -795,10 +1083,52 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             if rows == 0 {
                 return Ok(());
             }
-            let f = ce_functions(dev, logits.dtype)?;
+            let d = logits.dtype;
             let (pl, pn, ps, pwt) = (base_ptr(lse), opt_ptr(nll), opt_ptr(smooth), opt_ptr(wt));
             let (px, pt, pw) = (base_ptr(logits), opt_ptr(target), opt_ptr(weight));
             let (r, c) = (rows as i64, classes as i64);
+            // 16-byte loads when every row starts aligned.
+            let vec = px.is_multiple_of(16) && (classes * d.size()).is_multiple_of(16);
+            if let Some(plan) = reg_row_plan(classes, 16 / d.size(), vec) {
+                let key = format!("nn:cer:{}", tag(d));
+                let f = super::nvrtc::functions(dev, &key, || ce_reg_source(d), &CE_REG_NAMES)?;
+                let per = match plan {
+                    RegRow::Warp(_) => RegRow::WARP_ROWS,
+                    RegRow::Block(_) => 1,
+                };
+                let vec_i = i32::from(vec);
+                // SAFETY: parameters match `ce_rw*`/`ce_rb*` (CE_ARGS: the
+                // pointers of `ce_fwd`, rows, classes, ignore_index, vec);
+                // operands are contiguous with the sizes the kernel indexes
+                // (absent ones null, tested); the plan's kernel holds a row
+                // of `classes`; `vec` only when logits' base and row length
+                // keep every row start 16-byte aligned; targets outside
+                // [0, classes) are not read through.
+                return unsafe {
+                    launch(
+                        dev,
+                        &key,
+                        f[reg_index(plan)],
+                        (grid(dev, rows, per), 1, 1),
+                        (NT, 1, 1),
+                        stream,
+                        [
+                            KArg::of(&pl),
+                            KArg::of(&pn),
+                            KArg::of(&ps),
+                            KArg::of(&pwt),
+                            KArg::of(&px),
+                            KArg::of(&pt),
+                            KArg::of(&pw),
+                            KArg::of(&r),
+                            KArg::of(&c),
+                            KArg::of(&ignore_index),
+                            KArg::of(&vec_i),
+                        ],
+                    )
+                };
+            }
+            let f = ce_functions(dev, d)?;
             // SAFETY: parameters match `ce_fwd`; operands are contiguous with
             // the sizes the kernel indexes; targets were checked to lie in
             // [0, classes) or equal ignore_index; absent ones are null.
@@ -986,6 +1316,16 @@ mod tests {
         assert!(l.contains("typedef float C;") && l.contains("#define CACHE 4096"));
         let c = ce_source(DType::F64);
         assert!(c.contains("typedef double C;") && c.contains("void ce_bwd("));
+        let cr = ce_reg_source(DType::BF16);
+        // The kernels are defined by macros: `ce_rw1` by `CE_RW(1)`.
+        let defined =
+            |src: &str, k: &str| src.contains(&format!("{}({})", k[..5].to_uppercase(), &k[5..]));
+        assert!(CE_REG_NAMES.iter().all(|k| defined(&cr, k)));
+        let lr = ln_reg_source(DType::F16, DType::F32);
+        assert!(LN_REG_NAMES.iter().all(|k| defined(&lr, k)) && lr.contains("typedef float W;"));
+        assert_eq!(reg_index(RegRow::Warp(1)), 0);
+        assert_eq!(reg_index(RegRow::Warp(32)), 5);
+        assert_eq!(reg_index(RegRow::Block(32)), 8);
         let m = mask_source(2);
         assert!(
             m.contains(" mask_count(")

@@ -46,6 +46,107 @@ pub(crate) const SOFTMAX_NAMES: [&str; 12] = [
 /// The softmax module for elements of the float dtype `d`: kernels
 /// `sm_warp`, `sm_block`, `sm_cols`.
 pub(crate) fn softmax_source(d: DType) -> String {
+    reg_header(d) + REG_ROWS + SOFTMAX
+}
+
+/// The cumsum module for elements of `d` (not bool): kernels `cs_warp`, `cs_cols`.
+pub(crate) fn cumsum_source(d: DType) -> String {
+    header(d) + CUMSUM
+}
+
+/// The helpers of the register-cached row kernels (`sm_rw*`/`sm_rb*` here,
+/// cross-entropy's `ce_rw*`/`ce_rb*` and layer norm's `ln_rw*` in
+/// `backend/cuda/nn.rs`): `nmax` (NaN-propagating), `reg_load` /
+/// `reg_store` (a row spread over `lanes` threads, `ITEMS` values each,
+/// 16-byte vectors when allowed, slots past the row -inf), `reg_col` (the
+/// column of a slot), `warp_max`, `warp_sum`, `local_max`. They need the
+/// definitions of [`reg_header`].
+pub(crate) const REG_ROWS: &str = r#"
+// NaN-propagating max (a NaN anywhere makes the row NaN, as on the CPU).
+__device__ __forceinline__ C nmax(C a, C b) { return (b > a || b != b) ? b : a; }
+
+// Slot i of thread `lane` (of `lanes`) holds x[(i / V * lanes + lane) * V +
+// i % V] with vectors (rows start aligned and n % V == 0), x[i * lanes +
+// lane] without. Slots past the row hold -inf, which adds nothing to a
+// finite row's sum (a row whose max is not finite is NaN anyway).
+template <int ITEMS>
+__device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes, bool vec, C (&v)[ITEMS]) {
+  if constexpr (ITEMS % V == 0) {
+    if (vec) {
+#pragma unroll
+      for (int c = 0; c < ITEMS / V; c++) {
+        const i64 k = ((i64)c * lanes + lane) * V;
+        if (k < n) {
+          const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(x + k);
+#pragma unroll
+          for (int j = 0; j < V; j++) v[c * V + j] = ld(w.v[j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; j++) v[c * V + j] = ninf();
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const i64 k = (i64)i * lanes + lane;
+    v[i] = k < n ? ld(x[k]) : ninf();
+  }
+}
+template <int ITEMS>
+__device__ __forceinline__ void reg_store(T* y, i64 n, int lane, int lanes, bool vec, const C (&v)[ITEMS]) {
+  if constexpr (ITEMS % V == 0) {
+    if (vec) {
+#pragma unroll
+      for (int c = 0; c < ITEMS / V; c++) {
+        const i64 k = ((i64)c * lanes + lane) * V;
+        if (k < n) {
+          Vec<T, V> w;
+#pragma unroll
+          for (int j = 0; j < V; j++) w.v[j] = st(v[c * V + j]);
+          *reinterpret_cast<Vec<T, V>*>(y + k) = w;
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const i64 k = (i64)i * lanes + lane;
+    if (k < n) y[k] = st(v[i]);
+  }
+}
+__device__ __forceinline__ C warp_max(C m) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = nmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+  return m;
+}
+__device__ __forceinline__ C warp_sum(C s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+template <int ITEMS>
+__device__ __forceinline__ C local_max(const C (&v)[ITEMS]) {
+  C m = ninf();
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) m = nmax(m, v[i]);
+  return m;
+}
+// The column of slot i of thread `lane` (of `lanes`), as reg_load<ITEMS>
+// lays it out (vectors only when ITEMS is a multiple of V).
+template <int ITEMS>
+__device__ __forceinline__ i64 reg_col(int i, int lane, int lanes, bool vec) {
+  if constexpr (ITEMS % V == 0) {
+    if (vec) return ((i64)(i / V) * lanes + lane) * V + i % V;
+  }
+  return (i64)i * lanes + lane;
+}"#;
+
+/// [`header`] plus `ninf`, `cexp` and `clog` of the compute type: what
+/// [`REG_ROWS`] and the softmax kernels build on.
+pub(crate) fn reg_header(d: DType) -> String {
     let (ninf, f) = if d == DType::F64 {
         ("__longlong_as_double((long long)0xfff0000000000000ULL)", "")
     } else {
@@ -57,12 +158,6 @@ pub(crate) fn softmax_source(d: DType) -> String {
              __device__ __forceinline__ C cexp(C x) {{ return exp{f}(x); }}\n\
              __device__ __forceinline__ C clog(C x) {{ return log{f}(x); }}\n"
         )
-        + SOFTMAX
-}
-
-/// The cumsum module for elements of `d` (not bool): kernels `cs_warp`, `cs_cols`.
-pub(crate) fn cumsum_source(d: DType) -> String {
-    header(d) + CUMSUM
 }
 
 /// The shared definitions: element and compute types, conversions, add.
@@ -176,79 +271,7 @@ extern "C" __global__ void __launch_bounds__(SB) sm_block(const char* in, char* 
   }
 }
 
-// ---- Register-cached rows: read once. ----
-// NaN-propagating max (a NaN anywhere makes the row NaN, as on the CPU).
-__device__ __forceinline__ C nmax(C a, C b) { return (b > a || b != b) ? b : a; }
-
-// Slot i of thread `lane` (of `lanes`) holds x[(i / V * lanes + lane) * V +
-// i % V] with vectors (rows start aligned and n % V == 0), x[i * lanes +
-// lane] without. Slots past the row hold -inf, which adds nothing to a
-// finite row's sum (a row whose max is not finite is NaN anyway).
-template <int ITEMS>
-__device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes, bool vec, C (&v)[ITEMS]) {
-  if constexpr (ITEMS % V == 0) {
-    if (vec) {
-#pragma unroll
-      for (int c = 0; c < ITEMS / V; c++) {
-        const i64 k = ((i64)c * lanes + lane) * V;
-        if (k < n) {
-          const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(x + k);
-#pragma unroll
-          for (int j = 0; j < V; j++) v[c * V + j] = ld(w.v[j]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < V; j++) v[c * V + j] = ninf();
-        }
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const i64 k = (i64)i * lanes + lane;
-    v[i] = k < n ? ld(x[k]) : ninf();
-  }
-}
-template <int ITEMS>
-__device__ __forceinline__ void reg_store(T* y, i64 n, int lane, int lanes, bool vec, const C (&v)[ITEMS]) {
-  if constexpr (ITEMS % V == 0) {
-    if (vec) {
-#pragma unroll
-      for (int c = 0; c < ITEMS / V; c++) {
-        const i64 k = ((i64)c * lanes + lane) * V;
-        if (k < n) {
-          Vec<T, V> w;
-#pragma unroll
-          for (int j = 0; j < V; j++) w.v[j] = st(v[c * V + j]);
-          *reinterpret_cast<Vec<T, V>*>(y + k) = w;
-        }
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const i64 k = (i64)i * lanes + lane;
-    if (k < n) y[k] = st(v[i]);
-  }
-}
-__device__ __forceinline__ C warp_max(C m) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) m = nmax(m, __shfl_xor_sync(0xffffffffu, m, o));
-  return m;
-}
-__device__ __forceinline__ C warp_sum(C s) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-  return s;
-}
-template <int ITEMS>
-__device__ __forceinline__ C local_max(const C (&v)[ITEMS]) {
-  C m = ninf();
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) m = nmax(m, v[i]);
-  return m;
-}
+// ---- Register-cached rows: read once (helpers in REG_ROWS). ----
 // Replaces v by exp(v - m) for softmax (kept for the outputs); returns the
 // local sum of exp(v - m).
 template <int ITEMS>
