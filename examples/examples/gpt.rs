@@ -6,7 +6,7 @@
 //! cargo run --release -p strata-examples --example gpt -- [--layers 12] [--d-model 768]
 //!     [--heads 12] [--seq 1024] [--batch 8] [--vocab 8192] [--steps 10] [--warmup 3]
 //!     [--precision f32|bf16|autocast-bf16] [--checkpoint none|every|every:K]
-//!     [--attn naive] [--device cuda|cpu] [--seed 0]
+//!     [--attn naive] [--recompute attn,mlp|attn|attn-keep|mlp|none] [--device cuda|cpu] [--seed 0]
 //! ```
 //!
 //! The model (torch_gpt.py's docstring): token and position embeddings; per
@@ -17,6 +17,26 @@
 //! Differences: the data (the successor table and the batches) comes from a
 //! seeded host generator, not PyTorch's, so losses match in distribution, not
 //! bit for bit; only `--attn naive` exists.
+//!
+//! Memory: strata computes the same math as PyTorch eager but, by default
+//! (`--recompute attn,mlp`), keeps less of it for backward:
+//! * `attn`: the naive attention (`softmax(masked_fill(q kᵀ / sqrt(hd),
+//!   future, -inf)) v`) runs as one recorded op,
+//!   [`Var::attention`](strata_autograd::Var::attention), that saves only q,
+//!   k and v and **recomputes the probabilities in backward** (one more
+//!   batched GEMM and one fused softmax per layer), while PyTorch eager
+//!   saves them (`[batch, heads, seq, seq]`, about half of all
+//!   activations); the scale and the causal mask are fused into the softmax
+//!   pass. `attn-keep` runs the same fused op but keeps the probabilities
+//!   (PyTorch's memory).
+//! * `mlp`: `fc2(gelu(h))` runs as
+//!   [`Var::gelu_linear`](strata_autograd::Var::gelu_linear), which keeps
+//!   `h` (as the GELU does anyway) and recomputes `gelu(h)` in backward,
+//!   where PyTorch keeps both.
+//!
+//! `--recompute none` records the op-by-op graph PyTorch eager records
+//! (matmul, div, masked_fill, softmax, matmul; gelu, linear), so both
+//! figures can be shown.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -25,7 +45,8 @@ use strata::tensor::generator::{manual_seed, next_seed};
 use strata::{reset_accumulated_memory_stats, reset_peak_memory_stats};
 use strata_autograd::nn::{join, Embedding, LayerNorm, Linear, Module};
 use strata_autograd::{
-    checkpoint_blocks, AdamW, AutocastGuard, DeviceType, Optimizer, Result as AgResult, Var,
+    checkpoint_blocks, AdamW, AttentionArgs, AttentionSaving, AutocastGuard, DeviceType, Optimizer,
+    Result as AgResult, Var,
 };
 use strata_examples::training::{median, parse_checkpoint, peaks, round, Flags};
 use strata_tensor::{cuda, save_safetensors, CrossEntropyArgs, DType, Device, GeluApprox, Tensor};
@@ -46,6 +67,7 @@ struct Args {
     precision: String,
     checkpoint: String,
     attn: String,
+    recompute: String,
     device: String,
     seed: u64,
 }
@@ -65,6 +87,7 @@ fn args() -> Result<Args, String> {
             "precision",
             "checkpoint",
             "attn",
+            "recompute",
             "device",
             "seed",
         ],
@@ -81,6 +104,7 @@ fn args() -> Result<Args, String> {
         precision: f.str("precision", "f32"),
         checkpoint: f.str("checkpoint", "none"),
         attn: f.str("attn", "naive"),
+        recompute: f.str("recompute", "attn,mlp"),
         device: f.str("device", "cuda"),
         seed: f.num("seed", 0)?,
     };
@@ -103,7 +127,59 @@ fn args() -> Result<Args, String> {
         return Err("sizes must be > 0 and --d-model a multiple of --heads".into());
     }
     parse_checkpoint(&a.checkpoint)?;
+    Recompute::parse(&a.recompute)?;
     Ok(a)
+}
+
+/// What the blocks recompute in backward instead of keeping (`--recompute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Recompute {
+    attn: AttnMode,
+    /// `fc2(gelu(h))` as `gelu_linear` (recomputes `gelu(h)`).
+    mlp: bool,
+}
+
+impl Recompute {
+    /// `none`, or a comma-separated list of `attn` / `attn-keep` and `mlp`.
+    fn parse(s: &str) -> Result<Recompute, String> {
+        let mut r = Recompute {
+            attn: AttnMode::Composed,
+            mlp: false,
+        };
+        if s == "none" {
+            return Ok(r);
+        }
+        for part in s.split(',') {
+            match part {
+                "mlp" => r.mlp = true,
+                _ => r.attn = AttnMode::parse(part)?,
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// How a block's attention core is recorded (`--recompute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttnMode {
+    /// `none`: op by op (matmul, div, masked_fill, softmax, matmul), as
+    /// PyTorch eager records it.
+    Composed,
+    /// `attn` / `attn-keep`: the fused op, recomputing / keeping the
+    /// probabilities.
+    Fused(AttentionSaving),
+}
+
+impl AttnMode {
+    fn parse(s: &str) -> Result<AttnMode, String> {
+        match s {
+            "attn" => Ok(AttnMode::Fused(AttentionSaving::Recompute)),
+            "attn-keep" => Ok(AttnMode::Fused(AttentionSaving::SaveProbs)),
+            _ => Err(format!(
+                "--recompute: {s:?} is not one of attn, attn-keep, mlp (comma-separated), or none"
+            )),
+        }
+    }
 }
 
 /// N(0, 0.02) in f32.
@@ -124,6 +200,7 @@ fn linear(i: usize, o: usize, bias: bool, dev: Device) -> AgResult<Linear> {
 
 struct Block {
     heads: usize,
+    recompute: Recompute,
     ln1: LayerNorm,
     ln2: LayerNorm,
     qkv: Linear,
@@ -133,9 +210,10 @@ struct Block {
 }
 
 impl Block {
-    fn new(d: usize, heads: usize, dev: Device) -> AgResult<Block> {
+    fn new(d: usize, heads: usize, recompute: Recompute, dev: Device) -> AgResult<Block> {
         Ok(Block {
             heads,
+            recompute,
             ln1: LayerNorm::new(&[d], 1e-5, dev)?,
             ln2: LayerNorm::new(&[d], 1e-5, dev)?,
             qkv: linear(d, 3 * d, true, dev)?,
@@ -155,15 +233,27 @@ impl Block {
         };
         let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
         drop(qkv);
-        let s = q.matmul(&k.transpose(-2, -1)?)?.div((hd as f64).sqrt())?;
-        // mask[i][j] = j > i: the future positions.
-        let dev = x.device();
-        let pos = Tensor::arange(0, t as i64, 1, Some(DType::I64), dev)?;
-        let mask = pos.unsqueeze(0)?.gt(&pos.unsqueeze(1)?)?;
-        let y = s
-            .masked_fill(&mask, f64::NEG_INFINITY)?
-            .softmax(-1, None)?
-            .matmul(&v)?;
+        let y = match self.recompute.attn {
+            AttnMode::Fused(saving) => q.attention(
+                &k,
+                &v,
+                AttentionArgs {
+                    scale: Some(1.0 / (hd as f64).sqrt()),
+                    causal: true,
+                    saving,
+                },
+            )?,
+            AttnMode::Composed => {
+                let s = q.matmul(&k.transpose(-2, -1)?)?.div((hd as f64).sqrt())?;
+                // mask[i][j] = j > i: the future positions.
+                let dev = x.device();
+                let pos = Tensor::arange(0, t as i64, 1, Some(DType::I64), dev)?;
+                let mask = pos.unsqueeze(0)?.gt(&pos.unsqueeze(1)?)?;
+                s.masked_fill(&mask, f64::NEG_INFINITY)?
+                    .softmax(-1, None)?
+                    .matmul(&v)?
+            }
+        };
         let y = y
             .transpose(1, 2)?
             .reshape(&[b as i64, t as i64, d as i64])?;
@@ -172,11 +262,13 @@ impl Block {
 
     fn forward(&self, x: &Var) -> AgResult<Var> {
         let x = x.add(&self.attn(&self.ln1.forward(x)?)?)?;
-        let h = self
-            .fc1
-            .forward(&self.ln2.forward(&x)?)?
-            .gelu(GeluApprox::Tanh)?;
-        x.add(&self.fc2.forward(&h)?)
+        let h = self.fc1.forward(&self.ln2.forward(&x)?)?;
+        let out = if self.recompute.mlp {
+            h.gelu_linear(GeluApprox::Tanh, &self.fc2.weight, self.fc2.bias.as_ref())?
+        } else {
+            self.fc2.forward(&h.gelu(GeluApprox::Tanh)?)?
+        };
+        x.add(&out)
     }
 
     fn parts(&self) -> [(&'static str, &dyn Module); 6] {
@@ -234,11 +326,13 @@ struct Gpt {
 impl Gpt {
     fn new(a: &Args, dev: Device) -> AgResult<Gpt> {
         let d = a.d_model;
+        let recompute = Recompute::parse(&a.recompute)
+            .map_err(|msg| strata_autograd::AutogradError::Module { module: "Gpt", msg })?;
         Ok(Gpt {
             tok: Embedding::from_tensor(normal(&[a.vocab, d], dev)?)?,
             pos: Embedding::from_tensor(normal(&[a.seq, d], dev)?)?,
             blocks: (0..a.layers)
-                .map(|_| Block::new(d, a.heads, dev).map(Arc::new))
+                .map(|_| Block::new(d, a.heads, recompute, dev).map(Arc::new))
                 .collect::<AgResult<_>>()?,
             ln_f: LayerNorm::new(&[d], 1e-5, dev)?,
             head: linear(d, a.vocab, false, dev)?,
@@ -411,6 +505,7 @@ fn run(a: &Args) -> BoxResult<serde_json::Value> {
             "layers": a.layers, "d_model": a.d_model, "heads": a.heads, "seq": a.seq,
             "batch": a.batch, "vocab": a.vocab, "steps": a.steps, "warmup": a.warmup,
             "precision": a.precision, "checkpoint": a.checkpoint, "attn": a.attn,
+            "recompute": a.recompute,
             "device": a.device, "seed": a.seed,
         },
         "params": n_params,

@@ -8,7 +8,7 @@
 //!
 //! | policy | ops | inputs become |
 //! |---|---|---|
-//! | [`CastPolicy::LowerPrecision`] | `matmul`, `mm`, `bmm`, `linear`, `addmm`, `baddbmm` | the region's dtype (f32, f16, bf16 inputs; f64 is left alone) |
+//! | [`CastPolicy::LowerPrecision`] | `matmul`, `mm`, `bmm`, `linear`, `addmm`, `baddbmm`, `attention` (its softmax computes in f32) | the region's dtype (f32, f16, bf16 inputs; f64 is left alone) |
 //! | [`CastPolicy::Fp32`] | `softmax`, `log_softmax`, `layer_norm`, the losses, `sum`, `mean`, `cumsum`, `exp`, `log`, `pow`, `rsqrt`, ... | f32 |
 //! | [`CastPolicy::Promote`] | `cat`, `stack`, `addcmul`, `addcdiv`, `scatter_add`, `index_put`, `where` | the widest float dtype among them |
 //!
@@ -87,6 +87,8 @@ pub const POLICIES: &[(&str, CastPolicy)] = &[
     ("linear", CastPolicy::LowerPrecision),
     ("addmm", CastPolicy::LowerPrecision),
     ("baddbmm", CastPolicy::LowerPrecision),
+    // Attention's GEMMs (its softmax computes in f32 inside the op).
+    ("attention", CastPolicy::LowerPrecision),
     // Numerically sensitive ops: f32.
     ("softmax", CastPolicy::Fp32),
     ("log_softmax", CastPolicy::Fp32),

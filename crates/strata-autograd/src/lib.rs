@@ -62,6 +62,7 @@ pub use autocast::{autocast, AutocastGuard, CastPolicy, DeviceType};
 pub use checkpoint::{checkpoint, checkpoint_blocks};
 pub use grad_scaler::GradScaler;
 pub use inference_mode::{inference_mode, is_inference_mode_enabled, InferenceModeGuard};
+pub use ops::attention::{AttentionArgs, AttentionSaving};
 pub use ops::nn::{generator_state, manual_seed};
 pub use optim::{clip_grad_norm_, AdamW};
 pub use var::{Var, VarOperand};

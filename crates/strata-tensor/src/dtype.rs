@@ -190,6 +190,9 @@ pub trait Arith: Copy + Send + Sync + PartialOrd + 'static {
     const ZERO: Self;
     /// Multiplicative identity.
     const ONE: Self;
+    /// The value nearest to `v` (`as` conversion: integers truncate and
+    /// saturate, bool is `v != 0`).
+    fn from_f64(v: f64) -> Self;
     /// `a + b`.
     fn add(self, b: Self) -> Self;
     /// `a - b`.
@@ -245,6 +248,10 @@ macro_rules! float_arith {
         impl Arith for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
             #[inline(always)]
             fn add(self, b: Self) -> Self {
                 self + b
@@ -314,6 +321,10 @@ macro_rules! int_arith {
             const ZERO: Self = 0;
             const ONE: Self = 1;
             #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
             fn add(self, b: Self) -> Self {
                 self.wrapping_add(b)
             }
@@ -378,6 +389,10 @@ int_arith!(u8);
 impl Arith for bool {
     const ZERO: Self = false;
     const ONE: Self = true;
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
     #[inline(always)]
     fn add(self, b: Self) -> Self {
         self | b

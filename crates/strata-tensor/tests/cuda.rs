@@ -2398,3 +2398,56 @@ fn index_checks_with_cached_ranges_on_gpu() -> Result<()> {
     }
     Ok(())
 }
+
+/// Attention's fused softmax (`scaled_softmax`: scale and causal mask in the
+/// softmax pass) on the GPU against the CPU, every float dtype and every row
+/// kernel (warp and block register rows, the two-pass block kernel, odd
+/// lengths without vector loads, non-square `[L, S]` matrices), and against
+/// the unfused `mul`, `masked_fill`, `softmax` on the GPU.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn scaled_causal_softmax_matches_cpu_and_the_unfused_ops() -> Result<()> {
+    let dev = gpu();
+    let shapes: [&[usize]; 8] = [
+        &[1, 1],
+        &[7, 5],
+        &[2, 3, 64, 64],
+        &[2, 12, 33, 33],
+        &[1, 2, 1024, 1024],
+        &[3, 40, 1023],
+        &[2, 9000],
+        &[1, 4, 17, 9],
+    ];
+    for (i, shape) in shapes.iter().enumerate() {
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let x = Tensor::randn(shape, DType::F64, 1700 + i as u64, Device::Cpu)?
+                .mul(4.0)?
+                .to_dtype(dtype)?;
+            let gx = x.to(dev)?;
+            for (scale, causal) in [(0.125, true), (0.37, false), (1.0, true)] {
+                let what = format!("{shape:?} {dtype} scale {scale} causal {causal}");
+                let g = gx.scaled_softmax(scale, causal, None)?;
+                assert_sum(&what, &x.scaled_softmax(scale, causal, None)?, &g);
+                assert_sum(
+                    &format!("{what} to f32"),
+                    &x.scaled_softmax(scale, causal, Some(DType::F32))?,
+                    &gx.scaled_softmax(scale, causal, Some(DType::F32))?,
+                );
+                if dtype == DType::F32 || dtype == DType::F64 {
+                    // The unfused ops on the GPU: mul, masked_fill(j > i), softmax.
+                    let n = shape.len();
+                    let (l, s) = (shape[n - 2] as i64, shape[n - 1] as i64);
+                    let mut y = gx.mul(scale)?;
+                    if causal {
+                        let i = Tensor::arange(0, l, 1, Some(DType::I64), dev)?.unsqueeze(1)?;
+                        let j = Tensor::arange(0, s, 1, Some(DType::I64), dev)?.unsqueeze(0)?;
+                        y = y.masked_fill(&j.gt(&i)?, f64::NEG_INFINITY)?;
+                    }
+                    let unfused = y.softmax(-1, None)?;
+                    assert_sum(&format!("{what} vs unfused"), &unfused.to(Device::Cpu)?, &g);
+                }
+            }
+        }
+    }
+    Ok(())
+}

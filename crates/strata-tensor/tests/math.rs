@@ -335,3 +335,95 @@ fn softmax_backward_matches_the_formula_on_every_dim() -> Result<()> {
     assert!(y.softmax_backward(&randn(&[2, 3], 1), 2).is_err());
     Ok(())
 }
+
+/// `softmax(mask(x * scale))` along the last dim, computed directly in f64
+/// (the mask: element `j` of row `i` of each `[l, s]` matrix where `j > i`).
+fn scaled_softmax_reference(x: &[f64], shape: &[usize], scale: f64, causal: bool) -> Vec<f64> {
+    let n = shape[shape.len() - 1];
+    let l = if shape.len() >= 2 {
+        shape[shape.len() - 2]
+    } else {
+        1
+    };
+    let mut out = vec![0.0; x.len()];
+    for (r, (row, o)) in x.chunks(n).zip(out.chunks_mut(n)).enumerate() {
+        let keep = if causal { (r % l + 1).min(n) } else { n };
+        let m = row[..keep]
+            .iter()
+            .map(|v| v * scale)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = row[..keep].iter().map(|v| (v * scale - m).exp()).sum();
+        for j in 0..keep {
+            o[j] = (row[j] * scale - m).exp() / sum;
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// The fused scaled, causally masked softmax against the f64
+    /// reference, in f64 and f32 (computed from the same values), on
+    /// shapes up to the parallel path's size, contiguous or transposed.
+    #[test]
+    fn scaled_softmax_matches_the_reference(
+        outer in 1usize..6, l in 1usize..40, s in 1usize..300,
+        scale in -2.0f64..2.0, causal in any::<bool>(), transposed in any::<bool>(),
+        seed in 0u64..1000,
+    ) {
+        let shape = [outer, l, s];
+        let x = if transposed {
+            randn(&[outer, s, l], seed).transpose(1, 2).unwrap()
+        } else {
+            randn(&shape, seed)
+        };
+        let want = scaled_softmax_reference(
+            &x.contiguous().unwrap().to_vec::<f64>().unwrap(), &shape, scale, causal);
+        let got = x.scaled_softmax(scale, causal, None).unwrap().to_vec::<f64>().unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            prop_assert!((g - w).abs() <= 1e-13, "f64 {g} vs {w}");
+        }
+        let x32 = x.to_dtype(DType::F32).unwrap();
+        let want32 = scaled_softmax_reference(
+            &x32.to_dtype(DType::F64).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap(),
+            &shape, scale, causal);
+        let got32 = x32.scaled_softmax(scale, causal, Some(DType::F64)).unwrap();
+        prop_assert_eq!(got32.dtype(), DType::F64);
+        let got32 = x32.scaled_softmax(scale, causal, None).unwrap();
+        prop_assert_eq!(got32.dtype(), DType::F32);
+        for (g, w) in got32.to_vec::<f32>().unwrap().iter().zip(&want32) {
+            prop_assert!((*g as f64 - w).abs() <= 1e-6, "f32 {g} vs {w}");
+        }
+    }
+}
+
+/// Masked outputs are exactly 0; the fused op equals the unfused
+/// `mul`, `masked_fill`, `softmax` on a bf16 input up to the rounding of
+/// the product; bad arguments are typed errors.
+#[test]
+fn scaled_softmax_masks_exactly_and_checks_its_arguments() -> Result<()> {
+    let x = randn(&[2, 3, 5, 5], 7).mul(3.0)?;
+    let p = x.scaled_softmax(0.5, true, None)?.to_vec::<f64>()?;
+    for (r, row) in p.chunks(5).enumerate() {
+        let i = r % 5;
+        assert!(row[i + 1..].iter().all(|&v| v == 0.0), "row {r}: {row:?}");
+        assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+    let xb = x.to_dtype(DType::BF16)?;
+    let fused = xb.scaled_softmax(1.0, false, Some(DType::F32))?;
+    let plain = xb.softmax(-1, Some(DType::F32))?;
+    assert_eq!(
+        fused.to_vec::<f32>()?,
+        plain.to_vec::<f32>()?,
+        "scale 1 is softmax"
+    );
+    assert!(randn(&[4], 1).scaled_softmax(1.0, true, None).is_err());
+    assert!(randn(&[], 1).scaled_softmax(1.0, false, None).is_err());
+    assert!(randn(&[2, 2], 1)
+        .scaled_softmax(f64::INFINITY, false, None)
+        .is_err());
+    let i = Tensor::ones(&[2, 2], DType::I64, Device::Cpu)?;
+    assert!(i.scaled_softmax(1.0, false, None).is_err());
+    Ok(())
+}

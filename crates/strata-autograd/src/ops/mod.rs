@@ -17,6 +17,9 @@ mod index;
 mod join;
 pub(crate) mod nn;
 
+// ---- issue 13: attention with its probabilities recomputed in backward ----
+pub(crate) mod attention;
+
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};
 

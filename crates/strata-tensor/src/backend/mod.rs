@@ -124,10 +124,11 @@ pub(crate) trait Backend: Sync {
     fn nn(&self, k: NnKernel<'_>) -> Result<()>;
 
     // ----- issue 12: ops along one dim (softmax, log_softmax, cumsum) -----
-    /// Softmax (log-softmax with `log`) along the `n` dim of `s`: `input`
-    /// and the fresh `out` are contiguous, of one float dtype; f16/bf16
-    /// compute in f32.
-    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, log: bool) -> Result<()>;
+    /// Softmax (log-softmax with `mode.log`) along the `n` dim of `s`, of
+    /// the input times `mode.scale` with `mode`'s causal mask: `input` and
+    /// the fresh `out` are contiguous, of one float dtype; f16/bf16 compute
+    /// in f32. A scale other than 1 or a mask only with `s.inner == 1`.
+    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, mode: SoftmaxMode) -> Result<()>;
     /// Inclusive cumulative sum along the `n` dim of `s`: contiguous operands
     /// of one dtype (integers wrap; f16/bf16 accumulate in f32).
     fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()>;
@@ -160,7 +161,7 @@ pub(crate) trait Backend: Sync {
 }
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.
-pub(crate) use cpu::DimShape;
+pub(crate) use cpu::{DimShape, SoftmaxMode};
 
 /// The backend for `device`, or a typed error where this build or this
 /// machine has none (no `cuda` feature, no CUDA driver, no such GPU).

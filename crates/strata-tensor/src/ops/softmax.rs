@@ -1,11 +1,12 @@
-//! Ops along one dim: `softmax`, `log_softmax`, `cumsum`.
+//! Ops along one dim: `softmax`, `log_softmax`, attention's fused
+//! `scaled_softmax` (scale and causal mask in the same pass), `cumsum`.
 //!
 //! Argument checks and dtype rules here (PyTorch's); the input is made
 //! contiguous (a no-op for the usual contiguous input) and the backend runs
 //! one fused pass per row (see `backend::cpu::dimops` and the CUDA
 //! `kernels::dimops`).
 
-use crate::backend::DimShape;
+use crate::backend::{DimShape, SoftmaxMode};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::shape::normalize_dim;
@@ -27,14 +28,71 @@ impl Tensor {
     /// assert!((p.iter().sum::<f32>() - 1.0).abs() < 1e-6 && p[2] > p[1]);
     /// ```
     pub fn softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-        self.softmax_impl("softmax", dim, dtype, false)
+        self.softmax_impl("softmax", dim, dtype, SoftmaxMode::plain(false))
+    }
+
+    /// Attention's softmax in one pass over the last dim:
+    /// `softmax(mask(self * scale), -1, dtype)`, where with `causal` the
+    /// mask sets element `j` of row `i` of every `[.., L, S]` matrix (the
+    /// last two dims) to -inf where `j > i` (the mask `triu(ones(L, S), 1)`
+    /// of PyTorch's `is_causal`, generated from the indices: no mask tensor
+    /// is read, and the masked elements of the input are not read either).
+    /// Equal to `self.mul(scale)?.masked_fill(&mask, -inf)?.softmax(-1,
+    /// dtype)` with the product kept in the compute type (f32 for f16/bf16
+    /// inputs) instead of rounded to the input's dtype; the masked outputs
+    /// are exactly 0. Its gradient is [`Tensor::softmax_backward`] of the
+    /// output (times `scale` for the gradient of `self`).
+    ///
+    /// Errors: a non-float input (or dtype), a 0-d input, a causal mask on a
+    /// 1-d input, a scale that is not finite.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let s = Tensor::from_slice(&[1.0f32, 5.0, 2.0, 2.0], &[2, 2], Device::Cpu).unwrap();
+    /// let p = s.scaled_softmax(0.5, true, None).unwrap().to_vec::<f32>().unwrap();
+    /// assert_eq!(p, vec![1.0, 0.0, 0.5, 0.5]);
+    /// ```
+    pub fn scaled_softmax(&self, scale: f64, causal: bool, dtype: Option<DType>) -> Result<Tensor> {
+        const OP: &str = "scaled_softmax";
+        if self.ndim() == 0 || (causal && self.ndim() < 2) {
+            return Err(TensorError::dim(
+                OP,
+                format!(
+                    "needs at least {} dims (rows along the last dim{}), got shape {:?}",
+                    if causal { 2 } else { 1 },
+                    if causal {
+                        ", in [.., L, S] matrices"
+                    } else {
+                        ""
+                    },
+                    self.shape()
+                ),
+            ));
+        }
+        if !scale.is_finite() {
+            return Err(TensorError::Value {
+                op: OP,
+                msg: format!("the scale must be finite, got {scale}"),
+            });
+        }
+        let causal_rows = if causal {
+            self.shape()[self.ndim() - 2]
+        } else {
+            0
+        };
+        let mode = SoftmaxMode {
+            log: false,
+            scale,
+            causal_rows,
+        };
+        self.softmax_impl(OP, -1, dtype, mode)
     }
 
     /// `torch.log_softmax(self, dim, dtype)`: `x - max - log(sum(exp(x - max)))`
     /// along `dim`, with [`Tensor::softmax`]'s rules (`log_softmax([-inf, 1])`
     /// is `[-inf, 0]`).
     pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-        self.softmax_impl("log_softmax", dim, dtype, true)
+        self.softmax_impl("log_softmax", dim, dtype, SoftmaxMode::plain(true))
     }
 
     fn softmax_impl(
@@ -42,7 +100,7 @@ impl Tensor {
         name: &'static str,
         dim: i64,
         dtype: Option<DType>,
-        log: bool,
+        mode: SoftmaxMode,
     ) -> Result<Tensor> {
         let d = normalize_dim(name, dim, self.ndim())?;
         let target = dtype.unwrap_or(self.dtype());
@@ -61,7 +119,7 @@ impl Tensor {
         let x = self.to_dtype(target)?.contiguous()?;
         let out = Tensor::empty(self.shape(), target, self.device())?;
         let s = DimShape::new(self.shape(), d);
-        dim_launch(&out, &x, |be| be.softmax(&out.arg(), &x.arg(), s, log))?;
+        dim_launch(&out, &x, |be| be.softmax(&out.arg(), &x.arg(), s, mode))?;
         Ok(out)
     }
 

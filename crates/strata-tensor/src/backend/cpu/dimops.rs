@@ -83,14 +83,58 @@ fn per_block<T: Element>(
     }
 }
 
-/// Softmax (or log-softmax with `log`) of one contiguous row, in `T::Acc`:
-/// max, then the sum of `exp(x - max)`, then the outputs. A row holding NaN
-/// or +inf, and an all -inf row, give NaN (as in PyTorch).
-fn softmax_row<T: Element>(x: &[T], y: &mut [T], log: bool) {
+/// How the softmax kernels form each row: log-softmax or softmax, and the
+/// fused scale and causal mask of attention (`softmax(mask(x * scale))`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SoftmaxMode {
+    /// Log-softmax instead of softmax.
+    pub log: bool,
+    /// Every input element is multiplied by it first (1 for a plain softmax).
+    pub scale: f64,
+    /// 0: no mask. Otherwise the rows are those of `[.., causal_rows, n]`
+    /// matrices and element `j` of matrix row `i` counts as -inf where
+    /// `j > i` (it is not read; its output is 0, or -inf for log-softmax).
+    /// Only rows along the last dim (`inner == 1`) take a mask.
+    pub causal_rows: usize,
+}
+
+impl SoftmaxMode {
+    /// A plain softmax (log-softmax with `log`).
+    pub(crate) fn plain(log: bool) -> SoftmaxMode {
+        SoftmaxMode {
+            log,
+            scale: 1.0,
+            causal_rows: 0,
+        }
+    }
+
+    /// How many leading elements of contiguous row `row` (of `n`) are kept.
+    pub(crate) fn keep(&self, row: usize, n: usize) -> usize {
+        if self.causal_rows == 0 {
+            n
+        } else {
+            (row % self.causal_rows + 1).min(n)
+        }
+    }
+}
+
+/// Softmax (or log-softmax with `log`) of one contiguous row, in `T::Acc`,
+/// of the first `keep` elements times `scale` (the rest are masked: 0, or
+/// -inf for log-softmax): max, then the sum of `exp(x - max)`, then the
+/// outputs. A row holding NaN or +inf, and an all -inf row, give NaN (as in
+/// PyTorch).
+fn softmax_row<T: Element>(x: &[T], y: &mut [T], log: bool, scale: T::Acc, keep: usize) {
+    let (x, _) = x.split_at(keep);
+    let (y, masked) = y.split_at_mut(keep);
+    let fill = if log { T::Acc::ZERO.ln() } else { T::Acc::ZERO };
+    for o in masked {
+        *o = T::from_acc(fill);
+    }
+    let sc = |v: T| v.to_acc().mul(scale);
     let m = x
         .iter()
         .fold(None::<T::Acc>, |m, &v| {
-            let v = v.to_acc();
+            let v = sc(v);
             Some(m.map_or(v, |m| m.max_nan(v)))
         })
         .unwrap_or(T::Acc::ZERO);
@@ -100,18 +144,18 @@ fn softmax_row<T: Element>(x: &[T], y: &mut [T], log: bool) {
     for block in x.chunks(256) {
         let mut b = T::Acc::ZERO;
         for &v in block {
-            b = b.add(v.to_acc().sub(m).exp());
+            b = b.add(sc(v).sub(m).exp());
         }
         s = s.add(b);
     }
     if log {
         let ls = s.ln();
         for (o, &v) in y.iter_mut().zip(x) {
-            *o = T::from_acc(v.to_acc().sub(m).sub(ls));
+            *o = T::from_acc(sc(v).sub(m).sub(ls));
         }
     } else {
         for (o, &v) in y.iter_mut().zip(x) {
-            *o = T::from_acc(v.to_acc().sub(m).exp().div(s));
+            *o = T::from_acc(sc(v).sub(m).exp().div(s));
         }
     }
 }
@@ -145,35 +189,41 @@ fn softmax_cols<T: Element>(x: &[T], y: &mut [T], n: usize, inner: usize, log: b
     }
 }
 
-/// `out = softmax(input)` (or log-softmax) along the `n` dim of `s`; both
-/// contiguous, of float dtype `T`.
-pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, log: bool) {
+/// `out = softmax(input)` (or log-softmax, scaled and masked as `mode`
+/// says) along the `n` dim of `s`; both contiguous, of float dtype `T`. A
+/// scale other than 1 or a mask needs `inner == 1` (the caller checks).
+pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, mode: SoftmaxMode) {
     let len = s.numel();
     if len == 0 {
         return;
     }
+    let log = mode.log;
     // SAFETY: the caller passes contiguous operands of `T` with `len`
     // elements each, `out` fresh and write-locked, `input` read-locked; they
     // are distinct storages.
     let (x, y) = unsafe { (slice::<T>(input, len), slice_mut::<T>(out, len)) };
     if s.inner == 1 {
         let n = s.n;
+        let scale = T::Acc::from_f64(mode.scale);
         if len >= super::PARALLEL_THRESHOLD {
             // Rows in groups of at least a few thousand elements per task.
             let rows_per_task = (4096 / n.max(1)).max(1);
             y.par_chunks_mut(n * rows_per_task)
                 .zip(x.par_chunks(n * rows_per_task))
-                .for_each(|(yc, xc)| {
-                    for (yr, xr) in yc.chunks_mut(n).zip(xc.chunks(n)) {
-                        softmax_row(xr, yr, log);
+                .enumerate()
+                .for_each(|(c, (yc, xc))| {
+                    for (r, (yr, xr)) in yc.chunks_mut(n).zip(xc.chunks(n)).enumerate() {
+                        let keep = mode.keep(c * rows_per_task + r, n);
+                        softmax_row(xr, yr, log, scale, keep);
                     }
                 });
         } else {
-            for (yr, xr) in y.chunks_mut(n).zip(x.chunks(n)) {
-                softmax_row(xr, yr, log);
+            for (r, (yr, xr)) in y.chunks_mut(n).zip(x.chunks(n)).enumerate() {
+                softmax_row(xr, yr, log, scale, mode.keep(r, n));
             }
         }
     } else {
+        debug_assert!(mode == SoftmaxMode::plain(log));
         per_block(x, y, s, |xo, yo| softmax_cols(xo, yo, s.n, s.inner, log));
     }
 }

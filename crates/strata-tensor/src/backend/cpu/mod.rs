@@ -19,7 +19,7 @@ use crate::ops::table::{binary_op_table, unary_op_table, ScalarRule};
 use crate::scalar::Scalar;
 use elementwise::{fill, map1, map2, map3};
 
-pub(crate) use dimops::DimShape;
+pub(crate) use dimops::{DimShape, SoftmaxMode};
 pub(crate) use loops::PARALLEL_THRESHOLD;
 
 /// Kernels on host memory.
@@ -279,8 +279,8 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, log: bool) -> Result<()> {
-        dispatch_rule!(Float, input.dtype, T => dimops::softmax::<T>(out, input, s, log));
+    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, mode: SoftmaxMode) -> Result<()> {
+        dispatch_rule!(Float, input.dtype, T => dimops::softmax::<T>(out, input, s, mode));
         Ok(())
     }
 

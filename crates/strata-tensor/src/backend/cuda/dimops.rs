@@ -8,8 +8,9 @@ use super::kernels::dimops::{
 };
 use super::kernels::tag;
 use super::launch::{base_ptr, launch, KArg};
-use crate::backend::{Arg, DimShape};
-use crate::error::Result;
+use crate::backend::{Arg, DimShape, SoftmaxMode};
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
 
 /// Blocks for `work` items of `per_block` each, capped (the kernels stride).
 pub(crate) fn grid(dev: &CudaDevice, work: usize, per_block: usize) -> u32 {
@@ -17,16 +18,25 @@ pub(crate) fn grid(dev: &CudaDevice, work: usize, per_block: usize) -> u32 {
     work.div_ceil(per_block.max(1)).clamp(1, cap) as u32
 }
 
-/// Softmax or log-softmax of the contiguous `input` into the contiguous `out`.
+/// Softmax or log-softmax of the contiguous `input` into the contiguous
+/// `out`, scaled and causally masked as `mode` says (rows along the last dim
+/// only).
 pub(crate) fn softmax(
     dev: &CudaDevice,
     out: &Arg,
     input: &Arg,
     s: DimShape,
-    log: bool,
+    mode: SoftmaxMode,
 ) -> Result<()> {
     if s.outer * s.n * s.inner == 0 {
         return Ok(());
+    }
+    let log = mode.log;
+    if s.inner != 1 && mode != SoftmaxMode::plain(log) {
+        return Err(TensorError::shape(
+            "softmax",
+            "a scale or a causal mask needs rows along the last dim",
+        ));
     }
     let d = input.dtype;
     let key = format!("softmax:{}", tag(d));
@@ -43,6 +53,14 @@ pub(crate) fn softmax(
         );
         let (k, g) = row_kernel(s.n, 16 / d.size(), vec != 0);
         let g = grid(dev, s.outer, g);
+        // The kernels' compute type C: double for f64, float otherwise.
+        let (scale64, scale32) = (mode.scale, mode.scale as f32);
+        let scale = if d == DType::F64 {
+            KArg::of(&scale64)
+        } else {
+            KArg::of(&scale32)
+        };
+        let crow = mode.causal_rows as i64;
         let kargs = [
             KArg::of(&pin),
             KArg::of(&pout),
@@ -50,9 +68,12 @@ pub(crate) fn softmax(
             KArg::of(&n),
             KArg::of(&log_i),
             KArg::of(&vec),
+            scale,
+            KArg::of(&crow),
         ];
         // SAFETY: the arguments match `sm_warp`/`sm_block`/`sm_rw*`/`sm_rb*`
-        // (const char*, char*, i64 rows, i64 n, int, int); both operands are
+        // (const char*, char*, i64 rows, i64 n, int, int, C scale, i64 crow;
+        // C is double for f64 and float otherwise, as `scale` is); both operands are
         // contiguous with rows * n elements of `d` from their base
         // addresses; `vec` is set only when every row start is 16-byte
         // aligned; the register kernels are picked only for rows they hold.

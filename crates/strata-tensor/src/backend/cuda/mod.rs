@@ -24,7 +24,7 @@ pub(crate) mod runtime;
 pub(crate) mod softmax_backward;
 pub(crate) mod transfer;
 
-use crate::backend::{Arg, Backend, BinaryOp, DimShape, Mem, ReduceOp, UnaryOp};
+use crate::backend::{Arg, Backend, BinaryOp, DimShape, Mem, ReduceOp, SoftmaxMode, UnaryOp};
 use crate::dispatch_dtype;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -242,8 +242,8 @@ impl Backend for CudaDevice {
         transfer::host_to_device(self, dst.ptr, bytes, false, self.stream())
     }
 
-    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, log: bool) -> Result<()> {
-        dimops::softmax(self, out, input, s, log)
+    fn softmax(&self, out: &Arg, input: &Arg, s: DimShape, mode: SoftmaxMode) -> Result<()> {
+        dimops::softmax(self, out, input, s, mode)
     }
 
     fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()> {

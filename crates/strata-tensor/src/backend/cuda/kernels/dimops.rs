@@ -2,6 +2,12 @@
 //! online max and sum, then the outputs) and cumsum (a warp-wide scan per
 //! row). Operands are contiguous and seen as `outer x n x inner`:
 //!
+//! The row kernels (`inner == 1`) also take attention's fused `scale` (each
+//! element is multiplied by it first) and causal mask (`crow > 0`: row `r`
+//! is row `r % crow` of its matrix and keeps its first `r % crow + 1`
+//! elements; the rest are -inf, never read, and come out 0, or -inf for
+//! log-softmax).
+//!
 //! * `sm_warp`: `inner == 1`, rows up to [`WARP_ROW_MAX`] elements: a warp
 //!   per row, [`SM_BLOCK`]` / 32` rows per block; 16-byte vector loads when
 //!   the row allows them.
@@ -65,21 +71,24 @@ pub(crate) const REG_ROWS: &str = r#"
 // NaN-propagating max (a NaN anywhere makes the row NaN, as on the CPU).
 __device__ __forceinline__ C nmax(C a, C b) { return (b > a || b != b) ? b : a; }
 
+// x[k] * scale for the first `keep` elements of a row, -inf after them.
+__device__ __forceinline__ C lx(T v, C scale, i64 k, i64 keep) { return k < keep ? ld(v) * scale : ninf(); }
 // Slot i of thread `lane` (of `lanes`) holds x[(i / V * lanes + lane) * V +
 // i % V] with vectors (rows start aligned and n % V == 0), x[i * lanes +
-// lane] without. Slots past the row hold -inf, which adds nothing to a
-// finite row's sum (a row whose max is not finite is NaN anyway).
+// lane] without. Slots past the row, and the causally masked ones (from
+// `keep` on, not read), hold -inf, which adds nothing to a finite row's sum
+// (a row whose max is not finite is NaN anyway); the others hold x * scale.
 template <int ITEMS>
-__device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes, bool vec, C (&v)[ITEMS]) {
+__device__ __forceinline__ void reg_load(const T* x, i64 keep, int lane, int lanes, bool vec, C scale, C (&v)[ITEMS]) {
   if constexpr (ITEMS % V == 0) {
     if (vec) {
 #pragma unroll
       for (int c = 0; c < ITEMS / V; c++) {
         const i64 k = ((i64)c * lanes + lane) * V;
-        if (k < n) {
+        if (k < keep) {
           const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(x + k);
 #pragma unroll
-          for (int j = 0; j < V; j++) v[c * V + j] = ld(w.v[j]);
+          for (int j = 0; j < V; j++) v[c * V + j] = lx(w.v[j], scale, k + j, keep);
         } else {
 #pragma unroll
           for (int j = 0; j < V; j++) v[c * V + j] = ninf();
@@ -91,8 +100,13 @@ __device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes,
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     const i64 k = (i64)i * lanes + lane;
-    v[i] = k < n ? ld(x[k]) : ninf();
+    v[i] = k < keep ? ld(x[k]) * scale : ninf();
   }
+}
+// Without a mask or scale: the whole row of n elements as it is.
+template <int ITEMS>
+__device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes, bool vec, C (&v)[ITEMS]) {
+  reg_load<ITEMS>(x, n, lane, lanes, vec, (C)1, v);
 }
 template <int ITEMS>
 __device__ __forceinline__ void reg_store(T* y, i64 n, int lane, int lanes, bool vec, const C (&v)[ITEMS]) {
@@ -208,36 +222,52 @@ __device__ __forceinline__ void ms_warp(C& m, C& s) {
 __device__ __forceinline__ C sm_out(C x, C m, C s, C ls, int log_) {
   return log_ ? (x - m) - ls : cexp(x - m) / s;
 }
-// Statistics of the row x[0..n) by the `lanes` threads numbered `lane`.
-__device__ __forceinline__ void row_stats(const T* x, i64 n, int lane, int lanes, bool vec, C& m, C& s) {
+// The elements of a row that count: the first `keep` (all but the causally
+// masked ones, which are -inf and never read), each times `scale`.
+__device__ __forceinline__ i64 row_keep(i64 r, i64 n, i64 crow) {
+  if (crow <= 0) return n;
+  const i64 k = r % crow + 1;
+  return k < n ? k : n;
+}
+// Statistics of the row x[0..n) by the `lanes` threads numbered `lane`
+// (elements from `keep` on are -inf and add nothing).
+__device__ __forceinline__ void row_stats(const T* x, i64 n, int lane, int lanes, bool vec, C scale, i64 keep, C& m, C& s) {
   if (vec) {
-    for (i64 k = (i64)lane * V; k < n; k += (i64)lanes * V) {
+    for (i64 k = (i64)lane * V; k < keep; k += (i64)lanes * V) {
       const Vec<T, V> v = *reinterpret_cast<const Vec<T, V>*>(x + k);
 #pragma unroll
-      for (int j = 0; j < V; j++) ms_add(m, s, ld(v.v[j]));
+      for (int j = 0; j < V; j++) ms_add(m, s, lx(v.v[j], scale, k + j, keep));
     }
   } else {
-    for (i64 k = lane; k < n; k += lanes) ms_add(m, s, ld(x[k]));
+    for (i64 k = lane; k < keep; k += lanes) ms_add(m, s, ld(x[k]) * scale);
   }
 }
-__device__ __forceinline__ void row_write(const T* x, T* y, i64 n, int lane, int lanes, bool vec, C m, C s, int log_) {
+__device__ __forceinline__ void row_write(const T* x, T* y, i64 n, int lane, int lanes, bool vec, C scale, i64 keep, C m, C s, int log_) {
   const C ls = clog(s);
   if (vec) {
     for (i64 k = (i64)lane * V; k < n; k += (i64)lanes * V) {
-      const Vec<T, V> v = *reinterpret_cast<const Vec<T, V>*>(x + k);
       Vec<T, V> o;
+      if (k < keep) {
+        const Vec<T, V> v = *reinterpret_cast<const Vec<T, V>*>(x + k);
 #pragma unroll
-      for (int j = 0; j < V; j++) o.v[j] = st(sm_out(ld(v.v[j]), m, s, ls, log_));
+        for (int j = 0; j < V; j++) o.v[j] = st(sm_out(lx(v.v[j], scale, k + j, keep), m, s, ls, log_));
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; j++) o.v[j] = st(sm_out(ninf(), m, s, ls, log_));
+      }
       *reinterpret_cast<Vec<T, V>*>(y + k) = o;
     }
   } else {
-    for (i64 k = lane; k < n; k += lanes) y[k] = st(sm_out(ld(x[k]), m, s, ls, log_));
+    for (i64 k = lane; k < n; k += lanes) {
+      const C v = k < keep ? ld(x[k]) * scale : ninf();
+      y[k] = st(sm_out(v, m, s, ls, log_));
+    }
   }
 }
 
 // A warp per row, SB / 32 rows per block. `vec`: rows start 16-byte aligned
 // and n is a multiple of V.
-extern "C" __global__ void __launch_bounds__(SB) sm_warp(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+extern "C" __global__ void __launch_bounds__(SB) sm_warp(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const i64 per = SB / 32;
   for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
@@ -245,29 +275,31 @@ extern "C" __global__ void __launch_bounds__(SB) sm_warp(const char* in, char* o
     if (r >= rows) continue;  // uniform across the warp
     const T* x = reinterpret_cast<const T*>(in) + r * n;
     T* y = reinterpret_cast<T*>(out) + r * n;
+    const i64 keep = row_keep(r, n, crow);
     C m = ninf(), s = (C)0;
-    row_stats(x, n, lane, 32, vec != 0, m, s);
+    row_stats(x, n, lane, 32, vec != 0, scale, keep, m, s);
     ms_warp(m, s);
-    row_write(x, y, n, lane, 32, vec != 0, m, s, log_);
+    row_write(x, y, n, lane, 32, vec != 0, scale, keep, m, s, log_);
   }
 }
 
 // A block per row.
-extern "C" __global__ void __launch_bounds__(SB) sm_block(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+extern "C" __global__ void __launch_bounds__(SB) sm_block(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) {
   __shared__ C pm[SB / 32], ps[SB / 32];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* x = reinterpret_cast<const T*>(in) + r * n;
     T* y = reinterpret_cast<T*>(out) + r * n;
+    const i64 keep = row_keep(r, n, crow);
     C m = ninf(), s = (C)0;
-    row_stats(x, n, threadIdx.x, SB, vec != 0, m, s);
+    row_stats(x, n, threadIdx.x, SB, vec != 0, scale, keep, m, s);
     ms_warp(m, s);
     if (lane == 0) { pm[w] = m; ps[w] = s; }
     __syncthreads();
     m = pm[0]; s = ps[0];
     for (int q = 1; q < SB / 32; q++) ms_merge(m, s, pm[q], ps[q]);
     __syncthreads();  // pm/ps are rewritten by the next row
-    row_write(x, y, n, threadIdx.x, SB, vec != 0, m, s, log_);
+    row_write(x, y, n, threadIdx.x, SB, vec != 0, scale, keep, m, s, log_);
   }
 }
 
@@ -299,14 +331,14 @@ __device__ __forceinline__ void finish(C (&v)[ITEMS], C m, C s, int log_) {
 
 // A warp per row of at most 32 * ITEMS elements, SB / 32 rows per block.
 template <int ITEMS>
-__device__ __forceinline__ void sm_rw(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+__device__ __forceinline__ void sm_rw(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const i64 per = SB / 32;
   for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
     const i64 r = r0 + w;
     if (r >= rows) continue;  // uniform across the warp
     C v[ITEMS];
-    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, n, lane, 32, vec != 0, v);
+    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, row_keep(r, n, crow), lane, 32, vec != 0, scale, v);
     const C m = warp_max(local_max<ITEMS>(v));
     const C s = warp_sum(local_exp_sum<ITEMS>(v, m, log_));
     finish<ITEMS>(v, m, s, log_);
@@ -316,12 +348,12 @@ __device__ __forceinline__ void sm_rw(const char* in, char* out, i64 rows, i64 n
 
 // A block of SB threads per row of at most SB * ITEMS elements.
 template <int ITEMS>
-__device__ __forceinline__ void sm_rb(const char* in, char* out, i64 rows, i64 n, int log_, int vec) {
+__device__ __forceinline__ void sm_rb(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) {
   __shared__ C red[SB / 32];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     C v[ITEMS];
-    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, n, threadIdx.x, SB, vec != 0, v);
+    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, row_keep(r, n, crow), threadIdx.x, SB, vec != 0, scale, v);
     C m = warp_max(local_max<ITEMS>(v));
     if (lane == 0) red[w] = m;
     __syncthreads();
@@ -341,8 +373,8 @@ __device__ __forceinline__ void sm_rb(const char* in, char* out, i64 rows, i64 n
   }
 }
 
-#define SM_RW(I) extern "C" __global__ void __launch_bounds__(SB) sm_rw##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec) { sm_rw<I>(in, out, rows, n, log_, vec); }
-#define SM_RB(I) extern "C" __global__ void __launch_bounds__(SB) sm_rb##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec) { sm_rb<I>(in, out, rows, n, log_, vec); }
+#define SM_RW(I) extern "C" __global__ void __launch_bounds__(SB) sm_rw##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) { sm_rw<I>(in, out, rows, n, log_, vec, scale, crow); }
+#define SM_RB(I) extern "C" __global__ void __launch_bounds__(SB) sm_rb##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) { sm_rb<I>(in, out, rows, n, log_, vec, scale, crow); }
 SM_RW(1) SM_RW(2) SM_RW(4) SM_RW(8) SM_RW(16) SM_RW(32)
 SM_RB(8) SM_RB(16) SM_RB(32)
 

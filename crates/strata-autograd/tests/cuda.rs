@@ -1,0 +1,137 @@
+//! Autograd on the GPU against the CPU. Every test here needs a CUDA GPU and
+//! is `#[ignore]`d with the reason, so a machine without one lists it as
+//! ignored; on a GPU machine run
+//! `cargo test --release -p strata-autograd --test cuda -- --include-ignored`.
+//! New tests are appended at the end of this file.
+
+use strata_autograd::{autocast, AttentionArgs, AttentionSaving, DeviceType, Var};
+use strata_tensor::{cuda, DType, Device, Tensor};
+
+const GPU: Device = Device::Cuda(0);
+
+fn gpu() -> Device {
+    assert!(
+        strata_tensor::has_backend(GPU),
+        "this test needs a CUDA GPU and none is usable: {}",
+        cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
+    );
+    GPU
+}
+
+/// ‖a - b‖ / ‖b‖ over all elements, in f64.
+fn rel_err(a: &Tensor, b: &Tensor) -> f64 {
+    assert_eq!(a.shape(), b.shape());
+    let v = |t: &Tensor| -> Vec<f64> {
+        t.to(Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    };
+    let (a, b) = (v(a), v(b));
+    let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
+    let den: f64 = b.iter().map(|y| y * y).sum();
+    (num / den.max(1e-300)).sqrt()
+}
+
+/// Output and qkv gradient of the causal attention core on q/k/v views of a
+/// `[b, t, 3 h hd]` projection (as the GPT makes them), loss `sum(y * w)`.
+fn attention_run(
+    qkv0: &Tensor,
+    w: &Tensor,
+    h: usize,
+    saving: AttentionSaving,
+    autocast_bf16: bool,
+) -> (Tensor, Tensor) {
+    let (b, t, d3) = (qkv0.shape()[0], qkv0.shape()[1], qkv0.shape()[2]);
+    let d = d3 / 3;
+    let qkv = Var::parameter(qkv0.deep_clone().unwrap()).unwrap();
+    let parts = qkv.split(d as i64, 2).unwrap();
+    let heads = |z: &Var| {
+        z.reshape(&[b as i64, t as i64, h as i64, (d / h) as i64])
+            .unwrap()
+            .transpose(1, 2)
+            .unwrap()
+    };
+    let (q, k, v) = (heads(&parts[0]), heads(&parts[1]), heads(&parts[2]));
+    let args = AttentionArgs {
+        scale: Some(1.0 / ((d / h) as f64).sqrt()),
+        causal: true,
+        saving,
+    };
+    let y = if autocast_bf16 {
+        autocast(DeviceType::of(qkv0.device()), DType::BF16, || {
+            q.attention(&k, &v, args)
+        })
+        .unwrap()
+        .unwrap()
+    } else {
+        q.attention(&k, &v, args).unwrap()
+    };
+    let w = Var::new(w.to_dtype(y.dtype()).unwrap());
+    y.mul(&w)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    (y.data().clone(), qkv.grad().unwrap())
+}
+
+/// The fused attention core (scale and causal mask fused into the softmax,
+/// probabilities recomputed or kept) on the GPU against the CPU: f32 and
+/// f64 at GPT-like sizes (rows of 1024 and of odd length), and under
+/// autocast bf16 against the f64 truth.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn attention_core_matches_cpu() {
+    let dev = gpu();
+    for (b, h, t, hd, seed) in [(2, 4, 1024, 64, 1u64), (1, 3, 333, 16, 2), (2, 2, 7, 8, 3)] {
+        let qkv0 = Tensor::randn(&[b, t, 3 * h * hd], DType::F64, seed, Device::Cpu).unwrap();
+        let w = Tensor::randn(&[b, h, t, hd], DType::F64, seed + 10, Device::Cpu).unwrap();
+        let (y64, g64) = attention_run(&qkv0, &w, h, AttentionSaving::Recompute, false);
+        for saving in [AttentionSaving::Recompute, AttentionSaving::SaveProbs] {
+            for dtype in [DType::F64, DType::F32] {
+                let (y, g) = attention_run(
+                    &qkv0.to_dtype(dtype).unwrap().to(dev).unwrap(),
+                    &w.to(dev).unwrap(),
+                    h,
+                    saving,
+                    false,
+                );
+                let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
+                let what = format!("[{b}, {h}, {t}, {hd}] {saving:?} {dtype}");
+                assert!(
+                    rel_err(&y, &y64) < tol,
+                    "{what} output {}",
+                    rel_err(&y, &y64)
+                );
+                assert!(
+                    rel_err(&g, &g64) < tol,
+                    "{what} gradient {}",
+                    rel_err(&g, &g64)
+                );
+            }
+            let (y, g) = attention_run(
+                &qkv0.to_dtype(DType::F32).unwrap().to(dev).unwrap(),
+                &w.to(dev).unwrap(),
+                h,
+                saving,
+                true,
+            );
+            assert_eq!(y.dtype(), DType::BF16);
+            let what = format!("[{b}, {h}, {t}, {hd}] {saving:?} autocast bf16");
+            assert!(
+                rel_err(&y, &y64) < 2e-2,
+                "{what} output {}",
+                rel_err(&y, &y64)
+            );
+            assert!(
+                rel_err(&g, &g64) < 4e-2,
+                "{what} gradient {}",
+                rel_err(&g, &g64)
+            );
+        }
+    }
+}
