@@ -75,6 +75,7 @@ mod convert;
 mod creation;
 pub mod cuda;
 mod device;
+pub mod distributed;
 mod display;
 pub mod dtype;
 mod error;
