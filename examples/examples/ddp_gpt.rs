@@ -47,7 +47,7 @@ type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 struct RankResult {
     losses: Vec<f64>,
     times: Vec<f64>,
-    allocated_after_step: Vec<usize>,
+    allocated_after_step: Vec<u64>,
     bucket_bytes: usize,
     buckets: usize,
     launched_in_backward: usize,

@@ -178,10 +178,10 @@ fn gradients_are_views_into_buckets_in_reverse_order() -> R<()> {
     let mut expect0 = q[3].grad().unwrap().to_vec::<f64>()?;
     expect0.extend(q[2].grad().unwrap().to_vec::<f64>()?);
     assert_eq!(bucket0, expect0);
-    for i in 0..4 {
+    for (a, b) in p.iter().zip(&q) {
         assert_eq!(
-            p[i].grad().unwrap().to_vec::<f64>()?,
-            q[i].grad().unwrap().to_vec::<f64>()?
+            a.grad().unwrap().to_vec::<f64>()?,
+            b.grad().unwrap().to_vec::<f64>()?
         );
     }
     Ok(())

@@ -2164,7 +2164,7 @@ fn nccl_one_rank_collectives_match_host() -> Result<()> {
             comm.broadcast(&t, 0)?.wait()?;
             assert_eq!(as_f64(&t)?, as_f64(&host)?, "broadcast {dtype} n={n}");
             // all_gather from a non-contiguous input (copied first)
-            if n > 1 && n % 2 == 0 {
+            if n > 1 && n.is_multiple_of(2) {
                 let src = host.to(dev)?.view(&[2, (n / 2) as i64])?.transpose(0, 1)?;
                 let out = Tensor::zeros(&[n], dtype, dev)?;
                 comm.all_gather(&src, &out)?.wait()?;

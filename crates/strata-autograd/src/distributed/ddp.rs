@@ -297,23 +297,15 @@ impl DistributedDataParallel {
     /// GPU: the current stream waits), and readies the next iteration.
     /// After it, every `.grad` holds the average over the ranks.
     pub fn finish(&self) -> Result<IterationStats> {
-        let (works, mut stats) = {
+        let (works, mut stats, started) = {
             let mut p = self.state.progress.lock();
-            let result = (|| {
-                for b in 0..self.state.buckets.len() {
-                    if p.pending[b] > 0 {
-                        p.pending[b] = 0;
-                        self.state.launch_ready(&mut p, false)?;
-                    }
-                }
-                self.state.launch_ready(&mut p, false)
-            })();
+            let started = self.state.launch_rest(&mut p);
             let works = std::mem::take(&mut p.works);
             let stats = std::mem::take(&mut p.stats);
             self.state.reset(&mut p);
-            result?;
-            (works, stats)
+            (works, stats, started)
         };
+        started?;
         for w in works {
             w.wait()?;
         }
@@ -370,6 +362,14 @@ impl State {
         p.ready[i] = true;
         p.pending[b] -= 1;
         self.launch_ready(&mut p, true)
+    }
+
+    /// Starts every bucket not started yet (as if its parameters were ready).
+    fn launch_rest(&self, p: &mut Progress) -> Result<()> {
+        for pending in &mut p.pending {
+            *pending = 0;
+        }
+        self.launch_ready(p, false)
     }
 
     /// Starts, in index order, every bucket whose parameters are all ready.
