@@ -20,6 +20,11 @@ import torch.multiprocessing as mp
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
 
 
+def nccl_version():
+    v = torch.cuda.nccl.version()
+    return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+
 def bench(rank, world, args):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     torch.cuda.set_device(rank)
@@ -47,7 +52,7 @@ def bench(rank, world, args):
             "bench": "allreduce", "impl": "torch", "gpus": world, "dtype": args.dtype,
             "bytes": nbytes, "iters": args.iters, "time_us": round(t * 1e6, 1),
             "algbw_gbps": round(algbw, 2), "busbw_gbps": round(algbw * 2 * (world - 1) / world, 2),
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())), "torch": torch.__version__,
+            "nccl": nccl_version(), "torch": torch.__version__,
         }), flush=True)
     dist.destroy_process_group()
 
