@@ -14,6 +14,9 @@ use strata_tensor::{DType, Device, Tensor};
 
 type R<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
+/// A rank's parameters and gradients after one step.
+type RankOut = (Vec<Vec<f64>>, Vec<Vec<f64>>);
+
 fn param(v: &[f64], shape: &[usize]) -> Var {
     Var::parameter(Tensor::from_slice(v, shape, Device::Cpu).unwrap()).unwrap()
 }
@@ -368,13 +371,13 @@ fn averaged_gradients_equal_one_process_on_the_global_batch() -> R<()> {
     for world in [2usize, 4] {
         let (group, ranks) = LocalGroup::new(world, Device::Cpu)?;
         let per = rows / world;
-        let results: Vec<R<(Vec<Vec<f64>>, Vec<Vec<f64>>)>> = std::thread::scope(|s| {
+        let results: Vec<R<RankOut>> = std::thread::scope(|s| {
             let hs: Vec<_> = ranks
                 .into_iter()
                 .enumerate()
                 .map(|(r, rank)| {
                     let (x, y) = (x.clone(), y.clone());
-                    s.spawn(move || -> R<(Vec<Vec<f64>>, Vec<Vec<f64>>)> {
+                    s.spawn(move || -> R<RankOut> {
                         // Ranks other than 0 start from other values: the
                         // broadcast must replace them with rank 0's.
                         let p = mlp_params(1.0 + r as f64);
@@ -429,9 +432,7 @@ fn averaged_gradients_equal_one_process_on_the_global_batch() -> R<()> {
                 .count(),
             4
         );
-        assert!(per_rank[0]
-            .iter()
-            .any(|k| *k == CallKind::AllReduce(ReduceOp::Avg)));
+        assert!(per_rank[0].contains(&CallKind::AllReduce(ReduceOp::Avg)));
     }
     Ok(())
 }
