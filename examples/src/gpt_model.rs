@@ -291,11 +291,11 @@ impl Module for Gpt {
 }
 
 /// splitmix64: the host generator of the synthetic data.
-pub struct SplitMix(pub u64);
+struct SplitMix(u64);
 
 impl SplitMix {
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -304,12 +304,12 @@ impl SplitMix {
     }
 
     /// Uniform in `0..n`.
-    pub fn below(&mut self, n: usize) -> i64 {
+    fn below(&mut self, n: usize) -> i64 {
         (self.next() % n as u64) as i64
     }
 
     /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
+    fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
