@@ -1,4 +1,5 @@
 //! Examples for strata; see `examples/`.
 
 pub mod autograd_demo;
+pub mod gpt_model;
 pub mod training;

@@ -142,3 +142,80 @@ fn memory_hungry_runs_every_mode_on_the_cpu() {
     // bf16 parameters: about half the f32 run's peak.
     assert!(peaks[4] * 10 < peaks[0] * 6, "{peaks:?}");
 }
+
+// ----- issue 17: ddp_gpt on the CPU (in-process ranks) -----
+
+fn ddp_gpt(extra: &[&str]) -> serde_json::Value {
+    let mut args = TINY.to_vec();
+    args.extend_from_slice(extra);
+    run("ddp_gpt", &args)
+}
+
+fn losses(v: &serde_json::Value) -> Vec<f64> {
+    v["losses"]
+        .as_array()
+        .expect("losses")
+        .iter()
+        .map(|l| l.as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn ddp_gpt_one_rank_matches_gpt_and_two_ranks_match_the_global_batch() {
+    let steps = ["--steps", "4", "--batch", "4"];
+    let single = gpt(&steps);
+    let one = ddp_gpt(&[&steps[..], &["--gpus", "1"]].concat());
+    assert_eq!(one["gpus"], 1);
+    assert_eq!(one["params"], single["params"]);
+    assert_eq!(
+        losses(&one),
+        losses(&single),
+        "one rank trains exactly as gpt"
+    );
+    // Two ranks of two rows each: the mean of their losses is the loss of
+    // the four-row batch, and the averaged gradients are its gradients, so
+    // the run follows gpt's up to rounding.
+    let two = ddp_gpt(&[&steps[..], &["--gpus", "2"]].concat());
+    assert_eq!(two["gpus"], 2);
+    for (a, b) in losses(&two).iter().zip(losses(&single)) {
+        assert!((a - b).abs() <= 2e-3 * b.abs(), "{a} vs {b}");
+    }
+    let params = two["params"].as_u64().unwrap();
+    for r in two["per_rank"].as_array().unwrap() {
+        // f32 gradients of every parameter live in the buckets, allocated
+        // from the device's allocator (inside its peak).
+        assert_eq!(r["bucket_bytes"].as_u64().unwrap(), params * 4);
+        assert!(r["peak_allocated"].as_u64().unwrap() >= params * 4);
+        // The tiny model fits one 25 MiB bucket, started from backward.
+        assert_eq!(r["buckets"], 1);
+        assert_eq!(r["buckets_launched_in_backward"], 1);
+        assert!(r["nccl_init_bytes"].is_null());
+    }
+}
+
+fn run_fails(name: &str, args: &[&str]) -> String {
+    let out = Command::new(example(name))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {name}: {e}"));
+    assert_eq!(out.status.code(), Some(2), "{name} {args:?} should fail");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn ddp_gpt_bad_rank_counts_and_missing_gpus_are_errors() {
+    let mut args = TINY.to_vec();
+    args.extend_from_slice(&["--steps", "1", "--gpus", "3"]);
+    let e = run_fails("ddp_gpt", &args);
+    assert!(e.contains("divide --batch 2"), "{e}");
+    let more = (strata_tensor::cuda::device_count() + 1).to_string();
+    let e = run_fails(
+        "ddp_gpt",
+        &[
+            "--device", "cuda", "--gpus", &more, "--batch", "8", "--steps", "1",
+        ],
+    );
+    assert!(e.contains("GPU(s) are visible"), "{e}");
+    let e = run_fails("allreduce_bench", &["--gpus", &more]);
+    assert!(e.contains("GPU(s) are visible"), "{e}");
+}

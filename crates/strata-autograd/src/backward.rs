@@ -55,26 +55,36 @@ impl Var {
         // Backward formulas run on plain tensors; nothing they do is recorded.
         let _no_grad = NoGradGuard::new();
         match self.grad_fn() {
-            None => self.inner().accumulate(grad),
+            None => {
+                self.inner().accumulate(grad)?;
+                self.inner().run_grad_hooks()
+            }
             Some(root) => run(root, grad, retain_graph),
         }
     }
 }
 
-/// Kahn's algorithm over the nodes reachable from `root`.
+/// Kahn's algorithm over the nodes reachable from `root`. A leaf's
+/// post-accumulate-grad hooks run when the last edge into it has been
+/// processed: its gradient for this pass is then final.
 fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
     // Number of edges into each node from nodes reachable from the root.
     let mut deps: HashMap<usize, usize> = HashMap::new();
+    // Number of edges into each leaf from those nodes.
+    let mut leaf_edges: HashMap<usize, usize> = HashMap::new();
     let mut seen: HashSet<usize> = HashSet::new();
     let mut stack = vec![Arc::clone(&root)];
     seen.insert(key(&root));
     while let Some(n) = stack.pop() {
         for e in n.edges().iter().flatten() {
-            if let Edge::Node(c) = e {
-                *deps.entry(key(c)).or_insert(0) += 1;
-                if seen.insert(key(c)) {
-                    stack.push(Arc::clone(c));
+            match e {
+                Edge::Node(c) => {
+                    *deps.entry(key(c)).or_insert(0) += 1;
+                    if seen.insert(key(c)) {
+                        stack.push(Arc::clone(c));
+                    }
                 }
+                Edge::Leaf(v) => *leaf_edges.entry(Arc::as_ptr(v) as usize).or_insert(0) += 1,
             }
         }
     }
@@ -97,6 +107,13 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
                 Some(Edge::Leaf(v)) => {
                     if let Some(g) = g {
                         v.accumulate(g)?;
+                    }
+                    let left = leaf_edges
+                        .get_mut(&(Arc::as_ptr(v) as usize))
+                        .expect("every leaf edge was counted");
+                    *left -= 1;
+                    if *left == 0 {
+                        v.run_grad_hooks()?;
                     }
                 }
                 Some(Edge::Node(c)) => {

@@ -111,4 +111,11 @@ pub enum AutogradError {
         /// What was wrong and what to do.
         msg: String,
     },
+    /// Data-parallel training went wrong (a parameter on the wrong device,
+    /// a gradient that left its bucket, ranks that disagree, ...).
+    #[error("distributed: {msg}")]
+    Distributed {
+        /// What was wrong.
+        msg: String,
+    },
 }

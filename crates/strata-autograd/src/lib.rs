@@ -52,6 +52,9 @@ mod grad_scaler;
 mod inference_mode;
 pub mod nn;
 
+// Data-parallel training (issue 17).
+pub mod distributed;
+
 pub use error::{AutogradError, Result};
 pub use grad_mode::{
     enable_grad, is_grad_enabled, no_grad, set_grad_enabled, EnableGradGuard, NoGradGuard,
@@ -65,4 +68,4 @@ pub use inference_mode::{inference_mode, is_inference_mode_enabled, InferenceMod
 pub use ops::attention::{AttentionArgs, AttentionSaving};
 pub use ops::nn::{generator_state, manual_seed};
 pub use optim::{clip_grad_norm_, AdamW};
-pub use var::{Var, VarOperand};
+pub use var::{GradHook, HookHandle, Var, VarOperand};

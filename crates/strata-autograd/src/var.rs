@@ -39,6 +39,28 @@ pub(crate) struct VarInner {
     grad: Mutex<Option<Tensor>>,
     /// Made by a view op while recording (in-place ops on it are refused).
     is_view: bool,
+    /// Post-accumulate-grad hooks (leaves only), with the id of each.
+    hooks: Mutex<Vec<(u64, GradHook)>>,
+}
+
+/// A hook run once per backward pass after a leaf's gradient for that pass
+/// is final (see [`Var::register_post_accumulate_grad_hook`]).
+pub type GradHook = Arc<dyn Fn(&Var) -> Result<()> + Send + Sync>;
+
+/// Removes a hook registered with [`Var::register_post_accumulate_grad_hook`].
+#[derive(Debug)]
+pub struct HookHandle {
+    id: u64,
+    var: std::sync::Weak<VarInner>,
+}
+
+impl HookHandle {
+    /// Unregisters the hook (a no-op if the variable is gone).
+    pub fn remove(self) {
+        if let Some(v) = self.var.upgrade() {
+            v.hooks.lock().retain(|(id, _)| *id != self.id);
+        }
+    }
 }
 
 impl VarInner {
@@ -57,6 +79,27 @@ impl VarInner {
                 existing.add_(&g)?;
             }
             None => *slot = Some(g.deep_clone()?),
+        }
+        Ok(())
+    }
+
+    /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
+    /// register or remove hooks).
+    pub(crate) fn run_grad_hooks(self: &Arc<Self>) -> Result<()> {
+        let hooks: Vec<GradHook> = self
+            .hooks
+            .lock()
+            .iter()
+            .map(|(_, h)| Arc::clone(h))
+            .collect();
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        let var = Var {
+            inner: Arc::clone(self),
+        };
+        for h in hooks {
+            h(&var)?;
         }
         Ok(())
     }
@@ -92,6 +135,7 @@ impl Var {
                 requires_grad: AtomicBool::new(requires_grad),
                 grad: Mutex::new(None),
                 is_view,
+                hooks: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -205,6 +249,36 @@ impl Var {
     /// Replaces the accumulated gradient.
     pub fn set_grad(&self, grad: Option<Tensor>) {
         *self.inner.grad.lock() = grad;
+    }
+
+    /// Registers `hook`, run by every backward pass that reaches this leaf
+    /// once the leaf's gradient for that pass is final: after the last of
+    /// the pass's gradients for it was added into `.grad` (PyTorch's
+    /// `register_post_accumulate_grad_hook`). It runs once per pass even
+    /// when the leaf is used several times, and also when no gradient
+    /// flowed along the edges that reach it (then `.grad` is unchanged). An
+    /// error from a hook ends the backward pass with that error.
+    ///
+    /// Only leaves that require grad have gradients: anything else is an
+    /// [`AutogradError::RequiresGrad`] error.
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Var) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
+        if !self.is_leaf() || !self.requires_grad() {
+            return Err(AutogradError::RequiresGrad {
+                msg:
+                    "post-accumulate-grad hooks can only be registered on leaves that require grad"
+                        .into(),
+            });
+        }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        self.inner.hooks.lock().push((id, Arc::new(hook)));
+        Ok(HookHandle {
+            id,
+            var: Arc::downgrade(&self.inner),
+        })
     }
 
     /// Clears `.grad`: drops it (`set_to_none`, its memory returns to the

@@ -76,6 +76,7 @@ mod creation;
 pub mod cuda;
 mod device;
 mod display;
+pub mod distributed;
 pub mod dtype;
 mod error;
 mod generate;

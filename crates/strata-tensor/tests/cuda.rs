@@ -2451,3 +2451,196 @@ fn scaled_causal_softmax_matches_cpu_and_the_unfused_ops() -> Result<()> {
     }
     Ok(())
 }
+
+// ----- issue 17: NCCL collectives with a one-rank communicator -----
+
+/// The host result of each collective over the inputs of `world` ranks,
+/// computed in f64 from the ranks' elements (the reference the GPU is checked
+/// against; with one GPU `world` is 1).
+fn host_reduce(inputs: &[Vec<f64>], op: strata_tensor::distributed::ReduceOp) -> Vec<f64> {
+    use strata_tensor::distributed::ReduceOp;
+    (0..inputs[0].len())
+        .map(|i| {
+            let col = inputs.iter().map(|v| v[i]);
+            match op {
+                ReduceOp::Sum => col.sum(),
+                ReduceOp::Avg => col.sum::<f64>() / inputs.len() as f64,
+                ReduceOp::Max => col.fold(f64::NEG_INFINITY, f64::max),
+            }
+        })
+        .collect()
+}
+
+fn as_f64(t: &Tensor) -> Result<Vec<f64>> {
+    t.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()
+}
+
+/// Every collective on every dtype NCCL and strata share, with a one-rank
+/// communicator, against the host computation; the inputs are written by a
+/// kernel on a non-default current stream right before each collective, so
+/// a missing compute -> communication ordering would show as stale data.
+#[test]
+#[ignore = "needs a CUDA GPU and NCCL; run with --include-ignored on a GPU machine"]
+fn nccl_one_rank_collectives_match_host() -> Result<()> {
+    use strata_tensor::distributed::{nccl_version, Communicator, ReduceOp};
+    let dev = gpu();
+    let comms = Communicator::for_devices(&[dev])?;
+    let comm = &comms[0];
+    assert_eq!((comm.rank(), comm.world_size(), comm.device()), (0, 1, dev));
+    eprintln!("NCCL {:?}", nccl_version()?);
+    let side = cuda::Stream::new(dev)?;
+    let _g = cuda::StreamGuard::new(&side)?;
+    let mut seed = 1700;
+    for dtype in [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+    ] {
+        for n in [1usize, 1000, 1 << 20] {
+            seed += 1;
+            let host = Tensor::randint(0, 100, &[n], Some(DType::I64), seed, Device::Cpu)?
+                .to_dtype(dtype)?;
+            let mut ops = vec![ReduceOp::Sum, ReduceOp::Max];
+            if dtype.is_float() {
+                ops.push(ReduceOp::Avg);
+            }
+            for op in ops {
+                let t = Tensor::zeros(&[n], dtype, dev)?;
+                t.copy_(&host.to(dev)?)?; // a kernel on the side stream
+                let w = comm.all_reduce(&t, op)?;
+                w.wait()?;
+                let expect = host_reduce(&[as_f64(&host)?], op);
+                assert_eq!(as_f64(&t)?, expect, "all_reduce {op:?} {dtype} n={n}");
+            }
+            // broadcast from rank 0
+            let t = Tensor::zeros(&[n], dtype, dev)?;
+            t.copy_(&host.to(dev)?)?;
+            comm.broadcast(&t, 0)?.wait()?;
+            assert_eq!(as_f64(&t)?, as_f64(&host)?, "broadcast {dtype} n={n}");
+            // all_gather from a non-contiguous input (copied first)
+            if n > 1 && n.is_multiple_of(2) {
+                let src = host.to(dev)?.view(&[2, (n / 2) as i64])?.transpose(0, 1)?;
+                let out = Tensor::zeros(&[n], dtype, dev)?;
+                comm.all_gather(&src, &out)?.wait()?;
+                assert_eq!(
+                    as_f64(&out)?,
+                    as_f64(&src.contiguous()?)?,
+                    "all_gather {dtype} n={n}"
+                );
+            }
+            // reduce_scatter: one rank keeps the whole reduction
+            let out = Tensor::zeros(&[n], dtype, dev)?;
+            comm.reduce_scatter(&host.to(dev)?, &out, ReduceOp::Sum)?
+                .wait()?;
+            assert_eq!(
+                as_f64(&out)?,
+                host_reduce(&[as_f64(&host)?], ReduceOp::Sum),
+                "reduce_scatter {dtype} n={n}"
+            );
+        }
+    }
+    // bool: broadcast and all_gather only
+    let b = Tensor::from_slice(&[true, false, true], &[3], dev)?;
+    comm.broadcast(&b, 0)?.synchronize()?;
+    assert_eq!(b.to_vec::<bool>()?, vec![true, false, true]);
+    Ok(())
+}
+
+/// The multi-process path with one process: a unique id through bytes,
+/// `init_rank`, a collective inside `group`, and host synchronisation.
+#[test]
+#[ignore = "needs a CUDA GPU and NCCL; run with --include-ignored on a GPU machine"]
+fn nccl_init_rank_unique_id_and_group() -> Result<()> {
+    use strata_tensor::distributed::{group, Communicator, ReduceOp, UniqueId};
+    let dev = gpu();
+    let id = UniqueId::new()?;
+    let id2 = UniqueId::from_bytes(id.as_bytes())?;
+    assert_eq!(id, id2);
+    let comm = Communicator::init_rank(dev, 0, 1, &id2)?;
+    let t = Tensor::from_slice(&[1.5f32, -2.0, 8.0], &[3], dev)?;
+    let w = group(|| comm.all_reduce(&t, ReduceOp::Sum))?;
+    w.synchronize()?;
+    assert!(w.is_completed()?);
+    assert_eq!(t.to_vec::<f32>()?, vec![1.5, -2.0, 8.0]);
+    assert!(group(|| group(|| Ok(()))).is_err(), "groups do not nest");
+    // NVLS stays off unless the user set it.
+    assert!(std::env::var("NCCL_NVLS_ENABLE").is_ok());
+    Ok(())
+}
+
+/// Bad arguments on a real communicator are typed errors, and a dropped
+/// input stays valid for NCCL (record_stream) while the allocator is busy.
+#[test]
+#[ignore = "needs a CUDA GPU and NCCL; run with --include-ignored on a GPU machine"]
+fn nccl_typed_errors_and_buffer_lifetime() -> Result<()> {
+    use strata_tensor::distributed::{Communicator, ReduceOp};
+    let dev = gpu();
+    let comm = Communicator::for_devices(&[dev])?.remove(0);
+    let cpu = Tensor::zeros(&[4], DType::F32, Device::Cpu)?;
+    assert!(matches!(
+        comm.all_reduce(&cpu, ReduceOp::Sum),
+        Err(TensorError::DeviceMismatch { .. })
+    ));
+    let t = Tensor::zeros(&[4, 4], DType::F32, dev)?;
+    assert!(matches!(
+        comm.all_reduce(&t.transpose(0, 1)?, ReduceOp::Sum),
+        Err(TensorError::Value { .. })
+    ));
+    let i = Tensor::zeros(&[4], DType::I32, dev)?;
+    assert!(matches!(
+        comm.all_reduce(&i, ReduceOp::Avg),
+        Err(TensorError::DType { .. })
+    ));
+    let b = Tensor::zeros(&[4], DType::Bool, dev)?;
+    assert!(matches!(
+        comm.all_reduce(&b, ReduceOp::Max),
+        Err(TensorError::DType { .. })
+    ));
+    assert!(matches!(
+        comm.broadcast(&t, 1),
+        Err(TensorError::Value { .. })
+    ));
+    let f64_out = Tensor::zeros(&[16], DType::F64, dev)?;
+    assert!(matches!(
+        comm.all_gather(&t, &f64_out),
+        Err(TensorError::DType { .. })
+    ));
+    let small = Tensor::zeros(&[15], DType::F32, dev)?;
+    assert!(matches!(
+        comm.all_gather(&t, &small),
+        Err(TensorError::Shape { .. })
+    ));
+    assert!(matches!(
+        comm.reduce_scatter(&t, &small, ReduceOp::Sum),
+        Err(TensorError::Shape { .. })
+    ));
+    assert!(matches!(
+        Communicator::for_devices(&[dev, dev]),
+        Err(TensorError::Value { .. })
+    ));
+    let missing = Device::Cuda(cuda::device_count());
+    assert!(matches!(
+        Communicator::for_devices(&[dev, missing]),
+        Err(TensorError::BackendUnavailable { .. })
+    ));
+    // Lifetime: queue many all-reduces of temporaries that are dropped at once;
+    // the allocator must not hand their blocks to the fills queued meanwhile.
+    let keep = Tensor::full(&[1 << 22], 3.0, DType::F32, dev)?;
+    for _ in 0..20 {
+        let tmp = keep.deep_clone()?;
+        let _w = comm.all_reduce(&tmp, ReduceOp::Sum)?;
+        drop(tmp);
+        let other = Tensor::full(&[1 << 22], -1.0, DType::F32, dev)?;
+        drop(other);
+    }
+    cuda::synchronize(dev)?;
+    assert_eq!(
+        keep.sum(None, false)?.item::<f32>()?,
+        3.0 * (1 << 22) as f32
+    );
+    Ok(())
+}

@@ -177,3 +177,80 @@ pub(crate) fn host_memory_stats(_ordinal: usize) -> Option<strata_alloc::pinned:
 pub(crate) fn staging_geometry() -> (usize, usize) {
     (0, 0)
 }
+
+// ----- NCCL (`crate::distributed`) -----
+
+/// NCCL needs the `cuda` feature.
+const NCCL_REASON: &str =
+    "strata-tensor was built without the `cuda` feature, so NCCL collectives are unavailable";
+
+fn nccl_unavailable<T>() -> Result<T> {
+    Err(TensorError::BackendUnavailable {
+        device: Device::Cuda(0),
+        reason: NCCL_REASON.into(),
+    })
+}
+
+/// No communicator can exist in this build.
+#[derive(Debug)]
+pub(crate) enum RawComm {}
+
+/// Always the missing feature.
+pub(crate) fn nccl_unavailable_reason() -> Option<String> {
+    Some(NCCL_REASON.into())
+}
+
+/// Never loaded.
+pub(crate) fn nccl_library_path() -> Option<String> {
+    None
+}
+
+/// Unavailable.
+pub(crate) fn nccl_version() -> Result<i32> {
+    nccl_unavailable()
+}
+
+/// Unavailable.
+pub(crate) fn nccl_unique_id() -> Result<[u8; 128]> {
+    nccl_unavailable()
+}
+
+/// Unavailable.
+pub(crate) fn nccl_init_all(_ordinals: &[usize]) -> Result<Vec<RawComm>> {
+    nccl_unavailable()
+}
+
+/// Unavailable.
+pub(crate) fn nccl_init_rank(
+    _ordinal: usize,
+    _world: usize,
+    _rank: usize,
+    _id: &[u8; 128],
+) -> Result<RawComm> {
+    nccl_unavailable()
+}
+
+/// Unreachable: no communicator exists.
+pub(crate) fn nccl_destroy(_device: Device, comm: &RawComm) {
+    match *comm {}
+}
+
+/// Unavailable.
+pub(crate) fn nccl_group_start() -> Result<()> {
+    nccl_unavailable()
+}
+
+/// Unavailable.
+pub(crate) fn nccl_group_end() -> Result<()> {
+    nccl_unavailable()
+}
+
+/// Unreachable: no communicator exists.
+pub(crate) fn nccl_collective(
+    _device: Device,
+    comm: &RawComm,
+    _call: &crate::distributed::CollectiveCall,
+    _s: StreamId,
+) -> Result<()> {
+    match *comm {}
+}

@@ -15,6 +15,7 @@ pub(crate) mod context;
 pub(crate) mod dimops;
 pub(crate) mod kernels;
 pub(crate) mod launch;
+pub(crate) mod nccl;
 pub(crate) mod nn;
 pub(crate) mod nvrtc;
 pub(crate) mod optim;

@@ -9,7 +9,8 @@
 //! RUNPATH, so it cannot find its own `libnvrtc-builtins` either. Before the
 //! first use this module searches, in order: every `LD_LIBRARY_PATH` entry,
 //! `$CUDA_HOME`/`$CUDA_PATH`, `/usr/local/cuda`, and the `nvidia/cu13/lib`
-//! (and CUDA 12's `nvidia/cuda_nvrtc/lib`, `nvidia/cublas/lib`) folders of the
+//! (and CUDA 12's `nvidia/cuda_nvrtc/lib`, `nvidia/cublas/lib`, and NCCL's
+//! `nvidia/nccl/lib`, searched by `nccl.rs`) folders of the
 //! Python environments under `$VIRTUAL_ENV`, `$CONDA_PREFIX`, `/opt/torch/.venv`,
 //! `/opt/conda`, `/usr/local`, `/usr` and `~/.local`. Where a folder holds the
 //! library, its companions (`libnvrtc-builtins`, `libcublasLt`) are loaded
@@ -88,7 +89,7 @@ pub fn search_dirs() -> Vec<PathBuf> {
             for py in pythons.into_iter().rev() {
                 for site in ["site-packages", "dist-packages"] {
                     let nv = py.join(site).join("nvidia");
-                    for sub in ["cu13/lib", "cuda_nvrtc/lib", "cublas/lib"] {
+                    for sub in ["cu13/lib", "cuda_nvrtc/lib", "cublas/lib", "nccl/lib"] {
                         dirs.push(nv.join(sub));
                     }
                 }

@@ -10,6 +10,12 @@ use cudarc::driver::sys;
 use std::sync::Arc;
 use strata_alloc::{CachingAllocator, Device, DevicePtr, StreamId};
 
+// NCCL communicators and collectives (`crate::distributed`).
+pub(crate) use super::nccl::{
+    nccl_collective, nccl_destroy, nccl_group_end, nccl_group_start, nccl_init_all, nccl_init_rank,
+    nccl_library_path, nccl_unavailable_reason, nccl_unique_id, nccl_version, RawComm,
+};
+
 /// The opened GPU `device`, or a typed error for a device that is not a GPU.
 fn gpu(device: Device) -> Result<&'static CudaDevice> {
     match device {

@@ -1,0 +1,299 @@
+//! [`LocalGroup`]: ranks of one process (one thread each) that reduce on the
+//! host. It serves CPU training and tests: every call is logged in the order
+//! it was issued, and ranks that issue different collectives at the same
+//! position get a typed error instead of a hang.
+
+use super::collective::{Collective, PendingWork};
+use crate::error::{AutogradError, Result};
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_tensor::distributed::ReduceOp;
+use strata_tensor::{DType, Device, Tensor};
+
+/// What a logged call was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    /// An all-reduce.
+    AllReduce(ReduceOp),
+    /// A broadcast from a root rank.
+    Broadcast(usize),
+}
+
+/// One logged collective call, in the order the ranks issued them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallRecord {
+    /// The rank that issued it.
+    pub rank: usize,
+    /// Its position among that rank's collectives (0-based).
+    pub seq: u64,
+    /// What it was.
+    pub kind: CallKind,
+    /// Elements of the buffer.
+    pub numel: usize,
+}
+
+struct Round {
+    kind: CallKind,
+    numel: usize,
+    dtype: DType,
+    /// Each rank's input, in f64.
+    inputs: Vec<Option<Vec<f64>>>,
+    /// Ranks that have read the result.
+    finished: usize,
+}
+
+struct Shared {
+    world: usize,
+    device: Device,
+    timeout: Duration,
+    rounds: Mutex<HashMap<u64, Round>>,
+    arrived: Condvar,
+    log: Mutex<Vec<CallRecord>>,
+}
+
+/// An in-process group of ranks; see the module docs.
+#[derive(Clone)]
+pub struct LocalGroup {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LocalGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalGroup")
+            .field("world_size", &self.shared.world)
+            .field("device", &self.shared.device)
+            .finish()
+    }
+}
+
+/// One rank of a [`LocalGroup`].
+pub struct LocalRank {
+    rank: usize,
+    shared: Arc<Shared>,
+    next_seq: AtomicU64,
+}
+
+impl std::fmt::Debug for LocalRank {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalRank")
+            .field("rank", &self.rank)
+            .field("world_size", &self.shared.world)
+            .finish()
+    }
+}
+
+impl LocalGroup {
+    /// A group of `world_size` ranks whose tensors live on `device`, and
+    /// its ranks (hand one to each thread). A rank waits at most 60 s for
+    /// the others.
+    pub fn new(world_size: usize, device: Device) -> Result<(LocalGroup, Vec<LocalRank>)> {
+        LocalGroup::with_timeout(world_size, device, Duration::from_secs(60))
+    }
+
+    /// [`LocalGroup::new`] with how long a rank waits for the others before
+    /// its `wait` fails.
+    pub fn with_timeout(
+        world_size: usize,
+        device: Device,
+        timeout: Duration,
+    ) -> Result<(LocalGroup, Vec<LocalRank>)> {
+        if world_size == 0 {
+            return Err(AutogradError::Distributed {
+                msg: "a group needs at least one rank".into(),
+            });
+        }
+        let shared = Arc::new(Shared {
+            world: world_size,
+            device,
+            timeout,
+            rounds: Mutex::new(HashMap::new()),
+            arrived: Condvar::new(),
+            log: Mutex::new(Vec::new()),
+        });
+        let ranks = (0..world_size)
+            .map(|rank| LocalRank {
+                rank,
+                shared: Arc::clone(&shared),
+                next_seq: AtomicU64::new(0),
+            })
+            .collect();
+        Ok((LocalGroup { shared }, ranks))
+    }
+
+    /// Every call issued so far, in issue order.
+    pub fn log(&self) -> Vec<CallRecord> {
+        self.shared.log.lock().clone()
+    }
+}
+
+impl LocalRank {
+    fn start(&self, tensor: &Tensor, kind: CallKind) -> Result<Box<dyn PendingWork>> {
+        let what = match kind {
+            CallKind::AllReduce(_) => "all_reduce",
+            CallKind::Broadcast(_) => "broadcast",
+        };
+        let err = |msg: String| AutogradError::Distributed {
+            msg: format!("{what} on rank {}: {msg}", self.rank),
+        };
+        if tensor.device() != self.shared.device {
+            return Err(err(format!(
+                "the tensor is on {} but the group is on {}",
+                tensor.device(),
+                self.shared.device
+            )));
+        }
+        if !tensor.is_contiguous() {
+            return Err(err("the tensor must be contiguous".into()));
+        }
+        match kind {
+            CallKind::Broadcast(root) if root >= self.shared.world => {
+                return Err(err(format!(
+                    "root {root} is not a rank of a group of {}",
+                    self.shared.world
+                )));
+            }
+            CallKind::AllReduce(ReduceOp::Avg) if !tensor.dtype().is_float() => {
+                return Err(err(format!(
+                    "Avg needs a float dtype, not {}",
+                    tensor.dtype()
+                )));
+            }
+            _ => {}
+        }
+        let values = tensor.to_dtype(DType::F64)?.to_vec::<f64>()?;
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut rounds = self.shared.rounds.lock();
+            let round = rounds.entry(seq).or_insert_with(|| Round {
+                kind,
+                numel: tensor.numel(),
+                dtype: tensor.dtype(),
+                inputs: vec![None; self.shared.world],
+                finished: 0,
+            });
+            if round.kind != kind || round.numel != tensor.numel() || round.dtype != tensor.dtype()
+            {
+                return Err(err(format!(
+                    "collective #{seq} is {:?} of {} {} elements on another rank but {:?} of {} {} here",
+                    round.kind,
+                    round.numel,
+                    round.dtype,
+                    kind,
+                    tensor.numel(),
+                    tensor.dtype()
+                )));
+            }
+            round.inputs[self.rank] = Some(values);
+            self.shared.log.lock().push(CallRecord {
+                rank: self.rank,
+                seq,
+                kind,
+                numel: tensor.numel(),
+            });
+        }
+        self.shared.arrived.notify_all();
+        Ok(Box::new(LocalWork {
+            rank: self.rank,
+            seq,
+            shared: Arc::clone(&self.shared),
+            tensor: tensor.clone(),
+        }))
+    }
+}
+
+impl Collective for LocalRank {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn world_size(&self) -> usize {
+        self.shared.world
+    }
+    fn device(&self) -> Device {
+        self.shared.device
+    }
+    fn all_reduce(&self, tensor: &Tensor, op: ReduceOp) -> Result<Box<dyn PendingWork>> {
+        self.start(tensor, CallKind::AllReduce(op))
+    }
+    fn broadcast(&self, tensor: &Tensor, root: usize) -> Result<Box<dyn PendingWork>> {
+        self.start(tensor, CallKind::Broadcast(root))
+    }
+}
+
+struct LocalWork {
+    rank: usize,
+    seq: u64,
+    shared: Arc<Shared>,
+    tensor: Tensor,
+}
+
+impl PendingWork for LocalWork {
+    fn wait(self: Box<Self>) -> Result<()> {
+        let deadline = Instant::now() + self.shared.timeout;
+        let result = {
+            let mut rounds = self.shared.rounds.lock();
+            loop {
+                let round = rounds
+                    .get(&self.seq)
+                    .expect("a started round stays until all finished");
+                if round.inputs.iter().all(Option::is_some) {
+                    break;
+                }
+                if self
+                    .shared
+                    .arrived
+                    .wait_until(&mut rounds, deadline)
+                    .timed_out()
+                {
+                    let missing: Vec<usize> = rounds[&self.seq]
+                        .inputs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, v)| v.is_none())
+                        .map(|(r, _)| r)
+                        .collect();
+                    return Err(AutogradError::Distributed {
+                        msg: format!(
+                            "rank {} waited {:?} for ranks {missing:?} to join collective #{}",
+                            self.rank, self.shared.timeout, self.seq
+                        ),
+                    });
+                }
+            }
+            let round = rounds.get_mut(&self.seq).expect("checked above");
+            let inputs: Vec<&Vec<f64>> = round.inputs.iter().flatten().collect();
+            let n = round.numel;
+            let result: Vec<f64> = match round.kind {
+                CallKind::Broadcast(root) => inputs[root].clone(),
+                CallKind::AllReduce(op) => (0..n)
+                    .map(|i| {
+                        // Ranks in order: every rank computes the same bits.
+                        let mut acc = inputs[0][i];
+                        for v in &inputs[1..] {
+                            acc = match op {
+                                ReduceOp::Sum | ReduceOp::Avg => acc + v[i],
+                                ReduceOp::Max => acc.max(v[i]),
+                            };
+                        }
+                        if op == ReduceOp::Avg {
+                            acc / inputs.len() as f64
+                        } else {
+                            acc
+                        }
+                    })
+                    .collect(),
+            };
+            round.finished += 1;
+            if round.finished == self.shared.world {
+                rounds.remove(&self.seq);
+            }
+            result
+        };
+        let src = Tensor::from_vec(result, self.tensor.shape(), self.tensor.device())?
+            .to_dtype(self.tensor.dtype())?;
+        self.tensor.copy_(&src)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,419 @@
+//! The GPT-2-style decoder of `shared/anchors/torch_gpt.py` and its synthetic
+//! data, shared by the `gpt` and `ddp_gpt` examples (see `examples/gpt.rs` for the model's
+//! description and what `--recompute` keeps).
+
+use crate::training::{parse_checkpoint, Flags};
+use std::sync::Arc;
+use strata::tensor::generator::next_seed;
+use strata_autograd::nn::{join, Embedding, LayerNorm, Linear, Module};
+use strata_autograd::{checkpoint_blocks, AttentionArgs, AttentionSaving, Result as AgResult, Var};
+use strata_tensor::{DType, Device, GeluApprox, Tensor};
+
+/// The command line, named as torch_gpt.py's arguments.
+#[derive(Clone, Debug)]
+pub struct GptArgs {
+    /// `--layers`.
+    pub layers: usize,
+    /// `--d-model`.
+    pub d_model: usize,
+    /// `--heads`.
+    pub heads: usize,
+    /// `--seq`.
+    pub seq: usize,
+    /// `--batch`.
+    pub batch: usize,
+    /// `--vocab`.
+    pub vocab: usize,
+    /// `--steps`.
+    pub steps: usize,
+    /// `--warmup`.
+    pub warmup: usize,
+    /// `--precision`.
+    pub precision: String,
+    /// `--checkpoint`.
+    pub checkpoint: String,
+    /// `--attn`.
+    pub attn: String,
+    /// `--recompute` (what the blocks recompute in backward; see [`Recompute`]).
+    pub recompute: String,
+    /// `--device`.
+    pub device: String,
+    /// `--seed`.
+    pub seed: u64,
+}
+
+/// The flags of `gpt` (torch_gpt.py's arguments).
+pub const GPT_FLAGS: &[&str] = &[
+    "layers",
+    "d-model",
+    "heads",
+    "seq",
+    "batch",
+    "vocab",
+    "steps",
+    "warmup",
+    "precision",
+    "checkpoint",
+    "attn",
+    "recompute",
+    "device",
+    "seed",
+];
+
+/// The checked arguments of `gpt` from parsed flags (defaults as torch_gpt.py's).
+pub fn gpt_args(f: &Flags) -> Result<GptArgs, String> {
+    let a = GptArgs {
+        layers: f.num("layers", 12)?,
+        d_model: f.num("d-model", 768)?,
+        heads: f.num("heads", 12)?,
+        seq: f.num("seq", 1024)?,
+        batch: f.num("batch", 8)?,
+        vocab: f.num("vocab", 8192)?,
+        steps: f.num("steps", 10)?,
+        warmup: f.num("warmup", 3)?,
+        precision: f.str("precision", "f32"),
+        checkpoint: f.str("checkpoint", "none"),
+        attn: f.str("attn", "naive"),
+        recompute: f.str("recompute", "attn,mlp"),
+        device: f.str("device", "cuda"),
+        seed: f.num("seed", 0)?,
+    };
+    if !["f32", "bf16", "autocast-bf16"].contains(&a.precision.as_str()) {
+        return Err(format!(
+            "--precision {:?}: expected f32, bf16 or autocast-bf16",
+            a.precision
+        ));
+    }
+    if a.attn != "naive" {
+        return Err(format!(
+            "--attn {:?}: only naive attention is implemented",
+            a.attn
+        ));
+    }
+    let sizes = [
+        a.layers, a.d_model, a.heads, a.seq, a.batch, a.vocab, a.steps,
+    ];
+    if sizes.contains(&0) || !a.d_model.is_multiple_of(a.heads) {
+        return Err("sizes must be > 0 and --d-model a multiple of --heads".into());
+    }
+    parse_checkpoint(&a.checkpoint)?;
+    Recompute::parse(&a.recompute)?;
+    Ok(a)
+}
+
+/// What the blocks recompute in backward instead of keeping (`--recompute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Recompute {
+    attn: AttnMode,
+    /// `fc2(gelu(h))` as `gelu_linear` (recomputes `gelu(h)`).
+    mlp: bool,
+}
+
+impl Recompute {
+    /// `none`, or a comma-separated list of `attn` / `attn-keep` and `mlp`.
+    pub fn parse(s: &str) -> Result<Recompute, String> {
+        let mut r = Recompute {
+            attn: AttnMode::Composed,
+            mlp: false,
+        };
+        if s == "none" {
+            return Ok(r);
+        }
+        for part in s.split(',') {
+            match part {
+                "mlp" => r.mlp = true,
+                _ => r.attn = AttnMode::parse(part)?,
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// How a block's attention core is recorded (`--recompute`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AttnMode {
+    /// `none`: op by op (matmul, div, masked_fill, softmax, matmul), as
+    /// PyTorch eager records it.
+    Composed,
+    /// `attn` / `attn-keep`: the fused op, recomputing / keeping the
+    /// probabilities.
+    Fused(AttentionSaving),
+}
+
+impl AttnMode {
+    fn parse(s: &str) -> Result<AttnMode, String> {
+        match s {
+            "attn" => Ok(AttnMode::Fused(AttentionSaving::Recompute)),
+            "attn-keep" => Ok(AttnMode::Fused(AttentionSaving::SaveProbs)),
+            _ => Err(format!(
+                "--recompute: {s:?} is not one of attn, attn-keep, mlp (comma-separated), or none"
+            )),
+        }
+    }
+}
+
+/// N(0, 0.02) in f32.
+pub fn normal(shape: &[usize], dev: Device) -> AgResult<Tensor> {
+    let t = Tensor::randn(shape, DType::F32, next_seed(), dev)?;
+    t.mul_(0.02)?;
+    Ok(t)
+}
+
+/// A linear layer initialised as torch_gpt.py does.
+pub fn linear(i: usize, o: usize, bias: bool, dev: Device) -> AgResult<Linear> {
+    let b = if bias {
+        Some(Tensor::zeros(&[o], DType::F32, dev)?)
+    } else {
+        None
+    };
+    Linear::from_tensors(normal(&[o, i], dev)?, b)
+}
+
+/// One decoder block.
+pub struct Block {
+    heads: usize,
+    recompute: Recompute,
+    ln1: LayerNorm,
+    ln2: LayerNorm,
+    qkv: Linear,
+    proj: Linear,
+    fc1: Linear,
+    fc2: Linear,
+}
+
+impl Block {
+    /// A block of width `d` with `heads` heads, recomputing what `recompute` says.
+    pub fn new(d: usize, heads: usize, recompute: Recompute, dev: Device) -> AgResult<Block> {
+        Ok(Block {
+            heads,
+            recompute,
+            ln1: LayerNorm::new(&[d], 1e-5, dev)?,
+            ln2: LayerNorm::new(&[d], 1e-5, dev)?,
+            qkv: linear(d, 3 * d, true, dev)?,
+            proj: linear(d, d, true, dev)?,
+            fc1: linear(d, 4 * d, true, dev)?,
+            fc2: linear(4 * d, d, true, dev)?,
+        })
+    }
+
+    /// Causal self-attention.
+    pub fn attn(&self, x: &Var) -> AgResult<Var> {
+        let (b, t, d) = (x.shape()[0], x.shape()[1], x.shape()[2]);
+        let (h, hd) = (self.heads, d / self.heads);
+        let qkv = self.qkv.forward(x)?.split(d as i64, 2)?;
+        let heads = |z: &Var| -> AgResult<Var> {
+            z.reshape(&[b as i64, t as i64, h as i64, hd as i64])?
+                .transpose(1, 2)
+        };
+        let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
+        drop(qkv);
+        let y = match self.recompute.attn {
+            AttnMode::Fused(saving) => q.attention(
+                &k,
+                &v,
+                AttentionArgs {
+                    scale: Some(1.0 / (hd as f64).sqrt()),
+                    causal: true,
+                    saving,
+                },
+            )?,
+            AttnMode::Composed => {
+                let s = q.matmul(&k.transpose(-2, -1)?)?.div((hd as f64).sqrt())?;
+                // mask[i][j] = j > i: the future positions.
+                let dev = x.device();
+                let pos = Tensor::arange(0, t as i64, 1, Some(DType::I64), dev)?;
+                let mask = pos.unsqueeze(0)?.gt(&pos.unsqueeze(1)?)?;
+                s.masked_fill(&mask, f64::NEG_INFINITY)?
+                    .softmax(-1, None)?
+                    .matmul(&v)?
+            }
+        };
+        let y = y
+            .transpose(1, 2)?
+            .reshape(&[b as i64, t as i64, d as i64])?;
+        self.proj.forward(&y)
+    }
+
+    /// `x + attn(ln1(x))`, then `+ mlp(ln2(.))`.
+    pub fn forward(&self, x: &Var) -> AgResult<Var> {
+        let x = x.add(&self.attn(&self.ln1.forward(x)?)?)?;
+        let h = self.fc1.forward(&self.ln2.forward(&x)?)?;
+        let out = if self.recompute.mlp {
+            h.gelu_linear(GeluApprox::Tanh, &self.fc2.weight, self.fc2.bias.as_ref())?
+        } else {
+            self.fc2.forward(&h.gelu(GeluApprox::Tanh)?)?
+        };
+        x.add(&out)
+    }
+
+    fn parts(&self) -> [(&'static str, &dyn Module); 6] {
+        [
+            ("ln1", &self.ln1),
+            ("ln2", &self.ln2),
+            ("qkv", &self.qkv),
+            ("proj", &self.proj),
+            ("fc1", &self.fc1),
+            ("fc2", &self.fc2),
+        ]
+    }
+}
+
+impl Module for Block {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(String, &Var)) {
+        for (name, m) in self.parts() {
+            m.visit(&join(prefix, name), f);
+        }
+    }
+
+    fn visit_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(String, &mut Var) -> AgResult<()>,
+    ) -> AgResult<()> {
+        self.ln1.visit_mut(&join(prefix, "ln1"), f)?;
+        self.ln2.visit_mut(&join(prefix, "ln2"), f)?;
+        self.qkv.visit_mut(&join(prefix, "qkv"), f)?;
+        self.proj.visit_mut(&join(prefix, "proj"), f)?;
+        self.fc1.visit_mut(&join(prefix, "fc1"), f)?;
+        self.fc2.visit_mut(&join(prefix, "fc2"), f)
+    }
+
+    fn set_training(&mut self, _training: bool) {}
+
+    fn is_training(&self) -> bool {
+        true
+    }
+}
+
+/// The checkpointed function of a block.
+pub fn block_forward(b: &Block, x: &Var) -> AgResult<Var> {
+    b.forward(x)
+}
+
+/// The model.
+pub struct Gpt {
+    tok: Embedding,
+    pos: Embedding,
+    blocks: Vec<Arc<Block>>,
+    ln_f: LayerNorm,
+    head: Linear,
+    every: usize,
+}
+
+impl Gpt {
+    /// A model as torch_gpt.py initialises it, drawing from the seeded generator.
+    pub fn new(a: &GptArgs, dev: Device) -> AgResult<Gpt> {
+        let d = a.d_model;
+        let recompute = Recompute::parse(&a.recompute)
+            .map_err(|msg| strata_autograd::AutogradError::Module { module: "Gpt", msg })?;
+        Ok(Gpt {
+            tok: Embedding::from_tensor(normal(&[a.vocab, d], dev)?)?,
+            pos: Embedding::from_tensor(normal(&[a.seq, d], dev)?)?,
+            blocks: (0..a.layers)
+                .map(|_| Block::new(d, a.heads, recompute, dev).map(Arc::new))
+                .collect::<AgResult<_>>()?,
+            ln_f: LayerNorm::new(&[d], 1e-5, dev)?,
+            head: linear(d, a.vocab, false, dev)?,
+            every: parse_checkpoint(&a.checkpoint).unwrap_or(0),
+        })
+    }
+
+    /// Logits `[batch, seq, vocab]` of token ids `idx` `[batch, seq]`.
+    pub fn forward(&self, idx: &Tensor) -> AgResult<Var> {
+        let t = idx.shape()[1];
+        let positions = Tensor::arange(0, t as i64, 1, Some(DType::I64), idx.device())?;
+        let x = self.tok.forward(idx)?.add(&self.pos.forward(&positions)?)?;
+        let x = checkpoint_blocks(&self.blocks, self.every, &x, block_forward)?;
+        self.head.forward(&self.ln_f.forward(&x)?)
+    }
+}
+
+impl Module for Gpt {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(String, &Var)) {
+        self.tok.visit(&join(prefix, "tok"), f);
+        self.pos.visit(&join(prefix, "pos"), f);
+        for (i, b) in self.blocks.iter().enumerate() {
+            b.visit(&join(prefix, &format!("blocks.{i}")), f);
+        }
+        self.ln_f.visit(&join(prefix, "ln_f"), f);
+        self.head.visit(&join(prefix, "head"), f);
+    }
+
+    fn visit_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(String, &mut Var) -> AgResult<()>,
+    ) -> AgResult<()> {
+        self.tok.visit_mut(&join(prefix, "tok"), f)?;
+        self.pos.visit_mut(&join(prefix, "pos"), f)?;
+        for (i, b) in self.blocks.iter_mut().enumerate() {
+            let b = Arc::get_mut(b).ok_or_else(|| strata_autograd::AutogradError::Module {
+                module: "Gpt",
+                msg: "a block is shared (checkpoint closures alive); move the model first".into(),
+            })?;
+            b.visit_mut(&join(prefix, &format!("blocks.{i}")), f)?;
+        }
+        self.ln_f.visit_mut(&join(prefix, "ln_f"), f)?;
+        self.head.visit_mut(&join(prefix, "head"), f)
+    }
+
+    fn set_training(&mut self, _training: bool) {}
+
+    fn is_training(&self) -> bool {
+        true
+    }
+}
+
+/// splitmix64: the host generator of the synthetic data.
+struct SplitMix(u64);
+
+impl SplitMix {
+    /// The next 64 random bits.
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`.
+    fn below(&mut self, n: usize) -> i64 {
+        (self.next() % n as u64) as i64
+    }
+
+    /// Uniform in `[0, 1)`.
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Four (input, target) batches of torch_gpt.py's task: each sequence starts
+/// at a random token and follows `succ` with probability 0.9.
+pub fn batches(a: &GptArgs, dev: Device) -> AgResult<Vec<(Tensor, Tensor)>> {
+    let mut rng = SplitMix(a.seed.wrapping_add(1));
+    let succ: Vec<i64> = (0..a.vocab).map(|_| rng.below(a.vocab)).collect();
+    (0..4)
+        .map(|_| {
+            let mut x = Vec::with_capacity(a.batch * a.seq);
+            let mut y = Vec::with_capacity(a.batch * a.seq);
+            for _ in 0..a.batch {
+                let mut tok = rng.below(a.vocab);
+                for _ in 0..a.seq {
+                    let next = if rng.unit() < 0.9 {
+                        succ[tok as usize]
+                    } else {
+                        rng.below(a.vocab)
+                    };
+                    x.push(tok);
+                    y.push(next);
+                    tok = next;
+                }
+            }
+            Ok((
+                Tensor::from_vec(x, &[a.batch, a.seq], dev)?,
+                Tensor::from_vec(y, &[a.batch, a.seq], dev)?,
+            ))
+        })
+        .collect()
+}
