@@ -608,7 +608,14 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
             }
         }
         // Storage: the first variable (binding order) sharing this storage.
+        // Not compared for tensors without elements: PyTorch gives every
+        // empty storage a null data pointer, so the identity its generator
+        // records for them is an artifact (and strata may share one empty
+        // storage among empty tensors).
         let want_storage = want["storage"].as_str().unwrap();
+        if t.numel() == 0 {
+            continue;
+        }
         let first = env
             .vars
             .iter()
@@ -620,7 +627,7 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
                 "{name}: shares storage with {first}, expected {want_storage}"
             ));
         }
-        if want["layout"] == "checked" && t.numel() > 0 {
+        if want["layout"] == "checked" {
             let strides = ints(&want["strides"]);
             for d in 0..t.ndim() {
                 if t.shape()[d] > 1 && t.strides()[d] as i64 != strides[d] {
