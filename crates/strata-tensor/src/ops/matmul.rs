@@ -109,12 +109,6 @@ pub fn float32_matmul_precision() -> Precision {
     }
 }
 
-/// Whether f32 products may use TF32 (`allow_tf32`), read by the GPU backends.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn allow_tf32() -> bool {
-    F32_MATMUL_PRECISION.load(Ordering::Relaxed) != 0
-}
-
 impl Tensor {
     fn check_matmul_dtypes(&self, op: &'static str, b: &Tensor) -> Result<()> {
         if self.device() != b.device() {

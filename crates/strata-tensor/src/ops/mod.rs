@@ -12,8 +12,6 @@ mod softmax;
 pub(crate) mod table;
 
 pub use elementwise::{GeluApprox, Operand, RoundingMode};
-#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
-pub(crate) use matmul::allow_tf32;
 pub use matmul::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use optim::AdamHyper;
 

@@ -31,6 +31,9 @@ impl Real for f64 {
     }
 }
 
+/// One task's parameter, gradient and moment chunks.
+type Chunks<'a, T> = (((&'a mut [T], &'a [T]), &'a mut [T]), &'a mut [T]);
+
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 14;
 
@@ -55,7 +58,7 @@ where
             slice_mut::<T>(v, n),
         )
     };
-    let f = |(((pc, gc), mc), vc): (((&mut [T], &[T]), &mut [T]), &mut [T])| {
+    let f = |(((pc, gc), mc), vc): Chunks<'_, T>| {
         for (((pe, &ge), me), ve) in pc.iter_mut().zip(gc).zip(mc.iter_mut()).zip(vc.iter_mut()) {
             let gr = ge.to_acc();
             let mut pr = pe.to_acc();

@@ -230,7 +230,9 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
     };
     let device = dev.device();
     let dtype = a.dtype;
-    let tf32 = dtype == DType::F32 && crate::ops::allow_tf32();
+    // TF32 is allowed unless the precision is `Highest` (PyTorch's `allow_tf32`).
+    let tf32 = dtype == DType::F32
+        && crate::ops::float32_matmul_precision() != crate::ops::Precision::Highest;
     let (ty, compute, wide) = gemm_types(dtype, tf32);
     // The 32-bit entry point unless a size needs the `_64` one (cuBLAS 12+).
     let small = [m, n, k, bs, la.1, lb.1]
