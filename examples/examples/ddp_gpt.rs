@@ -233,13 +233,7 @@ fn run(a: &GptArgs, gpus: usize) -> BoxResult<serde_json::Value> {
     Ok(serde_json::json!({
         "bench": "ddp_gpt",
         "impl": "strata",
-        "config": {
-            "layers": a.layers, "d_model": a.d_model, "heads": a.heads, "seq": a.seq,
-            "batch": a.batch, "vocab": a.vocab, "steps": a.steps, "warmup": a.warmup,
-            "precision": a.precision, "checkpoint": a.checkpoint, "attn": a.attn,
-            "recompute": a.recompute,
-            "device": a.device, "seed": a.seed,
-        },
+        "config": a.config_json(),
         "gpus": gpus,
         "params": n_params,
         "step_ms": round(step * 1e3, 2),

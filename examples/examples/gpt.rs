@@ -114,13 +114,7 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
     Ok(serde_json::json!({
         "bench": "gpt",
         "impl": "strata",
-        "config": {
-            "layers": a.layers, "d_model": a.d_model, "heads": a.heads, "seq": a.seq,
-            "batch": a.batch, "vocab": a.vocab, "steps": a.steps, "warmup": a.warmup,
-            "precision": a.precision, "checkpoint": a.checkpoint, "attn": a.attn,
-            "recompute": a.recompute,
-            "device": a.device, "seed": a.seed,
-        },
+        "config": a.config_json(),
         "params": n_params,
         "step_ms": round(step * 1e3, 2),
         "tokens_per_s": (a.batch * a.seq) as f64 / step,

@@ -42,6 +42,20 @@ pub struct GptArgs {
     pub seed: u64,
 }
 
+impl GptArgs {
+    /// The `config` object of the examples' JSON line (torch_gpt.py's
+    /// `vars(args)`, plus `recompute`).
+    pub fn config_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "layers": self.layers, "d_model": self.d_model, "heads": self.heads, "seq": self.seq,
+            "batch": self.batch, "vocab": self.vocab, "steps": self.steps, "warmup": self.warmup,
+            "precision": self.precision, "checkpoint": self.checkpoint, "attn": self.attn,
+            "recompute": self.recompute,
+            "device": self.device, "seed": self.seed,
+        })
+    }
+}
+
 /// The flags of `gpt` (torch_gpt.py's arguments).
 pub const GPT_FLAGS: &[&str] = &[
     "layers",

@@ -142,6 +142,14 @@ pub(crate) enum RegRow {
 impl RegRow {
     /// Rows per block of the warp kernels.
     pub(crate) const WARP_ROWS: usize = (SM_BLOCK / 32) as usize;
+
+    /// Rows one block of this kernel handles.
+    pub(crate) fn rows_per_block(self) -> usize {
+        match self {
+            RegRow::Warp(_) => RegRow::WARP_ROWS,
+            RegRow::Block(_) => 1,
+        }
+    }
 }
 
 /// The register-cached kernel for contiguous rows of `n` elements with

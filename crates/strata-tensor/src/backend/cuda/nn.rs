@@ -923,10 +923,6 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             if let Some(plan) = reg_row_plan(cols, 16 / d.size(), vec) {
                 let key = format!("nn:lnr:{}:{}", tag(d), tag(wd));
                 let f = super::nvrtc::functions(dev, &key, || ln_reg_source(d, wd), &LN_REG_NAMES)?;
-                let per = match plan {
-                    RegRow::Warp(_) => RegRow::WARP_ROWS,
-                    RegRow::Block(_) => 1,
-                };
                 let vec_i = i32::from(vec);
                 // SAFETY: parameters match `ln_rw*`/`ln_rb*` (LN_ARGS: the
                 // pointers of `ln_fwd`, rows, cols, eps, vec); operands are
@@ -940,7 +936,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                         dev,
                         &key,
                         f[reg_index(plan)],
-                        (grid(dev, rows, per), 1, 1),
+                        (grid(dev, rows, plan.rows_per_block()), 1, 1),
                         (NT, 1, 1),
                         stream,
                         [
@@ -1092,10 +1088,6 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             if let Some(plan) = reg_row_plan(classes, 16 / d.size(), vec) {
                 let key = format!("nn:cer:{}", tag(d));
                 let f = super::nvrtc::functions(dev, &key, || ce_reg_source(d), &CE_REG_NAMES)?;
-                let per = match plan {
-                    RegRow::Warp(_) => RegRow::WARP_ROWS,
-                    RegRow::Block(_) => 1,
-                };
                 let vec_i = i32::from(vec);
                 // SAFETY: parameters match `ce_rw*`/`ce_rb*` (CE_ARGS: the
                 // pointers of `ce_fwd`, rows, classes, ignore_index, vec);
@@ -1109,7 +1101,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                         dev,
                         &key,
                         f[reg_index(plan)],
-                        (grid(dev, rows, per), 1, 1),
+                        (grid(dev, rows, plan.rows_per_block()), 1, 1),
                         (NT, 1, 1),
                         stream,
                         [
