@@ -2644,3 +2644,74 @@ fn nccl_typed_errors_and_buffer_lifetime() -> Result<()> {
     );
     Ok(())
 }
+
+/// The vectorised transpose (`tiled_v`: 16-byte accesses, both dims multiples
+/// of the vector width) against the CPU: copies and binary ops of transposed
+/// operands in every dtype, partial tiles, outer dims, two transposed inputs,
+/// mixed dtypes, and layouts it must decline (an odd offset, a dim that is not
+/// a multiple of the vector) falling back to the scalar tile.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn vectorised_transposes_match_cpu() -> Result<()> {
+    let dev = gpu();
+    for (i, &dtype) in DTYPES.iter().enumerate() {
+        for &(r, c) in &[(64usize, 64usize), (16, 2064), (1040, 80), (272, 48), (48, 8)] {
+            let seed = 7000 + 10 * i as u64 + r as u64;
+            let base = data(&[c, r], dtype, seed)?;
+            let gbase = base.to(dev)?;
+            let what = format!("{dtype} [{r}, {c}]");
+            assert_same(
+                &format!("{what} contiguous of t"),
+                &base.t()?.contiguous()?,
+                &gbase.t()?.contiguous()?,
+            );
+            if dtype == DType::Bool {
+                continue;
+            }
+            let a = data(&[r, c], dtype, seed + 1)?;
+            let ga = a.to(dev)?;
+            a.add_(&base.t()?)?;
+            ga.add_(&gbase.t()?)?;
+            assert_same(&format!("{what} add_ of t"), &a, &ga);
+            // Both inputs transposed, the output contiguous.
+            let other = data(&[c, r], dtype, seed + 2)?;
+            assert_same(
+                &format!("{what} t + t"),
+                &base.t()?.mul(&other.t()?)?,
+                &gbase.t()?.mul(&other.to(dev)?.t()?)?,
+            );
+            // Mixed dtypes: the transposed input is promoted to f32.
+            let f = data(&[r, c], DType::F32, seed + 3)?;
+            assert_same(
+                &format!("{what} f32 + t"),
+                &f.add(&base.t()?)?,
+                &f.to(dev)?.add(&gbase.t()?)?,
+            );
+            // Declined layouts: an offset of one element, an odd width.
+            let off = data(&[c + 1, r], dtype, seed + 4)?;
+            let (v, gv) = (
+                off.narrow(0, 1, c as i64)?.t()?,
+                off.to(dev)?.narrow(0, 1, c as i64)?.t()?,
+            );
+            assert_same(&format!("{what} offset t"), &v.contiguous()?, &gv.contiguous()?);
+            let odd = data(&[c, r + 1], dtype, seed + 5)?;
+            assert_same(
+                &format!("{what} odd t"),
+                &odd.t()?.contiguous()?,
+                &odd.to(dev)?.t()?.contiguous()?,
+            );
+        }
+        // Outer dims: [b, t, h, d] permuted, the last two dims swapped.
+        let x = data(&[3, 32, 5, 48], dtype, 7500 + i as u64)?;
+        let gx = x.to(dev)?;
+        for perm in [[0usize, 2, 3, 1], [2, 0, 3, 1], [1, 3, 0, 2]] {
+            let p: Vec<i64> = perm.iter().map(|&d| d as i64).collect();
+            assert_same(
+                &format!("{dtype} permute {perm:?}"),
+                &x.permute(&p)?.contiguous()?,
+                &gx.permute(&p)?.contiguous()?,
+            );
+        }
+    }
+    Ok(())
+}

@@ -74,6 +74,44 @@ pub(crate) fn plan(args: &[&Arg]) -> Plan {
     }
 }
 
+/// The grid and block of the vectorised transpose `tiled_v` over dims 0 and
+/// `k` of `m`, or `None` where its layout conditions fail: the output and
+/// the direct inputs step one element along dim 0, the transposed inputs one
+/// element along `k` (none broadcast); every base address and every other
+/// stride is a multiple of a vector (`v` elements); both dims are multiples
+/// of `v`; the grid fits the launch limits.
+fn tiled_v_geometry(
+    m: &Meta,
+    k: usize,
+    ptrs: &[u64],
+    sizes: &[usize],
+    v: u32,
+) -> Option<((u32, u32, u32), (u32, u32, u32))> {
+    let nd = m.nd as usize;
+    let (n0, nk) = (m.size[0], m.size[k]);
+    let vi = v as i64;
+    if v < 2 || n0 % vi != 0 || nk % vi != 0 {
+        return None;
+    }
+    for (i, (&p, &sz)) in ptrs.iter().zip(sizes).enumerate() {
+        let (e, unit) = (sz as i64, vi * sz as i64);
+        let (s0, sk) = (m.st[i][0], m.st[i][k]);
+        let direct = s0 == e && sk % unit == 0;
+        let transposed = i > 0 && sk == e && s0 % unit == 0 && s0 != 0;
+        let others = (1..nd).all(|d| d == k || m.st[i][d] % unit == 0);
+        if !(direct || transposed) || !others || p % unit as u64 != 0 {
+            return None;
+        }
+    }
+    let edge = ew::tiled_v_edge(sizes) as i64;
+    let (gx, gy, gz) = ((n0 + edge - 1) / edge, (nk + edge - 1) / edge, m.outer);
+    if gx > i32::MAX as i64 || gy > 65535 || gz > 65535 {
+        return None;
+    }
+    let (tx, ty) = ew::tiled_v_block(edge as u32, v);
+    Some(((gx as u32, gy as u32, gz as u32), (tx, ty, 1)))
+}
+
 /// Address of an operand's first element.
 pub(crate) fn base_ptr(a: &Arg) -> u64 {
     a.mem.ptr + (a.layout.offset * a.dtype.size()) as u64
@@ -250,8 +288,12 @@ pub(crate) fn elementwise(
     }
     let _ = write!(key, ":t{td}x{tr}");
     let what = key.as_str();
-    let funcs =
-        super::nvrtc::functions(dev, what, || ew::source(tys, nin, v, &body()), &ew::NAMES)?;
+    let funcs = super::nvrtc::functions(
+        dev,
+        what,
+        || ew::source(tys, nin, v, &body(), &sizes[..=nin]),
+        &ew::NAMES,
+    )?;
     let mut ptrs = [0u64; 4];
     for (i, a) in args.iter().enumerate() {
         ptrs[i] = base_ptr(a);
@@ -297,6 +339,24 @@ pub(crate) fn elementwise(
             .filter(|&d| d != k)
             .map(|d| p.shape[d] as i64)
             .product();
+        if let Some((grid, block)) = tiled_v_geometry(&meta, k, &ptrs[..nargs], &sizes[..nargs], v)
+        {
+            let kargs = [
+                KArg::of(&p0),
+                KArg::of(&p1),
+                KArg::of(&p2),
+                KArg::of(&p3),
+                KArg::of(&meta),
+                KArg::of(&prm),
+            ];
+            // SAFETY: the parameters match `tiled_v(char*, const char* x3,
+            // Meta, Params)`; the plan's sizes and byte strides describe each
+            // operand's own layout, and `tiled_v_geometry` checked that every
+            // vector access is aligned and lies within dims 0 and k (n0 and
+            // nk are multiples of the vector width), so every address lies
+            // inside its storage.
+            return unsafe { launch(dev, what, funcs[8], grid, block, stream, kargs) };
+        }
         let (td, tr) = tile_geometry();
         let tiles = (n0 as u64).div_ceil(td as u64)
             * (p.shape[k] as u64).div_ceil(td as u64)

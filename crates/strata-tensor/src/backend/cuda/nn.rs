@@ -508,14 +508,17 @@ fn ce_reg_source(d: DType) -> String {
         "{}{REG_ROWS}{GROUP_REDUCE}{}",
         reg_header(d),
         r#"
-template <int ITEMS, bool BLK>
+template <int ITEMS, bool BLK, bool SMOOTH>
 __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T* x, const i64* tgt,
                                        const T* w, i64 rows, i64 n, i64 ignore, int vec) {
   __shared__ C red[SB / 32];
   const int lanes = BLK ? SB : 32;
   const int lane = BLK ? (int)threadIdx.x : (int)(threadIdx.x & 31);
   const i64 per = BLK ? 1 : SB / 32;
-  const bool want_s = smooth != nullptr && tgt != nullptr;
+  // Label smoothing's sums are compiled only into the `ces_*` kernels: kept
+  // out of the plain ones, they cost no registers there (with them, the
+  // 32-item block kernel needed 170 registers and ran one block per SM).
+  const bool want_s = SMOOTH && smooth != nullptr && tgt != nullptr;
   for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
     const i64 r = BLK ? r0 : r0 + (threadIdx.x >> 5);
     if (!BLK && r >= rows) continue;  // uniform across the warp
@@ -530,7 +533,7 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
     for (int i = 0; i < ITEMS; i++) s += cexp(v[i] - m);
     s = grp_sum<BLK>(s, red);
     C sx = (C)0, sw = (C)0;
-    if (want_s) {
+    if constexpr (SMOOTH) if (want_s) {
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
         const i64 c = reg_col<ITEMS>(i, lane, lanes, vec != 0);
@@ -570,8 +573,10 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
 
 #define CE_ARGS C* lse, C* nll, C* smooth, C* wt, const T* x, const i64* tgt, const T* w, i64 rows, i64 n, i64 ignore, int vec
 #define CE_PASS lse, nll, smooth, wt, x, tgt, w, rows, n, ignore, vec
-#define CE_RW(I) extern "C" __global__ void __launch_bounds__(SB) ce_rw##I(CE_ARGS) { ce_row<I, false>(CE_PASS); }
-#define CE_RB(I) extern "C" __global__ void __launch_bounds__(SB) ce_rb##I(CE_ARGS) { ce_row<I, true>(CE_PASS); }
+#define CE_RW(I) extern "C" __global__ void __launch_bounds__(SB) ce_rw##I(CE_ARGS) { ce_row<I, false, false>(CE_PASS); } \
+  extern "C" __global__ void __launch_bounds__(SB) ces_rw##I(CE_ARGS) { ce_row<I, false, true>(CE_PASS); }
+#define CE_RB(I) extern "C" __global__ void __launch_bounds__(SB) ce_rb##I(CE_ARGS) { ce_row<I, true, false>(CE_PASS); } \
+  extern "C" __global__ void __launch_bounds__(SB) ces_rb##I(CE_ARGS) { ce_row<I, true, true>(CE_PASS); }
 CE_RW(1) CE_RW(2) CE_RW(4) CE_RW(8) CE_RW(16) CE_RW(32)
 CE_RB(8) CE_RB(16) CE_RB(32)
 "#
@@ -579,10 +584,16 @@ CE_RB(8) CE_RB(16) CE_RB(32)
 }
 
 /// The kernels of [`ce_reg_source`]: the warp kernels for 1, 2, ..., 32
-/// values per lane, then the block kernels for 8, 16, 32.
-const CE_REG_NAMES: [&str; 9] = [
+/// values per lane, then the block kernels for 8, 16, 32; then the same
+/// nine with label smoothing's sums (`ces_*`, at index + [`CE_SMOOTH`]).
+const CE_REG_NAMES: [&str; 18] = [
     "ce_rw1", "ce_rw2", "ce_rw4", "ce_rw8", "ce_rw16", "ce_rw32", "ce_rb8", "ce_rb16", "ce_rb32",
+    "ces_rw1", "ces_rw2", "ces_rw4", "ces_rw8", "ces_rw16", "ces_rw32", "ces_rb8", "ces_rb16",
+    "ces_rb32",
 ];
+
+/// Offset of the label-smoothing kernels in [`CE_REG_NAMES`].
+const CE_SMOOTH: usize = 9;
 
 /// The register-cached layer-norm forward (`ln_rw{1..32}`: a warp per row
 /// of up to 1024 elements, eight rows per block; `ln_rb{8,16,32}`: a block
@@ -1100,7 +1111,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                     launch(
                         dev,
                         &key,
-                        f[reg_index(plan)],
+                        f[reg_index(plan) + if smooth.is_some() { CE_SMOOTH } else { 0 }],
                         (grid(dev, rows, plan.rows_per_block()), 1, 1),
                         (NT, 1, 1),
                         stream,
@@ -1312,7 +1323,12 @@ mod tests {
         // The kernels are defined by macros: `ce_rw1` by `CE_RW(1)`.
         let defined =
             |src: &str, k: &str| src.contains(&format!("{}({})", k[..5].to_uppercase(), &k[5..]));
-        assert!(CE_REG_NAMES.iter().all(|k| defined(&cr, k)));
+        // `ces_rw1` is defined beside `ce_rw1`, by the same macro.
+        assert!(CE_REG_NAMES[..CE_SMOOTH].iter().all(|k| defined(&cr, k)));
+        assert!(CE_REG_NAMES[CE_SMOOTH..]
+            .iter()
+            .all(|k| cr.contains(&format!(" {}##I(", &k[..6]))
+                && defined(&cr, &k.replacen("ces", "ce", 1))));
         let lr = ln_reg_source(DType::F16, DType::F32);
         assert!(LN_REG_NAMES.iter().all(|k| defined(&lr, k)) && lr.contains("typedef float W;"));
         assert_eq!(reg_index(RegRow::Warp(1)), 0);

@@ -50,20 +50,45 @@ pub(crate) const TILE: u32 = 32;
 pub(crate) const TILE_ROWS: u32 = 4;
 
 /// Kernel names in the module, in this order.
-pub(crate) const NAMES: [&str; 8] = [
-    "contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled", "rowsp_v", "rowsp_1",
+pub(crate) const NAMES: [&str; 9] = [
+    "contig_v", "contig_1", "rows_v", "rows_1", "general", "tiled", "rowsp_v", "rowsp_1", "tiled_v",
 ];
+
+/// Threads per block of `tiled_v`.
+pub(crate) const TILED_V_THREADS: u32 = 256;
+
+/// `tiled_v`'s tile edge for these operand element sizes (output first): 64
+/// when the shared-memory tiles of every input fit in 40 KiB, else 32.
+pub(crate) fn tiled_v_edge(sizes: &[usize]) -> u32 {
+    let staged: usize = sizes[1..].iter().map(|s| 64 * 65 * s).sum();
+    if staged <= 40 << 10 {
+        64
+    } else {
+        32
+    }
+}
+
+/// `tiled_v`'s block: `edge / v` threads along the output's fastest dim
+/// (one vector each), and rows of them up to [`TILED_V_THREADS`] (at most
+/// `edge`).
+pub(crate) fn tiled_v_block(edge: u32, v: u32) -> (u32, u32) {
+    let tx = (edge / v).max(1);
+    (tx, (TILED_V_THREADS / tx).clamp(1, edge))
+}
 
 /// The module's source: storage types of the output and up to three inputs
 /// (unused inputs are `u8`), the number of inputs, the vector width and the body.
-pub(crate) fn source(tys: [&str; 4], nin: usize, v: u32, body: &str) -> String {
+pub(crate) fn source(tys: [&str; 4], nin: usize, v: u32, body: &str, sizes: &[usize]) -> String {
     let (td, tr) = tile_geometry();
+    let tdv = tiled_v_edge(sizes);
+    let (txv, trv) = tiled_v_block(tdv, v);
     let mut s = String::with_capacity(PRELUDE.len() + TEMPLATE.len() + 256);
     s.push_str(PRELUDE);
     s.push_str(&format!(
         "typedef {} T0;\ntypedef {} T1;\ntypedef {} T2;\ntypedef {} T3;\n\
          constexpr int NIN = {nin};\nconstexpr int V = {v};\nconstexpr int BLOCK = {BLOCK};\n\
          constexpr int UNROLL = {UNROLL};\nconstexpr int TD = {td};\nconstexpr int TR = {tr};\n\
+         constexpr int TDV = {tdv};\nconstexpr int TXV = {txv};\nconstexpr int TRV = {trv};\n\
          __device__ __forceinline__ T0 apply(T1 x1, T2 x2, T3 x3, const Params& prm) {{ {body} }}\n",
         tys[0], tys[1], tys[2], tys[3]
     ));
@@ -366,6 +391,88 @@ extern "C" __global__ void __launch_bounds__(32 * TR) tiled(char* p0, const char
       }
     }
     __syncthreads();
+  }
+}
+
+// The vectorised transpose: a TDV x TDV tile of dims 0 and k per block
+// (blockIdx.x along dim 0, .y along k, .z over the other dims), TXV x TRV
+// threads, every global access a V-element vector. Inputs that step one
+// element along k (transposed) are read as vectors along k and stored into
+// shared memory transposed; the others, like the output, step one element
+// along dim 0 and are read as vectors at the thread's output positions. The
+// host checks the layouts (unit strides, 16-byte alignment, n0 and nk
+// multiples of V), so a vector never straddles a tile edge.
+constexpr int JV = TDV / TRV;
+template <class T>
+__device__ __forceinline__ void stage_or_read_v(bool tr, T* sm, Vec<T, V> (&r)[JV], const char* q, i64 s0, i64 sk,
+                                                i64 c0, i64 ck, i64 n0, i64 nk, int tx, int ty) {
+  if (tr) {
+#pragma unroll
+    for (int j = 0; j < JV; j++) {
+      const int rl = ty + j * TRV;
+      const i64 i0 = c0 + rl, ik = ck + (i64)tx * V;
+      if (i0 < n0 && ik < nk) {
+        const Vec<T, V> x = *reinterpret_cast<const Vec<T, V>*>(q + i0 * s0 + ik * (i64)sizeof(T));
+#pragma unroll
+        for (int e = 0; e < V; e++) sm[(tx * V + e) * (TDV + 1) + rl] = x.v[e];
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < JV; j++) {
+      const i64 qk = ck + ty + j * TRV, q0 = c0 + (i64)tx * V;
+      if (q0 < n0 && qk < nk) r[j] = *reinterpret_cast<const Vec<T, V>*>(q + qk * sk + q0 * (i64)sizeof(T));
+    }
+  }
+}
+extern "C" __global__ void __launch_bounds__(TXV * TRV) tiled_v(char* p0, const char* p1, const char* p2, const char* p3, Meta m, Params prm) {
+  __shared__ T1 s1[NIN > 0 ? TDV : 1][TDV + 1];
+  __shared__ T2 s2[NIN > 1 ? TDV : 1][TDV + 1];
+  __shared__ T3 s3[NIN > 2 ? TDV : 1][TDV + 1];
+  const int k = m.tile;
+  const i64 n0 = m.size[0], nk = m.size[k];
+  const i64 c0 = (i64)blockIdx.x * TDV, ck = (i64)blockIdx.y * TDV;
+  const i64 ak = m.st[0][k];
+  const i64 b10 = m.st[1][0], b1k = m.st[1][k];
+  const i64 b20 = m.st[2][0], b2k = m.st[2][k];
+  const i64 b30 = m.st[3][0], b3k = m.st[3][k];
+  const bool tr1 = NIN > 0 && b1k == (i64)sizeof(T1) && b10 != (i64)sizeof(T1);
+  const bool tr2 = NIN > 1 && b2k == (i64)sizeof(T2) && b20 != (i64)sizeof(T2);
+  const bool tr3 = NIN > 2 && b3k == (i64)sizeof(T3) && b30 != (i64)sizeof(T3);
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
+  i64 rem = blockIdx.z;
+  for (int d = 1; d < m.nd; d++) {
+    if (d == k) continue;
+    const i64 sz = m.size[d];
+    const i64 idx = rem % sz;
+    rem /= sz;
+    o0 += idx * m.st[0][d];
+    if constexpr (NIN > 0) o1 += idx * m.st[1][d];
+    if constexpr (NIN > 1) o2 += idx * m.st[2][d];
+    if constexpr (NIN > 2) o3 += idx * m.st[3][d];
+  }
+  Vec<T1, V> r1[JV]; Vec<T2, V> r2[JV]; Vec<T3, V> r3[JV];
+  if constexpr (NIN > 0) stage_or_read_v<T1>(tr1, &s1[0][0], r1, p1 + o1, b10, b1k, c0, ck, n0, nk, tx, ty);
+  if constexpr (NIN > 1) stage_or_read_v<T2>(tr2, &s2[0][0], r2, p2 + o2, b20, b2k, c0, ck, n0, nk, tx, ty);
+  if constexpr (NIN > 2) stage_or_read_v<T3>(tr3, &s3[0][0], r3, p3 + o3, b30, b3k, c0, ck, n0, nk, tx, ty);
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < JV; j++) {
+    const int kl = ty + j * TRV;
+    const i64 qk = ck + kl, q0 = c0 + (i64)tx * V;
+    if (q0 < n0 && qk < nk) {
+      Vec<T0, V> res;
+#pragma unroll
+      for (int e = 0; e < V; e++) {
+        T1 x1 = T1(); T2 x2 = T2(); T3 x3 = T3();
+        if constexpr (NIN > 0) x1 = tr1 ? s1[kl][tx * V + e] : r1[j].v[e];
+        if constexpr (NIN > 1) x2 = tr2 ? s2[kl][tx * V + e] : r2[j].v[e];
+        if constexpr (NIN > 2) x3 = tr3 ? s3[kl][tx * V + e] : r3[j].v[e];
+        res.v[e] = apply(x1, x2, x3, prm);
+      }
+      *reinterpret_cast<Vec<T0, V>*>(p0 + o0 + qk * ak + q0 * (i64)sizeof(T0)) = res;
+    }
   }
 }
 "#;
