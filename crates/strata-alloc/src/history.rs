@@ -24,6 +24,7 @@
 //! assert!(json.contains("\"events\""));
 //! ```
 
+use crate::block::Block;
 use crate::driver::StreamId;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -128,7 +129,8 @@ pub(crate) fn backtrace_frames(bt: &std::backtrace::Backtrace) -> Vec<Frame> {
     out
 }
 
-/// What the history knows about a live allocation.
+/// What the history knows about a live allocation (built from the block and
+/// the history when asked for: see [`crate::state::State::recorded_live`]).
 #[derive(Clone, Debug)]
 pub(crate) struct LiveAlloc {
     /// Where it was asked for (see [`LiveAlloc::site`]).
@@ -226,7 +228,8 @@ struct Slot {
     addr: u64,
     size: u64,
     /// The time in microseconds (top 44 bits: 200 days), the stream's index
-    /// in `History::streams` (16 bits) and the action's code (4 bits).
+    /// in `History::streams` (16 bits) and the action's code (4 bits: an
+    /// [`Action`], or [`FREE_NOW`] for a slot of two entries).
     meta: u64,
     site: Option<&'static Location<'static>>,
 }
@@ -234,7 +237,12 @@ struct Slot {
 /// Bits of [`Slot::meta`] below the time.
 const META_TIME_SHIFT: u32 = 20;
 
-/// Hashes a device address for the live-allocation map: one folded
+/// The action code of a slot that holds two entries: the `free_requested`
+/// and `free_completed` of a free that completed at once (same address, size,
+/// stream, time and call site), expanded when the history is read.
+const FREE_NOW: u64 = 0xf;
+
+/// Hashes a device address for the backtrace map: one folded
 /// multiplication instead of SipHash. Addresses are not chosen by an
 /// adversary, and the multiplication spreads their low (alignment) bits and
 /// high bits over the whole word, which hashbrown needs (it takes the bucket
@@ -273,18 +281,25 @@ impl Hasher for AddrHasher {
 /// whenever the counter goes backwards or jumps, as after a migration to a
 /// core whose counter is offset). Readings never go backwards. Elsewhere it
 /// reads `Instant`.
+///
+/// The conversion is a fixed-point multiplication (no floating point, no
+/// division on the hot path).
 pub(crate) struct Clock {
     start: Instant,
     /// Whether the time-stamp counter is usable (invariant).
     tsc: bool,
     /// The counter at `start`.
     tsc0: u64,
-    /// Counter ticks per microsecond, 0 until calibrated.
-    per_us: f64,
+    /// Microseconds per counter tick, as a fraction of 2^[`Clock::FRAC`]; 0
+    /// until calibrated.
+    us_per_tick: u64,
+    /// Counter ticks since the anchor past which the counter is not trusted
+    /// (about a second).
+    max_ticks: u64,
     /// The counter and the time at the last calibration.
     anchor: (u64, u64),
-    /// Reads since the last calibration.
-    reads: u32,
+    /// Reads left before the next calibration.
+    reads_left: u32,
     /// The last reading.
     last: u64,
 }
@@ -292,6 +307,8 @@ pub(crate) struct Clock {
 impl Clock {
     /// Reads between two calibrations against `Instant`.
     const RECALIBRATE: u32 = 1024;
+    /// Fractional bits of [`Clock::us_per_tick`].
+    const FRAC: u32 = 40;
 
     /// A clock that starts at 0 now.
     pub fn new() -> Clock {
@@ -300,9 +317,10 @@ impl Clock {
             start: Instant::now(),
             tsc,
             tsc0: if tsc { read_tsc() } else { 0 },
-            per_us: 0.0,
+            us_per_tick: 0,
+            max_ticks: 0,
             anchor: (0, 0),
-            reads: 0,
+            reads_left: 0,
             last: 0,
         }
     }
@@ -310,14 +328,14 @@ impl Clock {
     /// Microseconds since the clock started.
     #[inline]
     pub fn now_us(&mut self) -> u64 {
-        if self.tsc && self.per_us > 0.0 && self.reads < Self::RECALIBRATE {
-            self.reads += 1;
-            let t = read_tsc();
-            let ticks = t.wrapping_sub(self.anchor.0);
+        if self.reads_left > 0 {
+            self.reads_left -= 1;
+            let ticks = read_tsc().wrapping_sub(self.anchor.0);
             // More than about a second since the anchor, or backwards (wraps
             // to a huge value): recalibrate instead of trusting the counter.
-            if (ticks as f64) < self.per_us * 1e6 {
-                let us = self.anchor.1 + (ticks as f64 / self.per_us) as u64;
+            if ticks < self.max_ticks {
+                let us = self.anchor.1
+                    + ((ticks as u128 * self.us_per_tick as u128) >> Self::FRAC) as u64;
                 self.last = self.last.max(us);
                 return self.last;
             }
@@ -326,15 +344,22 @@ impl Clock {
     }
 
     #[cold]
+    #[inline(never)]
     fn calibrate(&mut self) -> u64 {
         let us = self.start.elapsed().as_micros() as u64;
         if self.tsc {
             let t = read_tsc();
-            self.reads = 0;
             // Calibrate over at least a millisecond.
             if us >= 1000 && t > self.tsc0 {
-                self.per_us = (t - self.tsc0) as f64 / us as f64;
-                self.anchor = (t, us);
+                let ticks = t - self.tsc0;
+                // A counter slower than 16 MHz (none is) would leave too few
+                // ticks per microsecond to convert: stay on `Instant`.
+                if ticks / us >= 16 {
+                    self.us_per_tick = (((us as u128) << Self::FRAC) / ticks as u128) as u64;
+                    self.max_ticks = ticks / us * 1_000_000;
+                    self.anchor = (t, us);
+                    self.reads_left = Self::RECALIBRATE;
+                }
             }
         }
         self.last = self.last.max(us);
@@ -369,12 +394,15 @@ fn read_tsc() -> u64 {
     0
 }
 
-/// Live allocations by address.
-pub(crate) type LiveMap = HashMap<u64, LiveAlloc, BuildHasherDefault<AddrHasher>>;
+/// Backtraces of live allocations by address.
+pub(crate) type BacktraceMap =
+    HashMap<u64, Arc<std::backtrace::Backtrace>, BuildHasherDefault<AddrHasher>>;
 
 /// The ring buffer behind the allocator's lock.
 pub(crate) struct History {
     entries: VecDeque<Slot>,
+    /// Entries held (a [`FREE_NOW`] slot holds two).
+    len: usize,
     /// The streams of the entries, by the index their slots keep; the last
     /// one looked up first.
     streams: Vec<StreamId>,
@@ -382,28 +410,26 @@ pub(crate) struct History {
     capacity: usize,
     pub level: HistoryLevel,
     clock: Clock,
-    /// Live (and pending-free) allocations by address, while recording.
-    pub live: LiveMap,
+    /// The backtraces of live (and pending-free) allocations by address,
+    /// while recording at [`HistoryLevel::Backtraces`]. (Their call sites
+    /// and order are kept in their blocks: `Block::hist_seq`.)
+    pub backtraces: BacktraceMap,
     /// Allocations recorded so far (the last `LiveAlloc::seq`).
     pub seq: u64,
-    /// The time of the operation being recorded, when one operation records
-    /// several entries (a free that completes at once): the clock is read
-    /// once for all of them (see [`History::push_free_now`]).
-    held_time_us: Option<u64>,
 }
 
 impl Default for History {
     fn default() -> History {
         History {
             entries: VecDeque::new(),
+            len: 0,
             streams: Vec::new(),
             last_stream: (StreamId(u64::MAX), u16::MAX),
             capacity: 0,
             level: HistoryLevel::CallSites,
             clock: Clock::new(),
-            live: LiveMap::default(),
+            backtraces: BacktraceMap::default(),
             seq: 0,
-            held_time_us: None,
         }
     }
 }
@@ -414,64 +440,89 @@ impl History {
     }
 
     /// Turns recording on with room for `capacity` entries (clearing what was
-    /// recorded), or off with `None`.
+    /// recorded), or off with `None`. The blocks' records
+    /// (`Block::hist_seq`) are cleared by the caller
+    /// ([`crate::state::State::set_history`]).
     pub fn set(&mut self, capacity: Option<usize>, level: HistoryLevel) {
         self.capacity = capacity.unwrap_or(0);
         self.level = level;
         self.entries = VecDeque::with_capacity(self.capacity);
+        self.len = 0;
         self.streams.clear();
         self.last_stream = (StreamId(u64::MAX), u16::MAX);
-        self.live = LiveMap::default();
+        self.backtraces = BacktraceMap::default();
         self.clock = Clock::new();
-        self.held_time_us = None;
     }
 
+    /// Records an event that concerns no allocation's call site (segments,
+    /// OOMs, snapshots).
     #[inline]
     pub fn push(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
-        let site = match action {
-            Action::FreeCompleted => self.live.remove(&addr).and_then(|l| l.location),
-            Action::FreeRequested => self.live.get(&addr).and_then(|l| l.location),
-            _ => None,
+        self.push_entry(action, addr, size, stream, None);
+    }
+
+    /// The call site of block `b`'s allocation, if it was recorded.
+    #[inline]
+    fn site_of(b: &Block) -> Option<&'static Location<'static>> {
+        if b.hist_seq != 0 {
+            b.hist_site
+        } else {
+            None
+        }
+    }
+
+    /// Forgets block `b`'s allocation (its free completed), returning its
+    /// call site.
+    #[inline]
+    fn forget(&mut self, b: &mut Block) -> Option<&'static Location<'static>> {
+        let site = Self::site_of(b);
+        b.hist_seq = 0;
+        if self.level == HistoryLevel::Backtraces {
+            self.backtraces.remove(&b.ptr);
+        }
+        site
+    }
+
+    /// Records a `free_requested` (the block waits for other streams) or a
+    /// `free_completed` of block `b`, with its allocation's call site.
+    #[inline]
+    pub fn push_free(&mut self, action: Action, b: &mut Block, stream: StreamId) {
+        let site = if action == Action::FreeCompleted {
+            self.forget(b)
+        } else {
+            Self::site_of(b)
         };
-        self.push_entry(action, addr, size, stream, site);
+        self.push_entry(action, b.ptr, b.requested, stream, site);
     }
 
     /// Records the `free_requested` and `free_completed` entries of a free
-    /// that completes at once: one clock read, one removal from the live
-    /// allocations.
+    /// of block `b` that completes at once: one clock read, one slot.
     #[inline]
-    pub fn push_free_now(&mut self, addr: u64, size: u64, stream: StreamId) {
-        let site = self.live.remove(&addr).and_then(|l| l.location);
-        let held = self.held_time_us;
-        self.held_time_us = Some(self.clock.now_us());
-        self.push_entry(Action::FreeRequested, addr, size, stream, site);
-        self.push_entry(Action::FreeCompleted, addr, size, stream, site);
-        self.held_time_us = held;
+    pub fn push_free_now(&mut self, b: &mut Block, stream: StreamId) {
+        let site = self.forget(b);
+        let (addr, size) = (b.ptr, b.requested);
+        if self.capacity >= 2 {
+            self.push_slot(FREE_NOW, 2, addr, size, stream, site);
+        } else {
+            // No room for both: only the later one is kept.
+            self.push_slot(Action::FreeCompleted as u64, 1, addr, size, stream, site);
+        }
     }
 
-    /// Records an allocation and where it was asked for.
+    /// Records the allocation of block `b` (its `requested` size set) and
+    /// where it was asked for.
     #[inline]
-    pub fn push_alloc(
-        &mut self,
-        addr: u64,
-        size: u64,
-        stream: StreamId,
-        site: &'static Location<'static>,
-    ) {
-        let backtrace = (self.level == HistoryLevel::Backtraces)
-            .then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+    pub fn push_alloc(&mut self, b: &mut Block, stream: StreamId, site: &'static Location<'static>) {
+        if self.level == HistoryLevel::Backtraces {
+            let bt = Arc::new(std::backtrace::Backtrace::force_capture());
+            self.backtraces.insert(b.ptr, bt);
+        }
         self.seq += 1;
-        self.live.insert(
-            addr,
-            LiveAlloc {
-                location: Some(site),
-                size,
-                backtrace,
-                seq: self.seq,
-            },
-        );
-        self.push_entry(Action::Alloc, addr, size, stream, Some(site));
+        b.hist_seq = self.seq;
+        b.hist_site = Some(site);
+        self.push_entry(Action::Alloc, b.ptr, b.requested, stream, Some(site));
     }
+
 
     /// The index of `stream` in `streams`, adding it on first use (past
     /// 65535 streams, the last index is shared).
@@ -502,25 +553,57 @@ impl History {
         stream: StreamId,
         site: Option<&'static Location<'static>>,
     ) {
-        if self.entries.len() == self.capacity {
-            self.entries.pop_front();
+        self.push_slot(action as u64, 1, addr, size, stream, site);
+    }
+
+    /// Appends a slot of `n` entries (`n` ≤ 2 ≤ capacity), dropping the
+    /// oldest entries to make room.
+    #[inline]
+    fn push_slot(
+        &mut self,
+        code: u64,
+        n: usize,
+        addr: u64,
+        size: u64,
+        stream: StreamId,
+        site: Option<&'static Location<'static>>,
+    ) {
+        if self.len + n > self.capacity {
+            self.make_room(n);
         }
-        let time_us = match self.held_time_us {
-            Some(t) => t,
-            None => self.clock.now_us(),
-        };
+        self.len += n;
+        let time_us = self.clock.now_us();
         let s = self.stream_index(stream) as u64;
         self.entries.push_back(Slot {
             addr,
             size,
-            meta: (time_us << META_TIME_SHIFT) | (s << 4) | action as u64,
+            meta: (time_us << META_TIME_SHIFT) | (s << 4) | code,
             site,
         });
     }
 
-    fn entry(&self, e: &Slot) -> TraceEntry {
+    /// Drops the oldest entries until `n` more fit. Dropping one entry of a
+    /// [`FREE_NOW`] slot leaves its `free_completed`.
+    #[inline]
+    fn make_room(&mut self, n: usize) {
+        while self.len + n > self.capacity {
+            let Some(front) = self.entries.front_mut() else {
+                return;
+            };
+            if front.meta & 0xf == FREE_NOW && self.len + n - 1 <= self.capacity {
+                front.meta = (front.meta & !0xf) | Action::FreeCompleted as u64;
+                self.len -= 1;
+            } else {
+                let two = front.meta & 0xf == FREE_NOW;
+                self.entries.pop_front();
+                self.len -= 1 + two as usize;
+            }
+        }
+    }
+
+    fn entry(&self, e: &Slot, action: Action) -> TraceEntry {
         TraceEntry {
-            action: Action::ALL[(e.meta & 0xf) as usize],
+            action,
             addr: e.addr,
             size: e.size,
             stream: self.streams[((e.meta >> 4) & 0xffff) as usize],
@@ -529,13 +612,26 @@ impl History {
         }
     }
 
+    /// The entries of a slot: one, or two for a [`FREE_NOW`] slot.
+    fn slot_entries(&self, e: &Slot) -> impl Iterator<Item = TraceEntry> {
+        let code = e.meta & 0xf;
+        let (first, second) = if code == FREE_NOW {
+            (Action::FreeRequested, Some(Action::FreeCompleted))
+        } else {
+            (Action::ALL[code as usize], None)
+        };
+        std::iter::once(self.entry(e, first)).chain(second.map(|a| self.entry(e, a)))
+    }
+
     /// The recorded entries, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = TraceEntry> + '_ {
-        self.entries.iter().map(|e| self.entry(e))
+        self.entries.iter().flat_map(|e| self.slot_entries(e))
     }
 
     pub fn entries(&self) -> Vec<TraceEntry> {
-        self.iter().collect()
+        let mut v = Vec::with_capacity(self.len);
+        v.extend(self.iter());
+        v
     }
 }
 
