@@ -24,9 +24,12 @@
 //! assert!(json.contains("\"events\""));
 //! ```
 
+mod ring;
+
 use crate::block::Block;
 use crate::driver::StreamId;
-use std::collections::{HashMap, VecDeque};
+use ring::{Ring, Slot, FREE_NOW, META_TIME_SHIFT};
+use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
@@ -220,28 +223,6 @@ pub struct TraceEntry {
     pub site: Option<CallSite>,
 }
 
-/// One entry as the ring buffer keeps it: 32 bytes, two to a cache line
-/// (a [`TraceEntry`] is 64), since the ring is larger than the caches and
-/// every entry written is a line fetched.
-#[derive(Clone, Copy)]
-struct Slot {
-    addr: u64,
-    size: u64,
-    /// The time in microseconds (top 44 bits: 200 days), the stream's index
-    /// in `History::streams` (16 bits) and the action's code (4 bits: an
-    /// [`Action`], or [`FREE_NOW`] for a slot of two entries).
-    meta: u64,
-    site: Option<&'static Location<'static>>,
-}
-
-/// Bits of [`Slot::meta`] below the time.
-const META_TIME_SHIFT: u32 = 20;
-
-/// The action code of a slot that holds two entries: the `free_requested`
-/// and `free_completed` of a free that completed at once (same address, size,
-/// stream, time and call site), expanded when the history is read.
-const FREE_NOW: u64 = 0xf;
-
 /// Hashes a device address for the backtrace map: one folded
 /// multiplication instead of SipHash. Addresses are not chosen by an
 /// adversary, and the multiplication spreads their low (alignment) bits and
@@ -400,9 +381,7 @@ pub(crate) type BacktraceMap =
 
 /// The ring buffer behind the allocator's lock.
 pub(crate) struct History {
-    entries: VecDeque<Slot>,
-    /// Entries held (a [`FREE_NOW`] slot holds two).
-    len: usize,
+    ring: Ring,
     /// The streams of the entries, by the index their slots keep; the last
     /// one looked up first.
     streams: Vec<StreamId>,
@@ -421,8 +400,7 @@ pub(crate) struct History {
 impl Default for History {
     fn default() -> History {
         History {
-            entries: VecDeque::new(),
-            len: 0,
+            ring: Ring::default(),
             streams: Vec::new(),
             last_stream: (StreamId(u64::MAX), u16::MAX),
             capacity: 0,
@@ -446,8 +424,7 @@ impl History {
     pub fn set(&mut self, capacity: Option<usize>, level: HistoryLevel) {
         self.capacity = capacity.unwrap_or(0);
         self.level = level;
-        self.entries = VecDeque::with_capacity(self.capacity);
-        self.len = 0;
+        self.ring = Ring::new(self.capacity);
         self.streams.clear();
         self.last_stream = (StreamId(u64::MAX), u16::MAX);
         self.backtraces = BacktraceMap::default();
@@ -500,13 +477,7 @@ impl History {
     #[inline]
     pub fn push_free_now(&mut self, b: &mut Block, stream: StreamId) {
         let site = self.forget(b);
-        let (addr, size) = (b.ptr, b.requested);
-        if self.capacity >= 2 {
-            self.push_slot(FREE_NOW, 2, addr, size, stream, site);
-        } else {
-            // No room for both: only the later one is kept.
-            self.push_slot(Action::FreeCompleted as u64, 1, addr, size, stream, site);
-        }
+        self.push_slot(FREE_NOW, b.ptr, b.requested, stream, site);
     }
 
     /// Records the allocation of block `b` (its `requested` size set) and
@@ -553,52 +524,27 @@ impl History {
         stream: StreamId,
         site: Option<&'static Location<'static>>,
     ) {
-        self.push_slot(action as u64, 1, addr, size, stream, site);
+        self.push_slot(action as u64, addr, size, stream, site);
     }
 
-    /// Appends a slot of `n` entries (`n` ≤ 2 ≤ capacity), dropping the
-    /// oldest entries to make room.
+    /// Appends a slot (an action's code, or [`FREE_NOW`]).
     #[inline]
     fn push_slot(
         &mut self,
         code: u64,
-        n: usize,
         addr: u64,
         size: u64,
         stream: StreamId,
         site: Option<&'static Location<'static>>,
     ) {
-        if self.len + n > self.capacity {
-            self.make_room(n);
-        }
-        self.len += n;
         let time_us = self.clock.now_us();
         let s = self.stream_index(stream) as u64;
-        self.entries.push_back(Slot {
+        self.ring.push(Slot {
             addr,
             size,
             meta: (time_us << META_TIME_SHIFT) | (s << 4) | code,
             site,
         });
-    }
-
-    /// Drops the oldest entries until `n` more fit. Dropping one entry of a
-    /// [`FREE_NOW`] slot leaves its `free_completed`.
-    #[inline]
-    fn make_room(&mut self, n: usize) {
-        while self.len + n > self.capacity {
-            let Some(front) = self.entries.front_mut() else {
-                return;
-            };
-            if front.meta & 0xf == FREE_NOW && self.len + n - 1 <= self.capacity {
-                front.meta = (front.meta & !0xf) | Action::FreeCompleted as u64;
-                self.len -= 1;
-            } else {
-                let two = front.meta & 0xf == FREE_NOW;
-                self.entries.pop_front();
-                self.len -= 1 + two as usize;
-            }
-        }
     }
 
     fn entry(&self, e: &Slot, action: Action) -> TraceEntry {
@@ -612,24 +558,29 @@ impl History {
         }
     }
 
-    /// The entries of a slot: one, or two for a [`FREE_NOW`] slot.
-    fn slot_entries(&self, e: &Slot) -> impl Iterator<Item = TraceEntry> {
-        let code = e.meta & 0xf;
-        let (first, second) = if code == FREE_NOW {
-            (Action::FreeRequested, Some(Action::FreeCompleted))
-        } else {
+    /// The entries of a slot: one, or two for a [`FREE_NOW`] slot (its
+    /// `free_completed` alone when `second_only`).
+    fn slot_entries(&self, e: &Slot, second_only: bool) -> impl Iterator<Item = TraceEntry> {
+        let code = e.code();
+        let (first, second) = if code != FREE_NOW {
             (Action::ALL[code as usize], None)
+        } else if second_only {
+            (Action::FreeCompleted, None)
+        } else {
+            (Action::FreeRequested, Some(Action::FreeCompleted))
         };
         std::iter::once(self.entry(e, first)).chain(second.map(|a| self.entry(e, a)))
     }
 
     /// The recorded entries, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = TraceEntry> + '_ {
-        self.entries.iter().flat_map(|e| self.slot_entries(e))
+        self.ring
+            .iter()
+            .flat_map(|(e, second_only)| self.slot_entries(e, second_only))
     }
 
     pub fn entries(&self) -> Vec<TraceEntry> {
-        let mut v = Vec::with_capacity(self.len);
+        let mut v = Vec::with_capacity(self.ring.len());
         v.extend(self.iter());
         v
     }
