@@ -24,17 +24,18 @@
 //! assert!(json.contains("\"events\""));
 //! ```
 
+mod clock;
 mod ring;
 
 use crate::block::Block;
 use crate::driver::StreamId;
+use clock::Clock;
 use ring::{Ring, Slot, FREE_NOW, META_TIME_SHIFT};
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Where an allocation was asked for: the first caller outside strata's
 /// `#[track_caller]` chain (a tensor constructor, an op, or
@@ -253,128 +254,6 @@ impl Hasher for AddrHasher {
     }
 }
 
-/// The microsecond clock of the history's entries.
-///
-/// Reading `Instant` (a vDSO `clock_gettime`) costs about as much as the rest
-/// of an entry. On x86-64 processors with an invariant time-stamp counter the
-/// clock reads the counter instead and converts it with a rate calibrated
-/// against `Instant` (re-anchored every [`Clock::RECALIBRATE`] reads, and
-/// whenever the counter goes backwards or jumps, as after a migration to a
-/// core whose counter is offset). Readings never go backwards. Elsewhere it
-/// reads `Instant`.
-///
-/// The conversion is a fixed-point multiplication (no floating point, no
-/// division on the hot path).
-pub(crate) struct Clock {
-    start: Instant,
-    /// Whether the time-stamp counter is usable (invariant).
-    tsc: bool,
-    /// The counter at `start`.
-    tsc0: u64,
-    /// Microseconds per counter tick, as a fraction of 2^[`Clock::FRAC`]; 0
-    /// until calibrated.
-    us_per_tick: u64,
-    /// Counter ticks since the anchor past which the counter is not trusted
-    /// (about a second).
-    max_ticks: u64,
-    /// The counter and the time at the last calibration.
-    anchor: (u64, u64),
-    /// Reads left before the next calibration.
-    reads_left: u32,
-    /// The last reading.
-    last: u64,
-}
-
-impl Clock {
-    /// Reads between two calibrations against `Instant`.
-    const RECALIBRATE: u32 = 1024;
-    /// Fractional bits of [`Clock::us_per_tick`].
-    const FRAC: u32 = 40;
-
-    /// A clock that starts at 0 now.
-    pub fn new() -> Clock {
-        let tsc = invariant_tsc();
-        Clock {
-            start: Instant::now(),
-            tsc,
-            tsc0: if tsc { read_tsc() } else { 0 },
-            us_per_tick: 0,
-            max_ticks: 0,
-            anchor: (0, 0),
-            reads_left: 0,
-            last: 0,
-        }
-    }
-
-    /// Microseconds since the clock started.
-    #[inline]
-    pub fn now_us(&mut self) -> u64 {
-        if self.reads_left > 0 {
-            self.reads_left -= 1;
-            let ticks = read_tsc().wrapping_sub(self.anchor.0);
-            // More than about a second since the anchor, or backwards (wraps
-            // to a huge value): recalibrate instead of trusting the counter.
-            if ticks < self.max_ticks {
-                let us = self.anchor.1
-                    + ((ticks as u128 * self.us_per_tick as u128) >> Self::FRAC) as u64;
-                self.last = self.last.max(us);
-                return self.last;
-            }
-        }
-        self.calibrate()
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn calibrate(&mut self) -> u64 {
-        let us = self.start.elapsed().as_micros() as u64;
-        if self.tsc {
-            let t = read_tsc();
-            // Calibrate over at least a millisecond.
-            if us >= 1000 && t > self.tsc0 {
-                let ticks = t - self.tsc0;
-                // A counter slower than 16 MHz (none is) would leave too few
-                // ticks per microsecond to convert: stay on `Instant`.
-                if ticks / us >= 16 {
-                    self.us_per_tick = (((us as u128) << Self::FRAC) / ticks as u128) as u64;
-                    self.max_ticks = ticks / us * 1_000_000;
-                    self.anchor = (t, us);
-                    self.reads_left = Self::RECALIBRATE;
-                }
-            }
-        }
-        self.last = self.last.max(us);
-        self.last
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn invariant_tsc() -> bool {
-    use std::arch::x86_64::__cpuid;
-    // Leaf 0x8000_0007 exists, and its EDX bit 8 says the counter runs at a
-    // constant rate in every power state.
-    __cpuid(0x8000_0000).eax >= 0x8000_0007 && (__cpuid(0x8000_0007).edx >> 8) & 1 == 1
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn invariant_tsc() -> bool {
-    false
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn read_tsc() -> u64 {
-    // SAFETY: `rdtsc` exists on every x86-64 processor and only reads the
-    // time-stamp counter; it touches no memory.
-    unsafe { std::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn read_tsc() -> u64 {
-    0
-}
-
 /// Backtraces of live allocations by address.
 pub(crate) type BacktraceMap =
     HashMap<u64, Arc<std::backtrace::Backtrace>, BuildHasherDefault<AddrHasher>>;
@@ -537,30 +416,35 @@ impl History {
         stream: StreamId,
         site: Option<&'static Location<'static>>,
     ) {
-        let time_us = self.clock.now_us();
+        let ticks = self.clock.ticks(self.ring.written(), self.ring.oldest());
         let s = self.stream_index(stream) as u64;
         self.ring.push(Slot {
             addr,
             size,
-            meta: (time_us << META_TIME_SHIFT) | (s << 4) | code,
+            meta: (ticks << META_TIME_SHIFT) | (s << 4) | code,
             site,
         });
     }
 
-    fn entry(&self, e: &Slot, action: Action) -> TraceEntry {
+    fn entry(&self, e: &Slot, action: Action, time_us: u64) -> TraceEntry {
         TraceEntry {
             action,
             addr: e.addr,
             size: e.size,
             stream: self.streams[((e.meta >> 4) & 0xffff) as usize],
-            time_us: e.meta >> META_TIME_SHIFT,
+            time_us,
             site: e.site.map(CallSite::from_location),
         }
     }
 
     /// The entries of a slot: one, or two for a [`FREE_NOW`] slot (its
     /// `free_completed` alone when `second_only`).
-    fn slot_entries(&self, e: &Slot, second_only: bool) -> impl Iterator<Item = TraceEntry> {
+    fn slot_entries(
+        &self,
+        e: &Slot,
+        second_only: bool,
+        time_us: u64,
+    ) -> impl Iterator<Item = TraceEntry> {
         let code = e.code();
         let (first, second) = if code != FREE_NOW {
             (Action::ALL[code as usize], None)
@@ -569,14 +453,17 @@ impl History {
         } else {
             (Action::FreeRequested, Some(Action::FreeCompleted))
         };
-        std::iter::once(self.entry(e, first)).chain(second.map(|a| self.entry(e, a)))
+        std::iter::once(self.entry(e, first, time_us))
+            .chain(second.map(|a| self.entry(e, a, time_us)))
     }
 
     /// The recorded entries, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = TraceEntry> + '_ {
-        self.ring
-            .iter()
-            .flat_map(|(e, second_only)| self.slot_entries(e, second_only))
+        let mut clock = self.clock.reader();
+        self.ring.iter().flat_map(move |(e, second_only, seq)| {
+            let time_us = clock.us(seq, e.meta >> META_TIME_SHIFT);
+            self.slot_entries(e, second_only, time_us)
+        })
     }
 
     pub fn entries(&self) -> Vec<TraceEntry> {

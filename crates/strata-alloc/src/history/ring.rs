@@ -16,7 +16,8 @@ use std::panic::Location;
 pub(super) struct Slot {
     pub addr: u64,
     pub size: u64,
-    /// The time in microseconds (top 44 bits: 200 days), the stream's index
+    /// The clock's ticks since its anchor (top 44 bits; see
+    /// `clock::Clock::ticks`), the stream's index
     /// in `History::streams` (16 bits) and the action's code (4 bits: an
     /// `Action`, or [`FREE_NOW`] for a slot of two entries).
     pub meta: u64,
@@ -52,6 +53,8 @@ pub(super) struct Ring {
     /// Where the next slot goes once `slots` is full (the oldest slot).
     next: usize,
     capacity: usize,
+    /// Slots written since the ring was made (the next slot's number).
+    written: u64,
 }
 
 impl Ring {
@@ -62,11 +65,26 @@ impl Ring {
             slots: Vec::with_capacity(capacity),
             next: 0,
             capacity,
+            written: 0,
         }
+    }
+
+    /// The number of the next slot written (slots are numbered from 0 in
+    /// the order written).
+    #[inline]
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// The number of the oldest slot held.
+    #[inline]
+    pub fn oldest(&self) -> u64 {
+        self.written - self.slots.len() as u64
     }
 
     #[inline]
     pub fn push(&mut self, slot: Slot) {
+        self.written += 1;
         if self.slots.len() < self.capacity {
             self.slots.push(slot);
         } else {
@@ -93,11 +111,12 @@ impl Ring {
 
     /// The newest `capacity` entries as slots, oldest first, each with
     /// whether only its second entry is kept (the oldest slot of two entries
-    /// when just one of them fits).
-    pub fn iter(&self) -> impl Iterator<Item = (&Slot, bool)> {
+    /// when just one of them fits) and its number.
+    pub fn iter(&self) -> impl Iterator<Item = (&Slot, bool, u64)> {
         let held: usize = self.ordered().map(Slot::entries).sum();
         let mut skip = held - held.min(self.capacity);
-        self.ordered().filter_map(move |s| {
+        let oldest = self.oldest();
+        self.ordered().zip(oldest..).filter_map(move |(s, seq)| {
             let n = s.entries();
             if skip >= n {
                 skip -= n;
@@ -105,7 +124,7 @@ impl Ring {
             } else {
                 let second_only = skip == 1;
                 skip = 0;
-                Some((s, second_only))
+                Some((s, second_only, seq))
             }
         })
     }
@@ -139,7 +158,13 @@ mod tests {
 
     /// The entries a ring keeps, as (slot number, second of a pair).
     fn kept(r: &Ring) -> Vec<(u64, bool)> {
-        r.iter().map(|(s, second)| (s.addr, second)).collect()
+        r.iter()
+            .map(|(s, second, seq)| {
+                // Slots are numbered in the order written (slot n is n).
+                assert_eq!(seq, s.addr - 1);
+                (s.addr, second)
+            })
+            .collect()
     }
 
     #[test]
