@@ -72,16 +72,14 @@ fn the_ring_buffer_keeps_the_newest_entries() {
 /// stream (the two entries apart), and segment events; `d` completes the
 /// other stream's events.
 fn mixed_workload(d: &SimDriver, a: &CachingAllocator) {
-    let mut waiting = Vec::new();
     for i in 0..40u64 {
-        let r = a.allocate_raw(512 * (1 + i % 5), StreamId::DEFAULT).unwrap();
+        let r = a
+            .allocate_raw(512 * (1 + i % 5), StreamId::DEFAULT)
+            .unwrap();
         if i % 3 == 0 {
             a.record_stream(&r, StreamId(9)).unwrap();
-            a.free_raw(r).unwrap();
-            waiting.push(i);
-        } else {
-            a.free_raw(r).unwrap();
         }
+        a.free_raw(r).unwrap();
         if i % 7 == 0 {
             d.complete_stream(StreamId(9));
             let big = a.allocate_raw(30 << 20, StreamId::DEFAULT).unwrap();
@@ -143,7 +141,11 @@ fn every_ring_size_keeps_exactly_the_newest_entries() {
     for capacity in 1..=40 {
         let kept = run(capacity);
         assert_eq!(kept.len(), capacity.min(all.len()), "capacity {capacity}");
-        assert_eq!(kept[..], all[all.len() - kept.len()..], "capacity {capacity}");
+        assert_eq!(
+            kept[..],
+            all[all.len() - kept.len()..],
+            "capacity {capacity}"
+        );
     }
 }
 

@@ -362,7 +362,12 @@ impl History {
     /// Records the allocation of block `b` (its `requested` size set) and
     /// where it was asked for.
     #[inline]
-    pub fn push_alloc(&mut self, b: &mut Block, stream: StreamId, site: &'static Location<'static>) {
+    pub fn push_alloc(
+        &mut self,
+        b: &mut Block,
+        stream: StreamId,
+        site: &'static Location<'static>,
+    ) {
         if self.level == HistoryLevel::Backtraces {
             let bt = Arc::new(std::backtrace::Backtrace::force_capture());
             self.backtraces.insert(b.ptr, bt);
@@ -372,7 +377,6 @@ impl History {
         b.hist_site = Some(site);
         self.push_entry(Action::Alloc, b.ptr, b.requested, stream, Some(site));
     }
-
 
     /// The index of `stream` in `streams`, adding it on first use (past
     /// 65535 streams, the last index is shared).
