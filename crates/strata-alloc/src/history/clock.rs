@@ -10,7 +10,8 @@
 //! [`Clock::RECALIBRATE`] entries, and whenever the counter goes backwards or
 //! runs [`Clock::LIMIT`] ticks past the anchor (a migration to a core whose
 //! counter is offset, or a long pause). Elsewhere, and until the rate is
-//! calibrated, every entry takes its own anchor from `Instant`.
+//! calibrated, the counter is `Instant`'s nanoseconds (anchored the same way,
+//! at a rate of exactly 1/1000 µs per tick).
 //!
 //! The conversion is the one a write-time clock would do, `anchor + ticks ×
 //! rate`, done when read: a reading is the same every time the history is
@@ -30,8 +31,7 @@ struct Anchor {
     ticks: u64,
     /// Microseconds since the clock started.
     us: u64,
-    /// Microseconds per tick as a fraction of 2^[`Clock::FRAC`] (0: the
-    /// anchor times only its own slot).
+    /// Microseconds per tick as a fraction of 2^[`Clock::FRAC`].
     rate: u64,
 }
 
@@ -39,6 +39,9 @@ pub(super) struct Clock {
     start: Instant,
     /// Whether the time-stamp counter is usable (invariant).
     tsc: bool,
+    /// Whether the current anchor counts time-stamp-counter ticks (else
+    /// `Instant`'s nanoseconds).
+    on_tsc: bool,
     /// The counter at `start`.
     tsc0: u64,
     /// The anchors of the slots still held, oldest first.
@@ -60,11 +63,22 @@ impl Clock {
 
     /// A clock that starts at 0 now.
     pub fn new() -> Clock {
-        let tsc = invariant_tsc();
+        Self::with_counter(invariant_tsc())
+    }
+
+    /// A clock that reads the time-stamp counter (`tsc`, when the processor
+    /// has an invariant one) or `Instant` only.
+    fn with_counter(tsc: bool) -> Clock {
+        // The counter read on both sides of `start`: its midpoint.
+        let a = if tsc { read_tsc() } else { 0 };
+        let start = Instant::now();
+        let b = if tsc { read_tsc() } else { 0 };
+        let tsc0 = a + b.wrapping_sub(a) / 2;
         Clock {
-            start: Instant::now(),
+            start,
             tsc,
-            tsc0: if tsc { read_tsc() } else { 0 },
+            on_tsc: false,
+            tsc0,
             anchors: VecDeque::new(),
             anchor_ticks: 0,
             reads_left: 0,
@@ -78,7 +92,12 @@ impl Clock {
     pub fn ticks(&mut self, seq: u64, oldest: u64) -> u64 {
         if self.reads_left > 0 {
             self.reads_left -= 1;
-            let t = read_tsc().wrapping_sub(self.anchor_ticks);
+            let now = if self.on_tsc {
+                read_tsc()
+            } else {
+                self.start.elapsed().as_nanos() as u64
+            };
+            let t = now.wrapping_sub(self.anchor_ticks);
             // Backwards wraps to a huge value.
             if t < Self::LIMIT {
                 return t;
@@ -92,25 +111,31 @@ impl Clock {
     #[cold]
     #[inline(never)]
     fn anchor(&mut self, seq: u64, oldest: u64) -> u64 {
-        let us = self.start.elapsed().as_micros() as u64;
+        let (ns, t) = if self.tsc {
+            paired(self.start)
+        } else {
+            (self.start.elapsed().as_nanos() as u64, 0)
+        };
+        let us = ns / 1000;
+        // `Instant`'s nanoseconds, unless the counter can be calibrated.
         let mut a = Anchor {
             seq,
-            ticks: 0,
+            ticks: ns,
             us,
-            rate: 0,
+            rate: (1 << Self::FRAC) / 1000,
         };
-        self.reads_left = 0;
+        self.on_tsc = false;
         if self.tsc {
-            let t = read_tsc();
             // Calibrate over at least a millisecond; a counter slower than
             // 16 MHz (none is) would leave too few ticks to convert.
             if us >= 1000 && t > self.tsc0 && (t - self.tsc0) / us >= 16 {
                 a.ticks = t;
                 a.rate = (((us as u128) << Self::FRAC) / (t - self.tsc0) as u128) as u64;
-                self.anchor_ticks = t;
-                self.reads_left = Self::RECALIBRATE;
+                self.on_tsc = true;
             }
         }
+        self.anchor_ticks = a.ticks;
+        self.reads_left = Self::RECALIBRATE;
         while self.anchors.len() >= 2 && self.anchors[1].seq <= oldest {
             self.anchors.pop_front();
         }
@@ -150,6 +175,24 @@ impl Reader<'_> {
     }
 }
 
+/// `Instant`'s nanoseconds since `start` and the counter at the same moment:
+/// the counter read on both sides of `Instant`, the narrowest of three tries
+/// (an interrupt between the two readings would offset every time converted
+/// from them), its midpoint.
+fn paired(start: Instant) -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..3 {
+        let a = read_tsc();
+        let ns = start.elapsed().as_nanos() as u64;
+        let b = read_tsc();
+        let width = b.wrapping_sub(a);
+        if width < best.0 {
+            best = (width, ns, a + width / 2);
+        }
+    }
+    (best.1, best.2)
+}
+
 #[cfg(target_arch = "x86_64")]
 fn invariant_tsc() -> bool {
     use std::arch::x86_64::__cpuid;
@@ -182,28 +225,43 @@ mod tests {
     use super::*;
 
     /// Readings converted twice give the same times, in order, never going
-    /// back; anchors of slots no longer held are dropped.
+    /// back, each within the `Instant` readings around it; anchors of slots
+    /// no longer held are dropped. With the time-stamp counter where there is one, and with
+    /// `Instant` alone.
     #[test]
     fn readings_convert_the_same_each_time_and_never_go_back() {
-        let mut c = Clock::new();
+        readings_convert_with(Clock::new());
+        readings_convert_with(Clock::with_counter(false));
+    }
+
+    fn readings_convert_with(mut c: Clock) {
+        // (slot, ticks, `Instant` just before and just after the reading)
         let mut slots = Vec::new();
-        let t0 = Instant::now();
         let mut seq = 0u64;
-        while t0.elapsed().as_millis() < 5 {
+        while c.start.elapsed().as_millis() < 5 {
             let oldest = seq.saturating_sub(100);
-            slots.push((seq, c.ticks(seq, oldest)));
+            let before = c.start.elapsed().as_micros() as u64;
+            let t = c.ticks(seq, oldest);
+            let after = c.start.elapsed().as_micros() as u64;
+            slots.push((seq, t, before, after));
             seq += 1;
         }
         let held = &slots[slots.len() - 100..];
         let convert = || {
             let mut r = c.reader();
-            held.iter().map(|&(s, t)| r.us(s, t)).collect::<Vec<u64>>()
+            held.iter()
+                .map(|&(s, t, _, _)| r.us(s, t))
+                .collect::<Vec<u64>>()
         };
         let a = convert();
         assert_eq!(a, convert());
         assert!(a.windows(2).all(|w| w[0] <= w[1]));
-        let elapsed = t0.elapsed().as_micros() as u64;
-        assert!(*a.last().unwrap() <= elapsed + 1000, "{a:?} {elapsed}");
+        // Each reading lies between the times taken around it (a few
+        // microseconds of slack: rounding, the counter's measured rate, and
+        // an interrupt while an anchor was taken).
+        for (&us, &(_, _, before, after)) in a.iter().zip(held) {
+            assert!(before <= us + 5 && us <= after + 5, "{before} {us} {after}");
+        }
         // Anchors of slots no longer held are dropped.
         assert!(c.anchors.len() <= held.len() + 1, "{}", c.anchors.len());
     }
