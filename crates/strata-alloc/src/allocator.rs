@@ -373,7 +373,7 @@ impl CachingAllocator {
         if std::mem::take(&mut st.blocks[id].oversize) {
             st.stats.oversize_allocations.decrease(1);
         }
-        let (ptr, requested, s) = (raw.ptr, st.blocks[id].requested, st.blocks[id].stream);
+        let s = st.blocks[id].stream;
         if !st.history.enabled() {
             return if st.blocks[id].stream_uses.is_empty() {
                 self.free_block(st, id);
@@ -386,11 +386,11 @@ impl CachingAllocator {
             // free_requested and free_completed at once: one clock read and
             // one look-up of the live allocation for both entries.
             let handle = st.streams[s as usize].handle;
-            st.history.push_free_now(ptr, requested, handle);
+            st.history.push_free_now(&mut st.blocks[id], handle);
             self.release_block(st, id);
             Ok(())
         } else {
-            st.record(Action::FreeRequested, ptr, requested, s);
+            st.record_free(Action::FreeRequested, id);
             self.insert_events(st, id)
         }
     }
@@ -484,8 +484,7 @@ impl CachingAllocator {
     pub fn record_history_with(&self, max_entries: Option<usize>, level: HistoryLevel) {
         self.state
             .lock()
-            .history
-            .set(max_entries.filter(|&n| n > 0), level);
+            .set_history(max_entries.filter(|&n| n > 0), level);
     }
 
     /// Whether history is being recorded.
@@ -633,7 +632,7 @@ impl CachingAllocator {
         }
         if st.history.enabled() {
             let stream = st.streams[st.blocks[id].stream as usize].handle;
-            st.history.push_alloc(ptr, orig, stream, site);
+            st.history.push_alloc(&mut st.blocks[id], stream, site);
         }
         RawAllocation {
             ptr,
@@ -645,12 +644,7 @@ impl CachingAllocator {
 
     /// Returns a block to its pool, merging it with free neighbours.
     fn free_block(&self, st: &mut State, id: u32) {
-        let (ptr, s, requested) = (
-            st.blocks[id].ptr,
-            st.blocks[id].stream,
-            st.blocks[id].requested,
-        );
-        st.record(Action::FreeCompleted, ptr, requested, s);
+        st.record_free(Action::FreeCompleted, id);
         self.release_block(st, id);
     }
 
@@ -994,7 +988,7 @@ impl CachingAllocator {
         let unallocated = reserved.saturating_sub(allocated);
         let free_blocks = free_by_pool(st);
         let largest_free = free_blocks.iter().map(|p| p.largest).max().unwrap_or(0);
-        let top_sites = crate::watch::usage_by_site(&st.history, 5);
+        let top_sites = crate::watch::usage_by_site(st, 5);
         let config = &st.settings.config;
         let hint = if requested > self.capacity {
             "The request alone is larger than the device's total capacity: split the work into smaller pieces (a smaller batch, chunked computation).".to_string()
@@ -1127,11 +1121,12 @@ impl CachingAllocator {
         crate::diagnostics::memory_report_html(self)
     }
 
-    /// Runs `f` on the history, or fails with [`AllocError::HistoryOff`].
+    /// Runs `f` on the state while history is on, or fails with
+    /// [`AllocError::HistoryOff`].
     pub(crate) fn with_history<T>(
         &self,
         what: &'static str,
-        f: impl FnOnce(&crate::history::History) -> T,
+        f: impl FnOnce(&State) -> T,
     ) -> Result<T, AllocError> {
         let st = self.state.lock();
         if !st.history.enabled() {
@@ -1140,7 +1135,7 @@ impl CachingAllocator {
                 what,
             });
         }
-        Ok(f(&st.history))
+        Ok(f(&st))
     }
 
     /// Runs `f` on the state under the lock (diagnostics that read much).

@@ -85,6 +85,15 @@ pub(crate) struct Block {
     /// On the head block of an ordinary segment: counted in
     /// `oversize_segments`.
     pub oversize_segment: bool,
+    /// While history is on, an allocated (or pending-free) block allocated
+    /// since recording started: the allocation's order (`History::seq`,
+    /// from 1); 0 otherwise. The live-allocation table of the history is the
+    /// set of blocks with a non-zero `hist_seq`: the block is at hand on
+    /// every allocation and free, a separate table would be a hash insert and
+    /// remove per pair.
+    pub hist_seq: u64,
+    /// The allocation's call site, valid while `hist_seq` is non-zero.
+    pub hist_site: Option<&'static std::panic::Location<'static>>,
 }
 
 impl Block {
@@ -117,6 +126,8 @@ impl Block {
             live: true,
             oversize: false,
             oversize_segment: false,
+            hist_seq: 0,
+            hist_site: None,
         }
     }
 
@@ -193,6 +204,8 @@ impl Blocks {
             allocated: false,
             oversize: false,
             oversize_segment: false,
+            hist_seq: 0,
+            hist_site: None,
             ..b.clone()
         };
         let next = b.next;
@@ -216,6 +229,11 @@ impl Blocks {
             self[next].prev = i;
         }
         self.remove(j);
+    }
+
+    /// Every live block, mutably.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Block> {
+        self.slots.iter_mut().filter(|b| b.live)
     }
 
     /// Every live block with its index.

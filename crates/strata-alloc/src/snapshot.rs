@@ -128,7 +128,10 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                     site: if state == BlockState::Inactive {
                         None
                     } else {
-                        st.history.live.get(&b.ptr).and_then(|l| l.site())
+                        (b.hist_seq != 0)
+                            .then_some(b.hist_site)
+                            .flatten()
+                            .map(crate::history::CallSite::from_location)
                     },
                 });
             } else if let Some(seg) = cur.take() {

@@ -128,7 +128,7 @@ fn site_frames(site: Option<CallSite>) -> Vec<FrameOut> {
 /// The frames of the live allocation at `addr`: its backtrace (innermost
 /// first, at most 64 frames) when one was captured, else its call site.
 fn block_frames(h: &History, addr: u64, site: Option<CallSite>) -> Vec<FrameOut> {
-    if let Some(bt) = h.live.get(&addr).and_then(|l| l.backtrace.as_ref()) {
+    if let Some(bt) = h.backtraces.get(&addr) {
         let frames: Vec<FrameOut> = backtrace_frames(bt)
             .into_iter()
             .take(64)

@@ -7,7 +7,7 @@
 use crate::block::{Blocks, PoolKind};
 use crate::config::AllocatorConfig;
 use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
-use crate::history::{Action, History};
+use crate::history::{Action, History, HistoryLevel, LiveAlloc};
 use crate::pool::{Entry, FreeIndex};
 use crate::stats::MemoryStats;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -168,6 +168,40 @@ impl State {
             let stream = self.streams[s as usize].handle;
             self.history.push(action, addr, size, stream);
         }
+    }
+
+    /// Records the `free_requested` or `free_completed` of block `id`.
+    #[inline]
+    pub fn record_free(&mut self, action: Action, id: u32) {
+        if self.history.enabled() {
+            let b = &mut self.blocks[id];
+            let stream = self.streams[b.stream as usize].handle;
+            self.history.push_free(action, b, stream);
+        }
+    }
+
+    /// Turns history on or off (see [`History::set`]), forgetting the
+    /// allocations recorded in the blocks.
+    pub fn set_history(&mut self, capacity: Option<usize>, level: HistoryLevel) {
+        self.history.set(capacity, level);
+        for b in self.blocks.iter_mut() {
+            b.hist_seq = 0;
+            b.hist_site = None;
+        }
+    }
+
+    /// The live (and pending-free) allocations recorded since history was
+    /// turned on.
+    pub fn recorded_live(&self) -> impl Iterator<Item = LiveAlloc> + '_ {
+        self.blocks
+            .iter()
+            .filter(|(_, b)| b.hist_seq != 0)
+            .map(|(_, b)| LiveAlloc {
+                location: b.hist_site,
+                size: b.requested,
+                backtrace: self.history.backtraces.get(&b.ptr).cloned(),
+                seq: b.hist_seq,
+            })
     }
 
     /// Records an event on `stream`, reusing one from the pool when there is

@@ -26,16 +26,17 @@
 
 use crate::allocator::CachingAllocator;
 use crate::error::{AllocError, SiteUsage};
-use crate::history::{backtrace_frames, CallSite, Frame, History};
+use crate::history::{backtrace_frames, CallSite, Frame};
+use crate::state::State;
 use std::backtrace::Backtrace;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
 /// Live allocations by call site: `(count, bytes)`.
-pub(crate) fn by_site(h: &History) -> HashMap<Option<CallSite>, (u64, u64)> {
+pub(crate) fn by_site(st: &State) -> HashMap<Option<CallSite>, (u64, u64)> {
     let mut m: HashMap<Option<CallSite>, (u64, u64)> = HashMap::new();
-    for l in h.live.values() {
+    for l in st.recorded_live() {
         let e = m.entry(l.site()).or_default();
         e.0 += 1;
         e.1 += l.size;
@@ -45,11 +46,11 @@ pub(crate) fn by_site(h: &History) -> HashMap<Option<CallSite>, (u64, u64)> {
 
 /// The `n` call sites holding the most live bytes, largest first (empty when
 /// history is off).
-pub(crate) fn usage_by_site(h: &History, n: usize) -> Vec<SiteUsage> {
-    if !h.enabled() {
+pub(crate) fn usage_by_site(st: &State, n: usize) -> Vec<SiteUsage> {
+    if !st.history.enabled() {
         return Vec::new();
     }
-    let mut v: Vec<SiteUsage> = by_site(h)
+    let mut v: Vec<SiteUsage> = by_site(st)
         .into_iter()
         .map(|(site, (count, bytes))| SiteUsage { site, count, bytes })
         .collect();
@@ -121,13 +122,12 @@ impl fmt::Display for Growth {
 
 /// Takes a [`Watch`] of `allocator` (see [`CachingAllocator::watch`]).
 pub(crate) fn take(allocator: &CachingAllocator) -> Result<Watch, AllocError> {
-    let (sites, live, seq) = allocator.with_history("watch", |h| {
-        let live = h
-            .live
-            .values()
-            .map(|l| (l.seq, l.size, l.backtrace.clone()))
+    let (sites, live, seq) = allocator.with_history("watch", |st| {
+        let live = st
+            .recorded_live()
+            .map(|l| (l.seq, l.size, l.backtrace))
             .collect();
-        (by_site(h), live, h.seq)
+        (by_site(st), live, st.history.seq)
     })?;
     Ok(Watch {
         device: allocator.device(),
@@ -189,10 +189,9 @@ impl Watch {
         pick: impl Fn(&Frame) -> bool,
     ) -> Result<Vec<FrameGrowth>, AllocError> {
         let now: Vec<(u64, u64, Option<Arc<Backtrace>>)> =
-            allocator.with_history("Watch::grown_at_frame", |h| {
-                h.live
-                    .values()
-                    .map(|l| (l.seq, l.size, l.backtrace.clone()))
+            allocator.with_history("Watch::grown_at_frame", |st| {
+                st.recorded_live()
+                    .map(|l| (l.seq, l.size, l.backtrace))
                     .collect()
             })?;
         let live_now: HashSet<u64> = now.iter().map(|a| a.0).collect();

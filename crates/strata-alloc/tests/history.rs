@@ -67,6 +67,125 @@ fn the_ring_buffer_keeps_the_newest_entries() {
     assert!(a.history().is_empty());
 }
 
+/// A workload of immediate frees (their `free_requested` and
+/// `free_completed` share one slot of the ring), frees that wait for another
+/// stream (the two entries apart), and segment events; `d` completes the
+/// other stream's events.
+fn mixed_workload(d: &SimDriver, a: &CachingAllocator) {
+    for i in 0..40u64 {
+        let r = a
+            .allocate_raw(512 * (1 + i % 5), StreamId::DEFAULT)
+            .unwrap();
+        if i % 3 == 0 {
+            a.record_stream(&r, StreamId(9)).unwrap();
+        }
+        a.free_raw(r).unwrap();
+        if i % 7 == 0 {
+            d.complete_stream(StreamId(9));
+            let big = a.allocate_raw(30 << 20, StreamId::DEFAULT).unwrap();
+            a.free_raw(big).unwrap();
+            a.empty_cache().unwrap();
+        }
+    }
+    d.complete_stream(StreamId(9));
+    a.empty_cache().unwrap();
+}
+
+/// Every ring size keeps exactly the newest entries of the same recording
+/// made with room for all of it, including where the oldest entry kept is the
+/// second half of a free recorded in one slot.
+#[test]
+fn every_ring_size_keeps_exactly_the_newest_entries() {
+    let run = |capacity: usize| {
+        let d = Arc::new(SimDriver::new(1 << 34, 2 << 20));
+        let conf = AllocatorConfig::parse("expandable_segments:False").unwrap();
+        let a = CachingAllocator::new(d.clone(), conf);
+        a.record_history(Some(capacity));
+        mixed_workload(&d, &a);
+        a.history()
+            .into_iter()
+            .map(|e| (e.action, e.addr, e.size, e.stream, e.site))
+            .collect::<Vec<_>>()
+    };
+    let all = run(100_000);
+    let kinds = |v: &[(Action, u64, u64, StreamId, _)]| {
+        let mut k: Vec<&str> = v.iter().map(|e| e.0.name()).collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    assert_eq!(
+        kinds(&all),
+        [
+            "alloc",
+            "free_completed",
+            "free_requested",
+            "segment_alloc",
+            "segment_free"
+        ]
+    );
+    // Each free requested once and completed once, in that order.
+    let mut open: HashMap<u64, usize> = HashMap::new();
+    for e in &all {
+        match e.0 {
+            Action::FreeRequested => *open.entry(e.1).or_default() += 1,
+            Action::FreeCompleted => {
+                let n = open.get_mut(&e.1).expect("completed before requested");
+                assert_eq!(*n, 1);
+                *n = 0;
+            }
+            _ => {}
+        }
+    }
+    assert!(open.values().all(|&n| n == 0));
+    for capacity in 1..=40 {
+        let kept = run(capacity);
+        assert_eq!(kept.len(), capacity.min(all.len()), "capacity {capacity}");
+        assert_eq!(
+            kept[..],
+            all[all.len() - kept.len()..],
+            "capacity {capacity}"
+        );
+    }
+}
+
+/// Allocations made before history was (re)started have no call site; those
+/// made after have theirs, also while their free waits for another stream.
+#[test]
+fn restarting_history_forgets_earlier_allocations() {
+    let d = Arc::new(SimDriver::new(1 << 34, 2 << 20));
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse("").unwrap());
+    a.record_history(Some(1000));
+    let before = a.allocate_raw(4096, StreamId::DEFAULT).unwrap();
+    a.record_history(Some(1000));
+    let line = line!() + 1;
+    let after = a.allocate_raw(8192, StreamId::DEFAULT).unwrap();
+    let sites = a.live_by_site(10).unwrap();
+    assert_eq!(sites.len(), 1, "{sites:?}");
+    assert_eq!((sites[0].count, sites[0].bytes), (1, 8192));
+    assert_eq!(sites[0].site.unwrap().line, line);
+    // Waiting for stream 9: still live, still at its line.
+    a.record_stream(&after, StreamId(9)).unwrap();
+    let after_ptr = after.ptr();
+    a.free_raw(after).unwrap();
+    assert_eq!(a.live_by_site(10).unwrap(), sites);
+    let before_ptr = before.ptr();
+    a.free_raw(before).unwrap();
+    d.complete_stream(StreamId(9));
+    let r = a.allocate_raw(512, StreamId::DEFAULT).unwrap(); // processes the event
+    a.free_raw(r).unwrap();
+    assert!(a.live_by_site(10).unwrap().is_empty());
+    let h = a.history();
+    let site_of = |action: Action, ptr: u64| {
+        h.iter()
+            .find(|e| e.action == action && e.addr == ptr)
+            .map(|e| e.site.map(|s| s.line))
+    };
+    assert_eq!(site_of(Action::FreeRequested, after_ptr), Some(Some(line)));
+    assert_eq!(site_of(Action::FreeCompleted, after_ptr), Some(Some(line)));
+    assert_eq!(site_of(Action::FreeCompleted, before_ptr), Some(None));
+}
+
 #[test]
 fn a_recording_replays_to_the_same_figures() {
     for conf in ["expandable_segments:True", "expandable_segments:False"] {

@@ -95,7 +95,7 @@ fn timeline_section(h: &mut String, st: &State) {
         h.push_str("<p class=\"note\">History was off: call record_history before the run to see memory over time by call site.</p>\n");
         return;
     }
-    let t = timeline::aggregate(&st.history, st.reserved(), BUCKETS, TOP_SITES);
+    let t = timeline::aggregate(st, st.reserved(), BUCKETS, TOP_SITES);
     let (w, ht, left, bottom) = (1000.0f64, 320.0f64, 70.0f64, 24.0f64);
     let n = t.times.len();
     let ymax = t
@@ -209,7 +209,7 @@ fn allocations_section(h: &mut String, st: &State) {
     h.push_str("</table>\n");
     if st.history.enabled() {
         h.push_str("<h3>Live bytes by call site</h3>\n<table id=\"by-site\"><tr><th>call site</th><th>allocations</th><th>bytes requested</th></tr>\n");
-        for u in crate::watch::usage_by_site(&st.history, TOP_ALLOCATIONS) {
+        for u in crate::watch::usage_by_site(st, TOP_ALLOCATIONS) {
             let _ = writeln!(
                 h,
                 "<tr class=\"site\"><td>{}</td><td>{}</td><td>{}</td></tr>",

@@ -7,7 +7,8 @@
 //! events the ring buffer dropped) are reconstructed backwards from the state
 //! at the end, so the last sample equals the allocator's state now.
 
-use crate::history::{Action, CallSite, History, TraceEntry};
+use crate::history::{Action, CallSite, TraceEntry};
+use crate::state::State;
 use std::collections::HashMap;
 
 /// One series: a call site's live bytes at the end of each bucket.
@@ -33,8 +34,8 @@ pub(crate) struct Timeline {
 
 /// Aggregates the history into at most `buckets` buckets, keeping `top` call
 /// sites apart. `reserved_now` is the allocator's reserved bytes now.
-pub(crate) fn aggregate(h: &History, reserved_now: u64, buckets: usize, top: usize) -> Timeline {
-    let entries: Vec<TraceEntry> = h.iter().collect();
+pub(crate) fn aggregate(st: &State, reserved_now: u64, buckets: usize, top: usize) -> Timeline {
+    let entries: Vec<TraceEntry> = st.history.iter().collect();
     let n = entries.len();
     // Site indices, and each site's net change over the window.
     let mut index: HashMap<Option<CallSite>, usize> = HashMap::new();
@@ -68,7 +69,7 @@ pub(crate) fn aggregate(h: &History, reserved_now: u64, buckets: usize, top: usi
     }
     // Starting values: now minus the net change.
     let mut now: HashMap<Option<CallSite>, i64> = HashMap::new();
-    for l in h.live.values() {
+    for l in st.recorded_live() {
         *now.entry(l.site()).or_default() += l.size as i64;
     }
     for (site, _) in now.clone() {

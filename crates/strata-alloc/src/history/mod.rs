@@ -24,13 +24,18 @@
 //! assert!(json.contains("\"events\""));
 //! ```
 
+mod clock;
+mod ring;
+
+use crate::block::Block;
 use crate::driver::StreamId;
-use std::collections::{HashMap, VecDeque};
+use clock::Clock;
+use ring::{Ring, Slot, FREE_NOW, META_TIME_SHIFT};
+use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Where an allocation was asked for: the first caller outside strata's
 /// `#[track_caller]` chain (a tensor constructor, an op, or
@@ -128,7 +133,8 @@ pub(crate) fn backtrace_frames(bt: &std::backtrace::Backtrace) -> Vec<Frame> {
     out
 }
 
-/// What the history knows about a live allocation.
+/// What the history knows about a live allocation (built from the block and
+/// the history when asked for: see [`crate::state::State::recorded_live`]).
 #[derive(Clone, Debug)]
 pub(crate) struct LiveAlloc {
     /// Where it was asked for (see [`LiveAlloc::site`]).
@@ -218,23 +224,7 @@ pub struct TraceEntry {
     pub site: Option<CallSite>,
 }
 
-/// One entry as the ring buffer keeps it: 32 bytes, two to a cache line
-/// (a [`TraceEntry`] is 64), since the ring is larger than the caches and
-/// every entry written is a line fetched.
-#[derive(Clone, Copy)]
-struct Slot {
-    addr: u64,
-    size: u64,
-    /// The time in microseconds (top 44 bits: 200 days), the stream's index
-    /// in `History::streams` (16 bits) and the action's code (4 bits).
-    meta: u64,
-    site: Option<&'static Location<'static>>,
-}
-
-/// Bits of [`Slot::meta`] below the time.
-const META_TIME_SHIFT: u32 = 20;
-
-/// Hashes a device address for the live-allocation map: one folded
+/// Hashes a device address for the backtrace map: one folded
 /// multiplication instead of SipHash. Addresses are not chosen by an
 /// adversary, and the multiplication spreads their low (alignment) bits and
 /// high bits over the whole word, which hashbrown needs (it takes the bucket
@@ -264,117 +254,13 @@ impl Hasher for AddrHasher {
     }
 }
 
-/// The microsecond clock of the history's entries.
-///
-/// Reading `Instant` (a vDSO `clock_gettime`) costs about as much as the rest
-/// of an entry. On x86-64 processors with an invariant time-stamp counter the
-/// clock reads the counter instead and converts it with a rate calibrated
-/// against `Instant` (re-anchored every [`Clock::RECALIBRATE`] reads, and
-/// whenever the counter goes backwards or jumps, as after a migration to a
-/// core whose counter is offset). Readings never go backwards. Elsewhere it
-/// reads `Instant`.
-pub(crate) struct Clock {
-    start: Instant,
-    /// Whether the time-stamp counter is usable (invariant).
-    tsc: bool,
-    /// The counter at `start`.
-    tsc0: u64,
-    /// Counter ticks per microsecond, 0 until calibrated.
-    per_us: f64,
-    /// The counter and the time at the last calibration.
-    anchor: (u64, u64),
-    /// Reads since the last calibration.
-    reads: u32,
-    /// The last reading.
-    last: u64,
-}
-
-impl Clock {
-    /// Reads between two calibrations against `Instant`.
-    const RECALIBRATE: u32 = 1024;
-
-    /// A clock that starts at 0 now.
-    pub fn new() -> Clock {
-        let tsc = invariant_tsc();
-        Clock {
-            start: Instant::now(),
-            tsc,
-            tsc0: if tsc { read_tsc() } else { 0 },
-            per_us: 0.0,
-            anchor: (0, 0),
-            reads: 0,
-            last: 0,
-        }
-    }
-
-    /// Microseconds since the clock started.
-    #[inline]
-    pub fn now_us(&mut self) -> u64 {
-        if self.tsc && self.per_us > 0.0 && self.reads < Self::RECALIBRATE {
-            self.reads += 1;
-            let t = read_tsc();
-            let ticks = t.wrapping_sub(self.anchor.0);
-            // More than about a second since the anchor, or backwards (wraps
-            // to a huge value): recalibrate instead of trusting the counter.
-            if (ticks as f64) < self.per_us * 1e6 {
-                let us = self.anchor.1 + (ticks as f64 / self.per_us) as u64;
-                self.last = self.last.max(us);
-                return self.last;
-            }
-        }
-        self.calibrate()
-    }
-
-    #[cold]
-    fn calibrate(&mut self) -> u64 {
-        let us = self.start.elapsed().as_micros() as u64;
-        if self.tsc {
-            let t = read_tsc();
-            self.reads = 0;
-            // Calibrate over at least a millisecond.
-            if us >= 1000 && t > self.tsc0 {
-                self.per_us = (t - self.tsc0) as f64 / us as f64;
-                self.anchor = (t, us);
-            }
-        }
-        self.last = self.last.max(us);
-        self.last
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn invariant_tsc() -> bool {
-    use std::arch::x86_64::__cpuid;
-    // Leaf 0x8000_0007 exists, and its EDX bit 8 says the counter runs at a
-    // constant rate in every power state.
-    __cpuid(0x8000_0000).eax >= 0x8000_0007 && (__cpuid(0x8000_0007).edx >> 8) & 1 == 1
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn invariant_tsc() -> bool {
-    false
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn read_tsc() -> u64 {
-    // SAFETY: `rdtsc` exists on every x86-64 processor and only reads the
-    // time-stamp counter; it touches no memory.
-    unsafe { std::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn read_tsc() -> u64 {
-    0
-}
-
-/// Live allocations by address.
-pub(crate) type LiveMap = HashMap<u64, LiveAlloc, BuildHasherDefault<AddrHasher>>;
+/// Backtraces of live allocations by address.
+pub(crate) type BacktraceMap =
+    HashMap<u64, Arc<std::backtrace::Backtrace>, BuildHasherDefault<AddrHasher>>;
 
 /// The ring buffer behind the allocator's lock.
 pub(crate) struct History {
-    entries: VecDeque<Slot>,
+    ring: Ring,
     /// The streams of the entries, by the index their slots keep; the last
     /// one looked up first.
     streams: Vec<StreamId>,
@@ -382,28 +268,25 @@ pub(crate) struct History {
     capacity: usize,
     pub level: HistoryLevel,
     clock: Clock,
-    /// Live (and pending-free) allocations by address, while recording.
-    pub live: LiveMap,
+    /// The backtraces of live (and pending-free) allocations by address,
+    /// while recording at [`HistoryLevel::Backtraces`]. (Their call sites
+    /// and order are kept in their blocks: `Block::hist_seq`.)
+    pub backtraces: BacktraceMap,
     /// Allocations recorded so far (the last `LiveAlloc::seq`).
     pub seq: u64,
-    /// The time of the operation being recorded, when one operation records
-    /// several entries (a free that completes at once): the clock is read
-    /// once for all of them (see [`History::push_free_now`]).
-    held_time_us: Option<u64>,
 }
 
 impl Default for History {
     fn default() -> History {
         History {
-            entries: VecDeque::new(),
+            ring: Ring::default(),
             streams: Vec::new(),
             last_stream: (StreamId(u64::MAX), u16::MAX),
             capacity: 0,
             level: HistoryLevel::CallSites,
             clock: Clock::new(),
-            live: LiveMap::default(),
+            backtraces: BacktraceMap::default(),
             seq: 0,
-            held_time_us: None,
         }
     }
 }
@@ -414,63 +297,85 @@ impl History {
     }
 
     /// Turns recording on with room for `capacity` entries (clearing what was
-    /// recorded), or off with `None`.
+    /// recorded), or off with `None`. The blocks' records
+    /// (`Block::hist_seq`) are cleared by the caller
+    /// ([`crate::state::State::set_history`]).
     pub fn set(&mut self, capacity: Option<usize>, level: HistoryLevel) {
         self.capacity = capacity.unwrap_or(0);
         self.level = level;
-        self.entries = VecDeque::with_capacity(self.capacity);
+        self.ring = Ring::new(self.capacity);
         self.streams.clear();
         self.last_stream = (StreamId(u64::MAX), u16::MAX);
-        self.live = LiveMap::default();
+        self.backtraces = BacktraceMap::default();
         self.clock = Clock::new();
-        self.held_time_us = None;
     }
 
+    /// Records an event that concerns no allocation's call site (segments,
+    /// OOMs, snapshots).
     #[inline]
     pub fn push(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
-        let site = match action {
-            Action::FreeCompleted => self.live.remove(&addr).and_then(|l| l.location),
-            Action::FreeRequested => self.live.get(&addr).and_then(|l| l.location),
-            _ => None,
+        self.push_entry(action, addr, size, stream, None);
+    }
+
+    /// The call site of block `b`'s allocation, if it was recorded.
+    #[inline]
+    fn site_of(b: &Block) -> Option<&'static Location<'static>> {
+        if b.hist_seq != 0 {
+            b.hist_site
+        } else {
+            None
+        }
+    }
+
+    /// Forgets block `b`'s allocation (its free completed), returning its
+    /// call site.
+    #[inline]
+    fn forget(&mut self, b: &mut Block) -> Option<&'static Location<'static>> {
+        let site = Self::site_of(b);
+        b.hist_seq = 0;
+        if self.level == HistoryLevel::Backtraces {
+            self.backtraces.remove(&b.ptr);
+        }
+        site
+    }
+
+    /// Records a `free_requested` (the block waits for other streams) or a
+    /// `free_completed` of block `b`, with its allocation's call site.
+    #[inline]
+    pub fn push_free(&mut self, action: Action, b: &mut Block, stream: StreamId) {
+        let site = if action == Action::FreeCompleted {
+            self.forget(b)
+        } else {
+            Self::site_of(b)
         };
-        self.push_entry(action, addr, size, stream, site);
+        self.push_entry(action, b.ptr, b.requested, stream, site);
     }
 
     /// Records the `free_requested` and `free_completed` entries of a free
-    /// that completes at once: one clock read, one removal from the live
-    /// allocations.
+    /// of block `b` that completes at once: one clock read, one slot.
     #[inline]
-    pub fn push_free_now(&mut self, addr: u64, size: u64, stream: StreamId) {
-        let site = self.live.remove(&addr).and_then(|l| l.location);
-        let held = self.held_time_us;
-        self.held_time_us = Some(self.clock.now_us());
-        self.push_entry(Action::FreeRequested, addr, size, stream, site);
-        self.push_entry(Action::FreeCompleted, addr, size, stream, site);
-        self.held_time_us = held;
+    pub fn push_free_now(&mut self, b: &mut Block, stream: StreamId) {
+        let site = self.forget(b);
+        self.push_slot(FREE_NOW, b.ptr, b.requested, stream, site);
     }
 
-    /// Records an allocation and where it was asked for.
+    /// Records the allocation of block `b` (its `requested` size set) and
+    /// where it was asked for.
     #[inline]
     pub fn push_alloc(
         &mut self,
-        addr: u64,
-        size: u64,
+        b: &mut Block,
         stream: StreamId,
         site: &'static Location<'static>,
     ) {
-        let backtrace = (self.level == HistoryLevel::Backtraces)
-            .then(|| Arc::new(std::backtrace::Backtrace::force_capture()));
+        if self.level == HistoryLevel::Backtraces {
+            let bt = Arc::new(std::backtrace::Backtrace::force_capture());
+            self.backtraces.insert(b.ptr, bt);
+        }
         self.seq += 1;
-        self.live.insert(
-            addr,
-            LiveAlloc {
-                location: Some(site),
-                size,
-                backtrace,
-                seq: self.seq,
-            },
-        );
-        self.push_entry(Action::Alloc, addr, size, stream, Some(site));
+        b.hist_seq = self.seq;
+        b.hist_site = Some(site);
+        self.push_entry(Action::Alloc, b.ptr, b.requested, stream, Some(site));
     }
 
     /// The index of `stream` in `streams`, adding it on first use (past
@@ -502,40 +407,73 @@ impl History {
         stream: StreamId,
         site: Option<&'static Location<'static>>,
     ) {
-        if self.entries.len() == self.capacity {
-            self.entries.pop_front();
-        }
-        let time_us = match self.held_time_us {
-            Some(t) => t,
-            None => self.clock.now_us(),
-        };
+        self.push_slot(action as u64, addr, size, stream, site);
+    }
+
+    /// Appends a slot (an action's code, or [`FREE_NOW`]).
+    #[inline]
+    fn push_slot(
+        &mut self,
+        code: u64,
+        addr: u64,
+        size: u64,
+        stream: StreamId,
+        site: Option<&'static Location<'static>>,
+    ) {
+        let ticks = self.clock.ticks(self.ring.written(), self.ring.oldest());
         let s = self.stream_index(stream) as u64;
-        self.entries.push_back(Slot {
+        self.ring.push(Slot {
             addr,
             size,
-            meta: (time_us << META_TIME_SHIFT) | (s << 4) | action as u64,
+            meta: (ticks << META_TIME_SHIFT) | (s << 4) | code,
             site,
         });
     }
 
-    fn entry(&self, e: &Slot) -> TraceEntry {
+    fn entry(&self, e: &Slot, action: Action, time_us: u64) -> TraceEntry {
         TraceEntry {
-            action: Action::ALL[(e.meta & 0xf) as usize],
+            action,
             addr: e.addr,
             size: e.size,
             stream: self.streams[((e.meta >> 4) & 0xffff) as usize],
-            time_us: e.meta >> META_TIME_SHIFT,
+            time_us,
             site: e.site.map(CallSite::from_location),
         }
     }
 
+    /// The entries of a slot: one, or two for a [`FREE_NOW`] slot (its
+    /// `free_completed` alone when `second_only`).
+    fn slot_entries(
+        &self,
+        e: &Slot,
+        second_only: bool,
+        time_us: u64,
+    ) -> impl Iterator<Item = TraceEntry> {
+        let code = e.code();
+        let (first, second) = if code != FREE_NOW {
+            (Action::ALL[code as usize], None)
+        } else if second_only {
+            (Action::FreeCompleted, None)
+        } else {
+            (Action::FreeRequested, Some(Action::FreeCompleted))
+        };
+        std::iter::once(self.entry(e, first, time_us))
+            .chain(second.map(|a| self.entry(e, a, time_us)))
+    }
+
     /// The recorded entries, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = TraceEntry> + '_ {
-        self.entries.iter().map(|e| self.entry(e))
+        let mut clock = self.clock.reader();
+        self.ring.iter().flat_map(move |(e, second_only, seq)| {
+            let time_us = clock.us(seq, e.meta >> META_TIME_SHIFT);
+            self.slot_entries(e, second_only, time_us)
+        })
     }
 
     pub fn entries(&self) -> Vec<TraceEntry> {
-        self.iter().collect()
+        let mut v = Vec::with_capacity(self.ring.len());
+        v.extend(self.iter());
+        v
     }
 }
 
