@@ -14,7 +14,9 @@
 //!   needed, with no `create`/`release` round trip. New physical memory is
 //!   created only for the rest. Reserved memory therefore follows allocated
 //!   memory: it only grows when the pages partly used by live blocks no longer
-//!   suffice.
+//!   suffice, or when a growth repeats the workload (`repeats.rs`): such a
+//!   growth holds memory, creating its pages, so that the next round of the
+//!   workload finds them in place and makes no driver call.
 //! * **No stream synchronisation while allocating.** Work queued on a block's
 //!   stream may still use its pages after the block was freed, so a page is
 //!   recycled only once its stream's [`Fence`] — an event recorded on the stream
@@ -118,7 +120,9 @@ impl ExpandableSpace<'_> {
     /// New physical pages are created only while reserved memory stays within
     /// a margin of the highest allocated figure so far (the larger of 1/32 of
     /// it and [`GROWTH_CHUNK`] pages); beyond that margin the pages are
-    /// recycled from free space. A page that already has a stitched mapping
+    /// recycled from free space, unless the growth repeats the workload
+    /// ([`crate::repeats`]): then it holds, creating the pages, up to
+    /// [`HOLD_LIMIT`]. A page that already has a stitched mapping
     /// at the address where it is needed moves there with no driver call. The
     /// placement is the one that needs the fewest *new* pages given what can be
     /// recycled, then the fewest pages that need a driver mapping, then the
