@@ -341,6 +341,7 @@ impl CachingAllocator {
             self.process_events(st);
         }
         let rounded = round_size(&st.settings.config, size);
+        st.recent_requests = crate::repeats::mix_request(st.recent_requests, rounded, s);
         let pool = PoolKind::of(rounded);
         let id = match self.get_free_block(st, s, pool, rounded) {
             Some(id) => id,

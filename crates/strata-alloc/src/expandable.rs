@@ -14,7 +14,9 @@
 //!   needed, with no `create`/`release` round trip. New physical memory is
 //!   created only for the rest. Reserved memory therefore follows allocated
 //!   memory: it only grows when the pages partly used by live blocks no longer
-//!   suffice.
+//!   suffice, or when a growth repeats the workload (`repeats.rs`): such a
+//!   growth holds memory, creating its pages, so that the next round of the
+//!   workload finds them in place and makes no driver call.
 //! * **No stream synchronisation while allocating.** Work queued on a block's
 //!   stream may still use its pages after the block was freed, so a page is
 //!   recycled only once its stream's [`Fence`] — an event recorded on the stream
@@ -34,6 +36,7 @@ use crate::block::{Block, PoolKind, NONE};
 use crate::driver::{Device, Driver, DriverError, EventHandle, PhysHandle, VirtualMemory};
 use crate::error::AllocError;
 use crate::history::Action;
+use crate::repeats::growth_context;
 use crate::state::{ExpandableSegment, State};
 use std::collections::{HashMap, HashSet};
 
@@ -51,6 +54,11 @@ const RESERVE_MARGIN: u64 = 32;
 /// Pages mapped at least per large-pool growth while within the margin: 20 MiB
 /// with 2 MiB pages, PyTorch's large-pool page size.
 const GROWTH_CHUNK: u64 = 10;
+
+/// A growth that repeats the workload holds memory (creates pages) only while
+/// reserved memory stays within the margin plus 1/`HOLD_LIMIT` of peak
+/// allocated memory; beyond that it moves pages again.
+const HOLD_LIMIT: u64 = 2;
 
 /// How far the work queued on one stream is known to have finished, in the
 /// allocator's free clock (`Block::freed_at`): every block of the stream freed
@@ -112,7 +120,9 @@ impl ExpandableSpace<'_> {
     /// New physical pages are created only while reserved memory stays within
     /// a margin of the highest allocated figure so far (the larger of 1/32 of
     /// it and [`GROWTH_CHUNK`] pages); beyond that margin the pages are
-    /// recycled from free space. A page that already has a stitched mapping
+    /// recycled from free space, unless the growth repeats the workload
+    /// ([`crate::repeats`]): then it holds, creating the pages, up to
+    /// [`HOLD_LIMIT`]. A page that already has a stitched mapping
     /// at the address where it is needed moves there with no driver call. The
     /// placement is the one that needs the fewest *new* pages given what can be
     /// recycled, then the fewest pages that need a driver mapping, then the
@@ -128,11 +138,26 @@ impl ExpandableSpace<'_> {
         let page = self.page;
         let allocated = &st.stats.allocated_bytes.all();
         let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
-        let target =
-            peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page) + st.extra_margin_pages * page;
+        let target = peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page);
         let headroom = target.saturating_sub(st.reserved()) / page;
+        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
+        // pages"): a growth that repeats the workload holds memory instead of
+        // moving pages.
+        let context = growth_context(
+            s,
+            pool as u8,
+            rounded,
+            allocated.current as u64,
+            st.recent_requests,
+        );
+        let now = st.free_clock;
+        let mut hold = st.repeats.recurs(context, peak, now);
         let avail = self.available_pages(st);
-        let recyclable = avail.by_handle.len() as u64;
+        let recyclable = if hold {
+            0
+        } else {
+            avail.by_handle.len() as u64
+        };
         let mut best: Option<(Cost, Placement)> = None;
         for &seg in &st.streams[s as usize].expandable[pool as usize] {
             let sg = st.expandable[seg as usize]
@@ -206,53 +231,54 @@ impl ExpandableSpace<'_> {
         }
         let others = n - taken.len();
         let within = others.min(headroom as usize);
-        let mut recycled: Vec<PhysHandle> = Vec::new();
-        'blocks: for &(_, blk, p0, p1) in &avail.blocks {
-            if p.keep.contains(&blk) {
-                continue;
-            }
-            let mut at = p1;
-            while at > p0 {
-                if recycled.len() >= others - within {
-                    break 'blocks;
-                }
-                at -= page;
-                let h = handle_at(st, blk, at, page);
-                if taken.insert(h) {
-                    recycled.push(h);
-                    sources.push((blk, at));
-                }
-            }
+        // A repeating growth holds only within its limit, and only if the
+        // memory fraction allows it; otherwise it moves pages like any other.
+        let beyond = (others - within) as u64 * page;
+        if hold
+            && (st.reserved() + beyond > target + peak / HOLD_LIMIT || !st.fits_fraction(beyond))
+        {
+            hold = false;
         }
-        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
-        // pages"): a page that must be mapped somewhere new once more, after
-        // PAID_MOVES_BEFORE_HOLDING paid moves, shows a pattern that stitched
-        // mappings do not absorb; hold one more page for it, so that a
-        // repeating workload stops paying for moves.
-        let create = others - recycled.len();
-        if !st.fits_fraction(create as u64 * page) {
-            return Ok(None);
-        }
-        let mut created = Vec::with_capacity(create);
-        while created.len() < create {
-            match self.vm.create(page) {
-                Ok(h) => created.push(h),
-                Err(e) => {
-                    for h in created {
-                        // A failed release leaks one page in the driver but
-                        // leaves the allocator consistent.
-                        let _ = self.vm.release(h);
+        let fresh = loop {
+            let mut recycled: Vec<PhysHandle> = Vec::new();
+            let mut moved: Vec<(u32, u64)> = Vec::new();
+            if !hold {
+                'blocks: for &(_, blk, p0, p1) in &avail.blocks {
+                    if p.keep.contains(&blk) {
+                        continue;
                     }
-                    return match e {
-                        DriverError::OutOfMemory => Ok(None),
-                        e => Err(self.driver_error(e)),
-                    };
+                    let mut at = p1;
+                    while at > p0 {
+                        if recycled.len() >= others - within {
+                            break 'blocks;
+                        }
+                        at -= page;
+                        let h = handle_at(st, blk, at, page);
+                        if !taken.contains(&h) {
+                            recycled.push(h);
+                            moved.push((blk, at));
+                        }
+                    }
                 }
             }
-        }
+            let create = others - recycled.len();
+            if !st.fits_fraction(create as u64 * page) {
+                return Ok(None);
+            }
+            match self.create_pages(create) {
+                Ok(created) => {
+                    sources.extend(moved);
+                    break recycled.into_iter().chain(created).collect::<Vec<_>>();
+                }
+                // Holding found the device full: move pages instead.
+                Err(DriverError::OutOfMemory) if hold => hold = false,
+                Err(DriverError::OutOfMemory) => return Ok(None),
+                Err(e) => return Err(self.driver_error(e)),
+            }
+        };
         // The pages taken from free blocks leave stitched mappings behind.
         self.detach_pages(st, sources);
-        let mut fresh = recycled.into_iter().chain(created);
+        let mut fresh = fresh.into_iter();
         let plan: Vec<(PhysHandle, bool)> = plan
             .into_iter()
             .map(|x| x.unwrap_or_else(|| (fresh.next().expect("enough pages"), false)))
@@ -260,6 +286,25 @@ impl ExpandableSpace<'_> {
         let id = self.map_pages(st, p.segment, p.map_at, plan)?;
         self.evict_stitched(st)?;
         Ok(Some(id))
+    }
+
+    /// Creates `count` physical pages; on failure releases those created so far.
+    fn create_pages(&self, count: usize) -> Result<Vec<PhysHandle>, DriverError> {
+        let mut created = Vec::with_capacity(count);
+        while created.len() < count {
+            match self.vm.create(self.page) {
+                Ok(h) => created.push(h),
+                Err(e) => {
+                    for h in created {
+                        // A failed release leaks one page in the driver but
+                        // leaves the allocator consistent.
+                        let _ = self.vm.release(h);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(created)
     }
 
     /// Reserves a new address range for (stream, pool): 1.125 times the device's
@@ -450,7 +495,6 @@ impl ExpandableSpace<'_> {
                 Self::forget_stitched(st, seg, idx);
             }
         }
-        st.paid_moves.remove(&h);
         let _ = self.vm.release(h);
     }
 
@@ -567,15 +611,6 @@ impl ExpandableSpace<'_> {
                     break;
                 }
             }
-            // The hold-or-move rule (docs/allocator.md, "Holding memory or
-            // moving pages"): a page's paid move buys a page of held margin
-            // when the page was already paid-moved since peak allocated
-            // memory last rose (a growing workload is not charged).
-            let peak = st.stats.allocated_bytes.all().peak as u64;
-            let last = st.paid_moves.insert(h, peak);
-            if last == Some(peak) {
-                st.extra_margin_pages += 1;
-            }
             if let Err(e) = self.vm.map(at, page, h) {
                 failure = Some(e);
                 break;
@@ -664,11 +699,10 @@ impl ExpandableSpace<'_> {
     }
 
     /// Releases physical pages that have no mapping left.
-    fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) {
+    fn release_handles(&self, handles: Vec<PhysHandle>) {
         for h in handles {
             // A failed release leaks one page in the driver but leaves the
             // allocator consistent; there is nothing better to do with it.
-            st.paid_moves.remove(&h);
             let _ = self.vm.release(h);
         }
     }
@@ -710,7 +744,7 @@ impl ExpandableSpace<'_> {
                 }
                 let mut handles = Vec::new();
                 let r = self.unmap_range(st, id, p0, p1, &mut handles);
-                self.release_handles(st, handles);
+                self.release_handles(handles);
                 r?;
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");

@@ -35,6 +35,7 @@ pub mod history;
 pub mod pinned;
 mod pool;
 mod registry;
+mod repeats;
 pub mod report;
 pub mod snapshot;
 mod snapshot_pickle;

@@ -9,6 +9,7 @@ use crate::config::AllocatorConfig;
 use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
 use crate::history::{Action, History, HistoryLevel, LiveAlloc};
 use crate::pool::{Entry, FreeIndex};
+use crate::repeats::Repeats;
 use crate::stats::MemoryStats;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -104,12 +105,11 @@ pub(crate) struct State {
     pub stitch_lru: BTreeMap<u64, (u32, u32)>,
     /// The clock behind the stamps of `stitch_lru`.
     pub stitch_clock: u64,
-    /// Expandable segments: the extra margin (in pages) bought by repeated
-    /// paid page moves (see `expandable.rs`).
-    pub extra_margin_pages: u64,
-    /// For each physical page paid-moved (mapped by a driver call at a new
-    /// address), peak allocated bytes at its last paid move.
-    pub paid_moves: HashMap<PhysHandle, u64>,
+    /// A fingerprint of the last dozen requests (`repeats::mix_request`).
+    pub recent_requests: u64,
+    /// Expandable segments: the growth contexts seen at the current peak, to
+    /// recognise a workload going round again (see `repeats.rs`).
+    pub repeats: Repeats,
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
@@ -140,8 +140,8 @@ impl State {
             aliases: HashMap::new(),
             stitch_lru: BTreeMap::new(),
             stitch_clock: 0,
-            extra_margin_pages: 0,
-            paid_moves: HashMap::new(),
+            recent_requests: 0,
+            repeats: Repeats::default(),
             history: History::default(),
             free_clock: 0,
         }

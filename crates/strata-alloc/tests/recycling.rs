@@ -348,3 +348,71 @@ fn a_failed_map_while_stitching_leaves_everything_consistent() {
     assert_eq!(d.used_bytes(), 0);
     assert_eq!(d.live_objects(), (0, 0, 0, 0));
 }
+
+/// One round of a double-buffered input on a side stream (sizes from
+/// `inputs`) while the default stream computes, as `prefetch_training` in
+/// `traces.rs`: beyond the margin the side stream's buffers move pages.
+fn prefetch_round(a: &CachingAllocator, inputs: &[u64]) -> Result<(), AllocError> {
+    let (compute, side) = (StreamId::DEFAULT, StreamId(11));
+    let mut next = a.allocate_raw(inputs[0] * MIB, side)?;
+    for &size in &inputs[1..] {
+        let cur = next;
+        next = a.allocate_raw(size * MIB, side)?;
+        let mut acts = Vec::new();
+        for l in 0..12u64 {
+            acts.push(a.allocate_raw((64 << (l % 4)) * 98 * 1024, compute)?);
+        }
+        a.free_raw(cur)?;
+        while let Some(x) = acts.pop() {
+            let g = a.allocate_raw(3 * MIB, compute)?;
+            a.free_raw(x)?;
+            a.free_raw(g)?;
+        }
+    }
+    a.free_raw(next)
+}
+
+const INPUTS: [u64; 11] = [46, 31, 38, 46, 19, 31, 46, 38, 19, 46, 31];
+
+/// After two warm-up rounds no driver call, and reserved memory within the
+/// hold-or-move rule's bound.
+#[test]
+fn a_workload_going_round_again_stops_paying() {
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let mut calls = Vec::new();
+    for _ in 0..8 {
+        let before = a.driver_calls().memory_calls();
+        prefetch_round(&a, &INPUTS).unwrap();
+        calls.push(a.driver_calls().memory_calls() - before);
+        a.check_consistency().unwrap();
+    }
+    assert!(calls[3..].iter().all(|&c| c == 0), "{calls:?}");
+    // The hold limit: peak allocated, its margin, and half of it.
+    let peak = a.max_memory_allocated();
+    assert!(a.max_memory_reserved() <= peak + (peak / 32).max(20 * MIB) + peak / 2);
+    assert_eq!(d.call_count("stream_synchronize"), 0);
+    assert_eq!(d.call_count("event_synchronize"), 0);
+}
+
+#[test]
+fn holding_gives_way_to_moving_under_the_memory_fraction() {
+    // Measure the first round's peak reserved, then allow only that much: a
+    // repeating growth that cannot hold within the fraction moves pages, and
+    // no round fails.
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    prefetch_round(&a, &INPUTS).unwrap();
+    let first = a.max_memory_reserved();
+    let fraction = (first + 2 * MIB) as f64 / (1u64 << 34) as f64;
+    let conf = format!("per_process_memory_fraction:{fraction}");
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(&conf).unwrap());
+    for _ in 0..8 {
+        prefetch_round(&a, &INPUTS).unwrap();
+        a.check_consistency().unwrap();
+    }
+    assert!(a.max_memory_reserved() <= first + 2 * MIB);
+    assert_eq!(a.memory_stats().num_ooms, 0);
+    assert_eq!(d.call_count("stream_synchronize"), 0);
+}

@@ -127,6 +127,15 @@ struct Replay {
     device_allocs: i64,
     /// Memory driver calls and stream synchronisations of each pass.
     per_pass: Vec<(u64, u64)>,
+    /// Peak reserved bytes over all passes.
+    peak_reserved_all_passes: i64,
+}
+
+/// The bound the hold-or-move rule keeps reserved memory under once a
+/// workload repeats (docs/allocator.md): peak allocated, plus the margin (the
+/// larger of 1/32 of it and 10 pages of 2 MiB), plus half of it.
+fn hold_bound(peak_allocated: i64) -> i64 {
+    peak_allocated + (peak_allocated / 32).max(10 << 21) + peak_allocated / 2
 }
 
 fn replay(t: &Trace, conf: &str, passes: usize) -> Replay {
@@ -177,6 +186,7 @@ fn replay(t: &Trace, conf: &str, passes: usize) -> Replay {
         peak_reserved,
         device_allocs,
         per_pass,
+        peak_reserved_all_passes: a.memory_stats().reserved_bytes.all().peak,
     }
 }
 
@@ -212,24 +222,29 @@ fn workloads() -> Vec<(String, Trace, HashMap<String, i64>)> {
         .collect()
 }
 
-/// Issue 14's goals in full. Not met yet (docs/benchmarks.md, "Issue 14"):
-/// bert_serving's first pass reserves 1.149 x its peak allocated, and
-/// resnet18_prefetch maps pages until its fifth pass. Run with `--ignored`.
+/// Issue 14's goals in full: after at most two warm-up passes no driver call
+/// and no stream synchronisation; the first pass within 1.05 x its peak
+/// allocated, below PyTorch's expandable peak, with at most twice its device
+/// allocations; and over all passes reserved memory within the hold-or-move
+/// rule's bound.
 #[test]
-#[ignore = "issue 14 is short on bert_serving's first pass and resnet18_prefetch's warm-up (docs/benchmarks.md)"]
 fn default_config_meets_the_steady_state_and_first_pass_goals() {
     let mut failures = Vec::new();
     for (name, t, exp) in workloads() {
         let r = replay(&t, "", 6);
         let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
         eprintln!(
-            "{name}: first pass {:.1} / {:.1} MiB ({ratio:.3}), {} device allocs (PyTorch {:?}), calls and syncs by pass {:?}",
+            "{name}: first pass {:.1} / {:.1} MiB ({ratio:.3}), {} device allocs (PyTorch {:?}), calls and syncs by pass {:?}, all passes {:.3} x",
             r.peak_reserved as f64 / 1048576.0,
             r.peak_allocated as f64 / 1048576.0,
             r.device_allocs,
             t.stats.get("num_device_alloc"),
-            r.per_pass
+            r.per_pass,
+            r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
         );
+        if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
+            failures.push(format!("{name}: reserved above the hold bound"));
+        }
         if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
             failures.push(format!("{name}: driver calls after two warm-up passes"));
         }
@@ -452,39 +467,54 @@ fn synthetic() -> Vec<(String, Trace)> {
             variable_length_serving(seed),
         ));
     }
+    if let Ok(only) = std::env::var("STRATA_TRACE") {
+        v.retain(|(n, _)| *n == only);
+    }
     v
 }
 
-/// The synthetic workloads never synchronise a stream and leave the
-/// allocator consistent after every pass.
+/// The synthetic workloads never synchronise a stream, make no driver call
+/// after two warm-up passes, keep reserved memory within the hold-or-move
+/// rule's bound, and leave the allocator consistent after every pass.
 #[test]
-fn synthetic_workloads_never_synchronise() {
-    for (name, t) in synthetic() {
-        let r = replay(&t, "", 4);
-        assert!(r.per_pass.iter().all(|&(_, s)| s == 0), "{name}");
-    }
-}
-
-/// Issue 14's goals on the synthetic workloads. Not met yet: with seed 2 the
-/// serving workload's first pass reserves 1.24 x its peak allocated, and the
-/// training workloads keep mapping pages after two warm-up passes
-/// (docs/benchmarks.md). Run with `--ignored`.
-#[test]
-#[ignore = "issue 14 is short on these workloads (docs/benchmarks.md)"]
-fn synthetic_workloads_meet_the_goals() {
+fn synthetic_workloads_stop_paying_after_two_warm_up_passes() {
     let mut failures = Vec::new();
     for (name, t) in synthetic() {
         let r = replay(&t, "", 6);
-        let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
         eprintln!(
-            "{name}: first pass {ratio:.3} x allocated, {} device allocs, calls and syncs by pass {:?}",
-            r.device_allocs, r.per_pass
+            "{name}: first pass {:.3} x allocated, {} device allocs, calls and syncs by pass {:?}, all passes {:.3} x",
+            r.peak_reserved as f64 / r.peak_allocated as f64,
+            r.device_allocs,
+            r.per_pass,
+            r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
         );
-        if ratio > 1.05 {
-            failures.push(format!("{name}: first pass {ratio:.3}"));
+        if r.per_pass.iter().any(|&(_, s)| s > 0) {
+            failures.push(format!("{name}: stream synchronisations"));
         }
-        if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+        if r.per_pass[3..].iter().any(|&(c, _)| c > 0) {
             failures.push(format!("{name}: driver calls after two warm-up passes"));
+        }
+        if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
+            failures.push(format!("{name}: reserved above the hold bound"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The first-pass goal on the synthetic workloads. Not met yet: on the
+/// smallest ones (peak allocated 336-366 MiB) the margin's floor of 10 pages
+/// (20 MiB) alone is 5.5-6% of peak allocated (varying_batch_training/1
+/// reserves 1.058 x, prefetch_training/3 1.0503 x; docs/benchmarks.md). Run
+/// with `--ignored`.
+#[test]
+#[ignore = "the margin's 10-page floor exceeds 5% on the smallest synthetic workloads (docs/benchmarks.md)"]
+fn synthetic_workloads_meet_the_first_pass_goal() {
+    let mut failures = Vec::new();
+    for (name, t) in synthetic() {
+        let r = replay(&t, "", 1);
+        let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
+        if ratio > 1.05 {
+            failures.push(format!("{name}: first pass {ratio:.4}"));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
