@@ -15,8 +15,10 @@
 //! * `SaveProbs`: `p` too, as PyTorch eager keeps it; no recomputation.
 //!
 //! Backward, with `p` recomputed or saved: `dv = pᵀ dy`, `dp = dy vᵀ`,
-//! `ds = p (dp - sum(dp p))` (the fused [`Tensor::softmax_backward`]; masked
-//! positions get exactly 0 because `p` is 0 there), `dq = ds k · scale`,
+//! `ds = p (dp - sum(dp p))` (the fused softmax gradient, written over `dp`
+//! by [`Tensor::softmax_backward_inplace`], so at most two score-sized
+//! tensors, `p` and `dp`/`ds`, are alive at once; masked positions get
+//! exactly 0 because `p` is 0 there), `dq = ds k · scale`,
 //! `dk = dsᵀ q · scale`.
 //!
 //! Autocast: the op's policy is `LowerPrecision` (its GEMMs run in the
@@ -128,7 +130,10 @@ impl Var {
             if !needs[0] && !needs[1] {
                 return Ok(vec![None, None, dv]);
             }
-            let ds = p.softmax_backward(&g.matmul(&v.transpose(-2, -1)?)?, -1)?;
+            // ds is written over dp (a fresh GEMM output): two score-sized
+            // tensors alive here, not three.
+            let ds = g.matmul(&v.transpose(-2, -1)?)?;
+            p.softmax_backward_inplace(&ds, -1)?;
             drop(p);
             let dq = if needs[0] {
                 Some(sum_to(&ds.matmul(k)?.mul(scale)?, &qs, qd)?)
