@@ -141,7 +141,12 @@ fn write_trace(prefix: &str, dev: Device) -> BoxResult<()> {
     let mb = |b: u64| b as f64 / 1e6;
     eprintln!("live at the peak of requested bytes: {:.2} MB", mb(peak));
     for s in shares {
-        let sizes: Vec<String> = s.sizes.iter().take(8).map(|&b| format!("{:.2}", mb(b))).collect();
+        let sizes: Vec<String> = s
+            .sizes
+            .iter()
+            .take(8)
+            .map(|&b| format!("{:.2}", mb(b)))
+            .collect();
         eprintln!(
             "{:>9.2} MB {:>4}x  {}  [{}{}]",
             mb(s.bytes),
