@@ -37,6 +37,12 @@
 //! `--recompute none` records the op-by-op graph PyTorch eager records
 //! (matmul, div, masked_fill, softmax, matmul; gelu, linear), so both
 //! figures can be shown.
+//!
+//! `STRATA_GPT_TRACE=PREFIX` records the allocator's history for the run,
+//! writes it as a trace (`PREFIX.json`, which the `replay` example replays,
+//! for instance over the simulated GPU with expandable segments) and prints
+//! to stderr what was live when allocated memory peaked, by call site
+//! (`strata_examples::peak_live`).
 
 use std::process::ExitCode;
 use std::time::Instant;
