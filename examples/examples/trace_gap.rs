@@ -34,21 +34,31 @@ fn run() -> Result<(), String> {
         }
         _ => AllocatorConfig::default(),
     };
-    let path = args.first().ok_or("usage: trace_gap [--conf STRING] TRACE.json")?;
+    let path = args
+        .first()
+        .ok_or("usage: trace_gap [--conf STRING] TRACE.json")?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let t: TraceFile = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     let conf2 = conf.clone();
-    let a = CachingAllocator::new(Arc::new(SimDriver::h100().with_auto_complete_events()), conf);
+    let a = CachingAllocator::new(
+        Arc::new(SimDriver::h100().with_auto_complete_events()),
+        conf,
+    );
     let mut live = HashMap::new();
     let (mut best, mut at, mut alloc_at, mut size_at) = (0i64, 0usize, 0i64, 0u64);
     let mut peak_alloc = 0i64;
     for (i, (action, addr, size, _)) in t.events.iter().enumerate() {
         match action.as_str() {
             "alloc" => {
-                let r = a.allocate_raw(*size, StreamId::DEFAULT).map_err(|e| e.to_string())?;
+                let r = a
+                    .allocate_raw(*size, StreamId::DEFAULT)
+                    .map_err(|e| e.to_string())?;
                 live.insert(*addr, r);
                 let st = a.memory_stats();
-                let (res, al) = (st.reserved_bytes.all().current, st.allocated_bytes.all().current);
+                let (res, al) = (
+                    st.reserved_bytes.all().current,
+                    st.allocated_bytes.all().current,
+                );
                 peak_alloc = peak_alloc.max(al);
                 if res > best {
                     (best, at, alloc_at, size_at) = (res, i, al, *size);
@@ -71,12 +81,19 @@ fn run() -> Result<(), String> {
         mib(alloc_at)
     );
     // Replay again up to that event and list the free blocks just before it.
-    let b = CachingAllocator::new(Arc::new(SimDriver::h100().with_auto_complete_events()), conf2);
+    let b = CachingAllocator::new(
+        Arc::new(SimDriver::h100().with_auto_complete_events()),
+        conf2,
+    );
     let mut live = HashMap::new();
     for (action, addr, size, _) in &t.events[..at] {
         match action.as_str() {
             "alloc" => {
-                live.insert(*addr, b.allocate_raw(*size, StreamId::DEFAULT).map_err(|e| e.to_string())?);
+                live.insert(
+                    *addr,
+                    b.allocate_raw(*size, StreamId::DEFAULT)
+                        .map_err(|e| e.to_string())?,
+                );
             }
             "free_completed" => {
                 if let Some(r) = live.remove(addr) {
@@ -103,7 +120,11 @@ fn run() -> Result<(), String> {
         "just before it: reserved {:.1} MiB, allocated {:.1} MiB; free blocks (MiB): {}",
         mib(st.reserved_bytes.all().current),
         mib(st.allocated_bytes.all().current),
-        free.iter().take(20).map(|&f| format!("{:.2}", mib(f as i64))).collect::<Vec<_>>().join(" ")
+        free.iter()
+            .take(20)
+            .map(|&f| format!("{:.2}", mib(f as i64)))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     Ok(())
 }

@@ -406,14 +406,23 @@ fn gelu_linear_saves_the_input_only_and_autocasts() {
         } else {
             f().unwrap()
         };
-        y.mul(&wt).unwrap().sum(None, false).unwrap().backward().unwrap();
+        y.mul(&wt)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap();
         [x.grad().unwrap(), w.grad().unwrap(), b.grad().unwrap()]
     };
     let (ac, truth) = (grads(DType::F32, true), grads(DType::F64, false));
     for (name, (a, t)) in ["x", "w", "b"].iter().zip(ac.iter().zip(&truth)) {
         assert_eq!(a.dtype(), DType::F32, "{name}");
         let e = max_abs_diff(a, t);
-        assert!(e <= 0.03 * max_abs(t), "{name}: error {e} of {}", max_abs(t));
+        assert!(
+            e <= 0.03 * max_abs(t),
+            "{name}: error {e} of {}",
+            max_abs(t)
+        );
     }
     let bad = Var::parameter(common::randn(&[6, 15], 1)).unwrap();
     let e = x.gelu_linear(GeluApprox::Tanh, &bad, None).unwrap_err();
