@@ -35,11 +35,11 @@ use strata_autograd::distributed::{
     Collective, DdpConfig, DistributedDataParallel, LocalGroup, NcclRank,
 };
 use strata_autograd::nn::Module;
-use strata_autograd::{AdamW, AutocastGuard, DeviceType, Optimizer, Var};
+use strata_autograd::{AdamW, Optimizer, Var};
 use strata_examples::gpt_model::{batches, gpt_args, Gpt, GptArgs, GPT_FLAGS};
 use strata_examples::training::{median, peaks, round, Flags};
 use strata_tensor::distributed::Communicator;
-use strata_tensor::{cuda, CrossEntropyArgs, DType, Device, Tensor};
+use strata_tensor::{cuda, DType, Device, Tensor};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -83,17 +83,7 @@ fn train_rank(
             cuda::synchronize(dev)?;
             let t0 = Instant::now();
             ddp.zero_grad()?;
-            let logits = if autocast {
-                let _ac = AutocastGuard::new(DeviceType::of(dev), DType::BF16)?;
-                model.forward(x)?
-            } else {
-                model.forward(x)?
-            };
-            let logits = logits
-                .to_dtype(if autocast { DType::F32 } else { logits.dtype() })?
-                .reshape(&[-1, a.vocab as i64])?;
-            let loss = logits.cross_entropy(&y.reshape(&[-1])?, CrossEntropyArgs::default())?;
-            drop(logits);
+            let loss = model.loss(x, y, autocast)?;
             loss.backward()?;
             let stats = ddp.finish()?;
             r.launched_in_backward = stats.launched_in_backward;

@@ -37,16 +37,23 @@
 //! `--recompute none` records the op-by-op graph PyTorch eager records
 //! (matmul, div, masked_fill, softmax, matmul; gelu, linear), so both
 //! figures can be shown.
+//!
+//! `STRATA_GPT_TRACE=PREFIX` records the allocator's history for the run,
+//! writes it as a trace (`PREFIX.json`, which the `replay` example replays,
+//! for instance over the simulated GPU with expandable segments) and prints
+//! to stderr what was live when allocated memory peaked, by call site
+//! (`strata_examples::peak_live`).
 
 use std::process::ExitCode;
 use std::time::Instant;
 use strata::tensor::generator::manual_seed;
 use strata::{reset_accumulated_memory_stats, reset_peak_memory_stats};
 use strata_autograd::nn::Module;
-use strata_autograd::{AdamW, AutocastGuard, DeviceType, Optimizer, Var};
+use strata_autograd::{AdamW, Optimizer, Var};
 use strata_examples::gpt_model::{batches, gpt_args, Gpt, GptArgs, GPT_FLAGS};
+use strata_examples::peak_live::live_at_peak;
 use strata_examples::training::{median, peaks, round, Flags};
-use strata_tensor::{cuda, save_safetensors, CrossEntropyArgs, DType, Device, Tensor};
+use strata_tensor::{cuda, save_safetensors, DType, Device, Tensor};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -57,6 +64,10 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
     strata::empty_cache(dev)?;
     reset_peak_memory_stats(dev)?;
     reset_accumulated_memory_stats(dev)?;
+    let trace = std::env::var("STRATA_GPT_TRACE").ok();
+    if trace.is_some() {
+        strata::allocator(dev)?.record_history(Some(TRACE_ENTRIES));
+    }
     manual_seed(a.seed);
     let mut model = Gpt::new(a, dev)?;
     if a.precision == "bf16" {
@@ -83,17 +94,7 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
         cuda::synchronize(dev)?;
         let t0 = Instant::now();
         opt.zero_grad(true)?;
-        let logits = if autocast {
-            let _ac = AutocastGuard::new(DeviceType::of(dev), DType::BF16)?;
-            model.forward(x)?
-        } else {
-            model.forward(x)?
-        };
-        let logits = logits
-            .to_dtype(if autocast { DType::F32 } else { logits.dtype() })?
-            .reshape(&[-1, a.vocab as i64])?;
-        let loss = logits.cross_entropy(&y.reshape(&[-1])?, CrossEntropyArgs::default())?;
-        drop(logits);
+        let loss = model.loss(x, y, autocast)?;
         loss.backward()?;
         if i == 0 {
             if let Some(prefix) = &dump {
@@ -110,6 +111,9 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
         allocated_after_step.push(strata::memory_allocated(dev)?);
     }
     let (peak_allocated, peak_reserved, num_device_alloc) = peaks(dev)?;
+    if let Some(prefix) = &trace {
+        write_trace(prefix, dev)?;
+    }
     let step = median(times);
     Ok(serde_json::json!({
         "bench": "gpt",
@@ -126,6 +130,39 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
         "num_device_alloc": num_device_alloc,
         "allocated_after_step": allocated_after_step,
     }))
+}
+
+/// The history kept with `STRATA_GPT_TRACE` (entries; the oldest are dropped
+/// beyond it).
+const TRACE_ENTRIES: usize = 4_000_000;
+
+/// `STRATA_GPT_TRACE=PREFIX`: writes the allocator's history of the run as a
+/// trace (`PREFIX.json`, replayable by the `replay` example, e.g. on the
+/// simulated GPU with expandable segments) and prints to stderr what was live
+/// when allocated memory peaked, by call site.
+fn write_trace(prefix: &str, dev: Device) -> BoxResult<()> {
+    let al = strata::allocator(dev)?;
+    std::fs::write(format!("{prefix}.json"), al.history_json("gpt"))?;
+    let (peak, shares) = live_at_peak(&al.history());
+    let mb = |b: u64| b as f64 / 1e6;
+    eprintln!("live at the peak of requested bytes: {:.2} MB", mb(peak));
+    for s in shares {
+        let sizes: Vec<String> = s
+            .sizes
+            .iter()
+            .take(8)
+            .map(|&b| format!("{:.2}", mb(b)))
+            .collect();
+        eprintln!(
+            "{:>9.2} MB {:>4}x  {}  [{}{}]",
+            mb(s.bytes),
+            s.count,
+            s.site,
+            sizes.join(" "),
+            if s.count > 8 { " ..." } else { "" }
+        );
+    }
+    Ok(())
 }
 
 /// `STRATA_GPT_DUMP=PREFIX`: writes the initial parameters and the four

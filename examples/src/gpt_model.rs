@@ -6,8 +6,11 @@ use crate::training::{parse_checkpoint, Flags};
 use std::sync::Arc;
 use strata::tensor::generator::next_seed;
 use strata_autograd::nn::{join, Embedding, LayerNorm, Linear, Module};
-use strata_autograd::{checkpoint_blocks, AttentionArgs, AttentionSaving, Result as AgResult, Var};
-use strata_tensor::{DType, Device, GeluApprox, Tensor};
+use strata_autograd::{
+    checkpoint_blocks, AttentionArgs, AttentionSaving, AutocastGuard, DeviceType,
+    Result as AgResult, Var,
+};
+use strata_tensor::{CrossEntropyArgs, DType, Device, GeluApprox, Tensor};
 
 /// The command line, named as torch_gpt.py's arguments.
 #[derive(Clone, Debug)]
@@ -339,6 +342,33 @@ impl Gpt {
         let x = self.tok.forward(idx)?.add(&self.pos.forward(&positions)?)?;
         let x = checkpoint_blocks(&self.blocks, self.every, &x, block_forward)?;
         self.head.forward(&self.ln_f.forward(&x)?)
+    }
+
+    /// The mean cross-entropy of the logits of `idx` against `targets`, the
+    /// forward under a bf16 autocast region with `autocast` (the logits cast
+    /// to f32 for the loss, as torch_gpt.py's `logits.float()`; otherwise in
+    /// the model's dtype).
+    ///
+    /// Only the loss is returned: the logits (`[batch, seq, vocab]`, 268 MB at
+    /// 8 x 1024 tokens and vocabulary 8192 in f32) are dropped here, so the
+    /// backward holds them only while the cross-entropy node does (a caller
+    /// keeping a `logits` binding alive would hold them through the whole
+    /// backward).
+    pub fn loss(&self, idx: &Tensor, targets: &Tensor, autocast: bool) -> AgResult<Var> {
+        let logits = if autocast {
+            let _ac = AutocastGuard::new(DeviceType::of(idx.device()), DType::BF16)?;
+            self.forward(idx)?
+        } else {
+            self.forward(idx)?
+        };
+        let vocab = logits.shape()[logits.ndim() - 1] as i64;
+        let logits = if autocast {
+            logits.to_dtype(DType::F32)?
+        } else {
+            logits
+        };
+        let logits = logits.reshape(&[-1, vocab])?;
+        logits.cross_entropy(&targets.reshape(&[-1])?, CrossEntropyArgs::default())
     }
 }
 

@@ -2,4 +2,5 @@
 
 pub mod autograd_demo;
 pub mod gpt_model;
+pub mod peak_live;
 pub mod training;

@@ -186,6 +186,53 @@ fn fused_under_autocast_bf16_matches_the_op_by_op_graph() {
     assert!(eg <= 2.0 * eg_ref + 1e-3, "{eg} vs op-by-op {eg_ref}");
 }
 
+/// Batches large enough to run in pieces (at least 2 MiB of probabilities;
+/// an odd batch leaves a shorter last piece) give the op-by-op graph's
+/// output and gradients in f64, on qkv views, causal or not.
+#[test]
+fn pieces_of_the_batch_equal_the_op_by_op_graph_in_f64() {
+    for (b, causal) in [(3, true), (2, false)] {
+        let (h, t, hd) = (2, 256, 8);
+        let qkv0 = common::randn(&[b, t, 3 * h * hd], 61 + b as u64);
+        let w = common::randn(&[b, h, t, hd], 62);
+        let scale = 0.35;
+        let (y_ref, g_ref) = run(&qkv0, &w, h, &|q, k, v| composed(q, k, v, scale, causal));
+        let (y, g) = run(&qkv0, &w, h, &|q, k, v| {
+            fused(q, k, v, scale, causal, AttentionSaving::Recompute)
+        });
+        assert!(max_abs_diff(&y, &y_ref) <= 1e-12 * (1.0 + max_abs(&y_ref)));
+        assert!(max_abs_diff(&g, &g_ref) <= 1e-11 * (1.0 + max_abs(&g_ref)));
+    }
+}
+
+/// Under autocast bf16, in pieces (4 MiB of bf16 probabilities, four
+/// pieces): the output and the gradient reaching the f32 projection are
+/// within bf16's precision of the f64 truth.
+#[test]
+fn pieces_under_autocast_bf16_are_within_bf16_of_f64() {
+    let (b, h, t, hd) = (4, 2, 512, 8);
+    let qkv0 = Tensor::randn(&[b, t, 3 * h * hd], DType::F32, 71, Device::Cpu).unwrap();
+    let w = Tensor::randn(&[b, h, t, hd], DType::F32, 72, Device::Cpu).unwrap();
+    let scale = 1.0 / (hd as f64).sqrt();
+    let (y, g) = run(&qkv0, &w, h, &|q, k, v| {
+        autocast(DeviceType::Cpu, DType::BF16, || {
+            fused(q, k, v, scale, true, AttentionSaving::Recompute)
+        })
+        .unwrap()
+    });
+    assert_eq!(y.dtype(), DType::BF16);
+    assert_eq!(g.dtype(), DType::F32);
+    let (y64, g64) = run(
+        &qkv0.to_dtype(DType::F64).unwrap(),
+        &w.to_dtype(DType::F64).unwrap(),
+        h,
+        &|q, k, v| composed(q, k, v, scale, true),
+    );
+    let (ey, eg) = (max_abs_diff(&y, &y64), max_abs_diff(&g, &g64));
+    assert!(ey <= 0.03 * max_abs(&y64), "output error {ey}");
+    assert!(eg <= 0.03 * max_abs(&g64), "gradient error {eg}");
+}
+
 /// Inside `checkpoint` (recomputed in backward) the gradients equal the
 /// plain run's.
 #[test]
@@ -346,6 +393,37 @@ fn gelu_linear_saves_the_input_only_and_autocasts() {
     y.sum(None, false).unwrap().backward().unwrap();
     assert_eq!(w.grad().unwrap().dtype(), DType::F32);
     assert_eq!(x.grad().unwrap().dtype(), DType::F32);
+    // The autocast gradients are within bf16's precision of the f64 truth
+    // (bias included).
+    let b0 = common::randn(&[6], 53).to_dtype(DType::F32).unwrap();
+    let grads = |dtype: DType, cast: bool| {
+        let leaf = |t: &Tensor| Var::parameter(t.to_dtype(dtype).unwrap()).unwrap();
+        let (x, w, b) = (leaf(&x0), leaf(&w0), leaf(&b0));
+        let wt = Var::new(common::randn(&[8, 6], 54).to_dtype(dtype).unwrap());
+        let f = || x.gelu_linear(GeluApprox::Tanh, &w, Some(&b));
+        let y = if cast {
+            autocast(DeviceType::Cpu, DType::BF16, f).unwrap().unwrap()
+        } else {
+            f().unwrap()
+        };
+        y.mul(&wt)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap();
+        [x.grad().unwrap(), w.grad().unwrap(), b.grad().unwrap()]
+    };
+    let (ac, truth) = (grads(DType::F32, true), grads(DType::F64, false));
+    for (name, (a, t)) in ["x", "w", "b"].iter().zip(ac.iter().zip(&truth)) {
+        assert_eq!(a.dtype(), DType::F32, "{name}");
+        let e = max_abs_diff(a, t);
+        assert!(
+            e <= 0.03 * max_abs(t),
+            "{name}: error {e} of {}",
+            max_abs(t)
+        );
+    }
     let bad = Var::parameter(common::randn(&[6, 15], 1)).unwrap();
     let e = x.gelu_linear(GeluApprox::Tanh, &bad, None).unwrap_err();
     assert!(e.to_string().contains("do not fit"), "{e}");

@@ -1748,7 +1748,8 @@ fn short_row_copies_and_ops_match_cpu() -> Result<()> {
 
 /// The fused softmax / log-softmax gradients on the GPU against the CPU:
 /// warp rows (held in registers or not), block rows, column layouts, every
-/// float dtype, rows with masked (-inf) inputs whose outputs are 0.
+/// float dtype, rows with masked (-inf) inputs whose outputs are 0; the
+/// in-place softmax gradient equals the out-of-place one bit for bit.
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn softmax_backward_matches_cpu() -> Result<()> {
@@ -1793,6 +1794,17 @@ fn softmax_backward_matches_cpu() -> Result<()> {
                     // Sums in another order: tolerance scaled by the row's magnitudes.
                     let scale = c.abs()?.add(&g.abs()?)?.mul(shape[dim as usize] as f64)?;
                     assert_sum_scaled(&what, &c, &d, &scale);
+                    if !log {
+                        // Written over the gradient: the same kernel reading
+                        // each row in full first, so the same bits.
+                        let gi = g.to(dev)?;
+                        gy.softmax_backward_inplace(&gi, dim)?;
+                        assert_eq!(
+                            gi.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                            d.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                            "in place: {what}"
+                        );
+                    }
                 }
             }
         }

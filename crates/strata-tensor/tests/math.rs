@@ -336,6 +336,53 @@ fn softmax_backward_matches_the_formula_on_every_dim() -> Result<()> {
     Ok(())
 }
 
+/// `softmax_backward_inplace` leaves in the gradient exactly what
+/// `softmax_backward` returns, on every dim of shapes that take the serial
+/// and the parallel paths (rows and strided column sets), in f64, f32 and
+/// bf16, and on a non-contiguous gradient (computed out of place and copied
+/// back); its typed errors.
+#[test]
+fn softmax_backward_inplace_equals_the_out_of_place_gradient() -> Result<()> {
+    for (shape, seed) in [
+        (vec![3usize, 70, 400], 21u64),
+        (vec![257, 300], 22),
+        (vec![4, 6], 23),
+    ] {
+        for dim in 0..shape.len() {
+            let y = randn(&shape, seed).softmax(dim as i64, None)?;
+            let g = randn(&shape, seed + 50);
+            for dtype in [DType::F64, DType::F32, DType::BF16] {
+                let (yd, gd) = (y.to_dtype(dtype)?, g.to_dtype(dtype)?);
+                let want = yd.softmax_backward(&gd, dim as i64)?;
+                let v0 = gd.version();
+                yd.softmax_backward_inplace(&gd, dim as i64)?;
+                assert!(gd.version() > v0, "the gradient's version is bumped");
+                let what = format!("{shape:?} dim {dim} {dtype:?}");
+                assert_eq!(
+                    gd.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                    want.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                    "{what}"
+                );
+            }
+        }
+    }
+    // A transposed (non-contiguous) gradient.
+    let y = randn(&[40, 30], 31).softmax(1, None)?;
+    let g = randn(&[30, 40], 32).t()?;
+    let want = y.softmax_backward(&g, 1)?;
+    y.softmax_backward_inplace(&g, 1)?;
+    assert_eq!(g.to_vec::<f64>()?, want.to_vec::<f64>()?);
+    // Typed errors: another shape, another dtype, the output itself, a bad dim.
+    let y = randn(&[2, 3], 9).softmax(1, None)?;
+    assert!(y.softmax_backward_inplace(&randn(&[3, 2], 1), 1).is_err());
+    assert!(y
+        .softmax_backward_inplace(&randn(&[2, 3], 1).to_dtype(DType::F32)?, 1)
+        .is_err());
+    assert!(y.softmax_backward_inplace(&y, 1).is_err());
+    assert!(y.softmax_backward_inplace(&randn(&[2, 3], 1), 2).is_err());
+    Ok(())
+}
+
 /// `softmax(mask(x * scale))` along the last dim, computed directly in f64
 /// (the mask: element `j` of row `i` of each `[l, s]` matrix where `j > i`).
 fn scaled_softmax_reference(x: &[f64], shape: &[usize], scale: f64, causal: bool) -> Vec<f64> {

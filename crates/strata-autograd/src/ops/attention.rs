@@ -14,9 +14,19 @@
 //!   recomputation does.
 //! * `SaveProbs`: `p` too, as PyTorch eager keeps it; no recomputation.
 //!
+//! With `Recompute`, a large batch (probabilities of at least 2 MiB, batch
+//! dims equal in `q`, `k` and `v`) is processed in up to four pieces of its
+//! first dim, in forward and in backward ([`batch_pieces`]): only one
+//! piece's probabilities and score gradient are alive at once (at 8 × 1024
+//! tokens, 12 heads, f32: 2 × 100 MB instead of 2 × 400 MB), for a few more,
+//! smaller GEMM and softmax launches. The outputs and gradients are written
+//! piece by piece into tensors of full size.
+//!
 //! Backward, with `p` recomputed or saved: `dv = pᵀ dy`, `dp = dy vᵀ`,
-//! `ds = p (dp - sum(dp p))` (the fused [`Tensor::softmax_backward`]; masked
-//! positions get exactly 0 because `p` is 0 there), `dq = ds k · scale`,
+//! `ds = p (dp - sum(dp p))` (the fused softmax gradient, written over `dp`
+//! by [`Tensor::softmax_backward_inplace`], so at most two score-sized
+//! tensors, `p` and `dp`/`ds`, are alive at once; masked positions get
+//! exactly 0 because `p` is 0 there), `dq = ds k · scale`,
 //! `dk = dsᵀ q · scale`.
 //!
 //! Autocast: the op's policy is `LowerPrecision` (its GEMMs run in the
@@ -49,6 +59,47 @@ pub struct AttentionArgs {
     pub causal: bool,
     /// What is kept for backward.
     pub saving: AttentionSaving,
+}
+
+/// The fewest bytes of probabilities (`[.., L, S]` scores) a piece of the
+/// batch holds: smaller problems run whole.
+const PIECE_BYTES: usize = 1 << 20;
+
+/// The most pieces the batch is split into.
+const MAX_PIECES: usize = 4;
+
+/// `(start, length)` pieces of dim 0 that [`Var::attention`] with
+/// [`AttentionSaving::Recompute`] runs one at a time, in forward and in
+/// backward, so that only one piece's probabilities (and, in backward, the
+/// gradient of its scores) are alive at once: up to [`MAX_PIECES`] equal
+/// pieces, none smaller than [`PIECE_BYTES`] of probabilities. One piece (no
+/// split) when the batch dims are not the same in `q`, `k` and `v` (they
+/// broadcast), when there are no batch dims, or when the probabilities are
+/// small.
+pub(crate) fn batch_pieces(
+    qs: &[usize],
+    ks: &[usize],
+    vs: &[usize],
+    elem: usize,
+) -> Vec<(usize, usize)> {
+    let nd = qs.len();
+    let b = qs.first().copied().unwrap_or(0);
+    let same_batch = nd >= 3
+        && ks.len() == nd
+        && vs.len() == nd
+        && qs[..nd - 2] == ks[..nd - 2]
+        && qs[..nd - 2] == vs[..nd - 2];
+    if !same_batch || b < 2 {
+        return vec![(0, b)];
+    }
+    let (l, s) = (qs[nd - 2], ks[nd - 2]);
+    let bytes: usize = qs[..nd - 2].iter().product::<usize>() * l * s * elem;
+    let n = (bytes / PIECE_BYTES).clamp(1, MAX_PIECES.min(b));
+    let len = b.div_ceil(n);
+    (0..b)
+        .step_by(len)
+        .map(|at| (at, len.min(b - at)))
+        .collect()
 }
 
 fn shape_err(msg: String) -> crate::AutogradError {
@@ -102,14 +153,34 @@ impl Var {
             Ok(q.matmul(&k.transpose(-2, -1)?)?
                 .scaled_softmax(scale, causal, None)?)
         };
-        let p = probs(self.data(), k.data())?;
-        let out = p.matmul(v.data())?;
         let keep_p = args.saving == AttentionSaving::SaveProbs;
+        let pieces = if keep_p {
+            vec![]
+        } else {
+            batch_pieces(qs, ks, vs, self.dtype().size())
+        };
+        let (out, p) = if pieces.len() > 1 {
+            // One piece of the batch at a time: its probabilities are freed
+            // before the next piece's are formed.
+            let v_t = v.data();
+            let mut os = qs[..qs.len() - 1].to_vec();
+            os.push(vs[vs.len() - 1]);
+            let out = Tensor::empty(&os, self.dtype(), self.device())?;
+            for &(at, len) in &pieces {
+                let piece = |t: &Tensor| t.narrow(0, at as i64, len as i64);
+                let p = probs(&piece(self.data())?, &piece(k.data())?)?;
+                piece(&out)?.copy_(&p.matmul(&piece(v_t)?)?)?;
+            }
+            (out, None)
+        } else {
+            let p = probs(self.data(), k.data())?;
+            (p.matmul(v.data())?, Some(p))
+        };
         let (q_t, k_t, v_t) = (self.data().clone(), k.data().clone(), v.data().clone());
         let saved = move || {
             let mut s = vec![q_t, k_t, v_t];
             if keep_p {
-                s.push(p);
+                s.extend(p);
             }
             s
         };
@@ -117,34 +188,75 @@ impl Var {
         let (qd, kd, vd) = (self.dtype(), k.dtype(), v.dtype());
         let out_dtype = out.dtype();
         let f = formula(move |g, s, needs| {
-            let (q, k, v) = (&s[0], &s[1], &s[2]);
             let g = g.to_dtype(out_dtype)?;
-            let p = if keep_p { s[3].clone() } else { probs(q, k)? };
-            let dv = if needs[2] {
-                Some(sum_to(&p.transpose(-2, -1)?.matmul(&g)?, &vs, vd)?)
-            } else {
-                None
+            // The gradients of one piece (or of the whole batch): each
+            // piece's probabilities, dp and ds are freed before the next's.
+            let grads = |q: &Tensor, k: &Tensor, v: &Tensor, g: &Tensor, p: Option<&Tensor>| {
+                let p = match p {
+                    Some(p) => p.clone(),
+                    None => probs(q, k)?,
+                };
+                let dv = if needs[2] {
+                    Some(p.transpose(-2, -1)?.matmul(g)?)
+                } else {
+                    None
+                };
+                if !needs[0] && !needs[1] {
+                    return Ok::<_, crate::AutogradError>([None, None, dv]);
+                }
+                // ds is written over dp (a fresh GEMM output): two
+                // score-sized tensors alive here, not three.
+                let ds = g.matmul(&v.transpose(-2, -1)?)?;
+                p.softmax_backward_inplace(&ds, -1)?;
+                drop(p);
+                let scaled = |t: Tensor| -> Result<Tensor> {
+                    t.mul_(scale)?;
+                    Ok(t)
+                };
+                let dq = if needs[0] {
+                    Some(scaled(ds.matmul(k)?)?)
+                } else {
+                    None
+                };
+                let dk = if needs[1] {
+                    Some(scaled(ds.transpose(-2, -1)?.matmul(q)?)?)
+                } else {
+                    None
+                };
+                Ok([dq, dk, dv])
             };
-            if !needs[0] && !needs[1] {
-                return Ok(vec![None, None, dv]);
-            }
-            let ds = p.softmax_backward(&g.matmul(&v.transpose(-2, -1)?)?, -1)?;
-            drop(p);
-            let dq = if needs[0] {
-                Some(sum_to(&ds.matmul(k)?.mul(scale)?, &qs, qd)?)
+            let (q, k, v) = (&s[0], &s[1], &s[2]);
+            let pieces = if keep_p {
+                vec![]
             } else {
-                None
+                batch_pieces(&qs, &ks, &vs, q.dtype().size())
             };
-            let dk = if needs[1] {
-                Some(sum_to(
-                    &ds.transpose(-2, -1)?.matmul(q)?.mul(scale)?,
-                    &ks,
-                    kd,
-                )?)
+            let [dq, dk, dv] = if pieces.len() > 1 {
+                // Equal batch dims (no broadcasting): each gradient is
+                // assembled piece by piece in a tensor of its input's shape.
+                let full = |need: bool, t: &Tensor| {
+                    need.then(|| Tensor::empty(t.shape(), t.dtype(), t.device()))
+                        .transpose()
+                };
+                let outs = [full(needs[0], q)?, full(needs[1], k)?, full(needs[2], v)?];
+                for &(at, len) in &pieces {
+                    let piece = |t: &Tensor| t.narrow(0, at as i64, len as i64);
+                    let gp = grads(&piece(q)?, &piece(k)?, &piece(v)?, &piece(&g)?, None)?;
+                    for (o, gp) in outs.iter().zip(gp) {
+                        if let (Some(o), Some(gp)) = (o, gp) {
+                            piece(o)?.copy_(&gp)?;
+                        }
+                    }
+                }
+                outs
             } else {
-                None
+                grads(q, k, v, &g, s.get(3))?
             };
-            Ok(vec![dq, dk, dv])
+            Ok(vec![
+                dq.map(|t| sum_to(&t, &qs, qd)).transpose()?,
+                dk.map(|t| sum_to(&t, &ks, kd)).transpose()?,
+                dv.map(|t| sum_to(&t, &vs, vd)).transpose()?,
+            ])
         });
         let name = if keep_p {
             "AttentionBackward"
@@ -159,5 +271,37 @@ impl Var {
             f,
             false,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batch_pieces;
+
+    #[test]
+    fn the_batch_is_split_only_when_large_and_not_broadcast() {
+        // [8, 12, 1024, 1024] f32 probabilities (400 MB): four pieces of 2.
+        let (q, v) = ([8, 12, 1024, 64], [8, 12, 1024, 64]);
+        assert_eq!(
+            batch_pieces(&q, &q, &v, 4),
+            vec![(0, 2), (2, 2), (4, 2), (6, 2)]
+        );
+        // Odd batch: the last piece is shorter.
+        let q5 = [5, 12, 1024, 64];
+        assert_eq!(batch_pieces(&q5, &q5, &q5, 4), vec![(0, 2), (2, 2), (4, 1)]);
+        // 2 MiB of probabilities: two pieces.
+        let q2 = [2, 4, 512, 64];
+        assert_eq!(batch_pieces(&q2, &q2, &q2, 1), vec![(0, 1), (1, 1)]);
+        // Small, broadcast, or without batch dims: whole.
+        assert_eq!(
+            batch_pieces(&[8, 4, 4], &[8, 4, 4], &[8, 4, 4], 4),
+            vec![(0, 8)]
+        );
+        let k1 = [1, 12, 1024, 64];
+        assert_eq!(batch_pieces(&q, &k1, &k1, 4), vec![(0, 8)]);
+        assert_eq!(
+            batch_pieces(&[1024, 64], &[1024, 64], &[1024, 64], 4),
+            vec![(0, 1024)]
+        );
     }
 }

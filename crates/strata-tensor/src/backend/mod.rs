@@ -133,9 +133,11 @@ pub(crate) trait Backend: Sync {
     /// of one dtype (integers wrap; f16/bf16 accumulate in f32).
     fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()>;
     /// The gradient of softmax (log-softmax with `log`) along the `n` dim of
-    /// `s` into the fresh `out`: `y (g - sum(g y))` or `g - exp(y) sum(g)`,
-    /// from the output gradient `grad` and the forward's output `y`; three
-    /// contiguous operands of one float dtype, f16/bf16 computed in f32.
+    /// `s` into `out`: `y (g - sum(g y))` or `g - exp(y) sum(g)`, from the
+    /// output gradient `grad` and the forward's output `y`; three contiguous
+    /// operands of one float dtype, f16/bf16 computed in f32. `out` is fresh,
+    /// or is `grad` itself (the same elements): every row (column set) of
+    /// `grad` is then read in full before any of its outputs is written.
     fn softmax_backward(
         &self,
         out: &Arg,

@@ -185,6 +185,76 @@ impl Tensor {
         self.softmax_backward_impl("log_softmax_backward", grad, dim, true)
     }
 
+    /// [`Tensor::softmax_backward`] written over `grad` instead of into a
+    /// new tensor: afterwards `grad` holds `y (grad - sum(grad y))` (`self`
+    /// is `y`). It saves the result's allocation, a tensor of `y`'s size
+    /// (attention's backward uses it on the `[.., L, S]` score gradient).
+    /// Each row (or column set) along `dim` is read in full before any of
+    /// it is written, on every backend.
+    ///
+    /// `grad` must have `y`'s shape, dtype and device and must not share
+    /// memory with `y`; a non-contiguous `grad` is computed into a new
+    /// tensor and copied back (no memory saved). `grad`'s version counter
+    /// is bumped.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let y = Tensor::from_slice(&[0.25f32, 0.75], &[2], Device::Cpu).unwrap();
+    /// let g = Tensor::from_slice(&[1.0f32, 0.0], &[2], Device::Cpu).unwrap();
+    /// y.softmax_backward_inplace(&g, 0).unwrap();
+    /// assert_eq!(g.to_vec::<f32>().unwrap(), vec![0.1875, -0.1875]);
+    /// ```
+    pub fn softmax_backward_inplace(&self, grad: &Tensor, dim: i64) -> Result<()> {
+        const OP: &str = "softmax_backward_inplace";
+        let d = normalize_dim(OP, dim, self.ndim())?;
+        if !self.dtype().is_float() || grad.dtype() != self.dtype() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "the forward's output must be a float tensor and the gradient of its dtype, got {} and {}",
+                    self.dtype(),
+                    grad.dtype()
+                ),
+            ));
+        }
+        if grad.shape() != self.shape() {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "the gradient's shape {:?} differs from the output's {:?}",
+                    grad.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        crate::ops::elementwise::same_device(OP, self, grad)?;
+        if grad.same_storage(self) {
+            return Err(TensorError::overlap(
+                OP,
+                "the gradient shares memory with the forward's output; pass a separate gradient",
+            ));
+        }
+        if grad.numel() == 0 {
+            return Ok(());
+        }
+        if !grad.is_contiguous() {
+            let r = self.softmax_backward(grad, dim)?;
+            grad.copy_(&r)?;
+            return Ok(());
+        }
+        let y = self.contiguous()?;
+        let s = DimShape::new(self.shape(), d);
+        {
+            let be = grad.backend()?;
+            let _g = AccessGuard::lock(Some(grad.storage()), &[y.storage()]);
+            // `out` is `grad` itself: the backends read each row in full
+            // before writing it (see `Backend::softmax_backward`).
+            be.softmax_backward(&grad.arg(), &grad.arg(), &y.arg(), s, false)?;
+        }
+        grad.bump_version();
+        Ok(())
+    }
+
     fn softmax_backward_impl(
         &self,
         name: &'static str,

@@ -301,15 +301,21 @@ fn softmax_backward_block<T: Element>(
 
 /// The gradient of softmax (log-softmax with `log`) along the `n` dim of
 /// `s`: `out` from the output gradient `grad` and the forward's output `y`,
-/// all contiguous, of float dtype `T`.
+/// all contiguous, of float dtype `T`. `out` is fresh or is `grad` itself
+/// (then [`softmax_backward_inplace`] runs).
 pub(crate) fn softmax_backward<T: Element>(out: &Arg, grad: &Arg, y: &Arg, s: DimShape, log: bool) {
     let len = s.numel();
     if len == 0 {
         return;
     }
+    if elements_ptr::<T>(out) == elements_ptr::<T>(grad) {
+        softmax_backward_inplace::<T>(out, y, s, log);
+        return;
+    }
     // SAFETY: the caller passes contiguous operands of `T` with `len`
     // elements each, `out` fresh and write-locked, `grad` and `y` read-locked;
-    // `out` is a distinct storage.
+    // `out` is a distinct storage (the same elements as `grad` were sent to
+    // the in-place path above).
     let (g, yv, dx) = unsafe {
         (
             slice::<T>(grad, len),
@@ -341,5 +347,49 @@ pub(crate) fn softmax_backward<T: Element>(out: &Arg, grad: &Arg, y: &Arg, s: Di
         dx.chunks_mut(block)
             .zip(g.chunks(block).zip(yv.chunks(block)))
             .for_each(f);
+    }
+}
+
+/// The address of an operand's first element.
+fn elements_ptr<T>(a: &Arg) -> *const T {
+    // `wrapping_add`: only compared, never dereferenced here.
+    (a.mem.host_ptr() as *const T).wrapping_add(a.layout.offset)
+}
+
+/// [`softmax_backward`] with `gdx` holding the output gradient on entry and
+/// the result on return: each row (or outer block) of the gradient is copied
+/// to a scratch buffer first, so the result can be written over it.
+fn softmax_backward_inplace<T: Element>(gdx: &Arg, y: &Arg, s: DimShape, log: bool) {
+    let len = s.numel();
+    // SAFETY: `gdx` is a contiguous operand of `T` with `len` elements,
+    // write-locked by the caller and referenced only through this slice;
+    // `y` is a distinct, read-locked operand of `len` elements.
+    let (dx, yv) = unsafe { (slice_mut::<T>(gdx, len), slice::<T>(y, len)) };
+    let block = s.n * s.inner;
+    // One block of `block` elements through the scratch row `tmp`.
+    let run = |tmp: &mut Vec<T>, dxo: &mut [T], yo: &[T]| {
+        tmp.clear();
+        tmp.extend_from_slice(dxo);
+        softmax_backward_block(tmp, yo, dxo, s.n, s.inner, log);
+    };
+    if s.inner == 1 && len >= super::PARALLEL_THRESHOLD {
+        let rows_per_task = (4096 / s.n.max(1)).max(1);
+        dx.par_chunks_mut(s.n * rows_per_task)
+            .zip(yv.par_chunks(s.n * rows_per_task))
+            .for_each(|(dxc, yc)| {
+                let mut tmp = Vec::with_capacity(s.n);
+                for (dxr, yr) in dxc.chunks_mut(s.n).zip(yc.chunks(s.n)) {
+                    run(&mut tmp, dxr, yr);
+                }
+            });
+    } else if len >= super::PARALLEL_THRESHOLD && s.outer > 1 {
+        dx.par_chunks_mut(block)
+            .zip(yv.par_chunks(block))
+            .for_each_init(Vec::new, |tmp, (dxo, yo)| run(tmp, dxo, yo));
+    } else {
+        let mut tmp = Vec::with_capacity(block);
+        for (dxo, yo) in dx.chunks_mut(block).zip(yv.chunks(block)) {
+            run(&mut tmp, dxo, yo);
+        }
     }
 }
