@@ -74,6 +74,9 @@ pub(crate) fn plan(args: &[&Arg]) -> Plan {
     }
 }
 
+/// A launch's grid or block extent.
+type Dim3 = (u32, u32, u32);
+
 /// The grid and block of the vectorised transpose `tiled_v` over dims 0 and
 /// `k` of `m`, or `None` where its layout conditions fail: the output and
 /// the direct inputs step one element along dim 0, the transposed inputs one
@@ -86,7 +89,7 @@ fn tiled_v_geometry(
     ptrs: &[u64],
     sizes: &[usize],
     v: u32,
-) -> Option<((u32, u32, u32), (u32, u32, u32))> {
+) -> Option<(Dim3, Dim3)> {
     let nd = m.nd as usize;
     let (n0, nk) = (m.size[0], m.size[k]);
     let vi = v as i64;
