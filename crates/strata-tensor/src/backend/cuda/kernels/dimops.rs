@@ -324,8 +324,12 @@ __device__ __forceinline__ void finish(C (&v)[ITEMS], C m, C s, int log_) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) v[i] = (v[i] - m) - ls;
   } else {
+    // One division per row, then a multiply per element (a division per
+    // element costs a slow-path sequence each; the result differs by at
+    // most an ulp).
+    const C inv = (C)1 / s;
 #pragma unroll
-    for (int i = 0; i < ITEMS; i++) v[i] = v[i] / s;
+    for (int i = 0; i < ITEMS; i++) v[i] = v[i] * inv;
   }
 }
 
