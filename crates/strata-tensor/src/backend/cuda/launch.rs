@@ -342,16 +342,17 @@ pub(crate) fn elementwise(
             .filter(|&d| d != k)
             .map(|d| p.shape[d] as i64)
             .product();
+        // Both tile kernels take (char*, const char* x3, Meta, Params).
+        let kargs = [
+            KArg::of(&p0),
+            KArg::of(&p1),
+            KArg::of(&p2),
+            KArg::of(&p3),
+            KArg::of(&meta),
+            KArg::of(&prm),
+        ];
         if let Some((grid, block)) = tiled_v_geometry(&meta, k, &ptrs[..nargs], &sizes[..nargs], v)
         {
-            let kargs = [
-                KArg::of(&p0),
-                KArg::of(&p1),
-                KArg::of(&p2),
-                KArg::of(&p3),
-                KArg::of(&meta),
-                KArg::of(&prm),
-            ];
             // SAFETY: the parameters match `tiled_v(char*, const char* x3,
             // Meta, Params)`; the plan's sizes and byte strides describe each
             // operand's own layout, and `tiled_v_geometry` checked that every
@@ -365,14 +366,6 @@ pub(crate) fn elementwise(
             * (p.shape[k] as u64).div_ceil(td as u64)
             * meta.outer as u64;
         let grid = tiles.min(i32::MAX as u64) as u32;
-        let kargs = [
-            KArg::of(&p0),
-            KArg::of(&p1),
-            KArg::of(&p2),
-            KArg::of(&p3),
-            KArg::of(&meta),
-            KArg::of(&prm),
-        ];
         // SAFETY: the parameters match `tiled(char*, const char* x3, Meta,
         // Params)`; the plan's sizes and byte strides describe each operand's
         // own layout, so every address computed lies inside its storage.

@@ -301,6 +301,22 @@ extern "C" __global__ void __launch_bounds__(BLOCK) general(char* p0, const char
   }
 }
 
+// Byte offsets of every operand at index `rem` of the dims other than 0 and
+// k (the tile kernels' outer dims).
+__device__ __forceinline__ void tile_offsets(const Meta& m, int k, i64 rem, i64& o0, i64& o1, i64& o2, i64& o3) {
+  o0 = 0; o1 = 0; o2 = 0; o3 = 0;
+  for (int d = 1; d < m.nd; d++) {
+    if (d == k) continue;
+    const i64 sz = m.size[d];
+    const i64 idx = rem % sz;
+    rem /= sz;
+    o0 += idx * m.st[0][d];
+    if constexpr (NIN > 0) o1 += idx * m.st[1][d];
+    if constexpr (NIN > 1) o2 += idx * m.st[2][d];
+    if constexpr (NIN > 2) o3 += idx * m.st[3][d];
+  }
+}
+
 // Block (32, TR) over a TD x TD tile of dims 0 and k; each thread handles
 // (TD / TR) * (TD / 32) elements. All global loads of a tile (the staging of
 // transposed inputs and the direct reads of the others) are issued before the
@@ -356,17 +372,8 @@ extern "C" __global__ void __launch_bounds__(32 * TR) tiled(char* p0, const char
     const i64 tin = tt % (GROUP * tkn);
     const i64 c0 = (first0 + tin % gsz) * TD;
     const i64 ck = (tin / gsz) * TD;
-    i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
-    for (int d = 1; d < m.nd; d++) {
-      if (d == k) continue;
-      const i64 sz = m.size[d];
-      const i64 idx = rem % sz;
-      rem /= sz;
-      o0 += idx * m.st[0][d];
-      if constexpr (NIN > 0) o1 += idx * m.st[1][d];
-      if constexpr (NIN > 1) o2 += idx * m.st[2][d];
-      if constexpr (NIN > 2) o3 += idx * m.st[3][d];
-    }
+    i64 o0, o1, o2, o3;
+    tile_offsets(m, k, rem, o0, o1, o2, o3);
     T1 r1[TJ][TH]; T2 r2[TJ][TH]; T3 r3[TJ][TH];
     // Transposed inputs are staged (element (c0 + ty + j*TR, ck + tx + 32h),
     // read along dim k); the others are read at this thread's output positions
@@ -440,18 +447,8 @@ extern "C" __global__ void __launch_bounds__(TXV * TRV) tiled_v(char* p0, const 
   const bool tr2 = NIN > 1 && b2k == (i64)sizeof(T2) && b20 != (i64)sizeof(T2);
   const bool tr3 = NIN > 2 && b3k == (i64)sizeof(T3) && b30 != (i64)sizeof(T3);
   const int tx = threadIdx.x, ty = threadIdx.y;
-  i64 o0 = 0, o1 = 0, o2 = 0, o3 = 0;
-  i64 rem = blockIdx.z;
-  for (int d = 1; d < m.nd; d++) {
-    if (d == k) continue;
-    const i64 sz = m.size[d];
-    const i64 idx = rem % sz;
-    rem /= sz;
-    o0 += idx * m.st[0][d];
-    if constexpr (NIN > 0) o1 += idx * m.st[1][d];
-    if constexpr (NIN > 1) o2 += idx * m.st[2][d];
-    if constexpr (NIN > 2) o3 += idx * m.st[3][d];
-  }
+  i64 o0, o1, o2, o3;
+  tile_offsets(m, k, blockIdx.z, o0, o1, o2, o3);
   Vec<T1, V> r1[JV]; Vec<T2, V> r2[JV]; Vec<T3, V> r3[JV];
   if constexpr (NIN > 0) stage_or_read_v<T1>(tr1, &s1[0][0], r1, p1 + o1, b10, b1k, c0, ck, n0, nk, tx, ty);
   if constexpr (NIN > 1) stage_or_read_v<T2>(tr2, &s2[0][0], r2, p2 + o2, b20, b2k, c0, ck, n0, nk, tx, ty);
