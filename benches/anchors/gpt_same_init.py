@@ -9,7 +9,8 @@ data.K.x / data.K.y), runs the first step's forward and backward, compares every
 PREFIX_grads.safetensors (strata's, before its first update): one JSON line per parameter whose
 relative error ||g_strata - g_torch|| / ||g_torch|| exceeds --tol, then a summary line with the
 worst parameter and the loss of every step (same schedule as torch_gpt.py: warmup + steps steps
-over the four batches in turn). With --strata-json, the losses of strata's run (the `losses`
+over the four batches in turn). --perturb EPS multiplies every initial parameter by
+(1 + EPS * N(0, 1)) first: how much the losses move when only the state's last bits do. With --strata-json, the losses of strata's run (the `losses`
 field of its JSON line) are printed beside PyTorch's.
 """
 import argparse, json, math
@@ -37,6 +38,9 @@ p.add_argument("--seed", type=int, default=0, help="unused: the state comes from
 p.add_argument("--attn", default="naive", choices=["naive"])
 p.add_argument("--tol", type=float, default=0.02)
 p.add_argument("--strata-json", default=None)
+p.add_argument("--perturb", type=float, default=0.0,
+               help="multiply every initial parameter by (1 + PERTURB * N(0, 1)) (a fixed generator): "
+                    "how far a perturbation of the state's last bits moves the losses")
 a = p.parse_args()
 dev = torch.device(a.device)
 if dev.type == "cuda":
@@ -94,6 +98,10 @@ with torch.no_grad():
         if init[n].shape != q.shape:
             raise SystemExit(f"{n}: strata {tuple(init[n].shape)}, torch {tuple(q.shape)}")
         q.copy_(init[n])
+    if a.perturb:
+        g = torch.Generator(device=dev).manual_seed(1234)
+        for q in model.parameters():
+            q.mul_(1 + a.perturb * torch.randn(q.shape, device=dev, generator=g, dtype=torch.float32).to(q.dtype))
 data = [(init[f"data.{k}.x"].long(), init[f"data.{k}.y"].long()) for k in range(4)]
 opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 
@@ -129,7 +137,7 @@ for i in range(a.warmup + a.steps):
                       flush=True)
     opt.step()
     losses.append(round(loss.item(), 4))
-out = dict(bench="gpt_same_init", precision=a.precision, worst_grad_rel_err=worst[0], worst_param=worst[1],
+out = dict(bench="gpt_same_init", precision=a.precision, perturb=a.perturb, worst_grad_rel_err=worst[0], worst_param=worst[1],
            torch_losses=losses)
 if a.strata_json:
     with open(a.strata_json) as f:

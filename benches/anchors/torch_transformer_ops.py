@@ -8,8 +8,7 @@ Forward: the functional op. Backward: torch.autograd.grad of the op's output
 (with a fixed upstream gradient, retain_graph) with respect to the same
 inputs strata differentiates. Median of CUDA-event timings after 3 warm-ups.
 
-BENCHES below lists the ops, as strata's example does; softmax and GELU are
-timed forward only.
+BENCHES below lists the ops, as strata's example does.
 """
 import argparse
 import json
@@ -81,16 +80,24 @@ def embedding(dtype, iters):
 
 def softmax(dtype, iters):
     shape = (B * 12 * T, T)
-    x = torch.randn(shape, dtype=dtype, device=DEV)
+    x = torch.randn(shape, dtype=dtype, device=DEV, requires_grad=True)
     with torch.no_grad():
         line("softmax", dtype, "fwd", shape, time_ms(iters, lambda: torch.softmax(x, -1)))
+    y = torch.softmax(x, -1)
+    dy = torch.randn_like(y)
+    line("softmax", dtype, "bwd", shape,
+         time_ms(iters, lambda: torch.autograd.grad(y, (x,), dy, retain_graph=True)))
 
 
 def gelu(dtype, iters):
     shape = (B * T, 4 * D)
-    x = torch.randn(shape, dtype=dtype, device=DEV)
+    x = torch.randn(shape, dtype=dtype, device=DEV, requires_grad=True)
     with torch.no_grad():
         line("gelu_tanh", dtype, "fwd", shape, time_ms(iters, lambda: F.gelu(x, approximate="tanh")))
+    y = F.gelu(x, approximate="tanh")
+    dy = torch.randn_like(y)
+    line("gelu_tanh", dtype, "bwd", shape,
+         time_ms(iters, lambda: torch.autograd.grad(y, (x,), dy, retain_graph=True)))
 
 
 BENCHES = [layer_norm, cross_entropy, embedding, softmax, gelu]

@@ -10,7 +10,11 @@
 //!
 //! * layer norm over `[8·1024, 768]` (weight and bias; bwd = dx, dweight, dbias);
 //! * cross-entropy over `[8·1024, 8192]` logits, mean reduction (bwd = dlogits);
-//! * embedding of `[8, 1024]` indices into `[8192, 768]` (bwd = dweight).
+//! * embedding of `[8, 1024]` indices into `[8192, 768]` (bwd = dweight);
+//! * softmax over the last dim of `[8·12·1024, 1024]` attention scores (bwd =
+//!   dx from the saved output);
+//! * GELU (tanh approximation) over `[8·1024, 3072]` (bwd = dx from the
+//!   saved input).
 //!
 //! Each figure is the median of `--iters` CUDA-event-timed calls (default
 //! 20) after 3 warm-ups, in f32 and bf16. Backward passes call the same
@@ -18,8 +22,7 @@
 //! from one forward. Without a GPU the program prints why and exits with 2.
 //!
 //! Each op is one entry of `BENCHES` (a name and a function timing it for a
-//! dtype); the anchor script has the matching list. Softmax over
-//! `[8·12·1024, 1024]` and GELU over `[8·1024, 3072]` are timed forward only.
+//! dtype); the anchor script has the matching list.
 
 use strata::Device;
 use strata_tensor::{cuda, CrossEntropyArgs, DType, GeluApprox, Result, Tensor};
@@ -121,22 +124,30 @@ fn embedding(dtype: DType, iters: usize) -> Result<()> {
     Ok(())
 }
 
-/// Softmax over the last dim of attention-score rows (forward only).
+/// Softmax over the last dim of attention-score rows; its backward from the
+/// saved output (what `softmax`'s recorded backward computes).
 fn softmax(dtype: DType, iters: usize) -> Result<()> {
     let shape = [B * 12 * T, T];
     let x = Tensor::randn(&shape, dtype, 10, GPU)?;
     let fwd = time_ms(iters, || x.softmax(-1, None).map(drop))?;
     line("softmax", dtype, "fwd", &shape, fwd);
+    let y = x.softmax(-1, None)?;
+    let dy = Tensor::randn(&shape, dtype, 12, GPU)?;
+    let bwd = time_ms(iters, || y.softmax_backward(&dy, -1).map(drop))?;
+    line("softmax", dtype, "bwd", &shape, bwd);
     Ok(())
 }
 
-/// GELU (tanh approximation, as GPT-2 uses it) over the MLP's activations
-/// (forward only).
+/// GELU (tanh approximation, as GPT-2 uses it) over the MLP's activations;
+/// its backward from the saved input.
 fn gelu(dtype: DType, iters: usize) -> Result<()> {
     let shape = [B * T, 4 * D];
     let x = Tensor::randn(&shape, dtype, 11, GPU)?;
     let fwd = time_ms(iters, || x.gelu(GeluApprox::Tanh).map(drop))?;
     line("gelu_tanh", dtype, "fwd", &shape, fwd);
+    let dy = Tensor::randn(&shape, dtype, 13, GPU)?;
+    let bwd = time_ms(iters, || dy.gelu_backward(&x, GeluApprox::Tanh).map(drop))?;
+    line("gelu_tanh", dtype, "bwd", &shape, bwd);
     Ok(())
 }
 

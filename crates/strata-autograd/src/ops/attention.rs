@@ -32,13 +32,19 @@
 //! Autocast: the op's policy is `LowerPrecision` (its GEMMs run in the
 //! region's dtype, as `matmul`'s); its softmax computes in f32 from the
 //! low-precision scores and rounds `p` once to the region's dtype, the value
-//! the op-by-op graph feeds to `p @ v` (that graph keeps an f32 copy of `p`
-//! for softmax's backward as well; this op's backward uses the rounded `p`).
+//! the op-by-op graph feeds to `p @ v`. Its backward forms the softmax
+//! gradient in f32 from an f32 `p` (recomputed, or kept with `SaveProbs`)
+//! and an f32 copy of `dp`, as PyTorch's autocast graph does (softmax runs
+//! in f32 there and keeps its f32 output): with `p` rounded to bf16 a row
+//! whose largest probability is near 1 loses `1 - p` entirely, and with it
+//! most of that row's score gradient. Outside autocast a half-precision `p`
+//! is used as it is, as PyTorch's bf16 graph does.
 
 use super::{formula, sum_to};
+use crate::autocast::{is_autocast_enabled, DeviceType};
 use crate::error::Result;
 use crate::var::{record, Var};
-use strata_tensor::{Tensor, TensorError};
+use strata_tensor::{DType, Tensor, TensorError};
 
 /// What [`Var::attention`] keeps for its backward.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,10 +155,16 @@ impl Var {
         }
         let scale = args.scale.unwrap_or(1.0 / (e as f64).sqrt());
         let causal = args.causal;
-        let probs = move |q: &Tensor, k: &Tensor| -> Result<Tensor> {
+        // The probabilities in `dtype` (`None`: the scores' dtype).
+        let probs = move |q: &Tensor, k: &Tensor, dtype: Option<DType>| -> Result<Tensor> {
             Ok(q.matmul(&k.transpose(-2, -1)?)?
-                .scaled_softmax(scale, causal, None)?)
+                .scaled_softmax(scale, causal, dtype)?)
         };
+        // Under autocast, a half-precision op's softmax gradient is formed
+        // in f32 (module documentation).
+        let low = self.dtype();
+        let f32_probs = matches!(low, DType::F16 | DType::BF16)
+            && is_autocast_enabled(DeviceType::of(self.device()));
         let keep_p = args.saving == AttentionSaving::SaveProbs;
         let pieces = if keep_p {
             vec![]
@@ -168,12 +180,17 @@ impl Var {
             let out = Tensor::empty(&os, self.dtype(), self.device())?;
             for &(at, len) in &pieces {
                 let piece = |t: &Tensor| t.narrow(0, at as i64, len as i64);
-                let p = probs(&piece(self.data())?, &piece(k.data())?)?;
+                let p = probs(&piece(self.data())?, &piece(k.data())?, None)?;
                 piece(&out)?.copy_(&p.matmul(&piece(v_t)?)?)?;
             }
             (out, None)
+        } else if keep_p && f32_probs {
+            // Keep the f32 probabilities for backward (PyTorch's autocast
+            // graph keeps softmax's f32 output); `p @ v` takes them rounded.
+            let p32 = probs(self.data(), k.data(), Some(DType::F32))?;
+            (p32.to_dtype(low)?.matmul(v.data())?, Some(p32))
         } else {
-            let p = probs(self.data(), k.data())?;
+            let p = probs(self.data(), k.data(), None)?;
             (p.matmul(v.data())?, Some(p))
         };
         let (q_t, k_t, v_t) = (self.data().clone(), k.data().clone(), v.data().clone());
@@ -192,12 +209,13 @@ impl Var {
             // The gradients of one piece (or of the whole batch): each
             // piece's probabilities, dp and ds are freed before the next's.
             let grads = |q: &Tensor, k: &Tensor, v: &Tensor, g: &Tensor, p: Option<&Tensor>| {
+                // `p` in the dtype its softmax gradient is formed in.
                 let p = match p {
                     Some(p) => p.clone(),
-                    None => probs(q, k)?,
+                    None => probs(q, k, f32_probs.then_some(DType::F32))?,
                 };
                 let dv = if needs[2] {
-                    Some(p.transpose(-2, -1)?.matmul(g)?)
+                    Some(p.to_dtype(low)?.transpose(-2, -1)?.matmul(g)?)
                 } else {
                     None
                 };
@@ -205,9 +223,18 @@ impl Var {
                     return Ok::<_, crate::AutogradError>([None, None, dv]);
                 }
                 // ds is written over dp (a fresh GEMM output): two
-                // score-sized tensors alive here, not three.
+                // score-sized tensors alive here, not three. Under autocast
+                // it is formed in f32 and rounded once.
                 let ds = g.matmul(&v.transpose(-2, -1)?)?;
-                p.softmax_backward_inplace(&ds, -1)?;
+                let ds = if p.dtype() == ds.dtype() {
+                    p.softmax_backward_inplace(&ds, -1)?;
+                    ds
+                } else {
+                    let ds32 = ds.to_dtype(p.dtype())?;
+                    drop(ds);
+                    p.softmax_backward_inplace(&ds32, -1)?;
+                    ds32.to_dtype(low)?
+                };
                 drop(p);
                 let scaled = |t: Tensor| -> Result<Tensor> {
                     t.mul_(scale)?;
