@@ -88,6 +88,29 @@ proptest! {
     }
 
     #[test]
+    fn addmm_and_linear(m in 1usize..4, k in 1usize..4, n in 1usize..4, case in 0usize..4,
+                        seed in any::<u64>()) {
+        let sc: Vec<usize> = match case {
+            0 => vec![n],
+            1 => vec![m, 1],
+            2 => vec![],
+            _ => vec![m, n],
+        };
+        gradcheck(
+            vec![randn(&sc, seed), randn(&[m, k], seed.wrapping_add(1)), randn(&[k, n], seed.wrapping_add(2))],
+            seed,
+            |v| v[0].addmm(&v[1], &v[2]),
+        );
+        // linear with a bias (addmm on the folded input), 3-D input.
+        gradcheck(
+            vec![randn(&[2, m, k], seed.wrapping_add(3)), randn(&[n, k], seed.wrapping_add(4)),
+                 randn(&[n], seed.wrapping_add(5))],
+            seed,
+            |v| v[0].linear(&v[1], Some(&v[2])),
+        );
+    }
+
+    #[test]
     fn views(m in 1usize..4, n in 1usize..4, p in 1usize..4, seed in any::<u64>()) {
         let a = randn(&[m, n, p], seed);
         gradcheck(vec![a.clone()], seed, |v| v[0].transpose(0, 2));

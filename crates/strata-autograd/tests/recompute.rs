@@ -490,3 +490,69 @@ fn gelu_linear_saves_the_input_only_and_autocasts() {
     let e = x.gelu_linear(GeluApprox::Tanh, &bad, None).unwrap_err();
     assert!(e.to_string().contains("do not fit"), "{e}");
 }
+
+/// Under autocast bf16, `linear` with a bias adds the bias before the
+/// product is rounded (PyTorch's `addmm`): a bias far below the product's
+/// last place still moves the output, as it does in PyTorch, where adding it
+/// to the rounded product would lose it. Same for `gelu_linear`.
+#[test]
+fn autocast_linear_adds_its_bias_before_rounding() {
+    // x @ w^T = 1 + 2^-8 (half-way between two bf16 values); bias 2^-9.
+    let x =
+        Var::parameter(Tensor::from_slice(&[1.0f32, 2f32.powi(-8)], &[1, 2], Device::Cpu).unwrap())
+            .unwrap();
+    let w = Var::parameter(Tensor::ones(&[1, 2], DType::F32, Device::Cpu).unwrap()).unwrap();
+    let b = Var::parameter(Tensor::full(&[1], 2f32.powi(-9), DType::F32, Device::Cpu).unwrap())
+        .unwrap();
+    let y = autocast(DeviceType::Cpu, DType::BF16, || x.linear(&w, Some(&b)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(y.dtype(), DType::BF16);
+    let v = y
+        .data()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    assert_eq!(v, vec![1.0 + 2f64.powi(-7)]);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(b.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
+    assert_eq!(
+        b.grad().unwrap().dtype(),
+        DType::F32,
+        "the gradient reaches the f32 bias"
+    );
+    // gelu_linear: gelu(h) is rounded to bf16 first, then the product and
+    // the bias are summed and rounded once; compare with that reference.
+    let h = Var::parameter(Tensor::randn(&[6, 8], DType::F32, 3, Device::Cpu).unwrap()).unwrap();
+    let w2 = Var::parameter(Tensor::randn(&[5, 8], DType::F32, 4, Device::Cpu).unwrap()).unwrap();
+    let b2 = Var::parameter(
+        Tensor::randn(&[5], DType::F32, 5, Device::Cpu)
+            .unwrap()
+            .mul(1e-3f32)
+            .unwrap(),
+    )
+    .unwrap();
+    let y2 = autocast(DeviceType::Cpu, DType::BF16, || {
+        h.gelu_linear(GeluApprox::Tanh, &w2, Some(&b2))
+    })
+    .unwrap()
+    .unwrap();
+    let bf = |t: &Tensor| t.to_dtype(DType::BF16).unwrap();
+    let g = bf(h.data()).gelu(GeluApprox::Tanh).unwrap();
+    let expect = bf(b2.data())
+        .addmm(&g, &bf(w2.data()).t().unwrap())
+        .unwrap();
+    assert_eq!(
+        y2.data()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap(),
+        expect
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    );
+}

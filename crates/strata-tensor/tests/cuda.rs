@@ -484,6 +484,78 @@ fn matmul_matches_cpu() -> Result<()> {
     Ok(())
 }
 
+/// `addmm` on the GPU (cuBLAS with `beta = 1`; the integer kernel starting
+/// from the added value) against the CPU, on random shapes, dtypes, operand
+/// layouts and added shapes; and the small bf16/f16 bias that a rounded
+/// product would lose.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn addmm_matches_cpu() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(4242);
+    for case in 0..30u64 {
+        let dtype = [
+            DType::F32,
+            DType::F64,
+            DType::F16,
+            DType::BF16,
+            DType::I32,
+            DType::I64,
+        ][rng.below(6) as usize];
+        let (m, k, n) = (
+            1 + rng.below(70) as usize,
+            rng.below(90) as usize,
+            1 + rng.below(70) as usize,
+        );
+        let a = data(&[m, k], dtype, 700 + case)?;
+        let b = if rng.below(2) == 0 {
+            data(&[k, n], dtype, 1700 + case)?
+        } else {
+            data(&[n, k], dtype, 2700 + case)?.t()?
+        };
+        let c_shape = [vec![n], vec![m, 1], vec![], vec![m, n]][rng.below(4) as usize].clone();
+        let c = data(&c_shape, dtype, 3700 + case)?;
+        let x = c.addmm(&a, &b)?;
+        let y = c.to(dev)?.addmm(&a.to(dev)?, &b.to(dev)?)?;
+        let what = format!("case {case} {dtype} {m}x{k}x{n} c {c_shape:?}");
+        assert_eq!(y.shape(), &[m, n], "{what}");
+        if dtype.is_float() {
+            let xs = x.to_dtype(DType::F64)?.to_vec::<f64>()?;
+            let ys = y.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+            let tol = if matches!(dtype, DType::F16 | DType::BF16) {
+                5e-2
+            } else {
+                1e-4
+            };
+            for (p, q) in xs.iter().zip(&ys) {
+                assert!(
+                    (p - q).abs() <= tol * (1.0 + p.abs()) * (1.0 + k as f64).sqrt(),
+                    "{what}: {p} vs {q}"
+                );
+            }
+        } else {
+            assert_same(&what, &x, &y);
+        }
+    }
+    for (dtype, tiny, half_ulp) in [
+        (DType::BF16, 2f64.powi(-9), 2f64.powi(-8)),
+        (DType::F16, 2f64.powi(-12), 2f64.powi(-11)),
+    ] {
+        let a = Tensor::from_slice(&[1.0, half_ulp], &[1, 2], Device::Cpu)?
+            .to_dtype(dtype)?
+            .to(dev)?;
+        let b = Tensor::ones(&[2, 1], dtype, dev)?;
+        let bias = Tensor::full(&[1], tiny, dtype, dev)?;
+        let fused = bias.addmm(&a, &b)?.to_dtype(DType::F64)?.to(Device::Cpu)?;
+        assert_eq!(
+            fused.to_vec::<f64>()?,
+            vec![1.0 + 2.0 * half_ulp],
+            "{dtype}"
+        );
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn large_transposed_and_broadcast_ops() -> Result<()> {

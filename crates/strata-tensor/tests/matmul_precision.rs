@@ -283,3 +283,121 @@ proptest! {
         check(&format!("{dt} {batch_a:?}x{m}x{k} @ {batch_b:?}x{k}x{n} ta={ta} tb={tb}"), &a, &b);
     }
 }
+
+/// `c.addmm(a, b)` against the f64 reference `c + a @ b`: one rounding of
+/// the exact sum (plus f32's accumulation error over k terms), for every
+/// broadcastable `c` (a bias row, a column, a scalar, a full matrix) and
+/// transposed operands.
+#[test]
+fn addmm_adds_before_the_single_rounding() {
+    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        for (m, k, n) in [
+            (7, 40, 9),
+            (33, 300, 65),
+            (1, 5, 1),
+            (4, 1, 3),
+            (130, 520, 260),
+        ] {
+            for (ci, c_shape) in [vec![n], vec![m, 1], vec![], vec![m, n], vec![1, n]]
+                .into_iter()
+                .enumerate()
+            {
+                let a = mat(m, k, ci % 2 == 1, dtype, 30 + m as u64);
+                let b = mat(k, n, ci % 3 == 2, dtype, 31 + n as u64);
+                let c = data(&c_shape, dtype, 32 + ci as u64).unwrap();
+                let r = c.addmm(&a, &b).unwrap();
+                let what = format!("{dtype} {m}x{k}x{n} c {c_shape:?}");
+                assert_eq!(r.shape(), &[m, n], "{what}");
+                assert_eq!(r.dtype(), dtype, "{what}");
+                let (_, sum, abs) = reference(&a, &b);
+                let cv = values(
+                    &c.expand(&[m as i64, n as i64])
+                        .unwrap()
+                        .contiguous()
+                        .unwrap(),
+                );
+                for (i, g) in values(&r).iter().enumerate() {
+                    let s = sum[i] + cv[i];
+                    let tol = ulp(dtype) * s.abs()
+                        + 2.0 * k as f64 * 2f64.powi(-24) * (abs[i] + cv[i].abs())
+                        + 1e-300;
+                    assert!(
+                        (g - s).abs() <= tol,
+                        "{what}: element {i}: got {g}, exact {s}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// In bf16 a bias far below the product's last place still counts: the
+/// product `1 + 2^-8` lies half-way between two bf16 values, and adding
+/// `2^-9` before rounding gives `1 + 2^-7` (PyTorch's `addmm`), where
+/// rounding the product first (to `1`, ties to even) and then adding gives
+/// `1` again: the bias is lost.
+#[test]
+fn addmm_keeps_a_small_bias_that_mm_then_add_loses() {
+    for dtype in [DType::BF16, DType::F16] {
+        let (tiny, half_ulp) = if dtype == DType::BF16 {
+            (2f64.powi(-9), 2f64.powi(-8))
+        } else {
+            (2f64.powi(-12), 2f64.powi(-11))
+        };
+        let a = Tensor::from_slice(&[1.0, half_ulp], &[1, 2], CPU)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let b = Tensor::ones(&[2, 1], dtype, CPU).unwrap();
+        let bias = Tensor::full(&[1], tiny, dtype, CPU).unwrap();
+        let fused = values(&bias.addmm(&a, &b).unwrap())[0];
+        let split = values(&a.mm(&b).unwrap().add(&bias).unwrap())[0];
+        assert_eq!(fused, 1.0 + 2.0 * half_ulp, "{dtype}: one rounding");
+        assert_eq!(
+            split, 1.0,
+            "{dtype}: the bias is lost when the product is rounded first"
+        );
+    }
+}
+
+#[test]
+fn addmm_integers_wrap_and_bad_operands_are_typed_errors() {
+    let a = Tensor::from_slice(&[100i64, 2, 3, 4], &[2, 2], CPU).unwrap();
+    let c = Tensor::from_slice(&[i64::MAX, 1], &[2], CPU).unwrap();
+    let r = c.addmm(&a, &a).unwrap().to_vec::<i64>().unwrap();
+    // [[100*100 + 2*3, 100*2 + 2*4], [3*100 + 4*3, 3*2 + 4*4]] + [MAX, 1], wrapping.
+    assert_eq!(
+        r,
+        vec![
+            i64::MAX.wrapping_add(10006),
+            209,
+            i64::MAX.wrapping_add(312),
+            23
+        ]
+    );
+    let f = Tensor::ones(&[2, 3], DType::F32, CPU).unwrap();
+    let g = Tensor::ones(&[3, 4], DType::F32, CPU).unwrap();
+    let bad_bias = Tensor::ones(&[3], DType::F32, CPU).unwrap();
+    assert!(matches!(
+        bad_bias.addmm(&f, &g),
+        Err(TensorError::Shape { .. })
+    ));
+    let wide_bias = Tensor::ones(&[2, 2, 4], DType::F32, CPU).unwrap();
+    assert!(matches!(
+        wide_bias.addmm(&f, &g),
+        Err(TensorError::Shape { .. })
+    ));
+    let bias64 = Tensor::ones(&[4], DType::F64, CPU).unwrap();
+    assert!(matches!(
+        bias64.addmm(&f, &g),
+        Err(TensorError::DType { .. })
+    ));
+    let bias = Tensor::ones(&[4], DType::F32, CPU).unwrap();
+    assert!(matches!(bias.addmm(&f, &f), Err(TensorError::Shape { .. })));
+    assert!(matches!(
+        bias.addmm(&f.unsqueeze(0).unwrap(), &g),
+        Err(TensorError::Shape { .. })
+    ));
+    let bools = Tensor::ones(&[2, 2], DType::Bool, CPU).unwrap();
+    assert!(bools.addmm(&bools, &bools).is_err());
+}

@@ -62,10 +62,15 @@ impl Var {
         } else {
             self.reshape(&[-1, in_f])?
         };
-        let mut y = x2.matmul_uncast(&weight.t()?)?;
-        if let Some(b) = bias {
-            y = y.add(b)?;
-        }
+        // With a bias of the product's dtype, `addmm` (one rounding, as
+        // PyTorch's `F.linear`); else the product, then a promoting add.
+        let y = match bias {
+            Some(b) if b.dtype() == x2.dtype() && x2.dtype() == weight.dtype() => {
+                b.addmm_uncast(&x2, &weight.t()?)?
+            }
+            Some(b) => x2.matmul_uncast(&weight.t()?)?.add(b)?,
+            None => x2.matmul_uncast(&weight.t()?)?,
+        };
         if self.ndim() == 2 {
             return Ok(y);
         }
@@ -124,10 +129,18 @@ impl Var {
             .collect();
         out_shape.push(out_f as i64);
         let x2 = self.data().reshape(&[-1, in_f as i64])?;
-        let mut y = x2.gelu(approximate)?.matmul(&weight.data().t()?)?;
-        if let Some(b) = bias {
-            y = y.add(b.data())?;
-        }
+        let h = x2.gelu(approximate)?;
+        let wt = weight.data().t()?;
+        // The bias added in the product's accumulator where the dtypes
+        // allow (`linear`'s rule).
+        let y = match bias {
+            Some(b) if b.dtype() == h.dtype() && h.dtype() == wt.dtype() => {
+                b.data().addmm(&h, &wt)?
+            }
+            Some(b) => h.matmul(&wt)?.add(b.data())?,
+            None => h.matmul(&wt)?,
+        };
+        drop(h);
         let y = y.reshape(&out_shape)?;
         let (x_t, w_t) = (self.data().clone(), weight.data().clone());
         let saved = move || vec![x_t, w_t];

@@ -92,6 +92,70 @@ impl Var {
         ))
     }
 
+    /// `self + mat1 @ mat2` (PyTorch's `torch.addmm` with `beta = alpha =
+    /// 1`): `mat1` `[n, m]`, `mat2` `[m, p]`, `self` broadcastable to `[n,
+    /// p]`, the sum rounded once ([`Tensor::addmm`]). Under autocast all
+    /// three are cast to the region's low precision, as PyTorch's. The
+    /// gradients: `g` summed to `self`'s shape, `g mat2ᵀ`, `mat1ᵀ g`.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let t = |s: &[usize], seed| Var::parameter(Tensor::randn(s, DType::F32, seed, Device::Cpu).unwrap()).unwrap();
+    /// let (b, x, w) = (t(&[3], 1), t(&[4, 2], 2), t(&[2, 3], 3));
+    /// b.addmm(&x, &w).unwrap().sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!(b.grad().unwrap().to_vec::<f32>().unwrap(), vec![4.0; 3]);
+    /// ```
+    pub fn addmm(&self, mat1: &Var, mat2: &Var) -> Result<Var> {
+        if let Some(c) = crate::autocast::cast_inputs("addmm", &[self, mat1, mat2])? {
+            return c[0].addmm_uncast(&c[1], &c[2]);
+        }
+        self.addmm_uncast(mat1, mat2)
+    }
+
+    /// `addmm` in the inputs' own dtypes (after autocast, if any, cast them).
+    pub(crate) fn addmm_uncast(&self, mat1: &Var, mat2: &Var) -> Result<Var> {
+        let out = self.data().addmm(mat1.data(), mat2.data())?;
+        let (a_req, b_req) = (mat1.requires_grad(), mat2.requires_grad());
+        let saved = || {
+            let mut v = Vec::new();
+            if a_req {
+                v.push(mat2.data().clone());
+            }
+            if b_req {
+                v.push(mat1.data().clone());
+            }
+            v
+        };
+        let (c_shape, c_dtype) = (self.shape().to_vec(), self.dtype());
+        let f = formula(move |g, s, needs| {
+            let dc = if needs[0] {
+                Some(sum_to(g, &c_shape, c_dtype)?)
+            } else {
+                None
+            };
+            let d1 = if needs[1] {
+                Some(g.matmul(&s[0].t()?)?)
+            } else {
+                None
+            };
+            let d2 = if needs[2] {
+                Some(s[needs[1] as usize].t()?.matmul(g)?)
+            } else {
+                None
+            };
+            Ok(vec![dc, d1, d2])
+        });
+        Ok(record(
+            "AddmmBackward",
+            out,
+            &[Some(self), Some(mat1), Some(mat2)],
+            saved,
+            f,
+            false,
+        ))
+    }
+
     /// Matrix product of two 2-D variables (same as [`Var::matmul`] there).
     pub fn mm(&self, other: &Var) -> Result<Var> {
         if self.ndim() != 2 || other.ndim() != 2 {

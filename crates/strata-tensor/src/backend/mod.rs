@@ -110,8 +110,12 @@ pub(crate) trait Backend: Sync {
         input: &Arg,
         dims: &[usize],
     ) -> Result<()>;
-    /// Batched matrix product of 3-D operands of one dtype into a fresh 3-D out.
-    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()>;
+    /// Batched matrix product of 3-D operands of one dtype into a fresh
+    /// contiguous 3-D out. With `accumulate` (float dtypes only) `out` holds
+    /// a value on entry and receives `out + a @ b`, the sum formed in the
+    /// product's accumulator and rounded once (PyTorch's `addmm` with
+    /// `beta = 1`).
+    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg, accumulate: bool) -> Result<()>;
     /// Writes `seq` into the fresh contiguous `out` (element `i` at position `i`).
     fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()>;
     /// Copies bytes from the host into the start of a storage.

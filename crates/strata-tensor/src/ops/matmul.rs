@@ -145,9 +145,80 @@ impl Tensor {
         {
             let be = out.backend()?;
             let _g = AccessGuard::lock(Some(out.storage()), &[self.storage(), b.storage()]);
-            be.matmul(&out.arg(), &self.arg(), &b.arg())?;
+            be.matmul(&out.arg(), &self.arg(), &b.arg(), false)?;
         }
         Ok(out)
+    }
+
+    /// `self + mat1 @ mat2` (PyTorch's `torch.addmm` with `beta = alpha =
+    /// 1`): `mat1` `[n, m]`, `mat2` `[m, p]`, and `self` broadcastable to
+    /// `[n, p]` (a bias row `[p]`, a column `[n, 1]`, a scalar or a full
+    /// `[n, p]`), all of one dtype and device. The sum is formed in the
+    /// product's accumulator and rounded once, as PyTorch's `addmm` (and
+    /// `F.linear` with a bias) does: in bf16 or f16, `mm` then `add` rounds
+    /// the product first, which loses an addend far smaller than the
+    /// product (a freshly trained bias) entirely.
+    ///
+    /// Errors (typed): operands that are not matrices or whose inner sizes
+    /// differ, a `self` that does not broadcast to `[n, p]`, mixed dtypes or
+    /// devices, bool operands.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], Device::Cpu).unwrap();
+    /// let bias = Tensor::from_slice(&[10.0f32, 20.0], &[2], Device::Cpu).unwrap();
+    /// let c = bias.addmm(&a, &a).unwrap();
+    /// assert_eq!(c.to_vec::<f32>().unwrap(), vec![17.0, 30.0, 25.0, 42.0]);
+    /// ```
+    pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+        const OP: &str = "addmm";
+        mat1.check_matmul_dtypes(OP, mat2)?;
+        if self.device() != mat1.device() {
+            return Err(TensorError::DeviceMismatch {
+                op: OP,
+                lhs: self.device(),
+                rhs: mat1.device(),
+            });
+        }
+        if self.dtype() != mat1.dtype() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "the added tensor must have the matrices' dtype, got {} and {}",
+                    self.dtype(),
+                    mat1.dtype()
+                ),
+            ));
+        }
+        if mat1.ndim() != 2 || mat2.ndim() != 2 || mat1.shape()[1] != mat2.shape()[0] {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "cannot multiply shapes {:?} and {:?}",
+                    mat1.shape(),
+                    mat2.shape()
+                ),
+            ));
+        }
+        let (n, p) = (mat1.shape()[0], mat2.shape()[1]);
+        if broadcast_shapes(OP, self.shape(), &[n, p]).ok().as_deref() != Some(&[n, p][..]) {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "the added tensor of shape {:?} does not broadcast to the product's [{n}, {p}]",
+                    self.shape()
+                ),
+            ));
+        }
+        let out = Tensor::empty(&[1, n, p], self.dtype(), self.device())?;
+        out.copy_from_unchecked(&self.expand(&[1, n as i64, p as i64])?)?;
+        let (a, b) = (mat1.unsqueeze(0)?, mat2.unsqueeze(0)?);
+        {
+            let be = out.backend()?;
+            let _g = AccessGuard::lock(Some(out.storage()), &[a.storage(), b.storage()]);
+            be.matmul(&out.arg(), &a.arg(), &b.arg(), true)?;
+        }
+        out.squeeze_dims(&[0])
     }
 
     /// Matrix product of two 2-D tensors.

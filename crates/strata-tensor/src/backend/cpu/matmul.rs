@@ -25,8 +25,11 @@ use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-/// Batched `out[b] = a[b] @ b[b]` for f32/f64, operands `[B, m, k]`, `[B, k, n]`.
-pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg) {
+/// Batched `out[b] = a[b] @ b[b]` for f32/f64 (and f16 where `gemm_f16`
+/// sends it), operands `[B, m, k]`, `[B, k, n]`; with `accumulate`,
+/// `out[b] += a[b] @ b[b]` (the crate reads the destination and adds it to
+/// the product before storing).
+pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg, accumulate: bool) {
     let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
     let n = b.layout.shape[2];
     let (sa, sb, so) = (&a.layout.strides, &b.layout.strides, &out.layout.strides);
@@ -48,8 +51,10 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg) {
         unsafe {
             let dst = po.add(i * so[0]);
             if k == 0 {
-                for r in 0..m * n {
-                    *dst.add(r) = T::default();
+                if !accumulate {
+                    for r in 0..m * n {
+                        *dst.add(r) = T::default();
+                    }
                 }
                 continue;
             }
@@ -60,14 +65,14 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg) {
                 dst,
                 so[2] as isize,
                 so[1] as isize,
-                false,
+                accumulate,
                 pa.add(i * sa[0]),
                 sa[2] as isize,
                 sa[1] as isize,
                 pb.add(i * sb[0]),
                 sb[2] as isize,
                 sb[1] as isize,
-                T::default(),
+                if accumulate { one::<T>() } else { T::default() },
                 one::<T>(),
                 false,
                 false,
@@ -82,8 +87,9 @@ fn one<T: Element>() -> T {
     T::from_acc(<T::Acc as Arith>::ONE)
 }
 
-/// Integer matmul with wrapping arithmetic (PyTorch's integer matmul wraps too).
-pub(crate) fn integer<T: Element>(out: &Arg, a: &Arg, b: &Arg) {
+/// Integer matmul with wrapping arithmetic (PyTorch's integer matmul wraps
+/// too); with `accumulate` the sum starts from `out`'s value.
+pub(crate) fn integer<T: Element>(out: &Arg, a: &Arg, b: &Arg, accumulate: bool) {
     let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
     let n = b.layout.shape[2];
     let (sa, sb, so) = (&a.layout.strides, &b.layout.strides, &out.layout.strides);
@@ -95,7 +101,13 @@ pub(crate) fn integer<T: Element>(out: &Arg, a: &Arg, b: &Arg) {
     for bi in 0..bs {
         for i in 0..m {
             for j in 0..n {
-                let mut acc = <T::Acc as Arith>::ZERO;
+                let at = bi * so[0] + i * so[1] + j * so[2];
+                let mut acc = if accumulate {
+                    // SAFETY: out is a [B, m, n] tensor; the index is in range.
+                    unsafe { *po.add(at) }.to_acc()
+                } else {
+                    <T::Acc as Arith>::ZERO
+                };
                 for p in 0..k {
                     // SAFETY: indices are within each operand's shape, so the
                     // addresses lie inside its layout over its storage.
@@ -105,8 +117,8 @@ pub(crate) fn integer<T: Element>(out: &Arg, a: &Arg, b: &Arg) {
                         acc = acc.add(x.to_acc().mul(y.to_acc()));
                     }
                 }
-                // SAFETY: out is a fresh [B, m, n] tensor; the index is in range.
-                unsafe { *po.add(bi * so[0] + i * so[1] + j * so[2]) = T::from_acc(acc) };
+                // SAFETY: out is a [B, m, n] tensor; the index is in range.
+                unsafe { *po.add(at) = T::from_acc(acc) };
             }
         }
     }
@@ -154,13 +166,14 @@ impl Half for bf16 {
     }
 }
 
-/// f16 product: `gemm`'s own f16 kernel where it rounds once, else tiles.
-pub(crate) fn gemm_f16(out: &Arg, a: &Arg, b: &Arg) {
+/// f16 product: `gemm`'s own f16 kernel where it rounds once, else tiles
+/// (always tiles when accumulating: the tile starts from `out` in f32).
+pub(crate) fn gemm_f16(out: &Arg, a: &Arg, b: &Arg, accumulate: bool) {
     let (m, k, n) = (a.layout.shape[1], a.layout.shape[2], b.layout.shape[2]);
-    if m >= 2 && n >= 2 && (3..=512).contains(&k) {
-        gemm::<f16>(out, a, b)
+    if !accumulate && m >= 2 && n >= 2 && (3..=512).contains(&k) {
+        gemm::<f16>(out, a, b, false)
     } else {
-        gemm_half_tiled::<f16>(out, a, b)
+        gemm_half_tiled::<f16>(out, a, b, accumulate)
     }
 }
 
@@ -214,8 +227,8 @@ struct Ptrs {
 
 /// f16/bf16 product through f32 tiles (see the module docs), in parallel
 /// over result tiles; each result is accumulated in f32 over the whole
-/// depth and rounded once.
-pub(crate) fn gemm_half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg) {
+/// depth (from `out`'s value with `accumulate`, else from 0) and rounded once.
+pub(crate) fn gemm_half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg, accumulate: bool) {
     let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
     let n = b.layout.shape[2];
     if bs == 0 || m == 0 || n == 0 {
@@ -239,7 +252,21 @@ pub(crate) fn gemm_half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg) {
         let (mh, nw) = (MB.min(m - i0), NB.min(n - j0));
         let (abuf, bbuf, cbuf) = bufs;
         let c = &mut cbuf[..mh * nw];
-        c.fill(0.0);
+        if accumulate {
+            for i in 0..mh {
+                // SAFETY: out is a contiguous [B, m, n] tensor (unit column
+                // stride); this task alone reads and writes its tile's rows.
+                let src = unsafe {
+                    std::slice::from_raw_parts(
+                        (p.out as *const T).add(bi * so[0] + (i0 + i) * so[1] + j0),
+                        nw,
+                    )
+                };
+                T::to_f32s(src, &mut c[i * nw..(i + 1) * nw]);
+            }
+        } else {
+            c.fill(0.0);
+        }
         let mut p0 = 0;
         while p0 < k {
             let kw = KB.min(k - p0);

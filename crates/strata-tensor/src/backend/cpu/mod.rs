@@ -254,15 +254,15 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg, accumulate: bool) -> Result<()> {
         match a.dtype {
-            DType::F32 => matmul::gemm::<f32>(out, a, b),
-            DType::F64 => matmul::gemm::<f64>(out, a, b),
-            DType::I32 => matmul::integer::<i32>(out, a, b),
-            DType::I64 => matmul::integer::<i64>(out, a, b),
-            DType::U8 => matmul::integer::<u8>(out, a, b),
-            DType::F16 => matmul::gemm_f16(out, a, b),
-            DType::BF16 => matmul::gemm_half_tiled::<::half::bf16>(out, a, b),
+            DType::F32 => matmul::gemm::<f32>(out, a, b, accumulate),
+            DType::F64 => matmul::gemm::<f64>(out, a, b, accumulate),
+            DType::I32 => matmul::integer::<i32>(out, a, b, accumulate),
+            DType::I64 => matmul::integer::<i64>(out, a, b, accumulate),
+            DType::U8 => matmul::integer::<u8>(out, a, b, accumulate),
+            DType::F16 => matmul::gemm_f16(out, a, b, accumulate),
+            DType::BF16 => matmul::gemm_half_tiled::<::half::bf16>(out, a, b, accumulate),
             d => unreachable!("matmul of {d} is rejected by the caller"),
         }
         Ok(())

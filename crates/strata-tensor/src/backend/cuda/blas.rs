@@ -157,8 +157,17 @@ fn gemm_types(dtype: DType, tf32: bool) -> (cb::cudaDataType, cb::cublasComputeT
 /// exact or, with [`crate::set_float32_matmul_precision`] above `Highest`, on
 /// TF32 tensor cores; f64 in f64. A matrix whose rows or columns have unit
 /// stride is passed as it is, transposed or not; only a matrix with neither
-/// (a strided slice, a broadcast row) is copied first.
-pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+/// (a strided slice, a broadcast row) is copied first. With `accumulate`,
+/// `out` (contiguous) holds a value on entry and receives `out + a @ b`:
+/// cuBLAS's `beta = 1`, the sum formed in the compute type and rounded once
+/// (integers: the kernel's sum starts from `out`).
+pub(crate) fn matmul(
+    dev: &CudaDevice,
+    out: &Arg,
+    a: &Arg,
+    b: &Arg,
+    accumulate: bool,
+) -> Result<()> {
     let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
     let n = b.layout.shape[2];
     if bs == 0 || m == 0 || n == 0 {
@@ -166,9 +175,12 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
     }
     match a.dtype {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => {}
-        _ => return integer(dev, out, a, b),
+        _ => return integer(dev, out, a, b, accumulate),
     }
     if k == 0 {
+        if accumulate {
+            return Ok(());
+        }
         return elementwise(
             dev,
             "fill",
@@ -238,8 +250,9 @@ pub(crate) fn matmul(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()
     let small = [m, n, k, bs, la.1, lb.1]
         .iter()
         .all(|&v| i32::try_from(v).is_ok());
-    let (alpha32, beta32) = (1.0f32, 0.0f32);
-    let (alpha64, beta64) = (1.0f64, 0.0f64);
+    let beta = if accumulate { 1.0 } else { 0.0 };
+    let (alpha32, beta32) = (1.0f32, beta as f32);
+    let (alpha64, beta64) = (1.0f64, beta);
     let (alpha, beta): (*const c_void, *const c_void) = if wide {
         (
             &alpha64 as *const f64 as *const c_void,
@@ -336,30 +349,34 @@ struct MM {
     sa: [i64; 3],
     sb: [i64; 3],
     so: [i64; 3],
+    /// 1: the sum starts from `out`'s value.
+    accumulate: i64,
 }
 
-// SAFETY: `#[repr(C)]`, laid out as `MM` in the source.
+// SAFETY: `#[repr(C)]` of i64s only (no padding), laid out as `MM` in the source.
 unsafe impl KernelParam for MM {}
 
-/// Integer matmul with wrapping arithmetic, one thread per output element.
-fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+/// Integer matmul with wrapping arithmetic, one thread per output element
+/// (with `accumulate`, each sum starts from `out`'s element).
+fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg, accumulate: bool) -> Result<()> {
     let d = a.dtype;
     let key = format!("imatmul:{}", tag(d));
     let src = || {
         format!(
             "{PRELUDE}typedef {t} T;\ntypedef {c} C;\n\
-             struct MM {{ i64 bs, m, n, k; i64 sa[3]; i64 sb[3]; i64 so[3]; }};\n\
+             struct MM {{ i64 bs, m, n, k; i64 sa[3]; i64 sb[3]; i64 so[3]; i64 accumulate; }};\n\
              extern \"C\" __global__ void imm(char* o, const char* a, const char* b, MM z) {{\n\
                const i64 total = z.bs * z.m * z.n;\n\
                for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (i64)gridDim.x * blockDim.x) {{\n\
                  const i64 j = t % z.n; const i64 i = (t / z.n) % z.m; const i64 q = t / (z.n * z.m);\n\
-                 C acc = (C)0;\n\
+                 T* dst = reinterpret_cast<T*>(o) + q * z.so[0] + i * z.so[1] + j * z.so[2];\n\
+                 C acc = z.accumulate ? (C)*dst : (C)0;\n\
                  for (i64 p = 0; p < z.k; p++) {{\n\
                    const C x = (C)reinterpret_cast<const T*>(a)[q * z.sa[0] + i * z.sa[1] + p * z.sa[2]];\n\
                    const C y = (C)reinterpret_cast<const T*>(b)[q * z.sb[0] + p * z.sb[1] + j * z.sb[2]];\n\
                    acc = {add};\n\
                  }}\n\
-                 reinterpret_cast<T*>(o)[q * z.so[0] + i * z.so[1] + j * z.so[2]] = (T)acc;\n\
+                 *dst = (T)acc;\n\
                }}\n\
              }}\n",
             t = storage_ty(d),
@@ -383,6 +400,7 @@ fn integer(dev: &CudaDevice, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         sa: s3(&a.layout),
         sb: s3(&b.layout),
         so: s3(&out.layout),
+        accumulate: i64::from(accumulate),
     };
     let total = (z.bs * z.m * z.n) as u64;
     let grid = total.div_ceil(256).min(1 << 20) as u32;

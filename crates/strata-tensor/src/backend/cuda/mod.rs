@@ -234,9 +234,9 @@ impl Backend for CudaDevice {
         reduce::reduce(dev, op, values, indices, input, dims)
     }
 
-    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+    fn matmul(&self, out: &Arg, a: &Arg, b: &Arg, accumulate: bool) -> Result<()> {
         let dev = self;
-        blas::matmul(dev, out, a, b)
+        blas::matmul(dev, out, a, b, accumulate)
     }
 
     fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()> {
