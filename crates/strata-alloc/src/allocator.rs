@@ -371,6 +371,8 @@ impl CachingAllocator {
         let (size, pool) = (b.size as i64, b.pool.stat());
         st.stats.allocation.decrease(pool, 1);
         st.stats.allocated_bytes.decrease(pool, size);
+        let ss = &mut st.streams[st.blocks[id].stream as usize];
+        ss.allocated = ss.allocated.saturating_sub(size as u64);
         if std::mem::take(&mut st.blocks[id].oversize) {
             st.stats.oversize_allocations.decrease(1);
         }
@@ -625,6 +627,14 @@ impl CachingAllocator {
         let stats = &mut st.stats;
         stats.allocation.increase(pool, 1);
         stats.allocated_bytes.increase(pool, size as i64);
+        let clock = st.free_clock;
+        let ss = &mut st.streams[st.blocks[id].stream as usize];
+        ss.allocated += size;
+        if ss.allocated > ss.allocated_peak {
+            ss.allocated_peak = ss.allocated;
+            ss.allocated_peak_at = clock;
+        }
+        let stats = &mut st.stats;
         stats.active.increase(pool, 1);
         stats.active_bytes.increase(pool, size as i64);
         stats.requested_bytes.increase(pool, orig as i64);

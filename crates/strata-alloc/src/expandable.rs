@@ -151,7 +151,15 @@ impl ExpandableSpace<'_> {
             st.recent_requests,
         );
         let now = st.free_clock;
-        let mut hold = st.repeats.recurs(context, peak, now);
+        let ss = &st.streams[s as usize];
+        // When the stream last raised its own peak (now, if this request
+        // does).
+        let stream_peak_at = if ss.allocated + rounded > ss.allocated_peak {
+            now
+        } else {
+            ss.allocated_peak_at
+        };
+        let mut hold = st.repeats.recurs(context, peak, now, stream_peak_at);
         let avail = self.available_pages(st);
         let recyclable = if hold {
             0

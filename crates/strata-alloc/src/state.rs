@@ -81,6 +81,13 @@ pub(crate) struct StreamState {
     /// How far this stream's queued work is known to have finished, for page
     /// recycling (see `expandable.rs`).
     pub fence: crate::expandable::Fence,
+    /// Bytes allocated on this stream (blocks, as `allocated_bytes` counts
+    /// them), their highest figure so far (never reset) and the free clock
+    /// when it last rose: the stream's own peak, for the hold-or-move rule
+    /// (`repeats.rs`).
+    pub allocated: u64,
+    pub allocated_peak: u64,
+    pub allocated_peak_at: u64,
 }
 
 /// Everything behind the allocator's lock.
@@ -261,6 +268,9 @@ pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
                 events: VecDeque::new(),
                 expandable: [Vec::new(), Vec::new()],
                 fence: Default::default(),
+                allocated: 0,
+                allocated_peak: 0,
+                allocated_peak_at: 0,
             });
             (st.streams.len() - 1) as u32
         }

@@ -190,8 +190,26 @@ fn replay(t: &Trace, conf: &str, passes: usize) -> Replay {
     }
 }
 
-/// The shared traces by workload: (default trace, PyTorch's expandable stats).
-fn workloads() -> Vec<(String, Trace, HashMap<String, i64>)> {
+/// One replayable sequence of a shared trace.
+struct Workload {
+    /// `NAME.MODE`, e.g. `bert_serving.expandable`.
+    name: String,
+    /// The alloc/free sequence of this file.
+    trace: Trace,
+    /// PyTorch's final statistics in its default mode (`NAME.default`).
+    default_stats: HashMap<String, i64>,
+    /// PyTorch's final statistics with expandable segments
+    /// (`NAME.expandable`); empty when that file is missing.
+    expandable_stats: HashMap<String, i64>,
+    /// Whether this is the `*.default.json.gz` sequence.
+    is_default: bool,
+}
+
+/// The shared traces: both the `*.default.json.gz` and the
+/// `*.expandable.json.gz` sequence of every workload (they hold the same
+/// allocations, but frees completed on other streams may come in another
+/// order), each with PyTorch's figures in both modes, read from the files.
+fn workloads() -> Vec<Workload> {
     let Some(dir) = traces_dir() else {
         eprintln!("no shared traces found (set STRATA_TRACES): skipped");
         return Vec::new();
@@ -207,38 +225,57 @@ fn workloads() -> Vec<(String, Trace, HashMap<String, i64>)> {
     if let Ok(only) = std::env::var("STRATA_TRACE") {
         names.retain(|n| *n == only);
     }
-    names
-        .into_iter()
-        .map(|n| {
-            let t = load(&dir.join(format!("{n}.default.json.gz")));
-            let exp = dir.join(format!("{n}.expandable.json.gz"));
-            let exp_stats = if exp.is_file() {
-                load(&exp).stats
-            } else {
-                HashMap::new()
-            };
-            (n, t, exp_stats)
-        })
-        .collect()
+    let mut v = Vec::new();
+    for n in names {
+        let default = load(&dir.join(format!("{n}.default.json.gz")));
+        let exp_path = dir.join(format!("{n}.expandable.json.gz"));
+        let expandable = exp_path.is_file().then(|| load(&exp_path));
+        let default_stats = default.stats.clone();
+        let expandable_stats = expandable
+            .as_ref()
+            .map(|t| t.stats.clone())
+            .unwrap_or_default();
+        v.push(Workload {
+            name: format!("{n}.default"),
+            trace: default,
+            default_stats: default_stats.clone(),
+            expandable_stats: expandable_stats.clone(),
+            is_default: true,
+        });
+        if let Some(t) = expandable {
+            v.push(Workload {
+                name: format!("{n}.expandable"),
+                trace: t,
+                default_stats,
+                expandable_stats,
+                is_default: false,
+            });
+        }
+    }
+    v
 }
 
-/// Issue 14's goals in full: after at most two warm-up passes no driver call
-/// and no stream synchronisation; the first pass within 1.05 x its peak
-/// allocated, below PyTorch's expandable peak, with at most twice its device
-/// allocations; and over all passes reserved memory within the hold-or-move
-/// rule's bound.
+/// Issue 14's goals in full, on both sequences of every shared trace: after
+/// at most two warm-up passes no driver call and no stream synchronisation;
+/// the first pass within 1.05 x its peak allocated, below PyTorch's
+/// expandable peak, with at most twice its device allocations; and over all
+/// passes reserved memory within the hold-or-move rule's bound.
 #[test]
 fn default_config_meets_the_steady_state_and_first_pass_goals() {
     let mut failures = Vec::new();
-    for (name, t, exp) in workloads() {
-        let r = replay(&t, "", 6);
+    for w in workloads() {
+        let name = &w.name;
+        let r = replay(&w.trace, "", 6);
         let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
         eprintln!(
-            "{name}: first pass {:.1} / {:.1} MiB ({ratio:.3}), {} device allocs (PyTorch {:?}), calls and syncs by pass {:?}, all passes {:.3} x",
+            "{name}: first pass {:.1} / {:.1} MiB ({ratio:.3}; PyTorch expandable {:?} MiB), {} device allocs (PyTorch {:?}), calls and syncs by pass {:?}, all passes {:.3} x",
             r.peak_reserved as f64 / 1048576.0,
             r.peak_allocated as f64 / 1048576.0,
+            w.expandable_stats
+                .get("reserved_bytes.all.peak")
+                .map(|&e| e as f64 / 1048576.0),
             r.device_allocs,
-            t.stats.get("num_device_alloc"),
+            w.default_stats.get("num_device_alloc"),
             r.per_pass,
             r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
         );
@@ -253,12 +290,12 @@ fn default_config_meets_the_steady_state_and_first_pass_goals() {
                 "{name}: first pass reserves {ratio:.3} x allocated"
             ));
         }
-        if let Some(&e) = exp.get("reserved_bytes.all.peak") {
+        if let Some(&e) = w.expandable_stats.get("reserved_bytes.all.peak") {
             if r.peak_reserved > e {
                 failures.push(format!("{name}: above PyTorch's expandable peak"));
             }
         }
-        if let Some(&d) = t.stats.get("num_device_alloc") {
+        if let Some(&d) = w.default_stats.get("num_device_alloc") {
             if r.device_allocs > 2 * d {
                 failures.push(format!("{name}: more than twice PyTorch's device allocs"));
             }
@@ -267,47 +304,61 @@ fn default_config_meets_the_steady_state_and_first_pass_goals() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// What holds today on every trace: no stream synchronisation in any pass,
-/// the first pass below PyTorch's expandable peak reserved with at most twice
-/// its device allocations, and the allocator consistent after every pass.
+/// On every shared trace file, `*.default` and `*.expandable` sequences
+/// alike, the first pass never reserves more than PyTorch's expandable
+/// segments did on that workload (its `reserved_bytes.all.peak`, read from the
+/// `*.expandable.json.gz` file), with at most twice PyTorch's device
+/// allocations, and no pass synchronises a stream. (resnet18_prefetch's
+/// `*.expandable` sequence reserved 3186 MiB against PyTorch's 3174 MiB before
+/// the hold-or-move rule took each stream's own peak into account.)
 #[test]
-fn default_config_never_synchronises_and_stays_below_pytorch() {
-    for (name, t, exp) in workloads() {
-        let r = replay(&t, "", 3);
-        assert!(
-            r.per_pass.iter().all(|&(_, s)| s == 0),
-            "{name}: {:?}",
-            r.per_pass
-        );
-        if let Some(&e) = exp.get("reserved_bytes.all.peak") {
-            assert!(r.peak_reserved <= e, "{name}: {} > {e}", r.peak_reserved);
+fn first_pass_never_above_pytorchs_expandable_figure_on_any_trace_file() {
+    let mut failures = Vec::new();
+    for w in workloads() {
+        let name = &w.name;
+        let r = replay(&w.trace, "", 3);
+        if r.per_pass.iter().any(|&(_, s)| s > 0) {
+            failures.push(format!("{name}: stream synchronisations {:?}", r.per_pass));
         }
-        if let Some(&d) = t.stats.get("num_device_alloc") {
-            assert!(
-                r.device_allocs <= 2 * d,
-                "{name}: {} device allocs",
+        match w.expandable_stats.get("reserved_bytes.all.peak") {
+            Some(&e) if r.peak_reserved <= e => {}
+            Some(&e) => failures.push(format!(
+                "{name}: first pass reserves {} MiB, PyTorch's expandable {} MiB",
+                r.peak_reserved >> 20,
+                e >> 20
+            )),
+            // Both modes are part of every shared workload.
+            None => failures.push(format!("{name}: no PyTorch expandable figure")),
+        }
+        match w.default_stats.get("num_device_alloc") {
+            Some(&d) if r.device_allocs <= 2 * d => {}
+            d => failures.push(format!(
+                "{name}: {} device allocs, PyTorch {d:?}",
                 r.device_allocs
-            );
+            )),
         }
     }
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 #[test]
 fn fixed_segments_reproduce_pytorch_exactly() {
-    for (name, t, _) in workloads() {
-        if t.streams > 1 {
+    for w in workloads() {
+        if !w.is_default || w.trace.streams > 1 {
             continue;
         }
-        let r = replay(&t, "expandable_segments:False", 1);
+        let r = replay(&w.trace, "expandable_segments:False", 1);
         assert_eq!(
             Some(&r.peak_reserved),
-            t.stats.get("reserved_bytes.all.peak"),
-            "{name}"
+            w.default_stats.get("reserved_bytes.all.peak"),
+            "{}",
+            w.name
         );
         assert_eq!(
             Some(&r.device_allocs),
-            t.stats.get("num_device_alloc"),
-            "{name}"
+            w.default_stats.get("num_device_alloc"),
+            "{}",
+            w.name
         );
     }
 }
