@@ -38,11 +38,23 @@ p.add_argument("--seed", type=int, default=0, help="unused: the state comes from
 p.add_argument("--attn", default="naive", choices=["naive"])
 p.add_argument("--tol", type=float, default=0.02)
 p.add_argument("--strata-json", default=None)
+p.add_argument("--linear-unfused", action="store_true",
+               help="Linear as a product then a bias add in the product's dtype (two roundings under "
+                    "autocast) instead of addmm's one")
+p.add_argument("--no-reduced-precision-reduction", action="store_true",
+               help="torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False")
 p.add_argument("--perturb", type=float, default=0.0,
                help="multiply every initial parameter by (1 + PERTURB * N(0, 1)) (a fixed generator): "
                     "how far a perturbation of the state's last bits moves the losses")
 a = p.parse_args()
 dev = torch.device(a.device)
+if a.no_reduced_precision_reduction:
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+if a.linear_unfused:
+    def _linear_unfused(self, x):
+        y = F.linear(x, self.weight)
+        return y if self.bias is None else y + self.bias.to(y.dtype)
+    nn.Linear.forward = _linear_unfused
 if dev.type == "cuda":
     torch.backends.cuda.matmul.allow_tf32 = False
 
@@ -137,7 +149,8 @@ for i in range(a.warmup + a.steps):
                       flush=True)
     opt.step()
     losses.append(round(loss.item(), 4))
-out = dict(bench="gpt_same_init", precision=a.precision, perturb=a.perturb, worst_grad_rel_err=worst[0], worst_param=worst[1],
+out = dict(bench="gpt_same_init", precision=a.precision, perturb=a.perturb, linear_unfused=a.linear_unfused,
+           no_reduced_precision_reduction=a.no_reduced_precision_reduction, worst_grad_rel_err=worst[0], worst_param=worst[1],
            torch_losses=losses)
 if a.strata_json:
     with open(a.strata_json) as f:

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Matrix products print `{"bench", "impl", "dtype", "tflops"}` lines with the
-//! keys of `torch_mission.py`'s `matmul8192` lines (`--only matmul8192,bmm_attn`;
+//! keys of `torch_mission.py`'s `matmul8192` lines (`--only matmul8192,bmm_attn`,
+//! or one dtype alone: `--only matmul8192_tf32`;
 //! PyTorch's f16 and batched figures come from
 //! `benches/anchors/torch_matmul_extra.py`). The small-op line
 //! (`--only small_op`) is the host cost of a 256-element `add_`.
@@ -78,10 +79,14 @@ fn report(name: &str, bytes: f64, secs: f64) {
     );
 }
 
+/// Whether `--only` asks for `name`: an entry that is a prefix of `name`
+/// (`copy` selects `copy_f32`), or that `name` is a prefix of (a group's
+/// gate: `matmul8192` is entered for `matmul8192_tf32`).
 fn want(o: &Opts, name: &str) -> bool {
-    o.only
-        .as_ref()
-        .is_none_or(|v| v.iter().any(|s| name.starts_with(s.as_str())))
+    o.only.as_ref().is_none_or(|v| {
+        v.iter()
+            .any(|s| name.starts_with(s.as_str()) || s.starts_with(name))
+    })
 }
 
 fn run(o: &Opts) -> Result<()> {
@@ -361,6 +366,9 @@ fn matmul(o: &Opts) -> Result<()> {
             ("bf16", DType::BF16, false),
             ("f16", DType::F16, false),
         ] {
+            if !want(o, &format!("matmul8192_{name}")) {
+                continue;
+            }
             let a = Tensor::randn(&[n, n], dt, 11, GPU)?;
             let b = Tensor::randn(&[n, n], dt, 12, GPU)?;
             set_float32_matmul_precision(if tf32 {
