@@ -38,6 +38,14 @@
 //! (matmul, div, masked_fill, softmax, matmul; gelu, linear), so both
 //! figures can be shown.
 //!
+//! `STRATA_GPT_INIT=PREFIX` starts from a saved state instead of the seeded
+//! one: the parameters (PyTorch's names) and the four batches (`data.K.x`,
+//! `data.K.y`) of `PREFIX_init.safetensors`. `benches/anchors/torch_gpt_state.py`
+//! writes torch_gpt.py's own state at a seed in that format, so that strata
+//! trains from PyTorch's weights and batches and the losses can be compared
+//! step for step (`STRATA_GPT_DUMP=PREFIX` writes strata's state the same way
+//! for `benches/anchors/gpt_same_init.py`).
+//!
 //! `STRATA_GPT_TRACE=PREFIX` records the allocator's history for the run,
 //! writes it as a trace (`PREFIX.json`, which the `replay` example replays,
 //! for instance over the simulated GPU with expandable segments) and prints
@@ -53,7 +61,7 @@ use strata_autograd::{AdamW, Optimizer, Var};
 use strata_examples::gpt_model::{batches, gpt_args, Gpt, GptArgs, GPT_FLAGS};
 use strata_examples::peak_live::live_at_peak;
 use strata_examples::training::{median, peaks, round, Flags};
-use strata_tensor::{cuda, save_safetensors, DType, Device, Tensor};
+use strata_tensor::{cuda, load_safetensors, save_safetensors, DType, Device, Tensor};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -80,7 +88,10 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
         .with_betas(0.9, 0.95)?
         .with_eps(1e-8)?
         .with_weight_decay(0.1)?;
-    let data = batches(a, dev)?;
+    let data = match std::env::var("STRATA_GPT_INIT") {
+        Ok(prefix) => load_init(&prefix, &model, a, dev)?,
+        Err(_) => batches(a, dev)?,
+    };
     let dump = std::env::var("STRATA_GPT_DUMP").ok();
     if let Some(prefix) = &dump {
         dump_init(prefix, &model, &data)?;
@@ -181,6 +192,46 @@ fn dump_init(prefix: &str, model: &Gpt, data: &[(Tensor, Tensor)]) -> BoxResult<
     }
     save_safetensors(format!("{prefix}_init.safetensors"), named)?;
     Ok(())
+}
+
+/// `STRATA_GPT_INIT=PREFIX`: copies the parameters of
+/// `PREFIX_init.safetensors` into the model (each by its PyTorch name, cast
+/// to the parameter's dtype) and returns its four batches. A missing name, a
+/// shape that differs or batches of another shape than `--batch`×`--seq`
+/// are errors that say which.
+fn load_init(
+    prefix: &str,
+    model: &Gpt,
+    a: &GptArgs,
+    dev: Device,
+) -> BoxResult<Vec<(Tensor, Tensor)>> {
+    let path = format!("{prefix}_init.safetensors");
+    let mut state = load_safetensors(&path, dev)?;
+    let mut take = |name: &str, shape: &[usize]| -> BoxResult<Tensor> {
+        let t = state
+            .remove(name)
+            .ok_or_else(|| format!("{path} has no tensor {name:?}"))?;
+        if t.shape() != shape {
+            return Err(format!(
+                "{path}: {name:?} has shape {:?}, the model needs {shape:?}",
+                t.shape()
+            )
+            .into());
+        }
+        Ok(t)
+    };
+    for (name, p) in model.named_parameters() {
+        let t = take(&name, p.shape())?;
+        p.data().copy_(&t.to_dtype(p.dtype())?)?;
+    }
+    (0..4)
+        .map(|k| {
+            let shape = [a.batch, a.seq];
+            let x = take(&format!("data.{k}.x"), &shape)?.to_dtype(DType::I64)?;
+            let y = take(&format!("data.{k}.y"), &shape)?.to_dtype(DType::I64)?;
+            Ok((x, y))
+        })
+        .collect()
 }
 
 /// With `STRATA_GPT_DUMP=PREFIX`, the gradients of the first step
