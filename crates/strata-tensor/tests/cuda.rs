@@ -418,6 +418,31 @@ fn reductions_match_cpu() -> Result<()> {
     Ok(())
 }
 
+/// A matrix product on the CPU (`x`) and on the GPU (`y`) over depth `k`:
+/// floats within a tolerance scaled by `sqrt(k)` (the two sum in different
+/// orders; f16/bf16 by their precision), integers exactly.
+fn assert_product_close(what: &str, x: &Tensor, y: &Tensor, k: usize) -> Result<()> {
+    let dtype = x.dtype();
+    if !dtype.is_float() {
+        assert_same(what, x, y);
+        return Ok(());
+    }
+    let xs = x.to_dtype(DType::F64)?.to_vec::<f64>()?;
+    let ys = y.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+    let tol = if matches!(dtype, DType::F16 | DType::BF16) {
+        5e-2
+    } else {
+        1e-4
+    };
+    for (p, q) in xs.iter().zip(&ys) {
+        assert!(
+            (p - q).abs() <= tol * (1.0 + p.abs()) * (1.0 + k as f64).sqrt(),
+            "{what}: {p} vs {q}"
+        );
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn matmul_matches_cpu() -> Result<()> {
@@ -453,24 +478,7 @@ fn matmul_matches_cpu() -> Result<()> {
         let x = a.matmul(&b)?;
         let y = ga.matmul(&gb)?;
         let what = format!("case {case} {dtype} {m}x{k}x{n}");
-        if dtype.is_float() {
-            // Different summation orders: compare with a tolerance scaled by k.
-            let xs = x.to_dtype(DType::F64)?.to_vec::<f64>()?;
-            let ys = y.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
-            let tol = if matches!(dtype, DType::F16 | DType::BF16) {
-                5e-2
-            } else {
-                1e-4
-            };
-            for (p, q) in xs.iter().zip(&ys) {
-                assert!(
-                    (p - q).abs() <= tol * (1.0 + p.abs()) * (1.0 + k as f64).sqrt(),
-                    "{what}: {p} vs {q}"
-                );
-            }
-        } else {
-            assert_same(&what, &x, &y);
-        }
+        assert_product_close(&what, &x, &y, k)?;
     }
     let a = data(&[3, 17, 9], DType::F32, 1)?;
     let b = data(&[3, 9, 5], DType::F32, 2)?;
@@ -519,23 +527,7 @@ fn addmm_matches_cpu() -> Result<()> {
         let y = c.to(dev)?.addmm(&a.to(dev)?, &b.to(dev)?)?;
         let what = format!("case {case} {dtype} {m}x{k}x{n} c {c_shape:?}");
         assert_eq!(y.shape(), &[m, n], "{what}");
-        if dtype.is_float() {
-            let xs = x.to_dtype(DType::F64)?.to_vec::<f64>()?;
-            let ys = y.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
-            let tol = if matches!(dtype, DType::F16 | DType::BF16) {
-                5e-2
-            } else {
-                1e-4
-            };
-            for (p, q) in xs.iter().zip(&ys) {
-                assert!(
-                    (p - q).abs() <= tol * (1.0 + p.abs()) * (1.0 + k as f64).sqrt(),
-                    "{what}: {p} vs {q}"
-                );
-            }
-        } else {
-            assert_same(&what, &x, &y);
-        }
+        assert_product_close(&what, &x, &y, k)?;
     }
     for (dtype, tiny, half_ulp) in [
         (DType::BF16, 2f64.powi(-9), 2f64.powi(-8)),

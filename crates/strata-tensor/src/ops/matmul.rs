@@ -173,23 +173,8 @@ impl Tensor {
     pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         const OP: &str = "addmm";
         mat1.check_matmul_dtypes(OP, mat2)?;
-        if self.device() != mat1.device() {
-            return Err(TensorError::DeviceMismatch {
-                op: OP,
-                lhs: self.device(),
-                rhs: mat1.device(),
-            });
-        }
-        if self.dtype() != mat1.dtype() {
-            return Err(TensorError::dtype(
-                OP,
-                format!(
-                    "the added tensor must have the matrices' dtype, got {} and {}",
-                    self.dtype(),
-                    mat1.dtype()
-                ),
-            ));
-        }
+        // The added tensor: the matrices' device and dtype.
+        self.check_matmul_dtypes(OP, mat1)?;
         if mat1.ndim() != 2 || mat2.ndim() != 2 || mat1.shape()[1] != mat2.shape()[0] {
             return Err(TensorError::shape(
                 OP,
