@@ -368,15 +368,13 @@ impl CachingAllocator {
         let id = raw.block;
         let b = &mut st.blocks[id];
         b.allocated = false;
-        let (size, pool) = (b.size as i64, b.pool.stat());
+        let (size, pool, s) = (b.size, b.pool.stat(), b.stream);
         st.stats.allocation.decrease(pool, 1);
-        st.stats.allocated_bytes.decrease(pool, size);
-        let ss = &mut st.streams[st.blocks[id].stream as usize];
-        ss.allocated = ss.allocated.saturating_sub(size as u64);
+        st.stats.allocated_bytes.decrease(pool, size as i64);
+        st.streams[s as usize].allocated_shrank(size);
         if std::mem::take(&mut st.blocks[id].oversize) {
             st.stats.oversize_allocations.decrease(1);
         }
-        let s = st.blocks[id].stream;
         if !st.history.enabled() {
             return if st.blocks[id].stream_uses.is_empty() {
                 self.free_block(st, id);
@@ -621,20 +619,13 @@ impl CachingAllocator {
         b.allocated = true;
         b.requested = orig;
         b.generation = b.generation.wrapping_add(1);
-        let (size, ptr, generation) = (b.size, b.ptr, b.generation);
+        let (size, ptr, generation, s) = (b.size, b.ptr, b.generation, b.stream);
         b.oversize = st.settings.is_oversize(size);
         let oversize = b.oversize;
+        st.streams[s as usize].allocated_grew(size, st.free_clock);
         let stats = &mut st.stats;
         stats.allocation.increase(pool, 1);
         stats.allocated_bytes.increase(pool, size as i64);
-        let clock = st.free_clock;
-        let ss = &mut st.streams[st.blocks[id].stream as usize];
-        ss.allocated += size;
-        if ss.allocated > ss.allocated_peak {
-            ss.allocated_peak = ss.allocated;
-            ss.allocated_peak_at = clock;
-        }
-        let stats = &mut st.stats;
         stats.active.increase(pool, 1);
         stats.active_bytes.increase(pool, size as i64);
         stats.requested_bytes.increase(pool, orig as i64);
@@ -642,7 +633,7 @@ impl CachingAllocator {
             stats.oversize_allocations.increase(1);
         }
         if st.history.enabled() {
-            let stream = st.streams[st.blocks[id].stream as usize].handle;
+            let stream = st.streams[s as usize].handle;
             st.history.push_alloc(&mut st.blocks[id], stream, site);
         }
         RawAllocation {

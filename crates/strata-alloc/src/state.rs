@@ -90,6 +90,25 @@ pub(crate) struct StreamState {
     pub allocated_peak_at: u64,
 }
 
+impl StreamState {
+    /// A block of `size` bytes was allocated on this stream at free clock
+    /// `clock`: its allocated bytes and, when they rise above it, its peak.
+    #[inline]
+    pub fn allocated_grew(&mut self, size: u64, clock: u64) {
+        self.allocated += size;
+        if self.allocated > self.allocated_peak {
+            self.allocated_peak = self.allocated;
+            self.allocated_peak_at = clock;
+        }
+    }
+
+    /// A block of `size` bytes allocated on this stream was freed.
+    #[inline]
+    pub fn allocated_shrank(&mut self, size: u64) {
+        self.allocated = self.allocated.saturating_sub(size);
+    }
+}
+
 /// Everything behind the allocator's lock.
 pub(crate) struct State {
     pub settings: Settings,

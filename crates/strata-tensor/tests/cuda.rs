@@ -418,6 +418,25 @@ fn reductions_match_cpu() -> Result<()> {
     Ok(())
 }
 
+/// A random matrix-product case: a dtype cuBLAS or the integer kernel
+/// multiplies, and `m x k x n` (k may be 0).
+fn product_case(rng: &mut Rng) -> (DType, usize, usize, usize) {
+    let dtype = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+    ][rng.below(6) as usize];
+    let (m, k, n) = (
+        1 + rng.below(70) as usize,
+        rng.below(90) as usize,
+        1 + rng.below(70) as usize,
+    );
+    (dtype, m, k, n)
+}
+
 /// A matrix product on the CPU (`x`) and on the GPU (`y`) over depth `k`:
 /// floats within a tolerance scaled by `sqrt(k)` (the two sum in different
 /// orders; f16/bf16 by their precision), integers exactly.
@@ -449,19 +468,7 @@ fn matmul_matches_cpu() -> Result<()> {
     let dev = gpu();
     let mut rng = Rng(31337);
     for case in 0..30u64 {
-        let dtype = [
-            DType::F32,
-            DType::F64,
-            DType::F16,
-            DType::BF16,
-            DType::I32,
-            DType::I64,
-        ][rng.below(6) as usize];
-        let (m, k, n) = (
-            1 + rng.below(70) as usize,
-            rng.below(90) as usize,
-            1 + rng.below(70) as usize,
-        );
+        let (dtype, m, k, n) = product_case(&mut rng);
         let a = data(&[m, k], dtype, 900 + case)?;
         let b = data(&[k, n], dtype, 1900 + case)?;
         let (a, b) = match rng.below(3) {
@@ -492,29 +499,17 @@ fn matmul_matches_cpu() -> Result<()> {
     Ok(())
 }
 
-/// `addmm` on the GPU (cuBLAS with `beta = 1`; the integer kernel starting
-/// from the added value) against the CPU, on random shapes, dtypes, operand
-/// layouts and added shapes; and the small bf16/f16 bias that a rounded
-/// product would lose.
+/// `addmm` on the GPU (cuBLAS with `beta = 1` for f32/f64, the f32 scratch
+/// sum for f16/bf16, the integer kernel starting from the added value)
+/// against the CPU, on random shapes, dtypes, operand layouts and added
+/// shapes; and the small bf16/f16 bias that a rounded product would lose.
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn addmm_matches_cpu() -> Result<()> {
     let dev = gpu();
     let mut rng = Rng(4242);
     for case in 0..30u64 {
-        let dtype = [
-            DType::F32,
-            DType::F64,
-            DType::F16,
-            DType::BF16,
-            DType::I32,
-            DType::I64,
-        ][rng.below(6) as usize];
-        let (m, k, n) = (
-            1 + rng.below(70) as usize,
-            rng.below(90) as usize,
-            1 + rng.below(70) as usize,
-        );
+        let (dtype, m, k, n) = product_case(&mut rng);
         let a = data(&[m, k], dtype, 700 + case)?;
         let b = if rng.below(2) == 0 {
             data(&[k, n], dtype, 1700 + case)?
