@@ -7,6 +7,7 @@
 //!     [--heads 12] [--seq 1024] [--batch 8] [--vocab 8192] [--steps 10] [--warmup 3]
 //!     [--precision f32|bf16|autocast-bf16] [--checkpoint none|every|every:K]
 //!     [--attn naive] [--recompute attn,mlp|attn|attn-keep|mlp|none] [--device cuda|cpu] [--seed 0]
+//!     [--rng torch|strata]
 //! ```
 //!
 //! The model (torch_gpt.py's docstring): token and position embeddings; per
@@ -14,9 +15,15 @@
 //! naive causal attention; `logits = head(ln_f(x))`; cross-entropy over every
 //! position. Linear and embedding weights N(0, 0.02), biases 0, LayerNorm 1/0;
 //! AdamW(lr 3e-4, betas (0.9, 0.95), eps 1e-8, weight decay 0.1).
-//! Differences: the data (the successor table and the batches) comes from a
-//! seeded host generator, not PyTorch's, so losses match in distribution, not
-//! bit for bit; only `--attn naive` exists.
+//!
+//! Same seed, same start (`--rng torch`, the default): the weights and the
+//! four batches are the ones torch_gpt.py draws at `--seed`, reproduced on the
+//! host by [`strata_tensor::torch_random`] (PyTorch's CPU generator for the
+//! initialisation, its CUDA generator for the data, as on a GPU), so both
+//! programs start from the same state and their losses can be compared step
+//! for step. `--rng strata` draws them from strata's own generator instead
+//! (weights with `Tensor::randn` on the device, data from a host splitmix64).
+//! Only `--attn naive` exists.
 //!
 //! Memory: strata computes the same math as PyTorch eager but, by default
 //! (`--recompute attn,mlp`), keeps less of it for backward:

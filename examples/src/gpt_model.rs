@@ -10,6 +10,7 @@ use strata_autograd::{
     checkpoint_blocks, AttentionArgs, AttentionSaving, AutocastGuard, DeviceType,
     Result as AgResult, Var,
 };
+use strata_tensor::torch_random::{TorchCpuGenerator, TorchCudaGenerator};
 use strata_tensor::{CrossEntropyArgs, DType, Device, GeluApprox, Tensor};
 
 /// The command line, named as torch_gpt.py's arguments.
@@ -43,6 +44,11 @@ pub struct GptArgs {
     pub device: String,
     /// `--seed`.
     pub seed: u64,
+    /// `--rng`: `torch` draws the weights and the data as torch_gpt.py does
+    /// at `--seed` (PyTorch's CPU and CUDA generators, reproduced by
+    /// [`strata_tensor::torch_random`]); `strata` draws them from strata's
+    /// own generator.
+    pub rng: String,
 }
 
 impl GptArgs {
@@ -54,7 +60,7 @@ impl GptArgs {
             "batch": self.batch, "vocab": self.vocab, "steps": self.steps, "warmup": self.warmup,
             "precision": self.precision, "checkpoint": self.checkpoint, "attn": self.attn,
             "recompute": self.recompute,
-            "device": self.device, "seed": self.seed,
+            "device": self.device, "seed": self.seed, "rng": self.rng,
         })
     }
 }
@@ -75,6 +81,7 @@ pub const GPT_FLAGS: &[&str] = &[
     "recompute",
     "device",
     "seed",
+    "rng",
 ];
 
 /// The checked arguments of `gpt` from parsed flags (defaults as torch_gpt.py's).
@@ -94,7 +101,11 @@ pub fn gpt_args(f: &Flags) -> Result<GptArgs, String> {
         recompute: f.str("recompute", "attn,mlp"),
         device: f.str("device", "cuda"),
         seed: f.num("seed", 0)?,
+        rng: f.str("rng", "torch"),
     };
+    if !["torch", "strata"].contains(&a.rng.as_str()) {
+        return Err(format!("--rng {:?}: expected torch or strata", a.rng));
+    }
     if !["f32", "bf16", "autocast-bf16"].contains(&a.precision.as_str()) {
         return Err(format!(
             "--precision {:?}: expected f32, bf16 or autocast-bf16",
@@ -169,21 +180,79 @@ impl AttnMode {
     }
 }
 
-/// N(0, 0.02) in f32.
-pub fn normal(shape: &[usize], dev: Device) -> AgResult<Tensor> {
-    let t = Tensor::randn(shape, DType::F32, next_seed(), dev)?;
-    t.mul_(0.02)?;
-    Ok(t)
+/// Where the N(0, 0.02) weights come from (`--rng`).
+pub enum Weights {
+    /// strata's seeded generator (`Tensor::randn`).
+    Strata,
+    /// torch_gpt.py's own draws, in the order the model takes them.
+    Torch(std::collections::VecDeque<Vec<f32>>),
 }
 
-/// A linear layer initialised as torch_gpt.py does.
-pub fn linear(i: usize, o: usize, bias: bool, dev: Device) -> AgResult<Linear> {
-    let b = if bias {
-        Some(Tensor::zeros(&[o], DType::F32, dev)?)
-    } else {
-        None
-    };
-    Linear::from_tensors(normal(&[o, i], dev)?, b)
+impl Weights {
+    /// The weights of `a`'s model: torch_gpt.py's at `--seed` for `--rng
+    /// torch` (drawn on the host now), else strata's generator's, drawn as
+    /// each is taken.
+    pub fn new(a: &GptArgs) -> Weights {
+        if a.rng == "torch" {
+            Weights::Torch(torch_weights(a).into())
+        } else {
+            Weights::Strata
+        }
+    }
+
+    /// The next N(0, 0.02) weight, of `shape`, in f32 on `dev`.
+    pub fn normal(&mut self, shape: &[usize], dev: Device) -> AgResult<Tensor> {
+        match self {
+            Weights::Strata => {
+                let t = Tensor::randn(shape, DType::F32, next_seed(), dev)?;
+                t.mul_(0.02)?;
+                Ok(t)
+            }
+            Weights::Torch(queue) => {
+                let v = queue.pop_front().unwrap_or_default();
+                Ok(Tensor::from_vec(v, shape, dev)?)
+            }
+        }
+    }
+
+    /// A linear layer initialised as torch_gpt.py does (bias 0).
+    pub fn linear(&mut self, i: usize, o: usize, bias: bool, dev: Device) -> AgResult<Linear> {
+        let b = if bias {
+            Some(Tensor::zeros(&[o], DType::F32, dev)?)
+        } else {
+            None
+        };
+        Linear::from_tensors(self.normal(&[o, i], dev)?, b)
+    }
+}
+
+/// torch_gpt.py's N(0, 0.02) weights at `--seed`, in the order of its
+/// `modules()` loop (tok, pos, each block's qkv, proj, fc1, fc2, head): its
+/// CPU generator after `torch.manual_seed(seed)`, first advanced past the
+/// draws of the module constructors (`nn.Embedding`'s `normal_`,
+/// `nn.Linear`'s `kaiming_uniform_` and bias `uniform_`, one 32-bit draw per
+/// element), whose values the loop overwrites.
+pub fn torch_weights(a: &GptArgs) -> Vec<Vec<f32>> {
+    let (d, v, t) = (a.d_model, a.vocab, a.seq);
+    let mut g = TorchCpuGenerator::new(a.seed);
+    g.normal(v * d, 0.0, 1.0);
+    g.normal(t * d, 0.0, 1.0);
+    // Each block's Linear layers: weight and bias, (out, in).
+    let linears = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)];
+    for _ in 0..a.layers {
+        for (o, i) in linears {
+            g.discard((o * i + o) as u64);
+        }
+    }
+    g.discard((v * d) as u64);
+    let mut w = vec![g.normal(v * d, 0.0, 0.02), g.normal(t * d, 0.0, 0.02)];
+    for _ in 0..a.layers {
+        for (o, i) in linears {
+            w.push(g.normal(o * i, 0.0, 0.02));
+        }
+    }
+    w.push(g.normal(v * d, 0.0, 0.02));
+    w
 }
 
 /// One decoder block.
@@ -200,16 +269,22 @@ pub struct Block {
 
 impl Block {
     /// A block of width `d` with `heads` heads, recomputing what `recompute` says.
-    pub fn new(d: usize, heads: usize, recompute: Recompute, dev: Device) -> AgResult<Block> {
+    pub fn new(
+        w: &mut Weights,
+        d: usize,
+        heads: usize,
+        recompute: Recompute,
+        dev: Device,
+    ) -> AgResult<Block> {
         Ok(Block {
             heads,
             recompute,
             ln1: LayerNorm::new(&[d], 1e-5, dev)?,
             ln2: LayerNorm::new(&[d], 1e-5, dev)?,
-            qkv: linear(d, 3 * d, true, dev)?,
-            proj: linear(d, d, true, dev)?,
-            fc1: linear(d, 4 * d, true, dev)?,
-            fc2: linear(4 * d, d, true, dev)?,
+            qkv: w.linear(d, 3 * d, true, dev)?,
+            proj: w.linear(d, d, true, dev)?,
+            fc1: w.linear(d, 4 * d, true, dev)?,
+            fc2: w.linear(4 * d, d, true, dev)?,
         })
     }
 
@@ -318,19 +393,21 @@ pub struct Gpt {
 }
 
 impl Gpt {
-    /// A model as torch_gpt.py initialises it, drawing from the seeded generator.
+    /// A model as torch_gpt.py initialises it: with its own weights at
+    /// `--seed` (`--rng torch`), or drawing from strata's seeded generator.
     pub fn new(a: &GptArgs, dev: Device) -> AgResult<Gpt> {
         let d = a.d_model;
         let recompute = Recompute::parse(&a.recompute)
             .map_err(|msg| strata_autograd::AutogradError::Module { module: "Gpt", msg })?;
+        let mut w = Weights::new(a);
         Ok(Gpt {
-            tok: Embedding::from_tensor(normal(&[a.vocab, d], dev)?)?,
-            pos: Embedding::from_tensor(normal(&[a.seq, d], dev)?)?,
+            tok: Embedding::from_tensor(w.normal(&[a.vocab, d], dev)?)?,
+            pos: Embedding::from_tensor(w.normal(&[a.seq, d], dev)?)?,
             blocks: (0..a.layers)
-                .map(|_| Block::new(d, a.heads, recompute, dev).map(Arc::new))
+                .map(|_| Block::new(&mut w, d, a.heads, recompute, dev).map(Arc::new))
                 .collect::<AgResult<_>>()?,
             ln_f: LayerNorm::new(&[d], 1e-5, dev)?,
-            head: linear(d, a.vocab, false, dev)?,
+            head: w.linear(d, a.vocab, false, dev)?,
             every: parse_checkpoint(&a.checkpoint).unwrap_or(0),
         })
     }
@@ -433,8 +510,13 @@ impl SplitMix {
 }
 
 /// Four (input, target) batches of torch_gpt.py's task: each sequence starts
-/// at a random token and follows `succ` with probability 0.9.
+/// at a random token and follows `succ` with probability 0.9. With `--rng
+/// torch`, torch_gpt.py's own batches at `--seed` (as it draws them on a CUDA
+/// device); else from a seeded host generator.
 pub fn batches(a: &GptArgs, dev: Device) -> AgResult<Vec<(Tensor, Tensor)>> {
+    if a.rng == "torch" {
+        return torch_batches(a, dev);
+    }
     let mut rng = SplitMix(a.seed.wrapping_add(1));
     let succ: Vec<i64> = (0..a.vocab).map(|_| rng.below(a.vocab)).collect();
     (0..4)
@@ -457,6 +539,42 @@ pub fn batches(a: &GptArgs, dev: Device) -> AgResult<Vec<(Tensor, Tensor)>> {
             Ok((
                 Tensor::from_vec(x, &[a.batch, a.seq], dev)?,
                 Tensor::from_vec(y, &[a.batch, a.seq], dev)?,
+            ))
+        })
+        .collect()
+}
+
+/// torch_gpt.py's four batches at `--seed`: its CUDA generator seeded with
+/// `seed + 1` draws `succ = randint(0, vocab, (vocab,))`, then per batch the
+/// first tokens `randint(0, vocab, (batch,))`, `keep = rand(batch, seq) < 0.9`
+/// and `rnd = randint(0, vocab, (batch, seq))`; token `i + 1` of a row is
+/// `succ[token i]` where `keep`, else `rnd`.
+pub fn torch_batches(a: &GptArgs, dev: Device) -> AgResult<Vec<(Tensor, Tensor)>> {
+    let (b, t, v) = (a.batch, a.seq, a.vocab as i64);
+    let mut g = TorchCudaGenerator::new(a.seed.wrapping_add(1));
+    let succ = g.randint(0, v, a.vocab)?;
+    (0..4)
+        .map(|_| {
+            let first = g.randint(0, v, b)?;
+            let keep = g.rand(b * t);
+            let rnd = g.randint(0, v, b * t)?;
+            let (mut x, mut y) = (Vec::with_capacity(b * t), Vec::with_capacity(b * t));
+            for (r, &start) in first.iter().enumerate() {
+                let mut tok = start;
+                for i in r * t..(r + 1) * t {
+                    let next = if keep[i] < 0.9f32 {
+                        succ[tok as usize]
+                    } else {
+                        rnd[i]
+                    };
+                    x.push(tok);
+                    y.push(next);
+                    tok = next;
+                }
+            }
+            Ok((
+                Tensor::from_vec(x, &[b, t], dev)?,
+                Tensor::from_vec(y, &[b, t], dev)?,
             ))
         })
         .collect()

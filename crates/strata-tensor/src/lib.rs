@@ -93,6 +93,7 @@ pub mod shape;
 mod storage;
 mod tensor;
 mod to_device;
+pub mod torch_random;
 mod value_range;
 mod view;
 
