@@ -117,7 +117,7 @@ impl TorchCpuGenerator {
         for group in data.chunks_exact_mut(16) {
             box_muller_16(group, mean, std);
         }
-        if n % 16 != 0 {
+        if !n.is_multiple_of(16) {
             let tail = &mut data[n - 16..];
             for v in tail.iter_mut() {
                 *v = self.unit_f32();
