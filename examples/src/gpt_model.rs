@@ -192,12 +192,12 @@ impl Weights {
     /// The weights of `a`'s model: torch_gpt.py's at `--seed` for `--rng
     /// torch` (drawn on the host now), else strata's generator's, drawn as
     /// each is taken.
-    pub fn new(a: &GptArgs) -> Weights {
-        if a.rng == "torch" {
-            Weights::Torch(torch_weights(a).into())
+    pub fn new(a: &GptArgs) -> strata_tensor::Result<Weights> {
+        Ok(if a.rng == "torch" {
+            Weights::Torch(torch_weights(a)?.into())
         } else {
             Weights::Strata
-        }
+        })
     }
 
     /// The next N(0, 0.02) weight, of `shape`, in f32 on `dev`.
@@ -232,11 +232,11 @@ impl Weights {
 /// draws of the module constructors (`nn.Embedding`'s `normal_`,
 /// `nn.Linear`'s `kaiming_uniform_` and bias `uniform_`, one 32-bit draw per
 /// element), whose values the loop overwrites.
-pub fn torch_weights(a: &GptArgs) -> Vec<Vec<f32>> {
+pub fn torch_weights(a: &GptArgs) -> strata_tensor::Result<Vec<Vec<f32>>> {
     let (d, v, t) = (a.d_model, a.vocab, a.seq);
     let mut g = TorchCpuGenerator::new(a.seed);
-    g.normal(v * d, 0.0, 1.0);
-    g.normal(t * d, 0.0, 1.0);
+    g.normal(v * d, 0.0, 1.0)?;
+    g.normal(t * d, 0.0, 1.0)?;
     // Each block's Linear layers: weight and bias, (out, in).
     let linears = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)];
     for _ in 0..a.layers {
@@ -245,14 +245,14 @@ pub fn torch_weights(a: &GptArgs) -> Vec<Vec<f32>> {
         }
     }
     g.discard((v * d) as u64);
-    let mut w = vec![g.normal(v * d, 0.0, 0.02), g.normal(t * d, 0.0, 0.02)];
+    let mut w = vec![g.normal(v * d, 0.0, 0.02)?, g.normal(t * d, 0.0, 0.02)?];
     for _ in 0..a.layers {
         for (o, i) in linears {
-            w.push(g.normal(o * i, 0.0, 0.02));
+            w.push(g.normal(o * i, 0.0, 0.02)?);
         }
     }
-    w.push(g.normal(v * d, 0.0, 0.02));
-    w
+    w.push(g.normal(v * d, 0.0, 0.02)?);
+    Ok(w)
 }
 
 /// One decoder block.
@@ -399,7 +399,7 @@ impl Gpt {
         let d = a.d_model;
         let recompute = Recompute::parse(&a.recompute)
             .map_err(|msg| strata_autograd::AutogradError::Module { module: "Gpt", msg })?;
-        let mut w = Weights::new(a);
+        let mut w = Weights::new(a)?;
         Ok(Gpt {
             tok: Embedding::from_tensor(w.normal(&[a.vocab, d], dev)?)?,
             pos: Embedding::from_tensor(w.normal(&[a.seq, d], dev)?)?,
@@ -556,7 +556,7 @@ pub fn torch_batches(a: &GptArgs, dev: Device) -> AgResult<Vec<(Tensor, Tensor)>
     (0..4)
         .map(|_| {
             let first = g.randint(0, v, b)?;
-            let keep = g.rand(b * t);
+            let keep = g.rand(b * t)?;
             let rnd = g.randint(0, v, b * t)?;
             let (mut x, mut y) = (Vec::with_capacity(b * t), Vec::with_capacity(b * t));
             for (r, &start) in first.iter().enumerate() {

@@ -34,18 +34,34 @@
 //! use strata_tensor::torch_random::{TorchCpuGenerator, TorchCudaGenerator};
 //! // torch.manual_seed(0); torch.rand(3)
 //! let mut cpu = TorchCpuGenerator::new(0);
-//! let u = cpu.uniform(3, 0.0, 1.0);
+//! let u = cpu.uniform(3, 0.0, 1.0)?;
 //! assert!((u[0] - 0.4963).abs() < 1e-4 && (u[1] - 0.7682).abs() < 1e-4);
 //! // g = torch.Generator("cuda"); g.manual_seed(1); torch.randint(0, 10, (4,), generator=g)
 //! let mut cuda = TorchCudaGenerator::new(1);
-//! let t = cuda.randint(0, 10, 4).unwrap();
+//! let t = cuda.randint(0, 10, 4)?;
 //! assert!(t.iter().all(|&v| (0..10).contains(&v)));
 //! assert_eq!(cuda.offset(), 4);
+//! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
 
 use crate::error::{Result, TensorError};
 use crate::random::philox;
 use rand_mt::Mt;
+
+/// A vector of `n` elements, its allocation failure a typed error (a hostile
+/// `n` must not abort the process).
+fn buffer<T: Clone>(op: &'static str, n: usize, fill: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|e| TensorError::SizeOverflow {
+            op,
+            msg: format!(
+                "{n} elements cannot be allocated on the host ({e}); draw fewer at a time"
+            ),
+        })?;
+    v.resize(n, fill);
+    Ok(v)
+}
 
 /// PyTorch's CPU generator (`torch.manual_seed`, `torch.Generator()`):
 /// MT19937 with PyTorch's `uniform_` and `normal_` on `float` tensors.
@@ -99,21 +115,27 @@ impl TorchCpuGenerator {
 
     /// `torch.empty(n).uniform_(from, to)` (float32): one 32-bit draw per
     /// element, in order.
-    pub fn uniform(&mut self, n: usize, from: f32, to: f32) -> Vec<f32> {
+    pub fn uniform(&mut self, n: usize, from: f32, to: f32) -> Result<Vec<f32>> {
+        let mut v = buffer("TorchCpuGenerator::uniform", n, 0f32)?;
         let range = to - from;
-        (0..n)
-            .map(|_| self.unit_f32().mul_add(range, from))
-            .collect()
+        for x in v.iter_mut() {
+            *x = self.unit_f32().mul_add(range, from);
+        }
+        Ok(v)
     }
 
     /// `torch.empty(n).normal_(mean, std)` (float32, contiguous).
-    pub fn normal(&mut self, n: usize, mean: f32, std: f32) -> Vec<f32> {
+    pub fn normal(&mut self, n: usize, mean: f32, std: f32) -> Result<Vec<f32>> {
+        let mut data = buffer("TorchCpuGenerator::normal", n, 0f32)?;
         if n < 16 {
-            return (0..n)
-                .map(|_| (self.normal_f64() * f64::from(std) + f64::from(mean)) as f32)
-                .collect();
+            for x in data.iter_mut() {
+                *x = (self.normal_f64() * f64::from(std) + f64::from(mean)) as f32;
+            }
+            return Ok(data);
         }
-        let mut data: Vec<f32> = (0..n).map(|_| self.unit_f32()).collect();
+        for x in data.iter_mut() {
+            *x = self.unit_f32();
+        }
         for group in data.chunks_exact_mut(16) {
             box_muller_16(group, mean, std);
         }
@@ -124,7 +146,7 @@ impl TorchCpuGenerator {
             }
             box_muller_16(tail, mean, std);
         }
-        data
+        Ok(data)
     }
 
     /// A standard normal from PyTorch's `normal_distribution<double>`: two
@@ -239,7 +261,7 @@ impl TorchCudaGenerator {
             });
         }
         let range = high.wrapping_sub(low) as u64;
-        let mut v = vec![0i64; n];
+        let mut v = buffer("TorchCudaGenerator::randint", n, 0i64)?;
         if range >= 1 << 28 {
             self.draw(n, 2, |i, w, lane| {
                 let x = (u64::from(w[2 * lane]) << 32) | u64::from(w[2 * lane + 1]);
@@ -255,15 +277,15 @@ impl TorchCudaGenerator {
 
     /// `torch.rand(n, device="cuda", generator=g)` (float32): cuRAND's
     /// uniform in `(0, 1]` with 1 mapped to 0.
-    pub fn rand(&mut self, n: usize) -> Vec<f32> {
-        let mut v = vec![0f32; n];
+    pub fn rand(&mut self, n: usize) -> Result<Vec<f32>> {
+        let mut v = buffer("TorchCudaGenerator::rand", n, 0f32)?;
         // cuRAND's 2^-32 and half of it.
         let (scale, half) = (f32::from_bits(0x2F80_0000), f32::from_bits(0x2F00_0000));
         self.draw(n, 4, |i, w, lane| {
             let u = (w[lane] as f32).mul_add(scale, half);
             v[i] = if u == 1.0 { 0.0 } else { u };
         });
-        v
+        Ok(v)
     }
 }
 
@@ -283,19 +305,19 @@ mod tests {
     #[test]
     fn cuda_offsets_advance_by_calls_per_thread() {
         let mut g = TorchCudaGenerator::new(3);
-        g.rand(1);
+        g.rand(1).unwrap();
         assert_eq!(g.offset(), 4);
         // 270336 threads × 4 lanes per call: one call each up to 1081344.
-        g.rand(132 * 2048 * 4);
+        g.rand(132 * 2048 * 4).unwrap();
         assert_eq!(g.offset(), 8);
-        g.rand(132 * 2048 * 4 + 1);
+        g.rand(132 * 2048 * 4 + 1).unwrap();
         assert_eq!(g.offset(), 16);
         // 64-bit integer draws take two lanes per call.
         g.randint(0, 1 << 40, 132 * 2048 * 2 + 1).unwrap();
         assert_eq!(g.offset(), 24);
         let small = TorchCudaGenerator::new(3).with_device(1, 256);
         let mut small = small;
-        small.rand(2048);
+        small.rand(2048).unwrap();
         assert_eq!(small.offset(), 8);
     }
 
@@ -307,12 +329,31 @@ mod tests {
     }
 
     #[test]
+    fn a_size_the_host_cannot_hold_is_a_typed_error() {
+        let mut g = TorchCudaGenerator::new(0);
+        assert!(matches!(
+            g.rand(usize::MAX),
+            Err(TensorError::SizeOverflow { .. })
+        ));
+        assert!(matches!(
+            g.randint(0, 10, usize::MAX / 2),
+            Err(TensorError::SizeOverflow { .. })
+        ));
+        assert_eq!(g.offset(), 0, "a failed draw leaves the offset alone");
+        let mut c = TorchCpuGenerator::new(0);
+        assert!(c.normal(usize::MAX / 4, 0.0, 1.0).is_err());
+        assert!(c.uniform(usize::MAX / 4, 0.0, 1.0).is_err());
+        // ... and the stream where it was: torch.manual_seed(0); torch.rand(1)
+        assert_eq!(c.uniform(1, 0.0, 1.0).unwrap()[0].to_bits(), 1056839000);
+    }
+
+    #[test]
     fn normal_groups_pair_element_j_with_j_plus_8() {
         // The same uniforms, transformed by hand.
         let mut g = TorchCpuGenerator::new(7);
-        let n = g.normal(16, 0.0, 1.0);
+        let n = g.normal(16, 0.0, 1.0).unwrap();
         let mut h = TorchCpuGenerator::new(7);
-        let u = h.uniform(16, 0.0, 1.0);
+        let u = h.uniform(16, 0.0, 1.0).unwrap();
         for j in 0..8 {
             let r = (-2.0 * (1.0 - u[j]).ln()).sqrt();
             let t = (2.0 * std::f64::consts::PI) as f32 * u[j + 8];
@@ -351,21 +392,21 @@ mod pytorch_oracle {
         // torch.manual_seed(0); torch.rand(5)
         let mut g = TorchCpuGenerator::new(0);
         assert_eq!(
-            bits(&g.uniform(5, 0.0, 1.0)),
+            bits(&g.uniform(5, 0.0, 1.0).unwrap()),
             [1056839000, 1061464623, 1035285416, 1040659200, 1050502790]
         );
     }
 
     #[test]
     fn cpu_normals_follow_pytorchs_stream() {
-        // torch.manual_seed(0); torch.rand(5); torch.randn(20) (groups of 16,
+        // torch.manual_seed(0); torch.rand(5).unwrap(); torch.randn(20) (groups of 16,
         // the last 16 redrawn); torch.randn(3); torch.randn(2) (double
         // Box-Muller, the second value of a pair cached across calls);
         // torch.empty(7).uniform_(-1, 1); torch.empty(40).normal_(0.5, 0.02).
         let mut g = TorchCpuGenerator::new(0);
-        g.uniform(5, 0.0, 1.0);
+        g.uniform(5, 0.0, 1.0).unwrap();
         assert_close_bits(
-            &g.normal(20, 0.0, 1.0),
+            &g.normal(20, 0.0, 1.0).unwrap(),
             &[
                 1060185987, 3198274669, 3221708737, 3199620725, 3189866335, 1069074907, 1049114529,
                 1042969413, 1063245693, 3188910799, 3185873775, 3206353864, 1067525943, 1073762714,
@@ -373,16 +414,16 @@ mod pytorch_oracle {
             ],
         );
         assert_close_bits(
-            &g.normal(3, 0.0, 1.0),
+            &g.normal(3, 0.0, 1.0).unwrap(),
             &[1061084121, 3195794341, 1062856184],
         );
-        assert_close_bits(&g.normal(2, 0.0, 1.0), &[3199421233, 1071125430]);
+        assert_close_bits(&g.normal(2, 0.0, 1.0).unwrap(), &[3199421233, 1071125430]);
         assert_eq!(
-            bits(&g.uniform(7, -1.0, 1.0)),
+            bits(&g.uniform(7, -1.0, 1.0).unwrap()),
             [1040864712, 1059824894, 3205938112, 1044304120, 3209067116, 3207687704, 3204726482]
         );
         assert_close_bits(
-            &g.normal(40, 0.5, 0.02),
+            &g.normal(40, 0.5, 0.02).unwrap(),
             &[
                 1057164030, 1057481998, 1057134841, 1056567972, 1056582592, 1057273299, 1057337336,
                 1057397418, 1055960717, 1056834526, 1057114097, 1057409296, 1055871186, 1056595681,
@@ -393,7 +434,9 @@ mod pytorch_oracle {
             ],
         );
         // torch.manual_seed(123); torch.empty(100003).normal_(0, 0.02)
-        let big = TorchCpuGenerator::new(123).normal(100_003, 0.0, 0.02);
+        let big = TorchCpuGenerator::new(123)
+            .normal(100_003, 0.0, 0.02)
+            .unwrap();
         for (i, want) in [
             (0, 1004345683),
             (7, 3153624611),
@@ -419,7 +462,7 @@ mod pytorch_oracle {
         );
         // torch.rand(6, generator=g)
         assert_eq!(
-            bits(&g.rand(6)),
+            bits(&g.rand(6).unwrap()),
             [1059850260, 1047350893, 1060615361, 1051703846, 1063770446, 1059415296]
         );
         // torch.randint(-5, 2**30, (5,), generator=g): 64-bit draws
@@ -443,7 +486,7 @@ mod pytorch_oracle {
         }
         assert_eq!(big.iter().sum::<i64>(), 599616845);
         // torch.rand(700_000, generator=g)
-        let r = g.rand(700_000);
+        let r = g.rand(700_000).unwrap();
         for (i, want) in [
             (0, 1042554873),
             (270336, 1050105324),
