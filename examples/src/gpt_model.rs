@@ -579,3 +579,86 @@ pub fn torch_batches(a: &GptArgs, dev: Device) -> AgResult<Vec<(Tensor, Tensor)>
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::training::Flags;
+
+    fn tiny(seed: &str) -> GptArgs {
+        let args = [
+            "--layers",
+            "2",
+            "--d-model",
+            "64",
+            "--heads",
+            "4",
+            "--seq",
+            "32",
+            "--batch",
+            "2",
+            "--vocab",
+            "256",
+            "--device",
+            "cpu",
+            "--seed",
+            seed,
+        ];
+        let f = Flags::parse(args.iter().map(|s| s.to_string()), GPT_FLAGS).unwrap();
+        gpt_args(&f).unwrap()
+    }
+
+    /// torch_gpt.py's own state for the tiny configuration at seed 7, as
+    /// `torch_gpt_state.py` saved it on the H200 with PyTorch 2.11 (session 8,
+    /// call 2; `docs/bench-results/2026-11-26-h200-session8-gpt_oracle.py`):
+    /// `--rng torch` draws the same batches and weights.
+    #[test]
+    fn rng_torch_starts_from_torch_gpts_own_state() {
+        let a = tiny("7");
+        let data = torch_batches(&a, Device::Cpu).unwrap();
+        let x0: Vec<i64> = data[0].0.to_vec().unwrap();
+        assert_eq!(x0[..8], [163, 55, 181, 202, 164, 176, 229, 81]);
+        let y3: Vec<i64> = data[3].1.to_vec().unwrap();
+        assert_eq!(y3[64 - 8..], [234, 170, 123, 165, 174, 166, 185, 86]);
+        let x2: Vec<i64> = data[2].0.to_vec().unwrap();
+        assert_eq!(x2.iter().sum::<i64>(), 8295);
+
+        let w = torch_weights(&a).unwrap();
+        // tok, pos, then qkv, proj, fc1, fc2 of each block, then head.
+        let (tok, pos, qkv0, fc2_1, head) = (&w[0], &w[1], &w[2], &w[9], &w[10]);
+        let close = |got: &[f32], want: [u32; 4]| {
+            for (g, w) in got.iter().zip(want) {
+                let w = f32::from_bits(w);
+                assert!((g - w).abs() <= 1e-8, "{g} against PyTorch's {w}");
+            }
+        };
+        close(&tok[..4], [3170080130, 3144248739, 3146162750, 3141121980]);
+        close(
+            &pos[31 * 64 + 60..32 * 64],
+            [1010393194, 1023077368, 1014371087, 3172736105],
+        );
+        close(
+            &qkv0[100 * 64..100 * 64 + 4],
+            [3168011228, 1007850075, 1019283042, 996312477],
+        );
+        close(
+            &fc2_1[fc2_1.len() - 4..],
+            [1017190331, 1001415973, 3165613331, 1020851233],
+        );
+        close(
+            &head[head.len() - 4..],
+            [1028652583, 3116747847, 3158302831, 3175123279],
+        );
+    }
+
+    #[test]
+    fn the_two_generators_draw_different_starts() {
+        let mut a = tiny("7");
+        let torch = batches(&a, Device::Cpu).unwrap();
+        a.rng = "strata".into();
+        let own = batches(&a, Device::Cpu).unwrap();
+        let (t, o): (Vec<i64>, Vec<i64>) =
+            (torch[0].0.to_vec().unwrap(), own[0].0.to_vec().unwrap());
+        assert_ne!(t, o);
+    }
+}
