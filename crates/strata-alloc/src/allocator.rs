@@ -365,6 +365,7 @@ impl CachingAllocator {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         self.check_live(st, &raw)?;
+        st.freed_any = true;
         let id = raw.block;
         let b = &mut st.blocks[id];
         b.allocated = false;

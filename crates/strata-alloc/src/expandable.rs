@@ -36,7 +36,7 @@ use crate::block::{Block, PoolKind, NONE};
 use crate::driver::{Device, Driver, DriverError, EventHandle, PhysHandle, VirtualMemory};
 use crate::error::AllocError;
 use crate::history::Action;
-use crate::repeats::growth_context;
+use crate::repeats::{growth_context, Repetition};
 use crate::state::{ExpandableSegment, State};
 use std::collections::{HashMap, HashSet};
 
@@ -47,13 +47,19 @@ const STITCHED_PER_PAGE: u64 = 4;
 const STITCHED_MIN: u64 = 64;
 
 /// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
-/// (or [`GROWTH_CHUNK`] pages, whichever is more) before growth recycles free
-/// pages instead of creating new ones.
+/// (or the margin's floor, [`GROWTH_CHUNK`] pages or less, see
+/// [`FREED_FLOOR`], whichever is more) before growth recycles free pages
+/// instead of creating new ones.
 const RESERVE_MARGIN: u64 = 32;
 
 /// Pages mapped at least per large-pool growth while within the margin: 20 MiB
 /// with 2 MiB pages, PyTorch's large-pool page size.
 const GROWTH_CHUNK: u64 = 10;
+
+/// Once anything has been freed, the margin's floor of [`GROWTH_CHUNK`] pages
+/// is at most 1/`FREED_FLOOR` of peak allocated memory; while a workload only
+/// loads (nothing freed yet) it is the whole chunk.
+const FREED_FLOOR: u64 = 22;
 
 /// A growth that repeats the workload holds memory (creates pages) only while
 /// reserved memory stays within the margin plus 1/`HOLD_LIMIT` of peak
@@ -119,10 +125,13 @@ impl ExpandableSpace<'_> {
     ///
     /// New physical pages are created only while reserved memory stays within
     /// a margin of the highest allocated figure so far (the larger of 1/32 of
-    /// it and [`GROWTH_CHUNK`] pages); beyond that margin the pages are
+    /// it and a floor: [`GROWTH_CHUNK`] pages until anything is freed, at most
+    /// 1/[`FREED_FLOOR`] of it after); beyond that margin the pages are
     /// recycled from free space, unless the growth repeats the workload
     /// ([`crate::repeats`]): then it holds, creating the pages, up to
-    /// [`HOLD_LIMIT`]. A page that already has a stitched mapping
+    /// [`HOLD_LIMIT`]; a weak repetition holds only when most of its pages
+    /// move back to stitched mappings of theirs, and only up to the margin
+    /// with the full [`GROWTH_CHUNK`] floor. A page that already has a stitched mapping
     /// at the address where it is needed moves there with no driver call. The
     /// placement is the one that needs the fewest *new* pages given what can be
     /// recycled, then the fewest pages that need a driver mapping, then the
@@ -138,7 +147,13 @@ impl ExpandableSpace<'_> {
         let page = self.page;
         let allocated = &st.stats.allocated_bytes.all();
         let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
-        let target = peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page);
+        let chunk = GROWTH_CHUNK * page;
+        let floor = if st.freed_any {
+            chunk.min(peak / FREED_FLOOR)
+        } else {
+            chunk
+        };
+        let target = peak + (peak / RESERVE_MARGIN).max(floor);
         let headroom = target.saturating_sub(st.reserved()) / page;
         // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
         // pages"): a growth that repeats the workload holds memory instead of
@@ -159,7 +174,17 @@ impl ExpandableSpace<'_> {
         } else {
             ss.allocated_peak_at
         };
-        let mut hold = st.repeats.recurs(context, peak, now, stream_peak_at);
+        let repetition = st.repeats.recurs(context, peak, now, stream_peak_at);
+        let mut hold = repetition != Repetition::None;
+        let weak = repetition == Repetition::Weak;
+        // What holding may take reserved memory to: the hold limit for a
+        // (strong) repetition; for a weak one, the margin with its full
+        // 10-page floor.
+        let hold_cap = if weak {
+            peak + (peak / RESERVE_MARGIN).max(chunk)
+        } else {
+            target + peak / HOLD_LIMIT
+        };
         let avail = self.available_pages(st);
         let recyclable = if hold {
             0
@@ -241,10 +266,25 @@ impl ExpandableSpace<'_> {
         let within = others.min(headroom as usize);
         // A repeating growth holds only within its limit, and only if the
         // memory fraction allows it; otherwise it moves pages like any other.
+        // A weak repetition holds only when the growth finds at least as many
+        // of its pages at stitched mappings of their own as it needs mapped
+        // (the layout it returns to is mostly there already), and then
+        // creates what fits under its cap, moving the rest.
         let beyond = (others - within) as u64 * page;
-        if hold
-            && (st.reserved() + beyond > target + peak / HOLD_LIMIT || !st.fits_fraction(beyond))
-        {
+        let mut partial = 0;
+        if hold && weak {
+            let room = (hold_cap.saturating_sub(st.reserved()) / page) as usize;
+            let need = others - within;
+            if taken.len() < others {
+                hold = false;
+            } else if room < need {
+                hold = false;
+                if st.fits_fraction(room as u64 * page) {
+                    partial = room;
+                }
+            }
+        }
+        if hold && (st.reserved() + beyond > hold_cap || !st.fits_fraction(beyond)) {
             hold = false;
         }
         let fresh = loop {
@@ -257,7 +297,7 @@ impl ExpandableSpace<'_> {
                     }
                     let mut at = p1;
                     while at > p0 {
-                        if recycled.len() >= others - within {
+                        if recycled.len() >= others - within - partial {
                             break 'blocks;
                         }
                         at -= page;
@@ -279,7 +319,10 @@ impl ExpandableSpace<'_> {
                     break recycled.into_iter().chain(created).collect::<Vec<_>>();
                 }
                 // Holding found the device full: move pages instead.
-                Err(DriverError::OutOfMemory) if hold => hold = false,
+                Err(DriverError::OutOfMemory) if hold || partial > 0 => {
+                    hold = false;
+                    partial = 0;
+                }
                 Err(DriverError::OutOfMemory) => return Ok(None),
                 Err(e) => return Err(self.driver_error(e)),
             }

@@ -17,6 +17,17 @@
 //! again `T` later, and `T` is at least the time from the peak to any moment
 //! of that round.
 //!
+//! A context can also recur *twice or more in each round* (a prefetch buffer
+//! of one size requested at two points of a pass): then every gap between
+//! consecutive occurrences is shorter than the steady time, and the doubling
+//! condition never holds for the latest occurrence, although the context's
+//! *earliest* occurrence since the peak came a whole round before. Such a
+//! recurrence is only a [`Repetition::Weak`] one: the same test also accepts
+//! the identical layers of one long request recurring a few operations apart
+//! (their earliest occurrence soon after the peak), which no timing can tell
+//! from a round. What a weak repetition may hold is therefore bounded more
+//! tightly (`expandable.rs`).
+//!
 //! A growth belongs to a stream, and a stream's own demand can still be
 //! rising after the device-wide peak was set: a side stream whose prefetch
 //! buffers reach their largest pair only a few steps later. A context first
@@ -62,29 +73,43 @@ pub(crate) fn growth_context(
     h
 }
 
+/// What [`Repeats::recurs`] makes of a growth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Repetition {
+    /// Not a repetition of the workload.
+    None,
+    /// The context's earliest occurrence since the peak satisfies the
+    /// doubling condition, its latest one does not.
+    Weak,
+    /// Its latest occurrence satisfies the doubling condition.
+    Strong,
+}
+
 /// The growth contexts seen since peak allocated memory last rose, with the
-/// allocator's free clock when each was last seen. The peak is the highest
+/// allocator's free clock when each was first and last seen. The peak is the highest
 /// ever passed in, so a reset of the peak statistics (which some training
 /// loops do every step) does not make the record start afresh.
 #[derive(Default)]
 pub(crate) struct Repeats {
     peak: u64,
     since: u64,
-    seen: HashMap<u64, u64>,
+    seen: HashMap<u64, (u64, u64)>,
 }
 
 impl Repeats {
     /// Records a growth of context `key` at peak allocated bytes `peak` and
-    /// free clock `now`; true when it is a repetition of the workload: the
-    /// same context was seen since the peak last rose, strictly after it rose,
-    /// and at least as long ago as the peak had been steady then.
+    /// free clock `now`. [`Repetition::Strong`] when the workload repeats: the
+    /// same context was last seen since the peak last rose, strictly after it
+    /// rose, and at least as long ago as the peak had been steady then.
+    /// [`Repetition::Weak`] when only its earliest occurrence since the peak
+    /// meets that condition.
     ///
     /// `stream_peak_at` is the free clock when the growth's stream last raised
     /// its own peak of allocated memory (`now` when this growth's request
     /// raises it): an earlier occurrence at or before that moment counts only
     /// if the recurrence comes at least [`LONG_GAP`] times as long after it as
     /// the peak had then been steady.
-    pub fn recurs(&mut self, key: u64, peak: u64, now: u64, stream_peak_at: u64) -> bool {
+    pub fn recurs(&mut self, key: u64, peak: u64, now: u64, stream_peak_at: u64) -> Repetition {
         if peak > self.peak {
             self.peak = peak;
             self.since = now;
@@ -93,13 +118,28 @@ impl Repeats {
         if self.seen.len() >= MAX_CONTEXTS {
             self.seen.clear();
         }
-        match self.seen.insert(key, now) {
-            Some(t1) if t1 > self.since => {
-                let steady = t1 - self.since;
-                let gap = now - t1;
-                gap >= steady && (t1 > stream_peak_at || gap >= LONG_GAP * steady)
+        let since = self.since;
+        let counts = |t1: u64| {
+            let steady = t1 - since;
+            let gap = now - t1;
+            t1 > since && gap >= steady && (t1 > stream_peak_at || gap >= LONG_GAP * steady)
+        };
+        match self.seen.get_mut(&key) {
+            Some(seen) => {
+                let (first, last) = *seen;
+                seen.1 = now;
+                if counts(last) {
+                    Repetition::Strong
+                } else if counts(first) {
+                    Repetition::Weak
+                } else {
+                    Repetition::None
+                }
             }
-            _ => false,
+            None => {
+                self.seen.insert(key, (now, now));
+                Repetition::None
+            }
         }
     }
 }
@@ -113,36 +153,36 @@ mod tests {
         let mut r = Repeats::default();
         // The peak is set at time 100; a context seen at 150 comes back at 250
         // (100 later, more than the 50 the peak had been steady at 150).
-        assert!(!r.recurs(7, 1000, 100, 0));
-        assert!(!r.recurs(1, 1000, 150, 0));
-        assert!(r.recurs(1, 1000, 250, 0));
+        assert_eq!(r.recurs(7, 1000, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 150, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 250, 0), Repetition::Strong);
     }
 
     #[test]
     fn a_quick_recurrence_long_after_the_peak_is_not() {
         let mut r = Repeats::default();
-        assert!(!r.recurs(7, 1000, 100, 0));
-        assert!(!r.recurs(1, 1000, 900, 0));
+        assert_eq!(r.recurs(7, 1000, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 900, 0), Repetition::None);
         // 20 later, but the peak had been steady for 800 when it was first seen.
-        assert!(!r.recurs(1, 1000, 920, 0));
+        assert_eq!(r.recurs(1, 1000, 920, 0), Repetition::None);
         // A round later (from 920, steady for 820 then) it is.
-        assert!(r.recurs(1, 1000, 1800, 0));
+        assert_eq!(r.recurs(1, 1000, 1800, 0), Repetition::Strong);
     }
 
     #[test]
     fn the_growth_that_set_the_peak_does_not_count_and_a_new_peak_forgets() {
         let mut r = Repeats::default();
-        assert!(!r.recurs(1, 1000, 100, 0));
+        assert_eq!(r.recurs(1, 1000, 100, 0), Repetition::None);
         // Seen when the peak was set, not after: not yet a repetition.
-        assert!(!r.recurs(1, 1000, 400, 0));
-        assert!(r.recurs(1, 1000, 800, 0));
+        assert_eq!(r.recurs(1, 1000, 400, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 800, 0), Repetition::Strong);
         // A higher peak starts afresh.
-        assert!(!r.recurs(1, 2000, 900, 0));
-        assert!(!r.recurs(1, 2000, 5000, 0));
+        assert_eq!(r.recurs(1, 2000, 900, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 2000, 5000, 0), Repetition::None);
         // A lower peak (the statistics were reset) does not: the record
         // continues under the highest peak.
-        assert!(!r.recurs(2, 1500, 6000, 0));
-        assert!(r.recurs(2, 1500, 11200, 0));
+        assert_eq!(r.recurs(2, 1500, 6000, 0), Repetition::None);
+        assert_eq!(r.recurs(2, 1500, 11200, 0), Repetition::Strong);
     }
 
     #[test]
@@ -150,21 +190,53 @@ mod tests {
         let mut r = Repeats::default();
         // The device-wide peak is set at 100; the context is first seen at
         // 150, but its stream reaches its own peak only at 200.
-        assert!(!r.recurs(7, 1000, 100, 0));
-        assert!(!r.recurs(1, 1000, 150, 200));
+        assert_eq!(r.recurs(7, 1000, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 150, 200), Repetition::None);
         // 100 later: a repetition by the doubling condition, but the first
         // occurrence came before the stream's peak.
-        assert!(!r.recurs(1, 1000, 250, 200));
+        assert_eq!(r.recurs(1, 1000, 250, 200), Repetition::None);
         // Seen at 250 (after the stream's peak), it counts 150 later.
-        assert!(r.recurs(1, 1000, 400, 200));
+        assert_eq!(r.recurs(1, 1000, 400, 200), Repetition::Strong);
         // A context first seen at 110 (steady for 10) counts before the
         // stream's peak only from LONG_GAP * 10 later.
-        assert!(!r.recurs(2, 1000, 110, 200));
-        assert!(!r.recurs(2, 1000, 110 + LONG_GAP * 10 - 1, 200));
+        assert_eq!(r.recurs(2, 1000, 110, 200), Repetition::None);
+        assert_eq!(
+            r.recurs(2, 1000, 110 + LONG_GAP * 10 - 1, 200),
+            Repetition::None
+        );
         let mut r = Repeats::default();
-        assert!(!r.recurs(7, 1000, 100, 0));
-        assert!(!r.recurs(2, 1000, 110, 200));
-        assert!(r.recurs(2, 1000, 110 + LONG_GAP * 10, 200));
+        assert_eq!(r.recurs(7, 1000, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(2, 1000, 110, 200), Repetition::None);
+        assert_eq!(
+            r.recurs(2, 1000, 110 + LONG_GAP * 10, 200),
+            Repetition::Strong
+        );
+    }
+
+    #[test]
+    fn a_context_recurring_twice_a_round_is_a_weak_repetition() {
+        let mut r = Repeats::default();
+        // The peak is set at 100; the context recurs every 250, twice a round
+        // of 500, first seen 500 after the peak.
+        assert_eq!(r.recurs(7, 1000, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 600, 0), Repetition::None);
+        // 250 after its occurrence at 600, when the peak had been steady for
+        // 500: too soon.
+        assert_eq!(r.recurs(1, 1000, 850, 0), Repetition::None);
+        // 500 after the earliest occurrence (a round later), but only 250
+        // after the latest: weak.
+        assert_eq!(r.recurs(1, 1000, 1100, 0), Repetition::Weak);
+        assert_eq!(r.recurs(1, 1000, 1350, 0), Repetition::Weak);
+        // A higher peak forgets the earliest occurrence.
+        assert_eq!(r.recurs(1, 2000, 1400, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 2000, 1500, 0), Repetition::None);
+        // The earliest occurrence before the stream's own peak needs the long
+        // gap, as the latest does.
+        let mut r = Repeats::default();
+        assert_eq!(r.recurs(7, 1000, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 600, 700), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 850, 700), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 1100, 700), Repetition::None);
     }
 
     #[test]

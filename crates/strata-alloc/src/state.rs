@@ -139,6 +139,9 @@ pub(crate) struct State {
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
+    /// Whether any allocation has been freed yet (the margin of expandable
+    /// segments keeps its full floor until then).
+    pub freed_any: bool,
 }
 
 impl State {
@@ -170,6 +173,7 @@ impl State {
             repeats: Repeats::default(),
             history: History::default(),
             free_clock: 0,
+            freed_any: false,
         }
     }
 
