@@ -214,6 +214,19 @@ fn workloads() -> Vec<Workload> {
         eprintln!("no shared traces found (set STRATA_TRACES): skipped");
         return Vec::new();
     };
+    workloads_in(&dir)
+}
+
+/// The project's own traces (`traces/` at the repository root: PyTorch 2.11
+/// on the H200, recorded by `benches/anchors/record_trace.py`; see its
+/// README), in the shared traces' format.
+fn project_workloads() -> Vec<Workload> {
+    workloads_in(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../traces"))
+}
+
+/// Every workload of `dir` (`NAME.default.json.gz`, with its
+/// `NAME.expandable.json.gz` when present).
+fn workloads_in(dir: &std::path::Path) -> Vec<Workload> {
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| {
@@ -262,46 +275,76 @@ fn workloads() -> Vec<Workload> {
 /// passes reserved memory within the hold-or-move rule's bound.
 #[test]
 fn default_config_meets_the_steady_state_and_first_pass_goals() {
+    let failures: Vec<String> = workloads().iter().flat_map(goal_failures).collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The same goals on the project's own traces (`traces/`), real PyTorch
+/// workloads recorded on the H200 that the rule was not designed on. Not met
+/// yet (docs/benchmarks.md, issue 14, "Session 8: traces the rule was not
+/// designed on"); run with `--ignored`.
+#[test]
+#[ignore = "the project's own traces are not all within the goals yet (docs/benchmarks.md, issue 14, session 8)"]
+fn default_config_meets_the_goals_on_the_projects_traces() {
+    let w = project_workloads();
+    assert!(!w.is_empty(), "traces/ holds no traces");
+    let failures: Vec<String> = w.iter().flat_map(goal_failures).collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Issue 14's goals on one workload, as failure messages: after at most two
+/// warm-up passes no driver call and no stream synchronisation; the first
+/// pass within 1.05 x its peak allocated, below PyTorch's expandable peak,
+/// with at most twice its device allocations; and over all passes reserved
+/// memory within the hold-or-move rule's bound.
+fn goal_failures(w: &Workload) -> Vec<String> {
     let mut failures = Vec::new();
-    for w in workloads() {
-        let name = &w.name;
-        let r = replay(&w.trace, "", 6);
-        let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
-        eprintln!(
-            "{name}: first pass {:.1} / {:.1} MiB ({ratio:.3}; PyTorch expandable {:?} MiB), {} device allocs (PyTorch {:?}), calls and syncs by pass {:?}, all passes {:.3} x",
-            r.peak_reserved as f64 / 1048576.0,
-            r.peak_allocated as f64 / 1048576.0,
-            w.expandable_stats
-                .get("reserved_bytes.all.peak")
-                .map(|&e| e as f64 / 1048576.0),
-            r.device_allocs,
-            w.default_stats.get("num_device_alloc"),
-            r.per_pass,
-            r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
-        );
-        if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
-            failures.push(format!("{name}: reserved above the hold bound"));
-        }
-        if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
-            failures.push(format!("{name}: driver calls after two warm-up passes"));
-        }
-        if ratio > 1.05 {
-            failures.push(format!(
-                "{name}: first pass reserves {ratio:.3} x allocated"
-            ));
-        }
-        if let Some(&e) = w.expandable_stats.get("reserved_bytes.all.peak") {
-            if r.peak_reserved > e {
-                failures.push(format!("{name}: above PyTorch's expandable peak"));
-            }
-        }
-        if let Some(&d) = w.default_stats.get("num_device_alloc") {
-            if r.device_allocs > 2 * d {
-                failures.push(format!("{name}: more than twice PyTorch's device allocs"));
-            }
+    let name = &w.name;
+    let r = replay(&w.trace, "", 6);
+    let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
+    eprintln!(
+        "{name}: first pass {:.1} / {:.1} MiB ({ratio:.3}; PyTorch expandable {:?} MiB), {} device allocs (PyTorch {:?}), calls and syncs by pass {:?}, all passes {:.3} x",
+        r.peak_reserved as f64 / 1048576.0,
+        r.peak_allocated as f64 / 1048576.0,
+        w.expandable_stats
+            .get("reserved_bytes.all.peak")
+            .map(|&e| e as f64 / 1048576.0),
+        r.device_allocs,
+        w.default_stats.get("num_device_alloc"),
+        r.per_pass,
+        r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
+    );
+    if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
+        failures.push(format!("{name}: reserved above the hold bound"));
+    }
+    if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+        failures.push(format!("{name}: driver calls after two warm-up passes"));
+    }
+    if ratio > 1.05 {
+        failures.push(format!(
+            "{name}: first pass reserves {ratio:.3} x allocated"
+        ));
+    }
+    if let Some(&e) = w.expandable_stats.get("reserved_bytes.all.peak") {
+        if r.peak_reserved > e {
+            failures.push(format!("{name}: above PyTorch's expandable peak"));
         }
     }
-    assert!(failures.is_empty(), "{failures:#?}");
+    if let Some(&d) = w.default_stats.get("num_device_alloc") {
+        if r.device_allocs > 2 * d {
+            failures.push(format!("{name}: more than twice PyTorch's device allocs"));
+        }
+    }
+    failures
+}
+
+/// `expandable_segments:False` reproduces PyTorch's peak reserved and device
+/// allocations on the project's own traces too.
+#[test]
+fn fixed_segments_reproduce_pytorch_exactly_on_the_projects_traces() {
+    let w = project_workloads();
+    assert!(!w.is_empty(), "traces/ holds no traces");
+    fixed_segments_match(&w);
 }
 
 /// On every shared trace file, `*.default` and `*.expandable` sequences
@@ -343,7 +386,14 @@ fn first_pass_never_above_pytorchs_expandable_figure_on_any_trace_file() {
 
 #[test]
 fn fixed_segments_reproduce_pytorch_exactly() {
-    for w in workloads() {
+    fixed_segments_match(&workloads());
+}
+
+/// PyTorch's default-mode peak reserved and device allocations, reproduced
+/// with `expandable_segments:False` on every single-stream `*.default`
+/// sequence of `workloads`.
+fn fixed_segments_match(workloads: &[Workload]) {
+    for w in workloads {
         if !w.is_default || w.trace.streams > 1 {
             continue;
         }
