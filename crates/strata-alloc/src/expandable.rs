@@ -66,6 +66,10 @@ const FREED_FLOOR: u64 = 22;
 /// allocated memory; beyond that it moves pages again.
 const HOLD_LIMIT: u64 = 2;
 
+/// A weak repetition holds only when the pages it needs mapped are at most
+/// this many more than those that move back to stitched mappings of theirs.
+const WEAK_SLACK: usize = 1;
+
 /// How far the work queued on one stream is known to have finished, in the
 /// allocator's free clock (`Block::freed_at`): every block of the stream freed
 /// at or before `done` is no longer touched by the device, so its pages may be
@@ -130,7 +134,8 @@ impl ExpandableSpace<'_> {
     /// recycled from free space, unless the growth repeats the workload
     /// ([`crate::repeats`]): then it holds, creating the pages, up to
     /// [`HOLD_LIMIT`]; a weak repetition holds only when most of its pages
-    /// move back to stitched mappings of theirs, and only up to the margin
+    /// move back to stitched mappings of theirs (all but [`WEAK_SLACK`]
+    /// of those it needs mapped), and only up to the margin
     /// with the full [`GROWTH_CHUNK`] floor. A page that already has a stitched mapping
     /// at the address where it is needed moves there with no driver call. The
     /// placement is the one that needs the fewest *new* pages given what can be
@@ -267,15 +272,17 @@ impl ExpandableSpace<'_> {
         // A repeating growth holds only within its limit, and only if the
         // memory fraction allows it; otherwise it moves pages like any other.
         // A weak repetition holds only when the growth finds at least as many
-        // of its pages at stitched mappings of their own as it needs mapped
-        // (the layout it returns to is mostly there already), and then
+        // of its pages at stitched mappings of their own as it needs mapped,
+        // less one (the layout it returns to is mostly there already; the
+        // one page of slack lets a one-page growth, which either needs no
+        // page mapped or has no page to move back, hold at all), and then
         // creates what fits under its cap, moving the rest.
         let beyond = (others - within) as u64 * page;
         let mut partial = 0;
         if hold && weak {
             let room = (hold_cap.saturating_sub(st.reserved()) / page) as usize;
             let need = others - within;
-            if taken.len() < others {
+            if taken.len() + WEAK_SLACK < others {
                 hold = false;
             } else if room < need {
                 hold = false;

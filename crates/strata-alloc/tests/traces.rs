@@ -227,7 +227,7 @@ fn project_workloads() -> Vec<Workload> {
 /// Every workload of `dir` (`NAME.default.json.gz`, with its
 /// `NAME.expandable.json.gz` when present).
 fn workloads_in(dir: &std::path::Path) -> Vec<Workload> {
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| {
             let n = e.ok()?.file_name().into_string().ok()?;
@@ -289,6 +289,23 @@ fn default_config_meets_the_goals_on_the_projects_traces() {
     let w = project_workloads();
     assert!(!w.is_empty(), "traces/ holds no traces");
     let failures: Vec<String> = w.iter().flat_map(goal_failures).collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The steady-state part of issue 14's goals on the project's own traces:
+/// after at most two warm-up passes no driver call and no stream
+/// synchronisation, and over all passes reserved memory within the
+/// hold-or-move rule's bound (the first-pass goals are in the ignored test
+/// above).
+#[test]
+fn default_config_stops_paying_after_two_warm_up_passes_on_the_projects_traces() {
+    let w = project_workloads();
+    assert!(!w.is_empty(), "traces/ holds no traces");
+    let failures: Vec<String> = w
+        .iter()
+        .flat_map(goal_failures)
+        .filter(|f| f.ends_with("after two warm-up passes") || f.ends_with("the hold bound"))
+        .collect();
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
