@@ -365,7 +365,12 @@ impl CachingAllocator {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         self.check_live(st, &raw)?;
-        st.freed_any = true;
+        // The loading phase ends with the first free of a block of a page or
+        // more (the margin's floor, expandable.rs): a smaller free is a
+        // temporary that gives no page back.
+        if st.blocks[raw.block].size >= self.page {
+            st.freed_a_page = true;
+        }
         let id = raw.block;
         let b = &mut st.blocks[id];
         b.allocated = false;

@@ -56,9 +56,11 @@ const RESERVE_MARGIN: u64 = 32;
 /// with 2 MiB pages, PyTorch's large-pool page size.
 const GROWTH_CHUNK: u64 = 10;
 
-/// Once anything has been freed, the margin's floor of [`GROWTH_CHUNK`] pages
-/// is at most 1/`FREED_FLOOR` of peak allocated memory; while a workload only
-/// loads (nothing freed yet) it is the whole chunk.
+/// Once a block of a page or more has been freed, the margin's floor of
+/// [`GROWTH_CHUNK`] pages is at most 1/`FREED_FLOOR` of peak allocated
+/// memory; while a workload only loads (nothing of a page or more freed yet:
+/// the temporaries of its initialisation may come and go) it is the whole
+/// chunk.
 const FREED_FLOOR: u64 = 22;
 
 /// A growth that repeats the workload holds memory (creates pages) only while
@@ -129,7 +131,8 @@ impl ExpandableSpace<'_> {
     ///
     /// New physical pages are created only while reserved memory stays within
     /// a margin of the highest allocated figure so far (the larger of 1/32 of
-    /// it and a floor: [`GROWTH_CHUNK`] pages until anything is freed, at most
+    /// it and a floor: [`GROWTH_CHUNK`] pages until a block of a page or more
+    /// is freed, at most
     /// 1/[`FREED_FLOOR`] of it after); beyond that margin the pages are
     /// recycled from free space, unless the growth repeats the workload
     /// ([`crate::repeats`]): then it holds, creating the pages, up to
@@ -153,7 +156,7 @@ impl ExpandableSpace<'_> {
         let allocated = &st.stats.allocated_bytes.all();
         let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
         let chunk = GROWTH_CHUNK * page;
-        let floor = if st.freed_any {
+        let floor = if st.freed_a_page {
             chunk.min(peak / FREED_FLOOR)
         } else {
             chunk

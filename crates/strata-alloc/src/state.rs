@@ -139,9 +139,10 @@ pub(crate) struct State {
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
-    /// Whether any allocation has been freed yet (the margin of expandable
-    /// segments keeps its full floor until then).
-    pub freed_any: bool,
+    /// Whether an allocation of at least one page (the expandable segments'
+    /// granularity) has been freed yet (the margin of expandable segments
+    /// keeps its full floor until then).
+    pub freed_a_page: bool,
 }
 
 impl State {
@@ -173,7 +174,7 @@ impl State {
             repeats: Repeats::default(),
             history: History::default(),
             free_clock: 0,
-            freed_any: false,
+            freed_a_page: false,
         }
     }
 

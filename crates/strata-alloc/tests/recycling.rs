@@ -416,3 +416,44 @@ fn holding_gives_way_to_moving_under_the_memory_fraction() {
     assert_eq!(a.memory_stats().num_ooms, 0);
     assert_eq!(d.call_count("stream_synchronize"), 0);
 }
+
+/// The margin's 10-page floor lasts while a workload only loads: frees of
+/// blocks smaller than a page (an initialisation's temporaries) do not end
+/// the loading phase, the first free of a page or more does (then the floor
+/// is at most 1/22 of peak allocated, docs/allocator.md "A growth margin").
+#[test]
+fn small_temporaries_do_not_end_the_loading_phase() {
+    let load = |free_a_page_first: bool| {
+        let d = Arc::new(SimDriver::h100().with_auto_complete_events());
+        let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+        let s = StreamId::DEFAULT;
+        if free_a_page_first {
+            let x = a.allocate_raw(2 * MIB, s).unwrap();
+            a.free_raw(x).unwrap();
+        }
+        // 40 weights of 4 MiB (2 pages each), a 512-byte temporary freed
+        // after each.
+        let mut weights = Vec::new();
+        for _ in 0..40 {
+            weights.push(a.allocate_raw(4 * MIB, s).unwrap());
+            let t = a.allocate_raw(512, s).unwrap();
+            a.free_raw(t).unwrap();
+        }
+        let device_allocs = a.memory_stats().num_device_alloc;
+        a.check_consistency().unwrap();
+        for w in weights {
+            a.free_raw(w).unwrap();
+        }
+        a.empty_cache().unwrap();
+        assert_eq!(d.used_bytes(), 0);
+        device_allocs
+    };
+    // 160 MiB in large-pool growths of at least 10 pages (20 MiB), plus the
+    // small pool's page.
+    let loading = load(false);
+    assert!(loading <= 9, "{loading} device allocations while loading");
+    // After a free of a page, the floor of 1/22 of a peak of at most 81
+    // pages is under 4 pages: more, smaller growths.
+    let after = load(true);
+    assert!(after > 2 * loading, "{after} against {loading}");
+}

@@ -623,8 +623,8 @@ fn synthetic_workloads_stop_paying_after_two_warm_up_passes() {
 /// x peak allocated. On the smallest ones (peak allocated 336-366 MiB) the
 /// margin's 10-page floor (20 MiB) alone was 5.5-6% of peak allocated
 /// (varying_batch_training/1 reserved 1.058 x, prefetch_training/3 1.0503 x);
-/// once anything has been freed the floor is now at most 1/22 of peak
-/// allocated (docs/allocator.md).
+/// once a block of a page or more has been freed the floor is now at most
+/// 1/22 of peak allocated (docs/allocator.md).
 #[test]
 fn synthetic_workloads_meet_the_first_pass_goal() {
     let mut failures = Vec::new();
