@@ -350,12 +350,27 @@ mod tests {
                 .and_then(|t| t.to_vec_as::<i64>())
         };
         let (f, i) = (Scalar::Float, Scalar::Int);
-        assert_eq!(ints(f(0.5), f(3.7), i(1), DType::I64).unwrap(), vec![0, 1, 2, 3]);
-        assert_eq!(ints(f(-2.5), f(2.5), i(1), DType::I64).unwrap(), vec![-2, -1, 0, 1, 2]);
-        assert_eq!(ints(f(-2.5), f(2.5), i(1), DType::U8).unwrap(), vec![254, 255, 0, 1, 2]);
+        assert_eq!(
+            ints(f(0.5), f(3.7), i(1), DType::I64).unwrap(),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(
+            ints(f(-2.5), f(2.5), i(1), DType::I64).unwrap(),
+            vec![-2, -1, 0, 1, 2]
+        );
+        assert_eq!(
+            ints(f(-2.5), f(2.5), i(1), DType::U8).unwrap(),
+            vec![254, 255, 0, 1, 2]
+        );
         assert_eq!(ints(i(0), i(5), f(0.5), DType::I32).unwrap(), vec![0; 10]);
-        assert_eq!(ints(i(0), i(10), f(2.9), DType::I64).unwrap(), vec![0, 2, 4, 6]);
-        assert_eq!(ints(f(3.7), f(0.5), i(-1), DType::I64).unwrap(), vec![3, 2, 1, 0]);
+        assert_eq!(
+            ints(i(0), i(10), f(2.9), DType::I64).unwrap(),
+            vec![0, 2, 4, 6]
+        );
+        assert_eq!(
+            ints(f(3.7), f(0.5), i(-1), DType::I64).unwrap(),
+            vec![3, 2, 1, 0]
+        );
         assert!(ints(i(0), i(1), f(f64::NAN), DType::I64).is_err());
         assert!(ints(f(0.0), f(1.0), f(-0.5), DType::I64).is_err());
     }

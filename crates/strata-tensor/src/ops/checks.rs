@@ -101,3 +101,76 @@ pub(crate) fn clamp_bounds(
     };
     Ok((lo, hi))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{DType, Device, Scalar, Tensor, TensorError};
+
+    fn t(v: &[i64], d: DType) -> Tensor {
+        let s: Vec<Scalar> = v.iter().map(|&x| Scalar::Int(x)).collect();
+        Tensor::from_scalars(&s, &[v.len()], d, Device::Cpu).unwrap()
+    }
+
+    /// PyTorch 2.15's answers (probed on the CPU; fuzz_core.json has more).
+    #[test]
+    fn integer_clamp_bounds_beyond_the_dtype() {
+        let u = t(&[0, 2, 200], DType::U8);
+        let c = |lo: Option<i64>, hi: Option<i64>| u.clamp(lo, hi);
+        // A bound beyond the range on the side where it clamps nothing is dropped.
+        assert_eq!(
+            c(Some(-1), None).unwrap().to_vec_as::<i64>().unwrap(),
+            [0, 2, 200]
+        );
+        assert_eq!(
+            c(Some(-3), Some(3)).unwrap().to_vec_as::<i64>().unwrap(),
+            [0, 2, 3]
+        );
+        assert_eq!(
+            c(None, Some(300)).unwrap().to_vec_as::<i64>().unwrap(),
+            [0, 2, 200]
+        );
+        // On the other side it is a value error, in place too.
+        assert!(matches!(c(Some(256), None), Err(TensorError::Value { .. })));
+        assert!(matches!(c(None, Some(-1)), Err(TensorError::Value { .. })));
+        assert!(matches!(
+            u.clamp_(Some(300), None::<i64>),
+            Err(TensorError::Value { .. })
+        ));
+        let i = t(&[-5, 2, 7], DType::I32);
+        let r = i.clamp(None::<i64>, Some(3_000_000_000i64)).unwrap();
+        assert_eq!(r.to_vec_as::<i64>().unwrap(), [-5, 2, 7]);
+        assert!(i.clamp(Some(1i64 << 31), None::<i64>).is_err());
+        // clamp_ of an integer tensor with a float bound: the cast is checked
+        // before the overlap of an expanded output.
+        let e = t(&[1], DType::I32).expand(&[3]).unwrap();
+        assert!(matches!(
+            e.clamp_(Some(0.5), None::<f64>),
+            Err(TensorError::DType { .. })
+        ));
+        assert!(matches!(e.neg_(), Err(TensorError::Overlap { .. })));
+    }
+
+    #[test]
+    fn addcmul_value_converts_into_integer_tensors_and_where_takes_u8() {
+        let x = t(&[1, 2, 3], DType::I32);
+        let a = t(&[2, 3, 4], DType::I32);
+        x.addcmul_(&a, &a, 1.25).unwrap();
+        assert_eq!(x.to_vec_as::<i64>().unwrap(), [5, 11, 19]);
+        let u = t(&[1, 2, 3], DType::U8);
+        let b = t(&[2, 3, 4], DType::U8);
+        assert!(matches!(
+            u.addcmul_(&b, &b, -1.0),
+            Err(TensorError::Value { .. })
+        ));
+        u.addcmul_(&b, &b, -1).unwrap();
+        assert_eq!(u.to_vec_as::<i64>().unwrap(), [253, 249, 243]);
+        let cond = t(&[0, 7, 1], DType::U8);
+        let r = Tensor::where_cond(&cond, Scalar::Int(1), Scalar::Int(0)).unwrap();
+        assert_eq!(r.to_vec_as::<i64>().unwrap(), [0, 1, 1]);
+        // An int scalar divisor that wraps to 0 in u8 is a division by zero.
+        let e = u
+            .div_mode(Scalar::Int(1 << 31), crate::RoundingMode::Floor)
+            .unwrap_err();
+        assert!(matches!(e, TensorError::Value { .. }));
+    }
+}
