@@ -33,12 +33,14 @@ fn to_i64_checked(s: Scalar) -> Result<i64> {
 /// * dtype: given, or i64 when all three are integers (or bools), else f32;
 ///   bool is rejected (PyTorch has no bool `arange` kernel).
 /// * The bounds and step are first converted to the dtype's accumulate type
-///   (i64 for integer dtypes, truncating floats toward zero; f32 for
+///   (i64 for integer dtypes when all three are integers; f32 for
 ///   f16/bf16; f64 for f32/f64). There the step must be nonzero, the bounds
 ///   finite, and the step's sign must agree with `end - start`.
 /// * Length: `ceil((end - start) / step)`, computed exactly on the converted
 ///   values for i64, and in f64 on the original values for every other dtype
 ///   (as PyTorch does); it must lie in `[0, i64::MAX]`.
+/// * An integer dtype with a float argument follows PyTorch 2.15: checks and
+///   length on the f64 values, elements `trunc(start) + i * trunc(step)`.
 pub(crate) fn arange_plan(
     start: Scalar,
     end: Scalar,
@@ -75,6 +77,33 @@ pub(crate) fn arange_plan(
         }
         Ok(d as usize)
     };
+    if !dtype.is_float() && !all_int {
+        // PyTorch 2.15 with a float argument: the checks and the length use
+        // the values as given (f64), the elements are trunc(start) + i *
+        // trunc(step) (in i64, wrapped into the dtype), so
+        // `arange(0.5, 3.7, 1, i64)` is [0, 1, 2, 3] and
+        // `arange(0, 5, 0.5, i64)` ten zeros (2.11 truncated first: [0, 1, 2]
+        // and a zero-step error).
+        let (sf, ef, stf) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if !(sf.is_finite() && ef.is_finite()) {
+            return Err(unsupported_range(start, end));
+        }
+        if stf == 0.0 || stf.is_nan() {
+            return Err(step_zero());
+        }
+        if (stf > 0.0 && ef < sf) || (stf < 0.0 && ef > sf) {
+            return Err(inconsistent());
+        }
+        let len = float_len()?;
+        return Ok(ArangePlan {
+            dtype,
+            len,
+            seq: Sequence::IntRange {
+                start: to_i64_checked(start)?,
+                step: to_i64_checked(step)?,
+            },
+        });
+    }
     if !dtype.is_float() {
         let (s, e, st) = (
             to_i64_checked(start)?,
@@ -310,6 +339,41 @@ impl crate::tensor::Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PyTorch 2.15's answers (probed on the CPU): an integer dtype with a
+    /// float argument takes its length from the f64 values and its elements
+    /// from the truncated start and step.
+    #[test]
+    fn integer_arange_with_float_arguments_follows_torch_2_15() {
+        let ints = |s: Scalar, e: Scalar, st: Scalar, d: DType| {
+            crate::tensor::Tensor::arange(s, e, st, Some(d), crate::Device::Cpu)
+                .and_then(|t| t.to_vec_as::<i64>())
+        };
+        let (f, i) = (Scalar::Float, Scalar::Int);
+        assert_eq!(
+            ints(f(0.5), f(3.7), i(1), DType::I64).unwrap(),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(
+            ints(f(-2.5), f(2.5), i(1), DType::I64).unwrap(),
+            vec![-2, -1, 0, 1, 2]
+        );
+        assert_eq!(
+            ints(f(-2.5), f(2.5), i(1), DType::U8).unwrap(),
+            vec![254, 255, 0, 1, 2]
+        );
+        assert_eq!(ints(i(0), i(5), f(0.5), DType::I32).unwrap(), vec![0; 10]);
+        assert_eq!(
+            ints(i(0), i(10), f(2.9), DType::I64).unwrap(),
+            vec![0, 2, 4, 6]
+        );
+        assert_eq!(
+            ints(f(3.7), f(0.5), i(-1), DType::I64).unwrap(),
+            vec![3, 2, 1, 0]
+        );
+        assert!(ints(i(0), i(1), f(f64::NAN), DType::I64).is_err());
+        assert!(ints(f(0.0), f(1.0), f(-0.5), DType::I64).is_err());
+    }
 
     fn len(s: impl Into<Scalar>, e: impl Into<Scalar>, st: impl Into<Scalar>) -> Result<usize> {
         arange_plan(s.into(), e.into(), st.into(), None).map(|p| p.len)

@@ -80,6 +80,10 @@ impl Layout {
     /// size > 1, or strides too small to keep dims apart (a sufficient test:
     /// each dim, in stride order, must step past everything the faster dims cover).
     pub fn may_overlap(&self) -> bool {
+        // No element, no alias (PyTorch writes into an empty expanded tensor).
+        if self.numel() == 0 {
+            return false;
+        }
         let mut dims: Vec<usize> = (0..self.ndim()).filter(|&d| self.shape[d] > 1).collect();
         dims.sort_by_key(|&d| self.strides[d]);
         let mut covered = 0usize;
@@ -160,14 +164,15 @@ impl Layout {
 
     /// `narrow(dim, start, length)`; `start` may be negative.
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Layout> {
-        let d = normalize_dim_strict("narrow", dim, self.ndim())?;
-        let size = self.shape[d] as i64;
-        if length < 0 {
+        // PyTorch checks the length before the dim (but after rejecting 0-d).
+        if length < 0 && self.ndim() > 0 {
             return Err(TensorError::value(
                 "narrow",
                 format!("length {length} must be non-negative"),
             ));
         }
+        let d = normalize_dim_strict("narrow", dim, self.ndim())?;
+        let size = self.shape[d] as i64;
         if start < -size || start > size {
             return Err(TensorError::index(
                 "narrow",
@@ -221,13 +226,14 @@ impl Layout {
         end: Option<i64>,
         step: i64,
     ) -> Result<Layout> {
+        // PyTorch checks the dim before the step.
+        let d = normalize_dim_strict("slice", dim, self.ndim())?;
         if step <= 0 {
             return Err(TensorError::value(
                 "slice",
                 format!("slice step must be positive, got {step}"),
             ));
         }
-        let d = normalize_dim_strict("slice", dim, self.ndim())?;
         let size = self.shape[d] as i64;
         let clamp = |v: i64| {
             let v = if v < 0 { v + size } else { v };

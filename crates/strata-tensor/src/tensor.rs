@@ -193,6 +193,33 @@ impl Tensor {
         Ok(t)
     }
 
+    /// [`Tensor::full`] with signed sizes, as PyTorch's `torch.full`,
+    /// `torch.zeros` and `torch.ones` take them: a negative size is a
+    /// [`TensorError::Shape`] error (checked before the value, as PyTorch
+    /// allocates before it fills).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, DType, Device, TensorError};
+    /// let e = Tensor::full_sizes(&[2, -1], 0, DType::F32, Device::Cpu).unwrap_err();
+    /// assert!(matches!(e, TensorError::Shape { .. }));
+    /// ```
+    #[track_caller]
+    pub fn full_sizes(
+        shape: &[i64],
+        value: impl Into<Scalar>,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        if let Some(s) = shape.iter().find(|&&s| s < 0) {
+            return Err(TensorError::shape(
+                "full",
+                format!("trying to create a tensor with negative dimension {s}: {shape:?}"),
+            ));
+        }
+        let shape: Vec<usize> = shape.iter().map(|&s| s as usize).collect();
+        Tensor::full(&shape, value, dtype, device)
+    }
+
     /// A tensor of zeros.
     #[track_caller]
     pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {

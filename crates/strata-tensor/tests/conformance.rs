@@ -194,7 +194,7 @@ fn run_step(
     let int = |i: usize| args[i].as_i64().unwrap();
     match op {
         "zeros" | "ones" | "full" => {
-            let shape = shape_usize(&args[0]).ok_or("negative size")?;
+            let shape = ints(&args[0]);
             let (value, dt) = match op {
                 "zeros" => (Scalar::Int(0), opt_dtype(1).unwrap_or(DType::F32)),
                 "ones" => (Scalar::Int(1), opt_dtype(1).unwrap_or(DType::F32)),
@@ -203,7 +203,7 @@ fn run_step(
                     (v, opt_dtype(2).unwrap_or(v.promotion_dtype()))
                 }
             };
-            one(Tensor::full(&shape, value, dt, dev))
+            one(Tensor::full_sizes(&shape, value, dt, dev))
         }
         "arange" => one(Tensor::arange(
             scalar(&args[0])?,

@@ -199,31 +199,33 @@ impl Tensor {
             same_device(name, self, t)?;
         }
         let compute = result_type(&[Operand::Tensor(self), b]);
+        // PyTorch's order of checks: an op's own operand check (bool `-`),
+        // then the output's memory overlap, the broadcast, the cast of the
+        // result into an in-place output, and last the kernel's dtype.
+        if let BinaryDTypes::NoBoolOperand(why) = op.dtypes() {
+            if self.dtype() == DType::Bool || b.dtype() == DType::Bool {
+                return Err(TensorError::dtype(name, why));
+            }
+        }
+        let no_bool_kernel =
+            matches!(op.dtypes(), BinaryDTypes::NoBoolCompute) && compute == DType::Bool;
         let compute = match op.dtypes() {
-            BinaryDTypes::All => compute,
-            BinaryDTypes::NoBoolOperand(why) => {
-                if self.dtype() == DType::Bool || b.dtype() == DType::Bool {
-                    return Err(TensorError::dtype(name, why));
-                }
-                compute
-            }
-            BinaryDTypes::NoBoolCompute if compute == DType::Bool => {
-                return Err(TensorError::unsupported(name, compute))
-            }
-            BinaryDTypes::NoBoolCompute => compute,
             BinaryDTypes::Float if !compute.is_float() => DType::F32,
-            BinaryDTypes::Float => compute,
+            _ => compute,
         };
         let out_dtype = if op.is_comparison() {
             DType::Bool
         } else {
             compute
         };
-        let shape = broadcast_shapes(name, self.shape(), b.shape())?;
         let mut inputs: Vec<Tensor> = match b {
             Operand::Tensor(t) => vec![t.clone()],
             Operand::Scalar(_) => vec![],
         };
+        if inplace {
+            check_inplace(name, self, &mut inputs)?;
+        }
+        let shape = broadcast_shapes(name, self.shape(), b.shape())?;
         if inplace {
             if shape != self.shape() {
                 return Err(TensorError::InPlaceBroadcast {
@@ -241,7 +243,9 @@ impl Tensor {
                     ),
                 ));
             }
-            check_inplace(name, self, &mut inputs)?;
+        }
+        if no_bool_kernel {
+            return Err(TensorError::unsupported(name, compute));
         }
         if op == BinaryOp::Pow && !compute.is_float() {
             if let Operand::Scalar(Scalar::Int(e)) = b {
@@ -258,7 +262,8 @@ impl Tensor {
         }
         if matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor) && !compute.is_float() {
             let zero = match (&b, inputs.first()) {
-                (Operand::Scalar(s), _) => s.to_i64() == 0,
+                // The scalar is first converted to the dtype (2^31 wraps to 0 in u8).
+                (Operand::Scalar(s), _) => s.cast_to(compute).to_i64() == 0,
                 (_, Some(t)) => t.eq(0)?.to_vec::<bool>()?.contains(&true),
                 _ => false,
             };
@@ -341,7 +346,13 @@ impl Tensor {
             _ if float_only && !self.dtype().is_float() => DType::F32,
             _ => self.dtype(),
         };
+        // PyTorch checks the output's memory overlap before the cast of the
+        // result into it, except for clamp_ (whose cast check comes first).
+        let clamp = matches!(op, UnaryOp::Clamp(..));
         if inplace {
+            if !clamp {
+                check_inplace(name, self, &mut [])?;
+            }
             if !compute.can_cast_to(self.dtype()) || (float_only && !self.dtype().is_float()) {
                 return Err(TensorError::dtype(
                     name,
@@ -351,8 +362,17 @@ impl Tensor {
                     ),
                 ));
             }
-            check_inplace(name, self, &mut [])?;
+            if clamp {
+                check_inplace(name, self, &mut [])?;
+            }
         }
+        let op = match op {
+            UnaryOp::Clamp(lo, hi) => {
+                let (lo, hi) = crate::ops::checks::clamp_bounds(name, compute, lo, hi)?;
+                UnaryOp::Clamp(lo, hi)
+            }
+            op => op,
+        };
         let a_c = self.to_dtype(compute)?;
         let target = if inplace && a_c.same_storage(self) {
             self.clone()
@@ -477,6 +497,10 @@ impl Tensor {
         let value = value.into();
         same_device("addcmul_", self, t1)?;
         same_device("addcmul_", self, t2)?;
+        // PyTorch checks the output's memory overlap first, then the
+        // broadcast, the cast, the kernel's dtype and last the value.
+        let mut inputs = [t1.clone(), t2.clone()];
+        check_inplace("addcmul_", self, &mut inputs)?;
         let shape = broadcast_shapes("addcmul_", t1.shape(), t2.shape())?;
         let shape = broadcast_shapes("addcmul_", self.shape(), &shape)?;
         if shape != self.shape() {
@@ -503,14 +527,12 @@ impl Tensor {
         if compute == DType::Bool {
             return Err(TensorError::unsupported("addcmul_", compute));
         }
-        if !compute.is_float() && matches!(value, Scalar::Float(_)) {
-            return Err(TensorError::dtype(
-                "addcmul_",
-                "a float value needs float tensors",
-            ));
+        if !compute.is_float() {
+            // Converted to the integer dtype like fill_'s value (a float
+            // truncates; out of range is an error): PyTorch's
+            // addcmul_(i32, value=1.25) adds 1 * t1 * t2.
+            crate::ops::checks::check_fits("addcmul_", value, compute)?;
         }
-        let mut inputs = [t1.clone(), t2.clone()];
-        check_inplace("addcmul_", self, &mut inputs)?;
         let t1c = inputs[0].to_dtype(compute)?;
         let t2c = inputs[1].to_dtype(compute)?;
         let target = if compute == self.dtype() {
@@ -555,10 +577,18 @@ impl Tensor {
         b: impl Into<Operand<'b>>,
     ) -> Result<Tensor> {
         let (a, b) = (a.into(), b.into());
+        // PyTorch also accepts a u8 condition (deprecated), nonzero meaning true.
+        let cond_u8;
+        let cond = if cond.dtype() == DType::U8 {
+            cond_u8 = cond.ne(0)?;
+            &cond_u8
+        } else {
+            cond
+        };
         if cond.dtype() != DType::Bool {
             return Err(TensorError::dtype(
                 "where",
-                format!("the condition must be bool, not {}", cond.dtype()),
+                format!("the condition must be bool (or u8), not {}", cond.dtype()),
             ));
         }
         let dtype = result_type(&[a, b]);

@@ -110,7 +110,17 @@ pub fn float32_matmul_precision() -> Precision {
 }
 
 impl Tensor {
+    /// The operands' dtypes, checked after their shapes as PyTorch does
+    /// (except `dot`, which compares the dtypes first: see `matmul`).
     fn check_matmul_dtypes(&self, op: &'static str, b: &Tensor) -> Result<()> {
+        self.check_same_dtype(op, b)?;
+        if self.dtype() == DType::Bool {
+            return Err(TensorError::unsupported(op, DType::Bool));
+        }
+        Ok(())
+    }
+
+    fn check_same_dtype(&self, op: &'static str, b: &Tensor) -> Result<()> {
         if self.device() != b.device() {
             return Err(TensorError::DeviceMismatch {
                 op,
@@ -127,9 +137,6 @@ impl Tensor {
                     b.dtype()
                 ),
             ));
-        }
-        if self.dtype() == DType::Bool {
-            return Err(TensorError::unsupported(op, DType::Bool));
         }
         Ok(())
     }
@@ -215,7 +222,6 @@ impl Tensor {
     /// assert_eq!(c.to_vec::<f32>().unwrap(), vec![5.0, 11.0, 11.0, 25.0]);
     /// ```
     pub fn mm(&self, b: &Tensor) -> Result<Tensor> {
-        self.check_matmul_dtypes("mm", b)?;
         if self.ndim() != 2 || b.ndim() != 2 || self.shape()[1] != b.shape()[0] {
             return Err(TensorError::shape(
                 "mm",
@@ -226,13 +232,13 @@ impl Tensor {
                 ),
             ));
         }
+        self.check_matmul_dtypes("mm", b)?;
         let r = self.unsqueeze(0)?.bmm_raw(&b.unsqueeze(0)?)?;
         r.squeeze_dims(&[0])
     }
 
     /// Batched matrix product of two 3-D tensors with equal batch sizes.
     pub fn bmm(&self, b: &Tensor) -> Result<Tensor> {
-        self.check_matmul_dtypes("bmm", b)?;
         if self.ndim() != 3
             || b.ndim() != 3
             || self.shape()[0] != b.shape()[0]
@@ -247,14 +253,18 @@ impl Tensor {
                 ),
             ));
         }
+        self.check_matmul_dtypes("bmm", b)?;
         self.bmm_raw(b)
     }
 
     /// `torch.matmul`: dot product, matrix-vector, matrix, or batched with
     /// broadcast batch dims (1-D operands get a dim added, then removed).
     pub fn matmul(&self, b: &Tensor) -> Result<Tensor> {
-        self.check_matmul_dtypes("matmul", b)?;
         let (na, nb) = (self.ndim(), b.ndim());
+        if na == 1 && nb == 1 {
+            // PyTorch's dot compares the dtypes before the sizes.
+            self.check_same_dtype("matmul", b)?;
+        }
         let err = || {
             TensorError::shape(
                 "matmul",
@@ -276,14 +286,16 @@ impl Tensor {
         let b2 = if nb == 1 { b.unsqueeze(1)? } else { b.clone() };
         let (m, k) = (a2.shape()[a2.ndim() - 2], a2.shape()[a2.ndim() - 1]);
         let (k2, n) = (b2.shape()[b2.ndim() - 2], b2.shape()[b2.ndim() - 1]);
-        if k != k2 {
-            return Err(err());
-        }
+        // PyTorch broadcasts the batch dims before it compares the inner sizes.
         let batch = broadcast_shapes(
             "matmul",
             &a2.shape()[..a2.ndim() - 2],
             &b2.shape()[..b2.ndim() - 2],
         )?;
+        if k != k2 {
+            return Err(err());
+        }
+        self.check_matmul_dtypes("matmul", b)?;
         // Saturating: an empty batch may have other dims whose product
         // overflows; the output's own size check rejects real overflow.
         let bsz = crate::shape::numel(&batch);
