@@ -80,6 +80,11 @@ impl Layout {
     /// size > 1, or strides too small to keep dims apart (a sufficient test:
     /// each dim, in stride order, must step past everything the faster dims cover).
     pub fn may_overlap(&self) -> bool {
+        if self.shape.contains(&0) {
+            // No elements, so none can share memory (PyTorch lets in-place
+            // ops write to an empty expanded tensor).
+            return false;
+        }
         let mut dims: Vec<usize> = (0..self.ndim()).filter(|&d| self.shape[d] > 1).collect();
         dims.sort_by_key(|&d| self.strides[d]);
         let mut covered = 0usize;

@@ -194,7 +194,14 @@ fn run_step(
     let int = |i: usize| args[i].as_i64().unwrap();
     match op {
         "zeros" | "ones" | "full" => {
-            let shape = shape_usize(&args[0]).ok_or("negative size")?;
+            // A negative size cannot reach strata's usize API: the `shape`
+            // error of FORMAT.md section 6, as a binding would raise it.
+            let Some(shape) = shape_usize(&args[0]) else {
+                return Ok(Err(TensorError::Shape {
+                    op: "full",
+                    msg: format!("negative size in {}", args[0]),
+                }));
+            };
             let (value, dt) = match op {
                 "zeros" => (Scalar::Int(0), opt_dtype(1).unwrap_or(DType::F32)),
                 "ones" => (Scalar::Int(1), opt_dtype(1).unwrap_or(DType::F32)),
@@ -380,7 +387,13 @@ fn run_step(
             let n = args[0].as_i64().unwrap();
             let m = arg(args, 1).map(|v| v.as_i64().unwrap());
             if n < 0 || m.is_some_and(|m| m < 0) {
-                return Err("negative eye size (strata's eye takes usize)".into());
+                // strata's eye takes usize sizes, so a negative size cannot
+                // reach it; FORMAT.md section 6 makes it a `shape` error,
+                // which is what a binding passing i64 sizes would raise.
+                return Ok(Err(TensorError::Shape {
+                    op: "eye",
+                    msg: format!("negative size: n = {n}, m = {m:?}"),
+                }));
             }
             one(Tensor::eye(
                 n as usize,
