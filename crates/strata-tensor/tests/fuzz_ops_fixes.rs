@@ -153,3 +153,27 @@ fn argument_checks_in_pytorchs_order_and_empty_edge_cases() -> Result<()> {
     z.pow_(2.0)?;
     Ok(())
 }
+
+#[test]
+fn cross_entropy_of_rows_of_huge_logits_does_not_cancel() -> Result<()> {
+    use strata_tensor::CrossEntropyArgs;
+    // Row [-1e30, -1e30]: both classes have probability 1/2, so the loss
+    // is log 2, though logsumexp = -1e30 + log 2 rounds to -1e30.
+    let x = Tensor::from_slice(&[-1e30f32, -1e30], &[1, 2], CPU)?;
+    let t = Tensor::from_slice(&[1i64], &[1], CPU)?;
+    for smoothing in [0.0, 0.25] {
+        let args = CrossEntropyArgs {
+            weight: None,
+            ignore_index: -100,
+            reduction: Reduction::Sum,
+            label_smoothing: smoothing,
+        };
+        let l = f64s(&x.cross_entropy(&t, args)?)[0];
+        assert!((l - 2f64.ln()).abs() < 1e-6, "{smoothing}: {l}");
+        // The same with probability targets.
+        let p = Tensor::from_slice(&[0.0f32, 1.0], &[1, 2], CPU)?;
+        let l = f64s(&x.cross_entropy(&p, args)?)[0];
+        assert!((l - 2f64.ln()).abs() < 1e-6, "{smoothing}: {l}");
+    }
+    Ok(())
+}

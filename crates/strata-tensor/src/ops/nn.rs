@@ -443,10 +443,11 @@ impl Tensor {
                     ),
                 ));
             }
-            self.lse_rows(&x, &lse, rows, classes)?;
             let (p, _, _) = class_rows(OP, &target.to_dtype(acc)?)?;
             let p = p.mul(1.0 - eps)?.add(eps / classes as f64)?;
-            let logp = x.to_dtype(acc)?.sub(&lse.unsqueeze(1)?)?;
+            // log_softmax subtracts the row maximum before the log-sum, so
+            // x - lse does not cancel on rows of large logits.
+            let logp = x.to_dtype(acc)?.log_softmax(1, None)?;
             let mut t = p.mul(&logp)?;
             if let Some(w) = &w {
                 t = t.mul(&w.to_dtype(acc)?)?;
@@ -498,27 +499,6 @@ impl Tensor {
                 total_weight,
             }),
         ))
-    }
-
-    /// Writes each row's logsumexp of the contiguous `[rows, classes]` `x`.
-    fn lse_rows(&self, x: &Tensor, lse: &Tensor, rows: usize, classes: usize) -> Result<()> {
-        if rows == 0 {
-            return Ok(());
-        }
-        launch(lse, &[x], |be| {
-            be.nn(NnKernel::CrossEntropy {
-                lse: &lse.arg(),
-                nll: None,
-                smooth: None,
-                wt: None,
-                logits: &x.arg(),
-                target: None,
-                weight: None,
-                ignore_index: 0,
-                rows,
-                classes,
-            })
-        })
     }
 
     /// The gradient of class-index [`Tensor::cross_entropy`] with respect
