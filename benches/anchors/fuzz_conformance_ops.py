@@ -808,7 +808,7 @@ def fam_pow(c):
         return
     b = scal(r, "pow")
     e = c.operand(shape, dt, ints=(-2, 4), lo=-3, hi=3)
-    try_step(c, "pow", [b, e], None)
+    try_step(c, "pow", [b, e], "dtype" if dt == "bool" and "bool" in b else None)
 
 
 def try_step(c, op, args, err):

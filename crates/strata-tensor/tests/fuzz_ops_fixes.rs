@@ -17,10 +17,7 @@ fn gather_and_scatter_add_take_int32_indices() -> Result<()> {
     let i32_idx = Tensor::from_slice(&[2i32, 0, 1, 1], &[2, 2], CPU)?;
     let i64_idx = i32_idx.to_dtype(DType::I64)?;
     assert_eq!(f64s(&x.gather(1, &i32_idx)?), vec![3.0, 1.0, 5.0, 5.0]);
-    assert_eq!(
-        f64s(&x.gather(1, &i32_idx)?),
-        f64s(&x.gather(1, &i64_idx)?)
-    );
+    assert_eq!(f64s(&x.gather(1, &i32_idx)?), f64s(&x.gather(1, &i64_idx)?));
     let src = Tensor::from_slice(&[10.0f32, 20.0, 30.0, 40.0], &[2, 2], CPU)?;
     // Row 0 adds 10 at col 2 and 20 at col 0; row 1 adds 30 + 40 at col 1.
     assert_eq!(
@@ -112,7 +109,10 @@ fn mse_loss_promotes_after_broadcasting() -> Result<()> {
     let i = Tensor::from_slice(&[1.0f32, 2.0], &[2], CPU)?;
     let tg = Tensor::from_slice(&[0.0f32, 0.0, 1.0, 1.0], &[2, 2], CPU)?;
     let w = Tensor::from_slice(&[1.0f32, 3.0], &[2], CPU)?;
-    assert_eq!(f64s(&i.mse_loss(&tg, Reduction::Mean, Some(&w))?), vec![4.0]);
+    assert_eq!(
+        f64s(&i.mse_loss(&tg, Reduction::Mean, Some(&w))?),
+        vec![4.0]
+    );
     Ok(())
 }
 
@@ -175,5 +175,24 @@ fn cross_entropy_of_rows_of_huge_logits_does_not_cancel() -> Result<()> {
         let l = f64s(&x.cross_entropy(&p, args)?)[0];
         assert!((l - 2f64.ln()).abs() < 1e-6, "{smoothing}: {l}");
     }
+    Ok(())
+}
+
+#[test]
+fn bool_tensor_to_a_bool_scalar_power() -> Result<()> {
+    let b = Tensor::from_slice(&[true, false], &[2], CPU)?;
+    assert_eq!(b.pow(true)?.to_vec::<bool>()?, vec![true, false]);
+    assert_eq!(b.pow(false)?.to_vec::<bool>()?, vec![true, true]);
+    let c = b.deep_clone()?;
+    c.pow_(false)?;
+    assert_eq!(c.to_vec::<bool>()?, vec![true, true]);
+    // A bool tensor exponent is still rejected, and so is a bool base.
+    assert!(matches!(b.pow(&b), Err(TensorError::DType { .. })));
+    assert!(matches!(
+        Tensor::scalar_pow(true, &b),
+        Err(TensorError::DType { .. })
+    ));
+    // An int scalar promotes to i64.
+    assert_eq!(b.pow(2)?.to_vec::<i64>()?, vec![1, 0]);
     Ok(())
 }

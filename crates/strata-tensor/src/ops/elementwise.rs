@@ -207,7 +207,12 @@ impl Tensor {
                 }
                 compute
             }
-            BinaryDTypes::NoBoolCompute if compute == DType::Bool => {
+            // PyTorch allows a bool tensor to a bool scalar power (x^true =
+            // x, x^false = true), though not to a bool tensor power.
+            BinaryDTypes::NoBoolCompute
+                if compute == DType::Bool
+                    && !(op == BinaryOp::Pow && matches!(b, Operand::Scalar(_))) =>
+            {
                 return Err(TensorError::unsupported(name, compute))
             }
             BinaryDTypes::NoBoolCompute => compute,

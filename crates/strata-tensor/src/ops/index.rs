@@ -47,6 +47,16 @@ fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
     }
 }
 
+/// gather's and scatter_add's index must be int64 or int32 unless it is
+/// empty (PyTorch 2.15 accepts an empty index of any dtype there).
+fn check_gather_index(op: &'static str, index: &Tensor) -> Result<()> {
+    if index.numel() == 0 {
+        Ok(())
+    } else {
+        check_index_dtype(op, index)
+    }
+}
+
 /// Every value of `index` must lie in `[0, size)` (negative ones do not wrap).
 pub(crate) fn check_index_range(op: &'static str, index: &Tensor, size: usize) -> Result<()> {
     if index.numel() == 0 {
@@ -155,7 +165,7 @@ impl Tensor {
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "gather";
         same_device(OP, self, index)?;
-        check_index_dtype(OP, index)?;
+        check_gather_index(OP, index)?;
         // The kernel reads int64 indices.
         let index = &index.to_dtype(DType::I64)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
@@ -227,7 +237,7 @@ impl Tensor {
     ) -> Result<()> {
         same_device(op, self, index)?;
         same_device(op, self, src)?;
-        check_index_dtype(op, index)?;
+        check_gather_index(op, index)?;
         if src.dtype() != self.dtype() {
             return Err(TensorError::dtype(
                 op,

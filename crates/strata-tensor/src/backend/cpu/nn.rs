@@ -480,7 +480,13 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
             let l = m + ls;
             wrf(lse, r, l);
             // -log p_c = l - x(c), computed without cancelling m.
-            let nlp = |c: usize| if m.is_finite() { ls - (x(c) - m) } else { l - x(c) };
+            let nlp = |c: usize| {
+                if m.is_finite() {
+                    ls - (x(c) - m)
+                } else {
+                    l - x(c)
+                }
+            };
             if let Some(t) = target {
                 let ti = rd_index(DType::I64, index_base(t), r as isize);
                 let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
