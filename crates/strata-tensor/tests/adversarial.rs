@@ -1271,8 +1271,8 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             }
             let index = index_tensor(iv, &ishape, *idt)?;
             let t = guarded(&[&index], || x.gather(*d, &index))?;
-            // PyTorch's rule: an int64 index unless it is empty.
-            assert!(index.numel() == 0 || index.dtype() == DType::I64);
+            // PyTorch 2.15's rule: an int64 or int32 index unless it is empty.
+            assert!(index.numel() == 0 || matches!(index.dtype(), DType::I64 | DType::I32));
             if x.ndim() > 0 {
                 let dim = if *d < 0 { *d + x.ndim() as i64 } else { *d } as usize;
                 let (xs, is, got) = (x.to_scalars()?, index.to_scalars()?, t.to_scalars()?);
@@ -1299,7 +1299,7 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
                     x.scatter_add(*d, &index, &src)
                 }
             })?;
-            assert!(index.numel() == 0 || index.dtype() == DType::I64);
+            assert!(index.numel() == 0 || matches!(index.dtype(), DType::I64 | DType::I32));
             // Reference: each index position adds 1 (src is ones) at its
             // target; exact in every dtype for these small counts.
             let modest = before.iter().all(|v| v.to_f64().abs() < 1e6);
@@ -2045,17 +2045,24 @@ fn the_newer_ops_examples_are_typed_errors_or_correct() {
             .unwrap()
             .expand(&[1 << 40, 1 << 40, 0, 2, 2])
             .unwrap();
-        // gather and scatter_add take an int64 index unless it is empty
-        // (PyTorch's check); int32 was accepted.
+        // gather and scatter_add take an int64 or int32 index (PyTorch
+        // 2.15, FORMAT.md section 7.2), any dtype when it is empty; a float
+        // index with elements is rejected.
         let m = Tensor::arange(0.0, 6.0, 1.0, None, cpu)
             .unwrap()
             .reshape(&[2, 3])
             .unwrap();
         let i32_index = Tensor::from_slice(&[0i32, 2], &[2, 1], cpu).unwrap();
-        let r = m.gather(1, &i32_index);
-        assert!(matches!(r, Err(TensorError::DType { .. })), "{r:?}");
+        let r = m.gather(1, &i32_index).unwrap();
+        assert_eq!(r.to_vec::<f32>().unwrap(), vec![0.0, 5.0]);
         let src = Tensor::ones(&[2, 1], DType::F32, cpu).unwrap();
-        let r = m.scatter_add(1, &i32_index, &src);
+        let r = m.scatter_add(1, &i32_index, &src).unwrap();
+        assert_eq!(
+            r.to_vec::<f32>().unwrap(),
+            vec![1.0, 1.0, 2.0, 3.0, 4.0, 6.0]
+        );
+        let f_index = Tensor::from_slice(&[0.0f32, 2.0], &[2, 1], cpu).unwrap();
+        let r = m.gather(1, &f_index);
         assert!(matches!(r, Err(TensorError::DType { .. })), "{r:?}");
         let none = Tensor::zeros(&[2, 0], DType::I32, cpu).unwrap();
         assert_eq!(m.gather(1, &none).unwrap().shape(), &[2, 0]);

@@ -380,7 +380,13 @@ fn run_step(
             let n = args[0].as_i64().unwrap();
             let m = arg(args, 1).map(|v| v.as_i64().unwrap());
             if n < 0 || m.is_some_and(|m| m < 0) {
-                return Err("negative eye size (strata's eye takes usize)".into());
+                // strata's eye takes usize sizes, so a negative size cannot
+                // reach it; FORMAT.md section 6 makes it a `shape` error,
+                // which is what a binding passing i64 sizes would raise.
+                return Ok(Err(TensorError::Shape {
+                    op: "eye",
+                    msg: format!("negative size: n = {n}, m = {m:?}"),
+                }));
             }
             one(Tensor::eye(
                 n as usize,

@@ -207,8 +207,11 @@ impl Tensor {
                 return Err(TensorError::dtype(name, why));
             }
         }
-        let no_bool_kernel =
-            matches!(op.dtypes(), BinaryDTypes::NoBoolCompute) && compute == DType::Bool;
+        // PyTorch allows a bool tensor to a bool scalar power (x^true = x,
+        // x^false = true), though not to a bool tensor power.
+        let no_bool_kernel = matches!(op.dtypes(), BinaryDTypes::NoBoolCompute)
+            && compute == DType::Bool
+            && !(op == BinaryOp::Pow && matches!(b, Operand::Scalar(_)));
         let compute = match op.dtypes() {
             BinaryDTypes::Float if !compute.is_float() => DType::F32,
             _ => compute,

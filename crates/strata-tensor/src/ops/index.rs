@@ -47,20 +47,13 @@ fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
     }
 }
 
-/// gather's and scatter_add's index must be int64 unless it is empty
-/// (PyTorch's `scatter_gather_dtype_check`; index_select and embedding also
-/// take int32).
-fn check_long_index(op: &'static str, index: &Tensor) -> Result<()> {
-    if index.numel() == 0 || index.dtype() == DType::I64 {
+/// gather's and scatter_add's index must be int64 or int32 unless it is
+/// empty (PyTorch 2.15 accepts an empty index of any dtype there).
+fn check_gather_index(op: &'static str, index: &Tensor) -> Result<()> {
+    if index.numel() == 0 {
         Ok(())
     } else {
-        Err(TensorError::dtype(
-            op,
-            format!(
-                "expected dtype int64 for index, got {}; convert it with to_dtype(DType::I64)",
-                index.dtype()
-            ),
-        ))
+        check_index_dtype(op, index)
     }
 }
 
@@ -166,12 +159,15 @@ impl Tensor {
     }
 
     /// `torch.gather(self, dim, index)`: `out[i][j] = self[i][index[i][j]]`
-    /// (for dim 1), with index's shape. index (int64 unless empty, as in
-    /// PyTorch) has self's rank and is no larger than self on the other dims.
+    /// (for dim 1), with index's shape. index (int64 or int32, as in
+    /// PyTorch 2.15) has self's rank and is no larger than self on the other
+    /// dims.
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "gather";
         same_device(OP, self, index)?;
-        check_long_index(OP, index)?;
+        check_gather_index(OP, index)?;
+        // The kernel reads int64 indices.
+        let index = &index.to_dtype(DType::I64)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
         let (x, idx) = if self.ndim() == 0 && index.ndim() <= 1 {
             (self.reshape(&[1])?, index.reshape(&[-1])?)
@@ -214,7 +210,7 @@ impl Tensor {
 
     /// `torch.scatter_add(self, dim, index, src)`: a copy of self to which
     /// `src[i][j]` is added at `[i][index[i][j]]` (dim 1) for every position
-    /// of index (int64 unless empty, as in PyTorch). Repeated indices
+    /// of index (int64 or int32, as in PyTorch 2.15). Repeated indices
     /// accumulate.
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.scatter_add_checks("scatter_add", dim, index, src)?;
@@ -241,7 +237,7 @@ impl Tensor {
     ) -> Result<()> {
         same_device(op, self, index)?;
         same_device(op, self, src)?;
-        check_long_index(op, index)?;
+        check_gather_index(op, index)?;
         if src.dtype() != self.dtype() {
             return Err(TensorError::dtype(
                 op,
@@ -306,6 +302,8 @@ impl Tensor {
         if index.same_storage(self) {
             index = index.deep_clone()?;
         }
+        // The kernel reads int64 indices (an int32 index is a fresh copy).
+        let index = index.to_dtype(DType::I64)?;
         if index.numel() == 0 {
             return Ok(());
         }
@@ -319,10 +317,13 @@ impl Tensor {
             (self.clone(), index, src)
         };
         // GPUs add with atomics, which exist for f32, f64, i32 and i64:
-        // narrower dtypes accumulate in a wider copy (wrapping and or-ing
-        // come back with the narrowing conversion).
+        // narrower dtypes accumulate in a wider copy there (wrapping and
+        // or-ing come back with the narrowing conversion).
+        // f16/bf16 accumulate in f32 on every device and round once per
+        // element, as PyTorch's CPU kernel does (2048 + 1 + 1 is 2050 in
+        // f16, not 2048).
         let wide = match (this.device(), this.dtype()) {
-            (Device::Cuda(_), DType::F16 | DType::BF16) => Some(DType::F32),
+            (_, DType::F16 | DType::BF16) => Some(DType::F32),
             (Device::Cuda(_), DType::U8 | DType::Bool) => Some(DType::I32),
             _ => None,
         };

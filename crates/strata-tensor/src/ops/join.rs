@@ -82,8 +82,8 @@ impl Tensor {
         let skipped = |t: &Tensor| t.ndim() == 1 && t.numel() == 0;
         let kept: Vec<&Tensor> = tensors.iter().copied().filter(|t| !skipped(t)).collect();
         let Some(reference) = kept.first() else {
-            // Every input is an empty 1-D tensor.
-            normalize_dim(OP, dim, 1)?;
+            // Every input is an empty 1-D tensor: PyTorch's legacy wrap
+            // leaves the dim unchecked (any dim gives the empty result).
             return Tensor::empty(&[0], dtype, first.device());
         };
         let d = normalize_dim_strict(OP, dim, reference.ndim())?;
@@ -219,16 +219,17 @@ impl Tensor {
     /// `chunks` empty pieces (at most [`MAX_PIECES`]).
     pub fn chunk(&self, chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
         const OP: &str = "chunk";
-        if chunks <= 0 {
-            return Err(TensorError::value(
-                OP,
-                format!("chunk expects a positive number of chunks, got {chunks}"),
-            ));
-        }
+        // PyTorch's order: the rank, then the count, then the dim.
         if self.ndim() == 0 {
             return Err(TensorError::shape(
                 OP,
                 "chunk expects at least a 1-D tensor",
+            ));
+        }
+        if chunks <= 0 {
+            return Err(TensorError::value(
+                OP,
+                format!("chunk expects a positive number of chunks, got {chunks}"),
             ));
         }
         let d = normalize_dim(OP, dim, self.ndim())?;

@@ -260,8 +260,12 @@ impl Tensor {
                     ),
                 ));
             }
-            let ok = t.dtype() == self.dtype()
-                || (t.dtype() == DType::F32 && matches!(self.dtype(), DType::F16 | DType::BF16));
+            // Weight and bias share one dtype: x's, or f32 beside f16/bf16 x
+            // (PyTorch rejects an f16 weight beside an f32 bias, and the
+            // reverse).
+            let ok = (t.dtype() == self.dtype()
+                || (t.dtype() == DType::F32 && matches!(self.dtype(), DType::F16 | DType::BF16)))
+                && wdt.is_none_or(|d| d == t.dtype());
             if !ok {
                 return Err(TensorError::dtype(
                     OP,
@@ -439,10 +443,11 @@ impl Tensor {
                     ),
                 ));
             }
-            self.lse_rows(&x, &lse, rows, classes)?;
             let (p, _, _) = class_rows(OP, &target.to_dtype(acc)?)?;
             let p = p.mul(1.0 - eps)?.add(eps / classes as f64)?;
-            let logp = x.to_dtype(acc)?.sub(&lse.unsqueeze(1)?)?;
+            // log_softmax subtracts the row maximum before the log-sum, so
+            // x - lse does not cancel on rows of large logits.
+            let logp = x.to_dtype(acc)?.log_softmax(1, None)?;
             let mut t = p.mul(&logp)?;
             if let Some(w) = &w {
                 t = t.mul(&w.to_dtype(acc)?)?;
@@ -494,27 +499,6 @@ impl Tensor {
                 total_weight,
             }),
         ))
-    }
-
-    /// Writes each row's logsumexp of the contiguous `[rows, classes]` `x`.
-    fn lse_rows(&self, x: &Tensor, lse: &Tensor, rows: usize, classes: usize) -> Result<()> {
-        if rows == 0 {
-            return Ok(());
-        }
-        launch(lse, &[x], |be| {
-            be.nn(NnKernel::CrossEntropy {
-                lse: &lse.arg(),
-                nll: None,
-                smooth: None,
-                wt: None,
-                logits: &x.arg(),
-                target: None,
-                weight: None,
-                ignore_index: 0,
-                rows,
-                classes,
-            })
-        })
     }
 
     /// The gradient of class-index [`Tensor::cross_entropy`] with respect
@@ -598,8 +582,9 @@ impl Tensor {
     }
 
     /// `F.mse_loss(self, target, reduction, weight)`: `(x - y)²` with
-    /// broadcasting and promotion (integer operands rejected); with a weight
-    /// of self's shape, `w·(x - y)²` and a weighted mean.
+    /// broadcasting and promotion (two integer operands rejected); with a
+    /// weight of self's shape, `w·(x - y)²` (any dtypes, as PyTorch's
+    /// composition) and the weighted mean `Σ w·(x - y)² / Σ w`.
     pub fn mse_loss(
         &self,
         target: &Tensor,
@@ -608,13 +593,19 @@ impl Tensor {
     ) -> Result<Tensor> {
         const OP: &str = "mse_loss";
         same_device(OP, self, target)?;
-        for t in [Some(self), Some(target), weight].into_iter().flatten() {
-            if !t.dtype().is_float() {
-                return Err(TensorError::dtype(
-                    OP,
-                    format!("mse_loss needs floating-point operands, got {}", t.dtype()),
-                ));
-            }
+        // PyTorch's kernel needs a float promoted dtype (an integer operand
+        // beside a float one is fine); with a weight, F.mse_loss composes
+        // sub, pow and mul instead, whose own dtype rules apply.
+        let promoted = self.dtype().promote(target.dtype());
+        if weight.is_none() && !promoted.is_float() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "mse_loss needs a floating-point operand, got {} and {}",
+                    self.dtype(),
+                    target.dtype()
+                ),
+            ));
         }
         broadcast_shapes(OP, self.shape(), target.shape())?;
         if let Some(w) = weight {
@@ -629,7 +620,10 @@ impl Tensor {
                 ));
             }
         }
-        let d = self.sub(target)?;
+        // PyTorch broadcasts input and target before anything else, so a
+        // 0-d operand beside a dimensioned one promotes as a dimensioned one
+        // (f16 [3] with a bf16 0-d target gives f32).
+        let d = self.to_dtype(promoted)?.sub(&target.to_dtype(promoted)?)?;
         let mut sq = d.mul(&d)?;
         if let Some(w) = weight {
             sq = sq.mul(w)?;
@@ -638,13 +632,9 @@ impl Tensor {
             (Reduction::None, _) => Ok(sq),
             (Reduction::Sum, _) => sq.sum(None, false),
             (Reduction::Mean, None) => sq.mean(None, false),
-            (Reduction::Mean, Some(w)) => {
-                let ws = w
-                    .to_dtype(sq.dtype())?
-                    .broadcast_to(sq.shape())?
-                    .sum(None, false)?;
-                sq.sum(None, false)?.div(&ws)
-            }
+            // Σ w·(x - y)² / Σ w, the second sum over the weight itself (of
+            // input's shape, even where the target broadcasts it larger).
+            (Reduction::Mean, Some(w)) => sq.sum(None, false)?.div(&w.sum(None, false)?),
         }
     }
 

@@ -218,8 +218,9 @@ impl Tensor {
     /// number of reduced elements (PyTorch's `torch.var(x, dim, correction=,
     /// keepdim=)`; `correction` 1 is Bessel's correction, 0 the population
     /// variance, fractional and negative values are allowed). A zero divisor
-    /// gives inf, or NaN for 0/0. Float dtypes only; f16/bf16 compute in f32
-    /// and round once.
+    /// gives inf, or NaN for 0/0; no element at all (N = 0) gives NaN.
+    /// Float dtypes only; f32 and bf16 accumulate in f64 (as PyTorch on the
+    /// CPU), f16 in f32, and round once.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -260,13 +261,25 @@ impl Tensor {
                 format!("{name} needs a float dtype, got {}", self.dtype()),
             ));
         }
-        let (rdims, _) = self.reduced_dims(name, dims, keepdim)?;
+        let (rdims, out_shape) = self.reduced_dims(name, dims, keepdim)?;
         // Saturating: the reduced dims of an empty view may multiply past usize
         // (their count is then irrelevant: the result is empty).
         let n = rdims
             .iter()
             .fold(1usize, |a, &d| a.saturating_mul(self.shape()[d]));
-        let x = self.to_dtype(compute_dtype(self.dtype()))?;
+        if n == 0 {
+            // The mean of nothing is NaN, and so is every statistic built on
+            // it, whatever the correction (PyTorch: also 0 - (-1) = 1).
+            return Tensor::full(&out_shape, f64::NAN, self.dtype(), self.device());
+        }
+        // f32 and bf16 accumulate in f64, as PyTorch's CPU kernel does: the
+        // squared deviations of values beyond ~1.8e19 overflow f32, while
+        // their std (and an f64 reference) is finite. f16 squares fit f32.
+        let wide = match self.dtype() {
+            DType::F16 => DType::F32,
+            _ => DType::F64,
+        };
+        let x = self.to_dtype(wide)?;
         let d64: Vec<i64> = rdims.iter().map(|&d| d as i64).collect();
         // A 0-d tensor reduces no dim (`d64` empty): `None` then means "all",
         // which is none there too.
@@ -285,7 +298,8 @@ impl Tensor {
     /// and bool inputs compute in f32; f16/bf16 compute in f32 and round once.
     ///
     /// An empty `dims` list reduces every dim with `keepdim` and fails with
-    /// [`TensorError::Broadcast`] without it (PyTorch's behaviour).
+    /// [`TensorError::Broadcast`] without it (PyTorch's behaviour), except
+    /// for 0-d and empty inputs, which reduce to 0-d.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -295,6 +309,15 @@ impl Tensor {
     /// ```
     pub fn logsumexp(&self, dims: &[i64], keepdim: bool) -> Result<Tensor> {
         if dims.is_empty() && !keepdim {
+            if self.ndim() == 0 {
+                return self.logsumexp(&[0], false);
+            }
+            if self.numel() == 0 {
+                // PyTorch's path for empty inputs sums with the empty list,
+                // which reduces every dim to a 0-d -inf.
+                let all: Vec<i64> = (0..self.ndim() as i64).collect();
+                return self.logsumexp(&all, false);
+            }
             // PyTorch reduces every dim with keepdim, then cannot squeeze the
             // kept dims into the 0-d result it wants without keepdim.
             return Err(TensorError::Broadcast {

@@ -432,21 +432,26 @@ fn layer_norm_params<T: Real>(k: &NnKernel) {
 }
 
 /// log Σ exp over a row, with PyTorch's special values.
-fn logsumexp(row: impl Iterator<Item = f64> + Clone) -> f64 {
+/// A row's logsumexp as `(m, s)`, `m + s` the value: m the maximum, s =
+/// log(sum(exp(x - m))) (NaN if any element is NaN or m is +inf; m = -inf
+/// and s = 0 for an all -inf row). `x - lse` as `(x - m) - s` keeps what
+/// `m + s` rounds away when |m| is large (a row [-1e30, -1e30] has
+/// log-probabilities -log 2, not 0).
+fn max_and_log_sum(row: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
     let mut m = f64::NEG_INFINITY;
     for v in row.clone() {
         if v.is_nan() {
-            return f64::NAN;
+            return (f64::NAN, f64::NAN);
         }
         m = m.max(v);
     }
     if m == f64::INFINITY {
-        return f64::NAN;
+        return (f64::NAN, f64::NAN);
     }
     if m == f64::NEG_INFINITY {
-        return m;
+        return (m, 0.0);
     }
-    m + row.map(|v| (v - m).exp()).sum::<f64>().ln()
+    (m, row.map(|v| (v - m).exp()).sum::<f64>().ln())
 }
 
 fn cross_entropy<T: Real>(k: &NnKernel) {
@@ -471,8 +476,17 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
         // [0, classes) or equal ignore_index.
         unsafe {
             let x = |c: usize| rd(px, (r * classes + c) as isize).f();
-            let l = logsumexp((0..classes).map(x));
+            let (m, ls) = max_and_log_sum((0..classes).map(x));
+            let l = m + ls;
             wrf(lse, r, l);
+            // -log p_c = l - x(c), computed without cancelling m.
+            let nlp = |c: usize| {
+                if m.is_finite() {
+                    ls - (x(c) - m)
+                } else {
+                    l - x(c)
+                }
+            };
             if let Some(t) = target {
                 let ti = rd_index(DType::I64, index_base(t), r as isize);
                 let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
@@ -481,11 +495,11 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
                 } else {
                     let tu = ti as usize;
                     let s = if smooth.is_some() {
-                        (0..classes).map(|c| w(c) * (l - x(c))).sum()
+                        (0..classes).map(|c| w(c) * nlp(c)).sum()
                     } else {
                         0.0
                     };
-                    (w(tu) * (l - x(tu)), s, w(tu))
+                    (w(tu) * nlp(tu), s, w(tu))
                 };
                 if let Some(a) = nll {
                     wrf(a, r, n);

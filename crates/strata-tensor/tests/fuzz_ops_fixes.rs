@@ -1,0 +1,198 @@
+//! Disagreements with PyTorch 2.15 that the random programs of
+//! `benches/anchors/fuzz_conformance_ops.py` (conformance/fuzz_ops.json)
+//! found, one test each, with the answers worked out by hand (and checked
+//! against PyTorch on the CPU).
+
+use strata_tensor::{DType, Device, Reduction, Result, Tensor, TensorError};
+
+const CPU: Device = Device::Cpu;
+
+fn f64s(t: &Tensor) -> Vec<f64> {
+    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn gather_and_scatter_add_take_int32_indices() -> Result<()> {
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3], CPU)?;
+    let i32_idx = Tensor::from_slice(&[2i32, 0, 1, 1], &[2, 2], CPU)?;
+    let i64_idx = i32_idx.to_dtype(DType::I64)?;
+    assert_eq!(f64s(&x.gather(1, &i32_idx)?), vec![3.0, 1.0, 5.0, 5.0]);
+    assert_eq!(f64s(&x.gather(1, &i32_idx)?), f64s(&x.gather(1, &i64_idx)?));
+    let src = Tensor::from_slice(&[10.0f32, 20.0, 30.0, 40.0], &[2, 2], CPU)?;
+    // Row 0 adds 10 at col 2 and 20 at col 0; row 1 adds 30 + 40 at col 1.
+    assert_eq!(
+        f64s(&x.scatter_add(1, &i32_idx, &src)?),
+        vec![21.0, 2.0, 13.0, 4.0, 75.0, 6.0]
+    );
+    let y = x.deep_clone()?;
+    y.scatter_add_(1, &i32_idx, &src)?;
+    assert_eq!(f64s(&y), vec![21.0, 2.0, 13.0, 4.0, 75.0, 6.0]);
+    // Other index dtypes are still rejected.
+    let f = Tensor::from_slice(&[0.0f32, 1.0], &[1, 2], CPU)?;
+    assert!(matches!(x.gather(1, &f), Err(TensorError::DType { .. })));
+    Ok(())
+}
+
+#[test]
+fn scatter_add_of_half_types_rounds_once_per_element() -> Result<()> {
+    for dt in [DType::F16, DType::BF16] {
+        // 2048 (f16) / 256 (bf16) + 1 + 1: one add at a time would round
+        // each +1 away (the spacing there is 2); PyTorch gives +2.
+        let base = if dt == DType::F16 { 2048.0 } else { 256.0 };
+        let x = Tensor::from_slice(&[base, 0.0], &[2], CPU)?.to_dtype(dt)?;
+        let idx = Tensor::from_slice(&[0i64, 0], &[2], CPU)?;
+        let src = Tensor::from_slice(&[1.0f64, 1.0], &[2], CPU)?.to_dtype(dt)?;
+        assert_eq!(f64s(&x.scatter_add(0, &idx, &src)?), vec![base + 2.0, 0.0]);
+    }
+    Ok(())
+}
+
+#[test]
+fn var_and_std_of_nothing_are_nan_and_of_huge_values_finite() -> Result<()> {
+    let e = Tensor::zeros(&[3, 0], DType::F32, CPU)?;
+    for c in [-1.0, -0.5, 0.0, 1.0] {
+        let v = f64s(&e.var(Some(&[1]), c, false)?);
+        assert!(v.len() == 3 && v.iter().all(|x| x.is_nan()), "{c}: {v:?}");
+    }
+    // [1e30, -1e30, 2]: mean 2/3, the squared deviations sum to 2e60
+    // (beyond f32), var 1e60 (inf in f32), std 1e30 (finite).
+    for dt in [DType::F32, DType::BF16] {
+        let x = Tensor::from_slice(&[1e30f64, -1e30, 2.0], &[3], CPU)?.to_dtype(dt)?;
+        let want = f64s(&x)[0];
+        let s = f64s(&x.std(None, 1.0, false)?)[0];
+        assert!((s - want).abs() <= want * 1e-2, "{dt}: std {s}");
+        assert_eq!(f64s(&x.var(None, 1.0, false)?)[0], f64::INFINITY);
+    }
+    Ok(())
+}
+
+#[test]
+fn logsumexp_with_no_dims_of_empty_and_0d_inputs() -> Result<()> {
+    let e = Tensor::zeros(&[2, 0], DType::I64, CPU)?;
+    let r = e.logsumexp(&[], false)?;
+    assert_eq!(r.shape(), &[] as &[usize]);
+    assert_eq!(r.dtype(), DType::F32);
+    assert_eq!(f64s(&r), vec![f64::NEG_INFINITY]);
+    let s = Tensor::from_slice(&[1.5f64], &[], CPU)?;
+    assert_eq!(f64s(&s.logsumexp(&[], false)?), vec![1.5]);
+    // A non-empty tensor still fails, as in PyTorch.
+    let a = Tensor::ones(&[2, 3], DType::F32, CPU)?;
+    assert!(matches!(
+        a.logsumexp(&[], false),
+        Err(TensorError::Broadcast { .. })
+    ));
+    Ok(())
+}
+
+#[test]
+fn mse_loss_promotes_after_broadcasting() -> Result<()> {
+    // An integer operand beside a float one is fine.
+    let x = Tensor::from_slice(&[1.5f32, 2.0, 0.0], &[3], CPU)?;
+    let t = Tensor::from_slice(&[1i64, 5, 3], &[3], CPU)?;
+    // (0.25 + 9 + 9) / 3
+    let m = f64s(&x.mse_loss(&t, Reduction::Mean, None)?)[0];
+    assert!((m - 18.25 / 3.0).abs() < 1e-6);
+    let ti = t.to_dtype(DType::I32)?;
+    assert!(matches!(
+        ti.mse_loss(&ti, Reduction::Mean, None),
+        Err(TensorError::DType { .. })
+    ));
+    // f16 [3] against a bf16 0-d target: both dimensioned after the
+    // broadcast, so f16 with bf16 gives f32.
+    let h = Tensor::from_slice(&[1.0f64, 2.0, 3.0], &[3], CPU)?.to_dtype(DType::F16)?;
+    let b = Tensor::from_slice(&[0.5f64], &[], CPU)?.to_dtype(DType::BF16)?;
+    assert_eq!(h.mse_loss(&b, Reduction::Sum, None)?.dtype(), DType::F32);
+    // A weighted mean divides by the weight's own sum, not by the sum of
+    // the weight broadcast to the target's larger shape:
+    // input [1, 2], target [[0, 0], [1, 1]], weight [1, 3]:
+    // Σ w·d² = (1·1 + 3·4) + (1·0 + 3·1) = 16, Σ w = 4.
+    let i = Tensor::from_slice(&[1.0f32, 2.0], &[2], CPU)?;
+    let tg = Tensor::from_slice(&[0.0f32, 0.0, 1.0, 1.0], &[2, 2], CPU)?;
+    let w = Tensor::from_slice(&[1.0f32, 3.0], &[2], CPU)?;
+    assert_eq!(
+        f64s(&i.mse_loss(&tg, Reduction::Mean, Some(&w))?),
+        vec![4.0]
+    );
+    Ok(())
+}
+
+#[test]
+fn layer_norm_parameters_share_one_dtype() -> Result<()> {
+    let x = Tensor::ones(&[2, 3], DType::F16, CPU)?;
+    let w16 = Tensor::ones(&[3], DType::F16, CPU)?;
+    let b32 = Tensor::zeros(&[3], DType::F32, CPU)?;
+    let w32 = Tensor::ones(&[3], DType::F32, CPU)?;
+    let b16 = Tensor::zeros(&[3], DType::F16, CPU)?;
+    for (w, b) in [(&w16, &b32), (&w32, &b16)] {
+        assert!(matches!(
+            x.layer_norm(&[3], Some(w), Some(b), 1e-5),
+            Err(TensorError::DType { .. })
+        ));
+    }
+    assert_eq!(
+        x.layer_norm(&[3], Some(&w32), Some(&b32), 1e-5)?.dtype(),
+        DType::F16
+    );
+    assert!(x.layer_norm(&[3], Some(&w16), Some(&b16), 1e-5).is_ok());
+    Ok(())
+}
+
+#[test]
+fn argument_checks_in_pytorchs_order_and_empty_edge_cases() -> Result<()> {
+    // chunk checks the rank before the count.
+    let s = Tensor::from_slice(&[1.0f32], &[], CPU)?;
+    assert!(matches!(s.chunk(-1, 0), Err(TensorError::Shape { .. })));
+    // cat of nothing but empty 1-D tensors ignores the dim.
+    let e = Tensor::zeros(&[0], DType::I32, CPU)?;
+    for d in [-2, 0, 5] {
+        assert_eq!(Tensor::cat(&[&e], d)?.shape(), &[0]);
+    }
+    // In-place ops on an empty expanded tensor write nothing and succeed.
+    let z = Tensor::zeros(&[0, 1], DType::F32, CPU)?.expand(&[0, 3])?;
+    z.erf_()?;
+    z.pow_(2.0)?;
+    Ok(())
+}
+
+#[test]
+fn cross_entropy_of_rows_of_huge_logits_does_not_cancel() -> Result<()> {
+    use strata_tensor::CrossEntropyArgs;
+    // Row [-1e30, -1e30]: both classes have probability 1/2, so the loss
+    // is log 2, though logsumexp = -1e30 + log 2 rounds to -1e30.
+    let x = Tensor::from_slice(&[-1e30f32, -1e30], &[1, 2], CPU)?;
+    let t = Tensor::from_slice(&[1i64], &[1], CPU)?;
+    for smoothing in [0.0, 0.25] {
+        let args = CrossEntropyArgs {
+            weight: None,
+            ignore_index: -100,
+            reduction: Reduction::Sum,
+            label_smoothing: smoothing,
+        };
+        let l = f64s(&x.cross_entropy(&t, args)?)[0];
+        assert!((l - 2f64.ln()).abs() < 1e-6, "{smoothing}: {l}");
+        // The same with probability targets.
+        let p = Tensor::from_slice(&[0.0f32, 1.0], &[1, 2], CPU)?;
+        let l = f64s(&x.cross_entropy(&p, args)?)[0];
+        assert!((l - 2f64.ln()).abs() < 1e-6, "{smoothing}: {l}");
+    }
+    Ok(())
+}
+
+#[test]
+fn bool_tensor_to_a_bool_scalar_power() -> Result<()> {
+    let b = Tensor::from_slice(&[true, false], &[2], CPU)?;
+    assert_eq!(b.pow(true)?.to_vec::<bool>()?, vec![true, false]);
+    assert_eq!(b.pow(false)?.to_vec::<bool>()?, vec![true, true]);
+    let c = b.deep_clone()?;
+    c.pow_(false)?;
+    assert_eq!(c.to_vec::<bool>()?, vec![true, true]);
+    // A bool tensor exponent is still rejected, and so is a bool base.
+    assert!(matches!(b.pow(&b), Err(TensorError::DType { .. })));
+    assert!(matches!(
+        Tensor::scalar_pow(true, &b),
+        Err(TensorError::DType { .. })
+    ));
+    // An int scalar promotes to i64.
+    assert_eq!(b.pow(2)?.to_vec::<i64>()?, vec![1, 0]);
+    Ok(())
+}
