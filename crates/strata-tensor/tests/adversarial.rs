@@ -1378,7 +1378,9 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
         NewOp::Where(bits, v, cdt) => {
             let c = mask(*bits, x.shape()).to_dtype(*cdt)?;
             let t = guarded(&[&c], || Tensor::where_cond(&c, *v, x))?;
-            assert_eq!(*cdt, DType::Bool);
+            // A u8 condition is accepted too, nonzero meaning true (PyTorch's
+            // quirk, FORMAT.md section 7.1); every other dtype is an error.
+            assert!(matches!(*cdt, DType::Bool | DType::U8), "where with {cdt:?}");
             let (cs, xs, got) = (c.to_scalars()?, x.to_scalars()?, t.to_scalars()?);
             for i in 0..got.len() {
                 let want = if cs[i].to_f64() != 0.0 {
