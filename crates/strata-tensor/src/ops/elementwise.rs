@@ -229,6 +229,21 @@ impl Tensor {
             Operand::Tensor(t) => vec![t.clone()],
             Operand::Scalar(_) => vec![],
         };
+        // Checked before the in-place checks, as PyTorch does (an expanded
+        // integer tensor's pow_(-1) is a value error, not an overlap).
+        if op == BinaryOp::Pow && !compute.is_float() {
+            if let Operand::Scalar(Scalar::Int(e)) = b {
+                if e < 0 {
+                    return Err(TensorError::value(
+                        name,
+                        format!(
+                            "integers to negative integer powers are not allowed (exponent {e}); \
+                             use a float exponent or convert the tensor to a float dtype"
+                        ),
+                    ));
+                }
+            }
+        }
         if inplace {
             if shape != self.shape() {
                 return Err(TensorError::InPlaceBroadcast {
@@ -247,19 +262,6 @@ impl Tensor {
                 ));
             }
             check_inplace(name, self, &mut inputs)?;
-        }
-        if op == BinaryOp::Pow && !compute.is_float() {
-            if let Operand::Scalar(Scalar::Int(e)) = b {
-                if e < 0 {
-                    return Err(TensorError::value(
-                        name,
-                        format!(
-                            "integers to negative integer powers are not allowed (exponent {e}); \
-                             use a float exponent or convert the tensor to a float dtype"
-                        ),
-                    ));
-                }
-            }
         }
         if matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor) && !compute.is_float() {
             let zero = match (&b, inputs.first()) {
