@@ -196,3 +196,29 @@ fn bool_tensor_to_a_bool_scalar_power() -> Result<()> {
     assert_eq!(b.pow(2)?.to_vec::<i64>()?, vec![1, 0]);
     Ok(())
 }
+
+#[test]
+fn smoothed_cross_entropy_reduces_both_parts_before_mixing() -> Result<()> {
+    use strata_tensor::CrossEntropyArgs;
+    // The only target that is not ignored has weight -0.0, so Σ w = -0.0:
+    // L = 0/0 = NaN, while S/0 is infinite; (1 - ε)·L + (ε/C)·S is NaN.
+    let x = Tensor::from_slice(&[3.625f64, -1.375, 0.5, 0.875], &[2, 2], CPU)?;
+    let t = Tensor::from_slice(&[1i64, 0], &[2], CPU)?;
+    let w = Tensor::from_slice(&[-0.0f64, 0.375], &[2], CPU)?;
+    let args = CrossEntropyArgs {
+        weight: Some(&w),
+        ignore_index: 1,
+        reduction: Reduction::Mean,
+        label_smoothing: 0.5,
+    };
+    assert!(f64s(&x.cross_entropy(&t, args)?)[0].is_nan());
+    Ok(())
+}
+
+#[test]
+fn integer_pow_to_a_negative_scalar_is_a_value_error_before_overlap() -> Result<()> {
+    let x = Tensor::from_slice(&[6i64, -1, 2], &[3], CPU)?.expand(&[2, 3])?;
+    assert!(matches!(x.pow_(-1), Err(TensorError::Value { .. })));
+    assert!(matches!(x.pow_(2), Err(TensorError::Overlap { .. })));
+    Ok(())
+}

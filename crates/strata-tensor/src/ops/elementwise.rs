@@ -225,6 +225,21 @@ impl Tensor {
             Operand::Tensor(t) => vec![t.clone()],
             Operand::Scalar(_) => vec![],
         };
+        // Checked before the in-place checks, as PyTorch does (an expanded
+        // integer tensor's pow_(-1) is a value error, not an overlap).
+        if op == BinaryOp::Pow && !compute.is_float() {
+            if let Operand::Scalar(Scalar::Int(e)) = b {
+                if e < 0 {
+                    return Err(TensorError::value(
+                        name,
+                        format!(
+                            "integers to negative integer powers are not allowed (exponent {e}); \
+                             use a float exponent or convert the tensor to a float dtype"
+                        ),
+                    ));
+                }
+            }
+        }
         if inplace {
             check_inplace(name, self, &mut inputs)?;
         }
@@ -249,19 +264,6 @@ impl Tensor {
         }
         if no_bool_kernel {
             return Err(TensorError::unsupported(name, compute));
-        }
-        if op == BinaryOp::Pow && !compute.is_float() {
-            if let Operand::Scalar(Scalar::Int(e)) = b {
-                if e < 0 {
-                    return Err(TensorError::value(
-                        name,
-                        format!(
-                            "integers to negative integer powers are not allowed (exponent {e}); \
-                             use a float exponent or convert the tensor to a float dtype"
-                        ),
-                    ));
-                }
-            }
         }
         if matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor) && !compute.is_float() {
             let zero = match (&b, inputs.first()) {

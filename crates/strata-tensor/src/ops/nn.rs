@@ -482,15 +482,21 @@ impl Tensor {
                 })
             })?;
         }
-        let per = if eps > 0.0 {
-            nll.mul(1.0 - eps)?
-                .add(&smooth.mul(eps / classes as f64)?)?
-        } else {
-            nll
-        };
         let total_weight = wt.sum(None, false)?;
-        let shaped = per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
-        let loss = reduce_loss(&shaped, args.reduction, &total_weight)?.to_dtype(self.dtype())?;
+        let shape: Vec<i64> = rows_shape.iter().map(|&s| s as i64).collect();
+        let nll_loss = reduce_loss(&nll.reshape(&shape)?, args.reduction, &total_weight)?;
+        // (1 - ε)·L + (ε / C)·S with L and S each reduced first, as PyTorch
+        // does: a zero total weight gives NaN for L's 0/0 even where S/0 is
+        // infinite.
+        let loss = if eps > 0.0 {
+            let s = reduce_loss(&smooth.reshape(&shape)?, args.reduction, &total_weight)?;
+            nll_loss
+                .mul(1.0 - eps)?
+                .add(&s.mul(eps / classes as f64)?)?
+        } else {
+            nll_loss
+        };
+        let loss = loss.to_dtype(self.dtype())?;
         Ok((
             loss,
             Some(CrossEntropySaved {
