@@ -1380,7 +1380,10 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             let t = guarded(&[&c], || Tensor::where_cond(&c, *v, x))?;
             // A u8 condition is accepted too, nonzero meaning true (PyTorch's
             // quirk, FORMAT.md section 7.1); every other dtype is an error.
-            assert!(matches!(*cdt, DType::Bool | DType::U8), "where with {cdt:?}");
+            assert!(
+                matches!(*cdt, DType::Bool | DType::U8),
+                "where with {cdt:?}"
+            );
             let (cs, xs, got) = (c.to_scalars()?, x.to_scalars()?, t.to_scalars()?);
             for i in 0..got.len() {
                 let want = if cs[i].to_f64() != 0.0 {
