@@ -18,9 +18,15 @@ impl Var {
         let data: Vec<&Tensor> = tensors.iter().map(|v| v.data()).collect();
         let out = Tensor::cat(&data, dim)?;
         // Where each input sits along the dim (skipped empty 1-D inputs: nowhere).
+        // The output's dim. `Tensor::cat` ignores an out-of-range dim only
+        // when every input is an empty 1-D tensor (as PyTorch does); the
+        // output is then 1-D and empty, and its one dim holds them all.
+        let nd = out.ndim() as i64;
+        let d = match if dim < 0 { dim + nd } else { dim } {
+            d if (0..nd).contains(&d) => d,
+            _ => 0,
+        };
         let metas: Vec<CatPart> = {
-            let nd = out.ndim() as i64;
-            let d = if dim < 0 { dim + nd } else { dim };
             let mut at = 0i64;
             tensors
                 .iter()
@@ -37,8 +43,6 @@ impl Var {
                 })
                 .collect()
         };
-        let nd = out.ndim() as i64;
-        let d = if dim < 0 { dim + nd } else { dim };
         let inputs: Vec<Option<&Var>> = tensors.iter().map(|v| Some(*v)).collect();
         let f = formula(move |g, _s, needs| {
             metas
@@ -105,5 +109,23 @@ impl Var {
                 self.narrow(d, at - len, len)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_tensor::{DType, Device};
+
+    #[test]
+    fn cat_of_empty_1d_inputs_ignores_an_out_of_range_dim_and_backpropagates() {
+        let a = Var::parameter(Tensor::zeros(&[0], DType::F32, Device::Cpu).unwrap()).unwrap();
+        let b = Var::parameter(Tensor::zeros(&[0], DType::F32, Device::Cpu).unwrap()).unwrap();
+        for dim in [3, -2, i64::MAX, i64::MIN] {
+            let out = Var::cat(&[&a, &b], dim).unwrap();
+            assert_eq!(out.shape(), &[0]);
+            out.sum(None, false).unwrap().backward().unwrap();
+            assert_eq!(a.grad().unwrap().shape(), &[0]);
+        }
     }
 }
