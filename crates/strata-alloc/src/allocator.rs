@@ -365,16 +365,14 @@ impl CachingAllocator {
         let mut guard = self.state.lock();
         let st = &mut *guard;
         self.check_live(st, &raw)?;
-        // The loading phase ends with the first free of a block of a page or
-        // more (the margin's floor, expandable.rs): a smaller free is a
-        // temporary that gives no page back.
-        if st.blocks[raw.block].size >= self.page {
-            st.freed_a_page = true;
-        }
         let id = raw.block;
         let b = &mut st.blocks[id];
         b.allocated = false;
         let (size, pool, s) = (b.size, b.pool.stat(), b.stream);
+        // The loading phase ends with the first free of a block of a page or
+        // more (the margin's floor, expandable.rs): a smaller free is a
+        // temporary that gives no page back.
+        st.freed_a_page |= size >= self.page;
         st.stats.allocation.decrease(pool, 1);
         st.stats.allocated_bytes.decrease(pool, size as i64);
         st.streams[s as usize].allocated_shrank(size);

@@ -77,6 +77,24 @@ pub(crate) fn arange_plan(
         }
         Ok(d as usize)
     };
+    // The checks of a range given in floats: finite bounds, then a nonzero
+    // step whose sign agrees with the bounds.
+    let finite = |s: f64, e: f64| -> Result<()> {
+        if s.is_finite() && e.is_finite() {
+            Ok(())
+        } else {
+            Err(unsupported_range(start, end))
+        }
+    };
+    let step_agrees = |s: f64, e: f64, st: f64| -> Result<()> {
+        if st == 0.0 || st.is_nan() {
+            return Err(step_zero());
+        }
+        if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
+            return Err(inconsistent());
+        }
+        Ok(())
+    };
     if !dtype.is_float() && !all_int {
         // PyTorch 2.15 with a float argument: the checks and the length use
         // the values as given (f64), the elements are trunc(start) + i *
@@ -85,15 +103,8 @@ pub(crate) fn arange_plan(
         // `arange(0, 5, 0.5, i64)` ten zeros (2.11 truncated first: [0, 1, 2]
         // and a zero-step error).
         let (sf, ef, stf) = (start.to_f64(), end.to_f64(), step.to_f64());
-        if !(sf.is_finite() && ef.is_finite()) {
-            return Err(unsupported_range(start, end));
-        }
-        if stf == 0.0 || stf.is_nan() {
-            return Err(step_zero());
-        }
-        if (stf > 0.0 && ef < sf) || (stf < 0.0 && ef > sf) {
-            return Err(inconsistent());
-        }
+        finite(sf, ef)?;
+        step_agrees(sf, ef, stf)?;
         let len = float_len()?;
         return Ok(ArangePlan {
             dtype,
@@ -138,28 +149,15 @@ pub(crate) fn arange_plan(
             // The bounds are checked as given (PyTorch 2.11 accepts
             // `arange(0, 1e39, 1e38, dtype=f16)`: ten elements, all but the
             // first rounding to inf); the sequence is computed in f32.
-            if !(s.is_finite() && e.is_finite()) {
-                return Err(unsupported_range(start, end));
-            }
+            finite(s, e)?;
             let (s, e, st) = (s as f32, e as f32, st as f32);
-            if st == 0.0 || st.is_nan() {
-                return Err(step_zero());
-            }
-            if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-                return Err(inconsistent());
-            }
+            // f32 values widen exactly: the same comparisons as in f32.
+            step_agrees(f64::from(s), f64::from(e), f64::from(st))?;
             Sequence::Float32Range { start: s, step: st }
         }
         _ => {
-            if !(s.is_finite() && e.is_finite()) {
-                return Err(unsupported_range(start, end));
-            }
-            if st == 0.0 || st.is_nan() {
-                return Err(step_zero());
-            }
-            if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
-                return Err(inconsistent());
-            }
+            finite(s, e)?;
+            step_agrees(s, e, st)?;
             Sequence::FloatRange { start: s, step: st }
         }
     };
