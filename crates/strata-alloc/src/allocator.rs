@@ -630,11 +630,16 @@ impl CachingAllocator {
         let stats = &mut st.stats;
         stats.allocation.increase(pool, 1);
         stats.allocated_bytes.increase(pool, size as i64);
+        let now_allocated = stats.allocated_bytes.all().current as u64;
         stats.active.increase(pool, 1);
         stats.active_bytes.increase(pool, size as i64);
         stats.requested_bytes.increase(pool, orig as i64);
         if oversize {
             stats.oversize_allocations.increase(1);
+        }
+        if now_allocated > st.allocated_high {
+            st.allocated_high = now_allocated;
+            st.allocated_high_at = st.free_clock;
         }
         if st.history.enabled() {
             let stream = st.streams[s as usize].handle;

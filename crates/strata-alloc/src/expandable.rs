@@ -182,7 +182,15 @@ impl ExpandableSpace<'_> {
         } else {
             ss.allocated_peak_at
         };
-        let repetition = st.repeats.recurs(context, peak, now, stream_peak_at);
+        // When the workload's peak was set: now, if this request raises it.
+        let (high, high_at) = if allocated.current as u64 + rounded > st.allocated_high {
+            (allocated.current as u64 + rounded, now)
+        } else {
+            (st.allocated_high, st.allocated_high_at)
+        };
+        let repetition = st
+            .repeats
+            .recurs(context, high, high_at, now, stream_peak_at);
         let mut hold = repetition != Repetition::None;
         let weak = repetition == Repetition::Weak;
         // What holding may take reserved memory to: the hold limit for a

@@ -139,6 +139,12 @@ pub(crate) struct State {
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
+    /// The highest figure allocated bytes ever reached (device-wide; never
+    /// reset, unlike the statistics' peak) and the free clock when they last
+    /// rose to it: when the workload's peak was set, for the hold-or-move
+    /// rule (`repeats.rs`).
+    pub allocated_high: u64,
+    pub allocated_high_at: u64,
     /// Whether an allocation of at least one page (the expandable segments'
     /// granularity) has been freed yet (the margin of expandable segments
     /// keeps its full floor until then).
@@ -174,6 +180,8 @@ impl State {
             repeats: Repeats::default(),
             history: History::default(),
             free_clock: 0,
+            allocated_high: 0,
+            allocated_high_at: 0,
             freed_a_page: false,
         }
     }

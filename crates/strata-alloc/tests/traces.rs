@@ -41,6 +41,9 @@ struct Trace {
     slots: usize,
     streams: usize,
     stats: HashMap<String, i64>,
+    /// PyTorch's `segment_alloc` events (address, size), in order: the
+    /// addresses its device handed out.
+    segments: Vec<(u64, u64)>,
 }
 
 fn traces_dir() -> Option<PathBuf> {
@@ -69,6 +72,7 @@ fn load(path: &std::path::Path) -> Trace {
     let mut slots = 0;
     let mut streams: Vec<u64> = Vec::new();
     let mut ops = Vec::new();
+    let mut segments = Vec::new();
     for e in v["events"].as_array().expect("events") {
         let (action, addr, size, stream) = (
             e[0].as_str().unwrap(),
@@ -101,6 +105,7 @@ fn load(path: &std::path::Path) -> Trace {
                 vacant.push(slot);
                 ops.push(Op::Free { slot });
             }
+            "segment_alloc" => segments.push((addr, size)),
             _ => {}
         }
     }
@@ -117,6 +122,7 @@ fn load(path: &std::path::Path) -> Trace {
         slots,
         streams: streams.len(),
         stats,
+        segments,
     }
 }
 
@@ -139,7 +145,14 @@ fn hold_bound(peak_allocated: i64) -> i64 {
 }
 
 fn replay(t: &Trace, conf: &str, passes: usize) -> Replay {
-    let drv = Arc::new(SimDriver::h100().with_auto_complete_events());
+    // The device hands out the addresses PyTorch's device did (the order of
+    // equal free blocks depends on them); they only matter to ordinary
+    // segments.
+    let drv = Arc::new(
+        SimDriver::h100()
+            .with_auto_complete_events()
+            .with_malloc_addresses(t.segments.iter().copied()),
+    );
     let streams: Vec<StreamId> = (0..t.streams)
         .map(|i| {
             if i == 0 {
@@ -474,6 +487,7 @@ impl Builder {
             slots: self.slots,
             streams: self.streams,
             stats: HashMap::new(),
+            segments: Vec::new(),
         }
     }
 }

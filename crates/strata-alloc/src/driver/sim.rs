@@ -34,6 +34,9 @@ struct SimState {
     next_event: u64,
     next_stream: u64,
     fail_allocations: u64,
+    /// Addresses `malloc` hands out first, in order (see
+    /// [`SimDriver::with_malloc_addresses`]).
+    planned: std::collections::VecDeque<(DevicePtr, u64)>,
     fail_calls: HashMap<&'static str, u64>,
     calls: BTreeMap<&'static str, u64>,
 }
@@ -86,6 +89,27 @@ impl SimDriver {
     /// infinitely fast), for replays that do not study cross-stream timing.
     pub fn with_auto_complete_events(mut self) -> SimDriver {
         self.auto_complete_events = true;
+        self
+    }
+
+    /// Makes `malloc` hand out these addresses, in order, to calls of the
+    /// listed sizes, as the recording device did: a replay of a PyTorch trace
+    /// then sees the same address order as PyTorch did, so that ties between
+    /// equal free blocks (the lowest address wins) fall the same way. A call
+    /// whose size differs from the next planned one, or whose planned range
+    /// would overlap a live segment, gets an address of the simulator's own.
+    ///
+    /// ```
+    /// use strata_alloc::driver::{sim::SimDriver, Driver};
+    /// let d = SimDriver::h100().with_malloc_addresses([(0x7fc0_0000_0000, 4096)]);
+    /// assert_eq!(d.malloc(4096).unwrap(), 0x7fc0_0000_0000);
+    /// assert_ne!(d.malloc(4096).unwrap(), 0x7fc0_0000_0000);
+    /// ```
+    pub fn with_malloc_addresses(
+        self,
+        plan: impl IntoIterator<Item = (DevicePtr, u64)>,
+    ) -> SimDriver {
+        self.state.lock().planned = plan.into_iter().collect();
         self
     }
 
@@ -324,7 +348,21 @@ impl Driver for SimDriver {
         let mut s = self.state.lock();
         self.enter(&mut s, "malloc")?;
         self.take_memory(&mut s, size)?;
-        let p = Self::bump(&mut s, size, 512);
+        let planned = match s.planned.front() {
+            Some(&(at, len)) if len == size => {
+                s.planned.pop_front();
+                let overlaps = s
+                    .segments
+                    .iter()
+                    .any(|(&b, &l)| b < at + size && at < b + l)
+                    || s.reservations
+                        .iter()
+                        .any(|(&b, &l)| b < at + size && at < b + l);
+                (!overlaps && at != 0).then_some(at)
+            }
+            _ => None,
+        };
+        let p = planned.unwrap_or_else(|| Self::bump(&mut s, size, 512));
         s.segments.insert(p, size);
         Ok(p)
     }
