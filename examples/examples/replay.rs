@@ -50,6 +50,9 @@ struct Trace {
     streams: Vec<u64>,
     torch_peak_reserved: Option<i64>,
     torch_device_allocs: Option<i64>,
+    /// The addresses PyTorch's device gave its segments (`segment_alloc`), in
+    /// order, with their sizes.
+    segments: Vec<(u64, u64)>,
 }
 
 fn load(path: &str) -> Result<Trace, String> {
@@ -71,6 +74,7 @@ fn load(path: &str) -> Result<Trace, String> {
     let mut slots = 0u32;
     let mut streams: Vec<u64> = Vec::new();
     let mut ops = Vec::with_capacity(t.events.len());
+    let mut segments = Vec::new();
     for (action, addr, size, stream) in &t.events {
         match action.as_str() {
             "alloc" => {
@@ -101,6 +105,7 @@ fn load(path: &str) -> Result<Trace, String> {
                 vacant.push(slot);
                 ops.push(Op::Free { slot });
             }
+            "segment_alloc" => segments.push((*addr, *size)),
             _ => {}
         }
     }
@@ -113,6 +118,7 @@ fn load(path: &str) -> Result<Trace, String> {
         ops,
         slots: slots as usize,
         streams,
+        segments,
     })
 }
 
@@ -194,11 +200,17 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-fn driver(device: &str) -> Result<Arc<dyn Driver>, String> {
+fn driver(device: &str, t: &Trace) -> Result<Arc<dyn Driver>, String> {
     match device {
         // The trace's frees already come after the device finished with each
-        // block, so the simulated device completes every event at once.
-        "sim" => Ok(Arc::new(SimDriver::h100().with_auto_complete_events())),
+        // block, so the simulated device completes every event at once; it
+        // hands out the addresses PyTorch's device gave its segments, which
+        // decide ties between equal free blocks (the lowest address wins).
+        "sim" => Ok(Arc::new(
+            SimDriver::h100()
+                .with_auto_complete_events()
+                .with_malloc_addresses(t.segments.iter().copied()),
+        )),
         "cuda" => open_cuda(),
         other => Err(format!("unknown --device '{other}': use sim or cuda")),
     }
@@ -222,7 +234,7 @@ fn run() -> Result<(), String> {
     };
     for path in &args.files {
         let t = load(path)?;
-        let drv = driver(&args.device)?;
+        let drv = driver(&args.device, &t)?;
         let streams: Vec<StreamId> = t
             .streams
             .iter()
