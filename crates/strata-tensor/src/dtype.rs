@@ -181,6 +181,47 @@ pub trait Element: Copy + Send + Sync + PartialOrd + fmt::Debug + 'static {
     /// Converts a scalar with PyTorch's cast rules (float to int truncates,
     /// integers wrap, anything to bool is `!= 0`, f64/i64 to f16/bf16 go through f32).
     fn from_scalar(s: Scalar) -> Self;
+    /// `a / b` rounded toward zero as PyTorch's kernel for two tensors of
+    /// this dtype computes it: f16 and bf16 round the quotient to the dtype
+    /// and truncate that; the others are [`Arith::div_trunc`].
+    #[doc(hidden)]
+    #[inline(always)]
+    fn div_trunc_elem(a: Self::Acc, b: Self::Acc) -> Self::Acc {
+        a.div_trunc(b)
+    }
+    /// Floor division as PyTorch's kernel for two tensors of this dtype
+    /// computes it: f16 and bf16 run [`Arith::div_floor`]'s algorithm with
+    /// every step an operation of the dtype (each intermediate rounded to
+    /// it); the others are [`Arith::div_floor`].
+    #[doc(hidden)]
+    #[inline(always)]
+    fn div_floor_elem(a: Self::Acc, b: Self::Acc) -> Self::Acc {
+        a.div_floor(b)
+    }
+}
+
+/// PyTorch's `div_floor_floating` on f16/bf16 operands (widened to f32):
+/// each step is an operation of the half dtype, so `r` (rounding an f32 to
+/// that dtype and back) follows every one. The remainder is exact.
+#[inline]
+fn half_div_floor(a: f32, b: f32, r: impl Fn(f32) -> f32) -> f32 {
+    if b == 0.0 {
+        return a / b;
+    }
+    let m = r(a % b);
+    let mut div = r(r(a - m) / b);
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div = r(div - 1.0);
+    }
+    if div != 0.0 {
+        let mut fl = div.floor();
+        if r(div - fl) > 0.5 {
+            fl = r(fl + 1.0);
+        }
+        fl
+    } else {
+        0.0f32.copysign(r(a / b))
+    }
 }
 
 /// Arithmetic of a computation type. Integer arithmetic wraps; operations a
@@ -520,6 +561,14 @@ macro_rules! half_element {
                     Scalar::Int(i) => <$t>::from_f32(i as f32),
                     Scalar::Float(f) => <$t>::from_f32(f as f32),
                 }
+            }
+            #[inline(always)]
+            fn div_trunc_elem(a: f32, b: f32) -> f32 {
+                <$t>::from_f32(a / b).to_f32().trunc()
+            }
+            #[inline]
+            fn div_floor_elem(a: f32, b: f32) -> f32 {
+                half_div_floor(a, b, |x| <$t>::from_f32(x).to_f32())
             }
         }
     };

@@ -2793,3 +2793,188 @@ fn vectorised_transposes_match_cpu() -> Result<()> {
     }
     Ok(())
 }
+
+/// The values of `t` as f64 bits, every NaN one pattern: bit-for-bit
+/// comparisons of f16/bf16 results.
+fn bits(t: &Tensor) -> Vec<u64> {
+    let v = t.to(Device::Cpu).unwrap().to_dtype(DType::F64).unwrap();
+    v.to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn half_division_rounding_matches_cpu_bit_for_bit() -> Result<()> {
+    let dev = gpu();
+    let mut rng = Rng(0xd1f);
+    for dtype in [DType::F16, DType::BF16] {
+        // Every bit pattern is possible (NaN, ±inf, ±0, subnormals).
+        let mut pattern = |n: usize| -> Result<Tensor> {
+            let w: Vec<u16> = (0..n).map(|_| rng.next() as u16).collect();
+            Ok(match dtype {
+                DType::F16 => Tensor::from_vec(
+                    w.iter().map(|&b| half::f16::from_bits(b)).collect(),
+                    &[n],
+                    Device::Cpu,
+                )?,
+                _ => Tensor::from_vec(
+                    w.iter().map(|&b| half::bf16::from_bits(b)).collect(),
+                    &[n],
+                    Device::Cpu,
+                )?,
+            })
+        };
+        let (a, b) = (pattern(64 * 1031)?, pattern(64 * 1031)?);
+        let (a, b) = (a.reshape(&[64, 1031])?, b.reshape(&[64, 1031])?);
+        let (ga, gb) = (a.to(dev)?, b.to(dev)?);
+        let modes = [None, Some(RoundingMode::Trunc), Some(RoundingMode::Floor)];
+        let div = |x: &Tensor, y: &Tensor, m: Option<RoundingMode>| match m {
+            Some(m) => x.div_mode(y, m),
+            None => x.div(y),
+        };
+        for m in modes {
+            let what = format!("{dtype} {m:?}");
+            assert_eq!(bits(&div(&a, &b, m)?), bits(&div(&ga, &gb, m)?), "{what}");
+            // Transposed operands (the strided kernels).
+            let (at, bt) = (a.t()?, b.t()?);
+            assert_eq!(
+                bits(&div(&at, &bt, m)?),
+                bits(&div(&ga.t()?, &gb.t()?, m)?),
+                "{what} transposed"
+            );
+            // Divisors of one element: 0-d of several dtypes, [1], a
+            // broadcast column, and a scalar.
+            for (k, x) in [0.1f64, -3.3, 1000003.0, 0.0].into_iter().enumerate() {
+                let mut ones = vec![
+                    Tensor::scalar(x, dtype, Device::Cpu)?,
+                    Tensor::scalar(x, DType::F32, Device::Cpu)?,
+                    Tensor::scalar(x, DType::F64, Device::Cpu)?,
+                    Tensor::scalar(x as i64, DType::I64, Device::Cpu)?,
+                    Tensor::scalar(x, dtype, Device::Cpu)?.reshape(&[1, 1])?,
+                ];
+                ones.push(ones[0].reshape(&[1, 1])?.expand(&[64, 1])?);
+                for (j, o) in ones.iter().enumerate() {
+                    let w = format!("{what} divisor {k}/{j}");
+                    assert_eq!(
+                        bits(&div(&a, o, m)?),
+                        bits(&div(&ga, &o.to(dev)?, m)?),
+                        "{w}"
+                    );
+                    let (c, gc) = (a.deep_clone()?, ga.deep_clone()?);
+                    match m {
+                        Some(m) => {
+                            c.div_mode_(o, m)?;
+                            gc.div_mode_(&o.to(dev)?, m)?;
+                        }
+                        None => {
+                            c.div_(o)?;
+                            gc.div_(&o.to(dev)?)?;
+                        }
+                    }
+                    assert_eq!(bits(&c), bits(&gc), "{w} in place");
+                }
+                let (r, gr) = match m {
+                    Some(m) => (a.div_mode(x, m)?, ga.div_mode(x, m)?),
+                    None => (a.div(x)?, ga.div(x)?),
+                };
+                assert_eq!(bits(&r), bits(&gr), "{what} scalar {x}");
+            }
+        }
+    }
+    // PyTorch's answers (tests/div_and_cross_entropy.rs has the snippets).
+    let bf = |v: &[f32]| -> Result<Tensor> {
+        let v: Vec<half::bf16> = v.iter().map(|&x| half::bf16::from_f32(x)).collect();
+        Tensor::from_vec(v, &[5], Device::Cpu)?.to(dev)
+    };
+    let (a, b) = (
+        bf(&[1., 3., 23., 56., -1.])?,
+        bf(&[0.1, 0.3, 0.7, 3.3, 0.1])?,
+    );
+    let got = a.div_mode(&b, RoundingMode::Trunc)?.to_dtype(DType::F64)?;
+    assert_eq!(
+        got.to(Device::Cpu)?.to_vec::<f64>()?,
+        [10., 10., 33., 17., -10.]
+    );
+    let (a, b) = (
+        bf(&[26., 67., 66., 134., -26.])?,
+        bf(&[0.1, 0.3, 0.7, 1.1, 0.1])?,
+    );
+    let got = a.div_mode(&b, RoundingMode::Floor)?.to_dtype(DType::F64)?;
+    assert_eq!(
+        got.to(Device::Cpu)?.to_vec::<f64>()?,
+        [258., 223., 93., 120., -260.]
+    );
+    let a = bf(&[1., 2., 3., 26., 28.])?;
+    let b0 = Tensor::scalar(0.1, DType::BF16, dev)?;
+    for m in [RoundingMode::Trunc, RoundingMode::Floor] {
+        let got = a.div_mode(&b0, m)?.to_dtype(DType::F64)?;
+        assert_eq!(
+            got.to(Device::Cpu)?.to_vec::<f64>()?,
+            [9., 19., 29., 260., 280.]
+        );
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn cross_entropy_of_huge_logits_matches_cpu() -> Result<()> {
+    use strata_tensor::{CrossEntropyArgs, Reduction};
+    let dev = gpu();
+    // Class counts of each forward kernel: warp rows (2, 1000), block rows
+    // (5000) and the online kernel beyond 8192 (9000).
+    for c in [2usize, 1000, 5000, 9000] {
+        for dtype in [DType::F32, DType::F64, DType::BF16] {
+            // Row r: base[r] + small offsets, base ±1e30 (the offsets vanish:
+            // equal logits) or 3e4 (offsets of 1/8 survive in f32).
+            let bases = [-1e30, 1e30, 3e4, -3e4];
+            let mut v = Vec::with_capacity(bases.len() * c);
+            for (r, &base) in bases.iter().enumerate() {
+                v.extend((0..c).map(|j| base + ((j * 7 + r) % 13) as f64 / 8.0));
+            }
+            let x = Tensor::from_vec(v, &[bases.len(), c], Device::Cpu)?.to_dtype(dtype)?;
+            let t = Tensor::from_vec(vec![0i64, (c - 1) as i64, 1, -100], &[4], Device::Cpu)?;
+            let w = Tensor::rand(&[c], dtype, c as u64, Device::Cpu)?.add(0.5)?;
+            let (gx, gt, gw) = (x.to(dev)?, t.to(dev)?, w.to(dev)?);
+            for (red, smooth, weighted) in [
+                (Reduction::None, 0.0, false),
+                (Reduction::None, 0.1, true),
+                (Reduction::Mean, 0.1, false),
+            ] {
+                let args = CrossEntropyArgs {
+                    weight: weighted.then_some(&w),
+                    reduction: red,
+                    label_smoothing: smooth,
+                    ..Default::default()
+                };
+                let gargs = CrossEntropyArgs {
+                    weight: weighted.then_some(&gw),
+                    ..args
+                };
+                let what = format!("[4, {c}] {dtype} {red:?} eps {smooth} weight {weighted}");
+                let (l, s) = x.cross_entropy_forward(&t, args)?;
+                let (gl, gs) = gx.cross_entropy_forward(&gt, gargs)?;
+                assert_sum(&format!("{what} loss"), &l, &gl);
+                let (s, gs) = (s.unwrap(), gs.unwrap());
+                assert_sum(&format!("{what} lse"), &s.lse, &gs.lse);
+                // Rows of equal logits: -log p = log C whatever the magnitude.
+                if matches!(red, Reduction::None) && !weighted {
+                    let got = gl.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()?;
+                    let tol = if dtype == DType::BF16 { 1e-2 } else { 1e-5 };
+                    for (r, &l) in got[..2].iter().enumerate() {
+                        let want = (c as f64).ln();
+                        assert!((l - want).abs() <= tol * want, "{what} row {r}: {l}");
+                    }
+                }
+                let g = Tensor::ones(l.shape(), l.dtype(), Device::Cpu)?;
+                let dx = x.cross_entropy_backward(&g, &s, args)?;
+                let gdx = gx.cross_entropy_backward(&g.to(dev)?, &gs, gargs)?;
+                assert_sum(&format!("{what} grad"), &dx, &gdx);
+            }
+        }
+    }
+    Ok(())
+}

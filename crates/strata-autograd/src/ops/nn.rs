@@ -4,7 +4,9 @@
 //! * `layer_norm` saves the input, the weight (if any) and the per-row mean
 //!   and rstd (Acc dtype, one value each per row); its backward is the fused
 //!   kernels of strata-tensor.
-//! * `cross_entropy` (class targets) saves the per-row logsumexp, the i64
+//! * `cross_entropy` (class targets) saves the per-row logsumexp (as the row
+//!   max and the log of the sum of exponentials above it, two values a row, so
+//!   that rows of huge logits keep the log-sum), the i64
 //!   targets and the 0-d total weight, plus the logits it differentiates
 //!   with respect to (PyTorch's `log_softmax` output is logits-sized too);
 //!   the backward recomputes softmax − one-hot on the fly.

@@ -91,13 +91,17 @@ pub(crate) enum NnKernel<'a> {
         parts: usize,
     },
     /// The fused log-softmax + NLL forward over the rows of the contiguous
-    /// `[rows, classes]` `logits` (float). Writes `lse[r] = log Σ_c
-    /// exp(x[r, c])` (Acc; NaN for a row holding NaN or +inf, -inf for an
-    /// all -inf row). With `target` (i64, `[rows]`) it also writes, for rows
-    /// whose target is not `ignore_index`: `nll[r] = w[t] * (lse - x[r, t])`,
-    /// `smooth[r] = Σ_c w[c] * (lse - x[r, c])` and `wt[r] = w[t]` (w = 1
-    /// without `weight`, a contiguous `[classes]` of logits' dtype), and 0 in
-    /// all three for ignored rows. No probability is written anywhere.
+    /// `[rows, classes]` `logits` (float). Writes the row's logsumexp in two
+    /// parts (Acc, contiguous `[rows, 2]`): `lse[2r] = m`, the row's
+    /// maximum, and `lse[2r + 1] = s = log Σ_c exp(x[r, c] - m)` (both NaN
+    /// for a row holding NaN or +inf; m = -inf and s = 0 for an all -inf
+    /// row). With `target` (i64, `[rows]`) it also writes, for rows whose
+    /// target is not `ignore_index`: `nll[r] = w[t] * (s - (x[r, t] - m))`,
+    /// `smooth[r] = Σ_c w[c] * (s - (x[r, c] - m))` and `wt[r] = w[t]` (w =
+    /// 1 without `weight`, a contiguous `[classes]` of logits' dtype), and 0
+    /// in all three for ignored rows: `-log p` is formed from `x - m`, never
+    /// from `x - (m + s)`, which cancels when |m| is huge. No probability
+    /// is written anywhere.
     CrossEntropy {
         lse: &'a Arg<'a>,
         nll: Option<&'a Arg<'a>>,
@@ -111,9 +115,10 @@ pub(crate) enum NnKernel<'a> {
         classes: usize,
     },
     /// The fused backward: `dx[r, c] = coef[r] * ((1 - eps) * w[t] * (p - [c
-    /// == t]) + (eps / C) * (W * p - w[c]))` with `p = exp(x[r, c] - lse[r])`
-    /// recomputed on the fly and `W = Σ_c w[c]`; 0 for ignored rows. `coef`
-    /// is Acc `[rows]` (the upstream gradient with the reduction's scale).
+    /// == t]) + (eps / C) * (W * p - w[c]))` with `p = exp((x[r, c] - m) -
+    /// s)` recomputed on the fly from the forward's `lse` (`[rows, 2]`: m
+    /// and s) and `W = Σ_c w[c]`; 0 for ignored rows. `coef` is Acc
+    /// `[rows]` (the upstream gradient with the reduction's scale).
     CrossEntropyBackward {
         dx: &'a Arg<'a>,
         logits: &'a Arg<'a>,

@@ -183,6 +183,16 @@ pub(crate) fn launch(
     f(be)
 }
 
+/// Whether every element of `t` is one stored element (0-d, sizes of 1, or
+/// dims broadcast with stride 0): PyTorch's `TensorIterator::is_scalar` for
+/// an operand broadcast to any output shape.
+fn one_element(t: &Tensor) -> bool {
+    t.shape()
+        .iter()
+        .zip(t.strides())
+        .all(|(&n, &s)| n <= 1 || s == 0)
+}
+
 /// Rounding mode of [`Tensor::div_mode`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoundingMode {
@@ -276,13 +286,35 @@ impl Tensor {
                 return Err(TensorError::value(name, "integer division by zero"));
             }
         }
-        let a_c = self.to_dtype(compute)?;
+        // PyTorch's f16/bf16 division by a tensor of one element (0-d, or
+        // broadcast from a single element) is its kernel for a scalar
+        // divisor: the divisor's own value (a 0-d f32 or i64 divisor is not
+        // rounded to the dtype first), the quotient, trunc or floor in f32,
+        // and one rounding of the result. Computed here in f32 and
+        // converted; a true division by a divisor of the dtype itself gives
+        // the same in the dtype's kernel.
+        let kernel = match b {
+            Operand::Tensor(t)
+                if matches!(compute, DType::F16 | DType::BF16)
+                    && (matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor)
+                        || (op == BinaryOp::Div && t.dtype() != compute))
+                    && one_element(t) =>
+            {
+                DType::F32
+            }
+            _ => compute,
+        };
+        // self is converted to the compute dtype first (an i32 dividend of a
+        // bf16 divisor is rounded to bf16), the divisor straight to `kernel`.
+        let a_c = self.to_dtype(compute)?.to_dtype(kernel)?;
         let b_c = match inputs.first() {
-            Some(t) => Some(t.to_dtype(compute)?),
+            Some(t) => Some(t.to_dtype(kernel)?),
             None => None,
         };
         let target = if inplace && self.dtype() == out_dtype && a_c.same_storage(self) {
             self.clone()
+        } else if kernel != compute {
+            Tensor::empty(&shape, kernel, self.device())?
         } else {
             Tensor::empty(&shape, out_dtype, self.device())?
         };
@@ -307,6 +339,8 @@ impl Tensor {
             }
             self.bump_version();
             Ok(self.clone())
+        } else if target.dtype() != out_dtype {
+            target.to_dtype(out_dtype)
         } else {
             Ok(target)
         }

@@ -51,11 +51,16 @@ fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
 }
 
 /// What cross-entropy's forward keeps for its backward: the per-row
-/// logsumexp (Acc, `[rows]`), the class targets as i64 `[rows]`, and the
-/// mean reduction's denominator (Σ w[t] over non-ignored rows, 0-d Acc).
+/// logsumexp in two parts (Acc, `[rows, 2]`), the class targets as i64
+/// `[rows]`, and the mean reduction's denominator (Σ w[t] over non-ignored
+/// rows, 0-d Acc).
 #[derive(Clone, Debug)]
 pub struct CrossEntropySaved {
-    /// log Σ exp of each row's logits.
+    /// Each row's logsumexp as `[m, s]`: m the row's maximum, s = log Σ
+    /// exp(x - m), the logsumexp m + s. Kept apart so that the backward's
+    /// softmax exp((x - m) - s) does not lose s where |m| is huge (a row
+    /// [-1e30, -1e30] has probabilities 1/2, though m + s rounds to m). NaN
+    /// in both for a row holding NaN or +inf; `[-inf, 0]` for an all -inf row.
     pub lse: Tensor,
     /// The targets, flattened to the rows, as i64.
     pub target: Tensor,
@@ -430,7 +435,7 @@ impl Tensor {
         check_class_weight(OP, self, args.weight, classes)?;
         let rows = x.shape()[0];
         let acc = acc_dtype(self.dtype());
-        let lse = Tensor::empty(&[rows], acc, self.device())?;
+        let lse = Tensor::empty(&[rows, 2], acc, self.device())?;
         let w = args.weight.map(|w| w.contiguous()).transpose()?;
         if target.dtype().is_float() {
             if target.shape() != self.shape() {

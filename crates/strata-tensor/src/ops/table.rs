@@ -51,6 +51,14 @@
 //! `scalar` says how a scalar operand enters: `Elem` rounds it to the tensor's
 //! dtype first (PyTorch's rule for add, sub and comparisons), `Acc` keeps it at
 //! the compute type's precision (mul, div). CUDA templates use `{a}`, `{b}`.
+//!
+//! A binary `cpu` expression may name `E`, the element type whose arithmetic
+//! the op follows (`E::div_trunc_elem`): the operands' dtype for two
+//! tensors, the compute type (`Element::Acc`) for a scalar operand, as
+//! PyTorch's f16/bf16 kernels with a scalar divisor compute in f32. The CUDA
+//! templates' `{r}` is the matching suffix: `_h` / `_bf` for two f16 / bf16
+//! tensors (`rnd_bf(x)` rounds x to bf16, `divfloorf_bf` rounds every step),
+//! empty otherwise (`rnd(x)` is x).
 
 /// The unary element-wise ops.
 macro_rules! unary_op_table {
@@ -313,28 +321,32 @@ macro_rules! binary_op_table {
                         int: "sdiv<{c}, {u}>({a}, {b})"
                     }
                 }
-                /// Division rounded toward zero (`Tensor::div_mode`).
+                /// Division rounded toward zero (`Tensor::div_mode`). For two
+                /// f16/bf16 tensors the quotient is rounded to the dtype before
+                /// it is truncated; a scalar's quotient is truncated in f32.
                 DivTrunc {
                     named: div,
                     dtypes: NoBoolCompute,
                     scalar: Acc,
-                    cpu: |a, b| a.div_trunc(b),
+                    cpu: |a, b| E::div_trunc_elem(a, b),
                     cuda: {
                         bool: "({a} & {b})",
-                        float: "trunc{f}(({a}) / ({b}))",
+                        float: "trunc{f}(rnd{r}(({a}) / ({b})))",
                         u8: "udiv({a}, {b})",
                         int: "sdiv<{c}, {u}>({a}, {b})"
                     }
                 }
                 /// Division rounded toward negative infinity (`Tensor::div_mode`).
+                /// For two f16/bf16 tensors every step of PyTorch's algorithm
+                /// is rounded to the dtype; for a scalar it runs in f32.
                 DivFloor {
                     named: div,
                     dtypes: NoBoolCompute,
                     scalar: Acc,
-                    cpu: |a, b| a.div_floor(b),
+                    cpu: |a, b| E::div_floor_elem(a, b),
                     cuda: {
                         bool: "({a} & {b})",
-                        float: "divfloor{f}({a}, {b})",
+                        float: "divfloor{f}{r}({a}, {b})",
                         u8: "udiv({a}, {b})",
                         int: "sdivfloor<{c}, {u}>({a}, {b})"
                     }

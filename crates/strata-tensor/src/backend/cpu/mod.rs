@@ -90,27 +90,29 @@ macro_rules! cpu_binary {
             $C:ident { method: $cm:ident, cpu: |$ca:ident, $cb:ident| $ccpu:expr, cuda: $cc:literal }
         )* }
     ) => {
-        /// out = x op y (x and y of dtype `T`).
-        fn binary_typed<T: Element>(op: BinaryOp, out: &Arg, x: &Arg, y: &Arg)
+        /// out = x op y (x and y of dtype `E`, the rows' `E`).
+        fn binary_typed<E: Element>(op: BinaryOp, out: &Arg, x: &Arg, y: &Arg)
         where
-            T::Acc: Math,
+            E::Acc: Math,
         {
             match op {
-                $(BinaryOp::$V => map2(out, x, y, |p: T, q: T| {
+                $(BinaryOp::$V => map2(out, x, y, |p: E, q: E| {
                     let ($a, $b) = (p.to_acc(), q.to_acc());
-                    T::from_acc($cpu)
+                    E::from_acc($cpu)
                 }),)*
-                $(BinaryOp::$C => map2(out, x, y, |p: T, q: T| {
+                $(BinaryOp::$C => map2(out, x, y, |p: E, q: E| {
                     let ($ca, $cb) = (p.to_acc(), q.to_acc());
                     $ccpu
                 }),)*
             }
         }
 
-        /// out = x op s (x of dtype `T`).
-        fn binary_scalar_typed<T: Element>(op: BinaryOp, out: &Arg, x: &Arg, s: Scalar)
+        /// out = x op s (x of dtype `T`): the rows' `E` is the compute type
+        /// `T::Acc`, so no step but the last is rounded to `T`.
+        fn binary_scalar_typed<T, E>(op: BinaryOp, out: &Arg, x: &Arg, s: Scalar)
         where
-            T::Acc: Element + Math,
+            T: Element<Acc = E>,
+            E: Element<Acc = E> + Arith + Math,
         {
             let w = scalar_acc::<T>(op, s);
             match op {
@@ -213,7 +215,7 @@ impl Backend for CpuBackend {
     }
 
     fn binary_scalar(&self, op: BinaryOp, out: &Arg, a: &Arg, b: Scalar) -> Result<()> {
-        dispatch_dtype!(a.dtype, T => binary_scalar_typed::<T>(op, out, a, b));
+        dispatch_dtype!(a.dtype, T => binary_scalar_typed::<T, <T as Element>::Acc>(op, out, a, b));
         Ok(())
     }
 

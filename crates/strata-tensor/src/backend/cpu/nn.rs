@@ -477,16 +477,11 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
         unsafe {
             let x = |c: usize| rd(px, (r * classes + c) as isize).f();
             let (m, ls) = max_and_log_sum((0..classes).map(x));
-            let l = m + ls;
-            wrf(lse, r, l);
-            // -log p_c = l - x(c), computed without cancelling m.
-            let nlp = |c: usize| {
-                if m.is_finite() {
-                    ls - (x(c) - m)
-                } else {
-                    l - x(c)
-                }
-            };
+            wrf(lse, 2 * r, m);
+            wrf(lse, 2 * r + 1, ls);
+            // -log p_c = (m + ls) - x(c), computed without cancelling m (NaN
+            // for a row whose m is not finite, as (m + ls) - x(c) is).
+            let nlp = |c: usize| ls - (x(c) - m);
             if let Some(t) = target {
                 let ti = rd_index(DType::I64, index_base(t), r as isize);
                 let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
@@ -537,7 +532,7 @@ fn cross_entropy_backward<T: Real>(k: &NnKernel) {
         // SAFETY: as in `cross_entropy`.
         unsafe {
             let ti = rd_index(DType::I64, index_base(target), r as isize);
-            let (l, g) = (rdf(lse, r), rdf(coef, r));
+            let (m, ls, g) = (rdf(lse, 2 * r), rdf(lse, 2 * r + 1), rdf(coef, r));
             let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
             let wtv = if ti == ignore_index {
                 0.0
@@ -548,7 +543,8 @@ fn cross_entropy_backward<T: Real>(k: &NnKernel) {
                 let v = if ti == ignore_index {
                     0.0
                 } else {
-                    let p = (rd(px, (r * classes + c) as isize).f() - l).exp();
+                    // p = exp(x - lse) without rounding lse = m + ls.
+                    let p = ((rd(px, (r * classes + c) as isize).f() - m) - ls).exp();
                     let hot = if c as i64 == ti { 1.0 } else { 0.0 };
                     let mut v = (1.0 - smoothing) * wtv * (p - hot);
                     if smoothing != 0.0 {

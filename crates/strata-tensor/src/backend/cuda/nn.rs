@@ -9,8 +9,9 @@
 //! sums), and cross-entropy's fused log-softmax + NLL (`ce_rw*`/`ce_rb*`:
 //! the row read once into registers, max then one exp per element; `ce_fwd`
 //! beyond 8192 classes: one block per row with an online max/sum; both write
-//! only the row's logsumexp and losses; the backward recomputes softmax -
-//! one-hot on the fly from the saved logsumexp).
+//! only the row's logsumexp, as its max m and log Σ exp(x - m), and losses
+//! formed from x - m; the backward recomputes softmax - one-hot on the fly
+//! from the saved m and log-sum).
 //!
 //! Index values were checked by the tensor layer before launch (a typed
 //! error on every device, from a cached value range where one is known), and
@@ -385,7 +386,7 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
       if (v != v) bad = 1;
       else if (v > m) { s = (m == -C_INF ? (C)0 : s * ex(m - v)) + 1; m = v; }
       else if (v != -C_INF) s += ex(v - m);
-      if (want_s) { const C wc = w != nullptr ? ld(w[c]) : (C)1; sx += wc * v; sw += wc; }
+      if (want_s) sw += w != nullptr ? ld(w[c]) : (C)1;
     }
     for (int o = 16; o > 0; o >>= 1) {
       const C m2 = __shfl_xor_sync(0xffffffffu, m, o);
@@ -406,16 +407,27 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
       }
       if (lane == 0) { shm[0] = m; shs[0] = s; }
     }
-    bad = block_sum(bad, sh);
-    if (want_s) { sx = block_sum(sx, sh); sw = block_sum(sw, sh); }
+    bad = block_sum(bad, sh);  // its __syncthreads also publish shm[0]
+    if (want_s) {
+      // Σ w[c] (x[c] - m) with the row's max m (Σ w x - m Σ w would cancel
+      // where |m| is huge): a second read of the row.
+      const C mr = shm[0];
+      for (i64 c = threadIdx.x; c < classes; c += NT)
+        sx += (w != nullptr ? ld(w[c]) : (C)1) * (ld(xr[c]) - mr);
+      sx = block_sum(sx, sh);
+      sw = block_sum(sw, sh);
+    }
     if (threadIdx.x == 0) {
       m = shm[0];
       s = shs[0];
-      C l;
-      if (bad != (C)0 || m == C_INF) l = C_NAN;
-      else if (m == -C_INF) l = -C_INF;
-      else l = m + lg(s);
-      lse[r] = l;
+      // The logsumexp as m + ls, kept apart: -log p = ls - (x - m), which
+      // m + ls would lose where |m| is huge (the CPU's max_and_log_sum).
+      C ls;
+      if (bad != (C)0 || m == C_INF) { m = C_NAN; ls = C_NAN; }
+      else if (m == -C_INF) ls = (C)0;
+      else ls = lg(s);
+      lse[2 * r] = m;
+      lse[2 * r + 1] = ls;
       if (tgt != nullptr) {
         const i64 t = tgt[r];
         C n = 0, sm = 0, wv = 0;
@@ -424,8 +436,8 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
           // reads nothing: a NaN loss, as defence in depth.
           const bool ok = t >= 0 && t < classes;
           wv = ok && w != nullptr ? ld(w[t]) : (C)1;
-          n = ok ? wv * (l - ld(xr[t])) : C_NAN;
-          if (want_s) sm = l * sw - sx;
+          n = ok ? wv * (ls - (ld(xr[t]) - m)) : C_NAN;
+          if (want_s) sm = ls * sw - sx;
         }
         if (nll != nullptr) nll[r] = n;
         if (smooth != nullptr) smooth[r] = sm;
@@ -447,12 +459,12 @@ extern "C" __global__ void ce_bwd(T* dx, const T* x, const C* lse, const i64* tg
       continue;
     }
     const T* xr = x + r * classes;
-    const C l = lse[r], g = coef[r];
+    const C m = lse[2 * r], ls = lse[2 * r + 1], g = coef[r];
     const bool ok = t >= 0 && t < classes;  // checked before; defence in depth
     const C a = (C)(1.0 - eps) * (ok && w != nullptr ? ld(w[t]) : (C)1);
     const C e = (C)(eps / (double)classes), ws = (C)wsum;
     for (i64 c = threadIdx.x; c < classes; c += NT) {
-      const C p = ex(ld(xr[c]) - l);
+      const C p = ex((ld(xr[c]) - m) - ls);
       C v = a * (c == t ? p - (C)1 : p);
       if (eps != 0.0) v += e * (ws * p - (w != nullptr ? ld(w[c]) : (C)1));
       dr[c] = st(g * v);
@@ -539,7 +551,7 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
         const i64 c = reg_col<ITEMS>(i, lane, lanes, vec != 0);
         if (c < n) {
           const C wc = w != nullptr ? ld(w[c]) : (C)1;
-          sx += wc * v[i];
+          sx += wc * (v[i] - m);
           sw += wc;
         }
       }
@@ -547,11 +559,13 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
       sw = grp_sum<BLK>(sw, red);
     }
     if (lane == 0) {
-      C l;
-      if (m != m || m == -ninf()) l = -ninf() - -ninf();  // NaN or +inf in the row: NaN
-      else if (m == ninf()) l = ninf();
-      else l = m + clog(s);
-      lse[r] = l;
+      // The logsumexp as mm + ls, kept apart (see ce_fwd).
+      C mm = m, ls;
+      if (m != m || m == -ninf()) { mm = -ninf() - -ninf(); ls = mm; }  // NaN or +inf in the row: NaN
+      else if (m == ninf()) ls = (C)0;
+      else ls = clog(s);
+      lse[2 * r] = mm;
+      lse[2 * r + 1] = ls;
       if (tgt != nullptr) {
         const i64 t = tgt[r];
         C nl = (C)0, sm = (C)0, wv = (C)0;
@@ -560,8 +574,8 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
         if (t != ignore) {
           const bool ok = t >= 0 && t < n;
           wv = !ok ? (C)1 : (w != nullptr ? ld(w[t]) : (C)1);
-          nl = ok ? wv * (l - ld(xr[t])) : -ninf() - -ninf();
-          if (want_s) sm = l * sw - sx;
+          nl = ok ? wv * (ls - (ld(xr[t]) - mm)) : -ninf() - -ninf();
+          if (want_s) sm = ls * sw - sx;
         }
         if (nll != nullptr) nll[r] = nl;
         if (smooth != nullptr) smooth[r] = sm;

@@ -76,6 +76,27 @@ __device__ __forceinline__ double divfloor(double a, double b) {
   if (d != 0.0) { double fl = floor(d); if (d - fl > 0.5) fl += 1.0; return fl; }
   return copysign(0.0, a / b);
 }
+// Rounding to f16 / bf16 precision (`{r}` of the op templates: `_h`, `_bf`;
+// `rnd` is the identity): PyTorch's f16/bf16 kernels of two tensors round
+// the steps of trunc and floor division to the dtype.
+__device__ __forceinline__ float rnd(float x) { return x; }
+__device__ __forceinline__ double rnd(double x) { return x; }
+__device__ __forceinline__ float rnd_h(float x) { return h2f(f2h(x)); }
+__device__ __forceinline__ float rnd_bf(float x) { return bf2f(f2bf(x)); }
+struct RndH { __device__ __forceinline__ float operator()(float x) const { return rnd_h(x); } };
+struct RndBf { __device__ __forceinline__ float operator()(float x) const { return rnd_bf(x); } };
+// divfloorf with every step rounded by R (RndH or RndBf).
+template <class R> __device__ __forceinline__ float divfloorf_r(float a, float b) {
+  R r;
+  if (b == 0.0f) return a / b;
+  const float m = r(fmodf(a, b));
+  float d = r(r(a - m) / b);
+  if (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) d = r(d - 1.0f);
+  if (d != 0.0f) { float fl = floorf(d); if (r(d - fl) > 0.5f) fl = r(fl + 1.0f); return fl; }
+  return copysignf(0.0f, r(a / b));
+}
+__device__ __forceinline__ float divfloorf_h(float a, float b) { return divfloorf_r<RndH>(a, b); }
+__device__ __forceinline__ float divfloorf_bf(float a, float b) { return divfloorf_r<RndBf>(a, b); }
 template <class T, class U> __device__ __forceinline__ T wadd(T a, T b) { return (T)((U)a + (U)b); }
 template <class T, class U> __device__ __forceinline__ T wsub(T a, T b) { return (T)((U)a - (U)b); }
 template <class T, class U> __device__ __forceinline__ T wmul(T a, T b) { return (T)((U)a * (U)b); }
@@ -133,6 +154,7 @@ pub(crate) fn expand(template: &str, d: DType, a: &str, b: &str) -> String {
             Some("{c}") => Some(compute_ty(d)),
             Some("{u}") => Some(wrap_ty(d)),
             Some("{f}") => Some(if d == DType::F64 { "" } else { "f" }),
+            Some("{r}") => Some(round_suffix(d)),
             _ => None,
         };
         match sub {
@@ -159,6 +181,17 @@ pub(crate) fn compute_ty(d: DType) -> &'static str {
         DType::I64 => "i64",
         DType::U8 => "u8",
         DType::Bool => "bool",
+    }
+}
+
+/// The `{r}` suffix of `d`: the rounding helpers of f16 (`_h`) and bf16
+/// (`_bf`) in [`PRELUDE`]; empty (`rnd`, the identity, and the unrounded
+/// helpers) for the other dtypes.
+pub(crate) fn round_suffix(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "_h",
+        DType::BF16 => "_bf",
+        _ => "",
     }
 }
 

@@ -96,10 +96,17 @@ pub(crate) fn binary(op: BinaryOp, d: DType, b_scalar: bool) -> String {
         load(d, "x2")
     };
     let out = if op.is_comparison() { DType::Bool } else { d };
+    // With a scalar the op is that of the compute type (f32 for f16/bf16:
+    // no `{r}` rounding of the steps), as the CPU's `E` (`ops::table`).
+    let t = if b_scalar && matches!(d, DType::F16 | DType::BF16) {
+        DType::F32
+    } else {
+        d
+    };
     format!(
         "const {c} a = {}; const {c} b = {b}; return {};",
         load(d, "x1"),
-        store(out, &arith(op, d, "a", "b"))
+        store(out, &arith(op, t, "a", "b"))
     )
 }
 
@@ -189,8 +196,24 @@ mod tests {
         );
         assert_eq!(
             arith(BinaryOp::DivFloor, DType::BF16, "x", "y"),
+            "divfloorf_bf(x, y)"
+        );
+        assert_eq!(
+            arith(BinaryOp::DivFloor, DType::F32, "x", "y"),
             "divfloorf(x, y)"
         );
+        assert_eq!(
+            arith(BinaryOp::DivTrunc, DType::F16, "x", "y"),
+            "truncf(rnd_h((x) / (y)))"
+        );
+        assert_eq!(
+            arith(BinaryOp::DivTrunc, DType::F64, "x", "y"),
+            "trunc(rnd((x) / (y)))"
+        );
+        // A scalar operand: the op of the compute type, unrounded.
+        assert!(binary(BinaryOp::DivFloor, DType::BF16, true).contains("divfloorf(a, b)"));
+        assert!(binary(BinaryOp::DivFloor, DType::BF16, false).contains("divfloorf_bf(a, b)"));
+        assert!(binary(BinaryOp::DivTrunc, DType::F16, true).contains("truncf(rnd((a) / (b)))"));
         assert_eq!(
             arith(BinaryOp::Add, DType::I32, "x", "(v * a)"),
             "wadd<int, u32>(x, (v * a))"

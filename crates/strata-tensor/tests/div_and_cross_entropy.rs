@@ -1,0 +1,309 @@
+//! Three disagreements with PyTorch that session 8 left open, each test
+//! with the PyTorch 2.15 snippet (CPU) whose answers it expects:
+//!
+//! * f16/bf16 `div` with rounding mode `trunc` or `floor` of two tensors:
+//!   PyTorch's kernel is an operation of the half dtype, so the quotient is
+//!   rounded to the dtype before it is truncated, and every step of floor
+//!   division's algorithm is rounded.
+//! * f16/bf16 division by a tensor of one element (0-d, shape `[1]`, or
+//!   expanded from one element): PyTorch's kernel for a scalar divisor, in
+//!   f32 with the divisor's own value (a 0-d f32, f64 or i64 divisor is not
+//!   rounded to the dtype first) and one rounding of the result. A Python
+//!   scalar (`Operand::Scalar`) takes the same kernel. This is true division
+//!   in f32, not a multiplication by the reciprocal (PyTorch's CUDA kernels
+//!   multiply by `1 / b` for a CPU scalar; its CPU kernels divide).
+//! * cross_entropy's backward on rows of huge logits: the softmax is
+//!   exp((x - m) - log Σ exp(x - m)), never exp(x - lse) with lse rounded.
+
+use half::{bf16, f16};
+use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Result, RoundingMode, Tensor};
+
+const CPU: Device = Device::Cpu;
+use RoundingMode::{Floor, Trunc};
+
+fn f64s(t: &Tensor) -> Vec<f64> {
+    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+fn bf(v: &[f64]) -> Tensor {
+    let v: Vec<bf16> = v.iter().map(|&x| bf16::from_f64(x)).collect();
+    Tensor::from_slice(&v, &[v.len()], CPU).unwrap()
+}
+
+fn hf(v: &[f64]) -> Tensor {
+    let v: Vec<f16> = v.iter().map(|&x| f16::from_f64(x)).collect();
+    Tensor::from_slice(&v, &[v.len()], CPU).unwrap()
+}
+
+/// Both results, and the in-place form on a copy of `a`, are `want` (and
+/// keep `a`'s dtype).
+fn check(a: &Tensor, b: &Tensor, mode: Option<RoundingMode>, want: &[f64]) -> Result<()> {
+    let (r, c) = (
+        match mode {
+            Some(m) => a.div_mode(b, m)?,
+            None => a.div(b)?,
+        },
+        a.deep_clone()?,
+    );
+    match mode {
+        Some(m) => c.div_mode_(b, m)?,
+        None => c.div_(b)?,
+    };
+    assert_eq!(r.dtype(), a.dtype());
+    assert_eq!(f64s(&r), want, "{mode:?}: {:?} / {:?}", f64s(a), f64s(b));
+    assert_eq!(
+        f64s(&c),
+        want,
+        "in place {mode:?}: {:?} / {:?}",
+        f64s(a),
+        f64s(b)
+    );
+    Ok(())
+}
+
+// bf, h = torch.bfloat16, torch.float16
+// a = torch.tensor([1., 3., 23., 56., -1.], dtype=bf)
+// b = torch.tensor([0.1, 0.3, 0.7, 3.3, 0.1], dtype=bf)
+// torch.div(a, b, rounding_mode="trunc")  # [10.0, 10.0, 33.0, 17.0, -10.0]
+// a = torch.tensor([3., 7., 144., -3.], dtype=h)
+// b = torch.tensor([0.3, 0.7, 1.1, 0.3], dtype=h)
+// torch.div(a, b, rounding_mode="trunc")  # [10.0, 10.0, 131.0, -10.0]
+#[test]
+fn half_trunc_division_of_two_tensors_truncates_the_rounded_quotient() -> Result<()> {
+    // 1 / 0.10009765625 = 9.99..., which rounds to 10 in bf16 before the
+    // truncation (in f32 it would truncate to 9).
+    let (a, b) = (bf(&[1., 3., 23., 56., -1.]), bf(&[0.1, 0.3, 0.7, 3.3, 0.1]));
+    check(&a, &b, Some(Trunc), &[10., 10., 33., 17., -10.])?;
+    let (a, b) = (hf(&[3., 7., 144., -3.]), hf(&[0.3, 0.7, 1.1, 0.3]));
+    check(&a, &b, Some(Trunc), &[10., 10., 131., -10.])?;
+    Ok(())
+}
+
+// a = torch.tensor([26., 67., 66., 134., -26.], dtype=bf)
+// b = torch.tensor([0.1, 0.3, 0.7, 1.1, 0.1], dtype=bf)
+// torch.div(a, b, rounding_mode="floor")  # [258.0, 223.0, 93.0, 120.0, -260.0]
+// a = torch.tensor([257., 17., -257.], dtype=h)
+// b = torch.tensor([0.3, 0.01, 0.3], dtype=h)
+// torch.div(a, b, rounding_mode="floor")  # [855.0, 1700.0, -857.0]
+#[test]
+fn half_floor_division_of_two_tensors_rounds_every_step() -> Result<()> {
+    // 26 / 0.10009765625 = 259.75: PyTorch's (a - fmod(a, b)) / b rounds to
+    // 258 in bf16 (and 66 / 0.69921875 = 94.39 gives 93), below the exact
+    // floor; in f32 the floors would be 259 -> 260 and 94.
+    let (a, b) = (
+        bf(&[26., 67., 66., 134., -26.]),
+        bf(&[0.1, 0.3, 0.7, 1.1, 0.1]),
+    );
+    check(&a, &b, Some(Floor), &[258., 223., 93., 120., -260.])?;
+    let (a, b) = (hf(&[257., 17., -257.]), hf(&[0.3, 0.01, 0.3]));
+    check(&a, &b, Some(Floor), &[855., 1700., -857.])?;
+    // A divisor of one dtype's value in every element but stored as such
+    // (not broadcast) is still a tensor divisor.
+    let a = bf(&[1., 2., 3., 26., 28.]);
+    let b = bf(&[0.1]).expand(&[5])?.contiguous()?;
+    check(&a, &b, Some(Trunc), &[10., 20., 30., 260., 280.])?;
+    check(&a, &b, Some(Floor), &[9., 19., 29., 258., 278.])?;
+    Ok(())
+}
+
+// a = torch.tensor([1., 2., 3., 26., 28.], dtype=bf); b0 = torch.tensor(0.1, dtype=bf)
+// torch.div(a, b0, rounding_mode="trunc")              # [9.0, 19.0, 29.0, 260.0, 280.0]
+// torch.div(a, b0, rounding_mode="floor")              # [9.0, 19.0, 29.0, 260.0, 280.0]
+// torch.div(a, b0.expand(5), rounding_mode="trunc")    # [9.0, 19.0, 29.0, 260.0, 280.0]
+// torch.div(a, b0.reshape(1), rounding_mode="floor")   # [9.0, 19.0, 29.0, 260.0, 280.0]
+// c = a.clone(); c.div_(b0, rounding_mode="trunc")     # [9.0, 19.0, 29.0, 260.0, 280.0]
+// torch.div(a, 0.1, rounding_mode="trunc")             # [10.0, 20.0, 30.0, 260.0, 280.0]
+// torch.div(a, 0.1, rounding_mode="floor")             # [9.0, 19.0, 29.0, 260.0, 280.0]
+#[test]
+fn half_division_by_one_element_runs_in_f32() -> Result<()> {
+    let a = bf(&[1., 2., 3., 26., 28.]);
+    let want = [9., 19., 29., 260., 280.];
+    let b0 = Tensor::scalar(0.1, DType::BF16, CPU)?;
+    for mode in [Trunc, Floor] {
+        check(&a, &b0, Some(mode), &want)?;
+        check(&a, &b0.reshape(&[1])?, Some(mode), &want)?;
+        check(&a, &b0.expand(&[5])?, Some(mode), &want)?;
+        // Broadcast over two dims from one element.
+        let a2 = a.reshape(&[5, 1])?.expand(&[5, 2])?.contiguous()?;
+        let r = a2.div_mode(&b0.reshape(&[1, 1])?.expand(&[1, 2])?, mode)?;
+        let want2: Vec<f64> = want.iter().flat_map(|&w| [w, w]).collect();
+        assert_eq!(f64s(&r), want2, "{mode:?} [5, 2] / [1, 2] of one element");
+    }
+    // A Python scalar: the same kernel with the scalar's f32 value (0.1 in
+    // f32, not bf16's 0.10009765625).
+    assert_eq!(f64s(&a.div_mode(0.1, Trunc)?), [10., 20., 30., 260., 280.]);
+    assert_eq!(f64s(&a.div_mode(0.1, Floor)?), [9., 19., 29., 260., 280.]);
+    Ok(())
+}
+
+// h = torch.float16
+// a = torch.tensor([1., 3., 10., 100.], dtype=h)
+// torch.div(a, torch.tensor(0.3))                                 # [3.333984375, 10.0, 33.34375, 333.25]
+// torch.div(a, torch.tensor(0.3).to(h))                           # [3.33203125, 10.0, 33.3125, 333.25]
+// torch.div(a, torch.tensor(0.3, dtype=torch.float64))            # [3.333984375, 10.0, 33.34375, 333.25]
+// torch.div(a, torch.tensor(0.3, dtype=torch.float64), rounding_mode="floor")  # [3.0, 9.0, 33.0, 333.0]
+// a = torch.tensor([1., 3., 10., 100.], dtype=torch.bfloat16)
+// torch.div(a, torch.tensor(0.3))                                 # [3.328125, 10.0, 33.25, 334.0]
+// a = torch.tensor([1e6, 3e6, -5e6], dtype=torch.bfloat16); k = torch.tensor(1000003)
+// torch.div(a, k)                                                 # [1.0, 3.0, -5.0]
+// torch.div(a, k, rounding_mode="floor")                          # [0.0, 2.0, -6.0]
+// torch.div(a, k.to(torch.bfloat16))                              # [1.0, 3.0, -5.03125]
+// torch.div(torch.tensor([261, 263], dtype=torch.int32),
+//           torch.tensor(3.0, dtype=torch.bfloat16), rounding_mode="trunc")  # bf16 [86.0, 88.0]
+// a = torch.tensor([-0.0006108283996582031], dtype=torch.float16)
+// a / torch.tensor(-6832.0, dtype=torch.float16)    # [1.1920928955078125e-07]
+// a / -6832.0                                        # [1.1920928955078125e-07]
+// a / torch.tensor(-6832.0)                          # [1.1920928955078125e-07]
+// (a.float() * (1 / torch.tensor(-6832.0))).half()  # [5.960464477539063e-08] (not PyTorch's answer)
+#[test]
+fn half_division_by_a_0d_tensor_uses_its_own_value() -> Result<()> {
+    // A 0-d f32 or f64 divisor is not rounded to f16 first (0.3 -> 0.2999...
+    // in f16 would give 3.33203125 and 33.3125).
+    let a = hf(&[1., 3., 10., 100.]);
+    let want = [3.333984375, 10.0, 33.34375, 333.25];
+    check(&a, &Tensor::scalar(0.3, DType::F32, CPU)?, None, &want)?;
+    check(&a, &Tensor::scalar(0.3, DType::F64, CPU)?, None, &want)?;
+    check(
+        &a,
+        &Tensor::scalar(0.3, DType::F64, CPU)?,
+        Some(Floor),
+        &[3., 9., 33., 333.],
+    )?;
+    // The f16 divisor itself: 0.2999... .
+    check(
+        &a,
+        &Tensor::scalar(0.3, DType::F16, CPU)?,
+        None,
+        &[3.33203125, 10.0, 33.3125, 333.25],
+    )?;
+    let a = bf(&[1., 3., 10., 100.]);
+    check(
+        &a,
+        &Tensor::scalar(0.3, DType::F32, CPU)?,
+        None,
+        &[3.328125, 10.0, 33.25, 334.0],
+    )?;
+    // An i64 divisor beyond bf16's precision (1000003 -> 999424 in bf16).
+    let a = bf(&[1e6, 3e6, -5e6]);
+    let k = Tensor::scalar(1000003i64, DType::I64, CPU)?;
+    check(&a, &k, None, &[1., 3., -5.])?;
+    check(&a, &k, Some(Floor), &[0., 2., -6.])?;
+    // The dividend is still converted to the result dtype first: 261 and
+    // 263 become 260 and 264 in bf16.
+    let ai = Tensor::from_slice(&[261i32, 263], &[2], CPU)?;
+    let r = ai.div_mode(&Tensor::scalar(3.0, DType::BF16, CPU)?, Trunc)?;
+    assert_eq!(r.dtype(), DType::BF16);
+    assert_eq!(f64s(&r), [86., 88.]);
+    // A division, not a multiplication by the reciprocal (which rounds this
+    // subnormal f16 quotient the other way).
+    let a = hf(&[-0.0006108283996582031]);
+    let want = [1.1920928955078125e-07];
+    check(&a, &Tensor::scalar(-6832.0, DType::F16, CPU)?, None, &want)?;
+    check(&a, &Tensor::scalar(-6832.0, DType::F32, CPU)?, None, &want)?;
+    assert_eq!(f64s(&a.div(-6832.0)?), want);
+    Ok(())
+}
+
+/// Label smoothing, weighted, reduction, PyTorch's loss and gradient.
+type Case<'a> = (f64, bool, Reduction, &'a [f64], &'a [f64]);
+
+// F = torch.nn.functional
+// x = torch.tensor([[-1e30, -1e30], [1e30, 1e30], [3e4, 3e4 + 1]], requires_grad=True)
+// t = torch.tensor([0, 1, 0])
+// l = F.cross_entropy(x, t, reduction="none")
+//   # [0.6931471824645996, 0.6931471824645996, 1.31326162815094]
+// torch.autograd.grad(l.sum(), x)
+//   # [[-0.5, 0.5], [0.5, -0.5], [-0.7310585975646973, 0.7310585975646973]]
+// l = F.cross_entropy(x, t, reduction="none", label_smoothing=0.1)
+//   # [0.6931471824645996, 0.6931471824645996, 1.2632615566253662]
+// torch.autograd.grad(l.sum(), x)
+//   # [[-0.44999998807907104, 0.44999998807907104], [0.44999998807907104, -0.44999998807907104],
+//   #  [-0.6810585260391235, 0.6810585856437683]]
+// l = F.cross_entropy(x, t, weight=torch.tensor([2.0, 0.5]), reduction="mean", label_smoothing=0.1)
+//   # 0.9413102865219116
+// torch.autograd.grad(l, x)
+//   # [[-0.2083333134651184, 0.2083333283662796], [0.0416666641831398, -0.0416666641831398],
+//   #  [-0.30717504024505615, 0.30717507004737854]]
+// (the same in float64, to the digits of float32)
+#[test]
+fn cross_entropy_backward_of_rows_of_huge_logits_keeps_the_log_sum() -> Result<()> {
+    let close = |got: &[f64], want: &[f64], what: &str| {
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                "{what}: {got:?} vs {want:?}"
+            );
+        }
+    };
+    let w = [2.0, 0.5];
+    for dtype in [DType::F32, DType::F64] {
+        let x = Tensor::from_slice(&[-1e30, -1e30, 1e30, 1e30, 3e4, 3e4 + 1.0], &[3, 2], CPU)?
+            .to_dtype(dtype)?;
+        let t = Tensor::from_slice(&[0i64, 1, 0], &[3], CPU)?;
+        let weight = Tensor::from_slice(&w, &[2], CPU)?.to_dtype(dtype)?;
+        let cases: [Case; 3] = [
+            (
+                0.0,
+                false,
+                Reduction::None,
+                &[0.6931471824645996, 0.6931471824645996, 1.31326162815094],
+                &[
+                    -0.5,
+                    0.5,
+                    0.5,
+                    -0.5,
+                    -0.7310585975646973,
+                    0.7310585975646973,
+                ],
+            ),
+            (
+                0.1,
+                false,
+                Reduction::None,
+                &[0.6931471824645996, 0.6931471824645996, 1.2632615566253662],
+                &[
+                    -0.45,
+                    0.45,
+                    0.45,
+                    -0.45,
+                    -0.6810585260391235,
+                    0.6810585856437683,
+                ],
+            ),
+            (
+                0.1,
+                true,
+                Reduction::Mean,
+                &[0.9413102865219116],
+                &[
+                    -0.2083333134651184,
+                    0.2083333283662796,
+                    0.0416666641831398,
+                    -0.0416666641831398,
+                    -0.30717504024505615,
+                    0.30717507004737854,
+                ],
+            ),
+        ];
+        for (eps, weighted, reduction, loss, grad) in cases {
+            let args = CrossEntropyArgs {
+                weight: weighted.then_some(&weight),
+                ignore_index: -100,
+                reduction,
+                label_smoothing: eps,
+            };
+            let what = format!("{dtype} eps {eps} weighted {weighted}");
+            let (l, saved) = x.cross_entropy_forward(&t, args)?;
+            close(&f64s(&l), loss, &format!("{what} loss"));
+            let saved = saved.expect("class targets save");
+            // The logsumexp is kept as [m, log Σ exp(x - m)] per row.
+            assert_eq!(saved.lse.shape(), &[3, 2]);
+            close(&f64s(&saved.lse)[..2], &[-1e30, 2f64.ln()], &what);
+            let g = Tensor::ones(l.shape(), dtype, CPU)?;
+            let dx = x.cross_entropy_backward(&g, &saved, args)?;
+            close(&f64s(&dx), grad, &format!("{what} grad"));
+        }
+    }
+    Ok(())
+}
