@@ -38,7 +38,7 @@ use crate::error::AllocError;
 use crate::history::Action;
 use crate::repeats::{growth_context, Repetition};
 use crate::state::{ExpandableSegment, State};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Stitched mappings kept, at most, per reserved page ...
 const STITCHED_PER_PAGE: u64 = 4;
@@ -202,11 +202,7 @@ impl ExpandableSpace<'_> {
             target + peak / HOLD_LIMIT
         };
         let avail = self.available_pages(st);
-        let recyclable = if hold {
-            0
-        } else {
-            avail.by_handle.len() as u64
-        };
+        let recyclable = if hold { 0 } else { avail.pages };
         let mut best: Option<(Cost, Placement)> = None;
         for &seg in &st.streams[s as usize].expandable[pool as usize] {
             let sg = st.expandable[seg as usize]
@@ -263,7 +259,7 @@ impl ExpandableSpace<'_> {
             .base;
         let first = ((p.map_at - seg_base) / page) as u32;
         let mut plan: Vec<Option<(PhysHandle, bool)>> = vec![None; n];
-        let mut taken: HashSet<PhysHandle> = HashSet::new();
+        let mut taken: FxHashSet<PhysHandle> = FxHashSet::default();
         let mut sources: Vec<(u32, u64)> = Vec::new();
         {
             let sg = st.expandable[p.segment as usize]
@@ -455,15 +451,30 @@ impl ExpandableSpace<'_> {
             freed_at <= st.streams[st.blocks[id].stream as usize].fence.done
         });
         blocks.sort_unstable();
-        let mut by_handle = HashMap::new();
-        for &(_, id, p0, p1) in &blocks {
-            let mut at = p0;
-            while at < p1 {
-                by_handle.insert(handle_at(st, id, at, page), (at, id));
-                at += page;
+        let pages = blocks
+            .iter()
+            .map(|&(_, _, p0, p1)| (p1 - p0) / page)
+            .sum::<u64>();
+        // Only a page with a stitched mapping somewhere can move back to it;
+        // the others are only counted.
+        let mut by_handle = FxHashMap::default();
+        if !st.aliases.is_empty() {
+            for &(_, id, p0, p1) in &blocks {
+                let mut at = p0;
+                while at < p1 {
+                    let h = handle_at(st, id, at, page);
+                    if st.aliases.contains_key(&h) {
+                        by_handle.insert(h, (at, id));
+                    }
+                    at += page;
+                }
             }
         }
-        Available { blocks, by_handle }
+        Available {
+            blocks,
+            pages,
+            by_handle,
+        }
     }
 
     /// Takes the pages at `sources` (block, page address; each page wholly
@@ -887,8 +898,12 @@ struct Available {
     /// `(freed_at, block, first page, end of last page)` of each free block
     /// with whole pages whose fence has completed, least recently freed first.
     blocks: Vec<(u64, u32, u64, u64)>,
-    /// Each of their pages by physical handle: its address and block.
-    by_handle: HashMap<PhysHandle, (u64, u32)>,
+    /// How many whole pages they hold.
+    pages: u64,
+    /// Those of their pages that have stitched mappings elsewhere (the only
+    /// ones that can move back to one), by physical handle: address and
+    /// block.
+    by_handle: FxHashMap<PhysHandle, (u64, u32)>,
 }
 
 /// How a placement ranks, lowest first: pages created beyond the margin,

@@ -125,7 +125,7 @@ pub(crate) struct State {
     pub gc_counts: [u64; 2],
     /// Expandable segments: for each physical page with stitched mappings,
     /// where they are (segment index, page index).
-    pub aliases: HashMap<PhysHandle, Vec<(u32, u32)>>,
+    pub aliases: rustc_hash::FxHashMap<PhysHandle, Vec<(u32, u32)>>,
     /// Every stitched mapping by the stamp of the moment it was left, oldest
     /// first: the least recently used go first when the bound is exceeded.
     pub stitch_lru: BTreeMap<u64, (u32, u32)>,
@@ -173,7 +173,7 @@ impl State {
             event_pool: Vec::new(),
             pending_events: 0,
             gc_counts: [0; 2],
-            aliases: HashMap::new(),
+            aliases: Default::default(),
             stitch_lru: BTreeMap::new(),
             stitch_clock: 0,
             recent_requests: 0,

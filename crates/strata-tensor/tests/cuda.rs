@@ -2847,7 +2847,7 @@ fn half_division_rounding_matches_cpu_bit_for_bit() -> Result<()> {
             );
             // Divisors of one element: 0-d of several dtypes, [1], a
             // broadcast column, and a scalar.
-            for (k, x) in [0.1f64, -3.3, 1000003.0, 0.0].into_iter().enumerate() {
+            for (k, x) in [0.1f64, -3.3, 60001.0, 0.0].into_iter().enumerate() {
                 let mut ones = vec![
                     Tensor::scalar(x, dtype, Device::Cpu)?,
                     Tensor::scalar(x, DType::F32, Device::Cpu)?,
