@@ -2855,23 +2855,24 @@ fn half_division_rounding_matches_cpu_bit_for_bit() -> Result<()> {
                     Tensor::scalar(x as i64, DType::I64, Device::Cpu)?,
                     Tensor::scalar(x, dtype, Device::Cpu)?.reshape(&[1, 1])?,
                 ];
+                // The broadcast column is expanded on each device: moving an
+                // expanded tensor materialises it (as PyTorch's `to` does),
+                // and a materialised column is no longer one element.
+                let mut gones = ones.iter().map(|o| o.to(dev)).collect::<Result<Vec<_>>>()?;
                 ones.push(ones[0].reshape(&[1, 1])?.expand(&[64, 1])?);
-                for (j, o) in ones.iter().enumerate() {
+                gones.push(gones[0].reshape(&[1, 1])?.expand(&[64, 1])?);
+                for (j, (o, go)) in ones.iter().zip(&gones).enumerate() {
                     let w = format!("{what} divisor {k}/{j}");
-                    assert_eq!(
-                        bits(&div(&a, o, m)?),
-                        bits(&div(&ga, &o.to(dev)?, m)?),
-                        "{w}"
-                    );
+                    assert_eq!(bits(&div(&a, o, m)?), bits(&div(&ga, go, m)?), "{w}");
                     let (c, gc) = (a.deep_clone()?, ga.deep_clone()?);
                     match m {
                         Some(m) => {
                             c.div_mode_(o, m)?;
-                            gc.div_mode_(&o.to(dev)?, m)?;
+                            gc.div_mode_(go, m)?;
                         }
                         None => {
                             c.div_(o)?;
-                            gc.div_(&o.to(dev)?)?;
+                            gc.div_(go)?;
                         }
                     }
                     assert_eq!(bits(&c), bits(&gc), "{w} in place");
