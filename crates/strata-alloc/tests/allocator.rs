@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::driver::Driver;
 use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
 
 const MIB: u64 = 1 << 20;
@@ -490,4 +491,44 @@ fn snapshots_account_for_every_reserved_byte() {
         a.free_raw(x).unwrap();
         a.free_raw(y).unwrap();
     }
+}
+
+/// With the addresses a recording device handed out (`with_malloc_addresses`),
+/// a tie between two free blocks of the same size goes where PyTorch's went:
+/// to the lower address, which here is the newer segment (CUDA's addresses
+/// do not rise over a run, the simulator's own do).
+#[test]
+fn ties_between_equal_free_blocks_go_to_the_lower_recorded_address() {
+    let (high, low) = (0x7fd0_0000_0000u64, 0x7fc0_0000_0000u64);
+    let seg = 12 << 20;
+    let drv = Arc::new(SimDriver::h100().with_malloc_addresses([(high, seg), (low, seg)]));
+    let a = CachingAllocator::new(
+        drv,
+        AllocatorConfig::parse("expandable_segments:False").unwrap(),
+    );
+    let first = a.allocate_raw(seg, StreamId::DEFAULT).unwrap();
+    let second = a.allocate_raw(seg, StreamId::DEFAULT).unwrap();
+    assert_eq!((first.ptr(), second.ptr()), (high, low));
+    a.free_raw(first).unwrap();
+    a.free_raw(second).unwrap();
+    let again = a.allocate_raw(seg, StreamId::DEFAULT).unwrap();
+    assert_eq!(again.ptr(), low, "the lower of two equal free blocks");
+    assert_eq!(a.memory_stats().num_device_alloc, 2);
+    a.free_raw(again).unwrap();
+}
+
+/// A planned address that would overlap a live segment, or a call of another
+/// size, gets an address of the simulator's own instead.
+#[test]
+fn a_planned_address_that_does_not_fit_is_not_used() {
+    let at = 0x7fc0_0000_0000u64;
+    let d =
+        SimDriver::h100().with_malloc_addresses([(at, 4096), (at + 2048, 4096), (at + 8192, 512)]);
+    assert_eq!(d.malloc(4096).unwrap(), at);
+    let overlapping = d.malloc(4096).unwrap();
+    assert!(
+        overlapping >= at + 4096 || overlapping + 4096 <= at,
+        "no overlap"
+    );
+    assert_ne!(d.malloc(1024).unwrap(), at + 8192, "another size");
 }
