@@ -307,3 +307,46 @@ fn cross_entropy_backward_of_rows_of_huge_logits_keeps_the_log_sum() -> Result<(
     }
     Ok(())
 }
+
+/// PyTorch 2.15 (CPU):
+/// ```python
+/// a = torch.tensor([3.0, 7.0, 1.5, 100.0, 0.3], dtype=torch.bfloat16)
+/// (a * torch.tensor(0.1)).tolist()          # [0.30078125, 0.69921875, 0.150390625, 10.0, 0.030029296875]
+/// (torch.tensor(0.1) * a).tolist()          # [0.30078125, 0.69921875, 0.150390625, 10.0, 0.0301513671875]
+/// c = a.clone(); c.mul_(torch.tensor(0.1))  # as a * torch.tensor(0.1)
+/// h = a.half(); (h * torch.tensor(0.1)).tolist()
+/// # [0.300048828125, 0.7001953125, 0.1500244140625, 10.0, 0.0300750732421875]
+/// ```
+/// A one-element second operand of another dtype is used at its own value
+/// (0.1 in f32, not rounded to bf16 first); as the first operand it is
+/// rounded to the dtype, as in any other position.
+#[test]
+fn half_multiplication_by_a_0d_tensor_uses_its_own_value() -> Result<()> {
+    let a = bf(&[3.0, 7.0, 1.5, 100.0, 0.3]);
+    let s = Tensor::scalar(0.1, DType::F32, Device::Cpu)?;
+    let want = [0.30078125, 0.69921875, 0.150390625, 10.0, 0.030029296875];
+    let got = a.mul(&s)?;
+    assert_eq!(got.dtype(), DType::BF16);
+    assert_eq!(f64s(&got), want);
+    let c = a.deep_clone()?;
+    c.mul_(&s)?;
+    assert_eq!(f64s(&c), want);
+    let swapped = s.mul(&a)?;
+    assert_eq!(swapped.dtype(), DType::BF16);
+    assert_eq!(
+        f64s(&swapped),
+        [0.30078125, 0.69921875, 0.150390625, 10.0, 0.0301513671875]
+    );
+    let h = a.to_dtype(DType::F16)?;
+    assert_eq!(
+        f64s(&h.mul(&s)?),
+        [
+            0.300048828125,
+            0.7001953125,
+            0.1500244140625,
+            10.0,
+            0.0300750732421875
+        ]
+    );
+    Ok(())
+}

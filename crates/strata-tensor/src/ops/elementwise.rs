@@ -292,12 +292,16 @@ impl Tensor {
         // rounded to the dtype first), the quotient, trunc or floor in f32,
         // and one rounding of the result. Computed here in f32 and
         // converted; a true division by a divisor of the dtype itself gives
-        // the same in the dtype's kernel.
+        // the same in the dtype's kernel. Multiplication by a second operand
+        // of one element is the same kernel in PyTorch (`mul` of a bf16
+        // tensor by a 0-d f32 tensor uses the f32 value unrounded); addition
+        // and subtraction round it to the dtype first.
         let kernel = match b {
             Operand::Tensor(t)
                 if matches!(compute, DType::F16 | DType::BF16)
                     && (matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor)
-                        || (op == BinaryOp::Div && t.dtype() != compute))
+                        || (matches!(op, BinaryOp::Div | BinaryOp::Mul)
+                            && t.dtype() != compute))
                     && one_element(t) =>
             {
                 DType::F32
