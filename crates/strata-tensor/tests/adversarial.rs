@@ -897,13 +897,15 @@ fn index_tensor(vals: &[i64], shape: &[usize], dtype: DType) -> Result<Tensor, T
     Tensor::from_scalars(&s, shape, dtype, Device::Cpu)
 }
 
-/// A bool mask of `shape` from the bits of `bits`.
-fn mask(bits: u64, shape: &[usize]) -> Tensor {
+/// A bool mask of `shape` from the bits of `bits`; a shape no contiguous
+/// tensor can have (an empty one whose strides would overflow) is the typed
+/// error the op would give.
+fn mask(bits: u64, shape: &[usize]) -> Result<Tensor, TensorError> {
     let n = sat(shape);
     let s: Vec<Scalar> = (0..n)
         .map(|i| Scalar::Bool(bits >> (i % 64) & 1 == 1))
         .collect();
-    Tensor::from_scalars(&s, shape, DType::Bool, Device::Cpu).unwrap()
+    Tensor::from_scalars(&s, shape, DType::Bool, Device::Cpu)
 }
 
 fn reduction(k: u8) -> strata_tensor::Reduction {
@@ -1000,7 +1002,9 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
         };
     }
     let vals = || f64s(x);
-    let finite_f64 = x.dtype() == DType::F64 && vals().iter().all(|v| v.is_finite());
+    // (MatmulHuge runs on views too large to read.)
+    let finite_f64 =
+        x.dtype() == DType::F64 && x.numel() <= MAX_WORK && vals().iter().all(|v| v.is_finite());
     Ok(Some(match op {
         NewOp::Softmax(d, dt, log) => {
             let t = if *log {
@@ -1022,12 +1026,15 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
                             xs[ravel(x.shape(), &mm)]
                         })
                         .collect();
+                    // Relative to the lane's maximum: at magnitudes like
+                    // 9e18, `max + ln(sum)` loses the ln 2 of two equal
+                    // values, and `exp(x - lse)` would give 1 instead of 0.5.
                     let mx = lane.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    let lse = mx + lane.iter().map(|v| (v - mx).exp()).sum::<f64>().ln();
+                    let sum = lane.iter().map(|v| (v - mx).exp()).sum::<f64>();
                     let want = if *log {
-                        xs[i] - lse
+                        (xs[i] - mx) - sum.ln()
                     } else {
-                        (xs[i] - lse).exp()
+                        (xs[i] - mx).exp() / sum
                     };
                     assert!(close(*g, want, 1e-9), "softmax {g} vs {want}");
                 }
@@ -1089,9 +1096,19 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             if finite_f64 && all && c.is_finite() {
                 let xs = vals();
                 let n = xs.len() as f64;
+                // The corrected two-pass sum of squares (the mean of large,
+                // nearly equal values rounds; see tests/div_and_cross_entropy.rs).
                 let mean = xs.iter().sum::<f64>() / n;
                 let ss: f64 = xs.iter().map(|v| (v - mean).powi(2)).sum();
-                let var = ss / (n - c).max(0.0);
+                let s1: f64 = xs.iter().map(|v| v - mean).sum();
+                let ss = (ss - s1 * s1 / n).max(0.0);
+                // Over no element PyTorch gives NaN whatever the correction
+                // (`torch.var(torch.tensor([]), correction=-1e-300)`).
+                let var = if xs.is_empty() {
+                    f64::NAN
+                } else {
+                    ss / (n - c).max(0.0)
+                };
                 let want = if *s { var.sqrt() } else { var };
                 let got = f64s(&t);
                 assert!(all_close(&got, &[want], 1e-9), "{got:?} vs {want}");
@@ -1344,7 +1361,7 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             t
         }
         NewOp::MaskedFill(bits, v, inplace, mdt) => {
-            let m = mask(*bits, x.shape()).to_dtype(*mdt)?;
+            let m = mask(*bits, x.shape())?.to_dtype(*mdt)?;
             let before = x.to_scalars()?;
             let t = guarded(&[&m], || {
                 if *inplace {
@@ -1376,7 +1393,7 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             t
         }
         NewOp::Where(bits, v, cdt) => {
-            let c = mask(*bits, x.shape()).to_dtype(*cdt)?;
+            let c = mask(*bits, x.shape())?.to_dtype(*cdt)?;
             let t = guarded(&[&c], || Tensor::where_cond(&c, *v, x))?;
             // A u8 condition is accepted too, nonzero meaning true (PyTorch's
             // quirk, FORMAT.md section 7.1); every other dtype is an error.
@@ -1666,7 +1683,16 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
                 return Ok(None);
             };
             // Stride-0 operands are multiplied in place: keep the real work
-            // small unless the result cannot be allocated anyway.
+            // small unless the result cannot be allocated anyway. The sizes
+            // are those the operands were expanded to (clamped to i64::MAX):
+            // with the raw sizes, [i64::MAX] @ [u64::MAX] looked like a
+            // mismatch that fails at once, and ran a dot product of 2^63
+            // elements instead.
+            let (sa, sb): (Vec<usize>, Vec<usize>) = (
+                to_i(sa).iter().map(|&v| v as usize).collect(),
+                to_i(sb).iter().map(|&v| v as usize).collect(),
+            );
+            let (sa, sb) = (&sa, &sb);
             let a2: Vec<usize> = if sa.len() == 1 {
                 vec![1, sa[0]]
             } else {
@@ -2083,4 +2109,22 @@ fn the_newer_ops_examples_are_typed_errors_or_correct() {
     }
     alloc.check_consistency().unwrap();
     assert_eq!(alloc.memory_allocated(), before);
+}
+
+/// An empty product over a batch of 2^61 (broadcast, stride 0) returns at
+/// once: the kernel used to walk the whole batch doing nothing (found by the
+/// proptest above at a fixed seed, `PROPTEST_RNG_SEED=1039`).
+#[test]
+fn an_empty_product_over_a_huge_broadcast_batch_returns_at_once() {
+    let _g = setup();
+    let a = Tensor::ones(&[1], DType::F32, Device::Cpu).unwrap();
+    let b = Tensor::ones(&[1], DType::F32, Device::Cpu)
+        .unwrap()
+        .reshape(&[1, 1, 1])
+        .unwrap()
+        .expand(&[1 << 61, 1, 0])
+        .unwrap();
+    let c = a.matmul(&b).unwrap();
+    assert_eq!(c.shape(), &[1usize << 61, 0]);
+    assert_eq!(c.numel(), 0);
 }

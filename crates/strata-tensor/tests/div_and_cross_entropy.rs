@@ -350,3 +350,33 @@ fn half_multiplication_by_a_0d_tensor_uses_its_own_value() -> Result<()> {
     );
     Ok(())
 }
+
+/// PyTorch 2.15 (CPU):
+/// ```python
+/// x = torch.full((2, 3, 3), 875807486907059., dtype=torch.float64)
+/// torch.var(x, correction=0).item()  # 0.0
+/// y = torch.tensor([1e9+0.1, 1e9+0.2, 1e9+0.3, 1e9+0.4], dtype=torch.float64)
+/// repr(torch.var(y).item())          # '0.01666665871940154'
+/// ```
+/// The mean of 18 values near 8.8e14 rounds (their sum's spacing is 2), and
+/// the plain two-pass sum of squares then saw 18 deviations of 0.03 each.
+/// The exact variance of `y`'s four f64 values (Python's `fractions`) is
+/// 0.016666658719382593, which strata gives; PyTorch's is 1.9e-14 off.
+#[test]
+fn var_of_large_nearly_equal_values_removes_the_mean_s_rounding() -> Result<()> {
+    let x = Tensor::full(&[2, 3, 3], 875807486907059.0, DType::F64, Device::Cpu)?;
+    assert_eq!(x.var(None, 0.0, false)?.item::<f64>()?, 0.0);
+    assert_eq!(
+        x.std(Some(&[1]), 1.0, false)?.to_vec::<f64>()?,
+        vec![0.0; 6]
+    );
+    let y = Tensor::from_slice(
+        &[1e9 + 0.1, 1e9 + 0.2, 1e9 + 0.3, 1e9 + 0.4f64],
+        &[4],
+        Device::Cpu,
+    )?;
+    let v = y.var(None, 1.0, false)?.item::<f64>()?;
+    assert!((v - 0.016666658719382593).abs() <= 1e-17, "{v}");
+    assert!((v - 0.01666665871940154).abs() <= 1e-13, "PyTorch's {v}");
+    Ok(())
+}

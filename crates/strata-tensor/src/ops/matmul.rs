@@ -149,6 +149,11 @@ impl Tensor {
     fn bmm_raw(&self, b: &Tensor) -> Result<Tensor> {
         let (bs, m, n) = (self.shape()[0], self.shape()[1], b.shape()[2]);
         let out = Tensor::empty(&[bs, m, n], self.dtype(), self.device())?;
+        if out.numel() == 0 {
+            // Nothing to compute, however long the batch (a [2^61, 1, 0]
+            // product would otherwise walk its batch doing nothing).
+            return Ok(out);
+        }
         {
             let be = out.backend()?;
             let _g = AccessGuard::lock(Some(out.storage()), &[self.storage(), b.storage()]);

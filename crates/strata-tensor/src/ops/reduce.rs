@@ -286,7 +286,16 @@ impl Tensor {
         let d = (!d64.is_empty()).then_some(d64.as_slice());
         let mean = x.mean(d, true)?;
         let dev = x.sub(&mean)?;
+        // The corrected two-pass sum of squares: the rounded mean leaves
+        // the deviations summing to a small s1 instead of 0, and removing
+        // s1²/n takes that error out (a constant 875807486907059.0 has
+        // variance 0, where the plain sum of squares gave 0.0156; PyTorch's
+        // Welford kernel gives 0). Rounding can leave it a hair below 0.
         let ss = dev.mul(&dev)?.sum(d, keepdim)?;
+        let s1 = dev.sum(d, keepdim)?;
+        let ss = ss
+            .sub(&s1.mul(&s1)?.div(n as f64)?)?
+            .clamp(Some(0.0), None::<f64>)?;
         let v = ss.div((n as f64 - correction).max(0.0))?;
         let v = if sqrt { sqrt_nonneg(&v)? } else { v };
         v.to_dtype(self.dtype())
