@@ -315,7 +315,21 @@ fn forward(x: &Var, op: &Op) -> Result<Vec<Var>, AutogradError> {
 
 /// The gradient of `sum(index_select(x, d, idx))`: each slice of x along
 /// `d` gets the number of times it was picked.
-fn index_select_grad(x: &Var, d: i64, vals: &[i64]) -> Vec<f64> {
+/// The gradient `index_select` gives `x`: each element counts the times
+/// its index along `d` was selected. The indices are those of an index
+/// tensor of dtype `idt`: an i32 index holds each value wrapped to 32 bits
+/// (`torch.tensor([1, 1, 2**40, 1]).to(torch.int32)` is `[1, 1, 0, 1]`).
+fn index_select_grad(x: &Var, d: i64, vals: &[i64], idt: DType) -> Vec<f64> {
+    let vals: Vec<i64> = vals
+        .iter()
+        .map(|&v| {
+            if idt == DType::I32 {
+                v as i32 as i64
+            } else {
+                v
+            }
+        })
+        .collect();
     let n = x.ndim().max(1);
     let d = if d < 0 { d + n as i64 } else { d } as usize;
     let shape = if x.ndim() == 0 {
@@ -372,9 +386,13 @@ fn check(shape: &[usize], dt: DType, transpose: bool, op: &Op) {
             if let Some(g) = x.grad() {
                 assert_eq!(g.shape(), x.shape(), "grad shape after {op:?}");
                 assert_eq!(g.dtype(), x.dtype(), "grad dtype after {op:?}");
-                if let (Op::IndexSelect(d, vals, _), 1) = (op, outs.len()) {
+                if let (Op::IndexSelect(d, vals, idt), 1) = (op, outs.len()) {
                     let got: Vec<f64> = g.to_scalars()?.iter().map(|s| s.to_f64()).collect();
-                    assert_eq!(got, index_select_grad(&x, *d, vals), "index_select grad");
+                    assert_eq!(
+                        got,
+                        index_select_grad(&x, *d, vals, *idt),
+                        "index_select grad"
+                    );
                 }
             }
             Ok(())
