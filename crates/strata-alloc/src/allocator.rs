@@ -637,10 +637,7 @@ impl CachingAllocator {
         if oversize {
             stats.oversize_allocations.increase(1);
         }
-        if now_allocated > st.allocated_high {
-            st.allocated_high = now_allocated;
-            st.allocated_high_at = st.free_clock;
-        }
+        st.allocated_high.observe(now_allocated, st.free_clock);
         if st.history.enabled() {
             let stream = st.streams[s as usize].handle;
             st.history.push_alloc(&mut st.blocks[id], stream, site);

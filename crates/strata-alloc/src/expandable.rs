@@ -175,22 +175,15 @@ impl ExpandableSpace<'_> {
         );
         let now = st.free_clock;
         let ss = &st.streams[s as usize];
-        // When the stream last raised its own peak (now, if this request
-        // does).
-        let stream_peak_at = if ss.allocated + rounded > ss.allocated_peak {
-            now
-        } else {
-            ss.allocated_peak_at
-        };
-        // When the workload's peak was set: now, if this request raises it.
-        let (high, high_at) = if allocated.current as u64 + rounded > st.allocated_high {
-            (allocated.current as u64 + rounded, now)
-        } else {
-            (st.allocated_high, st.allocated_high_at)
-        };
+        // When the stream last raised its own peak, and when the workload's
+        // peak was set (now, if this request raises them).
+        let stream_peak_at = ss.allocated_peak.with(ss.allocated + rounded, now).at;
+        let high = st
+            .allocated_high
+            .with(allocated.current as u64 + rounded, now);
         let repetition = st
             .repeats
-            .recurs(context, high, high_at, now, stream_peak_at);
+            .recurs(context, high.bytes, high.at, now, stream_peak_at);
         let mut hold = repetition != Repetition::None;
         let weak = repetition == Repetition::Weak;
         // What holding may take reserved memory to: the hold limit for a

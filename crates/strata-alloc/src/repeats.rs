@@ -106,9 +106,11 @@ pub(crate) struct Repeats {
 
 impl Repeats {
     /// Records a growth of context `key` at peak allocated bytes `peak`
-    /// (reached at free clock `peak_at`) and free clock `now`. [`Repetition::Strong`] when the workload repeats: the
-    /// same context was last seen since the peak last rose, strictly after it
-    /// rose, and at least as long ago as the peak had been steady then.
+    /// (reached at free clock `peak_at`) and free clock `now`.
+    /// [`Repetition::Strong`] when the workload repeats: the same context was
+    /// last seen since the peak last rose, strictly after it rose, and at
+    /// least as long ago as the peak had been steady then (less
+    /// 1/[`GAP_SLACK`] of it).
     /// [`Repetition::Weak`] when only its earliest occurrence since the peak
     /// meets that condition.
     ///

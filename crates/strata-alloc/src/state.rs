@@ -82,12 +82,37 @@ pub(crate) struct StreamState {
     /// recycling (see `expandable.rs`).
     pub fence: crate::expandable::Fence,
     /// Bytes allocated on this stream (blocks, as `allocated_bytes` counts
-    /// them), their highest figure so far (never reset) and the free clock
-    /// when it last rose: the stream's own peak, for the hold-or-move rule
-    /// (`repeats.rs`).
+    /// them) and their high mark: the stream's own peak, for the hold-or-move
+    /// rule (`repeats.rs`).
     pub allocated: u64,
-    pub allocated_peak: u64,
-    pub allocated_peak_at: u64,
+    pub allocated_peak: HighMark,
+}
+
+/// The highest figure a byte count ever reached (never reset, unlike the
+/// statistics' peaks) and the free clock when it last rose to it: when a
+/// peak was set, for the hold-or-move rule (`repeats.rs`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct HighMark {
+    pub bytes: u64,
+    pub at: u64,
+}
+
+impl HighMark {
+    /// The count is `bytes` at free clock `clock`.
+    #[inline]
+    pub fn observe(&mut self, bytes: u64, clock: u64) {
+        if bytes > self.bytes {
+            *self = HighMark { bytes, at: clock };
+        }
+    }
+
+    /// The mark as it would be if the count reached `bytes` at `now`.
+    #[inline]
+    pub fn with(self, bytes: u64, now: u64) -> HighMark {
+        let mut m = self;
+        m.observe(bytes, now);
+        m
+    }
 }
 
 impl StreamState {
@@ -96,10 +121,7 @@ impl StreamState {
     #[inline]
     pub fn allocated_grew(&mut self, size: u64, clock: u64) {
         self.allocated += size;
-        if self.allocated > self.allocated_peak {
-            self.allocated_peak = self.allocated;
-            self.allocated_peak_at = clock;
-        }
+        self.allocated_peak.observe(self.allocated, clock);
     }
 
     /// A block of `size` bytes allocated on this stream was freed.
@@ -139,12 +161,9 @@ pub(crate) struct State {
     /// Recorded events, when recording is on.
     pub history: History,
     pub free_clock: u64,
-    /// The highest figure allocated bytes ever reached (device-wide; never
-    /// reset, unlike the statistics' peak) and the free clock when they last
-    /// rose to it: when the workload's peak was set, for the hold-or-move
-    /// rule (`repeats.rs`).
-    pub allocated_high: u64,
-    pub allocated_high_at: u64,
+    /// The high mark of allocated bytes, device-wide: when the workload's
+    /// peak was set.
+    pub allocated_high: HighMark,
     /// Whether an allocation of at least one page (the expandable segments'
     /// granularity) has been freed yet (the margin of expandable segments
     /// keeps its full floor until then).
@@ -180,8 +199,7 @@ impl State {
             repeats: Repeats::default(),
             history: History::default(),
             free_clock: 0,
-            allocated_high: 0,
-            allocated_high_at: 0,
+            allocated_high: HighMark::default(),
             freed_a_page: false,
         }
     }
@@ -301,8 +319,7 @@ pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
                 expandable: [Vec::new(), Vec::new()],
                 fence: Default::default(),
                 allocated: 0,
-                allocated_peak: 0,
-                allocated_peak_at: 0,
+                allocated_peak: HighMark::default(),
             });
             (st.streams.len() - 1) as u32
         }

@@ -354,10 +354,8 @@ impl Driver for SimDriver {
                 let overlaps = s
                     .segments
                     .iter()
-                    .any(|(&b, &l)| b < at + size && at < b + l)
-                    || s.reservations
-                        .iter()
-                        .any(|(&b, &l)| b < at + size && at < b + l);
+                    .chain(&s.reservations)
+                    .any(|(&b, &l)| b < at + size && at < b + l);
                 (!overlaps && at != 0).then_some(at)
             }
             _ => None,
