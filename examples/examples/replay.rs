@@ -17,7 +17,9 @@
 //! allocator made) per warm pass, and PyTorch's `reserved_bytes.all.peak` from
 //! the file with the ratio. `--warmup N` runs N passes after the first that
 //! count neither in the timings nor in the warm figures (0 by default); the
-//! memory driver calls of every pass are printed too.
+//! memory driver calls of every pass are printed too. `--json` adds the warm
+//! passes' driver calls of every kind (`warm_driver_calls`, totals) and each
+//! warm pass's cost per operation in order (`warm_pass_ns_per_op`).
 
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -280,6 +282,16 @@ fn run() -> Result<(), String> {
         let warm_syncs = (after.stream_synchronizations() - calls.stream_synchronizations()) as f64
             / args.passes as f64;
         let warm_peak_reserved = a.memory_stats().reserved_bytes.all().peak;
+        // Every driver call of the warm passes by kind (event records and
+        // queries of the stream fences included), and each pass's cost in
+        // order, before the median is taken.
+        let warm_by_kind: Vec<(&str, u64)> = after
+            .entries()
+            .into_iter()
+            .zip(calls.entries())
+            .map(|((k, v), (_, v0))| (k, v - v0))
+            .collect();
+        let pass_ns: Vec<f64> = times.iter().map(|t| (t * 10.0).round() / 10.0).collect();
         times.sort_by(f64::total_cmp);
         let ns = times[times.len() / 2];
         a.empty_cache().map_err(|e| e.to_string())?;
@@ -310,6 +322,11 @@ fn run() -> Result<(), String> {
                 "memory_calls_by_pass": per_pass.iter().map(|p| p.0).collect::<Vec<_>>(),
                 "stream_synchronizations_by_pass": per_pass.iter().map(|p| p.1).collect::<Vec<_>>(),
                 "warm_peak_reserved": warm_peak_reserved,
+                "warm_driver_calls": warm_by_kind
+                    .iter()
+                    .map(|&(k, v)| (k.to_string(), serde_json::Value::from(v)))
+                    .collect::<serde_json::Map<_, _>>(),
+                "warm_pass_ns_per_op": pass_ns,
                 "torch_peak_reserved": t.torch_peak_reserved,
                 "torch_device_allocs": t.torch_device_allocs,
             });

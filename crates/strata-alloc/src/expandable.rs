@@ -449,17 +449,28 @@ impl ExpandableSpace<'_> {
             .map(|&(_, _, p0, p1)| (p1 - p0) / page)
             .sum::<u64>();
         // Only a page with a stitched mapping somewhere can move back to it;
-        // the others are only counted.
+        // the others are only counted. There are far fewer such pages than
+        // free ones: look up where each is live, and keep it if that lies in
+        // one of the blocks above.
         let mut by_handle = FxHashMap::default();
-        if !st.aliases.is_empty() {
-            for &(_, id, p0, p1) in &blocks {
-                let mut at = p0;
-                while at < p1 {
-                    let h = handle_at(st, id, at, page);
-                    if st.aliases.contains_key(&h) {
-                        by_handle.insert(h, (at, id));
+        if !st.aliases.is_empty() && !blocks.is_empty() {
+            let mut by_address: Vec<(u64, u64, u32)> =
+                blocks.iter().map(|&(_, id, p0, p1)| (p0, p1, id)).collect();
+            by_address.sort_unstable();
+            for h in st.aliases.keys() {
+                let Some(&(seg, idx)) = st.live.get(h) else {
+                    continue;
+                };
+                let base = st.expandable[seg as usize]
+                    .as_ref()
+                    .expect("a live page's segment exists")
+                    .base;
+                let at = base + idx as u64 * page;
+                let i = by_address.partition_point(|&(p0, _, _)| p0 <= at);
+                if let Some(&(_, p1, id)) = i.checked_sub(1).map(|i| &by_address[i]) {
+                    if at < p1 {
+                        by_handle.insert(*h, (at, id));
                     }
-                    at += page;
                 }
             }
         }
@@ -506,6 +517,7 @@ impl ExpandableSpace<'_> {
                     .expect("a mapped page has a handle");
                 seg.mapped_pages -= 1;
                 seg.stitched.insert(idx, (h, stamp));
+                st.live.remove(&h);
                 st.stitch_lru.insert(stamp, (seg_i, idx));
                 st.aliases.entry(h).or_default().push((seg_i, idx));
                 at += page;
@@ -630,6 +642,7 @@ impl ExpandableSpace<'_> {
                 .take()
                 .expect("a mapped page has a handle");
             seg.mapped_pages -= 1;
+            st.live.remove(&h);
             out.push(h);
             done += page;
         }
@@ -726,6 +739,7 @@ impl ExpandableSpace<'_> {
                 .as_mut()
                 .expect("segment exists");
             sg.handles[idx as usize] = Some(h);
+            st.live.insert(h, (seg, idx));
         }
         st.expandable[seg as usize]
             .as_mut()

@@ -351,6 +351,22 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         }
         active_handles.extend(seg.handles.iter().flatten().copied());
     }
+    // The reverse map of live pages matches the segments' handles.
+    let mut live = 0;
+    for (seg_i, seg) in st.expandable.iter().enumerate() {
+        let Some(seg) = seg else { continue };
+        for (idx, h) in seg.handles.iter().enumerate() {
+            if let Some(h) = h {
+                live += 1;
+                if st.live.get(h) != Some(&(seg_i as u32, idx as u32)) {
+                    return Err(format!("live page {idx} missing from the reverse map"));
+                }
+            }
+        }
+    }
+    if live != st.live.len() {
+        return Err("the reverse map of live pages holds pages that are not live".into());
+    }
     // Each physical page is live at one address at most, and every page with
     // a stitched mapping is live somewhere (it moved away from there).
     let n = active_handles.len();

@@ -148,6 +148,9 @@ pub(crate) struct State {
     /// Expandable segments: for each physical page with stitched mappings,
     /// where they are (segment index, page index).
     pub aliases: rustc_hash::FxHashMap<PhysHandle, Vec<(u32, u32)>>,
+    /// Expandable segments: where each physical page is live (segment index,
+    /// page index), the reverse of the segments' `handles`.
+    pub live: rustc_hash::FxHashMap<PhysHandle, (u32, u32)>,
     /// Every stitched mapping by the stamp of the moment it was left, oldest
     /// first: the least recently used go first when the bound is exceeded.
     pub stitch_lru: BTreeMap<u64, (u32, u32)>,
@@ -193,6 +196,7 @@ impl State {
             pending_events: 0,
             gc_counts: [0; 2],
             aliases: Default::default(),
+            live: Default::default(),
             stitch_lru: BTreeMap::new(),
             stitch_clock: 0,
             recent_requests: 0,

@@ -724,8 +724,18 @@ fn replay_files(files: &[PathBuf], dev: Device) -> Vec<String> {
         for case in file["cases"].as_array().unwrap() {
             total += 1;
             let id = case["id"].as_str().unwrap();
+            // STRATA_CONFORMANCE_VERBOSE=1 names each case with its time on
+            // stderr (to find one that hangs or is slow on a device).
+            let verbose = std::env::var_os("STRATA_CONFORMANCE_VERBOSE").is_some();
+            if verbose {
+                eprint!("{dev}: {id} ... ");
+            }
+            let t0 = std::time::Instant::now();
             let r = std::panic::catch_unwind(|| run_case(case, dev))
                 .unwrap_or_else(|_| Err("panicked".into()));
+            if verbose {
+                eprintln!("{:.1} ms", t0.elapsed().as_secs_f64() * 1e3);
+            }
             match (r, allowed.get(id)) {
                 (Ok(()), None) => passed += 1,
                 (Ok(()), Some(_)) => stale.push(id.to_string()),
