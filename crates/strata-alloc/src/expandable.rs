@@ -194,55 +194,80 @@ impl ExpandableSpace<'_> {
         } else {
             target + peak / HOLD_LIMIT
         };
-        let avail = self.available_pages(st);
+        let avail = self.available_pages(st, s);
         let recyclable = if hold { 0 } else { avail.pages };
-        let mut best: Option<(Cost, Placement)> = None;
-        for &seg in &st.streams[s as usize].expandable[pool as usize] {
-            let sg = st.expandable[seg as usize]
-                .as_ref()
-                .expect("listed segment");
-            let mut id = sg.head;
-            while id != NONE {
-                let b = &st.blocks[id];
-                if !b.mapped {
-                    for (start, with_before) in candidate_starts(sg, b, &avail, page) {
-                        let Some(p) = placement_at(st, id, seg, start, rounded, page, with_before)
-                        else {
-                            continue;
-                        };
-                        let cost = placement_cost(st, &p, &avail, headroom, recyclable, page);
-                        if best.as_ref().is_none_or(|b| cost < b.0) {
-                            best = Some((cost, p));
+        // A placement overwrites the stitched mappings in its range (other
+        // than those its pages move back to). One that queued work may still
+        // use is unmapped only once its stream's fence has passed it; if the
+        // chosen placement would need such a mapping, the choice is made again
+        // among the placements that need none (without the chunk).
+        let mut avoid_busy = false;
+        let (p, n) = loop {
+            let mut best: Option<(Cost, Placement)> = None;
+            for &seg in &st.streams[s as usize].expandable[pool as usize] {
+                let sg = st.expandable[seg as usize]
+                    .as_ref()
+                    .expect("listed segment");
+                let mut id = sg.head;
+                while id != NONE {
+                    let b = &st.blocks[id];
+                    if !b.mapped {
+                        for (start, with_before) in candidate_starts(sg, b, &avail, page) {
+                            let Some(p) =
+                                placement_at(st, id, seg, start, rounded, page, with_before)
+                            else {
+                                continue;
+                            };
+                            if avoid_busy
+                                && !busy_overwritten(st, &p, p.pages, &avail, page, true).is_empty()
+                            {
+                                continue;
+                            }
+                            let cost = placement_cost(st, &p, &avail, headroom, recyclable, page);
+                            if best.as_ref().is_none_or(|b| cost < b.0) {
+                                best = Some((cost, p));
+                            }
                         }
                     }
+                    id = b.next;
                 }
-                id = b.next;
             }
-        }
-        let p = match best {
-            Some(b) => b.1,
-            None => match self.new_segment(st, s, pool, rounded)? {
-                Some((u, seg)) => {
-                    let start = st.blocks[u].ptr;
-                    placement_at(st, u, seg, start, rounded, page, false)
-                        .expect("a new segment fits any request it was made for")
-                }
-                None => return Ok(None),
-            },
+            let p = match best {
+                Some(b) => b.1,
+                None => match self.new_segment(st, s, pool, rounded)? {
+                    Some((u, seg)) => {
+                        let start = st.blocks[u].ptr;
+                        placement_at(st, u, seg, start, rounded, page, false)
+                            .expect("a new segment fits any request it was made for")
+                    }
+                    None => return Ok(None),
+                },
+            };
+            if p.pages == 0 {
+                // The free block before the unmapped range suffices on its own
+                // (the oversize filters passed it over).
+                st.index_remove(p.keep[0]);
+                return Ok(Some(p.keep[0]));
+            }
+            // Within the margin, map a whole chunk for large requests so that a
+            // run of similar requests does not map a few pages each time.
+            let mut n = p.pages;
+            if !avoid_busy && pool == PoolKind::Large && headroom > n {
+                n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
+            }
+            if avoid_busy {
+                break (p, n as usize);
+            }
+            let busy = busy_overwritten(st, &p, n, &avail, page, false);
+            let mut all_idle = true;
+            for idx in busy {
+                all_idle &= self.stitched_idle(st, p.segment, idx);
+            }
+            if all_idle {
+                break (p, n as usize);
+            }
+            avoid_busy = true;
         };
-        if p.pages == 0 {
-            // The free block before the unmapped range suffices on its own (the
-            // oversize filters passed it over).
-            st.index_remove(p.keep[0]);
-            return Ok(Some(p.keep[0]));
-        }
-        // Within the margin, map a whole chunk for large requests so that a run
-        // of similar requests does not map a few pages each time.
-        let mut n = p.pages;
-        if pool == PoolKind::Large && headroom > n {
-            n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
-        }
-        let n = n as usize;
         // The pages that move back to a stitched mapping of theirs (no driver
         // call), then new pages within the margin, then recycled pages (least
         // recently freed first), then new pages beyond the margin.
@@ -414,7 +439,7 @@ impl ExpandableSpace<'_> {
     /// The pages that may move now: those lying wholly inside free blocks
     /// whose stream's [`Fence`] covers their free (each stream's fence is
     /// queried at most once, and recorded if none is pending).
-    fn available_pages(&self, st: &mut State) -> Available {
+    fn available_pages(&self, st: &mut State, s: u32) -> Available {
         let page = self.page;
         let mut blocks: Vec<(u64, u32, u64, u64)> = Vec::new();
         for seg in st.expandable.iter().flatten() {
@@ -429,19 +454,26 @@ impl ExpandableSpace<'_> {
                 id = b.next;
             }
         }
-        // One fence check per stream, for the latest free among its blocks.
+        // The growth's own stream may take its pages at once: the old
+        // mapping stays (stitched) for the work still queued there, and the
+        // new block's work comes after it in stream order. Other streams'
+        // pages need their fence: one check per stream, for the latest free
+        // among its blocks.
         let mut latest: Vec<u64> = vec![0; st.streams.len()];
         for &(freed_at, id, _, _) in &blocks {
-            let s = st.blocks[id].stream as usize;
-            latest[s] = latest[s].max(freed_at);
+            let bs = st.blocks[id].stream as usize;
+            if bs != s as usize {
+                latest[bs] = latest[bs].max(freed_at);
+            }
         }
-        for (s, &l) in latest.iter().enumerate() {
+        for (bs, &l) in latest.iter().enumerate() {
             if l > 0 {
-                self.stream_idle_since(st, s as u32, l);
+                self.stream_idle_since(st, bs as u32, l);
             }
         }
         blocks.retain(|&(freed_at, id, _, _)| {
-            freed_at <= st.streams[st.blocks[id].stream as usize].fence.done
+            let bs = st.blocks[id].stream;
+            bs == s || freed_at <= st.streams[bs as usize].fence.done
         });
         blocks.sort_unstable();
         let pages = blocks
@@ -500,10 +532,11 @@ impl ExpandableSpace<'_> {
                 j += 1;
             }
             let to = top + page;
-            let (seg_i, stream, pool) = {
+            let (seg_i, stream, pool, freed_at) = {
                 let b = &st.blocks[id];
-                (b.segment, b.stream, b.pool.stat())
+                (b.segment, b.stream, b.pool.stat(), b.freed_at)
             };
+            let busy = freed_at > st.streams[stream as usize].fence.done;
             let mut at = from;
             while at < to {
                 st.stitch_clock += 1;
@@ -518,6 +551,9 @@ impl ExpandableSpace<'_> {
                 seg.mapped_pages -= 1;
                 seg.stitched.insert(idx, (h, stamp));
                 st.live.remove(&h);
+                if busy {
+                    st.busy_stitched.insert((seg_i, idx), (stream, freed_at));
+                }
                 st.stitch_lru.insert(stamp, (seg_i, idx));
                 st.aliases.entry(h).or_default().push((seg_i, idx));
                 at += page;
@@ -538,6 +574,7 @@ impl ExpandableSpace<'_> {
             .stitched
             .remove(&idx)?;
         st.stitch_lru.remove(&stamp);
+        st.busy_stitched.remove(&(seg, idx));
         if let Some(v) = st.aliases.get_mut(&h) {
             v.retain(|&x| x != (seg, idx));
             if v.is_empty() {
@@ -561,21 +598,60 @@ impl ExpandableSpace<'_> {
     /// Keeps the stitched mappings within their bound ([`STITCHED_PER_PAGE`]
     /// per reserved page, plus [`STITCHED_MIN`]), unmapping the least recently
     /// used first.
+    ///
+    /// A mapping that work queued on its stream may still use
+    /// (`State::busy_stitched`) is passed over until the stream's fence has
+    /// passed it, so the bound can be exceeded for a while.
     fn evict_stitched(&self, st: &mut State) -> Result<(), AllocError> {
         let bound = STITCHED_PER_PAGE * (st.reserved() / self.page) + STITCHED_MIN;
-        while st.stitch_lru.len() as u64 > bound {
-            let (_, &(seg, idx)) = st.stitch_lru.iter().next().expect("not empty");
+        let excess = (st.stitch_lru.len() as u64).saturating_sub(bound) as usize;
+        if excess == 0 {
+            return Ok(());
+        }
+        let oldest: Vec<(u32, u32)> = st.stitch_lru.values().copied().collect();
+        let mut left = excess;
+        for (seg, idx) in oldest {
+            if left == 0 {
+                break;
+            }
+            if !self.stitched_idle(st, seg, idx) {
+                continue;
+            }
             self.unmap_stitched(st, seg, idx)
                 .map_err(|e| self.driver_error(e))?;
+            left -= 1;
         }
         Ok(())
+    }
+
+    /// Whether no queued work can still use the stitched mapping at page
+    /// `idx` of segment `seg` (querying its stream's fence if needed), so
+    /// that it may be unmapped.
+    fn stitched_idle(&self, st: &mut State, seg: u32, idx: u32) -> bool {
+        match st.busy_stitched.get(&(seg, idx)).copied() {
+            None => true,
+            Some((s, freed_at)) => {
+                let idle = self.stream_idle_since(st, s, freed_at);
+                if idle {
+                    st.busy_stitched.remove(&(seg, idx));
+                }
+                idle
+            }
+        }
     }
 
     /// Gives a physical page back to the driver after a failed growth: its
     /// stitched mappings are unmapped first. Failures leak the page in the
     /// driver but leave the allocator consistent.
+    /// A stitched mapping that queued work may still use is unmapped after
+    /// synchronising its stream (only on this failure path).
     fn drop_handle(&self, st: &mut State, h: PhysHandle) {
         for (seg, idx) in st.aliases.get(&h).cloned().unwrap_or_default() {
+            if let Some(&(s, _)) = st.busy_stitched.get(&(seg, idx)) {
+                let _ = self
+                    .driver
+                    .synchronize_stream(st.streams[s as usize].handle);
+            }
             if self.unmap_stitched(st, seg, idx).is_err() {
                 Self::forget_stitched(st, seg, idx);
             }
@@ -795,17 +871,25 @@ impl ExpandableSpace<'_> {
     }
 
     /// `empty_cache` for expandable segments: unmap every stitched mapping
-    /// (no queued work uses them: a page leaves one behind only once its
-    /// fence has completed), unmap and release every page that lies wholly
+    /// (after synchronising the streams whose queued work may still use one:
+    /// `State::busy_stitched`), unmap and release every page that lies wholly
     /// inside a free block (after synchronising each stream that owns some);
     /// give back ranges left with no pages.
     pub fn release_free_pages(&self, st: &mut State) -> Result<(), AllocError> {
         let page = self.page;
+        let mut synced: Vec<u32> = st.busy_stitched.values().map(|&(s, _)| s).collect();
+        synced.sort_unstable();
+        synced.dedup();
+        for &s in &synced {
+            self.driver
+                .synchronize_stream(st.streams[s as usize].handle)
+                .map_err(|e| self.driver_error(e))?;
+        }
+        st.busy_stitched.clear();
         while let Some((_, &(seg, idx))) = st.stitch_lru.iter().next() {
             self.unmap_stitched(st, seg, idx)
                 .map_err(|e| self.driver_error(e))?;
         }
-        let mut synced = Vec::new();
         for seg_i in 0..st.expandable.len() {
             let Some(seg) = st.expandable[seg_i].as_ref() else {
                 continue;
@@ -989,6 +1073,52 @@ fn candidate_starts(
         }
     }
     v
+}
+
+/// The stitched mappings that placement `p`, mapping `n` pages, would
+/// overwrite while queued work may still use them (`State::busy_stitched`):
+/// all of them, or with `uncovered`, only those whose stream's fence has not
+/// passed them yet (as far as it is known, without a query). A mapping that
+/// its own page moves back to is not overwritten.
+fn busy_overwritten(
+    st: &State,
+    p: &Placement,
+    n: u64,
+    avail: &Available,
+    page: u64,
+    uncovered: bool,
+) -> Vec<u32> {
+    if st.busy_stitched.is_empty() {
+        return Vec::new();
+    }
+    let sg = st.expandable[p.segment as usize]
+        .as_ref()
+        .expect("segment exists");
+    let first = ((p.map_at - sg.base) / page) as u32;
+    // As the growth's plan does: a page moves back to the first of its
+    // mappings in the range only.
+    let mut back: Vec<PhysHandle> = Vec::new();
+    sg.stitched
+        .range(first..first + n as u32)
+        .filter(|&(&idx, &(h, _))| {
+            let moves_back = avail
+                .by_handle
+                .get(&h)
+                .is_some_and(|&(_, blk)| !p.keep.contains(&blk))
+                && !back.contains(&h);
+            if moves_back {
+                back.push(h);
+            }
+            !moves_back
+                && st
+                    .busy_stitched
+                    .get(&(p.segment, idx))
+                    .is_some_and(|&(bs, freed_at)| {
+                        !uncovered || freed_at > st.streams[bs as usize].fence.done
+                    })
+        })
+        .map(|(&idx, _)| idx)
+        .collect()
 }
 
 /// The physical handle mapped at page address `at` of block `blk`'s segment.

@@ -151,6 +151,12 @@ pub(crate) struct State {
     /// Expandable segments: where each physical page is live (segment index,
     /// page index), the reverse of the segments' `handles`.
     pub live: rustc_hash::FxHashMap<PhysHandle, (u32, u32)>,
+    /// Expandable segments: the stitched mappings (segment index, page index)
+    /// that work queued on a stream may still use, with that stream and the
+    /// free clock of the block the page left: a page moved to a block of the
+    /// same stream without waiting for the stream's fence. Such a mapping is
+    /// unmapped only once the stream's fence has passed that moment.
+    pub busy_stitched: rustc_hash::FxHashMap<(u32, u32), (u32, u64)>,
     /// Every stitched mapping by the stamp of the moment it was left, oldest
     /// first: the least recently used go first when the bound is exceeded.
     pub stitch_lru: BTreeMap<u64, (u32, u32)>,
@@ -197,6 +203,7 @@ impl State {
             gc_counts: [0; 2],
             aliases: Default::default(),
             live: Default::default(),
+            busy_stitched: Default::default(),
             stitch_lru: BTreeMap::new(),
             stitch_clock: 0,
             recent_requests: 0,

@@ -1,8 +1,11 @@
 //! Page recycling of expandable segments never synchronises a stream while
-//! allocating: pages freed on a stream move elsewhere only once an event
-//! recorded on that stream has completed. Random sequences check that live
-//! allocations never share physical memory (through the simulated device's
-//! page tables) and that statistics equal a recount.
+//! allocating: pages freed on a stream move to another stream only once an
+//! event recorded on that stream has completed; within their own stream they
+//! move at once, and their old mapping stays until the event has completed.
+//! Random sequences check that live allocations never share physical memory
+//! (through the simulated device's page tables), that a freed block whose work
+//! may still be queued keeps its mapping and shares its pages with no other
+//! stream, and that statistics equal a recount.
 
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -113,35 +116,104 @@ fn check_physically_disjoint(d: &SimDriver, live: &[RawAllocation]) -> Result<()
     Ok(())
 }
 
+/// A freed block that work queued on the device may still use: its address
+/// range, the physical bytes behind it when it was freed, its own stream and
+/// the streams whose queued work has not been seen to finish since.
+struct Queued {
+    ptr: u64,
+    size: u64,
+    pieces: Vec<(u64, u64, u64)>,
+    stream: usize,
+    pending: Vec<usize>,
+}
+
+/// While work queued on the device may still use a freed block, the block's
+/// addresses keep the same physical bytes (no mapping it uses is torn down or
+/// replaced), and those bytes are shared with no live allocation of another
+/// stream (nor with any, while another stream's work is pending).
+fn check_queued_work_is_safe(
+    d: &SimDriver,
+    queued: &[Queued],
+    live: &[(RawAllocation, usize)],
+) -> Result<(), TestCaseError> {
+    for q in queued {
+        let now = d.physical_ranges(q.ptr, q.size);
+        prop_assert_eq!(
+            now.as_ref(),
+            Some(&q.pieces),
+            "the mapping of {:#x}+{} changed while queued work may use it",
+            q.ptr,
+            q.size
+        );
+        let others_pending = q.pending.iter().any(|&s| s != q.stream);
+        for (r, s) in live {
+            if *s == q.stream && !others_pending {
+                continue;
+            }
+            for (h, off, len) in d.physical_ranges(r.ptr(), r.size()).unwrap_or_default() {
+                for &(qh, qoff, qlen) in &q.pieces {
+                    prop_assert!(
+                        h != qh || off + len <= qoff || qoff + qlen <= off,
+                        "live {:#x} (stream {s}) shares physical bytes with {:#x}, freed on stream {} with work pending on {:?}",
+                        r.ptr(),
+                        q.ptr,
+                        q.stream,
+                        q.pending
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB));
     let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
-    let mut live: Vec<RawAllocation> = Vec::new();
+    let mut live: Vec<(RawAllocation, usize)> = Vec::new();
+    let mut queued: Vec<Queued> = Vec::new();
+    let freed = |r: &RawAllocation, stream: usize, pending: Vec<usize>| Queued {
+        ptr: r.ptr(),
+        size: r.size(),
+        pieces: d.physical_ranges(r.ptr(), r.size()).unwrap(),
+        stream,
+        pending,
+    };
     for op in ops {
         match *op {
             Op::Alloc { size, stream } => match a.allocate_raw(size, STREAMS[stream]) {
-                Ok(r) => live.push(r),
+                Ok(r) => live.push((r, stream)),
                 Err(AllocError::OutOfMemory(_)) => {}
                 Err(e) => return Err(TestCaseError::fail(e.to_string())),
             },
             Op::Free(i) if !live.is_empty() => {
-                let r = live.swap_remove(i % live.len());
+                let (r, s) = live.swap_remove(i % live.len());
+                queued.push(freed(&r, s, vec![s]));
                 a.free_raw(r).unwrap();
             }
             Op::FreeAfterUse { index, stream } if !live.is_empty() => {
-                let r = live.swap_remove(index % live.len());
+                let (r, s) = live.swap_remove(index % live.len());
+                queued.push(freed(&r, s, vec![s, stream]));
                 a.record_stream(&r, STREAMS[stream]).unwrap();
                 a.free_raw(r).unwrap();
             }
-            Op::Complete(s) => d.complete_stream(STREAMS[s]),
+            Op::Complete(s) => {
+                d.complete_stream(STREAMS[s]);
+                for q in &mut queued {
+                    q.pending.retain(|&p| p != s);
+                }
+                queued.retain(|q| !q.pending.is_empty());
+            }
             _ => {}
         }
         a.check_consistency().map_err(TestCaseError::fail)?;
-        check_physically_disjoint(&d, &live)?;
+        let raw: Vec<RawAllocation> = live.iter().map(|(r, _)| *r).collect();
+        check_physically_disjoint(&d, &raw)?;
+        check_queued_work_is_safe(&d, &queued, &live)?;
         prop_assert_eq!(d.call_count("stream_synchronize"), 0);
         prop_assert_eq!(d.call_count("event_synchronize"), 0);
     }
-    for r in live.drain(..) {
+    for (r, _) in live.drain(..) {
         a.free_raw(r).unwrap();
     }
     a.empty_cache().unwrap();
@@ -157,8 +229,10 @@ proptest! {
 
     /// Random sequences over three streams, with cross-stream uses and the
     /// device catching up at random moments: statistics equal a recount, live
-    /// allocations never share physical memory, nothing synchronises while
-    /// allocating, and `empty_cache` gives everything back.
+    /// allocations never share physical memory, a freed block whose work may
+    /// still be queued keeps its mapping and shares its pages with no other
+    /// stream, nothing synchronises while allocating, and `empty_cache` gives
+    /// everything back.
     #[test]
     fn random_recycling_keeps_invariants(ops in prop::collection::vec(op(), 1..150)) {
         run(&ops)?;
@@ -261,6 +335,75 @@ fn a_repeating_pattern_pays_for_its_moves_once() {
     assert_eq!(d.call_count("unmap"), 0);
     assert_eq!(d.call_count("stream_synchronize"), 0);
     assert_eq!(d.call_count("event_synchronize"), 0);
+    a.empty_cache().unwrap();
+    assert_eq!(d.used_bytes(), 0);
+    assert_eq!(d.live_objects(), (0, 0, 0, 0));
+}
+
+#[test]
+fn pages_move_within_their_stream_without_waiting_for_its_fence() {
+    // One stream, and the device never catches up (no event completes). A
+    // request that fits no free block takes pages of its own stream's free
+    // blocks at once: the old mapping stays (stitched) for the work still
+    // queued, and the new block's work comes after it in stream order. So a
+    // repeating pattern settles with no driver call and no event at all.
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB));
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let s = StreamId::DEFAULT;
+    let round = |sizes: &[u64]| {
+        let mut held = Vec::new();
+        for (i, &mib) in sizes.iter().enumerate() {
+            held.push(a.allocate_raw(mib * MIB, s).unwrap());
+            if i % 2 == 1 {
+                a.free_raw(held.remove(0)).unwrap();
+            }
+        }
+        for r in held {
+            a.free_raw(r).unwrap();
+        }
+    };
+    let sizes = [300, 200, 260, 120, 330, 90, 310, 240];
+    round(&sizes);
+    // The first round moved its own pages instead of creating new ones
+    // (waiting for the fence, it reserved 1.16 x its peak): within the
+    // first-pass goal of 1.05 x.
+    let peak = a.max_memory_allocated();
+    assert!(
+        a.max_memory_reserved() * 100 <= peak * 105,
+        "{} reserved for a peak of {peak}",
+        a.max_memory_reserved()
+    );
+    for _ in 0..2 {
+        round(&sizes);
+    }
+    let (calls, records) = (
+        a.driver_calls().memory_calls(),
+        d.call_count("event_record"),
+    );
+    for _ in 0..5 {
+        round(&sizes);
+        a.check_consistency().unwrap();
+    }
+    assert_eq!(
+        a.driver_calls().memory_calls(),
+        calls,
+        "memory calls after warm-up"
+    );
+    assert_eq!(
+        d.call_count("event_record"),
+        records,
+        "events after warm-up"
+    );
+    assert_eq!(d.call_count("stream_synchronize"), 0);
+    assert_eq!(d.call_count("event_synchronize"), 0);
+    // Within the hold-or-move rule's bound: peak allocated, the margin (1/32
+    // of it, at least 10 pages) and half of it.
+    let bound = peak + (peak / 32).max(20 * MIB) + peak / 2;
+    assert!(
+        a.max_memory_reserved() <= bound,
+        "{} > {bound}",
+        a.max_memory_reserved()
+    );
     a.empty_cache().unwrap();
     assert_eq!(d.used_bytes(), 0);
     assert_eq!(d.live_objects(), (0, 0, 0, 0));
@@ -390,6 +533,11 @@ fn a_workload_going_round_again_stops_paying() {
     assert!(calls[3..].iter().all(|&c| c == 0), "{calls:?}");
     // The hold limit: peak allocated, its margin, and half of it.
     let peak = a.max_memory_allocated();
+    eprintln!(
+        "DBG peak {} reserved {}",
+        peak >> 20,
+        a.max_memory_reserved() >> 20
+    );
     assert!(a.max_memory_reserved() <= peak + (peak / 32).max(20 * MIB) + peak / 2);
     assert_eq!(d.call_count("stream_synchronize"), 0);
     assert_eq!(d.call_count("event_synchronize"), 0);
