@@ -351,6 +351,19 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         }
         active_handles.extend(seg.handles.iter().flatten().copied());
     }
+    // Busy marks belong to stitched mappings that exist.
+    for &(seg, idx) in st.busy_stitched.keys() {
+        let exists = st
+            .expandable
+            .get(seg as usize)
+            .and_then(|s| s.as_ref())
+            .is_some_and(|s| s.stitched.contains_key(&idx));
+        if !exists {
+            return Err(format!(
+                "busy mark on page {idx} of segment {seg}, which is not stitched"
+            ));
+        }
+    }
     // The reverse map of live pages matches the segments' handles.
     let mut live = 0;
     for (seg_i, seg) in st.expandable.iter().enumerate() {
