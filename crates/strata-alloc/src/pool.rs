@@ -18,6 +18,10 @@ const EXACT_UNITS: u64 = 1 << (SL_BITS + 1);
 const NUM_BINS: usize = EXACT_UNITS as usize + (64 - 9 - (SL_BITS as usize + 1)) * (1 << SL_BITS);
 const WORDS: usize = NUM_BINS.div_ceil(64);
 
+/// Bins of at most this many blocks are scanned rather than searched: the
+/// scan's steps have no branch to mispredict.
+const SHORT_BIN: usize = 16;
+
 /// One free block as the index sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Entry {
@@ -89,7 +93,13 @@ impl FreeIndex {
     pub fn insert(&mut self, e: Entry) {
         let b = bin_of(e.size);
         let bin = &mut self.bins[b];
-        let at = bin.partition_point(|x| (x.size, x.ptr) < (e.size, e.ptr));
+        let at = if bin.len() <= SHORT_BIN {
+            bin.iter()
+                .filter(|x| (x.size, x.ptr) < (e.size, e.ptr))
+                .count()
+        } else {
+            bin.partition_point(|x| (x.size, x.ptr) < (e.size, e.ptr))
+        };
         bin.insert(at, e);
         if bin.len() == 1 {
             self.mark(b);
@@ -102,7 +112,13 @@ impl FreeIndex {
     pub fn remove(&mut self, size: u64, ptr: u64) -> bool {
         let b = bin_of(size);
         let bin = &mut self.bins[b];
-        let at = bin.partition_point(|x| (x.size, x.ptr) < (size, ptr));
+        // A block's address identifies it: a short bin is scanned for it
+        // (no branch to mispredict per step), a long one searched.
+        let at = if bin.len() <= SHORT_BIN {
+            bin.iter().position(|x| x.ptr == ptr).unwrap_or(bin.len())
+        } else {
+            bin.partition_point(|x| (x.size, x.ptr) < (size, ptr))
+        };
         if at < bin.len() && bin[at].ptr == ptr && bin[at].size == size {
             bin.remove(at);
             if bin.is_empty() {
@@ -147,7 +163,12 @@ impl FreeIndex {
     /// Blocks of at least `size` bytes in `(size, address)` order.
     pub fn iter_from(&self, size: u64) -> impl Iterator<Item = Entry> + '_ {
         let first = bin_of(size);
-        let start = self.bins[first].partition_point(|x| x.size < size);
+        let fb = &self.bins[first];
+        let start = if fb.len() <= SHORT_BIN {
+            fb.iter().filter(|x| x.size < size).count()
+        } else {
+            fb.partition_point(|x| x.size < size)
+        };
         let mut bin = Some(first);
         let mut pos = start;
         std::iter::from_fn(move || loop {
@@ -222,6 +243,33 @@ mod tests {
             let all: Vec<_> = idx.iter_from(512).map(|e| (e.size, e.ptr)).collect();
             let want: Vec<_> = set.iter().copied().collect();
             prop_assert_eq!(all, want);
+        }
+
+        /// The same with few sizes, so that bins grow past the short-bin scan
+        /// and shrink back below it.
+        #[test]
+        fn matches_ordered_set_with_long_bins(ops in prop::collection::vec((0u8..3, 0usize..4, 0u64..64), 1..600)) {
+            let sizes = [512u64, 1024, 512 * 97 * 3, 512 * 97 * 3 + 512];
+            let mut idx = FreeIndex::default();
+            let mut set = BTreeSet::new();
+            for (op, k, slot) in ops {
+                let size = sizes[k];
+                let ptr = slot * (1 << 40) + size;
+                match op {
+                    0 => {
+                        if set.insert((size, ptr)) {
+                            idx.insert(Entry { size, ptr, block: slot as u32 });
+                        }
+                    }
+                    1 => prop_assert_eq!(idx.remove(size, ptr), set.remove(&(size, ptr))),
+                    _ => {
+                        let want: Vec<_> = set.range((size, 0)..).copied().collect();
+                        let got: Vec<_> = idx.iter_from(size).map(|e| (e.size, e.ptr)).collect();
+                        prop_assert_eq!(got, want);
+                    }
+                }
+                prop_assert_eq!(idx.len(), set.len());
+            }
         }
     }
 }
