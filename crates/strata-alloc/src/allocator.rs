@@ -565,16 +565,15 @@ impl CachingAllocator {
         }
         let config = &st.settings.config;
         let idx = &mut st.streams[s as usize].free[pool as usize];
-        let e = idx.lower_bound(size)?;
-        if let Some(max_split) = config.max_split_size {
-            if (size < max_split && e.size >= max_split)
-                || (size >= max_split
-                    && e.size >= size.saturating_add(config.max_non_split_rounding))
-            {
-                return None;
+        // The oversize rules may refuse the smallest block that fits.
+        let e = idx.take_lower_bound(size, |e| match config.max_split_size {
+            Some(max_split) => {
+                !((size < max_split && e.size >= max_split)
+                    || (size >= max_split
+                        && e.size >= size.saturating_add(config.max_non_split_rounding)))
             }
-        }
-        idx.remove(e.size, e.ptr);
+            None => true,
+        })?;
         Some(e.block)
     }
 

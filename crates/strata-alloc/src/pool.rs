@@ -160,6 +160,37 @@ impl FreeIndex {
         self.iter_from(size).next()
     }
 
+    /// Takes out the block [`lower_bound`](Self::lower_bound) would return,
+    /// if `accept` takes it (one search for both).
+    #[inline]
+    pub fn take_lower_bound(
+        &mut self,
+        size: u64,
+        accept: impl FnOnce(&Entry) -> bool,
+    ) -> Option<Entry> {
+        let first = bin_of(size);
+        let fb = &self.bins[first];
+        let start = if fb.len() <= SHORT_BIN {
+            fb.iter().filter(|x| x.size < size).count()
+        } else {
+            fb.partition_point(|x| x.size < size)
+        };
+        let (b, at) = if start < fb.len() {
+            (first, start)
+        } else {
+            (self.next_bin(first + 1)?, 0)
+        };
+        if !accept(&self.bins[b][at]) {
+            return None;
+        }
+        let e = self.bins[b].remove(at);
+        if self.bins[b].is_empty() {
+            self.unmark(b);
+        }
+        self.len -= 1;
+        Some(e)
+    }
+
     /// Blocks of at least `size` bytes in `(size, address)` order.
     pub fn iter_from(&self, size: u64) -> impl Iterator<Item = Entry> + '_ {
         let first = bin_of(size);
@@ -262,6 +293,14 @@ mod tests {
                         }
                     }
                     1 => prop_assert_eq!(idx.remove(size, ptr), set.remove(&(size, ptr))),
+                    2 if slot % 2 == 0 => {
+                        let want = set.range((size, 0)..).next().copied();
+                        let got = idx.take_lower_bound(size, |_| true).map(|e| (e.size, e.ptr));
+                        prop_assert_eq!(got, want);
+                        if let Some(w) = want {
+                            set.remove(&w);
+                        }
+                    }
                     _ => {
                         let want: Vec<_> = set.range((size, 0)..).copied().collect();
                         let got: Vec<_> = idx.iter_from(size).map(|e| (e.size, e.ptr)).collect();
