@@ -259,10 +259,10 @@ impl ExpandableSpace<'_> {
                 break (p, n as usize);
             }
             let busy = busy_overwritten(st, &p, n, &avail, page, false);
-            let mut all_idle = true;
-            for idx in busy {
-                all_idle &= self.stitched_idle(st, p.segment, idx);
-            }
+            let mut queried = Vec::new();
+            let all_idle = busy
+                .into_iter()
+                .all(|idx| self.stitched_idle(st, p.segment, idx, &mut queried));
             if all_idle {
                 break (p, n as usize);
             }
@@ -608,13 +608,14 @@ impl ExpandableSpace<'_> {
         if excess == 0 {
             return Ok(());
         }
-        let oldest: Vec<(u32, u32)> = st.stitch_lru.values().copied().collect();
-        let mut left = excess;
-        for (seg, idx) in oldest {
-            if left == 0 {
+        // Oldest first, by stamp; `from` steps past the ones passed over.
+        let (mut left, mut from, mut queried) = (excess, 0, Vec::new());
+        while left > 0 {
+            let Some((&stamp, &(seg, idx))) = st.stitch_lru.range(from..).next() else {
                 break;
-            }
-            if !self.stitched_idle(st, seg, idx) {
+            };
+            from = stamp + 1;
+            if !self.stitched_idle(st, seg, idx, &mut queried) {
                 continue;
             }
             self.unmap_stitched(st, seg, idx)
@@ -625,13 +626,18 @@ impl ExpandableSpace<'_> {
     }
 
     /// Whether no queued work can still use the stitched mapping at page
-    /// `idx` of segment `seg` (querying its stream's fence if needed), so
-    /// that it may be unmapped.
-    fn stitched_idle(&self, st: &mut State, seg: u32, idx: u32) -> bool {
+    /// `idx` of segment `seg`, so that it may be unmapped. Its stream's fence
+    /// is queried at most once per caller's operation (the streams queried
+    /// are listed in `queried`); after that only what it has shown counts.
+    fn stitched_idle(&self, st: &mut State, seg: u32, idx: u32, queried: &mut Vec<u32>) -> bool {
         match st.busy_stitched.get(&(seg, idx)).copied() {
             None => true,
             Some((s, freed_at)) => {
-                let idle = self.stream_idle_since(st, s, freed_at);
+                let idle = freed_at <= st.streams[s as usize].fence.done
+                    || (!queried.contains(&s) && {
+                        queried.push(s);
+                        self.stream_idle_since(st, s, freed_at)
+                    });
                 if idle {
                     st.busy_stitched.remove(&(seg, idx));
                 }

@@ -22,6 +22,18 @@ const WORDS: usize = NUM_BINS.div_ceil(64);
 /// scan's steps have no branch to mispredict.
 const SHORT_BIN: usize = 16;
 
+/// How many entries of `bin` (sorted) satisfy `below`, a predicate true for
+/// a prefix: a short bin is scanned (no branch to mispredict per step), a
+/// long one binary-searched.
+#[inline]
+fn rank(bin: &[Entry], below: impl Fn(&Entry) -> bool) -> usize {
+    if bin.len() <= SHORT_BIN {
+        bin.iter().filter(|x| below(x)).count()
+    } else {
+        bin.partition_point(below)
+    }
+}
+
 /// One free block as the index sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Entry {
@@ -93,13 +105,7 @@ impl FreeIndex {
     pub fn insert(&mut self, e: Entry) {
         let b = bin_of(e.size);
         let bin = &mut self.bins[b];
-        let at = if bin.len() <= SHORT_BIN {
-            bin.iter()
-                .filter(|x| (x.size, x.ptr) < (e.size, e.ptr))
-                .count()
-        } else {
-            bin.partition_point(|x| (x.size, x.ptr) < (e.size, e.ptr))
-        };
+        let at = rank(bin, |x| (x.size, x.ptr) < (e.size, e.ptr));
         bin.insert(at, e);
         if bin.len() == 1 {
             self.mark(b);
@@ -111,23 +117,43 @@ impl FreeIndex {
     #[inline]
     pub fn remove(&mut self, size: u64, ptr: u64) -> bool {
         let b = bin_of(size);
-        let bin = &mut self.bins[b];
-        // A block's address identifies it: a short bin is scanned for it
-        // (no branch to mispredict per step), a long one searched.
+        let bin = &self.bins[b];
+        // A block's address identifies it: a short bin is scanned for it,
+        // stopping there.
         let at = if bin.len() <= SHORT_BIN {
             bin.iter().position(|x| x.ptr == ptr).unwrap_or(bin.len())
         } else {
-            bin.partition_point(|x| (x.size, x.ptr) < (size, ptr))
+            rank(bin, |x| (x.size, x.ptr) < (size, ptr))
         };
-        if at < bin.len() && bin[at].ptr == ptr && bin[at].size == size {
-            bin.remove(at);
-            if bin.is_empty() {
-                self.unmark(b);
-            }
-            self.len -= 1;
-            true
+        let found = bin.get(at).is_some_and(|x| x.ptr == ptr && x.size == size);
+        if found {
+            self.remove_at(b, at);
+        }
+        found
+    }
+
+    /// Takes out entry `at` of bin `b`.
+    #[inline]
+    fn remove_at(&mut self, b: usize, at: usize) -> Entry {
+        let e = self.bins[b].remove(at);
+        if self.bins[b].is_empty() {
+            self.unmark(b);
+        }
+        self.len -= 1;
+        e
+    }
+
+    /// Where the smallest block of at least `size` bytes is: its bin and its
+    /// place in it.
+    #[inline]
+    fn first_at_least(&self, size: u64) -> Option<(usize, usize)> {
+        let first = bin_of(size);
+        let fb = &self.bins[first];
+        let at = rank(fb, |x| x.size < size);
+        if at < fb.len() {
+            Some((first, at))
         } else {
-            false
+            Some((self.next_bin(first + 1)?, 0))
         }
     }
 
@@ -168,40 +194,18 @@ impl FreeIndex {
         size: u64,
         accept: impl FnOnce(&Entry) -> bool,
     ) -> Option<Entry> {
-        let first = bin_of(size);
-        let fb = &self.bins[first];
-        let start = if fb.len() <= SHORT_BIN {
-            fb.iter().filter(|x| x.size < size).count()
-        } else {
-            fb.partition_point(|x| x.size < size)
-        };
-        let (b, at) = if start < fb.len() {
-            (first, start)
-        } else {
-            (self.next_bin(first + 1)?, 0)
-        };
+        let (b, at) = self.first_at_least(size)?;
         if !accept(&self.bins[b][at]) {
             return None;
         }
-        let e = self.bins[b].remove(at);
-        if self.bins[b].is_empty() {
-            self.unmark(b);
-        }
-        self.len -= 1;
-        Some(e)
+        Some(self.remove_at(b, at))
     }
 
     /// Blocks of at least `size` bytes in `(size, address)` order.
     pub fn iter_from(&self, size: u64) -> impl Iterator<Item = Entry> + '_ {
-        let first = bin_of(size);
-        let fb = &self.bins[first];
-        let start = if fb.len() <= SHORT_BIN {
-            fb.iter().filter(|x| x.size < size).count()
-        } else {
-            fb.partition_point(|x| x.size < size)
-        };
-        let mut bin = Some(first);
-        let mut pos = start;
+        let start = self.first_at_least(size);
+        let mut bin = start.map(|(b, _)| b);
+        let mut pos = start.map_or(0, |(_, at)| at);
         std::iter::from_fn(move || loop {
             let b = bin?;
             if let Some(e) = self.bins[b].get(pos) {

@@ -717,6 +717,9 @@ fn replay_files(files: &[PathBuf], dev: Device) -> Vec<String> {
     let mut unexpected = Vec::new();
     let mut stale = Vec::new();
     let mut skipped = 0;
+    // STRATA_CONFORMANCE_VERBOSE=1 names each case with its time on stderr
+    // (to find one that hangs or is slow on a device).
+    let verbose = std::env::var_os("STRATA_CONFORMANCE_VERBOSE").is_some();
     for path in files {
         let text = std::fs::read_to_string(path)
             .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
@@ -724,9 +727,6 @@ fn replay_files(files: &[PathBuf], dev: Device) -> Vec<String> {
         for case in file["cases"].as_array().unwrap() {
             total += 1;
             let id = case["id"].as_str().unwrap();
-            // STRATA_CONFORMANCE_VERBOSE=1 names each case with its time on
-            // stderr (to find one that hangs or is slow on a device).
-            let verbose = std::env::var_os("STRATA_CONFORMANCE_VERBOSE").is_some();
             if verbose {
                 eprint!("{dev}: {id} ... ");
             }

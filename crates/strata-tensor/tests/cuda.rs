@@ -108,6 +108,31 @@ fn close(a: &Scalar, b: &Scalar, dtype: DType, loose: bool) -> bool {
 }
 
 /// `gpu` (moved to the CPU) equals `cpu`: shape, dtype and values.
+/// The same cross-entropy arguments for the CPU run and the GPU run, the
+/// class weights (when `weighted`) on each side's device.
+fn ce_args<'a>(
+    w: &'a Tensor,
+    gw: &'a Tensor,
+    reduction: strata_tensor::Reduction,
+    label_smoothing: f64,
+    weighted: bool,
+) -> (
+    strata_tensor::CrossEntropyArgs<'a>,
+    strata_tensor::CrossEntropyArgs<'a>,
+) {
+    let cpu = strata_tensor::CrossEntropyArgs {
+        weight: weighted.then_some(w),
+        reduction,
+        label_smoothing,
+        ..Default::default()
+    };
+    let gpu = strata_tensor::CrossEntropyArgs {
+        weight: weighted.then_some(gw),
+        ..cpu
+    };
+    (cpu, gpu)
+}
+
 fn assert_same(what: &str, cpu: &Tensor, gpu: &Tensor) {
     check_same(what, cpu, gpu, false)
 }
@@ -1166,7 +1191,7 @@ fn layer_norm_forward_and_backward_match_cpu() -> Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn cross_entropy_forward_and_backward_match_cpu() -> Result<()> {
-    use strata_tensor::{CrossEntropyArgs, Reduction};
+    use strata_tensor::Reduction;
     let dev = gpu();
     let mut rng = Rng(0xce);
     for round in 0..12u64 {
@@ -1183,16 +1208,7 @@ fn cross_entropy_forward_and_backward_match_cpu() -> Result<()> {
             (Reduction::Sum, 0.1, true),
             (Reduction::None, 0.0, true),
         ] {
-            let args = CrossEntropyArgs {
-                weight: weighted.then_some(&w),
-                reduction: red,
-                label_smoothing: smooth,
-                ..Default::default()
-            };
-            let gargs = CrossEntropyArgs {
-                weight: weighted.then_some(&gw),
-                ..args
-            };
+            let (args, gargs) = ce_args(&w, &gw, red, smooth, weighted);
             let (l, s) = x.cross_entropy_forward(&t, args)?;
             let gx = x.to(dev)?;
             let (gl, gs) = gx.cross_entropy_forward(&t.to(dev)?, gargs)?;
@@ -2270,16 +2286,7 @@ fn cross_entropy_register_paths_match_cpu() -> Result<()> {
             for reduction in [Reduction::None, Reduction::Mean, Reduction::Sum] {
                 for smoothing in [0.0, 0.1] {
                     for weighted in [false, true] {
-                        let a = CrossEntropyArgs {
-                            weight: weighted.then_some(&w),
-                            ignore_index: -100,
-                            reduction,
-                            label_smoothing: smoothing,
-                        };
-                        let ga = CrossEntropyArgs {
-                            weight: weighted.then_some(&gw),
-                            ..a
-                        };
+                        let (a, ga) = ce_args(&w, &gw, reduction, smoothing, weighted);
                         let what = format!(
                             "[{rows}, {c}] {dtype} {reduction:?} eps {smoothing} weight {weighted}"
                         );
@@ -2923,7 +2930,7 @@ fn half_division_rounding_matches_cpu_bit_for_bit() -> Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn cross_entropy_of_huge_logits_matches_cpu() -> Result<()> {
-    use strata_tensor::{CrossEntropyArgs, Reduction};
+    use strata_tensor::Reduction;
     let dev = gpu();
     // Class counts of each forward kernel: warp rows (2, 1000), block rows
     // (5000) and the online kernel beyond 8192 (9000).
@@ -2945,16 +2952,7 @@ fn cross_entropy_of_huge_logits_matches_cpu() -> Result<()> {
                 (Reduction::None, 0.1, true),
                 (Reduction::Mean, 0.1, false),
             ] {
-                let args = CrossEntropyArgs {
-                    weight: weighted.then_some(&w),
-                    reduction: red,
-                    label_smoothing: smooth,
-                    ..Default::default()
-                };
-                let gargs = CrossEntropyArgs {
-                    weight: weighted.then_some(&gw),
-                    ..args
-                };
+                let (args, gargs) = ce_args(&w, &gw, red, smooth, weighted);
                 let what = format!("[4, {c}] {dtype} {red:?} eps {smooth} weight {weighted}");
                 let (l, s) = x.cross_entropy_forward(&t, args)?;
                 let (gl, gs) = gx.cross_entropy_forward(&gt, gargs)?;
