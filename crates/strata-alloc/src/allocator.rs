@@ -376,7 +376,9 @@ impl CachingAllocator {
         st.stats.allocation.decrease(pool, 1);
         st.stats.allocated_bytes.decrease(pool, size as i64);
         st.streams[s as usize].allocated_shrank(size);
-        if std::mem::take(&mut st.blocks[id].oversize) {
+        // Only while some allocation is counted as oversize can this one be.
+        if st.stats.oversize_allocations.current > 0 && std::mem::take(&mut st.blocks[id].oversize)
+        {
             st.stats.oversize_allocations.decrease(1);
         }
         if !st.history.enabled() {
@@ -406,8 +408,8 @@ impl CachingAllocator {
     fn check_live(&self, st: &State, raw: &RawAllocation) -> Result<(), AllocError> {
         let live = st
             .blocks
-            .get(raw.block)
-            .is_some_and(|b| b.allocated && b.generation == raw.generation && b.ptr == raw.ptr);
+            .get_allocated(raw.block)
+            .is_some_and(|b| b.generation == raw.generation && b.ptr == raw.ptr);
         if live {
             Ok(())
         } else {
@@ -623,8 +625,11 @@ impl CachingAllocator {
         b.requested = orig;
         b.generation = b.generation.wrapping_add(1);
         let (size, ptr, generation, s) = (b.size, b.ptr, b.generation, b.stream);
-        b.oversize = st.settings.is_oversize(size);
-        let oversize = b.oversize;
+        // A free block is never marked oversize (the free clears the mark).
+        let oversize = st.settings.is_oversize(size);
+        if oversize {
+            b.oversize = true;
+        }
         st.streams[s as usize].allocated_grew(size, st.free_clock);
         let stats = &mut st.stats;
         stats.allocation.increase(pool, 1);
@@ -697,7 +702,7 @@ impl CachingAllocator {
     // ----- events ----------------------------------------------------------------
 
     fn insert_events(&self, st: &mut State, id: u32) -> Result<(), AllocError> {
-        let uses = std::mem::take(&mut st.blocks[id].stream_uses);
+        let uses = st.blocks[id].stream_uses.take();
         let mut failure = None;
         for u in uses {
             let handle = st.streams[u as usize].handle;

@@ -17,6 +17,7 @@ pub(crate) const SMALL_SIZE: u64 = 1 << 20;
 
 /// The two pools of a stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
 pub(crate) enum PoolKind {
     Small = 0,
     Large = 1,
@@ -48,35 +49,65 @@ impl PoolKind {
     }
 }
 
+/// The streams other than its own that used a block (`record_stream`): none
+/// for almost every block, so an empty set costs one word and no allocation.
+#[derive(Clone, Debug, Default)]
+// One word in the block's first cache line, where a `Vec` would take three.
+#[allow(clippy::box_collection)]
+pub(crate) struct StreamUses(Option<Box<Vec<u32>>>);
+
+impl StreamUses {
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
+    pub fn contains(&self, s: &u32) -> bool {
+        self.0.as_ref().is_some_and(|v| v.contains(s))
+    }
+
+    pub fn push(&mut self, s: u32) {
+        self.0.get_or_insert_with(Default::default).push(s);
+    }
+
+    /// Takes the streams out, leaving the set empty.
+    pub fn take(&mut self) -> Vec<u32> {
+        self.0.take().map(|v| *v).unwrap_or_default()
+    }
+}
+
 /// One block.
+///
+/// The fields that the allocation and free paths read on a block and on its
+/// neighbours (address, size, links, state) come first, in one 64-byte cache
+/// line (the block is aligned to it); those of expandable segments, garbage
+/// collection, oversize accounting and history follow in the second line.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub(crate) struct Block {
     pub ptr: u64,
     pub size: u64,
     /// The caller's size while allocated.
     pub requested: u64,
+    /// When the block last became free (a counter of frees).
+    pub freed_at: u64,
+    /// Streams other than `stream` that used the block (`record_stream`).
+    pub stream_uses: StreamUses,
     /// Dense index of the stream the block belongs to.
     pub stream: u32,
-    pub pool: PoolKind,
     pub prev: u32,
     pub next: u32,
+    /// Bumped at every allocation so stale handles are detected.
+    pub generation: u32,
+    /// Outstanding events of other streams that must complete before reuse.
+    pub event_count: u32,
     pub allocated: bool,
     /// False only for unmapped address space of an expandable segment.
     pub mapped: bool,
     /// Whether the block lives in an expandable segment.
     pub expandable: bool,
-    /// Index of the expandable segment (unused for ordinary segments).
-    pub segment: u32,
-    /// Outstanding events of other streams that must complete before reuse.
-    pub event_count: u32,
-    /// Streams other than `stream` that used the block (`record_stream`).
-    pub stream_uses: Vec<u32>,
-    /// Bumped at every allocation so stale handles are detected.
-    pub generation: u32,
-    /// The pool's lookup count when the block became free (garbage collection age).
-    pub gc_base: u64,
-    /// When the block last became free (a counter of frees).
-    pub freed_at: u64,
+    pub pool: PoolKind,
+    // ----- second cache line -----
     /// Whether the slot holds a block at all.
     pub live: bool,
     /// Counted in `oversize_allocations` while allocated (the threshold may
@@ -85,6 +116,10 @@ pub(crate) struct Block {
     /// On the head block of an ordinary segment: counted in
     /// `oversize_segments`.
     pub oversize_segment: bool,
+    /// Index of the expandable segment (unused for ordinary segments).
+    pub segment: u32,
+    /// The pool's lookup count when the block became free (garbage collection age).
+    pub gc_base: u64,
     /// While history is on, an allocated (or pending-free) block allocated
     /// since recording started: the allocation's order (`History::seq`,
     /// from 1); 0 otherwise. The live-allocation table of the history is the
@@ -119,7 +154,7 @@ impl Block {
             expandable: expandable.is_some(),
             segment: expandable.unwrap_or(0),
             event_count: 0,
-            stream_uses: Vec::new(),
+            stream_uses: StreamUses::default(),
             generation: 0,
             gc_base: 0,
             freed_at: 0,
@@ -178,7 +213,7 @@ impl Blocks {
         let b = &mut self.slots[i as usize];
         b.live = false;
         b.allocated = false;
-        b.stream_uses = Vec::new();
+        b.stream_uses = StreamUses::default();
         self.vacant.push(i);
     }
 
@@ -186,6 +221,14 @@ impl Blocks {
     #[inline]
     pub fn get(&self, i: u32) -> Option<&Block> {
         self.slots.get(i as usize).filter(|b| b.live)
+    }
+
+    /// An allocated block by index: a vacant slot is never allocated
+    /// ([`remove`](Self::remove) clears the flag), so this reads the first
+    /// cache line only.
+    #[inline]
+    pub fn get_allocated(&self, i: u32) -> Option<&Block> {
+        self.slots.get(i as usize).filter(|b| b.allocated)
     }
 
     /// Splits block `i` at byte offset `at`: `i` keeps the front, the returned
@@ -199,7 +242,7 @@ impl Blocks {
             requested: 0,
             prev: i,
             next: b.next,
-            stream_uses: Vec::new(),
+            stream_uses: StreamUses::default(),
             event_count: 0,
             allocated: false,
             oversize: false,
@@ -258,5 +301,18 @@ impl std::ops::IndexMut<u32> for Blocks {
     #[inline]
     fn index_mut(&mut self, i: u32) -> &mut Block {
         &mut self.slots[i as usize]
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+
+    #[test]
+    fn the_hot_fields_fill_the_first_cache_line() {
+        assert_eq!(std::mem::size_of::<Block>(), 128);
+        assert_eq!(std::mem::align_of::<Block>(), 64);
+        assert!(std::mem::offset_of!(Block, pool) < 64);
+        assert!(std::mem::offset_of!(Block, live) >= 64);
     }
 }

@@ -292,7 +292,13 @@ impl State {
     #[inline]
     pub fn index_insert(&mut self, id: u32) {
         let b = &mut self.blocks[id];
-        b.gc_base = self.gc_counts[b.pool as usize];
+        // The counts only grow, and only while garbage collection is on: at 0
+        // every block of the pool has a base of 0 already (and the second
+        // cache line of the block stays untouched, block.rs).
+        let gc = self.gc_counts[b.pool as usize];
+        if gc != 0 {
+            b.gc_base = gc;
+        }
         self.free_clock += 1;
         b.freed_at = self.free_clock;
         let (s, p, e) = (
