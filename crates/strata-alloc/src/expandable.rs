@@ -184,7 +184,7 @@ impl ExpandableSpace<'_> {
         let repetition = st
             .repeats
             .recurs(context, high.bytes, high.at, now, stream_peak_at);
-        let mut hold = repetition != Repetition::None;
+        let hold = repetition != Repetition::None;
         let weak = repetition == Repetition::Weak;
         // What holding may take reserved memory to: the hold limit for a
         // (strong) repetition; for a weak one, the margin with its full
@@ -232,6 +232,23 @@ impl ExpandableSpace<'_> {
                     id = b.next;
                 }
             }
+            // A placement in fresh address space (every page mapped with a
+            // driver call, no stitched mapping of its own there) is weighed
+            // against one over a run of free blocks and unmapped ranges,
+            // which keeps the layout where the workload has been instead of
+            // moving it on to new addresses (docs/allocator.md).
+            let fresh = best
+                .as_ref()
+                .is_none_or(|b| b.0 .2 == 0 && b.0 .1 == b.0 .3);
+            if !avoid_busy && fresh {
+                if let Some((cost, span)) =
+                    self.best_span(st, s, pool, rounded, &avail, headroom, recyclable)
+                {
+                    if best.as_ref().is_none_or(|b| cost < b.0) {
+                        return self.fill_span(st, s, &span, hold, weak, hold_cap, target);
+                    }
+                }
+            }
             let p = match best {
                 Some(b) => b.1,
                 None => match self.new_segment(st, s, pool, rounded)? {
@@ -268,6 +285,213 @@ impl ExpandableSpace<'_> {
             }
             avoid_busy = true;
         };
+        self.fill(st, &p, n, hold, weak, hold_cap, headroom, &avail)
+    }
+
+    /// The best placement over a run of free blocks and unmapped ranges that
+    /// takes in at least two unmapped ranges (the others are the single
+    /// placements of `grow`), ranked as those are. The free blocks' pages
+    /// stay where they are and only the unmapped ranges are mapped. A run
+    /// whose unmapped ranges hold a stitched mapping marked busy (queued
+    /// work may still use it) is passed over, whatever its fence.
+    #[allow(clippy::too_many_arguments)]
+    fn best_span(
+        &self,
+        st: &State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+        avail: &Available,
+        headroom: u64,
+        recyclable: u64,
+    ) -> Option<(Cost, Span)> {
+        let page = self.page;
+        let mut best: Option<(Cost, Span)> = None;
+        for &seg in &st.streams[s as usize].expandable[pool as usize] {
+            let sg = st.expandable[seg as usize]
+                .as_ref()
+                .expect("listed segment");
+            let mut ids = Vec::new();
+            let mut id = sg.head;
+            while id != NONE {
+                ids.push(id);
+                id = st.blocks[id].next;
+            }
+            let usable = |b: &Block| !b.mapped || b.is_free();
+            for i in 0..ids.len() {
+                let b0 = &st.blocks[ids[i]];
+                if !usable(b0) {
+                    continue;
+                }
+                let start = b0.ptr;
+                let mut holes: Vec<(u64, u64)> = Vec::new();
+                let mut end = start;
+                let mut last = None;
+                for (k, &bid) in ids.iter().enumerate().skip(i) {
+                    let b = &st.blocks[bid];
+                    if !usable(b) {
+                        break;
+                    }
+                    if !b.mapped {
+                        let need = (start + rounded).saturating_sub(b.ptr);
+                        let np = need.div_ceil(page).min(b.size / page);
+                        if np == 0 {
+                            break;
+                        }
+                        holes.push((b.ptr, np));
+                        end = b.ptr + np * page;
+                        if end < b.end() && end < start + rounded {
+                            break;
+                        }
+                    } else {
+                        end = b.end();
+                    }
+                    if end >= start + rounded {
+                        last = Some(k);
+                        break;
+                    }
+                }
+                let Some(k) = last else { continue };
+                if holes.len() < 2 {
+                    continue;
+                }
+                let (mut flips, mut stale, mut total) = (0u64, 0u64, 0u64);
+                let mut seen: Vec<PhysHandle> = Vec::new();
+                let mut busy = false;
+                for &(hp, np) in &holes {
+                    let first = ((hp - sg.base) / page) as u32;
+                    total += np;
+                    for (&pi, &(h, _)) in sg.stitched.range(first..first + np as u32) {
+                        match avail.by_handle.get(&h) {
+                            Some(&(addr, _))
+                                if !(start..end).contains(&addr) && !seen.contains(&h) =>
+                            {
+                                flips += 1;
+                                seen.push(h);
+                            }
+                            _ => {
+                                stale += 1;
+                                busy |= st.busy_stitched.contains_key(&(seg, pi));
+                            }
+                        }
+                    }
+                }
+                if busy {
+                    continue;
+                }
+                let kept: u64 = ids[i..=k]
+                    .iter()
+                    .map(|&x| &st.blocks[x])
+                    .filter(|b| b.mapped)
+                    .filter_map(|b| interior_pages(b, page))
+                    .map(|(a, z)| (z - a) / page)
+                    .sum();
+                let rest = total - flips;
+                let created =
+                    rest.saturating_sub(headroom + recyclable.saturating_sub(kept + flips));
+                let cost = (created, rest, stale, total, start);
+                if best.as_ref().is_none_or(|b| cost < b.0) {
+                    best = Some((
+                        cost,
+                        Span {
+                            segment: seg,
+                            start,
+                            end,
+                            holes,
+                        },
+                    ));
+                }
+            }
+        }
+        best
+    }
+
+    /// Maps the unmapped ranges of `span` one after the other (each merges
+    /// with the free blocks around it), none of the span's free pages
+    /// recycled; returns the free block (out of the index) that results.
+    #[allow(clippy::too_many_arguments)]
+    fn fill_span(
+        &self,
+        st: &mut State,
+        s: u32,
+        span: &Span,
+        hold: bool,
+        weak: bool,
+        hold_cap: u64,
+        target: u64,
+    ) -> Result<Option<u32>, AllocError> {
+        let page = self.page;
+        let mut merged: Option<u32> = None;
+        for &(hp, np) in &span.holes {
+            let mut avail = self.available_pages(st, s);
+            let inside = |st: &State, id: u32| {
+                let b = &st.blocks[id];
+                b.segment == span.segment && b.ptr < span.end && b.end() > span.start
+            };
+            avail.blocks.retain(|&(_, id, _, _)| !inside(st, id));
+            avail.by_handle.retain(|_, &mut (_, id)| !inside(st, id));
+            avail.pages = avail
+                .blocks
+                .iter()
+                .map(|&(_, _, p0, p1)| (p1 - p0) / page)
+                .sum();
+            let headroom = target.saturating_sub(st.reserved()) / page;
+            let sg = st.expandable[span.segment as usize]
+                .as_ref()
+                .expect("segment exists");
+            let mut u = sg.head;
+            while st.blocks[u].ptr != hp {
+                u = st.blocks[u].next;
+            }
+            let b = &st.blocks[u];
+            debug_assert!(!b.mapped);
+            let free = |x: u32| {
+                if x != NONE && st.blocks[x].is_free() {
+                    x
+                } else {
+                    NONE
+                }
+            };
+            let p = Placement {
+                map_at: hp,
+                segment: span.segment,
+                pages: np,
+                room: b.size / page,
+                keep: [free(b.prev), free(b.next)],
+            };
+            match self.fill(st, &p, np as usize, hold, weak, hold_cap, headroom, &avail) {
+                Ok(Some(id)) => merged = Some(id),
+                failed => {
+                    // The ranges mapped so far stay mapped, as a free block
+                    // back in the index; this range is left as it was.
+                    if let Some(m) = merged {
+                        st.index_insert(m);
+                    }
+                    return failed.map(|_| None);
+                }
+            }
+        }
+        Ok(merged)
+    }
+
+    /// Maps `n` pages of placement `p`: the pages that move back to a
+    /// stitched mapping of theirs, then new pages within the margin
+    /// (`headroom`), then recycled pages or, for a growth that holds, new
+    /// ones (up to `hold_cap`). Returns the free block (out of the index)
+    /// that results.
+    #[allow(clippy::too_many_arguments)]
+    fn fill(
+        &self,
+        st: &mut State,
+        p: &Placement,
+        n: usize,
+        mut hold: bool,
+        weak: bool,
+        hold_cap: u64,
+        headroom: u64,
+        avail: &Available,
+    ) -> Result<Option<u32>, AllocError> {
+        let page = self.page;
         // The pages that move back to a stitched mapping of theirs (no driver
         // call), then new pages within the margin, then recycled pages (least
         // recently freed first), then new pages beyond the margin.
@@ -988,6 +1212,16 @@ fn placement_at(
             },
         ],
     })
+}
+
+/// A run of free blocks and unmapped ranges a request may take as a whole:
+/// `[start, end)` of `segment`, and the page-aligned start of each unmapped
+/// range with the pages to map there.
+struct Span {
+    segment: u32,
+    start: u64,
+    end: u64,
+    holes: Vec<(u64, u64)>,
 }
 
 /// The pages that may move now (see [`ExpandableSpace::available_pages`]).

@@ -465,6 +465,97 @@ fn a_stitched_block_is_built_from_scattered_free_pages() {
     assert_eq!(d.live_objects(), (0, 0, 0, 0));
 }
 
+/// Stream 0's blocks 0..40 of 4 MiB with a live guard after them; the even
+/// ones freed and their pages taken by another stream's 100 MiB block (their
+/// fence has completed), then the odd ones freed: 2-page free blocks
+/// alternating with 2-page holes. Returns the run's address range, the guard
+/// and the other stream's block.
+fn free_blocks_between_holes(a: &CachingAllocator) -> ((u64, u64), RawAllocation, RawAllocation) {
+    let (s, other) = (StreamId::DEFAULT, StreamId(7));
+    let blocks: Vec<_> = (0..40)
+        .map(|_| a.allocate_raw(4 * MIB, s).unwrap())
+        .collect();
+    let (lo, hi) = (blocks[0].ptr(), blocks[39].ptr() + 4 * MIB);
+    let guard = a.allocate_raw(2 * MIB, s).unwrap();
+    assert_eq!(guard.ptr(), hi);
+    let mut odd = Vec::new();
+    for (i, b) in blocks.into_iter().enumerate() {
+        if i % 2 == 0 {
+            a.free_raw(b).unwrap();
+        } else {
+            odd.push(b);
+        }
+    }
+    let big = a.allocate_raw(100 * MIB, other).unwrap();
+    for b in odd {
+        a.free_raw(b).unwrap();
+    }
+    ((lo, hi), guard, big)
+}
+
+#[test]
+fn a_request_takes_a_run_of_free_blocks_and_holes_before_fresh_address_space() {
+    // 40 MiB (20 pages) fits no free block and no hole with its two
+    // neighbours, and fresh addresses after the guard would need all 20
+    // pages mapped: the request is served over the run, mapping only the
+    // holes.
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let ((lo, hi), guard, big) = free_blocks_between_holes(&a);
+    let maps = d.call_count("map");
+    let r = a.allocate_raw(40 * MIB, StreamId::DEFAULT).unwrap();
+    assert!(
+        r.ptr() >= lo && r.ptr() + 40 * MIB <= hi,
+        "the request went to {:#x}, outside the run {lo:#x}..{hi:#x}",
+        r.ptr()
+    );
+    // About half of the 20 pages are the free blocks' own.
+    let mapped = d.call_count("map") - maps;
+    assert!(mapped <= 11, "{mapped} pages mapped");
+    a.check_consistency().unwrap();
+    let ranges = d.physical_ranges(r.ptr(), r.size()).unwrap();
+    for (h, _, _) in d.physical_ranges(big.ptr(), big.size()).unwrap() {
+        assert!(
+            ranges.iter().all(|x| x.0 != h),
+            "shares a page with a live block"
+        );
+    }
+    for x in [r, big, guard] {
+        a.free_raw(x).unwrap();
+    }
+    a.empty_cache().unwrap();
+    assert_eq!(a.memory_reserved(), 0);
+    assert_eq!(d.live_objects(), (0, 0, 0, 0));
+}
+
+#[test]
+fn a_failed_map_in_a_run_of_holes_leaves_everything_consistent() {
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let (_, guard, big) = free_blocks_between_holes(&a);
+    // The fourth page's map fails: in the run's second hole, after the first
+    // was mapped and merged with the free blocks around it.
+    d.inject_failure_after("map", 3, 1);
+    let maps = d.call_count("map");
+    match a.allocate_raw(40 * MIB, StreamId::DEFAULT) {
+        Err(AllocError::Driver { .. }) => {}
+        other => panic!("expected a driver error, got {other:?}"),
+    }
+    assert_eq!(d.call_count("map") - maps, 4, "failed in the second hole");
+    a.check_consistency().unwrap();
+    // The allocator still works and gives everything back.
+    let r = a.allocate_raw(40 * MIB, StreamId::DEFAULT).unwrap();
+    a.check_consistency().unwrap();
+    for x in [r, big, guard] {
+        a.free_raw(x).unwrap();
+    }
+    a.empty_cache().unwrap();
+    a.check_consistency().unwrap();
+    assert_eq!(a.memory_reserved(), 0);
+    assert_eq!(d.used_bytes(), 0);
+    assert_eq!(d.live_objects(), (0, 0, 0, 0));
+}
+
 #[test]
 fn a_failed_map_while_stitching_leaves_everything_consistent() {
     let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());

@@ -37,7 +37,8 @@ struct SimState {
     /// Addresses `malloc` hands out first, in order (see
     /// [`SimDriver::with_malloc_addresses`]).
     planned: std::collections::VecDeque<(DevicePtr, u64)>,
-    fail_calls: HashMap<&'static str, u64>,
+    /// Per call name: how many calls still succeed, then how many fail.
+    fail_calls: HashMap<&'static str, (u64, u64)>,
     calls: BTreeMap<&'static str, u64>,
 }
 
@@ -122,7 +123,13 @@ impl SimDriver {
     /// The next `n` calls named `call` (`"map"`, `"set_access"`, `"unmap"`, `"free"`, …)
     /// fail with [`DriverError::Call`].
     pub fn inject_failure(&self, call: &'static str, n: u64) {
-        self.state.lock().fail_calls.insert(call, n);
+        self.inject_failure_after(call, 0, n);
+    }
+
+    /// After the next `skip` calls named `call` succeed, the `n` calls after
+    /// them fail with [`DriverError::Call`].
+    pub fn inject_failure_after(&self, call: &'static str, skip: u64, n: u64) {
+        self.state.lock().fail_calls.insert(call, (skip, n));
     }
 
     /// Completes every recorded event.
@@ -204,8 +211,10 @@ impl SimDriver {
 
     fn enter(&self, s: &mut SimState, call: &'static str) -> Result<(), DriverError> {
         *s.calls.entry(call).or_insert(0) += 1;
-        if let Some(n) = s.fail_calls.get_mut(call) {
-            if *n > 0 {
+        if let Some((skip, n)) = s.fail_calls.get_mut(call) {
+            if *skip > 0 {
+                *skip -= 1;
+            } else if *n > 0 {
                 *n -= 1;
                 return Err(DriverError::Call {
                     call,
