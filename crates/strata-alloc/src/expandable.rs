@@ -356,18 +356,15 @@ impl ExpandableSpace<'_> {
                     continue;
                 }
                 let (mut flips, mut stale, mut total) = (0u64, 0u64, 0u64);
-                let mut seen: Vec<PhysHandle> = Vec::new();
+                let mut seen: FxHashSet<PhysHandle> = FxHashSet::default();
                 let mut busy = false;
                 for &(hp, np) in &holes {
                     let first = ((hp - sg.base) / page) as u32;
                     total += np;
                     for (&pi, &(h, _)) in sg.stitched.range(first..first + np as u32) {
                         match avail.by_handle.get(&h) {
-                            Some(&(addr, _))
-                                if !(start..end).contains(&addr) && !seen.contains(&h) =>
-                            {
+                            Some(&(addr, _)) if !(start..end).contains(&addr) && seen.insert(h) => {
                                 flips += 1;
-                                seen.push(h);
                             }
                             _ => {
                                 stale += 1;
@@ -710,6 +707,7 @@ impl ExpandableSpace<'_> {
         // one of the blocks above.
         let mut by_handle = FxHashMap::default();
         if !st.aliases.is_empty() && !blocks.is_empty() {
+            by_handle.reserve(st.aliases.len().min(pages as usize));
             let mut by_address: Vec<(u64, u64, u32)> =
                 blocks.iter().map(|&(_, id, p0, p1)| (p0, p1, id)).collect();
             by_address.sort_unstable();
@@ -1256,12 +1254,13 @@ fn placement_cost(
         .expect("segment exists");
     let first = ((p.map_at - sg.base) / page) as u32;
     let (mut flips, mut stale) = (0u64, 0u64);
-    let mut seen: Vec<PhysHandle> = Vec::new();
+    // A page counts once, however many of its stitched mappings the range
+    // holds (a set: ranges of hundreds of pages are common).
+    let mut seen: FxHashSet<PhysHandle> = FxHashSet::default();
     for (_, &(h, _)) in sg.stitched.range(first..first + p.pages as u32) {
         match avail.by_handle.get(&h) {
-            Some(&(_, blk)) if !p.keep.contains(&blk) && !seen.contains(&h) => {
+            Some(&(_, blk)) if !p.keep.contains(&blk) && seen.insert(h) => {
                 flips += 1;
-                seen.push(h);
             }
             _ => stale += 1,
         }
@@ -1337,7 +1336,7 @@ fn busy_overwritten(
     let first = ((p.map_at - sg.base) / page) as u32;
     // As the growth's plan does: a page moves back to the first of its
     // mappings in the range only.
-    let mut back: Vec<PhysHandle> = Vec::new();
+    let mut back: FxHashSet<PhysHandle> = FxHashSet::default();
     sg.stitched
         .range(first..first + n as u32)
         .filter(|&(&idx, &(h, _))| {
@@ -1345,10 +1344,7 @@ fn busy_overwritten(
                 .by_handle
                 .get(&h)
                 .is_some_and(|&(_, blk)| !p.keep.contains(&blk))
-                && !back.contains(&h);
-            if moves_back {
-                back.push(h);
-            }
+                && back.insert(h);
             !moves_back
                 && st
                     .busy_stitched
