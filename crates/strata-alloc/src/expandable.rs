@@ -662,17 +662,18 @@ impl ExpandableSpace<'_> {
     /// queried at most once, and recorded if none is pending).
     fn available_pages(&self, st: &mut State, s: u32) -> Available {
         let page = self.page;
+        // The free blocks of expandable segments with whole pages: every one
+        // is in its stream's free index (only the non-empty bins are
+        // visited, rather than every block of every segment).
         let mut blocks: Vec<(u64, u32, u64, u64)> = Vec::new();
-        for seg in st.expandable.iter().flatten() {
-            let mut id = seg.head;
-            while id != NONE {
-                let b = &st.blocks[id];
-                if b.is_free() {
+        for ss in &st.streams {
+            for e in ss.free.iter().flat_map(|idx| idx.ascending()) {
+                let b = &st.blocks[e.block];
+                if b.expandable && e.size >= page {
                     if let Some((p0, p1)) = interior_pages(b, page) {
-                        blocks.push((b.freed_at, id, p0, p1));
+                        blocks.push((b.freed_at, e.block, p0, p1));
                     }
                 }
-                id = b.next;
             }
         }
         // The growth's own stream may take its pages at once: the old

@@ -228,6 +228,21 @@ impl FreeIndex {
     pub fn all(&self) -> impl Iterator<Item = Entry> + '_ {
         self.bins.iter().flatten().copied()
     }
+
+    /// Every block, smallest first, visiting only the non-empty bins.
+    pub fn ascending(&self) -> impl Iterator<Item = Entry> + '_ {
+        let mut bin = self.next_bin(0);
+        let mut pos = 0;
+        std::iter::from_fn(move || loop {
+            let b = bin?;
+            if let Some(e) = self.bins[b].get(pos) {
+                pos += 1;
+                return Some(*e);
+            }
+            bin = self.next_bin(b + 1);
+            pos = 0;
+        })
+    }
 }
 
 #[cfg(test)]
@@ -277,7 +292,9 @@ mod tests {
             }
             let all: Vec<_> = idx.iter_from(512).map(|e| (e.size, e.ptr)).collect();
             let want: Vec<_> = set.iter().copied().collect();
-            prop_assert_eq!(all, want);
+            prop_assert_eq!(&all, &want);
+            let every: Vec<_> = idx.ascending().map(|e| (e.size, e.ptr)).collect();
+            prop_assert_eq!(every, want);
         }
 
         /// The same with few sizes, so that bins grow past the short-bin scan
