@@ -68,6 +68,10 @@ const FREED_FLOOR: u64 = 22;
 /// allocated memory; beyond that it moves pages again.
 const HOLD_LIMIT: u64 = 2;
 
+/// Blocks and pages a growth's search for runs of free blocks and holes may
+/// visit (`ExpandableSpace::best_span`), all starts together.
+const SPAN_SEARCH_BUDGET: usize = 1 << 14;
+
 /// A weak repetition holds only when the pages it needs mapped are at most
 /// this many more than those that move back to stitched mappings of theirs.
 const WEAK_SLACK: usize = 1;
@@ -307,6 +311,10 @@ impl ExpandableSpace<'_> {
     ) -> Option<(Cost, Span)> {
         let page = self.page;
         let mut best: Option<(Cost, Span)> = None;
+        // Each start walks forward until the run holds the request: bounded
+        // work per growth, so a segment of many small blocks does not make
+        // the search quadratic.
+        let mut budget = SPAN_SEARCH_BUDGET;
         for &seg in &st.streams[s as usize].expandable[pool as usize] {
             let sg = st.expandable[seg as usize]
                 .as_ref()
@@ -329,9 +337,10 @@ impl ExpandableSpace<'_> {
                 let mut last = None;
                 for (k, &bid) in ids.iter().enumerate().skip(i) {
                     let b = &st.blocks[bid];
-                    if !usable(b) {
+                    if !usable(b) || budget == 0 {
                         break;
                     }
+                    budget -= 1;
                     if !b.mapped {
                         let need = (start + rounded).saturating_sub(b.ptr);
                         let np = need.div_ceil(page).min(b.size / page);
@@ -361,6 +370,7 @@ impl ExpandableSpace<'_> {
                 for &(hp, np) in &holes {
                     let first = ((hp - sg.base) / page) as u32;
                     total += np;
+                    budget = budget.saturating_sub(np as usize);
                     for (&pi, &(h, _)) in sg.stitched.range(first..first + np as u32) {
                         match avail.by_handle.get(&h) {
                             Some(&(addr, _)) if !(start..end).contains(&addr) && seen.insert(h) => {
