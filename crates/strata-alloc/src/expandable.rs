@@ -241,9 +241,7 @@ impl ExpandableSpace<'_> {
             // against one over a run of free blocks and unmapped ranges,
             // which keeps the layout where the workload has been instead of
             // moving it on to new addresses (docs/allocator.md).
-            let fresh = best
-                .as_ref()
-                .is_none_or(|b| b.0 .2 == 0 && b.0 .1 == b.0 .3);
+            let fresh = best.as_ref().is_none_or(|b| in_fresh_space(&b.0));
             if !avoid_busy && fresh {
                 if let Some((cost, span)) =
                     self.best_span(st, s, pool, rounded, &avail, headroom, recyclable)
@@ -368,34 +366,34 @@ impl ExpandableSpace<'_> {
                 let mut seen: FxHashSet<PhysHandle> = FxHashSet::default();
                 let mut busy = false;
                 for &(hp, np) in &holes {
-                    let first = ((hp - sg.base) / page) as u32;
                     total += np;
                     budget = budget.saturating_sub(np as usize);
-                    for (&pi, &(h, _)) in sg.stitched.range(first..first + np as u32) {
-                        match avail.by_handle.get(&h) {
-                            Some(&(addr, _)) if !(start..end).contains(&addr) && seen.insert(h) => {
-                                flips += 1;
-                            }
-                            _ => {
-                                stale += 1;
-                                busy |= st.busy_stitched.contains_key(&(seg, pi));
-                            }
-                        }
-                    }
+                    walk_stitched(
+                        sg,
+                        ((hp - sg.base) / page) as u32,
+                        np,
+                        avail,
+                        |addr, _| !(start..end).contains(&addr),
+                        &mut seen,
+                        |_, _, _, _| flips += 1,
+                        |idx| {
+                            stale += 1;
+                            busy |= st.busy_stitched.contains_key(&(seg, idx));
+                        },
+                    );
                 }
                 if busy {
                     continue;
                 }
-                let kept: u64 = ids[i..=k]
-                    .iter()
-                    .map(|&x| &st.blocks[x])
-                    .filter(|b| b.mapped)
-                    .filter_map(|b| interior_pages(b, page))
-                    .map(|(a, z)| (z - a) / page)
-                    .sum();
+                let kept = whole_pages(
+                    ids[i..=k]
+                        .iter()
+                        .map(|&x| &st.blocks[x])
+                        .filter(|b| b.mapped),
+                    page,
+                );
                 let rest = total - flips;
-                let created =
-                    rest.saturating_sub(headroom + recyclable.saturating_sub(kept + flips));
+                let created = created_beyond(rest, headroom, recyclable, kept, flips);
                 let cost = (created, rest, stale, total, start);
                 if best.as_ref().is_none_or(|b| cost < b.0) {
                     best = Some((
@@ -435,13 +433,7 @@ impl ExpandableSpace<'_> {
                 let b = &st.blocks[id];
                 b.segment == span.segment && b.ptr < span.end && b.end() > span.start
             };
-            avail.blocks.retain(|&(_, id, _, _)| !inside(st, id));
-            avail.by_handle.retain(|_, &mut (_, id)| !inside(st, id));
-            avail.pages = avail
-                .blocks
-                .iter()
-                .map(|&(_, _, p0, p1)| (p1 - p0) / page)
-                .sum();
+            avail.exclude(|id| inside(st, id), page);
             let headroom = target.saturating_sub(st.reserved()) / page;
             let sg = st.expandable[span.segment as usize]
                 .as_ref()
@@ -510,19 +502,21 @@ impl ExpandableSpace<'_> {
         let mut plan: Vec<Option<(PhysHandle, bool)>> = vec![None; n];
         let mut taken: FxHashSet<PhysHandle> = FxHashSet::default();
         let mut sources: Vec<(u32, u64)> = Vec::new();
-        {
-            let sg = st.expandable[p.segment as usize]
+        walk_stitched(
+            st.expandable[p.segment as usize]
                 .as_ref()
-                .expect("segment exists");
-            for (&pi, &(h, _)) in sg.stitched.range(first..first + n as u32) {
-                if let Some(&(addr, blk)) = avail.by_handle.get(&h) {
-                    if !p.keep.contains(&blk) && taken.insert(h) {
-                        plan[(pi - first) as usize] = Some((h, true));
-                        sources.push((blk, addr));
-                    }
-                }
-            }
-        }
+                .expect("segment exists"),
+            first,
+            n as u64,
+            avail,
+            |_, blk| !p.keep.contains(&blk),
+            &mut taken,
+            |idx, h, addr, blk| {
+                plan[(idx - first) as usize] = Some((h, true));
+                sources.push((blk, addr));
+            },
+            |_| {},
+        );
         let others = n - taken.len();
         let within = others.min(headroom as usize);
         // A repeating growth holds only within its limit, and only if the
@@ -677,7 +671,7 @@ impl ExpandableSpace<'_> {
         // visited, rather than every block of every segment).
         let mut blocks: Vec<(u64, u32, u64, u64)> = Vec::new();
         for ss in &st.streams {
-            for e in ss.free.iter().flat_map(|idx| idx.ascending()) {
+            for e in ss.free.iter().flat_map(|idx| idx.all()) {
                 let b = &st.blocks[e.block];
                 if b.expandable && e.size >= page {
                     if let Some((p0, p1)) = interior_pages(b, page) {
@@ -708,10 +702,7 @@ impl ExpandableSpace<'_> {
             bs == s || freed_at <= st.streams[bs as usize].fence.done
         });
         blocks.sort_unstable();
-        let pages = blocks
-            .iter()
-            .map(|&(_, _, p0, p1)| (p1 - p0) / page)
-            .sum::<u64>();
+        let pages = Available::pages_in(&blocks, page);
         // Only a page with a stitched mapping somewhere can move back to it;
         // the others are only counted. There are far fewer such pages than
         // free ones: look up where each is live, and keep it if that lies in
@@ -1246,6 +1237,20 @@ struct Available {
     by_handle: FxHashMap<PhysHandle, (u64, u32)>,
 }
 
+impl Available {
+    /// The whole pages of `blocks`.
+    fn pages_in(blocks: &[(u64, u32, u64, u64)], page: u64) -> u64 {
+        blocks.iter().map(|&(_, _, p0, p1)| (p1 - p0) / page).sum()
+    }
+
+    /// Leaves out the blocks that `drop` names, and their pages.
+    fn exclude(&mut self, drop: impl Fn(u32) -> bool, page: u64) {
+        self.blocks.retain(|&(_, id, _, _)| !drop(id));
+        self.by_handle.retain(|_, &mut (_, id)| !drop(id));
+        self.pages = Self::pages_in(&self.blocks, page);
+    }
+}
+
 /// How a placement ranks, lowest first: pages created beyond the margin,
 /// pages that need a driver mapping (all but those moving back to a stitched
 /// mapping of theirs), stitched mappings of other pages overwritten, pages,
@@ -1265,26 +1270,25 @@ fn placement_cost(
         .expect("segment exists");
     let first = ((p.map_at - sg.base) / page) as u32;
     let (mut flips, mut stale) = (0u64, 0u64);
-    // A page counts once, however many of its stitched mappings the range
-    // holds (a set: ranges of hundreds of pages are common).
-    let mut seen: FxHashSet<PhysHandle> = FxHashSet::default();
-    for (_, &(h, _)) in sg.stitched.range(first..first + p.pages as u32) {
-        match avail.by_handle.get(&h) {
-            Some(&(_, blk)) if !p.keep.contains(&blk) && seen.insert(h) => {
-                flips += 1;
-            }
-            _ => stale += 1,
-        }
-    }
-    let kept: u64 = p
-        .keep
-        .iter()
-        .filter(|&&k| k != NONE)
-        .filter_map(|&k| interior_pages(&st.blocks[k], page))
-        .map(|(a, z)| (z - a) / page)
-        .sum();
+    walk_stitched(
+        sg,
+        first,
+        p.pages,
+        avail,
+        |_, blk| !p.keep.contains(&blk),
+        &mut FxHashSet::default(),
+        |_, _, _, _| flips += 1,
+        |_| stale += 1,
+    );
+    let kept = whole_pages(
+        p.keep
+            .iter()
+            .filter(|&&k| k != NONE)
+            .map(|&k| &st.blocks[k]),
+        page,
+    );
     let rest = p.pages - flips;
-    let created = rest.saturating_sub(headroom + recyclable.saturating_sub(kept + flips));
+    let created = created_beyond(rest, headroom, recyclable, kept, flips);
     (created, rest, stale, p.pages, p.map_at)
 }
 
@@ -1347,25 +1351,76 @@ fn busy_overwritten(
     let first = ((p.map_at - sg.base) / page) as u32;
     // As the growth's plan does: a page moves back to the first of its
     // mappings in the range only.
-    let mut back: FxHashSet<PhysHandle> = FxHashSet::default();
-    sg.stitched
-        .range(first..first + n as u32)
-        .filter(|&(&idx, &(h, _))| {
-            let moves_back = avail
-                .by_handle
-                .get(&h)
-                .is_some_and(|&(_, blk)| !p.keep.contains(&blk))
-                && back.insert(h);
-            !moves_back
-                && st
-                    .busy_stitched
+    let mut busy = Vec::new();
+    walk_stitched(
+        sg,
+        first,
+        n,
+        avail,
+        |_, blk| !p.keep.contains(&blk),
+        &mut FxHashSet::default(),
+        |_, _, _, _| {},
+        |idx| {
+            let uncovered_busy =
+                st.busy_stitched
                     .get(&(p.segment, idx))
                     .is_some_and(|&(bs, freed_at)| {
                         !uncovered || freed_at > st.streams[bs as usize].fence.done
-                    })
-        })
-        .map(|(&idx, _)| idx)
-        .collect()
+                    });
+            if uncovered_busy {
+                busy.push(idx);
+            }
+        },
+    );
+    busy
+}
+
+/// Walks the stitched mappings at pages `first..first + n` of `sg` in
+/// address order. A mapping whose page can move back to it (the page lies
+/// in an available free block that `usable(address, block)` accepts, and no
+/// earlier mapping took it: `back` holds the pages taken, across calls) goes
+/// to `on_back(page index, handle, address, block)`; every other mapping is
+/// overwritten by the placement: `on_over(page index)`.
+#[allow(clippy::too_many_arguments)]
+fn walk_stitched(
+    sg: &ExpandableSegment,
+    first: u32,
+    n: u64,
+    avail: &Available,
+    usable: impl Fn(u64, u32) -> bool,
+    back: &mut FxHashSet<PhysHandle>,
+    mut on_back: impl FnMut(u32, PhysHandle, u64, u32),
+    mut on_over: impl FnMut(u32),
+) {
+    for (&idx, &(h, _)) in sg.stitched.range(first..first + n as u32) {
+        match avail.by_handle.get(&h) {
+            Some(&(addr, blk)) if usable(addr, blk) && back.insert(h) => on_back(idx, h, addr, blk),
+            _ => on_over(idx),
+        }
+    }
+}
+
+/// The whole pages of `blocks`.
+fn whole_pages<'a>(blocks: impl Iterator<Item = &'a Block>, page: u64) -> u64 {
+    blocks
+        .filter_map(|b| interior_pages(b, page))
+        .map(|(a, z)| (z - a) / page)
+        .sum()
+}
+
+/// The pages a placement creates beyond the margin: of the `rest` it maps
+/// with a driver call, those that neither the margin (`headroom` pages) nor
+/// recycling supplies; recycling cannot take the pages the placement keeps
+/// in place (`kept`) or moves back (`flips`).
+fn created_beyond(rest: u64, headroom: u64, recyclable: u64, kept: u64, flips: u64) -> u64 {
+    rest.saturating_sub(headroom + recyclable.saturating_sub(kept + flips))
+}
+
+/// Whether a placement lies in fresh address space: every page it maps
+/// needs a driver call and it overwrites no stitched mapping.
+fn in_fresh_space(c: &Cost) -> bool {
+    let (_, rest, stale, pages, _) = *c;
+    stale == 0 && rest == pages
 }
 
 /// The physical handle mapped at page address `at` of block `blk`'s segment.

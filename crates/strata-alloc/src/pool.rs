@@ -203,18 +203,7 @@ impl FreeIndex {
 
     /// Blocks of at least `size` bytes in `(size, address)` order.
     pub fn iter_from(&self, size: u64) -> impl Iterator<Item = Entry> + '_ {
-        let start = self.first_at_least(size);
-        let mut bin = start.map(|(b, _)| b);
-        let mut pos = start.map_or(0, |(_, at)| at);
-        std::iter::from_fn(move || loop {
-            let b = bin?;
-            if let Some(e) = self.bins[b].get(pos) {
-                pos += 1;
-                return Some(*e);
-            }
-            bin = self.next_bin(b + 1);
-            pos = 0;
-        })
+        self.walk(self.first_at_least(size))
     }
 
     /// Every block, largest first (used by the release paths, never on the hot path).
@@ -224,15 +213,17 @@ impl FreeIndex {
         v
     }
 
-    /// Every block in no particular order.
+    /// Every block in `(size, address)` order, visiting only the non-empty
+    /// bins.
     pub fn all(&self) -> impl Iterator<Item = Entry> + '_ {
-        self.bins.iter().flatten().copied()
+        self.walk(self.next_bin(0).map(|b| (b, 0)))
     }
 
-    /// Every block, smallest first, visiting only the non-empty bins.
-    pub fn ascending(&self) -> impl Iterator<Item = Entry> + '_ {
-        let mut bin = self.next_bin(0);
-        let mut pos = 0;
+    /// The blocks in `(size, address)` order from entry `at` of bin `b`
+    /// (`start`), through the non-empty bins after it.
+    fn walk(&self, start: Option<(usize, usize)>) -> impl Iterator<Item = Entry> + '_ {
+        let mut bin = start.map(|(b, _)| b);
+        let mut pos = start.map_or(0, |(_, at)| at);
         std::iter::from_fn(move || loop {
             let b = bin?;
             if let Some(e) = self.bins[b].get(pos) {
@@ -293,7 +284,7 @@ mod tests {
             let all: Vec<_> = idx.iter_from(512).map(|e| (e.size, e.ptr)).collect();
             let want: Vec<_> = set.iter().copied().collect();
             prop_assert_eq!(&all, &want);
-            let every: Vec<_> = idx.ascending().map(|e| (e.size, e.ptr)).collect();
+            let every: Vec<_> = idx.all().map(|e| (e.size, e.ptr)).collect();
             prop_assert_eq!(every, want);
         }
 
