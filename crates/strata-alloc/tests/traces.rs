@@ -587,8 +587,13 @@ fn variable_length_serving(seed: u64) -> Trace {
 
 /// The synthetic workloads, three seeds each.
 fn synthetic() -> Vec<(String, Trace)> {
+    synthetic_seeds(1..=3)
+}
+
+/// The synthetic workloads for each of `seeds`.
+fn synthetic_seeds(seeds: impl IntoIterator<Item = u64>) -> Vec<(String, Trace)> {
     let mut v = Vec::new();
-    for seed in [1u64, 2, 3] {
+    for seed in seeds {
         v.push((
             format!("varying_batch_training/{seed}"),
             varying_batch_training(seed),
@@ -624,6 +629,39 @@ fn synthetic_workloads_stop_paying_after_two_warm_up_passes() {
             failures.push(format!("{name}: stream synchronisations"));
         }
         if r.per_pass[3..].iter().any(|&(c, _)| c > 0) {
+            failures.push(format!("{name}: driver calls after two warm-up passes"));
+        }
+        if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
+            failures.push(format!("{name}: reserved above the hold bound"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Issue 14's goals on seeds of the synthetic generators that no rule was
+/// tuned on (4 to 23; the rules were designed on seeds 1 to 3 and on the
+/// traces): the first pass within 1.05 x, no driver call or stream
+/// synchronisation from the fourth of eight passes on, reserved memory
+/// within the hold bound. Not met yet (session 12: 14 of the 60 workloads
+/// fail, docs/benchmarks.md "Session 12"), so ignored; it measures how far
+/// the rules carry beyond the workloads they were designed on.
+#[test]
+#[ignore = "issue 14: not met on every held-out seed yet (docs/benchmarks.md, Session 12)"]
+fn synthetic_workloads_meet_the_goals_on_held_out_seeds() {
+    let mut failures = Vec::new();
+    for (name, t) in synthetic_seeds(4..=23) {
+        let r = replay(&t, "", 8);
+        let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
+        eprintln!(
+            "{name}: first pass {ratio:.3} x allocated, {} device allocs, calls and syncs by pass {:?}, all passes {:.3} x",
+            r.device_allocs,
+            r.per_pass,
+            r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
+        );
+        if ratio > 1.05 {
+            failures.push(format!("{name}: first pass {ratio:.3} x allocated"));
+        }
+        if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
             failures.push(format!("{name}: driver calls after two warm-up passes"));
         }
         if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
