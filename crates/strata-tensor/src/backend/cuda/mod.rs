@@ -13,6 +13,7 @@
 pub(crate) mod blas;
 pub(crate) mod context;
 pub(crate) mod dimops;
+pub(crate) mod kernel_cache;
 pub(crate) mod kernels;
 pub(crate) mod launch;
 pub(crate) mod nccl;

@@ -24,9 +24,11 @@
 //! Kernels are compiled with `--gpu-architecture=sm_XY` for the device's
 //! compute capability and the CUBIN (not PTX, which a driver older than the
 //! NVRTC may refuse) is loaded with `cuModuleLoadData`. CUBINs are cached for
-//! the process by (source, architecture), modules by (source, device).
+//! the process by (source, architecture), modules by (source, device), and
+//! CUBINs on disk between processes (`kernel_cache.rs`).
 
 use super::context::{cu, failure, guarded, CudaDevice};
+use super::kernel_cache::KernelCache;
 use crate::error::{Result, TensorError};
 use cudarc::driver::sys;
 use cudarc::nvrtc::sys as nvrtc_sys;
@@ -230,14 +232,73 @@ fn cubin_cache() -> &'static CubinCache {
     C.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Compiles `src` for `arch` (`sm_90`) to a CUBIN with NVRTC.
-pub(crate) fn compile(dev: &CudaDevice, name: &str, src: &str, arch: &str) -> Result<Arc<Vec<u8>>> {
+/// The on-disk kernel cache the environment asks for (read once).
+fn disk_cache() -> Option<&'static KernelCache> {
+    static C: OnceLock<Option<KernelCache>> = OnceLock::new();
+    C.get_or_init(KernelCache::from_env).as_ref()
+}
+
+/// NVRTC's version, `major.minor` (part of a disk cache entry's key).
+fn nvrtc_version() -> String {
+    static V: OnceLock<String> = OnceLock::new();
+    V.get_or_init(|| {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: NVRTC is loaded (`ensure_nvrtc` succeeded before any
+        // compile); both are valid out-pointers.
+        let r = unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
+        if r == nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+            format!("{major}.{minor}")
+        } else {
+            "unknown".to_string()
+        }
+    })
+    .clone()
+}
+
+/// A CUBIN, and whether it was read from the disk cache.
+struct Compiled {
+    cubin: Arc<Vec<u8>>,
+    from_disk: bool,
+}
+
+/// Compiles `src` for `arch` (`sm_90`) to a CUBIN with NVRTC, unless the
+/// process or the disk cache has it already.
+fn compile(dev: &CudaDevice, name: &str, src: &str, arch: &str) -> Result<Compiled> {
     let key: (Arc<str>, String) = (Arc::from(name), arch.to_string());
     if let Some(c) = cubin_cache().lock().get(&key) {
-        return Ok(Arc::clone(c));
+        return Ok(Compiled {
+            cubin: Arc::clone(c),
+            from_disk: false,
+        });
     }
     let device = dev.device();
     ensure_nvrtc().map_err(|reason| TensorError::BackendUnavailable { device, reason })?;
+    let opts = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+        "--fmad=false".to_string(),
+    ];
+    let version = nvrtc_version();
+    let on_disk = disk_cache().map(|c| {
+        let joined = opts.join(" ");
+        let parts: [&[u8]; 4] = [
+            src.as_bytes(),
+            arch.as_bytes(),
+            joined.as_bytes(),
+            version.as_bytes(),
+        ];
+        (c, c.entry(name, &parts))
+    });
+    if let Some((c, path)) = &on_disk {
+        if let Some(bytes) = c.load(path) {
+            let cubin = Arc::new(bytes);
+            cubin_cache().lock().insert(key, Arc::clone(&cubin));
+            return Ok(Compiled {
+                cubin,
+                from_disk: true,
+            });
+        }
+    }
     let op = format!("NVRTC compile of {name}");
     let cubin = guarded(device, &op, || {
         let csrc = CString::new(src).map_err(|e| failure(device, &op, e.to_string()))?;
@@ -245,11 +306,6 @@ pub(crate) fn compile(dev: &CudaDevice, name: &str, src: &str, arch: &str) -> Re
             CString::new(format!("{name}.cu")).map_err(|e| failure(device, &op, e.to_string()))?;
         let prog = cudarc::nvrtc::result::create_program(&csrc, Some(&cname))
             .map_err(|e| failure(device, &op, format!("{e:?}")))?;
-        let opts = vec![
-            format!("--gpu-architecture={arch}"),
-            "--std=c++17".to_string(),
-            "--fmad=false".to_string(),
-        ];
         // SAFETY: `prog` was created above and is destroyed below, once.
         let compiled = unsafe { cudarc::nvrtc::result::compile_program(prog, &opts) };
         let out = match compiled {
@@ -290,9 +346,39 @@ pub(crate) fn compile(dev: &CudaDevice, name: &str, src: &str, arch: &str) -> Re
         let _ = unsafe { cudarc::nvrtc::result::destroy_program(prog) };
         out
     })?;
+    if let Some((c, path)) = &on_disk {
+        c.store(path, &cubin);
+    }
     let cubin = Arc::new(cubin);
     cubin_cache().lock().insert(key, Arc::clone(&cubin));
-    Ok(cubin)
+    Ok(Compiled {
+        cubin,
+        from_disk: false,
+    })
+}
+
+/// Forgets the CUBIN of `name` for `arch`, in the process and on disk (the
+/// driver refused the one read from disk).
+fn forget(name: &str, src: &str, arch: &str) {
+    cubin_cache()
+        .lock()
+        .remove(&(Arc::from(name), arch.to_string()));
+    if let Some(c) = disk_cache() {
+        let opts = [
+            format!("--gpu-architecture={arch}"),
+            "--std=c++17".to_string(),
+            "--fmad=false".to_string(),
+        ]
+        .join(" ");
+        let version = nvrtc_version();
+        let parts: [&[u8]; 4] = [
+            src.as_bytes(),
+            arch.as_bytes(),
+            opts.as_bytes(),
+            version.as_bytes(),
+        ];
+        c.remove(&c.entry(name, &parts));
+    }
 }
 
 /// The architecture name of a device (`sm_90`).
@@ -313,14 +399,42 @@ pub(crate) fn functions(
         return Ok(Arc::clone(v));
     }
     let src = src();
-    let cubin = compile(dev, name, &src, &arch(dev))?;
-    let device = dev.device();
+    let arch = arch(dev);
+    let compiled = compile(dev, name, &src, &arch)?;
     dev.bind()?;
-    let found = guarded(device, "cuModuleLoadData", || {
+    let found = match load_functions(dev, &compiled.cubin, names) {
+        // A CUBIN from the disk cache that the driver refuses (damaged, or
+        // written by something else): drop it and compile afresh.
+        Err(_) if compiled.from_disk => {
+            forget(name, &src, &arch);
+            let fresh = compile(dev, name, &src, &arch)?;
+            load_functions(dev, &fresh.cubin, names)?
+        }
+        r => r?,
+    };
+    let found: Arc<[super::context::Function]> = found.into();
+    dev.functions
+        .lock()
+        .insert(name.to_string(), Arc::clone(&found));
+    Ok(found)
+}
+
+/// Loads `cubin` as a module on `dev` (whose context is current) and finds
+/// its kernels `names`.
+fn load_functions(
+    dev: &CudaDevice,
+    cubin: &[u8],
+    names: &[&str],
+) -> Result<Vec<super::context::Function>> {
+    let device = dev.device();
+    guarded(device, "cuModuleLoadData", || {
         let mut module: sys::CUmodule = std::ptr::null_mut();
-        // SAFETY: `cubin` is a complete CUBIN image produced by NVRTC for this
-        // device's architecture; the context is current. The module is never
-        // unloaded, so its functions stay valid.
+        // SAFETY: `cubin` is a CUBIN image NVRTC produced for this device's
+        // architecture, in this process or in an earlier one (the disk cache
+        // hands out only 64-bit ELF images whose headers lie within the bytes
+        // read, so the driver never reads past them; it rejects an image it
+        // cannot use with an error). The context is current. The module is
+        // never unloaded, so its functions stay valid.
         cu(device, "cuModuleLoadData", unsafe {
             sys::cuModuleLoadData(&mut module, cubin.as_ptr().cast())
         })?;
@@ -337,10 +451,5 @@ pub(crate) fn functions(
                 Ok(super::context::Function(f))
             })
             .collect::<Result<Vec<_>>>()
-    })?;
-    let found: Arc<[super::context::Function]> = found.into();
-    dev.functions
-        .lock()
-        .insert(name.to_string(), Arc::clone(&found));
-    Ok(found)
+    })
 }
