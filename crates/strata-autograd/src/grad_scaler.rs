@@ -127,9 +127,12 @@ impl GradScaler {
             });
         }
         let inv = 1.0 / self.scale;
+        // Every gradient is checked before any is unscaled: an error half-way
+        // would leave some unscaled and the scaler ready to unscale them again.
+        let grads: Vec<Tensor> = optimizer.params().iter().filter_map(Var::grad).collect();
+        crate::optim::check_grads_in_place("GradScaler::unscale_", &grads)?;
         let mut flag: Option<Tensor> = None;
-        for p in optimizer.params() {
-            let Some(g) = p.grad() else { continue };
+        for g in grads {
             g.mul_(inv)?;
             // 0 where every element is finite, NaN otherwise; summed in f32.
             let bad = g.mul(0.0)?.sum(None, false)?.to_dtype(DType::F32)?;

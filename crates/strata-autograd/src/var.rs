@@ -6,7 +6,7 @@ use crate::node::{BackwardFn, Edge, Node};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use strata_tensor::{DType, Device, Element, Scalar, Tensor};
+use strata_tensor::{DType, Device, Element, Scalar, Tensor, TensorError};
 
 /// A tensor plus its autograd metadata: whether it requires grad, the node
 /// that produced it (none for leaves), and, for leaves, the accumulated
@@ -76,6 +76,20 @@ impl VarInner {
         let mut slot = self.grad.lock();
         match slot.as_ref() {
             Some(existing) => {
+                // A gradient put there by `set_grad` may have another shape:
+                // adding into it would broadcast (a [2, 2] `.grad` of a [2]
+                // leaf would take the new gradient in every row).
+                if existing.shape() != self.data.shape() {
+                    return Err(AutogradError::Tensor(TensorError::Shape {
+                        op: "backward",
+                        msg: format!(
+                            "cannot accumulate into .grad of shape {:?} for a leaf of shape {:?}; \
+                             set_grad a tensor of the leaf's shape (or None) first",
+                            existing.shape(),
+                            self.data.shape()
+                        ),
+                    }));
+                }
                 existing.add_(&g)?;
             }
             None => *slot = Some(g.deep_clone()?),

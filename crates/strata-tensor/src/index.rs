@@ -38,44 +38,53 @@ macro_rules! slice_item_from {
     ($($t:ty),*) => {$(
         impl From<$t> for SliceItem {
             fn from(i: $t) -> SliceItem {
-                SliceItem::Index(i as i64)
+                SliceItem::Index(to_i64(i))
             }
         }
         impl From<Range<$t>> for SliceItem {
             fn from(r: Range<$t>) -> SliceItem {
-                SliceItem::Range { start: Some(r.start as i64), end: Some(r.end as i64), step: 1 }
+                SliceItem::Range { start: Some(to_i64(r.start)), end: Some(to_i64(r.end)), step: 1 }
             }
         }
         impl From<RangeFrom<$t>> for SliceItem {
             fn from(r: RangeFrom<$t>) -> SliceItem {
-                SliceItem::Range { start: Some(r.start as i64), end: None, step: 1 }
+                SliceItem::Range { start: Some(to_i64(r.start)), end: None, step: 1 }
             }
         }
         impl From<RangeTo<$t>> for SliceItem {
             fn from(r: RangeTo<$t>) -> SliceItem {
-                SliceItem::Range { start: None, end: Some(r.end as i64), step: 1 }
+                SliceItem::Range { start: None, end: Some(to_i64(r.end)), step: 1 }
             }
         }
         impl From<RangeInclusive<$t>> for SliceItem {
             fn from(r: RangeInclusive<$t>) -> SliceItem {
-                SliceItem::Range { start: Some(*r.start() as i64), end: inclusive_end(*r.end() as i64), step: 1 }
+                SliceItem::Range { start: Some(to_i64(*r.start())), end: inclusive_end(to_i64(*r.end())), step: 1 }
             }
         }
         impl From<RangeToInclusive<$t>> for SliceItem {
             fn from(r: RangeToInclusive<$t>) -> SliceItem {
-                SliceItem::Range { start: None, end: inclusive_end(r.end as i64), step: 1 }
+                SliceItem::Range { start: None, end: inclusive_end(to_i64(r.end)), step: 1 }
             }
         }
     )*};
 }
 slice_item_from!(i32, i64, usize);
 
+/// An index or bound as i64. A `usize` above `i64::MAX` saturates to
+/// `i64::MAX` (past the end of every dim: an out-of-range index, an empty or
+/// full range) instead of wrapping to a negative index counted from the end.
+fn to_i64<T: TryInto<i64>>(v: T) -> i64 {
+    v.try_into().unwrap_or(i64::MAX)
+}
+
 /// `..=e` as an exclusive end: `..=-1` reaches the last element.
 fn inclusive_end(e: i64) -> Option<i64> {
+    // `..=-1` and `..=i64::MAX` run to the end of the dim (`e + 1` would be
+    // 0, or would overflow).
     if e == -1 {
         None
     } else {
-        Some(e + 1)
+        e.checked_add(1)
     }
 }
 

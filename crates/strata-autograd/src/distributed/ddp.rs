@@ -123,13 +123,15 @@ fn plan_buckets(params: &[Var], cap: usize) -> Vec<(DType, Vec<usize>)> {
     let mut open: Vec<(DType, usize)> = Vec::new();
     for i in (0..params.len()).rev() {
         let dtype = params[i].dtype();
-        let bytes = params[i].numel() * dtype.size();
+        // Saturating: an expanded parameter may count more bytes than usize
+        // holds (its bucket buffer then fails to allocate, a typed error).
+        let bytes = params[i].numel().saturating_mul(dtype.size());
         let slot = open.iter().position(|(d, _)| *d == dtype);
         match slot {
-            Some(s) if buckets[open[s].1].2 + bytes <= cap => {
+            Some(s) if buckets[open[s].1].2.saturating_add(bytes) <= cap => {
                 let b = &mut buckets[open[s].1];
                 b.1.push(i);
-                b.2 += bytes;
+                b.2 = b.2.saturating_add(bytes);
             }
             _ => {
                 buckets.push((dtype, vec![i], bytes));
@@ -191,7 +193,15 @@ impl DistributedDataParallel {
             .into_iter()
             .enumerate()
         {
-            let total: usize = members.iter().map(|&i| params[i].numel()).sum();
+            let total = members
+                .iter()
+                .try_fold(0usize, |acc, &i| acc.checked_add(params[i].numel()))
+                .ok_or_else(|| {
+                    ddp_err(format!(
+                        "the {dtype} parameters of bucket {b} hold more elements than usize counts; \
+                         use a smaller bucket_cap_bytes"
+                    ))
+                })?;
             let buffer = Tensor::zeros(&[total], dtype, device)?;
             let mut offsets = Vec::with_capacity(members.len());
             let mut off = 0;

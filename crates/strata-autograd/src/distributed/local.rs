@@ -113,13 +113,21 @@ impl LocalGroup {
             arrived: Condvar::new(),
             log: Mutex::new(Vec::new()),
         });
-        let ranks = (0..world_size)
-            .map(|rank| LocalRank {
-                rank,
-                shared: Arc::clone(&shared),
-                next_seq: AtomicU64::new(0),
-            })
-            .collect();
+        // A world size the host cannot hold ranks for is an error, not an
+        // allocation failure that aborts the process.
+        let mut ranks = Vec::new();
+        ranks
+            .try_reserve_exact(world_size)
+            .map_err(|_| AutogradError::Distributed {
+                msg: format!(
+                    "cannot allocate {world_size} ranks for a local group; use one rank per thread"
+                ),
+            })?;
+        ranks.extend((0..world_size).map(|rank| LocalRank {
+            rank,
+            shared: Arc::clone(&shared),
+            next_seq: AtomicU64::new(0),
+        }));
         Ok((LocalGroup { shared }, ranks))
     }
 

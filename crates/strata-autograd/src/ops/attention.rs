@@ -99,7 +99,12 @@ pub(crate) fn batch_pieces(
         return vec![(0, b)];
     }
     let (l, s) = (qs[nd - 2], ks[nd - 2]);
-    let bytes: usize = qs[..nd - 2].iter().product::<usize>() * l * s * elem;
+    // Saturating: an expanded batch may multiply past usize (the product
+    // then fails with its own typed error).
+    let bytes: usize = qs[..nd - 2]
+        .iter()
+        .chain([&l, &s, &elem])
+        .fold(1usize, |acc, &d| acc.saturating_mul(d));
     let n = (bytes / PIECE_BYTES).clamp(1, MAX_PIECES.min(b));
     let len = b.div_ceil(n);
     (0..b)
@@ -151,6 +156,12 @@ impl Var {
         if ks[ks.len() - 1] != e || vs[vs.len() - 2] != s {
             return Err(shape_err(format!(
                 "q [.., L, E], k [.., S, E], v [.., S, Ev] expected, got {qs:?}, {ks:?}, {vs:?}"
+            )));
+        }
+        if e == 0 && args.scale.is_none() {
+            return Err(shape_err(format!(
+                "q and k have an empty last dim (E = 0), so the default scale 1/sqrt(E) is \
+                 infinite; pass a scale in AttentionArgs (got {qs:?}, {ks:?}, {vs:?})"
             )));
         }
         let scale = args.scale.unwrap_or(1.0 / (e as f64).sqrt());

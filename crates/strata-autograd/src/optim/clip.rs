@@ -49,6 +49,7 @@ pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
             },
         ));
     }
+    super::check_grads_in_place("clip_grad_norm_", &grads)?;
     let total = Tensor::zeros(&[], DType::F32, first.device())?;
     for g in &grads {
         let sq = g.mul(g)?.sum(None, false)?;

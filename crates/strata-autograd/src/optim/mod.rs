@@ -13,6 +13,7 @@ pub use sgd::Sgd;
 
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
+use strata_tensor::{Tensor, TensorError};
 
 /// What every optimizer provides.
 pub trait Optimizer {
@@ -47,4 +48,78 @@ pub(crate) fn check(
             value,
         })
     }
+}
+
+/// Checks every parameter's gradient before an optimizer writes anything:
+/// it must have the parameter's shape and device (a gradient set by
+/// [`Var::set_grad`] may not), so that a bad gradient is an error that
+/// leaves every parameter and every optimizer state unchanged, instead of
+/// one that stops the step half-way, or a smaller gradient broadcast over
+/// the parameter.
+pub(crate) fn check_grads(optimizer: &'static str, params: &[Var]) -> Result<()> {
+    for (i, p) in params.iter().enumerate() {
+        let Some(g) = p.grad() else { continue };
+        if g.device() != p.device() {
+            return Err(AutogradError::Tensor(TensorError::DeviceMismatch {
+                op: optimizer,
+                lhs: p.device(),
+                rhs: g.device(),
+            }));
+        }
+        if g.shape() != p.shape() {
+            return Err(AutogradError::Tensor(TensorError::Shape {
+                op: optimizer,
+                msg: format!(
+                    "the gradient of parameter {i} has shape {:?} but the parameter has {:?}; \
+                     set a gradient of the parameter's shape",
+                    g.shape(),
+                    p.shape()
+                ),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Checks gradients that are about to be scaled in place, all of them
+/// before any is written (so that an error leaves every gradient as it
+/// was): each must be a float tensor (an integer gradient set by
+/// [`Var::set_grad`] would truncate the scale, to 0 for a factor below 1)
+/// whose elements do not share memory (an expanded tensor), and all must be
+/// on one device.
+pub(crate) fn check_grads_in_place(op: &'static str, grads: &[Tensor]) -> Result<()> {
+    let Some(first) = grads.first() else {
+        return Ok(());
+    };
+    for g in grads {
+        if g.device() != first.device() {
+            return Err(AutogradError::Tensor(TensorError::DeviceMismatch {
+                op,
+                lhs: first.device(),
+                rhs: g.device(),
+            }));
+        }
+        if !g.dtype().is_float() {
+            return Err(AutogradError::Tensor(TensorError::DType {
+                op,
+                msg: format!(
+                    "a gradient is a {} tensor; gradients must be floating point \
+                     (set_grad a tensor of the parameter's dtype)",
+                    g.dtype()
+                ),
+            }));
+        }
+        if g.layout().may_overlap() {
+            return Err(AutogradError::Tensor(TensorError::Overlap {
+                op,
+                msg: format!(
+                    "a gradient (shape {:?}, strides {:?}) has elements that share memory and \
+                     cannot be scaled in place; set_grad a contiguous tensor",
+                    g.shape(),
+                    g.strides()
+                ),
+            }));
+        }
+    }
+    Ok(())
 }

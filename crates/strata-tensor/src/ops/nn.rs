@@ -338,10 +338,74 @@ impl Tensor {
         normalized_shape: &[usize],
         needs: [bool; 3],
     ) -> Result<[Option<Tensor>; 3]> {
+        const OP: &str = "layer_norm_backward";
+        // The kernels read `rows * cols` elements of dy and x, `rows` of mean
+        // and rstd and `cols` of the weight: check every operand against the
+        // forward's rules first (an operand from another call is an error,
+        // never a read outside its storage).
+        float_only(OP, x)?;
+        let k = normalized_shape.len();
+        if k == 0 || k > x.ndim() || x.shape()[x.ndim() - k..] != *normalized_shape {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "normalized_shape {normalized_shape:?} must be non-empty and equal the trailing dims of the input {:?}",
+                    x.shape()
+                ),
+            ));
+        }
+        same_device(OP, x, dy)?;
+        if dy.shape() != x.shape() {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "the gradient has shape {:?} but the input has {:?}; pass the gradient of the forward's output",
+                    dy.shape(),
+                    x.shape()
+                ),
+            ));
+        }
         // Saturating: trailing dims of an empty input may multiply past usize
         // (rows is then 0).
         let cols = crate::shape::numel(normalized_shape);
         let rows = x.numel().checked_div(cols).unwrap_or(0);
+        let acc = acc_dtype(x.dtype());
+        for (name, t) in [("mean", mean), ("rstd", rstd)] {
+            same_device(OP, x, t)?;
+            if t.shape() != [rows] || t.dtype() != acc {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "the saved {name} is a {} tensor of shape {:?}, expected {acc} [{rows}] \
+                         (one per row of the input {:?}); pass what layer_norm_forward returned for this input",
+                        t.dtype(),
+                        t.shape(),
+                        x.shape()
+                    ),
+                ));
+            }
+        }
+        if let Some(w) = weight {
+            same_device(OP, x, w)?;
+            if w.shape() != normalized_shape {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "the weight has shape {:?}, expected {normalized_shape:?}",
+                        w.shape()
+                    ),
+                ));
+            }
+            if !(w.dtype() == x.dtype()
+                || (w.dtype() == DType::F32 && matches!(x.dtype(), DType::F16 | DType::BF16)))
+            {
+                return Err(TensorError::dtype(
+                    OP,
+                    format!("the weight is {} but the input is {}", w.dtype(), x.dtype()),
+                ));
+            }
+        }
+        let (mean, rstd) = (&mean.contiguous()?, &rstd.contiguous()?);
         let x = x.contiguous()?;
         let dy = dy.to_dtype(x.dtype())?.contiguous()?;
         let w = weight.map(|w| w.contiguous()).transpose()?;
@@ -523,9 +587,63 @@ impl Tensor {
         args: CrossEntropyArgs,
     ) -> Result<Tensor> {
         const OP: &str = "cross_entropy_backward";
-        let (x, _, classes) = class_rows(OP, self)?;
+        float_only(OP, self)?;
+        same_device(OP, self, grad)?;
+        let (x, rows_shape, classes) = class_rows(OP, self)?;
         let rows = x.shape()[0];
         let acc = acc_dtype(self.dtype());
+        // The kernel reads `rows` targets and logsumexps and indexes the
+        // weight by target: check `saved` against these logits (a `saved`
+        // from another call, or edited, is an error, never a read outside a
+        // storage).
+        for t in [&saved.lse, &saved.target, &saved.total_weight] {
+            same_device(OP, self, t)?;
+        }
+        if saved.lse.shape() != [rows, 2] || saved.lse.dtype() != acc {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "the saved logsumexp is a {} tensor of shape {:?}, expected {acc} [{rows}, 2] for logits of shape {:?}; \
+                     pass what cross_entropy_forward returned for these logits",
+                    saved.lse.dtype(),
+                    saved.lse.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        if saved.target.dtype() != DType::I64 || saved.target.shape() != [rows] {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "the saved targets are a {} tensor of shape {:?}, expected i64 [{rows}] for logits of shape {:?}; \
+                     pass what cross_entropy_forward returned for these logits",
+                    saved.target.dtype(),
+                    saved.target.shape(),
+                    self.shape()
+                ),
+            ));
+        }
+        if args.label_smoothing > 1.0 {
+            return Err(TensorError::value(
+                OP,
+                format!(
+                    "label_smoothing must be in [0, 1], got {}",
+                    args.label_smoothing
+                ),
+            ));
+        }
+        check_class_weight(OP, self, args.weight, classes)?;
+        // Targets in [0, classes) or ignore_index (checked as the forward does).
+        let target = class_targets(
+            OP,
+            &saved
+                .target
+                .reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?,
+            &rows_shape,
+            classes,
+            args.ignore_index,
+        )?;
+        let lse = saved.lse.contiguous()?;
         let g = grad.to_dtype(acc)?;
         let coef = match args.reduction {
             Reduction::None => g.reshape(&[-1])?,
@@ -543,14 +661,14 @@ impl Tensor {
         let dx = Tensor::empty(x.shape(), self.dtype(), self.device())?;
         if rows > 0 {
             let wa = w.as_ref().map(|t| t.arg());
-            let mut reads = vec![&x, &saved.lse, &saved.target, &coef];
+            let mut reads = vec![&x, &lse, &target, &coef];
             reads.extend(w.iter());
             launch(&dx, &reads, |be| {
                 be.nn(NnKernel::CrossEntropyBackward {
                     dx: &dx.arg(),
                     logits: &x.arg(),
-                    lse: &saved.lse.arg(),
-                    target: &saved.target.arg(),
+                    lse: &lse.arg(),
+                    target: &target.arg(),
                     weight: wa.as_ref(),
                     coef: &coef.arg(),
                     ignore_index: args.ignore_index,
@@ -659,6 +777,12 @@ impl Tensor {
         seed: u64,
         device: crate::Device,
     ) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(TensorError::value(
+                "dropout_mask",
+                format!("dropout probability has to be between 0 and 1, but got {p}"),
+            ));
+        }
         Tensor::rand(shape, DType::F32, seed, device)?.ge(p)
     }
 

@@ -147,6 +147,27 @@ impl Tensor {
                 }
             }
         }
+        // The three outputs are written element by element: one whose
+        // elements share memory (an expanded tensor) cannot hold the update.
+        // Checked before anything is written, so that an error leaves the
+        // parameter and both moments unchanged.
+        let outputs = [
+            ("the parameter", self),
+            ("exp_avg", exp_avg),
+            ("exp_avg_sq", exp_avg_sq),
+        ];
+        for (name, t) in outputs {
+            if t.layout().may_overlap() {
+                return Err(TensorError::overlap(
+                    OP,
+                    format!(
+                        "{name} (shape {:?}, strides {:?}) has elements that share memory; clone it first",
+                        t.shape(),
+                        t.strides()
+                    ),
+                ));
+            }
+        }
         if self.numel() == 0 {
             return Ok(());
         }
