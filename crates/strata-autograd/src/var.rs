@@ -260,9 +260,61 @@ impl Var {
         self.inner.grad.lock().clone()
     }
 
-    /// Replaces the accumulated gradient.
-    pub fn set_grad(&self, grad: Option<Tensor>) {
+    /// Replaces the accumulated gradient (PyTorch's `x.grad = g`).
+    ///
+    /// As in PyTorch, a gradient must have the tensor's shape, dtype and
+    /// device; anything else is an error (`Shape`, `DType` or
+    /// `DeviceMismatch`, under [`AutogradError::Tensor`]) and the gradient
+    /// stays as it was. Backward, the optimizers, clipping and gradient
+    /// scaling all rely on it.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let w = Var::parameter(Tensor::zeros(&[2], DType::F32, Device::Cpu)?)?;
+    /// w.set_grad(Some(Tensor::ones(&[2], DType::F32, Device::Cpu)?))?;
+    /// assert!(w.set_grad(Some(Tensor::ones(&[3], DType::F32, Device::Cpu)?)).is_err());
+    /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, vec![1.0, 1.0]);
+    /// w.set_grad(None)?;
+    /// assert!(w.grad().is_none());
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        const OP: &str = "set_grad";
+        if let Some(g) = &grad {
+            let d = &self.inner.data;
+            if g.device() != d.device() {
+                return Err(AutogradError::Tensor(TensorError::DeviceMismatch {
+                    op: OP,
+                    lhs: d.device(),
+                    rhs: g.device(),
+                }));
+            }
+            if g.dtype() != d.dtype() {
+                return Err(AutogradError::Tensor(TensorError::DType {
+                    op: OP,
+                    msg: format!(
+                        "assigned grad has data of a different type: {} for a {} tensor; \
+                         convert it with to_dtype(DType::{:?})",
+                        g.dtype(),
+                        d.dtype(),
+                        d.dtype()
+                    ),
+                }));
+            }
+            if g.shape() != d.shape() {
+                return Err(AutogradError::Tensor(TensorError::Shape {
+                    op: OP,
+                    msg: format!(
+                        "assigned grad has data of a different size: {:?} for a tensor of shape {:?}",
+                        g.shape(),
+                        d.shape()
+                    ),
+                }));
+            }
+        }
         *self.inner.grad.lock() = grad;
+        Ok(())
     }
 
     /// Registers `hook`, run by every backward pass that reaches this leaf

@@ -285,20 +285,23 @@ fn grad_scaler_skips_non_finite_steps_backs_off_and_grows() {
     // A non-finite gradient: skipped, parameter untouched, scale halved.
     p.set_grad(Some(
         Tensor::from_slice(&[1.0f32, f32::INFINITY], &[2], DEV).unwrap(),
-    ));
+    ))
+    .unwrap();
     assert!(!s.step(&mut opt).unwrap());
     assert_eq!(p.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
     s.update();
     assert_eq!(s.get_scale(), 4.0);
     p.set_grad(Some(
         Tensor::from_slice(&[f32::NAN, 0.0], &[2], DEV).unwrap(),
-    ));
+    ))
+    .unwrap();
     assert!(!s.step(&mut opt).unwrap());
     s.update();
     assert_eq!(s.get_scale(), 2.0);
     // Clean steps: gradients divided by the scale; growth after 3 of them.
     for i in 0..3 {
-        p.set_grad(Some(Tensor::full(&[2], 2.0, DType::F32, DEV).unwrap()));
+        p.set_grad(Some(Tensor::full(&[2], 2.0, DType::F32, DEV).unwrap()))
+            .unwrap();
         s.unscale_(&opt).unwrap();
         assert_eq!(p.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
         assert!(s.unscale_(&opt).is_err(), "unscale_ twice in one iteration");
@@ -369,12 +372,12 @@ fn adamw_matches_a_hand_written_reference_including_skipped_parameters() {
         for (i, (p, s)) in ps.iter().zip(&shapes).enumerate() {
             // Parameter 1 has no gradient at step 2 (the per-parameter path).
             if i == 1 && step == 2 {
-                p.set_grad(None);
+                p.set_grad(None).unwrap();
                 continue;
             }
             let g = Tensor::randn(s, DType::F64, 1000 + 10 * step + i as u64, DEV).unwrap();
             refs[i].step(&mut host[i], &values(&g), hp);
-            p.set_grad(Some(g));
+            p.set_grad(Some(g)).unwrap();
         }
         opt.step().unwrap();
         for (p, h) in ps.iter().zip(&host) {
@@ -396,8 +399,10 @@ fn clip_grad_norm_scales_only_above_the_limit() {
     let _rng = rng_lock();
     let a = Var::parameter(Tensor::zeros(&[2], DType::F32, DEV).unwrap()).unwrap();
     let b = Var::parameter(Tensor::zeros(&[1], DType::F32, DEV).unwrap()).unwrap();
-    a.set_grad(Some(Tensor::from_slice(&[2.0f32, 4.0], &[2], DEV).unwrap()));
-    b.set_grad(Some(Tensor::from_slice(&[4.0f32], &[1], DEV).unwrap()));
+    a.set_grad(Some(Tensor::from_slice(&[2.0f32, 4.0], &[2], DEV).unwrap()))
+        .unwrap();
+    b.set_grad(Some(Tensor::from_slice(&[4.0f32], &[1], DEV).unwrap()))
+        .unwrap();
     let n = clip_grad_norm_(&[a.clone(), b.clone()], 12.0).unwrap();
     assert!((n.item::<f32>().unwrap() - 6.0).abs() < 1e-5);
     assert_eq!(a.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 4.0]);

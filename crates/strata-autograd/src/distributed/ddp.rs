@@ -229,7 +229,7 @@ impl DistributedDataParallel {
                 if let Some(old) = params[i].grad() {
                     view.copy_(&old)?;
                 }
-                params[i].set_grad(Some(view));
+                params[i].set_grad(Some(view))?;
             }
         }
         state.reset(&mut state.progress.lock());
@@ -295,7 +295,7 @@ impl DistributedDataParallel {
                 let p = &self.state.params[i];
                 let in_bucket = p.grad().is_some_and(|g| g.same_storage(&b.buffer));
                 if !in_bucket {
-                    p.set_grad(Some(self.state.grad_view(b, i, off)?));
+                    p.set_grad(Some(self.state.grad_view(b, i, off)?))?;
                 }
             }
         }

@@ -19,7 +19,7 @@ use strata_tensor::{DType, Tensor};
 /// use strata_autograd::{clip_grad_norm_, Var};
 /// use strata_tensor::{DType, Device, Tensor};
 /// let p = Var::parameter(Tensor::zeros(&[2], DType::F32, Device::Cpu).unwrap()).unwrap();
-/// p.set_grad(Some(Tensor::from_slice(&[3.0f32, 4.0], &[2], Device::Cpu).unwrap()));
+/// p.set_grad(Some(Tensor::from_slice(&[3.0f32, 4.0], &[2], Device::Cpu).unwrap())).unwrap();
 /// let norm = clip_grad_norm_(&[p.clone()], 1.0).unwrap();
 /// assert!((norm.item::<f32>().unwrap() - 5.0).abs() < 1e-5);
 /// let g = p.grad().unwrap().to_vec::<f32>().unwrap();
