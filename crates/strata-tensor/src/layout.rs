@@ -400,7 +400,7 @@ impl Layout {
 
     /// Broadcast strides of this layout against a (broadcast) `target` shape:
     /// new leading dims and stretched size-1 dims get stride 0.
-    pub fn broadcast_strides(&self, target: &[usize]) -> Vec<usize> {
+    pub(crate) fn broadcast_strides(&self, target: &[usize]) -> Vec<usize> {
         let lead = target.len() - self.ndim();
         (0..target.len())
             .map(|i| {

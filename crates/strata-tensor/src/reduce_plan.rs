@@ -17,17 +17,9 @@ pub struct ReduceDim {
     pub stride: usize,
 }
 
-/// The loops of a reduction.
-///
-/// ```
-/// use strata_tensor::reduce_plan::ReducePlan;
-/// // Sum a contiguous [2, 3, 4] over dims 1 and 2: one output per row of 12
-/// // contiguous elements.
-/// let p = ReducePlan::new(&[2, 3, 4], &[12, 4, 1], &[1, 2]);
-/// assert_eq!((p.outputs, p.count), (2, 12));
-/// assert_eq!(p.reduced.len(), 1);
-/// assert_eq!(p.output_offsets().collect::<Vec<_>>(), vec![0, 12]);
-/// ```
+/// The loops of a reduction. Summing a contiguous `[2, 3, 4]` over dims 1 and
+/// 2 gives two outputs, each a fold of one run of 12 contiguous elements
+/// (the unit test `a_contiguous_reduction_is_one_run_per_output`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReducePlan {
     /// The kept dims, merged, outermost first.
@@ -122,6 +114,14 @@ mod tests {
         v.iter()
             .map(|&(size, stride)| ReduceDim { size, stride })
             .collect()
+    }
+
+    #[test]
+    fn a_contiguous_reduction_is_one_run_per_output() {
+        let p = ReducePlan::new(&[2, 3, 4], &[12, 4, 1], &[1, 2]);
+        assert_eq!((p.outputs, p.count), (2, 12));
+        assert_eq!(p.reduced.len(), 1);
+        assert_eq!(p.output_offsets().collect::<Vec<_>>(), vec![0, 12]);
     }
 
     #[test]
