@@ -15,7 +15,11 @@
 //! * [`Tensor::randint`] (`[low, high - 1]`) and integer [`Tensor::arange`]
 //!   (its first and last values);
 //! * a copy of a tensor whose range is known (`contiguous`, `deep_clone`,
-//!   `to_dtype` into an integer dtype that holds the range, device copies).
+//!   `to_dtype` into an integer dtype that holds the range, device copies);
+//! * cross-entropy's targets once its check has read them: every target in
+//!   `[lo, hi]` *or equal to `ignore_index`* (a range with an exception,
+//!   used only by that check), so that the backward's check of the same
+//!   targets reads nothing.
 //!
 //! The range is trusted only while the stamp is unchanged. The stamp is
 //! (writes, version): `writes` counts every write lock a kernel takes on the
@@ -40,6 +44,9 @@ pub(crate) struct CachedRange {
     dtype: DType,
     lo: i64,
     hi: i64,
+    /// A value the elements may also hold outside `[lo, hi]` (a class
+    /// target equal to `ignore_index`); `None` when `[lo, hi]` bounds all.
+    besides: Option<i64>,
 }
 
 /// Whether `d` is an integer dtype whose values a range describes.
@@ -92,7 +99,50 @@ impl Tensor {
             dtype: self.dtype(),
             lo,
             hi,
+            besides: None,
         });
+    }
+
+    /// Remembers that every element of self's storage lies in `[lo, hi]` or
+    /// equals `besides`, as read from the memory when its write stamp was
+    /// `stamp` (nothing is remembered if the storage was written since).
+    /// Cross-entropy records what its target check read, so that the
+    /// backward, or another loss over the same targets, need not read them
+    /// again.
+    pub(crate) fn remember_value_range_besides(
+        &self,
+        lo: i64,
+        hi: i64,
+        besides: i64,
+        stamp: (u64, u64),
+    ) {
+        let d = self.dtype();
+        if !is_int(d) || lo > hi || !fits(lo, d) || !fits(hi, d) {
+            return;
+        }
+        let st = self.storage();
+        let mut slot = st.range_slot().lock();
+        if st.write_stamp() != stamp {
+            return;
+        }
+        *slot = Some(CachedRange {
+            stamp,
+            dtype: d,
+            lo,
+            hi,
+            besides: Some(besides),
+        });
+    }
+
+    /// `[lo, hi]` such that every element of self lies in it or equals
+    /// `besides`, when known without reading the memory.
+    pub(crate) fn known_value_range_besides(&self, besides: i64) -> Option<(i64, i64)> {
+        let st = self.storage();
+        let c = (*st.range_slot().lock())?;
+        (c.stamp == st.write_stamp()
+            && c.dtype == self.dtype()
+            && c.besides.is_none_or(|b| b == besides))
+        .then_some((c.lo, c.hi))
     }
 
     /// Remembers the range of host data just copied into self's storage.
@@ -107,7 +157,8 @@ impl Tensor {
     pub(crate) fn known_value_range(&self) -> Option<(i64, i64)> {
         let st = self.storage();
         let c = (*st.range_slot().lock())?;
-        (c.stamp == st.write_stamp() && c.dtype == self.dtype()).then_some((c.lo, c.hi))
+        (c.stamp == st.write_stamp() && c.dtype == self.dtype() && c.besides.is_none())
+            .then_some((c.lo, c.hi))
     }
 
     /// After `out` was filled with a copy of self (converted to out's
@@ -150,6 +201,58 @@ mod tests {
         assert_eq!(a.known_value_range(), Some((1, 10)));
         let e = Tensor::arange(0, 0, 1, None, CPU).unwrap();
         assert_eq!(e.known_value_range(), None);
+    }
+
+    /// Targets whose range is unknown (computed, with ignore_index among
+    /// them): cross-entropy's check reads them once and remembers what it
+    /// read for the backward; a write forgets it.
+    #[test]
+    fn cross_entropy_remembers_the_targets_it_checked() {
+        use crate::{CrossEntropyArgs, Reduction};
+        let logits = Tensor::from_slice(&[0.5f32, 1.0, -1.0, 2.0, 0.0, 1.5], &[3, 2], CPU).unwrap();
+        // [1, -100, 0], computed (no range known).
+        let t = Tensor::from_slice(&[2i64, -99, 1], &[3], CPU)
+            .unwrap()
+            .sub(&Tensor::scalar(1i64, DType::I64, CPU).unwrap())
+            .unwrap();
+        assert_eq!(t.known_value_range(), None);
+        let args = CrossEntropyArgs {
+            reduction: Reduction::Mean,
+            ..Default::default()
+        };
+        let (loss, saved) = logits.cross_entropy_forward(&t, args).unwrap();
+        assert!(loss.item::<f32>().unwrap().is_finite());
+        // The checked targets (-100 read as 0) lie in [0, 1] besides -100.
+        assert_eq!(t.known_value_range_besides(-100), Some((0, 1)));
+        assert_eq!(
+            t.known_value_range_besides(-1),
+            None,
+            "another ignore_index"
+        );
+        assert_eq!(t.known_value_range(), None, "not a bound of every element");
+        // The backward reuses it; after a write the check reads again.
+        let g = Tensor::scalar(1.0f32, DType::F32, CPU).unwrap();
+        logits
+            .cross_entropy_backward(&g, &saved.unwrap(), args)
+            .unwrap();
+        t.fill_(5).unwrap();
+        assert_eq!(t.known_value_range_besides(-100), None);
+        assert!(
+            logits.cross_entropy_forward(&t, args).is_err(),
+            "5 is out of range"
+        );
+    }
+
+    #[test]
+    fn a_range_read_before_a_write_is_not_remembered() {
+        let t = Tensor::from_slice(&[1i64, 2], &[2], CPU)
+            .unwrap()
+            .add(&Tensor::scalar(0i64, DType::I64, CPU).unwrap())
+            .unwrap();
+        let stamp = t.storage().write_stamp();
+        t.fill_(7).unwrap();
+        t.remember_value_range_besides(1, 2, -100, stamp);
+        assert_eq!(t.known_value_range_besides(-100), None);
     }
 
     /// Every write path through strata drops the range.

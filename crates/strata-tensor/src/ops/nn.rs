@@ -158,10 +158,14 @@ fn class_targets(
         ));
     }
     let t = target.to_dtype(DType::I64)?.reshape(&[-1])?.contiguous()?;
+    // Every target in [0, classes) or equal to ignore_index: known without a
+    // device read when the range is cached (host data, randint, or an
+    // earlier check of these very targets).
     let known_ok = t
-        .known_value_range()
+        .known_value_range_besides(ignore_index)
         .is_some_and(|(lo, hi)| lo >= 0 && hi < classes as i64);
     if t.numel() > 0 && !known_ok {
+        let stamp = t.storage().write_stamp();
         let checked = Tensor::where_cond(&t.eq(ignore_index)?, 0i64, &t)?;
         let (lo, hi) = super::index::read_extremes(&checked)?;
         if lo < 0 || hi >= classes as i64 {
@@ -171,6 +175,9 @@ fn class_targets(
                 format!("target {bad} is out of bounds for {classes} classes (and is not ignore_index {ignore_index})"),
             ));
         }
+        // What was read holds until the targets are written again: the
+        // backward's check of the same targets needs no second read.
+        t.remember_value_range_besides(lo, hi, ignore_index, stamp);
     }
     Ok(t)
 }
