@@ -617,25 +617,39 @@ fn synthetic_seeds(seeds: impl IntoIterator<Item = u64>) -> Vec<(String, Trace)>
 fn synthetic_workloads_stop_paying_after_two_warm_up_passes() {
     let mut failures = Vec::new();
     for (name, t) in synthetic() {
-        let r = replay(&t, "", 6);
-        eprintln!(
-            "{name}: first pass {:.3} x allocated, {} device allocs, calls and syncs by pass {:?}, all passes {:.3} x",
-            r.peak_reserved as f64 / r.peak_allocated as f64,
-            r.device_allocs,
-            r.per_pass,
-            r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
-        );
+        let r = replay_synthetic(&name, &t, 6);
         if r.per_pass.iter().any(|&(_, s)| s > 0) {
             failures.push(format!("{name}: stream synchronisations"));
         }
-        if r.per_pass[3..].iter().any(|&(c, _)| c > 0) {
-            failures.push(format!("{name}: driver calls after two warm-up passes"));
-        }
-        if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
-            failures.push(format!("{name}: reserved above the hold bound"));
-        }
+        failures.extend(warm_failures(&name, &r));
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Replays a synthetic workload for `passes` passes and prints its figures.
+fn replay_synthetic(name: &str, t: &Trace, passes: usize) -> Replay {
+    let r = replay(t, "", passes);
+    eprintln!(
+        "{name}: first pass {:.3} x allocated, {} device allocs, calls and syncs by pass {:?}, all passes {:.3} x",
+        r.peak_reserved as f64 / r.peak_allocated as f64,
+        r.device_allocs,
+        r.per_pass,
+        r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
+    );
+    r
+}
+
+/// The steady-state goals: no driver call or stream synchronisation after
+/// two warm-up passes, and reserved memory within the hold bound.
+fn warm_failures(name: &str, r: &Replay) -> Vec<String> {
+    let mut failures = Vec::new();
+    if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+        failures.push(format!("{name}: driver calls after two warm-up passes"));
+    }
+    if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
+        failures.push(format!("{name}: reserved above the hold bound"));
+    }
+    failures
 }
 
 /// Issue 14's goals on seeds of the synthetic generators that no rule was
@@ -650,23 +664,12 @@ fn synthetic_workloads_stop_paying_after_two_warm_up_passes() {
 fn synthetic_workloads_meet_the_goals_on_held_out_seeds() {
     let mut failures = Vec::new();
     for (name, t) in synthetic_seeds(4..=23) {
-        let r = replay(&t, "", 8);
+        let r = replay_synthetic(&name, &t, 8);
         let ratio = r.peak_reserved as f64 / r.peak_allocated as f64;
-        eprintln!(
-            "{name}: first pass {ratio:.3} x allocated, {} device allocs, calls and syncs by pass {:?}, all passes {:.3} x",
-            r.device_allocs,
-            r.per_pass,
-            r.peak_reserved_all_passes as f64 / r.peak_allocated as f64
-        );
         if ratio > 1.05 {
             failures.push(format!("{name}: first pass {ratio:.3} x allocated"));
         }
-        if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
-            failures.push(format!("{name}: driver calls after two warm-up passes"));
-        }
-        if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
-            failures.push(format!("{name}: reserved above the hold bound"));
-        }
+        failures.extend(warm_failures(&name, &r));
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -75,21 +75,8 @@ impl VarInner {
         };
         let mut slot = self.grad.lock();
         match slot.as_ref() {
+            // `.grad` has the leaf's shape: `set_grad` refuses any other.
             Some(existing) => {
-                // A gradient put there by `set_grad` may have another shape:
-                // adding into it would broadcast (a [2, 2] `.grad` of a [2]
-                // leaf would take the new gradient in every row).
-                if existing.shape() != self.data.shape() {
-                    return Err(AutogradError::Tensor(TensorError::Shape {
-                        op: "backward",
-                        msg: format!(
-                            "cannot accumulate into .grad of shape {:?} for a leaf of shape {:?}; \
-                             set_grad a tensor of the leaf's shape (or None) first",
-                            existing.shape(),
-                            self.data.shape()
-                        ),
-                    }));
-                }
                 existing.add_(&g)?;
             }
             None => *slot = Some(g.deep_clone()?),

@@ -89,18 +89,7 @@ impl Tensor {
     /// (integer dtypes only; call it right after the storage was written,
     /// before anyone else sees it).
     pub(crate) fn remember_value_range(&self, lo: i64, hi: i64) {
-        let d = self.dtype();
-        if !is_int(d) || lo > hi || !fits(lo, d) || !fits(hi, d) {
-            return;
-        }
-        let st = self.storage();
-        *st.range_slot().lock() = Some(CachedRange {
-            stamp: st.write_stamp(),
-            dtype: self.dtype(),
-            lo,
-            hi,
-            besides: None,
-        });
+        self.remember(lo, hi, None, self.storage().write_stamp());
     }
 
     /// Remembers that every element of self's storage lies in `[lo, hi]` or
@@ -116,33 +105,43 @@ impl Tensor {
         besides: i64,
         stamp: (u64, u64),
     ) {
+        self.remember(lo, hi, Some(besides), stamp);
+    }
+
+    /// Records `[lo, hi]` (and `besides`) for self's storage as of write
+    /// stamp `stamp`, unless it was written since.
+    fn remember(&self, lo: i64, hi: i64, besides: Option<i64>, stamp: (u64, u64)) {
         let d = self.dtype();
         if !is_int(d) || lo > hi || !fits(lo, d) || !fits(hi, d) {
             return;
         }
         let st = self.storage();
         let mut slot = st.range_slot().lock();
-        if st.write_stamp() != stamp {
-            return;
+        if st.write_stamp() == stamp {
+            *slot = Some(CachedRange {
+                stamp,
+                dtype: d,
+                lo,
+                hi,
+                besides,
+            });
         }
-        *slot = Some(CachedRange {
-            stamp,
-            dtype: d,
-            lo,
-            hi,
-            besides: Some(besides),
-        });
+    }
+
+    /// The cached range of self's storage, while it is current and of self's
+    /// dtype.
+    fn cached_range(&self) -> Option<CachedRange> {
+        let st = self.storage();
+        let c = (*st.range_slot().lock())?;
+        (c.stamp == st.write_stamp() && c.dtype == self.dtype()).then_some(c)
     }
 
     /// `[lo, hi]` such that every element of self lies in it or equals
     /// `besides`, when known without reading the memory.
     pub(crate) fn known_value_range_besides(&self, besides: i64) -> Option<(i64, i64)> {
-        let st = self.storage();
-        let c = (*st.range_slot().lock())?;
-        (c.stamp == st.write_stamp()
-            && c.dtype == self.dtype()
-            && c.besides.is_none_or(|b| b == besides))
-        .then_some((c.lo, c.hi))
+        self.cached_range()
+            .filter(|c| c.besides.is_none_or(|b| b == besides))
+            .map(|c| (c.lo, c.hi))
     }
 
     /// Remembers the range of host data just copied into self's storage.
@@ -155,10 +154,9 @@ impl Tensor {
     /// `[lo, hi]` bounding every element of self, when known without
     /// reading the memory (see the module docs); `None` otherwise.
     pub(crate) fn known_value_range(&self) -> Option<(i64, i64)> {
-        let st = self.storage();
-        let c = (*st.range_slot().lock())?;
-        (c.stamp == st.write_stamp() && c.dtype == self.dtype() && c.besides.is_none())
-            .then_some((c.lo, c.hi))
+        self.cached_range()
+            .filter(|c| c.besides.is_none())
+            .map(|c| (c.lo, c.hi))
     }
 
     /// After `out` was filled with a copy of self (converted to out's

@@ -69,7 +69,6 @@ impl Optimizer for Adam {
     }
 
     fn step(&mut self) -> Result<()> {
-        super::check_grads("Adam.step", &self.params)?;
         let (beta1, beta2) = self.betas;
         for (p, st) in self.params.iter().zip(self.state.iter_mut()) {
             let Some(g) = p.grad() else { continue };

@@ -197,7 +197,6 @@ impl Optimizer for AdamW {
     }
 
     fn step(&mut self) -> Result<()> {
-        super::check_grads("AdamW.step", &self.params)?;
         for gi in 0..self.groups.len() {
             self.step_group(gi)?;
         }

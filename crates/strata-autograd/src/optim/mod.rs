@@ -50,43 +50,13 @@ pub(crate) fn check(
     }
 }
 
-/// Checks every parameter's gradient before an optimizer writes anything:
-/// it must have the parameter's shape and device (a gradient set by
-/// [`Var::set_grad`] may not), so that a bad gradient is an error that
-/// leaves every parameter and every optimizer state unchanged, instead of
-/// one that stops the step half-way, or a smaller gradient broadcast over
-/// the parameter.
-pub(crate) fn check_grads(optimizer: &'static str, params: &[Var]) -> Result<()> {
-    for (i, p) in params.iter().enumerate() {
-        let Some(g) = p.grad() else { continue };
-        if g.device() != p.device() {
-            return Err(AutogradError::Tensor(TensorError::DeviceMismatch {
-                op: optimizer,
-                lhs: p.device(),
-                rhs: g.device(),
-            }));
-        }
-        if g.shape() != p.shape() {
-            return Err(AutogradError::Tensor(TensorError::Shape {
-                op: optimizer,
-                msg: format!(
-                    "the gradient of parameter {i} has shape {:?} but the parameter has {:?}; \
-                     set a gradient of the parameter's shape",
-                    g.shape(),
-                    p.shape()
-                ),
-            }));
-        }
-    }
-    Ok(())
-}
-
 /// Checks gradients that are about to be scaled in place, all of them
 /// before any is written (so that an error leaves every gradient as it
 /// was): each must be a float tensor (an integer gradient set by
 /// [`Var::set_grad`] would truncate the scale, to 0 for a factor below 1)
 /// whose elements do not share memory (an expanded tensor), and all must be
-/// on one device.
+/// on one device. (Their shapes are their parameters': `Var::set_grad`
+/// refuses any other.)
 pub(crate) fn check_grads_in_place(op: &'static str, grads: &[Tensor]) -> Result<()> {
     let Some(first) = grads.first() else {
         return Ok(());

@@ -54,7 +54,6 @@ impl Optimizer for Sgd {
     }
 
     fn step(&mut self) -> Result<()> {
-        super::check_grads("SGD.step", &self.params)?;
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             let g = if self.weight_decay != 0.0 {

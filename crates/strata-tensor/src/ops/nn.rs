@@ -131,6 +131,56 @@ fn from_class_rows(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     t.permute(&perm)
 }
 
+/// Checks layer norm's input and parameters (the forward's rules, shared by
+/// its backward): a float input whose trailing dims are the non-empty
+/// `normalized_shape`; each parameter given on the input's device, of shape
+/// `normalized_shape`, of the input's dtype or f32 beside f16/bf16 input, all
+/// of one dtype (PyTorch rejects an f16 weight beside an f32 bias, and the
+/// reverse). Returns the parameters' dtype, if any was given.
+fn layer_norm_operands<const N: usize>(
+    op: &'static str,
+    x: &Tensor,
+    normalized_shape: &[usize],
+    params: [(&str, Option<&Tensor>); N],
+) -> Result<Option<DType>> {
+    float_only(op, x)?;
+    let k = normalized_shape.len();
+    if k == 0 || k > x.ndim() || x.shape()[x.ndim() - k..] != *normalized_shape {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "normalized_shape {normalized_shape:?} must be non-empty and equal the trailing dims of the input {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    let mut wdt = None;
+    for (name, t) in params {
+        let Some(t) = t else { continue };
+        same_device(op, x, t)?;
+        if t.shape() != normalized_shape {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the {name} has shape {:?}, expected {normalized_shape:?}",
+                    t.shape()
+                ),
+            ));
+        }
+        let ok = (t.dtype() == x.dtype()
+            || (t.dtype() == DType::F32 && matches!(x.dtype(), DType::F16 | DType::BF16)))
+            && wdt.is_none_or(|d| d == t.dtype());
+        if !ok {
+            return Err(TensorError::dtype(
+                op,
+                format!("the {name} is {} but the input is {}", t.dtype(), x.dtype()),
+            ));
+        }
+        wdt = Some(wdt.map_or(t.dtype(), |d: DType| d.promote(t.dtype())));
+    }
+    Ok(wdt)
+}
+
 /// Checks class targets and returns them as contiguous i64 `[rows]`.
 fn class_targets(
     op: &'static str,
@@ -248,48 +298,12 @@ impl Tensor {
         eps: f64,
     ) -> Result<(Tensor, Tensor, Tensor)> {
         const OP: &str = "layer_norm";
-        float_only(OP, self)?;
-        let k = normalized_shape.len();
-        if k == 0 || k > self.ndim() || self.shape()[self.ndim() - k..] != *normalized_shape {
-            return Err(TensorError::shape(
-                OP,
-                format!(
-                    "normalized_shape {normalized_shape:?} must be non-empty and equal the trailing dims of the input {:?}",
-                    self.shape()
-                ),
-            ));
-        }
-        let mut wdt = None;
-        for (name, t) in [("weight", weight), ("bias", bias)] {
-            let Some(t) = t else { continue };
-            same_device(OP, self, t)?;
-            if t.shape() != normalized_shape {
-                return Err(TensorError::shape(
-                    OP,
-                    format!(
-                        "the {name} has shape {:?}, expected {normalized_shape:?}",
-                        t.shape()
-                    ),
-                ));
-            }
-            // Weight and bias share one dtype: x's, or f32 beside f16/bf16 x
-            // (PyTorch rejects an f16 weight beside an f32 bias, and the
-            // reverse).
-            let ok = (t.dtype() == self.dtype()
-                || (t.dtype() == DType::F32 && matches!(self.dtype(), DType::F16 | DType::BF16)))
-                && wdt.is_none_or(|d| d == t.dtype());
-            if !ok {
-                return Err(TensorError::dtype(
-                    OP,
-                    format!(
-                        "the {name} is {} but the input is {}",
-                        t.dtype(),
-                        self.dtype()
-                    ),
-                ));
-            }
-            wdt = Some(wdt.map_or(t.dtype(), |d: DType| d.promote(t.dtype())));
-        }
+        let wdt = layer_norm_operands(
+            OP,
+            self,
+            normalized_shape,
+            [("weight", weight), ("bias", bias)],
+        )?;
         let prep = |t: Option<&Tensor>| -> Result<Option<Tensor>> {
             t.map(|t| t.to_dtype(wdt.unwrap_or(t.dtype()))?.contiguous())
                 .transpose()
@@ -350,17 +364,7 @@ impl Tensor {
         // and rstd and `cols` of the weight: check every operand against the
         // forward's rules first (an operand from another call is an error,
         // never a read outside its storage).
-        float_only(OP, x)?;
-        let k = normalized_shape.len();
-        if k == 0 || k > x.ndim() || x.shape()[x.ndim() - k..] != *normalized_shape {
-            return Err(TensorError::shape(
-                OP,
-                format!(
-                    "normalized_shape {normalized_shape:?} must be non-empty and equal the trailing dims of the input {:?}",
-                    x.shape()
-                ),
-            ));
-        }
+        layer_norm_operands(OP, x, normalized_shape, [("weight", weight)])?;
         same_device(OP, x, dy)?;
         if dy.shape() != x.shape() {
             return Err(TensorError::shape(
@@ -389,26 +393,6 @@ impl Tensor {
                         t.shape(),
                         x.shape()
                     ),
-                ));
-            }
-        }
-        if let Some(w) = weight {
-            same_device(OP, x, w)?;
-            if w.shape() != normalized_shape {
-                return Err(TensorError::shape(
-                    OP,
-                    format!(
-                        "the weight has shape {:?}, expected {normalized_shape:?}",
-                        w.shape()
-                    ),
-                ));
-            }
-            if !(w.dtype() == x.dtype()
-                || (w.dtype() == DType::F32 && matches!(x.dtype(), DType::F16 | DType::BF16)))
-            {
-                return Err(TensorError::dtype(
-                    OP,
-                    format!("the weight is {} but the input is {}", w.dtype(), x.dtype()),
                 ));
             }
         }

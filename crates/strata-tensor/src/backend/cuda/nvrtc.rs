@@ -273,22 +273,8 @@ fn compile(dev: &CudaDevice, name: &str, src: &str, arch: &str) -> Result<Compil
     }
     let device = dev.device();
     ensure_nvrtc().map_err(|reason| TensorError::BackendUnavailable { device, reason })?;
-    let opts = vec![
-        format!("--gpu-architecture={arch}"),
-        "--std=c++17".to_string(),
-        "--fmad=false".to_string(),
-    ];
-    let version = nvrtc_version();
-    let on_disk = disk_cache().map(|c| {
-        let joined = opts.join(" ");
-        let parts: [&[u8]; 4] = [
-            src.as_bytes(),
-            arch.as_bytes(),
-            joined.as_bytes(),
-            version.as_bytes(),
-        ];
-        (c, c.entry(name, &parts))
-    });
+    let opts = options(arch);
+    let on_disk = disk_entry(name, src, arch, &opts);
     if let Some((c, path)) = &on_disk {
         if let Some(bytes) = c.load(path) {
             let cubin = Arc::new(bytes);
@@ -363,22 +349,37 @@ fn forget(name: &str, src: &str, arch: &str) {
     cubin_cache()
         .lock()
         .remove(&(Arc::from(name), arch.to_string()));
-    if let Some(c) = disk_cache() {
-        let opts = [
-            format!("--gpu-architecture={arch}"),
-            "--std=c++17".to_string(),
-            "--fmad=false".to_string(),
-        ]
-        .join(" ");
-        let version = nvrtc_version();
-        let parts: [&[u8]; 4] = [
-            src.as_bytes(),
-            arch.as_bytes(),
-            opts.as_bytes(),
-            version.as_bytes(),
-        ];
-        c.remove(&c.entry(name, &parts));
+    if let Some((c, path)) = disk_entry(name, src, arch, &options(arch)) {
+        c.remove(&path);
     }
+}
+
+/// NVRTC's options for `arch`.
+fn options(arch: &str) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+        "--fmad=false".to_string(),
+    ]
+}
+
+/// The disk cache's entry for kernel `name` compiled from `src` for `arch`
+/// with `opts` (by this NVRTC), when there is a disk cache.
+fn disk_entry(
+    name: &str,
+    src: &str,
+    arch: &str,
+    opts: &[String],
+) -> Option<(&'static KernelCache, PathBuf)> {
+    let c = disk_cache()?;
+    let (joined, version) = (opts.join(" "), nvrtc_version());
+    let parts: [&[u8]; 4] = [
+        src.as_bytes(),
+        arch.as_bytes(),
+        joined.as_bytes(),
+        version.as_bytes(),
+    ];
+    Some((c, c.entry(name, &parts)))
 }
 
 /// The architecture name of a device (`sm_90`).
