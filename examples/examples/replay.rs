@@ -7,7 +7,11 @@
 //! ```
 //!
 //! Each trace's `alloc` / `free_completed` events are replayed in order (a block
-//! goes back at its `free_completed`), each on its own stream. By default the
+//! goes back at its `free_completed`), each on its own stream, read as
+//! `../shared/anchors/torch_bench.py` reads them: a 0-byte allocation is no
+//! operation, a free of an address the trace never allocated is skipped, and
+//! an address allocated again while live leaves the earlier block live to the
+//! end of the pass (both counted on stderr). By default the
 //! allocator runs over the simulated device with an H100's capacity and 2 MiB
 //! granularity; `--device cuda` uses the real GPU. Per trace it prints the number
 //! of operations, peak allocated and reserved bytes, device allocations (counted
@@ -31,6 +35,7 @@ use strata::alloc::{AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
 
 #[derive(Deserialize)]
 struct TraceFile {
+    #[serde(default)]
     workload: String,
     #[serde(default)]
     mode: String,
@@ -77,15 +82,22 @@ fn load(path: &str) -> Result<Trace, String> {
     let mut streams: Vec<u64> = Vec::new();
     let mut ops = Vec::with_capacity(t.events.len());
     let mut segments = Vec::new();
+    let (mut unknown_frees, mut realloc_live) = (0u64, 0u64);
+    // As `../shared/anchors/torch_bench.py` reads a trace, so that both
+    // replay the same work: an allocation of 0 bytes is no operation, a free
+    // of an address the trace never allocated (a recording that began after
+    // the process did) is skipped, and an address allocated again while live
+    // (an event the recording lost) leaves the earlier block live until the
+    // end of the pass.
     for (action, addr, size, stream) in &t.events {
         match action.as_str() {
-            "alloc" => {
+            "alloc" if *size > 0 => {
                 let slot = vacant.pop().unwrap_or_else(|| {
                     slots += 1;
                     slots - 1
                 });
                 if live.insert(*addr, slot).is_some() {
-                    return Err(format!("{path}: address {addr:#x} allocated twice"));
+                    realloc_live += 1;
                 }
                 let s = match streams.iter().position(|x| x == stream) {
                     Some(i) => i,
@@ -100,20 +112,34 @@ fn load(path: &str) -> Result<Trace, String> {
                     stream: s,
                 });
             }
-            "free_completed" => {
-                let slot = live
-                    .remove(addr)
-                    .ok_or_else(|| format!("{path}: free of unknown address {addr:#x}"))?;
-                vacant.push(slot);
-                ops.push(Op::Free { slot });
-            }
+            "free_completed" => match live.remove(addr) {
+                Some(slot) => {
+                    vacant.push(slot);
+                    ops.push(Op::Free { slot });
+                }
+                None => unknown_frees += 1,
+            },
             "segment_alloc" => segments.push((*addr, *size)),
             _ => {}
         }
     }
+    if unknown_frees + realloc_live > 0 {
+        eprintln!(
+            "{path}: {unknown_frees} frees of addresses the trace never allocated skipped, \
+             {realloc_live} allocations of a live address (the earlier block stays live to the end of the pass)"
+        );
+    }
     let stat = |k: &str| t.stats.get(k).and_then(|v| v.as_i64());
     Ok(Trace {
-        name: t.workload.clone(),
+        // A trace without a workload name is named after its file.
+        name: if t.workload.is_empty() {
+            std::path::Path::new(path)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.to_string())
+        } else {
+            t.workload.clone()
+        },
         mode: t.mode.clone(),
         torch_peak_reserved: stat("reserved_bytes.all.peak"),
         torch_device_allocs: stat("num_device_alloc"),

@@ -80,8 +80,12 @@ fn load(path: &std::path::Path) -> Trace {
             e[2].as_u64().unwrap(),
             e[3].as_u64().unwrap(),
         );
+        // Read as `../shared/anchors/torch_bench.py` reads a trace (and the
+        // `replay` example): an allocation of 0 bytes is no operation, a free
+        // of an address never allocated is skipped, and an address allocated
+        // again while live leaves the earlier block live to the pass's end.
         match action {
-            "alloc" => {
+            "alloc" if size > 0 => {
                 let slot = vacant.pop().unwrap_or_else(|| {
                     slots += 1;
                     slots - 1
@@ -101,9 +105,10 @@ fn load(path: &std::path::Path) -> Trace {
                 });
             }
             "free_completed" => {
-                let slot = live.remove(&addr).expect("free of a live address");
-                vacant.push(slot);
-                ops.push(Op::Free { slot });
+                if let Some(slot) = live.remove(&addr) {
+                    vacant.push(slot);
+                    ops.push(Op::Free { slot });
+                }
             }
             "segment_alloc" => segments.push((addr, size)),
             _ => {}
