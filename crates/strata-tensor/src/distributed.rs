@@ -419,7 +419,9 @@ impl Communicator {
         self.check_tensor(OP, input, false)?;
         self.check_tensor(OP, output, true)?;
         check_same_dtype(OP, input, output)?;
-        if output.numel() != input.numel() * self.world {
+        // The product is checked: a wrapped one could match a small tensor.
+        let need = input.numel().checked_mul(self.world);
+        if need != Some(output.numel()) {
             return Err(TensorError::shape(
                 OP,
                 format!(
@@ -427,7 +429,7 @@ impl Communicator {
                     output.numel(),
                     self.world,
                     input.numel(),
-                    input.numel() * self.world
+                    need.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
                 ),
             ));
         }
@@ -455,7 +457,9 @@ impl Communicator {
         self.check_tensor(OP, output, true)?;
         check_same_dtype(OP, input, output)?;
         check_reduce(OP, input.dtype(), op)?;
-        if input.numel() != output.numel() * self.world {
+        // The product is checked: a wrapped one could match a small tensor.
+        let need = output.numel().checked_mul(self.world);
+        if need != Some(input.numel()) {
             return Err(TensorError::shape(
                 OP,
                 format!(
@@ -463,7 +467,7 @@ impl Communicator {
                     input.numel(),
                     self.world,
                     output.numel(),
-                    output.numel() * self.world
+                    need.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
                 ),
             ));
         }

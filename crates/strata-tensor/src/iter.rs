@@ -72,9 +72,14 @@ impl Tensor {
         })
     }
 
-    /// `torch.unbind`: the views along `dim`, collected.
+    /// `torch.unbind`: the views along `dim`, collected. At most
+    /// [`MAX_PIECES`](crate::MAX_PIECES) views, as `split` and `chunk` return
+    /// (a [`TensorError::Value`] beyond: each view is a handle in host memory,
+    /// so an expanded dim of 2^40 would need terabytes of them).
     pub fn unbind(&self, dim: i64) -> Result<Vec<Tensor>> {
-        Ok(self.iter_dim(dim)?.collect())
+        let views = self.iter_dim(dim)?;
+        crate::ops::check_pieces("unbind", i64::try_from(views.len()).unwrap_or(i64::MAX))?;
+        Ok(views.collect())
     }
 }
 

@@ -117,8 +117,22 @@ macro_rules! scalar_from {
         }
     )*};
 }
-scalar_from!(i32 => Int as i64, i64 => Int as i64, u8 => Int as i64, usize => Int as i64,
+scalar_from!(i32 => Int as i64, i64 => Int as i64, u8 => Int as i64,
              f32 => Float as f64, f64 => Float as f64);
+
+/// A `usize` up to `i64::MAX` is an [`Scalar::Int`]; a larger one (which no
+/// i64 holds) keeps its magnitude as a [`Scalar::Float`] instead of wrapping
+/// to a negative integer (`usize::MAX as i64` is -1), so converting it to an
+/// integer dtype is the overflow error of [`Scalar::fits`] (as PyTorch's
+/// `fill_(2**64 - 1)` on an int64 tensor is), never a silent -1.
+impl From<usize> for Scalar {
+    fn from(x: usize) -> Scalar {
+        match i64::try_from(x) {
+            Ok(i) => Scalar::Int(i),
+            Err(_) => Scalar::Float(x as f64),
+        }
+    }
+}
 
 impl From<bool> for Scalar {
     fn from(b: bool) -> Scalar {

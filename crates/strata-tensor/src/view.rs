@@ -96,9 +96,23 @@ impl Tensor {
         Ok(self.with_layout(self.layout().expand(shape)?))
     }
 
-    /// Broadcast view to `shape`.
+    /// Broadcast view to `shape`. A size above `i64::MAX` (no tensor has
+    /// one) is [`TensorError::SizeOverflow`]; it is never read as a negative
+    /// `expand` size (`usize::MAX as i64` is -1, "keep this size").
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
-        let s: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
+        let s = shape
+            .iter()
+            .map(|&x| i64::try_from(x))
+            .collect::<std::result::Result<Vec<i64>, _>>()
+            .map_err(|_| {
+                TensorError::overflow(
+                    "broadcast_to",
+                    format!(
+                        "shape {shape:?} has a size above {} (i64::MAX), the largest a tensor may have",
+                        shape::MAX_NUMEL
+                    ),
+                )
+            })?;
         self.expand(&s)
     }
 

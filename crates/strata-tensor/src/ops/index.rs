@@ -119,6 +119,16 @@ impl Tensor {
             ));
         }
         let d = normalize_dim(OP, dim, self.ndim())?;
+        if self.ndim() == 0 && index.numel() != 1 {
+            // PyTorch's check: the result of a 0-d input is 0-d.
+            return Err(TensorError::index(
+                OP,
+                format!(
+                    "index_select(): Index to scalar can have only 1 value, got {} value(s)",
+                    index.numel()
+                ),
+            ));
+        }
         let x = if self.ndim() == 0 {
             self.reshape(&[1])?
         } else {
@@ -655,6 +665,11 @@ impl Tensor {
                     self.shape()
                 ),
             ));
+        }
+        if self.numel() == 0 {
+            // Nothing to keep or zero: no mask (whose rows or columns alone
+            // could be a huge allocation for a [2^40, 0] input).
+            return Tensor::empty(self.shape(), self.dtype(), self.device());
         }
         let keep = Tensor::triangle_mask(
             self.shape()[n - 2],

@@ -43,7 +43,7 @@ impl From<&[i64]> for SplitSize {
 pub const MAX_PIECES: i64 = 1 << 26;
 
 /// Checks that `count` pieces can be returned (see [`MAX_PIECES`]).
-fn check_pieces(op: &'static str, count: i64) -> Result<()> {
+pub(crate) fn check_pieces(op: &'static str, count: i64) -> Result<()> {
     if count > MAX_PIECES {
         return Err(TensorError::value(
             op,

@@ -20,5 +20,6 @@ mod index;
 mod join;
 mod nn;
 
+pub(crate) use join::check_pieces;
 pub use join::{SplitSize, MAX_PIECES};
 pub use nn::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction};
