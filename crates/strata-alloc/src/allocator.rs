@@ -24,6 +24,7 @@ use crate::snapshot::SegmentSnapshot;
 use crate::state::{stream_index, Settings, State};
 use crate::stats::{MemoryStats, StatType};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Every request is rounded up to a multiple of this.
@@ -40,15 +41,21 @@ pub const ROUND_LARGE: u64 = 2 << 20;
 const MAX_REQUEST: u64 = 1 << 60;
 
 /// A live allocation as a plain value: the address, the caller's size and the
-/// identity of the block behind it. Give it back with
-/// [`CachingAllocator::free_raw`]; [`Allocation`] does that on drop.
+/// identity of the block behind it (and of the allocator that handed it out,
+/// so that another allocator refuses it even where its addresses coincide).
+/// Give it back with [`CachingAllocator::free_raw`]; [`Allocation`] does that
+/// on drop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RawAllocation {
     ptr: DevicePtr,
     size: u64,
     block: u32,
     generation: u32,
+    owner: u64,
 }
+
+/// The identity of the next allocator created (unique in the process).
+static NEXT_ALLOCATOR_ID: AtomicU64 = AtomicU64::new(1);
 
 impl RawAllocation {
     /// The device address (0 for a zero-byte allocation).
@@ -142,6 +149,8 @@ impl std::fmt::Debug for Allocation {
 /// assert_eq!(alloc.memory_reserved(), 0);
 /// ```
 pub struct CachingAllocator {
+    /// This allocator's identity, carried by its [`RawAllocation`]s.
+    id: u64,
     driver: Arc<dyn Driver>,
     /// The same driver, counting the calls the allocator makes through it.
     counted: CountingDriver<dyn Driver>,
@@ -169,6 +178,7 @@ impl CachingAllocator {
         let capacity = driver.total_memory();
         let settings = Settings::new(config, vm_page.is_some(), capacity);
         Arc::new(CachingAllocator {
+            id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
             device: driver.device(),
             counted: CountingDriver::new(Arc::clone(&driver)),
             driver,
@@ -236,7 +246,7 @@ impl CachingAllocator {
     /// [`set_allocator_settings`](Self::set_allocator_settings)).
     pub fn apply_config(&self, config: AllocatorConfig) {
         let mut st = self.state.lock();
-        st.stats.max_split_size = config.max_split_size.map(|m| m as i64).unwrap_or(-1);
+        st.stats.max_split_size = config.max_split_size_stat();
         st.settings = Settings::new(config, self.has_vm, self.capacity);
     }
 
@@ -324,6 +334,7 @@ impl CachingAllocator {
                 size: 0,
                 block: NONE,
                 generation: 0,
+                owner: self.id,
             });
         }
         if size >= MAX_REQUEST {
@@ -403,13 +414,16 @@ impl CachingAllocator {
     }
 
     /// Checks that `raw` is a live allocation of this allocator (not freed, not
-    /// a stale handle to a block that has since been reallocated).
+    /// a stale handle to a block that has since been reallocated, not a handle
+    /// of another allocator whose block index, generation and address happen
+    /// to match one here).
     #[inline]
     fn check_live(&self, st: &State, raw: &RawAllocation) -> Result<(), AllocError> {
-        let live = st
-            .blocks
-            .get_allocated(raw.block)
-            .is_some_and(|b| b.generation == raw.generation && b.ptr == raw.ptr);
+        let live = raw.owner == self.id
+            && st
+                .blocks
+                .get_allocated(raw.block)
+                .is_some_and(|b| b.generation == raw.generation && b.ptr == raw.ptr);
         if live {
             Ok(())
         } else {
@@ -543,6 +557,9 @@ impl CachingAllocator {
     // ----- sizes -------------------------------------------------------------
 
     /// PyTorch's `round_size`: 512-byte multiples, or power-of-two divisions.
+    /// Never wraps: a size whose rounding does not fit a `u64` (1 EiB or
+    /// more, which [`allocate`](Self::allocate) refuses with
+    /// [`AllocError::TooLarge`]) gives `u64::MAX`.
     pub fn round_size(&self, size: u64) -> u64 {
         round_size(&self.state.lock().settings.config, size)
     }
@@ -651,6 +668,7 @@ impl CachingAllocator {
             size: orig,
             block: id,
             generation,
+            owner: self.id,
         }
     }
 
@@ -1257,23 +1275,26 @@ fn apply_delta(a: &mut crate::stats::StatArray, pool: StatType, d: i64) {
     }
 }
 
-/// PyTorch's `round_size` under `config`.
+/// PyTorch's `round_size` under `config`. The arithmetic saturates where
+/// PyTorch's wraps: a division count of 2^55 or more (512·d past `u64::MAX`)
+/// never applies, and a size whose rounding does not fit a `u64` (only sizes
+/// of 1 EiB or more, which `allocate_raw` refuses first) gives `u64::MAX`.
 #[inline]
 fn round_size(config: &AllocatorConfig, size: u64) -> u64 {
     if size < MIN_BLOCK_SIZE {
         return MIN_BLOCK_SIZE;
     }
     let d = config.divisions_for(size);
-    if d > 1 && size > MIN_BLOCK_SIZE * d {
+    if d > 1 && size > MIN_BLOCK_SIZE.saturating_mul(d) {
         if size.is_power_of_two() {
             return size;
         }
         let p = 1u64 << (63 - size.leading_zeros());
         let step = p >> d.trailing_zeros();
         if step == 0 {
-            return 2 * p;
+            return p.saturating_mul(2);
         }
-        return size.div_ceil(step) * step;
+        return size.div_ceil(step).saturating_mul(step);
     }
-    size.div_ceil(MIN_BLOCK_SIZE) * MIN_BLOCK_SIZE
+    size.div_ceil(MIN_BLOCK_SIZE).saturating_mul(MIN_BLOCK_SIZE)
 }

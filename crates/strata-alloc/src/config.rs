@@ -259,6 +259,15 @@ impl AllocatorConfig {
         Ok(())
     }
 
+    /// `max_split_size` as PyTorch's statistic (`memory_stats()["max_split_size"]`
+    /// and the snapshot's `allocator_settings`): bytes, -1 when unlimited. A
+    /// limit beyond `i64::MAX` bytes (`max_split_size_mb` above 8 EiB) reads
+    /// `i64::MAX`, never a wrapped negative figure.
+    pub fn max_split_size_stat(&self) -> i64 {
+        self.max_split_size
+            .map_or(-1, |m| i64::try_from(m).unwrap_or(i64::MAX))
+    }
+
     /// Divisions in force for a request of `size` bytes.
     pub fn divisions_for(&self, size: u64) -> u64 {
         let log = 63 - size.max(1).leading_zeros() as i64;

@@ -213,7 +213,7 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
         device_traces: traces,
         allocator_settings: SettingsOut {
             conf: c.to_string(),
-            max_split_size: c.max_split_size.map(|m| m as i64).unwrap_or(-1),
+            max_split_size: c.max_split_size_stat(),
             garbage_collection_threshold: c.garbage_collection_threshold.unwrap_or(0.0),
             expandable_segments: st.settings.expandable,
             roundup_power2_divisions: c.roundup_power2_divisions.to_vec(),

@@ -4,7 +4,7 @@
 //! (`expandable.rs`) and the snapshots (`snapshot.rs`) all operate on this
 //! state; it depends on none of them.
 
-use crate::block::{Blocks, PoolKind};
+use crate::block::{Blocks, PoolKind, NONE};
 use crate::config::AllocatorConfig;
 use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
 use crate::history::{Action, History, HistoryLevel, LiveAlloc};
@@ -136,6 +136,9 @@ pub(crate) struct State {
     pub settings: Settings,
     pub blocks: Blocks,
     pub streams: Vec<StreamState>,
+    /// The stream looked up last and its dense index; the index is
+    /// [`NONE`] until a stream is registered (every `StreamId` is a valid
+    /// stream, so the handle alone cannot mark "none yet").
     pub last_stream: (StreamId, u32),
     /// Ordinary segments by base address: `(head block, size)`.
     pub segments: HashMap<DevicePtr, u32>,
@@ -183,18 +186,14 @@ impl State {
     /// An empty state under `settings`.
     pub fn new(settings: Settings) -> State {
         let stats = MemoryStats {
-            max_split_size: settings
-                .config
-                .max_split_size
-                .map(|m| m as i64)
-                .unwrap_or(-1),
+            max_split_size: settings.config.max_split_size_stat(),
             ..MemoryStats::default()
         };
         State {
             settings,
             blocks: Blocks::default(),
             streams: Vec::new(),
-            last_stream: (StreamId(u64::MAX), 0),
+            last_stream: (StreamId(u64::MAX), NONE),
             segments: HashMap::new(),
             expandable: Vec::new(),
             stats,
@@ -323,8 +322,9 @@ impl State {
 /// The dense index of a stream, registering it on first use.
 #[inline]
 pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
-    if st.last_stream.0 == stream {
-        return st.last_stream.1;
+    let (last, i) = st.last_stream;
+    if last == stream && i != NONE {
+        return i;
     }
     let i = match st.streams.iter().position(|s| s.handle == stream) {
         Some(i) => i as u32,

@@ -146,7 +146,9 @@ pub struct MemoryStats {
     pub num_device_alloc: i64,
     /// Device frees: one per `free`, one per unmap operation.
     pub num_device_free: i64,
-    /// The configured `max_split_size` in bytes, -1 when unlimited.
+    /// The configured `max_split_size` in bytes, -1 when unlimited (`i64::MAX`
+    /// for a limit beyond it: see
+    /// [`AllocatorConfig::max_split_size_stat`](crate::AllocatorConfig::max_split_size_stat)).
     pub max_split_size: i64,
 }
 

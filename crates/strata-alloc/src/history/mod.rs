@@ -264,6 +264,7 @@ pub(crate) struct History {
     /// The streams of the entries, by the index their slots keep; the last
     /// one looked up first.
     streams: Vec<StreamId>,
+    /// The stream looked up last and its index (`u16::MAX` before any).
     last_stream: (StreamId, u16),
     capacity: usize,
     pub level: HistoryLevel,
@@ -382,8 +383,11 @@ impl History {
     /// 65535 streams, the last index is shared).
     #[inline]
     fn stream_index(&mut self, stream: StreamId) -> u16 {
-        if self.last_stream.0 == stream {
-            return self.last_stream.1;
+        // `u16::MAX` is never an index (at most 65535 streams are kept), so
+        // it marks "no stream looked up yet" whatever the handle.
+        let (last, i) = self.last_stream;
+        if last == stream && i != u16::MAX {
+            return i;
         }
         let i = match self.streams.iter().position(|&x| x == stream) {
             Some(i) => i,

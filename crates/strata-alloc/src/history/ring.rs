@@ -46,6 +46,10 @@ impl Slot {
     }
 }
 
+/// Slots reserved up front when the room for the whole bound cannot be
+/// (see [`Ring::new`]).
+pub(super) const FALLBACK_RESERVE: usize = 1 << 16;
+
 /// The slots, oldest first once `slots` is full from `next` on.
 #[derive(Default)]
 pub(super) struct Ring {
@@ -58,11 +62,18 @@ pub(super) struct Ring {
 }
 
 impl Ring {
-    /// A ring for the newest `capacity` entries (the room is reserved, not
-    /// touched).
+    /// A ring for the newest `capacity` entries. The room is reserved up
+    /// front (not touched) when the system grants it; a bound it refuses
+    /// (`usize::MAX`, PyTorch's default `max_entries`, or more bytes than the
+    /// address space) never fails: the ring then reserves at most
+    /// [`FALLBACK_RESERVE`] slots and grows as entries arrive, like PyTorch's.
     pub fn new(capacity: usize) -> Ring {
+        let mut slots = Vec::new();
+        if slots.try_reserve_exact(capacity).is_err() {
+            let _ = slots.try_reserve_exact(capacity.min(FALLBACK_RESERVE));
+        }
         Ring {
-            slots: Vec::with_capacity(capacity),
+            slots,
             next: 0,
             capacity,
             written: 0,
