@@ -667,13 +667,18 @@ fn vectors_dir() -> PathBuf {
     if shared.join("FORMAT.md").exists() {
         shared
     } else {
-        project_dir().join("pytorch")
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance/pytorch")
     }
 }
 
-/// The project's own vectors: `conformance/` at the repository root.
+/// The project's own vectors: `conformance/` at the repository root, or the
+/// folder named by `STRATA_CONFORMANCE_PROJECT_DIR` (to replay a few new
+/// files on their own, e.g. on a GPU machine).
 fn project_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance")
+    match std::env::var_os("STRATA_CONFORMANCE_PROJECT_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance"),
+    }
 }
 
 /// Whether a missing vectors folder may be skipped (loudly).
