@@ -31,6 +31,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 use strata::alloc::driver::{sim::SimDriver, Driver};
+use strata::alloc::trace::{TraceOp, TraceOps};
 use strata::alloc::{AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
 
 #[derive(Deserialize)]
@@ -44,15 +45,10 @@ struct TraceFile {
     events: Vec<(String, u64, u64, u64)>,
 }
 
-enum Op {
-    Alloc { slot: u32, size: u64, stream: u32 },
-    Free { slot: u32 },
-}
-
 struct Trace {
     name: String,
     mode: String,
-    ops: Vec<Op>,
+    ops: Vec<TraceOp>,
     slots: usize,
     streams: Vec<u64>,
     torch_peak_reserved: Option<i64>,
@@ -75,54 +71,20 @@ fn load(path: &str) -> Result<Trace, String> {
     }
     let t: TraceFile =
         serde_json::from_str(&text).map_err(|e| format!("{path}: not a trace: {e}"))?;
-    // Give each live address a dense slot so the replay loop does no hashing.
-    let mut live: HashMap<u64, u32> = HashMap::new();
-    let mut vacant: Vec<u32> = Vec::new();
-    let mut slots = 0u32;
-    let mut streams: Vec<u64> = Vec::new();
-    let mut ops = Vec::with_capacity(t.events.len());
-    let mut segments = Vec::new();
-    let (mut unknown_frees, mut realloc_live) = (0u64, 0u64);
-    // As `../shared/anchors/torch_bench.py` reads a trace, so that both
-    // replay the same work: an allocation of 0 bytes is no operation, a free
-    // of an address the trace never allocated (a recording that began after
-    // the process did) is skipped, and an address allocated again while live
-    // (an event the recording lost) leaves the earlier block live until the
-    // end of the pass.
-    for (action, addr, size, stream) in &t.events {
-        match action.as_str() {
-            "alloc" if *size > 0 => {
-                let slot = vacant.pop().unwrap_or_else(|| {
-                    slots += 1;
-                    slots - 1
-                });
-                if live.insert(*addr, slot).is_some() {
-                    realloc_live += 1;
-                }
-                let s = match streams.iter().position(|x| x == stream) {
-                    Some(i) => i,
-                    None => {
-                        streams.push(*stream);
-                        streams.len() - 1
-                    }
-                } as u32;
-                ops.push(Op::Alloc {
-                    slot,
-                    size: *size,
-                    stream: s,
-                });
-            }
-            "free_completed" => match live.remove(addr) {
-                Some(slot) => {
-                    vacant.push(slot);
-                    ops.push(Op::Free { slot });
-                }
-                None => unknown_frees += 1,
-            },
-            "segment_alloc" => segments.push((*addr, *size)),
-            _ => {}
-        }
-    }
+    // Dense slots so the replay loop does no hashing, read as PyTorch's
+    // anchor reads a trace (strata_alloc::trace).
+    let TraceOps {
+        ops,
+        slots,
+        streams,
+        segments,
+        unknown_frees,
+        realloc_live,
+    } = TraceOps::from_events(
+        t.events
+            .iter()
+            .map(|(a, addr, size, s)| (a.as_str(), *addr, *size, *s)),
+    );
     if unknown_frees + realloc_live > 0 {
         eprintln!(
             "{path}: {unknown_frees} frees of addresses the trace never allocated skipped, \
@@ -144,7 +106,7 @@ fn load(path: &str) -> Result<Trace, String> {
         torch_peak_reserved: stat("reserved_bytes.all.peak"),
         torch_device_allocs: stat("num_device_alloc"),
         ops,
-        slots: slots as usize,
+        slots,
         streams,
         segments,
     })
@@ -160,13 +122,13 @@ fn pass(
     let start = Instant::now();
     for op in &t.ops {
         match *op {
-            Op::Alloc { slot, size, stream } => {
+            TraceOp::Alloc { slot, size, stream } => {
                 let r = a
                     .allocate_raw(size, streams[stream as usize])
                     .map_err(|e| e.to_string())?;
                 live[slot as usize] = Some(r);
             }
-            Op::Free { slot } => {
+            TraceOp::Free { slot } => {
                 let r = live[slot as usize].take().expect("trace frees a live slot");
                 a.free_raw(r).map_err(|e| e.to_string())?;
             }

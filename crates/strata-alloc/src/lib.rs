@@ -41,6 +41,7 @@ pub mod snapshot;
 mod snapshot_pickle;
 mod state;
 pub mod stats;
+pub mod trace;
 pub mod watch;
 
 pub use allocator::OomObserver;

@@ -2,7 +2,10 @@
 //! out-of-memory reports and observers, `memory_summary()` and the HTML
 //! report, on the simulated device.
 
-use serde_pickle::{DeOptions, HashableValue, Value};
+mod common;
+
+use common::key;
+use serde_pickle::{DeOptions, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,15 +19,6 @@ const S0: StreamId = StreamId::DEFAULT;
 fn sim_alloc(conf: &str, capacity: u64) -> Arc<CachingAllocator> {
     let d = Arc::new(SimDriver::new(capacity, 2 * MIB));
     CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
-}
-
-fn key<'a>(v: &'a Value, k: &str) -> &'a Value {
-    match v {
-        Value::Dict(d) => d
-            .get(&HashableValue::String(k.into()))
-            .unwrap_or_else(|| panic!("missing key {k}")),
-        _ => panic!("not a dict looking up {k}"),
-    }
 }
 
 fn int(v: &Value) -> u64 {

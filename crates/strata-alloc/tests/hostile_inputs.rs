@@ -6,7 +6,10 @@
 //! The first tests are regressions of defects found by a sweep of the API;
 //! the guards after them pin down inputs that were already handled.
 
-use serde_pickle::{DeOptions, HashableValue, Value};
+mod common;
+
+use common::key;
+use serde_pickle::{DeOptions, Value};
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::history::Action;
@@ -211,15 +214,6 @@ fn huge_division_counts_never_overflow_the_rounding() {
     assert_eq!(a.round_size(5 * MIB + 1), 6 * MIB);
 }
 
-fn pickle_key<'a>(v: &'a Value, k: &str) -> &'a Value {
-    match v {
-        Value::Dict(d) => d
-            .get(&HashableValue::String(k.into()))
-            .unwrap_or_else(|| panic!("missing key {k}")),
-        _ => panic!("not a dict looking up {k}"),
-    }
-}
-
 /// `max_split_size_mb` up to 17592186044415 (the largest whose byte count
 /// fits a `u64`) is accepted, but above 8 EiB the byte count does not fit the
 /// statistic's `i64`: `memory_stats().max_split_size` (and the snapshot's
@@ -234,7 +228,7 @@ fn a_split_limit_beyond_i64_reads_as_i64_max_not_negative() {
     let doc =
         serde_pickle::value_from_slice(&a.snapshot_pickle().unwrap(), DeOptions::new()).unwrap();
     assert_eq!(
-        pickle_key(pickle_key(&doc, "allocator_settings"), "max_split_size"),
+        key(key(&doc, "allocator_settings"), "max_split_size"),
         &Value::I64(i64::MAX)
     );
     // Set at run time, and back.
@@ -345,38 +339,35 @@ fn bad_configuration_strings_change_nothing() {
         }
         assert_eq!(state(&a), before, "{s}");
     }
-    for s in [
-        "max_split_size_mb:",
-        ":",
-        ":1",
-        "expandable_segments",
-        "roundup_power2_divisions:[",
-        "roundup_power2_divisions:]",
-        "roundup_power2_divisions:[1:2]]",
-        "max_split_size_mb:64,garbage",
-    ] {
-        assert!(
-            matches!(
-                a.set_allocator_settings(s),
-                Err(AllocError::Config(ConfigError::Malformed { .. }))
-            ),
-            "{s}"
-        );
-        assert_eq!(state(&a), before, "{s}");
-    }
-    for s in [
-        "ｍax_split_size_mb:20",
-        "a:b:c",
-        "max_split_size_mb:64,no_such_key:1",
-    ] {
-        assert!(
-            matches!(
-                a.set_allocator_settings(s),
-                Err(AllocError::Config(ConfigError::UnknownKey { .. }))
-            ),
-            "{s}"
-        );
-        assert_eq!(state(&a), before, "{s}");
+    let malformed: (&[&str], fn(&ConfigError) -> bool) = (
+        &[
+            "max_split_size_mb:",
+            ":",
+            ":1",
+            "expandable_segments",
+            "roundup_power2_divisions:[",
+            "roundup_power2_divisions:]",
+            "roundup_power2_divisions:[1:2]]",
+            "max_split_size_mb:64,garbage",
+        ],
+        |e| matches!(e, ConfigError::Malformed { .. }),
+    );
+    let unknown_key: (&[&str], fn(&ConfigError) -> bool) = (
+        &[
+            "ｍax_split_size_mb:20",
+            "a:b:c",
+            "max_split_size_mb:64,no_such_key:1",
+        ],
+        |e| matches!(e, ConfigError::UnknownKey { .. }),
+    );
+    for (strings, expected) in [malformed, unknown_key] {
+        for &s in strings {
+            match a.set_allocator_settings(s) {
+                Err(AllocError::Config(e)) => assert!(expected(&e), "{s}: {e:?}"),
+                other => panic!("{s}: expected a configuration error, got {other:?}"),
+            }
+            assert_eq!(state(&a), before, "{s}");
+        }
     }
     a.free_raw(keep).unwrap();
     a.check_consistency().unwrap();

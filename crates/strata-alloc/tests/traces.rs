@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::driver::StreamEvents;
+use strata_alloc::trace::{TraceOp, TraceOps};
 use strata_alloc::{AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
 
 /// One replayed operation, on dense slots.
@@ -67,53 +68,30 @@ fn load(path: &std::path::Path) -> Trace {
         .read_to_string(&mut text)
         .expect("gzip");
     let v: Value = serde_json::from_str(&text).expect("json");
-    let mut live: HashMap<u64, usize> = HashMap::new();
-    let mut vacant = Vec::new();
-    let mut slots = 0;
-    let mut streams: Vec<u64> = Vec::new();
-    let mut ops = Vec::new();
-    let mut segments = Vec::new();
-    for e in v["events"].as_array().expect("events") {
-        let (action, addr, size, stream) = (
+    let events = v["events"].as_array().expect("events").iter().map(|e| {
+        (
             e[0].as_str().unwrap(),
             e[1].as_u64().unwrap(),
             e[2].as_u64().unwrap(),
             e[3].as_u64().unwrap(),
-        );
-        // Read as `../shared/anchors/torch_bench.py` reads a trace (and the
-        // `replay` example): an allocation of 0 bytes is no operation, a free
-        // of an address never allocated is skipped, and an address allocated
-        // again while live leaves the earlier block live to the pass's end.
-        match action {
-            "alloc" if size > 0 => {
-                let slot = vacant.pop().unwrap_or_else(|| {
-                    slots += 1;
-                    slots - 1
-                });
-                live.insert(addr, slot);
-                let s = streams
-                    .iter()
-                    .position(|&x| x == stream)
-                    .unwrap_or_else(|| {
-                        streams.push(stream);
-                        streams.len() - 1
-                    });
-                ops.push(Op::Alloc {
-                    slot,
-                    size,
-                    stream: s,
-                });
-            }
-            "free_completed" => {
-                if let Some(slot) = live.remove(&addr) {
-                    vacant.push(slot);
-                    ops.push(Op::Free { slot });
-                }
-            }
-            "segment_alloc" => segments.push((addr, size)),
-            _ => {}
-        }
-    }
+        )
+    });
+    // Read as PyTorch's replay anchor reads a trace (strata_alloc::trace).
+    let t = TraceOps::from_events(events);
+    let ops = t
+        .ops
+        .iter()
+        .map(|op| match *op {
+            TraceOp::Alloc { slot, size, stream } => Op::Alloc {
+                slot: slot as usize,
+                size,
+                stream: stream as usize,
+            },
+            TraceOp::Free { slot } => Op::Free {
+                slot: slot as usize,
+            },
+        })
+        .collect();
     let stats = v["stats"]
         .as_object()
         .map(|m| {
@@ -124,10 +102,10 @@ fn load(path: &std::path::Path) -> Trace {
         .unwrap_or_default();
     Trace {
         ops,
-        slots,
-        streams: streams.len(),
+        slots: t.slots,
+        streams: t.streams.len(),
         stats,
-        segments,
+        segments: t.segments,
     }
 }
 

@@ -410,6 +410,33 @@ impl Communicator {
         )
     }
 
+    /// Checks that `whole` has world-size times the elements of `part`
+    /// (all_gather's output, reduce_scatter's input). The product is checked:
+    /// a wrapped one could match a small tensor.
+    fn check_world_multiple(
+        &self,
+        op: &'static str,
+        whole: &Tensor,
+        whole_name: &str,
+        part: &Tensor,
+        part_name: &str,
+    ) -> Result<()> {
+        let need = part.numel().checked_mul(self.world);
+        if need == Some(whole.numel()) {
+            return Ok(());
+        }
+        Err(TensorError::shape(
+            op,
+            format!(
+                "the {whole_name} has {} elements; {} ranks of {} {part_name} need {}",
+                whole.numel(),
+                self.world,
+                part.numel(),
+                need.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
+            ),
+        ))
+    }
+
     /// Gathers every rank's `input` into `output`, rank `r`'s elements at
     /// `r * input.numel()` (row-major order); `output` is contiguous, of the
     /// input's dtype, with `world_size * input.numel()` elements. A
@@ -419,20 +446,7 @@ impl Communicator {
         self.check_tensor(OP, input, false)?;
         self.check_tensor(OP, output, true)?;
         check_same_dtype(OP, input, output)?;
-        // The product is checked: a wrapped one could match a small tensor.
-        let need = input.numel().checked_mul(self.world);
-        if need != Some(output.numel()) {
-            return Err(TensorError::shape(
-                OP,
-                format!(
-                    "the output has {} elements; {} ranks of {} elements need {}",
-                    output.numel(),
-                    self.world,
-                    input.numel(),
-                    need.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
-                ),
-            ));
-        }
+        self.check_world_multiple(OP, output, "output", input, "elements")?;
         let input = input.contiguous()?;
         self.issue(
             CollectiveCall::AllGather {
@@ -457,20 +471,7 @@ impl Communicator {
         self.check_tensor(OP, output, true)?;
         check_same_dtype(OP, input, output)?;
         check_reduce(OP, input.dtype(), op)?;
-        // The product is checked: a wrapped one could match a small tensor.
-        let need = output.numel().checked_mul(self.world);
-        if need != Some(input.numel()) {
-            return Err(TensorError::shape(
-                OP,
-                format!(
-                    "the input has {} elements; {} ranks of {} output elements need {}",
-                    input.numel(),
-                    self.world,
-                    output.numel(),
-                    need.map_or_else(|| "more than usize::MAX".to_string(), |n| n.to_string())
-                ),
-            ));
-        }
+        self.check_world_multiple(OP, input, "input", output, "output elements")?;
         let input = input.contiguous()?;
         self.issue(
             CollectiveCall::ReduceScatter {

@@ -667,8 +667,13 @@ fn vectors_dir() -> PathBuf {
     if shared.join("FORMAT.md").exists() {
         shared
     } else {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance/pytorch")
+        repo_vectors().join("pytorch")
     }
+}
+
+/// `conformance/` at the repository root.
+fn repo_vectors() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance")
 }
 
 /// The project's own vectors: `conformance/` at the repository root, or the
@@ -677,7 +682,7 @@ fn vectors_dir() -> PathBuf {
 fn project_dir() -> PathBuf {
     match std::env::var_os("STRATA_CONFORMANCE_PROJECT_DIR") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../conformance"),
+        None => repo_vectors(),
     }
 }
 

@@ -64,6 +64,15 @@ fn ln_case() -> (Tensor, Tensor, Tensor, Tensor) {
     (x, mean, rstd, dy)
 }
 
+/// layer_norm_backward's gradient, mean, rstd, weight and normalized_shape.
+type LnBackwardArgs<'a> = (
+    &'a Tensor,
+    &'a Tensor,
+    &'a Tensor,
+    Option<&'a Tensor>,
+    &'a [usize],
+);
+
 #[test]
 fn layer_norm_backward_checks_its_saved_tensors() {
     let (x, mean, rstd, dy) = ln_case();
@@ -74,55 +83,21 @@ fn layer_norm_backward_checks_its_saved_tensors() {
         Ok(_) => panic!("expected a Shape error, got a result"),
     };
     let one = Tensor::zeros(&[1], DType::F32, CPU).unwrap();
-    // A mean/rstd of another input (one row instead of four).
-    shape_err(Tensor::layer_norm_backward(
-        &dy,
-        &x,
-        &one,
-        &one,
-        None,
-        &[3],
-        all,
-    ));
-    // A gradient of another shape.
-    shape_err(Tensor::layer_norm_backward(
-        &one,
-        &x,
-        &mean,
-        &rstd,
-        None,
-        &[3],
-        all,
-    ));
-    // A normalized_shape that is not the input's trailing dims.
-    shape_err(Tensor::layer_norm_backward(
-        &dy,
-        &x,
-        &mean,
-        &rstd,
-        None,
-        &[7],
-        all,
-    ));
-    shape_err(Tensor::layer_norm_backward(
-        &dy,
-        &x,
-        &mean,
-        &rstd,
-        None,
-        &[],
-        all,
-    ));
-    // A weight of the wrong length.
-    shape_err(Tensor::layer_norm_backward(
-        &dy,
-        &x,
-        &mean,
-        &rstd,
-        Some(&one),
-        &[3],
-        all,
-    ));
+    // (gradient, mean, rstd, weight, normalized_shape) that do not fit x.
+    let cases: [LnBackwardArgs; 5] = [
+        // A mean/rstd of another input (one row instead of four).
+        (&dy, &one, &one, None, &[3]),
+        // A gradient of another shape.
+        (&one, &mean, &rstd, None, &[3]),
+        // A normalized_shape that is not the input's trailing dims.
+        (&dy, &mean, &rstd, None, &[7]),
+        (&dy, &mean, &rstd, None, &[]),
+        // A weight of the wrong length.
+        (&dy, &mean, &rstd, Some(&one), &[3]),
+    ];
+    for (g, m, r, w, shape) in cases {
+        shape_err(Tensor::layer_norm_backward(g, &x, m, r, w, shape, all));
+    }
     // Saved statistics of a 1-byte dtype (the parameter gradients took the
     // statistics' dtype and were written as 2-byte bf16).
     let u8s = Tensor::zeros(&[4], DType::U8, CPU).unwrap();

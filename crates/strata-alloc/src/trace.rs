@@ -1,0 +1,111 @@
+//! Allocation traces (`../shared/traces/README.md`'s format: events
+//! `[action, address, size, stream]`) turned into a replayable sequence of
+//! operations on dense slots, read exactly as PyTorch's replay anchor
+//! (`torch_bench.py`, `to_ops`) reads them, so that strata and PyTorch replay
+//! the same work from any trace:
+//!
+//! * an `alloc` of 0 bytes is no operation;
+//! * a `free_completed` of an address the trace never allocated (a recording
+//!   that began after the process did) is skipped;
+//! * an address allocated again while live (an event the recording lost)
+//!   leaves the earlier block live to the end of the pass.
+//!
+//! The other actions are not operations; `segment_alloc` events are kept
+//! (the addresses PyTorch's device handed out).
+//!
+//! ```
+//! use strata_alloc::trace::{TraceOp, TraceOps};
+//! let t = TraceOps::from_events([
+//!     ("free_completed", 64, 512, 0), // never allocated: skipped
+//!     ("alloc", 128, 1000, 0),
+//!     ("alloc", 256, 0, 0), // 0 bytes: no operation
+//!     ("free_completed", 128, 1000, 0),
+//! ]);
+//! assert_eq!(t.ops, [TraceOp::Alloc { slot: 0, size: 1000, stream: 0 }, TraceOp::Free { slot: 0 }]);
+//! assert_eq!(t.unknown_frees, 1);
+//! ```
+
+use std::collections::HashMap;
+
+/// One replayed operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceOp {
+    /// Allocate into a slot.
+    Alloc {
+        /// The slot that holds the allocation until its free.
+        slot: u32,
+        /// The bytes asked for (before rounding).
+        size: u64,
+        /// The trace's stream, as an index into [`TraceOps::streams`].
+        stream: u32,
+    },
+    /// Free what a slot holds.
+    Free {
+        /// The slot.
+        slot: u32,
+    },
+}
+
+/// A trace's operations, on dense slots (a slot is reused once freed).
+#[derive(Clone, Debug, Default)]
+pub struct TraceOps {
+    /// The operations, in order.
+    pub ops: Vec<TraceOp>,
+    /// How many slots the operations use.
+    pub slots: usize,
+    /// The trace's stream values, in order of first appearance (index = the
+    /// `stream` of [`TraceOp::Alloc`]).
+    pub streams: Vec<u64>,
+    /// The `segment_alloc` events, `(address, size)`, in order.
+    pub segments: Vec<(u64, u64)>,
+    /// Frees of addresses the trace never allocated (skipped).
+    pub unknown_frees: u64,
+    /// Allocations of an address that was still live (the earlier block
+    /// stays live to the end of the pass).
+    pub realloc_live: u64,
+}
+
+impl TraceOps {
+    /// Reads `events` (`(action, address, size, stream)`) as the module
+    /// describes.
+    pub fn from_events<'a>(events: impl IntoIterator<Item = (&'a str, u64, u64, u64)>) -> Self {
+        let mut t = TraceOps::default();
+        let mut live: HashMap<u64, u32> = HashMap::new();
+        let mut vacant: Vec<u32> = Vec::new();
+        for (action, addr, size, stream) in events {
+            match action {
+                "alloc" if size > 0 => {
+                    let slot = vacant.pop().unwrap_or_else(|| {
+                        t.slots += 1;
+                        (t.slots - 1) as u32
+                    });
+                    if live.insert(addr, slot).is_some() {
+                        t.realloc_live += 1;
+                    }
+                    let s = match t.streams.iter().position(|&x| x == stream) {
+                        Some(i) => i,
+                        None => {
+                            t.streams.push(stream);
+                            t.streams.len() - 1
+                        }
+                    } as u32;
+                    t.ops.push(TraceOp::Alloc {
+                        slot,
+                        size,
+                        stream: s,
+                    });
+                }
+                "free_completed" => match live.remove(&addr) {
+                    Some(slot) => {
+                        vacant.push(slot);
+                        t.ops.push(TraceOp::Free { slot });
+                    }
+                    None => t.unknown_frees += 1,
+                },
+                "segment_alloc" => t.segments.push((addr, size)),
+                _ => {}
+            }
+        }
+        t
+    }
+}
