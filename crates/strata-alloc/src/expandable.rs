@@ -38,7 +38,7 @@ use crate::error::AllocError;
 use crate::history::Action;
 use crate::repeats::{growth_context, Repetition};
 use crate::state::{ExpandableSegment, State};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 /// Stitched mappings kept, at most, per reserved page ...
 const STITCHED_PER_PAGE: u64 = 4;
@@ -198,7 +198,7 @@ impl ExpandableSpace<'_> {
         } else {
             target + peak / HOLD_LIMIT
         };
-        let avail = self.available_pages(st, s);
+        let avail = self.available_pages(st, s, pool);
         let recyclable = if hold { 0 } else { avail.pages };
         // A placement overwrites the stitched mappings in its range (other
         // than those its pages move back to). One that queued work may still
@@ -216,7 +216,7 @@ impl ExpandableSpace<'_> {
                 while id != NONE {
                     let b = &st.blocks[id];
                     if !b.mapped {
-                        for (start, with_before) in candidate_starts(sg, b, &avail, page) {
+                        for (start, with_before) in candidate_starts(seg, sg, b, &avail, page) {
                             let Some(p) =
                                 placement_at(st, id, seg, start, rounded, page, with_before)
                             else {
@@ -369,7 +369,7 @@ impl ExpandableSpace<'_> {
                     total += np;
                     budget = budget.saturating_sub(np as usize);
                     walk_stitched(
-                        sg,
+                        seg,
                         ((hp - sg.base) / page) as u32,
                         np,
                         avail,
@@ -427,8 +427,12 @@ impl ExpandableSpace<'_> {
     ) -> Result<Option<u32>, AllocError> {
         let page = self.page;
         let mut merged: Option<u32> = None;
+        let pool = st.expandable[span.segment as usize]
+            .as_ref()
+            .expect("segment exists")
+            .pool;
         for &(hp, np) in &span.holes {
-            let mut avail = self.available_pages(st, s);
+            let mut avail = self.available_pages(st, s, pool);
             let inside = |st: &State, id: u32| {
                 let b = &st.blocks[id];
                 b.segment == span.segment && b.ptr < span.end && b.end() > span.start
@@ -503,9 +507,7 @@ impl ExpandableSpace<'_> {
         let mut taken: FxHashSet<PhysHandle> = FxHashSet::default();
         let mut sources: Vec<(u32, u64)> = Vec::new();
         walk_stitched(
-            st.expandable[p.segment as usize]
-                .as_ref()
-                .expect("segment exists"),
+            p.segment,
             first,
             n as u64,
             avail,
@@ -664,7 +666,7 @@ impl ExpandableSpace<'_> {
     /// The pages that may move now: those lying wholly inside free blocks
     /// whose stream's [`Fence`] covers their free (each stream's fence is
     /// queried at most once, and recorded if none is pending).
-    fn available_pages(&self, st: &mut State, s: u32) -> Available {
+    fn available_pages(&self, st: &mut State, s: u32, pool: PoolKind) -> Available {
         let page = self.page;
         // The free blocks of expandable segments with whole pages: every one
         // is in its stream's free index (only the non-empty bins are
@@ -703,38 +705,39 @@ impl ExpandableSpace<'_> {
         });
         blocks.sort_unstable();
         let pages = Available::pages_in(&blocks, page);
-        // Only a page with a stitched mapping somewhere can move back to it;
-        // the others are only counted. There are far fewer such pages than
-        // free ones: look up where each is live, and keep it if that lies in
-        // one of the blocks above.
-        let mut by_handle = FxHashMap::default();
-        if !st.aliases.is_empty() && !blocks.is_empty() {
-            by_handle.reserve(st.aliases.len().min(pages as usize));
-            let mut by_address: Vec<(u64, u64, u32)> =
-                blocks.iter().map(|&(_, id, p0, p1)| (p0, p1, id)).collect();
-            by_address.sort_unstable();
-            for h in st.aliases.keys() {
-                let Some(&(seg, idx)) = st.live.get(h) else {
-                    continue;
-                };
-                let base = st.expandable[seg as usize]
-                    .as_ref()
-                    .expect("a live page's segment exists")
-                    .base;
-                let at = base + idx as u64 * page;
-                let i = by_address.partition_point(|&(p0, _, _)| p0 <= at);
-                if let Some(&(_, p1, id)) = i.checked_sub(1).map(|i| &by_address[i]) {
-                    if at < p1 {
-                        by_handle.insert(*h, (at, id));
-                    }
-                }
-            }
-        }
-        Available {
+        // Only a page with a stitched mapping somewhere can move back to
+        // it: such a page is looked up where it is live when a placement
+        // meets one of its mappings (`Available::holding`), in the blocks
+        // sorted by address.
+        let mut by_address: Vec<(u64, u64, u32)> =
+            blocks.iter().map(|&(_, id, p0, p1)| (p0, p1, id)).collect();
+        by_address.sort_unstable();
+        let mut avail = Available {
             blocks,
             pages,
-            by_handle,
+            by_address,
+            page,
+            stitched: Vec::new(),
+        };
+        // The stitched mappings of the segments a growth of (`s`, `pool`)
+        // may use, each with where its page lies if it may move back: looked
+        // up once here, as the placement search visits them many times.
+        for &seg in &st.streams[s as usize].expandable[pool as usize] {
+            let sg = st.expandable[seg as usize]
+                .as_ref()
+                .expect("listed segment");
+            let view = sg
+                .stitched
+                .iter()
+                .map(|(&idx, &(handle, _))| Stitch {
+                    idx,
+                    handle,
+                    back: avail.holding(st, handle),
+                })
+                .collect();
+            avail.stitched.push((seg, view));
         }
+        avail
     }
 
     /// Takes the pages at `sources` (block, page address; each page wholly
@@ -1231,10 +1234,23 @@ struct Available {
     blocks: Vec<(u64, u32, u64, u64)>,
     /// How many whole pages they hold.
     pages: u64,
-    /// Those of their pages that have stitched mappings elsewhere (the only
-    /// ones that can move back to one), by physical handle: address and
-    /// block.
-    by_handle: FxHashMap<PhysHandle, (u64, u32)>,
+    /// The same blocks by address: `(first page, end of last page, block)`.
+    by_address: Vec<(u64, u64, u32)>,
+    /// The mapping granularity.
+    page: u64,
+    /// The stitched mappings of the growth's segments, by segment, each in
+    /// page order.
+    stitched: Vec<(u32, Vec<Stitch>)>,
+}
+
+/// A stitched mapping as a growth sees it: its page index in the segment,
+/// its physical page, and, if that page may move back to it, where the page
+/// lies (address and free block, [`Available::holding`]).
+#[derive(Clone, Copy)]
+struct Stitch {
+    idx: u32,
+    handle: PhysHandle,
+    back: Option<(u64, u32)>,
 }
 
 impl Available {
@@ -1246,8 +1262,37 @@ impl Available {
     /// Leaves out the blocks that `drop` names, and their pages.
     fn exclude(&mut self, drop: impl Fn(u32) -> bool, page: u64) {
         self.blocks.retain(|&(_, id, _, _)| !drop(id));
-        self.by_handle.retain(|_, &mut (_, id)| !drop(id));
+        self.by_address.retain(|&(_, _, id)| !drop(id));
         self.pages = Self::pages_in(&self.blocks, page);
+        for e in self.stitched.iter_mut().flat_map(|(_, v)| v.iter_mut()) {
+            if e.back.is_some_and(|(_, id)| drop(id)) {
+                e.back = None;
+            }
+        }
+    }
+
+    /// The stitched mappings at pages `first..end` of segment `seg`, in
+    /// page order (none for a segment made after the look-up: it has none).
+    fn stitched_in(&self, seg: u32, first: u32, end: u32) -> &[Stitch] {
+        let Some((_, v)) = self.stitched.iter().find(|x| x.0 == seg) else {
+            return &[];
+        };
+        let a = v.partition_point(|e| e.idx < first);
+        let z = a + v[a..].partition_point(|e| e.idx < end);
+        &v[a..z]
+    }
+
+    /// Where physical page `h` lies, if it is live inside one of the
+    /// blocks: its address and the block (a page with a stitched mapping
+    /// elsewhere can then move back to it).
+    #[inline]
+    fn holding(&self, st: &State, h: PhysHandle) -> Option<(u64, u32)> {
+        let &(seg, idx) = st.live.get(&h)?;
+        let base = st.expandable[seg as usize].as_ref()?.base;
+        let at = base + idx as u64 * self.page;
+        let i = self.by_address.partition_point(|&(p0, _, _)| p0 <= at);
+        let &(_, p1, id) = self.by_address.get(i.checked_sub(1)?)?;
+        (at < p1).then_some((at, id))
     }
 }
 
@@ -1271,7 +1316,7 @@ fn placement_cost(
     let first = ((p.map_at - sg.base) / page) as u32;
     let (mut flips, mut stale) = (0u64, 0u64);
     walk_stitched(
-        sg,
+        p.segment,
         first,
         p.pages,
         avail,
@@ -1297,6 +1342,7 @@ fn placement_cost(
 /// each run of stitched mappings of pages that may move now, and just after
 /// each run of stitched mappings (fresh address space, overwriting none).
 fn candidate_starts(
+    seg: u32,
     sg: &ExpandableSegment,
     b: &Block,
     avail: &Available,
@@ -1307,8 +1353,8 @@ fn candidate_starts(
     let last = ((b.end() - sg.base) / page) as u32;
     let addr = |pi: u32| sg.base + pi as u64 * page;
     let mut prev: Option<(u32, bool)> = None;
-    for (&pi, &(h, _)) in sg.stitched.range(first..last) {
-        let av = avail.by_handle.contains_key(&h);
+    for e in avail.stitched_in(seg, first, last) {
+        let (pi, av) = (e.idx, e.back.is_some());
         let cont = prev.is_some_and(|(pp, _)| pp + 1 == pi);
         if let Some((pp, _)) = prev {
             if !cont {
@@ -1353,7 +1399,7 @@ fn busy_overwritten(
     // mappings in the range only.
     let mut busy = Vec::new();
     walk_stitched(
-        sg,
+        p.segment,
         first,
         n,
         avail,
@@ -1375,7 +1421,7 @@ fn busy_overwritten(
     busy
 }
 
-/// Walks the stitched mappings at pages `first..first + n` of `sg` in
+/// Walks the stitched mappings at pages `first..first + n` of segment `seg` in
 /// address order. A mapping whose page can move back to it (the page lies
 /// in an available free block that `usable(address, block)` accepts, and no
 /// earlier mapping took it: `back` holds the pages taken, across calls) goes
@@ -1383,7 +1429,7 @@ fn busy_overwritten(
 /// overwritten by the placement: `on_over(page index)`.
 #[allow(clippy::too_many_arguments)]
 fn walk_stitched(
-    sg: &ExpandableSegment,
+    seg: u32,
     first: u32,
     n: u64,
     avail: &Available,
@@ -1392,10 +1438,12 @@ fn walk_stitched(
     mut on_back: impl FnMut(u32, PhysHandle, u64, u32),
     mut on_over: impl FnMut(u32),
 ) {
-    for (&idx, &(h, _)) in sg.stitched.range(first..first + n as u32) {
-        match avail.by_handle.get(&h) {
-            Some(&(addr, blk)) if usable(addr, blk) && back.insert(h) => on_back(idx, h, addr, blk),
-            _ => on_over(idx),
+    for e in avail.stitched_in(seg, first, first.saturating_add(n as u32)) {
+        match e.back {
+            Some((addr, blk)) if usable(addr, blk) && back.insert(e.handle) => {
+                on_back(e.idx, e.handle, addr, blk)
+            }
+            _ => on_over(e.idx),
         }
     }
 }
