@@ -188,8 +188,12 @@ impl ExpandableSpace<'_> {
         let repetition = st
             .repeats
             .recurs(context, high.bytes, high.at, now, stream_peak_at);
-        let hold = repetition != Repetition::None;
-        let weak = repetition == Repetition::Weak;
+        // A workload still growing two rounds after it first repeated holds
+        // on every growth, as for a strong repetition (repeats.rs,
+        // "Settling").
+        let settle = repetition != Repetition::Strong && st.repeats.unsettled(now);
+        let hold = repetition != Repetition::None || settle;
+        let weak = repetition == Repetition::Weak && !settle;
         // What holding may take reserved memory to: the hold limit for a
         // (strong) repetition; for a weak one, the margin with its full
         // 10-page floor.

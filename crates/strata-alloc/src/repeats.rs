@@ -38,7 +38,23 @@
 //! after it as the device-wide peak had then been steady counts (the second
 //! pass of a workload whose first occurrence came right after its peak).
 
-use std::collections::HashMap;
+//!
+//! # Settling
+//!
+//! Recognising rounds by their contexts can fail for good: a workload whose
+//! layout differs from round to round grows at different points each time,
+//! and a context that recurs within a round (a batch size that two steps of
+//! one pass share) is only a weak repetition, which holds little. Such a
+//! workload can move pages in every round and never settle (seeds 5, 13 and
+//! 19 of `varying_batch_training` in `tests/traces.rs` paid memory calls in
+//! every pass). So once the workload has repeated strongly at its peak, the
+//! gap of that first strong repetition is taken as its round, and a growth
+//! that comes [`SETTLE_ROUNDS`] rounds or more after it holds whatever its
+//! context, as a strong repetition does (within the same hold limit): the
+//! workload has had the time to settle and still grows, so it holds memory
+//! until it stops growing. A new peak forgets the round.
+
+use rustc_hash::FxHashMap;
 
 /// Contexts remembered per steady peak, at most; past this the record starts
 /// afresh (a long run of contexts that never recur is not a repeating
@@ -49,6 +65,10 @@ const MAX_CONTEXTS: usize = 1 << 16;
 /// when it recurs at least this many times as long after its first
 /// occurrence as the device-wide peak had then been steady.
 const LONG_GAP: u64 = 16;
+
+/// A workload that still grows [`SETTLE_ROUNDS`] rounds after its first
+/// strong repetition holds on every growth (see [`Repeats::unsettled`]).
+const SETTLE_ROUNDS: u64 = 2;
 
 /// The doubling condition allows a recurrence to come up to 1/`GAP_SLACK`
 /// of the steady time short of it: the free clock counts insertions into the
@@ -101,10 +121,38 @@ pub(crate) enum Repetition {
 pub(crate) struct Repeats {
     peak: u64,
     since: u64,
-    seen: HashMap<u64, (u64, u64)>,
+    seen: FxHashMap<u64, (u64, u64)>,
+    /// The first strong repetition since the peak: when, and the round it
+    /// measured.
+    first_strong: Option<(u64, u64)>,
 }
 
 impl Repeats {
+    /// A new, higher peak of allocated memory (reached at `peak_at`) starts
+    /// the record afresh, as does a record full of contexts that never
+    /// recurred.
+    fn new_peak(&mut self, peak: u64, peak_at: u64) {
+        if peak > self.peak {
+            self.peak = peak;
+            self.since = peak_at;
+            self.seen.clear();
+            self.first_strong = None;
+        }
+        if self.seen.len() >= MAX_CONTEXTS {
+            self.seen.clear();
+        }
+    }
+
+    /// Whether a growth at free clock `now` comes [`SETTLE_ROUNDS`] rounds
+    /// or more after the first strong repetition at this peak (a round being
+    /// the gap that repetition measured): the workload goes round, and has
+    /// had the time to settle, but still grows.
+    pub fn unsettled(&self, now: u64) -> bool {
+        self.first_strong.is_some_and(|(t, round)| {
+            round > 0 && now >= t.saturating_add(round.saturating_mul(SETTLE_ROUNDS))
+        })
+    }
+
     /// Records a growth of context `key` at peak allocated bytes `peak`
     /// (reached at free clock `peak_at`) and free clock `now`.
     /// [`Repetition::Strong`] when the workload repeats: the same context was
@@ -127,14 +175,7 @@ impl Repeats {
         now: u64,
         stream_peak_at: u64,
     ) -> Repetition {
-        if peak > self.peak {
-            self.peak = peak;
-            self.since = peak_at;
-            self.seen.clear();
-        }
-        if self.seen.len() >= MAX_CONTEXTS {
-            self.seen.clear();
-        }
+        self.new_peak(peak, peak_at);
         let since = self.since;
         let counts = |t1: u64| {
             let steady = t1 - since;
@@ -148,6 +189,7 @@ impl Repeats {
                 let (first, last) = *seen;
                 seen.1 = now;
                 if counts(last) {
+                    self.first_strong.get_or_insert((now, now - last));
                     Repetition::Strong
                 } else if counts(first) {
                     Repetition::Weak
@@ -175,6 +217,24 @@ mod tests {
         assert_eq!(r.recurs(7, 1000, 100, 100, 0), Repetition::None);
         assert_eq!(r.recurs(1, 1000, 150, 150, 0), Repetition::None);
         assert_eq!(r.recurs(1, 1000, 250, 250, 0), Repetition::Strong);
+    }
+
+    #[test]
+    fn a_workload_still_growing_two_rounds_after_it_repeated_is_unsettled() {
+        let mut r = Repeats::default();
+        assert_eq!(r.recurs(7, 1000, 100, 100, 0), Repetition::None);
+        assert!(!r.unsettled(100_000), "no strong repetition yet");
+        assert_eq!(r.recurs(1, 1000, 150, 150, 0), Repetition::None);
+        // A strong repetition at 250, of a round of 100.
+        assert_eq!(r.recurs(1, 1000, 250, 250, 0), Repetition::Strong);
+        assert!(!r.unsettled(449));
+        assert!(r.unsettled(450));
+        // A later strong repetition does not move the first one.
+        assert_eq!(r.recurs(1, 1000, 400, 400, 0), Repetition::Strong);
+        assert!(r.unsettled(450));
+        // A new peak forgets it.
+        assert_eq!(r.recurs(2, 2000, 500, 500, 0), Repetition::None);
+        assert!(!r.unsettled(100_000));
     }
 
     #[test]
