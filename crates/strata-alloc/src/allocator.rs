@@ -212,11 +212,13 @@ impl CachingAllocator {
         self.state.lock().settings.expandable
     }
 
-    /// Replaces the configuration of this live allocator with the one `settings`
-    /// describes, with PyTorch's semantics for
-    /// `torch.cuda.memory._set_allocator_settings`: the string is parsed as on a
-    /// fresh start, so keys it does not name go back to their defaults. A bad
-    /// string is a typed error and changes nothing.
+    /// Reconfigures this live allocator with `settings`, with PyTorch's
+    /// semantics for `torch.cuda.memory._set_allocator_settings` (see
+    /// [`AllocatorConfig::reparse`]): `max_split_size_mb`,
+    /// `roundup_power2_divisions` and `garbage_collection_threshold` go back to
+    /// their defaults unless the string names them; every other key, and the
+    /// memory fraction, keeps its value unless named. A bad string is a typed
+    /// error and changes nothing.
     ///
     /// Existing memory stays where it is: the new settings govern the requests
     /// and releases that follow (turning expandable segments off, for example,
@@ -230,22 +232,31 @@ impl CachingAllocator {
     ///
     /// let conf = AllocatorConfig::parse("max_split_size_mb:64,expandable_segments:False").unwrap();
     /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), conf);
+    /// a.set_memory_fraction(0.5).unwrap();
     /// a.set_allocator_settings("roundup_power2_divisions:4").unwrap();
     /// assert_eq!(a.config().max_split_size, None); // not named: back to the default
-    /// assert!(a.expandable_segments()); // the default, on a driver with virtual memory
+    /// assert!(!a.expandable_segments()); // not named: kept
+    /// assert_eq!(a.memory_fraction(), 0.5); // kept
     /// assert!(a.set_allocator_settings("no_such_key:1").is_err());
     /// assert_eq!(a.config().roundup_power2_divisions, [4; 16]); // unchanged by the error
     /// ```
     pub fn set_allocator_settings(&self, settings: &str) -> Result<(), AllocError> {
-        let config = AllocatorConfig::parse(settings)?;
-        self.apply_config(config);
+        let mut st = self.state.lock();
+        let config = st.settings.config.reparse(settings)?;
+        self.install_config(&mut st, config);
         Ok(())
     }
 
-    /// Installs `config` as the configuration in force (see
-    /// [`set_allocator_settings`](Self::set_allocator_settings)).
+    /// Installs `config` as the configuration in force, all of it (unlike
+    /// [`set_allocator_settings`](Self::set_allocator_settings), which keeps
+    /// what its string does not reset).
     pub fn apply_config(&self, config: AllocatorConfig) {
         let mut st = self.state.lock();
+        self.install_config(&mut st, config);
+    }
+
+    /// Makes `config` the configuration in force under the held lock.
+    fn install_config(&self, st: &mut State, config: AllocatorConfig) {
         st.stats.max_split_size = config.max_split_size_stat();
         st.settings = Settings::new(config, self.has_vm, self.capacity);
     }
@@ -1111,7 +1122,8 @@ impl CachingAllocator {
 
     /// The snapshot as the bytes of PyTorch's pickle (what
     /// [`dump_snapshot`](Self::dump_snapshot) writes). Taking it records a
-    /// `snapshot` trace event while history is on, as PyTorch does.
+    /// `snapshot` trace event while history is on, as PyTorch does, after its
+    /// trace was copied: the event shows in the next snapshot's trace.
     pub fn snapshot_pickle(&self) -> Result<Vec<u8>, AllocError> {
         crate::diagnostics::snapshot_pickle(self)
     }

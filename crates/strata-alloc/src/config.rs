@@ -144,11 +144,40 @@ impl AllocatorConfig {
     /// Parses a configuration string; keys not given keep their defaults. A live
     /// allocator takes a new string with
     /// [`CachingAllocator::set_allocator_settings`](crate::CachingAllocator::set_allocator_settings),
-    /// with the same rule.
+    /// by PyTorch's rule for a re-parse ([`reparse`](Self::reparse)).
     pub fn parse(s: &str) -> Result<AllocatorConfig, ConfigError> {
         let mut c = AllocatorConfig::default();
         c.apply(s)?;
         Ok(c)
+    }
+
+    /// The configuration that `s` makes of this one at run time, with the rule
+    /// of PyTorch's `torch.cuda.memory._set_allocator_settings` (which
+    /// re-parses the process-wide configuration in place): `max_split_size`,
+    /// `roundup_power2_divisions` and `garbage_collection_threshold` go back to
+    /// their defaults unless `s` names them, and every other key keeps its
+    /// value unless `s` names it. So expandable segments stay as they were,
+    /// and so does a memory fraction (in PyTorch it is not an allocator setting
+    /// at all but `set_per_process_memory_fraction`'s).
+    ///
+    /// ```
+    /// use strata_alloc::AllocatorConfig;
+    /// let c = AllocatorConfig::parse("expandable_segments:False,max_split_size_mb:64").unwrap();
+    /// let d = c.reparse("roundup_power2_divisions:4").unwrap();
+    /// assert_eq!(d.max_split_size, None); // reset
+    /// assert_eq!(d.expandable_segments, Some(false)); // kept
+    /// assert!(c.reparse("max_split_size_mb:1").is_err());
+    /// ```
+    pub fn reparse(&self, s: &str) -> Result<AllocatorConfig, ConfigError> {
+        let defaults = AllocatorConfig::default();
+        let mut next = AllocatorConfig {
+            max_split_size: defaults.max_split_size,
+            roundup_power2_divisions: defaults.roundup_power2_divisions,
+            garbage_collection_threshold: defaults.garbage_collection_threshold,
+            ..self.clone()
+        };
+        next.apply_pairs(s)?;
+        Ok(next)
     }
 
     /// Applies the keys of `s` on top of this configuration. On an error the

@@ -16,18 +16,22 @@ fn write_error(path: &Path, reason: impl std::fmt::Display) -> AllocError {
 }
 
 /// The snapshot of `allocator` as PyTorch's pickle (see
-/// [`CachingAllocator::snapshot_pickle`]).
+/// [`CachingAllocator::snapshot_pickle`]). As in PyTorch, which copies a
+/// device's trace before it takes the segments (and records the `snapshot`
+/// event with them), the trace carried ends with the event before this
+/// snapshot: this snapshot's own event shows in the next one.
 pub(crate) fn snapshot_pickle(allocator: &CachingAllocator) -> Result<Vec<u8>, AllocError> {
     let device = allocator.device();
     allocator
         .with_state(|st| {
+            let bytes =
+                crate::snapshot_pickle::encode(&crate::snapshot_pickle::document(st, device));
             if st.history.enabled() {
                 let active = st.stats.active_bytes.all().current as u64;
                 st.history
                     .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
             }
-            let doc = crate::snapshot_pickle::document(st, device);
-            crate::snapshot_pickle::encode(&doc)
+            bytes
         })
         .map_err(|e| AllocError::Write {
             path: "(snapshot)".into(),

@@ -102,10 +102,13 @@ fn settings() -> &'static Mutex<Option<AllocatorConfig>> {
 }
 
 /// Reconfigures the allocators at run time, PyTorch's
-/// `torch.cuda.memory._set_allocator_settings(str)`: `settings` is parsed as on
-/// a fresh start (keys it does not name go back to their defaults) and applied
-/// to every allocator created so far, and to those created later (in place of
-/// `STRATA_ALLOC_CONF`). A bad string is a typed error and changes nothing. See
+/// `torch.cuda.memory._set_allocator_settings(str)`: `settings` is applied to
+/// every allocator created so far and to the configuration of those created
+/// later (in place of `STRATA_ALLOC_CONF`), by PyTorch's rule for a re-parse
+/// ([`AllocatorConfig::reparse`]: `max_split_size_mb`,
+/// `roundup_power2_divisions` and `garbage_collection_threshold` go back to
+/// their defaults unless named, every other key keeps its value unless
+/// named). A bad string is a typed error and changes nothing. See
 /// [`CachingAllocator::set_allocator_settings`] for what happens to memory
 /// already held.
 ///
@@ -116,17 +119,24 @@ fn settings() -> &'static Mutex<Option<AllocatorConfig>> {
 /// assert_eq!(cpu.config().max_split_size, Some(128 << 20));
 /// assert!(strata_alloc::set_allocator_settings("max_split_size_mb:1").is_err());
 /// assert_eq!(cpu.config().max_split_size, Some(128 << 20));
-/// strata_alloc::set_allocator_settings("").unwrap(); // all defaults again
+/// strata_alloc::set_allocator_settings("").unwrap(); // the three resettable keys
 /// assert_eq!(cpu.config().max_split_size, None);
 /// ```
 pub fn set_allocator_settings(settings_str: &str) -> Result<(), AllocError> {
-    let config = AllocatorConfig::parse(settings_str)?;
     let mut current = settings().lock();
+    // The base of later allocators' configuration: the last one set, or the
+    // environment's (a bad environment string surfaces when an allocator is
+    // created from it; the string set here replaces it).
+    let base = current
+        .clone()
+        .unwrap_or_else(|| AllocatorConfig::from_env().unwrap_or_default());
+    let next = base.reparse(settings_str)?;
     let all: Vec<Arc<CachingAllocator>> = registry().lock().values().cloned().collect();
     for a in all {
-        a.apply_config(config.clone());
+        // The string parsed above, so it parses here too.
+        a.set_allocator_settings(settings_str)?;
     }
-    *current = Some(config);
+    *current = Some(next);
     Ok(())
 }
 

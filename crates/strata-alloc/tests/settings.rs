@@ -19,10 +19,13 @@ fn sim_alloc(conf: &str, capacity: u64) -> (Arc<SimDriver>, Arc<CachingAllocator
     (d, a)
 }
 
+/// PyTorch's rule for a re-parse: the split limit, the divisions and the
+/// garbage-collection threshold go back to their defaults unless named; every
+/// other key (expandable segments, the memory fraction, ...) keeps its value.
 #[test]
-fn set_allocator_settings_resets_keys_not_named() {
+fn set_allocator_settings_resets_pytorchs_three_keys_not_named() {
     let (_, a) = sim_alloc(
-        "expandable_segments:False,max_split_size_mb:64,garbage_collection_threshold:0.5,per_process_memory_fraction:0.5",
+        "expandable_segments:False,max_split_size_mb:64,garbage_collection_threshold:0.5,per_process_memory_fraction:0.5,max_non_split_rounding_mb:40",
         1 << 34,
     );
     assert_eq!(a.memory_stats().max_split_size, 64 << 20);
@@ -31,15 +34,21 @@ fn set_allocator_settings_resets_keys_not_named() {
     let c = a.config();
     assert_eq!(c.max_split_size, None);
     assert_eq!(c.garbage_collection_threshold, None);
-    assert_eq!(c.per_process_memory_fraction, None);
-    assert_eq!(c.expandable_segments, None);
+    assert_eq!(c.per_process_memory_fraction, Some(0.5));
+    assert_eq!(c.expandable_segments, Some(false));
+    assert_eq!(c.max_non_split_rounding, 40 << 20);
     assert_eq!(c.roundup_power2_divisions, [8; 16]);
     assert_eq!(a.memory_stats().max_split_size, -1);
+    assert_eq!(a.memory_fraction(), 0.5);
+    assert!(!a.expandable_segments(), "kept off");
+    // Named keys change; the divisions, not named now, are reset.
+    a.set_allocator_settings("expandable_segments:True,per_process_memory_fraction:1")
+        .unwrap();
+    assert!(a.expandable_segments());
     assert_eq!(a.memory_fraction(), 1.0);
-    assert!(
-        a.expandable_segments(),
-        "the default where the driver has VMM"
-    );
+    assert_eq!(a.config().roundup_power2_divisions, [0; 16]);
+    a.set_allocator_settings("roundup_power2_divisions:8")
+        .unwrap();
     // The new rounding applies at once: 8 divisions of [4, 8) MiB are 512 KiB.
     assert_eq!(a.round_size(5 * MIB + 1), 5 * MIB + 512 * 1024);
 }
