@@ -1101,7 +1101,8 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
                 let mean = xs.iter().sum::<f64>() / n;
                 let ss: f64 = xs.iter().map(|v| (v - mean).powi(2)).sum();
                 let s1: f64 = xs.iter().map(|v| v - mean).sum();
-                let ss = (ss - s1 * s1 / n).max(0.0);
+                // (Squares that overflow leave +inf: the correction is capped.)
+                let ss = (ss - (s1 * s1 / n).min(f64::MAX)).max(0.0);
                 // Over no element PyTorch gives NaN whatever the correction
                 // (`torch.var(torch.tensor([]), correction=-1e-300)`).
                 let var = if xs.is_empty() {

@@ -380,3 +380,30 @@ fn var_of_large_nearly_equal_values_removes_the_mean_s_rounding() -> Result<()> 
     assert!((v - 0.01666665871940154).abs() <= 1e-13, "PyTorch's {v}");
     Ok(())
 }
+
+/// PyTorch-oracle program `fuzz_ops.s45_masked_fill_0848` (a fuzz seed drawn
+/// in session 14): the variance of nine f64 values, one of them -1e200, is
+/// +inf in PyTorch (the squared deviations, ~1e399, overflow), while strata
+/// gave NaN: the rounding correction s1²/n overflowed too, and inf - inf is
+/// NaN. The correction is now capped, so the overflowed sum stays +inf; a
+/// NaN input still gives NaN.
+#[test]
+fn var_whose_squared_deviations_overflow_is_inf_not_nan() -> Result<()> {
+    let v = [
+        3.125, 2.625, 2.625, 2.625, 2.25, 2.625, -1e200, 1.375, 2.625f64,
+    ];
+    let x = Tensor::from_slice(&v, &[1, 3, 3], Device::Cpu)?;
+    assert_eq!(x.var(None, 1.0, false)?.item::<f64>()?, f64::INFINITY);
+    assert_eq!(x.std(None, 0.0, false)?.item::<f64>()?, f64::INFINITY);
+    // Per row: only the row holding -1e200 overflows.
+    let rows = x.var(Some(&[2]), 1.0, false)?.to_vec::<f64>()?;
+    assert!(
+        rows[0].is_finite() && rows[1].is_finite() && rows[2] == f64::INFINITY,
+        "{rows:?}"
+    );
+    let mut with_nan = v;
+    with_nan[0] = f64::NAN;
+    let y = Tensor::from_slice(&with_nan, &[9], Device::Cpu)?;
+    assert!(y.var(None, 1.0, false)?.item::<f64>()?.is_nan());
+    Ok(())
+}

@@ -291,11 +291,21 @@ impl Tensor {
         // s1²/n takes that error out (a constant 875807486907059.0 has
         // variance 0, where the plain sum of squares gave 0.0156; PyTorch's
         // Welford kernel gives 0). Rounding can leave it a hair below 0.
+        // Where the deviations are huge (~1e200) their squares overflow to
+        // +inf, PyTorch's answer, and s1² may overflow with them: the
+        // correction is capped at the dtype's largest finite value so that
+        // the result stays +inf instead of inf - inf = NaN.
         let ss = dev.mul(&dev)?.sum(d, keepdim)?;
         let s1 = dev.sum(d, keepdim)?;
-        let ss = ss
-            .sub(&s1.mul(&s1)?.div(n as f64)?)?
-            .clamp(Some(0.0), None::<f64>)?;
+        let largest = match wide {
+            DType::F32 => f32::MAX as f64,
+            _ => f64::MAX,
+        };
+        let correction_term = s1
+            .mul(&s1)?
+            .div(n as f64)?
+            .clamp(None::<f64>, Some(largest))?;
+        let ss = ss.sub(&correction_term)?.clamp(Some(0.0), None::<f64>)?;
         let v = ss.div((n as f64 - correction).max(0.0))?;
         let v = if sqrt { sqrt_nonneg(&v)? } else { v };
         v.to_dtype(self.dtype())
