@@ -63,6 +63,21 @@ fn a_trace_with_lost_events_replays_the_work_pytorchs_anchor_replays() {
     let peak = v["peak_allocated"].as_u64().unwrap();
     assert!(peak >= 7_000_512, "peak allocated {peak}");
     assert_eq!(v["warm_memory_calls_per_pass"], 0.0);
+    // The fastest warm pass (torch_bench.py's statistic) is the least of the
+    // warm passes' costs, and no more than their median.
+    let passes: Vec<f64> = v["warm_pass_ns_per_op"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    assert_eq!(passes.len(), 3);
+    let fastest = v["ns_per_op_fastest_warm_pass"].as_f64().unwrap();
+    assert_eq!(
+        fastest,
+        passes.iter().copied().fold(f64::INFINITY, f64::min)
+    );
+    assert!(fastest <= v["ns_per_op"].as_f64().unwrap());
 }
 
 #[test]
