@@ -400,14 +400,16 @@ fn parse_mib(
         })
 }
 
+/// A boolean value: exactly `True` or `False`, as PyTorch's parser requires
+/// (it refuses `true` and `false`).
 fn parse_bool(key: &'static str, value: &str) -> Result<bool, ConfigError> {
     match value {
-        "True" | "true" => Ok(true),
-        "False" | "false" => Ok(false),
+        "True" => Ok(true),
+        "False" => Ok(false),
         _ => Err(ConfigError::BadValue {
             key,
             value: value.to_string(),
-            accepted: "True or False",
+            accepted: "True or False (capitalised, as PyTorch requires)",
         }),
     }
 }

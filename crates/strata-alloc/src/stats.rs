@@ -263,16 +263,20 @@ pub struct DurationStat {
     pub total_us: u64,
     /// Longest duration.
     pub max_us: u64,
-    /// Shortest duration (0 before the first).
+    /// Shortest duration (0 before the first, and after a peak reset until
+    /// the next).
     pub min_us: u64,
     /// Number of durations.
     pub count: u64,
 }
 
 impl DurationStat {
-    /// Adds one duration of `us` microseconds.
+    /// Adds one duration of `us` microseconds. As in PyTorch's
+    /// `DurationStat`, a shortest time of 0 means "none yet" (since the
+    /// start or the last peak reset), so the next duration becomes the
+    /// shortest.
     pub fn add(&mut self, us: u64) {
-        self.min_us = if self.count == 0 {
+        self.min_us = if self.min_us == 0 {
             us
         } else {
             self.min_us.min(us)
@@ -285,6 +289,21 @@ impl DurationStat {
     /// Mean duration (0 before the first).
     pub fn avg_us(&self) -> u64 {
         self.total_us.checked_div(self.count).unwrap_or(0)
+    }
+
+    /// Clears the peak part, the longest and shortest durations (PyTorch's
+    /// `reset_peak_host_memory_stats`).
+    pub fn reset_peak(&mut self) {
+        self.max_us = 0;
+        self.min_us = 0;
+    }
+
+    /// Clears the accumulated part, the total and the count; the longest and
+    /// shortest durations are peaks and stay (PyTorch's
+    /// `reset_accumulated_host_memory_stats`).
+    pub fn reset_accumulated(&mut self) {
+        self.total_us = 0;
+        self.count = 0;
     }
 }
 
@@ -341,22 +360,26 @@ impl PinnedStats {
         m
     }
 
-    /// Sets every peak to the current value.
+    /// Sets every peak to the current value, and clears the longest and
+    /// shortest call times (the next call sets both again).
     pub fn reset_peak(&mut self) {
         for s in self.stats_mut() {
             s.reset_peak();
         }
+        self.host_alloc_time.reset_peak();
+        self.host_free_time.reset_peak();
     }
 
-    /// Zeroes the accumulated totals, the call counts and the times.
+    /// Zeroes the accumulated totals, the call counts and the call times'
+    /// totals and counts (their longest and shortest stay, as in PyTorch).
     pub fn reset_accumulated(&mut self) {
         for s in self.stats_mut() {
             s.reset_accumulated();
         }
         self.num_host_alloc = 0;
         self.num_host_free = 0;
-        self.host_alloc_time = DurationStat::default();
-        self.host_free_time = DurationStat::default();
+        self.host_alloc_time.reset_accumulated();
+        self.host_free_time.reset_accumulated();
     }
 
     fn stats_mut(&mut self) -> [&mut Stat; 4] {

@@ -320,13 +320,17 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
         self.state.lock().stats.clone()
     }
 
-    /// Resets the peaks to the current values.
+    /// Resets the peaks to the current values, and the longest and shortest
+    /// backend call times to 0 (`torch.cuda.reset_peak_host_memory_stats()`):
+    /// the next call sets both again.
     pub fn reset_peak_stats(&self) {
         self.state.lock().stats.reset_peak();
     }
 
-    /// Resets the accumulated counters (`allocated`, `freed`, call counts and
-    /// times).
+    /// Resets the accumulated counters: `allocated`, `freed`, the backend call
+    /// counts and the total and count of the call times
+    /// (`torch.cuda.reset_accumulated_host_memory_stats()`). The longest and
+    /// shortest call times are peaks and stay, as in PyTorch.
     pub fn reset_accumulated_stats(&self) {
         self.state.lock().stats.reset_accumulated();
     }

@@ -7,6 +7,7 @@ use crate::driver::sim::SimDriver;
 use crate::driver::{DriverError, StreamEvents, StreamId};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::time::Duration;
 
 /// A simulated pinning backend: real page-aligned host memory from the system
 /// allocator (so buffers can be read and written), counted calls, an optional
@@ -25,6 +26,7 @@ struct SimState {
     alloc_calls: u64,
     free_calls: u64,
     fail_allocs: u64,
+    latency: Duration,
 }
 
 impl SimPinnedBackend {
@@ -46,6 +48,22 @@ impl SimPinnedBackend {
     /// The next `n` allocations fail with [`DriverError::OutOfMemory`].
     pub fn inject_out_of_memory(&self, n: u64) {
         self.state.lock().fail_allocs = n;
+    }
+
+    /// Every later `alloc` and `free` takes at least `latency` (it sleeps,
+    /// outside the backend's lock), as pinning and unpinning real memory do, so
+    /// that the allocator's `host_alloc_time` / `host_free_time` record
+    /// non-zero durations.
+    pub fn set_latency(&self, latency: Duration) {
+        self.state.lock().latency = latency;
+    }
+
+    /// Sleeps for the configured latency, if any.
+    fn pause(&self) {
+        let latency = self.state.lock().latency;
+        if !latency.is_zero() {
+            std::thread::sleep(latency);
+        }
     }
 
     /// The simulated device whose events guard reuse (complete them with
@@ -97,6 +115,7 @@ impl SimPinnedBackend {
 impl PinnedBackend for SimPinnedBackend {
     fn alloc(&self, size: u64) -> Result<u64, DriverError> {
         let layout = Self::layout(size)?;
+        self.pause();
         {
             let mut s = self.state.lock();
             s.alloc_calls += 1;
@@ -122,6 +141,7 @@ impl PinnedBackend for SimPinnedBackend {
 
     fn free(&self, ptr: u64, size: u64) -> Result<(), DriverError> {
         let layout = Self::layout(size)?;
+        self.pause();
         let mut s = self.state.lock();
         s.free_calls += 1;
         match s.live.get(&ptr) {
