@@ -546,6 +546,16 @@ mod tests {
     fn bad_strings_name_the_key() {
         for (s, key) in [
             ("expandable_segments:yes", "expandable_segments"),
+            // Booleans are exactly True or False, as PyTorch's parser wants.
+            ("expandable_segments:true", "expandable_segments"),
+            (
+                "release_lock_on_cudamalloc:false",
+                "release_lock_on_cudamalloc",
+            ),
+            (
+                "graph_capture_record_stream_reuse:true",
+                "graph_capture_record_stream_reuse",
+            ),
             ("max_split_size_mb:abc", "max_split_size_mb"),
             (
                 "garbage_collection_threshold:1.5",
