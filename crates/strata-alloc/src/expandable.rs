@@ -188,12 +188,8 @@ impl ExpandableSpace<'_> {
         let repetition = st
             .repeats
             .recurs(context, high.bytes, high.at, now, stream_peak_at);
-        // A workload still growing two rounds after it first repeated holds
-        // on every growth, as for a strong repetition (repeats.rs,
-        // "Settling").
-        let settle = repetition != Repetition::Strong && st.repeats.unsettled(now);
-        let hold = repetition != Repetition::None || settle;
-        let weak = repetition == Repetition::Weak && !settle;
+        let hold = repetition != Repetition::None;
+        let weak = repetition == Repetition::Weak;
         // What holding may take reserved memory to: the hold limit for a
         // (strong) repetition; for a weak one, the margin with its full
         // 10-page floor.
@@ -709,39 +705,37 @@ impl ExpandableSpace<'_> {
         });
         blocks.sort_unstable();
         let pages = Available::pages_in(&blocks, page);
-        // Only a page with a stitched mapping somewhere can move back to
-        // it: such a page is looked up where it is live when a placement
-        // meets one of its mappings (`Available::holding`), in the blocks
-        // sorted by address.
+        // Only a page with a stitched mapping somewhere can move back to it.
+        // The stitched mappings of the segments a growth of (`s`, `pool`) may
+        // use are listed with where each one's page lies if it may move back
+        // (`holding`, over the blocks sorted by address): looked up once here,
+        // as the placement search visits them many times.
         let mut by_address: Vec<(u64, u64, u32)> =
             blocks.iter().map(|&(_, id, p0, p1)| (p0, p1, id)).collect();
         by_address.sort_unstable();
-        let mut avail = Available {
+        let stitched = st.streams[s as usize].expandable[pool as usize]
+            .iter()
+            .map(|&seg| {
+                let sg = st.expandable[seg as usize]
+                    .as_ref()
+                    .expect("listed segment");
+                let view = sg
+                    .stitched
+                    .iter()
+                    .map(|(&idx, &(handle, _))| Stitch {
+                        idx,
+                        handle,
+                        back: holding(st, &by_address, handle, page),
+                    })
+                    .collect();
+                (seg, view)
+            })
+            .collect();
+        Available {
             blocks,
             pages,
-            by_address,
-            page,
-            stitched: Vec::new(),
-        };
-        // The stitched mappings of the segments a growth of (`s`, `pool`)
-        // may use, each with where its page lies if it may move back: looked
-        // up once here, as the placement search visits them many times.
-        for &seg in &st.streams[s as usize].expandable[pool as usize] {
-            let sg = st.expandable[seg as usize]
-                .as_ref()
-                .expect("listed segment");
-            let view = sg
-                .stitched
-                .iter()
-                .map(|(&idx, &(handle, _))| Stitch {
-                    idx,
-                    handle,
-                    back: avail.holding(st, handle),
-                })
-                .collect();
-            avail.stitched.push((seg, view));
+            stitched,
         }
-        avail
     }
 
     /// Takes the pages at `sources` (block, page address; each page wholly
@@ -1238,10 +1232,6 @@ struct Available {
     blocks: Vec<(u64, u32, u64, u64)>,
     /// How many whole pages they hold.
     pages: u64,
-    /// The same blocks by address: `(first page, end of last page, block)`.
-    by_address: Vec<(u64, u64, u32)>,
-    /// The mapping granularity.
-    page: u64,
     /// The stitched mappings of the growth's segments, by segment, each in
     /// page order.
     stitched: Vec<(u32, Vec<Stitch>)>,
@@ -1249,7 +1239,7 @@ struct Available {
 
 /// A stitched mapping as a growth sees it: its page index in the segment,
 /// its physical page, and, if that page may move back to it, where the page
-/// lies (address and free block, [`Available::holding`]).
+/// lies (address and free block, [`holding`]).
 #[derive(Clone, Copy)]
 struct Stitch {
     idx: u32,
@@ -1266,7 +1256,6 @@ impl Available {
     /// Leaves out the blocks that `drop` names, and their pages.
     fn exclude(&mut self, drop: impl Fn(u32) -> bool, page: u64) {
         self.blocks.retain(|&(_, id, _, _)| !drop(id));
-        self.by_address.retain(|&(_, _, id)| !drop(id));
         self.pages = Self::pages_in(&self.blocks, page);
         for e in self.stitched.iter_mut().flat_map(|(_, v)| v.iter_mut()) {
             if e.back.is_some_and(|(_, id)| drop(id)) {
@@ -1285,19 +1274,24 @@ impl Available {
         let z = a + v[a..].partition_point(|e| e.idx < end);
         &v[a..z]
     }
+}
 
-    /// Where physical page `h` lies, if it is live inside one of the
-    /// blocks: its address and the block (a page with a stitched mapping
-    /// elsewhere can then move back to it).
-    #[inline]
-    fn holding(&self, st: &State, h: PhysHandle) -> Option<(u64, u32)> {
-        let &(seg, idx) = st.live.get(&h)?;
-        let base = st.expandable[seg as usize].as_ref()?.base;
-        let at = base + idx as u64 * self.page;
-        let i = self.by_address.partition_point(|&(p0, _, _)| p0 <= at);
-        let &(_, p1, id) = self.by_address.get(i.checked_sub(1)?)?;
-        (at < p1).then_some((at, id))
-    }
+/// Where physical page `h` lies, if it is live inside one of the blocks of
+/// `by_address` (`(first page, end of last page, block)`, sorted): its
+/// address and the block (a page with a stitched mapping elsewhere can then
+/// move back to it).
+fn holding(
+    st: &State,
+    by_address: &[(u64, u64, u32)],
+    h: PhysHandle,
+    page: u64,
+) -> Option<(u64, u32)> {
+    let &(seg, idx) = st.live.get(&h)?;
+    let base = st.expandable[seg as usize].as_ref()?.base;
+    let at = base + idx as u64 * page;
+    let i = by_address.partition_point(|&(p0, _, _)| p0 <= at);
+    let &(_, p1, id) = by_address.get(i.checked_sub(1)?)?;
+    (at < p1).then_some((at, id))
 }
 
 /// How a placement ranks, lowest first: pages created beyond the margin,

@@ -37,7 +37,6 @@
 //! `*.expandable`); only a recurrence at least [`LONG_GAP`] times as long
 //! after it as the device-wide peak had then been steady counts (the second
 //! pass of a workload whose first occurrence came right after its peak).
-
 //!
 //! # Settling
 //!
@@ -128,26 +127,11 @@ pub(crate) struct Repeats {
 }
 
 impl Repeats {
-    /// A new, higher peak of allocated memory (reached at `peak_at`) starts
-    /// the record afresh, as does a record full of contexts that never
-    /// recurred.
-    fn new_peak(&mut self, peak: u64, peak_at: u64) {
-        if peak > self.peak {
-            self.peak = peak;
-            self.since = peak_at;
-            self.seen.clear();
-            self.first_strong = None;
-        }
-        if self.seen.len() >= MAX_CONTEXTS {
-            self.seen.clear();
-        }
-    }
-
     /// Whether a growth at free clock `now` comes [`SETTLE_ROUNDS`] rounds
     /// or more after the first strong repetition at this peak (a round being
     /// the gap that repetition measured): the workload goes round, and has
     /// had the time to settle, but still grows.
-    pub fn unsettled(&self, now: u64) -> bool {
+    fn unsettled(&self, now: u64) -> bool {
         self.first_strong.is_some_and(|(t, round)| {
             round > 0 && now >= t.saturating_add(round.saturating_mul(SETTLE_ROUNDS))
         })
@@ -160,7 +144,9 @@ impl Repeats {
     /// least as long ago as the peak had been steady then (less
     /// 1/[`GAP_SLACK`] of it).
     /// [`Repetition::Weak`] when only its earliest occurrence since the peak
-    /// meets that condition.
+    /// meets that condition. Any growth of a workload that is
+    /// [unsettled](Self::unsettled) is [`Repetition::Strong`] (see
+    /// "Settling" above).
     ///
     /// `stream_peak_at` is the free clock when the growth's stream last raised
     /// its own peak of allocated memory (`now` when this growth's request
@@ -175,7 +161,15 @@ impl Repeats {
         now: u64,
         stream_peak_at: u64,
     ) -> Repetition {
-        self.new_peak(peak, peak_at);
+        if peak > self.peak {
+            self.peak = peak;
+            self.since = peak_at;
+            self.seen.clear();
+            self.first_strong = None;
+        }
+        if self.seen.len() >= MAX_CONTEXTS {
+            self.seen.clear();
+        }
         let since = self.since;
         let counts = |t1: u64| {
             let steady = t1 - since;
@@ -184,7 +178,7 @@ impl Repeats {
                 && gap + steady / GAP_SLACK >= steady
                 && (t1 > stream_peak_at || gap >= LONG_GAP * steady)
         };
-        match self.seen.get_mut(&key) {
+        let repetition = match self.seen.get_mut(&key) {
             Some(seen) => {
                 let (first, last) = *seen;
                 seen.1 = now;
@@ -201,6 +195,11 @@ impl Repeats {
                 self.seen.insert(key, (now, now));
                 Repetition::None
             }
+        };
+        if self.unsettled(now) {
+            Repetition::Strong
+        } else {
+            repetition
         }
     }
 }

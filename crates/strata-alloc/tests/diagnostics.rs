@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::key;
-use serde_pickle::{DeOptions, Value};
+use common::{decode, int, key, list, string};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -19,27 +18,6 @@ const S0: StreamId = StreamId::DEFAULT;
 fn sim_alloc(conf: &str, capacity: u64) -> Arc<CachingAllocator> {
     let d = Arc::new(SimDriver::new(capacity, 2 * MIB));
     CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
-}
-
-fn int(v: &Value) -> u64 {
-    match v {
-        Value::I64(i) => *i as u64,
-        _ => panic!("not an int: {v:?}"),
-    }
-}
-
-fn list(v: &Value) -> &Vec<Value> {
-    match v {
-        Value::List(l) => l,
-        _ => panic!("not a list: {v:?}"),
-    }
-}
-
-fn string(v: &Value) -> &str {
-    match v {
-        Value::String(s) => s,
-        _ => panic!("not a string: {v:?}"),
-    }
 }
 
 #[test]
@@ -68,10 +46,6 @@ fn call_sites_are_recorded_only_while_history_is_on() {
     );
     assert!(h.windows(2).all(|w| w[0].time_us <= w[1].time_us));
     drop(x);
-}
-
-fn decode(bytes: &[u8]) -> Value {
-    serde_pickle::value_from_slice(bytes, DeOptions::new()).expect("a valid pickle")
 }
 
 #[test]

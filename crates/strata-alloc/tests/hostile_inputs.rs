@@ -8,8 +8,8 @@
 
 mod common;
 
-use common::key;
-use serde_pickle::{DeOptions, Value};
+use common::{decode, key};
+use serde_pickle::Value;
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::history::Action;
@@ -225,8 +225,7 @@ fn a_split_limit_beyond_i64_reads_as_i64_max_not_negative() {
     let a = sim(huge);
     assert_eq!(a.config().max_split_size, Some(17592186044415 << 20));
     assert_eq!(a.memory_stats().max_split_size, i64::MAX);
-    let doc =
-        serde_pickle::value_from_slice(&a.snapshot_pickle().unwrap(), DeOptions::new()).unwrap();
+    let doc = decode(&a.snapshot_pickle().unwrap());
     assert_eq!(
         key(key(&doc, "allocator_settings"), "max_split_size"),
         &Value::I64(i64::MAX)

@@ -10,8 +10,7 @@
 
 mod common;
 
-use common::key;
-use serde_pickle::{DeOptions, Value};
+use common::{decode, int, key, list, string};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -797,31 +796,6 @@ fn oversize_blocks_follow_pytorchs_rules() {
 }
 
 // ----- snapshots and history ------------------------------------------------------------
-
-fn decode(bytes: &[u8]) -> Value {
-    serde_pickle::value_from_slice(bytes, DeOptions::new()).expect("a valid pickle")
-}
-
-fn list(v: &Value) -> &Vec<Value> {
-    match v {
-        Value::List(l) => l,
-        _ => panic!("not a list: {v:?}"),
-    }
-}
-
-fn string(v: &Value) -> &str {
-    match v {
-        Value::String(s) => s,
-        _ => panic!("not a string: {v:?}"),
-    }
-}
-
-fn int(v: &Value) -> u64 {
-    match v {
-        Value::I64(i) => *i as u64,
-        _ => panic!("not an int: {v:?}"),
-    }
-}
 
 /// The last entry of the pickled snapshot's trace of the device.
 fn last_traced(a: &CachingAllocator) -> (String, u64) {

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 use strata_alloc::pinned::{PinnedAllocator, PinnedBuffer, PinnedError, SimPinnedBackend};
-use strata_alloc::{AllocatorConfig, ConfigError, StreamId};
+use strata_alloc::{AllocatorConfig, ConfigError, Stat, StreamId};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -37,6 +37,11 @@ fn sim_with_latency(us: u64) -> (Sim, Alloc) {
     let (b, a) = sim();
     b.set_latency(Duration::from_micros(us));
     (b, a)
+}
+
+/// A statistic's current, peak, allocated and freed figures.
+fn counts(s: Stat) -> (i64, i64, i64, i64) {
+    (s.current, s.peak, s.allocated, s.freed)
 }
 
 /// Writes one `f32` at the start of a buffer (what `torch.FloatTensor([v])`
@@ -158,29 +163,13 @@ fn host_allocator_check_stats() {
     const N: u64 = 64 * KIB;
     let (_b, a) = sim_with_latency(200);
     let s = a.stats();
-    assert_eq!(
-        (
-            s.active_requests.current,
-            s.active_requests.peak,
-            s.active_requests.allocated,
-            s.active_requests.freed
-        ),
-        (0, 0, 0, 0)
-    );
+    assert_eq!(counts(s.active_requests), (0, 0, 0, 0));
 
     // First request: one new block of N bytes.
     let x = a.allocate(N).unwrap();
     let p = x.ptr();
     let s = a.stats();
-    assert_eq!(
-        (
-            s.active_requests.current,
-            s.active_requests.peak,
-            s.active_requests.allocated,
-            s.active_requests.freed
-        ),
-        (1, 1, 1, 0)
-    );
+    assert_eq!(counts(s.active_requests), (1, 1, 1, 0));
     assert_eq!((s.allocations.allocated, s.allocations.freed), (1, 0));
     assert_eq!(s.allocated_bytes.current, N as i64);
     assert_eq!(s.active_bytes.current, N as i64);
@@ -192,15 +181,7 @@ fn host_allocator_check_stats() {
     let x = a.allocate(N).unwrap();
     assert_eq!(x.ptr(), p);
     let s = a.stats();
-    assert_eq!(
-        (
-            s.active_requests.current,
-            s.active_requests.peak,
-            s.active_requests.allocated,
-            s.active_requests.freed
-        ),
-        (1, 1, 2, 1)
-    );
+    assert_eq!(counts(s.active_requests), (1, 1, 2, 1));
     assert_eq!((s.allocations.allocated, s.allocations.freed), (1, 0));
     assert_eq!(s.allocated_bytes.current, N as i64);
     assert_eq!(s.active_bytes.current, N as i64);

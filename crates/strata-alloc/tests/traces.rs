@@ -120,6 +120,14 @@ struct Replay {
     peak_reserved_all_passes: i64,
 }
 
+impl Replay {
+    /// Whether any pass from the `from`-th (counted from 0) made a memory
+    /// driver call or a stream synchronisation.
+    fn pays_from(&self, from: usize) -> bool {
+        self.per_pass[from..].iter().any(|&(c, s)| c > 0 || s > 0)
+    }
+}
+
 /// The bound the hold-or-move rule keeps reserved memory under once a
 /// workload repeats (docs/allocator.md): peak allocated, plus the margin (the
 /// larger of 1/32 of it and 10 pages of 2 MiB), plus half of it.
@@ -330,7 +338,7 @@ fn goal_failures(w: &Workload) -> Vec<String> {
     if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
         failures.push(format!("{name}: reserved above the hold bound"));
     }
-    if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+    if r.pays_from(3) {
         failures.push(format!("{name}: driver calls after two warm-up passes"));
     }
     if ratio > 1.05 {
@@ -626,7 +634,7 @@ fn replay_synthetic(name: &str, t: &Trace, passes: usize) -> Replay {
 /// two warm-up passes, and reserved memory within the hold bound.
 fn warm_failures(name: &str, r: &Replay) -> Vec<String> {
     let mut failures = Vec::new();
-    if r.per_pass[3..].iter().any(|&(c, s)| c > 0 || s > 0) {
+    if r.pays_from(3) {
         failures.push(format!("{name}: driver calls after two warm-up passes"));
     }
     if r.peak_reserved_all_passes > hold_bound(r.peak_allocated) {
@@ -668,7 +676,7 @@ fn synthetic_workloads_settle_on_held_out_seeds() {
     let mut failures = Vec::new();
     for (name, t) in synthetic_seeds(4..=23) {
         let r = replay(&t, "", 12);
-        if r.per_pass[7..].iter().any(|&(c, s)| c > 0 || s > 0) {
+        if r.pays_from(7) {
             failures.push(format!("{name}: {:?}", r.per_pass));
         }
     }
