@@ -287,7 +287,8 @@ impl ExpandableSpace<'_> {
             }
             avoid_busy = true;
         };
-        self.fill(st, &p, n, hold, weak, hold_cap, headroom, &avail)
+        let spare = FxHashSet::default();
+        self.fill(st, &p, n, hold, weak, hold_cap, headroom, &avail, &spare)
     }
 
     /// The best placement over a run of free blocks and unmapped ranges that
@@ -427,16 +428,45 @@ impl ExpandableSpace<'_> {
     ) -> Result<Option<u32>, AllocError> {
         let page = self.page;
         let mut merged: Option<u32> = None;
-        let pool = st.expandable[span.segment as usize]
-            .as_ref()
-            .expect("segment exists")
-            .pool;
-        for &(hp, np) in &span.holes {
+        let (pool, base) = {
+            let sg = st.expandable[span.segment as usize]
+                .as_ref()
+                .expect("segment exists");
+            (sg.pool, sg.base)
+        };
+        let inside = |st: &State, id: u32| {
+            let b = &st.blocks[id];
+            b.segment == span.segment && b.ptr < span.end && b.end() > span.start
+        };
+        // The pages each range moves back to stitched mappings of theirs, as
+        // `best_span` counted them: an earlier range must not recycle a page
+        // that a later one moves back, or the later range would overwrite
+        // that mapping instead (which queued work may still use).
+        let mut backs: Vec<FxHashSet<PhysHandle>> = Vec::with_capacity(span.holes.len());
+        {
             let mut avail = self.available_pages(st, s, pool);
-            let inside = |st: &State, id: u32| {
-                let b = &st.blocks[id];
-                b.segment == span.segment && b.ptr < span.end && b.end() > span.start
-            };
+            avail.exclude(|id| inside(st, id), page);
+            let mut seen = FxHashSet::default();
+            for &(hp, np) in &span.holes {
+                let mut v = FxHashSet::default();
+                walk_stitched(
+                    span.segment,
+                    ((hp - base) / page) as u32,
+                    np,
+                    &avail,
+                    |_, _| true,
+                    &mut seen,
+                    |_, h, _, _| {
+                        v.insert(h);
+                    },
+                    |_| {},
+                );
+                backs.push(v);
+            }
+        }
+        for (k, &(hp, np)) in span.holes.iter().enumerate() {
+            let spare: FxHashSet<PhysHandle> = backs[k + 1..].iter().flatten().copied().collect();
+            let mut avail = self.available_pages(st, s, pool);
             avail.exclude(|id| inside(st, id), page);
             let headroom = target.saturating_sub(st.reserved()) / page;
             let sg = st.expandable[span.segment as usize]
@@ -448,8 +478,12 @@ impl ExpandableSpace<'_> {
             }
             let b = &st.blocks[u];
             debug_assert!(!b.mapped);
+            // The free neighbours that the mapped range merges with are the
+            // span's own: a free block just outside it is not part of the
+            // placement, and its pages may move back to stitched mappings in
+            // this range (as `best_span` counted them).
             let free = |x: u32| {
-                if x != NONE && st.blocks[x].is_free() {
+                if x != NONE && st.blocks[x].is_free() && inside(st, x) {
                     x
                 } else {
                     NONE
@@ -462,7 +496,17 @@ impl ExpandableSpace<'_> {
                 room: b.size / page,
                 keep: [free(b.prev), free(b.next)],
             };
-            match self.fill(st, &p, np as usize, hold, weak, hold_cap, headroom, &avail) {
+            match self.fill(
+                st,
+                &p,
+                np as usize,
+                hold,
+                weak,
+                hold_cap,
+                headroom,
+                &avail,
+                &spare,
+            ) {
                 Ok(Some(id)) => merged = Some(id),
                 failed => {
                     // The ranges mapped so far stay mapped, as a free block
@@ -480,8 +524,9 @@ impl ExpandableSpace<'_> {
     /// Maps `n` pages of placement `p`: the pages that move back to a
     /// stitched mapping of theirs, then new pages within the margin
     /// (`headroom`), then recycled pages or, for a growth that holds, new
-    /// ones (up to `hold_cap`). Returns the free block (out of the index)
-    /// that results.
+    /// ones (up to `hold_cap`), never one of `spare` (pages that a later
+    /// range of the same span moves back). Returns the free block (out of
+    /// the index) that results.
     #[allow(clippy::too_many_arguments)]
     fn fill(
         &self,
@@ -493,6 +538,7 @@ impl ExpandableSpace<'_> {
         hold_cap: u64,
         headroom: u64,
         avail: &Available,
+        spare: &FxHashSet<PhysHandle>,
     ) -> Result<Option<u32>, AllocError> {
         let page = self.page;
         // The pages that move back to a stitched mapping of theirs (no driver
@@ -561,7 +607,7 @@ impl ExpandableSpace<'_> {
                         }
                         at -= page;
                         let h = handle_at(st, blk, at, page);
-                        if !taken.contains(&h) {
+                        if !taken.contains(&h) && !spare.contains(&h) {
                             recycled.push(h);
                             moved.push((blk, at));
                         }
@@ -999,6 +1045,22 @@ impl ExpandableSpace<'_> {
                 .stitched
                 .contains_key(&idx);
             if in_the_way {
+                // Placements are chosen so that this mapping is not one that
+                // queued work may still use; should one be, its stream is
+                // synchronised rather than the memory pulled from under that
+                // work (the tests count synchronisations, so such a slip shows).
+                let mut queried = Vec::new();
+                if !self.stitched_idle(st, seg, idx, &mut queried) {
+                    if let Some(&(bs, _)) = st.busy_stitched.get(&(seg, idx)) {
+                        if let Err(e) = self
+                            .driver
+                            .synchronize_stream(st.streams[bs as usize].handle)
+                        {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
                 if let Err(e) = self.unmap_stitched(st, seg, idx) {
                     failure = Some(e);
                     break;

@@ -40,6 +40,9 @@ struct SimState {
     /// Per call name: how many calls still succeed, then how many fail.
     fail_calls: HashMap<&'static str, (u64, u64)>,
     calls: BTreeMap<&'static str, u64>,
+    /// Streams synchronised (or waited on through an event recorded on them)
+    /// since [`SimDriver::take_synchronized`] last ran.
+    synchronized: Vec<StreamId>,
 }
 
 #[derive(Clone, Copy)]
@@ -148,6 +151,13 @@ impl SimDriver {
                 e.complete = true;
             }
         }
+    }
+
+    /// The streams synchronised since the last call, directly or by waiting
+    /// on an event recorded on them, in order (a test's model of queued work
+    /// learns from it which streams have caught up).
+    pub fn take_synchronized(&self) -> Vec<StreamId> {
+        std::mem::take(&mut self.state.lock().synchronized)
     }
 
     /// Bytes of device memory in use (segments plus physical handles).
@@ -306,12 +316,16 @@ impl StreamEvents for SimDriver {
             .get_mut(&event.0)
             .ok_or_else(|| Self::misuse("event_synchronize", "unknown event"))?;
         e.complete = true;
+        if let Some(stream) = e.stream {
+            s.synchronized.push(stream);
+        }
         Ok(())
     }
 
     fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError> {
         let mut s = self.state.lock();
         self.enter(&mut s, "stream_synchronize")?;
+        s.synchronized.push(stream);
         for e in s.events.values_mut() {
             if e.stream == Some(stream) {
                 e.complete = true;
