@@ -392,7 +392,7 @@ impl CachingAllocator {
         b.allocated = false;
         let (size, pool, s) = (b.size, b.pool.stat(), b.stream);
         // The loading phase ends with the first free of a block of a page or
-        // more (the margin's floor, expandable.rs): a smaller free is a
+        // more (the margin's floor, expandable/mod.rs): a smaller free is a
         // temporary that gives no page back.
         st.freed_a_page |= size >= self.page;
         st.stats.allocation.decrease(pool, 1);

@@ -26,7 +26,7 @@
 //! the identical layers of one long request recurring a few operations apart
 //! (their earliest occurrence soon after the peak), which no timing can tell
 //! from a round. What a weak repetition may hold is therefore bounded more
-//! tightly (`expandable.rs`).
+//! tightly (`expandable/mod.rs`).
 //!
 //! A growth belongs to a stream, and a stream's own demand can still be
 //! rising after the device-wide peak was set: a side stream whose prefetch

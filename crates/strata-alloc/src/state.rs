@@ -1,7 +1,7 @@
 //! What the allocator's lock guards: the blocks, the per-stream free indexes
 //! and pending events, the expandable segments' page tables, the statistics and
 //! the history. The allocator (`allocator.rs`), the expandable segments
-//! (`expandable.rs`) and the snapshots (`snapshot.rs`) all operate on this
+//! (`expandable/`) and the snapshots (`snapshot.rs`) all operate on this
 //! state; it depends on none of them.
 
 use crate::block::{Blocks, PoolKind, NONE};
@@ -28,7 +28,7 @@ pub(crate) struct ExpandableSegment {
     /// maps a physical page there (with the stamp of the moment it was left),
     /// but the page is in use at another address, so the blocks see unmapped
     /// space. A page moving back here costs no driver call (see
-    /// `expandable.rs`).
+    /// `expandable/`).
     pub stitched: BTreeMap<u32, (PhysHandle, u64)>,
 }
 
@@ -79,7 +79,7 @@ pub(crate) struct StreamState {
     pub events: VecDeque<(EventHandle, u32)>,
     pub expandable: [Vec<u32>; 2],
     /// How far this stream's queued work is known to have finished, for page
-    /// recycling (see `expandable.rs`).
+    /// recycling (see `expandable/`).
     pub fence: crate::expandable::Fence,
     /// Bytes allocated on this stream (blocks, as `allocated_bytes` counts
     /// them) and their high mark: the stream's own peak, for the hold-or-move

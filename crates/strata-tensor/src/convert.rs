@@ -120,7 +120,7 @@ impl Tensor {
     /// Like [`Tensor::from_data`] on the CPU, but with `torch.tensor`'s
     /// default dtypes for Rust's default literal types: `f64` elements give
     /// an f32 tensor and `i32` elements an i64 tensor (other types keep
-    /// theirs). This is what [`tensor!`] calls.
+    /// theirs). This is what [`tensor!`](crate::tensor!) calls.
     pub fn from_literal<D: TensorData>(data: D) -> Result<Tensor> {
         let t = Tensor::from_data(data, Device::Cpu)?;
         match t.dtype() {

@@ -309,7 +309,7 @@ impl crate::tensor::Tensor {
         Ok(t)
     }
 
-    /// `torch.rand_like(self, dtype)`: [`Tensor::rand`] of self's shape and
+    /// `torch.rand_like(self, dtype)`: [`Tensor::rand`](crate::Tensor::rand) of self's shape and
     /// device (self's dtype unless given; a float dtype).
     #[track_caller]
     pub fn rand_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {
@@ -321,7 +321,7 @@ impl crate::tensor::Tensor {
         )
     }
 
-    /// `torch.randn_like(self, dtype)`: [`Tensor::randn`] of self's shape
+    /// `torch.randn_like(self, dtype)`: [`Tensor::randn`](crate::Tensor::randn) of self's shape
     /// and device (self's dtype unless given; a float dtype).
     #[track_caller]
     pub fn randn_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {

@@ -6,8 +6,8 @@
 //!   share storage; in-place ops (`add_`, `mul_`, `copy_`, ...) write through
 //!   every view; dropping the last view returns the block to the allocator's cache.
 //! * Device-independent logic — [`shape`] (broadcasting, view strides),
-//!   [`layout`] (strided views), [`iter_plan`] (loop ordering, coalescing,
-//!   tiling), [`reduce_plan`] (kept/reduced dims), [`dtype`] (promotion) — is
+//!   [`layout`] (strided views), `iter_plan` (loop ordering, coalescing,
+//!   tiling), `reduce_plan` (kept/reduced dims), [`dtype`] (promotion) — is
 //!   shared by all backends; kernels live
 //!   behind the backend boundary (`backend::cpu`, and `backend::cuda` with the
 //!   `cuda` feature: NVRTC-compiled kernels, cuBLAS, staged transfers; without

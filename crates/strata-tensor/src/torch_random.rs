@@ -2,7 +2,7 @@
 //! ported from PyTorch can start from the weights and data its PyTorch
 //! original draws at the same seed.
 //!
-//! strata's own [`Tensor::rand`]/[`Tensor::randn`] use a counter-based Philox
+//! strata's own [`Tensor::rand`](crate::Tensor::rand)/[`Tensor::randn`](crate::Tensor::randn) use a counter-based Philox
 //! stream of their own (`random.rs`); they are fast on every device but draw
 //! other numbers than PyTorch at the same seed. A comparison "after the same
 //! steps at the same seed" between the two (the `gpt` example beside

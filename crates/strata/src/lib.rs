@@ -29,7 +29,7 @@
 //! ```
 //!
 //! Where to look next: [`Tensor`] (creation, views, ops; operators and
-//! compound assignment in the crate docs of [`tensor`]), the memory functions
+//! compound assignment in the crate docs of [`tensor`](mod@tensor)), the memory functions
 //! ([`memory_stats`], [`memory_summary`], [`empty_cache`]), and
 //! [`autograd`] (`Var`, `backward`, `no_grad`, optimizers).
 

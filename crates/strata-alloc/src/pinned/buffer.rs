@@ -50,7 +50,7 @@ impl<B: PinnedBackend> PinnedBuffer<B> {
     /// # Safety
     /// No asynchronous copy may be writing the buffer while the slice lives
     /// (synchronise the stream first), and the backend must hand out real host
-    /// memory (the CUDA backend and [`SimPinnedBackend`] do).
+    /// memory (the CUDA backend and [`SimPinnedBackend`](super::SimPinnedBackend) do).
     pub unsafe fn as_slice(&self) -> &[u8] {
         if self.len == 0 {
             return &[];

@@ -15,7 +15,7 @@
 //! cached block only of exactly that size, so a 129.5 MiB buffer pins 256 MiB
 //! (pytorch#150517, #95823): up to half of the pinned memory, which is scarce and
 //! unswappable, is waste. strata uses **eight size classes per power of two**,
-//! never finer than a 4 KiB page ([`size_class`]):
+//! never finer than a 4 KiB page ([`size_class()`]):
 //!
 //! * up to 4 KiB: one page (the operating system pins whole pages anyway);
 //! * above: for a size in (2^k, 2^(k+1)], a multiple of max(2^k / 8, 4 KiB).

@@ -125,7 +125,7 @@ impl Var {
     /// Scaled dot-product attention without dropout, `self` the queries
     /// `[.., L, E]`, with keys `k` `[.., S, E]` and values `v` `[.., S, Ev]`
     /// (batch dims broadcast as `matmul`'s): `softmax(mask(q kᵀ · scale))
-    /// v`, `[.., L, Ev]`. See the [module documentation](self) for what is
+    /// v`, `[.., L, Ev]`. See the module documentation (`ops/attention.rs`) for what is
     /// saved and how the gradients are formed.
     ///
     /// Errors (typed): operands with fewer than 2 dims, mismatched inner

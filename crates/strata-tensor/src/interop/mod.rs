@@ -1,10 +1,10 @@
 //! Exchange with other tools: model files and arrays.
 //!
-//! * [`safetensors`](self::safetensors): named tensors in Hugging Face's
+//! * [`safetensors`]: named tensors in Hugging Face's
 //!   safetensors format ([`save_safetensors`], [`load_safetensors`] and the
 //!   in-memory [`safetensors_to_bytes`], [`safetensors_from_bytes`]), read by
 //!   PyTorch's `safetensors.torch.load_file`, and files written by it.
-//! * [`npy`](self::npy): one tensor in NumPy's `.npy` format ([`save_npy`],
+//! * [`npy`]: one tensor in NumPy's `.npy` format ([`save_npy`],
 //!   [`load_npy`], [`npy_to_bytes`], [`npy_from_bytes`]), versions 1.0, 2.0
 //!   and 3.0, C and Fortran order.
 //! * With the `ndarray` feature, conversions between [`Tensor`] and

@@ -52,7 +52,7 @@ fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
 
 /// What cross-entropy's forward keeps for its backward: the per-row
 /// logsumexp in two parts (Acc, `[rows, 2]`), the class targets as i64
-/// `[rows]`, and the mean reduction's denominator (Σ w[t] over non-ignored
+/// `[rows]`, and the mean reduction's denominator (Σ w\[t\] over non-ignored
 /// rows, 0-d Acc).
 #[derive(Clone, Debug)]
 pub struct CrossEntropySaved {
@@ -64,7 +64,7 @@ pub struct CrossEntropySaved {
     pub lse: Tensor,
     /// The targets, flattened to the rows, as i64.
     pub target: Tensor,
-    /// Σ w[t_i] over the rows not ignored.
+    /// Σ w\[t_i\] over the rows not ignored.
     pub total_weight: Tensor,
 }
 

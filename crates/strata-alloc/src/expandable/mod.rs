@@ -1,0 +1,437 @@
+//! Expandable segments: one reserved address range per (stream, pool), backed by
+//! physical pages only where memory is in use.
+//!
+//! PyTorch maps new pages whenever no free block fits and gives pages back only
+//! in `empty_cache` or before an out-of-memory error, so reserved memory keeps the
+//! high-water mark of every hole the workload ever left. strata goes further:
+//!
+//! * **Placement by fewest new pages.** A request that fits no free block goes
+//!   where it needs the fewest pages mapped: after a free block that borders
+//!   unmapped space, lowest address among equals.
+//! * **Page recycling.** The pages needed are first taken from free space
+//!   elsewhere: pages lying wholly inside free blocks (of any stream or pool of
+//!   the device) are unmapped and their physical handles mapped where they are
+//!   needed, with no `create`/`release` round trip. New physical memory is
+//!   created only for the rest. Reserved memory therefore follows allocated
+//!   memory: it only grows when the pages partly used by live blocks no longer
+//!   suffice, or when a growth repeats the workload (`repeats.rs`): such a
+//!   growth holds memory, creating its pages, so that the next round of the
+//!   workload finds them in place and makes no driver call.
+//! * **No stream synchronisation while allocating.** Work queued on a block's
+//!   stream may still use its pages after the block was freed, so a page is
+//!   recycled only once its stream's [`Fence`] — an event recorded on the stream
+//!   after the block was freed — has completed. The fence is *queried*, never
+//!   waited on: pages whose stream has not caught up stay where they are and the
+//!   request takes other pages, or new ones. Only `empty_cache` (which waits for
+//!   every stream anyway) synchronises.
+//! * Pages are the driver's granularity (2 MiB on an H100) in both pools, so a
+//!   large-pool growth never overshoots by more than one page.
+//!
+//! Blocks of an expandable segment tile its whole address range; unmapped space
+//! is a block with `mapped == false`. Each page is mapped by its own `map` call
+//! (so any page can be unmapped on its own), and one `set_access` covers each
+//! contiguous growth.
+//!
+//! Where things are: this file holds the rules' constants, the stream
+//! [`Fence`], [`ExpandableSpace::grow`] (whether a growth holds or moves
+//! pages, and which placement it takes), new segments and
+//! [`ExpandableSpace::release_free_pages`]. `placement.rs` lists the candidate
+//! placements in unmapped ranges and ranks them; `span.rs` weighs runs of free
+//! blocks and holes taken as a whole; `available.rs` says which pages a growth
+//! may take now; `pages.rs` maps a placement's pages (moving back, creating or
+//! recycling them); `stitched.rs` keeps the bounded cache of stitched mappings
+//! and the fences that say when a busy one may go.
+
+use crate::block::{Block, PoolKind, NONE};
+use crate::driver::{Device, Driver, DriverError, EventHandle, PhysHandle, VirtualMemory};
+use crate::error::AllocError;
+use crate::history::Action;
+use crate::repeats::{growth_context, Repetition};
+use crate::state::{ExpandableSegment, State};
+use rustc_hash::FxHashSet;
+
+mod available;
+mod pages;
+mod placement;
+mod span;
+mod stitched;
+
+use available::*;
+use placement::*;
+
+/// Stitched mappings kept, at most, per reserved page ...
+const STITCHED_PER_PAGE: u64 = 4;
+
+/// ... plus this many.
+const STITCHED_MIN: u64 = 64;
+
+/// Reserved memory may exceed the peak of allocated memory by 1/`RESERVE_MARGIN`
+/// (or the margin's floor, [`GROWTH_CHUNK`] pages or less, see
+/// [`FREED_FLOOR`], whichever is more) before growth recycles free pages
+/// instead of creating new ones.
+const RESERVE_MARGIN: u64 = 32;
+
+/// Pages mapped at least per large-pool growth while within the margin: 20 MiB
+/// with 2 MiB pages, PyTorch's large-pool page size.
+const GROWTH_CHUNK: u64 = 10;
+
+/// Once a block of a page or more has been freed, the margin's floor of
+/// [`GROWTH_CHUNK`] pages is at most 1/`FREED_FLOOR` of peak allocated
+/// memory; while a workload only loads (nothing of a page or more freed yet:
+/// the temporaries of its initialisation may come and go) it is the whole
+/// chunk.
+const FREED_FLOOR: u64 = 22;
+
+/// A growth that repeats the workload holds memory (creates pages) only while
+/// reserved memory stays within the margin plus 1/`HOLD_LIMIT` of peak
+/// allocated memory; beyond that it moves pages again.
+const HOLD_LIMIT: u64 = 2;
+
+/// Blocks and pages a growth's search for runs of free blocks and holes may
+/// visit (`ExpandableSpace::best_span`), all starts together.
+const SPAN_SEARCH_BUDGET: usize = 1 << 14;
+
+/// A weak repetition holds only when the pages it needs mapped are at most
+/// this many more than those that move back to stitched mappings of theirs.
+const WEAK_SLACK: usize = 1;
+
+/// How far the work queued on one stream is known to have finished, in the
+/// allocator's free clock (`Block::freed_at`): every block of the stream freed
+/// at or before `done` is no longer touched by the device, so its pages may be
+/// unmapped and mapped elsewhere.
+///
+/// A fence advances through one event at a time: when recycling wants pages
+/// freed after `done`, an event is recorded on the stream (remembering the
+/// clock at that moment) and queried then and at later attempts; once it has
+/// completed, `done` moves up to the recorded clock. Nothing ever waits on it.
+#[derive(Default)]
+pub(crate) struct Fence {
+    done: u64,
+    pending: Option<(EventHandle, u64)>,
+}
+
+/// The expandable segments of one device: placement, growth, page recycling
+/// and release, operating on the allocator's [`State`] it is handed. The
+/// allocator makes one for each operation that needs it, over its (counting)
+/// driver.
+pub(crate) struct ExpandableSpace<'a> {
+    /// The driver (for stream synchronisation).
+    pub driver: &'a dyn Driver,
+    /// Its virtual-memory calls.
+    pub vm: &'a dyn VirtualMemory,
+    /// The mapping granularity.
+    pub page: u64,
+    /// The device's capacity.
+    pub capacity: u64,
+    /// The device, for errors.
+    pub device: Device,
+}
+
+impl ExpandableSpace<'_> {
+    fn driver_error(&self, source: DriverError) -> AllocError {
+        AllocError::Driver {
+            device: self.device,
+            source,
+        }
+    }
+
+    /// Maps memory for a request of `rounded` bytes on stream `s` and returns a
+    /// free block (out of the index) that holds it. `Ok(None)` when the device
+    /// or the memory fraction has no room.
+    ///
+    /// New physical pages are created only while reserved memory stays within
+    /// a margin of the highest allocated figure so far (the larger of 1/32 of
+    /// it and a floor: [`GROWTH_CHUNK`] pages until a block of a page or more
+    /// is freed, at most
+    /// 1/[`FREED_FLOOR`] of it after); beyond that margin the pages are
+    /// recycled from free space, unless the growth repeats the workload
+    /// ([`crate::repeats`]): then it holds, creating the pages, up to
+    /// [`HOLD_LIMIT`]; a weak repetition holds only when most of its pages
+    /// move back to stitched mappings of theirs (all but [`WEAK_SLACK`]
+    /// of those it needs mapped), and only up to the margin
+    /// with the full [`GROWTH_CHUNK`] floor. A page that already has a stitched mapping
+    /// at the address where it is needed moves there with no driver call. The
+    /// placement is the one that needs the fewest *new* pages given what can be
+    /// recycled, then the fewest pages that need a driver mapping, then the
+    /// fewest stitched mappings overwritten, then the fewest pages, then the
+    /// lowest address.
+    pub fn grow(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+    ) -> Result<Option<u32>, AllocError> {
+        let page = self.page;
+        let allocated = &st.stats.allocated_bytes.all();
+        let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
+        let chunk = GROWTH_CHUNK * page;
+        let floor = if st.freed_a_page {
+            chunk.min(peak / FREED_FLOOR)
+        } else {
+            chunk
+        };
+        let target = peak + (peak / RESERVE_MARGIN).max(floor);
+        let headroom = target.saturating_sub(st.reserved()) / page;
+        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
+        // pages"): a growth that repeats the workload holds memory instead of
+        // moving pages.
+        let context = growth_context(
+            s,
+            pool as u8,
+            rounded,
+            allocated.current as u64,
+            st.recent_requests,
+        );
+        let now = st.free_clock;
+        let ss = &st.streams[s as usize];
+        // When the stream last raised its own peak, and when the workload's
+        // peak was set (now, if this request raises them).
+        let stream_peak_at = ss.allocated_peak.with(ss.allocated + rounded, now).at;
+        let high = st
+            .allocated_high
+            .with(allocated.current as u64 + rounded, now);
+        let repetition = st
+            .repeats
+            .recurs(context, high.bytes, high.at, now, stream_peak_at);
+        let hold = repetition != Repetition::None;
+        let weak = repetition == Repetition::Weak;
+        // What holding may take reserved memory to: the hold limit for a
+        // (strong) repetition; for a weak one, the margin with its full
+        // 10-page floor.
+        let hold_cap = if weak {
+            peak + (peak / RESERVE_MARGIN).max(chunk)
+        } else {
+            target + peak / HOLD_LIMIT
+        };
+        let avail = self.available_pages(st, s, pool);
+        let recyclable = if hold { 0 } else { avail.pages };
+        // A placement overwrites the stitched mappings in its range (other
+        // than those its pages move back to). One that queued work may still
+        // use is unmapped only once its stream's fence has passed it; if the
+        // chosen placement would need such a mapping, the choice is made again
+        // among the placements that need none (without the chunk).
+        let mut avoid_busy = false;
+        let (p, n) = loop {
+            let mut best: Option<(Cost, Placement)> = None;
+            for &seg in &st.streams[s as usize].expandable[pool as usize] {
+                let sg = st.expandable[seg as usize]
+                    .as_ref()
+                    .expect("listed segment");
+                let mut id = sg.head;
+                while id != NONE {
+                    let b = &st.blocks[id];
+                    if !b.mapped {
+                        for (start, with_before) in candidate_starts(seg, sg, b, &avail, page) {
+                            let Some(p) =
+                                placement_at(st, id, seg, start, rounded, page, with_before)
+                            else {
+                                continue;
+                            };
+                            if avoid_busy
+                                && !busy_overwritten(st, &p, p.pages, &avail, page, true).is_empty()
+                            {
+                                continue;
+                            }
+                            let cost = placement_cost(st, &p, &avail, headroom, recyclable, page);
+                            if best.as_ref().is_none_or(|b| cost < b.0) {
+                                best = Some((cost, p));
+                            }
+                        }
+                    }
+                    id = b.next;
+                }
+            }
+            // A placement in fresh address space (every page mapped with a
+            // driver call, no stitched mapping of its own there) is weighed
+            // against one over a run of free blocks and unmapped ranges,
+            // which keeps the layout where the workload has been instead of
+            // moving it on to new addresses (docs/allocator.md).
+            let fresh = best.as_ref().is_none_or(|b| in_fresh_space(&b.0));
+            if !avoid_busy && fresh {
+                if let Some((cost, span)) =
+                    self.best_span(st, s, pool, rounded, &avail, headroom, recyclable)
+                {
+                    if best.as_ref().is_none_or(|b| cost < b.0) {
+                        return self.fill_span(st, s, &span, hold, weak, hold_cap, target);
+                    }
+                }
+            }
+            let p = match best {
+                Some(b) => b.1,
+                None => match self.new_segment(st, s, pool, rounded)? {
+                    Some((u, seg)) => {
+                        let start = st.blocks[u].ptr;
+                        placement_at(st, u, seg, start, rounded, page, false)
+                            .expect("a new segment fits any request it was made for")
+                    }
+                    None => return Ok(None),
+                },
+            };
+            if p.pages == 0 {
+                // The free block before the unmapped range suffices on its own
+                // (the oversize filters passed it over).
+                st.index_remove(p.keep[0]);
+                return Ok(Some(p.keep[0]));
+            }
+            // Within the margin, map a whole chunk for large requests so that a
+            // run of similar requests does not map a few pages each time.
+            let mut n = p.pages;
+            if !avoid_busy && pool == PoolKind::Large && headroom > n {
+                n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
+            }
+            if avoid_busy {
+                break (p, n as usize);
+            }
+            let busy = busy_overwritten(st, &p, n, &avail, page, false);
+            let mut queried = Vec::new();
+            let all_idle = busy
+                .into_iter()
+                .all(|idx| self.stitched_idle(st, p.segment, idx, &mut queried));
+            if all_idle {
+                break (p, n as usize);
+            }
+            avoid_busy = true;
+        };
+        let spare = FxHashSet::default();
+        self.fill(st, &p, n, hold, weak, hold_cap, headroom, &avail, &spare)
+    }
+
+    /// Creates `count` physical pages; on failure releases those created so far.
+    fn create_pages(&self, count: usize) -> Result<Vec<PhysHandle>, DriverError> {
+        let mut created = Vec::with_capacity(count);
+        while created.len() < count {
+            match self.vm.create(self.page) {
+                Ok(h) => created.push(h),
+                Err(e) => {
+                    for h in created {
+                        // A failed release leaks one page in the driver but
+                        // leaves the allocator consistent.
+                        let _ = self.vm.release(h);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(created)
+    }
+
+    /// Reserves a new address range for (stream, pool): 1.125 times the device's
+    /// capacity, like PyTorch, so it can never run out before the device does.
+    fn new_segment(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+    ) -> Result<Option<(u32, u32)>, AllocError> {
+        let page = self.page;
+        let size = (self.capacity + self.capacity / 8).div_ceil(page) * page;
+        if rounded > size {
+            return Ok(None);
+        }
+        let base = match self.vm.reserve(size) {
+            Ok(b) => b,
+            Err(DriverError::OutOfMemory) => return Ok(None),
+            Err(e) => return Err(self.driver_error(e)),
+        };
+        let seg_index = st
+            .expandable
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or(st.expandable.len()) as u32;
+        let head = st
+            .blocks
+            .add(Block::whole_segment(base, size, s, pool, Some(seg_index)));
+        let seg = ExpandableSegment {
+            base,
+            size,
+            stream: s,
+            pool,
+            handles: vec![None; (size / page) as usize],
+            head,
+            mapped_pages: 0,
+            stitched: Default::default(),
+        };
+        if (seg_index as usize) < st.expandable.len() {
+            st.expandable[seg_index as usize] = Some(seg);
+        } else {
+            st.expandable.push(Some(seg));
+        }
+        st.streams[s as usize].expandable[pool as usize].push(seg_index);
+        Ok(Some((head, seg_index)))
+    }
+
+    /// Releases physical pages that have no mapping left.
+    fn release_handles(&self, handles: Vec<PhysHandle>) {
+        for h in handles {
+            // A failed release leaks one page in the driver but leaves the
+            // allocator consistent; there is nothing better to do with it.
+            let _ = self.vm.release(h);
+        }
+    }
+
+    /// `empty_cache` for expandable segments: unmap every stitched mapping
+    /// (after synchronising the streams whose queued work may still use one:
+    /// `State::busy_stitched`), unmap and release every page that lies wholly
+    /// inside a free block (after synchronising each stream that owns some);
+    /// give back ranges left with no pages.
+    pub fn release_free_pages(&self, st: &mut State) -> Result<(), AllocError> {
+        let page = self.page;
+        let mut synced: Vec<u32> = st.busy_stitched.values().map(|&(s, _)| s).collect();
+        synced.sort_unstable();
+        synced.dedup();
+        for &s in &synced {
+            self.driver
+                .synchronize_stream(st.streams[s as usize].handle)
+                .map_err(|e| self.driver_error(e))?;
+        }
+        st.busy_stitched.clear();
+        while let Some((_, &(seg, idx))) = st.stitch_lru.iter().next() {
+            self.unmap_stitched(st, seg, idx)
+                .map_err(|e| self.driver_error(e))?;
+        }
+        for seg_i in 0..st.expandable.len() {
+            let Some(seg) = st.expandable[seg_i].as_ref() else {
+                continue;
+            };
+            let mut ranges = Vec::new();
+            let mut id = seg.head;
+            while id != NONE {
+                let b = &st.blocks[id];
+                if b.is_free() {
+                    if let Some((p0, p1)) = interior_pages(b, page) {
+                        ranges.push((id, p0, p1));
+                    }
+                }
+                id = b.next;
+            }
+            for (id, p0, p1) in ranges {
+                let stream = st.blocks[id].stream;
+                if !synced.contains(&stream) {
+                    self.driver
+                        .synchronize_stream(st.streams[stream as usize].handle)
+                        .map_err(|e| self.driver_error(e))?;
+                    synced.push(stream);
+                }
+                let mut handles = Vec::new();
+                let r = self.unmap_range(st, id, p0, p1, &mut handles);
+                self.release_handles(handles);
+                r?;
+            }
+            let seg = st.expandable[seg_i].as_ref().expect("still there");
+            if seg.mapped_pages == 0 {
+                let (base, size, head, s, pool) =
+                    (seg.base, seg.size, seg.head, seg.stream, seg.pool);
+                debug_assert!(st.blocks[head].next == NONE && !st.blocks[head].mapped);
+                self.vm
+                    .unreserve(base, size)
+                    .map_err(|e| self.driver_error(e))?;
+                st.blocks.remove(head);
+                st.expandable[seg_i] = None;
+                st.streams[s as usize].expandable[pool as usize].retain(|&x| x != seg_i as u32);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,396 @@
+//! Mapping a placement's pages: which pages move back, are created or are
+//! recycled (`fill`), taking recycled pages out of their free blocks while
+//! their old mappings stay (`detach_pages`), mapping them (`map_pages`), and
+//! unmapping a free block's pages for good (`unmap_range`).
+
+use super::*;
+
+impl ExpandableSpace<'_> {
+    /// Maps `n` pages of placement `p`: the pages that move back to a
+    /// stitched mapping of theirs, then new pages within the margin
+    /// (`headroom`), then recycled pages or, for a growth that holds, new
+    /// ones (up to `hold_cap`), never one of `spare` (pages that a later
+    /// range of the same span moves back). Returns the free block (out of
+    /// the index) that results.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fill(
+        &self,
+        st: &mut State,
+        p: &Placement,
+        n: usize,
+        mut hold: bool,
+        weak: bool,
+        hold_cap: u64,
+        headroom: u64,
+        avail: &Available,
+        spare: &FxHashSet<PhysHandle>,
+    ) -> Result<Option<u32>, AllocError> {
+        let page = self.page;
+        // The pages that move back to a stitched mapping of theirs (no driver
+        // call), then new pages within the margin, then recycled pages (least
+        // recently freed first), then new pages beyond the margin.
+        let seg_base = st.expandable[p.segment as usize]
+            .as_ref()
+            .expect("segment exists")
+            .base;
+        let first = ((p.map_at - seg_base) / page) as u32;
+        let mut plan: Vec<Option<(PhysHandle, bool)>> = vec![None; n];
+        let mut taken: FxHashSet<PhysHandle> = FxHashSet::default();
+        let mut sources: Vec<(u32, u64)> = Vec::new();
+        walk_stitched(
+            p.segment,
+            first,
+            n as u64,
+            avail,
+            |_, blk| !p.keep.contains(&blk),
+            &mut taken,
+            |idx, h, addr, blk| {
+                plan[(idx - first) as usize] = Some((h, true));
+                sources.push((blk, addr));
+            },
+            |_| {},
+        );
+        let others = n - taken.len();
+        let within = others.min(headroom as usize);
+        // A repeating growth holds only within its limit, and only if the
+        // memory fraction allows it; otherwise it moves pages like any other.
+        // A weak repetition holds only when the growth finds at least as many
+        // of its pages at stitched mappings of their own as it needs mapped,
+        // less one (the layout it returns to is mostly there already; the
+        // one page of slack lets a one-page growth, which either needs no
+        // page mapped or has no page to move back, hold at all), and then
+        // creates what fits under its cap, moving the rest.
+        let beyond = (others - within) as u64 * page;
+        let mut partial = 0;
+        if hold && weak {
+            let room = (hold_cap.saturating_sub(st.reserved()) / page) as usize;
+            let need = others - within;
+            if taken.len() + WEAK_SLACK < others {
+                hold = false;
+            } else if room < need {
+                hold = false;
+                if st.fits_fraction(room as u64 * page) {
+                    partial = room;
+                }
+            }
+        }
+        if hold && (st.reserved() + beyond > hold_cap || !st.fits_fraction(beyond)) {
+            hold = false;
+        }
+        let fresh = loop {
+            let mut recycled: Vec<PhysHandle> = Vec::new();
+            let mut moved: Vec<(u32, u64)> = Vec::new();
+            if !hold {
+                'blocks: for &(_, blk, p0, p1) in &avail.blocks {
+                    if p.keep.contains(&blk) {
+                        continue;
+                    }
+                    let mut at = p1;
+                    while at > p0 {
+                        if recycled.len() >= others - within - partial {
+                            break 'blocks;
+                        }
+                        at -= page;
+                        let h = handle_at(st, blk, at, page);
+                        if !taken.contains(&h) && !spare.contains(&h) {
+                            recycled.push(h);
+                            moved.push((blk, at));
+                        }
+                    }
+                }
+            }
+            let create = others - recycled.len();
+            if !st.fits_fraction(create as u64 * page) {
+                return Ok(None);
+            }
+            match self.create_pages(create) {
+                Ok(created) => {
+                    sources.extend(moved);
+                    break recycled.into_iter().chain(created).collect::<Vec<_>>();
+                }
+                // Holding found the device full: move pages instead.
+                Err(DriverError::OutOfMemory) if hold || partial > 0 => {
+                    hold = false;
+                    partial = 0;
+                }
+                Err(DriverError::OutOfMemory) => return Ok(None),
+                Err(e) => return Err(self.driver_error(e)),
+            }
+        };
+        // The pages taken from free blocks leave stitched mappings behind.
+        self.detach_pages(st, sources);
+        let mut fresh = fresh.into_iter();
+        let plan: Vec<(PhysHandle, bool)> = plan
+            .into_iter()
+            .map(|x| x.unwrap_or_else(|| (fresh.next().expect("enough pages"), false)))
+            .collect();
+        let id = self.map_pages(st, p.segment, p.map_at, plan)?;
+        self.evict_stitched(st)?;
+        Ok(Some(id))
+    }
+
+    /// Takes the pages at `sources` (block, page address; each page wholly
+    /// inside that free block, whose fence has completed) out of their blocks
+    /// without unmapping them: each leaves a stitched mapping behind, and the
+    /// range becomes unmapped space for the blocks.
+    pub(super) fn detach_pages(&self, st: &mut State, mut sources: Vec<(u32, u64)>) {
+        let page = self.page;
+        // Highest address first within a block: carving the top of a block
+        // keeps its index for the part below.
+        sources.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut i = 0;
+        while i < sources.len() {
+            let (id, top) = sources[i];
+            let mut from = top;
+            let mut j = i + 1;
+            while j < sources.len() && sources[j].0 == id && sources[j].1 + page == from {
+                from -= page;
+                j += 1;
+            }
+            let to = top + page;
+            let (seg_i, stream, pool, freed_at) = {
+                let b = &st.blocks[id];
+                (b.segment, b.stream, b.pool.stat(), b.freed_at)
+            };
+            let busy = freed_at > st.streams[stream as usize].fence.done;
+            let mut at = from;
+            while at < to {
+                st.stitch_clock += 1;
+                let stamp = st.stitch_clock;
+                let seg = st.expandable[seg_i as usize]
+                    .as_mut()
+                    .expect("block's segment exists");
+                let idx = ((at - seg.base) / page) as u32;
+                let h = seg.handles[idx as usize]
+                    .take()
+                    .expect("a mapped page has a handle");
+                seg.mapped_pages -= 1;
+                seg.stitched.insert(idx, (h, stamp));
+                st.live.remove(&h);
+                if busy {
+                    st.busy_stitched.insert((seg_i, idx), (stream, freed_at));
+                }
+                st.stitch_lru.insert(stamp, (seg_i, idx));
+                st.aliases.entry(h).or_default().push((seg_i, idx));
+                at += page;
+            }
+            st.record(Action::SegmentUnmap, from, to - from, stream);
+            carve_unmapped(st, id, from, to);
+            st.stats.reserved_bytes.decrease(pool, (to - from) as i64);
+            i = j;
+        }
+    }
+
+    /// Unmaps the pages of `[from, to)`, inside free block `id`, keeping the
+    /// handles in `out`. The caller has made sure that no queued work still
+    /// uses the pages (a completed fence, or a synchronised stream).
+    pub(super) fn unmap_range(
+        &self,
+        st: &mut State,
+        id: u32,
+        from: u64,
+        to: u64,
+        out: &mut Vec<PhysHandle>,
+    ) -> Result<(), AllocError> {
+        let page = self.page;
+        let stream = st.blocks[id].stream;
+        let seg_i = st.blocks[id].segment as usize;
+        let pool = st.blocks[id].pool.stat();
+        let mut done = from;
+        let mut failure = None;
+        while done < to {
+            if let Err(e) = self.vm.unmap(done, page) {
+                failure = Some(e);
+                break;
+            }
+            let seg = st.expandable[seg_i]
+                .as_mut()
+                .expect("block's segment exists");
+            let h = seg.handles[((done - seg.base) / page) as usize]
+                .take()
+                .expect("a mapped page has a handle");
+            seg.mapped_pages -= 1;
+            st.live.remove(&h);
+            out.push(h);
+            done += page;
+        }
+        if done > from {
+            st.record(Action::SegmentUnmap, from, done - from, stream);
+            carve_unmapped(st, id, from, done);
+            st.stats.reserved_bytes.decrease(pool, (done - from) as i64);
+            st.stats.num_device_free += 1;
+        }
+        match failure {
+            None => Ok(()),
+            Some(e) => Err(self.driver_error(e)),
+        }
+    }
+
+    /// Maps `plan` at `start` (page-aligned, inside an unmapped block of
+    /// segment `seg`): each page's physical handle, and whether a stitched
+    /// mapping of it is already there (then it costs no driver call). A
+    /// stitched mapping of another page in the way is unmapped first. Returns
+    /// the free block (merged with its free neighbours, out of the index) that
+    /// results.
+    pub(super) fn map_pages(
+        &self,
+        st: &mut State,
+        seg: u32,
+        start: u64,
+        plan: Vec<(PhysHandle, bool)>,
+    ) -> Result<u32, AllocError> {
+        let page = self.page;
+        let len = plan.len() as u64 * page;
+        let base = st.expandable[seg as usize]
+            .as_ref()
+            .expect("segment exists")
+            .base;
+        let first = ((start - base) / page) as u32;
+        let mut mapped: Vec<u64> = Vec::new();
+        let mut failure = None;
+        for (i, &(h, stitched)) in plan.iter().enumerate() {
+            if stitched {
+                continue;
+            }
+            let at = start + i as u64 * page;
+            let idx = first + i as u32;
+            let in_the_way = st.expandable[seg as usize]
+                .as_ref()
+                .expect("segment exists")
+                .stitched
+                .contains_key(&idx);
+            if in_the_way {
+                // Placements are chosen so that this mapping is not one that
+                // queued work may still use; should one be, its stream is
+                // synchronised rather than the memory pulled from under that
+                // work (the tests count synchronisations, so such a slip shows).
+                let mut queried = Vec::new();
+                if !self.stitched_idle(st, seg, idx, &mut queried) {
+                    if let Some(&(bs, _)) = st.busy_stitched.get(&(seg, idx)) {
+                        if let Err(e) = self
+                            .driver
+                            .synchronize_stream(st.streams[bs as usize].handle)
+                        {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                if let Err(e) = self.unmap_stitched(st, seg, idx) {
+                    failure = Some(e);
+                    break;
+                }
+            }
+            if let Err(e) = self.vm.map(at, page, h) {
+                failure = Some(e);
+                break;
+            }
+            mapped.push(at);
+        }
+        if failure.is_none() {
+            // One access grant per run of new mappings.
+            let mut k = 0;
+            while k < mapped.len() {
+                let mut z = k + 1;
+                while z < mapped.len() && mapped[z] == mapped[z - 1] + page {
+                    z += 1;
+                }
+                if let Err(e) = self.vm.set_access(mapped[k], (z - k) as u64 * page) {
+                    failure = Some(e);
+                    break;
+                }
+                k = z;
+            }
+        }
+        if let Some(e) = failure {
+            // Undo: the range stays unmapped and every page of the plan goes
+            // back to the driver (the recycled ones were already accounted as
+            // unmapped), leaving the segment consistent.
+            for &at in &mapped {
+                let _ = self.vm.unmap(at, page);
+            }
+            for (h, _) in plan {
+                self.drop_handle(st, h);
+            }
+            return Err(self.driver_error(e));
+        }
+        for (i, &(h, stitched)) in plan.iter().enumerate() {
+            let idx = first + i as u32;
+            if stitched {
+                Self::forget_stitched(st, seg, idx);
+            }
+            let sg = st.expandable[seg as usize]
+                .as_mut()
+                .expect("segment exists");
+            sg.handles[idx as usize] = Some(h);
+            st.live.insert(h, (seg, idx));
+        }
+        st.expandable[seg as usize]
+            .as_mut()
+            .expect("segment exists")
+            .mapped_pages += plan.len() as u64;
+        // Detaching pages may have merged more unmapped space into the target
+        // block: find the block that holds `start` now, and cut
+        // `[start, start + len)` out of it.
+        let mut u = st.expandable[seg as usize]
+            .as_ref()
+            .expect("segment exists")
+            .head;
+        while st.blocks[u].end() <= start {
+            u = st.blocks[u].next;
+        }
+        debug_assert!(!st.blocks[u].mapped && st.blocks[u].end() >= start + len);
+        if st.blocks[u].ptr < start {
+            u = st.blocks.split(u, start - st.blocks[u].ptr);
+        }
+        let pool = st.blocks[u].pool.stat();
+        st.stats.reserved_bytes.increase(pool, len as i64);
+        if !mapped.is_empty() {
+            st.stats.num_device_alloc += 1;
+        }
+        let s = st.blocks[u].stream;
+        st.record(Action::SegmentMap, start, len, s);
+        if len < st.blocks[u].size {
+            st.blocks.split(u, len);
+        }
+        st.blocks[u].mapped = true;
+        let mut id = u;
+        let prev = st.blocks[id].prev;
+        if prev != NONE && st.blocks[prev].is_free() {
+            st.index_remove(prev);
+            st.blocks.absorb_next(prev);
+            id = prev;
+        }
+        let next = st.blocks[id].next;
+        if next != NONE && st.blocks[next].is_free() {
+            st.index_remove(next);
+            st.blocks.absorb_next(id);
+        }
+        Ok(id)
+    }
+}
+
+/// Turns `[a, z)` (page-aligned, inside free block `id`, which is in the index)
+/// into unmapped space, merged with unmapped neighbours; free remainders on
+/// either side go back to the index.
+pub(super) fn carve_unmapped(st: &mut State, id: u32, a: u64, z: u64) {
+    st.index_remove(id);
+    let mut mid = id;
+    if a > st.blocks[id].ptr {
+        mid = st.blocks.split(id, a - st.blocks[id].ptr);
+        st.index_insert(id);
+    }
+    if z < st.blocks[mid].end() {
+        let tail = st.blocks.split(mid, z - st.blocks[mid].ptr);
+        st.index_insert(tail);
+    }
+    st.blocks[mid].mapped = false;
+    let next = st.blocks[mid].next;
+    if next != NONE && !st.blocks[next].mapped {
+        st.blocks.absorb_next(mid);
+    }
+    let prev = st.blocks[mid].prev;
+    if prev != NONE && !st.blocks[prev].mapped {
+        st.blocks.absorb_next(prev);
+    }
+}
