@@ -57,6 +57,7 @@ mod span;
 mod stitched;
 
 use available::*;
+use pages::holds;
 use placement::*;
 
 /// Stitched mappings kept, at most, per reserved page ...
@@ -194,7 +195,7 @@ impl ExpandableSpace<'_> {
         let repetition = st
             .repeats
             .recurs(context, high.bytes, high.at, now, stream_peak_at);
-        let hold = repetition != Repetition::None;
+        let mut hold = repetition != Repetition::None;
         let weak = repetition == Repetition::Weak;
         // What holding may take reserved memory to: the hold limit for a
         // (strong) repetition; for a weak one, the margin with its full
@@ -205,7 +206,7 @@ impl ExpandableSpace<'_> {
             target + peak / HOLD_LIMIT
         };
         let avail = self.available_pages(st, s, pool);
-        let recyclable = if hold { 0 } else { avail.pages };
+        let mut recyclable = if hold { 0 } else { avail.pages };
         // A placement overwrites the stitched mappings in its range (other
         // than those its pages move back to). One that queued work may still
         // use is unmapped only once its stream's fence has passed it; if the
@@ -280,18 +281,33 @@ impl ExpandableSpace<'_> {
             if !avoid_busy && pool == PoolKind::Large && headroom > n {
                 n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
             }
-            if avoid_busy {
-                break (p, n as usize);
+            if !avoid_busy {
+                let busy = busy_overwritten(st, &p, n, &avail, page, false);
+                let mut queried = Vec::new();
+                let all_idle = busy
+                    .into_iter()
+                    .all(|idx| self.stitched_idle(st, p.segment, idx, &mut queried));
+                if !all_idle {
+                    avoid_busy = true;
+                    continue;
+                }
             }
-            let busy = busy_overwritten(st, &p, n, &avail, page, false);
-            let mut queried = Vec::new();
-            let all_idle = busy
-                .into_iter()
-                .all(|idx| self.stitched_idle(st, p.segment, idx, &mut queried));
-            if all_idle {
-                break (p, n as usize);
+            // The placements were ranked for a growth that holds (nothing
+            // recycled). If this one gives the hold up entirely (a weak
+            // repetition with too few pages to move back, or the hold limit
+            // or the memory fraction reached), the growth moves pages: rank
+            // them again for that, or the placement chosen may keep the very
+            // free blocks recycling would take pages from, and create pages
+            // beyond the margin instead.
+            if hold
+                && gives_up_holding(st, &p, n as usize, &avail, (weak, hold_cap), headroom, page)
+            {
+                hold = false;
+                recyclable = avail.pages;
+                avoid_busy = false;
+                continue;
             }
-            avoid_busy = true;
+            break (p, n as usize);
         };
         let spare = FxHashSet::default();
         self.fill(st, &p, n, hold, weak, hold_cap, headroom, &avail, &spare)
@@ -434,4 +450,39 @@ impl ExpandableSpace<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether a growth that would hold gives the hold up entirely with
+/// placement `p` mapping `n` pages (as `fill` will decide; a weak repetition
+/// that may still create some of its pages does not).
+fn gives_up_holding(
+    st: &State,
+    p: &Placement,
+    n: usize,
+    avail: &Available,
+    (weak, hold_cap): (bool, u64),
+    headroom: u64,
+    page: u64,
+) -> bool {
+    let first = ((p.map_at
+        - st.expandable[p.segment as usize]
+            .as_ref()
+            .expect("segment exists")
+            .base)
+        / page) as u32;
+    let mut taken = FxHashSet::default();
+    walk_stitched(
+        p.segment,
+        first,
+        n as u64,
+        avail,
+        |_, blk| !p.keep.contains(&blk),
+        &mut taken,
+        |_, _, _, _| {},
+        |_| {},
+    );
+    let others = n - taken.len();
+    let within = others.min(headroom as usize);
+    let (hold, partial) = holds(st, true, weak, hold_cap, taken.len(), others, within, page);
+    !hold && partial == 0
 }

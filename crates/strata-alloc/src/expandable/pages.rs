@@ -18,7 +18,7 @@ impl ExpandableSpace<'_> {
         st: &mut State,
         p: &Placement,
         n: usize,
-        mut hold: bool,
+        hold: bool,
         weak: bool,
         hold_cap: u64,
         headroom: u64,
@@ -52,31 +52,9 @@ impl ExpandableSpace<'_> {
         );
         let others = n - taken.len();
         let within = others.min(headroom as usize);
-        // A repeating growth holds only within its limit, and only if the
-        // memory fraction allows it; otherwise it moves pages like any other.
-        // A weak repetition holds only when the growth finds at least as many
-        // of its pages at stitched mappings of their own as it needs mapped,
-        // less one (the layout it returns to is mostly there already; the
-        // one page of slack lets a one-page growth, which either needs no
-        // page mapped or has no page to move back, hold at all), and then
-        // creates what fits under its cap, moving the rest.
-        let beyond = (others - within) as u64 * page;
-        let mut partial = 0;
-        if hold && weak {
-            let room = (hold_cap.saturating_sub(st.reserved()) / page) as usize;
-            let need = others - within;
-            if taken.len() + WEAK_SLACK < others {
-                hold = false;
-            } else if room < need {
-                hold = false;
-                if st.fits_fraction(room as u64 * page) {
-                    partial = room;
-                }
-            }
-        }
-        if hold && (st.reserved() + beyond > hold_cap || !st.fits_fraction(beyond)) {
-            hold = false;
-        }
+        let (hold, partial) = holds(st, hold, weak, hold_cap, taken.len(), others, within, page);
+        let mut hold = hold;
+        let mut partial = partial;
         let fresh = loop {
             let mut recycled: Vec<PhysHandle> = Vec::new();
             let mut moved: Vec<(u32, u64)> = Vec::new();
@@ -393,4 +371,54 @@ pub(super) fn carve_unmapped(st: &mut State, id: u32, a: u64, z: u64) {
     if prev != NONE && !st.blocks[prev].mapped {
         st.blocks.absorb_next(prev);
     }
+}
+
+/// Whether a growth that repeats the workload (`hold`; `weak` for a weak
+/// repetition) still holds once its placement is known, and how many pages a
+/// weak one that may not hold fully creates all the same (`partial`): of the
+/// `taken + others` pages it maps, `taken` move back to stitched mappings of
+/// their own and `within` of the others come from the margin.
+///
+/// A repeating growth holds only within its limit (`hold_cap`), and only if
+/// the memory fraction allows it; otherwise it moves pages like any other. A
+/// weak repetition holds only when the growth finds at least as many of its
+/// pages at stitched mappings of their own as it needs mapped, less one (the
+/// layout it returns to is mostly there already; the one page of slack lets
+/// a one-page growth, which either needs no page mapped or has no page to
+/// move back, hold at all), and then creates what fits under its cap, moving
+/// the rest.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn holds(
+    st: &State,
+    hold: bool,
+    weak: bool,
+    hold_cap: u64,
+    taken: usize,
+    others: usize,
+    within: usize,
+    page: u64,
+) -> (bool, usize) {
+    if !hold {
+        return (false, 0);
+    }
+    let beyond = (others - within) as u64 * page;
+    if weak {
+        let room = (hold_cap.saturating_sub(st.reserved()) / page) as usize;
+        let need = others - within;
+        if taken + WEAK_SLACK < others {
+            return (false, 0);
+        }
+        if room < need {
+            let partial = if st.fits_fraction(room as u64 * page) {
+                room
+            } else {
+                0
+            };
+            return (false, partial);
+        }
+    }
+    if st.reserved() + beyond > hold_cap || !st.fits_fraction(beyond) {
+        return (false, 0);
+    }
+    (true, 0)
 }
