@@ -73,7 +73,7 @@ impl Tensor {
         device: Device,
         seq: Sequence,
     ) -> Result<Tensor> {
-        let out = Tensor::empty(shape, dtype, device)?;
+        let out = Tensor::uninit(shape, dtype, device)?;
         if out.numel() == 0 {
             return Ok(out);
         }

@@ -57,8 +57,32 @@ impl Tensor {
     /// `torch.empty`: a contiguous tensor whose elements are uninitialised
     /// (whatever the allocator's block held; write before reading). Nothing
     /// is written, so this is the cheapest way to get an output buffer.
+    ///
+    /// Except for `bool`: its elements start `false`. A byte other than 0 or
+    /// 1 is not a valid `bool` (reading one is undefined behaviour in Rust,
+    /// and ops would disagree on its value), and the block may hold any bytes
+    /// of an earlier tensor; PyTorch's `torch.empty(dtype=torch.bool)` leaves
+    /// them as they are.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, DType, Device};
+    /// drop(Tensor::full(&[256], 240, DType::U8, Device::Cpu).unwrap());
+    /// let b = Tensor::empty(&[256], DType::Bool, Device::Cpu).unwrap();
+    /// assert_eq!(b.to_vec::<bool>().unwrap(), vec![false; 256]);
+    /// ```
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        let t = Tensor::uninit(shape, dtype, device)?;
+        if dtype == DType::Bool && t.numel() > 0 {
+            t.backend()?.fill(&t.arg(), Scalar::Bool(false))?;
+        }
+        Ok(t)
+    }
+
+    /// [`Tensor::empty`] without filling `bool`: an output buffer that the
+    /// caller writes in full before anything reads it.
+    #[track_caller]
+    pub(crate) fn uninit(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         let numel = shape::check_contiguous("empty", shape)?;
         let nbytes = shape::checked_nbytes("empty", shape, numel, dtype.size())?;
         let storage = Storage::new(nbytes, device)?;
@@ -188,7 +212,7 @@ impl Tensor {
         dtype: DType,
         device: Device,
     ) -> Result<Tensor> {
-        let t = Tensor::empty(shape, dtype, device)?;
+        let t = Tensor::uninit(shape, dtype, device)?;
         t.fill_(value)?;
         Ok(t)
     }
@@ -290,7 +314,7 @@ impl Tensor {
                 format!("{} elements cannot have shape {shape:?}", data.len()),
             ));
         }
-        let t = Tensor::empty(shape, T::DTYPE, device)?;
+        let t = Tensor::uninit(shape, T::DTYPE, device)?;
         // SAFETY: `T: Element` types are plain old data (no padding, every
         // byte initialised), so viewing the slice as bytes is sound.
         let bytes = unsafe {
@@ -433,7 +457,7 @@ impl Tensor {
     /// A copy with fresh storage (PyTorch's `clone()`).
     #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
-        let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
+        let out = Tensor::uninit(self.shape(), self.dtype(), self.device())?;
         out.copy_from_unchecked(self)?;
         self.pass_value_range(&out);
         Ok(out)
@@ -455,7 +479,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = Tensor::empty(self.shape(), dtype, self.device())?;
+        let out = Tensor::uninit(self.shape(), dtype, self.device())?;
         out.copy_from_unchecked(self)?;
         self.pass_value_range(&out);
         Ok(out)

@@ -175,3 +175,36 @@ fn index_select_of_a_0d_tensor_takes_exactly_one_index() {
     let e = s.index_select(0, &bad).unwrap_err();
     assert!(matches!(e, TensorError::Index { .. }), "{e}");
 }
+
+/// `empty` of `bool` over a block that held other bytes: every element is
+/// `false`, and every op reads the same values (a byte other than 0 or 1 is
+/// not a valid `bool`). Found by the adversarial suite on CI: `cumsum` of
+/// `empty_like(dtype=bool)` over a reused block summed the raw byte 240 where
+/// `to_scalars` read `false`.
+#[test]
+fn empty_bool_over_reused_memory_is_all_false() {
+    for n in [1usize, 7, 256, 4099] {
+        drop(Tensor::full(&[n], 240, DType::U8, Device::Cpu).unwrap());
+        let b = Tensor::empty(&[n], DType::Bool, Device::Cpu).unwrap();
+        assert_eq!(b.to_vec::<bool>().unwrap(), vec![false; n]);
+        let c = b.cumsum(0, None).unwrap();
+        assert_eq!(c.to_vec::<i64>().unwrap(), vec![0; n]);
+        drop(
+            Tensor::full(
+                &[n, 2],
+                0xF0F0_F0F0u32 as i32 as i64,
+                DType::I32,
+                Device::Cpu,
+            )
+            .unwrap(),
+        );
+        let like = Tensor::zeros(&[n, 2], DType::F32, Device::Cpu)
+            .unwrap()
+            .empty_like(Some(DType::Bool))
+            .unwrap();
+        assert_eq!(
+            like.sum(None, false).unwrap().to_vec::<i64>().unwrap(),
+            vec![0]
+        );
+    }
+}

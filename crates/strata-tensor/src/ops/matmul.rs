@@ -148,7 +148,7 @@ impl Tensor {
     /// multiplied in their own dtype and accumulated in f32, rounded once.
     fn bmm_raw(&self, b: &Tensor) -> Result<Tensor> {
         let (bs, m, n) = (self.shape()[0], self.shape()[1], b.shape()[2]);
-        let out = Tensor::empty(&[bs, m, n], self.dtype(), self.device())?;
+        let out = Tensor::uninit(&[bs, m, n], self.dtype(), self.device())?;
         if out.numel() == 0 {
             // Nothing to compute, however long the batch (a [2^61, 1, 0]
             // product would otherwise walk its batch doing nothing).
@@ -207,7 +207,7 @@ impl Tensor {
                 ),
             ));
         }
-        let out = Tensor::empty(&[1, n, p], self.dtype(), self.device())?;
+        let out = Tensor::uninit(&[1, n, p], self.dtype(), self.device())?;
         out.copy_from_unchecked(&self.expand(&[1, n as i64, p as i64])?)?;
         let (a, b) = (mat1.unsqueeze(0)?, mat2.unsqueeze(0)?);
         {

@@ -117,7 +117,7 @@ impl Tensor {
             ));
         }
         let x = self.to_dtype(target)?.contiguous()?;
-        let out = Tensor::empty(self.shape(), target, self.device())?;
+        let out = Tensor::uninit(self.shape(), target, self.device())?;
         let s = DimShape::new(self.shape(), d);
         dim_launch(&out, &x, |be| be.softmax(&out.arg(), &x.arg(), s, mode))?;
         Ok(out)
@@ -150,7 +150,7 @@ impl Tensor {
             None => DType::I64,
         };
         let x = self.to_dtype(target)?.contiguous()?;
-        let out = Tensor::empty(self.shape(), target, self.device())?;
+        let out = Tensor::uninit(self.shape(), target, self.device())?;
         let s = DimShape::new(self.shape(), d);
         dim_launch(&out, &x, |be| be.cumsum(&out.arg(), &x.arg(), s))?;
         Ok(out)
@@ -285,7 +285,7 @@ impl Tensor {
         crate::ops::elementwise::same_device(name, self, grad)?;
         let y = self.contiguous()?;
         let g = grad.to_dtype(self.dtype())?.contiguous()?;
-        let out = Tensor::empty(self.shape(), self.dtype(), self.device())?;
+        let out = Tensor::uninit(self.shape(), self.dtype(), self.device())?;
         if out.numel() == 0 {
             return Ok(out);
         }
