@@ -2977,3 +2977,32 @@ fn cross_entropy_of_huge_logits_matches_cpu() -> Result<()> {
     }
     Ok(())
 }
+
+/// `empty` of `bool` over a block that held other bytes starts `false` on
+/// every device, and the ops read it so (a byte other than 0 or 1 is not a
+/// valid `bool`); comparisons, whose outputs are written in full, still give
+/// their values.
+fn empty_bool_starts_false(dev: Device) -> Result<()> {
+    for n in [1usize, 300, 70_000] {
+        drop(Tensor::full(&[n], 240, DType::U8, dev)?);
+        let b = Tensor::empty(&[n], DType::Bool, dev)?;
+        assert_eq!(b.to(Device::Cpu)?.to_vec::<bool>()?, vec![false; n]);
+        assert_eq!(
+            b.sum(None, false)?.to(Device::Cpu)?.to_vec::<i64>()?,
+            vec![0]
+        );
+        let x = Tensor::arange(0.0, n as f64, 1.0, Some(DType::F32), dev)?;
+        let lt = x.lt(&Tensor::full(&[1], 100.0, DType::F32, dev)?)?;
+        let want = (0..n).filter(|&i| i < 100).count() as i64;
+        assert_eq!(
+            lt.sum(None, false)?.to(Device::Cpu)?.to_vec::<i64>()?,
+            vec![want]
+        );
+    }
+    Ok(())
+}
+test_device!(
+    empty_bool_starts_false,
+    empty_bool_starts_false_cpu,
+    empty_bool_starts_false_gpu
+);
