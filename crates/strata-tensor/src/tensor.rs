@@ -73,8 +73,8 @@ impl Tensor {
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
         let t = Tensor::uninit(shape, dtype, device)?;
-        if dtype == DType::Bool && t.numel() > 0 {
-            t.backend()?.fill(&t.arg(), Scalar::Bool(false))?;
+        if dtype == DType::Bool {
+            t.fill_(false)?;
         }
         Ok(t)
     }

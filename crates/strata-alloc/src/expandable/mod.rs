@@ -464,23 +464,7 @@ fn gives_up_holding(
     headroom: u64,
     page: u64,
 ) -> bool {
-    let first = ((p.map_at
-        - st.expandable[p.segment as usize]
-            .as_ref()
-            .expect("segment exists")
-            .base)
-        / page) as u32;
-    let mut taken = FxHashSet::default();
-    walk_stitched(
-        p.segment,
-        first,
-        n as u64,
-        avail,
-        |_, blk| !p.keep.contains(&blk),
-        &mut taken,
-        |_, _, _, _| {},
-        |_| {},
-    );
+    let taken = p.walk_stitched(st, n as u64, avail, page, |_, _, _, _| {}, |_| {});
     let others = n - taken.len();
     let within = others.min(headroom as usize);
     let (hold, partial) = holds(st, true, weak, hold_cap, taken.len(), others, within, page);

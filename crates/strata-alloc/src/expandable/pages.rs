@@ -29,21 +29,14 @@ impl ExpandableSpace<'_> {
         // The pages that move back to a stitched mapping of theirs (no driver
         // call), then new pages within the margin, then recycled pages (least
         // recently freed first), then new pages beyond the margin.
-        let seg_base = st.expandable[p.segment as usize]
-            .as_ref()
-            .expect("segment exists")
-            .base;
-        let first = ((p.map_at - seg_base) / page) as u32;
+        let first = p.first_page(st, page);
         let mut plan: Vec<Option<(PhysHandle, bool)>> = vec![None; n];
-        let mut taken: FxHashSet<PhysHandle> = FxHashSet::default();
         let mut sources: Vec<(u32, u64)> = Vec::new();
-        walk_stitched(
-            p.segment,
-            first,
+        let taken = p.walk_stitched(
+            st,
             n as u64,
             avail,
-            |_, blk| !p.keep.contains(&blk),
-            &mut taken,
+            page,
             |idx, h, addr, blk| {
                 plan[(idx - first) as usize] = Some((h, true));
                 sources.push((blk, addr));

@@ -18,6 +18,44 @@ pub(super) struct Placement {
     pub(super) keep: [u32; 2],
 }
 
+impl Placement {
+    /// The page index in its segment where mapping starts.
+    pub(super) fn first_page(&self, st: &State, page: u64) -> u32 {
+        let base = st.expandable[self.segment as usize]
+            .as_ref()
+            .expect("segment exists")
+            .base;
+        ((self.map_at - base) / page) as u32
+    }
+
+    /// [`walk_stitched`] over the first `n` pages this placement maps: a page
+    /// moves back only from a free block the placement does not keep, and to
+    /// the first of its mappings in the range only. Returns the pages that
+    /// move back.
+    pub(super) fn walk_stitched(
+        &self,
+        st: &State,
+        n: u64,
+        avail: &Available,
+        page: u64,
+        on_back: impl FnMut(u32, PhysHandle, u64, u32),
+        on_over: impl FnMut(u32),
+    ) -> FxHashSet<PhysHandle> {
+        let mut back = FxHashSet::default();
+        walk_stitched(
+            self.segment,
+            self.first_page(st, page),
+            n,
+            avail,
+            |_, blk| !self.keep.contains(&blk),
+            &mut back,
+            on_back,
+            on_over,
+        );
+        back
+    }
+}
+
 /// Where `rounded` bytes would go if mapped from page address `from` of
 /// unmapped block `u`: either starting in the free block before it
 /// (`with_before`, only when `from` is the block's start), or at `from`.
@@ -74,18 +112,12 @@ pub(super) fn placement_cost(
     recyclable: u64,
     page: u64,
 ) -> Cost {
-    let sg = st.expandable[p.segment as usize]
-        .as_ref()
-        .expect("segment exists");
-    let first = ((p.map_at - sg.base) / page) as u32;
     let (mut flips, mut stale) = (0u64, 0u64);
-    walk_stitched(
-        p.segment,
-        first,
+    p.walk_stitched(
+        st,
         p.pages,
         avail,
-        |_, blk| !p.keep.contains(&blk),
-        &mut FxHashSet::default(),
+        page,
         |_, _, _, _| flips += 1,
         |_| stale += 1,
     );
@@ -155,20 +187,13 @@ pub(super) fn busy_overwritten(
     if st.busy_stitched.is_empty() {
         return Vec::new();
     }
-    let sg = st.expandable[p.segment as usize]
-        .as_ref()
-        .expect("segment exists");
-    let first = ((p.map_at - sg.base) / page) as u32;
-    // As the growth's plan does: a page moves back to the first of its
-    // mappings in the range only.
+    // As the growth's plan does.
     let mut busy = Vec::new();
-    walk_stitched(
-        p.segment,
-        first,
+    p.walk_stitched(
+        st,
         n,
         avail,
-        |_, blk| !p.keep.contains(&blk),
-        &mut FxHashSet::default(),
+        page,
         |_, _, _, _| {},
         |idx| {
             let uncovered_busy =
