@@ -13,7 +13,7 @@ mod common;
 use common::{decode, int, key, list, string};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::history::Action;
 use strata_alloc::snapshot::BlockState;
@@ -193,72 +193,200 @@ impl Tracker {
     }
 }
 
+/// PyTorch's `_test_memory_stats_generator` on allocator `a`: a sequence of
+/// float-tensor allocations and frees of many shapes, with peak resets and
+/// cache flushes between them, checking the statistics against the snapshot
+/// and the peaks after every step. `step` runs after each step (PyTorch's
+/// `yield`), so that two devices' sequences can be interleaved.
+fn stats_generator(a: &Arc<CachingAllocator>, mode: &str, step: &mut dyn FnMut()) {
+    let floats = |dims: &[u64]| dims.iter().product::<u64>() * 4;
+    let alloc = |dims: &[u64]| a.allocate(floats(dims), S0).unwrap();
+    let mut t = Tracker::new(a);
+    let m0 = a.memory_allocated();
+    t.change(a, 0, false, false);
+    t.change(a, 0, false, true);
+    t.change(a, 0, true, false);
+    t.change(a, 0, false, true);
+    t.change(a, 0, false, false);
+    step();
+
+    let tensors1 = vec![alloc(&[1]), alloc(&[10, 20]), alloc(&[200, 300, 2000])];
+    let m1 = a.memory_allocated();
+    t.change(a, 1, false, false);
+    step();
+
+    const N: u64 = 35;
+    let mut tensors2: Vec<Allocation> = Vec::new();
+    for i in 1..=N / 2 {
+        tensors2.push(alloc(&[i, i * 4]));
+        t.change(a, 1, false, false);
+        step();
+    }
+    for i in 5..N / 2 + 5 {
+        tensors2.push(alloc(&[i, i * 7, i * 9, i * 11]));
+        t.change(a, 1, false, i % 2 == 0);
+        step();
+    }
+    tensors2.push(alloc(&[0, 0, 0])); // an empty tensor takes nothing
+    t.change(a, 0, false, false);
+    step();
+
+    // A permutation, then the originals dropped: nothing is freed.
+    let mut rng = Lcg(7);
+    let mut permuted = Vec::new();
+    while !tensors2.is_empty() {
+        let i = rng.below(tensors2.len() as u64) as usize;
+        permuted.push(tensors2.swap_remove(i));
+        t.change(a, 0, false, false);
+        step();
+    }
+    let mut tensors2 = permuted;
+    t.change(a, 0, false, true);
+    step();
+
+    for i in 0..(N / 2) as usize {
+        let x = tensors2.remove(i).size();
+        t.change(a, -(x as i64), false, false);
+        step();
+    }
+    for i in 2..(2 * N / 3 + 2) {
+        tensors2.push(alloc(&[i, i * 3, i * 8]));
+        t.change(a, 1, false, false);
+        step();
+    }
+    drop(tensors2);
+    t.change(a, -1, false, true);
+    t.change(a, 0, false, false);
+    assert_eq!(a.memory_allocated(), m1, "{mode}");
+    step();
+
+    drop(tensors1);
+    t.change(a, -1, false, true);
+    assert_eq!(a.memory_allocated(), m0, "{mode}");
+    t.change(a, 0, true, false);
+    t.change(a, 0, false, true);
+    a.check_consistency().unwrap();
+}
+
 /// Mirrors `test_memory_stats` of `test/test_cuda_multigpu.py` (its
-/// `_test_memory_stats_generator` and `_check_memory_stat_consistency`): a
-/// sequence of float-tensor allocations and frees of many shapes, with peak
-/// resets and cache flushes between them, where after every step the
-/// statistics must agree with the snapshot and the peaks must behave.
+/// `_test_memory_stats_generator` and `_check_memory_stat_consistency`): after
+/// every step of the generator the statistics must agree with the snapshot
+/// and the peaks must behave.
 #[test]
 fn memory_stats_generator_agrees_with_the_snapshot() {
     for mode in MODES {
         let (_, a) = sim(mode, 16 * GIB);
-        let floats = |dims: &[u64]| dims.iter().product::<u64>() * 4;
-        let alloc = |dims: &[u64]| a.allocate(floats(dims), S0).unwrap();
-        let mut t = Tracker::new(&a);
-        let m0 = a.memory_allocated();
-        t.change(&a, 0, false, false);
-        t.change(&a, 0, false, true);
-        t.change(&a, 0, true, false);
-        t.change(&a, 0, false, true);
-        t.change(&a, 0, false, false);
+        stats_generator(&a, mode, &mut || {});
+    }
+}
 
-        let tensors1 = vec![alloc(&[1]), alloc(&[10, 20]), alloc(&[200, 300, 2000])];
-        let m1 = a.memory_allocated();
-        t.change(&a, 1, false, false);
+/// Whose turn it is in [`memory_stats_of_two_devices_interleaved`]: thread
+/// `turn` runs its generator until its next step, then hands over.
+struct Turns {
+    turn: usize,
+    done: [bool; 2],
+    /// Steps device 1 still takes before handing back (semi-random order).
+    left: u64,
+    rng: Lcg,
+    random: bool,
+}
 
-        const N: u64 = 35;
-        let mut tensors2: Vec<Allocation> = Vec::new();
-        for i in 1..=N / 2 {
-            tensors2.push(alloc(&[i, i * 4]));
-            t.change(&a, 1, false, false);
+impl Turns {
+    /// The thread to run after a step of thread `i` (a finished thread never
+    /// gets the turn back).
+    fn next(&mut self, i: usize) -> usize {
+        let other = 1 - i;
+        if self.done[other] {
+            return i;
         }
-        for i in 5..N / 2 + 5 {
-            tensors2.push(alloc(&[i, i * 7, i * 9, i * 11]));
-            t.change(&a, 1, false, i % 2 == 0);
+        if !self.random {
+            return other;
         }
-        tensors2.push(alloc(&[0, 0, 0])); // an empty tensor takes nothing
-        t.change(&a, 0, false, false);
+        // PyTorch's semi-random order: after each step of device 0, device 1
+        // takes 0, 1 or 2 steps.
+        if i == 0 {
+            self.left = self.rng.below(3);
+            if self.left == 0 {
+                0
+            } else {
+                1
+            }
+        } else {
+            self.left = self.left.saturating_sub(1);
+            if self.left == 0 {
+                0
+            } else {
+                1
+            }
+        }
+    }
+}
 
-        // A permutation, then the originals dropped: nothing is freed.
-        let mut rng = Lcg(7);
-        let mut permuted = Vec::new();
-        while !tensors2.is_empty() {
-            let i = rng.below(tensors2.len() as u64) as usize;
-            permuted.push(tensors2.swap_remove(i));
-            t.change(&a, 0, false, false);
-        }
-        let mut tensors2 = permuted;
-        t.change(&a, 0, false, true);
+/// Hands the turn on when a generator thread ends, normally or by a failed
+/// assertion (so that the other thread is never left waiting).
+struct Finished<'a>(&'a (Mutex<Turns>, Condvar), usize);
 
-        for i in 0..(N / 2) as usize {
-            let x = tensors2.remove(i).size();
-            t.change(&a, -(x as i64), false, false);
-        }
-        for i in 2..(2 * N / 3 + 2) {
-            tensors2.push(alloc(&[i, i * 3, i * 8]));
-            t.change(&a, 1, false, false);
-        }
-        drop(tensors2);
-        t.change(&a, -1, false, true);
-        t.change(&a, 0, false, false);
-        assert_eq!(a.memory_allocated(), m1, "{mode}");
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        let (m, cv) = self.0;
+        let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+        g.done[self.1] = true;
+        g.turn = 1 - self.1;
+        cv.notify_all();
+    }
+}
 
-        drop(tensors1);
-        t.change(&a, -1, false, true);
-        assert_eq!(a.memory_allocated(), m0, "{mode}");
-        t.change(&a, 0, true, false);
-        t.change(&a, 0, false, true);
-        a.check_consistency().unwrap();
+/// Mirrors `test_memory_stats_multigpu` of `test/test_cuda_multigpu.py`: the
+/// generator runs on two devices at once, interleaved step by step and then in
+/// a semi-random order (device 1 takes 0 to 2 steps after each of device 0's),
+/// each device from its own thread; every step checks that device's figures
+/// against its own snapshot, so neither device's books may pick up the
+/// other's allocations, frees or cache flushes.
+#[test]
+fn memory_stats_of_two_devices_interleaved() {
+    for mode in MODES {
+        for random in [false, true] {
+            let devices = [sim(mode, 16 * GIB).1, sim(mode, 8 * GIB).1];
+            let shared = (
+                Mutex::new(Turns {
+                    turn: 0,
+                    done: [false; 2],
+                    left: 0,
+                    rng: Lcg(35),
+                    random,
+                }),
+                Condvar::new(),
+            );
+            std::thread::scope(|scope| {
+                for (i, a) in devices.iter().enumerate() {
+                    let shared = &shared;
+                    scope.spawn(move || {
+                        let (m, cv) = shared;
+                        let _finished = Finished(shared, i);
+                        let wait_turn = || {
+                            let mut g = m.lock().unwrap();
+                            while g.turn != i && !g.done[1 - i] {
+                                g = cv.wait(g).unwrap();
+                            }
+                        };
+                        wait_turn();
+                        stats_generator(a, mode, &mut || {
+                            {
+                                let mut g = m.lock().unwrap();
+                                g.turn = g.next(i);
+                                cv.notify_all();
+                            }
+                            wait_turn();
+                        });
+                    });
+                }
+            });
+            for a in &devices {
+                assert_eq!(a.memory_allocated(), 0, "{mode}");
+                assert_eq!(a.memory_reserved(), 0, "{mode}: the cache was emptied");
+                a.check_consistency().unwrap();
+            }
+        }
     }
 }
 
@@ -322,6 +450,97 @@ fn raw_alloc_adds_its_size_to_requested_bytes() {
     }
 }
 
+/// Mirrors the resets of `test_memory_stats` (`reset_peak_memory_stats`,
+/// `reset_accumulated_memory_stats`) over every key of `memory_stats()`: the
+/// accumulated reset zeroes every `.allocated` and `.freed` figure (the
+/// oversize counters' included) and the five `num_*` event counters, and
+/// leaves every `.current` and `.peak` figure as it was; the peak reset then
+/// sets every `.peak` to its `.current` and touches nothing else.
+#[test]
+fn resets_touch_exactly_their_figures() {
+    const EVENTS: [&str; 5] = [
+        "num_alloc_retries",
+        "num_ooms",
+        "num_sync_all_streams",
+        "num_device_alloc",
+        "num_device_free",
+    ];
+    for mode in MODES {
+        let (_, a) = sim(&format!("{mode},max_split_size_mb:20"), GIB);
+        let small = a.allocate(1024, S0).unwrap();
+        let big = a.allocate(30 * MIB, S0).unwrap(); // oversize
+        let medium = a.allocate(3 * MIB, S0).unwrap();
+        let pending = a.allocate(4 * MIB, S0).unwrap();
+        pending.record_stream(S1).unwrap();
+        drop((big, pending));
+        assert!(a.allocate(2 * GIB, S0).is_err()); // a retry and an OOM
+        a.empty_cache().unwrap();
+        let before = a.memory_stats().to_map();
+        // Not vacuous: every kind of figure has something to reset.
+        assert_eq!(before["num_ooms"], 1, "{mode}");
+        assert_eq!(before["num_alloc_retries"], 1, "{mode}");
+        assert_eq!(before["oversize_allocations.allocated"], 1, "{mode}");
+        assert_eq!(before["oversize_allocations.freed"], 1, "{mode}");
+        assert!(before["allocated_bytes.all.freed"] > 0, "{mode}");
+        assert!(before["allocated_bytes.all.peak"] > before["allocated_bytes.all.current"]);
+
+        a.reset_accumulated_memory_stats();
+        let after = a.memory_stats().to_map();
+        assert_eq!(after.len(), before.len());
+        for (k, v) in &after {
+            if k.ends_with(".allocated") || k.ends_with(".freed") || EVENTS.contains(&k.as_str()) {
+                assert_eq!(*v, 0, "{mode}: {k}");
+            } else {
+                assert_eq!(*v, before[k], "{mode}: {k}");
+            }
+        }
+
+        a.reset_peak_memory_stats();
+        let reset = a.memory_stats().to_map();
+        for (k, v) in &reset {
+            match k.strip_suffix(".peak") {
+                Some(stem) => assert_eq!(*v, reset[&format!("{stem}.current")], "{mode}: {k}"),
+                None => assert_eq!(*v, after[k], "{mode}: {k}"),
+            }
+        }
+        drop((small, medium));
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors `test_mem_get_info` of `test/test_cuda_multigpu.py`: a tensor of
+/// 8 Mi floats (32 MiB, larger than anything cached) makes the allocator
+/// obtain device memory, so the free memory the driver reports falls while the
+/// total stays. On the simulated device, which nobody else uses, free memory
+/// falls by exactly what the allocator reserved for it: with ordinary segments
+/// one segment of 32 MiB (a multiple of 2 MiB already), with expandable
+/// segments at least the 16 pages of 2 MiB the tensor covers. Emptying the
+/// cache gives it all back.
+#[test]
+fn mem_get_info_free_memory_falls_by_what_is_reserved() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        a.empty_cache().unwrap();
+        let before = a.mem_get_info().unwrap();
+        assert_eq!((before.free, before.total), (4 * GIB, 4 * GIB), "{mode}");
+        let reserved_before = a.memory_reserved();
+        let t = a.allocate(8 * MIB * 4, S0).unwrap();
+        let after = a.mem_get_info().unwrap();
+        assert!(after.free < before.free, "{mode}");
+        assert_eq!(after.total, before.total, "{mode}");
+        let grew = a.memory_reserved() - reserved_before;
+        assert_eq!(before.free - after.free, grew, "{mode}");
+        if mode == MODES[0] {
+            assert_eq!(grew, 32 * MIB);
+        } else {
+            assert!(grew >= 32 * MIB, "{mode}: {grew}");
+        }
+        drop(t);
+        a.empty_cache().unwrap();
+        assert_eq!(a.mem_get_info().unwrap().free, 4 * GIB, "{mode}");
+    }
+}
+
 // ----- settings -------------------------------------------------------------------
 
 /// PyTorch's `power2_div` helper of `test_allocator_settings`: the size rounded
@@ -345,11 +564,17 @@ fn power2_div(size: u64, div: u64) -> u64 {
 /// `garbage_collection_threshold`, `max_split_size_mb` and a list
 /// `[64:8,128:2,...]` (8 divisions for [64, 128) MiB: 88 MiB; 2 for
 /// [256, 512) MiB: 400 MiB becomes 512 MiB) each reset the divisions not given;
-/// bad strings are refused.
+/// bad strings are refused. Run in ordinary segments (a device without
+/// virtual memory), then with expandable segments, as PyTorch also runs its
+/// CUDA tests with expandable segments on (`test_cuda_expandable_segments.py`):
+/// a block of an expandable segment has exactly the rounded size too.
 #[test]
 fn allocator_settings_change_rounding_on_a_live_allocator() {
-    // No virtual memory: PyTorch's default ordinary segments.
-    let a = sim_no_vm("", 16 * GIB);
+    settings_change_rounding(sim_no_vm("", 16 * GIB));
+    settings_change_rounding(sim("expandable_segments:True", 16 * GIB).1);
+}
+
+fn settings_change_rounding(a: Arc<CachingAllocator>) {
     const ACTIVE: &str = "active_bytes.all.allocated";
     const REQUESTED: &str = "requested_bytes.all.allocated";
     let nbytes = 4 * 21 * MIB;
@@ -479,6 +704,75 @@ fn allocator_config_reads_back_every_key() {
     assert_eq!(c.expandable_segments, Some(false));
     let c = AllocatorConfig::parse("pinned_use_background_threads:False").unwrap();
     assert!(!c.pinned_use_background_threads);
+}
+
+/// Mirrors the `setAllocatorSettings` half of
+/// `AllocatorConfigTest.allocator_config_test`: each later string re-parses the
+/// configuration in place. `max_split_size_mb`, `roundup_power2_divisions` and
+/// `garbage_collection_threshold` return to their defaults unless the string
+/// names them; every other key (`max_non_split_rounding_mb`,
+/// `expandable_segments`, `release_lock_on_cudamalloc`, the `pinned_*` keys)
+/// keeps its value until named. Checked on a configuration
+/// (`AllocatorConfig::reparse`) and on a live allocator
+/// (`set_allocator_settings`), which must agree at every step, and through the
+/// `max_split_size` statistic. (PyTorch's generic test spells two keys
+/// `release_lock_on_device_malloc` and `pinned_use_device_host_register`, and
+/// the backend `async`; the CUDA allocator's names are used here.)
+#[test]
+fn allocator_settings_are_reparsed_in_place() {
+    let first = "max_split_size_mb:40,max_non_split_rounding_mb:30,garbage_collection_threshold:0.5,\
+                 roundup_power2_divisions:[64:8,128:2,256:4,512:2,1024:4,>:1],expandable_segments:True,\
+                 release_lock_on_cudamalloc:True,pinned_use_cuda_host_register:True,\
+                 pinned_num_register_threads:8,pinned_use_background_threads:True";
+    let a = sim_no_vm(first, GIB);
+    let mut c = AllocatorConfig::parse(first).unwrap();
+    assert_eq!(a.config(), c);
+    assert!(c.release_lock_on_cudamalloc && c.pinned_use_cuda_host_register);
+    assert_eq!(c.pinned_num_register_threads, 8);
+    assert_eq!(stat(&a, "max_split_size"), (40 * MIB) as i64);
+    let mut next = |s: &str| {
+        a.set_allocator_settings(s).unwrap();
+        c = c.reparse(s).unwrap();
+        assert_eq!(a.config(), c, "{s}");
+        c.clone()
+    };
+
+    let c =
+        next("max_split_size_mb:20,max_non_split_rounding_mb:40,garbage_collection_threshold:0.8");
+    assert_eq!(c.max_split_size, Some(20 * MIB));
+    assert_eq!(c.max_non_split_rounding, 40 * MIB);
+    assert_eq!(c.garbage_collection_threshold, Some(0.8));
+    for mb in [32, 64, 1024, 8192] {
+        assert_eq!(c.divisions_for(mb * MIB), 0, "{mb} MiB: divisions reset");
+    }
+    assert_eq!(c.expandable_segments, Some(true), "kept");
+    assert!(c.release_lock_on_cudamalloc && c.pinned_use_background_threads);
+    assert_eq!(c.pinned_num_register_threads, 8);
+
+    let c = next("roundup_power2_divisions:[128:8,256:16,512:1,2048:8,>:2]");
+    assert_eq!(c.max_split_size, None, "reset");
+    assert_eq!(c.garbage_collection_threshold, None, "reset");
+    assert_eq!(c.max_non_split_rounding, 40 * MIB, "kept");
+    for (mb, d) in [(64, 8), (128, 8), (256, 16), (512, 1), (2048, 8), (4096, 2)] {
+        assert_eq!(c.divisions_for(mb * MIB), d, "{mb} MiB");
+    }
+
+    let c = next("backend:native,expandable_segments:False,release_lock_on_cudamalloc:False");
+    assert_eq!(c.expandable_segments, Some(false));
+    assert!(!c.release_lock_on_cudamalloc);
+    assert_eq!(c.divisions_for(256 * MIB), 0, "reset");
+    assert!(c.pinned_use_cuda_host_register, "kept");
+
+    let c = next(
+        "pinned_use_cuda_host_register:False,pinned_num_register_threads:4,\
+         pinned_use_background_threads:False",
+    );
+    assert!(!c.pinned_use_cuda_host_register);
+    assert_eq!(c.pinned_num_register_threads, 4);
+    assert!(!c.pinned_use_background_threads);
+    assert_eq!(c.expandable_segments, Some(false), "kept");
+    assert_eq!(c.max_non_split_rounding, 40 * MIB, "kept");
+    assert_eq!(stat(&a, "max_split_size"), -1);
 }
 
 /// Mirrors `test_allocator_memory_fraction_setting`: the
@@ -623,6 +917,50 @@ fn an_oom_observer_is_notified() {
     assert_eq!(seen.load(Ordering::SeqCst), 1);
 }
 
+/// Mirrors `test_notifies_oom` with the figures PyTorch hands its observers
+/// (the device, the device request, the allowed memory, the device's free
+/// memory): under a fraction of 0.5 of a 1 GiB device, with a 4 KiB tensor
+/// live, a 600 MiB request that cannot fit notifies each observer exactly
+/// once, with a device request of 600 MiB (a segment of that size, or whole
+/// 2 MiB pages), 512 MiB allowed, and the free memory the driver reports after
+/// the cache was emptied (1 GiB less what the tensor holds). A request of
+/// 1 EiB or more fails before any allocator work (PyTorch: "Tried to allocate
+/// more than 1EB memory") and notifies no one.
+#[test]
+fn oom_observers_get_the_device_request_and_the_limits() {
+    for mode in MODES {
+        let (_, a) = sim(mode, GIB);
+        a.set_memory_fraction(0.5).unwrap();
+        let tensor = a.allocate(1024 * 4, S0).unwrap();
+        let seen: Arc<Mutex<Vec<strata_alloc::OutOfMemory>>> = Arc::default();
+        for _ in 0..2 {
+            let seen = Arc::clone(&seen);
+            a.on_oom(move |oom, _| seen.lock().unwrap().push(oom.clone()));
+        }
+        assert!(a.allocate(600 * MIB, S0).unwrap_err().is_out_of_memory());
+        let reported = seen.lock().unwrap().clone();
+        assert_eq!(reported.len(), 2, "{mode}: each observer once");
+        for oom in &reported {
+            assert_eq!(oom.device, strata_alloc::Device::Cuda(0));
+            assert_eq!(oom.requested, 600 * MIB, "{mode}");
+            assert_eq!(oom.device_request, 600 * MIB, "{mode}");
+            assert_eq!(oom.allowed, Some(512 * MIB), "{mode}");
+            assert_eq!(oom.capacity, GIB);
+            assert_eq!(oom.free, GIB - a.memory_reserved(), "{mode}");
+        }
+        assert!(
+            a.memory_reserved() > 0 && a.memory_reserved() <= 2 * MIB,
+            "{mode}"
+        );
+        let e = a.allocate(1 << 60, S0).unwrap_err();
+        assert!(matches!(e, AllocError::TooLarge { .. }), "{mode}: {e}");
+        assert_eq!(seen.lock().unwrap().len(), 2, "{mode}: not notified");
+        assert_eq!(a.memory_stats().num_ooms, 1, "{mode}");
+        drop(tensor);
+        a.check_consistency().unwrap();
+    }
+}
+
 // ----- streams --------------------------------------------------------------------
 
 /// Mirrors `test_record_stream` (and `test_record_stream_on_shifted_view`): a
@@ -670,6 +1008,71 @@ fn record_stream_blocks_are_reclaimed_before_an_oom() {
         assert_eq!(s.num_sync_all_streams, s.num_alloc_retries, "{mode}");
         drop(y);
         a.empty_cache().unwrap();
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors `test_record_stream_on_shifted_view`: a block allocated on one
+/// stream and recorded on a second stream that still has work queued is not
+/// handed out again on its own stream once its own stream's work is done;
+/// only the recorded stream's completion frees it. (PyTorch records through a
+/// view that starts inside the block, which names the same block; strata
+/// records through the allocation.)
+#[test]
+fn record_stream_waits_for_the_recorded_stream_not_the_allocating_one() {
+    const S2: StreamId = StreamId(22);
+    for mode in MODES {
+        let (d, a) = sim(mode, 4 * GIB);
+        let base = a.allocate(2 * 4, S1).unwrap(); // FloatTensor([10, 10])
+        let ptr = base.ptr();
+        base.record_stream(S2).unwrap();
+        drop(base);
+        d.complete_stream(S1); // stream_alloc.synchronize()
+        let try_realloc = a.allocate(2 * 4, S1).unwrap();
+        assert_ne!(try_realloc.ptr(), ptr, "{mode}: reused too soon");
+        d.complete_stream(S2);
+        let later = a.allocate(2 * 4, S1).unwrap();
+        assert_eq!(later.ptr(), ptr, "{mode}: not reused once S2 was done");
+        drop((try_realloc, later));
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors the clean-up at the end of `test_caching_allocator_record_stream_oom`
+/// ("free any cached blocks") and `empty_cache` in
+/// `_test_memory_stats_generator`: `empty_cache` first waits for every
+/// outstanding event (`num_sync_all_streams` + 1), so blocks whose frees were
+/// waiting on another stream complete their frees (`active` and
+/// `requested_bytes` fall to 0) and their memory goes back to the device like
+/// any other cached block.
+#[test]
+fn empty_cache_completes_pending_frees_and_releases_them() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        let y = a.allocate(160 * MIB, S1).unwrap();
+        let x = a.allocate(160 * MIB, S0).unwrap();
+        let small = a.allocate(4096, S0).unwrap();
+        x.record_stream(S1).unwrap();
+        small.record_stream(S1).unwrap();
+        drop((x, small));
+        assert_eq!(stat(&a, "allocation.all.current"), 1, "{mode}");
+        assert_eq!(stat(&a, "active.all.current"), 3, "{mode}");
+        assert_eq!(
+            stat(&a, "requested_bytes.all.current") as u64,
+            2 * 160 * MIB + 4096,
+            "{mode}: pending frees keep their requested bytes"
+        );
+        drop(y);
+        let syncs = a.memory_stats().num_sync_all_streams;
+        a.empty_cache().unwrap();
+        let s = a.memory_stats();
+        assert_eq!(s.num_sync_all_streams, syncs + 1, "{mode}");
+        assert_eq!(s.active.all().current, 0, "{mode}");
+        assert_eq!(s.active_bytes.all().current, 0, "{mode}");
+        assert_eq!(s.requested_bytes.all().current, 0, "{mode}");
+        assert_eq!(s.reserved_bytes.all().current, 0, "{mode}: all returned");
+        assert_eq!(s.segment.all().current, 0, "{mode}");
+        assert!(a.snapshot().is_empty(), "{mode}");
         a.check_consistency().unwrap();
     }
 }
@@ -792,6 +1195,144 @@ fn oversize_blocks_follow_pytorchs_rules() {
     assert_eq!(stat(&a, "oversize_allocations.peak"), 2);
     assert_eq!(stat(&a, "oversize_segments.current"), 2);
     drop((small, forty, fifty));
+    a.check_consistency().unwrap();
+}
+
+/// A 1 GiB device without virtual memory (PyTorch's ordinary segments) with
+/// settings `conf`, limited to `mib` MiB by the memory fraction (`mib` / 1024,
+/// exact in binary for the limits used here).
+fn limited_no_vm(conf: &str, mib: u64) -> Arc<CachingAllocator> {
+    let a = sim_no_vm(conf, GIB);
+    a.set_memory_fraction(fraction_of(mib)).unwrap();
+    assert_eq!((fraction_of(mib) * GIB as f64) as u64, mib * MIB);
+    a
+}
+
+/// The release of cached oversize blocks that `test_raises_oom` reaches with
+/// `max_split_size_mb` set (PyTorch's `release_available_cached_blocks`,
+/// before the full release that counts a retry), with exact figures under a
+/// 160 MiB limit and `max_split_size_mb:40`:
+/// - a cached 100 MiB segment cannot serve 70 MiB (not less than 20 MiB
+///   larger) and 100 + 70 MiB passes the limit: that one segment, at least
+///   max(70, 40) MiB, is freed, and the request succeeds with no retry;
+/// - cached 50, 44 and 30 MiB segments and an 80 MiB request: no single one
+///   is 80 MiB, so the oversize ones are freed largest first until 80 MiB are
+///   freed (50, then 44); the 30 MiB one, not oversize, stays cached;
+/// - cached 44 and 30 MiB and a 100 MiB request: freeing the 44 MiB one is not
+///   enough, the walk stops at the 30 MiB one, and the full release (one
+///   retry) frees the rest;
+/// - a cached oversize block of another stream is not released by this step:
+///   only the full release frees it.
+#[test]
+fn cached_oversize_segments_are_released_before_a_full_flush() {
+    const CONF: &str = "max_split_size_mb:40";
+    let alloc = |a: &Arc<CachingAllocator>, n: u64, s: StreamId| a.allocate(n * MIB, s).unwrap();
+
+    let a = limited_no_vm(CONF, 160);
+    drop(alloc(&a, 100, S0));
+    let q = alloc(&a, 70, S0);
+    let s = a.memory_stats();
+    assert_eq!(s.num_alloc_retries, 0);
+    assert_eq!(s.num_sync_all_streams, 0, "no full release");
+    assert_eq!(s.num_device_free, 1);
+    assert_eq!(a.memory_reserved(), 70 * MIB);
+    assert_eq!(s.segment.all().current, 1);
+    drop(q);
+    a.check_consistency().unwrap();
+
+    let a = limited_no_vm(CONF, 160);
+    drop((alloc(&a, 50, S0), alloc(&a, 44, S0), alloc(&a, 30, S0)));
+    assert_eq!(a.memory_reserved(), 124 * MIB);
+    let q = alloc(&a, 80, S0);
+    let s = a.memory_stats();
+    assert_eq!(s.num_alloc_retries, 0);
+    assert_eq!(s.num_device_free, 2, "the 50 and 44 MiB segments");
+    assert_eq!(a.memory_reserved(), 110 * MIB);
+    assert_eq!(a.largest_free_block(), 30 * MIB, "the 30 MiB one stays");
+    drop(q);
+    a.check_consistency().unwrap();
+
+    let a = limited_no_vm(CONF, 160);
+    drop((alloc(&a, 44, S0), alloc(&a, 30, S0)));
+    let q = alloc(&a, 100, S0);
+    let s = a.memory_stats();
+    assert_eq!(s.num_alloc_retries, 1, "not enough oversize memory to free");
+    assert_eq!(s.num_device_free, 2);
+    assert_eq!(a.memory_reserved(), 100 * MIB);
+    drop(q);
+    a.check_consistency().unwrap();
+
+    let a = limited_no_vm(CONF, 160);
+    drop(alloc(&a, 100, S1));
+    let q = alloc(&a, 70, S0);
+    let s = a.memory_stats();
+    assert_eq!(
+        s.num_alloc_retries, 1,
+        "another stream's block is left to the full release"
+    );
+    assert_eq!(s.num_device_free, 1);
+    assert_eq!(a.memory_reserved(), 70 * MIB);
+    drop(q);
+    a.check_consistency().unwrap();
+}
+
+/// PyTorch's garbage collection (`garbage_collection_threshold`, as
+/// `test_garbage_collect_expandable` and `test_allocator_settings` set it),
+/// with exact figures in ordinary segments under a 128 MiB limit and a
+/// threshold of 0.5 (64 MiB). A cached block's age is the number of large-pool
+/// lookups since it was cached; when a lookup misses with reserved memory past
+/// 64 MiB, every whole cached segment at least as old as the mean is freed,
+/// pass after pass (the mean taken again over those left), until the excess
+/// has been freed.
+///
+/// First case: A (20 MiB) and B (20 MiB) take lookups 1 and 2; A is freed
+/// (cached at count 2); X (22 MiB, lookup 3) and Y (24 MiB, lookup 4) miss
+/// with reserved memory at 40 and 62 MiB, no collection; B is freed at count 3,
+/// X and Y at count 4. Z (30 MiB, lookup 5) misses with 86 MiB reserved: 22 MiB
+/// to free; ages A 3, B 2, X 1, Y 1, mean 1.75: A and B go (40 MiB, enough),
+/// X and Y stay. Second case: A is 12 MiB, and B, X and Y are freed together
+/// (ages A 3, the others 1, mean 1.5): A goes first (12 MiB), short of the
+/// 14 MiB excess of 78 MiB, so a second pass (mean 1) frees the other three.
+#[test]
+fn garbage_collection_frees_the_blocks_at_least_as_old_as_the_mean() {
+    const CONF: &str = "garbage_collection_threshold:0.5";
+    let alloc = |a: &Arc<CachingAllocator>, n: u64| a.allocate(n * MIB, S0).unwrap();
+
+    let a = limited_no_vm(CONF, 128);
+    let (a20, b20) = (alloc(&a, 20), alloc(&a, 20));
+    drop(a20);
+    let x = alloc(&a, 22);
+    let (x_ptr, frees) = (x.ptr(), a.memory_stats().num_device_free);
+    drop(b20);
+    let y = alloc(&a, 24);
+    let y_ptr = y.ptr();
+    assert_eq!(a.memory_stats().num_device_free, frees, "no collection yet");
+    assert_eq!(a.memory_reserved(), 86 * MIB);
+    drop((x, y));
+    let z = alloc(&a, 30);
+    let s = a.memory_stats();
+    assert_eq!(s.num_device_free, 2, "A and B");
+    assert_eq!(s.num_alloc_retries, 0);
+    assert_eq!(a.memory_reserved(), 76 * MIB);
+    assert_eq!(s.segment.all().current, 3);
+    // X and Y are still cached.
+    let (x2, y2) = (alloc(&a, 22), alloc(&a, 24));
+    assert_eq!((x2.ptr(), y2.ptr()), (x_ptr, y_ptr));
+    drop((x2, y2, z));
+    a.check_consistency().unwrap();
+
+    let a = limited_no_vm(CONF, 128);
+    let (a12, b20) = (alloc(&a, 12), alloc(&a, 20));
+    drop(a12);
+    let (x, y) = (alloc(&a, 22), alloc(&a, 24));
+    assert_eq!(a.memory_reserved(), 78 * MIB);
+    drop((b20, x, y));
+    let z = alloc(&a, 30);
+    let s = a.memory_stats();
+    assert_eq!(s.num_device_free, 4, "two passes");
+    assert_eq!(s.num_alloc_retries, 0);
+    assert_eq!(a.memory_reserved(), 30 * MIB);
+    drop(z);
     a.check_consistency().unwrap();
 }
 
