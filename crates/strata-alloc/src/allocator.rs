@@ -593,17 +593,45 @@ impl CachingAllocator {
         if st.settings.gc_threshold.is_some() {
             st.gc_counts[pool as usize] += 1;
         }
+        if !st.settings.expandable && !st.streams[s as usize].expandable[pool as usize].is_empty() {
+            return Self::get_free_ordinary_block(st, s, pool, size);
+        }
         let config = &st.settings.config;
         let idx = &mut st.streams[s as usize].free[pool as usize];
         // The oversize rules may refuse the smallest block that fits.
-        let e = idx.take_lower_bound(size, |e| match config.max_split_size {
+        let e = idx.take_lower_bound(size, |e| Self::fits_oversize_rules(config, size, e.size))?;
+        Some(e.block)
+    }
+
+    /// PyTorch's oversize rules: a request below `max_split_size` takes no
+    /// oversize block, and an oversize request takes none more than
+    /// `max_non_split_rounding` larger than itself.
+    #[inline]
+    fn fits_oversize_rules(config: &AllocatorConfig, size: u64, block: u64) -> bool {
+        match config.max_split_size {
             Some(max_split) => {
-                !((size < max_split && e.size >= max_split)
+                !((size < max_split && block >= max_split)
                     || (size >= max_split
-                        && e.size >= size.saturating_add(config.max_non_split_rounding)))
+                        && block >= size.saturating_add(config.max_non_split_rounding)))
             }
             None => true,
-        })?;
+        }
+    }
+
+    /// `get_free_block` once expandable segments have been turned off at run
+    /// time while the stream still has some: like PyTorch, only blocks of
+    /// ordinary segments are handed out (the smallest that fits), and the
+    /// cached blocks of expandable segments wait until expandable segments
+    /// are turned on again or `empty_cache` releases them.
+    #[cold]
+    fn get_free_ordinary_block(st: &mut State, s: u32, pool: PoolKind, size: u64) -> Option<u32> {
+        let e = st.streams[s as usize].free[pool as usize]
+            .iter_from(size)
+            .find(|e| !st.blocks[e.block].expandable)?;
+        if !Self::fits_oversize_rules(&st.settings.config, size, e.size) {
+            return None;
+        }
+        st.index_remove(e.block);
         Some(e.block)
     }
 

@@ -1510,3 +1510,62 @@ fn allocator_fuzz_keeps_the_books() {
         assert_eq!(a.memory_allocated(), 0);
     }
 }
+
+/// Whether `ptr` lies in an expandable segment, by the snapshot.
+fn in_expandable_segment(a: &CachingAllocator, ptr: u64) -> bool {
+    let seg = a
+        .snapshot()
+        .into_iter()
+        .find(|g| g.address <= ptr && ptr < g.address + g.total_size)
+        .expect("the pointer lies in a segment");
+    seg.is_expandable
+}
+
+/// PyTorch's `get_free_block` (exercised by `test_expandable_segments`'s
+/// switch back to ordinary segments, e.g. for IPC): once expandable segments
+/// are turned off at run time, cached blocks of expandable segments are no
+/// longer handed out; requests take blocks of ordinary segments, or a new
+/// ordinary segment. Turned on again, the cached expandable blocks serve
+/// requests once more.
+#[test]
+fn expandable_blocks_are_not_reused_once_expandable_segments_are_off() {
+    let (_d, a) = sim("expandable_segments:True", 4 * GIB);
+    // 8 MiB: a large-pool request. Mapped in an expandable segment, then
+    // cached there.
+    let first = a.allocate(8 * MIB, S0).unwrap();
+    let first_ptr = first.ptr();
+    assert!(in_expandable_segment(&a, first_ptr));
+    drop(first);
+    let allocs = stat(&a, "num_device_alloc");
+
+    a.set_allocator_settings("expandable_segments:False")
+        .unwrap();
+    // The cached expandable block fits but is passed over: a new ordinary
+    // segment (PyTorch: requests of 1-10 MiB get a 20 MiB segment).
+    let ordinary = a.allocate(8 * MIB, S0).unwrap();
+    let ordinary_ptr = ordinary.ptr();
+    assert!(!in_expandable_segment(&a, ordinary_ptr));
+    assert_eq!(stat(&a, "num_device_alloc"), allocs + 1);
+    let segments = a.snapshot();
+    assert!(segments
+        .iter()
+        .any(|g| !g.is_expandable && g.total_size == 20 * MIB));
+    drop(ordinary);
+    // Cached blocks of ordinary segments are reused as always.
+    let again = a.allocate(8 * MIB, S0).unwrap();
+    assert_eq!(again.ptr(), ordinary_ptr);
+    assert_eq!(stat(&a, "num_device_alloc"), allocs + 1);
+
+    // Back on: with the ordinary segment's remainder (12 MiB) too small, a
+    // 16 MiB request finds the cached expandable block (at least 16 MiB
+    // mapped: 10 pages of 2 MiB were mapped for the first request) and
+    // needs no device allocation.
+    a.set_allocator_settings("expandable_segments:True")
+        .unwrap();
+    let back = a.allocate(16 * MIB, S0).unwrap();
+    assert!(in_expandable_segment(&a, back.ptr()));
+    assert_eq!(stat(&a, "num_device_alloc"), allocs + 1);
+    drop((again, back));
+    a.empty_cache().unwrap();
+    assert_eq!(stat(&a, "reserved_bytes.all.current"), 0);
+}
