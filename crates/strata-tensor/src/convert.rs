@@ -112,7 +112,12 @@ impl Tensor {
     pub fn from_data<D: TensorData>(data: D, device: Device) -> Result<Tensor> {
         let mut shape = Vec::new();
         data.push_shape(&mut shape);
-        let mut flat = Vec::with_capacity(crate::shape::numel(&shape));
+        // No reservation from `shape`: it is read from the first row at each
+        // depth only, so ragged data (a long first row, the others empty)
+        // could claim a product of sizes far beyond the elements it holds
+        // (2^60 for 50 MB of vectors), and reserving that aborts the process.
+        // Only elements that exist are pushed; the first ragged row stops it.
+        let mut flat = Vec::new();
         data.flatten_into(&shape, &mut flat)?;
         Tensor::from_slice(&flat, &shape, device)
     }

@@ -143,6 +143,25 @@ where
                 ),
             ));
         }
+        // The format's readers (and the `safetensors` crate's writer)
+        // multiply the sizes in order, without stopping at a 0: an empty
+        // tensor such as an expanded [2^40, 2^40, 0] overflows there.
+        let elems = t
+            .shape()
+            .iter()
+            .try_fold(1usize, |a, &s| a.checked_mul(s))
+            .and_then(|n| n.checked_mul(t.dtype().size() * 8));
+        if elems.is_none() {
+            return Err(TensorError::overflow(
+                op,
+                format!(
+                    "tensor {name:?} of shape {:?} cannot be written as safetensors: the product of \
+                     its sizes overflows in the format's size computation (though the tensor is \
+                     empty); reshape it to smaller sizes first (e.g. `t.reshape(&[0])`)",
+                    t.shape()
+                ),
+            ));
+        }
         out.push((
             name.to_string(),
             Entry {

@@ -588,6 +588,8 @@ impl Tensor {
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         const OP: &str = "masked_scatter_";
         check_mask(OP, self, mask)?;
+        // Before any work, naming this op (not the final `copy_`).
+        check_inplace(OP, self, &mut [])?;
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         if shape != self.shape() {
             return Err(TensorError::InPlaceBroadcast {
@@ -613,12 +615,14 @@ impl Tensor {
 
     /// In-place [`Tensor::triu`].
     pub fn triu_(&self, diagonal: i64) -> Result<Tensor> {
+        check_inplace("triu_", self, &mut [])?;
         let t = self.triangle("triu_", diagonal, true)?;
         self.copy_(&t)
     }
 
     /// In-place [`Tensor::tril`].
     pub fn tril_(&self, diagonal: i64) -> Result<Tensor> {
+        check_inplace("tril_", self, &mut [])?;
         let t = self.triangle("tril_", diagonal, false)?;
         self.copy_(&t)
     }

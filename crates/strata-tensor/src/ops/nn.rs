@@ -92,6 +92,21 @@ impl Default for CrossEntropyArgs<'_> {
     }
 }
 
+/// Label smoothing must be at most 1 (a negative value acts as 0, as in
+/// PyTorch). NaN is refused: `NaN.max(0.0)` is 0, so it would silently train
+/// without smoothing.
+fn check_label_smoothing(op: &'static str, eps: f64) -> Result<()> {
+    if eps > 1.0 || eps.is_nan() {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "label_smoothing must be in [0, 1], got {eps}; pass a value such as 0.1, or 0.0 for none"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Logits as contiguous `[rows, C]` (class dim moved last), with the shape
 /// of the rows (input's shape without the class dim).
 fn class_rows(op: &'static str, x: &Tensor) -> Result<(Tensor, Vec<usize>, usize)> {
@@ -298,6 +313,14 @@ impl Tensor {
         eps: f64,
     ) -> Result<(Tensor, Tensor, Tensor)> {
         const OP: &str = "layer_norm";
+        // As `nn::LayerNorm::new` in strata-autograd: a NaN or negative eps
+        // turns every row with a small variance into NaN without a word.
+        if eps.is_nan() || eps < 0.0 {
+            return Err(TensorError::value(
+                OP,
+                format!("eps must be a number >= 0, got {eps}; the usual value is 1e-5"),
+            ));
+        }
         let wdt = layer_norm_operands(
             OP,
             self,
@@ -476,15 +499,7 @@ impl Tensor {
         const OP: &str = "cross_entropy";
         float_only(OP, self)?;
         same_device(OP, self, target)?;
-        if args.label_smoothing > 1.0 {
-            return Err(TensorError::value(
-                OP,
-                format!(
-                    "label_smoothing must be in [0, 1], got {}",
-                    args.label_smoothing
-                ),
-            ));
-        }
+        check_label_smoothing(OP, args.label_smoothing)?;
         let eps = args.label_smoothing.max(0.0);
         let (x, rows_shape, classes) = class_rows(OP, self)?;
         check_class_weight(OP, self, args.weight, classes)?;
@@ -614,15 +629,7 @@ impl Tensor {
                 ),
             ));
         }
-        if args.label_smoothing > 1.0 {
-            return Err(TensorError::value(
-                OP,
-                format!(
-                    "label_smoothing must be in [0, 1], got {}",
-                    args.label_smoothing
-                ),
-            ));
-        }
+        check_label_smoothing(OP, args.label_smoothing)?;
         check_class_weight(OP, self, args.weight, classes)?;
         // Targets in [0, classes) or ignore_index (checked as the forward does).
         let target = class_targets(

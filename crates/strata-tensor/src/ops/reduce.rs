@@ -261,6 +261,13 @@ impl Tensor {
                 format!("{name} needs a float dtype, got {}", self.dtype()),
             ));
         }
+        if correction.is_nan() {
+            // `(n - NaN).max(0.0)` is 0: the result would be +inf, not an error.
+            return Err(TensorError::value(
+                name,
+                "the correction is NaN; pass a number (1.0 for the unbiased estimate, 0.0 for the population)",
+            ));
+        }
         let (rdims, out_shape) = self.reduced_dims(name, dims, keepdim)?;
         // Saturating: the reduced dims of an empty view may multiply past usize
         // (their count is then irrelevant: the result is empty).

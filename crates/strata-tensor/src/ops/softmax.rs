@@ -237,6 +237,9 @@ impl Tensor {
         if grad.numel() == 0 {
             return Ok(());
         }
+        // An expanded gradient cannot hold one result per element: refused
+        // here, before the out-of-place path computes anything.
+        crate::ops::elementwise::check_inplace(OP, grad, &mut [])?;
         if !grad.is_contiguous() {
             let r = self.softmax_backward(grad, dim)?;
             grad.copy_(&r)?;
