@@ -131,8 +131,13 @@ pub struct AutocastState {
 thread_local! {
     /// The innermost region's settings (`None`: outside autocast, or in a disabled region).
     static STATE: Cell<Option<AutocastState>> = const { Cell::new(None) };
-    /// Live guards on this thread (enabled or not); the cache is freed at 0.
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Live guards on this thread (enabled or not), outermost first, by
+    /// id with the settings each entered; the cache is freed when none is
+    /// left. A guard dropped out of order leaves the list wherever it sits,
+    /// so the state is always the innermost live guard's.
+    static REGIONS: RefCell<Vec<(u64, Option<AutocastState>)>> = const { RefCell::new(Vec::new()) };
+    /// The id of the next guard.
+    static NEXT_ID: Cell<u64> = const { Cell::new(0) };
     /// Low-precision copies of f32 leaves that require grad, by the leaf's identity.
     static CACHE: RefCell<HashMap<usize, Var>> = RefCell::new(HashMap::new());
 }
@@ -157,7 +162,7 @@ pub fn autocast_cache_len() -> usize {
 /// (`AutocastGuard::disabled()`) turns autocast off inside an enabled one.
 #[must_use = "autocast ends as soon as the guard is dropped"]
 pub struct AutocastGuard {
-    prev: Option<AutocastState>,
+    id: u64,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -186,9 +191,15 @@ impl AutocastGuard {
     /// Enters a region with the given settings (`None`: disabled); used to
     /// replay the state a checkpointed forward ran under.
     pub(crate) fn enter(state: Option<AutocastState>) -> AutocastGuard {
-        DEPTH.with(|d| d.set(d.get() + 1));
+        let id = NEXT_ID.with(|n| {
+            let id = n.get();
+            n.set(id.wrapping_add(1));
+            id
+        });
+        REGIONS.with(|r| r.borrow_mut().push((id, state)));
+        STATE.with(|s| s.set(state));
         AutocastGuard {
-            prev: STATE.with(|s| s.replace(state)),
+            id,
             _not_send: std::marker::PhantomData,
         }
     }
@@ -196,11 +207,15 @@ impl AutocastGuard {
 
 impl Drop for AutocastGuard {
     fn drop(&mut self) {
-        STATE.with(|s| s.set(self.prev));
-        let depth = DEPTH.with(|d| {
-            d.set(d.get() - 1);
-            d.get()
+        // Guards dropped out of order (`drop(outer)` before `drop(inner)`)
+        // must not restore a state that a live guard no longer wants: the
+        // state is the innermost remaining guard's, or off when none is left.
+        let (state, depth) = REGIONS.with(|r| {
+            let mut r = r.borrow_mut();
+            r.retain(|&(id, _)| id != self.id);
+            (r.last().and_then(|&(_, s)| s), r.len())
         });
+        STATE.with(|s| s.set(state));
         if depth == 0 {
             // Take the map out first: dropping the copies may run arbitrary drops.
             let cache = CACHE.with(|c| std::mem::take(&mut *c.borrow_mut()));

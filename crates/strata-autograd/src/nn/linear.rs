@@ -81,6 +81,21 @@ impl Linear {
                 ),
             });
         }
+        if let Some(b) = &bias {
+            if b.dtype() != weight.dtype() || b.device() != weight.device() {
+                return Err(AutogradError::Module {
+                    module: "Linear",
+                    msg: format!(
+                        "the bias is {} on {} but the weight is {} on {}; convert the bias \
+                         (`to_dtype`, `to`) to match the weight",
+                        b.dtype(),
+                        b.device(),
+                        weight.dtype(),
+                        weight.device()
+                    ),
+                });
+            }
+        }
         Ok(Linear {
             weight: Var::parameter(weight)?,
             bias: bias.map(Var::parameter).transpose()?,
