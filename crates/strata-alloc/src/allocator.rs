@@ -505,7 +505,32 @@ impl CachingAllocator {
     }
 
     /// Starts recording the allocator's events into a ring buffer of
-    /// `max_entries` (clearing earlier records), or stops with `None`.
+    /// `max_entries`, or stops with `None`, which forgets what was recorded
+    /// (PyTorch's `_record_memory_history`). Called while recording, it keeps
+    /// what was recorded (the newest `max_entries` entries, and the live
+    /// allocations' call sites), as PyTorch does unless asked to clear
+    /// ([`clear_history`](Self::clear_history)).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::driver::sim::SimDriver;
+    /// use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let a = CachingAllocator::new(
+    ///     Arc::new(SimDriver::new(1 << 30, 2 << 20)),
+    ///     AllocatorConfig::default(),
+    /// );
+    /// a.record_history(Some(1000));
+    /// let x = a.allocate(4096, StreamId::DEFAULT).unwrap(); // a segment, an alloc
+    /// let recorded = a.history();
+    /// a.record_history(Some(10)); // still recording: the record is kept
+    /// assert_eq!(a.history(), recorded);
+    /// a.clear_history();
+    /// assert!(a.history().is_empty() && a.history_enabled());
+    /// drop(x);
+    /// a.record_history(None); // stops and forgets
+    /// assert!(a.history().is_empty());
+    /// ```
     pub fn record_history(&self, max_entries: Option<usize>) {
         self.record_history_with(max_entries, HistoryLevel::CallSites);
     }
@@ -517,6 +542,13 @@ impl CachingAllocator {
         self.state
             .lock()
             .set_history(max_entries.filter(|&n| n > 0), level);
+    }
+
+    /// Forgets the recorded events and the live allocations' records and
+    /// goes on recording (PyTorch's `_record_memory_history(...,
+    /// clear_history=True)`). Nothing happens while history is off.
+    pub fn clear_history(&self) {
+        self.state.lock().clear_history();
     }
 
     /// Whether history is being recorded.

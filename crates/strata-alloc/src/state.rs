@@ -248,9 +248,25 @@ impl State {
     }
 
     /// Turns history on or off (see [`History::set`]), forgetting the
-    /// allocations recorded in the blocks.
+    /// allocations recorded in the blocks when the record is cleared.
     pub fn set_history(&mut self, capacity: Option<usize>, level: HistoryLevel) {
-        self.history.set(capacity, level);
+        if self.history.set(capacity, level) {
+            self.forget_recorded_blocks();
+        }
+    }
+
+    /// Forgets what history recorded and goes on recording (PyTorch's
+    /// `clear_history=True`): no entries, and the live allocations count as
+    /// made before recording started.
+    pub fn clear_history(&mut self) {
+        if self.history.enabled() {
+            let (capacity, level) = (self.history.capacity(), self.history.level);
+            self.history.reset(Some(capacity), level);
+            self.forget_recorded_blocks();
+        }
+    }
+
+    fn forget_recorded_blocks(&mut self) {
         for b in self.blocks.iter_mut() {
             b.hist_seq = 0;
             b.hist_site = None;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
-use strata_alloc::history::Action;
+use strata_alloc::history::{Action, HistoryLevel};
 use strata_alloc::{AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
 
 fn allocator(conf: &str) -> Arc<CachingAllocator> {
@@ -149,15 +149,16 @@ fn every_ring_size_keeps_exactly_the_newest_entries() {
     }
 }
 
-/// Allocations made before history was (re)started have no call site; those
+/// Allocations made before history was cleared have no call site; those
 /// made after have theirs, also while their free waits for another stream.
 #[test]
-fn restarting_history_forgets_earlier_allocations() {
+fn clearing_history_forgets_earlier_allocations() {
     let d = Arc::new(SimDriver::new(1 << 34, 2 << 20));
     let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse("").unwrap());
     a.record_history(Some(1000));
     let before = a.allocate_raw(4096, StreamId::DEFAULT).unwrap();
-    a.record_history(Some(1000));
+    a.clear_history();
+    assert!(a.history().is_empty() && a.history_enabled());
     let line = line!() + 1;
     let after = a.allocate_raw(8192, StreamId::DEFAULT).unwrap();
     let sites = a.live_by_site(10).unwrap();
@@ -184,6 +185,67 @@ fn restarting_history_forgets_earlier_allocations() {
     assert_eq!(site_of(Action::FreeRequested, after_ptr), Some(Some(line)));
     assert_eq!(site_of(Action::FreeCompleted, after_ptr), Some(Some(line)));
     assert_eq!(site_of(Action::FreeCompleted, before_ptr), Some(None));
+}
+
+/// PyTorch's `_record_memory_history` called while recording keeps the
+/// record (unless `clear_history`): the entries (the newest of them when the
+/// bound shrinks), the live allocations' call sites, the backtraces while
+/// the level stays; stopping (`None`) forgets everything.
+#[test]
+fn restarting_history_while_recording_keeps_the_record() {
+    let a = allocator("");
+    a.record_history_with(Some(1000), HistoryLevel::Backtraces);
+    let sizes = [512u64, 1024, 2048, 4096, 8192];
+    let line = line!() + 1;
+    let grab = |n: u64| a.allocate_raw(n, StreamId::DEFAULT).unwrap();
+    let live: Vec<_> = sizes.iter().map(|&n| grab(n)).collect();
+    let h = a.history();
+    assert_eq!(h.iter().filter(|e| e.action == Action::Alloc).count(), 5);
+    let n = h.len();
+
+    // Same level, same bound: nothing lost, and recording goes on.
+    a.record_history_with(Some(1000), HistoryLevel::Backtraces);
+    assert_eq!(a.history(), h);
+    let sites = a.live_by_site(10).unwrap();
+    assert_eq!(sites.len(), 1, "{sites:?}");
+    assert_eq!(
+        (sites[0].count, sites[0].bytes),
+        (5, sizes.iter().sum::<u64>())
+    );
+    assert_eq!(sites[0].site.unwrap().line, line);
+
+    // A smaller bound keeps the newest entries, in order.
+    a.record_history_with(Some(3), HistoryLevel::Backtraces);
+    assert!(n > 3);
+    assert_eq!(a.history()[..], h[n - 3..]);
+    // A larger one keeps them and has room for more.
+    a.record_history(Some(100));
+    assert_eq!(a.history()[..], h[n - 3..]);
+    let extra = a.allocate_raw(300, StreamId::DEFAULT).unwrap();
+    let h2 = a.history();
+    assert_eq!(h2.len(), 4);
+    assert_eq!(h2[..3], h[n - 3..]);
+    assert_eq!((h2[3].action, h2[3].size), (Action::Alloc, 300));
+    // The live allocations are still the recorded ones.
+    assert_eq!(
+        a.live_by_site(10)
+            .unwrap()
+            .iter()
+            .map(|s| s.count)
+            .sum::<u64>(),
+        6
+    );
+
+    // Stopping forgets; starting again begins empty, with the earlier
+    // allocations unrecorded.
+    a.record_history(None);
+    assert!(!a.history_enabled() && a.history().is_empty());
+    a.record_history(Some(100));
+    assert!(a.history().is_empty());
+    assert!(a.live_by_site(10).unwrap().is_empty());
+    for r in live.into_iter().chain([extra]) {
+        a.free_raw(r).unwrap();
+    }
 }
 
 #[test]

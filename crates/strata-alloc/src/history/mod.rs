@@ -297,11 +297,41 @@ impl History {
         self.capacity > 0
     }
 
-    /// Turns recording on with room for `capacity` entries (clearing what was
-    /// recorded), or off with `None`. The blocks' records
-    /// (`Block::hist_seq`) are cleared by the caller
-    /// ([`crate::state::State::set_history`]).
-    pub fn set(&mut self, capacity: Option<usize>, level: HistoryLevel) {
+    /// The bound on entries kept (0 while off).
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Turns recording on with room for `capacity` entries, or off with
+    /// `None` (which forgets what was recorded). As in PyTorch, turning it
+    /// on while it is on keeps what was recorded: the newest `capacity`
+    /// entries stay, and the backtraces stay while the level stays
+    /// [`HistoryLevel::Backtraces`]. Returns whether the record was
+    /// cleared; the caller then clears the blocks' records
+    /// (`Block::hist_seq`, [`crate::state::State::set_history`]).
+    pub fn set(&mut self, capacity: Option<usize>, level: HistoryLevel) -> bool {
+        match capacity {
+            Some(n) if self.enabled() => {
+                if n != self.capacity {
+                    self.ring.resize(n);
+                    self.capacity = n;
+                }
+                if level != HistoryLevel::Backtraces {
+                    self.backtraces.clear();
+                }
+                self.level = level;
+                false
+            }
+            _ => {
+                self.reset(capacity, level);
+                true
+            }
+        }
+    }
+
+    /// Starts afresh: room for `capacity` entries (off with `None`), nothing
+    /// recorded.
+    pub fn reset(&mut self, capacity: Option<usize>, level: HistoryLevel) {
         self.capacity = capacity.unwrap_or(0);
         self.level = level;
         self.ring = Ring::new(self.capacity);

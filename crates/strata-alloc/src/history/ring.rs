@@ -80,6 +80,21 @@ impl Ring {
         }
     }
 
+    /// Changes the bound to `capacity` entries, keeping the newest slots
+    /// that fit (at most `capacity`) and their numbers.
+    pub fn resize(&mut self, capacity: usize) {
+        let held = self.slots.len();
+        let keep = held.min(capacity);
+        let mut slots = Vec::new();
+        if slots.try_reserve_exact(capacity).is_err() {
+            let _ = slots.try_reserve_exact(capacity.min(FALLBACK_RESERVE).max(keep));
+        }
+        slots.extend(self.ordered().skip(held - keep).copied());
+        self.slots = slots;
+        self.next = 0;
+        self.capacity = capacity;
+    }
+
     /// The number of the next slot written (slots are numbered from 0 in
     /// the order written).
     #[inline]
