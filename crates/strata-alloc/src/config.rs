@@ -238,7 +238,10 @@ impl AllocatorConfig {
                         "an integer number of MiB, at least 20",
                     )?
                 }
-                "release_lock_on_cudamalloc" | "release_lock_on_hipmalloc" => {
+                // The device-generic spelling of c10's AllocatorConfig too.
+                "release_lock_on_cudamalloc"
+                | "release_lock_on_hipmalloc"
+                | "release_lock_on_device_malloc" => {
                     self.release_lock_on_cudamalloc =
                         parse_bool("release_lock_on_cudamalloc", &value)?
                 }
@@ -255,7 +258,10 @@ impl AllocatorConfig {
                         });
                     }
                 }
-                "pinned_use_cuda_host_register" | "pinned_use_hip_host_register" => {
+                "pinned_use_cuda_host_register"
+                | "pinned_use_hip_host_register"
+                | "pinned_use_host_register"
+                | "pinned_use_device_host_register" => {
                     self.pinned_use_cuda_host_register =
                         parse_bool("pinned_use_cuda_host_register", &value)?
                 }
@@ -601,6 +607,20 @@ mod tests {
         )
         .unwrap();
         assert!(h.release_lock_on_cudamalloc && h.pinned_use_cuda_host_register);
+        // So are the device-generic ones of c10's AllocatorConfig.
+        for pinned in [
+            "pinned_use_host_register",
+            "pinned_use_device_host_register",
+        ] {
+            let g = AllocatorConfig::parse(&format!(
+                "release_lock_on_device_malloc:True,{pinned}:True"
+            ))
+            .unwrap();
+            assert!(g.release_lock_on_cudamalloc && g.pinned_use_cuda_host_register);
+            let off = AllocatorConfig::parse(&format!("{pinned}:False")).unwrap();
+            assert!(!off.pinned_use_cuda_host_register);
+        }
+        assert!(AllocatorConfig::parse("release_lock_on_device_malloc:yes").is_err());
         assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c);
         let d = AllocatorConfig::default();
         assert_eq!(d.max_non_split_rounding, 20 << 20);
