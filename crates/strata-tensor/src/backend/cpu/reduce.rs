@@ -87,14 +87,28 @@ unsafe fn fold<T: Copy>(
 /// more accurate than one long running sum).
 const CHUNK: usize = 1 << 14;
 
-/// `f` applied to the `CHUNK`-sized ranges of `0 .. count`, in parallel where
-/// `parallel`; the results in range order.
+/// At most this many chunks per output: past `CHUNK * MAX_CHUNKS` elements
+/// (2^30) the chunks grow instead, so that the list of partial results stays
+/// small whatever the count (an expanded view can present 2^62 elements to
+/// reduce, and a list of one partial result per 2^14 of them could not be
+/// allocated).
+const MAX_CHUNKS: usize = 1 << 16;
+
+/// The ranges `chunked` splits `0 .. count` into: `CHUNK` elements each, or
+/// more where that would make more than [`MAX_CHUNKS`] of them.
+fn chunk_ranges(count: usize) -> impl Iterator<Item = (usize, usize)> {
+    let size = CHUNK.max(count.div_ceil(MAX_CHUNKS));
+    (0..count.div_ceil(size)).map(move |c| (c * size, ((c + 1) * size).min(count)))
+}
+
+/// `f` applied to the ranges of `0 .. count` ([`chunk_ranges`]), in parallel
+/// where `parallel`; the results in range order.
 fn chunked<R: Send>(
     count: usize,
     parallel: bool,
     f: impl Fn((usize, usize)) -> R + Sync + Send,
 ) -> Vec<R> {
-    let ranges = (0..count.div_ceil(CHUNK)).map(|c| (c * CHUNK, ((c + 1) * CHUNK).min(count)));
+    let ranges = chunk_ranges(count);
     if parallel {
         ranges.collect::<Vec<_>>().into_par_iter().map(f).collect()
     } else {
@@ -438,8 +452,40 @@ pub(crate) fn reduce<T: Element>(
 
 #[cfg(test)]
 mod tests {
-    use super::CHUNK;
+    use super::{chunk_ranges, CHUNK, MAX_CHUNKS};
     use crate::{Device, Tensor};
+
+    /// The ranges tile `0 .. count` in order, `CHUNK` at a time up to
+    /// `CHUNK * MAX_CHUNKS`, and never number more than `MAX_CHUNKS`.
+    #[test]
+    fn chunk_ranges_tile_the_count_and_stay_few() {
+        for count in [
+            0,
+            1,
+            CHUNK - 1,
+            CHUNK,
+            CHUNK + 1,
+            CHUNK * MAX_CHUNKS,
+            CHUNK * MAX_CHUNKS + 1,
+            1 << 40,
+            (1 << 62) + 12345,
+            i64::MAX as usize,
+        ] {
+            let mut next = 0;
+            let mut n = 0usize;
+            for (a, b) in chunk_ranges(count) {
+                assert_eq!(a, next, "count {count}");
+                assert!(b > a && b <= count, "count {count}");
+                next = b;
+                n += 1;
+                assert!(n <= MAX_CHUNKS, "count {count}");
+            }
+            assert_eq!(next, count);
+            if count <= CHUNK * MAX_CHUNKS {
+                assert_eq!(n, count.div_ceil(CHUNK), "count {count}");
+            }
+        }
+    }
 
     /// Reductions long enough to be folded in chunks (and in parallel where
     /// there are spare threads) give what one sequential pass gives: the
