@@ -415,7 +415,18 @@ impl Tensor {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let mut out: Vec<T> = Vec::with_capacity(n);
+        // A GPU tensor can be larger than the host's memory: a typed error,
+        // not the abort of an infallible reservation.
+        let mut out: Vec<T> = Vec::new();
+        out.try_reserve_exact(n)
+            .map_err(|e| TensorError::SizeOverflow {
+                op: "to_vec",
+                msg: format!(
+                "{n} elements of {} cannot be allocated on the host ({e}); copy a slice at a time \
+                 (e.g. `t.narrow(0, start, len)?.to_vec()`)",
+                self.dtype()
+            ),
+            })?;
         let be = c.backend()?;
         let _g = AccessGuard::lock(None, &[c.storage()]);
         // SAFETY: the vector has capacity for `n` elements; viewing its spare
