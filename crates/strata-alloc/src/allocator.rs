@@ -169,10 +169,43 @@ pub struct CachingAllocator {
 /// error and the allocator's segments at that moment.
 pub type OomObserver = Arc<dyn Fn(&OutOfMemory, &[SegmentSnapshot]) + Send + Sync>;
 
+thread_local! {
+    /// The allocators (by id) whose out-of-memory observers this thread is
+    /// running now (see `CachingAllocator::notify_oom`).
+    static NOTIFYING: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks this thread as running the observers of one allocator until
+/// dropped (also when an observer panics).
+struct NotifyingGuard(u64);
+
+impl NotifyingGuard {
+    /// `None` when this thread is already running that allocator's observers.
+    fn enter(id: u64) -> Option<NotifyingGuard> {
+        NOTIFYING.with(|n| {
+            let mut n = n.borrow_mut();
+            if n.contains(&id) {
+                None
+            } else {
+                n.push(id);
+                Some(NotifyingGuard(id))
+            }
+        })
+    }
+}
+
+impl Drop for NotifyingGuard {
+    fn drop(&mut self) {
+        NOTIFYING.with(|n| n.borrow_mut().retain(|&i| i != self.0));
+    }
+}
+
 impl CachingAllocator {
     /// An allocator over `driver`. Expandable segments are used when the
     /// configuration asks for them (or leaves them to the default) and the driver
-    /// supports virtual memory.
+    /// supports virtual memory. The configuration is taken as it is: one
+    /// built field by field rather than parsed should go through
+    /// [`try_new`](Self::try_new), which checks it.
     pub fn new(driver: Arc<dyn Driver>, config: AllocatorConfig) -> Arc<CachingAllocator> {
         let vm_page = driver.virtual_memory().map(|v| v.granularity());
         let capacity = driver.total_memory();
@@ -188,6 +221,22 @@ impl CachingAllocator {
             state: Mutex::new(State::new(settings)),
             oom_observers: Mutex::new(Vec::new()),
         })
+    }
+
+    /// [`new`](Self::new) with a configuration checked first
+    /// ([`AllocatorConfig::validate`]): for configurations built field by
+    /// field rather than parsed, whose values no parser has checked.
+    pub fn try_new(
+        driver: Arc<dyn Driver>,
+        config: AllocatorConfig,
+    ) -> Result<Arc<CachingAllocator>, AllocError> {
+        config.validate()?;
+        Ok(CachingAllocator::new(driver, config))
+    }
+
+    /// This allocator's identity (distinct for every allocator made).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// The device served.
@@ -249,10 +298,15 @@ impl CachingAllocator {
 
     /// Installs `config` as the configuration in force, all of it (unlike
     /// [`set_allocator_settings`](Self::set_allocator_settings), which keeps
-    /// what its string does not reset).
-    pub fn apply_config(&self, config: AllocatorConfig) {
+    /// what its string does not reset). A configuration whose fields are out
+    /// of the ranges its string form accepts ([`AllocatorConfig::validate`]:
+    /// a NaN memory fraction, a split limit below 20 MiB, divisions that are
+    /// not powers of two, …) is a typed error and changes nothing.
+    pub fn apply_config(&self, config: AllocatorConfig) -> Result<(), AllocError> {
+        config.validate()?;
         let mut st = self.state.lock();
         self.install_config(&mut st, config);
+        Ok(())
     }
 
     /// Makes `config` the configuration in force under the held lock.
@@ -1143,7 +1197,12 @@ impl CachingAllocator {
     /// Registers `observer`, called with the error and a snapshot of the
     /// segments each time an allocation fails for lack of memory, before the
     /// error is returned. It runs outside the allocator's lock, so it may call
-    /// the allocator (take statistics, dump a snapshot, write a report).
+    /// the allocator (take statistics, dump a snapshot, write a report,
+    /// register or clear observers, allocate). An allocation of this
+    /// allocator that fails for lack of memory inside an observer returns its
+    /// error without calling the observers again (no recursion). A panic in
+    /// an observer propagates to the caller of the failed allocation; the
+    /// allocator is left as the failure left it and goes on working.
     ///
     /// ```
     /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
@@ -1252,9 +1311,17 @@ impl CachingAllocator {
 
     /// Calls the out-of-memory observers (outside the state's lock) when `e`
     /// is an out-of-memory error; returns `e`.
+    ///
+    /// An out-of-memory error raised while this thread runs this allocator's
+    /// observers (an observer that allocates again, directly or through
+    /// tensor code) is returned to that observer without calling the
+    /// observers again: calling them would recurse until the stack overflows.
     #[cold]
     fn notify_oom(&self, e: AllocError) -> AllocError {
         if let AllocError::OutOfMemory(oom) = &e {
+            let Some(_notifying) = NotifyingGuard::enter(self.id) else {
+                return e;
+            };
             let observers: Vec<OomObserver> = self.oom_observers.lock().clone();
             if !observers.is_empty() {
                 let segments = crate::snapshot::segments(&self.state.lock());

@@ -294,6 +294,93 @@ impl AllocatorConfig {
         Ok(())
     }
 
+    /// Checks that every field is in the range its key accepts in a
+    /// configuration string (what [`parse`](Self::parse) guarantees): for
+    /// configurations built field by field. The error names the key, the
+    /// value and what the key accepts.
+    ///
+    /// ```
+    /// use strata_alloc::{AllocatorConfig, ConfigError};
+    /// let mut c = AllocatorConfig::default();
+    /// assert!(c.validate().is_ok());
+    /// c.per_process_memory_fraction = Some(f64::NAN);
+    /// assert!(matches!(
+    ///     c.validate(),
+    ///     Err(ConfigError::BadValue { key: "per_process_memory_fraction", .. })
+    /// ));
+    /// ```
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &'static str, value: String, accepted: &'static str| {
+            Err(ConfigError::BadValue {
+                key,
+                value,
+                accepted,
+            })
+        };
+        if let Some(m) = self.max_split_size {
+            if m < 20 << 20 {
+                return bad(
+                    "max_split_size_mb",
+                    format!("{m} bytes"),
+                    "at least 20 MiB (max_split_size is in bytes: 20 << 20 or more), or None for unlimited",
+                );
+            }
+        }
+        if let Some(d) = self
+            .roundup_power2_divisions
+            .iter()
+            .find(|&&d| d != 0 && !d.is_power_of_two())
+        {
+            return bad(
+                "roundup_power2_divisions",
+                d.to_string(),
+                "each interval's divisions a power of two, or 0 for plain 512-byte rounding",
+            );
+        }
+        if let Some(t) = self.garbage_collection_threshold {
+            if !(t > 0.0 && t < 1.0) {
+                return bad(
+                    "garbage_collection_threshold",
+                    t.to_string(),
+                    "a number strictly between 0 and 1, e.g. 0.8, or None for off",
+                );
+            }
+        }
+        if let Some(f) = self.per_process_memory_fraction {
+            if !(0.0..=1.0).contains(&f) {
+                return bad(
+                    "per_process_memory_fraction",
+                    f.to_string(),
+                    "a number between 0 and 1, e.g. 0.5, or None for no limit",
+                );
+            }
+        }
+        if self.max_non_split_rounding < 20 << 20 {
+            return bad(
+                "max_non_split_rounding_mb",
+                format!("{} bytes", self.max_non_split_rounding),
+                "at least 20 MiB (max_non_split_rounding is in bytes: 20 << 20 or more)",
+            );
+        }
+        let threads = self.pinned_num_register_threads;
+        if !(threads.is_power_of_two() && threads <= 128) {
+            return bad(
+                "pinned_num_register_threads",
+                threads.to_string(),
+                "a power of two, at most 128 (e.g. 8)",
+            );
+        }
+        let reserve = self.pinned_reserve_segment_size;
+        if reserve != 0 && reserve < 1 << 20 {
+            return bad(
+                "pinned_reserve_segment_size_mb",
+                format!("{reserve} bytes"),
+                "0 for off, or at least 1 MiB (the field is in bytes)",
+            );
+        }
+        Ok(())
+    }
+
     /// `max_split_size` as PyTorch's statistic (`memory_stats()["max_split_size"]`
     /// and the snapshot's `allocator_settings`): bytes, -1 when unlimited. A
     /// limit beyond `i64::MAX` bytes (`max_split_size_mb` above 8 EiB) reads

@@ -45,8 +45,12 @@ pub(crate) fn dump_snapshot_of(
     allocator: &CachingAllocator,
     path: &Path,
 ) -> Result<(), AllocError> {
+    // The file is opened before the snapshot is taken: taking it records a
+    // `snapshot` trace event, which a path that cannot be written must not
+    // leave behind.
+    let mut file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
     let bytes = snapshot_pickle(allocator)?;
-    std::fs::write(path, bytes).map_err(|e| write_error(path, e))
+    std::io::Write::write_all(&mut file, &bytes).map_err(|e| write_error(path, e))
 }
 
 /// `allocator`'s HTML report (see [`CachingAllocator::memory_report_html`]).

@@ -219,8 +219,19 @@ pub enum AllocError {
         /// What was asked for.
         what: &'static str,
     },
+    /// A [`Watch`](crate::watch::Watch) was compared with another allocator
+    /// than the one it was taken on.
+    #[error("{what}: the watch was taken on another allocator (of {watched}) than the one given (of {given}); pass the allocator the watch was taken on, or take a new watch with allocator.watch()")]
+    ForeignWatch {
+        /// What was asked for.
+        what: &'static str,
+        /// The device of the allocator the watch was taken on.
+        watched: Device,
+        /// The device of the allocator given.
+        given: Device,
+    },
     /// Writing a diagnostic file failed.
-    #[error("could not write {path}: {reason}")]
+    #[error("could not write {path}: {reason}; pass the path of a file in an existing, writable directory")]
     Write {
         /// The file.
         path: String,

@@ -67,6 +67,8 @@ fn sort_largest_first<T, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
 #[derive(Clone, Debug)]
 pub struct Watch {
     device: crate::Device,
+    /// The id of the allocator the watch was taken on.
+    owner: u64,
     sites: HashMap<Option<CallSite>, (u64, u64)>,
     /// The live allocations at the watch: sequence number, size, backtrace.
     live: Vec<(u64, u64, Option<Arc<Backtrace>>)>,
@@ -131,6 +133,7 @@ pub(crate) fn take(allocator: &CachingAllocator) -> Result<Watch, AllocError> {
     })?;
     Ok(Watch {
         device: allocator.device(),
+        owner: allocator.id(),
         sites,
         live,
         seq,
@@ -147,6 +150,24 @@ pub(crate) fn live_by_site(
 }
 
 impl Watch {
+    /// Fails unless `allocator` is the one the watch was taken on: another
+    /// allocator's call sites and sequence numbers compare as nonsense.
+    fn check_owner(
+        &self,
+        allocator: &CachingAllocator,
+        what: &'static str,
+    ) -> Result<(), AllocError> {
+        if allocator.id() == self.owner {
+            Ok(())
+        } else {
+            Err(AllocError::ForeignWatch {
+                what,
+                watched: self.device,
+                given: allocator.device(),
+            })
+        }
+    }
+
     /// The device watched.
     pub fn device(&self) -> crate::Device {
         self.device
@@ -156,7 +177,10 @@ impl Watch {
     /// the growth in count and bytes, largest growth first. Needs history
     /// still on (turning it off and on again forgets the call sites of earlier
     /// allocations).
+    /// A watch compared with another allocator than the one it was taken
+    /// on is an [`AllocError::ForeignWatch`].
     pub fn grown(&self, allocator: &CachingAllocator) -> Result<Vec<Growth>, AllocError> {
+        self.check_owner(allocator, "Watch::grown")?;
         let now = allocator.with_history("Watch::grown", by_site)?;
         let mut out: Vec<Growth> = now
             .into_iter()
@@ -188,6 +212,7 @@ impl Watch {
         allocator: &CachingAllocator,
         pick: impl Fn(&Frame) -> bool,
     ) -> Result<Vec<FrameGrowth>, AllocError> {
+        self.check_owner(allocator, "Watch::grown_at_frame")?;
         let now: Vec<(u64, u64, Option<Arc<Backtrace>>)> =
             allocator.with_history("Watch::grown_at_frame", |st| {
                 st.recorded_live()
