@@ -76,7 +76,7 @@ pub enum AutogradError {
         msg: String,
     },
     /// An optimizer hyper-parameter is out of range.
-    #[error("invalid {name} for {optimizer}: {value}")]
+    #[error("invalid {name} for {optimizer}: {value}; expected {expected}")]
     Hyperparameter {
         /// The optimizer.
         optimizer: &'static str,
@@ -84,6 +84,18 @@ pub enum AutogradError {
         name: &'static str,
         /// The value given.
         value: f64,
+        /// The values accepted.
+        expected: &'static str,
+    },
+    /// An optimizer was given parameters it cannot update: the same
+    /// parameter twice, a parameter that is not floating point, a gradient
+    /// that shares the parameter's memory. Nothing was updated.
+    #[error("{optimizer}: {msg}")]
+    Optimizer {
+        /// The optimizer.
+        optimizer: &'static str,
+        /// What was wrong and what to do.
+        msg: String,
     },
     /// An autocast region was asked for with an unsupported dtype.
     #[error("autocast: {msg}")]

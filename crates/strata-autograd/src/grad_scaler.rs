@@ -31,6 +31,11 @@ use crate::optim::Optimizer;
 use crate::var::Var;
 use strata_tensor::{DType, Tensor};
 
+/// The smallest scale: the smallest positive normal f32.
+const MIN_SCALE: f64 = f32::MIN_POSITIVE as f64;
+/// The largest scale: the largest finite f32 (PyTorch keeps the scale in f32).
+const MAX_SCALE: f64 = f32::MAX as f64;
+
 /// Dynamic loss scaling (see the module documentation).
 #[derive(Debug)]
 pub struct GradScaler {
@@ -66,7 +71,9 @@ impl GradScaler {
         }
     }
 
-    /// Other settings: `init_scale > 0`, `growth_factor > 1`,
+    /// Other settings: `init_scale` a positive normal f32 value (between
+    /// about 1.2e-38 and 3.4e38: the scale multiplies f16/f32 losses, and its
+    /// reciprocal unscales f32 gradients), `growth_factor > 1`,
     /// `0 < backoff_factor < 1`, `growth_interval > 0`.
     pub fn with_settings(
         init_scale: f64,
@@ -74,8 +81,7 @@ impl GradScaler {
         backoff_factor: f64,
         growth_interval: u32,
     ) -> Result<GradScaler> {
-        let ok = init_scale.is_finite()
-            && init_scale > 0.0
+        let ok = (MIN_SCALE..=MAX_SCALE).contains(&init_scale)
             && growth_factor.is_finite()
             && growth_factor > 1.0
             && backoff_factor > 0.0
@@ -86,7 +92,8 @@ impl GradScaler {
                 msg: format!(
                     "invalid settings (init_scale {init_scale}, growth_factor {growth_factor}, \
                      backoff_factor {backoff_factor}, growth_interval {growth_interval}): need \
-                     init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0"
+                     init_scale a positive normal f32 value (1.2e-38 to 3.4e38, e.g. 65536), \
+                     growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0"
                 ),
             });
         }
@@ -179,7 +186,9 @@ impl GradScaler {
     }
 
     /// Adapts the scale after a step: times `backoff_factor` if the step was
-    /// skipped, times `growth_factor` after `growth_interval` clean steps.
+    /// skipped (never below the smallest normal f32), times `growth_factor`
+    /// after `growth_interval` clean steps (unless that would pass the
+    /// largest f32, as in PyTorch).
     /// Without a step since the last update, nothing changes.
     pub fn update(&mut self) {
         self.found_inf = None;
@@ -187,12 +196,21 @@ impl GradScaler {
             return;
         };
         if skipped {
-            self.scale *= self.backoff_factor;
+            // Never below the smallest normal f32: a scale that rounds to 0
+            // in f32 zeroes every loss and makes its reciprocal infinite, so
+            // every later step would be skipped and the scale stay stuck.
+            self.scale = (self.scale * self.backoff_factor).max(MIN_SCALE);
             self.growth_tracker = 0;
         } else {
             self.growth_tracker += 1;
             if self.growth_tracker == self.growth_interval {
-                self.scale *= self.growth_factor;
+                // As PyTorch's `_amp_update_scale_`: the scale does not grow
+                // past the f32 range (it would turn every scaled loss into
+                // inf); it stays where it is.
+                let grown = self.scale * self.growth_factor;
+                if grown <= MAX_SCALE {
+                    self.scale = grown;
+                }
                 self.growth_tracker = 0;
             }
         }

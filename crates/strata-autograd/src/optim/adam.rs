@@ -8,6 +8,9 @@ use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::{AdamHyper, Tensor};
 
+/// What the betas accept.
+pub(crate) const BETA: &str = "a number in [0, 1), e.g. 0.9";
+
 /// Per-parameter state, created at the parameter's first step.
 struct State {
     step: i32,
@@ -27,7 +30,14 @@ pub struct Adam {
 impl Adam {
     /// Adam over `params` with learning rate `lr`, betas (0.9, 0.999), eps 1e-8.
     pub fn new(params: Vec<Var>, lr: f64) -> Result<Adam> {
-        check("Adam", "learning rate", lr, lr >= 0.0)?;
+        check(
+            "Adam",
+            "learning rate",
+            lr,
+            lr >= 0.0,
+            "a finite number >= 0",
+        )?;
+        super::check_distinct("Adam", &params)?;
         let state = params.iter().map(|_| None).collect();
         Ok(Adam {
             params,
@@ -40,15 +50,15 @@ impl Adam {
 
     /// Other betas (each in `[0, 1)`).
     pub fn with_betas(mut self, b1: f64, b2: f64) -> Result<Adam> {
-        check("Adam", "beta1", b1, (0.0..1.0).contains(&b1))?;
-        check("Adam", "beta2", b2, (0.0..1.0).contains(&b2))?;
+        check("Adam", "beta1", b1, (0.0..1.0).contains(&b1), BETA)?;
+        check("Adam", "beta2", b2, (0.0..1.0).contains(&b2), BETA)?;
         self.betas = (b1, b2);
         Ok(self)
     }
 
     /// Another epsilon (added to the denominator; `>= 0`).
     pub fn with_eps(mut self, eps: f64) -> Result<Adam> {
-        check("Adam", "epsilon", eps, eps >= 0.0)?;
+        check("Adam", "epsilon", eps, eps >= 0.0, "a finite number >= 0")?;
         self.eps = eps;
         Ok(self)
     }
@@ -69,6 +79,7 @@ impl Optimizer for Adam {
     }
 
     fn step(&mut self) -> Result<()> {
+        super::check_step("Adam", &self.params, true)?;
         let (beta1, beta2) = self.betas;
         for (p, st) in self.params.iter().zip(self.state.iter_mut()) {
             let Some(g) = p.grad() else { continue };

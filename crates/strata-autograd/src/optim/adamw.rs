@@ -13,6 +13,7 @@
 //! A parameter without a gradient is skipped (its moments do not decay),
 //! as in PyTorch.
 
+use super::adam::BETA;
 use super::{check, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
@@ -85,29 +86,41 @@ impl AdamW {
 
     /// Another learning rate (`>= 0`).
     pub fn with_lr(mut self, lr: f64) -> Result<AdamW> {
-        check("AdamW", "learning rate", lr, lr >= 0.0)?;
+        check(
+            "AdamW",
+            "learning rate",
+            lr,
+            lr >= 0.0,
+            "a finite number >= 0",
+        )?;
         self.lr = lr;
         Ok(self)
     }
 
     /// Other betas (each in `[0, 1)`).
     pub fn with_betas(mut self, b1: f64, b2: f64) -> Result<AdamW> {
-        check("AdamW", "beta1", b1, (0.0..1.0).contains(&b1))?;
-        check("AdamW", "beta2", b2, (0.0..1.0).contains(&b2))?;
+        check("AdamW", "beta1", b1, (0.0..1.0).contains(&b1), BETA)?;
+        check("AdamW", "beta2", b2, (0.0..1.0).contains(&b2), BETA)?;
         self.betas = (b1, b2);
         Ok(self)
     }
 
     /// Another epsilon (`>= 0`).
     pub fn with_eps(mut self, eps: f64) -> Result<AdamW> {
-        check("AdamW", "epsilon", eps, eps >= 0.0)?;
+        check("AdamW", "epsilon", eps, eps >= 0.0, "a finite number >= 0")?;
         self.eps = eps;
         Ok(self)
     }
 
     /// Another weight decay (`>= 0`; decoupled: `p *= 1 - lr * wd`).
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Result<AdamW> {
-        check("AdamW", "weight decay", weight_decay, weight_decay >= 0.0)?;
+        check(
+            "AdamW",
+            "weight decay",
+            weight_decay,
+            weight_decay >= 0.0,
+            "a finite number >= 0",
+        )?;
         self.weight_decay = weight_decay;
         Ok(self)
     }
@@ -119,7 +132,13 @@ impl AdamW {
 
     /// Sets the learning rate (for schedules; `>= 0`).
     pub fn set_lr(&mut self, lr: f64) -> Result<()> {
-        check("AdamW", "learning rate", lr, lr >= 0.0)?;
+        check(
+            "AdamW",
+            "learning rate",
+            lr,
+            lr >= 0.0,
+            "a finite number >= 0",
+        )?;
         self.lr = lr;
         Ok(())
     }
@@ -196,7 +215,11 @@ impl Optimizer for AdamW {
         &self.params
     }
 
+    /// A parameter list naming one parameter twice, or a parameter that
+    /// cannot be updated, is an [`AutogradError::Optimizer`](crate::AutogradError)
+    /// before anything is updated.
     fn step(&mut self) -> Result<()> {
+        super::check_step("AdamW", &self.params, true)?;
         for gi in 0..self.groups.len() {
             self.step_group(gi)?;
         }

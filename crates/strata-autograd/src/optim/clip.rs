@@ -31,6 +31,7 @@ pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
             optimizer: "clip_grad_norm_",
             name: "max_norm",
             value: max_norm,
+            expected: "a finite number > 0",
         });
     }
     let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();

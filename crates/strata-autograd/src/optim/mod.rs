@@ -33,11 +33,14 @@ pub trait Optimizer {
     }
 }
 
+/// Fails with [`AutogradError::Hyperparameter`] unless `ok` holds and
+/// `value` is finite; `expected` says what is accepted.
 pub(crate) fn check(
     optimizer: &'static str,
     name: &'static str,
     value: f64,
     ok: bool,
+    expected: &'static str,
 ) -> Result<()> {
     if ok && value.is_finite() {
         Ok(())
@@ -46,8 +49,58 @@ pub(crate) fn check(
             optimizer,
             name,
             value,
+            expected,
         })
     }
+}
+
+/// Refuses a parameter list that names one parameter twice (it would be
+/// updated twice per step, with two sets of state), as PyTorch refuses a
+/// parameter in two groups.
+pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<()> {
+    let mut seen = std::collections::HashMap::with_capacity(params.len());
+    for (i, p) in params.iter().enumerate() {
+        if let Some(first) = seen.insert(std::sync::Arc::as_ptr(&p.inner), i) {
+            return Err(AutogradError::Optimizer {
+                optimizer,
+                msg: format!(
+                    "parameters {first} and {i} are the same parameter; pass each parameter once"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Checks, before a step updates anything, every parameter that has a
+/// gradient: floating point, and (for the fused Adam kernels, `fused`) not
+/// sharing memory with its gradient. A step that failed at a later
+/// parameter would leave the earlier ones updated and their state advanced.
+pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -> Result<()> {
+    check_distinct(optimizer, params)?;
+    for (i, p) in params.iter().enumerate() {
+        let Some(g) = p.grad() else { continue };
+        if !p.dtype().is_float() {
+            return Err(AutogradError::Optimizer {
+                optimizer,
+                msg: format!(
+                    "parameter {i} is a {} tensor; optimizers update floating-point parameters \
+                     only (convert it with to_dtype, or leave it out of the optimizer)",
+                    p.dtype()
+                ),
+            });
+        }
+        if fused && g.same_storage(p.data()) {
+            return Err(AutogradError::Optimizer {
+                optimizer,
+                msg: format!(
+                    "the gradient of parameter {i} shares the parameter's memory; \
+                     set_grad a separate tensor (deep_clone it)"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Checks gradients that are about to be scaled in place, all of them

@@ -19,8 +19,21 @@ pub struct Sgd {
 impl Sgd {
     /// SGD over `params` with learning rate `lr` and `momentum` (0 for plain SGD).
     pub fn new(params: Vec<Var>, lr: f64, momentum: f64) -> Result<Sgd> {
-        check("SGD", "learning rate", lr, lr >= 0.0)?;
-        check("SGD", "momentum", momentum, momentum >= 0.0)?;
+        check(
+            "SGD",
+            "learning rate",
+            lr,
+            lr >= 0.0,
+            "a finite number >= 0",
+        )?;
+        check(
+            "SGD",
+            "momentum",
+            momentum,
+            momentum >= 0.0,
+            "a finite number >= 0",
+        )?;
+        super::check_distinct("SGD", &params)?;
         let buffers = vec![None; params.len()];
         Ok(Sgd {
             params,
@@ -33,7 +46,13 @@ impl Sgd {
 
     /// Adds `weight_decay * p` to each gradient before the update.
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Result<Sgd> {
-        check("SGD", "weight decay", weight_decay, weight_decay >= 0.0)?;
+        check(
+            "SGD",
+            "weight decay",
+            weight_decay,
+            weight_decay >= 0.0,
+            "a finite number >= 0",
+        )?;
         self.weight_decay = weight_decay;
         Ok(self)
     }
@@ -54,6 +73,7 @@ impl Optimizer for Sgd {
     }
 
     fn step(&mut self) -> Result<()> {
+        super::check_step("SGD", &self.params, false)?;
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             let g = if self.weight_decay != 0.0 {
