@@ -217,7 +217,10 @@ impl crate::tensor::Tensor {
     ) -> Result<crate::tensor::Tensor> {
         let value = value.into();
         let dtype = dtype.unwrap_or(self.dtype());
-        if !value.fits(dtype) {
+        // As `fill_`: a single f16/bf16 element takes an out-of-range value
+        // as ±inf, as PyTorch's one-element fill does.
+        let single_half = self.numel() == 1 && matches!(dtype, DType::F16 | DType::BF16);
+        if !value.fits(dtype) && !single_half {
             return Err(TensorError::value(
                 "full_like",
                 format!("value {value} cannot be converted to {dtype} without overflow"),

@@ -191,9 +191,9 @@ impl Layout {
         }
         let mut l = self.clone();
         l.shape[d] = length as usize;
-        if length > 0 {
-            l.offset += start as usize * self.strides[d];
-        }
+        // Also for an empty result, as PyTorch (narrow(0, 1, 0) of a
+        // one-element tensor is at offset 1, which `as_strided` then checks).
+        l.offset += start as usize * self.strides[d];
         Ok(l)
     }
 
@@ -250,9 +250,9 @@ impl Layout {
             .checked_mul(step as usize)
             .filter(|&st| st <= shape::MAX_NUMEL)
             .unwrap_or(self.strides[d]);
-        if len > 0 {
-            l.offset += s as usize * self.strides[d];
-        }
+        // Also for an empty result, as PyTorch (`x[4:]` of 4 rows of 3 is
+        // at offset 12).
+        l.offset += s as usize * self.strides[d];
         Ok(l)
     }
 

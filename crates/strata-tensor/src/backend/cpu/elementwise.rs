@@ -296,12 +296,19 @@ pub(crate) fn map3<A: Copy, B: Copy, C: Copy, O: Copy>(
 
 /// out[i] = v.
 pub(crate) fn fill<O: Copy + Send + Sync>(out: &Arg, v: O) {
+    if out.layout.may_overlap() {
+        // Elements that share memory (an `as_strided` view): one thread
+        // walks them, so no address is written by two threads at once.
+        // SAFETY: the layout lies inside the output's storage.
+        unsafe { fill_each(out, v) };
+        return;
+    }
     let p = plan([out]);
     let kernel = |r: Rows<1>| {
         let s = r.inner[0];
         let n = r.n;
-        // SAFETY: rows lie inside the output's layout, which the caller has
-        // stripped of stride-0 dims, so every address is written once.
+        // SAFETY: rows lie inside the output's layout, whose elements do not
+        // share memory (checked above), so every address is written once.
         unsafe {
             if s == size_of::<O>() as isize {
                 each_row!(r, [o: *mut O] => {
@@ -320,6 +327,41 @@ pub(crate) fn fill<O: Copy + Send + Sync>(out: &Arg, v: O) {
     };
     // SAFETY: the plan is built from the output's layout over its storage.
     unsafe { loops::run(&p, [base(out)], kernel) };
+}
+
+/// `fill` one element at a time, on the calling thread, in row-major order
+/// (for layouts whose elements may share memory).
+///
+/// # Safety
+/// Every element of `out`'s layout must lie inside its storage.
+unsafe fn fill_each<O: Copy>(out: &Arg, v: O) {
+    let l = &out.layout;
+    if l.numel() == 0 {
+        return;
+    }
+    let o = base(out) as *mut O;
+    let nd = l.shape.len();
+    let mut idx = vec![0usize; nd];
+    let mut pos = 0usize;
+    loop {
+        // SAFETY: `pos` is the storage index (from the view's offset) of an
+        // element of the layout, inside the storage by the contract.
+        unsafe { *o.add(pos) = v };
+        let mut d = nd;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            pos += l.strides[d];
+            if idx[d] < l.shape[d] {
+                break;
+            }
+            pos -= l.strides[d] * l.shape[d];
+            idx[d] = 0;
+        }
+    }
 }
 
 #[cfg(test)]
