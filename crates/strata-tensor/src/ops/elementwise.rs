@@ -475,8 +475,10 @@ impl Tensor {
         self.unary(op, "clamp_", true)
     }
 
-    /// Sets every element to `value` (allowed on expanded tensors); the value
-    /// must be representable in the dtype.
+    /// Sets every element to `value` (allowed on expanded tensors and on views
+    /// whose elements share memory); the value must be representable in the
+    /// dtype, except that, as in PyTorch, a single f16/bf16 element takes an
+    /// out-of-range value as ±inf.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
         // PyTorch checks the conversion, but not for a single f16/bf16
