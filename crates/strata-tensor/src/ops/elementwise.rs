@@ -282,7 +282,8 @@ impl Tensor {
                 (_, Some(t)) => t.eq(0)?.to_vec::<bool>()?.contains(&true),
                 _ => false,
             };
-            if zero {
+            // Nothing is divided when the result is empty (PyTorch too).
+            if zero && crate::shape::numel(&shape) > 0 {
                 return Err(TensorError::value(name, "integer division by zero"));
             }
         }
@@ -524,6 +525,10 @@ impl Tensor {
     /// any layouts.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
         same_device("copy_", self, src)?;
+        // PyTorch checks the memory overlaps before the broadcast.
+        let mut inputs = [src.clone()];
+        check_inplace("copy_", self, &mut inputs)?;
+        let [src] = inputs;
         let shape = broadcast_shapes("copy_", self.shape(), src.shape())?;
         if shape != self.shape() {
             return Err(TensorError::InPlaceBroadcast {
@@ -532,9 +537,6 @@ impl Tensor {
                 result: shape,
             });
         }
-        let mut inputs = [src.clone()];
-        check_inplace("copy_", self, &mut inputs)?;
-        let [src] = inputs;
         if !(self.same_storage(&src)
             && self.layout() == src.layout()
             && self.dtype() == src.dtype())
@@ -638,13 +640,28 @@ impl Tensor {
         } else {
             cond
         };
+        let dtype = result_type(&[a, b]);
+        // PyTorch converts a scalar to an f32 result with its range check
+        // (1e39 is an error there), before it looks at the condition; into
+        // f16/bf16 an out-of-range float scalar becomes inf (below).
+        if dtype == DType::F32 {
+            for o in [a, b] {
+                if let Operand::Scalar(s) = o {
+                    if !s.fits(DType::F32) {
+                        return Err(TensorError::value(
+                            "where",
+                            format!("value {s} cannot be converted to type float without overflow"),
+                        ));
+                    }
+                }
+            }
+        }
         if cond.dtype() != DType::Bool {
             return Err(TensorError::dtype(
                 "where",
                 format!("the condition must be bool (or u8), not {}", cond.dtype()),
             ));
         }
-        let dtype = result_type(&[a, b]);
         let shape = broadcast_shapes("where", cond.shape(), a.shape())?;
         let shape = broadcast_shapes("where", &shape, b.shape())?;
         let materialise = |o: Operand| -> Result<Tensor> {
