@@ -303,8 +303,17 @@ fn run(x: &Tensor, call: &Call) -> Result<Option<Tensor>, TensorError> {
         }
         Call::Full(s, v, d) => {
             let t = Tensor::full(s, *v, *d, Device::Cpu)?;
-            assert!(v.fits(*d), "full accepted {v} for {d}");
-            if small(&t) {
+            // As `fill_`: one f16/bf16 element takes an out-of-range value
+            // as ±inf (PyTorch's one-element fill); all else is checked.
+            let single_half = t.numel() == 1 && matches!(d, DType::F16 | DType::BF16);
+            assert!(v.fits(*d) || single_half, "full accepted {v} for {d}");
+            if !v.fits(*d) {
+                let got = t.to_dtype(DType::F64)?.to_vec::<f64>()?[0];
+                assert!(
+                    got.is_infinite(),
+                    "full of {v} as one {d} element gave {got}"
+                );
+            } else if small(&t) {
                 let want = v.cast_to(*d);
                 assert!(same(&[t.to_scalars()?], &[vec![want; t.numel()]]));
             }
@@ -1566,8 +1575,16 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
                 3 => Some(*v),
                 _ => None,
             };
-            if let Some(f) = fill {
-                assert!(f.fits(want_dt));
+            if let Some(f) = fill.filter(|f| !f.fits(want_dt)) {
+                // Only one f16/bf16 element takes an out-of-range value
+                // (as ±inf, PyTorch's one-element fill).
+                assert!(
+                    t.numel() == 1 && matches!(want_dt, DType::F16 | DType::BF16),
+                    "{f} into {want_dt}"
+                );
+                let got = t.to_dtype(DType::F64)?.to_vec::<f64>()?[0];
+                assert!(got.is_infinite(), "{f} as one {want_dt} element gave {got}");
+            } else if let Some(f) = fill {
                 assert!(same(
                     &[t.to_scalars()?],
                     &[vec![f.cast_to(want_dt); t.numel()]]
