@@ -279,7 +279,13 @@ impl Tensor {
             let zero = match (&b, inputs.first()) {
                 // The scalar is first converted to the dtype (2^31 wraps to 0 in u8).
                 (Operand::Scalar(s), _) => s.cast_to(compute).to_i64() == 0,
-                (_, Some(t)) => t.eq(0)?.to_vec::<bool>()?.contains(&true),
+                // A tensor divisor too is converted first (a 0-d i64
+                // -2^20 divides a u8 tensor as 0).
+                (_, Some(t)) => t
+                    .to_dtype(compute)?
+                    .eq(0)?
+                    .to_vec::<bool>()?
+                    .contains(&true),
                 _ => false,
             };
             // Nothing is divided when the result is empty (PyTorch too).
@@ -641,16 +647,19 @@ impl Tensor {
             cond
         };
         let dtype = result_type(&[a, b]);
-        // PyTorch converts a scalar to an f32 result with its range check
-        // (1e39 is an error there), before it looks at the condition; into
-        // f16/bf16 an out-of-range float scalar becomes inf (below).
-        if dtype == DType::F32 {
+        // PyTorch converts a scalar to an f32 or integer result with its
+        // range check (1e39 into f32, 2^31 into u8 are errors), before it
+        // looks at the condition or the shapes; into f16/bf16 an
+        // out-of-range scalar becomes inf (below).
+        if dtype == DType::F32 || !dtype.is_float() {
             for o in [a, b] {
                 if let Operand::Scalar(s) = o {
-                    if !s.fits(DType::F32) {
+                    if !s.fits(dtype) {
                         return Err(TensorError::value(
                             "where",
-                            format!("value {s} cannot be converted to type float without overflow"),
+                            format!(
+                                "value {s} cannot be converted to type {dtype} without overflow"
+                            ),
                         ));
                     }
                 }
