@@ -217,10 +217,9 @@ impl crate::tensor::Tensor {
     ) -> Result<crate::tensor::Tensor> {
         let value = value.into();
         let dtype = dtype.unwrap_or(self.dtype());
-        // As `fill_`: a single f16/bf16 element takes an out-of-range value
-        // as ±inf, as PyTorch's one-element fill does.
-        let single_half = self.numel() == 1 && matches!(dtype, DType::F16 | DType::BF16);
-        if !value.fits(dtype) && !single_half {
+        // As `fill_` (a single f16/bf16 element takes an out-of-range value
+        // as ±inf).
+        if !value.fill_fits(dtype, self.numel()) {
             return Err(TensorError::value(
                 "full_like",
                 format!("value {value} cannot be converted to {dtype} without overflow"),

@@ -56,6 +56,15 @@ impl Scalar {
         crate::dispatch_dtype!(dtype, T => T::from_scalar(self).to_scalar())
     }
 
+    /// Whether a fill of `numel` elements of `dtype` (`fill_`, `full`,
+    /// `full_like`) takes the value: PyTorch checks the conversion
+    /// ([`fits`](Self::fits)), but not for a single f16/bf16 element (its
+    /// one-element fill converts unchecked, so an out-of-range value becomes
+    /// ±inf there).
+    pub(crate) fn fill_fits(self, dtype: DType, numel: usize) -> bool {
+        self.fits(dtype) || (numel == 1 && matches!(dtype, DType::F16 | DType::BF16))
+    }
+
     /// Whether the value converts to `dtype` without overflow, by PyTorch's
     /// `checked_convert` (used by `fill_`, `full`, `clamp`'s bounds...):
     /// integers must lie in the dtype's range (u8 also takes -255..=-1, which

@@ -50,6 +50,16 @@ impl Slot {
 /// (see [`Ring::new`]).
 pub(super) const FALLBACK_RESERVE: usize = 1 << 16;
 
+/// An empty slot vector with room for `capacity` slots when the system
+/// grants it, else for at most [`FALLBACK_RESERVE`] (and at least `keep`).
+fn reserve(capacity: usize, keep: usize) -> Vec<Slot> {
+    let mut slots = Vec::new();
+    if slots.try_reserve_exact(capacity).is_err() {
+        let _ = slots.try_reserve_exact(capacity.min(FALLBACK_RESERVE).max(keep));
+    }
+    slots
+}
+
 /// The slots, oldest first once `slots` is full from `next` on.
 #[derive(Default)]
 pub(super) struct Ring {
@@ -68,12 +78,8 @@ impl Ring {
     /// address space) never fails: the ring then reserves at most
     /// [`FALLBACK_RESERVE`] slots and grows as entries arrive, like PyTorch's.
     pub fn new(capacity: usize) -> Ring {
-        let mut slots = Vec::new();
-        if slots.try_reserve_exact(capacity).is_err() {
-            let _ = slots.try_reserve_exact(capacity.min(FALLBACK_RESERVE));
-        }
         Ring {
-            slots,
+            slots: reserve(capacity, 0),
             next: 0,
             capacity,
             written: 0,
@@ -85,10 +91,7 @@ impl Ring {
     pub fn resize(&mut self, capacity: usize) {
         let held = self.slots.len();
         let keep = held.min(capacity);
-        let mut slots = Vec::new();
-        if slots.try_reserve_exact(capacity).is_err() {
-            let _ = slots.try_reserve_exact(capacity.min(FALLBACK_RESERVE).max(keep));
-        }
+        let mut slots = reserve(capacity, keep);
         slots.extend(self.ordered().skip(held - keep).copied());
         self.slots = slots;
         self.next = 0;

@@ -86,14 +86,7 @@ impl AdamW {
 
     /// Another learning rate (`>= 0`).
     pub fn with_lr(mut self, lr: f64) -> Result<AdamW> {
-        check(
-            "AdamW",
-            "learning rate",
-            lr,
-            lr >= 0.0,
-            "a finite number >= 0",
-        )?;
-        self.lr = lr;
+        self.set_lr(lr)?;
         Ok(self)
     }
 

@@ -488,11 +488,7 @@ impl Tensor {
     /// out-of-range value as ±inf.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let value = value.into();
-        // PyTorch checks the conversion, but not for a single f16/bf16
-        // element (its one-element fill converts without the check, so an
-        // out-of-range value becomes ±inf there).
-        let single_half = self.numel() == 1 && matches!(self.dtype(), DType::F16 | DType::BF16);
-        if !value.fits(self.dtype()) && !single_half {
+        if !value.fill_fits(self.dtype(), self.numel()) {
             return Err(TensorError::value(
                 "fill_",
                 format!(
