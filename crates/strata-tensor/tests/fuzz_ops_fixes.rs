@@ -222,3 +222,89 @@ fn integer_pow_to_a_negative_scalar_is_a_value_error_before_overlap() -> Result<
     assert!(matches!(x.pow_(2), Err(TensorError::Overlap { .. })));
     Ok(())
 }
+
+/// PyTorch 2.15 on the CPU: `matmul` sends operands it does not fold into one
+/// matrix product through `bmm`, which checks the dtypes only when it has
+/// something to compute. An empty product (no output element, or an empty
+/// inner size) of mixed dtypes is then an empty or all-zero tensor of the
+/// second operand's dtype; a folded one (`mm`, `mv`) is still a dtype error
+/// (fuzz_core seeds 72 and 114).
+#[test]
+fn empty_batched_products_of_mixed_dtypes_take_the_second_dtype() -> Result<()> {
+    let z = |shape: &[usize], d: DType| Tensor::zeros(shape, d, CPU).unwrap();
+    // (a shape, b shape, result shape, or None for a dtype error)
+    type Case<'a> = (&'a [usize], &'a [usize], Option<&'a [usize]>);
+    let cases: &[Case] = &[
+        (&[2, 0, 3], &[2, 3, 4], Some(&[2, 0, 4])),
+        (&[4, 1, 0, 3], &[1, 3, 2], Some(&[4, 1, 0, 2])),
+        (&[0, 3], &[2, 3, 4], Some(&[2, 0, 4])),
+        (&[2, 3, 0], &[2, 0, 4], Some(&[2, 3, 4])),
+        (&[2, 1, 3], &[3, 2, 3, 0], Some(&[3, 2, 1, 0])),
+        (&[3, 4], &[2, 4, 0], Some(&[2, 3, 0])),
+        // Folded: mm or mv, which check the dtypes.
+        (&[0, 2, 3], &[3, 4], None),
+        (&[2, 3, 0], &[0, 4], None),
+        (&[2, 0, 3], &[3], None),
+        (&[3], &[2, 0, 3, 4], None),
+        (&[4], &[2, 4, 0], None),
+        (&[2, 3, 4], &[4, 0], None),
+    ];
+    for &(sa, sb, want) in cases {
+        for (da, db) in [
+            (DType::F32, DType::F16),
+            (DType::I32, DType::I64),
+            (DType::Bool, DType::F32),
+        ] {
+            let r = z(sa, da).matmul(&z(sb, db));
+            match want {
+                Some(shape) => {
+                    let r = r.unwrap_or_else(|e| panic!("{sa:?} @ {sb:?} ({da}, {db}): {e}"));
+                    assert_eq!((r.shape(), r.dtype()), (shape, db), "{sa:?} @ {sb:?}");
+                    assert!(f64s(&r).iter().all(|&v| v == 0.0));
+                }
+                None => assert!(
+                    matches!(r, Err(TensorError::DType { .. })),
+                    "{sa:?} @ {sb:?} ({da}, {db}): {r:?}"
+                ),
+            }
+        }
+    }
+    // A batch that is not contiguous is not folded: bmm, so no error.
+    let a = z(&[3, 2, 4], DType::F32).permute(&[1, 0, 2])?;
+    let r = a.matmul(&z(&[4, 0], DType::F16))?;
+    assert_eq!((r.shape(), r.dtype()), (&[2, 3, 0][..], DType::F16));
+    // bmm itself, and a product with something to compute still checks.
+    let r = z(&[2, 3, 0], DType::F32).bmm(&z(&[2, 0, 4], DType::I64))?;
+    assert_eq!((r.shape(), r.dtype()), (&[2, 3, 4][..], DType::I64));
+    let bools = z(&[2, 3, 0], DType::Bool).bmm(&z(&[2, 0, 4], DType::Bool))?;
+    assert_eq!(bools.dtype(), DType::Bool);
+    assert!(z(&[2, 3, 4], DType::F32)
+        .matmul(&z(&[2, 4, 5], DType::F16))
+        .is_err());
+    assert!(z(&[2, 3, 4], DType::Bool)
+        .bmm(&z(&[2, 4, 5], DType::Bool))
+        .is_err());
+    Ok(())
+}
+
+/// PyTorch 2.15: `clamp` with both bounds given and one of them NaN fills
+/// the result with NaN without converting the other bound, which may then
+/// lie outside the dtype (fuzz_core seed 112).
+#[test]
+fn clamp_with_a_nan_bound_fills_nan_before_checking_the_other() -> Result<()> {
+    let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0], &[3], CPU)?.to_dtype(DType::F16)?;
+    let r = x.clamp(Some(f64::NAN), Some(i64::MIN))?;
+    assert!(f64s(&r).iter().all(|v| v.is_nan()));
+    assert_eq!(r.dtype(), DType::F16);
+    x.clamp_(Some(1e10), Some(f64::NAN))?;
+    assert!(f64s(&x).iter().all(|v| v.is_nan()));
+    // An integer tensor gives f32 NaNs out of place; in place it cannot hold them.
+    let i = Tensor::from_slice(&[1i32, 2], &[2], CPU)?;
+    let r = i.clamp(Some(f64::NAN), Some(0i64))?;
+    assert_eq!(r.dtype(), DType::F32);
+    assert!(f64s(&r).iter().all(|v| v.is_nan()));
+    assert!(i.clamp_(Some(f64::NAN), Some(0i64)).is_err());
+    // Without a NaN the out-of-range bound is still an error.
+    assert!(x.clamp(Some(0.0), Some(i64::MIN)).is_err());
+    Ok(())
+}

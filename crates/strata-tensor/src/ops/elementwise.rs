@@ -426,6 +426,20 @@ impl Tensor {
                 check_inplace(name, self, &mut [])?;
             }
         }
+        if let UnaryOp::Clamp(Some(lo), Some(hi)) = op {
+            let nan = |v: Scalar| matches!(v, Scalar::Float(f) if f.is_nan());
+            if nan(lo) || nan(hi) {
+                // PyTorch fills the result with NaN when both bounds are
+                // given and one is NaN, without converting the other bound
+                // (which may therefore lie outside the dtype's range).
+                let target = if inplace {
+                    self.clone()
+                } else {
+                    Tensor::uninit(self.shape(), compute, self.device())?
+                };
+                return target.fill_(f64::NAN);
+            }
+        }
         let op = match op {
             UnaryOp::Clamp(lo, hi) => {
                 let (lo, hi) = crate::ops::checks::clamp_bounds(name, compute, lo, hi)?;

@@ -120,6 +120,26 @@ impl Tensor {
         Ok(())
     }
 
+    /// PyTorch's `bmm` (which `matmul` reaches for batched operands it does
+    /// not fold into a matrix product) computes nothing when the product has
+    /// no element or its inner size `k` is 0, and checks the operands' dtypes
+    /// only when it computes: such a product of mixed dtypes, or of bools, is
+    /// no error but an empty (or all-zero) tensor of `b`'s dtype. `None`
+    /// when the dtypes agree and are not bool (the product is computed as
+    /// usual) or the product is not empty.
+    fn empty_product(&self, b: &Tensor, shape: &[usize], k: usize) -> Result<Option<Tensor>> {
+        let empty = k == 0 || shape.contains(&0);
+        let usual = self.dtype() == b.dtype() && self.dtype() != DType::Bool;
+        if !empty || usual || self.device() != b.device() {
+            return Ok(None);
+        }
+        let out = Tensor::uninit(shape, b.dtype(), b.device())?;
+        if out.numel() > 0 {
+            out.zero_()?;
+        }
+        Ok(Some(out))
+    }
+
     fn check_same_dtype(&self, op: &'static str, b: &Tensor) -> Result<()> {
         if self.device() != b.device() {
             return Err(TensorError::DeviceMismatch {
@@ -258,6 +278,10 @@ impl Tensor {
                 ),
             ));
         }
+        let shape = [self.shape()[0], self.shape()[1], b.shape()[2]];
+        if let Some(out) = self.empty_product(b, &shape, self.shape()[2])? {
+            return Ok(out);
+        }
         self.check_matmul_dtypes("bmm", b)?;
         self.bmm_raw(b)
     }
@@ -300,6 +324,19 @@ impl Tensor {
         if k != k2 {
             return Err(err());
         }
+        if (na > 2 || nb > 2) && !pytorch_folds(self, b) {
+            // PyTorch's batched path: its bmm's rule for empty products.
+            let mut shape = batch.clone();
+            if na > 1 {
+                shape.push(m);
+            }
+            if nb > 1 {
+                shape.push(n);
+            }
+            if let Some(out) = self.empty_product(b, &shape, k)? {
+                return Ok(out);
+            }
+        }
         self.check_matmul_dtypes("matmul", b)?;
         // Saturating: an empty batch may have other dims whose product
         // overflows; the output's own size check rejects real overflow.
@@ -334,6 +371,33 @@ impl Tensor {
         }
         out.view(&shape)
     }
+}
+
+/// Whether PyTorch's `matmul` folds the batch of the operand with more dims
+/// (`a`, or `b` transposed) into the rows of one matrix product (`mm` or
+/// `mv`) instead of calling `bmm` (its `should_fold`, for operands that need
+/// no gradient): when that operand has 3 or more dims and the other 1 or 2,
+/// `a` is not a matrix, and the operand is empty or its dims but the last
+/// collapse into one without a copy.
+fn pytorch_folds(a: &Tensor, b: &Tensor) -> bool {
+    let a_larger = a.ndim() >= b.ndim();
+    let (big, small_ndim) = if a_larger {
+        (a.layout().clone(), b.ndim())
+    } else {
+        let mut l = b.layout().clone();
+        let d = l.shape.len();
+        l.shape.swap(d - 1, d - 2);
+        l.strides.swap(d - 1, d - 2);
+        (l, a.ndim())
+    };
+    let d = big.shape.len();
+    if d < 3 || !(small_ndim == 1 || small_ndim == 2) || a.ndim() == 2 {
+        return false;
+    }
+    if big.shape.contains(&0) {
+        return true;
+    }
+    (0..d - 2).all(|i| big.strides[i + 1].checked_mul(big.shape[i + 1]) == Some(big.strides[i]))
 }
 
 /// The `(size, stride)` of dims `dims` of `t` seen as one dim, when they can
