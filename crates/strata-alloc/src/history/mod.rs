@@ -31,7 +31,8 @@ use crate::block::Block;
 use crate::driver::StreamId;
 use clock::Clock;
 use ring::{Ring, Slot, FREE_NOW, META_TIME_SHIFT};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::Location;
@@ -258,12 +259,25 @@ impl Hasher for AddrHasher {
 pub(crate) type BacktraceMap =
     HashMap<u64, Arc<std::backtrace::Backtrace>, BuildHasherDefault<AddrHasher>>;
 
+/// Streams the history's table indexes (a slot keeps a 16-bit index); the
+/// streams of the entries beyond them are kept beside the ring.
+const STREAM_TABLE: usize = u16::MAX as usize;
+
+/// The index of a slot whose stream is not in the table.
+const OVERFLOW: u16 = u16::MAX;
+
 /// The ring buffer behind the allocator's lock.
 pub(crate) struct History {
     ring: Ring,
-    /// The streams of the entries, by the index their slots keep; the last
-    /// one looked up first.
+    /// The streams of the entries, by the index their slots keep (at most
+    /// [`STREAM_TABLE`] of them).
     streams: Vec<StreamId>,
+    /// The index of each stream in `streams`.
+    stream_index: FxHashMap<StreamId, u16>,
+    /// The streams of the slots written once `streams` was full (their
+    /// index is [`OVERFLOW`]), by slot number, oldest first; trimmed to the
+    /// slots the ring still holds.
+    overflow: VecDeque<(u64, StreamId)>,
     /// The stream looked up last and its index (`u16::MAX` before any).
     last_stream: (StreamId, u16),
     capacity: usize,
@@ -282,6 +296,8 @@ impl Default for History {
         History {
             ring: Ring::default(),
             streams: Vec::new(),
+            stream_index: FxHashMap::default(),
+            overflow: VecDeque::new(),
             last_stream: (StreamId(u64::MAX), u16::MAX),
             capacity: 0,
             level: HistoryLevel::CallSites,
@@ -336,6 +352,8 @@ impl History {
         self.level = level;
         self.ring = Ring::new(self.capacity);
         self.streams.clear();
+        self.stream_index.clear();
+        self.overflow.clear();
         self.last_stream = (StreamId(u64::MAX), u16::MAX);
         self.backtraces = BacktraceMap::default();
         self.clock = Clock::new();
@@ -409,25 +427,36 @@ impl History {
         self.push_entry(Action::Alloc, b.ptr, b.requested, stream, Some(site));
     }
 
-    /// The index of `stream` in `streams`, adding it on first use (past
-    /// 65535 streams, the last index is shared).
+    /// The index of `stream` in `streams`, adding it on first use;
+    /// [`OVERFLOW`] once the table is full and `stream` is not in it.
     #[inline]
     fn stream_index(&mut self, stream: StreamId) -> u16 {
-        // `u16::MAX` is never an index (at most 65535 streams are kept), so
-        // it marks "no stream looked up yet" whatever the handle.
+        // `OVERFLOW` (`u16::MAX`) is never cached, so it also marks "no
+        // stream looked up yet" whatever the handle.
         let (last, i) = self.last_stream;
-        if last == stream && i != u16::MAX {
+        if last == stream && i != OVERFLOW {
             return i;
         }
-        let i = match self.streams.iter().position(|&x| x == stream) {
+        // A few streams are scanned (cheaper than hashing); more are
+        // looked up.
+        let found = if self.streams.len() <= 8 {
+            self.streams
+                .iter()
+                .position(|&x| x == stream)
+                .map(|i| i as u16)
+        } else {
+            self.stream_index.get(&stream).copied()
+        };
+        let i = match found {
             Some(i) => i,
-            None => {
-                if self.streams.len() < u16::MAX as usize {
-                    self.streams.push(stream);
-                }
-                self.streams.len() - 1
+            None if self.streams.len() < STREAM_TABLE => {
+                let i = self.streams.len() as u16;
+                self.streams.push(stream);
+                self.stream_index.insert(stream, i);
+                i
             }
-        } as u16;
+            None => OVERFLOW,
+        };
         self.last_stream = (stream, i);
         i
     }
@@ -455,21 +484,41 @@ impl History {
         site: Option<&'static Location<'static>>,
     ) {
         let ticks = self.clock.ticks(self.ring.written(), self.ring.oldest());
-        let s = self.stream_index(stream) as u64;
+        let s = self.stream_index(stream);
+        if s == OVERFLOW {
+            self.overflow.push_back((self.ring.written(), stream));
+        }
         self.ring.push(Slot {
             addr,
             size,
-            meta: (ticks << META_TIME_SHIFT) | (s << 4) | code,
+            meta: (ticks << META_TIME_SHIFT) | ((s as u64) << 4) | code,
             site,
         });
+        if !self.overflow.is_empty() {
+            let oldest = self.ring.oldest();
+            while self.overflow.front().is_some_and(|&(n, _)| n < oldest) {
+                self.overflow.pop_front();
+            }
+        }
     }
 
-    fn entry(&self, e: &Slot, action: Action, time_us: u64) -> TraceEntry {
+    /// The entry of slot number `seq`, `e`.
+    fn entry(&self, e: &Slot, seq: u64, action: Action, time_us: u64) -> TraceEntry {
+        let i = ((e.meta >> 4) & 0xffff) as u16;
+        let stream = if i == OVERFLOW {
+            // Every slot written with `OVERFLOW` has its stream here until
+            // the ring lets the slot go.
+            let k = self.overflow.partition_point(|&(n, _)| n < seq);
+            debug_assert_eq!(self.overflow.get(k).map(|&(n, _)| n), Some(seq));
+            self.overflow.get(k).map_or(StreamId(u64::MAX), |&(_, s)| s)
+        } else {
+            self.streams[i as usize]
+        };
         TraceEntry {
             action,
             addr: e.addr,
             size: e.size,
-            stream: self.streams[((e.meta >> 4) & 0xffff) as usize],
+            stream,
             time_us,
             site: e.site.map(CallSite::from_location),
         }
@@ -480,6 +529,7 @@ impl History {
     fn slot_entries(
         &self,
         e: &Slot,
+        seq: u64,
         second_only: bool,
         time_us: u64,
     ) -> impl Iterator<Item = TraceEntry> {
@@ -491,8 +541,8 @@ impl History {
         } else {
             (Action::FreeRequested, Some(Action::FreeCompleted))
         };
-        std::iter::once(self.entry(e, first, time_us))
-            .chain(second.map(|a| self.entry(e, a, time_us)))
+        std::iter::once(self.entry(e, seq, first, time_us))
+            .chain(second.map(|a| self.entry(e, seq, a, time_us)))
     }
 
     /// The recorded entries, oldest first.
@@ -500,7 +550,7 @@ impl History {
         let mut clock = self.clock.reader();
         self.ring.iter().flat_map(move |(e, second_only, seq)| {
             let time_us = clock.us(seq, e.meta >> META_TIME_SHIFT);
-            self.slot_entries(e, second_only, time_us)
+            self.slot_entries(e, seq, second_only, time_us)
         })
     }
 
@@ -535,4 +585,48 @@ pub(crate) fn to_json(
         "events": events,
     })
     .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The streams pushed, in order, as the history reads them back.
+    fn streams_read(h: &History) -> Vec<u64> {
+        h.entries().iter().map(|e| e.stream.0).collect()
+    }
+
+    /// Past the 65535 streams a slot's index can name, each entry still
+    /// reads back its own stream (they shared the last index before).
+    #[test]
+    fn entries_keep_their_streams_past_the_index_table() {
+        let n = 80_000;
+        let mut h = History::default();
+        h.reset(Some(200_000), HistoryLevel::CallSites);
+        let mut pushed = Vec::new();
+        for i in 0..n {
+            // A new stream each time, with an old one now and then.
+            let s = if i % 7 == 6 { 1000 + i / 2 } else { 1000 + i };
+            h.push(Action::SegmentMap, i, 1, StreamId(s));
+            pushed.push(s);
+        }
+        assert_eq!(streams_read(&h), pushed);
+        assert_eq!(h.streams.len(), STREAM_TABLE);
+
+        // Once the ring wraps, the streams kept beside it follow.
+        h.set(Some(1000), HistoryLevel::CallSites);
+        for i in 0..5000 {
+            let s = 10_000_000 + i;
+            h.push(Action::SegmentUnmap, i, 1, StreamId(s));
+            pushed.push(s);
+        }
+        assert_eq!(streams_read(&h), pushed[pushed.len() - 1000..]);
+        assert!(h.overflow.len() <= 1000, "{}", h.overflow.len());
+
+        // Starting afresh forgets the table and the overflow.
+        h.reset(Some(10), HistoryLevel::CallSites);
+        h.push(Action::Oom, 0, 1, StreamId(7));
+        assert_eq!(streams_read(&h), vec![7]);
+        assert!(h.overflow.is_empty());
+    }
 }
