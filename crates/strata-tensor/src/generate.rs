@@ -34,6 +34,21 @@ pub(crate) enum Sequence {
 }
 
 impl Sequence {
+    /// The operation that writes this sequence (for errors).
+    pub(crate) fn op(&self) -> &'static str {
+        match self {
+            Sequence::IntRange { .. }
+            | Sequence::FloatRange { .. }
+            | Sequence::Float32Range { .. } => "arange",
+            Sequence::Random {
+                dist: crate::random::Dist::Normal,
+                ..
+            } => "randn",
+            Sequence::Random { .. } => "rand",
+            Sequence::RandInt { .. } => "randint",
+        }
+    }
+
     /// Element `i` as a scalar of the sequence's computation type.
     pub(crate) fn at(self, i: u64) -> Scalar {
         match self {
@@ -73,7 +88,7 @@ impl Tensor {
         device: Device,
         seq: Sequence,
     ) -> Result<Tensor> {
-        let out = Tensor::uninit(shape, dtype, device)?;
+        let out = Tensor::uninit(seq.op(), shape, dtype, device)?;
         if out.numel() == 0 {
             return Ok(out);
         }

@@ -72,7 +72,7 @@ impl Tensor {
     /// ```
     #[track_caller]
     pub fn empty(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-        let t = Tensor::uninit(shape, dtype, device)?;
+        let t = Tensor::uninit("empty", shape, dtype, device)?;
         if dtype == DType::Bool {
             t.fill_(false)?;
         }
@@ -82,9 +82,15 @@ impl Tensor {
     /// [`Tensor::empty`] without filling `bool`: an output buffer that the
     /// caller writes in full before anything reads it.
     #[track_caller]
-    pub(crate) fn uninit(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
-        let numel = shape::check_contiguous("empty", shape)?;
-        let nbytes = shape::checked_nbytes("empty", shape, numel, dtype.size())?;
+    /// `op` names the operation whose result it is, for errors.
+    pub(crate) fn uninit(
+        op: &'static str,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let numel = shape::check_contiguous(op, shape)?;
+        let nbytes = shape::checked_nbytes(op, shape, numel, dtype.size())?;
         let storage = Storage::new(nbytes, device)?;
         Ok(Tensor::from_parts(
             Arc::new(storage),
@@ -212,7 +218,7 @@ impl Tensor {
         dtype: DType,
         device: Device,
     ) -> Result<Tensor> {
-        let t = Tensor::uninit(shape, dtype, device)?;
+        let t = Tensor::uninit("full", shape, dtype, device)?;
         t.fill_(value)?;
         Ok(t)
     }
@@ -314,7 +320,7 @@ impl Tensor {
                 format!("{} elements cannot have shape {shape:?}", data.len()),
             ));
         }
-        let t = Tensor::uninit(shape, T::DTYPE, device)?;
+        let t = Tensor::uninit("from_slice", shape, T::DTYPE, device)?;
         // SAFETY: `T: Element` types are plain old data (no padding, every
         // byte initialised), so viewing the slice as bytes is sound.
         let bytes = unsafe {
@@ -468,7 +474,7 @@ impl Tensor {
     /// A copy with fresh storage (PyTorch's `clone()`).
     #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
-        let out = Tensor::uninit(self.shape(), self.dtype(), self.device())?;
+        let out = Tensor::uninit("clone", self.shape(), self.dtype(), self.device())?;
         out.copy_from_unchecked(self)?;
         self.pass_value_range(&out);
         Ok(out)
@@ -490,7 +496,7 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = Tensor::uninit(self.shape(), dtype, self.device())?;
+        let out = Tensor::uninit("to_dtype", self.shape(), dtype, self.device())?;
         out.copy_from_unchecked(self)?;
         self.pass_value_range(&out);
         Ok(out)

@@ -97,7 +97,7 @@ impl Tensor {
         match (src.device(), device) {
             (Device::Cpu, Device::Cuda(_)) => {
                 let stream = gpu::current_stream(device)?;
-                let out = Tensor::uninit(src.shape(), src.dtype(), device)?;
+                let out = Tensor::uninit("to", src.shape(), src.dtype(), device)?;
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
                 let dst = out.storage().allocation().ptr();
                 // SAFETY: the contiguous source holds `nbytes` initialised bytes
@@ -132,9 +132,10 @@ impl Tensor {
             (from_device @ Device::Cuda(_), Device::Cpu) => {
                 let stream = gpu::current_stream(from_device)?;
                 let out = if non_blocking {
-                    Tensor::uninit(src.shape(), src.dtype(), Device::Cpu)?.pin_memory_empty()?
+                    Tensor::uninit("to", src.shape(), src.dtype(), Device::Cpu)?
+                        .pin_memory_empty()?
                 } else {
-                    Tensor::uninit(src.shape(), src.dtype(), Device::Cpu)?
+                    Tensor::uninit("to", src.shape(), src.dtype(), Device::Cpu)?
                 };
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
                 let from = src.storage().allocation().ptr() + offset as u64;
@@ -159,7 +160,7 @@ impl Tensor {
             (from_device @ Device::Cuda(_), Device::Cuda(_)) => {
                 // Order the copy after the source's pending work.
                 gpu::synchronize_stream(from_device, gpu::current_stream(from_device)?)?;
-                let out = Tensor::uninit(src.shape(), src.dtype(), device)?;
+                let out = Tensor::uninit("to", src.shape(), src.dtype(), device)?;
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
                 let stream = gpu::current_stream(device)?;
                 gpu::device_to_device(

@@ -634,3 +634,33 @@ fn loss_targets_at_the_ends_of_i64_are_index_errors() {
         .unwrap();
     assert_eq!(l, only);
 }
+
+/// A result too large for any storage is an overflow error that names the
+/// operation asked for (it named `empty`, the internal allocation, before),
+/// and nothing is allocated.
+#[test]
+fn results_too_large_to_store_name_their_op() {
+    setup();
+    let s = Tensor::zeros(&[1], DType::F32, CPU).unwrap();
+    let huge = s.expand(&[1 << 62]).unwrap();
+    let rows = s.expand(&[1 << 61, 2]).unwrap();
+    let (col, row) = (
+        s.expand(&[1 << 31, 1]).unwrap(),
+        s.expand(&[1, 1 << 31]).unwrap(),
+    );
+    let cases: Vec<(&str, strata_tensor::Result<Tensor>)> = vec![
+        ("cumsum", huge.cumsum(0, None)),
+        ("exp", huge.exp()),
+        ("to_dtype", huge.to_dtype(DType::F64)),
+        ("sum", rows.sum(Some(&[1]), false)),
+        ("matmul", col.matmul(&row)),
+        ("mm", col.mm(&row)),
+        ("softmax", huge.softmax(0, None)),
+    ];
+    for (op, r) in cases {
+        match r {
+            Err(TensorError::SizeOverflow { op: got, .. }) => assert_eq!(got, op),
+            other => panic!("{op}: expected a size overflow, got {other:?}"),
+        }
+    }
+}

@@ -119,7 +119,7 @@ impl Tensor {
             swap_bytes(&mut owned, dtype.size());
             data = Cow::Owned(owned);
         }
-        let t = Tensor::uninit(shape, dtype, device)?;
+        let t = Tensor::uninit("from_raw_bytes", shape, dtype, device)?;
         if nbytes > 0 {
             t.backend()?.write_from_host(t.storage().mem(), &data)?;
             t.remember_host_range(&data);

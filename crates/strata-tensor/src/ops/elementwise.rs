@@ -325,9 +325,9 @@ impl Tensor {
         let target = if inplace && self.dtype() == out_dtype && a_c.same_storage(self) {
             self.clone()
         } else if kernel != compute {
-            Tensor::uninit(&shape, kernel, self.device())?
+            Tensor::uninit(name, &shape, kernel, self.device())?
         } else {
-            Tensor::uninit(&shape, out_dtype, self.device())?
+            Tensor::uninit(name, &shape, out_dtype, self.device())?
         };
         match (&b_c, b) {
             (Some(bt), _) => launch(&target, &[&a_c, bt], |be| {
@@ -435,7 +435,7 @@ impl Tensor {
                 let target = if inplace {
                     self.clone()
                 } else {
-                    Tensor::uninit(self.shape(), compute, self.device())?
+                    Tensor::uninit(name, self.shape(), compute, self.device())?
                 };
                 return target.fill_(f64::NAN);
             }
@@ -451,7 +451,7 @@ impl Tensor {
         let target = if inplace && a_c.same_storage(self) {
             self.clone()
         } else {
-            Tensor::uninit(self.shape(), compute, self.device())?
+            Tensor::uninit(name, self.shape(), compute, self.device())?
         };
         launch(&target, &[&a_c], |be| {
             be.unary(op, &target.arg(), &a_c.arg())
@@ -635,7 +635,7 @@ impl Tensor {
             Operand::Tensor(t1),
             Operand::Tensor(t2),
         ]);
-        let out = Tensor::uninit(&shape, dtype, self.device())?;
+        let out = Tensor::uninit("addcmul", &shape, dtype, self.device())?;
         out.copy_(self)?;
         out.addcmul_(t1, t2, value)?;
         Ok(out)
@@ -698,7 +698,7 @@ impl Tensor {
             }
         };
         let (ta, tb) = (materialise(a)?, materialise(b)?);
-        let out = Tensor::uninit(&shape, dtype, cond.device())?;
+        let out = Tensor::uninit("where", &shape, dtype, cond.device())?;
         launch(&out, &[cond, &ta, &tb], |be| {
             be.where_(
                 &out.arg(),

@@ -138,7 +138,7 @@ impl Tensor {
         check_index_range(OP, &idx, x.shape()[d])?;
         let mut shape = x.shape().to_vec();
         shape[d] = idx.numel();
-        let out = Tensor::uninit(&shape, x.dtype(), x.device())?;
+        let out = Tensor::uninit("index_select", &shape, x.dtype(), x.device())?;
         if out.numel() > 0 {
             let mut st = vec![0; shape.len()];
             st[d] = idx.strides()[0];
@@ -198,7 +198,7 @@ impl Tensor {
             }
         }
         check_index_range(OP, &idx, x.shape()[d])?;
-        let out = Tensor::uninit(idx.shape(), x.dtype(), x.device())?;
+        let out = Tensor::uninit("gather", idx.shape(), x.dtype(), x.device())?;
         if out.numel() > 0 {
             let xl = Layout {
                 shape: idx.shape().to_vec(),
@@ -506,7 +506,7 @@ impl Tensor {
         let x = self.broadcast_to(&shape)?.contiguous()?;
         let m = mask.broadcast_to(&shape)?.contiguous()?;
         let (count, offsets) = mask_offsets(&m)?;
-        let out = Tensor::uninit(&[count], x.dtype(), x.device())?;
+        let out = Tensor::uninit("masked_select", &[count], x.dtype(), x.device())?;
         if count > 0 {
             launch(&out, &[&x, &m, &offsets], |be| {
                 be.nn(NnKernel::MaskCompact {
@@ -673,7 +673,7 @@ impl Tensor {
         if self.numel() == 0 {
             // Nothing to keep or zero: no mask (whose rows or columns alone
             // could be a huge allocation for a [2^40, 0] input).
-            return Tensor::uninit(self.shape(), self.dtype(), self.device());
+            return Tensor::uninit(op, self.shape(), self.dtype(), self.device());
         }
         let keep = Tensor::triangle_mask(
             self.shape()[n - 2],
@@ -693,7 +693,7 @@ impl Tensor {
 fn mask_offsets(mask: &Tensor) -> Result<(usize, Tensor)> {
     let n = mask.numel();
     let blocks = n.div_ceil(MASK_CHUNK);
-    let counts = Tensor::uninit(&[blocks], DType::I64, mask.device())?;
+    let counts = Tensor::uninit("masked_select", &[blocks], DType::I64, mask.device())?;
     if n == 0 {
         return Ok((0, counts));
     }

@@ -84,7 +84,7 @@ impl Tensor {
         let Some(reference) = kept.first() else {
             // Every input is an empty 1-D tensor: PyTorch's legacy wrap
             // leaves the dim unchecked (any dim gives the empty result).
-            return Tensor::uninit(&[0], dtype, first.device());
+            return Tensor::uninit("cat", &[0], dtype, first.device());
         };
         let d = normalize_dim_strict(OP, dim, reference.ndim())?;
         let mut shape = reference.shape().to_vec();
@@ -115,7 +115,7 @@ impl Tensor {
                     )
                 })?;
         }
-        let out = Tensor::uninit(&shape, dtype, first.device())?;
+        let out = Tensor::uninit("cat", &shape, dtype, first.device())?;
         let mut at = 0i64;
         for t in &kept {
             let len = t.shape()[d] as i64;

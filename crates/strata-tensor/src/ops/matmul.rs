@@ -127,13 +127,19 @@ impl Tensor {
     /// no error but an empty (or all-zero) tensor of `b`'s dtype. `None`
     /// when the dtypes agree and are not bool (the product is computed as
     /// usual) or the product is not empty.
-    fn empty_product(&self, b: &Tensor, shape: &[usize], k: usize) -> Result<Option<Tensor>> {
+    fn empty_product(
+        &self,
+        op: &'static str,
+        b: &Tensor,
+        shape: &[usize],
+        k: usize,
+    ) -> Result<Option<Tensor>> {
         let empty = k == 0 || shape.contains(&0);
         let usual = self.dtype() == b.dtype() && self.dtype() != DType::Bool;
         if !empty || usual || self.device() != b.device() {
             return Ok(None);
         }
-        let out = Tensor::uninit(shape, b.dtype(), b.device())?;
+        let out = Tensor::uninit(op, shape, b.dtype(), b.device())?;
         if out.numel() > 0 {
             out.zero_()?;
         }
@@ -166,9 +172,9 @@ impl Tensor {
     /// strides (a batch stride of 0 for a broadcast operand, transposed
     /// matrices): the backends address them as they are. f16/bf16 are
     /// multiplied in their own dtype and accumulated in f32, rounded once.
-    fn bmm_raw(&self, b: &Tensor) -> Result<Tensor> {
+    fn bmm_raw(&self, op: &'static str, b: &Tensor) -> Result<Tensor> {
         let (bs, m, n) = (self.shape()[0], self.shape()[1], b.shape()[2]);
-        let out = Tensor::uninit(&[bs, m, n], self.dtype(), self.device())?;
+        let out = Tensor::uninit(op, &[bs, m, n], self.dtype(), self.device())?;
         if out.numel() == 0 {
             // Nothing to compute, however long the batch (a [2^61, 1, 0]
             // product would otherwise walk its batch doing nothing).
@@ -227,7 +233,7 @@ impl Tensor {
                 ),
             ));
         }
-        let out = Tensor::uninit(&[1, n, p], self.dtype(), self.device())?;
+        let out = Tensor::uninit(OP, &[1, n, p], self.dtype(), self.device())?;
         out.copy_from_unchecked(&self.expand(&[1, n as i64, p as i64])?)?;
         let (a, b) = (mat1.unsqueeze(0)?, mat2.unsqueeze(0)?);
         {
@@ -258,7 +264,7 @@ impl Tensor {
             ));
         }
         self.check_matmul_dtypes("mm", b)?;
-        let r = self.unsqueeze(0)?.bmm_raw(&b.unsqueeze(0)?)?;
+        let r = self.unsqueeze(0)?.bmm_raw("mm", &b.unsqueeze(0)?)?;
         r.squeeze_dims(&[0])
     }
 
@@ -279,11 +285,11 @@ impl Tensor {
             ));
         }
         let shape = [self.shape()[0], self.shape()[1], b.shape()[2]];
-        if let Some(out) = self.empty_product(b, &shape, self.shape()[2])? {
+        if let Some(out) = self.empty_product("bmm", b, &shape, self.shape()[2])? {
             return Ok(out);
         }
         self.check_matmul_dtypes("bmm", b)?;
-        self.bmm_raw(b)
+        self.bmm_raw("bmm", b)
     }
 
     /// `torch.matmul`: dot product, matrix-vector, matrix, or batched with
@@ -333,7 +339,7 @@ impl Tensor {
             if nb > 1 {
                 shape.push(n);
             }
-            if let Some(out) = self.empty_product(b, &shape, k)? {
+            if let Some(out) = self.empty_product("matmul", b, &shape, k)? {
                 return Ok(out);
             }
         }
@@ -357,10 +363,9 @@ impl Tensor {
             None
         };
         let out = match folded {
-            Some(af) => af.bmm_raw(&b2.unsqueeze(0)?)?,
-            None => {
-                as_batch3(&a2, &batch, bsz, m, k)?.bmm_raw(&as_batch3(&b2, &batch, bsz, k, n)?)?
-            }
+            Some(af) => af.bmm_raw("matmul", &b2.unsqueeze(0)?)?,
+            None => as_batch3(&a2, &batch, bsz, m, k)?
+                .bmm_raw("matmul", &as_batch3(&b2, &batch, bsz, k, n)?)?,
         };
         let mut shape: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
         if na > 1 {

@@ -338,9 +338,9 @@ impl Tensor {
         let rows = self.numel().checked_div(cols).unwrap_or(0);
         let x = self.contiguous()?;
         let acc = acc_dtype(self.dtype());
-        let out = Tensor::uninit(self.shape(), self.dtype(), self.device())?;
-        let mean = Tensor::uninit(&[rows], acc, self.device())?;
-        let rstd = Tensor::uninit(&[rows], acc, self.device())?;
+        let out = Tensor::uninit("layer_norm", self.shape(), self.dtype(), self.device())?;
+        let mean = Tensor::uninit("layer_norm", &[rows], acc, self.device())?;
+        let rstd = Tensor::uninit("layer_norm", &[rows], acc, self.device())?;
         if rows > 0 && cols > 0 {
             let mut reads = vec![&x, &mean];
             reads.extend(w.iter());
@@ -425,7 +425,7 @@ impl Tensor {
         let w = weight.map(|w| w.contiguous()).transpose()?;
         let mut res: [Option<Tensor>; 3] = [None, None, None];
         if needs[0] {
-            let dx = Tensor::uninit(x.shape(), x.dtype(), x.device())?;
+            let dx = Tensor::uninit("layer_norm_backward", x.shape(), x.dtype(), x.device())?;
             if rows > 0 && cols > 0 {
                 let wa = w.as_ref().map(|t| t.arg());
                 let mut reads = vec![&dy, &x, mean, rstd];
@@ -505,7 +505,7 @@ impl Tensor {
         check_class_weight(OP, self, args.weight, classes)?;
         let rows = x.shape()[0];
         let acc = acc_dtype(self.dtype());
-        let lse = Tensor::uninit(&[rows, 2], acc, self.device())?;
+        let lse = Tensor::uninit("cross_entropy", &[rows, 2], acc, self.device())?;
         let w = args.weight.map(|w| w.contiguous()).transpose()?;
         if target.dtype().is_float() {
             if target.shape() != self.shape() {
@@ -534,9 +534,9 @@ impl Tensor {
             return Ok((loss.to_dtype(self.dtype())?, None));
         }
         let t = class_targets(OP, target, &rows_shape, classes, args.ignore_index)?;
-        let nll = Tensor::uninit(&[rows], acc, self.device())?;
-        let smooth = Tensor::uninit(&[rows], acc, self.device())?;
-        let wt = Tensor::uninit(&[rows], acc, self.device())?;
+        let nll = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;
+        let smooth = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;
+        let wt = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;
         if rows > 0 {
             let (na, sa, wa) = (nll.arg(), smooth.arg(), wt.arg());
             let wca = w.as_ref().map(|t| t.arg());
@@ -656,7 +656,12 @@ impl Tensor {
             Some(w) => w.to_dtype(DType::F64)?.sum(None, false)?.item::<f64>()?,
             None => classes as f64,
         };
-        let dx = Tensor::uninit(x.shape(), self.dtype(), self.device())?;
+        let dx = Tensor::uninit(
+            "cross_entropy_backward",
+            x.shape(),
+            self.dtype(),
+            self.device(),
+        )?;
         if rows > 0 {
             let wa = w.as_ref().map(|t| t.arg());
             let mut reads = vec![&x, &lse, &target, &coef];

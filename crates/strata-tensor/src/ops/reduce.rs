@@ -79,7 +79,7 @@ impl Tensor {
             DType::I64
         };
         let input = self.to_dtype(dtype)?;
-        let out = Tensor::uninit(&out_shape, dtype, self.device())?;
+        let out = Tensor::uninit("sum", &out_shape, dtype, self.device())?;
         input.run_reduce(ReduceOp::Sum, &dims, Some(&out), None)?;
         Ok(out)
     }
@@ -93,7 +93,7 @@ impl Tensor {
             ));
         }
         let (dims, out_shape) = self.reduced_dims("mean", dims, keepdim)?;
-        let out = Tensor::uninit(&out_shape, self.dtype(), self.device())?;
+        let out = Tensor::uninit("mean", &out_shape, self.dtype(), self.device())?;
         self.run_reduce(ReduceOp::Mean, &dims, Some(&out), None)?;
         Ok(out)
     }
@@ -106,7 +106,7 @@ impl Tensor {
             });
         }
         let dims: Vec<usize> = (0..self.ndim()).collect();
-        let out = Tensor::uninit(&[], self.dtype(), self.device())?;
+        let out = Tensor::uninit(name, &[], self.dtype(), self.device())?;
         self.run_reduce(op, &dims, Some(&out), None)?;
         Ok(out)
     }
@@ -125,8 +125,8 @@ impl Tensor {
                 shape: self.shape().to_vec(),
             });
         }
-        let values = Tensor::uninit(&out_shape, self.dtype(), self.device())?;
-        let indices = Tensor::uninit(&out_shape, DType::I64, self.device())?;
+        let values = Tensor::uninit(name, &out_shape, self.dtype(), self.device())?;
+        let indices = Tensor::uninit(name, &out_shape, DType::I64, self.device())?;
         self.run_reduce(op, &dims, Some(&values), Some(&indices))?;
         Ok((values, indices))
     }
@@ -167,7 +167,7 @@ impl Tensor {
                     });
                 }
                 let (dims, out_shape) = self.reduced_dims("argmax", None, keepdim)?;
-                let indices = Tensor::uninit(&out_shape, DType::I64, self.device())?;
+                let indices = Tensor::uninit("argmax", &out_shape, DType::I64, self.device())?;
                 self.run_reduce(ReduceOp::Max, &dims, None, Some(&indices))?;
                 Ok(indices)
             }
@@ -206,7 +206,7 @@ impl Tensor {
                     });
                 }
                 let (dims, out_shape) = self.reduced_dims("argmin", None, keepdim)?;
-                let indices = Tensor::uninit(&out_shape, DType::I64, self.device())?;
+                let indices = Tensor::uninit("argmin", &out_shape, DType::I64, self.device())?;
                 self.run_reduce(ReduceOp::Min, &dims, None, Some(&indices))?;
                 Ok(indices)
             }
@@ -372,7 +372,7 @@ impl Tensor {
             // log(0): nothing to sum.
             return Tensor::full(&out_shape, f64::NEG_INFINITY, out_dtype, self.device());
         }
-        let m = Tensor::uninit(&keep_shape, x.dtype(), self.device())?;
+        let m = Tensor::uninit("logsumexp", &keep_shape, x.dtype(), self.device())?;
         if m.numel() > 0 {
             x.run_reduce(ReduceOp::Max, &rdims, Some(&m), None)?;
         }

@@ -116,8 +116,9 @@ impl Tensor {
                 },
             ));
         }
+        // The result first: a shape too large to store is named as the op's.
+        let out = Tensor::uninit(name, self.shape(), target, self.device())?;
         let x = self.to_dtype(target)?.contiguous()?;
-        let out = Tensor::uninit(self.shape(), target, self.device())?;
         let s = DimShape::new(self.shape(), d);
         dim_launch(&out, &x, |be| be.softmax(&out.arg(), &x.arg(), s, mode))?;
         Ok(out)
@@ -149,8 +150,9 @@ impl Tensor {
             None if self.dtype().is_float() => self.dtype(),
             None => DType::I64,
         };
+        // The result first: a shape too large to store is named as cumsum's.
+        let out = Tensor::uninit("cumsum", self.shape(), target, self.device())?;
         let x = self.to_dtype(target)?.contiguous()?;
-        let out = Tensor::uninit(self.shape(), target, self.device())?;
         let s = DimShape::new(self.shape(), d);
         dim_launch(&out, &x, |be| be.cumsum(&out.arg(), &x.arg(), s))?;
         Ok(out)
@@ -288,7 +290,12 @@ impl Tensor {
         crate::ops::elementwise::same_device(name, self, grad)?;
         let y = self.contiguous()?;
         let g = grad.to_dtype(self.dtype())?.contiguous()?;
-        let out = Tensor::uninit(self.shape(), self.dtype(), self.device())?;
+        let out = Tensor::uninit(
+            "softmax_backward",
+            self.shape(),
+            self.dtype(),
+            self.device(),
+        )?;
         if out.numel() == 0 {
             return Ok(out);
         }
