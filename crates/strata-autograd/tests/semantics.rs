@@ -372,3 +372,38 @@ fn zero_on_a_non_leaf_stops_the_gradient() {
         "only the direct path carries gradient"
     );
 }
+
+/// PyTorch 2.15 on the CPU: `matmul` folds the batch into one `mm`/`mv`
+/// when the operand with fewer dims requires a gradient, and `mm` checks the
+/// dtypes even for an empty product; otherwise an empty batched product of
+/// mixed dtypes is an empty tensor of the second operand's dtype.
+#[test]
+fn matmul_of_empty_mixed_dtypes_folds_as_pytorch_does_with_gradients() {
+    let z = |shape: &[usize], d: DType| Tensor::zeros(shape, d, Device::Cpu).unwrap();
+    let leaf = |t: Tensor, grad: bool| {
+        let v = Var::new(t);
+        v.requires_grad_(grad).unwrap();
+        v
+    };
+    let dtype_error = |r: strata_autograd::Result<Var>| {
+        matches!(
+            r,
+            Err(AutogradError::Tensor(
+                strata_tensor::TensorError::DType { .. }
+            ))
+        )
+    };
+    // A batch that does not collapse: bmm without gradients.
+    let a = || z(&[3, 2, 4], DType::F32).permute(&[1, 0, 2]).unwrap();
+    let b = || z(&[4, 0], DType::F16);
+    let r = leaf(a(), false).matmul(&leaf(b(), false)).unwrap();
+    assert_eq!((r.shape().to_vec(), r.dtype()), (vec![2, 3, 0], DType::F16));
+    let r = leaf(a(), true).matmul(&leaf(b(), false)).unwrap();
+    assert_eq!(r.dtype(), DType::F16);
+    assert!(dtype_error(leaf(a(), false).matmul(&leaf(b(), true))));
+    // The matrix on the left: folded when it requires a gradient.
+    let (m, t) = (|| z(&[0, 3], DType::F32), || z(&[2, 3, 4], DType::F16));
+    assert!(dtype_error(leaf(m(), true).matmul(&leaf(t(), false))));
+    let r = leaf(m(), false).matmul(&leaf(t(), true)).unwrap();
+    assert_eq!((r.shape().to_vec(), r.dtype()), (vec![2, 0, 4], DType::F16));
+}

@@ -17,6 +17,34 @@ fn as_matrix(t: &Tensor, is_lhs: bool) -> Result<Tensor> {
 }
 
 impl Var {
+    /// PyTorch's `matmul` folds the batch of the operand with more dims into
+    /// one `mm` or `mv` whenever the other operand (1 or 2 dims) requires a
+    /// gradient (its `should_fold`), and those check the dtypes even for an
+    /// empty product; the tensor-level `matmul`, which knows nothing of
+    /// gradients, returns such an empty product of mixed dtypes as `bmm`
+    /// does. Called after it, so that its shape errors come first.
+    fn check_folded_dtypes(&self, other: &Var) -> Result<()> {
+        let (na, nb) = (self.ndim(), other.ndim());
+        let (larger, small, small_requires_grad) = if na >= nb {
+            (na, nb, other.requires_grad())
+        } else {
+            (nb, na, self.requires_grad())
+        };
+        let mixed = self.dtype() != other.dtype() || self.dtype() == strata_tensor::DType::Bool;
+        if larger >= 3 && (small == 1 || small == 2) && small_requires_grad && mixed {
+            return Err(strata_tensor::TensorError::DType {
+                op: "matmul",
+                msg: format!(
+                    "operands must share a dtype, got {} and {}",
+                    self.dtype(),
+                    other.dtype()
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+
     /// `torch.matmul`: dot, matrix-vector, matrix and batched products.
     pub fn matmul(&self, other: &Var) -> Result<Var> {
         if let Some(c) = crate::autocast::cast_inputs("matmul", &[self, other])? {
@@ -28,6 +56,7 @@ impl Var {
     /// `matmul` in the inputs' own dtypes (after autocast, if any, cast them).
     pub(crate) fn matmul_uncast(&self, other: &Var) -> Result<Var> {
         let out = self.data().matmul(other.data())?;
+        self.check_folded_dtypes(other)?;
         let (a_req, b_req) = (self.requires_grad(), other.requires_grad());
         let saved = || {
             let mut v = Vec::new();
