@@ -199,7 +199,7 @@ impl AllocatorConfig {
                     self.max_split_size = Some(parse_mib(
                         "max_split_size_mb",
                         &value,
-                        20,
+                        MIN_SPLIT_MIB,
                         "an integer number of MiB, at least 20",
                     )?);
                 }
@@ -210,7 +210,7 @@ impl AllocatorConfig {
                     let v = value
                         .parse::<f64>()
                         .ok()
-                        .filter(|v| *v > 0.0 && *v < 1.0)
+                        .filter(|&v| gc_threshold_ok(v))
                         .ok_or_else(|| ConfigError::BadValue {
                             key: "garbage_collection_threshold",
                             value: value.clone(),
@@ -222,7 +222,7 @@ impl AllocatorConfig {
                     let v = value
                         .parse::<f64>()
                         .ok()
-                        .filter(|v| (0.0..=1.0).contains(v))
+                        .filter(|&v| fraction_ok(v))
                         .ok_or_else(|| ConfigError::BadValue {
                             key: "per_process_memory_fraction",
                             value: value.clone(),
@@ -234,7 +234,7 @@ impl AllocatorConfig {
                     self.max_non_split_rounding = parse_mib(
                         "max_non_split_rounding_mb",
                         &value,
-                        20,
+                        MIN_SPLIT_MIB,
                         "an integer number of MiB, at least 20",
                     )?
                 }
@@ -269,7 +269,7 @@ impl AllocatorConfig {
                     self.pinned_num_register_threads = value
                         .parse::<u64>()
                         .ok()
-                        .filter(|&n| n.is_power_of_two() && n <= 128)
+                        .filter(|&n| register_threads_ok(n))
                         .ok_or_else(|| ConfigError::BadValue {
                             key: "pinned_num_register_threads",
                             value: value.clone(),
@@ -318,7 +318,7 @@ impl AllocatorConfig {
             })
         };
         if let Some(m) = self.max_split_size {
-            if m < 20 << 20 {
+            if m < MIN_SPLIT_MIB << 20 {
                 return bad(
                     "max_split_size_mb",
                     format!("{m} bytes"),
@@ -329,7 +329,7 @@ impl AllocatorConfig {
         if let Some(d) = self
             .roundup_power2_divisions
             .iter()
-            .find(|&&d| d != 0 && !d.is_power_of_two())
+            .find(|&&d| !divisions_ok(d))
         {
             return bad(
                 "roundup_power2_divisions",
@@ -338,7 +338,7 @@ impl AllocatorConfig {
             );
         }
         if let Some(t) = self.garbage_collection_threshold {
-            if !(t > 0.0 && t < 1.0) {
+            if !gc_threshold_ok(t) {
                 return bad(
                     "garbage_collection_threshold",
                     t.to_string(),
@@ -347,7 +347,7 @@ impl AllocatorConfig {
             }
         }
         if let Some(f) = self.per_process_memory_fraction {
-            if !(0.0..=1.0).contains(&f) {
+            if !fraction_ok(f) {
                 return bad(
                     "per_process_memory_fraction",
                     f.to_string(),
@@ -355,7 +355,7 @@ impl AllocatorConfig {
                 );
             }
         }
-        if self.max_non_split_rounding < 20 << 20 {
+        if self.max_non_split_rounding < MIN_SPLIT_MIB << 20 {
             return bad(
                 "max_non_split_rounding_mb",
                 format!("{} bytes", self.max_non_split_rounding),
@@ -363,7 +363,7 @@ impl AllocatorConfig {
             );
         }
         let threads = self.pinned_num_register_threads;
-        if !(threads.is_power_of_two() && threads <= 128) {
+        if !register_threads_ok(threads) {
             return bad(
                 "pinned_num_register_threads",
                 threads.to_string(),
@@ -549,6 +549,31 @@ fn split_pairs(s: &str) -> Result<Vec<(String, String)>, ConfigError> {
     Ok(out)
 }
 
+/// The smallest `max_split_size_mb` and `max_non_split_rounding_mb`.
+const MIN_SPLIT_MIB: u64 = 20;
+
+// What each key accepts, for the parser and for `AllocatorConfig::validate`.
+
+/// Divisions of one interval: a power of two, or 0 (plain rounding).
+fn divisions_ok(n: u64) -> bool {
+    n == 0 || n.is_power_of_two()
+}
+
+/// `garbage_collection_threshold`: strictly between 0 and 1.
+fn gc_threshold_ok(t: f64) -> bool {
+    t > 0.0 && t < 1.0
+}
+
+/// `per_process_memory_fraction`: between 0 and 1.
+fn fraction_ok(f: f64) -> bool {
+    (0.0..=1.0).contains(&f)
+}
+
+/// `pinned_num_register_threads`: a power of two, at most 128.
+fn register_threads_ok(n: u64) -> bool {
+    n.is_power_of_two() && n <= 128
+}
+
 fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError> {
     const ACCEPTED: &str = "a power of two (e.g. 4), or a list [K:v,...,>:v] where K is a size in MiB that is a power of two and v a power of two or 0";
     let bad = || ConfigError::BadValue {
@@ -558,7 +583,7 @@ fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError>
     };
     let pow2_or_zero = |v: &str| -> Result<u64, ConfigError> {
         let n = v.parse::<u64>().map_err(|_| bad())?;
-        if n == 0 || n.is_power_of_two() {
+        if divisions_ok(n) {
             Ok(n)
         } else {
             Err(bad())

@@ -278,7 +278,7 @@ pub(crate) struct History {
     /// index is [`OVERFLOW`]), by slot number, oldest first; trimmed to the
     /// slots the ring still holds.
     overflow: VecDeque<(u64, StreamId)>,
-    /// The stream looked up last and its index (`u16::MAX` before any).
+    /// The stream looked up last and its index ([`OVERFLOW`] before any).
     last_stream: (StreamId, u16),
     capacity: usize,
     pub level: HistoryLevel,
@@ -298,7 +298,7 @@ impl Default for History {
             streams: Vec::new(),
             stream_index: FxHashMap::default(),
             overflow: VecDeque::new(),
-            last_stream: (StreamId(u64::MAX), u16::MAX),
+            last_stream: (StreamId(u64::MAX), OVERFLOW),
             capacity: 0,
             level: HistoryLevel::CallSites,
             clock: Clock::new(),
@@ -354,7 +354,7 @@ impl History {
         self.streams.clear();
         self.stream_index.clear();
         self.overflow.clear();
-        self.last_stream = (StreamId(u64::MAX), u16::MAX);
+        self.last_stream = (StreamId(u64::MAX), OVERFLOW);
         self.backtraces = BacktraceMap::default();
         self.clock = Clock::new();
     }
@@ -437,18 +437,8 @@ impl History {
         if last == stream && i != OVERFLOW {
             return i;
         }
-        // A few streams are scanned (cheaper than hashing); more are
-        // looked up.
-        let found = if self.streams.len() <= 8 {
-            self.streams
-                .iter()
-                .position(|&x| x == stream)
-                .map(|i| i as u16)
-        } else {
-            self.stream_index.get(&stream).copied()
-        };
-        let i = match found {
-            Some(i) => i,
+        let i = match self.stream_index.get(&stream) {
+            Some(&i) => i,
             None if self.streams.len() < STREAM_TABLE => {
                 let i = self.streams.len() as u16;
                 self.streams.push(stream);

@@ -3,7 +3,7 @@
 //! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`, one fused
 //! kernel per parameter ([`Tensor::adam_step_`]).
 
-use super::{check, Optimizer};
+use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::{AdamHyper, Tensor};
@@ -30,13 +30,7 @@ pub struct Adam {
 impl Adam {
     /// Adam over `params` with learning rate `lr`, betas (0.9, 0.999), eps 1e-8.
     pub fn new(params: Vec<Var>, lr: f64) -> Result<Adam> {
-        check(
-            "Adam",
-            "learning rate",
-            lr,
-            lr >= 0.0,
-            "a finite number >= 0",
-        )?;
+        check_non_negative("Adam", "learning rate", lr)?;
         super::check_distinct("Adam", &params)?;
         let state = params.iter().map(|_| None).collect();
         Ok(Adam {
@@ -58,7 +52,7 @@ impl Adam {
 
     /// Another epsilon (added to the denominator; `>= 0`).
     pub fn with_eps(mut self, eps: f64) -> Result<Adam> {
-        check("Adam", "epsilon", eps, eps >= 0.0, "a finite number >= 0")?;
+        check_non_negative("Adam", "epsilon", eps)?;
         self.eps = eps;
         Ok(self)
     }

@@ -14,7 +14,7 @@
 //! as in PyTorch.
 
 use super::adam::BETA;
-use super::{check, Optimizer};
+use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::{AdamHyper, DType, Device, Tensor};
@@ -42,6 +42,9 @@ pub struct AdamW {
     groups: Vec<Group>,
     /// Steps taken by each parameter.
     steps: Vec<i32>,
+    /// Where `params` names one parameter twice (`new` cannot fail, so
+    /// `step` reports it).
+    duplicate: Option<(usize, usize)>,
 }
 
 impl AdamW {
@@ -73,6 +76,7 @@ impl AdamW {
             g.numel += p.numel();
         }
         let steps = vec![0; params.len()];
+        let duplicate = super::first_duplicate(&params);
         AdamW {
             params,
             lr: 1e-3,
@@ -81,6 +85,7 @@ impl AdamW {
             weight_decay: 1e-2,
             groups,
             steps,
+            duplicate,
         }
     }
 
@@ -100,20 +105,14 @@ impl AdamW {
 
     /// Another epsilon (`>= 0`).
     pub fn with_eps(mut self, eps: f64) -> Result<AdamW> {
-        check("AdamW", "epsilon", eps, eps >= 0.0, "a finite number >= 0")?;
+        check_non_negative("AdamW", "epsilon", eps)?;
         self.eps = eps;
         Ok(self)
     }
 
     /// Another weight decay (`>= 0`; decoupled: `p *= 1 - lr * wd`).
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Result<AdamW> {
-        check(
-            "AdamW",
-            "weight decay",
-            weight_decay,
-            weight_decay >= 0.0,
-            "a finite number >= 0",
-        )?;
+        check_non_negative("AdamW", "weight decay", weight_decay)?;
         self.weight_decay = weight_decay;
         Ok(self)
     }
@@ -125,13 +124,7 @@ impl AdamW {
 
     /// Sets the learning rate (for schedules; `>= 0`).
     pub fn set_lr(&mut self, lr: f64) -> Result<()> {
-        check(
-            "AdamW",
-            "learning rate",
-            lr,
-            lr >= 0.0,
-            "a finite number >= 0",
-        )?;
+        check_non_negative("AdamW", "learning rate", lr)?;
         self.lr = lr;
         Ok(())
     }
@@ -212,6 +205,9 @@ impl Optimizer for AdamW {
     /// cannot be updated, is an [`AutogradError::Optimizer`](crate::AutogradError)
     /// before anything is updated.
     fn step(&mut self) -> Result<()> {
+        if let Some(d) = self.duplicate {
+            return Err(super::duplicate_error("AdamW", d));
+        }
         super::check_step("AdamW", &self.params, true)?;
         for gi in 0..self.groups.len() {
             self.step_group(gi)?;

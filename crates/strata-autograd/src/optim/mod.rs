@@ -54,30 +54,52 @@ pub(crate) fn check(
     }
 }
 
-/// Refuses a parameter list that names one parameter twice (it would be
-/// updated twice per step, with two sets of state), as PyTorch refuses a
-/// parameter in two groups.
-pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<()> {
+/// [`check`] for a hyper-parameter that must be `>= 0`.
+pub(crate) fn check_non_negative(
+    optimizer: &'static str,
+    name: &'static str,
+    value: f64,
+) -> Result<()> {
+    check(optimizer, name, value, value >= 0.0, "a finite number >= 0")
+}
+
+/// The first pair of positions at which a parameter list names one
+/// parameter twice (it would be updated twice per step, with two sets of
+/// state; PyTorch refuses a parameter in two groups).
+pub(crate) fn first_duplicate(params: &[Var]) -> Option<(usize, usize)> {
     let mut seen = std::collections::HashMap::with_capacity(params.len());
-    for (i, p) in params.iter().enumerate() {
-        if let Some(first) = seen.insert(std::sync::Arc::as_ptr(&p.inner), i) {
-            return Err(AutogradError::Optimizer {
-                optimizer,
-                msg: format!(
-                    "parameters {first} and {i} are the same parameter; pass each parameter once"
-                ),
-            });
-        }
+    params.iter().enumerate().find_map(|(i, p)| {
+        seen.insert(std::sync::Arc::as_ptr(&p.inner), i)
+            .map(|first| (first, i))
+    })
+}
+
+/// The error for a parameter named twice, at `first` and `i`.
+pub(crate) fn duplicate_error(
+    optimizer: &'static str,
+    (first, i): (usize, usize),
+) -> AutogradError {
+    AutogradError::Optimizer {
+        optimizer,
+        msg: format!("parameters {first} and {i} are the same parameter; pass each parameter once"),
     }
-    Ok(())
+}
+
+/// Refuses a parameter list that names one parameter twice.
+pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<()> {
+    match first_duplicate(params) {
+        Some(d) => Err(duplicate_error(optimizer, d)),
+        None => Ok(()),
+    }
 }
 
 /// Checks, before a step updates anything, every parameter that has a
 /// gradient: floating point, and (for the fused Adam kernels, `fused`) not
 /// sharing memory with its gradient. A step that failed at a later
 /// parameter would leave the earlier ones updated and their state advanced.
+/// (The parameter list itself was checked for duplicates when the
+/// optimizer was made.)
 pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -> Result<()> {
-    check_distinct(optimizer, params)?;
     for (i, p) in params.iter().enumerate() {
         let Some(g) = p.grad() else { continue };
         if !p.dtype().is_float() {

@@ -1,7 +1,7 @@
 //! Stochastic gradient descent with momentum (PyTorch's `SGD`, no dampening,
 //! no Nesterov): `buf = momentum * buf + g; p -= lr * buf`.
 
-use super::{check, Optimizer};
+use super::{check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::Tensor;
@@ -19,20 +19,8 @@ pub struct Sgd {
 impl Sgd {
     /// SGD over `params` with learning rate `lr` and `momentum` (0 for plain SGD).
     pub fn new(params: Vec<Var>, lr: f64, momentum: f64) -> Result<Sgd> {
-        check(
-            "SGD",
-            "learning rate",
-            lr,
-            lr >= 0.0,
-            "a finite number >= 0",
-        )?;
-        check(
-            "SGD",
-            "momentum",
-            momentum,
-            momentum >= 0.0,
-            "a finite number >= 0",
-        )?;
+        check_non_negative("SGD", "learning rate", lr)?;
+        check_non_negative("SGD", "momentum", momentum)?;
         super::check_distinct("SGD", &params)?;
         let buffers = vec![None; params.len()];
         Ok(Sgd {
@@ -46,13 +34,7 @@ impl Sgd {
 
     /// Adds `weight_decay * p` to each gradient before the update.
     pub fn with_weight_decay(mut self, weight_decay: f64) -> Result<Sgd> {
-        check(
-            "SGD",
-            "weight decay",
-            weight_decay,
-            weight_decay >= 0.0,
-            "a finite number >= 0",
-        )?;
+        check_non_negative("SGD", "weight decay", weight_decay)?;
         self.weight_decay = weight_decay;
         Ok(self)
     }

@@ -664,14 +664,7 @@ impl Tensor {
         if dtype == DType::F32 || !dtype.is_float() {
             for o in [a, b] {
                 if let Operand::Scalar(s) = o {
-                    if !s.fits(dtype) {
-                        return Err(TensorError::value(
-                            "where",
-                            format!(
-                                "value {s} cannot be converted to type {dtype} without overflow"
-                            ),
-                        ));
-                    }
+                    crate::ops::checks::check_fits("where", s, dtype)?;
                 }
             }
         }

@@ -422,16 +422,7 @@ impl Tensor {
                 t.to_scalars()?[0]
             }
         };
-        let fits = s.fits(self.dtype());
-        if !fits {
-            return Err(TensorError::value(
-                op,
-                format!(
-                    "value {s} cannot be converted to type {} without overflow",
-                    self.dtype().torch_name()
-                ),
-            ));
-        }
+        crate::ops::checks::check_fits(op, s, self.dtype())?;
         Tensor::scalar(s, self.dtype(), self.device())
     }
 

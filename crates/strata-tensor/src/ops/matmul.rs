@@ -330,15 +330,17 @@ impl Tensor {
         if k != k2 {
             return Err(err());
         }
+        // The result's shape: the batch, then the rows of a 2-D-or-more `a`
+        // and the columns of a 2-D-or-more `b`.
+        let mut shape = batch.clone();
+        if na > 1 {
+            shape.push(m);
+        }
+        if nb > 1 {
+            shape.push(n);
+        }
         if (na > 2 || nb > 2) && !pytorch_folds(self, b) {
             // PyTorch's batched path: its bmm's rule for empty products.
-            let mut shape = batch.clone();
-            if na > 1 {
-                shape.push(m);
-            }
-            if nb > 1 {
-                shape.push(n);
-            }
             if let Some(out) = self.empty_product("matmul", b, &shape, k)? {
                 return Ok(out);
             }
@@ -367,13 +369,7 @@ impl Tensor {
             None => as_batch3(&a2, &batch, bsz, m, k)?
                 .bmm_raw("matmul", &as_batch3(&b2, &batch, bsz, k, n)?)?,
         };
-        let mut shape: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
-        if na > 1 {
-            shape.push(m as i64);
-        }
-        if nb > 1 {
-            shape.push(n as i64);
-        }
+        let shape: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
         out.view(&shape)
     }
 }
