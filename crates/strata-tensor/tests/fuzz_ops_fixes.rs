@@ -308,3 +308,59 @@ fn clamp_with_a_nan_bound_fills_nan_before_checking_the_other() -> Result<()> {
     assert!(x.clamp(Some(0.0), Some(i64::MIN)).is_err());
     Ok(())
 }
+
+#[test]
+fn an_expanded_operand_of_another_dtype_is_not_a_scalar() -> Result<()> {
+    use strata_tensor::RoundingMode;
+    // PyTorch on the CPU converts an operand of another dtype into a new
+    // tensor of its own shape first, so an expanded u8 or i64 operand of an
+    // f16/bf16 computation is no longer one stored element, and the kernel
+    // for two half tensors runs (every step rounded to the dtype), not the
+    // one for a scalar (f32 throughout). Figures from PyTorch 2.15.
+    let a = Tensor::from_slice(&[65504.0f32, 1.0], &[2], CPU)?.to_dtype(DType::F16)?;
+    let d = Tensor::from_slice(&[11u8], &[1], CPU)?;
+    // 65504 - 10 rounds back to 65504 in f16, and 65504 / 11 to 5956.
+    let expanded = d.expand(&[2])?;
+    assert_eq!(
+        f64s(&a.div_mode(&expanded, RoundingMode::Floor)?),
+        vec![5956.0, 0.0]
+    );
+    assert_eq!(
+        f64s(&a.div_mode(&expanded, RoundingMode::Trunc)?),
+        vec![5956.0, 0.0]
+    );
+    // A single element stays a scalar: floor(65504 / 11) = 5954 in f32,
+    // then 5952 (round half to even) in f16.
+    assert_eq!(
+        f64s(&a.div_mode(&d, RoundingMode::Floor)?),
+        vec![5952.0, 0.0]
+    );
+    // An expanded f16 divisor needs no conversion: still a scalar.
+    let h = d.to_dtype(DType::F16)?.expand(&[2])?;
+    assert_eq!(
+        f64s(&a.div_mode(&h, RoundingMode::Floor)?),
+        vec![5952.0, 0.0]
+    );
+    // Multiplication and true division by an expanded i64 2049 use the
+    // value rounded to f16 (2048); a single element uses 2049.
+    let x = Tensor::from_slice(&[1.0f32, 3.0, 0.5], &[3], CPU)?.to_dtype(DType::F16)?;
+    let c = Tensor::from_slice(&[2049i64], &[1], CPU)?;
+    assert_eq!(
+        f64s(&x.mul(&c.expand(&[3])?)?),
+        vec![2048.0, 6144.0, 1024.0]
+    );
+    assert_eq!(f64s(&x.mul(&c)?), vec![2048.0, 6148.0, 1024.0]);
+    assert_eq!(
+        f64s(&x.div(&c.expand(&[3])?)?),
+        vec![0.00048828125, 0.00146484375, 0.000244140625]
+    );
+    assert_eq!(
+        f64s(&x.div(&c)?),
+        vec![
+            0.00048804283142089844,
+            0.0014638900756835938,
+            0.00024402141571044922
+        ]
+    );
+    Ok(())
+}

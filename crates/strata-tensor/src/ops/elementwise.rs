@@ -183,10 +183,16 @@ pub(crate) fn launch(
     f(be)
 }
 
-/// Whether every element of `t` is one stored element (0-d, sizes of 1, or
-/// dims broadcast with stride 0): PyTorch's `TensorIterator::is_scalar` for
-/// an operand broadcast to any output shape.
-fn one_element(t: &Tensor) -> bool {
+/// Whether every element of operand `t`, computed in `compute`, is one
+/// stored element (0-d, sizes of 1, or dims broadcast with stride 0):
+/// PyTorch's `TensorIterator::is_scalar` for an operand broadcast to any
+/// output shape. On the CPU, PyTorch first converts an operand of another
+/// dtype into a new tensor of its own shape (an expanded one becomes
+/// contiguous), so such an operand is one element only when it holds one.
+fn one_element(t: &Tensor, compute: DType) -> bool {
+    if t.dtype() != compute {
+        return t.numel() <= 1;
+    }
     t.shape()
         .iter()
         .zip(t.strides())
@@ -309,7 +315,7 @@ impl Tensor {
                     && (matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor)
                         || (matches!(op, BinaryOp::Div | BinaryOp::Mul)
                             && t.dtype() != compute))
-                    && one_element(t) =>
+                    && one_element(t, compute) =>
             {
                 DType::F32
             }
