@@ -3006,3 +3006,51 @@ test_device!(
     empty_bool_starts_false_cpu,
     empty_bool_starts_false_gpu
 );
+
+/// Label smoothing's sum Σ w[c] (-log p[c]) is taken term by term, as the CPU
+/// (and PyTorch) take it: an infinite class weight at a class whose logit is
+/// the row's max gives an infinite loss, not NaN (`ls * Σ w - Σ w (x - m)`
+/// made `inf * 0` there; `fuzz_ops.s181_cross_entropy_0624`). Rows of equal
+/// logits: -log p[c] = ln C for every class, so each row's loss is
+/// 0.9 w[t] ln C + 0.1 / C Σ w ln C.
+fn label_smoothing_with_infinite_weights(dev: Device) -> Result<()> {
+    use strata_tensor::{CrossEntropyArgs, Reduction};
+    for classes in [4usize, 300, 20_000] {
+        let rows = 3;
+        let x = Tensor::full(&[rows, classes], 0.5, DType::F64, dev)?;
+        let t = Tensor::from_vec(vec![classes as i64 - 1; rows], &[rows], dev)?;
+        let ln_c = (classes as f64).ln();
+        for (w0, want) in [
+            (f64::NEG_INFINITY, f64::NEG_INFINITY),
+            (f64::INFINITY, f64::INFINITY),
+            (
+                2.0,
+                0.9 * ln_c + 0.1 / classes as f64 * (classes as f64 + 1.0) * ln_c,
+            ),
+        ] {
+            let mut w = vec![1.0f64; classes];
+            w[0] = w0;
+            let w = Tensor::from_vec(w, &[classes], dev)?;
+            let args = CrossEntropyArgs {
+                weight: Some(&w),
+                reduction: Reduction::None,
+                label_smoothing: 0.1,
+                ..Default::default()
+            };
+            let got = x.cross_entropy(&t, args)?.to_vec::<f64>()?;
+            for g in got {
+                let close = g == want || (g - want).abs() <= 1e-12 * want.abs();
+                assert!(
+                    close,
+                    "{classes} classes, w[0] = {w0}: got {g}, want {want}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+test_device!(
+    label_smoothing_with_infinite_weights,
+    label_smoothing_with_infinite_weights_cpu,
+    label_smoothing_with_infinite_weights_cuda
+);

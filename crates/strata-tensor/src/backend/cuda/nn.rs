@@ -380,13 +380,12 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
   const bool want_s = smooth != nullptr && tgt != nullptr;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * classes;
-    C m = -C_INF, s = 0, sx = 0, sw = 0, bad = 0;
+    C m = -C_INF, s = 0, sx = 0, bad = 0;
     for (i64 c = threadIdx.x; c < classes; c += NT) {
       const C v = ld(xr[c]);
       if (v != v) bad = 1;
       else if (v > m) { s = (m == -C_INF ? (C)0 : s * ex(m - v)) + 1; m = v; }
       else if (v != -C_INF) s += ex(v - m);
-      if (want_s) sw += w != nullptr ? ld(w[c]) : (C)1;
     }
     for (int o = 16; o > 0; o >>= 1) {
       const C m2 = __shfl_xor_sync(0xffffffffu, m, o);
@@ -409,13 +408,18 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
     }
     bad = block_sum(bad, sh);  // its __syncthreads also publish shm[0]
     if (want_s) {
-      // Σ w[c] (x[c] - m) with the row's max m (Σ w x - m Σ w would cancel
-      // where |m| is huge): a second read of the row.
-      const C mr = shm[0];
+      // Σ w[c] (-log p[c]) = Σ w[c] (ls - (x[c] - m)), term by term as the
+      // CPU sums it (ls Σ w - Σ w (x - m) would make inf * 0 = NaN of a
+      // weight of ±inf where x[c] is the max, and cancel where |m| is
+      // huge): a second read of the row, with m and ls as thread 0 sets
+      // them below.
+      C mr = shm[0], lr;
+      if (bad != (C)0 || mr == C_INF) { mr = C_NAN; lr = C_NAN; }
+      else if (mr == -C_INF) lr = (C)0;
+      else lr = lg(shs[0]);
       for (i64 c = threadIdx.x; c < classes; c += NT)
-        sx += (w != nullptr ? ld(w[c]) : (C)1) * (ld(xr[c]) - mr);
+        sx += (w != nullptr ? ld(w[c]) : (C)1) * (lr - (ld(xr[c]) - mr));
       sx = block_sum(sx, sh);
-      sw = block_sum(sw, sh);
     }
     if (threadIdx.x == 0) {
       m = shm[0];
@@ -437,7 +441,7 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
           const bool ok = t >= 0 && t < classes;
           wv = ok && w != nullptr ? ld(w[t]) : (C)1;
           n = ok ? wv * (ls - (ld(xr[t]) - m)) : C_NAN;
-          if (want_s) sm = ls * sw - sx;
+          if (want_s) sm = sx;
         }
         if (nll != nullptr) nll[r] = n;
         if (smooth != nullptr) smooth[r] = sm;
@@ -544,26 +548,25 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) s += cexp(v[i] - m);
     s = grp_sum<BLK>(s, red);
-    C sx = (C)0, sw = (C)0;
+    // The logsumexp as mm + ls, kept apart (see ce_fwd); every lane has it.
+    C mm = m, ls;
+    if (m != m || m == -ninf()) { mm = -ninf() - -ninf(); ls = mm; }  // NaN or +inf in the row: NaN
+    else if (m == ninf()) ls = (C)0;
+    else ls = clog(s);
+    // Label smoothing's Σ w[c] (ls - (x[c] - m)), term by term (see ce_fwd).
+    C sx = (C)0;
     if constexpr (SMOOTH) if (want_s) {
 #pragma unroll
       for (int i = 0; i < ITEMS; i++) {
         const i64 c = reg_col<ITEMS>(i, lane, lanes, vec != 0);
         if (c < n) {
           const C wc = w != nullptr ? ld(w[c]) : (C)1;
-          sx += wc * (v[i] - m);
-          sw += wc;
+          sx += wc * (ls - (v[i] - mm));
         }
       }
       sx = grp_sum<BLK>(sx, red);
-      sw = grp_sum<BLK>(sw, red);
     }
     if (lane == 0) {
-      // The logsumexp as mm + ls, kept apart (see ce_fwd).
-      C mm = m, ls;
-      if (m != m || m == -ninf()) { mm = -ninf() - -ninf(); ls = mm; }  // NaN or +inf in the row: NaN
-      else if (m == ninf()) ls = (C)0;
-      else ls = clog(s);
       lse[2 * r] = mm;
       lse[2 * r + 1] = ls;
       if (tgt != nullptr) {
@@ -575,7 +578,7 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
           const bool ok = t >= 0 && t < n;
           wv = !ok ? (C)1 : (w != nullptr ? ld(w[t]) : (C)1);
           nl = ok ? wv * (ls - (ld(xr[t]) - mm)) : -ninf() - -ninf();
-          if (want_s) sm = ls * sw - sx;
+          if (want_s) sm = sx;
         }
         if (nll != nullptr) nll[r] = nl;
         if (smooth != nullptr) smooth[r] = sm;
