@@ -3054,3 +3054,29 @@ test_device!(
     label_smoothing_with_infinite_weights_cpu,
     label_smoothing_with_infinite_weights_cuda
 );
+
+/// A float cumsum of a short row adds one element after the other, as the
+/// CPU does: 2^62 + 10 - 2^62 - 10 in f32 is 2^62, 2^62, 0, -10 (a tree
+/// order would give 0 last; `fuzz_ops.s162_cumsum_0664`).
+fn cumsum_of_short_float_rows_adds_in_order(dev: Device) -> Result<()> {
+    let big = 1i64 << 62;
+    let rows = [big, 10, -big, -10, 3, 3, 0, -15];
+    let x = Tensor::from_vec(rows.to_vec(), &[2, 4], dev)?;
+    let got = x.cumsum(1, Some(DType::F32))?.to_vec::<f32>()?;
+    let b = big as f32;
+    assert_eq!(got, vec![b, b, 0.0, -10.0, 3.0, 6.0, 6.0, -9.0]);
+    // The same along dim 0 of the transpose (a thread per column).
+    let got = x
+        .t()?
+        .cumsum(0, Some(DType::F32))?
+        .t()?
+        .contiguous()?
+        .to_vec::<f32>()?;
+    assert_eq!(got, vec![b, b, 0.0, -10.0, 3.0, 6.0, 6.0, -9.0]);
+    Ok(())
+}
+test_device!(
+    cumsum_of_short_float_rows_adds_in_order,
+    cumsum_of_short_float_rows_adds_in_order_cpu,
+    cumsum_of_short_float_rows_adds_in_order_cuda
+);

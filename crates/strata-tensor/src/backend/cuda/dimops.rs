@@ -173,6 +173,12 @@ pub(crate) fn reg_row_plan(n: usize, v: usize, vec: bool) -> Option<RegRow> {
     }
 }
 
+/// Rows of floats up to this long are summed one element after the other (a
+/// thread per row), in the CPU's order: the warp's shuffle scan adds in a
+/// tree order, which differs where values cancel (2^62 + 10 - 2^62 - 10 in
+/// f32 is -10 in order, 0 in the tree). Longer rows keep the parallel scan.
+const SEQUENTIAL_FLOAT_ROW: usize = 128;
+
 /// Cumulative sum of the contiguous `input` into the contiguous `out`.
 pub(crate) fn cumsum(dev: &CudaDevice, out: &Arg, input: &Arg, s: DimShape) -> Result<()> {
     if s.outer * s.n * s.inner == 0 {
@@ -183,7 +189,8 @@ pub(crate) fn cumsum(dev: &CudaDevice, out: &Arg, input: &Arg, s: DimShape) -> R
     let f = super::nvrtc::functions(dev, &key, || cumsum_source(d), &["cs_warp", "cs_cols"])?;
     let (pin, pout) = (base_ptr(input), base_ptr(out));
     let n = s.n as i64;
-    if s.inner == 1 {
+    let in_order = d.is_float() && s.n <= SEQUENTIAL_FLOAT_ROW;
+    if s.inner == 1 && !in_order {
         let rows = s.outer as i64;
         let g = grid(dev, s.outer, (SM_BLOCK / 32) as usize);
         let kargs = [
