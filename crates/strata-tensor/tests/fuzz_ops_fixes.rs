@@ -364,3 +364,47 @@ fn an_expanded_operand_of_another_dtype_is_not_a_scalar() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn nll_loss_adds_the_rows_in_pytorchs_cpu_order() -> Result<()> {
+    // PyTorch's CPU nll_loss sums the rows in an 8-level cascade of 16-row
+    // steps in which row 0 reaches the top level alone and is added last.
+    // Where losses cancel the order shows; the figures are PyTorch 2.15's
+    // (and follow by hand: (1e30 - 1e30) + 0.875 against (-1e30 + 0.875) +
+    // 1e30).
+    let lp = Tensor::full(&[3, 3], -1.0, DType::F32, CPU)?;
+    let w = Tensor::from_slice(&[1e30f32, 0.875, -1e30], &[3], CPU)?;
+    let loss = |t: &[i64], r: Reduction| -> Result<f64> {
+        let t = Tensor::from_slice(t, &[3], CPU)?;
+        Ok(f64s(&lp.nll_loss(&t, Some(&w), -100, r)?)[0])
+    };
+    assert_eq!(loss(&[1, 0, 2], Reduction::Sum)?, 0.875);
+    assert_eq!(loss(&[1, 0, 2], Reduction::Mean)?, 1.0);
+    assert_eq!(loss(&[0, 2, 1], Reduction::Sum)?, 0.0);
+    assert!(loss(&[0, 2, 1], Reduction::Mean)?.is_nan());
+    // 20 rows: row 0 (3) on top; rows 1-16 (±1e30 alternating, then 0.5)
+    // moved up a level after row 16; rows 17-19 (2e30, -2e30, 0.25) last in
+    // the first level: (0.25 + 1e30) + 3 = 1e30, and the weights alike.
+    let c = 20;
+    let lp = Tensor::full(&[c, c], -1.0, DType::F32, CPU)?;
+    let mut wv = vec![3.0f32];
+    wv.extend((1..16).map(|i| if i % 2 == 1 { 1e30f32 } else { -1e30 }));
+    wv.extend([0.5, 2e30, -2e30, 0.25]);
+    let w = Tensor::from_vec(wv, &[c], CPU)?;
+    let t = Tensor::arange(0, c as i64, 1, Some(DType::I64), CPU)?;
+    let sum = f64s(&lp.nll_loss(&t, Some(&w), -100, Reduction::Sum)?)[0];
+    assert_eq!(sum, 1e30f32 as f64);
+    let mean = f64s(&lp.nll_loss(&t, Some(&w), -100, Reduction::Mean)?)[0];
+    assert_eq!(mean, 1.0);
+    // An ignored row is skipped, not added as 0 (its step does not move the
+    // levels): targets [ignored, 1, 0, 2] sum as rows 1-3 with row 1 first.
+    let lp = Tensor::full(&[4, 3], -1.0, DType::F32, CPU)?;
+    let w = Tensor::from_slice(&[1e30f32, 0.875, -1e30], &[3], CPU)?;
+    let t = Tensor::from_slice(&[-100i64, 1, 0, 2], &[4], CPU)?;
+    // Rows 1-3 all in the first level: (0.875 + 1e30) - 1e30 = 0.
+    assert_eq!(
+        f64s(&lp.nll_loss(&t, Some(&w), -100, Reduction::Sum)?)[0],
+        0.0
+    );
+    Ok(())
+}

@@ -286,6 +286,86 @@ fn reduce_loss(per: &Tensor, reduction: Reduction, denom: &Tensor) -> Result<Ten
     }
 }
 
+/// The reduced loss and total weight of a class-index `nll_loss` (and of
+/// `cross_entropy`'s NLL term) from the per-row losses `per` and weights
+/// `wt` (both `[rows]`, the accumulation dtype; 0 for an ignored row) and the
+/// targets `t`. On the CPU the rows are added in the order of PyTorch's CPU
+/// kernel ([`nll_cascade`]), which shows where losses cancel (1e30 against
+/// -1e30); on other devices by the device's sum. `None` reduction is not
+/// reduced here.
+fn nll_reduce(
+    per: &Tensor,
+    wt: &Tensor,
+    t: &Tensor,
+    ignore_index: i64,
+    reduction: Reduction,
+) -> Result<(Tensor, Tensor)> {
+    if reduction == Reduction::None || per.device() != crate::Device::Cpu {
+        let total = wt.sum(None, false)?;
+        return Ok((reduce_loss(per, reduction, &total)?, total));
+    }
+    let targets = t.to_vec::<i64>()?;
+    let kept = |r: usize| targets[r] != ignore_index;
+    let (loss, total) = if per.dtype() == DType::F64 {
+        let (l, w) = nll_cascade(&per.to_vec::<f64>()?, &wt.to_vec::<f64>()?, kept);
+        (l, w)
+    } else {
+        let (l, w) = nll_cascade(&per.to_vec::<f32>()?, &wt.to_vec::<f32>()?, kept);
+        (l as f64, w as f64)
+    };
+    let dev = per.device();
+    let total = Tensor::scalar(total, per.dtype(), dev)?;
+    let loss = Tensor::scalar(loss, per.dtype(), dev)?;
+    let loss = match reduction {
+        Reduction::Mean => loss.div(&total)?,
+        _ => loss,
+    };
+    Ok((loss, total))
+}
+
+/// PyTorch's CPU `nll_loss` sums (`nll_loss_out_frame`, and the same in
+/// `nll_loss2d`): each kept row is added to the first of eight partial sums,
+/// and after row `b`, for each level `j` whose 4 bits of `b` (`b >> 4j`) are
+/// all zero, level `j` is moved up into level `j + 1`. Row 0 therefore
+/// reaches the top level on its own, and the levels are added lowest first
+/// at the end: row 0's loss is added last. Returns the loss and the weight
+/// sums. (PyTorch adds in the input's dtype; this adds in `T`, f32 for the
+/// half types.)
+fn nll_cascade<T>(loss: &[T], weight: &[T], kept: impl Fn(usize) -> bool) -> (T, T)
+where
+    T: Copy + Default + std::ops::Add<Output = T>,
+{
+    const LEVELS: usize = 8;
+    let n = loss.len() as u64;
+    // CeilLog2: 1 up to 2, else the bits of n - 1.
+    let ceil_log2 = if n <= 2 {
+        1
+    } else {
+        64 - (n - 1).leading_zeros()
+    };
+    let power = 4.max(ceil_log2 / LEVELS as u32);
+    let mask = (1u64 << power) - 1;
+    let (mut l, mut w) = ([T::default(); LEVELS], [T::default(); LEVELS]);
+    for b in 0..loss.len() {
+        if !kept(b) {
+            continue;
+        }
+        l[0] = l[0] + loss[b];
+        w[0] = w[0] + weight[b];
+        for j in 0..LEVELS - 1 {
+            if (b as u64) & (mask << (j as u32 * power)) != 0 {
+                break;
+            }
+            l[j + 1] = l[j + 1] + l[j];
+            w[j + 1] = w[j + 1] + w[j];
+            l[j] = T::default();
+            w[j] = T::default();
+        }
+    }
+    let sum = |v: &[T]| v.iter().fold(T::default(), |a, &x| a + x);
+    (sum(&l), sum(&w))
+}
+
 impl Tensor {
     /// `F.layer_norm(self, normalized_shape, weight, bias, eps)`: over the
     /// trailing dims `normalized_shape`, `(x - mean) / sqrt(var + eps) *
@@ -557,14 +637,24 @@ impl Tensor {
                 })
             })?;
         }
-        let total_weight = wt.sum(None, false)?;
         let shape: Vec<i64> = rows_shape.iter().map(|&s| s as i64).collect();
-        let nll_loss = reduce_loss(&nll.reshape(&shape)?, args.reduction, &total_weight)?;
+        let (nll_loss, total_weight) = if args.reduction == Reduction::None {
+            (nll.reshape(&shape)?, wt.sum(None, false)?)
+        } else {
+            nll_reduce(&nll, &wt, &t, args.ignore_index, args.reduction)?
+        };
         // (1 - ε)·L + (ε / C)·S with L and S each reduced first, as PyTorch
         // does: a zero total weight gives NaN for L's 0/0 even where S/0 is
-        // infinite.
+        // infinite. S's mean divides by the kept rows' weights summed as a
+        // tensor (PyTorch's `weight.gather(...).sum()`), not by the NLL's
+        // cascade.
         let loss = if eps > 0.0 {
-            let s = reduce_loss(&smooth.reshape(&shape)?, args.reduction, &total_weight)?;
+            let denom = if args.reduction == Reduction::Mean && args.weight.is_some() {
+                wt.sum(None, false)?
+            } else {
+                total_weight.clone()
+            };
+            let s = reduce_loss(&smooth.reshape(&shape)?, args.reduction, &denom)?;
             nll_loss
                 .mul(1.0 - eps)?
                 .add(&s.mul(eps / classes as f64)?)?
@@ -708,8 +798,11 @@ impl Tensor {
             0.0,
             &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?,
         )?;
-        let shaped = per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
-        let loss = reduce_loss(&shaped, reduction, &wt.sum(None, false)?)?;
+        let loss = if reduction == Reduction::None {
+            per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
+        } else {
+            nll_reduce(&per, &wt, &t, ignore_index, reduction)?.0
+        };
         loss.to_dtype(self.dtype())
     }
 
