@@ -306,12 +306,13 @@ fn nll_reduce(
     }
     let targets = t.to_vec::<i64>()?;
     let kept = |r: usize| targets[r] != ignore_index;
+    // Added in the accumulation dtype (f32 or f64); the f32 sums widen to
+    // f64 exactly.
     let (loss, total) = if per.dtype() == DType::F64 {
-        let (l, w) = nll_cascade(&per.to_vec::<f64>()?, &wt.to_vec::<f64>()?, kept);
-        (l, w)
+        nll_cascade(&per.to_vec::<f64>()?, &wt.to_vec::<f64>()?, kept)
     } else {
         let (l, w) = nll_cascade(&per.to_vec::<f32>()?, &wt.to_vec::<f32>()?, kept);
-        (l as f64, w as f64)
+        (f64::from(l), f64::from(w))
     };
     let dev = per.device();
     let total = Tensor::scalar(total, per.dtype(), dev)?;
