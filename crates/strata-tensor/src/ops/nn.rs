@@ -286,21 +286,26 @@ fn reduce_loss(per: &Tensor, reduction: Reduction, denom: &Tensor) -> Result<Ten
     }
 }
 
-/// The reduced loss and total weight of a class-index `nll_loss` (and of
+/// The loss and total weight of a class-index `nll_loss` (and of
 /// `cross_entropy`'s NLL term) from the per-row losses `per` and weights
 /// `wt` (both `[rows]`, the accumulation dtype; 0 for an ignored row) and the
-/// targets `t`. On the CPU the rows are added in the order of PyTorch's CPU
-/// kernel ([`nll_cascade`]), which shows where losses cancel (1e30 against
-/// -1e30); on other devices by the device's sum. `None` reduction is not
-/// reduced here.
+/// targets `t`: with `None` reduction the losses in `rows_shape`. On the CPU
+/// a reduction adds the rows in the order of PyTorch's CPU kernel
+/// ([`nll_cascade`]), which shows where losses cancel (1e30 against -1e30);
+/// other devices use their sum.
 fn nll_reduce(
     per: &Tensor,
     wt: &Tensor,
     t: &Tensor,
     ignore_index: i64,
     reduction: Reduction,
+    rows_shape: &[usize],
 ) -> Result<(Tensor, Tensor)> {
-    if reduction == Reduction::None || per.device() != crate::Device::Cpu {
+    if reduction == Reduction::None {
+        let shape: Vec<i64> = rows_shape.iter().map(|&s| s as i64).collect();
+        return Ok((per.reshape(&shape)?, wt.sum(None, false)?));
+    }
+    if per.device() != crate::Device::Cpu {
         let total = wt.sum(None, false)?;
         return Ok((reduce_loss(per, reduction, &total)?, total));
     }
@@ -638,23 +643,27 @@ impl Tensor {
                 })
             })?;
         }
-        let shape: Vec<i64> = rows_shape.iter().map(|&s| s as i64).collect();
-        let (nll_loss, total_weight) = if args.reduction == Reduction::None {
-            (nll.reshape(&shape)?, wt.sum(None, false)?)
-        } else {
-            nll_reduce(&nll, &wt, &t, args.ignore_index, args.reduction)?
-        };
+        let (nll_loss, total_weight) = nll_reduce(
+            &nll,
+            &wt,
+            &t,
+            args.ignore_index,
+            args.reduction,
+            &rows_shape,
+        )?;
         // (1 - ε)·L + (ε / C)·S with L and S each reduced first, as PyTorch
         // does: a zero total weight gives NaN for L's 0/0 even where S/0 is
-        // infinite. S's mean divides by the kept rows' weights summed as a
-        // tensor (PyTorch's `weight.gather(...).sum()`), not by the NLL's
-        // cascade.
+        // infinite. S's weighted mean divides by the kept rows' weights
+        // summed as a tensor (PyTorch's `weight.gather(...).sum()`), which
+        // on the CPU is not the NLL's cascade (elsewhere it is that sum).
         let loss = if eps > 0.0 {
-            let denom = if args.reduction == Reduction::Mean && args.weight.is_some() {
+            let cascaded = self.device() == crate::Device::Cpu;
+            let denom = if cascaded && args.reduction == Reduction::Mean && args.weight.is_some() {
                 wt.sum(None, false)?
             } else {
                 total_weight.clone()
             };
+            let shape: Vec<i64> = rows_shape.iter().map(|&s| s as i64).collect();
             let s = reduce_loss(&smooth.reshape(&shape)?, args.reduction, &denom)?;
             nll_loss
                 .mul(1.0 - eps)?
@@ -799,11 +808,7 @@ impl Tensor {
             0.0,
             &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?,
         )?;
-        let loss = if reduction == Reduction::None {
-            per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
-        } else {
-            nll_reduce(&per, &wt, &t, ignore_index, reduction)?.0
-        };
+        let (loss, _) = nll_reduce(&per, &wt, &t, ignore_index, reduction, &rows_shape)?;
         loss.to_dtype(self.dtype())
     }
 
