@@ -408,3 +408,33 @@ fn nll_loss_adds_the_rows_in_pytorchs_cpu_order() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn var_of_a_constant_is_zero_however_its_mean_rounds() -> Result<()> {
+    // fuzz_ops.s495_var_0179: ten copies of -1e200 (an expanded 0-d
+    // tensor) summed in order give -9.999999999999998e200, a mean one ulp
+    // off -1e200 whose deviations (~1e184) square to +inf; PyTorch 2.15
+    // gives 0 (its mean is exact), and so does the refined mean.
+    let x = Tensor::scalar(-1e200f64, DType::F64, CPU)?.expand(&[2, 5])?;
+    assert_eq!(f64s(&x.std(Some(&[1, -2]), 1.0, false)?), vec![0.0]);
+    assert_eq!(f64s(&x.std(Some(&[1]), 0.0, false)?), vec![0.0, 0.0]);
+    assert_eq!(f64s(&x.contiguous()?.var(None, 1.0, false)?), vec![0.0]);
+    // Deviations that really are huge still square to +inf, and inf or NaN
+    // inputs give NaN (PyTorch's answers).
+    let wide = Tensor::from_slice(&[-1e200f64, 1e200], &[2], CPU)?;
+    assert_eq!(f64s(&wide.var(None, 1.0, false)?), vec![f64::INFINITY]);
+    for bad in [f64::INFINITY, f64::NAN] {
+        let t = Tensor::from_slice(&[1.0f64, bad], &[2], CPU)?;
+        assert!(f64s(&t.var(None, 1.0, false)?)[0].is_nan(), "{bad}");
+    }
+    // A whole f32 tensor's mean is taken in f32, as PyTorch's CPU kernel
+    // does: 21 copies of 3.3e37 sum past f32's range, and the variance is
+    // +inf there (PyTorch 2.15), while row by row it is 0.
+    let big = Tensor::scalar(3.3e37f32, DType::F32, CPU)?.expand(&[7, 3])?;
+    assert_eq!(
+        f64s(&big.var(Some(&[0, 1]), 1.0, false)?),
+        vec![f64::INFINITY]
+    );
+    assert_eq!(f64s(&big.var(Some(&[1]), 1.0, false)?), vec![0.0; 7]);
+    Ok(())
+}

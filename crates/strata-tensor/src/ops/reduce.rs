@@ -291,28 +291,34 @@ impl Tensor {
         // A 0-d tensor reduces no dim (`d64` empty): `None` then means "all",
         // which is none there too.
         let d = (!d64.is_empty()).then_some(d64.as_slice());
-        let mean = x.mean(d, true)?;
-        let dev = x.sub(&mean)?;
-        // The corrected two-pass sum of squares: the rounded mean leaves
-        // the deviations summing to a small s1 instead of 0, and removing
-        // s1²/n takes that error out (a constant 875807486907059.0 has
-        // variance 0, where the plain sum of squares gave 0.0156; PyTorch's
-        // Welford kernel gives 0). Rounding can leave it a hair below 0.
-        // Where the deviations are huge (~1e200) their squares overflow to
-        // +inf, PyTorch's answer, and s1² may overflow with them: the
-        // correction is capped at the dtype's largest finite value so that
-        // the result stays +inf instead of inf - inf = NaN.
-        let ss = dev.mul(&dev)?.sum(d, keepdim)?;
-        let s1 = dev.sum(d, keepdim)?;
+        // The mean, refined once: the deviations from the rounded mean sum
+        // to a small s1 instead of 0, and adding s1/n to the mean takes that
+        // error out (a constant 875807486907059.0 has variance 0, where the
+        // plain sum of squares gave 0.0156; ten copies of -1e200 summed one
+        // by one give a mean an ulp off -1e200, whose deviations, ~1e184,
+        // square to +inf; PyTorch's kernels give 0 for both). Where s1 is
+        // not finite (infinite or NaN input, or deviations past the largest
+        // float) the mean stays as it was, and the squares give inf or NaN
+        // as PyTorch's do (deviations of ~1e200 square to +inf).
+        // PyTorch's CPU kernel takes a whole f32 tensor's mean in f32 (its
+        // `std_var_all_cpu`; the deviations then in f64), so a sum past
+        // f32's range makes the mean, and the result, +inf there.
+        let whole = out_shape.iter().product::<usize>() == 1;
+        let mean = if self.dtype() == DType::F32 && whole && self.device() == crate::Device::Cpu {
+            self.mean(d, true)?.to_dtype(wide)?
+        } else {
+            x.mean(d, true)?
+        };
+        let s1 = x.sub(&mean)?.sum(d, true)?;
         let largest = match wide {
             DType::F32 => f32::MAX as f64,
             _ => f64::MAX,
         };
-        let correction_term = s1
-            .mul(&s1)?
-            .div(n as f64)?
-            .clamp(None::<f64>, Some(largest))?;
-        let ss = ss.sub(&correction_term)?.clamp(Some(0.0), None::<f64>)?;
+        let finite = s1.abs()?.le(largest)?;
+        let step = Tensor::where_cond(&finite, &s1.div(n as f64)?, 0.0)?;
+        let mean = mean.add(&step)?;
+        let dev = x.sub(&mean)?;
+        let ss = dev.mul(&dev)?.sum(d, keepdim)?;
         let v = ss.div((n as f64 - correction).max(0.0))?;
         let v = if sqrt { sqrt_nonneg(&v)? } else { v };
         v.to_dtype(self.dtype())
