@@ -22,6 +22,9 @@ use strata_tensor::{
 /// Where an allow-listed case is known not to match.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum On {
+    // No difference is known on the CPU at present (session 19 fixed the
+    // last one); the variant stays for the next.
+    #[allow(dead_code)]
     Cpu,
     Cuda,
 }
@@ -44,11 +47,6 @@ const ALLOWED: &[(&str, On, &str)] = &[
         "fuzz_ops.s277_cross_entropy_0810",
         On::Cuda,
         "PyTorch's CPU nll_loss cascade adds the first row's loss last; strata's CPU follows it, the GPU sums in a tree",
-    ),
-    (
-        "fuzz_ops.s287_mse_loss_0167",
-        On::Cpu,
-        "PyTorch sums an expanded (stride-0) f32 weight in another order than strata's CPU",
     ),
     (
         "fuzz_ops.s101_mse_loss_0066",

@@ -438,3 +438,36 @@ fn var_of_a_constant_is_zero_however_its_mean_rounds() -> Result<()> {
     assert_eq!(f64s(&big.var(Some(&[1]), 1.0, false)?), vec![0.0; 7]);
     Ok(())
 }
+
+#[test]
+fn strided_runs_are_summed_in_pytorchs_cpu_order() -> Result<()> {
+    // fuzz_ops.s287_mse_loss_0167: eight copies of f32 1e30 (1.0000000150474662e30, an
+    // expanded [1] tensor) sum to 8.00000012037973e30 in PyTorch 2.15 (four
+    // interleaved partial sums: 2x each, then added), not to the
+    // 7.99999951591682e30 of adding them one after the other (which the
+    // contiguous copy gives, in PyTorch too).
+    let x = Tensor::from_slice(&[1e30f32], &[1], CPU)?.expand(&[4, 2])?;
+    assert_eq!(f64s(&x.sum(None, false)?), vec![8.00000012037973e30]);
+    assert_eq!(
+        f64s(&x.contiguous()?.sum(None, false)?),
+        vec![7.99999951591682e30]
+    );
+    // Ten copies of -1e200: -9.999999999999999e200 (in order: ...998e200).
+    let y = Tensor::scalar(-1e200f64, DType::F64, CPU)?.expand(&[2, 5])?;
+    assert_eq!(f64s(&y.sum(None, false)?), vec![-9.999999999999999e200]);
+    // Every other element of 140: 1e30 at 0 and -1e30 at 65 of the 70 fall in
+    // different partial sums, so the 68 ones of the other partial sums
+    // survive in part: 34 (PyTorch), where adding in order gives 4.
+    let mut v = vec![-7.5f64; 140];
+    for (i, e) in v.iter_mut().step_by(2).enumerate() {
+        *e = match i {
+            0 => 1e30,
+            65 => -1e30,
+            _ => 1.0,
+        };
+    }
+    let z = Tensor::from_slice(&v, &[140], CPU)?.slice(0, Some(0), None, 2)?;
+    assert_eq!(f64s(&z.sum(None, false)?), vec![34.0]);
+    assert_eq!(f64s(&z.mean(None, false)?), vec![34.0 / 70.0]);
+    Ok(())
+}

@@ -2,6 +2,10 @@
 //! reduced dims in row-major order, so "first" on ties means first in that
 //! order. The loops come from the shared [`ReducePlan`] (dims contiguous
 //! together merged); the innermost reduced dim is a plain strided loop.
+//! Sums of one strided run per output along the input's smallest stride (an
+//! expanded tensor, a sliced or transposed row) add in the order of
+//! PyTorch's CPU kernel for such runs ([`cascade_row_sum`]), so that values
+//! which cancel give PyTorch's answer.
 
 use crate::backend::cpu::elementwise::base;
 use crate::backend::{Arg, ReduceOp};
@@ -153,6 +157,73 @@ fn sum_run<T: Element>(x: &[T]) -> T::Acc {
     let mut s = acc[0];
     for &v in rest {
         s = s.add(v.to_acc());
+    }
+    s
+}
+
+/// The sum in `Acc` of the `n` elements `x(0) .. x(n - 1)` of a strided run,
+/// added in the order of PyTorch's CPU kernel for such a run (its
+/// `row_sum`), so that values which cancel (1e30 against -1e30) or sum to a
+/// rounding boundary give PyTorch's answer: elements `4i + k` go to four
+/// interleaved partial sums `k`, each a cascade of four levels (every
+/// 2^p rows the lowest level moves up, and a level moves further up when its
+/// bits of the row count are all zero; `p` is 4, or a quarter of the rows'
+/// log2 for long runs); the levels are added lowest first, the elements past
+/// the last whole group of four go to partial sum 0, and the four partial
+/// sums are added in order.
+#[inline(always)]
+fn cascade_row_sum<T: Element>(n: usize, x: impl Fn(usize) -> T) -> T::Acc {
+    const ILP: usize = 4;
+    const LEVELS: usize = 4;
+    let zero = <T::Acc as Arith>::ZERO;
+    let rows = n / ILP;
+    // PyTorch's CeilLog2: 1 up to 2, else the bits of rows - 1.
+    let ceil_log2 = if rows <= 2 {
+        1
+    } else {
+        64 - (rows as u64 - 1).leading_zeros()
+    };
+    let power = 4.max(ceil_log2 / LEVELS as u32);
+    let step = 1usize << power;
+    let mask = step - 1;
+    let mut acc = [[zero; ILP]; LEVELS];
+    let mut i = 0;
+    while i + step <= rows {
+        for _ in 0..step {
+            for (k, a) in acc[0].iter_mut().enumerate() {
+                *a = a.add(x(i * ILP + k).to_acc());
+            }
+            i += 1;
+        }
+        for j in 1..LEVELS {
+            let (below, above) = acc.split_at_mut(j);
+            for (up, down) in above[0].iter_mut().zip(below[j - 1].iter_mut()) {
+                *up = up.add(*down);
+                *down = zero;
+            }
+            if i & (mask << (j as u32 * power)) != 0 {
+                break;
+            }
+        }
+    }
+    while i < rows {
+        for (k, a) in acc[0].iter_mut().enumerate() {
+            *a = a.add(x(i * ILP + k).to_acc());
+        }
+        i += 1;
+    }
+    let [mut p, higher @ ..] = acc;
+    for level in higher {
+        for (a, b) in p.iter_mut().zip(level) {
+            *a = a.add(b);
+        }
+    }
+    for e in rows * ILP..n {
+        p[0] = p[0].add(x(e).to_acc());
+    }
+    let mut s = p[0];
+    for &v in &p[1..] {
+        s = s.add(v);
     }
     s
 }
@@ -353,9 +424,35 @@ pub(crate) fn reduce<T: Element>(
         }
     }
     let split = red_count >= 2 * CHUNK && outer_idx.len() < threads;
+    // One strided run per output, with the smallest stride of the input (or
+    // a single output): summed in PyTorch's order for such runs. (Runs along
+    // an outer dim, and runs of several dims, are folded in order.)
+    let strided_run = match (
+        plan.reduced.as_slice(),
+        plan.kept.iter().map(|d| d.stride).min(),
+    ) {
+        ([r], kept) => {
+            r.stride != 1 && !split && kept.is_none_or(|k| r.stride < k || plan.outputs == 1)
+        }
+        _ => false,
+    };
     let one = |o: usize, start: usize| {
         let (_, vals, idxs) = ptrs.get();
         match op {
+            ReduceOp::Sum | ReduceOp::Mean if strided_run => {
+                let (src, _, _) = ptrs.get();
+                let stride = rst[0];
+                // SAFETY: `start` plus multiples of the reduced stride below
+                // the count are storage indices of the input's own layout.
+                let mut acc =
+                    cascade_row_sum(red_count, |e| unsafe { *src.add(start + e * stride) });
+                if op == ReduceOp::Mean {
+                    acc = acc.div(count);
+                }
+                // SAFETY: outputs are contiguous with one element per kept
+                // position `o`.
+                unsafe { *(vals as *mut T).add(o) = T::from_acc(acc) };
+            }
             ReduceOp::Sum | ReduceOp::Mean => {
                 let parts = chunked(red_count, split, |range| {
                     let (src, _, _) = ptrs.get();
