@@ -471,3 +471,34 @@ fn strided_runs_are_summed_in_pytorchs_cpu_order() -> Result<()> {
     assert_eq!(f64s(&z.mean(None, false)?), vec![34.0 / 70.0]);
     Ok(())
 }
+
+#[test]
+fn contiguous_runs_are_summed_in_pytorchs_cpu_order() -> Result<()> {
+    // PyTorch 2.15's CPU figures for ones with 1e30 and -1e30 in them: the
+    // order of the additions decides which ones survive. Adding in order
+    // gives 4, 1, 8 and 6 here.
+    let run = |n: usize, big: &[(usize, f64)], dt: DType| -> Result<Tensor> {
+        let mut v = vec![1.0f64; n];
+        for &(i, x) in big {
+            v[i] = x;
+        }
+        Tensor::from_slice(&v, &[n], CPU)?.to_dtype(dt)
+    };
+    // f64: vectors of 4 lanes, each lane a cascade over the vectors.
+    let x = run(70, &[(0, 1e30), (65, -1e30)], DType::F64)?;
+    assert_eq!(f64s(&x.sum(None, false)?), vec![34.0]);
+    // f32: vectors of 8 lanes; shorter than a vector, four partial sums.
+    let x = run(40, &[(0, 1e30), (9, -1e30)], DType::F32)?;
+    assert_eq!(f64s(&x.sum(None, false)?), vec![30.0]);
+    let x = run(6, &[(0, 1e30), (4, -1e30)], DType::F32)?;
+    assert_eq!(f64s(&x.sum(None, false)?), vec![4.0]);
+    // bf16 sums in f32 (16 to a vector); its mean is the sum of the values
+    // widened to f32, in f32's order, divided.
+    let x = run(11, &[(0, 1e30), (9, -1e30)], DType::BF16)?;
+    assert_eq!(f64s(&x.sum(None, false)?), vec![7.0]);
+    assert_eq!(f64s(&x.mean(None, false)?), vec![0.63671875]);
+    let x = run(40, &[(0, 1e30), (9, -1e30)], DType::BF16)?;
+    assert_eq!(f64s(&x.sum(None, false)?), vec![24.0]);
+    assert_eq!(f64s(&x.mean(None, false)?), vec![0.75]);
+    Ok(())
+}

@@ -2,10 +2,11 @@
 //! reduced dims in row-major order, so "first" on ties means first in that
 //! order. The loops come from the shared [`ReducePlan`] (dims contiguous
 //! together merged); the innermost reduced dim is a plain strided loop.
-//! Sums of one strided run per output along the input's smallest stride (an
-//! expanded tensor, a sliced or transposed row) add in the order of
-//! PyTorch's CPU kernel for such runs ([`cascade_row_sum`]), so that values
-//! which cancel give PyTorch's answer.
+//! Float sums add in the order of PyTorch's CPU kernel, so that values which
+//! cancel give PyTorch's answer: a contiguous run per output as 256-bit
+//! vectors ([`sum_run`]), one strided run per output along the input's
+//! smallest stride (an expanded tensor, a sliced or transposed row) as four
+//! interleaved cascades ([`cascade_row_sum`]).
 
 use crate::backend::cpu::elementwise::base;
 use crate::backend::{Arg, ReduceOp};
@@ -130,33 +131,119 @@ unsafe fn run_slice<'a, T>(src: *const T, start: usize, range: (usize, usize)) -
     unsafe { std::slice::from_raw_parts(src.add(start + range.0), range.1 - range.0) }
 }
 
-/// Independent accumulators of the vectorised folds (several vectors' worth,
-/// so consecutive additions do not wait on each other).
+/// Independent accumulators of the vectorised extreme folds (several
+/// vectors' worth, so consecutive compares do not wait on each other).
 const LANES: usize = 16;
 
-/// The sum of a contiguous run in `Acc`, over `LANES` interleaved partial
-/// sums (a vectorisable loop; for floats also a blocked summation).
+/// The sum of a contiguous run in `Acc`, added in the order of PyTorch's CPU
+/// kernel for contiguous runs (its `vectorized_inner_sum` with 256-bit
+/// vectors), so that values which cancel give PyTorch's answer: the run is
+/// read as vectors of 32 bytes (4 f64, 8 f32, 16 of the 2-byte floats, whose
+/// two halves are widened to f32 and added lane by lane into 8 lanes); each
+/// lane is summed over the vectors as [`cascade_row_sum`] sums a strided run;
+/// the elements past the last whole vector are added first, then the lanes
+/// in order. A run shorter than one vector is summed as a strided run.
+/// (Integer sums are exact in any order.)
 #[inline(always)]
 fn sum_run<T: Element>(x: &[T]) -> T::Acc {
-    let mut acc = [<T::Acc as Arith>::ZERO; LANES];
-    let chunks = x.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for j in 0..LANES {
-            acc[j] = acc[j].add(c[j].to_acc());
+    match std::mem::size_of::<T>() {
+        8 => lane_cascade::<T, 4, 1>(x),
+        4 => lane_cascade::<T, 8, 1>(x),
+        2 => lane_cascade::<T, 8, 2>(x),
+        _ => lane_cascade::<T, 32, 1>(x),
+    }
+}
+
+/// [`sum_run`] with vectors of `W * HALVES` elements folded into `W` lanes
+/// (element `l + W h` of a vector goes to lane `l`, the `HALVES` added first).
+#[inline(always)]
+fn lane_cascade<T: Element, const W: usize, const HALVES: usize>(x: &[T]) -> T::Acc {
+    const ILP: usize = 4;
+    const LEVELS: usize = 4;
+    let zero = <T::Acc as Arith>::ZERO;
+    let len = W * HALVES;
+    if x.len() < len {
+        return cascade_row_sum(x.len(), |e| x[e]);
+    }
+    let vectors = x.len() / len;
+    let rows = vectors / ILP;
+    // One vector, its halves added lane by lane.
+    let load = |v: usize| -> [T::Acc; W] {
+        let at = &x[v * len..(v + 1) * len];
+        let mut out = [zero; W];
+        for (l, o) in out.iter_mut().enumerate() {
+            *o = at[l].to_acc();
+            for h in 1..HALVES {
+                *o = o.add(at[l + W * h].to_acc());
+            }
+        }
+        out
+    };
+    let ceil_log2 = if rows <= 2 {
+        1
+    } else {
+        64 - (rows as u64 - 1).leading_zeros()
+    };
+    let power = 4.max(ceil_log2 / LEVELS as u32);
+    let step = 1usize << power;
+    let mask = step - 1;
+    let mut acc = [[[zero; W]; ILP]; LEVELS];
+    let add_row = |acc: &mut [[T::Acc; W]; ILP], i: usize| {
+        for (k, a) in acc.iter_mut().enumerate() {
+            for (a, e) in a.iter_mut().zip(load(i * ILP + k)) {
+                *a = a.add(e);
+            }
+        }
+    };
+    let mut i = 0;
+    while i + step <= rows {
+        for _ in 0..step {
+            add_row(&mut acc[0], i);
+            i += 1;
+        }
+        for j in 1..LEVELS {
+            let (below, above) = acc.split_at_mut(j);
+            for (up, down) in above[0].iter_mut().zip(below[j - 1].iter_mut()) {
+                for (u, d) in up.iter_mut().zip(down.iter_mut()) {
+                    *u = u.add(*d);
+                    *d = zero;
+                }
+            }
+            if i & (mask << (j as u32 * power)) != 0 {
+                break;
+            }
         }
     }
-    // Pairwise over the lanes.
-    let mut w = LANES;
-    while w > 1 {
-        w /= 2;
-        for j in 0..w {
-            acc[j] = acc[j].add(acc[j + w]);
+    while i < rows {
+        add_row(&mut acc[0], i);
+        i += 1;
+    }
+    let [mut p, higher @ ..] = acc;
+    for level in higher {
+        for (a, b) in p.iter_mut().zip(level) {
+            for (a, b) in a.iter_mut().zip(b) {
+                *a = a.add(b);
+            }
         }
     }
-    let mut s = acc[0];
-    for &v in rest {
-        s = s.add(v.to_acc());
+    // The vectors past the last whole group of four go to partial sum 0.
+    for v in rows * ILP..vectors {
+        for (a, e) in p[0].iter_mut().zip(load(v)) {
+            *a = a.add(e);
+        }
+    }
+    let [mut lanes, others @ ..] = p;
+    for q in others {
+        for (a, b) in lanes.iter_mut().zip(q) {
+            *a = a.add(b);
+        }
+    }
+    let mut s = zero;
+    for &e in &x[vectors * len..] {
+        s = s.add(e.to_acc());
+    }
+    for l in lanes {
+        s = s.add(l);
     }
     s
 }
@@ -460,6 +547,11 @@ pub(crate) fn reduce<T: Element>(
                         // SAFETY: the reduced elements of this output are the
                         // `red_count` contiguous elements from `start`.
                         let run = unsafe { run_slice(src, start, range) };
+                        // PyTorch takes a 2-byte float's mean as the sum of
+                        // the values widened to f32 (in f32's order).
+                        if op == ReduceOp::Mean && std::mem::size_of::<T>() == 2 {
+                            return lane_cascade::<T, 8, 1>(run);
+                        }
                         return sum_run(run);
                     }
                     let mut acc = <T::Acc as Arith>::ZERO;
