@@ -469,6 +469,17 @@ fn strided_runs_are_summed_in_pytorchs_cpu_order() -> Result<()> {
     let z = Tensor::from_slice(&v, &[140], CPU)?.slice(0, Some(0), None, 2)?;
     assert_eq!(f64s(&z.sum(None, false)?), vec![34.0]);
     assert_eq!(f64s(&z.mean(None, false)?), vec![34.0 / 70.0]);
+    // A bf16 run's mean widens it to f32 first, which PyTorch copies
+    // contiguously: the contiguous f32 order (0.75), not the strided one
+    // (0.5); its sum stays in the strided order (20).
+    let mut w = vec![1.0f64; 80];
+    w[0] = 1e30;
+    w[18] = -1e30;
+    let b = Tensor::from_slice(&w, &[80], CPU)?
+        .to_dtype(DType::BF16)?
+        .slice(0, Some(0), None, 2)?;
+    assert_eq!(f64s(&b.sum(None, false)?), vec![20.0]);
+    assert_eq!(f64s(&b.mean(None, false)?), vec![0.75]);
     Ok(())
 }
 

@@ -531,8 +531,15 @@ pub(crate) fn reduce<T: Element>(
                 let stride = rst[0];
                 // SAFETY: `start` plus multiples of the reduced stride below
                 // the count are storage indices of the input's own layout.
-                let mut acc =
-                    cascade_row_sum(red_count, |e| unsafe { *src.add(start + e * stride) });
+                let at = |e: usize| unsafe { *src.add(start + e * stride) };
+                // A 2-byte float's mean: PyTorch widens the tensor to f32
+                // first, which copies such a run (never dense) contiguously.
+                let mut acc = if op == ReduceOp::Mean && std::mem::size_of::<T>() == 2 {
+                    let run: Vec<T> = (0..red_count).map(at).collect();
+                    lane_cascade::<T, 8, 1>(&run)
+                } else {
+                    cascade_row_sum(red_count, at)
+                };
                 if op == ReduceOp::Mean {
                     acc = acc.div(count);
                 }
