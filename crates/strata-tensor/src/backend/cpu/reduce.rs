@@ -143,12 +143,14 @@ const LANES: usize = 16;
 /// lane is summed over the vectors as [`cascade_row_sum`] sums a strided run;
 /// the elements past the last whole vector are added first, then the lanes
 /// in order. A run shorter than one vector is summed as a strided run.
-/// (Integer sums are exact in any order.)
+/// (Integer sums are exact in any order.) With `widened`, the values are
+/// summed as f32 values would be (8 lanes, no halves).
 #[inline(always)]
-fn sum_run<T: Element>(x: &[T]) -> T::Acc {
+fn sum_run<T: Element>(x: &[T], widened: bool) -> T::Acc {
     match std::mem::size_of::<T>() {
         8 => lane_cascade::<T, 4, 1>(x),
         4 => lane_cascade::<T, 8, 1>(x),
+        2 if widened => lane_cascade::<T, 8, 1>(x),
         2 => lane_cascade::<T, 8, 2>(x),
         _ => lane_cascade::<T, 32, 1>(x),
     }
@@ -158,17 +160,14 @@ fn sum_run<T: Element>(x: &[T]) -> T::Acc {
 /// (element `l + W h` of a vector goes to lane `l`, the `HALVES` added first).
 #[inline(always)]
 fn lane_cascade<T: Element, const W: usize, const HALVES: usize>(x: &[T]) -> T::Acc {
-    const ILP: usize = 4;
-    const LEVELS: usize = 4;
     let zero = <T::Acc as Arith>::ZERO;
     let len = W * HALVES;
     if x.len() < len {
         return cascade_row_sum(x.len(), |e| x[e]);
     }
     let vectors = x.len() / len;
-    let rows = vectors / ILP;
     // One vector, its halves added lane by lane.
-    let load = |v: usize| -> [T::Acc; W] {
+    let lanes = interleaved_cascade(vectors, |v: usize| -> [T::Acc; W] {
         let at = &x[v * len..(v + 1) * len];
         let mut out = [zero; W];
         for (l, o) in out.iter_mut().enumerate() {
@@ -178,66 +177,7 @@ fn lane_cascade<T: Element, const W: usize, const HALVES: usize>(x: &[T]) -> T::
             }
         }
         out
-    };
-    let ceil_log2 = if rows <= 2 {
-        1
-    } else {
-        64 - (rows as u64 - 1).leading_zeros()
-    };
-    let power = 4.max(ceil_log2 / LEVELS as u32);
-    let step = 1usize << power;
-    let mask = step - 1;
-    let mut acc = [[[zero; W]; ILP]; LEVELS];
-    let add_row = |acc: &mut [[T::Acc; W]; ILP], i: usize| {
-        for (k, a) in acc.iter_mut().enumerate() {
-            for (a, e) in a.iter_mut().zip(load(i * ILP + k)) {
-                *a = a.add(e);
-            }
-        }
-    };
-    let mut i = 0;
-    while i + step <= rows {
-        for _ in 0..step {
-            add_row(&mut acc[0], i);
-            i += 1;
-        }
-        for j in 1..LEVELS {
-            let (below, above) = acc.split_at_mut(j);
-            for (up, down) in above[0].iter_mut().zip(below[j - 1].iter_mut()) {
-                for (u, d) in up.iter_mut().zip(down.iter_mut()) {
-                    *u = u.add(*d);
-                    *d = zero;
-                }
-            }
-            if i & (mask << (j as u32 * power)) != 0 {
-                break;
-            }
-        }
-    }
-    while i < rows {
-        add_row(&mut acc[0], i);
-        i += 1;
-    }
-    let [mut p, higher @ ..] = acc;
-    for level in higher {
-        for (a, b) in p.iter_mut().zip(level) {
-            for (a, b) in a.iter_mut().zip(b) {
-                *a = a.add(b);
-            }
-        }
-    }
-    // The vectors past the last whole group of four go to partial sum 0.
-    for v in rows * ILP..vectors {
-        for (a, e) in p[0].iter_mut().zip(load(v)) {
-            *a = a.add(e);
-        }
-    }
-    let [mut lanes, others @ ..] = p;
-    for q in others {
-        for (a, b) in lanes.iter_mut().zip(q) {
-            *a = a.add(b);
-        }
-    }
+    });
     let mut s = zero;
     for &e in &x[vectors * len..] {
         s = s.add(e.to_acc());
@@ -251,19 +191,30 @@ fn lane_cascade<T: Element, const W: usize, const HALVES: usize>(x: &[T]) -> T::
 /// The sum in `Acc` of the `n` elements `x(0) .. x(n - 1)` of a strided run,
 /// added in the order of PyTorch's CPU kernel for such a run (its
 /// `row_sum`), so that values which cancel (1e30 against -1e30) or sum to a
-/// rounding boundary give PyTorch's answer: elements `4i + k` go to four
-/// interleaved partial sums `k`, each a cascade of four levels (every
-/// 2^p rows the lowest level moves up, and a level moves further up when its
-/// bits of the row count are all zero; `p` is 4, or a quarter of the rows'
-/// log2 for long runs); the levels are added lowest first, the elements past
-/// the last whole group of four go to partial sum 0, and the four partial
-/// sums are added in order.
+/// rounding boundary give PyTorch's answer ([`interleaved_cascade`] of the
+/// elements).
 #[inline(always)]
 fn cascade_row_sum<T: Element>(n: usize, x: impl Fn(usize) -> T) -> T::Acc {
+    interleaved_cascade(n, |e| [x(e).to_acc()])[0]
+}
+
+/// The `W` lane sums of `count` items of `W` lanes each, in the order of
+/// PyTorch's CPU `row_sum` (on elements, `W` = 1, or on vectors): items
+/// `4i + k` go to four interleaved partial sums `k`, each a cascade of four
+/// levels (every 2^p rows of four the lowest level moves up, and a level
+/// moves further up when its bits of the row count are all zero; `p` is 4,
+/// or a quarter of the rows' log2 for long runs); the levels are added lowest
+/// first, the items past the last whole row go to partial sum 0, and the
+/// four partial sums are added in order.
+#[inline(always)]
+fn interleaved_cascade<A: Arith, const W: usize>(
+    count: usize,
+    item: impl Fn(usize) -> [A; W],
+) -> [A; W] {
     const ILP: usize = 4;
     const LEVELS: usize = 4;
-    let zero = <T::Acc as Arith>::ZERO;
-    let rows = n / ILP;
+    let zero = A::ZERO;
+    let rows = count / ILP;
     // PyTorch's CeilLog2: 1 up to 2, else the bits of rows - 1.
     let ceil_log2 = if rows <= 2 {
         1
@@ -273,20 +224,27 @@ fn cascade_row_sum<T: Element>(n: usize, x: impl Fn(usize) -> T) -> T::Acc {
     let power = 4.max(ceil_log2 / LEVELS as u32);
     let step = 1usize << power;
     let mask = step - 1;
-    let mut acc = [[zero; ILP]; LEVELS];
+    let add = |p: &mut [A; W], v: [A; W]| {
+        for (a, e) in p.iter_mut().zip(v) {
+            *a = a.add(e);
+        }
+    };
+    let mut acc = [[[zero; W]; ILP]; LEVELS];
+    let add_row = |acc: &mut [[A; W]; ILP], i: usize| {
+        for (k, p) in acc.iter_mut().enumerate() {
+            add(p, item(i * ILP + k));
+        }
+    };
     let mut i = 0;
     while i + step <= rows {
         for _ in 0..step {
-            for (k, a) in acc[0].iter_mut().enumerate() {
-                *a = a.add(x(i * ILP + k).to_acc());
-            }
+            add_row(&mut acc[0], i);
             i += 1;
         }
         for j in 1..LEVELS {
             let (below, above) = acc.split_at_mut(j);
             for (up, down) in above[0].iter_mut().zip(below[j - 1].iter_mut()) {
-                *up = up.add(*down);
-                *down = zero;
+                add(up, std::mem::replace(down, [zero; W]));
             }
             if i & (mask << (j as u32 * power)) != 0 {
                 break;
@@ -294,25 +252,23 @@ fn cascade_row_sum<T: Element>(n: usize, x: impl Fn(usize) -> T) -> T::Acc {
         }
     }
     while i < rows {
-        for (k, a) in acc[0].iter_mut().enumerate() {
-            *a = a.add(x(i * ILP + k).to_acc());
-        }
+        add_row(&mut acc[0], i);
         i += 1;
     }
     let [mut p, higher @ ..] = acc;
     for level in higher {
         for (a, b) in p.iter_mut().zip(level) {
-            *a = a.add(b);
+            add(a, b);
         }
     }
-    for e in rows * ILP..n {
-        p[0] = p[0].add(x(e).to_acc());
+    for v in rows * ILP..count {
+        add(&mut p[0], item(v));
     }
-    let mut s = p[0];
-    for &v in &p[1..] {
-        s = s.add(v);
+    let [mut lanes, others @ ..] = p;
+    for q in others {
+        add(&mut lanes, q);
     }
-    s
+    lanes
 }
 
 /// The first NaN of a contiguous run, else its largest (`max`) or smallest
@@ -523,6 +479,9 @@ pub(crate) fn reduce<T: Element>(
         }
         _ => false,
     };
+    // PyTorch takes a 2-byte float's mean as the sum of its values widened
+    // to f32, in f32's order.
+    let widened = op == ReduceOp::Mean && std::mem::size_of::<T>() == 2;
     let one = |o: usize, start: usize| {
         let (_, vals, idxs) = ptrs.get();
         match op {
@@ -532,11 +491,11 @@ pub(crate) fn reduce<T: Element>(
                 // SAFETY: `start` plus multiples of the reduced stride below
                 // the count are storage indices of the input's own layout.
                 let at = |e: usize| unsafe { *src.add(start + e * stride) };
-                // A 2-byte float's mean: PyTorch widens the tensor to f32
-                // first, which copies such a run (never dense) contiguously.
-                let mut acc = if op == ReduceOp::Mean && std::mem::size_of::<T>() == 2 {
+                // Widening to f32 copies such a run (never dense)
+                // contiguously.
+                let mut acc = if widened {
                     let run: Vec<T> = (0..red_count).map(at).collect();
-                    lane_cascade::<T, 8, 1>(&run)
+                    sum_run(&run, true)
                 } else {
                     cascade_row_sum(red_count, at)
                 };
@@ -554,12 +513,7 @@ pub(crate) fn reduce<T: Element>(
                         // SAFETY: the reduced elements of this output are the
                         // `red_count` contiguous elements from `start`.
                         let run = unsafe { run_slice(src, start, range) };
-                        // PyTorch takes a 2-byte float's mean as the sum of
-                        // the values widened to f32 (in f32's order).
-                        if op == ReduceOp::Mean && std::mem::size_of::<T>() == 2 {
-                            return lane_cascade::<T, 8, 1>(run);
-                        }
-                        return sum_run(run);
+                        return sum_run(run, widened);
                     }
                     let mut acc = <T::Acc as Arith>::ZERO;
                     // SAFETY: `start` plus the reduced offsets are storage
