@@ -26,7 +26,9 @@
 //! the identical layers of one long request recurring a few operations apart
 //! (their earliest occurrence soon after the peak), which no timing can tell
 //! from a round. What a weak repetition may hold is therefore bounded more
-//! tightly (`expandable/mod.rs`).
+//! tightly (`expandable/mod.rs`). Once a strong repetition at the peak has
+//! shown that the workload goes round, there is nothing left to tell apart,
+//! and such a recurrence counts as strong.
 //!
 //! A growth belongs to a stream, and a stream's own demand can still be
 //! rising after the device-wide peak was set: a side stream whose prefetch
@@ -106,7 +108,8 @@ pub(crate) enum Repetition {
     /// Not a repetition of the workload.
     None,
     /// The context's earliest occurrence since the peak satisfies the
-    /// doubling condition, its latest one does not.
+    /// doubling condition, its latest one does not, and no strong
+    /// repetition has been seen at this peak yet.
     Weak,
     /// Its latest occurrence satisfies the doubling condition.
     Strong,
@@ -144,7 +147,8 @@ impl Repeats {
     /// least as long ago as the peak had been steady then (less
     /// 1/[`GAP_SLACK`] of it).
     /// [`Repetition::Weak`] when only its earliest occurrence since the peak
-    /// meets that condition. Any growth of a workload that is
+    /// meets that condition ([`Repetition::Strong`] once a strong repetition
+    /// has been seen at this peak). Any growth of a workload that is
     /// [unsettled](Self::unsettled) is [`Repetition::Strong`] (see
     /// "Settling" above).
     ///
@@ -186,7 +190,15 @@ impl Repeats {
                     self.first_strong.get_or_insert((now, now - last));
                     Repetition::Strong
                 } else if counts(first) {
-                    Repetition::Weak
+                    // Once the workload has gone round at this peak, a
+                    // context recurring a round after its earliest
+                    // occurrence is that round coming back, not identical
+                    // layers of one long request.
+                    if self.first_strong.is_some() {
+                        Repetition::Strong
+                    } else {
+                        Repetition::Weak
+                    }
                 } else {
                     Repetition::None
                 }
@@ -321,6 +333,26 @@ mod tests {
         assert_eq!(r.recurs(1, 1000, 600, 600, 700), Repetition::None);
         assert_eq!(r.recurs(1, 1000, 850, 850, 700), Repetition::None);
         assert_eq!(r.recurs(1, 1000, 1100, 1100, 700), Repetition::None);
+    }
+
+    #[test]
+    fn a_weak_recurrence_after_the_workload_went_round_is_strong() {
+        let mut r = Repeats::default();
+        // The peak is set at 100. Context 1 recurs every 250 (twice a round
+        // of 500); context 2, seen once at 200, comes back a round later.
+        assert_eq!(r.recurs(7, 1000, 100, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 600, 600, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 850, 850, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 1000, 1100, 1100, 0), Repetition::Weak);
+        assert_eq!(r.recurs(2, 1000, 200, 200, 0), Repetition::None);
+        assert_eq!(r.recurs(2, 1000, 700, 700, 0), Repetition::Strong);
+        // The workload has gone round: context 1's next recurrence, a round
+        // after its earliest occurrence but only 250 after its latest, is a
+        // repetition of the round.
+        assert_eq!(r.recurs(1, 1000, 1350, 1350, 0), Repetition::Strong);
+        // One that meets neither condition is still none.
+        assert_eq!(r.recurs(3, 1000, 1360, 1360, 0), Repetition::None);
+        assert_eq!(r.recurs(3, 1000, 1370, 1370, 0), Repetition::None);
     }
 
     #[test]
