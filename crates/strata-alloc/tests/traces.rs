@@ -670,12 +670,22 @@ fn synthetic_workloads_meet_the_goals_on_held_out_seeds() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
+/// PyTorch's first pass of one synthetic workload.
+struct TorchFigures {
+    /// `num_device_alloc` under its default configuration.
+    device_allocs: i64,
+    /// Peak reserved bytes under `expandable_segments:True`.
+    expandable_reserved: i64,
+    /// Peak allocated bytes under `expandable_segments:True`.
+    expandable_allocated: i64,
+}
+
 /// PyTorch 2.11's figures for the first pass of the synthetic workloads of
 /// seeds 1-143 on an H200 (`torch_synthetic.json`, recorded by
 /// `benches/anchors/torch_synthetic_replay.py`, docs/benchmarks.md
 /// "Session 20"): `num_device_alloc` under its default configuration, peak
 /// reserved and peak allocated under `expandable_segments:True`.
-fn torch_synthetic() -> HashMap<String, (i64, i64, i64)> {
+fn torch_synthetic() -> HashMap<String, TorchFigures> {
     let text = include_str!("torch_synthetic.json");
     let v: Value = serde_json::from_str(text).expect("json");
     v["workloads"]
@@ -684,14 +694,12 @@ fn torch_synthetic() -> HashMap<String, (i64, i64, i64)> {
         .iter()
         .map(|(k, w)| {
             let n = |f: &str| w[f].as_i64().expect("a figure");
-            (
-                k.clone(),
-                (
-                    n("default_device_allocs"),
-                    n("expandable_peak_reserved"),
-                    n("expandable_peak_allocated"),
-                ),
-            )
+            let figures = TorchFigures {
+                device_allocs: n("default_device_allocs"),
+                expandable_reserved: n("expandable_peak_reserved"),
+                expandable_allocated: n("expandable_peak_allocated"),
+            };
+            (k.clone(), figures)
         })
         .collect()
 }
@@ -699,17 +707,13 @@ fn torch_synthetic() -> HashMap<String, (i64, i64, i64)> {
 /// Issue 14's goals that compare with PyTorch, for a synthetic workload
 /// PyTorch's figures exist for: a first pass never above PyTorch's
 /// expandable segments', at most twice PyTorch's device allocations.
-fn against_pytorch(
-    name: &str,
-    r: &Replay,
-    torch: &HashMap<String, (i64, i64, i64)>,
-) -> Vec<String> {
+fn against_pytorch(name: &str, r: &Replay, torch: &HashMap<String, TorchFigures>) -> Vec<String> {
     let mut failures = Vec::new();
-    if let Some(&(device_allocs, expandable_reserved, _)) = torch.get(name) {
-        if r.peak_reserved > expandable_reserved {
+    if let Some(t) = torch.get(name) {
+        if r.peak_reserved > t.expandable_reserved {
             failures.push(format!("{name}: above PyTorch's expandable peak"));
         }
-        if r.device_allocs > 2 * device_allocs {
+        if r.device_allocs > 2 * t.device_allocs {
             failures.push(format!("{name}: more than twice PyTorch's device allocs"));
         }
     }
@@ -726,11 +730,8 @@ fn pytorchs_synthetic_figures_are_of_these_workloads() {
     assert_eq!(torch.len(), 3 * 143);
     for (name, t) in synthetic_seeds([1, 2, 24, 77, 143]) {
         let r = replay(&t, "", 1);
-        assert_eq!(
-            Some(r.peak_allocated),
-            torch.get(&name).map(|x| x.2),
-            "{name}"
-        );
+        let torch_allocated = torch.get(&name).map(|t| t.expandable_allocated);
+        assert_eq!(Some(r.peak_allocated), torch_allocated, "{name}");
     }
 }
 
