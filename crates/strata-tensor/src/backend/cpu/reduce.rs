@@ -485,52 +485,49 @@ pub(crate) fn reduce<T: Element>(
     let one = |o: usize, start: usize| {
         let (_, vals, idxs) = ptrs.get();
         match op {
-            ReduceOp::Sum | ReduceOp::Mean if strided_run => {
-                let (src, _, _) = ptrs.get();
-                let stride = rst[0];
-                // SAFETY: `start` plus multiples of the reduced stride below
-                // the count are storage indices of the input's own layout.
-                let at = |e: usize| unsafe { *src.add(start + e * stride) };
-                // Widening to f32 copies such a run (never dense)
-                // contiguously.
-                let mut acc = if widened {
-                    let run: Vec<T> = (0..red_count).map(at).collect();
-                    sum_run(&run, true)
-                } else {
-                    cascade_row_sum(red_count, at)
-                };
-                if op == ReduceOp::Mean {
-                    acc = acc.div(count);
-                }
-                // SAFETY: outputs are contiguous with one element per kept
-                // position `o`.
-                unsafe { *(vals as *mut T).add(o) = T::from_acc(acc) };
-            }
             ReduceOp::Sum | ReduceOp::Mean => {
-                let parts = chunked(red_count, split, |range| {
+                let mut acc = if strided_run {
                     let (src, _, _) = ptrs.get();
-                    if contiguous {
-                        // SAFETY: the reduced elements of this output are the
-                        // `red_count` contiguous elements from `start`.
-                        let run = unsafe { run_slice(src, start, range) };
-                        return sum_run(run, widened);
+                    let stride = rst[0];
+                    // SAFETY: `start` plus multiples of the reduced stride
+                    // below the count are storage indices of the input's own
+                    // layout.
+                    let at = |e: usize| unsafe { *src.add(start + e * stride) };
+                    if widened {
+                        // Widening to f32 copies such a run (never dense)
+                        // contiguously.
+                        let run: Vec<T> = (0..red_count).map(at).collect();
+                        sum_run(&run, true)
+                    } else {
+                        cascade_row_sum(red_count, at)
                     }
+                } else {
+                    let parts = chunked(red_count, split, |range| {
+                        let (src, _, _) = ptrs.get();
+                        if contiguous {
+                            // SAFETY: the reduced elements of this output are
+                            // the `red_count` contiguous elements from `start`.
+                            let run = unsafe { run_slice(src, start, range) };
+                            return sum_run(run, widened);
+                        }
+                        let mut acc = <T::Acc as Arith>::ZERO;
+                        // SAFETY: `start` plus the reduced offsets are storage
+                        // indices of the input's own layout (kept index +
+                        // reduced index).
+                        unsafe {
+                            fold(src, start, &rs, &rst, range, |_, x: T| {
+                                acc = acc.add(x.to_acc());
+                                true
+                            })
+                        };
+                        acc
+                    });
                     let mut acc = <T::Acc as Arith>::ZERO;
-                    // SAFETY: `start` plus the reduced offsets are storage
-                    // indices of the input's own layout (kept index + reduced
-                    // index).
-                    unsafe {
-                        fold(src, start, &rs, &rst, range, |_, x: T| {
-                            acc = acc.add(x.to_acc());
-                            true
-                        })
-                    };
+                    for s in parts {
+                        acc = acc.add(s);
+                    }
                     acc
-                });
-                let mut acc = <T::Acc as Arith>::ZERO;
-                for s in parts {
-                    acc = acc.add(s);
-                }
+                };
                 if op == ReduceOp::Mean {
                     acc = acc.div(count);
                 }
