@@ -157,7 +157,8 @@ impl Repeats {
     /// [`Repetition::Strong`] when the workload repeats: the same context was
     /// last seen since the peak last rose, strictly after it rose, and at
     /// least as long ago as the peak had been steady then (less
-    /// 1/[`GAP_SLACK`] of it).
+    /// 1/[`GAP_SLACK`] of it, or 1/[`PEAK_GAP_SLACK`] for a context whose
+    /// earliest occurrence set the peak).
     /// [`Repetition::Weak`] when only its earliest occurrence since the peak
     /// meets that condition ([`Repetition::Strong`] once a strong repetition
     /// has been seen at this peak). Any growth of a workload that is
