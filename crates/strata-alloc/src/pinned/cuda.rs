@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 /// The CUDA pinning backend: `cuMemHostAlloc` (flags 0: cached, not
 /// write-combined) and `cuMemFreeHost`, events and streams of the device's
-/// [`CudaDriver`](CudaDriver).
+/// [`CudaDriver`].
 pub struct CudaPinnedBackend {
     driver: Arc<CudaDriver>,
 }
