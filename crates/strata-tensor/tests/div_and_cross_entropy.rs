@@ -14,6 +14,11 @@
 //!   multiply by `1 / b` for a CPU scalar; its CPU kernels divide).
 //! * cross_entropy's backward on rows of huge logits: the softmax is
 //!   exp((x - m) - log Σ exp(x - m)), never exp(x - lse) with lse rounded.
+//!
+//! And one found in session 21 by a random oracle program
+//! (`fuzz_ops.s969_cross_entropy_0685`): cross_entropy with probability
+//! targets and a `sum` or `mean` reduction sums every product of the
+//! (N, C, d...) tensor at once, as PyTorch does, not the rows' losses.
 
 use half::{bf16, f16};
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Result, RoundingMode, Tensor};
@@ -405,5 +410,53 @@ fn var_whose_squared_deviations_overflow_is_inf_not_nan() -> Result<()> {
     with_nan[0] = f64::NAN;
     let y = Tensor::from_slice(&with_nan, &[9], Device::Cpu)?;
     assert!(y.var(None, 1.0, false)?.item::<f64>()?.is_nan());
+    Ok(())
+}
+
+// x2 = torch.tensor([[0.125, -2.375]], dtype=torch.float64).expand(2, 4, 2)
+// x4 = torch.tensor([-1e200, 0., 0., .375, .75, 0., .5, 0., .625, .25, .125, .25,
+//                    1e200, 1., .75, .625], dtype=torch.float64).reshape(2, 4, 2).transpose(-3, 2)
+// w = torch.tensor([1., 2., .5, 1.], dtype=torch.float64)
+// F.cross_entropy(x2, x4)                        # 0.9097556744849282
+// F.cross_entropy(x2, x4, reduction="sum")       # 3.639022697939713
+// F.cross_entropy(x2, x4, weight=w)              # -1.7328679513998631e+199
+// F.cross_entropy(x2, x4, label_smoothing=0.25)  # 0.8556035510036826
+// F.cross_entropy(x2, x4, reduction="none").sum() / 4   # 0.8664339756999316 (the rows one by one)
+// for shape in [(2, 0), (0, 3), (2, 0, 3), (0,)]: mean nan, sum -0.0
+#[test]
+fn cross_entropy_of_probability_targets_sums_every_product_at_once() -> Result<()> {
+    let x2 = Tensor::from_slice(&[0.125f64, -2.375], &[1, 2], CPU)?.expand(&[2, 4, 2])?;
+    let b = [
+        -1e200, 0., 0., 0.375, 0.75, 0., 0.5, 0., 0.625, 0.25, 0.125, 0.25, 1e200, 1., 0.75, 0.625,
+    ];
+    let x4 = Tensor::from_slice(&b, &[2, 4, 2], CPU)?.transpose(-3, 2)?;
+    let w = Tensor::from_slice(&[1.0f64, 2., 0.5, 1.], &[4], CPU)?;
+    let ce = |reduction, weight, label_smoothing| -> Result<f64> {
+        let args = CrossEntropyArgs {
+            weight,
+            reduction,
+            label_smoothing,
+            ..Default::default()
+        };
+        Ok(f64s(&x2.cross_entropy(&x4, args)?)[0])
+    };
+    assert_eq!(ce(Reduction::Mean, None, 0.0)?, 0.9097556744849282);
+    assert_eq!(ce(Reduction::Sum, None, 0.0)?, 3.639022697939713);
+    assert_eq!(
+        ce(Reduction::Mean, Some(&w), 0.0)?,
+        -1.7328679513998631e+199
+    );
+    assert_eq!(ce(Reduction::Mean, None, 0.25)?, 0.8556035510036826);
+    for shape in [&[2, 0][..], &[0, 3], &[2, 0, 3], &[0]] {
+        let x = Tensor::zeros(shape, DType::F64, CPU)?;
+        let mean = f64s(&x.cross_entropy(&x, CrossEntropyArgs::default())?)[0];
+        assert!(mean.is_nan(), "{shape:?}: mean {mean}");
+        let args = CrossEntropyArgs {
+            reduction: Reduction::Sum,
+            ..Default::default()
+        };
+        let sum = f64s(&x.cross_entropy(&x, args)?)[0];
+        assert!(sum == 0.0 && sum.is_sign_negative(), "{shape:?}: sum {sum}");
+    }
     Ok(())
 }

@@ -115,7 +115,13 @@ fn class_rows(op: &'static str, x: &Tensor) -> Result<(Tensor, Vec<usize>, usize
             op,
             "the input must be (C), (N, C) or (N, C, d1, ...), got a 0-d tensor",
         )),
-        1 => Ok((x.reshape(&[1, -1])?.contiguous()?, vec![], x.shape()[0])),
+        // Rows are counted rather than left to -1: with no class (C = 0) a
+        // -1 would be ambiguous.
+        1 => Ok((
+            x.reshape(&[1, x.shape()[0] as i64])?.contiguous()?,
+            vec![],
+            x.shape()[0],
+        )),
         n => {
             let c = x.shape()[1];
             let mut perm: Vec<i64> = vec![0];
@@ -125,7 +131,11 @@ fn class_rows(op: &'static str, x: &Tensor) -> Result<(Tensor, Vec<usize>, usize
                 .iter()
                 .map(|&d| x.shape()[d as usize])
                 .collect();
-            let t = x.permute(&perm)?.contiguous()?.reshape(&[-1, c as i64])?;
+            let rows: usize = rows_shape.iter().product();
+            let t = x
+                .permute(&perm)?
+                .contiguous()?
+                .reshape(&[rows as i64, c as i64])?;
             Ok((t, rows_shape, c))
         }
     }
@@ -605,18 +615,44 @@ impl Tensor {
                 ));
             }
             let (p, _, _) = class_rows(OP, &target.to_dtype(acc)?)?;
-            let p = p.mul(1.0 - eps)?.add(eps / classes as f64)?;
+            // PyTorch smooths the targets only when ε > 0 (so a -0.0
+            // target keeps its sign otherwise).
+            let p = if eps > 0.0 {
+                p.mul(1.0 - eps)?.add(eps / classes as f64)?
+            } else {
+                p
+            };
             // log_softmax subtracts the row maximum before the log-sum, so
             // x - lse does not cancel on rows of large logits.
             let logp = x.to_dtype(acc)?.log_softmax(1, None)?;
-            let mut t = p.mul(&logp)?;
+            let mut t = logp.mul(&p)?;
             if let Some(w) = &w {
                 t = t.mul(&w.to_dtype(acc)?)?;
             }
-            let per = t.sum(Some(&[1]), false)?.neg()?;
-            let n = Tensor::scalar(rows as f64, acc, self.device())?;
-            let shaped = per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
-            let loss = reduce_loss(&shaped, args.reduction, &n)?;
+            let loss = match args.reduction {
+                Reduction::None => {
+                    let per = t.sum(Some(&[1]), false)?.neg()?;
+                    per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
+                }
+                // PyTorch sums every product at once, in the input's layout
+                // (N, C, d1, ...), and divides by the number of rows: where
+                // losses cancel (1e200 against -1e200) the order shows, and
+                // the rows' losses summed one by one would differ.
+                Reduction::Sum | Reduction::Mean => {
+                    let all = from_class_rows(&t, self.shape())?
+                        .contiguous()?
+                        .sum(None, false)?
+                        .neg()?;
+                    if args.reduction == Reduction::Mean {
+                        // The mean of no element is NaN, even with rows of
+                        // no class.
+                        let n = if self.numel() == 0 { 0 } else { rows };
+                        all.div(&Tensor::scalar(n as f64, acc, self.device())?)?
+                    } else {
+                        all
+                    }
+                }
+            };
             return Ok((loss.to_dtype(self.dtype())?, None));
         }
         let t = class_targets(OP, target, &rows_shape, classes, args.ignore_index)?;
