@@ -291,24 +291,37 @@ impl Tensor {
         // A 0-d tensor reduces no dim (`d64` empty): `None` then means "all",
         // which is none there too.
         let d = (!d64.is_empty()).then_some(d64.as_slice());
-        // The mean, refined once: the deviations from the rounded mean sum
-        // to a small s1 instead of 0, and adding s1/n to the mean takes that
-        // error out (a constant 875807486907059.0 has variance 0, where the
-        // plain sum of squares gave 0.0156; ten copies of -1e200 summed one
-        // by one give a mean an ulp off -1e200, whose deviations, ~1e184,
-        // square to +inf; PyTorch's kernels give 0 for both). Where s1 is
-        // not finite (infinite or NaN input, or deviations past the largest
-        // float) the mean stays as it was, and the squares give inf or NaN
-        // as PyTorch's do (deviations of ~1e200 square to +inf).
-        // PyTorch's CPU kernel takes a whole f32 tensor's mean in f32 (its
-        // `std_var_all_cpu`; the deviations then in f64), so a sum past
-        // f32's range makes the mean, and the result, +inf there.
+        // Elsewhere (several outputs, the GPU, half dtypes) PyTorch's
+        // kernel is Welford's, whose running mean of equal values stays
+        // exact: the mean here is refined once instead. The deviations
+        // from the rounded mean sum to a small s1 instead of 0, and adding
+        // s1/n to the mean takes that error out (a constant
+        // 875807486907059.0 has variance 0, where the plain sum of squares
+        // gave 0.0156; six copies of -1e200 summed one by one give a mean
+        // an ulp off -1e200, whose deviations, ~1e184, square to +inf,
+        // where Welford's gives 0). Where s1 is not finite (infinite or NaN
+        // input, or deviations past the largest float) the mean stays as
+        // it was, and the squares give inf or NaN as PyTorch's do
+        // (deviations of ~1e200 square to +inf).
         let whole = out_shape.iter().product::<usize>() == 1;
-        let mean = if self.dtype() == DType::F32 && whole && self.device() == crate::Device::Cpu {
-            self.mean(d, true)?.to_dtype(wide)?
-        } else {
-            x.mean(d, true)?
-        };
+        if whole
+            && self.device() == crate::Device::Cpu
+            && matches!(self.dtype(), DType::F32 | DType::F64)
+        {
+            // PyTorch's CPU kernel for a whole f32 or f64 tensor
+            // (`std_var_all_cpu`) is a plain two-pass: the mean in the
+            // tensor's dtype, then the squared deviations from it in f64,
+            // with no refinement. Where the mean is a rounding off (six
+            // copies of -1e200 summed one by one), the deviations of ~1e184
+            // square to +inf there, while ten copies give 0.
+            let mean = self.mean(d, true)?.to_dtype(wide)?;
+            let dev = x.sub(&mean)?;
+            let ss = dev.mul(&dev)?.sum(d, keepdim)?;
+            let v = ss.div((n as f64 - correction).max(0.0))?;
+            let v = if sqrt { sqrt_nonneg(&v)? } else { v };
+            return v.to_dtype(self.dtype());
+        }
+        let mean = x.mean(d, true)?;
         let s1 = x.sub(&mean)?.sum(d, true)?;
         let largest = match wide {
             DType::F32 => f32::MAX as f64,
