@@ -639,18 +639,12 @@ impl Tensor {
                 // losses cancel (1e200 against -1e200) the order shows, and
                 // the rows' losses summed one by one would differ.
                 Reduction::Sum | Reduction::Mean => {
-                    let all = from_class_rows(&t, self.shape())?
-                        .contiguous()?
-                        .sum(None, false)?
-                        .neg()?;
-                    if args.reduction == Reduction::Mean {
-                        // The mean of no element is NaN, even with rows of
-                        // no class.
-                        let n = if self.numel() == 0 { 0 } else { rows };
-                        all.div(&Tensor::scalar(n as f64, acc, self.device())?)?
-                    } else {
-                        all
-                    }
+                    let all = from_class_rows(&t, self.shape())?.contiguous()?;
+                    // The mean of no element is NaN, even with rows of no
+                    // class.
+                    let n = if self.numel() == 0 { 0 } else { rows };
+                    let n = Tensor::scalar(n as f64, acc, self.device())?;
+                    reduce_loss(&all, args.reduction, &n)?.neg()?
                 }
             };
             return Ok((loss.to_dtype(self.dtype())?, None));

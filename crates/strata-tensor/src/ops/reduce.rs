@@ -291,9 +291,9 @@ impl Tensor {
         // A 0-d tensor reduces no dim (`d64` empty): `None` then means "all",
         // which is none there too.
         let d = (!d64.is_empty()).then_some(d64.as_slice());
-        // Elsewhere (several outputs, the GPU, half dtypes) PyTorch's
-        // kernel is Welford's, whose running mean of equal values stays
-        // exact: the mean here is refined once instead. The deviations
+        // The mean. For several outputs, on the GPU and for half dtypes
+        // PyTorch's kernel is Welford's, whose running mean of equal values
+        // stays exact: there the mean here is refined once instead. The deviations
         // from the rounded mean sum to a small s1 instead of 0, and adding
         // s1/n to the mean takes that error out (a constant
         // 875807486907059.0 has variance 0, where the plain sum of squares
@@ -304,7 +304,7 @@ impl Tensor {
         // it was, and the squares give inf or NaN as PyTorch's do
         // (deviations of ~1e200 square to +inf).
         let whole = out_shape.iter().product::<usize>() == 1;
-        if whole
+        let mean = if whole
             && self.device() == crate::Device::Cpu
             && matches!(self.dtype(), DType::F32 | DType::F64)
         {
@@ -314,22 +314,18 @@ impl Tensor {
             // with no refinement. Where the mean is a rounding off (six
             // copies of -1e200 summed one by one), the deviations of ~1e184
             // square to +inf there, while ten copies give 0.
-            let mean = self.mean(d, true)?.to_dtype(wide)?;
-            let dev = x.sub(&mean)?;
-            let ss = dev.mul(&dev)?.sum(d, keepdim)?;
-            let v = ss.div((n as f64 - correction).max(0.0))?;
-            let v = if sqrt { sqrt_nonneg(&v)? } else { v };
-            return v.to_dtype(self.dtype());
-        }
-        let mean = x.mean(d, true)?;
-        let s1 = x.sub(&mean)?.sum(d, true)?;
-        let largest = match wide {
-            DType::F32 => f32::MAX as f64,
-            _ => f64::MAX,
+            self.mean(d, true)?.to_dtype(wide)?
+        } else {
+            let mean = x.mean(d, true)?;
+            let s1 = x.sub(&mean)?.sum(d, true)?;
+            let largest = match wide {
+                DType::F32 => f32::MAX as f64,
+                _ => f64::MAX,
+            };
+            let finite = s1.abs()?.le(largest)?;
+            let step = Tensor::where_cond(&finite, &s1.div(n as f64)?, 0.0)?;
+            mean.add(&step)?
         };
-        let finite = s1.abs()?.le(largest)?;
-        let step = Tensor::where_cond(&finite, &s1.div(n as f64)?, 0.0)?;
-        let mean = mean.add(&step)?;
         let dev = x.sub(&mean)?;
         let ss = dev.mul(&dev)?.sum(d, keepdim)?;
         let v = ss.div((n as f64 - correction).max(0.0))?;
