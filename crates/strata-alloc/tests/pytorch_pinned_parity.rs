@@ -329,6 +329,66 @@ fn host_memory_stats_track_two_live_tensors() {
     drop((t1, t2));
 }
 
+/// Mirrors `TestCuda.test_host_memory_stats_active_after_free_no_events`: a
+/// pinned buffer freed with no stream recorded goes straight back to the
+/// cache, and that path must bring `active_requests.current` and
+/// `active_bytes.current` back to 0. Two pin-and-drop cycles of 1 Mi floats:
+/// the first pins a new block, the second reuses it from the cache. The
+/// allocation counters say the block stays cached (it is not unpinned).
+#[test]
+fn host_memory_stats_active_after_free_no_events() {
+    let (b, a) = sim();
+    for cycle in 0..2 {
+        let t = a.allocate(MIB * F32).unwrap();
+        drop(t);
+        let m = a.stats().to_map();
+        assert_eq!(m["active_bytes.current"], 0, "cycle {cycle}");
+        assert_eq!(m["active_requests.current"], 0, "cycle {cycle}");
+        assert_eq!(m["active_requests.allocated"], cycle + 1);
+        assert_eq!(m["active_requests.freed"], cycle + 1);
+        // One block, pinned once and still cached.
+        assert_eq!(m["allocations.current"], 1);
+        assert_eq!(m["num_host_alloc"], 1);
+        assert_eq!(m["num_host_free"], 0);
+    }
+    assert_eq!(b.calls(), (1, 0), "one pin, no unpin");
+}
+
+/// Mirrors `TestCuda.test_host_memory_stats_active_after_event_drain`: a
+/// pinned buffer used as the source of a non-blocking copy (its stream
+/// recorded) and then freed waits on the event queue; `empty_cache` drains
+/// the queue once the copy is done. The drain must take the block's own size
+/// off the active bytes (PyTorch's bug took -1 off: +1 byte a drain, and a
+/// negative `active_bytes.freed`), so after each cycle both active counters
+/// are 0 and every `freed` figure is the block's, never negative.
+#[test]
+fn host_memory_stats_active_after_event_drain() {
+    let (b, a) = sim();
+    let copy = StreamId(3);
+    let mut freed_bytes = 0;
+    for cycle in 0..2 {
+        let t = a.allocate(MIB * F32).unwrap(); // 4 MiB: a size class of its own
+        let size = a.stats().active_bytes.current;
+        assert!(size >= (MIB * F32) as i64);
+        t.record_stream(copy).unwrap(); // t.cuda(non_blocking=True)
+        drop(t);
+        // Still waiting for its copy: active until the event is seen.
+        assert_eq!(a.pending_events(), 1, "cycle {cycle}");
+        b.complete_stream(copy); // torch.cuda.synchronize()
+        a.empty_cache().unwrap(); // drains the event queue
+        freed_bytes += size;
+        let m = a.stats().to_map();
+        assert_eq!(m["active_bytes.current"], 0, "cycle {cycle}");
+        assert_eq!(m["active_requests.current"], 0, "cycle {cycle}");
+        assert_eq!(m["active_bytes.freed"], freed_bytes, "cycle {cycle}");
+        assert_eq!(m["active_requests.freed"], cycle + 1);
+        assert_eq!(a.pending_events(), 0);
+        // empty_cache unpinned the drained block.
+        assert_eq!(m["allocations.current"], 0);
+    }
+    assert_eq!(b.live_blocks(), 0);
+}
+
 /// Mirrors the reset step of `TestCuda.test_host_memory_stats` and of the
 /// gtest `check_stats` for the timing figures, with the meaning PyTorch's
 /// `DurationStat` gives them: `reset_peak_host_memory_stats` zeroes the longest
