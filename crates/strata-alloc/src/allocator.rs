@@ -18,7 +18,9 @@ use crate::driver::{
 };
 use crate::error::{AllocError, OutOfMemory};
 use crate::expandable::ExpandableSpace;
-use crate::history::{Action, HistoryLevel, TraceEntry};
+use crate::history::{
+    Action, AllocationOrigin, HistoryLevel, HistoryOptions, Recording, TraceEntry,
+};
 use crate::pool::Entry;
 use crate::snapshot::SegmentSnapshot;
 use crate::state::{stream_index, Settings, State};
@@ -595,7 +597,85 @@ impl CachingAllocator {
     pub fn record_history_with(&self, max_entries: Option<usize>, level: HistoryLevel) {
         self.state
             .lock()
-            .set_history(max_entries.filter(|&n| n > 0), level);
+            .set_history(max_entries.filter(|&n| n > 0), Recording::with_level(level));
+    }
+
+    /// [`record_history`](Self::record_history) with all of PyTorch's
+    /// `_record_memory_history` options ([`HistoryOptions`]): a trace of
+    /// the events or only the live allocations' state (`enabled`), which
+    /// records keep call sites (`context`), call sites or backtraces
+    /// (`stacks`), and actions left out of the trace (`skip_actions`).
+    /// As with `record_history`, calling it while recording keeps what was
+    /// recorded, and the new options apply from then on; `max_entries` 0
+    /// stops and forgets.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::history::{Action, HistoryContext, HistoryOptions};
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// a.record_history_opts(
+    ///     &HistoryOptions::new(1000)
+    ///         .context(HistoryContext::Alloc)
+    ///         .skip(&[Action::FreeRequested]),
+    /// );
+    /// drop(a.allocate(4096, StreamId::DEFAULT).unwrap());
+    /// let h = a.history();
+    /// assert!(h.iter().all(|e| e.action != Action::FreeRequested));
+    /// let alloc = h.iter().find(|e| e.action == Action::Alloc).unwrap();
+    /// let free = h.iter().find(|e| e.action == Action::FreeCompleted).unwrap();
+    /// assert!(alloc.site.is_some() && free.site.is_none());
+    /// ```
+    pub fn record_history_opts(&self, opts: &HistoryOptions) {
+        let capacity = Some(opts.max_entries).filter(|&n| n > 0);
+        self.state.lock().set_history(capacity, Recording::of(opts));
+    }
+
+    /// Where the live allocation at `ptr` was made, if history was recording
+    /// it with call sites ([`HistoryContext::State`](crate::history::HistoryContext)
+    /// or more): PyTorch's `torch.cuda.memory._allocation_traceback(ptr)`.
+    /// `None` for an address that is not the start of a live allocation
+    /// (freed, or inside one), or one made while history was off or kept no
+    /// call site.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// let before = a.allocate(512, StreamId::DEFAULT).unwrap();
+    /// a.record_history(Some(100));
+    /// let x = a.allocate(1 << 20, StreamId::DEFAULT).unwrap();
+    /// let origin = a.allocation_origin(x.ptr()).unwrap();
+    /// assert_eq!(origin.site.unwrap().file, file!());
+    /// assert_eq!(origin.size, 1 << 20);
+    /// assert!(a.allocation_origin(before.ptr()).is_none(), "made before recording");
+    /// let p = x.ptr();
+    /// drop(x);
+    /// assert!(a.allocation_origin(p).is_none(), "freed");
+    /// ```
+    pub fn allocation_origin(&self, ptr: u64) -> Option<AllocationOrigin> {
+        let st = self.state.lock();
+        if !st.history.enabled() || ptr == 0 {
+            return None;
+        }
+        let (_, b) = st
+            .blocks
+            .iter()
+            .find(|(_, b)| b.ptr == ptr && b.allocated && b.hist_seq != 0)?;
+        let location = b.hist_site?;
+        let frames = st
+            .history
+            .backtraces
+            .get(&b.ptr)
+            .map(|bt| crate::history::backtrace_frames(bt))
+            .unwrap_or_default();
+        Some(AllocationOrigin {
+            site: Some(crate::history::CallSite::from_location(location)),
+            frames,
+            size: b.requested,
+        })
     }
 
     /// Forgets the recorded events and the live allocations' records and

@@ -4,7 +4,7 @@
 use crate::allocator::CachingAllocator;
 use crate::driver::{Device, StreamId};
 use crate::error::{AllocError, OutOfMemory};
-use crate::history::Action;
+use crate::history::{Action, HistoryOptions};
 use crate::snapshot::SegmentSnapshot;
 use std::path::Path;
 
@@ -74,6 +74,14 @@ pub(crate) fn memory_report_of(
 /// `torch.cuda.memory._record_memory_history`).
 pub fn record_memory_history(device: Device, max_entries: Option<usize>) -> Result<(), AllocError> {
     crate::allocator(device)?.record_history(max_entries);
+    Ok(())
+}
+
+/// [`record_memory_history`] with all of PyTorch's options (`enabled`,
+/// `context`, `stacks`, `skip_actions`: see [`HistoryOptions`] and
+/// [`CachingAllocator::record_history_opts`]).
+pub fn record_memory_history_opts(device: Device, opts: &HistoryOptions) -> Result<(), AllocError> {
+    crate::allocator(device)?.record_history_opts(opts);
     Ok(())
 }
 

@@ -50,12 +50,17 @@ pub use allocator::{
     ROUND_LARGE, SMALL_BUFFER,
 };
 pub use config::{AllocatorConfig, ConfigError};
-pub use diagnostics::{dump_snapshot, memory_report, record_memory_history, set_oom_observer};
+pub use diagnostics::{
+    dump_snapshot, memory_report, record_memory_history, record_memory_history_opts,
+    set_oom_observer,
+};
 pub use driver::{
     Device, DevicePtr, Driver, DriverCalls, DriverError, MemInfo, StreamEvents, StreamId,
 };
 pub use error::{AllocError, OutOfMemory, PoolFree, SiteUsage};
-pub use history::{CallSite, Frame, HistoryLevel};
+pub use history::{
+    AllocationOrigin, CallSite, Frame, HistoryContext, HistoryLevel, HistoryOptions,
+};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
     mem_get_info, memory_allocated, memory_reserved, memory_stats, memory_summary,

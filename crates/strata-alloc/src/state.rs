@@ -7,7 +7,7 @@
 use crate::block::{Blocks, PoolKind, NONE};
 use crate::config::AllocatorConfig;
 use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
-use crate::history::{Action, History, HistoryLevel, LiveAlloc};
+use crate::history::{Action, History, LiveAlloc, Recording};
 use crate::pool::{Entry, FreeIndex};
 use crate::repeats::Repeats;
 use crate::stats::MemoryStats;
@@ -249,8 +249,8 @@ impl State {
 
     /// Turns history on or off (see [`History::set`]), forgetting the
     /// allocations recorded in the blocks when the record is cleared.
-    pub fn set_history(&mut self, capacity: Option<usize>, level: HistoryLevel) {
-        if self.history.set(capacity, level) {
+    pub fn set_history(&mut self, capacity: Option<usize>, rec: Recording) {
+        if self.history.set(capacity, rec) {
             self.forget_recorded_blocks();
         }
     }
@@ -260,8 +260,8 @@ impl State {
     /// made before recording started.
     pub fn clear_history(&mut self) {
         if self.history.enabled() {
-            let (capacity, level) = (self.history.capacity(), self.history.level);
-            self.history.reset(Some(capacity), level);
+            let (capacity, rec) = (self.history.capacity(), self.history.rec);
+            self.history.reset(Some(capacity), rec);
             self.forget_recorded_blocks();
         }
     }

@@ -84,6 +84,143 @@ pub enum HistoryLevel {
     Backtraces,
 }
 
+/// Which records keep the call site (and, at [`HistoryLevel::Backtraces`],
+/// the backtrace) of an allocation: PyTorch's `context` argument of
+/// `_record_memory_history`. Each level keeps what the one before it keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HistoryContext {
+    /// No call site anywhere (`context=None`): the history records what
+    /// happened, not where.
+    None,
+    /// The call sites of the allocations still live, for snapshots,
+    /// reports and [`allocation_origin`](crate::CachingAllocator::allocation_origin)
+    /// (`"state"`); trace entries carry none.
+    State,
+    /// Also the call site on each `alloc` trace entry (`"alloc"`).
+    Alloc,
+    /// Also on the `free_requested` and `free_completed` entries (`"all"`,
+    /// the default). strata's frees carry the call site of the allocation
+    /// they free (PyTorch's carry the stack of the free: in Rust a free is
+    /// a `Drop`, whose caller the compiler does not track).
+    #[default]
+    All,
+}
+
+/// How to record history: PyTorch's `_record_memory_history(enabled,
+/// context, stacks, max_entries, skip_actions)`, for
+/// [`CachingAllocator::record_history_opts`](crate::CachingAllocator::record_history_opts).
+///
+/// ```
+/// use strata_alloc::history::{Action, HistoryContext, HistoryOptions};
+/// // enabled="all", context="alloc", skip_actions=["free_requested"]
+/// let o = HistoryOptions::new(10_000)
+///     .context(HistoryContext::Alloc)
+///     .skip(&[Action::FreeRequested]);
+/// assert!(o.trace && o.skip_actions == [Action::FreeRequested]);
+/// // enabled="state": only the live allocations' call sites.
+/// assert!(!HistoryOptions::new(1).state_only().trace);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryOptions {
+    /// The bound on trace entries kept (the oldest go first): PyTorch's
+    /// `max_entries`. 0 turns recording off, as `record_history(None)` does.
+    pub max_entries: usize,
+    /// Whether to keep a trace of the events (`enabled="all"`, the
+    /// default) or only the state of the live allocations
+    /// (`enabled="state"`).
+    pub trace: bool,
+    /// Which records keep call sites (`context`).
+    pub context: HistoryContext,
+    /// Call sites alone or full backtraces too (`stacks`).
+    pub level: HistoryLevel,
+    /// Actions left out of the trace (`skip_actions`).
+    pub skip_actions: Vec<Action>,
+}
+
+impl HistoryOptions {
+    /// Room for `max_entries` trace entries, every action traced, call
+    /// sites everywhere ([`HistoryContext::All`], [`HistoryLevel::CallSites`]).
+    pub fn new(max_entries: usize) -> HistoryOptions {
+        HistoryOptions {
+            max_entries,
+            trace: true,
+            context: HistoryContext::All,
+            level: HistoryLevel::CallSites,
+            skip_actions: Vec::new(),
+        }
+    }
+
+    /// With `context`.
+    pub fn context(mut self, context: HistoryContext) -> HistoryOptions {
+        self.context = context;
+        self
+    }
+
+    /// With `level`.
+    pub fn level(mut self, level: HistoryLevel) -> HistoryOptions {
+        self.level = level;
+        self
+    }
+
+    /// Leaving `actions` out of the trace.
+    pub fn skip(mut self, actions: &[Action]) -> HistoryOptions {
+        self.skip_actions = actions.to_vec();
+        self
+    }
+
+    /// Keeping no trace, only the live allocations' call sites
+    /// (`enabled="state"`).
+    pub fn state_only(mut self) -> HistoryOptions {
+        self.trace = false;
+        self
+    }
+}
+
+/// What the history records, once turned on (from [`HistoryOptions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Recording {
+    pub level: HistoryLevel,
+    pub context: HistoryContext,
+    /// One bit per action code left out of the trace.
+    pub skip: u16,
+}
+
+impl Default for Recording {
+    fn default() -> Recording {
+        Recording {
+            level: HistoryLevel::CallSites,
+            context: HistoryContext::All,
+            skip: 0,
+        }
+    }
+}
+
+impl Recording {
+    /// What `opts` asks for.
+    pub fn of(opts: &HistoryOptions) -> Recording {
+        let skip = if opts.trace {
+            opts.skip_actions
+                .iter()
+                .fold(0u16, |m, &a| m | (1 << a as u16))
+        } else {
+            u16::MAX
+        };
+        Recording {
+            level: opts.level,
+            context: opts.context,
+            skip,
+        }
+    }
+
+    /// Call sites and backtraces only at [`HistoryLevel::CallSites`].
+    pub fn with_level(level: HistoryLevel) -> Recording {
+        Recording {
+            level,
+            ..Recording::default()
+        }
+    }
+}
+
 /// One frame of a stack (PyTorch's `name`, `filename`, `line`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
@@ -132,6 +269,19 @@ pub(crate) fn backtrace_frames(bt: &std::backtrace::Backtrace) -> Vec<Frame> {
         });
     }
     out
+}
+
+/// Where a live allocation was made, as the history recorded it
+/// ([`CachingAllocator::allocation_origin`](crate::CachingAllocator::allocation_origin)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AllocationOrigin {
+    /// The call site of the allocation.
+    pub site: Option<CallSite>,
+    /// Its backtrace, innermost frame first, when recorded at
+    /// [`HistoryLevel::Backtraces`] (empty otherwise).
+    pub frames: Vec<Frame>,
+    /// The size asked for, in bytes.
+    pub size: u64,
 }
 
 /// What the history knows about a live allocation (built from the block and
@@ -190,6 +340,18 @@ impl Action {
         Action::Oom,
         Action::Snapshot,
     ];
+
+    /// The action a trace file's name stands for (PyTorch's names, as
+    /// `skip_actions` takes them); `None` for any other string.
+    ///
+    /// ```
+    /// use strata_alloc::history::Action;
+    /// assert_eq!(Action::from_name("free_requested"), Some(Action::FreeRequested));
+    /// assert_eq!(Action::from_name("user_defined"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
 
     /// The name used in trace files (PyTorch's).
     pub fn name(self) -> &'static str {
@@ -281,7 +443,8 @@ pub(crate) struct History {
     /// The stream looked up last and its index ([`OVERFLOW`] before any).
     last_stream: (StreamId, u16),
     capacity: usize,
-    pub level: HistoryLevel,
+    /// What is recorded (level of detail, call sites, actions skipped).
+    pub rec: Recording,
     clock: Clock,
     /// The backtraces of live (and pending-free) allocations by address,
     /// while recording at [`HistoryLevel::Backtraces`]. (Their call sites
@@ -300,7 +463,7 @@ impl Default for History {
             overflow: VecDeque::new(),
             last_stream: (StreamId(u64::MAX), OVERFLOW),
             capacity: 0,
-            level: HistoryLevel::CallSites,
+            rec: Recording::default(),
             clock: Clock::new(),
             backtraces: BacktraceMap::default(),
             seq: 0,
@@ -322,24 +485,25 @@ impl History {
     /// `None` (which forgets what was recorded). As in PyTorch, turning it
     /// on while it is on keeps what was recorded: the newest `capacity`
     /// entries stay, and the backtraces stay while the level stays
-    /// [`HistoryLevel::Backtraces`]. Returns whether the record was
-    /// cleared; the caller then clears the blocks' records
+    /// [`HistoryLevel::Backtraces`]; the new context and skipped actions
+    /// apply to what is recorded from then on. Returns whether the record
+    /// was cleared; the caller then clears the blocks' records
     /// (`Block::hist_seq`, [`crate::state::State::set_history`]).
-    pub fn set(&mut self, capacity: Option<usize>, level: HistoryLevel) -> bool {
+    pub fn set(&mut self, capacity: Option<usize>, rec: Recording) -> bool {
         match capacity {
             Some(n) if self.enabled() => {
                 if n != self.capacity {
                     self.ring.resize(n);
                     self.capacity = n;
                 }
-                if level != HistoryLevel::Backtraces {
+                if rec.level != HistoryLevel::Backtraces {
                     self.backtraces.clear();
                 }
-                self.level = level;
+                self.rec = rec;
                 false
             }
             _ => {
-                self.reset(capacity, level);
+                self.reset(capacity, rec);
                 true
             }
         }
@@ -347,9 +511,9 @@ impl History {
 
     /// Starts afresh: room for `capacity` entries (off with `None`), nothing
     /// recorded.
-    pub fn reset(&mut self, capacity: Option<usize>, level: HistoryLevel) {
+    pub fn reset(&mut self, capacity: Option<usize>, rec: Recording) {
         self.capacity = capacity.unwrap_or(0);
-        self.level = level;
+        self.rec = rec;
         self.ring = Ring::new(self.capacity);
         self.streams.clear();
         self.stream_index.clear();
@@ -382,10 +546,26 @@ impl History {
     fn forget(&mut self, b: &mut Block) -> Option<&'static Location<'static>> {
         let site = Self::site_of(b);
         b.hist_seq = 0;
-        if self.level == HistoryLevel::Backtraces {
+        if self.rec.level == HistoryLevel::Backtraces {
             self.backtraces.remove(&b.ptr);
         }
         site
+    }
+
+    /// Whether `action` is traced.
+    #[inline]
+    fn traced(&self, action: Action) -> bool {
+        self.rec.skip & (1 << action as u16) == 0
+    }
+
+    /// The call site a free's trace entries carry: the allocation's, with
+    /// [`HistoryContext::All`].
+    #[inline]
+    fn free_site(
+        &self,
+        site: Option<&'static Location<'static>>,
+    ) -> Option<&'static Location<'static>> {
+        site.filter(|_| self.rec.context == HistoryContext::All)
     }
 
     /// Records a `free_requested` (the block waits for other streams) or a
@@ -397,6 +577,7 @@ impl History {
         } else {
             Self::site_of(b)
         };
+        let site = self.free_site(site);
         self.push_entry(action, b.ptr, b.requested, stream, site);
     }
 
@@ -405,7 +586,17 @@ impl History {
     #[inline]
     pub fn push_free_now(&mut self, b: &mut Block, stream: StreamId) {
         let site = self.forget(b);
-        self.push_slot(FREE_NOW, b.ptr, b.requested, stream, site);
+        let site = self.free_site(site);
+        let code = match (
+            self.traced(Action::FreeRequested),
+            self.traced(Action::FreeCompleted),
+        ) {
+            (true, true) => FREE_NOW,
+            (true, false) => Action::FreeRequested as u64,
+            (false, true) => Action::FreeCompleted as u64,
+            (false, false) => return,
+        };
+        self.push_slot(code, b.ptr, b.requested, stream, site);
     }
 
     /// Records the allocation of block `b` (its `requested` size set) and
@@ -417,14 +608,16 @@ impl History {
         stream: StreamId,
         site: &'static Location<'static>,
     ) {
-        if self.level == HistoryLevel::Backtraces {
+        let context = self.rec.context;
+        if self.rec.level == HistoryLevel::Backtraces && context != HistoryContext::None {
             let bt = Arc::new(std::backtrace::Backtrace::force_capture());
             self.backtraces.insert(b.ptr, bt);
         }
         self.seq += 1;
         b.hist_seq = self.seq;
-        b.hist_site = Some(site);
-        self.push_entry(Action::Alloc, b.ptr, b.requested, stream, Some(site));
+        b.hist_site = (context != HistoryContext::None).then_some(site);
+        let entry_site = (context >= HistoryContext::Alloc).then_some(site);
+        self.push_entry(Action::Alloc, b.ptr, b.requested, stream, entry_site);
     }
 
     /// The index of `stream` in `streams`, adding it on first use;
@@ -460,7 +653,9 @@ impl History {
         stream: StreamId,
         site: Option<&'static Location<'static>>,
     ) {
-        self.push_slot(action as u64, addr, size, stream, site);
+        if self.traced(action) {
+            self.push_slot(action as u64, addr, size, stream, site);
+        }
     }
 
     /// Appends a slot (an action's code, or [`FREE_NOW`]).
@@ -592,7 +787,7 @@ mod tests {
     fn entries_keep_their_streams_past_the_index_table() {
         let n = 80_000;
         let mut h = History::default();
-        h.reset(Some(200_000), HistoryLevel::CallSites);
+        h.reset(Some(200_000), Recording::default());
         let mut pushed = Vec::new();
         for i in 0..n {
             // A new stream each time, with an old one now and then.
@@ -604,7 +799,7 @@ mod tests {
         assert_eq!(h.streams.len(), STREAM_TABLE);
 
         // Once the ring wraps, the streams kept beside it follow.
-        h.set(Some(1000), HistoryLevel::CallSites);
+        h.set(Some(1000), Recording::default());
         for i in 0..5000 {
             let s = 10_000_000 + i;
             h.push(Action::SegmentUnmap, i, 1, StreamId(s));
@@ -614,7 +809,7 @@ mod tests {
         assert!(h.overflow.len() <= 1000, "{}", h.overflow.len());
 
         // Starting afresh forgets the table and the overflow.
-        h.reset(Some(10), HistoryLevel::CallSites);
+        h.reset(Some(10), Recording::default());
         h.push(Action::Oom, 0, 1, StreamId(7));
         assert_eq!(streams_read(&h), vec![7]);
         assert!(h.overflow.is_empty());
