@@ -1569,3 +1569,90 @@ fn expandable_blocks_are_not_reused_once_expandable_segments_are_off() {
     a.empty_cache().unwrap();
     assert_eq!(stat(&a, "reserved_bytes.all.current"), 0);
 }
+
+/// Mirrors `TestMemPool.test_multi_threads_alloc_in_same_order` (its
+/// allocations come from the default pool): sixteen requests of 2-8 MiB made
+/// in a fixed order (four threads taking turns under one lock in PyTorch;
+/// the order is what matters), freed, then sixteen "splitters" of 1-4 MiB
+/// made and freed (a split-and-merge cycle through the same segments), then
+/// the first round again: it gets the very same addresses in the same order.
+#[test]
+fn allocations_in_the_same_order_get_the_same_addresses() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        let sizes: Vec<u64> = (1..=4u64)
+            .flat_map(|s| std::iter::repeat_n(s * 2 * MIB, 4))
+            .collect();
+        let round = |a: &Arc<CachingAllocator>| -> Vec<u64> {
+            let mut left = sizes.clone();
+            let mut live = Vec::new();
+            while let Some(size) = left.pop() {
+                live.push(a.allocate(size, S0).unwrap());
+            }
+            live.iter().map(|x| x.ptr()).collect()
+        };
+        let first = round(&a);
+        let splitters: Vec<Allocation> = (1..=4u64)
+            .flat_map(|s| std::iter::repeat_n(s * MIB, 4))
+            .map(|size| a.allocate(size, S0).unwrap())
+            .collect();
+        drop(splitters);
+        let second = round(&a);
+        assert_eq!(first, second, "{mode}");
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors the default-pool half of `TestMemPool.test_mempool_block_free_not_deferred`:
+/// a 1 MiB block recorded on a second stream, used there and freed, is
+/// handed out again for the next 1 MiB request once the device is
+/// synchronised (its free is not deferred past the event's completion).
+#[test]
+fn a_recorded_block_is_reused_once_the_device_is_synchronised() {
+    const S2: StreamId = StreamId(22);
+    for mode in MODES {
+        let (d, a) = sim(mode, 4 * GIB);
+        a.empty_cache().unwrap();
+        let x = a.allocate(MIB, S0).unwrap();
+        let p = x.ptr();
+        x.record_stream(S2).unwrap();
+        drop(x);
+        d.complete_stream(S2); // torch.cuda.synchronize()
+        d.complete_stream(S0);
+        let y = a.allocate(MIB, S0).unwrap();
+        assert_eq!(y.ptr(), p, "{mode}");
+        drop(y);
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors the default-pool half of
+/// `TestMemPool.test_mempool_oom_recovery_releases_cached_blocks`: with
+/// about half of the free memory cached in a freed block (2 MiB-aligned
+/// halves), a request of seven eighths of the free memory does not fail:
+/// the retry path releases the cached block and allocates again.
+#[test]
+fn an_allocation_larger_than_what_is_left_releases_the_cache() {
+    let align = |x: u64| x / (2 * MIB) * (2 * MIB);
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        a.empty_cache().unwrap();
+        let free = a.mem_get_info().unwrap().free;
+        let fill = align(free / 2);
+        assert!(fill >= 64 * MIB);
+        drop(a.allocate(fill, S0).unwrap());
+        assert_eq!(
+            stat(&a, "reserved_bytes.all.current") as u64,
+            fill,
+            "{mode}"
+        );
+        let big = align(free - free / 8);
+        let x = a
+            .allocate(big, S0)
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+        assert_eq!(stat(&a, "num_ooms"), 0, "{mode}");
+        drop(x);
+        a.empty_cache().unwrap();
+        a.check_consistency().unwrap();
+    }
+}
