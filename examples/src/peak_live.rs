@@ -28,7 +28,7 @@ pub struct SiteShare {
 /// use strata::alloc::history::{Action, TraceEntry};
 /// use strata::alloc::StreamId;
 /// use strata_examples::peak_live::live_at_peak;
-/// let e = |action, addr, size| TraceEntry { action, addr, size, stream: StreamId::DEFAULT, time_us: 0, site: None };
+/// let e = |action, addr, size| TraceEntry { action, addr, size, stream: StreamId::DEFAULT, time_us: 0, site: None, user_metadata: None };
 /// let h = [e(Action::Alloc, 1, 10), e(Action::Alloc, 2, 5), e(Action::FreeRequested, 1, 10), e(Action::Alloc, 3, 7)];
 /// let (peak, shares) = live_at_peak(&h);
 /// assert_eq!(peak, 15);

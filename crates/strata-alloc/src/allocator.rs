@@ -632,6 +632,39 @@ impl CachingAllocator {
         self.state.lock().set_history(capacity, Recording::of(opts));
     }
 
+    /// Attaches `metadata` to every history event recorded from now on (an
+    /// empty string attaches none): PyTorch's
+    /// `torch.cuda.memory._set_memory_metadata`. The events carry it as
+    /// [`TraceEntry::user_metadata`], and snapshots written by
+    /// [`dump_snapshot`](Self::dump_snapshot) as `user_metadata`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// a.record_history(Some(100));
+    /// a.set_memory_metadata("step 1");
+    /// drop(a.allocate(4096, StreamId::DEFAULT).unwrap());
+    /// a.set_memory_metadata("");
+    /// assert_eq!(a.memory_metadata(), "");
+    /// let h = a.history();
+    /// assert!(h.iter().all(|e| e.user_metadata.as_deref() == Some("step 1")));
+    /// ```
+    pub fn set_memory_metadata(&self, metadata: &str) {
+        self.state.lock().history.set_metadata(metadata);
+    }
+
+    /// The metadata [`set_memory_metadata`](Self::set_memory_metadata) set
+    /// (PyTorch's `_get_memory_metadata`); empty when none.
+    pub fn memory_metadata(&self) -> String {
+        self.state
+            .lock()
+            .history
+            .metadata()
+            .map_or_else(String::new, |m| m.to_string())
+    }
+
     /// Where the live allocation at `ptr` was made, if history was recording
     /// it with call sites ([`HistoryContext::State`](crate::history::HistoryContext)
     /// or more): PyTorch's `torch.cuda.memory._allocation_traceback(ptr)`.

@@ -58,7 +58,7 @@ struct EventOut {
     time_us: u64,
     frames: SiteFrames,
     compile_context: &'static str,
-    user_metadata: &'static str,
+    user_metadata: String,
 }
 
 /// Zero or one frame made from a call site (whose file name is static).
@@ -154,7 +154,7 @@ fn event(e: &TraceEntry) -> EventOut {
         time_us: e.time_us,
         frames: SiteFrames(e.site),
         compile_context: "N/A",
-        user_metadata: "",
+        user_metadata: e.user_metadata.as_deref().unwrap_or("").to_string(),
     }
 }
 

@@ -28,7 +28,7 @@ fn thealloc(a: &Arc<CachingAllocator>) -> Allocation {
 }
 
 fn entries(h: &[TraceEntry], action: Action) -> Vec<TraceEntry> {
-    h.iter().filter(|e| e.action == action).copied().collect()
+    h.iter().filter(|e| e.action == action).cloned().collect()
 }
 
 /// Mirrors `TestCudaAllocator.test_memory_snapshot_skip_actions`: for each
@@ -270,4 +270,75 @@ fn zero_entries_stop_recording() {
     assert!(!a.history_enabled());
     assert!(a.history().is_empty());
     assert!(a.allocation_origin(x.ptr()).is_none());
+}
+
+/// Mirrors `TestCudaAllocator.test_memory_plots_metadata`: with metadata set
+/// before recording starts (for each context), every event of the
+/// allocation, its free and the release of its segment carries it, in the
+/// history and in the pickled snapshot's `device_traces`; clearing it with
+/// an empty string leaves later events without any.
+#[test]
+fn memory_plots_metadata() {
+    for context in [
+        HistoryContext::State,
+        HistoryContext::Alloc,
+        HistoryContext::All,
+    ] {
+        let a = sim("expandable_segments:False");
+        a.set_memory_metadata("metadata test");
+        assert_eq!(a.memory_metadata(), "metadata test");
+        a.record_history_opts(&HistoryOptions::new(1000).context(context));
+        drop(a.allocate(3 * 4 * 4, S0).unwrap());
+        a.empty_cache().unwrap();
+        let h = a.history();
+        assert!(
+            h.len() >= 4,
+            "segment_alloc, alloc, free x2, segment_free: {h:?}"
+        );
+        for e in &h {
+            assert_eq!(e.user_metadata.as_deref(), Some("metadata test"), "{e:?}");
+        }
+        let pickle = a.snapshot_pickle().unwrap();
+        let text = String::from_utf8_lossy(&pickle);
+        assert_eq!(
+            text.matches("metadata test").count(),
+            h.len(),
+            "one user_metadata per event in device_traces"
+        );
+        a.set_memory_metadata("");
+        assert_eq!(a.memory_metadata(), "");
+        drop(a.allocate(4096, S0).unwrap());
+        // Taking the snapshot was itself an event, with the metadata.
+        let h2 = a.history();
+        assert_eq!(h2[h.len()].action, Action::Snapshot);
+        assert!(h2[..=h.len()].iter().all(|e| e.user_metadata.is_some()));
+        assert!(h2[h.len() + 1..].iter().all(|e| e.user_metadata.is_none()));
+        assert_eq!(
+            h2.len(),
+            h.len() + 5,
+            "snapshot, segment_alloc, alloc, free x2"
+        );
+    }
+}
+
+/// Metadata changed many times while the ring wraps: each kept event
+/// carries the metadata in force when it was recorded.
+#[test]
+fn metadata_follows_the_ring_as_it_wraps() {
+    let a = sim("");
+    a.record_history_opts(&HistoryOptions::new(16).skip(&[Action::FreeRequested]));
+    for step in 0..100 {
+        a.set_memory_metadata(&format!("step {step}"));
+        // One alloc and one free_completed per step (segments come once).
+        drop(a.allocate(4096, S0).unwrap());
+    }
+    let h = a.history();
+    assert_eq!(h.len(), 16);
+    for (i, e) in h.iter().enumerate() {
+        let step = 100 - 8 + i / 2;
+        assert_eq!(
+            e.user_metadata.as_deref(),
+            Some(format!("step {step}").as_str())
+        );
+    }
 }

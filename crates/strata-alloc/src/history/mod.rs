@@ -370,7 +370,7 @@ impl Action {
 }
 
 /// One recorded event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceEntry {
     /// What happened.
     pub action: Action,
@@ -385,6 +385,10 @@ pub struct TraceEntry {
     /// Where the allocation was asked for (`Alloc` events, and the frees of
     /// allocations whose call site was recorded).
     pub site: Option<CallSite>,
+    /// The user's metadata in force when the event was recorded
+    /// ([`CachingAllocator::set_memory_metadata`](crate::CachingAllocator::set_memory_metadata);
+    /// PyTorch's `user_metadata`), `None` when there was none.
+    pub user_metadata: Option<Arc<str>>,
 }
 
 /// Hashes a device address for the backtrace map: one folded
@@ -442,6 +446,10 @@ pub(crate) struct History {
     overflow: VecDeque<(u64, StreamId)>,
     /// The stream looked up last and its index ([`OVERFLOW`] before any).
     last_stream: (StreamId, u16),
+    /// The user's metadata in force from each slot number on, oldest first
+    /// (one element while it has not changed since recording started);
+    /// trimmed to the slots the ring still holds.
+    metadata: VecDeque<(u64, Option<Arc<str>>)>,
     capacity: usize,
     /// What is recorded (level of detail, call sites, actions skipped).
     pub rec: Recording,
@@ -462,6 +470,7 @@ impl Default for History {
             stream_index: FxHashMap::default(),
             overflow: VecDeque::new(),
             last_stream: (StreamId(u64::MAX), OVERFLOW),
+            metadata: VecDeque::from([(0, None)]),
             capacity: 0,
             rec: Recording::default(),
             clock: Clock::new(),
@@ -519,8 +528,37 @@ impl History {
         self.stream_index.clear();
         self.overflow.clear();
         self.last_stream = (StreamId(u64::MAX), OVERFLOW);
+        let now = self.metadata();
+        self.metadata = VecDeque::from([(0, now)]);
         self.backtraces = BacktraceMap::default();
         self.clock = Clock::new();
+    }
+
+    /// The user's metadata attached to the events recorded from now on.
+    pub fn metadata(&self) -> Option<Arc<str>> {
+        self.metadata.back().and_then(|(_, m)| m.clone())
+    }
+
+    /// Attaches `metadata` (none if empty) to the events recorded from now
+    /// on.
+    pub fn set_metadata(&mut self, metadata: &str) {
+        let m: Option<Arc<str>> = (!metadata.is_empty()).then(|| Arc::from(metadata));
+        if self.metadata() == m {
+            return;
+        }
+        let at = self.ring.written();
+        match self.metadata.back_mut() {
+            Some(last) if last.0 == at => last.1 = m,
+            _ => self.metadata.push_back((at, m)),
+        }
+    }
+
+    /// The metadata in force at slot number `seq`.
+    fn metadata_at(&self, seq: u64) -> Option<Arc<str>> {
+        let k = self.metadata.partition_point(|&(n, _)| n <= seq);
+        self.metadata
+            .get(k.checked_sub(1)?)
+            .and_then(|(_, m)| m.clone())
     }
 
     /// Records an event that concerns no allocation's call site (segments,
@@ -685,6 +723,11 @@ impl History {
                 self.overflow.pop_front();
             }
         }
+        // A change of metadata whose successor's slots are all the ring
+        // holds from now on is no longer needed.
+        if self.metadata.len() > 1 && self.metadata[1].0 <= self.ring.oldest() {
+            self.metadata.pop_front();
+        }
     }
 
     /// The entry of slot number `seq`, `e`.
@@ -706,6 +749,7 @@ impl History {
             stream,
             time_us,
             site: e.site.map(CallSite::from_location),
+            user_metadata: self.metadata_at(seq),
         }
     }
 
