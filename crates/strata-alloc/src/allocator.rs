@@ -423,13 +423,19 @@ impl CachingAllocator {
         let pool = PoolKind::of(rounded);
         let id = match self.get_free_block(st, s, pool, rounded) {
             Some(id) => id,
-            None => match self.allocate_slow(st, s, pool, rounded, size) {
-                Ok(id) => id,
-                Err(e) => {
-                    drop(guard);
-                    return Err(self.notify_oom(e));
+            None => {
+                // The segment events of the slow path come from this call.
+                st.history.cause = Some(site);
+                let r = self.allocate_slow(st, s, pool, rounded, size);
+                st.history.cause = None;
+                match r {
+                    Ok(id) => id,
+                    Err(e) => {
+                        drop(guard);
+                        return Err(self.notify_oom(e));
+                    }
                 }
-            },
+            }
         };
         Ok(self.alloc_found_block(st, id, rounded, size, site))
     }
@@ -520,9 +526,14 @@ impl CachingAllocator {
     /// Releases every cached block that can be released: whole free segments are
     /// returned to the driver and free pages of expandable segments unmapped.
     /// Outstanding cross-stream events are waited for first.
+    #[track_caller]
     pub fn empty_cache(&self) -> Result<(), AllocError> {
         let mut guard = self.state.lock();
-        self.release_cached_blocks(&mut guard)
+        // The segment events of the release come from the caller.
+        guard.history.cause = Some(std::panic::Location::caller());
+        let r = self.release_cached_blocks(&mut guard);
+        guard.history.cause = None;
+        r
     }
 
     /// A copy of the statistics.

@@ -289,6 +289,7 @@ pub fn reset_accumulated_memory_stats(device: Device) -> Result<(), AllocError> 
 
 /// Releases `device`'s cached memory (an error for a device that does not
 /// exist).
+#[track_caller]
 pub fn empty_cache(device: Device) -> Result<(), AllocError> {
     match existing_checked(device)? {
         Some(a) => a.empty_cache(),

@@ -342,3 +342,48 @@ fn metadata_follows_the_ring_as_it_wraps() {
         );
     }
 }
+
+/// Mirrors `TestCudaAllocator.test_memory_plots_free_segment_stack`: a
+/// tensor allocated, freed and its segment released by `empty_cache`,
+/// recorded with each context. The segment's release carries the call site
+/// of `empty_cache` only with context "all" (PyTorch: the JSON holds
+/// "empty_cache" only then); the segment's allocation carries the call site
+/// of the allocation that made it from "alloc" on. Both segment modes: the
+/// expandable one maps and unmaps pages instead.
+#[test]
+fn memory_plots_free_segment_stack() {
+    for conf in ["expandable_segments:False", "expandable_segments:True"] {
+        let (made, released) = if conf.ends_with("False") {
+            (Action::SegmentAlloc, Action::SegmentFree)
+        } else {
+            (Action::SegmentMap, Action::SegmentUnmap)
+        };
+        for (context, alloc_site, free_site) in [
+            (HistoryContext::State, false, false),
+            (HistoryContext::Alloc, true, false),
+            (HistoryContext::All, true, true),
+        ] {
+            let a = sim(conf);
+            a.record_history_opts(&HistoryOptions::new(1000).context(context));
+            let alloc_line = line!() + 1;
+            drop(a.allocate(3 * 4 * 4, S0).unwrap());
+            let release_line = line!() + 1;
+            a.empty_cache().unwrap();
+            let h = a.history();
+            let m = entries(&h, made);
+            let r = entries(&h, released);
+            assert_eq!((m.len(), r.len()), (1, 1), "{conf} {context:?}: {h:?}");
+            let line = |e: &TraceEntry| e.site.map(|s| (s.file, s.line));
+            assert_eq!(
+                line(&m[0]),
+                alloc_site.then_some((file!(), alloc_line)),
+                "{conf} {context:?}"
+            );
+            assert_eq!(
+                line(&r[0]),
+                free_site.then_some((file!(), release_line)),
+                "{conf} {context:?}"
+            );
+        }
+    }
+}

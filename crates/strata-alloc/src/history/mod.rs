@@ -460,6 +460,10 @@ pub(crate) struct History {
     pub backtraces: BacktraceMap,
     /// Allocations recorded so far (the last `LiveAlloc::seq`).
     pub seq: u64,
+    /// The call that the segment events being recorded come from: the
+    /// allocation whose slow path maps or releases memory, or the caller of
+    /// `empty_cache` (see [`History::push`]).
+    pub cause: Option<&'static Location<'static>>,
 }
 
 impl Default for History {
@@ -476,6 +480,7 @@ impl Default for History {
             clock: Clock::new(),
             backtraces: BacktraceMap::default(),
             seq: 0,
+            cause: None,
         }
     }
 }
@@ -561,11 +566,21 @@ impl History {
             .and_then(|(_, m)| m.clone())
     }
 
-    /// Records an event that concerns no allocation's call site (segments,
-    /// OOMs, snapshots).
+    /// Records an event that concerns no allocation of its own (segments,
+    /// OOMs, snapshots). A segment event carries the call site of its
+    /// [`cause`](History::cause), as PyTorch's carry the stack of the call
+    /// that made them: `segment_alloc` and `segment_map` from
+    /// [`HistoryContext::Alloc`] on, `segment_free` and `segment_unmap` with
+    /// [`HistoryContext::All`].
     #[inline]
     pub fn push(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
-        self.push_entry(action, addr, size, stream, None);
+        let needs = match action {
+            Action::SegmentAlloc | Action::SegmentMap => HistoryContext::Alloc,
+            Action::SegmentFree | Action::SegmentUnmap => HistoryContext::All,
+            _ => return self.push_entry(action, addr, size, stream, None),
+        };
+        let site = self.cause.filter(|_| self.rec.context >= needs);
+        self.push_entry(action, addr, size, stream, site);
     }
 
     /// The call site of block `b`'s allocation, if it was recorded.
