@@ -49,10 +49,21 @@ pub(crate) fn aggregate(st: &State, reserved_now: u64, buckets: usize, top: usiz
         })
     };
     let mut deltas: Vec<(usize, i64)> = Vec::with_capacity(n);
+    // The call site of the last allocation at each address: a free recorded
+    // without one (`HistoryContext::Alloc`) counts against it.
+    let mut alloc_site: HashMap<u64, Option<CallSite>> = HashMap::new();
     for e in &entries {
         let d = match e.action {
-            Action::Alloc => (idx_of(e.site, &mut sites), e.size as i64),
-            Action::FreeCompleted => (idx_of(e.site, &mut sites), -(e.size as i64)),
+            Action::Alloc => {
+                alloc_site.insert(e.addr, e.site);
+                (idx_of(e.site, &mut sites), e.size as i64)
+            }
+            Action::FreeCompleted => {
+                let site = e
+                    .site
+                    .or_else(|| alloc_site.get(&e.addr).copied().flatten());
+                (idx_of(site, &mut sites), -(e.size as i64))
+            }
             Action::SegmentAlloc | Action::SegmentMap => (usize::MAX, e.size as i64),
             Action::SegmentFree | Action::SegmentUnmap => (usize::MAX, -(e.size as i64)),
             _ => (usize::MAX - 1, 0),
@@ -155,5 +166,39 @@ pub(crate) fn aggregate(st: &State, reserved_now: u64, buckets: usize, top: usiz
         reserved: reserved_s,
         peak,
         events: n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::sim::SimDriver;
+    use crate::history::{HistoryContext, HistoryOptions};
+    use crate::{AllocatorConfig, CachingAllocator, StreamId};
+    use std::sync::Arc;
+
+    /// With `HistoryContext::Alloc` the frees carry no call site: they still
+    /// count against their allocation's site, which ends at 0 bytes, and no
+    /// series of unknown sites goes negative (clamped) or appears.
+    #[test]
+    fn frees_without_a_call_site_count_against_their_allocation() {
+        for context in [HistoryContext::Alloc, HistoryContext::All] {
+            let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+            a.record_history_opts(&HistoryOptions::new(1000).context(context));
+            let mut kept = Vec::new();
+            for i in 0..8u64 {
+                let x = a.allocate((i + 1) << 20, StreamId::DEFAULT).unwrap();
+                if i % 2 == 0 {
+                    kept.push(x);
+                }
+            }
+            let t = a.with_state(|st| aggregate(st, st.reserved(), 4, 8));
+            assert_eq!(t.series.len(), 1, "{context:?}: one call site");
+            let s = &t.series[0];
+            assert_eq!(s.site.unwrap().file, file!());
+            // Sizes 1, 3, 5 and 7 MiB are still live at the end.
+            assert_eq!(*s.values.last().unwrap(), 16 << 20, "{context:?}");
+            drop(kept);
+        }
     }
 }
