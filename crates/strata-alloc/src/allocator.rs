@@ -1058,6 +1058,9 @@ impl CachingAllocator {
         if st.settings.gc_threshold.is_some() {
             self.garbage_collect(st)?;
         }
+        if st.settings.config.throw_on_cudamalloc_oom {
+            self.reject_beyond_fraction(st, rounded, orig)?;
+        }
         if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
             return Ok(id);
         }
@@ -1079,6 +1082,38 @@ impl CachingAllocator {
             Self::allocation_size(rounded)
         };
         Err(self.out_of_memory(st, orig, device_request))
+    }
+
+    /// `throw_on_cudamalloc_oom`: fails at once when the device allocation a
+    /// request of `rounded` bytes needs (PyTorch's `get_allocation_size`,
+    /// whichever segment kind will serve it) would take reserved memory past
+    /// the memory fraction's limit (the whole device at fraction 1), before
+    /// any cached block is released: PyTorch's check in `alloc_block`.
+    fn reject_beyond_fraction(
+        &self,
+        st: &mut State,
+        rounded: u64,
+        orig: u64,
+    ) -> Result<(), AllocError> {
+        let fraction = st
+            .settings
+            .config
+            .per_process_memory_fraction
+            .unwrap_or(1.0);
+        let limit = (fraction * self.capacity as f64) as u64;
+        let device_request = Self::allocation_size(rounded);
+        let reserved = st.reserved();
+        if reserved.saturating_add(device_request) <= limit {
+            return Ok(());
+        }
+        st.stats.num_oom_rejections += 1;
+        Err(AllocError::OomRejected {
+            device: self.device,
+            requested: orig,
+            device_request,
+            reserved,
+            limit,
+        })
     }
 
     /// Obtains new device memory for a request: a new segment, or pages mapped

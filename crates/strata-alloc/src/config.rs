@@ -19,9 +19,14 @@
 //! | `pinned_num_register_threads` | a power of two, at most 128 | 1 |
 //! | `pinned_use_background_threads` | `True`/`False` | `False` |
 //! | `pinned_reserve_segment_size_mb` | integer MiB > 0 | 0 (off) |
+//! | `throw_on_cudamalloc_oom` | `True`/`False` | `False` |
 //!
 //! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
 //! least `max_split_size`) may reuse a cached block at most this much larger.
+//! So has `throw_on_cudamalloc_oom` (a key of PyTorch 2.12 and later): a
+//! request whose device allocation would take reserved memory past the
+//! memory fraction's limit fails at once, releasing no cached block
+//! ([`AllocError::OomRejected`](crate::AllocError::OomRejected)).
 //! The other keys after it are accepted and kept (so a configuration written for
 //! PyTorch 2.11 works unchanged) but change nothing in strata:
 //! `release_lock_on_cudamalloc` because strata's driver calls under the lock are
@@ -53,7 +58,7 @@ pub const ROUNDUP_INTERVALS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A key strata does not know.
-    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb")]
+    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom")]
     UnknownKey {
         /// The key as written.
         key: String,
@@ -108,6 +113,12 @@ pub struct AllocatorConfig {
     /// `pinned_reserve_segment_size_mb` in bytes, 0 when off (accepted, no
     /// effect in strata).
     pub pinned_reserve_segment_size: u64,
+    /// `throw_on_cudamalloc_oom` (PyTorch 2.12 on): a request whose device
+    /// allocation would take reserved memory past the per-process memory
+    /// fraction's limit (the whole device at fraction 1) fails at once, with
+    /// no cached block released and no retry; counted in
+    /// `num_oom_rejections`, not in `num_ooms`.
+    pub throw_on_cudamalloc_oom: bool,
 }
 
 /// PyTorch's default `max_non_split_rounding_mb`, in bytes.
@@ -128,6 +139,7 @@ impl Default for AllocatorConfig {
             pinned_num_register_threads: 1,
             pinned_use_background_threads: false,
             pinned_reserve_segment_size: 0,
+            throw_on_cudamalloc_oom: false,
         }
     }
 }
@@ -279,6 +291,9 @@ impl AllocatorConfig {
                 "pinned_use_background_threads" => {
                     self.pinned_use_background_threads =
                         parse_bool("pinned_use_background_threads", &value)?
+                }
+                "throw_on_cudamalloc_oom" => {
+                    self.throw_on_cudamalloc_oom = parse_bool("throw_on_cudamalloc_oom", &value)?
                 }
                 "pinned_reserve_segment_size_mb" => {
                     self.pinned_reserve_segment_size = parse_mib(
@@ -448,6 +463,7 @@ impl fmt::Display for AllocatorConfig {
                 "pinned_use_background_threads",
                 self.pinned_use_background_threads,
             ),
+            ("throw_on_cudamalloc_oom", self.throw_on_cudamalloc_oom),
         ] {
             if on {
                 parts.push(format!("{key}:True"));

@@ -177,6 +177,24 @@ pub enum AllocError {
         /// The size asked for.
         requested: u64,
     },
+    /// Rejected at once by `throw_on_cudamalloc_oom`: the request's device
+    /// allocation would take reserved memory past the per-process memory
+    /// fraction's limit (PyTorch's "preemptively rejected" error). No cached
+    /// block was released and nothing retried; counted in
+    /// `num_oom_rejections`, not in `num_ooms`.
+    #[error("{device} out of memory. Allocation was preemptively rejected because it would exceed per_process_memory_fraction limit. Requested size: {requested} bytes ({device_request} to allocate on the device, {reserved} already reserved, a limit of {limit} bytes). Set throw_on_cudamalloc_oom:False to free cached memory and retry instead, or raise per_process_memory_fraction.")]
+    OomRejected {
+        /// The device.
+        device: Device,
+        /// The size asked for.
+        requested: u64,
+        /// The device allocation it needed.
+        device_request: u64,
+        /// Reserved bytes then.
+        reserved: u64,
+        /// The limit: the memory fraction of the device's capacity.
+        limit: u64,
+    },
     /// The driver failed for a reason other than lack of memory.
     #[error("driver error on {device}: {source}")]
     Driver {
@@ -242,12 +260,15 @@ pub enum AllocError {
 
 impl AllocError {
     /// Whether this is an out-of-memory error: the device could not supply the
-    /// memory ([`AllocError::OutOfMemory`]) or no device could
-    /// ([`AllocError::TooLarge`]).
+    /// memory ([`AllocError::OutOfMemory`]), no device could
+    /// ([`AllocError::TooLarge`]), or `throw_on_cudamalloc_oom` rejected it
+    /// ([`AllocError::OomRejected`]).
     pub fn is_out_of_memory(&self) -> bool {
         matches!(
             self,
-            AllocError::OutOfMemory(_) | AllocError::TooLarge { .. }
+            AllocError::OutOfMemory(_)
+                | AllocError::TooLarge { .. }
+                | AllocError::OomRejected { .. }
         )
     }
 

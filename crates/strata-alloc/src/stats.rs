@@ -140,6 +140,9 @@ pub struct MemoryStats {
     pub num_alloc_retries: i64,
     /// Out-of-memory errors returned.
     pub num_ooms: i64,
+    /// Requests rejected at once by `throw_on_cudamalloc_oom` (not counted
+    /// in `num_ooms`).
+    pub num_oom_rejections: i64,
     /// Times every outstanding event was synchronised (empty_cache, OOM retry).
     pub num_sync_all_streams: i64,
     /// Device allocations: one per `malloc`, one per map operation (however many pages).
@@ -171,6 +174,7 @@ impl MemoryStats {
         self.oversize_segments.reset_accumulated();
         self.num_alloc_retries = 0;
         self.num_ooms = 0;
+        self.num_oom_rejections = 0;
         self.num_sync_all_streams = 0;
         self.num_device_alloc = 0;
         self.num_device_free = 0;
@@ -240,6 +244,7 @@ impl MemoryStats {
         for (name, v) in [
             ("num_alloc_retries", self.num_alloc_retries),
             ("num_ooms", self.num_ooms),
+            ("num_oom_rejections", self.num_oom_rejections),
             ("num_sync_all_streams", self.num_sync_all_streams),
             ("num_device_alloc", self.num_device_alloc),
             ("num_device_free", self.num_device_free),
@@ -432,8 +437,10 @@ mod tests {
         assert_eq!(m["allocated_bytes.all.current"], 512);
         assert_eq!(m["allocated_bytes.small_pool.peak"], 512);
         assert_eq!(m["allocated_bytes.large_pool.current"], 0);
-        // 9 arrays x 3 pools x 4 metrics + 2 x 4 oversize + 6 scalars
-        assert_eq!(m.len(), 9 * 3 * 4 + 8 + 6);
+        // 9 arrays x 3 pools x 4 metrics + 2 x 4 oversize + 7 scalars (PyTorch
+        // 2.12 added num_oom_rejections to 2.11's six)
+        assert_eq!(m.len(), 9 * 3 * 4 + 8 + 7);
+        assert_eq!(m["num_oom_rejections"], 0);
     }
 
     #[test]

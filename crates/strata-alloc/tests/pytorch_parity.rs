@@ -1656,3 +1656,117 @@ fn an_allocation_larger_than_what_is_left_releases_the_cache() {
         a.check_consistency().unwrap();
     }
 }
+
+/// Mirrors `TestCudaAllocator.test_throw_on_cudamalloc_oom` (PyTorch 2.12 and
+/// later): with `throw_on_cudamalloc_oom:False` a 10 MiB allocation
+/// succeeds; with `throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.005`
+/// a request of the fraction's limit plus 1 MiB fails with an out-of-memory
+/// error at once, counted in `num_oom_rejections` (not `num_ooms`), and the
+/// out-of-memory observers are not called. Both segment modes.
+#[test]
+fn throw_on_cudamalloc_oom_rejects_past_the_fraction() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s2 = Arc::clone(&seen);
+        a.on_oom(move |_, _| {
+            s2.fetch_add(1, Ordering::SeqCst);
+        });
+        a.reset_accumulated_memory_stats();
+        a.set_allocator_settings(&format!("{mode},throw_on_cudamalloc_oom:False"))
+            .unwrap();
+        drop(a.allocate(10 * MIB, S0).unwrap());
+        a.empty_cache().unwrap();
+        assert_eq!(stat(&a, "num_oom_rejections"), 0);
+        a.set_allocator_settings(&format!(
+            "{mode},throw_on_cudamalloc_oom:True,per_process_memory_fraction:0.005"
+        ))
+        .unwrap();
+        let limit = (0.005 * (4 * GIB) as f64) as u64;
+        let e = a.allocate(limit + MIB, S0).unwrap_err();
+        assert!(e.is_out_of_memory(), "{mode}: {e}");
+        assert!(
+            matches!(e, AllocError::OomRejected { limit: l, .. } if l == limit),
+            "{mode}: {e:?}"
+        );
+        assert!(e.to_string().contains("preemptively rejected"), "{e}");
+        assert_eq!(stat(&a, "num_oom_rejections"), 1, "{mode}");
+        assert_eq!(stat(&a, "num_ooms"), 0, "{mode}");
+        assert_eq!(stat(&a, "num_alloc_retries"), 0, "{mode}");
+        assert_eq!(seen.load(Ordering::SeqCst), 0, "no observer call");
+        // Within the limit it allocates as usual.
+        drop(a.allocate(limit / 2, S0).unwrap());
+        a.set_allocator_settings(&format!(
+            "{mode},throw_on_cudamalloc_oom:False,per_process_memory_fraction:1.0"
+        ))
+        .unwrap();
+        a.reset_accumulated_memory_stats();
+        assert_eq!(
+            stat(&a, "num_oom_rejections"),
+            0,
+            "reset as an event counter"
+        );
+        a.check_consistency().unwrap();
+    }
+}
+
+/// What sets `throw_on_cudamalloc_oom` apart from the ordinary path: a
+/// request that fits only once the cache is emptied is rejected, where
+/// without the key the allocator releases the cached block and succeeds.
+#[test]
+fn throw_on_cudamalloc_oom_releases_no_cached_block() {
+    for mode in MODES {
+        for throw in [false, true] {
+            let conf = format!(
+                "{mode},per_process_memory_fraction:0.5,throw_on_cudamalloc_oom:{}",
+                if throw { "True" } else { "False" }
+            );
+            let (_, a) = sim(&conf, 4 * GIB);
+            // 1.5 GiB cached (freed, not released); the limit is 2 GiB.
+            drop(a.allocate(1536 * MIB, S0).unwrap());
+            assert_eq!(stat(&a, "reserved_bytes.all.current") as u64, 1536 * MIB);
+            let r = a.allocate(1800 * MIB, S0);
+            if throw {
+                assert!(matches!(r, Err(AllocError::OomRejected { .. })), "{conf}");
+                assert_eq!(
+                    stat(&a, "reserved_bytes.all.current") as u64,
+                    1536 * MIB,
+                    "{conf}: the cache is kept"
+                );
+            } else {
+                // Ordinary segments release the cached one and retry;
+                // expandable ones move its pages.
+                assert!(r.is_ok(), "{conf}: {r:?}");
+                if mode.ends_with("False") {
+                    assert!(stat(&a, "num_alloc_retries") > 0, "{conf}");
+                }
+            }
+            drop(r);
+            a.check_consistency().unwrap();
+        }
+    }
+}
+
+/// The `throw_on_cudamalloc_oom` part of `test_allocator_settings`: `True`
+/// and `False` parse, `maybe` is a typed error naming the key, and the key
+/// survives a string that omits it (PyTorch never resets its CUDA-specific
+/// keys on a re-parse).
+#[test]
+fn throw_on_cudamalloc_oom_parses_as_pytorch_parses_it() {
+    for v in ["True", "False"] {
+        let c = AllocatorConfig::parse(&format!("throw_on_cudamalloc_oom:{v}")).unwrap();
+        assert_eq!(c.throw_on_cudamalloc_oom, v == "True");
+        if v == "True" {
+            assert_eq!(c.to_string(), "throw_on_cudamalloc_oom:True");
+            assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c);
+        }
+    }
+    let e = AllocatorConfig::parse("throw_on_cudamalloc_oom:maybe").unwrap_err();
+    assert!(e.to_string().contains("throw_on_cudamalloc_oom"), "{e}");
+    let c = AllocatorConfig::parse("throw_on_cudamalloc_oom:True").unwrap();
+    assert!(
+        c.reparse("max_split_size_mb:64")
+            .unwrap()
+            .throw_on_cudamalloc_oom
+    );
+}
