@@ -786,11 +786,11 @@ impl CachingAllocator {
     }
 
     /// Segment size for a rounded request (ordinary segments).
-    fn allocation_size(rounded: u64) -> u64 {
+    fn allocation_size(config: &AllocatorConfig, rounded: u64) -> u64 {
         if rounded <= SMALL_SIZE {
             SMALL_BUFFER
         } else if rounded < MIN_LARGE_ALLOC {
-            LARGE_BUFFER
+            config.large_segment_size
         } else {
             rounded.div_ceil(ROUND_LARGE) * ROUND_LARGE
         }
@@ -1079,7 +1079,7 @@ impl CachingAllocator {
         let device_request = if st.settings.expandable {
             rounded.div_ceil(self.page) * self.page
         } else {
-            Self::allocation_size(rounded)
+            Self::allocation_size(&st.settings.config, rounded)
         };
         Err(self.out_of_memory(st, orig, device_request))
     }
@@ -1101,7 +1101,7 @@ impl CachingAllocator {
             .per_process_memory_fraction
             .unwrap_or(1.0);
         let limit = (fraction * self.capacity as f64) as u64;
-        let device_request = Self::allocation_size(rounded);
+        let device_request = Self::allocation_size(&st.settings.config, rounded);
         let reserved = st.reserved();
         if reserved.saturating_add(device_request) <= limit {
             return Ok(());
@@ -1129,7 +1129,7 @@ impl CachingAllocator {
         if st.settings.expandable {
             return self.expandable_space().grow(st, s, pool, rounded);
         }
-        let size = Self::allocation_size(rounded);
+        let size = Self::allocation_size(&st.settings.config, rounded);
         if !st.fits_fraction(size) {
             return Ok(None);
         }

@@ -20,13 +20,18 @@
 //! | `pinned_use_background_threads` | `True`/`False` | `False` |
 //! | `pinned_reserve_segment_size_mb` | integer MiB > 0 | 0 (off) |
 //! | `throw_on_cudamalloc_oom` | `True`/`False` | `False` |
+//! | `large_segment_size_mb` | integer MiB > 10 | 20 |
 //!
 //! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
 //! least `max_split_size`) may reuse a cached block at most this much larger.
 //! So has `throw_on_cudamalloc_oom` (a key of PyTorch 2.12 and later): a
 //! request whose device allocation would take reserved memory past the
 //! memory fraction's limit fails at once, releasing no cached block
-//! ([`AllocError::OomRejected`](crate::AllocError::OomRejected)).
+//! ([`AllocError::OomRejected`](crate::AllocError::OomRejected)). And
+//! `large_segment_size_mb` (also 2.12 on): the ordinary segment of a request
+//! between 1 and 10 MiB, the least `max_split_size_mb` and
+//! `max_non_split_rounding_mb` (which follows it unless named); expandable
+//! segments map the driver's pages whatever it says.
 //! The other keys after it are accepted and kept (so a configuration written for
 //! PyTorch 2.11 works unchanged) but change nothing in strata:
 //! `release_lock_on_cudamalloc` because strata's driver calls under the lock are
@@ -58,7 +63,7 @@ pub const ROUNDUP_INTERVALS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A key strata does not know.
-    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom")]
+    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom, large_segment_size_mb")]
     UnknownKey {
         /// The key as written.
         key: String,
@@ -119,7 +124,15 @@ pub struct AllocatorConfig {
     /// no cached block released and no retry; counted in
     /// `num_oom_rejections`, not in `num_ooms`.
     pub throw_on_cudamalloc_oom: bool,
+    /// `large_segment_size_mb` (PyTorch 2.12 on), in bytes: the segment a
+    /// request of more than 1 MiB and less than 10 MiB gets with ordinary
+    /// segments (20 MiB by default), and the least `max_split_size` and
+    /// `max_non_split_rounding` may be.
+    pub large_segment_size: u64,
 }
+
+/// PyTorch's default `large_segment_size_mb` (`kLargeBuffer`), in bytes.
+pub const DEFAULT_LARGE_SEGMENT_SIZE: u64 = 20 << 20;
 
 /// PyTorch's default `max_non_split_rounding_mb`, in bytes.
 pub const DEFAULT_MAX_NON_SPLIT_ROUNDING: u64 = 20 << 20;
@@ -140,6 +153,7 @@ impl Default for AllocatorConfig {
             pinned_use_background_threads: false,
             pinned_reserve_segment_size: 0,
             throw_on_cudamalloc_oom: false,
+            large_segment_size: DEFAULT_LARGE_SEGMENT_SIZE,
         }
     }
 }
@@ -202,8 +216,31 @@ impl AllocatorConfig {
     }
 
     fn apply_pairs(&mut self, s: &str) -> Result<(), ConfigError> {
-        for (key, value) in split_pairs(s)? {
+        let pairs = split_pairs(s)?;
+        // `large_segment_size_mb` first, wherever it stands (PyTorch parses it
+        // in a pass of its own): the least values of the split keys follow it,
+        // and so does `max_non_split_rounding` unless the string names it.
+        for (key, value) in &pairs {
+            if key == "large_segment_size_mb" {
+                self.large_segment_size = value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|&mb| mb > MIN_LARGE_ALLOC_MIB)
+                    .and_then(|mb| mb.checked_mul(1 << 20))
+                    .ok_or_else(|| ConfigError::BadValue {
+                        key: "large_segment_size_mb",
+                        value: value.clone(),
+                        accepted: "an integer number of MiB, more than 10 (PyTorch's large-allocation threshold)",
+                    })?;
+                if !pairs.iter().any(|(k, _)| k == "max_non_split_rounding_mb") {
+                    self.max_non_split_rounding = self.large_segment_size;
+                }
+            }
+        }
+        let min_split_mib = self.large_segment_size >> 20;
+        for (key, value) in pairs {
             match key.as_str() {
+                "large_segment_size_mb" => {}
                 "expandable_segments" => {
                     self.expandable_segments = Some(parse_bool("expandable_segments", &value)?)
                 }
@@ -211,8 +248,8 @@ impl AllocatorConfig {
                     self.max_split_size = Some(parse_mib(
                         "max_split_size_mb",
                         &value,
-                        MIN_SPLIT_MIB,
-                        "an integer number of MiB, at least 20",
+                        min_split_mib,
+                        "an integer number of MiB, at least large_segment_size_mb (20 unless set)",
                     )?);
                 }
                 "roundup_power2_divisions" => {
@@ -246,8 +283,8 @@ impl AllocatorConfig {
                     self.max_non_split_rounding = parse_mib(
                         "max_non_split_rounding_mb",
                         &value,
-                        MIN_SPLIT_MIB,
-                        "an integer number of MiB, at least 20",
+                        min_split_mib,
+                        "an integer number of MiB, at least large_segment_size_mb (20 unless set)",
                     )?
                 }
                 // The device-generic spelling of c10's AllocatorConfig too.
@@ -332,12 +369,19 @@ impl AllocatorConfig {
                 accepted,
             })
         };
+        if self.large_segment_size <= MIN_LARGE_ALLOC_MIB << 20 {
+            return bad(
+                "large_segment_size_mb",
+                format!("{} bytes", self.large_segment_size),
+                "more than 10 MiB (large_segment_size is in bytes: 20 << 20 by default)",
+            );
+        }
         if let Some(m) = self.max_split_size {
-            if m < MIN_SPLIT_MIB << 20 {
+            if m < self.large_segment_size {
                 return bad(
                     "max_split_size_mb",
                     format!("{m} bytes"),
-                    "at least 20 MiB (max_split_size is in bytes: 20 << 20 or more), or None for unlimited",
+                    "at least large_segment_size (20 MiB unless set; max_split_size is in bytes: 20 << 20 or more), or None for unlimited",
                 );
             }
         }
@@ -370,11 +414,11 @@ impl AllocatorConfig {
                 );
             }
         }
-        if self.max_non_split_rounding < MIN_SPLIT_MIB << 20 {
+        if self.max_non_split_rounding < self.large_segment_size {
             return bad(
                 "max_non_split_rounding_mb",
                 format!("{} bytes", self.max_non_split_rounding),
-                "at least 20 MiB (max_non_split_rounding is in bytes: 20 << 20 or more)",
+                "at least large_segment_size (20 MiB unless set; max_non_split_rounding is in bytes: 20 << 20 or more)",
             );
         }
         let threads = self.pinned_num_register_threads;
@@ -440,7 +484,13 @@ impl fmt::Display for AllocatorConfig {
             parts.push(format!("per_process_memory_fraction:{p}"));
         }
         let d = AllocatorConfig::default();
-        if self.max_non_split_rounding != d.max_non_split_rounding {
+        if self.large_segment_size != d.large_segment_size {
+            parts.push(format!(
+                "large_segment_size_mb:{}",
+                self.large_segment_size >> 20
+            ));
+        }
+        if self.max_non_split_rounding != self.large_segment_size {
             parts.push(format!(
                 "max_non_split_rounding_mb:{}",
                 self.max_non_split_rounding >> 20
@@ -566,7 +616,8 @@ fn split_pairs(s: &str) -> Result<Vec<(String, String)>, ConfigError> {
 }
 
 /// The smallest `max_split_size_mb` and `max_non_split_rounding_mb`.
-const MIN_SPLIT_MIB: u64 = 20;
+/// PyTorch's `kMinLargeAlloc` in MiB: `large_segment_size_mb` must exceed it.
+const MIN_LARGE_ALLOC_MIB: u64 = 10;
 
 // What each key accepts, for the parser and for `AllocatorConfig::validate`.
 

@@ -1770,3 +1770,75 @@ fn throw_on_cudamalloc_oom_parses_as_pytorch_parses_it() {
             .throw_on_cudamalloc_oom
     );
 }
+
+/// Mirrors the `large_segment_size_mb` cases of c10's `AllocatorConfig_test`
+/// (PyTorch 2.12 and later): 20 MiB by default; `large_segment_size_mb:15`
+/// with `max_split_size_mb:20` and `max_non_split_rounding_mb:40` gives 15
+/// MiB; a `max_split_size_mb` below it is an error wherever the key stands
+/// in the string; it must be more than 10 MiB; `max_non_split_rounding`
+/// follows it unless named.
+#[test]
+fn large_segment_size_parses_as_pytorch_parses_it() {
+    assert_eq!(AllocatorConfig::default().large_segment_size, 20 * MIB);
+    let c = AllocatorConfig::parse(
+        "large_segment_size_mb:15,max_split_size_mb:20,max_non_split_rounding_mb:40",
+    )
+    .unwrap();
+    assert_eq!(c.large_segment_size, 15 * MIB);
+    assert_eq!(c.max_non_split_rounding, 40 * MIB);
+    let e = AllocatorConfig::parse("max_split_size_mb:20,large_segment_size_mb:25").unwrap_err();
+    assert!(e.to_string().contains("max_split_size_mb"), "{e}");
+    assert!(AllocatorConfig::parse("large_segment_size_mb:10").is_err());
+    assert!(AllocatorConfig::parse("large_segment_size_mb:x").is_err());
+    let c = AllocatorConfig::parse("large_segment_size_mb:11").unwrap();
+    assert_eq!(c.large_segment_size, 11 * MIB);
+    assert_eq!(c.max_non_split_rounding, 11 * MIB, "follows unless named");
+    assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c);
+    // Kept by a later settings string that does not name it.
+    let c = AllocatorConfig::parse("large_segment_size_mb:40").unwrap();
+    assert_eq!(
+        c.reparse("max_split_size_mb:64")
+            .unwrap()
+            .large_segment_size,
+        40 * MIB
+    );
+    assert!(c.reparse("max_split_size_mb:30").is_err(), "below 40 MiB");
+    let mut bad = AllocatorConfig::default();
+    bad.large_segment_size = 10 * MIB;
+    assert!(bad.validate().is_err());
+}
+
+/// `large_segment_size_mb` at run time: with ordinary segments a request
+/// between 1 and 10 MiB gets a segment of that size (PyTorch's
+/// `get_allocation_size`), and a second such request is carved from it; a
+/// request of 10 MiB or more that fits no free block gets its own size
+/// rounded to 2 MiB, as before.
+#[test]
+fn large_segment_size_sets_the_segment_of_mid_sized_requests() {
+    for (lss, seg) in [(None, 20 * MIB), (Some(40), 40 * MIB), (Some(12), 12 * MIB)] {
+        let conf = match lss {
+            Some(n) => format!("expandable_segments:False,large_segment_size_mb:{n}"),
+            None => "expandable_segments:False".to_string(),
+        };
+        let (_, a) = sim(&conf, 4 * GIB);
+        let x = a.allocate(5 * MIB, S0).unwrap();
+        assert_eq!(stat(&a, "reserved_bytes.all.current") as u64, seg, "{conf}");
+        let y = a.allocate(3 * MIB, S0).unwrap();
+        assert_eq!(stat(&a, "segment.all.current"), 1, "{conf}: carved from it");
+        // 10 MiB fits the rest of a 20 or 40 MiB segment; beside a 12 MiB
+        // one it needs a segment of its own, rounded to 2 MiB.
+        let z = a.allocate(10 * MIB, S0).unwrap();
+        let expect = if seg - 8 * MIB >= 10 * MIB {
+            seg
+        } else {
+            seg + 10 * MIB
+        };
+        assert_eq!(
+            stat(&a, "reserved_bytes.all.current") as u64,
+            expect,
+            "{conf}"
+        );
+        drop((x, y, z));
+        a.check_consistency().unwrap();
+    }
+}
