@@ -1803,8 +1803,10 @@ fn large_segment_size_parses_as_pytorch_parses_it() {
         40 * MIB
     );
     assert!(c.reparse("max_split_size_mb:30").is_err(), "below 40 MiB");
-    let mut bad = AllocatorConfig::default();
-    bad.large_segment_size = 10 * MIB;
+    let bad = AllocatorConfig {
+        large_segment_size: 10 * MIB,
+        ..AllocatorConfig::default()
+    };
     assert!(bad.validate().is_err());
 }
 
