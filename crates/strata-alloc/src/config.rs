@@ -21,6 +21,7 @@
 //! | `pinned_reserve_segment_size_mb` | integer MiB > 0 | 0 (off) |
 //! | `throw_on_cudamalloc_oom` | `True`/`False` | `False` |
 //! | `large_segment_size_mb` | integer MiB > 10 | 20 |
+//! | `pinned_max_round_threshold_mb`, `pinned_max_cached_size_mb` | integer MiB | unlimited |
 //!
 //! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
 //! least `max_split_size`) may reuse a cached block at most this much larger.
@@ -31,13 +32,15 @@
 //! `large_segment_size_mb` (also 2.12 on): the ordinary segment of a request
 //! between 1 and 10 MiB, the least `max_split_size_mb` and
 //! `max_non_split_rounding_mb` (which follows it unless named); expandable
-//! segments map the driver's pages whatever it says.
-//! The other keys after it are accepted and kept (so a configuration written for
+//! segments map the driver's pages whatever it says. So have
+//! `pinned_max_round_threshold_mb` and `pinned_max_cached_size_mb` (2.12 on),
+//! for the pinned host allocator ([`crate::pinned::PinnedLimits`]).
+//! The other keys are accepted and kept (so a configuration written for
 //! PyTorch 2.11 works unchanged) but change nothing in strata:
 //! `release_lock_on_cudamalloc` because strata's driver calls under the lock are
 //! the ones the allocator needs anyway (there is no second device lock to
 //! release), the CUDA-graph key because strata has no graph pools, and the
-//! `pinned_*` keys because the pinned host allocator ([`crate::pinned`]) has its
+//! other `pinned_*` keys because the pinned host allocator ([`crate::pinned`]) has its
 //! own size classes and pins with `cuMemHostAlloc`. `backend:cudaMallocAsync` is
 //! rejected: strata has only its native allocator.
 //!
@@ -63,7 +66,7 @@ pub const ROUNDUP_INTERVALS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A key strata does not know.
-    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom, large_segment_size_mb")]
+    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom, large_segment_size_mb, pinned_max_round_threshold_mb, pinned_max_cached_size_mb")]
     UnknownKey {
         /// The key as written.
         key: String,
@@ -129,6 +132,14 @@ pub struct AllocatorConfig {
     /// segments (20 MiB by default), and the least `max_split_size` and
     /// `max_non_split_rounding` may be.
     pub large_segment_size: u64,
+    /// `pinned_max_round_threshold_mb` (PyTorch 2.12 on), in bytes: pinned
+    /// requests above it get blocks of their own size (see
+    /// [`PinnedLimits`](crate::pinned::PinnedLimits)). Unlimited by default.
+    pub pinned_max_round_threshold: u64,
+    /// `pinned_max_cached_size_mb` (PyTorch 2.12 on), in bytes: pinned blocks
+    /// above it are given back when freed instead of cached. Unlimited by
+    /// default.
+    pub pinned_max_cached_size: u64,
 }
 
 /// PyTorch's default `large_segment_size_mb` (`kLargeBuffer`), in bytes.
@@ -154,6 +165,8 @@ impl Default for AllocatorConfig {
             pinned_reserve_segment_size: 0,
             throw_on_cudamalloc_oom: false,
             large_segment_size: DEFAULT_LARGE_SEGMENT_SIZE,
+            pinned_max_round_threshold: u64::MAX,
+            pinned_max_cached_size: u64::MAX,
         }
     }
 }
@@ -328,6 +341,22 @@ impl AllocatorConfig {
                 "pinned_use_background_threads" => {
                     self.pinned_use_background_threads =
                         parse_bool("pinned_use_background_threads", &value)?
+                }
+                "pinned_max_round_threshold_mb" => {
+                    self.pinned_max_round_threshold = parse_mib(
+                        "pinned_max_round_threshold_mb",
+                        &value,
+                        0,
+                        "an integer number of MiB",
+                    )?
+                }
+                "pinned_max_cached_size_mb" => {
+                    self.pinned_max_cached_size = parse_mib(
+                        "pinned_max_cached_size_mb",
+                        &value,
+                        0,
+                        "an integer number of MiB",
+                    )?
                 }
                 "throw_on_cudamalloc_oom" => {
                     self.throw_on_cudamalloc_oom = parse_bool("throw_on_cudamalloc_oom", &value)?
@@ -517,6 +546,17 @@ impl fmt::Display for AllocatorConfig {
         ] {
             if on {
                 parts.push(format!("{key}:True"));
+            }
+        }
+        for (key, v) in [
+            (
+                "pinned_max_round_threshold_mb",
+                self.pinned_max_round_threshold,
+            ),
+            ("pinned_max_cached_size_mb", self.pinned_max_cached_size),
+        ] {
+            if v != u64::MAX {
+                parts.push(format!("{key}:{}", v >> 20));
             }
         }
         if self.pinned_num_register_threads != d.pinned_num_register_threads {

@@ -2,7 +2,7 @@
 //! events that defer their reuse.
 
 use super::buffer::PinnedBuffer;
-use super::size_class::{size_class, MAX_REQUEST, REUSE_SLACK};
+use super::size_class::{size_class, MAX_REQUEST, PAGE, REUSE_SLACK};
 use super::{PinnedBackend, PinnedError};
 use crate::driver::{DriverError, EventHandle, StreamId};
 use crate::stats::PinnedStats;
@@ -33,6 +33,57 @@ struct State {
     events: VecDeque<(EventHandle, u64)>,
     event_pool: Vec<EventHandle>,
     stats: PinnedStats,
+    limits: PinnedLimits,
+}
+
+/// PyTorch's `pinned_max_round_threshold_mb` and `pinned_max_cached_size_mb`
+/// (2.12 on), in bytes; unlimited by default.
+///
+/// ```
+/// use strata_alloc::pinned::PinnedLimits;
+/// use strata_alloc::AllocatorConfig;
+/// let c = AllocatorConfig::parse("pinned_max_cached_size_mb:32").unwrap();
+/// let l = PinnedLimits::of(&c);
+/// assert_eq!((l.max_round_threshold, l.max_cached_size), (u64::MAX, 32 << 20));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinnedLimits {
+    /// Requests above this size (or above `max_cached_size`) get a block of
+    /// their own size in whole pages instead of their size class.
+    pub max_round_threshold: u64,
+    /// A block larger than this is given back to the system when it is
+    /// freed (once its events completed) instead of being cached.
+    pub max_cached_size: u64,
+}
+
+impl Default for PinnedLimits {
+    fn default() -> PinnedLimits {
+        PinnedLimits {
+            max_round_threshold: u64::MAX,
+            max_cached_size: u64::MAX,
+        }
+    }
+}
+
+impl PinnedLimits {
+    /// The limits a configuration sets.
+    pub fn of(config: &crate::AllocatorConfig) -> PinnedLimits {
+        PinnedLimits {
+            max_round_threshold: config.pinned_max_round_threshold,
+            max_cached_size: config.pinned_max_cached_size,
+        }
+    }
+
+    /// The block that serves a request of `size` bytes: its size class, or
+    /// its own size in whole pages above either limit (PyTorch rounds to a
+    /// power of two only at or below both).
+    fn block_size(&self, size: u64) -> u64 {
+        if size <= self.max_round_threshold && size <= self.max_cached_size {
+            size_class(size)
+        } else {
+            size.div_ceil(PAGE) * PAGE
+        }
+    }
 }
 
 /// The caching pinned host allocator over a [`PinnedBackend`]. Thread-safe;
@@ -56,6 +107,19 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
         &self.backend
     }
 
+    /// Sets the rounding and caching limits (PyTorch's
+    /// `pinned_max_round_threshold_mb` and `pinned_max_cached_size_mb`) for
+    /// the blocks allocated and freed from now on. [`cuda_allocator`](super::cuda_allocator)
+    /// applies those of `STRATA_ALLOC_CONF` when it creates an allocator.
+    pub fn set_limits(&self, limits: PinnedLimits) {
+        self.state.lock().limits = limits;
+    }
+
+    /// The rounding and caching limits in force.
+    pub fn limits(&self) -> PinnedLimits {
+        self.state.lock().limits
+    }
+
     /// Allocates a pinned buffer of `size` bytes (a block of
     /// [`size_class`]`(size)` bytes, possibly a cached one up to 1/8 larger).
     /// A zero-byte request gets an empty buffer with a null pointer.
@@ -74,7 +138,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
     }
 
     fn allocate_block(&self, size: u64) -> Result<(u64, u64), PinnedError> {
-        let class = size_class(size);
+        let class = self.state.lock().limits.block_size(size.min(MAX_REQUEST));
         if size >= MAX_REQUEST {
             return Err(self.out_of_memory(size, class));
         }
@@ -194,7 +258,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
         let b = st.blocks.get_mut(&ptr).expect("block exists");
         b.pending = pending;
         if pending == 0 && !b.poisoned {
-            make_free(st, ptr);
+            self.make_free(st, ptr);
         }
         match first_error {
             Some(e) => Err(PinnedError::Backend(e)),
@@ -246,7 +310,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
                 .expect("an event guards a live block");
             b.pending -= 1;
             if b.pending == 0 && !b.poisoned && !b.in_use {
-                make_free(st, ptr);
+                self.make_free(st, ptr);
             }
         }
     }
@@ -422,12 +486,27 @@ fn take_free(st: &mut State, class: u64) -> Option<(u64, u64)> {
     Some((ptr, size))
 }
 
-/// Puts an idle block into the cache.
-fn make_free(st: &mut State, ptr: u64) {
-    let size = st.blocks[&ptr].size;
-    st.free.entry(size).or_default().push(ptr);
-    st.stats.active_requests.decrease(1);
-    st.stats.active_bytes.decrease(size as i64);
+impl<B: PinnedBackend> PinnedAllocator<B> {
+    /// Puts an idle block into the cache, or gives it back to the system at
+    /// once when it is larger than [`PinnedLimits::max_cached_size`] (a
+    /// block the system refuses to take back stays cached).
+    fn make_free(&self, st: &mut State, ptr: u64) {
+        let size = st.blocks[&ptr].size;
+        st.stats.active_requests.decrease(1);
+        st.stats.active_bytes.decrease(size as i64);
+        if size > st.limits.max_cached_size {
+            let t = Instant::now();
+            if self.backend.free(ptr, size).is_ok() {
+                st.stats.host_free_time.add(t.elapsed().as_micros() as u64);
+                st.stats.num_host_free += 1;
+                st.blocks.remove(&ptr);
+                st.stats.allocations.decrease(1);
+                st.stats.allocated_bytes.decrease(size as i64);
+                return;
+            }
+        }
+        st.free.entry(size).or_default().push(ptr);
+    }
 }
 
 impl<B: PinnedBackend> Drop for PinnedAllocator<B> {

@@ -64,6 +64,9 @@ pub fn cuda_allocator(ordinal: usize) -> Result<Arc<CudaPinnedAllocator>, Driver
     }
     // Open outside the lock: opening a device can take a while.
     let created = PinnedAllocator::new(CudaPinnedBackend::open(ordinal)?);
+    if let Ok(config) = crate::AllocatorConfig::from_env() {
+        created.set_limits(super::PinnedLimits::of(&config));
+    }
     Ok(Arc::clone(
         registry.lock().entry(ordinal).or_insert(created),
     ))

@@ -78,7 +78,7 @@ mod tests;
 
 pub use crate::stats::{DurationStat, PinnedStats};
 pub use buffer::PinnedBuffer;
-pub use cache::PinnedAllocator;
+pub use cache::{PinnedAllocator, PinnedLimits};
 #[cfg(feature = "cuda")]
 pub use cuda::{cuda_allocator, CudaPinnedAllocator, CudaPinnedBackend};
 pub use sim::SimPinnedBackend;
