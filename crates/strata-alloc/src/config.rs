@@ -22,6 +22,7 @@
 //! | `throw_on_cudamalloc_oom` | `True`/`False` | `False` |
 //! | `large_segment_size_mb` | integer MiB > 10 | 20 |
 //! | `pinned_max_round_threshold_mb`, `pinned_max_cached_size_mb` | integer MiB | unlimited |
+//! | `pinned_free_catch_all` | `True`/`False` | `False` |
 //!
 //! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
 //! least `max_split_size`) may reuse a cached block at most this much larger.
@@ -66,7 +67,7 @@ pub const ROUNDUP_INTERVALS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A key strata does not know.
-    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom, large_segment_size_mb, pinned_max_round_threshold_mb, pinned_max_cached_size_mb")]
+    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom, large_segment_size_mb, pinned_max_round_threshold_mb, pinned_max_cached_size_mb, pinned_free_catch_all")]
     UnknownKey {
         /// The key as written.
         key: String,
@@ -140,6 +141,11 @@ pub struct AllocatorConfig {
     /// above it are given back when freed instead of cached. Unlimited by
     /// default.
     pub pinned_max_cached_size: u64,
+    /// `pinned_free_catch_all` (PyTorch 2.12 on): accepted and kept, no
+    /// effect. PyTorch uses it to swallow an exception thrown while a pinned
+    /// block is freed; strata's pinned free never unwinds (a failure to give a
+    /// block back keeps it cached, and `PinnedBuffer`'s drop returns no error).
+    pub pinned_free_catch_all: bool,
 }
 
 /// PyTorch's default `large_segment_size_mb` (`kLargeBuffer`), in bytes.
@@ -167,6 +173,7 @@ impl Default for AllocatorConfig {
             large_segment_size: DEFAULT_LARGE_SEGMENT_SIZE,
             pinned_max_round_threshold: u64::MAX,
             pinned_max_cached_size: u64::MAX,
+            pinned_free_catch_all: false,
         }
     }
 }
@@ -358,6 +365,9 @@ impl AllocatorConfig {
                         "an integer number of MiB",
                     )?
                 }
+                "pinned_free_catch_all" => {
+                    self.pinned_free_catch_all = parse_bool("pinned_free_catch_all", &value)?
+                }
                 "throw_on_cudamalloc_oom" => {
                     self.throw_on_cudamalloc_oom = parse_bool("throw_on_cudamalloc_oom", &value)?
                 }
@@ -543,6 +553,7 @@ impl fmt::Display for AllocatorConfig {
                 self.pinned_use_background_threads,
             ),
             ("throw_on_cudamalloc_oom", self.throw_on_cudamalloc_oom),
+            ("pinned_free_catch_all", self.pinned_free_catch_all),
         ] {
             if on {
                 parts.push(format!("{key}:True"));

@@ -720,3 +720,19 @@ fn pinned_limits_parse_as_pytorch_parses_them() {
     let e = AllocatorConfig::parse("pinned_max_cached_size_mb:big").unwrap_err();
     assert!(e.to_string().contains("pinned_max_cached_size_mb"), "{e}");
 }
+
+/// `pinned_free_catch_all` (PyTorch 2.12 and later) parses as PyTorch's
+/// other booleans do and is kept; `maybe` is a typed error naming it.
+#[test]
+fn pinned_free_catch_all_parses_as_pytorch_parses_it() {
+    let c = AllocatorConfig::parse("pinned_free_catch_all:True").unwrap();
+    assert!(c.pinned_free_catch_all);
+    assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c);
+    assert!(
+        !AllocatorConfig::parse("pinned_free_catch_all:False")
+            .unwrap()
+            .pinned_free_catch_all
+    );
+    let e = AllocatorConfig::parse("pinned_free_catch_all:maybe").unwrap_err();
+    assert!(e.to_string().contains("pinned_free_catch_all"), "{e}");
+}
