@@ -709,3 +709,45 @@ fn pinned_sizes_around_the_limits() {
     assert_eq!(p.cached_bytes(), 0);
     p.check_consistency().unwrap();
 }
+
+/// The keys newer than PyTorch 2.11 at their extremes: a segment size of
+/// 2^40 MiB (a 5 MiB request then asks the device for 1 EiB: a typed
+/// out-of-memory error, the state as it was), a size that overflows bytes (a
+/// typed error), pinned limits of 0 (every pinned block its own size and given
+/// back at once), and `throw_on_cudamalloc_oom` with a fraction of 0 (every
+/// cache miss rejected, nothing reserved).
+#[test]
+fn the_newest_keys_at_their_extremes() {
+    let a = sim("expandable_segments:False,large_segment_size_mb:1099511627776,max_split_size_mb:1099511627776");
+    let before = state(&a);
+    let r = catch_unwind(AssertUnwindSafe(|| a.allocate(5 << 20, StreamId::DEFAULT)));
+    let e = r.expect("no panic").unwrap_err();
+    assert!(e.is_out_of_memory(), "{e}");
+    assert_eq!(stats_but_ooms(&a), before.1);
+    a.check_consistency().unwrap();
+    assert!(AllocatorConfig::parse("large_segment_size_mb:17592186044416").is_err());
+    assert!(AllocatorConfig::parse("pinned_max_cached_size_mb:17592186044416").is_err());
+
+    let b = Arc::new(SimPinnedBackend::new(None));
+    let p = PinnedAllocator::new(Arc::clone(&b));
+    p.set_limits(strata_alloc::pinned::PinnedLimits::of(
+        &AllocatorConfig::parse("pinned_max_round_threshold_mb:0,pinned_max_cached_size_mb:0")
+            .unwrap(),
+    ));
+    for size in [0u64, 1, 4097, 3 << 20] {
+        let t = p.allocate(size).unwrap();
+        assert_eq!(t.capacity(), size.div_ceil(4096) * 4096, "{size}");
+        drop(t);
+        assert_eq!(p.stats().allocations.current, 0, "{size}: not cached");
+    }
+    p.check_consistency().unwrap();
+
+    let a = sim("per_process_memory_fraction:0,throw_on_cudamalloc_oom:True");
+    let e = a.allocate(512, StreamId::DEFAULT).unwrap_err();
+    assert!(
+        matches!(e, AllocError::OomRejected { limit: 0, .. }),
+        "{e:?}"
+    );
+    assert_eq!(a.memory_stats().reserved_bytes.all().current, 0);
+    assert_eq!(a.memory_stats().num_oom_rejections, 1);
+}
