@@ -676,6 +676,31 @@ impl CachingAllocator {
             .map_or_else(String::new, |m| m.to_string())
     }
 
+    /// Tags `stream` with a reserve class: its new expandable segments reserve
+    /// the address range that class has in `expandable_segments_reserve_by_class`
+    /// (PyTorch's `setExpandableSegmentReserveClassForStream`); an empty
+    /// `class` removes the tag. A class the configuration does not list
+    /// leaves the stream with `expandable_segments_reserve`, or the default.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let d = Arc::new(SimDriver::new(8 << 30, 2 << 20));
+    /// let conf = AllocatorConfig::parse("expandable_segments_reserve_by_class:[tiny:0.125]").unwrap();
+    /// let a = CachingAllocator::new(d, conf);
+    /// let s = StreamId(3);
+    /// a.set_stream_reserve_class(s, "tiny");
+    /// let e = a.allocate(2 << 30, s).unwrap_err(); // more than 1 GiB: no segment can hold it
+    /// assert!(e.to_string().contains("expandable-segment reserve"));
+    /// assert!(a.allocate(512 << 20, s).is_ok());
+    /// ```
+    pub fn set_stream_reserve_class(&self, stream: StreamId, class: &str) {
+        let mut st = self.state.lock();
+        let s = crate::state::stream_index(&mut st, stream);
+        st.streams[s as usize].reserve_class = (!class.is_empty()).then(|| class.to_string());
+    }
+
     /// Where the live allocation at `ptr` was made, if history was recording
     /// it with call sites ([`HistoryContext::State`](crate::history::HistoryContext)
     /// or more): PyTorch's `torch.cuda.memory._allocation_traceback(ptr)`.
@@ -1081,7 +1106,7 @@ impl CachingAllocator {
         } else {
             Self::allocation_size(&st.settings.config, rounded)
         };
-        Err(self.out_of_memory(st, orig, device_request))
+        Err(self.out_of_memory(st, s, orig, device_request))
     }
 
     /// `throw_on_cudamalloc_oom`: fails at once when the device allocation a
@@ -1290,7 +1315,13 @@ impl CachingAllocator {
         }
     }
 
-    fn out_of_memory(&self, st: &mut State, requested: u64, device_request: u64) -> AllocError {
+    fn out_of_memory(
+        &self,
+        st: &mut State,
+        s: u32,
+        requested: u64,
+        device_request: u64,
+    ) -> AllocError {
         st.stats.num_ooms += 1;
         let free = self.counted.mem_get_info().map(|m| m.free).unwrap_or(0);
         if st.history.enabled() {
@@ -1304,7 +1335,16 @@ impl CachingAllocator {
         let largest_free = free_blocks.iter().map(|p| p.largest).max().unwrap_or(0);
         let top_sites = crate::watch::usage_by_site(st, 5);
         let config = &st.settings.config;
-        let hint = if requested > self.capacity {
+        let full = (self.capacity + self.capacity / 8).div_ceil(self.page) * self.page;
+        let reserve = st
+            .settings
+            .expandable
+            .then(|| st.segment_reserve(s, self.capacity, full))
+            .flatten()
+            .filter(|&(r, _)| device_request > r);
+        let hint = if let Some((r, what)) = reserve {
+            format!("A single allocation of {} exceeds the per-stream expandable-segment reserve of {} set by {what}; an allocation cannot span expandable segments: raise the reserve for this stream (or unset it).", crate::stats::format_size(device_request), crate::stats::format_size(r))
+        } else if requested > self.capacity {
             "The request alone is larger than the device's total capacity: split the work into smaller pieces (a smaller batch, chunked computation).".to_string()
         } else if st
             .settings

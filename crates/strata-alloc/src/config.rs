@@ -23,6 +23,8 @@
 //! | `large_segment_size_mb` | integer MiB > 10 | 20 |
 //! | `pinned_max_round_threshold_mb`, `pinned_max_cached_size_mb` | integer MiB | unlimited |
 //! | `pinned_free_catch_all` | `True`/`False` | `False` |
+//! | `expandable_segments_reserve` | a positive fraction of the device (`0.5`), or GiB (`40G`) | capacity + 1/8 |
+//! | `expandable_segments_reserve_by_class` | `[class:reserve,...]` | none |
 //!
 //! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
 //! least `max_split_size`) may reuse a cached block at most this much larger.
@@ -67,7 +69,7 @@ pub const ROUNDUP_INTERVALS: usize = 16;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// A key strata does not know.
-    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom, large_segment_size_mb, pinned_max_round_threshold_mb, pinned_max_cached_size_mb, pinned_free_catch_all")]
+    #[error("unknown key '{key}' in allocator configuration; accepted keys: expandable_segments, max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, per_process_memory_fraction, release_lock_on_cudamalloc, graph_capture_record_stream_reuse, backend, pinned_use_cuda_host_register, pinned_num_register_threads, pinned_use_background_threads, pinned_reserve_segment_size_mb, throw_on_cudamalloc_oom, large_segment_size_mb, pinned_max_round_threshold_mb, pinned_max_cached_size_mb, pinned_free_catch_all, expandable_segments_reserve, expandable_segments_reserve_by_class")]
     UnknownKey {
         /// The key as written.
         key: String,
@@ -146,6 +148,68 @@ pub struct AllocatorConfig {
     /// block is freed; strata's pinned free never unwinds (a failure to give a
     /// block back keeps it cached, and `PinnedBuffer`'s drop returns no error).
     pub pinned_free_catch_all: bool,
+    /// `expandable_segments_reserve` (PyTorch 2.12 on): the address range
+    /// each new expandable segment reserves, at most the default (the
+    /// device's capacity and an eighth). `None`: the default.
+    pub expandable_segments_reserve: Option<Reserve>,
+    /// `expandable_segments_reserve_by_class`: the reserve of the segments of
+    /// streams tagged with each class
+    /// ([`CachingAllocator::set_stream_reserve_class`](crate::CachingAllocator::set_stream_reserve_class)),
+    /// before `expandable_segments_reserve`.
+    pub expandable_segments_reserve_by_class: Vec<(String, Reserve)>,
+}
+
+/// An expandable segment's address reservation (`expandable_segments_reserve`):
+/// a fraction of the device's capacity (`0.5`; above 1 allowed) or a size in
+/// GiB (`40G`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Reserve {
+    /// This fraction of the device's capacity.
+    Fraction(f64),
+    /// This many GiB.
+    Gib(f64),
+}
+
+impl Reserve {
+    /// Bytes on a device of `capacity` bytes (saturating).
+    pub fn bytes(self, capacity: u64) -> u64 {
+        let b = match self {
+            Reserve::Fraction(f) => f * capacity as f64,
+            Reserve::Gib(g) => g * (1u64 << 30) as f64,
+        };
+        if b >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            b as u64
+        }
+    }
+
+    /// PyTorch's syntax: a positive finite number, or one followed by `G`
+    /// (or `g`) for GiB.
+    fn parse(v: &str) -> Option<Reserve> {
+        let (num, gib) = match v.strip_suffix(['G', 'g']) {
+            Some(n) => (n, true),
+            None => (v, false),
+        };
+        let x: f64 = num
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x > 0.0)?;
+        Some(if gib {
+            Reserve::Gib(x)
+        } else {
+            Reserve::Fraction(x)
+        })
+    }
+}
+
+impl fmt::Display for Reserve {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reserve::Fraction(x) => write!(f, "{x}"),
+            Reserve::Gib(x) => write!(f, "{x}G"),
+        }
+    }
 }
 
 /// PyTorch's default `large_segment_size_mb` (`kLargeBuffer`), in bytes.
@@ -174,6 +238,8 @@ impl Default for AllocatorConfig {
             pinned_max_round_threshold: u64::MAX,
             pinned_max_cached_size: u64::MAX,
             pinned_free_catch_all: false,
+            expandable_segments_reserve: None,
+            expandable_segments_reserve_by_class: Vec::new(),
         }
     }
 }
@@ -364,6 +430,17 @@ impl AllocatorConfig {
                         0,
                         "an integer number of MiB",
                     )?
+                }
+                "expandable_segments_reserve" => {
+                    self.expandable_segments_reserve =
+                        Some(Reserve::parse(&value).ok_or_else(|| ConfigError::BadValue {
+                            key: "expandable_segments_reserve",
+                            value: value.clone(),
+                            accepted: RESERVE_ACCEPTED,
+                        })?)
+                }
+                "expandable_segments_reserve_by_class" => {
+                    self.expandable_segments_reserve_by_class = parse_reserve_classes(&value)?
                 }
                 "pinned_free_catch_all" => {
                     self.pinned_free_catch_all = parse_bool("pinned_free_catch_all", &value)?
@@ -570,6 +647,20 @@ impl fmt::Display for AllocatorConfig {
                 parts.push(format!("{key}:{}", v >> 20));
             }
         }
+        if let Some(r) = self.expandable_segments_reserve {
+            parts.push(format!("expandable_segments_reserve:{r}"));
+        }
+        if !self.expandable_segments_reserve_by_class.is_empty() {
+            let list: Vec<String> = self
+                .expandable_segments_reserve_by_class
+                .iter()
+                .map(|(c, r)| format!("{c}:{r}"))
+                .collect();
+            parts.push(format!(
+                "expandable_segments_reserve_by_class:[{}]",
+                list.join(",")
+            ));
+        }
         if self.pinned_num_register_threads != d.pinned_num_register_threads {
             parts.push(format!(
                 "pinned_num_register_threads:{}",
@@ -683,6 +774,38 @@ fn gc_threshold_ok(t: f64) -> bool {
 }
 
 /// `per_process_memory_fraction`: between 0 and 1.
+const RESERVE_ACCEPTED: &str = "a positive fraction of the device's memory (e.g. 0.5; above 1 allowed) or a size in GiB (e.g. 40G)";
+
+/// `[class:reserve,...]`: each class a name (letters, digits, `_`, `-`),
+/// each reserve as `expandable_segments_reserve` takes it; the first entry
+/// of a class named twice wins. `[]` clears the map.
+fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigError> {
+    let bad = || {
+        ConfigError::BadValue {
+        key: "expandable_segments_reserve_by_class",
+        value: value.to_string(),
+        accepted: "a list [class:reserve,...], each class a name, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)",
+    }
+    };
+    let inner = value
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .ok_or_else(bad)?;
+    let mut out: Vec<(String, Reserve)> = Vec::new();
+    for item in inner.split(',').filter(|i| !i.is_empty()) {
+        let (class, r) = item.split_once(':').ok_or_else(bad)?;
+        let name_ok = !class.is_empty()
+            && class
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        let r = Reserve::parse(r).filter(|_| name_ok).ok_or_else(bad)?;
+        if !out.iter().any(|(c, _)| c == class) {
+            out.push((class.to_string(), r));
+        }
+    }
+    Ok(out)
+}
+
 fn fraction_ok(f: f64) -> bool {
     (0.0..=1.0).contains(&f)
 }

@@ -49,7 +49,7 @@ pub use allocator::{
     Allocation, CachingAllocator, RawAllocation, LARGE_BUFFER, MIN_BLOCK_SIZE, MIN_LARGE_ALLOC,
     ROUND_LARGE, SMALL_BUFFER,
 };
-pub use config::{AllocatorConfig, ConfigError};
+pub use config::{AllocatorConfig, ConfigError, Reserve};
 pub use diagnostics::{
     dump_snapshot, memory_report, record_memory_history, record_memory_history_opts,
     set_oom_observer,

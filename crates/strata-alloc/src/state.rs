@@ -86,6 +86,9 @@ pub(crate) struct StreamState {
     /// rule (`repeats.rs`).
     pub allocated: u64,
     pub allocated_peak: HighMark,
+    /// The class whose `expandable_segments_reserve_by_class` entry sizes
+    /// this stream's new expandable segments.
+    pub reserve_class: Option<String>,
 }
 
 /// The highest figure a byte count ever reached (never reset, unlike the
@@ -212,6 +215,30 @@ impl State {
             allocated_high: HighMark::default(),
             freed_a_page: false,
         }
+    }
+
+    /// The address range a new expandable segment of dense stream `s` may
+    /// reserve on a device of `capacity` bytes, and what set it: the stream's
+    /// class in `expandable_segments_reserve_by_class`, else
+    /// `expandable_segments_reserve`, each at most `full`; `None` for the
+    /// default (`full`).
+    pub fn segment_reserve(&self, s: u32, capacity: u64, full: u64) -> Option<(u64, String)> {
+        let c = &self.settings.config;
+        let class = self.streams[s as usize].reserve_class.as_deref();
+        let by_class = class.and_then(|k| {
+            c.expandable_segments_reserve_by_class
+                .iter()
+                .find(|(name, _)| name == k)
+        });
+        let (r, what) = match (by_class, c.expandable_segments_reserve) {
+            (Some((k, r)), _) => (
+                *r,
+                format!("expandable_segments_reserve_by_class (stream reserve class '{k}')"),
+            ),
+            (None, Some(r)) => (r, "expandable_segments_reserve".to_string()),
+            (None, None) => return None,
+        };
+        Some((r.bytes(capacity).min(full), what))
     }
 
     /// Whether `extra` more reserved bytes stay within the per-process memory
@@ -353,6 +380,7 @@ pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
                 fence: Default::default(),
                 allocated: 0,
                 allocated_peak: HighMark::default(),
+                reserve_class: None,
             });
             (st.streams.len() - 1) as u32
         }

@@ -1844,3 +1844,131 @@ fn large_segment_size_sets_the_segment_of_mid_sized_requests() {
         a.check_consistency().unwrap();
     }
 }
+
+/// Mirrors c10's `ExpandableSegmentReserveTest` (PyTorch 2.12 and later) on a
+/// device of 100 GiB: `expandable_segments_reserve:0.5` is half of it, `40G`
+/// 40 GiB; `[serving:0.25,ads_sparse:8G]` beside a global 0.9 gives a quarter,
+/// 8 GiB, and 0.9 for another class; `1e20G` saturates and is clamped to the
+/// full reservation (capacity + 1/8), as is anything above it. Where PyTorch
+/// warns and keeps the previous value for `abc`, `G`, `-1`, `0` (and skips a
+/// bad class entry), strata refuses the string with a typed error naming the
+/// key (docs/allocator.md, "Keys").
+#[test]
+fn expandable_segments_reserve_parses_and_resolves() {
+    let total = 100 * GIB;
+    let full = total + total / 8;
+    // The reserve, seen through what one allocation on a fresh allocator can
+    // take: all of it, and not 2 MiB more (a message naming the reserve).
+    let reserve_is = |conf: &str, class: Option<&str>, expect: u64| {
+        let fresh = || {
+            let d = Arc::new(SimDriver::new(total, 2 * MIB));
+            let a = CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap());
+            if let Some(c) = class {
+                a.set_stream_reserve_class(S1, c);
+            }
+            a
+        };
+        if expect == full {
+            // Only the device's capacity limits one allocation.
+            assert!(fresh().allocate(total, S1).is_ok(), "{conf} {class:?}");
+            return;
+        }
+        assert!(fresh().allocate(expect, S1).is_ok(), "{conf} {class:?}");
+        let e = fresh().allocate(expect + 2 * MIB, S1).unwrap_err();
+        assert!(
+            e.to_string().contains("expandable-segment reserve"),
+            "{conf}: {e}"
+        );
+    };
+    reserve_is("expandable_segments_reserve:0.5", None, total / 2);
+    reserve_is("expandable_segments_reserve:40G", None, 40 * GIB);
+    let both = "expandable_segments_reserve:0.9,expandable_segments_reserve_by_class:[serving:0.25,ads_sparse:8G]";
+    reserve_is(both, Some("serving"), total / 4);
+    reserve_is(both, Some("ads_sparse"), 8 * GIB);
+    let ninety = ((0.9 * total as f64) as u64).div_ceil(2 * MIB) * 2 * MIB;
+    reserve_is(both, Some("unknown"), ninety);
+    reserve_is(both, None, ninety);
+    reserve_is("expandable_segments_reserve:1e20G", None, full);
+    reserve_is("expandable_segments_reserve:2", None, full);
+    reserve_is("", None, full);
+    for bad in ["abc", "G", "-1", "0", "inf", "nan"] {
+        let e = AllocatorConfig::parse(&format!("expandable_segments_reserve:{bad}")).unwrap_err();
+        assert!(
+            e.to_string().contains("expandable_segments_reserve"),
+            "{bad}: {e}"
+        );
+    }
+    for bad in [
+        "[serving:0.25,bad:12X]",
+        "serving:0.25",
+        "[:0.5]",
+        "[a.b:1]",
+    ] {
+        let e = AllocatorConfig::parse(&format!("expandable_segments_reserve_by_class:{bad}"))
+            .unwrap_err();
+        assert!(e.to_string().contains("by_class"), "{bad}: {e}");
+    }
+    // `[]` clears the map; both keys survive a string that omits them and
+    // round-trip through the configuration's string.
+    let c = AllocatorConfig::parse(both).unwrap();
+    assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c);
+    let kept = c.reparse("max_split_size_mb:64").unwrap();
+    assert_eq!(kept.expandable_segments_reserve_by_class.len(), 2);
+    let cleared = c
+        .reparse("expandable_segments_reserve_by_class:[]")
+        .unwrap();
+    assert!(cleared.expandable_segments_reserve_by_class.is_empty());
+}
+
+/// Mirrors `ExpandableSegmentReserveDeviceTest`: with
+/// `expandable_segments_reserve_by_class:[tiny:0.05]` and the stream tagged
+/// "tiny", a request of four twentieths of the device fails through the
+/// ordinary out-of-memory path (the observer is called) with a message that
+/// names the expandable-segment reserve, the key and the class; with a global
+/// `expandable_segments_reserve:0.05` on an untagged stream the message names
+/// that key; a request of 100 times the device with the default reserve also
+/// reaches the observer, and its message does not mention the reserve.
+#[test]
+fn a_request_beyond_the_streams_reserve_is_an_ordinary_oom() {
+    let total = 8 * GIB;
+    let run = |conf: &str, class: Option<&str>, size: u64| -> (String, usize) {
+        let d = Arc::new(SimDriver::new(total, 2 * MIB));
+        let a = CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap());
+        let seen = Arc::new(AtomicUsize::new(0));
+        let s2 = Arc::clone(&seen);
+        a.on_oom(move |_, _| {
+            s2.fetch_add(1, Ordering::SeqCst);
+        });
+        if let Some(c) = class {
+            a.set_stream_reserve_class(S1, c);
+        }
+        let e = a.allocate(size, S1).unwrap_err();
+        assert!(e.is_out_of_memory(), "{e}");
+        assert_eq!(stat(&a, "num_ooms"), 1, "{conf}");
+        a.check_consistency().unwrap();
+        (e.to_string(), seen.load(Ordering::SeqCst))
+    };
+    let (m, n) = run(
+        "expandable_segments:True,expandable_segments_reserve_by_class:[tiny:0.05]",
+        Some("tiny"),
+        total / 20 * 4,
+    );
+    assert_eq!(n, 1);
+    for part in [
+        "expandable-segment",
+        "expandable_segments_reserve_by_class",
+        "tiny",
+    ] {
+        assert!(m.contains(part), "{part}: {m}");
+    }
+    let (m, n) = run(
+        "expandable_segments:True,expandable_segments_reserve:0.05",
+        None,
+        total / 20 * 4,
+    );
+    assert_eq!(n, 1);
+    assert!(m.contains("expandable_segments_reserve"), "{m}");
+    let (m, n) = run("expandable_segments:True", None, total * 100);
+    assert_eq!(n, 1);
+    assert!(!m.contains("expandable-segment"), "{m}");
+}

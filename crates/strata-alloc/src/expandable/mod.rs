@@ -333,7 +333,9 @@ impl ExpandableSpace<'_> {
     }
 
     /// Reserves a new address range for (stream, pool): 1.125 times the device's
-    /// capacity, like PyTorch, so it can never run out before the device does.
+    /// capacity, like PyTorch, so it can never run out before the device does;
+    /// or the stream's `expandable_segments_reserve(_by_class)`, at most that,
+    /// in whole pages.
     fn new_segment(
         &self,
         st: &mut State,
@@ -342,7 +344,10 @@ impl ExpandableSpace<'_> {
         rounded: u64,
     ) -> Result<Option<(u32, u32)>, AllocError> {
         let page = self.page;
-        let size = (self.capacity + self.capacity / 8).div_ceil(page) * page;
+        let full = (self.capacity + self.capacity / 8).div_ceil(page) * page;
+        let size = st
+            .segment_reserve(s, self.capacity, full)
+            .map_or(full, |(r, _)| r.div_ceil(page).max(1) * page);
         if rounded > size {
             return Ok(None);
         }
