@@ -37,7 +37,10 @@
 //! `max_non_split_rounding_mb` (which follows it unless named); expandable
 //! segments map the driver's pages whatever it says. So have
 //! `pinned_max_round_threshold_mb` and `pinned_max_cached_size_mb` (2.12 on),
-//! for the pinned host allocator ([`crate::pinned::PinnedLimits`]).
+//! for the pinned host allocator ([`crate::pinned::PinnedLimits`]), and
+//! `expandable_segments_reserve(_by_class)` (2.12 on): the address range a
+//! new expandable segment reserves ([`Reserve`]; bad values are errors, where
+//! PyTorch warns and keeps the old value).
 //! The other keys are accepted and kept (so a configuration written for
 //! PyTorch 2.11 works unchanged) but change nothing in strata:
 //! `release_lock_on_cudamalloc` because strata's driver calls under the lock are
