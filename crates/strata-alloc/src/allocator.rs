@@ -1120,12 +1120,7 @@ impl CachingAllocator {
         rounded: u64,
         orig: u64,
     ) -> Result<(), AllocError> {
-        let fraction = st
-            .settings
-            .config
-            .per_process_memory_fraction
-            .unwrap_or(1.0);
-        let limit = (fraction * self.capacity as f64) as u64;
+        let limit = st.settings.allowed_max.unwrap_or(self.capacity);
         let device_request = Self::allocation_size(&st.settings.config, rounded);
         let reserved = st.reserved();
         if reserved.saturating_add(device_request) <= limit {
@@ -1335,13 +1330,10 @@ impl CachingAllocator {
         let largest_free = free_blocks.iter().map(|p| p.largest).max().unwrap_or(0);
         let top_sites = crate::watch::usage_by_site(st, 5);
         let config = &st.settings.config;
-        let full = (self.capacity + self.capacity / 8).div_ceil(self.page) * self.page;
-        let reserve = st
-            .settings
-            .expandable
-            .then(|| st.segment_reserve(s, self.capacity, full))
-            .flatten()
-            .filter(|&(r, _)| device_request > r);
+        let reserve = match st.segment_reserve(s, self.capacity, self.page) {
+            (r, Some(what)) if st.settings.expandable && device_request > r => Some((r, what)),
+            _ => None,
+        };
         let hint = if let Some((r, what)) = reserve {
             format!("A single allocation of {} exceeds the per-stream expandable-segment reserve of {} set by {what}; an allocation cannot span expandable segments: raise the reserve for this stream (or unset it).", crate::stats::format_size(device_request), crate::stats::format_size(r))
         } else if requested > self.capacity {

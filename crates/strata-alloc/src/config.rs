@@ -174,16 +174,12 @@ pub enum Reserve {
 }
 
 impl Reserve {
-    /// Bytes on a device of `capacity` bytes (saturating).
+    /// Bytes on a device of `capacity` bytes (saturating: a float-to-integer
+    /// `as` cast clamps).
     pub fn bytes(self, capacity: u64) -> u64 {
-        let b = match self {
-            Reserve::Fraction(f) => f * capacity as f64,
-            Reserve::Gib(g) => g * (1u64 << 30) as f64,
-        };
-        if b >= u64::MAX as f64 {
-            u64::MAX
-        } else {
-            b as u64
+        match self {
+            Reserve::Fraction(f) => (f * capacity as f64) as u64,
+            Reserve::Gib(g) => (g * (1u64 << 30) as f64) as u64,
         }
     }
 
@@ -311,16 +307,12 @@ impl AllocatorConfig {
         // and so does `max_non_split_rounding` unless the string names it.
         for (key, value) in &pairs {
             if key == "large_segment_size_mb" {
-                self.large_segment_size = value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|&mb| mb > MIN_LARGE_ALLOC_MIB)
-                    .and_then(|mb| mb.checked_mul(1 << 20))
-                    .ok_or_else(|| ConfigError::BadValue {
-                        key: "large_segment_size_mb",
-                        value: value.clone(),
-                        accepted: "an integer number of MiB, more than 10 (PyTorch's large-allocation threshold)",
-                    })?;
+                self.large_segment_size = parse_mib(
+                    "large_segment_size_mb",
+                    value,
+                    MIN_LARGE_ALLOC_MIB + 1,
+                    "an integer number of MiB, more than 10 (PyTorch's large-allocation threshold)",
+                )?;
                 if !pairs.iter().any(|(k, _)| k == "max_non_split_rounding_mb") {
                     self.max_non_split_rounding = self.large_segment_size;
                 }
@@ -760,7 +752,6 @@ fn split_pairs(s: &str) -> Result<Vec<(String, String)>, ConfigError> {
     Ok(out)
 }
 
-/// The smallest `max_split_size_mb` and `max_non_split_rounding_mb`.
 /// PyTorch's `kMinLargeAlloc` in MiB: `large_segment_size_mb` must exceed it.
 const MIN_LARGE_ALLOC_MIB: u64 = 10;
 
@@ -776,19 +767,20 @@ fn gc_threshold_ok(t: f64) -> bool {
     t > 0.0 && t < 1.0
 }
 
-/// `per_process_memory_fraction`: between 0 and 1.
+/// `expandable_segments_reserve`: what it accepts.
 const RESERVE_ACCEPTED: &str = "a positive fraction of the device's memory (e.g. 0.5; above 1 allowed) or a size in GiB (e.g. 40G)";
+
+/// `expandable_segments_reserve_by_class`: what it accepts.
+const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
 
 /// `[class:reserve,...]`: each class a name (letters, digits, `_`, `-`),
 /// each reserve as `expandable_segments_reserve` takes it; the first entry
 /// of a class named twice wins. `[]` clears the map.
 fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigError> {
-    let bad = || {
-        ConfigError::BadValue {
+    let bad = || ConfigError::BadValue {
         key: "expandable_segments_reserve_by_class",
         value: value.to_string(),
-        accepted: "a list [class:reserve,...], each class a name, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)",
-    }
+        accepted: RESERVE_CLASSES_ACCEPTED,
     };
     let inner = value
         .strip_prefix('[')
@@ -809,6 +801,7 @@ fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigEr
     Ok(out)
 }
 
+/// `per_process_memory_fraction`: between 0 and 1.
 fn fraction_ok(f: f64) -> bool {
     (0.0..=1.0).contains(&f)
 }

@@ -217,12 +217,15 @@ impl State {
         }
     }
 
-    /// The address range a new expandable segment of dense stream `s` may
-    /// reserve on a device of `capacity` bytes, and what set it: the stream's
-    /// class in `expandable_segments_reserve_by_class`, else
-    /// `expandable_segments_reserve`, each at most `full`; `None` for the
-    /// default (`full`).
-    pub fn segment_reserve(&self, s: u32, capacity: u64, full: u64) -> Option<(u64, String)> {
+    /// The address range a new expandable segment of dense stream `s`
+    /// reserves on a device of `capacity` bytes with pages of `page` bytes, in
+    /// whole pages, and the key that set it: the stream's class in
+    /// `expandable_segments_reserve_by_class`, else
+    /// `expandable_segments_reserve`, each at most the default, which is the
+    /// device's capacity and an eighth, as PyTorch reserves (`None`: the
+    /// default).
+    pub fn segment_reserve(&self, s: u32, capacity: u64, page: u64) -> (u64, Option<String>) {
+        let full = (capacity + capacity / 8).div_ceil(page) * page;
         let c = &self.settings.config;
         let class = self.streams[s as usize].reserve_class.as_deref();
         let by_class = class.and_then(|k| {
@@ -236,9 +239,10 @@ impl State {
                 format!("expandable_segments_reserve_by_class (stream reserve class '{k}')"),
             ),
             (None, Some(r)) => (r, "expandable_segments_reserve".to_string()),
-            (None, None) => return None,
+            (None, None) => return (full, None),
         };
-        Some((r.bytes(capacity).min(full), what))
+        let bytes = r.bytes(capacity).min(full).div_ceil(page).max(1) * page;
+        (bytes, Some(what))
     }
 
     /// Whether `extra` more reserved bytes stay within the per-process memory

@@ -344,10 +344,7 @@ impl ExpandableSpace<'_> {
         rounded: u64,
     ) -> Result<Option<(u32, u32)>, AllocError> {
         let page = self.page;
-        let full = (self.capacity + self.capacity / 8).div_ceil(page) * page;
-        let size = st
-            .segment_reserve(s, self.capacity, full)
-            .map_or(full, |(r, _)| r.div_ceil(page).max(1) * page);
+        let (size, _) = st.segment_reserve(s, self.capacity, page);
         if rounded > size {
             return Ok(None);
         }

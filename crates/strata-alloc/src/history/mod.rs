@@ -177,22 +177,12 @@ impl HistoryOptions {
 }
 
 /// What the history records, once turned on (from [`HistoryOptions`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Recording {
     pub level: HistoryLevel,
     pub context: HistoryContext,
     /// One bit per action code left out of the trace.
     pub skip: u16,
-}
-
-impl Default for Recording {
-    fn default() -> Recording {
-        Recording {
-            level: HistoryLevel::CallSites,
-            context: HistoryContext::All,
-            skip: 0,
-        }
-    }
 }
 
 impl Recording {

@@ -138,19 +138,21 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
     }
 
     fn allocate_block(&self, size: u64) -> Result<(u64, u64), PinnedError> {
-        let class = self.state.lock().limits.block_size(size.min(MAX_REQUEST));
-        if size >= MAX_REQUEST {
-            return Err(self.out_of_memory(size, class));
-        }
-        {
+        let class = {
             let mut st = self.state.lock();
+            let class = st.limits.block_size(size.min(MAX_REQUEST));
+            if size >= MAX_REQUEST {
+                drop(st);
+                return Err(self.out_of_memory(size, class));
+            }
             if !st.events.is_empty() {
                 self.process_events(&mut st);
             }
             if let Some(found) = take_free(&mut st, class) {
                 return Ok(found);
             }
-        }
+            class
+        };
         // Miss: pin a new block without holding the lock.
         let ptr = match self.backend_alloc(class) {
             Ok(p) => p,
@@ -328,9 +330,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
             let mut v = Vec::new();
             for (size, ptrs) in free {
                 for p in ptrs {
-                    st.blocks.remove(&p);
-                    st.stats.allocations.decrease(1);
-                    st.stats.allocated_bytes.decrease(size as i64);
+                    forget_block(st, p, size);
                     v.push((p, size));
                 }
             }
@@ -486,6 +486,13 @@ fn take_free(st: &mut State, class: u64) -> Option<(u64, u64)> {
     Some((ptr, size))
 }
 
+/// Takes a block given back to the backend out of the record.
+fn forget_block(st: &mut State, ptr: u64, size: u64) {
+    st.blocks.remove(&ptr);
+    st.stats.allocations.decrease(1);
+    st.stats.allocated_bytes.decrease(size as i64);
+}
+
 impl<B: PinnedBackend> PinnedAllocator<B> {
     /// Puts an idle block into the cache, or gives it back to the system at
     /// once when it is larger than [`PinnedLimits::max_cached_size`] (a
@@ -499,9 +506,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
             if self.backend.free(ptr, size).is_ok() {
                 st.stats.host_free_time.add(t.elapsed().as_micros() as u64);
                 st.stats.num_host_free += 1;
-                st.blocks.remove(&ptr);
-                st.stats.allocations.decrease(1);
-                st.stats.allocated_bytes.decrease(size as i64);
+                forget_block(st, ptr, size);
                 return;
             }
         }
