@@ -15,6 +15,21 @@
 //! * cross_entropy's backward on rows of huge logits: the softmax is
 //!   exp((x - m) - log Σ exp(x - m)), never exp(x - lse) with lse rounded.
 //!
+//! Two found in session 23 by random oracle programs
+//! (`fuzz_ops.s1892_cross_entropy_0120`, and `fuzz_ops.s1366_cross_entropy_0503`
+//! once the first was fixed):
+//!
+//! * log_softmax of an f16/bf16 tensor along its last dim, on the CPU:
+//!   PyTorch's kernel keeps the sum of `exp(x - max)` and its log in the
+//!   element type, so its outputs differ in the last place from a correctly
+//!   rounded log-softmax on most rows (and are what strata now gives); along
+//!   any other dim its result is correctly rounded.
+//! * cross_entropy with probability targets computes in PyTorch's dtypes:
+//!   the log-probabilities in the input's (along its class dim), the
+//!   smoothed targets in the targets', the products and their sum in the
+//!   promoted dtype (a bf16 sum, in that sum's order, where ±1e30 products
+//!   cancel), which is also the loss's.
+//!
 //! And one found in session 21 by a random oracle program
 //! (`fuzz_ops.s969_cross_entropy_0685`): cross_entropy with probability
 //! targets and a `sum` or `mean` reduction sums every product of the
@@ -474,5 +489,156 @@ fn cross_entropy_of_probability_targets_sums_every_product_at_once() -> Result<(
         let sum = f64s(&x.cross_entropy(&x, args)?)[0];
         assert!(sum == 0.0 && sum.is_sign_negative(), "{shape:?}: sum {sum}");
     }
+    Ok(())
+}
+
+/// Builds a 1-d tensor of a 2-byte float dtype.
+type Make = fn(&[f64]) -> Tensor;
+
+// PyTorch 2.15, CPU:
+// x = torch.tensor([3.5, 2.375, -2.875, -1.25, -2.375, -1.5, -1.25, 2.5, -3.375]).reshape(3, 3)
+// torch.log_softmax(x.half(), 1)       # the values `last` below (f16)
+// torch.log_softmax(x.double(), 1).half()  # correctly rounded: 3 of 9 differ
+// torch.log_softmax(x.half(), 0)       # == torch.log_softmax(x.double(), 0).half()
+// and the same with .bfloat16()
+#[test]
+fn two_byte_log_softmax_along_the_last_dim_rounds_as_pytorchs_cpu_kernel() -> Result<()> {
+    let x = [3.5, 2.375, -2.875, -1.25, -2.375, -1.5, -1.25, 2.5, -3.375];
+    // (constructor, along dim 1, along dim 0)
+    let cases: [(Make, [f64; 9], [f64; 9]); 2] = [
+        (
+            hf,
+            [
+                -0.2822265625,
+                -1.4072265625,
+                -6.65625,
+                -0.74365234375,
+                -1.869140625,
+                -0.99365234375,
+                -3.775390625,
+                -0.026031494140625,
+                -5.90234375,
+            ],
+            [
+                -0.01715087890625,
+                -0.76171875,
+                -1.7158203125,
+                -4.765625,
+                -5.51171875,
+                -0.3408203125,
+                -4.765625,
+                -0.63671875,
+                -2.216796875,
+            ],
+        ),
+        (
+            bf,
+            [
+                -0.283203125,
+                -1.40625,
+                -6.65625,
+                -0.74609375,
+                -1.875,
+                -0.99609375,
+                -3.765625,
+                -0.023193359375,
+                -5.90625,
+            ],
+            [
+                -0.0172119140625,
+                -0.76171875,
+                -1.71875,
+                -4.78125,
+                -5.5,
+                -0.341796875,
+                -4.78125,
+                -0.63671875,
+                -2.21875,
+            ],
+        ),
+    ];
+    for (make, last, first) in cases {
+        let t = make(&x).reshape(&[3, 3])?;
+        assert_eq!(
+            f64s(&t.log_softmax(1, None)?),
+            last,
+            "{:?} dim 1",
+            t.dtype()
+        );
+        assert_eq!(
+            f64s(&t.log_softmax(-1, None)?),
+            last,
+            "{:?} dim -1",
+            t.dtype()
+        );
+        assert_eq!(
+            f64s(&t.log_softmax(0, None)?),
+            first,
+            "{:?} dim 0",
+            t.dtype()
+        );
+        // A size-1 dim after the softmax dim makes it not the last: PyTorch
+        // rounds correctly there, as along dim 0.
+        let col = t.transpose(0, 1)?.reshape(&[3, 3, 1])?;
+        let want: Vec<f64> = (0..9).map(|i| first[(i % 3) * 3 + i / 3]).collect();
+        assert_eq!(
+            f64s(&col.log_softmax(1, None)?),
+            want,
+            "{:?} [3, 3, 1]",
+            t.dtype()
+        );
+    }
+    Ok(())
+}
+
+// PyTorch 2.15, CPU:
+// x2 = torch.tensor([1.25], dtype=torch.bfloat16).expand(1, 4, 2)
+// x4 = torch.tensor([-1.0002555517425873e+30, 0.625, 0.125, 0.25, 1.0, 0.5,
+//                    1.0002555517425873e+30, 0.375], dtype=torch.bfloat16).reshape(4, 1, 2).transpose(0, 1)
+// F.cross_entropy(x2, x4, label_smoothing=0.5)    # 0.388671875 (bf16)
+// x = torch.tensor([3.5, 2.375, -2.875, -1.25, -2.375, -1.5, -1.25, 2.5, -3.375], dtype=torch.half).reshape(3, 3)
+// t = torch.tensor([0.625, 0.375, -0.0, nan, 0.0, 1.0, 0.5, 0.625, 0.625], dtype=torch.half).reshape(3, 3)
+// w = torch.tensor([1.375, -60000.0, 2.875], dtype=torch.half)
+// F.cross_entropy(x, t, w, reduction="none")      # [-31664., nan, -963.] (f16)
+// F.cross_entropy(x.to(torch.bfloat16), t.float()).dtype  # torch.float32
+#[test]
+fn two_byte_cross_entropy_of_probability_targets_computes_in_pytorchs_dtypes() -> Result<()> {
+    let x2 = bf(&[1.25]).expand(&[1, 4, 2])?;
+    let b = [
+        -1.0002555517425873e30,
+        0.625,
+        0.125,
+        0.25,
+        1.0,
+        0.5,
+        1.0002555517425873e30,
+        0.375,
+    ];
+    let x4 = bf(&b).reshape(&[4, 1, 2])?.transpose(0, 1)?;
+    let args = CrossEntropyArgs {
+        label_smoothing: 0.5,
+        ..Default::default()
+    };
+    let r = x2.cross_entropy(&x4, args)?;
+    assert_eq!(r.dtype(), DType::BF16);
+    assert_eq!(f64s(&r), [0.388671875]);
+
+    let x = hf(&[3.5, 2.375, -2.875, -1.25, -2.375, -1.5, -1.25, 2.5, -3.375]).reshape(&[3, 3])?;
+    let t = hf(&[0.625, 0.375, -0.0, f64::NAN, 0.0, 1.0, 0.5, 0.625, 0.625]).reshape(&[3, 3])?;
+    let w = hf(&[1.375, -60000.0, 2.875]);
+    let args = CrossEntropyArgs {
+        weight: Some(&w),
+        reduction: Reduction::None,
+        ..Default::default()
+    };
+    let r = f64s(&x.cross_entropy(&t, args)?);
+    assert_eq!((r[0], r[2]), (-31664.0, -963.0));
+    assert!(r[1].is_nan());
+
+    // Mixed dtypes promote, as PyTorch's products do.
+    let r = x
+        .to_dtype(DType::BF16)?
+        .cross_entropy(&t.to_dtype(DType::F32)?, CrossEntropyArgs::default())?;
+    assert_eq!(r.dtype(), DType::F32);
     Ok(())
 }

@@ -614,7 +614,13 @@ impl Tensor {
                     ),
                 ));
             }
-            let (p, _, _) = class_rows(OP, &target.to_dtype(acc)?)?;
+            // Each step in PyTorch's dtypes: the log-probabilities in the
+            // input's, the smoothed targets in the targets', the products
+            // (and the sum) in the promoted one, which is the loss's dtype.
+            // A bf16 input's products are rounded to bf16 and summed as a
+            // bf16 tensor, in that sum's order: where products cancel
+            // (1e30 against -1e30) the order shows.
+            let (p, _, _) = class_rows(OP, target)?;
             // PyTorch smooths the targets only when ε > 0 (so a -0.0
             // target keeps its sign otherwise).
             let p = if eps > 0.0 {
@@ -623,11 +629,15 @@ impl Tensor {
                 p
             };
             // log_softmax subtracts the row maximum before the log-sum, so
-            // x - lse does not cancel on rows of large logits.
-            let logp = x.to_dtype(acc)?.log_softmax(1, None)?;
+            // x - lse does not cancel on rows of large logits. It runs along
+            // the input's own class dim, as PyTorch's does: on the CPU a
+            // 2-byte float's last dim rounds as no other dim does
+            // (`SoftmaxMode::round_log_sum`).
+            let class_dim = if self.ndim() == 1 { 0 } else { 1 };
+            let (logp, _, _) = class_rows(OP, &self.log_softmax(class_dim, None)?)?;
             let mut t = logp.mul(&p)?;
             if let Some(w) = &w {
-                t = t.mul(&w.to_dtype(acc)?)?;
+                t = t.mul(w)?;
             }
             let loss = match args.reduction {
                 Reduction::None => {
@@ -635,19 +645,25 @@ impl Tensor {
                     per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
                 }
                 // PyTorch sums every product at once, in the input's layout
-                // (N, C, d1, ...), and divides by the number of rows: where
-                // losses cancel (1e200 against -1e200) the order shows, and
-                // the rows' losses summed one by one would differ.
+                // (N, C, d1, ...), and divides by the number of rows (a
+                // Python integer): where losses cancel (1e200 against
+                // -1e200) the order shows, and the rows' losses summed one
+                // by one would differ.
                 Reduction::Sum | Reduction::Mean => {
                     let all = from_class_rows(&t, self.shape())?.contiguous()?;
-                    // The mean of no element is NaN, even with rows of no
-                    // class.
-                    let n = if self.numel() == 0 { 0 } else { rows };
-                    let n = Tensor::scalar(n as f64, acc, self.device())?;
-                    reduce_loss(&all, args.reduction, &n)?.neg()?
+                    let total = all.sum(None, false)?;
+                    let total = if args.reduction == Reduction::Mean {
+                        // The mean of no element is NaN, even with rows of
+                        // no class.
+                        let n = if self.numel() == 0 { 0 } else { rows };
+                        total.div(n as f64)?
+                    } else {
+                        total
+                    };
+                    total.neg()?
                 }
             };
-            return Ok((loss.to_dtype(self.dtype())?, None));
+            return Ok((loss, None));
         }
         let t = class_targets(OP, target, &rows_shape, classes, args.ignore_index)?;
         let nll = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;

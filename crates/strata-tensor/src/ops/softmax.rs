@@ -84,6 +84,7 @@ impl Tensor {
             log: false,
             scale,
             causal_rows,
+            round_log_sum: false,
         };
         self.softmax_impl(OP, -1, dtype, mode)
     }
@@ -92,7 +93,13 @@ impl Tensor {
     /// along `dim`, with [`Tensor::softmax`]'s rules (`log_softmax([-inf, 1])`
     /// is `[-inf, 0]`).
     pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-        self.softmax_impl("log_softmax", dim, dtype, SoftmaxMode::plain(true))
+        let target = dtype.unwrap_or(self.dtype());
+        let last = normalize_dim("log_softmax", dim, self.ndim())? + 1 >= self.ndim();
+        let mode = SoftmaxMode {
+            round_log_sum: last && matches!(target, DType::F16 | DType::BF16),
+            ..SoftmaxMode::plain(true)
+        };
+        self.softmax_impl("log_softmax", dim, dtype, mode)
     }
 
     fn softmax_impl(

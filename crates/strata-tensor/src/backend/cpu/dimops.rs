@@ -96,6 +96,15 @@ pub(crate) struct SoftmaxMode {
     /// `j > i` (it is not read; its output is 0, or -inf for log-softmax).
     /// Only rows along the last dim (`inner == 1`) take a mask.
     pub causal_rows: usize,
+    /// Log-softmax of an f16/bf16 tensor along its last dim: the sum of
+    /// `exp(x - max)` and its log are each rounded to the element type
+    /// before the outputs are formed, as PyTorch's CPU kernel for that case
+    /// keeps them (`_vec_log_softmax_lastdim` stores both as `scalar_t`).
+    /// Its outputs then match PyTorch's bit for bit, where a correctly
+    /// rounded log-softmax differs from them in the last place on most rows.
+    /// Along any other dim PyTorch's CPU result is correctly rounded, and so
+    /// is every CUDA result; the CUDA backend ignores the flag.
+    pub round_log_sum: bool,
 }
 
 impl SoftmaxMode {
@@ -105,6 +114,7 @@ impl SoftmaxMode {
             log,
             scale: 1.0,
             causal_rows: 0,
+            round_log_sum: false,
         }
     }
 
@@ -123,7 +133,8 @@ impl SoftmaxMode {
 /// -inf for log-softmax): max, then the sum of `exp(x - max)`, then the
 /// outputs. A row holding NaN or +inf, and an all -inf row, give NaN (as in
 /// PyTorch).
-fn softmax_row<T: Element>(x: &[T], y: &mut [T], log: bool, scale: T::Acc, keep: usize) {
+fn softmax_row<T: Element>(x: &[T], y: &mut [T], mode: SoftmaxMode, scale: T::Acc, keep: usize) {
+    let log = mode.log;
     let (x, _) = x.split_at(keep);
     let (y, masked) = y.split_at_mut(keep);
     let fill = if log { T::Acc::ZERO.ln() } else { T::Acc::ZERO };
@@ -149,7 +160,12 @@ fn softmax_row<T: Element>(x: &[T], y: &mut [T], log: bool, scale: T::Acc, keep:
         s = s.add(b);
     }
     if log {
-        let ls = s.ln();
+        let ls = if mode.round_log_sum {
+            let s = T::from_acc(s).to_acc();
+            T::from_acc(s.ln()).to_acc()
+        } else {
+            s.ln()
+        };
         for (o, &v) in y.iter_mut().zip(x) {
             *o = T::from_acc(sc(v).sub(m).sub(ls));
         }
@@ -214,16 +230,23 @@ pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, mode: Sof
                 .for_each(|(c, (yc, xc))| {
                     for (r, (yr, xr)) in yc.chunks_mut(n).zip(xc.chunks(n)).enumerate() {
                         let keep = mode.keep(c * rows_per_task + r, n);
-                        softmax_row(xr, yr, log, scale, keep);
+                        softmax_row(xr, yr, mode, scale, keep);
                     }
                 });
         } else {
             for (r, (yr, xr)) in y.chunks_mut(n).zip(x.chunks(n)).enumerate() {
-                softmax_row(xr, yr, log, scale, mode.keep(r, n));
+                softmax_row(xr, yr, mode, scale, mode.keep(r, n));
             }
         }
     } else {
-        debug_assert!(mode == SoftmaxMode::plain(log));
+        debug_assert!(
+            mode == SoftmaxMode::plain(log)
+                || mode
+                    == SoftmaxMode {
+                        round_log_sum: true,
+                        ..SoftmaxMode::plain(log)
+                    }
+        );
         per_block(x, y, s, |xo, yo| softmax_cols(xo, yo, s.n, s.inner, log));
     }
 }
