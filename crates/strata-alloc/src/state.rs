@@ -32,6 +32,28 @@ pub(crate) struct ExpandableSegment {
     pub stitched: BTreeMap<u32, (PhysHandle, u64)>,
 }
 
+/// The key that set a stream's expandable-segment reserve
+/// ([`State::segment_reserve`]), as an out-of-memory message names it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ReserveKey<'a> {
+    /// `expandable_segments_reserve_by_class`, for the stream's class.
+    Class(&'a str),
+    /// `expandable_segments_reserve`.
+    Global,
+}
+
+impl std::fmt::Display for ReserveKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReserveKey::Class(k) => write!(
+                f,
+                "expandable_segments_reserve_by_class (stream reserve class '{k}')"
+            ),
+            ReserveKey::Global => f.write_str("expandable_segments_reserve"),
+        }
+    }
+}
+
 /// The configuration in force and what follows from it. Replaced as a whole by
 /// `set_allocator_settings`; the memory fraction alone by `set_memory_fraction`.
 pub(crate) struct Settings {
@@ -224,7 +246,12 @@ impl State {
     /// `expandable_segments_reserve`, each at most the default, which is the
     /// device's capacity and an eighth, as PyTorch reserves (`None`: the
     /// default).
-    pub fn segment_reserve(&self, s: u32, capacity: u64, page: u64) -> (u64, Option<String>) {
+    pub fn segment_reserve(
+        &self,
+        s: u32,
+        capacity: u64,
+        page: u64,
+    ) -> (u64, Option<ReserveKey<'_>>) {
         let full = (capacity + capacity / 8).div_ceil(page) * page;
         let c = &self.settings.config;
         let class = self.streams[s as usize].reserve_class.as_deref();
@@ -233,16 +260,13 @@ impl State {
                 .iter()
                 .find(|(name, _)| name == k)
         });
-        let (r, what) = match (by_class, c.expandable_segments_reserve) {
-            (Some((k, r)), _) => (
-                *r,
-                format!("expandable_segments_reserve_by_class (stream reserve class '{k}')"),
-            ),
-            (None, Some(r)) => (r, "expandable_segments_reserve".to_string()),
+        let (r, key) = match (by_class, c.expandable_segments_reserve) {
+            (Some((k, r)), _) => (*r, ReserveKey::Class(k)),
+            (None, Some(r)) => (r, ReserveKey::Global),
             (None, None) => return (full, None),
         };
         let bytes = r.bytes(capacity).min(full).div_ceil(page).max(1) * page;
-        (bytes, Some(what))
+        (bytes, Some(key))
     }
 
     /// Whether `extra` more reserved bytes stay within the per-process memory

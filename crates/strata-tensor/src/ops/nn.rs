@@ -600,8 +600,6 @@ impl Tensor {
         let (x, rows_shape, classes) = class_rows(OP, self)?;
         check_class_weight(OP, self, args.weight, classes)?;
         let rows = x.shape()[0];
-        let acc = acc_dtype(self.dtype());
-        let lse = Tensor::uninit("cross_entropy", &[rows, 2], acc, self.device())?;
         let w = args.weight.map(|w| w.contiguous()).transpose()?;
         if target.dtype().is_float() {
             if target.shape() != self.shape() {
@@ -666,6 +664,8 @@ impl Tensor {
             return Ok((loss, None));
         }
         let t = class_targets(OP, target, &rows_shape, classes, args.ignore_index)?;
+        let acc = acc_dtype(self.dtype());
+        let lse = Tensor::uninit("cross_entropy", &[rows, 2], acc, self.device())?;
         let nll = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;
         let smooth = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;
         let wt = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;

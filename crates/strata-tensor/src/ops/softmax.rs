@@ -93,13 +93,7 @@ impl Tensor {
     /// along `dim`, with [`Tensor::softmax`]'s rules (`log_softmax([-inf, 1])`
     /// is `[-inf, 0]`).
     pub fn log_softmax(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
-        let target = dtype.unwrap_or(self.dtype());
-        let last = normalize_dim("log_softmax", dim, self.ndim())? + 1 >= self.ndim();
-        let mode = SoftmaxMode {
-            round_log_sum: last && matches!(target, DType::F16 | DType::BF16),
-            ..SoftmaxMode::plain(true)
-        };
-        self.softmax_impl("log_softmax", dim, dtype, mode)
+        self.softmax_impl("log_softmax", dim, dtype, SoftmaxMode::plain(true))
     }
 
     fn softmax_impl(
@@ -127,6 +121,12 @@ impl Tensor {
         let out = Tensor::uninit(name, self.shape(), target, self.device())?;
         let x = self.to_dtype(target)?.contiguous()?;
         let s = DimShape::new(self.shape(), d);
+        let mode = SoftmaxMode {
+            round_log_sum: mode.log
+                && d + 1 >= self.ndim()
+                && matches!(target, DType::F16 | DType::BF16),
+            ..mode
+        };
         dim_launch(&out, &x, |be| be.softmax(&out.arg(), &x.arg(), s, mode))?;
         Ok(out)
     }

@@ -239,14 +239,9 @@ pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, mode: Sof
             }
         }
     } else {
-        debug_assert!(
-            mode == SoftmaxMode::plain(log)
-                || mode
-                    == SoftmaxMode {
-                        round_log_sum: true,
-                        ..SoftmaxMode::plain(log)
-                    }
-        );
+        // Only the last dim (`inner == 1`) takes a scale, a mask or the
+        // 2-byte rounding.
+        debug_assert!(mode == SoftmaxMode::plain(log));
         per_block(x, y, s, |xo, yo| softmax_cols(xo, yo, s.n, s.inner, log));
     }
 }
