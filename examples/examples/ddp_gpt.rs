@@ -17,7 +17,8 @@
 //! The JSON line has gpt's keys (`bench` is `"ddp_gpt"`; `losses` are the
 //! mean over ranks of each rank's loss, i.e. the loss of the global batch;
 //! `tokens_per_s` counts the global batch; `peak_*` are rank 0's) plus
-//! `gpus` and `per_rank`: each rank's device, allocator peaks, the bytes
+//! `gpus` and `per_rank`: each rank's device, `phases` (as gpt's, with DDP's
+//! `finish` between backward and the optimizer), allocator peaks, the bytes
 //! and count of its gradient buckets (allocated from strata's allocator,
 //! so inside `peak_allocated`), how many buckets started during backward in
 //! the last step, and `nccl_init_bytes`: how much free device memory
@@ -37,7 +38,7 @@ use strata_autograd::distributed::{
 use strata_autograd::nn::Module;
 use strata_autograd::{AdamW, Optimizer, Var};
 use strata_examples::gpt_model::{batches, gpt_args, Gpt, GptArgs, GPT_FLAGS};
-use strata_examples::training::{median, peaks, round, Flags};
+use strata_examples::training::{median, peaks, round, Flags, Phases};
 use strata_tensor::distributed::Communicator;
 use strata_tensor::{cuda, DType, Device, Tensor};
 
@@ -51,6 +52,7 @@ struct RankResult {
     bucket_bytes: usize,
     buckets: usize,
     launched_in_backward: usize,
+    phases: serde_json::Value,
 }
 
 /// One rank's training loop: gpt's step with DDP's zero_grad and finish.
@@ -77,25 +79,38 @@ fn train_rank(
             bucket_bytes: ddp.bucket_bytes(),
             buckets: ddp.bucket_params().len(),
             launched_in_backward: 0,
+            phases: serde_json::Value::Null,
         };
+        let mut phases = Phases::new(
+            dev,
+            &["zero_grad", "forward", "backward", "finish", "optimizer"],
+        )?;
         for i in 0..a.warmup + a.steps {
             let (x, y) = &data[i % data.len()];
             cuda::synchronize(dev)?;
             let t0 = Instant::now();
+            phases.start()?;
             ddp.zero_grad()?;
+            phases.mark()?;
             let loss = model.loss(x, y, autocast)?;
+            phases.mark()?;
             loss.backward()?;
+            phases.mark()?;
             let stats = ddp.finish()?;
+            phases.mark()?;
             r.launched_in_backward = stats.launched_in_backward;
             opt.step()?;
+            phases.mark()?;
             cuda::synchronize(dev)?;
             if i >= a.warmup {
                 r.times.push(t0.elapsed().as_secs_f64());
             }
+            phases.end(i >= a.warmup)?;
             r.losses.push(loss.item::<f32>()? as f64);
             drop(loss);
             r.allocated_after_step.push(strata::memory_allocated(dev)?);
         }
+        r.phases = phases.json();
         Ok(r)
     };
     inner().map_err(|e| format!("rank on {dev}: {e}"))
@@ -217,6 +232,7 @@ fn run(a: &GptArgs, gpus: usize) -> BoxResult<serde_json::Value> {
             "buckets_launched_in_backward": r.launched_in_backward,
             "nccl_init_bytes": nccl_init[rank],
             "step_ms": round(median(r.times.clone()) * 1e3, 2),
+            "phases": r.phases,
         }));
     }
     let (peak_allocated, peak_reserved, num_device_alloc) = peaks(devices[0])?;

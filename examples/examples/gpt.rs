@@ -1,6 +1,8 @@
 //! The GPT-2-style decoder of `shared/anchors/torch_gpt.py`, trained on the
 //! same synthetic task with the same step, printing the same JSON line
-//! (`impl: "strata"`); run both in one device call and compare.
+//! (`impl: "strata"`, plus `phases`: the median host and device time of each
+//! phase of a step, `training::Phases`); run both in one device call and
+//! compare.
 //!
 //! ```text
 //! cargo run --release -p strata-examples --example gpt -- [--layers 12] [--d-model 768]
@@ -67,7 +69,7 @@ use strata_autograd::nn::Module;
 use strata_autograd::{AdamW, Optimizer, Var};
 use strata_examples::gpt_model::{batches, gpt_args, Gpt, GptArgs, GPT_FLAGS};
 use strata_examples::peak_live::live_at_peak;
-use strata_examples::training::{median, peaks, round, Flags};
+use strata_examples::training::{median, peaks, round, Flags, Phases};
 use strata_tensor::{cuda, load_safetensors, save_safetensors, DType, Device, Tensor};
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
@@ -107,23 +109,30 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
     let mut losses = Vec::new();
     let mut times = Vec::new();
     let mut allocated_after_step = Vec::new();
+    let mut phases = Phases::new(dev, &["zero_grad", "forward", "backward", "optimizer"])?;
     for i in 0..a.warmup + a.steps {
         let (x, y) = &data[i % data.len()];
         cuda::synchronize(dev)?;
         let t0 = Instant::now();
+        phases.start()?;
         opt.zero_grad(true)?;
+        phases.mark()?;
         let loss = model.loss(x, y, autocast)?;
+        phases.mark()?;
         loss.backward()?;
+        phases.mark()?;
         if i == 0 {
             if let Some(prefix) = &dump {
                 dump_grads(prefix, &model)?;
             }
         }
         opt.step()?;
+        phases.mark()?;
         cuda::synchronize(dev)?;
         if i >= a.warmup {
             times.push(t0.elapsed().as_secs_f64());
         }
+        phases.end(i >= a.warmup)?;
         losses.push(loss.item::<f32>()? as f64);
         drop(loss);
         allocated_after_step.push(strata::memory_allocated(dev)?);
@@ -140,6 +149,7 @@ fn run(a: &GptArgs) -> BoxResult<serde_json::Value> {
         "params": n_params,
         "step_ms": round(step * 1e3, 2),
         "tokens_per_s": (a.batch * a.seq) as f64 / step,
+        "phases": phases.json(),
         "loss_first": round(losses[0], 4),
         "loss_last": round(losses[losses.len() - 1], 4),
         "losses": losses.iter().map(|&l| round(l, 4)).collect::<Vec<_>>(),

@@ -105,3 +105,107 @@ pub fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
+
+/// Where a training step's time goes, phase by phase: the host time from
+/// one mark to the next, and on a GPU the device time between CUDA events
+/// recorded on the current stream at the same marks (the device time of a
+/// phase is the span between its queued work's end and the previous
+/// phase's, so a phase the host queues faster than the GPU runs shows its
+/// real length there, not in the host column).
+///
+/// ```
+/// use strata::Device;
+/// use strata_examples::training::Phases;
+/// let mut p = Phases::new(Device::Cpu, &["forward", "backward"]).unwrap();
+/// p.start().unwrap();
+/// p.mark().unwrap(); // after the forward pass
+/// p.mark().unwrap(); // after backward
+/// p.end(true).unwrap(); // after the step's synchronisation
+/// let j = p.json();
+/// assert!(j["host_ms"]["backward"].is_number());
+/// assert!(j["device_ms"].is_null()); // no events on the CPU
+/// ```
+pub struct Phases {
+    names: Vec<&'static str>,
+    events: Vec<strata_tensor::cuda::Event>,
+    stream: Option<strata_tensor::cuda::Stream>,
+    host_marks: Vec<std::time::Instant>,
+    device_ms: Vec<Vec<f64>>,
+    host_ms: Vec<Vec<f64>>,
+}
+
+impl Phases {
+    /// Timing for the phases `names` of every step on `device`.
+    pub fn new(
+        device: Device,
+        names: &[&'static str],
+    ) -> Result<Phases, strata_tensor::TensorError> {
+        let (events, stream) = match device {
+            Device::Cuda(_) => (
+                (0..=names.len())
+                    .map(|_| strata_tensor::cuda::Event::new(device, true))
+                    .collect::<Result<Vec<_>, _>>()?,
+                Some(strata_tensor::cuda::current_stream(device)?),
+            ),
+            Device::Cpu => (Vec::new(), None),
+        };
+        Ok(Phases {
+            names: names.to_vec(),
+            events,
+            stream,
+            host_marks: Vec::new(),
+            device_ms: vec![Vec::new(); names.len()],
+            host_ms: vec![Vec::new(); names.len()],
+        })
+    }
+
+    /// Starts a step (the first mark).
+    pub fn start(&mut self) -> Result<(), strata_tensor::TensorError> {
+        self.host_marks.clear();
+        self.mark()
+    }
+
+    /// Ends the phase in progress (one mark per phase after `start`).
+    pub fn mark(&mut self) -> Result<(), strata_tensor::TensorError> {
+        let i = self.host_marks.len();
+        if let (Some(s), Some(e)) = (&self.stream, self.events.get(i)) {
+            e.record(s)?;
+        }
+        self.host_marks.push(std::time::Instant::now());
+        Ok(())
+    }
+
+    /// Closes a step once the device has finished it; `keep` counts it
+    /// (false for warm-up steps). A step with a missing mark is not counted.
+    pub fn end(&mut self, keep: bool) -> Result<(), strata_tensor::TensorError> {
+        if !keep || self.host_marks.len() != self.names.len() + 1 {
+            return Ok(());
+        }
+        for k in 0..self.names.len() {
+            let h = self.host_marks[k + 1] - self.host_marks[k];
+            self.host_ms[k].push(h.as_secs_f64() * 1e3);
+            if self.stream.is_some() {
+                let d = self.events[k].elapsed_ms(&self.events[k + 1])?;
+                self.device_ms[k].push(d as f64);
+            }
+        }
+        Ok(())
+    }
+
+    /// `{"host_ms": {phase: median}, "device_ms": {phase: median} or null}`.
+    pub fn json(&self) -> serde_json::Value {
+        let table = |v: &[Vec<f64>]| {
+            let m: serde_json::Map<String, serde_json::Value> = self
+                .names
+                .iter()
+                .zip(v)
+                .map(|(n, x)| (n.to_string(), round(median(x.clone()), 3).into()))
+                .collect();
+            serde_json::Value::Object(m)
+        };
+        serde_json::json!({
+            "host_ms": table(&self.host_ms),
+            "device_ms": if self.stream.is_some() { table(&self.device_ms) } else { serde_json::Value::Null },
+        })
+    }
+}

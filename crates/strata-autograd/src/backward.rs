@@ -64,7 +64,38 @@ impl Var {
     }
 }
 
-/// Kahn's algorithm over the nodes reachable from `root`. A leaf's
+/// A node whose every incoming gradient has arrived, ordered by
+/// [`Node::sequence_nr`].
+struct Ready(Arc<Node>);
+
+impl PartialEq for Ready {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.sequence_nr() == other.0.sequence_nr()
+    }
+}
+
+impl Eq for Ready {}
+
+impl PartialOrd for Ready {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ready {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.sequence_nr().cmp(&other.0.sequence_nr())
+    }
+}
+
+/// Kahn's algorithm over the nodes reachable from `root`, running the most
+/// recently recorded ready node first, as PyTorch's engine does: a layer's
+/// parameter gradients are finished right after its backward, before the
+/// layers below it. (Under autocast a parameter's gradient passes through
+/// the node of its cast to bf16; taking the most recently *readied* node
+/// first instead left the cast nodes of some biases, readied before the
+/// activations' chain, until every other node had run, so DDP's in-order
+/// bucket all-reduces all started at the end of backward.) A leaf's
 /// post-accumulate-grad hooks run when the last edge into it has been
 /// processed: its gradient for this pass is then final.
 fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
@@ -92,8 +123,8 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
 
     let mut buffers: HashMap<usize, Tensor> = HashMap::new();
     buffers.insert(key(&root), grad);
-    let mut ready = vec![root];
-    while let Some(node) = ready.pop() {
+    let mut ready = std::collections::BinaryHeap::from([Ready(root)]);
+    while let Some(Ready(node)) = ready.pop() {
         let grads = match buffers.remove(&key(&node)) {
             Some(g) => node.apply(&g)?,
             None => vec![None; node.edges().len()],
@@ -129,7 +160,7 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
                     let d = deps.get_mut(&k).expect("every child was counted");
                     *d -= 1;
                     if *d == 0 {
-                        ready.push(Arc::clone(c));
+                        ready.push(Ready(Arc::clone(c)));
                     }
                 }
             }

@@ -5,6 +5,7 @@
 use crate::error::{AutogradError, Result};
 use crate::var::VarInner;
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use strata_tensor::Tensor;
 
@@ -38,9 +39,15 @@ struct Saved {
     version: u64,
 }
 
+/// Hands out [`Node::sequence_nr`]s: process-wide, increasing with creation.
+static NEXT_SEQUENCE_NR: AtomicU64 = AtomicU64::new(0);
+
 /// A recorded operation.
 pub(crate) struct Node {
     name: &'static str,
+    /// When it was recorded, relative to other nodes (PyTorch's
+    /// `sequence_nr`): backward runs the most recent ready node first.
+    sequence_nr: u64,
     edges: Vec<Option<Edge>>,
     backward: BackwardFn,
     /// `None` once released by a backward without `retain_graph`.
@@ -63,10 +70,16 @@ impl Node {
             .collect();
         Node {
             name,
+            sequence_nr: NEXT_SEQUENCE_NR.fetch_add(1, Ordering::Relaxed),
             edges,
             backward,
             saved: Mutex::new(Some(saved)),
         }
+    }
+
+    /// The node's place in recording order (see the field).
+    pub(crate) fn sequence_nr(&self) -> u64 {
+        self.sequence_nr
     }
 
     /// The backward op's name (`"MulBackward"`, ...).

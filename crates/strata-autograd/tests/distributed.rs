@@ -27,6 +27,57 @@ fn ramp(n: usize, scale: f64) -> Vec<f64> {
 
 // ---------------------------------------------------------------- hooks
 
+/// Backward finishes each layer's parameters before the layers below it, as
+/// PyTorch's engine does, also under autocast, where every parameter's
+/// gradient passes through the node of its cast to bf16: DDP's in-order
+/// buckets can only overlap backward if the hooks come layer by layer. (A
+/// depth-first engine left the bias casts, readied before the activations'
+/// chain, until the very end.)
+#[test]
+fn parameter_hooks_come_layer_by_layer_under_autocast() -> R<()> {
+    use strata_autograd::autocast::{autocast, DeviceType};
+    use strata_autograd::nn::{Linear, Module};
+    let layers: Vec<Linear> = (0..4)
+        .map(|_| Linear::new(8, 8, true, Device::Cpu))
+        .collect::<Result<_, _>>()?;
+    let order: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let mut hooks = Vec::new();
+    for (l, layer) in layers.iter().enumerate() {
+        for p in layer.parameters() {
+            let o = Arc::clone(&order);
+            hooks.push(p.register_post_accumulate_grad_hook(move |_| {
+                o.lock().push(l);
+                Ok(())
+            })?);
+        }
+    }
+    for cast in [true, false] {
+        order.lock().clear();
+        let x = Var::new(Tensor::rand(&[4, 8], DType::F32, 7, Device::Cpu)?);
+        let forward = || -> Result<Var, AutogradError> {
+            let mut h = x.clone();
+            for layer in &layers {
+                h = layer.forward(&h)?.relu()?;
+            }
+            h.to_dtype(DType::F32)?.sum(None, false)
+        };
+        let loss = if cast {
+            autocast(DeviceType::Cpu, DType::BF16, forward)??
+        } else {
+            forward()?
+        };
+        loss.backward()?;
+        // Each layer's weight and bias, last layer first.
+        assert_eq!(
+            *order.lock(),
+            vec![3, 3, 2, 2, 1, 1, 0, 0],
+            "autocast {cast}"
+        );
+    }
+    drop(hooks);
+    Ok(())
+}
+
 #[test]
 fn hook_runs_once_after_the_last_gradient_of_the_pass() -> R<()> {
     // w is used twice: loss = sum(w*x) + sum(w*w); dloss/dw = x + 2w.

@@ -61,6 +61,29 @@ impl Stream {
         Ok(Stream { device, id })
     }
 
+    /// A new stream at `priority` (PyTorch's `torch.cuda.Stream(priority=...)`):
+    /// when kernels of several streams wait for free multiprocessors, those
+    /// of the stream with the lower number are scheduled first (work already
+    /// running is not preempted). A value outside
+    /// [`priority_range`](Self::priority_range) is clamped to it, so
+    /// `i32::MIN` asks for the highest priority there is.
+    pub fn with_priority(device: Device, priority: i32) -> Result<Stream> {
+        let id = gpu::create_stream_with_priority(device, priority)?;
+        Ok(Stream { device, id })
+    }
+
+    /// `(least, greatest)` priority of `device`'s streams, as PyTorch's
+    /// `torch.cuda.Stream.priority_range()`: the greatest is the lowest
+    /// number (`(0, -5)` on Hopper), and 0 is a plain stream's.
+    pub fn priority_range(device: Device) -> Result<(i32, i32)> {
+        gpu::stream_priority_range(device)
+    }
+
+    /// The stream's priority (0 for [`Stream::new`] and the default stream).
+    pub fn priority(&self) -> Result<i32> {
+        gpu::stream_priority(self.device, self.id)
+    }
+
     /// The legacy default stream of `device`.
     pub fn default_stream(device: Device) -> Stream {
         Stream {

@@ -705,6 +705,44 @@ fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {
     Ok(())
 }
 
+/// Stream priorities as PyTorch's `torch.cuda.Stream(priority=...)`: the
+/// range is reported, out-of-range requests are clamped to it, and work on a
+/// high-priority stream is ordered like work on any other.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn stream_priorities_are_clamped_and_reported() -> Result<()> {
+    let dev = gpu();
+    let (least, greatest) = cuda::Stream::priority_range(dev)?;
+    assert!(
+        greatest < least,
+        "({least}, {greatest}): Hopper has more than one priority"
+    );
+    assert_eq!(cuda::Stream::new(dev)?.priority()?, 0);
+    assert_eq!(cuda::Stream::default_stream(dev).priority()?, 0);
+    let hi = cuda::Stream::with_priority(dev, greatest)?;
+    assert_eq!(hi.priority()?, greatest);
+    assert_eq!(
+        cuda::Stream::with_priority(dev, i32::MIN)?.priority()?,
+        greatest
+    );
+    assert_eq!(
+        cuda::Stream::with_priority(dev, i32::MAX)?.priority()?,
+        least
+    );
+    let a = Tensor::zeros(&[1 << 20], DType::F32, dev)?;
+    {
+        let _g = cuda::StreamGuard::new(&hi)?;
+        hi.wait_stream(&cuda::Stream::default_stream(dev))?;
+        a.add_(2.0)?;
+        a.mul_(3.0)?;
+    }
+    a.record_stream(&hi)?;
+    hi.synchronize()?;
+    assert_eq!(a.min()?.item::<f32>()?, 6.0);
+    assert_eq!(a.max()?.item::<f32>()?, 6.0);
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn streams_events_and_record_stream() -> Result<()> {

@@ -47,6 +47,25 @@ fn unique_ids_round_trip_through_bytes_and_bad_lengths_are_refused() {
     }
 }
 
+/// Without a GPU (this CI machine), stream priorities are typed errors too.
+#[test]
+fn stream_priorities_without_a_gpu_are_typed_errors() {
+    if strata_tensor::cuda::is_available() {
+        eprintln!("a GPU is present here; tests/cuda.rs checks priorities");
+        return;
+    }
+    let d = strata_tensor::Device::Cuda(0);
+    for e in [
+        strata_tensor::cuda::Stream::with_priority(d, -1).unwrap_err(),
+        strata_tensor::cuda::Stream::priority_range(d).unwrap_err(),
+        strata_tensor::cuda::Stream::default_stream(d)
+            .priority()
+            .unwrap_err(),
+    ] {
+        assert!(matches!(e, TensorError::BackendUnavailable { .. }), "{e}");
+    }
+}
+
 /// Where NCCL is missing (this CI machine), asking for it is a typed error
 /// that names the library and where it was looked for; nothing panics.
 #[test]

@@ -515,6 +515,53 @@ impl CudaDriver {
         })
     }
 
+    /// The stream priorities this device accepts, `(least, greatest)`: the
+    /// greatest is the lowest number (`(0, -5)` on Hopper), and 0 is a
+    /// plain stream's (`cuCtxGetStreamPriorityRange`).
+    pub fn stream_priority_range(&self) -> Result<(i32, i32), DriverError> {
+        self.with_ctx("cuCtxGetStreamPriorityRange", || {
+            let (mut least, mut greatest) = (0, 0);
+            // SAFETY: both out-pointers are valid; the context is bound.
+            check("cuCtxGetStreamPriorityRange", unsafe {
+                sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest)
+            })?;
+            Ok((least, greatest))
+        })
+    }
+
+    /// [`create_stream`](Self::create_stream) at `priority`: when kernels of
+    /// several streams wait for the GPU, those of a stream with a lower
+    /// number are scheduled first. The driver clamps a value outside
+    /// [`stream_priority_range`](Self::stream_priority_range) to it.
+    pub fn create_stream_with_priority(&self, priority: i32) -> Result<StreamId, DriverError> {
+        self.with_ctx("cuStreamCreateWithPriority", || {
+            let mut s: sys::CUstream = std::ptr::null_mut();
+            // SAFETY: `s` is a valid out-pointer; the flag is a valid stream
+            // flag and any priority is accepted (clamped by the driver).
+            check("cuStreamCreateWithPriority", unsafe {
+                sys::cuStreamCreateWithPriority(
+                    &mut s,
+                    sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+                    priority,
+                )
+            })?;
+            Ok(StreamId(s as usize as u64))
+        })
+    }
+
+    /// The priority `stream` was created with (0 for the default stream).
+    pub fn stream_priority(&self, stream: StreamId) -> Result<i32, DriverError> {
+        self.with_ctx("cuStreamGetPriority", || {
+            let mut p = 0;
+            // SAFETY: the caller passes the default stream or a live stream
+            // of this device; `p` is a valid out-pointer.
+            check("cuStreamGetPriority", unsafe {
+                sys::cuStreamGetPriority(cu_stream(stream), &mut p)
+            })?;
+            Ok(p)
+        })
+    }
+
     /// Destroys a stream made by [`create_stream`](Self::create_stream). Work
     /// already queued on it still completes. Destroying the default stream is an
     /// error.

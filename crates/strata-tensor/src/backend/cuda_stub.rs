@@ -44,6 +44,21 @@ pub(crate) fn create_stream(device: Device) -> Result<StreamId> {
 }
 
 /// Unavailable.
+pub(crate) fn create_stream_with_priority(device: Device, _priority: i32) -> Result<StreamId> {
+    unavailable(device)
+}
+
+/// Unavailable.
+pub(crate) fn stream_priority_range(device: Device) -> Result<(i32, i32)> {
+    unavailable(device)
+}
+
+/// Unavailable.
+pub(crate) fn stream_priority(device: Device, _s: StreamId) -> Result<i32> {
+    unavailable(device)
+}
+
+/// Unavailable.
 pub(crate) fn current_stream(device: Device) -> Result<StreamId> {
     unavailable(device)
 }

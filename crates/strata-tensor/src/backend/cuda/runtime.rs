@@ -58,6 +58,30 @@ pub(crate) fn create_stream(device: Device) -> Result<StreamId> {
         .map_err(|e| failure(device, "cuStreamCreate", e.to_string()))
 }
 
+/// [`create_stream`] at `priority` (clamped by the driver to the device's range).
+pub(crate) fn create_stream_with_priority(device: Device, priority: i32) -> Result<StreamId> {
+    gpu(device)?
+        .driver
+        .create_stream_with_priority(priority)
+        .map_err(|e| failure(device, "cuStreamCreateWithPriority", e.to_string()))
+}
+
+/// `(least, greatest)` stream priority of `device`.
+pub(crate) fn stream_priority_range(device: Device) -> Result<(i32, i32)> {
+    gpu(device)?
+        .driver
+        .stream_priority_range()
+        .map_err(|e| failure(device, "cuCtxGetStreamPriorityRange", e.to_string()))
+}
+
+/// The priority of stream `s` of `device`.
+pub(crate) fn stream_priority(device: Device, s: StreamId) -> Result<i32> {
+    gpu(device)?
+        .driver
+        .stream_priority(s)
+        .map_err(|e| failure(device, "cuStreamGetPriority", e.to_string()))
+}
+
 /// The current stream of `device` on this thread.
 pub(crate) fn current_stream(device: Device) -> Result<StreamId> {
     Ok(gpu(device)?.stream())
