@@ -8,6 +8,8 @@ use super::transfer;
 use crate::error::{Result, TensorError};
 use cudarc::driver::sys;
 use std::sync::Arc;
+use strata_alloc::driver::cuda::CudaDriver;
+use strata_alloc::driver::DriverError;
 use strata_alloc::{CachingAllocator, Device, DevicePtr, StreamId};
 
 // NCCL communicators and collectives (`crate::distributed`).
@@ -25,6 +27,16 @@ fn gpu(device: Device) -> Result<&'static CudaDevice> {
             format!("{d} is not a CUDA device"),
         )),
     }
+}
+
+/// A call of GPU `device`'s driver (`f`), its error as a device failure
+/// naming the CUDA call.
+fn driver_call<T>(
+    device: Device,
+    call: &str,
+    f: impl FnOnce(&CudaDriver) -> std::result::Result<T, DriverError>,
+) -> Result<T> {
+    f(&gpu(device)?.driver).map_err(|e| failure(device, call, e.to_string()))
 }
 
 /// The backend of GPU `ordinal` (its opened device).
@@ -52,34 +64,26 @@ pub(crate) fn alloc_stream(ordinal: usize) -> StreamId {
 
 /// A new stream on `device` that does not synchronise with the legacy default stream.
 pub(crate) fn create_stream(device: Device) -> Result<StreamId> {
-    gpu(device)?
-        .driver
-        .create_stream()
-        .map_err(|e| failure(device, "cuStreamCreate", e.to_string()))
+    driver_call(device, "cuStreamCreate", |d| d.create_stream())
 }
 
 /// [`create_stream`] at `priority` (clamped by the driver to the device's range).
 pub(crate) fn create_stream_with_priority(device: Device, priority: i32) -> Result<StreamId> {
-    gpu(device)?
-        .driver
-        .create_stream_with_priority(priority)
-        .map_err(|e| failure(device, "cuStreamCreateWithPriority", e.to_string()))
+    driver_call(device, "cuStreamCreateWithPriority", |d| {
+        d.create_stream_with_priority(priority)
+    })
 }
 
 /// `(least, greatest)` stream priority of `device`.
 pub(crate) fn stream_priority_range(device: Device) -> Result<(i32, i32)> {
-    gpu(device)?
-        .driver
-        .stream_priority_range()
-        .map_err(|e| failure(device, "cuCtxGetStreamPriorityRange", e.to_string()))
+    driver_call(device, "cuCtxGetStreamPriorityRange", |d| {
+        d.stream_priority_range()
+    })
 }
 
 /// The priority of stream `s` of `device`.
 pub(crate) fn stream_priority(device: Device, s: StreamId) -> Result<i32> {
-    gpu(device)?
-        .driver
-        .stream_priority(s)
-        .map_err(|e| failure(device, "cuStreamGetPriority", e.to_string()))
+    driver_call(device, "cuStreamGetPriority", |d| d.stream_priority(s))
 }
 
 /// The current stream of `device` on this thread.
@@ -100,10 +104,7 @@ pub(crate) fn synchronize_stream(device: Device, s: StreamId) -> Result<()> {
 
 /// Blocks until all work on `device` has run.
 pub(crate) fn synchronize_device(device: Device) -> Result<()> {
-    gpu(device)?
-        .driver
-        .synchronize_device()
-        .map_err(|e| failure(device, "cuCtxSynchronize", e.to_string()))
+    driver_call(device, "cuCtxSynchronize", |d| d.synchronize_device())
 }
 
 /// A CUDA event handle (owned by `crate::cuda::Event`, which destroys it).
