@@ -35,12 +35,21 @@ pub(crate) struct VarInner {
     grad_fn: Mutex<Option<Arc<Node>>>,
     /// For leaves: the user's flag. Non-leaves require grad by construction.
     requires_grad: AtomicBool,
-    /// The accumulated gradient (leaves only).
-    grad: Mutex<Option<Tensor>>,
+    /// The accumulated gradient and where a first one is written (leaves only).
+    grad: Mutex<GradSlot>,
     /// Made by a view op while recording (in-place ops on it are refused).
     is_view: bool,
     /// Post-accumulate-grad hooks (leaves only), with the id of each.
     hooks: Mutex<Vec<(u64, GradHook)>>,
+}
+
+/// A leaf's `.grad`, and the storage a first gradient is copied into when
+/// `.grad` is `None` (set by [`DistributedDataParallel`](crate::distributed::DistributedDataParallel)
+/// for its bucket views; otherwise a first gradient gets fresh storage).
+#[derive(Default)]
+pub(crate) struct GradSlot {
+    grad: Option<Tensor>,
+    destination: Option<Tensor>,
 }
 
 /// A hook run once per backward pass after a leaf's gradient for that pass
@@ -64,24 +73,44 @@ impl HookHandle {
 }
 
 impl VarInner {
-    /// Adds `g` into `.grad`: the first gradient is copied into fresh storage
+    /// Adds `g` into `.grad`. A gradient of another dtype is converted to
+    /// the leaf's first (autocast's casts pass their gradient on unconverted,
+    /// so that the conversion is fused with what happens here). The first
+    /// gradient is copied into the destination set by
+    /// [`VarInner::set_grad_destination`], or else into fresh storage
     /// (gradients flowing through the graph may alias each other or be
-    /// broadcast views); later ones are added in place.
+    /// broadcast views; a converted one is fresh already); later ones are
+    /// added in place.
     pub(crate) fn accumulate(&self, g: Tensor) -> Result<()> {
-        let g = if g.dtype() != self.data.dtype() {
-            g.to_dtype(self.data.dtype())?
-        } else {
-            g
-        };
+        let dtype = self.data.dtype();
         let mut slot = self.grad.lock();
-        match slot.as_ref() {
+        if let Some(existing) = slot.grad.as_ref() {
             // `.grad` has the leaf's shape: `set_grad` refuses any other.
-            Some(existing) => {
-                existing.add_(&g)?;
-            }
-            None => *slot = Some(g.deep_clone()?),
+            let g = if g.dtype() != dtype {
+                g.to_dtype(dtype)?
+            } else {
+                g
+            };
+            existing.add_(&g)?;
+            return Ok(());
         }
+        let first = match &slot.destination {
+            Some(d) => {
+                d.copy_(&g)?;
+                d.clone()
+            }
+            None if g.dtype() != dtype => g.to_dtype(dtype)?,
+            None => g.deep_clone()?,
+        };
+        slot.grad = Some(first);
         Ok(())
+    }
+
+    /// Where a first gradient is written while `.grad` is `None` (a tensor
+    /// of the leaf's shape, dtype and device, checked by the caller), or
+    /// `None` for fresh storage.
+    pub(crate) fn set_grad_destination(&self, destination: Option<Tensor>) {
+        self.grad.lock().destination = destination;
     }
 
     /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
@@ -134,7 +163,7 @@ impl Var {
                 data,
                 grad_fn: Mutex::new(grad_fn),
                 requires_grad: AtomicBool::new(requires_grad),
-                grad: Mutex::new(None),
+                grad: Mutex::new(GradSlot::default()),
                 is_view,
                 hooks: Mutex::new(Vec::new()),
             }),
@@ -244,7 +273,7 @@ impl Var {
     /// The accumulated gradient (leaves only; `None` before any backward or
     /// after `zero_grad(true)`). A handle on the same storage.
     pub fn grad(&self) -> Option<Tensor> {
-        self.inner.grad.lock().clone()
+        self.inner.grad.lock().grad.clone()
     }
 
     /// Replaces the accumulated gradient (PyTorch's `x.grad = g`).
@@ -300,7 +329,7 @@ impl Var {
                 }));
             }
         }
-        *self.inner.grad.lock() = grad;
+        self.inner.grad.lock().grad = grad;
         Ok(())
     }
 
@@ -339,8 +368,8 @@ impl Var {
     pub fn zero_grad(&self, set_to_none: bool) -> Result<()> {
         let mut slot = self.inner.grad.lock();
         if set_to_none {
-            *slot = None;
-        } else if let Some(g) = slot.as_ref() {
+            slot.grad = None;
+        } else if let Some(g) = slot.grad.as_ref() {
             g.zero_()?;
         }
         Ok(())

@@ -303,14 +303,70 @@ fn unused_parameters_are_reduced_by_finish() -> R<()> {
         broadcast_parameters: false,
     };
     let ddp = DistributedDataParallel::new(&all, one_rank(), cfg)?;
+    // A value left in its bucket view by an earlier iteration: zero_grad
+    // does not touch the buckets, so the launch must zero it.
+    extra.grad().unwrap().fill_(7.0)?;
     let x = Var::new(Tensor::from_slice(&ramp(6, 0.25), &[6], Device::Cpu)?);
     ddp.zero_grad()?;
+    assert!(extra.grad().is_none() && p[0].grad().is_none());
     chain_loss(&p, &x)?.backward()?;
     let stats = ddp.finish()?;
     // The last bucket holds only the unused parameter: backward cannot start it.
     assert_eq!(stats.launched_in_finish, 1);
     assert_eq!(stats.launch_order.len(), ddp.bucket_params().len());
     assert_eq!(extra.grad().unwrap().to_vec::<f64>()?, vec![0.0, 0.0]);
+    let last = ddp.bucket(ddp.bucket_params().len() - 1).unwrap();
+    assert!(extra.grad().unwrap().same_storage(&last));
+    Ok(())
+}
+
+/// The first gradient of an iteration is written into the bucket view under
+/// autocast too, where it arrives in bf16 from the weight's cast, and a
+/// second backward without `zero_grad` adds into it; once DDP is dropped, a
+/// gradient gets storage of its own again.
+#[test]
+fn first_gradients_are_written_into_the_buckets() -> R<()> {
+    use strata_autograd::autocast::{autocast, DeviceType};
+    use strata_autograd::nn::{Linear, Module};
+    let layer = Linear::new(8, 4, true, Device::Cpu)?;
+    let params = layer.parameters();
+    let reference = Linear::new(8, 4, true, Device::Cpu)?;
+    for (a, b) in reference.parameters().iter().zip(&params) {
+        a.data().copy_(b.data())?;
+    }
+    let x = Var::new(Tensor::rand(&[3, 8], DType::F32, 11, Device::Cpu)?);
+    let loss = |l: &Linear| -> Result<Var, AutogradError> {
+        autocast(DeviceType::Cpu, DType::BF16, || {
+            l.forward(&x)?.to_dtype(DType::F32)?.sum(None, false)
+        })?
+    };
+    let ddp = DistributedDataParallel::new(&params, one_rank(), DdpConfig::default())?;
+    for round in 1..=2 {
+        // Round 1 writes into the cleared buckets, round 2 adds into them.
+        if round == 1 {
+            ddp.zero_grad()?;
+        }
+        loss(&layer)?.backward()?;
+        ddp.finish()?;
+        loss(&reference)?.backward()?;
+        for (p, q) in params.iter().zip(reference.parameters()) {
+            let g = p.grad().unwrap();
+            assert_eq!(g.dtype(), DType::F32);
+            assert!(g.same_storage(&ddp.bucket(0).unwrap()));
+            assert_eq!(
+                g.to_vec::<f32>()?,
+                q.grad().unwrap().to_vec::<f32>()?,
+                "round {round}"
+            );
+        }
+    }
+    drop(ddp);
+    params[0].zero_grad(true)?;
+    loss(&layer)?.backward()?;
+    assert!(!params[0]
+        .grad()
+        .unwrap()
+        .same_storage(&params[1].grad().unwrap()));
     Ok(())
 }
 
@@ -324,13 +380,22 @@ fn two_backwards_without_finish_and_lost_views_are_typed_errors() -> R<()> {
     assert!(matches!(e, AutogradError::Distributed { .. }), "{e}");
     assert!(e.to_string().contains("twice"), "{e}");
     ddp.finish()?;
-    // An optimizer's zero_grad(true) drops the views: the next backward says so.
+    // An optimizer's zero_grad(true) clears .grad; the next backward writes
+    // into the buckets again.
     let mut opt = Sgd::new(p.clone(), 0.1, 0.0)?;
     opt.zero_grad(true)?;
-    let e = chain_loss(&p, &x)?.backward().unwrap_err();
-    assert!(e.to_string().contains("no longer a view"), "{e}");
+    assert!(p[0].grad().is_none());
+    chain_loss(&p, &x)?.backward()?;
     ddp.finish()?;
-    // DDP's zero_grad puts them back.
+    assert!(p[0].grad().unwrap().same_storage(&ddp.bucket(0).unwrap()));
+    // A gradient assigned outside the bucket is refused at its hook...
+    let foreign = Tensor::zeros(p[0].shape(), p[0].dtype(), Device::Cpu)?;
+    p[0].set_grad(Some(foreign))?;
+    let e = chain_loss(&p, &x)?.backward().unwrap_err();
+    assert!(matches!(e, AutogradError::Distributed { .. }), "{e}");
+    assert!(e.to_string().contains("not a view into its bucket"), "{e}");
+    ddp.finish()?;
+    // ...and DDP's zero_grad puts the views back.
     ddp.zero_grad()?;
     chain_loss(&p, &x)?.backward()?;
     ddp.finish()?;

@@ -407,3 +407,42 @@ fn matmul_of_empty_mixed_dtypes_folds_as_pytorch_does_with_gradients() {
     let r = leaf(m(), false).matmul(&leaf(t(), true)).unwrap();
     assert_eq!((r.shape().to_vec(), r.dtype()), (vec![2, 0, 4], DType::F16));
 }
+
+/// A leaf's gradient through a cast comes back in the leaf's dtype, equal to
+/// the same cast applied to a non-leaf (whose node converts it), whether it
+/// is the first gradient of `.grad`, one added to it, or one added to a
+/// gradient of the leaf's own dtype from another use in the same pass.
+#[test]
+fn gradients_through_casts_reach_leaves_in_their_dtype() {
+    // The first four are bf16 values (the expected gradient is exact); 0.1
+    // is not (the two paths must still agree).
+    let v = [0.125, -1.75, 3.5, 250.0, 0.1];
+    let w = param(&v);
+    let u = param(&v);
+    let loss = |x: &Var, through_node: bool| -> Var {
+        let x = if through_node {
+            x.mul(1.0).unwrap()
+        } else {
+            x.clone()
+        };
+        let h = x.to_dtype(DType::BF16).unwrap();
+        let cast = h.mul(&h).unwrap().to_dtype(DType::F64).unwrap();
+        cast.sum(None, false)
+            .unwrap()
+            .add(&x.mul(0.5).unwrap().sum(None, false).unwrap())
+            .unwrap()
+    };
+    for round in 1..=2 {
+        loss(&w, false).backward().unwrap();
+        loss(&u, true).backward().unwrap();
+        let (gw, gu) = (w.grad().unwrap(), u.grad().unwrap());
+        assert_eq!(gw.dtype(), DType::F64);
+        assert_eq!(gw.to_vec::<f64>().unwrap(), gu.to_vec::<f64>().unwrap());
+        // d/dx (x² + x / 2) = 2x + 1/2, exact for bf16 values, per round.
+        let expect: Vec<f64> = v[..4]
+            .iter()
+            .map(|&x| round as f64 * (2.0 * x + 0.5))
+            .collect();
+        assert_eq!(grad(&w)[..4], expect, "round {round}");
+    }
+}

@@ -2216,6 +2216,98 @@ fn gelu_backward_matches_cpu() -> Result<()> {
     Ok(())
 }
 
+/// The list step on the GPU (one kernel over up to 64 tensors a launch)
+/// equals the GPU's `adam_step_` item by item, bit for bit: every float
+/// dtype, 150 items (three launches) of ragged lengths, empty ones, items
+/// misaligned by one element (no 16-byte path), gradients as views into one
+/// bucket and moments into flat buffers as the optimizers make them, an f32
+/// item split over several list entries, and a list naming one parameter
+/// twice (updated in order).
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn adam_step_list_matches_each_items_step() -> Result<()> {
+    use strata_tensor::AdamHyper;
+    let dev = gpu();
+    let h = AdamHyper {
+        lr: 1e-2,
+        beta1: 0.9,
+        beta2: 0.95,
+        eps: 1e-8,
+        weight_decay: 0.1,
+        step: 3,
+    };
+    let host_vec = |t: &Tensor| -> Vec<f64> {
+        t.to(Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    };
+    for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64] {
+        let mut lens: Vec<usize> = (0..150)
+            .map(|k| [0usize, 1, 7, 8, 768, 2304, 4099, 65_539][k % 8] + k)
+            .collect();
+        if dtype == DType::F32 {
+            lens[75] = 40_000_000; // 16.7M elements per list entry
+        }
+        let total: usize = lens.iter().map(|n| n + 1).sum();
+        let flat = |seed: u64, nonneg: bool| -> Result<Tensor> {
+            let t = Tensor::rand(&[total], dtype, seed, dev)?;
+            if nonneg {
+                Ok(t)
+            } else {
+                t.sub(0.5)
+            }
+        };
+        let (bucket, m, v) = (flat(1, false)?, flat(2, false)?, flat(3, true)?);
+        let (mut ps, mut gs, mut ms, mut vs) = (vec![], vec![], vec![], vec![]);
+        let mut off = 0i64;
+        for (k, &n) in lens.iter().enumerate() {
+            // Every third item starts one element into its buffers.
+            let skew = i64::from(k % 3 == 0);
+            let base = Tensor::rand(&[n + 1], dtype, 100 + k as u64, dev)?;
+            ps.push(base.narrow(0, skew, n as i64)?);
+            let at = off + skew;
+            gs.push(bucket.narrow(0, at, n as i64)?);
+            ms.push(m.narrow(0, at, n as i64)?);
+            vs.push(v.narrow(0, at, n as i64)?);
+            off += n as i64 + 1;
+        }
+        let clones =
+            |ts: &[Tensor]| -> Vec<Tensor> { ts.iter().map(|t| t.deep_clone().unwrap()).collect() };
+        let (ps2, ms2, vs2) = (clones(&ps), clones(&ms), clones(&vs));
+        Tensor::adam_step_list_(&ps, &gs, &ms, &vs, h)?;
+        for k in 0..lens.len() {
+            ps2[k].adam_step_(&gs[k], &ms2[k], &vs2[k], h)?;
+        }
+        for k in 0..lens.len() {
+            let what = format!("{dtype:?} item {k} of length {}", lens[k]);
+            assert!(host_vec(&ps[k]) == host_vec(&ps2[k]), "{what}: parameter");
+            assert!(host_vec(&ms[k]) == host_vec(&ms2[k]), "{what}: exp_avg");
+            assert!(host_vec(&vs[k]) == host_vec(&vs2[k]), "{what}: exp_avg_sq");
+        }
+        // One parameter twice (with moments of its own each time): two
+        // updates in order.
+        let twice = [ps[5].clone(), ps[5].clone()];
+        let reference = ps[5].deep_clone()?;
+        let (m2, v2) = (
+            [ms[5].deep_clone()?, ms[5].add(0.25)?],
+            [vs[5].deep_clone()?, vs[5].mul(2.0)?],
+        );
+        let (mr, vr) = (clones(&m2), clones(&v2));
+        let g2 = [gs[5].clone(), gs[5].clone()];
+        Tensor::adam_step_list_(&twice, &g2, &m2, &v2, h)?;
+        reference.adam_step_(&g2[0], &mr[0], &vr[0], h)?;
+        reference.adam_step_(&g2[1], &mr[1], &vr[1], h)?;
+        assert!(
+            host_vec(&ps[5]) == host_vec(&reference),
+            "{dtype:?}: a parameter listed twice"
+        );
+    }
+    Ok(())
+}
+
 /// The fused Adam / AdamW step on the GPU against the CPU: every float
 /// dtype, lengths with ragged vector tails, misaligned bases (a narrow by one
 /// element disables the 16-byte path), with and without weight decay, three

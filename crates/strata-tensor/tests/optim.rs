@@ -249,3 +249,93 @@ proptest! {
         }
     }
 }
+
+/// Items for `adam_step_list_` as an optimizer builds them: parameters of
+/// the given lengths, gradients as views into one bucket, moments as views
+/// into two flat buffers. Returns (params, grads, exp_avgs, exp_avg_sqs).
+type Lists = (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>, Vec<Tensor>);
+
+fn lists(lens: &[usize], d: DType, seed: u64) -> Lists {
+    let total: usize = lens.iter().sum();
+    let bucket = tensor(&values(total, seed, false), &[total], d);
+    let m = tensor(&values(total, seed + 1, false), &[total], d);
+    let v = tensor(&values(total, seed + 2, true), &[total], d);
+    let (mut ps, mut gs, mut ms, mut vs) = (vec![], vec![], vec![], vec![]);
+    let mut off = 0;
+    for (k, &n) in lens.iter().enumerate() {
+        ps.push(tensor(&values(n, seed + 10 + k as u64, false), &[n], d));
+        let view = |t: &Tensor| t.narrow(0, off as i64, n as i64).unwrap();
+        gs.push(view(&bucket));
+        ms.push(view(&m));
+        vs.push(view(&v));
+        off += n;
+    }
+    (ps, gs, ms, vs)
+}
+
+fn deep(ts: &[Tensor]) -> Vec<Tensor> {
+    ts.iter().map(|t| t.deep_clone().unwrap()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+    /// The list step equals `adam_step_` item by item, bit for bit, on any
+    /// number of items of any lengths (empty ones included).
+    #[test]
+    fn list_step_equals_each_items_step(
+        lens in prop::collection::vec(0usize..300, 0..12),
+        f64_dtype in any::<bool>(),
+        wd in 0.0f64..0.3,
+        step in 1i32..20,
+        seed in 0u64..1000,
+    ) {
+        let d = if f64_dtype { DType::F64 } else { DType::F32 };
+        let (ps, gs, ms, vs) = lists(&lens, d, seed);
+        let (ps2, ms2, vs2) = (deep(&ps), deep(&ms), deep(&vs));
+        let h = hyper(step, wd);
+        Tensor::adam_step_list_(&ps, &gs, &ms, &vs, h).unwrap();
+        for k in 0..lens.len() {
+            ps2[k].adam_step_(&gs[k], &ms2[k], &vs2[k], h).unwrap();
+            prop_assert_eq!(host(&ps[k]), host(&ps2[k]));
+            prop_assert_eq!(host(&ms[k]), host(&ms2[k]));
+            prop_assert_eq!(host(&vs[k]), host(&vs2[k]));
+        }
+    }
+}
+
+/// Items that write the same memory (one parameter listed twice) are updated
+/// one after the other, as `adam_step_` twice would.
+#[test]
+fn list_step_with_items_sharing_memory_goes_in_order() {
+    let (ps, gs, ms, vs) = lists(&[5, 5], DType::F32, 3);
+    let twice = [ps[0].clone(), ps[0].clone()];
+    let reference = ps[0].deep_clone().unwrap();
+    let (m2, v2) = (deep(&ms), deep(&vs));
+    let h = hyper(1, 0.1);
+    Tensor::adam_step_list_(&twice, &gs, &ms, &vs, h).unwrap();
+    reference.adam_step_(&gs[0], &m2[0], &v2[0], h).unwrap();
+    reference.adam_step_(&gs[1], &m2[1], &v2[1], h).unwrap();
+    assert_eq!(host(&ps[0]), host(&reference));
+}
+
+/// Lists of different lengths, and one bad item anywhere in the list, are
+/// typed errors that leave every item unchanged.
+#[test]
+fn list_step_errors_change_nothing() {
+    let (ps, gs, ms, vs) = lists(&[4, 3, 2], DType::F32, 9);
+    let before: Vec<Vec<f64>> = ps.iter().chain(&ms).chain(&vs).map(host).collect();
+    let h = hyper(1, 0.0);
+    let short = Tensor::adam_step_list_(&ps, &gs[..2], &ms, &vs, h).unwrap_err();
+    assert!(matches!(short, TensorError::Value { .. }), "{short:?}");
+    assert!(short.to_string().contains("one length"), "{short}");
+    let mut bad = gs.clone();
+    bad[2] = bad[2].to_dtype(DType::F64).unwrap();
+    let e = Tensor::adam_step_list_(&ps, &bad, &ms, &vs, h).unwrap_err();
+    assert!(matches!(e, TensorError::DType { .. }), "{e:?}");
+    let e = Tensor::adam_step_list_(&ps, &gs, &ms, &vs, hyper(0, 0.0)).unwrap_err();
+    assert!(matches!(e, TensorError::Value { .. }), "{e:?}");
+    let after: Vec<Vec<f64>> = ps.iter().chain(&ms).chain(&vs).map(host).collect();
+    assert_eq!(before, after);
+    // Empty lists are a no-op.
+    Tensor::adam_step_list_(&[], &[], &[], &[], h).unwrap();
+}

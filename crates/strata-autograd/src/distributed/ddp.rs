@@ -229,7 +229,8 @@ impl DistributedDataParallel {
                 if let Some(old) = params[i].grad() {
                     view.copy_(&old)?;
                 }
-                params[i].set_grad(Some(view))?;
+                params[i].set_grad(Some(view.clone()))?;
+                params[i].inner().set_grad_destination(Some(view));
             }
         }
         state.reset(&mut state.progress.lock());
@@ -284,20 +285,16 @@ impl DistributedDataParallel {
         self.state.buckets.get(index).map(|b| b.buffer.clone())
     }
 
-    /// Zeros every bucket (so every gradient) in place and puts back any
-    /// `.grad` that was replaced or dropped since; call it before each
-    /// forward in place of the optimizer's `zero_grad`.
+    /// Clears every gradient for the next iteration: `.grad` becomes `None`
+    /// (PyTorch's `zero_grad(set_to_none=True)`), with no device work. The
+    /// next backward writes each parameter's first gradient straight into its
+    /// bucket view (a copy instead of zeroing the bucket and adding into it)
+    /// and makes that view its `.grad` again; a parameter that gets no
+    /// gradient has its view zeroed when its bucket starts. Call it before
+    /// each forward; an optimizer's `zero_grad(true)` does the same.
     pub fn zero_grad(&self) -> Result<()> {
-        let _no_grad = NoGradGuard::new();
-        for b in &self.state.buckets {
-            b.buffer.zero_()?;
-            for (&i, &off) in b.params.iter().zip(&b.offsets) {
-                let p = &self.state.params[i];
-                let in_bucket = p.grad().is_some_and(|g| g.same_storage(&b.buffer));
-                if !in_bucket {
-                    p.set_grad(Some(self.state.grad_view(b, i, off)?))?;
-                }
-            }
+        for p in &self.state.params {
+            p.set_grad(None)?;
         }
         Ok(())
     }
@@ -329,6 +326,9 @@ impl Drop for DistributedDataParallel {
         for h in self.hooks.drain(..) {
             h.remove();
         }
+        for p in &self.state.params {
+            p.inner().set_grad_destination(None);
+        }
     }
 }
 
@@ -359,13 +359,14 @@ impl State {
             )));
         }
         let b = self.bucket_of[i];
-        let in_bucket = self.params[i]
+        // No gradient (none flowed to it this pass) is zeroed at launch.
+        let foreign = self.params[i]
             .grad()
-            .is_some_and(|g| g.same_storage(&self.buckets[b].buffer));
-        if !in_bucket {
+            .is_some_and(|g| !g.same_storage(&self.buckets[b].buffer));
+        if foreign {
             return Err(ddp_err(format!(
-                "the gradient of parameter {i} is no longer a view into its bucket \
-                 (was it set to None by an optimizer's zero_grad(true)?); use \
+                "the gradient of parameter {i} is not a view into its bucket \
+                 (it was assigned with set_grad); set it to None or call \
                  DistributedDataParallel::zero_grad"
             )));
         }
@@ -386,6 +387,16 @@ impl State {
     fn launch_ready(&self, p: &mut Progress, in_backward: bool) -> Result<()> {
         while p.next < self.buckets.len() && p.pending[p.next] == 0 {
             let b = p.next;
+            // A parameter without a gradient this iteration contributes zeros.
+            let bucket = &self.buckets[b];
+            for (&i, &off) in bucket.params.iter().zip(&bucket.offsets) {
+                let param = &self.params[i];
+                if param.grad().is_none() {
+                    let view = self.grad_view(bucket, i, off)?;
+                    view.zero_()?;
+                    param.set_grad(Some(view))?;
+                }
+            }
             let work = self
                 .comm
                 .all_reduce(&self.buckets[b].buffer, ReduceOp::Avg)?;

@@ -15,7 +15,17 @@ impl Var {
         }
         let out = self.data().to_dtype(dtype)?;
         let from = self.dtype();
-        let f = formula(move |g, _s, _n| Ok(vec![Some(g.to_dtype(from)?)]));
+        // Into a leaf the gradient goes unconverted: accumulating it converts
+        // it as it adds or copies it into `.grad`, one pass fewer over a
+        // parameter-sized tensor (autocast casts every weight).
+        let into_leaf = self.is_leaf();
+        let f = formula(move |g, _s, _n| {
+            Ok(vec![Some(if into_leaf {
+                g.clone()
+            } else {
+                g.to_dtype(from)?
+            })])
+        });
         Ok(record(
             "ToCopyBackward",
             out,

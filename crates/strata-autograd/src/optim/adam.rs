@@ -1,12 +1,12 @@
 //! Adam (PyTorch's `Adam`, no AMSGrad):
 //! `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
-//! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`, one fused
-//! kernel per parameter ([`Tensor::adam_step_`]).
+//! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`, fused over the
+//! list of parameters ([`Tensor::adam_step_list_`]).
 
 use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
-use strata_tensor::{AdamHyper, Tensor};
+use strata_tensor::{AdamHyper, DType, Tensor};
 
 /// What the betas accept.
 pub(crate) const BETA: &str = "a number in [0, 1), e.g. 0.9";
@@ -75,7 +75,10 @@ impl Optimizer for Adam {
     fn step(&mut self) -> Result<()> {
         super::check_step("Adam", &self.params, true)?;
         let (beta1, beta2) = self.betas;
-        for (p, st) in self.params.iter().zip(self.state.iter_mut()) {
+        // One fused update per (dtype, step) list of parameters with a gradient.
+        type List = (DType, i32, [Vec<Tensor>; 4], Vec<usize>);
+        let mut lists: Vec<List> = Vec::new();
+        for (k, (p, st)) in self.params.iter().zip(self.state.iter_mut()).enumerate() {
             let Some(g) = p.grad() else { continue };
             let s = match st {
                 Some(s) => s,
@@ -90,16 +93,37 @@ impl Optimizer for Adam {
             } else {
                 g.to_dtype(p.dtype())?
             };
+            let step = s.step + 1;
+            let key = (p.dtype(), step);
+            let at = match lists.iter().position(|l| (l.0, l.1) == key) {
+                Some(at) => at,
+                None => {
+                    lists.push((key.0, key.1, Default::default(), Vec::new()));
+                    lists.len() - 1
+                }
+            };
+            let [ps, gs, ms, vs] = &mut lists[at].2;
+            ps.push(p.data().clone());
+            gs.push(g);
+            ms.push(s.m.clone());
+            vs.push(s.v.clone());
+            lists[at].3.push(k);
+        }
+        for (_, step, [ps, gs, ms, vs], idx) in lists {
             let h = AdamHyper {
                 lr: self.lr,
                 beta1,
                 beta2,
                 eps: self.eps,
                 weight_decay: 0.0,
-                step: s.step + 1,
+                step,
             };
-            p.data().adam_step_(&g, &s.m, &s.v, h)?;
-            s.step += 1;
+            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, h)?;
+            for k in idx {
+                if let Some(s) = &mut self.state[k] {
+                    s.step = step;
+                }
+            }
         }
         Ok(())
     }

@@ -5,11 +5,13 @@
 //! # The update
 //!
 //! The moment estimates of all parameters of one (device, dtype) are views
-//! into two flat buffers, allocated at the first step. Each parameter is
-//! then updated by one fused kernel ([`Tensor::adam_step_`]) that reads the
-//! parameter, its gradient and its moments once and writes the parameter
-//! and the moments once: no temporary the size of the parameters, and a
-//! seventh of the memory traffic of the update composed from tensor ops.
+//! into two flat buffers, allocated at the first step. The parameters are
+//! then updated by one fused kernel over the list of them
+//! ([`Tensor::adam_step_list_`], a launch per 64 tensors on a GPU) that reads
+//! each parameter, its gradient and its moments once and writes the
+//! parameter and the moments once: no temporary the size of the parameters,
+//! a seventh of the memory traffic of the update composed from tensor ops,
+//! and no launch per small parameter.
 //! A parameter without a gradient is skipped (its moments do not decay),
 //! as in PyTorch.
 
@@ -172,6 +174,10 @@ impl AdamW {
         }
         let (m, v) = self.groups[gi].moments.clone().expect("made above");
         let members = self.groups[gi].members.clone();
+        // The parameters with a gradient, by the step each takes (one list
+        // unless parameters joined training at different steps): each list
+        // is one fused update over all its tensors.
+        let mut lists: Vec<(i32, [Vec<Tensor>; 4], Vec<usize>)> = Vec::new();
         for (k, &i) in members.iter().enumerate() {
             let Some(g) = &grads[k] else { continue };
             let g = if g.dtype() == dtype {
@@ -180,6 +186,22 @@ impl AdamW {
                 g.to_dtype(dtype)?
             };
             let step = self.steps[i] + 1;
+            let at = match lists.iter().position(|l| l.0 == step) {
+                Some(at) => at,
+                None => {
+                    lists.push((step, Default::default(), Vec::new()));
+                    lists.len() - 1
+                }
+            };
+            let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
+            let [ps, gs, ms, vs] = &mut lists[at].1;
+            ps.push(self.params[i].data().clone());
+            gs.push(g);
+            ms.push(mk);
+            vs.push(vk);
+            lists[at].2.push(i);
+        }
+        for (step, [ps, gs, ms, vs], idx) in lists {
             let h = AdamHyper {
                 lr: self.lr,
                 beta1: self.betas.0,
@@ -188,9 +210,10 @@ impl AdamW {
                 weight_decay: self.weight_decay,
                 step,
             };
-            let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
-            self.params[i].data().adam_step_(&g, &mk, &vk, h)?;
-            self.steps[i] = step;
+            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, h)?;
+            for i in idx {
+                self.steps[i] = step;
+            }
         }
         Ok(())
     }

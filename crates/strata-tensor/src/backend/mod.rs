@@ -164,6 +164,16 @@ pub(crate) trait Backend: Sync {
         n: usize,
         h: &crate::ops::AdamHyper,
     ) -> Result<()>;
+
+    /// [`Backend::adam_step`] on each item `[p, g, m, v]` (contiguous, one
+    /// float dtype, written tensors disjoint from every other operand),
+    /// with the same hyper-parameters. By default one `adam_step` per item.
+    fn adam_step_list(&self, items: &[[Arg<'_>; 4]], h: &crate::ops::AdamHyper) -> Result<()> {
+        for [p, g, m, v] in items {
+            self.adam_step(p, g, m, v, p.layout.numel(), h)?;
+        }
+        Ok(())
+    }
 }
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.

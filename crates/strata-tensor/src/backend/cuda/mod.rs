@@ -275,6 +275,10 @@ impl Backend for CudaDevice {
         optim::adam_step(self, p, g, m, v, n, h)
     }
 
+    fn adam_step_list(&self, items: &[[Arg<'_>; 4]], h: &crate::ops::AdamHyper) -> Result<()> {
+        optim::adam_step_list(self, items, h)
+    }
+
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {
         transfer::device_to_host(self, out, src.ptr + offset as u64, false, self.stream())
     }

@@ -2,15 +2,136 @@
 
 use super::context::CudaDevice;
 use super::dimops::grid;
-use super::kernels::optim::source;
+use super::kernels::optim::{source, LIST};
 use super::kernels::tag;
-use super::launch::{base_ptr, launch, KArg};
+use super::launch::{base_ptr, launch, KArg, KernelParam};
 use crate::backend::Arg;
 use crate::error::Result;
 use crate::ops::AdamHyper;
 
-/// Threads per block of `adam_step`.
+/// Threads per block of `adam_step` and `adam_step_list`.
 const BLOCK: u32 = 256;
+
+/// The module's kernels, in the order `functions` returns them.
+const NAMES: [&str; 2] = ["adam_step", "adam_step_list"];
+
+/// Elements per thread of one `adam_step_list` block, in 16-byte vectors.
+const VECTORS_PER_THREAD: usize = 4;
+
+/// Most blocks one tensor's entry of the list may have; a larger tensor is
+/// split into several entries (so block indices stay far inside `i32`).
+const MAX_ENTRY_BLOCKS: usize = 1 << 12;
+
+/// The by-value argument of `adam_step_list`, laid out as `AdamList` in the
+/// source.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AdamList {
+    p: [u64; LIST],
+    g: [u64; LIST],
+    m: [u64; LIST],
+    v: [u64; LIST],
+    n: [i64; LIST],
+    first_block: [i32; LIST + 1],
+    count: i32,
+}
+
+// SAFETY: `#[repr(C)]` with the field order and C types of the source's
+// `AdamList` (pointers as u64, i64, int); the device addresses it carries are
+// checked by the caller of `launch`.
+unsafe impl KernelParam for AdamList {}
+
+/// Fills and launches `adam_step_list` for every item (`[p, g, m, v]`,
+/// contiguous, one float dtype, written tensors disjoint from all others),
+/// up to `LIST` entries per launch.
+pub(crate) fn adam_step_list(
+    dev: &CudaDevice,
+    items: &[[Arg<'_>; 4]],
+    h: &AdamHyper,
+) -> Result<()> {
+    let Some(first) = items.first() else {
+        return Ok(());
+    };
+    let d = first[0].dtype;
+    let key = format!("adam_step:{}", tag(d));
+    let f = super::nvrtc::functions(dev, &key, || source(d), &NAMES)?;
+    let chunk = BLOCK as usize * VECTORS_PER_THREAD * (16 / d.size());
+    let (decay, step_size, c2_sqrt) = h.factors();
+    let (one_b1, b2, one_b2, eps) = (1.0 - h.beta1, h.beta2, 1.0 - h.beta2, h.eps);
+    let decays = i32::from(h.weight_decay != 0.0);
+    let chunk_arg = chunk as i64;
+    let empty = AdamList {
+        p: [0; LIST],
+        g: [0; LIST],
+        m: [0; LIST],
+        v: [0; LIST],
+        n: [0; LIST],
+        first_block: [0; LIST + 1],
+        count: 0,
+    };
+    let mut list = empty;
+    let mut blocks = 0usize;
+    let flush = |list: &AdamList, blocks: usize| -> Result<()> {
+        let kargs = [
+            KArg::of(list),
+            KArg::of(&chunk_arg),
+            KArg::of(&decay),
+            KArg::of(&one_b1),
+            KArg::of(&b2),
+            KArg::of(&one_b2),
+            KArg::of(&c2_sqrt),
+            KArg::of(&eps),
+            KArg::of(&step_size),
+            KArg::of(&decays),
+        ];
+        // SAFETY: the arguments match `adam_step_list(AdamList, i64 chunk,
+        // double x7, int)`; each entry's four addresses start `n` contiguous
+        // elements of `d` inside live operands (a split tensor's later
+        // entries start `chunk * MAX_ENTRY_BLOCKS` elements further on), the
+        // written ones disjoint from every other operand (the caller's
+        // check); entry t's blocks cover exactly its `n` elements.
+        unsafe {
+            launch(
+                dev,
+                &key,
+                f[1],
+                (blocks as u32, 1, 1),
+                (BLOCK, 1, 1),
+                dev.stream(),
+                kargs,
+            )
+        }
+    };
+    let size = d.size() as u64;
+    for [p, g, m, v] in items {
+        let n = p.layout.numel();
+        let mut done = 0usize;
+        while done < n {
+            let len = (n - done).min(chunk * MAX_ENTRY_BLOCKS);
+            if list.count as usize == LIST {
+                flush(&list, blocks)?;
+                list = empty;
+                blocks = 0;
+            }
+            let t = list.count as usize;
+            let skip = done as u64 * size;
+            list.p[t] = base_ptr(p) + skip;
+            list.g[t] = base_ptr(g) + skip;
+            list.m[t] = base_ptr(m) + skip;
+            list.v[t] = base_ptr(v) + skip;
+            list.n[t] = len as i64;
+            list.first_block[t] = blocks as i32;
+            blocks += len.div_ceil(chunk);
+            list.first_block[t + 1] = blocks as i32;
+            list.count += 1;
+            done += len;
+        }
+    }
+    if list.count > 0 {
+        flush(&list, blocks)?;
+    }
+    Ok(())
+}
 
 /// One Adam / AdamW step over `n` elements of the contiguous `p`, `g`, `m`,
 /// `v` (one float dtype, distinct storages).
@@ -28,7 +149,7 @@ pub(crate) fn adam_step(
     }
     let d = p.dtype;
     let key = format!("adam_step:{}", tag(d));
-    let f = super::nvrtc::functions(dev, &key, || source(d), &["adam_step"])?;
+    let f = super::nvrtc::functions(dev, &key, || source(d), &NAMES)?;
     let (pp, pg, pm, pv) = (base_ptr(p), base_ptr(g), base_ptr(m), base_ptr(v));
     let vec = i32::from([pp, pg, pm, pv].iter().all(|a| a.is_multiple_of(16)));
     let per_thread = if vec == 1 { 16 / d.size() } else { 1 };

@@ -1,12 +1,18 @@
 //! Fused optimizer steps: `adam_step` updates a parameter and its two moment
 //! estimates from its gradient in one pass (read p, g, m, v; write p, m, v),
 //! with 16-byte vectors when every operand is aligned. f16/bf16 compute in
-//! f32 and round once.
+//! f32 and round once. `adam_step_list` does the same for up to `LIST`
+//! tensors in one launch: each block takes one chunk of one tensor.
 
 use super::{compute_ty, load, storage_ty, store, PRELUDE};
 use crate::dtype::DType;
 
-/// The module for parameters of the float dtype `d`: kernel `adam_step`.
+/// Tensors per launch of `adam_step_list` (its by-value argument stays
+/// under the 4 KiB of kernel parameters).
+pub(crate) const LIST: usize = 64;
+
+/// The module for parameters of the float dtype `d`: kernels `adam_step`
+/// and `adam_step_list`.
 pub(crate) fn source(d: DType) -> String {
     let vec = 16 / d.size();
     let sq = if d == DType::F64 { "sqrt" } else { "sqrtf" };
@@ -21,6 +27,7 @@ pub(crate) fn source(d: DType) -> String {
         ld = load(d, "x"),
         st = store(d, "v"),
     ));
+    s.push_str(&format!("#define LIST {LIST}\n"));
     s.push_str(TEMPLATE);
     s
 }
@@ -69,5 +76,50 @@ extern "C" __global__ void adam_step(char* pp, const char* gp, char* mp, char* v
     done = nv * V;
   }
   for (i64 i = done + tid; i < n; i += stride) adam1(p[i], g[i], m[i], v[i], a);
+}
+// Up to LIST tensors, laid out as `AdamList` on the host: tensor t owns
+// blocks [first_block[t], first_block[t + 1]), each `chunk` elements (a
+// multiple of V) from the tensor's start.
+struct AdamList {
+  char* p[LIST];
+  const char* g[LIST];
+  char* m[LIST];
+  char* v[LIST];
+  i64 n[LIST];
+  int first_block[LIST + 1];
+  int count;
+};
+extern "C" __global__ void adam_step_list(const __grid_constant__ AdamList L, i64 chunk,
+    double decay, double one_b1, double b2, double one_b2, double c2_sqrt, double eps,
+    double step_size, int decays) {
+  const Adam a = {(C)decay, (C)one_b1, (C)b2, (C)one_b2, (C)c2_sqrt, (C)eps, (C)step_size, decays};
+  const int b = blockIdx.x;
+  int t = 0;
+  while (t + 1 < L.count && b >= L.first_block[t + 1]) t++;
+  const i64 start = (i64)(b - L.first_block[t]) * chunk;
+  const i64 rest = L.n[t] - start;
+  const i64 len = rest < chunk ? rest : chunk;
+  T* p = reinterpret_cast<T*>(L.p[t]) + start;
+  const T* g = reinterpret_cast<const T*>(L.g[t]) + start;
+  T* m = reinterpret_cast<T*>(L.m[t]) + start;
+  T* v = reinterpret_cast<T*>(L.v[t]) + start;
+  i64 done = 0;
+  if (((reinterpret_cast<size_t>(p) | reinterpret_cast<size_t>(g) | reinterpret_cast<size_t>(m) |
+        reinterpret_cast<size_t>(v)) & 15) == 0) {
+    const i64 nv = len / V;
+    for (i64 i = threadIdx.x; i < nv; i += blockDim.x) {
+      Vec<T, V> pv = reinterpret_cast<Vec<T, V>*>(p)[i];
+      const Vec<T, V> gv = reinterpret_cast<const Vec<T, V>*>(g)[i];
+      Vec<T, V> mv = reinterpret_cast<Vec<T, V>*>(m)[i];
+      Vec<T, V> vv = reinterpret_cast<Vec<T, V>*>(v)[i];
+#pragma unroll
+      for (int j = 0; j < V; j++) adam1(pv.v[j], gv.v[j], mv.v[j], vv.v[j], a);
+      reinterpret_cast<Vec<T, V>*>(p)[i] = pv;
+      reinterpret_cast<Vec<T, V>*>(m)[i] = mv;
+      reinterpret_cast<Vec<T, V>*>(v)[i] = vv;
+    }
+    done = nv * V;
+  }
+  for (i64 i = done + threadIdx.x; i < len; i += blockDim.x) adam1(p[i], g[i], m[i], v[i], a);
 }
 "#;
