@@ -80,6 +80,15 @@ extern "C" __global__ void adam_step(char* pp, const char* gp, char* mp, char* v
 // Up to LIST tensors, laid out as `AdamList` on the host: tensor t owns
 // blocks [first_block[t], first_block[t + 1]), each `chunk` elements (a
 // multiple of V) from the tensor's start.
+// The table is read in place from parameter memory where the compiler and
+// the device allow it (CUDA 11.7+, compute capability 7.0+); elsewhere it
+// is an ordinary by-value parameter.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700 && \
+    (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 7))
+#define GRID_CONST __grid_constant__
+#else
+#define GRID_CONST
+#endif
 struct AdamList {
   char* p[LIST];
   const char* g[LIST];
@@ -89,7 +98,7 @@ struct AdamList {
   int first_block[LIST + 1];
   int count;
 };
-extern "C" __global__ void adam_step_list(const __grid_constant__ AdamList L, i64 chunk,
+extern "C" __global__ void adam_step_list(const GRID_CONST AdamList L, i64 chunk,
     double decay, double one_b1, double b2, double one_b2, double c2_sqrt, double eps,
     double step_size, int decays) {
   const Adam a = {(C)decay, (C)one_b1, (C)b2, (C)one_b2, (C)c2_sqrt, (C)eps, (C)step_size, decays};
