@@ -113,6 +113,11 @@ impl VarInner {
         self.grad.lock().destination = destination;
     }
 
+    /// The destination set by [`VarInner::set_grad_destination`].
+    pub(crate) fn grad_destination(&self) -> Option<Tensor> {
+        self.grad.lock().destination.clone()
+    }
+
     /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
     /// register or remove hooks).
     pub(crate) fn run_grad_hooks(self: &Arc<Self>) -> Result<()> {

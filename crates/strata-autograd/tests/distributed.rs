@@ -705,3 +705,21 @@ fn ddp_on_one_gpu_with_nccl_matches_the_cpu() -> R<()> {
 fn allocated(device: Device) -> i64 {
     strata_alloc::memory_allocated(device).unwrap() as i64
 }
+
+/// Dropping one DDP over parameters that a later DDP took over leaves the
+/// later one's buckets as the gradients' destination.
+#[test]
+fn dropping_an_earlier_ddp_keeps_the_later_ones_buckets() -> R<()> {
+    let p = chain();
+    let x = Var::new(Tensor::from_slice(&ramp(6, 0.25), &[6], Device::Cpu)?);
+    let first = DistributedDataParallel::new(&p, one_rank(), DdpConfig::default())?;
+    let second = DistributedDataParallel::new(&p, one_rank(), DdpConfig::default())?;
+    drop(first);
+    second.zero_grad()?;
+    chain_loss(&p, &x)?.backward()?;
+    second.finish()?;
+    for v in &p {
+        assert!(v.grad().unwrap().same_storage(&second.bucket(0).unwrap()));
+    }
+    Ok(())
+}

@@ -326,8 +326,16 @@ impl Drop for DistributedDataParallel {
         for h in self.hooks.drain(..) {
             h.remove();
         }
-        for p in &self.state.params {
-            p.inner().set_grad_destination(None);
+        // Only destinations that are still this instance's bucket views (a
+        // later DDP over the same parameters may have set its own).
+        for (i, p) in self.state.params.iter().enumerate() {
+            let bucket = &self.state.buckets[self.state.bucket_of[i]].buffer;
+            if p.inner()
+                .grad_destination()
+                .is_some_and(|d| d.same_storage(bucket))
+            {
+                p.inner().set_grad_destination(None);
+            }
         }
     }
 }
