@@ -40,8 +40,9 @@ impl On {
 
 /// Case ids that are known not to match, where, and why
 /// (`conformance/known_differences.json`; `conformance/README.md`, "Known
-/// differences"). Each is a sum whose terms cancel catastrophically, so the
-/// order of the additions decides the answer.
+/// differences"). Three are sums whose terms cancel catastrophically, so the
+/// order of the additions decides the answer; one is a rounding of an f16
+/// log_softmax that a huge class weight magnifies past the f16 tolerance.
 const ALLOWED: &[(&str, On, &str)] = &[
     (
         "fuzz_ops.s277_cross_entropy_0810",
@@ -52,6 +53,16 @@ const ALLOWED: &[(&str, On, &str)] = &[
         "fuzz_ops.s101_mse_loss_0066",
         On::Cuda,
         "the GPU's tree-ordered sum of [1e200, -1e200, 1] is 0, the CPU's (in order) 1",
+    ),
+    (
+        "fuzz_ops.s2068_cross_entropy_0337",
+        On::Cuda,
+        "probability targets of ±1e200: PyTorch's CPU sum of the 8 products pairs the two huge ones first, the GPU's tree does not",
+    ),
+    (
+        "fuzz_ops.s2054_cross_entropy_0916",
+        On::Cuda,
+        "f16 log_softmax rounded once (the GPU, as PyTorch's CUDA kernel) or as PyTorch's CPU rounds it: -0.0337 or -0.0336, times a class weight of -60000",
     ),
 ];
 
