@@ -192,15 +192,18 @@ impl Tensor {
     /// Anything else is updated item by item.
     ///
     /// ```
-    /// use strata_tensor::{AdamHyper, Device, Tensor};
-    /// let p = [Tensor::ones(&[3], strata_tensor::DType::F32, Device::Cpu).unwrap(),
-    ///          Tensor::ones(&[2], strata_tensor::DType::F32, Device::Cpu).unwrap()];
-    /// let g: Vec<Tensor> = p.iter().map(|t| t.mul(0.5).unwrap()).collect();
-    /// let m: Vec<Tensor> = p.iter().map(|t| t.zeros_like(None).unwrap()).collect();
-    /// let v: Vec<Tensor> = p.iter().map(|t| t.zeros_like(None).unwrap()).collect();
+    /// use strata_tensor::{AdamHyper, DType, Device, Tensor};
+    /// let ones = |n| Tensor::ones(&[n], DType::F32, Device::Cpu);
+    /// let p = [ones(3)?, ones(2)?];
+    /// let g = [p[0].mul(0.5)?, p[1].mul(-0.5)?];
+    /// let m = [p[0].zeros_like(None)?, p[1].zeros_like(None)?];
+    /// let v = [p[0].zeros_like(None)?, p[1].zeros_like(None)?];
     /// let h = AdamHyper { lr: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0, step: 1 };
-    /// Tensor::adam_step_list_(&p, &g, &m, &v, h).unwrap();
-    /// assert!((p[1].to_vec::<f32>().unwrap()[0] - 0.9).abs() < 1e-6);
+    /// Tensor::adam_step_list_(&p, &g, &m, &v, h)?;
+    /// // The first step moves each weight by lr against its gradient's sign.
+    /// assert!((p[0].to_vec::<f32>()?[0] - 0.9).abs() < 1e-6);
+    /// assert!((p[1].to_vec::<f32>()?[1] - 1.1).abs() < 1e-6);
+    /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn adam_step_list_(
         params: &[Tensor],
