@@ -339,3 +339,21 @@ fn list_step_errors_change_nothing() {
     // Empty lists are a no-op.
     Tensor::adam_step_list_(&[], &[], &[], &[], h).unwrap();
 }
+
+/// An item whose gradient is another item's parameter reads it as updated
+/// by the items before it, as `adam_step_` item by item would.
+#[test]
+fn list_step_reads_an_earlier_items_update() {
+    let (ps, _, ms, vs) = lists(&[6, 6], DType::F64, 21);
+    let g0 = tensor(&values(6, 99, false), &[6], DType::F64);
+    let grads = [g0.clone(), ps[0].clone()];
+    let (p2, m2, v2) = (deep(&ps), deep(&ms), deep(&vs));
+    let h = hyper(2, 0.05);
+    Tensor::adam_step_list_(&ps, &grads, &ms, &vs, h).unwrap();
+    p2[0].adam_step_(&g0, &m2[0], &v2[0], h).unwrap();
+    p2[1].adam_step_(&p2[0], &m2[1], &v2[1], h).unwrap();
+    for k in 0..2 {
+        assert_eq!(host(&ps[k]), host(&p2[k]), "parameter {k}");
+        assert_eq!(host(&ms[k]), host(&m2[k]), "exp_avg {k}");
+    }
+}
