@@ -3,10 +3,11 @@
 //! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`, fused over the
 //! list of parameters ([`Tensor::adam_step_list_`]).
 
+use super::adam_lists::AdamLists;
 use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
-use strata_tensor::{AdamHyper, DType, Tensor};
+use strata_tensor::{AdamHyper, Tensor};
 
 /// What the betas accept.
 pub(crate) const BETA: &str = "a number in [0, 1), e.g. 0.9";
@@ -74,10 +75,7 @@ impl Optimizer for Adam {
 
     fn step(&mut self) -> Result<()> {
         super::check_step("Adam", &self.params, true)?;
-        let (beta1, beta2) = self.betas;
-        // One fused update per (dtype, step) list of parameters with a gradient.
-        type List = (DType, i32, [Vec<Tensor>; 4], Vec<usize>);
-        let mut lists: Vec<List> = Vec::new();
+        let mut lists = AdamLists::default();
         for (k, (p, st)) in self.params.iter().zip(self.state.iter_mut()).enumerate() {
             let Some(g) = p.grad() else { continue };
             let s = match st {
@@ -88,43 +86,24 @@ impl Optimizer for Adam {
                     v: Tensor::zeros(p.shape(), p.dtype(), p.device())?,
                 }),
             };
-            let g = if g.dtype() == p.dtype() {
-                g
-            } else {
-                g.to_dtype(p.dtype())?
-            };
-            let step = s.step + 1;
-            let key = (p.dtype(), step);
-            let at = match lists.iter().position(|l| (l.0, l.1) == key) {
-                Some(at) => at,
-                None => {
-                    lists.push((key.0, key.1, Default::default(), Vec::new()));
-                    lists.len() - 1
-                }
-            };
-            let [ps, gs, ms, vs] = &mut lists[at].2;
-            ps.push(p.data().clone());
-            gs.push(g);
-            ms.push(s.m.clone());
-            vs.push(s.v.clone());
-            lists[at].3.push(k);
+            lists.push(k, s.step + 1, p.data(), g, s.m.clone(), s.v.clone())?;
         }
-        for (_, step, [ps, gs, ms, vs], idx) in lists {
-            let h = AdamHyper {
-                lr: self.lr,
+        let (lr, (beta1, beta2), eps) = (self.lr, self.betas, self.eps);
+        let state = &mut self.state;
+        lists.run(
+            |step| AdamHyper {
+                lr,
                 beta1,
                 beta2,
-                eps: self.eps,
+                eps,
                 weight_decay: 0.0,
                 step,
-            };
-            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, h)?;
-            for k in idx {
-                if let Some(s) = &mut self.state[k] {
+            },
+            |k, step| {
+                if let Some(s) = &mut state[k] {
                     s.step = step;
                 }
-            }
-        }
-        Ok(())
+            },
+        )
     }
 }

@@ -16,6 +16,7 @@
 //! as in PyTorch.
 
 use super::adam::BETA;
+use super::adam_lists::AdamLists;
 use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
@@ -173,49 +174,27 @@ impl AdamW {
             ));
         }
         let (m, v) = self.groups[gi].moments.clone().expect("made above");
-        let members = self.groups[gi].members.clone();
-        // The parameters with a gradient, by the step each takes (one list
-        // unless parameters joined training at different steps): each list
-        // is one fused update over all its tensors.
-        let mut lists: Vec<(i32, [Vec<Tensor>; 4], Vec<usize>)> = Vec::new();
-        for (k, &i) in members.iter().enumerate() {
+        let mut lists = AdamLists::default();
+        for (k, &i) in self.groups[gi].members.iter().enumerate() {
             let Some(g) = &grads[k] else { continue };
-            let g = if g.dtype() == dtype {
-                g.clone()
-            } else {
-                g.to_dtype(dtype)?
-            };
-            let step = self.steps[i] + 1;
-            let at = match lists.iter().position(|l| l.0 == step) {
-                Some(at) => at,
-                None => {
-                    lists.push((step, Default::default(), Vec::new()));
-                    lists.len() - 1
-                }
-            };
             let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
-            let [ps, gs, ms, vs] = &mut lists[at].1;
-            ps.push(self.params[i].data().clone());
-            gs.push(g);
-            ms.push(mk);
-            vs.push(vk);
-            lists[at].2.push(i);
+            let step = self.steps[i] + 1;
+            lists.push(i, step, self.params[i].data(), g.clone(), mk, vk)?;
         }
-        for (step, [ps, gs, ms, vs], idx) in lists {
-            let h = AdamHyper {
-                lr: self.lr,
-                beta1: self.betas.0,
-                beta2: self.betas.1,
-                eps: self.eps,
-                weight_decay: self.weight_decay,
+        let (lr, (beta1, beta2), eps, weight_decay) =
+            (self.lr, self.betas, self.eps, self.weight_decay);
+        let steps = &mut self.steps;
+        lists.run(
+            |step| AdamHyper {
+                lr,
+                beta1,
+                beta2,
+                eps,
+                weight_decay,
                 step,
-            };
-            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, h)?;
-            for i in idx {
-                self.steps[i] = step;
-            }
-        }
-        Ok(())
+            },
+            |i, step| steps[i] = step,
+        )
     }
 }
 

@@ -2,6 +2,7 @@
 //! the graph (like PyTorch's optimizers under `no_grad`).
 
 mod adam;
+mod adam_lists;
 mod adamw;
 mod clip;
 mod sgd;

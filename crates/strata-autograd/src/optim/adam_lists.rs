@@ -1,0 +1,67 @@
+//! The parameters of one Adam / AdamW step gathered into lists, each updated
+//! by one fused [`Tensor::adam_step_list_`]: a list per (dtype, step), so
+//! one list unless parameters joined training at different steps.
+
+use crate::error::Result;
+use strata_tensor::{AdamHyper, DType, Tensor};
+
+/// One list: its key, the parameters', gradients' and moments' tensors, and
+/// the optimizer's index of each parameter.
+type List = ((DType, i32), [Vec<Tensor>; 4], Vec<usize>);
+
+/// Lists under construction (see the module docs).
+#[derive(Default)]
+pub(crate) struct AdamLists {
+    lists: Vec<List>,
+}
+
+impl AdamLists {
+    /// Adds parameter `index` (`p` its data) taking step `step`, with its
+    /// gradient (converted to the parameter's dtype) and its moments.
+    pub(crate) fn push(
+        &mut self,
+        index: usize,
+        step: i32,
+        p: &Tensor,
+        grad: Tensor,
+        exp_avg: Tensor,
+        exp_avg_sq: Tensor,
+    ) -> Result<()> {
+        let grad = if grad.dtype() == p.dtype() {
+            grad
+        } else {
+            grad.to_dtype(p.dtype())?
+        };
+        let key = (p.dtype(), step);
+        let at = match self.lists.iter().position(|l| l.0 == key) {
+            Some(at) => at,
+            None => {
+                self.lists.push((key, Default::default(), Vec::new()));
+                self.lists.len() - 1
+            }
+        };
+        let (_, [ps, gs, ms, vs], indices) = &mut self.lists[at];
+        ps.push(p.clone());
+        gs.push(grad);
+        ms.push(exp_avg);
+        vs.push(exp_avg_sq);
+        indices.push(index);
+        Ok(())
+    }
+
+    /// Updates each list with the hyper-parameters `hyper` gives for its
+    /// step, then calls `done(index, step)` for each of its parameters.
+    pub(crate) fn run(
+        self,
+        hyper: impl Fn(i32) -> AdamHyper,
+        mut done: impl FnMut(usize, i32),
+    ) -> Result<()> {
+        for ((_, step), [ps, gs, ms, vs], indices) in self.lists {
+            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, hyper(step))?;
+            for i in indices {
+                done(i, step);
+            }
+        }
+        Ok(())
+    }
+}
