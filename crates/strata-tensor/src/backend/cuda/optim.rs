@@ -41,6 +41,44 @@ struct AdamList {
 // checked by the caller of `launch`.
 unsafe impl KernelParam for AdamList {}
 
+/// The hyper-parameters of one step, laid out as `AdamArgs` in the source
+/// (the explicit `pad` is the C struct's trailing padding).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct AdamArgs {
+    decay: f64,
+    one_b1: f64,
+    b2: f64,
+    one_b2: f64,
+    c2_sqrt: f64,
+    eps: f64,
+    step_size: f64,
+    decays: i32,
+    pad: i32,
+}
+
+// SAFETY: `#[repr(C)]` with the field order and C types of the source's
+// `AdamArgs` (seven doubles and an int, then the padding to its 8-byte
+// alignment as an explicit zeroed field); no pointers.
+unsafe impl KernelParam for AdamArgs {}
+
+impl AdamArgs {
+    fn of(h: &AdamHyper) -> Self {
+        let (decay, step_size, c2_sqrt) = h.factors();
+        AdamArgs {
+            decay,
+            one_b1: 1.0 - h.beta1,
+            b2: h.beta2,
+            one_b2: 1.0 - h.beta2,
+            c2_sqrt,
+            eps: h.eps,
+            step_size,
+            decays: i32::from(h.weight_decay != 0.0),
+            pad: 0,
+        }
+    }
+}
+
 /// Fills and launches `adam_step_list` for every item (`[p, g, m, v]`,
 /// contiguous, one float dtype, written tensors disjoint from all others),
 /// up to `LIST` entries per launch.
@@ -56,9 +94,7 @@ pub(crate) fn adam_step_list(
     let key = format!("adam_step:{}", tag(d));
     let f = super::nvrtc::functions(dev, &key, || source(d), &NAMES)?;
     let chunk = BLOCK as usize * VECTORS_PER_THREAD * (16 / d.size());
-    let (decay, step_size, c2_sqrt) = h.factors();
-    let (one_b1, b2, one_b2, eps) = (1.0 - h.beta1, h.beta2, 1.0 - h.beta2, h.eps);
-    let decays = i32::from(h.weight_decay != 0.0);
+    let args = AdamArgs::of(h);
     let chunk_arg = chunk as i64;
     let empty = AdamList {
         p: [0; LIST],
@@ -72,20 +108,9 @@ pub(crate) fn adam_step_list(
     let mut list = empty;
     let mut blocks = 0usize;
     let flush = |list: &AdamList, blocks: usize| -> Result<()> {
-        let kargs = [
-            KArg::of(list),
-            KArg::of(&chunk_arg),
-            KArg::of(&decay),
-            KArg::of(&one_b1),
-            KArg::of(&b2),
-            KArg::of(&one_b2),
-            KArg::of(&c2_sqrt),
-            KArg::of(&eps),
-            KArg::of(&step_size),
-            KArg::of(&decays),
-        ];
+        let kargs = [KArg::of(list), KArg::of(&chunk_arg), KArg::of(&args)];
         // SAFETY: the arguments match `adam_step_list(AdamList, i64 chunk,
-        // double x7, int)`; each entry's four addresses start `n` contiguous
+        // AdamArgs)`; each entry's four addresses start `n` contiguous
         // elements of `d` inside live operands (a split tensor's later
         // entries start `chunk * MAX_ENTRY_BLOCKS` elements further on), the
         // written ones disjoint from every other operand (the caller's
@@ -154,9 +179,7 @@ pub(crate) fn adam_step(
     let vec = i32::from([pp, pg, pm, pv].iter().all(|a| a.is_multiple_of(16)));
     let per_thread = if vec == 1 { 16 / d.size() } else { 1 };
     let blocks = grid(dev, n.div_ceil(per_thread), BLOCK as usize);
-    let (decay, step_size, c2_sqrt) = h.factors();
-    let (one_b1, b2, one_b2, eps) = (1.0 - h.beta1, h.beta2, 1.0 - h.beta2, h.eps);
-    let decays = i32::from(h.weight_decay != 0.0);
+    let args = AdamArgs::of(h);
     let n = n as i64;
     let kargs = [
         KArg::of(&pp),
@@ -164,18 +187,11 @@ pub(crate) fn adam_step(
         KArg::of(&pm),
         KArg::of(&pv),
         KArg::of(&n),
-        KArg::of(&decay),
-        KArg::of(&one_b1),
-        KArg::of(&b2),
-        KArg::of(&one_b2),
-        KArg::of(&c2_sqrt),
-        KArg::of(&eps),
-        KArg::of(&step_size),
-        KArg::of(&decays),
+        KArg::of(&args),
         KArg::of(&vec),
     ];
     // SAFETY: the arguments match `adam_step(char*, const char*, char*, char*,
-    // i64 n, double x7, int, int)`; the four operands are contiguous with `n`
+    // i64 n, AdamArgs, int)`; the four operands are contiguous with `n`
     // elements of `d` from their base addresses, in distinct storages; `vec`
     // is set only when all four bases are 16-byte aligned.
     unsafe {
@@ -188,5 +204,24 @@ pub(crate) fn adam_step(
             dev.stream(),
             kargs,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The host structs have the C layouts the kernels read: `AdamArgs` is
+    /// seven doubles, an int and its padding; `AdamList` ends with the
+    /// block table and the count.
+    #[test]
+    fn kernel_arguments_have_the_c_layout() {
+        assert_eq!(size_of::<AdamArgs>(), 64);
+        assert_eq!(offset_of!(AdamArgs, step_size), 48);
+        assert_eq!(offset_of!(AdamArgs, decays), 56);
+        assert_eq!(offset_of!(AdamList, n), 4 * 8 * LIST);
+        assert_eq!(offset_of!(AdamList, first_block), 5 * 8 * LIST);
+        assert_eq!(offset_of!(AdamList, count), 5 * 8 * LIST + 4 * (LIST + 1));
     }
 }

@@ -33,7 +33,14 @@ pub(crate) fn source(d: DType) -> String {
 }
 
 const TEMPLATE: &str = r#"
+// The hyper-parameters as the host passes them (`AdamArgs` there), and as
+// the update computes with them.
+struct AdamArgs { double decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size; int decays; };
 struct Adam { C decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size; int decays; };
+__device__ __forceinline__ Adam adam_of(const AdamArgs& h) {
+  return {(C)h.decay, (C)h.one_b1, (C)h.b2, (C)h.one_b2, (C)h.c2_sqrt, (C)h.eps, (C)h.step_size,
+          h.decays};
+}
 __device__ __forceinline__ void adam1(T& p, T g, T& m, T& v, const Adam& a) {
   const C gr = ld(g);
   C pr = ld(p);
@@ -47,22 +54,15 @@ __device__ __forceinline__ void adam1(T& p, T g, T& m, T& v, const Adam& a) {
   v = st(vr);
   p = st(pr);
 }
-// Grid-stride over n elements; `vec`: every base is 16-byte aligned, so the
-// first n / V * V elements go by vectors of V.
-extern "C" __global__ void adam_step(char* pp, const char* gp, char* mp, char* vp, i64 n,
-    double decay, double one_b1, double b2, double one_b2, double c2_sqrt, double eps,
-    double step_size, int decays, int vec) {
-  const Adam a = {(C)decay, (C)one_b1, (C)b2, (C)one_b2, (C)c2_sqrt, (C)eps, (C)step_size, decays};
-  T* p = reinterpret_cast<T*>(pp);
-  const T* g = reinterpret_cast<const T*>(gp);
-  T* m = reinterpret_cast<T*>(mp);
-  T* v = reinterpret_cast<T*>(vp);
-  const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-  const i64 stride = (i64)gridDim.x * blockDim.x;
+// Updates elements [0, n) of p, g, m, v: this thread takes `first`, then
+// every `step`-th. `vec`: every base is 16-byte aligned, so the first
+// n / V * V elements go by vectors of V.
+__device__ __forceinline__ void adam_range(T* p, const T* g, T* m, T* v, i64 n, i64 first,
+    i64 step, bool vec, const Adam& a) {
   i64 done = 0;
   if (vec) {
     const i64 nv = n / V;
-    for (i64 i = tid; i < nv; i += stride) {
+    for (i64 i = first; i < nv; i += step) {
       Vec<T, V> pv = reinterpret_cast<Vec<T, V>*>(p)[i];
       const Vec<T, V> gv = reinterpret_cast<const Vec<T, V>*>(g)[i];
       Vec<T, V> mv = reinterpret_cast<Vec<T, V>*>(m)[i];
@@ -75,7 +75,15 @@ extern "C" __global__ void adam_step(char* pp, const char* gp, char* mp, char* v
     }
     done = nv * V;
   }
-  for (i64 i = done + tid; i < n; i += stride) adam1(p[i], g[i], m[i], v[i], a);
+  for (i64 i = done + first; i < n; i += step) adam1(p[i], g[i], m[i], v[i], a);
+}
+// One tensor, grid-stride.
+extern "C" __global__ void adam_step(char* pp, const char* gp, char* mp, char* vp, i64 n,
+    AdamArgs h, int vec) {
+  const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 stride = (i64)gridDim.x * blockDim.x;
+  adam_range(reinterpret_cast<T*>(pp), reinterpret_cast<const T*>(gp), reinterpret_cast<T*>(mp),
+             reinterpret_cast<T*>(vp), n, tid, stride, vec != 0, adam_of(h));
 }
 // Up to LIST tensors, laid out as `AdamList` on the host: tensor t owns
 // blocks [first_block[t], first_block[t + 1]), each `chunk` elements (a
@@ -98,10 +106,7 @@ struct AdamList {
   int first_block[LIST + 1];
   int count;
 };
-extern "C" __global__ void adam_step_list(const GRID_CONST AdamList L, i64 chunk,
-    double decay, double one_b1, double b2, double one_b2, double c2_sqrt, double eps,
-    double step_size, int decays) {
-  const Adam a = {(C)decay, (C)one_b1, (C)b2, (C)one_b2, (C)c2_sqrt, (C)eps, (C)step_size, decays};
+extern "C" __global__ void adam_step_list(const GRID_CONST AdamList L, i64 chunk, AdamArgs h) {
   const int b = blockIdx.x;
   int t = 0;
   while (t + 1 < L.count && b >= L.first_block[t + 1]) t++;
@@ -112,23 +117,8 @@ extern "C" __global__ void adam_step_list(const GRID_CONST AdamList L, i64 chunk
   const T* g = reinterpret_cast<const T*>(L.g[t]) + start;
   T* m = reinterpret_cast<T*>(L.m[t]) + start;
   T* v = reinterpret_cast<T*>(L.v[t]) + start;
-  i64 done = 0;
-  if (((reinterpret_cast<size_t>(p) | reinterpret_cast<size_t>(g) | reinterpret_cast<size_t>(m) |
-        reinterpret_cast<size_t>(v)) & 15) == 0) {
-    const i64 nv = len / V;
-    for (i64 i = threadIdx.x; i < nv; i += blockDim.x) {
-      Vec<T, V> pv = reinterpret_cast<Vec<T, V>*>(p)[i];
-      const Vec<T, V> gv = reinterpret_cast<const Vec<T, V>*>(g)[i];
-      Vec<T, V> mv = reinterpret_cast<Vec<T, V>*>(m)[i];
-      Vec<T, V> vv = reinterpret_cast<Vec<T, V>*>(v)[i];
-#pragma unroll
-      for (int j = 0; j < V; j++) adam1(pv.v[j], gv.v[j], mv.v[j], vv.v[j], a);
-      reinterpret_cast<Vec<T, V>*>(p)[i] = pv;
-      reinterpret_cast<Vec<T, V>*>(m)[i] = mv;
-      reinterpret_cast<Vec<T, V>*>(v)[i] = vv;
-    }
-    done = nv * V;
-  }
-  for (i64 i = done + threadIdx.x; i < len; i += blockDim.x) adam1(p[i], g[i], m[i], v[i], a);
+  const bool vec = ((reinterpret_cast<size_t>(p) | reinterpret_cast<size_t>(g) |
+                     reinterpret_cast<size_t>(m) | reinterpret_cast<size_t>(v)) & 15) == 0;
+  adam_range(p, g, m, v, len, threadIdx.x, blockDim.x, vec, adam_of(h));
 }
 "#;
