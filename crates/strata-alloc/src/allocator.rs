@@ -414,7 +414,11 @@ impl CachingAllocator {
         }
         let mut guard = self.state.lock();
         let st = &mut *guard;
-        let s = stream_index(st, stream);
+        let s = if st.pool_routes.is_empty() {
+            stream_index(st, stream)
+        } else {
+            crate::mempool::routed_stream_index(st, stream)
+        };
         if st.pending_events > 0 {
             self.process_events(st);
         }
@@ -871,9 +875,11 @@ impl CachingAllocator {
     }
 
     #[inline]
-    fn should_split(settings: &Settings, b: &Block, size: u64) -> bool {
+    fn should_split(settings: &Settings, b: &Block, size: u64, no_split: bool) -> bool {
         let remaining = b.size - size;
-        if b.pool == PoolKind::Small || b.expandable {
+        if no_split {
+            false
+        } else if b.pool == PoolKind::Small || b.expandable {
             remaining >= MIN_BLOCK_SIZE
         } else {
             !settings.is_oversize(size) && remaining > SMALL_SIZE
@@ -893,7 +899,8 @@ impl CachingAllocator {
     ) -> RawAllocation {
         let pool = st.blocks[id].pool.stat();
         let expandable = st.blocks[id].expandable;
-        if Self::should_split(&st.settings, &st.blocks[id], rounded) {
+        let no_split = st.streams[st.blocks[id].stream as usize].no_split;
+        if Self::should_split(&st.settings, &st.blocks[id], rounded, no_split) {
             let already_split = st.blocks[id].is_split();
             let rest = st.blocks.split(id, rounded);
             let rest_size = st.blocks[rest].size as i64;
@@ -944,6 +951,51 @@ impl CachingAllocator {
             generation,
             owner: self.id,
         }
+    }
+
+    /// [`get_free_block`](Self::get_free_block) for the private pools
+    /// (`mempool.rs`).
+    pub(crate) fn take_free_block(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        size: u64,
+    ) -> Option<u32> {
+        self.get_free_block(st, s, pool, size)
+    }
+
+    /// A [`MemPool`](crate::MemPool) was dropped: the pool is freeable once
+    /// no guard uses it (none can: guards borrow the pool), and its free
+    /// segments go back to the driver now. A driver error leaves them
+    /// cached, for a later `empty_cache`.
+    pub(crate) fn release_mem_pool(&self, id: u64) {
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let Some(p) = st.mempools.iter_mut().find(|p| p.id == id) else {
+            return;
+        };
+        p.use_count = p.use_count.saturating_sub(1);
+        if p.use_count > 0 {
+            return;
+        }
+        if self.synchronize_and_free_events(st).is_ok() {
+            let mut whole = Vec::new();
+            for e in st.streams.iter().filter(|e| e.mempool == id) {
+                for idx in &e.free {
+                    whole.extend(idx.all().map(|x| x.block).filter(|&b| {
+                        let b = &st.blocks[b];
+                        !b.expandable && !b.is_split()
+                    }));
+                }
+            }
+            for b in whole {
+                if self.release_segment(st, b).is_err() {
+                    break;
+                }
+            }
+        }
+        crate::mempool::forget_empty_pools(st);
     }
 
     /// Returns a block to its pool, merging it with free neighbours.
@@ -1089,6 +1141,9 @@ impl CachingAllocator {
         if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
             return Ok(id);
         }
+        if let Some(id) = crate::mempool::free_block_on_oom(self, st, s, pool, rounded) {
+            return Ok(id);
+        }
         if st.settings.config.max_split_size.is_some()
             && self.release_available_cached_blocks(st, s, pool, rounded)?
         {
@@ -1146,7 +1201,8 @@ impl CachingAllocator {
         pool: PoolKind,
         rounded: u64,
     ) -> Result<Option<u32>, AllocError> {
-        if st.settings.expandable {
+        // Private pools keep ordinary segments (mempool.rs).
+        if st.settings.expandable && st.streams[s as usize].mempool == 0 {
             return self.expandable_space().grow(st, s, pool, rounded);
         }
         let size = Self::allocation_size(&st.settings.config, rounded);
@@ -1239,6 +1295,10 @@ impl CachingAllocator {
         self.synchronize_and_free_events(st)?;
         let mut whole = Vec::new();
         for stream in &st.streams {
+            // A private pool's segments go only once the pool is freeable.
+            if stream.mempool != 0 && st.mempool(stream.mempool).is_some_and(|p| p.use_count > 0) {
+                continue;
+            }
             for idx in &stream.free {
                 for e in idx.all() {
                     let b = &st.blocks[e.block];
@@ -1254,6 +1314,7 @@ impl CachingAllocator {
         if st.expandable.iter().any(Option::is_some) {
             self.expandable_space().release_free_pages(st)?;
         }
+        crate::mempool::forget_empty_pools(st);
         Ok(())
     }
 
@@ -1273,7 +1334,7 @@ impl CachingAllocator {
         let mut freed = 0;
         loop {
             let mut cands: Vec<(u64, u32, u64)> = Vec::new();
-            for stream in &st.streams {
+            for stream in st.streams.iter().filter(|s| s.mempool == 0) {
                 for e in stream.free[PoolKind::Large as usize].all() {
                     let b = &st.blocks[e.block];
                     if !b.expandable && !b.is_split() {

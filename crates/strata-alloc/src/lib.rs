@@ -32,6 +32,7 @@ pub mod driver;
 mod error;
 mod expandable;
 pub mod history;
+mod mempool;
 pub mod pinned;
 mod pool;
 mod registry;
@@ -61,9 +62,10 @@ pub use error::{AllocError, OutOfMemory, PoolFree, SiteUsage};
 pub use history::{
     AllocationOrigin, CallSite, Frame, HistoryContext, HistoryLevel, HistoryOptions,
 };
+pub use mempool::{MemPool, MemPoolGuard, MemPoolOptions};
 pub use registry::{
     allocator, empty_cache, existing_allocator, max_memory_allocated, max_memory_reserved,
-    mem_get_info, memory_allocated, memory_reserved, memory_stats, memory_summary,
+    mem_get_info, mem_pool, memory_allocated, memory_reserved, memory_stats, memory_summary,
     reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator, set_allocator_settings,
 };
 pub use stats::{format_size, MemoryStats, PinnedStats, Stat, StatArray, StatType};

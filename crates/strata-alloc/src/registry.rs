@@ -5,6 +5,7 @@ use crate::allocator::CachingAllocator;
 use crate::config::AllocatorConfig;
 use crate::driver::{host::HostDriver, Device, MemInfo};
 use crate::error::AllocError;
+use crate::mempool::{MemPool, MemPoolOptions};
 use crate::stats::MemoryStats;
 use parking_lot::Mutex;
 use std::cell::RefCell;
@@ -26,6 +27,26 @@ thread_local! {
     /// they were read: a hit costs one atomic load and no lock, which matters
     /// for the host cost of small ops (each output tensor allocates).
     static CACHED: RefCell<Vec<(Device, u64, Arc<CachingAllocator>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A private memory pool of `device`'s allocator (PyTorch's
+/// `torch.cuda.MemPool()`): tensors and buffers that the thread allocates on
+/// the device while a guard from [`MemPool::activate`](crate::MemPool::activate)
+/// lives come from the pool's own segments.
+///
+/// ```
+/// use strata_alloc::{mem_pool, Device, MemPoolOptions, StreamId};
+///
+/// let pool = mem_pool(Device::Cpu, MemPoolOptions::default())?;
+/// let buffer = {
+///     let _in_pool = pool.activate();
+///     pool.allocator().allocate(1 << 20, StreamId::DEFAULT)?
+/// };
+/// assert_eq!(pool.snapshot()[0].blocks[0].address, buffer.ptr());
+/// # Ok::<(), strata_alloc::AllocError>(())
+/// ```
+pub fn mem_pool(device: Device, options: MemPoolOptions) -> Result<MemPool, AllocError> {
+    Ok(allocator(device)?.mem_pool(options))
 }
 
 /// The allocator of `device`, created on first use with the configuration from

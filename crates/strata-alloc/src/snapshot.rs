@@ -68,6 +68,12 @@ pub struct SegmentSnapshot {
     pub segment_type: &'static str,
     /// Whether it is (part of) an expandable segment.
     pub is_expandable: bool,
+    /// The memory pool it belongs to, as PyTorch's `segment_pool_id`:
+    /// `(0, 0)` for the device's default pools, a [`MemPool`]'s
+    /// [`id`](crate::MemPool::id) for a private pool's segments.
+    ///
+    /// [`MemPool`]: crate::MemPool
+    pub pool_id: (u64, u64),
     /// Its blocks in address order.
     pub blocks: Vec<BlockSnapshot>,
 }
@@ -96,6 +102,7 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                     stream: st.streams[b.stream as usize].handle,
                     segment_type: b.pool.name(),
                     is_expandable: b.expandable,
+                    pool_id: (0, st.streams[b.stream as usize].mempool),
                     blocks: Vec::new(),
                 });
                 let state = if b.allocated {

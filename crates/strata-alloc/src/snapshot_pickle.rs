@@ -197,7 +197,7 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
                 requested_size: g.requested_size,
                 stream: g.stream.0,
                 segment_type: g.segment_type,
-                segment_pool_id: (0, 0),
+                segment_pool_id: g.pool_id,
                 is_expandable: g.is_expandable,
                 frames: Vec::new(),
                 blocks,

@@ -111,6 +111,56 @@ pub(crate) struct StreamState {
     /// The class whose `expandable_segments_reserve_by_class` entry sizes
     /// this stream's new expandable segments.
     pub reserve_class: Option<String>,
+    /// The private memory pool this entry belongs to (`mempool.rs`): 0 for
+    /// the device's default pools. A private pool has one entry per stream
+    /// it was used on, with the stream's `handle`; its blocks live in that
+    /// entry's free indexes and never serve another pool.
+    pub mempool: u64,
+    /// The private pool's `no_split`: its blocks are handed out whole.
+    pub no_split: bool,
+}
+
+impl StreamState {
+    /// An entry for `handle` in pool `mempool` (0: the default pools).
+    fn new(handle: StreamId, mempool: u64, no_split: bool) -> StreamState {
+        StreamState {
+            handle,
+            free: [FreeIndex::default(), FreeIndex::default()],
+            events: VecDeque::new(),
+            expandable: [Vec::new(), Vec::new()],
+            fence: Default::default(),
+            allocated: 0,
+            allocated_peak: HighMark::default(),
+            reserve_class: None,
+            mempool,
+            no_split,
+        }
+    }
+}
+
+/// A private memory pool's books (`mempool.rs`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PrivatePool {
+    /// Its id, the second of PyTorch's `(0, n)`.
+    pub id: u64,
+    /// The `MemPool` handle (1 while it lives) plus one per thread routed to
+    /// it now; at 0 the pool is freeable: `empty_cache` releases its free
+    /// segments, and it is forgotten once it has none.
+    pub use_count: usize,
+    /// Its blocks are never split.
+    pub no_split: bool,
+    /// A request the default pools cannot serve may take one of its free
+    /// blocks (while the pool is in use).
+    pub use_on_oom: bool,
+}
+
+/// A thread's allocations going to a private pool (`MemPool::activate`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PoolRoute {
+    /// Identifies the route (its guard removes it).
+    pub token: u64,
+    pub pool: u64,
+    pub thread: std::thread::ThreadId,
 }
 
 /// The highest figure a byte count ever reached (never reset, unlike the
@@ -205,6 +255,16 @@ pub(crate) struct State {
     /// granularity) has been freed yet (the margin of expandable segments
     /// keeps its full floor until then).
     pub freed_a_page: bool,
+    /// The private memory pools that exist (in use, or freeable with
+    /// segments left).
+    pub mempools: Vec<PrivatePool>,
+    /// Threads routed to private pools, most recent last (the last route of
+    /// a thread wins, as PyTorch scans its list from the back).
+    pub pool_routes: Vec<PoolRoute>,
+    /// The last private pool id handed out.
+    pub next_pool_id: u64,
+    /// The last route token handed out.
+    pub next_route_token: u64,
 }
 
 impl State {
@@ -236,7 +296,16 @@ impl State {
             free_clock: 0,
             allocated_high: HighMark::default(),
             freed_a_page: false,
+            mempools: Vec::new(),
+            pool_routes: Vec::new(),
+            next_pool_id: 0,
+            next_route_token: 0,
         }
+    }
+
+    /// The books of private pool `id`, if it still exists.
+    pub fn mempool(&self, id: u64) -> Option<&PrivatePool> {
+        self.mempools.iter().find(|p| p.id == id)
     }
 
     /// The address range a new expandable segment of dense stream `s`
@@ -397,22 +466,36 @@ pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
     if last == stream && i != NONE {
         return i;
     }
-    let i = match st.streams.iter().position(|s| s.handle == stream) {
-        Some(i) => i as u32,
-        None => {
-            st.streams.push(StreamState {
-                handle: stream,
-                free: [FreeIndex::default(), FreeIndex::default()],
-                events: VecDeque::new(),
-                expandable: [Vec::new(), Vec::new()],
-                fence: Default::default(),
-                allocated: 0,
-                allocated_peak: HighMark::default(),
-                reserve_class: None,
-            });
-            (st.streams.len() - 1) as u32
-        }
-    };
+    let i = pool_stream_index(st, stream, 0);
     st.last_stream = (stream, i);
     i
+}
+
+/// The dense index of `stream`'s entry in pool `mempool` (0: the default
+/// pools), registering it on first use.
+pub(crate) fn pool_stream_index(st: &mut State, stream: StreamId, mempool: u64) -> u32 {
+    if let Some(i) = st
+        .streams
+        .iter()
+        .position(|s| s.handle == stream && s.mempool == mempool)
+    {
+        return i as u32;
+    }
+    let no_split = st.mempool(mempool).is_some_and(|p| p.no_split);
+    let fresh = StreamState::new(stream, mempool, no_split);
+    // An entry of a forgotten private pool holds nothing any more (no block,
+    // no event: events wait on default entries): it is taken again.
+    if let Some(i) = st
+        .streams
+        .iter()
+        .position(|s| s.mempool == crate::mempool::VACANT)
+    {
+        let e = &mut st.streams[i];
+        debug_assert!(e.free.iter().all(|f| f.len() == 0) && e.events.is_empty());
+        let free = std::mem::take(&mut e.free);
+        *e = StreamState { free, ..fresh };
+        return i as u32;
+    }
+    st.streams.push(fresh);
+    (st.streams.len() - 1) as u32
 }

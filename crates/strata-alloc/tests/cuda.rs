@@ -865,3 +865,62 @@ fn data_survives_a_move_back_to_a_stitched_mapping() {
     assert_eq!(a.memory_reserved(), 0);
     d.destroy_stream(s1).unwrap();
 }
+
+/// A private memory pool on the GPU, in both segment modes: its memory is
+/// usable, stays apart from the default pools' (a freed pool block is
+/// reused only inside the pool), and dropping the pool gives its segments
+/// back to the driver (the device's free memory comes back).
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn a_private_pool_keeps_its_memory_apart_and_returns_it_when_dropped() {
+    for expandable in [false, true] {
+        let (d, _l) = gpu_or_skip!();
+        let a = allocator(&d, expandable);
+        let free_before = d.mem_get_info().unwrap().free;
+        let pool = a.mem_pool(strata_alloc::MemPoolOptions::default());
+        let (x, y) = {
+            let _in_pool = pool.activate();
+            (
+                a.allocate(30 * MIB, StreamId::DEFAULT).unwrap(),
+                a.allocate(4096, StreamId::DEFAULT).unwrap(),
+            )
+        };
+        write_and_check(&d, x.ptr(), 30 * MIB as usize, 3);
+        write_and_check(&d, y.ptr(), 4096, 4);
+        let (px, py) = (x.ptr(), y.ptr());
+        let segs = pool.snapshot();
+        assert_eq!(segs.len(), 2);
+        assert!(segs
+            .iter()
+            .all(|s| !s.is_expandable && s.pool_id == pool.id()));
+        drop(x);
+        let outside = a.allocate(30 * MIB, StreamId::DEFAULT).unwrap();
+        assert_ne!(
+            outside.ptr(),
+            px,
+            "the default pools do not take the pool's block"
+        );
+        write_and_check(&d, outside.ptr(), 30 * MIB as usize, 5);
+        let again = {
+            let _in_pool = pool.activate();
+            a.allocate(30 * MIB, StreamId::DEFAULT).unwrap()
+        };
+        assert_eq!(again.ptr(), px);
+        drop((again, y, outside));
+        a.empty_cache().unwrap();
+        assert_eq!(
+            a.memory_reserved(),
+            32 * MIB,
+            "the live pool keeps its segments"
+        );
+        assert!(pool.snapshot().iter().any(|s| s.address == py));
+        drop(pool);
+        assert_eq!(a.memory_reserved(), 0);
+        a.check_consistency().unwrap();
+        let free_after = d.mem_get_info().unwrap().free;
+        assert!(
+            free_after + 4 * MIB >= free_before,
+            "{free_after} bytes free after, {free_before} before"
+        );
+    }
+}

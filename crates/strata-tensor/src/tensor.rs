@@ -175,6 +175,26 @@ impl Tensor {
         self.inner.layout.is_contiguous()
     }
 
+    /// The address of the first element in the device's memory (PyTorch's
+    /// `data_ptr()`): the storage's allocation plus the view's offset. For a
+    /// tensor of no bytes, the allocation's address (0 where nothing was
+    /// allocated).
+    ///
+    /// ```
+    /// use strata_tensor::{s, DType, Device, Tensor};
+    /// let t = Tensor::zeros(&[4, 4], DType::F32, Device::Cpu)?;
+    /// let row = t.i(s![1])?;
+    /// assert_eq!(row.data_ptr(), t.data_ptr() + 16);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn data_ptr(&self) -> u64 {
+        let base = self.inner.storage.allocation().ptr();
+        if self.numel() == 0 {
+            return base;
+        }
+        base + (self.offset() * self.dtype().size()) as u64
+    }
+
     /// An identity of the storage (stable while it lives), equal for all views
     /// of it; see also [`Tensor::same_storage`].
     pub fn storage_ptr(&self) -> u64 {

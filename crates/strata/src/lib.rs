@@ -34,10 +34,10 @@
 //! [`autograd`] (`Var`, `backward`, `no_grad`, optimizers).
 
 pub use strata_alloc::{
-    allocator, empty_cache, max_memory_allocated, max_memory_reserved, memory_allocated,
+    allocator, empty_cache, max_memory_allocated, max_memory_reserved, mem_pool, memory_allocated,
     memory_reserved, memory_stats, memory_summary, reset_accumulated_memory_stats,
-    reset_peak_memory_stats, AllocError, AllocatorConfig, CachingAllocator, Device, MemoryStats,
-    OutOfMemory, StreamId,
+    reset_peak_memory_stats, AllocError, AllocatorConfig, CachingAllocator, Device, MemPool,
+    MemPoolGuard, MemPoolOptions, MemoryStats, OutOfMemory, StreamId,
 };
 
 pub use strata_tensor::{

@@ -1,0 +1,389 @@
+//! Private memory pools (`MemPool`): PyTorch's `TestMemPool` behaviours
+//! (`test/test_cuda.py`: ids, use counts, routing by thread, snapshots,
+//! `empty_cache`, deleting a pool, `no_split`, `use_on_oom`), and a property
+//! test of the separation between pools on random sequences.
+
+use proptest::prelude::*;
+use std::sync::Arc;
+use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::snapshot::SegmentSnapshot;
+use strata_alloc::{
+    AllocError, Allocation, AllocatorConfig, CachingAllocator, MemPoolOptions, StreamId,
+};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const S0: StreamId = StreamId::DEFAULT;
+const MODES: [&str; 2] = ["expandable_segments:False", "expandable_segments:True"];
+
+fn sim(conf: &str, capacity: u64) -> Arc<CachingAllocator> {
+    let d = Arc::new(SimDriver::new(capacity, 2 * MIB).with_auto_complete_events());
+    CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
+}
+
+/// The pool id of the segment holding `ptr`.
+fn pool_of(a: &CachingAllocator, ptr: u64) -> Option<(u64, u64)> {
+    a.snapshot()
+        .into_iter()
+        .find(|s| s.blocks.iter().any(|b| b.address == ptr))
+        .map(|s| s.pool_id)
+}
+
+fn holds(segs: &[SegmentSnapshot], ptr: u64) -> bool {
+    segs.iter()
+        .any(|s| s.blocks.iter().any(|b| b.address == ptr))
+}
+
+#[test]
+fn pools_have_distinct_ids_and_the_default_pool_is_zero() {
+    let a = sim("", 8 * GIB);
+    let p1 = a.mem_pool(MemPoolOptions::default());
+    let p2 = a.mem_pool(MemPoolOptions::default());
+    assert_eq!(p1.id(), (0, 1));
+    assert_eq!(p2.id(), (0, 2));
+    let x = a.allocate(MIB, S0).unwrap();
+    assert_eq!(pool_of(&a, x.ptr()), Some((0, 0)));
+}
+
+#[test]
+fn use_count_is_one_plus_the_active_guards() {
+    let a = sim("", 8 * GIB);
+    let p = a.mem_pool(MemPoolOptions::default());
+    assert_eq!(p.use_count(), 1);
+    {
+        let _g = p.activate();
+        assert_eq!(p.use_count(), 2);
+        {
+            let _h = p.activate();
+            assert_eq!(p.use_count(), 3);
+        }
+        assert_eq!(p.use_count(), 2);
+    }
+    assert_eq!(p.use_count(), 1);
+}
+
+#[test]
+fn allocations_inside_the_guard_come_from_the_pool() {
+    for conf in MODES {
+        let a = sim(conf, 8 * GIB);
+        let p = a.mem_pool(MemPoolOptions::default());
+        let (small, large) = {
+            let _g = p.activate();
+            (
+                a.allocate(4096, S0).unwrap(),
+                a.allocate(30 * MIB, S0).unwrap(),
+            )
+        };
+        let outside = a.allocate(30 * MIB, S0).unwrap();
+        let segs = p.snapshot();
+        assert!(
+            holds(&segs, small.ptr()) && holds(&segs, large.ptr()),
+            "{conf}"
+        );
+        assert!(!holds(&segs, outside.ptr()), "{conf}");
+        assert!(
+            segs.iter().all(|s| s.pool_id == p.id() && !s.is_expandable),
+            "{conf}"
+        );
+        assert_eq!(pool_of(&a, outside.ptr()), Some((0, 0)), "{conf}");
+        // The pool's segments are counted with everything else.
+        let reserved: u64 = a.snapshot().iter().map(|s| s.total_size).sum();
+        assert_eq!(reserved, a.memory_reserved(), "{conf}");
+        assert_eq!(a.memory_allocated(), 4096 + 60 * MIB, "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
+
+#[test]
+fn nested_guards_route_to_the_latest_pool() {
+    let a = sim("", 8 * GIB);
+    let p1 = a.mem_pool(MemPoolOptions::default());
+    let p2 = a.mem_pool(MemPoolOptions::default());
+    let _g1 = p1.activate();
+    let x = a.allocate(MIB, S0).unwrap();
+    let y = {
+        let _g2 = p2.activate();
+        a.allocate(MIB, S0).unwrap()
+    };
+    let z = a.allocate(MIB, S0).unwrap();
+    assert_eq!(pool_of(&a, x.ptr()), Some(p1.id()));
+    assert_eq!(pool_of(&a, y.ptr()), Some(p2.id()));
+    assert_eq!(pool_of(&a, z.ptr()), Some(p1.id()));
+}
+
+#[test]
+fn a_guard_routes_only_its_own_thread() {
+    let a = sim("", 8 * GIB);
+    let p = a.mem_pool(MemPoolOptions::default());
+    let _g = p.activate();
+    let mine = a.allocate(MIB, S0).unwrap();
+    let a2 = Arc::clone(&a);
+    let theirs = std::thread::spawn(move || a2.allocate(MIB, S0).unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(pool_of(&a, mine.ptr()), Some(p.id()));
+    assert_eq!(pool_of(&a, theirs.ptr()), Some((0, 0)));
+    drop(theirs);
+    // Another thread's pool is its own: routing there leaves this one alone.
+    let q = a.mem_pool(MemPoolOptions::default());
+    let a3 = Arc::clone(&a);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            let _h = q.activate();
+            let t = a3.allocate(MIB, S0).unwrap();
+            assert_eq!(pool_of(&a3, t.ptr()), Some(q.id()));
+        });
+    });
+    let again = a.allocate(MIB, S0).unwrap();
+    assert_eq!(pool_of(&a, again.ptr()), Some(p.id()));
+}
+
+#[test]
+fn freed_blocks_go_back_to_their_pool_whoever_frees_them() {
+    for conf in MODES {
+        let a = sim(conf, 8 * GIB);
+        let p = a.mem_pool(MemPoolOptions::default());
+        let x = {
+            let _g = p.activate();
+            a.allocate(30 * MIB, S0).unwrap()
+        };
+        let ptr = x.ptr();
+        // Freed on another thread, outside any guard.
+        std::thread::spawn(move || drop(x)).join().unwrap();
+        let reserved = a.memory_reserved();
+        // The default pools do not take it ...
+        let d = a.allocate(30 * MIB, S0).unwrap();
+        assert_ne!(d.ptr(), ptr, "{conf}");
+        assert!(a.memory_reserved() > reserved, "{conf}");
+        // ... the pool does.
+        let r = {
+            let _g = p.activate();
+            a.allocate(30 * MIB, S0).unwrap()
+        };
+        assert_eq!(r.ptr(), ptr, "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
+
+#[test]
+fn the_pool_does_not_take_the_default_pools_free_blocks() {
+    for conf in MODES {
+        let a = sim(conf, 8 * GIB);
+        drop(a.allocate(30 * MIB, S0).unwrap());
+        let cached = a.memory_reserved();
+        let p = a.mem_pool(MemPoolOptions::default());
+        let _g = p.activate();
+        let x = a.allocate(30 * MIB, S0).unwrap();
+        assert_eq!(pool_of(&a, x.ptr()), Some(p.id()), "{conf}");
+        assert_eq!(a.memory_reserved(), cached + 30 * MIB, "{conf}");
+    }
+}
+
+#[test]
+fn empty_cache_keeps_a_live_pools_segments_and_dropping_the_pool_releases_them() {
+    for conf in MODES {
+        let a = sim(conf, 8 * GIB);
+        let p = a.mem_pool(MemPoolOptions::default());
+        {
+            let _g = p.activate();
+            drop(a.allocate(30 * MIB, S0).unwrap());
+            drop(a.allocate(4096, S0).unwrap());
+        }
+        let x = a.allocate(30 * MIB, S0).unwrap();
+        drop(x);
+        a.empty_cache().unwrap();
+        let segs = p.snapshot();
+        assert_eq!(segs.len(), 2, "{conf}: the pool's free segments stay");
+        assert_eq!(a.memory_reserved(), 30 * MIB + 2 * MIB, "{conf}");
+        drop(p);
+        assert_eq!(a.memory_reserved(), 0, "{conf}");
+        assert!(a.snapshot().is_empty(), "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
+
+#[test]
+fn a_dropped_pools_live_blocks_keep_their_segments_until_freed_and_emptied() {
+    let a = sim("", 8 * GIB);
+    let p = a.mem_pool(MemPoolOptions::default());
+    let id = p.id();
+    let x = {
+        let _g = p.activate();
+        a.allocate(30 * MIB, S0).unwrap()
+    };
+    drop(p);
+    assert_eq!(pool_of(&a, x.ptr()), Some(id));
+    assert_eq!(a.memory_reserved(), 30 * MIB);
+    drop(x);
+    // Still cached in the (freeable) pool until the cache is emptied.
+    assert_eq!(a.memory_reserved(), 30 * MIB);
+    let d = a.allocate(30 * MIB, S0).unwrap();
+    assert_eq!(pool_of(&a, d.ptr()), Some((0, 0)));
+    drop(d);
+    a.empty_cache().unwrap();
+    assert_eq!(a.memory_reserved(), 0);
+    // A new pool reuses nothing of the old one but works as usual.
+    let q = a.mem_pool(MemPoolOptions::default());
+    assert_eq!(q.id(), (0, 2));
+    let y = {
+        let _g = q.activate();
+        a.allocate(MIB, S0).unwrap()
+    };
+    assert_eq!(pool_of(&a, y.ptr()), Some(q.id()));
+    a.check_consistency().unwrap();
+}
+
+#[test]
+fn no_split_hands_blocks_out_whole() {
+    let a = sim("", 8 * GIB);
+    let whole = a.mem_pool(MemPoolOptions {
+        no_split: true,
+        ..Default::default()
+    });
+    let split = a.mem_pool(MemPoolOptions::default());
+    let take = |p: &strata_alloc::MemPool| {
+        let _g = p.activate();
+        let v: Vec<Allocation> = (0..2).map(|_| a.allocate(4096, S0).unwrap()).collect();
+        v
+    };
+    let w = take(&whole);
+    let s = take(&split);
+    // Each small request of the no_split pool takes a whole 2 MiB segment
+    // (and counts as 2 MiB allocated); the other pool splits one.
+    assert_eq!(whole.snapshot().len(), 2);
+    assert_eq!(split.snapshot().len(), 1);
+    assert!(whole
+        .snapshot()
+        .iter()
+        .all(|g| g.blocks.len() == 1 && g.allocated_size == 2 * MIB));
+    drop((w, s));
+}
+
+#[test]
+fn use_on_oom_lends_a_pools_free_block_to_the_default_pools() {
+    for conf in MODES {
+        let a = sim(conf, 256 * MIB);
+        let lender = a.mem_pool(MemPoolOptions {
+            use_on_oom: true,
+            ..Default::default()
+        });
+        {
+            let _g = lender.activate();
+            drop(a.allocate(100 * MIB, S0).unwrap());
+        }
+        // The default pools fill what is left of the device.
+        let hog = a.allocate(150 * MIB, S0).unwrap();
+        let x = a.allocate(100 * MIB, S0).unwrap();
+        assert_eq!(pool_of(&a, x.ptr()), Some(lender.id()), "{conf}");
+        drop(x);
+        drop(hog);
+        a.check_consistency().unwrap();
+    }
+}
+
+#[test]
+fn a_pool_without_use_on_oom_or_dropped_is_not_used_on_oom() {
+    for conf in MODES {
+        let a = sim(conf, 256 * MIB);
+        let keeper = a.mem_pool(MemPoolOptions::default());
+        {
+            let _g = keeper.activate();
+            drop(a.allocate(100 * MIB, S0).unwrap());
+        }
+        let hog = a.allocate(150 * MIB, S0).unwrap();
+        let e = a.allocate(100 * MIB, S0).unwrap_err();
+        assert!(matches!(e, AllocError::OutOfMemory(_)), "{conf}: {e}");
+        assert_eq!(p_segments(&keeper), 1, "{conf}: the pool kept its segment");
+        drop(hog);
+        // A dropped use_on_oom pool lends nothing (its memory went back).
+        let lender = a.mem_pool(MemPoolOptions {
+            use_on_oom: true,
+            ..Default::default()
+        });
+        {
+            let _g = lender.activate();
+            let _y = a.allocate(50 * MIB, S0).unwrap();
+        }
+        drop(lender);
+        let big = a.allocate(150 * MIB, S0).unwrap();
+        assert_eq!(pool_of(&a, big.ptr()), Some((0, 0)), "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
+
+fn p_segments(p: &strata_alloc::MemPool) -> usize {
+    p.snapshot().len()
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Allocate `size` bytes on the thread's current route (`None`: the
+    /// default pools; `Some(i)`: pool `i`).
+    Alloc { size: u64, route: Option<usize> },
+    /// Free the `k`-th live allocation (modulo their number).
+    Free { k: usize },
+    /// Empty the cache.
+    Empty,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (prop_oneof![1u64..4096, 4096u64..(2 << 20), (1u64 << 20)..(40 << 20)],
+              prop_oneof![Just(None), (0usize..2).prop_map(Some)])
+            .prop_map(|(size, route)| Op::Alloc { size, route }),
+        4 => any::<usize>().prop_map(|k| Op::Free { k }),
+        1 => Just(Op::Empty),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// On random sequences over two private pools and the default pools,
+    /// in both segment modes: every block lies in a segment of the pool
+    /// that was active when it was allocated; the statistics agree with the
+    /// books; and once everything is freed and the pools dropped, an
+    /// `empty_cache` returns every byte to the driver.
+    #[test]
+    fn blocks_stay_in_the_pool_they_were_allocated_from(
+        ops in proptest::collection::vec(op(), 1..120),
+        expandable in any::<bool>(),
+        no_split in any::<bool>(),
+    ) {
+        let conf = MODES[expandable as usize];
+        let a = sim(conf, 4 * GIB);
+        let pools = [
+            a.mem_pool(MemPoolOptions { no_split, ..Default::default() }),
+            a.mem_pool(MemPoolOptions::default()),
+        ];
+        let mut live: Vec<(Allocation, (u64, u64))> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Alloc { size, route } => {
+                    let _g = route.map(|i| pools[i].activate());
+                    let want = route.map_or((0, 0), |i| pools[i].id());
+                    let x = a.allocate(size, S0).unwrap();
+                    live.push((x, want));
+                }
+                Op::Free { k } => {
+                    if !live.is_empty() {
+                        let i = k % live.len();
+                        live.swap_remove(i);
+                    }
+                }
+                Op::Empty => a.empty_cache().unwrap(),
+            }
+            for (x, want) in &live {
+                prop_assert_eq!(pool_of(&a, x.ptr()), Some(*want));
+            }
+            a.check_consistency().map_err(TestCaseError::fail)?;
+            let allocated: u64 = a.snapshot().iter().map(|s| s.allocated_size).sum();
+            prop_assert_eq!(allocated, a.memory_allocated());
+        }
+        live.clear();
+        drop(pools);
+        a.empty_cache().unwrap();
+        prop_assert_eq!(a.memory_reserved(), 0);
+        prop_assert!(a.snapshot().is_empty());
+    }
+}
