@@ -387,3 +387,147 @@ proptest! {
         prop_assert!(a.snapshot().is_empty());
     }
 }
+
+/// PyTorch's `test_mempool_with_allocator` sequence without the user
+/// allocator: three 1 MiB requests in a pool pack two to a 2 MiB
+/// small-pool segment (1, 1, then 2 segments); the use count is 2 inside
+/// the guard and 1 after; dropping the pool returns its memory.
+#[test]
+fn one_mib_requests_pack_two_to_a_small_segment_of_the_pool() {
+    for conf in MODES {
+        let a = sim(conf, 8 * GIB);
+        let pool = a.mem_pool(MemPoolOptions::default());
+        let out0 = {
+            let _g = pool.activate();
+            assert_eq!(pool.use_count(), 2);
+            a.allocate(MIB, S0).unwrap()
+        };
+        assert_eq!(pool.use_count(), 1);
+        let _g = pool.activate();
+        assert_eq!(pool.snapshot().len(), 1, "{conf}");
+        let out1 = a.allocate(MIB, S0).unwrap();
+        assert_eq!(pool.snapshot().len(), 1, "{conf}");
+        let out2 = a.allocate(MIB, S0).unwrap();
+        assert_eq!(pool.snapshot().len(), 2, "{conf}");
+        assert!(pool.snapshot().iter().all(|s| s.segment_type == "small"));
+        drop(_g);
+        drop((out0, out1, out2));
+        drop(pool);
+        assert_eq!(a.memory_reserved(), 0, "{conf}");
+    }
+}
+
+/// An allocator whose memory fraction allows `mib` MiB on a 1 GiB device.
+fn limited(conf: &str, mib: u64) -> Arc<CachingAllocator> {
+    let a = sim(conf, GIB);
+    a.set_memory_fraction(mib as f64 / 1024.0).unwrap();
+    a
+}
+
+/// PyTorch's `test_mempool_limited_memory_with_allocator` (without the
+/// user allocator): with 88 MiB allowed, a `use_on_oom` pool serves a
+/// request the default pools cannot, a plain pool never does, and the
+/// lent block comes back to its pool.
+#[test]
+fn a_use_on_oom_pool_absorbs_what_the_default_pools_cannot_serve() {
+    for conf in MODES {
+        let a = limited(conf, 88);
+        let keep = a.mem_pool(MemPoolOptions::default());
+        let lend = a.mem_pool(MemPoolOptions {
+            use_on_oom: true,
+            ..Default::default()
+        });
+        let x = {
+            let _g = keep.activate();
+            a.allocate(40 * MIB, S0).unwrap()
+        };
+        let y = {
+            let _g = lend.activate();
+            a.allocate(40 * MIB, S0).unwrap()
+        };
+        let y_ptr = y.ptr();
+        let e = a.allocate(40 * MIB, S0).unwrap_err();
+        assert!(matches!(e, AllocError::OutOfMemory(_)), "{conf}: {e}");
+        drop((x, y));
+        let c = a.allocate(30 * MIB, S0).unwrap();
+        assert_eq!(c.ptr(), y_ptr, "{conf}: the lending pool served it");
+        let e = a.allocate(30 * MIB, S0).unwrap_err();
+        assert!(matches!(e, AllocError::OutOfMemory(_)), "{conf}: {e}");
+        let c_ptr = c.ptr();
+        drop(c);
+        let z = {
+            let _g = lend.activate();
+            a.allocate(20 * MIB, S0).unwrap()
+        };
+        assert_eq!(
+            z.ptr(),
+            c_ptr,
+            "{conf}: the lent block went back to its pool"
+        );
+        drop(z);
+        drop((lend, keep));
+        assert_eq!(a.memory_reserved(), 0, "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
+
+/// PyTorch's `test_deleted_mempool_not_used_on_oom`: ten `use_on_oom`
+/// pools made, used and dropped, then one live one: the fallback uses the
+/// live pool only, twice.
+#[test]
+fn only_live_use_on_oom_pools_serve_the_fallback() {
+    for conf in MODES {
+        let a = limited(conf, 48);
+        for _ in 0..10 {
+            let p = a.mem_pool(MemPoolOptions {
+                use_on_oom: true,
+                ..Default::default()
+            });
+            let _g = p.activate();
+            drop(a.allocate(40 * MIB, S0).unwrap());
+        }
+        assert_eq!(
+            a.memory_reserved(),
+            0,
+            "{conf}: dropped pools gave their memory back"
+        );
+        let live = a.mem_pool(MemPoolOptions {
+            use_on_oom: true,
+            ..Default::default()
+        });
+        {
+            let _g = live.activate();
+            drop(a.allocate(40 * MIB, S0).unwrap());
+        }
+        let b = a.allocate(20 * MIB, S0).unwrap();
+        let c = a.allocate(20 * MIB, S0).unwrap();
+        assert_eq!(pool_of(&a, b.ptr()), Some(live.id()), "{conf}");
+        assert_eq!(pool_of(&a, c.ptr()), Some(live.id()), "{conf}");
+        drop((b, c, live));
+        assert_eq!(a.memory_reserved(), 0, "{conf}");
+    }
+}
+
+/// PyTorch's `test_mempool_no_split`: two 4 MiB requests in each pool; the
+/// `no_split` pool has more segments, one block each, and fewer blocks.
+#[test]
+fn a_no_split_pool_opens_a_segment_per_block() {
+    let a = sim("", 8 * GIB);
+    let split = a.mem_pool(MemPoolOptions::default());
+    let whole = a.mem_pool(MemPoolOptions {
+        no_split: true,
+        ..Default::default()
+    });
+    let mut keep = Vec::new();
+    for _ in 0..2 {
+        for p in [&split, &whole] {
+            let _g = p.activate();
+            keep.push(a.allocate(4 * MIB, S0).unwrap());
+        }
+    }
+    let (s, w) = (split.snapshot(), whole.snapshot());
+    assert!(w.len() > s.len(), "{} against {}", w.len(), s.len());
+    assert!(w.iter().all(|g| g.blocks.len() == 1));
+    let blocks = |v: &[SegmentSnapshot]| v.iter().map(|g| g.blocks.len()).sum::<usize>();
+    assert!(blocks(&w) < blocks(&s));
+}
