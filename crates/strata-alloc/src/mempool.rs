@@ -92,6 +92,23 @@ pub struct MemPoolGuard<'a> {
 }
 
 impl CachingAllocator {
+    /// The id of the pool the calling thread's allocations go to now, if it
+    /// is routed to one (PyTorch's `MemPoolContext.active_pool()`); `None`
+    /// for the default pools.
+    pub fn active_mem_pool(&self) -> Option<(u64, u64)> {
+        self.with_state(|st| {
+            if st.pool_routes.is_empty() {
+                return None;
+            }
+            let me = current_thread();
+            st.pool_routes
+                .iter()
+                .rev()
+                .find(|r| r.thread == me)
+                .map(|r| (0, r.pool))
+        })
+    }
+
     /// Creates a private memory pool (PyTorch's `torch.cuda.MemPool()`).
     pub fn mem_pool(self: &Arc<Self>, options: MemPoolOptions) -> MemPool {
         let id = self.with_state(|st| {

@@ -99,12 +99,16 @@ fn nested_guards_route_to_the_latest_pool() {
     let a = sim("", 8 * GIB);
     let p1 = a.mem_pool(MemPoolOptions::default());
     let p2 = a.mem_pool(MemPoolOptions::default());
+    assert_eq!(a.active_mem_pool(), None);
     let _g1 = p1.activate();
+    assert_eq!(a.active_mem_pool(), Some(p1.id()));
     let x = a.allocate(MIB, S0).unwrap();
     let y = {
         let _g2 = p2.activate();
+        assert_eq!(a.active_mem_pool(), Some(p2.id()));
         a.allocate(MIB, S0).unwrap()
     };
+    assert_eq!(a.active_mem_pool(), Some(p1.id()));
     let z = a.allocate(MIB, S0).unwrap();
     assert_eq!(pool_of(&a, x.ptr()), Some(p1.id()));
     assert_eq!(pool_of(&a, y.ptr()), Some(p2.id()));
@@ -129,6 +133,7 @@ fn a_guard_routes_only_its_own_thread() {
     let a3 = Arc::clone(&a);
     std::thread::scope(|sc| {
         sc.spawn(|| {
+            assert_eq!(a3.active_mem_pool(), None, "routes are per thread");
             let _h = q.activate();
             let t = a3.allocate(MIB, S0).unwrap();
             assert_eq!(pool_of(&a3, t.ptr()), Some(q.id()));
