@@ -9,6 +9,8 @@
 //!   or a simulated device for tests and trace replays.
 //! * [`pinned`]: a caching allocator for page-locked host memory (the staging
 //!   buffers of asynchronous copies), with finer size classes than PyTorch's.
+//! * [`MemPool`]: private memory pools (PyTorch's `MemPool` and
+//!   `use_mem_pool`): a thread's allocations served from segments of their own.
 //! * [`AllocatorConfig`]: PyTorch's `key:value` configuration, from
 //!   `STRATA_ALLOC_CONF` or code.
 //! * Per-device functions ([`memory_stats`], [`empty_cache`], …) reach the
