@@ -536,3 +536,26 @@ fn a_no_split_pool_opens_a_segment_per_block() {
     let blocks = |v: &[SegmentSnapshot]| v.iter().map(|g| g.blocks.len()).sum::<usize>();
     assert!(blocks(&w) < blocks(&s));
 }
+
+/// PyTorch's `test_mempool_ctx_multithread`: while the main thread is inside
+/// a pool (whose freed 1 MiB block is cached there), another thread's
+/// 1 MiB request is served by the default pools' segment, next to the main
+/// thread's earlier block: two segments in all.
+#[test]
+fn another_thread_does_not_take_a_routed_threads_pool_block() {
+    let a = sim("", 8 * GIB);
+    let pool = a.mem_pool(MemPoolOptions::default());
+    let out1 = a.allocate(MIB, S0).unwrap();
+    let _g = pool.activate();
+    drop(a.allocate(MIB, S0).unwrap());
+    let a2 = Arc::clone(&a);
+    let (segments, theirs) = std::thread::spawn(move || {
+        let x = a2.allocate(MIB, S0).unwrap();
+        (a2.snapshot().len(), x)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(segments, 2);
+    assert_eq!(pool_of(&a, theirs.ptr()), pool_of(&a, out1.ptr()));
+    assert_eq!(pool_of(&a, theirs.ptr()), Some((0, 0)));
+}
