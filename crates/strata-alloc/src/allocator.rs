@@ -23,7 +23,7 @@ use crate::history::{
 };
 use crate::pool::Entry;
 use crate::snapshot::SegmentSnapshot;
-use crate::state::{stream_index, Settings, State};
+use crate::state::{stream_index, Settings, State, StreamState};
 use crate::stats::{MemoryStats, StatType};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -980,20 +980,7 @@ impl CachingAllocator {
             return;
         }
         if self.synchronize_and_free_events(st).is_ok() {
-            let mut whole = Vec::new();
-            for e in st.streams.iter().filter(|e| e.mempool == id) {
-                for idx in &e.free {
-                    whole.extend(idx.all().map(|x| x.block).filter(|&b| {
-                        let b = &st.blocks[b];
-                        !b.expandable && !b.is_split()
-                    }));
-                }
-            }
-            for b in whole {
-                if self.release_segment(st, b).is_err() {
-                    break;
-                }
-            }
+            let _ = self.release_free_segments(st, |_, e| e.mempool == id);
         }
         crate::mempool::forget_empty_pools(st);
     }
@@ -1293,28 +1280,36 @@ impl CachingAllocator {
     /// segment and unmaps every free page of expandable segments.
     fn release_cached_blocks(&self, st: &mut State) -> Result<(), AllocError> {
         self.synchronize_and_free_events(st)?;
+        // A private pool's segments go only once the pool is freeable.
+        self.release_free_segments(st, |st, e| {
+            e.mempool == 0 || st.mempool(e.mempool).is_none_or(|p| p.use_count == 0)
+        })?;
+        if st.expandable.iter().any(Option::is_some) {
+            self.expandable_space().release_free_pages(st)?;
+        }
+        crate::mempool::forget_empty_pools(st);
+        Ok(())
+    }
+
+    /// Returns to the driver every ordinary segment that is entirely free
+    /// and cached in an entry of `st.streams` that `of` selects.
+    fn release_free_segments(
+        &self,
+        st: &mut State,
+        of: impl Fn(&State, &StreamState) -> bool,
+    ) -> Result<(), AllocError> {
         let mut whole = Vec::new();
-        for stream in &st.streams {
-            // A private pool's segments go only once the pool is freeable.
-            if stream.mempool != 0 && st.mempool(stream.mempool).is_some_and(|p| p.use_count > 0) {
-                continue;
-            }
+        for stream in st.streams.iter().filter(|e| of(st, e)) {
             for idx in &stream.free {
-                for e in idx.all() {
-                    let b = &st.blocks[e.block];
-                    if !b.expandable && !b.is_split() {
-                        whole.push(e.block);
-                    }
-                }
+                whole.extend(idx.all().map(|e| e.block).filter(|&b| {
+                    let b = &st.blocks[b];
+                    !b.expandable && !b.is_split()
+                }));
             }
         }
         for id in whole {
             self.release_segment(st, id)?;
         }
-        if st.expandable.iter().any(Option::is_some) {
-            self.expandable_space().release_free_pages(st)?;
-        }
-        crate::mempool::forget_empty_pools(st);
         Ok(())
     }
 
