@@ -29,6 +29,19 @@ fn pool_of(a: &CachingAllocator, ptr: u64) -> Option<(u64, u64)> {
         .map(|s| s.pool_id)
 }
 
+/// `MemPoolOptions` with `use_on_oom` set.
+const USE_ON_OOM: MemPoolOptions = MemPoolOptions {
+    use_on_oom: true,
+    no_split: false,
+};
+
+/// Leaves a free block of `size` bytes cached in `pool` (allocated there,
+/// then freed).
+fn cache_in(a: &Arc<CachingAllocator>, pool: &strata_alloc::MemPool, size: u64) {
+    let _g = pool.activate();
+    drop(a.allocate(size, S0).unwrap());
+}
+
 fn holds(segs: &[SegmentSnapshot], ptr: u64) -> bool {
     segs.iter()
         .any(|s| s.blocks.iter().any(|b| b.address == ptr))
@@ -268,14 +281,8 @@ fn no_split_hands_blocks_out_whole() {
 fn use_on_oom_lends_a_pools_free_block_to_the_default_pools() {
     for conf in MODES {
         let a = sim(conf, 256 * MIB);
-        let lender = a.mem_pool(MemPoolOptions {
-            use_on_oom: true,
-            ..Default::default()
-        });
-        {
-            let _g = lender.activate();
-            drop(a.allocate(100 * MIB, S0).unwrap());
-        }
+        let lender = a.mem_pool(USE_ON_OOM);
+        cache_in(&a, &lender, 100 * MIB);
         // The default pools fill what is left of the device.
         let hog = a.allocate(150 * MIB, S0).unwrap();
         let x = a.allocate(100 * MIB, S0).unwrap();
@@ -291,20 +298,18 @@ fn a_pool_without_use_on_oom_or_dropped_is_not_used_on_oom() {
     for conf in MODES {
         let a = sim(conf, 256 * MIB);
         let keeper = a.mem_pool(MemPoolOptions::default());
-        {
-            let _g = keeper.activate();
-            drop(a.allocate(100 * MIB, S0).unwrap());
-        }
+        cache_in(&a, &keeper, 100 * MIB);
         let hog = a.allocate(150 * MIB, S0).unwrap();
         let e = a.allocate(100 * MIB, S0).unwrap_err();
         assert!(matches!(e, AllocError::OutOfMemory(_)), "{conf}: {e}");
-        assert_eq!(p_segments(&keeper), 1, "{conf}: the pool kept its segment");
+        assert_eq!(
+            keeper.snapshot().len(),
+            1,
+            "{conf}: the pool kept its segment"
+        );
         drop(hog);
         // A dropped use_on_oom pool lends nothing (its memory went back).
-        let lender = a.mem_pool(MemPoolOptions {
-            use_on_oom: true,
-            ..Default::default()
-        });
+        let lender = a.mem_pool(USE_ON_OOM);
         {
             let _g = lender.activate();
             let _y = a.allocate(50 * MIB, S0).unwrap();
@@ -314,10 +319,6 @@ fn a_pool_without_use_on_oom_or_dropped_is_not_used_on_oom() {
         assert_eq!(pool_of(&a, big.ptr()), Some((0, 0)), "{conf}");
         a.check_consistency().unwrap();
     }
-}
-
-fn p_segments(p: &strata_alloc::MemPool) -> usize {
-    p.snapshot().len()
 }
 
 #[derive(Clone, Debug)]
@@ -438,10 +439,7 @@ fn a_use_on_oom_pool_absorbs_what_the_default_pools_cannot_serve() {
     for conf in MODES {
         let a = limited(conf, 88);
         let keep = a.mem_pool(MemPoolOptions::default());
-        let lend = a.mem_pool(MemPoolOptions {
-            use_on_oom: true,
-            ..Default::default()
-        });
+        let lend = a.mem_pool(USE_ON_OOM);
         let x = {
             let _g = keep.activate();
             a.allocate(40 * MIB, S0).unwrap()
@@ -484,26 +482,15 @@ fn only_live_use_on_oom_pools_serve_the_fallback() {
     for conf in MODES {
         let a = limited(conf, 48);
         for _ in 0..10 {
-            let p = a.mem_pool(MemPoolOptions {
-                use_on_oom: true,
-                ..Default::default()
-            });
-            let _g = p.activate();
-            drop(a.allocate(40 * MIB, S0).unwrap());
+            cache_in(&a, &a.mem_pool(USE_ON_OOM), 40 * MIB);
         }
         assert_eq!(
             a.memory_reserved(),
             0,
             "{conf}: dropped pools gave their memory back"
         );
-        let live = a.mem_pool(MemPoolOptions {
-            use_on_oom: true,
-            ..Default::default()
-        });
-        {
-            let _g = live.activate();
-            drop(a.allocate(40 * MIB, S0).unwrap());
-        }
+        let live = a.mem_pool(USE_ON_OOM);
+        cache_in(&a, &live, 40 * MIB);
         let b = a.allocate(20 * MIB, S0).unwrap();
         let c = a.allocate(20 * MIB, S0).unwrap();
         assert_eq!(pool_of(&a, b.ptr()), Some(live.id()), "{conf}");

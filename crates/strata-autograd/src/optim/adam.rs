@@ -88,22 +88,19 @@ impl Optimizer for Adam {
             };
             lists.push(k, s.step + 1, p.data(), g, s.m.clone(), s.v.clone())?;
         }
-        let (lr, (beta1, beta2), eps) = (self.lr, self.betas, self.eps);
+        let hyper = AdamHyper {
+            lr: self.lr,
+            beta1: self.betas.0,
+            beta2: self.betas.1,
+            eps: self.eps,
+            weight_decay: 0.0,
+            step: 0,
+        };
         let state = &mut self.state;
-        lists.run(
-            |step| AdamHyper {
-                lr,
-                beta1,
-                beta2,
-                eps,
-                weight_decay: 0.0,
-                step,
-            },
-            |k, step| {
-                if let Some(s) = &mut state[k] {
-                    s.step = step;
-                }
-            },
-        )
+        lists.run(hyper, |k, step| {
+            if let Some(s) = &mut state[k] {
+                s.step = step;
+            }
+        })
     }
 }

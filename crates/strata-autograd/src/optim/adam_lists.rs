@@ -49,15 +49,12 @@ impl AdamLists {
         Ok(())
     }
 
-    /// Updates each list with the hyper-parameters `hyper` gives for its
-    /// step, then calls `done(index, step)` for each of its parameters.
-    pub(crate) fn run(
-        self,
-        hyper: impl Fn(i32) -> AdamHyper,
-        mut done: impl FnMut(usize, i32),
-    ) -> Result<()> {
+    /// Updates each list with `hyper` at the list's own step (`hyper.step`
+    /// is ignored), then calls `done(index, step)` for each of its
+    /// parameters.
+    pub(crate) fn run(self, hyper: AdamHyper, mut done: impl FnMut(usize, i32)) -> Result<()> {
         for ((_, step), [ps, gs, ms, vs], indices) in self.lists {
-            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, hyper(step))?;
+            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, AdamHyper { step, ..hyper })?;
             for i in indices {
                 done(i, step);
             }

@@ -181,20 +181,16 @@ impl AdamW {
             let step = self.steps[i] + 1;
             lists.push(i, step, self.params[i].data(), g.clone(), mk, vk)?;
         }
-        let (lr, (beta1, beta2), eps, weight_decay) =
-            (self.lr, self.betas, self.eps, self.weight_decay);
+        let hyper = AdamHyper {
+            lr: self.lr,
+            beta1: self.betas.0,
+            beta2: self.betas.1,
+            eps: self.eps,
+            weight_decay: self.weight_decay,
+            step: 0,
+        };
         let steps = &mut self.steps;
-        lists.run(
-            |step| AdamHyper {
-                lr,
-                beta1,
-                beta2,
-                eps,
-                weight_decay,
-                step,
-            },
-            |i, step| steps[i] = step,
-        )
+        lists.run(hyper, |i, step| steps[i] = step)
     }
 }
 
