@@ -828,7 +828,13 @@ impl CachingAllocator {
     // ----- the hot path --------------------------------------------------------
 
     #[inline]
-    fn get_free_block(&self, st: &mut State, s: u32, pool: PoolKind, size: u64) -> Option<u32> {
+    pub(crate) fn get_free_block(
+        &self,
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        size: u64,
+    ) -> Option<u32> {
         if st.settings.gc_threshold.is_some() {
             st.gc_counts[pool as usize] += 1;
         }
@@ -951,18 +957,6 @@ impl CachingAllocator {
             generation,
             owner: self.id,
         }
-    }
-
-    /// [`get_free_block`](Self::get_free_block) for the private pools
-    /// (`mempool.rs`).
-    pub(crate) fn take_free_block(
-        &self,
-        st: &mut State,
-        s: u32,
-        pool: PoolKind,
-        size: u64,
-    ) -> Option<u32> {
-        self.get_free_block(st, s, pool, size)
     }
 
     /// A [`MemPool`](crate::MemPool) was dropped: the pool is freeable once

@@ -96,17 +96,7 @@ impl CachingAllocator {
     /// is routed to one (PyTorch's `MemPoolContext.active_pool()`); `None`
     /// for the default pools.
     pub fn active_mem_pool(&self) -> Option<(u64, u64)> {
-        self.with_state(|st| {
-            if st.pool_routes.is_empty() {
-                return None;
-            }
-            let me = current_thread();
-            st.pool_routes
-                .iter()
-                .rev()
-                .find(|r| r.thread == me)
-                .map(|r| (0, r.pool))
-        })
+        self.with_state(|st| route_of_this_thread(st).map(|pool| (0, pool)))
     }
 
     /// Creates a private memory pool (PyTorch's `torch.cuda.MemPool()`).
@@ -226,14 +216,23 @@ fn current_thread() -> ThreadId {
 /// The dense index that serves a request on `stream` from the calling
 /// thread: its latest route's pool, or the default pools.
 pub(crate) fn routed_stream_index(st: &mut State, stream: StreamId) -> u32 {
-    let me = current_thread();
-    match st.pool_routes.iter().rev().find(|r| r.thread == me) {
-        Some(r) => {
-            let pool = r.pool;
-            pool_stream_index(st, stream, pool)
-        }
+    match route_of_this_thread(st) {
+        Some(pool) => pool_stream_index(st, stream, pool),
         None => stream_index(st, stream),
     }
+}
+
+/// The pool of the calling thread's latest route, if it has one.
+fn route_of_this_thread(st: &State) -> Option<u64> {
+    if st.pool_routes.is_empty() {
+        return None;
+    }
+    let me = current_thread();
+    st.pool_routes
+        .iter()
+        .rev()
+        .find(|r| r.thread == me)
+        .map(|r| r.pool)
 }
 
 /// A free block of a `use_on_oom` pool in use, for a request of the
@@ -264,7 +263,7 @@ pub(crate) fn free_block_on_oom(
         else {
             continue;
         };
-        if let Some(b) = a.take_free_block(st, e as u32, pool, rounded) {
+        if let Some(b) = a.get_free_block(st, e as u32, pool, rounded) {
             return Some(b);
         }
     }
