@@ -138,8 +138,11 @@ thread_local! {
     static REGIONS: RefCell<Vec<(u64, Option<AutocastState>)>> = const { RefCell::new(Vec::new()) };
     /// The id of the next guard.
     static NEXT_ID: Cell<u64> = const { Cell::new(0) };
-    /// Low-precision copies of f32 leaves that require grad, by the leaf's identity.
-    static CACHE: RefCell<HashMap<usize, Var>> = RefCell::new(HashMap::new());
+    /// Low-precision copies of f32 leaves that require grad, by the leaf's
+    /// identity and the copy's dtype (nested regions of bf16 and f16 each
+    /// get their own copy; keyed by the leaf alone, an f16 region inside a
+    /// bf16 one was handed the bf16 copy, and its ops failed on mixed dtypes).
+    static CACHE: RefCell<HashMap<(usize, DType), Var>> = RefCell::new(HashMap::new());
 }
 
 /// The settings of the autocast region active on this thread, if any.
@@ -248,7 +251,7 @@ fn cast(v: &Var, dtype: DType, low: DType) -> Result<Var> {
     if !cacheable {
         return v.to_dtype(dtype);
     }
-    let key = std::sync::Arc::as_ptr(v.inner()) as usize;
+    let key = (std::sync::Arc::as_ptr(v.inner()) as usize, dtype);
     if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
         return Ok(hit);
     }

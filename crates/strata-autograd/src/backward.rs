@@ -57,7 +57,13 @@ impl Var {
         match self.grad_fn() {
             None => {
                 self.inner().accumulate(grad)?;
+                if crate::checkpoint::in_recompute() {
+                    return Ok(());
+                }
                 self.inner().run_grad_hooks()
+            }
+            Some(root) if root.is_stale_view() => {
+                Err(AutogradError::ViewOfModifiedBase { op: root.name() })
             }
             Some(root) => run(root, grad, retain_graph),
         }
@@ -143,7 +149,9 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
                         .get_mut(&(Arc::as_ptr(v) as usize))
                         .expect("every leaf edge was counted");
                     *left -= 1;
-                    if *left == 0 {
+                    // Inside a checkpoint's recomputation the outer pass runs
+                    // the hooks (see `checkpoint::in_recompute`).
+                    if *left == 0 && !crate::checkpoint::in_recompute() {
                         v.run_grad_hooks()?;
                     }
                 }

@@ -30,7 +30,7 @@ use crate::grad_mode::{is_grad_enabled, EnableGradGuard, NoGradGuard};
 use crate::inference_mode::is_inference_mode_enabled;
 use crate::ops::formula;
 use crate::var::{record, Var};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use strata_tensor::generator::{rng_state, set_rng_state, RngState};
 
@@ -38,6 +38,37 @@ thread_local! {
     /// One list per active checkpointed forward: the variables requiring grad
     /// that its ops read (captured from outside, since nothing inside requires grad).
     static TRACERS: RefCell<Vec<Vec<Var>>> = const { RefCell::new(Vec::new()) };
+    /// How many recomputations' backward passes are running on this thread.
+    static RECOMPUTING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether a checkpoint's recomputation is back-propagating on this thread.
+/// Its backward adds the captured parameters' gradients into their `.grad`,
+/// but their gradient for the pass is final only when the outer pass has
+/// processed its edges into them (the checkpoint node has one per captured
+/// parameter): their post-accumulate-grad hooks run then, once, and not
+/// inside the recomputation (where they ran a second time, with a gradient
+/// still missing the contributions of ops outside the checkpoint; a
+/// `DistributedDataParallel` then launched a bucket early and refused the
+/// second call).
+pub(crate) fn in_recompute() -> bool {
+    RECOMPUTING.with(Cell::get) > 0
+}
+
+/// Marks a recomputation's backward as running until dropped.
+struct RecomputeGuard;
+
+impl RecomputeGuard {
+    fn enter() -> RecomputeGuard {
+        RECOMPUTING.with(|r| r.set(r.get() + 1));
+        RecomputeGuard
+    }
+}
+
+impl Drop for RecomputeGuard {
+    fn drop(&mut self) {
+        RECOMPUTING.with(|r| r.set(r.get() - 1));
+    }
 }
 
 /// Called by every recorded op with its inputs: inside a checkpointed
@@ -162,6 +193,7 @@ where
             f(&leaves)?
         };
         if out.requires_grad() {
+            let _recomputing = RecomputeGuard::enter();
             out.backward_with(Some(g), false)?;
         }
         let mut grads: Vec<Option<Tensor>> = leaves

@@ -52,6 +52,18 @@ pub enum AutogradError {
         /// The in-place op.
         op: &'static str,
     },
+    /// A backward reached a view taken before its base (or a variable it
+    /// views through other views) was modified by a recorded in-place op:
+    /// the view's values include the in-place op but its history does not.
+    #[error(
+        "a view made by {op} was used after the variable it views was modified by a recorded \
+         in-place op; its gradient would leave out that op. Take the view after the in-place \
+         op, or clone the variable before modifying it in place"
+    )]
+    ViewOfModifiedBase {
+        /// The view op (`NarrowBackward`, `TransposeBackward`, ...).
+        op: &'static str,
+    },
     /// `backward` on a tensor that does not require grad.
     #[error("element 0 of tensors does not require grad and does not have a grad_fn")]
     NoGradFn,

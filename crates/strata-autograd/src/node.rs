@@ -6,7 +6,7 @@ use crate::error::{AutogradError, Result};
 use crate::var::VarInner;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use strata_tensor::Tensor;
 
 /// The backward formula of a node: from the gradient of the output, the saved
@@ -42,6 +42,22 @@ struct Saved {
 /// Hands out [`Node::sequence_nr`]s: process-wide, increasing with creation.
 static NEXT_SEQUENCE_NR: AtomicU64 = AtomicU64::new(0);
 
+/// Counts in-place ops that replaced a variable's history (process-wide):
+/// while it is unchanged, no view can have become stale.
+static REBASES: AtomicU64 = AtomicU64::new(0);
+
+/// Notes that a variable's history was replaced by an in-place op.
+pub(crate) fn note_rebase() {
+    REBASES.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The variable a view node's output is a view of, and the value of
+/// [`REBASES`] when the view was last found current.
+struct ViewBase {
+    base: Weak<VarInner>,
+    checked: AtomicU64,
+}
+
 /// A recorded operation.
 pub(crate) struct Node {
     name: &'static str,
@@ -52,6 +68,9 @@ pub(crate) struct Node {
     backward: BackwardFn,
     /// `None` once released by a backward without `retain_graph`.
     saved: Mutex<Option<Vec<Saved>>>,
+    /// For a view op: the variable viewed (its input), whose history the
+    /// node's edge was taken from.
+    view: Option<ViewBase>,
 }
 
 impl Node {
@@ -74,7 +93,61 @@ impl Node {
             edges,
             backward,
             saved: Mutex::new(Some(saved)),
+            view: None,
         }
+    }
+
+    /// Marks this node as a view op's whose output views `base` (its input).
+    pub(crate) fn viewing(mut self, base: &Arc<VarInner>) -> Node {
+        self.view = Some(ViewBase {
+            base: Arc::downgrade(base),
+            checked: AtomicU64::new(REBASES.load(Ordering::Acquire)),
+        });
+        self
+    }
+
+    /// A node standing for a view whose base was modified in place (by a
+    /// recorded op) after the view was taken: reaching it in backward is an
+    /// [`AutogradError::ViewOfModifiedBase`]. (PyTorch regenerates the view's
+    /// history onto the base's new one; strata refuses instead of passing the
+    /// gradient through the base's old history, which silently left out the
+    /// in-place op: `y.mul_(2)` did not double the gradient through a view
+    /// of `y` taken before it, and `y.add_(&w)` gave `w` nothing.)
+    pub(crate) fn stale_view(view_op: &'static str) -> Node {
+        let f: BackwardFn =
+            Box::new(move |_g, _s, _n| Err(AutogradError::ViewOfModifiedBase { op: view_op }));
+        Node::new(view_op, Vec::new(), Vec::new(), f)
+    }
+
+    /// Whether this is a view op's node whose output no longer matches its
+    /// history: the viewed variable (or, for a view of a view, one further
+    /// up) had its history replaced by an in-place op since the view was
+    /// taken. Walks the chain of views only after some in-place op replaced
+    /// a history since the last check.
+    pub(crate) fn is_stale_view(&self) -> bool {
+        let Some(view) = &self.view else {
+            return false;
+        };
+        let epoch = REBASES.load(Ordering::Acquire);
+        if view.checked.load(Ordering::Acquire) == epoch {
+            return false;
+        }
+        let mut node: Option<Arc<Node>> = None;
+        loop {
+            let n: &Node = node.as_deref().unwrap_or(self);
+            let Some(v) = &n.view else { break };
+            let Some(base) = v.base.upgrade() else { break };
+            let current = base.current_grad_fn();
+            match (n.edges.first(), current) {
+                (Some(Some(Edge::Node(old))), Some(cur)) if Arc::ptr_eq(old, &cur) => {
+                    node = Some(cur);
+                }
+                (Some(Some(Edge::Leaf(_))), None) => break,
+                _ => return true,
+            }
+        }
+        view.checked.store(epoch, Ordering::Release);
+        false
     }
 
     /// The node's place in recording order (see the field).

@@ -118,6 +118,11 @@ impl VarInner {
         self.grad.lock().destination.clone()
     }
 
+    /// The node that produced this variable now (`None` for a leaf).
+    pub(crate) fn current_grad_fn(&self) -> Option<Arc<Node>> {
+        self.grad_fn.lock().clone()
+    }
+
     /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
     /// register or remove hooks).
     pub(crate) fn run_grad_hooks(self: &Arc<Self>) -> Result<()> {
@@ -429,6 +434,9 @@ impl Var {
     /// The edge a gradient for this variable flows along, if it requires grad.
     pub(crate) fn edge(&self) -> Option<Edge> {
         match self.grad_fn() {
+            // A view whose base was modified in place since: its history is
+            // stale, and a backward that reaches it must fail.
+            Some(n) if n.is_stale_view() => Some(Edge::Node(Arc::new(Node::stale_view(n.name())))),
             Some(n) => Some(Edge::Node(n)),
             None if self.requires_grad() => Some(Edge::Leaf(Arc::clone(&self.inner))),
             None => None,
@@ -446,6 +454,7 @@ impl Var {
     /// Replaces the history after an in-place op (PyTorch's `rebase_history`).
     pub(crate) fn set_grad_fn(&self, node: Arc<Node>) {
         *self.inner.grad_fn.lock() = Some(node);
+        crate::node::note_rebase();
     }
 }
 
@@ -519,7 +528,12 @@ pub(crate) fn record(
     if !is_grad_enabled() || edges.iter().all(Option::is_none) {
         return Var::new(output);
     }
-    let node = Node::new(name, edges, saved(), backward);
+    let mut node = Node::new(name, edges, saved(), backward);
+    if is_view {
+        if let Some(base) = inputs.first().copied().flatten() {
+            node = node.viewing(base.inner());
+        }
+    }
     Var::make(output, Some(Arc::new(node)), true, is_view)
 }
 

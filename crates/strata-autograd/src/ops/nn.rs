@@ -105,7 +105,6 @@ impl Var {
             return c[0].cross_entropy(target, args);
         }
         let (loss, saved) = self.data().cross_entropy_forward(target, args)?;
-        let weight = args.weight.cloned();
         let (ignore_index, reduction, label_smoothing) =
             (args.ignore_index, args.reduction, args.label_smoothing);
         fn rebuild_args(
@@ -123,15 +122,20 @@ impl Var {
         match saved {
             Some(sv) => {
                 let x = self.data().clone();
-                let saved = move || vec![x, sv.lse, sv.target, sv.total_weight];
+                // The class weight is saved (version-checked) with the rest.
+                let weight = args.weight.cloned();
+                let saved = move || {
+                    let mut v = vec![x, sv.lse, sv.target, sv.total_weight];
+                    v.extend(weight);
+                    v
+                };
                 let f = formula(move |g, s, _n| {
                     let sv = strata_tensor::CrossEntropySaved {
                         lse: s[1].clone(),
                         target: s[2].clone(),
                         total_weight: s[3].clone(),
                     };
-                    let dx =
-                        s[0].cross_entropy_backward(g, &sv, rebuild_args(weight.as_ref(), rest))?;
+                    let dx = s[0].cross_entropy_backward(g, &sv, rebuild_args(s.get(4), rest))?;
                     Ok(vec![Some(dx)])
                 });
                 Ok(record(
@@ -155,7 +159,7 @@ impl Var {
                 let acc = lsm.dtype();
                 let p = target.to_dtype(acc)?.mul(1.0 - eps)?.add(eps / c)?;
                 let mut t = lsm.mul(&Var::new(p))?;
-                if let Some(w) = &weight {
+                if let Some(w) = args.weight {
                     let mut shape = vec![1i64; self.ndim()];
                     shape[if self.ndim() == 1 { 0 } else { 1 }] = c as i64;
                     t = t.mul(&Var::new(w.to_dtype(acc)?.reshape(&shape)?))?;
@@ -197,21 +201,31 @@ impl Var {
         let out = self
             .data()
             .nll_loss(target, weight, ignore_index, reduction)?;
+        // The weight is saved (version-checked) like the targets: changed in
+        // place after the forward, it would silently change the gradient.
         let weight = weight.cloned();
         let t = target.to_dtype(DType::I64)?;
         let (shape, dtype) = (self.shape().to_vec(), self.dtype());
-        let saved = move || vec![t];
+        let saved = move || {
+            let mut v = vec![t];
+            v.extend(weight);
+            v
+        };
         let f = formula(move |g, s, _n| {
             let t = s[0].reshape(&[-1])?;
             let acc = strata_tensor::acc_dtype(dtype);
-            let (wt, safe) = nll_weights(&t, weight.as_ref(), ignore_index, acc)?;
+            let (wt, safe) = nll_weights(&t, s.get(1), ignore_index, acc)?;
             let g = g.to_dtype(acc)?;
             let coef = match reduction {
                 Reduction::None => g.reshape(&[-1])?,
                 Reduction::Sum => g.reshape(&[1])?,
                 Reduction::Mean => g.div(&wt.sum(None, false)?)?.reshape(&[1])?,
             };
-            let vals = wt.mul(&coef)?.neg()?.unsqueeze(1)?;
+            // Ignored rows get 0, as PyTorch's kernel skips them: with every
+            // row ignored the mean's coefficient is g / 0 and `0 * inf`
+            // would put NaN into their class-0 entries.
+            let vals = Tensor::where_cond(&t.eq(ignore_index)?, 0.0, &wt.mul(&coef)?.neg()?)?
+                .unsqueeze(1)?;
             let rows = safe.numel();
             let classes = if shape.len() == 1 { shape[0] } else { shape[1] };
             let z = Tensor::zeros(&[rows, classes], acc, g.device())?;
@@ -241,6 +255,7 @@ impl Var {
         }
         let out = self.data().mse_loss(target.data(), reduction, weight)?;
         let (x, y) = (self.data().clone(), target.data().clone());
+        // The weight is saved (version-checked) with the operands.
         let weight = weight.cloned();
         let (xs, xd, ys, yd) = (
             self.shape().to_vec(),
@@ -248,14 +263,19 @@ impl Var {
             target.shape().to_vec(),
             target.dtype(),
         );
-        let saved = move || vec![x, y];
+        let saved = move || {
+            let mut v = vec![x, y];
+            v.extend(weight);
+            v
+        };
         let f = formula(move |g, s, needs| {
             let d = s[0].sub(&s[1])?;
             let mut k = d.mul(2.0)?;
-            if let Some(w) = &weight {
+            let weight = s.get(2);
+            if let Some(w) = weight {
                 k = k.mul(w)?;
             }
-            let scale = match (reduction, &weight) {
+            let scale = match (reduction, weight) {
                 (Reduction::Mean, None) => g.div(d.numel() as f64)?,
                 (Reduction::Mean, Some(w)) => g.div(
                     &w.to_dtype(k.dtype())?
