@@ -42,22 +42,34 @@ impl Tensor {
                 format!("rtol ({rtol}) and atol ({atol}) must be non-negative numbers"),
             ));
         }
+        // PyTorch: with zero tolerances closeness is equality.
+        if rtol == 0.0 && atol == 0.0 {
+            return all_true(&self.eq(other)?);
+        }
         let common = self.dtype().promote(other.dtype());
-        let compute = if common.is_float() {
-            common
+        // Floats compare in their common dtype. Integers compare exactly:
+        // their difference and equality in i64 (in f64, integers beyond
+        // 2^53 rounded together and 2^53 + 1 was close to 2^53 whatever the
+        // tolerance), only the difference and |other| then in f64.
+        let (eq, abs_diff, b) = if common.is_float() {
+            let (a, b) = (self.to_dtype(common)?, other.to_dtype(common)?);
+            (a.eq(&b)?, (&a - &b)?.abs()?, b)
         } else {
-            DType::F64
+            let wide = if common == DType::Bool {
+                DType::F64
+            } else {
+                DType::I64
+            };
+            let (a, b) = (self.to_dtype(wide)?, other.to_dtype(wide)?);
+            let abs_diff = (&a - &b)?.abs()?.to_dtype(DType::F64)?;
+            (a.eq(&b)?, abs_diff, b.to_dtype(DType::F64)?)
         };
-        let (a, b) = (self.to_dtype(compute)?, other.to_dtype(compute)?);
-        let diff = (&a - &b)?;
-        let abs_diff = (diff.relu()? + (-&diff)?.relu()?)?;
-        let abs_b = (b.relu()? + (-&b)?.relu()?)?;
-        let tol = ((abs_b * rtol)? + atol)?;
+        let tol = ((b.abs()? * rtol)? + atol)?;
         // close = (|a - b| finite and <= tol) or a == b (equal infinities),
         // as PyTorch's isclose; the u8 sum is nonzero where either holds.
         let u8_of = |t: Tensor| t.to_dtype(DType::U8);
         let within = (u8_of(abs_diff.le(&tol)?)? * u8_of(abs_diff.lt(f64::INFINITY)?)?)?;
-        let close = (within + u8_of(a.eq(&b)?)?)?;
+        let close = (within + u8_of(eq)?)?;
         all_nonzero(&close)
     }
 }
