@@ -23,7 +23,13 @@
 //!   blocks failed with "got its gradient twice";
 //! * an f16 autocast region nested in a bf16 one (or the reverse) was handed
 //!   the outer region's cached copy of a parameter, so its ops failed on
-//!   mixed dtypes.
+//!   mixed dtypes;
+//! * `linear` with `in_features` 0 (for inputs of 1 or 3+ dims),
+//!   `gelu_linear` with 0 features in or out, and the backward of an
+//!   embedding of width 0 were Shape errors (`reshape([-1, 0])` is
+//!   ambiguous); they now give PyTorch's results;
+//! * `clip_grad_norm_` squared f16 gradients in f16: an element above 256
+//!   made the norm inf and every gradient was scaled to 0.
 
 use std::sync::{Arc, Mutex};
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
@@ -320,4 +326,92 @@ fn nested_autocast_regions_of_two_dtypes_cast_to_their_own() {
     assert_eq!(c.dtype(), DType::BF16);
     sum(&c).backward().unwrap();
     assert_eq!(grad(&w), vec![2.0; 4]);
+}
+
+// ------------------------------------------------ zero-width layers
+
+fn zeros_param(shape: &[usize]) -> Var {
+    Var::parameter(Tensor::zeros(shape, DType::F32, CPU).unwrap()).unwrap()
+}
+
+#[test]
+fn linear_layers_with_zero_features_give_pytorchs_results() {
+    // in_features 0: x @ w^T is zeros, the result the bias (was a Shape
+    // error from `reshape([-1, 0])` for inputs of 1 or 3+ dims).
+    let b = param(&[1.0, 2.0, 3.0, 4.0]);
+    for x_shape in [vec![2usize, 3, 0], vec![0], vec![2, 0]] {
+        let x = zeros_param(&x_shape);
+        let w = zeros_param(&[4, 0]);
+        let y = x.linear(&w, Some(&b)).unwrap();
+        let mut want_shape = x_shape[..x_shape.len() - 1].to_vec();
+        want_shape.push(4);
+        assert_eq!(y.shape(), &want_shape[..]);
+        let rows: usize = want_shape[..want_shape.len() - 1].iter().product();
+        assert_eq!(
+            y.to_vec::<f32>().unwrap(),
+            [1.0, 2.0, 3.0, 4.0].repeat(rows)
+        );
+        b.zero_grad(true).unwrap();
+        sum(&y).backward().unwrap();
+        assert_eq!(grad(&b), vec![rows as f32; 4]);
+        assert_eq!(w.grad().unwrap().shape(), &[4, 0]);
+        assert_eq!(x.grad().unwrap().shape(), &x_shape[..]);
+
+        let x = zeros_param(&x_shape);
+        let y = x
+            .gelu_linear(strata_tensor::GeluApprox::None, &w, Some(&b))
+            .unwrap();
+        assert_eq!(
+            y.to_vec::<f32>().unwrap(),
+            [1.0, 2.0, 3.0, 4.0].repeat(rows)
+        );
+        sum(&y).backward().unwrap();
+        assert_eq!(x.grad().unwrap().shape(), &x_shape[..]);
+    }
+    // out_features 0: an empty result; gelu_linear's backward failed.
+    let x = param2(&[0.5; 30], &[2, 3, 5]);
+    let w = zeros_param(&[0, 5]);
+    let y = x
+        .gelu_linear(strata_tensor::GeluApprox::Tanh, &w, None)
+        .unwrap();
+    assert_eq!(y.shape(), &[2, 3, 0]);
+    sum(&y).backward().unwrap();
+    assert_eq!(grad(&x), vec![0.0; 30]);
+    assert_eq!(w.grad().unwrap().shape(), &[0, 5]);
+}
+
+#[test]
+fn an_embedding_of_width_zero_back_propagates() {
+    let e = zeros_param(&[5, 0]);
+    let idx = Tensor::from_slice(&[1i64, 2, 1], &[3], CPU).unwrap();
+    for padding in [None, Some(-1)] {
+        let y = e.embedding(&idx, padding).unwrap();
+        assert_eq!(y.shape(), &[3, 0]);
+        // Was a Shape error from `reshape([-1, 0])`.
+        sum(&y).backward().unwrap();
+        assert_eq!(e.grad().unwrap().shape(), &[5, 0]);
+    }
+}
+
+// ------------------------------------------------------ clip_grad_norm_
+
+#[test]
+fn clip_grad_norm_of_half_gradients_does_not_overflow() {
+    for dtype in [DType::F16, DType::BF16] {
+        let p = Var::parameter(Tensor::zeros(&[2], dtype, CPU).unwrap()).unwrap();
+        let g = Tensor::from_slice(&[300.0f32, 400.0], &[2], CPU)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        p.set_grad(Some(g)).unwrap();
+        // Squared in f16, 300^2 and 400^2 were inf: the norm was inf and
+        // the gradients were scaled to 0.
+        let norm = strata_autograd::clip_grad_norm_(std::slice::from_ref(&p), 1.0).unwrap();
+        assert_eq!(norm.item::<f32>().unwrap(), 500.0, "{dtype}");
+        let g = p.grad().unwrap().to_vec_as::<f32>().unwrap();
+        assert!(
+            (g[0] - 0.6).abs() < 4e-3 && (g[1] - 0.8).abs() < 4e-3,
+            "{dtype}: {g:?}"
+        );
+    }
 }

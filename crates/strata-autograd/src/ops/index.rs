@@ -114,7 +114,9 @@ impl Var {
             let v = shape[0] as i64;
             let d = shape[1];
             let idx = s[0].to_dtype(DType::I64)?.reshape(&[-1])?;
-            let g2 = g.reshape(&[-1, d as i64])?;
+            // The row count named: `[-1, 0]` is ambiguous for a weight of
+            // embedding_dim 0.
+            let g2 = g.reshape(&[idx.numel() as i64, d as i64])?;
             let z = Tensor::zeros(&shape, dtype, g.device())?;
             let g2 = match padding_idx {
                 Some(p) => {

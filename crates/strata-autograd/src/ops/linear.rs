@@ -13,7 +13,22 @@
 use super::{formula, sum_to};
 use crate::error::{AutogradError, Result};
 use crate::var::{record, Var};
-use strata_tensor::GeluApprox;
+use strata_tensor::{GeluApprox, TensorError};
+
+/// The number of rows `shape`'s leading dims (all but the last) fold into.
+/// Reshaping to `[rows, last]` names it instead of inferring it with `-1`,
+/// which is ambiguous for a size-0 last dim (`[-1, 0]` of 0 elements).
+fn rows_of(op: &'static str, shape: &[usize]) -> Result<i64> {
+    shape[..shape.len().saturating_sub(1)]
+        .iter()
+        .try_fold(1i64, |acc, &d| acc.checked_mul(i64::try_from(d).ok()?))
+        .ok_or_else(|| {
+            AutogradError::Tensor(TensorError::SizeOverflow {
+                op,
+                msg: format!("the leading dims of {shape:?} hold more than i64::MAX rows"),
+            })
+        })
+}
 
 /// Checks `linear`'s operand shapes (the weight `[out, in]` with `in` the
 /// input's last dim, the bias `[out]`).
@@ -60,7 +75,7 @@ impl Var {
         let x2 = if self.ndim() == 2 {
             self.clone()
         } else {
-            self.reshape(&[-1, in_f])?
+            self.reshape(&[rows_of("linear", self.shape())?, in_f])?
         };
         // With a bias of the product's dtype, `addmm` (one rounding, as
         // PyTorch's `F.linear`); else the product, then a promoting add.
@@ -128,7 +143,8 @@ impl Var {
             .map(|&d| d as i64)
             .collect();
         out_shape.push(out_f as i64);
-        let x2 = self.data().reshape(&[-1, in_f as i64])?;
+        let rows = rows_of("gelu_linear", &x_shape)?;
+        let x2 = self.data().reshape(&[rows, in_f as i64])?;
         let h = x2.gelu(approximate)?;
         let wt = weight.data().t()?;
         // The bias added in the product's accumulator where the dtypes
@@ -148,8 +164,8 @@ impl Var {
         let b_dtype = bias.map(|b| b.dtype());
         let x_dtype = self.dtype();
         let f = formula(move |g, s, needs| {
-            let x2 = s[0].reshape(&[-1, in_f as i64])?;
-            let g2 = g.reshape(&[-1, out_f as i64])?;
+            let x2 = s[0].reshape(&[rows, in_f as i64])?;
+            let g2 = g.reshape(&[rows, out_f as i64])?;
             let dw = if needs[1] {
                 let h = x2.gelu(approximate)?;
                 Some(sum_to(&g2.t()?.matmul(&h)?, &w_shape, w_dtype)?)

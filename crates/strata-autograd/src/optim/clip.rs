@@ -53,7 +53,15 @@ pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
     super::check_grads_in_place("clip_grad_norm_", &grads)?;
     let total = Tensor::zeros(&[], DType::F32, first.device())?;
     for g in &grads {
-        let sq = g.mul(g)?.sum(None, false)?;
+        // Half-precision gradients are squared in f32 (PyTorch's norm
+        // accumulates in f32): squared in f16, any element above 256 became
+        // inf, the norm inf and the clip coefficient 0, zeroing every
+        // gradient.
+        let g = match g.dtype() {
+            DType::F16 | DType::BF16 => g.to_dtype(DType::F32)?,
+            _ => g.clone(),
+        };
+        let sq = g.mul(&g)?.sum(None, false)?;
         total.add_(&sq)?;
     }
     let norm = total.sqrt()?;
