@@ -29,7 +29,9 @@
 //!   embedding of width 0 were Shape errors (`reshape([-1, 0])` is
 //!   ambiguous); they now give PyTorch's results;
 //! * `clip_grad_norm_` squared f16 gradients in f16: an element above 256
-//!   made the norm inf and every gradient was scaled to 0.
+//!   made the norm inf and every gradient was scaled to 0;
+//! * `maximum`/`minimum` gave 0 gradient to both operands where one was NaN
+//!   (PyTorch passes g to both there).
 
 use std::sync::{Arc, Mutex};
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
@@ -413,5 +415,29 @@ fn clip_grad_norm_of_half_gradients_does_not_overflow() {
             (g[0] - 0.6).abs() < 4e-3 && (g[1] - 0.8).abs() < 4e-3,
             "{dtype}: {g:?}"
         );
+    }
+}
+
+// ------------------------------------------------------ maximum/minimum
+
+#[test]
+fn maximum_and_minimum_pass_the_gradient_through_nan_as_pytorch() {
+    let nan = f32::NAN;
+    for max in [true, false] {
+        let a = param(&[nan, 1.0, 2.0, 5.0]);
+        let b = param(&[1.0, 1.0, 3.0, nan]);
+        let y = if max { a.maximum(&b) } else { a.minimum(&b) }.unwrap();
+        let v = y.to_vec::<f32>().unwrap();
+        assert!(v[0].is_nan() && v[3].is_nan() && v[1] == 1.0);
+        sum(&y).backward().unwrap();
+        // PyTorch: where(a == b, g / 2, g) with the loser's entries zeroed;
+        // NaN compares false everywhere, so both operands get g there.
+        let (ga, gb) = if max {
+            (vec![1.0, 0.5, 0.0, 1.0], vec![1.0, 0.5, 1.0, 1.0])
+        } else {
+            (vec![1.0, 0.5, 1.0, 1.0], vec![1.0, 0.5, 0.0, 1.0])
+        };
+        assert_eq!(grad(&a), ga, "max {max}");
+        assert_eq!(grad(&b), gb, "max {max}");
     }
 }

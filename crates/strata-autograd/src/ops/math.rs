@@ -259,22 +259,20 @@ impl Var {
         let saved = move || vec![a, b];
         let f = formula(move |g, s, needs| {
             let (x, y) = (&s[0], &s[1]);
-            let half = g.mul(0.5)?;
-            let eq = x.eq(y)?;
-            // Where x wins (x > y for maximum), x gets g; where y wins, y does.
+            // PyTorch's formula: g (g / 2 where x == y), 0 where the operand
+            // loses (x < y for maximum's x). Where an operand is NaN nothing
+            // compares true and both get g (they got 0).
+            let base = Tensor::where_cond(&x.eq(y)?, &g.mul(0.5)?, g)?;
             let x_wins = if max { x.gt(y)? } else { x.lt(y)? };
             let y_wins = if max { x.lt(y)? } else { x.gt(y)? };
-            let part = |wins: &Tensor| -> strata_tensor::Result<Tensor> {
-                let t = Tensor::where_cond(&eq, &half, 0.0)?;
-                Tensor::where_cond(wins, g, &t)
-            };
+            let part = |loses: &Tensor| Tensor::where_cond(loses, 0.0, &base);
             let ga = if needs[0] {
-                Some(sum_to(&part(&x_wins)?, &a_shape, a_dtype)?)
+                Some(sum_to(&part(&y_wins)?, &a_shape, a_dtype)?)
             } else {
                 None
             };
             let gb = if needs[1] {
-                Some(sum_to(&part(&y_wins)?, &b_shape, b_dtype)?)
+                Some(sum_to(&part(&x_wins)?, &b_shape, b_dtype)?)
             } else {
                 None
             };
