@@ -241,10 +241,10 @@ pub fn torch_weights(a: &GptArgs) -> strata_tensor::Result<Vec<Vec<f32>>> {
     let linears = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)];
     for _ in 0..a.layers {
         for (o, i) in linears {
-            g.discard((o * i + o) as u64);
+            g.discard((o * i + o) as u64)?;
         }
     }
-    g.discard((v * d) as u64);
+    g.discard((v * d) as u64)?;
     let mut w = vec![g.normal(v * d, 0.0, 0.02)?, g.normal(t * d, 0.0, 0.02)?];
     for _ in 0..a.layers {
         for (o, i) in linears {

@@ -97,11 +97,41 @@ impl TorchCpuGenerator {
 
     /// Advances past `draws` 32-bit draws, as a `uniform_` of that many
     /// `float` elements does, without computing its values.
-    pub fn discard(&mut self, draws: u64) {
+    ///
+    /// MT19937 has no cheap jump-ahead here, so skipping costs about a
+    /// nanosecond per draw. More than [`MAX_DISCARD`](Self::MAX_DISCARD)
+    /// draws (what a `uniform_` of a 256 GiB `float` tensor makes, a minute
+    /// or two of work) is refused with [`TensorError::SizeOverflow`] and the
+    /// generator left as it was, rather than running for hours.
+    ///
+    /// ```
+    /// use strata_tensor::torch_random::TorchCpuGenerator;
+    /// let mut g = TorchCpuGenerator::new(0);
+    /// g.discard(2)?;
+    /// let mut h = TorchCpuGenerator::new(0);
+    /// let _ = (h.random(), h.random());
+    /// assert_eq!(g.random(), h.random());
+    /// assert!(g.discard(u64::MAX).is_err());
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn discard(&mut self, draws: u64) -> Result<()> {
+        if draws > Self::MAX_DISCARD {
+            return Err(TensorError::SizeOverflow {
+                op: "TorchCpuGenerator::discard",
+                msg: format!(
+                    "{draws} draws is more than the {} this generator skips (one at a time, MT19937 has no jump-ahead here); discard in parts if you really mean it",
+                    Self::MAX_DISCARD
+                ),
+            });
+        }
         for _ in 0..draws {
             self.mt.next_u32();
         }
+        Ok(())
     }
+
+    /// The most draws [`discard`](Self::discard) skips in one call: 2^36.
+    pub const MAX_DISCARD: u64 = 1 << 36;
 
     /// One `float` uniform in `[0, 1)`: the low 24 bits of a 32-bit draw.
     fn unit_f32(&mut self) -> f32 {

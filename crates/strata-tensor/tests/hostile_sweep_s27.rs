@@ -8,8 +8,17 @@
 //!   round to the same f64 (2^53 + 1 and 2^53) were "close" even with zero
 //!   tolerances; the difference and equality of integers are now exact (and
 //!   zero tolerances are an equality check, as PyTorch's `isclose`).
+//! * `x.scatter_add_(d, idx, &x)` (src, or index, the output itself) ran as
+//!   if src had been copied first; PyTorch 2.15 refuses it ("some elements of
+//!   the input tensor and the written-to tensor refer to a single memory
+//!   location"), and so does strata now, with `TensorError::Overlap`, the
+//!   output unchanged.
+//! * `TorchCpuGenerator::discard(u64::MAX)` stepped MT19937 one draw at a
+//!   time for centuries; more than `MAX_DISCARD` (2^36) draws is now a typed
+//!   error that leaves the generator as it was.
 
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::torch_random::TorchCpuGenerator;
+use strata_tensor::{DType, Device, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
 
@@ -77,4 +86,56 @@ fn allclose_of_floats_is_unchanged() {
     assert!(f(&[3.0]).allclose(&i64s(&[3]), 0.0, 0.0).unwrap());
     let h = f(&[1.0]).to_dtype(DType::F16).unwrap();
     assert!(h.allclose(&f(&[1.0005]), 1e-3, 0.0).unwrap());
+}
+
+#[test]
+fn scatter_add_into_itself_is_refused_as_pytorch_refuses_it() {
+    let f32s = |v: &[f32]| Tensor::from_slice(v, &[v.len()], CPU).unwrap();
+    // src is the output (full overlap).
+    let x = f32s(&[1.0, 2.0, 3.0]);
+    let idx = i64s(&[0, 1, 2]);
+    let e = x.scatter_add_(0, &idx, &x).unwrap_err();
+    assert!(matches!(e, TensorError::Overlap { .. }), "{e}");
+    assert_eq!(x.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0]);
+    // src a part of the output's storage (partial overlap).
+    let base = f32s(&[1.0, 2.0, 3.0, 4.0]);
+    let out = base.narrow(0, 0, 3).unwrap();
+    let src = base.narrow(0, 1, 3).unwrap();
+    let e = out.scatter_add_(0, &idx, &src).unwrap_err();
+    assert!(matches!(e, TensorError::Overlap { .. }), "{e}");
+    assert_eq!(base.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+    // index is the output (an i64 tensor scattered into by its own values).
+    let i = i64s(&[0, 1, 2]);
+    let e = i.scatter_add_(0, &i, &i64s(&[1, 1, 1])).unwrap_err();
+    assert!(matches!(e, TensorError::Overlap { .. }), "{e}");
+    assert_eq!(i.to_vec::<i64>().unwrap(), [0, 1, 2]);
+    // Disjoint parts of one storage are fine: PyTorch's values.
+    let base = f32s(&[1.0, 2.0, 3.0, 10.0, 20.0, 30.0]);
+    let (out, src) = (base.narrow(0, 0, 3).unwrap(), base.narrow(0, 3, 3).unwrap());
+    out.scatter_add_(0, &i64s(&[2, 2, 0]), &src).unwrap();
+    assert_eq!(
+        base.to_vec::<f32>().unwrap(),
+        [31.0, 2.0, 33.0, 10.0, 20.0, 30.0]
+    );
+    // The out-of-place form reads its own copy: allowed, as in PyTorch.
+    let x = f32s(&[1.0, 2.0, 3.0]);
+    let y = x.scatter_add(0, &idx, &x).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
+}
+
+#[test]
+fn discarding_beyond_the_bound_is_refused_and_leaves_the_generator_alone() {
+    let mut g = TorchCpuGenerator::new(7);
+    let mut reference = TorchCpuGenerator::new(7);
+    let e = g.discard(u64::MAX).unwrap_err();
+    assert!(matches!(e, TensorError::SizeOverflow { .. }), "{e}");
+    let e = g.discard(TorchCpuGenerator::MAX_DISCARD + 1).unwrap_err();
+    assert!(matches!(e, TensorError::SizeOverflow { .. }), "{e}");
+    assert_eq!(g.random(), reference.random());
+    // Within the bound it skips exactly that many draws.
+    g.discard(1000).unwrap();
+    for _ in 0..1000 {
+        reference.random();
+    }
+    assert_eq!(g.random64(), reference.random64());
 }

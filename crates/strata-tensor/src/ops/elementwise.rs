@@ -149,6 +149,31 @@ pub(crate) fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor
     Ok(())
 }
 
+/// PyTorch's `assert_no_overlap` for ops that read an input while they write
+/// the output element by element in an order of their own (`scatter_add_`):
+/// an input that shares memory with the output, wholly or in part, is an
+/// error. (Layouts too complex to compare are left to the caller, which
+/// reads a copy of such an input.)
+pub(crate) fn check_no_overlap(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
+    for t in inputs {
+        if matches!(overlap(out, t), Overlap::Full | Overlap::Partial) {
+            return Err(TensorError::overlap(
+                op,
+                format!(
+                    "an input (shape {:?}, strides {:?}, offset {}) shares memory with the output (shape {:?}, strides {:?}, offset {}); clone() the input first",
+                    t.shape(),
+                    t.strides(),
+                    t.offset(),
+                    out.shape(),
+                    out.strides(),
+                    out.offset()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.device() != b.device() {
         return Err(TensorError::DeviceMismatch {

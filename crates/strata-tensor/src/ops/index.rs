@@ -13,7 +13,7 @@
 //! [`NnKernel::MaskCount`] per chunk, a cumsum of the counts, one read of the
 //! total to size the result, and a scatter pass [`NnKernel::MaskCompact`]).
 
-use super::elementwise::{check_inplace, launch, same_device, Operand};
+use super::elementwise::{check_inplace, check_no_overlap, launch, same_device, Operand};
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -229,10 +229,14 @@ impl Tensor {
         Ok(out)
     }
 
-    /// In-place [`Tensor::scatter_add`]; self must not alias itself and src
-    /// must not partly overlap it.
+    /// In-place [`Tensor::scatter_add`]; self must not alias itself, and
+    /// neither `index` nor `src` may share memory with self (PyTorch refuses
+    /// both with "some elements of the input tensor and the written-to tensor
+    /// refer to a single memory location"): a typed
+    /// [`TensorError::Overlap`].
     pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.scatter_add_checks("scatter_add_", dim, index, src)?;
+        check_no_overlap("scatter_add_", self, &[index, src])?;
         self.scatter_add_impl("scatter_add_", dim, index, src)?;
         self.bump_version();
         Ok(self.clone())
