@@ -46,6 +46,13 @@ pub enum AutogradError {
         /// The in-place op.
         op: &'static str,
     },
+    /// An in-place operation, with grad mode on, on a view made in no-grad
+    /// mode of a variable that requires grad.
+    #[error("{op}: this view was made in no_grad mode of a variable that requires grad and is being modified in place with grad mode on, which PyTorch forbids as ambiguous; make the view and the in-place op both inside no_grad (not tracked) or both outside it (tracked)")]
+    InPlaceOnNoGradView {
+        /// The in-place op.
+        op: &'static str,
+    },
     /// An in-place operation on a view created with gradient tracking.
     #[error("{op}: in-place operations on a view of a tensor that requires grad are not supported; clone the view first")]
     InPlaceOnView {

@@ -39,6 +39,10 @@ pub(crate) struct VarInner {
     grad: Mutex<GradSlot>,
     /// Made by a view op while recording (in-place ops on it are refused).
     is_view: bool,
+    /// Made by a view op in no-grad mode from a variable that requires grad
+    /// (or from such a view): an in-place op on it with grad mode on is
+    /// refused, as PyTorch refuses it (`CreationMeta::NO_GRAD_MODE`).
+    no_grad_view: bool,
     /// Post-accumulate-grad hooks (leaves only), with the id of each.
     hooks: Mutex<Vec<(u64, GradHook)>>,
 }
@@ -168,6 +172,16 @@ impl Var {
         requires_grad: bool,
         is_view: bool,
     ) -> Var {
+        Var::build(data, grad_fn, requires_grad, is_view, false)
+    }
+
+    fn build(
+        data: Tensor,
+        grad_fn: Option<Arc<Node>>,
+        requires_grad: bool,
+        is_view: bool,
+        no_grad_view: bool,
+    ) -> Var {
         Var {
             inner: Arc::new(VarInner {
                 data,
@@ -175,9 +189,22 @@ impl Var {
                 requires_grad: AtomicBool::new(requires_grad),
                 grad: Mutex::new(GradSlot::default()),
                 is_view,
+                no_grad_view,
                 hooks: Mutex::new(Vec::new()),
             }),
         }
+    }
+
+    /// A leaf that does not require grad, made by a view op in no-grad mode
+    /// from a variable that requires grad (see `VarInner::no_grad_view`).
+    fn no_grad_view_of(data: Tensor) -> Var {
+        Var::build(data, None, false, false, true)
+    }
+
+    /// Whether this variable is a view made in no-grad mode of one that
+    /// requires grad (an in-place op on it with grad mode on is an error).
+    pub(crate) fn is_no_grad_view(&self) -> bool {
+        self.inner.no_grad_view
     }
 
     /// A leaf that does not require grad.
@@ -526,7 +553,17 @@ pub(crate) fn record(
     crate::checkpoint::note_parameters(inputs);
     let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.and_then(Var::edge)).collect();
     if !is_grad_enabled() || edges.iter().all(Option::is_none) {
-        return Var::new(output);
+        // A view made in no-grad mode of a variable that requires grad, or a
+        // view of such a view, remembers it (PyTorch's creation meta).
+        let base = inputs.first().copied().flatten();
+        let no_grad_view = is_view
+            && base
+                .is_some_and(|b| b.is_no_grad_view() || (!is_grad_enabled() && b.requires_grad()));
+        return if no_grad_view {
+            Var::no_grad_view_of(output)
+        } else {
+            Var::new(output)
+        };
     }
     let mut node = Node::new(name, edges, saved(), backward);
     if is_view {

@@ -31,7 +31,12 @@
 //! * `clip_grad_norm_` squared f16 gradients in f16: an element above 256
 //!   made the norm inf and every gradient was scaled to 0;
 //! * `maximum`/`minimum` gave 0 gradient to both operands where one was NaN
-//!   (PyTorch passes g to both there).
+//!   (PyTorch passes g to both there);
+//! * a view made in `no_grad` of a variable that requires grad, then
+//!   modified in place with grad mode on, changed a parameter (or a recorded
+//!   variable) behind autograd's back; PyTorch forbids it, and strata now
+//!   refuses it with [`AutogradError::InPlaceOnNoGradView`], views of such a
+//!   view included.
 
 use std::sync::{Arc, Mutex};
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
@@ -440,4 +445,49 @@ fn maximum_and_minimum_pass_the_gradient_through_nan_as_pytorch() {
         assert_eq!(grad(&a), ga, "max {max}");
         assert_eq!(grad(&b), gb, "max {max}");
     }
+}
+
+// ------------------------------------------------ views made in no_grad
+
+#[test]
+fn in_place_on_a_view_made_in_no_grad_is_refused_with_grad_mode_on() {
+    // PyTorch 2.15: "A view was created in no_grad mode and is being
+    // modified inplace with grad mode enabled."
+    let no_grad_view = |e: AutogradError| matches!(e, AutogradError::InPlaceOnNoGradView { .. });
+    let x = param(&[1.0, 2.0, 3.0, 4.0]);
+    // Of a leaf that requires grad.
+    let v = strata_autograd::no_grad(|| x.narrow(0, 0, 2)).unwrap();
+    assert!(no_grad_view(v.mul_(2.0f32).unwrap_err()));
+    assert!(no_grad_view(v.zero_().unwrap_err()));
+    assert_eq!(
+        x.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0],
+        "x unchanged"
+    );
+    // Of a recorded (non-leaf) variable.
+    let y = x.mul(1.0f32).unwrap();
+    let w = strata_autograd::no_grad(|| y.narrow(0, 1, 2)).unwrap();
+    assert!(no_grad_view(w.add_(1.0f32).unwrap_err()));
+    // A view of such a view, taken with grad mode on.
+    let u = strata_autograd::no_grad(|| x.narrow(0, 0, 3)).unwrap();
+    let uu = u.narrow(0, 0, 2).unwrap();
+    assert!(no_grad_view(uu.zero_().unwrap_err()));
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0, 4.0],
+        "y unchanged"
+    );
+    // Allowed, as in PyTorch: the view and the in-place op both inside
+    // no_grad; a view in no_grad of a variable that does not require grad;
+    // a new (non-view) result of such a view; a detached variable.
+    strata_autograd::no_grad(|| v.mul_(2.0f32).map(|_| ())).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, 4.0, 3.0, 4.0]);
+    let c = Var::new(Tensor::from_slice(&[1.0f32, 2.0], &[2], CPU).unwrap());
+    let cv = strata_autograd::no_grad(|| c.narrow(0, 0, 1)).unwrap();
+    cv.mul_(3.0f32).unwrap();
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![3.0, 2.0]);
+    let fresh = u.mul(2.0f32).unwrap();
+    fresh.zero_().unwrap();
+    x.detach().zero_().unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![0.0; 4]);
 }

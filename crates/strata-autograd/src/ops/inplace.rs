@@ -27,6 +27,9 @@ impl Var {
         if is_grad_enabled() && self.is_leaf() && self.requires_grad() {
             return Err(AutogradError::InPlaceOnLeaf { op });
         }
+        if is_grad_enabled() && self.is_no_grad_view() {
+            return Err(AutogradError::InPlaceOnNoGradView { op });
+        }
         let recording = would_record(&[Some(self), other]);
         if recording && self.is_view() {
             return Err(AutogradError::InPlaceOnView { op });
