@@ -190,16 +190,27 @@ impl Reserve {
             Some(n) => (n, true),
             None => (v, false),
         };
-        let x: f64 = num
-            .parse()
-            .ok()
-            .filter(|x: &f64| x.is_finite() && *x > 0.0)?;
+        let x: f64 = num.parse().ok().filter(|&x| reserve_ok(x))?;
         Some(if gib {
             Reserve::Gib(x)
         } else {
             Reserve::Fraction(x)
         })
     }
+}
+
+/// A reserve's number (a fraction or GiB): positive and finite.
+fn reserve_ok(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+/// A class name of `expandable_segments_reserve_by_class`: letters, digits,
+/// `_` and `-`, at least one.
+fn reserve_class_ok(class: &str) -> bool {
+    !class.is_empty()
+        && class
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 impl fmt::Display for Reserve {
@@ -548,6 +559,29 @@ impl AllocatorConfig {
                 "0 for off, or at least 1 MiB (the field is in bytes)",
             );
         }
+        let number = |r: &Reserve| match *r {
+            Reserve::Fraction(x) | Reserve::Gib(x) => x,
+        };
+        if let Some(r) = self.expandable_segments_reserve {
+            if !reserve_ok(number(&r)) {
+                return bad(
+                    "expandable_segments_reserve",
+                    r.to_string(),
+                    RESERVE_ACCEPTED,
+                );
+            }
+        }
+        if let Some((class, r)) = self
+            .expandable_segments_reserve_by_class
+            .iter()
+            .find(|(class, r)| !reserve_class_ok(class) || !reserve_ok(number(r)))
+        {
+            return bad(
+                "expandable_segments_reserve_by_class",
+                format!("{class:?}:{r}"),
+                RESERVE_CLASSES_ACCEPTED,
+            );
+        }
         Ok(())
     }
 
@@ -771,7 +805,7 @@ fn gc_threshold_ok(t: f64) -> bool {
 const RESERVE_ACCEPTED: &str = "a positive fraction of the device's memory (e.g. 0.5; above 1 allowed) or a size in GiB (e.g. 40G)";
 
 /// `expandable_segments_reserve_by_class`: what it accepts.
-const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
+const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name of letters, digits, _ and -, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
 
 /// `[class:reserve,...]`: each class a name (letters, digits, `_`, `-`),
 /// each reserve as `expandable_segments_reserve` takes it; the first entry
@@ -789,11 +823,9 @@ fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigEr
     let mut out: Vec<(String, Reserve)> = Vec::new();
     for item in inner.split(',').filter(|i| !i.is_empty()) {
         let (class, r) = item.split_once(':').ok_or_else(bad)?;
-        let name_ok = !class.is_empty()
-            && class
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        let r = Reserve::parse(r).filter(|_| name_ok).ok_or_else(bad)?;
+        let r = Reserve::parse(r)
+            .filter(|_| reserve_class_ok(class))
+            .ok_or_else(bad)?;
         if !out.iter().any(|(c, _)| c == class) {
             out.push((class.to_string(), r));
         }

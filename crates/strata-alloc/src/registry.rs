@@ -153,8 +153,14 @@ pub fn set_allocator_settings(settings_str: &str) -> Result<(), AllocError> {
         .unwrap_or_else(|| AllocatorConfig::from_env().unwrap_or_default());
     let next = base.reparse(settings_str)?;
     let all: Vec<Arc<CachingAllocator>> = registry().lock().values().cloned().collect();
+    // Every allocator checks the string against its own configuration before
+    // any takes it: one whose fields differ from the base (a larger
+    // `large_segment_size_mb` installed with `set_allocator`, say) can refuse
+    // a string the base accepts, and a refusal must change no allocator.
+    for a in &all {
+        a.config().reparse(settings_str)?;
+    }
     for a in all {
-        // The string parsed above, so it parses here too.
         a.set_allocator_settings(settings_str)?;
     }
     *current = Some(next);

@@ -339,12 +339,13 @@ impl State {
     }
 
     /// Whether `extra` more reserved bytes stay within the per-process memory
-    /// fraction.
+    /// fraction (saturating: an `extra` near `u64::MAX`, a segment size set
+    /// near 2^64 bytes, never wraps back under the limit).
     #[inline]
     pub fn fits_fraction(&self, extra: u64) -> bool {
         self.settings
             .allowed_max
-            .is_none_or(|max| self.reserved() + extra <= max)
+            .is_none_or(|max| self.reserved().saturating_add(extra) <= max)
     }
 
     #[inline]

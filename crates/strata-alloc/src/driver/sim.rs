@@ -240,7 +240,9 @@ impl SimDriver {
             s.fail_allocations -= 1;
             return Err(DriverError::OutOfMemory);
         }
-        if s.used + size > self.capacity {
+        // Checked: a size near `u64::MAX` would wrap `used + size` below the
+        // capacity and be handed out.
+        if s.used.checked_add(size).is_none_or(|u| u > self.capacity) {
             return Err(DriverError::OutOfMemory);
         }
         s.used += size;
