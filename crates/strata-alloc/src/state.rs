@@ -321,7 +321,12 @@ impl State {
         capacity: u64,
         page: u64,
     ) -> (u64, Option<ReserveKey<'_>>) {
-        let full = (capacity + capacity / 8).div_ceil(page) * page;
+        // Saturating: a (simulated) capacity near 2^64 must not wrap.
+        let full = capacity.saturating_add(capacity / 8);
+        let full = full
+            .div_ceil(page)
+            .checked_mul(page)
+            .unwrap_or(full / page * page);
         let c = &self.settings.config;
         let class = self.streams[s as usize].reserve_class.as_deref();
         let by_class = class.and_then(|k| {

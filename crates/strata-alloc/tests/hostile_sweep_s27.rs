@@ -14,7 +14,12 @@
 //!   `expandable_segments_reserve(_by_class)` values and malformed class
 //!   names, whose string form no parser accepts;
 //! * the registry's `set_allocator_settings` with a string one installed
-//!   allocator refused reconfigured the allocators before it, then failed.
+//!   allocator refused reconfigured the allocators before it, then failed;
+//! * a simulated device of capacity near `u64::MAX` with expandable segments
+//!   wrapped `capacity + capacity / 8` and aborted the process sizing the
+//!   segment's page table (a host allocation of terabytes): the reserve now
+//!   saturates and a page table that cannot be allocated is an out-of-memory
+//!   error.
 
 use std::sync::Arc;
 use strata_alloc::config::Reserve;
@@ -348,5 +353,26 @@ fn registry_settings_refused_by_one_allocator_change_none() {
     for a in &all {
         assert_eq!(a.config().roundup_power2_divisions, [4; 16]);
         a.check_consistency().unwrap();
+    }
+}
+
+#[test]
+fn a_device_of_capacity_near_u64_max_never_aborts() {
+    for conf in ["", "expandable_segments:True", "expandable_segments:False"] {
+        let d = Arc::new(SimDriver::new(u64::MAX, 2 * MIB));
+        let a = CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap());
+        // Either the request is served or it is a typed out-of-memory error
+        // (the page table of a 2^64-byte range cannot be allocated on the
+        // host); the process goes on and the books stay consistent.
+        match a.allocate_raw(MIB, S0) {
+            Ok(r) => {
+                assert!(r.size() >= MIB, "{conf}");
+                a.free_raw(r).unwrap();
+            }
+            Err(e) => assert!(matches!(e, AllocError::OutOfMemory { .. }), "{conf}: {e}"),
+        }
+        a.check_consistency().unwrap();
+        a.empty_cache().unwrap();
+        assert_eq!(a.memory_stats().reserved_bytes.all().current, 0, "{conf}");
     }
 }

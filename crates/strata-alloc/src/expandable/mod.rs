@@ -348,6 +348,14 @@ impl ExpandableSpace<'_> {
         if rounded > size {
             return Ok(None);
         }
+        // The page table of the range, one entry per page: a host allocation
+        // that a huge (simulated) capacity could make fail, which is then an
+        // out-of-memory error rather than an abort.
+        let mut handles = Vec::new();
+        if handles.try_reserve_exact((size / page) as usize).is_err() {
+            return Ok(None);
+        }
+        handles.resize((size / page) as usize, None);
         let base = match self.vm.reserve(size) {
             Ok(b) => b,
             Err(DriverError::OutOfMemory) => return Ok(None),
@@ -366,7 +374,7 @@ impl ExpandableSpace<'_> {
             size,
             stream: s,
             pool,
-            handles: vec![None; (size / page) as usize],
+            handles,
             head,
             mapped_pages: 0,
             stitched: Default::default(),
