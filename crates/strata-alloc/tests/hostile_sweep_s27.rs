@@ -19,7 +19,9 @@
 //!   wrapped `capacity + capacity / 8` and aborted the process sizing the
 //!   segment's page table (a host allocation of terabytes): the reserve now
 //!   saturates and a page table that cannot be allocated is an out-of-memory
-//!   error.
+//!   error;
+//! * `Device::parse` took `cuda:+1` and `cuda:01` for `cuda:1` (PyTorch's
+//!   `torch.device` refuses both).
 
 use std::sync::Arc;
 use strata_alloc::config::Reserve;
@@ -375,4 +377,25 @@ fn a_device_of_capacity_near_u64_max_never_aborts() {
         a.empty_cache().unwrap();
         assert_eq!(a.memory_stats().reserved_bytes.all().current, 0, "{conf}");
     }
+}
+
+#[test]
+fn device_strings_are_read_as_pytorch_reads_them() {
+    for bad in [
+        "cuda:+1",
+        "cuda:01",
+        "cuda:-1",
+        "cuda:",
+        "cuda: 1",
+        "cuda:1x",
+        "CUDA:1",
+        "cuda:99999999999999999999999",
+    ] {
+        let e = Device::parse(bad).unwrap_err();
+        assert!(matches!(e, AllocError::InvalidDevice { .. }), "{bad}: {e}");
+    }
+    assert_eq!(Device::parse("cuda:0").unwrap(), Device::Cuda(0));
+    assert_eq!(Device::parse("cuda:10").unwrap(), Device::Cuda(10));
+    assert_eq!(Device::parse("cuda").unwrap(), Device::Cuda(0));
+    assert_eq!(Device::parse("cpu").unwrap(), Device::Cpu);
 }

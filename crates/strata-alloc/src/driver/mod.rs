@@ -41,6 +41,7 @@ impl Device {
     /// assert_eq!(Device::parse("cuda:1").unwrap(), Device::Cuda(1));
     /// assert_eq!(Device::parse("cpu").unwrap(), Device::Cpu);
     /// assert!(Device::parse("tpu").is_err());
+    /// assert!(Device::parse("cuda:+1").is_err() && Device::parse("cuda:01").is_err());
     /// ```
     pub fn parse(s: &str) -> Result<Device, crate::AllocError> {
         let t = s.trim();
@@ -52,6 +53,13 @@ impl Device {
             "cuda" => Ok(Device::Cuda(0)),
             _ => {
                 let n = t.strip_prefix("cuda:").ok_or_else(bad)?;
+                // Decimal digits only, without a sign or a leading zero, as
+                // PyTorch's `torch.device` reads them (`cuda:+1` and
+                // `cuda:01` are invalid there).
+                let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+                if !digits || (n.len() > 1 && n.starts_with('0')) {
+                    return Err(bad());
+                }
                 n.parse::<usize>().map(Device::Cuda).map_err(|_| bad())
             }
         }
