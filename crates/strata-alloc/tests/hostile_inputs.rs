@@ -8,37 +8,19 @@
 
 mod common;
 
-use common::{decode, key};
+use common::{decode, key, sim, state};
 use serde_pickle::Value;
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::history::Action;
 use strata_alloc::pinned::{PinnedAllocator, PinnedError, SimPinnedBackend};
-use strata_alloc::snapshot::SegmentSnapshot;
-use strata_alloc::{
-    AllocError, AllocatorConfig, CachingAllocator, ConfigError, MemoryStats, StreamId,
-};
+use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, ConfigError, StreamId};
 
 const MIB: u64 = 1 << 20;
 const S0: StreamId = StreamId::DEFAULT;
 /// A valid stream handle that the allocator once used as its "no stream
 /// looked up yet" marker.
 const SMAX: StreamId = StreamId(u64::MAX);
-
-fn sim(conf: &str) -> Arc<CachingAllocator> {
-    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB));
-    CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
-}
-
-/// Everything a rejected call must leave as it was.
-fn state(a: &CachingAllocator) -> (AllocatorConfig, MemoryStats, Vec<SegmentSnapshot>, f64) {
-    (
-        a.config(),
-        a.memory_stats(),
-        a.snapshot(),
-        a.memory_fraction(),
-    )
-}
 
 // ----- regressions -------------------------------------------------------------
 

@@ -21,6 +21,9 @@
 //!
 //! The tests after those pin down inputs that were already handled.
 
+mod common;
+
+use common::{sim, sim_with, state, stats_but_ooms};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -28,44 +31,11 @@ use std::time::Duration;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::history::Action;
 use strata_alloc::pinned::{size_class, PinnedAllocator, PinnedError, SimPinnedBackend};
-use strata_alloc::snapshot::SegmentSnapshot;
-use strata_alloc::{
-    AllocError, AllocatorConfig, CachingAllocator, ConfigError, MemoryStats, StreamId,
-};
+use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, ConfigError, StreamId};
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 const S0: StreamId = StreamId::DEFAULT;
-
-fn sim_with(capacity: u64, conf: &str) -> Arc<CachingAllocator> {
-    let d = Arc::new(SimDriver::new(capacity, 2 * MIB));
-    CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
-}
-
-fn sim(conf: &str) -> Arc<CachingAllocator> {
-    sim_with(1 << 34, conf)
-}
-
-/// Everything a refused call must leave as it was.
-fn state(a: &CachingAllocator) -> (AllocatorConfig, MemoryStats, Vec<SegmentSnapshot>, f64) {
-    (
-        a.config(),
-        a.memory_stats(),
-        a.snapshot(),
-        a.memory_fraction(),
-    )
-}
-
-/// The statistics without the counters that a failed allocation bumps by
-/// design, as in PyTorch: `num_ooms`, and the retry after freeing the cache
-/// (`num_alloc_retries`, `num_sync_all_streams`).
-fn stats_but_ooms(a: &CachingAllocator) -> MemoryStats {
-    let mut s = a.memory_stats();
-    s.num_ooms = 0;
-    s.num_alloc_retries = 0;
-    s.num_sync_all_streams = 0;
-    s
-}
 
 /// Runs `f` on another thread and fails the test if it has not finished
 /// within a few seconds (a deadlock would otherwise hang the suite).

@@ -23,45 +23,22 @@
 //! * `Device::parse` took `cuda:+1` and `cuda:01` for `cuda:1` (PyTorch's
 //!   `torch.device` refuses both).
 
+mod common;
+
+use common::{sim, state, stats_but_ooms};
 use std::sync::Arc;
 use strata_alloc::config::Reserve;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::driver::{EventHandle, VirtualMemory};
 use strata_alloc::pinned::{PinnedAllocator, PinnedError, SimPinnedBackend};
-use strata_alloc::snapshot::SegmentSnapshot;
 use strata_alloc::{
     AllocError, AllocatorConfig, CachingAllocator, ConfigError, Device, DevicePtr, Driver,
-    DriverError, MemInfo, MemPoolOptions, MemoryStats, StreamEvents, StreamId,
+    DriverError, MemInfo, MemPoolOptions, StreamEvents, StreamId,
 };
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 const S0: StreamId = StreamId::DEFAULT;
-
-fn sim(conf: &str) -> Arc<CachingAllocator> {
-    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB));
-    CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
-}
-
-/// Everything a refused call must leave as it was.
-fn state(a: &CachingAllocator) -> (AllocatorConfig, MemoryStats, Vec<SegmentSnapshot>, f64) {
-    (
-        a.config(),
-        a.memory_stats(),
-        a.snapshot(),
-        a.memory_fraction(),
-    )
-}
-
-/// The statistics without the counters that a failed allocation bumps by
-/// design, as in PyTorch.
-fn stats_but_ooms(a: &CachingAllocator) -> MemoryStats {
-    let mut s = a.memory_stats();
-    s.num_ooms = 0;
-    s.num_alloc_retries = 0;
-    s.num_sync_all_streams = 0;
-    s
-}
 
 // ----- regressions -------------------------------------------------------------
 

@@ -1,8 +1,13 @@
-//! Helpers shared by the integration tests: reading pickled snapshots.
+//! Helpers shared by the integration tests: reading pickled snapshots, and
+//! allocators over the simulated device with what a refused call must keep.
 // Each test file uses a subset of them.
 #![allow(dead_code)]
 
 use serde_pickle::{DeOptions, HashableValue, Value};
+use std::sync::Arc;
+use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::snapshot::SegmentSnapshot;
+use strata_alloc::{AllocatorConfig, CachingAllocator, MemoryStats};
 
 /// The value a pickle holds (panics when the bytes are no pickle).
 pub fn decode(bytes: &[u8]) -> Value {
@@ -42,4 +47,37 @@ pub fn int(v: &Value) -> u64 {
         Value::I64(i) => *i as u64,
         _ => panic!("not an int: {v:?}"),
     }
+}
+
+/// An allocator over a simulated device of `capacity` bytes and 2 MiB pages,
+/// with settings `conf`.
+pub fn sim_with(capacity: u64, conf: &str) -> Arc<CachingAllocator> {
+    let d = Arc::new(SimDriver::new(capacity, 2 << 20));
+    CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
+}
+
+/// [`sim_with`] a 16 GiB device.
+pub fn sim(conf: &str) -> Arc<CachingAllocator> {
+    sim_with(1 << 34, conf)
+}
+
+/// Everything a refused call must leave as it was.
+pub fn state(a: &CachingAllocator) -> (AllocatorConfig, MemoryStats, Vec<SegmentSnapshot>, f64) {
+    (
+        a.config(),
+        a.memory_stats(),
+        a.snapshot(),
+        a.memory_fraction(),
+    )
+}
+
+/// The statistics without the counters that a failed allocation bumps by
+/// design, as in PyTorch: `num_ooms`, and the retry after freeing the cache
+/// (`num_alloc_retries`, `num_sync_all_streams`).
+pub fn stats_but_ooms(a: &CachingAllocator) -> MemoryStats {
+    let mut s = a.memory_stats();
+    s.num_ooms = 0;
+    s.num_alloc_retries = 0;
+    s.num_sync_all_streams = 0;
+    s
 }

@@ -129,20 +129,7 @@ pub(crate) fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor
     for t in inputs.iter_mut() {
         match overlap(out, t) {
             Overlap::No | Overlap::Full => {}
-            Overlap::Partial => {
-                return Err(TensorError::overlap(
-                    op,
-                    format!(
-                        "an input (shape {:?}, strides {:?}, offset {}) partially overlaps the output (shape {:?}, strides {:?}, offset {})",
-                        t.shape(),
-                        t.strides(),
-                        t.offset(),
-                        out.shape(),
-                        out.strides(),
-                        out.offset()
-                    ),
-                ))
-            }
+            Overlap::Partial => return Err(overlap_error(op, t, out, "partially overlaps", "")),
             Overlap::TooHard => *t = t.deep_clone()?,
         }
     }
@@ -157,21 +144,39 @@ pub(crate) fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor
 pub(crate) fn check_no_overlap(op: &'static str, out: &Tensor, inputs: &[&Tensor]) -> Result<()> {
     for t in inputs {
         if matches!(overlap(out, t), Overlap::Full | Overlap::Partial) {
-            return Err(TensorError::overlap(
+            return Err(overlap_error(
                 op,
-                format!(
-                    "an input (shape {:?}, strides {:?}, offset {}) shares memory with the output (shape {:?}, strides {:?}, offset {}); clone() the input first",
-                    t.shape(),
-                    t.strides(),
-                    t.offset(),
-                    out.shape(),
-                    out.strides(),
-                    out.offset()
-                ),
+                t,
+                out,
+                "shares memory with",
+                "; clone() the input first",
             ));
         }
     }
     Ok(())
+}
+
+/// The overlap error naming the input's and the output's layouts: "an input
+/// (…) `how` the output (…)`advice`".
+fn overlap_error(
+    op: &'static str,
+    input: &Tensor,
+    out: &Tensor,
+    how: &str,
+    advice: &str,
+) -> TensorError {
+    TensorError::overlap(
+        op,
+        format!(
+            "an input (shape {:?}, strides {:?}, offset {}) {how} the output (shape {:?}, strides {:?}, offset {}){advice}",
+            input.shape(),
+            input.strides(),
+            input.offset(),
+            out.shape(),
+            out.strides(),
+            out.offset()
+        ),
+    )
 }
 
 pub(crate) fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {

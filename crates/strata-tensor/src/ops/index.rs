@@ -307,15 +307,13 @@ impl Tensor {
         src: &Tensor,
     ) -> Result<()> {
         let d = normalize_dim(op, dim, self.ndim())?;
+        // `scatter_add_` has refused inputs that share memory with self
+        // (`check_no_overlap`), and `scatter_add` writes a fresh copy; what
+        // is left is a layout too complex to compare, which `check_inplace`
+        // replaces with a copy.
         let mut inputs = [src.clone(), index.clone()];
         check_inplace(op, self, &mut inputs)?;
-        let [mut src, mut index] = inputs;
-        if src.same_storage(self) {
-            src = src.deep_clone()?;
-        }
-        if index.same_storage(self) {
-            index = index.deep_clone()?;
-        }
+        let [src, index] = inputs;
         // The kernel reads int64 indices (an int32 index is a fresh copy).
         let index = index.to_dtype(DType::I64)?;
         if index.numel() == 0 {
