@@ -463,6 +463,11 @@ impl CachingAllocator {
         st.freed_a_page |= size >= self.page;
         st.stats.allocation.decrease(pool, 1);
         st.stats.allocated_bytes.decrease(pool, size as i64);
+        let (current, high) = (
+            st.stats.allocated_bytes.all().current as u64,
+            st.allocated_high.bytes,
+        );
+        st.repeats.observe_free(current, high);
         st.streams[s as usize].allocated_shrank(size);
         // Only while some allocation is counted as oversize can this one be.
         if st.stats.oversize_allocations.current > 0 && std::mem::take(&mut st.blocks[id].oversize)

@@ -54,8 +54,37 @@
 //! context, as a strong repetition does (within the same hold limit): the
 //! workload has had the time to settle and still grows, so it holds memory
 //! until it stops growing. A new peak forgets the round.
+//!
+//! # The first run
+//!
+//! A workload's first run cannot know whether it will be run again, and
+//! its repetitions (the steps of one training run, the requests of one
+//! batch) settle as well in a later run as in this one. So until the
+//! workload has *ended* once, holding stays within the first-run bound
+//! (`expandable/mod.rs`): the run keeps reserved memory near its allocated
+//! memory and pays for its moves. A run has ended when allocated memory
+//! falls to 1/[`RUN_ENDED_FRACTION`] of its highest figure or less, that
+//! figure being at least half the present peak (a small warm-up allocation
+//! freed before the real work does not end the run that follows). When the
+//! workload starts again, its growths hold as described above, and its
+//! second and third runs settle.
+//!
+//! A workload that never ends (a training loop that keeps its parameters)
+//! is still taken for its first run until [`FIRST_RUN_PATIENCE`] times as
+//! long has passed since its peak was set as the peak took to be reached;
+//! then it holds and settles (a ski-rental rule: it pays for its moves for
+//! a time proportional to what it has run, then buys the memory).
 
 use rustc_hash::FxHashMap;
+
+/// A run has ended when allocated memory falls to 1/`RUN_ENDED_FRACTION`
+/// of its highest figure or less.
+const RUN_ENDED_FRACTION: u64 = 128;
+
+/// A workload that has not ended is past its first run once
+/// `FIRST_RUN_PATIENCE` times as long has passed since its peak was set as
+/// the peak took to be reached (on the free clock).
+const FIRST_RUN_PATIENCE: u64 = 16;
 
 /// Contexts remembered per steady peak, at most; past this the record starts
 /// afresh (a long run of contexts that never recur is not a repeating
@@ -139,9 +168,31 @@ pub(crate) struct Repeats {
     /// The first strong repetition since the peak: when, and the round it
     /// measured.
     first_strong: Option<(u64, u64)>,
+    /// The highest figure of allocated memory of a run that has ended (see
+    /// "The first run"); 0 while none has.
+    ended_at: u64,
 }
 
 impl Repeats {
+    /// Notes allocated memory after a free: `current` bytes, its highest
+    /// figure ever being `high`. A compare on the free path.
+    #[inline]
+    pub fn observe_free(&mut self, current: u64, high: u64) {
+        if current <= high / RUN_ENDED_FRACTION && high > self.ended_at {
+            self.ended_at = high;
+        }
+    }
+
+    /// Whether a growth at free clock `now` (after [`Repeats::recurs`] has
+    /// seen it) belongs to the workload's first run: no run whose peak was
+    /// at least half the present one has ended, and less than
+    /// [`FIRST_RUN_PATIENCE`] times as long has passed since the peak was
+    /// set as it took to reach it.
+    pub fn first_run(&self, now: u64) -> bool {
+        self.ended_at.saturating_mul(2) < self.peak
+            && now.saturating_sub(self.since) < FIRST_RUN_PATIENCE.saturating_mul(self.since.max(1))
+    }
+
     /// Whether a growth at free clock `now` comes [`SETTLE_ROUNDS`] rounds
     /// or more after the first strong repetition at this peak (a round being
     /// the gap that repetition measured): the workload goes round, and has

@@ -16,7 +16,9 @@
 //!   memory: it only grows when the pages partly used by live blocks no longer
 //!   suffice, or when a growth repeats the workload (`repeats.rs`): such a
 //!   growth holds memory, creating its pages, so that the next round of the
-//!   workload finds them in place and makes no driver call.
+//!   workload finds them in place and makes no driver call. During the
+//!   workload's first run, holding stays within a tighter bound
+//!   ([`FIRST_RUN_MARGIN`]; `repeats.rs`, "The first run").
 //! * **No stream synchronisation while allocating.** Work queued on a block's
 //!   stream may still use its pages after the block was freed, so a page is
 //!   recycled only once its stream's [`Fence`] — an event recorded on the stream
@@ -87,6 +89,12 @@ const FREED_FLOOR: u64 = 22;
 /// reserved memory stays within the margin plus 1/`HOLD_LIMIT` of peak
 /// allocated memory; beyond that it moves pages again.
 const HOLD_LIMIT: u64 = 2;
+
+/// During a workload's first run ([`crate::repeats`], "The first run"),
+/// holding takes reserved memory no further than peak allocated memory plus
+/// 1/`FIRST_RUN_MARGIN` of it: the first pass stays within 1.05 × its
+/// allocated memory, and its repetitions settle in the runs that follow.
+const FIRST_RUN_MARGIN: u64 = 22;
 
 /// Blocks and pages a growth's search for runs of free blocks and holes may
 /// visit (`ExpandableSpace::best_span`), all starts together.
@@ -204,6 +212,11 @@ impl ExpandableSpace<'_> {
             peak + (peak / RESERVE_MARGIN).max(chunk)
         } else {
             target + peak / HOLD_LIMIT
+        };
+        let hold_cap = if st.repeats.first_run(now) {
+            hold_cap.min(peak + peak / FIRST_RUN_MARGIN)
+        } else {
+            hold_cap
         };
         let avail = self.available_pages(st, s, pool);
         let mut recyclable = if hold { 0 } else { avail.pages };
