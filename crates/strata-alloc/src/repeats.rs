@@ -483,6 +483,51 @@ mod tests {
     }
 
     #[test]
+    fn a_run_ends_when_allocated_memory_falls_to_nothing_after_its_peak() {
+        let mut r = Repeats::default();
+        // The peak of 1 GiB is set at free clock 100.
+        assert_eq!(r.recurs(1, 1 << 30, 100, 100, 0), Repetition::None);
+        assert!(r.first_run(150));
+        // Down to 1/64 of the peak: the run goes on.
+        r.observe_free((1 << 30) / 64, 1 << 30);
+        assert!(r.first_run(150));
+        // Down to 1/128 of it: the run has ended.
+        r.observe_free((1 << 30) / 128, 1 << 30);
+        assert!(!r.first_run(150));
+        // A peak more than twice the ended run's is a new first run ...
+        assert_eq!(r.recurs(2, (2 << 30) + 1, 200, 200, 0), Repetition::None);
+        assert!(r.first_run(250));
+        // ... but one at most twice it is not.
+        let mut r = Repeats::default();
+        r.observe_free(0, 1 << 30);
+        assert_eq!(r.recurs(1, 2 << 30, 100, 100, 0), Repetition::None);
+        assert!(!r.first_run(150));
+    }
+
+    #[test]
+    fn a_small_allocation_freed_before_the_work_does_not_end_its_run() {
+        let mut r = Repeats::default();
+        // 512 bytes allocated and freed before a workload of 1 GiB.
+        r.observe_free(0, 512);
+        assert_eq!(r.recurs(1, 1 << 30, 100, 100, 0), Repetition::None);
+        assert!(r.first_run(150));
+    }
+
+    #[test]
+    fn a_workload_that_never_ends_leaves_its_first_run_after_sixteen_times_its_ramp() {
+        let mut r = Repeats::default();
+        // The peak was reached at free clock 100: the first run lasts until
+        // 100 + 16 * 100.
+        assert_eq!(r.recurs(1, 1 << 30, 100, 100, 0), Repetition::None);
+        assert!(r.first_run(100 + FIRST_RUN_PATIENCE * 100 - 1));
+        assert!(!r.first_run(100 + FIRST_RUN_PATIENCE * 100));
+        // A new peak at 2000 starts the count again from there.
+        assert_eq!(r.recurs(2, 2 << 30, 2000, 2000, 0), Repetition::None);
+        assert!(r.first_run(2000 + FIRST_RUN_PATIENCE * 2000 - 1));
+        assert!(!r.first_run(2000 + FIRST_RUN_PATIENCE * 2000));
+    }
+
+    #[test]
     fn the_fingerprint_forgets_old_requests() {
         let a = (0..20u64).fold(0, |f, i| mix_request(f, 512 * (i + 1), 0));
         let b = (0..20u64).fold(99, |f, i| mix_request(f, 512 * (i + 1), 0));
