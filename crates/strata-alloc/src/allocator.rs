@@ -41,6 +41,9 @@ pub const LARGE_BUFFER: u64 = 20 << 20;
 pub const ROUND_LARGE: u64 = 2 << 20;
 /// Requests of this size or more fail at once.
 const MAX_REQUEST: u64 = 1 << 60;
+/// The block index of an allocation made while caching was off (it has no
+/// block: `State::uncached` holds it).
+const UNCACHED: u32 = NONE - 1;
 
 /// A live allocation as a plain value: the address, the caller's size and the
 /// identity of the block behind it (and of the allocator that handed it out,
@@ -414,6 +417,9 @@ impl CachingAllocator {
         }
         let mut guard = self.state.lock();
         let st = &mut *guard;
+        if st.caching_disabled {
+            return self.allocate_uncached(st, size);
+        }
         let s = if st.pool_routes.is_empty() {
             stream_index(st, stream)
         } else {
@@ -449,6 +455,9 @@ impl CachingAllocator {
     pub fn free_raw(&self, raw: RawAllocation) -> Result<(), AllocError> {
         if raw.block == NONE {
             return Ok(());
+        }
+        if raw.block == UNCACHED {
+            return self.free_uncached(raw);
         }
         let mut guard = self.state.lock();
         let st = &mut *guard;
@@ -517,18 +526,116 @@ impl CachingAllocator {
     }
 
     /// Records that `raw` is used on `stream` (PyTorch's `record_stream`).
+    ///
+    /// A no-op for an allocation made while caching was off, as in PyTorch
+    /// (its free goes straight to the driver, which waits for the device).
     pub fn record_stream(&self, raw: &RawAllocation, stream: StreamId) -> Result<(), AllocError> {
         if raw.block == NONE {
             return Ok(());
         }
         let mut guard = self.state.lock();
         let st = &mut *guard;
+        if raw.block == UNCACHED {
+            return self.check_uncached_live(st, raw);
+        }
         self.check_live(st, raw)?;
         let s = stream_index(st, stream);
         let b = &mut st.blocks[raw.block];
         if s != b.stream && !b.stream_uses.contains(&s) {
             b.stream_uses.push(s);
         }
+        Ok(())
+    }
+
+    /// Turns caching on or off, PyTorch's
+    /// `torch.cuda.memory.caching_allocator_enable(value)`. While caching is
+    /// off, each allocation is a device allocation of exactly the size asked
+    /// for (PyTorch's `uncached_allocate`: no rounding, no cached block, no
+    /// statistics, no history, no memory-fraction check) and its free returns
+    /// the memory to the device at once (`uncached_delete`); the device's
+    /// free memory ([`mem_get_info`](Self::mem_get_info)) shows it, the
+    /// allocator's statistics and snapshots do not. As with PyTorch's
+    /// deleters, what happens at a free is decided when the memory was
+    /// allocated: memory allocated while caching was on goes back to the
+    /// cache whenever it is freed, and memory allocated while it was off
+    /// goes back to the device. Cached memory stays cached until
+    /// [`empty_cache`](Self::empty_cache). For debugging (a memory checker
+    /// sees each allocation as its own device allocation) or to measure what
+    /// caching saves; every request then costs a device call.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::driver::sim::SimDriver;
+    /// use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// a.set_caching_enabled(false);
+    /// assert!(!a.caching_enabled());
+    /// let free = a.mem_get_info().unwrap().free;
+    /// let x = a.allocate(1000, StreamId::DEFAULT).unwrap();
+    /// assert_eq!(a.mem_get_info().unwrap().free, free - 1000); // exactly the request
+    /// assert_eq!(a.memory_stats().requested_bytes.all().allocated, 0); // not counted
+    /// drop(x);
+    /// assert_eq!(a.mem_get_info().unwrap().free, free); // back to the device at once
+    /// a.set_caching_enabled(true);
+    /// ```
+    pub fn set_caching_enabled(&self, enabled: bool) {
+        self.state.lock().caching_disabled = !enabled;
+    }
+
+    /// Whether caching is on (see [`set_caching_enabled`](Self::set_caching_enabled)).
+    pub fn caching_enabled(&self) -> bool {
+        !self.state.lock().caching_disabled
+    }
+
+    /// A device allocation of exactly `size` bytes, outside the cache
+    /// (caching is off).
+    #[cold]
+    fn allocate_uncached(&self, st: &mut State, size: u64) -> Result<RawAllocation, AllocError> {
+        let ptr = match self.counted.malloc(size) {
+            Ok(p) => p,
+            Err(DriverError::OutOfMemory) => {
+                return Err(AllocError::UncachedOutOfMemory {
+                    device: self.device,
+                    requested: size,
+                    free: self.counted.mem_get_info().map(|m| m.free).unwrap_or(0),
+                })
+            }
+            Err(e) => return Err(self.driver_error(e)),
+        };
+        st.uncached.insert(ptr, size);
+        Ok(RawAllocation {
+            ptr,
+            size,
+            block: UNCACHED,
+            generation: 0,
+            owner: self.id,
+        })
+    }
+
+    /// Checks that `raw`, a handle of an allocation made while caching was
+    /// off, is live here.
+    fn check_uncached_live(&self, st: &State, raw: &RawAllocation) -> Result<(), AllocError> {
+        if raw.owner == self.id && st.uncached.get(&raw.ptr) == Some(&raw.size) {
+            Ok(())
+        } else {
+            Err(AllocError::InvalidFree {
+                device: self.device,
+                ptr: raw.ptr,
+            })
+        }
+    }
+
+    /// Returns an allocation made while caching was off to the device. A
+    /// driver failure leaves it live (it can be freed again).
+    #[cold]
+    fn free_uncached(&self, raw: RawAllocation) -> Result<(), AllocError> {
+        let mut st = self.state.lock();
+        self.check_uncached_live(&st, &raw)?;
+        self.counted
+            .free(raw.ptr, raw.size)
+            .map_err(|e| self.driver_error(e))?;
+        st.uncached.remove(&raw.ptr);
         Ok(())
     }
 
@@ -840,7 +947,10 @@ impl CachingAllocator {
         pool: PoolKind,
         size: u64,
     ) -> Option<u32> {
-        if st.settings.gc_threshold.is_some() {
+        // Garbage collection ages the blocks of the default pools by their
+        // own searches only: PyTorch counts per `BlockPool`, and a private
+        // pool's searches age none of the default pools' blocks.
+        if st.settings.gc_threshold.is_some() && st.streams[s as usize].mempool == 0 {
             st.gc_counts[pool as usize] += 1;
         }
         if !st.settings.expandable && !st.streams[s as usize].expandable[pool as usize].is_empty() {
@@ -978,7 +1088,9 @@ impl CachingAllocator {
         if p.use_count > 0 {
             return;
         }
-        if self.synchronize_and_free_events(st).is_ok() {
+        // PyTorch's `emptyCache(mempool_id)`: only the events of the pool's
+        // blocks are waited for.
+        if self.synchronize_and_free_pool_events(st, id).is_ok() {
             let _ = self.release_free_segments(st, |_, e| e.mempool == id);
         }
         crate::mempool::forget_empty_pools(st);
@@ -1091,6 +1203,35 @@ impl CachingAllocator {
         }
     }
 
+    /// Waits for the outstanding events of private pool `pool`'s blocks and
+    /// frees those blocks (PyTorch's `synchronize_and_free_events(context,
+    /// pool)`): the other events stay pending, in their order. Counted in
+    /// `num_sync_all_streams`, as PyTorch counts it.
+    fn synchronize_and_free_pool_events(
+        &self,
+        st: &mut State,
+        pool: u64,
+    ) -> Result<(), AllocError> {
+        st.stats.num_sync_all_streams += 1;
+        for s in 0..st.streams.len() {
+            let mut i = 0;
+            while i < st.streams[s].events.len() {
+                let (ev, id) = st.streams[s].events[i];
+                let owner = st.blocks[id].stream as usize;
+                if st.streams[owner].mempool != pool {
+                    i += 1;
+                    continue;
+                }
+                self.counted
+                    .synchronize_event(ev)
+                    .map_err(|e| self.driver_error(e))?;
+                st.streams[s].events.remove(i);
+                self.event_done(st, ev, id);
+            }
+        }
+        Ok(())
+    }
+
     /// Waits for every outstanding event and frees their blocks.
     fn synchronize_and_free_events(&self, st: &mut State) -> Result<(), AllocError> {
         st.stats.num_sync_all_streams += 1;
@@ -1147,7 +1288,7 @@ impl CachingAllocator {
         } else {
             Self::allocation_size(&st.settings.config, rounded)
         };
-        Err(self.out_of_memory(st, s, orig, device_request))
+        Err(self.out_of_memory(st, s, orig, rounded, device_request))
     }
 
     /// `throw_on_cudamalloc_oom`: fails at once when the device allocation a
@@ -1292,6 +1433,12 @@ impl CachingAllocator {
 
     /// Returns to the driver every ordinary segment that is entirely free
     /// and cached in an entry of `st.streams` that `of` selects.
+    ///
+    /// In PyTorch's order (`release_cached_blocks`, whose `segment_free`
+    /// trace entries follow it): the default pools first, large pool then
+    /// small pool, then each private pool by id, small pool then large
+    /// pool; within a pool by stream, size and address (the order of
+    /// PyTorch's `BlockPool`).
     fn release_free_segments(
         &self,
         st: &mut State,
@@ -1299,14 +1446,26 @@ impl CachingAllocator {
     ) -> Result<(), AllocError> {
         let mut whole = Vec::new();
         for stream in st.streams.iter().filter(|e| of(st, e)) {
-            for idx in &stream.free {
-                whole.extend(idx.all().map(|e| e.block).filter(|&b| {
-                    let b = &st.blocks[b];
-                    !b.expandable && !b.is_split()
-                }));
+            for (kind, idx) in stream.free.iter().enumerate() {
+                // Default pools: large (1) first; private pools: small (0).
+                let kind_order = if stream.mempool == 0 { 1 - kind } else { kind };
+                whole.extend(
+                    idx.all()
+                        .filter(|e| {
+                            let b = &st.blocks[e.block];
+                            !b.expandable && !b.is_split()
+                        })
+                        .map(|e| {
+                            (
+                                (stream.mempool, kind_order, stream.handle.0, e.size, e.ptr),
+                                e.block,
+                            )
+                        }),
+                );
             }
         }
-        for id in whole {
+        whole.sort_unstable_by_key(|&(k, _)| k);
+        for (_, id) in whole {
             self.release_segment(st, id)?;
         }
         Ok(())
@@ -1365,18 +1524,26 @@ impl CachingAllocator {
         }
     }
 
+    /// The out-of-memory error of a request of `requested` bytes on dense
+    /// stream `s`, rounded to `rounded`, for which the device could not
+    /// supply `device_request` bytes. Counted in `num_ooms`, and traced as
+    /// PyTorch's `record_trace(OOM, device_free, params.size(),
+    /// params.stream(), ...)`: the free device memory, the rounded request
+    /// (not the device request) and the request's stream, with the call
+    /// site under `context` `alloc` or `all`.
     fn out_of_memory(
         &self,
         st: &mut State,
         s: u32,
         requested: u64,
+        rounded: u64,
         device_request: u64,
     ) -> AllocError {
         st.stats.num_ooms += 1;
         let free = self.counted.mem_get_info().map(|m| m.free).unwrap_or(0);
         if st.history.enabled() {
-            st.history
-                .push(Action::Oom, free, device_request, StreamId::DEFAULT);
+            let stream = st.streams[s as usize].handle;
+            st.history.push(Action::Oom, free, rounded, stream);
         }
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();

@@ -195,6 +195,19 @@ pub enum AllocError {
         /// The limit: the memory fraction of the device's capacity.
         limit: u64,
     },
+    /// While caching was off ([`set_caching_enabled(false)`](crate::CachingAllocator::set_caching_enabled)),
+    /// the device could not supply an allocation (PyTorch's uncached
+    /// `cudaMalloc` failing: a CUDA error, not counted in `num_ooms`, no
+    /// out-of-memory observer called, nothing cached to release).
+    #[error("{device} out of memory: caching is off, and the device could not supply {requested} bytes for an uncached allocation ({free} bytes free); free device memory (drop allocations made while caching was off), or turn caching back on with set_caching_enabled(true)")]
+    UncachedOutOfMemory {
+        /// The device.
+        device: Device,
+        /// The size asked for.
+        requested: u64,
+        /// Free device memory according to the driver.
+        free: u64,
+    },
     /// The driver failed for a reason other than lack of memory.
     #[error("driver error on {device}: {source}")]
     Driver {
@@ -261,14 +274,16 @@ pub enum AllocError {
 impl AllocError {
     /// Whether this is an out-of-memory error: the device could not supply the
     /// memory ([`AllocError::OutOfMemory`]), no device could
-    /// ([`AllocError::TooLarge`]), or `throw_on_cudamalloc_oom` rejected it
-    /// ([`AllocError::OomRejected`]).
+    /// ([`AllocError::TooLarge`]), `throw_on_cudamalloc_oom` rejected it
+    /// ([`AllocError::OomRejected`]), or the device could not supply an
+    /// uncached allocation ([`AllocError::UncachedOutOfMemory`]).
     pub fn is_out_of_memory(&self) -> bool {
         matches!(
             self,
             AllocError::OutOfMemory(_)
                 | AllocError::TooLarge { .. }
                 | AllocError::OomRejected { .. }
+                | AllocError::UncachedOutOfMemory { .. }
         )
     }
 

@@ -161,14 +161,29 @@ impl MemPool {
         }
     }
 
-    /// The pool's segments (PyTorch's `MemPool.snapshot()`).
+    /// The pool's segments (PyTorch's `MemPool.snapshot()`, that is
+    /// `memory_snapshot(mempool_id)`). While history is on, taking it records
+    /// a `snapshot` event whose size is the active bytes of the pool's
+    /// segments, as PyTorch's `snapshot(mempool_id)` counts only the
+    /// segments it returns.
     pub fn snapshot(&self) -> Vec<SegmentSnapshot> {
         let id = self.id();
-        self.allocator
-            .snapshot()
-            .into_iter()
-            .filter(|s| s.pool_id == id)
-            .collect()
+        self.allocator.with_state(|st| {
+            let out: Vec<SegmentSnapshot> = crate::snapshot::segments(st)
+                .into_iter()
+                .filter(|s| s.pool_id == id)
+                .collect();
+            if st.history.enabled() {
+                let active = out.iter().map(|s| s.active_size).sum();
+                st.history.push(
+                    crate::history::Action::Snapshot,
+                    0,
+                    active,
+                    StreamId::DEFAULT,
+                );
+            }
+            out
+        })
     }
 }
 

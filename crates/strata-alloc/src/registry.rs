@@ -10,7 +10,7 @@ use crate::stats::MemoryStats;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 fn registry() -> &'static Mutex<HashMap<Device, Arc<CachingAllocator>>> {
@@ -93,6 +93,9 @@ fn allocator_slow(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
         Device::Cpu => CachingAllocator::new(Arc::new(HostDriver::new(None)), config),
         Device::Cuda(n) => CachingAllocator::new(cuda_driver(n)?, config),
     };
+    if !CACHING.load(Ordering::Acquire) {
+        created.set_caching_enabled(false);
+    }
     let mut r = registry().lock();
     let a = Arc::clone(r.entry(device).or_insert(created));
     GENERATION.fetch_add(1, Ordering::Release);
@@ -165,6 +168,40 @@ pub fn set_allocator_settings(settings_str: &str) -> Result<(), AllocError> {
     }
     *current = Some(next);
     Ok(())
+}
+
+/// Whether the allocators the registry creates cache (see
+/// [`caching_allocator_enable`]).
+static CACHING: AtomicBool = AtomicBool::new(true);
+
+/// Turns caching on or off for every device's allocator, PyTorch's
+/// `torch.cuda.memory.caching_allocator_enable(value)` (one switch for the
+/// process): the allocators created so far and those created later. While
+/// it is off, each allocation goes straight to the device and each free
+/// straight back ([`CachingAllocator::set_caching_enabled`] tells the
+/// details); statistics and snapshots leave such memory out. An allocator
+/// installed with [`set_allocator`] keeps its own switch until this is
+/// called again.
+///
+/// ```
+/// use strata_alloc::{Device, StreamId};
+/// strata_alloc::caching_allocator_enable(false);
+/// let cpu = strata_alloc::allocator(Device::Cpu).unwrap();
+/// assert!(!cpu.caching_enabled());
+/// let x = cpu.allocate(4096, StreamId::DEFAULT).unwrap();
+/// assert_eq!(cpu.memory_allocated(), 0); // outside the cache
+/// drop(x);
+/// strata_alloc::caching_allocator_enable(true);
+/// assert!(cpu.caching_enabled());
+/// ```
+pub fn caching_allocator_enable(enabled: bool) {
+    // Under the settings lock, as allocators are created: one created
+    // concurrently either sees the new value or is reached by the loop.
+    let _settings = settings().lock();
+    CACHING.store(enabled, Ordering::Release);
+    for a in registry().lock().values() {
+        a.set_caching_enabled(enabled);
+    }
 }
 
 /// Free and total memory of `device` as its driver reports them now

@@ -10,7 +10,7 @@
 //! recorded with [`HistoryLevel::Backtraces`](crate::HistoryLevel).
 
 use crate::driver::Device;
-use crate::history::{backtrace_frames, CallSite, History, TraceEntry};
+use crate::history::{backtrace_frames, Action, CallSite, History, TraceEntry};
 use crate::snapshot::{segments, BlockState};
 use crate::state::State;
 use serde::Serialize;
@@ -48,11 +48,16 @@ struct SegmentOut {
     blocks: Vec<BlockOut>,
 }
 
-/// A trace event (PyTorch's keys).
+/// A trace event (PyTorch's keys). As in PyTorch's
+/// `memory_snapshot.cpp`, an `oom` event's address field (the free device
+/// memory) is named `device_free`, every other event's `addr`.
 #[derive(Serialize)]
 struct EventOut {
     action: &'static str,
-    addr: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    addr: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device_free: Option<u64>,
     size: u64,
     stream: u64,
     time_us: u64,
@@ -96,6 +101,10 @@ impl Serialize for TraceOut<'_> {
     }
 }
 
+/// The allocator settings, with the keys and value types of PyTorch's
+/// `memory_snapshot.cpp`: `roundup_power2_divisions` is a dict from each
+/// interval's start in MiB (`"1"`, `"2"`, `"4"`, … `"32768"`) to its
+/// division count.
 #[derive(Serialize)]
 struct SettingsOut {
     #[serde(rename = "PYTORCH_CUDA_ALLOC_CONF")]
@@ -103,7 +112,11 @@ struct SettingsOut {
     max_split_size: i64,
     garbage_collection_threshold: f64,
     expandable_segments: bool,
-    roundup_power2_divisions: Vec<u64>,
+    pinned_num_register_threads: i64,
+    release_lock_on_cudamalloc: bool,
+    pinned_use_cuda_host_register: bool,
+    graph_capture_record_stream_reuse: bool,
+    roundup_power2_divisions: std::collections::BTreeMap<String, i64>,
 }
 
 /// The snapshot document (PyTorch's top-level keys).
@@ -148,7 +161,8 @@ fn block_frames(h: &History, addr: u64, site: Option<CallSite>) -> Vec<FrameOut>
 fn event(e: &TraceEntry) -> EventOut {
     EventOut {
         action: e.action.name(),
-        addr: e.addr,
+        addr: (e.action != Action::Oom).then_some(e.addr),
+        device_free: (e.action == Action::Oom).then_some(e.addr),
         size: e.size,
         stream: e.stream.0,
         time_us: e.time_us,
@@ -216,7 +230,22 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
             max_split_size: c.max_split_size_stat(),
             garbage_collection_threshold: c.garbage_collection_threshold.unwrap_or(0.0),
             expandable_segments: st.settings.expandable,
-            roundup_power2_divisions: c.roundup_power2_divisions.to_vec(),
+            pinned_num_register_threads: i64::try_from(c.pinned_num_register_threads)
+                .unwrap_or(i64::MAX),
+            release_lock_on_cudamalloc: c.release_lock_on_cudamalloc,
+            pinned_use_cuda_host_register: c.pinned_use_cuda_host_register,
+            graph_capture_record_stream_reuse: c.graph_capture_record_stream_reuse,
+            roundup_power2_divisions: c
+                .roundup_power2_divisions
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| {
+                    (
+                        (1u64 << i).to_string(),
+                        i64::try_from(d).unwrap_or(i64::MAX),
+                    )
+                })
+                .collect(),
         },
         external_annotations: Vec::new(),
     }

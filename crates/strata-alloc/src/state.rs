@@ -221,7 +221,8 @@ pub(crate) struct State {
     pub stats: MemoryStats,
     pub event_pool: Vec<EventHandle>,
     pub pending_events: usize,
-    /// `get_free_block` calls per pool kind (garbage-collection ageing).
+    /// `get_free_block` calls on the default pools, per pool kind
+    /// (garbage-collection ageing; private pools' searches are not counted).
     pub gc_counts: [u64; 2],
     /// Expandable segments: for each physical page with stitched mappings,
     /// where they are (segment index, page index).
@@ -265,6 +266,11 @@ pub(crate) struct State {
     pub next_pool_id: u64,
     /// The last route token handed out.
     pub next_route_token: u64,
+    /// Caching is off (PyTorch's `caching_allocator_enable(False)`): each
+    /// request goes straight to the driver (`allocator.rs`, uncached).
+    pub caching_disabled: bool,
+    /// The live allocations made while caching was off: address and size.
+    pub uncached: HashMap<DevicePtr, u64>,
 }
 
 impl State {
@@ -300,6 +306,8 @@ impl State {
             pool_routes: Vec::new(),
             next_pool_id: 0,
             next_route_token: 0,
+            caching_disabled: false,
+            uncached: HashMap::new(),
         }
     }
 

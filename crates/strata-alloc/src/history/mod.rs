@@ -557,15 +557,17 @@ impl History {
     }
 
     /// Records an event that concerns no allocation of its own (segments,
-    /// OOMs, snapshots). A segment event carries the call site of its
-    /// [`cause`](History::cause), as PyTorch's carry the stack of the call
-    /// that made them: `segment_alloc` and `segment_map` from
+    /// OOMs, snapshots). A segment or `oom` event carries the call site of
+    /// its [`cause`](History::cause), as PyTorch's carry the stack of the
+    /// call that made them: `segment_alloc`, `segment_map` and `oom` from
     /// [`HistoryContext::Alloc`] on, `segment_free` and `segment_unmap` with
     /// [`HistoryContext::All`].
     #[inline]
     pub fn push(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
         let needs = match action {
-            Action::SegmentAlloc | Action::SegmentMap => HistoryContext::Alloc,
+            // An `oom` entry carries the failed malloc's context, as a
+            // segment allocation does.
+            Action::SegmentAlloc | Action::SegmentMap | Action::Oom => HistoryContext::Alloc,
             Action::SegmentFree | Action::SegmentUnmap => HistoryContext::All,
             _ => return self.push_entry(action, addr, size, stream, None),
         };

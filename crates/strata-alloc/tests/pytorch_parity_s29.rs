@@ -1,0 +1,556 @@
+//! Parity with PyTorch's allocator tests, session 29.
+//!
+//! Each test mirrors a behaviour of PyTorch's caching allocator exercised by
+//! its test suite (`test/test_cuda.py`, `TestCudaMallocAsync`, `TestMemPool`)
+//! or fixed by its source (`c10/cuda/CUDACachingAllocator.cpp`,
+//! `torch/csrc/cuda/memory_snapshot.cpp`), named in the doc comment. The
+//! expected figures are worked out from PyTorch's semantics, never taken from
+//! strata's output.
+
+mod common;
+
+use common::{decode, int, key, list, string};
+use serde_pickle::{HashableValue, Value};
+use std::sync::Arc;
+use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::history::{Action, HistoryContext, HistoryOptions};
+use strata_alloc::{AllocatorConfig, CachingAllocator, StreamId};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const S0: StreamId = StreamId::DEFAULT;
+const S1: StreamId = StreamId(21);
+
+/// PyTorch's default segments, and strata's default expandable segments.
+const MODES: [&str; 2] = ["expandable_segments:False", "expandable_segments:True"];
+
+fn sim(conf: &str, capacity: u64) -> (Arc<SimDriver>, Arc<CachingAllocator>) {
+    let d = Arc::new(SimDriver::new(capacity, 2 * MIB));
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
+    (d, a)
+}
+
+fn stat(a: &CachingAllocator, k: &str) -> i64 {
+    a.memory_stats()
+        .get(k)
+        .unwrap_or_else(|| panic!("no stat {k}"))
+}
+
+/// Whether a pickled dict has string key `k`.
+fn has_key(v: &Value, k: &str) -> bool {
+    match v {
+        Value::Dict(d) => d.contains_key(&HashableValue::String(k.into())),
+        _ => panic!("not a dict looking up {k}"),
+    }
+}
+
+// ----- the `oom` trace entry -------------------------------------------------------
+
+/// `DeviceCachingAllocator::malloc` records a failed request as
+/// `record_trace(TraceEntry::OOM, device_free, params.size(), params.stream(),
+/// ..., context)`: the entry's size is the *rounded* request
+/// (`params.size()`, `round_size(orig)`), not the segment it tried to
+/// allocate (`alloc_size`, which is what the message and the OOM observers
+/// get); its stream is the request's stream; its address field holds the
+/// free device memory; and, like `segment_alloc`, it carries the malloc's
+/// context when recording with `context="alloc"` or `"all"`.
+#[test]
+fn the_oom_trace_entry_has_the_rounded_request_its_stream_and_its_call_site() {
+    for mode in MODES {
+        let (_, a) = sim(mode, GIB);
+        a.record_history_opts(&HistoryOptions::new(100).context(HistoryContext::Alloc));
+        let orig = 2 * GIB + 1000;
+        let rounded = 2 * GIB + 1024; // a multiple of 512
+        let free = a.mem_get_info().unwrap().free;
+        let line = line!() + 1;
+        let e = a.allocate(orig, S1).unwrap_err();
+        let oom = e.out_of_memory().expect("an out-of-memory error");
+        assert!(
+            oom.device_request > rounded,
+            "{mode}: the segment is larger"
+        );
+        let h = a.history();
+        let entry = h.last().expect("an entry");
+        assert_eq!(entry.action, Action::Oom, "{mode}");
+        assert_eq!(entry.size, rounded, "{mode}");
+        assert_eq!(entry.stream, S1, "{mode}");
+        assert_eq!(entry.addr, free, "{mode}: device_free");
+        let site = entry.site.as_ref().expect("the failing call's site");
+        assert_eq!((site.file, site.line), (file!(), line), "{mode}");
+        // context="state": no frames on trace entries.
+        a.record_history(None);
+        a.record_history_opts(&HistoryOptions::new(100).context(HistoryContext::State));
+        a.allocate(orig, S1).unwrap_err();
+        let h = a.history();
+        let entry = h.last().unwrap();
+        assert_eq!(entry.action, Action::Oom, "{mode}");
+        assert!(entry.site.is_none(), "{mode}");
+    }
+}
+
+/// `torch/csrc/cuda/memory_snapshot.cpp` writes each trace entry's address
+/// under `addr`, except for `oom` entries, whose value (the free device
+/// memory) goes under `device_free`
+/// (`TraceEntry::OOM == te.action_ ? device_free_s : addr_s`).
+#[test]
+fn the_pickled_oom_entry_names_its_address_device_free() {
+    let (_, a) = sim("expandable_segments:False", GIB);
+    a.record_history(Some(100));
+    let x = a.allocate(4 * MIB, S0).unwrap();
+    let free = a.mem_get_info().unwrap().free;
+    a.allocate(2 * GIB, S0).unwrap_err();
+    let doc = decode(&a.snapshot_pickle().unwrap());
+    let trace = list(&list(key(&doc, "device_traces"))[0]);
+    let oom: Vec<&Value> = trace
+        .iter()
+        .filter(|e| string(key(e, "action")) == "oom")
+        .collect();
+    assert_eq!(oom.len(), 1);
+    assert_eq!(int(key(oom[0], "device_free")), free);
+    assert!(!has_key(oom[0], "addr"));
+    assert_eq!(int(key(oom[0], "size")), 2 * GIB);
+    // Every other entry keeps `addr`.
+    let alloc = trace
+        .iter()
+        .find(|e| string(key(e, "action")) == "alloc")
+        .unwrap();
+    assert_eq!(int(key(alloc, "addr")), x.ptr());
+    assert!(!has_key(alloc, "device_free"));
+    drop(x);
+    assert_eq!(stat(&a, "num_ooms"), 1);
+}
+
+// ----- garbage collection ----------------------------------------------------------
+
+/// `get_free_block` ages the blocks of the pool it searches
+/// (`++pool.get_free_blocks_call_count`, per `BlockPool`), and
+/// `garbage_collect_cached_blocks` reads the ages of the default large pool
+/// only. So requests served by a private pool (`use_mem_pool`) age no block
+/// of the default pool: two default blocks cached around them have the same
+/// age, the mean, and one collection frees both.
+///
+/// 200 MiB allowed (a fraction of 4 GiB), threshold 0.25: collection starts
+/// above 50 MiB reserved. A and B (30 MiB segments each) and the pool's
+/// 20 MiB segment make 80 MiB; A is freed, four requests are served by the
+/// pool, B is freed; a 40 MiB request misses and collects toward a target
+/// of 30 MiB: PyTorch frees A and B (ages equal), leaving 20 MiB, then
+/// allocates 40 MiB: 60 MiB reserved.
+#[test]
+fn private_pool_requests_do_not_age_the_default_pools_blocks() {
+    let (_, a) = sim(
+        "expandable_segments:False,garbage_collection_threshold:0.25",
+        4 * GIB,
+    );
+    a.set_memory_fraction(200.0 / 4096.0).unwrap();
+    let x = a.allocate(30 * MIB, S0).unwrap();
+    let y = a.allocate(30 * MIB, S0).unwrap();
+    let pool = a.mem_pool(Default::default());
+    {
+        let _in_pool = pool.activate();
+        drop(a.allocate(2 * MIB, S0).unwrap());
+    }
+    assert_eq!(a.memory_reserved(), 80 * MIB);
+    drop(x);
+    {
+        let _in_pool = pool.activate();
+        for _ in 0..4 {
+            drop(a.allocate(2 * MIB, S0).unwrap());
+        }
+    }
+    drop(y);
+    let frees = stat(&a, "num_device_free");
+    let z = a.allocate(40 * MIB, S0).unwrap();
+    assert_eq!(stat(&a, "num_device_free") - frees, 2, "A and B collected");
+    assert_eq!(a.memory_reserved(), 60 * MIB);
+    assert_eq!(stat(&a, "num_alloc_retries"), 0);
+    drop(z);
+    a.check_consistency().unwrap();
+}
+
+// ----- caching_allocator_enable ------------------------------------------------------
+
+/// Mirrors `TestCudaMallocAsync.test_cachingAllocator_raw_alloc`: with the
+/// caching allocator deactivated (`torch.cuda.caching_allocator_enable(False)`)
+/// a 1 MiB `raw_alloc` adds nothing to `requested_bytes.all.allocated`; once
+/// reactivated, it adds 1 MiB. Behind it (`NativeCachingAllocator::raw_alloc`,
+/// `uncached_allocate`, `uncached_delete`): each request is a `cudaMalloc` of
+/// exactly its size, each delete a `cudaFree`, and the allocator's books
+/// (statistics, segments) never see them.
+#[test]
+fn a_deactivated_caching_allocator_goes_straight_to_the_device() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        let requested = |a: &CachingAllocator| stat(a, "requested_bytes.all.allocated");
+        a.reset_accumulated_memory_stats();
+        assert!(a.caching_enabled());
+        a.set_caching_enabled(false);
+        assert!(!a.caching_enabled());
+        let free = a.mem_get_info().unwrap().free;
+        let calls = a.driver_calls();
+        let start = requested(&a);
+        let p = a.allocate_raw(MIB, S0).unwrap();
+        assert_eq!(requested(&a) - start, 0, "{mode}");
+        assert_eq!(a.mem_get_info().unwrap().free, free - MIB, "{mode}");
+        assert_eq!(a.memory_reserved(), 0, "{mode}");
+        assert!(a.snapshot().is_empty(), "{mode}");
+        // A second request is a second device allocation: nothing is cached.
+        let q = a.allocate_raw(1000, S0).unwrap();
+        assert_eq!(a.mem_get_info().unwrap().free, free - MIB - 1000, "{mode}");
+        assert_eq!(a.driver_calls().malloc - calls.malloc, 2, "{mode}");
+        a.free_raw(p).unwrap();
+        a.free_raw(q).unwrap();
+        assert_eq!(a.driver_calls().free - calls.free, 2, "{mode}");
+        assert_eq!(a.mem_get_info().unwrap().free, free, "{mode}");
+        assert_eq!(a.memory_stats(), {
+            let mut s = a.memory_stats();
+            s.reset_accumulated();
+            s
+        });
+        a.set_caching_enabled(true);
+        let start = requested(&a);
+        let p = a.allocate_raw(MIB, S0).unwrap();
+        assert_eq!(requested(&a) - start, MIB as i64, "{mode}");
+        a.free_raw(p).unwrap();
+        a.check_consistency().unwrap();
+    }
+}
+
+/// PyTorch picks an allocation's deleter when it allocates
+/// (`NativeCachingAllocator::allocate`: `local_raw_delete` while caching is
+/// on, `uncached_delete` while it is off), so switching caching off does not
+/// send cached memory to the device, and switching it back on does not
+/// cache memory that was allocated outside the cache.
+#[test]
+fn a_free_goes_where_the_allocation_came_from() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        let cached = a.allocate(3 * MIB, S0).unwrap();
+        let cached_at = cached.ptr();
+        let reserved = a.memory_reserved();
+        assert!(reserved >= 3 * MIB);
+        a.set_caching_enabled(false);
+        let free = a.mem_get_info().unwrap().free;
+        drop(cached);
+        assert_eq!(a.memory_allocated(), 0, "{mode}");
+        assert_eq!(a.memory_reserved(), reserved, "{mode}: still cached");
+        assert_eq!(a.mem_get_info().unwrap().free, free, "{mode}");
+        let outside = a.allocate(5 * MIB, S0).unwrap();
+        assert_eq!(a.mem_get_info().unwrap().free, free - 5 * MIB, "{mode}");
+        a.set_caching_enabled(true);
+        drop(outside);
+        assert_eq!(
+            a.mem_get_info().unwrap().free,
+            free,
+            "{mode}: back on the device"
+        );
+        assert_eq!(a.memory_reserved(), reserved, "{mode}");
+        // The block cached while caching was off is reused now.
+        let again = a.allocate(3 * MIB, S0).unwrap();
+        assert_eq!(again.ptr(), cached_at, "{mode}");
+        assert_eq!(a.memory_reserved(), reserved, "{mode}");
+        drop(again);
+        a.check_consistency().unwrap();
+    }
+}
+
+/// The handles of uncached allocations under hostile use: `record_stream`
+/// is accepted and does nothing (PyTorch returns early for memory whose
+/// deleter is not `local_raw_delete`); a second free, a forged or foreign
+/// handle are typed errors that change nothing; a request the device cannot
+/// supply is a typed out-of-memory error that names the switch, counts no
+/// `num_ooms` and calls no observer (PyTorch's uncached `cudaMalloc` raises
+/// a CUDA error, not `OutOfMemoryError`); a zero-byte request is the null
+/// allocation.
+#[test]
+fn uncached_handles_refuse_misuse_and_change_nothing() {
+    let (_, a) = sim("expandable_segments:False", GIB);
+    let (_, other) = sim("expandable_segments:False", GIB);
+    a.set_caching_enabled(false);
+    other.set_caching_enabled(false);
+    let observed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let o = Arc::clone(&observed);
+    a.on_oom(move |_, _| {
+        o.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    });
+    let x = a.allocate_raw(4096, S0).unwrap();
+    a.record_stream(&x, S1).unwrap();
+    let free = a.mem_get_info().unwrap().free;
+    let stats = a.memory_stats();
+    // A foreign handle with the same address: refused.
+    let y = other.allocate_raw(4096, S0).unwrap();
+    assert!(matches!(
+        a.free_raw(y),
+        Err(strata_alloc::AllocError::InvalidFree { .. })
+    ));
+    assert!(a.record_stream(&y, S1).is_err());
+    other.free_raw(y).unwrap();
+    a.free_raw(x).unwrap();
+    // Twice: refused, nothing changes.
+    let e = a.free_raw(x).unwrap_err();
+    assert!(
+        matches!(e, strata_alloc::AllocError::InvalidFree { .. }),
+        "{e}"
+    );
+    assert!(a.record_stream(&x, S1).is_err());
+    assert_eq!(a.mem_get_info().unwrap().free, free + 4096);
+    // More than the device has.
+    let e = a.allocate_raw(2 * GIB, S0).unwrap_err();
+    assert!(e.is_out_of_memory(), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("caching is off"), "{text}");
+    assert!(text.contains("set_caching_enabled(true)"), "{text}");
+    assert_eq!(observed.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(a.memory_stats(), stats);
+    assert_eq!(stat(&a, "num_ooms"), 0);
+    let z = a.allocate_raw(0, S0).unwrap();
+    assert_eq!(z.ptr(), 0);
+    a.free_raw(z).unwrap();
+    a.set_caching_enabled(true);
+    a.check_consistency().unwrap();
+}
+
+/// `torch.cuda.memory.caching_allocator_enable` is one switch for the
+/// process: the registry's `caching_allocator_enable` turns every device's
+/// allocator, existing or created later, on or off.
+#[test]
+fn caching_allocator_enable_switches_every_allocator() {
+    let cpu = strata_alloc::allocator(strata_alloc::Device::Cpu).unwrap();
+    strata_alloc::caching_allocator_enable(false);
+    let off = cpu.caching_enabled();
+    strata_alloc::caching_allocator_enable(true);
+    assert!(!off);
+    assert!(cpu.caching_enabled());
+}
+
+// ----- snapshots of a pool -------------------------------------------------------------
+
+/// `DeviceCachingAllocator::snapshot(mempool_id)` walks only the pool's
+/// blocks when given a private pool's id (`MemPool.snapshot()`), and
+/// records its `snapshot` trace entry with `total_active` summed over the
+/// segments it returns: the pool's active bytes, not the device's.
+#[test]
+fn a_pools_snapshot_event_counts_the_pools_active_bytes() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        a.record_history(Some(100));
+        let outside = a.allocate(4 * MIB, S0).unwrap();
+        let pool = a.mem_pool(Default::default());
+        let inside = {
+            let _in_pool = pool.activate();
+            a.allocate(MIB, S0).unwrap()
+        };
+        let segs = pool.snapshot();
+        assert_eq!(segs.len(), 1, "{mode}");
+        assert_eq!(segs[0].active_size, MIB, "{mode}");
+        let h = a.history();
+        let last = h.last().unwrap();
+        assert_eq!(last.action, Action::Snapshot, "{mode}");
+        assert_eq!(last.size, MIB, "{mode}");
+        // The device-wide snapshot counts everything active.
+        a.snapshot();
+        let h = a.history();
+        assert_eq!(h.last().unwrap().size, 5 * MIB, "{mode}");
+        drop((outside, inside));
+    }
+}
+
+// ----- the order of trace entries --------------------------------------------------------
+
+/// The trace of one allocation recorded on a second stream, freed, then
+/// released by `empty_cache`, in PyTorch's order: `malloc` records
+/// `segment_alloc` (`alloc_block`; `segment_map` when an expandable segment
+/// grows) before `alloc` (`alloc_found_block`); `free` records
+/// `free_requested` at once and, the block waiting for the other stream's
+/// event, nothing more; `empty_cache` first synchronises the events
+/// (`free_completed`) and then returns the segment (`segment_free`, or
+/// `segment_unmap` for expandable memory). Sizes: the segment's for segment
+/// events, the caller's (`requested_size`) for the others.
+#[test]
+fn a_recorded_free_is_traced_in_pytorchs_order() {
+    for (mode, seg_alloc, seg_free) in [
+        (
+            "expandable_segments:False",
+            Action::SegmentAlloc,
+            Action::SegmentFree,
+        ),
+        (
+            "expandable_segments:True",
+            Action::SegmentMap,
+            Action::SegmentUnmap,
+        ),
+    ] {
+        let (_, a) = sim(mode, 4 * GIB);
+        a.record_history(Some(100));
+        let x = a.allocate(3 * MIB + 100, S0).unwrap();
+        let p = x.ptr();
+        x.record_stream(S1).unwrap();
+        drop(x);
+        let before = a.history().len();
+        a.empty_cache().unwrap();
+        let h = a.history();
+        let actions: Vec<Action> = h.iter().map(|e| e.action).collect();
+        assert_eq!(
+            actions,
+            [
+                seg_alloc,
+                Action::Alloc,
+                Action::FreeRequested,
+                Action::FreeCompleted,
+                seg_free
+            ],
+            "{mode}"
+        );
+        assert_eq!(before, 3, "{mode}: the free completes only at empty_cache");
+        for e in &h[1..4] {
+            assert_eq!((e.addr, e.size, e.stream), (p, 3 * MIB + 100, S0), "{mode}");
+        }
+        assert_eq!(h[0].addr, p, "{mode}");
+        assert_eq!(h[4].addr, p, "{mode}");
+        assert_eq!(h[0].size, h[4].size, "{mode}");
+        assert!(h[0].size >= 3 * MIB + 512, "{mode}");
+        assert_eq!(stat(&a, "num_sync_all_streams"), 1, "{mode}");
+    }
+}
+
+// ----- the pickled allocator settings ----------------------------------------------------
+
+/// `memory_snapshot.cpp` writes `allocator_settings` with
+/// `PYTORCH_CUDA_ALLOC_CONF`, `max_split_size`, `garbage_collection_threshold`,
+/// `expandable_segments`, `pinned_num_register_threads`,
+/// `release_lock_on_cudamalloc`, `pinned_use_cuda_host_register`,
+/// `graph_capture_record_stream_reuse` and `roundup_power2_divisions`, the
+/// last one a dict from each interval's start in MiB (`roundup_key` 1, 2,
+/// 4, … doubling over the 16 intervals) to its division count. With
+/// `[64:8,>:2]`, the first key fills every interval up to 64 MiB with 8 and
+/// `>` every interval above it with 2 (`AllocatorConfig` list syntax).
+#[test]
+fn the_pickled_allocator_settings_have_pytorchs_keys_and_types() {
+    let (_, a) = sim(
+        "roundup_power2_divisions:[64:8,>:2],pinned_num_register_threads:8,\
+         release_lock_on_cudamalloc:True,pinned_use_cuda_host_register:True,\
+         graph_capture_record_stream_reuse:True,max_split_size_mb:40,\
+         expandable_segments:False",
+        4 * GIB,
+    );
+    let doc = decode(&a.snapshot_pickle().unwrap());
+    let s = key(&doc, "allocator_settings");
+    assert_eq!(int(key(s, "pinned_num_register_threads")), 8);
+    for k in [
+        "release_lock_on_cudamalloc",
+        "pinned_use_cuda_host_register",
+        "graph_capture_record_stream_reuse",
+    ] {
+        assert_eq!(key(s, k), &Value::Bool(true), "{k}");
+    }
+    assert_eq!(key(s, "expandable_segments"), &Value::Bool(false));
+    assert_eq!(int(key(s, "max_split_size")), 40 * MIB);
+    let r = key(s, "roundup_power2_divisions");
+    let Value::Dict(d) = r else {
+        panic!("roundup_power2_divisions is not a dict: {r:?}")
+    };
+    assert_eq!(d.len(), 16);
+    for i in 0..16u32 {
+        let mib = 1u64 << i;
+        let want = if mib <= 64 { 8 } else { 2 };
+        assert_eq!(int(key(r, &mib.to_string())), want, "interval {mib} MiB");
+    }
+    // The defaults: no rounding anywhere, the flags off.
+    let (_, b) = sim("", 4 * GIB);
+    let doc = decode(&b.snapshot_pickle().unwrap());
+    let s = key(&doc, "allocator_settings");
+    assert_eq!(int(key(s, "pinned_num_register_threads")), 1);
+    assert_eq!(key(s, "release_lock_on_cudamalloc"), &Value::Bool(false));
+    assert_eq!(key(s, "max_split_size"), &Value::I64(-1));
+    assert_eq!(int(key(key(s, "roundup_power2_divisions"), "32768")), 0);
+}
+
+// ----- deleting a pool waits for the pool's events only -------------------------------
+
+/// `~MemPool` calls `emptyCache(pool id)`, whose
+/// `release_cached_blocks(context, mempool_id)` calls
+/// `synchronize_and_free_events(context, pool)`: "If there is an active
+/// mempool, we sync only the events associated with the pool". A default-pool
+/// block whose free waits on another stream's event stays pending (still
+/// active, not reusable) when a pool is deleted, while the pool's own pending
+/// block is freed and its segment released.
+#[test]
+fn deleting_a_pool_waits_only_for_the_pools_events() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        let x = a.allocate(MIB, S0).unwrap();
+        let x_at = x.ptr();
+        x.record_stream(S1).unwrap();
+        drop(x);
+        let pool = a.mem_pool(Default::default());
+        {
+            let _in_pool = pool.activate();
+            let y = a.allocate(MIB, S0).unwrap();
+            y.record_stream(S1).unwrap();
+        }
+        assert_eq!(
+            stat(&a, "active_bytes.all.current"),
+            2 * MIB as i64,
+            "{mode}"
+        );
+        let syncs = stat(&a, "num_sync_all_streams");
+        drop(pool);
+        assert_eq!(stat(&a, "num_sync_all_streams") - syncs, 1, "{mode}");
+        // The pool's block was freed and its segment released; x still waits.
+        assert_eq!(stat(&a, "active_bytes.all.current"), MIB as i64, "{mode}");
+        let snap = a.snapshot();
+        assert!(snap.iter().all(|s| s.pool_id == (0, 0)), "{mode}");
+        let pending: Vec<_> = snap
+            .iter()
+            .flat_map(|s| &s.blocks)
+            .filter(|b| b.state == strata_alloc::snapshot::BlockState::ActivePendingFree)
+            .collect();
+        assert_eq!(pending.len(), 1, "{mode}");
+        assert_eq!(pending[0].address, x_at, "{mode}");
+        let z = a.allocate(MIB, S0).unwrap();
+        assert_ne!(z.ptr(), x_at, "{mode}: not reusable yet");
+        drop(z);
+        a.empty_cache().unwrap();
+        assert_eq!(stat(&a, "active_bytes.all.current"), 0, "{mode}");
+        a.check_consistency().unwrap();
+    }
+}
+
+// ----- the order of segment releases -----------------------------------------------------
+
+/// `release_cached_blocks` frees the default pools' whole free segments
+/// large pool first, then small pool (`release_blocks(large_blocks)`,
+/// `release_blocks(small_blocks)`), each pool in its set's order: stream,
+/// then size, then address. The `segment_free` entries of `empty_cache`
+/// follow that order, whatever the order the streams were first used in.
+#[test]
+fn empty_cache_releases_large_segments_then_small_ones_by_stream_and_size() {
+    let (_, a) = sim("expandable_segments:False", 4 * GIB);
+    a.record_history(Some(100));
+    // S1 is used first; S0's segments still come first (stream 0 < 21).
+    let blocks = vec![
+        a.allocate(1024, S1).unwrap(),     // S1 small: 2 MiB
+        a.allocate(30 * MIB, S0).unwrap(), // S0 large: 30 MiB
+        a.allocate(1024, S0).unwrap(),     // S0 small: 2 MiB
+        a.allocate(5 * MIB, S0).unwrap(),  // S0 large: 20 MiB
+        a.allocate(12 * MIB, S1).unwrap(), // S1 large: 12 MiB
+    ];
+    drop(blocks);
+    let before = a.history().len();
+    a.empty_cache().unwrap();
+    let freed: Vec<(StreamId, u64)> = a.history()[before..]
+        .iter()
+        .filter(|e| e.action == Action::SegmentFree)
+        .map(|e| (e.stream, e.size))
+        .collect();
+    assert_eq!(
+        freed,
+        [
+            (S0, 20 * MIB),
+            (S0, 30 * MIB),
+            (S1, 12 * MIB),
+            (S0, 2 * MIB),
+            (S1, 2 * MIB),
+        ]
+    );
+    assert_eq!(a.memory_reserved(), 0);
+}
