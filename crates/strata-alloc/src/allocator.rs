@@ -19,7 +19,7 @@ use crate::driver::{
 use crate::error::{AllocError, OutOfMemory};
 use crate::expandable::ExpandableSpace;
 use crate::history::{
-    Action, AllocationOrigin, HistoryLevel, HistoryOptions, Recording, TraceEntry,
+    Action, AllocationOrigin, HistoryContext, HistoryLevel, HistoryOptions, Recording, TraceEntry,
 };
 use crate::pool::Entry;
 use crate::snapshot::SegmentSnapshot;
@@ -734,7 +734,9 @@ impl CachingAllocator {
     /// (`stacks`), and actions left out of the trace (`skip_actions`).
     /// As with `record_history`, calling it while recording keeps what was
     /// recorded, and the new options apply from then on; `max_entries` 0
-    /// stops and forgets.
+    /// stops and forgets. With `enabled="state"`
+    /// ([`HistoryOptions::state_only`]) the trace holds one entry, the
+    /// latest event, whatever `max_entries` (above 0) says, as in PyTorch.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -755,7 +757,8 @@ impl CachingAllocator {
     /// assert!(alloc.site.is_some() && free.site.is_none());
     /// ```
     pub fn record_history_opts(&self, opts: &HistoryOptions) {
-        let capacity = Some(opts.max_entries).filter(|&n| n > 0);
+        let capacity =
+            Some(if opts.trace { opts.max_entries } else { 1 }).filter(|_| opts.max_entries > 0);
         self.state.lock().set_history(capacity, Recording::of(opts));
     }
 
@@ -1354,6 +1357,11 @@ impl CachingAllocator {
             st.stats.oversize_segments.increase(1);
         }
         st.record(Action::SegmentAlloc, ptr, size, s);
+        if st.history.enabled() && st.history.rec.context >= HistoryContext::State {
+            if let Some(site) = st.history.cause {
+                st.history.segment_sites.insert(ptr, site);
+            }
+        }
         Ok(Some(id))
     }
 
@@ -1369,6 +1377,7 @@ impl CachingAllocator {
             .map_err(|e| self.driver_error(e))?;
         let s = st.blocks[id].stream;
         st.record(Action::SegmentFree, ptr, size, s);
+        st.history.segment_sites.remove(&ptr);
         st.index_remove(id);
         st.segments.remove(&ptr);
         st.blocks.remove(id);

@@ -93,7 +93,7 @@ fn allocator_slow(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
         Device::Cpu => CachingAllocator::new(Arc::new(HostDriver::new(None)), config),
         Device::Cuda(n) => CachingAllocator::new(cuda_driver(n)?, config),
     };
-    if !CACHING.load(Ordering::Acquire) {
+    if !CACHING.load(Ordering::Acquire) || caching_forced_off()? {
         created.set_caching_enabled(false);
     }
     let mut r = registry().lock();
@@ -174,6 +174,32 @@ pub fn set_allocator_settings(settings_str: &str) -> Result<(), AllocError> {
 /// [`caching_allocator_enable`]).
 static CACHING: AtomicBool = AtomicBool::new(true);
 
+/// The environment variable that turns caching off for good, PyTorch's
+/// `PYTORCH_NO_CUDA_MEMORY_CACHING`.
+pub const NO_CACHING_ENV_VAR: &str = "STRATA_NO_MEMORY_CACHING";
+
+/// Whether [`NO_CACHING_ENV_VAR`] is `1` (read once): the registry's
+/// allocators then never cache, whatever [`caching_allocator_enable`] says,
+/// as PyTorch's `forceUncachedAllocator()` overrides its switch. `0` or
+/// unset leaves caching on; any other value is a typed error (PyTorch's
+/// `check_env` accepts only `0` and `1` too, and warns about the rest).
+fn caching_forced_off() -> Result<bool, AllocError> {
+    static FORCED: OnceLock<Result<bool, crate::config::ConfigError>> = OnceLock::new();
+    FORCED
+        .get_or_init(|| match std::env::var(NO_CACHING_ENV_VAR) {
+            Err(_) => Ok(false),
+            Ok(v) if v == "1" => Ok(true),
+            Ok(v) if v == "0" => Ok(false),
+            Ok(v) => Err(crate::config::ConfigError::BadValue {
+                key: NO_CACHING_ENV_VAR,
+                value: v,
+                accepted: "1 to allocate without caching (every request a device allocation), 0 or unset to cache",
+            }),
+        })
+        .clone()
+        .map_err(AllocError::from)
+}
+
 /// Turns caching on or off for every device's allocator, PyTorch's
 /// `torch.cuda.memory.caching_allocator_enable(value)` (one switch for the
 /// process): the allocators created so far and those created later. While
@@ -181,7 +207,9 @@ static CACHING: AtomicBool = AtomicBool::new(true);
 /// straight back ([`CachingAllocator::set_caching_enabled`] tells the
 /// details); statistics and snapshots leave such memory out. An allocator
 /// installed with [`set_allocator`] keeps its own switch until this is
-/// called again.
+/// called again. With `STRATA_NO_MEMORY_CACHING=1` in the environment
+/// (PyTorch's `PYTORCH_NO_CUDA_MEMORY_CACHING=1`), the registry's
+/// allocators never cache and turning caching on here changes nothing.
 ///
 /// ```
 /// use strata_alloc::{Device, StreamId};
@@ -199,6 +227,7 @@ pub fn caching_allocator_enable(enabled: bool) {
     // concurrently either sees the new value or is reached by the loop.
     let _settings = settings().lock();
     CACHING.store(enabled, Ordering::Release);
+    let enabled = enabled && !caching_forced_off().unwrap_or(false);
     for a in registry().lock().values() {
         a.set_caching_enabled(enabled);
     }

@@ -68,6 +68,10 @@ pub struct SegmentSnapshot {
     pub segment_type: &'static str,
     /// Whether it is (part of) an expandable segment.
     pub is_expandable: bool,
+    /// Where the allocation that made the segment was asked for, when
+    /// history was recording call sites then (PyTorch's segment `frames`,
+    /// the stack of its `cudaMalloc`); `None` for expandable segments.
+    pub site: Option<crate::history::CallSite>,
     /// The memory pool it belongs to, as PyTorch's `segment_pool_id`:
     /// `(0, 0)` for the device's default pools, a [`MemPool`]'s
     /// [`id`](crate::MemPool::id) for a private pool's segments.
@@ -102,6 +106,14 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                     stream: st.streams[b.stream as usize].handle,
                     segment_type: b.pool.name(),
                     is_expandable: b.expandable,
+                    site: if b.expandable {
+                        None
+                    } else {
+                        st.history
+                            .segment_sites
+                            .get(&b.ptr)
+                            .map(|&l| crate::history::CallSite::from_location(l))
+                    },
                     pool_id: (0, st.streams[b.stream as usize].mempool),
                     blocks: Vec::new(),
                 });

@@ -213,7 +213,7 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
                 segment_type: g.segment_type,
                 segment_pool_id: g.pool_id,
                 is_expandable: g.is_expandable,
-                frames: Vec::new(),
+                frames: site_frames(g.site),
                 blocks,
             }
         })

@@ -554,3 +554,143 @@ fn empty_cache_releases_large_segments_then_small_ones_by_stream_and_size() {
     );
     assert_eq!(a.memory_reserved(), 0);
 }
+
+// ----- a segment's frames -----------------------------------------------------------------
+
+/// PyTorch keeps the context of the `malloc` that made a segment
+/// (`alloc_block`: `context_when_segment_allocated = ctx`, gathered from
+/// `context="state"` on) and `memory_snapshot.cpp` writes it as the
+/// segment's `frames` (`test_memory_snapshot` checks every segment has the
+/// key). A later allocation served from the segment leaves it unchanged;
+/// with `context=None` there is none.
+#[test]
+fn a_segment_carries_the_call_site_of_the_allocation_that_made_it() {
+    let (_, a) = sim("expandable_segments:False", 4 * GIB);
+    a.record_history_opts(&HistoryOptions::new(100).context(HistoryContext::State));
+    let line = line!() + 1;
+    let x = a.allocate(3 * MIB, S0).unwrap();
+    let y = a.allocate(3 * MIB, S0).unwrap(); // served from x's 20 MiB segment
+    let segs = a.snapshot();
+    assert_eq!(segs.len(), 1);
+    let site = segs[0].site.as_ref().expect("the segment's call site");
+    assert_eq!((site.file, site.line), (file!(), line));
+    let doc = decode(&a.snapshot_pickle().unwrap());
+    let seg = &list(key(&doc, "segments"))[0];
+    let frames = list(key(seg, "frames"));
+    assert_eq!(frames.len(), 1);
+    assert!(string(key(&frames[0], "filename")).ends_with("pytorch_parity_s29.rs"));
+    assert_eq!(int(key(&frames[0], "line")), line as u64);
+    drop((x, y));
+    a.empty_cache().unwrap();
+    // No call sites recorded: no frames.
+    a.record_history(None);
+    a.record_history_opts(&HistoryOptions::new(100).context(HistoryContext::None));
+    let z = a.allocate(3 * MIB, S0).unwrap();
+    let segs = a.snapshot();
+    assert!(segs[0].site.is_none());
+    let doc = decode(&a.snapshot_pickle().unwrap());
+    assert!(list(key(&list(key(&doc, "segments"))[0], "frames")).is_empty());
+    drop(z);
+}
+
+// ----- PYTORCH_NO_CUDA_MEMORY_CACHING ----------------------------------------------------
+
+/// The child half of
+/// `the_no_caching_environment_variable_turns_caching_off_for_good`, run in
+/// a process of its own with `STRATA_NO_MEMORY_CACHING` set (it checks
+/// nothing when run without the parent's instructions).
+#[test]
+#[ignore = "run in a child process by the_no_caching_environment_variable_turns_caching_off_for_good"]
+fn child_reads_the_no_caching_environment_variable() {
+    let Ok(expect) = std::env::var("STRATA_S29_EXPECT") else {
+        return;
+    };
+    let cpu = strata_alloc::allocator(strata_alloc::Device::Cpu);
+    match expect.as_str() {
+        "off" => {
+            let cpu = cpu.unwrap();
+            assert!(!cpu.caching_enabled());
+            // PyTorch: forceUncachedAllocator() || !isEnabled().
+            strata_alloc::caching_allocator_enable(true);
+            assert!(!cpu.caching_enabled());
+            let x = cpu.allocate(4096, S0).unwrap();
+            assert_eq!(cpu.memory_allocated(), 0);
+            drop(x);
+        }
+        "on" => assert!(cpu.unwrap().caching_enabled()),
+        _ => {
+            let Err(e) = cpu else {
+                panic!("a bad value must be refused")
+            };
+            let text = e.to_string();
+            assert!(text.contains("STRATA_NO_MEMORY_CACHING"), "{text}");
+            assert!(text.contains("'yes'"), "{text}");
+        }
+    }
+}
+
+/// PyTorch's `PYTORCH_NO_CUDA_MEMORY_CACHING=1` (`forceUncachedAllocator`,
+/// read through `check_env`, which takes `1` and `0`) makes every
+/// allocation bypass the cache, whatever `caching_allocator_enable` says.
+/// strata's `STRATA_NO_MEMORY_CACHING=1` does the same for the registry's
+/// allocators; `0` leaves caching on; another value is a typed error naming
+/// the variable (PyTorch warns and ignores it).
+#[test]
+fn the_no_caching_environment_variable_turns_caching_off_for_good() {
+    let exe = std::env::current_exe().unwrap();
+    for (value, expect) in [("1", "off"), ("0", "on"), ("yes", "error")] {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "child_reads_the_no_caching_environment_variable",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .env(strata_alloc::NO_CACHING_ENV_VAR, value)
+            .env("STRATA_S29_EXPECT", expect)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{value}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+// ----- enabled="state" keeps a one-entry trace --------------------------------------------
+
+/// Mirrors the end of `TestCudaMallocAsync.test_memory_snapshot`, which
+/// records with `_record_memory_history("state", stacks="python")`: after
+/// the tensors are freed and the cache emptied,
+/// `ss["device_traces"][0][-1]["action"]` is `segment_free` (or
+/// `segment_unmap`). `_record_memory_history` keeps `max_entries` only for
+/// `enabled="all"` and sets it to 1 otherwise, so the trace holds the
+/// latest event; the snapshot's blocks keep their call sites.
+#[test]
+fn state_recording_keeps_the_latest_event_for_the_snapshot() {
+    for (mode, release) in [
+        ("expandable_segments:False", "segment_free"),
+        ("expandable_segments:True", "segment_unmap"),
+    ] {
+        let (_, a) = sim(mode, 4 * GIB);
+        a.record_history_opts(&HistoryOptions::new(100_000).state_only());
+        let unused = a.allocate(310 * 410 * 4, S0).unwrap();
+        let x = a.allocate(311 * 411 * 4, S0).unwrap();
+        let doc = decode(&a.snapshot_pickle().unwrap());
+        let found = list(key(&doc, "segments"))
+            .iter()
+            .flat_map(|s| list(key(s, "blocks")))
+            .find(|b| int(key(b, "requested_size")) == 311 * 411 * 4)
+            .expect("x in the snapshot");
+        assert_eq!(int(key(found, "address")), x.ptr(), "{mode}");
+        assert_eq!(list(key(found, "frames")).len(), 1, "{mode}");
+        drop((unused, x));
+        a.empty_cache().unwrap();
+        let doc = decode(&a.snapshot_pickle().unwrap());
+        let trace = list(&list(key(&doc, "device_traces"))[0]);
+        assert_eq!(trace.len(), 1, "{mode}");
+        assert_eq!(string(key(&trace[0], "action")), release, "{mode}");
+    }
+}

@@ -117,7 +117,7 @@ pub enum HistoryContext {
 ///     .context(HistoryContext::Alloc)
 ///     .skip(&[Action::FreeRequested]);
 /// assert!(o.trace && o.skip_actions == [Action::FreeRequested]);
-/// // enabled="state": only the live allocations' call sites.
+/// // enabled="state": the live allocations' call sites, a one-entry trace.
 /// assert!(!HistoryOptions::new(1).state_only().trace);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,8 +126,10 @@ pub struct HistoryOptions {
     /// `max_entries`. 0 turns recording off, as `record_history(None)` does.
     pub max_entries: usize,
     /// Whether to keep a trace of the events (`enabled="all"`, the
-    /// default) or only the state of the live allocations
-    /// (`enabled="state"`).
+    /// default) or mainly the state of the live allocations
+    /// (`enabled="state"`), whose trace keeps only the latest event, as
+    /// PyTorch's `_record_memory_history` sets `max_entries` to 1 unless
+    /// `enabled="all"`.
     pub trace: bool,
     /// Which records keep call sites (`context`).
     pub context: HistoryContext,
@@ -168,8 +170,9 @@ impl HistoryOptions {
         self
     }
 
-    /// Keeping no trace, only the live allocations' call sites
-    /// (`enabled="state"`).
+    /// Keeping the live allocations' call sites and, of the trace, only
+    /// the latest event (`enabled="state"`: PyTorch keeps a one-entry trace
+    /// then).
     pub fn state_only(mut self) -> HistoryOptions {
         self.trace = false;
         self
@@ -188,13 +191,10 @@ pub(crate) struct Recording {
 impl Recording {
     /// What `opts` asks for.
     pub fn of(opts: &HistoryOptions) -> Recording {
-        let skip = if opts.trace {
-            opts.skip_actions
-                .iter()
-                .fold(0u16, |m, &a| m | (1 << a as u16))
-        } else {
-            u16::MAX
-        };
+        let skip = opts
+            .skip_actions
+            .iter()
+            .fold(0u16, |m, &a| m | (1 << a as u16));
         Recording {
             level: opts.level,
             context: opts.context,
@@ -454,6 +454,11 @@ pub(crate) struct History {
     /// allocation whose slow path maps or releases memory, or the caller of
     /// `empty_cache` (see [`History::push`]).
     pub cause: Option<&'static Location<'static>>,
+    /// The call site of the allocation that made each live ordinary
+    /// segment, by base address, for segments made while recording with
+    /// call sites ([`HistoryContext::State`] on): PyTorch's
+    /// `context_when_segment_allocated`, a segment's `frames`.
+    pub segment_sites: FxHashMap<u64, &'static Location<'static>>,
 }
 
 impl Default for History {
@@ -471,6 +476,7 @@ impl Default for History {
             backtraces: BacktraceMap::default(),
             seq: 0,
             cause: None,
+            segment_sites: FxHashMap::default(),
         }
     }
 }
@@ -526,6 +532,7 @@ impl History {
         let now = self.metadata();
         self.metadata = VecDeque::from([(0, now)]);
         self.backtraces = BacktraceMap::default();
+        self.segment_sites = FxHashMap::default();
         self.clock = Clock::new();
     }
 
