@@ -168,6 +168,60 @@ pub struct CachingAllocator {
     /// Closures called with a snapshot when an allocation fails for lack of
     /// memory (outside the state's lock).
     oom_observers: Mutex<Vec<OomObserver>>,
+    /// Closures called with every trace event (outside the state's lock).
+    trace_trackers: Mutex<Vec<TraceTracker>>,
+}
+
+/// A closure called with every event the allocator traces (PyTorch's
+/// `AllocatorTraceTracker`): see [`CachingAllocator::attach_trace_tracker`].
+pub type TraceTracker = Arc<dyn Fn(&TraceEntry) + Send + Sync>;
+
+/// The state's lock, held by an allocator call that may trace events:
+/// dropping it releases the lock, then passes the events queued for the
+/// trace trackers to them (outside the lock, so that a tracker may call the
+/// allocator).
+struct StateGuard<'a> {
+    guard: Option<parking_lot::MutexGuard<'a, State>>,
+    allocator: &'a CachingAllocator,
+}
+
+impl std::ops::Deref for StateGuard<'_> {
+    type Target = State;
+    #[inline]
+    fn deref(&self) -> &State {
+        self.guard.as_ref().expect("held until dropped")
+    }
+}
+
+impl std::ops::DerefMut for StateGuard<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut State {
+        self.guard.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let Some(mut g) = self.guard.take() else {
+            return;
+        };
+        if g.tracked.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut g.tracked);
+        drop(g);
+        // Never from an unwinding thread: a tracker's panic there would abort.
+        if !std::thread::panicking() {
+            self.allocator.dispatch_tracked(events);
+        }
+    }
+}
+
+thread_local! {
+    /// The allocators (by id) whose trace trackers this thread is running
+    /// now (see `CachingAllocator::dispatch_tracked`).
+    static TRACKING: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A closure called when an allocation fails for lack of memory, with the
@@ -225,6 +279,7 @@ impl CachingAllocator {
             capacity,
             state: Mutex::new(State::new(settings)),
             oom_observers: Mutex::new(Vec::new()),
+            trace_trackers: Mutex::new(Vec::new()),
         })
     }
 
@@ -415,7 +470,7 @@ impl CachingAllocator {
                 requested: size,
             });
         }
-        let mut guard = self.state.lock();
+        let mut guard = self.lock();
         let st = &mut *guard;
         if st.caching_disabled {
             return self.allocate_uncached(st, size);
@@ -459,7 +514,7 @@ impl CachingAllocator {
         if raw.block == UNCACHED {
             return self.free_uncached(raw);
         }
-        let mut guard = self.state.lock();
+        let mut guard = self.lock();
         let st = &mut *guard;
         self.check_live(st, &raw)?;
         let id = raw.block;
@@ -483,6 +538,7 @@ impl CachingAllocator {
         {
             st.stats.oversize_allocations.decrease(1);
         }
+        st.track_block(Action::FreeRequested, id);
         if !st.history.enabled() {
             return if st.blocks[id].stream_uses.is_empty() {
                 self.free_block(st, id);
@@ -496,6 +552,7 @@ impl CachingAllocator {
             // one look-up of the live allocation for both entries.
             let handle = st.streams[s as usize].handle;
             st.history.push_free_now(&mut st.blocks[id], handle);
+            st.track_block(Action::FreeCompleted, id);
             self.release_block(st, id);
             Ok(())
         } else {
@@ -644,7 +701,7 @@ impl CachingAllocator {
     /// Outstanding cross-stream events are waited for first.
     #[track_caller]
     pub fn empty_cache(&self) -> Result<(), AllocError> {
-        let mut guard = self.state.lock();
+        let mut guard = self.lock();
         // The segment events of the release come from the caller.
         guard.history.cause = Some(std::panic::Location::caller());
         let r = self.release_cached_blocks(&mut guard);
@@ -820,6 +877,80 @@ impl CachingAllocator {
         st.streams[s as usize].reserve_class = (!class.is_empty()).then(|| class.to_string());
     }
 
+    /// The reserve class `stream` is tagged with
+    /// ([`set_stream_reserve_class`](Self::set_stream_reserve_class)); empty
+    /// when untagged (PyTorch's `getExpandableSegmentReserveClassForStream`).
+    pub fn stream_reserve_class(&self, stream: StreamId) -> String {
+        let st = self.state.lock();
+        st.streams
+            .iter()
+            .find(|e| e.handle == stream && e.mempool == 0)
+            .and_then(|e| e.reserve_class.clone())
+            .unwrap_or_default()
+    }
+
+    /// Seeds a code-side default reserve for the streams of reserve class
+    /// `class`: `fraction` of the device (PyTorch's
+    /// `setDefaultExpandableSegmentReserveFractionForClass`, which lets a
+    /// serving layer downsize its streams' reserve by default). As in
+    /// PyTorch, the configuration wins: this does nothing when
+    /// `expandable_segments_reserve` is set, or when
+    /// `expandable_segments_reserve_by_class` already names `class`;
+    /// otherwise the class joins `expandable_segments_reserve_by_class` (a
+    /// later settings string that does not name that key keeps it). A class
+    /// name other than letters, digits, `_` and `-`, or a fraction that is
+    /// not positive and finite, is a typed error and changes nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, Reserve};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// a.set_default_reserve_fraction_for_class("serving", 0.25).unwrap();
+    /// let c = a.config();
+    /// assert_eq!(c.expandable_segments_reserve_by_class, [("serving".to_string(), Reserve::Fraction(0.25))]);
+    /// assert!(a.set_default_reserve_fraction_for_class("bad class", 0.5).is_err());
+    /// assert!(a.set_default_reserve_fraction_for_class("x", f64::NAN).is_err());
+    /// ```
+    pub fn set_default_reserve_fraction_for_class(
+        &self,
+        class: &str,
+        fraction: f64,
+    ) -> Result<(), AllocError> {
+        if !crate::config::reserve_class_ok(class) {
+            return Err(ConfigError::BadValue {
+                key: "expandable_segments_reserve_by_class",
+                value: class.to_string(),
+                accepted: "a class name of letters, digits, '_' and '-', e.g. serving",
+            }
+            .into());
+        }
+        if !crate::config::reserve_ok(fraction) {
+            return Err(ConfigError::BadValue {
+                key: "expandable_segments_reserve_by_class",
+                value: fraction.to_string(),
+                accepted: "a positive, finite fraction of the device's memory, e.g. 0.25",
+            }
+            .into());
+        }
+        let mut st = self.state.lock();
+        let c = &st.settings.config;
+        if c.expandable_segments_reserve.is_some()
+            || c.expandable_segments_reserve_by_class
+                .iter()
+                .any(|(name, _)| name == class)
+        {
+            return Ok(());
+        }
+        let mut config = c.clone();
+        config.expandable_segments_reserve_by_class.push((
+            class.to_string(),
+            crate::config::Reserve::Fraction(fraction),
+        ));
+        self.install_config(&mut st, config);
+        Ok(())
+    }
+
     /// Where the live allocation at `ptr` was made, if history was recording
     /// it with call sites ([`HistoryContext::State`](crate::history::HistoryContext)
     /// or more): PyTorch's `torch.cuda.memory._allocation_traceback(ptr)`.
@@ -909,13 +1040,14 @@ impl CachingAllocator {
     /// [`Action::Snapshot`] event whose size is the active bytes at that
     /// moment, as PyTorch's trace does.
     pub fn snapshot(&self) -> Vec<SegmentSnapshot> {
-        let mut st = self.state.lock();
+        let mut st = self.lock();
         let out = crate::snapshot::segments(&st);
+        let active = st.stats.active_bytes.all().current as u64;
         if st.history.enabled() {
-            let active = st.stats.active_bytes.all().current as u64;
             st.history
                 .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
         }
+        st.track(Action::Snapshot, 0, active, StreamId::DEFAULT);
         out
     }
 
@@ -1068,6 +1200,10 @@ impl CachingAllocator {
             let stream = st.streams[s as usize].handle;
             st.history.push_alloc(&mut st.blocks[id], stream, site);
         }
+        if st.tracking {
+            let stream = st.streams[s as usize].handle;
+            st.track(Action::Alloc, ptr, orig, stream);
+        }
         RawAllocation {
             ptr,
             size: orig,
@@ -1082,7 +1218,7 @@ impl CachingAllocator {
     /// segments go back to the driver now. A driver error leaves them
     /// cached, for a later `empty_cache`.
     pub(crate) fn release_mem_pool(&self, id: u64) {
-        let mut guard = self.state.lock();
+        let mut guard = self.lock();
         let st = &mut *guard;
         let Some(p) = st.mempools.iter_mut().find(|p| p.id == id) else {
             return;
@@ -1102,6 +1238,7 @@ impl CachingAllocator {
     /// Returns a block to its pool, merging it with free neighbours.
     fn free_block(&self, st: &mut State, id: u32) {
         st.record_free(Action::FreeCompleted, id);
+        st.track_block(Action::FreeCompleted, id);
         self.release_block(st, id);
     }
 
@@ -1554,6 +1691,8 @@ impl CachingAllocator {
             let stream = st.streams[s as usize].handle;
             st.history.push(Action::Oom, free, rounded, stream);
         }
+        let stream = st.streams[s as usize].handle;
+        st.track(Action::Oom, free, rounded, stream);
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();
         let unallocated = reserved.saturating_sub(allocated);
@@ -1723,7 +1862,103 @@ impl CachingAllocator {
 
     /// Runs `f` on the state under the lock (diagnostics that read much).
     pub(crate) fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
-        f(&mut self.state.lock())
+        f(&mut self.lock())
+    }
+
+    /// The state's lock, for calls that may trace events (see
+    /// [`StateGuard`]).
+    #[inline]
+    fn lock(&self) -> StateGuard<'_> {
+        StateGuard {
+            guard: Some(self.state.lock()),
+            allocator: self,
+        }
+    }
+
+    /// Registers `tracker`, called with every event the allocator traces:
+    /// `alloc`, `free_requested`, `free_completed`, `segment_alloc`,
+    /// `segment_free`, `segment_map`, `segment_unmap`, `oom` and `snapshot`,
+    /// with the address, size and stream PyTorch's trace entries have,
+    /// whether history is recording or not (PyTorch's
+    /// `attachAllocatorTraceTracker`, which its NCCL process group uses to
+    /// register each segment with the communication library). The entries
+    /// carry no call site or metadata; their `time_us` counts from the first
+    /// tracker's attachment. Trackers run after the allocator's lock is
+    /// released, before the call that caused the events returns (PyTorch
+    /// runs them under its lock and forbids them to call it): a tracker may
+    /// call the allocator, but the events its own calls cause are not passed
+    /// to the trackers again (no recursion). A panic in a tracker propagates
+    /// to the caller (an allocation whose event panicked is not handed out
+    /// and stays allocated); the allocator goes on working.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use strata_alloc::history::Action;
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let conf = AllocatorConfig::parse("expandable_segments:False").unwrap();
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), conf);
+    /// let segments = Arc::new(Mutex::new(Vec::new()));
+    /// let seen = Arc::clone(&segments);
+    /// a.attach_trace_tracker(move |e| {
+    ///     if matches!(e.action, Action::SegmentAlloc | Action::SegmentFree) {
+    ///         seen.lock().unwrap().push((e.action, e.size));
+    ///     }
+    /// });
+    /// drop(a.allocate(500 << 20, StreamId::DEFAULT).unwrap());
+    /// a.empty_cache().unwrap();
+    /// assert_eq!(
+    ///     *segments.lock().unwrap(),
+    ///     [(Action::SegmentAlloc, 500 << 20), (Action::SegmentFree, 500 << 20)]
+    /// );
+    /// ```
+    pub fn attach_trace_tracker(&self, tracker: impl Fn(&TraceEntry) + Send + Sync + 'static) {
+        let mut trackers = self.trace_trackers.lock();
+        trackers.push(Arc::new(tracker));
+        let mut st = self.state.lock();
+        st.tracking = true;
+        st.tracker_epoch.get_or_insert_with(std::time::Instant::now);
+    }
+
+    /// Removes every tracker registered with
+    /// [`attach_trace_tracker`](Self::attach_trace_tracker).
+    pub fn clear_trace_trackers(&self) {
+        let mut trackers = self.trace_trackers.lock();
+        trackers.clear();
+        let mut st = self.state.lock();
+        st.tracking = false;
+        st.tracked.clear();
+    }
+
+    /// Passes `events` to the trace trackers (outside the state's lock),
+    /// unless this thread is already running them for this allocator.
+    #[cold]
+    fn dispatch_tracked(&self, events: Vec<TraceEntry>) {
+        let entered = TRACKING.with(|t| {
+            let mut t = t.borrow_mut();
+            if t.contains(&self.id) {
+                false
+            } else {
+                t.push(self.id);
+                true
+            }
+        });
+        if !entered {
+            return;
+        }
+        struct Leave(u64);
+        impl Drop for Leave {
+            fn drop(&mut self) {
+                TRACKING.with(|t| t.borrow_mut().retain(|&i| i != self.0));
+            }
+        }
+        let _leave = Leave(self.id);
+        let trackers: Vec<TraceTracker> = self.trace_trackers.lock().clone();
+        for e in &events {
+            for t in &trackers {
+                t(e);
+            }
+        }
     }
 
     /// Removes every observer registered with [`on_oom`](Self::on_oom).

@@ -200,13 +200,13 @@ impl Reserve {
 }
 
 /// A reserve's number (a fraction or GiB): positive and finite.
-fn reserve_ok(x: f64) -> bool {
+pub(crate) fn reserve_ok(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
 
 /// A class name of `expandable_segments_reserve_by_class`: letters, digits,
 /// `_` and `-`, at least one.
-fn reserve_class_ok(class: &str) -> bool {
+pub(crate) fn reserve_class_ok(class: &str) -> bool {
     !class.is_empty()
         && class
             .chars()

@@ -26,11 +26,12 @@ pub(crate) fn snapshot_pickle(allocator: &CachingAllocator) -> Result<Vec<u8>, A
         .with_state(|st| {
             let bytes =
                 crate::snapshot_pickle::encode(&crate::snapshot_pickle::document(st, device));
+            let active = st.stats.active_bytes.all().current as u64;
             if st.history.enabled() {
-                let active = st.stats.active_bytes.all().current as u64;
                 st.history
                     .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
             }
+            st.track(Action::Snapshot, 0, active, StreamId::DEFAULT);
             bytes
         })
         .map_err(|e| AllocError::Write {

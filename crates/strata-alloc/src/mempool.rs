@@ -173,8 +173,8 @@ impl MemPool {
                 .into_iter()
                 .filter(|s| s.pool_id == id)
                 .collect();
+            let active = out.iter().map(|s| s.active_size).sum();
             if st.history.enabled() {
-                let active = out.iter().map(|s| s.active_size).sum();
                 st.history.push(
                     crate::history::Action::Snapshot,
                     0,
@@ -182,6 +182,12 @@ impl MemPool {
                     StreamId::DEFAULT,
                 );
             }
+            st.track(
+                crate::history::Action::Snapshot,
+                0,
+                active,
+                StreamId::DEFAULT,
+            );
             out
         })
     }

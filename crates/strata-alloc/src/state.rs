@@ -271,6 +271,15 @@ pub(crate) struct State {
     pub caching_disabled: bool,
     /// The live allocations made while caching was off: address and size.
     pub uncached: HashMap<DevicePtr, u64>,
+    /// Trace trackers are attached: every trace event is queued in
+    /// `tracked` for them (`CachingAllocator::attach_trace_tracker`).
+    pub tracking: bool,
+    /// Events waiting to be passed to the trace trackers once the lock is
+    /// released.
+    pub tracked: Vec<crate::history::TraceEntry>,
+    /// When the first trace tracker was attached (the events' `time_us`
+    /// count from it).
+    pub tracker_epoch: Option<std::time::Instant>,
 }
 
 impl State {
@@ -308,6 +317,9 @@ impl State {
             next_route_token: 0,
             caching_disabled: false,
             uncached: HashMap::new(),
+            tracking: false,
+            tracked: Vec::new(),
+            tracker_epoch: None,
         }
     }
 
@@ -366,12 +378,53 @@ impl State {
         self.stats.reserved_bytes.all().current as u64
     }
 
-    /// Records an event about block-sized memory of dense stream `s`.
+    /// Records an event about block-sized memory of dense stream `s` (and
+    /// queues it for the trace trackers).
     #[inline]
     pub fn record(&mut self, action: Action, addr: u64, size: u64, s: u32) {
         if self.history.enabled() {
             let stream = self.streams[s as usize].handle;
             self.history.push(action, addr, size, stream);
+        }
+        if self.tracking {
+            let stream = self.streams[s as usize].handle;
+            self.track(action, addr, size, stream);
+        }
+    }
+
+    /// Queues an event for the trace trackers (when some are attached).
+    #[inline]
+    pub fn track(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
+        if self.tracking {
+            self.track_now(action, addr, size, stream);
+        }
+    }
+
+    #[cold]
+    fn track_now(&mut self, action: Action, addr: u64, size: u64, stream: StreamId) {
+        let time_us = self.tracker_epoch.map_or(0, |t| {
+            u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
+        });
+        self.tracked.push(crate::history::TraceEntry {
+            action,
+            addr,
+            size,
+            stream,
+            time_us,
+            site: None,
+            user_metadata: None,
+        });
+    }
+
+    /// Queues a free event of block `id` (its address, the caller's size,
+    /// its stream) for the trace trackers.
+    #[inline]
+    pub fn track_block(&mut self, action: Action, id: u32) {
+        if self.tracking {
+            let b = &self.blocks[id];
+            let (addr, size) = (b.ptr, b.requested);
+            let stream = self.streams[b.stream as usize].handle;
+            self.track_now(action, addr, size, stream);
         }
     }
 

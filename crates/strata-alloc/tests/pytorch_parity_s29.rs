@@ -694,3 +694,258 @@ fn state_recording_keeps_the_latest_event_for_the_snapshot() {
         assert_eq!(string(key(&trace[0], "action")), release, "{mode}");
     }
 }
+
+// ----- hostile inputs around the session's additions -------------------------------------
+
+/// Driver failures on the uncached path are typed errors that leave the
+/// books as they were: a failed device allocation hands nothing out and
+/// records nothing; a failed device free leaves the allocation live (it can
+/// be freed again) and the device's memory used; an injected lack of
+/// memory is `UncachedOutOfMemory`. Toggling caching while allocations of
+/// both kinds are live keeps every free going where it belongs.
+#[test]
+fn uncached_driver_failures_change_nothing() {
+    let (d, a) = sim("expandable_segments:False", GIB);
+    a.set_caching_enabled(false);
+    let before = (a.memory_stats(), d.used_bytes());
+    d.inject_failure("malloc", 1);
+    let e = a.allocate_raw(4096, S0).unwrap_err();
+    assert!(matches!(e, strata_alloc::AllocError::Driver { .. }), "{e}");
+    assert_eq!((a.memory_stats(), d.used_bytes()), before);
+    d.inject_out_of_memory(1);
+    let e = a.allocate_raw(4096, S0).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            strata_alloc::AllocError::UncachedOutOfMemory {
+                requested: 4096,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!((a.memory_stats(), d.used_bytes()), before);
+    let x = a.allocate_raw(4096, S0).unwrap();
+    d.inject_failure("free", 1);
+    assert!(a.free_raw(x).is_err());
+    assert_eq!(d.used_bytes(), before.1 + 4096, "still allocated");
+    a.free_raw(x).unwrap();
+    assert_eq!(d.used_bytes(), before.1);
+    assert!(a.free_raw(x).is_err(), "now it is gone");
+    // Interleaved toggles from several threads: every free goes back where
+    // its allocation came from.
+    let a2 = Arc::clone(&a);
+    let workers: Vec<_> = (0..4)
+        .map(|t| {
+            let a = Arc::clone(&a2);
+            std::thread::spawn(move || {
+                for i in 0..200u64 {
+                    if (i + t) % 7 == 0 {
+                        a.set_caching_enabled(i % 2 == 0);
+                    }
+                    let x = a.allocate(512 * (1 + (i % 5)), S0).unwrap();
+                    drop(x);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    a.set_caching_enabled(true);
+    a.empty_cache().unwrap();
+    assert_eq!(a.memory_allocated(), 0);
+    assert_eq!(a.memory_reserved(), 0);
+    assert_eq!(d.used_bytes(), before.1);
+    a.check_consistency().unwrap();
+}
+
+// ----- expandable segment reserves: c10/cuda/test/impl/CUDACachingAllocatorReserveTest.cpp ----
+
+/// Mirrors `ExpandableSegmentReserveTest.StreamReserveClassTagRoundTrip`:
+/// an untagged stream has the empty class; a tag reads back, a second one
+/// overwrites it, and the empty class clears it.
+#[test]
+fn a_streams_reserve_class_reads_back() {
+    let (_, a) = sim("", 4 * GIB);
+    assert_eq!(a.stream_reserve_class(S1), "");
+    a.set_stream_reserve_class(S1, "serving");
+    assert_eq!(a.stream_reserve_class(S1), "serving");
+    a.set_stream_reserve_class(S1, "lrm_sparse");
+    assert_eq!(a.stream_reserve_class(S1), "lrm_sparse");
+    a.set_stream_reserve_class(S1, "");
+    assert_eq!(a.stream_reserve_class(S1), "");
+    assert_eq!(a.stream_reserve_class(StreamId(99)), "");
+}
+
+/// Mirrors `ExpandableSegmentReserveTest.SetDefaultReserveFractionPrecedence`
+/// (and `set_default_reserve_for_class`): an explicit per-class entry of the
+/// configuration wins over a code-side default; once a global reserve is
+/// configured, a code-side default is a no-op and an unseeded class falls
+/// back to the global reserve; with neither, the class takes the code-side
+/// fraction, which a later settings string naming only a global reserve
+/// does not remove. On a 100 GiB device, seen through the largest single
+/// allocation a tagged stream can take.
+#[test]
+fn a_code_side_default_reserve_yields_to_the_configuration() {
+    let total = 100 * GIB;
+    let fresh = |conf: &str| {
+        let d = Arc::new(SimDriver::new(total, 2 * MIB));
+        let a = CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap());
+        a.set_stream_reserve_class(S1, "serving");
+        a.set_stream_reserve_class(StreamId(22), "telemetry");
+        a
+    };
+    // The reserve of `stream`: `bytes` fit in one allocation, 2 MiB more do not.
+    let reserve_is = |a: &CachingAllocator, stream: StreamId, bytes: u64| {
+        let x = a.allocate_raw(bytes, stream).unwrap();
+        a.free_raw(x).unwrap();
+        a.empty_cache().unwrap();
+        let e = a.allocate_raw(bytes + 2 * MIB, stream).unwrap_err();
+        assert!(e.to_string().contains("expandable-segment reserve"), "{e}");
+    };
+    // Explicit per-class entry wins.
+    let a = fresh("expandable_segments_reserve_by_class:[serving:0.25]");
+    a.set_default_reserve_fraction_for_class("serving", 0.9)
+        .unwrap();
+    reserve_is(&a, S1, total / 4);
+    // A global reserve makes the code-side default a no-op.
+    let a = fresh("expandable_segments_reserve:0.5");
+    a.set_default_reserve_fraction_for_class("telemetry", 0.9)
+        .unwrap();
+    assert!(a.config().expandable_segments_reserve_by_class.is_empty());
+    reserve_is(&a, StreamId(22), total / 2);
+    // Neither: the class takes the code-side fraction, and keeps it when a
+    // later string sets only a global reserve.
+    let a = fresh("");
+    a.set_default_reserve_fraction_for_class("telemetry", 0.125)
+        .unwrap();
+    reserve_is(&a, StreamId(22), total / 8);
+    a.set_allocator_settings("expandable_segments_reserve:0.5")
+        .unwrap();
+    reserve_is(&a, StreamId(22), total / 8);
+    reserve_is(&a, S1, total / 2);
+    // Bad arguments: typed errors, nothing changes.
+    let before = a.config();
+    for (class, f) in [
+        ("", 0.5),
+        ("a b", 0.5),
+        ("ok", 0.0),
+        ("ok", -1.0),
+        ("ok", f64::NAN),
+        ("ok", f64::INFINITY),
+    ] {
+        let e = a
+            .set_default_reserve_fraction_for_class(class, f)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("expandable_segments_reserve_by_class"),
+            "{e}"
+        );
+    }
+    assert_eq!(a.config(), before);
+}
+
+// ----- trace trackers: c10/cuda/test/CUDACachingAllocator_test.cpp ------------------------
+
+/// Mirrors `AllocatorTraceTracker.TrackMallocFree`: two trackers attached
+/// (one counting `SEGMENT_ALLOC`, one `SEGMENT_FREE`), history off; a
+/// 500 MB buffer allocated and dropped makes one segment, and `emptyCache`
+/// frees it.
+#[test]
+fn trace_trackers_see_segment_allocation_and_release() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let (_, a) = sim("expandable_segments:False", 4 * GIB);
+    let allocs = Arc::new(AtomicUsize::new(0));
+    let frees = Arc::new(AtomicUsize::new(0));
+    let (c1, c2) = (Arc::clone(&allocs), Arc::clone(&frees));
+    a.attach_trace_tracker(move |e| {
+        if e.action == Action::SegmentAlloc {
+            c1.fetch_add(1, SeqCst);
+        }
+    });
+    a.attach_trace_tracker(move |e| {
+        if e.action == Action::SegmentFree {
+            c2.fetch_add(1, SeqCst);
+        }
+    });
+    assert!(!a.history_enabled());
+    drop(a.allocate(500 * MIB, S0).unwrap());
+    assert_eq!(allocs.load(SeqCst), 1);
+    assert_eq!(frees.load(SeqCst), 0);
+    a.empty_cache().unwrap();
+    assert_eq!(frees.load(SeqCst), 1);
+}
+
+/// `record_trace` hands every entry it makes to the trackers, the same
+/// entry the history's ring keeps: the trackers see exactly the recorded
+/// events (action, address, size, stream), in order, through allocations,
+/// a recorded free completed at `empty_cache`, an OOM and a snapshot.
+#[test]
+fn trace_trackers_see_what_history_records() {
+    for mode in MODES {
+        let (_, a) = sim(mode, GIB);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        a.attach_trace_tracker(move |e| {
+            s.lock().unwrap().push((e.action, e.addr, e.size, e.stream));
+        });
+        a.record_history(Some(1000));
+        let x = a.allocate(3 * MIB, S0).unwrap();
+        let y = a.allocate(1000, S1).unwrap();
+        y.record_stream(S0).unwrap();
+        drop(y);
+        a.allocate(2 * GIB, S1).unwrap_err();
+        a.snapshot();
+        drop(x);
+        a.empty_cache().unwrap();
+        let recorded: Vec<_> = a
+            .history()
+            .iter()
+            .map(|e| (e.action, e.addr, e.size, e.stream))
+            .collect();
+        assert!(recorded.len() >= 9, "{mode}: {recorded:?}");
+        assert_eq!(*seen.lock().unwrap(), recorded, "{mode}");
+    }
+}
+
+/// A tracker runs outside the allocator's lock, so one that calls the
+/// allocator (even allocating) neither deadlocks nor recurses: the events
+/// its own calls cause are not passed back to it. A panicking tracker's
+/// panic reaches the caller and leaves the allocator consistent.
+#[test]
+fn a_tracker_that_calls_the_allocator_or_panics_is_survived() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let (_, a) = sim("expandable_segments:False", 4 * GIB);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&calls);
+    let weak = Arc::downgrade(&a);
+    a.attach_trace_tracker(move |e| {
+        c.fetch_add(1, SeqCst);
+        if e.action == Action::Alloc {
+            let a = weak.upgrade().unwrap();
+            let _ = a.memory_stats();
+            drop(a.allocate(4096, S1).unwrap());
+        }
+    });
+    let x = a.allocate(4096, S0).unwrap();
+    // segment_alloc, alloc; the tracker's own allocation and free are not
+    // passed back.
+    assert_eq!(calls.load(SeqCst), 2);
+    drop(x);
+    assert_eq!(calls.load(SeqCst), 4, "free_requested, free_completed");
+    a.clear_trace_trackers();
+    a.attach_trace_tracker(|e| {
+        if e.action == Action::Alloc {
+            panic!("tracker failure");
+        }
+    });
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        a.allocate(4096, S0).map(|x| x.ptr())
+    }));
+    assert!(r.is_err());
+    a.clear_trace_trackers();
+    a.check_consistency().unwrap();
+    assert!(a.allocate(4096, S0).is_ok());
+}
