@@ -22,7 +22,9 @@
 //! that is freed when the outermost region ends (as PyTorch's autocast cache).
 //! The cache is used only while grad mode is on, so a copy made under
 //! `no_grad` (say in a checkpointed forward) is never reused where a gradient
-//! must flow through it.
+//! must flow through it. Every graph recorded in the region shares the
+//! copy's cast node, which saves nothing and is never released by a
+//! backward: training iterations may run inside one region.
 //!
 //! ```
 //! use strata_autograd::{autocast, DeviceType, Var};
@@ -256,6 +258,11 @@ fn cast(v: &Var, dtype: DType, low: DType) -> Result<Var> {
         return Ok(hit);
     }
     let copy = v.to_dtype(dtype)?;
+    // Every graph recorded in the region goes through this one cast node
+    // (it saves nothing): a backward must not release it for the next.
+    if let Some(node) = copy.grad_fn() {
+        node.never_release();
+    }
     CACHE.with(|c| c.borrow_mut().insert(key, copy.clone()));
     Ok(copy)
 }

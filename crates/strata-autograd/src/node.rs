@@ -5,7 +5,7 @@
 use crate::error::{AutogradError, Result};
 use crate::var::VarInner;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use strata_tensor::Tensor;
 
@@ -71,6 +71,8 @@ pub(crate) struct Node {
     /// For a view op: the variable viewed (its input), whose history the
     /// node's edge was taken from.
     view: Option<ViewBase>,
+    /// Never released (see [`Node::never_release`]).
+    reusable: AtomicBool,
 }
 
 impl Node {
@@ -94,6 +96,7 @@ impl Node {
             backward,
             saved: Mutex::new(Some(saved)),
             view: None,
+            reusable: AtomicBool::new(false),
         }
     }
 
@@ -191,8 +194,24 @@ impl Node {
 
     /// Drops the saved tensors (their memory goes back to the allocator unless
     /// something else holds them); a later `apply` fails with `GraphReleased`.
+    /// A node marked with [`Node::never_release`] keeps them.
     pub(crate) fn release(&self) {
+        if self.reusable.load(Ordering::Acquire) {
+            return;
+        }
         *self.saved.lock() = None;
+    }
+
+    /// Exempts this node from [`Node::release`], so that any number of
+    /// backward passes may go through it. For nodes that save nothing and
+    /// that several graphs share without the user knowing: autocast's cached
+    /// low-precision copy of a parameter is used by every forward of the
+    /// region, and releasing its cast node in the first backward made the
+    /// next iteration's backward fail with `GraphReleased` (PyTorch trains
+    /// any number of iterations inside one autocast region).
+    pub(crate) fn never_release(&self) {
+        debug_assert!(self.saved_storages().is_empty());
+        self.reusable.store(true, Ordering::Release);
     }
 
     /// The storages of the saved tensors as (identity, bytes); empty once released.
