@@ -164,7 +164,9 @@ impl GradScaler {
 
     /// Unscales (unless done already), reads the device flag once and runs
     /// `optimizer.step()` only when every gradient is finite. Returns whether
-    /// the step ran.
+    /// the step ran. When the optimizer's step fails, its error is returned
+    /// and the scaler counts no step: the gradients stay unscaled (once), and
+    /// `step` may be called again, or `update` changes nothing.
     pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<bool> {
         if self.skipped.is_some() {
             return Err(AutogradError::GradScaler {
@@ -178,10 +180,13 @@ impl GradScaler {
         }
         let flag = self.found_inf.as_ref().expect("set by unscale_");
         let found = flag.item::<f32>()? != 0.0;
-        self.skipped = Some(found);
+        // A step that failed did not happen: the scaler records none, so
+        // `update` leaves the scale and the growth count alone and `step`
+        // may be called again (the gradients stay unscaled, once).
         if !found {
             optimizer.step()?;
         }
+        self.skipped = Some(found);
         Ok(!found)
     }
 

@@ -9,10 +9,17 @@
 //!   cached low-precision copy failed with `GraphReleased` (the first
 //!   backward had released the shared cast node): a training loop inside
 //!   one region stopped at its second iteration. The cast node of a cached
-//!   copy is now never released (it saves nothing).
+//!   copy is now never released (it saves nothing);
+//! * an optimizer step over an expanded parameter (elements sharing memory)
+//!   failed at it, after updating the parameters before it (SGD) or the
+//!   lists before its own (Adam, AdamW); every parameter is now checked
+//!   first;
+//! * `GradScaler::step` whose optimizer step failed counted the step: a
+//!   retry was refused ("step was already called") and `update` counted a
+//!   clean step towards growing the scale.
 
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
-use strata_autograd::Var;
+use strata_autograd::{Adam, AdamW, AutogradError, GradScaler, Optimizer, Sgd, Var};
 use strata_tensor::{DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
@@ -45,4 +52,102 @@ fn training_iterations_inside_one_autocast_region_back_propagate() {
     let l = loss();
     l.backward().unwrap();
     assert!(l.backward().is_err());
+}
+
+// ------------------------------------------- optimizers and the scaler
+
+fn param(v: &[f32]) -> Var {
+    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
+}
+
+fn ones(n: usize, dtype: DType) -> Tensor {
+    Tensor::ones(&[n], dtype, CPU).unwrap()
+}
+
+/// A parameter of 3 f64 elements that share one memory location.
+fn expanded_param() -> Var {
+    let e = Var::parameter(ones(1, DType::F64).expand(&[3]).unwrap()).unwrap();
+    e.set_grad(Some(ones(3, DType::F64))).unwrap();
+    e
+}
+
+fn f64s(v: &Var) -> Vec<f64> {
+    v.data()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
+}
+
+#[test]
+fn a_step_over_an_expanded_parameter_fails_before_updating_any() {
+    // After one good step from grad 1 at lr 0.1: SGD (momentum 0.9, first
+    // step) 1 - 0.1 = 0.9; Adam 1 - lr = 0.9; AdamW (weight decay 0.01)
+    // 1 * (1 - 0.1 * 0.01) - 0.1 = 0.899.
+    type Make = fn(Vec<Var>) -> Box<dyn Optimizer>;
+    let cases: [(&str, Make, f64); 3] = [
+        ("SGD", |p| Box::new(Sgd::new(p, 0.1, 0.9).unwrap()), 0.9),
+        ("Adam", |p| Box::new(Adam::new(p, 0.1).unwrap()), 0.9),
+        (
+            "AdamW",
+            |p| Box::new(AdamW::new(p).with_lr(0.1).unwrap()),
+            0.899,
+        ),
+    ];
+    for (name, make, after_one) in cases {
+        let a = param(&[1.0, 1.0]);
+        a.set_grad(Some(ones(2, DType::F32))).unwrap();
+        let e = expanded_param();
+        let mut opt = make(vec![a.clone(), e.clone()]);
+        let err = opt.step().unwrap_err();
+        assert!(
+            matches!(&err, AutogradError::Optimizer { msg, .. } if msg.contains("parameter 1") && msg.contains("share memory")),
+            "{name}: {err}"
+        );
+        assert_eq!(f64s(&a), vec![1.0, 1.0], "{name}");
+        assert_eq!(f64s(&e), vec![1.0; 3], "{name}");
+        // Without the expanded parameter's gradient the step runs, as a
+        // first step: the failed one advanced no state.
+        e.set_grad(None).unwrap();
+        opt.step().unwrap();
+        for x in f64s(&a) {
+            assert!((x - after_one).abs() < 1e-6, "{name}: {x}");
+        }
+    }
+}
+
+#[test]
+fn a_scaler_step_whose_optimizer_fails_counts_no_step_and_may_be_retried() {
+    let make = || {
+        let a = param(&[1.0, 1.0]);
+        a.set_grad(Some(Tensor::full(&[2], 65536.0, DType::F32, CPU).unwrap()))
+            .unwrap();
+        let e = expanded_param();
+        e.set_grad(Some(Tensor::full(&[3], 65536.0, DType::F64, CPU).unwrap()))
+            .unwrap();
+        let opt = Sgd::new(vec![a.clone(), e.clone()], 0.1, 0.0).unwrap();
+        (a, e, opt)
+    };
+    // The failed step, then update: nothing counted.
+    let (a, _e, mut opt) = make();
+    let mut scaler = GradScaler::new();
+    let err = scaler.step(&mut opt).unwrap_err();
+    assert!(matches!(err, AutogradError::Optimizer { .. }), "{err}");
+    assert_eq!(f64s(&a), vec![1.0, 1.0]);
+    scaler.update();
+    assert_eq!(scaler.growth_tracker(), 0);
+    assert_eq!(scaler.get_scale(), 65536.0);
+
+    // The failed step, then a retry once the cause is removed: the
+    // gradients were unscaled once (65536 / 65536 = 1), and the step runs.
+    let (a, e, mut opt) = make();
+    let mut scaler = GradScaler::new();
+    assert!(scaler.step(&mut opt).is_err());
+    e.set_grad(None).unwrap();
+    assert!(scaler.step(&mut opt).unwrap());
+    for x in f64s(&a) {
+        assert!((x - 0.9).abs() < 1e-6, "{x}");
+    }
+    scaler.update();
+    assert_eq!(scaler.growth_tracker(), 1);
 }

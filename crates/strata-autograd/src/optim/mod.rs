@@ -95,11 +95,12 @@ pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<
 }
 
 /// Checks, before a step updates anything, every parameter that has a
-/// gradient: floating point, and (for the fused Adam kernels, `fused`) not
-/// sharing memory with its gradient. A step that failed at a later
-/// parameter would leave the earlier ones updated and their state advanced.
-/// (The parameter list itself was checked for duplicates when the
-/// optimizer was made.)
+/// gradient: floating point, written in place element by element (not an
+/// expanded tensor whose elements share memory), and (for the fused Adam
+/// kernels, `fused`) not sharing memory with its gradient. A step that
+/// failed at a later parameter would leave the earlier ones updated and
+/// their state advanced. (The parameter list itself was checked for
+/// duplicates when the optimizer was made.)
 pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -> Result<()> {
     for (i, p) in params.iter().enumerate() {
         let Some(g) = p.grad() else { continue };
@@ -110,6 +111,18 @@ pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -
                     "parameter {i} is a {} tensor; optimizers update floating-point parameters \
                      only (convert it with to_dtype, or leave it out of the optimizer)",
                     p.dtype()
+                ),
+            });
+        }
+        if p.data().layout().may_overlap() {
+            return Err(AutogradError::Optimizer {
+                optimizer,
+                msg: format!(
+                    "parameter {i} (shape {:?}, strides {:?}) has elements that share memory \
+                     (an expanded tensor) and cannot be updated in place; make the parameter \
+                     from a contiguous copy (deep_clone or contiguous)",
+                    p.shape(),
+                    p.data().strides()
                 ),
             });
         }
