@@ -16,10 +16,17 @@
 //!   first;
 //! * `GradScaler::step` whose optimizer step failed counted the step: a
 //!   retry was refused ("step was already called") and `update` counted a
-//!   clean step towards growing the scale.
+//!   clean step towards growing the scale;
+//! * `clip_grad_norm_` summed the squares of f64 gradients into an f32
+//!   total: gradients of 1e30 gave an infinite norm and were all zeroed
+//!   (PyTorch scales them to the max norm), gradients of 1e-30 a norm of 0
+//!   and were not clipped. The norm is now formed (and returned) in f64
+//!   when a gradient is f64.
 
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
-use strata_autograd::{Adam, AdamW, AutogradError, GradScaler, Optimizer, Sgd, Var};
+use strata_autograd::{
+    clip_grad_norm_, Adam, AdamW, AutogradError, GradScaler, Optimizer, Sgd, Var,
+};
 use strata_tensor::{DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
@@ -150,4 +157,36 @@ fn a_scaler_step_whose_optimizer_fails_counts_no_step_and_may_be_retried() {
     }
     scaler.update();
     assert_eq!(scaler.growth_tracker(), 1);
+}
+
+#[test]
+fn clip_grad_norm_of_f64_gradients_is_formed_in_f64() {
+    // PyTorch: clip_grad_norm_ of [1e30, 1e30] (f64) to 1 returns
+    // 1.4142e30 (f64) and leaves [0.7071, 0.7071]; of [3e-30, 4e-30] to
+    // 1e-31 returns 5e-30 and leaves [3e-55, 4e-55].
+    let p = Var::parameter(Tensor::zeros(&[2], DType::F64, CPU).unwrap()).unwrap();
+    let set = |v: [f64; 2]| {
+        p.set_grad(Some(Tensor::from_slice(&v, &[2], CPU).unwrap()))
+            .unwrap()
+    };
+    let rel = |a: f64, b: f64| ((a - b) / b).abs();
+    set([1e30, 1e30]);
+    let norm = clip_grad_norm_(std::slice::from_ref(&p), 1.0).unwrap();
+    assert_eq!(norm.dtype(), DType::F64);
+    assert!(rel(norm.item::<f64>().unwrap(), 2f64.sqrt() * 1e30) < 1e-12);
+    for g in p.grad().unwrap().to_vec::<f64>().unwrap() {
+        assert!(rel(g, 0.5f64.sqrt()) < 1e-6, "{g}");
+    }
+    set([3e-30, 4e-30]);
+    let norm = clip_grad_norm_(std::slice::from_ref(&p), 1e-31).unwrap();
+    assert!(rel(norm.item::<f64>().unwrap(), 5e-30) < 1e-12);
+    let g = p.grad().unwrap().to_vec::<f64>().unwrap();
+    assert!(rel(g[0], 3e-55) < 1e-6 && rel(g[1], 4e-55) < 1e-6, "{g:?}");
+    // f32 gradients keep an f32 norm.
+    let q = param(&[0.0, 0.0]);
+    q.set_grad(Some(Tensor::from_slice(&[3.0f32, 4.0], &[2], CPU).unwrap()))
+        .unwrap();
+    let norm = clip_grad_norm_(&[q], 10.0).unwrap();
+    assert_eq!(norm.dtype(), DType::F32);
+    assert_eq!(norm.item::<f32>().unwrap(), 5.0);
 }

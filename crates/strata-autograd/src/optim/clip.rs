@@ -8,7 +8,8 @@ use strata_tensor::{DType, Tensor};
 
 /// Clips the gradients of `params` (those that have one) so that their
 /// total 2-norm is at most `max_norm`, and returns the total norm before
-/// clipping as a 0-d f32 tensor on the parameters' device.
+/// clipping as a 0-d tensor on the parameters' device: f64 when a gradient
+/// is f64 (the norm is then formed in f64, as PyTorch's), f32 otherwise.
 ///
 /// Everything stays on the device: one squared-sum per gradient added into
 /// one device scalar, the clip coefficient `min(max_norm / (norm + 1e-6), 1)`
@@ -51,7 +52,17 @@ pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
         ));
     }
     super::check_grads_in_place("clip_grad_norm_", &grads)?;
-    let total = Tensor::zeros(&[], DType::F32, first.device())?;
+    // The norm is formed in f64 when a gradient is f64 (PyTorch's total
+    // norm has the widest gradient dtype): summed into an f32 total, f64
+    // gradients above about 1e19 made the norm inf and the coefficient 0,
+    // zeroing every gradient, and ones below about 1e-23 made it 0 and
+    // left them unclipped.
+    let acc = if grads.iter().any(|g| g.dtype() == DType::F64) {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let total = Tensor::zeros(&[], acc, first.device())?;
     for g in &grads {
         // Half-precision gradients are squared in f32 (PyTorch's norm
         // accumulates in f32): squared in f16, any element above 256 became
@@ -66,11 +77,11 @@ pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
     }
     let norm = total.sqrt()?;
     let coef = norm.add(1e-6)?;
-    let coef = Tensor::full(&[], max_norm, DType::F32, first.device())?
+    let coef = Tensor::full(&[], max_norm, acc, first.device())?
         .div(&coef)?
         .clamp(None::<f64>, Some(1.0))?;
     for g in &grads {
-        if g.dtype() == DType::F32 {
+        if g.dtype() == acc {
             g.mul_(&coef)?;
         } else {
             g.mul_(&coef.to_dtype(g.dtype())?)?;
