@@ -21,7 +21,15 @@
 //!   total: gradients of 1e30 gave an infinite norm and were all zeroed
 //!   (PyTorch scales them to the max norm), gradients of 1e-30 a norm of 0
 //!   and were not clipped. The norm is now formed (and returned) in f64
-//!   when a gradient is f64.
+//!   when a gradient is f64;
+//! * `std`'s gradient was NaN where the std is 0 (a constant row); PyTorch's
+//!   is 0;
+//! * `cumsum`'s gradient (`sum(g) - cumsum(g) + g`) was NaN everywhere
+//!   from one infinite element of the upstream gradient and lost small
+//!   elements beside large ones; it is now PyTorch's reversed cumulative
+//!   sum;
+//! * `relu` gave a NaN input a zero gradient; PyTorch passes the gradient
+//!   (it blocks only where the result is `<= 0`).
 
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
 use strata_autograd::{
@@ -189,4 +197,75 @@ fn clip_grad_norm_of_f64_gradients_is_formed_in_f64() {
     let norm = clip_grad_norm_(&[q], 10.0).unwrap();
     assert_eq!(norm.dtype(), DType::F32);
     assert_eq!(norm.item::<f32>().unwrap(), 5.0);
+}
+
+// ------------------------------------------------------------ gradients
+
+#[test]
+fn std_of_a_constant_row_has_a_zero_gradient() {
+    // PyTorch: x = [[1, 1], [1, 3]]; x.std(1).sum().backward() gives
+    // [[0, 0], [-0.7071, 0.7071]]; x = [2, 2, 2]: x.std() gives [0, 0, 0].
+    let x = Var::parameter(Tensor::from_slice(&[1.0f32, 1.0, 1.0, 3.0], &[2, 2], CPU).unwrap())
+        .unwrap();
+    x.std(Some(&[1]), 1.0, false)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    let g = grad_f32(&x);
+    let h = 0.5f32.sqrt();
+    assert_eq!(&g[..2], &[0.0, 0.0]);
+    assert!((g[2] + h).abs() < 1e-6 && (g[3] - h).abs() < 1e-6, "{g:?}");
+    let x = param(&[2.0, 2.0, 2.0]);
+    x.std(None, 1.0, false).unwrap().backward().unwrap();
+    assert_eq!(grad_f32(&x), vec![0.0; 3]);
+}
+
+#[test]
+fn cumsum_gradient_is_the_reversed_cumulative_sum() {
+    // PyTorch: x.cumsum(0).backward(g) gives x.grad[i] = sum(g[i:]):
+    // g = [inf, 1, 1] -> [inf, 2, 1]; [1e8, 1, 1] -> [1e8, 2, 1];
+    // [1, nan, 1] -> [nan, nan, 1].
+    let cases: [([f32; 3], [f32; 3]); 3] = [
+        ([f32::INFINITY, 1.0, 1.0], [f32::INFINITY, 2.0, 1.0]),
+        ([1e8, 1.0, 1.0], [1e8, 2.0, 1.0]),
+        ([1.0, f32::NAN, 1.0], [f32::NAN, f32::NAN, 1.0]),
+    ];
+    for (g, expected) in cases {
+        let x = param(&[1.0, 2.0, 3.0]);
+        let g = Tensor::from_slice(&g, &[3], CPU).unwrap();
+        x.cumsum(0, None)
+            .unwrap()
+            .backward_with(Some(&g), false)
+            .unwrap();
+        let got = grad_f32(&x);
+        let same = got
+            .iter()
+            .zip(&expected)
+            .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()));
+        assert!(same, "{got:?} != {expected:?}");
+    }
+    // Along the last dim of a matrix, accumulated in f64, back in f32:
+    // every row [3, 2, 1].
+    let x = Var::parameter(Tensor::ones(&[2, 3], DType::F32, CPU).unwrap()).unwrap();
+    let y = x.cumsum(-1, Some(DType::F64)).unwrap();
+    y.backward_with(
+        Some(&Tensor::ones(&[2, 3], DType::F64, CPU).unwrap()),
+        false,
+    )
+    .unwrap();
+    assert_eq!(x.grad().unwrap().dtype(), DType::F32);
+    assert_eq!(grad_f32(&x), vec![3.0, 2.0, 1.0, 3.0, 2.0, 1.0]);
+}
+
+#[test]
+fn relu_passes_the_gradient_through_nan_as_pytorch() {
+    // PyTorch: relu of [nan, 1, -1, 0] backward with ones: [1, 1, 0, 0].
+    let x = param(&[f32::NAN, 1.0, -1.0, 0.0]);
+    x.relu()
+        .unwrap()
+        .backward_with(Some(&ones(4, DType::F32)), false)
+        .unwrap();
+    assert_eq!(grad_f32(&x), vec![1.0, 1.0, 0.0, 0.0]);
 }

@@ -322,7 +322,10 @@ impl Var {
     }
 
     /// Cumulative sum along `dim`; nothing is saved (the gradient is the
-    /// reversed cumulative sum of `g`, `sum(g) - cumsum(g) + g`).
+    /// reversed cumulative sum of `g`, `flip(cumsum(flip(g)))`, as
+    /// PyTorch's: the shortcut `sum(g) - cumsum(g) + g` gave NaN everywhere
+    /// from one infinite element of `g`, and lost small elements next to
+    /// large ones).
     pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Var> {
         let out = self.data().cumsum(dim, dtype)?;
         let in_dtype = self.dtype();
@@ -330,9 +333,15 @@ impl Var {
             if g.ndim() == 0 {
                 return g.to_dtype(in_dtype);
             }
-            let total = g.sum(Some(&[dim]), true)?;
-            let r = total.sub(&g.cumsum(dim, None)?)?.add(g)?;
-            r.to_dtype(in_dtype)
+            let d = if dim < 0 { dim + g.ndim() as i64 } else { dim };
+            let n = g.shape()[d as usize];
+            if n <= 1 {
+                return g.to_dtype(in_dtype);
+            }
+            // `flip` along `d`: an index_select of n-1, ..., 0.
+            let rev = Tensor::arange(n as i64 - 1, -1i64, -1i64, Some(DType::I64), g.device())?;
+            let r = g.index_select(d, &rev)?.cumsum(d, None)?;
+            r.index_select(d, &rev)?.to_dtype(in_dtype)
         })
     }
 }

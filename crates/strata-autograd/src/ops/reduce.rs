@@ -115,7 +115,8 @@ impl Var {
 
     /// Standard deviation over `dims` (see [`Tensor::std`]). The input and
     /// the result are saved, as in PyTorch; the input's gradient is
-    /// `g * (x - mean) / (max(0, N - correction) * std)`.
+    /// `g * (x - mean) / (max(0, N - correction) * std)`, 0 where the std
+    /// is 0 (as PyTorch's `std_backward`: constant rows got NaN, 0 / 0).
     pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Var> {
         let out = self.data().std(dims, correction, keepdim)?;
         let shape = self.shape().to_vec();
@@ -126,7 +127,7 @@ impl Var {
         let saved = || vec![input, result];
         let f = formula(move |g, s, _n| {
             let dev = deviations(&s[0], &dims)?;
-            let g = g.div(&s[1])?.div(denom)?;
+            let g = Tensor::where_cond(&s[1].eq(0.0)?, 0.0, &g.div(&s[1])?)?.div(denom)?;
             let g = expand_back(&g, &shape, &dims, keepdim)?;
             Ok(vec![Some(g.mul(&dev)?)])
         });

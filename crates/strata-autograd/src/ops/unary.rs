@@ -20,14 +20,15 @@ impl Var {
         ))
     }
 
-    /// `max(self, 0)`; the gradient is passed where the result is positive
-    /// (the result is saved, as in PyTorch).
+    /// `max(self, 0)`; the gradient is passed except where the result is
+    /// `<= 0` (the result is saved, as in PyTorch's `threshold_backward`:
+    /// a NaN input passes it, as in PyTorch; it got 0).
     pub fn relu(&self) -> Result<Var> {
         let out = self.data().relu()?;
         let saved = || vec![out.clone()];
         let f = formula(|g, s, _n| {
-            let mask = s[0].gt(0.0)?;
-            Ok(vec![Some(Tensor::where_cond(&mask, g, 0.0)?)])
+            let blocked = s[0].le(0.0)?;
+            Ok(vec![Some(Tensor::where_cond(&blocked, 0.0, g)?)])
         });
         Ok(record(
             "ReluBackward",
