@@ -22,6 +22,12 @@
 //!
 //! Checkpoints nest (an inner checkpoint in a recomputed forward checkpoints
 //! again), compose with autocast, and accept views as inputs.
+//!
+//! In-place ops on the inputs follow PyTorch: on an input that is a leaf
+//! requiring grad (or a view of one) `f` gets [`AutogradError::InPlaceOnLeaf`]
+//! and the leaf is unchanged; an input that `f` modified in place makes the
+//! backward fail with [`AutogradError::SavedTensorModified`] (the
+//! recomputation would start from the modified value).
 //! [`checkpoint_blocks`] applies one to every `k`-th block of a sequence.
 
 use crate::autocast::{autocast_state, AutocastGuard};
@@ -146,7 +152,23 @@ where
     }
     let rng = rng_state();
     let autocast = autocast_state();
-    let detached: Vec<Var> = inputs.iter().map(Var::detach).collect();
+    // Leaves that require grad are handed to `f` as copies that refuse
+    // in-place ops (PyTorch's forward runs with grad mode on and refuses
+    // them; here `f` runs without it and changed the leaf silently).
+    let detached: Vec<Var> = inputs
+        .iter()
+        .map(|v| {
+            if v.is_leaf() && v.requires_grad() {
+                Var::standing_for_leaf(v.data().clone())
+            } else {
+                v.detach()
+            }
+        })
+        .collect();
+    // The inputs' versions before `f`: one that `f` modified in place is
+    // refused at backward, as PyTorch refuses it (the recomputation would
+    // start from the modified value).
+    let versions: Vec<u64> = inputs.iter().map(Var::version).collect();
     let (out, captured) = {
         let tracer = TracerGuard::push();
         let _no_grad = NoGradGuard::new();
@@ -174,6 +196,17 @@ where
     let n_in = inputs.len();
     let f = Arc::new(f);
     let backward = formula(move |g, saved, needs| {
+        for (index, (t, &before)) in saved.iter().zip(&versions).enumerate() {
+            let current = t.version();
+            if current != before {
+                return Err(AutogradError::SavedTensorModified {
+                    op: "CheckpointBackward",
+                    index,
+                    saved: before,
+                    current,
+                });
+            }
+        }
         let _grad = EnableGradGuard::new();
         let _rng = RngRestore(rng_state());
         set_rng_state(rng);

@@ -43,6 +43,11 @@ pub(crate) struct VarInner {
     /// (or from such a view): an in-place op on it with grad mode on is
     /// refused, as PyTorch refuses it (`CreationMeta::NO_GRAD_MODE`).
     no_grad_view: bool,
+    /// Stands, inside a checkpointed forward, for a leaf that requires grad
+    /// (the function's detached copy of such an input, or a view of one):
+    /// an in-place op on it is refused, as PyTorch refuses it on the leaf
+    /// itself (its forward runs with grad mode on).
+    stands_for_leaf: bool,
     /// Post-accumulate-grad hooks (leaves only), with the id of each.
     hooks: Mutex<Vec<(u64, GradHook)>>,
 }
@@ -172,7 +177,7 @@ impl Var {
         requires_grad: bool,
         is_view: bool,
     ) -> Var {
-        Var::build(data, grad_fn, requires_grad, is_view, false)
+        Var::build(data, grad_fn, requires_grad, is_view, false, false)
     }
 
     fn build(
@@ -181,6 +186,7 @@ impl Var {
         requires_grad: bool,
         is_view: bool,
         no_grad_view: bool,
+        stands_for_leaf: bool,
     ) -> Var {
         Var {
             inner: Arc::new(VarInner {
@@ -190,6 +196,7 @@ impl Var {
                 grad: Mutex::new(GradSlot::default()),
                 is_view,
                 no_grad_view,
+                stands_for_leaf,
                 hooks: Mutex::new(Vec::new()),
             }),
         }
@@ -198,7 +205,20 @@ impl Var {
     /// A leaf that does not require grad, made by a view op in no-grad mode
     /// from a variable that requires grad (see `VarInner::no_grad_view`).
     fn no_grad_view_of(data: Tensor) -> Var {
-        Var::build(data, None, false, false, true)
+        Var::build(data, None, false, false, true, false)
+    }
+
+    /// A leaf that does not require grad and refuses in-place ops: what a
+    /// checkpointed function receives for an input that is a leaf
+    /// requiring grad (see `VarInner::stands_for_leaf`).
+    pub(crate) fn standing_for_leaf(data: Tensor) -> Var {
+        Var::build(data, None, false, false, false, true)
+    }
+
+    /// Whether this variable stands for a leaf that requires grad inside a
+    /// checkpointed forward (an in-place op on it is an error).
+    pub(crate) fn stands_for_leaf(&self) -> bool {
+        self.inner.stands_for_leaf
     }
 
     /// Whether this variable is a view made in no-grad mode of one that
@@ -559,7 +579,9 @@ pub(crate) fn record(
         let no_grad_view = is_view
             && base
                 .is_some_and(|b| b.is_no_grad_view() || (!is_grad_enabled() && b.requires_grad()));
-        return if no_grad_view {
+        return if is_view && base.is_some_and(Var::stands_for_leaf) {
+            Var::standing_for_leaf(output)
+        } else if no_grad_view {
             Var::no_grad_view_of(output)
         } else {
             Var::new(output)

@@ -29,11 +29,15 @@
 //!   elements beside large ones; it is now PyTorch's reversed cumulative
 //!   sum;
 //! * `relu` gave a NaN input a zero gradient; PyTorch passes the gradient
-//!   (it blocks only where the result is `<= 0`).
+//!   (it blocks only where the result is `<= 0`);
+//! * `checkpoint` handed its function a plain detached copy of each input:
+//!   an in-place op on an input that is a parameter silently changed the
+//!   parameter (PyTorch refuses it), and an input modified in place was
+//!   recomputed from its new value (PyTorch's backward refuses it).
 
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
 use strata_autograd::{
-    clip_grad_norm_, Adam, AdamW, AutogradError, GradScaler, Optimizer, Sgd, Var,
+    checkpoint, clip_grad_norm_, Adam, AdamW, AutogradError, GradScaler, Optimizer, Sgd, Var,
 };
 use strata_tensor::{DType, Device, Tensor};
 
@@ -268,4 +272,76 @@ fn relu_passes_the_gradient_through_nan_as_pytorch() {
         .backward_with(Some(&ones(4, DType::F32)), false)
         .unwrap();
     assert_eq!(grad_f32(&x), vec![1.0, 1.0, 0.0, 0.0]);
+}
+
+// ------------------------------------------------------------ checkpoint
+
+#[test]
+fn checkpoint_refuses_in_place_ops_on_its_inputs_as_pytorch() {
+    // PyTorch: checkpoint(f, w) with f doing x.mul_(2) on a leaf w that
+    // requires grad raises "a leaf Variable that requires grad is being
+    // used in an in-place operation" and leaves w as it was.
+    let w = param(&[1.0, 1.0, 1.0]);
+    let err = checkpoint(
+        |xs| {
+            xs[0].mul_(2.0)?;
+            xs[0].exp()
+        },
+        std::slice::from_ref(&w),
+    )
+    .unwrap_err();
+    assert!(matches!(err, AutogradError::InPlaceOnLeaf { .. }), "{err}");
+    // A view of it too.
+    let err = checkpoint(
+        |xs| {
+            xs[0].narrow(0, 0, 2)?.add_(1.0)?;
+            xs[0].exp()
+        },
+        std::slice::from_ref(&w),
+    )
+    .unwrap_err();
+    assert!(matches!(err, AutogradError::InPlaceOnLeaf { .. }), "{err}");
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+
+    // A non-leaf input modified in place: the forward runs (as PyTorch's),
+    // the backward is refused (PyTorch: "one of the variables needed for
+    // gradient computation has been modified by an inplace operation").
+    let y = w.mul(1.0).unwrap();
+    let out = checkpoint(
+        |xs| {
+            xs[0].mul_(2.0)?;
+            xs[0].exp()
+        },
+        std::slice::from_ref(&y),
+    )
+    .unwrap();
+    let err = out.sum(None, false).unwrap().backward().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AutogradError::SavedTensorModified {
+                op: "CheckpointBackward",
+                index: 0,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(w.grad().is_none());
+
+    // Reading the inputs (and in-place ops on the function's own results)
+    // still work: d/dw sum(exp(2 w)) = 2 e^2.
+    let out = checkpoint(
+        |xs| {
+            let t = xs[0].mul(2.0)?;
+            t.add_(0.0)?;
+            t.exp()
+        },
+        std::slice::from_ref(&w),
+    )
+    .unwrap();
+    out.sum(None, false).unwrap().backward().unwrap();
+    for g in grad_f32(&w) {
+        assert!((g - 2.0 * 2f32.exp()).abs() < 1e-4, "{g}");
+    }
 }

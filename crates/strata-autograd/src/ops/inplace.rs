@@ -24,7 +24,7 @@ impl Var {
         if crate::inference_mode::is_inference_mode_enabled() {
             return Ok(false);
         }
-        if is_grad_enabled() && self.is_leaf() && self.requires_grad() {
+        if (is_grad_enabled() && self.is_leaf() && self.requires_grad()) || self.stands_for_leaf() {
             return Err(AutogradError::InPlaceOnLeaf { op });
         }
         if is_grad_enabled() && self.is_no_grad_view() {
