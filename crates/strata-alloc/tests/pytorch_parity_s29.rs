@@ -949,3 +949,277 @@ fn a_tracker_that_calls_the_allocator_or_panics_is_survived() {
     a.check_consistency().unwrap();
     assert!(a.allocate(4096, S0).is_ok());
 }
+
+// ----- a randomised sweep of hostile calls ----------------------------------------------
+
+/// Thousands of calls drawn at random from the allocator's public surface,
+/// with arguments at and beyond their edges: sizes from 0 to `u64::MAX`,
+/// streams up to `u64::MAX`, fractions from NaN to infinity, good and bad
+/// settings strings, stale and foreign handles, caching switched on and
+/// off, pools made, entered and dropped, history restarted with every
+/// option, snapshots, trackers, reserve classes. No call may panic; a
+/// refused call returns a typed error; after every call the books agree
+/// with the blocks (`check_consistency`), and the device's used memory is
+/// what the allocator holds (reserved plus uncached) once everything is
+/// freed and the cache emptied.
+#[test]
+fn a_random_sweep_of_hostile_calls_keeps_the_books() {
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+            xs[(self.next() % xs.len() as u64) as usize]
+        }
+    }
+    let cap = GIB;
+    let sizes = [
+        0,
+        1,
+        511,
+        512,
+        513,
+        MIB - 1,
+        MIB,
+        MIB + 1,
+        10 * MIB - 1,
+        10 * MIB,
+        20 * MIB + 1,
+        100 * MIB,
+        cap / 2,
+        cap - 1,
+        cap,
+        cap + 1,
+        u64::MAX / 2,
+        (1 << 60) - 1,
+        1 << 60,
+        u64::MAX,
+    ];
+    let streams = [S0, S1, StreamId(u64::MAX), StreamId(1 << 40)];
+    let fractions = [
+        f64::NAN,
+        -0.0,
+        0.0,
+        1e-300,
+        0.25,
+        0.5,
+        1.0,
+        1.0 + f64::EPSILON,
+        f64::INFINITY,
+        -1.0,
+    ];
+    let settings = [
+        "",
+        "max_split_size_mb:40",
+        "max_split_size_mb:2",
+        "garbage_collection_threshold:0.5",
+        "garbage_collection_threshold:1.5",
+        "roundup_power2_divisions:[64:8,>:2]",
+        "roundup_power2_divisions:3",
+        "expandable_segments:True",
+        "expandable_segments:False",
+        "expandable_segments:true",
+        "expandable_segments_reserve:0.25",
+        "expandable_segments_reserve:1e20G",
+        "expandable_segments_reserve:-1",
+        "expandable_segments_reserve_by_class:[c:0.1]",
+        "throw_on_cudamalloc_oom:True",
+        "throw_on_cudamalloc_oom:False",
+        "max_split_size_mb:18446744073709551615",
+        "no_such_key:1",
+        ":,:,:",
+        "large_segment_size_mb:11",
+    ];
+    let actions = [
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::Oom,
+        Action::Snapshot,
+    ];
+    for (seed, mode) in (0..12).map(|i| (i, MODES[i % 2])) {
+        let (d, a) = sim(mode, cap);
+        let (_, other) = sim(mode, cap);
+        let foreign = other.allocate_raw(4096, S0).unwrap();
+        let mut rng = Lcg(0x5eed + seed as u64);
+        let mut live: Vec<strata_alloc::RawAllocation> = Vec::new();
+        let mut dead: Vec<strata_alloc::RawAllocation> = Vec::new();
+        let mut pools: Vec<strata_alloc::MemPool> = Vec::new();
+        let events = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (mut ok, mut errs) = (0, 0);
+        for step in 0..3000 {
+            match rng.next() % 16 {
+                0..=4 => {
+                    let size = if rng.next().is_multiple_of(4) {
+                        rng.pick(&sizes)
+                    } else {
+                        1 + rng.next() % (30 * MIB)
+                    };
+                    let stream = rng.pick(&streams);
+                    let r = match pools.len() {
+                        n if n > 0 && rng.next().is_multiple_of(3) => {
+                            let p = &pools[(rng.next() % n as u64) as usize];
+                            let _in = p.activate();
+                            a.allocate_raw(size, stream)
+                        }
+                        _ => a.allocate_raw(size, stream),
+                    };
+                    match r {
+                        Ok(x) => {
+                            ok += 1;
+                            live.push(x)
+                        }
+                        Err(e) => {
+                            errs += 1;
+                            assert!(
+                                e.is_out_of_memory()
+                                    || matches!(e, strata_alloc::AllocError::OomRejected { .. }),
+                                "step {step}: {e}"
+                            )
+                        }
+                    }
+                }
+                5 | 6 => {
+                    if !live.is_empty() {
+                        let i = (rng.next() % live.len() as u64) as usize;
+                        let x = live.swap_remove(i);
+                        a.free_raw(x).unwrap();
+                        // The null allocation of 0 bytes may be freed any
+                        // number of times (PyTorch's free of nullptr).
+                        if x.ptr() != 0 {
+                            dead.push(x);
+                        }
+                    }
+                }
+                7 => {
+                    let bad = match rng.next() % 2 {
+                        0 if !dead.is_empty() => dead[(rng.next() % dead.len() as u64) as usize],
+                        _ => foreign,
+                    };
+                    // A stale handle may coincide with a live reallocation
+                    // only if handles were reused; they carry a generation.
+                    assert!(
+                        a.free_raw(bad).is_err(),
+                        "step {step}: {bad:?} caching {}",
+                        a.caching_enabled()
+                    );
+                    assert!(a.record_stream(&bad, S1).is_err(), "step {step}");
+                }
+                8 => {
+                    if !live.is_empty() {
+                        let x = live[(rng.next() % live.len() as u64) as usize];
+                        a.record_stream(&x, rng.pick(&streams)).unwrap();
+                    }
+                }
+                9 => {
+                    let f = rng.pick(&fractions);
+                    let before = a.memory_fraction();
+                    match a.set_memory_fraction(f) {
+                        Ok(()) => assert_eq!(a.memory_fraction(), f),
+                        Err(_) => assert_eq!(a.memory_fraction().to_bits(), before.to_bits()),
+                    }
+                }
+                10 => {
+                    let s = rng.pick(&settings);
+                    let before = a.config();
+                    if a.set_allocator_settings(s).is_err() {
+                        assert_eq!(a.config(), before, "{s}");
+                    }
+                }
+                11 => {
+                    if rng.next().is_multiple_of(2) {
+                        d.complete_all_events();
+                    }
+                    a.empty_cache().unwrap();
+                }
+                12 => match rng.next() % 4 {
+                    0 => pools.push(a.mem_pool(strata_alloc::MemPoolOptions {
+                        use_on_oom: rng.next().is_multiple_of(2),
+                        no_split: rng.next().is_multiple_of(2),
+                    })),
+                    1 if !pools.is_empty() => {
+                        let i = (rng.next() % pools.len() as u64) as usize;
+                        drop(pools.swap_remove(i));
+                    }
+                    _ => a.set_caching_enabled(!rng.next().is_multiple_of(3)),
+                },
+                13 => {
+                    let n = [0usize, 1, 7, 10_000, usize::MAX][(rng.next() % 5) as usize];
+                    let mut o = HistoryOptions::new(n).context(rng.pick(&[
+                        HistoryContext::None,
+                        HistoryContext::State,
+                        HistoryContext::Alloc,
+                        HistoryContext::All,
+                    ]));
+                    if rng.next().is_multiple_of(3) {
+                        o = o.state_only();
+                    }
+                    if rng.next().is_multiple_of(3) {
+                        o = o.skip(&[rng.pick(&actions), rng.pick(&actions)]);
+                    }
+                    a.record_history_opts(&o);
+                    if rng.next().is_multiple_of(5) {
+                        a.clear_history();
+                    }
+                }
+                14 => {
+                    let _ = a.snapshot();
+                    let _ = a.snapshot_pickle().unwrap();
+                    let _ = a.memory_summary();
+                    if rng.next().is_multiple_of(8) {
+                        let e = Arc::clone(&events);
+                        // A tracker that reads the allocator and makes
+                        // (and frees) an allocation of its own.
+                        let w = Arc::downgrade(&a);
+                        a.attach_trace_tracker(move |t| {
+                            e.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            if let (Some(a), Action::Alloc) = (w.upgrade(), t.action) {
+                                let _ = a.memory_stats();
+                                let _ = a.allocate_raw(4096, S1).map(|x| a.free_raw(x));
+                            }
+                        });
+                    }
+                }
+                _ => {
+                    let class = rng.pick(&["", "c", "serving", "bad class", "x-y_z"]);
+                    a.set_stream_reserve_class(rng.pick(&streams), class);
+                    let f = rng.pick(&fractions);
+                    let before = a.config();
+                    if a.set_default_reserve_fraction_for_class(class, f).is_err() {
+                        assert_eq!(a.config(), before);
+                    }
+                }
+            }
+            if let Err(e) = a.check_consistency() {
+                panic!("{mode} step {step}: {e}");
+            }
+        }
+        for x in live.drain(..) {
+            a.free_raw(x).unwrap();
+        }
+        drop(pools);
+        d.complete_all_events();
+        a.set_caching_enabled(true);
+        a.empty_cache().unwrap();
+        a.check_consistency().unwrap();
+        assert_eq!(a.memory_allocated(), 0, "{mode}");
+        assert_eq!(d.used_bytes(), a.memory_reserved(), "{mode}");
+        other.free_raw(foreign).unwrap();
+        // The sweep did exercise both outcomes and the trackers.
+        assert!(
+            ok > 100 && errs > 100,
+            "seed {seed}: {ok} allocations, {errs} refused"
+        );
+        assert!(
+            events.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "seed {seed}"
+        );
+    }
+}
