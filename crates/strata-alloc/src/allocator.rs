@@ -269,15 +269,18 @@ impl CachingAllocator {
         let vm_page = driver.virtual_memory().map(|v| v.granularity());
         let capacity = driver.total_memory();
         let settings = Settings::new(config, vm_page.is_some(), capacity);
+        let id = NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed);
+        let mut state = State::new(settings);
+        state.history.owner = id;
         Arc::new(CachingAllocator {
-            id: NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             device: driver.device(),
             counted: CountingDriver::new(Arc::clone(&driver)),
             driver,
             has_vm: vm_page.is_some(),
             page: vm_page.unwrap_or(SMALL_BUFFER),
             capacity,
-            state: Mutex::new(State::new(settings)),
+            state: Mutex::new(state),
             oom_observers: Mutex::new(Vec::new()),
             trace_trackers: Mutex::new(Vec::new()),
         })
@@ -819,9 +822,10 @@ impl CachingAllocator {
         self.state.lock().set_history(capacity, Recording::of(opts));
     }
 
-    /// Attaches `metadata` to every history event recorded from now on (an
-    /// empty string attaches none): PyTorch's
-    /// `torch.cuda.memory._set_memory_metadata`. The events carry it as
+    /// Attaches `metadata` to every history event the calling thread causes
+    /// from now on (an empty string attaches none): PyTorch's
+    /// `torch.cuda.memory._set_memory_metadata`, whose metadata is the
+    /// thread's own (events of other threads carry theirs). The events carry it as
     /// [`TraceEntry::user_metadata`], and snapshots written by
     /// [`dump_snapshot`](Self::dump_snapshot) as `user_metadata`.
     ///
@@ -839,17 +843,17 @@ impl CachingAllocator {
     /// assert!(h.iter().all(|e| e.user_metadata.as_deref() == Some("step 1")));
     /// ```
     pub fn set_memory_metadata(&self, metadata: &str) {
-        self.state.lock().history.set_metadata(metadata);
+        crate::history::set_thread_metadata(self.id, metadata);
+        if !metadata.is_empty() {
+            self.state.lock().history.metadata_seen = true;
+        }
     }
 
     /// The metadata [`set_memory_metadata`](Self::set_memory_metadata) set
-    /// (PyTorch's `_get_memory_metadata`); empty when none.
+    /// on the calling thread (PyTorch's `_get_memory_metadata`); empty when
+    /// none.
     pub fn memory_metadata(&self) -> String {
-        self.state
-            .lock()
-            .history
-            .metadata()
-            .map_or_else(String::new, |m| m.to_string())
+        crate::history::thread_metadata(self.id).map_or_else(String::new, |m| m.to_string())
     }
 
     /// Tags `stream` with a reserve class: its new expandable segments reserve
@@ -1882,8 +1886,9 @@ impl CachingAllocator {
     /// whether history is recording or not (PyTorch's
     /// `attachAllocatorTraceTracker`, which its NCCL process group uses to
     /// register each segment with the communication library). The entries
-    /// carry no call site or metadata; their `time_us` counts from the first
-    /// tracker's attachment. Trackers run after the allocator's lock is
+    /// carry the metadata of the thread that caused them
+    /// ([`set_memory_metadata`](Self::set_memory_metadata)) but no call
+    /// site; their `time_us` counts from the first tracker's attachment. Trackers run after the allocator's lock is
     /// released, before the call that caused the events returns (PyTorch
     /// runs them under its lock and forbids them to call it): a tracker may
     /// call the allocator, but the events its own calls cause are not passed

@@ -405,6 +405,11 @@ impl State {
         let time_us = self.tracker_epoch.map_or(0, |t| {
             u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
         });
+        let user_metadata = if self.history.metadata_seen {
+            crate::history::thread_metadata(self.history.owner)
+        } else {
+            None
+        };
         self.tracked.push(crate::history::TraceEntry {
             action,
             addr,
@@ -412,7 +417,7 @@ impl State {
             stream,
             time_us,
             site: None,
-            user_metadata: None,
+            user_metadata,
         });
     }
 

@@ -1223,3 +1223,68 @@ fn a_random_sweep_of_hostile_calls_keeps_the_books() {
         );
     }
 }
+
+// ----- metadata is per thread ---------------------------------------------------------------
+
+/// PyTorch keeps `_set_memory_metadata`'s string per thread
+/// (`thread_local std::string DeviceCachingAllocator::user_metadata`, copied
+/// into each `TraceEntry` by `record_trace`): the events a thread causes
+/// carry its metadata, another thread's events carry that thread's (none
+/// here), and `_get_memory_metadata` reads the calling thread's. Trace
+/// trackers get the same metadata.
+#[test]
+fn memory_metadata_belongs_to_the_thread_that_set_it() {
+    let (_, a) = sim("expandable_segments:False", 4 * GIB);
+    a.record_history(Some(1000));
+    let tracked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let t = Arc::clone(&tracked);
+    a.attach_trace_tracker(move |e| {
+        if e.action == Action::Alloc {
+            t.lock().unwrap().push((e.size, e.user_metadata.clone()));
+        }
+    });
+    a.set_memory_metadata("main step");
+    assert_eq!(a.memory_metadata(), "main step");
+    let x = a.allocate(1000, S0).unwrap();
+    let a2 = Arc::clone(&a);
+    std::thread::spawn(move || {
+        assert_eq!(
+            a2.memory_metadata(),
+            "",
+            "another thread's metadata is its own"
+        );
+        drop(a2.allocate(2000, S0).unwrap());
+        a2.set_memory_metadata("loader");
+        drop(a2.allocate(3000, S0).unwrap());
+    })
+    .join()
+    .unwrap();
+    let y = a.allocate(4000, S0).unwrap();
+    let meta_of = |size: u64| {
+        a.history()
+            .iter()
+            .find(|e| e.action == Action::Alloc && e.size == size)
+            .map(|e| e.user_metadata.as_deref().map(str::to_string))
+            .unwrap()
+    };
+    assert_eq!(meta_of(1000).as_deref(), Some("main step"));
+    assert_eq!(meta_of(2000), None);
+    assert_eq!(meta_of(3000).as_deref(), Some("loader"));
+    assert_eq!(meta_of(4000).as_deref(), Some("main step"));
+    let seen = tracked.lock().unwrap().clone();
+    let want: Vec<(u64, Option<&str>)> = vec![
+        (1000, Some("main step")),
+        (2000, None),
+        (3000, Some("loader")),
+        (4000, Some("main step")),
+    ];
+    assert_eq!(
+        seen.iter()
+            .map(|(s, m)| (*s, m.as_deref()))
+            .collect::<Vec<_>>(),
+        want
+    );
+    a.set_memory_metadata("");
+    assert_eq!(a.memory_metadata(), "");
+    drop((x, y));
+}

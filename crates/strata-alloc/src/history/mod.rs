@@ -459,6 +459,43 @@ pub(crate) struct History {
     /// call sites ([`HistoryContext::State`] on): PyTorch's
     /// `context_when_segment_allocated`, a segment's `frames`.
     pub segment_sites: FxHashMap<u64, &'static Location<'static>>,
+    /// The allocator this history belongs to (the key of its threads'
+    /// metadata, [`thread_metadata`]).
+    pub owner: u64,
+    /// Some thread has set metadata for this allocator: each event looks
+    /// its thread's up.
+    pub metadata_seen: bool,
+}
+
+thread_local! {
+    /// Each thread's metadata, per allocator id: PyTorch keeps
+    /// `user_metadata` per thread (`thread_local std::string
+    /// DeviceCachingAllocator::user_metadata`).
+    static THREAD_METADATA: std::cell::RefCell<Vec<(u64, Arc<str>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's metadata for allocator `owner` (`None` when it set
+/// none, or set it empty).
+pub(crate) fn thread_metadata(owner: u64) -> Option<Arc<str>> {
+    THREAD_METADATA.with(|t| {
+        t.borrow()
+            .iter()
+            .find(|(o, _)| *o == owner)
+            .map(|(_, m)| Arc::clone(m))
+    })
+}
+
+/// Sets the calling thread's metadata for allocator `owner` (an empty
+/// string removes it).
+pub(crate) fn set_thread_metadata(owner: u64, metadata: &str) {
+    THREAD_METADATA.with(|t| {
+        let mut t = t.borrow_mut();
+        t.retain(|(o, _)| *o != owner);
+        if !metadata.is_empty() {
+            t.push((owner, Arc::from(metadata)));
+        }
+    });
 }
 
 impl Default for History {
@@ -477,6 +514,8 @@ impl Default for History {
             seq: 0,
             cause: None,
             segment_sites: FxHashMap::default(),
+            owner: 0,
+            metadata_seen: false,
         }
     }
 }
@@ -529,23 +568,18 @@ impl History {
         self.stream_index.clear();
         self.overflow.clear();
         self.last_stream = (StreamId(u64::MAX), OVERFLOW);
-        let now = self.metadata();
-        self.metadata = VecDeque::from([(0, now)]);
+        self.metadata = VecDeque::from([(0, None)]);
         self.backtraces = BacktraceMap::default();
         self.segment_sites = FxHashMap::default();
         self.clock = Clock::new();
     }
 
-    /// The user's metadata attached to the events recorded from now on.
-    pub fn metadata(&self) -> Option<Arc<str>> {
-        self.metadata.back().and_then(|(_, m)| m.clone())
-    }
-
-    /// Attaches `metadata` (none if empty) to the events recorded from now
-    /// on.
-    pub fn set_metadata(&mut self, metadata: &str) {
-        let m: Option<Arc<str>> = (!metadata.is_empty()).then(|| Arc::from(metadata));
-        if self.metadata() == m {
+    /// Makes the slot about to be written carry the calling thread's
+    /// metadata: a new range starts where it differs from the last one's.
+    #[cold]
+    fn sync_metadata(&mut self) {
+        let m = thread_metadata(self.owner);
+        if self.metadata.back().is_some_and(|(_, last)| *last == m) {
             return;
         }
         let at = self.ring.written();
@@ -720,6 +754,9 @@ impl History {
         stream: StreamId,
         site: Option<&'static Location<'static>>,
     ) {
+        if self.metadata_seen {
+            self.sync_metadata();
+        }
         let ticks = self.clock.ticks(self.ring.written(), self.ring.oldest());
         let s = self.stream_index(stream);
         if s == OVERFLOW {
