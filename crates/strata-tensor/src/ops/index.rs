@@ -86,12 +86,38 @@ pub(crate) fn read_extremes(t: &Tensor) -> Result<(i64, i64)> {
     Ok((ends[0].to_i64(), ends[1].to_i64()))
 }
 
+/// PyTorch's `ensure_nonempty_dim`: gather and scatter treat a 0-d tensor
+/// as a 1-D tensor of one element when they compare ranks and sizes.
+fn nonempty_dim(t: &Tensor) -> usize {
+    t.ndim().max(1)
+}
+
+/// PyTorch's `ensure_nonempty_size`: size `d` of `t`, 1 for a 0-d tensor.
+fn nonempty_size(t: &Tensor, d: usize) -> usize {
+    if t.ndim() == 0 {
+        1
+    } else {
+        t.shape()[d]
+    }
+}
+
+/// `t` as at least 1-D (a 0-d tensor is viewed as `[1]`).
+fn at_least_1d(t: &Tensor) -> Result<Tensor> {
+    if t.ndim() == 0 {
+        t.reshape(&[1])
+    } else {
+        Ok(t.clone())
+    }
+}
+
+/// The index and `what` must have the same rank, a 0-d tensor counting as
+/// 1-D (PyTorch: a 1-D input takes a 0-d index and the other way round).
 fn same_rank(op: &'static str, what: &str, a: &Tensor, b: &Tensor) -> Result<()> {
-    if a.ndim() != b.ndim() {
+    if nonempty_dim(a) != nonempty_dim(b) {
         return Err(TensorError::shape(
             op,
             format!(
-                "the index has {} dims but {what} has {} (shapes {:?} and {:?}); they must have the same rank",
+                "the index has {} dims but {what} has {} (shapes {:?} and {:?}); they must have the same rank (a 0-d tensor counts as 1-D)",
                 b.ndim(),
                 a.ndim(),
                 b.shape(),
@@ -171,20 +197,27 @@ impl Tensor {
     /// `torch.gather(self, dim, index)`: `out[i][j] = self[i][index[i][j]]`
     /// (for dim 1), with index's shape. index (int64 or int32, as in
     /// PyTorch 2.15) has self's rank and is no larger than self on the other
-    /// dims.
+    /// dims; as in PyTorch a 0-d tensor counts as 1-D (a 1-D input and a 0-d
+    /// index give a 0-d result), and an empty index is not checked against
+    /// self (the result is empty).
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "gather";
         same_device(OP, self, index)?;
         check_gather_index(OP, index)?;
-        // The kernel reads int64 indices.
-        let index = &index.to_dtype(DType::I64)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
-        let (x, idx) = if self.ndim() == 0 && index.ndim() <= 1 {
-            (self.reshape(&[1])?, index.reshape(&[-1])?)
-        } else {
-            same_rank(OP, "the input", self, index)?;
-            (self.clone(), index.clone())
-        };
+        if index.numel() == 0 {
+            // PyTorch checks nothing more for an empty index: the result is
+            // empty, of the index's shape, whatever the ranks and sizes.
+            return Tensor::uninit("gather", index.shape(), self.dtype(), self.device());
+        }
+        // As in PyTorch, a 0-d input or index counts as 1-D of one element
+        // (a 1-D input gathers a 0-d index into a 0-d result).
+        same_rank(OP, "the input", self, index)?;
+        // The kernel reads int64 indices.
+        let (x, idx) = (
+            at_least_1d(self)?,
+            at_least_1d(&index.to_dtype(DType::I64)?)?,
+        );
         for k in 0..x.ndim() {
             if k != d && idx.shape()[k] > x.shape()[k] {
                 return Err(TensorError::shape(
@@ -199,29 +232,30 @@ impl Tensor {
         }
         check_index_range(OP, &idx, x.shape()[d])?;
         let out = Tensor::uninit("gather", idx.shape(), x.dtype(), x.device())?;
-        if out.numel() > 0 {
-            let xl = Layout {
-                shape: idx.shape().to_vec(),
-                strides: x.strides().to_vec(),
-                offset: x.offset(),
-            };
-            launch(&out, &[&x, &idx], |be| {
-                be.nn(NnKernel::Gather {
-                    out: &out.arg(),
-                    src: &arg_with(&x, xl),
-                    index: &idx.arg(),
-                    dim: d,
-                    bound: x.shape()[d],
-                })
-            })?;
-        }
+        let xl = Layout {
+            shape: idx.shape().to_vec(),
+            strides: x.strides().to_vec(),
+            offset: x.offset(),
+        };
+        launch(&out, &[&x, &idx], |be| {
+            be.nn(NnKernel::Gather {
+                out: &out.arg(),
+                src: &arg_with(&x, xl),
+                index: &idx.arg(),
+                dim: d,
+                bound: x.shape()[d],
+            })
+        })?;
         out.reshape(&index.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
     }
 
     /// `torch.scatter_add(self, dim, index, src)`: a copy of self to which
     /// `src[i][j]` is added at `[i][index[i][j]]` (dim 1) for every position
     /// of index (int64 or int32, as in PyTorch 2.15). Repeated indices
-    /// accumulate.
+    /// accumulate. index has the rank of self and of src and is no larger
+    /// than src on any dim and than self on the others; as in PyTorch a 0-d
+    /// tensor counts as 1-D, and an empty index is not checked (nothing is
+    /// added).
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.scatter_add_checks("scatter_add", dim, index, src)?;
         let out = self.deep_clone()?;
@@ -263,39 +297,30 @@ impl Tensor {
             ));
         }
         let d = normalize_dim(op, dim, self.ndim())?;
-        let quirk = self.ndim() == 0 && index.ndim() <= 1;
-        if !quirk {
-            same_rank(op, "self", self, index)?;
+        if index.numel() == 0 {
+            // PyTorch checks no rank or size against an empty index.
+            return Ok(());
         }
-        let idx = index.reshape(&[-1])?;
-        if !quirk {
-            for k in 0..self.ndim() {
-                let too_big = index.shape()[k] > src.shape().get(k).copied().unwrap_or(1)
-                    || (k != d && index.shape()[k] > self.shape()[k]);
-                if too_big || src.ndim() != self.ndim() {
-                    return Err(TensorError::shape(
-                        op,
-                        format!(
-                            "index {:?} must be no larger than src {:?} on every dim and than self {:?} on dims other than {d}",
-                            index.shape(),
-                            src.shape(),
-                            self.shape()
-                        ),
-                    ));
-                }
-            }
-        } else if src.numel() < index.numel() {
+        // As in PyTorch, a 0-d self, index or src counts as 1-D of one
+        // element in the ranks and the sizes.
+        same_rank(op, "self", self, index)?;
+        same_rank(op, "src", src, index)?;
+        let too_big = (0..nonempty_dim(self)).any(|k| {
+            let n = nonempty_size(index, k);
+            n > nonempty_size(src, k) || (k != d && n > nonempty_size(self, k))
+        });
+        if too_big {
             return Err(TensorError::shape(
                 op,
                 format!(
-                    "src {:?} has fewer elements than index {:?}",
+                    "index {:?} must be no larger than src {:?} on every dim and than self {:?} on dims other than {d}",
+                    index.shape(),
                     src.shape(),
-                    index.shape()
+                    self.shape()
                 ),
             ));
         }
-        let size = if self.ndim() == 0 { 1 } else { self.shape()[d] };
-        check_index_range(op, &idx, size)
+        check_index_range(op, &index.reshape(&[-1])?, nonempty_size(self, d))
     }
 
     /// The scatter itself (arguments checked).
@@ -319,15 +344,7 @@ impl Tensor {
         if index.numel() == 0 {
             return Ok(());
         }
-        let (this, index, src) = if self.ndim() == 0 {
-            (
-                self.reshape(&[1])?,
-                index.reshape(&[-1])?,
-                src.reshape(&[-1])?.narrow(0, 0, index.numel() as i64)?,
-            )
-        } else {
-            (self.clone(), index, src)
-        };
+        let (this, index, src) = (at_least_1d(self)?, at_least_1d(&index)?, at_least_1d(&src)?);
         // GPUs add with atomics, which exist for f32, f64, i32 and i64:
         // narrower dtypes accumulate in a wider copy there (wrapping and
         // or-ing come back with the narrowing conversion).

@@ -1,0 +1,149 @@
+//! Session 29's sweep of hostile inputs to strata-tensor (after
+//! `adversarial.rs`, `hostile_inputs*.rs`, `fuzz_ops_fixes.rs` and
+//! `hostile_sweep_s27.rs`). Each test asserts the typed error or the values
+//! PyTorch 2.15 (CPU) gives for the same call, worked out there and noted
+//! beside the assertion.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * `gather` and `scatter_add(_)` compared ranks literally: a 1-D input
+//!   with a 0-d index (`torch.gather(x, 0, torch.tensor(1))` is a 0-d
+//!   result) and an empty index of another rank (PyTorch checks nothing
+//!   against an empty index) were refused, while a 0-d `self` took a `src`
+//!   of any rank that had enough elements (PyTorch: "Index tensor must have
+//!   the same number of dimensions as src tensor"). Ranks and sizes now
+//!   follow PyTorch's `ensure_nonempty_dim`: a 0-d tensor counts as 1-D.
+
+use strata_tensor::{DType, Device, Tensor, TensorError};
+
+const CPU: Device = Device::Cpu;
+
+fn f32t(v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape, CPU).unwrap()
+}
+
+fn i64t(v: &[i64], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape, CPU).unwrap()
+}
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_vec_as::<f32>().unwrap()
+}
+
+/// The message of an error of the expected variant (anything else fails).
+fn shape_err(r: Result<Tensor, TensorError>) -> String {
+    match r {
+        Err(e @ TensorError::Shape { .. }) => e.to_string(),
+        other => panic!("expected a shape error, got {other:?}"),
+    }
+}
+
+// ----- gather / scatter_add: 0-d counts as 1-D, empty index unchecked -----
+
+#[test]
+fn gather_takes_a_0d_index_into_a_1d_input_as_pytorch_does() {
+    let x = f32t(&[1.0, 2.0, 3.0], &[3]);
+    let i = Tensor::scalar(1i64, DType::I64, CPU).unwrap();
+    // torch.gather(tensor([1., 2., 3.]), 0, tensor(1)) -> tensor(2.)
+    let g = x.gather(0, &i).unwrap();
+    assert_eq!(g.shape(), &[] as &[usize]);
+    assert_eq!(f32s(&g), [2.0]);
+    assert_eq!(f32s(&x.gather(-1, &i).unwrap()), [2.0]);
+    // An int32 index too.
+    let i32 = Tensor::scalar(2i64, DType::I32, CPU).unwrap();
+    assert_eq!(f32s(&x.gather(0, &i32).unwrap()), [3.0]);
+    // Still checked: out of range, and a 2-D input with a 0-d index.
+    let oob = Tensor::scalar(3i64, DType::I64, CPU).unwrap();
+    assert!(matches!(x.gather(0, &oob), Err(TensorError::Index { .. })));
+    let m = Tensor::ones(&[2, 2], DType::F32, CPU).unwrap();
+    assert!(shape_err(m.gather(0, &i)).contains("same rank"));
+    assert!(shape_err(x.gather(0, &i64t(&[0], &[1, 1]))).contains("same rank"));
+}
+
+#[test]
+fn gather_with_an_empty_index_is_empty_whatever_its_rank() {
+    let m = Tensor::ones(&[2, 2], DType::F32, CPU).unwrap();
+    // PyTorch: gather(ones(2, 2), 0, empty(0)) -> tensor([]); an empty
+    // [0, 5] index (larger than the input on dim 1) -> an empty [0, 5].
+    let g = m.gather(0, &i64t(&[], &[0])).unwrap();
+    assert_eq!(g.shape(), &[0]);
+    let g = m.gather(0, &i64t(&[], &[0, 5])).unwrap();
+    assert_eq!((g.shape(), g.dtype()), (&[0, 5][..], DType::F32));
+    let g = m.gather(1, &i64t(&[], &[0, 1, 1])).unwrap();
+    assert_eq!(g.shape(), &[0, 1, 1]);
+    // The dim is still checked against the input.
+    assert!(matches!(
+        m.gather(2, &i64t(&[], &[0])),
+        Err(TensorError::Dim { .. })
+    ));
+}
+
+#[test]
+fn scatter_add_counts_0d_tensors_as_1d() {
+    let one = Tensor::scalar(1i64, DType::I64, CPU).unwrap();
+    let five = Tensor::scalar(5.0f32, DType::F32, CPU).unwrap();
+    // tensor([1., 2.]).scatter_add(0, tensor(1), tensor(5.)) -> [1., 7.]
+    let x = f32t(&[1.0, 2.0], &[2]);
+    assert_eq!(f32s(&x.scatter_add(0, &one, &five).unwrap()), [1.0, 7.0]);
+    // ... with a 1-D src (its first element) -> [1., 7.]
+    let src = f32t(&[5.0, 6.0], &[2]);
+    assert_eq!(f32s(&x.scatter_add(0, &one, &src).unwrap()), [1.0, 7.0]);
+    // ... and a 1-D index [1] with a 0-d src -> [1., 7.]
+    let i1 = i64t(&[1], &[1]);
+    assert_eq!(f32s(&x.scatter_add(0, &i1, &five).unwrap()), [1.0, 7.0]);
+    // In place, f16 too (accumulated in f32).
+    let h = f32t(&[1.0, 2.0], &[2]).to_dtype(DType::F16).unwrap();
+    h.scatter_add_(0, &one, &five.to_dtype(DType::F16).unwrap())
+        .unwrap();
+    assert_eq!(f32s(&h), [1.0, 7.0]);
+    // tensor(1.).scatter_add(0, tensor(0), tensor([5., 6.])) -> tensor(6.)
+    let s = Tensor::scalar(1.0f32, DType::F32, CPU).unwrap();
+    let zero = Tensor::scalar(0i64, DType::I64, CPU).unwrap();
+    let r = s.scatter_add(0, &zero, &src).unwrap();
+    assert_eq!((r.shape(), f32s(&r)), (&[] as &[usize], vec![6.0]));
+    // tensor(1.).scatter_add_(0, tensor([0, 0]), tensor([5., 6.])) -> 12.
+    let s2 = Tensor::scalar(1.0f32, DType::F32, CPU).unwrap();
+    s2.scatter_add_(0, &i64t(&[0, 0], &[2]), &src).unwrap();
+    assert_eq!(f32s(&s2), [12.0]);
+}
+
+#[test]
+fn scatter_add_refuses_what_pytorch_refuses_and_changes_nothing() {
+    let src2d = f32t(&[5.0, 6.0], &[1, 2]);
+    let s = Tensor::scalar(1.0f32, DType::F32, CPU).unwrap();
+    // tensor(1.).scatter_add(0, tensor([0, 0]), tensor([[5., 6.]])):
+    // "Index tensor must have the same number of dimensions as src tensor".
+    // It used to be accepted (src had enough elements).
+    let i = i64t(&[0, 0], &[2]);
+    assert!(shape_err(s.scatter_add(0, &i, &src2d)).contains("src"));
+    let e = s.scatter_add_(0, &i, &src2d);
+    assert!(shape_err(e).contains("src"));
+    assert_eq!(f32s(&s), [1.0], "the failed scatter_add_ changed self");
+    // tensor([1., 2.]).scatter_add(0, tensor([1, 0]), tensor(5.)): the index
+    // is larger than src (a 0-d src counts as size 1).
+    let x = f32t(&[1.0, 2.0], &[2]);
+    let five = Tensor::scalar(5.0f32, DType::F32, CPU).unwrap();
+    assert!(shape_err(x.scatter_add(0, &i64t(&[1, 0], &[2]), &five)).contains("no larger"));
+    // A 2-D self with a 0-d index.
+    let m = Tensor::ones(&[2, 2], DType::F32, CPU).unwrap();
+    let one = Tensor::scalar(1i64, DType::I64, CPU).unwrap();
+    assert!(shape_err(m.scatter_add(0, &one, &five)).contains("self"));
+    // An empty index: nothing is checked or added (any rank, any src).
+    let r = m
+        .scatter_add(0, &i64t(&[], &[0, 1, 1]), &f32t(&[1.0; 3], &[3]))
+        .unwrap();
+    assert_eq!(f32s(&r), [1.0; 4]);
+    // ... but src's dtype and the dim are.
+    assert!(matches!(
+        m.scatter_add(
+            0,
+            &i64t(&[], &[0]),
+            &f32t(&[1.0], &[1]).to_dtype(DType::F64).unwrap()
+        ),
+        Err(TensorError::DType { .. })
+    ));
+    assert!(matches!(
+        m.scatter_add(5, &i64t(&[], &[0]), &f32t(&[1.0], &[1])),
+        Err(TensorError::Dim { .. })
+    ));
+}
