@@ -70,13 +70,18 @@ impl Scalar {
     /// integers must lie in the dtype's range (u8 also takes -255..=-1, which
     /// wraps; f16 takes ±65504), floats must lie within the finite range
     /// (infinities pass for float dtypes, NaN for float dtypes only), and
-    /// anything converts to bool.
+    /// anything converts to bool. A float into an integer dtype fits from
+    /// the dtype's lowest value up to, but not including, its largest plus
+    /// one, as in PyTorch 2.15: 255.5 fits u8 (and truncates to 255), -0.5
+    /// does not, and 2^63 does not fit i64.
     ///
     /// ```
     /// use strata_tensor::{DType, Scalar};
     /// assert!(!Scalar::Int(70000).fits(DType::F16));
     /// assert!(Scalar::Float(2.7).fits(DType::I32)); // truncates to 2
     /// assert!(!Scalar::Float(f64::NAN).fits(DType::I64));
+    /// assert!(Scalar::Float(255.5).fits(DType::U8));
+    /// assert!(!Scalar::Float(9.223372036854775808e18).fits(DType::I64));
     /// ```
     pub fn fits(self, dtype: DType) -> bool {
         let (lo, hi) = match dtype {
@@ -98,10 +103,16 @@ impl Scalar {
                 _ => true,
             },
             Scalar::Float(f) => {
-                if dtype.is_float() && (f.is_infinite() || f.is_nan()) {
-                    return true;
+                if dtype.is_float() {
+                    return f.is_infinite() || f.is_nan() || (lo <= f && f <= hi);
                 }
-                !f.is_nan() && lo <= f && f <= hi
+                // An integer dtype: `f` truncates into [lo, hi] when it lies
+                // in [lo, hi + 1) (PyTorch's check; the lower end is not
+                // widened: -0.5 into u8 is an overflow there). `hi + 1.0` is
+                // exact for u8 and i32 and rounds to 2^63 for i64, which is
+                // the end wanted (i64::MAX as f64 is already 2^63, which
+                // the old `f <= hi` let through and saturated).
+                !f.is_nan() && lo <= f && f < hi + 1.0
             }
         }
     }

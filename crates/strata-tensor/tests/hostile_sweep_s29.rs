@@ -13,8 +13,14 @@
 //!   of any rank that had enough elements (PyTorch: "Index tensor must have
 //!   the same number of dimensions as src tensor"). Ranks and sizes now
 //!   follow PyTorch's `ensure_nonempty_dim`: a 0-d tensor counts as 1-D.
+//! * A float scalar into an integer dtype (`fill_`, `full`, `full_like`,
+//!   `masked_fill`, `where`, `addcmul_`'s value) was checked against
+//!   `[min, max]` in f64: 2^63 passed for i64 (`i64::MAX as f64` is 2^63)
+//!   and filled `i64::MAX`, where PyTorch refuses it, and 255.5 for u8 or
+//!   2147483647.5 for i32 were refused, where PyTorch truncates them to the
+//!   maximum. The range is now `[min, max + 1)`, PyTorch's.
 
-use strata_tensor::{DType, Device, Tensor, TensorError};
+use strata_tensor::{DType, Device, Scalar, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
 
@@ -35,6 +41,13 @@ fn shape_err(r: Result<Tensor, TensorError>) -> String {
     match r {
         Err(e @ TensorError::Shape { .. }) => e.to_string(),
         other => panic!("expected a shape error, got {other:?}"),
+    }
+}
+
+fn value_err<T: std::fmt::Debug>(r: Result<T, TensorError>) -> String {
+    match r {
+        Err(e @ TensorError::Value { .. }) => e.to_string(),
+        other => panic!("expected a value error, got {other:?}"),
     }
 }
 
@@ -146,4 +159,76 @@ fn scatter_add_refuses_what_pytorch_refuses_and_changes_nothing() {
         m.scatter_add(5, &i64t(&[], &[0]), &f32t(&[1.0], &[1])),
         Err(TensorError::Dim { .. })
     ));
+}
+
+// ----- float scalars into integer dtypes: PyTorch's [min, max + 1) -----
+
+#[test]
+fn a_float_fill_past_the_largest_integer_is_refused_not_saturated() {
+    let big = 2f64.powi(63);
+    // torch.zeros(2, dtype=torch.int64).fill_(2.0**63): "value cannot be
+    // converted to type int64_t without overflow". It used to fill i64::MAX.
+    let t = Tensor::from_slice(&[7i64, 8], &[2], CPU).unwrap();
+    value_err(t.fill_(big));
+    assert_eq!(
+        t.to_vec::<i64>().unwrap(),
+        [7, 8],
+        "a failed fill_ changed it"
+    );
+    value_err(Tensor::full(&[2], big, DType::I64, CPU));
+    value_err(t.full_like(big, None));
+    let mask = Tensor::from_slice(&[true, false], &[2], CPU).unwrap();
+    value_err(t.masked_fill(&mask, big));
+    value_err(t.addcmul_(&t, &t.zeros_like(None).unwrap(), big));
+    assert_eq!(t.to_vec::<i64>().unwrap(), [7, 8]);
+    assert!(!Scalar::Float(big).fits(DType::I64));
+    // -2^63 is i64::MIN itself: accepted (torch.full(.., -2.0**63) works).
+    let m = Tensor::full(&[1], -big, DType::I64, CPU).unwrap();
+    assert_eq!(m.to_vec::<i64>().unwrap(), [i64::MIN]);
+    // The largest f64 below 2^63 (2^63 - 1024) fits.
+    let below = big - 1024.0;
+    let b = Tensor::full(&[1], below, DType::I64, CPU).unwrap();
+    assert_eq!(b.to_vec::<i64>().unwrap(), [9_223_372_036_854_774_784]);
+}
+
+#[test]
+fn a_float_that_truncates_to_the_largest_integer_fits() {
+    // PyTorch 2.15: fill_(255.5) of uint8 -> 255, fill_(255.99) -> 255,
+    // fill_(256.0) and fill_(-0.5) overflow; fill_(2147483647.5) of int32
+    // -> 2147483647, fill_(2147483648.0) and fill_(-2147483648.5) overflow.
+    let u = Tensor::zeros(&[2], DType::U8, CPU).unwrap();
+    u.fill_(255.5).unwrap();
+    assert_eq!(u.to_vec::<u8>().unwrap(), [255, 255]);
+    u.fill_(-0.0).unwrap();
+    assert_eq!(u.to_vec::<u8>().unwrap(), [0, 0]);
+    u.fill_(255.99).unwrap();
+    assert_eq!(u.to_vec::<u8>().unwrap(), [255, 255]);
+    value_err(u.fill_(256.0));
+    value_err(u.fill_(-0.5));
+    assert_eq!(u.to_vec::<u8>().unwrap(), [255, 255]);
+    let full = Tensor::full(&[2], 255.5, DType::U8, CPU).unwrap();
+    assert_eq!(full.to_vec::<u8>().unwrap(), [255, 255]);
+    let i = Tensor::zeros(&[1], DType::I32, CPU).unwrap();
+    i.fill_(2147483647.5).unwrap();
+    assert_eq!(i.to_vec::<i32>().unwrap(), [i32::MAX]);
+    value_err(i.fill_(2147483648.0));
+    value_err(i.fill_(-2147483648.5));
+    i.fill_(-2147483648.0).unwrap();
+    assert_eq!(i.to_vec::<i32>().unwrap(), [i32::MIN]);
+    // masked_fill: tensor([1, 2], dtype=uint8).masked_fill(mask, 255.5)
+    // -> [255, 2].
+    let m = Tensor::from_slice(&[true, false], &[2], CPU).unwrap();
+    let x = Tensor::from_slice(&[1u8, 2], &[2], CPU).unwrap();
+    assert_eq!(
+        x.masked_fill(&m, 255.5).unwrap().to_vec::<u8>().unwrap(),
+        [255, 2]
+    );
+    // Integers keep their rule (u8 takes -255..=255, wrapping).
+    u.fill_(-1i64).unwrap();
+    assert_eq!(u.to_vec::<u8>().unwrap(), [255, 255]);
+    value_err(u.fill_(-256i64));
+    // Floats into float dtypes are unchanged: f32 refuses past f32::MAX.
+    value_err(Tensor::zeros(&[2], DType::F32, CPU).unwrap().fill_(3.5e38));
+    assert!(Scalar::Float(255.5).fits(DType::U8));
+    assert!(!Scalar::Float(f64::NAN).fits(DType::U8));
 }
