@@ -144,9 +144,32 @@ impl TorchCpuGenerator {
     }
 
     /// `torch.empty(n).uniform_(from, to)` (float32): one 32-bit draw per
-    /// element, in order.
+    /// element, in order. As in PyTorch, `from` and `to` must be finite with
+    /// `from <= to` and `to - from` at most `f32::MAX`; otherwise a
+    /// [`TensorError::Value`], checked before anything is drawn (also for
+    /// `n = 0`), the generator left as it was.
     pub fn uniform(&mut self, n: usize, from: f32, to: f32) -> Result<Vec<f32>> {
-        let mut v = buffer("TorchCpuGenerator::uniform", n, 0f32)?;
+        const OP: &str = "TorchCpuGenerator::uniform";
+        let bad = |msg: String| Err(TensorError::Value { op: OP, msg });
+        for (name, v) in [("from", from), ("to", to)] {
+            if !v.is_finite() {
+                return bad(format!(
+                    "{name} = {v} is out of bounds for float32 (uniform_ needs finite bounds)"
+                ));
+            }
+        }
+        if from > to {
+            return bad(format!(
+                "uniform_ expects to return a [from, to) range, but found from={from} > to={to}"
+            ));
+        }
+        // PyTorch computes the width in f64: -f32::MAX..f32::MAX is too wide.
+        if f64::from(to) - f64::from(from) > f64::from(f32::MAX) {
+            return bad(format!(
+                "uniform_ expects to - from <= f32::MAX, but to={to} and from={from} are further apart"
+            ));
+        }
+        let mut v = buffer(OP, n, 0f32)?;
         let range = to - from;
         for x in v.iter_mut() {
             *x = self.unit_f32().mul_add(range, from);
@@ -154,8 +177,17 @@ impl TorchCpuGenerator {
         Ok(v)
     }
 
-    /// `torch.empty(n).normal_(mean, std)` (float32, contiguous).
+    /// `torch.empty(n).normal_(mean, std)` (float32, contiguous). A negative
+    /// or NaN `std` is a [`TensorError::Value`], as in PyTorch, and the
+    /// generator is left as it was.
     pub fn normal(&mut self, n: usize, mean: f32, std: f32) -> Result<Vec<f32>> {
+        if std.is_nan() || std < 0.0 {
+            // PyTorch's check (NaN fails it too), before anything is drawn.
+            return Err(TensorError::Value {
+                op: "TorchCpuGenerator::normal",
+                msg: format!("normal expects std >= 0.0, but found std {std}"),
+            });
+        }
         let mut data = buffer("TorchCpuGenerator::normal", n, 0f32)?;
         if n < 16 {
             for x in data.iter_mut() {

@@ -19,7 +19,13 @@
 //!   and filled `i64::MAX`, where PyTorch refuses it, and 255.5 for u8 or
 //!   2147483647.5 for i32 were refused, where PyTorch truncates them to the
 //!   maximum. The range is now `[min, max + 1)`, PyTorch's.
+//! * `TorchCpuGenerator::uniform` took any bounds (`from > to`, NaN, an
+//!   infinite or wider-than-`f32::MAX` range gave values outside the range,
+//!   NaN or inf) and `normal` a negative or NaN `std`; PyTorch's
+//!   `uniform_`/`normal_` refuse all of them. Both are now value errors,
+//!   raised before anything is drawn (the stream is where it was).
 
+use strata_tensor::torch_random::TorchCpuGenerator;
 use strata_tensor::{DType, Device, Scalar, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
@@ -231,4 +237,46 @@ fn a_float_that_truncates_to_the_largest_integer_fits() {
     value_err(Tensor::zeros(&[2], DType::F32, CPU).unwrap().fill_(3.5e38));
     assert!(Scalar::Float(255.5).fits(DType::U8));
     assert!(!Scalar::Float(f64::NAN).fits(DType::U8));
+}
+
+// ----- TorchCpuGenerator: PyTorch's checks of uniform_ and normal_ -----
+
+#[test]
+fn uniform_and_normal_refuse_bad_ranges_and_leave_the_stream_alone() {
+    let mut g = TorchCpuGenerator::new(0);
+    // torch.empty(3).uniform_(1, 0): "uniform_ expects to return a [from,
+    // to) range, but found from=1 > to=0" (also for an empty tensor).
+    assert!(value_err(g.uniform(3, 1.0, 0.0)).contains("from=1 > to=0"));
+    assert!(value_err(g.uniform(0, 1.0, 0.0)).contains("from=1 > to=0"));
+    // NaN or infinite bounds: "from is out of bounds for float".
+    assert!(value_err(g.uniform(3, f32::NAN, 1.0)).contains("from"));
+    assert!(value_err(g.uniform(3, 0.0, f32::INFINITY)).contains("to"));
+    // -f32::MAX..f32::MAX: "uniform_ expects to-from <= max".
+    value_err(g.uniform(3, -f32::MAX, f32::MAX));
+    // torch.empty(3).normal_(0, -1) / (0, nan): "normal expects std >= 0.0".
+    assert!(value_err(g.normal(3, 0.0, -1.0)).contains("std >= 0.0"));
+    value_err(g.normal(0, 0.0, -1.0));
+    value_err(g.normal(20, 0.0, f32::NAN));
+    // Nothing was drawn: torch.manual_seed(0); torch.rand(5) (the stream's
+    // first five floats, bit for bit).
+    let bits: Vec<u32> = g
+        .uniform(5, 0.0, 1.0)
+        .unwrap()
+        .iter()
+        .map(|x| x.to_bits())
+        .collect();
+    assert_eq!(
+        bits,
+        [1056839000, 1061464623, 1035285416, 1040659200, 1050502790]
+    );
+    // Accepted edges: an empty range (from == to gives from), a range of
+    // f32::MAX, a zero std (gives the mean).
+    let mut h = TorchCpuGenerator::new(1);
+    assert_eq!(h.uniform(3, 1.0, 1.0).unwrap(), [1.0; 3]);
+    assert!(h
+        .uniform(3, 0.0, f32::MAX)
+        .unwrap()
+        .iter()
+        .all(|v| v.is_finite() && *v >= 0.0));
+    assert_eq!(h.normal(3, 2.0, 0.0).unwrap(), [2.0; 3]);
 }
