@@ -24,6 +24,9 @@
 //!   NaN or inf) and `normal` a negative or NaN `std`; PyTorch's
 //!   `uniform_`/`normal_` refuse all of them. Both are now value errors,
 //!   raised before anything is drawn (the stream is where it was).
+//! * `std` took the square root as `exp(ln(v) / 2)`: an f64 `std` of
+//!   `[0, 6]` (population) was 3.0000000000000004 where PyTorch gives 3; it
+//!   is now the correctly rounded square root.
 
 use strata_tensor::torch_random::TorchCpuGenerator;
 use strata_tensor::{DType, Device, Scalar, Tensor, TensorError};
@@ -279,4 +282,31 @@ fn uniform_and_normal_refuse_bad_ranges_and_leave_the_stream_alone() {
         .iter()
         .all(|v| v.is_finite() && *v >= 0.0));
     assert_eq!(h.normal(3, 2.0, 0.0).unwrap(), [2.0; 3]);
+}
+
+// ----- std: the correctly rounded square root -----
+
+#[test]
+fn std_is_the_correctly_rounded_root() {
+    // torch.tensor([0., 6.], dtype=float64).std(correction=0) -> 3.0 exactly
+    // (exp(ln(9) / 2) is 3.0000000000000004).
+    let x = Tensor::from_slice(&[0.0f64, 6.0], &[2], CPU).unwrap();
+    assert_eq!(x.std(None, 0.0, false).unwrap().item::<f64>().unwrap(), 3.0);
+    let rows = Tensor::from_slice(&[0.0f64, 6.0, 0.0, 2.0], &[2, 2], CPU).unwrap();
+    let s = rows.std(Some(&[1]), 0.0, false).unwrap();
+    assert_eq!(s.to_vec::<f64>().unwrap(), [3.0, 1.0]);
+    // Unbiased, 1..=10: var = 55 / 6; the reference is f64's own sqrt.
+    let v: Vec<f64> = (1..=10).map(f64::from).collect();
+    let t = Tensor::from_slice(&v, &[10], CPU).unwrap();
+    let got = t.std(None, 1.0, false).unwrap().item::<f64>().unwrap();
+    assert_eq!(got, (55.0f64 / 6.0).sqrt());
+    // f32 rounds the f64 root once: sqrt(2) for [0, 2] (correction 1).
+    let f = f32t(&[0.0, 2.0], &[2]);
+    let got = f.std(None, 1.0, false).unwrap().item::<f32>().unwrap();
+    assert_eq!(got, 2f64.sqrt() as f32);
+    // The edges: nothing to reduce is NaN, a correction past n is +inf.
+    let e = f32t(&[], &[0]).std(None, 1.0, false).unwrap();
+    assert!(e.item::<f32>().unwrap().is_nan());
+    let inf = f32t(&[1.0, 2.0], &[2]).std(None, 5.0, false).unwrap();
+    assert_eq!(inf.item::<f32>().unwrap(), f32::INFINITY);
 }
