@@ -473,7 +473,9 @@ impl CachingAllocator {
                 requested: size,
             });
         }
-        let mut guard = self.lock();
+        // The plain guard on the hot path: the trackers' events are passed
+        // on by hand below (`unlock_and_dispatch`), only while some exist.
+        let mut guard = self.state.lock();
         let st = &mut *guard;
         if st.caching_disabled {
             return self.allocate_uncached(st, size);
@@ -499,13 +501,30 @@ impl CachingAllocator {
                 match r {
                     Ok(id) => id,
                     Err(e) => {
-                        drop(guard);
+                        self.unlock_and_dispatch(guard);
                         return Err(self.notify_oom(e));
                     }
                 }
             }
         };
-        Ok(self.alloc_found_block(st, id, rounded, size, site))
+        let raw = self.alloc_found_block(st, id, rounded, size, site);
+        if st.observed {
+            self.unlock_and_dispatch(guard);
+        }
+        Ok(raw)
+    }
+
+    /// Releases the state's lock, then passes the events queued for the
+    /// trace trackers to them (what [`StateGuard`] does on drop, for the
+    /// paths that hold the plain guard).
+    #[inline]
+    fn unlock_and_dispatch(&self, mut guard: parking_lot::MutexGuard<'_, State>) {
+        if guard.tracked.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut guard.tracked);
+        drop(guard);
+        self.dispatch_tracked(events);
     }
 
     /// Returns an allocation to the cache. Memory used by other streams
@@ -517,8 +536,17 @@ impl CachingAllocator {
         if raw.block == UNCACHED {
             return self.free_uncached(raw);
         }
-        let mut guard = self.lock();
-        let st = &mut *guard;
+        let mut guard = self.state.lock();
+        let r = self.free_locked(&mut guard, raw);
+        if guard.observed {
+            self.unlock_and_dispatch(guard);
+        }
+        r
+    }
+
+    /// [`free_raw`](Self::free_raw) of a cached allocation, under the lock.
+    #[inline]
+    fn free_locked(&self, st: &mut State, raw: RawAllocation) -> Result<(), AllocError> {
         self.check_live(st, &raw)?;
         let id = raw.block;
         let b = &mut st.blocks[id];
@@ -540,6 +568,16 @@ impl CachingAllocator {
         if st.stats.oversize_allocations.current > 0 && std::mem::take(&mut st.blocks[id].oversize)
         {
             st.stats.oversize_allocations.decrease(1);
+        }
+        // One check while nothing observes the allocator: no history, no
+        // trace tracker.
+        if !st.observed {
+            return if st.blocks[id].stream_uses.is_empty() {
+                self.release_block(st, id);
+                Ok(())
+            } else {
+                self.insert_events(st, id)
+            };
         }
         st.track_block(Action::FreeRequested, id);
         if !st.history.enabled() {
@@ -1200,12 +1238,11 @@ impl CachingAllocator {
             stats.oversize_allocations.increase(1);
         }
         st.allocated_high.observe(now_allocated, st.free_clock);
-        if st.history.enabled() {
+        if st.observed {
             let stream = st.streams[s as usize].handle;
-            st.history.push_alloc(&mut st.blocks[id], stream, site);
-        }
-        if st.tracking {
-            let stream = st.streams[s as usize].handle;
+            if st.history.enabled() {
+                st.history.push_alloc(&mut st.blocks[id], stream, site);
+            }
             st.track(Action::Alloc, ptr, orig, stream);
         }
         RawAllocation {
@@ -1241,8 +1278,10 @@ impl CachingAllocator {
 
     /// Returns a block to its pool, merging it with free neighbours.
     fn free_block(&self, st: &mut State, id: u32) {
-        st.record_free(Action::FreeCompleted, id);
-        st.track_block(Action::FreeCompleted, id);
+        if st.observed {
+            st.record_free(Action::FreeCompleted, id);
+            st.track_block(Action::FreeCompleted, id);
+        }
         self.release_block(st, id);
     }
 
@@ -1922,6 +1961,7 @@ impl CachingAllocator {
         trackers.push(Arc::new(tracker));
         let mut st = self.state.lock();
         st.tracking = true;
+        st.refresh_observed();
         st.tracker_epoch.get_or_insert_with(std::time::Instant::now);
     }
 
@@ -1932,6 +1972,7 @@ impl CachingAllocator {
         trackers.clear();
         let mut st = self.state.lock();
         st.tracking = false;
+        st.refresh_observed();
         st.tracked.clear();
     }
 

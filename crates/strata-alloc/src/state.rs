@@ -274,6 +274,9 @@ pub(crate) struct State {
     /// Trace trackers are attached: every trace event is queued in
     /// `tracked` for them (`CachingAllocator::attach_trace_tracker`).
     pub tracking: bool,
+    /// History is recording or trackers are attached: the hot path's one
+    /// check for whether events are wanted at all (`refresh_observed`).
+    pub observed: bool,
     /// Events waiting to be passed to the trace trackers once the lock is
     /// released.
     pub tracked: Vec<crate::history::TraceEntry>,
@@ -318,6 +321,7 @@ impl State {
             caching_disabled: false,
             uncached: HashMap::new(),
             tracking: false,
+            observed: false,
             tracked: Vec::new(),
             tracker_epoch: None,
         }
@@ -449,6 +453,12 @@ impl State {
         if self.history.set(capacity, rec) {
             self.forget_recorded_blocks();
         }
+        self.refresh_observed();
+    }
+
+    /// Recomputes `observed` after history or the trackers changed.
+    pub fn refresh_observed(&mut self) {
+        self.observed = self.history.enabled() || self.tracking;
     }
 
     /// Forgets what history recorded and goes on recording (PyTorch's
