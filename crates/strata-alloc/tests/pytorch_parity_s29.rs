@@ -1288,3 +1288,86 @@ fn memory_metadata_belongs_to_the_thread_that_set_it() {
     assert_eq!(a.memory_metadata(), "");
     drop((x, y));
 }
+
+// ----- TestMemPool, three more -----------------------------------------------------------------
+
+/// Mirrors `TestMemPool.test_nested_mempool`: 20 MiB tensors (each its own
+/// 20 MiB segment) allocated in pool1, then pool2, then pool3, back in
+/// pool2, back in pool1: `memory_snapshot(pool.id)` finds 2, 2 and 1
+/// segments. Then `test_mempool_empty_cache`: a default-pool tensor and a
+/// pool tensor freed and the pool deleted leave the default pool's cached
+/// segment in the snapshot (the pool's `emptyCache` touches only the pool).
+/// Then `test_mempool_ctx_multithread`: while the main thread is inside
+/// `use_mem_pool` (its pool tensor freed), another thread's 1 MiB tensor
+/// goes to the default pool: two segments, 2 MiB active in the default pool
+/// (its 1 MiB and the main thread's earlier 1 MiB), none in the pool.
+#[test]
+fn nested_pools_deleted_pools_and_other_threads_as_test_mempool_has_them() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 8 * GIB);
+        let (p1, p2, p3) = (
+            a.mem_pool(Default::default()),
+            a.mem_pool(Default::default()),
+            a.mem_pool(Default::default()),
+        );
+        let mut data = Vec::new();
+        {
+            let _g1 = p1.activate();
+            data.push(a.allocate(20 * MIB, S0).unwrap());
+            {
+                let _g2 = p2.activate();
+                data.push(a.allocate(20 * MIB, S0).unwrap());
+                {
+                    let _g3 = p3.activate();
+                    data.push(a.allocate(20 * MIB, S0).unwrap());
+                }
+                data.push(a.allocate(20 * MIB, S0).unwrap());
+            }
+            data.push(a.allocate(20 * MIB, S0).unwrap());
+        }
+        let count = |p: &strata_alloc::MemPool| p.snapshot().len();
+        assert_eq!((count(&p1), count(&p2), count(&p3)), (2, 2, 1), "{mode}");
+        drop(data);
+        drop((p1, p2, p3));
+        a.empty_cache().unwrap();
+
+        // test_mempool_empty_cache
+        let pool = a.mem_pool(Default::default());
+        let x = a.allocate(4 * MIB, S0).unwrap();
+        let y = {
+            let _g = pool.activate();
+            a.allocate(4 * MIB, S0).unwrap()
+        };
+        drop((y, x));
+        drop(pool);
+        let segs = a.snapshot();
+        assert!(!segs.is_empty(), "{mode}");
+        assert!(segs.iter().all(|s| s.pool_id == (0, 0)), "{mode}");
+        a.empty_cache().unwrap();
+        assert!(a.snapshot().is_empty(), "{mode}");
+
+        // test_mempool_ctx_multithread (1 MiB tensors of int8)
+        let pool = a.mem_pool(Default::default());
+        let out1 = a.allocate(MIB, S0).unwrap();
+        let segments = {
+            let _g = pool.activate();
+            drop(a.allocate(MIB, S0).unwrap());
+            let a2 = Arc::clone(&a);
+            std::thread::spawn(move || {
+                let out = a2.allocate(MIB, S0).unwrap();
+                let s = a2.snapshot();
+                drop(out);
+                s
+            })
+            .join()
+            .unwrap()
+        };
+        assert_eq!(segments.len(), 2, "{mode}: {segments:?}");
+        for s in &segments {
+            let want = if s.pool_id == (0, 0) { 2 * MIB } else { 0 };
+            assert_eq!(s.active_size, want, "{mode}: {:?}", s.pool_id);
+        }
+        drop((out1, pool));
+        a.check_consistency().unwrap();
+    }
+}
