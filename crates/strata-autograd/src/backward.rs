@@ -27,8 +27,9 @@ impl Var {
     }
 
     /// `backward` with an explicit output gradient (needed for outputs with
-    /// more than one element) and `retain_graph` (keep the saved tensors so
-    /// the graph can be traversed again).
+    /// more than one element; of the output's shape, and converted to its
+    /// dtype when it has another) and `retain_graph` (keep the saved tensors
+    /// so the graph can be traversed again).
     pub fn backward_with(&self, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
         if !self.requires_grad() {
             return Err(AutogradError::NoGradFn);
@@ -41,7 +42,15 @@ impl Var {
                         got: g.shape().to_vec(),
                     });
                 }
-                g.clone()
+                // A gradient of another dtype is converted to the output's,
+                // as PyTorch's engine converts it: the backward formulas
+                // expect it (matmul's refused an f64 gradient of an f32
+                // product, gelu's an integer one).
+                if g.dtype() != self.dtype() {
+                    g.to_dtype(self.dtype())?
+                } else {
+                    g.clone()
+                }
             }
             None => {
                 if self.numel() != 1 {

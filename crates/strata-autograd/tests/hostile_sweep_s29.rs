@@ -33,13 +33,17 @@
 //! * `checkpoint` handed its function a plain detached copy of each input:
 //!   an in-place op on an input that is a parameter silently changed the
 //!   parameter (PyTorch refuses it), and an input modified in place was
-//!   recomputed from its new value (PyTorch's backward refuses it).
+//!   recomputed from its new value (PyTorch's backward refuses it);
+//! * `backward_with` passed a gradient of another dtype than its output's
+//!   to the backward formulas, some of which refused it (matmul an f64
+//!   gradient of an f32 product, gelu an integer or bool one); PyTorch
+//!   converts it to the output's dtype, and so does strata now.
 
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
 use strata_autograd::{
     checkpoint, clip_grad_norm_, Adam, AdamW, AutogradError, GradScaler, Optimizer, Sgd, Var,
 };
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
 const CPU: Device = Device::Cpu;
 
@@ -343,5 +347,35 @@ fn checkpoint_refuses_in_place_ops_on_its_inputs_as_pytorch() {
     out.sum(None, false).unwrap().backward().unwrap();
     for g in grad_f32(&w) {
         assert!((g - 2.0 * 2f32.exp()).abs() < 1e-4, "{g}");
+    }
+}
+
+// ------------------------------------------------------ backward_with
+
+#[test]
+fn backward_with_converts_a_gradient_of_another_dtype_as_pytorch() {
+    // PyTorch: x = ones(2, 2); (x @ x).backward(ones(2, 2, int64)) gives
+    // x.grad = 4 everywhere (f32); F.gelu(x).backward(ones(4, bool)) for
+    // x = [1, -2, 3, 0.5] gives gelu'(x).
+    for dtype in [DType::F64, DType::I64, DType::Bool, DType::F16] {
+        let x = Var::parameter(Tensor::ones(&[2, 2], DType::F32, CPU).unwrap()).unwrap();
+        let g = Tensor::ones(&[2, 2], dtype, CPU).unwrap();
+        x.matmul(&x)
+            .unwrap()
+            .backward_with(Some(&g), false)
+            .unwrap();
+        assert_eq!(x.grad().unwrap().dtype(), DType::F32);
+        assert_eq!(grad_f32(&x), vec![4.0; 4], "{dtype:?}");
+
+        let x = param(&[1.0, -2.0, 3.0, 0.5]);
+        let g = Tensor::ones(&[4], dtype, CPU).unwrap();
+        x.gelu(GeluApprox::None)
+            .unwrap()
+            .backward_with(Some(&g), false)
+            .unwrap();
+        let expected = [1.0833154, -0.0852319, 1.0119456, 0.8674951];
+        for (a, b) in grad_f32(&x).iter().zip(expected) {
+            assert!((a - b).abs() < 1e-5, "{dtype:?}: {a} vs {b}");
+        }
     }
 }
