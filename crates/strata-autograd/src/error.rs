@@ -47,8 +47,8 @@ pub enum AutogradError {
         op: &'static str,
     },
     /// An in-place operation, with grad mode on, on a view made in no-grad
-    /// mode of a variable that requires grad.
-    #[error("{op}: this view was made in no_grad mode of a variable that requires grad and is being modified in place with grad mode on, which PyTorch forbids as ambiguous; make the view and the in-place op both inside no_grad (not tracked) or both outside it (tracked)")]
+    /// (or inference) mode of a variable that requires grad.
+    #[error("{op}: this view was made in no_grad (or inference) mode of a variable that requires grad and is being modified in place with grad mode on, which PyTorch forbids as ambiguous; make the view and the in-place op both inside no_grad (not tracked) or both outside it (tracked)")]
     InPlaceOnNoGradView {
         /// The in-place op.
         op: &'static str,

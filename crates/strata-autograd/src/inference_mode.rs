@@ -5,8 +5,14 @@
 //! (each input's `grad_fn` lock, an edge list allocated per op) before
 //! deciding not to record, and in-place ops still check the leaf and view
 //! rules. Under inference mode an op goes straight from the tensor result to
-//! an untracked [`Var`](crate::Var): no input is inspected, no edge list is
-//! made, no view is tracked and in-place ops skip their autograd checks.
+//! an untracked [`Var`](crate::Var): no edge list is made, no view is
+//! tracked and in-place ops skip their autograd checks. The one input
+//! looked at is a view op's: a view of a variable that requires grad is
+//! marked as a `no_grad` one is, so that an in-place op on it after the
+//! region, with grad mode on, is refused
+//! ([`AutogradError::InPlaceOnNoGradView`](crate::AutogradError), as
+//! PyTorch forbids it) instead of changing that variable behind autograd's
+//! back.
 //! `tests/inference_mode.rs` counts the heap allocations of the same ops in
 //! both modes. (The storage's version counter is strata-tensor's and is
 //! still bumped by in-place ops: one atomic increment.)

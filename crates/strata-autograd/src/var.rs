@@ -39,9 +39,10 @@ pub(crate) struct VarInner {
     grad: Mutex<GradSlot>,
     /// Made by a view op while recording (in-place ops on it are refused).
     is_view: bool,
-    /// Made by a view op in no-grad mode from a variable that requires grad
-    /// (or from such a view): an in-place op on it with grad mode on is
-    /// refused, as PyTorch refuses it (`CreationMeta::NO_GRAD_MODE`).
+    /// Made by a view op in no-grad or inference mode from a variable that
+    /// requires grad (or from such a view): an in-place op on it with grad
+    /// mode on is refused, as PyTorch refuses it
+    /// (`CreationMeta::NO_GRAD_MODE`, `INFERENCE_MODE`).
     no_grad_view: bool,
     /// Stands, inside a checkpointed forward, for a leaf that requires grad
     /// (the function's detached copy of such an input, or a view of one):
@@ -567,7 +568,15 @@ pub(crate) fn record(
     is_view: bool,
 ) -> Var {
     if crate::inference_mode::is_inference_mode_enabled() {
-        // No bookkeeping at all: the inputs are not even looked at.
+        // No bookkeeping, except for a view of a variable that requires
+        // grad (or of such a view): modified in place later with grad mode
+        // on, it would change that variable behind autograd's back, which
+        // PyTorch forbids ("a view was created in inference mode and is
+        // being modified inplace in normal mode"), as for a no_grad view.
+        let base = inputs.first().copied().flatten();
+        if is_view && base.is_some_and(|b| b.is_no_grad_view() || b.requires_grad()) {
+            return Var::no_grad_view_of(output);
+        }
         return Var::new(output);
     }
     crate::checkpoint::note_parameters(inputs);

@@ -37,11 +37,16 @@
 //! * `backward_with` passed a gradient of another dtype than its output's
 //!   to the backward formulas, some of which refused it (matmul an f64
 //!   gradient of an f32 product, gelu an integer or bool one); PyTorch
-//!   converts it to the output's dtype, and so does strata now.
+//!   converts it to the output's dtype, and so does strata now;
+//! * a view of a parameter made in inference mode could be modified in
+//!   place after the region with grad mode on, changing the parameter
+//!   behind autograd's back; PyTorch forbids it (as for a view made in
+//!   `no_grad`), and strata now refuses it with `InPlaceOnNoGradView`.
 
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
 use strata_autograd::{
-    checkpoint, clip_grad_norm_, Adam, AdamW, AutogradError, GradScaler, Optimizer, Sgd, Var,
+    checkpoint, clip_grad_norm_, inference_mode, no_grad, Adam, AdamW, AutogradError, GradScaler,
+    Optimizer, Sgd, Var,
 };
 use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
@@ -378,4 +383,39 @@ fn backward_with_converts_a_gradient_of_another_dtype_as_pytorch() {
             assert!((a - b).abs() < 1e-5, "{dtype:?}: {a} vs {b}");
         }
     }
+}
+
+// -------------------------------------------------------- inference mode
+
+#[test]
+fn a_view_made_in_inference_mode_is_not_modified_in_place_with_grad_mode_on() {
+    // PyTorch: v = w[:2] in inference mode; v.mul_(2) afterwards raises
+    // "A view was created in inference mode and is being modified inplace
+    // in normal mode"; inside inference mode (or under no_grad) it runs.
+    let w = param(&[1.0, 1.0, 1.0]);
+    let v = inference_mode(|| w.narrow(0, 0, 2)).unwrap();
+    let err = v.mul_(2.0).unwrap_err();
+    assert!(
+        matches!(err, AutogradError::InPlaceOnNoGradView { .. }),
+        "{err}"
+    );
+    // A view of that view too.
+    let err = v.narrow(0, 0, 1).unwrap().add_(1.0).unwrap_err();
+    assert!(
+        matches!(err, AutogradError::InPlaceOnNoGradView { .. }),
+        "{err}"
+    );
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+    inference_mode(|| v.mul_(3.0).map(|_| ())).unwrap();
+    no_grad(|| v.mul_(2.0).map(|_| ())).unwrap();
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![6.0, 6.0, 1.0]);
+    // Results and views of variables that do not require grad stay free.
+    let d = Var::new(Tensor::ones(&[3], DType::F32, CPU).unwrap());
+    let r = inference_mode(|| w.mul(2.0)).unwrap();
+    r.mul_(2.0).unwrap();
+    inference_mode(|| d.narrow(0, 0, 2))
+        .unwrap()
+        .mul_(2.0)
+        .unwrap();
+    assert_eq!(d.to_vec::<f32>().unwrap(), vec![2.0, 2.0, 1.0]);
 }
