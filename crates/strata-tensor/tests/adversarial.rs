@@ -1269,8 +1269,20 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
         }
         NewOp::Dropout(p, train, seed) => {
             let t = x.dropout(*p, *train, *seed)?;
-            assert!((0.0..=1.0).contains(p) && x.dtype().is_float());
-            assert_eq!(t.shape(), x.shape());
+            // PyTorch's rule: any dtype when nothing is dropped (eval, p = 0,
+            // no element: the input itself) or for p = 1 (zeros of its
+            // dtype); a float tensor otherwise.
+            let passthrough = !*train || *p == 0.0 || x.numel() == 0;
+            assert!((0.0..=1.0).contains(p) && (x.dtype().is_float() || passthrough || *p == 1.0));
+            assert_eq!((t.shape(), t.dtype()), (x.shape(), x.dtype()));
+            if passthrough {
+                assert!(eqv(&t, x), "dropout that drops nothing changed the input");
+            } else if *p == 1.0 {
+                assert!(
+                    f64s(&t).iter().all(|&g| g == 0.0),
+                    "dropout(p = 1) is not zeros"
+                );
+            }
             if x.dtype() == DType::F64 && *train && *p < 1.0 {
                 let scale = 1.0 / (1.0 - p);
                 for (g, v) in f64s(&t).iter().zip(vals()) {

@@ -27,6 +27,12 @@
 //! * `std` took the square root as `exp(ln(v) / 2)`: an f64 `std` of
 //!   `[0, 6]` (population) was 3.0000000000000004 where PyTorch gives 3; it
 //!   is now the correctly rounded square root.
+//! * `dropout` refused every integer or bool tensor; PyTorch 2.15 returns
+//!   the input unchanged when nothing is dropped (eval, `p = 0`, an empty
+//!   tensor) and zeros of its dtype for `p = 1`, whatever the dtype (only
+//!   `0 < p < 1` needs a float tensor). strata now does the same.
+//! * `embedding` with an index out of range named `index_select` (the op it
+//!   is computed with) in its error; it names `embedding` now.
 
 use strata_tensor::torch_random::TorchCpuGenerator;
 use strata_tensor::{DType, Device, Scalar, Tensor, TensorError};
@@ -309,4 +315,62 @@ fn std_is_the_correctly_rounded_root() {
     assert!(e.item::<f32>().unwrap().is_nan());
     let inf = f32t(&[1.0, 2.0], &[2]).std(None, 5.0, false).unwrap();
     assert_eq!(inf.item::<f32>().unwrap(), f32::INFINITY);
+}
+
+// ----- dropout of integer and bool tensors; embedding's own errors -----
+
+#[test]
+fn dropout_passes_integer_tensors_through_where_pytorch_does() {
+    let x = i64t(&[1, 2, 3], &[3]);
+    // F.dropout(tensor([1, 2, 3]), p=0.0) -> the input; training=False ->
+    // the input; p=1.0 -> zeros of int64; an empty int64 tensor -> itself.
+    for (p, train) in [(0.0, true), (0.5, false), (1.0, false)] {
+        let y = x.dropout(p, train, 7).unwrap();
+        assert_eq!(
+            (y.dtype(), y.to_vec::<i64>().unwrap()),
+            (DType::I64, vec![1, 2, 3])
+        );
+    }
+    let z = x.dropout(1.0, true, 7).unwrap();
+    assert_eq!(
+        (z.dtype(), z.to_vec::<i64>().unwrap()),
+        (DType::I64, vec![0, 0, 0])
+    );
+    let e = i64t(&[], &[0]).dropout(0.5, true, 7).unwrap();
+    assert_eq!((e.dtype(), e.shape()), (DType::I64, &[0][..]));
+    // F.dropout(ones(2, dtype=bool), p=1.0) -> [False, False].
+    let b = Tensor::from_slice(&[true, true], &[2], CPU).unwrap();
+    assert_eq!(
+        b.dropout(1.0, true, 7).unwrap().to_vec::<bool>().unwrap(),
+        [false, false]
+    );
+    // 0 < p < 1 on an integer tensor: PyTorch's "result type Float can't
+    // be cast to the desired output type Long"; a NaN p is refused first.
+    assert!(matches!(
+        x.dropout(0.5, true, 7),
+        Err(TensorError::DType { .. })
+    ));
+    value_err(x.dropout(f64::NAN, false, 7));
+    value_err(x.dropout(1.5, false, 7));
+    assert_eq!(x.to_vec::<i64>().unwrap(), [1, 2, 3]);
+}
+
+#[test]
+fn embedding_names_itself_in_an_index_error() {
+    let w = Tensor::ones(&[3, 2], DType::F32, CPU).unwrap();
+    for bad in [-1i64, 3] {
+        let e = Tensor::embedding(&i64t(&[0, bad], &[2]), &w, None).unwrap_err();
+        match e {
+            TensorError::Index { op, msg } => {
+                assert_eq!(op, "embedding");
+                assert!(msg.contains(&bad.to_string()), "{msg}");
+            }
+            other => panic!("expected an index error, got {other:?}"),
+        }
+    }
+    // F.embedding(tensor(1), arange(6.).view(3, 2)) -> tensor([2., 3.]).
+    let w6 = f32t(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[3, 2]);
+    let one = Tensor::scalar(1i64, DType::I64, CPU).unwrap();
+    let r = Tensor::embedding(&one, &w6, None).unwrap();
+    assert_eq!((r.shape(), f32s(&r)), (&[2][..], vec![2.0, 3.0]));
 }

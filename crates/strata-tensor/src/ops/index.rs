@@ -417,7 +417,17 @@ impl Tensor {
                 ));
             }
         }
-        let rows = weight.index_select(0, &indices.reshape(&[-1])?)?;
+        // An index out of range is the caller's embedding error, not an
+        // error of the index_select it is computed with.
+        let rows = weight
+            .index_select(0, &indices.reshape(&[-1])?)
+            .map_err(|e| match e {
+                TensorError::Index { msg, .. } => TensorError::Index {
+                    op: OP,
+                    msg: format!("{msg} (the weight has {v} rows)"),
+                },
+                e => e,
+            })?;
         let mut shape: Vec<i64> = indices.shape().iter().map(|&s| s as i64).collect();
         shape.push(weight.shape()[1] as i64);
         rows.reshape(&shape)

@@ -936,7 +936,9 @@ impl Tensor {
 
     /// `F.dropout(self, p, train)` with the mask drawn from the Philox stream
     /// `seed`: kept elements are scaled by `1 / (1 - p)`, dropped ones are 0.
-    /// Not training, or p = 0, returns self; p = 1 gives zeros.
+    /// Not training, p = 0 or an empty tensor returns self; p = 1 gives
+    /// zeros. As in PyTorch, those hold for every dtype; otherwise the input
+    /// must be a float tensor.
     pub fn dropout(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
         const OP: &str = "dropout";
         if !(0.0..=1.0).contains(&p) {
@@ -945,13 +947,18 @@ impl Tensor {
                 format!("dropout probability has to be between 0 and 1, but got {p}"),
             ));
         }
-        float_only(OP, self)?;
-        if !train || p == 0.0 {
+        // PyTorch's `_dropout`: the input itself when nothing is dropped
+        // (eval, p = 0, or no element) and zeros of its dtype for p = 1,
+        // whatever the dtype; only the scaling needs a float tensor (an
+        // integer input with 0 < p < 1 is its "result type Float can't be
+        // cast to the desired output type").
+        if !train || p == 0.0 || self.numel() == 0 {
             return Ok(self.clone());
         }
         if p == 1.0 {
             return Tensor::zeros(self.shape(), self.dtype(), self.device());
         }
+        float_only(OP, self)?;
         let keep = Tensor::dropout_mask(self.shape(), p, seed, self.device())?;
         Tensor::where_cond(&keep, &self.mul(Scalar::Float(1.0 / (1.0 - p)))?, 0.0)
     }
