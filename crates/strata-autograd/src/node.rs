@@ -39,6 +39,9 @@ struct Saved {
     version: u64,
 }
 
+/// The name of `zero_`'s node, which passes no gradient on.
+pub(crate) const ZERO_BACKWARD: &str = "ZeroBackward_";
+
 /// Hands out [`Node::sequence_nr`]s: process-wide, increasing with creation.
 static NEXT_SEQUENCE_NR: AtomicU64 = AtomicU64::new(0);
 
@@ -172,24 +175,40 @@ impl Node {
     pub(crate) fn apply(&self, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
         let saved: Vec<Tensor> = {
             let guard = self.saved.lock();
-            let saved = guard
-                .as_ref()
-                .ok_or(AutogradError::GraphReleased { op: self.name })?;
-            for (index, s) in saved.iter().enumerate() {
-                let current = s.tensor.version();
-                if current != s.version {
-                    return Err(AutogradError::SavedTensorModified {
-                        op: self.name,
-                        index,
-                        saved: s.version,
-                        current,
-                    });
-                }
-            }
+            let saved = self.checked(guard.as_ref())?;
             saved.iter().map(|s| s.tensor.clone()).collect()
         };
         let needs: Vec<bool> = self.edges.iter().map(Option::is_some).collect();
         (self.backward)(grad, &saved, &needs)
+    }
+
+    /// The saved tensors, unless released or modified since they were saved.
+    fn checked<'a>(&self, saved: Option<&'a Vec<Saved>>) -> Result<&'a Vec<Saved>> {
+        let saved = saved.ok_or(AutogradError::GraphReleased { op: self.name })?;
+        for (index, s) in saved.iter().enumerate() {
+            let current = s.tensor.version();
+            if current != s.version {
+                return Err(AutogradError::SavedTensorModified {
+                    op: self.name,
+                    index,
+                    saved: s.version,
+                    current,
+                });
+            }
+        }
+        Ok(saved)
+    }
+
+    /// The error [`Node::apply`] would give for the saved tensors (released,
+    /// or modified in place), checked before a backward pass runs anything.
+    pub(crate) fn check_saved(&self) -> Result<()> {
+        self.checked(self.saved.lock().as_ref()).map(|_| ())
+    }
+
+    /// Whether this node never passes a gradient on (`zero_`'s: the nodes
+    /// below it run without one, and are not checked before the pass).
+    pub(crate) fn blocks_gradient(&self) -> bool {
+        self.name == ZERO_BACKWARD
     }
 
     /// Drops the saved tensors (their memory goes back to the allocator unless

@@ -41,7 +41,12 @@
 //! * a view of a parameter made in inference mode could be modified in
 //!   place after the region with grad mode on, changing the parameter
 //!   behind autograd's back; PyTorch forbids it (as for a view made in
-//!   `no_grad`), and strata now refuses it with `InPlaceOnNoGradView`.
+//!   `no_grad`), and strata now refuses it with `InPlaceOnNoGradView`;
+//! * a backward that reached a node released by an earlier backward, or a
+//!   saved tensor modified in place, failed there, after the nodes before
+//!   it had added into other leaves' `.grad` and released their saved
+//!   tensors (PyTorch does the same); such nodes are now found before the
+//!   pass runs anything, and the failed pass changes no gradient.
 
 use strata_autograd::autocast::{AutocastGuard, DeviceType};
 use strata_autograd::{
@@ -418,4 +423,53 @@ fn a_view_made_in_inference_mode_is_not_modified_in_place_with_grad_mode_on() {
         .mul_(2.0)
         .unwrap();
     assert_eq!(d.to_vec::<f32>().unwrap(), vec![2.0, 2.0, 1.0]);
+}
+
+// ------------------------------------------------ failing backward passes
+
+#[test]
+fn a_backward_that_cannot_complete_changes_no_gradient() {
+    let w = param(&[1.0, 2.0]);
+    let z = param(&[1.0, 1.0]);
+    let x = Var::new(Tensor::from_slice(&[3.0f32, 4.0], &[2], CPU).unwrap());
+    let sum = |v: &Var| v.sum(None, false).unwrap();
+    let y = w.mul(&x).unwrap();
+    sum(&y).backward().unwrap();
+    assert_eq!(grad_f32(&w), vec![3.0, 4.0]);
+
+    // Through y's released node: z's branch (recorded last, so run first)
+    // used to add its gradient before the pass failed.
+    let l = sum(&y.mul(2.0).unwrap()).add(&sum(&z)).unwrap();
+    let err = l.backward().unwrap_err();
+    assert!(
+        matches!(err, AutogradError::GraphReleased { op: "MulBackward" }),
+        "{err}"
+    );
+    assert!(z.grad().is_none());
+    assert_eq!(grad_f32(&w), vec![3.0, 4.0]);
+
+    // A saved tensor modified in place: exp's result.
+    let a = w.exp().unwrap();
+    let l = sum(&a).add(&sum(&z.mul(&z).unwrap())).unwrap();
+    a.data().add_(1.0).unwrap();
+    let err = l.backward().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AutogradError::SavedTensorModified {
+                op: "ExpBackward",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(z.grad().is_none());
+    assert_eq!(grad_f32(&w), vec![3.0, 4.0]);
+
+    // Nothing was released by the failed pass: z's branch alone still
+    // back-propagates (d/dz sum(z * z) = 2 z).
+    let zz = z.mul(&z).unwrap();
+    let l = sum(&zz).add(&sum(&w.exp().unwrap())).unwrap();
+    l.backward().unwrap();
+    assert_eq!(grad_f32(&z), vec![2.0, 2.0]);
 }

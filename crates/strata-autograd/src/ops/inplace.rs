@@ -153,7 +153,7 @@ impl Var {
         self.data().zero_()?;
         if recording {
             let f = formula(|_g, _s, _n| Ok(vec![None]));
-            let node = Node::new("ZeroBackward_", vec![self.edge()], Vec::new(), f);
+            let node = Node::new(crate::node::ZERO_BACKWARD, vec![self.edge()], Vec::new(), f);
             self.set_grad_fn(Arc::new(node));
         }
         Ok(self)
