@@ -40,6 +40,12 @@
 //!   layouts, and an allocation failure midway left the moments updated
 //!   and the parameter not. Strided operands now take the fused kernel on
 //!   contiguous copies made before anything is written.
+//! * `masked_fill_` with a mask that shares part of self's memory
+//!   (`x[1:].masked_fill_(x[:-1], true)` on a bool `x`) filled as if the
+//!   mask had been copied first; PyTorch 2.15 refuses it ("some elements of
+//!   the input tensor and the written-to tensor refer to a single memory
+//!   location"), and so does strata now (`TensorError::Overlap`, self
+//!   unchanged). A mask that is self itself is still allowed.
 
 use strata_tensor::torch_random::TorchCpuGenerator;
 use strata_tensor::{DType, Device, Scalar, Tensor, TensorError};
@@ -441,4 +447,52 @@ fn adam_on_strided_operands_matches_the_contiguous_update_bit_for_bit() {
             );
         }
     }
+}
+
+// ----- masked_fill_ with a mask that overlaps self in part -----
+
+#[test]
+fn masked_fill_with_a_partially_overlapping_mask_is_refused() {
+    let bools = |v: &[bool], shape: &[usize]| Tensor::from_slice(v, shape, CPU).unwrap();
+    let x = bools(&[true, false, true, false], &[4]);
+    let out = x.slice(0, Some(1), None, 1).unwrap();
+    let mask = x.slice(0, None, Some(-1), 1).unwrap();
+    // x[1:].masked_fill_(x[:-1], True): PyTorch's "some elements of the
+    // input tensor and the written-to tensor refer to a single memory
+    // location".
+    let e = out.masked_fill_(&mask, true).unwrap_err();
+    assert!(matches!(e, TensorError::Overlap { .. }), "{e}");
+    assert!(e.to_string().contains("masked_fill_"), "{e}");
+    assert_eq!(x.to_vec::<bool>().unwrap(), [true, false, true, false]);
+    // A [2, 2] view filled through its own transpose: refused too.
+    let m = bools(&[true, false, true, false], &[2, 2]);
+    let e = m.masked_fill_(&m.t().unwrap(), true).unwrap_err();
+    assert!(matches!(e, TensorError::Overlap { .. }), "{e}");
+    assert_eq!(m.to_vec::<bool>().unwrap(), [true, false, true, false]);
+    // Allowed, as in PyTorch: the mask is self (-> all false), interleaved
+    // disjoint halves (x[::2].masked_fill_(x[1::2], True) changes nothing
+    // here), a mask beside self in the same storage.
+    let s = bools(&[true, false, true], &[3]);
+    s.masked_fill_(&s, false).unwrap();
+    assert_eq!(s.to_vec::<bool>().unwrap(), [false, false, false]);
+    let y = bools(&[true, false, true, false], &[4]);
+    y.slice(0, None, None, 2)
+        .unwrap()
+        .masked_fill_(&y.slice(0, Some(1), None, 2).unwrap(), true)
+        .unwrap();
+    assert_eq!(y.to_vec::<bool>().unwrap(), [true, false, true, false]);
+    let z = bools(&[true, false, true, false], &[4]);
+    z.slice(0, Some(1), None, 1)
+        .unwrap()
+        .masked_fill_(&z.slice(0, None, Some(1), 1).unwrap(), true)
+        .unwrap();
+    assert_eq!(z.to_vec::<bool>().unwrap(), [true, true, true, true]);
+    // An expanded self is still allowed (PyTorch warns, fills every alias).
+    let e = Tensor::zeros(&[1], DType::F32, CPU)
+        .unwrap()
+        .expand(&[3])
+        .unwrap();
+    e.masked_fill_(&bools(&[true, false, true], &[3]), 1.0)
+        .unwrap();
+    assert_eq!(f32s(&e), [1.0, 1.0, 1.0]);
 }

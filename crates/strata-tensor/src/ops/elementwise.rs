@@ -156,6 +156,28 @@ pub(crate) fn check_no_overlap(op: &'static str, out: &Tensor, inputs: &[&Tensor
     Ok(())
 }
 
+/// PyTorch's `assert_no_partial_overlap` for an in-place op that reads an
+/// input element by element beside its output (`masked_fill_`'s mask): an
+/// input that is the output itself, or shares no memory with it, is fine;
+/// one that shares only part of it is an error. The output's own aliasing
+/// is left to the caller (`masked_fill_` allows an expanded output).
+pub(crate) fn check_no_partial_overlap(
+    op: &'static str,
+    out: &Tensor,
+    input: &Tensor,
+) -> Result<()> {
+    if overlap(out, input) == Overlap::Partial {
+        return Err(overlap_error(
+            op,
+            input,
+            out,
+            "partially overlaps",
+            "; clone() the input first",
+        ));
+    }
+    Ok(())
+}
+
 /// The overlap error naming the input's and the output's layouts: "an input
 /// (…) `how` the output (…)`advice`".
 fn overlap_error(

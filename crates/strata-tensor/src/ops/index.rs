@@ -13,7 +13,9 @@
 //! [`NnKernel::MaskCount`] per chunk, a cumsum of the counts, one read of the
 //! total to size the result, and a scatter pass [`NnKernel::MaskCompact`]).
 
-use super::elementwise::{check_inplace, check_no_overlap, launch, same_device, Operand};
+use super::elementwise::{
+    check_inplace, check_no_overlap, check_no_partial_overlap, launch, same_device, Operand,
+};
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -467,10 +469,16 @@ impl Tensor {
 
     /// In-place [`Tensor::masked_fill`]: the mask broadcasts to self's shape.
     /// Allowed on an expanded self (an element is filled when any of its
-    /// aliases is masked, as in PyTorch).
+    /// aliases is masked, as in PyTorch). A mask that shares part of self's
+    /// memory (not all of it) is a [`TensorError::Overlap`], as in PyTorch.
     pub fn masked_fill_<'a>(&self, mask: &Tensor, value: impl Into<Operand<'a>>) -> Result<Tensor> {
         const OP: &str = "masked_fill_";
         check_mask(OP, self, mask)?;
+        // PyTorch 2.15 refuses a mask that shares part of self's memory
+        // ("some elements of the input tensor and the written-to tensor
+        // refer to a single memory location"); the mask being self itself
+        // (a bool tensor filling where it is true) is fine.
+        check_no_partial_overlap(OP, self, mask)?;
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         if shape != self.shape() {
             return Err(TensorError::InPlaceBroadcast {
