@@ -569,18 +569,11 @@ impl CachingAllocator {
         {
             st.stats.oversize_allocations.decrease(1);
         }
-        // One check while nothing observes the allocator: no history, no
-        // trace tracker.
-        if !st.observed {
-            return if st.blocks[id].stream_uses.is_empty() {
-                self.release_block(st, id);
-                Ok(())
-            } else {
-                self.insert_events(st, id)
-            };
-        }
+        // Queued for the trace trackers only while some are attached.
         st.track_block(Action::FreeRequested, id);
         if !st.history.enabled() {
+            // `free_block` records and tracks only while something observes
+            // the allocator, and otherwise releases the block at once.
             return if st.blocks[id].stream_uses.is_empty() {
                 self.free_block(st, id);
                 Ok(())

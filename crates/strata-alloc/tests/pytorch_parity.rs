@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{decode, int, key, list, string};
+use common::{decode, int, key, list, sim_device as sim, stat, string};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -29,23 +29,11 @@ const S1: StreamId = StreamId(21);
 /// memory): most tests run under both.
 const MODES: [&str; 2] = ["expandable_segments:False", "expandable_segments:True"];
 
-fn sim(conf: &str, capacity: u64) -> (Arc<SimDriver>, Arc<CachingAllocator>) {
-    let d = Arc::new(SimDriver::new(capacity, 2 * MIB));
-    let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
-    (d, a)
-}
-
 /// A device without virtual memory: PyTorch's default of ordinary segments
 /// whatever the settings say.
 fn sim_no_vm(conf: &str, capacity: u64) -> Arc<CachingAllocator> {
     let d = Arc::new(SimDriver::new(capacity, 0));
     CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
-}
-
-fn stat(a: &CachingAllocator, k: &str) -> i64 {
-    a.memory_stats()
-        .get(k)
-        .unwrap_or_else(|| panic!("no stat {k}"))
 }
 
 /// A small deterministic generator (no dependency on `rand`).

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{decode, int, key, list, string};
+use common::{decode, int, key, list, sim_device as sim, stat, string};
 use serde_pickle::{HashableValue, Value};
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
@@ -23,18 +23,6 @@ const S1: StreamId = StreamId(21);
 
 /// PyTorch's default segments, and strata's default expandable segments.
 const MODES: [&str; 2] = ["expandable_segments:False", "expandable_segments:True"];
-
-fn sim(conf: &str, capacity: u64) -> (Arc<SimDriver>, Arc<CachingAllocator>) {
-    let d = Arc::new(SimDriver::new(capacity, 2 * MIB));
-    let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
-    (d, a)
-}
-
-fn stat(a: &CachingAllocator, k: &str) -> i64 {
-    a.memory_stats()
-        .get(k)
-        .unwrap_or_else(|| panic!("no stat {k}"))
-}
 
 /// Whether a pickled dict has string key `k`.
 fn has_key(v: &Value, k: &str) -> bool {

@@ -49,11 +49,25 @@ pub fn int(v: &Value) -> u64 {
     }
 }
 
+/// A simulated device of `capacity` bytes and 2 MiB pages, and an allocator
+/// over it with settings `conf`.
+pub fn sim_device(conf: &str, capacity: u64) -> (Arc<SimDriver>, Arc<CachingAllocator>) {
+    let d = Arc::new(SimDriver::new(capacity, 2 << 20));
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
+    (d, a)
+}
+
 /// An allocator over a simulated device of `capacity` bytes and 2 MiB pages,
 /// with settings `conf`.
 pub fn sim_with(capacity: u64, conf: &str) -> Arc<CachingAllocator> {
-    let d = Arc::new(SimDriver::new(capacity, 2 << 20));
-    CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
+    sim_device(conf, capacity).1
+}
+
+/// The statistic named `k` (PyTorch's key), panicking when there is none.
+pub fn stat(a: &CachingAllocator, k: &str) -> i64 {
+    a.memory_stats()
+        .get(k)
+        .unwrap_or_else(|| panic!("no stat {k}"))
 }
 
 /// [`sim_with`] a 16 GiB device.
