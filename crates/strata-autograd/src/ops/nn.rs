@@ -29,7 +29,7 @@ pub fn manual_seed(seed: u64) {
 }
 
 /// The default generator's state: `(seed, offset)`; the offset grows by one
-/// per dropout call in training mode.
+/// per dropout call that draws a mask (training, 0 < p < 1, some element).
 pub fn generator_state() -> (u64, u64) {
     let s = strata_tensor::generator::rng_state();
     (s.seed, s.offset)
@@ -309,13 +309,27 @@ impl Var {
     }
 
     /// `F.dropout(self, p, train)`: the mask comes from the dropout generator
-    /// ([`manual_seed`]), whose offset advances once per call; only the seed
-    /// is kept for backward, where the mask is regenerated.
+    /// ([`manual_seed`]), whose offset advances once per call that draws a
+    /// mask; only the seed is kept for backward, where the mask is
+    /// regenerated.
+    ///
+    /// As PyTorch's `_dropout`, a call that needs no mask (not training,
+    /// `p` = 0 or 1, no element) returns the input or zeros of any dtype
+    /// and draws nothing; neither does a call that fails (a `p` outside
+    /// [0, 1], an integer input with 0 < `p` < 1): the arguments are
+    /// checked before the generator is advanced (PyTorch draws the noise
+    /// before refusing an integer input).
     pub fn dropout(&self, p: f64, train: bool) -> Result<Var> {
-        if !train || p == 0.0 || !(0.0..=1.0).contains(&p) {
-            // Identity, or the tensor op's typed error for a bad p.
+        let draws = train && p > 0.0 && p < 1.0 && self.numel() > 0;
+        if !draws || !self.dtype().is_float() {
+            // Identity, zeros (p = 1), or the tensor op's typed error for a
+            // bad p or an integer input that would need scaling.
             let out = self.data().dropout(p, train, 0)?;
-            let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
+            let drop_all = train && p == 1.0;
+            let f = formula(move |g, _s, _n| {
+                // PyTorch multiplies by zeros for p = 1: NaN * 0 stays NaN.
+                Ok(vec![Some(if drop_all { g.mul(0.0)? } else { g.clone() })])
+            });
             return Ok(record(
                 "DropoutBackward",
                 out,
@@ -329,9 +343,6 @@ impl Var {
         let out = self.data().dropout(p, true, seed)?;
         let shape = self.shape().to_vec();
         let f = formula(move |g, _s, _n| {
-            if p == 1.0 {
-                return Ok(vec![Some(g.mul(0.0)?)]);
-            }
             let keep = Tensor::dropout_mask(&shape, p, seed, g.device())?;
             Ok(vec![Some(Tensor::where_cond(
                 &keep,
