@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 use strata_autograd::{generator_state, manual_seed, AutogradError, Var};
-use strata_tensor::{DType, Device, Tensor, TensorError};
+use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
 
@@ -18,6 +18,16 @@ fn grad_f32(v: &Var) -> Vec<f32> {
 
 fn param(v: &[f32]) -> Var {
     Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
+}
+
+fn close(got: &[f32], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
+    for (a, b) in got.iter().zip(want) {
+        assert!(
+            (*a as f64 - b).abs() <= tol * b.abs().max(1.0),
+            "{got:?} vs {want:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------- dropout
@@ -65,4 +75,85 @@ fn dropout_that_fails_draws_nothing_from_the_generator() {
     // A dropout that draws a mask advances the offset by one.
     f.dropout(0.5, true).unwrap();
     assert_eq!(generator_state(), (before.0, before.1 + 1));
+}
+
+// ---------------------------------------------------------- cross_entropy
+
+#[test]
+fn cross_entropy_with_probability_targets_promotes_as_pytorch() {
+    // PyTorch: F.cross_entropy(x f32, t f64) is an f64 loss (the product
+    // log_softmax(x) * t promotes); x.grad stays f32.
+    let x = Var::parameter(
+        Tensor::from_slice(&[1.0f32, 2.0, 0.5, 0.0, -1.0, 3.0], &[2, 3], CPU).unwrap(),
+    )
+    .unwrap();
+    let t = Tensor::from_slice(&[0.25f64, 0.5, 0.25, 0.1, 0.2, 0.7], &[2, 3], CPU).unwrap();
+    let args = |reduction| CrossEntropyArgs {
+        reduction,
+        ..CrossEntropyArgs::default()
+    };
+    let g_sum = [
+        -0.018776118755340576,
+        0.12853169441223145,
+        -0.10975562036037445,
+        -0.05338737741112709,
+        -0.18285217881202698,
+        0.23623955249786377,
+    ];
+    let g_mean: Vec<f64> = g_sum.iter().map(|g| g / 2.0).collect();
+    let cases: [(Reduction, Vec<f64>, &[f64]); 3] = [
+        (Reduction::Mean, vec![1.1276263769716024], &g_mean),
+        (Reduction::Sum, vec![2.255252753943205], &g_sum),
+        (
+            Reduction::None,
+            vec![1.0893688052892685, 1.1658839486539365],
+            &g_sum,
+        ),
+    ];
+    for (reduction, loss, grad) in cases {
+        x.zero_grad(true).unwrap();
+        let l = x.cross_entropy(&t, args(reduction)).unwrap();
+        assert_eq!(l.dtype(), DType::F64, "{reduction:?}");
+        let got = l.to_vec::<f64>().unwrap();
+        for (a, b) in got.iter().zip(&loss) {
+            assert!(
+                (a - b).abs() < 1e-6 * b.abs(),
+                "{reduction:?}: {got:?} vs {loss:?}"
+            );
+        }
+        l.sum(None, false).unwrap().backward().unwrap();
+        assert_eq!(x.grad().unwrap().dtype(), DType::F32);
+        close(&grad_f32(&x), grad, 1e-6);
+    }
+    // With a class weight and label smoothing: 1.6078352394886315 (f64).
+    x.zero_grad(true).unwrap();
+    let w = Tensor::from_slice(&[1.0f32, 2.0, 0.5], &[3], CPU).unwrap();
+    let a = CrossEntropyArgs {
+        weight: Some(&w),
+        label_smoothing: 0.1,
+        ..CrossEntropyArgs::default()
+    };
+    let l = x.cross_entropy(&t, a).unwrap();
+    assert_eq!(l.dtype(), DType::F64);
+    assert!((l.item::<f64>().unwrap() - 1.6078352394886315).abs() < 1e-6);
+    l.backward().unwrap();
+    close(
+        &grad_f32(&x),
+        &[
+            0.027391154319047928,
+            -0.05776503309607506,
+            0.030373789370059967,
+            -0.04111826792359352,
+            -0.20577400922775269,
+            0.24689225852489471,
+        ],
+        1e-6,
+    );
+    // f16 targets on f32 logits: an f32 loss, 1.1274961233139038.
+    x.zero_grad(true).unwrap();
+    let l = x
+        .cross_entropy(&t.to_dtype(DType::F16).unwrap(), args(Reduction::Mean))
+        .unwrap();
+    assert_eq!(l.dtype(), DType::F32);
+    assert!((l.item::<f32>().unwrap() - 1.1274961).abs() < 1e-6);
 }

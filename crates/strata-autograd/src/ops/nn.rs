@@ -148,42 +148,46 @@ impl Var {
                 ))
             }
             None => {
-                // Probability targets: composed from recorded ops.
-                let lsm = self.log_softmax_composed()?;
-                let eps = label_smoothing.max(0.0);
-                let c = if self.ndim() == 1 {
-                    self.shape()[0]
+                // Probability targets: PyTorch's `cross_entropy_loss_prob_target`
+                // op by op, recorded: the log-probabilities in the input's
+                // dtype, the smoothed targets in the targets', the products
+                // and the loss in the promoted dtype (f32 logits with f64
+                // targets give an f64 loss; the logits' gradient is f32).
+                // The tensor forward above checked the arguments.
+                drop(loss);
+                let cdim = if self.ndim() == 1 { 0 } else { 1 };
+                let classes = self.shape()[cdim];
+                let lsm = self.log_softmax(cdim as i64, None)?;
+                // PyTorch smooths only when ε > 0 (a -0.0 target keeps its sign).
+                let p = if label_smoothing > 0.0 {
+                    target
+                        .mul(1.0 - label_smoothing)?
+                        .add(label_smoothing / classes as f64)?
                 } else {
-                    self.shape()[1]
-                } as f64;
-                let acc = lsm.dtype();
-                let p = target.to_dtype(acc)?.mul(1.0 - eps)?.add(eps / c)?;
+                    target.clone()
+                };
                 let mut t = lsm.mul(&Var::new(p))?;
                 if let Some(w) = args.weight {
                     let mut shape = vec![1i64; self.ndim()];
-                    shape[if self.ndim() == 1 { 0 } else { 1 }] = c as i64;
-                    t = t.mul(&Var::new(w.to_dtype(acc)?.reshape(&shape)?))?;
+                    shape[cdim] = classes as i64;
+                    t = t.mul(&Var::new(w.reshape(&shape)?))?;
                 }
-                let cdim = if self.ndim() == 1 { 0 } else { 1 };
-                let per = t.sum(Some(&[cdim]), false)?.neg()?;
-                let _ = loss;
                 match reduction {
-                    Reduction::None => Ok(per),
-                    Reduction::Sum => per.sum(None, false),
-                    Reduction::Mean => per.mean(None, false),
+                    Reduction::None => t.sum(Some(&[cdim as i64]), false)?.neg(),
+                    Reduction::Sum => t.sum(None, false)?.neg(),
+                    // Divided by the number of rows; the mean of no element
+                    // is NaN (0 / 0), as PyTorch fills it.
+                    Reduction::Mean => {
+                        let rows = if self.numel() == 0 {
+                            0
+                        } else {
+                            self.numel() / classes
+                        };
+                        t.sum(None, false)?.neg()?.div(rows as f64)
+                    }
                 }
             }
         }
-    }
-
-    /// log_softmax over the class dim (1, or 0 for 1-D) from recorded ops:
-    /// `x - max - log Σ exp(x - max)` (used for probability targets).
-    fn log_softmax_composed(&self) -> Result<Var> {
-        let cdim = if self.ndim() == 1 { 0 } else { 1 };
-        let m = self.data().max_dim(cdim, true)?.0;
-        let shifted = self.sub(&Var::new(m))?;
-        let lse = shifted.exp()?.sum(Some(&[cdim]), true)?.log()?;
-        shifted.sub(&lse)
     }
 
     /// `F.nll_loss(self, target, weight, ignore_index, reduction)`; the
