@@ -157,3 +157,69 @@ fn cross_entropy_with_probability_targets_promotes_as_pytorch() {
     assert_eq!(l.dtype(), DType::F32);
     assert!((l.item::<f32>().unwrap() - 1.1274961).abs() < 1e-6);
 }
+
+// ---------------------------------------------------------------- var/std
+
+/// Equal as PyTorch prints them: NaN where NaN, the sign of zero included.
+fn same_f32(got: &[f32], want: &[f32]) {
+    let ok = got.len() == want.len()
+        && got.iter().zip(want).all(|(a, b)| {
+            (a.is_nan() && b.is_nan()) || (a == b && a.is_sign_negative() == b.is_sign_negative())
+        });
+    assert!(ok, "{got:?} vs {want:?}");
+}
+
+#[test]
+fn var_and_std_gradients_without_degrees_of_freedom_are_pytorchs() {
+    const INF: f32 = f32::INFINITY;
+    const NAN: f32 = f32::NAN;
+    // Over every element, PyTorch's var_backward for N - correction <= 0
+    // is grad * where(x == mean, NaN, inf), whatever the sign of x - mean;
+    // std's is NaN everywhere (grad / (2 * inf) = 0, times inf).
+    for c in [3.0, 4.0, 5.5] {
+        let x = param(&[1.0, 2.0, 4.0]);
+        let v = x.var(None, c, false).unwrap();
+        assert_eq!(v.item::<f32>().unwrap(), INF);
+        v.backward_with(
+            Some(&Tensor::full(&[], -2.0, DType::F32, CPU).unwrap()),
+            false,
+        )
+        .unwrap();
+        same_f32(&grad_f32(&x), &[-INF; 3]);
+        let x = param(&[1.0, 2.0, 4.0]);
+        x.std(None, c, false).unwrap().backward().unwrap();
+        same_f32(&grad_f32(&x), &[NAN; 3]);
+    }
+    let x = param(&[1.0, 2.0, 3.0]);
+    x.var(None, 3.0, false).unwrap().backward().unwrap();
+    same_f32(&grad_f32(&x), &[INF, NAN, INF]);
+    // Over given dims PyTorch takes (2 / (N - correction)) grad (x - mean)
+    // as it is: inf for N = correction, negative beyond.
+    let cases: [(&str, f64, [f32; 6]); 4] = [
+        ("var", 3.0, [INF, NAN, -INF, NAN, NAN, NAN]),
+        ("var", 4.0, [-2.0, 0.0, 2.0, -0.0, -0.0, -0.0]),
+        ("std", 3.0, [NAN; 6]),
+        ("std", 4.0, [-0.0, 0.0, 0.0, NAN, NAN, NAN]),
+    ];
+    for (op, c, want) in cases {
+        for keepdim in [true, false] {
+            let x = Var::parameter(
+                Tensor::from_slice(&[1.0f32, 2.0, 3.0, 5.0, 5.0, 5.0], &[2, 3], CPU).unwrap(),
+            )
+            .unwrap();
+            let v = if op == "var" {
+                x.var(Some(&[1]), c, keepdim)
+            } else {
+                x.std(Some(&[1]), c, keepdim)
+            }
+            .unwrap();
+            let g = Tensor::from_slice(&[-1.0f32, 2.0], v.shape(), CPU).unwrap();
+            v.backward_with(Some(&g), false).unwrap();
+            same_f32(&grad_f32(&x), &want);
+        }
+    }
+    // With degrees of freedom left, the usual (2 / (N - c)) g (x - mean).
+    let x = param(&[1.0, 2.0, 4.0]);
+    x.var(None, 1.5, false).unwrap().backward().unwrap();
+    close(&grad_f32(&x), &[-16.0 / 9.0, -4.0 / 9.0, 20.0 / 9.0], 1e-6);
+}

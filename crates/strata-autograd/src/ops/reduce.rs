@@ -93,43 +93,71 @@ fn deviations(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
     Ok(x.sub(&mean)?)
 }
 
+/// PyTorch's `var_backward`: the gradient of the variance over `dims`
+/// (every element when `all`) with `correction`, for the upstream gradient
+/// `g` already broadcast back to the input's shape.
+///
+/// Over every element, with no degree of freedom left (`N - correction <=
+/// 0`), it is `g * where(x == mean, NaN, inf)`: the limit of `2 / (N - c)`
+/// from above whatever the sign of `x - mean`. Over given dims PyTorch takes
+/// `(2 / (N - correction)) g (x - mean)` as it is (inf at `N = correction`,
+/// negative beyond), and so does strata. (PyTorch's backward over `dim=[]`
+/// counts one element where its forward reduces every element; strata
+/// treats an empty `dims` as every element in both.)
+fn var_backward(
+    g: &Tensor,
+    x: &Tensor,
+    dims: &[usize],
+    all: bool,
+    correction: f64,
+) -> Result<Tensor> {
+    let dev = deviations(x, dims)?;
+    let n: usize = dims.iter().map(|&d| x.shape()[d]).product();
+    let dof = n as f64 - correction;
+    if all && dof <= 0.0 {
+        let at_mean = dev.eq(0.0)?;
+        return Ok(
+            g.mul(&Tensor::where_cond(&at_mean, f64::NAN, f64::INFINITY)?.to_dtype(g.dtype())?)?
+        );
+    }
+    Ok(g.mul(2.0 / dof)?.mul(&dev)?)
+}
+
 impl Var {
     /// Variance over `dims` (all when `None` or empty) with `correction`
     /// (see [`Tensor::var`]). The input is saved, as in PyTorch; its
-    /// gradient is `g * 2 (x - mean) / max(0, N - correction)`.
+    /// gradient is `g * 2 (x - mean) / (N - correction)` (PyTorch's, also
+    /// where `N - correction <= 0`).
     pub fn var(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Var> {
         let out = self.data().var(dims, correction, keepdim)?;
         let shape = self.shape().to_vec();
+        let all = dims.is_none_or(<[i64]>::is_empty) || shape.is_empty();
         let dims = reduced(dims, shape.len());
-        let n: usize = dims.iter().map(|&d| shape[d]).product();
-        let denom = (n as f64 - correction).max(0.0);
         let input = self.data().clone();
         let saved = || vec![input];
         let f = formula(move |g, s, _n| {
-            let dev = deviations(&s[0], &dims)?;
             let g = expand_back(g, &shape, &dims, keepdim)?;
-            Ok(vec![Some(g.mul(&dev)?.mul(2.0 / denom)?)])
+            Ok(vec![Some(var_backward(&g, &s[0], &dims, all, correction)?)])
         });
         Ok(record("VarBackward", out, &[Some(self)], saved, f, false))
     }
 
     /// Standard deviation over `dims` (see [`Tensor::std`]). The input and
     /// the result are saved, as in PyTorch; the input's gradient is
-    /// `g * (x - mean) / (max(0, N - correction) * std)`, 0 where the std
-    /// is 0 (as PyTorch's `std_backward`: constant rows got NaN, 0 / 0).
+    /// PyTorch's `std_backward`: the variance's gradient for the upstream
+    /// gradient `g / (2 std)`, taken as 0 where the std is 0 (constant rows
+    /// got NaN, 0 / 0).
     pub fn std(&self, dims: Option<&[i64]>, correction: f64, keepdim: bool) -> Result<Var> {
         let out = self.data().std(dims, correction, keepdim)?;
         let shape = self.shape().to_vec();
+        let all = dims.is_none_or(<[i64]>::is_empty) || shape.is_empty();
         let dims = reduced(dims, shape.len());
-        let n: usize = dims.iter().map(|&d| shape[d]).product();
-        let denom = (n as f64 - correction).max(0.0);
         let (input, result) = (self.data().clone(), out.clone());
         let saved = || vec![input, result];
         let f = formula(move |g, s, _n| {
-            let dev = deviations(&s[0], &dims)?;
-            let g = Tensor::where_cond(&s[1].eq(0.0)?, 0.0, &g.div(&s[1])?)?.div(denom)?;
+            let g = Tensor::where_cond(&s[1].eq(0.0)?, 0.0, &g.div(&s[1].mul(2.0)?)?)?;
             let g = expand_back(&g, &shape, &dims, keepdim)?;
-            Ok(vec![Some(g.mul(&dev)?)])
+            Ok(vec![Some(var_backward(&g, &s[0], &dims, all, correction)?)])
         });
         Ok(record("StdBackward", out, &[Some(self)], saved, f, false))
     }
