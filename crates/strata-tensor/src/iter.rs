@@ -21,7 +21,8 @@ impl Iterator for DimIter {
             return None;
         }
         self.front += 1;
-        // In range by construction, so select cannot fail.
+        // In range, and the last view's offset was checked by `iter_dim`,
+        // so select cannot fail.
         self.tensor.select(self.dim, self.front as i64 - 1).ok()
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -64,6 +65,12 @@ impl Tensor {
             ));
         }
         let d = crate::shape::normalize_dim("iter_dim", dim, self.ndim())?;
+        // Every view must exist, so the iterator never stops short: the
+        // last one has the largest storage offset, which may overflow on an
+        // empty tensor with huge strides (`TensorError::SizeOverflow`).
+        if let Some(last) = self.shape()[d].checked_sub(1) {
+            self.select(d as i64, last as i64)?;
+        }
         Ok(DimIter {
             tensor: self.clone(),
             dim: d as i64,

@@ -193,8 +193,36 @@ impl Layout {
         l.shape[d] = length as usize;
         // Also for an empty result, as PyTorch (narrow(0, 1, 0) of a
         // one-element tensor is at offset 1, which `as_strided` then checks).
-        l.offset += start as usize * self.strides[d];
+        l.offset = self.view_offset("narrow", start as usize, d)?;
         Ok(l)
+    }
+
+    /// The storage offset of index `i` along dim `d`: `offset + i *
+    /// stride`. Within a view that has elements it stays inside the
+    /// storage, but an empty view may have any strides (it addresses
+    /// nothing), so the sum is checked: beyond `i64::MAX` it is
+    /// [`TensorError::SizeOverflow`] (PyTorch: "invalid storage offset"),
+    /// never a wrapped offset.
+    fn view_offset(&self, op: &'static str, i: usize, d: usize) -> Result<usize> {
+        i.checked_mul(self.strides[d])
+            .and_then(|step| self.offset.checked_add(step))
+            .filter(|&o| o <= shape::MAX_NUMEL)
+            .ok_or_else(|| {
+                TensorError::overflow(
+                    op,
+                    format!(
+                        "the view would start at storage offset {} + {i} * {} (index {i} of dimension {d} \
+                         of shape {:?}, strides {:?}), beyond {} (i64::MAX); such a view holds no \
+                         element (only empty views have strides that reach so far): take it from a \
+                         tensor with smaller strides (e.g. `contiguous()` first)",
+                        self.offset,
+                        self.strides[d],
+                        self.shape,
+                        self.strides,
+                        shape::MAX_NUMEL
+                    ),
+                )
+            })
     }
 
     /// `select(dim, index)`: drops the dim.
@@ -212,7 +240,7 @@ impl Layout {
         }
         let i = if index < 0 { index + size } else { index } as usize;
         let mut l = self.clone();
-        l.offset += i * self.strides[d];
+        l.offset = self.view_offset("select", i, d)?;
         l.shape.remove(d);
         l.strides.remove(d);
         Ok(l)
@@ -252,7 +280,7 @@ impl Layout {
             .unwrap_or(self.strides[d]);
         // Also for an empty result, as PyTorch (`x[4:]` of 4 rows of 3 is
         // at offset 12).
-        l.offset += s as usize * self.strides[d];
+        l.offset = self.view_offset("slice", s as usize, d)?;
         Ok(l)
     }
 
