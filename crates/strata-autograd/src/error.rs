@@ -53,6 +53,28 @@ pub enum AutogradError {
         /// The in-place op.
         op: &'static str,
     },
+    /// An in-place operation, outside inference mode, on a variable made in
+    /// inference mode (see [`Var::is_inference`](crate::Var::is_inference)).
+    #[error(
+        "{op}: in-place update to a variable made in inference mode (an inference tensor) outside \
+         inference mode is not allowed; make a copy first (v.mul(1.0), or \
+         Var::new(v.data().deep_clone()?)), or do the update inside inference mode"
+    )]
+    InferenceTensorInPlace {
+        /// The in-place op.
+        op: &'static str,
+    },
+    /// A recorded op would save for backward a variable made in inference
+    /// mode (see [`Var::is_inference`](crate::Var::is_inference)).
+    #[error(
+        "{op}: a variable made in inference mode (an inference tensor) cannot be saved for \
+         backward; use a copy of it (v.mul(1.0), or Var::new(v.data().deep_clone()?)) in \
+         computation that autograd records, or make it under no_grad instead of inference mode"
+    )]
+    InferenceTensorSaved {
+        /// The backward node that would have saved it.
+        op: &'static str,
+    },
     /// An in-place operation on a view created with gradient tracking.
     #[error("{op}: in-place operations on a view of a tensor that requires grad are not supported; clone the view first")]
     InPlaceOnView {

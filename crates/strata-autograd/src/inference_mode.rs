@@ -19,7 +19,16 @@
 //!
 //! Results made in inference mode never require grad; grad mode cannot be
 //! re-enabled inside it ([`enable_grad`](crate::enable_grad) has no effect
-//! on recording there).
+//! on recording there). They are *inference variables*
+//! ([`Var::is_inference`](crate::Var::is_inference), PyTorch's inference
+//! tensors), and so are views of them made anywhere: outside inference mode
+//! an in-place op on one is refused
+//! ([`AutogradError::InferenceTensorInPlace`](crate::AutogradError)), and so
+//! is a recorded op that would save one for backward
+//! ([`AutogradError::InferenceTensorSaved`](crate::AutogradError)); ops that
+//! only read them (`x + r`) are fine, and a copy (`r.mul(1.0)`) is a normal
+//! variable. A view made in inference mode of a normal variable is a normal
+//! variable.
 
 use crate::grad_mode::set_grad_enabled;
 use std::cell::Cell;

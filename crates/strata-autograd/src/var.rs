@@ -49,6 +49,12 @@ pub(crate) struct VarInner {
     /// an in-place op on it is refused, as PyTorch refuses it on the leaf
     /// itself (its forward runs with grad mode on).
     stands_for_leaf: bool,
+    /// Made in inference mode (PyTorch's inference tensor): the result of
+    /// an op run there, or a view of such a variable made anywhere. Outside
+    /// inference mode it is not modified in place
+    /// ([`AutogradError::InferenceTensorInPlace`]), not saved for backward
+    /// ([`AutogradError::InferenceTensorSaved`]) and not made to require grad.
+    inference: bool,
     /// Post-accumulate-grad hooks (leaves only), with the id of each.
     hooks: Mutex<Vec<(u64, GradHook)>>,
 }
@@ -178,7 +184,7 @@ impl Var {
         requires_grad: bool,
         is_view: bool,
     ) -> Var {
-        Var::build(data, grad_fn, requires_grad, is_view, false, false)
+        Var::build(data, grad_fn, requires_grad, is_view, false, false, false)
     }
 
     fn build(
@@ -188,6 +194,7 @@ impl Var {
         is_view: bool,
         no_grad_view: bool,
         stands_for_leaf: bool,
+        inference: bool,
     ) -> Var {
         Var {
             inner: Arc::new(VarInner {
@@ -198,6 +205,7 @@ impl Var {
                 is_view,
                 no_grad_view,
                 stands_for_leaf,
+                inference,
                 hooks: Mutex::new(Vec::new()),
             }),
         }
@@ -206,14 +214,31 @@ impl Var {
     /// A leaf that does not require grad, made by a view op in no-grad mode
     /// from a variable that requires grad (see `VarInner::no_grad_view`).
     fn no_grad_view_of(data: Tensor) -> Var {
-        Var::build(data, None, false, false, true, false)
+        Var::build(data, None, false, false, true, false, false)
+    }
+
+    /// A leaf that does not require grad, made in inference mode (see
+    /// `VarInner::inference`); `no_grad_view` as for [`Var::no_grad_view_of`].
+    fn inference_result(data: Tensor, no_grad_view: bool) -> Var {
+        Var::build(data, None, false, false, no_grad_view, false, true)
+    }
+
+    /// Whether this variable was made in inference mode (PyTorch's
+    /// `is_inference()`): the result of an op run in inference mode, or a
+    /// view of such a variable. Outside inference mode it cannot be
+    /// modified in place ([`AutogradError::InferenceTensorInPlace`]) or
+    /// saved for backward ([`AutogradError::InferenceTensorSaved`]); a copy
+    /// of it (`v.mul(1.0)`, or `Var::new(v.data().deep_clone()?)`) can.
+    /// [`Var::detach`] and [`Var::new`] make variables that are not.
+    pub fn is_inference(&self) -> bool {
+        self.inner.inference
     }
 
     /// A leaf that does not require grad and refuses in-place ops: what a
     /// checkpointed function receives for an input that is a leaf
     /// requiring grad (see `VarInner::stands_for_leaf`).
     pub(crate) fn standing_for_leaf(data: Tensor) -> Var {
-        Var::build(data, None, false, false, false, true)
+        Var::build(data, None, false, false, false, true, false)
     }
 
     /// Whether this variable stands for a leaf that requires grad inside a
@@ -248,6 +273,16 @@ impl Var {
                     "you can only change requires_grad flags of leaf variables (this one was made by {})",
                     self.grad_fn_name().unwrap_or("?")
                 ),
+            });
+        }
+        if requires_grad
+            && self.is_inference()
+            && !crate::inference_mode::is_inference_mode_enabled()
+        {
+            return Err(AutogradError::RequiresGrad {
+                msg: "setting requires_grad = true on a variable made in inference mode outside \
+                      inference mode is not allowed; make a copy of it first (v.mul(1.0))"
+                    .into(),
             });
         }
         if requires_grad && !self.dtype().is_float() {
@@ -559,6 +594,9 @@ impl<'a> VarOperand<'a> {
 /// and some input requires grad, a node is recorded with the `saved` tensors
 /// and the `backward` formula; otherwise nothing is saved and the result is a
 /// leaf that does not require grad.
+///
+/// Fails with [`AutogradError::InferenceTensorSaved`] when a node would save
+/// (a view of) an input made in inference mode, as PyTorch refuses it.
 pub(crate) fn record(
     name: &'static str,
     output: Tensor,
@@ -566,43 +604,72 @@ pub(crate) fn record(
     saved: impl FnOnce() -> Vec<Tensor>,
     backward: BackwardFn,
     is_view: bool,
-) -> Var {
+) -> Result<Var> {
+    let base = inputs.first().copied().flatten();
+    let view_of_inference = is_view && base.is_some_and(Var::is_inference);
     if crate::inference_mode::is_inference_mode_enabled() {
-        // No bookkeeping, except for a view of a variable that requires
-        // grad (or of such a view): modified in place later with grad mode
-        // on, it would change that variable behind autograd's back, which
-        // PyTorch forbids ("a view was created in inference mode and is
-        // being modified inplace in normal mode"), as for a no_grad view.
-        let base = inputs.first().copied().flatten();
-        if is_view && base.is_some_and(|b| b.is_no_grad_view() || b.requires_grad()) {
-            return Var::no_grad_view_of(output);
+        // No bookkeeping: every result is an inference variable, except a
+        // view of a variable that is not one (PyTorch: a view of a normal
+        // tensor made in inference mode is a normal tensor). A view of a
+        // variable that requires grad (or of such a view) is marked: modified
+        // in place later with grad mode on, it would change that variable
+        // behind autograd's back, which PyTorch forbids ("a view was created
+        // in inference mode and is being modified inplace in normal mode"),
+        // as for a no_grad view.
+        let no_grad_view =
+            is_view && base.is_some_and(|b| b.is_no_grad_view() || b.requires_grad());
+        if !is_view || view_of_inference {
+            return Ok(Var::inference_result(output, no_grad_view));
         }
-        return Var::new(output);
+        return Ok(if no_grad_view {
+            Var::no_grad_view_of(output)
+        } else {
+            Var::new(output)
+        });
     }
     crate::checkpoint::note_parameters(inputs);
     let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.and_then(Var::edge)).collect();
     if !is_grad_enabled() || edges.iter().all(Option::is_none) {
         // A view made in no-grad mode of a variable that requires grad, or a
         // view of such a view, remembers it (PyTorch's creation meta).
-        let base = inputs.first().copied().flatten();
         let no_grad_view = is_view
             && base
                 .is_some_and(|b| b.is_no_grad_view() || (!is_grad_enabled() && b.requires_grad()));
-        return if is_view && base.is_some_and(Var::stands_for_leaf) {
+        return Ok(if view_of_inference {
+            // A view of an inference variable is one (PyTorch).
+            Var::inference_result(output, no_grad_view)
+        } else if is_view && base.is_some_and(Var::stands_for_leaf) {
             Var::standing_for_leaf(output)
         } else if no_grad_view {
             Var::no_grad_view_of(output)
         } else {
             Var::new(output)
-        };
+        });
     }
-    let mut node = Node::new(name, edges, saved(), backward);
+    let saved = saved();
+    check_not_inference(name, inputs.iter().copied().flatten(), &saved)?;
+    let mut node = Node::new(name, edges, saved, backward);
     if is_view {
-        if let Some(base) = inputs.first().copied().flatten() {
+        if let Some(base) = base {
             node = node.viewing(base.inner());
         }
     }
-    Var::make(output, Some(Arc::new(node)), true, is_view)
+    Ok(Var::make(output, Some(Arc::new(node)), true, is_view))
+}
+
+/// [`AutogradError::InferenceTensorSaved`] when one of `saved` is (a view
+/// of) the data of one of `inputs` that was made in inference mode.
+pub(crate) fn check_not_inference<'a>(
+    op: &'static str,
+    inputs: impl IntoIterator<Item = &'a Var>,
+    saved: &[Tensor],
+) -> Result<()> {
+    for v in inputs.into_iter().filter(|v| v.is_inference()) {
+        if saved.iter().any(|s| s.same_storage(v.data())) {
+            return Err(AutogradError::InferenceTensorSaved { op });
+        }
+    }
+    Ok(())
 }
 
 /// Whether an op on `inputs` would be recorded now.

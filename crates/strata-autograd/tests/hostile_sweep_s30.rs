@@ -4,7 +4,9 @@
 //! the state left behind.
 
 use std::sync::Mutex;
-use strata_autograd::{generator_state, manual_seed, AutogradError, Var};
+use strata_autograd::{
+    checkpoint, generator_state, inference_mode, manual_seed, no_grad, AutogradError, Var,
+};
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
@@ -156,6 +158,118 @@ fn cross_entropy_with_probability_targets_promotes_as_pytorch() {
         .unwrap();
     assert_eq!(l.dtype(), DType::F32);
     assert!((l.item::<f32>().unwrap() - 1.1274961).abs() < 1e-6);
+}
+
+// --------------------------------------------------------- inference mode
+
+#[test]
+fn results_made_in_inference_mode_are_not_modified_in_place_after_it() {
+    // PyTorch: r = w * 2 (or a view of r) made in inference mode;
+    // afterwards r.add_(1) raises "Inplace update to inference tensor
+    // outside InferenceMode is not allowed", with or without grad mode,
+    // and r is unchanged. Inside inference mode it runs.
+    let w = param(&[1.0, 1.0, 1.0]);
+    let d = Var::new(Tensor::ones(&[3], DType::F32, CPU).unwrap());
+    let (r, rv) = inference_mode(|| {
+        let r = w.mul(2.0).unwrap();
+        let rv = r.narrow(0, 0, 2).unwrap();
+        (r, rv)
+    });
+    let inference_error =
+        |e: &AutogradError| matches!(e, AutogradError::InferenceTensorInPlace { .. });
+    let e = r.add_(1.0).unwrap_err();
+    assert!(inference_error(&e), "{e}");
+    let e = no_grad(|| r.mul_(2.0).map(|_| ())).unwrap_err();
+    assert!(inference_error(&e), "{e}");
+    let e = r.zero_().unwrap_err();
+    assert!(inference_error(&e), "{e}");
+    let e = rv.sub_(&d.narrow(0, 0, 2).unwrap()).unwrap_err();
+    assert!(inference_error(&e), "{e}");
+    // A view of it taken afterwards is an inference tensor too.
+    let e = r.narrow(0, 1, 2).unwrap().div_(2.0).unwrap_err();
+    assert!(inference_error(&e), "{e}");
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![2.0; 3]);
+    let v0 = r.version();
+    inference_mode(|| r.add_(1.0).map(|_| ())).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![3.0; 3]);
+    assert_eq!(r.version(), v0 + 1);
+    // A view made in inference mode of a normal variable is a normal
+    // variable (PyTorch: is_inference() is False), and so is an op's
+    // result on an inference tensor outside the region; detach() gives
+    // a fresh variable, which PyTorch also lets one modify in place.
+    inference_mode(|| d.narrow(0, 0, 2))
+        .unwrap()
+        .mul_(2.0)
+        .unwrap();
+    assert_eq!(d.to_vec::<f32>().unwrap(), vec![2.0, 2.0, 1.0]);
+    r.mul(1.0).unwrap().add_(1.0).unwrap();
+    r.detach().add_(1.0).unwrap();
+    // requires_grad_ outside the region is refused as in PyTorch
+    // ("Setting requires_grad=True on inference tensor outside
+    // InferenceMode is not allowed"); inside it is allowed.
+    let e = r.requires_grad_(true).unwrap_err();
+    assert!(matches!(e, AutogradError::RequiresGrad { .. }), "{e}");
+    assert!(!r.requires_grad());
+    r.requires_grad_(false).unwrap();
+}
+
+#[test]
+fn inference_tensors_are_not_saved_for_backward() {
+    // PyTorch: y made in inference mode; x * y, y * x, x @ y (x requires
+    // grad) raise "Inference tensors cannot be saved for backward"; x + y
+    // saves nothing and back-propagates; z.mul_(y) on a non-leaf z is
+    // refused and leaves z unchanged; under no_grad x * y is fine.
+    let w = param(&[1.0, 1.0, 1.0]);
+    let y = inference_mode(|| w.mul(2.0)).unwrap();
+    let x = param(&[1.0, 2.0, 3.0]);
+    let saved_error = |e: &AutogradError| matches!(e, AutogradError::InferenceTensorSaved { .. });
+    let e = x.mul(&y).unwrap_err();
+    assert!(saved_error(&e), "{e}");
+    let e = y.mul(&x).unwrap_err();
+    assert!(saved_error(&e), "{e}");
+    let e = x
+        .reshape(&[1, 3])
+        .unwrap()
+        .matmul(&y.reshape(&[3, 1]).unwrap())
+        .unwrap_err();
+    assert!(saved_error(&e), "{e}");
+    // Through a view of it taken afterwards too.
+    let e = x
+        .narrow(0, 0, 2)
+        .unwrap()
+        .mul(&y.narrow(0, 1, 2).unwrap())
+        .unwrap_err();
+    assert!(saved_error(&e), "{e}");
+    let z = x.mul(1.0).unwrap();
+    let e = z.mul_(&y).unwrap_err();
+    assert!(saved_error(&e), "{e}");
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0]);
+    assert_eq!(z.grad_fn_name(), Some("MulBackward"));
+    // What saves nothing of it runs.
+    x.add(&y)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad_f32(&x), vec![1.0; 3]);
+    z.add_(&y).unwrap();
+    assert_eq!(z.to_vec::<f32>().unwrap(), vec![3.0, 4.0, 5.0]);
+    assert!(no_grad(|| x.mul(&y)).is_ok());
+    assert!(!y.mul(&y).unwrap().requires_grad());
+    // A clone is a normal tensor (PyTorch's advice).
+    let c = y.mul(1.0).unwrap();
+    x.zero_grad(true).unwrap();
+    x.mul(&c)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad_f32(&x), vec![2.0; 3]);
+    // A checkpoint saves its inputs: an inference input is refused.
+    let e = checkpoint(|xs| xs[0].mul(&xs[1]), &[x.clone(), y.clone()]).unwrap_err();
+    assert!(saved_error(&e), "{e}");
 }
 
 // ---------------------------------------------------------------- var/std

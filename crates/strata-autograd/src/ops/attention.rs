@@ -301,14 +301,7 @@ impl Var {
         } else {
             "AttentionRecomputeBackward"
         };
-        Ok(record(
-            name,
-            out,
-            &[Some(self), Some(k), Some(v)],
-            saved,
-            f,
-            false,
-        ))
+        record(name, out, &[Some(self), Some(k), Some(v)], saved, f, false)
     }
 }
 

@@ -39,7 +39,7 @@ impl Var {
                     };
                     Ok(vec![Some(sum_to(&ga, &a_shape, a_dtype)?), None])
                 });
-                Ok(record(name, out, &inputs, Vec::new, f, false))
+                record(name, out, &inputs, Vec::new, f, false)
             }
             VarOperand::Var(bv) => {
                 let (b_shape, b_dtype) = (bv.shape().to_vec(), bv.dtype());
@@ -69,7 +69,7 @@ impl Var {
                             };
                             Ok(vec![ga, gb])
                         });
-                        Ok(record(name, out, &inputs, Vec::new, f, false))
+                        record(name, out, &inputs, Vec::new, f, false)
                     }
                     Kind::Mul => {
                         // d(a*b)/da = b, d(a*b)/db = a: save only what is needed
@@ -98,7 +98,7 @@ impl Var {
                             };
                             Ok(vec![ga, gb])
                         });
-                        Ok(record("MulBackward", out, &inputs, saved, f, false))
+                        record("MulBackward", out, &inputs, saved, f, false)
                     }
                     Kind::Div => {
                         // d(a/b)/da = 1/b, d(a/b)/db = -a/b²: save b, and a when b needs grad.
@@ -123,7 +123,7 @@ impl Var {
                             };
                             Ok(vec![ga, gb])
                         });
-                        Ok(record("DivBackward", out, &inputs, saved, f, false))
+                        record("DivBackward", out, &inputs, saved, f, false)
                     }
                 }
             }

@@ -26,13 +26,6 @@ impl Var {
                 g.to_dtype(from)?
             })])
         });
-        Ok(record(
-            "ToCopyBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            false,
-        ))
+        record("ToCopyBackward", out, &[Some(self)], Vec::new, f, false)
     }
 }

@@ -34,14 +34,7 @@ impl Var {
             let index = idx.reshape(&view)?.expand(&full)?;
             Ok(vec![Some(z.scatter_add(d, &index, g)?)])
         });
-        Ok(record(
-            "IndexSelectBackward",
-            out,
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("IndexSelectBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// `torch.gather(self, dim, index)`; saves the index, backward
@@ -59,14 +52,7 @@ impl Var {
                 &g.reshape(&s[0].shape().iter().map(|&x| x as i64).collect::<Vec<_>>())?,
             )?)])
         });
-        Ok(record(
-            "GatherBackward",
-            out,
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("GatherBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// `torch.scatter_add(self, dim, index, src)`: the gradient of self is
@@ -92,14 +78,14 @@ impl Var {
             };
             Ok(vec![needs[0].then(|| g.clone()), gs])
         });
-        Ok(record(
+        record(
             "ScatterAddBackward",
             out,
             &[Some(self), Some(src)],
             saved,
             f,
             false,
-        ))
+        )
     }
 
     /// `F.embedding(indices, weight, padding_idx)` with `self` the weight
@@ -129,14 +115,7 @@ impl Var {
             let index = idx.unsqueeze(1)?.expand(&[-1, d as i64])?;
             Ok(vec![Some(z.scatter_add(0, &index, &g2)?)])
         });
-        Ok(record(
-            "EmbeddingBackward",
-            out,
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("EmbeddingBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// `torch.masked_fill(self, mask, value)` with a scalar value; the
@@ -160,14 +139,7 @@ impl Var {
                 dtype,
             )?)])
         });
-        Ok(record(
-            "MaskedFillBackward",
-            out,
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("MaskedFillBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// `torch.masked_select(self, mask)`; saves the mask. The gradient
@@ -189,14 +161,7 @@ impl Var {
                 dtype,
             )?)])
         });
-        Ok(record(
-            "MaskedSelectBackward",
-            out,
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("MaskedSelectBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// `torch.where(cond, a, b)` with gradients for both branches (summed
@@ -220,41 +185,20 @@ impl Var {
             };
             Ok(vec![ga, gb])
         });
-        Ok(record(
-            "WhereBackward",
-            out,
-            &[Some(a), Some(b)],
-            saved,
-            f,
-            false,
-        ))
+        record("WhereBackward", out, &[Some(a), Some(b)], saved, f, false)
     }
 
     /// `torch.triu(self, diagonal)`; the gradient is `triu` of the gradient.
     pub fn triu(&self, diagonal: i64) -> Result<Var> {
         let out = self.data().triu(diagonal)?;
         let f = formula(move |g, _s, _n| Ok(vec![Some(g.triu(diagonal)?)]));
-        Ok(record(
-            "TriuBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            false,
-        ))
+        record("TriuBackward", out, &[Some(self)], Vec::new, f, false)
     }
 
     /// `torch.tril(self, diagonal)`; the gradient is `tril` of the gradient.
     pub fn tril(&self, diagonal: i64) -> Result<Var> {
         let out = self.data().tril(diagonal)?;
         let f = formula(move |g, _s, _n| Ok(vec![Some(g.tril(diagonal)?)]));
-        Ok(record(
-            "TrilBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            false,
-        ))
+        record("TrilBackward", out, &[Some(self)], Vec::new, f, false)
     }
 }

@@ -24,6 +24,9 @@ impl Var {
         if crate::inference_mode::is_inference_mode_enabled() {
             return Ok(false);
         }
+        if self.is_inference() {
+            return Err(AutogradError::InferenceTensorInPlace { op });
+        }
         if (is_grad_enabled() && self.is_leaf() && self.requires_grad()) || self.stands_for_leaf() {
             return Err(AutogradError::InPlaceOnLeaf { op });
         }
@@ -39,6 +42,12 @@ impl Var {
 
     fn binary_(&self, kind: Kind, other: VarOperand) -> Result<&Var> {
         let name = ["add_", "sub_", "mul_", "div_"][kind as usize];
+        let names = [
+            "AddBackward_",
+            "SubBackward_",
+            "MulBackward_",
+            "DivBackward_",
+        ];
         let ov = other.var();
         let recording = self.check_inplace(name, ov)?;
         let (a_req, b_req) = (self.requires_grad(), ov.is_some_and(Var::requires_grad));
@@ -70,6 +79,8 @@ impl Var {
                     }
                     Kind::Add | Kind::Sub => {}
                 }
+                // Refused before self changes.
+                crate::var::check_not_inference(names[kind as usize], [b], &saved)?;
             }
         }
         let a = self.data();
@@ -115,12 +126,6 @@ impl Var {
             };
             Ok(vec![ga, gb])
         });
-        let names = [
-            "AddBackward_",
-            "SubBackward_",
-            "MulBackward_",
-            "DivBackward_",
-        ];
         let edges = vec![self.edge(), ov.and_then(Var::edge)];
         let node = Node::new(names[kind as usize], edges, saved, f);
         self.set_grad_fn(Arc::new(node));

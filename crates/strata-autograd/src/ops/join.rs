@@ -61,7 +61,7 @@ impl Var {
                 })
                 .collect()
         });
-        Ok(record("CatBackward", out, &inputs, Vec::new, f, false))
+        record("CatBackward", out, &inputs, Vec::new, f, false)
     }
 
     /// `torch.stack(tensors, dim)`: unsqueeze and cat (recorded).

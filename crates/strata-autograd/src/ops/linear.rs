@@ -189,14 +189,14 @@ impl Var {
             }
             Ok(out)
         });
-        Ok(record(
+        record(
             "GeluLinearBackward",
             y,
             &[Some(self), Some(weight), bias],
             saved,
             f,
             false,
-        ))
+        )
     }
 }
 

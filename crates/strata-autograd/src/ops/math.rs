@@ -42,7 +42,7 @@ impl Var {
             let x = s.first().unwrap_or(g);
             Ok(vec![Some(grad(g, x)?)])
         });
-        Ok(record(name, out, &[Some(self)], saved, f, false))
+        record(name, out, &[Some(self)], saved, f, false)
     }
 
     /// Square root; the result is saved (`g / (2 sqrt x)`).
@@ -201,14 +201,14 @@ impl Var {
             };
             Ok(vec![ga, gb])
         });
-        Ok(record(
+        record(
             "PowBackward1",
             out,
             &[Some(self), Some(exponent)],
             saved,
             f,
             false,
-        ))
+        )
     }
 
     /// `base ^ exponent` for a scalar base (`torch.pow(2, t)`); the result
@@ -230,14 +230,7 @@ impl Var {
             };
             Ok(vec![Some(sum_to(&g.mul(&d)?, &shape, dtype)?)])
         });
-        Ok(record(
-            "PowBackward2",
-            out,
-            &[Some(exponent)],
-            saved,
-            f,
-            false,
-        ))
+        record("PowBackward2", out, &[Some(exponent)], saved, f, false)
     }
 
     /// Element-wise maximum, broadcasting; saves both operands. Where they
@@ -283,14 +276,7 @@ impl Var {
         } else {
             "MinimumBackward"
         };
-        Ok(record(
-            name,
-            out,
-            &[Some(self), Some(other)],
-            saved,
-            f,
-            false,
-        ))
+        record(name, out, &[Some(self), Some(other)], saved, f, false)
     }
 
     /// Softmax along `dim` (see [`Tensor::softmax`]); the result is saved

@@ -111,14 +111,14 @@ impl Var {
             };
             Ok(vec![ga, gb])
         });
-        Ok(record(
+        record(
             "MatmulBackward",
             out,
             &[Some(self), Some(other)],
             saved,
             f,
             false,
-        ))
+        )
     }
 
     /// `self + mat1 @ mat2` (PyTorch's `torch.addmm` with `beta = alpha =
@@ -175,14 +175,14 @@ impl Var {
             };
             Ok(vec![dc, d1, d2])
         });
-        Ok(record(
+        record(
             "AddmmBackward",
             out,
             &[Some(self), Some(mat1), Some(mat2)],
             saved,
             f,
             false,
-        ))
+        )
     }
 
     /// Matrix product of two 2-D variables (same as [`Var::matmul`] there).

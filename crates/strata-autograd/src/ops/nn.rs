@@ -87,14 +87,14 @@ impl Var {
             )?;
             Ok(vec![dx, dw, db])
         });
-        Ok(record(
+        record(
             "NativeLayerNormBackward",
             out,
             &[Some(self), weight, bias],
             saved,
             f,
             false,
-        ))
+        )
     }
 
     /// `F.cross_entropy(self, target, ...)` over class logits with class
@@ -138,14 +138,7 @@ impl Var {
                     let dx = s[0].cross_entropy_backward(g, &sv, rebuild_args(s.get(4), rest))?;
                     Ok(vec![Some(dx)])
                 });
-                Ok(record(
-                    "NllLossBackward",
-                    loss,
-                    &[Some(self)],
-                    saved,
-                    f,
-                    false,
-                ))
+                record("NllLossBackward", loss, &[Some(self)], saved, f, false)
             }
             None => {
                 // Probability targets: PyTorch's `cross_entropy_loss_prob_target`
@@ -236,14 +229,7 @@ impl Var {
             let dx = z.scatter_add(1, &safe.unsqueeze(1)?, &vals)?;
             Ok(vec![Some(from_rows(&dx, &shape)?.to_dtype(dtype)?)])
         });
-        Ok(record(
-            "NllLossBackward",
-            out,
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("NllLossBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// `F.mse_loss(self, target, reduction, weight)`; gradients flow to
@@ -302,14 +288,14 @@ impl Var {
                 },
             ])
         });
-        Ok(record(
+        record(
             "MseLossBackward",
             out,
             &[Some(self), Some(target)],
             saved,
             f,
             false,
-        ))
+        )
     }
 
     /// `F.dropout(self, p, train)`: the mask comes from the dropout generator
@@ -334,14 +320,7 @@ impl Var {
                 // PyTorch multiplies by zeros for p = 1: NaN * 0 stays NaN.
                 Ok(vec![Some(if drop_all { g.mul(0.0)? } else { g.clone() })])
             });
-            return Ok(record(
-                "DropoutBackward",
-                out,
-                &[Some(self)],
-                Vec::new,
-                f,
-                false,
-            ));
+            return record("DropoutBackward", out, &[Some(self)], Vec::new, f, false);
         }
         let seed = next_seed();
         let out = self.data().dropout(p, true, seed)?;
@@ -354,14 +333,7 @@ impl Var {
                 0.0,
             )?)])
         });
-        Ok(record(
-            "DropoutBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            false,
-        ))
+        record("DropoutBackward", out, &[Some(self)], Vec::new, f, false)
     }
 }
 

@@ -47,14 +47,7 @@ impl Var {
         let shape = self.shape().to_vec();
         let dims = reduced(dims, shape.len());
         let f = formula(move |g, _s, _n| Ok(vec![Some(expand_back(g, &shape, &dims, keepdim)?)]));
-        Ok(record(
-            "SumBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            false,
-        ))
+        record("SumBackward", out, &[Some(self)], Vec::new, f, false)
     }
 
     /// Mean over `dims` (all when `None` or empty).
@@ -70,14 +63,7 @@ impl Var {
             let g = g.div(count as f64)?;
             Ok(vec![Some(expand_back(&g, &shape, &dims, keepdim)?)])
         });
-        Ok(record(
-            "MeanBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            false,
-        ))
+        record("MeanBackward", out, &[Some(self)], Vec::new, f, false)
     }
 }
 
@@ -139,7 +125,7 @@ impl Var {
             let g = expand_back(g, &shape, &dims, keepdim)?;
             Ok(vec![Some(var_backward(&g, &s[0], &dims, all, correction)?)])
         });
-        Ok(record("VarBackward", out, &[Some(self)], saved, f, false))
+        record("VarBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// Standard deviation over `dims` (see [`Tensor::std`]). The input and
@@ -159,7 +145,7 @@ impl Var {
             let g = expand_back(&g, &shape, &dims, keepdim)?;
             Ok(vec![Some(var_backward(&g, &s[0], &dims, all, correction)?)])
         });
-        Ok(record("StdBackward", out, &[Some(self)], saved, f, false))
+        record("StdBackward", out, &[Some(self)], saved, f, false)
     }
 
     /// `log(sum(exp(x)))` over `dims` (see [`Tensor::logsumexp`]). The input
@@ -177,13 +163,6 @@ impl Var {
             let g = expand_back(g, &shape, &dims, keepdim)?;
             Ok(vec![Some(g.mul(&p)?)])
         });
-        Ok(record(
-            "LogsumexpBackward",
-            out,
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("LogsumexpBackward", out, &[Some(self)], saved, f, false)
     }
 }

@@ -10,14 +10,7 @@ impl Var {
     pub fn neg(&self) -> Result<Var> {
         let out = self.data().neg()?;
         let f = formula(|g, _s, _n| Ok(vec![Some(g.neg()?)]));
-        Ok(record(
-            "NegBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            false,
-        ))
+        record("NegBackward", out, &[Some(self)], Vec::new, f, false)
     }
 
     /// `max(self, 0)`; the gradient is passed except where the result is
@@ -30,14 +23,7 @@ impl Var {
             let blocked = s[0].le(0.0)?;
             Ok(vec![Some(Tensor::where_cond(&blocked, 0.0, g)?)])
         });
-        Ok(record(
-            "ReluBackward",
-            out.clone(),
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("ReluBackward", out.clone(), &[Some(self)], saved, f, false)
     }
 
     /// `e^self`; the result is saved (its gradient is `g * e^self`).
@@ -48,14 +34,7 @@ impl Var {
         let out = self.data().exp()?;
         let saved = || vec![out.clone()];
         let f = formula(|g, s, _n| Ok(vec![Some(g.mul(&s[0])?)]));
-        Ok(record(
-            "ExpBackward",
-            out.clone(),
-            &[Some(self)],
-            saved,
-            f,
-            false,
-        ))
+        record("ExpBackward", out.clone(), &[Some(self)], saved, f, false)
     }
 
     /// Natural logarithm; the input is saved (its gradient is `g / self`).
@@ -67,6 +46,6 @@ impl Var {
         let input = self.data().clone();
         let saved = || vec![input];
         let f = formula(|g, s, _n| Ok(vec![Some(g.div(&s[0])?)]));
-        Ok(record("LogBackward", out, &[Some(self)], saved, f, false))
+        record("LogBackward", out, &[Some(self)], saved, f, false)
     }
 }

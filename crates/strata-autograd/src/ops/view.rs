@@ -16,14 +16,7 @@ impl Var {
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         let out = self.data().transpose(d0, d1)?;
         let f = formula(move |g, _s, _n| Ok(vec![Some(g.transpose(d0, d1)?)]));
-        Ok(record(
-            "TransposeBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            true,
-        ))
+        record("TransposeBackward", out, &[Some(self)], Vec::new, f, true)
     }
 
     /// Transpose of a 2-D variable (0-d and 1-D unchanged).
@@ -31,7 +24,7 @@ impl Var {
         if self.ndim() < 2 {
             let out = self.data().t()?;
             let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
-            return Ok(record("TBackward", out, &[Some(self)], Vec::new, f, true));
+            return record("TBackward", out, &[Some(self)], Vec::new, f, true);
         }
         self.transpose(0, 1)
     }
@@ -72,7 +65,7 @@ impl Var {
     fn reshaped(&self, out: Tensor, name: &'static str, is_view: bool) -> Result<Var> {
         let shape = dims_of(self.shape());
         let f = formula(move |g, _s, _n| Ok(vec![Some(g.reshape(&shape)?)]));
-        Ok(record(name, out, &[Some(self)], Vec::new, f, is_view))
+        record(name, out, &[Some(self)], Vec::new, f, is_view)
     }
 
     /// `length` elements of `dim` from `start` (a view); the gradient is
@@ -85,14 +78,7 @@ impl Var {
             full.narrow(dim, start, length)?.copy_(g)?;
             Ok(vec![Some(full)])
         });
-        Ok(record(
-            "NarrowBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            true,
-        ))
+        record("NarrowBackward", out, &[Some(self)], Vec::new, f, true)
     }
 
     /// Broadcast view (`-1` keeps a size); the gradient is summed over the
@@ -101,14 +87,7 @@ impl Var {
         let out = self.data().expand(shape)?;
         let (in_shape, dtype) = (self.shape().to_vec(), self.dtype());
         let f = formula(move |g, _s, _n| Ok(vec![Some(sum_to(g, &in_shape, dtype)?)]));
-        Ok(record(
-            "ExpandBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            true,
-        ))
+        record("ExpandBackward", out, &[Some(self)], Vec::new, f, true)
     }
 
     /// Reorders the dims (a view).
@@ -121,13 +100,6 @@ impl Var {
             inverse[d as usize] = i as i64;
         }
         let f = formula(move |g, _s, _n| Ok(vec![Some(g.permute(&inverse)?)]));
-        Ok(record(
-            "PermuteBackward",
-            out,
-            &[Some(self)],
-            Vec::new,
-            f,
-            true,
-        ))
+        record("PermuteBackward", out, &[Some(self)], Vec::new, f, true)
     }
 }
