@@ -262,7 +262,8 @@ impl crate::tensor::Tensor {
     /// `[low, high)` (`dtype` i64 unless given; a float dtype holds
     /// integer values) from the seeded counter-based Philox generator,
     /// generated on the device. `low >= high`, or bounds the dtype cannot
-    /// hold, are [`TensorError::Value`]; bool is not a valid dtype.
+    /// hold, are [`TensorError::Value`]; a bool dtype takes `0 <= low < high
+    /// <= 2`, as in PyTorch (drawn as u8 and converted).
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -281,9 +282,6 @@ impl crate::tensor::Tensor {
         device: strata_alloc::Device,
     ) -> Result<crate::tensor::Tensor> {
         let dtype = dtype.unwrap_or(DType::I64);
-        if dtype == DType::Bool {
-            return Err(TensorError::unsupported("randint", dtype));
-        }
         if low >= high {
             return Err(TensorError::value(
                 "randint",
@@ -296,6 +294,8 @@ impl crate::tensor::Tensor {
             DType::BF16 => v.unsigned_abs() <= 1 << 8,
             DType::F32 => v.unsigned_abs() <= 1 << 24,
             DType::F64 => v.unsigned_abs() <= 1 << 53,
+            // PyTorch's bool bounds: `low` and `high - 1` in {0, 1}.
+            DType::Bool => (0..=1).contains(&v),
             d => Scalar::Int(v).fits(d) && (d != DType::U8 || v >= 0),
         };
         if !exact(low) || !exact(high - 1) {
@@ -303,6 +303,11 @@ impl crate::tensor::Tensor {
                 "randint",
                 format!("the range [{low}, {high}) does not fit in {dtype}"),
             ));
+        }
+        if dtype == DType::Bool {
+            // Drawn as u8 (0 or 1, the same stream) and converted.
+            return Self::randint(low, high, shape, Some(DType::U8), seed, device)?
+                .to_dtype(DType::Bool);
         }
         let range = (i128::from(high) - i128::from(low)) as u64;
         let seq = Sequence::RandInt { low, range, seed };

@@ -12,7 +12,11 @@
 //!   i64::MAX, 1))` wrapped the offset past `u64` (release builds do not
 //!   trap) into a small, wrong one. PyTorch refuses an offset beyond
 //!   `i64::MAX` ("Tensor: invalid storage offset"); strata now returns
-//!   `TensorError::SizeOverflow` naming the op.
+//!   `TensorError::SizeOverflow` naming the op. `iter_dim`/`unbind`
+//!   check the last view up front, so they fail instead of stopping short.
+//! * `randint` refused the bool dtype; PyTorch draws bools for bounds with
+//!   `low` and `high - 1` in {0, 1} (and refuses other bounds: "to - 1 is
+//!   out of bounds for bool"). strata now does the same.
 
 use strata_tensor::{s, DType, Device, Tensor, TensorError};
 
@@ -104,4 +108,35 @@ fn view_offsets_beyond_i64_max_are_refused_not_wrapped() {
     // The views that fit still work, and the failed calls changed nothing.
     assert_eq!(e.offset(), 0);
     assert_eq!(e.narrow(0, 1, 1).unwrap().offset(), big as usize);
+}
+
+// ----- randint into bool: PyTorch's bounds [0, 2) -----
+
+#[test]
+fn randint_draws_bools_within_pytorchs_bounds() {
+    // torch.randint(1, 2, (4,), dtype=torch.bool) -> [True] * 4;
+    // torch.randint(0, 1, ...) -> [False] * 4. strata refused bool.
+    let t = Tensor::randint(1, 2, &[4], Some(DType::Bool), 3, CPU).unwrap();
+    assert_eq!(t.dtype(), DType::Bool);
+    assert_eq!(t.to_vec::<bool>().unwrap(), [true; 4]);
+    let f = Tensor::randint(0, 1, &[4], Some(DType::Bool), 3, CPU).unwrap();
+    assert_eq!(f.to_vec::<bool>().unwrap(), [false; 4]);
+    // torch.randint(0, 2, (1000,), dtype=torch.bool): both values occur.
+    let b = Tensor::randint(0, 2, &[1000], Some(DType::Bool), 5, CPU).unwrap();
+    let v = b.to_vec::<bool>().unwrap();
+    assert!(v.contains(&true) && v.contains(&false));
+    // Empty: tensor([], dtype=torch.bool).
+    let e = Tensor::randint(0, 2, &[0], Some(DType::Bool), 5, CPU).unwrap();
+    assert_eq!((e.shape(), e.dtype()), (&[0][..], DType::Bool));
+    // "to - 1 is out of bounds for bool", "from is out of bounds for bool",
+    // and from >= to: value errors.
+    for (lo, hi) in [(0, 3), (-1, 1), (1, 1), (2, 3)] {
+        assert!(
+            matches!(
+                Tensor::randint(lo, hi, &[2], Some(DType::Bool), 0, CPU),
+                Err(TensorError::Value { .. })
+            ),
+            "randint({lo}, {hi}, bool)"
+        );
+    }
 }
