@@ -2387,6 +2387,66 @@ fn adam_step_matches_cpu() -> Result<()> {
     Ok(())
 }
 
+/// `adam_step_` on transposed (non-contiguous) GPU operands updates them
+/// bit for bit as the fused kernel updates contiguous ones, in every float
+/// dtype (the strided path copies to contiguous tensors, runs the same
+/// kernel, and copies back), and matches the CPU's strided update.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn adam_step_on_strided_gpu_operands_matches_the_contiguous_update() -> Result<()> {
+    use strata_tensor::AdamHyper;
+    let dev = gpu();
+    for (k, dtype) in [DType::F32, DType::BF16, DType::F16]
+        .into_iter()
+        .enumerate()
+    {
+        let s = 1700 + 10 * k as u64;
+        // Stored as [67, 33] and seen transposed as [33, 67].
+        let p = data(&[67, 33], dtype, s)?.div(8.0)?;
+        let m = data(&[67, 33], dtype, s + 1)?.div(8.0)?;
+        let v = data(&[67, 33], dtype, s + 2)?.div(8.0)?.abs()?;
+        let (gp, gm, gv) = (p.to(dev)?, m.to(dev)?, v.to(dev)?);
+        let (pt, mt, vt) = (gp.t()?, gm.t()?, gv.t()?);
+        assert!(!pt.is_contiguous(), "the operands must be strided");
+        let (cp, cm, cv) = (pt.contiguous()?, mt.contiguous()?, vt.contiguous()?);
+        let (hp, hm, hv) = (p.t()?, m.t()?, v.t()?);
+        for step in 1..=3 {
+            let g = data(&[33, 67], dtype, s + 3 + step as u64)?.div(8.0)?;
+            let h = AdamHyper {
+                lr: 1e-2,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+                weight_decay: 0.1,
+                step,
+            };
+            pt.adam_step_(&g.to(dev)?, &mt, &vt, h)?;
+            cp.adam_step_(&g.to(dev)?, &cm, &cv, h)?;
+            hp.adam_step_(&g, &hm, &hv, h)?;
+        }
+        for (what, strided, contiguous, host) in [
+            ("p", &pt, &cp, &hp),
+            ("m", &mt, &cm, &hm),
+            ("v", &vt, &cv, &hv),
+        ] {
+            let a = strided.contiguous()?.to(Device::Cpu)?;
+            let b = contiguous.to(Device::Cpu)?;
+            assert_eq!(
+                a.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                b.to_dtype(DType::F64)?.to_vec::<f64>()?,
+                "{dtype:?} {what}: strided GPU update differs from the contiguous one"
+            );
+            check_same(
+                &format!("adam strided {dtype:?} {what}"),
+                &host.contiguous()?,
+                &strided.contiguous()?,
+                true,
+            );
+        }
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn cross_entropy_register_paths_match_cpu() -> Result<()> {
