@@ -30,14 +30,17 @@
 //!
 //! Where to look next: [`Tensor`] (creation, views, ops; operators and
 //! compound assignment in the crate docs of [`tensor`](mod@tensor)), the memory functions
-//! ([`memory_stats`], [`memory_summary`], [`empty_cache`]), and
+//! ([`memory_stats`], [`memory_summary`], [`empty_cache`], [`mem_get_info`];
+//! [`set_allocator_settings`] and [`caching_allocator_enable`] change a live
+//! allocator as `torch.cuda.memory` does), and
 //! [`autograd`] (`Var`, `backward`, `no_grad`, optimizers).
 
 pub use strata_alloc::{
-    allocator, empty_cache, max_memory_allocated, max_memory_reserved, mem_pool, memory_allocated,
-    memory_reserved, memory_stats, memory_summary, reset_accumulated_memory_stats,
-    reset_peak_memory_stats, AllocError, AllocatorConfig, CachingAllocator, Device, MemPool,
-    MemPoolGuard, MemPoolOptions, MemoryStats, OutOfMemory, StreamId,
+    allocator, caching_allocator_enable, empty_cache, max_memory_allocated, max_memory_reserved,
+    mem_get_info, mem_pool, memory_allocated, memory_reserved, memory_stats, memory_summary,
+    reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator_settings, AllocError,
+    AllocatorConfig, CachingAllocator, Device, MemInfo, MemPool, MemPoolGuard, MemPoolOptions,
+    MemoryStats, OutOfMemory, StreamId,
 };
 
 pub use strata_tensor::{
