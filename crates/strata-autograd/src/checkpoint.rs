@@ -27,7 +27,17 @@
 //! requiring grad (or a view of one) `f` gets [`AutogradError::InPlaceOnLeaf`]
 //! and the leaf is unchanged; an input that `f` modified in place makes the
 //! backward fail with [`AutogradError::SavedTensorModified`] (the
-//! recomputation would start from the modified value).
+//! recomputation would start from the modified value). Captured parameters
+//! are watched too: an in-place op on one inside `f` is
+//! [`AutogradError::InPlaceOnLeaf`] (PyTorch's forward runs with grad mode
+//! on and refuses it), and one modified after `f` first read it (through
+//! `.data()` inside `f`, or by an optimizer step before the backward) makes
+//! the backward fail with [`AutogradError::SavedTensorModified`], whose
+//! `index` counts the inputs first, then the captured parameters in the
+//! order `f` first read them. (PyTorch 2.15's non-reentrant checkpoint
+//! recomputes from the modified parameter instead, returning gradients of
+//! a forward that never ran; without a checkpoint it refuses, as strata
+//! does.) These checks run before the backward pass changes any gradient.
 //! [`checkpoint_blocks`] applies one to every `k`-th block of a sequence.
 
 use crate::autocast::{autocast_state, AutocastGuard};
@@ -42,8 +52,9 @@ use strata_tensor::generator::{rng_state, set_rng_state, RngState};
 
 thread_local! {
     /// One list per active checkpointed forward: the variables requiring grad
-    /// that its ops read (captured from outside, since nothing inside requires grad).
-    static TRACERS: RefCell<Vec<Vec<Var>>> = const { RefCell::new(Vec::new()) };
+    /// that its ops read (captured from outside, since nothing inside requires
+    /// grad), each with its version when read.
+    static TRACERS: RefCell<Vec<Vec<(Var, u64)>>> = const { RefCell::new(Vec::new()) };
     /// How many recomputations' backward passes are running on this thread.
     static RECOMPUTING: Cell<usize> = const { Cell::new(0) };
 }
@@ -85,11 +96,17 @@ pub(crate) fn note_parameters(inputs: &[Option<&Var>]) {
         if let Some(top) = t.last_mut() {
             for v in inputs.iter().flatten() {
                 if v.requires_grad() {
-                    top.push((*v).clone());
+                    top.push(((*v).clone(), v.version()));
                 }
             }
         }
     });
+}
+
+/// Whether a checkpointed forward is running on this thread (its function
+/// runs without grad mode, where PyTorch's runs with it).
+pub(crate) fn in_forward() -> bool {
+    TRACERS.with(|t| !t.borrow().is_empty())
 }
 
 /// Pops the tracer even when `f` fails or panics.
@@ -101,7 +118,7 @@ impl TracerGuard {
         TracerGuard
     }
 
-    fn take(&self) -> Vec<Var> {
+    fn take(&self) -> Vec<(Var, u64)> {
         TRACERS.with(|t| {
             t.borrow_mut()
                 .last_mut()
@@ -177,10 +194,17 @@ where
     };
     let out = out?;
     drop(detached);
-    // Captured variables, each once.
+    // Captured variables, each once, with the version they had when first
+    // read: one modified after that (in `f` through `.data()`, or by an
+    // optimizer step before the backward) is refused at backward, as
+    // PyTorch refuses a parameter modified after an op saved it (its
+    // non-reentrant checkpoint, 2.15, recomputes from the new value
+    // instead, giving gradients of a forward that never ran).
     let mut params: Vec<Var> = Vec::new();
-    for v in captured {
+    let mut param_versions: Vec<u64> = Vec::new();
+    for (v, version) in captured {
         if !v.is_leaf() {
+            set_rng_state(rng);
             return Err(AutogradError::Checkpoint {
                 msg: format!(
                     "the checkpointed function reads a variable made by {} outside it; pass \
@@ -191,22 +215,15 @@ where
         }
         if !params.iter().any(|p| Arc::ptr_eq(p.inner(), v.inner())) {
             params.push(v);
+            param_versions.push(version);
         }
     }
     let n_in = inputs.len();
     let f = Arc::new(f);
+    // The node's check before a backward pass (`Node::expect_versions`)
+    // compares the inputs with their versions before `f` and the captured
+    // parameters with theirs at first use.
     let backward = formula(move |g, saved, needs| {
-        for (index, (t, &before)) in saved.iter().zip(&versions).enumerate() {
-            let current = t.version();
-            if current != before {
-                return Err(AutogradError::SavedTensorModified {
-                    op: "CheckpointBackward",
-                    index,
-                    saved: before,
-                    current,
-                });
-            }
-        }
         let _grad = EnableGradGuard::new();
         let _rng = RngRestore(rng_state());
         set_rng_state(rng);
@@ -242,7 +259,7 @@ where
     edges.extend(params.iter().map(Some));
     let saved: Vec<Tensor> = inputs.iter().map(|v| v.data().clone()).collect();
     debug_assert_eq!(saved.len(), n_in);
-    record(
+    let out = record(
         "CheckpointBackward",
         out.data().clone(),
         &edges,
@@ -250,6 +267,16 @@ where
         backward,
         false,
     )
+    .inspect_err(|_| set_rng_state(rng))?;
+    if let Some(node) = out.grad_fn() {
+        let leaves = param_versions
+            .into_iter()
+            .enumerate()
+            .map(|(k, version)| (n_in + k, version))
+            .collect();
+        node.expect_versions(&versions, leaves);
+    }
+    Ok(out)
 }
 
 use strata_tensor::Tensor;

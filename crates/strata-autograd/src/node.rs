@@ -76,6 +76,10 @@ pub(crate) struct Node {
     view: Option<ViewBase>,
     /// Never released (see [`Node::never_release`]).
     reusable: AtomicBool,
+    /// Leaves this node's edges reach whose data must still be at the given
+    /// version when the node runs: `(edge index, version)` (a checkpoint's
+    /// captured parameters, which its recomputation reads).
+    leaf_versions: Mutex<Vec<(usize, u64)>>,
 }
 
 impl Node {
@@ -100,6 +104,7 @@ impl Node {
             saved: Mutex::new(Some(saved)),
             view: None,
             reusable: AtomicBool::new(false),
+            leaf_versions: Mutex::new(Vec::new()),
         }
     }
 
@@ -182,7 +187,8 @@ impl Node {
         (self.backward)(grad, &saved, &needs)
     }
 
-    /// The saved tensors, unless released or modified since they were saved.
+    /// The saved tensors, unless released or modified since they were saved
+    /// (or since the versions given to [`Node::expect_versions`]).
     fn checked<'a>(&self, saved: Option<&'a Vec<Saved>>) -> Result<&'a Vec<Saved>> {
         let saved = saved.ok_or(AutogradError::GraphReleased { op: self.name })?;
         for (index, s) in saved.iter().enumerate() {
@@ -196,7 +202,35 @@ impl Node {
                 });
             }
         }
+        for &(index, version) in self.leaf_versions.lock().iter() {
+            if let Some(Some(Edge::Leaf(leaf))) = self.edges.get(index) {
+                let current = leaf.version();
+                if current != version {
+                    return Err(AutogradError::SavedTensorModified {
+                        op: self.name,
+                        index,
+                        saved: version,
+                        current,
+                    });
+                }
+            }
+        }
         Ok(saved)
+    }
+
+    /// Makes the check before this node runs expect the saved tensors at
+    /// `saved` (one version each, in order; from before they could have
+    /// been modified) and the leaves of the edges `leaves` (`(edge index,
+    /// version)`) at their versions, so that a change since is reported
+    /// before a backward pass runs anything (a checkpoint's inputs and
+    /// captured parameters, which its recomputation reads).
+    pub(crate) fn expect_versions(&self, saved: &[u64], leaves: Vec<(usize, u64)>) {
+        if let Some(v) = self.saved.lock().as_mut() {
+            for (s, &version) in v.iter_mut().zip(saved) {
+                s.version = version;
+            }
+        }
+        *self.leaf_versions.lock() = leaves;
     }
 
     /// The error [`Node::apply`] would give for the saved tensors (released,

@@ -134,6 +134,11 @@ impl VarInner {
         self.grad.lock().destination.clone()
     }
 
+    /// The data's version counter.
+    pub(crate) fn version(&self) -> u64 {
+        self.data.version()
+    }
+
     /// The node that produced this variable now (`None` for a leaf).
     pub(crate) fn current_grad_fn(&self) -> Option<Arc<Node>> {
         self.grad_fn.lock().clone()

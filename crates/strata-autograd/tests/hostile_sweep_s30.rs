@@ -272,6 +272,108 @@ fn inference_tensors_are_not_saved_for_backward() {
     assert!(saved_error(&e), "{e}");
 }
 
+// ------------------------------------------------------------ checkpoint
+
+#[test]
+fn a_captured_parameter_modified_after_its_use_is_detected_at_backward() {
+    // y = checkpoint(lambda x: (x * w).exp(), x) with w captured. PyTorch
+    // 2.15's non-reentrant checkpoint recomputes with the modified w and
+    // returns gradients of a function that was never run forward (x.grad
+    // 2 e^4 = 109.19 after w *= 2); without checkpoint its MulBackward
+    // would refuse ("one of the variables needed for gradient computation
+    // has been modified by an inplace operation"). strata refuses in both.
+    let x = param(&[2.0, 2.0, 2.0]);
+    for case in ["after_step", "inside_via_data", "inside_in_place"] {
+        let w = param(&[1.0, 1.0, 1.0]);
+        let w2 = w.clone();
+        let r = checkpoint(
+            move |xs| {
+                let y = xs[0].mul(&w2)?.exp();
+                match case {
+                    "inside_via_data" => {
+                        w2.data().mul_(2.0)?;
+                    }
+                    "inside_in_place" => {
+                        // PyTorch's forward runs with grad mode on: "a leaf
+                        // Variable that requires grad is being used in an
+                        // in-place operation", before changing w.
+                        w2.mul_(2.0)?;
+                    }
+                    _ => {}
+                }
+                y
+            },
+            std::slice::from_ref(&x),
+        );
+        if case == "inside_in_place" {
+            let e = r.unwrap_err();
+            assert!(matches!(e, AutogradError::InPlaceOnLeaf { .. }), "{e}");
+            assert_eq!(w.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+            continue;
+        }
+        let out = r.unwrap();
+        if case == "after_step" {
+            no_grad(|| w.mul_(2.0).map(|_| ())).unwrap();
+        }
+        let e = out.sum(None, false).unwrap().backward().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                AutogradError::SavedTensorModified {
+                    op: "CheckpointBackward",
+                    index: 1,
+                    ..
+                }
+            ),
+            "{case}: {e}"
+        );
+        assert!(x.grad().is_none() && w.grad().is_none(), "{case}");
+    }
+    // The check runs before the pass changes any gradient: z's branch,
+    // recorded last and so run first, adds nothing; an input modified
+    // inside the function (index 0) likewise.
+    let z = param(&[1.0, 1.0]);
+    let sum = |v: &Var| v.sum(None, false).unwrap();
+    for case in ["parameter", "input"] {
+        let w = param(&[1.0, 1.0, 1.0]);
+        let w2 = w.clone();
+        let y = x.mul(1.0).unwrap();
+        let out = checkpoint(
+            move |xs| {
+                let r = xs[0].mul(&w2)?.exp();
+                if case == "input" {
+                    xs[0].data().add_(1.0)?;
+                }
+                r
+            },
+            std::slice::from_ref(&y),
+        )
+        .unwrap();
+        let l = sum(&out).add(&sum(&z.mul(&z).unwrap())).unwrap();
+        if case == "parameter" {
+            no_grad(|| w.sub_(0.5).map(|_| ())).unwrap();
+        }
+        let e = l.backward().unwrap_err();
+        let index = if case == "input" { 0 } else { 1 };
+        assert!(
+            matches!(e, AutogradError::SavedTensorModified { op: "CheckpointBackward", index: i, .. } if i == index),
+            "{case}: {e}"
+        );
+        assert!(
+            z.grad().is_none() && x.grad().is_none() && w.grad().is_none(),
+            "{case}"
+        );
+    }
+    // Unmodified: x.grad = w e^(xw) = e^2, w.grad = x e^(xw) = 2 e^2.
+    let w = param(&[1.0, 1.0, 1.0]);
+    let w2 = w.clone();
+    let out = checkpoint(move |xs| xs[0].mul(&w2)?.exp(), std::slice::from_ref(&x)).unwrap();
+    out.sum(None, false).unwrap().backward().unwrap();
+    let e2 = 2f64.exp();
+    close(&grad_f32(&x), &[e2; 3], 1e-6);
+    close(&grad_f32(&w), &[2.0 * e2; 3], 1e-6);
+}
+
 // ---------------------------------------------------------------- var/std
 
 /// Equal as PyTorch prints them: NaN where NaN, the sign of zero included.

@@ -27,7 +27,14 @@ impl Var {
         if self.is_inference() {
             return Err(AutogradError::InferenceTensorInPlace { op });
         }
-        if (is_grad_enabled() && self.is_leaf() && self.requires_grad()) || self.stands_for_leaf() {
+        // Inside a checkpointed forward grad mode is off, but PyTorch runs
+        // that forward with it on: a captured leaf that requires grad is
+        // refused there too (its recomputation would start from the
+        // changed value).
+        let leaf_requiring_grad = self.is_leaf() && self.requires_grad();
+        if (leaf_requiring_grad && (is_grad_enabled() || crate::checkpoint::in_forward()))
+            || self.stands_for_leaf()
+        {
             return Err(AutogradError::InPlaceOnLeaf { op });
         }
         if is_grad_enabled() && self.is_no_grad_view() {
