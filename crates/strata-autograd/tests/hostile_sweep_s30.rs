@@ -439,3 +439,42 @@ fn var_and_std_gradients_without_degrees_of_freedom_are_pytorchs() {
     x.var(None, 1.5, false).unwrap().backward().unwrap();
     close(&grad_f32(&x), &[-16.0 / 9.0, -4.0 / 9.0, 20.0 / 9.0], 1e-6);
 }
+
+// ------------------------------------------------------------- layer_norm
+
+#[test]
+fn layer_norm_with_an_infinite_eps_is_pytorchs_up_to_the_sign_of_zero() {
+    // PyTorch: rstd = 1 / sqrt(var + inf) = 0, so every normalised value is
+    // a zero: y = b where there is a bias, x, w and b's gradients are 0, 0
+    // and the summed upstream gradient. PyTorch's CPU kernel writes
+    // (x * rstd - mean * rstd) * gamma + beta (gamma 1 and beta 0 when
+    // absent), whose `+ beta` turns every -0.0 into 0.0; strata's kernels
+    // (strata-tensor) write (x - mean) * rstd, so some of its zeros are
+    // -0.0 where PyTorch's are 0.0 (the x gradient too). Only the sign of
+    // zero differs; `==` below does not see it.
+    let x =
+        Var::parameter(Tensor::from_slice(&[1.0f32, 2., 4., 0., -1., 3.], &[2, 3], CPU).unwrap())
+            .unwrap();
+    let w = param(&[1.0, -2.0, 0.5]);
+    let b = param(&[0.0, 1.0, -0.0]);
+    let y = x
+        .layer_norm(&[3], Some(&w), Some(&b), f64::INFINITY)
+        .unwrap();
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        vec![0.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+    );
+    y.backward_with(
+        Some(&Tensor::ones(&[2, 3], DType::F32, CPU).unwrap()),
+        false,
+    )
+    .unwrap();
+    assert_eq!(grad_f32(&x), vec![0.0; 6]);
+    assert_eq!(grad_f32(&w), vec![0.0; 3]);
+    assert_eq!(grad_f32(&b), vec![2.0; 3]);
+    let y = x
+        .detach()
+        .layer_norm(&[3], None, None, f64::INFINITY)
+        .unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.0; 6]);
+}
