@@ -1,37 +1,102 @@
 //! strata-autograd: reverse-mode automatic differentiation over strata
-//! tensors, with PyTorch's memory behaviour.
+//! tensors, with PyTorch's semantics and memory behaviour (re-exported as
+//! `strata::autograd`; the guide is `docs/autograd.md`).
 //!
-//! * [`Var`]: a tensor plus autograd metadata. Leaves made with
-//!   [`Var::parameter`] (or `requires_grad_(true)`) accumulate gradients in
-//!   [`Var::grad`]; results of recorded ops carry the node that made them.
-//! * Recorded ops: `add`, `sub`, `mul`, `div` (broadcasting; gradients summed
-//!   back to each input's shape), `neg`, `relu`, `exp`, `log`, `sum`, `mean`,
-//!   `matmul`, and the views `transpose`, `reshape`, `view`, `narrow`,
-//!   `expand`, `unsqueeze`, `squeeze_dims`, `flatten`, `permute`; in place:
-//!   `add_`, `sub_`, `mul_`, `div_`, `zero_`.
-//! * [`Var::backward`] runs the graph in topological order and releases each
-//!   node's saved tensors as soon as its backward ran, so their memory goes
-//!   back to the allocator during the pass; a second backward through the
-//!   released graph fails with [`AutogradError::GraphReleased`] unless the first
-//!   one passed `retain_graph`.
-//! * [`no_grad`] / [`NoGradGuard`]: a thread-local switch under which nothing
-//!   is recorded or saved. [`Var::detach`] shares storage without history.
-//! * Saved tensors carry the version they had; an in-place change before
-//!   backward gives [`AutogradError::SavedTensorModified`]. In-place ops on a
-//!   leaf that requires grad give [`AutogradError::InPlaceOnLeaf`].
-//! * [`optim::Sgd`] (momentum) and [`optim::Adam`], with `zero_grad(set_to_none)`.
+//! # The crate at a glance
+//!
+//! * **Variables and the graph.** [`Var`] is a tensor plus autograd
+//!   metadata. Leaves made with [`Var::parameter`] (or `requires_grad_(true)`)
+//!   accumulate gradients in [`Var::grad`] ([`Var::set_grad`],
+//!   [`Var::zero_grad`]); results of recorded ops carry the node that made
+//!   them. [`Var::backward`] / [`Var::backward_with`] run the graph and
+//!   release each node's saved tensors as soon as it ran (a second backward
+//!   needs `retain_graph`, else [`AutogradError::GraphReleased`]).
+//!   [`Var::register_post_accumulate_grad_hook`] runs a hook once a leaf's
+//!   gradient for the pass is final ([`HookHandle`] removes it; an error
+//!   from a hook ends the pass).
+//! * **Recorded ops** (`ops/`, methods of [`Var`]): arithmetic with
+//!   broadcasting (`add`, `sub`, `mul`, `div`, `rsub`, operators on `&Var`,
+//!   scalars through [`VarOperand`]), element-wise math (`exp`, `log`,
+//!   `relu`, `gelu`, `silu`, `tanh`, `sigmoid`, `pow`, `maximum`, ...),
+//!   reductions (`sum`, `mean`, `var`, `std`, `logsumexp`), `softmax`,
+//!   `log_softmax`, `cumsum`, `matmul`/`mm`/`addmm`/`linear`, views
+//!   (`transpose`, `reshape`, `view`, `narrow`, `expand`, `permute`, ...),
+//!   indexing (`index_select`, `gather`, `scatter_add`, `embedding`,
+//!   `masked_fill`, `masked_select`, `where_cond`, `triu`, `tril`), joining
+//!   (`cat`, `stack`, `split`, `chunk`), losses and normalisation
+//!   (`layer_norm`, `cross_entropy`, `nll_loss`, `mse_loss`), `dropout`
+//!   (its masks from the generator set by [`manual_seed`], see
+//!   [`generator_state`]), `to_dtype`, and [`Var::attention`]
+//!   ([`AttentionArgs`], [`AttentionSaving`]: scaled dot-product attention
+//!   whose probabilities can be recomputed in backward). In place: `add_`,
+//!   `sub_`, `mul_`, `div_`, `zero_`.
+//! * **Grad modes.** [`no_grad`] / [`NoGradGuard`], [`enable_grad`] /
+//!   [`EnableGradGuard`], [`set_grad_enabled`], and inference mode
+//!   ([`inference_mode()`], [`InferenceModeGuard`]): no bookkeeping at all;
+//!   its results are inference variables ([`Var::is_inference`]) that cannot
+//!   be modified in place or saved for backward after the region.
+//! * **Memory remedies.** [`mod@checkpoint`]: [`checkpoint()`] and
+//!   [`checkpoint_blocks`] recompute a function's activations in backward
+//!   (PyTorch's non-reentrant checkpoint, captured parameters included);
+//!   [`mod@autocast`]: [`autocast()`] / [`AutocastGuard`] run ops in f16 or
+//!   bf16 by PyTorch's cast policies ([`CastPolicy`], [`DeviceType`]) with
+//!   a per-region cache of parameter copies; [`GradScaler`] scales the loss
+//!   and skips steps with non-finite gradients.
+//! * **Models and training.** [`nn`]: the [`nn::Module`] trait (PyTorch's
+//!   parameter names, `to`, `train`/`eval`) and the layers [`nn::Linear`],
+//!   [`nn::LayerNorm`], [`nn::Embedding`]. [`optim`]: the [`Optimizer`]
+//!   trait, [`Sgd`] (momentum, weight decay), [`Adam`] and [`AdamW`] (fused
+//!   steps over lists of parameters), [`clip_grad_norm_`].
+//! * **Data parallelism.** [`distributed`]:
+//!   [`distributed::DistributedDataParallel`] averages gradients across
+//!   ranks in buckets launched from post-accumulate-grad hooks during
+//!   backward, over NCCL ([`distributed::NcclRank`]) or an in-process group
+//!   ([`distributed::LocalGroup`]).
+//!
+//! # Errors
+//!
+//! Every failure on user input is a typed [`AutogradError`] (tensor errors
+//! under [`AutogradError::Tensor`]), never a panic, and a call that fails
+//! leaves the state it was given as it was (gradients, optimizer moments,
+//! the dropout generator, version counters). PyTorch's rules are followed:
+//! saved tensors carry their version ([`AutogradError::SavedTensorModified`]
+//! when modified in place before backward, checked before the pass changes
+//! any gradient), in-place ops on leaves that require grad
+//! ([`AutogradError::InPlaceOnLeaf`]) and on views
+//! ([`AutogradError::InPlaceOnView`], [`AutogradError::InPlaceOnNoGradView`])
+//! are refused, optimizer hyper-parameters are checked
+//! ([`AutogradError::Hyperparameter`]).
+//!
+//! # Example
+//!
+//! A few steps of training a linear classifier:
 //!
 //! ```
-//! use strata_autograd::{Var, no_grad};
-//! use strata_tensor::{Tensor, DType, Device};
-//! let w = Var::parameter(Tensor::full(&[2], 3.0, DType::F32, Device::Cpu).unwrap()).unwrap();
-//! let x = Var::new(Tensor::from_slice(&[1.0f32, 2.0], &[2], Device::Cpu).unwrap());
-//! let loss = w.mul(&x).unwrap().sum(None, false).unwrap();
-//! loss.backward().unwrap();
-//! assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
-//! assert!(loss.backward().is_err());                     // graph already released
-//! let y = no_grad(|| w.mul(&x)).unwrap();
-//! assert!(!y.requires_grad());
+//! use strata_autograd::nn::{Linear, Module};
+//! use strata_autograd::{clip_grad_norm_, manual_seed, no_grad, AdamW, Optimizer, Var};
+//! use strata_tensor::{CrossEntropyArgs, DType, Device, Tensor};
+//!
+//! manual_seed(0);
+//! let fc = Linear::new(4, 3, true, Device::Cpu)?;
+//! let mut opt = AdamW::new(fc.parameters()).with_lr(0.05)?;
+//! let x = Var::new(Tensor::randn(&[8, 4], DType::F32, 1, Device::Cpu)?);
+//! let y = Tensor::from_slice(&[0i64, 1, 2, 0, 1, 2, 0, 1], &[8], Device::Cpu)?;
+//! let loss = |fc: &Linear| fc.forward(&x)?.cross_entropy(&y, CrossEntropyArgs::default());
+//! let first = loss(&fc)?.item::<f32>()?;
+//! for _ in 0..20 {
+//!     opt.zero_grad(true)?;
+//!     loss(&fc)?.backward()?;
+//!     clip_grad_norm_(opt.params(), 1.0)?;
+//!     opt.step()?;
+//! }
+//! let last = no_grad(|| loss(&fc))?;
+//! assert!(!last.requires_grad());
+//! assert!(last.item::<f32>()? < first);
+//! // A graph is released by its backward.
+//! let l = loss(&fc)?;
+//! l.backward()?;
+//! assert!(l.backward().is_err());
+//! # Ok::<(), strata_autograd::AutogradError>(())
 //! ```
 
 #![warn(missing_docs)]
