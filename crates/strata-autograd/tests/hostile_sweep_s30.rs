@@ -2,6 +2,29 @@
 //! `hostile_sweep_s29.rs`). Each test asserts PyTorch's values (from
 //! PyTorch 2.15 on the CPU, or worked out by hand), or the typed error and
 //! the state left behind.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * `Var::dropout` advanced the dropout generator before the tensor op
+//!   refused an integer input; a failed call, and one that needs no mask
+//!   (p = 1, no element), now draws nothing;
+//! * `cross_entropy` with probability targets converted them to the
+//!   logits' dtype: f32 logits with f64 targets gave an f32 loss (PyTorch:
+//!   f64); the composition is now PyTorch's op by op;
+//! * results made in inference mode could be modified in place after the
+//!   region and saved for backward; they are now inference variables
+//!   (`InferenceTensorInPlace`, `InferenceTensorSaved`, as PyTorch);
+//! * a parameter captured by a checkpointed function and modified after
+//!   its first use (inside the function through `.data()`, or by a step
+//!   before the backward) was silently recomputed from its new value; the
+//!   backward now refuses it (`SavedTensorModified`, before the pass
+//!   changes any gradient), and an in-place op on it inside the function
+//!   is `InPlaceOnLeaf`;
+//! * `var`/`std` gradients with `correction >= N` divided by
+//!   `max(0, N - correction)`; they are now PyTorch's.
+//!
+//! Checked and left: `layer_norm` with `eps = inf` gives -0.0 where
+//! PyTorch's CPU kernel gives 0.0 (its `+ beta`); see the test.
 
 use std::sync::Mutex;
 use strata_autograd::{
