@@ -135,3 +135,68 @@ fn attention_core_matches_cpu() {
         }
     }
 }
+
+/// Session 30's autograd changes on the GPU against the CPU: cross_entropy
+/// with probability targets (f32 logits with f64 targets give an f64 loss
+/// and an f32 gradient; label smoothing and mean reduction), and the var/std
+/// gradients, with a correction below and beyond the count.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn probability_cross_entropy_and_var_std_gradients_match_cpu() {
+    use strata_tensor::{CrossEntropyArgs, Reduction};
+    let dev = gpu();
+    let logits = Tensor::randn(&[6, 11], DType::F32, 31, Device::Cpu).unwrap();
+    let raw = Tensor::rand(&[6, 11], DType::F64, 32, Device::Cpu).unwrap();
+    let targets = raw.div(&raw.sum(Some(&[1]), true).unwrap()).unwrap();
+    let run = |d: Device| {
+        let x = Var::parameter(logits.to(d).unwrap()).unwrap();
+        let args = CrossEntropyArgs {
+            label_smoothing: 0.1,
+            reduction: Reduction::Mean,
+            ..Default::default()
+        };
+        let loss = x.cross_entropy(&targets.to(d).unwrap(), args).unwrap();
+        assert_eq!(loss.dtype(), DType::F64, "f32 logits, f64 targets");
+        loss.backward().unwrap();
+        let g = x.grad().unwrap();
+        assert_eq!(g.dtype(), DType::F32);
+        (loss.data().clone(), g)
+    };
+    let (lc, gc) = run(Device::Cpu);
+    let (lg, gg) = run(dev);
+    assert!(rel_err(&lg, &lc) < 1e-6, "loss {}", rel_err(&lg, &lc));
+    assert!(rel_err(&gg, &gc) < 1e-5, "grad {}", rel_err(&gg, &gc));
+
+    let x0 = Tensor::randn(&[5, 7], DType::F32, 33, Device::Cpu).unwrap();
+    for correction in [0.0, 1.0, 9.0] {
+        for std in [false, true] {
+            let run = |d: Device| {
+                let x = Var::parameter(x0.to(d).unwrap()).unwrap();
+                let y = if std {
+                    x.std(Some(&[1]), correction, false).unwrap()
+                } else {
+                    x.var(Some(&[1]), correction, false).unwrap()
+                };
+                y.sum(None, false).unwrap().backward().unwrap();
+                (y.data().clone(), x.grad().unwrap())
+            };
+            let (yc, gc) = run(Device::Cpu);
+            let (yg, gg) = run(dev);
+            let what = format!("std={std} correction={correction}");
+            if correction >= 7.0 {
+                // Divided by max(0, N - correction) = 0: +inf on both.
+                let inf = |t: &Tensor| {
+                    let v = t.to(Device::Cpu).unwrap().to_dtype(DType::F64).unwrap();
+                    v.to_vec::<f64>()
+                        .unwrap()
+                        .iter()
+                        .all(|&e| e == f64::INFINITY)
+                };
+                assert!(inf(&yc) && inf(&yg), "{what}: value");
+            } else {
+                assert!(rel_err(&yg, &yc) < 1e-5, "{what}: value");
+            }
+            assert!(rel_err(&gg, &gc) < 1e-5, "{what}: grad");
+        }
+    }
+}

@@ -1511,6 +1511,14 @@ fn creation_ops_match_cpu() -> Result<()> {
             (c, g) => panic!("randint {dtype}: cpu {:?} vs gpu {:?}", c.err(), g.err()),
         }
     }
+    // Bools within PyTorch's bounds [0, 2) on both devices, and the same
+    // refusal beyond them.
+    for (low, high) in [(0, 2), (0, 1), (1, 2)] {
+        let c = Tensor::randint(low, high, &[3, 1000], Some(DType::Bool), 12, Device::Cpu)?;
+        let g = Tensor::randint(low, high, &[3, 1000], Some(DType::Bool), 12, dev)?;
+        assert_same("randint bool", &c, &g);
+    }
+    assert!(Tensor::randint(0, 3, &[4], Some(DType::Bool), 12, dev).is_err());
     let x = Tensor::zeros(&[4, 257], DType::F32, dev)?;
     assert_same(
         "rand_like",
