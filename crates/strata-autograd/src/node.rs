@@ -6,7 +6,7 @@ use crate::error::{AutogradError, Result};
 use crate::var::VarInner;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use strata_tensor::Tensor;
 
 /// The backward formula of a node: from the gradient of the output, the saved
@@ -79,7 +79,8 @@ pub(crate) struct Node {
     /// Leaves this node's edges reach whose data must still be at the given
     /// version when the node runs: `(edge index, version)` (a checkpoint's
     /// captured parameters, which its recomputation reads).
-    leaf_versions: Mutex<Vec<(usize, u64)>>,
+    /// Set once, after the node is made; read without a lock by every check.
+    leaf_versions: OnceLock<Vec<(usize, u64)>>,
 }
 
 impl Node {
@@ -104,7 +105,7 @@ impl Node {
             saved: Mutex::new(Some(saved)),
             view: None,
             reusable: AtomicBool::new(false),
-            leaf_versions: Mutex::new(Vec::new()),
+            leaf_versions: OnceLock::new(),
         }
     }
 
@@ -202,7 +203,7 @@ impl Node {
                 });
             }
         }
-        for &(index, version) in self.leaf_versions.lock().iter() {
+        for &(index, version) in self.leaf_versions.get().into_iter().flatten() {
             if let Some(Some(Edge::Leaf(leaf))) = self.edges.get(index) {
                 let current = leaf.version();
                 if current != version {
@@ -230,7 +231,11 @@ impl Node {
                 s.version = version;
             }
         }
-        *self.leaf_versions.lock() = leaves;
+        let first = self.leaf_versions.set(leaves).is_ok();
+        debug_assert!(
+            first,
+            "expect_versions is called once, on the node just recorded"
+        );
     }
 
     /// The error [`Node::apply`] would give for the saved tensors (released,

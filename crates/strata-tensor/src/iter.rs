@@ -69,7 +69,7 @@ impl Tensor {
         // last one has the largest storage offset, which may overflow on an
         // empty tensor with huge strides (`TensorError::SizeOverflow`).
         if let Some(last) = self.shape()[d].checked_sub(1) {
-            self.select(d as i64, last as i64)?;
+            self.layout().select(d as i64, last as i64)?;
         }
         Ok(DimIter {
             tensor: self.clone(),

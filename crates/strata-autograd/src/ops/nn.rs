@@ -104,7 +104,14 @@ impl Var {
         if let Some(c) = crate::autocast::cast_inputs("cross_entropy", &[self])? {
             return c[0].cross_entropy(target, args);
         }
-        let (loss, saved) = self.data().cross_entropy_forward(target, args)?;
+        // Probability targets are composed from recorded ops below, which
+        // need only the forward's checks; class targets run the fused forward.
+        let fused = if target.dtype().is_float() {
+            self.data().check_cross_entropy_args(target, &args)?;
+            None
+        } else {
+            Some(self.data().cross_entropy_forward(target, args)?)
+        };
         let (ignore_index, reduction, label_smoothing) =
             (args.ignore_index, args.reduction, args.label_smoothing);
         fn rebuild_args(
@@ -119,8 +126,8 @@ impl Var {
             }
         }
         let rest = (ignore_index, reduction, label_smoothing);
-        match saved {
-            Some(sv) => {
+        match fused {
+            Some((loss, Some(sv))) => {
                 let x = self.data().clone();
                 // The class weight is saved (version-checked) with the rest.
                 let weight = args.weight.cloned();
@@ -140,14 +147,13 @@ impl Var {
                 });
                 record("NllLossBackward", loss, &[Some(self)], saved, f, false)
             }
-            None => {
+            _ => {
                 // Probability targets: PyTorch's `cross_entropy_loss_prob_target`
                 // op by op, recorded: the log-probabilities in the input's
                 // dtype, the smoothed targets in the targets', the products
                 // and the loss in the promoted dtype (f32 logits with f64
                 // targets give an f64 loss; the logits' gradient is f32).
-                // The tensor forward above checked the arguments.
-                drop(loss);
+                // `check_cross_entropy_args` above checked the arguments.
                 let cdim = if self.ndim() == 1 { 0 } else { 1 };
                 let classes = self.shape()[cdim];
                 let lsm = self.log_softmax(cdim as i64, None)?;

@@ -585,6 +585,37 @@ impl Tensor {
         Ok(self.cross_entropy_forward(target, args)?.0)
     }
 
+    /// The checks [`cross_entropy_forward`](Self::cross_entropy_forward)
+    /// makes before it computes anything, in its order: a float input, the
+    /// target on the input's device, the label smoothing, the input's rank,
+    /// the class weight, and for probability targets (a float `target`) the
+    /// input's shape. Class targets' values are checked by the forward
+    /// itself. Autograd composes the probability-target loss from recorded
+    /// ops and needs only these checks.
+    pub fn check_cross_entropy_args(&self, target: &Tensor, args: &CrossEntropyArgs) -> Result<()> {
+        const OP: &str = "cross_entropy";
+        float_only(OP, self)?;
+        same_device(OP, self, target)?;
+        check_label_smoothing(OP, args.label_smoothing)?;
+        let classes = match self.ndim() {
+            0 => return class_rows(OP, self).map(|_| ()),
+            1 => self.shape()[0],
+            _ => self.shape()[1],
+        };
+        check_class_weight(OP, self, args.weight, classes)?;
+        if target.dtype().is_float() && target.shape() != self.shape() {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "probability targets must have the input's shape {:?}, got {:?}",
+                    self.shape(),
+                    target.shape()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// [`Tensor::cross_entropy`] with what its backward needs (`None` for
     /// probability targets, whose backward is composed from tensor ops).
     pub fn cross_entropy_forward(
@@ -593,25 +624,12 @@ impl Tensor {
         args: CrossEntropyArgs,
     ) -> Result<(Tensor, Option<CrossEntropySaved>)> {
         const OP: &str = "cross_entropy";
-        float_only(OP, self)?;
-        same_device(OP, self, target)?;
-        check_label_smoothing(OP, args.label_smoothing)?;
+        self.check_cross_entropy_args(target, &args)?;
         let eps = args.label_smoothing.max(0.0);
         let (x, rows_shape, classes) = class_rows(OP, self)?;
-        check_class_weight(OP, self, args.weight, classes)?;
         let rows = x.shape()[0];
         let w = args.weight.map(|w| w.contiguous()).transpose()?;
         if target.dtype().is_float() {
-            if target.shape() != self.shape() {
-                return Err(TensorError::shape(
-                    OP,
-                    format!(
-                        "probability targets must have the input's shape {:?}, got {:?}",
-                        self.shape(),
-                        target.shape()
-                    ),
-                ));
-            }
             // Each step in PyTorch's dtypes: the log-probabilities in the
             // input's, the smoothed targets in the targets', the products
             // (and the sum) in the promoted one, which is the loss's dtype.
