@@ -1165,12 +1165,18 @@ impl CachingAllocator {
         Some(e.block)
     }
 
+    /// PyTorch's `should_split`: a `no_split` pool never splits; a
+    /// small-pool block, or any block while expandable segments are on (the
+    /// setting, not the block's kind: an ordinary segment cached before the
+    /// switch, or a private pool's, splits the same way), splits when at
+    /// least 512 bytes would be left; otherwise a large-pool block splits
+    /// when the request is not oversize and more than 1 MiB would be left.
     #[inline]
     fn should_split(settings: &Settings, b: &Block, size: u64, no_split: bool) -> bool {
         let remaining = b.size - size;
         if no_split {
             false
-        } else if b.pool == PoolKind::Small || b.expandable {
+        } else if b.pool == PoolKind::Small || b.expandable || settings.expandable {
             remaining >= MIN_BLOCK_SIZE
         } else {
             !settings.is_oversize(size) && remaining > SMALL_SIZE
