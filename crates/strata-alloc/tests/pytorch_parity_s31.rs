@@ -151,3 +151,788 @@ fn a_private_pools_blocks_split_by_the_setting() {
         a.check_consistency().unwrap();
     }
 }
+
+// ----- a reference model of PyTorch's allocator, step by step ----------------------
+
+/// A model of PyTorch's `DeviceCachingAllocator` with ordinary segments
+/// (`expandable_segments:False`), written from
+/// `c10/cuda/CUDACachingAllocator.cpp`: `malloc` (process_events, round_size,
+/// get_free_block with its oversize filters, garbage collection,
+/// alloc_block, release_available_cached_blocks, release_cached_blocks and
+/// the retry), `should_split`, `alloc_found_block`, `free` (events for the
+/// streams of `recordStream`), `free_block` with its merges, `emptyCache`,
+/// and every statistic each of them updates. The allocator under test runs
+/// the same calls; after each one, every statistic and every address must
+/// agree with the model's.
+mod model {
+    use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+    const MIB: u64 = 1 << 20;
+    const K_MIN_BLOCK: u64 = 512;
+    const K_SMALL_SIZE: u64 = MIB;
+    const K_SMALL_BUFFER: u64 = 2 * MIB;
+    const K_LARGE_BUFFER: u64 = 20 * MIB;
+    const K_MIN_LARGE_ALLOC: u64 = 10 * MIB;
+    const K_ROUND_LARGE: u64 = 2 * MIB;
+
+    #[derive(Clone, Copy, Default, Debug)]
+    struct Stat {
+        current: i64,
+        peak: i64,
+        allocated: i64,
+        freed: i64,
+    }
+
+    impl Stat {
+        fn inc(&mut self, n: u64) {
+            self.current += n as i64;
+            self.peak = self.peak.max(self.current);
+            self.allocated += n as i64;
+        }
+        fn dec(&mut self, n: u64) {
+            self.current -= n as i64;
+            self.freed += n as i64;
+        }
+    }
+
+    /// Stat arrays: [all, small_pool, large_pool].
+    #[derive(Default)]
+    struct Stats {
+        arrays: BTreeMap<&'static str, [Stat; 3]>,
+        oversize_allocations: Stat,
+        oversize_segments: Stat,
+        num_alloc_retries: i64,
+        num_ooms: i64,
+        num_sync_all_streams: i64,
+        num_device_alloc: i64,
+        num_device_free: i64,
+    }
+
+    const ARRAYS: [&str; 9] = [
+        "allocation",
+        "segment",
+        "active",
+        "inactive_split",
+        "allocated_bytes",
+        "reserved_bytes",
+        "active_bytes",
+        "inactive_split_bytes",
+        "requested_bytes",
+    ];
+
+    impl Stats {
+        fn inc(&mut self, name: &'static str, small: bool, n: u64) {
+            let a = self.arrays.entry(name).or_default();
+            a[0].inc(n);
+            a[if small { 1 } else { 2 }].inc(n);
+        }
+        fn dec(&mut self, name: &'static str, small: bool, n: u64) {
+            let a = self.arrays.entry(name).or_default();
+            a[0].dec(n);
+            a[if small { 1 } else { 2 }].dec(n);
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    struct Block {
+        stream: u64,
+        size: u64,
+        requested: u64,
+        small: bool,
+        ptr: u64,
+        allocated: bool,
+        prev: Option<usize>,
+        next: Option<usize>,
+        event_count: u32,
+        stream_uses: BTreeSet<u64>,
+        gc_base: i64,
+        live: bool,
+    }
+
+    impl Block {
+        fn is_split(&self) -> bool {
+            self.prev.is_some() || self.next.is_some()
+        }
+    }
+
+    #[derive(Default)]
+    struct Pool {
+        /// (stream, size, ptr) -> block, PyTorch's `BlockComparatorSize`.
+        blocks: BTreeSet<(u64, u64, u64, usize)>,
+        calls: i64,
+    }
+
+    pub struct Model {
+        blocks: Vec<Block>,
+        pools: [Pool; 2],
+        events: BTreeMap<u64, VecDeque<(usize, bool)>>,
+        /// Streams in the order the allocator first saw them: the order in
+        /// which pending frees are completed. PyTorch walks a hash map of
+        /// streams there (`cuda_events`), an order it leaves unspecified; it
+        /// shows only in the peaks of `inactive_split*` when two frees that
+        /// complete in one call touch the same segment.
+        order: Vec<u64>,
+        stats: Stats,
+        capacity: u64,
+        used: u64,
+        allowed: Option<u64>,
+        gc_threshold: Option<f64>,
+        max_split: u64,
+        divisions: u64,
+        /// Segments freed by garbage collection and by
+        /// `release_available_cached_blocks`: what a run exercised.
+        pub gc_released: u64,
+        pub oversize_released: u64,
+    }
+
+    pub struct Oom;
+
+    impl Model {
+        pub fn new(
+            capacity: u64,
+            fraction: Option<f64>,
+            gc_threshold: Option<f64>,
+            max_split_mb: Option<u64>,
+            divisions: u64,
+        ) -> Model {
+            let allowed = fraction.map(|f| (f * capacity as f64) as u64);
+            let mut stats = Stats::default();
+            for n in ARRAYS {
+                stats.arrays.insert(n, Default::default());
+            }
+            Model {
+                blocks: Vec::new(),
+                pools: [Pool::default(), Pool::default()],
+                events: BTreeMap::new(),
+                order: Vec::new(),
+                stats,
+                capacity,
+                used: 0,
+                allowed,
+                gc_threshold: gc_threshold.filter(|_| allowed.is_some()),
+                max_split: max_split_mb.map_or(u64::MAX, |m| m * MIB),
+                divisions,
+                gc_released: 0,
+                oversize_released: 0,
+            }
+        }
+
+        /// PyTorch's `memory_stats()` keys this model keeps.
+        pub fn stats(&self) -> BTreeMap<String, i64> {
+            let mut m = BTreeMap::new();
+            for (name, a) in &self.stats.arrays {
+                for (i, pool) in ["all", "small_pool", "large_pool"].iter().enumerate() {
+                    let s = a[i];
+                    m.insert(format!("{name}.{pool}.current"), s.current);
+                    m.insert(format!("{name}.{pool}.peak"), s.peak);
+                    m.insert(format!("{name}.{pool}.allocated"), s.allocated);
+                    m.insert(format!("{name}.{pool}.freed"), s.freed);
+                }
+            }
+            for (name, s) in [
+                ("oversize_allocations", self.stats.oversize_allocations),
+                ("oversize_segments", self.stats.oversize_segments),
+            ] {
+                m.insert(format!("{name}.current"), s.current);
+                m.insert(format!("{name}.peak"), s.peak);
+                m.insert(format!("{name}.allocated"), s.allocated);
+                m.insert(format!("{name}.freed"), s.freed);
+            }
+            m.insert("num_alloc_retries".into(), self.stats.num_alloc_retries);
+            m.insert("num_ooms".into(), self.stats.num_ooms);
+            m.insert(
+                "num_sync_all_streams".into(),
+                self.stats.num_sync_all_streams,
+            );
+            m.insert("num_device_alloc".into(), self.stats.num_device_alloc);
+            m.insert("num_device_free".into(), self.stats.num_device_free);
+            m
+        }
+
+        fn round_size(&self, size: u64) -> u64 {
+            if size < K_MIN_BLOCK {
+                return K_MIN_BLOCK;
+            }
+            let d = self.divisions;
+            if d > 1 && size > K_MIN_BLOCK * d {
+                if size.is_power_of_two() {
+                    return size;
+                }
+                let floor = 1u64 << (63 - size.leading_zeros());
+                let step = floor >> d.trailing_zeros();
+                if step == 0 {
+                    return floor << 1;
+                }
+                return size.div_ceil(step) * step;
+            }
+            size.div_ceil(K_MIN_BLOCK) * K_MIN_BLOCK
+        }
+
+        fn allocation_size(size: u64) -> u64 {
+            if size <= K_SMALL_SIZE {
+                K_SMALL_BUFFER
+            } else if size < K_MIN_LARGE_ALLOC {
+                K_LARGE_BUFFER
+            } else {
+                size.div_ceil(K_ROUND_LARGE) * K_ROUND_LARGE
+            }
+        }
+
+        fn pool_ix(small: bool) -> usize {
+            usize::from(!small)
+        }
+
+        fn key(&self, id: usize) -> (u64, u64, u64, usize) {
+            let b = &self.blocks[id];
+            (b.stream, b.size, b.ptr, id)
+        }
+
+        fn insert_into_blocks(&mut self, id: usize) {
+            let p = Self::pool_ix(self.blocks[id].small);
+            self.blocks[id].gc_base = self.pools[p].calls;
+            let k = self.key(id);
+            assert!(self.pools[p].blocks.insert(k));
+        }
+
+        fn remove_from_blocks(&mut self, id: usize) {
+            let p = Self::pool_ix(self.blocks[id].small);
+            let k = self.key(id);
+            assert!(self.pools[p].blocks.remove(&k));
+        }
+
+        fn note(&mut self, stream: u64) {
+            if !self.order.contains(&stream) {
+                self.order.push(stream);
+            }
+        }
+
+        fn process_events(&mut self) {
+            for s in self.order.clone() {
+                loop {
+                    let front = self.events.get(&s).and_then(|q| q.front().copied());
+                    match front {
+                        Some((id, true)) => {
+                            self.events.get_mut(&s).unwrap().pop_front();
+                            self.blocks[id].event_count -= 1;
+                            if self.blocks[id].event_count == 0 {
+                                self.free_block(id);
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            self.events.retain(|_, q| !q.is_empty());
+        }
+
+        /// The events recorded on `stream` so far have completed.
+        pub fn complete_stream(&mut self, stream: u64) {
+            if let Some(q) = self.events.get_mut(&stream) {
+                for e in q.iter_mut() {
+                    e.1 = true;
+                }
+            }
+        }
+
+        fn get_free_block(&mut self, stream: u64, size: u64, small: bool) -> Option<usize> {
+            let p = Self::pool_ix(small);
+            if self.gc_threshold.is_some() {
+                self.pools[p].calls += 1;
+            }
+            let &(s, bsize, _, id) = self.pools[p].blocks.range((stream, size, 0, 0)..).next()?;
+            if s != stream {
+                return None;
+            }
+            if size < self.max_split && bsize >= self.max_split {
+                return None;
+            }
+            if size >= self.max_split && bsize >= size.saturating_add(K_LARGE_BUFFER) {
+                return None;
+            }
+            self.remove_from_blocks(id);
+            Some(id)
+        }
+
+        fn gc_count(&self, id: usize) -> i64 {
+            let p = Self::pool_ix(self.blocks[id].small);
+            self.pools[p].calls - self.blocks[id].gc_base
+        }
+
+        fn garbage_collect(&mut self) {
+            let (Some(t), Some(allowed)) = (self.gc_threshold, self.allowed) else {
+                return;
+            };
+            let threshold = (t * allowed as f64) as u64;
+            if self.used <= threshold {
+                return;
+            }
+            let target = self.used - threshold;
+            let mut reclaimed = 0;
+            let mut total_age = 0i64;
+            let mut count = 0i64;
+            for &(_, _, _, id) in &self.pools[1].blocks {
+                if !self.blocks[id].is_split() {
+                    total_age += self.gc_count(id);
+                    count += 1;
+                }
+            }
+            if count == 0 {
+                return;
+            }
+            let mut freed_one = true;
+            while reclaimed < target && freed_one && count > 0 {
+                let age_threshold = total_age as f64 / count as f64;
+                freed_one = false;
+                let ids: Vec<usize> = self.pools[1].blocks.iter().map(|k| k.3).collect();
+                for id in ids {
+                    if !self.blocks[id].is_split() && self.gc_count(id) as f64 >= age_threshold {
+                        freed_one = true;
+                        reclaimed += self.blocks[id].size;
+                        total_age -= self.gc_count(id);
+                        count -= 1;
+                        self.release_block(id);
+                        self.gc_released += 1;
+                    }
+                }
+            }
+        }
+
+        fn alloc_block(
+            &mut self,
+            stream: u64,
+            small: bool,
+            alloc_size: u64,
+            retry: bool,
+        ) -> Option<usize> {
+            if retry {
+                self.stats.num_alloc_retries += 1;
+            }
+            if let Some(allowed) = self.allowed {
+                if self.used + alloc_size > allowed {
+                    return None;
+                }
+            }
+            if self.used + alloc_size > self.capacity {
+                return None;
+            }
+            self.used += alloc_size;
+            self.blocks.push(Block {
+                stream,
+                size: alloc_size,
+                requested: 0,
+                small,
+                ptr: 0,
+                allocated: false,
+                prev: None,
+                next: None,
+                event_count: 0,
+                stream_uses: BTreeSet::new(),
+                gc_base: 0,
+                live: true,
+            });
+            self.stats.inc("segment", small, 1);
+            self.stats.inc("reserved_bytes", small, alloc_size);
+            if alloc_size >= self.max_split {
+                self.stats.oversize_segments.inc(1);
+            }
+            self.stats.num_device_alloc += 1;
+            Some(self.blocks.len() - 1)
+        }
+
+        fn release_block(&mut self, id: usize) {
+            self.stats.num_device_free += 1;
+            let (size, small) = (self.blocks[id].size, self.blocks[id].small);
+            self.used -= size;
+            self.stats.dec("segment", small, 1);
+            self.stats.dec("reserved_bytes", small, size);
+            if size >= self.max_split {
+                self.stats.oversize_segments.dec(1);
+            }
+            self.remove_from_blocks(id);
+            self.blocks[id].live = false;
+        }
+
+        fn release_available_cached_blocks(&mut self, stream: u64, size: u64, small: bool) -> bool {
+            if self.max_split == u64::MAX {
+                return false;
+            }
+            let p = Self::pool_ix(small);
+            let key = size.max(self.max_split);
+            let all: Vec<(u64, u64, u64, usize)> = self.pools[p].blocks.iter().copied().collect();
+            let pos = all.partition_point(|k| (k.0, k.1) < (stream, key));
+            if pos == all.len() || all[pos].0 != stream {
+                if pos == 0 {
+                    return false;
+                }
+                let mut released = 0;
+                let mut i = pos - 1;
+                while released < key && all[i].1 >= self.max_split && all[i].0 == stream {
+                    self.release_block(all[i].3);
+                    self.oversize_released += 1;
+                    released += all[i].1;
+                    if i == 0 {
+                        break;
+                    }
+                    i -= 1;
+                }
+                released >= key
+            } else {
+                self.release_block(all[pos].3);
+                self.oversize_released += 1;
+                true
+            }
+        }
+
+        fn synchronize_and_free_events(&mut self) {
+            self.stats.num_sync_all_streams += 1;
+            let mut events = std::mem::take(&mut self.events);
+            for s in self.order.clone() {
+                for (id, _) in events.remove(&s).unwrap_or_default() {
+                    self.blocks[id].event_count -= 1;
+                    if self.blocks[id].event_count == 0 {
+                        self.free_block(id);
+                    }
+                }
+            }
+        }
+
+        fn release_cached_blocks(&mut self) {
+            self.synchronize_and_free_events();
+            for p in [1, 0] {
+                let ids: Vec<usize> = self.pools[p].blocks.iter().map(|k| k.3).collect();
+                for id in ids {
+                    if !self.blocks[id].is_split() {
+                        self.release_block(id);
+                    }
+                }
+            }
+        }
+
+        pub fn empty_cache(&mut self) {
+            self.release_cached_blocks();
+        }
+
+        /// PyTorch's `malloc`. `new_base` is where the device put a segment
+        /// if one was made (the address of the allocation under test: a new
+        /// segment's first block is handed out from its start).
+        pub fn malloc(
+            &mut self,
+            orig: u64,
+            stream: u64,
+            new_base: u64,
+        ) -> Result<(usize, u64), Oom> {
+            self.note(stream);
+            self.process_events();
+            let size = self.round_size(orig);
+            let small = size <= K_SMALL_SIZE;
+            let alloc_size = Self::allocation_size(size);
+            let mut found = self.get_free_block(stream, size, small);
+            if found.is_none() {
+                if self.gc_threshold.is_some() {
+                    self.garbage_collect();
+                }
+                found = self.alloc_block(stream, small, alloc_size, false);
+                if found.is_none() && self.release_available_cached_blocks(stream, size, small) {
+                    found = self.alloc_block(stream, small, alloc_size, false);
+                }
+                if found.is_none() {
+                    self.release_cached_blocks();
+                    found = self.alloc_block(stream, small, alloc_size, true);
+                }
+                if let Some(id) = found {
+                    self.blocks[id].ptr = new_base;
+                }
+            }
+            let Some(id) = found else {
+                self.stats.num_ooms += 1;
+                return Err(Oom);
+            };
+            let remaining = self.blocks[id].size - size;
+            let split = if small {
+                remaining >= K_MIN_BLOCK
+            } else {
+                size < self.max_split && remaining > K_SMALL_SIZE
+            };
+            let already_split = self.blocks[id].is_split();
+            let block = if split {
+                let mut b = self.blocks[id].clone();
+                b.size = size;
+                b.next = Some(id);
+                self.blocks.push(b);
+                let nb = self.blocks.len() - 1;
+                if let Some(prev) = self.blocks[id].prev {
+                    self.blocks[prev].next = Some(nb);
+                }
+                self.blocks[id].prev = Some(nb);
+                self.blocks[id].ptr += size;
+                self.blocks[id].size -= size;
+                self.insert_into_blocks(id);
+                if already_split {
+                    self.stats.dec("inactive_split_bytes", small, size);
+                } else {
+                    let rest = self.blocks[id].size;
+                    self.stats.inc("inactive_split_bytes", small, rest);
+                    self.stats.inc("inactive_split", small, 1);
+                }
+                nb
+            } else {
+                if already_split {
+                    let bsize = self.blocks[id].size;
+                    self.stats.dec("inactive_split_bytes", small, bsize);
+                    self.stats.dec("inactive_split", small, 1);
+                }
+                id
+            };
+            let b = &mut self.blocks[block];
+            b.allocated = true;
+            b.requested = orig;
+            let (bsize, ptr) = (b.size, b.ptr);
+            self.stats.inc("allocation", small, 1);
+            self.stats.inc("allocated_bytes", small, bsize);
+            self.stats.inc("active", small, 1);
+            self.stats.inc("active_bytes", small, bsize);
+            self.stats.inc("requested_bytes", small, orig);
+            if bsize >= self.max_split {
+                self.stats.oversize_allocations.inc(1);
+            }
+            Ok((block, ptr))
+        }
+
+        pub fn record_stream(&mut self, id: usize, stream: u64) {
+            self.note(stream);
+            if stream != self.blocks[id].stream {
+                self.blocks[id].stream_uses.insert(stream);
+            }
+        }
+
+        pub fn free(&mut self, id: usize) {
+            let b = &mut self.blocks[id];
+            b.allocated = false;
+            let (small, size) = (b.small, b.size);
+            self.stats.dec("allocation", small, 1);
+            self.stats.dec("allocated_bytes", small, size);
+            if size >= self.max_split {
+                self.stats.oversize_allocations.dec(1);
+            }
+            let uses = std::mem::take(&mut self.blocks[id].stream_uses);
+            if uses.is_empty() {
+                self.free_block(id);
+            } else {
+                for s in uses {
+                    self.blocks[id].event_count += 1;
+                    self.events.entry(s).or_default().push_back((id, false));
+                }
+            }
+        }
+
+        fn mergeable(&self, other: Option<usize>) -> Option<usize> {
+            let o = other?;
+            let b = &self.blocks[o];
+            (!b.allocated && b.event_count == 0 && b.stream_uses.is_empty()).then_some(o)
+        }
+
+        fn free_block(&mut self, id: usize) {
+            let (small, orig_size, requested) = {
+                let b = &self.blocks[id];
+                (b.small, b.size, b.requested)
+            };
+            let mut net_blocks = 0i64;
+            let mut net_bytes = 0i64;
+            if let Some(p) = self.mergeable(self.blocks[id].prev) {
+                self.remove_from_blocks(p);
+                let (pptr, psize, pprev) =
+                    (self.blocks[p].ptr, self.blocks[p].size, self.blocks[p].prev);
+                self.blocks[id].ptr = pptr;
+                self.blocks[id].size += psize;
+                self.blocks[id].prev = pprev;
+                if let Some(pp) = pprev {
+                    self.blocks[pp].next = Some(id);
+                }
+                self.blocks[p].live = false;
+                net_blocks -= 1;
+                net_bytes -= psize as i64;
+            }
+            if let Some(n) = self.mergeable(self.blocks[id].next) {
+                self.remove_from_blocks(n);
+                let (nsize, nnext) = (self.blocks[n].size, self.blocks[n].next);
+                self.blocks[id].size += nsize;
+                self.blocks[id].next = nnext;
+                if let Some(nn) = nnext {
+                    self.blocks[nn].prev = Some(id);
+                }
+                self.blocks[n].live = false;
+                net_blocks -= 1;
+                net_bytes -= nsize as i64;
+            }
+            self.insert_into_blocks(id);
+            if self.blocks[id].is_split() {
+                net_blocks += 1;
+                net_bytes += self.blocks[id].size as i64;
+            }
+            for (name, net) in [
+                ("inactive_split", net_blocks),
+                ("inactive_split_bytes", net_bytes),
+            ] {
+                if net > 0 {
+                    self.stats.inc(name, small, net as u64);
+                } else if net < 0 {
+                    self.stats.dec(name, small, (-net) as u64);
+                }
+            }
+            self.stats.dec("active", small, 1);
+            self.stats.dec("active_bytes", small, orig_size);
+            self.stats.dec("requested_bytes", small, requested);
+        }
+    }
+}
+
+/// The reference model and strata run the same random calls (allocations of
+/// every size class on three streams, frees, `record_stream` and the
+/// completion of streams' work, `empty_cache`, requests beyond the device),
+/// under PyTorch's default settings, `max_split_size_mb` (20, the least, and
+/// 40), garbage collection under a memory fraction, and
+/// `roundup_power2_divisions`. After every call each statistic of
+/// `memory_stats()` and the address of every allocation agree with the model
+/// of PyTorch's allocator.
+#[test]
+fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
+    use model::Model;
+    use std::sync::Arc;
+    use strata_alloc::driver::sim::SimDriver;
+    use strata_alloc::{AllocatorConfig, CachingAllocator, RawAllocation};
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    let capacity = 256 * MIB;
+    /// Settings, memory fraction, and what the model makes of them: the
+    /// garbage-collection threshold, `max_split_size_mb`, the divisions.
+    type Case = (&'static str, Option<f64>, Option<f64>, Option<u64>, u64);
+    let cases: [Case; 6] = [
+        ("", None, None, None, 0),
+        ("max_split_size_mb:40", None, None, Some(40), 0),
+        ("max_split_size_mb:20", None, None, Some(20), 0),
+        (
+            "garbage_collection_threshold:0.5",
+            Some(0.75),
+            Some(0.5),
+            None,
+            0,
+        ),
+        (
+            "garbage_collection_threshold:0.4,max_split_size_mb:40",
+            Some(0.75),
+            Some(0.4),
+            Some(40),
+            0,
+        ),
+        ("roundup_power2_divisions:4", None, None, None, 4),
+    ];
+    let (mut total_gc_released, mut total_oversize_released) = (0, 0);
+    for (case, &(conf, fraction, gc, max_split, divisions)) in cases.iter().enumerate() {
+        let (mut ooms, mut retries, mut gc_released, mut oversize_released) = (0, 0, 0, 0);
+        for seed in 0..4u64 {
+            let d = Arc::new(SimDriver::new(capacity, 0));
+            let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
+            if let Some(f) = fraction {
+                a.set_memory_fraction(f).unwrap();
+            }
+            let mut m = Model::new(capacity, fraction, gc, max_split, divisions);
+            let mut rng = Lcg(seed * 1000 + case as u64 + 1);
+            let streams = [0u64, 7, 9];
+            let mut live: Vec<(RawAllocation, usize)> = Vec::new();
+            for step in 0..1500 {
+                let what = format!("{conf} seed {seed} step {step}");
+                let op = rng.below(100);
+                if op < 45 || live.is_empty() {
+                    let size = match rng.below(10) {
+                        0..=3 => 1 + rng.below(MIB + 4096),
+                        4..=6 => MIB + rng.below(9 * MIB),
+                        7 | 8 => 10 * MIB + rng.below(50 * MIB),
+                        _ => {
+                            if rng.below(4) == 0 {
+                                capacity + rng.below(capacity)
+                            } else {
+                                rng.below(120 * MIB) + 1
+                            }
+                        }
+                    };
+                    let s = streams[rng.below(3) as usize];
+                    match a.allocate_raw(size, StreamId(s)) {
+                        Ok(r) => {
+                            let (id, ptr) = m.malloc(size, s, r.ptr()).unwrap_or_else(|_| {
+                                panic!(
+                                    "{what}: PyTorch runs out of memory for {size} on stream {s}"
+                                )
+                            });
+                            assert_eq!(r.ptr(), ptr, "{what}: the address of {size} on stream {s}");
+                            live.push((r, id));
+                        }
+                        Err(e) => {
+                            assert!(e.out_of_memory().is_some(), "{what}: {e}");
+                            assert!(
+                                m.malloc(size, s, 0).is_err(),
+                                "{what}: PyTorch serves {size} on stream {s}, strata: {e}"
+                            );
+                        }
+                    }
+                } else if op < 80 {
+                    let (r, id) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                    a.free_raw(r).unwrap();
+                    m.free(id);
+                } else if op < 88 {
+                    let (r, id) = live[rng.below(live.len() as u64) as usize];
+                    let s = streams[rng.below(3) as usize];
+                    a.record_stream(&r, StreamId(s)).unwrap();
+                    m.record_stream(id, s);
+                } else if op < 96 {
+                    let s = streams[rng.below(3) as usize];
+                    d.complete_stream(StreamId(s));
+                    m.complete_stream(s);
+                } else {
+                    a.empty_cache().unwrap();
+                    m.empty_cache();
+                }
+                let ours = a.memory_stats().to_map();
+                for (k, v) in m.stats() {
+                    assert_eq!(ours.get(&k), Some(&v), "{what}: {k}");
+                }
+            }
+            a.check_consistency().unwrap();
+            let st = a.memory_stats();
+            ooms += st.num_ooms;
+            retries += st.num_alloc_retries;
+            gc_released += m.gc_released;
+            oversize_released += m.oversize_released;
+        }
+        // Each run went through the slow paths its settings enable.
+        assert!(
+            ooms > 0 && retries > ooms,
+            "{conf}: {ooms} ooms, {retries} retries"
+        );
+        if gc.is_none() {
+            assert_eq!(gc_released, 0, "{conf}");
+        }
+        total_gc_released += gc_released;
+        if max_split.is_none() {
+            assert_eq!(oversize_released, 0, "{conf}");
+        }
+        total_oversize_released += oversize_released;
+    }
+    assert!(total_gc_released > 0, "no garbage collection ran");
+    assert!(
+        total_oversize_released > 0,
+        "no oversize block was released"
+    );
+}
