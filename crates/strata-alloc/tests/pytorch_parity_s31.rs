@@ -279,6 +279,11 @@ mod model {
         gc_threshold: Option<f64>,
         max_split: u64,
         divisions: u64,
+        /// `large_segment_size` (PyTorch's `kLargeBuffer` unless
+        /// `large_segment_size_mb` sets it) and `max_non_split_rounding`
+        /// (the large segment size unless `max_non_split_rounding_mb` sets it).
+        large_segment: u64,
+        non_split_rounding: u64,
         /// Segments freed by garbage collection and by
         /// `release_available_cached_blocks`: what a run exercised.
         pub gc_released: u64,
@@ -294,7 +299,10 @@ mod model {
             gc_threshold: Option<f64>,
             max_split_mb: Option<u64>,
             divisions: u64,
+            large_segment_mb: Option<u64>,
+            non_split_rounding_mb: Option<u64>,
         ) -> Model {
+            let large_segment = large_segment_mb.map_or(K_LARGE_BUFFER, |m| m * MIB);
             let allowed = fraction.map(|f| (f * capacity as f64) as u64);
             let mut stats = Stats::default();
             for n in ARRAYS {
@@ -312,6 +320,8 @@ mod model {
                 gc_threshold: gc_threshold.filter(|_| allowed.is_some()),
                 max_split: max_split_mb.map_or(u64::MAX, |m| m * MIB),
                 divisions,
+                large_segment,
+                non_split_rounding: non_split_rounding_mb.map_or(large_segment, |m| m * MIB),
                 gc_released: 0,
                 oversize_released: 0,
             }
@@ -368,11 +378,11 @@ mod model {
             size.div_ceil(K_MIN_BLOCK) * K_MIN_BLOCK
         }
 
-        fn allocation_size(size: u64) -> u64 {
+        fn allocation_size(&self, size: u64) -> u64 {
             if size <= K_SMALL_SIZE {
                 K_SMALL_BUFFER
             } else if size < K_MIN_LARGE_ALLOC {
-                K_LARGE_BUFFER
+                self.large_segment
             } else {
                 size.div_ceil(K_ROUND_LARGE) * K_ROUND_LARGE
             }
@@ -446,7 +456,7 @@ mod model {
             if size < self.max_split && bsize >= self.max_split {
                 return None;
             }
-            if size >= self.max_split && bsize >= size.saturating_add(K_LARGE_BUFFER) {
+            if size >= self.max_split && bsize >= size.saturating_add(self.non_split_rounding) {
                 return None;
             }
             self.remove_from_blocks(id);
@@ -625,7 +635,7 @@ mod model {
             self.process_events();
             let size = self.round_size(orig);
             let small = size <= K_SMALL_SIZE;
-            let alloc_size = Self::allocation_size(size);
+            let alloc_size = self.allocation_size(size);
             let mut found = self.get_free_block(stream, size, small);
             if found.is_none() {
                 if self.gc_threshold.is_some() {
@@ -819,7 +829,7 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
     /// Settings, memory fraction, and what the model makes of them: the
     /// garbage-collection threshold, `max_split_size_mb`, the divisions.
     type Case = (&'static str, Option<f64>, Option<f64>, Option<u64>, u64);
-    let cases: [Case; 6] = [
+    let cases: [Case; 8] = [
         ("", None, None, None, 0),
         ("max_split_size_mb:40", None, None, Some(40), 0),
         ("max_split_size_mb:20", None, None, Some(20), 0),
@@ -838,6 +848,14 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
             0,
         ),
         ("roundup_power2_divisions:4", None, None, None, 4),
+        (
+            "max_split_size_mb:40,max_non_split_rounding_mb:30",
+            None,
+            None,
+            Some(40),
+            0,
+        ),
+        ("large_segment_size_mb:32", None, None, None, 0),
     ];
     let (mut total_gc_released, mut total_oversize_released) = (0, 0);
     for (case, &(conf, fraction, gc, max_split, divisions)) in cases.iter().enumerate() {
@@ -848,7 +866,20 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
             if let Some(f) = fraction {
                 a.set_memory_fraction(f).unwrap();
             }
-            let mut m = Model::new(capacity, fraction, gc, max_split, divisions);
+            let mb = |key: &str| {
+                conf.split(',')
+                    .find_map(|kv| kv.strip_prefix(key))
+                    .map(|v| v.parse::<u64>().unwrap())
+            };
+            let mut m = Model::new(
+                capacity,
+                fraction,
+                gc,
+                max_split,
+                divisions,
+                mb("large_segment_size_mb:"),
+                mb("max_non_split_rounding_mb:"),
+            );
             let mut rng = Lcg(seed * 1000 + case as u64 + 1);
             let streams = [0u64, 7, 9];
             let mut live: Vec<(RawAllocation, usize)> = Vec::new();
