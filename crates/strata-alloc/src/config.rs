@@ -844,7 +844,7 @@ fn register_threads_ok(n: u64) -> bool {
 }
 
 fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError> {
-    const ACCEPTED: &str = "a power of two (e.g. 4), or a list [K:v,...,>:v] where K is a size in MiB that is a power of two and v a power of two or 0";
+    const ACCEPTED: &str = "a power of two (e.g. 4; not 0), or a list [K:v,...,>:v] where K is a size in MiB that is a power of two and v a power of two or 0";
     let bad = || ConfigError::BadValue {
         key: "roundup_power2_divisions",
         value: value.to_string(),
@@ -895,7 +895,12 @@ fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError>
         }
         Ok(out)
     } else {
-        let v = pow2_or_zero(value)?;
+        // The single-value form takes a power of two only: PyTorch's
+        // `isPowerOf2_64` check refuses 0 here (a list entry may be 0).
+        let v = value.parse::<u64>().map_err(|_| bad())?;
+        if !v.is_power_of_two() {
+            return Err(bad());
+        }
         Ok([v; ROUNDUP_INTERVALS])
     }
 }

@@ -152,6 +152,47 @@ fn a_private_pools_blocks_split_by_the_setting() {
     }
 }
 
+// ----- roundup_power2_divisions: the single value is a power of two ---------------
+
+/// PyTorch's `parseRoundUpPower2Divisions` (`c10/core/AllocatorConfig.cpp`)
+/// checks the single-value form ("Keep this for backwards compatibility")
+/// with `TORCH_CHECK(llvm::isPowerOf2_64(val1), "For roundups, the divisons
+/// has to be power of 2 ")`: 0 is refused there, while a list entry may be 0
+/// (`val2 == 0 || isPowerOf2_64(val2)`, "0 to disable roundup"). 1 is a
+/// power of two and accepted (it rounds to 512 bytes, as off does).
+#[test]
+fn a_single_division_count_of_zero_is_refused_as_pytorch_refuses_it() {
+    use strata_alloc::{AllocError, AllocatorConfig, ConfigError};
+    match AllocatorConfig::parse("roundup_power2_divisions:0") {
+        Err(ConfigError::BadValue { key, value, .. }) => {
+            assert_eq!(key, "roundup_power2_divisions");
+            assert_eq!(value, "0");
+        }
+        other => panic!("expected BadValue, got {other:?}"),
+    }
+    // On a live allocator: refused, and nothing changes.
+    let (_, a) = sim("roundup_power2_divisions:4", 16 * GIB);
+    let before = a.config();
+    match a.set_allocator_settings("roundup_power2_divisions:0") {
+        Err(AllocError::Config(ConfigError::BadValue { key, .. })) => {
+            assert_eq!(key, "roundup_power2_divisions")
+        }
+        other => panic!("expected BadValue, got {other:?}"),
+    }
+    assert_eq!(a.config(), before);
+    assert_eq!(
+        a.round_size(5 * MIB + 1),
+        5 * MIB + MIB,
+        "still 4 divisions"
+    );
+    // A list entry of 0, and a single 1, are accepted.
+    let c = AllocatorConfig::parse("roundup_power2_divisions:[64:0,>:4]").unwrap();
+    assert_eq!(c.divisions_for(64 * MIB), 0);
+    assert_eq!(c.divisions_for(128 * MIB), 4);
+    let c = AllocatorConfig::parse("roundup_power2_divisions:1").unwrap();
+    assert_eq!(c.roundup_power2_divisions, [1; 16]);
+}
+
 // ----- a reference model of PyTorch's allocator, step by step ----------------------
 
 /// A model of PyTorch's `DeviceCachingAllocator` with ordinary segments
