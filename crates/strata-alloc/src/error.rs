@@ -94,14 +94,26 @@ impl OutOfMemory {
 
 impl fmt::Display for OutOfMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // PyTorch's first two sentences, word for word ("Tried to allocate X.
+        // GPU n has a total capacity of T of which F is free."), so that a
+        // pattern written for PyTorch's message matches this one; strata's X
+        // is the caller's size, and the device request follows on its own.
         write!(
             f,
-            "{} out of memory. Tried to allocate {} (a device request of {}). The device has a total capacity of {} of which {} is free. ",
+            "{} out of memory. Tried to allocate {}. ",
             self.device,
-            format_size(self.requested),
-            format_size(self.device_request),
+            format_size(self.requested)
+        )?;
+        match self.device {
+            Device::Cuda(n) => write!(f, "GPU {n}")?,
+            Device::Cpu => write!(f, "Host memory")?,
+        }
+        write!(
+            f,
+            " has a total capacity of {} of which {} is free. The allocator asked the device for {}. ",
             format_size(self.capacity),
             format_size(self.free),
+            format_size(self.device_request),
         )?;
         if let Some(a) = self.allowed {
             write!(

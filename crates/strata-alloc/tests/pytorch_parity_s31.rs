@@ -152,6 +152,40 @@ fn a_private_pools_blocks_split_by_the_setting() {
     }
 }
 
+// ----- the out-of-memory message ---------------------------------------------------
+
+/// `test_out_of_memory` matches PyTorch's message with the pattern
+/// `f"Tried to allocate 800000000.00 GiB. GPU {tensor.device.index} has a
+/// total capacity of"`, `test_set_per_process_memory_fraction` with
+/// `"out of memory"` and `test_out_of_memory_retry` with `"Tried to
+/// allocate"`. strata's message matches all three, on either segment kind;
+/// the memory an earlier tensor holds is unharmed.
+#[test]
+fn the_out_of_memory_message_matches_pytorchs_test_patterns() {
+    for mode in ["expandable_segments:False", "expandable_segments:True"] {
+        let (_, a) = sim(mode, GIB);
+        let tensor = a.allocate(1024 * 4, S0).unwrap();
+        let e = a.allocate(800_000_000 * GIB, S0).unwrap_err();
+        let text = e.to_string();
+        for pattern in [
+            "Tried to allocate 800000000.00 GiB. GPU 0 has a total capacity of",
+            "out of memory",
+            "Tried to allocate",
+        ] {
+            assert!(text.contains(pattern), "{mode}: {pattern:?} not in {text}");
+        }
+        // The figures PyTorch's sentence goes on with: the capacity, then
+        // the free memory (1 GiB less the 2 MiB segment of the tensor).
+        assert!(
+            text.contains("has a total capacity of 1024.00 MiB of which 1022.00 MiB is free."),
+            "{mode}: {text}"
+        );
+        assert!(e.out_of_memory().is_some());
+        drop(tensor);
+        a.check_consistency().unwrap();
+    }
+}
+
 // ----- roundup_power2_divisions: the single value is a power of two ---------------
 
 /// PyTorch's `parseRoundUpPower2Divisions` (`c10/core/AllocatorConfig.cpp`)
