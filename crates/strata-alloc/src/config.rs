@@ -77,8 +77,13 @@ pub enum ConfigError {
         /// The key as written.
         key: String,
     },
-    /// A known key with a value out of range or of the wrong form.
-    #[error("bad value '{value}' for allocator configuration key '{key}': {accepted}")]
+    /// A known key with a value out of range or of the wrong form. The text
+    /// begins "`<key>` is invalid", as PyTorch's does for
+    /// `per_process_memory_fraction` (which its
+    /// `test_allocator_memory_fraction_setting` looks for).
+    #[error(
+        "{key} is invalid: bad value '{value}' in the allocator configuration; it takes {accepted}"
+    )]
     BadValue {
         /// The key.
         key: &'static str,

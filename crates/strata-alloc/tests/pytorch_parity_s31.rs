@@ -186,6 +186,52 @@ fn the_out_of_memory_message_matches_pytorchs_test_patterns() {
     }
 }
 
+// ----- per_process_memory_fraction in the settings ----------------------------------
+
+/// `test_allocator_memory_fraction_setting` starts processes with
+/// `per_process_memory_fraction:<f>` in the allocator settings: 0.0, 0.5 and
+/// 1.0 read back as the device's fraction, and -0.1 and 1.1 fail with an
+/// error containing "per_process_memory_fraction is invalid".
+#[test]
+fn per_process_memory_fraction_in_the_settings_as_pytorchs_test_has_it() {
+    use strata_alloc::{AllocError, AllocatorConfig, ConfigError};
+    for f in ["0.0", "0.5", "1.0"] {
+        let (_, a) = sim(&format!("per_process_memory_fraction:{f}"), GIB);
+        assert_eq!(a.memory_fraction(), f.parse::<f64>().unwrap(), "{f}");
+    }
+    for f in ["-0.1", "1.1"] {
+        let s = format!("per_process_memory_fraction:{f}");
+        let e = AllocatorConfig::parse(&s).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ConfigError::BadValue {
+                    key: "per_process_memory_fraction",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("per_process_memory_fraction is invalid"),
+            "{e}"
+        );
+        // The same through a live allocator, which keeps its settings.
+        let (_, a) = sim("", GIB);
+        let before = a.config();
+        let e = a.set_allocator_settings(&s).unwrap_err();
+        assert!(matches!(e, AllocError::Config(_)), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("per_process_memory_fraction is invalid"),
+            "{e}"
+        );
+        assert_eq!(a.config(), before);
+        assert_eq!(a.memory_fraction(), 1.0);
+    }
+}
+
 // ----- roundup_power2_divisions: the single value is a power of two ---------------
 
 /// PyTorch's `parseRoundUpPower2Divisions` (`c10/core/AllocatorConfig.cpp`)
