@@ -1088,3 +1088,166 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
         "no oversize block was released"
     );
 }
+
+// ----- statistics against the snapshot, on every kind of segment -------------------
+
+/// PyTorch's `_check_memory_stat_consistency` (`test/test_cuda_multigpu.py`):
+/// from `memory_snapshot()` alone, the current value of `segment` (ordinary
+/// segments only), `allocated_bytes`, `reserved_bytes`, `active_bytes`,
+/// `requested_bytes`, `allocation`, `active` and `inactive_split*` (the
+/// inactive blocks of split ordinary segments), for `all` and each pool;
+/// each segment's requested size is the sum over its active blocks.
+fn stat_consistency(a: &strata_alloc::CachingAllocator, what: &str) {
+    use std::collections::BTreeMap;
+    use strata_alloc::snapshot::BlockState;
+    let mut want: BTreeMap<String, i64> = BTreeMap::new();
+    for name in [
+        "segment",
+        "allocated_bytes",
+        "reserved_bytes",
+        "active_bytes",
+        "requested_bytes",
+        "allocation",
+        "active",
+        "inactive_split",
+        "inactive_split_bytes",
+    ] {
+        for p in ["all", "small_pool", "large_pool"] {
+            want.insert(format!("{name}.{p}.current"), 0);
+        }
+    }
+    for seg in a.snapshot() {
+        let pool = format!("{}_pool", seg.segment_type);
+        let mut add = |k: &str, v: u64| {
+            for p in ["all", pool.as_str()] {
+                *want.get_mut(&format!("{k}.{p}.current")).unwrap() += v as i64;
+            }
+        };
+        if !seg.is_expandable {
+            add("segment", 1);
+        }
+        add("allocated_bytes", seg.allocated_size);
+        add("reserved_bytes", seg.total_size);
+        add("active_bytes", seg.active_size);
+        add("requested_bytes", seg.requested_size);
+        let split = seg.blocks.len() > 1;
+        let mut requested = 0;
+        for b in &seg.blocks {
+            if b.state == BlockState::ActiveAllocated {
+                add("allocation", 1);
+            }
+            if b.state != BlockState::Inactive {
+                requested += b.requested_size;
+                add("active", 1);
+            }
+            if b.state == BlockState::Inactive && split && !seg.is_expandable {
+                add("inactive_split", 1);
+                add("inactive_split_bytes", b.size);
+            }
+        }
+        assert_eq!(
+            requested, seg.requested_size,
+            "{what}: segment {:#x}",
+            seg.address
+        );
+    }
+    let have = a.memory_stats().to_map();
+    for (k, v) in want {
+        assert_eq!(have[&k], v, "{what}: {k}");
+    }
+}
+
+/// The consistency check of `test_memory_stats` after every call of a random
+/// run on three streams with `record_stream`, completion of streams' work,
+/// `empty_cache`, private pools, requests beyond the device and, in one
+/// run, expandable segments switched on and off (as
+/// `test_max_split_expandable` does), under PyTorch's default segments and
+/// strata's expandable ones.
+#[test]
+fn statistics_agree_with_the_snapshot_through_random_calls() {
+    use std::sync::Arc;
+    use strata_alloc::driver::sim::SimDriver;
+    use strata_alloc::{AllocatorConfig, CachingAllocator, RawAllocation};
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
+        }
+    }
+    let capacity = 256 * MIB;
+    for (run, conf) in [
+        "expandable_segments:False",
+        "expandable_segments:True",
+        "expandable_segments:True,max_split_size_mb:40",
+        "toggle",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for seed in 0..3u64 {
+            let d = Arc::new(SimDriver::new(capacity, 2 * MIB));
+            let start = if conf == "toggle" { "" } else { conf };
+            let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(start).unwrap());
+            let pool = a.mem_pool(MemPoolOptions::default());
+            let mut rng = Lcg(seed * 31 + run as u64 + 5);
+            let streams = [0u64, 3, 8];
+            let mut live: Vec<RawAllocation> = Vec::new();
+            for step in 0..1200 {
+                let what = format!("{conf} seed {seed} step {step}");
+                let op = rng.below(100);
+                if op < 45 || live.is_empty() {
+                    let size = match rng.below(10) {
+                        0..=3 => 1 + rng.below(MIB + 4096),
+                        4..=6 => MIB + rng.below(9 * MIB),
+                        7 | 8 => 10 * MIB + rng.below(50 * MIB),
+                        _ => capacity / 2 + rng.below(capacity),
+                    };
+                    let s = StreamId(streams[rng.below(3) as usize]);
+                    let r = if rng.below(6) == 0 {
+                        let _g = pool.activate();
+                        a.allocate_raw(size, s)
+                    } else {
+                        a.allocate_raw(size, s)
+                    };
+                    match r {
+                        Ok(r) => live.push(r),
+                        Err(e) => assert!(e.out_of_memory().is_some(), "{what}: {e}"),
+                    }
+                } else if op < 78 {
+                    let r = live.swap_remove(rng.below(live.len() as u64) as usize);
+                    a.free_raw(r).unwrap();
+                } else if op < 86 {
+                    let r = live[rng.below(live.len() as u64) as usize];
+                    a.record_stream(&r, StreamId(streams[rng.below(3) as usize]))
+                        .unwrap();
+                } else if op < 94 {
+                    d.complete_stream(StreamId(streams[rng.below(3) as usize]));
+                } else if op < 97 || conf != "toggle" {
+                    a.empty_cache().unwrap();
+                } else {
+                    let on = rng.below(2) == 0;
+                    a.set_allocator_settings(&format!(
+                        "expandable_segments:{}",
+                        if on { "True" } else { "False" }
+                    ))
+                    .unwrap();
+                }
+                stat_consistency(&a, &what);
+            }
+            for r in live {
+                a.free_raw(r).unwrap();
+            }
+            d.complete_all_events();
+            drop(pool);
+            a.empty_cache().unwrap();
+            stat_consistency(&a, &format!("{conf} seed {seed}: the end"));
+            assert_eq!(a.memory_reserved(), 0, "{conf} seed {seed}");
+            a.check_consistency().unwrap();
+        }
+    }
+}
