@@ -181,8 +181,9 @@ pub enum AllocError {
     OutOfMemory(Box<OutOfMemory>),
     /// A request of 1 EiB or more: no device can hold it, so it is rejected
     /// before any allocator work (and not counted in `num_ooms`), as PyTorch
-    /// does.
-    #[error("{device} out of memory: tried to allocate {requested} bytes, more than 1 EiB, which no device can hold; check the size computation (an overflow, a negative size cast to unsigned)")]
+    /// does; the text has PyTorch's "Tried to allocate more than 1EB
+    /// memory".
+    #[error("{device} out of memory. Tried to allocate more than 1EB memory: {requested} bytes, more than 1 EiB, which no device can hold; check the size computation (an overflow, a negative size cast to unsigned)")]
     TooLarge {
         /// The device.
         device: Device,

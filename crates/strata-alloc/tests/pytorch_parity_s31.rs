@@ -186,6 +186,29 @@ fn the_out_of_memory_message_matches_pytorchs_test_patterns() {
     }
 }
 
+/// `test_out_of_memory`'s second request, 8000000000 GiB, is beyond 1 EiB:
+/// PyTorch refuses it before any allocator work with a message its test
+/// matches with `"Tried to allocate more than 1EB memory"`, and the
+/// earlier tensor is unharmed. Not counted in `num_ooms`.
+#[test]
+fn a_request_beyond_1_eib_says_so_in_pytorchs_words() {
+    for mode in ["expandable_segments:False", "expandable_segments:True"] {
+        let (_, a) = sim(mode, GIB);
+        let tensor = a.allocate(1024 * 4, S0).unwrap();
+        let e = a.allocate(8_000_000_000 * GIB, S0).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("Tried to allocate more than 1EB memory"),
+            "{mode}: {text}"
+        );
+        assert!(e.is_out_of_memory(), "{mode}");
+        assert_eq!(a.memory_stats().num_ooms, 0, "{mode}");
+        assert_eq!(a.memory_allocated(), 4096, "{mode}");
+        drop(tensor);
+        a.check_consistency().unwrap();
+    }
+}
+
 // ----- per_process_memory_fraction in the settings ----------------------------------
 
 /// `test_allocator_memory_fraction_setting` starts processes with
