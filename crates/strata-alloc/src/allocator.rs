@@ -403,7 +403,9 @@ impl CachingAllocator {
             return Err(ConfigError::BadValue {
                 key: "per_process_memory_fraction",
                 value: fraction.to_string(),
-                accepted: "a number between 0 and 1, e.g. 0.5",
+                // PyTorch's words for this refusal, which its
+                // `test_set_per_process_memory_fraction` looks for.
+                accepted: "a number between 0 and 1, e.g. 0.5 (Invalid fraction value: the allowed range is 0~1)",
             }
             .into());
         }

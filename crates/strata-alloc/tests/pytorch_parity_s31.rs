@@ -255,6 +255,24 @@ fn per_process_memory_fraction_in_the_settings_as_pytorchs_test_has_it() {
     }
 }
 
+/// `test_set_per_process_memory_fraction` expects
+/// `set_per_process_memory_fraction(-0.1)` and `(2.0)` to raise with
+/// "Invalid fraction value"; the fraction in force stays as it was.
+#[test]
+fn an_invalid_fraction_is_refused_in_pytorchs_words() {
+    let (_, a) = sim("", GIB);
+    a.set_memory_fraction(0.5).unwrap();
+    for bad in [-0.1, 2.0, f64::NAN] {
+        let e = a.set_memory_fraction(bad).unwrap_err();
+        assert!(
+            e.to_string().contains("Invalid fraction value"),
+            "{bad}: {e}"
+        );
+        assert!(e.to_string().contains("per_process_memory_fraction"), "{e}");
+        assert_eq!(a.memory_fraction(), 0.5);
+    }
+}
+
 // ----- roundup_power2_divisions: the single value is a power of two ---------------
 
 /// PyTorch's `parseRoundUpPower2Divisions` (`c10/core/AllocatorConfig.cpp`)
