@@ -633,8 +633,13 @@ impl CachingAllocator {
         }
         self.check_live(st, raw)?;
         let s = stream_index(st, stream);
+        // The allocation's own stream is ignored (PyTorch's `recordStream`
+        // compares the streams themselves): a private pool's block belongs
+        // to the pool's entry for its stream, not the default one that `s`
+        // names, so the handles are compared.
+        let own = st.streams[st.blocks[raw.block].stream as usize].handle;
         let b = &mut st.blocks[raw.block];
-        if s != b.stream && !b.stream_uses.contains(&s) {
+        if stream != own && !b.stream_uses.contains(&s) {
             b.stream_uses.push(s);
         }
         Ok(())

@@ -152,6 +152,46 @@ fn a_private_pools_blocks_split_by_the_setting() {
     }
 }
 
+// ----- record_stream on a private pool's block ---------------------------------------
+
+/// PyTorch's `recordStream` ignores the allocation's own stream ("ignore
+/// uses on the allocation stream, since those don't require any special
+/// synchronization"), whichever pool the block came from. A block allocated
+/// in a `MemPool` on stream S1, recorded on S1 and freed, is free at once:
+/// no longer active, its requested bytes gone, and the pool's next request
+/// on S1 gets it back without any event completing.
+#[test]
+fn record_stream_on_its_own_stream_is_ignored_for_a_pools_block() {
+    const S1: StreamId = StreamId(21);
+    for mode in ["expandable_segments:False", "expandable_segments:True"] {
+        let (_, a) = sim(mode, GIB);
+        let pool = a.mem_pool(MemPoolOptions::default());
+        let x = {
+            let _g = pool.activate();
+            a.allocate_raw(4 * MIB, S1).unwrap()
+        };
+        a.record_stream(&x, S1).unwrap();
+        let ptr = x.ptr();
+        a.free_raw(x).unwrap();
+        assert_eq!(stat(&a, "active.all.current"), 0, "{mode}");
+        assert_eq!(stat(&a, "requested_bytes.all.current"), 0, "{mode}");
+        assert!(
+            pool.snapshot()
+                .iter()
+                .flat_map(|g| &g.blocks)
+                .all(|b| b.state == strata_alloc::snapshot::BlockState::Inactive),
+            "{mode}"
+        );
+        let y = {
+            let _g = pool.activate();
+            a.allocate_raw(4 * MIB, S1).unwrap()
+        };
+        assert_eq!(y.ptr(), ptr, "{mode}: reused at once");
+        a.free_raw(y).unwrap();
+        a.check_consistency().unwrap();
+    }
+}
+
 // ----- the out-of-memory message ---------------------------------------------------
 
 /// `test_out_of_memory` matches PyTorch's message with the pattern
@@ -409,6 +449,9 @@ mod model {
         stream_uses: BTreeSet<u64>,
         gc_base: i64,
         live: bool,
+        /// The pool set it belongs to: 0 for the default pools, else a
+        /// private pool (`MemPool`).
+        set: usize,
     }
 
     impl Block {
@@ -424,9 +467,24 @@ mod model {
         calls: i64,
     }
 
+    /// A private pool's `PrivatePool` fields.
+    #[derive(Default)]
+    struct PoolMeta {
+        use_count: u32,
+        /// `cudaMalloc_count`: its segments still allocated.
+        mallocs: u64,
+        no_split: bool,
+        /// Erased from `graph_pools` (its MemPool gone and every segment
+        /// released).
+        erased: bool,
+    }
+
     pub struct Model {
         blocks: Vec<Block>,
-        pools: [Pool; 2],
+        /// Per pool set ([small, large]): 0 the default pools, then one
+        /// entry per `MemPool` made, in order.
+        pools: Vec<[Pool; 2]>,
+        meta: Vec<PoolMeta>,
         events: BTreeMap<u64, VecDeque<(usize, bool)>>,
         /// Streams in the order the allocator first saw them: the order in
         /// which pending frees are completed. PyTorch walks a hash map of
@@ -472,7 +530,8 @@ mod model {
             }
             Model {
                 blocks: Vec::new(),
-                pools: [Pool::default(), Pool::default()],
+                pools: vec![Default::default()],
+                meta: vec![PoolMeta::default()],
                 events: BTreeMap::new(),
                 order: Vec::new(),
                 stats,
@@ -560,16 +619,16 @@ mod model {
         }
 
         fn insert_into_blocks(&mut self, id: usize) {
-            let p = Self::pool_ix(self.blocks[id].small);
-            self.blocks[id].gc_base = self.pools[p].calls;
+            let (p, set) = (Self::pool_ix(self.blocks[id].small), self.blocks[id].set);
+            self.blocks[id].gc_base = self.pools[set][p].calls;
             let k = self.key(id);
-            assert!(self.pools[p].blocks.insert(k));
+            assert!(self.pools[set][p].blocks.insert(k));
         }
 
         fn remove_from_blocks(&mut self, id: usize) {
-            let p = Self::pool_ix(self.blocks[id].small);
+            let (p, set) = (Self::pool_ix(self.blocks[id].small), self.blocks[id].set);
             let k = self.key(id);
-            assert!(self.pools[p].blocks.remove(&k));
+            assert!(self.pools[set][p].blocks.remove(&k));
         }
 
         fn note(&mut self, stream: u64) {
@@ -606,12 +665,21 @@ mod model {
             }
         }
 
-        fn get_free_block(&mut self, stream: u64, size: u64, small: bool) -> Option<usize> {
+        fn get_free_block(
+            &mut self,
+            set: usize,
+            stream: u64,
+            size: u64,
+            small: bool,
+        ) -> Option<usize> {
             let p = Self::pool_ix(small);
             if self.gc_threshold.is_some() {
-                self.pools[p].calls += 1;
+                self.pools[set][p].calls += 1;
             }
-            let &(s, bsize, _, id) = self.pools[p].blocks.range((stream, size, 0, 0)..).next()?;
+            let &(s, bsize, _, id) = self.pools[set][p]
+                .blocks
+                .range((stream, size, 0, 0)..)
+                .next()?;
             if s != stream {
                 return None;
             }
@@ -626,8 +694,8 @@ mod model {
         }
 
         fn gc_count(&self, id: usize) -> i64 {
-            let p = Self::pool_ix(self.blocks[id].small);
-            self.pools[p].calls - self.blocks[id].gc_base
+            let (p, set) = (Self::pool_ix(self.blocks[id].small), self.blocks[id].set);
+            self.pools[set][p].calls - self.blocks[id].gc_base
         }
 
         fn garbage_collect(&mut self) {
@@ -642,7 +710,7 @@ mod model {
             let mut reclaimed = 0;
             let mut total_age = 0i64;
             let mut count = 0i64;
-            for &(_, _, _, id) in &self.pools[1].blocks {
+            for &(_, _, _, id) in &self.pools[0][1].blocks {
                 if !self.blocks[id].is_split() {
                     total_age += self.gc_count(id);
                     count += 1;
@@ -655,7 +723,7 @@ mod model {
             while reclaimed < target && freed_one && count > 0 {
                 let age_threshold = total_age as f64 / count as f64;
                 freed_one = false;
-                let ids: Vec<usize> = self.pools[1].blocks.iter().map(|k| k.3).collect();
+                let ids: Vec<usize> = self.pools[0][1].blocks.iter().map(|k| k.3).collect();
                 for id in ids {
                     if !self.blocks[id].is_split() && self.gc_count(id) as f64 >= age_threshold {
                         freed_one = true;
@@ -671,6 +739,7 @@ mod model {
 
         fn alloc_block(
             &mut self,
+            set: usize,
             stream: u64,
             small: bool,
             alloc_size: u64,
@@ -701,7 +770,9 @@ mod model {
                 stream_uses: BTreeSet::new(),
                 gc_base: 0,
                 live: true,
+                set,
             });
+            self.meta[set].mallocs += 1;
             self.stats.inc("segment", small, 1);
             self.stats.inc("reserved_bytes", small, alloc_size);
             if alloc_size >= self.max_split {
@@ -713,6 +784,8 @@ mod model {
 
         fn release_block(&mut self, id: usize) {
             self.stats.num_device_free += 1;
+            let set = self.blocks[id].set;
+            self.meta[set].mallocs -= 1;
             let (size, small) = (self.blocks[id].size, self.blocks[id].small);
             self.used -= size;
             self.stats.dec("segment", small, 1);
@@ -724,13 +797,20 @@ mod model {
             self.blocks[id].live = false;
         }
 
-        fn release_available_cached_blocks(&mut self, stream: u64, size: u64, small: bool) -> bool {
+        fn release_available_cached_blocks(
+            &mut self,
+            set: usize,
+            stream: u64,
+            size: u64,
+            small: bool,
+        ) -> bool {
             if self.max_split == u64::MAX {
                 return false;
             }
             let p = Self::pool_ix(small);
             let key = size.max(self.max_split);
-            let all: Vec<(u64, u64, u64, usize)> = self.pools[p].blocks.iter().copied().collect();
+            let all: Vec<(u64, u64, u64, usize)> =
+                self.pools[set][p].blocks.iter().copied().collect();
             let pos = all.partition_point(|k| (k.0, k.1) < (stream, key));
             if pos == all.len() || all[pos].0 != stream {
                 if pos == 0 {
@@ -755,23 +835,33 @@ mod model {
             }
         }
 
-        fn synchronize_and_free_events(&mut self) {
+        /// Waits for the events of every block, or only of the blocks of
+        /// pool set `only`, and frees those blocks.
+        fn synchronize_and_free_events(&mut self, only: Option<usize>) {
             self.stats.num_sync_all_streams += 1;
-            let mut events = std::mem::take(&mut self.events);
             for s in self.order.clone() {
-                for (id, _) in events.remove(&s).unwrap_or_default() {
+                let q = self.events.remove(&s).unwrap_or_default();
+                let mut kept = VecDeque::new();
+                for (id, done) in q {
+                    if only.is_some_and(|set| self.blocks[id].set != set) {
+                        kept.push_back((id, done));
+                        continue;
+                    }
                     self.blocks[id].event_count -= 1;
                     if self.blocks[id].event_count == 0 {
                         self.free_block(id);
                     }
                 }
+                if !kept.is_empty() {
+                    self.events.insert(s, kept);
+                }
             }
         }
 
-        fn release_cached_blocks(&mut self) {
-            self.synchronize_and_free_events();
-            for p in [1, 0] {
-                let ids: Vec<usize> = self.pools[p].blocks.iter().map(|k| k.3).collect();
+        /// `release_blocks`: every whole free block of these pools.
+        fn release_blocks(&mut self, set: usize, order: [usize; 2]) {
+            for p in order {
+                let ids: Vec<usize> = self.pools[set][p].blocks.iter().map(|k| k.3).collect();
                 for id in ids {
                     if !self.blocks[id].is_split() {
                         self.release_block(id);
@@ -780,8 +870,55 @@ mod model {
             }
         }
 
+        /// `release_cached_blocks(context, mempool_id)`: `None` is `{0, 0}`
+        /// (the default pools, then every freeable private pool), `Some(set)`
+        /// a private pool's id (that pool only, if freeable).
+        fn release_cached_blocks(&mut self, pool: Option<usize>) {
+            if pool.is_none() {
+                self.synchronize_and_free_events(None);
+                self.release_blocks(0, [1, 0]);
+            }
+            for set in 1..self.meta.len() {
+                let m = &self.meta[set];
+                if m.use_count > 0 || m.erased || pool.is_some_and(|p| p != set) {
+                    continue;
+                }
+                if pool.is_some() {
+                    self.synchronize_and_free_events(Some(set));
+                }
+                self.release_blocks(set, [0, 1]);
+                if self.meta[set].mallocs == 0 {
+                    self.meta[set].erased = true;
+                }
+            }
+        }
+
         pub fn empty_cache(&mut self) {
-            self.release_cached_blocks();
+            self.release_cached_blocks(None);
+        }
+
+        /// `MemPool()`: a new private pool, in use by its `MemPool`.
+        pub fn new_pool(&mut self, no_split: bool) -> usize {
+            self.pools.push(Default::default());
+            self.meta.push(PoolMeta {
+                use_count: 1,
+                no_split,
+                ..Default::default()
+            });
+            self.meta.len() - 1
+        }
+
+        /// `~MemPool()`: `releasePool`, then `emptyCache(id)`.
+        pub fn drop_pool(&mut self, set: usize) {
+            self.meta[set].use_count -= 1;
+            self.release_cached_blocks(Some(set));
+        }
+
+        /// Whether frees wait for events (a `malloc` inside a pool's
+        /// context does not process them in PyTorch, as a capture is
+        /// underway: the caller avoids the case).
+        pub fn events_pending(&self) -> bool {
+            !self.events.is_empty()
         }
 
         /// PyTorch's `malloc`. `new_base` is where the device put a segment
@@ -793,23 +930,58 @@ mod model {
             stream: u64,
             new_base: u64,
         ) -> Result<(usize, u64), Oom> {
+            self.malloc_in(0, orig, stream, new_base)
+        }
+
+        /// `malloc` with pool set `set` routed (0: no context, the default
+        /// pools).
+        pub fn malloc_in(
+            &mut self,
+            set: usize,
+            orig: u64,
+            stream: u64,
+            new_base: u64,
+        ) -> Result<(usize, u64), Oom> {
             self.note(stream);
-            self.process_events();
+            if set == 0 {
+                self.process_events();
+            } else {
+                self.meta[set].use_count += 1;
+            }
+            let r = self.malloc_inner(set, orig, stream, new_base);
+            if set != 0 {
+                self.meta[set].use_count -= 1;
+            }
+            r
+        }
+
+        fn malloc_inner(
+            &mut self,
+            set: usize,
+            orig: u64,
+            stream: u64,
+            new_base: u64,
+        ) -> Result<(usize, u64), Oom> {
             let size = self.round_size(orig);
             let small = size <= K_SMALL_SIZE;
             let alloc_size = self.allocation_size(size);
-            let mut found = self.get_free_block(stream, size, small);
+            let mut found = self.get_free_block(set, stream, size, small);
             if found.is_none() {
                 if self.gc_threshold.is_some() {
                     self.garbage_collect();
                 }
-                found = self.alloc_block(stream, small, alloc_size, false);
-                if found.is_none() && self.release_available_cached_blocks(stream, size, small) {
-                    found = self.alloc_block(stream, small, alloc_size, false);
+                found = self.alloc_block(set, stream, small, alloc_size, false);
+                if found.is_none() && self.release_available_cached_blocks(set, stream, size, small)
+                {
+                    found = self.alloc_block(set, stream, small, alloc_size, false);
                 }
                 if found.is_none() {
-                    self.release_cached_blocks();
-                    found = self.alloc_block(stream, small, alloc_size, true);
+                    // PyTorch skips this step while a capture (a pool's
+                    // context) is underway in some versions and not in
+                    // others: the caller keeps pool requests from needing it.
+                    assert_eq!(set, 0, "a request in a pool ran out of memory");
+                    self.release_cached_blocks(None);
+                    found = self.alloc_block(set, stream, small, alloc_size, true);
                 }
                 if let Some(id) = found {
                     self.blocks[id].ptr = new_base;
@@ -820,7 +992,9 @@ mod model {
                 return Err(Oom);
             };
             let remaining = self.blocks[id].size - size;
-            let split = if small {
+            let split = if self.meta[set].no_split {
+                false
+            } else if small {
                 remaining >= K_MIN_BLOCK
             } else {
                 size < self.max_split && remaining > K_SMALL_SIZE
@@ -1291,4 +1465,155 @@ fn statistics_agree_with_the_snapshot_through_random_calls() {
             a.check_consistency().unwrap();
         }
     }
+}
+
+/// The model of PyTorch's allocator with private pools (`MemPool`,
+/// `use_mem_pool`): requests routed to a pool take its free blocks or new
+/// segments of its own (a `no_split` pool hands its blocks out whole), frees
+/// go back to the block's pool, `empty_cache` releases the default pools
+/// and the pools no longer in use, and dropping a pool (`releasePool`, then
+/// `emptyCache(id)`) waits for its own blocks' events and releases its free
+/// segments, the rest once their blocks are freed. Random calls on three
+/// streams, with pools made and dropped along the way; every statistic and
+/// address agree after each call. (A request routed to a pool is made only
+/// while no free waits for events, and on a device large enough that it
+/// never runs out: there PyTorch skips `process_events` and, in some
+/// versions, the full release, while a pool's context counts as a capture.)
+#[test]
+fn random_calls_with_private_pools_agree_with_the_model() {
+    use model::Model;
+    use std::sync::Arc;
+    use strata_alloc::driver::sim::SimDriver;
+    use strata_alloc::{AllocatorConfig, CachingAllocator, MemPool, RawAllocation};
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
+        }
+    }
+    let capacity = 8 * GIB;
+    let mut dropped_with_live = 0;
+    for (case, (conf, max_split)) in [("", None), ("max_split_size_mb:40", Some(40))]
+        .into_iter()
+        .enumerate()
+    {
+        for seed in 0..4u64 {
+            let d = Arc::new(SimDriver::new(capacity, 0));
+            let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
+            let mut m = Model::new(capacity, None, None, max_split, 0, None, None);
+            let mut rng = Lcg(seed * 77 + case as u64 + 3);
+            let mut pools: Vec<(MemPool, usize)> = Vec::new();
+            let make_pool = |m: &mut Model, no_split: bool| {
+                let p = a.mem_pool(MemPoolOptions {
+                    no_split,
+                    ..Default::default()
+                });
+                (p, m.new_pool(no_split))
+            };
+            pools.push(make_pool(&mut m, false));
+            pools.push(make_pool(&mut m, true));
+            let streams = [0u64, 5, 6];
+            let mut live: Vec<(RawAllocation, usize, usize)> = Vec::new();
+            let size_of = |rng: &mut Lcg| match rng.below(10) {
+                0..=3 => 1 + rng.below(MIB + 4096),
+                4..=6 => MIB + rng.below(9 * MIB),
+                _ => 10 * MIB + rng.below(50 * MIB),
+            };
+            for step in 0..1500 {
+                let what = format!("{conf} seed {seed} step {step}");
+                let op = rng.below(100);
+                let s = streams[rng.below(3) as usize];
+                if op < 40 || live.is_empty() {
+                    let size = if rng.below(40) == 0 {
+                        capacity + rng.below(capacity)
+                    } else {
+                        size_of(&mut rng)
+                    };
+                    match a.allocate_raw(size, StreamId(s)) {
+                        Ok(r) => {
+                            let (id, ptr) = m
+                                .malloc(size, s, r.ptr())
+                                .unwrap_or_else(|_| panic!("{what}: PyTorch fails {size}"));
+                            assert_eq!(r.ptr(), ptr, "{what}: the address of {size}");
+                            live.push((r, id, 0));
+                        }
+                        Err(e) => {
+                            assert!(e.out_of_memory().is_some(), "{what}: {e}");
+                            assert!(
+                                m.malloc(size, s, 0).is_err(),
+                                "{what}: PyTorch serves {size}"
+                            );
+                        }
+                    }
+                } else if op < 52 {
+                    if m.events_pending() || pools.is_empty() {
+                        continue;
+                    }
+                    let size = size_of(&mut rng);
+                    let k = rng.below(pools.len() as u64) as usize;
+                    let (pool, set) = (&pools[k].0, pools[k].1);
+                    let r = {
+                        let _in_pool = pool.activate();
+                        a.allocate_raw(size, StreamId(s)).unwrap()
+                    };
+                    let (id, ptr) = m
+                        .malloc_in(set, size, s, r.ptr())
+                        .unwrap_or_else(|_| panic!("{what}: PyTorch fails {size} in pool {set}"));
+                    assert_eq!(r.ptr(), ptr, "{what}: the address of {size} in pool {set}");
+                    live.push((r, id, set));
+                } else if op < 80 {
+                    let (r, id, _) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                    a.free_raw(r).unwrap();
+                    m.free(id);
+                } else if op < 86 {
+                    let (r, id, _) = live[rng.below(live.len() as u64) as usize];
+                    a.record_stream(&r, StreamId(s)).unwrap();
+                    m.record_stream(id, s);
+                } else if op < 93 {
+                    d.complete_stream(StreamId(s));
+                    m.complete_stream(s);
+                } else if op < 97 {
+                    a.empty_cache().unwrap();
+                    m.empty_cache();
+                } else if !pools.is_empty() {
+                    let (pool, set) = pools.swap_remove(rng.below(pools.len() as u64) as usize);
+                    if live.iter().any(|l| l.2 == set) {
+                        dropped_with_live += 1;
+                    }
+                    drop(pool);
+                    m.drop_pool(set);
+                    let no_split = rng.below(2) == 0;
+                    pools.push(make_pool(&mut m, no_split));
+                }
+                let ours = a.memory_stats().to_map();
+                for (k, v) in m.stats() {
+                    assert_eq!(ours.get(&k), Some(&v), "{what}: {k}");
+                }
+            }
+            for (r, id, _) in live {
+                a.free_raw(r).unwrap();
+                m.free(id);
+            }
+            for (pool, set) in pools {
+                drop(pool);
+                m.drop_pool(set);
+            }
+            a.empty_cache().unwrap();
+            m.empty_cache();
+            let ours = a.memory_stats().to_map();
+            for (k, v) in m.stats() {
+                assert_eq!(ours.get(&k), Some(&v), "{conf} seed {seed} at the end: {k}");
+            }
+            a.check_consistency().unwrap();
+        }
+    }
+    assert!(
+        dropped_with_live > 0,
+        "no pool was dropped with live blocks"
+    );
 }
