@@ -398,7 +398,7 @@ mod model {
     }
 
     /// Stat arrays: [all, small_pool, large_pool].
-    #[derive(Default)]
+    #[derive(Clone, Default)]
     struct Stats {
         arrays: BTreeMap<&'static str, [Stat; 3]>,
         oversize_allocations: Stat,
@@ -460,7 +460,7 @@ mod model {
         }
     }
 
-    #[derive(Default)]
+    #[derive(Clone, Default)]
     struct Pool {
         /// (stream, size, ptr) -> block, PyTorch's `BlockComparatorSize`.
         blocks: BTreeSet<(u64, u64, u64, usize)>,
@@ -468,9 +468,10 @@ mod model {
     }
 
     /// A private pool's `PrivatePool` fields.
-    #[derive(Default)]
+    #[derive(Clone, Default)]
     struct PoolMeta {
         use_count: u32,
+        use_on_oom: bool,
         /// `cudaMalloc_count`: its segments still allocated.
         mallocs: u64,
         no_split: bool,
@@ -479,6 +480,7 @@ mod model {
         erased: bool,
     }
 
+    #[derive(Clone)]
     pub struct Model {
         blocks: Vec<Block>,
         /// Per pool set ([small, large]): 0 the default pools, then one
@@ -898,11 +900,12 @@ mod model {
         }
 
         /// `MemPool()`: a new private pool, in use by its `MemPool`.
-        pub fn new_pool(&mut self, no_split: bool) -> usize {
+        pub fn new_pool(&mut self, no_split: bool, use_on_oom: bool) -> usize {
             self.pools.push(Default::default());
             self.meta.push(PoolMeta {
                 use_count: 1,
                 no_split,
+                use_on_oom,
                 ..Default::default()
             });
             self.meta.len() - 1
@@ -917,6 +920,11 @@ mod model {
         /// Whether frees wait for events (a `malloc` inside a pool's
         /// context does not process them in PyTorch, as a capture is
         /// underway: the caller avoids the case).
+        /// The pool set a block belongs to.
+        pub fn set_of(&self, id: usize) -> usize {
+            self.blocks[id].set
+        }
+
         pub fn events_pending(&self) -> bool {
             !self.events.is_empty()
         }
@@ -971,6 +979,19 @@ mod model {
                     self.garbage_collect();
                 }
                 found = self.alloc_block(set, stream, small, alloc_size, false);
+                // `try_mempool_fallback`: a default-pool request may take a
+                // free block of a `use_on_oom` pool still in use.
+                if found.is_none() && set == 0 {
+                    for p in 1..self.meta.len() {
+                        let m = &self.meta[p];
+                        if m.use_on_oom && m.use_count > 0 && !m.erased {
+                            found = self.get_free_block(p, stream, size, small);
+                            if found.is_some() {
+                                break;
+                            }
+                        }
+                    }
+                }
                 if found.is_none() && self.release_available_cached_blocks(set, stream, size, small)
                 {
                     found = self.alloc_block(set, stream, small, alloc_size, false);
@@ -978,8 +999,11 @@ mod model {
                 if found.is_none() {
                     // PyTorch skips this step while a capture (a pool's
                     // context) is underway in some versions and not in
-                    // others: the caller keeps pool requests from needing it.
-                    assert_eq!(set, 0, "a request in a pool ran out of memory");
+                    // others: the caller keeps pool requests from needing it
+                    // (it tries them on a copy of the model first).
+                    if set != 0 {
+                        return Err(Oom);
+                    }
                     self.release_cached_blocks(None);
                     found = self.alloc_block(set, stream, small, alloc_size, true);
                 }
@@ -992,7 +1016,7 @@ mod model {
                 return Err(Oom);
             };
             let remaining = self.blocks[id].size - size;
-            let split = if self.meta[set].no_split {
+            let split = if self.meta[self.blocks[id].set].no_split {
                 false
             } else if small {
                 remaining >= K_MIN_BLOCK
@@ -1496,8 +1520,8 @@ fn random_calls_with_private_pools_agree_with_the_model() {
             (self.0 >> 33) % n
         }
     }
-    let capacity = 8 * GIB;
-    let mut dropped_with_live = 0;
+    let capacity = 512 * MIB;
+    let (mut dropped_with_live, mut lent, mut ooms) = (0, 0, 0);
     for (case, (conf, max_split)) in [("", None), ("max_split_size_mb:40", Some(40))]
         .into_iter()
         .enumerate()
@@ -1505,18 +1529,22 @@ fn random_calls_with_private_pools_agree_with_the_model() {
         for seed in 0..4u64 {
             let d = Arc::new(SimDriver::new(capacity, 0));
             let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
-            let mut m = Model::new(capacity, None, None, max_split, 0, None, None);
+            a.set_memory_fraction(0.5).unwrap();
+            let mut m = Model::new(capacity, Some(0.5), None, max_split, 0, None, None);
             let mut rng = Lcg(seed * 77 + case as u64 + 3);
             let mut pools: Vec<(MemPool, usize)> = Vec::new();
-            let make_pool = |m: &mut Model, no_split: bool| {
+            let make_pool = |m: &mut Model, no_split: bool, use_on_oom: bool| {
                 let p = a.mem_pool(MemPoolOptions {
                     no_split,
-                    ..Default::default()
+                    use_on_oom,
                 });
-                (p, m.new_pool(no_split))
+                (p, m.new_pool(no_split, use_on_oom))
             };
-            pools.push(make_pool(&mut m, false));
-            pools.push(make_pool(&mut m, true));
+            // One `use_on_oom` pool for the whole run (the order in which
+            // PyTorch tries several is a set's), and pools made and dropped.
+            let (lender, lender_set) = make_pool(&mut m, false, true);
+            pools.push(make_pool(&mut m, false, false));
+            pools.push(make_pool(&mut m, true, false));
             let streams = [0u64, 5, 6];
             let mut live: Vec<(RawAllocation, usize, usize)> = Vec::new();
             let size_of = |rng: &mut Lcg| match rng.below(10) {
@@ -1540,7 +1568,11 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                                 .malloc(size, s, r.ptr())
                                 .unwrap_or_else(|_| panic!("{what}: PyTorch fails {size}"));
                             assert_eq!(r.ptr(), ptr, "{what}: the address of {size}");
-                            live.push((r, id, 0));
+                            let set = m.set_of(id);
+                            if set == lender_set {
+                                lent += 1;
+                            }
+                            live.push((r, id, set));
                         }
                         Err(e) => {
                             assert!(e.out_of_memory().is_some(), "{what}: {e}");
@@ -1548,6 +1580,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                                 m.malloc(size, s, 0).is_err(),
                                 "{what}: PyTorch serves {size}"
                             );
+                            ooms += 1;
                         }
                     }
                 } else if op < 52 {
@@ -1555,8 +1588,17 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                         continue;
                     }
                     let size = size_of(&mut rng);
-                    let k = rng.below(pools.len() as u64) as usize;
-                    let (pool, set) = (&pools[k].0, pools[k].1);
+                    let k = rng.below(pools.len() as u64 + 1) as usize;
+                    let (pool, set) = if k == pools.len() {
+                        (&lender, lender_set)
+                    } else {
+                        (&pools[k].0, pools[k].1)
+                    };
+                    if m.clone().malloc_in(set, size, s, 0).is_err() {
+                        // It would need the release PyTorch skips in a
+                        // pool's context in some versions.
+                        continue;
+                    }
                     let r = {
                         let _in_pool = pool.activate();
                         a.allocate_raw(size, StreamId(s)).unwrap()
@@ -1588,7 +1630,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                     drop(pool);
                     m.drop_pool(set);
                     let no_split = rng.below(2) == 0;
-                    pools.push(make_pool(&mut m, no_split));
+                    pools.push(make_pool(&mut m, no_split, false));
                 }
                 let ours = a.memory_stats().to_map();
                 for (k, v) in m.stats() {
@@ -1599,6 +1641,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                 a.free_raw(r).unwrap();
                 m.free(id);
             }
+            pools.push((lender, lender_set));
             for (pool, set) in pools {
                 drop(pool);
                 m.drop_pool(set);
@@ -1615,5 +1658,9 @@ fn random_calls_with_private_pools_agree_with_the_model() {
     assert!(
         dropped_with_live > 0,
         "no pool was dropped with live blocks"
+    );
+    assert!(
+        lent > 0 && ooms > 0,
+        "{lent} blocks lent, {ooms} out-of-memory errors"
     );
 }
