@@ -1521,16 +1521,20 @@ fn random_calls_with_private_pools_agree_with_the_model() {
         }
     }
     let capacity = 512 * MIB;
-    let (mut dropped_with_live, mut lent, mut ooms) = (0, 0, 0);
-    for (case, (conf, max_split)) in [("", None), ("max_split_size_mb:40", Some(40))]
-        .into_iter()
-        .enumerate()
+    let (mut dropped_with_live, mut lent, mut ooms, mut collected) = (0, 0, 0, 0);
+    for (case, (conf, max_split, gc)) in [
+        ("", None, None),
+        ("max_split_size_mb:40", Some(40), None),
+        ("garbage_collection_threshold:0.5", None, Some(0.5)),
+    ]
+    .into_iter()
+    .enumerate()
     {
         for seed in 0..4u64 {
             let d = Arc::new(SimDriver::new(capacity, 0));
             let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
             a.set_memory_fraction(0.5).unwrap();
-            let mut m = Model::new(capacity, Some(0.5), None, max_split, 0, None, None);
+            let mut m = Model::new(capacity, Some(0.5), gc, max_split, 0, None, None);
             let mut rng = Lcg(seed * 77 + case as u64 + 3);
             let mut pools: Vec<(MemPool, usize)> = Vec::new();
             let make_pool = |m: &mut Model, no_split: bool, use_on_oom: bool| {
@@ -1641,6 +1645,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                 a.free_raw(r).unwrap();
                 m.free(id);
             }
+            collected += m.gc_released;
             pools.push((lender, lender_set));
             for (pool, set) in pools {
                 drop(pool);
@@ -1659,6 +1664,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
         dropped_with_live > 0,
         "no pool was dropped with live blocks"
     );
+    assert!(collected > 0, "no garbage collection ran");
     assert!(
         lent > 0 && ooms > 0,
         "{lent} blocks lent, {ooms} out-of-memory errors"
