@@ -354,6 +354,51 @@ fn a_single_division_count_of_zero_is_refused_as_pytorch_refuses_it() {
     assert_eq!(c.roundup_power2_divisions, [1; 16]);
 }
 
+// ----- garbage collection frees in the order of PyTorch's block set -----------------
+
+/// PyTorch's `garbage_collect_cached_blocks` walks `large_blocks`, a set
+/// ordered by (stream, size, address), releasing each whole block at least
+/// as old as the mean, so its `segment_free` trace entries come in that
+/// order, as `empty_cache`'s do. Under a 128 MiB limit and a threshold of 0.5
+/// (64 MiB): 30 MiB on stream 9, 26 MiB on stream 0 and 12 MiB on stream 9
+/// (stream 9 used first), all freed together (the same age); a 10 MiB
+/// request on stream 2 misses with 68 MiB reserved and the collection frees
+/// all three: stream 0's 26 MiB, then stream 9's 12 and 30 MiB.
+#[test]
+fn garbage_collection_frees_in_the_order_of_pytorchs_block_set() {
+    use std::sync::Arc;
+    use strata_alloc::driver::sim::SimDriver;
+    use strata_alloc::history::Action;
+    use strata_alloc::{AllocatorConfig, CachingAllocator};
+    let s9 = StreamId(9);
+    let d = Arc::new(SimDriver::new(GIB, 0));
+    let a = CachingAllocator::new(
+        d,
+        AllocatorConfig::parse("garbage_collection_threshold:0.5").unwrap(),
+    );
+    a.set_memory_fraction(128.0 / 1024.0).unwrap();
+    let x = a.allocate(30 * MIB, s9).unwrap();
+    let y = a.allocate(26 * MIB, S0).unwrap();
+    let z = a.allocate(12 * MIB, s9).unwrap();
+    let (px, py, pz) = (x.ptr(), y.ptr(), z.ptr());
+    drop((x, y, z));
+    a.record_history(Some(100));
+    let w = a.allocate(10 * MIB, StreamId(2)).unwrap();
+    let freed: Vec<(u64, u64, StreamId)> = a
+        .history()
+        .iter()
+        .filter(|e| e.action == Action::SegmentFree)
+        .map(|e| (e.addr, e.size, e.stream))
+        .collect();
+    assert_eq!(
+        freed,
+        [(py, 26 * MIB, S0), (pz, 12 * MIB, s9), (px, 30 * MIB, s9)]
+    );
+    assert_eq!(a.memory_reserved(), 10 * MIB);
+    drop(w);
+    a.check_consistency().unwrap();
+}
+
 // ----- a reference model of PyTorch's allocator, step by step ----------------------
 
 /// A model of PyTorch's `DeviceCachingAllocator` with ordinary segments
@@ -368,6 +413,7 @@ fn a_single_division_count_of_zero_is_refused_as_pytorch_refuses_it() {
 /// agree with the model's.
 mod model {
     use std::collections::{BTreeMap, BTreeSet, VecDeque};
+    use strata_alloc::history::Action;
 
     const MIB: u64 = 1 << 20;
     const K_MIN_BLOCK: u64 = 512;
@@ -510,6 +556,9 @@ mod model {
         /// `release_available_cached_blocks`: what a run exercised.
         pub gc_released: u64,
         pub oversize_released: u64,
+        /// PyTorch's trace entries (`record_trace`): action, address, size,
+        /// stream.
+        pub trace: Vec<(Action, u64, u64, u64)>,
     }
 
     pub struct Oom;
@@ -547,6 +596,7 @@ mod model {
                 non_split_rounding: non_split_rounding_mb.map_or(large_segment, |m| m * MIB),
                 gc_released: 0,
                 oversize_released: 0,
+                trace: Vec::new(),
             }
         }
 
@@ -746,6 +796,7 @@ mod model {
             small: bool,
             alloc_size: u64,
             retry: bool,
+            new_base: u64,
         ) -> Option<usize> {
             if retry {
                 self.stats.num_alloc_retries += 1;
@@ -764,7 +815,7 @@ mod model {
                 size: alloc_size,
                 requested: 0,
                 small,
-                ptr: 0,
+                ptr: new_base,
                 allocated: false,
                 prev: None,
                 next: None,
@@ -781,11 +832,16 @@ mod model {
                 self.stats.oversize_segments.inc(1);
             }
             self.stats.num_device_alloc += 1;
+            self.trace
+                .push((Action::SegmentAlloc, new_base, alloc_size, stream));
             Some(self.blocks.len() - 1)
         }
 
         fn release_block(&mut self, id: usize) {
             self.stats.num_device_free += 1;
+            let b = &self.blocks[id];
+            self.trace
+                .push((Action::SegmentFree, b.ptr, b.size, b.stream));
             let set = self.blocks[id].set;
             self.meta[set].mallocs -= 1;
             let (size, small) = (self.blocks[id].size, self.blocks[id].small);
@@ -978,7 +1034,7 @@ mod model {
                 if self.gc_threshold.is_some() {
                     self.garbage_collect();
                 }
-                found = self.alloc_block(set, stream, small, alloc_size, false);
+                found = self.alloc_block(set, stream, small, alloc_size, false, new_base);
                 // `try_mempool_fallback`: a default-pool request may take a
                 // free block of a `use_on_oom` pool still in use.
                 if found.is_none() && set == 0 {
@@ -994,7 +1050,7 @@ mod model {
                 }
                 if found.is_none() && self.release_available_cached_blocks(set, stream, size, small)
                 {
-                    found = self.alloc_block(set, stream, small, alloc_size, false);
+                    found = self.alloc_block(set, stream, small, alloc_size, false, new_base);
                 }
                 if found.is_none() {
                     // PyTorch skips this step while a capture (a pool's
@@ -1005,13 +1061,12 @@ mod model {
                         return Err(Oom);
                     }
                     self.release_cached_blocks(None);
-                    found = self.alloc_block(set, stream, small, alloc_size, true);
-                }
-                if let Some(id) = found {
-                    self.blocks[id].ptr = new_base;
+                    found = self.alloc_block(set, stream, small, alloc_size, true, new_base);
                 }
             }
             let Some(id) = found else {
+                let free = self.capacity - self.used;
+                self.trace.push((Action::Oom, free, size, stream));
                 self.stats.num_ooms += 1;
                 return Err(Oom);
             };
@@ -1057,6 +1112,7 @@ mod model {
             b.allocated = true;
             b.requested = orig;
             let (bsize, ptr) = (b.size, b.ptr);
+            self.trace.push((Action::Alloc, ptr, orig, stream));
             self.stats.inc("allocation", small, 1);
             self.stats.inc("allocated_bytes", small, bsize);
             self.stats.inc("active", small, 1);
@@ -1078,6 +1134,8 @@ mod model {
         pub fn free(&mut self, id: usize) {
             let b = &mut self.blocks[id];
             b.allocated = false;
+            self.trace
+                .push((Action::FreeRequested, b.ptr, b.requested, b.stream));
             let (small, size) = (b.small, b.size);
             self.stats.dec("allocation", small, 1);
             self.stats.dec("allocated_bytes", small, size);
@@ -1106,6 +1164,9 @@ mod model {
                 let b = &self.blocks[id];
                 (b.small, b.size, b.requested)
             };
+            let b = &self.blocks[id];
+            self.trace
+                .push((Action::FreeCompleted, b.ptr, b.requested, b.stream));
             let mut net_blocks = 0i64;
             let mut net_bytes = 0i64;
             if let Some(p) = self.mergeable(self.blocks[id].prev) {
@@ -1154,6 +1215,30 @@ mod model {
             self.stats.dec("requested_bytes", small, requested);
         }
     }
+}
+
+/// strata's history against the model's trace: the same entries, action,
+/// address, size and stream, in the same order (PyTorch's `record_trace`
+/// calls of `malloc`, `free`, `free_block`, `alloc_block`, `release_block`
+/// and the `OOM` entry).
+fn compare_traces(a: &strata_alloc::CachingAllocator, m: &model::Model, what: &str) {
+    use strata_alloc::history::Action;
+    let ours: Vec<(Action, u64, u64, u64)> = a
+        .history()
+        .iter()
+        .filter(|e| e.action != Action::Snapshot)
+        .map(|e| (e.action, e.addr, e.size, e.stream.0))
+        .collect();
+    let n = ours.len().min(m.trace.len());
+    if let Some(i) = (0..n).find(|&i| ours[i] != m.trace[i]) {
+        let from = i.saturating_sub(4);
+        panic!(
+            "{what}: trace entry {i} differs\nstrata:  {:?}\nPyTorch: {:?}",
+            &ours[from..(i + 3).min(ours.len())],
+            &m.trace[from..(i + 3).min(m.trace.len())]
+        );
+    }
+    assert_eq!(ours.len(), m.trace.len(), "{what}: trace lengths");
 }
 
 /// The reference model and strata run the same random calls (allocations of
@@ -1223,6 +1308,7 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
         for seed in 0..4u64 {
             let d = Arc::new(SimDriver::new(capacity, 0));
             let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
+            a.record_history(Some(1 << 22));
             if let Some(f) = fraction {
                 a.set_memory_fraction(f).unwrap();
             }
@@ -1300,6 +1386,7 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
                     assert_eq!(ours.get(&k), Some(&v), "{what}: {k}");
                 }
             }
+            compare_traces(&a, &m, &format!("{conf} seed {seed}"));
             a.check_consistency().unwrap();
             let st = a.memory_stats();
             ooms += st.num_ooms;
@@ -1534,6 +1621,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
             let d = Arc::new(SimDriver::new(capacity, 0));
             let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
             a.set_memory_fraction(0.5).unwrap();
+            a.record_history(Some(1 << 22));
             let mut m = Model::new(capacity, Some(0.5), gc, max_split, 0, None, None);
             let mut rng = Lcg(seed * 77 + case as u64 + 3);
             let mut pools: Vec<(MemPool, usize)> = Vec::new();
@@ -1657,6 +1745,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
             for (k, v) in m.stats() {
                 assert_eq!(ours.get(&k), Some(&v), "{conf} seed {seed} at the end: {k}");
             }
+            compare_traces(&a, &m, &format!("{conf} seed {seed}"));
             a.check_consistency().unwrap();
         }
     }
