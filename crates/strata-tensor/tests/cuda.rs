@@ -2623,6 +2623,81 @@ fn layer_norm_register_paths_match_cpu() -> Result<()> {
     Ok(())
 }
 
+/// The values of `t` as f64 bit patterns (so -0.0 and +0.0 differ).
+fn f64_bits(t: &Tensor) -> Vec<u64> {
+    t.to(Device::Cpu)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn layer_norm_zeros_have_the_cpus_signs() -> Result<()> {
+    // eps = inf: rstd is 0 and each output is (x - mean) * 0 * w + b, a
+    // signed zero (or b). Both devices end with `* gamma + beta`, beta 0
+    // when absent (PyTorch's CPU kernel and its general CUDA kernel), so
+    // every zero has the same sign: +0.0 unless the bias is -0.0 and the
+    // product -0.0. The rows are integers in +/- pairs (and zeros, -0.0
+    // among them), so mean is exactly 0 on both devices and x - mean is x;
+    // the first row is all -0.0.
+    let dev = gpu();
+    let mut rng = Rng(0x5160);
+    // The warp and block register kernels and the shared-memory one.
+    for cols in [3usize, 8, 100, 1024, 2048, 8192, 10000] {
+        let rows = 5;
+        let mut v = Vec::with_capacity(rows * cols);
+        for r in 0..rows {
+            let mut row = vec![0.0f64; cols];
+            if r == 0 {
+                // A row of -0.0: mean +0.0 on both (sums from +0.0).
+                v.extend(vec![-0.0f64; cols]);
+                continue;
+            }
+            for j in (0..cols - 1).step_by(2) {
+                let a = rng.below(21) as f64 - 10.0;
+                row[j] = a;
+                row[j + 1] = -a;
+            }
+            if cols % 2 == 1 {
+                row[cols - 1] = -0.0;
+            }
+            v.extend(row);
+        }
+        let x64 = Tensor::from_slice(&v, &[rows, cols], Device::Cpu)?;
+        for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+            let x = x64.to_dtype(dtype)?;
+            let gx = x.to(dev)?;
+            let w = Tensor::randn(&[cols], DType::F64, 7, Device::Cpu)?.to_dtype(dtype)?;
+            let nb = Tensor::full(&[cols], -0.0, dtype, Device::Cpu)?;
+            let (gw, gnb) = (w.to(dev)?, nb.to(dev)?);
+            for (wo, bo, gwo, gbo, tag) in [
+                (None, None, None, None, "plain"),
+                (Some(&w), None, Some(&gw), None, "w"),
+                (None, Some(&nb), None, Some(&gnb), "b = -0.0"),
+                (Some(&w), Some(&nb), Some(&gw), Some(&gnb), "w, b = -0.0"),
+            ] {
+                let what = format!("[{rows}, {cols}] {dtype} {tag}");
+                let (y, _, r) = x.layer_norm_forward(&[cols], wo, bo, f64::INFINITY)?;
+                let (gy, _, gr) = gx.layer_norm_forward(&[cols], gwo, gbo, f64::INFINITY)?;
+                assert_eq!(f64_bits(&r), f64_bits(&gr), "{what}: rstd");
+                assert!(f64_bits(&r).iter().all(|&b| b == 0), "{what}: rstd");
+                let (c, g) = (f64_bits(&y), f64_bits(&gy));
+                assert_eq!(c, g, "{what}: out");
+                if bo.is_none() {
+                    assert!(c.iter().all(|&b| b == 0), "{what}: +0.0 everywhere");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn index_checks_with_cached_ranges_on_gpu() -> Result<()> {

@@ -49,7 +49,11 @@ pub(crate) enum NnKernel<'a> {
     /// Layer norm over the rows of the contiguous `[rows, cols]` `x`
     /// (float): `out` (x's dtype, contiguous), `mean` and `rstd` (Acc,
     /// contiguous `[rows]`); `weight`/`bias` contiguous `[cols]` of x's dtype
-    /// or f32.
+    /// or f32. `out = (x - mean) * rstd * weight + bias`, the product and the
+    /// sum in the computation type (f64 for f64, else f32) and the bias 0
+    /// where absent, as PyTorch's `* gamma + beta` (a zero product is then
+    /// +0.0); `rstd = 1 / sqrt(var + eps)` with eps in the computation type
+    /// (beyond f32's range, inf).
     LayerNorm {
         out: &'a Arg<'a>,
         mean: &'a Arg<'a>,
@@ -63,8 +67,14 @@ pub(crate) enum NnKernel<'a> {
     },
     /// The input gradient of layer norm, per row: with `g = dy * weight` and
     /// `xhat = (x - mean) * rstd`, `dx = rstd * (g - mean(g) - xhat *
-    /// mean(g * xhat))`. `dx`, `dy`, `x` contiguous `[rows, cols]` of x's
-    /// dtype; `mean`, `rstd` as saved by [`NnKernel::LayerNorm`].
+    /// mean(g * xhat))`. Each backend computes it as PyTorch's kernel on the
+    /// same device does, so that its zeros have PyTorch's signs: the CPU as
+    /// `rstd g + b x + c` (`b = (Σg mean - Σg x) rstd³ / N`,
+    /// `c = -b mean - Σg rstd / N`), CUDA as written first (PyTorch's CUDA
+    /// kernel: `rstd / N (N g - xhat Σ g xhat - Σg)`; where rstd is 0 the
+    /// two devices' zeros can differ in sign, in PyTorch as here). `dx`,
+    /// `dy`, `x` contiguous `[rows, cols]` of x's dtype;
+    /// `mean`, `rstd` as saved by [`NnKernel::LayerNorm`].
     LayerNormBackward {
         dx: &'a Arg<'a>,
         dy: &'a Arg<'a>,

@@ -16,6 +16,11 @@ const CHUNK: usize = 1 << 14;
 trait Real: Element {
     fn f(self) -> f64;
     fn of(v: f64) -> Self;
+    /// `v` rounded to PyTorch's computation type for this dtype (f64 for
+    /// f64, f32 for the others).
+    fn acc(v: f64) -> f64 {
+        v as f32 as f64
+    }
 }
 
 impl Real for f32 {
@@ -31,6 +36,9 @@ impl Real for f64 {
         self
     }
     fn of(v: f64) -> Self {
+        v
+    }
+    fn acc(v: f64) -> f64 {
         v
     }
 }
@@ -324,12 +332,17 @@ fn layer_norm<T: Real>(k: &NnKernel) {
         return;
     };
     let (px, po) = (base::<T>(x), base::<T>(out));
+    // PyTorch passes eps to its kernel in the computation type: an eps
+    // beyond f32's range is inf for f32/f16/bf16 (rstd 0).
+    let eps = T::acc(eps);
     rows_par(rows, |r| {
         // SAFETY: rows are disjoint; every index is inside the contiguous
         // [rows, cols] operands or the [rows] / [cols] vectors.
         unsafe {
             let row = |j: usize| rd(px, (r * cols + j) as isize).f();
-            let m = (0..cols).map(row).sum::<f64>() / cols as f64;
+            // From +0.0 (`Sum for f64` starts at -0.0): a row of -0.0 has
+            // mean +0.0, as PyTorch's (and the CUDA kernels') sums give.
+            let m = (0..cols).map(row).fold(0.0, |a, v| a + v) / cols as f64;
             let var = (0..cols).map(|j| (row(j) - m).powi(2)).sum::<f64>() / cols as f64;
             let rs = 1.0 / (var + eps).sqrt();
             wrf(mean, r, m);
@@ -339,10 +352,13 @@ fn layer_norm<T: Real>(k: &NnKernel) {
                 if let Some(w) = weight {
                     y *= rdf(w, j);
                 }
-                if let Some(b) = bias {
-                    y += rdf(b, j);
-                }
-                *po.get().add(r * cols + j) = T::of(y);
+                // PyTorch's CPU kernel ends with `* gamma + beta` in the
+                // computation type, gamma 1 and beta 0 when absent: the
+                // product rounded there, then the bias (or +0.0) added, so
+                // a zero product (-0.0 where x < mean and rstd is 0) is
+                // +0.0 unless the bias is -0.0.
+                let b = bias.map_or(0.0, |b| rdf(b, j));
+                *po.get().add(r * cols + j) = T::of(T::acc(y) + b);
             }
         }
     });
@@ -363,24 +379,29 @@ fn layer_norm_backward<T: Real>(k: &NnKernel) {
         return;
     };
     let (pdx, pdy, px) = (base::<T>(dx), base::<T>(dy), base::<T>(x));
+    let scale = 1.0 / cols as f64;
     rows_par(rows, |r| {
         // SAFETY: as in `layer_norm`.
         unsafe {
-            let (m, rs) = (rdf(mean, r), rdf(rstd, r));
+            let (m, a) = (rdf(mean, r), rdf(rstd, r));
+            let xv = |j: usize| rd(px, (r * cols + j) as isize).f();
             let g = |j: usize| {
                 let d = rd(pdy, (r * cols + j) as isize).f();
                 weight.map_or(d, |w| d * rdf(w, j))
             };
-            let xh = |j: usize| (rd(px, (r * cols + j) as isize).f() - m) * rs;
-            let (mut a, mut b) = (0.0, 0.0);
+            // PyTorch's CPU formula (its zeros' signs included):
+            // ds = Σ g x, db = Σ g, b = (db mean - ds) rstd³ / N,
+            // c = -b mean - db rstd / N, dx = rstd g + b x + c.
+            let (mut ds, mut db) = (0.0, 0.0);
             for j in 0..cols {
                 let gj = g(j);
-                a += gj;
-                b += gj * xh(j);
+                ds += gj * xv(j);
+                db += gj;
             }
-            let (a, b) = (a / cols as f64, b / cols as f64);
+            let b = (db * m - ds) * a * a * a * scale;
+            let c = -b * m - db * a * scale;
             for j in 0..cols {
-                *pdx.get().add(r * cols + j) = T::of(rs * (g(j) - a - xh(j) * b));
+                *pdx.get().add(r * cols + j) = T::of(a * g(j) + b * xv(j) + c);
             }
         }
     });

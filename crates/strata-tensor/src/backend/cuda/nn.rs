@@ -298,7 +298,9 @@ extern "C" __global__ void ln_fwd(T* out, C* mean, C* rstd, const T* x, const W*
     for (i64 j = threadIdx.x; j < cols; j += NT) {
       C y = ((cached ? cache[j] : ld(xr[j])) - m) * rs;
       if (w != nullptr) y *= ldw(w[j]);
-      if (b != nullptr) y += ldw(b[j]);
+      // `* gamma + beta` with beta 0 when absent, as PyTorch's CPU kernel
+      // and its general CUDA one: a zero product becomes +0.0.
+      y += b != nullptr ? ldw(b[j]) : (C)0;
       orow[j] = st(y);
     }
   }
@@ -659,7 +661,7 @@ __device__ __forceinline__ void ln_row(T* out, C* mean, C* rstd, const T* x, con
       C y = (v[i] - m) * rs;
       if (c < n) {
         if (w != nullptr) y *= ldw(w[c]);
-        if (b != nullptr) y += ldw(b[c]);
+        y += b != nullptr ? ldw(b[c]) : (C)0;  // +0.0 for no bias, as ln_fwd
       }
       v[i] = y;
     }
