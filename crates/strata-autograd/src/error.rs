@@ -61,7 +61,8 @@ pub enum AutogradError {
          Var::new(v.data().deep_clone()?)), or do the update inside inference mode"
     )]
     InferenceTensorInPlace {
-        /// The in-place op.
+        /// The in-place op (or the optimizer whose step would have written
+        /// such a parameter: nothing was written).
         op: &'static str,
     },
     /// A recorded op would save for backward a variable made in inference

@@ -238,7 +238,12 @@ fn hyperparameter_errors_say_what_is_accepted() {
     let p = || vec![param(&[1.0])];
     let cases: Vec<(&str, strata_autograd::Result<()>)> = vec![
         ("SGD lr NaN", Sgd::new(p(), f64::NAN, 0.0).map(|_| ())),
-        ("SGD lr inf", Sgd::new(p(), f64::INFINITY, 0.0).map(|_| ())),
+        // (An lr of +inf is accepted, as PyTorch's `0.0 <= lr`:
+        // hostile_sweep_s31.rs.)
+        (
+            "SGD lr -inf",
+            Sgd::new(p(), f64::NEG_INFINITY, 0.0).map(|_| ()),
+        ),
         ("SGD lr -1", Sgd::new(p(), -1.0, 0.0).map(|_| ())),
         ("SGD momentum NaN", Sgd::new(p(), 0.1, f64::NAN).map(|_| ())),
         (
@@ -279,8 +284,8 @@ fn hyperparameter_errors_say_what_is_accepted() {
             Adam::new(p(), 0.1).unwrap().with_eps(-1.0).map(|_| ()),
         ),
         (
-            "AdamW lr inf",
-            AdamW::new(p()).with_lr(f64::INFINITY).map(|_| ()),
+            "AdamW lr -inf",
+            AdamW::new(p()).with_lr(f64::NEG_INFINITY).map(|_| ()),
         ),
         (
             "AdamW wd NaN",
@@ -312,7 +317,7 @@ fn hyperparameter_errors_say_what_is_accepted() {
     }
     // A refused `set_lr` keeps the rate.
     let mut w = AdamW::new(p()).with_lr(0.01).unwrap();
-    for lr in [f64::NAN, -1.0, f64::INFINITY] {
+    for lr in [f64::NAN, -1.0, f64::NEG_INFINITY] {
         assert!(w.set_lr(lr).is_err());
         assert_eq!(w.lr(), 0.01);
     }

@@ -183,8 +183,9 @@ fn bad_arguments_are_typed_errors_and_change_nothing() {
             lr: f64::NAN,
             ..hyper(1, 0.0)
         },
+        // (eps = inf is accepted, as PyTorch's `0.0 <= eps`.)
         AdamHyper {
-            eps: f64::INFINITY,
+            eps: f64::NAN,
             ..hyper(1, 0.0)
         },
         AdamHyper {

@@ -34,8 +34,10 @@ pub trait Optimizer {
     }
 }
 
-/// Fails with [`AutogradError::Hyperparameter`] unless `ok` holds and
-/// `value` is finite; `expected` says what is accepted.
+/// Fails with [`AutogradError::Hyperparameter`] unless `ok` holds;
+/// `expected` says what is accepted. `ok` is PyTorch's constructor check,
+/// written so that NaN fails it (`0.0 <= lr` and `0.0 <= betas[0] < 1.0`
+/// are false for NaN).
 pub(crate) fn check(
     optimizer: &'static str,
     name: &'static str,
@@ -43,7 +45,7 @@ pub(crate) fn check(
     ok: bool,
     expected: &'static str,
 ) -> Result<()> {
-    if ok && value.is_finite() {
+    if ok {
         Ok(())
     } else {
         Err(AutogradError::Hyperparameter {
@@ -55,13 +57,23 @@ pub(crate) fn check(
     }
 }
 
-/// [`check`] for a hyper-parameter that must be `>= 0`.
+/// [`check`] for a hyper-parameter that must be `>= 0`: PyTorch's
+/// `0.0 <= x`, so +inf is accepted (an lr of inf gives PyTorch's update,
+/// `p - inf * g`: ±inf, NaN where g is 0) and NaN is not. (PyTorch's `SGD`
+/// writes its checks `x < 0.0`, which lets NaN through; strata refuses NaN
+/// there too.)
 pub(crate) fn check_non_negative(
     optimizer: &'static str,
     name: &'static str,
     value: f64,
 ) -> Result<()> {
-    check(optimizer, name, value, value >= 0.0, "a finite number >= 0")
+    check(
+        optimizer,
+        name,
+        value,
+        value >= 0.0,
+        "a number >= 0 (+inf included), not NaN",
+    )
 }
 
 /// The first pair of positions at which a parameter list names one
@@ -95,15 +107,20 @@ pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<
 }
 
 /// Checks, before a step updates anything, every parameter that has a
-/// gradient: floating point, written in place element by element (not an
-/// expanded tensor whose elements share memory), and (for the fused Adam
-/// kernels, `fused`) not sharing memory with its gradient. A step that
-/// failed at a later parameter would leave the earlier ones updated and
-/// their state advanced. (The parameter list itself was checked for
-/// duplicates when the optimizer was made.)
+/// gradient: not made in inference mode unless the step runs in inference
+/// mode (PyTorch: "Inplace update to inference tensor outside
+/// InferenceMode is not allowed"), floating point, written in place
+/// element by element (not an expanded tensor whose elements share
+/// memory), and (for the fused Adam kernels, `fused`) not sharing memory
+/// with its gradient. A step that failed at a later parameter would leave
+/// the earlier ones updated and their state advanced. (The parameter list
+/// itself was checked for duplicates when the optimizer was made.)
 pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -> Result<()> {
     for (i, p) in params.iter().enumerate() {
         let Some(g) = p.grad() else { continue };
+        if p.is_inference() && !crate::inference_mode::is_inference_mode_enabled() {
+            return Err(AutogradError::InferenceTensorInPlace { op: optimizer });
+        }
         if !p.dtype().is_float() {
             return Err(AutogradError::Optimizer {
                 optimizer,

@@ -11,16 +11,16 @@ use crate::tensor::Tensor;
 /// with PyTorch's meanings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AdamHyper {
-    /// Learning rate (`>= 0`).
+    /// Learning rate (`>= 0`; +inf is accepted, as PyTorch).
     pub lr: f64,
     /// Decay of the first moment, in `[0, 1)`.
     pub beta1: f64,
     /// Decay of the second moment, in `[0, 1)`.
     pub beta2: f64,
-    /// Added to the denominator (`>= 0`).
+    /// Added to the denominator (`>= 0`, +inf included).
     pub eps: f64,
     /// Decoupled weight decay (AdamW: `p *= 1 - lr * weight_decay` before the
-    /// update; `0` for Adam), `>= 0`.
+    /// update; `0` for Adam), `>= 0` (+inf included).
     pub weight_decay: f64,
     /// The step being taken, `>= 1` (the bias corrections are `1 - beta^step`).
     pub step: i32,
@@ -35,8 +35,11 @@ impl AdamHyper {
                 format!("{what} = {v} is out of range: it must be {rule}"),
             ))
         };
-        if !(self.lr >= 0.0 && self.lr.is_finite()) {
-            return bad("lr", self.lr, "finite and >= 0");
+        // PyTorch's checks (`0.0 <= lr`, `0.0 <= eps`, `0.0 <= weight_decay`):
+        // NaN fails them, +inf passes (an lr of inf moves each weight to
+        // ±inf, or NaN where its update is 0, as PyTorch's step does).
+        if self.lr.is_nan() || self.lr < 0.0 {
+            return bad("lr", self.lr, ">= 0 (+inf included), not NaN");
         }
         if !(0.0..1.0).contains(&self.beta1) {
             return bad("beta1", self.beta1, "in [0, 1)");
@@ -44,11 +47,15 @@ impl AdamHyper {
         if !(0.0..1.0).contains(&self.beta2) {
             return bad("beta2", self.beta2, "in [0, 1)");
         }
-        if !(self.eps >= 0.0 && self.eps.is_finite()) {
-            return bad("eps", self.eps, "finite and >= 0");
+        if self.eps.is_nan() || self.eps < 0.0 {
+            return bad("eps", self.eps, ">= 0 (+inf included), not NaN");
         }
-        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
-            return bad("weight_decay", self.weight_decay, "finite and >= 0");
+        if self.weight_decay.is_nan() || self.weight_decay < 0.0 {
+            return bad(
+                "weight_decay",
+                self.weight_decay,
+                ">= 0 (+inf included), not NaN",
+            );
         }
         if self.step < 1 {
             return bad("step", f64::from(self.step), ">= 1");
