@@ -1684,24 +1684,25 @@ impl CachingAllocator {
             // In the order of PyTorch's `large_blocks` set, which its pass
             // walks (and so its `segment_free` trace entries follow): by
             // stream, size and address, as `empty_cache` releases them.
-            let mut cands: Vec<((u64, u64, u64), u64, u32, u64)> = Vec::new();
+            // (stream, size, address, age, block)
+            let mut cands: Vec<[u64; 5]> = Vec::new();
             for stream in st.streams.iter().filter(|s| s.mempool == 0) {
                 for e in stream.free[PoolKind::Large as usize].all() {
                     let b = &st.blocks[e.block];
                     if !b.expandable && !b.is_split() {
                         let age = st.gc_counts[PoolKind::Large as usize] - b.gc_base;
-                        let key = (stream.handle.0, e.size, e.ptr);
-                        cands.push((key, age, e.block, b.size));
+                        cands.push([stream.handle.0, e.size, e.ptr, age, u64::from(e.block)]);
                     }
                 }
             }
             if cands.is_empty() {
                 break;
             }
-            cands.sort_unstable_by_key(|c| c.0);
-            let mean = cands.iter().map(|c| c.1 as f64).sum::<f64>() / cands.len() as f64;
+            cands.sort_unstable();
+            let mean = cands.iter().map(|c| c[3] as f64).sum::<f64>() / cands.len() as f64;
             let mut any = false;
-            for (_, age, id, size) in cands {
+            for [_, size, _, age, id] in cands {
+                let id = id as u32;
                 if age as f64 >= mean {
                     self.release_segment(st, id)?;
                     freed += size;
