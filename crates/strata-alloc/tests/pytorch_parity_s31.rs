@@ -976,6 +976,56 @@ mod model {
         /// Whether frees wait for events (a `malloc` inside a pool's
         /// context does not process them in PyTorch, as a capture is
         /// underway: the caller avoids the case).
+        /// PyTorch's `snapshot()`: for each segment (by address) its
+        /// address, total, allocated, active and requested sizes, stream,
+        /// pool kind, and its blocks' address, size and state (0 inactive,
+        /// 1 active_allocated, 2 active_pending_free); records the
+        /// `SNAPSHOT` trace entry (the total active size).
+        #[allow(clippy::type_complexity)]
+        pub fn snapshot(
+            &mut self,
+        ) -> Vec<(u64, u64, u64, u64, u64, u64, bool, Vec<(u64, u64, u8)>)> {
+            let mut out = Vec::new();
+            let mut total_active = 0;
+            for head in 0..self.blocks.len() {
+                let h = &self.blocks[head];
+                if !h.live || h.prev.is_some() {
+                    continue;
+                }
+                let (mut total, mut allocated, mut active, mut requested) = (0, 0, 0, 0);
+                let mut blocks = Vec::new();
+                let mut at = Some(head);
+                while let Some(i) = at {
+                    let b = &self.blocks[i];
+                    let is_active = b.allocated || b.event_count > 0 || !b.stream_uses.is_empty();
+                    total += b.size;
+                    if b.allocated {
+                        allocated += b.size;
+                    }
+                    if is_active {
+                        active += b.size;
+                        requested += b.requested;
+                    }
+                    let state = if b.allocated {
+                        1
+                    } else if is_active {
+                        2
+                    } else {
+                        0
+                    };
+                    blocks.push((b.ptr, b.size, state));
+                    at = b.next;
+                }
+                total_active += active;
+                out.push((
+                    h.ptr, total, allocated, active, requested, h.stream, h.small, blocks,
+                ));
+            }
+            out.sort_by_key(|g| g.0);
+            self.trace.push((Action::Snapshot, 0, total_active, 0));
+            out
+        }
+
         /// The pool set a block belongs to.
         pub fn set_of(&self, id: usize) -> usize {
             self.blocks[id].set
@@ -1226,7 +1276,6 @@ fn compare_traces(a: &strata_alloc::CachingAllocator, m: &model::Model, what: &s
     let ours: Vec<(Action, u64, u64, u64)> = a
         .history()
         .iter()
-        .filter(|e| e.action != Action::Snapshot)
         .map(|e| (e.action, e.addr, e.size, e.stream.0))
         .collect();
     let n = ours.len().min(m.trace.len());
@@ -1239,6 +1288,44 @@ fn compare_traces(a: &strata_alloc::CachingAllocator, m: &model::Model, what: &s
         );
     }
     assert_eq!(ours.len(), m.trace.len(), "{what}: trace lengths");
+}
+
+/// strata's snapshot against the model's (PyTorch's `snapshot()`).
+fn compare_snapshots(a: &strata_alloc::CachingAllocator, m: &mut model::Model, what: &str) {
+    use strata_alloc::snapshot::BlockState;
+    let ours: Vec<_> = a
+        .snapshot()
+        .iter()
+        .map(|g| {
+            let blocks: Vec<(u64, u64, u8)> = g
+                .blocks
+                .iter()
+                .map(|b| {
+                    let state = match b.state {
+                        BlockState::Inactive => 0,
+                        BlockState::ActiveAllocated => 1,
+                        BlockState::ActivePendingFree => 2,
+                    };
+                    (b.address, b.size, state)
+                })
+                .collect();
+            (
+                g.address,
+                g.total_size,
+                g.allocated_size,
+                g.active_size,
+                g.requested_size,
+                g.stream.0,
+                g.segment_type == "small",
+                blocks,
+            )
+        })
+        .collect();
+    let want = m.snapshot();
+    assert_eq!(ours.len(), want.len(), "{what}: segments");
+    for (o, w) in ours.iter().zip(&want) {
+        assert_eq!(o, w, "{what}: segment {:#x}", w.0);
+    }
 }
 
 /// The reference model and strata run the same random calls (allocations of
@@ -1377,9 +1464,11 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
                     let s = streams[rng.below(3) as usize];
                     d.complete_stream(StreamId(s));
                     m.complete_stream(s);
-                } else {
+                } else if op < 98 {
                     a.empty_cache().unwrap();
                     m.empty_cache();
+                } else {
+                    compare_snapshots(&a, &mut m, &what);
                 }
                 let ours = a.memory_stats().to_map();
                 for (k, v) in m.stats() {
@@ -1711,9 +1800,11 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                 } else if op < 93 {
                     d.complete_stream(StreamId(s));
                     m.complete_stream(s);
-                } else if op < 97 {
+                } else if op < 95 {
                     a.empty_cache().unwrap();
                     m.empty_cache();
+                } else if op < 97 {
+                    compare_snapshots(&a, &mut m, &what);
                 } else if !pools.is_empty() {
                     let (pool, set) = pools.swap_remove(rng.below(pools.len() as u64) as usize);
                     if live.iter().any(|l| l.2 == set) {
