@@ -406,11 +406,14 @@ fn garbage_collection_frees_in_the_order_of_pytorchs_block_set() {
 /// `c10/cuda/CUDACachingAllocator.cpp`: `malloc` (process_events, round_size,
 /// get_free_block with its oversize filters, garbage collection,
 /// alloc_block, release_available_cached_blocks, release_cached_blocks and
-/// the retry), `should_split`, `alloc_found_block`, `free` (events for the
-/// streams of `recordStream`), `free_block` with its merges, `emptyCache`,
-/// and every statistic each of them updates. The allocator under test runs
-/// the same calls; after each one, every statistic and every address must
-/// agree with the model's.
+/// the retry, `try_mempool_fallback`), `should_split`, `alloc_found_block`,
+/// `free` (events for the streams of `recordStream`), `free_block` with its
+/// merges, `emptyCache`, private pools (`MemPool`: routing, `no_split`,
+/// `use_on_oom`, `releasePool` and `emptyCache(id)`), `snapshot()`, every
+/// statistic each of them updates and every `record_trace` entry. The
+/// allocator under test runs the same calls; after each one, every statistic
+/// and every address must agree with the model's, and at the end every
+/// history entry.
 mod model {
     use std::collections::{BTreeMap, BTreeSet, VecDeque};
     use strata_alloc::history::Action;
@@ -1332,10 +1335,11 @@ fn compare_snapshots(a: &strata_alloc::CachingAllocator, m: &mut model::Model, w
 /// every size class on three streams, frees, `record_stream` and the
 /// completion of streams' work, `empty_cache`, requests beyond the device),
 /// under PyTorch's default settings, `max_split_size_mb` (20, the least, and
-/// 40), garbage collection under a memory fraction, and
-/// `roundup_power2_divisions`. After every call each statistic of
-/// `memory_stats()` and the address of every allocation agree with the model
-/// of PyTorch's allocator.
+/// 40), garbage collection under a memory fraction, `roundup_power2_divisions`,
+/// `max_non_split_rounding_mb` and `large_segment_size_mb`. After every call
+/// each statistic of `memory_stats()` and the address of every allocation
+/// agree with the model of PyTorch's allocator; now and then the snapshot
+/// does too; at the end, the history.
 #[test]
 fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
     use model::Model;
