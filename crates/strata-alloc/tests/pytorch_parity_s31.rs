@@ -1397,8 +1397,18 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
     for (case, &(conf, fraction, gc, max_split, divisions)) in cases.iter().enumerate() {
         let (mut ooms, mut retries, mut gc_released, mut oversize_released) = (0, 0, 0, 0);
         for seed in 0..4u64 {
-            let d = Arc::new(SimDriver::new(capacity, 0));
-            let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
+            // Odd seeds on a device with virtual memory, expandable
+            // segments turned off: the same ordinary segments.
+            let (d, settings) = if seed % 2 == 0 {
+                (Arc::new(SimDriver::new(capacity, 0)), conf.to_string())
+            } else {
+                (
+                    Arc::new(SimDriver::new(capacity, 2 * MIB)),
+                    format!("expandable_segments:False,{conf}"),
+                )
+            };
+            let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(&settings).unwrap());
+            assert!(!a.expandable_segments());
             a.record_history(Some(1 << 22));
             if let Some(f) = fraction {
                 a.set_memory_fraction(f).unwrap();
