@@ -13,11 +13,16 @@
 //! * the optimizers refused `lr = inf` (and momentum, weight decay and eps
 //!   of +inf), which PyTorch's `0.0 <= x` checks accept; the steps now give
 //!   PyTorch's values (±inf, NaN where the update is inf * 0);
+//! * `clip_grad_norm_` refused `max_norm = inf` (PyTorch's usual way to
+//!   read the norm without clipping) and `max_norm = 0`; both now give
+//!   PyTorch's gradients;
 //! * `layer_norm` with `eps = inf` gave -0.0 (output and input gradient)
 //!   where PyTorch's CPU kernels give +0.0 (see strata-tensor's
 //!   `hostile_sweep_s31.rs`); `hostile_sweep_s30.rs` now checks the sign.
 
-use strata_autograd::{inference_mode, Adam, AdamW, AutogradError, Optimizer, Sgd, Var};
+use strata_autograd::{
+    clip_grad_norm_, inference_mode, Adam, AdamW, AutogradError, Optimizer, Sgd, Var,
+};
 use strata_tensor::{DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
@@ -329,5 +334,42 @@ fn hyperparameter_checks_are_pytorchs() {
             matches!(r, Err(AutogradError::Hyperparameter { .. })),
             "{what}: {r:?}"
         );
+    }
+}
+
+#[test]
+fn clip_grad_norm_takes_pytorchs_max_norms() {
+    // PyTorch 2.15: clip_grad_norm_([p], inf) with grad [3, 4] returns 5
+    // and leaves the gradient (coefficient min(inf / 5, 1) = 1); with 0 it
+    // returns 5 and zeroes it; an inf gradient with max_norm inf gives
+    // norm inf and NaN gradients (inf / inf).
+    let with_grad = |g: &[f32]| {
+        let p = param(&[0.0, 0.0]);
+        p.set_grad(Some(Tensor::from_slice(g, &[2], CPU).unwrap()))
+            .unwrap();
+        p
+    };
+    let grad = |p: &Var| p.grad().unwrap().to_vec::<f32>().unwrap();
+    let p = with_grad(&[3.0, 4.0]);
+    let n = clip_grad_norm_(std::slice::from_ref(&p), f64::INFINITY).unwrap();
+    assert_eq!(n.item::<f32>().unwrap(), 5.0);
+    assert_eq!(grad(&p), vec![3.0, 4.0]);
+    let p = with_grad(&[3.0, 4.0]);
+    let n = clip_grad_norm_(std::slice::from_ref(&p), 0.0).unwrap();
+    assert_eq!(n.item::<f32>().unwrap(), 5.0);
+    same(&grad(&p), &[0.0, 0.0]);
+    let p = with_grad(&[INF, 4.0]);
+    let n = clip_grad_norm_(std::slice::from_ref(&p), f64::INFINITY).unwrap();
+    assert_eq!(n.item::<f32>().unwrap(), INF);
+    same(&grad(&p), &[NAN, NAN]);
+    // NaN and negative max_norm stay refused, the gradient untouched.
+    for m in [f64::NAN, -1.0, f64::NEG_INFINITY] {
+        let p = with_grad(&[3.0, 4.0]);
+        let r = clip_grad_norm_(std::slice::from_ref(&p), m);
+        assert!(
+            matches!(r, Err(AutogradError::Hyperparameter { .. })),
+            "{m}: {r:?}"
+        );
+        assert_eq!(grad(&p), vec![3.0, 4.0]);
     }
 }

@@ -27,12 +27,16 @@ use strata_tensor::{DType, Tensor};
 /// assert!((g[0] - 0.6).abs() < 1e-5 && (g[1] - 0.8).abs() < 1e-5);
 /// ```
 pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
-    if !(max_norm.is_finite() && max_norm > 0.0) {
+    // PyTorch takes any max_norm: +inf is the usual way to get the norm
+    // without clipping (coefficient min(inf, 1) = 1), and 0 zeroes the
+    // gradients. A NaN (every gradient NaN) or negative max_norm (every
+    // gradient flipped) is refused here.
+    if max_norm.is_nan() || max_norm < 0.0 {
         return Err(AutogradError::Hyperparameter {
             optimizer: "clip_grad_norm_",
             name: "max_norm",
             value: max_norm,
-            expected: "a finite number > 0",
+            expected: "a number >= 0 (+inf included: no clipping), not NaN",
         });
     }
     let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
