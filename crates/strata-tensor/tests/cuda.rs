@@ -2320,6 +2320,77 @@ fn adam_step_list_matches_each_items_step() -> Result<()> {
 /// dtype, lengths with ragged vector tails, misaligned bases (a narrow by one
 /// element disables the 16-byte path), with and without weight decay, three
 /// steps in a row.
+/// `adam_step_` with the infinite hyper-parameters PyTorch accepts (lr,
+/// eps, weight decay of +inf): the GPU writes what the CPU writes, NaN and
+/// the infinities in the same places (their order of operations is the
+/// same: `p * decay`, then `p - step_size * (m / denom)`).
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn adam_step_with_infinite_hyperparameters_matches_cpu() -> Result<()> {
+    use strata_tensor::AdamHyper;
+    let dev = gpu();
+    let inf = f64::INFINITY;
+    let base = AdamHyper {
+        lr: 1e-2,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay: 0.0,
+        step: 1,
+    };
+    let cases = [
+        AdamHyper { lr: inf, ..base },
+        AdamHyper {
+            lr: inf,
+            weight_decay: 0.01,
+            ..base
+        },
+        AdamHyper { eps: inf, ..base },
+        AdamHyper {
+            weight_decay: inf,
+            ..base
+        },
+        AdamHyper {
+            lr: 0.0,
+            weight_decay: inf,
+            ..base
+        },
+    ];
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        for (k, h) in cases.iter().enumerate() {
+            // Zeros among the weights and gradients (inf * 0 is NaN).
+            let p = Tensor::from_slice(
+                &[1.0f64, -2.0, 0.0, -0.0, 4.0, 0.5, 3.0, -1.0, 2.0],
+                &[9],
+                Device::Cpu,
+            )?
+            .to_dtype(dtype)?;
+            let g = Tensor::from_slice(
+                &[0.5f64, -0.25, 0.0, -0.0, 0.0, 1.0, -3.0, 2.0, -0.5],
+                &[9],
+                Device::Cpu,
+            )?
+            .to_dtype(dtype)?;
+            let (m, v) = (p.zeros_like(None)?, p.zeros_like(None)?);
+            let (gp, gm, gv) = (p.to(dev)?, m.to(dev)?, v.to(dev)?);
+            p.adam_step_(&g, &m, &v, *h)?;
+            gp.adam_step_(&g.to(dev)?, &gm, &gv, *h)?;
+            // NaN where NaN (the devices' NaN payloads differ), every other
+            // value bit for bit (the sign of zero included).
+            let nan_or_bits = |t: &Tensor| -> Vec<Option<u64>> {
+                f64_bits(t)
+                    .into_iter()
+                    .map(|b| (!f64::from_bits(b).is_nan()).then_some(b))
+                    .collect()
+            };
+            for (what, c, gt) in [("p", &p, &gp), ("m", &m, &gm), ("v", &v, &gv)] {
+                assert_eq!(nan_or_bits(c), nan_or_bits(gt), "{dtype} case {k}: {what}");
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn adam_step_matches_cpu() -> Result<()> {
