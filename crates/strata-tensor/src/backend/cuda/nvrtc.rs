@@ -12,7 +12,7 @@
 //! (and CUDA 12's `nvidia/cuda_nvrtc/lib`, `nvidia/cublas/lib`, and NCCL's
 //! `nvidia/nccl/lib`, searched by `nccl.rs`) folders of the
 //! Python environments under `$VIRTUAL_ENV`, `$CONDA_PREFIX`, `/opt/torch/.venv`,
-//! `/opt/conda`, `/usr/local`, `/usr` and `~/.local`. Where a folder holds the
+//! `/opt/conda`, `/opt/venv`, `/usr/local`, `/usr` and `~/.local`. Where a folder holds the
 //! library, its companions (`libnvrtc-builtins`, `libcublasLt`) are loaded
 //! from the same folder first, then the library itself by full path; glibc
 //! then satisfies cudarc's later dlopen by the library's SONAME. When no folder
