@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{decode, int, key, list, sim_device as sim, stat, string};
+use common::{decode, int, key, list, sim_device as sim, stat, string, Lcg};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -34,23 +34,6 @@ const MODES: [&str; 2] = ["expandable_segments:False", "expandable_segments:True
 fn sim_no_vm(conf: &str, capacity: u64) -> Arc<CachingAllocator> {
     let d = Arc::new(SimDriver::new(capacity, 0));
     CachingAllocator::new(d, AllocatorConfig::parse(conf).unwrap())
-}
-
-/// A small deterministic generator (no dependency on `rand`).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 // ----- statistics ------------------------------------------------------------------

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{decode, int, key, list, sim_device as sim, stat, string};
+use common::{decode, int, key, list, sim_device as sim, stat, string, Lcg};
 use serde_pickle::{HashableValue, Value};
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
@@ -952,19 +952,6 @@ fn a_tracker_that_calls_the_allocator_or_panics_is_survived() {
 /// freed and the cache emptied.
 #[test]
 fn a_random_sweep_of_hostile_calls_keeps_the_books() {
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-        fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-            xs[(self.next() % xs.len() as u64) as usize]
-        }
-    }
     let cap = GIB;
     let sizes = [
         0,

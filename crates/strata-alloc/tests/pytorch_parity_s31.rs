@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{sim_device as sim, stat};
+use common::{sim_device as sim, stat, Lcg};
 use strata_alloc::{MemPoolOptions, StreamId};
 
 const MIB: u64 = 1 << 20;
@@ -1347,20 +1347,6 @@ fn random_calls_agree_with_a_model_of_pytorchs_allocator() {
     use strata_alloc::driver::sim::SimDriver;
     use strata_alloc::{AllocatorConfig, CachingAllocator, RawAllocation};
 
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     let capacity = 256 * MIB;
     /// Settings, memory fraction, and what the model makes of them: the
     /// garbage-collection threshold, `max_split_size_mb`, the divisions.
@@ -1598,16 +1584,6 @@ fn statistics_agree_with_the_snapshot_through_random_calls() {
     use strata_alloc::driver::sim::SimDriver;
     use strata_alloc::{AllocatorConfig, CachingAllocator, RawAllocation};
 
-    struct Lcg(u64);
-    impl Lcg {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 33) % n
-        }
-    }
     let capacity = 256 * MIB;
     for (run, conf) in [
         "expandable_segments:False",
@@ -1700,16 +1676,6 @@ fn random_calls_with_private_pools_agree_with_the_model() {
     use strata_alloc::driver::sim::SimDriver;
     use strata_alloc::{AllocatorConfig, CachingAllocator, MemPool, RawAllocation};
 
-    struct Lcg(u64);
-    impl Lcg {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (self.0 >> 33) % n
-        }
-    }
     let capacity = 512 * MIB;
     let (mut dropped_with_live, mut lent, mut ooms, mut collected) = (0, 0, 0, 0);
     for (case, (conf, max_split, gc)) in [

@@ -95,3 +95,27 @@ pub fn stats_but_ooms(a: &CachingAllocator) -> MemoryStats {
     s.num_sync_all_streams = 0;
     s
 }
+
+/// A small deterministic generator for random call sequences (Knuth's MMIX
+/// LCG, high bits), so a failing seed replays exactly.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// One of `xs`.
+    pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
