@@ -2375,16 +2375,11 @@ fn adam_step_with_infinite_hyperparameters_matches_cpu() -> Result<()> {
             let (gp, gm, gv) = (p.to(dev)?, m.to(dev)?, v.to(dev)?);
             p.adam_step_(&g, &m, &v, *h)?;
             gp.adam_step_(&g.to(dev)?, &gm, &gv, *h)?;
-            // NaN where NaN (the devices' NaN payloads differ), every other
-            // value bit for bit (the sign of zero included).
-            let nan_or_bits = |t: &Tensor| -> Vec<Option<u64>> {
-                f64_bits(t)
-                    .into_iter()
-                    .map(|b| (!f64::from_bits(b).is_nan()).then_some(b))
-                    .collect()
-            };
+            // NaN where NaN (`bits` gives every NaN one pattern: the
+            // devices' payloads differ), every other value bit for bit (the
+            // sign of zero included).
             for (what, c, gt) in [("p", &p, &gp), ("m", &m, &gm), ("v", &v, &gv)] {
-                assert_eq!(nan_or_bits(c), nan_or_bits(gt), "{dtype} case {k}: {what}");
+                assert_eq!(bits(c), bits(gt), "{dtype} case {k}: {what}");
             }
         }
     }
@@ -2694,19 +2689,6 @@ fn layer_norm_register_paths_match_cpu() -> Result<()> {
     Ok(())
 }
 
-/// The values of `t` as f64 bit patterns (so -0.0 and +0.0 differ).
-fn f64_bits(t: &Tensor) -> Vec<u64> {
-    t.to(Device::Cpu)
-        .unwrap()
-        .to_dtype(DType::F64)
-        .unwrap()
-        .to_vec::<f64>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect()
-}
-
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn layer_norm_zeros_have_the_cpus_signs() -> Result<()> {
@@ -2756,9 +2738,9 @@ fn layer_norm_zeros_have_the_cpus_signs() -> Result<()> {
                 let what = format!("[{rows}, {cols}] {dtype} {tag}");
                 let (y, _, r) = x.layer_norm_forward(&[cols], wo, bo, f64::INFINITY)?;
                 let (gy, _, gr) = gx.layer_norm_forward(&[cols], gwo, gbo, f64::INFINITY)?;
-                assert_eq!(f64_bits(&r), f64_bits(&gr), "{what}: rstd");
-                assert!(f64_bits(&r).iter().all(|&b| b == 0), "{what}: rstd");
-                let (c, g) = (f64_bits(&y), f64_bits(&gy));
+                assert_eq!(bits(&r), bits(&gr), "{what}: rstd");
+                assert!(bits(&r).iter().all(|&b| b == 0), "{what}: rstd");
+                let (c, g) = (bits(&y), bits(&gy));
                 assert_eq!(c, g, "{what}: out");
                 if bo.is_none() {
                     assert!(c.iter().all(|&b| b == 0), "{what}: +0.0 everywhere");
