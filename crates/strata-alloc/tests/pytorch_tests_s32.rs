@@ -1,0 +1,416 @@
+//! PyTorch's allocator tests, session 32: the behaviours of PyTorch's own
+//! tests that the earlier parity files (`pytorch_parity.rs`, `_s29.rs`,
+//! `_s31.rs`, `pytorch_pinned_parity.rs`, `settings.rs`, `mempool.rs`,
+//! `history_options.rs`) left unchecked, mostly `TestMemPool`'s threaded
+//! tests and the limiting cases of the per-process memory fraction.
+//!
+//! Each test names the PyTorch test it mirrors (`test/test_cuda.py` unless
+//! said otherwise) and runs on the simulated device. Expected figures follow
+//! from PyTorch's semantics (segment sizes, which pool a block belongs to,
+//! when its `set_fraction` flag is on), worked out in the comments, never
+//! from strata's output. Where strata differs on purpose (a private pool's
+//! segments are ordinary even with expandable segments on: docs/allocator.md,
+//! "Private memory pools"), the test says so.
+
+mod common;
+
+use common::{decode, key, list, sim_device as sim, stat};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Barrier};
+use strata_alloc::{AllocError, CachingAllocator, MemPoolOptions, StreamId};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const S0: StreamId = StreamId::DEFAULT;
+
+/// PyTorch's default segments, and strata's default expandable segments.
+const MODES: [&str; 2] = ["expandable_segments:False", "expandable_segments:True"];
+
+/// The pool id of every segment of a snapshot, with its segment count.
+fn segments_by_pool(a: &CachingAllocator) -> BTreeMap<(u64, u64), usize> {
+    let mut out = BTreeMap::new();
+    for s in a.snapshot() {
+        *out.entry(s.pool_id).or_default() += 1;
+    }
+    out
+}
+
+// ----- TestMemPool -------------------------------------------------------------------
+
+/// Mirrors `TestMemPool.test_mempool_multithread`: four threads each create
+/// a pool at the same moment; pool ids are handed out atomically, so the four
+/// ids are distinct, none is the default pools' `(0, 0)`, and each has 0 as
+/// its first element (a user-created pool's id is `(0, n)`).
+#[test]
+fn test_mempool_multithread() {
+    let (_, a) = sim("", 8 * GIB);
+    let barrier = Arc::new(Barrier::new(4));
+    let ids: Vec<(u64, u64)> = (0..4)
+        .map(|_| {
+            let (a, barrier) = (Arc::clone(&a), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                barrier.wait();
+                a.mem_pool(MemPoolOptions::default()).id()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let distinct: BTreeSet<_> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), 4, "{ids:?}");
+    assert!(
+        ids.iter().all(|&(first, n)| first == 0 && n != 0),
+        "{ids:?}"
+    );
+}
+
+/// Mirrors `TestMemPool.test_mempool_emptycache_multithread`: four threads,
+/// each inside its own pool, allocate four floats, free them and call
+/// `empty_cache`. A pool in use keeps its cached segments through
+/// `empty_cache` (PyTorch releases a private pool's blocks only once the pool
+/// is no longer in use), so each pool still has exactly one segment: the
+/// 2 MiB small segment its 16-byte block came from, now free.
+#[test]
+fn test_mempool_emptycache_multithread() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 8 * GIB);
+        let pools: Vec<_> = (0..4)
+            .map(|_| a.mem_pool(MemPoolOptions::default()))
+            .collect();
+        std::thread::scope(|sc| {
+            for p in &pools {
+                let a = &a;
+                sc.spawn(move || {
+                    let _g = p.activate();
+                    let x = a.allocate(4 * 4, S0).unwrap();
+                    drop(x);
+                    a.empty_cache().unwrap();
+                });
+            }
+        });
+        for p in &pools {
+            let segs = p.snapshot();
+            assert_eq!(segs.len(), 1, "{mode}: a single segment");
+            assert_eq!(segs[0].total_size, 2 * MIB, "{mode}");
+            assert_eq!(segs[0].active_size, 0, "{mode}");
+        }
+        // The default pools hold nothing: only the pools' segments exist.
+        assert_eq!(a.memory_reserved(), 4 * 2 * MIB, "{mode}");
+        drop(pools);
+        assert_eq!(a.memory_reserved(), 0, "{mode}: dropped pools release");
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors `TestMemPool.test_mempool_ctx_multithread`: the main thread holds
+/// 1 MiB in the default pools (a 2 MiB small segment, half used), then inside
+/// a pool allocates and frees 1 MiB (the pool's own 2 MiB segment) and waits;
+/// meanwhile another thread, not routed to the pool, allocates 1 MiB. That
+/// request goes to the default pools, into the free half of their segment,
+/// not to the pool's free block: two segments, 2 MiB active in the default
+/// pools' and none in the pool's.
+#[test]
+fn test_mempool_ctx_multithread() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 8 * GIB);
+        a.empty_cache().unwrap();
+        assert!(a.snapshot().is_empty(), "{mode}: empty at the start");
+        let nelem = MIB; // int8
+        let (to_side, side_rx) = std::sync::mpsc::channel::<()>();
+        let (to_main, main_rx) = std::sync::mpsc::channel::<()>();
+        let a2 = Arc::clone(&a);
+        let side = std::thread::spawn(move || {
+            side_rx.recv().unwrap();
+            let out = a2.allocate(nelem, S0).unwrap();
+            let segs = a2.snapshot();
+            to_main.send(()).unwrap();
+            (segs, out)
+        });
+        let pool = a.mem_pool(MemPoolOptions::default());
+        let out1 = a.allocate(nelem, S0).unwrap();
+        {
+            let _g = pool.activate();
+            let out = a.allocate(nelem, S0).unwrap();
+            drop(out);
+            to_side.send(()).unwrap();
+            main_rx.recv().unwrap();
+        }
+        let (segs, out) = side.join().unwrap();
+        assert_eq!(segs.len(), 2, "{mode}: two segments");
+        let mut active: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for s in &segs {
+            *active.entry(s.pool_id).or_default() += s.active_size;
+        }
+        assert_eq!(active[&(0, 0)], 2 * MIB, "{mode}: the default pools'");
+        assert_eq!(active[&pool.id()], 0, "{mode}: the pool's");
+        drop((out, out1));
+    }
+}
+
+/// Mirrors `TestBlockStateAbsorption.test_allocate_in_thread_to_pool`: a pool
+/// holding one small segment (a 4-float tensor) is used by one thread for ten
+/// rounds of `alloc_three` (two 20 MiB tensors and their 20 MiB sum, freed at
+/// the end of each round), then one more round outside the pool, while
+/// another thread allocates pairs of 20 MiB tensors in the default pools. The
+/// pool ends with four segments: the small one and three 20 MiB large ones
+/// (each 20 MiB request gets a segment of exactly 20 MiB: at least 10 MiB,
+/// rounded to 2 MiB), reused round after round; the other thread's segments
+/// are not the pool's. PyTorch expects 2 when expandable segments are on (one
+/// small, one growing large expandable segment); strata's private pools use
+/// ordinary segments in both modes (docs/allocator.md), so 4 in both. Once
+/// the pool is dropped and the cache emptied, it has no segment left.
+#[test]
+fn test_allocate_in_thread_to_pool() {
+    const LARGE_BUFFER: u64 = 20 * MIB;
+    for mode in MODES {
+        let (_, a) = sim(mode, 16 * GIB);
+        let pool = a.mem_pool(MemPoolOptions::default());
+        let pool_id = pool.id();
+        let output = {
+            let _g = pool.activate();
+            a.allocate(4 * 4, S0).unwrap()
+        };
+        drop(output);
+        assert_eq!(pool.snapshot().len(), 1, "{mode}");
+        let alloc_three = |a: &Arc<CachingAllocator>| {
+            let x = a.allocate(LARGE_BUFFER, S0).unwrap();
+            let y = a.allocate(LARGE_BUFFER, S0).unwrap();
+            let z = a.allocate(LARGE_BUFFER, S0).unwrap();
+            drop((x, y, z));
+        };
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                {
+                    let _g = pool.activate();
+                    for _ in 0..10 {
+                        alloc_three(&a);
+                    }
+                }
+                alloc_three(&a);
+            });
+            sc.spawn(|| {
+                for _ in 0..10 {
+                    let x = a.allocate(LARGE_BUFFER, S0).unwrap();
+                    let y = a.allocate(LARGE_BUFFER, S0).unwrap();
+                    drop((x, y));
+                }
+            });
+        });
+        let segs = pool.snapshot();
+        assert_eq!(segs.len(), 4, "{mode}: one small and three large");
+        let mut sizes: Vec<u64> = segs.iter().map(|s| s.total_size).collect();
+        sizes.sort_unstable();
+        assert_eq!(
+            sizes,
+            [2 * MIB, LARGE_BUFFER, LARGE_BUFFER, LARGE_BUFFER],
+            "{mode}"
+        );
+        drop(pool);
+        a.empty_cache().unwrap();
+        assert!(
+            !segments_by_pool(&a).contains_key(&pool_id),
+            "{mode}: the pool has no segment left"
+        );
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors `TestMemPool.test_mempool_empty_cache`: a 4 MiB tensor in the
+/// default pools and another in a pool; both freed and the pool dropped. The
+/// snapshot is not empty: the default pools' segment stays cached (nothing
+/// emptied the cache), while the dropped pool's free segment went back to the
+/// driver (`~MemPool` releases the pool and empties its cache). With ordinary
+/// segments that cached segment is the 20 MiB one of a 4 MiB request.
+#[test]
+fn test_mempool_empty_cache() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 8 * GIB);
+        a.empty_cache().unwrap();
+        let pool = a.mem_pool(MemPoolOptions::default());
+        let x = a.allocate(1024 * 1024 * 4, S0).unwrap();
+        let y = {
+            let _g = pool.activate();
+            a.allocate(1024 * 1024 * 4, S0).unwrap()
+        };
+        drop(y);
+        drop(x);
+        drop(pool);
+        let by_pool = segments_by_pool(&a);
+        assert!(
+            !by_pool.is_empty(),
+            "{mode}: expected more than one segment"
+        );
+        assert_eq!(
+            by_pool.keys().copied().collect::<Vec<_>>(),
+            [(0, 0)],
+            "{mode}: only the default pools' segment is left"
+        );
+        if mode == MODES[0] {
+            assert_eq!(a.memory_reserved(), 20 * MIB);
+        }
+        assert_eq!(a.memory_allocated(), 0, "{mode}");
+    }
+}
+
+/// Mirrors `TestMemPool.test_mempool_expandable`: with
+/// `expandable_segments:True`, a 1 MiB tensor allocated in a private pool
+/// lives in an ordinary segment and one allocated outside it in an expandable
+/// segment: two segments, exactly one expandable. (PyTorch's test gives the
+/// pool a user allocator, which has no expandable segments; strata's private
+/// pools never use expandable segments, so the same holds without one.)
+#[test]
+fn test_mempool_expandable() {
+    let (_, a) = sim("expandable_segments:True", 8 * GIB);
+    assert!(a.expandable_segments());
+    let pool = a.mem_pool(MemPoolOptions::default());
+    let nelem = 1024 * 1024 / 4;
+    let mut data = Vec::new();
+    {
+        let _g = pool.activate();
+        data.push(a.allocate(nelem * 4, S0).unwrap());
+    }
+    data.push(a.allocate(nelem * 4, S0).unwrap());
+    let segments = a.snapshot();
+    assert_eq!(segments.len(), 2, "expected to have 2 segments");
+    let expandable = segments.iter().filter(|s| s.is_expandable).count();
+    assert_eq!(expandable, 1, "expected to have 1 expandable segment only");
+    let pool_seg = segments.iter().find(|s| s.pool_id == pool.id()).unwrap();
+    assert!(!pool_seg.is_expandable);
+}
+
+// ----- the per-process memory fraction ---------------------------------------------
+
+/// Mirrors the limiting case 0 of `test_get_per_process_memory_fraction`: a
+/// fraction of 0 reads back as 0.0, and then (PyTorch's
+/// `allowed_memory_maximum` is 0) no request can obtain device memory: a new
+/// segment fails with an out-of-memory error that names the 0 bytes allowed,
+/// while a request a cached block can serve still succeeds. Setting 1 lifts
+/// the limit again.
+#[test]
+fn test_get_per_process_memory_fraction_zero() {
+    for mode in MODES {
+        let (_, a) = sim(mode, GIB);
+        drop(a.allocate(4 * MIB, S0).unwrap());
+        let cached = a.memory_reserved();
+        assert!(cached >= 4 * MIB);
+        a.set_memory_fraction(0.0).unwrap();
+        assert_eq!(a.memory_fraction(), 0.0);
+        // A cached block serves this one: no device memory needed.
+        let hit = a.allocate(4 * MIB, S0).unwrap();
+        assert_eq!(a.memory_reserved(), cached, "{mode}");
+        // Anything that needs more device memory fails.
+        let e = a.allocate(64 * MIB, S0).unwrap_err();
+        let oom = e.out_of_memory().expect("an out-of-memory error");
+        assert_eq!(oom.allowed, Some(0), "{mode}");
+        assert!(e.to_string().contains("out of memory"), "{mode}: {e}");
+        drop(hit);
+        a.set_memory_fraction(1.0).unwrap();
+        assert_eq!(a.memory_fraction(), 1.0);
+        drop(a.allocate(64 * MIB, S0).unwrap());
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Mirrors the refusals of `test_set_per_process_memory_fraction` (negative,
+/// above 1) for the values Rust can pass that Python's type check would stop
+/// earlier or that fail PyTorch's `0 <= fraction <= 1` check: NaN and the
+/// infinities are refused with a typed error and change nothing; -0.0 passes
+/// that check (it compares equal to 0) and limits like 0.
+#[test]
+fn test_set_per_process_memory_fraction_non_finite() {
+    let (_, a) = sim("expandable_segments:False", GIB);
+    a.set_memory_fraction(0.25).unwrap();
+    for bad in [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1.0 + f64::EPSILON,
+    ] {
+        assert!(
+            matches!(a.set_memory_fraction(bad), Err(AllocError::Config(_))),
+            "{bad}"
+        );
+        assert_eq!(a.memory_fraction(), 0.25, "{bad}: unchanged");
+    }
+    a.set_memory_fraction(-0.0).unwrap();
+    assert_eq!(a.memory_fraction(), 0.0);
+    let e = a.allocate(MIB, S0).unwrap_err();
+    assert_eq!(e.out_of_memory().unwrap().allowed, Some(0));
+}
+
+/// Garbage collection needs a memory fraction below 1. In PyTorch's newest
+/// allocator `setMemoryFraction` records an allowed maximum only for a
+/// fraction below 1 (1 clears it), and `malloc` collects only when an allowed
+/// maximum exists and `garbage_collection_threshold` is above 0 (older
+/// versions set a `set_fraction` flag for any fraction, 1 included; strata
+/// follows the newest). `test_garbage_collect_expandable` sets the threshold
+/// 0.5 with a fraction below 1.
+///
+/// On a 1 GiB device with ordinary segments: two 300 MiB tensors freed leave
+/// 600 MiB cached. A 400 MiB request misses the cache (no block that large).
+/// At fraction 1 nothing is collected and the request gets a new segment:
+/// 1000 MiB reserved, no segment freed. At fraction 0.999 the threshold is
+/// half of 0.999 GiB, about 511.5 MiB, which 600 MiB passes: the two cached
+/// blocks are equally old (no search between their frees), so the pass frees
+/// both (each is at least as old as the mean) before the new 400 MiB segment
+/// is made: 400 MiB reserved, two segments freed, no out-of-memory retry.
+#[test]
+fn test_garbage_collect_needs_a_fraction_below_one() {
+    for (fraction, reserved, freed) in [(1.0, 1000 * MIB, 0), (0.999, 400 * MIB, 2)] {
+        let (_, a) = sim(
+            "expandable_segments:False,garbage_collection_threshold:0.5",
+            GIB,
+        );
+        a.set_memory_fraction(fraction).unwrap();
+        assert_eq!(a.memory_fraction(), fraction);
+        let x = a.allocate(300 * MIB, S0).unwrap();
+        let y = a.allocate(300 * MIB, S0).unwrap();
+        drop((x, y));
+        assert_eq!(a.memory_reserved(), 600 * MIB);
+        let z = a.allocate(400 * MIB, S0).unwrap();
+        assert_eq!(a.memory_reserved(), reserved, "fraction {fraction}");
+        assert_eq!(stat(&a, "num_device_free"), freed, "fraction {fraction}");
+        assert_eq!(stat(&a, "num_alloc_retries"), 0, "no out-of-memory retry");
+        drop(z);
+        a.check_consistency().unwrap();
+    }
+}
+
+// ----- TestCudaMallocAsync.test_memory_snapshot -------------------------------------
+
+/// Mirrors the first check of `test_memory_snapshot`: every segment of the
+/// snapshot carries a `frames` entry (PyTorch's `self.assertTrue("frames" in
+/// seg)`), and so does every block, in both segment kinds, history on or
+/// off, for the segments of the default pools and of a private pool.
+#[test]
+fn test_memory_snapshot_every_segment_has_frames() {
+    for mode in MODES {
+        for history in [false, true] {
+            let (_, a) = sim(mode, 8 * GIB);
+            if history {
+                a.record_history(Some(1000));
+            }
+            let pool = a.mem_pool(MemPoolOptions::default());
+            let keep = vec![
+                a.allocate(2 * 311 * 411 * 4, S0).unwrap(),
+                a.allocate(310 * 410 * 4, S0).unwrap(),
+                a.allocate(30 * MIB, S0).unwrap(),
+            ];
+            let in_pool = {
+                let _g = pool.activate();
+                a.allocate(MIB, S0).unwrap()
+            };
+            let doc = decode(&a.snapshot_pickle().unwrap());
+            let segs = list(key(&doc, "segments"));
+            assert!(segs.len() >= 3, "{mode}");
+            for s in segs {
+                list(key(s, "frames"));
+                for b in list(key(s, "blocks")) {
+                    list(key(b, "frames"));
+                }
+            }
+            drop((keep, in_pool));
+        }
+    }
+}
