@@ -342,7 +342,7 @@ impl AllocatorConfig {
                     self.expandable_segments = Some(parse_bool("expandable_segments", &value)?)
                 }
                 "max_split_size_mb" => {
-                    self.max_split_size = Some(parse_mib(
+                    self.max_split_size = Some(parse_split_mib(
                         "max_split_size_mb",
                         &value,
                         min_split_mib,
@@ -377,7 +377,7 @@ impl AllocatorConfig {
                     self.per_process_memory_fraction = Some(v);
                 }
                 "max_non_split_rounding_mb" => {
-                    self.max_non_split_rounding = parse_mib(
+                    self.max_non_split_rounding = parse_split_mib(
                         "max_non_split_rounding_mb",
                         &value,
                         min_split_mib,
@@ -715,6 +715,29 @@ impl fmt::Display for AllocatorConfig {
     }
 }
 
+/// `max_split_size_mb` and `max_non_split_rounding_mb`: an integer number of
+/// MiB (a `u64`), at least `min`, as bytes. As PyTorch's
+/// `parseMaxSplitSize`/`parseMaxNonSplitRoundingSize` do, a number of MiB
+/// whose byte count would not fit is clamped to the largest that does
+/// (`numeric_limits<size_t>::max() / kMB` MiB), never wrapped.
+fn parse_split_mib(
+    key: &'static str,
+    value: &str,
+    min: u64,
+    accepted: &'static str,
+) -> Result<u64, ConfigError> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|&mb| mb >= min)
+        .map(|mb| mb.min(u64::MAX >> 20) << 20)
+        .ok_or_else(|| ConfigError::BadValue {
+            key,
+            value: value.to_string(),
+            accepted,
+        })
+}
+
 /// An integer number of MiB, at least `min`, as bytes (sizes whose byte count
 /// does not fit a `u64` are rejected, never wrapped).
 fn parse_mib(
@@ -777,7 +800,23 @@ fn split_pairs(s: &str) -> Result<Vec<(String, String)>, ConfigError> {
         });
     }
     pieces.push(&s[start..]);
-    for p in pieces.into_iter().filter(|p| !p.is_empty()) {
+    // PyTorch reads a key, its value, then exactly one `,` when more tokens
+    // follow, and takes the next token as a key: one trailing comma is fine
+    // (and the empty string is no entry at all), but an empty entry anywhere
+    // else makes `,` a key ("Unrecognized key ','").
+    if pieces.len() > 1 && pieces.last() == Some(&"") {
+        pieces.pop();
+    }
+    if s.is_empty() {
+        pieces.clear();
+    }
+    if pieces.iter().any(|p| p.is_empty()) {
+        let shown: String = s.chars().take(64).collect();
+        return Err(ConfigError::Malformed {
+            near: format!("{shown} (an empty entry: only one trailing comma is allowed)"),
+        });
+    }
+    for p in pieces {
         let (k, v) = p.split_once(':').ok_or_else(|| ConfigError::Malformed {
             near: p.to_string(),
         })?;
@@ -865,18 +904,30 @@ fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError>
     };
     let mut out = [0u64; ROUNDUP_INTERVALS];
     if let Some(list) = value.strip_prefix('[') {
+        // PyTorch's `parseRoundUpPower2Divisions`: entries separated by single
+        // commas, one trailing comma allowed, `[]` setting nothing; `K:v` sets
+        // the interval of `K` MiB, the first key also every interval below
+        // it; `>:v` fills every interval after the last key's (after the first
+        // interval when no key came before); keys in any order, the last
+        // value of a key winning.
         let list = list.strip_suffix(']').ok_or_else(bad)?;
-        let mut last_index: Option<usize> = None;
+        let mut items: Vec<&str> = if list.is_empty() {
+            Vec::new()
+        } else {
+            list.split(',').collect()
+        };
+        if items.len() > 1 && items.last() == Some(&"") {
+            items.pop();
+        }
+        let mut last_index = 0usize;
         let mut first = true;
-        for item in list.split(',') {
+        for item in items {
             let (k, v) = item.split_once(':').ok_or_else(bad)?;
             let v = pow2_or_zero(v)?;
             if k == ">" {
-                let from = last_index.map(|i| i + 1).unwrap_or(0);
-                for slot in out.iter_mut().skip(from) {
+                for slot in out.iter_mut().skip(last_index + 1) {
                     *slot = v;
                 }
-                last_index = Some(ROUNDUP_INTERVALS - 1);
                 continue;
             }
             let mb = k.parse::<u64>().map_err(|_| bad())?;
@@ -884,11 +935,6 @@ fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError>
                 return Err(bad());
             }
             let idx = (mb.trailing_zeros() as usize).min(ROUNDUP_INTERVALS - 1);
-            if let Some(li) = last_index {
-                if idx <= li && !first {
-                    return Err(bad());
-                }
-            }
             if first {
                 for slot in out.iter_mut().take(idx) {
                     *slot = v;
@@ -896,7 +942,7 @@ fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError>
                 first = false;
             }
             out[idx] = v;
-            last_index = Some(idx);
+            last_index = idx;
         }
         Ok(out)
     } else {
@@ -1023,8 +1069,10 @@ mod tests {
         for s in [
             "max_non_split_rounding_mb:19",
             "max_non_split_rounding_mb:x",
-            "max_non_split_rounding_mb:18446744073709551615",
-            "max_split_size_mb:18446744073709551615",
+            // Beyond a `u64` (PyTorch's `stoull` throws); a `u64` whose
+            // byte count overflows is clamped instead, as PyTorch clamps it.
+            "max_non_split_rounding_mb:18446744073709551616",
+            "max_split_size_mb:18446744073709551616",
             "release_lock_on_cudamalloc:1",
             "pinned_num_register_threads:3",
             "pinned_num_register_threads:256",

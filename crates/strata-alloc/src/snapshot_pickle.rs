@@ -226,7 +226,14 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
         segments: segs,
         device_traces: traces,
         allocator_settings: SettingsOut {
-            conf: c.to_string(),
+            // PyTorch writes the last settings string, empty when none was
+            // set; strata's canonical form of the defaults is empty too (its
+            // `Display` word "default" is no configuration string).
+            conf: if *c == crate::AllocatorConfig::default() {
+                String::new()
+            } else {
+                c.to_string()
+            },
             max_split_size: c.max_split_size_stat(),
             garbage_collection_threshold: c.garbage_collection_threshold.unwrap_or(0.0),
             expandable_segments: st.settings.expandable,

@@ -17,7 +17,9 @@ mod common;
 use common::{decode, key, list, sim_device as sim, stat};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Barrier};
-use strata_alloc::{AllocError, CachingAllocator, MemPoolOptions, StreamId};
+use strata_alloc::{
+    AllocError, AllocatorConfig, CachingAllocator, ConfigError, MemPoolOptions, StreamId,
+};
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -413,4 +415,187 @@ fn test_memory_snapshot_every_segment_has_frames() {
             drop((keep, in_pool));
         }
     }
+}
+
+// ----- PYTORCH_ALLOC_CONF parsing (c10/core/AllocatorConfig.cpp, CUDAAllocatorConfig.cpp)
+
+/// Mirrors the parsing of `max_split_size_mb` and `max_non_split_rounding_mb`
+/// in c10's `AcceleratorAllocatorConfig` (`parseMaxSplitSize`,
+/// `parseMaxNonSplitRoundingSize`, exercised by `test_allocator_settings` and
+/// `AllocatorConfigTest`): the value is read as a `size_t`, must be at least
+/// `kLargeBuffer / kMB` (20), and is then clamped to
+/// `numeric_limits<size_t>::max() / kMB` before being multiplied by 1 MiB.
+/// So a number of MiB whose byte count overflows 64 bits is accepted and
+/// means the largest whole number of MiB that fits, (2^64 - 1) >> 20 MiB;
+/// only a number that is no `size_t` at all (2^64) is refused.
+#[test]
+fn allocator_config_clamps_huge_split_sizes() {
+    let top = (u64::MAX >> 20) << 20;
+    for mb in [u64::MAX >> 20, (u64::MAX >> 20) + 1, 1 << 50, u64::MAX] {
+        let c = AllocatorConfig::parse(&format!(
+            "max_split_size_mb:{mb},max_non_split_rounding_mb:{mb}"
+        ))
+        .unwrap_or_else(|e| panic!("{mb}: {e}"));
+        assert_eq!(c.max_split_size, Some(top), "{mb}");
+        assert_eq!(c.max_non_split_rounding, top, "{mb}");
+        assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c);
+    }
+    // Below the clamp, the figure is exact.
+    let c = AllocatorConfig::parse("max_split_size_mb:8796093022208").unwrap();
+    assert_eq!(c.max_split_size, Some(1 << 63));
+    for bad in ["18446744073709551616", "19", "-1"] {
+        for key in ["max_split_size_mb", "max_non_split_rounding_mb"] {
+            assert!(
+                matches!(
+                    AllocatorConfig::parse(&format!("{key}:{bad}")),
+                    Err(ConfigError::BadValue { .. })
+                ),
+                "{key}:{bad}"
+            );
+        }
+    }
+    // A live allocator takes it: nothing is oversize in practice.
+    let (_, a) = sim(
+        &format!("expandable_segments:False,max_split_size_mb:{}", u64::MAX),
+        GIB,
+    );
+    let x = a.allocate(100 * MIB, S0).unwrap();
+    assert_eq!(stat(&a, "oversize_allocations.current"), 0);
+    drop(x);
+}
+
+/// Mirrors `AcceleratorAllocatorConfig::parseRoundUpPower2Divisions` (the
+/// list form that `test_allocator_settings` and `AllocatorConfigTest` use):
+/// the loop keeps a `last_index` starting at 0; `K:v` sets the interval of
+/// `K` MiB (log2 K, clamped to 15), and the first such entry also fills every
+/// interval below it; `>:v` fills every interval after `last_index`, so with
+/// no key before it the first interval (below 2 MiB) keeps 0; keys need not
+/// increase (no check), a key named twice takes its last value; after an
+/// entry the next token must be `,` unless it is `]`, so one trailing comma
+/// is fine, and `[]` sets nothing. Still refused: a division that is not a
+/// power of two or 0, a key that is not a power of two, empty entries, an
+/// unclosed list.
+#[test]
+fn roundup_power2_divisions_lists_parse_as_pytorch_parses_them() {
+    let divs = |s: &str| -> Vec<u64> {
+        let c = AllocatorConfig::parse(&format!("roundup_power2_divisions:{s}"))
+            .unwrap_or_else(|e| panic!("{s}: {e}"));
+        if c != AllocatorConfig::default() {
+            // (The defaults print as the word "default".)
+            assert_eq!(AllocatorConfig::parse(&c.to_string()).unwrap(), c, "{s}");
+        }
+        (0..16)
+            .map(|i| c.divisions_for((1u64 << i) << 20))
+            .collect()
+    };
+    let mut want = vec![4u64; 16];
+    want[0] = 0;
+    assert_eq!(divs("[>:4]"), want, "`>` fills after last_index 0");
+    let mut want = vec![0u64; 16];
+    want[1..].fill(2);
+    assert_eq!(divs("[>:4,>:2]"), want);
+    assert_eq!(divs("[]"), vec![0; 16], "an empty list sets nothing");
+    assert_eq!(divs("[64:4,>:2,]"), divs("[64:4,>:2]"), "a trailing comma");
+    // [64:4,32:2]: 64 MiB is interval 6, filled below with 4; then 32 MiB
+    // (interval 5) is set to 2; nothing above 6.
+    assert_eq!(
+        divs("[64:4,32:2]"),
+        [4, 4, 4, 4, 4, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    );
+    assert_eq!(
+        divs("[64:4,64:2]"),
+        [4, 4, 4, 4, 4, 4, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    );
+    // `>` after 64 fills 7.., then 128 (interval 7) is set to 8.
+    assert_eq!(
+        divs("[64:4,>:2,128:8]"),
+        [4, 4, 4, 4, 4, 4, 4, 8, 2, 2, 2, 2, 2, 2, 2, 2]
+    );
+    // The earlier documented forms are unchanged.
+    assert_eq!(
+        divs("[256:1,512:2,>:8]"),
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 8, 8, 8, 8, 8, 8]
+    );
+    for bad in [
+        "[64:3]",
+        "[0:4]",
+        "[3:4]",
+        "[,64:4]",
+        "[64:4,,128:2]",
+        "[64:4,,]",
+        "[,]",
+        "[64:4",
+        "[64]",
+        "[x:4]",
+        "[64:4:5]",
+        "[>:3]",
+    ] {
+        assert!(
+            matches!(
+                AllocatorConfig::parse(&format!("roundup_power2_divisions:{bad}")),
+                Err(ConfigError::BadValue { .. } | ConfigError::Malformed { .. })
+            ),
+            "{bad}"
+        );
+    }
+}
+
+/// PyTorch's top-level loop (`CUDAAllocatorConfig::parseArgs` and c10's
+/// `parseArgs`) reads a key, its value, then exactly one `,` when more
+/// tokens follow; the next token is the next key. So a single trailing comma
+/// is accepted, but an empty entry (a leading comma, two commas in a row, a
+/// lone comma) makes `,` a key: "Unrecognized key ',' in CUDA allocator
+/// config". strata refuses those strings with a typed `Malformed` error and
+/// changes nothing; the empty string (no tokens) is the defaults.
+#[test]
+fn empty_entries_are_refused_as_pytorch_refuses_them() {
+    for bad in [
+        ",",
+        ",,",
+        ",max_split_size_mb:40",
+        "max_split_size_mb:40,,expandable_segments:True",
+        "max_split_size_mb:40,,",
+        " , max_split_size_mb:40",
+    ] {
+        match AllocatorConfig::parse(bad) {
+            Err(ConfigError::Malformed { .. }) => {}
+            other => panic!("{bad:?}: expected Malformed, got {other:?}"),
+        }
+        let (_, a) = sim("max_split_size_mb:64", GIB);
+        let before = a.config();
+        assert!(a.set_allocator_settings(bad).is_err(), "{bad:?}");
+        assert_eq!(a.config(), before, "{bad:?}");
+    }
+    for ok in [
+        "",
+        "   ",
+        "max_split_size_mb:40,",
+        "max_split_size_mb:40 , ",
+    ] {
+        AllocatorConfig::parse(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+    }
+}
+
+/// `torch/csrc/cuda/memory_snapshot.cpp` writes
+/// `allocator_settings["PYTORCH_CUDA_ALLOC_CONF"]` from
+/// `getAllocatorSettings()`, the last settings string, which is empty when
+/// nothing was set (`test_memory_snapshot` and the viewer read this dict).
+/// strata writes its configuration in its canonical form; for the defaults
+/// that must be the empty string too, not a word no parser accepts, and any
+/// other configuration's string must parse back to it.
+#[test]
+fn the_pickled_settings_string_of_the_defaults_is_empty() {
+    let conf_of = |a: &CachingAllocator| -> String {
+        let doc = decode(&a.snapshot_pickle().unwrap());
+        common::string(key(
+            key(&doc, "allocator_settings"),
+            "PYTORCH_CUDA_ALLOC_CONF",
+        ))
+        .to_string()
+    };
+    let (_, a) = sim("", GIB);
+    assert_eq!(conf_of(&a), "");
+    let (_, b) = sim("expandable_segments:False,max_split_size_mb:40", GIB);
+    let s = conf_of(&b);
+    assert_eq!(AllocatorConfig::parse(&s).unwrap(), b.config(), "{s}");
 }
