@@ -852,8 +852,9 @@ const RESERVE_ACCEPTED: &str = "a positive fraction of the device's memory (e.g.
 const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name of letters, digits, _ and -, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
 
 /// `[class:reserve,...]`: each class a name (letters, digits, `_`, `-`),
-/// each reserve as `expandable_segments_reserve` takes it; the first entry
-/// of a class named twice wins. `[]` clears the map.
+/// each reserve as `expandable_segments_reserve` takes it; a class named
+/// twice takes its last reserve (PyTorch stores `parsed[name] = spec`). `[]`
+/// clears the map.
 fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigError> {
     let bad = || ConfigError::BadValue {
         key: "expandable_segments_reserve_by_class",
@@ -870,8 +871,9 @@ fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigEr
         let r = Reserve::parse(r)
             .filter(|_| reserve_class_ok(class))
             .ok_or_else(bad)?;
-        if !out.iter().any(|(c, _)| c == class) {
-            out.push((class.to_string(), r));
+        match out.iter_mut().find(|(c, _)| c == class) {
+            Some(entry) => entry.1 = r,
+            None => out.push((class.to_string(), r)),
         }
     }
     Ok(out)

@@ -599,3 +599,35 @@ fn the_pickled_settings_string_of_the_defaults_is_empty() {
     let s = conf_of(&b);
     assert_eq!(AllocatorConfig::parse(&s).unwrap(), b.config(), "{s}");
 }
+
+/// Mirrors `CUDAAllocatorConfig::parseExpandableSegmentsReserveByClass`
+/// (exercised by `ExpandableSegmentReserveTest.PerClassOverrideAndFallback`):
+/// each entry is stored with `parsed[name] = spec`, so a class named twice
+/// takes its last reserve. On a 100 GiB device, `[serving:0.5,serving:0.25]`
+/// gives the class a quarter of the device: 25 GiB fits one allocation, 25 GiB
+/// and 2 MiB does not.
+#[test]
+fn a_reserve_class_named_twice_takes_its_last_value() {
+    let c = AllocatorConfig::parse(
+        "expandable_segments_reserve_by_class:[serving:0.5,other:8G,serving:0.25]",
+    )
+    .unwrap();
+    let serving: Vec<_> = c
+        .expandable_segments_reserve_by_class
+        .iter()
+        .filter(|(k, _)| k == "serving")
+        .collect();
+    assert_eq!(serving.len(), 1);
+    assert_eq!(serving[0].1.bytes(100 * GIB), 25 * GIB);
+    let total = 100 * GIB;
+    let fresh = || {
+        let (_, a) = sim(
+            "expandable_segments:True,expandable_segments_reserve_by_class:[serving:0.5,serving:0.25]",
+            total,
+        );
+        a.set_stream_reserve_class(StreamId(21), "serving");
+        a
+    };
+    assert!(fresh().allocate(25 * GIB, StreamId(21)).is_ok());
+    assert!(fresh().allocate(25 * GIB + 2 * MIB, StreamId(21)).is_err());
+}
