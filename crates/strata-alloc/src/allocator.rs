@@ -2073,9 +2073,16 @@ impl CachingAllocator {
         }
     }
 
-    /// A summary of the statistics in PyTorch's `memory_summary()` layout.
+    /// A summary of the statistics in PyTorch's `memory_summary()` layout:
+    /// each metric for all pools, then the large pool, then the small pool.
     pub fn memory_summary(&self) -> String {
-        crate::snapshot::summary(self.device, &self.memory_stats())
+        crate::snapshot::summary(self.device, &self.memory_stats(), false)
+    }
+
+    /// [`memory_summary`](Self::memory_summary) without the per-pool rows
+    /// (PyTorch's `memory_summary(abbreviated=True)`).
+    pub fn memory_summary_abbreviated(&self) -> String {
+        crate::snapshot::summary(self.device, &self.memory_stats(), true)
     }
 
     /// The largest free cached block, in bytes.

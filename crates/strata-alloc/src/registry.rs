@@ -392,5 +392,9 @@ pub fn empty_cache(device: Device) -> Result<(), AllocError> {
 
 /// `memory_summary()` of `device` (an error for a device that does not exist).
 pub fn memory_summary(device: Device) -> Result<String, AllocError> {
-    Ok(crate::snapshot::summary(device, &memory_stats(device)?))
+    Ok(crate::snapshot::summary(
+        device,
+        &memory_stats(device)?,
+        false,
+    ))
 }

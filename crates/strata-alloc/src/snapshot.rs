@@ -175,7 +175,7 @@ const INNER: usize = LABEL_WIDTH + 1 + 4 * (CELL_WIDTH + 3) - 1;
 /// PyTorch's `memory_summary()` table: full row labels, and one unit style
 /// (each byte figure in the binary unit that suits it, as `format_size`
 /// writes it; counts as exact integers).
-pub(crate) fn summary(device: Device, s: &MemoryStats) -> String {
+pub(crate) fn summary(device: Device, s: &MemoryStats, abbreviated: bool) -> String {
     let rule = |c: char| format!("|{}|\n", c.to_string().repeat(INNER));
     let half = (INNER - 1) / 2;
     let mut out = String::new();
@@ -210,7 +210,14 @@ pub(crate) fn summary(device: Device, s: &MemoryStats) -> String {
     ];
     for (name, arr, bytes) in groups {
         out += &rule('-');
-        for t in StatType::ALL {
+        // PyTorch's order: all, then the large pool, then the small pool
+        // (abbreviated: all only).
+        let pools: &[StatType] = if abbreviated {
+            &[StatType::All]
+        } else {
+            &[StatType::All, StatType::LargePool, StatType::SmallPool]
+        };
+        for &t in pools {
             let label = match t {
                 StatType::All => name.to_string(),
                 StatType::LargePool => "      from large pool".to_string(),

@@ -631,3 +631,57 @@ fn a_reserve_class_named_twice_takes_its_last_value() {
     assert!(fresh().allocate(25 * GIB, StreamId(21)).is_ok());
     assert!(fresh().allocate(25 * GIB + 2 * MIB, StreamId(21)).is_err());
 }
+
+// ----- torch.cuda.memory_summary ----------------------------------------------------
+
+/// PyTorch's `memory_summary(device, abbreviated=False)`
+/// (`torch/cuda/memory.py`) prints, for each metric, the "all" row and then,
+/// unless abbreviated, "from large pool" before "from small pool"
+/// (`submetrics.append(("large_pool", ...))` comes first); the two oversize
+/// rows follow. With one 4 KiB tensor (small pool) and one 30 MiB tensor
+/// (large pool) alive, the allocated-memory rows read 30.00 MiB + 4.00 KiB,
+/// 30.00 MiB, then 4.00 KiB. The abbreviated summary has the "all" rows only.
+#[test]
+fn memory_summary_lists_the_large_pool_before_the_small_one() {
+    let (_, a) = sim("expandable_segments:False", GIB);
+    let _small = a.allocate(4096, S0).unwrap();
+    let _large = a.allocate(30 * MIB, S0).unwrap();
+    let s = a.memory_summary();
+    let lines: Vec<&str> = s.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("| Allocated memory"))
+        .expect("an allocated-memory row");
+    assert!(lines[at].contains("30.00 MiB"), "{}", lines[at]);
+    assert!(
+        lines[at + 1].contains("from large pool") && lines[at + 1].contains("30.00 MiB"),
+        "{s}"
+    );
+    assert!(
+        lines[at + 2].contains("from small pool") && lines[at + 2].contains("4.00 KiB"),
+        "{s}"
+    );
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("from large pool") {
+            assert!(lines[i + 1].contains("from small pool"), "{s}");
+        }
+    }
+    let short = a.memory_summary_abbreviated();
+    assert!(!short.contains("from large pool") && !short.contains("from small pool"));
+    for label in [
+        "Allocated memory",
+        "Active memory",
+        "Requested memory",
+        "Non-releasable allocs",
+        "Oversize allocations",
+        "Oversize segments",
+    ] {
+        assert!(short.contains(label), "{label}:\n{short}");
+    }
+    // Same rows otherwise: the full summary minus the pool rows.
+    let full_minus: Vec<&str> = s
+        .lines()
+        .filter(|l| !l.contains("from large pool") && !l.contains("from small pool"))
+        .collect();
+    assert_eq!(full_minus, short.lines().collect::<Vec<_>>());
+}
