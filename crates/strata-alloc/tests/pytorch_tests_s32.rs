@@ -685,3 +685,64 @@ fn memory_summary_lists_the_large_pool_before_the_small_one() {
         .collect();
     assert_eq!(full_minus, short.lines().collect::<Vec<_>>());
 }
+
+// ----- test/test_accelerator.py -------------------------------------------------------
+
+/// Mirrors `TestAccelerator.test_memory_stats`: after a 100-float tensor is
+/// made, freed and the cache emptied, `memory_stats()` has every
+/// `{allocated,reserved,active,requested}_bytes.{all,small_pool,large_pool}
+/// .{peak,current,allocated,freed}` key; the peaks survive `empty_cache`
+/// (above 0); a 256-float tensor raises allocated memory and not reserved
+/// memory below where it was; once it is freed, the cache emptied and the
+/// peaks reset, allocated and reserved memory are back where they were.
+#[test]
+fn test_accelerator_memory_stats() {
+    for mode in MODES {
+        let (_, a) = sim(mode, GIB);
+        drop(a.allocate(100 * 4, S0).unwrap());
+        a.empty_cache().unwrap();
+        let stats = a.memory_stats().to_map();
+        let mut missing = Vec::new();
+        for st in [
+            "allocated_bytes",
+            "reserved_bytes",
+            "active_bytes",
+            "requested_bytes",
+        ] {
+            for pt in ["all", "small_pool", "large_pool"] {
+                for mt in ["peak", "current", "allocated", "freed"] {
+                    let k = format!("{st}.{pt}.{mt}");
+                    if !stats.contains_key(&k) {
+                        missing.push(k);
+                    }
+                }
+            }
+        }
+        assert!(missing.is_empty(), "{mode}: missing {missing:?}");
+        let (prev_allocated, prev_reserved) = (a.memory_allocated(), a.memory_reserved());
+        assert!(a.max_memory_allocated() > 0, "{mode}");
+        assert!(a.max_memory_reserved() > 0, "{mode}");
+        let tmp = a.allocate(256 * 4, S0).unwrap();
+        assert!(a.memory_allocated() > prev_allocated, "{mode}");
+        assert!(a.memory_reserved() >= prev_reserved, "{mode}");
+        drop(tmp);
+        a.empty_cache().unwrap();
+        a.reset_peak_memory_stats();
+        assert_eq!(a.memory_allocated(), prev_allocated, "{mode}");
+        assert_eq!(a.memory_reserved(), prev_reserved, "{mode}");
+        assert_eq!(a.max_memory_allocated(), prev_allocated, "{mode}");
+        assert_eq!(a.max_memory_reserved(), prev_reserved, "{mode}");
+    }
+}
+
+/// Mirrors `TestAccelerator.test_empty_host_cache`: emptying the host
+/// (pinned) cache before anything was ever allocated does nothing and does
+/// not fail; the statistics stay at zero.
+#[test]
+fn test_empty_host_cache() {
+    let b = Arc::new(strata_alloc::pinned::SimPinnedBackend::new(None));
+    let p = strata_alloc::pinned::PinnedAllocator::new(b);
+    p.empty_cache().unwrap();
+    let m = p.stats().to_map();
+    assert!(m.values().all(|&v| v == 0), "{m:?}");
+}
