@@ -328,8 +328,9 @@ impl CachingAllocator {
     /// semantics for `torch.cuda.memory._set_allocator_settings` (see
     /// [`AllocatorConfig::reparse`]): `max_split_size_mb`,
     /// `roundup_power2_divisions` and `garbage_collection_threshold` go back to
-    /// their defaults unless the string names them; every other key, and the
-    /// memory fraction, keeps its value unless named. A bad string is a typed
+    /// their defaults unless the string names them, `max_non_split_rounding_mb`
+    /// to the large segment size; every other key, and the memory fraction,
+    /// keeps its value unless named. A bad string is a typed
     /// error and changes nothing.
     ///
     /// Existing memory stays where it is: the new settings govern the requests

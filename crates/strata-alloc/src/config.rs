@@ -282,8 +282,10 @@ impl AllocatorConfig {
     /// of PyTorch's `torch.cuda.memory._set_allocator_settings` (which
     /// re-parses the process-wide configuration in place): `max_split_size`,
     /// `roundup_power2_divisions` and `garbage_collection_threshold` go back to
-    /// their defaults unless `s` names them, and every other key keeps its
-    /// value unless `s` names it. So expandable segments stay as they were,
+    /// their defaults unless `s` names them, `max_non_split_rounding` goes
+    /// back to the large segment size (as in PyTorch's newest `parseArgs`),
+    /// and every other key keeps its value unless `s` names it, the large
+    /// segment size included. So expandable segments stay as they were,
     /// and so does a memory fraction (in PyTorch it is not an allocator setting
     /// at all but `set_per_process_memory_fraction`'s).
     ///
@@ -297,10 +299,14 @@ impl AllocatorConfig {
     /// ```
     pub fn reparse(&self, s: &str) -> Result<AllocatorConfig, ConfigError> {
         let defaults = AllocatorConfig::default();
+        // PyTorch's newest `parseArgs` also sets `max_non_split_rounding`
+        // back to the large segment size in force (then to the one this
+        // string names, if any: `apply_pairs`) unless the string names it.
         let mut next = AllocatorConfig {
             max_split_size: defaults.max_split_size,
             roundup_power2_divisions: defaults.roundup_power2_divisions,
             garbage_collection_threshold: defaults.garbage_collection_threshold,
+            max_non_split_rounding: self.large_segment_size,
             ..self.clone()
         };
         next.apply_pairs(s)?;
@@ -323,7 +329,7 @@ impl AllocatorConfig {
         // and so does `max_non_split_rounding` unless the string names it.
         for (key, value) in &pairs {
             if key == "large_segment_size_mb" {
-                self.large_segment_size = parse_mib(
+                self.large_segment_size = parse_split_mib(
                     "large_segment_size_mb",
                     value,
                     MIN_LARGE_ALLOC_MIB + 1,

@@ -693,8 +693,8 @@ fn pinned_sizes_around_the_limits() {
 
 /// The keys newer than PyTorch 2.11 at their extremes: a segment size of
 /// 2^40 MiB (a 5 MiB request then asks the device for 1 EiB: a typed
-/// out-of-memory error, the state as it was), a size that overflows bytes (a
-/// typed error), pinned limits of 0 (every pinned block its own size and given
+/// out-of-memory error, the state as it was), a size that overflows bytes
+/// (clamped, as PyTorch clamps it; its segments refused typed), pinned limits of 0 (every pinned block its own size and given
 /// back at once), and `throw_on_cudamalloc_oom` with a fraction of 0 (every
 /// cache miss rejected, nothing reserved).
 #[test]
@@ -706,7 +706,20 @@ fn the_newest_keys_at_their_extremes() {
     assert!(e.is_out_of_memory(), "{e}");
     assert_eq!(stats_but_ooms(&a), before.1);
     a.check_consistency().unwrap();
-    assert!(AllocatorConfig::parse("large_segment_size_mb:17592186044416").is_err());
+    // A number of MiB whose bytes overflow clamps, as PyTorch's
+    // parseLargeSegmentSize clamps it; such a segment is refused typed.
+    let huge = AllocatorConfig::parse("large_segment_size_mb:17592186044416").unwrap();
+    assert_eq!(huge.large_segment_size, (u64::MAX >> 20) << 20);
+    let h = sim(&format!(
+        "expandable_segments:False,large_segment_size_mb:{}",
+        u64::MAX
+    ));
+    let before = state(&h);
+    let r = catch_unwind(AssertUnwindSafe(|| h.allocate(5 << 20, StreamId::DEFAULT)));
+    assert!(r.expect("no panic").is_err());
+    assert_eq!(stats_but_ooms(&h), before.1);
+    h.check_consistency().unwrap();
+    assert!(AllocatorConfig::parse("large_segment_size_mb:18446744073709551616").is_err());
     assert!(AllocatorConfig::parse("pinned_max_cached_size_mb:17592186044416").is_err());
 
     let b = Arc::new(SimPinnedBackend::new(None));

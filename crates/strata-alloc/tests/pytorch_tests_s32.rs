@@ -746,3 +746,42 @@ fn test_empty_host_cache() {
     let m = p.stats().to_map();
     assert!(m.values().all(|&v| v == 0), "{m:?}");
 }
+
+/// c10's newest `AcceleratorAllocatorConfig::parseArgs` (the one with
+/// `large_segment_size_mb`) reads `large_segment_size_mb` first and then sets
+/// `max_non_split_rounding_size_ = large_segment_size_` before the other
+/// keys: every settings string (`_set_allocator_settings`,
+/// `setAllocatorSettings`) that does not name `max_non_split_rounding_mb`
+/// puts it back to the large segment size in force (20 MiB unless set), as
+/// it puts back `max_split_size_mb`, `roundup_power2_divisions` and
+/// `garbage_collection_threshold`; `large_segment_size_mb` itself is kept.
+/// `parseLargeSegmentSize` clamps as `parseMaxSplitSize` does.
+#[test]
+fn max_non_split_rounding_returns_to_the_large_segment_size_on_a_reparse() {
+    let (_, a) = sim(
+        "expandable_segments:False,max_split_size_mb:64,max_non_split_rounding_mb:40",
+        GIB,
+    );
+    assert_eq!(a.config().max_non_split_rounding, 40 * MIB);
+    a.set_allocator_settings("roundup_power2_divisions:8")
+        .unwrap();
+    assert_eq!(a.config().max_non_split_rounding, 20 * MIB, "reset");
+    a.set_allocator_settings("large_segment_size_mb:30,max_non_split_rounding_mb:50")
+        .unwrap();
+    assert_eq!(a.config().max_non_split_rounding, 50 * MIB);
+    a.set_allocator_settings("garbage_collection_threshold:0.5")
+        .unwrap();
+    let c = a.config();
+    assert_eq!(c.large_segment_size, 30 * MIB, "kept");
+    assert_eq!(
+        c.max_non_split_rounding,
+        30 * MIB,
+        "back to the large segment size"
+    );
+    // The same on a configuration.
+    let c = AllocatorConfig::parse("max_non_split_rounding_mb:40").unwrap();
+    assert_eq!(c.reparse("").unwrap().max_non_split_rounding, 20 * MIB);
+    // A huge large segment size clamps.
+    let c = AllocatorConfig::parse(&format!("large_segment_size_mb:{}", u64::MAX)).unwrap();
+    assert_eq!(c.large_segment_size, (u64::MAX >> 20) << 20);
+}
