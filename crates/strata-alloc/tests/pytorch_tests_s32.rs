@@ -1,8 +1,12 @@
 //! PyTorch's allocator tests, session 32: the behaviours of PyTorch's own
 //! tests that the earlier parity files (`pytorch_parity.rs`, `_s29.rs`,
 //! `_s31.rs`, `pytorch_pinned_parity.rs`, `settings.rs`, `mempool.rs`,
-//! `history_options.rs`) left unchecked, mostly `TestMemPool`'s threaded
-//! tests and the limiting cases of the per-process memory fraction.
+//! `history_options.rs`) left unchecked: `TestMemPool`'s threaded tests,
+//! the limiting cases of the per-process memory fraction, `test_accelerator.py`'s
+//! memory tests, `memory_summary`'s row order, and the parsing of
+//! `PYTORCH_ALLOC_CONF` as c10's `AcceleratorAllocatorConfig::parseArgs` and
+//! `CUDAAllocatorConfig::parseArgs` (newest, with `large_segment_size_mb`) do
+//! it, which `test_allocator_settings` and `AllocatorConfigTest` exercise.
 //!
 //! Each test names the PyTorch test it mirrors (`test/test_cuda.py` unless
 //! said otherwise) and runs on the simulated device. Expected figures follow
