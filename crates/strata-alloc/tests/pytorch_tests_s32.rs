@@ -789,3 +789,81 @@ fn max_non_split_rounding_returns_to_the_large_segment_size_on_a_reparse() {
     let c = AllocatorConfig::parse(&format!("large_segment_size_mb:{}", u64::MAX)).unwrap();
     assert_eq!(c.large_segment_size, (u64::MAX >> 20) << 20);
 }
+
+// ----- round_size ------------------------------------------------------------------
+
+/// PyTorch's `round_size` and `roundup_power2_next_division`
+/// (`CUDACachingAllocator.cpp`), written out from their definitions: below
+/// 512 bytes, 512; with `d` divisions for the size's interval, `d > 1` and
+/// the size above `512 * d`, a power of two is kept and anything else goes up
+/// to the next multiple of `floor_pow2(size) >> log2(d)`; otherwise up to a
+/// multiple of 512. (Division counts of 2^55 and more, where PyTorch's
+/// `kMinBlockSize * divisions` wraps around, are left out.)
+fn pytorch_round_size(divisions: &[u64; 16], size: u64) -> u64 {
+    if size < 512 {
+        return 512;
+    }
+    let log = 63 - size.leading_zeros() as u64;
+    let idx = (if log > 20 { log - 20 } else { 0 }).min(15) as usize;
+    let d = divisions[idx];
+    if d > 1 && size > 512 * d {
+        if size.is_power_of_two() {
+            return size;
+        }
+        let floor = 1u64 << log;
+        let step = floor >> (63 - d.leading_zeros());
+        if step == 0 {
+            return floor << 1;
+        }
+        let down = size & !(step - 1);
+        return if down == size { size } else { down + step };
+    }
+    size.div_ceil(512) * 512
+}
+
+/// Mirrors the rounding `test_allocator_settings` checks with its
+/// `power2_div` helper, over random sizes from 1 byte to 256 GiB and random
+/// division settings (single values and lists with `>`), each division count
+/// a power of two up to 2^20 or 0: strata's `round_size` agrees with
+/// PyTorch's everywhere.
+#[test]
+fn round_size_agrees_with_pytorchs_on_random_sizes_and_divisions() {
+    let mut rng = common::Lcg(32);
+    for case in 0..300 {
+        let pick_div = |rng: &mut common::Lcg| -> u64 {
+            match rng.below(4) {
+                0 => 0,
+                _ => 1 << rng.below(21),
+            }
+        };
+        let conf = if case % 3 == 0 {
+            format!("roundup_power2_divisions:{}", 1u64 << rng.below(21))
+        } else {
+            let mut keys: Vec<u64> = (0..1 + rng.below(5)).map(|_| 1 << rng.below(17)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            let mut items: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{k}:{}", pick_div(&mut rng)))
+                .collect();
+            if rng.below(2) == 0 {
+                items.push(format!(">:{}", pick_div(&mut rng)));
+            }
+            format!("roundup_power2_divisions:[{}]", items.join(","))
+        };
+        let c = AllocatorConfig::parse(&conf).unwrap_or_else(|e| panic!("{conf}: {e}"));
+        let (_, a) = sim(&conf, GIB);
+        for _ in 0..200 {
+            let size = match rng.below(3) {
+                0 => 1 + rng.below(4 << 20),
+                1 => 1 + rng.below(1 << 30),
+                _ => 1 + (rng.next() << 7) % (256 * GIB),
+            };
+            assert_eq!(
+                a.round_size(size),
+                pytorch_round_size(&c.roundup_power2_divisions, size),
+                "{conf}: {size}"
+            );
+        }
+    }
+}
