@@ -804,7 +804,7 @@ fn pytorch_round_size(divisions: &[u64; 16], size: u64) -> u64 {
         return 512;
     }
     let log = 63 - size.leading_zeros() as u64;
-    let idx = (if log > 20 { log - 20 } else { 0 }).min(15) as usize;
+    let idx = log.saturating_sub(20).min(15) as usize;
     let d = divisions[idx];
     if d > 1 && size > 512 * d {
         if size.is_power_of_two() {
