@@ -333,6 +333,15 @@ impl Tensor {
         if no_bool_kernel {
             return Err(TensorError::unsupported(name, compute));
         }
+        // PyTorch's pow kernels for f16/bf16 and the integer dtypes convert a
+        // scalar exponent with `checked_convert` (an i32 tensor to the power
+        // 2^40 is an error, not a power of the exponent wrapped to 0), even
+        // for an empty tensor; the f32/f64 kernels take any exponent.
+        if op == BinaryOp::Pow && !matches!(compute, DType::F32 | DType::F64 | DType::Bool) {
+            if let Operand::Scalar(s) = b {
+                crate::ops::checks::check_fits(name, s, compute)?;
+            }
+        }
         if matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor) && !compute.is_float() {
             let zero = match (&b, inputs.first()) {
                 // The scalar is first converted to the dtype (2^31 wraps to 0 in u8).
