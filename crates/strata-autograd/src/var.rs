@@ -634,7 +634,10 @@ pub(crate) fn record(
     }
     crate::checkpoint::note_parameters(inputs);
     let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.and_then(Var::edge)).collect();
-    if !is_grad_enabled() || edges.iter().all(Option::is_none) {
+    // An integer or bool result is not differentiable: PyTorch records no
+    // node for it and it does not require grad (`x.long()` cuts the
+    // graph), so no gradient flows back through the rounding.
+    if !is_grad_enabled() || edges.iter().all(Option::is_none) || !output.dtype().is_float() {
         // A view made in no-grad mode of a variable that requires grad, or a
         // view of such a view, remembers it (PyTorch's creation meta).
         let no_grad_view = is_view

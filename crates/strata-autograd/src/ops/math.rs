@@ -7,7 +7,7 @@
 
 use super::{formula, sum_to};
 use crate::error::Result;
-use crate::var::{record, Var};
+use crate::var::{record, would_record, Var};
 use strata_tensor::{DType, GeluApprox, Scalar, Tensor};
 
 /// `2 / sqrt(pi)`.
@@ -312,7 +312,22 @@ impl Var {
     /// PyTorch's: the shortcut `sum(g) - cumsum(g) + g` gave NaN everywhere
     /// from one infinite element of `g`, and lost small elements next to
     /// large ones).
+    ///
+    /// An integer `dtype` is refused when the op would be recorded (as
+    /// PyTorch: "Autograd not support dtype: Long"); detach the variable or
+    /// use [`no_grad`](crate::no_grad) to sum without a gradient.
     pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Var> {
+        if let Some(d) = dtype.filter(|d| !d.is_float() && would_record(&[Some(self)])) {
+            return Err(strata_tensor::TensorError::DType {
+                op: "cumsum",
+                msg: format!(
+                    "autograd does not support the {d} dtype of the result; pass a float dtype, \
+                     or detach the variable (or use no_grad) for an integer cumulative sum \
+                     without a gradient"
+                ),
+            }
+            .into());
+        }
         let out = self.data().cumsum(dim, dtype)?;
         let in_dtype = self.dtype();
         self.unary_op("CumsumBackward", out, Save::Nothing, move |g, _| {

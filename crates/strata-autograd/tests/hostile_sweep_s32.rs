@@ -1,0 +1,112 @@
+//! Session 32's sweep of hostile inputs to autograd (after
+//! `hostile_sweep_s31.rs`). Each test asserts PyTorch's values (PyTorch
+//! 2.15 on the CPU, noted beside them), or the typed error.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * a conversion of a variable that requires grad to an integer or bool
+//!   dtype (`x.to_dtype(I64)`) was recorded like a float conversion: the
+//!   integer result required grad and passed the gradient back through
+//!   the rounding, so `(x * x.long().float()).sum()` gave `x.grad =
+//!   floor(x) + x` instead of PyTorch's `floor(x)`, and a loss computed
+//!   only from the integer copy back-propagated a gradient of 1 where
+//!   PyTorch has nothing to back-propagate. Integer and bool results are
+//!   now never recorded (they do not require grad), as in PyTorch;
+//! * `cumsum` with an integer `dtype` of a variable that requires grad was
+//!   recorded the same way; PyTorch refuses it ("Autograd not support
+//!   dtype: Long"), and so does strata now, with a typed dtype error
+//!   (without grad mode, or of a variable that does not require grad, it
+//!   still computes).
+
+use strata_autograd::{no_grad, AutogradError, Var};
+use strata_tensor::{DType, Device, Tensor, TensorError};
+
+const CPU: Device = Device::Cpu;
+
+fn param(v: &[f32]) -> Var {
+    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
+}
+
+fn grad(v: &Var) -> Vec<f32> {
+    v.grad().expect("a gradient").to_vec::<f32>().unwrap()
+}
+
+// ------------------------------------------------ integer and bool results
+
+#[test]
+fn integer_and_bool_conversions_cut_the_graph() {
+    for dtype in [DType::I64, DType::I32, DType::U8, DType::Bool] {
+        let x = param(&[1.5, 2.5]);
+        // x.long().requires_grad is False, x.long().grad_fn is None.
+        let y = x.to_dtype(dtype).unwrap();
+        assert!(
+            !y.requires_grad(),
+            "{dtype}: an integer result requires grad"
+        );
+        assert_eq!(y.grad_fn_name(), None, "{dtype}");
+        // x.long().float().sum().backward(): "element 0 of tensors does not
+        // require grad and does not have a grad_fn".
+        let loss = y.to_dtype(DType::F32).unwrap().sum(None, false).unwrap();
+        assert!(
+            matches!(loss.backward(), Err(AutogradError::NoGradFn)),
+            "{dtype}: backward through an integer copy"
+        );
+        assert!(
+            x.grad().is_none(),
+            "{dtype}: a gradient through an integer copy"
+        );
+    }
+    // (x * x.long().float()).sum().backward(): x.grad = x.long() = [1, 2].
+    let x = param(&[1.5, 2.5]);
+    let floor = x
+        .to_dtype(DType::I64)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
+    x.mul(&floor)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![1.0, 2.0]);
+    // Float conversions still carry the gradient
+    // (x.double().sum().backward(): [1, 1]).
+    let x = param(&[1.5, 2.5]);
+    let d = x.to_dtype(DType::F64).unwrap();
+    assert!(d.requires_grad());
+    d.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&x), vec![1.0, 1.0]);
+}
+
+#[test]
+fn cumsum_to_an_integer_dtype_of_a_variable_that_requires_grad_is_refused() {
+    // x.cumsum(0, dtype=torch.int64) with x.requires_grad: RuntimeError
+    // "Autograd not support dtype: Long".
+    let x = param(&[1.5, 2.5]);
+    for dtype in [DType::I64, DType::I32, DType::U8] {
+        match x.cumsum(0, Some(dtype)) {
+            Err(AutogradError::Tensor(e @ TensorError::DType { .. })) => {
+                let msg = e.to_string();
+                assert!(msg.contains("cumsum") && msg.contains("autograd"), "{msg}");
+            }
+            other => panic!("{dtype}: expected a dtype error, got {other:?}"),
+        }
+    }
+    // Without grad mode, or of a variable that does not require grad, it
+    // computes: torch.no_grad(): x.cumsum(0, dtype=torch.int64) = [1, 3].
+    let c = no_grad(|| x.cumsum(0, Some(DType::I64))).unwrap();
+    assert_eq!(c.data().to_vec::<i64>().unwrap(), vec![1, 3]);
+    assert!(!c.requires_grad());
+    let c = x.detach().cumsum(0, Some(DType::I64)).unwrap();
+    assert_eq!(c.data().to_vec::<i64>().unwrap(), vec![1, 3]);
+    // A float dtype still back-propagates
+    // (x.cumsum(0, dtype=torch.float64).sum().backward(): [2, 1]).
+    x.cumsum(0, Some(DType::F64))
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![2.0, 1.0]);
+}
