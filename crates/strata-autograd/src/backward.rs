@@ -139,16 +139,12 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
     // a saved tensor modified in place, or a node released by an earlier
     // backward, failed the pass only when reached, after the nodes before
     // it had added into leaves' `.grad` (half a backward) and released
-    // their saved tensors. (Below `zero_`'s node no gradient flows, and
-    // nothing there runs a formula.)
+    // their saved tensors.
     let mut checked: HashSet<usize> = HashSet::new();
     let mut stack = vec![Arc::clone(&root)];
     checked.insert(key(&root));
     while let Some(n) = stack.pop() {
         n.check_saved()?;
-        if n.blocks_gradient() {
-            continue;
-        }
         for e in n.edges().iter().flatten() {
             if let Edge::Node(c) = e {
                 if checked.insert(key(c)) {

@@ -39,7 +39,7 @@ struct Saved {
     version: u64,
 }
 
-/// The name of `zero_`'s node, which passes no gradient on.
+/// The name of `zero_`'s node (its gradient is zeros).
 pub(crate) const ZERO_BACKWARD: &str = "ZeroBackward_";
 
 /// Hands out [`Node::sequence_nr`]s: process-wide, increasing with creation.
@@ -242,12 +242,6 @@ impl Node {
     /// or modified in place), checked before a backward pass runs anything.
     pub(crate) fn check_saved(&self) -> Result<()> {
         self.checked(self.saved.lock().as_ref()).map(|_| ())
-    }
-
-    /// Whether this node never passes a gradient on (`zero_`'s: the nodes
-    /// below it run without one, and are not checked before the pass).
-    pub(crate) fn blocks_gradient(&self) -> bool {
-        self.name == ZERO_BACKWARD
     }
 
     /// Drops the saved tensors (their memory goes back to the allocator unless

@@ -16,7 +16,12 @@
 //!   recorded the same way; PyTorch refuses it ("Autograd not support
 //!   dtype: Long"), and so does strata now, with a typed dtype error
 //!   (without grad mode, or of a variable that does not require grad, it
-//!   still computes).
+//!   still computes);
+//! * `zero_` on a non-leaf passed no gradient to its old history (PyTorch's
+//!   `ZeroBackward0` passes zeros): a parameter upstream was left with no
+//!   `.grad` instead of zeros, so AdamW's weight decay skipped it, and a
+//!   saved tensor that `zero_` itself modified (`x.exp().zero_()`) was never
+//!   checked, so the backward succeeded where PyTorch refuses it.
 
 use strata_autograd::{no_grad, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor, TensorError};
@@ -109,4 +114,52 @@ fn cumsum_to_an_integer_dtype_of_a_variable_that_requires_grad_is_refused() {
         .backward()
         .unwrap();
     assert_eq!(grad(&x), vec![2.0, 1.0]);
+}
+
+// ------------------------------------------------------------------- zero_
+
+#[test]
+fn zero_on_a_non_leaf_passes_zeros_back_as_pytorch() {
+    // y = x * 3; y.zero_(); y.sum().backward(): y.grad_fn is ZeroBackward0
+    // and x.grad is tensor([0., 0.]) (fill_'s gradient is zeros), not None.
+    let x = param(&[1.0, 2.0]);
+    let y = x.mul(3.0).unwrap();
+    y.zero_().unwrap();
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&x), vec![0.0, 0.0]);
+    // The zero gradient matters: AdamW's decoupled weight decay applies to
+    // a parameter with a zero gradient, not to one without any
+    // (torch.optim.AdamW([w], lr=0.1, weight_decay=0.5) after the same
+    // backward: w = [0.95, 1.9]).
+    let w = param(&[1.0, 2.0]);
+    let mut opt = strata_autograd::AdamW::new(vec![w.clone()])
+        .with_lr(0.1)
+        .unwrap()
+        .with_weight_decay(0.5)
+        .unwrap();
+    let y = w.mul(3.0).unwrap();
+    y.zero_().unwrap();
+    y.sum(None, false).unwrap().backward().unwrap();
+    strata_autograd::Optimizer::step(&mut opt).unwrap();
+    let got = w.data().to_vec::<f32>().unwrap();
+    assert!(
+        (got[0] - 0.95).abs() < 1e-6 && (got[1] - 1.9).abs() < 1e-6,
+        "{got:?}"
+    );
+}
+
+#[test]
+fn zero_on_a_saved_output_is_refused_at_backward_as_pytorch() {
+    // y = x.exp(); y.zero_(); y.sum().backward(): ExpBackward saved y,
+    // which zero_ modified: "one of the variables needed for gradient
+    // computation has been modified by an inplace operation ... is at
+    // version 1; expected version 0". No gradient is written.
+    let x = param(&[1.0, 2.0]);
+    let y = x.exp().unwrap();
+    y.zero_().unwrap();
+    assert!(matches!(
+        y.sum(None, false).unwrap().backward(),
+        Err(AutogradError::SavedTensorModified { .. })
+    ));
+    assert!(x.grad().is_none());
 }

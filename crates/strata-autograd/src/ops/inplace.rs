@@ -159,12 +159,15 @@ impl Var {
         self.binary_(Kind::Div, other.into())
     }
 
-    /// Sets every element to zero in place (no gradient flows to the old value).
+    /// Sets every element to zero in place. As PyTorch's `ZeroBackward0`,
+    /// the old value's gradient is zeros (not none): the history below still
+    /// runs (and is checked for modified saved tensors), and leaves get a
+    /// zero `.grad`.
     pub fn zero_(&self) -> Result<&Var> {
         let recording = self.check_inplace("zero_", None)?;
         self.data().zero_()?;
         if recording {
-            let f = formula(|_g, _s, _n| Ok(vec![None]));
+            let f = formula(|g, _s, _n| Ok(vec![Some(g.zeros_like(None)?)]));
             let node = Node::new(crate::node::ZERO_BACKWARD, vec![self.edge()], Vec::new(), f);
             self.set_grad_fn(Arc::new(node));
         }
