@@ -21,7 +21,11 @@
 //!   `ZeroBackward0` passes zeros): a parameter upstream was left with no
 //!   `.grad` instead of zeros, so AdamW's weight decay skipped it, and a
 //!   saved tensor that `zero_` itself modified (`x.exp().zero_()`) was never
-//!   checked, so the backward succeeded where PyTorch refuses it.
+//!   checked, so the backward succeeded where PyTorch refuses it;
+//! * `x.pow(&y)` with a base of a lower-precision dtype than the exponent
+//!   (f16 ^ f32) took the exponent gradient's `ln(x)` in the base's dtype
+//!   (f16: y.grad 5.546875 for 2^3, PyTorch 5.545177); PyTorch converts the
+//!   base to the promoted dtype first.
 
 use strata_autograd::{no_grad, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor, TensorError};
@@ -162,4 +166,55 @@ fn zero_on_a_saved_output_is_refused_at_backward_as_pytorch() {
         Err(AutogradError::SavedTensorModified { .. })
     ));
     assert!(x.grad().is_none());
+}
+
+// --------------------------------------------------------------------- pow
+
+#[test]
+fn pow_exponent_gradient_takes_the_log_in_the_promoted_dtype() {
+    // x f16 [2], y f32 [3]: x.pow(y) is f32 [8]; PyTorch's
+    // pow_backward_exponent converts x to the promoted dtype before the log:
+    // y.grad = 8 * ln(2) in f32 = 5.545177 (the log in f16, 0.6929, gave
+    // 5.546875); x.grad = 3 * 2^2 = 12 in f16.
+    for (xd, yd) in [(DType::F16, DType::F32), (DType::BF16, DType::F64)] {
+        let x = Var::parameter(
+            Tensor::from_slice(&[2.0f32], &[1], CPU)
+                .unwrap()
+                .to_dtype(xd)
+                .unwrap(),
+        )
+        .unwrap();
+        let y = Var::parameter(
+            Tensor::from_slice(&[3.0f32], &[1], CPU)
+                .unwrap()
+                .to_dtype(yd)
+                .unwrap(),
+        )
+        .unwrap();
+        x.pow(&y)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap();
+        let gy = y
+            .grad()
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()[0];
+        let want = 8.0 * 2f64.ln();
+        let tol = if yd == DType::F32 { 1e-6 } else { 1e-12 };
+        assert!(
+            (gy - want).abs() <= tol * want,
+            "{xd}^{yd}: y.grad {gy}, want {want}"
+        );
+        let gx = x.grad().unwrap();
+        assert_eq!(gx.dtype(), xd);
+        assert_eq!(
+            gx.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+            vec![12.0]
+        );
+    }
 }

@@ -192,7 +192,10 @@ impl Var {
                 None
             };
             let gb = if needs[1] {
-                let d = r.mul(&x.log()?)?;
+                // PyTorch's pow_backward_exponent takes the log of x
+                // converted to the promoted dtype (an f16 base of an f32
+                // power: the log in f32, not f16).
+                let d = r.mul(&x.to_dtype(r.dtype())?.log()?)?;
                 let mask = x.eq(0.0)?.mul(&y.ge(0.0)?)?;
                 let d = Tensor::where_cond(&mask, 0.0, &d)?;
                 Some(sum_to(&g.mul(&d)?, &b_shape, b_dtype)?)
