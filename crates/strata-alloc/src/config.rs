@@ -329,11 +329,12 @@ impl AllocatorConfig {
         // and so does `max_non_split_rounding` unless the string names it.
         for (key, value) in &pairs {
             if key == "large_segment_size_mb" {
-                self.large_segment_size = parse_split_mib(
+                self.large_segment_size = parse_mib(
                     "large_segment_size_mb",
                     value,
                     MIN_LARGE_ALLOC_MIB + 1,
                     "an integer number of MiB, more than 10 (PyTorch's large-allocation threshold)",
+                    MibOverflow::Clamp,
                 )?;
                 if !pairs.iter().any(|(k, _)| k == "max_non_split_rounding_mb") {
                     self.max_non_split_rounding = self.large_segment_size;
@@ -348,11 +349,12 @@ impl AllocatorConfig {
                     self.expandable_segments = Some(parse_bool("expandable_segments", &value)?)
                 }
                 "max_split_size_mb" => {
-                    self.max_split_size = Some(parse_split_mib(
+                    self.max_split_size = Some(parse_mib(
                         "max_split_size_mb",
                         &value,
                         min_split_mib,
                         "an integer number of MiB, at least large_segment_size_mb (20 unless set)",
+                        MibOverflow::Clamp,
                     )?);
                 }
                 "roundup_power2_divisions" => {
@@ -383,11 +385,12 @@ impl AllocatorConfig {
                     self.per_process_memory_fraction = Some(v);
                 }
                 "max_non_split_rounding_mb" => {
-                    self.max_non_split_rounding = parse_split_mib(
+                    self.max_non_split_rounding = parse_mib(
                         "max_non_split_rounding_mb",
                         &value,
                         min_split_mib,
                         "an integer number of MiB, at least large_segment_size_mb (20 unless set)",
+                        MibOverflow::Clamp,
                     )?
                 }
                 // The device-generic spelling of c10's AllocatorConfig too.
@@ -438,6 +441,7 @@ impl AllocatorConfig {
                         &value,
                         0,
                         "an integer number of MiB",
+                        MibOverflow::Refuse,
                     )?
                 }
                 "pinned_max_cached_size_mb" => {
@@ -446,6 +450,7 @@ impl AllocatorConfig {
                         &value,
                         0,
                         "an integer number of MiB",
+                        MibOverflow::Refuse,
                     )?
                 }
                 "expandable_segments_reserve" => {
@@ -471,6 +476,7 @@ impl AllocatorConfig {
                         &value,
                         1,
                         "an integer number of MiB, at least 1",
+                        MibOverflow::Refuse,
                     )?
                 }
                 _ => return Err(ConfigError::UnknownKey { key }),
@@ -721,42 +727,36 @@ impl fmt::Display for AllocatorConfig {
     }
 }
 
-/// `max_split_size_mb` and `max_non_split_rounding_mb`: an integer number of
-/// MiB (a `u64`), at least `min`, as bytes. As PyTorch's
-/// `parseMaxSplitSize`/`parseMaxNonSplitRoundingSize` do, a number of MiB
-/// whose byte count would not fit is clamped to the largest that does
-/// (`numeric_limits<size_t>::max() / kMB` MiB), never wrapped.
-fn parse_split_mib(
-    key: &'static str,
-    value: &str,
-    min: u64,
-    accepted: &'static str,
-) -> Result<u64, ConfigError> {
-    value
-        .parse::<u64>()
-        .ok()
-        .filter(|&mb| mb >= min)
-        .map(|mb| mb.min(u64::MAX >> 20) << 20)
-        .ok_or_else(|| ConfigError::BadValue {
-            key,
-            value: value.to_string(),
-            accepted,
-        })
+/// What [`parse_mib`] does with a number of MiB whose byte count does not
+/// fit a `u64`.
+#[derive(Clone, Copy)]
+enum MibOverflow {
+    /// Clamp it to the largest that fits (`numeric_limits<size_t>::max() /
+    /// kMB` MiB), as PyTorch's `parseMaxSplitSize`,
+    /// `parseMaxNonSplitRoundingSize` and `parseLargeSegmentSize` do.
+    Clamp,
+    /// Refuse it.
+    Refuse,
 }
 
-/// An integer number of MiB, at least `min`, as bytes (sizes whose byte count
-/// does not fit a `u64` are rejected, never wrapped).
+/// An integer number of MiB (a `u64`), at least `min`, as bytes; a byte
+/// count that does not fit is clamped or refused as `overflow` says, never
+/// wrapped.
 fn parse_mib(
     key: &'static str,
     value: &str,
     min: u64,
     accepted: &'static str,
+    overflow: MibOverflow,
 ) -> Result<u64, ConfigError> {
     value
         .parse::<u64>()
         .ok()
         .filter(|&mb| mb >= min)
-        .and_then(|mb| mb.checked_mul(1 << 20))
+        .and_then(|mb| match overflow {
+            MibOverflow::Clamp => Some(mb.min(u64::MAX >> 20) << 20),
+            MibOverflow::Refuse => mb.checked_mul(1 << 20),
+        })
         .ok_or_else(|| ConfigError::BadValue {
             key,
             value: value.to_string(),

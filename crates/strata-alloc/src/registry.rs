@@ -132,7 +132,8 @@ fn settings() -> &'static Mutex<Option<AllocatorConfig>> {
 /// ([`AllocatorConfig::reparse`]: `max_split_size_mb`,
 /// `roundup_power2_divisions` and `garbage_collection_threshold` go back to
 /// their defaults unless named, `max_non_split_rounding_mb` to the large
-/// segment size, every other key keeps its value unless named). A bad string is a typed error and changes nothing. See
+/// segment size, every other key keeps its value unless named). A bad string
+/// is a typed error and changes nothing. See
 /// [`CachingAllocator::set_allocator_settings`] for what happens to memory
 /// already held.
 ///
