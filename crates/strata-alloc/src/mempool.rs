@@ -315,6 +315,9 @@ pub(crate) fn forget_empty_pools(st: &mut State) {
         return;
     }
     st.mempools.retain(|p| !gone.contains(&p.id));
+    for &id in &gone {
+        st.stats.reserved_bytes_by_private_pools.remove(&(0, id));
+    }
     for e in st.streams.iter_mut() {
         if gone.contains(&e.mempool) {
             e.mempool = VACANT;

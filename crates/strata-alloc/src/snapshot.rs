@@ -338,6 +338,13 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         walk(head, ptr, size, false)?;
         want.segment.increase(b.pool.stat(), 1);
         want.reserved_bytes.increase(b.pool.stat(), size as i64);
+        let mempool = st.streams[b.stream as usize].mempool;
+        if mempool != 0 {
+            want.reserved_bytes_by_private_pools
+                .entry((0, mempool))
+                .or_default()
+                .increase(b.pool.stat(), size as i64);
+        }
     }
     let (mut stitched, mut stitched_handles, mut active_handles) = (0usize, Vec::new(), Vec::new());
     for seg in st.expandable.iter().flatten() {
@@ -521,6 +528,35 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         ));
     }
     let have = &st.stats;
+    // A pool's entry may outlive its segments (current 0) until the pool is
+    // forgotten; every pool with segments has one.
+    let none = StatArray::default();
+    for (&id, w) in &want.reserved_bytes_by_private_pools {
+        let h = have
+            .reserved_bytes_by_private_pools
+            .get(&id)
+            .unwrap_or(&none);
+        if StatType::ALL
+            .iter()
+            .any(|&t| h.get(t).current != w.get(t).current)
+        {
+            return Err(format!(
+                "reserved_bytes_by_private_pools of {id:?} is {} but a recount gives {}",
+                h.all().current,
+                w.all().current
+            ));
+        }
+    }
+    for (&id, h) in &have.reserved_bytes_by_private_pools {
+        if !want.reserved_bytes_by_private_pools.contains_key(&id)
+            && StatType::ALL.iter().any(|&t| h.get(t).current != 0)
+        {
+            return Err(format!(
+                "reserved_bytes_by_private_pools of {id:?} is {} without a segment",
+                h.all().current
+            ));
+        }
+    }
     let pairs: [(&str, &StatArray, &StatArray); 9] = [
         ("allocation", &have.allocation, &want.allocation),
         (

@@ -10,7 +10,7 @@ use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
 use crate::history::{Action, History, LiveAlloc, Recording};
 use crate::pool::{Entry, FreeIndex};
 use crate::repeats::Repeats;
-use crate::stats::MemoryStats;
+use crate::stats::{MemoryStats, StatType};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One reserved address range and the physical pages mapped into it.
@@ -380,6 +380,26 @@ impl State {
     #[inline]
     pub fn reserved(&self) -> u64 {
         self.stats.reserved_bytes.all().current as u64
+    }
+
+    /// Adds `bytes` (negative: removes) to the reserved bytes of the private
+    /// pool that dense stream `s` belongs to, if any
+    /// (`reserved_bytes_by_private_pools`).
+    pub fn private_pool_reserved(&mut self, s: u32, pool: StatType, bytes: i64) {
+        let mempool = self.streams[s as usize].mempool;
+        if mempool == 0 {
+            return;
+        }
+        let arr = self
+            .stats
+            .reserved_bytes_by_private_pools
+            .entry((0, mempool))
+            .or_default();
+        if bytes >= 0 {
+            arr.increase(pool, bytes);
+        } else {
+            arr.decrease(pool, -bytes);
+        }
     }
 
     /// Records an event about block-sized memory of dense stream `s` (and

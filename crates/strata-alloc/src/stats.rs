@@ -153,6 +153,10 @@ pub struct MemoryStats {
     /// for a limit beyond it: see
     /// [`AllocatorConfig::max_split_size_stat`](crate::AllocatorConfig::max_split_size_stat)).
     pub max_split_size: i64,
+    /// `reserved_bytes` of each private memory pool's segments, by pool id
+    /// ([`MemPool::id`](crate::MemPool::id)); the default pools have no
+    /// entry, and a pool's entry goes when the pool is forgotten.
+    pub reserved_bytes_by_private_pools: BTreeMap<(u64, u64), StatArray>,
 }
 
 impl MemoryStats {
@@ -163,6 +167,9 @@ impl MemoryStats {
         }
         self.oversize_allocations.reset_peak();
         self.oversize_segments.reset_peak();
+        for a in self.reserved_bytes_by_private_pools.values_mut() {
+            a.reset_peak();
+        }
     }
 
     /// Zeroes the accumulated totals and the event counters.
@@ -172,6 +179,9 @@ impl MemoryStats {
         }
         self.oversize_allocations.reset_accumulated();
         self.oversize_segments.reset_accumulated();
+        for a in self.reserved_bytes_by_private_pools.values_mut() {
+            a.reset_accumulated();
+        }
         self.num_alloc_retries = 0;
         self.num_ooms = 0;
         self.num_oom_rejections = 0;
@@ -209,6 +219,9 @@ impl MemoryStats {
     }
 
     /// The flat, sorted `key -> value` map of `torch.cuda.memory_stats()`.
+    /// A private pool's reserved bytes are under
+    /// `reserved_bytes_by_private_pools.<a>_<b>.<pool>.<metric>`, its id
+    /// `(a, b)` joined with `_` as PyTorch flattens it.
     ///
     /// ```
     /// let s = strata_alloc::MemoryStats::default();
@@ -219,7 +232,15 @@ impl MemoryStats {
     /// ```
     pub fn to_map(&self) -> BTreeMap<String, i64> {
         let mut m = BTreeMap::new();
-        for (name, arr) in self.arrays() {
+        let pools = self
+            .reserved_bytes_by_private_pools
+            .iter()
+            .map(|(&(a, b), arr)| (format!("reserved_bytes_by_private_pools.{a}_{b}"), arr));
+        let arrays = self
+            .arrays()
+            .into_iter()
+            .map(|(n, arr)| (n.to_string(), arr));
+        for (name, arr) in arrays.chain(pools) {
             for t in StatType::ALL {
                 let s = arr.get(t);
                 for (metric, v) in [
