@@ -365,3 +365,265 @@ fn one_out_of_memory_error_moves_each_counter_once() {
     assert_eq!(after.reserved_bytes.all().current, 0);
     a.check_consistency().unwrap();
 }
+
+/// `test_mempool_empty_cache`'s rule (a pool in use keeps its free segments
+/// through `empty_cache`) on the out-of-memory path, which empties the
+/// cache the same way (`release_cached_blocks`): a request routed to a pool
+/// in use gets the default pools' free memory released for it, never the
+/// pool's own free segments.
+///
+/// 64 MiB allowed (a quarter of 256 MiB). The pool caches a free 20 MiB
+/// block (its 20 MiB segment); the default pools a free 40 MiB block (a
+/// 40 MiB segment, or two 20 MiB pages of an expandable segment). In the
+/// pool, 40 MiB misses (20 MiB is too small), a new 40 MiB segment would
+/// make 100 MiB: refused; the full release (`num_alloc_retries` + 1) frees
+/// the default pools' 40 MiB, then 20 + 40 = 60 MiB fits. Then 30 MiB in
+/// the pool misses again and would make 90 MiB; the full release finds
+/// nothing it may free (the pool is in use): out of memory, the pool's
+/// 20 MiB still cached. A snapshot's segments of the pool add up to its
+/// `reserved_bytes_by_private_pools` figure throughout. (This is the newest
+/// `malloc`, which skips the full release only during a CUDA graph capture,
+/// `is_capture_context()`: "user mempools should be able to reclaim cached
+/// memory". Earlier builds skipped it while any thread was routed to a pool,
+/// `captures_underway` not empty, and failed the first request at once.)
+#[test]
+fn the_release_before_an_oom_spares_the_requesting_pools_free_segments() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 256 * MIB);
+        a.set_memory_fraction(0.25).unwrap();
+        let p = a.mem_pool(MemPoolOptions::default());
+        let in_pool = |size: u64| {
+            let _g = p.activate();
+            a.allocate(size, S0)
+        };
+        let pool_reserved = |a: &strata_alloc::CachingAllocator| {
+            let from_snapshot: u64 = a
+                .snapshot()
+                .iter()
+                .filter(|s| s.pool_id == p.id())
+                .map(|s| s.total_size)
+                .sum();
+            let stat = by_pool(a, p.id(), "all.current").unwrap_or(0) as u64;
+            assert_eq!(stat, from_snapshot, "{mode}");
+            stat
+        };
+        drop(in_pool(20 * MIB).unwrap());
+        drop(a.allocate(40 * MIB, S0).unwrap());
+        assert_eq!(a.memory_reserved(), 60 * MIB, "{mode}");
+        assert_eq!(pool_reserved(&a), 20 * MIB, "{mode}");
+
+        let x = in_pool(40 * MIB).unwrap();
+        assert_eq!(stat(&a, "num_alloc_retries"), 1, "{mode}");
+        assert_eq!(a.memory_reserved(), 60 * MIB, "{mode}");
+        assert_eq!(pool_reserved(&a), 60 * MIB, "{mode}: all of it the pool's");
+
+        let e = in_pool(30 * MIB).unwrap_err();
+        assert!(e.is_out_of_memory(), "{mode}: {e}");
+        assert_eq!(stat(&a, "num_alloc_retries"), 2, "{mode}");
+        assert_eq!(stat(&a, "num_ooms"), 1, "{mode}");
+        assert_eq!(pool_reserved(&a), 60 * MIB, "{mode}: the free 20 MiB kept");
+        drop(x);
+        a.check_consistency().unwrap();
+    }
+}
+
+// ----- pinned host memory -----------------------------------------------------------
+
+/// Mirrors `test_caching_pinned_memory` with the copy's stream recorded
+/// twice: PyTorch's `CachingHostAllocator::record_event` adds the stream to
+/// the block's stream set, and `free` records one event per stream of the
+/// set, so two copies on one stream leave one event to wait for, and two
+/// streams two. The block comes back (the same address) once every
+/// recorded stream is done, not before.
+#[test]
+fn a_pinned_block_records_one_event_per_distinct_stream() {
+    use strata_alloc::pinned::{PinnedAllocator, SimPinnedBackend};
+    let b = std::sync::Arc::new(SimPinnedBackend::new(None));
+    let a = PinnedAllocator::new(std::sync::Arc::clone(&b));
+    let t = a.allocate(4096).unwrap();
+    let p = t.ptr();
+    t.record_stream(S1).unwrap();
+    t.record_stream(S1).unwrap();
+    drop(t);
+    assert_eq!(a.pending_events(), 1, "one stream, one event");
+    b.complete_stream(S1);
+    let t = a.allocate(4096).unwrap();
+    assert_eq!(t.ptr(), p);
+
+    t.record_stream(S1).unwrap();
+    t.record_stream(S2).unwrap();
+    t.record_stream(S1).unwrap();
+    drop(t);
+    assert_eq!(a.pending_events(), 2, "two streams, two events");
+    b.complete_stream(S1);
+    let other = a.allocate(4096).unwrap();
+    assert_ne!(other.ptr(), p, "S2 is not done yet");
+    b.complete_stream(S2);
+    let again = a.allocate(4096).unwrap();
+    assert_eq!(again.ptr(), p);
+    assert_eq!(a.stats().active_requests.current, 2);
+    drop((other, again));
+    a.check_consistency().unwrap();
+}
+
+/// `test_record_stream` in a loop, as a training step repeats it: PyTorch
+/// takes a free's events from a per-device `EventPool` and gives each back
+/// once `process_events` has seen it complete, so a loop that records two
+/// streams per step creates two events in all, however many steps run (each
+/// step records two). Each step's block waits for both streams: with only S1
+/// done the next step's request gets a new address; with S2 done too, the
+/// block comes back.
+#[test]
+fn record_stream_events_are_pooled_across_steps() {
+    for mode in MODES {
+        let (d, a) = sim(mode, 4 * GIB);
+        let keep = a.allocate(4096, S0).unwrap();
+        let (creates, records) = (d.call_count("event_create"), d.call_count("event_record"));
+        let first = a.allocate(64 * 1024, S0).unwrap();
+        let ptr = first.ptr();
+        let mut x = first;
+        for step in 0..10 {
+            x.record_stream(S1).unwrap();
+            x.record_stream(S2).unwrap();
+            drop(x);
+            d.complete_stream(S1);
+            let early = a.allocate(64 * 1024, S0).unwrap();
+            assert_ne!(early.ptr(), ptr, "{mode} step {step}: S2 still running");
+            drop(early);
+            d.complete_stream(S2);
+            x = a.allocate(64 * 1024, S0).unwrap();
+            assert_eq!(x.ptr(), ptr, "{mode} step {step}");
+        }
+        assert_eq!(d.call_count("event_record") - records, 20, "{mode}");
+        assert_eq!(d.call_count("event_create") - creates, 2, "{mode}");
+        drop((x, keep));
+        a.check_consistency().unwrap();
+    }
+}
+
+/// `use_on_oom` (`TestMemPool`'s `test_mempool_limited_memory_with_allocator`
+/// and `test_deleted_mempool_not_used_on_oom` set it up) serves only the
+/// default pools: PyTorch's `try_mempool_fallback` returns at once when the
+/// failing request is itself routed to a private pool ("if already trying
+/// to use a mempool, then just oom"). So a request in pool A does not borrow
+/// the free block of `use_on_oom` pool B, and B, in use, keeps its free
+/// segment through the full release: out of memory. The same request on the
+/// default pools borrows B's block.
+///
+/// 64 MiB allowed (a quarter of 256 MiB): B caches a free 40 MiB block;
+/// 30 MiB more would make 70 MiB.
+#[test]
+fn a_request_routed_to_a_pool_does_not_borrow_from_use_on_oom_pools() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 256 * MIB);
+        a.set_memory_fraction(0.25).unwrap();
+        let pa = a.mem_pool(MemPoolOptions::default());
+        let pb = a.mem_pool(MemPoolOptions {
+            use_on_oom: true,
+            ..MemPoolOptions::default()
+        });
+        let b_ptr = {
+            let _g = pb.activate();
+            let x = a.allocate(40 * MIB, S0).unwrap();
+            x.ptr()
+        };
+        let e = {
+            let _g = pa.activate();
+            a.allocate(30 * MIB, S0).unwrap_err()
+        };
+        assert!(e.is_out_of_memory(), "{mode}: {e}");
+        assert_eq!(stat(&a, "num_ooms"), 1, "{mode}");
+        assert_eq!(by_pool(&a, pb.id(), "all.current"), Some((40 * MIB) as i64));
+        assert_eq!(
+            by_pool(&a, pa.id(), "all.current"),
+            None,
+            "{mode}: A got nothing"
+        );
+        let lent = a.allocate(30 * MIB, S0).unwrap();
+        assert_eq!(lent.ptr(), b_ptr, "{mode}");
+        drop(lent);
+        a.check_consistency().unwrap();
+    }
+}
+
+/// `TestCudaMallocAsync.test_cachingAllocator_raw_alloc`'s deactivated
+/// allocator inside `use_mem_pool`: with caching off, PyTorch's front end
+/// (`NativeCachingAllocator::allocate`, `uncached_allocate`) sends each
+/// request straight to the device before any pool is looked at, so a thread
+/// routed to a private pool gets uncached memory that no pool owns: the
+/// pool has no segment and no `reserved_bytes_by_private_pools` entry, and
+/// nothing is reserved. Once caching is back on, the same request lands in
+/// the pool (a 20 MiB segment for 4 MiB).
+#[test]
+fn uncached_memory_belongs_to_no_private_pool() {
+    for mode in MODES {
+        let (_, a) = sim(mode, 4 * GIB);
+        let p = a.mem_pool(MemPoolOptions::default());
+        a.set_caching_enabled(false);
+        let x = {
+            let _g = p.activate();
+            a.allocate(4 * MIB, S0).unwrap()
+        };
+        assert!(p.snapshot().is_empty(), "{mode}");
+        assert_eq!(by_pool(&a, p.id(), "all.current"), None, "{mode}");
+        assert_eq!(a.memory_reserved(), 0, "{mode}");
+        drop(x);
+        a.set_caching_enabled(true);
+        let y = {
+            let _g = p.activate();
+            a.allocate(4 * MIB, S0).unwrap()
+        };
+        assert_eq!(
+            by_pool(&a, p.id(), "large_pool.current"),
+            Some((20 * MIB) as i64)
+        );
+        assert_eq!(p.snapshot().len(), 1, "{mode}");
+        drop(y);
+        a.check_consistency().unwrap();
+    }
+}
+
+// ----- history ----------------------------------------------------------------------
+
+/// `test_memory_snapshot_skip_actions` with a trace tracker attached:
+/// PyTorch's `record_trace` hands each entry to the trackers before it
+/// consults `skip_actions`, which only keeps entries out of the history's
+/// ring. So with `alloc` and `free_completed` skipped, the history lacks
+/// them while a tracker still sees every event: for one 4 MiB tensor
+/// allocated and freed, the tracker's events are the history's plus the
+/// `alloc` and the `free_completed`, in order.
+#[test]
+fn skip_actions_leave_out_history_entries_not_tracker_events() {
+    use std::sync::{Arc, Mutex};
+    use strata_alloc::history::{Action, HistoryOptions};
+    for mode in MODES {
+        let (_, a) = sim(mode, GIB);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        a.attach_trace_tracker(move |e| s.lock().unwrap().push(e.action));
+        a.record_history_opts(
+            &HistoryOptions::new(100).skip(&[Action::Alloc, Action::FreeCompleted]),
+        );
+        drop(a.allocate(4 * MIB, S0).unwrap());
+        let history: Vec<Action> = a.history().iter().map(|e| e.action).collect();
+        let tracked = seen.lock().unwrap().clone();
+        assert!(!history.contains(&Action::Alloc), "{mode}: {history:?}");
+        assert!(
+            !history.contains(&Action::FreeCompleted),
+            "{mode}: {history:?}"
+        );
+        let kept: Vec<Action> = tracked
+            .iter()
+            .copied()
+            .filter(|&x| x != Action::Alloc && x != Action::FreeCompleted)
+            .collect();
+        assert_eq!(kept, history, "{mode}");
+        let pos = |x: Action| tracked.iter().position(|&y| y == x);
+        let (alloc, req, done) = (
+            pos(Action::Alloc).expect("the tracker saw the alloc"),
+            pos(Action::FreeRequested).unwrap(),
+            pos(Action::FreeCompleted).expect("the tracker saw the free"),
+        );
+        assert!(alloc < req && req < done, "{mode}: {tracked:?}");
+    }
+}
