@@ -4,9 +4,12 @@
 //! `settings.rs`, `mempool.rs`, `history_options.rs`, `diagnostics.rs`,
 //! `history.rs`) left unchecked: the per-pool reserved bytes of
 //! `torch.cuda.memory_stats()` (`reserved_bytes_by_private_pools`), a block's
-//! set of recorded streams, the per-stream processing of `record_stream`
-//! events, the exact edges of the oversize rules, the fraction in the
-//! out-of-memory text, and the counters of an out-of-memory error.
+//! set of recorded streams (device and pinned), the per-stream processing and
+//! the pooling of `record_stream` events, the exact edges of the oversize
+//! rules, the fraction in the out-of-memory text, the counters of an
+//! out-of-memory error, private pools on the out-of-memory path (the full
+//! release, `use_on_oom`) and with caching off, and what `skip_actions`
+//! hides from the history but not from trace trackers.
 //!
 //! Each test names the PyTorch test it mirrors (`test/test_cuda.py` unless
 //! said otherwise), or the documented semantics it checks
