@@ -565,7 +565,7 @@ impl CachingAllocator {
             st.stats.allocated_bytes.all().current as u64,
             st.allocated_high.bytes,
         );
-        st.repeats.observe_free(current, high);
+        st.repeats.observe_free(current, high, st.free_clock);
         st.streams[s as usize].allocated_shrank(size);
         // Only while some allocation is counted as oversize can this one be.
         if st.stats.oversize_allocations.current > 0 && std::mem::take(&mut st.blocks[id].oversize)

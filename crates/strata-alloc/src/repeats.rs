@@ -28,7 +28,12 @@
 //! from a round. What a weak repetition may hold is therefore bounded more
 //! tightly (`expandable/mod.rs`). Once a strong repetition at the peak has
 //! shown that the workload goes round, there is nothing left to tell apart,
-//! and such a recurrence counts as strong.
+//! and such a recurrence counts as strong. So does one whose earliest
+//! occurrence came before a run ended (see "The first run" below): no
+//! request's layers straddle the end of a run. Without that, a workload
+//! whose every repeating growth recurs twice a round never measured a round,
+//! and moved pages in every pass for good (prefetch_training of seed 1001 in
+//! `tests/traces.rs`: 22 memory calls a pass, to its fortieth).
 //!
 //! A growth belongs to a stream, and a stream's own demand can still be
 //! rising after the device-wide peak was set: a side stream whose prefetch
@@ -171,15 +176,23 @@ pub(crate) struct Repeats {
     /// The highest figure of allocated memory of a run that has ended (see
     /// "The first run"); 0 while none has.
     ended_at: u64,
+    /// The free clock when allocated memory last fell to
+    /// 1/[`RUN_ENDED_FRACTION`] of its highest figure or less (a run
+    /// ended); 0 while it never has.
+    last_end: u64,
 }
 
 impl Repeats {
-    /// Notes allocated memory after a free: `current` bytes, its highest
-    /// figure ever being `high`. A compare on the free path.
+    /// Notes allocated memory after a free at free clock `now`: `current`
+    /// bytes, its highest figure ever being `high`. A compare on the free
+    /// path.
     #[inline]
-    pub fn observe_free(&mut self, current: u64, high: u64) {
-        if current <= high / RUN_ENDED_FRACTION && high > self.ended_at {
-            self.ended_at = high;
+    pub fn observe_free(&mut self, current: u64, high: u64, now: u64) {
+        if current <= high / RUN_ENDED_FRACTION {
+            self.last_end = now;
+            if high > self.ended_at {
+                self.ended_at = high;
+            }
         }
     }
 
@@ -263,7 +276,10 @@ impl Repeats {
                     // context recurring a round after its earliest
                     // occurrence is that round coming back, not identical
                     // layers of one long request.
-                    if self.first_strong.is_some() {
+                    //
+                    // So is one whose earliest occurrence came before a run
+                    // ended: no request's layers straddle the end of a run.
+                    if self.first_strong.is_some() || first < self.last_end {
                         Repetition::Strong
                     } else {
                         Repetition::Weak
@@ -405,6 +421,36 @@ mod tests {
     }
 
     #[test]
+    fn a_weak_recurrence_after_a_run_ended_is_strong() {
+        // As in the weak case: the peak of 128,000 bytes is set at 100, and
+        // context 1, first seen at 600, recurs every 250.
+        let peak = 1000 * RUN_ENDED_FRACTION;
+        let mut r = Repeats::default();
+        assert_eq!(r.recurs(7, peak, 100, 100, 0), Repetition::None);
+        assert_eq!(r.recurs(1, peak, 600, 600, 0), Repetition::None);
+        assert_eq!(r.recurs(1, peak, 850, 850, 0), Repetition::None);
+        // Allocated memory falls to 1/64 of its highest figure at 900: the
+        // run goes on, and a round after its earliest occurrence the context
+        // is still a weak repetition.
+        r.observe_free(peak / 64, peak, 900);
+        assert_eq!(r.recurs(1, peak, 1100, 1100, 0), Repetition::Weak);
+        // It falls to 1/128 at 1200: the run ended. The context's earliest
+        // occurrence came before that, so its next recurrence is the next
+        // run coming round: strong.
+        r.observe_free(peak / RUN_ENDED_FRACTION, peak, 1200);
+        assert_eq!(r.recurs(1, peak, 1350, 1350, 0), Repetition::Strong);
+        // A context first seen after the run ended gains nothing from it.
+        assert_eq!(r.recurs(3, peak, 1360, 1360, 0), Repetition::None);
+        assert_eq!(r.recurs(3, peak, 1370, 1370, 0), Repetition::None);
+        // A run that ended before the peak was set counts for nothing: a
+        // higher peak at 1400, then context 1 twice a round again.
+        assert_eq!(r.recurs(8, 2 * peak, 1400, 1400, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 2 * peak, 1900, 1900, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 2 * peak, 2150, 2150, 0), Repetition::None);
+        assert_eq!(r.recurs(1, 2 * peak, 2400, 2400, 0), Repetition::Weak);
+    }
+
+    #[test]
     fn a_weak_recurrence_after_the_workload_went_round_is_strong() {
         let mut r = Repeats::default();
         // The peak is set at 100. Context 1 recurs every 250 (twice a round
@@ -489,17 +535,17 @@ mod tests {
         assert_eq!(r.recurs(1, 1 << 30, 100, 100, 0), Repetition::None);
         assert!(r.first_run(150));
         // Down to 1/64 of the peak: the run goes on.
-        r.observe_free((1 << 30) / 64, 1 << 30);
+        r.observe_free((1 << 30) / 64, 1 << 30, 120);
         assert!(r.first_run(150));
         // Down to 1/128 of it: the run has ended.
-        r.observe_free((1 << 30) / 128, 1 << 30);
+        r.observe_free((1 << 30) / 128, 1 << 30, 130);
         assert!(!r.first_run(150));
         // A peak more than twice the ended run's is a new first run ...
         assert_eq!(r.recurs(2, (2 << 30) + 1, 200, 200, 0), Repetition::None);
         assert!(r.first_run(250));
         // ... but one at most twice it is not.
         let mut r = Repeats::default();
-        r.observe_free(0, 1 << 30);
+        r.observe_free(0, 1 << 30, 50);
         assert_eq!(r.recurs(1, 2 << 30, 100, 100, 0), Repetition::None);
         assert!(!r.first_run(150));
     }
@@ -508,7 +554,7 @@ mod tests {
     fn a_small_allocation_freed_before_the_work_does_not_end_its_run() {
         let mut r = Repeats::default();
         // 512 bytes allocated and freed before a workload of 1 GiB.
-        r.observe_free(0, 512);
+        r.observe_free(0, 512, 50);
         assert_eq!(r.recurs(1, 1 << 30, 100, 100, 0), Repetition::None);
         assert!(r.first_run(150));
     }
