@@ -30,11 +30,13 @@
 //! variable. A view made in inference mode of a normal variable is a normal
 //! variable.
 
-use crate::grad_mode::set_grad_enabled;
-use std::cell::Cell;
+use crate::grad_mode::{end_grad_guard, end_guard, enter_grad_guard, enter_guard, GuardStack};
+use std::cell::{Cell, RefCell};
 
 thread_local! {
     static INFERENCE: Cell<bool> = const { Cell::new(false) };
+    /// The live inference-mode guards, innermost last (see `end_guard`).
+    static INFERENCE_GUARDS: GuardStack = const { RefCell::new(Vec::new()) };
 }
 
 /// Whether inference mode is on for this thread.
@@ -58,8 +60,8 @@ pub fn is_inference_mode_enabled() -> bool {
 /// ```
 #[must_use = "inference mode ends as soon as the guard is dropped"]
 pub struct InferenceModeGuard {
-    prev_inference: bool,
-    prev_grad: bool,
+    inference_id: u64,
+    grad_id: u64,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -67,8 +69,8 @@ impl InferenceModeGuard {
     /// Turns inference mode on until the guard is dropped.
     pub fn new() -> InferenceModeGuard {
         InferenceModeGuard {
-            prev_inference: INFERENCE.with(|c| c.replace(true)),
-            prev_grad: set_grad_enabled(false),
+            inference_id: enter_guard(&INFERENCE_GUARDS, INFERENCE.with(|c| c.replace(true))),
+            grad_id: enter_grad_guard(false),
             _not_send: std::marker::PhantomData,
         }
     }
@@ -82,8 +84,10 @@ impl Default for InferenceModeGuard {
 
 impl Drop for InferenceModeGuard {
     fn drop(&mut self) {
-        INFERENCE.with(|c| c.set(self.prev_inference));
-        set_grad_enabled(self.prev_grad);
+        if let Some(prev) = end_guard(&INFERENCE_GUARDS, self.inference_id) {
+            INFERENCE.with(|c| c.set(prev));
+        }
+        end_grad_guard(self.grad_id);
     }
 }
 
