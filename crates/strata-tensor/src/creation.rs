@@ -245,6 +245,8 @@ impl crate::tensor::Tensor {
         device: strata_alloc::Device,
     ) -> Result<crate::tensor::Tensor> {
         let m = m.unwrap_or(n);
+        // A shape too large is named as this op's (not `full`'s).
+        crate::shape::check_contiguous("eye", &[n, m])?;
         let out = crate::tensor::Tensor::zeros(&[n, m], dtype, device)?;
         let k = n.min(m);
         if k > 0 {

@@ -58,13 +58,18 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn iter_dim(&self, dim: i64) -> Result<DimIter> {
+        self.iter_dim_op("iter_dim", dim)
+    }
+
+    /// [`Tensor::iter_dim`], its errors naming `op`.
+    fn iter_dim_op(&self, op: &'static str, dim: i64) -> Result<DimIter> {
         if self.ndim() == 0 {
             return Err(TensorError::dim(
-                "iter_dim",
+                op,
                 "a 0-d tensor has no dim to iterate over",
             ));
         }
-        let d = crate::shape::normalize_dim("iter_dim", dim, self.ndim())?;
+        let d = crate::shape::normalize_dim(op, dim, self.ndim())?;
         // Every view must exist, so the iterator never stops short: the
         // last one has the largest storage offset, which may overflow on an
         // empty tensor with huge strides (`TensorError::SizeOverflow`).
@@ -84,7 +89,7 @@ impl Tensor {
     /// (a [`TensorError::Value`] beyond: each view is a handle in host memory,
     /// so an expanded dim of 2^40 would need terabytes of them).
     pub fn unbind(&self, dim: i64) -> Result<Vec<Tensor>> {
-        let views = self.iter_dim(dim)?;
+        let views = self.iter_dim_op("unbind", dim)?;
         crate::ops::check_pieces("unbind", i64::try_from(views.len()).unwrap_or(i64::MAX))?;
         Ok(views.collect())
     }
