@@ -20,7 +20,17 @@
 //!   did: `no_grad` twice leaves `is_grad_enabled()` False, and
 //!   `inference_mode` twice leaves inference mode on; strata keeps its
 //!   stricter rule, as for autocast.)
+//! * a parameter shared by two modules (tied weights: `b.weight =
+//!   a.weight.clone()`) was listed twice by `Module::parameters()` and
+//!   `named_parameters()` (so `Adam::new(model.parameters())` refused it as
+//!   a duplicate) and counted twice by `num_parameters()`; and
+//!   `Module::to(device, dtype)` converted it twice into two separate
+//!   leaves, silently untying the weights (each then trained on its own).
+//!   PyTorch lists a shared parameter once, under its first name, and
+//!   `module.to` keeps it one tensor; so does strata now.
 
+use strata_autograd::nn::{Linear, Module};
+use strata_autograd::Adam;
 use strata_autograd::{
     is_grad_enabled, is_inference_mode_enabled, set_grad_enabled, EnableGradGuard,
     InferenceModeGuard, NoGradGuard, Var,
@@ -195,4 +205,83 @@ fn rsub_of_a_nan_or_infinite_scalar() {
     assert!(v[1].is_nan());
     y.sum(None, false).unwrap().backward().unwrap();
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![-1.0, -1.0]);
+}
+
+// ------------------------------------------------------------ tied weights
+
+struct Tied {
+    a: Linear,
+    b: Linear,
+}
+
+impl Module for Tied {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(String, &Var)) {
+        self.a.visit(&strata_autograd::nn::join(prefix, "a"), f);
+        self.b.visit(&strata_autograd::nn::join(prefix, "b"), f);
+    }
+
+    fn visit_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(String, &mut Var) -> strata_autograd::Result<()>,
+    ) -> strata_autograd::Result<()> {
+        self.a
+            .visit_mut(&strata_autograd::nn::join(prefix, "a"), f)?;
+        self.b.visit_mut(&strata_autograd::nn::join(prefix, "b"), f)
+    }
+
+    fn set_training(&mut self, training: bool) {
+        self.a.set_training(training);
+        self.b.set_training(training);
+    }
+
+    fn is_training(&self) -> bool {
+        self.a.is_training()
+    }
+}
+
+fn tied() -> Tied {
+    let w = || Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2], CPU).unwrap();
+    let a = Linear::from_tensors(w(), None).unwrap();
+    let mut b =
+        Linear::from_tensors(w(), Some(Tensor::zeros(&[3], DType::F32, CPU).unwrap())).unwrap();
+    b.weight = a.weight.clone();
+    Tied { a, b }
+}
+
+#[test]
+fn a_shared_parameter_is_listed_once() {
+    // PyTorch, with m.b.weight = m.a.weight (b with a bias):
+    // [n for n, _ in m.named_parameters()] == ['a.weight', 'b.bias'],
+    // len(list(m.parameters())) == 2, 9 elements.
+    let m = tied();
+    let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, vec!["a.weight".to_string(), "b.bias".to_string()]);
+    assert_eq!(m.parameters().len(), 2);
+    assert_eq!(m.num_parameters(), 9);
+    // An optimizer over them is accepted (torch.optim.Adam(m.parameters())).
+    assert!(Adam::new(m.parameters(), 1e-3).is_ok());
+}
+
+#[test]
+fn module_to_keeps_a_shared_parameter_shared() {
+    // m.to(torch.float64): m.a.weight is m.b.weight stays True.
+    let mut m = tied();
+    m.to(CPU, Some(DType::F64)).unwrap();
+    assert_eq!(m.a.weight.dtype(), DType::F64);
+    assert_eq!(m.b.bias.as_ref().unwrap().dtype(), DType::F64);
+    // One variable: a gradient through b reaches a's weight.
+    let x = Var::new(Tensor::ones(&[1, 2], DType::F64, CPU).unwrap());
+    m.b.forward(&x)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    // d sum(x W^T + b) / dW = ones(3, 2) (x is ones).
+    assert_eq!(
+        m.a.weight.grad().unwrap().to_vec::<f64>().unwrap(),
+        vec![1.0; 6]
+    );
+    assert_eq!(m.parameters().len(), 2);
 }

@@ -17,7 +17,9 @@ pub use layer_norm::LayerNorm;
 pub use linear::Linear;
 
 use crate::error::{AutogradError, Result};
-use crate::var::Var;
+use crate::var::{Var, VarInner};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use strata_tensor::{DType, Device, Tensor};
 
 /// The dotted name of `name` under `prefix` (`prefix.name`, or `name` at the top).
@@ -48,25 +50,32 @@ pub trait Module {
     /// Whether the module is in training mode.
     fn is_training(&self) -> bool;
 
-    /// Every parameter with its dotted name.
+    /// Every parameter with its dotted name. A parameter shared by several
+    /// modules (tied weights) is listed once, under its first name, as
+    /// PyTorch's `named_parameters()`.
     fn named_parameters(&self) -> Vec<(String, Var)> {
+        let mut seen = HashSet::new();
         let mut out = Vec::new();
-        self.visit("", &mut |name, v| out.push((name, v.clone())));
+        self.visit("", &mut |name, v| {
+            if seen.insert(Arc::as_ptr(&v.inner)) {
+                out.push((name, v.clone()));
+            }
+        });
         out
     }
 
-    /// Every parameter (handles on the same variables), for an optimizer.
+    /// Every parameter (handles on the same variables), for an optimizer;
+    /// a shared one once, as PyTorch's `parameters()`.
     fn parameters(&self) -> Vec<Var> {
-        let mut out = Vec::new();
-        self.visit("", &mut |_, v| out.push(v.clone()));
-        out
+        self.named_parameters()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
     }
 
-    /// Total number of parameter elements.
+    /// Total number of parameter elements (a shared parameter counted once).
     fn num_parameters(&self) -> usize {
-        let mut n = 0;
-        self.visit("", &mut |_, v| n += v.numel());
-        n
+        self.parameters().iter().map(Var::numel).sum()
     }
 
     /// Training mode (PyTorch's `train()`).
@@ -104,10 +113,13 @@ pub trait Module {
             }
         }
         // Convert everything first, then swap, so a failure changes nothing.
+        // A parameter shared by several modules (tied weights) is converted
+        // once and stays shared (PyTorch's `module.to` keeps it one tensor).
         let mut converted: Vec<Tensor> = Vec::new();
         let mut first_err = None;
+        let mut seen = HashSet::new();
         self.visit("", &mut |_, v| {
-            if first_err.is_some() {
+            if first_err.is_some() || !seen.insert(Arc::as_ptr(&v.inner)) {
                 return;
             }
             let t = v.data().to(device).and_then(|t| match dtype {
@@ -123,11 +135,18 @@ pub trait Module {
             return Err(e.into());
         }
         let mut it = converted.into_iter();
+        let mut replaced: HashMap<*const VarInner, Var> = HashMap::new();
         self.visit_mut("", &mut |_, v| {
-            let t = it.next().expect("one tensor per parameter");
+            let key = Arc::as_ptr(&v.inner);
+            if let Some(nv) = replaced.get(&key) {
+                *v = nv.clone();
+                return Ok(());
+            }
+            let t = it.next().expect("one tensor per distinct parameter");
             let requires_grad = v.requires_grad();
             let nv = Var::new(t);
             nv.requires_grad_(requires_grad)?;
+            replaced.insert(key, nv.clone());
             *v = nv;
             Ok(())
         })
