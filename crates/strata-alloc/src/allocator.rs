@@ -1538,7 +1538,9 @@ impl CachingAllocator {
         let p = pool.stat();
         st.stats.segment.increase(p, 1);
         st.stats.reserved_bytes.increase(p, size as i64);
-        st.private_pool_reserved(s, p, size as i64);
+        if let Some(r) = st.private_pool_reserved(s) {
+            r.increase(p, size as i64);
+        }
         st.stats.num_device_alloc += 1;
         if st.settings.is_oversize(size) {
             st.blocks[id].oversize_segment = true;
@@ -1571,7 +1573,9 @@ impl CachingAllocator {
         st.blocks.remove(id);
         st.stats.segment.decrease(pool, 1);
         st.stats.reserved_bytes.decrease(pool, size as i64);
-        st.private_pool_reserved(s, pool, -(size as i64));
+        if let Some(r) = st.private_pool_reserved(s) {
+            r.decrease(pool, size as i64);
+        }
         st.stats.num_device_free += 1;
         if oversize {
             st.stats.oversize_segments.decrease(1);

@@ -96,7 +96,7 @@ impl CachingAllocator {
     /// is routed to one (PyTorch's `MemPoolContext.active_pool()`); `None`
     /// for the default pools.
     pub fn active_mem_pool(&self) -> Option<(u64, u64)> {
-        self.with_state(|st| route_of_this_thread(st).map(|pool| (0, pool)))
+        self.with_state(|st| route_of_this_thread(st).map(pool_id))
     }
 
     /// Creates a private memory pool (PyTorch's `torch.cuda.MemPool()`).
@@ -122,7 +122,7 @@ impl CachingAllocator {
 impl MemPool {
     /// The pool's id, PyTorch's `MemPool.id`: `(0, n)`.
     pub fn id(&self) -> (u64, u64) {
-        (0, self.id)
+        pool_id(self.id)
     }
 
     /// The allocator the pool belongs to.
@@ -236,6 +236,13 @@ fn current_thread() -> ThreadId {
 
 /// The dense index that serves a request on `stream` from the calling
 /// thread: its latest route's pool, or the default pools.
+/// PyTorch's `MemPool.id` of the pool numbered `n` in the allocator's
+/// state: `(0, n)`, `(0, 0)` being the default pools (as PyTorch's
+/// `segment_pool_id` gives them).
+pub(crate) fn pool_id(n: u64) -> (u64, u64) {
+    (0, n)
+}
+
 pub(crate) fn routed_stream_index(st: &mut State, stream: StreamId) -> u32 {
     match route_of_this_thread(st) {
         Some(pool) => pool_stream_index(st, stream, pool),
@@ -316,7 +323,9 @@ pub(crate) fn forget_empty_pools(st: &mut State) {
     }
     st.mempools.retain(|p| !gone.contains(&p.id));
     for &id in &gone {
-        st.stats.reserved_bytes_by_private_pools.remove(&(0, id));
+        st.stats
+            .reserved_bytes_by_private_pools
+            .remove(&pool_id(id));
     }
     for e in st.streams.iter_mut() {
         if gone.contains(&e.mempool) {

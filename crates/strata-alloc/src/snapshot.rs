@@ -114,7 +114,7 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                             .get(&b.ptr)
                             .map(|&l| crate::history::CallSite::from_location(l))
                     },
-                    pool_id: (0, st.streams[b.stream as usize].mempool),
+                    pool_id: crate::mempool::pool_id(st.streams[b.stream as usize].mempool),
                     blocks: Vec::new(),
                 });
                 let state = if b.allocated {
@@ -341,7 +341,7 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         let mempool = st.streams[b.stream as usize].mempool;
         if mempool != 0 {
             want.reserved_bytes_by_private_pools
-                .entry((0, mempool))
+                .entry(crate::mempool::pool_id(mempool))
                 .or_default()
                 .increase(b.pool.stat(), size as i64);
         }

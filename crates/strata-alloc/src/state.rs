@@ -10,7 +10,7 @@ use crate::driver::{DevicePtr, EventHandle, PhysHandle, StreamId};
 use crate::history::{Action, History, LiveAlloc, Recording};
 use crate::pool::{Entry, FreeIndex};
 use crate::repeats::Repeats;
-use crate::stats::{MemoryStats, StatType};
+use crate::stats::{MemoryStats, StatArray};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// One reserved address range and the physical pages mapped into it.
@@ -382,24 +382,16 @@ impl State {
         self.stats.reserved_bytes.all().current as u64
     }
 
-    /// Adds `bytes` (negative: removes) to the reserved bytes of the private
-    /// pool that dense stream `s` belongs to, if any
-    /// (`reserved_bytes_by_private_pools`).
-    pub fn private_pool_reserved(&mut self, s: u32, pool: StatType, bytes: i64) {
+    /// The reserved bytes of the private pool that dense stream `s` belongs
+    /// to (`reserved_bytes_by_private_pools`); `None` for the default pools.
+    pub fn private_pool_reserved(&mut self, s: u32) -> Option<&mut StatArray> {
         let mempool = self.streams[s as usize].mempool;
-        if mempool == 0 {
-            return;
-        }
-        let arr = self
-            .stats
-            .reserved_bytes_by_private_pools
-            .entry((0, mempool))
-            .or_default();
-        if bytes >= 0 {
-            arr.increase(pool, bytes);
-        } else {
-            arr.decrease(pool, -bytes);
-        }
+        (mempool != 0).then(|| {
+            self.stats
+                .reserved_bytes_by_private_pools
+                .entry(crate::mempool::pool_id(mempool))
+                .or_default()
+        })
     }
 
     /// Records an event about block-sized memory of dense stream `s` (and

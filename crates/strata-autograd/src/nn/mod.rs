@@ -20,7 +20,7 @@ use crate::error::{AutogradError, Result};
 use crate::var::{Var, VarInner};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::{DType, Device};
 
 /// The dotted name of `name` under `prefix` (`prefix.name`, or `name` at the top).
 pub fn join(prefix: &str, name: &str) -> String {
@@ -113,41 +113,27 @@ pub trait Module {
             }
         }
         // Convert everything first, then swap, so a failure changes nothing.
-        // A parameter shared by several modules (tied weights) is converted
-        // once and stays shared (PyTorch's `module.to` keeps it one tensor).
-        let mut converted: Vec<Tensor> = Vec::new();
-        let mut first_err = None;
-        let mut seen = HashSet::new();
-        self.visit("", &mut |_, v| {
-            if first_err.is_some() || !seen.insert(Arc::as_ptr(&v.inner)) {
-                return;
-            }
+        // A parameter shared by several modules (tied weights) is listed
+        // once by `named_parameters`, so it is converted once and stays
+        // shared (PyTorch's `module.to` keeps it one tensor). The listed
+        // handles keep every old parameter alive, so its address identifies
+        // it until the swap is done.
+        let params = self.named_parameters();
+        let mut converted: HashMap<*const VarInner, Var> = HashMap::new();
+        for (_, v) in &params {
             let t = v.data().to(device).and_then(|t| match dtype {
                 Some(d) if d != t.dtype() => t.to_dtype(d),
                 _ => Ok(t),
-            });
-            match t {
-                Ok(t) => converted.push(t),
-                Err(e) => first_err = Some(e),
-            }
-        });
-        if let Some(e) = first_err {
-            return Err(e.into());
-        }
-        let mut it = converted.into_iter();
-        let mut replaced: HashMap<*const VarInner, Var> = HashMap::new();
-        self.visit_mut("", &mut |_, v| {
-            let key = Arc::as_ptr(&v.inner);
-            if let Some(nv) = replaced.get(&key) {
-                *v = nv.clone();
-                return Ok(());
-            }
-            let t = it.next().expect("one tensor per distinct parameter");
-            let requires_grad = v.requires_grad();
+            })?;
             let nv = Var::new(t);
-            nv.requires_grad_(requires_grad)?;
-            replaced.insert(key, nv.clone());
-            *v = nv;
+            nv.requires_grad_(v.requires_grad())?;
+            converted.insert(Arc::as_ptr(&v.inner), nv);
+        }
+        self.visit_mut("", &mut |_, v| {
+            *v = converted
+                .get(&Arc::as_ptr(&v.inner))
+                .expect("every parameter was converted")
+                .clone();
             Ok(())
         })
     }
