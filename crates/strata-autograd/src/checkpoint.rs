@@ -20,6 +20,13 @@
 //! by a recorded op outside `f`) must be passed as an input instead:
 //! [`checkpoint`] returns [`AutogradError::Checkpoint`] for it.
 //!
+//! The output requires grad only when it depends on an input or captured
+//! variable requiring grad, as PyTorch's (whose forward runs with grad mode
+//! on): while `f` runs, every op's output and every in-place op's target is
+//! noted as dependent when one of its operands is. An output that is not (a
+//! constant, a `.detach()`ed value, one made only of inputs that do not
+//! require grad) is returned as `f` made it, with no node.
+//!
 //! Checkpoints nest (an inner checkpoint in a recomputed forward checkpoints
 //! again), compose with autocast, and accept views as inputs.
 //!
@@ -47,14 +54,13 @@ use crate::inference_mode::is_inference_mode_enabled;
 use crate::ops::formula;
 use crate::var::{record, Var};
 use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
 use std::sync::Arc;
 use strata_tensor::generator::{rng_state, set_rng_state, RngState};
 
 thread_local! {
-    /// One list per active checkpointed forward: the variables requiring grad
-    /// that its ops read (captured from outside, since nothing inside requires
-    /// grad), each with its version when read.
-    static TRACERS: RefCell<Vec<Vec<(Var, u64)>>> = const { RefCell::new(Vec::new()) };
+    /// One frame per active checkpointed forward (see [`Frame`]).
+    static TRACERS: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
     /// How many recomputations' backward passes are running on this thread.
     static RECOMPUTING: Cell<usize> = const { Cell::new(0) };
 }
@@ -88,6 +94,37 @@ impl Drop for RecomputeGuard {
     }
 }
 
+/// What one active checkpointed forward has seen.
+#[derive(Default)]
+struct Frame {
+    /// The variables requiring grad that its ops read (captured from
+    /// outside, since nothing inside requires grad), each with its version
+    /// when read.
+    captured: Vec<(Var, u64)>,
+    /// The float variables (by address) made by its ops from a value that
+    /// depends on an input or captured variable requiring grad: those that
+    /// would require grad had the forward run with grad mode on, as
+    /// PyTorch's does (a `.detach()`ed one is a new variable, not listed).
+    dependent: HashSet<usize>,
+    /// The storages (`Tensor::storage_ptr`) that an in-place op wrote a
+    /// dependent value into: every variable viewing one depends on it (a
+    /// view's in-place op changes its base, as in PyTorch).
+    written: HashSet<u64>,
+}
+
+impl Frame {
+    fn depends(&self, v: &Var) -> bool {
+        v.requires_grad()
+            || self.dependent.contains(&(Arc::as_ptr(v.inner()) as usize))
+            || self.written.contains(&v.data().storage_ptr())
+    }
+}
+
+// An address freed and reused during the forward, or a storage written and
+// then viewed by a `.detach()`ed variable, only makes a value look
+// dependent (its output recorded, as before this tracking existed), never
+// the reverse.
+
 /// Called by every recorded op with its inputs: inside a checkpointed
 /// forward, remembers those that require grad.
 pub(crate) fn note_parameters(inputs: &[Option<&Var>]) {
@@ -96,8 +133,36 @@ pub(crate) fn note_parameters(inputs: &[Option<&Var>]) {
         if let Some(top) = t.last_mut() {
             for v in inputs.iter().flatten() {
                 if v.requires_grad() {
-                    top.push(((*v).clone(), v.version()));
+                    top.captured.push(((*v).clone(), v.version()));
                 }
+            }
+        }
+    });
+}
+
+/// Called by every recorded op with its inputs and output: inside a
+/// checkpointed forward, lists the output as dependent when it is float and
+/// one of the inputs is.
+pub(crate) fn note_output(inputs: &[Option<&Var>], output: &Var) {
+    TRACERS.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(top) = t.last_mut() {
+            if output.dtype().is_float() && inputs.iter().flatten().any(|v| top.depends(v)) {
+                top.dependent.insert(Arc::as_ptr(output.inner()) as usize);
+            }
+        }
+    });
+}
+
+/// Called by every in-place op on a variable (`target op= other`) inside a
+/// checkpointed forward: the target's storage becomes dependent when
+/// `other` is (`torch.zeros(3).add_(x)` requires grad in PyTorch).
+pub(crate) fn note_in_place(target: &Var, other: Option<&Var>) {
+    TRACERS.with(|t| {
+        let mut t = t.borrow_mut();
+        if let Some(top) = t.last_mut() {
+            if other.is_some_and(|o| top.depends(o)) && target.dtype().is_float() {
+                top.written.insert(target.data().storage_ptr());
             }
         }
     });
@@ -113,17 +178,30 @@ pub(crate) fn in_forward() -> bool {
 struct TracerGuard;
 
 impl TracerGuard {
-    fn push() -> TracerGuard {
-        TRACERS.with(|t| t.borrow_mut().push(Vec::new()));
+    /// Pushes a frame in which `dependent` (the copies of the inputs
+    /// requiring grad) are dependent.
+    fn push(dependent: &[&Var]) -> TracerGuard {
+        let frame = Frame {
+            dependent: dependent
+                .iter()
+                .map(|v| Arc::as_ptr(v.inner()) as usize)
+                .collect(),
+            ..Frame::default()
+        };
+        TRACERS.with(|t| t.borrow_mut().push(frame));
         TracerGuard
     }
 
-    fn take(&self) -> Vec<(Var, u64)> {
+    /// The captured variables, and whether `out` depends on an input or a
+    /// captured variable requiring grad.
+    fn take(&self, out: Option<&Var>) -> (Vec<(Var, u64)>, bool) {
         TRACERS.with(|t| {
-            t.borrow_mut()
-                .last_mut()
-                .map(std::mem::take)
-                .unwrap_or_default()
+            let mut t = t.borrow_mut();
+            let Some(top) = t.last_mut() else {
+                return (Vec::new(), true);
+            };
+            let depends = out.is_some_and(|o| top.depends(o));
+            (std::mem::take(&mut top.captured), depends)
         })
     }
 }
@@ -186,14 +264,28 @@ where
     // refused at backward, as PyTorch refuses it (the recomputation would
     // start from the modified value).
     let versions: Vec<u64> = inputs.iter().map(Var::version).collect();
-    let (out, captured) = {
-        let tracer = TracerGuard::push();
+    let requiring: Vec<&Var> = inputs
+        .iter()
+        .zip(&detached)
+        .filter_map(|(v, d)| v.requires_grad().then_some(d))
+        .collect();
+    let (out, captured, depends) = {
+        let tracer = TracerGuard::push(&requiring);
         let _no_grad = NoGradGuard::new();
         let out = f(&detached);
-        (out, tracer.take())
+        let (captured, depends) = tracer.take(out.as_ref().ok());
+        (out, captured, depends)
     };
+    drop(requiring);
     let out = out?;
     drop(detached);
+    // An output that depends on no input or captured variable requiring
+    // grad (a constant, `.detach()`ed, or made of inputs that do not require
+    // grad) does not require grad, as PyTorch's (its forward records no
+    // graph to it), and nothing is recomputed for it.
+    if !depends {
+        return Ok(out);
+    }
     // Captured variables, each once, with the version they had when first
     // read: one modified after that (in `f` through `.data()`, or by an
     // optimizer step before the backward) is refused at backward, as

@@ -602,7 +602,26 @@ impl<'a> VarOperand<'a> {
 ///
 /// Fails with [`AutogradError::InferenceTensorSaved`] when a node would save
 /// (a view of) an input made in inference mode, as PyTorch refuses it.
+/// Inside a checkpointed forward the output's dependence on the variables
+/// requiring grad is noted (see `checkpoint::note_output`).
 pub(crate) fn record(
+    name: &'static str,
+    output: Tensor,
+    inputs: &[Option<&Var>],
+    saved: impl FnOnce() -> Vec<Tensor>,
+    backward: BackwardFn,
+    is_view: bool,
+) -> Result<Var> {
+    let out = record_result(name, output, inputs, saved, backward, is_view)?;
+    if !crate::inference_mode::is_inference_mode_enabled() {
+        crate::checkpoint::note_output(inputs, &out);
+    }
+    Ok(out)
+}
+
+/// [`record`] without its note to an active checkpointed forward of whether
+/// the output depends on a variable requiring grad.
+fn record_result(
     name: &'static str,
     output: Tensor,
     inputs: &[Option<&Var>],

@@ -98,6 +98,7 @@ impl Var {
             Kind::Mul => a.mul_(b)?,
             Kind::Div => a.div_(b)?,
         };
+        crate::checkpoint::note_in_place(self, ov);
         if !recording {
             return Ok(self);
         }

@@ -1,0 +1,109 @@
+//! Session 34's sweep of hostile inputs to autograd (after
+//! `hostile_sweep_s33.rs`). Each test asserts PyTorch's values (PyTorch
+//! 2.15 on the CPU, noted beside them), or the state left behind.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * `checkpoint` of a function whose output does not depend on any input
+//!   or captured variable requiring grad (a constant, a `.detach()`ed
+//!   value, or one made only of inputs that do not require grad) returned
+//!   a variable that required grad, with a `CheckpointBackward` node whose
+//!   backward passed no gradient. PyTorch's non-reentrant checkpoint runs
+//!   the forward with grad mode on, so such an output does not require
+//!   grad (and `out.sum().backward()` is refused). Strata now tracks,
+//!   inside the checkpointed forward, which values depend on an input or
+//!   parameter requiring grad (through ops and in-place ops), and records
+//!   the node only for an output that does.
+
+use strata_autograd::{checkpoint, Var};
+use strata_tensor::{DType, Device, Tensor};
+
+const CPU: Device = Device::Cpu;
+
+fn param(v: &[f32]) -> Var {
+    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
+}
+
+fn constant(v: &[f32]) -> Var {
+    Var::new(Tensor::from_slice(v, &[v.len()], CPU).unwrap())
+}
+
+fn grad(v: &Var) -> Vec<f32> {
+    v.grad().unwrap().to_vec::<f32>().unwrap()
+}
+
+#[test]
+fn checkpoint_of_an_output_independent_of_the_inputs_does_not_require_grad() {
+    let x = param(&[1.0, 2.0, 3.0]);
+    // checkpoint(lambda a: torch.ones(3), x, use_reentrant=False)
+    //   .requires_grad == False, grad_fn None; .sum().backward() raises.
+    let out = checkpoint(
+        |_| Ok(Var::new(Tensor::ones(&[3], DType::F32, CPU)?)),
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
+    assert!(!out.requires_grad());
+    assert!(out.grad_fn_name().is_none());
+    assert!(out.sum(None, false).unwrap().backward().is_err());
+    assert!(x.grad().is_none());
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![1.0; 3]);
+
+    // lambda a, b: b * 2 with b not requiring grad: False.
+    let y = constant(&[4.0, 5.0, 6.0]);
+    let out = checkpoint(|xs| xs[1].mul(2.0), &[x.clone(), y.clone()]).unwrap();
+    assert!(!out.requires_grad());
+    assert_eq!(out.to_vec::<f32>().unwrap(), vec![8.0, 10.0, 12.0]);
+
+    // lambda a: (a * 2).detach(): False.
+    let out = checkpoint(|xs| Ok(xs[0].mul(2.0)?.detach()), std::slice::from_ref(&x)).unwrap();
+    assert!(!out.requires_grad());
+
+    // lambda a: (a * 2).long().float() * a.detach(): False.
+    let out = checkpoint(
+        |xs| {
+            xs[0]
+                .mul(2.0)?
+                .to_dtype(DType::I64)?
+                .to_dtype(DType::F32)?
+                .mul(&xs[0].detach())
+        },
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
+    assert!(!out.requires_grad());
+}
+
+#[test]
+fn checkpoint_of_an_output_that_depends_on_the_inputs_still_back_propagates() {
+    let x = param(&[1.0, 2.0, 3.0]);
+    // lambda a: a * 2: True, x.grad == [2, 2, 2].
+    let out = checkpoint(|xs| xs[0].mul(2.0), std::slice::from_ref(&x)).unwrap();
+    assert!(out.requires_grad());
+    out.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&x), vec![2.0; 3]);
+
+    // lambda a: torch.zeros(3).add_(a): True, x.grad == [1, 1, 1].
+    let x = param(&[1.0, 2.0, 3.0]);
+    let out = checkpoint(
+        |xs| {
+            let z = Var::new(Tensor::zeros(&[3], DType::F32, CPU)?);
+            z.add_(&xs[0])?;
+            Ok(z)
+        },
+        std::slice::from_ref(&x),
+    )
+    .unwrap();
+    assert!(out.requires_grad());
+    out.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&x), vec![1.0; 3]);
+
+    // A captured parameter and an input that does not require grad:
+    // lambda b: b * w: True, w.grad == b.
+    let w = param(&[1.0, 1.0, 1.0]);
+    let y = constant(&[4.0, 5.0, 6.0]);
+    let w2 = w.clone();
+    let out = checkpoint(move |xs| xs[0].mul(&w2), &[y]).unwrap();
+    assert!(out.requires_grad());
+    out.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&w), vec![4.0, 5.0, 6.0]);
+}
