@@ -125,16 +125,15 @@ impl Driver for HostDriver {
     }
 
     fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
-        if let Some(cap) = self.capacity {
-            // Reserve the bytes first so that concurrent callers cannot overshoot.
-            let prev = self.used.fetch_add(size, Ordering::Relaxed);
-            if prev + size > cap {
-                self.used.fetch_sub(size, Ordering::Relaxed);
-                return Err(DriverError::OutOfMemory);
-            }
-        } else {
-            self.used.fetch_add(size, Ordering::Relaxed);
-        }
+        // Reserve the bytes first so that concurrent callers cannot overshoot
+        // the capacity. Checked: a size near `u64::MAX` (a segment size set
+        // near 2^64 bytes) must not wrap `used + size` back under it.
+        let cap = self.capacity.unwrap_or(u64::MAX);
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(size).filter(|&total| total <= cap)
+            })
+            .map_err(|_| DriverError::OutOfMemory)?;
         let layout = match Self::layout(size) {
             Ok(l) => l,
             Err(e) => {
