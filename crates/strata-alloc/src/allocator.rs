@@ -1773,7 +1773,8 @@ impl CachingAllocator {
         } else if st
             .settings
             .allowed_max
-            .is_some_and(|m| reserved + device_request > m)
+            // Saturating: a segment size set near 2^64 bytes must not wrap.
+            .is_some_and(|m| reserved.saturating_add(device_request) > m)
         {
             "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF (or with set_memory_fraction), or use less memory.".to_string()
         } else if unallocated > device_request
