@@ -76,8 +76,13 @@ pub enum AutogradError {
         /// The backward node that would have saved it.
         op: &'static str,
     },
-    /// An in-place operation on a view created with gradient tracking.
-    #[error("{op}: in-place operations on a view of a tensor that requires grad are not supported; clone the view first")]
+    /// A recorded in-place operation on a view (of a variable that requires
+    /// grad, or with an operand that does).
+    #[error(
+        "{op}: in-place operations recorded for backward on a view (of a tensor that requires \
+         grad, or with an operand that does) are not supported, since strata does not rebase the \
+         base's history; clone the view first, or build the result out of place"
+    )]
     InPlaceOnView {
         /// The in-place op.
         op: &'static str,

@@ -37,7 +37,7 @@ pub(crate) struct VarInner {
     requires_grad: AtomicBool,
     /// The accumulated gradient and where a first one is written (leaves only).
     grad: Mutex<GradSlot>,
-    /// Made by a view op while recording (in-place ops on it are refused).
+    /// Made by a view op (recorded in-place ops on it are refused).
     is_view: bool,
     /// Made by a view op in no-grad or inference mode from a variable that
     /// requires grad (or from such a view): an in-place op on it with grad
@@ -670,7 +670,11 @@ fn record_result(
         } else if no_grad_view {
             Var::no_grad_view_of(output)
         } else {
-            Var::new(output)
+            // A view of a variable that does not require grad is still a
+            // view: a recorded in-place op on it (an operand requires grad)
+            // is refused, since it would record history on the view alone
+            // and not on its base (PyTorch rebases the base's history).
+            Var::make(output, None, false, is_view)
         });
     }
     let saved = saved();

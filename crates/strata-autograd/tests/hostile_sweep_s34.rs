@@ -14,8 +14,15 @@
 //!   inside the checkpointed forward, which values depend on an input or
 //!   parameter requiring grad (through ops and in-place ops), and records
 //!   the node only for an output that does.
+//! * an in-place op with an operand requiring grad on a view of a variable
+//!   that does not require grad (`z.narrow(0, 0, 2)?.add_(&x)`) recorded
+//!   its history on the view alone: `z` kept none, so a loss through `z`
+//!   silently gave `x` no gradient for the op (PyTorch rebases `z`'s
+//!   history, `CopySlices`). Such a view is now refused with
+//!   `InPlaceOnView`, as a view of a variable requiring grad already was,
+//!   before anything changes.
 
-use strata_autograd::{checkpoint, Var};
+use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
@@ -106,4 +113,68 @@ fn checkpoint_of_an_output_that_depends_on_the_inputs_still_back_propagates() {
     assert!(out.requires_grad());
     out.sum(None, false).unwrap().backward().unwrap();
     assert_eq!(grad(&w), vec![4.0, 5.0, 6.0]);
+}
+
+fn values(v: &Var) -> Vec<f32> {
+    v.to_vec::<f32>().unwrap()
+}
+
+#[test]
+fn a_recorded_in_place_op_on_a_view_of_an_untracked_variable_is_refused() {
+    // z = torch.zeros(3); z[0:2].add_(x[1:3]); ((z * z) + x).sum().backward()
+    // gives x.grad == [1, 5, 7] in PyTorch (CopySlices rebases z's
+    // history). Strata does not rebase a view's base: the op recorded its
+    // history on the view alone and x got [1, 1, 1], silently. It is now
+    // refused as for a view of a variable requiring grad, before z changes.
+    let x = param(&[1.0, 2.0, 3.0]);
+    let z = constant(&[0.0, 0.0, 0.0]);
+    let view = z.narrow(0, 0, 2).unwrap();
+    let err = view.add_(&x.narrow(0, 1, 2).unwrap()).unwrap_err();
+    assert!(
+        matches!(err, AutogradError::InPlaceOnView { op: "add_" }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("clone the view"), "{err}");
+    assert_eq!(values(&z), vec![0.0; 3]);
+    assert!(!view.requires_grad() && !z.requires_grad());
+    // Each of the other recorded in-place ops, and a view made without
+    // grad mode, too.
+    for op in ["sub_", "mul_", "div_"] {
+        let view = z.narrow(0, 1, 2).unwrap();
+        let other = x.narrow(0, 0, 2).unwrap();
+        let err = match op {
+            "sub_" => view.sub_(&other),
+            "mul_" => view.mul_(&other),
+            _ => view.div_(&other),
+        }
+        .unwrap_err();
+        assert!(
+            matches!(err, AutogradError::InPlaceOnView { .. }),
+            "{op}: {err:?}"
+        );
+    }
+    let view = {
+        let _g = strata_autograd::NoGradGuard::new();
+        z.narrow(0, 0, 2).unwrap()
+    };
+    assert!(matches!(
+        view.add_(&x.narrow(0, 0, 2).unwrap()).unwrap_err(),
+        AutogradError::InPlaceOnView { .. }
+    ));
+    assert_eq!(values(&z), vec![0.0; 3]);
+    // Not recording (no operand requires grad), the op is allowed, as in
+    // PyTorch: z[0:2].add_(1.0).
+    z.narrow(0, 0, 2).unwrap().add_(1.0).unwrap();
+    assert_eq!(values(&z), vec![1.0, 1.0, 0.0]);
+    // In place on the base itself records (PyTorch: z.add_(x) makes z
+    // require grad, x.grad == 2 * z).
+    let z = constant(&[0.0, 0.0, 0.0]);
+    z.add_(&x).unwrap();
+    z.mul(&z)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![2.0, 4.0, 6.0]);
 }
