@@ -1866,7 +1866,10 @@ impl CachingAllocator {
     /// The snapshot as the bytes of PyTorch's pickle (what
     /// [`dump_snapshot`](Self::dump_snapshot) writes). Taking it records a
     /// `snapshot` trace event while history is on, as PyTorch does, after its
-    /// trace was copied: the event shows in the next snapshot's trace.
+    /// trace was copied: the event shows in the next snapshot's trace. A
+    /// device numbered above `cuda:127`, which PyTorch's format cannot hold
+    /// (its device index is an 8-bit integer), is an
+    /// [`AllocError::DeviceOrdinalTooLarge`] that records nothing.
     pub fn snapshot_pickle(&self) -> Result<Vec<u8>, AllocError> {
         crate::diagnostics::snapshot_pickle(self)
     }
@@ -1876,7 +1879,9 @@ impl CachingAllocator {
     /// `python -m torch.cuda._memory_viz trace_plot <path> -o trace.html` or
     /// on <https://pytorch.org/memory_viz>. Its segments and blocks are always
     /// there; the trace and the blocks' frames (call sites) only when history
-    /// is on.
+    /// is on. A device numbered above `cuda:127` is refused as
+    /// [`snapshot_pickle`](Self::snapshot_pickle) refuses it, before `path`
+    /// is created.
     ///
     /// ```
     /// use std::sync::Arc;

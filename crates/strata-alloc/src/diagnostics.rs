@@ -22,19 +22,21 @@ fn write_error(path: &Path, reason: impl std::fmt::Display) -> AllocError {
 /// snapshot: this snapshot's own event shows in the next one.
 pub(crate) fn snapshot_pickle(allocator: &CachingAllocator) -> Result<Vec<u8>, AllocError> {
     let device = allocator.device();
+    crate::snapshot_pickle::check_ordinal(device, "snapshot_pickle")?;
     allocator
         .with_state(|st| {
             let bytes =
-                crate::snapshot_pickle::encode(&crate::snapshot_pickle::document(st, device));
+                crate::snapshot_pickle::encode(&crate::snapshot_pickle::document(st, device))?;
+            // Only a snapshot taken is recorded (a refused one changes nothing).
             let active = st.stats.active_bytes.all().current as u64;
             if st.history.enabled() {
                 st.history
                     .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
             }
             st.track(Action::Snapshot, 0, active, StreamId::DEFAULT);
-            bytes
+            Ok(bytes)
         })
-        .map_err(|e| AllocError::Write {
+        .map_err(|e: serde_pickle::Error| AllocError::Write {
             path: "(snapshot)".into(),
             reason: e.to_string(),
         })
@@ -48,7 +50,9 @@ pub(crate) fn dump_snapshot_of(
 ) -> Result<(), AllocError> {
     // The file is opened before the snapshot is taken: taking it records a
     // `snapshot` trace event, which a path that cannot be written must not
-    // leave behind.
+    // leave behind. A device the format cannot hold is refused before the
+    // file is created (which would empty an existing one).
+    crate::snapshot_pickle::check_ordinal(allocator.device(), "dump_snapshot")?;
     let mut file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
     let bytes = snapshot_pickle(allocator)?;
     std::io::Write::write_all(&mut file, &bytes).map_err(|e| write_error(path, e))

@@ -274,6 +274,17 @@ pub enum AllocError {
         /// The device of the allocator given.
         given: Device,
     },
+    /// A snapshot in PyTorch's format was asked of a device whose ordinal
+    /// that format cannot hold: PyTorch's device index is an 8-bit integer
+    /// (at most 127), and its readers find a device's trace at that index of
+    /// `device_traces` (one list per ordinal up to it).
+    #[error("{what}: {device} has an ordinal above 127, the largest device index of PyTorch's snapshot format (torch.device's index is an int8, and memory_viz finds a device's trace at that index of device_traces); number the device cuda:0 to cuda:127 in its driver, or use snapshot() or memory_report() instead")]
+    DeviceOrdinalTooLarge {
+        /// What was asked for.
+        what: &'static str,
+        /// The device.
+        device: Device,
+    },
     /// Writing a diagnostic file failed.
     #[error("could not write {path}: {reason}; pass the path of a file in an existing, writable directory")]
     Write {

@@ -101,6 +101,33 @@ impl Serialize for TraceOut<'_> {
     }
 }
 
+/// `device_traces`: an empty trace for each ordinal below the device's,
+/// then the device's own (written as they are serialised, not gathered).
+struct TracesOut<'a> {
+    ordinal: usize,
+    history: &'a History,
+}
+
+impl Serialize for TracesOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let others = (0..self.ordinal).map(|_| TraceOut(None));
+        s.collect_seq(others.chain([TraceOut(Some(self.history))]))
+    }
+}
+
+/// The largest device ordinal PyTorch's snapshot format holds: its device
+/// index (`c10::DeviceIndex`) is an `int8_t`.
+pub(crate) const MAX_ORDINAL: usize = i8::MAX as usize;
+
+/// Fails unless `device`'s ordinal fits PyTorch's snapshot format
+/// ([`MAX_ORDINAL`]); `what` names the call refused.
+pub(crate) fn check_ordinal(device: Device, what: &'static str) -> Result<(), crate::AllocError> {
+    if ordinal(device) > MAX_ORDINAL {
+        return Err(crate::AllocError::DeviceOrdinalTooLarge { what, device });
+    }
+    Ok(())
+}
+
 /// The allocator settings, with the keys and value types of PyTorch's
 /// `memory_snapshot.cpp`: `roundup_power2_divisions` is a dict from each
 /// interval's start in MiB (`"1"`, `"2"`, `"4"`, … `"32768"`) to its
@@ -123,7 +150,7 @@ struct SettingsOut {
 #[derive(Serialize)]
 pub(crate) struct Document<'a> {
     segments: Vec<SegmentOut>,
-    device_traces: Vec<TraceOut<'a>>,
+    device_traces: TracesOut<'a>,
     allocator_settings: SettingsOut,
     external_annotations: Vec<u8>,
 }
@@ -219,8 +246,10 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
         })
         .collect();
     // One trace per device ordinal up to this one; the others are empty.
-    let mut traces: Vec<TraceOut<'_>> = (0..dev).map(|_| TraceOut(None)).collect();
-    traces.push(TraceOut(Some(h)));
+    let traces = TracesOut {
+        ordinal: dev,
+        history: h,
+    };
     let c = &st.settings.config;
     Document {
         segments: segs,

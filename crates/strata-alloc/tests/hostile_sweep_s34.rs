@@ -18,6 +18,14 @@
 //!   while the error was being built, instead of returning it
 //!   (`hostile_sweep_s27.rs`'s test of that segment size had been failing
 //!   since).
+//! * `snapshot_pickle` and `dump_snapshot` of an allocator whose driver
+//!   reports a large device ordinal gathered an empty trace for every lower
+//!   ordinal first: `cuda:18446744073709551615` panicked ("capacity
+//!   overflow"), and an ordinal of a few billion would have aborted the
+//!   process asking for the memory. PyTorch's device index is an int8, so
+//!   its format holds ordinals up to 127: beyond that the call is now
+//!   `AllocError::DeviceOrdinalTooLarge`, before any file is created or any
+//!   `snapshot` event recorded.
 
 mod common;
 
@@ -25,8 +33,12 @@ use common::sim;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use strata_alloc::driver::host::HostDriver;
+use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::driver::{EventHandle, VirtualMemory};
+use strata_alloc::history::Action;
 use strata_alloc::{
-    AllocError, AllocatorConfig, CachingAllocator, Driver, DriverError, MemPoolOptions, StreamId,
+    AllocError, AllocatorConfig, CachingAllocator, Device, DevicePtr, Driver, DriverError, MemInfo,
+    MemPoolOptions, StreamEvents, StreamId,
 };
 
 const MIB: u64 = 1 << 20;
@@ -120,4 +132,118 @@ fn an_oom_under_a_fraction_for_a_segment_near_u64_max_is_reported() {
     a.empty_cache().unwrap();
     assert_eq!(a.memory_reserved(), 0);
     a.check_consistency().unwrap();
+}
+
+/// A simulated device that reports itself as `cuda:n`.
+struct OnDevice(usize, SimDriver);
+
+impl StreamEvents for OnDevice {
+    fn create_event(&self) -> Result<EventHandle, DriverError> {
+        self.1.create_event()
+    }
+    fn destroy_event(&self, event: EventHandle) -> Result<(), DriverError> {
+        self.1.destroy_event(event)
+    }
+    fn record_event(&self, event: EventHandle, stream: StreamId) -> Result<(), DriverError> {
+        self.1.record_event(event, stream)
+    }
+    fn query_event(&self, event: EventHandle) -> Result<bool, DriverError> {
+        self.1.query_event(event)
+    }
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), DriverError> {
+        self.1.synchronize_event(event)
+    }
+    fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError> {
+        self.1.synchronize_stream(stream)
+    }
+}
+
+impl Driver for OnDevice {
+    fn device(&self) -> Device {
+        Device::Cuda(self.0)
+    }
+    fn name(&self) -> String {
+        self.1.name()
+    }
+    fn total_memory(&self) -> u64 {
+        self.1.total_memory()
+    }
+    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
+        self.1.mem_get_info()
+    }
+    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
+        self.1.malloc(size)
+    }
+    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
+        self.1.free(ptr, size)
+    }
+    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
+        None
+    }
+}
+
+fn on_device(n: usize) -> Arc<CachingAllocator> {
+    let d = OnDevice(n, SimDriver::new(1 << 30, 0));
+    CachingAllocator::new(Arc::new(d), AllocatorConfig::default())
+}
+
+/// PyTorch's snapshot holds a trace per device index, an int8 (at most
+/// 127), in `device_traces`: `cuda:127`'s trace is the 128th list, after
+/// 127 empty ones. Beyond 127 (`cuda:128`, and `cuda:18446744073709551615`,
+/// which used to panic gathering that many empty traces) the pickle is a
+/// `DeviceOrdinalTooLarge` error naming the device: no `snapshot` event is
+/// recorded, and `dump_snapshot` leaves an existing file as it was. The
+/// snapshot itself and the HTML report still work there.
+#[test]
+fn snapshots_of_device_ordinals_beyond_pytorchs_int8_are_refused() {
+    let a = on_device(127);
+    a.record_history(Some(100));
+    let x = a.allocate(4096, S0).unwrap();
+    let doc = common::decode(&a.snapshot_pickle().unwrap());
+    let traces = common::list(common::key(&doc, "device_traces"));
+    assert_eq!(traces.len(), 128);
+    assert!(traces[..127].iter().all(|t| common::list(t).is_empty()));
+    let last = common::list(&traces[127]);
+    assert!(!last.is_empty());
+    drop(x);
+
+    let dir = std::env::temp_dir().join(format!("strata_s34_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in [128, 1 << 40, usize::MAX] {
+        let a = on_device(n);
+        a.record_history(Some(100));
+        let x = a.allocate(4096, S0).unwrap();
+        let history = a.history();
+        let e = a.snapshot_pickle().unwrap_err();
+        assert!(
+            matches!(e, AllocError::DeviceOrdinalTooLarge { device: Device::Cuda(m), .. } if m == n),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("cuda:{n}")) && text.contains("127"),
+            "{text}"
+        );
+        assert_eq!(a.history(), history, "cuda:{n}: nothing recorded");
+
+        let path = dir.join(format!("cuda{n}.pickle"));
+        std::fs::write(&path, b"an earlier snapshot").unwrap();
+        let e = a.dump_snapshot(&path).unwrap_err();
+        assert!(
+            matches!(e, AllocError::DeviceOrdinalTooLarge { .. }),
+            "{e:?}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"an earlier snapshot");
+        assert_eq!(a.history(), history, "cuda:{n}: nothing recorded");
+
+        // What does not need PyTorch's format still works.
+        assert_eq!(a.snapshot().len(), 1);
+        assert!(a
+            .history()
+            .last()
+            .is_some_and(|e| e.action == Action::Snapshot));
+        assert!(a.memory_report_html().contains(&format!("cuda:{n}")));
+        drop(x);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
