@@ -90,6 +90,9 @@ pub enum AutogradError {
     /// A backward reached a view taken before its base (or a variable it
     /// views through other views) was modified by a recorded in-place op:
     /// the view's values include the in-place op but its history does not.
+    /// Also a view of a variable that did not require grad, taken before a
+    /// recorded in-place op gave that variable a history, used in a
+    /// recorded op or modified in place with grad mode on.
     #[error(
         "a view made by {op} was used after the variable it views was modified by a recorded \
          in-place op; its gradient would leave out that op. Take the view after the in-place \

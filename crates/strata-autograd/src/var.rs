@@ -57,6 +57,12 @@ pub(crate) struct VarInner {
     inference: bool,
     /// Post-accumulate-grad hooks (leaves only), with the id of each.
     hooks: Mutex<Vec<(u64, GradHook)>>,
+    /// For a view made of a variable that did not require grad: that
+    /// variable and the view op's node name. Should the variable (or one it
+    /// views, up such a chain) gain a history since, by a recorded in-place
+    /// op, this view's values include that op but it has no history for it
+    /// (see [`Var::edge`]).
+    untracked_view_of: Option<(std::sync::Weak<VarInner>, &'static str)>,
 }
 
 /// A leaf's `.grad`, and the storage a first gradient is copied into when
@@ -212,6 +218,7 @@ impl Var {
                 stands_for_leaf,
                 inference,
                 hooks: Mutex::new(Vec::new()),
+                untracked_view_of: None,
             }),
         }
     }
@@ -531,6 +538,24 @@ impl Var {
         }
     }
 
+    /// The view op's name when this is a view made of a variable that did
+    /// not require grad and that variable (or one it views, up the chain)
+    /// has a history now (`z.add_(&x)` after `v = z.narrow(..)`): the
+    /// view's values include the in-place op but it has no history for it
+    /// (PyTorch regenerates it from the base's). Using it in a recorded op
+    /// is refused ([`check_not_stale_view`]) instead of leaving out the
+    /// op's gradient silently.
+    pub(crate) fn stale_untracked_view(&self) -> Option<&'static str> {
+        let (mut base, op) = self.inner.untracked_view_of.clone()?;
+        loop {
+            let b = base.upgrade()?;
+            if b.current_grad_fn().is_some() {
+                return Some(op);
+            }
+            base = b.untracked_view_of.as_ref()?.0.clone();
+        }
+    }
+
     pub(crate) fn inner(&self) -> &Arc<VarInner> {
         &self.inner
     }
@@ -651,6 +676,9 @@ fn record_result(
             Var::new(output)
         });
     }
+    if output.dtype().is_float() {
+        check_not_stale_view(inputs)?;
+    }
     crate::checkpoint::note_parameters(inputs);
     let edges: Vec<Option<Edge>> = inputs.iter().map(|v| v.and_then(Var::edge)).collect();
     // An integer or bool result is not differentiable: PyTorch records no
@@ -674,7 +702,11 @@ fn record_result(
             // view: a recorded in-place op on it (an operand requires grad)
             // is refused, since it would record history on the view alone
             // and not on its base (PyTorch rebases the base's history).
-            Var::make(output, None, false, is_view)
+            let mut v = Var::make(output, None, false, is_view);
+            if let (true, Some(base), Some(inner)) = (is_view, base, Arc::get_mut(&mut v.inner)) {
+                inner.untracked_view_of = Some((Arc::downgrade(base.inner()), name));
+            }
+            v
         });
     }
     let saved = saved();
@@ -704,6 +736,25 @@ pub(crate) fn check_not_inference<'a>(
 }
 
 /// Whether an op on `inputs` would be recorded now.
+/// With grad mode on (outside inference mode), fails with
+/// [`AutogradError::ViewOfModifiedBase`] when one of `inputs` is a view of
+/// a variable that did not require grad and has gained a history since
+/// (see [`Var::stale_untracked_view`]): in PyTorch that view requires grad,
+/// and a float result of it would too.
+pub(crate) fn check_not_stale_view(inputs: &[Option<&Var>]) -> Result<()> {
+    if !is_grad_enabled() || crate::inference_mode::is_inference_mode_enabled() {
+        return Ok(());
+    }
+    match inputs
+        .iter()
+        .flatten()
+        .find_map(|v| v.stale_untracked_view())
+    {
+        Some(op) => Err(AutogradError::ViewOfModifiedBase { op }),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn would_record(inputs: &[Option<&Var>]) -> bool {
     !crate::inference_mode::is_inference_mode_enabled()
         && is_grad_enabled()

@@ -21,6 +21,12 @@
 //!   history, `CopySlices`). Such a view is now refused with
 //!   `InPlaceOnView`, as a view of a variable requiring grad already was,
 //!   before anything changes.
+//! * a view of a variable that does not require grad, taken before a
+//!   recorded in-place op gave that variable a history (`v = z.narrow(..)`,
+//!   then `z.add_(&x)`), had no history: `v * v` did not require grad and
+//!   `x` silently got no gradient through it (PyTorch regenerates `v`'s
+//!   history from `z`'s). Using such a view in a recorded op, or in place,
+//!   with grad mode on is now `ViewOfModifiedBase`.
 
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
@@ -177,4 +183,60 @@ fn a_recorded_in_place_op_on_a_view_of_an_untracked_variable_is_refused() {
         .backward()
         .unwrap();
     assert_eq!(grad(&x), vec![2.0, 4.0, 6.0]);
+}
+
+#[test]
+fn a_view_of_an_untracked_variable_modified_in_place_afterwards_is_refused() {
+    // z = torch.zeros(3); v = z[0:2]; z.add_(x)
+    // ((v * v).sum() + x.sum()).backward() gives x.grad == [3, 5, 1] in
+    // PyTorch (v's history is regenerated from z's: v.grad_fn is
+    // AsStridedBackward0). Strata's v had no history at all: v * v did not
+    // require grad and x got [1, 1, 1], silently. Using v in a recorded op
+    // (or in place) with grad mode on is now refused.
+    let x = param(&[1.0, 2.0, 3.0]);
+    let z = constant(&[0.0, 0.0, 0.0]);
+    let v = z.narrow(0, 0, 2).unwrap();
+    let vv = v.narrow(0, 0, 1).unwrap(); // a view of that view
+    z.add_(&x).unwrap();
+    assert_eq!(values(&v), vec![1.0, 2.0]);
+    let stale = |r: strata_autograd::Result<Var>, what: &str| match r {
+        Err(AutogradError::ViewOfModifiedBase { op }) => assert!(!op.is_empty(), "{what}"),
+        other => panic!("{what}: {other:?}"),
+    };
+    stale(v.mul(&v), "v * v");
+    stale(vv.mul(2.0), "vv * 2");
+    stale(x.narrow(0, 0, 2).unwrap().add(&v), "x[0:2] + v");
+    stale(v.exp(), "v.exp()");
+    let err = v.mul_(2.0).unwrap_err();
+    assert!(
+        matches!(err, AutogradError::ViewOfModifiedBase { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("Take the view after"), "{err}");
+    assert_eq!(values(&z), vec![1.0, 2.0, 3.0]);
+    // Without grad mode it is just a tensor (PyTorch: no graph either).
+    {
+        let _g = strata_autograd::NoGradGuard::new();
+        assert_eq!(values(&v.mul(&v).unwrap()), vec![1.0, 4.0]);
+    }
+    // A view taken after the in-place op is current (PyTorch's values).
+    let v = z.narrow(0, 0, 2).unwrap();
+    v.mul(&v)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .add(&x.sum(None, false).unwrap())
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![3.0, 5.0, 1.0]);
+    // A view whose base was modified without recording stays usable.
+    let z = constant(&[0.0, 0.0, 0.0]);
+    let v = z.narrow(0, 0, 2).unwrap();
+    z.add_(1.0).unwrap();
+    assert!(!v.mul(&v).unwrap().requires_grad());
+    assert_eq!(
+        values(&v.mul(&x.narrow(0, 0, 2).unwrap()).unwrap()),
+        vec![1.0, 2.0]
+    );
 }

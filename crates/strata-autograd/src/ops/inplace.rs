@@ -40,6 +40,7 @@ impl Var {
         if is_grad_enabled() && self.is_no_grad_view() {
             return Err(AutogradError::InPlaceOnNoGradView { op });
         }
+        crate::var::check_not_stale_view(&[Some(self), other])?;
         let recording = would_record(&[Some(self), other]);
         if recording && self.is_view() {
             return Err(AutogradError::InPlaceOnView { op });
