@@ -35,7 +35,9 @@ use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorEr
 
 const CPU: Device = Device::Cpu;
 
-/// Serialises the tests that use the process-wide dropout generator.
+/// Serialises the tests that use the process-wide dropout generator (dropout
+/// draws from it; checkpoint saves and restores it, and a restore racing
+/// a draw on another thread undid the draw).
 static GENERATOR: Mutex<()> = Mutex::new(());
 
 fn grad_f32(v: &Var) -> Vec<f32> {
@@ -239,6 +241,8 @@ fn results_made_in_inference_mode_are_not_modified_in_place_after_it() {
 
 #[test]
 fn inference_tensors_are_not_saved_for_backward() {
+    // checkpoint saves and restores the process-wide generator.
+    let _g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
     // PyTorch: y made in inference mode; x * y, y * x, x @ y (x requires
     // grad) raise "Inference tensors cannot be saved for backward"; x + y
     // saves nothing and back-propagates; z.mul_(y) on a non-leaf z is
@@ -300,6 +304,8 @@ fn inference_tensors_are_not_saved_for_backward() {
 
 #[test]
 fn a_captured_parameter_modified_after_its_use_is_detected_at_backward() {
+    // checkpoint saves and restores the process-wide generator.
+    let _g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
     // y = checkpoint(lambda x: (x * w).exp(), x) with w captured. PyTorch
     // 2.15's non-reentrant checkpoint recomputes with the modified w and
     // returns gradients of a function that was never run forward (x.grad
