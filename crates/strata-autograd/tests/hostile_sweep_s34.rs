@@ -27,6 +27,12 @@
 //!   `x` silently got no gradient through it (PyTorch regenerates `v`'s
 //!   history from `z`'s). Using such a view in a recorded op, or in place,
 //!   with grad mode on is now `ViewOfModifiedBase`.
+//! * `Module::to(device, dtype)` replaced every parameter with a new leaf
+//!   even when it was already on `device` in `dtype`: its gradient (and
+//!   hooks) were dropped, and an optimizer made before the call held the
+//!   old parameters, so its steps silently no longer reached the model.
+//!   PyTorch's `module.to` keeps the same parameters (and their
+//!   gradients); strata now leaves such parameters as they are.
 
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
@@ -239,4 +245,40 @@ fn a_view_of_an_untracked_variable_modified_in_place_afterwards_is_refused() {
         values(&v.mul(&x.narrow(0, 0, 2).unwrap()).unwrap()),
         vec![1.0, 2.0]
     );
+}
+
+#[test]
+fn module_to_where_nothing_changes_keeps_the_parameters() {
+    use strata_autograd::nn::{Linear, Module};
+    use strata_autograd::{Optimizer, Sgd};
+    // m = nn.Linear(2, 1); m(torch.ones(1, 2)).sum().backward()
+    // m.to("cpu"): m.weight is the same tensor, its grad [[1, 1]] kept.
+    let mut m = Linear::from_tensors(
+        Tensor::from_slice(&[0.5f32, -0.5], &[1, 2], CPU).unwrap(),
+        Some(Tensor::from_slice(&[0.25f32], &[1], CPU).unwrap()),
+    )
+    .unwrap();
+    let mut opt = Sgd::new(m.parameters(), 0.5, 0.0).unwrap();
+    let x = Var::new(Tensor::ones(&[1, 2], DType::F32, CPU).unwrap());
+    m.forward(&x)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    m.to(CPU, None).unwrap();
+    m.to(CPU, Some(DType::F32)).unwrap();
+    assert_eq!(grad(&m.weight), vec![1.0, 1.0]);
+    assert_eq!(grad(m.bias.as_ref().unwrap()), vec![1.0]);
+    // The optimizer made before still updates the model's parameters:
+    // w -= 0.5 * 1.
+    opt.step().unwrap();
+    assert_eq!(values(&m.weight), vec![0.0, -1.0]);
+    assert_eq!(values(m.bias.as_ref().unwrap()), vec![-0.25]);
+    // A real conversion still converts (and fails changing nothing).
+    assert!(m.to(CPU, Some(DType::I64)).is_err());
+    m.to(CPU, Some(DType::F64)).unwrap();
+    assert_eq!(m.weight.dtype(), DType::F64);
+    assert_eq!(m.bias.as_ref().unwrap().dtype(), DType::F64);
+    assert!(m.weight.requires_grad() && m.weight.is_leaf());
 }

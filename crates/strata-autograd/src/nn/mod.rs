@@ -100,9 +100,13 @@ pub trait Module {
     }
 
     /// Moves every parameter to `device` and, when given, converts it to
-    /// `dtype` (a float dtype), as PyTorch's `module.to(device, dtype)`. The
-    /// parameters become new leaves (gradients are dropped); on error nothing
-    /// changes.
+    /// `dtype` (a float dtype), as PyTorch's `module.to(device, dtype)`. A
+    /// parameter that is already on `device` in `dtype` is left as it is (the
+    /// same variable, with its gradient and hooks, as in PyTorch: an
+    /// optimizer made before still updates it); the others become new
+    /// leaves (their gradients are dropped, and an optimizer made before
+    /// holds the old ones, where PyTorch converts the same parameter and its
+    /// gradient in place). On error nothing changes.
     fn to(&mut self, device: Device, dtype: Option<DType>) -> Result<()> {
         if let Some(d) = dtype {
             if !d.is_float() {
@@ -121,6 +125,9 @@ pub trait Module {
         let params = self.named_parameters();
         let mut converted: HashMap<*const VarInner, Var> = HashMap::new();
         for (_, v) in &params {
+            if v.device() == device && dtype.is_none_or(|d| d == v.dtype()) {
+                continue;
+            }
             let t = v.data().to(device).and_then(|t| match dtype {
                 Some(d) if d != t.dtype() => t.to_dtype(d),
                 _ => Ok(t),
@@ -129,11 +136,13 @@ pub trait Module {
             nv.requires_grad_(v.requires_grad())?;
             converted.insert(Arc::as_ptr(&v.inner), nv);
         }
+        if converted.is_empty() {
+            return Ok(());
+        }
         self.visit_mut("", &mut |_, v| {
-            *v = converted
-                .get(&Arc::as_ptr(&v.inner))
-                .expect("every parameter was converted")
-                .clone();
+            if let Some(nv) = converted.get(&Arc::as_ptr(&v.inner)) {
+                *v = nv.clone();
+            }
             Ok(())
         })
     }
