@@ -211,10 +211,7 @@ impl Drop for StateGuard<'_> {
         }
         let events = std::mem::take(&mut g.tracked);
         drop(g);
-        // Never from an unwinding thread: a tracker's panic there would abort.
-        if !std::thread::panicking() {
-            self.allocator.dispatch_tracked(events);
-        }
+        self.allocator.dispatch_tracked(events);
     }
 }
 
@@ -1958,7 +1955,10 @@ impl CachingAllocator {
     /// call the allocator, but the events its own calls cause are not passed
     /// to the trackers again (no recursion). A panic in a tracker propagates
     /// to the caller (an allocation whose event panicked is not handed out
-    /// and stays allocated); the allocator goes on working.
+    /// and stays allocated); the allocator goes on working. On a thread
+    /// already unwinding from another panic (allocations dropped during
+    /// it), where a second panic would abort the process, a tracker's panic
+    /// is caught and dropped, and the other trackers still see the event.
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
@@ -2025,9 +2025,18 @@ impl CachingAllocator {
         }
         let _leave = Leave(self.id);
         let trackers: Vec<TraceTracker> = self.trace_trackers.lock().clone();
+        // On a thread already unwinding from a panic (an allocation dropped
+        // during it), a tracker's panic cannot propagate: leaving a
+        // destructor, it would abort the process. It is caught and dropped
+        // there, and the other trackers still see every event.
+        let unwinding = std::thread::panicking();
         for e in &events {
             for t in &trackers {
-                t(e);
+                if unwinding {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t(e)));
+                } else {
+                    t(e);
+                }
             }
         }
     }

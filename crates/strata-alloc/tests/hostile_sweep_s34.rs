@@ -26,6 +26,13 @@
 //!   its format holds ordinals up to 127: beyond that the call is now
 //!   `AllocError::DeviceOrdinalTooLarge`, before any file is created or any
 //!   `snapshot` event recorded.
+//! * a trace tracker that panicked on a thread already unwinding from
+//!   another panic (an allocation dropped during it; say, a tracker that
+//!   `unwrap`s a mutex the panicking code held, now poisoned) aborted the
+//!   process ("panic in a destructor during cleanup"): the free's events were
+//!   passed on from inside `Allocation`'s drop. Such a panic is now caught
+//!   and dropped, and the other trackers still see every event (the paths
+//!   that passed nothing on while unwinding now pass the events on too).
 
 mod common;
 
@@ -246,4 +253,56 @@ fn snapshots_of_device_ordinals_beyond_pytorchs_int8_are_refused() {
         drop(x);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A tracker that records into a mutex with `lock().unwrap()` (as the
+/// documentation's example does), and code that panics while holding that
+/// mutex with an allocation alive: the allocation is dropped while the
+/// thread unwinds, its free's events reach the tracker, whose `unwrap` of
+/// the now poisoned mutex panics. That second panic used to abort the
+/// process; it is caught, the outer panic reaches `catch_unwind`, a second
+/// tracker saw the free's two events (after the allocation's own: the
+/// default pools' first small segment, then the block), and the allocator
+/// goes on working. Dropping a private pool during the unwinding (its free
+/// 2 MiB small segment released) passes its `segment_free` on as well.
+#[test]
+fn a_tracker_that_panics_while_the_thread_unwinds_does_not_abort() {
+    let a = sim("expandable_segments:False");
+    let log: Arc<Mutex<Vec<Action>>> = Arc::new(Mutex::new(Vec::new()));
+    let l = log.clone();
+    a.attach_trace_tracker(move |e| l.lock().unwrap().push(e.action));
+    let seen: Arc<Mutex<Vec<(Action, u64)>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    a.attach_trace_tracker(move |e| s.lock().unwrap().push((e.action, e.size)));
+    let pool = a.mem_pool(MemPoolOptions::default());
+    let in_pool = {
+        let _route = pool.activate();
+        a.allocate(4096, S0).unwrap()
+    };
+    drop(in_pool);
+    seen.lock().unwrap().clear();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _pool = pool;
+        let _x = a.allocate(1000, S0).unwrap();
+        let _held = log.lock().unwrap();
+        panic!("the caller's own failure");
+    }));
+    let e = r.unwrap_err();
+    assert_eq!(e.downcast_ref::<&str>(), Some(&"the caller's own failure"));
+    assert!(log.is_poisoned());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            (Action::SegmentAlloc, 2 * MIB),
+            (Action::Alloc, 1000),
+            (Action::FreeRequested, 1000),
+            (Action::FreeCompleted, 1000),
+            (Action::SegmentFree, 2 * MIB),
+        ]
+    );
+    a.clear_trace_trackers();
+    a.check_consistency().unwrap();
+    assert_eq!(a.memory_allocated(), 0);
+    drop(a.allocate(4096, S0).unwrap());
 }
