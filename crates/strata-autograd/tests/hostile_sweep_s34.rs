@@ -33,6 +33,13 @@
 //!   old parameters, so its steps silently no longer reached the model.
 //!   PyTorch's `module.to` keeps the same parameters (and their
 //!   gradients); strata now leaves such parameters as they are.
+//! * the optimizers took a parameter that is not a leaf (`x.mul(2.0)`),
+//!   which never gets a `.grad`, so every step silently skipped it.
+//!   PyTorch refuses it ("can't optimize a non-leaf Tensor"); `Sgd::new`
+//!   and `Adam::new` now do, and every `step` does before updating
+//!   anything (`AdamW::new` cannot fail; PyTorch also lets its steps skip
+//!   a parameter that became a non-leaf after the optimizer was made,
+//!   where strata refuses).
 
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
@@ -281,4 +288,47 @@ fn module_to_where_nothing_changes_keeps_the_parameters() {
     assert_eq!(m.weight.dtype(), DType::F64);
     assert_eq!(m.bias.as_ref().unwrap().dtype(), DType::F64);
     assert!(m.weight.requires_grad() && m.weight.is_leaf());
+}
+
+fn non_leaf_refused<T>(r: strata_autograd::Result<T>, what: &str) {
+    match r {
+        Err(AutogradError::Optimizer { msg, .. }) => {
+            assert!(msg.contains("non-leaf"), "{what}: {msg}")
+        }
+        Err(e) => panic!("{what}: {e:?}"),
+        Ok(_) => panic!("{what}: accepted"),
+    }
+}
+
+#[test]
+fn optimizers_refuse_a_parameter_that_is_not_a_leaf() {
+    use strata_autograd::{Adam, AdamW, Optimizer, Sgd};
+    // x = torch.ones(3, requires_grad=True); y = x * 2
+    // torch.optim.SGD([y], lr=0.1), Adam([y], lr=0.1), AdamW([y]) each
+    // raise ValueError("can't optimize a non-leaf Tensor"). Strata took y
+    // and every step silently skipped it (a non-leaf never gets a .grad).
+    let x = param(&[1.0, 1.0, 1.0]);
+    let y = x.mul(2.0).unwrap();
+    non_leaf_refused(Sgd::new(vec![x.clone(), y.clone()], 0.1, 0.0), "SGD");
+    non_leaf_refused(Adam::new(vec![y.clone()], 0.1), "Adam");
+    // AdamW::new cannot fail: its first step refuses, updating nothing.
+    let mut opt = AdamW::new(vec![x.clone(), y.clone()]);
+    x.set_grad(Some(Tensor::ones(&[3], DType::F32, CPU).unwrap()))
+        .unwrap();
+    non_leaf_refused(opt.step(), "AdamW step");
+    assert_eq!(values(&x), vec![1.0; 3]);
+    // PyTorch's lr check comes first: SGD([y], lr=-1) is "Invalid
+    // learning rate".
+    assert!(matches!(
+        Sgd::new(vec![y.clone()], -1.0, 0.0),
+        Err(AutogradError::Hyperparameter { .. })
+    ));
+    // A parameter that stopped being a leaf after the optimizer was made
+    // (an in-place op gave a variable not requiring grad a history) is
+    // refused at the step too, before any update.
+    let z = constant(&[0.0, 0.0, 0.0]);
+    let mut opt = Sgd::new(vec![x.clone(), z.clone()], 0.5, 0.0).unwrap();
+    z.add_(&x).unwrap();
+    non_leaf_refused(opt.step(), "SGD step");
+    assert_eq!(values(&x), vec![1.0; 3]);
 }

@@ -98,8 +98,26 @@ pub(crate) fn duplicate_error(
     }
 }
 
-/// Refuses a parameter list that names one parameter twice.
+/// The error for a parameter that is not a leaf, or `None` (PyTorch:
+/// "can't optimize a non-leaf Tensor"): a variable made by a recorded op
+/// never gets a `.grad`, so every step would silently skip it.
+pub(crate) fn non_leaf_error(optimizer: &'static str, params: &[Var]) -> Option<AutogradError> {
+    let (i, p) = params.iter().enumerate().find(|(_, p)| !p.is_leaf())?;
+    Some(AutogradError::Optimizer {
+        optimizer,
+        msg: format!(
+            "can't optimize a non-leaf variable: parameter {i} was made by {}, so it never gets a              gradient; pass the leaf it was made from (or a detached copy made a parameter)",
+            p.grad_fn_name().unwrap_or("a recorded op")
+        ),
+    })
+}
+
+/// Refuses a parameter list with a variable that is not a leaf, or that
+/// names one parameter twice.
 pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<()> {
+    if let Some(e) = non_leaf_error(optimizer, params) {
+        return Err(e);
+    }
     match first_duplicate(params) {
         Some(d) => Err(duplicate_error(optimizer, d)),
         None => Ok(()),
@@ -114,8 +132,13 @@ pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<
 /// memory), and (for the fused Adam kernels, `fused`) not sharing memory
 /// with its gradient. A step that failed at a later parameter would leave
 /// the earlier ones updated and their state advanced. (The parameter list
-/// itself was checked for duplicates when the optimizer was made.)
+/// itself was checked for duplicates when the optimizer was made.) Every
+/// parameter must still be a leaf (an in-place op with an operand that
+/// requires grad gives one that does not require grad a history).
 pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -> Result<()> {
+    if let Some(e) = non_leaf_error(optimizer, params) {
+        return Err(e);
+    }
     for (i, p) in params.iter().enumerate() {
         let Some(g) = p.grad() else { continue };
         if p.is_inference() && !crate::inference_mode::is_inference_mode_enabled() {
