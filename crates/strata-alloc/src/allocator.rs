@@ -1823,7 +1823,11 @@ impl CachingAllocator {
     /// allocator that fails for lack of memory inside an observer returns its
     /// error without calling the observers again (no recursion). A panic in
     /// an observer propagates to the caller of the failed allocation; the
-    /// allocator is left as the failure left it and goes on working.
+    /// allocator is left as the failure left it and goes on working. On a
+    /// thread already unwinding from another panic (an allocation made by a
+    /// destructor), where a second panic would abort the process, an
+    /// observer's panic is caught and dropped, and the allocation returns its
+    /// error.
     ///
     /// ```
     /// use std::sync::{Arc, atomic::{AtomicUsize, Ordering}};
@@ -2062,8 +2066,19 @@ impl CachingAllocator {
             let observers: Vec<OomObserver> = self.oom_observers.lock().clone();
             if !observers.is_empty() {
                 let segments = crate::snapshot::segments(&self.state.lock());
+                // As with the trace trackers: on a thread already unwinding
+                // from a panic (an allocation made by a destructor), an
+                // observer's panic would abort the process; it is caught and
+                // dropped there, and the other observers are still called.
+                let unwinding = std::thread::panicking();
                 for o in observers {
-                    o(oom, &segments);
+                    if unwinding {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            o(oom, &segments)
+                        }));
+                    } else {
+                        o(oom, &segments);
+                    }
                 }
             }
         }

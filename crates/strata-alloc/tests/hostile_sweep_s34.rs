@@ -33,6 +33,10 @@
 //!   passed on from inside `Allocation`'s drop. Such a panic is now caught
 //!   and dropped, and the other trackers still see every event (the paths
 //!   that passed nothing on while unwinding now pass the events on too).
+//! * the same for an out-of-memory observer that panicked when an
+//!   allocation made by a destructor during unwinding failed: the process
+//!   aborted; the panic is now caught there, the other observers are still
+//!   called, and the allocation returns its error to the destructor.
 
 mod common;
 
@@ -305,4 +309,46 @@ fn a_tracker_that_panics_while_the_thread_unwinds_does_not_abort() {
     a.check_consistency().unwrap();
     assert_eq!(a.memory_allocated(), 0);
     drop(a.allocate(4096, S0).unwrap());
+}
+
+/// A destructor that runs while its thread unwinds and asks for more
+/// memory than the device has (a staging copy made on the way out, say):
+/// the out-of-memory observers are called, the first of which panics (it
+/// `unwrap`s a mutex the panicking code held). That second panic used to
+/// abort the process; it is caught, the second observer is still called
+/// with the request, the destructor gets the out-of-memory error, and the
+/// outer panic reaches `catch_unwind`.
+#[test]
+fn an_oom_observer_that_panics_while_the_thread_unwinds_does_not_abort() {
+    struct StagesOnDrop(Arc<CachingAllocator>, Arc<Mutex<Option<AllocError>>>);
+    impl Drop for StagesOnDrop {
+        fn drop(&mut self) {
+            let r = self.0.allocate(64 * GIB, S0);
+            *self.1.lock().unwrap() = r.err();
+        }
+    }
+    let a = sim("");
+    let log: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
+    let l = log.clone();
+    a.on_oom(move |oom, _| l.lock().unwrap().push(oom.requested));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    a.on_oom(move |oom, _| s.lock().unwrap().push(oom.requested));
+    let result = Arc::new(Mutex::new(None));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _stage = StagesOnDrop(a.clone(), result.clone());
+        let _held = log.lock().unwrap();
+        panic!("the caller's own failure");
+    }));
+    let e = r.unwrap_err();
+    assert_eq!(e.downcast_ref::<&str>(), Some(&"the caller's own failure"));
+    assert_eq!(*seen.lock().unwrap(), [64 * GIB]);
+    let err = result
+        .lock()
+        .unwrap()
+        .take()
+        .expect("the destructor's error");
+    assert_eq!(err.out_of_memory().map(|o| o.requested), Some(64 * GIB));
+    assert_eq!(a.memory_stats().num_ooms, 1);
+    a.check_consistency().unwrap();
 }
