@@ -18,8 +18,10 @@
 //!
 //! Casts are recorded ops (`ToCopyBackward`), so gradients flow back to the
 //! f32 tensors in their own dtype. A leaf that requires grad (a parameter) in
-//! f32 is cast **once per region**: the low-precision copy is kept in a cache
-//! that is freed when the outermost region ends (as PyTorch's autocast cache).
+//! f32 is cast **once per region** (and again after an in-place change, such
+//! as an optimizer step inside the region, where PyTorch's cache keeps handing
+//! out the stale copy): the low-precision copy is kept in a cache that is
+//! freed when the outermost region ends (as PyTorch's autocast cache).
 //! The cache is used only while grad mode is on, so a copy made under
 //! `no_grad` (say in a checkpointed forward) is never reused where a gradient
 //! must flow through it. Every graph recorded in the region shares the
@@ -144,7 +146,10 @@ thread_local! {
     /// identity and the copy's dtype (nested regions of bf16 and f16 each
     /// get their own copy; keyed by the leaf alone, an f16 region inside a
     /// bf16 one was handed the bf16 copy, and its ops failed on mixed dtypes).
-    static CACHE: RefCell<HashMap<(usize, DType), Var>> = RefCell::new(HashMap::new());
+    /// Each copy is kept with the leaf's version when it was made: a leaf
+    /// modified in place since (an optimizer step inside the region) is
+    /// cast again.
+    static CACHE: RefCell<HashMap<(usize, DType), (Var, u64)>> = RefCell::new(HashMap::new());
 }
 
 /// The settings of the autocast region active on this thread, if any.
@@ -254,7 +259,18 @@ fn cast(v: &Var, dtype: DType, low: DType) -> Result<Var> {
         return v.to_dtype(dtype);
     }
     let key = (std::sync::Arc::as_ptr(v.inner()) as usize, dtype);
-    if let Some(hit) = CACHE.with(|c| c.borrow().get(&key).cloned()) {
+    // A copy of an older version of the leaf is stale: an optimizer step
+    // inside the region updated the leaf, and the next forward must see the
+    // update. (PyTorch 2.15's autocast cache hands out the stale copy until
+    // the region ends, so every forward of a training loop inside one region
+    // ran with the first iteration's weights; strata casts again.)
+    let version = v.version();
+    if let Some((hit, _)) = CACHE.with(|c| {
+        c.borrow()
+            .get(&key)
+            .filter(|(_, at)| *at == version)
+            .cloned()
+    }) {
         return Ok(hit);
     }
     let copy = v.to_dtype(dtype)?;
@@ -263,7 +279,10 @@ fn cast(v: &Var, dtype: DType, low: DType) -> Result<Var> {
     if let Some(node) = copy.grad_fn() {
         node.never_release();
     }
-    CACHE.with(|c| c.borrow_mut().insert(key, copy.clone()));
+    // A stale copy replaced here is dropped after the borrow ends (its
+    // drop may run arbitrary drops).
+    let stale = CACHE.with(|c| c.borrow_mut().insert(key, (copy.clone(), version)));
+    drop(stale);
     Ok(copy)
 }
 

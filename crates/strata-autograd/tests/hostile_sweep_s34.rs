@@ -40,6 +40,11 @@
 //!   anything (`AdamW::new` cannot fail; PyTorch also lets its steps skip
 //!   a parameter that became a non-leaf after the optimizer was made,
 //!   where strata refuses).
+//! * autocast's cache of a parameter's low-precision copy ignored in-place
+//!   changes: in a training loop inside one region, every forward after an
+//!   optimizer step used the first iteration's weights (PyTorch 2.15's
+//!   cache does the same; strata now casts a parameter again once its
+//!   version changed, a deliberate difference).
 
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
@@ -331,4 +336,40 @@ fn optimizers_refuse_a_parameter_that_is_not_a_leaf() {
     z.add_(&x).unwrap();
     non_leaf_refused(opt.step(), "SGD step");
     assert_eq!(values(&x), vec![1.0; 3]);
+}
+
+#[test]
+fn an_optimizer_step_inside_an_autocast_region_reaches_the_next_forward() {
+    use strata_autograd::{AutocastGuard, DeviceType, Optimizer, Sgd};
+    // w = ones(2, 2); x = ones(1, 2); SGD lr 0.5; each iteration
+    // y = x @ w, y.float().sum().backward(), step. With a region per
+    // iteration PyTorch gives y = [[2, 2]], [[1, 1]], [[0, 0]]. With one
+    // region around the loop PyTorch 2.15's autocast cache hands out the
+    // bf16 copy of the first w every time (y = [[2, 2]] thrice, while w
+    // goes to -0.5): strata's did too. It now casts a parameter again
+    // once it was modified in place.
+    let w = Var::parameter(Tensor::ones(&[2, 2], DType::F32, CPU).unwrap()).unwrap();
+    let x = Var::new(Tensor::ones(&[1, 2], DType::F32, CPU).unwrap());
+    let mut opt = Sgd::new(vec![w.clone()], 0.5, 0.0).unwrap();
+    let _region = AutocastGuard::new(DeviceType::Cpu, DType::BF16).unwrap();
+    for expected in [2.0f32, 1.0, 0.0] {
+        let y = x.matmul(&w).unwrap();
+        assert_eq!(y.dtype(), DType::BF16);
+        assert_eq!(
+            y.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            vec![expected; 2]
+        );
+        opt.zero_grad(true).unwrap();
+        y.to_dtype(DType::F32)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert_eq!(grad(&w), vec![1.0; 4]);
+        opt.step().unwrap();
+    }
+    assert_eq!(values(&w), vec![-0.5; 4]);
+    // The stale copy was replaced, not added to.
+    assert_eq!(strata_autograd::autocast::autocast_cache_len(), 1);
 }
