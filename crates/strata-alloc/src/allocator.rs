@@ -1470,7 +1470,9 @@ impl CachingAllocator {
         if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
             return Ok(id);
         }
-        let device_request = if st.settings.expandable {
+        // A private pool's request needed an ordinary segment whatever the
+        // setting (its segments are never expandable: `alloc_block`).
+        let device_request = if st.settings.expandable && st.streams[s as usize].mempool == 0 {
             rounded.div_ceil(self.page) * self.page
         } else {
             Self::allocation_size(&st.settings.config, rounded)
@@ -1759,8 +1761,14 @@ impl CachingAllocator {
         let largest_free = free_blocks.iter().map(|p| p.largest).max().unwrap_or(0);
         let top_sites = crate::watch::usage_by_site(st, 5);
         let config = &st.settings.config;
+        // Whether the request would have been served by expandable segments:
+        // never in a private pool, whose segments are ordinary, so neither
+        // the expandable-segment reserve nor turning expandable segments on
+        // bears on its failure.
+        let pooled = st.streams[s as usize].mempool != 0;
+        let expandable = st.settings.expandable && !pooled;
         let reserve = match st.segment_reserve(s, self.capacity, self.page) {
-            (r, Some(what)) if st.settings.expandable && device_request > r => Some((r, what)),
+            (r, Some(what)) if expandable && device_request > r => Some((r, what)),
             _ => None,
         };
         let hint = if let Some((r, what)) = reserve {
@@ -1780,9 +1788,9 @@ impl CachingAllocator {
         {
             // Fragmentation: enough free cached memory in total, no block big
             // enough. Suggest only what is not already on.
-            if !st.settings.expandable && self.has_vm {
+            if !st.settings.expandable && self.has_vm && !pooled {
                 format!("Reserved but unallocated memory is fragmented ({} free in cached blocks, the largest {}): set STRATA_ALLOC_CONF=expandable_segments:True so segments can grow and shrink.", crate::stats::format_size(unallocated), crate::stats::format_size(largest_free))
-            } else if !st.settings.expandable && config.max_split_size.is_none() {
+            } else if !expandable && config.max_split_size.is_none() {
                 format!("Reserved but unallocated memory is fragmented ({} free in cached blocks, the largest {}): set STRATA_ALLOC_CONF=max_split_size_mb:<n> to stop large blocks being split.", crate::stats::format_size(unallocated), crate::stats::format_size(largest_free))
             } else {
                 format!("Reserved but unallocated memory is fragmented ({} free in cached blocks, the largest {}) although the allocator settings already limit fragmentation: call empty_cache() between phases of different sizes, or free tensors kept alive longer than needed.", crate::stats::format_size(unallocated), crate::stats::format_size(largest_free))

@@ -37,6 +37,13 @@
 //!   allocation made by a destructor during unwinding failed: the process
 //!   aborted; the panic is now caught there, the other observers are still
 //!   called, and the allocation returns its error to the destructor.
+//! * the out-of-memory error of a request routed to a private pool, whose
+//!   segments are ordinary whatever the setting, was built as if expandable
+//!   segments served it: with `expandable_segments_reserve` set, a pool's
+//!   request refused by the memory fraction blamed the reserve ("exceeds the
+//!   per-stream expandable-segment reserve ... raise the reserve"), which
+//!   does not bound a pool at all, and its device request was the size
+//!   rounded to pages instead of the ordinary segment it needed.
 
 mod common;
 
@@ -350,5 +357,56 @@ fn an_oom_observer_that_panics_while_the_thread_unwinds_does_not_abort() {
         .expect("the destructor's error");
     assert_eq!(err.out_of_memory().map(|o| o.requested), Some(64 * GIB));
     assert_eq!(a.memory_stats().num_ooms, 1);
+    a.check_consistency().unwrap();
+}
+
+/// A private pool's segments are ordinary even with expandable segments on
+/// (docs/allocator.md, "Private memory pools"), so the expandable-segment
+/// reserve does not bound them: with `expandable_segments_reserve:0.01`
+/// (164 MiB of a 16 GiB device) a 1 GiB request in the pool succeeds. When
+/// the memory fraction (0.5: 8 GiB allowed) refuses a 9 GiB request in the
+/// pool, the error names the fraction as the cause, not the reserve. With
+/// the fraction at 0, a 5 MiB request in the pool needed PyTorch's segment
+/// for it, `kLargeBuffer` (20 MiB, `get_allocation_size`), which is the
+/// device request reported, not 6 MiB of pages (the request goes to a
+/// second pool, with nothing cached). Outside the pool, where the
+/// reserve does bound the request, the error still names the reserve.
+#[test]
+fn a_private_pools_oom_never_blames_expandable_segments() {
+    let a = sim("expandable_segments_reserve:0.01,per_process_memory_fraction:0.5");
+    assert!(a.expandable_segments());
+    let pool = a.mem_pool(MemPoolOptions::default());
+    let in_pool = |size: u64| {
+        let _route = pool.activate();
+        a.allocate(size, S0)
+    };
+    let x = in_pool(GIB).unwrap();
+    let e = in_pool(9 * GIB).unwrap_err();
+    let oom = e.out_of_memory().unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(oom.device_request, 9 * GIB);
+    assert_eq!(oom.allowed, Some(8 * GIB));
+    assert!(oom.hint.contains("per_process_memory_fraction"), "{e}");
+    assert!(!e.to_string().contains("expandable-segment reserve"), "{e}");
+
+    let e = a.allocate(9 * GIB, S0).unwrap_err();
+    assert!(
+        e.out_of_memory()
+            .unwrap()
+            .hint
+            .contains("expandable-segment reserve"),
+        "{e}"
+    );
+
+    drop(x);
+    a.set_memory_fraction(0.0).unwrap();
+    // A pool with nothing cached (the first keeps its free 1 GiB segment).
+    let fresh = a.mem_pool(MemPoolOptions::default());
+    let e = {
+        let _route = fresh.activate();
+        a.allocate(5 * MIB, S0).unwrap_err()
+    };
+    let oom = e.out_of_memory().unwrap_or_else(|| panic!("{e}"));
+    assert_eq!(oom.device_request, 20 * MIB);
+    assert!(oom.hint.contains("per_process_memory_fraction"), "{e}");
     a.check_consistency().unwrap();
 }
