@@ -106,7 +106,7 @@ pub(crate) fn non_leaf_error(optimizer: &'static str, params: &[Var]) -> Option<
     Some(AutogradError::Optimizer {
         optimizer,
         msg: format!(
-            "can't optimize a non-leaf variable: parameter {i} was made by {}, so it never gets a              gradient; pass the leaf it was made from (or a detached copy made a parameter)",
+            "can't optimize a non-leaf variable: parameter {i} was made by {}, so it never gets a gradient; pass the leaf it was made from (or a detached copy made a parameter)",
             p.grad_fn_name().unwrap_or("a recorded op")
         ),
     })
