@@ -1471,8 +1471,8 @@ impl CachingAllocator {
             return Ok(id);
         }
         // A private pool's request needed an ordinary segment whatever the
-        // setting (its segments are never expandable: `alloc_block`).
-        let device_request = if st.settings.expandable && st.streams[s as usize].mempool == 0 {
+        // setting.
+        let device_request = if st.serves_expandable(s) {
             rounded.div_ceil(self.page) * self.page
         } else {
             Self::allocation_size(&st.settings.config, rounded)
@@ -1517,8 +1517,7 @@ impl CachingAllocator {
         pool: PoolKind,
         rounded: u64,
     ) -> Result<Option<u32>, AllocError> {
-        // Private pools keep ordinary segments (mempool.rs).
-        if st.settings.expandable && st.streams[s as usize].mempool == 0 {
+        if st.serves_expandable(s) {
             return self.expandable_space().grow(st, s, pool, rounded);
         }
         let size = Self::allocation_size(&st.settings.config, rounded);
@@ -1766,7 +1765,7 @@ impl CachingAllocator {
         // the expandable-segment reserve nor turning expandable segments on
         // bears on its failure.
         let pooled = st.streams[s as usize].mempool != 0;
-        let expandable = st.settings.expandable && !pooled;
+        let expandable = st.serves_expandable(s);
         let reserve = match st.segment_reserve(s, self.capacity, self.page) {
             (r, Some(what)) if expandable && device_request > r => Some((r, what)),
             _ => None,
@@ -1775,12 +1774,7 @@ impl CachingAllocator {
             format!("A single allocation of {} exceeds the per-stream expandable-segment reserve of {} set by {what}; an allocation cannot span expandable segments: raise the reserve for this stream (or unset it).", crate::stats::format_size(device_request), crate::stats::format_size(r))
         } else if requested > self.capacity {
             "The request alone is larger than the device's total capacity: split the work into smaller pieces (a smaller batch, chunked computation).".to_string()
-        } else if st
-            .settings
-            .allowed_max
-            // Saturating: a segment size set near 2^64 bytes must not wrap.
-            .is_some_and(|m| reserved.saturating_add(device_request) > m)
-        {
+        } else if !st.fits_fraction(device_request) {
             "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF (or with set_memory_fraction), or use less memory.".to_string()
         } else if unallocated > device_request
             && unallocated * 4 > reserved.max(1)

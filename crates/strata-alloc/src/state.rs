@@ -377,6 +377,14 @@ impl State {
             .is_none_or(|max| self.reserved().saturating_add(extra) <= max)
     }
 
+    /// Whether a request on dense stream `s` is served by expandable
+    /// segments: the setting is on and the stream is not routed to a private
+    /// pool, whose segments are always ordinary (mempool.rs).
+    #[inline]
+    pub fn serves_expandable(&self, s: u32) -> bool {
+        self.settings.expandable && self.streams[s as usize].mempool == 0
+    }
+
     #[inline]
     pub fn reserved(&self) -> u64 {
         self.stats.reserved_bytes.all().current as u64

@@ -25,15 +25,14 @@
 
 mod common;
 
-use common::{sim, state, stats_but_ooms};
+use common::{sim, state, stats_but_ooms, OnDevice};
 use std::sync::Arc;
 use strata_alloc::config::Reserve;
 use strata_alloc::driver::sim::SimDriver;
-use strata_alloc::driver::{EventHandle, VirtualMemory};
 use strata_alloc::pinned::{PinnedAllocator, PinnedError, SimPinnedBackend};
 use strata_alloc::{
-    AllocError, AllocatorConfig, CachingAllocator, ConfigError, Device, DevicePtr, Driver,
-    DriverError, MemInfo, MemPoolOptions, StreamEvents, StreamId,
+    AllocError, AllocatorConfig, CachingAllocator, ConfigError, Device, Driver, DriverError,
+    MemPoolOptions, StreamId,
 };
 
 const MIB: u64 = 1 << 20;
@@ -245,55 +244,6 @@ fn pool_guards_dropped_out_of_order_and_leaked() {
     drop(y);
     a.empty_cache().unwrap();
     a.check_consistency().unwrap();
-}
-
-/// A simulated device that reports itself as `cuda:n`, so that several can
-/// be installed in the registry at once.
-struct OnDevice(usize, SimDriver);
-
-impl StreamEvents for OnDevice {
-    fn create_event(&self) -> Result<EventHandle, DriverError> {
-        self.1.create_event()
-    }
-    fn destroy_event(&self, event: EventHandle) -> Result<(), DriverError> {
-        self.1.destroy_event(event)
-    }
-    fn record_event(&self, event: EventHandle, stream: StreamId) -> Result<(), DriverError> {
-        self.1.record_event(event, stream)
-    }
-    fn query_event(&self, event: EventHandle) -> Result<bool, DriverError> {
-        self.1.query_event(event)
-    }
-    fn synchronize_event(&self, event: EventHandle) -> Result<(), DriverError> {
-        self.1.synchronize_event(event)
-    }
-    fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError> {
-        self.1.synchronize_stream(stream)
-    }
-}
-
-impl Driver for OnDevice {
-    fn device(&self) -> Device {
-        Device::Cuda(self.0)
-    }
-    fn name(&self) -> String {
-        self.1.name()
-    }
-    fn total_memory(&self) -> u64 {
-        self.1.total_memory()
-    }
-    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
-        self.1.mem_get_info()
-    }
-    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
-        self.1.malloc(size)
-    }
-    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
-        self.1.free(ptr, size)
-    }
-    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
-        None
-    }
 }
 
 /// The registry's `set_allocator_settings` with a string that one installed

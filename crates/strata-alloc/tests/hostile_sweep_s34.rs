@@ -47,16 +47,15 @@
 
 mod common;
 
-use common::sim;
+use common::{sim, OnDevice};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use strata_alloc::driver::host::HostDriver;
 use strata_alloc::driver::sim::SimDriver;
-use strata_alloc::driver::{EventHandle, VirtualMemory};
 use strata_alloc::history::Action;
 use strata_alloc::{
-    AllocError, AllocatorConfig, CachingAllocator, Device, DevicePtr, Driver, DriverError, MemInfo,
-    MemPoolOptions, StreamEvents, StreamId,
+    AllocError, AllocatorConfig, CachingAllocator, Device, Driver, DriverError, MemPoolOptions,
+    StreamId,
 };
 
 const MIB: u64 = 1 << 20;
@@ -150,54 +149,6 @@ fn an_oom_under_a_fraction_for_a_segment_near_u64_max_is_reported() {
     a.empty_cache().unwrap();
     assert_eq!(a.memory_reserved(), 0);
     a.check_consistency().unwrap();
-}
-
-/// A simulated device that reports itself as `cuda:n`.
-struct OnDevice(usize, SimDriver);
-
-impl StreamEvents for OnDevice {
-    fn create_event(&self) -> Result<EventHandle, DriverError> {
-        self.1.create_event()
-    }
-    fn destroy_event(&self, event: EventHandle) -> Result<(), DriverError> {
-        self.1.destroy_event(event)
-    }
-    fn record_event(&self, event: EventHandle, stream: StreamId) -> Result<(), DriverError> {
-        self.1.record_event(event, stream)
-    }
-    fn query_event(&self, event: EventHandle) -> Result<bool, DriverError> {
-        self.1.query_event(event)
-    }
-    fn synchronize_event(&self, event: EventHandle) -> Result<(), DriverError> {
-        self.1.synchronize_event(event)
-    }
-    fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError> {
-        self.1.synchronize_stream(stream)
-    }
-}
-
-impl Driver for OnDevice {
-    fn device(&self) -> Device {
-        Device::Cuda(self.0)
-    }
-    fn name(&self) -> String {
-        self.1.name()
-    }
-    fn total_memory(&self) -> u64 {
-        self.1.total_memory()
-    }
-    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
-        self.1.mem_get_info()
-    }
-    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
-        self.1.malloc(size)
-    }
-    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
-        self.1.free(ptr, size)
-    }
-    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
-        None
-    }
 }
 
 fn on_device(n: usize) -> Arc<CachingAllocator> {

@@ -276,7 +276,6 @@ where
         let (captured, depends) = tracer.take(out.as_ref().ok());
         (out, captured, depends)
     };
-    drop(requiring);
     let out = out?;
     drop(detached);
     // An output that depends on no input or captured variable requiring

@@ -637,23 +637,6 @@ pub(crate) fn record(
     backward: BackwardFn,
     is_view: bool,
 ) -> Result<Var> {
-    let out = record_result(name, output, inputs, saved, backward, is_view)?;
-    if !crate::inference_mode::is_inference_mode_enabled() {
-        crate::checkpoint::note_output(inputs, &out);
-    }
-    Ok(out)
-}
-
-/// [`record`] without its note to an active checkpointed forward of whether
-/// the output depends on a variable requiring grad.
-fn record_result(
-    name: &'static str,
-    output: Tensor,
-    inputs: &[Option<&Var>],
-    saved: impl FnOnce() -> Vec<Tensor>,
-    backward: BackwardFn,
-    is_view: bool,
-) -> Result<Var> {
     let base = inputs.first().copied().flatten();
     let view_of_inference = is_view && base.is_some_and(Var::is_inference);
     if crate::inference_mode::is_inference_mode_enabled() {
@@ -684,13 +667,16 @@ fn record_result(
     // An integer or bool result is not differentiable: PyTorch records no
     // node for it and it does not require grad (`x.long()` cuts the
     // graph), so no gradient flows back through the rounding.
-    if !is_grad_enabled() || edges.iter().all(Option::is_none) || !output.dtype().is_float() {
+    let out = if !is_grad_enabled()
+        || edges.iter().all(Option::is_none)
+        || !output.dtype().is_float()
+    {
         // A view made in no-grad mode of a variable that requires grad, or a
         // view of such a view, remembers it (PyTorch's creation meta).
         let no_grad_view = is_view
             && base
                 .is_some_and(|b| b.is_no_grad_view() || (!is_grad_enabled() && b.requires_grad()));
-        return Ok(if view_of_inference {
+        if view_of_inference {
             // A view of an inference variable is one (PyTorch).
             Var::inference_result(output, no_grad_view)
         } else if is_view && base.is_some_and(Var::stands_for_leaf) {
@@ -707,17 +693,20 @@ fn record_result(
                 inner.untracked_view_of = Some((Arc::downgrade(base.inner()), name));
             }
             v
-        });
-    }
-    let saved = saved();
-    check_not_inference(name, inputs.iter().copied().flatten(), &saved)?;
-    let mut node = Node::new(name, edges, saved, backward);
-    if is_view {
-        if let Some(base) = base {
-            node = node.viewing(base.inner());
         }
-    }
-    Ok(Var::make(output, Some(Arc::new(node)), true, is_view))
+    } else {
+        let saved = saved();
+        check_not_inference(name, inputs.iter().copied().flatten(), &saved)?;
+        let mut node = Node::new(name, edges, saved, backward);
+        if is_view {
+            if let Some(base) = base {
+                node = node.viewing(base.inner());
+            }
+        }
+        Var::make(output, Some(Arc::new(node)), true, is_view)
+    };
+    crate::checkpoint::note_output(inputs, &out);
+    Ok(out)
 }
 
 /// [`AutogradError::InferenceTensorSaved`] when one of `saved` is (a view

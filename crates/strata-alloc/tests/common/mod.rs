@@ -6,8 +6,12 @@
 use serde_pickle::{DeOptions, HashableValue, Value};
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::driver::{EventHandle, VirtualMemory};
 use strata_alloc::snapshot::SegmentSnapshot;
-use strata_alloc::{AllocatorConfig, CachingAllocator, MemoryStats};
+use strata_alloc::{
+    AllocatorConfig, CachingAllocator, Device, DevicePtr, Driver, DriverError, MemInfo,
+    MemoryStats, StreamEvents, StreamId,
+};
 
 /// The value a pickle holds (panics when the bytes are no pickle).
 pub fn decode(bytes: &[u8]) -> Value {
@@ -117,5 +121,54 @@ impl Lcg {
     /// One of `xs`.
     pub fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
         xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+/// A simulated device that reports itself as `cuda:n`, so that several can
+/// be installed in the registry at once.
+pub struct OnDevice(pub usize, pub SimDriver);
+
+impl StreamEvents for OnDevice {
+    fn create_event(&self) -> Result<EventHandle, DriverError> {
+        self.1.create_event()
+    }
+    fn destroy_event(&self, event: EventHandle) -> Result<(), DriverError> {
+        self.1.destroy_event(event)
+    }
+    fn record_event(&self, event: EventHandle, stream: StreamId) -> Result<(), DriverError> {
+        self.1.record_event(event, stream)
+    }
+    fn query_event(&self, event: EventHandle) -> Result<bool, DriverError> {
+        self.1.query_event(event)
+    }
+    fn synchronize_event(&self, event: EventHandle) -> Result<(), DriverError> {
+        self.1.synchronize_event(event)
+    }
+    fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError> {
+        self.1.synchronize_stream(stream)
+    }
+}
+
+impl Driver for OnDevice {
+    fn device(&self) -> Device {
+        Device::Cuda(self.0)
+    }
+    fn name(&self) -> String {
+        self.1.name()
+    }
+    fn total_memory(&self) -> u64 {
+        self.1.total_memory()
+    }
+    fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
+        self.1.mem_get_info()
+    }
+    fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
+        self.1.malloc(size)
+    }
+    fn free(&self, ptr: DevicePtr, size: u64) -> Result<(), DriverError> {
+        self.1.free(ptr, size)
+    }
+    fn virtual_memory(&self) -> Option<&dyn VirtualMemory> {
+        None
     }
 }
