@@ -651,6 +651,54 @@ fn basic_semantics(dev: Device) -> Result<()> {
     Ok(())
 }
 
+test_device!(
+    cancelling_neighbours_sum_as_pytorch,
+    cancelling_neighbours_sum_as_pytorch_cpu,
+    cancelling_neighbours_sum_as_pytorch_gpu
+);
+
+/// A short sum whose neighbours cancel (1e30 next to -1e30) keeps the small
+/// terms on every device and every reduction kernel (contiguous, strided,
+/// a strided weight inside `mse_loss`); adding the far pairs first would lose
+/// them. The figures are PyTorch 2.15's (fuzz_ops seed 2750 case 0045).
+fn cancelling_neighbours_sum_as_pytorch(dev: Device) -> Result<()> {
+    let big = 1.000_255_551_742_587_3e30;
+    for dtype in [DType::BF16, DType::F32] {
+        let w = Tensor::from_slice(&[-big, big, 0.75, 0.25], &[4], Device::Cpu)?
+            .to_dtype(dtype)?
+            .to(dev)?;
+        assert_eq!(
+            w.sum(None, false)?.item::<f64>()?,
+            1.0,
+            "{dtype} contiguous"
+        );
+        let spread = [
+            -big, -7.5, -7.5, big, -7.5, -7.5, 0.75, -7.5, -7.5, 0.25, -7.5, -7.5,
+        ];
+        let ws = Tensor::from_slice(&spread, &[12], Device::Cpu)?
+            .to_dtype(dtype)?
+            .to(dev)?
+            .slice(-1, Some(0), Some(13), 3)?;
+        assert_eq!(ws.sum(None, false)?.item::<f64>()?, 1.0, "{dtype} strided");
+        if dtype == DType::BF16 {
+            let x = Tensor::from_slice(&[-0.75f64, 2.875, 1.375, 2.125], &[4], Device::Cpu)?
+                .to_dtype(dtype)?
+                .to(dev)?;
+            let y = Tensor::from_slice(&[0.75f64, -1.5, 2.625, -1.375], &[4], Device::Cpu)?
+                .to_dtype(dtype)?
+                .to(dev)?;
+            let loss = x.mse_loss(&y, strata_tensor::Reduction::Mean, Some(&ws))?;
+            let want = 1.687_559_861_553_830_4e31;
+            let got = loss.item::<f64>()?;
+            assert!(
+                (got - want).abs() <= want * 2f64.powi(-6),
+                "weighted mse_loss: got {got}, PyTorch {want}"
+            );
+        }
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {

@@ -90,21 +90,53 @@ __device__ __forceinline__ bool better(C x, i64 kx, C b, i64 kb) {
   return kx < kb;
 }
 
-// Combines the block's (value, position) pairs in shared memory into sv[0], sk[0].
+// Folds (b, kb) into (a, ka): a sum, or the preferred of two candidates
+// (kb < 0: no candidate).
+__device__ __forceinline__ void merge(C& a, i64& ka, C b, i64 kb) {
+  if constexpr (OP <= 1) {
+    a = add(a, b);
+  } else {
+    if (kb >= 0 && (ka < 0 || better(b, kb, a, ka))) { a = b; ka = kb; }
+  }
+}
+
+// Lane 0 ends with the warp's fold. Neighbouring lanes merge first (1 apart,
+// then 2, 4, 8, 16): lane 0's sum is the pairwise ((a0 + a1) + (a2 + a3)) +
+// ..., so where neighbours cancel (1e30 next to -1e30) the short run is added
+// as the CPU's sum adds it, not (a0 + a2) + (a1 + a3), which can lose the
+// rest to the large terms.
+__device__ __forceinline__ void warp_merge(C& a, i64& ka) {
+  for (int s = 1; s < 32; s <<= 1) {
+    const C b = __shfl_down_sync(0xffffffffu, a, s);
+    i64 kb = 0;
+    if constexpr (OP > 1) kb = __shfl_down_sync(0xffffffffu, ka, s);
+    merge(a, ka, b, kb);
+  }
+}
+
+// Combines the block's (value, position) pairs in shared memory into sv[0],
+// sk[0]: halves down to one warp's worth in shared memory, then the warp
+// merges neighbours first (`warp_merge`), so thread i's value, which holds
+// element i of a short run, meets its neighbour's first.
 __device__ __forceinline__ void block_combine(C* sv, i64* sk, int tid) {
   __syncthreads();
-  for (int s = RB / 2; s > 0; s >>= 1) {
+  for (int s = RB / 2; s >= 32; s >>= 1) {
     if (tid < s) {
-      if constexpr (OP <= 1) {
-        sv[tid] = add(sv[tid], sv[tid + s]);
-      } else {
-        const C x = sv[tid + s];
-        const i64 kx = sk[tid + s];
-        if (kx >= 0 && (sk[tid] < 0 || better(x, kx, sv[tid], sk[tid]))) { sv[tid] = x; sk[tid] = kx; }
-      }
+      C a = sv[tid];
+      i64 ka = sk[tid];
+      merge(a, ka, sv[tid + s], sk[tid + s]);
+      sv[tid] = a;
+      sk[tid] = ka;
     }
     __syncthreads();
   }
+  if (tid < 32) {
+    C a = sv[tid];
+    i64 ka = sk[tid];
+    warp_merge(a, ka);
+    if (tid == 0) { sv[0] = a; sk[0] = ka; }
+  }
+  __syncthreads();
 }
 
 __device__ __forceinline__ void write_final(C r, i64 k, i64 o, char* vals, char* idxs, const Params& prm) {
@@ -201,25 +233,6 @@ __device__ __forceinline__ i64 kbase(const RMeta& m, i64 o, int nk) {
     o /= m.ksize[d];
   }
   return base;
-}
-
-// Folds (b, kb) into (a, ka): a sum, or the preferred of two candidates
-// (kb < 0: no candidate).
-__device__ __forceinline__ void merge(C& a, i64& ka, C b, i64 kb) {
-  if constexpr (OP <= 1) {
-    a = add(a, b);
-  } else {
-    if (kb >= 0 && (ka < 0 || better(b, kb, a, ka))) { a = b; ka = kb; }
-  }
-}
-
-__device__ __forceinline__ void warp_merge(C& a, i64& ka) {
-  for (int s = 16; s > 0; s >>= 1) {
-    const C b = __shfl_down_sync(0xffffffffu, a, s);
-    i64 kb = 0;
-    if constexpr (OP > 1) kb = __shfl_down_sync(0xffffffffu, ka, s);
-    merge(a, ka, b, kb);
-  }
 }
 
 // Block-wide merge of every thread's (a, ka) (nthreads a multiple of 32, at
