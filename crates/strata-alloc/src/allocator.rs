@@ -256,15 +256,34 @@ impl Drop for NotifyingGuard {
     }
 }
 
+/// The smallest mapping granularity expandable segments take as their page.
+const MIN_PAGE: u64 = 4096;
+
+/// Whether a driver's mapping granularity `g` can be the page of expandable
+/// segments on a device of `capacity` bytes: a power of two (pages are
+/// aligned by masking), at least [`MIN_PAGE`] (a smaller one would mean
+/// millions of mappings for an ordinary tensor) and at most the capacity (or
+/// no page could ever be created).
+fn usable_page(g: u64, capacity: u64) -> bool {
+    g.is_power_of_two() && g >= MIN_PAGE && g <= capacity
+}
+
 impl CachingAllocator {
     /// An allocator over `driver`. Expandable segments are used when the
     /// configuration asks for them (or leaves them to the default) and the driver
-    /// supports virtual memory. The configuration is taken as it is: one
-    /// built field by field rather than parsed should go through
-    /// [`try_new`](Self::try_new), which checks it.
+    /// supports virtual memory with a usable granularity (a power of two of
+    /// at least 4 KiB and at most the device's capacity; with any other, the
+    /// allocator uses whole-allocation segments, as over a driver without
+    /// virtual memory, and [`try_new`](Self::try_new) refuses the driver).
+    /// The configuration is taken as it is: one built field by field rather
+    /// than parsed should go through [`try_new`](Self::try_new), which checks
+    /// it.
     pub fn new(driver: Arc<dyn Driver>, config: AllocatorConfig) -> Arc<CachingAllocator> {
-        let vm_page = driver.virtual_memory().map(|v| v.granularity());
         let capacity = driver.total_memory();
+        let vm_page = driver
+            .virtual_memory()
+            .map(|v| v.granularity())
+            .filter(|&g| usable_page(g, capacity));
         let settings = Settings::new(config, vm_page.is_some(), capacity);
         let id = NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed);
         let mut state = State::new(settings);
@@ -291,6 +310,16 @@ impl CachingAllocator {
         config: AllocatorConfig,
     ) -> Result<Arc<CachingAllocator>, AllocError> {
         config.validate()?;
+        let capacity = driver.total_memory();
+        if let Some(g) = driver.virtual_memory().map(|v| v.granularity()) {
+            if !usable_page(g, capacity) {
+                return Err(AllocError::UnusableGranularity {
+                    device: driver.device(),
+                    granularity: g,
+                    capacity,
+                });
+            }
+        }
         Ok(CachingAllocator::new(driver, config))
     }
 

@@ -285,6 +285,18 @@ pub enum AllocError {
         /// The device.
         device: Device,
     },
+    /// A driver reports a virtual-memory granularity that cannot be the page
+    /// of expandable segments: not a power of two, below 4 KiB, or above the
+    /// device's capacity (no page would fit).
+    #[error("the driver of {device} reports a mapping granularity of {granularity} bytes, which cannot be the page of expandable segments: it must be a power of two of at least 4096 bytes and at most the device's capacity ({capacity} bytes); fix the driver's VirtualMemory::granularity, or return None from Driver::virtual_memory to use whole-allocation segments")]
+    UnusableGranularity {
+        /// The device.
+        device: Device,
+        /// The granularity the driver reported.
+        granularity: u64,
+        /// The device's capacity.
+        capacity: u64,
+    },
     /// Writing a diagnostic file failed.
     #[error("could not write {path}: {reason}; pass the path of a file in an existing, writable directory")]
     Write {
