@@ -1841,7 +1841,8 @@ impl CachingAllocator {
             free_blocks,
             top_sites,
             settings: config.to_string(),
-            expandable: st.settings.expandable,
+            expandable,
+            private_pool: pooled,
             hint,
         }))
     }

@@ -75,8 +75,12 @@ pub struct OutOfMemory {
     /// The allocator settings in force (`STRATA_ALLOC_CONF` syntax; empty for
     /// the defaults).
     pub settings: String,
-    /// Whether new memory came from expandable segments.
+    /// Whether the request's new memory came from expandable segments:
+    /// false for a request routed to a private pool (`MemPool`), which gets
+    /// whole-allocation segments whatever the setting.
     pub expandable: bool,
+    /// Whether the request was routed to a private pool (`MemPool`).
+    pub private_pool: bool,
     /// What to try, chosen from the state above.
     pub hint: String,
 }
@@ -164,7 +168,9 @@ impl fmt::Display for OutOfMemory {
             } else {
                 &self.settings
             },
-            if self.expandable {
+            if self.private_pool {
+                " (the request was for a private pool, whose segments are whole allocations)"
+            } else if self.expandable {
                 " (expandable segments on)"
             } else {
                 " (expandable segments off)"

@@ -14,6 +14,13 @@
 //!   `AllocError::UnusableGranularity`; `CachingAllocator::new` (which takes
 //!   its input as it is and cannot fail) uses whole-allocation segments
 //!   over it, as over a driver without virtual memory.
+//! * the out-of-memory error of a request routed to a private pool
+//!   (`MemPool`) reported `expandable: true` whenever the setting was on,
+//!   though a private pool's segments are whole allocations; its message's
+//!   last line said "(expandable segments on)". `OutOfMemory.expandable` now
+//!   says where the request's memory came from, the new
+//!   `OutOfMemory.private_pool` says the request was for a private pool, and
+//!   the message names it.
 
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
@@ -70,4 +77,32 @@ fn usable_granularities_still_give_expandable_segments() {
         a.empty_cache().unwrap();
         assert_eq!(a.memory_reserved(), 0);
     }
+}
+
+/// An out-of-memory error for a request routed to a private pool says that
+/// its memory would have come from whole-allocation segments (a private
+/// pool's), not from the expandable segments the setting turns on for the
+/// default pools.
+#[test]
+fn a_private_pools_out_of_memory_error_names_the_pools_segment_kind() {
+    let d = Arc::new(SimDriver::new(GIB, 2 << 20));
+    let a = CachingAllocator::try_new(d, AllocatorConfig::default()).unwrap();
+    assert!(a.expandable_segments());
+    let pool = a.mem_pool(strata_alloc::MemPoolOptions::default());
+    let e = {
+        let _in_pool = pool.activate();
+        a.allocate(2 * GIB, StreamId::DEFAULT).unwrap_err()
+    };
+    let AllocError::OutOfMemory(oom) = &e else {
+        panic!("not an OOM: {e}");
+    };
+    assert!(!oom.expandable && oom.private_pool, "{oom:?}");
+    assert!(e.to_string().contains("private pool"), "{e}");
+    // The same request outside the pool: expandable segments.
+    let e = a.allocate(2 * GIB, StreamId::DEFAULT).unwrap_err();
+    let AllocError::OutOfMemory(oom) = &e else {
+        panic!("not an OOM: {e}");
+    };
+    assert!(oom.expandable && !oom.private_pool, "{oom:?}");
+    assert!(e.to_string().contains("(expandable segments on)"), "{e}");
 }
