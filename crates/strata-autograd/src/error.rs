@@ -102,6 +102,21 @@ pub enum AutogradError {
         /// The view op (`NarrowBackward`, `TransposeBackward`, ...).
         op: &'static str,
     },
+    /// A view of a variable that did not require grad, taken before that
+    /// variable (or one it views, up a chain of such views) was made to
+    /// require grad with `requires_grad_(true)`, used in a recorded op.
+    /// As in PyTorch the view then requires grad, but it has no history
+    /// leading to its base: PyTorch passes its gradient to neither the view
+    /// nor the base (`z.grad` stays `None`); strata refuses instead.
+    #[error(
+        "a view made by {op} was taken before the variable it views was made to require grad \
+         (requires_grad_(true)), so it has no history leading to that variable and its gradient \
+         would be lost; take the view again after requires_grad_(true), or use it under no_grad"
+    )]
+    ViewBeforeRequiresGrad {
+        /// The view op (`NarrowBackward`, `TransposeBackward`, ...).
+        op: &'static str,
+    },
     /// `backward` on a tensor that does not require grad.
     #[error("element 0 of tensors does not require grad and does not have a grad_fn")]
     NoGradFn,

@@ -3,10 +3,10 @@
 //! the inputs' nodes or leaves, and the backward formula.
 
 use crate::error::{AutogradError, Result};
-use crate::var::VarInner;
+use crate::var::{VarInner, ViewLink};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use strata_tensor::Tensor;
 
 /// The backward formula of a node: from the gradient of the output, the saved
@@ -54,10 +54,14 @@ pub(crate) fn note_rebase() {
     REBASES.fetch_add(1, Ordering::AcqRel);
 }
 
-/// The variable a view node's output is a view of, and the value of
-/// [`REBASES`] when the view was last found current.
+/// The variable a view node's output is a view of (its [`ViewSource`]
+/// and rebase count when the view was taken: known after the variable is
+/// dropped), and the value of [`REBASES`] when the view was last found
+/// current.
+///
+/// [`ViewSource`]: crate::var::ViewSource
 struct ViewBase {
-    base: Weak<VarInner>,
+    base: ViewLink,
     checked: AtomicU64,
 }
 
@@ -112,7 +116,7 @@ impl Node {
     /// Marks this node as a view op's whose output views `base` (its input).
     pub(crate) fn viewing(mut self, base: &Arc<VarInner>) -> Node {
         self.view = Some(ViewBase {
-            base: Arc::downgrade(base),
+            base: base.view_link(),
             checked: AtomicU64::new(REBASES.load(Ordering::Acquire)),
         });
         self
@@ -144,18 +148,19 @@ impl Node {
         if view.checked.load(Ordering::Acquire) == epoch {
             return false;
         }
+        // The viewed variable's history is the one this node's edge was
+        // taken from while it was not rebased (dropped or not); then the
+        // same holds one view further up.
         let mut node: Option<Arc<Node>> = None;
         loop {
             let n: &Node = node.as_deref().unwrap_or(self);
             let Some(v) = &n.view else { break };
-            let Some(base) = v.base.upgrade() else { break };
-            let current = base.current_grad_fn();
-            match (n.edges.first(), current) {
-                (Some(Some(Edge::Node(old))), Some(cur)) if Arc::ptr_eq(old, &cur) => {
-                    node = Some(cur);
-                }
-                (Some(Some(Edge::Leaf(_))), None) => break,
-                _ => return true,
+            if v.base.rebased() {
+                return true;
+            }
+            match n.edges.first() {
+                Some(Some(Edge::Node(old))) => node = Some(Arc::clone(old)),
+                _ => break,
             }
         }
         view.checked.store(epoch, Ordering::Release);

@@ -4,7 +4,7 @@ use crate::error::{AutogradError, Result};
 use crate::grad_mode::is_grad_enabled;
 use crate::node::{BackwardFn, Edge, Node};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use strata_tensor::{DType, Device, Element, Scalar, Tensor, TensorError};
 
@@ -58,11 +58,56 @@ pub(crate) struct VarInner {
     /// Post-accumulate-grad hooks (leaves only), with the id of each.
     hooks: Mutex<Vec<(u64, GradHook)>>,
     /// For a view made of a variable that did not require grad: that
-    /// variable and the view op's node name. Should the variable (or one it
-    /// views, up such a chain) gain a history since, by a recorded in-place
-    /// op, this view's values include that op but it has no history for it
-    /// (see [`Var::edge`]).
-    untracked_view_of: Option<(std::sync::Weak<VarInner>, &'static str)>,
+    /// variable's [`ViewSource`], its rebase count then, and the view op's
+    /// node name. Should the variable (or one it views, up such a chain)
+    /// gain a history since, by a recorded in-place op, this view's values
+    /// include that op but it has no history for it; should it be made to
+    /// require grad, this view requires grad but has no history leading to
+    /// it (see [`Var::untracked_view_state`]). Held strongly, so that it is
+    /// known after the variable is dropped.
+    untracked_view_of: Option<(ViewLink, &'static str)>,
+    /// What views of this variable read about it (made when the first view
+    /// is taken; see [`ViewSource`]).
+    source: std::sync::OnceLock<Arc<ViewSource>>,
+}
+
+/// What the views of a variable need to know about it, shared by the
+/// variable and its views (and the nodes of its views) so that it outlives
+/// the variable: a view whose base was modified by a recorded in-place op,
+/// or made to require grad, and then dropped is still caught (session 35;
+/// before, views held the base weakly and missed both once it was gone).
+/// It holds no tensor and no node, so it creates no reference cycle.
+pub(crate) struct ViewSource {
+    /// How many times the variable's history was replaced by an in-place op.
+    rebases: AtomicU64,
+    /// The variable's own `requires_grad` flag (leaves).
+    requires_grad: AtomicBool,
+    /// For a variable that is itself a view of one that did not require
+    /// grad: that variable's link (see `VarInner::untracked_view_of`).
+    parent: Option<ViewLink>,
+}
+
+/// A [`ViewSource`] and its rebase count when a view was taken.
+#[derive(Clone)]
+pub(crate) struct ViewLink {
+    source: Arc<ViewSource>,
+    rebases: u64,
+}
+
+impl ViewLink {
+    /// Whether the variable has had its history replaced since the view.
+    pub(crate) fn rebased(&self) -> bool {
+        self.source.rebases.load(Ordering::Acquire) != self.rebases
+    }
+}
+
+/// What an untracked view (see `VarInner::untracked_view_of`) has become.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum UntrackedView {
+    /// A variable up its chain gained a history by a recorded in-place op.
+    BaseModified,
+    /// A variable up its chain was made to require grad.
+    BaseRequiresGrad,
 }
 
 /// A leaf's `.grad`, and the storage a first gradient is copied into when
@@ -145,9 +190,20 @@ impl VarInner {
         self.data.version()
     }
 
-    /// The node that produced this variable now (`None` for a leaf).
-    pub(crate) fn current_grad_fn(&self) -> Option<Arc<Node>> {
-        self.grad_fn.lock().clone()
+    /// A link to this variable's [`ViewSource`] as it is now, for a view
+    /// being taken of it.
+    pub(crate) fn view_link(&self) -> ViewLink {
+        let source = self.source.get_or_init(|| {
+            Arc::new(ViewSource {
+                rebases: AtomicU64::new(0),
+                requires_grad: AtomicBool::new(self.requires_grad.load(Ordering::Acquire)),
+                parent: self.untracked_view_of.as_ref().map(|(l, _)| l.clone()),
+            })
+        });
+        ViewLink {
+            rebases: source.rebases.load(Ordering::Acquire),
+            source: Arc::clone(source),
+        }
     }
 
     /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
@@ -219,6 +275,7 @@ impl Var {
                 inference,
                 hooks: Mutex::new(Vec::new()),
                 untracked_view_of: None,
+                source: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -308,12 +365,23 @@ impl Var {
         self.inner
             .requires_grad
             .store(requires_grad, Ordering::Release);
+        if let Some(source) = self.inner.source.get() {
+            source.requires_grad.store(requires_grad, Ordering::Release);
+        }
         Ok(self)
     }
 
     /// Whether gradients flow to (or through) this variable.
+    ///
+    /// As in PyTorch, a view of a variable that did not require grad reads
+    /// its base's flag: made to require grad after the view was taken, the
+    /// base makes the view require grad too. Such a view has no history
+    /// leading to its base, so using it in a recorded op is refused
+    /// ([`AutogradError::ViewBeforeRequiresGrad`]); take the view again.
     pub fn requires_grad(&self) -> bool {
-        self.grad_fn().is_some() || self.inner.requires_grad.load(Ordering::Acquire)
+        self.grad_fn().is_some()
+            || self.inner.requires_grad.load(Ordering::Acquire)
+            || self.untracked_view_state().is_some()
     }
 
     /// Whether this variable was not made by a recorded operation.
@@ -452,7 +520,7 @@ impl Var {
         &self,
         hook: impl Fn(&Var) -> Result<()> + Send + Sync + 'static,
     ) -> Result<HookHandle> {
-        if !self.is_leaf() || !self.requires_grad() {
+        if !self.is_leaf() || !self.inner.requires_grad.load(Ordering::Acquire) {
             return Err(AutogradError::RequiresGrad {
                 msg:
                     "post-accumulate-grad hooks can only be registered on leaves that require grad"
@@ -533,27 +601,36 @@ impl Var {
             // stale, and a backward that reaches it must fail.
             Some(n) if n.is_stale_view() => Some(Edge::Node(Arc::new(Node::stale_view(n.name())))),
             Some(n) => Some(Edge::Node(n)),
-            None if self.requires_grad() => Some(Edge::Leaf(Arc::clone(&self.inner))),
+            // The leaf's own flag: a view that requires grad only through
+            // its base (see `Var::requires_grad`) is refused before this.
+            None if self.inner.requires_grad.load(Ordering::Acquire) => {
+                Some(Edge::Leaf(Arc::clone(&self.inner)))
+            }
             None => None,
         }
     }
 
-    /// The view op's name when this is a view made of a variable that did
-    /// not require grad and that variable (or one it views, up the chain)
-    /// has a history now (`z.add_(&x)` after `v = z.narrow(..)`): the
-    /// view's values include the in-place op but it has no history for it
-    /// (PyTorch regenerates it from the base's). Using it in a recorded op
-    /// is refused ([`check_not_stale_view`]) instead of leaving out the
-    /// op's gradient silently.
-    pub(crate) fn stale_untracked_view(&self) -> Option<&'static str> {
-        let (mut base, op) = self.inner.untracked_view_of.clone()?;
-        loop {
-            let b = base.upgrade()?;
-            if b.current_grad_fn().is_some() {
-                return Some(op);
+    /// For a view made of a variable that did not require grad, what that
+    /// variable (or one it views, up the chain; dropped or not) has become
+    /// since, with the view op's name: `BaseModified` when it has a history
+    /// now (`z.add_(&x)` after `v = z.narrow(..)`: the view's values include
+    /// the in-place op but it has no history for it; PyTorch regenerates it
+    /// from the base's), `BaseRequiresGrad` when it was made to require
+    /// grad (PyTorch's view then requires grad but passes its gradient
+    /// nowhere). Using such a view in a recorded op is refused
+    /// ([`check_not_stale_view`]) instead of losing a gradient silently.
+    pub(crate) fn untracked_view_state(&self) -> Option<(UntrackedView, &'static str)> {
+        let (link, op) = self.inner.untracked_view_of.as_ref()?;
+        let mut requires_grad = false;
+        let mut link = Some(link);
+        while let Some(l) = link {
+            if l.rebased() {
+                return Some((UntrackedView::BaseModified, op));
             }
-            base = b.untracked_view_of.as_ref()?.0.clone();
+            requires_grad |= l.source.requires_grad.load(Ordering::Acquire);
+            link = l.source.parent.as_ref();
         }
+        requires_grad.then_some((UntrackedView::BaseRequiresGrad, op))
     }
 
     pub(crate) fn inner(&self) -> &Arc<VarInner> {
@@ -567,6 +644,9 @@ impl Var {
     /// Replaces the history after an in-place op (PyTorch's `rebase_history`).
     pub(crate) fn set_grad_fn(&self, node: Arc<Node>) {
         *self.inner.grad_fn.lock() = Some(node);
+        if let Some(source) = self.inner.source.get() {
+            source.rebases.fetch_add(1, Ordering::AcqRel);
+        }
         crate::node::note_rebase();
     }
 }
@@ -690,7 +770,7 @@ pub(crate) fn record(
             // and not on its base (PyTorch rebases the base's history).
             let mut v = Var::make(output, None, false, is_view);
             if let (true, Some(base), Some(inner)) = (is_view, base, Arc::get_mut(&mut v.inner)) {
-                inner.untracked_view_of = Some((Arc::downgrade(base.inner()), name));
+                inner.untracked_view_of = Some((base.inner().view_link(), name));
             }
             v
         }
@@ -724,12 +804,12 @@ pub(crate) fn check_not_inference<'a>(
     Ok(())
 }
 
-/// Whether an op on `inputs` would be recorded now.
 /// With grad mode on (outside inference mode), fails with
 /// [`AutogradError::ViewOfModifiedBase`] when one of `inputs` is a view of
-/// a variable that did not require grad and has gained a history since
-/// (see [`Var::stale_untracked_view`]): in PyTorch that view requires grad,
-/// and a float result of it would too.
+/// a variable that did not require grad and has gained a history since,
+/// and with [`AutogradError::ViewBeforeRequiresGrad`] when that variable
+/// was made to require grad since (see [`Var::untracked_view_state`]): in
+/// PyTorch that view requires grad, and a float result of it would too.
 pub(crate) fn check_not_stale_view(inputs: &[Option<&Var>]) -> Result<()> {
     if !is_grad_enabled() || crate::inference_mode::is_inference_mode_enabled() {
         return Ok(());
@@ -737,13 +817,17 @@ pub(crate) fn check_not_stale_view(inputs: &[Option<&Var>]) -> Result<()> {
     match inputs
         .iter()
         .flatten()
-        .find_map(|v| v.stale_untracked_view())
+        .find_map(|v| v.untracked_view_state())
     {
-        Some(op) => Err(AutogradError::ViewOfModifiedBase { op }),
+        Some((UntrackedView::BaseModified, op)) => Err(AutogradError::ViewOfModifiedBase { op }),
+        Some((UntrackedView::BaseRequiresGrad, op)) => {
+            Err(AutogradError::ViewBeforeRequiresGrad { op })
+        }
         None => Ok(()),
     }
 }
 
+/// Whether an op on `inputs` would be recorded now.
 pub(crate) fn would_record(inputs: &[Option<&Var>]) -> bool {
     !crate::inference_mode::is_inference_mode_enabled()
         && is_grad_enabled()

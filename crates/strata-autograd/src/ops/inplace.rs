@@ -31,7 +31,16 @@ impl Var {
         // that forward with it on: a captured leaf that requires grad is
         // refused there too (its recomputation would start from the
         // changed value).
-        let leaf_requiring_grad = self.is_leaf() && self.requires_grad();
+        // A view of a variable made to require grad after the view was
+        // taken counts as one (PyTorch: "a view of a leaf Variable that
+        // requires grad is being used in an in-place operation"); a view
+        // whose base gained a history is `ViewOfModifiedBase` below.
+        let leaf_requiring_grad = self.is_leaf()
+            && self.requires_grad()
+            && !matches!(
+                self.untracked_view_state(),
+                Some((crate::var::UntrackedView::BaseModified, _))
+            );
         if (leaf_requiring_grad && (is_grad_enabled() || crate::checkpoint::in_forward()))
             || self.stands_for_leaf()
         {

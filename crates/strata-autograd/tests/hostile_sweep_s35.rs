@@ -1,0 +1,180 @@
+//! Session 35's sweep of hostile inputs to autograd (after
+//! `hostile_sweep_s34.rs`). Each test asserts PyTorch's values (PyTorch
+//! 2.15 on the CPU, noted beside them), or the state left behind.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * a view of a variable that did not require grad, taken before that
+//!   variable was made to require grad (`v = z.narrow(..)`, then
+//!   `z.requires_grad_(true)`), did not require grad: `v * v` silently
+//!   built no graph. In PyTorch 2.15 `v.requires_grad` is then True, but
+//!   `v` is a leaf with no history leading to `z`, and a backward through
+//!   it leaves both `z.grad` and `v.grad` None (the gradient is lost).
+//!   Strata's `v.requires_grad()` now reads its base's flag as PyTorch's
+//!   does; using `v` in a recorded op is `ViewBeforeRequiresGrad` (take
+//!   the view again), in place with grad mode on `InPlaceOnLeaf` (PyTorch:
+//!   "a view of a leaf Variable that requires grad is being used in an
+//!   in-place operation").
+//! * a stale view whose base was dropped was not caught: views held their
+//!   base weakly, so once the base variable was gone a view taken before a
+//!   recorded in-place op on it (session 34's `ViewOfModifiedBase`) was
+//!   taken as current: an untracked view silently had no history
+//!   (`x.grad` [1, 1, 1] where PyTorch gives [3, 5, 1]) and a tracked one
+//!   back-propagated through the base's old history, leaving out the
+//!   in-place op (`x.grad` [2, 4, 0] where PyTorch gives [8, 16, 0]).
+//!   A base now shares a small `ViewSource` (its rebase count and
+//!   requires-grad flag; no tensor, no node) with its views, which outlives
+//!   it.
+
+use strata_autograd::{AutogradError, Var};
+use strata_tensor::{Device, Tensor};
+
+const CPU: Device = Device::Cpu;
+
+fn param(v: &[f32]) -> Var {
+    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
+}
+
+fn constant(v: &[f32]) -> Var {
+    Var::new(Tensor::from_slice(v, &[v.len()], CPU).unwrap())
+}
+
+fn grad(v: &Var) -> Vec<f32> {
+    v.grad().unwrap().to_vec::<f32>().unwrap()
+}
+
+fn values(v: &Var) -> Vec<f32> {
+    v.to_vec::<f32>().unwrap()
+}
+
+#[test]
+fn a_view_taken_before_its_base_was_made_to_require_grad() {
+    // z = torch.zeros(3); v = z[0:2]; vv = v[0:1]; z.requires_grad_()
+    // PyTorch 2.15: v.requires_grad and vv.requires_grad are True (a
+    // view's flag reads its base's), v.is_leaf, v.grad_fn None; but
+    // (v * v + v).sum().backward() leaves z.grad None and v.grad None: the
+    // gradient is lost. Strata's v did not require grad, and v * v
+    // silently built no graph. Strata now reports the flag as PyTorch
+    // does and refuses to use such a view in a recorded op.
+    let z = constant(&[1.0, 2.0, 3.0]);
+    let v = z.narrow(0, 0, 2).unwrap();
+    let vv = v.narrow(0, 0, 1).unwrap();
+    assert!(!v.requires_grad());
+    z.requires_grad_(true).unwrap();
+    assert!(v.requires_grad() && vv.requires_grad());
+    assert!(v.is_leaf() && v.grad_fn_name().is_none());
+    let refused = |r: strata_autograd::Result<Var>, what: &str| match r {
+        Err(e @ AutogradError::ViewBeforeRequiresGrad { .. }) => {
+            assert!(e.to_string().contains("take the view again"), "{what}: {e}")
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+    refused(v.mul(&v), "v * v");
+    refused(vv.exp(), "vv.exp()");
+    refused(constant(&[1.0, 1.0]).add(&v), "c + v");
+    // In place with grad mode on: PyTorch raises "a view of a leaf
+    // Variable that requires grad is being used in an in-place operation"
+    // (even v.add_(1)); z is unchanged.
+    assert!(matches!(
+        v.add_(1.0).unwrap_err(),
+        AutogradError::InPlaceOnLeaf { op: "add_" }
+    ));
+    assert_eq!(values(&z), vec![1.0, 2.0, 3.0]);
+    // Under no_grad it is a plain tensor (PyTorch: no graph either).
+    {
+        let _g = strata_autograd::NoGradGuard::new();
+        assert_eq!(values(&v.mul(&v).unwrap()), vec![1.0, 4.0]);
+    }
+    // A view taken after requires_grad_ back-propagates: z.grad == [2, 4, 0].
+    let v2 = z.narrow(0, 0, 2).unwrap();
+    v2.mul(&v2)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&z), vec![2.0, 4.0, 0.0]);
+    // z.requires_grad_(False) again: v.requires_grad is False in PyTorch,
+    // and v is a plain tensor once more.
+    z.requires_grad_(false).unwrap();
+    assert!(!v.requires_grad());
+    assert!(!v.mul(&v).unwrap().requires_grad());
+    // The base dropped after requires_grad_: PyTorch's v.requires_grad
+    // stays True; strata still refuses.
+    let z = constant(&[1.0, 2.0, 3.0]);
+    let v = z.narrow(0, 0, 2).unwrap();
+    z.requires_grad_(true).unwrap();
+    drop(z);
+    assert!(v.requires_grad());
+    refused(v.mul(2.0), "v * 2 after the base was dropped");
+}
+
+#[test]
+fn a_stale_view_whose_base_was_dropped_is_still_caught() {
+    // An untracked base: z = torch.zeros(3); v = z[0:2]; z.add_(x); del z
+    // ((v * v).sum() + x.sum()).backward(): x.grad == [3, 5, 1] in PyTorch
+    // 2.15 (v.grad_fn AsStridedBackward0). Session 34 refuses v while z
+    // lives (ViewOfModifiedBase); with z dropped strata's v had no history
+    // and x silently got [1, 1, 1].
+    let x = param(&[1.0, 2.0, 3.0]);
+    let z = constant(&[0.0, 0.0, 0.0]);
+    let v = z.narrow(0, 0, 2).unwrap();
+    let vv = v.narrow(0, 1, 1).unwrap();
+    z.add_(&x).unwrap();
+    drop(z);
+    match v.mul(&v) {
+        Err(AutogradError::ViewOfModifiedBase { .. }) => {}
+        other => panic!("v * v: {other:?}"),
+    }
+    match vv.mul(2.0) {
+        Err(AutogradError::ViewOfModifiedBase { .. }) => {}
+        other => panic!("vv * 2: {other:?}"),
+    }
+    assert_eq!(values(&v), vec![1.0, 2.0]);
+    // The intermediate view dropped too: vv still sees z's history.
+    drop(v);
+    assert!(matches!(
+        vv.exp().unwrap_err(),
+        AutogradError::ViewOfModifiedBase { .. }
+    ));
+
+    // A tracked base: y = x * 1; v = y[0:2]; y.mul_(2); del y
+    // (v * v).sum().backward(): x.grad == [8, 16, 0] in PyTorch 2.15 (as
+    // with y kept). With y kept strata refuses at backward; with y dropped
+    // the old history was used and x silently got [2, 4, 0].
+    for keep_base in [true, false] {
+        let x = param(&[1.0, 2.0, 3.0]);
+        let y = x.mul(1.0).unwrap();
+        let v = y.narrow(0, 0, 2).unwrap();
+        let vt = v.unsqueeze(0).unwrap(); // a view of the view
+        y.mul_(2.0).unwrap();
+        let kept = keep_base.then_some(y);
+        for (what, w) in [("v", &v), ("vt", &vt)] {
+            let err = w
+                .mul(w)
+                .unwrap()
+                .sum(None, false)
+                .unwrap()
+                .backward()
+                .unwrap_err();
+            assert!(
+                matches!(err, AutogradError::ViewOfModifiedBase { .. }),
+                "{what}, base kept {keep_base}: {err:?}"
+            );
+        }
+        assert!(x.grad().is_none());
+        drop(kept);
+    }
+    // Views used before the in-place op still back-propagate with the base
+    // dropped: w = v * 3 before y.mul_(2), del y, v; w.sum().backward()
+    // gives x.grad == [3, 3, 0] in PyTorch 2.15.
+    let x = param(&[1.0, 2.0, 3.0]);
+    let y = x.mul(1.0).unwrap();
+    let v = y.narrow(0, 0, 2).unwrap();
+    let w = v.mul(3.0).unwrap();
+    y.mul_(2.0).unwrap();
+    drop(y);
+    drop(v);
+    w.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&x), vec![3.0, 3.0, 0.0]);
+}
