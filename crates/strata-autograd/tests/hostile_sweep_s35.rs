@@ -25,6 +25,11 @@
 //!   A base now shares a small `ViewSource` (its rebase count and
 //!   requires-grad flag; no tensor, no node) with its views, which outlives
 //!   it.
+//! * the optimizers accepted an empty parameter list, and their steps did
+//!   nothing; PyTorch refuses it ("optimizer got an empty parameter
+//!   list"). `Sgd::new` and `Adam::new` now do (after the hyper-parameter
+//!   checks, PyTorch's order), and `AdamW`'s steps (its constructor cannot
+//!   fail).
 
 use strata_autograd::{AutogradError, Var};
 use strata_tensor::{Device, Tensor};
@@ -177,4 +182,38 @@ fn a_stale_view_whose_base_was_dropped_is_still_caught() {
     drop(v);
     w.sum(None, false).unwrap().backward().unwrap();
     assert_eq!(grad(&x), vec![3.0, 3.0, 0.0]);
+}
+
+fn empty_refused<T>(r: strata_autograd::Result<T>, what: &str) {
+    match r {
+        Err(AutogradError::Optimizer { msg, .. }) => {
+            assert!(msg.contains("empty parameter list"), "{what}: {msg}")
+        }
+        Err(e) => panic!("{what}: {e:?}"),
+        Ok(_) => panic!("{what}: accepted"),
+    }
+}
+
+#[test]
+fn optimizers_refuse_an_empty_parameter_list() {
+    use strata_autograd::{Adam, AdamW, Optimizer, Sgd};
+    // torch.optim.SGD([], lr=0.1), Adam([]), AdamW([]) each raise
+    // ValueError("optimizer got an empty parameter list") (PyTorch 2.15);
+    // strata made an optimizer whose steps did nothing.
+    empty_refused(Sgd::new(Vec::new(), 0.1, 0.0), "SGD");
+    empty_refused(Adam::new(Vec::new(), 0.1), "Adam");
+    // AdamW::new cannot fail: every step refuses.
+    let mut opt = AdamW::new(Vec::new());
+    empty_refused(opt.step(), "AdamW step");
+    empty_refused(opt.step(), "AdamW second step");
+    // PyTorch's lr check comes first: SGD([], lr=-1) is "Invalid learning
+    // rate: -1".
+    assert!(matches!(
+        Sgd::new(Vec::new(), -1.0, 0.0),
+        Err(AutogradError::Hyperparameter { .. })
+    ));
+    assert!(matches!(
+        Adam::new(Vec::new(), f64::NAN),
+        Err(AutogradError::Hyperparameter { .. })
+    ));
 }

@@ -291,7 +291,7 @@ fn adam_first_step_is_lr_times_sign_and_converges() {
         opt.step().unwrap();
     }
     assert!(p.to_vec::<f64>().unwrap().iter().all(|v| v.abs() < 0.05));
-    assert!(Adam::new(vec![], 0.1)
+    assert!(Adam::new(vec![p.clone()], 0.1)
         .unwrap()
         .with_betas(1.0, 0.9)
         .is_err());

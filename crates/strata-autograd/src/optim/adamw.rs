@@ -53,6 +53,10 @@ pub struct AdamW {
 impl AdamW {
     /// AdamW over `params` with PyTorch's defaults: lr 1e-3, betas (0.9, 0.999),
     /// eps 1e-8, weight decay 1e-2.
+    ///
+    /// It cannot fail: what PyTorch's constructor refuses (an empty list, a
+    /// parameter that is not a leaf, one named twice) is refused by every
+    /// [`step`](Optimizer::step) instead, before anything is updated.
     pub fn new(params: Vec<Var>) -> AdamW {
         let mut groups: Vec<Group> = Vec::new();
         for (i, p) in params.iter().enumerate() {

@@ -112,9 +112,23 @@ pub(crate) fn non_leaf_error(optimizer: &'static str, params: &[Var]) -> Option<
     })
 }
 
-/// Refuses a parameter list with a variable that is not a leaf, or that
-/// names one parameter twice.
+/// The error for an empty parameter list, or `None` (PyTorch: "optimizer
+/// got an empty parameter list"): its steps would silently do nothing.
+pub(crate) fn empty_error(optimizer: &'static str, params: &[Var]) -> Option<AutogradError> {
+    params.is_empty().then(|| AutogradError::Optimizer {
+        optimizer,
+        msg: "optimizer got an empty parameter list; pass the parameters to update (a module's \
+              parameters() is empty when it has none, or when it was given no layers)"
+            .into(),
+    })
+}
+
+/// Refuses an empty parameter list, and one with a variable that is not a
+/// leaf or that names one parameter twice.
 pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<()> {
+    if let Some(e) = empty_error(optimizer, params) {
+        return Err(e);
+    }
     if let Some(e) = non_leaf_error(optimizer, params) {
         return Err(e);
     }
@@ -134,8 +148,13 @@ pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<
 /// the earlier ones updated and their state advanced. (The parameter list
 /// itself was checked for duplicates when the optimizer was made.) Every
 /// parameter must still be a leaf (an in-place op with an operand that
-/// requires grad gives one that does not require grad a history).
+/// requires grad gives one that does not require grad a history). An
+/// empty parameter list is refused ([`AdamW::new`] cannot fail, so its
+/// steps refuse it).
 pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -> Result<()> {
+    if let Some(e) = empty_error(optimizer, params) {
+        return Err(e);
+    }
     if let Some(e) = non_leaf_error(optimizer, params) {
         return Err(e);
     }
