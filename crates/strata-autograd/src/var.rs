@@ -69,6 +69,9 @@ pub(crate) struct VarInner {
     /// What views of this variable read about it (made when the first view
     /// is taken; see [`ViewSource`]).
     source: std::sync::OnceLock<Arc<ViewSource>>,
+    /// Replaced in its module by a converted copy (`Module::to` to another
+    /// device or dtype): an optimizer still holding it is refused.
+    replaced_by_to: AtomicBool,
 }
 
 /// What the views of a variable need to know about it, shared by the
@@ -185,6 +188,17 @@ impl VarInner {
         self.grad.lock().destination.clone()
     }
 
+    /// Marks this parameter as replaced in its module by a converted copy
+    /// (see `replaced_by_to`).
+    pub(crate) fn mark_replaced_by_to(&self) {
+        self.replaced_by_to.store(true, Ordering::Release);
+    }
+
+    /// Whether [`VarInner::mark_replaced_by_to`] was called.
+    pub(crate) fn replaced_by_to(&self) -> bool {
+        self.replaced_by_to.load(Ordering::Acquire)
+    }
+
     /// The data's version counter.
     pub(crate) fn version(&self) -> u64 {
         self.data.version()
@@ -276,6 +290,7 @@ impl Var {
                 hooks: Mutex::new(Vec::new()),
                 untracked_view_of: None,
                 source: std::sync::OnceLock::new(),
+                replaced_by_to: AtomicBool::new(false),
             }),
         }
     }

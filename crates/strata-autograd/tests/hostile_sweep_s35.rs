@@ -30,9 +30,17 @@
 //!   list"). `Sgd::new` and `Adam::new` now do (after the hyper-parameter
 //!   checks, PyTorch's order), and `AdamW`'s steps (its constructor cannot
 //!   fail).
+//! * `Module::to` to another dtype or device dropped the parameters'
+//!   gradients (PyTorch converts them with the parameters), and an
+//!   optimizer made before kept stepping the old parameters, which the
+//!   model no longer used, silently. PyTorch converts the same parameter
+//!   in place, so its optimizer keeps working; a strata `Var`'s data cannot
+//!   change dtype or device in place, so the gradients are now converted
+//!   onto the new parameters and a stale optimizer's step is refused with
+//!   an `Optimizer` error naming `Module::to`, before anything is updated.
 
 use strata_autograd::{AutogradError, Var};
-use strata_tensor::{Device, Tensor};
+use strata_tensor::{DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
 
@@ -216,4 +224,103 @@ fn optimizers_refuse_an_empty_parameter_list() {
         Adam::new(Vec::new(), f64::NAN),
         Err(AutogradError::Hyperparameter { .. })
     ));
+}
+
+type MakeOptimizer = fn(Vec<Var>) -> Box<dyn strata_autograd::Optimizer>;
+
+#[test]
+fn module_to_with_a_real_conversion_converts_the_gradients_and_stale_optimizers_refuse_to_step() {
+    use strata_autograd::nn::{Linear, Module};
+    use strata_autograd::{Adam, AdamW, Optimizer, Sgd};
+    // m = nn.Linear(2, 1); opt = SGD(m.parameters(), lr=0.5)
+    // m(torch.ones(1, 2)).sum().backward(); m.to(torch.float64)
+    // PyTorch 2.15: m.weight is the same Parameter (converted in place,
+    // param.data = ...), its grad converted to float64 too, and opt.step()
+    // updates it. Strata's Var cannot change its data's dtype or device in
+    // place: Module::to makes new parameters. Before session 35 it also
+    // dropped their gradients, and an optimizer made before kept updating
+    // the old, dead tensors, silently.
+    let make = || {
+        Linear::from_tensors(
+            Tensor::from_slice(&[0.5f32, -0.5], &[1, 2], CPU).unwrap(),
+            Some(Tensor::from_slice(&[0.25f32], &[1], CPU).unwrap()),
+        )
+        .unwrap()
+    };
+    let x = Var::new(Tensor::ones(&[1, 2], DType::F32, CPU).unwrap());
+    let optimizers: [(&str, MakeOptimizer); 3] = [
+        ("SGD", |p| Box::new(Sgd::new(p, 0.5, 0.0).unwrap())),
+        ("Adam", |p| Box::new(Adam::new(p, 0.5).unwrap())),
+        ("AdamW", |p| Box::new(AdamW::new(p))),
+    ];
+    for (name, make_opt) in optimizers {
+        let mut m = make();
+        let mut opt = make_opt(m.parameters());
+        m.forward(&x)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap();
+        m.to(CPU, Some(DType::F64)).unwrap();
+        // m.weight.grad: tensor([[1., 1.]], dtype=torch.float64)
+        let g = m
+            .weight
+            .grad()
+            .expect("the gradient is converted, not dropped");
+        assert_eq!(g.dtype(), DType::F64);
+        assert_eq!(g.to_vec::<f64>().unwrap(), vec![1.0, 1.0]);
+        assert_eq!(
+            m.bias
+                .as_ref()
+                .unwrap()
+                .grad()
+                .unwrap()
+                .to_vec::<f64>()
+                .unwrap(),
+            vec![1.0]
+        );
+        assert!(m.weight.is_leaf() && m.weight.requires_grad());
+        // The optimizer made before holds the old parameters: its step is
+        // refused, updating nothing, and says what to do.
+        match opt.step() {
+            Err(AutogradError::Optimizer { msg, .. }) => {
+                assert!(msg.contains("Module::to"), "{name}: {msg}");
+                assert!(msg.contains("make the optimizer after"), "{name}: {msg}");
+            }
+            other => panic!("{name}: {other:?}"),
+        }
+        assert_eq!(
+            m.weight.data().to_vec::<f64>().unwrap(),
+            vec![0.5, -0.5],
+            "{name}"
+        );
+        for p in opt.params() {
+            assert_eq!(p.dtype(), DType::F32, "{name}: the old parameter");
+        }
+        // An optimizer made after the conversion updates the model:
+        // w - 0.5 * 1 with SGD.
+        if name == "SGD" {
+            let mut opt = Sgd::new(m.parameters(), 0.5, 0.0).unwrap();
+            opt.step().unwrap();
+            assert_eq!(m.weight.data().to_vec::<f64>().unwrap(), vec![0.0, -1.0]);
+            assert_eq!(
+                m.bias.as_ref().unwrap().data().to_vec::<f64>().unwrap(),
+                vec![-0.25]
+            );
+        }
+    }
+    // A conversion that changes nothing keeps the parameters (session 34),
+    // so an optimizer made before still steps.
+    let mut m = make();
+    let mut opt = Sgd::new(m.parameters(), 0.5, 0.0).unwrap();
+    m.to(CPU, Some(DType::F32)).unwrap();
+    m.forward(&x)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    opt.step().unwrap();
+    assert_eq!(values(&m.weight), vec![0.0, -1.0]);
 }

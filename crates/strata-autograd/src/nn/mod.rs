@@ -104,9 +104,12 @@ pub trait Module {
     /// parameter that is already on `device` in `dtype` is left as it is (the
     /// same variable, with its gradient and hooks, as in PyTorch: an
     /// optimizer made before still updates it); the others become new
-    /// leaves (their gradients are dropped, and an optimizer made before
-    /// holds the old ones, where PyTorch converts the same parameter and its
-    /// gradient in place). On error nothing changes.
+    /// leaves with their gradients converted too (as PyTorch's), but not
+    /// their hooks. PyTorch converts the same parameter in place; a strata
+    /// [`Var`]'s data cannot change device or dtype, so an optimizer made
+    /// before holds the old parameters: its steps are refused with an
+    /// [`AutogradError::Optimizer`] error (make the optimizer after `to`).
+    /// On error nothing changes.
     fn to(&mut self, device: Device, dtype: Option<DType>) -> Result<()> {
         if let Some(d) = dtype {
             if !d.is_float() {
@@ -134,6 +137,14 @@ pub trait Module {
             })?;
             let nv = Var::new(t);
             nv.requires_grad_(v.requires_grad())?;
+            // PyTorch's `_apply` converts `.grad` with the parameter.
+            if let Some(g) = v.grad() {
+                let g = g.to(device).and_then(|g| match dtype {
+                    Some(d) if d != g.dtype() => g.to_dtype(d),
+                    _ => Ok(g),
+                })?;
+                nv.set_grad(Some(g))?;
+            }
             converted.insert(Arc::as_ptr(&v.inner), nv);
         }
         if converted.is_empty() {
@@ -144,6 +155,14 @@ pub trait Module {
                 *v = nv.clone();
             }
             Ok(())
-        })
+        })?;
+        // An optimizer made before still holds the old parameters: its
+        // steps are refused (see `optim::check_step`).
+        for (_, v) in &params {
+            if converted.contains_key(&Arc::as_ptr(&v.inner)) {
+                v.inner.mark_replaced_by_to();
+            }
+        }
+        Ok(())
     }
 }

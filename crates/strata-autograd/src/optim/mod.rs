@@ -148,7 +148,8 @@ pub(crate) fn check_distinct(optimizer: &'static str, params: &[Var]) -> Result<
 /// the earlier ones updated and their state advanced. (The parameter list
 /// itself was checked for duplicates when the optimizer was made.) Every
 /// parameter must still be a leaf (an in-place op with an operand that
-/// requires grad gives one that does not require grad a history). An
+/// requires grad gives one that does not require grad a history), and not
+/// replaced in its module by `Module::to` (see `VarInner::replaced_by_to`). An
 /// empty parameter list is refused ([`AdamW::new`] cannot fail, so its
 /// steps refuse it).
 pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -> Result<()> {
@@ -157,6 +158,24 @@ pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -
     }
     if let Some(e) = non_leaf_error(optimizer, params) {
         return Err(e);
+    }
+    if let Some((i, p)) = params
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.inner.replaced_by_to())
+    {
+        return Err(AutogradError::Optimizer {
+            optimizer,
+            msg: format!(
+                "parameter {i} ({:?} {} on {:?}) was replaced in its module by a converted copy \
+                 (Module::to to another device or dtype), so this step would update a tensor the \
+                 model no longer uses; make the optimizer after Module::to (strata's to makes new \
+                 parameters, where PyTorch converts them in place)",
+                p.shape(),
+                p.dtype(),
+                p.device()
+            ),
+        });
     }
     for (i, p) in params.iter().enumerate() {
         let Some(g) = p.grad() else { continue };
