@@ -55,8 +55,11 @@ pub(crate) struct VarInner {
     /// ([`AutogradError::InferenceTensorInPlace`]), not saved for backward
     /// ([`AutogradError::InferenceTensorSaved`]) and not made to require grad.
     inference: bool,
-    /// Post-accumulate-grad hooks (leaves only), with the id of each.
-    hooks: Mutex<Vec<(u64, GradHook)>>,
+    /// Post-accumulate-grad hooks (leaves only), with the id of each; made
+    /// at the first registration. Shared with the converted copy that
+    /// `Module::to` makes of a parameter, so that its hooks (and their
+    /// handles) carry over, as PyTorch's stay on the converted parameter.
+    hooks: std::sync::OnceLock<Arc<HookList>>,
     /// For a view made of a variable that did not require grad: that
     /// variable's [`ViewSource`], its rebase count then, and the view op's
     /// node name. Should the variable (or one it views, up such a chain)
@@ -126,18 +129,26 @@ pub(crate) struct GradSlot {
 /// is final (see [`Var::register_post_accumulate_grad_hook`]).
 pub type GradHook = Arc<dyn Fn(&Var) -> Result<()> + Send + Sync>;
 
+/// A leaf's post-accumulate-grad hooks, with the id of each.
+pub(crate) type HookList = Mutex<Vec<(u64, GradHook)>>;
+
 /// Removes a hook registered with [`Var::register_post_accumulate_grad_hook`].
-#[derive(Debug)]
 pub struct HookHandle {
     id: u64,
-    var: std::sync::Weak<VarInner>,
+    hooks: std::sync::Weak<HookList>,
+}
+
+impl std::fmt::Debug for HookHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookHandle").field("id", &self.id).finish()
+    }
 }
 
 impl HookHandle {
     /// Unregisters the hook (a no-op if the variable is gone).
     pub fn remove(self) {
-        if let Some(v) = self.var.upgrade() {
-            v.hooks.lock().retain(|(id, _)| *id != self.id);
+        if let Some(hooks) = self.hooks.upgrade() {
+            hooks.lock().retain(|(id, _)| *id != self.id);
         }
     }
 }
@@ -188,6 +199,16 @@ impl VarInner {
         self.grad.lock().destination.clone()
     }
 
+    /// Makes `self` (a new leaf) run `other`'s post-accumulate-grad hooks,
+    /// and those registered on either later: the list is shared, and the
+    /// hooks' handles remove them from both (`Module::to`'s converted
+    /// copy of a parameter). A no-op if `self` has hooks of its own.
+    pub(crate) fn share_hooks_of(&self, other: &VarInner) {
+        if let Some(h) = other.hooks.get() {
+            let _ = self.hooks.set(Arc::clone(h));
+        }
+    }
+
     /// Marks this parameter as replaced in its module by a converted copy
     /// (see `replaced_by_to`).
     pub(crate) fn mark_replaced_by_to(&self) {
@@ -223,12 +244,10 @@ impl VarInner {
     /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
     /// register or remove hooks).
     pub(crate) fn run_grad_hooks(self: &Arc<Self>) -> Result<()> {
-        let hooks: Vec<GradHook> = self
-            .hooks
-            .lock()
-            .iter()
-            .map(|(_, h)| Arc::clone(h))
-            .collect();
+        let Some(list) = self.hooks.get() else {
+            return Ok(());
+        };
+        let hooks: Vec<GradHook> = list.lock().iter().map(|(_, h)| Arc::clone(h)).collect();
         if hooks.is_empty() {
             return Ok(());
         }
@@ -287,7 +306,7 @@ impl Var {
                 no_grad_view,
                 stands_for_leaf,
                 inference,
-                hooks: Mutex::new(Vec::new()),
+                hooks: std::sync::OnceLock::new(),
                 untracked_view_of: None,
                 source: std::sync::OnceLock::new(),
                 replaced_by_to: AtomicBool::new(false),
@@ -544,10 +563,11 @@ impl Var {
         }
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        self.inner.hooks.lock().push((id, Arc::new(hook)));
+        let hooks = self.inner.hooks.get_or_init(Default::default);
+        hooks.lock().push((id, Arc::new(hook)));
         Ok(HookHandle {
             id,
-            var: Arc::downgrade(&self.inner),
+            hooks: Arc::downgrade(hooks),
         })
     }
 

@@ -38,6 +38,11 @@
 //!   change dtype or device in place, so the gradients are now converted
 //!   onto the new parameters and a stale optimizer's step is refused with
 //!   an `Optimizer` error naming `Module::to`, before anything is updated.
+//! * `Module::to` to another dtype or device also dropped the parameters'
+//!   post-accumulate-grad hooks (PyTorch's stay on the converted
+//!   parameter): a hook, such as a `DistributedDataParallel`'s, silently
+//!   stopped running. The hook list is now shared with the converted
+//!   parameter, and a `HookHandle` still removes the hook.
 
 use strata_autograd::{AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
@@ -323,4 +328,55 @@ fn module_to_with_a_real_conversion_converts_the_gradients_and_stale_optimizers_
         .unwrap();
     opt.step().unwrap();
     assert_eq!(values(&m.weight), vec![0.0, -1.0]);
+}
+
+#[test]
+fn module_to_with_a_real_conversion_keeps_the_parameters_hooks() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use strata_autograd::nn::{Linear, Module};
+    // m = nn.Linear(2, 1); calls = []
+    // h = m.weight.register_post_accumulate_grad_hook(
+    //         lambda p: calls.append(p.grad.dtype))
+    // m.to(torch.float64); m(ones(1, 2, float64)).sum().backward()
+    // calls == [torch.float64] (PyTorch 2.15: the same parameter, its hook
+    // kept); after h.remove() another backward adds nothing. Strata's new
+    // parameter had no hooks: the hook was lost silently (a
+    // DistributedDataParallel's bucket hooks among them).
+    let mut m = Linear::from_tensors(
+        Tensor::from_slice(&[0.5f32, -0.5], &[1, 2], CPU).unwrap(),
+        None,
+    )
+    .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&calls);
+    let h = m
+        .weight
+        .register_post_accumulate_grad_hook(move |p| {
+            assert_eq!(p.grad().unwrap().dtype(), DType::F64);
+            c.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .unwrap();
+    m.to(CPU, Some(DType::F64)).unwrap();
+    let x = Var::new(Tensor::ones(&[1, 2], DType::F64, CPU).unwrap());
+    let backward = |m: &Linear| {
+        m.forward(&x)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap()
+    };
+    backward(&m);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // The handle still removes it.
+    h.remove();
+    backward(&m);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(grad_f64(&m.weight), vec![2.0, 2.0]);
+}
+
+fn grad_f64(v: &Var) -> Vec<f64> {
+    v.grad().unwrap().to_vec::<f64>().unwrap()
 }

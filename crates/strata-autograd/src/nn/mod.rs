@@ -104,8 +104,8 @@ pub trait Module {
     /// parameter that is already on `device` in `dtype` is left as it is (the
     /// same variable, with its gradient and hooks, as in PyTorch: an
     /// optimizer made before still updates it); the others become new
-    /// leaves with their gradients converted too (as PyTorch's), but not
-    /// their hooks. PyTorch converts the same parameter in place; a strata
+    /// leaves with their gradients converted too and their
+    /// post-accumulate-grad hooks kept (as PyTorch's). PyTorch converts the same parameter in place; a strata
     /// [`Var`]'s data cannot change device or dtype, so an optimizer made
     /// before holds the old parameters: its steps are refused with an
     /// [`AutogradError::Optimizer`] error (make the optimizer after `to`).
@@ -145,6 +145,9 @@ pub trait Module {
                 })?;
                 nv.set_grad(Some(g))?;
             }
+            // And its post-accumulate-grad hooks stay (the same parameter
+            // in PyTorch); their handles still remove them.
+            nv.inner.share_hooks_of(&v.inner);
             converted.insert(Arc::as_ptr(&v.inner), nv);
         }
         if converted.is_empty() {
