@@ -503,7 +503,7 @@ macro_rules! native_element {
             }
         }
     };
-    ($t:ty, $dt:expr, int) => {
+    ($t:ty, $dt:expr, int, $from_float:expr) => {
         impl Element for $t {
             const DTYPE: DType = $dt;
             type Acc = $t;
@@ -524,8 +524,8 @@ macro_rules! native_element {
                 match s {
                     Scalar::Bool(b) => b as $t,
                     Scalar::Int(i) => i as $t,
-                    // Truncation toward zero, then wrapping like C's conversion through int64.
-                    Scalar::Float(f) => f as i64 as $t,
+                    // PyTorch's x86 CPU conversion (see `float_to_i64`).
+                    Scalar::Float(f) => $from_float(f),
                 }
             }
         }
@@ -533,9 +533,41 @@ macro_rules! native_element {
 }
 native_element!(f32, DType::F32, float);
 native_element!(f64, DType::F64, float);
-native_element!(i32, DType::I32, int);
-native_element!(i64, DType::I64, int);
-native_element!(u8, DType::U8, int);
+native_element!(i32, DType::I32, int, float_to_i32);
+native_element!(i64, DType::I64, int, float_to_i64);
+native_element!(u8, DType::U8, int, |f| float_to_i64(f) as u8);
+
+/// A float converted to i64 as PyTorch 2.15's CPU kernels do on x86
+/// (`cvttsd2si`): truncated toward zero, and where that is NaN or outside
+/// i64's range (±inf, 1e30), the "integer indefinite" value `i64::MIN`.
+/// u8 takes the low byte of this (`torch.tensor([-1., 3e9+1]).double()
+/// .to(torch.uint8)` is `[255, 1]`; NaN and inf give 0).
+#[inline]
+pub(crate) fn float_to_i64(f: f64) -> i64 {
+    // -2^63 is exact in f64; anything truncating into [-2^63, 2^63) converts.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    let t = f.trunc();
+    if (-LIMIT..LIMIT).contains(&t) {
+        t as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// A float converted to i32 as PyTorch 2.15's CPU kernels do on x86
+/// (`cvttss2si`/`cvttsd2si` to 32 bits): truncated toward zero, and
+/// `i32::MIN` where that is NaN or outside i32's range
+/// (`torch.tensor([nan, inf, 3e9]).to(torch.int32)` is all -2147483648).
+#[inline]
+pub(crate) fn float_to_i32(f: f64) -> i32 {
+    const LIMIT: f64 = 2_147_483_648.0;
+    let t = f.trunc();
+    if (-LIMIT..LIMIT).contains(&t) {
+        t as i32
+    } else {
+        i32::MIN
+    }
+}
 
 macro_rules! half_element {
     ($t:ty, $dt:expr) => {

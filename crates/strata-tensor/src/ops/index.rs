@@ -613,11 +613,20 @@ impl Tensor {
     /// broadcast error); the set positions of self, in row-major order, take
     /// `source`'s first elements. Written through `copy_`, so views of self
     /// see it and the version counter moves.
+    ///
+    /// A `source` that shares self's memory (wholly or in part), or a mask
+    /// that shares part of it, is a [`TensorError::Overlap`]: PyTorch 2.15's
+    /// CPU loop reads such a source after writing through it, so its answer
+    /// is an artefact of that loop's order (`x.masked_scatter_(m, x)` with
+    /// `m = [F, T, T, F, T, T]` on `arange(6.)` gives `[0, 0, 0, 3, 0, 3]`),
+    /// one no parallel kernel reproduces; clone the source first.
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         const OP: &str = "masked_scatter_";
         check_mask(OP, self, mask)?;
         // Before any work, naming this op (not the final `copy_`).
         check_inplace(OP, self, &mut [])?;
+        check_no_overlap(OP, self, &[source])?;
+        check_no_partial_overlap(OP, self, mask)?;
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         if shape != self.shape() {
             return Err(TensorError::InPlaceBroadcast {

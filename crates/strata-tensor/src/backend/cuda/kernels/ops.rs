@@ -128,6 +128,10 @@ pub(crate) fn unary(op: UnaryOp, d: DType) -> String {
     )
 }
 
+/// A double `c` converted to i64 as PyTorch's x86 CPU kernels do: truncated,
+/// and `i64::MIN` where that is NaN or outside i64's range.
+const F2I64: &str = "((c >= -9223372036854775808.0 && c < 9223372036854775808.0) ? (i64)c : (i64)0x8000000000000000ull)";
+
 /// Body of `out = src` converted from `s` to `d` with PyTorch's cast rules.
 pub(crate) fn cast(s: DType, d: DType) -> String {
     if s == d {
@@ -145,9 +149,14 @@ pub(crate) fn cast(s: DType, d: DType) -> String {
         (DType::F64, _) => "(double)c".to_string(),
         (DType::F16, _) => "f2h((float)c)".to_string(),
         (DType::BF16, _) => "f2bf((float)c)".to_string(),
-        (DType::I32, true) => "(int)(i64)c".to_string(),
-        (DType::I64, true) => "(i64)c".to_string(),
-        (DType::U8, true) => "(u8)(i64)c".to_string(),
+        // PyTorch's x86 CPU conversion, as the CPU backend's `float_to_i32` /
+        // `float_to_i64`: truncated, and INT_MIN where NaN or out of range
+        // (CUDA's own conversion saturates instead).
+        (DType::I32, true) => {
+            "((c > -2147483649.0 && c < 2147483648.0) ? (int)c : (int)0x80000000u)".to_string()
+        }
+        (DType::I64, true) => F2I64.to_string(),
+        (DType::U8, true) => format!("(u8){F2I64}"),
         (DType::I32, false) => "(int)c".to_string(),
         (DType::I64, false) => "(i64)c".to_string(),
         (DType::U8, false) => "(u8)c".to_string(),
