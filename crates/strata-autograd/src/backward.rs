@@ -34,6 +34,12 @@ impl Var {
         if !self.requires_grad() {
             return Err(AutogradError::NoGradFn);
         }
+        // A view that requires grad only through its base is a leaf with no
+        // `.grad` of its own to fill (PyTorch refuses it as not requiring
+        // grad; a stale one PyTorch back-propagates through its base).
+        if let Some(e) = self.untracked_view_error() {
+            return Err(e);
+        }
         let grad = match grad {
             Some(g) => {
                 if g.shape() != self.shape() {

@@ -668,6 +668,19 @@ impl Var {
         requires_grad.then_some((UntrackedView::BaseRequiresGrad, op))
     }
 
+    /// The error for using this variable in a recorded op (or starting a
+    /// backward from it) when it is a view made of a variable that did not
+    /// require grad and that variable has since gained a history
+    /// ([`AutogradError::ViewOfModifiedBase`]) or been made to require
+    /// grad ([`AutogradError::ViewBeforeRequiresGrad`]); see
+    /// [`Var::untracked_view_state`].
+    pub(crate) fn untracked_view_error(&self) -> Option<AutogradError> {
+        Some(match self.untracked_view_state()? {
+            (UntrackedView::BaseModified, op) => AutogradError::ViewOfModifiedBase { op },
+            (UntrackedView::BaseRequiresGrad, op) => AutogradError::ViewBeforeRequiresGrad { op },
+        })
+    }
+
     pub(crate) fn inner(&self) -> &Arc<VarInner> {
         &self.inner
     }
@@ -852,12 +865,9 @@ pub(crate) fn check_not_stale_view(inputs: &[Option<&Var>]) -> Result<()> {
     match inputs
         .iter()
         .flatten()
-        .find_map(|v| v.untracked_view_state())
+        .find_map(|v| v.untracked_view_error())
     {
-        Some((UntrackedView::BaseModified, op)) => Err(AutogradError::ViewOfModifiedBase { op }),
-        Some((UntrackedView::BaseRequiresGrad, op)) => {
-            Err(AutogradError::ViewBeforeRequiresGrad { op })
-        }
+        Some(e) => Err(e),
         None => Ok(()),
     }
 }

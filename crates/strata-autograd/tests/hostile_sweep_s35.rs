@@ -25,6 +25,11 @@
 //!   A base now shares a small `ViewSource` (its rebase count and
 //!   requires-grad flag; no tensor, no node) with its views, which outlives
 //!   it.
+//!   (Reading the base's flag made `v.backward_with(..)` on such a view
+//!   fill `v`'s own `.grad`, where PyTorch refuses it, "element 0 of
+//!   tensors does not require grad", or for a stale view passes the
+//!   gradient to the base's history; caught before the session ended and
+//!   refused with the same two errors.)
 //! * the optimizers accepted an empty parameter list, and their steps did
 //!   nothing; PyTorch refuses it ("optimizer got an empty parameter
 //!   list"). `Sgd::new` and `Adam::new` now do (after the hyper-parameter
@@ -379,4 +384,37 @@ fn module_to_with_a_real_conversion_keeps_the_parameters_hooks() {
 
 fn grad_f64(v: &Var) -> Vec<f64> {
     v.grad().unwrap().to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn backward_from_a_view_that_requires_grad_only_through_its_base_is_refused() {
+    // z = torch.zeros(3); v = z[0:2]; z.requires_grad_()
+    // v.backward(torch.ones(2)) raises "element 0 of tensors does not
+    // require grad and does not have a grad_fn" (PyTorch 2.15), though
+    // v.requires_grad is True. Once v.requires_grad() read its base's flag
+    // (this session), strata's backward took v for a leaf and put the
+    // gradient in v's .grad.
+    let ones = Tensor::ones(&[2], strata_tensor::DType::F32, CPU).unwrap();
+    let z = constant(&[0.0, 0.0, 0.0]);
+    let v = z.narrow(0, 0, 2).unwrap();
+    z.requires_grad_(true).unwrap();
+    assert!(matches!(
+        v.backward_with(Some(&ones), false).unwrap_err(),
+        AutogradError::ViewBeforeRequiresGrad { .. }
+    ));
+    assert!(v.grad().is_none() && z.grad().is_none());
+    // x = tensor([1., 2., 3.], requires_grad=True); z = torch.zeros(3)
+    // v = z[0:2]; z.add_(x); v.backward(torch.ones(2)): x.grad ==
+    // [1, 1, 0] in PyTorch (v's history regenerated from z's). Strata
+    // refuses, as for any use of v, rather than fill v's .grad and give x
+    // nothing.
+    let x = param(&[1.0, 2.0, 3.0]);
+    let z = constant(&[0.0, 0.0, 0.0]);
+    let v = z.narrow(0, 0, 2).unwrap();
+    z.add_(&x).unwrap();
+    assert!(matches!(
+        v.backward_with(Some(&ones), false).unwrap_err(),
+        AutogradError::ViewOfModifiedBase { .. }
+    ));
+    assert!(v.grad().is_none() && x.grad().is_none());
 }
