@@ -176,7 +176,11 @@ fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
             match edge {
                 None => {}
                 Some(Edge::Leaf(v)) => {
-                    if let Some(g) = g {
+                    // A leaf made not to require grad since the graph was
+                    // recorded (frozen after its forward) gets no gradient,
+                    // as PyTorch's AccumulateGrad skips it; its hooks still
+                    // run, as PyTorch's do.
+                    if let Some(g) = g.filter(|_| v.requires_grad_flag()) {
                         v.accumulate(g)?;
                     }
                     let left = leaf_edges

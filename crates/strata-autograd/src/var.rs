@@ -209,6 +209,11 @@ impl VarInner {
         }
     }
 
+    /// The leaf's own `requires_grad` flag now.
+    pub(crate) fn requires_grad_flag(&self) -> bool {
+        self.requires_grad.load(Ordering::Acquire)
+    }
+
     /// Marks this parameter as replaced in its module by a converted copy
     /// (see `replaced_by_to`).
     pub(crate) fn mark_replaced_by_to(&self) {

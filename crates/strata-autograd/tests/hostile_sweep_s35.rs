@@ -48,6 +48,12 @@
 //!   parameter): a hook, such as a `DistributedDataParallel`'s, silently
 //!   stopped running. The hook list is now shared with the converted
 //!   parameter, and a `HookHandle` still removes the hook.
+//! * a leaf made not to require grad between its forward and the backward
+//!   (`x.requires_grad_(false)`, freezing a layer) still had the gradient
+//!   added into its `.grad`, so an optimizer step then updated the frozen
+//!   layer. PyTorch's AccumulateGrad skips a leaf that no longer requires
+//!   grad (`x.grad` stays None; its post-accumulate-grad hooks still run);
+//!   strata's backward now does the same.
 
 use strata_autograd::{AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
@@ -417,4 +423,44 @@ fn backward_from_a_view_that_requires_grad_only_through_its_base_is_refused() {
         AutogradError::ViewOfModifiedBase { .. }
     ));
     assert!(v.grad().is_none() && x.grad().is_none());
+}
+
+#[test]
+fn a_leaf_frozen_between_forward_and_backward_gets_no_gradient() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use strata_autograd::{Optimizer, Sgd};
+    // x = ones(3, requires_grad=True); w = ones(3, requires_grad=True)
+    // x.register_post_accumulate_grad_hook(lambda p: calls.append(1))
+    // y = (x * w).sum(); x.requires_grad_(False); y.backward()
+    // PyTorch 2.15: x.grad None, w.grad [1, 1, 1], the hook called once.
+    // Strata added the gradient into x's .grad: a layer frozen after its
+    // forward was then updated by the optimizer's step.
+    let x = param(&[1.0, 1.0, 1.0]);
+    let w = param(&[1.0, 1.0, 1.0]);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = Arc::clone(&calls);
+    x.register_post_accumulate_grad_hook(move |_| {
+        c.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    })
+    .unwrap();
+    let mut opt = Sgd::new(vec![x.clone(), w.clone()], 0.5, 0.0).unwrap();
+    let y = x.mul(&w).unwrap().sum(None, false).unwrap();
+    x.requires_grad_(false).unwrap();
+    y.backward().unwrap();
+    assert!(x.grad().is_none());
+    assert_eq!(grad(&w), vec![1.0; 3]);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    opt.step().unwrap();
+    assert_eq!(values(&x), vec![1.0; 3]);
+    assert_eq!(values(&w), vec![0.5; 3]);
+    // Made to require grad again before the backward, it gets its gradient:
+    // PyTorch's x.grad == [2, 2, 2].
+    let x = param(&[1.0, 1.0, 1.0]);
+    let y = x.mul(2.0).unwrap().sum(None, false).unwrap();
+    x.requires_grad_(false).unwrap();
+    x.requires_grad_(true).unwrap();
+    y.backward().unwrap();
+    assert_eq!(grad(&x), vec![2.0; 3]);
 }
