@@ -540,8 +540,8 @@ native_element!(u8, DType::U8, int, |f| float_to_i64(f) as u8);
 /// A float converted to i64 as PyTorch 2.15's CPU kernels do on x86
 /// (`cvttsd2si`): truncated toward zero, and where that is NaN or outside
 /// i64's range (±inf, 1e30), the "integer indefinite" value `i64::MIN`.
-/// u8 takes the low byte of this (`torch.tensor([-1., 3e9+1]).double()
-/// .to(torch.uint8)` is `[255, 1]`; NaN and inf give 0).
+/// u8 takes the low byte of this (`torch.tensor([-1., 3e9 + 1],
+/// dtype=torch.float64).to(torch.uint8)` is `[255, 1]`; NaN and inf give 0).
 #[inline]
 pub(crate) fn float_to_i64(f: f64) -> i64 {
     // -2^63 is exact in f64; anything truncating into [-2^63, 2^63) converts.

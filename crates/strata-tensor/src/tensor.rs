@@ -510,7 +510,10 @@ impl Tensor {
     }
 
     /// Conversion to another dtype (the tensor itself for the same dtype);
-    /// float to int truncates toward zero, anything to bool is `!= 0`.
+    /// float to int truncates toward zero, anything to bool is `!= 0`. A
+    /// float that is NaN or out of the integer's range converts as in
+    /// PyTorch's x86 CPU kernels: `i32::MIN` for i32, `i64::MIN` for i64,
+    /// and the low byte of that i64 conversion for u8 (0 for NaN and ±inf).
     #[track_caller]
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {

@@ -42,6 +42,12 @@
 //!   computes the ceiling without the overflow and gives that answer for
 //!   every count; on an empty dim (where PyTorch tries to allocate i64::MAX
 //!   tensors) it is a typed value error.
+//! * `var`/`std` with a NaN correction: PyTorch gives inf
+//!   (`max(0, n - nan)` is 0 in its C++, so it divides by zero); strata's
+//!   typed value error (asking for a number) is kept, that inf being an
+//!   artefact of a NaN comparison.
+//!
+//! Everything else here already gave PyTorch's answer.
 
 use strata_tensor::{DType, Device, Tensor, TensorError};
 
@@ -515,4 +521,86 @@ fn safetensors_round_trips_odd_tensors() {
         let r = safetensors_from_bytes(&bytes[..cut], CPU);
         assert!(r.is_err(), "cut at {cut}");
     }
+}
+
+// ------------------------------------ promotion, accumulation and diagonals
+
+#[test]
+fn promotion_and_extreme_arguments_match_pytorch() {
+    use strata_tensor::Scalar;
+    let zero_d = |v: f64, dtype: DType| Tensor::scalar(v, dtype, CPU).unwrap();
+    // int32 tensor + 0-d float64 tensor is float64 ([3.5, 4.5]); + 0-d int64
+    // 2**40 stays int32 and wraps ([1, 2]); uint8 + 0-d int64 -1 wraps to
+    // [0, 1]; bool + 0-d int64 2 is int64 [3]; float16 + bfloat16 is float32.
+    let i32t = t(&[1i32, 2]);
+    let y = i32t.add(&zero_d(2.5, DType::F64)).unwrap();
+    assert_eq!((y.dtype(), f64s(&y)), (DType::F64, vec![3.5, 4.5]));
+    let y = i32t
+        .add(&Tensor::from_slice(&[1i64 << 40], &[], CPU).unwrap())
+        .unwrap();
+    assert_eq!(y.to_vec::<i32>().unwrap(), [1, 2]);
+    let y = t(&[1u8, 2]).add(&zero_d(-1.0, DType::I64)).unwrap();
+    assert_eq!(y.to_vec::<u8>().unwrap(), [0, 1]);
+    let y = t(&[true]).add(&zero_d(2.0, DType::I64)).unwrap();
+    assert_eq!(y.to_vec::<i64>().unwrap(), [3]);
+    let h = t(&[1f32]).to_dtype(DType::F16).unwrap();
+    let b = t(&[1f32]).to_dtype(DType::BF16).unwrap();
+    assert_eq!(h.add(&b).unwrap().dtype(), DType::F32);
+    // Sums and cumsums of uint8/bool/int32 accumulate in int64.
+    assert_eq!(
+        t(&[200u8, 100])
+            .sum(None, false)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        [300]
+    );
+    assert_eq!(
+        t(&[true, true])
+            .cumsum(0, None)
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        [1, 2]
+    );
+    // Variance with a correction past the count is inf
+    // (tensor([1., 2.]).var(correction=5)), with a negative one
+    // 0.25 * 2 / 3 = 0.16666667.
+    assert_eq!(
+        f64s(&t(&[1f32, 2.]).var(None, 5.0, false).unwrap()),
+        [f64::INFINITY]
+    );
+    let v = f64s(&t(&[1f32, 2.]).var(None, -1.0, false).unwrap())[0];
+    assert!((v - 0.16666667).abs() < 1e-7, "{v}");
+    // clamp(3, 2) gives 2 everywhere; an int64 tensor clamped at 2.5 is
+    // float32 [2.5, 5.]; a uint8 clamped at -1 is unchanged.
+    let c = t(&[1f32, 5.])
+        .clamp(Some(Scalar::Int(3)), Some(Scalar::Int(2)))
+        .unwrap();
+    assert_eq!(f32s(&c), [2.0, 2.0]);
+    let c = t(&[1i64, 5])
+        .clamp(Some(Scalar::Float(2.5)), None::<Scalar>)
+        .unwrap();
+    assert_eq!((c.dtype(), f32s(&c)), (DType::F32, vec![2.5, 5.0]));
+    let c = t(&[1u8, 5])
+        .clamp(Some(Scalar::Int(-1)), None::<Scalar>)
+        .unwrap();
+    assert_eq!(c.to_vec::<u8>().unwrap(), [1, 5]);
+    // triu/tril at the ends of i64: arange(6.).reshape(2, 3).triu(-2**63)
+    // and .tril(2**63 - 1) keep everything, .triu(2**63 - 1) and
+    // .tril(-2**63) keep nothing; no diagonal arithmetic wraps.
+    let m = t(&[0f32, 1., 2., 3., 4., 5.]).reshape(&[2, 3]).unwrap();
+    let all = [0f32, 1., 2., 3., 4., 5.];
+    assert_eq!(f32s(&m.triu(i64::MIN).unwrap()), all);
+    assert_eq!(f32s(&m.tril(i64::MAX).unwrap()), all);
+    assert_eq!(f32s(&m.triu(i64::MAX).unwrap()), [0.0; 6]);
+    assert_eq!(f32s(&m.tril(i64::MIN).unwrap()), [0.0; 6]);
+    // softmax of an all -inf row is NaN; logsumexp of [inf, 1] inf, of
+    // [-inf, -inf] -inf, of [nan, inf] nan.
+    let s = f64s(&t(&[f32::NEG_INFINITY; 2]).softmax(0, None).unwrap());
+    assert!(s.iter().all(|v| v.is_nan()), "{s:?}");
+    let lse = |v: &[f32]| f64s(&t(v).logsumexp(&[0], false).unwrap())[0];
+    assert_eq!(lse(&[f32::INFINITY, 1.0]), f64::INFINITY);
+    assert_eq!(lse(&[f32::NEG_INFINITY; 2]), f64::NEG_INFINITY);
+    assert!(lse(&[f32::NAN, f32::INFINITY]).is_nan());
 }
