@@ -105,10 +105,11 @@ pub trait Module {
     /// same variable, with its gradient and hooks, as in PyTorch: an
     /// optimizer made before still updates it); the others become new
     /// leaves with their gradients converted too and their
-    /// post-accumulate-grad hooks kept (as PyTorch's). PyTorch converts the same parameter in place; a strata
-    /// [`Var`]'s data cannot change device or dtype, so an optimizer made
-    /// before holds the old parameters: its steps are refused with an
-    /// [`AutogradError::Optimizer`] error (make the optimizer after `to`).
+    /// post-accumulate-grad hooks kept (as PyTorch's). PyTorch converts the
+    /// same parameter in place; a strata [`Var`]'s data cannot change device
+    /// or dtype, so an optimizer made before holds the old parameters: its
+    /// steps are refused with an [`AutogradError::Optimizer`] error (make the
+    /// optimizer after `to`).
     /// On error nothing changes.
     fn to(&mut self, device: Device, dtype: Option<DType>) -> Result<()> {
         if let Some(d) = dtype {
