@@ -268,6 +268,16 @@ fn usable_page(g: u64, capacity: u64) -> bool {
     g.is_power_of_two() && g >= MIN_PAGE && g <= capacity
 }
 
+/// The page of expandable segments over `driver`: its mapping granularity
+/// (`Ok(None)` without virtual memory), or `Err` with a granularity that
+/// cannot be a page ([`usable_page`]).
+fn vm_page(driver: &dyn Driver) -> Result<Option<u64>, u64> {
+    match driver.virtual_memory().map(|v| v.granularity()) {
+        Some(g) if !usable_page(g, driver.total_memory()) => Err(g),
+        page => Ok(page),
+    }
+}
+
 impl CachingAllocator {
     /// An allocator over `driver`. Expandable segments are used when the
     /// configuration asks for them (or leaves them to the default) and the driver
@@ -280,10 +290,7 @@ impl CachingAllocator {
     /// it.
     pub fn new(driver: Arc<dyn Driver>, config: AllocatorConfig) -> Arc<CachingAllocator> {
         let capacity = driver.total_memory();
-        let vm_page = driver
-            .virtual_memory()
-            .map(|v| v.granularity())
-            .filter(|&g| usable_page(g, capacity));
+        let vm_page = vm_page(&*driver).unwrap_or(None);
         let settings = Settings::new(config, vm_page.is_some(), capacity);
         let id = NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed);
         let mut state = State::new(settings);
@@ -310,15 +317,12 @@ impl CachingAllocator {
         config: AllocatorConfig,
     ) -> Result<Arc<CachingAllocator>, AllocError> {
         config.validate()?;
-        let capacity = driver.total_memory();
-        if let Some(g) = driver.virtual_memory().map(|v| v.granularity()) {
-            if !usable_page(g, capacity) {
-                return Err(AllocError::UnusableGranularity {
-                    device: driver.device(),
-                    granularity: g,
-                    capacity,
-                });
-            }
+        if let Err(granularity) = vm_page(&*driver) {
+            return Err(AllocError::UnusableGranularity {
+                device: driver.device(),
+                granularity,
+                capacity: driver.total_memory(),
+            });
         }
         Ok(CachingAllocator::new(driver, config))
     }

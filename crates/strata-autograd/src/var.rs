@@ -236,7 +236,7 @@ impl VarInner {
         let source = self.source.get_or_init(|| {
             Arc::new(ViewSource {
                 rebases: AtomicU64::new(0),
-                requires_grad: AtomicBool::new(self.requires_grad.load(Ordering::Acquire)),
+                requires_grad: AtomicBool::new(self.requires_grad_flag()),
                 parent: self.untracked_view_of.as_ref().map(|(l, _)| l.clone()),
             })
         });
@@ -419,7 +419,7 @@ impl Var {
     /// ([`AutogradError::ViewBeforeRequiresGrad`]); take the view again.
     pub fn requires_grad(&self) -> bool {
         self.grad_fn().is_some()
-            || self.inner.requires_grad.load(Ordering::Acquire)
+            || self.inner.requires_grad_flag()
             || self.untracked_view_state().is_some()
     }
 
@@ -559,7 +559,7 @@ impl Var {
         &self,
         hook: impl Fn(&Var) -> Result<()> + Send + Sync + 'static,
     ) -> Result<HookHandle> {
-        if !self.is_leaf() || !self.inner.requires_grad.load(Ordering::Acquire) {
+        if !self.is_leaf() || !self.inner.requires_grad_flag() {
             return Err(AutogradError::RequiresGrad {
                 msg:
                     "post-accumulate-grad hooks can only be registered on leaves that require grad"
@@ -643,9 +643,7 @@ impl Var {
             Some(n) => Some(Edge::Node(n)),
             // The leaf's own flag: a view that requires grad only through
             // its base (see `Var::requires_grad`) is refused before this.
-            None if self.inner.requires_grad.load(Ordering::Acquire) => {
-                Some(Edge::Leaf(Arc::clone(&self.inner)))
-            }
+            None if self.inner.requires_grad_flag() => Some(Edge::Leaf(Arc::clone(&self.inner))),
             None => None,
         }
     }

@@ -23,11 +23,10 @@ use strata_autograd::{
 };
 use strata_tensor::{DType, Device, Tensor};
 
-const CPU: Device = Device::Cpu;
+mod common;
+use common::param;
 
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
-}
+const CPU: Device = Device::Cpu;
 
 fn with_grad(v: &[f32], g: &[f32]) -> Var {
     let p = param(v);

@@ -44,18 +44,13 @@ use strata_autograd::distributed::{DdpConfig, DistributedDataParallel, LocalGrou
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor};
 
-const CPU: Device = Device::Cpu;
+mod common;
+use common::{grad, param};
 
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
-}
+const CPU: Device = Device::Cpu;
 
 fn param2(v: &[f32], shape: &[usize]) -> Var {
     Var::parameter(Tensor::from_slice(v, shape, CPU).unwrap()).unwrap()
-}
-
-fn grad(v: &Var) -> Vec<f32> {
-    v.grad().expect("a gradient").to_vec::<f32>().unwrap()
 }
 
 fn sum(v: &Var) -> Var {

@@ -55,6 +55,9 @@ use strata_autograd::{
 };
 use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
+mod common;
+use common::param;
+
 const CPU: Device = Device::Cpu;
 
 fn grad_f32(v: &Var) -> Vec<f32> {
@@ -88,10 +91,6 @@ fn training_iterations_inside_one_autocast_region_back_propagate() {
 }
 
 // ------------------------------------------- optimizers and the scaler
-
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
-}
 
 fn ones(n: usize, dtype: DType) -> Tensor {
     Tensor::ones(&[n], dtype, CPU).unwrap()

@@ -33,6 +33,9 @@ use strata_autograd::{
 };
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
+mod common;
+use common::param;
+
 const CPU: Device = Device::Cpu;
 
 /// Serialises the tests that use the process-wide dropout generator (dropout
@@ -42,10 +45,6 @@ static GENERATOR: Mutex<()> = Mutex::new(());
 
 fn grad_f32(v: &Var) -> Vec<f32> {
     v.grad().expect("a gradient").to_vec::<f32>().unwrap()
-}
-
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
 }
 
 fn close(got: &[f32], want: &[f64], tol: f64) {

@@ -25,13 +25,12 @@ use strata_autograd::{
 };
 use strata_tensor::{DType, Device, Tensor};
 
+mod common;
+use common::param;
+
 const CPU: Device = Device::Cpu;
 const INF: f32 = f32::INFINITY;
 const NAN: f32 = f32::NAN;
-
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
-}
 
 fn values(v: &Var) -> Vec<f32> {
     v.data().to_vec::<f32>().unwrap()

@@ -30,15 +30,10 @@
 use strata_autograd::{no_grad, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor, TensorError};
 
+mod common;
+use common::{grad, param};
+
 const CPU: Device = Device::Cpu;
-
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
-}
-
-fn grad(v: &Var) -> Vec<f32> {
-    v.grad().expect("a gradient").to_vec::<f32>().unwrap()
-}
 
 // ------------------------------------------------ integer and bool results
 

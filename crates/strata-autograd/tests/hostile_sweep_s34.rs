@@ -49,19 +49,10 @@
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
 
+mod common;
+use common::{constant, grad, param};
+
 const CPU: Device = Device::Cpu;
-
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
-}
-
-fn constant(v: &[f32]) -> Var {
-    Var::new(Tensor::from_slice(v, &[v.len()], CPU).unwrap())
-}
-
-fn grad(v: &Var) -> Vec<f32> {
-    v.grad().unwrap().to_vec::<f32>().unwrap()
-}
 
 #[test]
 fn checkpoint_of_an_output_independent_of_the_inputs_does_not_require_grad() {

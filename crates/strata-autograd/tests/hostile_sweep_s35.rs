@@ -58,19 +58,10 @@
 use strata_autograd::{AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
 
+mod common;
+use common::{constant, grad, param};
+
 const CPU: Device = Device::Cpu;
-
-fn param(v: &[f32]) -> Var {
-    Var::parameter(Tensor::from_slice(v, &[v.len()], CPU).unwrap()).unwrap()
-}
-
-fn constant(v: &[f32]) -> Var {
-    Var::new(Tensor::from_slice(v, &[v.len()], CPU).unwrap())
-}
-
-fn grad(v: &Var) -> Vec<f32> {
-    v.grad().unwrap().to_vec::<f32>().unwrap()
-}
 
 fn values(v: &Var) -> Vec<f32> {
     v.to_vec::<f32>().unwrap()

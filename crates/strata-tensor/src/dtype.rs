@@ -537,21 +537,25 @@ native_element!(i32, DType::I32, int, float_to_i32);
 native_element!(i64, DType::I64, int, float_to_i64);
 native_element!(u8, DType::U8, int, |f| float_to_i64(f) as u8);
 
+/// `f` truncated toward zero, if that lies in `[-limit, limit)`: the floats
+/// x86's truncating conversions (`cvttsd2si`) turn into an integer of the
+/// width whose range that is; NaN and anything else give the "integer
+/// indefinite" value, the width's minimum.
+#[inline]
+fn truncated_within(f: f64, limit: f64) -> Option<f64> {
+    let t = f.trunc();
+    (-limit..limit).contains(&t).then_some(t)
+}
+
 /// A float converted to i64 as PyTorch 2.15's CPU kernels do on x86
 /// (`cvttsd2si`): truncated toward zero, and where that is NaN or outside
 /// i64's range (±inf, 1e30), the "integer indefinite" value `i64::MIN`.
-/// u8 takes the low byte of this (`torch.tensor([-1., 3e9 + 1],
-/// dtype=torch.float64).to(torch.uint8)` is `[255, 1]`; NaN and inf give 0).
+/// u8 takes the low byte of this (`torch.tensor([-1., 3e9+1]).double()
+/// .to(torch.uint8)` is `[255, 1]`; NaN and inf give 0).
 #[inline]
 pub(crate) fn float_to_i64(f: f64) -> i64 {
-    // -2^63 is exact in f64; anything truncating into [-2^63, 2^63) converts.
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    let t = f.trunc();
-    if (-LIMIT..LIMIT).contains(&t) {
-        t as i64
-    } else {
-        i64::MIN
-    }
+    // 2^63 is exact in f64.
+    truncated_within(f, 9_223_372_036_854_775_808.0).map_or(i64::MIN, |t| t as i64)
 }
 
 /// A float converted to i32 as PyTorch 2.15's CPU kernels do on x86
@@ -560,13 +564,7 @@ pub(crate) fn float_to_i64(f: f64) -> i64 {
 /// (`torch.tensor([nan, inf, 3e9]).to(torch.int32)` is all -2147483648).
 #[inline]
 pub(crate) fn float_to_i32(f: f64) -> i32 {
-    const LIMIT: f64 = 2_147_483_648.0;
-    let t = f.trunc();
-    if (-LIMIT..LIMIT).contains(&t) {
-        t as i32
-    } else {
-        i32::MIN
-    }
+    truncated_within(f, 2_147_483_648.0).map_or(i32::MIN, |t| t as i32)
 }
 
 macro_rules! half_element {

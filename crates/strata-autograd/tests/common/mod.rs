@@ -97,3 +97,18 @@ pub fn partner_shape(m: usize, n: usize, k: usize) -> Vec<usize> {
         _ => vec![2, m, n], // broadcasts the other way: [m, n] against [2, m, n]
     }
 }
+
+/// A parameter (a leaf requiring grad) of f32 values `v`, on the CPU.
+pub fn param(v: &[f32]) -> Var {
+    Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap()
+}
+
+/// A constant (a leaf not requiring grad) of f32 values `v`, on the CPU.
+pub fn constant(v: &[f32]) -> Var {
+    Var::new(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap())
+}
+
+/// `v`'s gradient as f32 values (panics when it has none).
+pub fn grad(v: &Var) -> Vec<f32> {
+    v.grad().expect("a gradient").to_vec::<f32>().unwrap()
+}
