@@ -336,6 +336,21 @@ impl AllocatorConfig {
                     "an integer number of MiB, more than 10 (PyTorch's large-allocation threshold)",
                     MibOverflow::Clamp,
                 )?;
+                // A split limit kept from before (`apply`; `parse` and
+                // `reparse` start without one) may not fall below the new
+                // segment size, as no string can set it there.
+                let names_split = pairs.iter().any(|(k, _)| k == "max_split_size_mb");
+                if !names_split
+                    && self
+                        .max_split_size
+                        .is_some_and(|m| m < self.large_segment_size)
+                {
+                    return Err(ConfigError::BadValue {
+                        key: "large_segment_size_mb",
+                        value: value.clone(),
+                        accepted: "an integer number of MiB, more than 10 and at most the max_split_size_mb in force (name max_split_size_mb in the same string to raise both)",
+                    });
+                }
                 if !pairs.iter().any(|(k, _)| k == "max_non_split_rounding_mb") {
                     self.max_non_split_rounding = self.large_segment_size;
                 }
@@ -630,7 +645,9 @@ impl fmt::Display for AllocatorConfig {
         if let Some(m) = self.max_split_size {
             parts.push(format!("max_split_size_mb:{}", m >> 20));
         }
-        if self.roundup_power2_divisions.iter().any(|&d| d > 1) {
+        // Any count but 0 (a count of 1 rounds as 0 does, but it is a
+        // setting of its own, which the string must carry back).
+        if self.roundup_power2_divisions.iter().any(|&d| d != 0) {
             let list: Vec<String> = self
                 .roundup_power2_divisions
                 .iter()

@@ -72,8 +72,9 @@ pub struct OutOfMemory {
     /// The top live allocations by call site, largest first (empty when
     /// history is off).
     pub top_sites: Vec<SiteUsage>,
-    /// The allocator settings in force (`STRATA_ALLOC_CONF` syntax; empty for
-    /// the defaults).
+    /// The allocator settings in force (`STRATA_ALLOC_CONF` syntax, as
+    /// [`AllocatorConfig`](crate::AllocatorConfig)'s `Display` writes it: the
+    /// word `default` for the defaults).
     pub settings: String,
     /// Whether the request's new memory came from expandable segments:
     /// false for a request routed to a private pool (`MemPool`), which gets
@@ -292,9 +293,9 @@ pub enum AllocError {
         device: Device,
     },
     /// A driver reports a virtual-memory granularity that cannot be the page
-    /// of expandable segments: not a power of two, below 4 KiB, or above the
-    /// device's capacity (no page would fit).
-    #[error("the driver of {device} reports a mapping granularity of {granularity} bytes, which cannot be the page of expandable segments: it must be a power of two of at least 4096 bytes and at most the device's capacity ({capacity} bytes); fix the driver's VirtualMemory::granularity, or return None from Driver::virtual_memory to use whole-allocation segments")]
+    /// of expandable segments: not a power of two, below 4 KiB, or above half
+    /// the device's capacity (each of the two pools needs a page of its own).
+    #[error("the driver of {device} reports a mapping granularity of {granularity} bytes, which cannot be the page of expandable segments: it must be a power of two of at least 4096 bytes and at most half the device's capacity ({capacity} bytes), so that the small and the large pool can each map a page; fix the driver's VirtualMemory::granularity, or return None from Driver::virtual_memory to use whole-allocation segments")]
     UnusableGranularity {
         /// The device.
         device: Device,
