@@ -314,7 +314,12 @@ impl AllocatorConfig {
     }
 
     /// Applies the keys of `s` on top of this configuration. On an error the
-    /// configuration is left as it was.
+    /// configuration is left as it was. Applied to a configuration that
+    /// [`validate`](Self::validate) accepts, the result is one it accepts
+    /// too: a `large_segment_size_mb` above
+    /// the `max_split_size_mb` kept from before is an error unless `s` names
+    /// `max_split_size_mb` too (no settings string can put the split limit
+    /// below the segment size; `parse` and `reparse` start with no limit).
     pub fn apply(&mut self, s: &str) -> Result<(), ConfigError> {
         let mut next = self.clone();
         next.apply_pairs(s)?;

@@ -332,4 +332,14 @@ fn applying_a_segment_size_above_the_split_limit_in_force_is_refused() {
     let mut d = AllocatorConfig::parse("max_split_size_mb:40").unwrap();
     d.apply("large_segment_size_mb:40").unwrap();
     assert!(d.validate().is_ok());
+
+    // A live allocator's settings string follows PyTorch's `parseArgs`,
+    // which resets the split limit first: the same string is accepted
+    // there, and the limit is gone.
+    let (_, a) = sim("expandable_segments:False,max_split_size_mb:40", 8 * GIB);
+    a.set_allocator_settings("large_segment_size_mb:64")
+        .unwrap();
+    assert_eq!(a.config().max_split_size, None);
+    assert_eq!(a.config().large_segment_size, 64 * MIB);
+    assert_eq!(stat(&a, "max_split_size"), -1);
 }
