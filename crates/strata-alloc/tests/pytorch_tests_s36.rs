@@ -343,3 +343,264 @@ fn applying_a_segment_size_above_the_split_limit_in_force_is_refused() {
     assert_eq!(a.config().large_segment_size, 64 * MIB);
     assert_eq!(stat(&a, "max_split_size"), -1);
 }
+
+// ----- pinned memory: a model of PyTorch's host allocator ------------------------
+
+/// A model of `CachingHostAllocatorImpl` (`aten/src/ATen/core/
+/// CachingHostAllocator.h`, no background threads), for requests whose size
+/// is a power of two of at least 4 KiB (where strata's size classes are
+/// PyTorch's `PowerOf2Ceil` sizes, docs/allocator.md, "Pinned host memory"):
+///
+/// * `allocate`: `process_events()` first (the events queue in the order
+///   they were recorded, each block's in the order of its streams; stop at
+///   the first one not complete; a block whose last event completes goes to
+///   the *back* of its size's free list); then `get_free_block`, the back of
+///   the free list; else a new block (`allocate_host_memory`,
+///   `add_allocated_block`);
+/// * `record_event`: adds the stream to the block's set;
+/// * `free`: no stream, straight to the back of the free list; else one
+///   event per stream, the block waiting for all of them;
+/// * `empty_cache`: `process_events()`, then every block of every free list
+///   is given back (`allocations` and `allocated_bytes` fall,
+///   `num_host_free` + 1 each).
+///
+/// Statistics as PyTorch keeps them, except the peaks of `active_requests`
+/// and `active_bytes`, which PyTorch sums over its per-size buckets and
+/// strata keeps exact (documented): those two peaks are not compared.
+mod host_model {
+    use std::collections::{BTreeMap, VecDeque};
+
+    #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+    pub struct Stat {
+        pub current: i64,
+        pub peak: i64,
+        pub allocated: i64,
+        pub freed: i64,
+    }
+
+    impl Stat {
+        fn inc(&mut self, n: i64) {
+            self.current += n;
+            self.allocated += n;
+            self.peak = self.peak.max(self.current);
+        }
+        fn dec(&mut self, n: i64) {
+            self.current -= n;
+            self.freed += n;
+        }
+    }
+
+    pub struct Block {
+        pub size: u64,
+        pub ptr: u64,
+        streams: Vec<u64>,
+        events: u32,
+    }
+
+    #[derive(Default)]
+    pub struct Model {
+        pub blocks: Vec<Block>,
+        free: BTreeMap<u64, Vec<usize>>,
+        /// (stream, block, sequence number when recorded)
+        events: VecDeque<(u64, usize, u64)>,
+        seq: u64,
+        /// Per stream: events recorded before this sequence number are done.
+        done_before: BTreeMap<u64, u64>,
+        pub allocations: Stat,
+        pub allocated_bytes: Stat,
+        pub active_requests: Stat,
+        pub active_bytes: Stat,
+        pub num_host_alloc: i64,
+        pub num_host_free: i64,
+    }
+
+    /// What an allocation should do.
+    pub enum Alloc {
+        Reuse(usize),
+        New,
+    }
+
+    impl Model {
+        fn process_events(&mut self) {
+            while let Some(&(s, b, seq)) = self.events.front() {
+                if seq >= self.done_before.get(&s).copied().unwrap_or(0) {
+                    break;
+                }
+                self.events.pop_front();
+                self.blocks[b].events -= 1;
+                if self.blocks[b].events == 0 {
+                    self.release(b);
+                }
+            }
+        }
+
+        fn release(&mut self, b: usize) {
+            let size = self.blocks[b].size;
+            self.free.entry(size).or_default().push(b);
+            self.active_requests.dec(1);
+            self.active_bytes.dec(size as i64);
+        }
+
+        pub fn allocate(&mut self, size: u64) -> Alloc {
+            self.process_events();
+            if let Some(b) = self.free.get_mut(&size).and_then(Vec::pop) {
+                self.active_requests.inc(1);
+                self.active_bytes.inc(size as i64);
+                return Alloc::Reuse(b);
+            }
+            Alloc::New
+        }
+
+        /// A new block at `ptr` (after `allocate` said `New`).
+        pub fn add(&mut self, size: u64, ptr: u64) -> usize {
+            self.blocks.push(Block {
+                size,
+                ptr,
+                streams: Vec::new(),
+                events: 0,
+            });
+            self.num_host_alloc += 1;
+            self.allocations.inc(1);
+            self.allocated_bytes.inc(size as i64);
+            self.active_requests.inc(1);
+            self.active_bytes.inc(size as i64);
+            self.blocks.len() - 1
+        }
+
+        pub fn record(&mut self, b: usize, stream: u64) {
+            if !self.blocks[b].streams.contains(&stream) {
+                self.blocks[b].streams.push(stream);
+            }
+        }
+
+        pub fn free(&mut self, b: usize) {
+            let streams = std::mem::take(&mut self.blocks[b].streams);
+            if streams.is_empty() {
+                self.release(b);
+                return;
+            }
+            self.blocks[b].events = streams.len() as u32;
+            for s in streams {
+                self.events.push_back((s, b, self.seq));
+                self.seq += 1;
+            }
+        }
+
+        pub fn complete(&mut self, stream: u64) {
+            self.done_before.insert(stream, self.seq);
+        }
+
+        pub fn empty_cache(&mut self) {
+            self.process_events();
+            for (size, list) in std::mem::take(&mut self.free) {
+                for _ in list {
+                    self.allocations.dec(1);
+                    self.allocated_bytes.dec(size as i64);
+                    self.num_host_free += 1;
+                }
+            }
+        }
+
+        pub fn pending(&self) -> usize {
+            self.events.len()
+        }
+
+        pub fn cached(&self) -> u64 {
+            self.free.iter().map(|(s, l)| s * l.len() as u64).sum()
+        }
+    }
+}
+
+/// strata's pinned allocator against the model of PyTorch's host allocator
+/// above, through random allocations (powers of two, 4 to 64 KiB), streams
+/// recorded, frees, completed streams and `empty_cache` calls: the same
+/// block reused (by address), a new pin exactly when PyTorch pins one, and
+/// the same statistics and queue of pending events after every call.
+#[test]
+fn pinned_allocator_agrees_with_a_model_of_pytorchs_host_allocator() {
+    use host_model::{Alloc, Model};
+    use strata_alloc::pinned::PinnedBuffer;
+    for seed in 1..=8u64 {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut rnd = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let b = Arc::new(SimPinnedBackend::new(None));
+        let a = PinnedAllocator::new(Arc::clone(&b));
+        let mut m = Model::default();
+        let mut live: Vec<(PinnedBuffer<Arc<SimPinnedBackend>>, usize)> = Vec::new();
+        for step in 0..1500 {
+            let what = format!("seed {seed}, step {step}");
+            match rnd(10) {
+                0..=3 => {
+                    let size = (4 * KIB) << rnd(5);
+                    let buf = a.allocate(size).unwrap();
+                    let id = match m.allocate(size) {
+                        Alloc::Reuse(id) => {
+                            assert_eq!(buf.ptr(), m.blocks[id].ptr, "{what}: reuse");
+                            id
+                        }
+                        Alloc::New => m.add(size, buf.ptr()),
+                    };
+                    live.push((buf, id));
+                }
+                4 | 5 if !live.is_empty() => {
+                    let i = rnd(live.len() as u64) as usize;
+                    let s = 1 + rnd(3);
+                    live[i].0.record_stream(StreamId(s)).unwrap();
+                    m.record(live[i].1, s);
+                }
+                6 | 7 if !live.is_empty() => {
+                    let i = rnd(live.len() as u64) as usize;
+                    let (buf, id) = live.swap_remove(i);
+                    drop(buf);
+                    m.free(id);
+                }
+                8 => {
+                    let s = 1 + rnd(3);
+                    b.complete_stream(StreamId(s));
+                    m.complete(s);
+                }
+                9 if rnd(4) == 0 => {
+                    a.empty_cache().unwrap();
+                    m.empty_cache();
+                }
+                _ => {}
+            }
+            let s = a.stats();
+            let exact = |x: strata_alloc::Stat| host_model::Stat {
+                current: x.current,
+                peak: x.peak,
+                allocated: x.allocated,
+                freed: x.freed,
+            };
+            let no_peak = |x: strata_alloc::Stat| (x.current, x.allocated, x.freed);
+            let model_no_peak = |x: host_model::Stat| (x.current, x.allocated, x.freed);
+            assert_eq!(exact(s.allocations), m.allocations, "{what}: allocations");
+            assert_eq!(
+                exact(s.allocated_bytes),
+                m.allocated_bytes,
+                "{what}: allocated_bytes"
+            );
+            assert_eq!(
+                no_peak(s.active_requests),
+                model_no_peak(m.active_requests),
+                "{what}: active_requests"
+            );
+            assert_eq!(
+                no_peak(s.active_bytes),
+                model_no_peak(m.active_bytes),
+                "{what}: active_bytes"
+            );
+            assert_eq!(s.num_host_alloc as i64, m.num_host_alloc, "{what}");
+            assert_eq!(s.num_host_free as i64, m.num_host_free, "{what}");
+            assert_eq!(a.pending_events(), m.pending(), "{what}: pending events");
+            assert_eq!(a.cached_bytes(), m.cached(), "{what}: cached bytes");
+        }
+        drop(live);
+        a.check_consistency().unwrap();
+    }
+}
