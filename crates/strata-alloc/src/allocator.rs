@@ -262,10 +262,13 @@ const MIN_PAGE: u64 = 4096;
 /// Whether a driver's mapping granularity `g` can be the page of expandable
 /// segments on a device of `capacity` bytes: a power of two (pages are
 /// aligned by masking), at least [`MIN_PAGE`] (a smaller one would mean
-/// millions of mappings for an ordinary tensor) and at most the capacity (or
-/// no page could ever be created).
+/// millions of mappings for an ordinary tensor) and at most half the capacity:
+/// the small and the large pool each map pages of their own, so a device that
+/// holds one page could serve only one of them (its first small request would
+/// take the whole device, and every large request after it would run out of
+/// memory on a device holding a single small block).
 fn usable_page(g: u64, capacity: u64) -> bool {
-    g.is_power_of_two() && g >= MIN_PAGE && g <= capacity
+    g.is_power_of_two() && g >= MIN_PAGE && g <= capacity / 2
 }
 
 /// The page of expandable segments over `driver`: its mapping granularity
@@ -282,7 +285,7 @@ impl CachingAllocator {
     /// An allocator over `driver`. Expandable segments are used when the
     /// configuration asks for them (or leaves them to the default) and the driver
     /// supports virtual memory with a usable granularity (a power of two of
-    /// at least 4 KiB and at most the device's capacity; with any other, the
+    /// at least 4 KiB and at most half the device's capacity; with any other, the
     /// allocator uses whole-allocation segments, as over a driver without
     /// virtual memory, and [`try_new`](Self::try_new) refuses the driver).
     /// The configuration is taken as it is: one built field by field rather

@@ -84,6 +84,23 @@ impl ExpandableSpace<'_> {
                     hold = false;
                     partial = 0;
                 }
+                // A growth that asked for a whole chunk (more pages than the
+                // request needs, `grow`) on a device with less than a chunk
+                // left: map only the request's own pages. Nothing has changed
+                // yet (the created pages went back to the driver).
+                Err(DriverError::OutOfMemory) if n > p.pages as usize => {
+                    return self.fill(
+                        st,
+                        p,
+                        p.pages as usize,
+                        hold,
+                        weak,
+                        hold_cap,
+                        headroom,
+                        avail,
+                        spare,
+                    );
+                }
                 Err(DriverError::OutOfMemory) => return Ok(None),
                 Err(e) => return Err(self.driver_error(e)),
             }

@@ -1,0 +1,81 @@
+//! Session 36's sweep of hostile inputs to the allocator's public API (after
+//! `hostile_sweep_s35.rs`).
+//!
+//! Defect this test found (fixed with it):
+//!
+//! * a driver whose mapping granularity equalled the device's capacity was
+//!   taken for expandable segments. A page was then the whole device, and the
+//!   small and the large pool each need pages of their own: after one small
+//!   request (which took the whole device for its pool), every large request
+//!   ran out of memory on a device holding a single 1000-byte block.
+//!   `CachingAllocator::try_new` now refuses a granularity above half the
+//!   capacity with `AllocError::UnusableGranularity`, and
+//!   `CachingAllocator::new` serves such a device with whole-allocation
+//!   segments.
+
+use std::sync::Arc;
+use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, StreamId};
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn a_device_of_one_page_is_served_with_whole_allocation_segments() {
+    let capacity = 64 * MIB;
+    for g in [capacity, capacity / 2 + 4096, 64 * MIB - 4096] {
+        let d = Arc::new(SimDriver::new(capacity, g));
+        if g.is_power_of_two() {
+            match CachingAllocator::try_new(d.clone(), AllocatorConfig::default()) {
+                Err(AllocError::UnusableGranularity { granularity, .. }) => {
+                    assert_eq!(granularity, g)
+                }
+                Err(e) => panic!("granularity {g}: unexpected error {e}"),
+                Ok(_) => panic!("granularity {g}: try_new accepted a one-page device"),
+            }
+        }
+        let a = CachingAllocator::new(d, AllocatorConfig::default());
+        assert!(!a.expandable_segments(), "granularity {g}");
+        // One small and one large request fit easily in 64 MiB (2 MiB and 20
+        // MiB segments).
+        let small = a.allocate(1000, StreamId::DEFAULT).expect("1000 bytes");
+        let large = a.allocate(3 * MIB, StreamId::DEFAULT).expect("3 MiB");
+        assert_eq!((small.size(), large.size()), (1000, 3 * MIB));
+        a.check_consistency().unwrap();
+    }
+}
+
+/// Half the capacity is still a usable page: each pool can map one.
+#[test]
+fn a_device_of_two_pages_keeps_expandable_segments() {
+    let capacity = 64 * MIB;
+    let d = Arc::new(SimDriver::new(capacity, capacity / 2));
+    let a = CachingAllocator::try_new(d, AllocatorConfig::default()).expect("two pages");
+    assert!(a.expandable_segments());
+    let small = a.allocate(1000, StreamId::DEFAULT).expect("1000 bytes");
+    let large = a.allocate(3 * MIB, StreamId::DEFAULT).expect("3 MiB");
+    assert_eq!((small.size(), large.size()), (1000, 3 * MIB));
+    assert_eq!(a.memory_reserved(), capacity);
+    a.check_consistency().unwrap();
+}
+
+/// A growth maps a whole chunk (10 pages) for a large request while the
+/// margin allows it, so that a run of similar requests does not map a few
+/// pages each time; on a device with less than a chunk left, the request's own
+/// pages must still be mapped. (It ran out of memory instead, after emptying
+/// the cache: 3 MiB refused with 10 MiB of the device free.)
+#[test]
+fn a_growth_near_the_device_limit_maps_only_what_fits() {
+    let d = Arc::new(SimDriver::new(64 * MIB, 2 * MIB));
+    let a = CachingAllocator::try_new(d, AllocatorConfig::default()).unwrap();
+    assert!(a.expandable_segments());
+    let big = a.allocate(54 * MIB, StreamId::DEFAULT).expect("54 MiB");
+    let reserved = a.memory_reserved();
+    assert!(reserved <= 64 * MIB - 6 * MIB, "reserved {reserved}");
+    let x = a
+        .allocate(3 * MIB, StreamId::DEFAULT)
+        .expect("3 MiB with 10 MiB free");
+    assert_eq!(x.size(), 3 * MIB);
+    assert_eq!(a.memory_stats().num_ooms, 0);
+    a.check_consistency().unwrap();
+    drop((big, x));
+}
