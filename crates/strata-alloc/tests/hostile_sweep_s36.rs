@@ -12,6 +12,12 @@
 //!   capacity with `AllocError::UnusableGranularity`, and
 //!   `CachingAllocator::new` serves such a device with whole-allocation
 //!   segments.
+//! * a growth that asked for a whole chunk (10 pages, while the growth margin
+//!   allows it) with less than a chunk left on the device or under the
+//!   per-process memory fraction ran out of memory, after emptying the cache,
+//!   instead of mapping the request's own pages: 3 MiB was refused with 10
+//!   MiB of a 64 MiB device free, and with 10 MiB left under a 64 MiB
+//!   fraction. The growth now maps only the request's pages then.
 
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
@@ -75,6 +81,26 @@ fn a_growth_near_the_device_limit_maps_only_what_fits() {
         .allocate(3 * MIB, StreamId::DEFAULT)
         .expect("3 MiB with 10 MiB free");
     assert_eq!(x.size(), 3 * MIB);
+    assert_eq!(a.memory_stats().num_ooms, 0);
+    a.check_consistency().unwrap();
+    drop((big, x));
+}
+
+/// The same near the per-process memory fraction: a chunk that the fraction
+/// leaves no room for gives way to the request's own pages.
+#[test]
+fn a_growth_near_the_memory_fraction_maps_only_what_fits() {
+    let d = Arc::new(SimDriver::new(1024 * MIB, 2 * MIB));
+    let a = CachingAllocator::try_new(d, AllocatorConfig::default()).unwrap();
+    // 64 MiB of the 1 GiB device.
+    a.set_memory_fraction(0.0625).unwrap();
+    let big = a.allocate(54 * MIB, StreamId::DEFAULT).expect("54 MiB");
+    assert!(a.memory_reserved() <= 58 * MIB, "{}", a.memory_reserved());
+    let x = a
+        .allocate(3 * MIB, StreamId::DEFAULT)
+        .expect("3 MiB with 6 MiB or more left under the fraction");
+    assert_eq!(x.size(), 3 * MIB);
+    assert!(a.memory_reserved() <= 64 * MIB);
     assert_eq!(a.memory_stats().num_ooms, 0);
     a.check_consistency().unwrap();
     drop((big, x));

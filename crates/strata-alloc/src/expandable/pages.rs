@@ -71,7 +71,26 @@ impl ExpandableSpace<'_> {
                 }
             }
             let create = others - recycled.len();
+            // A growth that asked for a whole chunk (more pages than the
+            // request needs, `grow`) with less than a chunk left under the
+            // memory fraction or on the device maps only the request's own
+            // pages. Nothing has changed yet (pages created for the attempt
+            // went back to the driver).
+            let chunked = n > p.pages as usize;
             if !st.fits_fraction(create as u64 * page) {
+                if chunked {
+                    return self.fill(
+                        st,
+                        p,
+                        p.pages as usize,
+                        hold,
+                        weak,
+                        hold_cap,
+                        headroom,
+                        avail,
+                        spare,
+                    );
+                }
                 return Ok(None);
             }
             match self.create_pages(create) {
@@ -84,11 +103,7 @@ impl ExpandableSpace<'_> {
                     hold = false;
                     partial = 0;
                 }
-                // A growth that asked for a whole chunk (more pages than the
-                // request needs, `grow`) on a device with less than a chunk
-                // left: map only the request's own pages. Nothing has changed
-                // yet (the created pages went back to the driver).
-                Err(DriverError::OutOfMemory) if n > p.pages as usize => {
+                Err(DriverError::OutOfMemory) if chunked => {
                     return self.fill(
                         st,
                         p,
