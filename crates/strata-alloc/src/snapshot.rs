@@ -70,7 +70,9 @@ pub struct SegmentSnapshot {
     pub is_expandable: bool,
     /// Where the allocation that made the segment was asked for, when
     /// history was recording call sites then (PyTorch's segment `frames`,
-    /// the stack of its `cudaMalloc`); `None` for expandable segments.
+    /// the stack of its `cudaMalloc`); for an expandable segment, only the
+    /// range mapped at its base has one: the call site of the allocation that
+    /// first mapped memory there (PyTorch's `map_block`).
     pub site: Option<crate::history::CallSite>,
     /// The memory pool it belongs to, as PyTorch's `segment_pool_id`:
     /// `(0, 0)` for the device's default pools, a [`MemPool`]'s
@@ -106,14 +108,19 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                     stream: st.streams[b.stream as usize].handle,
                     segment_type: b.pool.name(),
                     is_expandable: b.expandable,
-                    site: if b.expandable {
-                        None
-                    } else {
-                        st.history
-                            .segment_sites
-                            .get(&b.ptr)
-                            .map(|&l| crate::history::CallSite::from_location(l))
-                    },
+                    // An expandable segment's site is its base's: only the
+                    // range mapped there has one, as in PyTorch.
+                    site: st
+                        .history
+                        .segment_sites
+                        .get(&b.ptr)
+                        .filter(|_| {
+                            !b.expandable
+                                || st.expandable[b.segment as usize]
+                                    .as_ref()
+                                    .is_some_and(|g| g.base == b.ptr)
+                        })
+                        .map(|&l| crate::history::CallSite::from_location(l)),
                     pool_id: crate::mempool::pool_id(st.streams[b.stream as usize].mempool),
                     blocks: Vec::new(),
                 });

@@ -18,9 +18,19 @@
 //!   instead of mapping the request's own pages: 3 MiB was refused with 10
 //!   MiB of a 64 MiB device free, and with 10 MiB left under a 64 MiB
 //!   fraction. The growth now maps only the request's pages then.
+//!
+//! And one difference from PyTorch's snapshots (found by comparing with its
+//! allocator's code): an expandable segment had no `frames`. PyTorch's
+//! `map_block` gives the segment's first block the context of the allocation
+//! that first maps memory at its base, kept for the segment's life; strata
+//! now does the same.
 
+mod common;
+
+use common::{decode, int, key, list, string};
 use std::sync::Arc;
 use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::history::{HistoryContext, HistoryOptions};
 use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, StreamId};
 
 const MIB: u64 = 1 << 20;
@@ -104,4 +114,57 @@ fn a_growth_near_the_memory_fraction_maps_only_what_fits() {
     assert_eq!(a.memory_stats().num_ooms, 0);
     a.check_consistency().unwrap();
     drop((big, x));
+}
+
+/// The range mapped at an expandable segment's base carries the call site of
+/// the allocation that first mapped it (PyTorch's `map_block`: `if
+/// (!to_map->prev && !to_map->context_when_segment_allocated)`); a later
+/// growth that extends the range leaves it, a range elsewhere has none, and
+/// the site goes with the segment when `empty_cache` gives it back.
+#[test]
+fn an_expandable_segment_carries_the_call_site_that_first_mapped_its_base() {
+    let a = CachingAllocator::try_new(
+        Arc::new(SimDriver::new(4096 * MIB, 2 * MIB)),
+        AllocatorConfig::default(),
+    )
+    .unwrap();
+    assert!(a.expandable_segments());
+    a.record_history_opts(&HistoryOptions::new(100).context(HistoryContext::State));
+    let line = line!() + 1;
+    let x = a.allocate(3 * MIB, StreamId::DEFAULT).unwrap();
+    let y = a.allocate(100 * MIB, StreamId::DEFAULT).unwrap(); // extends x's range
+    let segs = a.snapshot();
+    assert_eq!(segs.len(), 1, "one mapped range");
+    assert!(segs[0].is_expandable);
+    let site = segs[0].site.as_ref().expect("the base's call site");
+    assert_eq!((site.file, site.line), (file!(), line));
+    let doc = decode(&a.snapshot_pickle().unwrap());
+    let seg = &list(key(&doc, "segments"))[0];
+    let frames = list(key(seg, "frames"));
+    assert_eq!(frames.len(), 1);
+    assert!(string(key(&frames[0], "filename")).ends_with("hostile_sweep_s36.rs"));
+    assert_eq!(int(key(&frames[0], "line")), line as u64);
+    // A small request maps the small pool's own segment, at its own base.
+    let small_line = line!() + 1;
+    let z = a.allocate(1000, StreamId::DEFAULT).unwrap();
+    let segs = a.snapshot();
+    assert_eq!(segs.len(), 2);
+    let small = segs.iter().find(|s| s.segment_type == "small").unwrap();
+    assert_eq!(small.site.as_ref().map(|s| s.line), Some(small_line));
+    drop((x, y, z));
+    a.empty_cache().unwrap();
+    assert!(a.snapshot().is_empty());
+    // A new segment after the old ones were given back: the new call site.
+    let line2 = line!() + 1;
+    let w = a.allocate(3 * MIB, StreamId::DEFAULT).unwrap();
+    let segs = a.snapshot();
+    assert_eq!(segs[0].site.as_ref().map(|s| s.line), Some(line2));
+    drop(w);
+    // Without call sites: none.
+    a.empty_cache().unwrap();
+    a.record_history(None);
+    a.record_history_opts(&HistoryOptions::new(100).context(HistoryContext::None));
+    let v = a.allocate(3 * MIB, StreamId::DEFAULT).unwrap();
+    assert!(a.snapshot()[0].site.is_none());
+    drop(v);
 }

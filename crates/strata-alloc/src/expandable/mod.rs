@@ -467,6 +467,7 @@ impl ExpandableSpace<'_> {
                     .unreserve(base, size)
                     .map_err(|e| self.driver_error(e))?;
                 st.blocks.remove(head);
+                st.history.segment_sites.remove(&base);
                 st.expandable[seg_i] = None;
                 st.streams[s as usize].expandable[pool as usize].retain(|&x| x != seg_i as u32);
             }

@@ -353,6 +353,18 @@ impl ExpandableSpace<'_> {
         }
         let s = st.blocks[u].stream;
         st.record(Action::SegmentMap, start, len, s);
+        // PyTorch's `map_block` gives the segment's first block the context
+        // of the allocation that first maps it (`context_when_segment_allocated`,
+        // kept for the segment's life): the frames of the mapped range at the
+        // segment's base in a snapshot.
+        if start == base
+            && st.history.enabled()
+            && st.history.rec.context >= crate::history::HistoryContext::State
+        {
+            if let Some(site) = st.history.cause {
+                st.history.segment_sites.entry(base).or_insert(site);
+            }
+        }
         if len < st.blocks[u].size {
             st.blocks.split(u, len);
         }
