@@ -306,6 +306,34 @@ fn expandable_segments_grow_shrink_and_regrow_with_usable_pages() {
     assert_eq!(a.memory_reserved(), 0);
 }
 
+/// A growth close to the per-process memory fraction maps only the request's
+/// own pages when the fraction leaves no room for a whole chunk (10 pages),
+/// and the memory it maps is usable.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn a_growth_near_the_memory_fraction_maps_only_the_requests_pages() {
+    let (d, _l) = gpu_or_skip!();
+    if d.virtual_memory().is_none() {
+        eprintln!("skipped: this GPU has no virtual memory management");
+        return;
+    }
+    let a = allocator(&d, true);
+    // Allow 64 MiB of the device.
+    a.set_memory_fraction(64.0 * MIB as f64 / d.total_memory() as f64)
+        .unwrap();
+    let big = a.allocate(54 * MIB, StreamId::DEFAULT).unwrap();
+    assert!(a.memory_reserved() <= 58 * MIB, "{}", a.memory_reserved());
+    let x = a.allocate(3 * MIB, StreamId::DEFAULT).unwrap();
+    write_and_check(&d, x.ptr(), x.size() as usize, 5);
+    write_and_check(&d, big.ptr(), big.size() as usize, 6);
+    assert!(a.memory_reserved() <= 64 * MIB);
+    assert_eq!(a.memory_stats().num_ooms, 0);
+    a.check_consistency().unwrap();
+    drop((big, x));
+    a.empty_cache().unwrap();
+    assert_eq!(a.memory_reserved(), 0);
+}
+
 fn record_stream_across_two_streams(expandable: bool) {
     let (d, _l) = gpu_or_skip!();
     let a = allocator(&d, expandable);
@@ -651,11 +679,11 @@ fn gpu_tests_pass_against_the_fake_driver() {
         "the fake was not loaded:\n{t}"
     );
     assert_eq!(skips(&t), 1, "{t}");
-    // Without virtual memory management the five VMM-only tests (two, plus
+    // Without virtual memory management the six VMM-only tests (three, plus
     // the three of stitched mappings) skip and the allocator falls back to
     // segments.
     let t = run(&[("FAKE_CUDA_NO_VMM", "1")], true);
-    assert_eq!(skips(&t), 6, "{t}");
+    assert_eq!(skips(&t), 7, "{t}");
     // cuInit reports no device: the GPU tests are listed as ignored and the
     // no-CUDA assertions run (and pass)...
     let t = run(&[("FAKE_CUDA_NO_DEVICE", "1")], false);
