@@ -5,6 +5,13 @@ use crate::error::{Result, TensorError};
 use crate::shape::{self, normalize_dim, normalize_dim_strict};
 
 /// How a tensor's elements sit in its storage.
+///
+/// The fields are public, so a layout may be built by hand with a stride
+/// list whose length differs from the shape's ([`Layout::is_well_formed`]
+/// says no). No method indexes past the shorter list: the view transforms
+/// refuse such a layout with [`TensorError::Shape`], and the predicates
+/// answer conservatively (not contiguous, not dense, may overlap, no
+/// extent, no indices).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// Size of each dimension.
@@ -30,6 +37,31 @@ impl Layout {
         self.shape.len()
     }
 
+    /// Whether the layout has exactly one stride per size (every layout a
+    /// tensor has does; one built by hand may not).
+    pub fn is_well_formed(&self) -> bool {
+        self.shape.len() == self.strides.len()
+    }
+
+    /// [`TensorError::Shape`] naming `op` for a layout that is not
+    /// [well formed](Layout::is_well_formed).
+    fn check_well_formed(&self, op: &'static str) -> Result<()> {
+        if self.is_well_formed() {
+            return Ok(());
+        }
+        Err(TensorError::shape(
+            op,
+            format!(
+                "malformed layout: {} sizes {:?} but {} strides {:?}; give one stride per dim \
+                 (Layout::contiguous builds a row-major layout)",
+                self.shape.len(),
+                self.shape,
+                self.strides.len(),
+                self.strides
+            ),
+        ))
+    }
+
     /// Number of elements.
     pub fn numel(&self) -> usize {
         shape::numel(&self.shape)
@@ -37,25 +69,35 @@ impl Layout {
 
     /// PyTorch's `is_contiguous`: row-major, ignoring dims of size 1; any
     /// tensor without elements is contiguous.
+    /// A malformed layout (see [`Layout::is_well_formed`]) is not.
     pub fn is_contiguous(&self) -> bool {
+        if !self.is_well_formed() {
+            return false;
+        }
         if self.numel() == 0 {
             return true;
         }
-        let mut expected = 1;
+        let mut expected = 1usize;
         for d in (0..self.ndim()).rev() {
             if self.shape[d] != 1 {
                 if self.strides[d] != expected {
                     return false;
                 }
-                expected *= self.shape[d];
+                // Saturates only past usize (a hand-built shape), where no
+                // later stride can match anyway.
+                expected = expected.saturating_mul(self.shape[d]);
             }
         }
         true
     }
 
     /// Whether the elements fill a gap-free block of memory without aliasing,
-    /// in some dim order (PyTorch's `is_non_overlapping_and_dense`).
+    /// in some dim order (PyTorch's `is_non_overlapping_and_dense`). A
+    /// malformed layout (see [`Layout::is_well_formed`]) is not.
     pub fn is_dense(&self) -> bool {
+        if !self.is_well_formed() {
+            return false;
+        }
         let mut dims: Vec<usize> = (0..self.ndim()).filter(|&d| self.shape[d] != 1).collect();
         dims.sort_by_key(|&d| self.strides[d]);
         let mut expected = 1;
@@ -78,8 +120,12 @@ impl Layout {
 
     /// Whether two elements might share an address: stride 0 on a dim of
     /// size > 1, or strides too small to keep dims apart (a sufficient test:
-    /// each dim, in stride order, must step past everything the faster dims cover).
+    /// each dim, in stride order, must step past everything the faster dims
+    /// cover). A malformed layout (see [`Layout::is_well_formed`]) may.
     pub fn may_overlap(&self) -> bool {
+        if !self.is_well_formed() {
+            return true;
+        }
         // No element, no alias (PyTorch writes into an empty expanded tensor).
         if self.numel() == 0 {
             return false;
@@ -103,8 +149,12 @@ impl Layout {
     }
 
     /// One past the largest storage index the layout touches (0 if it has no
-    /// elements), or `None` when that exceeds [`shape::MAX_NUMEL`].
+    /// elements), or `None` when that exceeds [`shape::MAX_NUMEL`] or the
+    /// layout is malformed (see [`Layout::is_well_formed`]).
     pub fn checked_extent(&self) -> Option<usize> {
+        if !self.is_well_formed() {
+            return None;
+        }
         if self.numel() == 0 {
             return Some(0);
         }
@@ -117,6 +167,7 @@ impl Layout {
 
     /// Swaps two dims.
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Layout> {
+        self.check_well_formed("transpose")?;
         let a = normalize_dim("transpose", d0, self.ndim())?;
         let b = normalize_dim("transpose", d1, self.ndim())?;
         let mut l = self.clone();
@@ -129,6 +180,7 @@ impl Layout {
 
     /// `t()`: transpose of a 2-D layout; 0-d and 1-D unchanged.
     pub fn t(&self) -> Result<Layout> {
+        self.check_well_formed("t")?;
         match self.ndim() {
             0 | 1 => Ok(self.clone()),
             2 => self.transpose(0, 1),
@@ -144,6 +196,7 @@ impl Layout {
 
     /// Reorders the dims.
     pub fn permute(&self, dims: &[i64]) -> Result<Layout> {
+        self.check_well_formed("permute")?;
         if dims.len() != self.ndim() {
             return Err(TensorError::shape(
                 "permute",
@@ -164,6 +217,7 @@ impl Layout {
 
     /// `narrow(dim, start, length)`; `start` may be negative.
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Layout> {
+        self.check_well_formed("narrow")?;
         // PyTorch checks the length before the dim (but after rejecting 0-d).
         if length < 0 && self.ndim() > 0 {
             return Err(TensorError::value(
@@ -227,6 +281,7 @@ impl Layout {
 
     /// `select(dim, index)`: drops the dim.
     pub fn select(&self, dim: i64, index: i64) -> Result<Layout> {
+        self.check_well_formed("select")?;
         let d = normalize_dim_strict("select", dim, self.ndim())?;
         let size = self.shape[d] as i64;
         if index < -size || index >= size {
@@ -254,6 +309,7 @@ impl Layout {
         end: Option<i64>,
         step: i64,
     ) -> Result<Layout> {
+        self.check_well_formed("slice")?;
         // PyTorch checks the dim before the step.
         let d = normalize_dim_strict("slice", dim, self.ndim())?;
         if step <= 0 {
@@ -286,6 +342,7 @@ impl Layout {
 
     /// `expand(shape)`: size-1 dims and new leading dims get stride 0; -1 keeps a size.
     pub fn expand(&self, target: &[i64]) -> Result<Layout> {
+        self.check_well_formed("expand")?;
         let err = || {
             TensorError::shape(
                 "expand",
@@ -329,6 +386,7 @@ impl Layout {
     /// Removes the given size-1 dims (all size-1 dims when `dims` is `None`);
     /// a listed dim whose size is not 1 is kept.
     pub fn squeeze(&self, dims: Option<&[i64]>) -> Result<Layout> {
+        self.check_well_formed("squeeze")?;
         let remove: Vec<usize> = match dims {
             None => (0..self.ndim()).filter(|&d| self.shape[d] == 1).collect(),
             Some(ds) => shape::normalize_dims("squeeze", ds, self.ndim())?
@@ -352,6 +410,7 @@ impl Layout {
 
     /// Inserts a size-1 dim at `dim` (in `[-ndim-1, ndim]`).
     pub fn unsqueeze(&self, dim: i64) -> Result<Layout> {
+        self.check_well_formed("unsqueeze")?;
         let d = normalize_dim("unsqueeze", dim, self.ndim() + 1)?;
         let stride = if d < self.ndim() {
             // Addresses nothing (the new dim has size 1); saturate, never wrap.
@@ -441,9 +500,16 @@ impl Layout {
             .collect()
     }
 
-    /// Storage index of each element in row-major logical order.
+    /// Storage index of each element in row-major logical order. A layout
+    /// [`Layout::checked_extent`] refuses (malformed, or reaching past
+    /// `i64::MAX`) yields nothing: its positions would index past the
+    /// strides or wrap.
     pub fn indices(&self) -> impl Iterator<Item = usize> + '_ {
-        let n = self.numel();
+        let n = if self.checked_extent().is_some() {
+            self.numel()
+        } else {
+            0
+        };
         let nd = self.ndim();
         let mut idx = vec![0usize; nd];
         let mut pos = self.offset;
