@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""Seeded random small programs over strata-autograd's differentiable ops,
+with PyTorch's forward values AND gradients: the gradient oracle replayed by
+crates/strata-autograd/tests/grad_oracle.rs.
+
+The forward oracle (fuzz_conformance_ops.py) checks values; the autograd
+tests check gradients against finite differences, which cannot see the
+conventions at kinks and ties. Here every input is f32 and mostly drawn from
+a small pool of exact fractions (so ties, zeros and the bounds of relu, abs,
+sign, maximum/minimum, std at 0, sqrt/log/pow at 0 ... come up often), the
+rest from a normal distribution. A program is 1-3 steps on a current value
+(each step may add new leaf inputs or constant index/mask tensors), then
+`out.backward(upstream)` with a random upstream gradient (or `out.sum()`
+when `upstream` is null). Recorded: every input, the steps, the forward
+output and each leaf's `.grad`.
+
+A program is `exact` when all its float inputs are pool fractions and all
+its steps are exact ops (no rounding on either side: the replay compares
+bit for bit, -0.0 == 0.0, NaN == NaN); otherwise the replay allows a
+relative 1e-5 (plus an absolute 1e-6 of the tensor's largest magnitude).
+
+Usage (PyTorch on the CPU, one thread):
+    /tmp/tv/bin/python benches/anchors/fuzz_grad.py --seed 1 --count 300 \
+        --out crates/strata-autograd/tests/grad_oracle.json
+
+Op cases deliberately left out (see `generate`):
+- dropout (random) and attention / gelu_linear (fused; attention has its own
+  PyTorch anchors);
+- masked_select of a broadcast input and split/chunk pieces other than a
+  view of one piece (the rest is covered by cat/narrow);
+- mse_loss's `weight` with a broadcast target (PyTorch 2.15 checks the
+  weight against the input only).
+"""
+
+import argparse
+import warnings
+import json
+import math
+import random
+
+import torch
+import torch.nn.functional as F
+
+POOL = [-2.0, -1.5, -1.0, -0.5, -0.25, 0.0, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0]
+# Ops whose f32 result is exact on pool fractions (and on their results).
+EXACT = {"neg", "relu", "abs", "sign", "add", "sub", "mul", "rsub", "maximum", "minimum",
+         "sum", "cumsum", "index_select", "gather", "scatter_add", "embedding",
+         "masked_fill", "masked_select", "where", "triu", "tril", "cat", "stack", "split",
+         "chunk", "transpose", "t", "reshape", "unsqueeze", "squeeze", "flatten", "narrow",
+         "expand", "permute", "matmul", "mm", "addmm", "linear", "pow_int", "mse_sum",
+         "nll_sum"}
+
+
+class Skip(Exception):
+    pass
+
+
+def enc(x):
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def tjson(t):
+    t = t.detach()
+    if t.dtype == torch.bool:
+        data = [bool(v) for v in t.reshape(-1).tolist()]
+        dt = "bool"
+    elif t.dtype == torch.int64:
+        data = [int(v) for v in t.reshape(-1).tolist()]
+        dt = "i64"
+    else:
+        data = [enc(v) for v in t.reshape(-1).tolist()]
+        dt = "f32"
+    return {"dtype": dt, "shape": list(t.shape), "data": data}
+
+
+class Prog:
+    def __init__(self, rng):
+        self.rng = rng
+        self.inputs = {}  # name -> torch tensor (leaves require grad)
+        self.order = []
+        self.steps = []
+        self.exact = True
+        self.n = 0
+
+    def values(self, shape, pool_only=False):
+        r = self.rng
+        k = 1
+        for d in shape:
+            k *= d
+        mode = r.random()
+        if pool_only or mode < 0.65:
+            v = [r.choice(POOL) for _ in range(k)]
+        else:
+            self.exact = False
+            v = [r.gauss(0.0, 1.0) if r.random() < 0.8 else r.choice(POOL) for _ in range(k)]
+        return torch.tensor(v, dtype=torch.float32).reshape(shape)
+
+    def leaf(self, shape, data=None):
+        name = f"x{self.n}"
+        self.n += 1
+        t = (self.values(shape) if data is None else data.detach().clone()).requires_grad_(True)
+        self.inputs[name] = t
+        self.order.append(name)
+        return name, t
+
+    def const(self, t):
+        name = f"c{self.n}"
+        self.n += 1
+        self.inputs[name] = t
+        self.order.append(name)
+        return name, t
+
+
+def rshape(r, lo=1, hi=3):
+    return [r.randint(1, 4) for _ in range(r.randint(lo, hi))]
+
+
+def bshape(r, shape):
+    """A shape broadcastable to `shape` (dims dropped in front or set to 1)."""
+    s = list(shape)
+    if s and r.random() < 0.3:
+        s = s[r.randint(1, len(s)):]
+    return [1 if r.random() < 0.3 else d for d in s]
+
+
+def rdim(r, nd):
+    d = r.randrange(nd)
+    return d - nd if r.random() < 0.4 else d
+
+
+def rdims(r, nd):
+    if nd == 0 or r.random() < 0.2:
+        return None
+    k = r.randint(1, nd)
+    return sorted(r.sample(range(nd), k))
+
+
+UNARY = ["neg", "relu", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "silu",
+         "gelu", "sin", "cos", "erf", "log1p", "expm1", "reciprocal", "sign"]
+
+
+def step(p, cur, x):
+    """One random step on value `cur` (torch tensor `x`); returns
+    (op, inputs, args, result, exact)."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    kinds = ["unary"] * 6 + ["binary"] * 5 + ["pow"] * 2 + ["reduce"] * 4 + ["dimop"] * 3 + \
+        ["index"] * 5 + ["view"] * 2 + ["join"] * 2 + ["nn"] * 4 + ["matmul"] * 2
+    kind = r.choice(kinds)
+    if kind == "unary":
+        op = r.choice(UNARY)
+        args = {}
+        if op == "gelu":
+            args["approximate"] = r.choice(["none", "tanh"])
+            y = F.gelu(x, approximate=args["approximate"])
+        elif op == "silu":
+            y = F.silu(x)
+        else:
+            y = getattr(torch, op)(x)
+        return op, [cur], args, y, op in EXACT
+    if kind == "binary":
+        op = r.choice(["add", "sub", "mul", "div", "maximum", "minimum", "maximum", "minimum",
+                       "rsub"])
+        if op == "rsub":
+            c = r.choice([0.0, 1.0, -0.5, 2.0])
+            return op, [cur], {"c": c}, c - x, True
+        which = r.random()
+        if which < 0.15 and op in ("maximum", "minimum", "mul", "sub"):
+            # The same value as both operands.
+            other, o = cur, x
+        elif which < 0.45:
+            # A new leaf equal to the current value: ties everywhere.
+            other, o = p.leaf(shape, x)
+        else:
+            other, o = p.leaf(bshape(r, shape))
+        ins = [cur, other]
+        if r.random() < 0.3 and other != cur:
+            ins, (x, o) = [other, cur], (o, x)
+        y = getattr(torch, op)(x, o) if op != "sub" else x - o
+        return op, ins, {}, y, op in EXACT
+    if kind == "pow":
+        w = r.random()
+        if w < 0.5:
+            e = r.choice([0.0, 1.0, 2.0, 3.0, -1.0, 0.5, 2.5, -2.0])
+            y = torch.pow(x, e)
+            exact = e in (0.0, 1.0, 2.0)
+            return "pow_scalar", [cur], {"e": e}, y, exact
+        if w < 0.75:
+            b = r.choice([0.0, 2.0, 0.5, 1.0])
+            return "scalar_pow", [cur], {"base": b}, torch.pow(b, x), False
+        other, o = p.leaf(bshape(r, shape))
+        return "pow", [cur, other], {}, torch.pow(x, o), False
+    if kind == "reduce":
+        op = r.choice(["sum", "mean", "var", "std", "logsumexp", "sum", "std"])
+        dims = rdims(r, nd)
+        keep = r.random() < 0.4
+        if op == "logsumexp":
+            if dims is None:
+                dims = list(range(nd))
+            y = torch.logsumexp(x, dims, keepdim=keep)
+            return op, [cur], {"dims": dims, "keepdim": keep}, y, False
+        args = {"dims": dims, "keepdim": keep}
+        # None (all dims) is recorded as such; PyTorch is given every dim so
+        # that keepdim applies.
+        kw = {"dim": dims if dims is not None else list(range(nd)), "keepdim": keep}
+        if op in ("var", "std"):
+            c = r.choice([0.0, 1.0])
+            args["correction"] = c
+            kw["correction"] = c
+            y = getattr(torch, op)(x, **kw)
+        else:
+            y = getattr(torch, op)(x, **kw)
+        return op, [cur], args, y, op in EXACT
+    if kind == "dimop":
+        if nd == 0:
+            raise Skip
+        op = r.choice(["softmax", "log_softmax", "cumsum"])
+        d = rdim(r, nd)
+        y = getattr(torch, op)(x, d)
+        return op, [cur], {"dim": d}, y, op in EXACT
+    if kind == "index":
+        op = r.choice(["index_select", "gather", "scatter_add", "embedding", "masked_fill",
+                       "masked_select", "where", "triu", "tril"])
+        if op in ("triu", "tril"):
+            if nd < 2:
+                raise Skip
+            dg = r.randint(-2, 2)
+            return op, [cur], {"diagonal": dg}, getattr(torch, op)(x, dg), True
+        if op in ("masked_fill", "masked_select", "where"):
+            m = torch.tensor([r.random() < 0.5 for _ in range(x.numel())]).reshape(shape)
+            if op == "masked_fill":
+                if r.random() < 0.3:
+                    m = m.reshape(-1)[: max(1, 1)].reshape([1] * nd) if nd else m
+                c, _ = p.const(m)
+                v = r.choice([0.0, -1.0, 2.5])
+                return op, [cur, c], {"value": v}, x.masked_fill(m, v), True
+            c, _ = p.const(m)
+            if op == "masked_select":
+                return op, [cur, c], {}, torch.masked_select(x, m), True
+            other, o = p.leaf(bshape(r, shape))
+            ins = [c, cur, other]
+            if r.random() < 0.5:
+                ins, (x, o) = [c, other, cur], (o, x)
+            return op, ins, {}, torch.where(m, x, o), True
+        if nd == 0:
+            raise Skip
+        d = rdim(r, nd)
+        n = shape[d]
+        if op == "index_select":
+            idx = torch.tensor([r.randrange(n) for _ in range(r.randint(1, 5))])
+            c, _ = p.const(idx)
+            return op, [cur, c], {"dim": d}, torch.index_select(x, d, idx), True
+        if op == "gather":
+            ishape = list(shape)
+            ishape[d] = r.randint(1, 4)
+            idx = torch.randint(0, n, ishape, generator=torch.Generator().manual_seed(
+                r.randrange(1 << 30)))
+            c, _ = p.const(idx)
+            return op, [cur, c], {"dim": d}, torch.gather(x, d, idx), True
+        if op == "scatter_add":
+            ishape = [r.randint(1, s) for s in shape]
+            idx = torch.randint(0, n, ishape, generator=torch.Generator().manual_seed(
+                r.randrange(1 << 30)))
+            c, _ = p.const(idx)
+            src, s = p.leaf(list(ishape))
+            return op, [cur, c, src], {"dim": d}, torch.scatter_add(x, d, idx, s), True
+        if op == "embedding":
+            if nd != 2:
+                raise Skip
+            rows = shape[0]
+            idx = torch.tensor([r.randrange(rows) for _ in range(r.randint(1, 6))])
+            if r.random() < 0.5:
+                idx = idx.reshape(1, -1)
+            pad = r.choice([None, 0, rows - 1, -1]) if True else None
+            c, _ = p.const(idx)
+            y = F.embedding(idx, x, padding_idx=pad)
+            return op, [cur, c], {"padding_idx": pad}, y, True
+    if kind == "view":
+        op = r.choice(["transpose", "reshape", "unsqueeze", "squeeze", "flatten", "narrow",
+                       "expand", "permute", "t"])
+        if op == "transpose":
+            if nd < 2:
+                raise Skip
+            a, b = rdim(r, nd), rdim(r, nd)
+            return op, [cur], {"d0": a, "d1": b}, x.transpose(a, b), True
+        if op == "t":
+            if nd > 2:
+                raise Skip
+            return op, [cur], {}, x.t(), True
+        if op == "reshape":
+            return op, [cur], {"shape": [-1]}, x.reshape(-1), True
+        if op == "unsqueeze":
+            d = r.randint(-nd - 1, nd)
+            return op, [cur], {"dim": d}, x.unsqueeze(d), True
+        if op == "squeeze":
+            ones = [i for i, s in enumerate(shape) if s == 1]
+            if not ones:
+                raise Skip
+            return op, [cur], {"dims": ones}, x.squeeze(ones), True
+        if op == "flatten":
+            if nd == 0:
+                raise Skip
+            return op, [cur], {"start": 0, "end": -1}, x.flatten(0, -1), True
+        if op == "narrow":
+            if nd == 0:
+                raise Skip
+            d = rdim(r, nd)
+            n = shape[d]
+            st = r.randrange(n)
+            ln = r.randint(1, n - st)
+            return op, [cur], {"dim": d, "start": st, "length": ln}, x.narrow(d, st, ln), True
+        if op == "expand":
+            ns = [2] + [s if s != 1 or r.random() < 0.5 else 3 for s in shape]
+            return op, [cur], {"shape": ns}, x.expand(ns), True
+        if op == "permute":
+            perm = list(range(nd))
+            r.shuffle(perm)
+            return op, [cur], {"dims": perm}, x.permute(perm), True
+    if kind == "join":
+        op = r.choice(["cat", "stack", "split", "chunk"])
+        if nd == 0 and op != "stack":
+            raise Skip
+        if op in ("cat", "stack"):
+            d = rdim(r, nd) if op == "cat" else r.randint(-nd - 1, nd)
+            os_ = list(shape)
+            if op == "cat":
+                os_[d] = r.randint(1, 3)
+            other, o = p.leaf(os_)
+            ins = [cur, other] if r.random() < 0.5 else [other, cur]
+            ts = [x if n_ == cur else o for n_ in ins]
+            y = torch.cat(ts, d) if op == "cat" else torch.stack(ts, d)
+            return op, ins, {"dim": d}, y, True
+        d = rdim(r, nd)
+        if op == "split":
+            sz = r.randint(1, 3)
+            parts = torch.split(x, sz, d)
+            args = {"size": sz, "dim": d}
+        else:
+            ch = r.randint(1, 3)
+            parts = torch.chunk(x, ch, d)
+            args = {"chunks": ch, "dim": d}
+        k = r.randrange(len(parts))
+        args["piece"] = k
+        return op, [cur], args, parts[k], True
+    if kind == "matmul":
+        op = r.choice(["matmul", "mm", "addmm", "linear"])
+        if nd == 0:
+            raise Skip
+        k = shape[-1]
+        m = r.randint(1, 3)
+        if op == "matmul":
+            osh = [k, m] if r.random() < 0.7 else [k]
+            other, o = p.leaf(osh)
+            return op, [cur, other], {}, torch.matmul(x, o), True
+        if nd != 2:
+            raise Skip
+        if op == "mm":
+            other, o = p.leaf([k, m])
+            return op, [cur, other], {}, torch.mm(x, o), True
+        if op == "addmm":
+            m1, a = p.leaf([shape[0], 2])
+            m2, b = p.leaf([2, shape[1]])
+            return op, [cur, m1, m2], {}, torch.addmm(x, a, b), True
+        w, wt = p.leaf([m, k])
+        if r.random() < 0.5:
+            b, bt = p.leaf([m])
+            return op, [cur, w, b], {}, F.linear(x, wt, bt), True
+        return op, [cur, w], {}, F.linear(x, wt), True
+    if kind == "nn":
+        op = r.choice(["layer_norm", "cross_entropy", "cross_entropy", "nll_loss",
+                       "mse_loss"])
+        red = r.choice(["mean", "sum", "none"])
+        if op == "layer_norm":
+            if nd == 0:
+                raise Skip
+            k = r.randint(1, nd)
+            ns = shape[nd - k:]
+            ins = [cur]
+            wt = bt = None
+            args = {"normalized_shape": ns, "eps": r.choice([1e-5, 0.0, 0.1]),
+                    "weight": False, "bias": False}
+            if r.random() < 0.5:
+                w, wt = p.leaf(ns)
+                ins.append(w)
+                args["weight"] = True
+            if r.random() < 0.5:
+                b, bt = p.leaf(ns)
+                ins.append(b)
+                args["bias"] = True
+            y = F.layer_norm(x, ns, wt, bt, args["eps"])
+            return op, ins, args, y, False
+        if op == "mse_loss":
+            tg, t = p.leaf(bshape(r, shape) if r.random() < 0.3 else shape)
+            args = {"reduction": red, "weight": None}
+            ins = [cur, tg]
+            if list(t.shape) == shape and r.random() < 0.3:
+                wv = torch.tensor([r.choice([0.0, 0.5, 1.0, 2.0]) for _ in range(x.numel())],
+                                  dtype=torch.float32).reshape(shape)
+                c, _ = p.const(wv)
+                ins.append(c)
+                args["weight"] = True
+                y = F.mse_loss(x, t, reduction=red, weight=wv)
+            else:
+                y = F.mse_loss(x, t, reduction=red)
+            return op, ins, args, y, red != "mean"
+        # cross_entropy / nll_loss over [N, C] or [C].
+        if nd not in (1, 2):
+            raise Skip
+        C = shape[-1]
+        rows = shape[0] if nd == 2 else None
+        ign = r.choice([-100, 0, 1])
+        tshape = [rows] if nd == 2 else []
+        tv = torch.tensor([r.choice(list(range(C)) + [ign] if r.random() < 0.3 else
+                                    list(range(C))) for _ in range(rows or 1)])
+        tv = tv.reshape(tshape)
+        if ((tv >= C) | (tv < 0)).any() and not (((tv == ign) | ((tv >= 0) & (tv < C))).all()):
+            raise Skip
+        c, _ = p.const(tv)
+        ins = [cur, c]
+        wv = None
+        if r.random() < 0.3:
+            wv = torch.tensor([r.choice([0.0, 0.5, 1.0, 2.0]) for _ in range(C)],
+                              dtype=torch.float32)
+            cw, _ = p.const(wv)
+            ins.append(cw)
+        args = {"reduction": red, "ignore_index": ign, "weight": wv is not None}
+        if op == "nll_loss":
+            y = F.nll_loss(x, tv, weight=wv, ignore_index=ign, reduction=red)
+            return op, ins, args, y, red != "mean" and wv is None
+        if r.random() < 0.25:
+            # Probability targets (a float tensor of the input's shape).
+            pt = torch.softmax(p.values(shape), -1)
+            ins = [cur] + [p.const(pt)[0]] + ins[2:]
+            args["probs"] = True
+        ls = r.choice([0.0, 0.0, 0.1, 1.0])
+        args["label_smoothing"] = ls
+        tgt = pt if args.get("probs") else tv
+        y = F.cross_entropy(x, tgt, weight=wv, ignore_index=ign, reduction=red,
+                            label_smoothing=ls)
+        return op, ins, args, y, False
+    raise Skip
+
+
+def build(rng, pid):
+    p = Prog(rng)
+    cur, x = p.leaf(rshape(rng, 0 if rng.random() < 0.1 else 1, 3))
+    nsteps = rng.randint(1, 3)
+    env = {}
+    for i in range(nsteps):
+        op, ins, args, y, exact = step(p, cur, x)
+        p.exact = p.exact and exact
+        out = f"s{i}"
+        p.steps.append({"op": op, "in": ins, "args": args, "out": out})
+        cur, x = out, y
+        env[out] = y
+        if y.numel() > 200:
+            raise Skip
+    if not x.requires_grad:
+        raise Skip
+    if rng.random() < 0.25:
+        up = None
+        x.sum().backward()
+    else:
+        up = p.values(list(x.shape), pool_only=rng.random() < 0.7)
+        x.backward(up)
+    inputs = {}
+    for n in p.order:
+        t = p.inputs[n]
+        j = tjson(t)
+        j["grad"] = t.requires_grad
+        inputs[n] = j
+    grads = {}
+    for n in p.order:
+        t = p.inputs[n]
+        if t.requires_grad:
+            grads[n] = None if t.grad is None else tjson(t.grad)
+    return {"id": pid, "exact": p.exact, "inputs": inputs, "steps": p.steps, "out": cur,
+            "upstream": None if up is None else tjson(up), "expect_out": tjson(x),
+            "expect_grads": grads}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=300)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    progs, skipped, attempt = [], 0, 0
+    while len(progs) < a.count:
+        # One generator per attempt: a program does not depend on the skips before it.
+        rng = random.Random(a.seed * 1_000_003 + attempt)
+        attempt += 1
+        try:
+            progs.append(build(rng, f"{a.seed}:{attempt - 1}"))
+        except Skip:
+            skipped += 1
+        except (RuntimeError, IndexError, ValueError):
+            # PyTorch refused the program (shapes that do not fit): not a case.
+            skipped += 1
+    with open(a.out, "w") as f:
+        json.dump({"generator": "benches/anchors/fuzz_grad.py", "seed": a.seed,
+                   "torch": torch.__version__, "programs": progs}, f, separators=(",", ":"))
+    print(f"{len(progs)} programs, {skipped} skipped -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()
