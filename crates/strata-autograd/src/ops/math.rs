@@ -172,8 +172,9 @@ impl Var {
     }
 
     /// `self ^ exponent` for a variable exponent, broadcasting; saves both
-    /// operands and the result (as PyTorch's `PowBackward1`). The exponent's
-    /// gradient `g x^y ln x` is 0 where `x == 0` and `y >= 0`.
+    /// operands and the result (as PyTorch's `PowBackward1`). The base's
+    /// gradient `g y x^(y-1)` is 0 where `y == 0` (whatever `g`); the
+    /// exponent's gradient `g x^y ln x` is `g * 0` where `x == 0` and `y >= 0`.
     pub fn pow(&self, exponent: &Var) -> Result<Var> {
         let (a, b) = (self.data().clone(), exponent.data().clone());
         let out = a.pow(&b)?;
@@ -184,10 +185,12 @@ impl Var {
         let f = formula(move |g, s, needs| {
             let (x, y, r) = (&s[0], &s[1], &s[2]);
             let ga = if needs[0] {
-                // g y x^(y-1), 0 where y == 0.
-                let d = y.mul(&x.pow(&y.sub(1.0)?)?)?;
+                // g y x^(y-1), 0 where y == 0 even where g is NaN or
+                // infinite (PyTorch's pow_backward_self masks the product
+                // with g, not the derivative alone).
+                let d = g.mul(&y.mul(&x.pow(&y.sub(1.0)?)?)?)?;
                 let d = Tensor::where_cond(&y.eq(0.0)?, 0.0, &d)?;
-                Some(sum_to(&g.mul(&d)?, &a_shape, a_dtype)?)
+                Some(sum_to(&d, &a_shape, a_dtype)?)
             } else {
                 None
             };
