@@ -263,11 +263,19 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<
 
 /// Strides that let memory laid out as (`old_shape`, `old_strides`) be viewed
 /// as `new_shape` without copying, or `None` (PyTorch's `computeStride`).
+///
+/// Also `None` for input no tensor has: strides not one per size, element
+/// counts that differ, or sizes whose product passes `usize`.
 pub fn view_strides(
     old_shape: &[usize],
     old_strides: &[usize],
     new_shape: &[usize],
 ) -> Option<Vec<usize>> {
+    if old_shape.len() != old_strides.len()
+        || checked_product(old_shape)? != checked_product(new_shape)?
+    {
+        return None;
+    }
     let mut new_strides = vec![0usize; new_shape.len()];
     if old_shape.is_empty() {
         return Some(vec![1; new_shape.len()]);
@@ -284,7 +292,7 @@ pub fn view_strides(
     let mut tensor_numel = 1usize;
     let mut view_numel = 1usize;
     for tensor_d in (0..old_shape.len()).rev() {
-        tensor_numel *= old_shape[tensor_d];
+        tensor_numel = tensor_numel.checked_mul(old_shape[tensor_d])?;
         if tensor_d == 0
             || (old_shape[tensor_d - 1] != 1
                 && Some(old_strides[tensor_d - 1]) != tensor_numel.checked_mul(chunk_base_stride))
@@ -309,6 +317,15 @@ pub fn view_strides(
         return None;
     }
     Some(new_strides)
+}
+
+/// The element count of `shape` (0 when a size is 0), or `None` when the
+/// product of its sizes passes `usize`.
+fn checked_product(shape: &[usize]) -> Option<usize> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1usize, |a, &s| a.checked_mul(s))
 }
 
 #[cfg(test)]
