@@ -123,8 +123,11 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
 /// Normalises a possibly negative dim for a tensor of `ndim` dims; a 0-d tensor
 /// accepts 0 and -1 (as PyTorch's reductions do).
 pub fn normalize_dim(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
-    let n = ndim.max(1) as i64;
-    if dim < -n || dim >= n {
+    // In i128: a rank past i64::MAX (only a caller's argument, never a
+    // tensor's) neither wraps negative nor overflows `-n` and `n - 1`.
+    let n = ndim.max(1) as i128;
+    let d = i128::from(dim);
+    if d < -n || d >= n {
         return Err(TensorError::dim(
             op,
             format!(
@@ -134,11 +137,8 @@ pub fn normalize_dim(op: &'static str, dim: i64, ndim: usize) -> Result<usize> {
             ),
         ));
     }
-    Ok(if dim < 0 {
-        (dim + n) as usize
-    } else {
-        dim as usize
-    })
+    // In [0, n), so within usize.
+    Ok(if d < 0 { d + n } else { d } as usize)
 }
 
 /// Normalises a dim for an op that requires the dim to exist (no 0-d leniency).

@@ -23,6 +23,9 @@
 //!   running size product could wrap. It now answers `None` for strides
 //!   not one per size, element counts that differ, or sizes whose product
 //!   passes `usize`.
+//! * `shape::normalize_dim` (public) cast the rank to i64, so a rank past
+//!   `i64::MAX` wrapped negative and refused every dim (and `-n`, `n - 1`
+//!   overflowed in a debug build); it now compares in i128.
 
 use strata_tensor::layout::Layout;
 use strata_tensor::TensorError;
@@ -203,4 +206,24 @@ fn edge_arguments_give_pytorchs_answers() {
     // 1 + 2^-8 + 1e-12 gives 1.0 (a direct rounding would give 1.0078125).
     let d = Tensor::full(&[1], 1.00390625 + 1e-12, DType::F64, cpu).unwrap();
     assert_eq!(as_f64(&d.to_dtype(DType::BF16).unwrap()), vec![1.0]);
+}
+
+#[test]
+fn normalize_dim_for_a_rank_past_i64_max_does_not_wrap() {
+    use strata_tensor::shape::normalize_dim;
+    // Every dim in [-ndim, ndim) is valid, whatever the rank.
+    let huge = usize::MAX;
+    assert_eq!(normalize_dim("x", 0, huge).unwrap(), 0);
+    assert_eq!(
+        normalize_dim("x", i64::MAX, huge).unwrap(),
+        i64::MAX as usize
+    );
+    assert_eq!(normalize_dim("x", -1, huge).unwrap(), usize::MAX - 1);
+    assert_eq!(normalize_dim("x", i64::MIN, 1 << 63).unwrap(), 0);
+    // And the ordinary ranges keep their messages.
+    assert_eq!(normalize_dim("x", -1, 0).unwrap(), 0);
+    let e = normalize_dim("x", 2, 2).unwrap_err().to_string();
+    assert!(e.contains("expected [-2, 1]"), "{e}");
+    let e = normalize_dim("x", i64::MIN, 3).unwrap_err().to_string();
+    assert!(e.contains("expected [-3, 2]"), "{e}");
 }
