@@ -41,6 +41,7 @@ import random
 import torch
 import torch.nn.functional as F
 
+INF = float("inf")
 POOL = [-2.0, -1.5, -1.0, -0.5, -0.25, 0.0, 0.0, 0.25, 0.5, 1.0, 1.5, 2.0]
 # Ops whose f32 result is exact on pool fractions (and on their results).
 EXACT = {"neg", "relu", "abs", "sign", "add", "sub", "mul", "rsub", "maximum", "minimum",
@@ -84,6 +85,12 @@ class Prog:
         # f32 for the recorded program; f64 for the same program (the same
         # f32 input values) to estimate PyTorch's own f32 rounding error.
         self.dtype = dtype
+        self.special = rng.random() < 0.3
+        # Class-target loss outputs whose upstream gradient must be finite:
+        # left out otherwise, strata-tensor's fused cross_entropy backward
+        # gives +-inf where PyTorch's log_softmax backward gives NaN
+        # (inf - inf); reported, not fixable in strata-autograd.
+        self.finite_upstream = []
         self.inputs = {}  # name -> torch tensor (leaves require grad)
         self.order = []
         self.steps = []
@@ -96,7 +103,11 @@ class Prog:
         for d in shape:
             k *= d
         mode = r.random()
-        if pool_only or mode < 0.65:
+        if not pool_only and self.special and mode < 0.12:
+            # Pool values with some infinities (softmax/logsumexp of -inf
+            # rows, maximum/relu/abs of inf ...).
+            v = [r.choice(POOL + [INF, -INF, -INF]) for _ in range(k)]
+        elif pool_only or mode < 0.65:
             v = [r.choice(POOL) for _ in range(k)]
         else:
             self.exact = False
@@ -120,7 +131,8 @@ class Prog:
 
 
 def rshape(r, lo=1, hi=3):
-    return [r.randint(1, 4) for _ in range(r.randint(lo, hi))]
+    # Now and then a size-0 dim (empty reductions, empty gathers).
+    return [r.randint(0 if r.random() < 0.03 else 1, 4) for _ in range(r.randint(lo, hi))]
 
 
 def bshape(r, shape):
@@ -243,8 +255,8 @@ def step(p, cur, x):
                 if r.random() < 0.3:
                     m = m.reshape(-1)[: max(1, 1)].reshape([1] * nd) if nd else m
                 c, _ = p.const(m)
-                v = r.choice([0.0, -1.0, 2.5])
-                return op, [cur, c], {"value": v}, x.masked_fill(m, v), True
+                v = r.choice([0.0, -1.0, 2.5, -INF])
+                return op, [cur, c], {"value": enc(v)}, x.masked_fill(m, v), True
             c, _ = p.const(m)
             if op == "masked_select":
                 return op, [cur, c], {}, torch.masked_select(x, m), True
@@ -388,7 +400,11 @@ def step(p, cur, x):
             ns = shape[nd - k:]
             ins = [cur]
             wt = bt = None
-            args = {"normalized_shape": ns, "eps": r.choice([1e-5, 0.0, 0.1]),
+            # eps=0 left out: on nearly constant rows rstd is large and the
+            # gradient (0 in exact arithmetic for a constant upstream) is
+            # rounding noise of 1e-6..1e-5 in strata where PyTorch's f32 is
+            # near 0: a precision difference, not a convention.
+            args = {"normalized_shape": ns, "eps": r.choice([1e-5, 1e-3, 0.1]),
                     "weight": False, "bias": False}
             if r.random() < 0.5:
                 w, wt = p.leaf(ns)
@@ -442,6 +458,12 @@ def step(p, cur, x):
         # smoothing).
         if not torch.isfinite(x).all():
             raise Skip
+        # Also left out: no classes at all (an empty logits row) with every
+        # target ignored: PyTorch accepts it, strata-tensor's class_targets
+        # check maps ignored targets to class 0 and refuses it as out of
+        # bounds for 0 classes (reported).
+        if C == 0:
+            raise Skip
         if red == "mean":
             tw = ((tv != ign).to(x.dtype) * (wv[tv.clamp(0, C - 1)] if wv is not None
                                              else 1.0)).sum()
@@ -449,6 +471,7 @@ def step(p, cur, x):
                 raise Skip
         if op == "nll_loss":
             y = F.nll_loss(x, tv, weight=wv, ignore_index=ign, reduction=red)
+            p.finite_upstream.append(y)
             return op, ins, args, y, red != "mean" and wv is None
         if r.random() < 0.25:
             # Probability targets (a float tensor of the input's shape).
@@ -460,6 +483,8 @@ def step(p, cur, x):
         tgt = pt if args.get("probs") else tv
         y = F.cross_entropy(x, tgt, weight=wv, ignore_index=ign, reduction=red,
                             label_smoothing=ls)
+        if not args.get("probs"):
+            p.finite_upstream.append(y)
         return op, ins, args, y, False
     raise Skip
 
@@ -467,7 +492,7 @@ def step(p, cur, x):
 def build(rng, pid, dtype=torch.float32):
     p = Prog(rng, dtype)
     cur, x = p.leaf(rshape(rng, 0 if rng.random() < 0.1 else 1, 3))
-    nsteps = rng.randint(1, 3)
+    nsteps = rng.randint(1, 4)
     env = {}
     for i in range(nsteps):
         op, ins, args, y, exact = step(p, cur, x)
@@ -487,12 +512,18 @@ def build(rng, pid, dtype=torch.float32):
             raise Skip
     if not x.requires_grad:
         raise Skip
+    for t in p.finite_upstream:
+        if t.requires_grad:
+            t.retain_grad()
     if rng.random() < 0.25:
         up = None
         x.sum().backward()
     else:
         up = p.values(list(x.shape), pool_only=rng.random() < 0.7)
         x.backward(up)
+    for t in p.finite_upstream:
+        if t.grad is not None and not torch.isfinite(t.grad).all():
+            raise Skip
     inputs = {}
     for n in p.order:
         t = p.inputs[n]
