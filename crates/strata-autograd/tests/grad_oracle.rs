@@ -582,3 +582,24 @@ fn pow_base_gradient_is_zero_where_the_exponent_is_zero_even_for_a_nan_upstream(
     let gy = y.grad().unwrap().to_vec::<f32>().unwrap();
     assert!(gy.iter().all(|v| v.is_nan()), "{gy:?}");
 }
+
+/// Found by the oracle: the variance over every element with no degree of
+/// freedom left has the gradient `g * where(x == mean, NaN, inf)`; strata
+/// compared `x - mean` with 0, which is NaN (not 0) for an infinite `x`
+/// equal to an infinite mean, and gave inf. Expected values from PyTorch
+/// 2.15:
+///
+/// ```python
+/// x = torch.tensor([inf, 1.0], requires_grad=True)
+/// x.var(correction=2).backward()
+/// x.grad  # [nan, inf]
+/// ```
+#[test]
+fn var_gradient_without_degrees_of_freedom_is_nan_where_an_infinite_x_equals_the_mean() {
+    let x = Var::parameter(Tensor::from_slice(&[f32::INFINITY, 1.0], &[2], Device::Cpu).unwrap())
+        .unwrap();
+    x.var(None, 2.0, false).unwrap().backward().unwrap();
+    let g = x.grad().unwrap().to_vec::<f32>().unwrap();
+    assert!(g[0].is_nan(), "{g:?}");
+    assert_eq!(g[1], f32::INFINITY);
+}

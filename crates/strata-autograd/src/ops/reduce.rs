@@ -74,9 +74,13 @@ impl Var {
 /// `x - mean(x)` over `dims`, kept dims of size 1 (the deviations that the
 /// gradients of var and std are proportional to).
 fn deviations(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    Ok(x.sub(&kept_mean(x, dims)?)?)
+}
+
+/// `mean(x)` over `dims`, kept dims of size 1.
+fn kept_mean(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
     let d: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-    let mean = x.mean((!d.is_empty()).then_some(d.as_slice()), true)?;
-    Ok(x.sub(&mean)?)
+    Ok(x.mean((!d.is_empty()).then_some(d.as_slice()), true)?)
 }
 
 /// PyTorch's `var_backward`: the gradient of the variance over `dims`
@@ -84,7 +88,8 @@ fn deviations(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
 /// `g` already broadcast back to the input's shape.
 ///
 /// Over every element, with no degree of freedom left (`N - correction <=
-/// 0`), it is `g * where(x == mean, NaN, inf)`: the limit of `2 / (N - c)`
+/// 0`), it is `g * where(x == mean, NaN, inf)` (NaN also where an infinite
+/// `x` equals an infinite mean): the limit of `2 / (N - c)`
 /// from above whatever the sign of `x - mean`. Over given dims PyTorch takes
 /// `(2 / (N - correction)) g (x - mean)` as it is (inf at `N = correction`,
 /// negative beyond), and so does strata. (PyTorch's backward over `dim=[]`
@@ -97,16 +102,17 @@ fn var_backward(
     all: bool,
     correction: f64,
 ) -> Result<Tensor> {
-    let dev = deviations(x, dims)?;
     let n: usize = dims.iter().map(|&d| x.shape()[d]).product();
     let dof = n as f64 - correction;
     if all && dof <= 0.0 {
-        let at_mean = dev.eq(0.0)?;
+        // `x == mean`, as PyTorch compares (not `x - mean == 0`: an infinite
+        // x equal to an infinite mean is NaN there, `inf - inf` is not 0).
+        let at_mean = x.eq(&kept_mean(x, dims)?)?;
         return Ok(
             g.mul(&Tensor::where_cond(&at_mean, f64::NAN, f64::INFINITY)?.to_dtype(g.dtype())?)?
         );
     }
-    Ok(g.mul(2.0 / dof)?.mul(&dev)?)
+    Ok(g.mul(2.0 / dof)?.mul(&deviations(x, dims)?)?)
 }
 
 impl Var {
