@@ -223,9 +223,10 @@ def step(p, cur, x):
             y = torch.logsumexp(x, dims, keepdim=keep)
             return op, [cur], {"dims": dims, "keepdim": keep}, y, False
         args = {"dims": dims, "keepdim": keep}
-        # None (all dims) is recorded as such; PyTorch is given every dim so
-        # that keepdim applies.
-        kw = {"dim": dims if dims is not None else list(range(nd)), "keepdim": keep}
+        # None (all dims) is passed as dim=None: PyTorch's var/std backward
+        # differs between dim=None and a list of every dim where no degree
+        # of freedom is left (strata's None and [] are dim=None's).
+        kw = {"dim": dims, "keepdim": keep}
         if op in ("var", "std"):
             c = r.choice([0.0, 1.0])
             args["correction"] = c
@@ -531,6 +532,13 @@ def build(rng, pid, dtype=torch.float32):
         x.sum().backward()
     else:
         up = p.values(list(x.shape), pool_only=rng.random() < 0.7)
+        if rng.random() < 0.15 and up.numel():
+            # A NaN or infinite upstream element: where PyTorch masks the
+            # gradient (relu, maximum, masked_fill, pow at y == 0 ...) it
+            # stays 0, where it multiplies it becomes NaN.
+            flat = up.reshape(-1).clone()
+            flat[rng.randrange(flat.numel())] = rng.choice([float("nan"), INF, -INF])
+            up = flat.reshape(up.shape)
         x.backward(up)
     for t in p.finite_upstream:
         if t.grad is not None and not torch.isfinite(t.grad).all():
