@@ -20,178 +20,64 @@ use std::path::{Path, PathBuf};
 use strata_autograd::Var;
 use strata_tensor::{CrossEntropyArgs, DType, Device, GeluApprox, Reduction, Tensor};
 
-/// A minimal JSON value (the test reads only the generator's output).
-#[derive(Debug, Clone)]
-enum J {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Arr(Vec<J>),
-    Obj(Vec<(String, J)>),
+/// The generator's JSON (exact f64 round trip: `float_roundtrip`).
+type J = serde_json::Value;
+
+/// Lenient accessors for the generator's fields: a missing key reads as
+/// null, and the non-finite numbers, which JSON cannot hold, are the strings
+/// "nan", "inf" and "-inf".
+trait Field {
+    fn key(&self, k: &str) -> &J;
+    fn arr(&self) -> &[J];
+    fn str(&self) -> &str;
+    fn f(&self) -> f64;
+    fn i(&self) -> i64;
+    fn b(&self) -> bool;
+    fn ints(&self) -> Vec<i64>;
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn ws(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
-        }
-    }
-
-    fn lit(&mut self, w: &str, v: J) -> Result<J, String> {
-        if self.s[self.i..].starts_with(w.as_bytes()) {
-            self.i += w.len();
-            Ok(v)
-        } else {
-            Err(format!("bad literal at {}", self.i))
-        }
-    }
-
-    fn string(&mut self) -> Result<String, String> {
-        self.i += 1;
-        let mut out = String::new();
-        while self.i < self.s.len() {
-            let c = self.s[self.i];
-            self.i += 1;
-            match c {
-                b'"' => return Ok(out),
-                b'\\' => {
-                    let e = self.s[self.i];
-                    self.i += 1;
-                    out.push(match e {
-                        b'n' => '\n',
-                        b't' => '\t',
-                        other => other as char,
-                    });
-                }
-                _ => out.push(c as char),
-            }
-        }
-        Err("unterminated string".into())
-    }
-
-    fn value(&mut self) -> Result<J, String> {
-        self.ws();
-        let c = *self.s.get(self.i).ok_or("unexpected end")?;
-        match c {
-            b'n' => self.lit("null", J::Null),
-            b't' => self.lit("true", J::Bool(true)),
-            b'f' => self.lit("false", J::Bool(false)),
-            b'"' => Ok(J::Str(self.string()?)),
-            b'[' => {
-                self.i += 1;
-                let mut v = Vec::new();
-                loop {
-                    self.ws();
-                    if self.s[self.i] == b']' {
-                        self.i += 1;
-                        return Ok(J::Arr(v));
-                    }
-                    v.push(self.value()?);
-                    self.ws();
-                    if self.s[self.i] == b',' {
-                        self.i += 1;
-                    }
-                }
-            }
-            b'{' => {
-                self.i += 1;
-                let mut v = Vec::new();
-                loop {
-                    self.ws();
-                    if self.s[self.i] == b'}' {
-                        self.i += 1;
-                        return Ok(J::Obj(v));
-                    }
-                    let k = self.string()?;
-                    self.ws();
-                    self.i += 1; // ':'
-                    v.push((k, self.value()?));
-                    self.ws();
-                    if self.s[self.i] == b',' {
-                        self.i += 1;
-                    }
-                }
-            }
-            _ => {
-                let st = self.i;
-                while self.i < self.s.len() && b"+-.eE0123456789".contains(&self.s[self.i]) {
-                    self.i += 1;
-                }
-                let t = std::str::from_utf8(&self.s[st..self.i]).map_err(|e| e.to_string())?;
-                t.parse::<f64>()
-                    .map(J::Num)
-                    .map_err(|e| format!("{e} at {st}: {t:?}"))
-            }
-        }
-    }
-}
-
-fn parse(text: &str) -> Result<J, String> {
-    Parser {
-        s: text.as_bytes(),
-        i: 0,
-    }
-    .value()
-}
-
-impl J {
-    fn get(&self, k: &str) -> &J {
-        match self {
-            J::Obj(v) => v.iter().find(|(n, _)| n == k).map_or(&J::Null, |(_, x)| x),
-            _ => &J::Null,
-        }
+impl Field for J {
+    fn key(&self, k: &str) -> &J {
+        self.get(k).unwrap_or(&J::Null)
     }
     fn arr(&self) -> &[J] {
-        match self {
-            J::Arr(v) => v,
-            _ => &[],
-        }
+        self.as_array().map_or(&[], Vec::as_slice)
     }
     fn str(&self) -> &str {
-        match self {
-            J::Str(s) => s,
-            _ => "",
-        }
+        self.as_str().unwrap_or("")
     }
     fn f(&self) -> f64 {
         match self {
-            J::Num(x) => *x,
-            J::Str(s) if s == "nan" => f64::NAN,
-            J::Str(s) if s == "inf" => f64::INFINITY,
-            J::Str(s) if s == "-inf" => f64::NEG_INFINITY,
+            J::Number(n) => n.as_f64().unwrap_or(f64::NAN),
+            J::String(s) if s == "inf" => f64::INFINITY,
+            J::String(s) if s == "-inf" => f64::NEG_INFINITY,
             J::Bool(b) => f64::from(u8::from(*b)),
             _ => f64::NAN,
         }
     }
     fn i(&self) -> i64 {
-        self.f() as i64
+        match self {
+            J::Number(n) => n.as_i64().unwrap_or_else(|| self.f() as i64),
+            _ => self.f() as i64,
+        }
     }
     fn b(&self) -> bool {
-        matches!(self, J::Bool(true))
-    }
-    fn is_null(&self) -> bool {
-        matches!(self, J::Null)
+        self.as_bool() == Some(true)
     }
     fn ints(&self) -> Vec<i64> {
-        self.arr().iter().map(J::i).collect()
+        self.arr().iter().map(Field::i).collect()
     }
 }
 
 fn tensor(j: &J) -> Tensor {
     let shape: Vec<usize> = j
-        .get("shape")
+        .key("shape")
         .arr()
         .iter()
         .map(|x| x.i() as usize)
         .collect();
-    let data = j.get("data").arr();
-    match j.get("dtype").str() {
+    let data = j.key("data").arr();
+    match j.key("dtype").str() {
         "i64" => Tensor::from_vec(data.iter().map(J::i).collect(), &shape, Device::Cpu),
         "bool" => Tensor::from_vec(data.iter().map(J::b).collect(), &shape, Device::Cpu),
         _ => Tensor::from_vec(
@@ -232,7 +118,7 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
         Val::V(v) => v.data().clone(),
     };
     let x = var(0);
-    let dim = a.get("dim").i();
+    let dim = a.key("dim").i();
     Ok(match op {
         "neg" => x.neg()?,
         "relu" => x.relu()?,
@@ -244,7 +130,7 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
         "tanh" => x.tanh()?,
         "sigmoid" => x.sigmoid()?,
         "silu" => x.silu()?,
-        "gelu" => x.gelu(if a.get("approximate").str() == "tanh" {
+        "gelu" => x.gelu(if a.key("approximate").str() == "tanh" {
             GeluApprox::Tanh
         } else {
             GeluApprox::None
@@ -262,14 +148,14 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
         "div" => x.div(&var(1))?,
         "maximum" => x.maximum(&var(1))?,
         "minimum" => x.minimum(&var(1))?,
-        "rsub" => x.rsub(a.get("c").f())?,
-        "pow_scalar" => x.pow_scalar(a.get("e").f())?,
-        "scalar_pow" => Var::scalar_pow(a.get("base").f(), &x)?,
+        "rsub" => x.rsub(a.key("c").f())?,
+        "pow_scalar" => x.pow_scalar(a.key("e").f())?,
+        "scalar_pow" => Var::scalar_pow(a.key("base").f(), &x)?,
         "pow" => x.pow(&var(1))?,
         "sum" | "mean" | "var" | "std" => {
-            let d = opt_dims(a.get("dims"));
-            let k = a.get("keepdim").b();
-            let c = a.get("correction").f();
+            let d = opt_dims(a.key("dims"));
+            let k = a.key("keepdim").b();
+            let c = a.key("correction").f();
             match op {
                 "sum" => x.sum(d.as_deref(), k)?,
                 "mean" => x.mean(d.as_deref(), k)?,
@@ -277,35 +163,35 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
                 _ => x.std(d.as_deref(), c, k)?,
             }
         }
-        "logsumexp" => x.logsumexp(&a.get("dims").ints(), a.get("keepdim").b())?,
+        "logsumexp" => x.logsumexp(&a.key("dims").ints(), a.key("keepdim").b())?,
         "softmax" => x.softmax(dim, None)?,
         "log_softmax" => x.log_softmax(dim, None)?,
         "cumsum" => x.cumsum(dim, None)?,
-        "triu" => x.triu(a.get("diagonal").i())?,
-        "tril" => x.tril(a.get("diagonal").i())?,
-        "masked_fill" => x.masked_fill(&ten(1), a.get("value").f())?,
+        "triu" => x.triu(a.key("diagonal").i())?,
+        "tril" => x.tril(a.key("diagonal").i())?,
+        "masked_fill" => x.masked_fill(&ten(1), a.key("value").f())?,
         "masked_select" => x.masked_select(&ten(1))?,
         "where" => Var::where_cond(&ten(0), &var(1), &var(2))?,
         "index_select" => x.index_select(dim, &ten(1))?,
         "gather" => x.gather(dim, &ten(1))?,
         "scatter_add" => x.scatter_add(dim, &ten(1), &var(2))?,
         "embedding" => {
-            let p = a.get("padding_idx");
+            let p = a.key("padding_idx");
             x.embedding(&ten(1), (!p.is_null()).then(|| p.i()))?
         }
-        "transpose" => x.transpose(a.get("d0").i(), a.get("d1").i())?,
+        "transpose" => x.transpose(a.key("d0").i(), a.key("d1").i())?,
         "t" => x.t()?,
-        "reshape" => x.reshape(&a.get("shape").ints())?,
+        "reshape" => x.reshape(&a.key("shape").ints())?,
         "unsqueeze" => x.unsqueeze(dim)?,
-        "squeeze" => x.squeeze_dims(&a.get("dims").ints())?,
-        "flatten" => x.flatten(a.get("start").i(), a.get("end").i())?,
-        "narrow" => x.narrow(dim, a.get("start").i(), a.get("length").i())?,
-        "expand" => x.expand(&a.get("shape").ints())?,
-        "permute" => x.permute(&a.get("dims").ints())?,
+        "squeeze" => x.squeeze_dims(&a.key("dims").ints())?,
+        "flatten" => x.flatten(a.key("start").i(), a.key("end").i())?,
+        "narrow" => x.narrow(dim, a.key("start").i(), a.key("length").i())?,
+        "expand" => x.expand(&a.key("shape").ints())?,
+        "permute" => x.permute(&a.key("dims").ints())?,
         "cat" => Var::cat(&[&x, &var(1)], dim)?,
         "stack" => Var::stack(&[&x, &var(1)], dim)?,
-        "split" => x.split(a.get("size").i(), dim)?[a.get("piece").i() as usize].clone(),
-        "chunk" => x.chunk(a.get("chunks").i(), dim)?[a.get("piece").i() as usize].clone(),
+        "split" => x.split(a.key("size").i(), dim)?[a.key("piece").i() as usize].clone(),
+        "chunk" => x.chunk(a.key("chunks").i(), dim)?[a.key("piece").i() as usize].clone(),
         "matmul" => x.matmul(&var(1))?,
         "mm" => x.mm(&var(1))?,
         "addmm" => x.addmm(&var(1), &var(2))?,
@@ -315,30 +201,30 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
         }
         "layer_norm" => {
             let ns: Vec<usize> = a
-                .get("normalized_shape")
+                .key("normalized_shape")
                 .ints()
                 .iter()
                 .map(|&d| d as usize)
                 .collect();
             let mut k = 1;
-            let w = a.get("weight").b().then(|| {
+            let w = a.key("weight").b().then(|| {
                 k += 1;
                 var(k - 1)
             });
-            let b = a.get("bias").b().then(|| var(k));
-            x.layer_norm(&ns, w.as_ref(), b.as_ref(), a.get("eps").f())?
+            let b = a.key("bias").b().then(|| var(k));
+            x.layer_norm(&ns, w.as_ref(), b.as_ref(), a.key("eps").f())?
         }
         "mse_loss" => {
             let w = (ins.len() > 2).then(|| ten(2));
-            x.mse_loss(&var(1), reduction(a.get("reduction")), w.as_ref())?
+            x.mse_loss(&var(1), reduction(a.key("reduction")), w.as_ref())?
         }
         "nll_loss" => {
             let w = (ins.len() > 2).then(|| ten(2));
             x.nll_loss(
                 &ten(1),
                 w.as_ref(),
-                a.get("ignore_index").i(),
-                reduction(a.get("reduction")),
+                a.key("ignore_index").i(),
+                reduction(a.key("reduction")),
             )?
         }
         "cross_entropy" => {
@@ -347,9 +233,9 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
                 &ten(1),
                 CrossEntropyArgs {
                     weight: w.as_ref(),
-                    ignore_index: a.get("ignore_index").i(),
-                    reduction: reduction(a.get("reduction")),
-                    label_smoothing: a.get("label_smoothing").f(),
+                    ignore_index: a.key("ignore_index").i(),
+                    reduction: reduction(a.key("reduction")),
+                    label_smoothing: a.key("label_smoothing").f(),
                 },
             )?
         }
@@ -363,7 +249,7 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
 /// too (inf: anything but a NaN where PyTorch's f32 answer is finite goes).
 fn compare(what: &str, got: &Tensor, want: &J, err: &J, exact: bool) -> Result<(), String> {
     let shape: Vec<usize> = want
-        .get("shape")
+        .key("shape")
         .arr()
         .iter()
         .map(|x| x.i() as usize)
@@ -379,7 +265,7 @@ fn compare(what: &str, got: &Tensor, want: &J, err: &J, exact: bool) -> Result<(
     }
     let g = got.to_vec::<f32>().map_err(|e| e.to_string())?;
     let w: Vec<f32> = want
-        .get("data")
+        .key("data")
         .arr()
         .iter()
         .map(|x| x.f() as f32)
@@ -410,10 +296,10 @@ fn compare(what: &str, got: &Tensor, want: &J, err: &J, exact: bool) -> Result<(
 fn run_program(p: &J) -> Result<(), String> {
     let mut env: HashMap<String, Val> = HashMap::new();
     let mut leaves = Vec::new();
-    if let J::Obj(ins) = p.get("inputs") {
+    if let J::Object(ins) = p.key("inputs") {
         for (name, j) in ins {
             let t = tensor(j);
-            if j.get("grad").b() {
+            if j.key("grad").b() {
                 let v = Var::parameter(t).map_err(|e| e.to_string())?;
                 leaves.push((name.clone(), v.clone()));
                 env.insert(name.clone(), Val::V(v));
@@ -422,29 +308,29 @@ fn run_program(p: &J) -> Result<(), String> {
             }
         }
     }
-    for s in p.get("steps").arr() {
+    for s in p.key("steps").arr() {
         let ins: Vec<Val> = s
-            .get("in")
+            .key("in")
             .arr()
             .iter()
             .map(|n| env[n.str()].clone())
             .collect();
-        let op = s.get("op").str();
-        let out = run_step(op, &ins, s.get("args")).map_err(|e| format!("{op}: error {e}"))?;
-        env.insert(s.get("out").str().to_string(), Val::V(out));
+        let op = s.key("op").str();
+        let out = run_step(op, &ins, s.key("args")).map_err(|e| format!("{op}: error {e}"))?;
+        env.insert(s.key("out").str().to_string(), Val::V(out));
     }
-    let Val::V(out) = &env[p.get("out").str()] else {
+    let Val::V(out) = &env[p.key("out").str()] else {
         return Err("the output is not a variable".into());
     };
-    let exact = p.get("exact").b();
+    let exact = p.key("exact").b();
     compare(
         "forward",
         out.data(),
-        p.get("expect_out"),
-        p.get("err_out"),
+        p.key("expect_out"),
+        p.key("err_out"),
         exact,
     )?;
-    let up = p.get("upstream");
+    let up = p.key("upstream");
     let r = if up.is_null() {
         out.sum(None, false).and_then(|s| s.backward())
     } else {
@@ -452,11 +338,11 @@ fn run_program(p: &J) -> Result<(), String> {
     };
     r.map_err(|e| format!("backward: error {e}"))?;
     for (name, v) in &leaves {
-        let want = p.get("expect_grads").get(name);
+        let want = p.key("expect_grads").key(name);
         match (v.grad(), want.is_null()) {
             (None, true) => {}
             (Some(g), false) => {
-                let err = p.get("err_grads").get(name);
+                let err = p.key("err_grads").key(name);
                 compare(&format!("grad {name}"), &g, want, err, exact)?
             }
             (Some(_), true) => return Err(format!("grad {name}: strata has one, PyTorch None")),
@@ -468,17 +354,17 @@ fn run_program(p: &J) -> Result<(), String> {
 
 /// The ops of a program, for the report.
 fn ops_of(p: &J) -> String {
-    p.get("steps")
+    p.key("steps")
         .arr()
         .iter()
-        .map(|s| format!("{}{}", s.get("op").str(), args_str(s.get("args"))))
+        .map(|s| format!("{}{}", s.key("op").str(), args_str(s.key("args"))))
         .collect::<Vec<_>>()
         .join(" -> ")
 }
 
 fn args_str(a: &J) -> String {
     match a {
-        J::Obj(v) if !v.is_empty() => format!(
+        J::Object(v) if !v.is_empty() => format!(
             "({})",
             v.iter()
                 .map(|(k, x)| format!("{k}={}", short(x)))
@@ -493,10 +379,10 @@ fn short(x: &J) -> String {
     match x {
         J::Null => "None".into(),
         J::Bool(b) => b.to_string(),
-        J::Num(n) => n.to_string(),
-        J::Str(s) => s.clone(),
-        J::Arr(v) => format!("[{}]", v.iter().map(short).collect::<Vec<_>>().join(",")),
-        J::Obj(_) => "{..}".into(),
+        J::Number(n) => n.to_string(),
+        J::String(s) => s.clone(),
+        J::Array(v) => format!("[{}]", v.iter().map(short).collect::<Vec<_>>().join(",")),
+        J::Object(_) => "{..}".into(),
     }
 }
 
@@ -505,11 +391,11 @@ fn replay(files: &[PathBuf]) -> (usize, Vec<String>) {
     let mut bad = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        let doc = parse(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        for p in doc.get("programs").arr() {
+        let doc: J = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for p in doc.key("programs").arr() {
             n += 1;
             if let Err(e) = run_program(p) {
-                bad.push(format!("{} [{}]: {e}", p.get("id").str(), ops_of(p)));
+                bad.push(format!("{} [{}]: {e}", p.key("id").str(), ops_of(p)));
             }
         }
     }
