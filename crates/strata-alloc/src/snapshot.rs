@@ -108,18 +108,13 @@ pub(crate) fn segments(st: &State) -> Vec<SegmentSnapshot> {
                     stream: st.streams[b.stream as usize].handle,
                     segment_type: b.pool.name(),
                     is_expandable: b.expandable,
-                    // An expandable segment's site is its base's: only the
-                    // range mapped there has one, as in PyTorch.
+                    // Sites are kept by segment base (an expandable
+                    // segment's only for the range mapped at its base, as in
+                    // PyTorch).
                     site: st
                         .history
                         .segment_sites
                         .get(&b.ptr)
-                        .filter(|_| {
-                            !b.expandable
-                                || st.expandable[b.segment as usize]
-                                    .as_ref()
-                                    .is_some_and(|g| g.base == b.ptr)
-                        })
                         .map(|&l| crate::history::CallSite::from_location(l)),
                     pool_id: crate::mempool::pool_id(st.streams[b.stream as usize].mempool),
                     blocks: Vec::new(),

@@ -71,39 +71,32 @@ impl ExpandableSpace<'_> {
                 }
             }
             let create = others - recycled.len();
-            // A growth that asked for a whole chunk (more pages than the
-            // request needs, `grow`) with less than a chunk left under the
-            // memory fraction or on the device maps only the request's own
-            // pages. Nothing has changed yet (pages created for the attempt
-            // went back to the driver).
-            let chunked = n > p.pages as usize;
-            if !st.fits_fraction(create as u64 * page) {
-                if chunked {
-                    return self.fill(
-                        st,
-                        p,
-                        p.pages as usize,
-                        hold,
-                        weak,
-                        hold_cap,
-                        headroom,
-                        avail,
-                        spare,
-                    );
+            let created = if st.fits_fraction(create as u64 * page) {
+                match self.create_pages(create) {
+                    Ok(created) => Some(created),
+                    // Holding found the device full: move pages instead.
+                    Err(DriverError::OutOfMemory) if hold || partial > 0 => {
+                        hold = false;
+                        partial = 0;
+                        continue;
+                    }
+                    Err(DriverError::OutOfMemory) => None,
+                    Err(e) => return Err(self.driver_error(e)),
                 }
-                return Ok(None);
-            }
-            match self.create_pages(create) {
-                Ok(created) => {
+            } else {
+                None
+            };
+            match created {
+                Some(created) => {
                     sources.extend(moved);
                     break recycled.into_iter().chain(created).collect::<Vec<_>>();
                 }
-                // Holding found the device full: move pages instead.
-                Err(DriverError::OutOfMemory) if hold || partial > 0 => {
-                    hold = false;
-                    partial = 0;
-                }
-                Err(DriverError::OutOfMemory) if chunked => {
+                // No room under the memory fraction or on the device. A
+                // growth that asked for a whole chunk (more pages than the
+                // request needs, `grow`) maps only the request's own pages;
+                // nothing has changed yet (pages created for the attempt went
+                // back to the driver).
+                None if n > p.pages as usize => {
                     return self.fill(
                         st,
                         p,
@@ -116,8 +109,7 @@ impl ExpandableSpace<'_> {
                         spare,
                     );
                 }
-                Err(DriverError::OutOfMemory) => return Ok(None),
-                Err(e) => return Err(self.driver_error(e)),
+                None => return Ok(None),
             }
         };
         // The pages taken from free blocks leave stitched mappings behind.
