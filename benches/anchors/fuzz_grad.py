@@ -7,8 +7,8 @@ The forward oracle (fuzz_conformance_ops.py) checks values; the autograd
 tests check gradients against finite differences, which cannot see the
 conventions at kinks and ties. Here every input is f32 and mostly drawn from
 a small pool of exact fractions (so ties, zeros and the bounds of relu, abs,
-sign, maximum/minimum, std at 0, sqrt/log/pow at 0 ... come up often), the
-rest from a normal distribution. A program is 1-3 steps on a current value
+sign, maximum/minimum, clamp, the ties of max/min/amax/amin, std and norm at
+0, sqrt/log/pow at 0 ... come up often), the rest from a normal distribution. A program is 1-3 steps on a current value
 (each step may add new leaf inputs or constant index/mask tensors), then
 `out.backward(upstream)` with a random upstream gradient (or `out.sum()`
 when `upstream` is null). Recorded: every input, the steps, the forward
@@ -178,7 +178,8 @@ def step(p, cur, x):
     nd = x.dim()
     shape = list(x.shape)
     kinds = ["unary"] * 6 + ["binary"] * 5 + ["pow"] * 2 + ["reduce"] * 4 + ["dimop"] * 3 + \
-        ["index"] * 5 + ["view"] * 2 + ["join"] * 2 + ["nn"] * 4 + ["matmul"] * 2
+        ["index"] * 5 + ["view"] * 2 + ["join"] * 2 + ["nn"] * 4 + ["matmul"] * 2 + \
+        ["extrema"] * 5
     kind = r.choice(kinds)
     if kind == "unary":
         op = r.choice(UNARY)
@@ -247,6 +248,37 @@ def step(p, cur, x):
         else:
             y = getattr(torch, op)(x, **kw)
         return op, [cur], args, y, op in EXACT
+    if kind == "extrema":
+        op = r.choice(["clamp", "clamp", "max_all", "min_all", "max_dim", "min_dim", "amax",
+                       "amin", "norm", "norm"])
+        keep = r.random() < 0.4
+        if op == "clamp":
+            # Pool bounds (boundary values come up often), one of them
+            # missing now and then, and min > max (every result is max,
+            # every gradient 0).
+            lo = r.choice([None, -1.0, -0.5, 0.0, 0.5, 1.0])
+            hi = r.choice([None, -0.5, 0.0, 0.5, 1.0, 2.0])
+            if lo is None and hi is None:
+                hi = 1.0
+            y = torch.clamp(x, min=lo, max=hi)
+            return op, [cur], {"min": lo, "max": hi}, y, True
+        if op in ("max_all", "min_all"):
+            # The gradient is split evenly among the ties (g / count: a
+            # division that rounds for 3 ties; marked inexact).
+            y = torch.max(x) if op == "max_all" else torch.min(x)
+            return op, [cur], {}, y, False
+        if op in ("max_dim", "min_dim"):
+            d = rdim(r, nd) if nd else r.choice([0, -1])
+            y = (torch.max if op == "max_dim" else torch.min)(x, d, keepdim=keep).values
+            return op, [cur], {"dim": d, "keepdim": keep}, y, True
+        if op in ("amax", "amin"):
+            dims = rdims(r, nd)
+            y = getattr(torch, op)(x, dims if dims is not None else (), keepdim=keep)
+            return op, [cur], {"dims": dims, "keepdim": keep}, y, False
+        pv = r.choice([2.0, 2.0, 1.0, 0.0, INF, -INF, 3.0, 0.5, 1.5, -1.0])
+        dims = rdims(r, nd)
+        y = torch.linalg.vector_norm(x, ord=pv, dim=dims, keepdim=keep)
+        return op, [cur], {"p": enc(pv), "dims": dims, "keepdim": keep}, y, pv in (0.0, 1.0)
     if kind == "dimop":
         if nd == 0:
             raise Skip

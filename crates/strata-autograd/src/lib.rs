@@ -17,8 +17,10 @@
 //! * **Recorded ops** (`ops/`, methods of [`Var`]): arithmetic with
 //!   broadcasting (`add`, `sub`, `mul`, `div`, `rsub`, operators on `&Var`,
 //!   scalars through [`VarOperand`]), element-wise math (`exp`, `log`,
-//!   `relu`, `gelu`, `silu`, `tanh`, `sigmoid`, `pow`, `maximum`, ...),
-//!   reductions (`sum`, `mean`, `var`, `std`, `logsumexp`), `softmax`,
+//!   `relu`, `gelu`, `silu`, `tanh`, `sigmoid`, `pow`, `maximum`, `clamp`,
+//!   ...), reductions (`sum`, `mean`, `var`, `std`, `logsumexp`, `max`/`min`
+//!   of every element, `max_dim`/`min_dim`, `amax`/`amin`, the vector
+//!   `norm`), `softmax`,
 //!   `log_softmax`, `cumsum`, `matmul`/`mm`/`addmm`/`linear`, views
 //!   (`transpose`, `reshape`, `view`, `narrow`, `expand`, `permute`, ...),
 //!   indexing (`index_select`, `gather`, `scatter_add`, `embedding`,

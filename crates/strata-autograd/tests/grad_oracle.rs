@@ -164,6 +164,21 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
             }
         }
         "logsumexp" => x.logsumexp(&a.key("dims").ints(), a.key("keepdim").b())?,
+        "clamp" => {
+            let bound = |k: &str| (!a.key(k).is_null()).then(|| a.key(k).f());
+            x.clamp(bound("min"), bound("max"))?
+        }
+        "max_all" => x.max()?,
+        "min_all" => x.min()?,
+        "max_dim" => x.max_dim(dim, a.key("keepdim").b())?.0,
+        "min_dim" => x.min_dim(dim, a.key("keepdim").b())?.0,
+        "amax" => x.amax(opt_dims(a.key("dims")).as_deref(), a.key("keepdim").b())?,
+        "amin" => x.amin(opt_dims(a.key("dims")).as_deref(), a.key("keepdim").b())?,
+        "norm" => x.norm(
+            a.key("p").f(),
+            opt_dims(a.key("dims")).as_deref(),
+            a.key("keepdim").b(),
+        )?,
         "softmax" => x.softmax(dim, None)?,
         "log_softmax" => x.log_softmax(dim, None)?,
         "cumsum" => x.cumsum(dim, None)?,

@@ -3,6 +3,7 @@
 
 mod binary;
 mod cast;
+mod extrema;
 mod inplace;
 mod linear;
 mod math;
