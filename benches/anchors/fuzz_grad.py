@@ -253,15 +253,16 @@ def step(p, cur, x):
                        "amin", "norm", "norm"])
         keep = r.random() < 0.4
         if op == "clamp":
-            # Pool bounds (boundary values come up often), one of them
-            # missing now and then, and min > max (every result is max,
-            # every gradient 0).
-            lo = r.choice([None, -1.0, -0.5, 0.0, 0.5, 1.0])
+            # Pool bounds (boundary values come up often: PyTorch 2.15 gives
+            # them no gradient), one of them missing now and then, and
+            # min > max (every result is max, every gradient 0).
+            # Rarely a NaN bound (every result NaN, every gradient 0).
+            lo = r.choice([None, -1.0, -0.5, 0.0, 0.5, 1.0] + ([NAN] if r.random() < 0.1 else []))
             hi = r.choice([None, -0.5, 0.0, 0.5, 1.0, 2.0])
             if lo is None and hi is None:
                 hi = 1.0
             y = torch.clamp(x, min=lo, max=hi)
-            return op, [cur], {"min": lo, "max": hi}, y, True
+            return op, [cur], {"min": None if lo is None else enc(lo), "max": hi}, y, True
         if op in ("max_all", "min_all"):
             # The gradient is split evenly among the ties (g / count: a
             # division that rounds for 3 ties; marked inexact).

@@ -577,6 +577,36 @@ fn norm_errors_are_typed() {
     );
 }
 
+/// In an autocast region the input of `norm` becomes f32 (the crate's one
+/// policy table, whose `norm` entry is PyTorch's CUDA autocast list; the
+/// gradient flows back to the bf16 leaf in bf16). As PyTorch's explicit cast:
+///
+/// ```python
+/// x = torch.tensor([3., 4.], dtype=torch.bfloat16, requires_grad=True)
+/// torch.linalg.vector_norm(x.float()).backward()
+/// x.grad.float()  # [0.6015625, 0.80078125]
+/// ```
+#[test]
+fn norm_runs_in_f32_under_autocast() {
+    use strata_autograd::{autocast, DeviceType};
+    let x = Var::parameter(
+        Tensor::from_slice(&[3.0f32, 4.0], &[2], Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::BF16)
+            .unwrap(),
+    )
+    .unwrap();
+    let y = autocast(DeviceType::Cpu, DType::BF16, || x.norm(2.0, None, false))
+        .unwrap()
+        .unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    check(&y.data().to_vec::<f32>().unwrap(), &[5.0]);
+    y.backward().unwrap();
+    let g = x.grad().unwrap();
+    assert_eq!(g.dtype(), DType::BF16);
+    check(&g.to_vec_as::<f32>().unwrap(), &[0.601_562_5, 0.800_781_25]);
+}
+
 // ---------------------------------------------------------------------------
 // Against finite differences (f64, random inputs: no ties, no zeros)
 // ---------------------------------------------------------------------------

@@ -300,7 +300,9 @@ impl Var {
     /// dims, keepdim)`; `None` or empty: over every element): `(sum
     /// |x|^p)^(1/p)`, `max |x|` for `p = inf`, `min |x|` for `p = -inf`,
     /// the number of nonzero elements for `p = 0`. Floating-point inputs
-    /// only (f16 and bf16 computed in f32, as PyTorch's); `p` may not be
+    /// only (f16 and bf16 computed in f32, as PyTorch's; in an autocast
+    /// region its inputs become f32, the `norm` entry of
+    /// [`POLICIES`](crate::autocast::POLICIES)); `p` may not be
     /// NaN; a negative or infinite `p` over zero elements is an error (no
     /// identity), as in PyTorch.
     ///
@@ -325,6 +327,9 @@ impl Var {
     /// ```
     pub fn norm(&self, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Var> {
         const OP: &str = "norm";
+        if let Some(c) = crate::autocast::cast_inputs(OP, &[self])? {
+            return c[0].norm(p, dims, keepdim);
+        }
         float_only(OP, self.data())?;
         if p.is_nan() {
             return Err(TensorError::Value {
