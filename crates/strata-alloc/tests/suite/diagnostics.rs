@@ -2,7 +2,7 @@
 //! out-of-memory reports and observers, `memory_summary()` and the HTML
 //! report, on the simulated device.
 
-mod common;
+use crate::common;
 
 use common::{decode, int, key, list, string};
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@
 //! The first tests are regressions of defects found by a sweep of the API;
 //! the guards after them pin down inputs that were already handled.
 
-mod common;
+use crate::common;
 
 use common::{decode, key, sim, state};
 use serde_pickle::Value;

@@ -21,7 +21,7 @@
 //!
 //! The tests after those pin down inputs that were already handled.
 
-mod common;
+use crate::common;
 
 use common::{sim, sim_with, state, stats_but_ooms};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -23,7 +23,7 @@
 //! * `Device::parse` took `cuda:+1` and `cuda:01` for `cuda:1` (PyTorch's
 //!   `torch.device` refuses both).
 
-mod common;
+use crate::common;
 
 use common::{sim, state, stats_but_ooms, OnDevice};
 use std::sync::Arc;

@@ -45,7 +45,7 @@
 //!   does not bound a pool at all, and its device request was the size
 //!   rounded to pages instead of the ordinary segment it needed.
 
-mod common;
+use crate::common;
 
 use common::{sim, OnDevice};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};

@@ -25,7 +25,7 @@
 //! that first maps memory at its base, kept for the segment's life; strata
 //! now does the same.
 
-mod common;
+use crate::common;
 
 use common::{decode, int, key, list, string};
 use std::sync::Arc;

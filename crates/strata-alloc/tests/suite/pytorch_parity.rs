@@ -8,7 +8,7 @@
 //! Where strata deliberately differs (documented in docs/allocator.md), the
 //! test says so and checks the documented behaviour instead.
 
-mod common;
+use crate::common;
 
 use common::{decode, int, key, list, sim_device as sim, stat, string, Lcg};
 use std::collections::BTreeMap;

@@ -7,7 +7,7 @@
 //! expected figures are worked out from PyTorch's semantics, never taken from
 //! strata's output.
 
-mod common;
+use crate::common;
 
 use common::{decode, int, key, list, sim_device as sim, stat, string, Lcg};
 use serde_pickle::{HashableValue, Value};
@@ -626,14 +626,18 @@ fn child_reads_the_no_caching_environment_variable() {
 #[test]
 fn the_no_caching_environment_variable_turns_caching_off_for_good() {
     let exe = std::env::current_exe().unwrap();
+    // The child's name in this test binary: its module path without the
+    // crate's name, then the function's.
+    let path = module_path!();
+    let module = path.split_once("::").map_or("", |(_, m)| m);
+    let child = if module.is_empty() {
+        "child_reads_the_no_caching_environment_variable".to_string()
+    } else {
+        format!("{module}::child_reads_the_no_caching_environment_variable")
+    };
     for (value, expect) in [("1", "off"), ("0", "on"), ("yes", "error")] {
         let out = std::process::Command::new(&exe)
-            .args([
-                "--exact",
-                "child_reads_the_no_caching_environment_variable",
-                "--ignored",
-                "--test-threads=1",
-            ])
+            .args(["--exact", child.as_str(), "--ignored", "--test-threads=1"])
             .env(strata_alloc::NO_CACHING_ENV_VAR, value)
             .env("STRATA_S29_EXPECT", expect)
             .output()

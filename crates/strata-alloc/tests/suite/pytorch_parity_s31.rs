@@ -7,7 +7,7 @@
 //! doc comment. The expected figures are worked out from PyTorch's semantics,
 //! never taken from strata's output.
 
-mod common;
+use crate::common;
 
 use common::{sim_device as sim, stat, Lcg};
 use strata_alloc::{MemPoolOptions, StreamId};

@@ -16,7 +16,7 @@
 //! segments are ordinary even with expandable segments on: docs/allocator.md,
 //! "Private memory pools"), the test says so.
 
-mod common;
+use crate::common;
 
 use common::{decode, key, list, sim_device as sim, stat};
 use std::collections::{BTreeMap, BTreeSet};

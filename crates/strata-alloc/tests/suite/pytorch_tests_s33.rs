@@ -21,7 +21,7 @@
 //! with expandable segments on: docs/allocator.md, "Private memory pools"),
 //! the test says so.
 
-mod common;
+use crate::common;
 
 use common::{sim_device as sim, stat};
 use strata_alloc::{format_size, MemPoolOptions, StreamId};

@@ -15,7 +15,7 @@
 //! memory_snapshot.cpp`, `test/test_cuda.py`). Expected figures are worked out
 //! in the comments from PyTorch's rules, never from strata's output.
 
-mod common;
+use crate::common;
 
 use common::{decode, int, key, sim_device as sim, stat, string};
 use serde_pickle::{HashableValue, Value};

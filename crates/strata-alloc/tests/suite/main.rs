@@ -1,0 +1,30 @@
+//! strata-alloc's integration tests in one binary (one link instead of one per
+//! file: a CI disk holds the workspace's test binaries). Each module is the
+//! file of its name; `cargo test -p strata-alloc --release --test suite NAME`
+//! runs the tests whose path contains NAME, e.g. `hostile_sweep_s36::`.
+
+mod common;
+
+mod allocator;
+mod devices;
+mod diagnostics;
+mod history;
+mod history_options;
+mod hostile_inputs;
+mod hostile_inputs_2;
+mod hostile_sweep_s27;
+mod hostile_sweep_s32;
+mod hostile_sweep_s34;
+mod hostile_sweep_s35;
+mod hostile_sweep_s36;
+mod mempool;
+mod near_capacity;
+mod pytorch_parity;
+mod pytorch_parity_s29;
+mod pytorch_parity_s31;
+mod pytorch_pinned_parity;
+mod pytorch_tests_s32;
+mod pytorch_tests_s33;
+mod pytorch_tests_s36;
+mod recycling;
+mod settings;
