@@ -152,7 +152,10 @@ impl Var {
     /// any element is NaN; an empty tensor is an error). The input and the
     /// result are saved; the gradient is split evenly among the elements
     /// equal to the result (among the NaNs when it is NaN) and is exactly 0
-    /// elsewhere, as in PyTorch's CPU `evenly_distribute_backward`.
+    /// elsewhere, as in PyTorch's CPU `evenly_distribute_backward`, on
+    /// every device (PyTorch's CUDA branch multiplies by the mask instead,
+    /// so there a NaN or infinite upstream gradient gives the other
+    /// elements NaN).
     ///
     /// ```
     /// use strata_autograd::Var;
