@@ -28,9 +28,12 @@ lucky: on ill-conditioned programs (a value that is 0 in exact arithmetic
 fed to sqrt, 1/x near a pole) about 1 in 4000 programs of the seeds with
 NaN inputs still differs by rounding alone; these are not left out.
 
-Usage (PyTorch on the CPU, one thread):
-    /tmp/tv/bin/python benches/anchors/fuzz_grad.py --seed 1 --count 300 \
+Usage (PyTorch on the CPU, one thread; the checked-in file is seed 0):
+    /tmp/tv/bin/python benches/anchors/fuzz_grad.py --seed 0 --count 300 \
         --out crates/strata-autograd/tests/grad_oracle.json
+Larger runs (`--count 1000` per seed into a folder) are replayed with
+`STRATA_GRAD_ORACLE_DIR=<folder> cargo test --release -p strata-autograd
+--test grad_oracle`.
 
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout (random) and attention / gelu_linear (fused; attention has its own
