@@ -106,12 +106,13 @@ pub(crate) enum NnKernel<'a> {
     /// maximum, and `lse[2r + 1] = s = log Σ_c exp(x[r, c] - m)` (both NaN
     /// for a row holding NaN or +inf; m = -inf and s = 0 for an all -inf
     /// row). With `target` (i64, `[rows]`) it also writes, for rows whose
-    /// target is not `ignore_index`: `nll[r] = w[t] * (s - (x[r, t] - m))`,
-    /// `smooth[r] = Σ_c w[c] * (s - (x[r, c] - m))` and `wt[r] = w[t]` (w =
-    /// 1 without `weight`, a contiguous `[classes]` of logits' dtype), and 0
-    /// in all three for ignored rows: `-log p` is formed from `x - m`, never
-    /// from `x - (m + s)`, which cancels when |m| is huge. No probability
-    /// is written anywhere.
+    /// target is not `ignore_index`: `nll[r] = -((x[r, t] - m) - s) * w[t]`,
+    /// `smooth[r] = -Σ_c ((x[r, c] - m) - s) * w[c]` (the sum from +0.0)
+    /// and `wt[r] = w[t]` (w = 1 without `weight`, a contiguous `[classes]`
+    /// of logits' dtype), and 0 in all three for ignored rows: `log p` is
+    /// formed from `x - m`, never from `x - (m + s)`, which cancels when |m|
+    /// is huge, and negated as PyTorch negates it (a log-probability of +0.0
+    /// gives -0.0). No probability is written anywhere.
     CrossEntropy {
         lse: &'a Arg<'a>,
         nll: Option<&'a Arg<'a>>,
@@ -124,11 +125,16 @@ pub(crate) enum NnKernel<'a> {
         rows: usize,
         classes: usize,
     },
-    /// The fused backward: `dx[r, c] = coef[r] * ((1 - eps) * w[t] * (p - [c
-    /// == t]) + (eps / C) * (W * p - w[c]))` with `p = exp((x[r, c] - m) -
-    /// s)` recomputed on the fly from the forward's `lse` (`[rows, 2]`: m
-    /// and s) and `W = Σ_c w[c]`; 0 for ignored rows. `coef` is Acc
-    /// `[rows]` (the upstream gradient with the reduction's scale).
+    /// The fused backward, PyTorch's chain step by step: the gradient of
+    /// the log-probabilities is `gl[c] = [c == t] w[t] * -((1 - eps)
+    /// coef[r])`, plus `-(coef[r] eps / C) * w[c]` with smoothing (0 in an
+    /// ignored row), then log_softmax's `dx[r, c] = gl[c] - p[c] * Σ_c
+    /// gl[c]` with `p = exp((x[r, c] - m) - s)` recomputed from the
+    /// forward's `lse` (`[rows, 2]`: m and s); `W = Σ_c w[c]` (C without a
+    /// weight). `coef` is Acc `[rows]` (the upstream gradient with the
+    /// reduction's scale). The sum starts from +0.0, except for one class
+    /// along the input's last dim (`class_last`), where PyTorch's sum is
+    /// that class's value itself.
     CrossEntropyBackward {
         dx: &'a Arg<'a>,
         logits: &'a Arg<'a>,
@@ -141,6 +147,7 @@ pub(crate) enum NnKernel<'a> {
         weight_sum: f64,
         rows: usize,
         classes: usize,
+        class_last: bool,
     },
     /// The count pass of a stream compaction (`masked_select`,
     /// `masked_scatter`): `counts[b]` (i64, contiguous `[blocks]`) = the

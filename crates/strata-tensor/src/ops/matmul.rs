@@ -172,13 +172,34 @@ impl Tensor {
     /// strides (a batch stride of 0 for a broadcast operand, transposed
     /// matrices): the backends address them as they are. f16/bf16 are
     /// multiplied in their own dtype and accumulated in f32, rounded once.
-    fn bmm_raw(&self, op: &'static str, b: &Tensor) -> Result<Tensor> {
+    ///
+    /// `mm`: the product is PyTorch's `mm` (2-D operands, or a batch folded
+    /// into the rows), not its `bmm`; on the CPU the two differ in the sign
+    /// of a zero product of an inner size of 1 (see below).
+    fn bmm_raw(&self, op: &'static str, b: &Tensor, mm: bool) -> Result<Tensor> {
         let (bs, m, n) = (self.shape()[0], self.shape()[1], b.shape()[2]);
         let out = Tensor::uninit(op, &[bs, m, n], self.dtype(), self.device())?;
         if out.numel() == 0 {
             // Nothing to compute, however long the batch (a [2^61, 1, 0]
             // product would otherwise walk its batch doing nothing).
             return Ok(out);
+        }
+        if self.shape()[2] == 1 && self.device() == crate::Device::Cpu && self.dtype().is_float() {
+            // One product per element (k = 1). PyTorch 2.15's CPU kernels
+            // write it as it is (-1 * 0 = -0.0) where its f32/f64 product
+            // goes to BLAS gemm with at least 2 rows and 2 columns: `mm`,
+            // and `bmm` of a batch of one with m * n >= 400 (smaller ones
+            // take its own loop); everywhere else (other batches, matrix-
+            // vector, f16/bf16) the sum starts from +0.0, so -0.0 becomes
+            // +0.0. The `gemm` crate keeps the sign only for some of these
+            // shapes, so k = 1 is the elementwise product here.
+            let gemm = matches!(self.dtype(), DType::F32 | DType::F64)
+                && n >= 2
+                // `mm` counts the rows of a batch folded into them.
+                && (mm && bs * m >= 2 || bs == 1 && m >= 2 && m * n >= 400);
+            let p = self.mul(b)?;
+            let p = if gemm { p } else { p.add(0.0)? };
+            return p.contiguous();
         }
         {
             let be = out.backend()?;
@@ -264,7 +285,7 @@ impl Tensor {
             ));
         }
         self.check_matmul_dtypes("mm", b)?;
-        let r = self.unsqueeze(0)?.bmm_raw("mm", &b.unsqueeze(0)?)?;
+        let r = self.unsqueeze(0)?.bmm_raw("mm", &b.unsqueeze(0)?, true)?;
         r.squeeze_dims(&[0])
     }
 
@@ -289,7 +310,7 @@ impl Tensor {
             return Ok(out);
         }
         self.check_matmul_dtypes("bmm", b)?;
-        self.bmm_raw("bmm", b)
+        self.bmm_raw("bmm", b, false)
     }
 
     /// `torch.matmul`: dot product, matrix-vector, matrix, or batched with
@@ -365,9 +386,14 @@ impl Tensor {
             None
         };
         let out = match folded {
-            Some(af) => af.bmm_raw("matmul", &b2.unsqueeze(0)?)?,
-            None => as_batch3(&a2, &batch, bsz, m, k)?
-                .bmm_raw("matmul", &as_batch3(&b2, &batch, bsz, k, n)?)?,
+            Some(af) => af.bmm_raw("matmul", &b2.unsqueeze(0)?, true)?,
+            // PyTorch's `mm` (or `mv`) wherever `b` is a matrix or a
+            // vector (a batch of `a` folded into the rows), else `bmm`.
+            None => as_batch3(&a2, &batch, bsz, m, k)?.bmm_raw(
+                "matmul",
+                &as_batch3(&b2, &batch, bsz, k, n)?,
+                nb <= 2,
+            )?,
         };
         let shape: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
         out.view(&shape)

@@ -241,6 +241,22 @@ fn class_targets(
         .is_some_and(|(lo, hi)| lo >= 0 && hi < classes as i64);
     if t.numel() > 0 && !known_ok {
         let stamp = t.storage().write_stamp();
+        if classes == 0 {
+            // No class: only ignored targets are valid (PyTorch's loss is
+            // then that of no row), and no in-range value can stand in for
+            // them, so every target must equal ignore_index.
+            let (lo, hi) = super::index::read_extremes(&t)?;
+            if lo != ignore_index || hi != ignore_index {
+                let bad = if lo != ignore_index { lo } else { hi };
+                return Err(TensorError::index(
+                    op,
+                    format!(
+                        "target {bad} is out of bounds: the input has no class (C = 0), so every target must be ignore_index {ignore_index}"
+                    ),
+                ));
+            }
+            return Ok(t);
+        }
         let checked = Tensor::where_cond(&t.eq(ignore_index)?, 0i64, &t)?;
         let (lo, hi) = super::index::read_extremes(&checked)?;
         if lo < 0 || hi >= classes as i64 {
@@ -255,6 +271,27 @@ fn class_targets(
         t.remember_value_range_besides(lo, hi, ignore_index, stamp);
     }
     Ok(t)
+}
+
+/// PyTorch's `nll_loss_nd` (behind `cross_entropy` and `nll_loss`) views
+/// an input of 3 or 5+ dims as `(N, C, 1, -1)`; with no class (C = 0) and
+/// a non-empty target that view has no size for -1, and PyTorch 2.15 fails
+/// ("size mismatch (got input: [2, 0, 0, 0] , target: [2, 1, 2])"). A 4-d
+/// input, (C), (N, C) and empty targets are fine.
+fn check_no_class_nd(op: &'static str, x: &Tensor, classes: usize, targets: usize) -> Result<()> {
+    let nd = x.ndim();
+    if classes == 0 && targets > 0 && (nd == 3 || nd > 4) {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "an input of shape {:?} has no class (C = 0) beside {targets} targets; PyTorch refuses \
+                 (N, C, d1, ...) inputs of {nd} dims without classes (only 4-d ones are accepted); \
+                 give the input at least one class, or reshape it to (N * d1 * ..., 0) with the target flattened",
+                x.shape()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn check_class_weight(
@@ -286,6 +323,18 @@ fn check_class_weight(
         }
     }
     Ok(())
+}
+
+/// The reduction PyTorch's `nll_loss` kernel runs: a (C) input's single
+/// loss under "none" comes from its summing loop (`0 - x[t] * w[t]`, so a
+/// log-probability of +0.0 gives +0.0, where the per-row "none" loop of an
+/// (N, C) input gives -0.0), the same value otherwise.
+fn nll_reduction(x: &Tensor, reduction: Reduction) -> Reduction {
+    if x.ndim() == 1 && reduction == Reduction::None {
+        Reduction::Sum
+    } else {
+        reduction
+    }
 }
 
 fn reduce_loss(per: &Tensor, reduction: Reduction, denom: &Tensor) -> Result<Tensor> {
@@ -542,7 +591,14 @@ impl Tensor {
             res[0] = Some(dx);
         }
         if needs[1] || needs[2] {
-            let acc = mean.dtype();
+            // The CPU kernel keeps its per-part partials in f64: rounded to
+            // f32 before they are added, partials that cancel (a few rows
+            // of opposite sign) would lose what the f64 sums kept.
+            let acc = if x.device() == crate::Device::Cpu {
+                DType::F64
+            } else {
+                mean.dtype()
+            };
             let parts = rows.clamp(1, 256);
             let dw = Tensor::zeros(&[parts, cols], acc, x.device())?;
             let db = Tensor::zeros(&[parts, cols], acc, x.device())?;
@@ -681,6 +737,9 @@ impl Tensor {
             };
             return Ok((loss, None));
         }
+        // PyTorch's view of an (N, 0, d1) input fails before it reads a
+        // target.
+        check_no_class_nd(OP, self, classes, target.numel())?;
         let t = class_targets(OP, target, &rows_shape, classes, args.ignore_index)?;
         let acc = acc_dtype(self.dtype());
         let lse = Tensor::uninit("cross_entropy", &[rows, 2], acc, self.device())?;
@@ -712,7 +771,7 @@ impl Tensor {
             &wt,
             &t,
             args.ignore_index,
-            args.reduction,
+            nll_reduction(self, args.reduction),
             &rows_shape,
         )?;
         // (1 - ε)·L + (ε / C)·S with L and S each reduced first, as PyTorch
@@ -748,8 +807,11 @@ impl Tensor {
 
     /// The gradient of class-index [`Tensor::cross_entropy`] with respect
     /// to `logits` (self), from the saved logsumexp and targets: one fused
-    /// kernel computing `softmax - one-hot` (with weights and smoothing) on
-    /// the fly. `grad` has the loss's shape.
+    /// kernel computing, on the fly, PyTorch's chain of nll_loss's gradient
+    /// (with weights and smoothing) and log_softmax's (`softmax - one-hot`
+    /// in value, with PyTorch's NaNs and zeros' signs: NaN in every class
+    /// of a row whose logits hold NaN or +inf, even an ignored row).
+    /// `grad` has the loss's shape.
     pub fn cross_entropy_backward(
         &self,
         grad: &Tensor,
@@ -843,6 +905,9 @@ impl Tensor {
                     weight_sum,
                     rows,
                     classes,
+                    // PyTorch's log_softmax runs along dim 1 of (N, C, d1,
+                    // ...), the last dim only for (C) and (N, C).
+                    class_last: self.ndim() <= 2,
                 })
             })?;
         }
@@ -864,15 +929,30 @@ impl Tensor {
         same_device(OP, self, target)?;
         let (x, rows_shape, classes) = class_rows(OP, self)?;
         check_class_weight(OP, self, weight, classes)?;
+        check_no_class_nd(OP, self, classes, target.numel())?;
         let t = class_targets(OP, target, &rows_shape, classes, ignore_index)?;
         let (wt, safe) = nll_weights(&t, weight, ignore_index, acc_dtype(self.dtype()))?;
-        let picked = x.gather(1, &safe.unsqueeze(1)?)?.reshape(&[-1])?;
-        let per = Tensor::where_cond(
-            &t.eq(ignore_index)?,
-            0.0,
-            &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?,
+        let per = if classes == 0 {
+            // No class: every target is ignore_index (class_targets), so
+            // every row's loss and weight is 0, and there is no column to
+            // gather.
+            wt.clone()
+        } else {
+            let picked = x.gather(1, &safe.unsqueeze(1)?)?.reshape(&[-1])?;
+            Tensor::where_cond(
+                &t.eq(ignore_index)?,
+                0.0,
+                &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?,
+            )?
+        };
+        let (loss, _) = nll_reduce(
+            &per,
+            &wt,
+            &t,
+            ignore_index,
+            nll_reduction(self, reduction),
+            &rows_shape,
         )?;
-        let (loss, _) = nll_reduce(&per, &wt, &t, ignore_index, reduction, &rows_shape)?;
         loss.to_dtype(self.dtype())
     }
 
@@ -993,6 +1073,24 @@ pub fn nll_weights(
     let ignored = t.eq(ignore_index)?;
     let safe = Tensor::where_cond(&ignored, 0i64, t)?;
     let w = match weight {
+        // No class (an empty weight): valid only where every target is
+        // ignored, and then there is no weight to select.
+        Some(w) if w.numel() == 0 => {
+            if t.numel() > 0 {
+                let (lo, hi) = super::index::read_extremes(t)?;
+                if lo != ignore_index || hi != ignore_index {
+                    let bad = if lo != ignore_index { lo } else { hi };
+                    return Err(TensorError::index(
+                        "nll_weights",
+                        format!(
+                            "target {bad} is out of bounds for an empty class weight (no class); \
+                             every target must be ignore_index {ignore_index}"
+                        ),
+                    ));
+                }
+            }
+            Tensor::zeros(t.shape(), acc, t.device())?
+        }
         Some(w) => w.to_dtype(acc)?.index_select(0, &safe)?,
         None => Tensor::ones(t.shape(), acc, t.device())?,
     };

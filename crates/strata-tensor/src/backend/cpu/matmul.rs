@@ -79,6 +79,20 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg, accumulate
                 false,
                 par,
             );
+            if !accumulate {
+                // PyTorch's CPU sums of products start from +0.0, so a sum
+                // of -0.0 products is +0.0 (PyTorch 2.15: `full((2, 2),
+                // -1.) @ zeros(2, 2)` is +0.0); the `gemm` crate starts
+                // from the first product and keeps -0.0. Adding +0.0
+                // changes nothing else.
+                let zero = <T::Acc as Arith>::ZERO;
+                for r in 0..m {
+                    for c in 0..n {
+                        let e = dst.add(r * so[1] + c * so[2]);
+                        *e = T::from_acc((*e).to_acc().add(zero));
+                    }
+                }
+            }
         }
     }
 }

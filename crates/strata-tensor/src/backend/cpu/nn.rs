@@ -364,6 +364,33 @@ fn layer_norm<T: Real>(k: &NnKernel) {
     });
 }
 
+/// A row's mean and 1/sqrt(var + eps) for the backward, from the row
+/// itself in f64 as the forward computed them, and the saved rstd `rs`
+/// (rounded to the Acc dtype, f32 for f32 input; `exact` when it is f64).
+/// The saved mean is not used: rounded to f32 it shifts every x - mean of a
+/// row whose spread is small against its mean. Where eps is below the
+/// saved rstd's rounding against the variance (eps 0, or any eps on a
+/// row of large variance), the rstd is 1/sqrt(var) to that precision and
+/// is taken so, consistent with the row: a 2-element row's input gradient,
+/// exactly 0 with eps 0, then cancels to 0 instead of leaving rstd's
+/// rounding (2^-24 rstd |dy|) behind; otherwise `rs` itself.
+fn backward_row_stats(x: impl Fn(usize) -> f64, cols: usize, rs: f64, exact: bool) -> (f64, f64) {
+    let mu = (0..cols).map(&x).fold(0.0, |s, v| s + v) / cols as f64;
+    let var = (0..cols).map(|j| (x(j) - mu).powi(2)).sum::<f64>() / cols as f64;
+    let tol = if exact {
+        f64::EPSILON * 4.0
+    } else {
+        f64::from(f32::EPSILON) * 2.0
+    };
+    let a = if var > 0.0 && rs.is_finite() && rs > 0.0 && (1.0 / (rs * rs) - var).abs() <= tol * var
+    {
+        1.0 / var.sqrt()
+    } else {
+        rs
+    };
+    (mu, a)
+}
+
 fn layer_norm_backward<T: Real>(k: &NnKernel) {
     let NnKernel::LayerNormBackward {
         dx,
@@ -400,8 +427,35 @@ fn layer_norm_backward<T: Real>(k: &NnKernel) {
             }
             let b = (db * m - ds) * a * a * a * scale;
             let c = -b * m - db * a * scale;
+            // That formula cancels: b x + c subtracts two terms of order
+            // |b mean| where x is close to the mean, and the saved mean is
+            // rounded to f32 (for f32 input), which shifts every x - mean
+            // of a row whose spread is small against its mean. So the
+            // values come from the centred form rstd (g - mean(g) - (x -
+            // mu) rstd² mean(g (x - mu))) with the row's mean mu (and,
+            // where eps is below the saved rstd's rounding, rstd) computed
+            // again in f64, exactly as the forward computed it (its
+            // normalised output used them; `backward_row_stats`); PyTorch's
+            // formula still
+            // decides the zeros (their signs) and the non-finite results
+            // (rstd = inf, eps 0 on a constant row: NaN).
+            let (mu, ar) = backward_row_stats(xv, cols, a, rstd.dtype == DType::F64);
+            let (mut sg, mut sgx) = (0.0, 0.0);
             for j in 0..cols {
-                *pdx.get().add(r * cols + j) = T::of(a * g(j) + b * xv(j) + c);
+                let gj = g(j);
+                sg += gj;
+                sgx += gj * (xv(j) - mu);
+            }
+            let (k1, k2) = (sg * scale, sgx * scale * ar * ar);
+            for j in 0..cols {
+                let py = a * g(j) + b * xv(j) + c;
+                let centred = ar * (g(j) - k1 - (xv(j) - mu) * k2);
+                let v = if py == 0.0 || !py.is_finite() || !centred.is_finite() {
+                    py
+                } else {
+                    centred
+                };
+                *pdx.get().add(r * cols + j) = T::of(v);
             }
         }
     });
@@ -413,7 +467,7 @@ fn layer_norm_params<T: Real>(k: &NnKernel) {
         db,
         dy,
         x,
-        mean,
+        mean: _,
         rstd,
         rows,
         cols,
@@ -430,7 +484,13 @@ fn layer_norm_params<T: Real>(k: &NnKernel) {
         for r in (p * per)..((p + 1) * per).min(rows) {
             // SAFETY: as in `layer_norm`.
             unsafe {
-                let (m, rs) = (rdf(mean, r), rdf(rstd, r));
+                // The row's mean and rstd as the input gradient takes them.
+                let (m, rs) = backward_row_stats(
+                    |j| rd(px, (r * cols + j) as isize).f(),
+                    cols,
+                    rdf(rstd, r),
+                    rstd.dtype == DType::F64,
+                );
                 for j in 0..cols {
                     let d = rd(pdy, (r * cols + j) as isize).f();
                     sw[j] += d * (rd(px, (r * cols + j) as isize).f() - m) * rs;
@@ -500,9 +560,9 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
             let (m, ls) = max_and_log_sum((0..classes).map(x));
             wrf(lse, 2 * r, m);
             wrf(lse, 2 * r + 1, ls);
-            // -log p_c = (m + ls) - x(c), computed without cancelling m (NaN
-            // for a row whose m is not finite, as (m + ls) - x(c) is).
-            let nlp = |c: usize| ls - (x(c) - m);
+            // log p_c = (x(c) - m) - ls, PyTorch's log_softmax, computed
+            // without cancelling m (NaN for a row whose m is not finite).
+            let lp = |c: usize| (x(c) - m) - ls;
             if let Some(t) = target {
                 let ti = rd_index(DType::I64, index_base(t), r as isize);
                 let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
@@ -510,12 +570,17 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
                     (0.0, 0.0, 0.0)
                 } else {
                     let tu = ti as usize;
+                    // PyTorch's smoothing term -Σ_c log p_c w_c (its
+                    // `-(input * weight).sum(class_dim)`, a sum from +0.0)
+                    // and NLL term -log p_t * w_t, negated as PyTorch
+                    // negates: a log probability of +0.0 gives a loss of
+                    // -0.0.
                     let s = if smooth.is_some() {
-                        (0..classes).map(|c| w(c) * nlp(c)).sum()
+                        -(0..classes).fold(0.0, |a, c| a + lp(c) * w(c))
                     } else {
                         0.0
                     };
-                    (w(tu) * nlp(tu), s, w(tu))
+                    (-lp(tu) * w(tu), s, w(tu))
                 };
                 if let Some(a) = nll {
                     wrf(a, r, n);
@@ -541,9 +606,10 @@ fn cross_entropy_backward<T: Real>(k: &NnKernel) {
         coef,
         ignore_index,
         smoothing,
-        weight_sum,
+        weight_sum: _,
         rows,
         classes,
+        class_last,
     } = *k
     else {
         return;
@@ -555,25 +621,47 @@ fn cross_entropy_backward<T: Real>(k: &NnKernel) {
             let ti = rd_index(DType::I64, index_base(target), r as isize);
             let (m, ls, g) = (rdf(lse, 2 * r), rdf(lse, 2 * r + 1), rdf(coef, r));
             let w = |c: usize| weight.map_or(1.0, |w| rdf(w, c));
-            let wtv = if ti == ignore_index {
-                0.0
+            let kept = ti != ignore_index;
+            // PyTorch's chain, step by step (so that its NaNs, infinities
+            // and zeros' signs come out): the gradient of the log
+            // probabilities `gl` is nll_loss's backward, -w[t] g(1 - ε) at
+            // the target (0 elsewhere, and in an ignored row), plus with
+            // smoothing the smoothing term's (-g ε / C) w[c] (0 where
+            // ignored: its masked_fill); then log_softmax's backward
+            // gl - exp(log p) Σ gl, which is NaN in every class of a row
+            // whose log-probabilities are NaN, ignored or not.
+            let gn = if kept {
+                w(ti as usize) * -((1.0 - smoothing) * g)
             } else {
-                w(ti as usize)
+                0.0
+            };
+            let gs = if kept {
+                g * (smoothing / classes as f64)
+            } else {
+                0.0
+            };
+            let gl = |c: usize| {
+                let v = if kept && c as i64 == ti { gn } else { 0.0 };
+                if smoothing != 0.0 {
+                    v + -gs * w(c)
+                } else {
+                    v
+                }
+            };
+            // PyTorch's sums start from +0.0, but along the last dim its
+            // sum of one class is that value itself (-0.0 stays -0.0).
+            let sum = if class_last && classes == 1 {
+                gl(0)
+            } else {
+                (0..classes).fold(0.0, |a, c| a + gl(c))
             };
             for c in 0..classes {
-                let v = if ti == ignore_index {
-                    0.0
-                } else {
-                    // p = exp(x - lse) without rounding lse = m + ls.
-                    let p = ((rd(px, (r * classes + c) as isize).f() - m) - ls).exp();
-                    let hot = if c as i64 == ti { 1.0 } else { 0.0 };
-                    let mut v = (1.0 - smoothing) * wtv * (p - hot);
-                    if smoothing != 0.0 {
-                        v += smoothing / classes as f64 * (weight_sum * p - w(c));
-                    }
-                    g * v
-                };
-                *pdx.get().add(r * classes + c) = T::of(v);
+                // The log-probability, its exp and the product rounded to
+                // PyTorch's computation type: an exp that underflows there
+                // gives gl - 0 (+0.0 where gl is), not gl minus a tiny.
+                let lp = T::acc((rd(px, (r * classes + c) as isize).f() - m) - ls);
+                let p = T::acc(lp.exp());
+                *pdx.get().add(r * classes + c) = T::of(gl(c) - T::acc(p * sum));
             }
         }
     });

@@ -410,17 +410,17 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
     }
     bad = block_sum(bad, sh);  // its __syncthreads also publish shm[0]
     if (want_s) {
-      // Σ w[c] (-log p[c]) = Σ w[c] (ls - (x[c] - m)), term by term as the
-      // CPU sums it (ls Σ w - Σ w (x - m) would make inf * 0 = NaN of a
-      // weight of ±inf where x[c] is the max, and cancel where |m| is
-      // huge): a second read of the row, with m and ls as thread 0 sets
-      // them below.
+      // -Σ log p[c] w[c] = -Σ ((x[c] - m) - ls) w[c] (PyTorch's
+      // `-(input * weight).sum(class_dim)`), term by term as the CPU sums
+      // it (ls Σ w - Σ w (x - m) would make inf * 0 = NaN of a weight of
+      // ±inf where x[c] is the max, and cancel where |m| is huge): a
+      // second read of the row, with m and ls as thread 0 sets them below.
       C mr = shm[0], lr;
       if (bad != (C)0 || mr == C_INF) { mr = C_NAN; lr = C_NAN; }
       else if (mr == -C_INF) lr = (C)0;
       else lr = lg(shs[0]);
       for (i64 c = threadIdx.x; c < classes; c += NT)
-        sx += (w != nullptr ? ld(w[c]) : (C)1) * (lr - (ld(xr[c]) - mr));
+        sx += ((ld(xr[c]) - mr) - lr) * (w != nullptr ? ld(w[c]) : (C)1);
       sx = block_sum(sx, sh);
     }
     if (threadIdx.x == 0) {
@@ -442,8 +442,8 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
           // reads nothing: a NaN loss, as defence in depth.
           const bool ok = t >= 0 && t < classes;
           wv = ok && w != nullptr ? ld(w[t]) : (C)1;
-          n = ok ? wv * (ls - (ld(xr[t]) - m)) : C_NAN;
-          if (want_s) sm = sx;
+          n = ok ? -((ld(xr[t]) - m) - ls) * wv : C_NAN;
+          if (want_s) sm = -sx;
         }
         if (nll != nullptr) nll[r] = n;
         if (smooth != nullptr) smooth[r] = sm;
@@ -456,24 +456,35 @@ extern "C" __global__ void ce_fwd(C* lse, C* nll, C* smooth, C* wt, const T* x, 
 
 extern "C" __global__ void ce_bwd(T* dx, const T* x, const C* lse, const i64* tgt, const T* w,
                                   const C* coef, i64 rows, i64 classes, i64 ignore, double eps,
-                                  double wsum) {
+                                  double wsum, int last) {
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const i64 t = tgt[r];
+    const bool kept = t != ignore;
     T* dr = dx + r * classes;
-    if (t == ignore) {
-      for (i64 c = threadIdx.x; c < classes; c += NT) dr[c] = st((C)0);
-      continue;
-    }
     const T* xr = x + r * classes;
     const C m = lse[2 * r], ls = lse[2 * r + 1], g = coef[r];
     const bool ok = t >= 0 && t < classes;  // checked before; defence in depth
-    const C a = (C)(1.0 - eps) * (ok && w != nullptr ? ld(w[t]) : (C)1);
-    const C e = (C)(eps / (double)classes), ws = (C)wsum;
+    // PyTorch's chain, as the CPU kernel: gl, the gradient of the log
+    // probabilities, is nll_loss's -w[t] g (1 - eps) at the target (0
+    // elsewhere and in an ignored row) plus, with smoothing, (-g eps / C)
+    // w[c] (0 where ignored); then log_softmax's gl - exp(log p) sum(gl),
+    // NaN in every class of a row whose log-probabilities are NaN, ignored
+    // or not. sum(gl) = gn + (-gs) sum(w), from +0.0 as PyTorch's sum,
+    // except one class along the last dim: PyTorch's sum is gl[0] itself.
+    const C gn = kept ? (ok && w != nullptr ? ld(w[t]) : (C)1) * -((C)(1.0 - eps) * g) : (C)0;
+    const C gs = kept ? g * (C)(eps / (double)classes) : (C)0;
+    C s = (C)0;
+    if (kept) s += gn;
+    if (eps != 0.0) s += -gs * (C)wsum;
+    if (last != 0 && classes == 1) {
+      s = kept ? gn : (C)0;
+      if (eps != 0.0) s += -gs * (w != nullptr ? ld(w[0]) : (C)1);
+    }
     for (i64 c = threadIdx.x; c < classes; c += NT) {
+      C gl = kept && c == t ? gn : (C)0;
+      if (eps != 0.0) gl += -gs * (w != nullptr ? ld(w[c]) : (C)1);
       const C p = ex((ld(xr[c]) - m) - ls);
-      C v = a * (c == t ? p - (C)1 : p);
-      if (eps != 0.0) v += e * (ws * p - (w != nullptr ? ld(w[c]) : (C)1));
-      dr[c] = st(g * v);
+      dr[c] = st(gl - p * s);
     }
   }
 }
@@ -555,7 +566,7 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
     if (m != m || m == -ninf()) { mm = -ninf() - -ninf(); ls = mm; }  // NaN or +inf in the row: NaN
     else if (m == ninf()) ls = (C)0;
     else ls = clog(s);
-    // Label smoothing's Σ w[c] (ls - (x[c] - m)), term by term (see ce_fwd).
+    // Label smoothing's -Σ (x[c] - m - ls) w[c], term by term (see ce_fwd).
     C sx = (C)0;
     if constexpr (SMOOTH) if (want_s) {
 #pragma unroll
@@ -563,7 +574,7 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
         const i64 c = reg_col<ITEMS>(i, lane, lanes, vec != 0);
         if (c < n) {
           const C wc = w != nullptr ? ld(w[c]) : (C)1;
-          sx += wc * (ls - (v[i] - mm));
+          sx += ((v[i] - mm) - ls) * wc;
         }
       }
       sx = grp_sum<BLK>(sx, red);
@@ -579,8 +590,10 @@ __device__ __forceinline__ void ce_row(C* lse, C* nll, C* smooth, C* wt, const T
         if (t != ignore) {
           const bool ok = t >= 0 && t < n;
           wv = !ok ? (C)1 : (w != nullptr ? ld(w[t]) : (C)1);
-          nl = ok ? wv * (ls - (ld(xr[t]) - mm)) : -ninf() - -ninf();
-          if (want_s) sm = sx;
+          // PyTorch's -log p[t] * w[t], negated as it negates (a log
+          // probability of +0.0 gives -0.0).
+          nl = ok ? -((ld(xr[t]) - mm) - ls) * wv : -ninf() - -ninf();
+          if (want_s) sm = -sx;
         }
         if (nll != nullptr) nll[r] = nl;
         if (smooth != nullptr) smooth[r] = sm;
@@ -1253,6 +1266,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             weight_sum,
             rows,
             classes,
+            class_last,
         } => {
             if rows == 0 {
                 return Ok(());
@@ -1261,6 +1275,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             let (pdx, px, pl) = (base_ptr(dx), base_ptr(logits), base_ptr(lse));
             let (pt, pw, pc) = (base_ptr(target), opt_ptr(weight), base_ptr(coef));
             let (r, c) = (rows as i64, classes as i64);
+            let last = i32::from(class_last);
             // SAFETY: parameters match `ce_bwd`; operands as in `ce_fwd`.
             unsafe {
                 launch(
@@ -1282,6 +1297,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                         KArg::of(&ignore_index),
                         KArg::of(&smoothing),
                         KArg::of(&weight_sum),
+                        KArg::of(&last),
                     ],
                 )
             }
