@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Seeded random small programs over strata-autograd's differentiable ops,
 with PyTorch's forward values AND gradients: the gradient oracle replayed by
-crates/strata-autograd/tests/grad_oracle.rs.
+crates/strata-autograd/tests/suite/grad_oracle.rs.
 
 The forward oracle (fuzz_conformance_ops.py) checks values; the autograd
 tests check gradients against finite differences, which cannot see the

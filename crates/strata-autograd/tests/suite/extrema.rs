@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use strata_autograd::{AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor, TensorError};
 
-mod common;
+use crate::common;
 use common::*;
 
 const NAN: f32 = f32::NAN;

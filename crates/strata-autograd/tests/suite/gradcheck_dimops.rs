@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use strata_autograd::Var;
 
-mod common;
+use crate::common;
 use common::*;
 
 /// The dims of a `[m, n, p]` input that case `which` reduces.

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use strata_autograd::Var;
 use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
-mod common;
+use crate::common;
 use common::*;
 
 proptest! {

@@ -44,7 +44,7 @@ use strata_autograd::distributed::{DdpConfig, DistributedDataParallel, LocalGrou
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor};
 
-mod common;
+use crate::common;
 use common::{grad, param};
 
 const CPU: Device = Device::Cpu;

@@ -55,7 +55,7 @@ use strata_autograd::{
 };
 use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
-mod common;
+use crate::common;
 use common::param;
 
 const CPU: Device = Device::Cpu;

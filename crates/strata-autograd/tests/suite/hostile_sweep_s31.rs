@@ -25,7 +25,7 @@ use strata_autograd::{
 };
 use strata_tensor::{DType, Device, Tensor};
 
-mod common;
+use crate::common;
 use common::param;
 
 const CPU: Device = Device::Cpu;

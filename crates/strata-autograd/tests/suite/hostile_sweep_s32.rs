@@ -30,7 +30,7 @@
 use strata_autograd::{no_grad, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor, TensorError};
 
-mod common;
+use crate::common;
 use common::{grad, param};
 
 const CPU: Device = Device::Cpu;

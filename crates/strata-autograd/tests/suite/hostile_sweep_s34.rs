@@ -49,7 +49,7 @@
 use strata_autograd::{checkpoint, AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
 
-mod common;
+use crate::common;
 use common::{constant, grad, param};
 
 const CPU: Device = Device::Cpu;

@@ -58,7 +58,7 @@
 use strata_autograd::{AutogradError, Var};
 use strata_tensor::{DType, Device, Tensor};
 
-mod common;
+use crate::common;
 use common::{constant, grad, param};
 
 const CPU: Device = Device::Cpu;

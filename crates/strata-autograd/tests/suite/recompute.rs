@@ -10,7 +10,7 @@
 //! * `Var::gelu_linear` (recomputes the GELU's output) against `gelu` then
 //!   `linear`.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use strata_autograd::{

@@ -1,0 +1,28 @@
+//! strata-autograd's integration tests that share no process-wide state, in one
+//! binary (one link instead of one per file: a CI disk holds the workspace's
+//! test binaries). Each module is the file of its name;
+//! `cargo test -p strata-autograd --release --test suite NAME` runs the tests
+//! whose path contains NAME, e.g. `hostile_sweep_s35::`. Files that install an
+//! allocator, read the device's memory statistics, draw from the default
+//! generator or replace the global allocator stay binaries of their own in
+//! `tests/`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod extrema;
+mod grad_oracle;
+mod gradcheck_dimops;
+mod gradcheck_math;
+mod hostile_inputs;
+mod hostile_inputs_2;
+mod hostile_inputs_3;
+mod hostile_sweep_s27;
+mod hostile_sweep_s29;
+mod hostile_sweep_s31;
+mod hostile_sweep_s32;
+mod hostile_sweep_s33;
+mod hostile_sweep_s34;
+mod hostile_sweep_s35;
+mod recompute;
+mod semantics;
