@@ -26,5 +26,6 @@ mod pytorch_pinned_parity;
 mod pytorch_tests_s32;
 mod pytorch_tests_s33;
 mod pytorch_tests_s36;
+mod pytorch_tests_s37;
 mod recycling;
 mod settings;

@@ -1,0 +1,491 @@
+//! PyTorch's allocator tests, session 37: behaviours of PyTorch's caching
+//! allocator that the earlier files (`pytorch_parity*.rs`,
+//! `pytorch_tests_s32.rs`, `_s33.rs`, `_s36.rs`, `pytorch_pinned_parity.rs`,
+//! `settings.rs`, `mempool.rs`, `history*.rs`, `hostile_*.rs`) did not check
+//! one by one: a memory fraction lowered below what is already reserved, a
+//! private pool of one device's allocator met by another's requests, streams
+//! the allocator has never seen, `empty_cache` while blocks wait on events of
+//! such streams, double frees through a copied handle, the largest free
+//! block with expandable segments, and the pinned allocator's `empty_cache`
+//! while a block waits on an event.
+//!
+//! Each test names the PyTorch test or source function it follows
+//! (`test/test_cuda.py`, `c10/cuda/CUDACachingAllocator.cpp`,
+//! `aten/src/ATen/core/CachingHostAllocator.h`). Expected figures are worked
+//! out in the comments from PyTorch's rules, never from strata's output.
+
+use crate::common;
+
+use common::{sim_device as sim, stat};
+use std::sync::Arc;
+use strata_alloc::pinned::{PinnedAllocator, SimPinnedBackend};
+use strata_alloc::{AllocError, CachingAllocator, MemPoolOptions, StreamId};
+
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const S0: StreamId = StreamId::DEFAULT;
+
+/// PyTorch's default segments, and strata's default expandable segments.
+const MODES: [&str; 2] = ["expandable_segments:False", "expandable_segments:True"];
+
+/// The pool id of the segment holding `ptr`, from the snapshot.
+fn pool_of(a: &CachingAllocator, ptr: u64) -> Option<(u64, u64)> {
+    a.snapshot()
+        .into_iter()
+        .find(|s| s.blocks.iter().any(|b| b.address == ptr))
+        .map(|s| s.pool_id)
+}
+
+// ----- a memory fraction below the reserved bytes ------------------------------
+
+/// `torch.cuda.set_per_process_memory_fraction` only sets `allowed_memory_maximum`;
+/// it releases nothing, and the limit is checked in `alloc_block` alone
+/// (`total_allocated_memory + size > allowed_memory_maximum`), never when a
+/// cached block is found. So with ordinary segments on a 1 GiB device:
+///
+/// * 100 MiB allocated and freed: one cached 100 MiB segment;
+/// * the fraction set to 1/16 (64 MiB allowed), below the 100 MiB reserved;
+/// * a 90 MiB request is a cache hit (`get_free_block` finds the 100 MiB
+///   block, `should_split`: 10 MiB left > 1 MiB): no device call, no error,
+///   90 MiB allocated with 100 MiB reserved, above the limit;
+/// * freed, a 110 MiB request misses; `alloc_block` refuses it without
+///   calling the device (100 + 110 > 64), `release_cached_blocks` frees the
+///   100 MiB segment (`num_sync_all_streams` +1), the retry refuses again
+///   (0 + 110 > 64, `num_alloc_retries` +1): out of memory, `num_ooms` +1,
+///   and the release stands (0 reserved);
+/// * a 60 MiB request then fits the limit and gets a 60 MiB segment.
+///
+/// (`test_set_per_process_memory_fraction` sets the fraction on an empty
+/// cache only.)
+#[test]
+fn set_per_process_memory_fraction_below_the_reserved_bytes_releases_nothing() {
+    let (d, a) = sim("expandable_segments:False", GIB);
+    drop(a.allocate(100 * MIB, S0).unwrap());
+    assert_eq!(a.memory_reserved(), 100 * MIB);
+    a.set_memory_fraction(1.0 / 16.0).unwrap();
+    assert_eq!(
+        a.memory_reserved(),
+        100 * MIB,
+        "setting a fraction frees nothing"
+    );
+    let mallocs = d.call_count("malloc");
+
+    let x = a.allocate(90 * MIB, S0).unwrap();
+    assert_eq!(d.call_count("malloc"), mallocs, "a cache hit");
+    assert_eq!(
+        (a.memory_allocated(), a.memory_reserved()),
+        (90 * MIB, 100 * MIB)
+    );
+    drop(x);
+
+    let (syncs, retries, ooms) = (
+        stat(&a, "num_sync_all_streams"),
+        stat(&a, "num_alloc_retries"),
+        stat(&a, "num_ooms"),
+    );
+    let e = a.allocate(110 * MIB, S0).unwrap_err();
+    assert!(e.is_out_of_memory(), "{e}");
+    assert_eq!(d.call_count("malloc"), mallocs, "refused before the device");
+    assert_eq!(
+        a.memory_reserved(),
+        0,
+        "the release before the retry stands"
+    );
+    assert_eq!(stat(&a, "num_sync_all_streams"), syncs + 1);
+    assert_eq!(stat(&a, "num_alloc_retries"), retries + 1);
+    assert_eq!(stat(&a, "num_ooms"), ooms + 1);
+
+    let y = a.allocate(60 * MIB, S0).unwrap();
+    assert_eq!(a.memory_reserved(), 60 * MIB);
+    drop(y);
+    a.check_consistency().unwrap();
+}
+
+// ----- private pools and other allocators ----------------------------------------
+
+/// `torch.cuda.use_mem_pool(pool, device)` calls
+/// `_cuda_beginAllocateCurrentThreadToPool(device_index, pool.id)`: only the
+/// allocator of the pool's device routes the thread's requests to it
+/// (`DeviceCachingAllocator::beginAllocateToPool` of that device). A request
+/// to another device's allocator on the same thread is served from that
+/// allocator's default pools, and the pool's snapshot does not see it
+/// (`test_mempool_multithread`/`test_mempool_context` use one device).
+#[test]
+fn a_pool_routes_only_its_own_allocators_requests() {
+    for conf in MODES {
+        let (_, a) = sim(conf, GIB);
+        let (_, b) = sim(conf, GIB);
+        let pool = a.mem_pool(MemPoolOptions::default());
+        let (on_a, on_b) = {
+            let _route = pool.activate();
+            (
+                a.allocate(3 * MIB, S0).unwrap(),
+                b.allocate(3 * MIB, S0).unwrap(),
+            )
+        };
+        assert_eq!(pool_of(&a, on_a.ptr()), Some(pool.id()), "{conf}");
+        assert_eq!(pool_of(&b, on_b.ptr()), Some((0, 0)), "{conf}");
+        assert_eq!(b.active_mem_pool(), None, "{conf}");
+        // Nothing of b's is in a private pool (the two simulated devices
+        // share a layout, so the addresses alone cannot tell).
+        assert!(b.snapshot().iter().all(|s| s.pool_id == (0, 0)), "{conf}");
+        assert_eq!(
+            pool.snapshot()
+                .iter()
+                .map(|s| s.allocated_size)
+                .sum::<u64>(),
+            on_a.size().next_multiple_of(512),
+            "{conf}: the pool holds a's block alone"
+        );
+        // Freed through b, the block goes back to b's default pool, not the
+        // pool: a later request routed to the pool on a finds nothing of b's.
+        drop(on_b);
+        assert_eq!(b.memory_allocated(), 0);
+        assert_eq!(
+            b.memory_reserved(),
+            stat(&b, "reserved_bytes.all.current") as u64
+        );
+        a.check_consistency().unwrap();
+        b.check_consistency().unwrap();
+    }
+}
+
+/// A block of one allocator freed or recorded through another is refused
+/// with `InvalidFree` by both (PyTorch's `free` of a pointer not in the
+/// device's `allocated_blocks` raises "invalid device pointer"), even when
+/// the two allocators hand out the same address for the same request (two
+/// simulated devices of the same size do) — and the refused call moves
+/// nothing on either.
+#[test]
+fn a_handle_of_another_allocator_with_the_same_address_changes_nothing() {
+    for conf in MODES {
+        let (_, a) = sim(conf, GIB);
+        let (_, b) = sim(conf, GIB);
+        let x = a.allocate_raw(5 * MIB, S0).unwrap();
+        let y = b.allocate_raw(5 * MIB, S0).unwrap();
+        assert_eq!(x.ptr(), y.ptr(), "{conf}: same simulated layout");
+        let before = (common::state(&a), common::state(&b));
+        let err = b.record_stream(&x, StreamId(3)).unwrap_err();
+        assert!(
+            matches!(err, AllocError::InvalidFree { .. }),
+            "{conf}: {err}"
+        );
+        let err = b.free_raw(x).unwrap_err();
+        assert!(
+            matches!(err, AllocError::InvalidFree { .. }),
+            "{conf}: {err}"
+        );
+        assert!(err.to_string().contains("another allocator"), "{err}");
+        assert!(before == (common::state(&a), common::state(&b)), "{conf}");
+        a.free_raw(x).unwrap();
+        b.free_raw(y).unwrap();
+        assert_eq!((a.memory_allocated(), b.memory_allocated()), (0, 0));
+    }
+}
+
+// ----- double frees through a copied handle --------------------------------------
+
+/// PyTorch's `free` looks the pointer up in `allocated_blocks` and raises
+/// "invalid device pointer" when it is not there: a second free of the same
+/// pointer, and a free of a stale pointer after the block went to someone
+/// else, are refused without touching the block. Here: an owned allocation
+/// freed through a copy of its handle, then dropped (the second free is
+/// refused and ignored by the drop), while a new allocation holds the same
+/// block: the new allocation stays live and the figures count it once.
+#[test]
+fn a_free_through_a_copied_handle_then_the_drop_frees_once() {
+    for conf in MODES {
+        let (_, a) = sim(conf, GIB);
+        let x = a.allocate(4 * MIB, S0).unwrap();
+        let (p, n, copy) = (x.ptr(), x.size(), x.raw());
+        a.free_raw(copy).unwrap();
+        assert_eq!(a.memory_allocated(), 0, "{conf}");
+        // The same block is the best fit again: same address.
+        let y = a.allocate(4 * MIB, S0).unwrap();
+        assert_eq!((y.ptr(), y.size()), (p, n), "{conf}");
+        let before = common::state(&a);
+        drop(x); // the stale handle: refused, nothing moves
+        assert!(before == common::state(&a), "{conf}");
+        assert_eq!(a.memory_allocated(), n, "{conf}");
+        assert_eq!(stat(&a, "allocation.all.current"), 1, "{conf}");
+        let err = a.free_raw(copy).unwrap_err();
+        assert!(
+            matches!(err, AllocError::InvalidFree { .. }),
+            "{conf}: {err}"
+        );
+        assert!(before == common::state(&a), "{conf}");
+        drop(y);
+        assert_eq!(a.memory_allocated(), 0, "{conf}");
+        assert_eq!(stat(&a, "allocation.all.freed"), 2, "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
+
+// ----- streams never seen, and empty_cache while blocks wait --------------------
+
+/// `get_free_block` searches the pool's set keyed by `(stream, size, addr)`
+/// from `(stream, size)` and gives up at the first block of another stream:
+/// a block freed on a stream is reused only by that stream, whatever the
+/// stream's id (PyTorch's stream keys are opaque handles; a stream the
+/// allocator has never seen is just another key). And `empty_cache`
+/// (`release_cached_blocks`) first calls `synchronize_and_free_events`:
+/// every block waiting on `record_stream` events — here events on a stream
+/// the allocator meets for the first time in `record_stream` — is freed
+/// (`num_sync_all_streams` +1), and the whole free segments are released.
+///
+/// With ordinary segments each 4 MiB request gets a 20 MiB segment
+/// (`get_allocation_size`: below 10 MiB, `kLargeBuffer`): x's on stream
+/// `u64::MAX - 1`, y's on the default stream; z (4 MiB on the default
+/// stream, after x is freed) is split from y's segment (16 MiB left there),
+/// not x's free block: 40 MiB reserved. z recorded on stream 12345 and
+/// freed waits (`active_pending_free`); `empty_cache` frees it and releases
+/// x's segment (whole and free), while y's stays: 20 MiB reserved. With
+/// expandable segments only the reuse rule and the end state are checked
+/// (strata's page recycling differs on purpose).
+#[test]
+fn empty_cache_frees_blocks_waiting_on_streams_never_seen_before() {
+    let odd = StreamId(u64::MAX - 1);
+    let late = StreamId(12345);
+    for conf in MODES {
+        let (d, a) = sim(conf, GIB);
+        let ordinary = conf.ends_with("False");
+        let x = a.allocate(4 * MIB, odd).unwrap();
+        let xp = x.ptr();
+        let y = a.allocate(4 * MIB, S0).unwrap();
+        drop(x);
+        let z = a.allocate(4 * MIB, S0).unwrap();
+        assert_ne!(
+            z.ptr(),
+            xp,
+            "{conf}: another stream's free block is not reused"
+        );
+        if ordinary {
+            assert_eq!(a.memory_reserved(), 40 * MIB);
+            assert_eq!(stat(&a, "segment.all.current"), 2);
+        }
+        z.record_stream(late).unwrap();
+        let zp = z.ptr();
+        drop(z);
+        let state = |a: &CachingAllocator| {
+            a.snapshot()
+                .iter()
+                .flat_map(|s| s.blocks.clone())
+                .find(|b| b.address == zp)
+                .map(|b| b.state)
+        };
+        assert_eq!(
+            state(&a).map(|s| format!("{s:?}")),
+            Some("ActivePendingFree".to_string()),
+            "{conf}"
+        );
+        assert_eq!(
+            stat(&a, "active_bytes.all.current"),
+            8 * MIB as i64,
+            "{conf}"
+        );
+        let syncs = stat(&a, "num_sync_all_streams");
+        a.empty_cache().unwrap();
+        assert_eq!(stat(&a, "num_sync_all_streams"), syncs + 1, "{conf}");
+        assert_eq!(
+            stat(&a, "active_bytes.all.current"),
+            4 * MIB as i64,
+            "{conf}"
+        );
+        assert!(
+            state(&a).is_none_or(|s| format!("{s:?}") == "Inactive"),
+            "{conf}"
+        );
+        if ordinary {
+            assert_eq!(a.memory_reserved(), 20 * MIB);
+            assert_eq!(stat(&a, "segment.all.current"), 1);
+        }
+        drop(y);
+        a.empty_cache().unwrap();
+        assert_eq!((a.memory_reserved(), d.used_bytes()), (0, 0), "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
+
+// ----- the largest free block ------------------------------------------------------
+
+/// PyTorch's `cacheInfo` (the largest cached block, which cuDNN's workspace
+/// sizing asks for) walks the pools' free-block sets (`cache_info_aux` over
+/// `large_blocks`, `small_blocks`); the unmapped address space of an
+/// expandable segment lives in a pool's separate `unmapped` set and is not a
+/// cached block. So the largest free block is at most the free *mapped*
+/// bytes: with ordinary segments a freed 30 MiB request leaves one 30 MiB
+/// block (`get_allocation_size`: 10 MiB or more, rounded up to 2 MiB); with
+/// expandable segments, whatever was mapped for it and is now free — never
+/// the segment's reserved address range (1.125 × the device here).
+#[test]
+fn the_largest_free_block_is_a_mapped_cached_block() {
+    for conf in MODES {
+        let (_, a) = sim(conf, GIB);
+        assert_eq!(a.largest_free_block(), 0, "{conf}: nothing cached");
+        let x = a.allocate(30 * MIB, S0).unwrap();
+        assert!(
+            a.largest_free_block() <= a.memory_reserved() - 30 * MIB,
+            "{conf}"
+        );
+        drop(x);
+        let largest = a.largest_free_block();
+        if conf.ends_with("False") {
+            assert_eq!(largest, 30 * MIB);
+        } else {
+            assert!(largest >= 30 * MIB, "{conf}: {largest}");
+        }
+        assert!(largest <= a.memory_reserved(), "{conf}: {largest}");
+        a.empty_cache().unwrap();
+        assert_eq!(a.largest_free_block(), 0, "{conf}: released");
+    }
+}
+
+// ----- the pinned allocator's empty_cache while a block waits ---------------------
+
+/// `CachingHostAllocatorImpl::empty_cache` calls `process_events()` (a query
+/// of each event, no synchronisation), then frees every block of the free
+/// lists. A block whose copy event has not completed is in no free list: it
+/// stays pinned and counted (`allocations`, `allocated_bytes`), and a later
+/// `empty_cache` after the event completes frees it (`num_host_free` +1).
+/// The event here is recorded on a stream the allocator has never seen.
+#[test]
+fn pinned_empty_cache_keeps_a_block_whose_event_is_pending() {
+    let b = Arc::new(SimPinnedBackend::new(None));
+    let a = PinnedAllocator::new(Arc::clone(&b));
+    let s = StreamId(u64::MAX - 7);
+    let x = a.allocate(4 * MIB).unwrap();
+    x.record_stream(s).unwrap();
+    drop(x);
+    a.empty_cache().unwrap();
+    assert_eq!((b.live_blocks(), a.pending_events()), (1, 1));
+    let st = a.stats();
+    assert_eq!(st.allocations.current, 1);
+    assert_eq!(st.allocated_bytes.current, 4 * MIB as i64);
+    // Active until its event drains (`process_events` takes it off the
+    // active figures when it returns the block to its free list), as
+    // `test_host_memory_stats_active_after_event_drain` has it.
+    assert_eq!(st.active_requests.current, 1);
+    assert_eq!(st.active_bytes.current, 4 * MIB as i64);
+    assert_eq!(st.num_host_free, 0);
+    b.complete_stream(s);
+    a.empty_cache().unwrap();
+    assert_eq!(
+        (b.live_blocks(), a.pending_events(), b.used_bytes()),
+        (0, 0, 0)
+    );
+    let st = a.stats();
+    assert_eq!((st.allocations.current, st.allocated_bytes.current), (0, 0));
+    assert_eq!(
+        (st.active_requests.current, st.active_bytes.current),
+        (0, 0)
+    );
+    assert_eq!(st.num_host_free, 1);
+    a.check_consistency().unwrap();
+}
+
+// ----- private pools: churn, and use_on_oom with pending frees --------------------
+
+/// `MemPool()` takes the next id of a process-wide counter (`(0, n)`, never
+/// reused), and `~MemPool` calls `releasePool` then `emptyCache(pool.id)`:
+/// a pool whose blocks are all freed gives its segments back when it is
+/// dropped. Two thousand pools made, used once on a stream the allocator
+/// has never seen, and dropped leave nothing reserved and distinct ids; each
+/// 1 MiB request (`kSmallSize`: the small pool) got a 2 MiB segment of its
+/// own (`kSmallBuffer`; a private pool's segments are ordinary in strata
+/// even with expandable segments on, docs/allocator.md), so
+/// `segment.all.allocated` counts 2000 and `reserved_bytes.all.allocated`
+/// 4000 MiB, all freed.
+#[test]
+fn test_mempool_churn_gives_every_segment_back() {
+    for conf in MODES {
+        let (d, a) = sim(conf, GIB);
+        let mut ids = std::collections::BTreeSet::new();
+        for i in 0..2000u64 {
+            let pool = a.mem_pool(MemPoolOptions::default());
+            assert!(ids.insert(pool.id()), "{conf}: id {:?} reused", pool.id());
+            let x = {
+                let _route = pool.activate();
+                a.allocate(MIB, StreamId(1_000_000 + i)).unwrap()
+            };
+            assert_eq!(pool_of(&a, x.ptr()), Some(pool.id()), "{conf}");
+            drop(x);
+            drop(pool);
+            assert_eq!(a.memory_reserved(), 0, "{conf}: pool {i} released on drop");
+        }
+        assert_eq!(stat(&a, "segment.all.allocated"), 2000, "{conf}");
+        assert_eq!(stat(&a, "segment.all.freed"), 2000, "{conf}");
+        assert_eq!(
+            stat(&a, "reserved_bytes.all.allocated"),
+            4000 * MIB as i64,
+            "{conf}"
+        );
+        assert_eq!(
+            stat(&a, "reserved_bytes.small_pool.allocated"),
+            4000 * MIB as i64
+        );
+        assert!(a.snapshot().is_empty(), "{conf}");
+        assert_eq!(d.used_bytes(), 0, "{conf}");
+        // The default pools still work as on a fresh allocator.
+        let y = a.allocate(MIB, S0).unwrap();
+        assert_eq!(pool_of(&a, y.ptr()), Some((0, 0)), "{conf}");
+        drop(y);
+        a.check_consistency().unwrap();
+    }
+}
+
+/// `DeviceCachingAllocator::malloc` tries, in order: `get_free_block`,
+/// `alloc_block`, `try_mempool_fallback` (`get_free_block` in each
+/// `use_on_oom` pool: its *free* blocks only), `release_available_cached_blocks`,
+/// then `release_cached_blocks` (which synchronises every outstanding event)
+/// and one last `alloc_block` — the fallback is not tried again after the
+/// flush. So a `use_on_oom` pool's block that waits on a `record_stream`
+/// event when a default-pool request runs out of memory is not lent: the
+/// flush frees it into the pool, the request still fails. The next request
+/// finds it free and borrows it.
+///
+/// On a 100 MiB device: the pool's 60 MiB request gets a 60 MiB segment
+/// (10 MiB or more: rounded to 2 MiB), recorded on stream 9 and freed
+/// (pending); a 50 MiB default-pool request cannot get a device allocation
+/// (40 MiB left): out of memory, with the pool's block now free (inactive)
+/// and its segment kept (the pool is in use). Asked again, the 50 MiB
+/// request is served from the pool's block (split: 10 MiB left, more than
+/// `kSmallSize`), with no new device memory.
+#[test]
+fn a_use_on_oom_pools_pending_block_is_lent_only_after_the_flush() {
+    let opts = MemPoolOptions {
+        use_on_oom: true,
+        no_split: false,
+    };
+    for conf in MODES {
+        let (d, a) = sim(conf, 100 * MIB);
+        let pool = a.mem_pool(opts);
+        let x = {
+            let _route = pool.activate();
+            a.allocate(60 * MIB, S0).unwrap()
+        };
+        let xp = x.ptr();
+        x.record_stream(StreamId(9)).unwrap();
+        drop(x);
+        let used = d.used_bytes();
+        let ooms = stat(&a, "num_ooms");
+        let e = a.allocate(50 * MIB, S0).unwrap_err();
+        assert!(e.is_out_of_memory(), "{conf}: {e}");
+        assert_eq!(stat(&a, "num_ooms"), ooms + 1, "{conf}");
+        let seg = pool.snapshot();
+        assert_eq!(seg.len(), 1, "{conf}: the pool keeps its segment");
+        assert_eq!(
+            format!("{:?}", seg[0].blocks[0].state),
+            "Inactive",
+            "{conf}: the flush freed it"
+        );
+        let y = a.allocate(50 * MIB, S0).unwrap();
+        assert_eq!(y.ptr(), xp, "{conf}: lent from the pool");
+        assert_eq!(pool_of(&a, y.ptr()), Some(pool.id()), "{conf}");
+        assert_eq!(d.used_bytes(), used, "{conf}: no new device memory");
+        drop(y);
+        drop(pool);
+        a.empty_cache().unwrap();
+        assert_eq!((a.memory_reserved(), d.used_bytes()), (0, 0), "{conf}");
+        a.check_consistency().unwrap();
+    }
+}
