@@ -489,3 +489,55 @@ fn a_use_on_oom_pools_pending_block_is_lent_only_after_the_flush() {
         a.check_consistency().unwrap();
     }
 }
+
+// ----- near the device's capacity: the segment, not the request, must fit -------
+
+/// PyTorch's `alloc_block` asks the device for `get_allocation_size(size)`,
+/// not for the request: a request above `kSmallSize` (1 MiB) and below
+/// `kMinLargeAlloc` (10 MiB) needs a whole `kLargeBuffer` (20 MiB), one of
+/// 1 MiB or less a `kSmallBuffer` (2 MiB), and one of 10 MiB or more its size
+/// rounded up to `kRoundLarge` (2 MiB). So with ordinary segments on a 30 MiB
+/// device holding a 15 MiB tensor (a 16 MiB segment; the 1 MiB left is not
+/// more than `kSmallSize`, so the block is handed out whole), 14 MiB is free
+/// and yet a 3 MiB request runs out of memory (`test_out_of_memory`'s point:
+/// the error comes from the device allocation), after the flush
+/// (`num_alloc_retries` +1), with nothing changed but the counters; a 1 MiB
+/// request then gets a 2 MiB segment and a 10 MiB one a 10 MiB segment
+/// (30 - 16 - 2 = 12 MiB left); once that one is freed (cached), an 11 MiB
+/// request (a 12 MiB segment) fits only after the flush.
+#[test]
+fn a_mid_sized_request_needs_room_for_a_whole_large_buffer() {
+    let (d, a) = sim("expandable_segments:False", 30 * MIB);
+    let x = a.allocate(15 * MIB, S0).unwrap();
+    assert_eq!((x.size(), a.memory_allocated()), (15 * MIB, 16 * MIB));
+    assert_eq!(a.memory_reserved(), 16 * MIB);
+    let before = common::stats_but_ooms(&a);
+    let retries = stat(&a, "num_alloc_retries");
+    let e = a.allocate(3 * MIB, S0).unwrap_err();
+    let oom = e.out_of_memory().expect("an out-of-memory error");
+    assert_eq!(oom.requested, 3 * MIB, "{e}");
+    assert_eq!(stat(&a, "num_alloc_retries"), retries + 1);
+    assert!(
+        before == common::stats_but_ooms(&a),
+        "only the counters moved"
+    );
+    assert_eq!(d.used_bytes(), 16 * MIB);
+
+    let small = a.allocate(MIB, S0).unwrap();
+    assert_eq!(a.memory_reserved(), 18 * MIB, "a 2 MiB small segment");
+    let ten = a.allocate(10 * MIB, S0).unwrap();
+    assert_eq!(a.memory_reserved(), 28 * MIB, "a 10 MiB segment");
+    drop(ten);
+    // The cached 10 MiB block cannot serve 11 MiB, and its 12 MiB segment
+    // does not fit next to 28 MiB; the flush frees the cached 10 MiB
+    // segment, and the retry (counted in `num_alloc_retries` whether it
+    // succeeds or not: `alloc_block(isRetry=true)`) fits exactly, 18 + 12.
+    let eleven = a.allocate(11 * MIB, S0).unwrap();
+    assert_eq!(a.memory_reserved(), 30 * MIB);
+    assert_eq!(stat(&a, "num_alloc_retries"), retries + 2);
+    assert_eq!(stat(&a, "segment.all.current"), 3);
+    drop((x, small, eleven));
+    a.empty_cache().unwrap();
+    assert_eq!(d.used_bytes(), 0);
+    a.check_consistency().unwrap();
+}
