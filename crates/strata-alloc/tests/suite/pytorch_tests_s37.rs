@@ -541,3 +541,50 @@ fn a_mid_sized_request_needs_room_for_a_whole_large_buffer() {
     assert_eq!(d.used_bytes(), 0);
     a.check_consistency().unwrap();
 }
+
+// ----- the memory fraction counts private pools ---------------------------------
+
+/// PyTorch's limit is checked against `total_allocated_memory`, which every
+/// `cudaMalloc` of the device allocator adds to, a private pool's included
+/// (`alloc_block` is the same for all pools). So on a 100 MiB device with a
+/// fraction of one half (50 MiB allowed), a pool holding a 40 MiB segment
+/// (10 MiB or more: rounded up to 2 MiB) leaves no room for a 20 MiB
+/// default-pool request (40 + 20 > 50): out of memory although the device
+/// has 60 MiB free. Once the pool's block is freed the segment
+/// stays the pool's while the pool is in use (`release_cached_blocks` skips
+/// pools with a use count), so the request still fails; dropping the pool
+/// (`~MemPool`: `releasePool`, `emptyCache(id)`) gives the segment back and
+/// the request succeeds.
+#[test]
+fn the_memory_fraction_counts_a_private_pools_segments() {
+    for conf in MODES {
+        let (d, a) = sim(conf, 100 * MIB);
+        a.set_memory_fraction(0.5).unwrap();
+        let pool = a.mem_pool(MemPoolOptions::default());
+        let x = {
+            let _route = pool.activate();
+            a.allocate(40 * MIB, S0).unwrap()
+        };
+        assert_eq!(a.memory_reserved(), 40 * MIB, "{conf}");
+        let e = a.allocate(20 * MIB, S0).unwrap_err();
+        assert!(e.is_out_of_memory(), "{conf}: {e}");
+        assert_eq!(
+            d.used_bytes(),
+            40 * MIB,
+            "{conf}: refused before the device"
+        );
+        drop(x);
+        let e = a.allocate(20 * MIB, S0).unwrap_err();
+        assert!(
+            e.is_out_of_memory(),
+            "{conf}: the pool keeps its segment: {e}"
+        );
+        assert_eq!(a.memory_reserved(), 40 * MIB, "{conf}");
+        drop(pool);
+        assert_eq!(a.memory_reserved(), 0, "{conf}");
+        let y = a.allocate(20 * MIB, S0).unwrap();
+        assert!(a.memory_reserved() <= 50 * MIB, "{conf}");
+        drop(y);
+        a.check_consistency().unwrap();
+    }
+}
