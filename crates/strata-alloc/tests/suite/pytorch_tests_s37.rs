@@ -516,6 +516,18 @@ fn a_mid_sized_request_needs_room_for_a_whole_large_buffer() {
     let e = a.allocate(3 * MIB, S0).unwrap_err();
     let oom = e.out_of_memory().expect("an out-of-memory error");
     assert_eq!(oom.requested, 3 * MIB, "{e}");
+    // PyTorch's message says "Tried to allocate 20.00 MiB" here (it prints
+    // `alloc_size`, the segment); strata names the caller's size there and
+    // the segment after it, on purpose (error.rs).
+    assert_eq!(oom.device_request, 20 * MIB, "{e}");
+    assert!(
+        e.to_string().contains("asked the device for 20.00 MiB"),
+        "{e}"
+    );
+    assert_eq!(
+        (oom.capacity, oom.free, oom.allowed),
+        (30 * MIB, 14 * MIB, None)
+    );
     assert_eq!(stat(&a, "num_alloc_retries"), retries + 1);
     assert!(
         before == common::stats_but_ooms(&a),
@@ -584,6 +596,55 @@ fn the_memory_fraction_counts_a_private_pools_segments() {
         assert_eq!(a.memory_reserved(), 0, "{conf}");
         let y = a.allocate(20 * MIB, S0).unwrap();
         assert!(a.memory_reserved() <= 50 * MIB, "{conf}");
+        drop(y);
+        a.check_consistency().unwrap();
+    }
+}
+
+// ----- resetting peaks while a free is pending -----------------------------------
+
+/// `reset_peak_memory_stats` sets every peak to its current value. A block
+/// freed after `record_stream` stops counting in `allocated_bytes` at the
+/// free request but stays in `active_bytes` (and `requested_bytes`) until
+/// its event completes (`free_block`). So: 4 MiB allocated, recorded on
+/// stream 3, freed, then the peaks reset: `allocated_bytes` peak 0,
+/// `active_bytes` peak 4 MiB, `requested_bytes` peak 4 MiB. Stream 3's work
+/// done, the next `malloc` (512 bytes) first runs `process_events` (the
+/// block is freed: active 0), then allocates: `active_bytes` current 512 with
+/// its peak still 4 MiB, `allocated_bytes` peak 512.
+#[test]
+fn reset_peak_memory_stats_keeps_a_pending_free_in_the_active_peak() {
+    for conf in MODES {
+        let (d, a) = sim(conf, GIB);
+        let x = a.allocate(4 * MIB, S0).unwrap();
+        x.record_stream(StreamId(3)).unwrap();
+        drop(x);
+        a.reset_peak_memory_stats();
+        let peak = |k: &str| stat(&a, &format!("{k}.all.peak"));
+        let cur = |k: &str| stat(&a, &format!("{k}.all.current"));
+        let m = 4 * MIB as i64;
+        assert_eq!(
+            (
+                peak("allocated_bytes"),
+                peak("active_bytes"),
+                peak("requested_bytes")
+            ),
+            (0, m, m),
+            "{conf}"
+        );
+        d.complete_stream(StreamId(3));
+        let y = a.allocate(512, S0).unwrap();
+        assert_eq!(
+            (cur("active_bytes"), peak("active_bytes")),
+            (512, m),
+            "{conf}"
+        );
+        assert_eq!(
+            (cur("requested_bytes"), peak("requested_bytes")),
+            (512, m),
+            "{conf}"
+        );
+        assert_eq!(peak("allocated_bytes"), 512, "{conf}");
         drop(y);
         a.check_consistency().unwrap();
     }
