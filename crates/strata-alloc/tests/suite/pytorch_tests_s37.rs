@@ -649,3 +649,88 @@ fn reset_peak_memory_stats_keeps_a_pending_free_in_the_active_peak() {
         a.check_consistency().unwrap();
     }
 }
+
+// ----- snapshot order ----------------------------------------------------------------
+
+/// `DeviceCachingAllocator::snapshot` sorts the segments by address
+/// (`std::sort(..., a.address < b.address)`) whichever pool or stream they
+/// belong to, and `torch.cuda.memory._snapshot()` pickles them in that
+/// order; a pool's snapshot (`MemPool.snapshot()`, `snapshot(mempool_id)`)
+/// is the same list filtered to the pool's segments. The simulated device
+/// here hands out each new ordinary segment *below* the one before
+/// (`with_malloc_addresses`), so creation order is the reverse of address
+/// order: segments of the small and large pools, of three streams (one never
+/// seen before, `u64::MAX`) and of two private pools come back sorted all the
+/// same, in the pickle too.
+#[test]
+fn memory_snapshot_segments_are_sorted_by_address() {
+    // (size, stream, private pool 0/1/2) in creation order.
+    let calls = [
+        (30 * MIB, S0, 0),
+        (1000, StreamId(u64::MAX), 1),
+        (12 * MIB, StreamId(5), 0),
+        (3 * MIB, StreamId(u64::MAX), 2),
+        (700 * 1024, S0, 0),
+        (100, StreamId(5), 2),
+    ];
+    // The segment of each call (`get_allocation_size`), pools' own: small
+    // requests get 2 MiB, 3 MiB gets 20 MiB, 10 MiB or more its size in
+    // 2 MiB steps.
+    let segment = |size: u64| match size {
+        s if s <= MIB => 2 * MIB,
+        s if s < 10 * MIB => 20 * MIB,
+        s => s.next_multiple_of(2 * MIB),
+    };
+    let top = 0x7000_0000_0000u64;
+    for conf in MODES {
+        let expandable = conf.ends_with("True");
+        // The device allocations in order: with expandable segments only the
+        // private pools' requests are whole allocations.
+        let plan: Vec<(u64, u64)> = calls
+            .iter()
+            .filter(|c| !expandable || c.2 != 0)
+            .enumerate()
+            .map(|(k, c)| (top - k as u64 * GIB, segment(c.0)))
+            .collect();
+        let d = Arc::new(
+            strata_alloc::driver::sim::SimDriver::new(GIB, 2 * MIB).with_malloc_addresses(plan),
+        );
+        let a = CachingAllocator::new(d, strata_alloc::AllocatorConfig::parse(conf).unwrap());
+        let pools = [
+            a.mem_pool(MemPoolOptions::default()),
+            a.mem_pool(MemPoolOptions::default()),
+        ];
+        let mut keep = Vec::new();
+        for (size, stream, pool) in calls {
+            let _route = (pool > 0).then(|| pools[pool - 1].activate());
+            keep.push(a.allocate(size, stream).unwrap());
+        }
+        let made: Vec<u64> = keep.iter().map(|x| x.ptr()).collect();
+        let pooled = made[1] > made[3];
+        assert!(
+            pooled,
+            "{conf}: the second pool's segment lies below the first's"
+        );
+        let segs = a.snapshot();
+        let addrs: Vec<u64> = segs.iter().map(|s| s.address).collect();
+        assert!(addrs.is_sorted(), "{conf}: {addrs:x?}");
+        for (p, n) in pools.iter().zip([1, 2]) {
+            let own: Vec<u64> = p.snapshot().iter().map(|s| s.address).collect();
+            let filtered: Vec<u64> = segs
+                .iter()
+                .filter(|s| s.pool_id == p.id())
+                .map(|s| s.address)
+                .collect();
+            assert_eq!(own, filtered, "{conf}");
+            assert_eq!(own.len(), n, "{conf}: one segment per request");
+        }
+        let v = common::decode(&a.snapshot_pickle().unwrap());
+        let pickled: Vec<u64> = common::list(common::key(&v, "segments"))
+            .iter()
+            .map(|s| common::int(common::key(s, "address")))
+            .collect();
+        assert_eq!(pickled, addrs, "{conf}");
+        drop(keep);
+        a.check_consistency().unwrap();
+    }
+}
