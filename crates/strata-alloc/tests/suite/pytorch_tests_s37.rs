@@ -394,7 +394,10 @@ fn pinned_empty_cache_keeps_a_block_whose_event_is_pending() {
 /// own (`kSmallBuffer`; a private pool's segments are ordinary in strata
 /// even with expandable segments on, docs/allocator.md), so
 /// `segment.all.allocated` counts 2000 and `reserved_bytes.all.allocated`
-/// 4000 MiB, all freed.
+/// 4000 MiB, all freed. Each drop's `emptyCache(id)` runs
+/// `release_cached_blocks(context, id)`, which calls
+/// `synchronize_and_free_events(context, pool)` for the (now freeable) pool:
+/// `num_sync_all_streams` counts 2000.
 #[test]
 fn test_mempool_churn_gives_every_segment_back() {
     for conf in MODES {
@@ -414,6 +417,7 @@ fn test_mempool_churn_gives_every_segment_back() {
         }
         assert_eq!(stat(&a, "segment.all.allocated"), 2000, "{conf}");
         assert_eq!(stat(&a, "segment.all.freed"), 2000, "{conf}");
+        assert_eq!(stat(&a, "num_sync_all_streams"), 2000, "{conf}");
         assert_eq!(
             stat(&a, "reserved_bytes.all.allocated"),
             4000 * MIB as i64,
