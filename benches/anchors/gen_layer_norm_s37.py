@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's layer_norm backward on ill-conditioned rows, replayed by
-crates/strata-tensor/tests/hostile_sweep_s37.rs (the JSON fixture
+crates/strata-tensor/tests/suite/hostile_sweep_s37.rs (the JSON fixture
 crates/strata-tensor/tests/data/layer_norm_s37.json).
 
 Rows of 1, 2, 3, 5 and 16 elements whose spread is small against their

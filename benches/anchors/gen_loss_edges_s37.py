@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's answers for class-target losses at their edges, replayed by
-crates/strata-tensor/tests/hostile_sweep_s37.rs (the JSON fixture
+crates/strata-tensor/tests/suite/hostile_sweep_s37.rs (the JSON fixture
 crates/strata-tensor/tests/data/loss_edges_s37.json).
 
 Two grids, every case run by PyTorch (CPU, one thread):

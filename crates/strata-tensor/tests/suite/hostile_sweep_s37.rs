@@ -44,7 +44,7 @@
 use serde_json::Value;
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
-const FIXTURE: &str = include_str!("data/loss_edges_s37.json");
+const FIXTURE: &str = include_str!("../data/loss_edges_s37.json");
 
 fn num(v: &Value) -> f64 {
     match v {
@@ -241,7 +241,7 @@ fn non_finite_logits_and_zero_weights_match_pytorch() {
     check("nonfinite");
 }
 
-const LAYER_NORM: &str = include_str!("data/layer_norm_s37.json");
+const LAYER_NORM: &str = include_str!("../data/layer_norm_s37.json");
 
 /// layer_norm's f32 backward on rows of 1, 2, 3, 5 and 16 elements whose
 /// spread is tiny against their mean (variances far below 0.01), eps 0,

@@ -1,0 +1,28 @@
+//! strata-tensor's integration tests that share no process-wide state, in one
+//! binary (one link instead of one per file: a CI disk holds the workspace's
+//! test binaries). Each module is the file of its name;
+//! `cargo test -p strata-tensor --release --test suite NAME` runs the tests
+//! whose path contains NAME, e.g. `hostile_sweep_s37::`. Files that install an
+//! allocator, read memory statistics, set environment variables, need a GPU
+//! or NCCL, or replay the conformance programs stay binaries of their own in
+//! `tests/`.
+
+mod div_and_cross_entropy;
+mod errors;
+mod fuzz_ops_fixes;
+mod hostile_inputs;
+mod hostile_sweep_s27;
+mod hostile_sweep_s29;
+mod hostile_sweep_s30;
+mod hostile_sweep_s31;
+mod hostile_sweep_s32;
+mod hostile_sweep_s33;
+mod hostile_sweep_s35;
+mod hostile_sweep_s36;
+mod hostile_sweep_s37;
+mod interop;
+mod masked_select;
+mod math;
+mod matmul_precision;
+mod optim;
+mod properties;
