@@ -1565,6 +1565,12 @@ impl CachingAllocator {
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
         };
+        if ptr.checked_add(size).is_none() {
+            // A driver's bug: every block of the segment would end below
+            // where it starts. Given back, and reported as the driver's.
+            let _ = self.counted.free(ptr, size);
+            return Err(self.driver_error(wrapping_range("malloc", ptr, size)));
+        }
         let id = st
             .blocks
             .add(Block::whole_segment(ptr, size, s, pool, None));
@@ -1810,8 +1816,16 @@ impl CachingAllocator {
             format!("A single allocation of {} exceeds the per-stream expandable-segment reserve of {} set by {what}; an allocation cannot span expandable segments: raise the reserve for this stream (or unset it).", crate::stats::format_size(device_request), crate::stats::format_size(r))
         } else if requested > self.capacity {
             "The request alone is larger than the device's total capacity: split the work into smaller pieces (a smaller batch, chunked computation).".to_string()
-        } else if !st.fits_fraction(device_request) {
+        } else if st
+            .settings
+            .allowed_max
+            .is_some_and(|max| reserved.saturating_add(device_request) > max)
+        {
             "The per-process memory fraction is the limit: raise per_process_memory_fraction in STRATA_ALLOC_CONF (or with set_memory_fraction), or use less memory.".to_string()
+        } else if device_request <= self.capacity
+            && reserved.saturating_add(device_request) > crate::state::MAX_RESERVED
+        {
+            "The allocator's statistics (PyTorch's signed 64-bit figures) count at most 2^63 - 1 reserved bytes, and this request would take the reserved bytes past that: free memory (or call empty_cache()) before asking for more.".to_string()
         } else if unallocated > device_request
             && unallocated * 4 > reserved.max(1)
             && largest_free < device_request
@@ -2234,4 +2248,15 @@ fn round_size(config: &AllocatorConfig, size: u64) -> u64 {
         return size.div_ceil(step).saturating_mul(step);
     }
     size.div_ceil(MIN_BLOCK_SIZE).saturating_mul(MIN_BLOCK_SIZE)
+}
+
+/// The error for a driver that handed out `size` bytes at `ptr`, a range
+/// that wraps past the end of the 64-bit address space.
+pub(crate) fn wrapping_range(call: &'static str, ptr: DevicePtr, size: u64) -> DriverError {
+    DriverError::Call {
+        call,
+        message: format!(
+            "returned {ptr:#x} for {size} bytes, a range that wraps past the end of the 64-bit address space; the driver must return a range that fits below 2^64 (or report out of memory)"
+        ),
+    }
 }

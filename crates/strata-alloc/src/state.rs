@@ -369,12 +369,12 @@ impl State {
 
     /// Whether `extra` more reserved bytes stay within the per-process memory
     /// fraction (saturating: an `extra` near `u64::MAX`, a segment size set
-    /// near 2^64 bytes, never wraps back under the limit).
+    /// near 2^64 bytes, never wraps back under the limit), and within
+    /// [`MAX_RESERVED`], the most the statistics can count.
     #[inline]
     pub fn fits_fraction(&self, extra: u64) -> bool {
-        self.settings
-            .allowed_max
-            .is_none_or(|max| self.reserved().saturating_add(extra) <= max)
+        let total = self.reserved().saturating_add(extra);
+        total <= MAX_RESERVED && self.settings.allowed_max.is_none_or(|max| total <= max)
     }
 
     /// Whether a request on dense stream `s` is served by expandable
@@ -601,3 +601,10 @@ pub(crate) fn pool_stream_index(st: &mut State, stream: StreamId, mempool: u64) 
     st.streams.push(fresh);
     (st.streams.len() - 1) as u32
 }
+
+/// The most bytes an allocator reserves at once: its statistics are
+/// PyTorch's signed 64-bit figures (`memory_stats()`), and reserved bytes
+/// past `i64::MAX` would read back negative. Only a driver reporting a device
+/// of more than 8 EiB gets there; a request that would pass it is out of
+/// memory.
+pub(crate) const MAX_RESERVED: u64 = i64::MAX as u64;

@@ -249,10 +249,15 @@ impl SimDriver {
         Ok(())
     }
 
-    fn bump(s: &mut SimState, size: u64, align: u64) -> u64 {
-        let a = s.next_address.div_ceil(align) * align;
-        s.next_address = a + size;
-        a
+    /// The next unused address aligned to `align` with `size` bytes after
+    /// it; `None` when that range would not end below 2^64 (addresses are
+    /// never reused, so a device of capacity near 2^64, or many large
+    /// segments made and freed, can get there): the caller reports it as
+    /// out of memory instead of handing out a range that wraps.
+    fn bump(s: &mut SimState, size: u64, align: u64) -> Option<u64> {
+        let a = s.next_address.checked_next_multiple_of(align)?;
+        s.next_address = a.checked_add(size)?;
+        Some(a)
     }
 
     fn misuse(call: &'static str, message: impl Into<String>) -> DriverError {
@@ -380,12 +385,15 @@ impl Driver for SimDriver {
                     .segments
                     .iter()
                     .chain(&s.reservations)
-                    .any(|(&b, &l)| b < at + size && at < b + l);
+                    .any(|(&b, &l)| b < at.saturating_add(size) && at < b + l);
                 (!overlaps && at != 0).then_some(at)
             }
             _ => None,
         };
-        let p = planned.unwrap_or_else(|| Self::bump(&mut s, size, 512));
+        let Some(p) = planned.or_else(|| Self::bump(&mut s, size, 512)) else {
+            s.used -= size;
+            return Err(DriverError::OutOfMemory);
+        };
         s.segments.insert(p, size);
         Ok(p)
     }
@@ -432,7 +440,9 @@ impl VirtualMemory for SimDriver {
                 "size not a multiple of granularity",
             ));
         }
-        let p = Self::bump(&mut s, size, self.granularity);
+        let Some(p) = Self::bump(&mut s, size, self.granularity) else {
+            return Err(DriverError::OutOfMemory);
+        };
         s.reservations.insert(p, size);
         Ok(p)
     }

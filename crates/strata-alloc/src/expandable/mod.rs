@@ -374,6 +374,12 @@ impl ExpandableSpace<'_> {
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
         };
+        if base.checked_add(size).is_none() {
+            // A driver's bug: the range's blocks would end below where
+            // they start. Given back, and reported as the driver's.
+            let _ = self.vm.unreserve(base, size);
+            return Err(self.driver_error(crate::allocator::wrapping_range("reserve", base, size)));
+        }
         let seg_index = st
             .expandable
             .iter()

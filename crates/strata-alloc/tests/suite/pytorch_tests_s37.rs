@@ -9,6 +9,23 @@
 //! block with expandable segments, and the pinned allocator's `empty_cache`
 //! while a block waits on an event.
 //!
+//! Defects these tests found (fixed with them):
+//!
+//! * on a device reporting more than 8 EiB (a user's driver, or the
+//!   simulator at `u64::MAX`), ordinary segments could take the reserved
+//!   bytes past `i64::MAX`: `reserved_bytes` and `allocated_bytes` (PyTorch's
+//!   signed 64-bit statistics) read back negative, -2^63 after eight
+//!   requests of just under 1 EiB. A request that would pass `i64::MAX`
+//!   reserved bytes is now out of memory, with a hint naming the limit.
+//! * the simulator's address bump (`SimDriver::malloc` and `reserve`) added
+//!   unchecked: a reservation near 2^64 bytes (expandable segments at
+//!   2^50-byte pages on a device of capacity `u64::MAX`), or segments of
+//!   2^60 bytes made and released 16 times, wrapped past 2^64; the allocator
+//!   took the wrapped range and panicked (an index out of bounds in the
+//!   expandable segments' `grow`). The simulator now reports such a range as
+//!   out of memory, and the allocator refuses a range that wraps from any
+//!   driver (`malloc` or `reserve`) with the driver's error, giving it back.
+//!
 //! Each test names the PyTorch test or source function it follows
 //! (`test/test_cuda.py`, `c10/cuda/CUDACachingAllocator.cpp`,
 //! `aten/src/ATen/core/CachingHostAllocator.h`). Expected figures are worked
@@ -737,4 +754,173 @@ fn memory_snapshot_segments_are_sorted_by_address() {
         drop(keep);
         a.check_consistency().unwrap();
     }
+}
+
+// ----- reserved bytes past what the statistics can count ----------------------
+
+/// PyTorch's statistics are `int64_t` (`Stat::current`), and strata's
+/// `memory_stats()` reads them as `i64`: a device that reports more than 8
+/// EiB (a user's driver, or the simulator at `u64::MAX`) could let the
+/// reserved bytes pass `i64::MAX`, where every figure read back negative
+/// (eight requests of just under 1 EiB, each a segment of exactly 2^60
+/// bytes, made `reserved_bytes` and `allocated_bytes` read -2^63, and 14
+/// made them -2^60). Such a request is now out of memory, with a hint that
+/// names the limit, and every figure stays right: seven requests are
+/// served (7 × 2^60 reserved), the eighth would reach 2^63 and fails
+/// without calling the device, and once everything is freed the device has
+/// it all back. With expandable segments, the range to reserve (1.125 x
+/// the device, saturated near 2^64) is out of memory: at 2 MiB pages its
+/// page table cannot be allocated (`hostile_sweep_s27.rs`); at 2^50-byte
+/// pages the simulator's reservation wrapped past 2^64 and the allocator
+/// took a segment whose blocks ended below their start (an index out of
+/// bounds in `grow`, a panic): the simulator now refuses a range that does
+/// not fit below 2^64, and the allocator refuses such a range from any
+/// driver (`a_driver_range_that_wraps_the_address_space_is_refused`).
+#[test]
+fn reserved_bytes_never_pass_what_the_statistics_can_count() {
+    let request = (1u64 << 60) - 1;
+    for (conf, page) in [
+        (MODES[0], 2 * MIB),
+        (MODES[1], 2 * MIB),
+        (MODES[1], 1 << 50),
+    ] {
+        let d = Arc::new(strata_alloc::driver::sim::SimDriver::new(u64::MAX, page));
+        let a = CachingAllocator::new(
+            d.clone(),
+            strata_alloc::AllocatorConfig::parse(conf).unwrap(),
+        );
+        let mut live = Vec::new();
+        for i in 0..10 {
+            match a.allocate_raw(request, S0) {
+                Ok(r) => live.push(r),
+                Err(e) => {
+                    assert!(e.is_out_of_memory(), "{conf} {i}: {e}");
+                    if live.len() == 7 {
+                        assert!(e.to_string().contains("2^63 - 1 reserved bytes"), "{e}");
+                    }
+                }
+            }
+            let reserved = stat(&a, "reserved_bytes.all.current");
+            assert!(reserved >= 0, "{conf} {i}: {reserved}");
+            assert_eq!(reserved as u64, live.len() as u64 * (1 << 60), "{conf} {i}");
+            assert_eq!(d.used_bytes(), reserved as u64, "{conf} {i}");
+            assert!(stat(&a, "allocated_bytes.all.current") >= 0, "{conf} {i}");
+            assert!(stat(&a, "reserved_bytes.all.peak") >= 0, "{conf} {i}");
+        }
+        // With expandable segments the range to reserve (1.125 x the device,
+        // saturated) does not fit in the address space: out of memory.
+        assert!(
+            live.len() == 7 || (conf.ends_with("True") && live.is_empty()),
+            "{conf}"
+        );
+        a.check_consistency().unwrap();
+        for r in live {
+            a.free_raw(r).unwrap();
+        }
+        a.empty_cache().unwrap();
+        assert_eq!((a.memory_reserved(), d.used_bytes()), (0, 0), "{conf}");
+    }
+}
+
+/// The simulator never reuses an address: a device of capacity near 2^64
+/// on which segments of 2^60 bytes are made and released again and again
+/// runs out of addresses after 15 of them. Each request then is out of
+/// memory (the simulator's `malloc` refuses a range past 2^64 and gives the
+/// bytes it counted back), never a segment that wraps, and the books stay
+/// right.
+#[test]
+fn segments_made_and_released_past_the_address_space_are_out_of_memory() {
+    let d = Arc::new(strata_alloc::driver::sim::SimDriver::new(u64::MAX, 0));
+    let a = CachingAllocator::new(d.clone(), strata_alloc::AllocatorConfig::default());
+    let (mut served, mut refused) = (0, 0);
+    for i in 0..40 {
+        match a.allocate_raw((1u64 << 60) - 1, S0) {
+            Ok(r) => {
+                assert!(r.ptr().checked_add(r.size()).is_some(), "{i}");
+                served += 1;
+                a.free_raw(r).unwrap();
+            }
+            Err(e) => {
+                assert!(e.is_out_of_memory(), "{i}: {e}");
+                refused += 1;
+            }
+        }
+        a.empty_cache().unwrap();
+        assert_eq!((a.memory_reserved(), d.used_bytes()), (0, 0), "{i}");
+        a.check_consistency().unwrap();
+    }
+    assert!(
+        served >= 14 && refused >= 20,
+        "{served} served, {refused} refused"
+    );
+    // Small requests still find addresses below the end.
+    let _ = a.allocate_raw(4096, S0).map(|r| a.free_raw(r).unwrap());
+    a.check_consistency().unwrap();
+}
+
+/// A driver (a user's `Driver`) whose `malloc` hands out a range that wraps
+/// past 2^64: the allocator gives it back and returns the driver's error,
+/// naming the call and the range, and changes nothing else.
+#[test]
+fn a_driver_range_that_wraps_the_address_space_is_refused() {
+    use strata_alloc::driver::EventHandle;
+    use strata_alloc::{Device, DevicePtr, Driver, DriverError, MemInfo, StreamEvents};
+    struct Wrapping(strata_alloc::driver::sim::SimDriver);
+    impl StreamEvents for Wrapping {
+        fn create_event(&self) -> Result<EventHandle, DriverError> {
+            self.0.create_event()
+        }
+        fn destroy_event(&self, event: EventHandle) -> Result<(), DriverError> {
+            self.0.destroy_event(event)
+        }
+        fn record_event(&self, event: EventHandle, stream: StreamId) -> Result<(), DriverError> {
+            self.0.record_event(event, stream)
+        }
+        fn query_event(&self, event: EventHandle) -> Result<bool, DriverError> {
+            self.0.query_event(event)
+        }
+        fn synchronize_event(&self, event: EventHandle) -> Result<(), DriverError> {
+            self.0.synchronize_event(event)
+        }
+        fn synchronize_stream(&self, stream: StreamId) -> Result<(), DriverError> {
+            self.0.synchronize_stream(stream)
+        }
+    }
+    impl Driver for Wrapping {
+        fn device(&self) -> Device {
+            Device::Cuda(0)
+        }
+        fn name(&self) -> String {
+            "wrapping".into()
+        }
+        fn total_memory(&self) -> u64 {
+            self.0.total_memory()
+        }
+        fn mem_get_info(&self) -> Result<MemInfo, DriverError> {
+            self.0.mem_get_info()
+        }
+        fn malloc(&self, size: u64) -> Result<DevicePtr, DriverError> {
+            // The last 4 KiB of the address space, whatever the size.
+            let _ = size;
+            Ok(u64::MAX - 4095)
+        }
+        fn free(&self, _ptr: DevicePtr, _size: u64) -> Result<(), DriverError> {
+            Ok(())
+        }
+        fn virtual_memory(&self) -> Option<&dyn strata_alloc::driver::VirtualMemory> {
+            None
+        }
+    }
+    let a = CachingAllocator::new(
+        Arc::new(Wrapping(strata_alloc::driver::sim::SimDriver::new(GIB, 0))),
+        strata_alloc::AllocatorConfig::default(),
+    );
+    let before = common::state(&a);
+    let e = a.allocate_raw(MIB, S0).unwrap_err();
+    assert!(matches!(e, AllocError::Driver { .. }), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("malloc") && text.contains("wraps"), "{text}");
+    assert!(before == common::state(&a), "nothing changed");
+    assert!(a.snapshot().is_empty());
+    a.check_consistency().unwrap();
 }
