@@ -924,3 +924,51 @@ fn a_driver_range_that_wraps_the_address_space_is_refused() {
     assert!(a.snapshot().is_empty());
     a.check_consistency().unwrap();
 }
+
+/// Expandable segments with pages of 2^50 bytes on devices of 2^62 bytes
+/// and more (a driver's granularity may be any power of two up to half the
+/// device): requests of just under 1 EiB on two streams, then a small one,
+/// are served or are typed out-of-memory errors — never a panic or a
+/// wrapped range (each stream's reservation of 1.125 x the device stops
+/// fitting in the 64-bit address space beyond 2^62 bytes: the simulator
+/// says out of memory) — and the reserved bytes are always the device's
+/// used bytes, a whole number of 2^60-byte requests. On the 2^62-byte
+/// device, exactly four requests fit (the first four, on both streams),
+/// and the next ones, the small one included, find the device full.
+#[test]
+fn expandable_segments_with_huge_pages_on_huge_devices_keep_the_books() {
+    for cap in [1u64 << 62, (1u64 << 63) + (1 << 62), u64::MAX / 2] {
+        let d = Arc::new(strata_alloc::driver::sim::SimDriver::new(cap, 1 << 50));
+        let a = CachingAllocator::new(d.clone(), strata_alloc::AllocatorConfig::default());
+        assert!(a.expandable_segments(), "{cap:#x}");
+        let mut live = Vec::new();
+        for i in 0..12u64 {
+            match a.allocate_raw((1u64 << 60) - 1, StreamId(i % 2)) {
+                Ok(r) => live.push(r),
+                Err(e) => assert!(e.is_out_of_memory(), "{cap:#x} {i}: {e}"),
+            }
+            let reserved = stat(&a, "reserved_bytes.all.current");
+            assert_eq!(
+                reserved as u64,
+                live.len() as u64 * (1 << 60),
+                "{cap:#x} {i}"
+            );
+            assert_eq!(d.used_bytes(), reserved as u64, "{cap:#x} {i}");
+            a.check_consistency().unwrap();
+        }
+        if cap == 1 << 62 {
+            assert_eq!(live.len(), 4);
+            let e = a.allocate_raw(1000, S0).unwrap_err();
+            assert!(e.is_out_of_memory(), "{e}");
+        } else {
+            assert!(!live.is_empty(), "{cap:#x}");
+            let _ = a.allocate_raw(1000, S0).map(|r| a.free_raw(r).unwrap());
+        }
+        for r in live {
+            a.free_raw(r).unwrap();
+        }
+        a.empty_cache().unwrap();
+        assert_eq!((a.memory_reserved(), d.used_bytes()), (0, 0), "{cap:#x}");
+        a.check_consistency().unwrap();
+    }
+}
