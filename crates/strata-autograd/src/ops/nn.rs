@@ -215,6 +215,12 @@ impl Var {
             v
         };
         let f = formula(move |g, s, _n| {
+            let classes = if shape.len() == 1 { shape[0] } else { shape[1] };
+            if classes == 0 || shape.contains(&0) {
+                // Nothing to scatter into (no class, or no row): the
+                // gradient is the input's empty shape, as PyTorch's.
+                return Ok(vec![Some(Tensor::zeros(&shape, dtype, g.device())?)]);
+            }
             let t = s[0].reshape(&[-1])?;
             let acc = strata_tensor::acc_dtype(dtype);
             let (wt, safe) = nll_weights(&t, s.get(1), ignore_index, acc)?;
@@ -230,7 +236,6 @@ impl Var {
             let vals = Tensor::where_cond(&t.eq(ignore_index)?, 0.0, &wt.mul(&coef)?.neg()?)?
                 .unsqueeze(1)?;
             let rows = safe.numel();
-            let classes = if shape.len() == 1 { shape[0] } else { shape[1] };
             let z = Tensor::zeros(&[rows, classes], acc, g.device())?;
             let dx = z.scatter_add(1, &safe.unsqueeze(1)?, &vals)?;
             Ok(vec![Some(from_rows(&dx, &shape)?.to_dtype(dtype)?)])

@@ -24,5 +24,6 @@ mod hostile_sweep_s32;
 mod hostile_sweep_s33;
 mod hostile_sweep_s34;
 mod hostile_sweep_s35;
+mod hostile_sweep_s37;
 mod recompute;
 mod semantics;
