@@ -21,21 +21,23 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// Adds `n`.
+    /// Adds `n`. The accumulated `allocated` saturates at `i64::MAX`
+    /// instead of wrapping negative (a long run can pass 2^63 bytes in all;
+    /// `current` cannot: the reserved bytes stay below it).
     #[inline]
     pub fn increase(&mut self, n: i64) {
         self.current += n;
-        self.allocated += n;
+        self.allocated = self.allocated.saturating_add(n);
         if self.current > self.peak {
             self.peak = self.current;
         }
     }
 
-    /// Removes `n`.
+    /// Removes `n`; the accumulated `freed` saturates as `allocated` does.
     #[inline]
     pub fn decrease(&mut self, n: i64) {
         self.current -= n;
-        self.freed += n;
+        self.freed = self.freed.saturating_add(n);
     }
 
     fn reset_peak(&mut self) {

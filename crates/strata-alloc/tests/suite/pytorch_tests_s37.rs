@@ -25,6 +25,11 @@
 //!   expandable segments' `grow`). The simulator now reports such a range as
 //!   out of memory, and the allocator refuses a range that wraps from any
 //!   driver (`malloc` or `reserve`) with the driver's error, giving it back.
+//! * the accumulated figures (`allocated`, `freed` of every statistic) added
+//!   unchecked: past 2^63 bytes in all (segments of 2^60 bytes made and
+//!   released sixteen times; on a real device, a long enough run) they
+//!   overflowed (a panic in the test profile, negative figures in a release
+//!   build). They now saturate at `i64::MAX`.
 //!
 //! Each test names the PyTorch test or source function it follows
 //! (`test/test_cuda.py`, `c10/cuda/CUDACachingAllocator.cpp`,
