@@ -18,7 +18,7 @@
 //!   infinity norm splits like `amax` of `|x|`); the input and the result
 //!   are saved.
 
-use super::formula;
+use super::{expand_back, formula, kept};
 use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::{shape, DType, Tensor, TensorError};
@@ -35,25 +35,6 @@ fn reduced_dims(op: &'static str, dims: Option<&[i64]>, ndim: usize) -> Result<V
     }
     d.sort_unstable();
     Ok(d)
-}
-
-/// `t` (the result of a reduction over `dims` of a tensor of `shape`) with
-/// the reduced dims put back as size 1 when they were dropped, then
-/// broadcast to `shape`.
-fn expand_back(t: &Tensor, shape: &[usize], dims: &[usize], keepdim: bool) -> Result<Tensor> {
-    Ok(kept(t, dims, keepdim)?.broadcast_to(shape)?)
-}
-
-/// `t` with the reduced `dims` (sorted) as size 1 (unsqueezed when they
-/// were dropped).
-fn kept(t: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
-    let mut t = t.clone();
-    if !keepdim {
-        for &d in dims {
-            t = t.unsqueeze(d as i64)?;
-        }
-    }
-    Ok(t)
 }
 
 /// The largest (`max`) or smallest element of every slice over `dims`

@@ -1,5 +1,6 @@
 //! Recorded operations on [`Var`](crate::Var)s, grouped by kind, and the
-//! helper that reduces a broadcast gradient back to an input's shape.
+//! helpers that reduce a broadcast gradient back to an input's shape and
+//! broadcast a reduction's gradient back over its reduced dims.
 
 mod binary;
 mod cast;
@@ -48,6 +49,29 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
     } else {
         g.to_dtype(dtype)?
     })
+}
+
+/// `t` (the result of a reduction over the sorted `dims`) with those dims
+/// as size 1: unsqueezed back where `keepdim` dropped them.
+pub(crate) fn kept(t: &Tensor, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+    let mut t = t.clone();
+    if !keepdim {
+        for &d in dims {
+            t = t.unsqueeze(d as i64)?;
+        }
+    }
+    Ok(t)
+}
+
+/// `t` (the result, or the gradient of the result, of a reduction over the
+/// sorted `dims` of a tensor of `shape`) broadcast back to `shape`.
+pub(crate) fn expand_back(
+    t: &Tensor,
+    shape: &[usize],
+    dims: &[usize],
+    keepdim: bool,
+) -> Result<Tensor> {
+    Ok(kept(t, dims, keepdim)?.broadcast_to(shape)?)
 }
 
 /// A boxed backward formula (helps type inference of closures).

@@ -2,7 +2,7 @@
 //! with `keepdim`.
 //! Their backward broadcasts the gradient back over the reduced dims.
 
-use super::formula;
+use super::{expand_back, formula};
 use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::Tensor;
@@ -23,17 +23,6 @@ fn reduced(dims: Option<&[i64]>, ndim: usize) -> Vec<usize> {
         }
         _ => (0..ndim).collect(),
     }
-}
-
-/// `g` (the gradient of a reduction's output) broadcast back to `shape`.
-fn expand_back(g: &Tensor, shape: &[usize], dims: &[usize], keepdim: bool) -> Result<Tensor> {
-    let mut g = g.clone();
-    if !keepdim {
-        for &d in dims {
-            g = g.unsqueeze(d as i64)?;
-        }
-    }
-    Ok(g.broadcast_to(shape)?)
 }
 
 impl Var {

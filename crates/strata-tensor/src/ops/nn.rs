@@ -245,16 +245,7 @@ fn class_targets(
             // No class: only ignored targets are valid (PyTorch's loss is
             // then that of no row), and no in-range value can stand in for
             // them, so every target must equal ignore_index.
-            let (lo, hi) = super::index::read_extremes(&t)?;
-            if lo != ignore_index || hi != ignore_index {
-                let bad = if lo != ignore_index { lo } else { hi };
-                return Err(TensorError::index(
-                    op,
-                    format!(
-                        "target {bad} is out of bounds: the input has no class (C = 0), so every target must be ignore_index {ignore_index}"
-                    ),
-                ));
-            }
+            check_all_ignored(op, &t, ignore_index, "the input has no class (C = 0)")?;
             return Ok(t);
         }
         let checked = Tensor::where_cond(&t.eq(ignore_index)?, 0i64, &t)?;
@@ -271,6 +262,23 @@ fn class_targets(
         t.remember_value_range_besides(lo, hi, ignore_index, stamp);
     }
     Ok(t)
+}
+
+/// With no class, only ignored targets are valid (PyTorch's loss is then
+/// that of no row): the first target (non-empty `t`) that is not
+/// `ignore_index` is an index error; `why` says what has no class.
+fn check_all_ignored(op: &'static str, t: &Tensor, ignore_index: i64, why: &str) -> Result<()> {
+    let (lo, hi) = super::index::read_extremes(t)?;
+    if lo != ignore_index || hi != ignore_index {
+        let bad = if lo != ignore_index { lo } else { hi };
+        return Err(TensorError::index(
+            op,
+            format!(
+                "target {bad} is out of bounds: {why}, so every target must be ignore_index {ignore_index}"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// PyTorch's `nll_loss_nd` (behind `cross_entropy` and `nll_loss`) views
@@ -1077,17 +1085,12 @@ pub fn nll_weights(
         // ignored, and then there is no weight to select.
         Some(w) if w.numel() == 0 => {
             if t.numel() > 0 {
-                let (lo, hi) = super::index::read_extremes(t)?;
-                if lo != ignore_index || hi != ignore_index {
-                    let bad = if lo != ignore_index { lo } else { hi };
-                    return Err(TensorError::index(
-                        "nll_weights",
-                        format!(
-                            "target {bad} is out of bounds for an empty class weight (no class); \
-                             every target must be ignore_index {ignore_index}"
-                        ),
-                    ));
-                }
+                check_all_ignored(
+                    "nll_weights",
+                    t,
+                    ignore_index,
+                    "the class weight is empty (no class)",
+                )?;
             }
             Tensor::zeros(t.shape(), acc, t.device())?
         }

@@ -436,9 +436,8 @@ fn layer_norm_backward<T: Real>(k: &NnKernel) {
             // where eps is below the saved rstd's rounding, rstd) computed
             // again in f64, exactly as the forward computed it (its
             // normalised output used them; `backward_row_stats`); PyTorch's
-            // formula still
-            // decides the zeros (their signs) and the non-finite results
-            // (rstd = inf, eps 0 on a constant row: NaN).
+            // formula still decides the zeros (their signs) and the
+            // non-finite results (rstd = inf, eps 0 on a constant row: NaN).
             let (mu, ar) = backward_row_stats(xv, cols, a, rstd.dtype == DType::F64);
             let (mut sg, mut sgx) = (0.0, 0.0);
             for j in 0..cols {
