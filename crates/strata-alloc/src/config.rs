@@ -801,8 +801,16 @@ fn parse_bool(key: &'static str, value: &str) -> Result<bool, ConfigError> {
 }
 
 /// Splits `a:1,b:[x:1,y:2]` into `(a, 1)`, `(b, [x:1,y:2])`; whitespace is ignored.
+///
+/// Whitespace is what PyTorch's tokenizer skips, C's `isspace` on each byte:
+/// space, tab, newline, vertical tab, form feed and carriage return. Other
+/// Unicode spaces (a no-break space, U+3000, …) are bytes of a key or value
+/// to PyTorch, so they make the key unknown or the value invalid here too.
 fn split_pairs(s: &str) -> Result<Vec<(String, String)>, ConfigError> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let s: String = s
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'))
+        .collect();
     let mut out = Vec::new();
     let mut depth = 0usize;
     let mut start = 0usize;

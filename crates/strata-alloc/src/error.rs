@@ -304,6 +304,20 @@ pub enum AllocError {
         /// The device's capacity.
         capacity: u64,
     },
+    /// A private pool was made active ([`MemPool::activate`](crate::MemPool::activate))
+    /// while a guard of it, on this thread or another, is still alive.
+    /// PyTorch's `use_mem_pool` raises then too (`beginAllocateToPool:
+    /// already recording to mempool_id`): a pool is recorded to by one
+    /// context at a time. Nothing changed (PyTorch has already counted a use
+    /// of the pool when it raises, one that is never given back; strata
+    /// counts none).
+    #[error("beginAllocateToPool: already recording to mempool_id ({}, {}) on {device}: the pool is already active (a guard of MemPool::activate on this or another thread is alive), and a pool is used by one context at a time, as in PyTorch; drop that guard first, or use another MemPool", .pool.0, .pool.1)]
+    PoolAlreadyActive {
+        /// The device.
+        device: Device,
+        /// The pool's id.
+        pool: (u64, u64),
+    },
     /// Writing a diagnostic file failed.
     #[error("could not write {path}: {reason}; pass the path of a file in an existing, writable directory")]
     Write {

@@ -18,7 +18,10 @@
 //! * [`use_count`](MemPool::use_count) is 1 for the pool itself plus 1 for
 //!   each active guard;
 //! * routes nest per thread, the latest one winning, and are private to the
-//!   thread that made them;
+//!   thread that made them; a pool is active in one place at a time (a
+//!   second [`activate`](MemPool::activate) while a guard of the pool is
+//!   alive, on any thread, is [`AllocError::PoolAlreadyActive`], PyTorch's
+//!   `already recording to mempool_id`);
 //! * a pool's free segments are not released by
 //!   [`empty_cache`](CachingAllocator::empty_cache) while the pool is in
 //!   use; dropping the `MemPool` releases them, and the segments of blocks
@@ -38,7 +41,7 @@ use crate::allocator::CachingAllocator;
 use crate::block::PoolKind;
 use crate::snapshot::SegmentSnapshot;
 use crate::state::{pool_stream_index, stream_index, PoolRoute, PrivatePool, State};
-use crate::StreamId;
+use crate::{AllocError, StreamId};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::thread::ThreadId;
@@ -67,7 +70,7 @@ pub struct MemPoolOptions {
 /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
 /// let pool = a.mem_pool(MemPoolOptions::default());
 /// let inside = {
-///     let _route = pool.activate();
+///     let _route = pool.activate().unwrap();
 ///     a.allocate(4 << 20, StreamId::DEFAULT).unwrap()
 /// };
 /// let outside = a.allocate(4 << 20, StreamId::DEFAULT).unwrap();
@@ -138,10 +141,37 @@ impl MemPool {
     }
 
     /// Routes the calling thread's allocations to this pool until the guard
-    /// is dropped (PyTorch's `torch.cuda.use_mem_pool(pool)`). Guards nest:
-    /// the latest one of a thread decides.
-    pub fn activate(&self) -> MemPoolGuard<'_> {
+    /// is dropped (PyTorch's `torch.cuda.use_mem_pool(pool)`). Guards of
+    /// different pools nest: the latest one of a thread decides.
+    ///
+    /// A pool is active in one place at a time: while a guard of this pool
+    /// is alive (on this thread, nested, or on another thread), activating
+    /// it again is [`AllocError::PoolAlreadyActive`] and changes nothing, as
+    /// PyTorch's `use_mem_pool` raises `beginAllocateToPool: already
+    /// recording to mempool_id` then.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::driver::sim::SimDriver;
+    /// use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, MemPoolOptions};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// let pool = a.mem_pool(MemPoolOptions::default());
+    /// let guard = pool.activate().unwrap();
+    /// let again = pool.activate();
+    /// assert!(matches!(again, Err(AllocError::PoolAlreadyActive { .. })));
+    /// assert_eq!(pool.use_count(), 2); // the pool and the one guard
+    /// drop(guard);
+    /// let _guard = pool.activate().unwrap(); // active again once the guard is gone
+    /// ```
+    pub fn activate(&self) -> Result<MemPoolGuard<'_>, AllocError> {
         let token = self.allocator.with_state(|st| {
+            if st.pool_routes.iter().any(|r| r.pool == self.id) {
+                return Err(AllocError::PoolAlreadyActive {
+                    device: self.allocator.device(),
+                    pool: pool_id(self.id),
+                });
+            }
             st.next_route_token += 1;
             let token = st.next_route_token;
             st.pool_routes.push(PoolRoute {
@@ -152,13 +182,13 @@ impl MemPool {
             if let Some(p) = st.mempools.iter_mut().find(|p| p.id == self.id) {
                 p.use_count += 1;
             }
-            token
-        });
-        MemPoolGuard {
+            Ok(token)
+        })?;
+        Ok(MemPoolGuard {
             pool: self,
             token,
             _thread_bound: PhantomData,
-        }
+        })
     }
 
     /// The pool's segments (PyTorch's `MemPool.snapshot()`, that is

@@ -39,7 +39,7 @@ thread_local! {
 ///
 /// let pool = mem_pool(Device::Cpu, MemPoolOptions::default())?;
 /// let buffer = {
-///     let _in_pool = pool.activate();
+///     let _in_pool = pool.activate()?;
 ///     pool.allocator().allocate(1 << 20, StreamId::DEFAULT)?
 /// };
 /// assert_eq!(pool.snapshot()[0].blocks[0].address, buffer.ptr());

@@ -907,7 +907,7 @@ fn a_private_pool_keeps_its_memory_apart_and_returns_it_when_dropped() {
         let free_before = d.mem_get_info().unwrap().free;
         let pool = a.mem_pool(strata_alloc::MemPoolOptions::default());
         let (x, y) = {
-            let _in_pool = pool.activate();
+            let _in_pool = pool.activate().unwrap();
             (
                 a.allocate(30 * MIB, StreamId::DEFAULT).unwrap(),
                 a.allocate(4096, StreamId::DEFAULT).unwrap(),
@@ -930,7 +930,7 @@ fn a_private_pool_keeps_its_memory_apart_and_returns_it_when_dropped() {
         );
         write_and_check(&d, outside.ptr(), 30 * MIB as usize, 5);
         let again = {
-            let _in_pool = pool.activate();
+            let _in_pool = pool.activate().unwrap();
             a.allocate(30 * MIB, StreamId::DEFAULT).unwrap()
         };
         assert_eq!(again.ptr(), px);

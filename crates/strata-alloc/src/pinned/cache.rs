@@ -154,13 +154,13 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
             class
         };
         // Miss: pin a new block without holding the lock.
-        let ptr = match self.backend_alloc(class) {
+        let ptr = match self.checked_backend_alloc(class) {
             Ok(p) => p,
             Err(DriverError::OutOfMemory) => {
                 // Give the cached blocks back and try once more (a failure to free
                 // one of them leaves it cached and shows as exhaustion below).
                 let _ = self.empty_cache();
-                match self.backend_alloc(class) {
+                match self.checked_backend_alloc(class) {
                     Ok(p) => p,
                     Err(DriverError::OutOfMemory) => return Err(self.out_of_memory(size, class)),
                     Err(e) => return Err(PinnedError::Backend(e)),
@@ -168,11 +168,35 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
             }
             Err(e) => return Err(PinnedError::Backend(e)),
         };
+        Ok((ptr, class))
+    }
+
+    /// One timed backend allocation of a new block, held in use and counted
+    /// when the backend's block can be used. A block the allocator cannot
+    /// hold (a custom backend's bug: a null address, a range that wraps past
+    /// 2^64, or one that overlaps a block already held) is reported as the
+    /// backend's error, with the cache and the statistics as they were; the
+    /// first two are given back to the backend, an overlapping one is not
+    /// (freeing it could free the block the allocator holds there).
+    fn checked_backend_alloc(&self, size: u64) -> Result<u64, DriverError> {
+        let t = Instant::now();
+        let ptr = self.backend.alloc(size)?;
+        let us = t.elapsed().as_micros() as u64;
         let mut st = self.state.lock();
+        if let Some((e, give_back)) = unusable_range(&st, ptr, size) {
+            drop(st);
+            if give_back {
+                let _ = self.backend.free(ptr, size);
+            }
+            return Err(e);
+        }
+        st.stats.num_host_alloc += 1;
+        st.stats.host_alloc_time.add(us);
+        // Held from here, under the same lock as the check.
         st.blocks.insert(
             ptr,
             Block {
-                size: class,
+                size,
                 in_use: true,
                 streams: Vec::new(),
                 pending: 0,
@@ -180,23 +204,10 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
             },
         );
         st.stats.allocations.increase(1);
-        st.stats.allocated_bytes.increase(class as i64);
+        st.stats.allocated_bytes.increase(size as i64);
         st.stats.active_requests.increase(1);
-        st.stats.active_bytes.increase(class as i64);
-        Ok((ptr, class))
-    }
-
-    /// One timed backend allocation, counted.
-    fn backend_alloc(&self, size: u64) -> Result<u64, DriverError> {
-        let t = Instant::now();
-        let r = self.backend.alloc(size);
-        let us = t.elapsed().as_micros() as u64;
-        if r.is_ok() {
-            let mut st = self.state.lock();
-            st.stats.num_host_alloc += 1;
-            st.stats.host_alloc_time.add(us);
-        }
-        r
+        st.stats.active_bytes.increase(size as i64);
+        Ok(ptr)
     }
 
     fn out_of_memory(&self, requested: u64, block_size: u64) -> PinnedError {
@@ -464,6 +475,43 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
         }
         Ok(())
     }
+}
+
+/// Why a block of `size` bytes at `ptr` from the backend cannot be held, if it
+/// cannot, and whether it may be given back: a null address (a buffer at 0
+/// reads as empty and would never be returned), a range past the end of the
+/// 64-bit address space, or a range overlapping a block the allocator already
+/// holds (not given back: the backend might free the held block).
+fn unusable_range(st: &State, ptr: u64, size: u64) -> Option<(DriverError, bool)> {
+    let (why, give_back) = if ptr == 0 {
+        ("a null address".to_string(), true)
+    } else if ptr.checked_add(size).is_none() {
+        (
+            "a range that wraps past the end of the 64-bit address space".to_string(),
+            true,
+        )
+    } else {
+        // The last block starting below the new range's end overlaps it
+        // unless it ends at or before the range's start.
+        let (&base, b) = st.blocks.range(..ptr + size).next_back()?;
+        if base + b.size <= ptr {
+            return None;
+        }
+        (
+            format!(
+                "a range overlapping the pinned block at {base:#x} ({} bytes) that the allocator holds",
+                b.size
+            ),
+            false,
+        )
+    };
+    Some((
+        DriverError::Call {
+            call: "alloc",
+            message: format!("the pinned backend returned {ptr:#x} for {size} bytes, {why}"),
+        },
+        give_back,
+    ))
 }
 
 /// Takes the smallest cached block of at least `class` bytes and at most 1/8

@@ -213,12 +213,13 @@ fn pool_guards_dropped_out_of_order_and_leaked() {
         no_split: true,
         ..Default::default()
     });
-    let g1 = p1.activate();
-    let g2 = p2.activate();
-    let g1b = p1.activate();
+    let p3 = a.mem_pool(MemPoolOptions::default());
+    let g1 = p1.activate().unwrap();
+    let g2 = p2.activate().unwrap();
+    let g3 = p3.activate().unwrap();
     drop(g1);
-    assert_eq!(a.active_mem_pool(), Some(p1.id()));
-    drop(g1b);
+    assert_eq!(a.active_mem_pool(), Some(p3.id()));
+    drop(g3);
     assert_eq!(a.active_mem_pool(), Some(p2.id()));
     let x = a.allocate(MIB, S0).unwrap();
     assert!(p2
@@ -227,12 +228,12 @@ fn pool_guards_dropped_out_of_order_and_leaked() {
         .any(|s| s.blocks.iter().any(|b| b.address == x.ptr())));
     drop(g2);
     assert_eq!(a.active_mem_pool(), None);
-    assert_eq!((p1.use_count(), p2.use_count()), (1, 1));
+    assert_eq!((p1.use_count(), p2.use_count(), p3.use_count()), (1, 1, 1));
     drop(x);
-    drop(p2);
+    drop((p2, p3));
     a.check_consistency().unwrap();
 
-    std::mem::forget(p1.activate());
+    std::mem::forget(p1.activate().unwrap());
     let id = p1.id();
     drop(p1);
     assert_eq!(a.active_mem_pool(), Some(id));

@@ -128,7 +128,7 @@ fn an_oom_under_a_fraction_for_a_segment_near_u64_max_is_reported() {
     for routed in [true, false] {
         let before = a.memory_stats().num_ooms;
         let e = {
-            let _route = routed.then(|| pool.activate());
+            let _route = routed.then(|| pool.activate().unwrap());
             a.allocate(5 * MIB, S0).unwrap_err()
         };
         let oom = e.out_of_memory().unwrap_or_else(|| panic!("{e}"));
@@ -238,7 +238,7 @@ fn a_tracker_that_panics_while_the_thread_unwinds_does_not_abort() {
     a.attach_trace_tracker(move |e| s.lock().unwrap().push((e.action, e.size)));
     let pool = a.mem_pool(MemPoolOptions::default());
     let in_pool = {
-        let _route = pool.activate();
+        let _route = pool.activate().unwrap();
         a.allocate(4096, S0).unwrap()
     };
     drop(in_pool);
@@ -328,7 +328,7 @@ fn a_private_pools_oom_never_blames_expandable_segments() {
     assert!(a.expandable_segments());
     let pool = a.mem_pool(MemPoolOptions::default());
     let in_pool = |size: u64| {
-        let _route = pool.activate();
+        let _route = pool.activate().unwrap();
         a.allocate(size, S0)
     };
     let x = in_pool(GIB).unwrap();
@@ -353,7 +353,7 @@ fn a_private_pools_oom_never_blames_expandable_segments() {
     // A pool with nothing cached (the first keeps its free 1 GiB segment).
     let fresh = a.mem_pool(MemPoolOptions::default());
     let e = {
-        let _route = fresh.activate();
+        let _route = fresh.activate().unwrap();
         a.allocate(5 * MIB, S0).unwrap_err()
     };
     let oom = e.out_of_memory().unwrap_or_else(|| panic!("{e}"));

@@ -90,7 +90,7 @@ fn a_private_pools_out_of_memory_error_names_the_pools_segment_kind() {
     assert!(a.expandable_segments());
     let pool = a.mem_pool(strata_alloc::MemPoolOptions::default());
     let e = {
-        let _in_pool = pool.activate();
+        let _in_pool = pool.activate().unwrap();
         a.allocate(2 * GIB, StreamId::DEFAULT).unwrap_err()
     };
     let AllocError::OutOfMemory(oom) = &e else {

@@ -27,5 +27,6 @@ mod pytorch_tests_s32;
 mod pytorch_tests_s33;
 mod pytorch_tests_s36;
 mod pytorch_tests_s37;
+mod pytorch_tests_s38;
 mod recycling;
 mod settings;

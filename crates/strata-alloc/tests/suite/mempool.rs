@@ -38,7 +38,7 @@ const USE_ON_OOM: MemPoolOptions = MemPoolOptions {
 /// Leaves a free block of `size` bytes cached in `pool` (allocated there,
 /// then freed).
 fn cache_in(a: &Arc<CachingAllocator>, pool: &strata_alloc::MemPool, size: u64) {
-    let _g = pool.activate();
+    let _g = pool.activate().unwrap();
     drop(a.allocate(size, S0).unwrap());
 }
 
@@ -63,14 +63,22 @@ fn use_count_is_one_plus_the_active_guards() {
     let a = sim("", 8 * GIB);
     let p = a.mem_pool(MemPoolOptions::default());
     assert_eq!(p.use_count(), 1);
+    let q = a.mem_pool(MemPoolOptions::default());
     {
-        let _g = p.activate();
+        let _g = p.activate().unwrap();
         assert_eq!(p.use_count(), 2);
         {
-            let _h = p.activate();
-            assert_eq!(p.use_count(), 3);
+            // Another pool nests; the same pool again is refused (PyTorch's
+            // "already recording to mempool_id") and counts no use.
+            let _h = q.activate().unwrap();
+            assert_eq!((p.use_count(), q.use_count()), (2, 2));
+            assert!(matches!(
+                p.activate(),
+                Err(strata_alloc::AllocError::PoolAlreadyActive { .. })
+            ));
+            assert_eq!(p.use_count(), 2);
         }
-        assert_eq!(p.use_count(), 2);
+        assert_eq!((p.use_count(), q.use_count()), (2, 1));
     }
     assert_eq!(p.use_count(), 1);
 }
@@ -81,7 +89,7 @@ fn allocations_inside_the_guard_come_from_the_pool() {
         let a = sim(conf, 8 * GIB);
         let p = a.mem_pool(MemPoolOptions::default());
         let (small, large) = {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             (
                 a.allocate(4096, S0).unwrap(),
                 a.allocate(30 * MIB, S0).unwrap(),
@@ -113,11 +121,11 @@ fn nested_guards_route_to_the_latest_pool() {
     let p1 = a.mem_pool(MemPoolOptions::default());
     let p2 = a.mem_pool(MemPoolOptions::default());
     assert_eq!(a.active_mem_pool(), None);
-    let _g1 = p1.activate();
+    let _g1 = p1.activate().unwrap();
     assert_eq!(a.active_mem_pool(), Some(p1.id()));
     let x = a.allocate(MIB, S0).unwrap();
     let y = {
-        let _g2 = p2.activate();
+        let _g2 = p2.activate().unwrap();
         assert_eq!(a.active_mem_pool(), Some(p2.id()));
         a.allocate(MIB, S0).unwrap()
     };
@@ -132,7 +140,7 @@ fn nested_guards_route_to_the_latest_pool() {
 fn a_guard_routes_only_its_own_thread() {
     let a = sim("", 8 * GIB);
     let p = a.mem_pool(MemPoolOptions::default());
-    let _g = p.activate();
+    let _g = p.activate().unwrap();
     let mine = a.allocate(MIB, S0).unwrap();
     let a2 = Arc::clone(&a);
     let theirs = std::thread::spawn(move || a2.allocate(MIB, S0).unwrap())
@@ -147,7 +155,7 @@ fn a_guard_routes_only_its_own_thread() {
     std::thread::scope(|sc| {
         sc.spawn(|| {
             assert_eq!(a3.active_mem_pool(), None, "routes are per thread");
-            let _h = q.activate();
+            let _h = q.activate().unwrap();
             let t = a3.allocate(MIB, S0).unwrap();
             assert_eq!(pool_of(&a3, t.ptr()), Some(q.id()));
         });
@@ -162,7 +170,7 @@ fn freed_blocks_go_back_to_their_pool_whoever_frees_them() {
         let a = sim(conf, 8 * GIB);
         let p = a.mem_pool(MemPoolOptions::default());
         let x = {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             a.allocate(30 * MIB, S0).unwrap()
         };
         let ptr = x.ptr();
@@ -175,7 +183,7 @@ fn freed_blocks_go_back_to_their_pool_whoever_frees_them() {
         assert!(a.memory_reserved() > reserved, "{conf}");
         // ... the pool does.
         let r = {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             a.allocate(30 * MIB, S0).unwrap()
         };
         assert_eq!(r.ptr(), ptr, "{conf}");
@@ -190,7 +198,7 @@ fn the_pool_does_not_take_the_default_pools_free_blocks() {
         drop(a.allocate(30 * MIB, S0).unwrap());
         let cached = a.memory_reserved();
         let p = a.mem_pool(MemPoolOptions::default());
-        let _g = p.activate();
+        let _g = p.activate().unwrap();
         let x = a.allocate(30 * MIB, S0).unwrap();
         assert_eq!(pool_of(&a, x.ptr()), Some(p.id()), "{conf}");
         assert_eq!(a.memory_reserved(), cached + 30 * MIB, "{conf}");
@@ -203,7 +211,7 @@ fn empty_cache_keeps_a_live_pools_segments_and_dropping_the_pool_releases_them()
         let a = sim(conf, 8 * GIB);
         let p = a.mem_pool(MemPoolOptions::default());
         {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             drop(a.allocate(30 * MIB, S0).unwrap());
             drop(a.allocate(4096, S0).unwrap());
         }
@@ -226,7 +234,7 @@ fn a_dropped_pools_live_blocks_keep_their_segments_until_freed_and_emptied() {
     let p = a.mem_pool(MemPoolOptions::default());
     let id = p.id();
     let x = {
-        let _g = p.activate();
+        let _g = p.activate().unwrap();
         a.allocate(30 * MIB, S0).unwrap()
     };
     drop(p);
@@ -244,7 +252,7 @@ fn a_dropped_pools_live_blocks_keep_their_segments_until_freed_and_emptied() {
     let q = a.mem_pool(MemPoolOptions::default());
     assert_eq!(q.id(), (0, 2));
     let y = {
-        let _g = q.activate();
+        let _g = q.activate().unwrap();
         a.allocate(MIB, S0).unwrap()
     };
     assert_eq!(pool_of(&a, y.ptr()), Some(q.id()));
@@ -260,7 +268,7 @@ fn no_split_hands_blocks_out_whole() {
     });
     let split = a.mem_pool(MemPoolOptions::default());
     let take = |p: &strata_alloc::MemPool| {
-        let _g = p.activate();
+        let _g = p.activate().unwrap();
         let v: Vec<Allocation> = (0..2).map(|_| a.allocate(4096, S0).unwrap()).collect();
         v
     };
@@ -311,7 +319,7 @@ fn a_pool_without_use_on_oom_or_dropped_is_not_used_on_oom() {
         // A dropped use_on_oom pool lends nothing (its memory went back).
         let lender = a.mem_pool(USE_ON_OOM);
         {
-            let _g = lender.activate();
+            let _g = lender.activate().unwrap();
             let _y = a.allocate(50 * MIB, S0).unwrap();
         }
         drop(lender);
@@ -366,7 +374,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Alloc { size, route } => {
-                    let _g = route.map(|i| pools[i].activate());
+                    let _g = route.map(|i| pools[i].activate().unwrap());
                     let want = route.map_or((0, 0), |i| pools[i].id());
                     let x = a.allocate(size, S0).unwrap();
                     live.push((x, want));
@@ -404,12 +412,12 @@ fn one_mib_requests_pack_two_to_a_small_segment_of_the_pool() {
         let a = sim(conf, 8 * GIB);
         let pool = a.mem_pool(MemPoolOptions::default());
         let out0 = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             assert_eq!(pool.use_count(), 2);
             a.allocate(MIB, S0).unwrap()
         };
         assert_eq!(pool.use_count(), 1);
-        let _g = pool.activate();
+        let _g = pool.activate().unwrap();
         assert_eq!(pool.snapshot().len(), 1, "{conf}");
         let out1 = a.allocate(MIB, S0).unwrap();
         assert_eq!(pool.snapshot().len(), 1, "{conf}");
@@ -441,11 +449,11 @@ fn a_use_on_oom_pool_absorbs_what_the_default_pools_cannot_serve() {
         let keep = a.mem_pool(MemPoolOptions::default());
         let lend = a.mem_pool(USE_ON_OOM);
         let x = {
-            let _g = keep.activate();
+            let _g = keep.activate().unwrap();
             a.allocate(40 * MIB, S0).unwrap()
         };
         let y = {
-            let _g = lend.activate();
+            let _g = lend.activate().unwrap();
             a.allocate(40 * MIB, S0).unwrap()
         };
         let y_ptr = y.ptr();
@@ -459,7 +467,7 @@ fn a_use_on_oom_pool_absorbs_what_the_default_pools_cannot_serve() {
         let c_ptr = c.ptr();
         drop(c);
         let z = {
-            let _g = lend.activate();
+            let _g = lend.activate().unwrap();
             a.allocate(20 * MIB, S0).unwrap()
         };
         assert_eq!(
@@ -513,7 +521,7 @@ fn a_no_split_pool_opens_a_segment_per_block() {
     let mut keep = Vec::new();
     for _ in 0..2 {
         for p in [&split, &whole] {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             keep.push(a.allocate(4 * MIB, S0).unwrap());
         }
     }
@@ -533,7 +541,7 @@ fn another_thread_does_not_take_a_routed_threads_pool_block() {
     let a = sim("", 8 * GIB);
     let pool = a.mem_pool(MemPoolOptions::default());
     let out1 = a.allocate(MIB, S0).unwrap();
-    let _g = pool.activate();
+    let _g = pool.activate().unwrap();
     drop(a.allocate(MIB, S0).unwrap());
     let a2 = Arc::clone(&a);
     let (segments, theirs) = std::thread::spawn(move || {

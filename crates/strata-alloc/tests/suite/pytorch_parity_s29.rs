@@ -134,13 +134,13 @@ fn private_pool_requests_do_not_age_the_default_pools_blocks() {
     let y = a.allocate(30 * MIB, S0).unwrap();
     let pool = a.mem_pool(Default::default());
     {
-        let _in_pool = pool.activate();
+        let _in_pool = pool.activate().unwrap();
         drop(a.allocate(2 * MIB, S0).unwrap());
     }
     assert_eq!(a.memory_reserved(), 80 * MIB);
     drop(x);
     {
-        let _in_pool = pool.activate();
+        let _in_pool = pool.activate().unwrap();
         for _ in 0..4 {
             drop(a.allocate(2 * MIB, S0).unwrap());
         }
@@ -324,7 +324,7 @@ fn a_pools_snapshot_event_counts_the_pools_active_bytes() {
         let outside = a.allocate(4 * MIB, S0).unwrap();
         let pool = a.mem_pool(Default::default());
         let inside = {
-            let _in_pool = pool.activate();
+            let _in_pool = pool.activate().unwrap();
             a.allocate(MIB, S0).unwrap()
         };
         let segs = pool.snapshot();
@@ -471,7 +471,7 @@ fn deleting_a_pool_waits_only_for_the_pools_events() {
         drop(x);
         let pool = a.mem_pool(Default::default());
         {
-            let _in_pool = pool.activate();
+            let _in_pool = pool.activate().unwrap();
             let y = a.allocate(MIB, S0).unwrap();
             y.record_stream(S1).unwrap();
         }
@@ -1045,7 +1045,7 @@ fn a_random_sweep_of_hostile_calls_keeps_the_books() {
                     let r = match pools.len() {
                         n if n > 0 && rng.next().is_multiple_of(3) => {
                             let p = &pools[(rng.next() % n as u64) as usize];
-                            let _in = p.activate();
+                            let _in = p.activate().unwrap();
                             a.allocate_raw(size, stream)
                         }
                         _ => a.allocate_raw(size, stream),
@@ -1291,13 +1291,13 @@ fn nested_pools_deleted_pools_and_other_threads_as_test_mempool_has_them() {
         );
         let mut data = Vec::new();
         {
-            let _g1 = p1.activate();
+            let _g1 = p1.activate().unwrap();
             data.push(a.allocate(20 * MIB, S0).unwrap());
             {
-                let _g2 = p2.activate();
+                let _g2 = p2.activate().unwrap();
                 data.push(a.allocate(20 * MIB, S0).unwrap());
                 {
-                    let _g3 = p3.activate();
+                    let _g3 = p3.activate().unwrap();
                     data.push(a.allocate(20 * MIB, S0).unwrap());
                 }
                 data.push(a.allocate(20 * MIB, S0).unwrap());
@@ -1314,7 +1314,7 @@ fn nested_pools_deleted_pools_and_other_threads_as_test_mempool_has_them() {
         let pool = a.mem_pool(Default::default());
         let x = a.allocate(4 * MIB, S0).unwrap();
         let y = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             a.allocate(4 * MIB, S0).unwrap()
         };
         drop((y, x));
@@ -1329,7 +1329,7 @@ fn nested_pools_deleted_pools_and_other_threads_as_test_mempool_has_them() {
         let pool = a.mem_pool(Default::default());
         let out1 = a.allocate(MIB, S0).unwrap();
         let segments = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             drop(a.allocate(MIB, S0).unwrap());
             let a2 = Arc::clone(&a);
             std::thread::spawn(move || {

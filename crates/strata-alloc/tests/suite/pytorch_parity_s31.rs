@@ -119,7 +119,7 @@ fn a_private_pools_blocks_split_by_the_setting() {
         let (_, a) = sim(conf, 16 * GIB);
         let pool = a.mem_pool(MemPoolOptions::default());
         let x = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             a.allocate(19 * MIB, S0).unwrap()
         };
         let segs = pool.snapshot();
@@ -139,7 +139,7 @@ fn a_private_pools_blocks_split_by_the_setting() {
             ..Default::default()
         });
         let y = {
-            let _g = whole.activate();
+            let _g = whole.activate().unwrap();
             a.allocate(19 * MIB, S0).unwrap()
         };
         assert_eq!(
@@ -167,7 +167,7 @@ fn record_stream_on_its_own_stream_is_ignored_for_a_pools_block() {
         let (_, a) = sim(mode, GIB);
         let pool = a.mem_pool(MemPoolOptions::default());
         let x = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             a.allocate_raw(4 * MIB, S1).unwrap()
         };
         a.record_stream(&x, S1).unwrap();
@@ -183,7 +183,7 @@ fn record_stream_on_its_own_stream_is_ignored_for_a_pools_block() {
             "{mode}"
         );
         let y = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             a.allocate_raw(4 * MIB, S1).unwrap()
         };
         assert_eq!(y.ptr(), ptr, "{mode}: reused at once");
@@ -1614,7 +1614,7 @@ fn statistics_agree_with_the_snapshot_through_random_calls() {
                     };
                     let s = StreamId(streams[rng.below(3) as usize]);
                     let r = if rng.below(6) == 0 {
-                        let _g = pool.activate();
+                        let _g = pool.activate().unwrap();
                         a.allocate_raw(size, s)
                     } else {
                         a.allocate_raw(size, s)
@@ -1761,7 +1761,7 @@ fn random_calls_with_private_pools_agree_with_the_model() {
                         continue;
                     }
                     let r = {
-                        let _in_pool = pool.activate();
+                        let _in_pool = pool.activate().unwrap();
                         a.allocate_raw(size, StreamId(s)).unwrap()
                     };
                     let (id, ptr) = m

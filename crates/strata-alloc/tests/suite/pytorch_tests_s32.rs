@@ -88,7 +88,7 @@ fn test_mempool_emptycache_multithread() {
             for p in &pools {
                 let a = &a;
                 sc.spawn(move || {
-                    let _g = p.activate();
+                    let _g = p.activate().unwrap();
                     let x = a.allocate(4 * 4, S0).unwrap();
                     drop(x);
                     a.empty_cache().unwrap();
@@ -136,7 +136,7 @@ fn test_mempool_ctx_multithread() {
         let pool = a.mem_pool(MemPoolOptions::default());
         let out1 = a.allocate(nelem, S0).unwrap();
         {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             let out = a.allocate(nelem, S0).unwrap();
             drop(out);
             to_side.send(()).unwrap();
@@ -174,7 +174,7 @@ fn test_allocate_in_thread_to_pool() {
         let pool = a.mem_pool(MemPoolOptions::default());
         let pool_id = pool.id();
         let output = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             a.allocate(4 * 4, S0).unwrap()
         };
         drop(output);
@@ -188,7 +188,7 @@ fn test_allocate_in_thread_to_pool() {
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 {
-                    let _g = pool.activate();
+                    let _g = pool.activate().unwrap();
                     for _ in 0..10 {
                         alloc_three(&a);
                     }
@@ -236,7 +236,7 @@ fn test_mempool_empty_cache() {
         let pool = a.mem_pool(MemPoolOptions::default());
         let x = a.allocate(1024 * 1024 * 4, S0).unwrap();
         let y = {
-            let _g = pool.activate();
+            let _g = pool.activate().unwrap();
             a.allocate(1024 * 1024 * 4, S0).unwrap()
         };
         drop(y);
@@ -273,7 +273,7 @@ fn test_mempool_expandable() {
     let nelem = 1024 * 1024 / 4;
     let mut data = Vec::new();
     {
-        let _g = pool.activate();
+        let _g = pool.activate().unwrap();
         data.push(a.allocate(nelem * 4, S0).unwrap());
     }
     data.push(a.allocate(nelem * 4, S0).unwrap());
@@ -404,7 +404,7 @@ fn test_memory_snapshot_every_segment_has_frames() {
                 a.allocate(30 * MIB, S0).unwrap(),
             ];
             let in_pool = {
-                let _g = pool.activate();
+                let _g = pool.activate().unwrap();
                 a.allocate(MIB, S0).unwrap()
             };
             let doc = decode(&a.snapshot_pickle().unwrap());

@@ -66,14 +66,14 @@ fn memory_stats_reserved_bytes_by_private_pools() {
         let p2 = a.mem_pool(MemPoolOptions::default());
         let x0 = a.allocate(4096, S0).unwrap();
         let (x1, y1) = {
-            let _g = p1.activate();
+            let _g = p1.activate().unwrap();
             (
                 a.allocate(4096, S0).unwrap(),
                 a.allocate(30 * MIB, S0).unwrap(),
             )
         };
         let x2 = {
-            let _g = p2.activate();
+            let _g = p2.activate().unwrap();
             a.allocate(1024, S0).unwrap()
         };
         let m = a.memory_stats().to_map();
@@ -150,7 +150,7 @@ fn a_lent_block_stays_in_its_pools_reserved_bytes() {
         ..MemPoolOptions::default()
     });
     {
-        let _g = p.activate();
+        let _g = p.activate().unwrap();
         drop(a.allocate(40 * MIB, S0).unwrap());
     }
     assert_eq!(
@@ -396,7 +396,7 @@ fn the_release_before_an_oom_spares_the_requesting_pools_free_segments() {
         a.set_memory_fraction(0.25).unwrap();
         let p = a.mem_pool(MemPoolOptions::default());
         let in_pool = |size: u64| {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             a.allocate(size, S0)
         };
         let pool_reserved = |a: &strata_alloc::CachingAllocator| {
@@ -526,12 +526,12 @@ fn a_request_routed_to_a_pool_does_not_borrow_from_use_on_oom_pools() {
             ..MemPoolOptions::default()
         });
         let b_ptr = {
-            let _g = pb.activate();
+            let _g = pb.activate().unwrap();
             let x = a.allocate(40 * MIB, S0).unwrap();
             x.ptr()
         };
         let e = {
-            let _g = pa.activate();
+            let _g = pa.activate().unwrap();
             a.allocate(30 * MIB, S0).unwrap_err()
         };
         assert!(e.is_out_of_memory(), "{mode}: {e}");
@@ -564,7 +564,7 @@ fn uncached_memory_belongs_to_no_private_pool() {
         let p = a.mem_pool(MemPoolOptions::default());
         a.set_caching_enabled(false);
         let x = {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             a.allocate(4 * MIB, S0).unwrap()
         };
         assert!(p.snapshot().is_empty(), "{mode}");
@@ -573,7 +573,7 @@ fn uncached_memory_belongs_to_no_private_pool() {
         drop(x);
         a.set_caching_enabled(true);
         let y = {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             a.allocate(4 * MIB, S0).unwrap()
         };
         assert_eq!(

@@ -179,7 +179,7 @@ fn dropping_a_pool_waits_for_its_pending_frees_and_releases_them() {
         let (_, a) = sim(mode, 8 * GIB);
         let p = a.mem_pool(MemPoolOptions::default());
         let x = {
-            let _g = p.activate();
+            let _g = p.activate().unwrap();
             a.allocate(30 * MIB, S0).unwrap()
         };
         x.record_stream(S5).unwrap();

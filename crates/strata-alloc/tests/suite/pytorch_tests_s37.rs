@@ -139,7 +139,7 @@ fn a_pool_routes_only_its_own_allocators_requests() {
         let (_, b) = sim(conf, GIB);
         let pool = a.mem_pool(MemPoolOptions::default());
         let (on_a, on_b) = {
-            let _route = pool.activate();
+            let _route = pool.activate().unwrap();
             (
                 a.allocate(3 * MIB, S0).unwrap(),
                 b.allocate(3 * MIB, S0).unwrap(),
@@ -429,7 +429,7 @@ fn test_mempool_churn_gives_every_segment_back() {
             let pool = a.mem_pool(MemPoolOptions::default());
             assert!(ids.insert(pool.id()), "{conf}: id {:?} reused", pool.id());
             let x = {
-                let _route = pool.activate();
+                let _route = pool.activate().unwrap();
                 a.allocate(MIB, StreamId(1_000_000 + i)).unwrap()
             };
             assert_eq!(pool_of(&a, x.ptr()), Some(pool.id()), "{conf}");
@@ -486,7 +486,7 @@ fn a_use_on_oom_pools_pending_block_is_lent_only_after_the_flush() {
         let (d, a) = sim(conf, 100 * MIB);
         let pool = a.mem_pool(opts);
         let x = {
-            let _route = pool.activate();
+            let _route = pool.activate().unwrap();
             a.allocate(60 * MIB, S0).unwrap()
         };
         let xp = x.ptr();
@@ -600,7 +600,7 @@ fn the_memory_fraction_counts_a_private_pools_segments() {
         a.set_memory_fraction(0.5).unwrap();
         let pool = a.mem_pool(MemPoolOptions::default());
         let x = {
-            let _route = pool.activate();
+            let _route = pool.activate().unwrap();
             a.allocate(40 * MIB, S0).unwrap()
         };
         assert_eq!(a.memory_reserved(), 40 * MIB, "{conf}");
@@ -728,7 +728,7 @@ fn memory_snapshot_segments_are_sorted_by_address() {
         ];
         let mut keep = Vec::new();
         for (size, stream, pool) in calls {
-            let _route = (pool > 0).then(|| pools[pool - 1].activate());
+            let _route = (pool > 0).then(|| pools[pool - 1].activate().unwrap());
             keep.push(a.allocate(size, stream).unwrap());
         }
         let made: Vec<u64> = keep.iter().map(|x| x.ptr()).collect();
