@@ -735,7 +735,9 @@ impl CachingAllocator {
             }
             Err(e) => return Err(self.driver_error(e)),
         };
+        self.check_new_range(st, "malloc", ptr, size)?;
         st.uncached.insert(ptr, size);
+        st.malloced.insert(ptr, size);
         Ok(RawAllocation {
             ptr,
             size,
@@ -768,6 +770,7 @@ impl CachingAllocator {
             .free(raw.ptr, raw.size)
             .map_err(|e| self.driver_error(e))?;
         st.uncached.remove(&raw.ptr);
+        st.malloced.remove(&raw.ptr);
         Ok(())
     }
 
@@ -1565,16 +1568,12 @@ impl CachingAllocator {
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
         };
-        if ptr.checked_add(size).is_none() {
-            // A driver's bug: every block of the segment would end below
-            // where it starts. Given back, and reported as the driver's.
-            let _ = self.counted.free(ptr, size);
-            return Err(self.driver_error(wrapping_range("malloc", ptr, size)));
-        }
+        self.check_new_range(st, "malloc", ptr, size)?;
         let id = st
             .blocks
             .add(Block::whole_segment(ptr, size, s, pool, None));
         st.segments.insert(ptr, id);
+        st.malloced.insert(ptr, size);
         let p = pool.stat();
         st.stats.segment.increase(p, 1);
         st.stats.reserved_bytes.increase(p, size as i64);
@@ -1610,6 +1609,7 @@ impl CachingAllocator {
         st.history.segment_sites.remove(&ptr);
         st.index_remove(id);
         st.segments.remove(&ptr);
+        st.malloced.remove(&ptr);
         st.blocks.remove(id);
         st.stats.segment.decrease(pool, 1);
         st.stats.reserved_bytes.decrease(pool, size as i64);
@@ -1764,6 +1764,34 @@ impl CachingAllocator {
     }
 
     // ----- errors --------------------------------------------------------------------
+
+    /// Refuses a range the driver's `call` returned that the allocator
+    /// cannot hold, a driver's bug, as the driver's error with nothing
+    /// changed: one that wraps past 2^64 (every block in it would end below
+    /// where it starts; given back), or one overlapping a range the
+    /// allocator holds (not given back: the driver might free the held
+    /// memory).
+    fn check_new_range(
+        &self,
+        st: &State,
+        call: &'static str,
+        ptr: DevicePtr,
+        size: u64,
+    ) -> Result<(), AllocError> {
+        if ptr.checked_add(size).is_none() {
+            let _ = self.counted.free(ptr, size);
+            return Err(self.driver_error(wrapping_range(call, ptr, size)));
+        }
+        match st.held_range_overlapping(ptr, size) {
+            Some((base, held)) => Err(self.driver_error(DriverError::Call {
+                call,
+                message: format!(
+                    "returned {ptr:#x} for {size} bytes, a range overlapping the {held} bytes at {base:#x} that the allocator already holds; the driver must not hand out memory twice"
+                ),
+            })),
+            None => Ok(()),
+        }
+    }
 
     fn driver_error(&self, source: DriverError) -> AllocError {
         AllocError::Driver {

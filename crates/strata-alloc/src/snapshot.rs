@@ -338,6 +338,11 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
             id = st.blocks[id].next;
         }
         walk(head, ptr, size, false)?;
+        if st.malloced.get(&ptr) != Some(&size) {
+            return Err(format!(
+                "segment at {ptr:#x} ({size} bytes) is not among the ranges held from malloc"
+            ));
+        }
         want.segment.increase(b.pool.stat(), 1);
         want.reserved_bytes.increase(b.pool.stat(), size as i64);
         let mempool = st.streams[b.stream as usize].mempool;
@@ -347,6 +352,19 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
                 .or_default()
                 .increase(b.pool.stat(), size as i64);
         }
+    }
+    if st.malloced.len() != st.segments.len() + st.uncached.len()
+        || st
+            .uncached
+            .iter()
+            .any(|(p, s)| st.malloced.get(p) != Some(s))
+    {
+        return Err(format!(
+            "{} ranges held from malloc, for {} segments and {} uncached allocations",
+            st.malloced.len(),
+            st.segments.len(),
+            st.uncached.len()
+        ));
     }
     let (mut stitched, mut stitched_handles, mut active_handles) = (0usize, Vec::new(), Vec::new());
     for seg in st.expandable.iter().flatten() {

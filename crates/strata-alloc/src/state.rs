@@ -217,6 +217,11 @@ pub(crate) struct State {
     pub last_stream: (StreamId, u32),
     /// Ordinary segments by base address: `(head block, size)`.
     pub segments: HashMap<DevicePtr, u32>,
+    /// Every range held from the driver's `malloc` (ordinary segments, and
+    /// allocations made while caching is off), by base address: its size.
+    /// A new range from `malloc` overlapping one of these (or an expandable
+    /// segment's reservation) is a driver's bug, refused.
+    pub malloced: BTreeMap<DevicePtr, u64>,
     pub expandable: Vec<Option<ExpandableSegment>>,
     pub stats: MemoryStats,
     pub event_pool: Vec<EventHandle>,
@@ -298,6 +303,7 @@ impl State {
             streams: Vec::new(),
             last_stream: (StreamId(u64::MAX), NONE),
             segments: HashMap::new(),
+            malloced: BTreeMap::new(),
             expandable: Vec::new(),
             stats,
             event_pool: Vec::new(),
@@ -325,6 +331,23 @@ impl State {
             tracked: Vec::new(),
             tracker_epoch: None,
         }
+    }
+
+    /// The range the allocator holds (from `malloc`, or an expandable
+    /// segment's reservation) that `[ptr, ptr + size)` overlaps, if any, as
+    /// `(base, size)`. `ptr + size` must not wrap.
+    pub fn held_range_overlapping(&self, ptr: DevicePtr, size: u64) -> Option<(DevicePtr, u64)> {
+        let end = ptr + size;
+        if let Some((&base, &held)) = self.malloced.range(..end).next_back() {
+            if base + held > ptr {
+                return Some((base, held));
+            }
+        }
+        self.expandable
+            .iter()
+            .flatten()
+            .find(|e| e.base < end && ptr < e.base + e.size)
+            .map(|e| (e.base, e.size))
     }
 
     /// The books of private pool `id`, if it still exists.

@@ -23,6 +23,13 @@
 //!   that address in the books. Each is now the backend's typed error
 //!   (`PinnedError::Backend`), the statistics untouched; the first two are
 //!   given back to the backend.
+//! * a custom device driver whose `malloc` returned a range overlapping a
+//!   segment the allocator holds (the same address twice) had it taken as a
+//!   second segment: two live allocations at one address, the first
+//!   segment's entry overwritten in the books. It is now the driver's typed
+//!   error with nothing changed (and not given back, which could free the
+//!   held segment), on the cached and the uncached path; the uncached path
+//!   refuses a wrapping range too, as the cached one did since session 37.
 //! * configuration strings: strata skipped every Unicode space (a no-break
 //!   space, U+3000) where PyTorch's tokenizer skips only C's `isspace`
 //!   bytes, so a key or value holding one was accepted where PyTorch
@@ -382,4 +389,122 @@ fn refused_calls_on_a_busy_allocator_change_nothing() {
         a.check_consistency().unwrap();
         other.free_raw(foreign).unwrap();
     }
+}
+
+// ----- a custom device driver handing out a range already in use -------------------------
+
+/// A driver over the simulator whose `malloc` can be told to return the
+/// address of the previous segment again (a custom driver's bug).
+struct Repeating {
+    sim: strata_alloc::driver::sim::SimDriver,
+    repeat: Mutex<bool>,
+    last: Mutex<u64>,
+    frees: Mutex<Vec<(u64, u64)>>,
+}
+
+impl StreamEvents for Repeating {
+    fn create_event(&self) -> Result<strata_alloc::driver::EventHandle, DriverError> {
+        self.sim.create_event()
+    }
+    fn destroy_event(&self, e: strata_alloc::driver::EventHandle) -> Result<(), DriverError> {
+        self.sim.destroy_event(e)
+    }
+    fn record_event(
+        &self,
+        e: strata_alloc::driver::EventHandle,
+        s: StreamId,
+    ) -> Result<(), DriverError> {
+        self.sim.record_event(e, s)
+    }
+    fn query_event(&self, e: strata_alloc::driver::EventHandle) -> Result<bool, DriverError> {
+        self.sim.query_event(e)
+    }
+    fn synchronize_event(&self, e: strata_alloc::driver::EventHandle) -> Result<(), DriverError> {
+        self.sim.synchronize_event(e)
+    }
+    fn synchronize_stream(&self, s: StreamId) -> Result<(), DriverError> {
+        self.sim.synchronize_stream(s)
+    }
+}
+
+impl strata_alloc::Driver for Repeating {
+    fn device(&self) -> strata_alloc::Device {
+        strata_alloc::Device::Cuda(0)
+    }
+    fn name(&self) -> String {
+        "repeating".into()
+    }
+    fn total_memory(&self) -> u64 {
+        self.sim.total_memory()
+    }
+    fn mem_get_info(&self) -> Result<strata_alloc::MemInfo, DriverError> {
+        self.sim.mem_get_info()
+    }
+    fn malloc(&self, size: u64) -> Result<u64, DriverError> {
+        if *self.repeat.lock() {
+            return Ok(*self.last.lock());
+        }
+        let p = self.sim.malloc(size)?;
+        *self.last.lock() = p;
+        Ok(p)
+    }
+    fn free(&self, ptr: u64, size: u64) -> Result<(), DriverError> {
+        self.frees.lock().push((ptr, size));
+        self.sim.free(ptr, size)
+    }
+    fn virtual_memory(&self) -> Option<&dyn strata_alloc::driver::VirtualMemory> {
+        None
+    }
+}
+
+/// PyTorch takes what `cudaMalloc` returns; a custom driver (strata's
+/// `Driver`) that returns the address of a segment the allocator already
+/// holds gets a typed driver error, as a wrapping range does
+/// (`a_driver_range_that_wraps_the_address_space_is_refused`, session 37):
+/// nothing changes, nothing is given back (freeing it would free the held
+/// segment), and the held segment's block is intact.
+#[test]
+fn a_driver_range_overlapping_a_held_segment_is_refused() {
+    let d = Arc::new(Repeating {
+        sim: strata_alloc::driver::sim::SimDriver::new(GIB, 0),
+        repeat: Mutex::new(false),
+        last: Mutex::new(0),
+        frees: Mutex::new(Vec::new()),
+    });
+    let a = strata_alloc::CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let held = a.allocate_raw(30 * MIB, S0).unwrap();
+    *d.repeat.lock() = true;
+    let before = state(&a);
+    for size in [30 * MIB, 4096, 5 * MIB] {
+        let e = a.allocate_raw(size, S0).unwrap_err();
+        assert!(matches!(e, AllocError::Driver { .. }), "{size}: {e}");
+        assert!(before == state(&a), "{size}: nothing changed");
+        assert!(d.frees.lock().is_empty(), "{size}: nothing given back");
+        a.check_consistency().unwrap();
+    }
+    *d.repeat.lock() = false;
+    a.free_raw(held).unwrap();
+    a.empty_cache().unwrap();
+    assert_eq!(a.memory_reserved(), 0);
+    a.check_consistency().unwrap();
+
+    // With caching off (PyTorch's PYTORCH_NO_CUDA_MEMORY_CACHING), each
+    // allocation is its own malloc: the same address twice is refused too,
+    // and the first allocation stays live and freeable once.
+    a.set_caching_enabled(false);
+    d.frees.lock().clear();
+    let first = a.allocate_raw(MIB, S0).unwrap();
+    *d.repeat.lock() = true;
+    let e = a.allocate_raw(MIB, S0).unwrap_err();
+    assert!(matches!(e, AllocError::Driver { .. }), "{e}");
+    assert!(d.frees.lock().is_empty(), "nothing given back");
+    *d.repeat.lock() = false;
+    a.check_consistency().unwrap();
+    a.free_raw(first).unwrap();
+    assert!(matches!(
+        a.free_raw(first),
+        Err(AllocError::InvalidFree { .. })
+    ));
+    assert_eq!(d.sim.used_bytes(), 0);
+    a.check_consistency().unwrap();
 }
