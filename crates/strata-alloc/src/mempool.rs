@@ -164,6 +164,21 @@ impl MemPool {
     /// drop(guard);
     /// let _guard = pool.activate().unwrap(); // active again once the guard is gone
     /// ```
+    ///
+    /// A pool cannot be released while a guard of it is alive (PyTorch's
+    /// context holds a reference to the pool): the guard borrows it.
+    ///
+    /// ```compile_fail
+    /// use std::sync::Arc;
+    /// use strata_alloc::driver::sim::SimDriver;
+    /// use strata_alloc::{AllocatorConfig, CachingAllocator, MemPoolOptions};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// let pool = a.mem_pool(MemPoolOptions::default());
+    /// let guard = pool.activate().unwrap();
+    /// drop(pool); // error: `pool` is borrowed by `guard`
+    /// drop(guard);
+    /// ```
     pub fn activate(&self) -> Result<MemPoolGuard<'_>, AllocError> {
         let token = self.allocator.with_state(|st| {
             if st.pool_routes.iter().any(|r| r.pool == self.id) {
