@@ -380,6 +380,17 @@ impl ExpandableSpace<'_> {
             let _ = self.vm.unreserve(base, size);
             return Err(self.driver_error(crate::allocator::wrapping_range("reserve", base, size)));
         }
+        if let Some((held, held_size)) = st.held_range_overlapping(base, size) {
+            // A driver's bug too: a second segment there would hand out the
+            // same addresses twice. Not given back (unreserving it could
+            // release the range the allocator holds).
+            return Err(self.driver_error(DriverError::Call {
+                call: "reserve",
+                message: format!(
+                    "returned {base:#x} for {size} bytes, a range overlapping the {held_size} bytes at {held:#x} that the allocator already holds; the driver must not hand out an address range twice"
+                ),
+            }));
+        }
         let seg_index = st
             .expandable
             .iter()

@@ -509,6 +509,148 @@ fn a_driver_range_overlapping_a_held_segment_is_refused() {
     a.check_consistency().unwrap();
 }
 
+/// A driver over the simulator (expandable segments) whose `reserve` can be
+/// told to return the previous reservation's base again.
+struct RepeatingReserve {
+    sim: strata_alloc::driver::sim::SimDriver,
+    repeat: Mutex<bool>,
+    last: Mutex<u64>,
+    unreserved: Mutex<Vec<(u64, u64)>>,
+}
+
+impl StreamEvents for RepeatingReserve {
+    fn create_event(&self) -> Result<strata_alloc::driver::EventHandle, DriverError> {
+        self.sim.create_event()
+    }
+    fn destroy_event(&self, e: strata_alloc::driver::EventHandle) -> Result<(), DriverError> {
+        self.sim.destroy_event(e)
+    }
+    fn record_event(
+        &self,
+        e: strata_alloc::driver::EventHandle,
+        s: StreamId,
+    ) -> Result<(), DriverError> {
+        self.sim.record_event(e, s)
+    }
+    fn query_event(&self, e: strata_alloc::driver::EventHandle) -> Result<bool, DriverError> {
+        self.sim.query_event(e)
+    }
+    fn synchronize_event(&self, e: strata_alloc::driver::EventHandle) -> Result<(), DriverError> {
+        self.sim.synchronize_event(e)
+    }
+    fn synchronize_stream(&self, s: StreamId) -> Result<(), DriverError> {
+        self.sim.synchronize_stream(s)
+    }
+}
+
+impl strata_alloc::driver::VirtualMemory for RepeatingReserve {
+    fn granularity(&self) -> u64 {
+        self.vm().granularity()
+    }
+    fn reserve(&self, size: u64) -> Result<u64, DriverError> {
+        if *self.repeat.lock() {
+            return Ok(*self.last.lock());
+        }
+        let p = self.vm().reserve(size)?;
+        *self.last.lock() = p;
+        Ok(p)
+    }
+    fn unreserve(&self, p: u64, size: u64) -> Result<(), DriverError> {
+        self.unreserved.lock().push((p, size));
+        self.vm().unreserve(p, size)
+    }
+    fn create(&self, size: u64) -> Result<strata_alloc::driver::PhysHandle, DriverError> {
+        self.vm().create(size)
+    }
+    fn release(&self, h: strata_alloc::driver::PhysHandle) -> Result<(), DriverError> {
+        self.vm().release(h)
+    }
+    fn map(
+        &self,
+        p: u64,
+        size: u64,
+        h: strata_alloc::driver::PhysHandle,
+    ) -> Result<(), DriverError> {
+        self.vm().map(p, size, h)
+    }
+    fn set_access(&self, p: u64, size: u64) -> Result<(), DriverError> {
+        self.vm().set_access(p, size)
+    }
+    fn unmap(&self, p: u64, size: u64) -> Result<(), DriverError> {
+        self.vm().unmap(p, size)
+    }
+}
+
+impl RepeatingReserve {
+    fn vm(&self) -> &dyn strata_alloc::driver::VirtualMemory {
+        strata_alloc::Driver::virtual_memory(&self.sim).expect("the simulator has virtual memory")
+    }
+}
+
+impl strata_alloc::Driver for RepeatingReserve {
+    fn device(&self) -> strata_alloc::Device {
+        strata_alloc::Device::Cuda(0)
+    }
+    fn name(&self) -> String {
+        "repeating-reserve".into()
+    }
+    fn total_memory(&self) -> u64 {
+        self.sim.total_memory()
+    }
+    fn mem_get_info(&self) -> Result<strata_alloc::MemInfo, DriverError> {
+        self.sim.mem_get_info()
+    }
+    fn malloc(&self, size: u64) -> Result<u64, DriverError> {
+        self.sim.malloc(size)
+    }
+    fn free(&self, p: u64, size: u64) -> Result<(), DriverError> {
+        self.sim.free(p, size)
+    }
+    fn virtual_memory(&self) -> Option<&dyn strata_alloc::driver::VirtualMemory> {
+        Some(self)
+    }
+}
+
+/// The expandable-segment counterpart of the test above: a `reserve` that
+/// returns a range the allocator already holds as another stream's segment
+/// is refused as the driver's error, with nothing changed and the range not
+/// unreserved (that would release the held segment's addresses); the held
+/// segment's allocation stays usable and `empty_cache` gives everything back.
+/// (Before: a second segment over the same addresses, whose failed map left
+/// it in the books, and `empty_cache` then failed with "not a reservation".)
+#[test]
+fn a_reserve_range_overlapping_a_held_reservation_is_refused() {
+    let d = Arc::new(RepeatingReserve {
+        sim: strata_alloc::driver::sim::SimDriver::new(GIB, 2 * MIB),
+        repeat: Mutex::new(false),
+        last: Mutex::new(0),
+        unreserved: Mutex::new(Vec::new()),
+    });
+    let a = strata_alloc::CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    assert!(a.expandable_segments());
+    let held = a.allocate_raw(30 * MIB, S0).unwrap();
+    *d.repeat.lock() = true;
+    let before = state(&a);
+    let e = a.allocate_raw(30 * MIB, StreamId(1)).unwrap_err();
+    assert!(matches!(e, AllocError::Driver { .. }), "{e}");
+    assert!(e.to_string().contains("already holds"), "{e}");
+    assert!(before == state(&a), "nothing changed");
+    assert!(d.unreserved.lock().is_empty(), "nothing unreserved");
+    a.check_consistency().unwrap();
+    *d.repeat.lock() = false;
+    let other = a.allocate_raw(30 * MIB, StreamId(1)).unwrap();
+    assert!(
+        other.ptr() >= held.ptr() + held.size() || held.ptr() >= other.ptr() + other.size(),
+        "two live allocations overlap"
+    );
+    a.free_raw(held).unwrap();
+    a.free_raw(other).unwrap();
+    a.empty_cache().unwrap();
+    assert_eq!(a.memory_reserved(), 0);
+    assert_eq!(d.sim.used_bytes(), 0);
+    a.check_consistency().unwrap();
+}
+
 // ----- a random walk over the public API, refused calls included ---------------------------
 
 /// In the manner of `test_allocator_fuzz` (random allocations and frees,
