@@ -16,7 +16,7 @@ fn tensors_made_in_a_pool_live_in_its_segments() {
     let dev = device();
     let pool = mem_pool(dev, MemPoolOptions::default()).unwrap();
     let (inside, result) = {
-        let _in_pool = pool.activate();
+        let _in_pool = pool.activate().unwrap();
         let x = Tensor::ones(&[1024, 1024], DType::F32, dev).unwrap();
         // Every intermediate and result of the ops comes from the pool too.
         let y = (&x * 3.0).unwrap();
