@@ -200,3 +200,67 @@ fn probability_cross_entropy_and_var_std_gradients_match_cpu() {
         }
     }
 }
+
+/// `max()`/`min()` of every element on the GPU back-propagate with
+/// PyTorch's CUDA formula (`evenly_distribute_backward`'s CUDA branch,
+/// FunctionsManual.cpp: `mask = (input == value) | (isnan(input) &
+/// isnan(value)); mask * (grad / mask.sum())`), not the CPU one
+/// (`zeros.masked_fill_(mask, grad / mask.sum())`). They differ only where
+/// the upstream gradient is NaN or infinite: off the mask the CUDA branch
+/// gives `0 * (g / count)`, NaN. Expected values (PyTorch 2.15 on a CUDA
+/// device, derived from that formula; the CPU gives 0 off the mask):
+///
+/// ```python
+/// x = torch.tensor([3., 1., 3., 2.], device="cuda", requires_grad=True)
+/// (x.max() * nan).backward()   # x.grad: [nan, nan, nan, nan]
+/// x.grad = None
+/// (x.max() * inf).backward()   # x.grad: [inf, nan, inf, nan]
+/// x.grad = None
+/// (x.min() * -inf).backward()  # x.grad: [nan, -inf, nan, nan]
+/// x.grad = None
+/// (x.max() * 2.).backward()    # x.grad: [1., 0., 1., 0.] (finite: as the CPU)
+/// y = torch.tensor([1., nan, 4., nan], device="cuda", requires_grad=True)
+/// y.max().backward()           # y.grad: [0., .5, 0., .5] (split among the NaNs)
+/// y.grad = None
+/// (y.min() * inf).backward()   # y.grad: [nan, inf, nan, inf]
+/// ```
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn max_min_of_every_element_back_propagate_with_pytorchs_cuda_formula() {
+    let dev = gpu();
+    let n = f32::NAN;
+    let inf = f32::INFINITY;
+    let grad = |x: &[f32], max: bool, up: f32| -> Vec<f32> {
+        let v = Var::parameter(
+            Tensor::from_slice(x, &[x.len()], Device::Cpu)
+                .unwrap()
+                .to(dev)
+                .unwrap(),
+        )
+        .unwrap();
+        let r = if max { v.max() } else { v.min() }.unwrap();
+        r.mul(up).unwrap().backward().unwrap();
+        v.grad()
+            .unwrap()
+            .to(Device::Cpu)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    };
+    let same = |got: Vec<f32>, want: &[f32], what: &str| {
+        let ok = got.len() == want.len()
+            && got
+                .iter()
+                .zip(want)
+                .all(|(a, b)| (a.is_nan() && b.is_nan()) || a == b);
+        assert!(ok, "{what}: got {got:?}, PyTorch (CUDA) {want:?}");
+    };
+    let x = [3.0f32, 1.0, 3.0, 2.0];
+    same(grad(&x, true, n), &[n, n, n, n], "max * nan");
+    same(grad(&x, true, inf), &[inf, n, inf, n], "max * inf");
+    same(grad(&x, false, -inf), &[n, -inf, n, n], "min * -inf");
+    same(grad(&x, true, 2.0), &[1.0, 0.0, 1.0, 0.0], "max * 2");
+    let y = [1.0f32, n, 4.0, n];
+    same(grad(&y, true, 1.0), &[0.0, 0.5, 0.0, 0.5], "max of NaNs");
+    same(grad(&y, false, inf), &[n, inf, n, inf], "min of NaNs * inf");
+}

@@ -21,7 +21,7 @@
 use super::{expand_back, formula, kept};
 use crate::error::Result;
 use crate::var::{record, Var};
-use strata_tensor::{shape, DType, Tensor, TensorError};
+use strata_tensor::{shape, DType, Device, Tensor, TensorError};
 
 /// The dims that a reduction over `dims` of a tensor of `ndim` dims reduces
 /// (validated; `None` or empty: every dim; none for a 0-d tensor), sorted.
@@ -132,11 +132,11 @@ impl Var {
     /// The largest element, as a 0-d variable (`torch.max(x)`; NaN when
     /// any element is NaN; an empty tensor is an error). The input and the
     /// result are saved; the gradient is split evenly among the elements
-    /// equal to the result (among the NaNs when it is NaN) and is exactly 0
-    /// elsewhere, as in PyTorch's CPU `evenly_distribute_backward`, on
-    /// every device (PyTorch's CUDA branch multiplies by the mask instead,
-    /// so there a NaN or infinite upstream gradient gives the other
-    /// elements NaN).
+    /// equal to the result (among the NaNs when it is NaN), as PyTorch's
+    /// `evenly_distribute_backward` on the tensor's device: on the CPU it is
+    /// exactly 0 elsewhere (`zeros.masked_fill_(mask, g / count)`); on a
+    /// GPU it is `mask * (g / count)`, PyTorch's CUDA branch, so there a NaN
+    /// or infinite upstream gradient gives the other elements NaN too.
     ///
     /// ```
     /// use strata_autograd::Var;
@@ -166,12 +166,23 @@ impl Var {
         let saved = move || vec![input, result];
         let f = formula(move |g, s, _n| {
             let (x, r) = (&s[0], &s[1]);
-            // PyTorch (CPU): the mask is isnan(x) when the result is NaN,
-            // x == result otherwise; chosen on the device, without reading
-            // the result back.
+            // The mask: isnan(x) when the result is NaN, x == result
+            // otherwise (PyTorch's CPU `value.isnan() ? input.isnan() :
+            // input == value` and its CUDA `(input == value) | (isnan(input)
+            // & isnan(value))` are the same mask); chosen on the device,
+            // without reading the result back.
             let mask = Tensor::where_cond(&r.ne(r)?, &x.ne(x)?, &x.eq(r)?)?;
             let share = g.div(&mask.sum(None, false)?)?;
-            Ok(vec![Some(Tensor::where_cond(&mask, &share, 0.0)?)])
+            Ok(vec![Some(if x.device() == Device::Cpu {
+                // PyTorch's CPU branch: `zeros.masked_fill_(mask, g / count)`,
+                // exactly 0 off the mask whatever `g` is.
+                Tensor::where_cond(&mask, &share, 0.0)?
+            } else {
+                // PyTorch's CUDA branch: `mask * (g / count)`, so a NaN or
+                // infinite `g` (a share that is not finite) gives NaN off
+                // the mask too (0 * inf).
+                share.mul(&mask)?
+            })])
         });
         let name = if max { "MaxBackward" } else { "MinBackward" };
         record(name, out, &[Some(self)], saved, f, false)
@@ -286,9 +297,13 @@ impl Var {
     /// the number of nonzero elements for `p = 0`. Floating-point inputs
     /// only (f16 and bf16 computed in f32, as PyTorch's; in an autocast
     /// region its inputs become f32, the `norm` entry of
-    /// [`POLICIES`](crate::autocast::POLICIES)); `p` may not be
-    /// NaN; a negative or infinite `p` over zero elements is an error (no
-    /// identity), as in PyTorch.
+    /// [`POLICIES`](crate::autocast::POLICIES)); a negative or infinite
+    /// `p` over zero elements is an error (no identity), as in PyTorch.
+    /// Where every reduced dim has size 1 the result is `|x|` (`x != 0` for
+    /// `p = 0`) for every `p`, as PyTorch's; a NaN `p` gives NaN over two or
+    /// more elements and 0 over none (PyTorch's `(sum |x|^p)^(1/p)` with
+    /// C's `pow`), and its gradient is the general formula below (NaN but
+    /// where `|x| = 1` over a single element), as PyTorch's.
     ///
     /// The input and the result are saved; the gradient is PyTorch's
     /// `norm_backward`: `g x / norm` for `p = 2`, taken as 0 where the norm
@@ -315,13 +330,6 @@ impl Var {
             return c[0].norm(p, dims, keepdim);
         }
         float_only(OP, self.data())?;
-        if p.is_nan() {
-            return Err(TensorError::Value {
-                op: OP,
-                msg: "the order p is NaN; pass a number or +-inf".into(),
-            }
-            .into());
-        }
         let shape = self.shape().to_vec();
         let dims = reduced_dims(OP, dims, shape.len())?;
         let count: usize = dims.iter().map(|&d| shape[d]).product();
@@ -386,7 +394,28 @@ fn vector_norm(x: &Tensor, p: f64, dims: &[usize], keepdim: bool) -> Result<Tens
         })
     };
     let a = xc.abs()?;
-    let n = if p == 0.0 {
+    let count: usize = dims.iter().map(|&i| x.shape()[i]).product();
+    let n = if count == 1 {
+        // Every reduced dim has size 1 (or none is reduced: a 0-d input):
+        // PyTorch's `linalg_vector_norm` returns `|x|` (`x != 0` for
+        // p = 0) without reducing, whatever p is (a NaN p too).
+        let one = if p == 0.0 {
+            xc.ne(0.0)?.to_dtype(xc.dtype())?
+        } else {
+            a
+        };
+        let mut one = one;
+        if !keepdim {
+            for &i in d.iter().rev() {
+                one = one.squeeze_dims(&[i])?;
+            }
+        }
+        one
+    } else if count == 0 && p.is_nan() {
+        // Over zero elements: 0, PyTorch's fill of an empty reduction (the
+        // formula below would give 0^(1/NaN) = NaN).
+        sum(&a)?
+    } else if p == 0.0 {
         sum(&xc.ne(0.0)?)?.to_dtype(xc.dtype())?
     } else if p == 1.0 {
         sum(&a)?

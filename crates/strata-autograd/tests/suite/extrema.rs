@@ -565,11 +565,8 @@ fn norm_errors_are_typed() {
         "{e}"
     );
     let x = leaf(&[1.0], &[1]);
-    let e = x.norm(f64::NAN, None, false).unwrap_err();
-    assert!(
-        matches!(e, AutogradError::Tensor(TensorError::Value { .. })),
-        "{e}"
-    );
+    // A NaN order is computed, as PyTorch's (hostile_sweep_s38).
+    assert!(x.norm(f64::NAN, None, false).is_ok());
     let e = x.norm(2.0, Some(&[1]), false).unwrap_err();
     assert!(
         matches!(e, AutogradError::Tensor(TensorError::Dim { .. })),

@@ -25,5 +25,6 @@ mod hostile_sweep_s33;
 mod hostile_sweep_s34;
 mod hostile_sweep_s35;
 mod hostile_sweep_s37;
+mod hostile_sweep_s38;
 mod recompute;
 mod semantics;

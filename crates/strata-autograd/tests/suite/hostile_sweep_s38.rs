@@ -1,0 +1,169 @@
+//! Session 38: disagreements with PyTorch found by the gradient oracle's new
+//! ops and a hostile sweep of the autograd API. Every expected value is
+//! PyTorch 2.15's (CPU), computed in PyTorch, with the Python beside each
+//! test.
+
+use strata_autograd::{checkpoint, inference_mode, no_grad, AutogradError, Var};
+use strata_tensor::{DType, Device, Tensor};
+
+const CPU: Device = Device::Cpu;
+const NAN: f32 = f32::NAN;
+const INF: f32 = f32::INFINITY;
+
+fn t(v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape, CPU).unwrap()
+}
+
+fn param(v: &[f32], shape: &[usize]) -> Var {
+    Var::parameter(t(v, shape)).unwrap()
+}
+
+fn values(v: &Var) -> Vec<f32> {
+    v.data().to_vec::<f32>().unwrap()
+}
+
+fn grad(v: &Var) -> Vec<f32> {
+    v.grad().expect("a gradient").to_vec::<f32>().unwrap()
+}
+
+/// Element-wise equality with NaN == NaN (and -0.0 == 0.0).
+fn same(got: &[f32], want: &[f32], what: &str) {
+    let ok = got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(a, b)| (a.is_nan() && b.is_nan()) || a == b);
+    assert!(ok, "{what}: strata {got:?}, PyTorch {want:?}");
+}
+
+/// `norm` with a NaN order: PyTorch computes it (strata refused it with a
+/// typed error). Over a single element (every reduced dim of size 1, or a
+/// 0-d input) `linalg_vector_norm` returns `|x|` for every order; over none,
+/// 0; otherwise `(sum |x|^nan)^(1/nan)`, NaN. The gradient is
+/// `norm_backward`'s last branch, `x |x|^(p-2) * (g / n^(p-1))` with 0 where
+/// the norm is 0: 1 only where `|x| = 1` over one element.
+///
+/// ```python
+/// nan = float('nan')
+/// def run(v, **kw):
+///     x = torch.tensor(v, requires_grad=True)
+///     n = torch.linalg.vector_norm(x, ord=nan, **kw); n.sum().backward()
+///     return n, x.grad
+/// run([3., -4., 0., 0.])         # nan, [nan, nan, nan, nan]
+/// run([1., -1.])                 # nan, [nan, nan]
+/// run([1.])                      # 1., [1.]
+/// run([0.])                      # 0., [nan]
+/// run([2.])                      # 2., [nan]
+/// run([])                        # 0., []
+/// run(1.)                        # 1., 1.
+/// run([[2.], [-3.]], dim=1)      # [2., 3.], [[nan], [nan]]
+/// run([[1., -1.], [3., 0.]], dim=1)  # [nan, nan], [[nan, nan], [nan, nan]]
+/// torch.linalg.vector_norm(torch.zeros(2, 0), ord=nan, dim=1)  # [0., 0.]
+/// torch.norm(torch.tensor([[2.], [-3.]]), p=nan, dim=1)        # [2., 3.]
+/// ```
+#[test]
+fn norm_of_a_nan_order_is_pytorchs() {
+    let run = |v: &[f32], shape: &[usize], dims: Option<&[i64]>| {
+        let x = param(v, shape);
+        let n = x.norm(f64::NAN, dims, false).unwrap();
+        n.sum(None, false).unwrap().backward().unwrap();
+        (values(&n), grad(&x))
+    };
+    let cases: [(&[f32], &[usize], Option<&[i64]>, &[f32], &[f32]); 9] = [
+        (&[3.0, -4.0, 0.0, 0.0], &[4], None, &[NAN], &[NAN; 4]),
+        (&[1.0, -1.0], &[2], None, &[NAN], &[NAN; 2]),
+        (&[1.0], &[1], None, &[1.0], &[1.0]),
+        (&[0.0], &[1], None, &[0.0], &[NAN]),
+        (&[2.0], &[1], None, &[2.0], &[NAN]),
+        (&[], &[0], None, &[0.0], &[]),
+        (&[1.0], &[], None, &[1.0], &[1.0]),
+        (&[2.0, -3.0], &[2, 1], Some(&[1]), &[2.0, 3.0], &[NAN, NAN]),
+        (
+            &[1.0, -1.0, 3.0, 0.0],
+            &[2, 2],
+            Some(&[1]),
+            &[NAN, NAN],
+            &[NAN; 4],
+        ),
+    ];
+    for (v, shape, dims, want_n, want_g) in cases {
+        let (n, g) = run(v, shape, dims);
+        let what = format!("{v:?} {shape:?} dims {dims:?}");
+        same(&n, want_n, &format!("{what}: norm"));
+        same(&g, want_g, &format!("{what}: grad"));
+    }
+    let empty_rows = Var::new(Tensor::zeros(&[2, 0], DType::F32, CPU).unwrap());
+    let n = empty_rows.norm(f64::NAN, Some(&[1]), false).unwrap();
+    assert_eq!(values(&n), vec![0.0, 0.0]);
+    let kept = param(&[2.0, -3.0], &[2, 1])
+        .norm(f64::NAN, Some(&[1]), true)
+        .unwrap();
+    assert_eq!(
+        (kept.shape().to_vec(), values(&kept)),
+        (vec![2, 1], vec![2.0, 3.0])
+    );
+}
+
+/// Over a single element PyTorch's `linalg_vector_norm` returns `|x|`
+/// exactly for every order (no `pow` round trip): strata computed
+/// `(|x|^p)^(1/p)`, an ulp off for some values.
+///
+/// ```python
+/// x = torch.tensor([[1.1], [2.3], [-0.7], [3.3]])
+/// for p in (3., 0.5, 1.5, -1., 7.):
+///     assert torch.equal(torch.linalg.vector_norm(x, ord=p, dim=1), x.abs().squeeze(1))
+/// ```
+#[test]
+fn norm_over_one_element_is_the_absolute_value_for_every_order() {
+    let v = [1.1f32, 2.3, -0.7, 3.3];
+    let x = Var::new(t(&v, &[4, 1]));
+    let abs: Vec<f32> = v.iter().map(|a| a.abs()).collect();
+    for p in [3.0, 0.5, 1.5, -1.0, 7.0] {
+        let n = x.norm(p, Some(&[1]), false).unwrap();
+        assert_eq!(values(&n), abs, "p = {p}");
+    }
+}
+
+/// `max()`/`min()` of every element on the CPU keep PyTorch's CPU branch of
+/// `evenly_distribute_backward` (`zeros.masked_fill_(mask, g / count)`): 0
+/// off the mask even for a NaN or infinite upstream gradient (the GPU
+/// follows PyTorch's CUDA branch instead: `tests/cuda.rs`). `amax` has one
+/// formula on every device, `g / count * mask`: NaN everywhere here.
+///
+/// ```python
+/// def g(v, mx, up):
+///     x = torch.tensor(v, requires_grad=True)
+///     ((x.max() if mx else x.min()) * up).backward(); return x.grad
+/// g([3., 1., 3., 2.], True, nan)    # [nan, 0., nan, 0.]
+/// g([3., 1., 3., 2.], True, inf)    # [inf, 0., inf, 0.]
+/// g([3., 1., 3., 2.], False, -inf)  # [0., -inf, 0., 0.]
+/// g([1., nan, 4., nan], False, inf) # [0., inf, 0., inf]
+/// x = torch.tensor([3., 1., 3., 2.], requires_grad=True)
+/// (x.amax() * nan).backward()       # x.grad: [nan, nan, nan, nan]
+/// ```
+#[test]
+fn max_min_of_every_element_on_the_cpu_keep_pytorchs_cpu_formula() {
+    let g = |v: &[f32], max: bool, up: f32| {
+        let x = param(v, &[v.len()]);
+        let r = if max { x.max() } else { x.min() }.unwrap();
+        r.mul(up).unwrap().backward().unwrap();
+        grad(&x)
+    };
+    let x = [3.0, 1.0, 3.0, 2.0];
+    same(&g(&x, true, NAN), &[NAN, 0.0, NAN, 0.0], "max * nan");
+    same(&g(&x, true, INF), &[INF, 0.0, INF, 0.0], "max * inf");
+    same(&g(&x, false, -INF), &[0.0, -INF, 0.0, 0.0], "min * -inf");
+    same(
+        &g(&[1.0, NAN, 4.0, NAN], false, INF),
+        &[0.0, INF, 0.0, INF],
+        "min of NaNs",
+    );
+    let a = param(&x, &[4]);
+    a.amax(None, false)
+        .unwrap()
+        .mul(NAN)
+        .unwrap()
+        .backward()
+        .unwrap();
+    same(&grad(&a), &[NAN; 4], "amax * nan");
+}
