@@ -80,6 +80,13 @@ pub(crate) struct Node {
     view: Option<ViewBase>,
     /// Never released (see [`Node::never_release`]).
     reusable: AtomicBool,
+    /// Whether PyTorch's node for the op saves something for backward: a
+    /// tensor here, or a scalar operand (PyTorch saves `x * 2`'s 2 as a
+    /// wrapped tensor; [`Node::mark_saves`]). Only such a node refuses a
+    /// second backward after its graph was released: PyTorch's `AddBackward`,
+    /// `SumBackward`, views ... save nothing and run again (`(x + 1).sum()`
+    /// can be back-propagated twice without `retain_graph`).
+    saves: AtomicBool,
     /// Leaves this node's edges reach whose data must still be at the given
     /// version when the node runs: `(edge index, version)` (a checkpoint's
     /// captured parameters, which its recomputation reads).
@@ -94,6 +101,7 @@ impl Node {
         saved: Vec<Tensor>,
         backward: BackwardFn,
     ) -> Node {
+        let saves = AtomicBool::new(!saved.is_empty());
         let saved = saved
             .into_iter()
             .map(|tensor| Saved {
@@ -109,8 +117,16 @@ impl Node {
             saved: Mutex::new(Some(saved)),
             view: None,
             reusable: AtomicBool::new(false),
+            saves,
             leaf_versions: OnceLock::new(),
         }
+    }
+
+    /// Marks this node as saving something for backward although it keeps
+    /// no tensor (a scalar operand PyTorch saves): after a release, running
+    /// it again is [`AutogradError::GraphReleased`], as in PyTorch.
+    pub(crate) fn mark_saves(&self) {
+        self.saves.store(true, Ordering::Release);
     }
 
     /// Marks this node as a view op's whose output views `base` (its input).
@@ -196,7 +212,13 @@ impl Node {
     /// The saved tensors, unless released or modified since they were saved
     /// (or since the versions given to [`Node::expect_versions`]).
     fn checked<'a>(&self, saved: Option<&'a Vec<Saved>>) -> Result<&'a Vec<Saved>> {
-        let saved = saved.ok_or(AutogradError::GraphReleased { op: self.name })?;
+        /// What a released node that saved nothing runs with.
+        static NOTHING: Vec<Saved> = Vec::new();
+        let saved = match saved {
+            Some(saved) => saved,
+            None if !self.saves.load(Ordering::Acquire) => &NOTHING,
+            None => return Err(AutogradError::GraphReleased { op: self.name }),
+        };
         for (index, s) in saved.iter().enumerate() {
             let current = s.tensor.version();
             if current != s.version {

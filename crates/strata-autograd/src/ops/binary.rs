@@ -39,7 +39,15 @@ impl Var {
                     };
                     Ok(vec![Some(sum_to(&ga, &a_shape, a_dtype)?), None])
                 });
-                record(name, out, &inputs, Vec::new, f, false)
+                let out = record(name, out, &inputs, Vec::new, f, false)?;
+                if matches!(kind, Kind::Mul | Kind::Div) {
+                    // PyTorch's MulBackward0/DivBackward0 save the scalar
+                    // (as a wrapped tensor): a second backward is refused.
+                    if let Some(node) = out.grad_fn() {
+                        node.mark_saves();
+                    }
+                }
+                Ok(out)
             }
             VarOperand::Var(bv) => {
                 let (b_shape, b_dtype) = (bv.shape().to_vec(), bv.dtype());

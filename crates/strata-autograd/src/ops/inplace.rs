@@ -146,6 +146,11 @@ impl Var {
         });
         let edges = vec![self.edge(), ov.and_then(Var::edge)];
         let node = Node::new(names[kind as usize], edges, saved, f);
+        if scalar.is_some() && matches!(kind, Kind::Mul | Kind::Div) {
+            // PyTorch saves the scalar (a wrapped tensor): a second
+            // backward through the node is refused.
+            node.mark_saves();
+        }
         self.set_grad_fn(Arc::new(node));
         Ok(self)
     }

@@ -167,3 +167,73 @@ fn max_min_of_every_element_on_the_cpu_keep_pytorchs_cpu_formula() {
         .unwrap();
     same(&grad(&a), &[NAN; 4], "amax * nan");
 }
+
+/// A second backward without `retain_graph` fails in PyTorch only where a
+/// node reached needs what it saved (released by the first): a graph of
+/// `add`, `sum` and views saves nothing and back-propagates again
+/// (accumulating), while `x * 2` saves the scalar 2 (a wrapped tensor) and
+/// `exp` its result. strata refused every second backward.
+///
+/// ```python
+/// x = torch.ones(3, requires_grad=True); y = (x + 1).sum()
+/// y.backward(); y.backward(); x.grad        # [2., 2., 2.]
+/// x = torch.ones(2, 3, requires_grad=True); y = x.reshape(-1).sum()
+/// y.backward(); y.backward(); x.grad        # 2s
+/// x = torch.ones(3, requires_grad=True); y = (x * 2).sum()
+/// y.backward(); y.backward()                # RuntimeError: Trying to backward through the graph a second time
+/// x = torch.ones(3, requires_grad=True); y = x.exp().sum()
+/// y.backward(); y.backward()                # RuntimeError (the same)
+/// y = torch.ones(3, requires_grad=True) * 1; z = y.clone(); ...
+/// ```
+#[test]
+fn a_second_backward_fails_only_where_a_node_needs_what_it_saved() {
+    let x = param(&[1.0; 3], &[3]);
+    let y = x.add(1.0).unwrap().sum(None, false).unwrap();
+    y.backward().unwrap();
+    y.backward().unwrap();
+    assert_eq!(grad(&x), vec![2.0; 3]);
+
+    let x = param(&[1.0; 6], &[2, 3]);
+    let y = x.reshape(&[-1]).unwrap().sum(None, false).unwrap();
+    y.backward().unwrap();
+    y.backward().unwrap();
+    assert_eq!(grad(&x), vec![2.0; 6]);
+
+    let x = param(&[1.0; 3], &[3]);
+    let w = param(&[1.0; 3], &[3]);
+    let y = x
+        .add(&w)
+        .unwrap()
+        .sub(&w)
+        .unwrap()
+        .sum(None, false)
+        .unwrap();
+    y.backward().unwrap();
+    y.backward().unwrap();
+    assert_eq!((grad(&x), grad(&w)), (vec![2.0; 3], vec![0.0; 3]));
+
+    for (name, make) in [
+        ("mul by a scalar", (|x: &Var| x.mul(2.0)) as fn(&Var) -> _),
+        ("div by a scalar", |x: &Var| x.div(2.0)),
+        ("exp", |x: &Var| x.exp()),
+    ] {
+        let x = param(&[1.0; 3], &[3]);
+        let y = make(&x).unwrap().sum(None, false).unwrap();
+        y.backward().unwrap();
+        let err = y.backward().unwrap_err();
+        assert!(
+            matches!(err, AutogradError::GraphReleased { .. }),
+            "{name}: {err:?}"
+        );
+    }
+    // In place by a scalar saves it too (MulBackward0).
+    let x = param(&[1.0; 3], &[3]);
+    let y = x.add(0.0).unwrap();
+    y.mul_(3.0).unwrap();
+    let s = y.sum(None, false).unwrap();
+    s.backward().unwrap();
+    assert!(matches!(
+        s.backward(),
+        Err(AutogradError::GraphReleased { .. })
+    ));
+}
