@@ -277,6 +277,16 @@ where
         (out, captured, depends)
     };
     let out = out?;
+    // `f` returned one of its inputs itself (the identity, `to_dtype` to
+    // the same dtype ...): PyTorch's non-reentrant checkpoint returns that
+    // input tensor (`y is x`), with its own history or none (a leaf stays a
+    // leaf, refusing in-place ops), and records nothing.
+    if let Some(k) = detached
+        .iter()
+        .position(|d| Arc::ptr_eq(d.inner(), out.inner()))
+    {
+        return Ok(inputs[k].clone());
+    }
     drop(detached);
     // An output that depends on no input or captured variable requiring
     // grad (a constant, `.detach()`ed, or made of inputs that do not require

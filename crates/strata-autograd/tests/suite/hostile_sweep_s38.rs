@@ -237,3 +237,55 @@ fn a_second_backward_fails_only_where_a_node_needs_what_it_saved() {
         Err(AutogradError::GraphReleased { .. })
     ));
 }
+
+/// `checkpoint(f, x)` where `f` returns its input unchanged: PyTorch's
+/// non-reentrant checkpoint returns that very tensor (`y is x`): a leaf
+/// stays a leaf (an in-place op on it is refused) with no `grad_fn`, and an
+/// input that does not require grad comes back as it is. strata recorded a
+/// `CheckpointBackward` node over the input's storage, so `y` was a
+/// non-leaf whose in-place ops silently changed the leaf `x`.
+///
+/// ```python
+/// from torch.utils.checkpoint import checkpoint
+/// x = torch.tensor([1., 2.], requires_grad=True)
+/// y = checkpoint(lambda t: t, x, use_reentrant=False)
+/// y is x, y.is_leaf, y.grad_fn          # True, True, None
+/// y.add_(1)                             # RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.
+/// y.sum().backward(); x.grad            # [1., 1.]
+/// b = torch.tensor([1., 2.], requires_grad=True) * 3
+/// checkpoint(lambda t: t, b, use_reentrant=False) is b   # True
+/// c = torch.tensor([1., 2.])
+/// checkpoint(lambda t: t, c, use_reentrant=False) is c   # True (requires_grad False)
+/// ```
+#[test]
+fn checkpoint_of_the_identity_returns_its_input() {
+    let x = param(&[1.0, 2.0], &[2]);
+    let y = checkpoint(|ts: &[Var]| Ok(ts[0].clone()), std::slice::from_ref(&x)).unwrap();
+    assert!(y.is_leaf() && y.requires_grad());
+    assert_eq!(y.grad_fn_name(), None);
+    assert!(matches!(
+        y.add_(1.0),
+        Err(AutogradError::InPlaceOnLeaf { .. })
+    ));
+    assert_eq!(values(&x), vec![1.0, 2.0]);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&x), vec![1.0, 1.0]);
+
+    let a = param(&[1.0, 2.0], &[2]);
+    let b = a.mul(3.0).unwrap();
+    let y = checkpoint(|ts: &[Var]| Ok(ts[0].clone()), std::slice::from_ref(&b)).unwrap();
+    assert_eq!(y.grad_fn_name(), b.grad_fn_name());
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad(&a), vec![3.0, 3.0]);
+
+    let c = Var::new(t(&[1.0, 2.0], &[2]));
+    let y = checkpoint(|ts: &[Var]| Ok(ts[0].clone()), std::slice::from_ref(&c)).unwrap();
+    assert!(y.is_leaf() && !y.requires_grad());
+    // The second of two inputs.
+    let (p, q) = (param(&[1.0], &[1]), param(&[5.0], &[1]));
+    let y = checkpoint(|ts: &[Var]| Ok(ts[1].clone()), &[p.clone(), q.clone()]).unwrap();
+    assert!(y.is_leaf());
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert!(p.grad().is_none());
+    assert_eq!(grad(&q), vec![1.0]);
+}
