@@ -247,6 +247,17 @@ impl Var {
                     ds32.to_dtype(low)?
                 };
                 drop(p);
+                // The masked scores' gradient is exactly 0, as PyTorch's
+                // `masked_fill` backward makes it: `p (dp - sum(dp p))` is 0
+                // there only while `dp` is finite (a NaN or infinite
+                // upstream gradient gave NaN, which `ds k` spread to `dq`).
+                let ds = if causal {
+                    let masked = ds.tril(0)?;
+                    drop(ds);
+                    masked
+                } else {
+                    ds
+                };
                 let scaled = |t: Tensor| -> Result<Tensor> {
                     t.mul_(scale)?;
                     Ok(t)

@@ -325,8 +325,15 @@ impl Var {
         if !draws || !self.dtype().is_float() {
             // Identity, zeros (p = 1), or the tensor op's typed error for a
             // bad p or an integer input that would need scaling.
-            let out = self.data().dropout(p, train, 0)?;
             let drop_all = train && p == 1.0;
+            let out = if drop_all && self.dtype().is_float() {
+                // PyTorch's p = 1 is `input * zeros`: NaN and infinities
+                // stay NaN, negative values become -0.0 (strata-tensor's
+                // `dropout` writes +0.0 everywhere).
+                self.data().mul(0.0)?
+            } else {
+                self.data().dropout(p, train, 0)?
+            };
             let f = formula(move |g, _s, _n| {
                 // PyTorch multiplies by zeros for p = 1: NaN * 0 stays NaN.
                 Ok(vec![Some(if drop_all { g.mul(0.0)? } else { g.clone() })])

@@ -289,3 +289,66 @@ fn checkpoint_of_the_identity_returns_its_input() {
     assert!(p.grad().is_none());
     assert_eq!(grad(&q), vec![1.0]);
 }
+
+/// Found by the oracle's new ops: `dropout(p = 1)` in training is PyTorch's
+/// `input * zeros`: NaN and infinities give NaN and a negative value -0.0
+/// (strata-tensor's `dropout` wrote +0.0 everywhere); the gradient is
+/// `g * 0` (NaN where `g` is).
+///
+/// ```python
+/// x = torch.tensor([1., -2., inf, nan], requires_grad=True)
+/// y = F.dropout(x, 1.0, True)     # [0., -0., nan, nan]
+/// (y * torch.tensor([1., nan, 2., 3.])).sum().backward(); x.grad  # [0., nan, 0., 0.]
+/// ```
+#[test]
+fn dropout_of_everything_multiplies_by_zero_as_pytorch() {
+    let x = param(&[1.0, -2.0, INF, NAN], &[4]);
+    let y = x.dropout(1.0, true).unwrap();
+    let v = values(&y);
+    same(&v, &[0.0, 0.0, NAN, NAN], "forward");
+    assert!(v[1].is_sign_negative() && v[0].is_sign_positive(), "{v:?}");
+    let c = Var::new(t(&[1.0, NAN, 2.0, 3.0], &[4]));
+    y.mul(&c)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    same(&grad(&x), &[0.0, NAN, 0.0, 0.0], "grad");
+}
+
+/// Found by the oracle's new ops: causal attention with an infinite
+/// upstream gradient. PyTorch's `masked_fill` backward makes the masked
+/// scores' gradient exactly 0, so the keys a query does not see get no
+/// NaN from it; strata formed it as `p (dp - sum(dp p))` with `p = 0`, which
+/// is NaN for an infinite `dp`, and `ds^T q` gave those keys NaN.
+///
+/// ```python
+/// q = torch.tensor([[[0.25, -0.25]]], requires_grad=True)
+/// k = torch.tensor([[[0.5, -1.0], [2.0, 1.5]]], requires_grad=True)
+/// v = torch.tensor([[[-1.0, 0.5], [1.0, -0.5]]], requires_grad=True)
+/// s = (q @ k.transpose(-2, -1) / 2 ** 0.5).masked_fill(torch.ones(1, 2, dtype=torch.bool).triu(1), -inf)
+/// y = torch.softmax(s, -1) @ v        # [[[-1.0, 0.5]]]
+/// y.backward(torch.tensor([[[1.0, inf]]]))
+/// q.grad  # [[[nan, nan]]]
+/// k.grad  # [[[nan, nan], [0., 0.]]]
+/// v.grad  # [[[1., inf], [0., nan]]]
+/// ```
+#[test]
+fn causal_attention_gives_masked_keys_no_gradient_even_for_an_infinite_upstream() {
+    use strata_autograd::AttentionArgs;
+    let q = param(&[0.25, -0.25], &[1, 1, 2]);
+    let k = param(&[0.5, -1.0, 2.0, 1.5], &[1, 2, 2]);
+    let v = param(&[-1.0, 0.5, 1.0, -0.5], &[1, 2, 2]);
+    let args = AttentionArgs {
+        causal: true,
+        ..AttentionArgs::default()
+    };
+    let y = q.attention(&k, &v, args).unwrap();
+    same(&values(&y), &[-1.0, 0.5], "forward");
+    y.backward_with(Some(&t(&[1.0, INF], &[1, 1, 2])), false)
+        .unwrap();
+    same(&grad(&q), &[NAN, NAN], "q");
+    same(&grad(&k), &[NAN, NAN, 0.0, 0.0], "k");
+    same(&grad(&v), &[1.0, INF, 0.0, NAN], "v");
+}
