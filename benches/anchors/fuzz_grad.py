@@ -35,9 +35,15 @@ Larger runs (`--count 1000` per seed into a folder) are replayed with
 `STRATA_GRAD_ORACLE_DIR=<folder> cargo test --release -p strata-autograd
 --test suite grad_oracle`.
 
+Seeds from 127 on (NEW_OPS_SEED) also draw `more_step`'s ops (attention,
+gelu_linear, dropout with p 0 or 1, dtype round trips, in-place ops on a
+non-leaf, non-reentrant checkpoints of small functions) and a NaN norm order;
+earlier seeds draw exactly the programs they drew before.
+
 Op cases deliberately left out (comments at each in `step`/`build`):
-- dropout (random) and attention / gelu_linear (fused; attention has its own
-  PyTorch anchors); mse_loss's `weight` with a broadcast target;
+- dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
+  target; causal attention over a row of scores holding a NaN (strata-tensor's
+  fused causal softmax, reported);
 - differences of strata-tensor kernels that strata-autograd cannot change
   (reported): a zero loss of reduction "none" or zero of a matrix product fed
   to a later step (-0.0 vs +0.0); layer_norm with eps=0, rows of 1-2 elements or of variance < 0.01
@@ -97,8 +103,9 @@ def tjson(t):
 
 
 class Prog:
-    def __init__(self, rng, dtype):
+    def __init__(self, rng, dtype, more=False):
         self.rng = rng
+        self.more = more
         # f32 for the recorded program; f64 for the same program (the same
         # f32 input values) to estimate PyTorch's own f32 rounding error.
         self.dtype = dtype
@@ -180,7 +187,13 @@ def step(p, cur, x):
     kinds = ["unary"] * 6 + ["binary"] * 5 + ["pow"] * 2 + ["reduce"] * 4 + ["dimop"] * 3 + \
         ["index"] * 5 + ["view"] * 2 + ["join"] * 2 + ["nn"] * 4 + ["matmul"] * 2 + \
         ["extrema"] * 5
+    if p.more:
+        # Seeds from NEW_OPS_SEED on also draw the ops added in session 38
+        # (earlier seeds keep the list above, so their programs are unchanged).
+        kinds += ["more"] * 8
     kind = r.choice(kinds)
+    if kind == "more":
+        return more_step(p, cur, x)
     if kind == "unary":
         op = r.choice(UNARY)
         args = {}
@@ -276,7 +289,11 @@ def step(p, cur, x):
             dims = rdims(r, nd)
             y = getattr(torch, op)(x, dims if dims is not None else (), keepdim=keep)
             return op, [cur], {"dims": dims, "keepdim": keep}, y, False
-        pv = r.choice([2.0, 2.0, 1.0, 0.0, INF, -INF, 3.0, 0.5, 1.5, -1.0])
+        # A NaN order only for seeds >= NEW_OPS_SEED (earlier seeds' draws
+        # unchanged): PyTorch gives |x| over one element, 0 over none, NaN
+        # otherwise.
+        pv = r.choice([2.0, 2.0, 1.0, 0.0, INF, -INF, 3.0, 0.5, 1.5, -1.0] +
+                      ([NAN] if p.more else []))
         dims = rdims(r, nd)
         y = torch.linalg.vector_norm(x, ord=pv, dim=dims, keepdim=keep)
         return op, [cur], {"p": enc(pv), "dims": dims, "keepdim": keep}, y, pv in (0.0, 1.0)
@@ -525,8 +542,115 @@ def step(p, cur, x):
     raise Skip
 
 
-def build(rng, pid, dtype=torch.float32):
-    p = Prog(rng, dtype)
+# The first seed whose programs also draw `more_step`'s ops.
+NEW_OPS_SEED = 127
+
+# Unary functions a checkpoint may wrap (by name; "identity" returns its
+# input itself, "sin_mul" is two ops: t * sin(t)).
+CKPT_FUNS = ["identity", "sin_mul", "exp", "tanh", "relu", "abs", "sqrt", "neg"]
+
+
+def ckpt_fun(name):
+    if name == "identity":
+        return lambda t: t
+    if name == "sin_mul":
+        return lambda t: t * torch.sin(t)
+    return getattr(torch, name)
+
+
+def more_step(p, cur, x):
+    """The ops added in session 38 (drawn for seeds >= NEW_OPS_SEED):
+    attention (the eager math of PyTorch's SDPA, which is what strata's op
+    computes), gelu_linear (linear(gelu(x))), dropout with p 0 or 1 (no
+    random draw), dtype round trips (f16/bf16/f64 and back: the gradient is
+    rounded on its way back), in-place ops on a fresh non-leaf (add_ sub_
+    mul_ div_ zero_) and non-reentrant checkpoints of small functions."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    op = r.choice(["attention", "attention", "gelu_linear", "dropout", "cast", "inplace",
+                   "inplace", "checkpoint", "checkpoint"])
+    if op == "attention":
+        if nd < 2:
+            raise Skip
+        L, E = shape[-2], shape[-1]
+        S = r.randint(1, 3)
+        Ev = r.randint(1, 3)
+        batch = shape[:-2]
+        kb = batch if r.random() < 0.7 else [1] * len(batch)
+        kn, k = p.leaf(kb + [S, E])
+        vn, v = p.leaf(kb + [S, Ev])
+        causal = r.random() < 0.4
+        scale = r.choice([None, None, 0.5, 1.0, 2.0])
+        sc = scale if scale is not None else 1.0 / math.sqrt(E) if E else None
+        if sc is None:
+            raise Skip
+        s = torch.matmul(x, k.transpose(-2, -1)) * sc
+        if causal:
+            m = torch.ones(L, S, dtype=torch.bool).triu(1)
+            s = s.masked_fill(m, -INF)
+        pr = torch.softmax(s, -1)
+        if causal and pr.isnan().any():
+            # Left out (strata-tensor's fused causal softmax, reported): a
+            # row whose scores hold a NaN (or are all -inf) is NaN through
+            # and through in PyTorch, masked columns included (exp(-inf -
+            # nan)), so their v gradient is NaN too; strata-tensor's
+            # `scaled_softmax(causal)` writes exactly 0 at the masked columns.
+            raise Skip
+        y = torch.matmul(pr, v)
+        return op, [cur, kn, vn], {"causal": causal, "scale": scale}, y, False
+    if op == "gelu_linear":
+        if nd == 0:
+            raise Skip
+        k = shape[-1]
+        m = r.randint(1, 3)
+        appr = r.choice(["none", "tanh"])
+        w, wt = p.leaf([m, k])
+        ins = [cur, w]
+        bt = None
+        if r.random() < 0.5:
+            b, bt = p.leaf([m])
+            ins.append(b)
+        y = F.linear(F.gelu(x, approximate=appr), wt, bt)
+        return op, ins, {"approximate": appr}, y, False
+    if op == "dropout":
+        pr = r.choice([0.0, 1.0])
+        train = r.random() < 0.7
+        return op, [cur], {"p": pr, "train": train}, F.dropout(x, pr, train), True
+    if op == "cast":
+        dt = r.choice(["f16", "bf16", "f64"])
+        tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}[dt]
+        # In the f64 run (the error estimate) the round trip goes through
+        # the same narrow dtype and back to f64.
+        y = x.to(tdt).to(p.dtype)
+        # f16/bf16 round to nearest even on both sides: exact when the
+        # program is (pool fractions fit both).
+        return op, [cur], {"dtype": dt}, y, True
+    if op == "inplace":
+        which = r.choice(["add_", "sub_", "mul_", "div_", "zero_", "mul_scalar_",
+                          "div_scalar_"])
+        # In place on a fresh non-leaf (x + 0: a leaf requiring grad is
+        # refused, a view of one too).
+        y = x + 0.0
+        if which == "zero_":
+            y.zero_()
+            return op, [cur], {"op": which}, y, True
+        if which in ("mul_scalar_", "div_scalar_"):
+            c = r.choice([2.0, -0.5, 0.0])
+            (y.mul_ if which == "mul_scalar_" else y.div_)(c)
+            return op, [cur], {"op": which, "c": c}, y, which == "mul_scalar_"
+        other, o = p.leaf(bshape(r, shape))
+        getattr(y, which)(o)
+        return op, [cur, other], {"op": which}, y, which != "div_"
+    name = r.choice(CKPT_FUNS)
+    from torch.utils.checkpoint import checkpoint
+    y = checkpoint(ckpt_fun(name), x, use_reentrant=False)
+    exact = name in ("identity", "relu", "abs", "neg")
+    return "checkpoint", [cur], {"fn": name}, y, exact
+
+
+def build(rng, pid, dtype=torch.float32, more=False):
+    p = Prog(rng, dtype, more)
     cur, x = p.leaf(rshape(rng, 0 if rng.random() < 0.1 else 1, 3))
     nsteps = rng.randint(1, 4)
     env = {}
@@ -542,7 +666,7 @@ def build(rng, pid, dtype=torch.float32):
         # the comparison, but a later 1/x turns it into -inf vs inf; the
         # format does not fix which zero); reported, not fixable here.
         zero_sign = (op in ("nll_loss", "cross_entropy") and args["reduction"] == "none") \
-            or op in ("matmul", "mm", "addmm", "linear")
+            or op in ("matmul", "mm", "addmm", "linear", "attention", "gelu_linear")
         if zero_sign and i + 1 < nsteps and (y == 0).any():
             raise Skip
         cur, x = out, y
@@ -612,14 +736,15 @@ def main():
         rng = random.Random(a.seed * 1_000_003 + attempt)
         attempt += 1
         try:
-            prog, raw = build(rng, f"{a.seed}:{attempt - 1}")
+            more = a.seed >= NEW_OPS_SEED
+            prog, raw = build(rng, f"{a.seed}:{attempt - 1}", more=more)
             if not prog["exact"]:
                 # The same program in f64 (the same f32 inputs): the error of
                 # PyTorch's own f32 answer, which the replay allows strata
                 # too (ill-conditioned elements: layer_norm of nearly
                 # constant rows, cancellations, ties that f32 rounding made).
                 p64, raw64 = build(random.Random(a.seed * 1_000_003 + attempt - 1), "",
-                                   torch.float64)
+                                   torch.float64, more)
                 if p64["steps"] != prog["steps"]:
                     raise Skip
                 prog["err_out"] = err(raw["out"], raw64["out"])

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use strata_autograd::Var;
+use strata_autograd::{AttentionArgs, Var};
 use strata_tensor::{CrossEntropyArgs, DType, Device, GeluApprox, Reduction, Tensor};
 
 /// The generator's JSON (exact f64 round trip: `float_roundtrip`).
@@ -252,6 +252,66 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
                     reduction: reduction(a.key("reduction")),
                     label_smoothing: a.key("label_smoothing").f(),
                 },
+            )?
+        }
+        "attention" => {
+            let sc = a.key("scale");
+            let args = AttentionArgs {
+                scale: (!sc.is_null()).then(|| sc.f()),
+                causal: a.key("causal").b(),
+                ..AttentionArgs::default()
+            };
+            x.attention(&var(1), &var(2), args)?
+        }
+        "gelu_linear" => {
+            let b = (ins.len() > 2).then(|| var(2));
+            let ap = if a.key("approximate").str() == "tanh" {
+                GeluApprox::Tanh
+            } else {
+                GeluApprox::None
+            };
+            x.gelu_linear(ap, &var(1), b.as_ref())?
+        }
+        "dropout" => x.dropout(a.key("p").f(), a.key("train").b())?,
+        "cast" => {
+            let dt = match a.key("dtype").str() {
+                "f16" => DType::F16,
+                "bf16" => DType::BF16,
+                _ => DType::F64,
+            };
+            x.to_dtype(dt)?.to_dtype(DType::F32)?
+        }
+        "inplace" => {
+            // In place on a fresh non-leaf (`x + 0`), as the generator.
+            let y = x.add(0.0)?;
+            match a.key("op").str() {
+                "add_" => y.add_(&var(1))?,
+                "sub_" => y.sub_(&var(1))?,
+                "mul_" => y.mul_(&var(1))?,
+                "div_" => y.div_(&var(1))?,
+                "zero_" => y.zero_()?,
+                "mul_scalar_" => y.mul_(a.key("c").f())?,
+                _ => y.div_(a.key("c").f())?,
+            };
+            y
+        }
+        "checkpoint" => {
+            let name = a.key("fn").str().to_string();
+            strata_autograd::checkpoint(
+                move |t: &[Var]| {
+                    let t = &t[0];
+                    Ok(match name.as_str() {
+                        "identity" => t.clone(),
+                        "sin_mul" => t.mul(&t.sin()?)?,
+                        "exp" => t.exp()?,
+                        "tanh" => t.tanh()?,
+                        "relu" => t.relu()?,
+                        "abs" => t.abs()?,
+                        "sqrt" => t.sqrt()?,
+                        _ => t.neg()?,
+                    })
+                },
+                std::slice::from_ref(&x),
             )?
         }
         other => panic!("the generator wrote an op this replay does not know: {other}"),
