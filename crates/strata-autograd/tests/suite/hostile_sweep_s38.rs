@@ -238,6 +238,78 @@ fn a_second_backward_fails_only_where_a_node_needs_what_it_saved() {
     ));
 }
 
+/// `backward()` without a gradient: PyTorch accepts any output of one
+/// element (`numel() == 1`, not only 0-d) and refuses an empty one.
+///
+/// ```python
+/// x = torch.ones(1, 1, requires_grad=True); (x * 3).backward(); x.grad  # [[3.]]
+/// x = torch.ones(0, requires_grad=True); (x * 3).backward()  # RuntimeError: grad can be implicitly created only for scalar outputs
+/// ```
+#[test]
+fn an_implicit_gradient_needs_exactly_one_element() {
+    let x = param(&[1.0], &[1, 1]);
+    x.mul(3.0).unwrap().backward().unwrap();
+    assert_eq!(grad(&x), vec![3.0]);
+    let e = param(&[], &[0]);
+    assert!(matches!(
+        e.mul(3.0).unwrap().backward(),
+        Err(AutogradError::NonScalarOutput { .. })
+    ));
+}
+
+/// Only floating-point variables can require grad (an integer or bool one
+/// is a typed error; turning it off is fine); gradients of another dtype
+/// (integer, bool, f64) are converted to the output's, as PyTorch's engine
+/// does, and a gradient of another shape is refused, even one that would
+/// broadcast or has the same single element.
+///
+/// ```python
+/// torch.tensor([1, 2]).requires_grad_(True)      # RuntimeError: only Tensors of floating point dtype can require gradients
+/// torch.tensor([True]).requires_grad_(True)      # the same
+/// torch.tensor([1, 2]).requires_grad_(False)     # fine
+/// x = torch.ones(2, requires_grad=True); (x * 3).backward(torch.tensor([2, 3]))   # x.grad [6., 9.]
+/// x = torch.ones(2, requires_grad=True); (x * 3).backward(torch.tensor([True, False]))  # [3., 0.]
+/// x = torch.ones((), requires_grad=True); (x * 3).backward(torch.tensor([2.]))  # RuntimeError: Mismatch in shape
+/// x = torch.ones(2, requires_grad=True); (x * 3).backward(torch.tensor([2.]))   # RuntimeError: Mismatch in shape
+/// ```
+#[test]
+fn requires_grad_and_gradient_dtypes_and_shapes_are_pytorchs() {
+    let i = Var::new(Tensor::from_slice(&[1i64, 2], &[2], CPU).unwrap());
+    assert!(matches!(
+        i.requires_grad_(true),
+        Err(AutogradError::RequiresGrad { .. })
+    ));
+    assert!(i.requires_grad_(false).is_ok());
+    let b = Var::new(Tensor::from_slice(&[true], &[1], CPU).unwrap());
+    assert!(matches!(
+        b.requires_grad_(true),
+        Err(AutogradError::RequiresGrad { .. })
+    ));
+    assert!(Var::parameter(Tensor::from_slice(&[1i32], &[1], CPU).unwrap()).is_err());
+
+    let x = param(&[1.0, 1.0], &[2]);
+    let g = Tensor::from_slice(&[2i64, 3], &[2], CPU).unwrap();
+    x.mul(3.0).unwrap().backward_with(Some(&g), false).unwrap();
+    assert_eq!(grad(&x), vec![6.0, 9.0]);
+    let x = param(&[1.0, 1.0], &[2]);
+    let g = Tensor::from_slice(&[true, false], &[2], CPU).unwrap();
+    x.mul(3.0).unwrap().backward_with(Some(&g), false).unwrap();
+    assert_eq!(grad(&x), vec![3.0, 0.0]);
+
+    let s = param(&[1.0], &[]);
+    let r = s
+        .mul(3.0)
+        .unwrap()
+        .backward_with(Some(&t(&[2.0], &[1])), false);
+    assert!(matches!(r, Err(AutogradError::GradShape { .. })), "{r:?}");
+    let x = param(&[1.0, 1.0], &[2]);
+    let r = x
+        .mul(3.0)
+        .unwrap()
+        .backward_with(Some(&t(&[2.0], &[1])), false);
+    assert!(matches!(r, Err(AutogradError::GradShape { .. })), "{r:?}");
+}
+
 /// `checkpoint(f, x)` where `f` returns its input unchanged: PyTorch's
 /// non-reentrant checkpoint returns that very tensor (`y is x`): a leaf
 /// stays a leaf (an in-place op on it is refused) with no `grad_fn`, and an
@@ -288,6 +360,150 @@ fn checkpoint_of_the_identity_returns_its_input() {
     y.sum(None, false).unwrap().backward().unwrap();
     assert!(p.grad().is_none());
     assert_eq!(grad(&q), vec![1.0]);
+}
+
+/// Grad-mode mixing, as PyTorch: a result made in `no_grad` does not
+/// require grad; a result made in inference mode cannot be saved for
+/// backward (`x * y`) but may be used where nothing is saved (`x + y`); its
+/// `detach()` may be modified in place outside inference mode (changing
+/// it); a saved output modified through a `detach()`ed alias is refused at
+/// backward.
+///
+/// ```python
+/// x = torch.ones(2, requires_grad=True)
+/// with torch.no_grad(): y = x * 2
+/// y.requires_grad, y.is_leaf            # False, True
+/// with torch.inference_mode(): y = x * 2
+/// (x * y).sum().backward()              # RuntimeError: Inference tensors cannot be saved for backward
+/// (x + y).sum().backward(); x.grad      # [1., 1.]
+/// y.detach().add_(1); y                 # fine: [3., 3.]
+/// y = x.exp(); y.detach().mul_(2); y.sum().backward()  # RuntimeError: ... modified by an inplace operation
+/// ```
+#[test]
+fn no_grad_inference_mode_and_detach_mix_as_pytorch() {
+    let x = param(&[1.0, 1.0], &[2]);
+    let y = no_grad(|| x.mul(2.0)).unwrap();
+    assert!(!y.requires_grad() && y.is_leaf());
+    let y = inference_mode(|| x.mul(2.0)).unwrap();
+    assert!(matches!(
+        x.mul(&y).unwrap_err(),
+        AutogradError::InferenceTensorSaved { .. }
+    ));
+    x.add(&y)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![1.0, 1.0]);
+    y.detach().add_(1.0).unwrap();
+    assert_eq!(values(&y), vec![3.0, 3.0]);
+
+    let x = param(&[1.0, 1.0], &[2]);
+    let y = x.exp().unwrap();
+    y.detach().mul_(2.0).unwrap();
+    assert!(matches!(
+        y.sum(None, false).unwrap().backward(),
+        Err(AutogradError::SavedTensorModified { .. })
+    ));
+}
+
+/// One optimizer step with a NaN or infinite gradient element and a zero
+/// or positive learning rate: PyTorch's arithmetic, where `lr = 0` still
+/// multiplies (`p - 0 * nan` is NaN, and `0 * inf` too), and the other
+/// elements are updated normally.
+///
+/// ```python
+/// def run(cls, g, lr, **kw):
+///     p = torch.nn.Parameter(torch.tensor([1., -2., 3.]))
+///     o = cls([p], lr=lr, **kw); p.grad = torch.tensor(g); o.step(); return p
+/// # g1 = [nan, 1., 0.], g2 = [inf, -inf, 1.]
+/// run(SGD, g1, 0.)  # [nan, -2., 3.]      run(SGD, g2, 0.)  # [nan, nan, 3.]
+/// run(SGD, g1, .1)  # [nan, -2.1, 3.]     run(SGD, g2, .1)  # [-inf, inf, 2.9]
+/// # SGD with momentum=0.9: the same four
+/// run(Adam, g1, 0.) # [nan, -2., 3.]      run(Adam, g2, 0.) # [nan, nan, 3.]
+/// run(Adam, g1, .1) # [nan, -2.1, 3.]     run(Adam, g2, .1) # [nan, nan, 2.9]
+/// # AdamW(weight_decay=0.01):
+/// run(AdamW, g1, 0.) # [nan, -2., 3.]     run(AdamW, g2, 0.) # [nan, nan, 3.]
+/// run(AdamW, g1, .1) # [nan, -2.098, 2.997]  run(AdamW, g2, .1) # [nan, nan, 2.897]
+/// ```
+#[test]
+fn optimizer_steps_with_non_finite_gradients_and_a_zero_learning_rate_are_pytorchs() {
+    use strata_autograd::{Adam, AdamW, Optimizer, Sgd};
+    let g1 = [NAN, 1.0, 0.0];
+    let g2 = [INF, -INF, 1.0];
+    type Make = fn(Vec<Var>, f64) -> Box<dyn Optimizer>;
+    let cases: [(&str, Make, [[f32; 3]; 4]); 4] = [
+        (
+            "SGD",
+            |p, lr| Box::new(Sgd::new(p, lr, 0.0).unwrap()),
+            [
+                [NAN, -2.0, 3.0],
+                [NAN, NAN, 3.0],
+                [NAN, -2.1, 3.0],
+                [-INF, INF, 2.9],
+            ],
+        ),
+        (
+            "SGD momentum",
+            |p, lr| Box::new(Sgd::new(p, lr, 0.9).unwrap()),
+            [
+                [NAN, -2.0, 3.0],
+                [NAN, NAN, 3.0],
+                [NAN, -2.1, 3.0],
+                [-INF, INF, 2.9],
+            ],
+        ),
+        (
+            "Adam",
+            |p, lr| Box::new(Adam::new(p, lr).unwrap()),
+            [
+                [NAN, -2.0, 3.0],
+                [NAN, NAN, 3.0],
+                [NAN, -2.1, 3.0],
+                [NAN, NAN, 2.9],
+            ],
+        ),
+        (
+            "AdamW",
+            |p, lr| {
+                Box::new(
+                    AdamW::new(p)
+                        .with_lr(lr)
+                        .unwrap()
+                        .with_weight_decay(0.01)
+                        .unwrap(),
+                )
+            },
+            [
+                [NAN, -2.0, 3.0],
+                [NAN, NAN, 3.0],
+                [NAN, -2.098, 2.997],
+                [NAN, NAN, 2.897],
+            ],
+        ),
+    ];
+    for (name, make, want) in cases {
+        let mut k = 0;
+        for lr in [0.0, 0.1] {
+            for g in [g1, g2] {
+                let p = param(&[1.0, -2.0, 3.0], &[3]);
+                p.set_grad(Some(t(&g, &[3]))).unwrap();
+                let mut o = make(vec![p.clone()], lr);
+                o.step().unwrap();
+                let got = values(&p);
+                let ok = got.iter().zip(&want[k]).all(|(a, b)| {
+                    (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-6 * b.abs()
+                });
+                assert!(
+                    ok,
+                    "{name} lr {lr} grad {g:?}: strata {got:?}, PyTorch {:?}",
+                    want[k]
+                );
+                k += 1;
+            }
+        }
+    }
 }
 
 /// Found by the oracle's new ops: `dropout(p = 1)` in training is PyTorch's
