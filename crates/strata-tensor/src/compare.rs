@@ -26,7 +26,13 @@ impl Tensor {
 
     /// `torch.allclose`: whether `|self - other| <= atol + rtol * |other|`
     /// for every element (broadcasting), with equal infinities close and NaN
-    /// close to nothing. Integer tensors are compared in f64.
+    /// close to nothing. Integer tensors are compared exactly (their
+    /// difference in i64, then in f64 against the tolerance).
+    ///
+    /// Both tensors must have one dtype, as PyTorch's `isclose` requires
+    /// (`torch.allclose(int64, float32)` raises "Long did not match
+    /// Float"): tensors of different dtypes are a [`TensorError::DType`]
+    /// error, checked before the tolerances and the shapes as PyTorch does.
     ///
     /// ```
     /// use strata_tensor::tensor;
@@ -36,6 +42,16 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64) -> Result<bool> {
+        if self.dtype() != other.dtype() {
+            return Err(TensorError::dtype(
+                "allclose",
+                format!(
+                    "the tensors' dtypes must match: {} did not match {}",
+                    self.dtype(),
+                    other.dtype()
+                ),
+            ));
+        }
         if !(rtol >= 0.0 && atol >= 0.0) {
             return Err(TensorError::value(
                 "allclose",
@@ -46,24 +62,20 @@ impl Tensor {
         if rtol == 0.0 && atol == 0.0 {
             return all_true(&self.eq(other)?);
         }
-        let common = self.dtype().promote(other.dtype());
-        // Floats compare in their common dtype. Integers compare exactly:
-        // their difference and equality in i64 (in f64, integers beyond
-        // 2^53 rounded together and 2^53 + 1 was close to 2^53 whatever the
-        // tolerance), only the difference and |other| then in f64.
-        let (eq, abs_diff, b) = if common.is_float() {
-            let (a, b) = (self.to_dtype(common)?, other.to_dtype(common)?);
-            (a.eq(&b)?, (&a - &b)?.abs()?, b)
+        // The closeness inequality is formed in the tensors' float dtype;
+        // integer and bool tensors are first converted to the default
+        // float dtype, f32, as PyTorch 2.15's isclose does (so integers
+        // 2^53 + 1 and 2^53, equal in f32, are close with atol 0.5, and
+        // 2^30 + 100 and 2^30, 128 apart in f32, are not with atol 99).
+        // Equality itself is exact in the tensors' own dtype.
+        let eq = self.eq(other)?;
+        let float = if self.dtype().is_float() {
+            self.dtype()
         } else {
-            let wide = if common == DType::Bool {
-                DType::F64
-            } else {
-                DType::I64
-            };
-            let (a, b) = (self.to_dtype(wide)?, other.to_dtype(wide)?);
-            let abs_diff = (&a - &b)?.abs()?.to_dtype(DType::F64)?;
-            (a.eq(&b)?, abs_diff, b.to_dtype(DType::F64)?)
+            DType::F32
         };
+        let (a, b) = (self.to_dtype(float)?, other.to_dtype(float)?);
+        let abs_diff = (&a - &b)?.abs()?;
         let tol = ((b.abs()? * rtol)? + atol)?;
         // close = (|a - b| finite and <= tol) or a == b (equal infinities),
         // as PyTorch's isclose; the u8 sum is nonzero where either holds.
@@ -120,12 +132,15 @@ mod tests {
         // broadcasting, integers, bad tolerances
         assert!(t(&[2.0, 2.0]).allclose(&t(&[2.0]), 0.0, 0.0).unwrap());
         let i = Tensor::from_slice(&[3i64], &[1], Device::Cpu).unwrap();
-        assert!(i.allclose(&t(&[3.0]), 0.0, 0.0).unwrap());
+        assert!(i.allclose(&i, 0.0, 0.0).unwrap());
+        // Different dtypes: an error, as PyTorch's "Long did not match Float".
+        assert!(i.allclose(&t(&[3.0]), 0.0, 0.0).is_err());
         assert!(t(&[1.0]).allclose(&t(&[1.0]), -1.0, 0.0).is_err());
         assert!(t(&[1.0, 2.0])
             .allclose(&t(&[1.0, 2.0, 3.0]), 0.0, 0.0)
             .is_err());
         let h = t(&[1.0]).to_dtype(DType::BF16).unwrap();
-        assert!(h.allclose(&t(&[1.001]), 1e-2, 0.0).unwrap());
+        let h2 = t(&[1.001]).to_dtype(DType::BF16).unwrap();
+        assert!(h.allclose(&h2, 1e-2, 0.0).unwrap());
     }
 }

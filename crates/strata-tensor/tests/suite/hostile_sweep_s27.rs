@@ -6,8 +6,9 @@
 //!
 //! * `allclose` compared integer tensors in f64: integers beyond 2^53 that
 //!   round to the same f64 (2^53 + 1 and 2^53) were "close" even with zero
-//!   tolerances; the difference and equality of integers are now exact (and
-//!   zero tolerances are an equality check, as PyTorch's `isclose`).
+//!   tolerances; zero tolerances are now an equality check, as PyTorch's
+//!   `isclose`. (Session 38: with nonzero tolerances PyTorch forms the
+//!   inequality in f32, and strata now does too; see the test.)
 //! * `x.scatter_add_(d, idx, &x)` (src, or index, the output itself) ran as
 //!   if src had been copied first; PyTorch 2.15 refuses it ("some elements of
 //!   the input tensor and the written-to tensor refer to a single memory
@@ -26,26 +27,44 @@ fn i64s(v: &[i64]) -> Tensor {
     Tensor::from_slice(v, &[v.len()], CPU).unwrap()
 }
 
+/// Session 38 replaced this test's expectations with PyTorch 2.15's: its
+/// isclose compares integer tensors exactly only for equality (and with zero
+/// tolerances), and forms `|a - b| <= atol + rtol |b|` after converting
+/// both to f32 (its default float dtype). Mixed dtypes are an error.
 #[test]
-fn allclose_of_integers_beyond_2_pow_53_is_exact() {
+fn allclose_of_integers_matches_pytorch() {
     let big = 1i64 << 53;
     let (a, b) = (i64s(&[big + 1, 7]), i64s(&[big, 7]));
+    // torch.allclose(a, b, 0, 0) False; atol 0.5: True (equal in f32);
+    // atol 1: True; a with a: True.
     assert!(!a.allclose(&b, 0.0, 0.0).unwrap(), "they differ by 1");
-    assert!(!a.allclose(&b, 0.0, 0.5).unwrap(), "|diff| = 1 > 0.5");
-    assert!(a.allclose(&b, 0.0, 1.0).unwrap(), "|diff| = 1 <= 1");
+    assert!(a.allclose(&b, 0.0, 0.5).unwrap(), "equal in f32");
+    assert!(a.allclose(&b, 0.0, 1.0).unwrap());
     assert!(a.allclose(&a, 0.0, 0.0).unwrap());
-    // i64::MAX and i64::MAX - 1 round to the same f64 (2^63).
+    // i64::MAX and i64::MAX - 1: unequal; with atol 0.25 close (both 2^63
+    // in f32).
     let (m, m1) = (i64s(&[i64::MAX]), i64s(&[i64::MAX - 1]));
     assert!(!m.allclose(&m1, 0.0, 0.0).unwrap());
-    assert!(!m.allclose(&m1, 0.0, 0.25).unwrap());
-    // The relative tolerance scales |other| (2^60 * 2^-60 = 1).
+    assert!(m.allclose(&m1, 0.0, 0.25).unwrap());
+    // 2^60 + 1 and 2^60 are one f32: close with rtol 2^-60 and 2^-62.
     let (p, q) = (i64s(&[(1 << 60) + 1]), i64s(&[1 << 60]));
     assert!(p.allclose(&q, 2f64.powi(-60), 0.0).unwrap());
-    assert!(!p.allclose(&q, 2f64.powi(-62), 0.0).unwrap());
-    // i32 against i64 promotes to i64; u8 and bool still compare.
+    assert!(p.allclose(&q, 2f64.powi(-62), 0.0).unwrap());
+    // 2^30 + 100 rounds to 2^30 + 128 in f32: not close with atol 99 or
+    // 127.9, close with 128.
+    let (r, s) = (i64s(&[(1 << 30) + 100]), i64s(&[1 << 30]));
+    assert!(!r.allclose(&s, 0.0, 99.0).unwrap());
+    assert!(!r.allclose(&s, 0.0, 127.9).unwrap());
+    assert!(r.allclose(&s, 0.0, 128.0).unwrap());
+    // i32 against i64: "Int did not match Long".
     let i = Tensor::from_slice(&[3i32, -4], &[2], CPU).unwrap();
-    assert!(i.allclose(&i64s(&[3, -4]), 0.0, 0.0).unwrap());
-    assert!(!i.allclose(&i64s(&[3, -5]), 0.0, 0.5).unwrap());
+    assert!(matches!(
+        i.allclose(&i64s(&[3, -4]), 0.0, 0.0),
+        Err(TensorError::DType { .. })
+    ));
+    let i5 = Tensor::from_slice(&[3i32, -5], &[2], CPU).unwrap();
+    assert!(!i.allclose(&i5, 0.0, 0.5).unwrap());
+    assert!(i.allclose(&i5, 0.0, 1.0).unwrap());
     let u = Tensor::from_slice(&[1u8, 250], &[2], CPU).unwrap();
     assert!(u.allclose(&u, 0.0, 0.0).unwrap());
     assert!(!u
@@ -78,14 +97,17 @@ fn allclose_of_floats_is_unchanged() {
         .allclose(&f(&[f32::NEG_INFINITY]), 1.0, 1.0)
         .unwrap());
     assert!(!f(&[f32::INFINITY]).allclose(&f(&[1e38]), 1.0, 1.0).unwrap());
-    // Broadcasting and its error, and mixed float/int.
+    // Broadcasting and its error; mixed float/int and f16/f32 are errors
+    // (session 38: PyTorch's "Float did not match Long").
     assert!(f(&[2.0, 2.0]).allclose(&f(&[2.0]), 0.0, 0.0).unwrap());
     assert!(f(&[1.0, 2.0])
         .allclose(&f(&[1.0, 2.0, 3.0]), 0.0, 0.0)
         .is_err());
-    assert!(f(&[3.0]).allclose(&i64s(&[3]), 0.0, 0.0).unwrap());
+    assert!(f(&[3.0]).allclose(&i64s(&[3]), 0.0, 0.0).is_err());
     let h = f(&[1.0]).to_dtype(DType::F16).unwrap();
-    assert!(h.allclose(&f(&[1.0005]), 1e-3, 0.0).unwrap());
+    assert!(h.allclose(&f(&[1.0005]), 1e-3, 0.0).is_err());
+    let h2 = f(&[1.0005]).to_dtype(DType::F16).unwrap();
+    assert!(h.allclose(&h2, 1e-3, 0.0).unwrap());
 }
 
 #[test]
