@@ -5,8 +5,8 @@
 //!
 //! As in PyTorch, a tensor holds at most [`MAX_NUMEL`] (`i64::MAX`) elements,
 //! and a shape that a contiguous tensor is created with must also have
-//! contiguous strides that fit: the product of its sizes, each counted as at
-//! least 1, is at most `i64::MAX`. Every size, stride, offset and extent
+//! contiguous strides that fit `i64::MAX` and a product of its sizes that
+//! does not overflow on the way (see [`check_contiguous`]). Every size, stride, offset and extent
 //! computed from user input is checked against these limits
 //! ([`checked_numel`], [`check_contiguous`], [`checked_nbytes`]); a shape
 //! beyond them is [`TensorError::SizeOverflow`] naming the shape, never a
@@ -53,25 +53,44 @@ pub fn checked_numel(op: &'static str, shape: &[usize]) -> Result<usize> {
     })
 }
 
-/// Checks that a contiguous tensor of `shape` can exist: its element count
-/// and its row-major strides (the products of the trailing sizes, each at
-/// least 1) all fit [`MAX_NUMEL`]. Returns the element count.
+/// Checks that a contiguous tensor of `shape` can exist, by PyTorch's two
+/// rules: its row-major strides (for each dim but the first, the product of
+/// the trailing sizes, each counted as at least 1) fit [`MAX_NUMEL`]
+/// ("Stride calculation overflowed"), and the product of its sizes taken in
+/// order does not overflow 64 bits on the way, nor exceed [`MAX_NUMEL`]
+/// ("Storage size calculation overflowed"; a 0 after the overflow does not
+/// save it). Returns the element count.
+///
+/// So an empty tensor may have other sizes whose product passes
+/// `i64::MAX`: `[2^62, 2, 0]` exists (strides `[2, 1, 1]`), `[2^62, 4, 0]`
+/// does not (2^62 * 4 overflows), nor does `[0, 2^62, 4]` (its first stride
+/// would be 2^64).
 ///
 /// ```
 /// use strata_tensor::shape::check_contiguous;
 /// assert_eq!(check_contiguous("zeros", &[4, 0, 5]).unwrap(), 0);
+/// assert_eq!(check_contiguous("zeros", &[1 << 62, 2, 0]).unwrap(), 0);
+/// assert!(check_contiguous("zeros", &[1 << 62, 4, 0]).is_err());
+/// assert!(check_contiguous("zeros", &[0, 1 << 62, 4]).is_err());
 /// assert!(check_contiguous("zeros", &[1 << 40, 1 << 40, 0]).is_err());
 /// ```
 pub fn check_contiguous(op: &'static str, shape: &[usize]) -> Result<usize> {
-    if product_within(shape.iter().map(|&s| s.max(1))).is_none() {
-        return Err(TensorError::overflow(
+    // (A size itself is at most i64::MAX, as PyTorch's sizes are i64.)
+    let strides_fit = shape.iter().all(|&s| s <= MAX_NUMEL)
+        && product_within(shape.iter().skip(1).map(|&s| s.max(1))).is_some();
+    let mut running = Some(1usize);
+    for &s in shape {
+        running = running.and_then(|p| p.checked_mul(s));
+    }
+    match running {
+        Some(numel) if strides_fit && numel <= MAX_NUMEL => Ok(numel),
+        _ => Err(TensorError::overflow(
             op,
             format!(
-                "shape {shape:?} is too large: its element count or contiguous strides exceed {MAX_NUMEL} (i64::MAX)"
+                "shape {shape:?} is too large: its contiguous strides or the product of its sizes exceed {MAX_NUMEL} (i64::MAX)"
             ),
-        ));
+        )),
     }
-    Ok(numel(shape))
 }
 
 /// Bytes of `numel` elements of `elem_size` bytes, or

@@ -1,10 +1,18 @@
 //! Session 38's sweep, checked against PyTorch 2.15 (CPU, x86 without
 //! AVX-512, one thread):
 //!
+//! * empty tensors whose other dims are huge (`[2^62, 2, 0]`): creation,
+//!   views, reductions, products, joins;
 //! * `allclose` and `equal` across dtypes.
 //!
 //! Defects these tests found (fixed with them):
 //!
+//! * A contiguous tensor's shape had to have a product of its sizes, each
+//!   counted as at least 1, within `i64::MAX`, so `zeros([2^62, 2, 0])`
+//!   (and the empty results of reductions, products and joins of such
+//!   tensors) was a size error where PyTorch makes the tensor: its rules
+//!   are that the strides (which leave out the first size) fit i64 and
+//!   that the product of the sizes, taken in order, does not overflow.
 //! * `allclose` of two dtypes promoted them; PyTorch raises ("Long did not
 //!   match Float"), before it looks at the tolerances or the shapes. Integer
 //!   and bool tensors are compared in f32 (PyTorch's default dtype) where
@@ -13,6 +21,239 @@
 //!   states PyTorch's answers).
 
 use strata_tensor::{DType, Device, Tensor, TensorError};
+
+/// `Ok(shape)` of a result, or `Err(message)` for a typed error.
+fn outcome(r: strata_tensor::Result<Tensor>) -> Result<Vec<usize>, String> {
+    r.map(|t| t.shape().to_vec()).map_err(|e| e.to_string())
+}
+
+const B: usize = 1 << 62;
+
+/// Empty tensors whose other dims are huge, each beside PyTorch 2.15's
+/// answer for the same call (CPU): an empty result where PyTorch has one,
+/// an error (typed, never a panic or a wrapped size) where PyTorch raises
+/// ("Storage size calculation overflowed", "Trying to create tensor with
+/// negative dimension", or its SymInt representation errors).
+#[test]
+fn empty_tensors_with_huge_dims_match_pytorch() {
+    let f32 = DType::F32;
+    let cpu = Device::Cpu;
+    let x = Tensor::zeros(&[B, 2, 0], f32, cpu).unwrap();
+    assert_eq!(x.shape(), &[B, 2, 0]);
+    let e = |shape: &[usize]| Tensor::zeros(shape, f32, cpu).unwrap();
+    let mut bad = Vec::new();
+    let ok =
+        |name: &str, r: strata_tensor::Result<Tensor>, want: &[usize], bad: &mut Vec<String>| {
+            match outcome(r) {
+                Ok(s) if s == want => {}
+                other => bad.push(format!("{name}: want Ok({want:?}), got {other:?}")),
+            }
+        };
+    let err = |name: &str, r: strata_tensor::Result<Tensor>, bad: &mut Vec<String>| {
+        if let Ok(s) = outcome(r) {
+            bad.push(format!("{name}: want an error, got Ok({s:?})"));
+        }
+    };
+    // torch.zeros: [2^62, 4, 0] and [2^40, 2^40, 0] overflow the strides.
+    err(
+        "zeros [2^62,4,0]",
+        Tensor::zeros(&[B, 4, 0], f32, cpu),
+        &mut bad,
+    );
+    err(
+        "zeros [2^40,2^40,0]",
+        Tensor::zeros(&[1 << 40, 1 << 40, 0], f32, cpu),
+        &mut bad,
+    );
+    ok(
+        "zeros [i64::MAX,1,0]",
+        Tensor::zeros(&[i64::MAX as usize, 1, 0], f32, cpu),
+        &[i64::MAX as usize, 1, 0],
+        &mut bad,
+    );
+    ok(
+        "zeros [2^31,2^31,0,4]",
+        Tensor::zeros(&[1 << 31, 1 << 31, 0, 4], f32, cpu),
+        &[1 << 31, 1 << 31, 0, 4],
+        &mut bad,
+    );
+    err(
+        "zeros [2^31,2^31,4]",
+        Tensor::zeros(&[1 << 31, 1 << 31, 4], f32, cpu),
+        &mut bad,
+    );
+    err("ones [2^62,2]", Tensor::ones(&[B, 2], f32, cpu), &mut bad);
+    // Views and reshapes.
+    ok("reshape [0]", x.reshape(&[0]), &[0], &mut bad);
+    ok("reshape [-1]", x.reshape(&[-1]), &[0], &mut bad);
+    ok(
+        "reshape [2^62,0]",
+        x.reshape(&[B as i64, 0]),
+        &[B, 0],
+        &mut bad,
+    );
+    err("reshape [0,2^62,2]", x.reshape(&[0, B as i64, 2]), &mut bad);
+    ok("reshape [-1,2]", x.reshape(&[-1, 2]), &[0, 2], &mut bad);
+    ok("view [2,-1]", x.view(&[2, -1]), &[2, 0], &mut bad);
+    ok("flatten", x.flatten(0, -1), &[0], &mut bad);
+    ok(
+        "transpose",
+        x.transpose(0, 2).and_then(|t| t.contiguous()),
+        &[0, 2, B],
+        &mut bad,
+    );
+    ok(
+        "expand",
+        e(&[1, 2, 0]).expand(&[B as i64, 2, 0]),
+        &[B, 2, 0],
+        &mut bad,
+    );
+    ok(
+        "expand contiguous",
+        e(&[1, 2, 0])
+            .expand(&[B as i64, 2, 0])
+            .and_then(|t| t.contiguous()),
+        &[B, 2, 0],
+        &mut bad,
+    );
+    ok("narrow", x.narrow(0, 1, 5), &[5, 2, 0], &mut bad);
+    // Reductions: over dims 0 or 1 the result is empty; over the 0-sized
+    // dim 2 it is [2^62, 2], too large to allocate.
+    ok("sum dim0", x.sum(Some(&[0]), false), &[2, 0], &mut bad);
+    ok("sum dim1", x.sum(Some(&[1]), false), &[B, 0], &mut bad);
+    err("sum dim2", x.sum(Some(&[2]), false), &mut bad);
+    err("sum dim2 keepdim", x.sum(Some(&[2]), true), &mut bad);
+    ok("sum all", x.sum(None, false), &[], &mut bad);
+    ok("mean all", x.mean(None, false), &[], &mut bad);
+    ok("mean dim0", x.mean(Some(&[0]), false), &[2, 0], &mut bad);
+    err("mean dim2", x.mean(Some(&[2]), false), &mut bad);
+    ok("var dim0", x.var(Some(&[0]), 1.0, false), &[2, 0], &mut bad);
+    err("var dim2", x.var(Some(&[2]), 1.0, false), &mut bad);
+    ok("std all", x.std(None, 1.0, false), &[], &mut bad);
+    err("logsumexp dim2", x.logsumexp(&[2], false), &mut bad);
+    ok("argmax dim0", x.argmax(Some(0), false), &[2, 0], &mut bad);
+    err("max_dim 2", x.max_dim(2, false).map(|p| p.0), &mut bad);
+    ok(
+        "min_dim 0",
+        x.min_dim(0, false).map(|p| p.0),
+        &[2, 0],
+        &mut bad,
+    );
+    err("max all", x.max(), &mut bad);
+    ok("cumsum 0", x.cumsum(0, None), &[B, 2, 0], &mut bad);
+    ok("softmax 2", x.softmax(2, None), &[B, 2, 0], &mut bad);
+    ok("softmax 0", x.softmax(0, None), &[B, 2, 0], &mut bad);
+    // Sums over everything: 0 (mean NaN).
+    assert_eq!(x.sum(None, false).unwrap().item::<f32>().unwrap(), 0.0);
+    assert!(x.mean(None, false).unwrap().item::<f32>().unwrap().is_nan());
+    // Matrix products.
+    err(
+        "bmm [B,2,0]@[B,0,3]",
+        x.bmm(&e(&[1, 0, 3]).expand(&[B as i64, 0, 3]).unwrap()),
+        &mut bad,
+    );
+    err(
+        "matmul [B,2,0]@[B,0,3]",
+        x.matmul(&e(&[1, 0, 3]).expand(&[B as i64, 0, 3]).unwrap()),
+        &mut bad,
+    );
+    // torch.empty(B, 0, 2) @ torch.empty(2, 3) is [B, 0, 3] (PyTorch folds
+    // the empty batch into the rows); strata's fold test does not collapse
+    // [B, 0] (strides [2, 2]) and expands the matrix to [B, 2, 3], a size
+    // error. Not fixed in session 38.
+    ok(
+        "mm [0,B]@[B,0]",
+        e(&[0, B]).mm(&e(&[B, 0])),
+        &[0, 0],
+        &mut bad,
+    );
+    err("mm [2,0]@[0,B]", e(&[2, 0]).mm(&e(&[0, B])), &mut bad);
+    err("mm [B,0]@[0,2]", e(&[B, 0]).mm(&e(&[0, 2])), &mut bad);
+    ok(
+        "mm [B,0]@[0,0]",
+        e(&[B, 0]).mm(&e(&[0, 0])),
+        &[B, 0],
+        &mut bad,
+    );
+    ok(
+        "addmm [0]+[0,B]@[B,0]",
+        e(&[0]).addmm(&e(&[0, B]), &e(&[B, 0])),
+        &[0, 0],
+        &mut bad,
+    );
+    // Joins: along dim 0 the size 2^63 does not fit i64; along dim 1 the
+    // strides of [2^62, 4, 0] overflow; along dim 2 the result is x's shape.
+    ok("cat dim2", Tensor::cat(&[&x, &x], 2), &[B, 2, 0], &mut bad);
+    err("cat dim0", Tensor::cat(&[&x, &x], 0), &mut bad);
+    err("cat dim1", Tensor::cat(&[&x, &x], 1), &mut bad);
+    err("stack", Tensor::stack(&[&x, &x], 0), &mut bad);
+    // Element-wise.
+    ok("add", x.add(1.0), &[B, 2, 0], &mut bad);
+    // torch.empty(B, 1, 1) cannot be made; an expanded [1, 1, 1] broadcasts.
+    err(
+        "zeros [B,1,1]",
+        Tensor::zeros(&[B, 1, 1], f32, cpu),
+        &mut bad,
+    );
+    ok(
+        "add broadcast [B,1,1]",
+        x.add(&e(&[1, 1, 1]).expand(&[B as i64, 1, 1]).unwrap()),
+        &[B, 2, 0],
+        &mut bad,
+    );
+    ok("to f64", x.to_dtype(DType::F64), &[B, 2, 0], &mut bad);
+    ok("deep_clone", x.deep_clone(), &[B, 2, 0], &mut bad);
+    ok(
+        "where",
+        Tensor::where_cond(&x.gt(0.0).unwrap(), &x, &x),
+        &[B, 2, 0],
+        &mut bad,
+    );
+    ok(
+        "masked_fill",
+        x.masked_fill(&x.gt(0.0).unwrap(), 1.0),
+        &[B, 2, 0],
+        &mut bad,
+    );
+    ok("full_like", x.full_like(3.0, None), &[B, 2, 0], &mut bad);
+    ok("tril", x.tril(0), &[B, 2, 0], &mut bad);
+    ok(
+        "index_select",
+        x.index_select(0, &Tensor::from_slice(&[0i64, 1], &[2], cpu).unwrap()),
+        &[2, 2, 0],
+        &mut bad,
+    );
+    ok(
+        "gather",
+        x.gather(2, &Tensor::zeros(&[B, 2, 0], DType::I64, cpu).unwrap()),
+        &[B, 2, 0],
+        &mut bad,
+    );
+    ok(
+        "embedding",
+        Tensor::embedding(
+            &Tensor::zeros(&[B, 0], DType::I64, cpu).unwrap(),
+            &e(&[3, 2]),
+            None,
+        ),
+        &[B, 0, 2],
+        &mut bad,
+    );
+    match x.chunk(3, 0) {
+        Ok(v) => assert_eq!(v.len(), 3),
+        Err(e) => bad.push(format!("chunk: {e}")),
+    }
+    match x.split(1i64 << 61, 0) {
+        Ok(v) => assert_eq!(v.len(), 2),
+        Err(e) => bad.push(format!("split: {e}")),
+    }
+    assert!(
+        bad.is_empty(),
+        "{} differ from PyTorch:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
 
 /// `torch.allclose` of tensors of two dtypes raises ("Long did not match
 /// Float"), before it looks at the tolerances or the shapes; `torch.equal`
