@@ -116,6 +116,14 @@ pub(crate) trait Backend: Sync {
     /// product's accumulator and rounded once (PyTorch's `addmm` with
     /// `beta = 1`).
     fn matmul(&self, out: &Arg, a: &Arg, b: &Arg, accumulate: bool) -> Result<()>;
+    /// [`Backend::matmul`] with `accumulate`, for a product that PyTorch's
+    /// CPU `addmm` hands to a dot-product kernel, which sums the products
+    /// from +0.0 and adds `out` after: a zero result is then +0.0 even where
+    /// `out` and every product are -0.0. The default accumulates from `out`
+    /// (the sign of such a zero is the kernel's choice there).
+    fn matmul_add_after(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        self.matmul(out, a, b, true)
+    }
     /// Writes `seq` into the fresh contiguous `out` (element `i` at position `i`).
     fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()>;
     /// Copies bytes from the host into the start of a storage.

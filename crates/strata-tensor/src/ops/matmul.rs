@@ -257,10 +257,20 @@ impl Tensor {
         let out = Tensor::uninit(OP, &[1, n, p], self.dtype(), self.device())?;
         out.copy_from_unchecked(&self.expand(&[1, n as i64, p as i64])?)?;
         let (a, b) = (mat1.unsqueeze(0)?, mat2.unsqueeze(0)?);
+        // PyTorch's CPU kernels for f16/bf16: its `gemm_transb_` adds the
+        // products to the bias (-0.0 + -0.0 products stays -0.0), the
+        // others sum the products from +0.0 and add the bias after (+0.0).
+        let add_after = self.device() == crate::Device::Cpu
+            && matches!(self.dtype(), DType::F16 | DType::BF16)
+            && !pytorch_addmm_transb(mat1, mat2);
         {
             let be = out.backend()?;
             let _g = AccessGuard::lock(Some(out.storage()), &[a.storage(), b.storage()]);
-            be.matmul(&out.arg(), &a.arg(), &b.arg(), true)?;
+            if add_after {
+                be.matmul_add_after(&out.arg(), &a.arg(), &b.arg())?;
+            } else {
+                be.matmul(&out.arg(), &a.arg(), &b.arg(), true)?;
+            }
         }
         out.squeeze_dims(&[0])
     }
@@ -398,6 +408,38 @@ impl Tensor {
         let shape: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
         out.view(&shape)
     }
+}
+
+/// Whether PyTorch 2.15's CPU `addmm` of `mat1` `[m, k]` and `mat2`
+/// `[k, n]` into a fresh contiguous `[m, n]` calls its BLAS-style `gemm`
+/// with `transa = N, transb = T` (its `gemm_transb_` kernel), by the stride
+/// tests of its `addmm_impl_cpu_`: the result is column-major `[n, m]` when
+/// `n > 1` (the operands swap), each operand is "not transposed" when its
+/// column-major view has unit stride and a leading dimension large enough,
+/// "transposed" when its transpose does, and otherwise copied (transposed
+/// exactly when the result is not swapped).
+fn pytorch_addmm_transb(mat1: &Tensor, mat2: &Tensor) -> bool {
+    let (m, k, n) = (mat1.shape()[0], mat1.shape()[1], mat2.shape()[1]);
+    let transpose_c = n != 1;
+    // PyTorch's m1, m2 and sizes after its swap.
+    let (m1, m2, rows, cols) = if transpose_c {
+        (mat2.strides(), mat1.strides(), n, m)
+    } else {
+        (mat1.strides(), mat2.strides(), m, n)
+    };
+    let (r, c) = if transpose_c { (1, 0) } else { (0, 1) };
+    let transposed = |s: &[usize], ld_plain: usize, ld_t: usize| {
+        if s[r] == 1 && s[c] >= ld_plain.max(1) {
+            false
+        } else if s[c] == 1 && s[r] >= ld_t.max(1) {
+            true
+        } else {
+            !transpose_c
+        }
+    };
+    let transpose_a = transposed(m1, rows, k);
+    let transpose_b = transposed(m2, k, cols);
+    !transpose_a && transpose_b
 }
 
 /// Whether PyTorch's `matmul` folds the batch of the operand with more dims

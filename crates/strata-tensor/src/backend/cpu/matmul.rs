@@ -58,6 +58,19 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg, accumulate
                 }
                 continue;
             }
+            // The destination's -0.0s: the crate adds its sum of the
+            // products (formed from +0.0) to them, so -0.0 plus products
+            // that are all -0.0 comes out +0.0; accumulating into the
+            // destination (PyTorch's BLAS with beta = 1 for k = 1, its
+            // `gemm_transb_` for f16/bf16) keeps -0.0. Restored below.
+            let neg_zeros: Vec<(usize, usize)> = if accumulate {
+                (0..m)
+                    .flat_map(|r| (0..n).map(move |c| (r, c)))
+                    .filter(|&(r, c)| is_neg_zero((*dst.add(r * so[1] + c * so[2])).to_acc()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             gemm::gemm(
                 m,
                 n,
@@ -79,6 +92,20 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg, accumulate
                 false,
                 par,
             );
+            for (r, c) in neg_zeros {
+                let e = dst.add(r * so[1] + c * so[2]);
+                if (*e).to_acc() == <T::Acc as Arith>::ZERO
+                    && products_all_neg_zero(
+                        (pa.add(i * sa[0]), (sa[1], sa[2])),
+                        (pb.add(i * sb[0]), (sb[1], sb[2])),
+                        r,
+                        c,
+                        k,
+                    )
+                {
+                    *e = T::from_acc(<T::Acc as Arith>::ZERO.neg());
+                }
+            }
             if !accumulate {
                 // PyTorch's CPU sums of products start from +0.0, so a sum
                 // of -0.0 products is +0.0 (PyTorch 2.15: `full((2, 2),
@@ -95,6 +122,32 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg, accumulate
             }
         }
     }
+}
+
+/// Whether `x` is -0.0 (floats; never for integers).
+fn is_neg_zero<A: Arith>(x: A) -> bool {
+    x == A::ZERO && A::ONE.div(x) < A::ZERO
+}
+
+/// Whether every product `a[r, l] * b[l, c]`, `l < k`, formed in the
+/// accumulator type, is -0.0 (a row `r` of `a` at `pa` with strides `sa`,
+/// a column `c` of `b` at `pb` with strides `sb`).
+///
+/// # Safety
+/// `pa + r*sa.0 + l*sa.1` and `pb + l*sb.0 + c*sb.1` must be readable `T`s
+/// for every `l < k`.
+unsafe fn products_all_neg_zero<T: Element>(
+    (pa, sa): (*const T, (usize, usize)),
+    (pb, sb): (*const T, (usize, usize)),
+    r: usize,
+    c: usize,
+    k: usize,
+) -> bool {
+    (0..k).all(|l| {
+        // SAFETY: in range by the caller's contract.
+        let (x, y) = unsafe { (*pa.add(r * sa.0 + l * sa.1), *pb.add(l * sb.0 + c * sb.1)) };
+        is_neg_zero(x.to_acc().mul(y.to_acc()))
+    })
 }
 
 fn one<T: Element>() -> T {
@@ -243,6 +296,22 @@ struct Ptrs {
 /// over result tiles; each result is accumulated in f32 over the whole
 /// depth (from `out`'s value with `accumulate`, else from 0) and rounded once.
 pub(crate) fn gemm_half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg, accumulate: bool) {
+    half_tiled::<T>(out, a, b, accumulate, false)
+}
+
+/// `out + a @ b` for f16/bf16 as PyTorch 2.15's CPU dot-product kernels
+/// form it (`gemm_notrans_`, `gemm_transa_`, `gemm_transab_`): the products
+/// summed in f32 from +0.0, then `out` added, rounded once. It differs from
+/// [`gemm_half_tiled`]'s accumulation (from `out`, PyTorch's
+/// `gemm_transb_`) only in a zero result: where `out` and every product are
+/// -0.0 the dot-product kernels give +0.0 (a sum from +0.0 is never -0.0).
+pub(crate) fn addmm_half_sum_first<T: Half>(out: &Arg, a: &Arg, b: &Arg) {
+    half_tiled::<T>(out, a, b, true, true)
+}
+
+/// [`gemm_half_tiled`]; with `sum_first` (and `accumulate`), a -0.0 sum in
+/// f32 becomes +0.0 before the rounding (see [`addmm_half_sum_first`]).
+fn half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg, accumulate: bool, sum_first: bool) {
     let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
     let n = b.layout.shape[2];
     if bs == 0 || m == 0 || n == 0 {
@@ -281,6 +350,14 @@ pub(crate) fn gemm_half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg, accumulate: 
         } else {
             c.fill(0.0);
         }
+        // As in `gemm`: -0.0s of the destination that the crate's sum
+        // (from +0.0) turns into +0.0, restored after the product where
+        // PyTorch accumulates into the destination (not `sum_first`).
+        let neg_zeros: Vec<usize> = if accumulate && !sum_first && k > 0 {
+            (0..mh * nw).filter(|&e| is_neg_zero(c[e])).collect()
+        } else {
+            Vec::new()
+        };
         let mut p0 = 0;
         while p0 < k {
             let kw = KB.min(k - p0);
@@ -319,6 +396,30 @@ pub(crate) fn gemm_half_tiled<T: Half>(out: &Arg, a: &Arg, b: &Arg, accumulate: 
                 );
             }
             p0 += kw;
+        }
+        if sum_first && k > 0 {
+            // Only a -0.0 changes: -0.0 + 0.0 is +0.0. (With k = 0 there
+            // is no sum, and PyTorch keeps the destination as it is.)
+            for x in c.iter_mut() {
+                *x += 0.0;
+            }
+        }
+        for e in neg_zeros {
+            let (i, j) = (e / nw, e % nw);
+            // SAFETY: row i0 + i of `a` and column j0 + j of `b` lie inside
+            // their [B, m, k] / [B, k, n] layouts for every depth < k.
+            let all = unsafe {
+                products_all_neg_zero(
+                    ((p.a as *const T).add(bi * sa[0]), (sa[1], sa[2])),
+                    ((p.b as *const T).add(bi * sb[0]), (sb[1], sb[2])),
+                    i0 + i,
+                    j0 + j,
+                    k,
+                )
+            };
+            if c[e] == 0.0 && all {
+                c[e] = -0.0;
+            }
         }
         for i in 0..mh {
             let row = &c[i * nw..(i + 1) * nw];

@@ -270,6 +270,15 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn matmul_add_after(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        match a.dtype {
+            DType::F16 => matmul::addmm_half_sum_first::<::half::f16>(out, a, b),
+            DType::BF16 => matmul::addmm_half_sum_first::<::half::bf16>(out, a, b),
+            _ => return self.matmul(out, a, b, true),
+        }
+        Ok(())
+    }
+
     fn write_from_host(&self, dst: Mem, bytes: &[u8]) -> Result<()> {
         assert!(bytes.len() <= dst.nbytes);
         if bytes.is_empty() {
