@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes conformance/fuzz_core.json: seeded random tensor programs over the
 ops of FORMAT.md section 7.1 (views, broadcasting, element-wise and creation
-ops, reductions, matmul, and their errors), with PyTorch's answers.
+ops, reductions, matmul and addmm, and their errors), with PyTorch's answers.
 
 The file has the format of ../shared/conformance/FORMAT.md (group
 `fuzz_core`, split `fuzz`) and is replayed by
@@ -29,7 +29,10 @@ Left out on purpose (not defined by FORMAT.md or not deterministic):
 - views, reshapes and is_contiguous of element-wise, reduction and matmul
   results, whose strides PyTorch chooses (layout `info`), so the strides of
   the view would not be defined by FORMAT.md either;
-- a step that fails in PyTorch after writing part of its output.
+- a step that fails in PyTorch after writing part of its output;
+- addmm of bool operands whose shapes fail too: PyTorch checks the shapes
+  (and the bias's broadcast) before it finds bool unsupported, strata
+  rejects the dtype first (a known difference, session 38).
 
 Usage (PyTorch on the CPU, one thread):
     python3 benches/anchors/fuzz_conformance_core.py [--seed 8] [--count 700]
@@ -73,6 +76,8 @@ ERRORS = [
     (r"where expected condition to be a boolean tensor", "dtype"),
     (r"could not infer output dtype", "dtype"),
     (r"expected m1 and m2 to have the same dtype", "dtype"),
+    (r"self and mat2 must have the same dtype", "dtype"),
+    (r"mat1 and mat2 must have the same dtype", "dtype"),
     (r"expected scalar type \w+ but found", "dtype"),
     (r"value cannot be converted to type", "value"),
     (r"is invalid for input of size", "shape"),
@@ -509,6 +514,8 @@ def execute(env, op, a):
         return T(0).argmax(dim=opt(1), keepdim=bool(opt(2)))
     if op in ("matmul", "mm", "bmm"):
         return getattr(torch, op)(T(0), T(1))
+    if op == "addmm":
+        return torch.addmm(T(0), T(1), T(2))
     raise SystemExit(f"unknown op {op}")
 
 
@@ -543,6 +550,27 @@ def exact_matmul_ok(a, b):
     mb = max((abs(v) for v in bv), default=0)
     k = a.shape[-1] if a.dim() >= 1 else 1
     return ma * mb * da * db * max(k, 1) < 2 ** bits
+
+
+def exact_addmm_ok(c, a, b):
+    """exact_matmul_ok for `c + a @ b`: the bias's terms join the sum."""
+    if not exact_matmul_ok(a, b):
+        return False
+    if not c.dtype.is_floating_point:
+        return True
+    cv = c.double().reshape(-1).tolist()
+    if not all(math.isfinite(v) for v in cv):
+        return False
+    bits = 53 if c.dtype == torch.float64 else 24
+    den = 1
+    for t in (a, b, c):
+        den *= max((Fraction(v).denominator for v in t.double().reshape(-1).tolist()),
+                   default=1)
+    ma = max((abs(v) for v in a.double().reshape(-1).tolist()), default=0)
+    mb = max((abs(v) for v in b.double().reshape(-1).tolist()), default=0)
+    mc = max((abs(v) for v in cv), default=0)
+    k = a.shape[-1] if a.dim() >= 1 else 1
+    return (ma * mb * max(k, 1) + mc) * den < 2 ** bits
 
 
 # ---------- program recipes ----------
@@ -923,10 +951,10 @@ def step_reduce(g, x):
 def matmul_case(g):
     r = g.rng
     dt = r.choice(FLOATS + FLOATS + ["i32", "i64", "u8", "bool"])
-    op = r.choice(["matmul", "matmul", "mm", "bmm"])
+    op = r.choice(["matmul", "matmul", "mm", "bmm", "addmm"])
     m, k, n = r.randrange(0, 5) if r.random() < 0.1 else r.randrange(1, 5), r.randrange(1, 5), \
         r.randrange(1, 5)
-    if op == "mm":
+    if op in ("mm", "addmm"):
         sa, sb = [m, k], [k, n]
     elif op == "bmm":
         b = r.randrange(1, 4)
@@ -959,8 +987,26 @@ def matmul_case(g):
     if dt == "bool" and (g.env[a].numel() == 0 or g.env[b].numel() == 0):
         # PyTorch returns before its dtype check when there is nothing to compute
         raise Skip("bool matmul of an empty operand")
+    args = [a, b]
+    if op == "addmm":
+        # The added tensor: broadcast to [m, n] (or, now and then, not).
+        sc = r.choice([[n], [m, n], [m, 1], [1, n], [], [1], [m], [n + 1]])
+        c = g.operand(sc, dt if r.random() < 0.9 else rand_dtype(r))
+        if vals_small and not exact_addmm_ok(g.env[c], g.env[a], g.env[b]):
+            raise Skip("inexact float matmul")
+        ta, tb, tc = g.env[a], g.env[b], g.env[c]
+        shapes_ok = ta.dim() == 2 and tb.dim() == 2 and ta.shape[1] == tb.shape[0]
+        if shapes_ok:
+            try:
+                want = (ta.shape[0], tb.shape[1])
+                shapes_ok = torch.broadcast_shapes(tc.shape, want) == want
+            except RuntimeError:
+                shapes_ok = False
+        if torch.bool in (ta.dtype, tb.dtype, tc.dtype) and not shapes_ok:
+            raise Skip("bool addmm with a shape error")
+        args = [c, a, b]
     o = g.fresh("r")
-    g.run(op, [a, b], o)
+    g.run(op, args, o)
     if o in g.env and r.random() < 0.3:
         step_elementwise(g, o)
 

@@ -401,6 +401,7 @@ fn run_step(
         "matmul" => one(a()?.matmul(&env.t(&args[1])?)),
         "mm" => one(a()?.mm(&env.t(&args[1])?)),
         "bmm" => one(a()?.bmm(&env.t(&args[1])?)),
+        "addmm" => one(a()?.addmm(&env.t(&args[1])?, &env.t(&args[2])?)),
         // ----- issue 12: elementwise math, ops along a dim, creation -----
         "sqrt" => one(a()?.sqrt()),
         "rsqrt" => one(a()?.rsqrt()),
