@@ -69,7 +69,15 @@ fn norm_of_a_nan_order_is_pytorchs() {
         n.sum(None, false).unwrap().backward().unwrap();
         (values(&n), grad(&x))
     };
-    let cases: [(&[f32], &[usize], Option<&[i64]>, &[f32], &[f32]); 9] = [
+    /// Input, shape, dims, PyTorch's norm, PyTorch's gradient.
+    type Case<'a> = (
+        &'a [f32],
+        &'a [usize],
+        Option<&'a [i64]>,
+        &'a [f32],
+        &'a [f32],
+    );
+    let cases: [Case; 9] = [
         (&[3.0, -4.0, 0.0, 0.0], &[4], None, &[NAN], &[NAN; 4]),
         (&[1.0, -1.0], &[2], None, &[NAN], &[NAN; 2]),
         (&[1.0], &[1], None, &[1.0], &[1.0]),
