@@ -231,9 +231,11 @@ impl Tensor {
     /// ```
     pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor) -> Result<Tensor> {
         const OP: &str = "addmm";
-        mat1.check_matmul_dtypes(OP, mat2)?;
-        // The added tensor: the matrices' device and dtype.
-        self.check_matmul_dtypes(OP, mat1)?;
+        // PyTorch's order: the dtypes (the added tensor against mat2, then
+        // mat1 against mat2), the shapes, the broadcast of the added tensor,
+        // and only then bool, which its kernels do not take.
+        self.check_same_dtype(OP, mat2)?;
+        mat1.check_same_dtype(OP, mat2)?;
         if mat1.ndim() != 2 || mat2.ndim() != 2 || mat1.shape()[1] != mat2.shape()[0] {
             return Err(TensorError::shape(
                 OP,
@@ -253,6 +255,9 @@ impl Tensor {
                     self.shape()
                 ),
             ));
+        }
+        if self.dtype() == DType::Bool {
+            return Err(TensorError::unsupported(OP, DType::Bool));
         }
         let out = Tensor::uninit(OP, &[1, n, p], self.dtype(), self.device())?;
         out.copy_from_unchecked(&self.expand(&[1, n as i64, p as i64])?)?;
@@ -474,6 +479,11 @@ fn pytorch_folds(a: &Tensor, b: &Tensor) -> bool {
 /// dims are ignored); `None` otherwise.
 fn collapse(t: &Tensor, dims: std::ops::Range<usize>) -> Option<(usize, usize)> {
     let (shape, strides) = (t.shape(), t.strides());
+    if dims.clone().any(|d| shape[d] == 0) {
+        // An empty range collapses whatever its strides ([2^62, 0] with
+        // strides [2, 2]: PyTorch folds it into 0 rows).
+        return Some((0, 1));
+    }
     let mut merged: Option<(usize, usize)> = None;
     let mut count = 1usize;
     for d in dims.rev() {

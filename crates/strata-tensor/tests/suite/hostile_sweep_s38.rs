@@ -289,10 +289,15 @@ fn empty_tensors_with_huge_dims_match_pytorch() {
         x.matmul(&e(&[1, 0, 3]).expand(&[B as i64, 0, 3]).unwrap()),
         &mut bad,
     );
-    // torch.empty(B, 0, 2) @ torch.empty(2, 3) is [B, 0, 3] (PyTorch folds
-    // the empty batch into the rows); strata's fold test does not collapse
-    // [B, 0] (strides [2, 2]) and expands the matrix to [B, 2, 3], a size
-    // error. Not fixed in session 38.
+    // torch.empty(B, 0, 2) @ torch.empty(2, 3) is [B, 0, 3]: PyTorch folds
+    // the empty batch into the rows (strata expanded the matrix to
+    // [B, 2, 3], a size error).
+    ok(
+        "matmul [B,0,2]@[2,3]",
+        e(&[B, 0, 2]).matmul(&e(&[2, 3])),
+        &[B, 0, 3],
+        &mut bad,
+    );
     ok(
         "mm [0,B]@[B,0]",
         e(&[0, B]).mm(&e(&[B, 0])),
@@ -461,4 +466,30 @@ fn allclose_of_two_dtypes_is_an_error_as_in_pytorch() {
     let f01 = Tensor::from_slice(&[0.1f32], &[1], cpu).unwrap();
     assert!(!d01.equal(&f01).unwrap());
     assert!(e32.equal(&e64).unwrap());
+}
+
+/// PyTorch 2.15 checks `addmm`'s dtypes, then its shapes and the bias's
+/// broadcast, and only then finds bool unsupported:
+///
+/// ```python
+/// b = lambda *s: torch.zeros(*s, dtype=torch.bool)
+/// torch.addmm(b(2), b(2, 3), b(2, 2))  # mat1 and mat2 shapes cannot be multiplied
+/// torch.addmm(b(3), b(2, 2), b(2, 2))  # The expanded size of the tensor (2) must match ...
+/// torch.addmm(b(2), b(2), b(2, 2))     # self must be a matrix, got 1-D tensor
+/// torch.addmm(b(2), b(2, 2), b(2, 2))  # "addmm_impl_cpu_" not implemented for 'Bool'
+/// torch.addmm(zeros(3), zeros(2, 2, dtype=float64), zeros(2, 3))  # mat1 and mat2 must have the same dtype
+/// ```
+#[test]
+fn addmm_checks_shapes_before_bool_as_pytorch() {
+    let b = |s: &[usize]| Tensor::zeros(s, DType::Bool, Device::Cpu).unwrap();
+    let shape = |r: strata_tensor::Result<Tensor>| matches!(r, Err(TensorError::Shape { .. }));
+    let dtype = |r: strata_tensor::Result<Tensor>| matches!(r, Err(TensorError::DType { .. }));
+    assert!(shape(b(&[2]).addmm(&b(&[2, 3]), &b(&[2, 2]))));
+    assert!(shape(b(&[3]).addmm(&b(&[2, 2]), &b(&[2, 2]))));
+    assert!(shape(b(&[2]).addmm(&b(&[2]), &b(&[2, 2]))));
+    assert!(dtype(b(&[2]).addmm(&b(&[2, 2]), &b(&[2, 2]))));
+    let z = |s: &[usize], d: DType| Tensor::zeros(s, d, Device::Cpu).unwrap();
+    assert!(dtype(
+        z(&[3], DType::F32).addmm(&z(&[2, 2], DType::F64), &z(&[2, 3], DType::F32))
+    ));
 }
