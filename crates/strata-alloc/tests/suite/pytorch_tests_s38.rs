@@ -393,13 +393,31 @@ fn refused_calls_on_a_busy_allocator_change_nothing() {
 
 // ----- a custom device driver handing out a range already in use -------------------------
 
-/// A driver over the simulator whose `malloc` can be told to return the
-/// address of the previous segment again (a custom driver's bug).
+/// A driver over the simulator whose `malloc` (and, with a simulator of
+/// virtual memory, `reserve`) can be told to return the previous range's
+/// address again (a custom driver's bug).
 struct Repeating {
     sim: strata_alloc::driver::sim::SimDriver,
     repeat: Mutex<bool>,
     last: Mutex<u64>,
     frees: Mutex<Vec<(u64, u64)>>,
+    unreserved: Mutex<Vec<(u64, u64)>>,
+}
+
+impl Repeating {
+    fn new(sim: strata_alloc::driver::sim::SimDriver) -> Repeating {
+        Repeating {
+            sim,
+            repeat: Mutex::new(false),
+            last: Mutex::new(0),
+            frees: Mutex::new(Vec::new()),
+            unreserved: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn vm(&self) -> &dyn strata_alloc::driver::VirtualMemory {
+        strata_alloc::Driver::virtual_memory(&self.sim).expect("the simulator has virtual memory")
+    }
 }
 
 impl StreamEvents for Repeating {
@@ -453,7 +471,8 @@ impl strata_alloc::Driver for Repeating {
         self.sim.free(ptr, size)
     }
     fn virtual_memory(&self) -> Option<&dyn strata_alloc::driver::VirtualMemory> {
-        None
+        strata_alloc::Driver::virtual_memory(&self.sim)?;
+        Some(self)
     }
 }
 
@@ -465,12 +484,9 @@ impl strata_alloc::Driver for Repeating {
 /// segment), and the held segment's block is intact.
 #[test]
 fn a_driver_range_overlapping_a_held_segment_is_refused() {
-    let d = Arc::new(Repeating {
-        sim: strata_alloc::driver::sim::SimDriver::new(GIB, 0),
-        repeat: Mutex::new(false),
-        last: Mutex::new(0),
-        frees: Mutex::new(Vec::new()),
-    });
+    let d = Arc::new(Repeating::new(strata_alloc::driver::sim::SimDriver::new(
+        GIB, 0,
+    )));
     let a = strata_alloc::CachingAllocator::new(d.clone(), AllocatorConfig::default());
     let held = a.allocate_raw(30 * MIB, S0).unwrap();
     *d.repeat.lock() = true;
@@ -509,41 +525,7 @@ fn a_driver_range_overlapping_a_held_segment_is_refused() {
     a.check_consistency().unwrap();
 }
 
-/// A driver over the simulator (expandable segments) whose `reserve` can be
-/// told to return the previous reservation's base again.
-struct RepeatingReserve {
-    sim: strata_alloc::driver::sim::SimDriver,
-    repeat: Mutex<bool>,
-    last: Mutex<u64>,
-    unreserved: Mutex<Vec<(u64, u64)>>,
-}
-
-impl StreamEvents for RepeatingReserve {
-    fn create_event(&self) -> Result<strata_alloc::driver::EventHandle, DriverError> {
-        self.sim.create_event()
-    }
-    fn destroy_event(&self, e: strata_alloc::driver::EventHandle) -> Result<(), DriverError> {
-        self.sim.destroy_event(e)
-    }
-    fn record_event(
-        &self,
-        e: strata_alloc::driver::EventHandle,
-        s: StreamId,
-    ) -> Result<(), DriverError> {
-        self.sim.record_event(e, s)
-    }
-    fn query_event(&self, e: strata_alloc::driver::EventHandle) -> Result<bool, DriverError> {
-        self.sim.query_event(e)
-    }
-    fn synchronize_event(&self, e: strata_alloc::driver::EventHandle) -> Result<(), DriverError> {
-        self.sim.synchronize_event(e)
-    }
-    fn synchronize_stream(&self, s: StreamId) -> Result<(), DriverError> {
-        self.sim.synchronize_stream(s)
-    }
-}
-
-impl strata_alloc::driver::VirtualMemory for RepeatingReserve {
+impl strata_alloc::driver::VirtualMemory for Repeating {
     fn granularity(&self) -> u64 {
         self.vm().granularity()
     }
@@ -581,36 +563,6 @@ impl strata_alloc::driver::VirtualMemory for RepeatingReserve {
     }
 }
 
-impl RepeatingReserve {
-    fn vm(&self) -> &dyn strata_alloc::driver::VirtualMemory {
-        strata_alloc::Driver::virtual_memory(&self.sim).expect("the simulator has virtual memory")
-    }
-}
-
-impl strata_alloc::Driver for RepeatingReserve {
-    fn device(&self) -> strata_alloc::Device {
-        strata_alloc::Device::Cuda(0)
-    }
-    fn name(&self) -> String {
-        "repeating-reserve".into()
-    }
-    fn total_memory(&self) -> u64 {
-        self.sim.total_memory()
-    }
-    fn mem_get_info(&self) -> Result<strata_alloc::MemInfo, DriverError> {
-        self.sim.mem_get_info()
-    }
-    fn malloc(&self, size: u64) -> Result<u64, DriverError> {
-        self.sim.malloc(size)
-    }
-    fn free(&self, p: u64, size: u64) -> Result<(), DriverError> {
-        self.sim.free(p, size)
-    }
-    fn virtual_memory(&self) -> Option<&dyn strata_alloc::driver::VirtualMemory> {
-        Some(self)
-    }
-}
-
 /// The expandable-segment counterpart of the test above: a `reserve` that
 /// returns a range the allocator already holds as another stream's segment
 /// is refused as the driver's error, with nothing changed and the range not
@@ -620,12 +572,10 @@ impl strata_alloc::Driver for RepeatingReserve {
 /// it in the books, and `empty_cache` then failed with "not a reservation".)
 #[test]
 fn a_reserve_range_overlapping_a_held_reservation_is_refused() {
-    let d = Arc::new(RepeatingReserve {
-        sim: strata_alloc::driver::sim::SimDriver::new(GIB, 2 * MIB),
-        repeat: Mutex::new(false),
-        last: Mutex::new(0),
-        unreserved: Mutex::new(Vec::new()),
-    });
+    let d = Arc::new(Repeating::new(strata_alloc::driver::sim::SimDriver::new(
+        GIB,
+        2 * MIB,
+    )));
     let a = strata_alloc::CachingAllocator::new(d.clone(), AllocatorConfig::default());
     assert!(a.expandable_segments());
     let held = a.allocate_raw(30 * MIB, S0).unwrap();
