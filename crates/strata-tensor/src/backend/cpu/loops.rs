@@ -92,6 +92,23 @@ pub(crate) unsafe fn run<const N: usize, F>(plan: &IterPlan<N>, base: [*mut u8; 
 where
     F: Fn(Rows<N>) + Sync,
 {
+    // SAFETY: forwarded contract.
+    unsafe { run_dyn(plan, base, &kernel) }
+}
+
+/// [`run`] with the kernel behind a reference to a trait object: the loop
+/// nest, the tiling and the rayon tasks are compiled once per operand count
+/// instead of once per kernel (several hundred of them: dtypes times ops),
+/// which was most of this crate's build time; the kernel is called through
+/// it once per block of rows, never per element.
+///
+/// # Safety
+/// As [`run`].
+unsafe fn run_dyn<const N: usize>(
+    plan: &IterPlan<N>,
+    base: [*mut u8; N],
+    kernel: &(dyn Fn(Rows<N>) + Sync),
+) {
     let numel = plan.numel();
     if numel == 0 {
         return;
@@ -116,7 +133,7 @@ where
                 plan.tile_dim,
                 plan.elem_sizes,
                 base,
-                &kernel,
+                kernel,
             )
         };
         return;
@@ -149,7 +166,7 @@ where
                 plan.tile_dim,
                 plan.elem_sizes,
                 p,
-                &kernel,
+                kernel,
             )
         };
     });
@@ -157,16 +174,14 @@ where
 
 /// # Safety
 /// As [`run`].
-unsafe fn run_serial<const N: usize, F>(
+unsafe fn run_serial<const N: usize>(
     shape: &[usize],
     strides: &[[isize; N]],
     tile_dim: Option<usize>,
     elem_sizes: [usize; N],
     base: [*mut u8; N],
-    kernel: &F,
-) where
-    F: Fn(Rows<N>),
-{
+    kernel: &dyn Fn(Rows<N>),
+) {
     let nd = shape.len();
     match tile_dim {
         None => {
