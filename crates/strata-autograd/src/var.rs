@@ -29,6 +29,20 @@ pub struct Var {
     pub(crate) inner: Arc<VarInner>,
 }
 
+/// Whether a variable is an inference variable (PyTorch's inference tensor).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Inference {
+    /// A normal variable.
+    No,
+    /// Made in inference mode, or a view of an inference variable.
+    Yes,
+    /// Made by [`Var::detach`] of an inference variable: still one (not
+    /// saved for backward, not made to require grad), but modified in place
+    /// anywhere, as PyTorch allows `x.detach().add_(1)` of an inference
+    /// tensor `x` outside inference mode (views of it refuse again).
+    Detached,
+}
+
 pub(crate) struct VarInner {
     data: Tensor,
     /// The node that produced this variable; `None` for leaves.
@@ -54,7 +68,7 @@ pub(crate) struct VarInner {
     /// inference mode it is not modified in place
     /// ([`AutogradError::InferenceTensorInPlace`]), not saved for backward
     /// ([`AutogradError::InferenceTensorSaved`]) and not made to require grad.
-    inference: bool,
+    inference: Inference,
     /// Post-accumulate-grad hooks (leaves only), with the id of each; made
     /// at the first registration. Shared with the converted copy that
     /// `Module::to` makes of a parameter, so that its hooks (and their
@@ -289,7 +303,15 @@ impl Var {
         requires_grad: bool,
         is_view: bool,
     ) -> Var {
-        Var::build(data, grad_fn, requires_grad, is_view, false, false, false)
+        Var::build(
+            data,
+            grad_fn,
+            requires_grad,
+            is_view,
+            false,
+            false,
+            Inference::No,
+        )
     }
 
     fn build(
@@ -299,7 +321,7 @@ impl Var {
         is_view: bool,
         no_grad_view: bool,
         stands_for_leaf: bool,
-        inference: bool,
+        inference: Inference,
     ) -> Var {
         Var {
             inner: Arc::new(VarInner {
@@ -322,13 +344,21 @@ impl Var {
     /// A leaf that does not require grad, made by a view op in no-grad mode
     /// from a variable that requires grad (see `VarInner::no_grad_view`).
     fn no_grad_view_of(data: Tensor) -> Var {
-        Var::build(data, None, false, false, true, false, false)
+        Var::build(data, None, false, false, true, false, Inference::No)
     }
 
     /// A leaf that does not require grad, made in inference mode (see
     /// `VarInner::inference`); `no_grad_view` as for [`Var::no_grad_view_of`].
     fn inference_result(data: Tensor, no_grad_view: bool) -> Var {
-        Var::build(data, None, false, false, no_grad_view, false, true)
+        Var::build(
+            data,
+            None,
+            false,
+            false,
+            no_grad_view,
+            false,
+            Inference::Yes,
+        )
     }
 
     /// Whether this variable was made in inference mode (PyTorch's
@@ -337,16 +367,24 @@ impl Var {
     /// modified in place ([`AutogradError::InferenceTensorInPlace`]) or
     /// saved for backward ([`AutogradError::InferenceTensorSaved`]); a copy
     /// of it (`v.mul(1.0)`, or `Var::new(v.data().deep_clone()?)`) can.
-    /// [`Var::detach`] and [`Var::new`] make variables that are not.
+    /// [`Var::new`] makes variables that are not; [`Var::detach`] keeps the
+    /// flag but allows in-place ops, as PyTorch's `detach()` does.
     pub fn is_inference(&self) -> bool {
-        self.inner.inference
+        self.inner.inference != Inference::No
+    }
+
+    /// Whether an in-place op on this variable outside inference mode is
+    /// refused because it is an inference variable (not one made by
+    /// [`Var::detach`] of one; see `VarInner::detached_inference`).
+    pub(crate) fn refuses_inplace_as_inference(&self) -> bool {
+        self.inner.inference == Inference::Yes
     }
 
     /// A leaf that does not require grad and refuses in-place ops: what a
     /// checkpointed function receives for an input that is a leaf
     /// requiring grad (see `VarInner::stands_for_leaf`).
     pub(crate) fn standing_for_leaf(data: Tensor) -> Var {
-        Var::build(data, None, false, false, false, true, false)
+        Var::build(data, None, false, false, false, true, Inference::No)
     }
 
     /// Whether this variable stands for a leaf that requires grad inside a
@@ -590,8 +628,41 @@ impl Var {
 
     /// A new leaf on the same storage with no history and no grad
     /// (PyTorch's `detach()`): in-place changes to either are seen by both.
+    ///
+    /// The detached copy of an inference variable is one too
+    /// ([`Var::is_inference`]: it is not saved for backward or made to
+    /// require grad), but, as in PyTorch, it may be modified in place
+    /// outside inference mode, unless it was detached inside inference mode.
+    ///
+    /// ```
+    /// use strata_autograd::{inference_mode, Var};
+    /// use strata_tensor::{DType, Device, Tensor};
+    ///
+    /// let ones = Tensor::ones(&[2], DType::F32, Device::Cpu).unwrap();
+    /// let x = inference_mode(|| Var::new(ones).mul(1.0).unwrap());
+    /// let d = x.detach();
+    /// assert!(d.is_inference());
+    /// d.add_(1.0).unwrap();
+    /// assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0, 2.0]);
+    /// assert!(x.add_(1.0).is_err());
+    /// ```
     pub fn detach(&self) -> Var {
-        Var::new(self.inner.data.clone())
+        // Detached inside inference mode, it is a full inference variable
+        // again (PyTorch).
+        let inference = match self.inner.inference {
+            Inference::No => Inference::No,
+            _ if crate::inference_mode::is_inference_mode_enabled() => Inference::Yes,
+            Inference::Yes | Inference::Detached => Inference::Detached,
+        };
+        Var::build(
+            self.inner.data.clone(),
+            None,
+            false,
+            false,
+            false,
+            false,
+            inference,
+        )
     }
 
     /// The single element of a one-element variable, as a host value (no graph kept).

@@ -24,7 +24,7 @@ impl Var {
         if crate::inference_mode::is_inference_mode_enabled() {
             return Ok(false);
         }
-        if self.is_inference() {
+        if self.refuses_inplace_as_inference() {
             return Err(AutogradError::InferenceTensorInPlace { op });
         }
         // Inside a checkpointed forward grad mode is off, but PyTorch runs

@@ -179,7 +179,7 @@ pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -
     }
     for (i, p) in params.iter().enumerate() {
         let Some(g) = p.grad() else { continue };
-        if p.is_inference() && !crate::inference_mode::is_inference_mode_enabled() {
+        if p.refuses_inplace_as_inference() && !crate::inference_mode::is_inference_mode_enabled() {
             return Err(AutogradError::InferenceTensorInPlace { op: optimizer });
         }
         if !p.dtype().is_float() {

@@ -26,5 +26,6 @@ mod hostile_sweep_s34;
 mod hostile_sweep_s35;
 mod hostile_sweep_s37;
 mod hostile_sweep_s38;
+mod hostile_sweep_s39;
 mod recompute;
 mod semantics;
