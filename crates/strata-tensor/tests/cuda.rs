@@ -3454,3 +3454,132 @@ test_device!(
     cumsum_of_short_float_rows_adds_in_order_cpu,
     cumsum_of_short_float_rows_adds_in_order_cuda
 );
+
+/// Attention's fused causal softmax of a row whose kept scores hold a NaN
+/// or +inf, or are all -inf, is NaN through and through, masked columns
+/// included, as PyTorch's `softmax(s.masked_fill(triu(ones(L, S), 1),
+/// -inf), -1)` makes it (`exp(-inf - nan)`); other rows keep exact zeros
+/// in their masked columns. Row lengths reach every kernel (a warp or a
+/// block per row, cached in registers or not) and both load widths.
+///
+/// ```python
+/// nan, inf = float('nan'), float('inf')
+/// s = torch.tensor([[[nan,1,2],[inf,0,5],[1,2,3]],[[-inf,7,7],[1,2,nan],[0,-inf,0]]])
+/// m = torch.ones(3, 3, dtype=torch.bool).triu(1)
+/// torch.softmax((s * 0.5).masked_fill(m, -inf), -1)
+/// # [[[nan]*3, [nan]*3, [0.18632373, 0.30719590, 0.50648040]],
+/// #  [[nan]*3, [0.37754068, 0.62245935, 0.0], [0.5, 0.0, 0.5]]]
+/// torch.softmax(torch.tensor([1., 2.]), -1)  # [0.26894143, 0.73105860]
+/// ```
+fn causal_softmax_of_a_nan_row_is_nan_in_its_masked_columns(dev: Device) -> Result<()> {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let s = Tensor::from_slice(
+        &[
+            nan, 1., 2., inf, 0., 5., 1., 2., 3., -inf, 7., 7., 1., 2., nan, 0., -inf, 0.,
+        ],
+        &[2, 3, 3],
+        dev,
+    )?;
+    let got = s.scaled_softmax(0.5, true, None)?.to_vec::<f32>()?;
+    let want = [
+        nan, nan, nan, nan, nan, nan, 0.18632373, 0.3071959, 0.5064804, nan, nan, nan, 0.37754068,
+        0.62245935, 0.0, 0.5, 0.0, 0.5,
+    ];
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else {
+            (g - w).abs() < 1e-6
+        };
+        assert!(ok, "element {i}: got {g}, PyTorch {w}");
+    }
+    for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+        for n in [3usize, 40, 100, 1000, 2000, 9000, 10000] {
+            for first in [nan, inf, -inf] {
+                // Row 0 keeps one element (`first`), row 1 keeps two.
+                let mut v = vec![0.0f32; 2 * n];
+                v[0] = first;
+                v[n] = 1.0;
+                v[n + 1] = 2.0;
+                let x = Tensor::from_slice(&v, &[2, n], dev)?.to_dtype(dtype)?;
+                let p = x
+                    .scaled_softmax(1.0, true, None)?
+                    .to_dtype(DType::F64)?
+                    .to_vec::<f64>()?;
+                let what = format!("{dtype} n = {n}, first {first}");
+                assert!(
+                    p[..n].iter().all(|v| v.is_nan()),
+                    "{what}: row 0 {:?}",
+                    &p[..4]
+                );
+                assert!((p[n] - 0.26894143).abs() < 4e-3, "{what}: {}", p[n]);
+                assert!((p[n + 1] - 0.7310586).abs() < 4e-3, "{what}: {}", p[n + 1]);
+                assert!(p[n + 2..].iter().all(|&v| v == 0.0), "{what}: masked not 0");
+            }
+        }
+    }
+    Ok(())
+}
+test_device!(
+    causal_softmax_of_a_nan_row_is_nan_in_its_masked_columns,
+    causal_softmax_of_a_nan_row_is_nan_in_its_masked_columns_cpu,
+    causal_softmax_of_a_nan_row_is_nan_in_its_masked_columns_cuda
+);
+
+/// Dropout multiplies by its noise, as PyTorch does (`input * noise`), so a
+/// dropped NaN or infinity stays NaN and a dropped negative value is -0.0;
+/// p = 1 is `input * 0`; in f16 the kept scale is rounded to f16.
+///
+/// ```python
+/// x = torch.tensor([-1., nan, 2., -inf, inf, -0.])
+/// F.dropout(x, 1.0, True)                   # [-0., nan, 0., nan, nan, -0.]
+/// y = F.dropout(torch.tensor([nan] * 64 + [-1.] * 64), 0.5, True)
+/// y[:64].isnan().all()                      # True; y[64:] is -0.0 or -2.0
+/// F.dropout(torch.ones(4000, dtype=torch.half), 0.1, True).unique()  # [0.0000, 1.1113]
+/// F.dropout(torch.tensor([1, 2]), 1.0, True)   # tensor([0, 0])
+/// ```
+fn dropout_multiplies_by_its_noise(dev: Device) -> Result<()> {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let x = Tensor::from_slice(&[-1.0f32, nan, 2.0, -inf, inf, -0.0], &[6], dev)?;
+    let y = x.dropout(1.0, true, 3)?.to_vec::<f32>()?;
+    let bits = |v: &[f32]| {
+        v.iter()
+            .map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&y), bits(&[-0.0, nan, 0.0, nan, nan, -0.0]));
+
+    let mut v = vec![nan; 64];
+    v.extend([-1.0f32; 64]);
+    let y = Tensor::from_slice(&v, &[128], dev)?
+        .dropout(0.5, true, 11)?
+        .to_vec::<f32>()?;
+    assert!(y[..64].iter().all(|v| v.is_nan()), "{:?}", &y[..8]);
+    assert!(y[64..]
+        .iter()
+        .all(|&v| v.to_bits() == (-0.0f32).to_bits() || v == -2.0));
+    assert!(y[64..].contains(&0.0) && y[64..].contains(&-2.0));
+
+    let h = Tensor::ones(&[4000], DType::F16, dev)?;
+    let y = h
+        .dropout(0.1, true, 5)?
+        .to_dtype(DType::F32)?
+        .to_vec::<f32>()?;
+    let scale = half::f16::from_f64(1.0 / 0.9).to_f32();
+    assert!((scale - 1.1113).abs() < 1e-4);
+    assert!(y.iter().all(|&v| v == 0.0 || v == scale));
+    assert!(y.contains(&0.0) && y.contains(&scale));
+
+    let i = Tensor::from_slice(&[1i64, 2], &[2], dev)?;
+    assert_eq!(i.dropout(1.0, true, 0)?.to_vec::<i64>()?, vec![0, 0]);
+    assert!(matches!(
+        Tensor::dropout_noise(&[2], 0.5, 0, DType::I64, dev),
+        Err(TensorError::DType { .. })
+    ));
+    Ok(())
+}
+test_device!(
+    dropout_multiplies_by_its_noise,
+    dropout_multiplies_by_its_noise_cpu,
+    dropout_multiplies_by_its_noise_cuda
+);

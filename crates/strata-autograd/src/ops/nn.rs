@@ -326,14 +326,7 @@ impl Var {
             // Identity, zeros (p = 1), or the tensor op's typed error for a
             // bad p or an integer input that would need scaling.
             let drop_all = train && p == 1.0;
-            let out = if drop_all && self.dtype().is_float() {
-                // PyTorch's p = 1 is `input * zeros`: NaN and infinities
-                // stay NaN, negative values become -0.0 (strata-tensor's
-                // `dropout` writes +0.0 everywhere).
-                self.data().mul(0.0)?
-            } else {
-                self.data().dropout(p, train, 0)?
-            };
+            let out = self.data().dropout(p, train, 0)?;
             let f = formula(move |g, _s, _n| {
                 // PyTorch multiplies by zeros for p = 1: NaN * 0 stays NaN.
                 Ok(vec![Some(if drop_all { g.mul(0.0)? } else { g.clone() })])
@@ -344,12 +337,10 @@ impl Var {
         let out = self.data().dropout(p, true, seed)?;
         let shape = self.shape().to_vec();
         let f = formula(move |g, _s, _n| {
-            let keep = Tensor::dropout_mask(&shape, p, seed, g.device())?;
-            Ok(vec![Some(Tensor::where_cond(
-                &keep,
-                &g.mul(1.0 / (1.0 - p))?,
-                0.0,
-            )?)])
+            // PyTorch's `grad * noise`: a NaN gradient stays NaN where the
+            // element was dropped.
+            let noise = Tensor::dropout_noise(&shape, p, seed, g.dtype(), g.device())?;
+            Ok(vec![Some(g.mul(&noise)?)])
         });
         record("DropoutBackward", out, &[Some(self)], Vec::new, f, false)
     }

@@ -11,7 +11,6 @@ use super::elementwise::{launch, same_device};
 use crate::backend::NnKernel;
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::scalar::Scalar;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
@@ -1040,11 +1039,50 @@ impl Tensor {
         Tensor::rand(shape, DType::F32, seed, device)?.ge(p)
     }
 
+    /// The multiplier that [`Tensor::dropout`] applies for `seed`, of float
+    /// `dtype`: `1 / (1 - p)` (rounded to `dtype`, as PyTorch's CPU kernel
+    /// rounds it) where [`Tensor::dropout_mask`] keeps an element, 0 where it
+    /// drops one (everywhere for p = 1). Also the factor of dropout's
+    /// gradient, regenerated from the seed instead of stored.
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let n = Tensor::dropout_noise(&[1000], 0.5, 7, DType::F32, Device::Cpu).unwrap();
+    /// let v = n.to_vec::<f32>().unwrap();
+    /// assert!(v.iter().all(|&x| x == 0.0 || x == 2.0));
+    /// ```
+    pub fn dropout_noise(
+        shape: &[usize],
+        p: f64,
+        seed: u64,
+        dtype: DType,
+        device: crate::Device,
+    ) -> Result<Tensor> {
+        if !dtype.is_float() {
+            return Err(TensorError::dtype(
+                "dropout_noise",
+                format!("the noise of dropout is a float tensor, not {dtype}"),
+            ));
+        }
+        let keep = Tensor::dropout_mask(shape, p, seed, device)?;
+        let scale = Tensor::full(&[], 1.0 / (1.0 - p), dtype, device)?;
+        Tensor::where_cond(&keep, &scale, 0.0)
+    }
+
     /// `F.dropout(self, p, train)` with the mask drawn from the Philox stream
-    /// `seed`: kept elements are scaled by `1 / (1 - p)`, dropped ones are 0.
+    /// `seed`: `self * noise`, with [`Tensor::dropout_noise`]'s `1 / (1 - p)`
+    /// for kept elements and 0 for dropped ones, so that, as in PyTorch, a
+    /// dropped NaN or infinity gives NaN and a dropped negative value -0.0.
     /// Not training, p = 0 or an empty tensor returns self; p = 1 gives
-    /// zeros. As in PyTorch, those hold for every dtype; otherwise the input
-    /// must be a float tensor.
+    /// `self * 0` (zeros of any non-float dtype). As in PyTorch, those hold
+    /// for every dtype; otherwise the input must be a float tensor.
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[-1.0f32, f32::NAN, 2.0], &[3], Device::Cpu).unwrap();
+    /// let y = x.dropout(1.0, true, 0).unwrap().to_vec::<f32>().unwrap();
+    /// assert!(y[0] == 0.0 && y[0].is_sign_negative() && y[1].is_nan() && y[2] == 0.0);
+    /// ```
     pub fn dropout(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
         const OP: &str = "dropout";
         if !(0.0..=1.0).contains(&p) {
@@ -1062,11 +1100,16 @@ impl Tensor {
             return Ok(self.clone());
         }
         if p == 1.0 {
-            return Tensor::zeros(self.shape(), self.dtype(), self.device());
+            // PyTorch's `input * zeros({})`: NaN * 0 is NaN, -1 * 0 is -0.0.
+            return if self.dtype().is_float() {
+                self.mul(0.0)
+            } else {
+                Tensor::zeros(self.shape(), self.dtype(), self.device())
+            };
         }
         float_only(OP, self)?;
-        let keep = Tensor::dropout_mask(self.shape(), p, seed, self.device())?;
-        Tensor::where_cond(&keep, &self.mul(Scalar::Float(1.0 / (1.0 - p)))?, 0.0)
+        let noise = Tensor::dropout_noise(self.shape(), p, seed, self.dtype(), self.device())?;
+        self.mul(&noise)
     }
 }
 

@@ -40,7 +40,9 @@ impl Tensor {
     /// Equal to `self.mul(scale)?.masked_fill(&mask, -inf)?.softmax(-1,
     /// dtype)` with the product kept in the compute type (f32 for f16/bf16
     /// inputs) instead of rounded to the input's dtype; the masked outputs
-    /// are exactly 0. Its gradient is [`Tensor::softmax_backward`] of the
+    /// are exactly 0, except in a row that is NaN (its kept elements hold a
+    /// NaN or +inf, or are all -inf), which is NaN through and through, as
+    /// PyTorch's `exp(-inf - nan)` makes it. Its gradient is [`Tensor::softmax_backward`] of the
     /// output (times `scale` for the gradient of `self`).
     ///
     /// Errors: a non-float input (or dtype), a 0-d input, a causal mask on a

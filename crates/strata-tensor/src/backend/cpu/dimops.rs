@@ -93,7 +93,8 @@ pub(crate) struct SoftmaxMode {
     pub scale: f64,
     /// 0: no mask. Otherwise the rows are those of `[.., causal_rows, n]`
     /// matrices and element `j` of matrix row `i` counts as -inf where
-    /// `j > i` (it is not read; its output is 0, or -inf for log-softmax).
+    /// `j > i` (it is not read; its output is 0, or -inf for log-softmax,
+    /// unless the row is NaN).
     /// Only rows along the last dim (`inner == 1`) take a mask.
     pub causal_rows: usize,
     /// Log-softmax of an f16/bf16 tensor along its last dim: the sum of
@@ -129,18 +130,17 @@ impl SoftmaxMode {
 }
 
 /// Softmax (or log-softmax with `log`) of one contiguous row, in `T::Acc`,
-/// of the first `keep` elements times `scale` (the rest are masked: 0, or
-/// -inf for log-softmax): max, then the sum of `exp(x - max)`, then the
-/// outputs. A row holding NaN or +inf, and an all -inf row, give NaN (as in
-/// PyTorch).
+/// of the first `keep` elements times `scale`, the rest masked to -inf (not
+/// read): max, then the sum of `exp(x - max)`, then the outputs. A row
+/// holding NaN or +inf, and an all -inf row, give NaN, masked elements
+/// included (`exp(-inf - max) / sum`, as PyTorch's `softmax(masked_fill(..,
+/// -inf))` computes them); otherwise masked elements are 0 (-inf for
+/// log-softmax).
 fn softmax_row<T: Element>(x: &[T], y: &mut [T], mode: SoftmaxMode, scale: T::Acc, keep: usize) {
     let log = mode.log;
     let (x, _) = x.split_at(keep);
     let (y, masked) = y.split_at_mut(keep);
-    let fill = if log { T::Acc::ZERO.ln() } else { T::Acc::ZERO };
-    for o in masked {
-        *o = T::from_acc(fill);
-    }
+    let ninf = T::Acc::ZERO.ln();
     let sc = |v: T| v.to_acc().mul(scale);
     let m = x
         .iter()
@@ -169,10 +169,12 @@ fn softmax_row<T: Element>(x: &[T], y: &mut [T], mode: SoftmaxMode, scale: T::Ac
         for (o, &v) in y.iter_mut().zip(x) {
             *o = T::from_acc(sc(v).sub(m).sub(ls));
         }
+        masked.fill(T::from_acc(ninf.sub(m).sub(ls)));
     } else {
         for (o, &v) in y.iter_mut().zip(x) {
             *o = T::from_acc(sc(v).sub(m).exp().div(s));
         }
+        masked.fill(T::from_acc(ninf.sub(m).exp().div(s)));
     }
 }
 

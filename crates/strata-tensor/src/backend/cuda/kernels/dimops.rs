@@ -6,7 +6,7 @@
 //! element is multiplied by it first) and causal mask (`crow > 0`: row `r`
 //! is row `r % crow` of its matrix and keeps its first `r % crow + 1`
 //! elements; the rest are -inf, never read, and come out 0, or -inf for
-//! log-softmax).
+//! log-softmax, except in a NaN row, where they are NaN too).
 //!
 //! * `sm_warp`: `inner == 1`, rows up to [`WARP_ROW_MAX`] elements: a warp
 //!   per row, [`SM_BLOCK`]` / 32` rows per block; 16-byte vector loads when
