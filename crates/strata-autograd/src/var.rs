@@ -375,7 +375,7 @@ impl Var {
 
     /// Whether an in-place op on this variable outside inference mode is
     /// refused because it is an inference variable (not one made by
-    /// [`Var::detach`] of one; see `VarInner::detached_inference`).
+    /// [`Var::detach`] of one; see `Inference::Detached`).
     pub(crate) fn refuses_inplace_as_inference(&self) -> bool {
         self.inner.inference == Inference::Yes
     }
