@@ -36,15 +36,17 @@ pub fn acc_dtype(d: DType) -> DType {
 }
 
 fn float_only(op: &'static str, t: &Tensor) -> Result<()> {
-    if t.dtype().is_float() {
+    float_dtype_only(op, t.dtype())
+}
+
+/// [`float_only`] for a dtype asked for rather than an input's.
+fn float_dtype_only(op: &'static str, dtype: DType) -> Result<()> {
+    if dtype.is_float() {
         Ok(())
     } else {
         Err(TensorError::dtype(
             op,
-            format!(
-                "expected a floating-point input, got {}; convert it with to_dtype",
-                t.dtype()
-            ),
+            format!("expected a floating-point input, got {dtype}; convert it with to_dtype"),
         ))
     }
 }
@@ -1058,12 +1060,7 @@ impl Tensor {
         dtype: DType,
         device: crate::Device,
     ) -> Result<Tensor> {
-        if !dtype.is_float() {
-            return Err(TensorError::dtype(
-                "dropout_noise",
-                format!("the noise of dropout is a float tensor, not {dtype}"),
-            ));
-        }
+        float_dtype_only("dropout_noise", dtype)?;
         let keep = Tensor::dropout_mask(shape, p, seed, device)?;
         let scale = Tensor::full(&[], 1.0 / (1.0 - p), dtype, device)?;
         Tensor::where_cond(&keep, &scale, 0.0)
