@@ -28,5 +28,6 @@ mod pytorch_tests_s33;
 mod pytorch_tests_s36;
 mod pytorch_tests_s37;
 mod pytorch_tests_s38;
+mod pytorch_tests_s40;
 mod recycling;
 mod settings;
