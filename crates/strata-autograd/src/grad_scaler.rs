@@ -117,7 +117,14 @@ impl GradScaler {
     }
 
     /// `loss * scale` (recorded, so its backward yields scaled gradients).
+    ///
+    /// PyTorch's scale is a 0-d f32 tensor, so a 0-d f16 or bf16 loss is
+    /// promoted: the scaled loss is f32 (`2.0` in f16 scaled by 65536 is
+    /// 131072, not inf), and so it is here; a loss with dims keeps its dtype.
     pub fn scale(&self, loss: &Var) -> Result<Var> {
+        if loss.ndim() == 0 && matches!(loss.dtype(), DType::F16 | DType::BF16) {
+            return loss.to_dtype(DType::F32)?.mul(self.scale);
+        }
         loss.mul(self.scale)
     }
 

@@ -440,7 +440,10 @@ fn linear_initialises_like_pytorch_and_moves_to_a_dtype() {
         .all(|p| p.dtype() == DType::BF16 && p.requires_grad()));
     assert!(lin.to(DEV, Some(DType::I32)).is_err());
     assert!(lin.parameters().iter().all(|p| p.dtype() == DType::BF16));
-    assert!(Linear::new(0, 3, true, DEV).is_err());
+    // PyTorch's nn.Linear(0, 3): an empty weight and a zero bias.
+    let empty = Linear::new(0, 3, true, DEV).unwrap();
+    assert_eq!(empty.weight.shape(), &[3, 0]);
+    assert_eq!(values(empty.bias.as_ref().unwrap().data()), vec![0.0; 3]);
     let x = Var::new(Tensor::ones(&[2, 5], DType::BF16, DEV).unwrap());
     assert!(lin.forward(&x).is_err(), "wrong in_features");
 }

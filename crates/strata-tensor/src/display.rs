@@ -1,5 +1,6 @@
 //! `Display` in PyTorch's style (`tensor([[1., 2.], ...])`, summarised with
-//! `...` beyond 1000 elements, dtype suffix for non-default dtypes).
+//! `...` beyond 1000 elements, rows wrapped at 80 columns, dtype suffix for
+//! non-default dtypes), with PyTorch's choice of notation and width.
 
 use crate::dtype::DType;
 use crate::scalar::Scalar;
@@ -10,44 +11,93 @@ use strata_alloc::Device;
 const THRESHOLD: usize = 1000;
 const EDGE: usize = 3;
 
-/// Formats the elements: all elements share one width and one notation.
-fn format_elements(values: &[Scalar], dtype: DType) -> Vec<String> {
+/// Python's `"{:.4e}".format(x)` for a finite `x`: the exponent has a sign
+/// and at least two digits (`1.0000e+09`, `1.0000e-05`), where Rust writes
+/// `1.0000e9`.
+fn sci(x: f64) -> String {
+    let s = format!("{x:.4e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let (sign, digits) = match exp.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', exp),
+            };
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
+/// Python's spelling of a non-finite float (`nan`, `inf`, `-inf`).
+fn non_finite(x: f64) -> String {
+    if x.is_nan() {
+        "nan".into()
+    } else if x > 0.0 {
+        "inf".into()
+    } else {
+        "-inf".into()
+    }
+}
+
+/// Formats the elements as PyTorch's `_Formatter` (`torch/_tensor_str.py`)
+/// does, returning the strings and the width they are right-aligned to.
+///
+/// Integer and bool elements take the width of the longest. For floats,
+/// only the nonzero finite elements decide the notation and the width
+/// (zeros, NaN and infinities are padded to it, or stay longer): integral
+/// values print as `1.`, unless the largest is above 1e8 or more than 1000
+/// times the smallest (then `1.0000e+00` for all); others print with four
+/// decimals, or in that scientific notation when the largest is above 1e8,
+/// the smallest below 1e-4, or their ratio above 1000.
+fn format_elements(values: &[Scalar], dtype: DType) -> (Vec<String>, usize) {
     if !dtype.is_float() {
-        return values
+        let strs: Vec<String> = values
             .iter()
             .map(|v| match v {
                 Scalar::Bool(b) => if *b { "True" } else { "False" }.to_string(),
                 other => other.to_string(),
             })
             .collect();
+        let width = strs.iter().map(String::len).max().unwrap_or(0).max(1);
+        return (strs, width);
     }
     let fl: Vec<f64> = values.iter().map(|v| v.to_f64()).collect();
-    let finite: Vec<f64> = fl.iter().copied().filter(|x| x.is_finite()).collect();
-    let int_mode = finite.iter().all(|x| x.fract() == 0.0);
-    let nonzero: Vec<f64> = finite
+    let nonzero: Vec<f64> = fl
         .iter()
-        .map(|x| x.abs())
-        .filter(|&x| x > 0.0)
+        .copied()
+        .filter(|x| x.is_finite() && *x != 0.0)
         .collect();
-    let (mn, mx) = nonzero
+    let int_mode = nonzero.iter().all(|x| x.fract() == 0.0);
+    let (mn, mx) = nonzero.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &x| {
+        (a.min(x.abs()), b.max(x.abs()))
+    });
+    let sci_mode =
+        !nonzero.is_empty() && (mx / mn > 1000.0 || mx > 1e8 || (!int_mode && mn < 1e-4));
+    let format = |x: f64| {
+        if !x.is_finite() {
+            non_finite(x)
+        } else if sci_mode {
+            sci(x)
+        } else if int_mode {
+            format!("{x:.0}.")
+        } else {
+            format!("{x:.4}")
+        }
+    };
+    let width = nonzero
         .iter()
-        .fold((f64::INFINITY, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
-    let sci = !nonzero.is_empty() && (mx > 1e8 || (!int_mode && (mx / mn > 1000.0 || mn < 1e-4)));
-    fl.iter()
-        .map(|&x| {
-            if x.is_nan() {
-                "nan".into()
-            } else if x.is_infinite() {
-                if x > 0.0 { "inf" } else { "-inf" }.into()
-            } else if sci {
-                format!("{x:.4e}")
-            } else if int_mode {
-                format!("{x:.0}.")
-            } else {
-                format!("{x:.4}")
-            }
-        })
-        .collect()
+        .map(|&x| format(x).len())
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    (fl.into_iter().map(format).collect(), width)
+}
+
+/// Elements per line of a printed row: PyTorch's `_vector_str` fits rows
+/// into 80 columns (`linewidth`), counting `", "` after each element and
+/// the row's indent.
+fn elements_per_line(width: usize, indent: usize) -> usize {
+    (80usize.saturating_sub(indent) / (width + 2)).max(1)
 }
 
 /// The entries of a printed dim of `size` (`None` marks the `...` gap,
@@ -81,10 +131,19 @@ impl Printer<'_> {
         let stride: usize = shape[dim + 1..].iter().product();
         out.push('[');
         let gap = self.full_shape[dim] > shape[dim];
+        let per_line = elements_per_line(self.width, indent);
         for (n, it) in shown(shape[dim], gap).iter().enumerate() {
             if n > 0 {
                 if dim + 1 == shape.len() {
-                    out.push_str(", ");
+                    // A row longer than a line continues on the next one,
+                    // under its first element (the ` ...` gap counts as an
+                    // element, as in PyTorch).
+                    if n % per_line == 0 {
+                        out.push_str(",\n");
+                        out.push_str(&" ".repeat(indent + 1));
+                    } else {
+                        out.push_str(", ");
+                    }
                 } else {
                     out.push(',');
                     out.push_str(&"\n".repeat(shape.len() - dim - 1));
@@ -207,13 +266,13 @@ impl fmt::Display for Tensor {
         };
         let mut body = String::new();
         if self.ndim() == 0 {
-            body = format_elements(&values, self.dtype()).remove(0);
+            let (strs, width) = format_elements(&values, self.dtype());
+            body = format!("{:>width$}", strs[0]);
         } else if self.numel() == 0 {
             body.push_str("[]");
         } else {
             // Only the printed elements decide the notation and width.
-            let strs = format_elements(&values, self.dtype());
-            let width = strs.iter().map(|s| s.len()).max().unwrap_or(0);
+            let (strs, width) = format_elements(&values, self.dtype());
             let p = Printer {
                 strs: &strs,
                 width,

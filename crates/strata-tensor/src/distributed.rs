@@ -317,6 +317,9 @@ impl Communicator {
 
     /// Rank `rank` of `world_size` ranks (in this or other processes) that
     /// share `id`, on `device`. Blocks until every rank has joined.
+    ///
+    /// Typed errors: a rank not below `world_size`, a world of more than
+    /// `i32::MAX` ranks (NCCL's limit), a CPU device, NCCL missing.
     pub fn init_rank(
         device: Device,
         rank: usize,
@@ -328,6 +331,17 @@ impl Communicator {
             return Err(TensorError::value(
                 OP,
                 format!("rank {rank} is not within a world of {world_size}"),
+            ));
+        }
+        // NCCL counts ranks in a C int: a larger world would be passed
+        // wrapped (2^32 + 2 ranks as 2).
+        if i32::try_from(world_size).is_err() {
+            return Err(TensorError::value(
+                OP,
+                format!(
+                    "a world of {world_size} ranks is more than NCCL can address ({}, i32::MAX)",
+                    i32::MAX
+                ),
             ));
         }
         let o = gpu_ordinal(OP, device)?;

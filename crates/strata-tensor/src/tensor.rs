@@ -491,7 +491,9 @@ impl Tensor {
         Ok(self.to_vec_as::<T>()?[0])
     }
 
-    /// A copy with fresh storage (PyTorch's `clone()`).
+    /// A copy with fresh storage (PyTorch's `clone()`), always contiguous:
+    /// PyTorch's keeps the strides of a dense input (`x.t().clone()` is
+    /// still transposed), strata has no memory formats.
     #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
         let out = Tensor::uninit("clone", self.shape(), self.dtype(), self.device())?;

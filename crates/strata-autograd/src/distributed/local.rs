@@ -35,12 +35,21 @@ pub struct CallRecord {
     pub numel: usize,
 }
 
+/// A rank's input: float dtypes in f64, integer and bool dtypes in i64
+/// (exact: an i64 above 2^53 does not round, and `i64::MAX` does not
+/// come back as `i64::MIN` from a conversion of 2^63).
+#[derive(Clone)]
+enum Values {
+    Float(Vec<f64>),
+    Int(Vec<i64>),
+}
+
 struct Round {
     kind: CallKind,
     numel: usize,
     dtype: DType,
-    /// Each rank's input, in f64.
-    inputs: Vec<Option<Vec<f64>>>,
+    /// Each rank's input.
+    inputs: Vec<Option<Values>>,
     /// Ranks that have read the result.
     finished: usize,
 }
@@ -94,7 +103,8 @@ impl LocalGroup {
     }
 
     /// [`LocalGroup::new`] with how long a rank waits for the others before
-    /// its `wait` fails.
+    /// its `wait` fails (a timeout past what the clock can add, such as
+    /// `Duration::MAX`, waits without a deadline).
     pub fn with_timeout(
         world_size: usize,
         device: Device,
@@ -171,7 +181,11 @@ impl LocalRank {
             }
             _ => {}
         }
-        let values = tensor.to_dtype(DType::F64)?.to_vec::<f64>()?;
+        let values = if tensor.dtype().is_float() {
+            Values::Float(tensor.to_dtype(DType::F64)?.to_vec::<f64>()?)
+        } else {
+            Values::Int(tensor.to_dtype(DType::I64)?.to_vec::<i64>()?)
+        };
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         {
             let mut rounds = self.shared.rounds.lock();
@@ -239,7 +253,8 @@ struct LocalWork {
 
 impl PendingWork for LocalWork {
     fn wait(self: Box<Self>) -> Result<()> {
-        let deadline = Instant::now() + self.shared.timeout;
+        // A timeout too long for the clock (`Duration::MAX`) waits forever.
+        let deadline = Instant::now().checked_add(self.shared.timeout);
         let result = {
             let mut rounds = self.shared.rounds.lock();
             loop {
@@ -249,6 +264,10 @@ impl PendingWork for LocalWork {
                 if round.inputs.iter().all(Option::is_some) {
                     break;
                 }
+                let Some(deadline) = deadline else {
+                    self.shared.arrived.wait(&mut rounds);
+                    continue;
+                };
                 if self
                     .shared
                     .arrived
@@ -271,27 +290,11 @@ impl PendingWork for LocalWork {
                 }
             }
             let round = rounds.get_mut(&self.seq).expect("checked above");
-            let inputs: Vec<&Vec<f64>> = round.inputs.iter().flatten().collect();
+            let inputs: Vec<&Values> = round.inputs.iter().flatten().collect();
             let n = round.numel;
-            let result: Vec<f64> = match round.kind {
+            let result = match round.kind {
                 CallKind::Broadcast(root) => inputs[root].clone(),
-                CallKind::AllReduce(op) => (0..n)
-                    .map(|i| {
-                        // Ranks in order: every rank computes the same bits.
-                        let mut acc = inputs[0][i];
-                        for v in &inputs[1..] {
-                            acc = match op {
-                                ReduceOp::Sum | ReduceOp::Avg => acc + v[i],
-                                ReduceOp::Max => acc.max(v[i]),
-                            };
-                        }
-                        if op == ReduceOp::Avg {
-                            acc / inputs.len() as f64
-                        } else {
-                            acc
-                        }
-                    })
-                    .collect(),
+                CallKind::AllReduce(op) => reduce(&inputs, n, op),
             };
             round.finished += 1;
             if round.finished == self.shared.world {
@@ -299,9 +302,68 @@ impl PendingWork for LocalWork {
             }
             result
         };
-        let src = Tensor::from_vec(result, self.tensor.shape(), self.tensor.device())?
-            .to_dtype(self.tensor.dtype())?;
+        let (shape, device) = (self.tensor.shape(), self.tensor.device());
+        let src = match result {
+            Values::Float(v) => Tensor::from_vec(v, shape, device)?,
+            Values::Int(v) => Tensor::from_vec(v, shape, device)?,
+        }
+        .to_dtype(self.tensor.dtype())?;
         self.tensor.copy_(&src)?;
         Ok(())
+    }
+}
+
+/// The elementwise reduction of the ranks' inputs (all of one kind, as
+/// their dtypes agree), ranks in order so every rank computes the same bits.
+/// Integer sums wrap in i64 and then in the dtype (as NCCL's and Gloo's
+/// integer sums wrap); `Avg` is only for floats (checked when started).
+fn reduce(inputs: &[&Values], n: usize, op: ReduceOp) -> Values {
+    match inputs[0] {
+        Values::Float(_) => {
+            let rows: Vec<&Vec<f64>> = inputs
+                .iter()
+                .map(|v| match v {
+                    Values::Float(v) => v,
+                    Values::Int(_) => unreachable!("the ranks' dtypes agree"),
+                })
+                .collect();
+            Values::Float(
+                (0..n)
+                    .map(|i| {
+                        let mut acc = rows[0][i];
+                        for v in &rows[1..] {
+                            acc = match op {
+                                ReduceOp::Sum | ReduceOp::Avg => acc + v[i],
+                                ReduceOp::Max => acc.max(v[i]),
+                            };
+                        }
+                        if op == ReduceOp::Avg {
+                            acc / rows.len() as f64
+                        } else {
+                            acc
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        Values::Int(_) => {
+            let rows: Vec<&Vec<i64>> = inputs
+                .iter()
+                .map(|v| match v {
+                    Values::Int(v) => v,
+                    Values::Float(_) => unreachable!("the ranks' dtypes agree"),
+                })
+                .collect();
+            Values::Int(
+                (0..n)
+                    .map(|i| {
+                        rows[1..].iter().fold(rows[0][i], |acc, v| match op {
+                            ReduceOp::Sum | ReduceOp::Avg => acc.wrapping_add(v[i]),
+                            ReduceOp::Max => acc.max(v[i]),
+                        })
+                    })
+                    .collect(),
+            )
+        }
     }
 }

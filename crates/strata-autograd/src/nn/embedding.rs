@@ -15,14 +15,10 @@ pub struct Embedding {
 }
 
 impl Embedding {
-    /// A table of `num` vectors of `dim` elements, N(0, 1) from the default generator.
+    /// A table of `num` vectors of `dim` elements, N(0, 1) from the default
+    /// generator. Either size may be 0, as in PyTorch (an empty table; with
+    /// `num = 0` every index is out of range).
     pub fn new(num: usize, dim: usize, device: Device) -> Result<Embedding> {
-        if num == 0 || dim == 0 {
-            return Err(AutogradError::Module {
-                module: "Embedding",
-                msg: format!("num_embeddings ({num}) and embedding_dim ({dim}) must be > 0"),
-            });
-        }
         let w = Tensor::randn(&[num, dim], DType::F32, next_seed(), device)?;
         Embedding::from_tensor(w)
     }

@@ -20,15 +20,15 @@ pub struct LayerNorm {
 }
 
 impl LayerNorm {
-    /// A layer norm over the trailing `normalized_shape` (non-empty, no zero size).
+    /// A layer norm over the trailing `normalized_shape` (at least one dim;
+    /// sizes of 0 are allowed, as in PyTorch: the output is empty).
     pub fn new(normalized_shape: &[usize], eps: f64, device: Device) -> Result<LayerNorm> {
-        if normalized_shape.is_empty() || normalized_shape.contains(&0) || eps.is_nan() || eps < 0.0
-        {
+        if normalized_shape.is_empty() || eps.is_nan() || eps < 0.0 {
             return Err(AutogradError::Module {
                 module: "LayerNorm",
                 msg: format!(
-                    "normalized_shape {normalized_shape:?} must be non-empty without zero \
-                     sizes, and eps ({eps}) >= 0"
+                    "normalized_shape {normalized_shape:?} must have at least one dim, and eps \
+                     ({eps}) must be >= 0"
                 ),
             });
         }

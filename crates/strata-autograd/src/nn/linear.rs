@@ -37,21 +37,21 @@ impl Linear {
     /// A layer with PyTorch's initialisation, f32 on `device`: the weight
     /// Kaiming-uniform with `a = sqrt(5)`, which is `Uniform(±1/sqrt(in))`,
     /// and the bias `Uniform(±1/sqrt(in))`.
+    ///
+    /// Either size may be 0, as in PyTorch: the weight is then empty, and
+    /// with `in_features = 0` the bias is zeros (PyTorch's bound is 0 for a
+    /// fan-in of 0), so the layer maps every input to its bias.
     pub fn new(
         in_features: usize,
         out_features: usize,
         bias: bool,
         device: Device,
     ) -> Result<Linear> {
-        if in_features == 0 || out_features == 0 {
-            return Err(AutogradError::Module {
-                module: "Linear",
-                msg: format!(
-                    "in_features ({in_features}) and out_features ({out_features}) must be > 0"
-                ),
-            });
-        }
-        let bound = 1.0 / (in_features as f64).sqrt();
+        let bound = if in_features == 0 {
+            0.0
+        } else {
+            1.0 / (in_features as f64).sqrt()
+        };
         let weight = Var::parameter(uniform(&[out_features, in_features], bound, device)?)?;
         let bias = if bias {
             Some(Var::parameter(uniform(&[out_features], bound, device)?)?)

@@ -129,7 +129,10 @@ impl Var {
     /// saved and how the gradients are formed.
     ///
     /// Errors (typed): operands with fewer than 2 dims, mismatched inner
-    /// sizes, dtypes or devices, a scale that is not finite.
+    /// sizes, dtypes or devices, a scale that is not finite (PyTorch gives
+    /// NaN everywhere), except with an empty embedding dim (`E = 0`), where
+    /// the scores are 0 whatever the scale and the output is the mean of
+    /// the values, as in PyTorch.
     ///
     /// ```
     /// use strata_autograd::{AttentionArgs, Var};
@@ -158,13 +161,16 @@ impl Var {
                 "q [.., L, E], k [.., S, E], v [.., S, Ev] expected, got {qs:?}, {ks:?}, {vs:?}"
             )));
         }
-        if e == 0 && args.scale.is_none() {
-            return Err(shape_err(format!(
-                "q and k have an empty last dim (E = 0), so the default scale 1/sqrt(E) is \
-                 infinite; pass a scale in AttentionArgs (got {qs:?}, {ks:?}, {vs:?})"
-            )));
-        }
-        let scale = args.scale.unwrap_or(1.0 / (e as f64).sqrt());
+        // With an empty embedding dim (E = 0) every score is an empty sum,
+        // exactly 0 whatever the scale: PyTorch multiplies q and k by
+        // sqrt(scale) each before their product, so even its default scale
+        // 1/sqrt(0) = inf (or a given inf or NaN) leaves the scores 0 and
+        // the output the mean of the values (of the unmasked ones, causal).
+        let scale = if e == 0 {
+            1.0
+        } else {
+            args.scale.unwrap_or(1.0 / (e as f64).sqrt())
+        };
         let causal = args.causal;
         // The probabilities in `dtype` (`None`: the scores' dtype).
         let probs = move |q: &Tensor, k: &Tensor, dtype: Option<DType>| -> Result<Tensor> {

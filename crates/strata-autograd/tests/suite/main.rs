@@ -27,5 +27,6 @@ mod hostile_sweep_s35;
 mod hostile_sweep_s37;
 mod hostile_sweep_s38;
 mod hostile_sweep_s39;
+mod hostile_sweep_s40;
 mod recompute;
 mod semantics;

@@ -21,6 +21,7 @@ mod hostile_sweep_s35;
 mod hostile_sweep_s36;
 mod hostile_sweep_s37;
 mod hostile_sweep_s38;
+mod hostile_sweep_s40;
 mod interop;
 mod masked_select;
 mod math;
