@@ -186,6 +186,9 @@ impl Tensor {
                 }
             }
             SplitSize::Sections(v) => {
+                // The pieces' count first: 2^26 + 1 zero sizes for an empty
+                // dim made as many views (gigabytes of handles).
+                check_pieces(OP, i64::try_from(v.len()).unwrap_or(i64::MAX))?;
                 if let Some(bad) = v.iter().find(|&&s| s < 0) {
                     return Err(TensorError::value(
                         OP,

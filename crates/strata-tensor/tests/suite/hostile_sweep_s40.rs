@@ -1,7 +1,7 @@
 //! Session 40's sweep of hostile inputs to strata-tensor: `Display` of
 //! values at the edges of PyTorch's formatting rules (huge, tiny, mixed
-//! magnitudes, zeros, NaN and infinities, rows longer than a line), and
-//! NCCL world sizes past a C int. Each expected string is `repr(t)` of the
+//! magnitudes, zeros, NaN and infinities, rows longer than a line), NCCL
+//! world sizes past a C int, and `split` into more sections than it returns. Each expected string is `repr(t)` of the
 //! same tensor in PyTorch 2.15 (CPU), with the Python beside it.
 //!
 //! Defects these tests found (fixed with them; the first four in
@@ -19,7 +19,10 @@
 //!   (`linewidth`), continuing it on the next line under its first element;
 //! * `Communicator::init_rank` passed `world_size` to NCCL as a C int, so a
 //!   world of 2^32 + 2 ranks became one of 2; more than `i32::MAX` ranks is
-//!   now a value error.
+//!   now a value error;
+//! * `split` with a list of sections did not count them against
+//!   `MAX_PIECES` (as a split size and `chunk` do): `MAX_PIECES + 1` zero
+//!   sizes for an empty dim made that many views.
 //!
 //! Examined and left: `Tensor::deep_clone` (PyTorch's `clone()`) and the
 //! `*_like` constructors always make contiguous tensors, where PyTorch keeps
@@ -29,7 +32,7 @@
 //! (the `*_like` docs already did).
 
 use strata_tensor::distributed::{Communicator, UniqueId};
-use strata_tensor::{DType, Device, Tensor, TensorError};
+use strata_tensor::{DType, Device, Tensor, TensorError, MAX_PIECES};
 
 const CPU: Device = Device::Cpu;
 
@@ -204,4 +207,27 @@ fn a_world_larger_than_nccl_counts_is_refused() {
             other => panic!("world {world}: expected a Value error, got {other:?}"),
         }
     }
+}
+
+/// `split` returns at most `MAX_PIECES` pieces (its documented rule; a size
+/// or a `chunk` count that would give more was already refused), but a list
+/// of sections was not counted: `MAX_PIECES + 1` zero sizes for an empty
+/// dim made that many views, gigabytes of handles. The count is now checked
+/// before anything else (the zeroed list below is never read, so its pages
+/// cost no memory). A few sections still split as PyTorch's
+/// `torch.zeros(0).split([0, 0, 0])` (three empty tensors).
+#[test]
+fn split_into_more_sections_than_max_pieces_is_refused() {
+    let empty = Tensor::zeros(&[0], DType::F32, CPU).unwrap();
+    let sizes = vec![0i64; MAX_PIECES as usize + 1];
+    match empty.split(sizes, 0) {
+        Err(TensorError::Value { op, msg }) => {
+            assert_eq!(op, "split");
+            assert!(msg.contains("pieces"), "{msg}");
+        }
+        other => panic!("expected a Value error, got {:?}", other.map(|v| v.len())),
+    }
+    let pieces = empty.split(vec![0i64, 0, 0], 0).unwrap();
+    assert_eq!(pieces.len(), 3);
+    assert!(pieces.iter().all(|p| p.shape() == [0]));
 }
