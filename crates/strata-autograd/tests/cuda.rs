@@ -264,3 +264,70 @@ fn max_min_of_every_element_back_propagate_with_pytorchs_cuda_formula() {
     same(grad(&y, true, 1.0), &[0.0, 0.5, 0.0, 0.5], "max of NaNs");
     same(grad(&y, false, inf), &[n, inf, n, inf], "min of NaNs * inf");
 }
+
+/// Attention with an empty embedding dim (`E = 0`, session 40): every score
+/// is an empty sum, 0 whatever the scale (the default 1/sqrt(0) and an
+/// infinite one included), so each output row is the mean of the values it
+/// may attend to, as PyTorch's `scaled_dot_product_attention` gives; on the
+/// GPU as on the CPU, with the values' gradient `sum_i p_ij w_i`.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn attention_with_an_empty_embedding_dim_averages_the_values() {
+    let dev = gpu();
+    let (b, l, s, ev) = (2usize, 3usize, 4usize, 5usize);
+    let v0 = Tensor::randn(&[b, s, ev], DType::F64, 40, Device::Cpu).unwrap();
+    let w0 = Tensor::randn(&[b, l, ev], DType::F64, 41, Device::Cpu).unwrap();
+    let vals = v0.to_vec::<f64>().unwrap();
+    let ws = w0.to_vec::<f64>().unwrap();
+    for causal in [false, true] {
+        // Row i attends to keys 0..=i when causal (PyTorch's top-left
+        // mask), to all S keys otherwise.
+        let keys = |i: usize| if causal { i + 1 } else { s };
+        let mut want_y = vec![0.0; b * l * ev];
+        let mut want_gv = vec![0.0; b * s * ev];
+        for n in 0..b {
+            for i in 0..l {
+                let k = keys(i);
+                for j in 0..k {
+                    for c in 0..ev {
+                        want_y[(n * l + i) * ev + c] += vals[(n * s + j) * ev + c] / k as f64;
+                        want_gv[(n * s + j) * ev + c] += ws[(n * l + i) * ev + c] / k as f64;
+                    }
+                }
+            }
+        }
+        for scale in [None, Some(f64::INFINITY)] {
+            for dtype in [DType::F64, DType::F32] {
+                let on = |t: &Tensor| t.to_dtype(dtype).unwrap().to(dev).unwrap();
+                let q = Var::new(on(
+                    &Tensor::zeros(&[b, l, 0], DType::F64, Device::Cpu).unwrap()
+                ));
+                let k = Var::new(on(
+                    &Tensor::zeros(&[b, s, 0], DType::F64, Device::Cpu).unwrap()
+                ));
+                let v = Var::parameter(on(&v0)).unwrap();
+                let args = AttentionArgs {
+                    scale,
+                    causal,
+                    saving: AttentionSaving::Recompute,
+                };
+                let y = q.attention(&k, &v, args).unwrap();
+                assert_eq!(y.shape(), &[b, l, ev]);
+                y.mul(&Var::new(on(&w0)))
+                    .unwrap()
+                    .sum(None, false)
+                    .unwrap()
+                    .backward()
+                    .unwrap();
+                let want =
+                    |x: &[f64], shape: &[usize]| Tensor::from_slice(x, shape, Device::Cpu).unwrap();
+                let tol = if dtype == DType::F64 { 1e-12 } else { 1e-6 };
+                let what = format!("causal {causal} scale {scale:?} {dtype}");
+                let ey = rel_err(y.data(), &want(&want_y, &[b, l, ev]));
+                assert!(ey < tol, "{what} output {ey}");
+                let eg = rel_err(&v.grad().unwrap(), &want(&want_gv, &[b, s, ev]));
+                assert!(eg < tol, "{what} value gradient {eg}");
+            }
+        }
+    }
+}
