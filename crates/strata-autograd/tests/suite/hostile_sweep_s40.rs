@@ -1,8 +1,9 @@
 //! Session 40's sweep of hostile inputs to autograd (after
 //! `hostile_sweep_s39.rs`): the `nn` layers' constructors at zero and huge
 //! sizes, `GradScaler::scale` of half-precision losses, `LocalGroup`'s
-//! collectives over integers and with an endless timeout, attention at empty and degenerate sizes and scales, `zero_grad` of
-//! an expanded gradient, reductions over an empty dim list, embedding's
+//! collectives over integers and with an endless timeout, attention at
+//! empty and degenerate sizes and scales, `zero_grad` of an expanded
+//! gradient, reductions over an empty dim list, embedding's
 //! `padding_idx` at the edges, and (by hand) checkpointed functions that are
 //! not deterministic. Every expected value is PyTorch 2.15's (CPU), with the
 //! Python beside each test.

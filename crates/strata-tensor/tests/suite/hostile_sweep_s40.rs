@@ -1,8 +1,9 @@
 //! Session 40's sweep of hostile inputs to strata-tensor: `Display` of
 //! values at the edges of PyTorch's formatting rules (huge, tiny, mixed
 //! magnitudes, zeros, NaN and infinities, rows longer than a line), NCCL
-//! world sizes past a C int, and `split` into more sections than it returns. Each expected string is `repr(t)` of the
-//! same tensor in PyTorch 2.15 (CPU), with the Python beside it.
+//! world sizes past a C int, and `split` into more sections than it
+//! returns. Each expected string is `repr(t)` of the same tensor in PyTorch
+//! 2.15 (CPU), with the Python beside it.
 //!
 //! Defects these tests found (fixed with them; the first four in
 //! `src/display.rs`):
