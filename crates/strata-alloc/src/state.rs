@@ -241,6 +241,11 @@ pub(crate) struct State {
     /// same stream without waiting for the stream's fence. Such a mapping is
     /// unmapped only once the stream's fence has passed that moment.
     pub busy_stitched: rustc_hash::FxHashMap<(u32, u32), (u32, u64)>,
+    /// Physical pages of expandable segments already taken out of every
+    /// block, whose `release` failed: retried by the next `empty_cache` (and
+    /// the full release before an out-of-memory error) instead of leaking in
+    /// the driver.
+    pub unreleased: Vec<PhysHandle>,
     /// Every stitched mapping by the stamp of the moment it was left, oldest
     /// first: the least recently used go first when the bound is exceeded.
     pub stitch_lru: BTreeMap<u64, (u32, u32)>,
@@ -312,6 +317,7 @@ impl State {
             aliases: Default::default(),
             live: Default::default(),
             busy_stitched: Default::default(),
+            unreleased: Vec::new(),
             stitch_lru: BTreeMap::new(),
             stitch_clock: 0,
             recent_requests: 0,

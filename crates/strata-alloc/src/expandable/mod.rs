@@ -327,16 +327,18 @@ impl ExpandableSpace<'_> {
     }
 
     /// Creates `count` physical pages; on failure releases those created so far.
-    fn create_pages(&self, count: usize) -> Result<Vec<PhysHandle>, DriverError> {
+    fn create_pages(&self, st: &mut State, count: usize) -> Result<Vec<PhysHandle>, DriverError> {
         let mut created = Vec::with_capacity(count);
         while created.len() < count {
             match self.vm.create(self.page) {
                 Ok(h) => created.push(h),
                 Err(e) => {
                     for h in created {
-                        // A failed release leaks one page in the driver but
-                        // leaves the allocator consistent.
-                        let _ = self.vm.release(h);
+                        // A failed release is retried by the next release
+                        // of the cache.
+                        if self.vm.release(h).is_err() {
+                            st.unreleased.push(h);
+                        }
                     }
                     return Err(e);
                 }
@@ -419,11 +421,20 @@ impl ExpandableSpace<'_> {
     }
 
     /// Releases physical pages that have no mapping left.
-    fn release_handles(&self, handles: Vec<PhysHandle>) {
+    /// Releases `handles` (pages no block holds any more); those whose
+    /// release fails are kept in `State::unreleased`, to be retried by the
+    /// next release of the cache, and the first failure is returned.
+    fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) -> Result<(), AllocError> {
+        let mut first = None;
         for h in handles {
-            // A failed release leaks one page in the driver but leaves the
-            // allocator consistent; there is nothing better to do with it.
-            let _ = self.vm.release(h);
+            if let Err(e) = self.vm.release(h) {
+                st.unreleased.push(h);
+                first.get_or_insert(e);
+            }
+        }
+        match first {
+            None => Ok(()),
+            Some(e) => Err(self.driver_error(e)),
         }
     }
 
@@ -434,6 +445,11 @@ impl ExpandableSpace<'_> {
     /// give back ranges left with no pages.
     pub fn release_free_pages(&self, st: &mut State) -> Result<(), AllocError> {
         let page = self.page;
+        // Pages whose release failed before: retried first; a failure again
+        // keeps them for the next time and is reported once the rest of
+        // the cache has been released.
+        let retry = std::mem::take(&mut st.unreleased);
+        let mut failed = self.release_handles(st, retry).err();
         let mut synced: Vec<u32> = st.busy_stitched.values().map(|&(s, _)| s).collect();
         synced.sort_unstable();
         synced.dedup();
@@ -472,7 +488,9 @@ impl ExpandableSpace<'_> {
                 }
                 let mut handles = Vec::new();
                 let r = self.unmap_range(st, id, p0, p1, &mut handles);
-                self.release_handles(handles);
+                if let Err(e) = self.release_handles(st, handles) {
+                    failed.get_or_insert(e);
+                }
                 r?;
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");
@@ -489,7 +507,7 @@ impl ExpandableSpace<'_> {
                 st.streams[s as usize].expandable[pool as usize].retain(|&x| x != seg_i as u32);
             }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 }
 

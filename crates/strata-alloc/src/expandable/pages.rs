@@ -72,7 +72,7 @@ impl ExpandableSpace<'_> {
             }
             let create = others - recycled.len();
             let created = if st.fits_fraction(create as u64 * page) {
-                match self.create_pages(create) {
+                match self.create_pages(st, create) {
                     Ok(created) => Some(created),
                     // Holding found the device full: move pages instead.
                     Err(DriverError::OutOfMemory) if hold || partial > 0 => {

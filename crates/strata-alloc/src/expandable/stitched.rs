@@ -98,8 +98,9 @@ impl ExpandableSpace<'_> {
     }
 
     /// Gives a physical page back to the driver after a failed growth: its
-    /// stitched mappings are unmapped first. Failures leak the page in the
-    /// driver but leave the allocator consistent.
+    /// stitched mappings are unmapped first. Failures leave the allocator
+    /// consistent; a page whose release fails is kept in
+    /// `State::unreleased` for the next release of the cache.
     /// A stitched mapping that queued work may still use is unmapped after
     /// synchronising its stream (only on this failure path).
     pub(super) fn drop_handle(&self, st: &mut State, h: PhysHandle) {
@@ -113,7 +114,10 @@ impl ExpandableSpace<'_> {
                 Self::forget_stitched(st, seg, idx);
             }
         }
-        let _ = self.vm.release(h);
+        // A failed release is retried by the next release of the cache.
+        if self.vm.release(h).is_err() {
+            st.unreleased.push(h);
+        }
     }
 
     /// Whether the work queued on dense stream `s` has finished every use of

@@ -8,6 +8,7 @@ mod common;
 mod allocator;
 mod devices;
 mod diagnostics;
+mod failed_calls_change_nothing;
 mod history;
 mod history_options;
 mod hostile_inputs;
