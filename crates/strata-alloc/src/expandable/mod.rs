@@ -333,13 +333,10 @@ impl ExpandableSpace<'_> {
             match self.vm.create(self.page) {
                 Ok(h) => created.push(h),
                 Err(e) => {
-                    for h in created {
-                        // A failed release is retried by the next release
-                        // of the cache.
-                        if self.vm.release(h).is_err() {
-                            st.unreleased.push(h);
-                        }
-                    }
+                    // The creation's error is the one reported; a page
+                    // whose release fails is kept for the next release of
+                    // the cache.
+                    let _ = self.release_handles(st, created);
                     return Err(e);
                 }
             }
@@ -420,11 +417,14 @@ impl ExpandableSpace<'_> {
         Ok(Some((head, seg_index)))
     }
 
-    /// Releases physical pages that have no mapping left.
     /// Releases `handles` (pages no block holds any more); those whose
     /// release fails are kept in `State::unreleased`, to be retried by the
     /// next release of the cache, and the first failure is returned.
-    fn release_handles(&self, st: &mut State, handles: Vec<PhysHandle>) -> Result<(), AllocError> {
+    fn release_handles(
+        &self,
+        st: &mut State,
+        handles: impl IntoIterator<Item = PhysHandle>,
+    ) -> Result<(), AllocError> {
         let mut first = None;
         for h in handles {
             if let Err(e) = self.vm.release(h) {

@@ -114,10 +114,9 @@ impl ExpandableSpace<'_> {
                 Self::forget_stitched(st, seg, idx);
             }
         }
-        // A failed release is retried by the next release of the cache.
-        if self.vm.release(h).is_err() {
-            st.unreleased.push(h);
-        }
+        // A failed release is kept for the next release of the cache; the
+        // growth's own error is the one reported.
+        let _ = self.release_handles(st, [h]);
     }
 
     /// Whether the work queued on dense stream `s` has finished every use of

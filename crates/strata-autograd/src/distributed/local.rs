@@ -327,24 +327,14 @@ fn reduce(inputs: &[&Values], n: usize, op: ReduceOp) -> Values {
                     Values::Int(_) => unreachable!("the ranks' dtypes agree"),
                 })
                 .collect();
-            Values::Float(
-                (0..n)
-                    .map(|i| {
-                        let mut acc = rows[0][i];
-                        for v in &rows[1..] {
-                            acc = match op {
-                                ReduceOp::Sum | ReduceOp::Avg => acc + v[i],
-                                ReduceOp::Max => acc.max(v[i]),
-                            };
-                        }
-                        if op == ReduceOp::Avg {
-                            acc / rows.len() as f64
-                        } else {
-                            acc
-                        }
-                    })
-                    .collect(),
-            )
+            let mut out = fold_ranks(&rows, n, |a, b| match op {
+                ReduceOp::Sum | ReduceOp::Avg => a + b,
+                ReduceOp::Max => a.max(b),
+            });
+            if op == ReduceOp::Avg {
+                out.iter_mut().for_each(|x| *x /= rows.len() as f64);
+            }
+            Values::Float(out)
         }
         Values::Int(_) => {
             let rows: Vec<&Vec<i64>> = inputs
@@ -354,16 +344,18 @@ fn reduce(inputs: &[&Values], n: usize, op: ReduceOp) -> Values {
                     Values::Float(_) => unreachable!("the ranks' dtypes agree"),
                 })
                 .collect();
-            Values::Int(
-                (0..n)
-                    .map(|i| {
-                        rows[1..].iter().fold(rows[0][i], |acc, v| match op {
-                            ReduceOp::Sum | ReduceOp::Avg => acc.wrapping_add(v[i]),
-                            ReduceOp::Max => acc.max(v[i]),
-                        })
-                    })
-                    .collect(),
-            )
+            Values::Int(fold_ranks(&rows, n, |a, b| match op {
+                ReduceOp::Sum | ReduceOp::Avg => a.wrapping_add(b),
+                ReduceOp::Max => a.max(b),
+            }))
         }
     }
+}
+
+/// Element `i` of the result is `f` folded over the ranks' element `i`,
+/// rank 0 first.
+fn fold_ranks<T: Copy>(rows: &[&Vec<T>], n: usize, f: impl Fn(T, T) -> T) -> Vec<T> {
+    (0..n)
+        .map(|i| rows[1..].iter().fold(rows[0][i], |acc, v| f(acc, v[i])))
+        .collect()
 }
