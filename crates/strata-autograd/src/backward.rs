@@ -1,19 +1,19 @@
-//! The backward pass: gradients flow from the root through the graph in
-//! topological order; each node's saved tensors are released as soon as its
-//! backward ran (unless `retain_graph`), so the graph's memory returns to the
-//! allocator while the pass goes on.
+//! Starting a backward pass: [`Var::backward`] and [`Var::backward_with`]
+//! from one output, [`backward()`] from several, and [`grad()`] /
+//! [`grad_with`] for the gradients of chosen variables without touching any
+//! `.grad` (PyTorch's `torch.autograd.backward` and `torch.autograd.grad`).
+//! The pass itself is `engine.rs`.
+//!
+//! Gradients are computed with grad mode off: they have no history, so
+//! gradients of gradients (PyTorch's `create_graph = True`) are not
+//! available.
 
+use crate::engine::{self, Key, Sink};
 use crate::error::{AutogradError, Result};
 use crate::grad_mode::NoGradGuard;
-use crate::node::{Edge, Node};
+use crate::node::Edge;
 use crate::var::Var;
-use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-use strata_tensor::{Scalar, Tensor};
-
-fn key(n: &Arc<Node>) -> usize {
-    Arc::as_ptr(n) as usize
-}
+use strata_tensor::{Scalar, Tensor, TensorError};
 
 impl Var {
     /// Computes the gradient of this one-element variable with respect to
@@ -27,190 +27,281 @@ impl Var {
     }
 
     /// `backward` with an explicit output gradient (needed for outputs with
-    /// more than one element; of the output's shape, and converted to its
-    /// dtype when it has another) and `retain_graph` (keep the saved tensors
-    /// so the graph can be traversed again).
+    /// more than one element; of the output's shape and device, and
+    /// converted to its dtype when it has another) and `retain_graph` (keep
+    /// the saved tensors so the graph can be traversed again).
     pub fn backward_with(&self, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
         if !self.requires_grad() {
             return Err(AutogradError::NoGradFn);
         }
-        // A view that requires grad only through its base is a leaf with no
-        // `.grad` of its own to fill (PyTorch refuses it as not requiring
-        // grad; a stale one PyTorch back-propagates through its base).
-        if let Some(e) = self.untracked_view_error() {
-            return Err(e);
-        }
-        let grad = match grad {
-            Some(g) => {
-                if g.shape() != self.shape() {
-                    return Err(AutogradError::GradShape {
-                        expected: self.shape().to_vec(),
-                        got: g.shape().to_vec(),
-                    });
-                }
-                // A gradient of another dtype is converted to the output's,
-                // as PyTorch's engine converts it: the backward formulas
-                // expect it (matmul's refused an f64 gradient of an f32
-                // product, gelu's an integer one).
-                if g.dtype() != self.dtype() {
-                    g.to_dtype(self.dtype())?
-                } else {
-                    g.clone()
-                }
-            }
-            None => {
-                if self.numel() != 1 {
-                    return Err(AutogradError::NonScalarOutput {
-                        shape: self.shape().to_vec(),
-                    });
-                }
-                Tensor::full(self.shape(), Scalar::Int(1), self.dtype(), self.device())?
-            }
-        };
-        // Backward formulas run on plain tensors; nothing they do is recorded.
+        let root = root(self, grad)?;
         let _no_grad = NoGradGuard::new();
-        match self.grad_fn() {
-            None => {
-                self.inner().accumulate(grad)?;
-                if crate::checkpoint::in_recompute() {
-                    return Ok(());
-                }
-                self.inner().run_grad_hooks()
-            }
-            Some(root) if root.is_stale_view() => {
-                Err(AutogradError::ViewOfModifiedBase { op: root.name() })
-            }
-            Some(root) => run(root, grad, retain_graph),
-        }
+        engine::run(vec![root], retain_graph, Sink::ACCUMULATE)?;
+        Ok(())
     }
 }
 
-/// A node whose every incoming gradient has arrived, ordered by
-/// [`Node::sequence_nr`].
-struct Ready(Arc<Node>);
-
-impl PartialEq for Ready {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.sequence_nr() == other.0.sequence_nr()
+/// The edge and gradient a pass starts from for `out`, after checking
+/// that `out` (which requires grad) can start one and that `grad` fits it.
+fn root(out: &Var, grad: Option<&Tensor>) -> Result<(Edge, Tensor)> {
+    // A view that requires grad only through its base is a leaf with no
+    // `.grad` of its own to fill (PyTorch refuses it as not requiring
+    // grad; a stale one PyTorch back-propagates through its base).
+    if let Some(e) = out.untracked_view_error() {
+        return Err(e);
     }
-}
-
-impl Eq for Ready {}
-
-impl PartialOrd for Ready {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
+    if let Some(n) = out.grad_fn().filter(|n| n.is_stale_view()) {
+        return Err(AutogradError::ViewOfModifiedBase { op: n.name() });
     }
-}
-
-impl Ord for Ready {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.sequence_nr().cmp(&other.0.sequence_nr())
-    }
-}
-
-/// Kahn's algorithm over the nodes reachable from `root`, running the most
-/// recently recorded ready node first, as PyTorch's engine does: a layer's
-/// parameter gradients are finished right after its backward, before the
-/// layers below it. (Under autocast a parameter's gradient passes through
-/// the node of its cast to bf16; taking the most recently *readied* node
-/// first instead left the cast nodes of some biases, readied before the
-/// activations' chain, until every other node had run, so DDP's in-order
-/// bucket all-reduces all started at the end of backward.) A leaf's
-/// post-accumulate-grad hooks run when the last edge into it has been
-/// processed: its gradient for this pass is then final.
-fn run(root: Arc<Node>, grad: Tensor, retain_graph: bool) -> Result<()> {
-    // Number of edges into each node from nodes reachable from the root.
-    let mut deps: HashMap<usize, usize> = HashMap::new();
-    // Number of edges into each leaf from those nodes.
-    let mut leaf_edges: HashMap<usize, usize> = HashMap::new();
-    let mut seen: HashSet<usize> = HashSet::new();
-    let mut stack = vec![Arc::clone(&root)];
-    seen.insert(key(&root));
-    while let Some(n) = stack.pop() {
-        for e in n.edges().iter().flatten() {
-            match e {
-                Edge::Node(c) => {
-                    *deps.entry(key(c)).or_insert(0) += 1;
-                    if seen.insert(key(c)) {
-                        stack.push(Arc::clone(c));
-                    }
-                }
-                Edge::Leaf(v) => *leaf_edges.entry(Arc::as_ptr(v) as usize).or_insert(0) += 1,
+    let grad = match grad {
+        Some(g) => {
+            if g.shape() != out.shape() {
+                return Err(AutogradError::GradShape {
+                    expected: out.shape().to_vec(),
+                    got: g.shape().to_vec(),
+                });
+            }
+            if g.device() != out.device() {
+                return Err(AutogradError::Tensor(TensorError::DeviceMismatch {
+                    op: "backward",
+                    lhs: out.device(),
+                    rhs: g.device(),
+                }));
+            }
+            // A gradient of another dtype is converted to the output's, as
+            // PyTorch's engine converts it: the backward formulas expect it
+            // (matmul's refused an f64 gradient of an f32 product, gelu's an
+            // integer one).
+            if g.dtype() != out.dtype() {
+                g.to_dtype(out.dtype())?
+            } else {
+                g.clone()
             }
         }
-    }
-    drop(seen);
-    // Every node that will receive a gradient is checked before any runs:
-    // a saved tensor modified in place, or a node released by an earlier
-    // backward, failed the pass only when reached, after the nodes before
-    // it had added into leaves' `.grad` (half a backward) and released
-    // their saved tensors.
-    let mut checked: HashSet<usize> = HashSet::new();
-    let mut stack = vec![Arc::clone(&root)];
-    checked.insert(key(&root));
-    while let Some(n) = stack.pop() {
-        n.check_saved()?;
-        for e in n.edges().iter().flatten() {
-            if let Edge::Node(c) = e {
-                if checked.insert(key(c)) {
-                    stack.push(Arc::clone(c));
-                }
+        None => {
+            if out.numel() != 1 {
+                return Err(AutogradError::NonScalarOutput {
+                    shape: out.shape().to_vec(),
+                });
             }
+            Tensor::full(out.shape(), Scalar::Int(1), out.dtype(), out.device())?
         }
-    }
-    drop(checked);
+    };
+    let edge = out
+        .edge()
+        .expect("a variable that requires grad has an edge");
+    Ok((edge, grad))
+}
 
-    let mut buffers: HashMap<usize, Tensor> = HashMap::new();
-    buffers.insert(key(&root), grad);
-    let mut ready = std::collections::BinaryHeap::from([Ready(root)]);
-    while let Some(Ready(node)) = ready.pop() {
-        let grads = match buffers.remove(&key(&node)) {
-            Some(g) => node.apply(&g)?,
-            None => vec![None; node.edges().len()],
-        };
-        if !retain_graph {
-            node.release();
-        }
-        for (edge, g) in node.edges().iter().zip(grads) {
-            match edge {
-                None => {}
-                Some(Edge::Leaf(v)) => {
-                    // A leaf made not to require grad since the graph was
-                    // recorded (frozen after its forward) gets no gradient,
-                    // as PyTorch's AccumulateGrad skips it; its hooks still
-                    // run, as PyTorch's do.
-                    if let Some(g) = g.filter(|_| v.requires_grad_flag()) {
-                        v.accumulate(g)?;
-                    }
-                    let left = leaf_edges
-                        .get_mut(&(Arc::as_ptr(v) as usize))
-                        .expect("every leaf edge was counted");
-                    *left -= 1;
-                    // Inside a checkpoint's recomputation the outer pass runs
-                    // the hooks (see `checkpoint::in_recompute`).
-                    if *left == 0 && !crate::checkpoint::in_recompute() {
-                        v.run_grad_hooks()?;
-                    }
-                }
-                Some(Edge::Node(c)) => {
-                    let k = key(c);
-                    if let Some(g) = g {
-                        // Out of place: an earlier gradient may be shared with another input.
-                        let sum = match buffers.remove(&k) {
-                            Some(prev) => prev.add(&g)?,
-                            None => g,
-                        };
-                        buffers.insert(k, sum);
-                    }
-                    let d = deps.get_mut(&k).expect("every child was counted");
-                    *d -= 1;
-                    if *d == 0 {
-                        ready.push(Ready(Arc::clone(c)));
-                    }
-                }
-            }
-        }
+/// The roots of a pass from several outputs (PyTorch's `tensors`) and
+/// their gradients (`grad_outputs`: one per output, or none at all for
+/// outputs of one element each).
+fn roots(
+    op: &'static str,
+    outputs: &[&Var],
+    grad_outputs: &[Option<&Tensor>],
+) -> Result<Vec<(Edge, Tensor)>> {
+    if outputs.is_empty() {
+        return Err(AutogradError::Backward {
+            op,
+            msg: "no outputs given to differentiate".into(),
+        });
     }
+    if !grad_outputs.is_empty() && grad_outputs.len() != outputs.len() {
+        return Err(AutogradError::Backward {
+            op,
+            msg: format!(
+                "{} outputs but {} output gradients; give one per output (None for an output \
+                 of one element), or none at all",
+                outputs.len(),
+                grad_outputs.len()
+            ),
+        });
+    }
+    outputs
+        .iter()
+        .enumerate()
+        .map(|(i, out)| {
+            if !out.requires_grad() {
+                return Err(AutogradError::Backward {
+                    op,
+                    msg: format!("output {i} does not require grad and has no grad_fn"),
+                });
+            }
+            root(out, grad_outputs.get(i).copied().flatten())
+        })
+        .collect()
+}
+
+/// Runs one backward pass from several outputs, adding the gradients into
+/// the `.grad` of every leaf that requires grad (PyTorch's
+/// `torch.autograd.backward(tensors, grad_tensors)`): the same as summing
+/// the outputs' `backward_with`s, in one pass through the shared part of
+/// the graph. `grad_outputs` holds one gradient per output (`None` for an
+/// output of one element: a gradient of 1), or is empty when every output
+/// has one element.
+///
+/// ```
+/// use strata_autograd::{backward, Var};
+/// use strata_tensor::{DType, Device, Tensor};
+///
+/// let x = Var::parameter(Tensor::ones(&[2], DType::F32, Device::Cpu)?)?;
+/// let a = x.mul(2.0)?.sum(None, false)?;
+/// let b = x.mul(&x)?;
+/// let gb = Tensor::from_slice(&[1.0f32, 10.0], &[2], Device::Cpu)?;
+/// backward(&[&a, &b], &[None, Some(&gb)], false)?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![4.0, 22.0]);
+/// # Ok::<(), strata_autograd::AutogradError>(())
+/// ```
+pub fn backward(
+    outputs: &[&Var],
+    grad_outputs: &[Option<&Tensor>],
+    retain_graph: bool,
+) -> Result<()> {
+    let roots = roots("backward", outputs, grad_outputs)?;
+    let _no_grad = NoGradGuard::new();
+    engine::run(roots, retain_graph, Sink::ACCUMULATE)?;
     Ok(())
+}
+
+/// Options of [`grad_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GradArgs {
+    /// Keep the graph's saved tensors for another pass.
+    pub retain_graph: bool,
+    /// An input no gradient reaches gets `None` instead of an error.
+    pub allow_unused: bool,
+    /// An input no gradient reaches gets zeros (implies `allow_unused`).
+    pub materialize_grads: bool,
+}
+
+/// The gradients of the one-element `outputs`' sum with respect to
+/// `inputs`, without adding into any `.grad` (PyTorch's
+/// `torch.autograd.grad(outputs, inputs)`); the graph is released. Every
+/// input must require grad and be reached by a gradient; see [`grad_with`]
+/// for the options. Only the part of the graph between the outputs and the
+/// inputs runs.
+///
+/// ```
+/// use strata_autograd::{grad, Var};
+/// use strata_tensor::{DType, Device, Tensor};
+///
+/// let x = Var::parameter(Tensor::from_slice(&[1.0f32, 2.0], &[2], Device::Cpu)?)?;
+/// let w = Var::parameter(Tensor::full(&[2], 3.0, DType::F32, Device::Cpu)?)?;
+/// let y = x.mul(&x)?.mul(&w)?.sum(None, false)?;
+/// let g = grad(&[&y], &[&x])?;
+/// assert_eq!(g[0].to_vec::<f32>()?, vec![6.0, 12.0]);
+/// assert!(x.grad().is_none() && w.grad().is_none());
+/// # Ok::<(), strata_autograd::AutogradError>(())
+/// ```
+pub fn grad(outputs: &[&Var], inputs: &[&Var]) -> Result<Vec<Tensor>> {
+    let grads = grad_with(outputs, &[], inputs, GradArgs::default())?;
+    Ok(grads
+        .into_iter()
+        .map(|g| g.expect("without allow_unused every input has a gradient"))
+        .collect())
+}
+
+/// [`grad()`] with output gradients (as for [`backward()`]: one per
+/// output, `None` for an output of one element, or none at all) and
+/// [`GradArgs`]. Inputs may be leaves or results of recorded ops (their
+/// gradient is the one the node that made them receives); the tensor
+/// hooks of inputs run on their gradients ([`Var::register_hook`]), and
+/// variables that retain their gradient ([`Var::retain_grad`]) and are
+/// reached on the way keep it, as in PyTorch.
+///
+/// Errors, before anything runs: no outputs or no inputs, an output or
+/// input that does not require grad, a wrong number of output gradients
+/// or one that does not fit its output; after the pass, an input no
+/// gradient reached unless `allow_unused` or `materialize_grads`.
+pub fn grad_with(
+    outputs: &[&Var],
+    grad_outputs: &[Option<&Tensor>],
+    inputs: &[&Var],
+    args: GradArgs,
+) -> Result<Vec<Option<Tensor>>> {
+    const OP: &str = "grad";
+    let roots = roots(OP, outputs, grad_outputs)?;
+    if inputs.is_empty() {
+        return Err(AutogradError::Backward {
+            op: OP,
+            msg: "no inputs given to differentiate with respect to".into(),
+        });
+    }
+    let keys = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if !v.requires_grad() {
+                return Err(AutogradError::Backward {
+                    op: OP,
+                    msg: format!(
+                        "input {i} does not require grad, so it has no gradient; make it require \
+                         grad (requires_grad_(true)) before the ops that use it"
+                    ),
+                });
+            }
+            if let Some(e) = v.untracked_view_error() {
+                return Err(e);
+            }
+            Ok(match v.grad_fn() {
+                Some(n) if n.is_stale_view() => {
+                    return Err(AutogradError::ViewOfModifiedBase { op: n.name() })
+                }
+                Some(n) => Key::node(&n),
+                None => Key::leaf(v.inner()),
+            })
+        })
+        .collect::<Result<Vec<Key>>>()?;
+    let grads = {
+        let _no_grad = NoGradGuard::new();
+        engine::run(
+            roots,
+            args.retain_graph,
+            Sink {
+                accumulate: false,
+                capture: &keys,
+            },
+        )?
+    };
+    grads
+        .into_iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(i, (g, v))| match g {
+            Some(g) => Ok(Some(g)),
+            None if args.materialize_grads => {
+                Ok(Some(Tensor::zeros(v.shape(), v.dtype(), v.device())?))
+            }
+            None if args.allow_unused => Ok(None),
+            None => Err(AutogradError::Backward {
+                op: OP,
+                msg: format!(
+                    "input {i} was not used in the graph of the outputs (no gradient reached \
+                     it); set allow_unused (or materialize_grads) in GradArgs if that is intended"
+                ),
+            }),
+        })
+        .collect()
+}
+
+/// The recomputation pass of a checkpoint (see `checkpoint.rs`): from
+/// `out` with gradient `g`, adding into `.grad` when `accumulate` (the
+/// pass that reached the checkpoint does) except for the `capture`d
+/// leaves, whose gradients it returns. `out` requires grad.
+pub(crate) fn recompute_pass(
+    out: &Var,
+    g: &Tensor,
+    accumulate: bool,
+    capture: &[Key],
+) -> Result<Vec<Option<Tensor>>> {
+    let root = root(out, Some(g))?;
+    engine::run(
+        vec![root],
+        false,
+        Sink {
+            accumulate,
+            capture,
+        },
+    )
 }

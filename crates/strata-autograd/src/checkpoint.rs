@@ -16,7 +16,11 @@
 //! inputs to the innermost active checkpoint, and the leaves that require
 //! grad become edges of the node, so the node is recorded even when no input
 //! requires grad. Their gradients are accumulated into their `.grad` by the
-//! recomputation's backward. A captured variable that is *not* a leaf (made
+//! recomputation's backward, as each node of it runs, except for a
+//! parameter with tensor hooks ([`Var::register_hook`]) and in a
+//! [`grad`](crate::grad()) pass: the recomputation then returns its
+//! gradient to the outer pass, so that the hooks see the pass's whole
+//! gradient once and `grad` leaves every `.grad` alone. A captured variable that is *not* a leaf (made
 //! by a recorded op outside `f`) must be passed as an input instead:
 //! [`checkpoint`] returns [`AutogradError::Checkpoint`] for it.
 //!
@@ -48,11 +52,13 @@
 //! [`checkpoint_blocks`] applies one to every `k`-th block of a sequence.
 
 use crate::autocast::{autocast_state, AutocastGuard};
+use crate::backward::recompute_pass;
+use crate::engine::Key;
 use crate::error::{AutogradError, Result};
 use crate::grad_mode::{is_grad_enabled, EnableGradGuard, NoGradGuard};
 use crate::inference_mode::is_inference_mode_enabled;
 use crate::ops::formula;
-use crate::var::{record, Var};
+use crate::var::{record, Var, VarInner};
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -321,6 +327,12 @@ where
     }
     let n_in = inputs.len();
     let f = Arc::new(f);
+    // Held weakly (the node's edges hold them): a parameter's gradient is
+    // returned to the outer pass instead of added into `.grad` when that
+    // pass does not accumulate, or when its tensor hooks must see the
+    // pass's whole gradient.
+    let weak_params: Vec<std::sync::Weak<VarInner>> =
+        params.iter().map(|p| Arc::downgrade(p.inner())).collect();
     // The node's check before a backward pass (`Node::expect_versions`)
     // compares the inputs with their versions before `f` and the captured
     // parameters with theirs at first use.
@@ -343,17 +355,30 @@ where
             let _autocast = AutocastGuard::enter(autocast);
             f(&leaves)?
         };
+        let mut grads: Vec<Option<Tensor>> = vec![None; needs.len()];
         if out.requires_grad() {
+            // The recomputation does what the pass that reached it does:
+            // add into the parameters' `.grad` (their post-accumulate-grad
+            // hooks run in the outer pass, see `in_recompute`), or only
+            // capture gradients (`grad`).
+            let accumulate = crate::engine::pass_accumulates();
+            let mut capture: Vec<Key> = leaves.iter().map(|v| Key::leaf(v.inner())).collect();
+            let mut slots: Vec<usize> = (0..n_in).collect();
+            for (j, p) in weak_params.iter().enumerate() {
+                let hooked = p.upgrade().is_some_and(|p| p.has_tensor_hooks());
+                if needs[n_in + j] && (!accumulate || hooked) {
+                    capture.push(Key::weak_leaf(p));
+                    slots.push(n_in + j);
+                }
+            }
             let _recomputing = RecomputeGuard::enter();
-            out.backward_with(Some(g), false)?;
+            let captured = recompute_pass(&out, g, accumulate, &capture)?;
+            for (slot, g) in slots.into_iter().zip(captured) {
+                if needs[slot] {
+                    grads[slot] = g;
+                }
+            }
         }
-        let mut grads: Vec<Option<Tensor>> = leaves
-            .iter()
-            .zip(needs)
-            .map(|(v, &need)| if need { v.grad() } else { None })
-            .collect();
-        // The parameters' gradients were accumulated by the backward above.
-        grads.resize(needs.len(), None);
         Ok(grads)
     });
     let mut edges: Vec<Option<&Var>> = inputs.iter().map(Some).collect();

@@ -117,6 +117,23 @@ pub enum AutogradError {
         /// The view op (`NarrowBackward`, `TransposeBackward`, ...).
         op: &'static str,
     },
+    /// A gradient hook ([`Var::register_hook`](crate::Var::register_hook))
+    /// returned a gradient of another shape, dtype or device.
+    #[error("{msg}")]
+    Hook {
+        /// What the hook changed and what to return instead.
+        msg: String,
+    },
+    /// [`backward`](crate::backward()) or [`grad`](crate::grad()) was given
+    /// unusable outputs, inputs or output gradients, or (`grad`) an input
+    /// no gradient reached.
+    #[error("{op}: {msg}")]
+    Backward {
+        /// `backward` or `grad`.
+        op: &'static str,
+        /// What was wrong and what to do.
+        msg: String,
+    },
     /// `backward` on a tensor that does not require grad.
     #[error("element 0 of tensors does not require grad and does not have a grad_fn")]
     NoGradFn,

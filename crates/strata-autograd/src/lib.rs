@@ -13,7 +13,11 @@
 //!   needs `retain_graph`, else [`AutogradError::GraphReleased`]).
 //!   [`Var::register_post_accumulate_grad_hook`] runs a hook once a leaf's
 //!   gradient for the pass is final ([`HookHandle`] removes it; an error
-//!   from a hook ends the pass).
+//!   from a hook ends the pass); [`Var::register_hook`] sees (and may
+//!   replace) a variable's gradient, and [`Var::retain_grad`] keeps a
+//!   non-leaf's. [`backward()`] runs one pass from several outputs;
+//!   [`grad()`] / [`grad_with`] return the gradients of chosen variables
+//!   without touching any `.grad` (PyTorch's `torch.autograd.grad`).
 //! * **Recorded ops** (`ops/`, methods of [`Var`]): arithmetic with
 //!   broadcasting (`add`, `sub`, `mul`, `div`, `rsub`, operators on `&Var`,
 //!   scalars through [`VarOperand`]), element-wise math (`exp`, `log`,
@@ -105,8 +109,10 @@
 
 mod backward;
 mod display;
+mod engine;
 mod error;
 mod grad_mode;
+mod hooks;
 mod node;
 mod ops;
 pub mod optim;
@@ -129,10 +135,12 @@ pub use grad_mode::{
 pub use optim::{Adam, Optimizer, Sgd};
 
 pub use autocast::{autocast, AutocastGuard, CastPolicy, DeviceType};
+pub use backward::{backward, grad, grad_with, GradArgs};
 pub use checkpoint::{checkpoint, checkpoint_blocks};
 pub use grad_scaler::GradScaler;
+pub use hooks::{GradHook, HookHandle, TensorHook};
 pub use inference_mode::{inference_mode, is_inference_mode_enabled, InferenceModeGuard};
 pub use ops::attention::{AttentionArgs, AttentionSaving};
 pub use ops::nn::{generator_state, manual_seed};
 pub use optim::{clip_grad_norm_, AdamW};
-pub use var::{GradHook, HookHandle, Var, VarOperand};
+pub use var::{Var, VarOperand};

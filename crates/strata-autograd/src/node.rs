@@ -3,6 +3,7 @@
 //! the inputs' nodes or leaves, and the backward formula.
 
 use crate::error::{AutogradError, Result};
+use crate::hooks::OutputHooks;
 use crate::var::{VarInner, ViewLink};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -92,6 +93,10 @@ pub(crate) struct Node {
     /// captured parameters, which its recomputation reads).
     /// Set once, after the node is made; read without a lock by every check.
     leaf_versions: OnceLock<Vec<(usize, u64)>>,
+    /// The gradient hooks of the variable this node made (made at the
+    /// first [`Var::register_hook`](crate::Var::register_hook) or
+    /// [`Var::retain_grad`](crate::Var::retain_grad) on it).
+    output_hooks: OnceLock<OutputHooks>,
 }
 
 impl Node {
@@ -119,6 +124,7 @@ impl Node {
             reusable: AtomicBool::new(false),
             saves,
             leaf_versions: OnceLock::new(),
+            output_hooks: OnceLock::new(),
         }
     }
 
@@ -197,16 +203,27 @@ impl Node {
         &self.edges
     }
 
-    /// Runs the backward formula on `grad`, after checking that the saved
-    /// tensors are still there and unmodified.
-    pub(crate) fn apply(&self, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+    /// Runs the backward formula on `grad` for the inputs `needs` marks
+    /// (`None` for the others), after checking that the saved tensors are
+    /// still there and unmodified.
+    pub(crate) fn apply(&self, grad: &Tensor, needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
         let saved: Vec<Tensor> = {
             let guard = self.saved.lock();
             let saved = self.checked(guard.as_ref())?;
             saved.iter().map(|s| s.tensor.clone()).collect()
         };
-        let needs: Vec<bool> = self.edges.iter().map(Option::is_some).collect();
-        (self.backward)(grad, &saved, &needs)
+        (self.backward)(grad, &saved, needs)
+    }
+
+    /// The gradient hooks of the variable this node made, if any.
+    pub(crate) fn output_hooks(&self) -> Option<&OutputHooks> {
+        self.output_hooks.get()
+    }
+
+    /// The gradient hooks of the variable this node made, made by `init`
+    /// at the first call.
+    pub(crate) fn output_hooks_or_init(&self, init: impl FnOnce() -> OutputHooks) -> &OutputHooks {
+        self.output_hooks.get_or_init(init)
     }
 
     /// The saved tensors, unless released or modified since they were saved

@@ -2,6 +2,7 @@
 
 use crate::error::{AutogradError, Result};
 use crate::grad_mode::is_grad_enabled;
+use crate::hooks::{GradHook, HookList, TensorHook};
 use crate::node::{BackwardFn, Edge, Node};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,13 +45,13 @@ enum Inference {
 }
 
 pub(crate) struct VarInner {
-    data: Tensor,
+    pub(crate) data: Tensor,
     /// The node that produced this variable; `None` for leaves.
     grad_fn: Mutex<Option<Arc<Node>>>,
     /// For leaves: the user's flag. Non-leaves require grad by construction.
     requires_grad: AtomicBool,
     /// The accumulated gradient and where a first one is written (leaves only).
-    grad: Mutex<GradSlot>,
+    pub(crate) grad: Mutex<GradSlot>,
     /// Made by a view op (recorded in-place ops on it are refused).
     is_view: bool,
     /// Made by a view op in no-grad or inference mode from a variable that
@@ -73,7 +74,13 @@ pub(crate) struct VarInner {
     /// at the first registration. Shared with the converted copy that
     /// `Module::to` makes of a parameter, so that its hooks (and their
     /// handles) carry over, as PyTorch's stay on the converted parameter.
-    hooks: std::sync::OnceLock<Arc<HookList>>,
+    pub(crate) hooks: std::sync::OnceLock<Arc<HookList<GradHook>>>,
+    /// Tensor hooks (leaves only; a non-leaf's live on the node that made
+    /// it, see `hooks.rs`), shared like `hooks`.
+    pub(crate) tensor_hooks: std::sync::OnceLock<Arc<HookList<TensorHook>>>,
+    /// Set by [`Var::retain_grad`] on a non-leaf: its gradient is kept in
+    /// `.grad`.
+    pub(crate) retains_grad: AtomicBool,
     /// For a view made of a variable that did not require grad: that
     /// variable's [`ViewSource`], its rebase count then, and the view op's
     /// node name. Should the variable (or one it views, up such a chain)
@@ -135,36 +142,8 @@ pub(crate) enum UntrackedView {
 /// for its bucket views; otherwise a first gradient gets fresh storage).
 #[derive(Default)]
 pub(crate) struct GradSlot {
-    grad: Option<Tensor>,
+    pub(crate) grad: Option<Tensor>,
     destination: Option<Tensor>,
-}
-
-/// A hook run once per backward pass after a leaf's gradient for that pass
-/// is final (see [`Var::register_post_accumulate_grad_hook`]).
-pub type GradHook = Arc<dyn Fn(&Var) -> Result<()> + Send + Sync>;
-
-/// A leaf's post-accumulate-grad hooks, with the id of each.
-pub(crate) type HookList = Mutex<Vec<(u64, GradHook)>>;
-
-/// Removes a hook registered with [`Var::register_post_accumulate_grad_hook`].
-pub struct HookHandle {
-    id: u64,
-    hooks: std::sync::Weak<HookList>,
-}
-
-impl std::fmt::Debug for HookHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HookHandle").field("id", &self.id).finish()
-    }
-}
-
-impl HookHandle {
-    /// Unregisters the hook (a no-op if the variable is gone).
-    pub fn remove(self) {
-        if let Some(hooks) = self.hooks.upgrade() {
-            hooks.lock().retain(|(id, _)| *id != self.id);
-        }
-    }
 }
 
 impl VarInner {
@@ -213,16 +192,6 @@ impl VarInner {
         self.grad.lock().destination.clone()
     }
 
-    /// Makes `self` (a new leaf) run `other`'s post-accumulate-grad hooks,
-    /// and those registered on either later: the list is shared, and the
-    /// hooks' handles remove them from both (`Module::to`'s converted
-    /// copy of a parameter). A no-op if `self` has hooks of its own.
-    pub(crate) fn share_hooks_of(&self, other: &VarInner) {
-        if let Some(h) = other.hooks.get() {
-            let _ = self.hooks.set(Arc::clone(h));
-        }
-    }
-
     /// The leaf's own `requires_grad` flag now.
     pub(crate) fn requires_grad_flag(&self) -> bool {
         self.requires_grad.load(Ordering::Acquire)
@@ -258,25 +227,6 @@ impl VarInner {
             rebases: source.rebases.load(Ordering::Acquire),
             source: Arc::clone(source),
         }
-    }
-
-    /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
-    /// register or remove hooks).
-    pub(crate) fn run_grad_hooks(self: &Arc<Self>) -> Result<()> {
-        let Some(list) = self.hooks.get() else {
-            return Ok(());
-        };
-        let hooks: Vec<GradHook> = list.lock().iter().map(|(_, h)| Arc::clone(h)).collect();
-        if hooks.is_empty() {
-            return Ok(());
-        }
-        let var = Var {
-            inner: Arc::clone(self),
-        };
-        for h in hooks {
-            h(&var)?;
-        }
-        Ok(())
     }
 }
 
@@ -334,6 +284,8 @@ impl Var {
                 stands_for_leaf,
                 inference,
                 hooks: std::sync::OnceLock::new(),
+                tensor_hooks: std::sync::OnceLock::new(),
+                retains_grad: AtomicBool::new(false),
                 untracked_view_of: None,
                 source: std::sync::OnceLock::new(),
                 replaced_by_to: AtomicBool::new(false),
@@ -583,37 +535,6 @@ impl Var {
         Ok(())
     }
 
-    /// Registers `hook`, run by every backward pass that reaches this leaf
-    /// once the leaf's gradient for that pass is final: after the last of
-    /// the pass's gradients for it was added into `.grad` (PyTorch's
-    /// `register_post_accumulate_grad_hook`). It runs once per pass even
-    /// when the leaf is used several times, and also when no gradient
-    /// flowed along the edges that reach it (then `.grad` is unchanged). An
-    /// error from a hook ends the backward pass with that error.
-    ///
-    /// Only leaves that require grad have gradients: anything else is an
-    /// [`AutogradError::RequiresGrad`] error.
-    pub fn register_post_accumulate_grad_hook(
-        &self,
-        hook: impl Fn(&Var) -> Result<()> + Send + Sync + 'static,
-    ) -> Result<HookHandle> {
-        if !self.is_leaf() || !self.inner.requires_grad_flag() {
-            return Err(AutogradError::RequiresGrad {
-                msg:
-                    "post-accumulate-grad hooks can only be registered on leaves that require grad"
-                        .into(),
-            });
-        }
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        let hooks = self.inner.hooks.get_or_init(Default::default);
-        hooks.lock().push((id, Arc::new(hook)));
-        Ok(HookHandle {
-            id,
-            hooks: Arc::downgrade(hooks),
-        })
-    }
-
     /// Clears `.grad`: drops it (`set_to_none`, its memory returns to the
     /// allocator) or fills it with zeros in place.
     pub fn zero_grad(&self, set_to_none: bool) -> Result<()> {
@@ -765,7 +686,17 @@ impl Var {
 
     /// Replaces the history after an in-place op (PyTorch's `rebase_history`).
     pub(crate) fn set_grad_fn(&self, node: Arc<Node>) {
-        *self.inner.grad_fn.lock() = Some(node);
+        let old = self.inner.grad_fn.lock().replace(Arc::clone(&node));
+        // A retained gradient is the current value's (PyTorch moves the
+        // retains-grad hook to the new history).
+        if self.retains_grad() {
+            if let Some(hooks) = old.as_deref().and_then(Node::output_hooks) {
+                let dtype = self.dtype();
+                hooks.move_retains_to(
+                    node.output_hooks_or_init(|| crate::hooks::OutputHooks::new(dtype)),
+                );
+            }
+        }
         if let Some(source) = self.inner.source.get() {
             source.rebases.fetch_add(1, Ordering::AcqRel);
         }

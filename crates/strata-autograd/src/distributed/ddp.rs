@@ -4,7 +4,8 @@
 use super::collective::{Collective, PendingWork};
 use crate::error::{AutogradError, Result};
 use crate::grad_mode::NoGradGuard;
-use crate::var::{HookHandle, Var};
+use crate::hooks::HookHandle;
+use crate::var::Var;
 use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 use strata_tensor::distributed::ReduceOp;

@@ -14,6 +14,7 @@ mod extrema;
 mod grad_oracle;
 mod gradcheck_dimops;
 mod gradcheck_math;
+mod hooks_and_grad;
 mod hostile_inputs;
 mod hostile_inputs_2;
 mod hostile_inputs_3;

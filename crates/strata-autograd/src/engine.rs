@@ -1,0 +1,350 @@
+//! The backward pass: gradients flow from the roots through the graph in
+//! topological order; each node's saved tensors are released as soon as its
+//! backward ran (unless `retain_graph`), so the graph's memory returns to the
+//! allocator while the pass goes on.
+//!
+//! A pass either adds the gradients that reach leaves into their `.grad`
+//! ([`Var::backward`](crate::Var::backward), [`backward`](crate::backward()))
+//! or captures the gradients of chosen variables and leaves every `.grad`
+//! alone ([`grad`](crate::grad())); a capturing pass runs only the nodes
+//! whose gradients lead to a chosen variable, and computes only the
+//! gradients that do (PyTorch's engine prunes the same way).
+
+use crate::error::Result;
+use crate::node::{Edge, Node};
+use crate::var::VarInner;
+use std::cell::Cell;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+use strata_tensor::Tensor;
+
+/// A node or a leaf of the graph, by address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct Key(usize);
+
+impl Key {
+    pub(crate) fn node(n: &Arc<Node>) -> Key {
+        Key(Arc::as_ptr(n) as usize)
+    }
+
+    pub(crate) fn leaf(v: &Arc<VarInner>) -> Key {
+        Key(Arc::as_ptr(v) as usize)
+    }
+
+    /// The key of the leaf `v` points to (the same as [`Key::leaf`]'s).
+    pub(crate) fn weak_leaf(v: &std::sync::Weak<VarInner>) -> Key {
+        Key(v.as_ptr() as usize)
+    }
+}
+
+/// What a pass does with gradients.
+#[derive(Clone, Copy)]
+pub(crate) struct Sink<'a> {
+    /// Add those reaching leaves (other than captured ones) into their
+    /// `.grad`, running the leaves' hooks. Otherwise nothing but what is
+    /// captured is computed, and no `.grad` changes.
+    pub(crate) accumulate: bool,
+    /// The variables (nodes or leaves) whose gradients the pass returns,
+    /// in this order; a captured leaf's gradient goes through its tensor
+    /// hooks but not into its `.grad`.
+    pub(crate) capture: &'a [Key],
+}
+
+impl Sink<'static> {
+    /// `.grad` for every leaf reached, nothing captured.
+    pub(crate) const ACCUMULATE: Sink<'static> = Sink {
+        accumulate: true,
+        capture: &[],
+    };
+}
+
+thread_local! {
+    /// Whether the innermost pass running on this thread accumulates
+    /// (`None`: no pass runs).
+    static ACCUMULATING: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Whether the innermost backward pass running on this thread adds into
+/// `.grad` (a checkpoint's recomputation does what the pass that reached
+/// it does; see `checkpoint.rs`).
+pub(crate) fn pass_accumulates() -> bool {
+    ACCUMULATING.with(Cell::get).unwrap_or(true)
+}
+
+/// Marks a pass as the innermost running until dropped.
+struct PassGuard(Option<bool>);
+
+impl PassGuard {
+    fn enter(accumulate: bool) -> PassGuard {
+        PassGuard(ACCUMULATING.with(|a| a.replace(Some(accumulate))))
+    }
+}
+
+impl Drop for PassGuard {
+    fn drop(&mut self) {
+        ACCUMULATING.with(|a| a.set(self.0));
+    }
+}
+
+/// A node whose every incoming gradient has arrived, ordered by
+/// [`Node::sequence_nr`].
+struct Ready(Arc<Node>);
+
+impl PartialEq for Ready {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.sequence_nr() == other.0.sequence_nr()
+    }
+}
+
+impl Eq for Ready {}
+
+impl PartialOrd for Ready {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ready {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.sequence_nr().cmp(&other.0.sequence_nr())
+    }
+}
+
+/// Adds `g` into the gradient buffered under `k` (out of place: an earlier
+/// gradient may be shared with another input).
+fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()> {
+    let sum = match buffers.remove(&k) {
+        Some(prev) => prev.add(&g)?,
+        None => g,
+    };
+    buffers.insert(k, sum);
+    Ok(())
+}
+
+/// The nodes reachable from `roots`, oldest first (an input's node is
+/// always older than the nodes that use it).
+fn reachable(roots: &[(Edge, Tensor)]) -> Vec<Arc<Node>> {
+    let mut seen: HashSet<Key> = HashSet::new();
+    let mut stack: Vec<Arc<Node>> = Vec::new();
+    for (e, _) in roots {
+        if let Edge::Node(n) = e {
+            if seen.insert(Key::node(n)) {
+                stack.push(Arc::clone(n));
+            }
+        }
+    }
+    let mut nodes = Vec::new();
+    while let Some(n) = stack.pop() {
+        for e in n.edges().iter().flatten() {
+            if let Edge::Node(c) = e {
+                if seen.insert(Key::node(c)) {
+                    stack.push(Arc::clone(c));
+                }
+            }
+        }
+        nodes.push(n);
+    }
+    nodes.sort_unstable_by_key(|n| n.sequence_nr());
+    nodes
+}
+
+/// Runs a backward pass from `roots` (each an output's edge and its
+/// gradient); returns, when capturing, the gradient of each captured
+/// variable (`None` where none reached it), and nothing otherwise.
+///
+/// Kahn's algorithm, running the most recently recorded ready node first,
+/// as PyTorch's engine does: a layer's parameter gradients are finished
+/// right after its backward, before the layers below it. (Under autocast a
+/// parameter's gradient passes through the node of its cast to bf16;
+/// taking the most recently *readied* node first instead left the cast
+/// nodes of some biases, readied before the activations' chain, until
+/// every other node had run, so DDP's in-order bucket all-reduces all
+/// started at the end of backward.) A leaf's post-accumulate-grad hooks
+/// run when the last edge into it has been processed: its gradient for
+/// this pass is then final.
+pub(crate) fn run(
+    roots: Vec<(Edge, Tensor)>,
+    retain_graph: bool,
+    sink: Sink<'_>,
+) -> Result<Vec<Option<Tensor>>> {
+    let _pass = PassGuard::enter(sink.accumulate);
+    let targets: HashSet<Key> = sink.capture.iter().copied().collect();
+    let capturing = !sink.accumulate;
+    let nodes = reachable(&roots);
+    // Which nodes a gradient must reach (all of them, unless capturing: then
+    // those that are captured or lead to one that is), and which of those
+    // run their backward formula (those with an edge to one that must be
+    // reached, or to a captured leaf).
+    let mut needed: HashSet<Key> = HashSet::new();
+    let mut runs: HashSet<Key> = HashSet::new();
+    for n in &nodes {
+        let k = Key::node(n);
+        let leads = !capturing
+            || n.edges().iter().flatten().any(|e| match e {
+                Edge::Node(c) => needed.contains(&Key::node(c)),
+                Edge::Leaf(v) => targets.contains(&Key::leaf(v)),
+            });
+        if leads {
+            runs.insert(k);
+        }
+        if leads || targets.contains(&k) {
+            needed.insert(k);
+        }
+    }
+    let leads_on = |e: &Edge| match e {
+        Edge::Node(c) => needed.contains(&Key::node(c)),
+        Edge::Leaf(v) => !capturing || targets.contains(&Key::leaf(v)),
+    };
+    // Number of edges into each needed node from the nodes that run, and
+    // into each leaf.
+    let mut deps: HashMap<Key, usize> = HashMap::new();
+    let mut leaf_edges: HashMap<Key, usize> = HashMap::new();
+    for n in nodes.iter().filter(|n| runs.contains(&Key::node(n))) {
+        for e in n.edges().iter().flatten().filter(|e| leads_on(e)) {
+            match e {
+                Edge::Node(c) => *deps.entry(Key::node(c)).or_insert(0) += 1,
+                Edge::Leaf(v) => *leaf_edges.entry(Key::leaf(v)).or_insert(0) += 1,
+            }
+        }
+    }
+    for (e, _) in &roots {
+        if let Edge::Leaf(v) = e {
+            *leaf_edges.entry(Key::leaf(v)).or_insert(0) += 1;
+        }
+    }
+    // Every node that will run is checked before any runs: a saved tensor
+    // modified in place, or a node released by an earlier backward, failed
+    // the pass only when reached, after the nodes before it had added into
+    // leaves' `.grad` (half a backward) and released their saved tensors.
+    for n in nodes.iter().filter(|n| runs.contains(&Key::node(n))) {
+        n.check_saved()?;
+    }
+    drop(nodes);
+
+    // Gradients waiting for their node (by the node's key) or, for a leaf
+    // with tensor hooks or one being captured, the pass's sum so far.
+    let mut buffers: HashMap<Key, Tensor> = HashMap::new();
+    let mut ready = BinaryHeap::new();
+    let mut leaves: Vec<(Arc<VarInner>, Option<Tensor>)> = Vec::new();
+    for (e, g) in roots {
+        match e {
+            Edge::Node(n) => {
+                let k = Key::node(&n);
+                if !needed.contains(&k) {
+                    continue;
+                }
+                let first = !buffers.contains_key(&k);
+                add_into(&mut buffers, k, g)?;
+                if first && !deps.contains_key(&k) {
+                    ready.push(Ready(n));
+                }
+            }
+            Edge::Leaf(v) => leaves.push((v, Some(g))),
+        }
+    }
+    let mut captured: HashMap<Key, Tensor> = HashMap::new();
+    let mut leaf = |v: Arc<VarInner>,
+                    g: Option<Tensor>,
+                    buffers: &mut HashMap<Key, Tensor>,
+                    captured: &mut HashMap<Key, Tensor>|
+     -> Result<()> {
+        let k = Key::leaf(&v);
+        let left = leaf_edges.get_mut(&k).expect("every leaf edge was counted");
+        *left -= 1;
+        let last = *left == 0;
+        if targets.contains(&k) {
+            if let Some(g) = g {
+                add_into(buffers, k, g)?;
+            }
+            if last {
+                if let Some(g) = buffers.remove(&k) {
+                    // A checkpoint's recomputation hands a parameter's
+                    // gradient to the outer pass, which runs its hooks.
+                    let g = if crate::checkpoint::in_recompute() {
+                        g
+                    } else {
+                        v.run_tensor_hooks(g)?
+                    };
+                    captured.insert(k, g);
+                }
+            }
+            return Ok(());
+        }
+        if capturing {
+            return Ok(());
+        }
+        // A leaf made not to require grad since the graph was recorded
+        // (frozen after its forward) gets no gradient, as PyTorch's
+        // AccumulateGrad skips it; its hooks still run, as PyTorch's do.
+        if let Some(g) = g.filter(|_| v.requires_grad_flag()) {
+            if v.has_tensor_hooks() {
+                add_into(buffers, k, g)?;
+            } else {
+                v.accumulate(g)?;
+            }
+        }
+        if last {
+            if let Some(g) = buffers.remove(&k) {
+                v.accumulate(v.run_tensor_hooks(g)?)?;
+            }
+            // Inside a checkpoint's recomputation the outer pass runs the
+            // post-accumulate-grad hooks (see `checkpoint::in_recompute`).
+            if !crate::checkpoint::in_recompute() {
+                v.run_grad_hooks()?;
+            }
+        }
+        Ok(())
+    };
+    for (v, g) in leaves {
+        leaf(v, g, &mut buffers, &mut captured)?;
+    }
+    while let Some(Ready(node)) = ready.pop() {
+        let k = Key::node(&node);
+        let grad = match (buffers.remove(&k), node.output_hooks()) {
+            (Some(g), Some(hooks)) => Some(hooks.apply(g)?),
+            (grad, _) => grad,
+        };
+        if targets.contains(&k) {
+            if let Some(g) = &grad {
+                captured.insert(k, g.clone());
+            }
+        }
+        if !runs.contains(&k) {
+            continue;
+        }
+        let needs: Vec<bool> = node
+            .edges()
+            .iter()
+            .map(|e| e.as_ref().is_some_and(&leads_on))
+            .collect();
+        let grads = match grad {
+            Some(g) => node.apply(&g, &needs)?,
+            None => vec![None; needs.len()],
+        };
+        if !retain_graph {
+            node.release();
+        }
+        for ((edge, g), need) in node.edges().iter().zip(grads).zip(needs) {
+            match edge {
+                Some(Edge::Leaf(v)) if need => leaf(Arc::clone(v), g, &mut buffers, &mut captured)?,
+                Some(Edge::Node(c)) if need => {
+                    let ck = Key::node(c);
+                    if let Some(g) = g {
+                        add_into(&mut buffers, ck, g)?;
+                    }
+                    let d = deps.get_mut(&ck).expect("every child was counted");
+                    *d -= 1;
+                    if *d == 0 {
+                        ready.push(Ready(Arc::clone(c)));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(sink
+        .capture
+        .iter()
+        .map(|k| captured.get(k).cloned())
+        .collect())
+}
