@@ -52,7 +52,12 @@
 //!   parameter names, `to`, `train`/`eval`) and the layers [`nn::Linear`],
 //!   [`nn::LayerNorm`], [`nn::Embedding`]. [`optim`]: the [`Optimizer`]
 //!   trait, [`Sgd`] (momentum, weight decay), [`Adam`] and [`AdamW`] (fused
-//!   steps over lists of parameters), [`clip_grad_norm_`].
+//!   steps over lists of parameters), [`clip_grad_norm_`]; every optimizer
+//!   reads and sets its learning rate and saves and loads its state as
+//!   named tensors ([`Optimizer::state_dict`], PyTorch's names, for
+//!   resuming training from a safetensors checkpoint), and
+//!   [`optim::lr_scheduler`] holds PyTorch's schedules (step, multi-step,
+//!   exponential, cosine, linear warm-up, lambda, sequential).
 //! * **Data parallelism.** [`distributed`]:
 //!   [`distributed::DistributedDataParallel`] averages gradients across
 //!   ranks in buckets launched from post-accumulate-grad hooks during

@@ -4,6 +4,7 @@
 //! list of parameters ([`Tensor::adam_step_list_`]).
 
 use super::adam_lists::AdamLists;
+use super::state::{self, StateDict};
 use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
@@ -11,6 +12,9 @@ use strata_tensor::{AdamHyper, Tensor};
 
 /// What the betas accept.
 pub(crate) const BETA: &str = "a number in [0, 1), e.g. 0.9";
+
+/// The entries of a parameter's Adam or AdamW state.
+pub(crate) const ADAM_STATE: &[&str] = &["step", "exp_avg", "exp_avg_sq"];
 
 /// Per-parameter state, created at the parameter's first step.
 struct State {
@@ -58,6 +62,18 @@ impl Adam {
         Ok(self)
     }
 
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    /// Sets the learning rate (for schedules; `>= 0`).
+    pub fn set_lr(&mut self, lr: f64) -> Result<()> {
+        check_non_negative("Adam", "learning rate", lr)?;
+        self.lr = lr;
+        Ok(())
+    }
+
     /// Bytes held by the moment estimates.
     pub fn state_bytes(&self) -> usize {
         self.state
@@ -71,6 +87,51 @@ impl Adam {
 impl Optimizer for Adam {
     fn params(&self) -> &[Var] {
         &self.params
+    }
+
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        Adam::set_lr(self, lr)
+    }
+
+    fn state_dict(&self) -> Result<StateDict> {
+        let mut d = StateDict::new();
+        d.insert(state::hyper_key("lr"), state::scalar(self.lr)?);
+        d.insert(state::hyper_key("betas"), state::pair(self.betas)?);
+        d.insert(state::hyper_key("eps"), state::scalar(self.eps)?);
+        for (i, s) in self.state.iter().enumerate() {
+            let Some(s) = s else { continue };
+            d.insert(state::state_key(i, "step"), state::step(s.step)?);
+            d.insert(state::state_key(i, "exp_avg"), state::copy(&s.m)?);
+            d.insert(state::state_key(i, "exp_avg_sq"), state::copy(&s.v)?);
+        }
+        Ok(d)
+    }
+
+    fn load_state_dict(&mut self, dict: &StateDict) -> Result<()> {
+        let mut r = state::Reader::new("Adam", dict);
+        let (lr, (b1, b2), eps) = (r.hyper("lr")?, r.hyper_pair("betas")?, r.hyper("eps")?);
+        check_non_negative("Adam", "learning rate", lr)?;
+        check("Adam", "beta1", b1, (0.0..1.0).contains(&b1), BETA)?;
+        check("Adam", "beta2", b2, (0.0..1.0).contains(&b2), BETA)?;
+        check_non_negative("Adam", "epsilon", eps)?;
+        let mut loaded = Vec::with_capacity(self.params.len());
+        for (i, p) in self.params.iter().enumerate() {
+            let step = r.step(i)?;
+            let m = r.like(i, "exp_avg", p)?;
+            let v = r.like(i, "exp_avg_sq", p)?;
+            loaded.push(match (step, m, v) {
+                (Some(step), Some(m), Some(v)) => Some(State { step, m, v }),
+                (None, None, None) => None,
+                _ => return Err(r.error(state::incomplete(i, ADAM_STATE))),
+            });
+        }
+        r.finish(self.params.len())?;
+        (self.lr, self.betas, self.eps, self.state) = (lr, (b1, b2), eps, loaded);
+        Ok(())
     }
 
     fn step(&mut self) -> Result<()> {

@@ -15,8 +15,9 @@
 //! A parameter without a gradient is skipped (its moments do not decay),
 //! as in PyTorch.
 
-use super::adam::BETA;
+use super::adam::{ADAM_STATE, BETA};
 use super::adam_lists::AdamLists;
+use super::state::{self, StateDict};
 use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
@@ -201,6 +202,90 @@ impl AdamW {
 impl Optimizer for AdamW {
     fn params(&self) -> &[Var] {
         &self.params
+    }
+
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        AdamW::set_lr(self, lr)
+    }
+
+    fn state_dict(&self) -> Result<StateDict> {
+        let mut d = StateDict::new();
+        d.insert(state::hyper_key("lr"), state::scalar(self.lr)?);
+        d.insert(state::hyper_key("betas"), state::pair(self.betas)?);
+        d.insert(state::hyper_key("eps"), state::scalar(self.eps)?);
+        d.insert(
+            state::hyper_key("weight_decay"),
+            state::scalar(self.weight_decay)?,
+        );
+        for (gi, g) in self.groups.iter().enumerate() {
+            let Some((m, v)) = &g.moments else { continue };
+            for (k, &i) in g.members.iter().enumerate() {
+                if self.steps[i] == 0 {
+                    continue;
+                }
+                d.insert(state::state_key(i, "step"), state::step(self.steps[i])?);
+                let (mk, vk) = (self.slice(gi, k, m)?, self.slice(gi, k, v)?);
+                d.insert(state::state_key(i, "exp_avg"), state::copy(&mk)?);
+                d.insert(state::state_key(i, "exp_avg_sq"), state::copy(&vk)?);
+            }
+        }
+        Ok(d)
+    }
+
+    /// As for every optimizer; the moments of a group of parameters (one
+    /// device and dtype) are made when one of them has state, zero for the
+    /// others.
+    fn load_state_dict(&mut self, dict: &StateDict) -> Result<()> {
+        let mut r = state::Reader::new("AdamW", dict);
+        let (lr, (b1, b2), eps) = (r.hyper("lr")?, r.hyper_pair("betas")?, r.hyper("eps")?);
+        let weight_decay = r.hyper("weight_decay")?;
+        check_non_negative("AdamW", "learning rate", lr)?;
+        check("AdamW", "beta1", b1, (0.0..1.0).contains(&b1), BETA)?;
+        check("AdamW", "beta2", b2, (0.0..1.0).contains(&b2), BETA)?;
+        check_non_negative("AdamW", "epsilon", eps)?;
+        check_non_negative("AdamW", "weight decay", weight_decay)?;
+        let mut steps = vec![0; self.params.len()];
+        let mut loaded: Vec<Option<(Tensor, Tensor)>> = Vec::with_capacity(self.params.len());
+        for (i, p) in self.params.iter().enumerate() {
+            let step = r.step(i)?;
+            let m = r.like(i, "exp_avg", p)?;
+            let v = r.like(i, "exp_avg_sq", p)?;
+            loaded.push(match (step, m, v) {
+                (Some(step), Some(m), Some(v)) => {
+                    steps[i] = step;
+                    Some((m, v))
+                }
+                (None, None, None) => None,
+                _ => return Err(r.error(state::incomplete(i, ADAM_STATE))),
+            });
+        }
+        r.finish(self.params.len())?;
+        let mut moments = Vec::with_capacity(self.groups.len());
+        for (gi, g) in self.groups.iter().enumerate() {
+            if g.members.iter().all(|&i| loaded[i].is_none()) {
+                moments.push(None);
+                continue;
+            }
+            let m = Tensor::zeros(&[g.numel], g.dtype, g.device)?;
+            let v = Tensor::zeros(&[g.numel], g.dtype, g.device)?;
+            for (k, &i) in g.members.iter().enumerate() {
+                if let Some((mi, vi)) = &loaded[i] {
+                    self.slice(gi, k, &m)?.copy_(mi)?;
+                    self.slice(gi, k, &v)?.copy_(vi)?;
+                }
+            }
+            moments.push(Some((m, v)));
+        }
+        for (g, m) in self.groups.iter_mut().zip(moments) {
+            g.moments = m;
+        }
+        (self.lr, self.betas, self.eps) = (lr, (b1, b2), eps);
+        (self.weight_decay, self.steps) = (weight_decay, steps);
+        Ok(())
     }
 
     /// A parameter list naming one parameter twice, or a parameter that

@@ -5,12 +5,15 @@ mod adam;
 mod adam_lists;
 mod adamw;
 mod clip;
+pub mod lr_scheduler;
 mod sgd;
+mod state;
 
 pub use adam::Adam;
 pub use adamw::AdamW;
 pub use clip::clip_grad_norm_;
 pub use sgd::Sgd;
+pub use state::StateDict;
 
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
@@ -23,6 +26,27 @@ pub trait Optimizer {
 
     /// One update from the current gradients (parameters without a gradient are skipped).
     fn step(&mut self) -> Result<()>;
+
+    /// The learning rate.
+    fn lr(&self) -> f64;
+
+    /// Sets the learning rate (`>= 0`; +inf accepted as by PyTorch, NaN
+    /// refused). A refused rate leaves the rate as it was. A schedule
+    /// ([`lr_scheduler`](crate::optim::lr_scheduler)) calls it between steps.
+    fn set_lr(&mut self, lr: f64) -> Result<()>;
+
+    /// The optimizer's state as named tensors, to save with a checkpoint
+    /// (see [`StateDict`] for the names): its hyper-parameters and, for each
+    /// parameter that has taken a step, its buffers. The tensors are copies.
+    fn state_dict(&self) -> Result<StateDict>;
+
+    /// Replaces the hyper-parameters and the state with those of `state`
+    /// (from [`state_dict`](Optimizer::state_dict) of an optimizer of the
+    /// same kind over parameters of the same shapes, in the same order),
+    /// converting the buffers to each parameter's dtype and device. Checked
+    /// whole before anything changes: an error leaves the optimizer as it
+    /// was.
+    fn load_state_dict(&mut self, state: &StateDict) -> Result<()>;
 
     /// Clears every parameter's gradient: drops it (`set_to_none`, memory
     /// returns to the allocator until the next backward) or zeroes it in place.

@@ -1,6 +1,7 @@
 //! Stochastic gradient descent with momentum (PyTorch's `SGD`, no dampening,
 //! no Nesterov): `buf = momentum * buf + g; p -= lr * buf`.
 
+use super::state::{self, StateDict};
 use super::{check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
@@ -39,6 +40,18 @@ impl Sgd {
         Ok(self)
     }
 
+    /// The learning rate.
+    pub fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    /// Sets the learning rate (for schedules; `>= 0`).
+    pub fn set_lr(&mut self, lr: f64) -> Result<()> {
+        check_non_negative("SGD", "learning rate", lr)?;
+        self.lr = lr;
+        Ok(())
+    }
+
     /// Bytes held by the momentum buffers.
     pub fn state_bytes(&self) -> usize {
         self.buffers
@@ -52,6 +65,49 @@ impl Sgd {
 impl Optimizer for Sgd {
     fn params(&self) -> &[Var] {
         &self.params
+    }
+
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) -> Result<()> {
+        Sgd::set_lr(self, lr)
+    }
+
+    fn state_dict(&self) -> Result<StateDict> {
+        let mut d = StateDict::new();
+        d.insert(state::hyper_key("lr"), state::scalar(self.lr)?);
+        d.insert(state::hyper_key("momentum"), state::scalar(self.momentum)?);
+        d.insert(
+            state::hyper_key("weight_decay"),
+            state::scalar(self.weight_decay)?,
+        );
+        for (i, b) in self.buffers.iter().enumerate() {
+            if let Some(b) = b {
+                d.insert(state::state_key(i, "momentum_buffer"), state::copy(b)?);
+            }
+        }
+        Ok(d)
+    }
+
+    fn load_state_dict(&mut self, dict: &StateDict) -> Result<()> {
+        let mut r = state::Reader::new("SGD", dict);
+        let (lr, momentum) = (r.hyper("lr")?, r.hyper("momentum")?);
+        let weight_decay = r.hyper("weight_decay")?;
+        check_non_negative("SGD", "learning rate", lr)?;
+        check_non_negative("SGD", "momentum", momentum)?;
+        check_non_negative("SGD", "weight decay", weight_decay)?;
+        let buffers = self
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| r.like(i, "momentum_buffer", p))
+            .collect::<Result<Vec<_>>>()?;
+        r.finish(self.params.len())?;
+        (self.lr, self.momentum, self.weight_decay) = (lr, momentum, weight_decay);
+        self.buffers = buffers;
+        Ok(())
     }
 
     fn step(&mut self) -> Result<()> {

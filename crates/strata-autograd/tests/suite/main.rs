@@ -29,5 +29,6 @@ mod hostile_sweep_s37;
 mod hostile_sweep_s38;
 mod hostile_sweep_s39;
 mod hostile_sweep_s40;
+mod optim_state;
 mod recompute;
 mod semantics;

@@ -1,0 +1,301 @@
+//! Learning-rate schedules (PyTorch's `torch.optim.lr_scheduler`).
+//!
+//! A schedule ([`LrSchedule`]) gives the learning rate at each epoch (the
+//! number of [`LrScheduler::step`] calls so far) from the optimizer's base
+//! rate, in closed form; an [`LrScheduler`] counts the epochs and sets the
+//! rate on the optimizer. As in PyTorch, making the scheduler applies the
+//! rate of epoch 0 (a [`LinearLr`] warm-up starts at its first factor), and
+//! `step` is called after the optimizer's step, once per epoch (or per
+//! batch, for per-iteration schedules).
+//!
+//! ```
+//! use strata_autograd::optim::lr_scheduler::{CosineAnnealingLr, LrScheduler};
+//! use strata_autograd::{Optimizer, Sgd, Var};
+//! use strata_tensor::{DType, Device, Tensor};
+//!
+//! let w = Var::parameter(Tensor::zeros(&[2], DType::F32, Device::Cpu)?)?;
+//! let mut opt = Sgd::new(vec![w], 0.1, 0.9)?;
+//! let mut sched = LrScheduler::new(&mut opt, CosineAnnealingLr::new(10, 0.0)?)?;
+//! for _ in 0..5 {
+//!     // ... backward, opt.step() ...
+//!     sched.step(&mut opt)?;
+//! }
+//! // Half-way through the cosine: half the base rate.
+//! assert!((opt.lr() - 0.05).abs() < 1e-12);
+//! # Ok::<(), strata_autograd::AutogradError>(())
+//! ```
+
+use super::{check, Optimizer};
+use crate::error::Result;
+
+/// A learning-rate schedule: the rate at an epoch from the base rate.
+pub trait LrSchedule {
+    /// The learning rate at `epoch` (0 before the first scheduler step)
+    /// for an optimizer whose base rate is `base_lr`.
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64;
+}
+
+impl<S: LrSchedule + ?Sized> LrSchedule for Box<S> {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        (**self).lr_at(base_lr, epoch)
+    }
+}
+
+/// Counts epochs and sets the rate of a schedule on an optimizer.
+#[derive(Debug, Clone)]
+pub struct LrScheduler<S> {
+    schedule: S,
+    base_lr: f64,
+    epoch: u64,
+}
+
+impl<S: LrSchedule> LrScheduler<S> {
+    /// A scheduler for `opt` whose base rate is its rate now; sets the rate
+    /// of epoch 0.
+    pub fn new(opt: &mut dyn Optimizer, schedule: S) -> Result<LrScheduler<S>> {
+        let base_lr = opt.lr();
+        Self::resume(opt, schedule, base_lr, 0)
+    }
+
+    /// A scheduler for `opt` at `epoch` of a schedule over `base_lr`
+    /// (training resumed from a checkpoint: the optimizer's rate there is
+    /// the scheduled one, not the base); sets the rate of `epoch`.
+    pub fn resume(
+        opt: &mut dyn Optimizer,
+        schedule: S,
+        base_lr: f64,
+        epoch: u64,
+    ) -> Result<LrScheduler<S>> {
+        opt.set_lr(schedule.lr_at(base_lr, epoch))?;
+        Ok(LrScheduler {
+            schedule,
+            base_lr,
+            epoch,
+        })
+    }
+
+    /// Moves to the next epoch and sets its rate on `opt` (PyTorch's
+    /// `scheduler.step()`). A rate the optimizer refuses (NaN from a
+    /// [`LambdaLr`]) is an error and the epoch does not advance.
+    pub fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
+        let next = self.epoch.saturating_add(1);
+        opt.set_lr(self.schedule.lr_at(self.base_lr, next))?;
+        self.epoch = next;
+        Ok(())
+    }
+
+    /// The current epoch (PyTorch's `last_epoch`).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The rate of the current epoch (PyTorch's `get_last_lr()`).
+    pub fn last_lr(&self) -> f64 {
+        self.schedule.lr_at(self.base_lr, self.epoch)
+    }
+
+    /// The base rate.
+    pub fn base_lr(&self) -> f64 {
+        self.base_lr
+    }
+}
+
+/// Refuses a factor that is negative, NaN or infinite.
+fn check_factor(schedule: &'static str, name: &'static str, v: f64) -> Result<()> {
+    check(
+        schedule,
+        name,
+        v,
+        v.is_finite() && v >= 0.0,
+        "a finite number >= 0",
+    )
+}
+
+/// Refuses a period of 0.
+fn check_period(schedule: &'static str, name: &'static str, v: u64) -> Result<()> {
+    check(schedule, name, v as f64, v > 0, "a whole number >= 1")
+}
+
+/// `gamma^n`, with `0^0 = 1`.
+fn power(gamma: f64, n: u64) -> f64 {
+    gamma.powf(n as f64)
+}
+
+/// Multiplies the rate by `gamma` every `step_size` epochs (PyTorch's
+/// `StepLR`).
+#[derive(Debug, Clone, Copy)]
+pub struct StepLr {
+    step_size: u64,
+    gamma: f64,
+}
+
+impl StepLr {
+    /// `step_size >= 1`, `gamma >= 0` (PyTorch's default is 0.1).
+    pub fn new(step_size: u64, gamma: f64) -> Result<StepLr> {
+        check_period("StepLR", "step_size", step_size)?;
+        check_factor("StepLR", "gamma", gamma)?;
+        Ok(StepLr { step_size, gamma })
+    }
+}
+
+impl LrSchedule for StepLr {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        base_lr * power(self.gamma, epoch / self.step_size)
+    }
+}
+
+/// Multiplies the rate by `gamma` at each milestone epoch (PyTorch's
+/// `MultiStepLR`; a milestone given twice counts twice, as there).
+#[derive(Debug, Clone)]
+pub struct MultiStepLr {
+    milestones: Vec<u64>,
+    gamma: f64,
+}
+
+impl MultiStepLr {
+    /// `gamma >= 0`; the milestones in any order.
+    pub fn new(mut milestones: Vec<u64>, gamma: f64) -> Result<MultiStepLr> {
+        check_factor("MultiStepLR", "gamma", gamma)?;
+        milestones.sort_unstable();
+        Ok(MultiStepLr { milestones, gamma })
+    }
+}
+
+impl LrSchedule for MultiStepLr {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        let passed = self.milestones.partition_point(|&m| m <= epoch);
+        base_lr * power(self.gamma, passed as u64)
+    }
+}
+
+/// Multiplies the rate by `gamma` every epoch (PyTorch's `ExponentialLR`).
+#[derive(Debug, Clone, Copy)]
+pub struct ExponentialLr {
+    gamma: f64,
+}
+
+impl ExponentialLr {
+    /// `gamma >= 0`.
+    pub fn new(gamma: f64) -> Result<ExponentialLr> {
+        check_factor("ExponentialLR", "gamma", gamma)?;
+        Ok(ExponentialLr { gamma })
+    }
+}
+
+impl LrSchedule for ExponentialLr {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        base_lr * power(self.gamma, epoch)
+    }
+}
+
+/// The rate falls from the base to `eta_min` along half a cosine over
+/// `t_max` epochs, and rises back over the next `t_max` (PyTorch's
+/// `CosineAnnealingLR`, its closed form:
+/// `eta_min + (base - eta_min) (1 + cos(pi epoch / t_max)) / 2`).
+#[derive(Debug, Clone, Copy)]
+pub struct CosineAnnealingLr {
+    t_max: u64,
+    eta_min: f64,
+}
+
+impl CosineAnnealingLr {
+    /// `t_max >= 1`, `eta_min >= 0`.
+    pub fn new(t_max: u64, eta_min: f64) -> Result<CosineAnnealingLr> {
+        check_period("CosineAnnealingLR", "T_max", t_max)?;
+        check_factor("CosineAnnealingLR", "eta_min", eta_min)?;
+        Ok(CosineAnnealingLr { t_max, eta_min })
+    }
+}
+
+impl LrSchedule for CosineAnnealingLr {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        // The cosine's period is 2 t_max: reduce first, so that a large
+        // epoch loses no precision.
+        let phase = (epoch % self.t_max.saturating_mul(2)) as f64 / self.t_max as f64;
+        self.eta_min + (base_lr - self.eta_min) * (1.0 + (std::f64::consts::PI * phase).cos()) / 2.0
+    }
+}
+
+/// The rate goes linearly from `start_factor` to `end_factor` times the
+/// base over `total_iters` epochs, then stays (PyTorch's `LinearLR`; the
+/// usual warm-up is `LinearLr::new(0.01, 1.0, warmup_steps)`).
+#[derive(Debug, Clone, Copy)]
+pub struct LinearLr {
+    start_factor: f64,
+    end_factor: f64,
+    total_iters: u64,
+}
+
+impl LinearLr {
+    /// `start_factor` in `(0, 1]`, `end_factor` in `[0, 1]` (PyTorch's
+    /// checks), `total_iters >= 1`.
+    pub fn new(start_factor: f64, end_factor: f64, total_iters: u64) -> Result<LinearLr> {
+        check(
+            "LinearLR",
+            "start_factor",
+            start_factor,
+            start_factor > 0.0 && start_factor <= 1.0,
+            "a number in (0, 1]",
+        )?;
+        check(
+            "LinearLR",
+            "end_factor",
+            end_factor,
+            (0.0..=1.0).contains(&end_factor),
+            "a number in [0, 1]",
+        )?;
+        check_period("LinearLR", "total_iters", total_iters)?;
+        Ok(LinearLr {
+            start_factor,
+            end_factor,
+            total_iters,
+        })
+    }
+}
+
+impl LrSchedule for LinearLr {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        let t = epoch.min(self.total_iters) as f64 / self.total_iters as f64;
+        base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t)
+    }
+}
+
+/// The base rate times `f(epoch)` (PyTorch's `LambdaLR`).
+pub struct LambdaLr<F>(pub F);
+
+impl<F: Fn(u64) -> f64> LrSchedule for LambdaLr<F> {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        base_lr * (self.0)(epoch)
+    }
+}
+
+/// One schedule for the epochs before `milestone`, another from there,
+/// its epochs counted from the milestone (PyTorch's `SequentialLR` of two
+/// schedulers; e.g. a linear warm-up, then a cosine).
+#[derive(Debug, Clone)]
+pub struct SequentialLr<A, B> {
+    first: A,
+    milestone: u64,
+    then: B,
+}
+
+impl<A: LrSchedule, B: LrSchedule> SequentialLr<A, B> {
+    /// `first` for epochs `0..milestone`, `then` from `milestone` on.
+    pub fn new(first: A, milestone: u64, then: B) -> SequentialLr<A, B> {
+        SequentialLr {
+            first,
+            milestone,
+            then,
+        }
+    }
+}
+
+impl<A: LrSchedule, B: LrSchedule> LrSchedule for SequentialLr<A, B> {
+    fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        if epoch < self.milestone {
+            self.first.lr_at(base_lr, epoch)
+        } else {
+            self.then.lr_at(base_lr, epoch - self.milestone)
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! An optimizer's state as named tensors, to save with a checkpoint and load
+//! back when training resumes ([`Optimizer::state_dict`],
+//! [`Optimizer::load_state_dict`]).
+//!
+//! The names are PyTorch's `optimizer.state_dict()` flattened with dots:
+//! `state.{i}.exp_avg`, `state.{i}.exp_avg_sq`, `state.{i}.step` (Adam,
+//! AdamW) or `state.{i}.momentum_buffer` (SGD) for each parameter `i` that
+//! has state, and `param_groups.0.{lr, betas, eps, weight_decay, momentum}`
+//! for the hyper-parameters (0-d f64 tensors on the CPU; `betas` has two
+//! elements; `step` is a 0-d f32 on the CPU, as PyTorch keeps it). The
+//! dictionary saves with
+//! [`save_safetensors`](strata_tensor::save_safetensors).
+//!
+//! Loading checks everything before it changes anything: every name known,
+//! every hyper-parameter present and in range, each parameter's state of
+//! its shape (converted to its dtype and device, as PyTorch converts it),
+//! steps whole numbers, no parameter index beyond the optimizer's.
+//!
+//! [`Optimizer::state_dict`]: super::Optimizer::state_dict
+//! [`Optimizer::load_state_dict`]: super::Optimizer::load_state_dict
+
+use crate::error::{AutogradError, Result};
+use crate::var::Var;
+use std::collections::{HashMap, HashSet};
+use strata_tensor::{DType, Device, Tensor};
+
+/// An optimizer's state by name (see the module docs).
+pub type StateDict = HashMap<String, Tensor>;
+
+/// The name of a hyper-parameter's entry.
+pub(crate) fn hyper_key(name: &str) -> String {
+    format!("param_groups.0.{name}")
+}
+
+/// The name of an entry of parameter `i`'s state.
+pub(crate) fn state_key(i: usize, name: &str) -> String {
+    format!("state.{i}.{name}")
+}
+
+/// Why parameter `i`'s state is refused when only some of `names` are
+/// present.
+pub(crate) fn incomplete(i: usize, names: &[&str]) -> String {
+    let all: Vec<String> = names
+        .iter()
+        .map(|n| format!("`{}`", state_key(i, n)))
+        .collect();
+    format!(
+        "parameter {i} has only part of its state; {} go together",
+        all.join(", ")
+    )
+}
+
+/// A 0-d f64 tensor on the CPU holding `v`.
+pub(crate) fn scalar(v: f64) -> Result<Tensor> {
+    Ok(Tensor::scalar(v, DType::F64, Device::Cpu)?)
+}
+
+/// `betas` as a two-element f64 tensor on the CPU.
+pub(crate) fn pair(v: (f64, f64)) -> Result<Tensor> {
+    Ok(Tensor::from_slice(&[v.0, v.1], &[2], Device::Cpu)?)
+}
+
+/// A step count as PyTorch keeps it: a 0-d f32 on the CPU.
+pub(crate) fn step(v: i32) -> Result<Tensor> {
+    Ok(Tensor::scalar(v as f64, DType::F32, Device::Cpu)?)
+}
+
+/// An independent copy of a state tensor (the dictionary must not alias
+/// the optimizer's buffers, which later steps update in place).
+pub(crate) fn copy(t: &Tensor) -> Result<Tensor> {
+    Ok(t.deep_clone()?)
+}
+
+/// Reads a state dictionary for one optimizer, remembering which names
+/// were read so that [`Reader::finish`] can refuse the others.
+pub(crate) struct Reader<'a> {
+    optimizer: &'static str,
+    dict: &'a StateDict,
+    read: HashSet<String>,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(optimizer: &'static str, dict: &'a StateDict) -> Reader<'a> {
+        Reader {
+            optimizer,
+            dict,
+            read: HashSet::new(),
+        }
+    }
+
+    /// The error for a state that cannot be loaded: `msg` says why.
+    pub(crate) fn error(&self, msg: String) -> AutogradError {
+        AutogradError::Optimizer {
+            optimizer: self.optimizer,
+            msg: format!("load_state_dict: {msg}; nothing was loaded"),
+        }
+    }
+
+    fn get(&mut self, key: String) -> Option<&'a Tensor> {
+        let t = self.dict.get(&key)?;
+        self.read.insert(key);
+        Some(t)
+    }
+
+    /// The values of entry `key`, which must have `n` elements.
+    fn values(&mut self, key: String, n: usize) -> Result<Vec<f64>> {
+        let Some(t) = self.get(key.clone()) else {
+            return Err(self.error(format!("the state has no `{key}`")));
+        };
+        if t.numel() != n || (n == 1 && t.ndim() > 1) {
+            return Err(self.error(format!(
+                "`{key}` has shape {:?}; expected {}",
+                t.shape(),
+                if n == 1 {
+                    "a single number".to_string()
+                } else {
+                    format!("{n} numbers")
+                }
+            )));
+        }
+        Ok(t.to_dtype(DType::F64)?.to_vec::<f64>()?)
+    }
+
+    /// The hyper-parameter `name` (a single number).
+    pub(crate) fn hyper(&mut self, name: &str) -> Result<f64> {
+        Ok(self.values(hyper_key(name), 1)?[0])
+    }
+
+    /// The hyper-parameter `name` as a pair (Adam's betas).
+    pub(crate) fn hyper_pair(&mut self, name: &str) -> Result<(f64, f64)> {
+        let v = self.values(hyper_key(name), 2)?;
+        Ok((v[0], v[1]))
+    }
+
+    /// Parameter `i`'s step count, if it has one: a whole number in
+    /// `0..=i32::MAX`.
+    pub(crate) fn step(&mut self, i: usize) -> Result<Option<i32>> {
+        let key = state_key(i, "step");
+        if !self.dict.contains_key(&key) {
+            return Ok(None);
+        }
+        let v = self.values(key.clone(), 1)?[0];
+        if !(v.fract() == 0.0 && (0.0..=i32::MAX as f64).contains(&v)) {
+            return Err(self.error(format!(
+                "`{key}` is {v}; a step count is a whole number from 0 to {}",
+                i32::MAX
+            )));
+        }
+        Ok(Some(v as i32))
+    }
+
+    /// Entry `name` of parameter `i`'s state, if present: of `p`'s shape,
+    /// converted to its dtype and device (a fresh tensor either way).
+    pub(crate) fn like(&mut self, i: usize, name: &str, p: &Var) -> Result<Option<Tensor>> {
+        let key = state_key(i, name);
+        let Some(t) = self.get(key.clone()) else {
+            return Ok(None);
+        };
+        if t.shape() != p.shape() {
+            return Err(self.error(format!(
+                "`{key}` has shape {:?} but parameter {i} has shape {:?}",
+                t.shape(),
+                p.shape()
+            )));
+        }
+        if !t.dtype().is_float() {
+            return Err(self.error(format!(
+                "`{key}` is a {} tensor; optimizer state is floating point",
+                t.dtype()
+            )));
+        }
+        let t = t.to(p.device())?;
+        Ok(Some(if t.dtype() != p.dtype() {
+            t.to_dtype(p.dtype())?
+        } else {
+            t.deep_clone()?
+        }))
+    }
+
+    /// Refuses names that were not read: another optimizer's state, or
+    /// state of a parameter index beyond `params` (a dictionary saved for
+    /// another model).
+    pub(crate) fn finish(self, params: usize) -> Result<()> {
+        let mut unknown: Vec<&String> = self
+            .dict
+            .keys()
+            .filter(|k| !self.read.contains(*k))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        unknown.sort();
+        let beyond = unknown.iter().find(|k| {
+            k.strip_prefix("state.")
+                .and_then(|r| r.split('.').next())
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| i >= params)
+        });
+        Err(self.error(match beyond {
+            Some(k) => format!(
+                "`{k}` is state of a parameter this optimizer does not have (it has {params}); \
+                 load a state saved for the same parameters, in the same order"
+            ),
+            None => format!(
+                "`{}` is not part of a {} state ({} unknown names); load a state saved by \
+                 the same kind of optimizer",
+                unknown[0],
+                self.optimizer,
+                unknown.len()
+            ),
+        }))
+    }
+}
