@@ -32,7 +32,7 @@ pub trait Optimizer {
 
     /// Sets the learning rate (`>= 0`; +inf accepted as by PyTorch, NaN
     /// refused). A refused rate leaves the rate as it was. A schedule
-    /// ([`lr_scheduler`](crate::optim::lr_scheduler)) calls it between steps.
+    /// ([`lr_scheduler`]) calls it between steps.
     fn set_lr(&mut self, lr: f64) -> Result<()>;
 
     /// The optimizer's state as named tensors, to save with a checkpoint
