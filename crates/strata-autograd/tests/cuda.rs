@@ -331,3 +331,49 @@ fn attention_with_an_empty_embedding_dim_averages_the_values() {
         }
     }
 }
+
+/// `grad`, a gradient hook, `retain_grad` and an optimizer state saved on
+/// the GPU and loaded into an optimizer over CPU parameters: the same
+/// gradients and the same state as on the CPU.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn grad_hooks_and_optimizer_state_work_on_the_gpu() {
+    use strata_autograd::{grad, AdamW, Optimizer};
+    let dev = gpu();
+    let x0 = Tensor::randn(&[4, 3], DType::F32, 50, Device::Cpu).unwrap();
+    let run = |device: Device| {
+        let x = Var::parameter(x0.to(device).unwrap()).unwrap();
+        let y = x.mul(&x).unwrap().tanh().unwrap();
+        y.retain_grad().unwrap();
+        y.register_hook(|g| Ok(Some(g.mul(3.0)?))).unwrap();
+        let loss = y.sum(None, false).unwrap();
+        let g = grad(&[&loss], &[&x]).unwrap().remove(0);
+        assert!(x.grad().is_none());
+        let yg = y.grad().unwrap();
+        (g.to(Device::Cpu).unwrap(), yg.to(Device::Cpu).unwrap(), x)
+    };
+    let (g_gpu, y_gpu, x_gpu) = run(dev);
+    let (g_cpu, y_cpu, _) = run(Device::Cpu);
+    assert!(rel_err(&g_gpu, &g_cpu) < 1e-5);
+    assert_eq!(y_gpu.to_vec::<f32>().unwrap(), vec![3.0; 12]);
+    assert_eq!(y_cpu.to_vec::<f32>().unwrap(), vec![3.0; 12]);
+
+    let mut opt = AdamW::new(vec![x_gpu.clone()]);
+    x_gpu.set_grad(Some(g_gpu.to(dev).unwrap())).unwrap();
+    opt.step().unwrap();
+    let saved = opt.state_dict().unwrap();
+    assert_eq!(saved["state.0.exp_avg"].device(), dev);
+    let x_cpu = Var::parameter(x_gpu.data().to(Device::Cpu).unwrap()).unwrap();
+    let mut cpu_opt = AdamW::new(vec![x_cpu]);
+    cpu_opt.load_state_dict(&saved).unwrap();
+    let back = cpu_opt.state_dict().unwrap();
+    assert_eq!(back["state.0.exp_avg"].device(), Device::Cpu);
+    assert_eq!(
+        back["state.0.exp_avg_sq"].to_vec::<f32>().unwrap(),
+        saved["state.0.exp_avg_sq"]
+            .to(Device::Cpu)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    );
+}
