@@ -9,7 +9,10 @@
 //! On the left the types are `f64`, `i64`, `bool`, `f16`, `bf16` and
 //! [`Scalar`] — one float and one integer type, so that plain literals
 //! (`2.0 * &a`, `1 - &a`) need no suffix; write `f64::from(x) * &a` for an
-//! `f32` variable `x`.
+//! `f32` variable `x`. As in Python, `s - t` is `torch.rsub(t, s)` (the
+//! scalar converted to the result's dtype, wrapping or rounding to inf as
+//! PyTorch converts it) and `s / t` is `t.reciprocal() * s`, whose rounding
+//! can differ from a true division in the last bit.
 //!
 //! A `Result<Tensor>` may stand on either side of a tensor, so a chain needs
 //! one `?` at the end and the first error comes out there:
@@ -63,19 +66,35 @@
 //! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
 
+use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::elementwise::{result_type, Operand};
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
-/// `s - t` or `s / t` with the scalar on the left: the scalar becomes a 0-d
-/// tensor of the dtype it would promote to with `t`, so promotion and
-/// rounding are those of PyTorch's `rsub`/`rdiv`.
-fn scalar_lhs(s: Scalar, t: &Tensor, f: fn(&Tensor, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
-    let dtype = result_type(&[Operand::Tensor(t), Operand::Scalar(s)]);
-    let lhs = Tensor::scalar(s, dtype, t.device())?;
-    f(&lhs, t)
+/// `s - t` with the scalar on the left, PyTorch's `rsub` (Python's `s - t`):
+/// the scalar becomes a 0-d tensor of the dtype it promotes to with `t`,
+/// converted to it unchecked as PyTorch converts a wrapped scalar operand
+/// (`300 - u8` subtracts from 300 wrapped to 44, `1e39 - f32` from inf), so
+/// promotion and rounding are PyTorch's. A bool scalar stays a bool operand,
+/// which subtraction refuses (as `t - true` is refused).
+fn scalar_sub(s: Scalar, t: &Tensor) -> Result<Tensor> {
+    let dtype = match s {
+        Scalar::Bool(_) => DType::Bool,
+        _ => result_type(&[Operand::Tensor(t), Operand::Scalar(s)]),
+    };
+    Tensor::scalar(s.cast_to(dtype), dtype, t.device())?.sub(t)
+}
+
+/// `s / t` with the scalar on the left: Python's `s / t` for a tensor `t` is
+/// `t.reciprocal() * s` (`Tensor.__rdiv__`), not a true division. The
+/// reciprocal is rounded to `t`'s float dtype (f32 for an integer or bool
+/// `t`) before the product: `3.0 / [7.0]` is 0.42857146 where `3 / 7` in f32
+/// is 0.42857143, and `1e6 / [1e4]` in f16 is 100 (the scalar enters the
+/// product at f32 precision), not an overflow.
+fn scalar_div(s: Scalar, t: &Tensor) -> Result<Tensor> {
+    t.reciprocal()?.mul(s)
 }
 
 macro_rules! binary_overload {
@@ -173,17 +192,9 @@ macro_rules! binary_overload {
     )*};
 }
 binary_overload!(Add, add, AddAssign, add_assign, add_, |s, t| t.add(s));
-binary_overload!(Sub, sub, SubAssign, sub_assign, sub_, |s, t| scalar_lhs(
-    s,
-    t,
-    |a, b| a.sub(b)
-));
+binary_overload!(Sub, sub, SubAssign, sub_assign, sub_, scalar_sub);
 binary_overload!(Mul, mul, MulAssign, mul_assign, mul_, |s, t| t.mul(s));
-binary_overload!(Div, div, DivAssign, div_assign, div_, |s, t| scalar_lhs(
-    s,
-    t,
-    |a, b| a.div(b)
-));
+binary_overload!(Div, div, DivAssign, div_assign, div_, scalar_div);
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;
@@ -290,7 +301,8 @@ mod combination_tests {
         assert_eq!(v(1.0 / &a), vec![1.0, 0.5, 0.25]);
         assert_eq!(v(8 / &a), vec![8.0, 4.0, 2.0]);
         // Promotion as in PyTorch: int tensor and int scalar stay integer,
-        // `/` is true division, a float scalar makes f32.
+        // `/` gives a float (the reciprocal, times the scalar), a float scalar
+        // makes f32.
         let i = Tensor::from_slice(&[1i32, 2, 4], &[3], Device::Cpu).unwrap();
         assert_eq!((2.0 * &a).unwrap().dtype(), DType::F32);
         let r = (10 - &i).unwrap();
