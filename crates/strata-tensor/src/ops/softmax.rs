@@ -137,7 +137,9 @@ impl Tensor {
     /// Without a dtype, integer and bool inputs give i64 (so they do not
     /// wrap); with one, the input is converted to it first (f32 into i32
     /// truncates each element) and sums wrap in integer dtypes; f16/bf16
-    /// accumulate in f32. A bool dtype is an error.
+    /// accumulate in f32, and f32 on the CPU in f64 (PyTorch's CPU kernel:
+    /// `[2^24, 1, 1]` gives `[2^24, 2^24, 2^24 + 2]`; on a GPU, as PyTorch's
+    /// CUDA kernel, in f32). A bool dtype is an error.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};

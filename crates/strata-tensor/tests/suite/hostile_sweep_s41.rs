@@ -13,6 +13,13 @@
 //!   where Python's `s / t` is `t.reciprocal() * s`: `3.0 / [7.0]` differed
 //!   in the last bit, `1e6 / f16[1e4]` was inf (PyTorch: 100) and
 //!   `300 / u8[3]` an error (PyTorch: 100.0).
+//! * `cumsum` of f32 on the CPU kept its running sum in f32; PyTorch's CPU
+//!   kernel keeps it in f64 (`acc_type<float, false>`), so
+//!   `[2^24, 1, 1, 1]` was `[2^24, 2^24, 2^24, 2^24]` (PyTorch: `[2^24,
+//!   2^24, 2^24 + 2, 2^24 + 4]`), ten 0.1s summed to 1.0000001 (PyTorch:
+//!   1.0) and `[3e38, 3e38, -3e38]` stayed inf after the overflow (PyTorch:
+//!   `[3e38, inf, 3e38]`). The GPU kernel is left summing in f32, as
+//!   PyTorch's CUDA kernel does.
 
 use strata_tensor::{DType, Device, Scalar, Tensor, TensorError};
 
@@ -107,4 +114,51 @@ fn scalar_over_tensor_is_pytorchs_reciprocal_times_the_scalar() {
     assert_eq!(r.to_vec::<f32>().unwrap(), [f32::INFINITY]);
     let r = (0 / &t(&[0i64])).unwrap();
     assert!(r.to_vec::<f32>().unwrap()[0].is_nan());
+}
+
+// ------------------------------------------------------------------ cumsum
+
+/// PyTorch's CPU cumsum keeps its running sum in `acc_type<float, false>`,
+/// which is double: an f32 cumsum rounds each output from an f64 sum, so
+/// ones added to 2^24 are not lost and a sum that passes f32's range and
+/// comes back is finite again.
+///
+/// ```python
+/// torch.tensor([16777216., 1., 1., 1.]).cumsum(0)
+/// # tensor([16777216., 16777216., 16777218., 16777220.])
+/// torch.tensor([3e38, 3e38, -3e38]).cumsum(0)      # tensor([3.0000e+38, inf, 3.0000e+38])
+/// torch.tensor([0.1] * 10).cumsum(0)[-1].item()    # 1.0 (in f32 steps: 1.0000001192092896)
+/// torch.tensor([16777216., 0, 1, 0, 1, 0]).reshape(3, 2).cumsum(0)
+/// # tensor([[16777216., 0.], [16777216., 0.], [16777218., 0.]])
+/// torch.tensor([16777216, 1, 1]).cumsum(0, dtype=torch.float32)
+/// # tensor([16777216., 16777216., 16777218.])
+/// ```
+#[test]
+fn f32_cumsum_accumulates_in_f64_as_pytorchs_cpu_kernel() {
+    let r = t(&[16_777_216.0f32, 1.0, 1.0, 1.0]).cumsum(0, None).unwrap();
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        [16_777_216.0, 16_777_216.0, 16_777_218.0, 16_777_220.0]
+    );
+    let r = t(&[3e38f32, 3e38, -3e38]).cumsum(-1, None).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), [3e38, f32::INFINITY, 3e38]);
+    let r = t(&[0.1f32; 10]).cumsum(0, None).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap()[9], 1.0);
+    // Along a dim that is not the last (the column loop).
+    let x = t(&[16_777_216.0f32, 0.0, 1.0, 0.0, 1.0, 0.0])
+        .reshape(&[3, 2])
+        .unwrap();
+    let r = x.cumsum(0, None).unwrap();
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        [16_777_216.0, 0.0, 16_777_216.0, 0.0, 16_777_218.0, 0.0]
+    );
+    // An integer input summed as f32.
+    let r = t(&[16_777_216i64, 1, 1])
+        .cumsum(0, Some(DType::F32))
+        .unwrap();
+    assert_eq!(
+        r.to_vec::<f32>().unwrap(),
+        [16_777_216.0, 16_777_216.0, 16_777_218.0]
+    );
 }

@@ -248,9 +248,17 @@ pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, mode: Sof
     }
 }
 
-/// `out = cumsum(input)` along the `n` dim of `s`, accumulated in `T::Acc`
-/// (wrapping for integers; f32 for f16/bf16, rounded at each output).
-pub(crate) fn cumsum<T: Element>(out: &Arg, input: &Arg, s: DimShape) {
+/// `out = cumsum(input)` along the `n` dim of `s`, the running sum kept in
+/// `A` (`widen` and `narrow` convert to and from it; each output is rounded
+/// from the sum). PyTorch's CPU kernel keeps it in `acc_type<T, false>`:
+/// f64 for f32 and f64, f32 for f16/bf16, and integers wrap.
+pub(crate) fn cumsum<T: Element, A: Arith>(
+    out: &Arg,
+    input: &Arg,
+    s: DimShape,
+    widen: fn(T) -> A,
+    narrow: fn(A) -> T,
+) {
     let len = s.numel();
     if len == 0 {
         return;
@@ -260,18 +268,18 @@ pub(crate) fn cumsum<T: Element>(out: &Arg, input: &Arg, s: DimShape) {
     let (n, inner) = (s.n, s.inner);
     per_block(x, y, s, |xo, yo| {
         if inner == 1 {
-            let mut acc = T::Acc::ZERO;
+            let mut acc = A::ZERO;
             for (o, &v) in yo.iter_mut().zip(xo) {
-                acc = acc.add(v.to_acc());
-                *o = T::from_acc(acc);
+                acc = acc.add(widen(v));
+                *o = narrow(acc);
             }
         } else {
-            let mut acc = vec![T::Acc::ZERO; inner];
+            let mut acc = vec![A::ZERO; inner];
             for k in 0..n {
                 let row = k * inner..(k + 1) * inner;
                 for ((a, o), &v) in acc.iter_mut().zip(&mut yo[row.clone()]).zip(&xo[row]) {
-                    *a = a.add(v.to_acc());
-                    *o = T::from_acc(*a);
+                    *a = a.add(widen(v));
+                    *o = narrow(*a);
                 }
             }
         }

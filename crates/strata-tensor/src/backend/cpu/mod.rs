@@ -296,7 +296,15 @@ impl Backend for CpuBackend {
     }
 
     fn cumsum(&self, out: &Arg, input: &Arg, s: DimShape) -> Result<()> {
-        dispatch_dtype!(input.dtype, T => dimops::cumsum::<T>(out, input, s));
+        // PyTorch's CPU cumsum sums f32 in f64 (`acc_type<float, false>`),
+        // wider than f32's `Element::Acc`; the other dtypes sum in `Acc`.
+        if input.dtype == DType::F32 {
+            dimops::cumsum::<f32, f64>(out, input, s, f64::from, |a| a as f32);
+        } else {
+            dispatch_dtype!(input.dtype, T => dimops::cumsum::<T, <T as Element>::Acc>(
+                out, input, s, T::to_acc, T::from_acc
+            ));
+        }
         Ok(())
     }
 
