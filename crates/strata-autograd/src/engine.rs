@@ -121,9 +121,9 @@ fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()>
     Ok(())
 }
 
-/// The nodes reachable from `roots`, oldest first (an input's node is
-/// always older than the nodes that use it).
-fn reachable(roots: &[(Edge, Tensor)]) -> Vec<Arc<Node>> {
+/// The nodes reachable from `roots`; oldest first when `sorted` (an
+/// input's node is always older than the nodes that use it).
+fn reachable(roots: &[(Edge, Tensor)], sorted: bool) -> Vec<Arc<Node>> {
     let mut seen: HashSet<Key> = HashSet::new();
     let mut stack: Vec<Arc<Node>> = Vec::new();
     for (e, _) in roots {
@@ -144,8 +144,44 @@ fn reachable(roots: &[(Edge, Tensor)]) -> Vec<Arc<Node>> {
         }
         nodes.push(n);
     }
-    nodes.sort_unstable_by_key(|n| n.sequence_nr());
+    if sorted {
+        nodes.sort_unstable_by_key(|n| n.sequence_nr());
+    }
     nodes
+}
+
+/// The part of the graph a capturing pass runs (see [`run`]): the nodes a
+/// gradient must reach, and those of them whose backward formula runs.
+/// `None` in a pass that adds into `.grad`: every node, both.
+struct Pruned {
+    needed: HashSet<Key>,
+    runs: HashSet<Key>,
+}
+
+impl Pruned {
+    /// From `nodes`, oldest first: a node must be reached when it is
+    /// captured or leads to one that is, and runs when it has an edge to
+    /// one that must be reached or to a captured leaf.
+    fn new(nodes: &[Arc<Node>], targets: &HashSet<Key>) -> Pruned {
+        let mut p = Pruned {
+            needed: HashSet::new(),
+            runs: HashSet::new(),
+        };
+        for n in nodes {
+            let k = Key::node(n);
+            let leads = n.edges().iter().flatten().any(|e| match e {
+                Edge::Node(c) => p.needed.contains(&Key::node(c)),
+                Edge::Leaf(v) => targets.contains(&Key::leaf(v)),
+            });
+            if leads {
+                p.runs.insert(k);
+            }
+            if leads || targets.contains(&k) {
+                p.needed.insert(k);
+            }
+        }
+        p
+    }
 }
 
 /// Runs a backward pass from `roots` (each an output's edge and its
@@ -170,36 +206,20 @@ pub(crate) fn run(
     let _pass = PassGuard::enter(sink.accumulate);
     let targets: HashSet<Key> = sink.capture.iter().copied().collect();
     let capturing = !sink.accumulate;
-    let nodes = reachable(&roots);
-    // Which nodes a gradient must reach (all of them, unless capturing: then
-    // those that are captured or lead to one that is), and which of those
-    // run their backward formula (those with an edge to one that must be
-    // reached, or to a captured leaf).
-    let mut needed: HashSet<Key> = HashSet::new();
-    let mut runs: HashSet<Key> = HashSet::new();
-    for n in &nodes {
-        let k = Key::node(n);
-        let leads = !capturing
-            || n.edges().iter().flatten().any(|e| match e {
-                Edge::Node(c) => needed.contains(&Key::node(c)),
-                Edge::Leaf(v) => targets.contains(&Key::leaf(v)),
-            });
-        if leads {
-            runs.insert(k);
-        }
-        if leads || targets.contains(&k) {
-            needed.insert(k);
-        }
-    }
+    let nodes = reachable(&roots, capturing);
+    let pruned = capturing.then(|| Pruned::new(&nodes, &targets));
+    let needed = |k: &Key| pruned.as_ref().is_none_or(|p| p.needed.contains(k));
+    let runs = |k: &Key| pruned.as_ref().is_none_or(|p| p.runs.contains(k));
+    let captured_here = |k: &Key| !targets.is_empty() && targets.contains(k);
     let leads_on = |e: &Edge| match e {
-        Edge::Node(c) => needed.contains(&Key::node(c)),
-        Edge::Leaf(v) => !capturing || targets.contains(&Key::leaf(v)),
+        Edge::Node(c) => needed(&Key::node(c)),
+        Edge::Leaf(v) => !capturing || captured_here(&Key::leaf(v)),
     };
     // Number of edges into each needed node from the nodes that run, and
     // into each leaf.
     let mut deps: HashMap<Key, usize> = HashMap::new();
     let mut leaf_edges: HashMap<Key, usize> = HashMap::new();
-    for n in nodes.iter().filter(|n| runs.contains(&Key::node(n))) {
+    for n in nodes.iter().filter(|n| runs(&Key::node(n))) {
         for e in n.edges().iter().flatten().filter(|e| leads_on(e)) {
             match e {
                 Edge::Node(c) => *deps.entry(Key::node(c)).or_insert(0) += 1,
@@ -216,7 +236,7 @@ pub(crate) fn run(
     // modified in place, or a node released by an earlier backward, failed
     // the pass only when reached, after the nodes before it had added into
     // leaves' `.grad` (half a backward) and released their saved tensors.
-    for n in nodes.iter().filter(|n| runs.contains(&Key::node(n))) {
+    for n in nodes.iter().filter(|n| runs(&Key::node(n))) {
         n.check_saved()?;
     }
     drop(nodes);
@@ -230,7 +250,7 @@ pub(crate) fn run(
         match e {
             Edge::Node(n) => {
                 let k = Key::node(&n);
-                if !needed.contains(&k) {
+                if !needed(&k) {
                     continue;
                 }
                 let first = !buffers.contains_key(&k);
@@ -252,7 +272,7 @@ pub(crate) fn run(
         let left = leaf_edges.get_mut(&k).expect("every leaf edge was counted");
         *left -= 1;
         let last = *left == 0;
-        if targets.contains(&k) {
+        if captured_here(&k) {
             if let Some(g) = g {
                 add_into(buffers, k, g)?;
             }
@@ -304,12 +324,12 @@ pub(crate) fn run(
             (Some(g), Some(hooks)) => Some(hooks.apply(g)?),
             (grad, _) => grad,
         };
-        if targets.contains(&k) {
+        if captured_here(&k) {
             if let Some(g) = &grad {
                 captured.insert(k, g.clone());
             }
         }
-        if !runs.contains(&k) {
+        if !runs(&k) {
             continue;
         }
         let needs: Vec<bool> = node
