@@ -210,10 +210,14 @@ pub fn grad(outputs: &[&Var], inputs: &[&Var]) -> Result<Vec<Tensor>> {
 /// variables that retain their gradient ([`Var::retain_grad`]) and are
 /// reached on the way keep it, as in PyTorch.
 ///
-/// Errors, before anything runs: no outputs or no inputs, an output or
+/// Errors, before anything runs (the graph stays usable, e.g. for a
+/// second call with `allow_unused`): no outputs or no inputs, an output or
 /// input that does not require grad, a wrong number of output gradients
-/// or one that does not fit its output; after the pass, an input no
-/// gradient reached unless `allow_unused` or `materialize_grads`.
+/// or one that does not fit its output, an input not in the graph of the
+/// outputs unless `allow_unused` or `materialize_grads` (PyTorch checks it
+/// after the pass, which has released the graph by then). An input in the
+/// graph that no gradient reached after all is the same error, after the
+/// pass.
 pub fn grad_with(
     outputs: &[&Var],
     grad_outputs: &[Option<&Tensor>],
@@ -261,6 +265,7 @@ pub fn grad_with(
             Sink {
                 accumulate: false,
                 capture: &keys,
+                require_all: !(args.allow_unused || args.materialize_grads),
             },
         )?
     };
@@ -274,15 +279,20 @@ pub fn grad_with(
                 Ok(Some(Tensor::zeros(v.shape(), v.dtype(), v.device())?))
             }
             None if args.allow_unused => Ok(None),
-            None => Err(AutogradError::Backward {
-                op: OP,
-                msg: format!(
-                    "input {i} was not used in the graph of the outputs (no gradient reached \
-                     it); set allow_unused (or materialize_grads) in GradArgs if that is intended"
-                ),
-            }),
+            None => Err(unused_input(i)),
         })
         .collect()
+}
+
+/// The error of [`grad_with`] for input `i`, which no gradient reached.
+pub(crate) fn unused_input(i: usize) -> AutogradError {
+    AutogradError::Backward {
+        op: "grad",
+        msg: format!(
+            "input {i} was not used in the graph of the outputs (no gradient reached it); set \
+             allow_unused (or materialize_grads) in GradArgs if that is intended"
+        ),
+    }
 }
 
 /// The recomputation pass of a checkpoint (see `checkpoint.rs`): from
@@ -302,6 +312,7 @@ pub(crate) fn recompute_pass(
         Sink {
             accumulate,
             capture,
+            require_all: false,
         },
     )
 }

@@ -48,6 +48,12 @@ pub(crate) struct Sink<'a> {
     /// in this order; a captured leaf's gradient goes through its tensor
     /// hooks but not into its `.grad`.
     pub(crate) capture: &'a [Key],
+    /// Every captured variable must be reachable from the roots: one that
+    /// is not fails the pass before anything runs, with
+    /// [`unused_input`](crate::backward::unused_input) for its index
+    /// (`grad` without `allow_unused`; the graph is left as it was, where
+    /// the check after the pass had released it).
+    pub(crate) require_all: bool,
 }
 
 impl Sink<'static> {
@@ -55,6 +61,7 @@ impl Sink<'static> {
     pub(crate) const ACCUMULATE: Sink<'static> = Sink {
         accumulate: true,
         capture: &[],
+        require_all: false,
     };
 }
 
@@ -119,6 +126,22 @@ fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()>
     };
     buffers.insert(k, sum);
     Ok(())
+}
+
+/// `g` in leaf `v`'s dtype. Autocast's casts pass a gradient into a leaf
+/// unconverted, for its accumulation into `.grad` to convert; a gradient
+/// summed over the pass first (a leaf with tensor hooks) or returned (a
+/// captured leaf) is converted before it is summed, as PyTorch's
+/// `ToCopyBackward` converts each: two bf16 gradients of an f32 leaf summed
+/// in bf16 lost the low bits of the smaller, and `grad` returned the f32
+/// leaf's gradient in bf16.
+fn in_leaf_dtype(v: &VarInner, g: Tensor) -> Result<Tensor> {
+    let dtype = v.data.dtype();
+    Ok(if g.dtype() != dtype {
+        g.to_dtype(dtype)?
+    } else {
+        g
+    })
 }
 
 /// The nodes reachable from `roots`; oldest first when `sorted` (an
@@ -232,6 +255,12 @@ pub(crate) fn run(
             *leaf_edges.entry(Key::leaf(v)).or_insert(0) += 1;
         }
     }
+    if sink.require_all {
+        let reached = |k: &Key| needed(k) || leaf_edges.contains_key(k);
+        if let Some(i) = sink.capture.iter().position(|k| !reached(k)) {
+            return Err(crate::backward::unused_input(i));
+        }
+    }
     // Every node that will run is checked before any runs: a saved tensor
     // modified in place, or a node released by an earlier backward, failed
     // the pass only when reached, after the nodes before it had added into
@@ -274,7 +303,7 @@ pub(crate) fn run(
         let last = *left == 0;
         if captured_here(&k) {
             if let Some(g) = g {
-                add_into(buffers, k, g)?;
+                add_into(buffers, k, in_leaf_dtype(&v, g)?)?;
             }
             if last {
                 if let Some(g) = buffers.remove(&k) {
@@ -298,7 +327,7 @@ pub(crate) fn run(
         // AccumulateGrad skips it; its hooks still run, as PyTorch's do.
         if let Some(g) = g.filter(|_| v.requires_grad_flag()) {
             if v.has_tensor_hooks() {
-                add_into(buffers, k, g)?;
+                add_into(buffers, k, in_leaf_dtype(&v, g)?)?;
             } else {
                 v.accumulate(g)?;
             }

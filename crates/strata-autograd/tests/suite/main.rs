@@ -29,6 +29,7 @@ mod hostile_sweep_s37;
 mod hostile_sweep_s38;
 mod hostile_sweep_s39;
 mod hostile_sweep_s40;
+mod hostile_sweep_s41;
 mod optim_state;
 mod recompute;
 mod semantics;
