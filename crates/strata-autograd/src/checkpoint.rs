@@ -34,6 +34,15 @@
 //! Checkpoints nest (an inner checkpoint in a recomputed forward checkpoints
 //! again), compose with autocast, and accept views as inputs.
 //!
+//! `f` may register gradient hooks ([`Var::register_hook`]) on its inputs
+//! and on the values it computes from them, as in PyTorch (whose forward
+//! runs with grad mode on, so that they require grad): the forward's
+//! registration does nothing (its handle removes nothing), and the
+//! recomputation registers the hook again on the value it remakes, so the
+//! hook sees that value's gradient once per backward pass that reaches the
+//! checkpoint (or [`grad`](crate::grad()) pass that needs it). `retain_grad`
+//! there is refused: the recomputed value's `.grad` is not the forward's.
+//!
 //! In-place ops on the inputs follow PyTorch: on an input that is a leaf
 //! requiring grad (or a view of one) `f` gets [`AutogradError::InPlaceOnLeaf`]
 //! and the leaf is unchanged; an input that `f` modified in place makes the
@@ -69,6 +78,36 @@ thread_local! {
     static TRACERS: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
     /// How many recomputations' backward passes are running on this thread.
     static RECOMPUTING: Cell<usize> = const { Cell::new(0) };
+    /// How many recomputations are running their function on this thread.
+    static REMAKING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Marks a recomputation's run of the checkpointed function until dropped.
+struct RemakeGuard;
+
+impl RemakeGuard {
+    fn enter() -> RemakeGuard {
+        REMAKING.with(|r| r.set(r.get() + 1));
+        RemakeGuard
+    }
+}
+
+impl Drop for RemakeGuard {
+    fn drop(&mut self) {
+        REMAKING.with(|r| r.set(r.get() - 1));
+    }
+}
+
+/// Whether [`Var::register_hook`] on `v`, which does not require grad,
+/// registers nothing instead of failing: inside a checkpointed forward, `v`
+/// depends on an input or captured variable requiring grad (it would
+/// require grad in PyTorch, whose forward runs with grad mode on; the
+/// recomputation registers the hook again on the value it remakes); inside
+/// a recomputation, `v` depends only on inputs that this backward pass
+/// does not need (the forward accepted the hook, and no gradient reaches
+/// `v` in this pass).
+pub(crate) fn defers_hook(v: &Var) -> bool {
+    REMAKING.with(Cell::get) > 0 || forward_depends(v)
 }
 
 /// Whether a checkpoint's recomputation is back-propagating on this thread.
@@ -172,6 +211,17 @@ pub(crate) fn note_in_place(target: &Var, other: Option<&Var>) {
             }
         }
     });
+}
+
+/// Whether `v` is a float variable that depends on an input or captured
+/// variable requiring grad, inside a checkpointed forward: one that would
+/// require grad had the forward run with grad mode on, as PyTorch's does.
+pub(crate) fn forward_depends(v: &Var) -> bool {
+    TRACERS.with(|t| {
+        t.borrow()
+            .last()
+            .is_some_and(|top| v.dtype().is_float() && top.depends(v))
+    })
 }
 
 /// Whether a checkpointed forward is running on this thread (its function
@@ -353,6 +403,7 @@ where
             .collect::<Result<_>>()?;
         let out = {
             let _autocast = AutocastGuard::enter(autocast);
+            let _remaking = RemakeGuard::enter();
             f(&leaves)?
         };
         let mut grads: Vec<Option<Tensor>> = vec![None; needs.len()];
@@ -375,7 +426,14 @@ where
             let captured = recompute_pass(&out, g, accumulate, &capture)?;
             for (slot, g) in slots.into_iter().zip(captured) {
                 if needs[slot] {
-                    grads[slot] = g;
+                    // Hooks `f` registered on an input (see
+                    // `Var::register_hook`) are on its stand-in: the
+                    // recomputation hands captured leaves' gradients on
+                    // without running their hooks, so they run here.
+                    grads[slot] = match (g, leaves.get(slot)) {
+                        (Some(g), Some(leaf)) => Some(leaf.inner().run_tensor_hooks(g)?),
+                        (g, _) => g,
+                    };
                 }
             }
         }

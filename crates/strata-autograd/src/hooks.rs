@@ -60,6 +60,13 @@ impl std::fmt::Debug for HookHandle {
 }
 
 impl HookHandle {
+    /// A handle that removes nothing: the handle of a hook registered in a
+    /// checkpointed forward, which the recomputation registers again.
+    fn inert() -> HookHandle {
+        let none: Weak<HookList<TensorHook>> = Weak::new();
+        HookHandle { id: 0, list: none }
+    }
+
     /// Unregisters the hook (a no-op if the variable is gone).
     pub fn remove(self) {
         if let Some(list) = self.list.upgrade() {
@@ -194,7 +201,18 @@ impl Var {
     /// ends the pass with that error.
     ///
     /// Only variables that require grad have gradients: anything else is
-    /// an [`AutogradError::RequiresGrad`] error.
+    /// an [`AutogradError::RequiresGrad`] error. Inside a function run by
+    /// [`checkpoint`](crate::checkpoint()), the values that depend on its
+    /// inputs or captured parameters requiring grad are accepted (they
+    /// would require grad in PyTorch): the registration does nothing, its
+    /// handle removes nothing, and the recomputation during backward
+    /// registers the hook again on the value it remakes, where it sees the
+    /// gradient (see the `checkpoint` module docs).
+    ///
+    /// A hook that holds the variable it is registered on (or, on a
+    /// non-leaf, anything holding the graph behind it) makes a reference
+    /// cycle: neither is freed until the hook is removed
+    /// ([`HookHandle::remove`]).
     ///
     /// ```
     /// use strata_autograd::Var;
@@ -213,6 +231,9 @@ impl Var {
         hook: impl Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
     ) -> Result<HookHandle> {
         if !self.requires_grad() {
+            if crate::checkpoint::defers_hook(self) {
+                return Ok(HookHandle::inert());
+            }
             return Err(AutogradError::RequiresGrad {
                 msg: "cannot register a hook on a variable that does not require grad".into(),
             });
@@ -231,7 +252,10 @@ impl Var {
     /// op on the variable, `.grad` is the gradient of its new value.
     ///
     /// A variable that does not require grad is an
-    /// [`AutogradError::RequiresGrad`] error.
+    /// [`AutogradError::RequiresGrad`] error; inside a function run by
+    /// [`checkpoint`](crate::checkpoint()), one that would require grad in
+    /// PyTorch is an [`AutogradError::Checkpoint`] error (the recomputation
+    /// remakes it, and the variable `f` holds would never get a `.grad`).
     ///
     /// ```
     /// use strata_autograd::Var;
@@ -246,6 +270,15 @@ impl Var {
     /// ```
     pub fn retain_grad(&self) -> Result<()> {
         if !self.requires_grad() {
+            if crate::checkpoint::forward_depends(self) {
+                return Err(AutogradError::Checkpoint {
+                    msg: "retain_grad inside a checkpointed function: backward recomputes the \
+                          variable, so the one the function holds would never get a .grad; \
+                          register_hook a function that keeps the gradient, or retain_grad \
+                          on a value outside the checkpoint"
+                        .into(),
+                });
+            }
             return Err(AutogradError::RequiresGrad {
                 msg: "cannot retain the gradient of a variable that does not require grad".into(),
             });

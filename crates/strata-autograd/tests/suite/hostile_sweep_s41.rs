@@ -62,7 +62,7 @@
 use super::common::{grad as grad_of, param};
 use parking_lot::Mutex;
 use std::sync::Arc;
-use strata_autograd::{backward, grad, grad_with, AutogradError, GradArgs, Var};
+use strata_autograd::{backward, checkpoint, grad, grad_with, AutogradError, GradArgs, Var};
 use strata_tensor::{DType, Device, Tensor};
 
 fn values(t: &Tensor) -> Vec<f32> {
@@ -76,6 +76,21 @@ fn close(a: &[f32], b: &[f64]) {
             (x as f64 - y).abs() <= 1e-5 * y.abs().max(1.0),
             "{a:?} vs {b:?}"
         );
+    }
+}
+
+/// What hooks saw, labelled.
+type Seen = Arc<Mutex<Vec<(&'static str, Vec<f32>)>>>;
+
+/// A hook that records the gradients it sees under `label`.
+fn recorder(
+    seen: &Seen,
+    label: &'static str,
+) -> impl Fn(&Tensor) -> strata_autograd::Result<Option<Tensor>> + Send + Sync + 'static {
+    let s = Arc::clone(seen);
+    move |g: &Tensor| {
+        s.lock().push((label, values(g)));
+        Ok(None)
     }
 }
 
@@ -195,4 +210,134 @@ fn a_hook_may_run_backward_and_grad_itself() {
     assert_eq!(grad_of(&x), vec![2.0, 2.0]);
     assert_eq!(grad_of(&a), vec![6.0]);
     assert_eq!(*inner.lock(), vec![vec![6.0]]);
+}
+
+/// PyTorch: a hook registered inside the checkpointed function on a value
+/// computed from its input sees that value's gradient once ([6, 12] for
+/// `h = 3x`, output `h * h`); x.grad is [18, 36].
+#[test]
+fn a_hook_registered_inside_a_checkpointed_function_fires_once() {
+    let x0 = param(&[1.0, 2.0]);
+    let x = x0.mul(1.0).unwrap();
+    let seen: Seen = Arc::default();
+    let s = Arc::clone(&seen);
+    let retain = Arc::new(Mutex::new(Vec::new()));
+    let r = Arc::clone(&retain);
+    let out = checkpoint(
+        move |xs| {
+            xs[0].register_hook(recorder(&s, "input"))?;
+            let h = xs[0].mul(3.0)?;
+            h.register_hook(recorder(&s, "h"))?;
+            // Refused where the function holds a value backward remakes.
+            if !h.requires_grad() {
+                r.lock().push(h.retain_grad());
+            }
+            h.mul(&h)
+        },
+        &[x.clone()],
+    )
+    .unwrap();
+    match retain.lock().as_slice() {
+        [Err(AutogradError::Checkpoint { msg })] => {
+            assert!(msg.contains("retain_grad") && msg.contains("register_hook"), "{msg}")
+        }
+        r => panic!("expected retain_grad refused in the forward, got {r:?}"),
+    }
+    out.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x0), vec![18.0, 36.0]);
+    assert_eq!(
+        *seen.lock(),
+        vec![("h", vec![6.0, 12.0]), ("input", vec![18.0, 36.0])]
+    );
+}
+
+/// PyTorch: `grad(out, [w])` runs the hook of a value made from the
+/// captured `w` ([3, 6]) and prunes the one on a value made only from the
+/// input `x`, which leads to no input of `grad`.
+#[test]
+fn grad_prunes_hooks_registered_inside_a_checkpointed_function_as_pytorch() {
+    let w = param(&[2.0, 2.0]);
+    let x = param(&[1.0, 2.0]);
+    let seen: Seen = Arc::default();
+    let s = Arc::clone(&seen);
+    let w1 = w.clone();
+    let out = checkpoint(
+        move |xs| {
+            let h = xs[0].mul(3.0)?;
+            h.register_hook(recorder(&s, "h"))?;
+            let k = w1.mul(1.0)?;
+            k.register_hook(recorder(&s, "k"))?;
+            h.mul(&k)
+        },
+        &[x.clone()],
+    )
+    .unwrap();
+    let g = grad(&[&out.sum(None, false).unwrap()], &[&w]).unwrap();
+    assert_eq!(values(&g[0]), vec![3.0, 6.0]);
+    assert_eq!(*seen.lock(), vec![("k", vec![3.0, 6.0])]);
+    assert!(w.grad().is_none() && x.grad().is_none());
+}
+
+/// `exp(2x * w) * w` summed, with the inner product checkpointed inside a
+/// checkpoint; `w` is captured by both.
+fn nested(x: &Var, w: &Var) -> Var {
+    let w1 = w.clone();
+    checkpoint(
+        move |xs| {
+            let w2 = w1.clone();
+            checkpoint(move |ys| ys[0].mul(&w2)?.exp(), &[xs[0].mul(2.0)?])?.mul(&w1)
+        },
+        &[x.clone()],
+    )
+    .unwrap()
+    .sum(None, false)
+    .unwrap()
+}
+
+// PyTorch (nested non-reentrant checkpoints, x = [0.1, 0.2], w = [3, 4]).
+const NESTED_W: [f64; 2] = [2.9153902530670166, 12.877883911132812];
+const NESTED_X: [f64; 2] = [32.79814147949219, 158.49703979492188];
+
+#[test]
+fn a_parameter_inside_nested_checkpoints_has_its_hook_fire_once_in_backward_and_grad() {
+    for use_grad in [false, true] {
+        let x = param(&[0.1, 0.2]);
+        let w = param(&[3.0, 4.0]);
+        let seen: Seen = Arc::default();
+        w.register_hook(recorder(&seen, "w")).unwrap();
+        let loss = nested(&x, &w);
+        let (gw, gx) = if use_grad {
+            let g = grad(&[&loss], &[&w, &x]).unwrap();
+            assert!(w.grad().is_none() && x.grad().is_none());
+            (values(&g[0]), values(&g[1]))
+        } else {
+            loss.backward().unwrap();
+            (grad_of(&w), grad_of(&x))
+        };
+        close(&gw, &NESTED_W);
+        close(&gx, &NESTED_X);
+        let seen = seen.lock();
+        assert_eq!(seen.len(), 1, "grad: {use_grad}");
+        close(&seen[0].1, &NESTED_W);
+    }
+}
+
+/// PyTorch: a parameter captured by a checkpoint and also used outside it
+/// gets, from `grad`, the sum of both ([6, 7]), which its hook sees once;
+/// `.grad` stays None.
+#[test]
+fn grad_of_a_checkpoint_captured_parameter_also_used_outside_it() {
+    let x = param(&[1.0, 2.0]);
+    let w = param(&[3.0, 4.0]);
+    let seen: Seen = Arc::default();
+    w.register_hook(recorder(&seen, "w")).unwrap();
+    let w2 = w.clone();
+    let out = checkpoint(move |xs| xs[0].mul(&w2), &[x.clone()])
+        .unwrap()
+        .add(&w.mul(5.0).unwrap())
+        .unwrap();
+    let g = grad(&[&out.sum(None, false).unwrap()], &[&w]).unwrap();
+    assert_eq!(values(&g[0]), vec![6.0, 7.0]);
+    assert_eq!(*seen.lock(), vec![("w", vec![6.0, 7.0])]);
+    assert!(w.grad().is_none() && x.grad().is_none());
 }
