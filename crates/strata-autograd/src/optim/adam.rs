@@ -147,7 +147,9 @@ impl Optimizer for Adam {
                     v: Tensor::zeros(p.shape(), p.dtype(), p.device())?,
                 }),
             };
-            lists.push(k, s.step + 1, p.data(), g, s.m.clone(), s.v.clone())?;
+            // A count loaded at i32::MAX stays there (see `state::Reader::step`).
+            let step = s.step.saturating_add(1);
+            lists.push(k, step, p.data(), g, s.m.clone(), s.v.clone())?;
         }
         let hyper = AdamHyper {
             lr: self.lr,

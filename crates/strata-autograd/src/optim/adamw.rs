@@ -183,7 +183,8 @@ impl AdamW {
         for (k, &i) in self.groups[gi].members.iter().enumerate() {
             let Some(g) = &grads[k] else { continue };
             let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
-            let step = self.steps[i] + 1;
+            // A count loaded at i32::MAX stays there (see `state::Reader::step`).
+            let step = self.steps[i].saturating_add(1);
             lists.push(i, step, self.params[i].data(), g.clone(), mk, vk)?;
         }
         let hyper = AdamHyper {

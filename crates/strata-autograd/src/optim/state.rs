@@ -132,21 +132,26 @@ impl<'a> Reader<'a> {
         Ok((v[0], v[1]))
     }
 
-    /// Parameter `i`'s step count, if it has one: a whole number in
-    /// `0..=i32::MAX`.
+    /// Parameter `i`'s step count, if it has one: a whole number from 0 to
+    /// 2^31, where 2^31 (what a count of `i32::MAX` becomes in the f32 that
+    /// [`step`] saves it as) is read as `i32::MAX`. (strata counts steps in
+    /// an i32, and a count at `i32::MAX` stays there, as PyTorch's f32 count
+    /// stops growing at 2^24; the bias corrections `1 - beta^step` are 1
+    /// long before. A loaded count of `i32::MAX` made the next step
+    /// overflow, and strata's own state at that count was refused.)
     pub(crate) fn step(&mut self, i: usize) -> Result<Option<i32>> {
+        const MAX: f64 = 2_147_483_648.0;
         let key = state_key(i, "step");
         if !self.dict.contains_key(&key) {
             return Ok(None);
         }
         let v = self.values(key.clone(), 1)?[0];
-        if !(v.fract() == 0.0 && (0.0..=i32::MAX as f64).contains(&v)) {
+        if !(v.fract() == 0.0 && (0.0..=MAX).contains(&v)) {
             return Err(self.error(format!(
-                "`{key}` is {v}; a step count is a whole number from 0 to {}",
-                i32::MAX
+                "`{key}` is {v}; a step count is a whole number from 0 to 2^31 ({MAX})"
             )));
         }
-        Ok(Some(v as i32))
+        Ok(Some(v.min(i32::MAX as f64) as i32))
     }
 
     /// Entry `name` of parameter `i`'s state, if present: of `p`'s shape,

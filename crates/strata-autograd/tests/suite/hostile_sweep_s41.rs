@@ -341,3 +341,152 @@ fn grad_of_a_checkpoint_captured_parameter_also_used_outside_it() {
     assert_eq!(*seen.lock(), vec![("w", vec![6.0, 7.0])]);
     assert!(w.grad().is_none() && x.grad().is_none());
 }
+
+use strata_autograd::optim::lr_scheduler::{
+    ExponentialLr, LinearLr, LrSchedule, MultiStepLr, SequentialLr, StepLr,
+};
+use strata_autograd::optim::StateDict;
+use strata_autograd::{Adam, AdamW, Optimizer, Sgd};
+
+fn f32s(v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape, Device::Cpu).unwrap()
+}
+
+/// One step with gradient 0.5 from p = 1, then a state with `step` and
+/// moments (0.1, 0.01) loaded, p reset to 1 and one more step with
+/// gradient 0.5: the parameter then, and the state's step after it.
+fn step_from_loaded_count(mut opt: Box<dyn Optimizer>, step: Tensor) -> (f32, Vec<f32>) {
+    let p = opt.params()[0].clone();
+    p.set_grad(Some(f32s(&[0.5], &[1]))).unwrap();
+    opt.step().unwrap();
+    let mut sd: StateDict = opt.state_dict().unwrap();
+    sd.insert("state.0.step".into(), step);
+    sd.insert("state.0.exp_avg".into(), f32s(&[0.1], &[1]));
+    sd.insert("state.0.exp_avg_sq".into(), f32s(&[0.01], &[1]));
+    p.data().copy_(&f32s(&[1.0], &[1])).unwrap();
+    opt.load_state_dict(&sd).unwrap();
+    opt.step().unwrap();
+    let after = opt.state_dict().unwrap();
+    // strata's own state at that count loads back.
+    opt.load_state_dict(&after).unwrap();
+    (
+        p.to_vec::<f32>().unwrap()[0],
+        values(&after["state.0.step"]),
+    )
+}
+
+/// PyTorch 2.15 (`lr=0.1`, a loaded step of 2147483647, kept by PyTorch
+/// as the f32 2^31): Adam's parameter is 0.8616503477096558 after the
+/// step, AdamW's 0.860650360584259, and the step stays 2^31.
+#[test]
+fn a_step_count_at_i32_max_loads_and_steps_as_pytorch() {
+    let p = || Var::parameter(f32s(&[1.0], &[1])).unwrap();
+    let max_f64 = || Tensor::scalar(i32::MAX as f64, DType::F64, Device::Cpu).unwrap();
+    let max_f32 = || Tensor::scalar(2147483647.0, DType::F32, Device::Cpu).unwrap();
+    for (i, step) in [max_f64(), max_f32()].into_iter().enumerate() {
+        let adam = step_from_loaded_count(Box::new(Adam::new(vec![p()], 0.1).unwrap()), step);
+        assert_eq!(adam, (0.8616503477096558, vec![2147483648.0]), "{i}");
+    }
+    let adamw = AdamW::new(vec![p()]).with_lr(0.1).unwrap();
+    let got = step_from_loaded_count(Box::new(adamw), max_f64());
+    assert_eq!(got, (0.860650360584259, vec![2147483648.0]));
+    // Beyond 2^31 (what no i32 count saves as) is refused, changing nothing.
+    let mut opt = Adam::new(vec![p()], 0.1).unwrap();
+    let mut sd = opt.state_dict().unwrap();
+    sd.insert(
+        "state.0.step".into(),
+        Tensor::scalar(4294967296.0, DType::F64, Device::Cpu).unwrap(),
+    );
+    sd.insert("state.0.exp_avg".into(), f32s(&[0.1], &[1]));
+    sd.insert("state.0.exp_avg_sq".into(), f32s(&[0.01], &[1]));
+    match opt.load_state_dict(&sd) {
+        Err(AutogradError::Optimizer { msg, .. }) => {
+            assert!(msg.contains("state.0.step") && msg.contains("2^31"), "{msg}")
+        }
+        r => panic!("expected the step refused, got {r:?}"),
+    }
+    assert!(opt.state_dict().unwrap().get("state.0.step").is_none());
+}
+
+/// Buffers of any layout load as independent copies: a transposed one
+/// (PyTorch: [[0.71, 1.53], [2.62, 3.44]] after a step from [[1, 2], [3,
+/// 4]] and a first step with gradient 1) and an expanded one (PyTorch
+/// aliases it and its next step fails: "more than one element of the
+/// written-to tensor refers to a single memory location"; strata's copy
+/// steps: buf = 0.9 * 0.5 + 1, p = 1 - 0.1 * 1.45). NaN and inf load as
+/// they are.
+#[test]
+fn sgd_buffers_of_any_layout_load_as_copies() {
+    let p = Var::parameter(f32s(&[1.0, 2.0, 3.0, 4.0], &[2, 2])).unwrap();
+    let mut opt = Sgd::new(vec![p.clone()], 0.1, 0.9).unwrap();
+    p.set_grad(Some(Tensor::ones(&[2, 2], DType::F32, Device::Cpu).unwrap()))
+        .unwrap();
+    opt.step().unwrap();
+    let mut sd = opt.state_dict().unwrap();
+    let transposed = f32s(&[1.0, 2.0, 3.0, 4.0], &[2, 2]).transpose(0, 1).unwrap();
+    sd.insert("state.0.momentum_buffer".into(), transposed.clone());
+    opt.load_state_dict(&sd).unwrap();
+    opt.step().unwrap();
+    close(&values(p.data()), &[0.71, 1.53, 2.62, 3.44]);
+    assert_eq!(values(&transposed), vec![1.0, 3.0, 2.0, 4.0]);
+
+    let q = Var::parameter(f32s(&[1.0, 1.0, 1.0], &[3])).unwrap();
+    let mut opt = Sgd::new(vec![q.clone()], 0.1, 0.9).unwrap();
+    let mut sd = opt.state_dict().unwrap();
+    let expanded = f32s(&[0.5], &[1]).expand(&[3]).unwrap();
+    sd.insert("state.0.momentum_buffer".into(), expanded);
+    opt.load_state_dict(&sd).unwrap();
+    q.set_grad(Some(Tensor::ones(&[3], DType::F32, Device::Cpu).unwrap()))
+        .unwrap();
+    opt.step().unwrap();
+    close(&values(q.data()), &[0.855; 3]);
+
+    sd.insert(
+        "state.0.momentum_buffer".into(),
+        f32s(&[f32::NAN, f32::INFINITY, -f32::INFINITY], &[3]),
+    );
+    opt.load_state_dict(&sd).unwrap();
+    let buf = values(&opt.state_dict().unwrap()["state.0.momentum_buffer"]);
+    assert!(buf[0].is_nan() && buf[1] == f32::INFINITY && buf[2] == -f32::INFINITY);
+}
+
+/// PyTorch's recursive `step()` rates (base 1) for `SequentialLR` around
+/// its milestone, a milestone of 0, and a `MultiStepLR` with milestone 0
+/// after one; the closed forms agree.
+#[test]
+fn sequential_schedules_at_their_milestones_match_pytorchs_steps() {
+    fn rates(s: &dyn LrSchedule, n: u64) -> Vec<f64> {
+        (0..n).map(|e| s.lr_at(1.0, e)).collect()
+    }
+    fn near(a: &[f64], b: &[f64]) {
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() < 1e-12, "{a:?} vs {b:?}");
+        }
+    }
+    let exp_then_step = SequentialLr::new(
+        ExponentialLr::new(0.5).unwrap(),
+        3,
+        StepLr::new(2, 0.1).unwrap(),
+    );
+    near(
+        &rates(&exp_then_step, 8),
+        &[1.0, 0.5, 0.25, 1.0, 1.0, 0.1, 0.1, 0.01],
+    );
+    let from_zero = SequentialLr::new(
+        ExponentialLr::new(0.5).unwrap(),
+        0,
+        StepLr::new(2, 0.1).unwrap(),
+    );
+    near(&rates(&from_zero, 5), &[1.0, 1.0, 0.1, 0.1, 0.01]);
+    let then_multistep = SequentialLr::new(
+        ExponentialLr::new(0.5).unwrap(),
+        3,
+        MultiStepLr::new(vec![0, 2], 0.1).unwrap(),
+    );
+    near(
+        &rates(&then_multistep, 8),
+        &[1.0, 0.5, 0.25, 0.1, 0.1, 0.01, 0.01, 0.01],
+    );
+    let warm = LinearLr::new(0.25, 1.0, 3).unwrap();
+    assert_eq!(warm.lr_at(1.0, u64::MAX), 1.0);
+}
