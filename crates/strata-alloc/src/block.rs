@@ -166,6 +166,60 @@ impl Block {
         }
     }
 
+    /// Makes this vacant slot hold `b`, keeping the slot's generation (the
+    /// handles of its earlier blocks stay stale). Field by field: a vacant
+    /// slot holds no stream set to drop ([`Blocks::remove`] emptied it), so
+    /// the slot is only written, never read first.
+    #[inline(always)]
+    fn refill(&mut self, b: Block) {
+        let Block {
+            ptr,
+            size,
+            requested,
+            freed_at,
+            stream_uses,
+            stream,
+            prev,
+            next,
+            generation: _,
+            event_count,
+            allocated,
+            mapped,
+            expandable,
+            pool,
+            live,
+            oversize,
+            oversize_segment,
+            segment,
+            gc_base,
+            hist_seq,
+            hist_site,
+        } = b;
+        debug_assert!(!self.live && self.stream_uses.is_empty());
+        self.ptr = ptr;
+        self.size = size;
+        self.requested = requested;
+        self.freed_at = freed_at;
+        if !stream_uses.is_empty() {
+            self.stream_uses = stream_uses;
+        }
+        self.stream = stream;
+        self.prev = prev;
+        self.next = next;
+        self.event_count = event_count;
+        self.allocated = allocated;
+        self.mapped = mapped;
+        self.expandable = expandable;
+        self.pool = pool;
+        self.live = live;
+        self.oversize = oversize;
+        self.oversize_segment = oversize_segment;
+        self.segment = segment;
+        self.gc_base = gc_base;
+        self.hist_seq = hist_seq;
+        self.hist_site = hist_site;
+    }
+
     #[inline]
     pub fn end(&self) -> u64 {
         self.ptr + self.size
@@ -192,14 +246,10 @@ pub(crate) struct Blocks {
 
 impl Blocks {
     /// Stores a block and returns its index.
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, b: Block) -> u32 {
         if let Some(i) = self.vacant.pop() {
-            let gen = self.slots[i as usize].generation;
-            self.slots[i as usize] = Block {
-                generation: gen,
-                ..b
-            };
+            self.slots[i as usize].refill(b);
             i
         } else {
             self.slots.push(b);
@@ -236,20 +286,31 @@ impl Blocks {
     pub fn split(&mut self, i: u32, at: u64) -> u32 {
         let b = &self.slots[i as usize];
         debug_assert!(at > 0 && at < b.size);
+        // Every field spelled out (no `..b.clone()`): the new block is built
+        // straight into its slot, without a copy of `b`'s stream set to
+        // clone and drop.
         let back = Block {
             ptr: b.ptr + at,
             size: b.size - at,
             requested: 0,
+            freed_at: b.freed_at,
+            stream_uses: StreamUses::default(),
+            stream: b.stream,
             prev: i,
             next: b.next,
-            stream_uses: StreamUses::default(),
+            generation: b.generation,
             event_count: 0,
             allocated: false,
+            mapped: b.mapped,
+            expandable: b.expandable,
+            pool: b.pool,
+            live: b.live,
             oversize: false,
             oversize_segment: false,
+            segment: b.segment,
+            gc_base: b.gc_base,
             hist_seq: 0,
             hist_site: None,
-            ..b.clone()
         };
         let next = b.next;
         let j = self.add(back);
