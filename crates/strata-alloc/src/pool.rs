@@ -4,11 +4,13 @@
 //! and takes the lower bound of `(stream, request, 0)`: the smallest block that
 //! fits, the lowest address among equals. strata gives the same answer with
 //! segregated bins: sizes are mapped to bins two-level style (exact bins for small
-//! sizes, 32 bins per power of two above), each bin keeps its few entries sorted
-//! by `(size, address)`, and a bitmap finds the next non-empty bin. A lookup is a
-//! binary search in one short vector plus a few bit operations; inserts and
-//! removals move a handful of entries and allocate nothing once the bins have
-//! grown to their working size.
+//! sizes, 32 bins per power of two above), and a bitmap finds the next non-empty
+//! bin. A bin holds its smallest entry inline (most bins hold none or one, so
+//! an insert or a removal touches one cache line) and the others, if any, in a
+//! short vector kept in descending order, so that the next smallest comes off its
+//! end. A lookup is a few bit operations and, in the rare bin of several
+//! entries, a search in one short vector; nothing is allocated once the bins
+//! have grown to their working size.
 
 /// Second-level bits: 2^5 = 32 bins per power of two.
 const SL_BITS: u32 = 5;
@@ -18,19 +20,19 @@ const EXACT_UNITS: u64 = 1 << (SL_BITS + 1);
 const NUM_BINS: usize = EXACT_UNITS as usize + (64 - 9 - (SL_BITS as usize + 1)) * (1 << SL_BITS);
 const WORDS: usize = NUM_BINS.div_ceil(64);
 
-/// Bins of at most this many blocks are scanned rather than searched: the
-/// scan's steps have no branch to mispredict.
+/// Bins of at most this many further entries are scanned rather than
+/// searched: the scan's steps have no branch to mispredict.
 const SHORT_BIN: usize = 16;
 
-/// How many entries of `bin` (sorted) satisfy `below`, a predicate true for
-/// a prefix: a short bin is scanned (no branch to mispredict per step), a
+/// How many entries of `v` (sorted) satisfy `before`, a predicate true for
+/// a prefix: a short vector is scanned (no branch to mispredict per step), a
 /// long one binary-searched.
 #[inline]
-fn rank(bin: &[Entry], below: impl Fn(&Entry) -> bool) -> usize {
-    if bin.len() <= SHORT_BIN {
-        bin.iter().filter(|x| below(x)).count()
+fn rank(v: &[Entry], before: impl Fn(&Entry) -> bool) -> usize {
+    if v.len() <= SHORT_BIN {
+        v.iter().filter(|x| before(x)).count()
     } else {
-        bin.partition_point(below)
+        v.partition_point(before)
     }
 }
 
@@ -41,6 +43,17 @@ pub(crate) struct Entry {
     pub ptr: u64,
     pub block: u32,
 }
+
+impl Entry {
+    /// The index's order: by size, then by address.
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.size, self.ptr)
+    }
+}
+
+/// The `block` of an empty bin's `head` (never a block's index).
+const EMPTY: u32 = u32::MAX;
 
 /// The bin holding blocks of `size` bytes (a multiple of 512).
 #[inline]
@@ -55,9 +68,108 @@ fn bin_of(size: u64) -> usize {
     }
 }
 
+/// The entries of one bin, in `(size, address)` order: `head` first, then
+/// `rest` from its end to its start. Two bins share a cache line.
+#[derive(Clone)]
+#[repr(align(32))]
+struct Bin {
+    /// The smallest entry; its `block` is [`EMPTY`] when the bin is empty.
+    head: Entry,
+    /// The bin's other entries, largest first (the next smallest last, to be
+    /// popped when the head goes); allocated on the bin's first second entry
+    /// and kept, so that a busy bin allocates nothing more.
+    #[allow(clippy::box_collection)] // one word where a `Vec` takes three
+    rest: Option<Box<Vec<Entry>>>,
+}
+
+impl Bin {
+    const EMPTY: Bin = Bin {
+        head: Entry {
+            size: 0,
+            ptr: 0,
+            block: EMPTY,
+        },
+        rest: None,
+    };
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.head.block == EMPTY
+    }
+
+    /// The entries after the head, largest first.
+    #[inline]
+    fn rest(&self) -> &[Entry] {
+        self.rest.as_deref().map_or(&[], |v| v.as_slice())
+    }
+
+    /// Entry `pos` in `(size, address)` order (0: the head).
+    #[inline]
+    fn get(&self, pos: usize) -> Option<Entry> {
+        if pos == 0 {
+            (!self.is_empty()).then_some(self.head)
+        } else {
+            let rest = self.rest();
+            rest.len().checked_sub(pos).map(|i| rest[i])
+        }
+    }
+
+    /// Adds `e` (the bin must be non-empty).
+    #[inline]
+    fn insert_behind_head(&mut self, e: Entry) {
+        let rest = self.rest.get_or_insert_with(Default::default);
+        let e = if e.key() < self.head.key() {
+            std::mem::replace(&mut self.head, e)
+        } else {
+            e
+        };
+        // Descending: `e` goes after every larger entry.
+        let at = rank(rest, |x| x.key() > e.key());
+        rest.insert(at, e);
+    }
+
+    /// Entry `pos` in `(size, address)` order, in place (`pos` must be in
+    /// the bin).
+    #[inline]
+    fn at(&self, pos: usize) -> &Entry {
+        if pos == 0 {
+            &self.head
+        } else {
+            let rest = self.rest();
+            &rest[rest.len() - pos]
+        }
+    }
+
+    /// Takes out entry `pos` in `(size, address)` order; returns whether the
+    /// bin is empty now. The entry is not read back: the callers have read
+    /// what they need of it, and a copy of the whole entry, just written by
+    /// an insert, would wait for the insert's narrower stores.
+    #[inline]
+    fn remove(&mut self, pos: usize) -> bool {
+        let rest = self.rest.as_deref_mut();
+        if pos == 0 {
+            match rest.and_then(|v| v.pop()) {
+                Some(next) => {
+                    self.head = next;
+                    false
+                }
+                None => {
+                    self.head.block = EMPTY;
+                    true
+                }
+            }
+        } else {
+            let rest = rest.expect("an entry behind the head");
+            let i = rest.len() - pos;
+            rest.remove(i);
+            false
+        }
+    }
+}
+
 /// Free blocks of one (stream, pool), ordered by size then address.
 pub(crate) struct FreeIndex {
-    bins: Vec<Vec<Entry>>,
+    bins: Box<[Bin]>,
     words: [u64; WORDS],
     summary: u64,
     len: usize,
@@ -66,7 +178,7 @@ pub(crate) struct FreeIndex {
 impl Default for FreeIndex {
     fn default() -> Self {
         FreeIndex {
-            bins: (0..NUM_BINS).map(|_| Vec::new()).collect(),
+            bins: vec![Bin::EMPTY; NUM_BINS].into_boxed_slice(),
             words: [0; WORDS],
             summary: 0,
             len: 0,
@@ -105,10 +217,11 @@ impl FreeIndex {
     pub fn insert(&mut self, e: Entry) {
         let b = bin_of(e.size);
         let bin = &mut self.bins[b];
-        let at = rank(bin, |x| (x.size, x.ptr) < (e.size, e.ptr));
-        bin.insert(at, e);
-        if bin.len() == 1 {
+        if bin.is_empty() {
+            bin.head = e;
             self.mark(b);
+        } else {
+            bin.insert_behind_head(e);
         }
         self.len += 1;
     }
@@ -118,43 +231,57 @@ impl FreeIndex {
     pub fn remove(&mut self, size: u64, ptr: u64) -> bool {
         let b = bin_of(size);
         let bin = &self.bins[b];
-        // A block's address identifies it: a short bin is scanned for it,
-        // stopping there.
-        let at = if bin.len() <= SHORT_BIN {
-            bin.iter().position(|x| x.ptr == ptr).unwrap_or(bin.len())
+        let pos = if bin.head.ptr == ptr && !bin.is_empty() {
+            0
         } else {
-            rank(bin, |x| (x.size, x.ptr) < (size, ptr))
+            // A block's address identifies it: a short vector is scanned for
+            // it, stopping there.
+            let rest = bin.rest();
+            let i = if rest.len() <= SHORT_BIN {
+                rest.iter().position(|x| x.ptr == ptr)
+            } else {
+                Some(rank(rest, |x| x.key() > (size, ptr))).filter(|&i| i < rest.len())
+            };
+            match i {
+                Some(i) if rest[i].ptr == ptr => rest.len() - i,
+                _ => return false,
+            }
         };
-        let found = bin.get(at).is_some_and(|x| x.ptr == ptr && x.size == size);
+        let found = bin.at(pos).size == size;
         if found {
-            self.remove_at(b, at);
+            self.remove_at(b, pos);
         }
         found
     }
 
-    /// Takes out entry `at` of bin `b`.
+    /// Takes out entry `pos` (in order) of bin `b`.
     #[inline]
-    fn remove_at(&mut self, b: usize, at: usize) -> Entry {
-        let e = self.bins[b].remove(at);
-        if self.bins[b].is_empty() {
+    fn remove_at(&mut self, b: usize, pos: usize) {
+        if self.bins[b].remove(pos) {
             self.unmark(b);
         }
         self.len -= 1;
-        e
     }
 
     /// Where the smallest block of at least `size` bytes is: its bin and its
-    /// place in it.
+    /// place in it (0: the head).
     #[inline]
     fn first_at_least(&self, size: u64) -> Option<(usize, usize)> {
         let first = bin_of(size);
         let fb = &self.bins[first];
-        let at = rank(fb, |x| x.size < size);
-        if at < fb.len() {
-            Some((first, at))
-        } else {
-            Some((self.next_bin(first + 1)?, 0))
+        if !fb.is_empty() {
+            if fb.head.size >= size {
+                return Some((first, 0));
+            }
+            // Descending: the blocks that fit come first, the smallest of
+            // them last.
+            let rest = fb.rest();
+            let fit = rank(rest, |x| x.size >= size);
+            if fit > 0 {
+                return Some((first, rest.len() - fit + 1));
+            }
         }
+        Some((self.next_bin(first + 1)?, 0))
     }
 
     /// The first non-empty bin at or after `from`.
@@ -194,11 +321,19 @@ impl FreeIndex {
         size: u64,
         accept: impl FnOnce(&Entry) -> bool,
     ) -> Option<Entry> {
-        let (b, at) = self.first_at_least(size)?;
-        if !accept(&self.bins[b][at]) {
+        let (b, pos) = self.first_at_least(size)?;
+        let e = self.bins[b].at(pos);
+        if !accept(e) {
             return None;
         }
-        Some(self.remove_at(b, at))
+        // Field by field (see `Bin::remove`).
+        let e = Entry {
+            size: e.size,
+            ptr: e.ptr,
+            block: e.block,
+        };
+        self.remove_at(b, pos);
+        Some(e)
     }
 
     /// Blocks of at least `size` bytes in `(size, address)` order.
@@ -208,8 +343,8 @@ impl FreeIndex {
 
     /// Every block, largest first (used by the release paths, never on the hot path).
     pub fn descending(&self) -> Vec<Entry> {
-        let mut v: Vec<Entry> = self.bins.iter().flatten().copied().collect();
-        v.sort_unstable_by(|a, b| b.cmp(a));
+        let mut v: Vec<Entry> = self.all().collect();
+        v.reverse();
         v
     }
 
@@ -219,7 +354,7 @@ impl FreeIndex {
         self.walk(self.next_bin(0).map(|b| (b, 0)))
     }
 
-    /// The blocks in `(size, address)` order from entry `at` of bin `b`
+    /// The blocks in `(size, address)` order from entry `pos` of bin `b`
     /// (`start`), through the non-empty bins after it.
     fn walk(&self, start: Option<(usize, usize)>) -> impl Iterator<Item = Entry> + '_ {
         let mut bin = start.map(|(b, _)| b);
@@ -228,7 +363,7 @@ impl FreeIndex {
             let b = bin?;
             if let Some(e) = self.bins[b].get(pos) {
                 pos += 1;
-                return Some(*e);
+                return Some(e);
             }
             bin = self.next_bin(b + 1);
             pos = 0;
@@ -285,7 +420,9 @@ mod tests {
             let want: Vec<_> = set.iter().copied().collect();
             prop_assert_eq!(&all, &want);
             let every: Vec<_> = idx.all().map(|e| (e.size, e.ptr)).collect();
-            prop_assert_eq!(every, want);
+            prop_assert_eq!(&every, &want);
+            let down: Vec<_> = idx.descending().iter().map(|e| (e.size, e.ptr)).collect();
+            prop_assert_eq!(down, want.iter().rev().copied().collect::<Vec<_>>());
         }
 
         /// The same with few sizes, so that bins grow past the short-bin scan
