@@ -573,11 +573,21 @@ impl CachingAllocator {
             return self.free_uncached(raw);
         }
         let mut guard = self.state.lock();
-        let r = self.free_locked(&mut guard, raw);
-        if guard.observed {
-            self.unlock_and_dispatch(guard);
+        // Matched, not passed on: the common `Ok` is written afresh into the
+        // return slot rather than copied out of a temporary (whose wide loads
+        // waited for the narrower store of its tag).
+        match self.free_locked(&mut guard, raw) {
+            Ok(()) => {
+                if guard.observed {
+                    self.unlock_and_dispatch(guard);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.unlock_and_dispatch(guard);
+                Err(e)
+            }
         }
-        r
     }
 
     /// [`free_raw`](Self::free_raw) of a cached allocation, under the lock.
