@@ -1330,6 +1330,7 @@ impl CachingAllocator {
     }
 
     /// Returns a block to its pool, merging it with free neighbours.
+    #[inline]
     fn free_block(&self, st: &mut State, id: u32) {
         if st.observed {
             st.record_free(Action::FreeCompleted, id);
@@ -1339,6 +1340,7 @@ impl CachingAllocator {
     }
 
     /// [`free_block`](Self::free_block) less its history entry.
+    #[inline(always)]
     fn release_block(&self, st: &mut State, id: u32) {
         let (orig_size, requested) = (st.blocks[id].size as i64, st.blocks[id].requested as i64);
         let pool = st.blocks[id].pool.stat();

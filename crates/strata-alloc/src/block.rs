@@ -283,6 +283,7 @@ impl Blocks {
 
     /// Splits block `i` at byte offset `at`: `i` keeps the front, the returned
     /// new block takes the back (same stream, pool, segment and state).
+    #[inline(always)]
     pub fn split(&mut self, i: u32, at: u64) -> u32 {
         let b = &self.slots[i as usize];
         debug_assert!(at > 0 && at < b.size);
@@ -324,6 +325,7 @@ impl Blocks {
     }
 
     /// Merges the block after `i` into `i` and frees its slot.
+    #[inline(always)]
     pub fn absorb_next(&mut self, i: u32) {
         let j = self[i].next;
         let (size, next) = (self[j].size, self[j].next);

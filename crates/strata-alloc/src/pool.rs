@@ -213,7 +213,7 @@ impl FreeIndex {
     }
 
     /// Adds a free block.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, e: Entry) {
         let b = bin_of(e.size);
         let bin = &mut self.bins[b];
@@ -227,7 +227,7 @@ impl FreeIndex {
     }
 
     /// Removes a free block; returns whether it was present.
-    #[inline]
+    #[inline(always)]
     pub fn remove(&mut self, size: u64, ptr: u64) -> bool {
         let b = bin_of(size);
         let bin = &self.bins[b];
@@ -255,7 +255,7 @@ impl FreeIndex {
     }
 
     /// Takes out entry `pos` (in order) of bin `b`.
-    #[inline]
+    #[inline(always)]
     fn remove_at(&mut self, b: usize, pos: usize) {
         if self.bins[b].remove(pos) {
             self.unmark(b);

@@ -559,7 +559,7 @@ impl State {
         Ok(e)
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn index_insert(&mut self, id: u32) {
         let b = &mut self.blocks[id];
         // The counts only grow, and only while garbage collection is on: at 0
@@ -583,7 +583,7 @@ impl State {
         self.streams[s].free[p].insert(e);
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn index_remove(&mut self, id: u32) -> bool {
         let b = &self.blocks[id];
         self.streams[b.stream as usize].free[b.pool as usize].remove(b.size, b.ptr)
