@@ -602,8 +602,8 @@ impl CachingAllocator {
         // more (the margin's floor, expandable/mod.rs): a smaller free is a
         // temporary that gives no page back.
         st.freed_a_page |= size >= self.page;
-        st.stats.allocation.decrease(pool, 1);
-        st.stats.allocated_bytes.decrease(pool, size as i64);
+        st.stats.allocation.decrease_by(pool, 1);
+        st.stats.allocated_bytes.decrease_by(pool, size);
         let (current, high) = (
             st.stats.allocated_bytes.all().current as u64,
             st.allocated_high.bytes,
@@ -1281,12 +1281,12 @@ impl CachingAllocator {
         }
         st.streams[s as usize].allocated_grew(size, st.free_clock);
         let stats = &mut st.stats;
-        stats.allocation.increase(pool, 1);
-        stats.allocated_bytes.increase(pool, size as i64);
+        stats.allocation.increase_by(pool, 1);
+        stats.allocated_bytes.increase_by(pool, size);
         let now_allocated = stats.allocated_bytes.all().current as u64;
-        stats.active.increase(pool, 1);
-        stats.active_bytes.increase(pool, size as i64);
-        stats.requested_bytes.increase(pool, orig as i64);
+        stats.active.increase_by(pool, 1);
+        stats.active_bytes.increase_by(pool, size);
+        stats.requested_bytes.increase_by(pool, orig);
         if oversize {
             stats.oversize_allocations.increase(1);
         }
@@ -1342,7 +1342,7 @@ impl CachingAllocator {
     /// [`free_block`](Self::free_block) less its history entry.
     #[inline(always)]
     fn release_block(&self, st: &mut State, id: u32) {
-        let (orig_size, requested) = (st.blocks[id].size as i64, st.blocks[id].requested as i64);
+        let (orig_size, requested) = (st.blocks[id].size, st.blocks[id].requested);
         let pool = st.blocks[id].pool.stat();
         let expandable = st.blocks[id].expandable;
         let mut net_blocks = 0i64;
@@ -1374,9 +1374,9 @@ impl CachingAllocator {
             apply_delta(&mut stats.inactive_split, pool, net_blocks);
             apply_delta(&mut stats.inactive_split_bytes, pool, net_bytes);
         }
-        stats.active.decrease(pool, 1);
-        stats.active_bytes.decrease(pool, orig_size);
-        stats.requested_bytes.decrease(pool, requested);
+        stats.active.decrease_by(pool, 1);
+        stats.active_bytes.decrease_by(pool, orig_size);
+        stats.requested_bytes.decrease_by(pool, requested);
     }
 
     // ----- events ----------------------------------------------------------------

@@ -40,6 +40,29 @@ impl Stat {
         self.freed = self.freed.saturating_add(n);
     }
 
+    /// [`increase`](Self::increase) by an amount that is never negative (a
+    /// count, or a size: sizes stay below 2^63, as the reserved bytes do),
+    /// whose saturation needs no test of its sign.
+    #[inline]
+    pub(crate) fn increase_by(&mut self, n: u64) {
+        debug_assert!(n <= i64::MAX as u64);
+        let n = n as i64;
+        self.current += n;
+        self.allocated = self.allocated.checked_add(n).unwrap_or(i64::MAX);
+        if self.current > self.peak {
+            self.peak = self.current;
+        }
+    }
+
+    /// [`decrease`](Self::decrease) by an amount that is never negative.
+    #[inline]
+    pub(crate) fn decrease_by(&mut self, n: u64) {
+        debug_assert!(n <= i64::MAX as u64);
+        let n = n as i64;
+        self.current -= n;
+        self.freed = self.freed.checked_add(n).unwrap_or(i64::MAX);
+    }
+
     fn reset_peak(&mut self) {
         self.peak = self.current;
     }
@@ -92,6 +115,21 @@ impl StatArray {
     pub fn decrease(&mut self, pool: StatType, n: i64) {
         self.0[0].decrease(n);
         self.0[pool as usize].decrease(n);
+    }
+
+    /// [`increase`](Self::increase) by an amount that is never negative
+    /// ([`Stat::increase_by`]).
+    #[inline]
+    pub(crate) fn increase_by(&mut self, pool: StatType, n: u64) {
+        self.0[0].increase_by(n);
+        self.0[pool as usize].increase_by(n);
+    }
+
+    /// [`decrease`](Self::decrease) by an amount that is never negative.
+    #[inline]
+    pub(crate) fn decrease_by(&mut self, pool: StatType, n: u64) {
+        self.0[0].decrease_by(n);
+        self.0[pool as usize].decrease_by(n);
     }
 
     /// The stat for one pool type.
