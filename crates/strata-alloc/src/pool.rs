@@ -76,8 +76,8 @@ struct Bin {
     /// The smallest entry; its `block` is [`EMPTY`] when the bin is empty.
     head: Entry,
     /// The bin's other entries, largest first (the next smallest last, to be
-    /// popped when the head goes); allocated on the bin's first second entry
-    /// and kept, so that a busy bin allocates nothing more.
+    /// popped when the head goes); allocated when the bin first holds two
+    /// entries, and kept, so that a busy bin allocates nothing more.
     #[allow(clippy::box_collection)] // one word where a `Vec` takes three
     rest: Option<Box<Vec<Entry>>>,
 }
@@ -376,6 +376,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn two_bins_fill_a_cache_line() {
+        assert_eq!(std::mem::size_of::<Bin>(), 32);
+        assert_eq!(std::mem::align_of::<Bin>(), 32);
+    }
 
     #[test]
     fn bins_are_monotonic() {
