@@ -4,7 +4,7 @@
 //! list of parameters ([`Tensor::adam_step_list_`]).
 
 use super::adam_lists::AdamLists;
-use super::state::{self, StateDict};
+use super::state::{self, AdamHypers, StateDict};
 use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
@@ -12,9 +12,6 @@ use strata_tensor::{AdamHyper, Tensor};
 
 /// What the betas accept.
 pub(crate) const BETA: &str = "a number in [0, 1), e.g. 0.9";
-
-/// The entries of a parameter's Adam or AdamW state.
-pub(crate) const ADAM_STATE: &[&str] = &["step", "exp_avg", "exp_avg_sq"];
 
 /// Per-parameter state, created at the parameter's first step.
 struct State {
@@ -74,6 +71,15 @@ impl Adam {
         Ok(())
     }
 
+    /// The hyper-parameters a state holds.
+    fn hypers(&self) -> AdamHypers {
+        AdamHypers {
+            lr: self.lr,
+            betas: self.betas,
+            eps: self.eps,
+        }
+    }
+
     /// Bytes held by the moment estimates.
     pub fn state_bytes(&self) -> usize {
         self.state
@@ -99,38 +105,26 @@ impl Optimizer for Adam {
 
     fn state_dict(&self) -> Result<StateDict> {
         let mut d = StateDict::new();
-        d.insert(state::hyper_key("lr"), state::scalar(self.lr)?);
-        d.insert(state::hyper_key("betas"), state::pair(self.betas)?);
-        d.insert(state::hyper_key("eps"), state::scalar(self.eps)?);
+        self.hypers().write(&mut d)?;
         for (i, s) in self.state.iter().enumerate() {
-            let Some(s) = s else { continue };
-            d.insert(state::state_key(i, "step"), state::step(s.step)?);
-            d.insert(state::state_key(i, "exp_avg"), state::copy(&s.m)?);
-            d.insert(state::state_key(i, "exp_avg_sq"), state::copy(&s.v)?);
+            if let Some(s) = s {
+                state::write_adam(&mut d, i, s.step, &s.m, &s.v)?;
+            }
         }
         Ok(d)
     }
 
     fn load_state_dict(&mut self, dict: &StateDict) -> Result<()> {
         let mut r = state::Reader::new("Adam", dict);
-        let (lr, (b1, b2), eps) = (r.hyper("lr")?, r.hyper_pair("betas")?, r.hyper("eps")?);
-        check_non_negative("Adam", "learning rate", lr)?;
-        check("Adam", "beta1", b1, (0.0..1.0).contains(&b1), BETA)?;
-        check("Adam", "beta2", b2, (0.0..1.0).contains(&b2), BETA)?;
-        check_non_negative("Adam", "epsilon", eps)?;
-        let mut loaded = Vec::with_capacity(self.params.len());
-        for (i, p) in self.params.iter().enumerate() {
-            let step = r.step(i)?;
-            let m = r.like(i, "exp_avg", p)?;
-            let v = r.like(i, "exp_avg_sq", p)?;
-            loaded.push(match (step, m, v) {
-                (Some(step), Some(m), Some(v)) => Some(State { step, m, v }),
-                (None, None, None) => None,
-                _ => return Err(r.error(state::incomplete(i, ADAM_STATE))),
-            });
-        }
+        let h = AdamHypers::read("Adam", &mut r)?;
+        let loaded = (self.params.iter().enumerate())
+            .map(|(i, p)| {
+                let s = state::read_adam(&mut r, i, p)?;
+                Ok(s.map(|(step, m, v)| State { step, m, v }))
+            })
+            .collect::<Result<Vec<_>>>()?;
         r.finish(self.params.len())?;
-        (self.lr, self.betas, self.eps, self.state) = (lr, (b1, b2), eps, loaded);
+        (self.lr, self.betas, self.eps, self.state) = (h.lr, h.betas, h.eps, loaded);
         Ok(())
     }
 

@@ -15,9 +15,9 @@
 //! A parameter without a gradient is skipped (its moments do not decay),
 //! as in PyTorch.
 
-use super::adam::{ADAM_STATE, BETA};
+use super::adam::BETA;
 use super::adam_lists::AdamLists;
-use super::state::{self, StateDict};
+use super::state::{self, AdamHypers, StateDict};
 use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
@@ -215,9 +215,8 @@ impl Optimizer for AdamW {
 
     fn state_dict(&self) -> Result<StateDict> {
         let mut d = StateDict::new();
-        d.insert(state::hyper_key("lr"), state::scalar(self.lr)?);
-        d.insert(state::hyper_key("betas"), state::pair(self.betas)?);
-        d.insert(state::hyper_key("eps"), state::scalar(self.eps)?);
+        let (lr, betas, eps) = (self.lr, self.betas, self.eps);
+        AdamHypers { lr, betas, eps }.write(&mut d)?;
         d.insert(
             state::hyper_key("weight_decay"),
             state::scalar(self.weight_decay)?,
@@ -225,13 +224,10 @@ impl Optimizer for AdamW {
         for (gi, g) in self.groups.iter().enumerate() {
             let Some((m, v)) = &g.moments else { continue };
             for (k, &i) in g.members.iter().enumerate() {
-                if self.steps[i] == 0 {
-                    continue;
+                if self.steps[i] != 0 {
+                    let (mk, vk) = (self.slice(gi, k, m)?, self.slice(gi, k, v)?);
+                    state::write_adam(&mut d, i, self.steps[i], &mk, &vk)?;
                 }
-                d.insert(state::state_key(i, "step"), state::step(self.steps[i])?);
-                let (mk, vk) = (self.slice(gi, k, m)?, self.slice(gi, k, v)?);
-                d.insert(state::state_key(i, "exp_avg"), state::copy(&mk)?);
-                d.insert(state::state_key(i, "exp_avg_sq"), state::copy(&vk)?);
             }
         }
         Ok(d)
@@ -242,27 +238,16 @@ impl Optimizer for AdamW {
     /// others.
     fn load_state_dict(&mut self, dict: &StateDict) -> Result<()> {
         let mut r = state::Reader::new("AdamW", dict);
-        let (lr, (b1, b2), eps) = (r.hyper("lr")?, r.hyper_pair("betas")?, r.hyper("eps")?);
+        let h = AdamHypers::read("AdamW", &mut r)?;
         let weight_decay = r.hyper("weight_decay")?;
-        check_non_negative("AdamW", "learning rate", lr)?;
-        check("AdamW", "beta1", b1, (0.0..1.0).contains(&b1), BETA)?;
-        check("AdamW", "beta2", b2, (0.0..1.0).contains(&b2), BETA)?;
-        check_non_negative("AdamW", "epsilon", eps)?;
         check_non_negative("AdamW", "weight decay", weight_decay)?;
         let mut steps = vec![0; self.params.len()];
         let mut loaded: Vec<Option<(Tensor, Tensor)>> = Vec::with_capacity(self.params.len());
         for (i, p) in self.params.iter().enumerate() {
-            let step = r.step(i)?;
-            let m = r.like(i, "exp_avg", p)?;
-            let v = r.like(i, "exp_avg_sq", p)?;
-            loaded.push(match (step, m, v) {
-                (Some(step), Some(m), Some(v)) => {
-                    steps[i] = step;
-                    Some((m, v))
-                }
-                (None, None, None) => None,
-                _ => return Err(r.error(state::incomplete(i, ADAM_STATE))),
-            });
+            loaded.push(state::read_adam(&mut r, i, p)?.map(|(step, m, v)| {
+                steps[i] = step;
+                (m, v)
+            }));
         }
         r.finish(self.params.len())?;
         let mut moments = Vec::with_capacity(self.groups.len());
@@ -284,7 +269,7 @@ impl Optimizer for AdamW {
         for (g, m) in self.groups.iter_mut().zip(moments) {
             g.moments = m;
         }
-        (self.lr, self.betas, self.eps) = (lr, (b1, b2), eps);
+        (self.lr, self.betas, self.eps) = (h.lr, h.betas, h.eps);
         (self.weight_decay, self.steps) = (weight_decay, steps);
         Ok(())
     }

@@ -216,3 +216,66 @@ impl<'a> Reader<'a> {
         }))
     }
 }
+
+/// Adam's and AdamW's shared hyper-parameters: learning rate, betas, eps.
+pub(crate) struct AdamHypers {
+    pub(crate) lr: f64,
+    pub(crate) betas: (f64, f64),
+    pub(crate) eps: f64,
+}
+
+impl AdamHypers {
+    /// Writes them into `d`.
+    pub(crate) fn write(&self, d: &mut StateDict) -> Result<()> {
+        d.insert(hyper_key("lr"), scalar(self.lr)?);
+        d.insert(hyper_key("betas"), pair(self.betas)?);
+        d.insert(hyper_key("eps"), scalar(self.eps)?);
+        Ok(())
+    }
+
+    /// Reads them, with the checks of `optimizer`'s constructor.
+    pub(crate) fn read(optimizer: &'static str, r: &mut Reader<'_>) -> Result<AdamHypers> {
+        let (lr, (b1, b2), eps) = (r.hyper("lr")?, r.hyper_pair("betas")?, r.hyper("eps")?);
+        super::check_non_negative(optimizer, "learning rate", lr)?;
+        let beta = super::adam::BETA;
+        super::check(optimizer, "beta1", b1, (0.0..1.0).contains(&b1), beta)?;
+        super::check(optimizer, "beta2", b2, (0.0..1.0).contains(&b2), beta)?;
+        super::check_non_negative(optimizer, "epsilon", eps)?;
+        Ok(AdamHypers {
+            lr,
+            betas: (b1, b2),
+            eps,
+        })
+    }
+}
+
+/// Writes parameter `i`'s Adam state: its step count and moments.
+pub(crate) fn write_adam(
+    d: &mut StateDict,
+    i: usize,
+    step: i32,
+    m: &Tensor,
+    v: &Tensor,
+) -> Result<()> {
+    d.insert(state_key(i, "step"), self::step(step)?);
+    d.insert(state_key(i, "exp_avg"), copy(m)?);
+    d.insert(state_key(i, "exp_avg_sq"), copy(v)?);
+    Ok(())
+}
+
+/// Reads parameter `i`'s Adam state (`p` the parameter): its step count and
+/// moments, all three or none.
+pub(crate) fn read_adam(
+    r: &mut Reader<'_>,
+    i: usize,
+    p: &Var,
+) -> Result<Option<(i32, Tensor, Tensor)>> {
+    let step = r.step(i)?;
+    let m = r.like(i, "exp_avg", p)?;
+    let v = r.like(i, "exp_avg_sq", p)?;
+    match (step, m, v) {
+        (Some(step), Some(m), Some(v)) => Ok(Some((step, m, v))),
+        (None, None, None) => Ok(None),
+        _ => Err(r.error(incomplete(i, &["step", "exp_avg", "exp_avg_sq"]))),
+    }
+}
