@@ -72,6 +72,10 @@ impl TraceOps {
         let mut t = TraceOps::default();
         let mut live: HashMap<u64, u32> = HashMap::new();
         let mut vacant: Vec<u32> = Vec::new();
+        // A stream value's index in `t.streams`: a hash lookup, not a scan
+        // of the streams seen, so that a trace of many distinct stream
+        // values (a garbled field) is read in linear time.
+        let mut stream_index: HashMap<u64, u32> = HashMap::new();
         for (action, addr, size, stream) in events {
             match action {
                 "alloc" if size > 0 => {
@@ -82,13 +86,10 @@ impl TraceOps {
                     if live.insert(addr, slot).is_some() {
                         t.realloc_live += 1;
                     }
-                    let s = match t.streams.iter().position(|&x| x == stream) {
-                        Some(i) => i,
-                        None => {
-                            t.streams.push(stream);
-                            t.streams.len() - 1
-                        }
-                    } as u32;
+                    let s = *stream_index.entry(stream).or_insert_with(|| {
+                        t.streams.push(stream);
+                        (t.streams.len() - 1) as u32
+                    });
                     t.ops.push(TraceOp::Alloc {
                         slot,
                         size,
