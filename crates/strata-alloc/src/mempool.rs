@@ -372,8 +372,10 @@ pub(crate) fn forget_empty_pools(st: &mut State) {
             .reserved_bytes_by_private_pools
             .remove(&pool_id(id));
     }
-    for e in st.streams.iter_mut() {
+    for (i, e) in st.streams.iter_mut().enumerate() {
         if gone.contains(&e.mempool) {
+            st.stream_entries.remove(&(e.handle, e.mempool));
+            st.vacant_entries.insert(i as u32);
             e.mempool = VACANT;
             e.no_split = false;
         }

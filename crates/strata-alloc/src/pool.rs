@@ -169,6 +169,9 @@ impl Bin {
 
 /// Free blocks of one (stream, pool), ordered by size then address.
 pub(crate) struct FreeIndex {
+    /// Empty until the first insert: a stream that never frees a block
+    /// into this pool costs no bins (about 50 KiB of them), so an
+    /// allocator used on many streams does not pay for each.
     bins: Box<[Bin]>,
     words: [u64; WORDS],
     summary: u64,
@@ -178,7 +181,7 @@ pub(crate) struct FreeIndex {
 impl Default for FreeIndex {
     fn default() -> Self {
         FreeIndex {
-            bins: vec![Bin::EMPTY; NUM_BINS].into_boxed_slice(),
+            bins: Box::default(),
             words: [0; WORDS],
             summary: 0,
             len: 0,
@@ -212,9 +215,19 @@ impl FreeIndex {
         }
     }
 
+    /// The bins, at the first insert (see the field).
+    #[cold]
+    #[inline(never)]
+    fn make_bins(&mut self) {
+        self.bins = vec![Bin::EMPTY; NUM_BINS].into_boxed_slice();
+    }
+
     /// Adds a free block.
     #[inline(always)]
     pub fn insert(&mut self, e: Entry) {
+        if self.bins.is_empty() {
+            self.make_bins();
+        }
         let b = bin_of(e.size);
         let bin = &mut self.bins[b];
         if bin.is_empty() {
@@ -230,7 +243,10 @@ impl FreeIndex {
     #[inline(always)]
     pub fn remove(&mut self, size: u64, ptr: u64) -> bool {
         let b = bin_of(size);
-        let bin = &self.bins[b];
+        // No bins yet: nothing was ever inserted.
+        let Some(bin) = self.bins.get(b) else {
+            return false;
+        };
         let pos = if bin.head.ptr == ptr && !bin.is_empty() {
             0
         } else {
@@ -268,7 +284,8 @@ impl FreeIndex {
     #[inline]
     fn first_at_least(&self, size: u64) -> Option<(usize, usize)> {
         let first = bin_of(size);
-        let fb = &self.bins[first];
+        // No bins yet: nothing was ever inserted.
+        let fb = self.bins.get(first)?;
         if !fb.is_empty() {
             if fb.head.size >= size {
                 return Some((first, 0));

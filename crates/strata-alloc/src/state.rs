@@ -211,6 +211,12 @@ pub(crate) struct State {
     pub settings: Settings,
     pub blocks: Blocks,
     pub streams: Vec<StreamState>,
+    /// The index in `streams` of each (stream, private pool) entry (0: the
+    /// default pools), so that finding one does not scan them all, and the
+    /// entries of forgotten private pools, to be taken again
+    /// ([`pool_stream_index`]).
+    pub stream_entries: std::collections::HashMap<(StreamId, u64), u32>,
+    pub vacant_entries: std::collections::BTreeSet<u32>,
     /// The stream looked up last and its dense index; the index is
     /// [`NONE`] until a stream is registered (every `StreamId` is a valid
     /// stream, so the handle alone cannot mark "none yet").
@@ -306,6 +312,8 @@ impl State {
             settings,
             blocks: Blocks::default(),
             streams: Vec::new(),
+            stream_entries: std::collections::HashMap::new(),
+            vacant_entries: std::collections::BTreeSet::new(),
             last_stream: (StreamId(u64::MAX), NONE),
             segments: HashMap::new(),
             malloced: BTreeMap::new(),
@@ -605,30 +613,29 @@ pub(crate) fn stream_index(st: &mut State, stream: StreamId) -> u32 {
 /// The dense index of `stream`'s entry in pool `mempool` (0: the default
 /// pools), registering it on first use.
 pub(crate) fn pool_stream_index(st: &mut State, stream: StreamId, mempool: u64) -> u32 {
-    if let Some(i) = st
-        .streams
-        .iter()
-        .position(|s| s.handle == stream && s.mempool == mempool)
-    {
-        return i as u32;
+    if let Some(&i) = st.stream_entries.get(&(stream, mempool)) {
+        return i;
     }
     let no_split = st.mempool(mempool).is_some_and(|p| p.no_split);
     let fresh = StreamState::new(stream, mempool, no_split);
     // An entry of a forgotten private pool holds nothing any more (no block,
     // no event: events wait on default entries): it is taken again.
-    if let Some(i) = st
-        .streams
-        .iter()
-        .position(|s| s.mempool == crate::mempool::VACANT)
-    {
-        let e = &mut st.streams[i];
-        debug_assert!(e.free.iter().all(|f| f.len() == 0) && e.events.is_empty());
-        let free = std::mem::take(&mut e.free);
-        *e = StreamState { free, ..fresh };
-        return i as u32;
-    }
-    st.streams.push(fresh);
-    (st.streams.len() - 1) as u32
+    let i = match st.vacant_entries.pop_first() {
+        Some(i) => {
+            let e = &mut st.streams[i as usize];
+            debug_assert!(e.mempool == crate::mempool::VACANT);
+            debug_assert!(e.free.iter().all(|f| f.len() == 0) && e.events.is_empty());
+            let free = std::mem::take(&mut e.free);
+            *e = StreamState { free, ..fresh };
+            i
+        }
+        None => {
+            st.streams.push(fresh);
+            (st.streams.len() - 1) as u32
+        }
+    };
+    st.stream_entries.insert((stream, mempool), i);
+    i
 }
 
 /// The most bytes an allocator reserves at once: its statistics are
