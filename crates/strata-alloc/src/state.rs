@@ -212,10 +212,10 @@ pub(crate) struct State {
     pub blocks: Blocks,
     pub streams: Vec<StreamState>,
     /// The index in `streams` of each (stream, private pool) entry (0: the
-    /// default pools), so that finding one does not scan them all, and the
-    /// entries of forgotten private pools, to be taken again
+    /// default pools), so that finding one does not scan them all
     /// ([`pool_stream_index`]).
     pub stream_entries: std::collections::HashMap<(StreamId, u64), u32>,
+    /// The entries of forgotten private pools, taken again lowest first.
     pub vacant_entries: std::collections::BTreeSet<u32>,
     /// The stream looked up last and its dense index; the index is
     /// [`NONE`] until a stream is registered (every `StreamId` is a valid

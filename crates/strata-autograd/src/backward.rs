@@ -72,11 +72,7 @@ fn root(out: &Var, grad: Option<&Tensor>) -> Result<(Edge, Tensor)> {
             // PyTorch's engine converts it: the backward formulas expect it
             // (matmul's refused an f64 gradient of an f32 product, gelu's an
             // integer one).
-            if g.dtype() != out.dtype() {
-                g.to_dtype(out.dtype())?
-            } else {
-                g.clone()
-            }
+            g.to_dtype(out.dtype())?
         }
         None => {
             if out.numel() != 1 {

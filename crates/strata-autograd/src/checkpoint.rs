@@ -82,19 +82,20 @@ thread_local! {
     static REMAKING: Cell<usize> = const { Cell::new(0) };
 }
 
-/// Marks a recomputation's run of the checkpointed function until dropped.
-struct RemakeGuard;
+/// Counts itself in one of the counters above until dropped (a
+/// recomputation running its function, or back-propagating).
+struct Counted(&'static std::thread::LocalKey<Cell<usize>>);
 
-impl RemakeGuard {
-    fn enter() -> RemakeGuard {
-        REMAKING.with(|r| r.set(r.get() + 1));
-        RemakeGuard
+impl Counted {
+    fn enter(counter: &'static std::thread::LocalKey<Cell<usize>>) -> Counted {
+        counter.with(|c| c.set(c.get() + 1));
+        Counted(counter)
     }
 }
 
-impl Drop for RemakeGuard {
+impl Drop for Counted {
     fn drop(&mut self) {
-        REMAKING.with(|r| r.set(r.get() - 1));
+        self.0.with(|c| c.set(c.get() - 1));
     }
 }
 
@@ -121,22 +122,6 @@ pub(crate) fn defers_hook(v: &Var) -> bool {
 /// second call).
 pub(crate) fn in_recompute() -> bool {
     RECOMPUTING.with(Cell::get) > 0
-}
-
-/// Marks a recomputation's backward as running until dropped.
-struct RecomputeGuard;
-
-impl RecomputeGuard {
-    fn enter() -> RecomputeGuard {
-        RECOMPUTING.with(|r| r.set(r.get() + 1));
-        RecomputeGuard
-    }
-}
-
-impl Drop for RecomputeGuard {
-    fn drop(&mut self) {
-        RECOMPUTING.with(|r| r.set(r.get() - 1));
-    }
 }
 
 /// What one active checkpointed forward has seen.
@@ -403,7 +388,7 @@ where
             .collect::<Result<_>>()?;
         let out = {
             let _autocast = AutocastGuard::enter(autocast);
-            let _remaking = RemakeGuard::enter();
+            let _remaking = Counted::enter(&REMAKING);
             f(&leaves)?
         };
         let mut grads: Vec<Option<Tensor>> = vec![None; needs.len()];
@@ -422,7 +407,7 @@ where
                     slots.push(n_in + j);
                 }
             }
-            let _recomputing = RecomputeGuard::enter();
+            let _recomputing = Counted::enter(&RECOMPUTING);
             let captured = recompute_pass(&out, g, accumulate, &capture)?;
             for (slot, g) in slots.into_iter().zip(captured) {
                 if needs[slot] {

@@ -136,12 +136,7 @@ fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()>
 /// in bf16 lost the low bits of the smaller, and `grad` returned the f32
 /// leaf's gradient in bf16.
 fn in_leaf_dtype(v: &VarInner, g: Tensor) -> Result<Tensor> {
-    let dtype = v.data.dtype();
-    Ok(if g.dtype() != dtype {
-        g.to_dtype(dtype)?
-    } else {
-        g
-    })
+    Ok(g.to_dtype(v.data.dtype())?)
 }
 
 /// The nodes reachable from `roots`; oldest first when `sorted` (an
@@ -174,8 +169,8 @@ fn reachable(roots: &[(Edge, Tensor)], sorted: bool) -> Vec<Arc<Node>> {
 }
 
 /// The part of the graph a capturing pass runs (see [`run`]): the nodes a
-/// gradient must reach, and those of them whose backward formula runs.
-/// `None` in a pass that adds into `.grad`: every node, both.
+/// gradient must reach, and those of them whose backward formula runs. A
+/// pass that adds into `.grad` has none: it reaches and runs every node.
 struct Pruned {
     needed: HashSet<Key>,
     runs: HashSet<Key>,
@@ -208,8 +203,8 @@ impl Pruned {
 }
 
 /// Runs a backward pass from `roots` (each an output's edge and its
-/// gradient); returns, when capturing, the gradient of each captured
-/// variable (`None` where none reached it), and nothing otherwise.
+/// gradient); returns the gradient of each variable of `sink.capture`, in
+/// its order (`None` where none reached it).
 ///
 /// Kahn's algorithm, running the most recently recorded ready node first,
 /// as PyTorch's engine does: a layer's parameter gradients are finished

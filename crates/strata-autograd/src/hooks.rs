@@ -16,6 +16,7 @@
 //! in PyTorch.
 
 use crate::error::{AutogradError, Result};
+use crate::node::Node;
 use crate::var::{Var, VarInner};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -75,6 +76,12 @@ impl HookHandle {
     }
 }
 
+/// The hooks of `list` now, to run outside its lock (a hook may register or
+/// remove hooks).
+fn snapshot<H: Clone>(list: &HookList<H>) -> Vec<H> {
+    list.lock().iter().map(|(_, h)| h.clone()).collect()
+}
+
 /// Appends `hook` to `list`, returning the handle that removes it.
 fn push<H: Send + 'static>(list: &Arc<HookList<H>>, hook: H) -> HookHandle {
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -97,15 +104,11 @@ pub(crate) fn run_tensor_hooks(
     grad: Tensor,
     dtype: DType,
 ) -> Result<Tensor> {
-    let hooks: Vec<TensorHook> = list.lock().iter().map(|(_, h)| Arc::clone(h)).collect();
+    let hooks = snapshot(list);
     if hooks.is_empty() {
         return Ok(grad);
     }
-    let mut grad = if grad.dtype() != dtype {
-        grad.to_dtype(dtype)?
-    } else {
-        grad
-    };
+    let mut grad = grad.to_dtype(dtype)?;
     for hook in hooks {
         if let Some(new) = hook(&grad)? {
             let changed = if new.shape() != grad.shape() {
@@ -167,21 +170,26 @@ impl OutputHooks {
         let grad = run_tensor_hooks(&self.tensor, grad, self.dtype)?;
         let retains = self.retains.lock().as_ref().and_then(Weak::upgrade);
         if let Some(v) = retains {
-            let kept = if grad.dtype() != self.dtype {
-                grad.to_dtype(self.dtype)?
-            } else {
-                grad.clone()
-            };
-            v.retain(kept)?;
+            v.retain(grad.to_dtype(self.dtype)?)?;
         }
         Ok(grad)
     }
 
-    /// Moves the retained gradient's variable to `to` (the variable's new
-    /// history after an in-place op).
-    pub(crate) fn move_retains_to(&self, to: &OutputHooks) {
-        let v = self.retains.lock().take();
-        *to.retains.lock() = v;
+    /// Moves the variable retaining its gradient, if any, to the hooks of
+    /// `to` (made by `init` if need be): the variable's new history after an
+    /// in-place op.
+    pub(crate) fn move_retains_to(&self, to: &Node, init: impl FnOnce() -> OutputHooks) {
+        if let Some(v) = self.retains.lock().take() {
+            *to.output_hooks_or_init(init).retains.lock() = Some(v);
+        }
+    }
+
+    /// Whether `v` is the variable retaining its gradient here.
+    fn retained_by(&self, v: &Arc<VarInner>) -> bool {
+        self.retains
+            .lock()
+            .as_ref()
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(v)))
     }
 }
 
@@ -286,14 +294,14 @@ impl Var {
         let Some(node) = self.grad_fn() else {
             return Ok(());
         };
-        self.inner.retains_grad.store(true, Ordering::Release);
         *self.output_hooks(&node).retains.lock() = Some(Arc::downgrade(&self.inner));
         Ok(())
     }
 
     /// Whether this non-leaf keeps its gradient ([`Var::retain_grad`]).
     pub fn retains_grad(&self) -> bool {
-        self.inner.retains_grad.load(Ordering::Acquire)
+        self.grad_fn()
+            .is_some_and(|n| n.output_hooks().is_some_and(|h| h.retained_by(&self.inner)))
     }
 
     /// Registers `hook`, run by every backward pass that reaches this leaf
@@ -322,7 +330,7 @@ impl Var {
     }
 
     /// The hooks of the variable that `node` (its history) holds.
-    fn output_hooks<'n>(&self, node: &'n Arc<crate::node::Node>) -> &'n OutputHooks {
+    fn output_hooks<'n>(&self, node: &'n Arc<Node>) -> &'n OutputHooks {
         node.output_hooks_or_init(|| OutputHooks::new(self.dtype()))
     }
 }
@@ -332,14 +340,8 @@ impl VarInner {
     /// `.grad`, out of place.
     fn retain(&self, g: Tensor) -> Result<()> {
         let mut slot = self.grad.lock();
-        let sum = match slot.grad.take() {
-            Some(prev) => match prev.add(&g) {
-                Ok(s) => s,
-                Err(e) => {
-                    slot.grad = Some(prev);
-                    return Err(e.into());
-                }
-            },
+        let sum = match &slot.grad {
+            Some(prev) => prev.add(&g)?,
             None => g.deep_clone()?,
         };
         slot.grad = Some(sum);
@@ -376,13 +378,12 @@ impl VarInner {
         }
     }
 
-    /// Runs the post-accumulate-grad hooks (outside the lock, so a hook may
-    /// register or remove hooks).
+    /// Runs the post-accumulate-grad hooks.
     pub(crate) fn run_grad_hooks(self: &Arc<Self>) -> Result<()> {
         let Some(list) = self.hooks.get() else {
             return Ok(());
         };
-        let hooks: Vec<GradHook> = list.lock().iter().map(|(_, h)| Arc::clone(h)).collect();
+        let hooks = snapshot(list);
         if hooks.is_empty() {
             return Ok(());
         }

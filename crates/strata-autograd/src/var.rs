@@ -78,9 +78,6 @@ pub(crate) struct VarInner {
     /// Tensor hooks (leaves only; a non-leaf's live on the node that made
     /// it, see `hooks.rs`), shared like `hooks`.
     pub(crate) tensor_hooks: std::sync::OnceLock<Arc<HookList<TensorHook>>>,
-    /// Set by [`Var::retain_grad`] on a non-leaf: its gradient is kept in
-    /// `.grad`.
-    pub(crate) retains_grad: AtomicBool,
     /// For a view made of a variable that did not require grad: that
     /// variable's [`ViewSource`], its rebase count then, and the view op's
     /// node name. Should the variable (or one it views, up such a chain)
@@ -285,7 +282,6 @@ impl Var {
                 inference,
                 hooks: std::sync::OnceLock::new(),
                 tensor_hooks: std::sync::OnceLock::new(),
-                retains_grad: AtomicBool::new(false),
                 untracked_view_of: None,
                 source: std::sync::OnceLock::new(),
                 replaced_by_to: AtomicBool::new(false),
@@ -689,13 +685,9 @@ impl Var {
         let old = self.inner.grad_fn.lock().replace(Arc::clone(&node));
         // A retained gradient is the current value's (PyTorch moves the
         // retains-grad hook to the new history).
-        if self.retains_grad() {
-            if let Some(hooks) = old.as_deref().and_then(Node::output_hooks) {
-                let dtype = self.dtype();
-                hooks.move_retains_to(
-                    node.output_hooks_or_init(|| crate::hooks::OutputHooks::new(dtype)),
-                );
-            }
+        if let Some(hooks) = old.as_deref().and_then(Node::output_hooks) {
+            let dtype = self.dtype();
+            hooks.move_retains_to(&node, || crate::hooks::OutputHooks::new(dtype));
         }
         if let Some(source) = self.inner.source.get() {
             source.rebases.fetch_add(1, Ordering::AcqRel);
