@@ -43,6 +43,9 @@ struct TraceFile {
     workload: String,
     #[serde(default)]
     mode: String,
+    /// The device the trace was recorded on, as PyTorch names it.
+    #[serde(default)]
+    device: String,
     #[serde(default)]
     stats: HashMap<String, serde_json::Value>,
     events: Vec<(String, u64, u64, u64)>,
@@ -51,6 +54,8 @@ struct TraceFile {
 struct Trace {
     name: String,
     mode: String,
+    /// The device the trace was recorded on (empty if the file does not say).
+    recorded_on: String,
     ops: Vec<TraceOp>,
     slots: usize,
     streams: Vec<u64>,
@@ -106,6 +111,7 @@ fn load(path: &str) -> Result<Trace, String> {
             t.workload.clone()
         },
         mode: t.mode.clone(),
+        recorded_on: t.device.clone(),
         torch_peak_reserved: stat("reserved_bytes.all.peak"),
         torch_device_allocs: stat("num_device_alloc"),
         ops,
@@ -199,10 +205,16 @@ fn driver(device: &str, t: &Trace) -> Result<Arc<dyn Driver>, String> {
         // block, so the simulated device completes every event at once; it
         // hands out the addresses PyTorch's device gave its segments, which
         // decide ties between equal free blocks (the lowest address wins).
+        // It has the memory of the device the trace was recorded on (an
+        // H100's unless the file names an H200), at least what PyTorch
+        // reserved there.
         "sim" => Ok(Arc::new(
-            SimDriver::h100()
-                .with_auto_complete_events()
-                .with_malloc_addresses(t.segments.iter().copied()),
+            SimDriver::like(
+                &t.recorded_on,
+                t.torch_peak_reserved.unwrap_or(0).max(0) as u64,
+            )
+            .with_auto_complete_events()
+            .with_malloc_addresses(t.segments.iter().copied()),
         )),
         "cuda" => open_cuda(),
         other => Err(format!("unknown --device '{other}': use sim or cuda")),
@@ -335,6 +347,17 @@ fn run() -> Result<(), String> {
                 t.streams.len(),
                 args.device
             );
+            if let Ok(info) = drv.mem_get_info() {
+                println!(
+                    "  device memory     {:.2} GiB{}",
+                    info.total as f64 / (1u64 << 30) as f64,
+                    if t.recorded_on.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (recorded on {})", t.recorded_on)
+                    }
+                );
+            }
             println!("  operations        {}", t.ops.len());
             println!("  peak allocated    {:.1} MiB", mib(peak_alloc));
             println!(

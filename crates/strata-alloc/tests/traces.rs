@@ -45,6 +45,8 @@ struct Trace {
     /// PyTorch's `segment_alloc` events (address, size), in order: the
     /// addresses its device handed out.
     segments: Vec<(u64, u64)>,
+    /// The device it was recorded on (the file's `device`).
+    device: String,
 }
 
 fn traces_dir() -> Option<PathBuf> {
@@ -106,6 +108,7 @@ fn load(path: &std::path::Path) -> Trace {
         streams: t.streams.len(),
         stats,
         segments: t.segments,
+        device: v["device"].as_str().unwrap_or_default().to_string(),
     }
 }
 
@@ -147,9 +150,14 @@ fn replay_keeping(t: &Trace, conf: &str, passes: usize, kept: u64) -> Replay {
     // equal free blocks depends on them); they only matter to ordinary
     // segments.
     let drv = Arc::new(
-        SimDriver::h100()
-            .with_auto_complete_events()
-            .with_malloc_addresses(t.segments.iter().copied()),
+        SimDriver::like(
+            &t.device,
+            t.stats
+                .get("reserved_bytes.all.peak")
+                .map_or(0, |&b| b.max(0) as u64),
+        )
+        .with_auto_complete_events()
+        .with_malloc_addresses(t.segments.iter().copied()),
     );
     let streams: Vec<StreamId> = (0..t.streams)
         .map(|i| {
@@ -513,6 +521,8 @@ impl Builder {
             streams: self.streams,
             stats: HashMap::new(),
             segments: Vec::new(),
+            // The synthetic workloads run on an H100's memory.
+            device: String::new(),
         }
     }
 }

@@ -21,6 +21,11 @@ use std::collections::{BTreeMap, HashMap};
 /// Base of the fake address space; far from 0 so that a null pointer is never valid.
 const ADDRESS_BASE: u64 = 0x7f00_0000_0000;
 
+/// An H100 80GB's memory as `cuMemGetInfo` reports it.
+const H100_CAPACITY: u64 = 85_017_493_504;
+/// An H200's memory as `cuMemGetInfo` reports it.
+const H200_CAPACITY: u64 = 150_754_820_096;
+
 #[derive(Default)]
 struct SimState {
     used: u64,
@@ -86,7 +91,44 @@ impl SimDriver {
 
     /// An H100's capacity (85017493504 bytes) and 2 MiB granularity.
     pub fn h100() -> SimDriver {
-        SimDriver::new(85_017_493_504, 2 << 20)
+        SimDriver::new(H100_CAPACITY, 2 << 20)
+    }
+
+    /// An H200's capacity (150754820096 bytes, 143771 MiB, as `cuMemGetInfo`
+    /// reports it) and 2 MiB granularity.
+    pub fn h200() -> SimDriver {
+        SimDriver::new(H200_CAPACITY, 2 << 20)
+    }
+
+    /// A device like the one a trace was recorded on: `name` is the device's
+    /// name as PyTorch reports it (a trace file's `device`, e.g. `"NVIDIA
+    /// H200"`), and `at_least` the most memory the recording is known to have
+    /// held (PyTorch's `reserved_bytes.all.peak`, 0 if unknown). An H200 gets
+    /// an H200's capacity, every other name an H100's; the capacity is then
+    /// raised, if need be, to `at_least` rounded up to the 2 MiB granularity,
+    /// so that a replay never runs out of memory where the recording did not.
+    ///
+    /// ```
+    /// use strata_alloc::driver::{sim::SimDriver, Driver};
+    /// let h200 = SimDriver::like("NVIDIA H200", 0);
+    /// assert_eq!(h200.mem_get_info().unwrap().total, 150_754_820_096);
+    /// let h100 = SimDriver::like("NVIDIA H100 80GB HBM3", 0);
+    /// assert_eq!(h100.mem_get_info().unwrap().total, 85_017_493_504);
+    /// // A larger device than either, known from what the recording held:
+    /// let big = SimDriver::like("a future GPU", 200 << 30);
+    /// assert_eq!(big.mem_get_info().unwrap().total, 200 << 30);
+    /// ```
+    pub fn like(name: &str, at_least: u64) -> SimDriver {
+        const GRANULARITY: u64 = 2 << 20;
+        let known = if name.to_ascii_uppercase().contains("H200") {
+            H200_CAPACITY
+        } else {
+            H100_CAPACITY
+        };
+        let needed = at_least
+            .checked_next_multiple_of(GRANULARITY)
+            .unwrap_or(u64::MAX - (GRANULARITY - 1));
+        SimDriver::new(known.max(needed), GRANULARITY)
     }
 
     /// Makes every recorded event complete at once (as if the device were
