@@ -13,8 +13,10 @@
 //!
 //! As in PyTorch:
 //!
-//! * ids are `(0, n)` with `n` counting up from 1 per allocator; the default
-//!   pools are `(0, 0)` ([`SegmentSnapshot::pool_id`]);
+//! * ids are `(0, n)` with `n` counting up from 1 across the process (one
+//!   counter for every allocator and device, PyTorch's static
+//!   `MemPool::uid_`), so no two pools share an id; the default pools are
+//!   `(0, 0)` ([`SegmentSnapshot::pool_id`]);
 //! * [`use_count`](MemPool::use_count) is 1 for the pool itself plus 1 for
 //!   each active guard;
 //! * routes nest per thread, the latest one winning, and are private to the
@@ -43,12 +45,18 @@ use crate::snapshot::SegmentSnapshot;
 use crate::state::{pool_stream_index, stream_index, PoolRoute, PrivatePool, State};
 use crate::{AllocError, StreamId};
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
 
 /// A private pool id that no entry of `State::streams` uses any more (the
 /// entry is vacant, ready for the next pool's stream).
 pub(crate) const VACANT: u64 = u64::MAX;
+
+/// The next private pool number, shared by every allocator of the process:
+/// PyTorch's `MemPool::uid_` is one static counter starting at 1 (0 is the
+/// default pools), so pools of different devices never share an id.
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Options of a [`MemPool`] (PyTorch's `MemPool(use_on_oom=..., no_split=...)`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,8 +113,9 @@ impl CachingAllocator {
     /// Creates a private memory pool (PyTorch's `torch.cuda.MemPool()`).
     pub fn mem_pool(self: &Arc<Self>, options: MemPoolOptions) -> MemPool {
         let id = self.with_state(|st| {
-            st.next_pool_id += 1;
-            let id = st.next_pool_id;
+            // Taken under the allocator's lock so that this allocator's pools
+            // are listed in the order of their ids.
+            let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed);
             st.mempools.push(PrivatePool {
                 id,
                 use_count: 1,

@@ -278,8 +278,6 @@ pub(crate) struct State {
     /// Threads routed to private pools, most recent last (the last route of
     /// a thread wins, as PyTorch scans its list from the back).
     pub pool_routes: Vec<PoolRoute>,
-    /// The last private pool id handed out.
-    pub next_pool_id: u64,
     /// The last route token handed out.
     pub next_route_token: u64,
     /// Caching is off (PyTorch's `caching_allocator_enable(False)`): each
@@ -336,7 +334,6 @@ impl State {
             freed_a_page: false,
             mempools: Vec::new(),
             pool_routes: Vec::new(),
-            next_pool_id: 0,
             next_route_token: 0,
             caching_disabled: false,
             uncached: HashMap::new(),

@@ -31,5 +31,6 @@ mod pytorch_tests_s36;
 mod pytorch_tests_s37;
 mod pytorch_tests_s38;
 mod pytorch_tests_s40;
+mod pytorch_tests_s42;
 mod recycling;
 mod settings;

@@ -52,8 +52,12 @@ fn pools_have_distinct_ids_and_the_default_pool_is_zero() {
     let a = sim("", 8 * GIB);
     let p1 = a.mem_pool(MemPoolOptions::default());
     let p2 = a.mem_pool(MemPoolOptions::default());
-    assert_eq!(p1.id(), (0, 1));
-    assert_eq!(p2.id(), (0, 2));
+    // PyTorch's ids are `(0, n)`, n from one process-wide counter starting
+    // at 1 (other tests make pools meanwhile, so only the order is known).
+    assert_eq!(p1.id().0, 0);
+    assert_eq!(p2.id().0, 0);
+    assert!(p1.id().1 >= 1);
+    assert!(p2.id().1 > p1.id().1);
     let x = a.allocate(MIB, S0).unwrap();
     assert_eq!(pool_of(&a, x.ptr()), Some((0, 0)));
 }
@@ -250,7 +254,11 @@ fn a_dropped_pools_live_blocks_keep_their_segments_until_freed_and_emptied() {
     assert_eq!(a.memory_reserved(), 0);
     // A new pool reuses nothing of the old one but works as usual.
     let q = a.mem_pool(MemPoolOptions::default());
-    assert_eq!(q.id(), (0, 2));
+    assert_eq!(q.id().0, 0);
+    assert!(
+        q.id().1 > id.1,
+        "a new pool never takes a dropped pool's id"
+    );
     let y = {
         let _g = q.activate().unwrap();
         a.allocate(MIB, S0).unwrap()
