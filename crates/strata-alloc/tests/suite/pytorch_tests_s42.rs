@@ -28,6 +28,7 @@
 use super::common::{sim_device, stat};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use strata_alloc::history::Action;
 use strata_alloc::snapshot::BlockState;
 use strata_alloc::{AllocError, Allocation, CachingAllocator, MemPool, MemPoolOptions, StreamId};
 
@@ -229,6 +230,54 @@ fn test_graph_two_successive() {
             }
             Some(r) => assert_eq!(r - reserved, K_SMALL_BUFFER as i64, "{share:?}"),
         }
+        drop((input, b, c, g0, g1_own));
+        a.empty_cache().unwrap();
+        assert_eq!(a.memory_reserved(), 0, "{share:?}");
+    }
+}
+
+/// Mirrors `TestCuda.test_graph_concurrent_replay`'s allocator part: g0
+/// captures `b = a.clone()` and five `func_with_temps(b, 1)`, g1 `c =
+/// a.clone()` and five `func_with_temps(c, 2)`, on 1,000,000 floats. When
+/// the graphs share a pool, g1's capture takes memory g0's temporaries left
+/// (which is why the test expects the two replays, run concurrently, to
+/// corrupt each other's results); with a pool each, no address of g1 is one
+/// of g0's.
+#[test]
+fn test_graph_concurrent_replay() {
+    let bytes = 1_000_000 * 4;
+    let a = fresh();
+    for share in SHARES {
+        let input = a.allocate(bytes, S).unwrap();
+        let g0 = new_pool(&a);
+        let g1_own = new_pool(&a);
+        let g1 = if share == Share::DontShare {
+            &g1_own
+        } else {
+            &g0
+        };
+        // Every address a capture's allocations get, through history.
+        let captured = |pool: &MemPool| {
+            let _capture = pool.activate().unwrap();
+            a.record_history(Some(10_000));
+            let mut x = a.allocate(bytes, S).unwrap(); // a.clone()
+            for _ in 0..5 {
+                x = func_with_temps(&a, x, bytes);
+            }
+            let addrs: BTreeSet<u64> = a
+                .history()
+                .iter()
+                .filter(|e| e.action == Action::Alloc)
+                .map(|e| e.addr)
+                .collect();
+            a.record_history(None);
+            (x, addrs)
+        };
+        let (b, g0_addrs) = captured(&g0);
+        let (c, g1_addrs) = captured(g1);
+        assert!(!g1_addrs.contains(&b.ptr()), "{share:?}: b is live");
+        let overlap = g0_addrs.intersection(&g1_addrs).count();
+        assert_eq!(overlap > 0, share != Share::DontShare, "{share:?}");
         drop((input, b, c, g0, g1_own));
         a.empty_cache().unwrap();
         assert_eq!(a.memory_reserved(), 0, "{share:?}");
