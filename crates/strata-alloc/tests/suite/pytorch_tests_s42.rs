@@ -169,19 +169,24 @@ fn func_with_temps(a: &Arc<CachingAllocator>, t: Allocation, bytes: u64) -> Allo
     r
 }
 
-/// How `test_graph_two_successive` and `test_graph_three_successive` give
+/// How `test_graph_two_successive`, `test_graph_concurrent_replay` and
+/// `test_graph_three_successive` give
 /// the second (and third) capture a pool.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Share {
+enum Pools {
     /// Each graph its own pool.
-    DontShare,
+    OnePerGraph,
     /// `capture_begin(g0.pool())`.
     ViaPool,
     /// `capture_begin(torch.cuda.graph_pool_handle())` for both.
     ViaGraphPoolHandle,
 }
 
-const SHARES: [Share; 3] = [Share::DontShare, Share::ViaPool, Share::ViaGraphPoolHandle];
+const POOLINGS: [Pools; 3] = [
+    Pools::OnePerGraph,
+    Pools::ViaPool,
+    Pools::ViaGraphPoolHandle,
+];
 
 /// Mirrors `TestCuda.test_graph_two_successive`'s statistics: two captures
 /// of `func_with_temps` chains on 1000 floats (4000 bytes, small pool) need
@@ -192,7 +197,7 @@ fn test_graph_two_successive() {
     let bytes = 1000 * 4;
     let a = fresh();
     let mut reserved_no_sharing = None;
-    for share in SHARES {
+    for pools in POOLINGS {
         let input = a.allocate(bytes, S).unwrap(); // a = torch.ones(size)
         let g0 = new_pool(&a);
         let g1_own = new_pool(&a);
@@ -204,7 +209,7 @@ fn test_graph_two_successive() {
             }
             b
         };
-        let g1 = if share == Share::DontShare {
+        let g1 = if pools == Pools::OnePerGraph {
             &g1_own
         } else {
             &g0
@@ -225,14 +230,14 @@ fn test_graph_two_successive() {
         let reserved = stat(&a, "reserved_bytes.all.current");
         match reserved_no_sharing {
             None => {
-                assert_eq!(share, Share::DontShare);
+                assert_eq!(pools, Pools::OnePerGraph);
                 reserved_no_sharing = Some(reserved);
             }
-            Some(r) => assert_eq!(r - reserved, K_SMALL_BUFFER as i64, "{share:?}"),
+            Some(r) => assert_eq!(r - reserved, K_SMALL_BUFFER as i64, "{pools:?}"),
         }
         drop((input, b, c, g0, g1_own));
         a.empty_cache().unwrap();
-        assert_eq!(a.memory_reserved(), 0, "{share:?}");
+        assert_eq!(a.memory_reserved(), 0, "{pools:?}");
     }
 }
 
@@ -247,11 +252,11 @@ fn test_graph_two_successive() {
 fn test_graph_concurrent_replay() {
     let bytes = 1_000_000 * 4;
     let a = fresh();
-    for share in SHARES {
+    for pools in POOLINGS {
         let input = a.allocate(bytes, S).unwrap();
         let g0 = new_pool(&a);
         let g1_own = new_pool(&a);
-        let g1 = if share == Share::DontShare {
+        let g1 = if pools == Pools::OnePerGraph {
             &g1_own
         } else {
             &g0
@@ -275,12 +280,12 @@ fn test_graph_concurrent_replay() {
         };
         let (b, g0_addrs) = captured(&g0);
         let (c, g1_addrs) = captured(g1);
-        assert!(!g1_addrs.contains(&b.ptr()), "{share:?}: b is live");
+        assert!(!g1_addrs.contains(&b.ptr()), "{pools:?}: b is live");
         let overlap = g0_addrs.intersection(&g1_addrs).count();
-        assert_eq!(overlap > 0, share != Share::DontShare, "{share:?}");
+        assert_eq!(overlap > 0, pools != Pools::OnePerGraph, "{pools:?}");
         drop((input, b, c, g0, g1_own));
         a.empty_cache().unwrap();
-        assert_eq!(a.memory_reserved(), 0, "{share:?}");
+        assert_eq!(a.memory_reserved(), 0, "{pools:?}");
     }
 }
 
@@ -294,12 +299,12 @@ fn test_graph_concurrent_replay() {
 fn test_graph_three_successive() {
     let bytes = 1000 * 4;
     let a = fresh();
-    for share in SHARES {
+    for pools in POOLINGS {
         let input = a.allocate(bytes, S).unwrap();
         let g0 = new_pool(&a);
         let (g1_own, g2_own) = (new_pool(&a), new_pool(&a));
-        let (g1, g2) = match share {
-            Share::DontShare => (&g1_own, &g2_own),
+        let (g1, g2) = match pools {
+            Pools::OnePerGraph => (&g1_own, &g2_own),
             _ => (&g0, &g0),
         };
         let (b, c, d) = {
@@ -320,11 +325,11 @@ fn test_graph_three_successive() {
             let _capture = g2.activate().unwrap();
             a.allocate(bytes, S).unwrap()
         };
-        let expect_corruption = share != Share::DontShare;
-        assert_eq!(f.ptr() == c_ptr, expect_corruption, "{share:?}");
+        let expect_corruption = pools != Pools::OnePerGraph;
+        assert_eq!(f.ptr() == c_ptr, expect_corruption, "{pools:?}");
         drop((input, b, d, e, f, g0, g1_own, g2_own));
         a.empty_cache().unwrap();
-        assert_eq!(a.memory_reserved(), 0, "{share:?}");
+        assert_eq!(a.memory_reserved(), 0, "{pools:?}");
         a.check_consistency().unwrap();
     }
 }
