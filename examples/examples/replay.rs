@@ -12,8 +12,10 @@
 //! operation, a free of an address the trace never allocated is skipped, and
 //! an address allocated again while live leaves the earlier block live to the
 //! end of the pass (both counted on stderr). By default the
-//! allocator runs over the simulated device with an H100's capacity and 2 MiB
-//! granularity; `--device cuda` uses the real GPU. Per trace it prints the number
+//! allocator runs over the simulated device with 2 MiB granularity and the
+//! memory of the device the trace was recorded on (the file's `device`: an
+//! H200's for an H200, an H100's otherwise, and at least what PyTorch
+//! reserved in the recording); `--device cuda` uses the real GPU. Per trace it prints the number
 //! of operations, peak allocated and reserved bytes, device allocations (counted
 //! as PyTorch counts `num_device_alloc`), driver calls by kind, the cost per
 //! operation (median of warm passes), the memory driver calls and stream
