@@ -153,12 +153,22 @@ pub(crate) fn arange_plan(
             let (s, e, st) = (s as f32, e as f32, st as f32);
             // f32 values widen exactly: the same comparisons as in f32.
             step_agrees(f64::from(s), f64::from(e), f64::from(st))?;
-            Sequence::Float32Range { start: s, step: st }
+            Sequence::Float32Range {
+                start: s,
+                step: st,
+                len: float_len()? as u64,
+                bf16: dtype == DType::BF16,
+            }
         }
         _ => {
             finite(s, e)?;
             step_agrees(s, e, st)?;
-            Sequence::FloatRange { start: s, step: st }
+            Sequence::FloatRange {
+                start: s,
+                step: st,
+                len: float_len()? as u64,
+                f32: dtype == DType::F32,
+            }
         }
     };
     Ok(ArangePlan {

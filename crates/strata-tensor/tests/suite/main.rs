@@ -23,6 +23,7 @@ mod hostile_sweep_s37;
 mod hostile_sweep_s38;
 mod hostile_sweep_s40;
 mod hostile_sweep_s41;
+mod hostile_sweep_s42;
 mod interop;
 mod masked_select;
 mod math;

@@ -151,8 +151,8 @@ pub(crate) fn generate(dev: &CudaDevice, out: &Arg, seq: Sequence) -> Result<()>
             dist: Dist::Normal,
             seed,
         } => go!("normal", 1, seed),
-        Sequence::FloatRange { start, step } => go!("range_f64", 2, start, step),
-        Sequence::Float32Range { start, step } => go!("range_f32", 3, start, step),
+        Sequence::FloatRange { start, step, .. } => go!("range_f64", 2, start, step),
+        Sequence::Float32Range { start, step, .. } => go!("range_f32", 3, start, step),
         Sequence::IntRange { start, step } => go!("range_i64", 4, start, step),
         Sequence::RandInt { low, range, seed } => go!("randint", 5, seed, low, range.max(1)),
     }
