@@ -8,8 +8,9 @@ use strata_tensor::{DType, Tensor};
 
 /// Clips the gradients of `params` (those that have one) so that their
 /// total 2-norm is at most `max_norm`, and returns the total norm before
-/// clipping as a 0-d tensor on the parameters' device: f64 when a gradient
-/// is f64 (the norm is then formed in f64, as PyTorch's), f32 otherwise.
+/// clipping as a 0-d tensor on the parameters' device, in the promoted
+/// dtype of the gradients (f16 for f16 gradients, f32 for f16 with bf16),
+/// computed as PyTorch computes it (see the comments in the body).
 ///
 /// Everything stays on the device: one squared-sum per gradient added into
 /// one device scalar, the clip coefficient `min(max_norm / (norm + 1e-6), 1)`
@@ -56,40 +57,43 @@ pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
         ));
     }
     super::check_grads_in_place("clip_grad_norm_", &grads)?;
-    // The norm is formed in f64 when a gradient is f64 (PyTorch's total
-    // norm has the widest gradient dtype): summed into an f32 total, f64
-    // gradients above about 1e19 made the norm inf and the coefficient 0,
-    // zeroing every gradient, and ones below about 1e-23 made it 0 and
-    // left them unclipped.
-    let acc = if grads.iter().any(|g| g.dtype() == DType::F64) {
-        DType::F64
-    } else {
-        DType::F32
+    // PyTorch's algorithm (`torch.nn.utils.clip_grad_norm_`): each
+    // gradient's norm in its own dtype (squares summed in f32, or f64 for
+    // f64, then rounded to the dtype: an f16 gradient whose norm passes
+    // 65504 has an infinite norm), the total the norm of those norms in
+    // their promoted dtype (f16 and bf16 together: f32; any f64: f64; so
+    // f64 gradients above about 1e19 do not overflow an f32 total), the
+    // coefficient `clamp((total + 1e-6).reciprocal() * max_norm, max=1)`
+    // in that dtype (Python's `max_norm / t` is `t.reciprocal() *
+    // max_norm`), each gradient multiplied by it in place as a 0-d tensor
+    // operand (computed in f32 for f16/bf16 gradients, not rounded to
+    // their dtype first).
+    let acc = |d: DType| {
+        if d == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        }
     };
-    let total = Tensor::zeros(&[], acc, first.device())?;
+    let total_dtype = grads[1..]
+        .iter()
+        .fold(first.dtype(), |d, g| d.promote(g.dtype()));
+    let total_acc = acc(total_dtype);
+    let total = Tensor::zeros(&[], total_acc, first.device())?;
     for g in &grads {
-        // Half-precision gradients are squared in f32 (PyTorch's norm
-        // accumulates in f32): squared in f16, any element above 256 became
-        // inf, the norm inf and the clip coefficient 0, zeroing every
-        // gradient.
-        let g = match g.dtype() {
-            DType::F16 | DType::BF16 => g.to_dtype(DType::F32)?,
-            _ => g.clone(),
-        };
-        let sq = g.mul(&g)?.sum(None, false)?;
-        total.add_(&sq)?;
+        let a = g.to_dtype(acc(g.dtype()))?;
+        let norm = a.mul(&a)?.sum(None, false)?.sqrt()?.to_dtype(g.dtype())?;
+        let norm = norm.to_dtype(total_acc)?;
+        total.add_(&norm.mul(&norm)?)?;
     }
-    let norm = total.sqrt()?;
-    let coef = norm.add(1e-6)?;
-    let coef = Tensor::full(&[], max_norm, acc, first.device())?
-        .div(&coef)?
+    let norm = total.sqrt()?.to_dtype(total_dtype)?;
+    let coef = norm
+        .add(1e-6)?
+        .reciprocal()?
+        .mul(max_norm)?
         .clamp(None::<f64>, Some(1.0))?;
     for g in &grads {
-        if g.dtype() == acc {
-            g.mul_(&coef)?;
-        } else {
-            g.mul_(&coef.to_dtype(g.dtype())?)?;
-        }
+        g.mul_(&coef)?;
     }
     Ok(norm)
 }
