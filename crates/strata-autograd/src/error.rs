@@ -76,16 +76,19 @@ pub enum AutogradError {
         /// The backward node that would have saved it.
         op: &'static str,
     },
-    /// A recorded in-place operation on a view (of a variable that requires
-    /// grad, or with an operand that does).
+    /// A recorded in-place operation on a view whose base's history cannot
+    /// be rebased (PyTorch's `CopySlices`): a view made in no_grad mode (as
+    /// PyTorch refuses), one whose base has elements sharing memory, or one
+    /// made to require grad itself. (A view of a leaf that requires grad is
+    /// [`AutogradError::InPlaceOnLeaf`].)
     #[error(
-        "{op}: in-place operations recorded for backward on a view (of a tensor that requires \
-         grad, or with an operand that does) are not supported, since strata does not rebase the \
-         base's history; clone the view first, or build the result out of place"
+        "{op}: in-place operation recorded for backward on a view that cannot be rebased: {reason}"
     )]
     InPlaceOnView {
         /// The in-place op.
         op: &'static str,
+        /// Why, and what to do instead.
+        reason: &'static str,
     },
     /// A backward reached a view taken before its base (or a variable it
     /// views through other views) was modified by a recorded in-place op:

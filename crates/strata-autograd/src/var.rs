@@ -4,6 +4,7 @@ use crate::error::{AutogradError, Result};
 use crate::grad_mode::is_grad_enabled;
 use crate::hooks::{GradHook, HookList, TensorHook};
 use crate::node::{BackwardFn, Edge, Node};
+use crate::ops::copy_slices::{view_node, ViewOf, ViewStep};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -52,8 +53,16 @@ pub(crate) struct VarInner {
     requires_grad: AtomicBool,
     /// The accumulated gradient and where a first one is written (leaves only).
     pub(crate) grad: Mutex<GradSlot>,
-    /// Made by a view op (recorded in-place ops on it are refused).
+    /// Made by a view op.
     is_view: bool,
+    /// For a view made by a recorded view op (with grad mode on or off,
+    /// outside inference mode): its base and the view ops from there, so
+    /// that a recorded in-place op on it rebases the base's history and a
+    /// history out of date is regenerated (see `ops::copy_slices`). `None`
+    /// for other variables, and for a view made to require grad itself
+    /// (a leaf: in-place ops on it are refused, and its base's history
+    /// may hold it, which a link back would make a cycle).
+    view_of: Mutex<Option<Arc<ViewOf>>>,
     /// Made by a view op in no-grad or inference mode from a variable that
     /// requires grad (or from such a view): an in-place op on it with grad
     /// mode on is refused, as PyTorch refuses it
@@ -277,6 +286,7 @@ impl Var {
                 requires_grad: AtomicBool::new(requires_grad),
                 grad: Mutex::new(GradSlot::default()),
                 is_view,
+                view_of: Mutex::new(None),
                 no_grad_view,
                 stands_for_leaf,
                 inference,
@@ -390,6 +400,10 @@ impl Var {
         self.inner
             .requires_grad
             .store(requires_grad, Ordering::Release);
+        if requires_grad {
+            // A leaf now: it no longer follows its base (see `view_of`).
+            self.inner.view_of.lock().take();
+        }
         if let Some(source) = self.inner.source.get() {
             source.requires_grad.store(requires_grad, Ordering::Release);
         }
@@ -414,14 +428,39 @@ impl Var {
         self.grad_fn().is_none()
     }
 
+    /// The node that produced this variable. For a view whose history is
+    /// out of date (its base, or a variable up its chain of views, was
+    /// modified by a recorded in-place op since the view was taken), the
+    /// history is regenerated first as a view of the base's new one, as
+    /// PyTorch regenerates a view's `grad_fn` (`AsStridedBackward`).
     pub(crate) fn grad_fn(&self) -> Option<Arc<Node>> {
-        self.inner.grad_fn.lock().clone()
+        let current = self.inner.grad_fn.lock().clone();
+        let stale = match &current {
+            Some(n) => n.is_stale_view(),
+            None => matches!(
+                self.untracked_chain_state(),
+                Some((UntrackedView::BaseModified, _))
+            ),
+        };
+        if !stale {
+            return current;
+        }
+        let Some(of) = self.view_of() else {
+            return current;
+        };
+        match view_node(&of.base_var(), &of.steps) {
+            Some(node) => {
+                self.replace_history(Arc::clone(&node), false);
+                Some(node)
+            }
+            None => current,
+        }
     }
 
     /// Name of the backward node that produced this variable (`"MulBackward"`,
     /// ...), `None` for leaves.
     pub fn grad_fn_name(&self) -> Option<&'static str> {
-        self.inner.grad_fn.lock().as_ref().map(|n| n.name())
+        self.grad_fn().map(|n| n.name())
     }
 
     /// Bytes of the storages saved by the node that produced this variable
@@ -646,6 +685,17 @@ impl Var {
     /// nowhere). Using such a view in a recorded op is refused
     /// ([`check_not_stale_view`]) instead of losing a gradient silently.
     pub(crate) fn untracked_view_state(&self) -> Option<(UntrackedView, &'static str)> {
+        let state = self.untracked_chain_state()?;
+        // A view that knows its base has its history regenerated instead.
+        if state.0 == UntrackedView::BaseModified && self.grad_fn().is_some() {
+            return None;
+        }
+        Some(state)
+    }
+
+    /// [`Var::untracked_view_state`] as the chain of views says, whether or
+    /// not the view's history can be regenerated.
+    fn untracked_chain_state(&self) -> Option<(UntrackedView, &'static str)> {
         let (link, op) = self.inner.untracked_view_of.as_ref()?;
         let mut requires_grad = false;
         let mut link = Some(link);
@@ -680,14 +730,35 @@ impl Var {
         self.inner.is_view
     }
 
+    /// For a view made by a recorded view op, its base and the view ops
+    /// from there (see `VarInner::view_of`).
+    pub(crate) fn view_of(&self) -> Option<Arc<ViewOf>> {
+        self.inner.view_of.lock().clone()
+    }
+
+    /// Another handle on the variable `inner`.
+    pub(crate) fn from_inner(inner: Arc<VarInner>) -> Var {
+        Var { inner }
+    }
+
     /// Replaces the history after an in-place op (PyTorch's `rebase_history`).
     pub(crate) fn set_grad_fn(&self, node: Arc<Node>) {
+        self.replace_history(node, true);
+    }
+
+    /// Replaces the history by `node`, the retained gradient following it;
+    /// `rebased` for a new value (an in-place op: views of this variable
+    /// are out of date), not for a view's history regenerated.
+    fn replace_history(&self, node: Arc<Node>, rebased: bool) {
         let old = self.inner.grad_fn.lock().replace(Arc::clone(&node));
         // A retained gradient is the current value's (PyTorch moves the
         // retains-grad hook to the new history).
         if let Some(hooks) = old.as_deref().and_then(Node::output_hooks) {
             let dtype = self.dtype();
             hooks.move_retains_to(&node, || crate::hooks::OutputHooks::new(dtype));
+        }
+        if !rebased {
+            return;
         }
         if let Some(source) = self.inner.source.get() {
             source.rebases.fetch_add(1, Ordering::AcqRel);
@@ -762,7 +833,43 @@ pub(crate) fn record(
     backward: BackwardFn,
     is_view: bool,
 ) -> Result<Var> {
+    record_impl(name, output, inputs, saved, backward, is_view, None)
+}
+
+/// [`record`] for a view op: `output` is `input` seen through `step` (a
+/// view where `is_view`, else a copy); the gradient is mapped back by
+/// [`ViewStep::backward`]. A view remembers its base and the view ops from
+/// there (see `VarInner::view_of`).
+pub(crate) fn record_view(
+    name: &'static str,
+    output: Tensor,
+    input: &Var,
+    step: ViewStep,
+    is_view: bool,
+) -> Result<Var> {
+    let s = step.clone();
+    let f: BackwardFn = Box::new(move |g, _s, _n| Ok(vec![Some(s.backward(g)?)]));
+    let step = is_view.then_some(step);
+    record_impl(name, output, &[Some(input)], Vec::new, f, is_view, step)
+}
+
+fn record_impl(
+    name: &'static str,
+    output: Tensor,
+    inputs: &[Option<&Var>],
+    saved: impl FnOnce() -> Vec<Tensor>,
+    backward: BackwardFn,
+    is_view: bool,
+    step: Option<ViewStep>,
+) -> Result<Var> {
     let base = inputs.first().copied().flatten();
+    // What a view made here (not a no-grad view of a variable requiring
+    // grad, nor an inference one) knows of its base.
+    let link = |v: &mut Var| {
+        if let (Some(step), Some(base), Some(inner)) = (step, base, Arc::get_mut(&mut v.inner)) {
+            *inner.view_of.get_mut() = ViewOf::of(base, step, !is_grad_enabled()).map(Arc::new);
+        }
+    };
     let view_of_inference = is_view && base.is_some_and(Var::is_inference);
     if crate::inference_mode::is_inference_mode_enabled() {
         // No bookkeeping: every result is an inference variable, except a
@@ -811,12 +918,12 @@ pub(crate) fn record(
         } else {
             // A view of a variable that does not require grad is still a
             // view: a recorded in-place op on it (an operand requires grad)
-            // is refused, since it would record history on the view alone
-            // and not on its base (PyTorch rebases the base's history).
+            // rebases its base's history (see `ops::copy_slices`).
             let mut v = Var::make(output, None, false, is_view);
             if let (true, Some(base), Some(inner)) = (is_view, base, Arc::get_mut(&mut v.inner)) {
                 inner.untracked_view_of = Some((base.inner().view_link(), name));
             }
+            link(&mut v);
             v
         }
     } else {
@@ -828,7 +935,9 @@ pub(crate) fn record(
                 node = node.viewing(base.inner());
             }
         }
-        Var::make(output, Some(Arc::new(node)), true, is_view)
+        let mut v = Var::make(output, Some(Arc::new(node)), true, is_view);
+        link(&mut v);
+        v
     };
     crate::checkpoint::note_output(inputs, &out);
     Ok(out)

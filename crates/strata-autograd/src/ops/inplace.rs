@@ -1,8 +1,11 @@
 //! In-place ops on variables (`add_`, `sub_`, `mul_`, `div_`, `zero_`), with
 //! PyTorch's rules: refused on a leaf that requires grad while grad mode is
-//! on; on a non-leaf the history is rebased onto a new node; the version
+//! on (and on a view of one); on a non-leaf the history is rebased onto a
+//! new node; on a view, the base's history is rebased onto a `CopySlices`
+//! node and the view's becomes a view of it (see `copy_slices`); the version
 //! counter is bumped, so a graph that saved the old value fails at backward.
 
+use super::copy_slices::{check_rebase, rebase, Rebase};
 use super::{formula, sum_to};
 use crate::error::{AutogradError, Result};
 use crate::grad_mode::is_grad_enabled;
@@ -10,6 +13,22 @@ use crate::node::Node;
 use crate::var::{would_record, Var, VarOperand};
 use std::sync::Arc;
 use strata_tensor::Tensor;
+
+/// What an in-place op records.
+enum Recording {
+    /// Nothing (grad mode off, or no operand requires grad).
+    No,
+    /// A node replacing the variable's history.
+    Node,
+    /// A `CopySlices` node replacing the history of the view's base.
+    View(Rebase),
+}
+
+impl Recording {
+    fn is_recording(&self) -> bool {
+        !matches!(self, Recording::No)
+    }
+}
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -20,9 +39,9 @@ enum Kind {
 }
 
 impl Var {
-    fn check_inplace(&self, op: &'static str, other: Option<&Var>) -> Result<bool> {
+    fn check_inplace(&self, op: &'static str, other: Option<&Var>) -> Result<Recording> {
         if crate::inference_mode::is_inference_mode_enabled() {
-            return Ok(false);
+            return Ok(Recording::No);
         }
         if self.refuses_inplace_as_inference() {
             return Err(AutogradError::InferenceTensorInPlace { op });
@@ -50,11 +69,51 @@ impl Var {
             return Err(AutogradError::InPlaceOnNoGradView { op });
         }
         crate::var::check_not_stale_view(&[Some(self), other])?;
-        let recording = would_record(&[Some(self), other]);
-        if recording && self.is_view() {
-            return Err(AutogradError::InPlaceOnView { op });
+        if !would_record(&[Some(self), other]) {
+            return Ok(Recording::No);
         }
-        Ok(recording)
+        if !self.is_view() {
+            return Ok(Recording::Node);
+        }
+        match self.view_of() {
+            Some(of) => Ok(Recording::View(check_rebase(op, self, &of)?)),
+            None => Err(AutogradError::InPlaceOnView {
+                op,
+                reason: "the view was made to require grad itself (it is a leaf, not a view \
+                         following its base); clone it, or take the view again",
+            }),
+        }
+    }
+
+    /// Records the in-place op's node `name` (backward formula `f` with
+    /// `saved`, the other operand reached by `other`): as the variable's
+    /// new history, or for a view as its base's (`CopySlices`).
+    fn record_inplace(
+        &self,
+        recording: Recording,
+        name: &'static str,
+        other: Option<Option<crate::node::Edge>>,
+        saved: Vec<Tensor>,
+        f: crate::node::BackwardFn,
+        saves_scalar: bool,
+    ) {
+        match recording {
+            Recording::No => {}
+            Recording::Node => {
+                let mut edges = vec![self.edge()];
+                edges.extend(other);
+                let node = Node::new(name, edges, saved, f);
+                if saves_scalar {
+                    // PyTorch saves the scalar (a wrapped tensor): a second
+                    // backward through the node is refused.
+                    node.mark_saves();
+                }
+                self.set_grad_fn(Arc::new(node));
+            }
+            Recording::View(r) => {
+                rebase(self, r, other.into_iter().collect(), saved, f, saves_scalar);
+            }
+        }
     }
 
     fn binary_(&self, kind: Kind, other: VarOperand) -> Result<&Var> {
@@ -67,11 +126,12 @@ impl Var {
         ];
         let ov = other.var();
         let recording = self.check_inplace(name, ov)?;
+        let recorded = recording.is_recording();
         let (a_req, b_req) = (self.requires_grad(), ov.is_some_and(Var::requires_grad));
         // What the backward needs, taken before the op (the old value of self
         // is copied where a gradient needs it, as PyTorch does).
         let mut saved: Vec<Tensor> = Vec::new();
-        if recording {
+        if recorded {
             if let Some(b) = ov {
                 // `other` sharing self's storage (`y.mul_(&y)`) is overwritten too.
                 let b_value = if b.data().same_storage(self.data()) {
@@ -109,7 +169,7 @@ impl Var {
             Kind::Div => a.div_(b)?,
         };
         crate::checkpoint::note_in_place(self, ov);
-        if !recording {
+        if !recorded {
             return Ok(self);
         }
         let (a_shape, a_dtype) = (self.shape().to_vec(), self.dtype());
@@ -144,14 +204,16 @@ impl Var {
             };
             Ok(vec![ga, gb])
         });
-        let edges = vec![self.edge(), ov.and_then(Var::edge)];
-        let node = Node::new(names[kind as usize], edges, saved, f);
-        if scalar.is_some() && matches!(kind, Kind::Mul | Kind::Div) {
-            // PyTorch saves the scalar (a wrapped tensor): a second
-            // backward through the node is refused.
-            node.mark_saves();
-        }
-        self.set_grad_fn(Arc::new(node));
+        let saves_scalar = scalar.is_some() && matches!(kind, Kind::Mul | Kind::Div);
+        let other = Some(ov.and_then(Var::edge));
+        self.record_inplace(
+            recording,
+            names[kind as usize],
+            other,
+            saved,
+            f,
+            saves_scalar,
+        );
         Ok(self)
     }
 
@@ -182,11 +244,15 @@ impl Var {
     pub fn zero_(&self) -> Result<&Var> {
         let recording = self.check_inplace("zero_", None)?;
         self.data().zero_()?;
-        if recording {
-            let f = formula(|g, _s, _n| Ok(vec![Some(g.zeros_like(None)?)]));
-            let node = Node::new(crate::node::ZERO_BACKWARD, vec![self.edge()], Vec::new(), f);
-            self.set_grad_fn(Arc::new(node));
-        }
+        let f = formula(|g, _s, _n| Ok(vec![Some(g.zeros_like(None)?)]));
+        self.record_inplace(
+            recording,
+            crate::node::ZERO_BACKWARD,
+            None,
+            Vec::new(),
+            f,
+            false,
+        );
         Ok(self)
     }
 }

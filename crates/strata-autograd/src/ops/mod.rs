@@ -4,6 +4,7 @@
 
 mod binary;
 mod cast;
+pub(crate) mod copy_slices;
 mod extrema;
 mod inplace;
 mod linear;

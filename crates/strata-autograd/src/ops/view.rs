@@ -1,10 +1,12 @@
 //! View ops: the result shares the input's storage; the gradient is mapped
 //! back to the input's shape (transposed back, reshaped back, scattered into
-//! zeros for `narrow`, summed over expanded dims for `expand`).
+//! zeros for `narrow`, summed over expanded dims for `expand`; see
+//! [`ViewStep`]). A view remembers its base, so that a recorded in-place op
+//! on it rebases the base's history (see `ops::copy_slices`).
 
-use super::{formula, sum_to};
+use super::copy_slices::ViewStep;
 use crate::error::Result;
-use crate::var::{record, Var};
+use crate::var::{record_view, Var};
 use strata_tensor::Tensor;
 
 fn dims_of(shape: &[usize]) -> Vec<i64> {
@@ -15,16 +17,15 @@ impl Var {
     /// Swaps two dims (a view).
     pub fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         let out = self.data().transpose(d0, d1)?;
-        let f = formula(move |g, _s, _n| Ok(vec![Some(g.transpose(d0, d1)?)]));
-        record("TransposeBackward", out, &[Some(self)], Vec::new, f, true)
+        let step = ViewStep::Transpose(d0, d1);
+        record_view("TransposeBackward", out, self, step, true)
     }
 
     /// Transpose of a 2-D variable (0-d and 1-D unchanged).
     pub fn t(&self) -> Result<Var> {
         if self.ndim() < 2 {
             let out = self.data().t()?;
-            let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
-            return record("TBackward", out, &[Some(self)], Vec::new, f, true);
+            return record_view("TBackward", out, self, ViewStep::Identity, true);
         }
         self.transpose(0, 1)
     }
@@ -63,31 +64,33 @@ impl Var {
     }
 
     fn reshaped(&self, out: Tensor, name: &'static str, is_view: bool) -> Result<Var> {
-        let shape = dims_of(self.shape());
-        let f = formula(move |g, _s, _n| Ok(vec![Some(g.reshape(&shape)?)]));
-        record(name, out, &[Some(self)], Vec::new, f, is_view)
+        let step = ViewStep::Reshape(dims_of(self.shape()));
+        record_view(name, out, self, step, is_view)
     }
 
     /// `length` elements of `dim` from `start` (a view); the gradient is
     /// zero outside the window.
     pub fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Var> {
         let out = self.data().narrow(dim, start, length)?;
-        let (shape, dtype) = (self.shape().to_vec(), self.dtype());
-        let f = formula(move |g, _s, _n| {
-            let full = Tensor::zeros(&shape, dtype, g.device())?;
-            full.narrow(dim, start, length)?.copy_(g)?;
-            Ok(vec![Some(full)])
-        });
-        record("NarrowBackward", out, &[Some(self)], Vec::new, f, true)
+        let step = ViewStep::Narrow {
+            dim,
+            start,
+            length,
+            shape: self.shape().to_vec(),
+            dtype: self.dtype(),
+        };
+        record_view("NarrowBackward", out, self, step, true)
     }
 
     /// Broadcast view (`-1` keeps a size); the gradient is summed over the
     /// expanded dims.
     pub fn expand(&self, shape: &[i64]) -> Result<Var> {
         let out = self.data().expand(shape)?;
-        let (in_shape, dtype) = (self.shape().to_vec(), self.dtype());
-        let f = formula(move |g, _s, _n| Ok(vec![Some(sum_to(g, &in_shape, dtype)?)]));
-        record("ExpandBackward", out, &[Some(self)], Vec::new, f, true)
+        let step = ViewStep::Expand {
+            shape: self.shape().to_vec(),
+            dtype: self.dtype(),
+        };
+        record_view("ExpandBackward", out, self, step, true)
     }
 
     /// Reorders the dims (a view).
@@ -99,7 +102,12 @@ impl Var {
             let d = if d < 0 { d + nd } else { d };
             inverse[d as usize] = i as i64;
         }
-        let f = formula(move |g, _s, _n| Ok(vec![Some(g.permute(&inverse)?)]));
-        record("PermuteBackward", out, &[Some(self)], Vec::new, f, true)
+        record_view(
+            "PermuteBackward",
+            out,
+            self,
+            ViewStep::Permute(inverse),
+            true,
+        )
     }
 }

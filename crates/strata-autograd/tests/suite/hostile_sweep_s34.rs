@@ -146,7 +146,7 @@ fn a_recorded_in_place_op_on_a_view_of_an_untracked_variable_is_refused() {
     let view = z.narrow(0, 0, 2).unwrap();
     let err = view.add_(&x.narrow(0, 1, 2).unwrap()).unwrap_err();
     assert!(
-        matches!(err, AutogradError::InPlaceOnView { op: "add_" }),
+        matches!(err, AutogradError::InPlaceOnView { op: "add_", .. }),
         "{err:?}"
     );
     assert!(err.to_string().contains("clone the view"), "{err}");

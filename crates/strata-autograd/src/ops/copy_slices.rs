@@ -1,0 +1,288 @@
+//! Recorded in-place ops on views (PyTorch's `CopySlices`), and the history
+//! of a view regenerated from its base's.
+//!
+//! A view made by a recorded view op (`narrow`, `transpose`, `permute`,
+//! `t`, `view`/`reshape`/`flatten` when they view, `squeeze`, `unsqueeze`,
+//! `expand`, and views of views) remembers the variable at the root of its
+//! chain of views (its *base*) and the view ops from there
+//! ([`ViewOf`]). A recorded in-place op on the view then replaces the
+//! base's history by a `CopySlices` node: its gradient for the base's old
+//! history is the incoming gradient with the view's region replaced by the
+//! in-place op's gradient for the view's old value there, and the other
+//! operand's gradient is the op's, from that region. The region is
+//! addressed by the view's sizes, strides and storage offset relative to
+//! the base's ([`Tensor::as_strided`] on a buffer laid out as the base).
+//!
+//! The view's own history (and that of any other view of the base whose
+//! history is out of date since) becomes a view of the base's new one: an
+//! `AsStridedBackward` node that maps the view's gradient back to the
+//! base's shape through the recorded view ops' backward formulas.
+
+use super::sum_to;
+use crate::error::{AutogradError, Result};
+use crate::node::{BackwardFn, Edge, Node};
+use crate::var::{Var, VarInner};
+use std::sync::Arc;
+use strata_tensor::{DType, Tensor};
+
+/// The name of the node an in-place op on a view gives its base.
+pub(crate) const COPY_SLICES: &str = "CopySlices";
+
+/// The name of a view's history regenerated from its base's.
+pub(crate) const AS_STRIDED_BACKWARD: &str = "AsStridedBackward";
+
+/// One recorded view op, enough to map a gradient of its output back to
+/// its input.
+#[derive(Clone, Debug)]
+pub(crate) enum ViewStep {
+    /// `transpose(d0, d1)`: transposed back.
+    Transpose(i64, i64),
+    /// `t()` of a 0-d or 1-D variable: unchanged.
+    Identity,
+    /// `view`, `reshape`, `flatten`, `squeeze`, `unsqueeze`: reshaped back
+    /// to the input's shape.
+    Reshape(Vec<i64>),
+    /// `narrow(dim, start, length)` of an input of `shape`: scattered into
+    /// zeros.
+    Narrow {
+        dim: i64,
+        start: i64,
+        length: i64,
+        shape: Vec<usize>,
+        dtype: DType,
+    },
+    /// `expand` of an input of `shape`: summed over the expanded dims.
+    Expand { shape: Vec<usize>, dtype: DType },
+    /// `permute`: permuted by the inverse permutation.
+    Permute(Vec<i64>),
+}
+
+impl ViewStep {
+    /// The gradient of the view op's input from `g`, its output's.
+    pub(crate) fn backward(&self, g: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            ViewStep::Transpose(d0, d1) => g.transpose(*d0, *d1)?,
+            ViewStep::Identity => g.clone(),
+            ViewStep::Reshape(shape) => g.reshape(shape)?,
+            ViewStep::Narrow {
+                dim,
+                start,
+                length,
+                shape,
+                dtype,
+            } => {
+                let full = Tensor::zeros(shape, *dtype, g.device())?;
+                full.narrow(*dim, *start, *length)?.copy_(g)?;
+                full
+            }
+            ViewStep::Expand { shape, dtype } => sum_to(g, shape, *dtype)?,
+            ViewStep::Permute(inverse) => g.permute(inverse)?,
+        })
+    }
+}
+
+/// What a view made by a recorded view op knows of its base: the variable
+/// at the root of its chain of views, and the view ops from there. Held
+/// strongly, as PyTorch's view holds its `_base`.
+pub(crate) struct ViewOf {
+    pub(crate) base: Arc<VarInner>,
+    pub(crate) steps: Vec<ViewStep>,
+    /// Made with grad mode off (PyTorch's `CreationMeta::NO_GRAD_MODE`):
+    /// a recorded in-place op on it is refused.
+    pub(crate) made_in_no_grad: bool,
+}
+
+impl ViewOf {
+    /// The link of a view made by `step` of `input` (with grad mode on or
+    /// off, per `no_grad`), or `None` where `input` is a view with no link
+    /// (its own was dropped when it was made to require grad).
+    pub(crate) fn of(input: &Var, step: ViewStep, no_grad: bool) -> Option<ViewOf> {
+        match input.view_of() {
+            Some(parent) => {
+                let mut steps = parent.steps.clone();
+                steps.push(step);
+                Some(ViewOf {
+                    base: Arc::clone(&parent.base),
+                    steps,
+                    made_in_no_grad: parent.made_in_no_grad || no_grad,
+                })
+            }
+            None if input.is_view() => None,
+            None => Some(ViewOf {
+                base: Arc::clone(input.inner()),
+                steps: vec![step],
+                made_in_no_grad: no_grad,
+            }),
+        }
+    }
+
+    /// The base as a variable (another handle on it).
+    pub(crate) fn base_var(&self) -> Var {
+        Var::from_inner(Arc::clone(&self.base))
+    }
+}
+
+/// Where a recorded in-place op on a view writes in its base, checked
+/// before anything changes (see [`check_rebase`]).
+pub(crate) struct Rebase {
+    base: Var,
+    steps: Vec<ViewStep>,
+    geometry: RegionGeometry,
+}
+
+/// Why a recorded in-place op `op` on `view` cannot rebase its base's
+/// history: `InPlaceOnLeaf` for a view of a leaf that requires grad (as
+/// PyTorch), `InPlaceOnView` for a view made with grad mode off (as
+/// PyTorch), or one whose base has elements sharing memory or that starts
+/// before its base; else where it writes in its base.
+pub(crate) fn check_rebase(op: &'static str, view: &Var, of: &ViewOf) -> Result<Rebase> {
+    let base = of.base_var();
+    if base.is_leaf() && base.requires_grad() {
+        return Err(AutogradError::InPlaceOnLeaf { op });
+    }
+    if of.made_in_no_grad {
+        return Err(AutogradError::InPlaceOnView {
+            op,
+            reason: "the view was made in no_grad mode and is being modified in place with grad \
+                     mode on, which PyTorch forbids as ambiguous; make the view and the in-place \
+                     op both inside no_grad (not tracked) or both outside it (tracked)",
+        });
+    }
+    let (b, v) = (base.data(), view.data());
+    if b.layout().may_overlap() {
+        return Err(AutogradError::InPlaceOnView {
+            op,
+            reason: "the view's base has elements sharing memory (an expanded tensor), so its \
+                     gradient cannot be laid out as the base; clone the base first",
+        });
+    }
+    let offset = match v.offset().checked_sub(b.offset()) {
+        Some(o) if v.same_storage(b) => o,
+        _ => {
+            return Err(AutogradError::InPlaceOnView {
+                op,
+                reason: "the view does not lie in its base's memory; clone the view first",
+            })
+        }
+    };
+    let ints = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
+    let extent = b.layout().storage_extent().saturating_sub(b.offset());
+    // The view's region must be addressable in a buffer laid out as the base.
+    strata_tensor::Layout::as_strided(
+        &ints(v.shape()),
+        &ints(v.strides()),
+        offset as i64,
+        extent.max(1),
+    )?;
+    let geometry = RegionGeometry {
+        base_shape: ints(b.shape()),
+        base_strides: ints(b.strides()),
+        extent,
+        view_shape: ints(v.shape()),
+        view_strides: ints(v.strides()),
+        offset: offset as i64,
+    };
+    Ok(Rebase {
+        steps: of.steps.clone(),
+        geometry,
+        base,
+    })
+}
+
+/// A copy of `g` (of the base's shape) laid out as the base: same strides,
+/// storage offset 0 (the base has no elements sharing memory).
+fn laid_out_as(r: &RegionGeometry, g: &Tensor) -> Result<Tensor> {
+    let buffer = Tensor::zeros(&[r.extent.max(1)], g.dtype(), g.device())?;
+    let out = buffer.as_strided(&r.base_shape, &r.base_strides, Some(0))?;
+    out.copy_(g)?;
+    Ok(out)
+}
+
+/// The geometry a `CopySlices` node addresses its region with: the base's
+/// sizes and strides, the elements of a buffer laid out as the base, and
+/// the view's sizes, strides and storage offset relative to the base's.
+struct RegionGeometry {
+    base_shape: Vec<i64>,
+    base_strides: Vec<i64>,
+    extent: usize,
+    view_shape: Vec<i64>,
+    view_strides: Vec<i64>,
+    offset: i64,
+}
+
+/// After a recorded in-place op on the view `view` (checked by
+/// [`check_rebase`]): gives the base a `CopySlices` node around the op's
+/// backward formula `inner` (whose input 0 is the view's old value, the
+/// others the other operands, reached by `other_edges`), saving `saved`,
+/// and makes the view's history a view of it. `saves` marks the node as
+/// saving something even with no saved tensor (a scalar operand).
+pub(crate) fn rebase(
+    view: &Var,
+    r: Rebase,
+    other_edges: Vec<Option<Edge>>,
+    saved: Vec<Tensor>,
+    inner: BackwardFn,
+    saves: bool,
+) {
+    let Rebase {
+        base,
+        steps,
+        geometry,
+    } = r;
+    let n = 1 + other_edges.len();
+    let f: BackwardFn = Box::new(move |g, s, needs| {
+        if !needs.iter().any(|&n| n) {
+            return Ok(vec![None; n]);
+        }
+        let r = &geometry;
+        let result = laid_out_as(r, g)?;
+        let slice = result.as_strided(&r.view_shape, &r.view_strides, Some(r.offset))?;
+        // The op's formula gets its own copy of the region (its gradients
+        // may be handles on its input).
+        let mut res = inner(&slice.deep_clone()?, s, needs)?.into_iter();
+        let first = res.next().flatten();
+        let mut out = Vec::with_capacity(n);
+        if needs[0] {
+            match first {
+                Some(g0) => slice.copy_(&g0)?,
+                None => slice.zero_()?,
+            };
+            out.push(Some(result));
+        } else {
+            out.push(None);
+        }
+        out.extend(res);
+        out.resize(n, None);
+        Ok(out)
+    });
+    let mut edges = vec![base.edge()];
+    edges.extend(other_edges);
+    let node = Node::new(COPY_SLICES, edges, saved, f);
+    if saves {
+        node.mark_saves();
+    }
+    base.set_grad_fn(Arc::new(node));
+    // The view's history: a view of the base's new one.
+    if let Some(node) = view_node(&base, &steps) {
+        view.set_grad_fn(node);
+    }
+}
+
+/// The history of a view of `base` made by `steps`, as a view of the
+/// base's history now (`None` where the base has none).
+///
+/// `steps` are the view ops from the base.
+pub(crate) fn view_node(base: &Var, steps: &[ViewStep]) -> Option<Arc<Node>> {
+    let edge = base.edge()?;
+    let steps = steps.to_vec();
+    let f: BackwardFn = Box::new(move |g, _s, _n| {
+        let mut g = g.clone();
+        for step in steps.iter().rev() {
+            g = step.backward(&g)?;
+        }
+        Ok(vec![Some(g)])
+    });
+    Some(Arc::new(
+        Node::new(AS_STRIDED_BACKWARD, vec![Some(edge)], Vec::new(), f).viewing(base.inner()),
+    ))
+}
