@@ -736,6 +736,16 @@ impl Var {
         self.inner.view_of.lock().clone()
     }
 
+    /// Marks this view as one of several a function returned (`split`,
+    /// `chunk`): a recorded in-place op on it, or on a view of it, is
+    /// refused, as PyTorch refuses it.
+    pub(crate) fn mark_multi_output_view(&self) {
+        let mut of = self.inner.view_of.lock();
+        if let Some(o) = of.as_ref() {
+            *of = Some(Arc::new(o.multi_output()));
+        }
+    }
+
     /// Another handle on the variable `inner`.
     pub(crate) fn from_inner(inner: Arc<VarInner>) -> Var {
         Var { inner }

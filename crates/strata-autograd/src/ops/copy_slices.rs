@@ -87,9 +87,20 @@ impl ViewStep {
 pub(crate) struct ViewOf {
     pub(crate) base: Arc<VarInner>,
     pub(crate) steps: Vec<ViewStep>,
-    /// Made with grad mode off (PyTorch's `CreationMeta::NO_GRAD_MODE`):
-    /// a recorded in-place op on it is refused.
-    pub(crate) made_in_no_grad: bool,
+    pub(crate) creation: Creation,
+}
+
+/// How a view was made, where that forbids a recorded in-place op on it
+/// (PyTorch's `CreationMeta`); a view of such a view inherits it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Creation {
+    /// By a view op with grad mode on.
+    Default,
+    /// With grad mode off (`NO_GRAD_MODE`).
+    NoGrad,
+    /// As one of several views a function returns, `split` or `chunk`
+    /// (`MULTI_OUTPUT_NODE`).
+    MultiOutput,
 }
 
 impl ViewOf {
@@ -97,6 +108,11 @@ impl ViewOf {
     /// off, per `no_grad`), or `None` where `input` is a view with no link
     /// (its own was dropped when it was made to require grad).
     pub(crate) fn of(input: &Var, step: ViewStep, no_grad: bool) -> Option<ViewOf> {
+        let own = if no_grad {
+            Creation::NoGrad
+        } else {
+            Creation::Default
+        };
         match input.view_of() {
             Some(parent) => {
                 let mut steps = parent.steps.clone();
@@ -104,15 +120,31 @@ impl ViewOf {
                 Some(ViewOf {
                     base: Arc::clone(&parent.base),
                     steps,
-                    made_in_no_grad: parent.made_in_no_grad || no_grad,
+                    creation: match parent.creation {
+                        Creation::Default => own,
+                        inherited => inherited,
+                    },
                 })
             }
             None if input.is_view() => None,
             None => Some(ViewOf {
                 base: Arc::clone(input.inner()),
                 steps: vec![step],
-                made_in_no_grad: no_grad,
+                creation: own,
             }),
+        }
+    }
+
+    /// The same link for one of several views a function returns (see
+    /// [`Creation::MultiOutput`]); one made with grad mode off stays so.
+    pub(crate) fn multi_output(&self) -> ViewOf {
+        ViewOf {
+            base: Arc::clone(&self.base),
+            steps: self.steps.clone(),
+            creation: match self.creation {
+                Creation::Default => Creation::MultiOutput,
+                other => other,
+            },
         }
     }
 
@@ -136,17 +168,30 @@ pub(crate) struct Rebase {
 /// PyTorch), or one whose base has elements sharing memory or that starts
 /// before its base; else where it writes in its base.
 pub(crate) fn check_rebase(op: &'static str, view: &Var, of: &ViewOf) -> Result<Rebase> {
+    // PyTorch's order: how the view was made, then a leaf base.
+    match of.creation {
+        Creation::Default => {}
+        Creation::NoGrad => {
+            return Err(AutogradError::InPlaceOnView {
+                op,
+                reason:
+                    "the view was made in no_grad mode and is being modified in place with \
+                         grad mode on, which PyTorch forbids as ambiguous; make the view and the \
+                         in-place op both inside no_grad (not tracked) or both outside it (tracked)",
+            })
+        }
+        Creation::MultiOutput => {
+            return Err(AutogradError::InPlaceOnView {
+                op,
+                reason: "the view is one of several a function returned (split, chunk), which \
+                         PyTorch forbids to modify in place; use the out-of-place op, or take the \
+                         view with narrow",
+            })
+        }
+    }
     let base = of.base_var();
     if base.is_leaf() && base.requires_grad() {
         return Err(AutogradError::InPlaceOnLeaf { op });
-    }
-    if of.made_in_no_grad {
-        return Err(AutogradError::InPlaceOnView {
-            op,
-            reason: "the view was made in no_grad mode and is being modified in place with grad \
-                     mode on, which PyTorch forbids as ambiguous; make the view and the in-place \
-                     op both inside no_grad (not tracked) or both outside it (tracked)",
-        });
     }
     let (b, v) = (base.data(), view.data());
     if b.layout().may_overlap() {

@@ -79,7 +79,8 @@ impl Var {
         Var::cat(&refs, d)
     }
 
-    /// `torch.split(self, size, dim)`: recorded narrow views.
+    /// `torch.split(self, size, dim)`: recorded narrow views (not to be
+    /// modified in place by a recorded op, as in PyTorch).
     pub fn split(&self, size: impl Into<SplitSize>, dim: i64) -> Result<Vec<Var>> {
         let pieces = self.data().split(size, dim)?;
         let nd = self.ndim() as i64;
@@ -90,12 +91,15 @@ impl Var {
             .map(|p| {
                 let len = p.shape()[d as usize] as i64;
                 at += len;
-                self.narrow(d, at - len, len)
+                let v = self.narrow(d, at - len, len)?;
+                v.mark_multi_output_view();
+                Ok(v)
             })
             .collect()
     }
 
-    /// `torch.chunk(self, chunks, dim)`: recorded narrow views.
+    /// `torch.chunk(self, chunks, dim)`: recorded narrow views (not to be
+    /// modified in place by a recorded op, as in PyTorch).
     pub fn chunk(&self, chunks: i64, dim: i64) -> Result<Vec<Var>> {
         let pieces = self.data().chunk(chunks, dim)?;
         let nd = self.ndim() as i64;
@@ -106,7 +110,9 @@ impl Var {
             .map(|p| {
                 let len = p.shape()[d as usize] as i64;
                 at += len;
-                self.narrow(d, at - len, len)
+                let v = self.narrow(d, at - len, len)?;
+                v.mark_multi_output_view();
+                Ok(v)
             })
             .collect()
     }
