@@ -225,3 +225,90 @@ x = p(1, 2)
 z.narrow(1, 1, 2).mul_(x.unsqueeze(1))
 (z * torch.arange(1, 7, dtype=torch.float64).reshape(2, 3)).sum().backward()
 show("non_contiguous_base", z=z, xg=x.grad)
+
+# 17. a retained gradient of the base follows its new history
+x = p(1, 2, 3)
+y = x * 1
+y.retain_grad()
+y.narrow(0, 1, 2).mul_(3)
+(y * y).sum().backward()
+show("retain_grad_base", y_fn=gname(y), yg=y.grad, xg=x.grad)
+
+# ---- earlier sessions' tests that asserted a refusal, now PyTorch's values
+# hostile_sweep_s27: views of a base modified in place afterwards
+x = p(1, 2, 3)
+y = x * 1
+v = y.narrow(0, 0, 2)
+y.mul_(2)
+v.sum().backward(retain_graph=True)
+show("s27_narrow_then_base_mul", xg=x.grad)
+x.grad = None
+v.backward(torch.ones(2, dtype=torch.float64))
+show("s27_narrow_then_base_mul.root", xg=x.grad)
+x = p(1, 2, 3)
+w = p(10, 20, 30)
+y = x * 1
+v = y.t()
+y.add_(w)
+v.sum().backward()
+show("s27_t_then_base_add_var", xg=x.grad, wg=w.grad)
+x = p(1, 2, 3, 4)
+y = x * 1
+vv = y.view(2, 2).transpose(0, 1)
+y.zero_()
+vv.sum().backward()
+show("s27_view_of_view_then_zero", xg=x.grad)
+# hostile_sweep_s34: in place on a view of an untracked variable
+for op in ["add_", "sub_", "mul_", "div_"]:
+    x = p(1, 2, 3)
+    z = torch.tensor([1.0, 2.0, 4.0], dtype=torch.float64)
+    getattr(z.narrow(0, 1, 2), op)(x.narrow(0, 0, 2))
+    ((z * z) + x).sum().backward()
+    show(f"s34_untracked_view_{op[:-1]}", z=z, xg=x.grad)
+# hostile_sweep_s34: a view of an untracked variable modified afterwards
+x = p(1, 2, 3)
+z = torch.zeros(3, dtype=torch.float64)
+v = z.narrow(0, 0, 2)
+vv = v.narrow(0, 0, 1)
+z.add_(x)
+((v * v).sum() + x.sum()).backward()
+show("s34_untracked_then_base_add", xg=x.grad)
+x.grad = None
+(vv * 2).sum().backward()
+show("s34_untracked_then_base_add.vv", xg=x.grad)
+x.grad = None
+v.mul_(2)
+((z * z).sum()).backward()
+show("s34_untracked_then_view_mul", z=z, xg=x.grad)
+# hostile_sweep_s35: stale views whose base was dropped
+x = p(1, 2, 3)
+z = torch.zeros(3, dtype=torch.float64)
+v = z.narrow(0, 0, 2)
+vv = v.narrow(0, 1, 1)
+z.add_(x)
+del z
+((v * v).sum() + x.sum()).backward()
+show("s35_untracked_base_dropped", xg=x.grad)
+x.grad = None
+del v
+vv.exp().sum().backward()
+show("s35_untracked_base_dropped.vv", xg=x.grad)
+for keep in [True, False]:
+    x = p(1, 2, 3)
+    y = x * 1
+    v = y.narrow(0, 0, 2)
+    vt = v.unsqueeze(0)
+    y.mul_(2)
+    if not keep:
+        del y
+    (v * v).sum().backward(retain_graph=True)
+    g1 = x.grad.clone()
+    x.grad = None
+    (vt * vt).sum().backward()
+    show(f"s35_tracked_base_kept_{keep}", xg_v=g1, xg_vt=x.grad)
+x = p(1, 2, 3)
+z = torch.zeros(3, dtype=torch.float64)
+v = z.narrow(0, 0, 2)
+z.add_(x)
+v.backward(torch.ones(2, dtype=torch.float64))
+show("s35_untracked_view_root", v_is_leaf=v.is_leaf, xg=x.grad)

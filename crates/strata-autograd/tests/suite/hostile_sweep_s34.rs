@@ -18,15 +18,17 @@
 //!   that does not require grad (`z.narrow(0, 0, 2)?.add_(&x)`) recorded
 //!   its history on the view alone: `z` kept none, so a loss through `z`
 //!   silently gave `x` no gradient for the op (PyTorch rebases `z`'s
-//!   history, `CopySlices`). Such a view is now refused with
+//!   history, `CopySlices`). Such a view was then refused with
 //!   `InPlaceOnView`, as a view of a variable requiring grad already was,
-//!   before anything changes.
+//!   before anything changes; since session 42 the base's history is
+//!   rebased as PyTorch's.
 //! * a view of a variable that does not require grad, taken before a
 //!   recorded in-place op gave that variable a history (`v = z.narrow(..)`,
 //!   then `z.add_(&x)`), had no history: `v * v` did not require grad and
 //!   `x` silently got no gradient through it (PyTorch regenerates `v`'s
 //!   history from `z`'s). Using such a view in a recorded op, or in place,
-//!   with grad mode on is now `ViewOfModifiedBase`.
+//!   with grad mode on was then `ViewOfModifiedBase`; since session 42 its
+//!   history is regenerated as PyTorch's.
 //! * `Module::to(device, dtype)` replaced every parameter with a new leaf
 //!   even when it was already on `device` in `dtype`: its gradient (and
 //!   hooks) were dropped, and an optimizer made before the call held the
@@ -135,54 +137,82 @@ fn values(v: &Var) -> Vec<f32> {
 }
 
 #[test]
-fn a_recorded_in_place_op_on_a_view_of_an_untracked_variable_is_refused() {
+fn a_recorded_in_place_op_on_a_view_of_an_untracked_variable_rebases_it() {
     // z = torch.zeros(3); z[0:2].add_(x[1:3]); ((z * z) + x).sum().backward()
     // gives x.grad == [1, 5, 7] in PyTorch (CopySlices rebases z's
-    // history). Strata does not rebase a view's base: the op recorded its
-    // history on the view alone and x got [1, 1, 1], silently. It is now
-    // refused as for a view of a variable requiring grad, before z changes.
+    // history). Strata recorded the op's history on the view alone and x
+    // got [1, 1, 1], silently; sessions 34 to 41 refused it
+    // (`InPlaceOnView`); since session 42 z's history is rebased as
+    // PyTorch's (benches/anchors/gen_inplace_views_s42.py: s34_*).
     let x = param(&[1.0, 2.0, 3.0]);
     let z = constant(&[0.0, 0.0, 0.0]);
     let view = z.narrow(0, 0, 2).unwrap();
-    let err = view.add_(&x.narrow(0, 1, 2).unwrap()).unwrap_err();
-    assert!(
-        matches!(err, AutogradError::InPlaceOnView { op: "add_", .. }),
-        "{err:?}"
-    );
-    assert!(err.to_string().contains("clone the view"), "{err}");
-    assert_eq!(values(&z), vec![0.0; 3]);
-    assert!(!view.requires_grad() && !z.requires_grad());
-    // Each of the other recorded in-place ops, and a view made without
-    // grad mode, too.
-    for op in ["sub_", "mul_", "div_"] {
+    view.add_(&x.narrow(0, 1, 2).unwrap()).unwrap();
+    assert_eq!(values(&z), vec![2.0, 3.0, 0.0]);
+    assert!(view.requires_grad() && z.requires_grad());
+    assert_eq!(z.grad_fn_name(), Some("CopySlices"));
+    z.mul(&z)
+        .unwrap()
+        .add(&x)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![1.0, 5.0, 7.0]);
+    // Each of the other recorded in-place ops: z = [1, 2, 4];
+    // z[1:3].<op>(x[0:2]); ((z * z) + x).sum()
+    for (op, z_want, x_want) in [
+        ("add_", [1.0, 3.0, 6.0], [7.0, 13.0, 1.0]),
+        ("sub_", [1.0, 1.0, 2.0], [-1.0, -3.0, 1.0]),
+        ("mul_", [1.0, 2.0, 8.0], [9.0, 65.0, 1.0]),
+        ("div_", [1.0, 2.0, 2.0], [-7.0, -3.0, 1.0]),
+    ] {
+        let x = param(&[1.0, 2.0, 3.0]);
+        let z = constant(&[1.0, 2.0, 4.0]);
         let view = z.narrow(0, 1, 2).unwrap();
         let other = x.narrow(0, 0, 2).unwrap();
-        let err = match op {
+        match op {
+            "add_" => view.add_(&other),
             "sub_" => view.sub_(&other),
             "mul_" => view.mul_(&other),
             _ => view.div_(&other),
         }
-        .unwrap_err();
-        assert!(
-            matches!(err, AutogradError::InPlaceOnView { .. }),
-            "{op}: {err:?}"
-        );
+        .unwrap();
+        assert_eq!(values(&z), z_want, "{op}");
+        z.mul(&z)
+            .unwrap()
+            .add(&x)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert_eq!(grad(&x), x_want, "{op}");
     }
+    // A view made without grad mode is still refused, as PyTorch refuses
+    // it ("A view was created in no_grad mode and is being modified
+    // inplace with grad mode enabled"), before z changes.
+    let z = constant(&[0.0, 0.0, 0.0]);
     let view = {
         let _g = strata_autograd::NoGradGuard::new();
         z.narrow(0, 0, 2).unwrap()
     };
-    assert!(matches!(
-        view.add_(&x.narrow(0, 0, 2).unwrap()).unwrap_err(),
-        AutogradError::InPlaceOnView { .. }
-    ));
+    let err = view.add_(&x.narrow(0, 0, 2).unwrap()).unwrap_err();
+    assert!(
+        matches!(err, AutogradError::InPlaceOnView { op: "add_", .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("no_grad"), "{err}");
     assert_eq!(values(&z), vec![0.0; 3]);
     // Not recording (no operand requires grad), the op is allowed, as in
     // PyTorch: z[0:2].add_(1.0).
     z.narrow(0, 0, 2).unwrap().add_(1.0).unwrap();
     assert_eq!(values(&z), vec![1.0, 1.0, 0.0]);
+    assert!(!z.requires_grad());
     // In place on the base itself records (PyTorch: z.add_(x) makes z
     // require grad, x.grad == 2 * z).
+    let x = param(&[1.0, 2.0, 3.0]);
     let z = constant(&[0.0, 0.0, 0.0]);
     z.add_(&x).unwrap();
     z.mul(&z)
@@ -195,40 +225,61 @@ fn a_recorded_in_place_op_on_a_view_of_an_untracked_variable_is_refused() {
 }
 
 #[test]
-fn a_view_of_an_untracked_variable_modified_in_place_afterwards_is_refused() {
+fn a_view_of_an_untracked_variable_modified_in_place_afterwards_is_regenerated() {
     // z = torch.zeros(3); v = z[0:2]; z.add_(x)
     // ((v * v).sum() + x.sum()).backward() gives x.grad == [3, 5, 1] in
     // PyTorch (v's history is regenerated from z's: v.grad_fn is
     // AsStridedBackward0). Strata's v had no history at all: v * v did not
-    // require grad and x got [1, 1, 1], silently. Using v in a recorded op
-    // (or in place) with grad mode on is now refused.
+    // require grad and x got [1, 1, 1], silently; sessions 34 to 41
+    // refused v (`ViewOfModifiedBase`); since session 42 its history is
+    // regenerated as PyTorch's.
     let x = param(&[1.0, 2.0, 3.0]);
     let z = constant(&[0.0, 0.0, 0.0]);
     let v = z.narrow(0, 0, 2).unwrap();
     let vv = v.narrow(0, 0, 1).unwrap(); // a view of that view
     z.add_(&x).unwrap();
     assert_eq!(values(&v), vec![1.0, 2.0]);
-    let stale = |r: strata_autograd::Result<Var>, what: &str| match r {
-        Err(AutogradError::ViewOfModifiedBase { op }) => assert!(!op.is_empty(), "{what}"),
-        other => panic!("{what}: {other:?}"),
-    };
-    stale(v.mul(&v), "v * v");
-    stale(vv.mul(2.0), "vv * 2");
-    stale(x.narrow(0, 0, 2).unwrap().add(&v), "x[0:2] + v");
-    stale(v.exp(), "v.exp()");
-    let err = v.mul_(2.0).unwrap_err();
-    assert!(
-        matches!(err, AutogradError::ViewOfModifiedBase { .. }),
-        "{err:?}"
-    );
-    assert!(err.to_string().contains("Take the view after"), "{err}");
-    assert_eq!(values(&z), vec![1.0, 2.0, 3.0]);
+    assert!(v.requires_grad() && vv.requires_grad());
+    assert_eq!(v.grad_fn_name(), Some("AsStridedBackward"));
+    v.mul(&v)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .add(&x.sum(None, false).unwrap())
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![3.0, 5.0, 1.0]);
+    // s34_untracked_then_base_add.vv: (vv * 2).sum() gives [2, 0, 0].
+    x.zero_grad(true).unwrap();
+    vv.mul(2.0)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![2.0, 0.0, 0.0]);
+    // s34_untracked_then_view_mul: then v.mul_(2); (z * z).sum() gives
+    // z == [2, 4, 3], x.grad == [8, 16, 6].
+    x.zero_grad(true).unwrap();
+    v.mul_(2.0).unwrap();
+    assert_eq!(values(&z), vec![2.0, 4.0, 3.0]);
+    z.mul(&z)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad(&x), vec![8.0, 16.0, 6.0]);
     // Without grad mode it is just a tensor (PyTorch: no graph either).
     {
         let _g = strata_autograd::NoGradGuard::new();
-        assert_eq!(values(&v.mul(&v).unwrap()), vec![1.0, 4.0]);
+        assert_eq!(values(&v.mul(&v).unwrap()), vec![4.0, 16.0]);
     }
     // A view taken after the in-place op is current (PyTorch's values).
+    let x = param(&[1.0, 2.0, 3.0]);
+    let z = constant(&[0.0, 0.0, 0.0]);
+    z.add_(&x).unwrap();
     let v = z.narrow(0, 0, 2).unwrap();
     v.mul(&v)
         .unwrap()

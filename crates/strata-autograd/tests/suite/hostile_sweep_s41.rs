@@ -50,9 +50,10 @@
 //! a `MultiStepLr` milestone of 0 after it), compared with PyTorch's
 //! recursive `step()` rates.
 //!
-//! Examined and left: an in-place op on a view of a retained non-leaf is
-//! `InPlaceOnView` (a documented strata limitation; PyTorch rebases the
-//! base and moves its retained gradient). A hook holding the variable it
+//! Examined and left: an in-place op on a view of a retained non-leaf was
+//! `InPlaceOnView` (a strata limitation then; since session 42 the base is
+//! rebased and its retained gradient moves to the new history, as
+//! PyTorch's: `inplace_views.rs`). A hook holding the variable it
 //! is registered on is a reference cycle, freed only when the hook is
 //! removed (documented on `register_hook`; PyTorch's garbage collector
 //! frees such cycles). Backward in inference mode gives `.grad` that

@@ -516,6 +516,19 @@ fn a_retained_gradient_follows_the_views_new_history() {
 }
 
 #[test]
+fn a_retained_gradient_of_the_base_follows_its_new_history() {
+    // retain_grad_base: y.retain_grad(); y[1:3].mul_(3); (y * y).sum()
+    let x = p64(&[1.0, 2.0, 3.0]);
+    let y = x.mul(1.0).unwrap();
+    y.retain_grad().unwrap();
+    y.narrow(0, 1, 2).unwrap().mul_(3.0).unwrap();
+    assert_eq!(y.grad_fn_name(), Some("CopySlices"));
+    sum(&y.mul(&y).unwrap()).backward().unwrap();
+    close(&g64(&y), &[2.0, 12.0, 18.0]);
+    close(&g64(&x), &[2.0, 36.0, 54.0]);
+}
+
+#[test]
 fn a_non_contiguous_base_with_a_storage_offset() {
     // non_contiguous_base: the base is a leaf made of a transposed narrow
     // of a bigger tensor (a storage offset, strides with gaps); the region
