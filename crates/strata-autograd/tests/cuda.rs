@@ -377,3 +377,44 @@ fn grad_hooks_and_optimizer_state_work_on_the_gpu() {
             .unwrap()
     );
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn an_in_place_op_on_a_view_rebases_its_base_as_on_the_cpu() {
+    // y = x.sin().reshape(3, 4); v = y.t().narrow(0, 1, 2) (a strided view
+    // of a view); v.mul_(b) with b broadcast; e = y.narrow(1, 0, 2) taken
+    // before the op (its history regenerated); loss through y, v and e:
+    // gradients of x and b as on the CPU (session 42, CopySlices).
+    let run = |dev: Device| -> Vec<Tensor> {
+        let x0 = Tensor::rand(&[12], DType::F32, 7, Device::Cpu).unwrap();
+        let b0 = Tensor::rand(&[2, 1], DType::F32, 8, Device::Cpu).unwrap();
+        let x = Var::parameter(x0.to(dev).unwrap()).unwrap();
+        let b = Var::parameter(b0.to(dev).unwrap()).unwrap();
+        let y = x.sin().unwrap().reshape(&[3, 4]).unwrap();
+        let e = y.narrow(1, 0, 2).unwrap();
+        let v = y.t().unwrap().narrow(0, 1, 2).unwrap();
+        v.mul_(&b).unwrap();
+        assert_eq!(y.grad_fn_name(), Some("CopySlices"));
+        let loss = y
+            .mul(&y)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .add(&v.mul(3.0).unwrap().sum(None, false).unwrap())
+            .unwrap()
+            .add(&e.exp().unwrap().sum(None, false).unwrap())
+            .unwrap();
+        loss.backward().unwrap();
+        vec![x.grad().unwrap(), b.grad().unwrap(), y.data().clone()]
+    };
+    let cpu = run(Device::Cpu);
+    let on_gpu = run(gpu());
+    for (what, (g, c)) in ["x.grad", "b.grad", "y"]
+        .iter()
+        .zip(on_gpu.iter().zip(&cpu))
+    {
+        assert_eq!(g.device(), GPU, "{what}");
+        let err = rel_err(g, c);
+        assert!(err < 1e-5, "{what}: relative error {err}");
+    }
+}

@@ -80,7 +80,8 @@ fn each_op_with_a_broadcast_var_operand_on_a_narrow_of_a_2d_base() {
     // narrow_{add,sub,mul,div}_var: x = 0.5 + 0.25 i; b = [1.5, -2, 2.5, 3];
     // y = (x * 1.5).reshape(3, 4); y.narrow(0, 1, 2).<op>(b);
     // ((y * y) * w).sum(), w = arange(1, 13).reshape(3, 4) / 4
-    let cases: [(&str, [f64; 12], [f64; 12], [f64; 4]); 4] = [
+    type Case = (&'static str, [f64; 12], [f64; 12], [f64; 4]);
+    let cases: [Case; 4] = [
         (
             "add_",
             [
@@ -673,15 +674,15 @@ fn scatter(u: &Var, steps: &[Step]) -> Var {
 /// the same op out of place.
 fn op(v: &Var, kind: u8, b: &Var, c: f64, in_place: bool) -> Var {
     match (kind % 9, in_place) {
-        (0, true) => v.add_(b).map(Var::clone),
-        (1, true) => v.sub_(b).map(Var::clone),
-        (2, true) => v.mul_(b).map(Var::clone),
-        (3, true) => v.div_(b).map(Var::clone),
-        (4, true) => v.add_(c).map(Var::clone),
-        (5, true) => v.mul_(c).map(Var::clone),
-        (6, true) => v.div_(c).map(Var::clone),
-        (7, true) => v.sub_(c).map(Var::clone),
-        (_, true) => v.zero_().map(Var::clone),
+        (0, true) => v.add_(b).cloned(),
+        (1, true) => v.sub_(b).cloned(),
+        (2, true) => v.mul_(b).cloned(),
+        (3, true) => v.div_(b).cloned(),
+        (4, true) => v.add_(c).cloned(),
+        (5, true) => v.mul_(c).cloned(),
+        (6, true) => v.div_(c).cloned(),
+        (7, true) => v.sub_(c).cloned(),
+        (_, true) => v.zero_().cloned(),
         (0, false) => v.add(b),
         (1, false) => v.sub(b),
         (2, false) => v.mul(b),
