@@ -91,11 +91,12 @@ pub enum AutogradError {
         reason: &'static str,
     },
     /// A backward reached a view taken before its base (or a variable it
-    /// views through other views) was modified by a recorded in-place op:
-    /// the view's values include the in-place op but its history does not.
-    /// Also a view of a variable that did not require grad, taken before a
-    /// recorded in-place op gave that variable a history, used in a
-    /// recorded op or modified in place with grad mode on.
+    /// views through other views) was modified by a recorded in-place op,
+    /// and the view's history cannot be regenerated from the base's new one
+    /// as PyTorch's is (the view no longer follows its base: it was made to
+    /// require grad itself): the view's values include the in-place op but
+    /// its history does not. Views made by recorded view ops have their
+    /// history regenerated instead.
     #[error(
         "a view made by {op} was used after the variable it views was modified by a recorded \
          in-place op; its gradient would leave out that op. Take the view after the in-place \

@@ -72,11 +72,30 @@
 //! the dropout generator, version counters). PyTorch's rules are followed:
 //! saved tensors carry their version ([`AutogradError::SavedTensorModified`]
 //! when modified in place before backward, checked before the pass changes
-//! any gradient), in-place ops on leaves that require grad
-//! ([`AutogradError::InPlaceOnLeaf`]) and on views
-//! ([`AutogradError::InPlaceOnView`], [`AutogradError::InPlaceOnNoGradView`])
-//! are refused, optimizer hyper-parameters are checked
+//! any gradient), in-place ops on leaves that require grad and on views of
+//! them ([`AutogradError::InPlaceOnLeaf`]) are refused, as are those on views
+//! made in no-grad mode or returned by `split`/`chunk`
+//! ([`AutogradError::InPlaceOnView`], [`AutogradError::InPlaceOnNoGradView`]),
+//! optimizer hyper-parameters are checked
 //! ([`AutogradError::Hyperparameter`]).
+//!
+//! A recorded in-place op on any other view rebases its base's history, as
+//! PyTorch's `CopySlices`: the base's gradient is the incoming one with the
+//! view's region replaced by the op's gradient there, and views of the base
+//! whose history is out of date have it regenerated from the base's new one.
+//!
+//! ```
+//! use strata_autograd::Var;
+//! use strata_tensor::{Device, Tensor};
+//! let x = Var::parameter(Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4], Device::Cpu)?)?;
+//! let y = x.mul(2.0)?;
+//! let v = y.narrow(0, 1, 2)?;
+//! v.mul_(3.0)?;
+//! assert_eq!(y.grad_fn_name(), Some("CopySlices"));
+//! y.sum(None, false)?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>()?, vec![2.0, 6.0, 6.0, 2.0]);
+//! # Ok::<(), strata_autograd::AutogradError>(())
+//! ```
 //!
 //! # Example
 //!

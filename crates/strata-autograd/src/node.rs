@@ -146,11 +146,11 @@ impl Node {
 
     /// A node standing for a view whose base was modified in place (by a
     /// recorded op) after the view was taken: reaching it in backward is an
-    /// [`AutogradError::ViewOfModifiedBase`]. (PyTorch regenerates the view's
-    /// history onto the base's new one; strata refuses instead of passing the
-    /// gradient through the base's old history, which silently left out the
-    /// in-place op: `y.mul_(2)` did not double the gradient through a view
-    /// of `y` taken before it, and `y.add_(&w)` gave `w` nothing.)
+    /// [`AutogradError::ViewOfModifiedBase`]. A view that knows its base
+    /// has its history regenerated instead, as PyTorch's (see
+    /// `Var::grad_fn`); this is for one that does not (made to require grad
+    /// itself), rather than passing the gradient through the base's old
+    /// history, which would silently leave out the in-place op.
     pub(crate) fn stale_view(view_op: &'static str) -> Node {
         let f: BackwardFn =
             Box::new(move |_g, _s, _n| Err(AutogradError::ViewOfModifiedBase { op: view_op }));

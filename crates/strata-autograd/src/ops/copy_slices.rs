@@ -105,8 +105,7 @@ pub(crate) enum Creation {
 
 impl ViewOf {
     /// The link of a view made by `step` of `input` (with grad mode on or
-    /// off, per `no_grad`), or `None` where `input` is a view with no link
-    /// (its own was dropped when it was made to require grad).
+    /// off, per `no_grad`).
     pub(crate) fn of(input: &Var, step: ViewStep, no_grad: bool) -> Option<ViewOf> {
         let own = if no_grad {
             Creation::NoGrad
@@ -126,7 +125,8 @@ impl ViewOf {
                     },
                 })
             }
-            None if input.is_view() => None,
+            // A variable that follows no base is the root (a view made to
+            // require grad itself is a leaf of its own).
             None => Some(ViewOf {
                 base: Arc::clone(input.inner()),
                 steps: vec![step],

@@ -53,7 +53,8 @@ impl Var {
         // A view of a variable made to require grad after the view was
         // taken counts as one (PyTorch: "a view of a leaf Variable that
         // requires grad is being used in an in-place operation"); a view
-        // whose base gained a history is `ViewOfModifiedBase` below.
+        // whose base gained a history has its history regenerated (it is
+        // no leaf then).
         let leaf_requiring_grad = self.is_leaf()
             && self.requires_grad()
             && !matches!(
@@ -79,8 +80,8 @@ impl Var {
             Some(of) => Ok(Recording::View(check_rebase(op, self, &of)?)),
             None => Err(AutogradError::InPlaceOnView {
                 op,
-                reason: "the view was made to require grad itself (it is a leaf, not a view \
-                         following its base); clone it, or take the view again",
+                reason: "the view was made to require grad itself, then not (it no longer \
+                         follows its base); clone it, or take the view again",
             }),
         }
     }

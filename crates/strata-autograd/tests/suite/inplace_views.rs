@@ -467,6 +467,32 @@ fn what_still_refuses() {
     assert!(matches!(e, AutogradError::InPlaceOnView { .. }), "{e:?}");
     assert!(e.to_string().contains("no_grad"), "{e}");
     assert_eq!(vals(&z), vec![0.0; 3]);
+
+    // A view made to require grad itself is a leaf: a view of it modified
+    // in place is a view of a leaf requiring grad (PyTorch: "a view of a
+    // leaf Variable that requires grad is being used in an in-place
+    // operation").
+    let u = z.narrow(0, 0, 2).unwrap();
+    u.requires_grad_(true).unwrap();
+    let e = u.narrow(0, 0, 1).unwrap().mul_(2.0).unwrap_err();
+    assert!(matches!(e, AutogradError::InPlaceOnLeaf { .. }), "{e:?}");
+    // Made not to require grad again, it no longer follows z: strata
+    // refuses a recorded in-place op on it (PyTorch rebases z).
+    u.requires_grad_(false).unwrap();
+    let e = u.add_(&x.narrow(0, 0, 2).unwrap()).unwrap_err();
+    assert!(matches!(e, AutogradError::InPlaceOnView { .. }), "{e:?}");
+
+    // A base whose elements share memory (strata only: a variable made of
+    // an expanded tensor) cannot have its gradient laid out as itself.
+    let e3 = Var::new(t64(&[1.0, 2.0, 3.0], &[3]).expand(&[2, 3]).unwrap());
+    let e = e3
+        .narrow(0, 0, 1)
+        .unwrap()
+        .add_(&x.unsqueeze(0).unwrap())
+        .unwrap_err();
+    assert!(matches!(e, AutogradError::InPlaceOnView { .. }), "{e:?}");
+    assert!(e.to_string().contains("clone the base"), "{e}");
+    assert_eq!(vals(&e3), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
 }
 
 #[test]
