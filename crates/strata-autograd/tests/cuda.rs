@@ -394,7 +394,10 @@ fn an_in_place_op_on_a_view_rebases_its_base_as_on_the_cpu() {
         let e = y.narrow(1, 0, 2).unwrap();
         let v = y.t().unwrap().narrow(0, 1, 2).unwrap();
         v.mul_(&b).unwrap();
-        assert_eq!(y.grad_fn_name(), Some("CopySlices"));
+        // y is itself a view (of the sin output, the root that takes the
+        // CopySlices node), so its history is regenerated from the root's,
+        // as PyTorch's `y.grad_fn` is then `AsStridedBackward0`.
+        assert_eq!(y.grad_fn_name(), Some("AsStridedBackward"));
         let loss = y
             .mul(&y)
             .unwrap()

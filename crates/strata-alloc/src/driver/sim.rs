@@ -24,7 +24,7 @@ const ADDRESS_BASE: u64 = 0x7f00_0000_0000;
 /// An H100 80GB's memory as `cuMemGetInfo` reports it.
 const H100_CAPACITY: u64 = 85_017_493_504;
 /// An H200's memory as `cuMemGetInfo` reports it.
-const H200_CAPACITY: u64 = 150_754_820_096;
+const H200_CAPACITY: u64 = 150_109_880_320;
 
 #[derive(Default)]
 struct SimState {
@@ -94,8 +94,8 @@ impl SimDriver {
         SimDriver::new(H100_CAPACITY, 2 << 20)
     }
 
-    /// An H200's capacity (150754820096 bytes, 143771 MiB, as `cuMemGetInfo`
-    /// reports it) and 2 MiB granularity.
+    /// An H200's capacity (150109880320 bytes, as `cuMemGetInfo`
+    /// reports it on an H200, session 42) and 2 MiB granularity.
     pub fn h200() -> SimDriver {
         SimDriver::new(H200_CAPACITY, 2 << 20)
     }
@@ -111,7 +111,7 @@ impl SimDriver {
     /// ```
     /// use strata_alloc::driver::{sim::SimDriver, Driver};
     /// let h200 = SimDriver::like("NVIDIA H200", 0);
-    /// assert_eq!(h200.mem_get_info().unwrap().total, 150_754_820_096);
+    /// assert_eq!(h200.mem_get_info().unwrap().total, 150_109_880_320);
     /// let h100 = SimDriver::like("NVIDIA H100 80GB HBM3", 0);
     /// assert_eq!(h100.mem_get_info().unwrap().total, 85_017_493_504);
     /// // A larger device than either, known from what the recording held:

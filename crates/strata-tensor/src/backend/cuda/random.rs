@@ -62,14 +62,46 @@ extern "C" __global__ void normal(double* out, i64 n, u64 seed) {{
   }}
 }}
 
-extern "C" __global__ void range_f64(double* out, i64 n, double start, double step) {{
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
-    out[i] = __dadd_rn(start, __dmul_rn((double)i, step));
+// arange as PyTorch's CPU kernel rounds it (crate::generate's
+// `vector_lane`): whole blocks of 2 * lanes elements built a vector at a
+// time from each vector's first element rounded to the tensor's dtype, the
+// rest `start + i * step` in one rounding (an FMA).
+extern "C" __global__ void range_f64(double* out, i64 n, double start, double step, int f32) {{
+  const i64 lanes = f32 ? 8 : 4, whole = n - n % (2 * lanes);
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {{
+    double v;
+    if (i < whole) {{
+      i64 k = i % lanes;
+      double base = __fma_rn(step, (double)(i - k), start);
+      if (k == 0) v = base;
+      else {{
+        if (f32) base = (double)__double2float_rn(base);
+        v = __fma_rn((double)k, step, base);
+      }}
+    }} else v = __fma_rn(step, (double)i, start);
+    out[i] = v;
+  }}
 }}
 
-extern "C" __global__ void range_f32(float* out, i64 n, float start, float step) {{
-  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x)
-    out[i] = __fadd_rn(start, __fmul_rn((float)i, step));
+extern "C" __global__ void range_f32(float* out, i64 n, float start, float step, int bf16) {{
+  const i64 whole = n - n % 32;
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {{
+    float v;
+    if (i < whole) {{
+      i64 k = i % 16;
+      float b = __fmaf_rn(step, (float)(i - k), start);
+      if (k == 0) v = b;
+      else if (bf16) {{
+        unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(b));
+        v = __fadd_rn(__uint_as_float(((u32)h) << 16), __fmul_rn((float)k, step));
+      }} else {{
+        unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(b));
+        float hb; asm("cvt.f32.f16 %0, %1;" : "=f"(hb) : "h"(h));
+        v = __fmaf_rn((float)k, step, hb);
+      }}
+    }} else v = __fmaf_rn(step, (float)i, start);
+    out[i] = v;
+  }}
 }}
 
 extern "C" __global__ void randint(i64* out, i64 n, u64 seed, i64 low, u64 range) {{
@@ -151,8 +183,13 @@ pub(crate) fn generate(dev: &CudaDevice, out: &Arg, seq: Sequence) -> Result<()>
             dist: Dist::Normal,
             seed,
         } => go!("normal", 1, seed),
-        Sequence::FloatRange { start, step, .. } => go!("range_f64", 2, start, step),
-        Sequence::Float32Range { start, step, .. } => go!("range_f32", 3, start, step),
+        // `len` is `n`: the kernels take the element count from it.
+        Sequence::FloatRange {
+            start, step, f32, ..
+        } => go!("range_f64", 2, start, step, i32::from(f32)),
+        Sequence::Float32Range {
+            start, step, bf16, ..
+        } => go!("range_f32", 3, start, step, i32::from(bf16)),
         Sequence::IntRange { start, step } => go!("range_i64", 4, start, step),
         Sequence::RandInt { low, range, seed } => go!("randint", 5, seed, low, range.max(1)),
     }
