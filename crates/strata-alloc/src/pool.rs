@@ -68,13 +68,23 @@ fn bin_of(size: u64) -> usize {
     }
 }
 
-/// The entries of one bin, in `(size, address)` order: `head` first, then
-/// `rest` from its end to its start. Two bins share a cache line.
+/// The entries of one bin, in `(size, address)` order: the head (the
+/// smallest, held inline field by field) first, then `rest` from its end to
+/// its start. Two bins share a cache line.
 #[derive(Clone)]
 #[repr(align(32))]
 struct Bin {
-    /// The smallest entry; its `block` is [`EMPTY`] when the bin is empty.
-    head: Entry,
+    /// The head's size.
+    size: u64,
+    /// The head's address.
+    ptr: u64,
+    /// The head's block; [`EMPTY`] when the bin is empty.
+    block: u32,
+    /// How many entries `rest` holds: its length, kept beside the head so
+    /// that a bin of one entry (most bins that hold any) is searched and
+    /// emptied without reading the vector's header on the heap, a cache
+    /// line of its own.
+    more: u32,
     /// The bin's other entries, largest first (the next smallest last, to be
     /// popped when the head goes); allocated when the bin first holds two
     /// entries, and kept, so that a busy bin allocates nothing more.
@@ -84,22 +94,41 @@ struct Bin {
 
 impl Bin {
     const EMPTY: Bin = Bin {
-        head: Entry {
-            size: 0,
-            ptr: 0,
-            block: EMPTY,
-        },
+        size: 0,
+        ptr: 0,
+        block: EMPTY,
+        more: 0,
         rest: None,
     };
 
     #[inline]
     fn is_empty(&self) -> bool {
-        self.head.block == EMPTY
+        self.block == EMPTY
+    }
+
+    /// The smallest entry (the bin must be non-empty).
+    #[inline]
+    fn head(&self) -> Entry {
+        Entry {
+            size: self.size,
+            ptr: self.ptr,
+            block: self.block,
+        }
+    }
+
+    #[inline]
+    fn set_head(&mut self, e: Entry) {
+        self.size = e.size;
+        self.ptr = e.ptr;
+        self.block = e.block;
     }
 
     /// The entries after the head, largest first.
     #[inline]
     fn rest(&self) -> &[Entry] {
+        if self.more == 0 {
+            return &[];
+        }
         self.rest.as_deref().map_or(&[], |v| v.as_slice())
     }
 
@@ -107,7 +136,7 @@ impl Bin {
     #[inline]
     fn get(&self, pos: usize) -> Option<Entry> {
         if pos == 0 {
-            (!self.is_empty()).then_some(self.head)
+            (!self.is_empty()).then(|| self.head())
         } else {
             let rest = self.rest();
             rest.len().checked_sub(pos).map(|i| rest[i])
@@ -117,53 +146,50 @@ impl Bin {
     /// Adds `e` (the bin must be non-empty).
     #[inline]
     fn insert_behind_head(&mut self, e: Entry) {
-        let rest = self.rest.get_or_insert_with(Default::default);
-        let e = if e.key() < self.head.key() {
-            std::mem::replace(&mut self.head, e)
+        let e = if e.key() < (self.size, self.ptr) {
+            let head = self.head();
+            self.set_head(e);
+            head
         } else {
             e
         };
+        let rest = self.rest.get_or_insert_with(Default::default);
         // Descending: `e` goes after every larger entry.
         let at = rank(rest, |x| x.key() > e.key());
         rest.insert(at, e);
+        self.more += 1;
     }
 
-    /// Entry `pos` in `(size, address)` order, in place (`pos` must be in
-    /// the bin).
+    /// Entry `pos` in `(size, address)` order (`pos` must be in the bin).
     #[inline]
-    fn at(&self, pos: usize) -> &Entry {
+    fn at(&self, pos: usize) -> Entry {
         if pos == 0 {
-            &self.head
+            self.head()
         } else {
             let rest = self.rest();
-            &rest[rest.len() - pos]
+            rest[rest.len() - pos]
         }
     }
 
     /// Takes out entry `pos` in `(size, address)` order; returns whether the
-    /// bin is empty now. The entry is not read back: the callers have read
-    /// what they need of it, and a copy of the whole entry, just written by
-    /// an insert, would wait for the insert's narrower stores.
+    /// bin is empty now.
     #[inline]
     fn remove(&mut self, pos: usize) -> bool {
-        let rest = self.rest.as_deref_mut();
+        if self.more == 0 {
+            debug_assert_eq!(pos, 0);
+            self.block = EMPTY;
+            return true;
+        }
+        self.more -= 1;
+        let rest = self.rest.as_deref_mut().expect("entries behind the head");
         if pos == 0 {
-            match rest.and_then(|v| v.pop()) {
-                Some(next) => {
-                    self.head = next;
-                    false
-                }
-                None => {
-                    self.head.block = EMPTY;
-                    true
-                }
-            }
+            let next = rest.pop().expect("an entry behind the head");
+            self.set_head(next);
         } else {
-            let rest = rest.expect("an entry behind the head");
             let i = rest.len() - pos;
             rest.remove(i);
-            false
         }
+        false
     }
 }
 
@@ -231,7 +257,7 @@ impl FreeIndex {
         let b = bin_of(e.size);
         let bin = &mut self.bins[b];
         if bin.is_empty() {
-            bin.head = e;
+            bin.set_head(e);
             self.mark(b);
         } else {
             bin.insert_behind_head(e);
@@ -247,7 +273,7 @@ impl FreeIndex {
         let Some(bin) = self.bins.get(b) else {
             return false;
         };
-        let pos = if bin.head.ptr == ptr && !bin.is_empty() {
+        let pos = if bin.ptr == ptr && !bin.is_empty() {
             0
         } else {
             // A block's address identifies it: a short vector is scanned for
@@ -287,7 +313,7 @@ impl FreeIndex {
         // No bins yet: nothing was ever inserted.
         let fb = self.bins.get(first)?;
         if !fb.is_empty() {
-            if fb.head.size >= size {
+            if fb.size >= size {
                 return Some((first, 0));
             }
             // Descending: the blocks that fit come first, the smallest of
@@ -340,15 +366,9 @@ impl FreeIndex {
     ) -> Option<Entry> {
         let (b, pos) = self.first_at_least(size)?;
         let e = self.bins[b].at(pos);
-        if !accept(e) {
+        if !accept(&e) {
             return None;
         }
-        // Field by field (see `Bin::remove`).
-        let e = Entry {
-            size: e.size,
-            ptr: e.ptr,
-            block: e.block,
-        };
         self.remove_at(b, pos);
         Some(e)
     }
