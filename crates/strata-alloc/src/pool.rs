@@ -55,17 +55,22 @@ impl Entry {
 /// The `block` of an empty bin's `head` (never a block's index).
 const EMPTY: u32 = u32::MAX;
 
-/// The bin holding blocks of `size` bytes (a multiple of 512).
+/// The bin holding blocks of `size` bytes (a multiple of 512): in units
+/// of 512 bytes `u`, bin `u` for `u` below [`EXACT_UNITS`], above it bin
+/// `EXACT_UNITS + (fl - SL_BITS - 1) * 2^SL_BITS + sl`, with `fl` the
+/// position of `u`'s top bit and `sl` the `SL_BITS` bits below it.
+///
+/// Branch-free: with `sh = fl - SL_BITS` (0 below `EXACT_UNITS`, where
+/// `fl <= SL_BITS`), `u >> sh` is `u` itself below `EXACT_UNITS` and
+/// `2^SL_BITS + sl` above, so both cases are `(sh << SL_BITS) + (u >> sh)`.
 #[inline]
 fn bin_of(size: u64) -> usize {
     let u = size >> 9;
-    if u < EXACT_UNITS {
-        u as usize
-    } else {
-        let fl = 63 - u.leading_zeros();
-        let sl = (u >> (fl - SL_BITS)) & ((1 << SL_BITS) - 1);
-        EXACT_UNITS as usize + ((fl - SL_BITS - 1) as usize) * (1 << SL_BITS) + sl as usize
-    }
+    // `| 1`: a size below 512 (never asked for) maps to bin 0, and the top
+    // bit's position needs no test for zero.
+    let fl = 63 - (u | 1).leading_zeros();
+    let sh = fl.saturating_sub(SL_BITS);
+    ((sh as usize) << SL_BITS) + (u >> sh) as usize
 }
 
 /// The entries of one bin, in `(size, address)` order: the head (the
@@ -418,6 +423,35 @@ mod tests {
     fn two_bins_fill_a_cache_line() {
         assert_eq!(std::mem::size_of::<Bin>(), 32);
         assert_eq!(std::mem::align_of::<Bin>(), 32);
+    }
+
+    /// The bins of the two-level formula, as it reads.
+    fn bin_by_levels(size: u64) -> usize {
+        let u = size >> 9;
+        if u < EXACT_UNITS {
+            u as usize
+        } else {
+            let fl = 63 - u.leading_zeros();
+            let sl = (u >> (fl - SL_BITS)) & ((1 << SL_BITS) - 1);
+            EXACT_UNITS as usize + ((fl - SL_BITS - 1) as usize) * (1 << SL_BITS) + sl as usize
+        }
+    }
+
+    #[test]
+    fn branch_free_bins_match_the_two_levels() {
+        for u in 0..200_000u64 {
+            assert_eq!(bin_of(u * 512), bin_by_levels(u * 512), "{u}");
+        }
+        for shift in 9..64 {
+            for d in [0u64, 1, 511, 512, 513] {
+                let size = ((1u64 << shift) + d.wrapping_mul(512)) & !511;
+                let size = size.max(512);
+                assert_eq!(bin_of(size), bin_by_levels(size), "{size}");
+                let below = ((1u64 << shift) - 512).max(512);
+                assert_eq!(bin_of(below), bin_by_levels(below), "{below}");
+            }
+        }
+        assert_eq!(bin_of(!511u64), bin_by_levels(!511u64));
     }
 
     #[test]
