@@ -1342,34 +1342,65 @@ impl CachingAllocator {
     /// [`free_block`](Self::free_block) less its history entry.
     #[inline(always)]
     fn release_block(&self, st: &mut State, id: u32) {
-        let (orig_size, requested) = (st.blocks[id].size, st.blocks[id].requested);
-        let pool = st.blocks[id].pool.stat();
-        let expandable = st.blocks[id].expandable;
+        let State {
+            blocks,
+            streams,
+            stats,
+            gc_counts,
+            free_clock,
+            ..
+        } = st;
+        let b = &blocks[id];
+        let (orig_size, requested) = (b.size, b.requested);
+        let (kind, expandable, prev, next) = (b.pool, b.expandable, b.prev, b.next);
+        let pool = kind.stat();
+        // The neighbours lie in the block's segment: the same stream and
+        // pool (set when a block is made, kept by splits), so the same free
+        // index, looked up once.
+        let idx = &mut streams[b.stream as usize].free[kind as usize];
         let mut net_blocks = 0i64;
         let mut net_bytes = 0i64;
-        let prev = st.blocks[id].prev;
         let mut id = id;
-        if prev != NONE && st.blocks[prev].is_free() {
-            st.index_remove(prev);
-            net_blocks -= 1;
-            net_bytes -= st.blocks[prev].size as i64;
-            st.blocks.absorb_next(prev);
-            id = prev;
+        if prev != NONE {
+            let p = &blocks[prev];
+            if p.is_free() {
+                debug_assert!(p.stream == blocks[id].stream && p.pool == kind);
+                idx.remove(p.size, p.ptr);
+                net_blocks -= 1;
+                net_bytes -= p.size as i64;
+                blocks.absorb_free_next(prev);
+                id = prev;
+            }
         }
-        let next = st.blocks[id].next;
-        if next != NONE && st.blocks[next].is_free() {
-            st.index_remove(next);
-            net_blocks -= 1;
-            net_bytes -= st.blocks[next].size as i64;
-            st.blocks.absorb_next(id);
+        // After a merge with `prev`, `prev`'s next block is this one's.
+        if next != NONE {
+            let n = &blocks[next];
+            if n.is_free() {
+                debug_assert!(n.stream == blocks[id].stream && n.pool == kind);
+                idx.remove(n.size, n.ptr);
+                net_blocks -= 1;
+                net_bytes -= n.size as i64;
+                blocks.absorb_free_next(id);
+            }
         }
-        st.blocks[id].requested = 0;
-        st.index_insert(id);
-        if st.blocks[id].is_split() {
+        // `State::index_insert`, with the index at hand.
+        let b = &mut blocks[id];
+        b.requested = 0;
+        let gc = gc_counts[kind as usize];
+        if gc != 0 {
+            b.gc_base = gc;
+        }
+        *free_clock += 1;
+        b.freed_at = *free_clock;
+        idx.insert(Entry {
+            size: b.size,
+            ptr: b.ptr,
+            block: id,
+        });
+        if b.is_split() {
             net_blocks += 1;
-            net_bytes += st.blocks[id].size as i64;
+            net_bytes += b.size as i64;
         }
-        let stats = &mut st.stats;
         if !expandable {
             apply_delta(&mut stats.inactive_split, pool, net_blocks);
             apply_delta(&mut stats.inactive_split_bytes, pool, net_bytes);

@@ -337,6 +337,25 @@ impl Blocks {
         self.remove(j);
     }
 
+    /// [`absorb_next`](Self::absorb_next) where the block after `i` is free
+    /// ([`Block::is_free`]): it holds no stream set, so its slot is freed
+    /// without one to drop.
+    #[inline(always)]
+    pub fn absorb_free_next(&mut self, i: u32) {
+        let j = self[i].next;
+        let (size, next) = (self[j].size, self[j].next);
+        self[i].size += size;
+        self[i].next = next;
+        if next != NONE {
+            self[next].prev = i;
+        }
+        let b = &mut self.slots[j as usize];
+        debug_assert!(b.is_free());
+        b.live = false;
+        b.allocated = false;
+        self.vacant.push(j);
+    }
+
     /// Every live block, mutably.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Block> {
         self.slots.iter_mut().filter(|b| b.live)
