@@ -1248,39 +1248,60 @@ impl CachingAllocator {
         orig: u64,
         site: &'static std::panic::Location<'static>,
     ) -> RawAllocation {
-        let pool = st.blocks[id].pool.stat();
-        let expandable = st.blocks[id].expandable;
-        let no_split = st.streams[st.blocks[id].stream as usize].no_split;
-        if Self::should_split(&st.settings, &st.blocks[id], rounded, no_split) {
-            let already_split = st.blocks[id].is_split();
-            let rest = st.blocks.split(id, rounded);
-            let rest_size = st.blocks[rest].size as i64;
-            st.index_insert(rest);
+        let State {
+            blocks,
+            streams,
+            stats,
+            settings,
+            gc_counts,
+            free_clock,
+            ..
+        } = st;
+        let b = &blocks[id];
+        let (kind, expandable, s, bsize, already_split) =
+            (b.pool, b.expandable, b.stream, b.size, b.is_split());
+        let pool = kind.stat();
+        let stream = &mut streams[s as usize];
+        if Self::should_split(settings, b, rounded, stream.no_split) {
+            let rest = blocks.split(id, rounded);
+            // `State::index_insert` of the back part, with its stream's
+            // index at hand.
+            let r = &mut blocks[rest];
+            let gc = gc_counts[kind as usize];
+            if gc != 0 {
+                r.gc_base = gc;
+            }
+            *free_clock += 1;
+            r.freed_at = *free_clock;
+            let rest_size = bsize - rounded;
+            stream.free[kind as usize].insert(Entry {
+                size: rest_size,
+                ptr: r.ptr,
+                block: rest,
+            });
             if !expandable {
                 if already_split {
-                    st.stats.inactive_split_bytes.decrease(pool, rounded as i64);
+                    stats.inactive_split_bytes.decrease(pool, rounded as i64);
                 } else {
-                    st.stats.inactive_split.increase(pool, 1);
-                    st.stats.inactive_split_bytes.increase(pool, rest_size);
+                    stats.inactive_split.increase(pool, 1);
+                    stats.inactive_split_bytes.increase(pool, rest_size as i64);
                 }
             }
-        } else if st.blocks[id].is_split() && !expandable {
-            let size = st.blocks[id].size as i64;
-            st.stats.inactive_split.decrease(pool, 1);
-            st.stats.inactive_split_bytes.decrease(pool, size);
+        } else if already_split && !expandable {
+            stats.inactive_split.decrease(pool, 1);
+            stats.inactive_split_bytes.decrease(pool, bsize as i64);
         }
-        let b = &mut st.blocks[id];
+        let b = &mut blocks[id];
         b.allocated = true;
         b.requested = orig;
         b.generation = b.generation.wrapping_add(1);
-        let (size, ptr, generation, s) = (b.size, b.ptr, b.generation, b.stream);
+        let (size, ptr, generation) = (b.size, b.ptr, b.generation);
         // A free block is never marked oversize (the free clears the mark).
-        let oversize = st.settings.is_oversize(size);
+        let oversize = settings.is_oversize(size);
         if oversize {
             b.oversize = true;
         }
-        st.streams[s as usize].allocated_grew(size, st.free_clock);
-        let stats = &mut st.stats;
+        stream.allocated_grew(size, *free_clock);
         stats.allocation.increase_by(pool, 1);
         stats.allocated_bytes.increase_by(pool, size);
         let now_allocated = stats.allocated_bytes.all().current as u64;
