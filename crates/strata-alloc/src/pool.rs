@@ -202,8 +202,10 @@ impl Bin {
 pub(crate) struct FreeIndex {
     /// Empty until the first insert: a stream that never frees a block
     /// into this pool costs no bins (about 50 KiB of them), so an
-    /// allocator used on many streams does not pay for each.
-    bins: Box<[Bin]>,
+    /// allocator used on many streams does not pay for each. Of a fixed
+    /// length, so that a bin's index is checked against a constant, and the
+    /// bitmap's word of a bin in range needs no check of its own.
+    bins: Option<Box<[Bin; NUM_BINS]>>,
     words: [u64; WORDS],
     summary: u64,
     len: usize,
@@ -212,7 +214,7 @@ pub(crate) struct FreeIndex {
 impl Default for FreeIndex {
     fn default() -> Self {
         FreeIndex {
-            bins: Box::default(),
+            bins: None,
             words: [0; WORDS],
             summary: 0,
             len: 0,
@@ -233,37 +235,37 @@ impl FreeIndex {
     }
 
     #[inline]
-    fn mark(&mut self, bin: usize) {
-        self.words[bin / 64] |= 1 << (bin % 64);
-        self.summary |= 1 << (bin / 64);
+    fn mark(words: &mut [u64; WORDS], summary: &mut u64, bin: usize) {
+        words[bin / 64] |= 1 << (bin % 64);
+        *summary |= 1 << (bin / 64);
     }
 
     #[inline]
-    fn unmark(&mut self, bin: usize) {
-        self.words[bin / 64] &= !(1 << (bin % 64));
-        if self.words[bin / 64] == 0 {
-            self.summary &= !(1 << (bin / 64));
+    fn unmark(words: &mut [u64; WORDS], summary: &mut u64, bin: usize) {
+        words[bin / 64] &= !(1 << (bin % 64));
+        if words[bin / 64] == 0 {
+            *summary &= !(1 << (bin / 64));
         }
     }
 
     /// The bins, at the first insert (see the field).
     #[cold]
     #[inline(never)]
-    fn make_bins(&mut self) {
-        self.bins = vec![Bin::EMPTY; NUM_BINS].into_boxed_slice();
+    fn make_bins() -> Box<[Bin; NUM_BINS]> {
+        let bins = vec![Bin::EMPTY; NUM_BINS].into_boxed_slice();
+        bins.try_into()
+            .unwrap_or_else(|_| unreachable!("NUM_BINS bins"))
     }
 
     /// Adds a free block.
     #[inline(always)]
     pub fn insert(&mut self, e: Entry) {
-        if self.bins.is_empty() {
-            self.make_bins();
-        }
+        let bins = self.bins.get_or_insert_with(Self::make_bins);
         let b = bin_of(e.size);
-        let bin = &mut self.bins[b];
+        let bin = &mut bins[b];
         if bin.is_empty() {
             bin.set_head(e);
-            self.mark(b);
+            Self::mark(&mut self.words, &mut self.summary, b);
         } else {
             bin.insert_behind_head(e);
         }
@@ -275,7 +277,7 @@ impl FreeIndex {
     pub fn remove(&mut self, size: u64, ptr: u64) -> bool {
         let b = bin_of(size);
         // No bins yet: nothing was ever inserted.
-        let Some(bin) = self.bins.get(b) else {
+        let Some(bin) = self.bins.as_deref().and_then(|bins| bins.get(b)) else {
             return false;
         };
         let pos = if bin.ptr == ptr && !bin.is_empty() {
@@ -304,8 +306,11 @@ impl FreeIndex {
     /// Takes out entry `pos` (in order) of bin `b`.
     #[inline(always)]
     fn remove_at(&mut self, b: usize, pos: usize) {
-        if self.bins[b].remove(pos) {
-            self.unmark(b);
+        let Some(bins) = self.bins.as_deref_mut() else {
+            unreachable!("an entry in bin {b}");
+        };
+        if bins[b].remove(pos) {
+            Self::unmark(&mut self.words, &mut self.summary, b);
         }
         self.len -= 1;
     }
@@ -316,7 +321,7 @@ impl FreeIndex {
     fn first_at_least(&self, size: u64) -> Option<(usize, usize)> {
         let first = bin_of(size);
         // No bins yet: nothing was ever inserted.
-        let fb = self.bins.get(first)?;
+        let fb = self.bins.as_deref()?.get(first)?;
         if !fb.is_empty() {
             if fb.size >= size {
                 return Some((first, 0));
@@ -370,7 +375,7 @@ impl FreeIndex {
         accept: impl FnOnce(&Entry) -> bool,
     ) -> Option<Entry> {
         let (b, pos) = self.first_at_least(size)?;
-        let e = self.bins[b].at(pos);
+        let e = self.bins.as_deref()?[b].at(pos);
         if !accept(&e) {
             return None;
         }
@@ -403,7 +408,7 @@ impl FreeIndex {
         let mut pos = start.map_or(0, |(_, at)| at);
         std::iter::from_fn(move || loop {
             let b = bin?;
-            if let Some(e) = self.bins[b].get(pos) {
+            if let Some(e) = self.bins.as_deref()?[b].get(pos) {
                 pos += 1;
                 return Some(e);
             }
