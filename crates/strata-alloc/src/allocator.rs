@@ -598,6 +598,9 @@ impl CachingAllocator {
         let b = &mut st.blocks[id];
         b.allocated = false;
         let (size, pool, s) = (b.size, b.pool.stat(), b.stream);
+        // Only while some allocation is counted as oversize can this one be.
+        let oversize = st.stats.oversize_allocations.current > 0 && std::mem::take(&mut b.oversize);
+        let used_elsewhere = !b.stream_uses.is_empty();
         // The loading phase ends with the first free of a block of a page or
         // more (the margin's floor, expandable/mod.rs): a smaller free is a
         // temporary that gives no page back.
@@ -610,9 +613,7 @@ impl CachingAllocator {
         );
         st.repeats.observe_free(current, high, st.free_clock);
         st.streams[s as usize].allocated_shrank(size);
-        // Only while some allocation is counted as oversize can this one be.
-        if st.stats.oversize_allocations.current > 0 && std::mem::take(&mut st.blocks[id].oversize)
-        {
+        if oversize {
             st.stats.oversize_allocations.decrease(1);
         }
         // Queued for the trace trackers only while some are attached.
@@ -620,14 +621,14 @@ impl CachingAllocator {
         if !st.history.enabled() {
             // `free_block` records and tracks only while something observes
             // the allocator, and otherwise releases the block at once.
-            return if st.blocks[id].stream_uses.is_empty() {
+            return if !used_elsewhere {
                 self.free_block(st, id);
                 Ok(())
             } else {
                 self.insert_events(st, id)
             };
         }
-        if st.blocks[id].stream_uses.is_empty() {
+        if !used_elsewhere {
             // free_requested and free_completed at once: one clock read and
             // one look-up of the live allocation for both entries.
             let handle = st.streams[s as usize].handle;
@@ -1418,11 +1419,11 @@ impl CachingAllocator {
             ptr: b.ptr,
             block: id,
         });
-        if b.is_split() {
-            net_blocks += 1;
-            net_bytes += b.size as i64;
-        }
         if !expandable {
+            if b.is_split() {
+                net_blocks += 1;
+                net_bytes += b.size as i64;
+            }
             apply_delta(&mut stats.inactive_split, pool, net_blocks);
             apply_delta(&mut stats.inactive_split_bytes, pool, net_bytes);
         }
