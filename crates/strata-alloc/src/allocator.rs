@@ -524,7 +524,11 @@ impl CachingAllocator {
         if st.pending_events > 0 {
             self.process_events(st);
         }
-        let rounded = round_size(&st.settings.config, size);
+        let rounded = if st.settings.plain_rounding {
+            round_plain(size)
+        } else {
+            round_size(&st.settings.config, size)
+        };
         st.recent_requests = crate::repeats::mix_request(st.recent_requests, rounded, s);
         let pool = PoolKind::of(rounded);
         let id = match self.get_free_block(st, s, pool, rounded) {
@@ -2319,6 +2323,15 @@ fn apply_delta(a: &mut crate::stats::StatArray, pool: StatType, d: i64) {
     }
 }
 
+/// [`round_size`] under a configuration without a division count above 1:
+/// a multiple of [`MIN_BLOCK_SIZE`], at least one.
+#[inline]
+fn round_plain(size: u64) -> u64 {
+    size.max(1)
+        .div_ceil(MIN_BLOCK_SIZE)
+        .saturating_mul(MIN_BLOCK_SIZE)
+}
+
 /// PyTorch's `round_size` under `config`. The arithmetic saturates where
 /// PyTorch's wraps: a division count of 2^55 or more (512·d past `u64::MAX`)
 /// never applies, and a size whose rounding does not fit a `u64` (only sizes
@@ -2351,5 +2364,30 @@ pub(crate) fn wrapping_range(call: &'static str, ptr: DevicePtr, size: u64) -> D
         message: format!(
             "returned {ptr:#x} for {size} bytes, a range that wraps past the end of the 64-bit address space; the driver must return a range that fits below 2^64 (or report out of memory)"
         ),
+    }
+}
+
+#[cfg(test)]
+mod rounding_tests {
+    use super::*;
+
+    /// The hot path's rounding without division counts is `round_size`'s.
+    #[test]
+    fn plain_rounding_is_round_size_without_divisions() {
+        let mut configs = vec![AllocatorConfig::default()];
+        let mut ones = AllocatorConfig::default();
+        ones.roundup_power2_divisions = [1; crate::config::ROUNDUP_INTERVALS];
+        configs.push(ones);
+        for config in &configs {
+            let mut sizes: Vec<u64> = (0..5000).collect();
+            for shift in 9..64 {
+                let p = 1u64 << shift;
+                sizes.extend([p - 1, p, p + 1, p + 511, p + 512, p + 513]);
+            }
+            sizes.extend([u64::MAX - 511, u64::MAX - 1, u64::MAX]);
+            for size in sizes {
+                assert_eq!(round_plain(size), round_size(config, size), "{size}");
+            }
+        }
     }
 }

@@ -64,6 +64,9 @@ pub(crate) struct Settings {
     pub allowed_max: Option<u64>,
     /// The garbage-collection threshold, when a memory fraction makes it apply.
     pub gc_threshold: Option<f64>,
+    /// No `roundup_power2_divisions` count above 1: every request rounds to
+    /// a multiple of 512 bytes, without looking its count up.
+    pub plain_rounding: bool,
 }
 
 impl Settings {
@@ -78,11 +81,13 @@ impl Settings {
         let gc_threshold = config
             .garbage_collection_threshold
             .filter(|_| allowed_max.is_some());
+        let plain_rounding = config.roundup_power2_divisions.iter().all(|&d| d <= 1);
         Settings {
             config,
             expandable,
             allowed_max,
             gc_threshold,
+            plain_rounding,
         }
     }
 
