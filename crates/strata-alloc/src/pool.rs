@@ -166,25 +166,39 @@ impl Bin {
     }
 
     /// Entry `pos` in `(size, address)` order (`pos` must be in the bin).
-    #[inline]
+    #[inline(always)]
     fn at(&self, pos: usize) -> Entry {
         if pos == 0 {
             self.head()
         } else {
-            let rest = self.rest();
-            rest[rest.len() - pos]
+            self.behind_head(pos)
         }
     }
 
+    /// [`at`](Self::at) behind the head.
+    #[inline(never)]
+    fn behind_head(&self, pos: usize) -> Entry {
+        let rest = self.rest();
+        rest[rest.len() - pos]
+    }
+
     /// Takes out entry `pos` in `(size, address)` order; returns whether the
-    /// bin is empty now.
-    #[inline]
+    /// bin is empty now. A bin of one entry is emptied in place; the
+    /// vector is touched out of line.
+    #[inline(always)]
     fn remove(&mut self, pos: usize) -> bool {
         if self.more == 0 {
             debug_assert_eq!(pos, 0);
             self.block = EMPTY;
             return true;
         }
+        self.remove_with_rest(pos);
+        false
+    }
+
+    /// [`remove`](Self::remove) from a bin of several entries.
+    #[inline(never)]
+    fn remove_with_rest(&mut self, pos: usize) {
         self.more -= 1;
         let rest = self.rest.as_deref_mut().expect("entries behind the head");
         if pos == 0 {
@@ -194,7 +208,6 @@ impl Bin {
             let i = rest.len() - pos;
             rest.remove(i);
         }
-        false
     }
 }
 
