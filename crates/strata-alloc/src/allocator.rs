@@ -2374,11 +2374,11 @@ mod rounding_tests {
     /// The hot path's rounding without division counts is `round_size`'s.
     #[test]
     fn plain_rounding_is_round_size_without_divisions() {
-        let mut configs = vec![AllocatorConfig::default()];
-        let mut ones = AllocatorConfig::default();
-        ones.roundup_power2_divisions = [1; crate::config::ROUNDUP_INTERVALS];
-        configs.push(ones);
-        for config in &configs {
+        let ones = AllocatorConfig {
+            roundup_power2_divisions: [1; crate::config::ROUNDUP_INTERVALS],
+            ..AllocatorConfig::default()
+        };
+        for config in &[AllocatorConfig::default(), ones] {
             let mut sizes: Vec<u64> = (0..5000).collect();
             for shift in 9..64 {
                 let p = 1u64 << shift;
