@@ -327,6 +327,14 @@ impl Blocks {
     /// Merges the block after `i` into `i` and frees its slot.
     #[inline(always)]
     pub fn absorb_next(&mut self, i: u32) {
+        let j = self.unlink_next(i);
+        self.remove(j);
+    }
+
+    /// Grows `i` over the block after it and takes that block out of the
+    /// chain; returns its slot, still to be freed.
+    #[inline(always)]
+    fn unlink_next(&mut self, i: u32) -> u32 {
         let j = self[i].next;
         let (size, next) = (self[j].size, self[j].next);
         self[i].size += size;
@@ -334,7 +342,7 @@ impl Blocks {
         if next != NONE {
             self[next].prev = i;
         }
-        self.remove(j);
+        j
     }
 
     /// [`absorb_next`](Self::absorb_next) where the block after `i` is free
@@ -342,13 +350,7 @@ impl Blocks {
     /// without one to drop.
     #[inline(always)]
     pub fn absorb_free_next(&mut self, i: u32) {
-        let j = self[i].next;
-        let (size, next) = (self[j].size, self[j].next);
-        self[i].size += size;
-        self[i].next = next;
-        if next != NONE {
-            self[next].prev = i;
-        }
+        let j = self.unlink_next(i);
         let b = &mut self.slots[j as usize];
         debug_assert!(b.is_free());
         b.live = false;
