@@ -1387,27 +1387,26 @@ impl CachingAllocator {
         let mut net_blocks = 0i64;
         let mut net_bytes = 0i64;
         let mut id = id;
-        if prev != NONE {
-            let p = &blocks[prev];
-            if p.is_free() {
-                debug_assert!(p.stream == blocks[id].stream && p.pool == kind);
-                idx.remove(p.size, p.ptr);
-                net_blocks -= 1;
-                net_bytes -= p.size as i64;
-                blocks.absorb_free_next(prev);
-                id = prev;
+        // A free neighbour leaves the index (and the inactive split counts).
+        let stream = b.stream;
+        let mut take_free = |blocks: &crate::block::Blocks, j: u32| {
+            let n = &blocks[j];
+            if !n.is_free() {
+                return false;
             }
+            debug_assert!(n.stream == stream && n.pool == kind);
+            idx.remove(n.size, n.ptr);
+            net_blocks -= 1;
+            net_bytes -= n.size as i64;
+            true
+        };
+        if prev != NONE && take_free(blocks, prev) {
+            blocks.absorb_free_next(prev);
+            id = prev;
         }
         // After a merge with `prev`, `prev`'s next block is this one's.
-        if next != NONE {
-            let n = &blocks[next];
-            if n.is_free() {
-                debug_assert!(n.stream == blocks[id].stream && n.pool == kind);
-                idx.remove(n.size, n.ptr);
-                net_blocks -= 1;
-                net_bytes -= n.size as i64;
-                blocks.absorb_free_next(id);
-            }
+        if next != NONE && take_free(blocks, next) {
+            blocks.absorb_free_next(id);
         }
         // `State::index_insert`, with the index at hand.
         let b = &mut blocks[id];
