@@ -329,8 +329,10 @@ fn run(x: &Tensor, call: &Call) -> Result<Option<Tensor>, TensorError> {
                 && t.dtype() != DType::BF16
             {
                 let v = t.to_scalars()?;
+                let f32 = t.dtype() == DType::F32;
                 for (i, got) in v.iter().enumerate().take(64) {
-                    let want = Scalar::Float(s + i as f64 * st).cast_to(t.dtype());
+                    let want =
+                        Scalar::Float(pytorch_arange_at(s, st, i, v.len(), f32)).cast_to(t.dtype());
                     assert!(same(&[vec![*got]], &[vec![want]]), "arange[{i}]");
                 }
             }
@@ -853,6 +855,30 @@ fn new_call() -> impl Strategy<Value = Call> {
     s.prop_map(Call::New)
 }
 
+/// Element `i` of `len` of PyTorch's CPU `arange` kernel (one thread, AVX2:
+/// 8 f32 or 4 f64 lanes) in f64, before the conversion to the tensor's
+/// dtype. Its vectorised loop takes two vectors at a time while a whole pair
+/// fits and the scalar loop does the rest; a vector starting at element `b`
+/// holds `base + k * step` with `base = start + b * step` already converted
+/// to the dtype, and the compiler fuses each `x + y * z` into an FMA.
+fn pytorch_arange_at(start: f64, step: f64, i: usize, len: usize, f32: bool) -> f64 {
+    let lanes = if f32 { 8 } else { 4 };
+    let pairs_end = len / (2 * lanes) * (2 * lanes);
+    if i >= pairs_end {
+        return step.mul_add(i as f64, start);
+    }
+    let b = i / lanes * lanes;
+    let mut base = step.mul_add(b as f64, start);
+    if f32 {
+        base = base as f32 as f64;
+    }
+    if i == b {
+        base
+    } else {
+        ((i - b) as f64).mul_add(step, base)
+    }
+}
+
 fn f64s(t: &Tensor) -> Vec<f64> {
     t.to_scalars().unwrap().iter().map(|s| s.to_f64()).collect()
 }
@@ -1278,18 +1304,23 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             if passthrough {
                 assert!(eqv(&t, x), "dropout that drops nothing changed the input");
             } else if *p == 1.0 {
-                assert!(
-                    f64s(&t).iter().all(|&g| g == 0.0),
-                    "dropout(p = 1) is not zeros"
-                );
+                // PyTorch's `input * zeros({})`: 0 for a finite element, NaN
+                // for a NaN or an infinity (zeros for a non-float dtype).
+                for (g, v) in f64s(&t).iter().zip(f64s(x)) {
+                    let want_nan = x.dtype().is_float() && !v.is_finite();
+                    assert!(
+                        if want_nan { g.is_nan() } else { *g == 0.0 },
+                        "dropout(p = 1) of {v} gave {g}, not {v} * 0"
+                    );
+                }
             }
             if x.dtype() == DType::F64 && *train && *p < 1.0 {
                 let scale = 1.0 / (1.0 - p);
+                // Kept: v / (1 - p); dropped: v * 0 (NaN for a NaN or an
+                // infinity, as in PyTorch).
                 for (g, v) in f64s(&t).iter().zip(vals()) {
-                    assert!(
-                        *g == 0.0 || close(*g, v * scale, 1e-12),
-                        "dropout {g} of {v}"
-                    );
+                    let dropped = if v.is_finite() { *g == 0.0 } else { g.is_nan() };
+                    assert!(dropped || close(*g, v * scale, 1e-12), "dropout {g} of {v}");
                 }
             }
             t
@@ -2180,4 +2211,33 @@ fn an_empty_product_over_a_huge_broadcast_batch_returns_at_once() {
     let c = a.matmul(&b).unwrap();
     assert_eq!(c.shape(), &[1usize << 61, 0]);
     assert_eq!(c.numel(), 0);
+}
+
+/// dropout(p = 1) is PyTorch's `input * zeros({})`: a NaN or an infinity
+/// stays NaN, a finite element becomes 0 (-0.0 for a negative one), and a
+/// non-float tensor becomes zeros. CI's random seed drew a NaN scalar, which
+/// the proptest's own expectation had wrongly required to be 0.
+#[test]
+fn dropout_of_p_one_is_the_input_times_zero() {
+    let _g = setup();
+    let x = Tensor::from_slice(
+        &[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -2.0, 3.0],
+        &[5],
+        Device::Cpu,
+    )
+    .unwrap();
+    let y = x.dropout(1.0, true, 0).unwrap().to_vec::<f32>().unwrap();
+    assert!(y[0].is_nan() && y[1].is_nan() && y[2].is_nan());
+    assert!(y[3] == 0.0 && y[3].is_sign_negative());
+    assert!(y[4] == 0.0 && y[4].is_sign_positive());
+    let nan = Tensor::full(&[], f64::NAN, DType::F16, Device::Cpu).unwrap();
+    let d = nan.dropout(1.0, true, 7).unwrap();
+    assert_eq!(d.dtype(), DType::F16);
+    assert!(d.to_scalars().unwrap()[0].to_f64().is_nan());
+    let i = Tensor::from_slice(&[-5i64, 9], &[2], Device::Cpu).unwrap();
+    let z = i.dropout(1.0, true, 0).unwrap();
+    assert_eq!(
+        (z.dtype(), z.to_vec::<i64>().unwrap()),
+        (DType::I64, vec![0, 0])
+    );
 }
