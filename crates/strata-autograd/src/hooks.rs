@@ -220,7 +220,8 @@ impl Var {
     /// A hook that holds the variable it is registered on (or, on a
     /// non-leaf, anything holding the graph behind it) makes a reference
     /// cycle: neither is freed until the hook is removed
-    /// ([`HookHandle::remove`]).
+    /// ([`HookHandle::remove`]). A hook that needs the variable holds a
+    /// [`WeakVar`](crate::WeakVar) of it ([`Var::downgrade`]) instead.
     ///
     /// ```
     /// use strata_autograd::Var;

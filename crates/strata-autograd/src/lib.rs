@@ -141,6 +141,7 @@ mod node;
 mod ops;
 pub mod optim;
 mod var;
+mod weak;
 
 // Training-memory remedies (issue 13).
 pub mod autocast;
@@ -168,3 +169,4 @@ pub use ops::attention::{AttentionArgs, AttentionSaving};
 pub use ops::nn::{generator_state, manual_seed};
 pub use optim::{clip_grad_norm_, AdamW};
 pub use var::{Var, VarOperand};
+pub use weak::WeakVar;

@@ -550,3 +550,46 @@ proptest! {
         prop_assert!(close(&values(g[1].as_ref().unwrap()), &gw), "{:?} vs {:?}", g[1], gw);
     }
 }
+
+/// A hook that needs the variable it is registered on holds a `WeakVar`:
+/// the variable is then freed when its last `Var` goes, where a hook
+/// holding the `Var` itself keeps it (and its tensor) alive in a cycle
+/// until the hook is removed.
+#[test]
+fn a_hook_holding_a_weak_var_does_not_keep_its_variable_alive() {
+    // The weak hook scales the gradient by the variable's own value.
+    let x = param(&[2.0, 5.0]);
+    let weak = x.downgrade();
+    x.register_hook(move |g| match weak.upgrade() {
+        Some(x) => Ok(Some(g.mul(x.data())?)),
+        None => Ok(None),
+    })
+    .unwrap();
+    x.mul(3.0)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(grad_of(&x), vec![6.0, 15.0]);
+    let probe = x.downgrade();
+    drop(x);
+    assert!(probe.upgrade().is_none(), "the weak hook kept its variable");
+
+    // The strong hook makes the cycle that the docs warn of; removing the
+    // hook breaks it.
+    let y = param(&[1.0]);
+    let held = y.clone();
+    let handle = y
+        .register_hook(move |g| Ok(Some(g.mul(held.data())?)))
+        .unwrap();
+    let probe = y.downgrade();
+    drop(y);
+    let alive = probe.upgrade().expect("a hook holding its Var keeps it");
+    drop(alive);
+    handle.remove();
+    assert!(
+        probe.upgrade().is_none(),
+        "removing the hook did not free it"
+    );
+}
