@@ -319,18 +319,22 @@ impl Var {
     /// and draws nothing; neither does a call that fails (a `p` outside
     /// [0, 1], an integer input with 0 < `p` < 1): the arguments are
     /// checked before the generator is advanced (PyTorch draws the noise
-    /// before refusing an integer input).
+    /// before refusing an integer input). The identity (not training,
+    /// `p` = 0, or no element) is this variable itself, as PyTorch returns
+    /// its input: an in-place op on the result is one on this variable,
+    /// and a result taken in no_grad mode still requires grad.
     pub fn dropout(&self, p: f64, train: bool) -> Result<Var> {
         let draws = train && p > 0.0 && p < 1.0 && self.numel() > 0;
         if !draws || !self.dtype().is_float() {
             // Identity, zeros (p = 1), or the tensor op's typed error for a
             // bad p or an integer input that would need scaling.
-            let drop_all = train && p == 1.0;
             let out = self.data().dropout(p, train, 0)?;
-            let f = formula(move |g, _s, _n| {
-                // PyTorch multiplies by zeros for p = 1: NaN * 0 stays NaN.
-                Ok(vec![Some(if drop_all { g.mul(0.0)? } else { g.clone() })])
-            });
+            if !train || p == 0.0 || self.numel() == 0 {
+                return Ok(self.clone());
+            }
+            // p = 1 (an integer input with 0 < p < 1 was refused above).
+            // PyTorch multiplies by zeros: a NaN gradient times 0 stays NaN.
+            let f = formula(move |g, _s, _n| Ok(vec![Some(g.mul(0.0)?)]));
             return record("DropoutBackward", out, &[Some(self)], Vec::new, f, false);
         }
         let seed = next_seed();

@@ -56,9 +56,19 @@ impl Var {
         self.reshaped(out, "SqueezeBackward", true)
     }
 
-    /// Merges dims `start..=end` into one (a view when possible).
+    /// Merges dims `start..=end` into one (a view when possible). As in
+    /// PyTorch, `start == end` (after wrapping negative dims) on a tensor
+    /// of at least one dim returns this variable itself, not a view of it:
+    /// taken in no_grad mode it still requires grad, and an in-place op on
+    /// it is one on this variable.
     pub fn flatten(&self, start: i64, end: i64) -> Result<Var> {
+        // The tensor op validates the dims; by then they are in range.
         let out = self.data().flatten(start, end)?;
+        let nd = self.ndim() as i64;
+        let wrap = |d: i64| if d < 0 { d + nd } else { d };
+        if nd > 0 && wrap(start) == wrap(end) {
+            return Ok(self.clone());
+        }
         let is_view = out.same_storage(self.data());
         self.reshaped(out, "FlattenBackward", is_view)
     }

@@ -564,3 +564,128 @@ fn var_gradient_without_degrees_of_freedom_is_nan_where_an_infinite_x_equals_the
     assert!(g[0].is_nan(), "{g:?}");
     assert_eq!(g[1], f32::INFINITY);
 }
+
+/// Found by the oracle (seed 167, an `inplace_view` step in no_grad mode):
+/// `flatten(start, end)` with `start == end` (after wrapping) returns the
+/// input itself in PyTorch (`if (start_dim == end_dim) return self;`), not
+/// a view of it, so taken in no_grad mode it still requires grad and has
+/// the input's history; strata made a view, which in no_grad mode did not
+/// require grad, and the gradient through it was lost. Expected values
+/// from PyTorch 2.15:
+///
+/// ```python
+/// x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+/// y = x * 2
+/// with torch.no_grad():
+///     f = y.flatten(1, 1)       # f is y; MulBackward0
+/// (f * 3).sum().backward()
+/// x.grad  # [[6., 6.], [6., 6.]]
+/// x1 = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+/// y1 = x1 * 1.5
+/// with torch.no_grad():
+///     f1 = y1.flatten()         # 1-D: start 0 == end 0, f1 is y1
+/// (f1 * f1).sum().backward()
+/// x1.grad  # [4.5, -9.0, 2.25]
+/// ```
+#[test]
+fn flatten_with_start_equal_to_end_is_the_input_itself_even_in_no_grad_mode() {
+    let x =
+        Var::parameter(Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], Device::Cpu).unwrap())
+            .unwrap();
+    let y = x.mul(2.0).unwrap();
+    let f = strata_autograd::no_grad(|| y.flatten(1, 1)).unwrap();
+    assert!(f.requires_grad());
+    assert_eq!(f.grad_fn_name(), y.grad_fn_name());
+    f.mul(3.0)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![6.0; 4]);
+
+    let x1 = Var::parameter(Tensor::from_slice(&[1.0f32, -2.0, 0.5], &[3], Device::Cpu).unwrap())
+        .unwrap();
+    let y1 = x1.mul(1.5).unwrap();
+    let f1 = strata_autograd::no_grad(|| y1.flatten(0, -1)).unwrap();
+    f1.mul(&f1)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        x1.grad().unwrap().to_vec::<f32>().unwrap(),
+        vec![4.5, -9.0, 2.25]
+    );
+    // A 0-d input still becomes [1] (PyTorch's `reshape({1})`), and bad
+    // dims are still refused.
+    let s = Var::parameter(Tensor::from_slice(&[2.0f32], &[], Device::Cpu).unwrap()).unwrap();
+    assert_eq!(s.flatten(0, -1).unwrap().shape(), &[1]);
+    assert!(y.flatten(1, 0).is_err());
+    assert!(y.flatten(2, 2).is_err());
+}
+
+/// Found while triaging the flatten case above: dropout that draws no mask
+/// (not training, `p` = 0, or no element) returns the input itself in
+/// PyTorch (`_dropout_impl`: `if (p == 0 || !train || numel == 0) return
+/// input;`), so an in-place op on its result is one on the input, and a
+/// result taken in no_grad mode still requires grad. strata returned a new
+/// variable sharing the input's storage: the in-place op changed the
+/// input's value behind its history's back (a silently wrong gradient).
+/// Expected values from PyTorch 2.15:
+///
+/// ```python
+/// for p, train in [(0.0, True), (0.5, False)]:
+///     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+///     y = x * 2
+///     d = F.dropout(y, p, train)    # d is y
+///     d.mul_(3)
+///     (y * y).sum().backward()
+///     y, x.grad  # [6., 12., 18.], [72., 144., 216.]
+/// x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+/// y = x * 2
+/// with torch.no_grad():
+///     d = F.dropout(y, 0.5, False)  # d is y, requires grad
+/// (d * d).sum().backward()
+/// x.grad  # [8., 16., 24.]
+/// ```
+#[test]
+fn dropout_without_a_mask_is_the_input_itself() {
+    let t = || Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3], Device::Cpu).unwrap();
+    for (p, train) in [(0.0, true), (0.5, false)] {
+        let x = Var::parameter(t()).unwrap();
+        let y = x.mul(2.0).unwrap();
+        let d = y.dropout(p, train).unwrap();
+        d.mul_(3.0).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), vec![6.0, 12.0, 18.0]);
+        y.mul(&y)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .backward()
+            .unwrap();
+        assert_eq!(
+            x.grad().unwrap().to_vec::<f32>().unwrap(),
+            vec![72.0, 144.0, 216.0]
+        );
+    }
+    let x = Var::parameter(t()).unwrap();
+    let y = x.mul(2.0).unwrap();
+    let d = strata_autograd::no_grad(|| y.dropout(0.5, false)).unwrap();
+    assert!(d.requires_grad());
+    d.mul(&d)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f32>().unwrap(),
+        vec![8.0, 16.0, 24.0]
+    );
+    // A bad p is still refused, training or not (PyTorch's F.dropout checks
+    // it first).
+    assert!(y.dropout(1.5, false).is_err());
+    assert!(y.dropout(-0.1, true).is_err());
+}
