@@ -40,9 +40,25 @@ gelu_linear, dropout with p 0 or 1, dtype round trips, in-place ops on a
 non-leaf, non-reentrant checkpoints of small functions) and a NaN norm order;
 earlier seeds draw exactly the programs they drew before.
 
+Seeds from 165 on (S43_SEED) also draw `s43_step`'s ops: recorded in-place
+ops on chains of views of a fresh non-leaf (PyTorch's CopySlices; views of
+views, views taken before or after another in-place op and read afterwards,
+ops in no_grad mode, and ops that return their input itself in PyTorch:
+dropout that draws no mask, a cast to the same dtype, flatten with
+start == end), chains of view ops, split into sections, cross_entropy and
+nll_loss over [N, C, d...], softmax/log_softmax with a dtype (from an f16 or
+bf16 input), masked_fill/where with a broadcast mask, linear over 1-D and
+>2-D inputs, batched matmul, attention keeping its probabilities
+(`AttentionSaving::SaveProbs`), and reductions over negative, unsorted dims;
+seeds below 165 draw exactly the programs they drew before.
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
+- an in-place op whose other operand shares the written tensor's storage
+  (`y.mul_(y)`, another view of the same base): PyTorch refuses mul_/div_
+  at backward (the saved operand's version changed), strata copies such an
+  operand first and gives the gradient;
 - differences of strata-tensor kernels that strata-autograd cannot change
   (reported): a zero loss of reduction "none" or zero of a matrix product fed
   to a later step (-0.0 vs +0.0); layer_norm with eps=0, rows of 1-2 elements or of variance < 0.01
@@ -102,9 +118,10 @@ def tjson(t):
 
 
 class Prog:
-    def __init__(self, rng, dtype, more=False):
+    def __init__(self, rng, dtype, more=False, s43=False):
         self.rng = rng
         self.more = more
+        self.s43 = s43
         # f32 for the recorded program; f64 for the same program (the same
         # f32 input values) to estimate PyTorch's own f32 rounding error.
         self.dtype = dtype
@@ -166,11 +183,18 @@ def rdim(r, nd):
     return d - nd if r.random() < 0.4 else d
 
 
-def rdims(r, nd):
+def rdims(r, nd, neg=False):
+    """Dims to reduce over (None: all). With `neg` (seeds >= S43_SEED; the
+    extra draws would change earlier seeds' programs) each dim is negative
+    half of the time and the list is in random order."""
     if nd == 0 or r.random() < 0.2:
         return None
     k = r.randint(1, nd)
-    return sorted(r.sample(range(nd), k))
+    ds = sorted(r.sample(range(nd), k))
+    if neg:
+        ds = [d - nd if r.random() < 0.5 else d for d in ds]
+        r.shuffle(ds)
+    return ds
 
 
 UNARY = ["neg", "relu", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "silu",
@@ -190,9 +214,14 @@ def step(p, cur, x):
         # Seeds from NEW_OPS_SEED on also draw the ops added in session 38
         # (earlier seeds keep the list above, so their programs are unchanged).
         kinds += ["more"] * 8
+    if p.s43:
+        # Seeds from S43_SEED on also draw the ops added in session 43.
+        kinds += ["s43"] * 10
     kind = r.choice(kinds)
     if kind == "more":
         return more_step(p, cur, x)
+    if kind == "s43":
+        return s43_step(p, cur, x)
     if kind == "unary":
         op = r.choice(UNARY)
         args = {}
@@ -240,7 +269,7 @@ def step(p, cur, x):
         return "pow", [cur, other], {}, torch.pow(x, o), False
     if kind == "reduce":
         op = r.choice(["sum", "mean", "var", "std", "logsumexp", "sum", "std"])
-        dims = rdims(r, nd)
+        dims = rdims(r, nd, p.s43)
         keep = r.random() < 0.4
         if op == "logsumexp":
             if dims is None:
@@ -285,7 +314,7 @@ def step(p, cur, x):
             y = (torch.max if op == "max_dim" else torch.min)(x, d, keepdim=keep).values
             return op, [cur], {"dim": d, "keepdim": keep}, y, True
         if op in ("amax", "amin"):
-            dims = rdims(r, nd)
+            dims = rdims(r, nd, p.s43)
             y = getattr(torch, op)(x, dims if dims is not None else (), keepdim=keep)
             return op, [cur], {"dims": dims, "keepdim": keep}, y, False
         # A NaN order only for seeds >= NEW_OPS_SEED (earlier seeds' draws
@@ -293,7 +322,7 @@ def step(p, cur, x):
         # otherwise.
         pv = r.choice([2.0, 2.0, 1.0, 0.0, INF, -INF, 3.0, 0.5, 1.5, -1.0] +
                       ([NAN] if p.more else []))
-        dims = rdims(r, nd)
+        dims = rdims(r, nd, p.s43)
         y = torch.linalg.vector_norm(x, ord=pv, dim=dims, keepdim=keep)
         return op, [cur], {"p": enc(pv), "dims": dims, "keepdim": keep}, y, pv in (0.0, 1.0)
     if kind == "dimop":
@@ -557,6 +586,40 @@ def ckpt_fun(name):
     return getattr(torch, name)
 
 
+def attention_prog(p, cur, x):
+    """attention(cur, k, v) with new leaves k and v (more_step's and
+    s43_step's)."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    op = "attention"
+    if nd < 2:
+        raise Skip
+    L, E = shape[-2], shape[-1]
+    S = r.randint(1, 3)
+    Ev = r.randint(1, 3)
+    batch = shape[:-2]
+    kb = batch if r.random() < 0.7 else [1] * len(batch)
+    kn, k = p.leaf(kb + [S, E])
+    vn, v = p.leaf(kb + [S, Ev])
+    causal = r.random() < 0.4
+    scale = r.choice([None, None, 0.5, 1.0, 2.0])
+    sc = scale if scale is not None else 1.0 / math.sqrt(E) if E else None
+    if sc is None:
+        raise Skip
+    s = torch.matmul(x, k.transpose(-2, -1)) * sc
+    if causal:
+        m = torch.ones(L, S, dtype=torch.bool).triu(1)
+        s = s.masked_fill(m, -INF)
+    # A row whose scores hold a NaN (or are all -inf) is NaN through and
+    # through, masked columns included (exp(-inf - nan)), and so is
+    # their v gradient; strata-tensor's `scaled_softmax(causal)` makes
+    # them NaN too since session 39 (drawn again).
+    pr = torch.softmax(s, -1)
+    y = torch.matmul(pr, v)
+    return op, [cur, kn, vn], {"causal": causal, "scale": scale}, y, False
+
+
 def more_step(p, cur, x):
     """The ops added in session 38 (drawn for seeds >= NEW_OPS_SEED):
     attention (the eager math of PyTorch's SDPA, which is what strata's op
@@ -570,31 +633,7 @@ def more_step(p, cur, x):
     op = r.choice(["attention", "attention", "gelu_linear", "dropout", "cast", "inplace",
                    "inplace", "checkpoint", "checkpoint"])
     if op == "attention":
-        if nd < 2:
-            raise Skip
-        L, E = shape[-2], shape[-1]
-        S = r.randint(1, 3)
-        Ev = r.randint(1, 3)
-        batch = shape[:-2]
-        kb = batch if r.random() < 0.7 else [1] * len(batch)
-        kn, k = p.leaf(kb + [S, E])
-        vn, v = p.leaf(kb + [S, Ev])
-        causal = r.random() < 0.4
-        scale = r.choice([None, None, 0.5, 1.0, 2.0])
-        sc = scale if scale is not None else 1.0 / math.sqrt(E) if E else None
-        if sc is None:
-            raise Skip
-        s = torch.matmul(x, k.transpose(-2, -1)) * sc
-        if causal:
-            m = torch.ones(L, S, dtype=torch.bool).triu(1)
-            s = s.masked_fill(m, -INF)
-        # A row whose scores hold a NaN (or are all -inf) is NaN through and
-        # through, masked columns included (exp(-inf - nan)), and so is
-        # their v gradient; strata-tensor's `scaled_softmax(causal)` makes
-        # them NaN too since session 39 (drawn again).
-        pr = torch.softmax(s, -1)
-        y = torch.matmul(pr, v)
-        return op, [cur, kn, vn], {"causal": causal, "scale": scale}, y, False
+        return attention_prog(p, cur, x)
     if op == "gelu_linear":
         if nd == 0:
             raise Skip
@@ -645,8 +684,319 @@ def more_step(p, cur, x):
     return "checkpoint", [cur], {"fn": name}, y, exact
 
 
-def build(rng, pid, dtype=torch.float32, more=False):
-    p = Prog(rng, dtype, more)
+# The first seed whose programs also draw `s43_step`'s ops (and negative,
+# unsorted reduction dims).
+S43_SEED = 165
+
+# View ops, and ops that return their input itself in PyTorch (dropout that
+# draws no mask, a cast to the same dtype; flatten with start == end too).
+VIEW_OPS = ["narrow", "narrow", "transpose", "permute", "unsqueeze", "squeeze", "t", "reshape",
+            "view", "flatten", "flatten", "dropout", "to_same"]
+
+
+def rand_reshape(r, shape):
+    """A random target shape with `shape`'s elements: flattened, two
+    neighbour dims merged, one dim split, a 1 added; sometimes one size
+    given as -1."""
+    nd = len(shape)
+    n = math.prod(shape)
+    opts = [list(shape) + [1], [1] + list(shape)]
+    if n:
+        opts.append([-1])
+    if nd >= 2:
+        i = r.randrange(nd - 1)
+        opts.append(shape[:i] + [shape[i] * shape[i + 1]] + shape[i + 2:])
+    splits = [(i, a) for i, s in enumerate(shape) for a in range(2, s) if s % a == 0]
+    if splits:
+        i, a = r.choice(splits)
+        opts.append(shape[:i] + [a, shape[i] // a] + shape[i + 1:])
+    tgt = list(r.choice(opts))
+    if n and tgt != [-1] and r.random() < 0.3:
+        tgt[r.randrange(len(tgt))] = -1
+    return tgt
+
+
+def rand_view(r, shape, expand=False):
+    """A random view op (as the replay's `view_step` reads it) on a tensor of
+    `shape`, or None. `reshape` copies where the strides allow no view (as
+    in PyTorch: then an in-place op on it leaves the base alone); `view`
+    there fails and the program is not a case. `dropout` (drawing no mask)
+    and `to_same` return their input itself, as does `flatten` with
+    start == end."""
+    nd = len(shape)
+    ops = VIEW_OPS + (["expand"] if expand else [])
+    for _ in range(10):
+        op = r.choice(ops)
+        if op == "narrow" and nd:
+            d = rdim(r, nd)
+            n = shape[d]
+            if n == 0:
+                continue
+            st = r.randrange(n)
+            ln = r.randint(0 if r.random() < 0.1 else 1, n - st)
+            return {"op": op, "dim": d, "start": st, "length": ln}
+        if op == "transpose" and nd >= 1:
+            return {"op": op, "d0": rdim(r, nd), "d1": rdim(r, nd)}
+        if op == "permute" and nd >= 2:
+            perm = list(range(nd))
+            r.shuffle(perm)
+            return {"op": op, "dims": [d - nd if r.random() < 0.3 else d for d in perm]}
+        if op == "unsqueeze":
+            return {"op": op, "dim": r.randint(-nd - 1, nd)}
+        if op == "squeeze":
+            ones = [i - nd if r.random() < 0.3 else i for i, s in enumerate(shape) if s == 1]
+            if ones:
+                return {"op": op, "dims": ones}
+        if op == "t" and nd <= 2:
+            return {"op": op}
+        if op in ("reshape", "view"):
+            return {"op": op, "shape": rand_reshape(r, shape)}
+        if op == "flatten" and nd:
+            a = r.randrange(nd)
+            b = a if r.random() < 0.3 else r.randrange(a, nd)
+            return {"op": op, "start": a - nd if r.random() < 0.3 else a,
+                    "end": b - nd if r.random() < 0.3 else b}
+        if op == "dropout":
+            return {"op": op, **r.choice([{"p": 0.0, "train": True}, {"p": 0.5, "train": False},
+                                          {"p": 1.0, "train": False}])}
+        if op == "to_same":
+            return {"op": op}
+        if op == "expand":
+            ns = [r.randint(1, 2)] if r.random() < 0.5 else []
+            ns += [-1 if r.random() < 0.3 else (s if s != 1 or r.random() < 0.5 else 3)
+                   for s in shape]
+            return {"op": op, "shape": ns}
+    return None
+
+
+def apply_view(t, v):
+    op = v["op"]
+    if op == "narrow":
+        return t.narrow(v["dim"], v["start"], v["length"])
+    if op == "transpose":
+        return t.transpose(v["d0"], v["d1"])
+    if op == "permute":
+        return t.permute(v["dims"])
+    if op == "unsqueeze":
+        return t.unsqueeze(v["dim"])
+    if op == "squeeze":
+        return t.squeeze(v["dims"])
+    if op == "t":
+        return t.t()
+    if op == "reshape":
+        return t.reshape(v["shape"])
+    if op == "view":
+        return t.view(v["shape"])
+    if op == "flatten":
+        return t.flatten(v["start"], v["end"])
+    if op == "dropout":
+        return F.dropout(t, v["p"], v["train"])
+    if op == "to_same":
+        return t.to(t.dtype)
+    return t.expand(v["shape"])
+
+
+def view_chain(r, t, lo, hi, expand=False):
+    """lo..hi random view ops from `t`: (steps, result)."""
+    steps = []
+    for _ in range(r.randint(lo, hi)):
+        v = rand_view(r, list(t.shape), expand)
+        if v is None:
+            break
+        t = apply_view(t, v)
+        steps.append(v)
+    if not steps:
+        raise Skip
+    return steps, t
+
+
+def s43_step(p, cur, x):
+    """The ops added in session 43 (drawn for seeds >= S43_SEED): recorded
+    in-place ops on views of a fresh non-leaf (PyTorch's CopySlices: 1-2
+    ops on chains of 1-2 views of the base or of an earlier view, taken
+    before the first op or just before one; the result is the base or one
+    of the views, whose history is then regenerated; sometimes the ops run
+    in no_grad mode; a chain may hold ops that return their input itself),
+    chains of view ops (negative dims, reshapes that copy, expand with -1),
+    split into sections, class losses over [N, C, d...] inputs,
+    softmax/log_softmax with a dtype (from an f16/bf16 cast of the input, as
+    under autocast), masked_fill/where with a broadcast mask, linear over
+    1-D and >2-D inputs, batched matmul and attention keeping its
+    probabilities."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    op = r.choice(["inplace_view"] * 4 + ["inplace_view_no_grad", "attention_probs"] +
+                  ["loss_kdim"] * 2 + ["softmax_cast", "masked_bcast", "linear_nd",
+                                       "matmul_batched", "view_chain", "split_sections"])
+    if op == "attention_probs":
+        # Keeping the probabilities for backward instead of recomputing them.
+        op, ins, args, y, exact = attention_prog(p, cur, x)
+        args["saving"] = "probs"
+        return op, ins, args, y, exact
+    if op in ("inplace_view", "inplace_view_no_grad"):
+        # Events on a fresh non-leaf `base`: "take" a chain of 1-2 views of
+        # the base or of an earlier view (chains are numbered in the order
+        # taken), or an in-place op on one of them. 1-3 chains are taken
+        # before the first op (some may never be modified: their history is
+        # regenerated when read), more just before an op now and then.
+        # "inplace_view_no_grad": the ops run in no_grad mode (not recorded:
+        # the base keeps its history, operands get no gradient), views are
+        # taken in either mode.
+        no_grad = op == "inplace_view_no_grad"
+        op = "inplace_view"
+        base = x + 0.0
+        views, events = [], []
+
+        def take():
+            src = -1 if not views or r.random() < 0.6 else r.randrange(len(views))
+            ng = no_grad and r.random() < 0.5
+            with torch.set_grad_enabled(not ng):
+                steps, v = view_chain(r, base if src < 0 else views[src], 1, 2)
+            views.append(v)
+            events.append({"take": steps, "from": src, "no_grad": ng})
+
+        for _ in range(r.randint(1, 3)):
+            take()
+        ins, exact = [cur], True
+        for _ in range(r.randint(1, 2)):
+            if r.random() < 0.4:
+                take()
+            j = r.randrange(len(views)) if r.random() < 0.5 else len(views) - 1
+            v = views[j]
+            which = r.choice(["add_", "add_", "sub_", "mul_", "mul_", "div_", "zero_",
+                              "add_scalar_", "mul_scalar_", "div_scalar_"])
+            o = {"op": which, "chain": j}
+            if which == "zero_":
+                c = t = None
+            elif which.endswith("_scalar_"):
+                c, t = r.choice([2.0, -0.5, 0.0, 1.5]), None
+                o["c"] = c
+                exact = exact and which != "div_scalar_"
+            else:
+                name, t = p.leaf(bshape(r, list(v.shape)))
+                o["operand"] = len(ins)
+                ins.append(name)
+                exact = exact and which != "div_"
+            with torch.set_grad_enabled(not no_grad):
+                if which == "zero_":
+                    v.zero_()
+                else:
+                    getattr(v, which[:3] + "_")(c if t is None else t)
+            events.append(o)
+        out = -1 if r.random() < 0.5 else r.randrange(len(views))
+        y = base if out < 0 else views[out]
+        return op, ins, {"events": events, "out": out, "no_grad": no_grad}, y, exact
+    if op == "view_chain":
+        steps, y = view_chain(r, x, 1, 3, expand=True)
+        return op, [cur], {"steps": steps}, y, True
+    if op == "split_sections":
+        if nd == 0:
+            raise Skip
+        d = rdim(r, nd)
+        rem = shape[d]
+        secs = []
+        while rem > 0 or not secs:
+            s = r.randint(0 if r.random() < 0.1 else min(1, rem), rem)
+            secs.append(s)
+            rem -= s
+        k = r.randrange(len(secs))
+        y = torch.split(x, secs, d)[k]
+        return "split", [cur], {"sections": secs, "dim": d, "piece": k}, y, True
+    if op == "loss_kdim":
+        # cross_entropy / nll_loss over [N, C, d1, ...] (targets [N, d1, ...]).
+        if nd < 3:
+            raise Skip
+        which = r.choice(["cross_entropy", "cross_entropy", "nll_loss"])
+        red = r.choice(["mean", "sum", "none"])
+        C = shape[1]
+        tshape = [shape[0]] + shape[2:]
+        ign = r.choice([-100, 0, 1])
+        tv = torch.tensor([r.choice(list(range(C)) + [ign] if r.random() < 0.3 else
+                                    list(range(C))) for _ in range(math.prod(tshape))],
+                          dtype=torch.int64).reshape(tshape)
+        if not ((tv == ign) | ((tv >= 0) & (tv < C))).all():
+            raise Skip
+        c, _ = p.const(tv)
+        ins = [cur, c]
+        wv = None
+        if r.random() < 0.3:
+            wv = torch.tensor([r.choice([0.0, 0.5, 1.0, 2.0]) for _ in range(C)],
+                              dtype=torch.float32).to(p.dtype)
+            ins.append(p.const(wv)[0])
+        args = {"reduction": red, "ignore_index": ign, "weight": wv is not None}
+        if which == "nll_loss":
+            y = F.nll_loss(x, tv, weight=wv, ignore_index=ign, reduction=red)
+            return which, ins, args, y, red != "mean" and wv is None
+        tgt = tv
+        if r.random() < 0.25:
+            tgt = torch.softmax(p.values(shape), 1)
+            ins = [cur, p.const(tgt)[0]] + ins[2:]
+            args["probs"] = True
+        ls = r.choice([0.0, 0.0, 0.1, 1.0])
+        args["label_smoothing"] = ls
+        y = F.cross_entropy(x, tgt, weight=wv, ignore_index=ign, reduction=red,
+                            label_smoothing=ls)
+        return which, ins, args, y, False
+    if op == "softmax_cast":
+        # softmax(x.to(src), dim, dtype=dt).to(f32); in the f64 run (the
+        # error estimate) dtype f32 stands for the run's own dtype.
+        if nd == 0:
+            raise Skip
+        fn = r.choice(["softmax", "log_softmax"])
+        d = rdim(r, nd)
+        src = r.choice([None, "f16", "bf16"])
+        dt = r.choice(["f32", "f64"])
+        xi = x if src is None else x.to({"f16": torch.float16, "bf16": torch.bfloat16}[src])
+        odt = torch.float64 if dt == "f64" else p.dtype
+        y = getattr(torch, fn)(xi, d, dtype=odt).to(p.dtype)
+        return op, [cur], {"fn": fn, "dim": d, "src": src, "dtype": dt}, y, False
+    if op == "masked_bcast":
+        # A mask broadcast to the input's shape (a causal [L, S] mask over
+        # [B, L, S] scores); now and then a larger one, which broadcasts the
+        # input too (out-of-place masked_fill and where do both ways).
+        ms = bshape(r, shape)
+        if r.random() < 0.15:
+            ms = [r.randint(1, 2)] + ([r.randint(1, 2)] if not ms else ms)
+        m = torch.tensor([r.random() < 0.5 for _ in range(math.prod(ms))],
+                         dtype=torch.bool).reshape(ms)
+        c, _ = p.const(m)
+        if r.random() < 0.6:
+            v = r.choice([0.0, -1.0, 2.5, -INF])
+            return "masked_fill", [cur, c], {"value": enc(v)}, x.masked_fill(m, v), True
+        other, o = p.leaf(bshape(r, shape))
+        ins = [c, cur, other]
+        a, b = x, o
+        if r.random() < 0.5:
+            ins, a, b = [c, other, cur], o, x
+        return "where", ins, {}, torch.where(m, a, b), True
+    if op == "linear_nd":
+        # [2-D inputs are the `matmul` family's]
+        if nd in (0, 2):
+            raise Skip
+        k = shape[-1]
+        m = r.randint(1, 3)
+        w, wt = p.leaf([m, k])
+        if r.random() < 0.5:
+            b, bt = p.leaf([m])
+            return "linear", [cur, w, b], {}, F.linear(x, wt, bt), True
+        return "linear", [cur, w], {}, F.linear(x, wt), True
+    # matmul with a batched operand (x @ o or o @ x, batch dims broadcast).
+    if nd == 0:
+        raise Skip
+    m = r.randint(1, 3)
+    batch = shape[:-2]
+    ob = bshape(r, batch) if batch and r.random() < 0.6 else \
+        [r.randint(1, 3) for _ in range(r.randint(1, 2))]
+    if nd >= 2 and r.random() < 0.4:
+        other, o = p.leaf(ob + [m, shape[-2]])
+        return "matmul", [other, cur], {}, torch.matmul(o, x), True
+    other, o = p.leaf(ob + [shape[-1], m])
+    return "matmul", [cur, other], {}, torch.matmul(x, o), True
+
+
+def build(rng, pid, dtype=torch.float32, more=False, s43=False):
+    p = Prog(rng, dtype, more, s43)
     cur, x = p.leaf(rshape(rng, 0 if rng.random() < 0.1 else 1, 3))
     nsteps = rng.randint(1, 4)
     env = {}
@@ -733,14 +1083,15 @@ def main():
         attempt += 1
         try:
             more = a.seed >= NEW_OPS_SEED
-            prog, raw = build(rng, f"{a.seed}:{attempt - 1}", more=more)
+            s43 = a.seed >= S43_SEED
+            prog, raw = build(rng, f"{a.seed}:{attempt - 1}", more=more, s43=s43)
             if not prog["exact"]:
                 # The same program in f64 (the same f32 inputs): the error of
                 # PyTorch's own f32 answer, which the replay allows strata
                 # too (ill-conditioned elements: layer_norm of nearly
                 # constant rows, cancellations, ties that f32 rounding made).
                 p64, raw64 = build(random.Random(a.seed * 1_000_003 + attempt - 1), "",
-                                   torch.float64, more)
+                                   torch.float64, more, s43)
                 if p64["steps"] != prog["steps"]:
                     raise Skip
                 prog["err_out"] = err(raw["out"], raw64["out"])

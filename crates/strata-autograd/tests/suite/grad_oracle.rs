@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use strata_autograd::{AttentionArgs, Var};
+use strata_autograd::{AttentionArgs, AttentionSaving, NoGradGuard, Var};
 use strata_tensor::{CrossEntropyArgs, DType, Device, GeluApprox, Reduction, Tensor};
 
 /// The generator's JSON (exact f64 round trip: `float_roundtrip`).
@@ -205,7 +205,14 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
         "permute" => x.permute(&a.key("dims").ints())?,
         "cat" => Var::cat(&[&x, &var(1)], dim)?,
         "stack" => Var::stack(&[&x, &var(1)], dim)?,
-        "split" => x.split(a.key("size").i(), dim)?[a.key("piece").i() as usize].clone(),
+        "split" => {
+            let pieces = if a.key("sections").is_null() {
+                x.split(a.key("size").i(), dim)?
+            } else {
+                x.split(a.key("sections").ints(), dim)?
+            };
+            pieces[a.key("piece").i() as usize].clone()
+        }
         "chunk" => x.chunk(a.key("chunks").i(), dim)?[a.key("piece").i() as usize].clone(),
         "matmul" => x.matmul(&var(1))?,
         "mm" => x.mm(&var(1))?,
@@ -259,7 +266,11 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
             let args = AttentionArgs {
                 scale: (!sc.is_null()).then(|| sc.f()),
                 causal: a.key("causal").b(),
-                ..AttentionArgs::default()
+                saving: if a.key("saving").str() == "probs" {
+                    AttentionSaving::SaveProbs
+                } else {
+                    AttentionSaving::Recompute
+                },
             };
             x.attention(&var(1), &var(2), args)?
         }
@@ -280,6 +291,76 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
                 _ => DType::F64,
             };
             x.to_dtype(dt)?.to_dtype(DType::F32)?
+        }
+        "softmax_cast" => {
+            let narrow = |d: &str| match d {
+                "f16" => Some(DType::F16),
+                "bf16" => Some(DType::BF16),
+                _ => None,
+            };
+            let xi = match narrow(a.key("src").str()) {
+                Some(dt) => x.to_dtype(dt)?,
+                None => x,
+            };
+            let dt = if a.key("dtype").str() == "f64" {
+                DType::F64
+            } else {
+                DType::F32
+            };
+            let y = if a.key("fn").str() == "log_softmax" {
+                xi.log_softmax(dim, Some(dt))?
+            } else {
+                xi.softmax(dim, Some(dt))?
+            };
+            y.to_dtype(DType::F32)?
+        }
+        "view_chain" => {
+            let mut t = x;
+            for v in a.key("steps").arr() {
+                t = view_step(&t, v)?;
+            }
+            t
+        }
+        "inplace_view" => {
+            // Events on a fresh non-leaf (`x + 0`), as the generator: take a
+            // chain of views of the base or of an earlier view, or run an
+            // in-place op on one (in no_grad mode where the step says so;
+            // a take's own flag says whether that view is taken in it).
+            let base = x.add(0.0)?;
+            let no_grad = a.key("no_grad").b();
+            let mut views: Vec<Var> = Vec::new();
+            for e in a.key("events").arr() {
+                if !e.key("take").is_null() {
+                    let _guard = e.key("no_grad").b().then(NoGradGuard::new);
+                    let mut t = match usize::try_from(e.key("from").i()) {
+                        Ok(k) => views[k].clone(),
+                        Err(_) => base.clone(),
+                    };
+                    for v in e.key("take").arr() {
+                        t = view_step(&t, v)?;
+                    }
+                    views.push(t);
+                    continue;
+                }
+                let v = &views[e.key("chain").i() as usize];
+                let c = e.key("c").f();
+                let operand = || var(e.key("operand").i() as usize);
+                let _guard = no_grad.then(NoGradGuard::new);
+                match e.key("op").str() {
+                    "add_" => v.add_(&operand())?,
+                    "sub_" => v.sub_(&operand())?,
+                    "mul_" => v.mul_(&operand())?,
+                    "div_" => v.div_(&operand())?,
+                    "zero_" => v.zero_()?,
+                    "add_scalar_" => v.add_(c)?,
+                    "mul_scalar_" => v.mul_(c)?,
+                    _ => v.div_(c)?,
+                };
+            }
+            match usize::try_from(a.key("out").i()) {
+                Ok(k) => views[k].clone(),
+                Err(_) => base,
+            }
         }
         "inplace" => {
             // In place on a fresh non-leaf (`x + 0`), as the generator.
@@ -316,6 +397,28 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
         }
         other => panic!("the generator wrote an op this replay does not know: {other}"),
     })
+}
+
+/// One view op of the generator's `view_chain`/`inplace_view` chains (or
+/// an op that returns its input itself: dropout without a mask, a cast to
+/// the same dtype).
+fn view_step(t: &Var, v: &J) -> strata_autograd::Result<Var> {
+    let i = |k: &str| v.key(k).i();
+    match v.key("op").str() {
+        "narrow" => t.narrow(i("dim"), i("start"), i("length")),
+        "transpose" => t.transpose(i("d0"), i("d1")),
+        "permute" => t.permute(&v.key("dims").ints()),
+        "unsqueeze" => t.unsqueeze(i("dim")),
+        "squeeze" => t.squeeze_dims(&v.key("dims").ints()),
+        "t" => t.t(),
+        "reshape" => t.reshape(&v.key("shape").ints()),
+        "view" => t.view(&v.key("shape").ints()),
+        "flatten" => t.flatten(i("start"), i("end")),
+        "expand" => t.expand(&v.key("shape").ints()),
+        "dropout" => t.dropout(v.key("p").f(), v.key("train").b()),
+        "to_same" => t.to_dtype(t.dtype()),
+        other => panic!("the generator wrote a view op this replay does not know: {other}"),
+    }
 }
 
 /// `got` against PyTorch's `want` (shape, then elements).
