@@ -99,7 +99,10 @@ impl Var {
                                 None
                             };
                             let gb = if needs[1] {
-                                let sa = &s[needs[0] as usize];
+                                // b's value was saved first when a requires grad,
+                                // whether or not this pass needs a's gradient
+                                // (a `grad` pass that asks only for b's).
+                                let sa = &s[a_req as usize];
                                 Some(sum_to(&g.mul(sa)?, &b_shape, b_dtype)?)
                             } else {
                                 None

@@ -196,7 +196,9 @@ impl Var {
                 let gb = match kind {
                     Kind::Add => g.clone(),
                     Kind::Sub => g.neg()?,
-                    Kind::Mul => g.mul(&s[needs[0] as usize])?,
+                    // The other operand was saved first when self requires
+                    // grad, whether or not this pass needs self's gradient.
+                    Kind::Mul => g.mul(&s[a_req as usize])?,
                     Kind::Div => g.mul(&s[1])?.div(&s[0])?.div(&s[0])?.neg()?,
                 };
                 Some(sum_to(&gb, &b_shape, b_dtype)?)

@@ -72,7 +72,10 @@ impl Var {
         let (a_dtype, b_dtype) = (self.dtype(), other.dtype());
         let f = formula(move |g, s, needs| {
             let b = needs[0].then(|| &s[0]);
-            let a = needs[1].then(|| &s[needs[0] as usize]);
+            // `other` was saved first when self requires grad, whether or
+            // not this pass needs self's gradient (a `grad` pass that asks
+            // only for other's).
+            let a = needs[1].then(|| &s[a_req as usize]);
             // Shapes of the 2-D-or-more operands and of the full product.
             let a2_shape = if a_shape.len() == 1 {
                 vec![1, a_shape[0]]
@@ -169,7 +172,9 @@ impl Var {
                 None
             };
             let d2 = if needs[2] {
-                Some(s[needs[1] as usize].t()?.matmul(g)?)
+                // mat2 was saved first when mat1 requires grad, whether or
+                // not this pass needs mat1's gradient.
+                Some(s[a_req as usize].t()?.matmul(g)?)
             } else {
                 None
             };

@@ -31,6 +31,7 @@ mod hostile_sweep_s39;
 mod hostile_sweep_s40;
 mod hostile_sweep_s41;
 mod hostile_sweep_s42;
+mod hostile_sweep_s43;
 mod inplace_views;
 mod optim_state;
 mod recompute;

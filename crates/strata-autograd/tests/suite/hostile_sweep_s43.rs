@@ -1,0 +1,102 @@
+//! Session 43's sweep of strata-autograd against PyTorch 2.15 (CPU): each
+//! expected value is what PyTorch gives for the same call, checked there
+//! and noted beside it.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * `grad(outputs, inputs)` that asks for the gradient of only the second
+//!   operand of `mul`, `matmul`, `addmm` or an in-place `mul_` whose
+//!   operands both require grad returned a wrong gradient: the backward
+//!   formulas found the first operand's saved value at the index "does this
+//!   pass need the first operand's gradient" (`needs[0]`), but it was saved
+//!   when the first operand *required* grad; a pruned pass (`grad` asking
+//!   for the second operand only) read the second operand's own value.
+//!   `grad((a * b).sum(), [b])` gave `b` instead of `a`.
+
+use strata_autograd::{grad, Var};
+use strata_tensor::{Device, Tensor};
+
+const CPU: Device = Device::Cpu;
+
+fn param(v: &[f32], shape: &[usize]) -> Var {
+    Var::parameter(Tensor::from_slice(v, shape, CPU).unwrap()).unwrap()
+}
+
+fn values(t: &Tensor) -> Vec<f32> {
+    t.to_vec::<f32>().unwrap()
+}
+
+#[test]
+fn grad_of_the_second_operand_of_mul_only() {
+    // PyTorch: a = tensor([2., 3.], requires_grad=True),
+    // b = tensor([5., 7.], requires_grad=True);
+    // torch.autograd.grad((a * b).sum(), [b]) -> (tensor([2., 3.]),)
+    // and torch.autograd.grad((a * b).sum(), [a]) -> (tensor([5., 7.]),)
+    let a = param(&[2.0, 3.0], &[2]);
+    let b = param(&[5.0, 7.0], &[2]);
+    let y = a.mul(&b).unwrap().sum(None, false).unwrap();
+    let gb = grad(&[&y], &[&b]).unwrap();
+    assert_eq!(values(&gb[0]), [2.0, 3.0]);
+    let y = a.mul(&b).unwrap().sum(None, false).unwrap();
+    let ga = grad(&[&y], &[&a]).unwrap();
+    assert_eq!(values(&ga[0]), [5.0, 7.0]);
+    assert!(a.grad().is_none() && b.grad().is_none());
+}
+
+#[test]
+fn grad_of_the_second_operand_of_matmul_only() {
+    // PyTorch: A = tensor([[1., 2], [3, 4]]), B = tensor([[5., 6], [7, 8]]),
+    // both requiring grad; torch.autograd.grad((A @ B).sum(), [B])
+    // -> tensor([[4., 4.], [6., 6.]]).
+    let a = param(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let b = param(&[5.0, 6.0, 7.0, 8.0], &[2, 2]);
+    let y = a.matmul(&b).unwrap().sum(None, false).unwrap();
+    let gb = grad(&[&y], &[&b]).unwrap();
+    assert_eq!(values(&gb[0]), [4.0, 4.0, 6.0, 6.0]);
+    // A vector times a batch of matrices: torch.autograd.grad(
+    // (v @ M).sum(), [M]) with v = tensor([1., 2.]) and M of shape
+    // (2, 2, 2) (both requiring grad) -> [[[1, 1], [2, 2]]] * 2.
+    let v = param(&[1.0, 2.0], &[2]);
+    let m = param(&[1.0; 8], &[2, 2, 2]);
+    let y = v.matmul(&m).unwrap().sum(None, false).unwrap();
+    let gm = grad(&[&y], &[&m]).unwrap();
+    assert_eq!(values(&gm[0]), [1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0]);
+}
+
+#[test]
+fn grad_of_the_second_matrix_of_addmm_only() {
+    // PyTorch: c = zeros(2, requires_grad=True); A, B as above;
+    // torch.autograd.grad(torch.addmm(c, A, B).sum(), [B])
+    // -> tensor([[4., 4.], [6., 6.]]).
+    let c = param(&[0.0, 0.0], &[2]);
+    let a = param(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let b = param(&[5.0, 6.0, 7.0, 8.0], &[2, 2]);
+    let y = c.addmm(&a, &b).unwrap().sum(None, false).unwrap();
+    let gb = grad(&[&y], &[&b]).unwrap();
+    assert_eq!(values(&gb[0]), [4.0, 4.0, 6.0, 6.0]);
+    let y = c.addmm(&a, &b).unwrap().sum(None, false).unwrap();
+    let g = grad(&[&y], &[&c, &b]).unwrap();
+    assert_eq!(values(&g[0]), [2.0, 2.0]);
+    assert_eq!(values(&g[1]), [4.0, 4.0, 6.0, 6.0]);
+}
+
+#[test]
+fn grad_of_the_other_operand_of_an_in_place_mul_only() {
+    // PyTorch: x = a * 1; x.mul_(b); torch.autograd.grad(x.sum(), [b])
+    // -> (tensor([2., 3.]),): the old value of x, not b.
+    let a = param(&[2.0, 3.0], &[2]);
+    let b = param(&[5.0, 7.0], &[2]);
+    let x = a.mul(1.0).unwrap();
+    x.mul_(&b).unwrap();
+    let y = x.sum(None, false).unwrap();
+    let gb = grad(&[&y], &[&b]).unwrap();
+    assert_eq!(values(&gb[0]), [2.0, 3.0]);
+    // The same through a view (a CopySlices node): x = a * 1;
+    // x[:1].mul_(b[:1]); torch.autograd.grad(x.sum(), [b]) -> ([2., 0.],).
+    let x = a.mul(1.0).unwrap();
+    let bv = b.narrow(0, 0, 1).unwrap();
+    x.narrow(0, 0, 1).unwrap().mul_(&bv).unwrap();
+    let y = x.sum(None, false).unwrap();
+    let gb = grad(&[&y], &[&b]).unwrap();
+    assert_eq!(values(&gb[0]), [2.0, 0.0]);
+}
