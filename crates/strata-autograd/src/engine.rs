@@ -69,7 +69,20 @@ thread_local! {
     /// Whether the innermost pass running on this thread accumulates
     /// (`None`: no pass runs).
     static ACCUMULATING: Cell<Option<bool>> = const { Cell::new(None) };
+    /// How many passes run on this thread, one inside another (a hook or a
+    /// checkpoint's recomputation starting a pass inside a pass).
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
+
+/// The most passes that may run on one thread one inside another. A hook
+/// that starts a backward pass through its own graph starts itself again
+/// without end; each level takes stack (about 10 KiB in a debug build), so
+/// without a bound the thread overflowed its stack and the process aborted
+/// (PyTorch 2.15, which moves reentrant passes deeper than 60 to new
+/// threads, does not return from the same program). 128 levels
+/// (checkpoints nested 128 deep) fit the 2 MiB stack of a spawned thread in
+/// a debug build.
+pub(crate) const MAX_NESTED_PASSES: usize = 128;
 
 /// Whether the innermost backward pass running on this thread adds into
 /// `.grad` (a checkpoint's recomputation does what the pass that reached
@@ -82,14 +95,32 @@ pub(crate) fn pass_accumulates() -> bool {
 struct PassGuard(Option<bool>);
 
 impl PassGuard {
-    fn enter(accumulate: bool) -> PassGuard {
-        PassGuard(ACCUMULATING.with(|a| a.replace(Some(accumulate))))
+    /// Enters a pass, unless [`MAX_NESTED_PASSES`] already run on this
+    /// thread (an error then, before the pass does anything).
+    fn enter(accumulate: bool) -> Result<PassGuard> {
+        let depth = DEPTH.with(Cell::get);
+        if depth >= MAX_NESTED_PASSES {
+            return Err(crate::error::AutogradError::Backward {
+                op: "backward",
+                msg: format!(
+                    "{depth} backward passes already run one inside another on this thread (a \
+                     gradient hook or checkpointed function that starts a backward pass through \
+                     a graph that runs it again, without end?); start the inner pass outside \
+                     the hook, or remove the hook before its own backward"
+                ),
+            });
+        }
+        DEPTH.with(|d| d.set(depth + 1));
+        Ok(PassGuard(
+            ACCUMULATING.with(|a| a.replace(Some(accumulate))),
+        ))
     }
 }
 
 impl Drop for PassGuard {
     fn drop(&mut self) {
         ACCUMULATING.with(|a| a.set(self.0));
+        DEPTH.with(|d| d.set(d.get() - 1));
     }
 }
 
@@ -221,7 +252,7 @@ pub(crate) fn run(
     retain_graph: bool,
     sink: Sink<'_>,
 ) -> Result<Vec<Option<Tensor>>> {
-    let _pass = PassGuard::enter(sink.accumulate);
+    let _pass = PassGuard::enter(sink.accumulate)?;
     let targets: HashSet<Key> = sink.capture.iter().copied().collect();
     let capturing = !sink.accumulate;
     let nodes = reachable(&roots, capturing);

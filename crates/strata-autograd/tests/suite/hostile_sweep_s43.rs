@@ -100,3 +100,70 @@ fn grad_of_the_other_operand_of_an_in_place_mul_only() {
     let gb = grad(&[&y], &[&b]).unwrap();
     assert_eq!(values(&gb[0]), [2.0, 0.0]);
 }
+
+/// A variable whose tensor hook runs `loss.backward_with(None, true)` on
+/// the loss it is part of: each pass reaches the hook again.
+fn self_restarting_hook() -> (Var, Var) {
+    let x = param(&[1.0, 2.0], &[2]);
+    let y = x.mul(&x).unwrap();
+    let loss = y.sum(None, false).unwrap();
+    let weak = loss.downgrade();
+    y.register_hook(move |_g| {
+        if let Some(loss) = weak.upgrade() {
+            loss.backward_with(None, true)?;
+        }
+        Ok(None)
+    })
+    .unwrap();
+    (x, loss)
+}
+
+#[test]
+fn a_hook_that_restarts_its_own_backward_is_an_error_not_a_stack_overflow() {
+    // PyTorch 2.15 does not return from this program (its reentrant passes
+    // deeper than 60 move to new threads, without end); strata's nested
+    // passes overflowed the thread's stack and aborted the process. Now
+    // the innermost pass past 128 levels is a typed error, which each
+    // hook passes on, and nothing reaches x.grad.
+    let (x, loss) = self_restarting_hook();
+    let err = loss.backward_with(None, true).unwrap_err();
+    assert!(
+        matches!(&err, strata_autograd::AutogradError::Backward { msg, .. }
+            if msg.contains("one inside another")),
+        "{err:?}"
+    );
+    assert!(x.grad().is_none());
+    // The thread's count of nested passes is back at 0: an ordinary
+    // backward works, and so does grad.
+    let z = param(&[1.0, 2.0], &[2]);
+    z.mul(3.0)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(values(&z.grad().unwrap()), [3.0, 3.0]);
+    let y = z.mul(&z).unwrap().sum(None, false).unwrap();
+    assert_eq!(values(&grad(&[&y], &[&z]).unwrap()[0]), [2.0, 4.0]);
+}
+
+#[test]
+fn checkpoints_nested_a_hundred_deep_still_backpropagate() {
+    // The bound on nested passes leaves room for reentrant use: each
+    // checkpoint's recomputation runs a pass inside its caller's.
+    // PyTorch: nesting torch.utils.checkpoint.checkpoint 100 deep around
+    // v * 2 gives x.grad == [2., 2.].
+    fn nest(v: &Var, depth: usize) -> strata_autograd::Result<Var> {
+        if depth == 0 {
+            return v.mul(2.0);
+        }
+        strata_autograd::checkpoint(
+            move |i: &[Var]| nest(&i[0], depth - 1),
+            std::slice::from_ref(v),
+        )
+    }
+    let x = param(&[1.0, 2.0], &[2]);
+    let y = nest(&x, 100).unwrap();
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(values(&x.grad().unwrap()), [2.0, 2.0]);
+}
