@@ -128,6 +128,23 @@ struct Printer<'a> {
 impl Printer<'_> {
     fn write_dim(&self, out: &mut String, base: usize, dim: usize, indent: usize) {
         let shape = self.shape;
+        // A run of dims of size 1 (before the last dim) prints only their
+        // brackets, written here in one go rather than one call per dim: a
+        // tensor with elements has at most 63 dims larger than 1, but may
+        // have thousands of size 1, and a call per dim overflowed the
+        // stack (PyTorch, whose printer also recurses per dim, raises
+        // RecursionError there).
+        let run = shape[dim..shape.len() - 1]
+            .iter()
+            .zip(&self.full_shape[dim..])
+            .take_while(|&(&s, &f)| s == 1 && f == 1)
+            .count();
+        if run > 0 {
+            out.push_str(&"[".repeat(run));
+            self.write_dim(out, base, dim + run, indent + run);
+            out.push_str(&"]".repeat(run));
+            return;
+        }
         let stride: usize = shape[dim + 1..].iter().product();
         out.push('[');
         let gap = self.full_shape[dim] > shape[dim];
@@ -208,11 +225,16 @@ fn gather(t: &Tensor, summarise: bool) -> crate::Result<(Vec<usize>, Vec<Scalar>
 /// into `out` at the row-major positions of `shown`, starting at `base`.
 fn fill(
     t: &Tensor,
-    dim: usize,
+    mut dim: usize,
     shown: &[usize],
     base: usize,
     out: &mut [Scalar],
 ) -> crate::Result<()> {
+    // Dims of size 1 hold one row each, printed whole: skipped without a
+    // call per dim (see `Printer::write_dim`).
+    while dim < t.ndim() && t.shape()[dim] == 1 {
+        dim += 1;
+    }
     if dim == t.ndim() || t.shape()[dim..] == shown[dim..] {
         // The rest is printed whole: one copy of this block.
         let vals = read(t)?;

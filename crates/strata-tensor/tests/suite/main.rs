@@ -24,6 +24,7 @@ mod hostile_sweep_s38;
 mod hostile_sweep_s40;
 mod hostile_sweep_s41;
 mod hostile_sweep_s42;
+mod hostile_sweep_s43;
 mod interop;
 mod masked_select;
 mod math;

@@ -1,0 +1,87 @@
+//! Session 43's sweep of strata-tensor against PyTorch 2.15 (CPU): each
+//! expected value is what PyTorch gives for the same call, checked there
+//! and noted beside it.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * Printing a tensor of thousands of dims (`Tensor::zeros(&[1; 5000])`,
+//!   which PyTorch and strata both make) overflowed the thread's stack and
+//!   aborted the process: the printer recursed once per dim. A tensor with
+//!   elements has at most 63 dims larger than 1, so runs of size-1 dims
+//!   are now written (and, for summarised tensors, gathered) in a loop.
+//!   PyTorch's own printer raises RecursionError there; strata prints what
+//!   PyTorch prints for fewer dims.
+
+use strata_tensor::{DType, Device, Tensor};
+
+const CPU: Device = Device::Cpu;
+
+fn arange(n: i64, shape: &[i64]) -> Tensor {
+    Tensor::arange(0, n, 1, None, CPU)
+        .unwrap()
+        .reshape(shape)
+        .unwrap()
+}
+
+#[test]
+fn dims_of_size_one_print_as_in_pytorch() {
+    // PyTorch: str(torch.arange(6.).reshape([2] + [1] * 5 + [3] + [1] * 3))
+    let t = arange(6, &[2, 1, 1, 1, 1, 1, 3, 1, 1, 1])
+        .to_dtype(DType::F32)
+        .unwrap();
+    assert_eq!(
+        t.to_string(),
+        "tensor([[[[[[[[[[0.]]],\n\n\n              [[[1.]]],\n\n\n              [[[2.]]]]]]]]],\
+         \n\n\n\n\n\n\n\n\n        [[[[[[[[[3.]]],\n\n\n              [[[4.]]],\n\n\n              \
+         [[[5.]]]]]]]]]])"
+    );
+    // PyTorch: str(torch.arange(2000).reshape([1] * 4 + [2000] + [1]))
+    // (summarised).
+    assert_eq!(
+        arange(2000, &[1, 1, 1, 1, 2000, 1]).to_string(),
+        "tensor([[[[[[   0],\n            [   1],\n            [   2],\n            ...,\n            \
+         [1997],\n            [1998],\n            [1999]]]]]])"
+    );
+    // PyTorch: str(torch.arange(4000).reshape([2, 1, 1, 2000, 1]))
+    assert_eq!(
+        arange(4000, &[2, 1, 1, 2000, 1]).to_string(),
+        "tensor([[[[[   0],\n           [   1],\n           [   2],\n           ...,\n           \
+         [1997],\n           [1998],\n           [1999]]]],\n\n\n\n        [[[[2000],\n           \
+         [2001],\n           [2002],\n           ...,\n           [3997],\n           [3998],\n           \
+         [3999]]]]])"
+    );
+}
+
+#[test]
+fn a_tensor_of_five_thousand_dims_prints_without_overflowing_the_stack() {
+    // PyTorch: torch.zeros([1] * 5000) is a tensor (str() of it raises
+    // RecursionError); strata's printer overflowed the stack and aborted.
+    let n = 5000;
+    let t = Tensor::zeros(&vec![1; n], DType::F32, CPU).unwrap();
+    assert_eq!(
+        t.to_string(),
+        format!("tensor({}0.{})", "[".repeat(n), "]".repeat(n))
+    );
+    // Summarised (more than 1000 elements): the gathering of the printed
+    // edges does not recurse per dim either.
+    for n in [75, 5000] {
+        let mut shape = vec![1i64; n];
+        shape.push(2000);
+        assert_eq!(
+            arange(2000, &shape).to_string(),
+            summarised_row_under_dims_of_one(n)
+        );
+    }
+}
+
+/// What PyTorch prints for `torch.arange(2000).reshape([1] * n + [2000])`
+/// when `n` is 75 or more: the row is indented past 80 columns, so one
+/// element a line. Checked in PyTorch for n = 75:
+/// `str(t) == 'tensor(' + '[' * n + '[' + (',\n' + ' ' * (7 + n + 1)).join(
+/// ['   0', '   1', '   2', ' ...', '1997', '1998', '1999']) + ']' * (n + 1) + ')'`
+/// is True.
+fn summarised_row_under_dims_of_one(n: usize) -> String {
+    let sep = format!(",\n{}", " ".repeat(7 + n + 1));
+    let row = ["   0", "   1", "   2", " ...", "1997", "1998", "1999"].join(&sep);
+    format!("tensor({}[{row}]{})", "[".repeat(n), "]".repeat(n))
+}
