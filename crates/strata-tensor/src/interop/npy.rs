@@ -9,7 +9,8 @@
 //! * **Writing** ([`save_npy`], [`npy_to_bytes`]): version 1.0 (2.0 when the
 //!   header needs it), C order, little-endian: `<f4 <f8 <f2 <i8 <i4 |u1
 //!   |b1`. NumPy has no bfloat16, so a bf16 tensor is [`TensorError::DType`]
-//!   (convert it with `to_dtype(DType::F32)` first).
+//!   (convert it with `to_dtype(DType::F32)` first); a tensor of more than
+//!   64 dims (NumPy's limit) is [`TensorError::Shape`].
 //! * **Reading** ([`load_npy`], [`npy_from_bytes`]): versions 1.0–3.0, C or
 //!   Fortran order, little- or big-endian, the dtypes `f4 f8 f2 i8 i4 u1 b1`
 //!   as themselves and `i2 i1 u2` widened to i32 (strata has no 8- or 16-bit
@@ -77,8 +78,23 @@ pub fn save_npy(path: impl AsRef<Path>, tensor: &Tensor) -> Result<()> {
     write_file(OP, path.as_ref(), &bytes)
 }
 
+/// The most dims NumPy's arrays have (`NPY_MAXDIMS` of NumPy 2), and so
+/// the most a `.npy` file may hold.
+const MAX_DIMS: usize = 64;
+
 fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
     let descr = descr(op, tensor.dtype())?;
+    if tensor.ndim() > MAX_DIMS {
+        // A file NumPy (and `npy_from_bytes`) could not load.
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "a .npy file holds at most {MAX_DIMS} dims (NumPy's limit) and the tensor has {}; \
+                 reshape it first, or save it as safetensors",
+                tensor.ndim()
+            ),
+        ));
+    }
     let shape = match tensor.shape() {
         [] => "()".to_string(),
         [n] => format!("({n},)"),
@@ -465,9 +481,9 @@ impl Parser<'_> {
                 break;
             }
         }
-        if dims.len() > 64 {
+        if dims.len() > MAX_DIMS {
             return Err(format!(
-                "{} dims is more than strata reads (64)",
+                "{} dims is more than strata reads ({MAX_DIMS}, NumPy's limit)",
                 dims.len()
             ));
         }

@@ -11,8 +11,12 @@
 //!   are now written (and, for summarised tensors, gathered) in a loop.
 //!   PyTorch's own printer raises RecursionError there; strata prints what
 //!   PyTorch prints for fewer dims.
+//! * `npy_to_bytes`/`save_npy` of a tensor of more than 64 dims wrote a
+//!   file that neither NumPy (`maximum supported dimension for an ndarray
+//!   is currently 64`) nor strata's own `npy_from_bytes` loads; now a shape
+//!   error before anything is written.
 
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::{DType, Device, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
 
@@ -84,4 +88,32 @@ fn summarised_row_under_dims_of_one(n: usize) -> String {
     let sep = format!(",\n{}", " ".repeat(7 + n + 1));
     let row = ["   0", "   1", "   2", " ...", "1997", "1998", "1999"].join(&sep);
     format!("tensor({}[{row}]{})", "[".repeat(n), "]".repeat(n))
+}
+
+#[test]
+fn npy_of_more_than_64_dims_is_refused_before_writing() {
+    // NumPy 2.4: np.zeros([1] * 65) raises "maximum supported dimension for
+    // an ndarray is currently 64, found 65"; torch.zeros([1] * 65).numpy()
+    // raises "number of dimensions must be within [0, 64]". 64 dims round-
+    // trip.
+    let t64 = Tensor::ones(&[1; 64], DType::F32, CPU).unwrap();
+    let bytes = strata_tensor::npy_to_bytes(&t64).unwrap();
+    let back = strata_tensor::npy_from_bytes(&bytes, CPU).unwrap();
+    assert_eq!(back.shape(), t64.shape());
+    assert_eq!(back.to_vec::<f32>().unwrap(), [1.0]);
+
+    let t65 = Tensor::ones(&[1; 65], DType::F32, CPU).unwrap();
+    let err = strata_tensor::npy_to_bytes(&t65).unwrap_err();
+    assert!(
+        matches!(&err, TensorError::Shape { msg, .. } if msg.contains("64")),
+        "{err:?}"
+    );
+    let path = std::env::temp_dir().join(format!("strata_s43_65_dims_{}.npy", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let err = strata_tensor::save_npy(&path, &t65).unwrap_err();
+    assert!(matches!(err, TensorError::Shape { .. }), "{err:?}");
+    assert!(!path.exists(), "a refused save wrote {}", path.display());
+    // The tensor is unchanged.
+    assert_eq!(t65.ndim(), 65);
+    assert_eq!(t65.to_vec::<f32>().unwrap(), [1.0]);
 }
