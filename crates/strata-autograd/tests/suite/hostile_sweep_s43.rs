@@ -167,3 +167,164 @@ fn checkpoints_nested_a_hundred_deep_still_backpropagate() {
     y.sum(None, false).unwrap().backward().unwrap();
     assert_eq!(values(&x.grad().unwrap()), [2.0, 2.0]);
 }
+
+/// An op of several variables (all requiring grad), for
+/// [`grad_of_any_subset_of_inputs_equals_what_backward_accumulates`].
+type MultiOp = fn(&[Var]) -> strata_autograd::Result<Var>;
+
+/// f64 leaves of the given shapes, values in about [-1.5, 2.5], none 0.
+fn leaves64(shapes: &[&[usize]], seed: u64) -> Vec<Var> {
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let t = Tensor::rand(s, strata_tensor::DType::F64, seed + i as u64, CPU)
+                .unwrap()
+                .mul(4.0)
+                .unwrap()
+                .sub(1.5)
+                .unwrap();
+            Var::parameter(t).unwrap()
+        })
+        .collect()
+}
+
+/// `sum(op(inputs) * w)` for a fixed weighting `w` of the output, so that
+/// every output element gets its own upstream gradient.
+fn weighted_loss(op: MultiOp, inputs: &[Var]) -> Var {
+    let out = op(inputs).unwrap();
+    let w = Tensor::rand(out.shape(), out.dtype(), 99, CPU)
+        .unwrap()
+        .add(0.5)
+        .unwrap();
+    out.mul(&Var::new(w)).unwrap().sum(None, false).unwrap()
+}
+
+#[test]
+fn grad_of_any_subset_of_inputs_equals_what_backward_accumulates() {
+    // A `grad` pass runs only the part of each backward formula that the
+    // asked-for inputs need; whatever it returns must be what `backward`
+    // (which needs every input) adds into `.grad`. The defect above broke
+    // this for the second operand of mul/matmul/addmm/mul_; this covers
+    // every op of several variables, each subset of its inputs.
+    let ops: Vec<(&str, Vec<&[usize]>, MultiOp)> = vec![
+        ("add", vec![&[2, 3], &[3]], |v| v[0].add(&v[1])),
+        ("sub", vec![&[2, 3], &[2, 1]], |v| v[0].sub(&v[1])),
+        ("mul", vec![&[2, 3], &[3]], |v| v[0].mul(&v[1])),
+        ("mul broadcast both", vec![&[2, 1], &[1, 3]], |v| {
+            v[0].mul(&v[1])
+        }),
+        ("div", vec![&[2, 3], &[3]], |v| v[0].div(&v[1])),
+        ("pow", vec![&[2, 3], &[3]], |v| {
+            v[0].abs()?.add(0.5)?.pow(&v[1])
+        }),
+        ("maximum", vec![&[2, 3], &[3]], |v| v[0].maximum(&v[1])),
+        ("minimum", vec![&[3], &[2, 3]], |v| v[0].minimum(&v[1])),
+        ("matmul mm", vec![&[2, 3], &[3, 4]], |v| v[0].matmul(&v[1])),
+        ("matmul vv", vec![&[3], &[3]], |v| v[0].matmul(&v[1])),
+        ("matmul mv", vec![&[2, 3], &[3]], |v| v[0].matmul(&v[1])),
+        ("matmul vm", vec![&[3], &[3, 2]], |v| v[0].matmul(&v[1])),
+        ("matmul batched", vec![&[2, 2, 3], &[3, 4]], |v| {
+            v[0].matmul(&v[1])
+        }),
+        ("matmul vector batch", vec![&[3], &[2, 3, 4]], |v| {
+            v[0].matmul(&v[1])
+        }),
+        ("mm", vec![&[2, 3], &[3, 4]], |v| v[0].mm(&v[1])),
+        ("addmm", vec![&[4], &[2, 3], &[3, 4]], |v| {
+            v[0].addmm(&v[1], &v[2])
+        }),
+        ("linear", vec![&[2, 3], &[4, 3], &[4]], |v| {
+            v[0].linear(&v[1], Some(&v[2]))
+        }),
+        ("linear 3-d", vec![&[2, 2, 3], &[4, 3]], |v| {
+            v[0].linear(&v[1], None)
+        }),
+        ("gelu_linear", vec![&[2, 3], &[4, 3], &[4]], |v| {
+            v[0].gelu_linear(strata_tensor::GeluApprox::Tanh, &v[1], Some(&v[2]))
+        }),
+        ("layer_norm", vec![&[2, 3], &[3], &[3]], |v| {
+            v[0].layer_norm(&[3], Some(&v[1]), Some(&v[2]), 1e-5)
+        }),
+        ("mse_loss", vec![&[2, 3], &[2, 3]], |v| {
+            v[0].mse_loss(&v[1], strata_tensor::Reduction::Mean, None)
+        }),
+        ("where_cond", vec![&[2, 3], &[3]], |v| {
+            let c = Tensor::from_slice(&[true, false, true], &[3], CPU)?;
+            Var::where_cond(&c, &v[0], &v[1])
+        }),
+        ("cat", vec![&[2, 3], &[1, 3], &[2, 3]], |v| {
+            Var::cat(&[&v[0], &v[1], &v[2]], 0)
+        }),
+        ("stack", vec![&[3], &[3]], |v| {
+            Var::stack(&[&v[0], &v[1]], 1)
+        }),
+        ("scatter_add", vec![&[3, 2], &[2, 2]], |v| {
+            let i = Tensor::from_slice(&[0i64, 2, 2, 0], &[2, 2], CPU)?;
+            v[0].scatter_add(0, &i, &v[1])
+        }),
+        ("attention", vec![&[1, 2, 3], &[1, 4, 3], &[1, 4, 2]], |v| {
+            v[0].attention(&v[1], &v[2], strata_autograd::AttentionArgs::default())
+        }),
+        (
+            "attention causal, probs kept",
+            vec![&[1, 3, 2], &[1, 3, 2], &[1, 3, 2]],
+            |v| {
+                let args = strata_autograd::AttentionArgs {
+                    causal: true,
+                    saving: strata_autograd::AttentionSaving::SaveProbs,
+                    ..Default::default()
+                };
+                v[0].attention(&v[1], &v[2], args)
+            },
+        ),
+        ("in-place mul_", vec![&[2, 3], &[3]], |v| {
+            let x = v[0].mul(1.0)?;
+            x.mul_(&v[1])?;
+            Ok(x)
+        }),
+        ("in-place div_", vec![&[2, 3], &[3]], |v| {
+            let x = v[0].mul(1.0)?;
+            x.div_(&v[1])?;
+            Ok(x)
+        }),
+        ("in-place mul_ on a view", vec![&[2, 3], &[3]], |v| {
+            let x = v[0].mul(1.0)?;
+            x.narrow(0, 1, 1)?.mul_(&v[1])?;
+            Ok(x)
+        }),
+        ("checkpoint", vec![&[2, 3], &[3, 3], &[3]], |v| {
+            strata_autograd::checkpoint(|xs| xs[0].matmul(&xs[1])?.mul(&xs[2])?.exp(), v)
+        }),
+        ("chain", vec![&[2, 3], &[3, 3], &[3]], |v| {
+            v[0].matmul(&v[1])?.mul(&v[2])?.tanh()?.matmul(&v[1])
+        }),
+    ];
+    for (name, shapes, op) in ops {
+        let inputs = leaves64(&shapes, 7);
+        let n = inputs.len();
+        weighted_loss(op, &inputs).backward().unwrap();
+        let full: Vec<Vec<f64>> = inputs
+            .iter()
+            .map(|v| v.grad().unwrap().to_vec::<f64>().unwrap())
+            .collect();
+        for mask in 1..(1u32 << n) {
+            let chosen: Vec<usize> = (0..n).filter(|i| mask & (1 << i) != 0).collect();
+            let asked: Vec<&Var> = chosen.iter().map(|&i| &inputs[i]).collect();
+            let loss = weighted_loss(op, &inputs);
+            let got = grad(&[&loss], &asked).unwrap();
+            for (&i, g) in chosen.iter().zip(&got) {
+                let g = g.to_vec::<f64>().unwrap();
+                assert_eq!(g.len(), full[i].len(), "{name}: input {i}");
+                for (a, b) in g.iter().zip(&full[i]) {
+                    assert!(
+                        (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                        "{name}: the gradient of input {i} asked with inputs {chosen:?} is \
+                         {g:?}, backward gives {:?}",
+                        full[i]
+                    );
+                }
+            }
+        }
+    }
+}
