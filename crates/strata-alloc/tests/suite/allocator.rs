@@ -425,7 +425,7 @@ fn run_ops(conf: &str, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(crate::common::cases(96)))]
 
     #[test]
     fn random_sequences_keep_invariants_expandable(ops in prop::collection::vec(op(), 1..120)) {

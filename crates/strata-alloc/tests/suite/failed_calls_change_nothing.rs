@@ -568,7 +568,7 @@ fn a_page_whose_release_failed_is_released_by_the_next_empty_cache() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig::with_cases(crate::common::cases(64)))]
 
     /// Random sequences of valid and failing calls: every failure leaves
     /// the allocator as the rules for its kind require, and everything

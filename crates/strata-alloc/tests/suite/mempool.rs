@@ -359,7 +359,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::common::cases(64), ..ProptestConfig::default() })]
 
     /// On random sequences over two private pools and the default pools,
     /// in both segment modes: every block lies in a segment of the pool

@@ -51,7 +51,7 @@ fn untouched_pages(live: &[RawAllocation], limit: u64) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: crate::common::cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn a_request_that_the_untouched_pages_hold_never_runs_out_of_memory(

@@ -446,7 +446,7 @@ fn a_span_moves_pages_back_from_the_free_block_past_its_end() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(crate::common::cases(96)))]
 
     /// Random sequences over three streams, with cross-stream uses and the
     /// device catching up at random moments: statistics equal a recount, live

@@ -172,3 +172,14 @@ impl Driver for OnDevice {
         None
     }
 }
+
+/// Cases per property test: `PROPTEST_CASES` when set (a longer run, e.g.
+/// `PROPTEST_CASES=5000` in a debug build), else the file's `default`.
+/// (`ProptestConfig::with_cases` ignores the variable, which only sets
+/// `ProptestConfig::default()`'s count.)
+pub fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
