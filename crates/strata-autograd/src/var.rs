@@ -118,6 +118,85 @@ pub(crate) struct ViewSource {
     /// For a variable that is itself a view of one that did not require
     /// grad: that variable's link (see `VarInner::untracked_view_of`).
     parent: Option<ViewLink>,
+    /// The state of the chain of links from `parent` up (see
+    /// [`chain_state`]) as of a [`VIEW_EPOCH`]: `epoch << 2 | state`, 0
+    /// before it is first known.
+    above: AtomicU64,
+}
+
+/// Counts the changes of every [`ViewSource`] (a variable's history
+/// replaced by an in-place op, its `requires_grad` flag set), each counted
+/// after the change: a chain state cached at an older count is read
+/// afresh. A chain of views of views is then walked once, not at every
+/// use of every view in it (a chain of 100,000 views walked its whole
+/// length at each new view: 27 s in a release build).
+static VIEW_EPOCH: AtomicU64 = AtomicU64::new(1);
+
+/// Notes a change of a [`ViewSource`] (after it is made).
+fn view_source_changed() {
+    VIEW_EPOCH.fetch_add(1, Ordering::AcqRel);
+}
+
+/// [`UntrackedView`] states as ordered numbers (the larger wins along a
+/// chain: a modified variable anywhere up the chain makes the view stale).
+const CHAIN_NONE: u64 = 0;
+const CHAIN_REQUIRES_GRAD: u64 = 1;
+const CHAIN_MODIFIED: u64 = 2;
+
+/// The state of the chain of links from `link` up: [`CHAIN_MODIFIED`] if
+/// a variable on it had its history replaced since its link was taken,
+/// else [`CHAIN_REQUIRES_GRAD`] if one was made to require grad, else
+/// [`CHAIN_NONE`]. Each source on the way caches the state above it, so a
+/// chain is walked up to the first source whose cache is current.
+fn chain_state(link: &ViewLink) -> u64 {
+    let epoch = VIEW_EPOCH.load(Ordering::Acquire);
+    let own = |l: &ViewLink| {
+        if l.rebased() {
+            CHAIN_MODIFIED
+        } else if l.source.requires_grad.load(Ordering::Acquire) {
+            CHAIN_REQUIRES_GRAD
+        } else {
+            CHAIN_NONE
+        }
+    };
+    let cached = |l: &ViewLink| {
+        let c = l.source.above.load(Ordering::Acquire);
+        (c >> 2 == epoch).then_some(c & 3)
+    };
+    // The links up to the first with a current cache (or the top).
+    let mut walked = vec![link];
+    let mut above = loop {
+        let l = walked[walked.len() - 1];
+        if let Some(state) = cached(l) {
+            break state;
+        }
+        match l.source.parent.as_ref() {
+            Some(p) => walked.push(p),
+            None => break CHAIN_NONE,
+        }
+    };
+    for l in walked.into_iter().rev() {
+        l.source.above.store(epoch << 2 | above, Ordering::Release);
+        above = above.max(own(l));
+    }
+    above
+}
+
+impl Drop for ViewSource {
+    /// Unlinks the chain of variables this one views iteratively: a chain
+    /// of a hundred thousand views of views dropped recursively would
+    /// overflow the stack.
+    fn drop(&mut self) {
+        let mut parent = self.parent.take();
+        while let Some(link) = parent {
+            parent = match Arc::try_unwrap(link.source) {
+                // Dropped with no parent left to drop.
+                Ok(mut source) => source.parent.take(),
+                // Another view still holds the rest.
+                Err(_) => None,
+            };
+        }
+    }
 }
 
 /// A [`ViewSource`] and its rebase count when a view was taken.
@@ -227,6 +306,7 @@ impl VarInner {
                 rebases: AtomicU64::new(0),
                 requires_grad: AtomicBool::new(self.requires_grad_flag()),
                 parent: self.untracked_view_of.as_ref().map(|(l, _)| l.clone()),
+                above: AtomicU64::new(0),
             })
         });
         ViewLink {
@@ -406,6 +486,7 @@ impl Var {
         }
         if let Some(source) = self.inner.source.get() {
             source.requires_grad.store(requires_grad, Ordering::Release);
+            view_source_changed();
         }
         Ok(self)
     }
@@ -697,16 +778,11 @@ impl Var {
     /// not the view's history can be regenerated.
     fn untracked_chain_state(&self) -> Option<(UntrackedView, &'static str)> {
         let (link, op) = self.inner.untracked_view_of.as_ref()?;
-        let mut requires_grad = false;
-        let mut link = Some(link);
-        while let Some(l) = link {
-            if l.rebased() {
-                return Some((UntrackedView::BaseModified, op));
-            }
-            requires_grad |= l.source.requires_grad.load(Ordering::Acquire);
-            link = l.source.parent.as_ref();
+        match chain_state(link) {
+            CHAIN_MODIFIED => Some((UntrackedView::BaseModified, op)),
+            CHAIN_REQUIRES_GRAD => Some((UntrackedView::BaseRequiresGrad, op)),
+            _ => None,
         }
-        requires_grad.then_some((UntrackedView::BaseRequiresGrad, op))
     }
 
     /// The error for using this variable in a recorded op (or starting a
@@ -772,6 +848,7 @@ impl Var {
         }
         if let Some(source) = self.inner.source.get() {
             source.rebases.fetch_add(1, Ordering::AcqRel);
+            view_source_changed();
         }
         crate::node::note_rebase();
     }
