@@ -344,6 +344,7 @@ where
     // instead, giving gradients of a forward that never ran).
     let mut params: Vec<Var> = Vec::new();
     let mut param_versions: Vec<u64> = Vec::new();
+    let mut seen = HashSet::new();
     for (v, version) in captured {
         if !v.is_leaf() {
             set_rng_state(rng);
@@ -355,7 +356,7 @@ where
                 ),
             });
         }
-        if !params.iter().any(|p| Arc::ptr_eq(p.inner(), v.inner())) {
+        if seen.insert(Arc::as_ptr(v.inner())) {
             params.push(v);
             param_versions.push(version);
         }

@@ -165,6 +165,9 @@ impl DistributedDataParallel {
             return Err(ddp_err("bucket_cap_bytes must be positive"));
         }
         let device = comm.device();
+        // Each parameter's address, to find one given twice in linear time
+        // (a scan of the earlier ones was quadratic in the count).
+        let mut seen = std::collections::HashSet::with_capacity(params.len());
         for (i, p) in params.iter().enumerate() {
             if !p.is_leaf() || !p.requires_grad() {
                 return Err(ddp_err(format!(
@@ -177,10 +180,7 @@ impl DistributedDataParallel {
                     p.device()
                 )));
             }
-            if params[..i]
-                .iter()
-                .any(|q| Arc::ptr_eq(q.inner(), p.inner()))
-            {
+            if !seen.insert(Arc::as_ptr(p.inner())) {
                 return Err(ddp_err(format!("parameter {i} is given twice")));
             }
         }
