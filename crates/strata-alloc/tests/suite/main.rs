@@ -19,6 +19,7 @@ mod hostile_sweep_s34;
 mod hostile_sweep_s35;
 mod hostile_sweep_s36;
 mod hostile_sweep_s41;
+mod hostile_sweep_s43;
 mod mempool;
 mod near_capacity;
 mod pytorch_parity;
