@@ -15,6 +15,20 @@
 //!   file that neither NumPy (`maximum supported dimension for an ndarray
 //!   is currently 64`) nor strata's own `npy_from_bytes` loads; now a shape
 //!   error before anything is written.
+//!
+//! Examined and found fine: the adversarial property tests with
+//! `PROPTEST_CASES=5000` in a debug build (seeds 1, 2, 3 and 1234567);
+//! element-wise ops, reductions, permute, matmul, cat, softmax, cumsum,
+//! expand and safetensors on tensors of 5,000 dims; 30 in-place programs
+//! whose input aliases the output against PyTorch (partial overlaps and
+//! expanded outputs are overlap errors as there; where PyTorch reads an
+//! overlapping input element by element as it writes, e.g.
+//! `a.div_(a[1:2].expand(4))`, its result depends on its kernel's order,
+//! strata reads a copy).
+//!
+//! Examined and left: a sum over every dim of a tensor of 100,000 dims of
+//! size 1 takes time quadratic in the number of dims (0.4 s for 5,000 in a
+//! debug build; PyTorch takes 26 s for 100,000).
 
 use strata_tensor::{DType, Device, Tensor, TensorError};
 
