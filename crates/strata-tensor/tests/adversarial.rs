@@ -1498,20 +1498,43 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
                 x.tril(*diag)?
             };
             assert!(x.ndim() >= 2);
-            if x.strides().iter().all(|&s| s != 0) {
+            // In place, positions that share memory (an expanded or
+            // overlapping view, which tril_/triu_ take as PyTorch does)
+            // share their element: it ends zero when any of them lies
+            // outside the triangle (PyTorch's kernel writes only the zeros).
+            let n = x.ndim();
+            let outside = |i: usize| {
+                let m = unravel(x.shape(), i);
+                let k = m[n - 1] as i64 - m[n - 2] as i64;
+                !(if *upper { k >= *diag } else { k <= *diag })
+            };
+            let address = |i: usize| -> usize {
+                let m = unravel(x.shape(), i);
+                x.offset() + m.iter().zip(x.strides()).map(|(a, s)| a * s).sum::<usize>()
+            };
+            let zeroed: std::collections::HashSet<usize> = if *inplace {
+                (0..before.len())
+                    .filter(|&i| outside(i))
+                    .map(address)
+                    .collect()
+            } else {
+                std::collections::HashSet::new()
+            };
+            if *inplace || x.strides().iter().all(|&s| s != 0) {
                 let got = t.to_scalars()?;
-                let n = x.ndim();
                 let want: Vec<Scalar> = before
                     .iter()
                     .enumerate()
                     .map(|(i, b)| {
-                        let m = unravel(x.shape(), i);
-                        let k = m[n - 1] as i64 - m[n - 2] as i64;
-                        let keep = if *upper { k >= *diag } else { k <= *diag };
-                        if keep {
-                            *b
+                        let zero = if *inplace {
+                            zeroed.contains(&address(i))
                         } else {
+                            outside(i)
+                        };
+                        if zero {
                             Scalar::Int(0).cast_to(x.dtype())
+                        } else {
+                            *b
                         }
                     })
                     .collect();

@@ -15,7 +15,9 @@
 //! * `var`/`std` took a NaN correction and returned +inf;
 //! * `triu_`, `tril_`, `masked_scatter_` and `softmax_backward_inplace` on
 //!   an expanded (self-overlapping) output computed the whole result and
-//!   then failed in an internal `copy_`, naming `copy_` instead of the op;
+//!   then failed in an internal `copy_`, naming `copy_` instead of the op
+//!   (since session 43 `triu_` and `tril_` take such an output, as
+//!   PyTorch's do: `hostile_sweep_s43.rs`);
 //! * `safetensors_to_bytes` of an empty tensor whose sizes multiply past
 //!   usize (an expanded `[2^40, 2^40, 0]`) said "not a valid safetensors
 //!   file" about the file being written.
@@ -231,8 +233,9 @@ fn in_place_ops_on_an_expanded_output_name_themselves_and_change_nothing() {
     let out = expanded(&base);
     let v0 = base.version();
 
-    assert_overlap(out.triu_(0).unwrap_err(), "triu_");
-    assert_overlap(out.tril_(-1).unwrap_err(), "tril_");
+    // (`triu_` and `tril_` of an expanded output were refused here too;
+    // PyTorch accepts them, and since session 43 strata gives its result:
+    // hostile_sweep_s43.rs.)
     let mask = Tensor::ones(&[2, 3], DType::Bool, CPU).unwrap();
     let src = f32t(&[9.0; 6], &[6]);
     assert_overlap(

@@ -650,18 +650,72 @@ impl Tensor {
         self.triangle("tril", diagonal, false)
     }
 
-    /// In-place [`Tensor::triu`].
+    /// In-place [`Tensor::triu`]. As in PyTorch, also on a tensor whose
+    /// elements share memory (an expanded one): an element is zeroed when
+    /// any of the positions that share it lies below the triangle.
     pub fn triu_(&self, diagonal: i64) -> Result<Tensor> {
+        if self.layout().may_overlap() {
+            return self.zero_outside_triangle("triu_", diagonal, true);
+        }
         check_inplace("triu_", self, &mut [])?;
         let t = self.triangle("triu_", diagonal, true)?;
         self.copy_(&t)
     }
 
-    /// In-place [`Tensor::tril`].
+    /// In-place [`Tensor::tril`]. As in PyTorch, also on a tensor whose
+    /// elements share memory (an expanded one): an element is zeroed when
+    /// any of the positions that share it lies above the triangle.
     pub fn tril_(&self, diagonal: i64) -> Result<Tensor> {
+        if self.layout().may_overlap() {
+            return self.zero_outside_triangle("tril_", diagonal, false);
+        }
         check_inplace("tril_", self, &mut [])?;
         let t = self.triangle("tril_", diagonal, false)?;
         self.copy_(&t)
+    }
+
+    /// `tril_`/`triu_` of a tensor whose elements may share memory: zeros
+    /// written where the positions outside the triangle are, nothing
+    /// written inside it (PyTorch's in-place kernel writes only those
+    /// zeros, so an element shared by a position inside and one outside
+    /// ends zero; copying a computed triangle back, as for other tensors,
+    /// would make the result depend on the order of the writes).
+    fn zero_outside_triangle(
+        &self,
+        op: &'static str,
+        diagonal: i64,
+        upper: bool,
+    ) -> Result<Tensor> {
+        let n = self.ndim();
+        if n < 2 {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the input must have at least 2 dims, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        // Outside triu(k): col - row < k, i.e. tril(k - 1); outside
+        // tril(k): col - row > k, i.e. triu(k + 1). Nothing lies outside
+        // past the ends of i64.
+        let outside = if upper {
+            diagonal.checked_sub(1)
+        } else {
+            diagonal.checked_add(1)
+        };
+        let Some(outside) = outside.filter(|_| self.numel() > 0) else {
+            self.bump_version();
+            return Ok(self.clone());
+        };
+        let mask = Tensor::triangle_mask(
+            self.shape()[n - 2],
+            self.shape()[n - 1],
+            outside,
+            !upper,
+            self.device(),
+        )?;
+        self.masked_fill_(&mask, Scalar::Int(0))
     }
 
     /// The bool mask `[rows, cols]` of triu (upper) or tril on `device`.

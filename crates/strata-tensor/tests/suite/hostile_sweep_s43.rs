@@ -15,6 +15,13 @@
 //!   file that neither NumPy (`maximum supported dimension for an ndarray
 //!   is currently 64`) nor strata's own `npy_from_bytes` loads; now a shape
 //!   error before anything is written.
+//! * `tril_`/`triu_` of an expanded tensor (elements sharing memory) was an
+//!   overlap error; PyTorch accepts it (its in-place kernel writes only the
+//!   zeros outside the triangle, so a shared element ends zero when any of
+//!   its positions lies outside). strata now writes those zeros the same
+//!   way (`zero_`, `fill_` and `masked_fill_` already took expanded
+//!   tensors, as PyTorch's do; its other in-place ops refuse them, as
+//!   strata's do).
 //!
 //! Examined and found fine: the adversarial property tests with
 //! `PROPTEST_CASES=5000` in a debug build (seeds 1, 2, 3 and 1234567);
@@ -130,4 +137,87 @@ fn npy_of_more_than_64_dims_is_refused_before_writing() {
     // The tensor is unchanged.
     assert_eq!(t65.ndim(), 65);
     assert_eq!(t65.to_vec::<f32>().unwrap(), [1.0]);
+}
+
+/// `v`'s data as f64.
+fn vals(t: &Tensor) -> Vec<f64> {
+    t.to_vec_as::<f64>().unwrap()
+}
+
+#[test]
+fn tril_and_triu_of_an_expanded_tensor_zero_what_any_position_puts_outside() {
+    let a = || {
+        arange(3, &[3])
+            .add(1)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+    };
+    // PyTorch: a = torch.arange(1., 4); a.expand(2, 3).tril_() -> a ==
+    // [1., 0., 0.]; .triu_() -> [0., 2., 3.]; .tril_(1) -> [1., 2., 0.];
+    // .triu_(-1) -> [1., 2., 3.].
+    let cases: [(fn(&Tensor) -> strata_tensor::Result<Tensor>, [f64; 3]); 4] = [
+        (|e| e.tril_(0), [1.0, 0.0, 0.0]),
+        (|e| e.triu_(0), [0.0, 2.0, 3.0]),
+        (|e| e.tril_(1), [1.0, 2.0, 0.0]),
+        (|e| e.triu_(-1), [1.0, 2.0, 3.0]),
+    ];
+    for (f, want) in cases {
+        let t = a();
+        let before = t.version();
+        f(&t.expand(&[2, 3]).unwrap()).unwrap();
+        assert_eq!(vals(&t), want);
+        assert!(t.version() > before, "an in-place op bumps the version");
+    }
+    // PyTorch: torch.arange(1., 4).reshape(3, 1).expand(3, 3).tril_()
+    // leaves [[0.], [0.], [3.]].
+    let col = arange(3, &[3, 1])
+        .add(1)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
+    col.expand(&[3, 3]).unwrap().tril_(0).unwrap();
+    assert_eq!(vals(&col), [0.0, 0.0, 3.0]);
+    // A batch of expanded matrices: t = torch.arange(1., 7).reshape(2, 3);
+    // t.unsqueeze(0).expand(2, 2, 3).triu_(1) -> [[0, 2, 3], [0, 0, 6]].
+    let t = arange(6, &[2, 3])
+        .add(1)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
+    t.unsqueeze(0)
+        .unwrap()
+        .expand(&[2, 2, 3])
+        .unwrap()
+        .triu_(1)
+        .unwrap();
+    assert_eq!(vals(&t), [0.0, 2.0, 3.0, 0.0, 0.0, 6.0]);
+    // Bool and integer: torch.ones(3, dtype=torch.bool).expand(2, 3).triu_()
+    // -> [False, True, True]; torch.arange(1, 5).expand(3, 4).tril_(-1) ->
+    // [0, 0, 0, 0].
+    let b = Tensor::ones(&[3], DType::Bool, CPU).unwrap();
+    b.expand(&[2, 3]).unwrap().triu_(0).unwrap();
+    assert_eq!(b.to_vec::<bool>().unwrap(), [false, true, true]);
+    let i = arange(4, &[4]).add(1).unwrap();
+    i.expand(&[3, 4]).unwrap().tril_(-1).unwrap();
+    assert_eq!(i.to_vec::<i64>().unwrap(), [0, 0, 0, 0]);
+    // Diagonals at the ends of i64 put nothing outside:
+    // a.expand(2, 3).tril_(2**63 - 1) and .triu_(-2**63) leave [1., 2., 3.].
+    let t = a();
+    t.expand(&[2, 3]).unwrap().tril_(i64::MAX).unwrap();
+    t.expand(&[2, 3]).unwrap().triu_(i64::MIN).unwrap();
+    assert_eq!(vals(&t), [1.0, 2.0, 3.0]);
+    // One dim: torch.zeros(1).expand(3).tril_() raises "tril: input tensor
+    // must have at least 2 dimensions"; nothing changes.
+    let z = Tensor::ones(&[1], DType::F32, CPU).unwrap();
+    let err = z.expand(&[3]).unwrap().tril_(0).unwrap_err();
+    assert!(matches!(err, TensorError::Shape { .. }), "{err:?}");
+    assert_eq!(vals(&z), [1.0]);
+    // Other in-place ops still refuse an expanded output, as PyTorch's do
+    // (a.expand(2, 3).neg_(): "more than one element of the written-to
+    // tensor refers to a single memory location").
+    let t = a();
+    let err = t.expand(&[2, 3]).unwrap().neg_().unwrap_err();
+    assert!(matches!(err, TensorError::Overlap { .. }), "{err:?}");
+    assert_eq!(vals(&t), [1.0, 2.0, 3.0]);
 }
