@@ -144,6 +144,9 @@ fn vals(t: &Tensor) -> Vec<f64> {
     t.to_vec_as::<f64>().unwrap()
 }
 
+/// An in-place op on a view, returning the view.
+type InPlace = fn(&Tensor) -> strata_tensor::Result<Tensor>;
+
 #[test]
 fn tril_and_triu_of_an_expanded_tensor_zero_what_any_position_puts_outside() {
     let a = || {
@@ -156,7 +159,7 @@ fn tril_and_triu_of_an_expanded_tensor_zero_what_any_position_puts_outside() {
     // PyTorch: a = torch.arange(1., 4); a.expand(2, 3).tril_() -> a ==
     // [1., 0., 0.]; .triu_() -> [0., 2., 3.]; .tril_(1) -> [1., 2., 0.];
     // .triu_(-1) -> [1., 2., 3.].
-    let cases: [(fn(&Tensor) -> strata_tensor::Result<Tensor>, [f64; 3]); 4] = [
+    let cases: [(InPlace, [f64; 3]); 4] = [
         (|e| e.tril_(0), [1.0, 0.0, 0.0]),
         (|e| e.triu_(0), [0.0, 2.0, 3.0]),
         (|e| e.tril_(1), [1.0, 2.0, 0.0]),
