@@ -593,3 +593,61 @@ fn a_hook_holding_a_weak_var_does_not_keep_its_variable_alive() {
         "removing the hook did not free it"
     );
 }
+
+/// Found by the gradient oracle (the `grad` programs of session 43's
+/// second round): the ops that save each operand only when the other
+/// requires grad (`mul`, `matmul`, `addmm`, `mul_`) looked their saved
+/// tensors up by what the pass needed instead of by what the forward
+/// saved, so a `grad` with respect to the second operand alone read the
+/// first saved tensor, which is the second operand itself: a silently
+/// wrong gradient for operands of one shape (square matrices), a shape
+/// error for others. PyTorch 2.15:
+///
+/// ```python
+/// x = torch.tensor([1., 2.], requires_grad=True)
+/// w = torch.tensor([3., 5.], requires_grad=True)
+/// torch.autograd.grad((x * w).sum(), [w])               # [1., 2.]
+/// a = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+/// b = torch.tensor([[5., 6.], [7., 8.]], requires_grad=True)
+/// torch.autograd.grad((a @ b).sum(), [b])               # [[4., 4.], [6., 6.]]
+/// c = torch.tensor([0.5, -1.], requires_grad=True)
+/// torch.autograd.grad(torch.addmm(c, a, b).sum(), [b])  # [[4., 4.], [6., 6.]]
+/// y = x * 1
+/// y.mul_(w)
+/// torch.autograd.grad(y.sum(), [w])                     # [1., 2.]
+/// v = torch.tensor([1., 2., 3.], requires_grad=True)
+/// m = torch.arange(6.).reshape(2, 3, 1).requires_grad_()
+/// torch.autograd.grad((v @ m).sum(), [m])               # [1., 2., 3.] twice
+/// torch.autograd.grad((v @ m).sum(), [v])               # [3., 5., 7.]
+/// ```
+#[test]
+fn grad_of_one_operand_alone_uses_the_other_operands_saved_value() {
+    let t = |v: &[f32], s: &[usize]| Tensor::from_slice(v, s, Device::Cpu).unwrap();
+    let p = |v: &[f32], s: &[usize]| Var::parameter(t(v, s)).unwrap();
+    let of = |out: Var, wrt: &Var| {
+        let g = grad(&[&out.sum(None, false).unwrap()], &[wrt]).unwrap();
+        values(&g[0])
+    };
+    let (x, w) = (p(&[1.0, 2.0], &[2]), p(&[3.0, 5.0], &[2]));
+    assert_eq!(of(x.mul(&w).unwrap(), &w), vec![1.0, 2.0]);
+    assert_eq!(of(x.mul(&w).unwrap(), &x), vec![3.0, 5.0]);
+    let a = p(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let b = p(&[5.0, 6.0, 7.0, 8.0], &[2, 2]);
+    assert_eq!(of(a.matmul(&b).unwrap(), &b), vec![4.0, 4.0, 6.0, 6.0]);
+    let c = p(&[0.5, -1.0], &[2]);
+    assert_eq!(of(c.addmm(&a, &b).unwrap(), &b), vec![4.0, 4.0, 6.0, 6.0]);
+    let y = x.mul(1.0).unwrap();
+    y.mul_(&w).unwrap();
+    assert_eq!(of(y, &w), vec![1.0, 2.0]);
+    let v = p(&[1.0, 2.0, 3.0], &[3]);
+    let m = p(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3, 1]);
+    assert_eq!(
+        of(v.matmul(&m).unwrap(), &m),
+        vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
+    );
+    assert_eq!(of(v.matmul(&m).unwrap(), &v), vec![3.0, 5.0, 7.0]);
+    // Nothing reached a .grad.
+    for q in [&x, &w, &a, &b, &c, &v, &m] {
+        assert!(q.grad().is_none());
+    }
+}
