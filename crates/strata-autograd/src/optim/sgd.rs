@@ -1,11 +1,28 @@
 //! Stochastic gradient descent with momentum (PyTorch's `SGD`, no dampening,
 //! no Nesterov): `buf = momentum * buf + g; p -= lr * buf`.
+//!
+//! f16 and bf16 parameters are updated with PyTorch's rounding: its step's
+//! `grad.add(param, alpha=weight_decay)` and `param.add_(buf, alpha=-lr)`
+//! convert `alpha` to the parameter's dtype before multiplying (bf16 0.1 is
+//! 0.10009765625). Multiplying by the exact learning rate instead, as
+//! strata did, moved a bf16 weight one unit in the last place away from
+//! PyTorch's now and then, and training runs drifted apart from there.
 
 use super::state::{self, StateDict};
 use super::{check_non_negative, Optimizer};
 use crate::error::Result;
 use crate::var::Var;
-use strata_tensor::Tensor;
+use strata_tensor::{DType, Device, Tensor};
+
+/// A factor as PyTorch's `add(other, alpha=x)` applies it to a tensor of
+/// `dtype`: converted to f16 or bf16 for those (its `alpha.to<scalar_t>()`),
+/// as it is for f32 and f64.
+fn alpha_in(x: f64, dtype: DType) -> Result<f64> {
+    if !matches!(dtype, DType::F16 | DType::BF16) {
+        return Ok(x);
+    }
+    Ok(Tensor::full(&[], x, dtype, Device::Cpu)?.item::<f64>()?)
+}
 
 /// SGD with optional momentum and weight decay.
 pub struct Sgd {
@@ -115,7 +132,7 @@ impl Optimizer for Sgd {
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             let g = if self.weight_decay != 0.0 {
-                g.add(&p.data().mul(self.weight_decay)?)?
+                g.add(&p.data().mul(alpha_in(self.weight_decay, p.dtype())?)?)?
             } else {
                 g
             };
@@ -134,7 +151,7 @@ impl Optimizer for Sgd {
             } else {
                 g
             };
-            p.data().sub_(&d.mul(self.lr)?)?;
+            p.data().sub_(&d.mul(alpha_in(self.lr, p.dtype())?)?)?;
         }
         Ok(())
     }

@@ -384,3 +384,67 @@ fn schedules_refuse_unusable_parameters() {
     assert_eq!(c.lr_at(1.0, 0), 1.0);
     assert!(c.lr_at(1.0, u64::MAX).is_finite());
 }
+
+/// Found by the gradient oracle's training programs (session 43, second
+/// round): PyTorch's SGD step (`grad.add(param, alpha=weight_decay)`,
+/// `param.add_(buf, alpha=-lr)`) converts `alpha` to an f16/bf16
+/// parameter's dtype before multiplying (bf16 0.1 is 0.10009765625);
+/// strata multiplied by the exact rate and now and then rounded a weight
+/// one unit in the last place away from PyTorch's. PyTorch 2.15:
+///
+/// ```python
+/// for dt in (torch.bfloat16, torch.float16):
+///     p = torch.tensor([0.0, 0.01940918, 1.0, -2.5], dtype=dt, requires_grad=True)
+///     opt = torch.optim.SGD([p], lr=0.1, momentum=0.5, weight_decay=0.1)
+///     for g in ([2.171875, -1.9375, 0.3, 0.7], [2.171875, -1.9375, -0.3, 0.7]):
+///         p.grad = torch.tensor(g, dtype=dt)
+///         opt.step()
+///         p.float()
+/// # bf16: [-0.2177734375, 0.2138671875, 0.9609375, -2.546875]
+/// #       [-0.54296875, 0.5, 0.9609375, -2.609375]
+/// # f16:  [-0.2171630859375, 0.212890625, 0.9599609375, -2.544921875]
+/// #       [-0.54052734375, 0.5009765625, 0.96044921875, -2.611328125]
+/// ```
+#[test]
+fn sgd_on_half_precision_parameters_rounds_as_pytorch() {
+    let expected: [(DType, [[f64; 4]; 2]); 2] = [
+        (
+            DType::BF16,
+            [
+                [-0.2177734375, 0.2138671875, 0.9609375, -2.546875],
+                [-0.54296875, 0.5, 0.9609375, -2.609375],
+            ],
+        ),
+        (
+            DType::F16,
+            [
+                [-0.2171630859375, 0.212890625, 0.9599609375, -2.544921875],
+                [-0.54052734375, 0.5009765625, 0.96044921875, -2.611328125],
+            ],
+        ),
+    ];
+    let t = |v: &[f64], dt| {
+        Tensor::from_slice(v, &[v.len()], Device::Cpu)
+            .unwrap()
+            .to_dtype(dt)
+            .unwrap()
+    };
+    for (dt, steps) in expected {
+        let p = Var::parameter(t(&[0.0, 0.01940918, 1.0, -2.5], dt)).unwrap();
+        let mut opt = Sgd::new(vec![p.clone()], 0.1, 0.5)
+            .unwrap()
+            .with_weight_decay(0.1)
+            .unwrap();
+        let grads = [
+            [2.171875, -1.9375, 0.3, 0.7],
+            [2.171875, -1.9375, -0.3, 0.7],
+        ];
+        for (g, want) in grads.iter().zip(steps) {
+            p.set_grad(Some(t(g, dt))).unwrap();
+            opt.step().unwrap();
+            assert_eq!(p.dtype(), dt);
+            assert_eq!(as_f64(p.data()), want, "{dt}");
+        }
+    }
+}
+
