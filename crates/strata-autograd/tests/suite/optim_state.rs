@@ -448,3 +448,124 @@ fn sgd_on_half_precision_parameters_rounds_as_pytorch() {
     }
 }
 
+/// Found by the gradient oracle's training programs (session 43, second
+/// round): Adam and AdamW update as PyTorch's fused CPU kernel
+/// (`fused=True`), bit for bit: its `m + (1-b1)(g - m)` (for b1 > 0.5,
+/// `g + (-b1)(g - m)`) and `v b2 + ((1-b2) g) g` each rounded once (fused
+/// multiply-adds), and `p - (lr' m) / denom`. strata's kernel rounded
+/// `m + (1-b1)(g - m)` twice, formed `(1-b2)(g g)` and `lr' (m / denom)`,
+/// and a third of the weights ended one unit in the last place away, which
+/// a cancellation (a weight Adam moves to about 0) made large. PyTorch 2.15:
+///
+/// ```python
+/// p0 = [-0.00927734375, -0.00188446044921875, 0.40625, 1.6328125,
+///       -4.15625, 3.296875, 0.6171875, 0.033935546875]
+/// gs = [[-0.4921875, -1.15625, -0.7421875, -1.65625, -0.2138671875, 1.8125, -0.66015625, 1.34375],
+///       [0.47265625, -1.6015625, -1.6953125, 0.83203125, 1.75, -0.54296875, -0.42578125, 1.40625],
+///       [-2.21875, -1.234375, -0.1474609375, 0.27734375, -0.486328125, 0.1572265625, 0.7734375, -1.640625]]
+/// for opt in (lambda ps: torch.optim.Adam(ps, lr=0.1, fused=True),
+///             lambda ps: torch.optim.AdamW(ps, lr=0.05, betas=(0.5, 0.9), eps=1e-6,
+///                                          weight_decay=0.1, fused=True)):
+///     p = torch.tensor(p0, requires_grad=True); o = opt([p])
+///     for g in gs:
+///         p.grad = torch.tensor(g); o.step()
+///     p.tolist()
+/// ```
+#[test]
+fn adam_and_adamw_steps_are_pytorchs_fused_cpu_steps_bit_for_bit() {
+    let p0 = [
+        -0.00927734375,
+        -0.00188446044921875,
+        0.40625,
+        1.6328125,
+        -4.15625,
+        3.296875,
+        0.6171875,
+        0.033935546875,
+    ];
+    let grads = [
+        [
+            -0.4921875,
+            -1.15625,
+            -0.7421875,
+            -1.65625,
+            -0.2138671875,
+            1.8125,
+            -0.66015625,
+            1.34375,
+        ],
+        [
+            0.47265625,
+            -1.6015625,
+            -1.6953125,
+            0.83203125,
+            1.75,
+            -0.54296875,
+            -0.42578125,
+            1.40625,
+        ],
+        [
+            -2.21875,
+            -1.234375,
+            -0.1474609375,
+            0.27734375,
+            -0.486328125,
+            0.1572265625,
+            0.7734375,
+            -1.640625,
+        ],
+    ];
+    let adam = [
+        0.1478119045495987,
+        0.2967851758003235,
+        0.6795894503593445,
+        1.770024061203003,
+        -4.153981685638428,
+        3.1157727241516113,
+        0.8222128748893738,
+        -0.18407562375068665,
+    ];
+    let adamw = [
+        0.0677068680524826,
+        0.14828795194625854,
+        0.5329236388206482,
+        1.6501582860946655,
+        -4.096412658691406,
+        3.1796791553497314,
+        0.6854846477508545,
+        -0.054511185735464096,
+    ];
+    let t = |v: &[f64]| {
+        Tensor::from_slice(v, &[v.len()], Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap()
+    };
+    type Make = fn(Var) -> Box<dyn Optimizer>;
+    let make: [(&str, Make, [f64; 8]); 2] = [
+        ("Adam", |p| Box::new(Adam::new(vec![p], 0.1).unwrap()), adam),
+        (
+            "AdamW",
+            |p| {
+                Box::new(
+                    AdamW::new(vec![p])
+                        .with_lr(0.05)
+                        .and_then(|o| o.with_betas(0.5, 0.9))
+                        .and_then(|o| o.with_eps(1e-6))
+                        .and_then(|o| o.with_weight_decay(0.1))
+                        .unwrap(),
+                )
+            },
+            adamw,
+        ),
+    ];
+    for (name, make, want) in make {
+        let p = Var::parameter(t(&p0)).unwrap();
+        let mut opt = make(p.clone());
+        for g in &grads {
+            p.set_grad(Some(t(g))).unwrap();
+            opt.step().unwrap();
+        }
+        assert_eq!(as_f64(p.data()), want, "{name}");
+    }
+}

@@ -65,8 +65,10 @@ impl AdamHyper {
 
     /// `(1 - lr * weight_decay, lr / (1 - beta1^t), sqrt(1 - beta2^t))`.
     pub(crate) fn factors(&self) -> (f64, f64, f64) {
-        let c1 = 1.0 - self.beta1.powi(self.step);
-        let c2 = 1.0 - self.beta2.powi(self.step);
+        // `powf`, C's `pow` as PyTorch's `std::pow(beta1, step)` (`powi`
+        // multiplies and can differ from it in the last place).
+        let c1 = 1.0 - self.beta1.powf(f64::from(self.step));
+        let c2 = 1.0 - self.beta2.powf(f64::from(self.step));
         (1.0 - self.lr * self.weight_decay, self.lr / c1, c2.sqrt())
     }
 }
