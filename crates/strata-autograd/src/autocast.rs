@@ -2,19 +2,24 @@
 //! thread-local region for one device type and one low-precision dtype
 //! (bf16 or f16) in which each op runs in the precision its policy names.
 //!
-//! The policy of every op is in **one table**, [`POLICIES`], which the op
-//! wrappers of this crate consult through [`cast_inputs`] before computing
-//! (one thread-local read when no region is active):
+//! The policy of every op is in **two tables**, one per device type as in
+//! PyTorch: [`POLICIES`] for CUDA and [`CPU_POLICIES`] for the CPU, which
+//! the op wrappers of this crate consult through [`cast_inputs`] before
+//! computing (one thread-local read when no region is active):
 //!
-//! | policy | ops | inputs become |
-//! |---|---|---|
-//! | [`CastPolicy::LowerPrecision`] | `matmul`, `mm`, `bmm`, `linear`, `addmm`, `baddbmm`, `attention` (its softmax computes in f32) | the region's dtype (f32, f16, bf16 inputs; f64 is left alone) |
-//! | [`CastPolicy::Fp32`] | `softmax`, `log_softmax`, `layer_norm`, the losses, `sum`, `mean`, `cumsum`, `exp`, `log`, `pow`, `rsqrt`, ... | f32 |
-//! | [`CastPolicy::Promote`] | `cat`, `stack`, `addcmul`, `addcdiv`, `scatter_add`, `index_put`, `where` | the widest float dtype among them |
+//! | policy | ops (CUDA) | ops (CPU) | inputs become |
+//! |---|---|---|---|
+//! | [`CastPolicy::LowerPrecision`] | `matmul`, `mm`, `bmm`, `linear`, `addmm`, `baddbmm`, `attention` (its softmax computes in f32) | the same | the region's dtype (f32, f16, bf16 inputs; f64 is left alone) |
+//! | [`CastPolicy::Fp32`] | `softmax`, `log_softmax`, `layer_norm`, the losses, `sum`, `mean`, `cumsum`, `exp`, `log`, `pow`, `rsqrt`, ... | the losses (`cross_entropy`, `nll_loss`, `mse_loss`) | f32 |
+//! | [`CastPolicy::Promote`] | `cat`, `stack`, `addcmul`, `addcdiv`, `scatter_add`, `index_put`, `where` | `cat`, `stack` | the widest float dtype among them |
 //!
 //! Ops not in the table run in their inputs' dtypes; binary element-wise ops
 //! (`add`, `mul`, ...) then follow ordinary type promotion, so bf16 + f32 is
-//! f32, as under PyTorch's autocast.
+//! f32, as under PyTorch's autocast. On the CPU, PyTorch's autocast casts
+//! only the matrix products (to the low precision) and the losses (to f32):
+//! a softmax, layer_norm or sum of a bf16 product stays in bf16 there
+//! (computed in f32 inside the kernel, rounded to bf16), where CUDA's
+//! computes it from an f32 copy and returns f32.
 //!
 //! Casts are recorded ops (`ToCopyBackward`), so gradients flow back to the
 //! f32 tensors in their own dtype. A leaf that requires grad (a parameter) in
@@ -36,9 +41,10 @@
 //! let loss = autocast(DeviceType::Cpu, DType::BF16, || -> strata_autograd::Result<Var> {
 //!     let y = x.matmul(&w)?;               // bf16
 //!     assert_eq!(y.dtype(), DType::BF16);
-//!     y.sum(None, false)                   // f32
+//!     assert_eq!(y.sum(None, false)?.dtype(), DType::BF16);  // f32 on CUDA
+//!     y.mse_loss(&Var::new(Tensor::zeros(&[2, 4], DType::F32, Device::Cpu)?), Default::default(), None)
 //! }).unwrap().unwrap();
-//! assert_eq!(loss.dtype(), DType::F32);
+//! assert_eq!(loss.dtype(), DType::F32);    // a loss: f32 on both
 //! loss.backward().unwrap();
 //! assert_eq!(w.grad().unwrap().dtype(), DType::F32);  // gradients reach the f32 parameter
 //! ```
@@ -81,8 +87,8 @@ pub enum CastPolicy {
     Promote,
 }
 
-/// The autocast policy of every op that has one, by op name: the one place
-/// the policy is written (see the module documentation).
+/// The autocast policy on CUDA devices of every op that has one, by op
+/// name (PyTorch's CUDA lists; the CPU's are [`CPU_POLICIES`]).
 pub const POLICIES: &[(&str, CastPolicy)] = &[
     // Matrix products: the low-precision dtype (tensor cores).
     ("matmul", CastPolicy::LowerPrecision),
@@ -118,9 +124,50 @@ pub const POLICIES: &[(&str, CastPolicy)] = &[
     ("where", CastPolicy::Promote),
 ];
 
-/// The policy of `op` (`None`: the op runs in its inputs' dtypes).
+/// The autocast policy on the CPU of every op that has one, by op name:
+/// PyTorch 2.15's CPU lists (`autocast_mode.cpp`), restricted to strata's
+/// ops. They are shorter than CUDA's: softmax, log_softmax, layer_norm,
+/// the reductions and the element-wise math are in neither of its CPU
+/// lists, so they run in their inputs' dtype (a bf16 softmax is bf16), and
+/// `where`, `addcmul` and `addcdiv` follow ordinary type promotion while
+/// `scatter_add` and `index_put` need equal dtypes.
+///
+/// ```python
+/// with torch.autocast("cpu", dtype=torch.bfloat16):
+///     h = x @ w                  # bf16
+///     h.softmax(-1).dtype        # torch.bfloat16 (torch.float32 on CUDA)
+///     F.cross_entropy(h, t).dtype  # torch.float32
+/// ```
+pub const CPU_POLICIES: &[(&str, CastPolicy)] = &[
+    ("matmul", CastPolicy::LowerPrecision),
+    ("mm", CastPolicy::LowerPrecision),
+    ("bmm", CastPolicy::LowerPrecision),
+    ("linear", CastPolicy::LowerPrecision),
+    ("addmm", CastPolicy::LowerPrecision),
+    ("baddbmm", CastPolicy::LowerPrecision),
+    // PyTorch's `scaled_dot_product_attention`.
+    ("attention", CastPolicy::LowerPrecision),
+    ("cross_entropy", CastPolicy::Fp32),
+    ("nll_loss", CastPolicy::Fp32),
+    ("mse_loss", CastPolicy::Fp32),
+    ("cat", CastPolicy::Promote),
+    ("stack", CastPolicy::Promote),
+];
+
+/// The policy of `op` on CUDA devices (`None`: the op runs in its inputs'
+/// dtypes); [`policy_on`] for either device type.
 pub fn policy(op: &str) -> Option<CastPolicy> {
-    POLICIES.iter().find(|(name, _)| *name == op).map(|p| p.1)
+    policy_on(DeviceType::Cuda, op)
+}
+
+/// The policy of `op` in a region for `device_type` (`None`: the op runs
+/// in its inputs' dtypes).
+pub fn policy_on(device_type: DeviceType, op: &str) -> Option<CastPolicy> {
+    let table = match device_type {
+        DeviceType::Cuda => POLICIES,
+        DeviceType::Cpu => CPU_POLICIES,
+    };
+    table.iter().find(|(name, _)| *name == op).map(|p| p.1)
 }
 
 /// The settings of an active autocast region.
@@ -300,7 +347,7 @@ pub fn cast_inputs(op: &str, inputs: &[&Var]) -> Result<Option<Vec<Var>>> {
     if DeviceType::of(first.device()) != state.device_type {
         return Ok(None);
     }
-    let Some(policy) = policy(op) else {
+    let Some(policy) = policy_on(state.device_type, op) else {
         return Ok(None);
     };
     let target = match policy {
@@ -341,14 +388,22 @@ mod tests {
 
     #[test]
     fn every_op_has_one_policy() {
-        let mut names: Vec<&str> = POLICIES.iter().map(|p| p.0).collect();
-        names.sort_unstable();
-        let n = names.len();
-        names.dedup();
-        assert_eq!(names.len(), n, "an op is listed twice");
+        for table in [POLICIES, CPU_POLICIES] {
+            let mut names: Vec<&str> = table.iter().map(|p| p.0).collect();
+            names.sort_unstable();
+            let n = names.len();
+            names.dedup();
+            assert_eq!(names.len(), n, "an op is listed twice");
+        }
         assert_eq!(policy("matmul"), Some(CastPolicy::LowerPrecision));
         assert_eq!(policy("softmax"), Some(CastPolicy::Fp32));
         assert_eq!(policy("add"), None);
+        let cpu = |op| policy_on(DeviceType::Cpu, op);
+        assert_eq!(cpu("matmul"), Some(CastPolicy::LowerPrecision));
+        assert_eq!(cpu("cross_entropy"), Some(CastPolicy::Fp32));
+        assert_eq!(cpu("softmax"), None);
+        assert_eq!(cpu("layer_norm"), None);
+        assert_eq!(cpu("sum"), None);
     }
 
     #[test]

@@ -70,8 +70,17 @@ fn loss_of(layers: &[Arc<Linear>], x: &Var, every: usize) -> Var {
     h.mul(&h).unwrap().mean(None, false).unwrap()
 }
 
+/// Under CPU autocast the linears run in bf16 and, as in PyTorch (whose CPU
+/// autocast lists cast only matrix products and losses), the mean of their
+/// bf16 output stays bf16 (on CUDA it runs in f32):
+///
+/// ```python
+/// with torch.autocast("cpu", dtype=torch.bfloat16):
+///     h = F.relu(F.linear(x, w, b))
+///     (h * h).mean().dtype   # torch.bfloat16
+/// ```
 #[test]
-fn autocast_runs_matmuls_in_bf16_reductions_in_f32_and_gradients_match_f32() {
+fn autocast_runs_matmuls_in_bf16_and_gradients_match_f32() {
     let _rng = rng_lock();
     let layers = mlp(1);
     let ps = params(&layers);
@@ -89,7 +98,11 @@ fn autocast_runs_matmuls_in_bf16_reductions_in_f32_and_gradients_match_f32() {
         h
     })
     .unwrap();
-    assert_eq!(loss.dtype(), DType::F32, "mean runs in f32");
+    assert_eq!(
+        loss.dtype(),
+        DType::BF16,
+        "mean keeps bf16 under CPU autocast"
+    );
     assert_eq!(
         strata_autograd::autocast::autocast_cache_len(),
         0,
@@ -102,6 +115,89 @@ fn autocast_runs_matmuls_in_bf16_reductions_in_f32_and_gradients_match_f32() {
         assert!(e < 3e-2, "bf16 gradient off by {e}");
         assert!(e > 0.0, "the bf16 run should not be bit-identical to f32");
     }
+}
+
+/// Found by the gradient oracle's autocast programs (session 43, second
+/// round): PyTorch's CPU autocast casts only the matrix products (to bf16)
+/// and the losses (to f32); softmax, log_softmax, layer_norm, sum, mean,
+/// exp and log of a bf16 product stay bf16 there (CUDA's lists cast them
+/// to f32, as strata's one table did on both). PyTorch 2.15:
+///
+/// ```python
+/// x = torch.tensor([[1., 2.], [3., 5.]], requires_grad=True)
+/// w = torch.tensor([[0.5, -1.], [2., 0.25]], requires_grad=True)
+/// with torch.autocast("cpu", dtype=torch.bfloat16):
+///     h = x @ w            # bf16 [[4.5, -0.5], [11.5, -1.75]]
+///     s = h.softmax(-1)    # bf16 [[0.9921875, 0.006683349609375], [1.0, 1.7583370208740234e-06]]
+///     h.sum()              # bf16 13.75
+///     F.cross_entropy(h, torch.tensor([0, 1]))  # f32 6.628358840942383
+///     # log_softmax, mean, exp, log, layer_norm: bf16
+/// (s.float() * torch.tensor([[1., 2.], [3., 4.]])).sum().backward()
+/// x.grad  # [[-0.0093994140625, -0.0093994140625], [-5.334615707397461e-06, -1.3887882232666016e-05]]
+/// w.grad  # [[-0.00555419921875, 0.00665283203125], [-0.0111083984375, 0.0133056640625]]
+/// ```
+#[test]
+fn cpu_autocast_casts_only_products_and_losses_as_pytorch() {
+    let t = |v: &[f32]| Tensor::from_slice(v, &[2, 2], Device::Cpu).unwrap();
+    let x = Var::parameter(t(&[1.0, 2.0, 3.0, 5.0])).unwrap();
+    let w = Var::parameter(t(&[0.5, -1.0, 2.0, 0.25])).unwrap();
+    let target = Tensor::from_slice(&[0i64, 1], &[2], Device::Cpu).unwrap();
+    let s = autocast(DeviceType::Cpu, DType::BF16, || {
+        let h = x.matmul(&w).unwrap();
+        assert_eq!(h.dtype(), DType::BF16);
+        assert_eq!(values(h.data()), vec![4.5, -0.5, 11.5, -1.75]);
+        let bf16 = [
+            h.log_softmax(-1, None).unwrap(),
+            h.mean(None, false).unwrap(),
+            h.exp().unwrap(),
+            h.abs().unwrap().log().unwrap(),
+            h.layer_norm(&[2], None, None, 1e-5).unwrap(),
+        ];
+        assert!(bf16.iter().all(|v| v.dtype() == DType::BF16));
+        let sum = h.sum(None, false).unwrap();
+        assert_eq!(
+            (sum.dtype(), values(sum.data())),
+            (DType::BF16, vec![13.75])
+        );
+        let ce = h
+            .cross_entropy(&target, strata_tensor::CrossEntropyArgs::default())
+            .unwrap();
+        assert_eq!(ce.dtype(), DType::F32);
+        assert!((values(ce.data())[0] - 6.628358840942383).abs() < 1e-6);
+        let s = h.softmax(-1, None).unwrap();
+        assert_eq!(s.dtype(), DType::BF16);
+        s
+    })
+    .unwrap();
+    let want = [0.9921875, 0.006683349609375, 1.0, 1.7583370208740234e-06];
+    assert_eq!(values(s.data()), want);
+    let c = Var::new(t(&[1.0, 2.0, 3.0, 4.0]));
+    (s.to_dtype(DType::F32).unwrap().mul(&c).unwrap())
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    let close = |got: Vec<f64>, want: &[f64]| {
+        let ok = got
+            .iter()
+            .zip(want)
+            .all(|(a, b)| (a - b).abs() <= 2f64.powi(-8) * b.abs() + 1e-12);
+        assert!(ok, "{got:?} vs PyTorch's {want:?}");
+    };
+    let gx = [
+        -0.0093994140625,
+        -0.0093994140625,
+        -5.334615707397461e-06,
+        -1.3887882232666016e-05,
+    ];
+    close(values(&x.grad().unwrap()), &gx);
+    let gw = [
+        -0.00555419921875,
+        0.00665283203125,
+        -0.0111083984375,
+        0.0133056640625,
+    ];
+    close(values(&w.grad().unwrap()), &gw);
 }
 
 #[test]

@@ -295,9 +295,10 @@ impl Var {
     /// dims, keepdim)`; `None` or empty: over every element): `(sum
     /// |x|^p)^(1/p)`, `max |x|` for `p = inf`, `min |x|` for `p = -inf`,
     /// the number of nonzero elements for `p = 0`. Floating-point inputs
-    /// only (f16 and bf16 computed in f32, as PyTorch's; in an autocast
+    /// only (f16 and bf16 computed in f32, as PyTorch's; in a CUDA autocast
     /// region its inputs become f32, the `norm` entry of
-    /// [`POLICIES`](crate::autocast::POLICIES)); a negative or infinite
+    /// [`POLICIES`](crate::autocast::POLICIES), and in a CPU region they
+    /// keep their dtype, as PyTorch's); a negative or infinite
     /// `p` over zero elements is an error (no identity), as in PyTorch.
     /// Where every reduced dim has size 1 the result is `|x|` (`x != 0` for
     /// `p = 0`) for every `p`, as PyTorch's; a NaN `p` gives NaN over two or

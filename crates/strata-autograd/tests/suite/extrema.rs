@@ -574,17 +574,20 @@ fn norm_errors_are_typed() {
     );
 }
 
-/// In an autocast region the input of `norm` becomes f32 (the crate's one
-/// policy table, whose `norm` entry is PyTorch's CUDA autocast list; the
-/// gradient flows back to the bf16 leaf in bf16). As PyTorch's explicit cast:
+/// In a CPU autocast region `norm` keeps its input's dtype (PyTorch's CPU
+/// autocast lists do not name it; its CUDA list, strata's `POLICIES`, casts
+/// it to f32): a bf16 norm is computed in f32 and returned in bf16, and the
+/// gradient flows back to the bf16 leaf in bf16. PyTorch 2.15:
 ///
 /// ```python
 /// x = torch.tensor([3., 4.], dtype=torch.bfloat16, requires_grad=True)
-/// torch.linalg.vector_norm(x.float()).backward()
+/// with torch.autocast("cpu", dtype=torch.bfloat16):
+///     y = torch.linalg.vector_norm(x)   # bf16, 5.0
+/// y.backward()
 /// x.grad.float()  # [0.6015625, 0.80078125]
 /// ```
 #[test]
-fn norm_runs_in_f32_under_autocast() {
+fn norm_keeps_its_dtype_under_cpu_autocast() {
     use strata_autograd::{autocast, DeviceType};
     let x = Var::parameter(
         Tensor::from_slice(&[3.0f32, 4.0], &[2], Device::Cpu)
@@ -596,8 +599,8 @@ fn norm_runs_in_f32_under_autocast() {
     let y = autocast(DeviceType::Cpu, DType::BF16, || x.norm(2.0, None, false))
         .unwrap()
         .unwrap();
-    assert_eq!(y.dtype(), DType::F32);
-    check(&y.data().to_vec::<f32>().unwrap(), &[5.0]);
+    assert_eq!(y.dtype(), DType::BF16);
+    check(&y.data().to_vec_as::<f32>().unwrap(), &[5.0]);
     y.backward().unwrap();
     let g = x.grad().unwrap();
     assert_eq!(g.dtype(), DType::BF16);

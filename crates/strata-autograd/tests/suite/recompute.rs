@@ -40,7 +40,12 @@ fn composed(q: &Var, k: &Var, v: &Var, scale: f64, causal: bool) -> Result<Var> 
         let j = Tensor::arange(0, n as i64, 1, Some(DType::I64), q.device())?.unsqueeze(0)?;
         s = s.masked_fill(&j.gt(&i)?, f64::NEG_INFINITY)?;
     }
-    s.softmax(-1, None)?.matmul(v)
+    // A half-precision softmax runs from an f32 copy and returns f32, as
+    // PyTorch's CUDA autocast graph records it (its `softmax` is on the
+    // CUDA f32 list; PyTorch's CPU autocast, and strata's, keep a bf16
+    // softmax in bf16), which the fused op's autocast path follows.
+    let dt = matches!(s.dtype(), DType::BF16 | DType::F16).then_some(DType::F32);
+    s.softmax(-1, dt)?.matmul(v)
 }
 
 fn fused(
