@@ -3,10 +3,12 @@
 //!
 //! f16 and bf16 parameters are updated with PyTorch's rounding: its step's
 //! `grad.add(param, alpha=weight_decay)` and `param.add_(buf, alpha=-lr)`
-//! convert `alpha` to the parameter's dtype before multiplying (bf16 0.1 is
-//! 0.10009765625). Multiplying by the exact learning rate instead, as
-//! strata did, moved a bf16 weight one unit in the last place away from
-//! PyTorch's now and then, and training runs drifted apart from there.
+//! convert `alpha` to the parameter's dtype (bf16 0.1 is 0.10009765625) and,
+//! in the vectorized loop that updates all but a tensor's last few elements
+//! (`numel % 32` on AVX2), round `p + alpha * buf` once (a fused
+//! multiply-add in f32). Rounding `lr * buf` to bf16 first, as strata did,
+//! moved a bf16 weight one unit in the last place away from PyTorch's now
+//! and then, and training runs drifted apart from there.
 
 use super::state::{self, StateDict};
 use super::{check_non_negative, Optimizer};
@@ -14,13 +16,27 @@ use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::{DType, Device, Tensor};
 
-/// A factor as PyTorch's `add(other, alpha=x)` applies it to a tensor of
-/// `dtype`: converted to f16 or bf16 for those (its `alpha.to<scalar_t>()`),
-/// as it is for f32 and f64.
-fn alpha_in(x: f64, dtype: DType) -> Result<f64> {
-    if !matches!(dtype, DType::F16 | DType::BF16) {
-        return Ok(x);
-    }
+/// `a + alpha * b` for f16/bf16 tensors, as PyTorch's `a.add(b, alpha)`
+/// computes it (see the module docs): `alpha` converted to their dtype, the
+/// sum formed in f32 and rounded once.
+fn add_scaled(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
+    Ok(a.addcmul(b, &one(a)?, in_dtype(alpha, a.dtype())?)?)
+}
+
+/// `p += alpha * b` in place, as [`add_scaled`].
+fn add_scaled_(p: &Tensor, b: &Tensor, alpha: f64) -> Result<()> {
+    p.addcmul_(b, &one(p)?, in_dtype(alpha, p.dtype())?)?;
+    Ok(())
+}
+
+/// A 0-d one of `t`'s dtype on its device (the factor that makes
+/// `addcmul` an `add` with `alpha`).
+fn one(t: &Tensor) -> Result<Tensor> {
+    Ok(Tensor::ones(&[], t.dtype(), t.device())?)
+}
+
+/// `x` converted to `dtype` (on the host).
+fn in_dtype(x: f64, dtype: DType) -> Result<f64> {
     Ok(Tensor::full(&[], x, dtype, Device::Cpu)?.item::<f64>()?)
 }
 
@@ -131,10 +147,13 @@ impl Optimizer for Sgd {
         super::check_step("SGD", &self.params, false)?;
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
-            let g = if self.weight_decay != 0.0 {
-                g.add(&p.data().mul(alpha_in(self.weight_decay, p.dtype())?)?)?
-            } else {
+            let low = matches!(p.dtype(), DType::F16 | DType::BF16);
+            let g = if self.weight_decay == 0.0 {
                 g
+            } else if low {
+                add_scaled(&g, p.data(), self.weight_decay)?
+            } else {
+                g.add(&p.data().mul(self.weight_decay)?)?
             };
             let d = if self.momentum != 0.0 {
                 match buf {
@@ -151,7 +170,11 @@ impl Optimizer for Sgd {
             } else {
                 g
             };
-            p.data().sub_(&d.mul(alpha_in(self.lr, p.dtype())?)?)?;
+            if low {
+                add_scaled_(p.data(), &d, -self.lr)?;
+            } else {
+                p.data().sub_(&d.mul(self.lr)?)?;
+            }
         }
         Ok(())
     }
