@@ -161,6 +161,12 @@ impl Var {
                 crate::var::check_not_inference(names[kind as usize], [b], &saved)?;
             }
         }
+        // Inside a checkpointed forward, an operand that requires grad (a
+        // parameter `f` captures) becomes an edge of the checkpoint's node,
+        // as every recorded op's operands do: used only by an in-place op
+        // it was missed, so `grad` with respect to it found it unused and
+        // its post-accumulate-grad hooks never ran.
+        crate::checkpoint::note_parameters(&[ov]);
         let a = self.data();
         let b = other.operand();
         match kind {

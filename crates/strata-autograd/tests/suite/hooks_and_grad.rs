@@ -651,3 +651,70 @@ fn grad_of_one_operand_alone_uses_the_other_operands_saved_value() {
         assert!(q.grad().is_none());
     }
 }
+
+/// Found by the gradient oracle's checkpointed sub-programs (session 43,
+/// second round): a parameter that a checkpointed function uses only as
+/// the operand of an in-place op (`y.mul_(&w)`) was not noted as captured,
+/// so the checkpoint's node had no edge to it: `grad` with respect to it
+/// found it unused (None, or an error without allow_unused) and its
+/// post-accumulate-grad hooks never ran (`backward` still filled its
+/// `.grad`, from inside the recomputation). PyTorch 2.15:
+///
+/// ```python
+/// x = torch.tensor([1., 2.], requires_grad=True)
+/// w = torch.tensor([3., 4.], requires_grad=True)
+/// c = torch.tensor([5., 6.])
+/// def f(t): y = t * 1; y.mul_(w); return y
+/// def g(t): y = t * 1; y.div_(w); return y
+/// out = checkpoint(f, x, use_reentrant=False)
+/// torch.autograd.grad(out.sum(), [w])    # [1., 2.]
+/// out2 = checkpoint(g, c, use_reentrant=False)
+/// out2.requires_grad, torch.autograd.grad(out2.sum(), [w])  # True, [-5/9, -6/16]
+/// seen = []
+/// w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+/// checkpoint(f, c, use_reentrant=False).sum().backward()
+/// seen, w.grad   # [[5., 6.]], [5., 6.]
+/// ```
+#[test]
+fn a_parameter_used_only_in_place_inside_a_checkpoint_is_captured() {
+    let x = param(&[1.0, 2.0]);
+    let w = param(&[3.0, 4.0]);
+    let c = Var::new(tensor(&[5.0, 6.0]));
+    let by = |div: bool| {
+        let w = w.clone();
+        move |t: &[Var]| {
+            let y = t[0].mul(1.0)?;
+            if div {
+                y.div_(&w)?;
+            } else {
+                y.mul_(&w)?;
+            }
+            Ok(y)
+        }
+    };
+    let sum = |v: Var| v.sum(None, false).unwrap();
+    let out = checkpoint(by(false), std::slice::from_ref(&x)).unwrap();
+    let g = grad(&[&sum(out)], &[&w]).unwrap();
+    assert_eq!(values(&g[0]), vec![1.0, 2.0]);
+    let out2 = checkpoint(by(true), std::slice::from_ref(&c)).unwrap();
+    assert!(out2.requires_grad());
+    let g = grad(&[&sum(out2)], &[&w]).unwrap();
+    let g = values(&g[0]);
+    assert!(
+        (g[0] + 5.0 / 9.0).abs() < 1e-6 && (g[1] + 0.375).abs() < 1e-6,
+        "{g:?}"
+    );
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    w.register_post_accumulate_grad_hook(move |p| {
+        s.lock().push(values(&p.grad().unwrap()));
+        Ok(())
+    })
+    .unwrap();
+    sum(checkpoint(by(false), std::slice::from_ref(&c)).unwrap())
+        .backward()
+        .unwrap();
+    assert_eq!(*seen.lock(), vec![vec![5.0, 6.0]]);
+    assert_eq!(grad_of(&w), vec![5.0, 6.0]);
+    assert!(x.grad().is_none());
+}
