@@ -26,7 +26,12 @@ plus twice PyTorch's own f32 error, estimated by running the same program
 (the same f32 inputs) in f64 (`err_out`, `err_grads`). That estimate can be
 lucky: on ill-conditioned programs (a value that is 0 in exact arithmetic
 fed to sqrt, 1/x near a pole) about 1 in 4000 programs of the seeds with
-NaN inputs still differs by rounding alone; these are not left out.
+NaN inputs still differs by rounding alone; these are not left out. The
+training programs of seeds >= 173 add one such case in about 4000: a
+gradient that is 0 in exact arithmetic (the gradient of a softmax's sum, a
+log_softmax over equal values) where PyTorch's f32 and f64 both happen to
+round to exactly 0 and strata to a few ulps, which clip_grad_norm_ reports
+or Adam, whose eps is small, turns into a step of a good part of lr.
 
 Usage (PyTorch on the CPU, one thread; the checked-in file is seed 0):
     /tmp/tv/bin/python benches/anchors/fuzz_grad.py --seed 0 --count 300 \
@@ -51,6 +56,45 @@ bf16 input), masked_fill/where with a broadcast mask, linear over 1-D and
 >2-D inputs, batched matmul, attention keeping its probabilities
 (`AttentionSaving::SaveProbs`), and reductions over negative, unsorted dims;
 seeds below 165 draw exactly the programs they drew before.
+
+Seeds from 173 on (S43B_SEED) draw session 43's second round: a program is
+a graph program as above (4 in 10; its steps may also be `s43b_step`'s: a
+non-reentrant checkpoint of 1-3 random steps whose leaves are captured
+parameters, 1-3 random steps in a CPU bf16 autocast region with each
+result's dtype recorded in `dtypes`, `x * c + x.detach()`, and index
+arguments not drawn before), a training program (`build_train`, 3 in 10:
+the program's leaves are parameters, stored in f32, f64, bf16 or f16, and
+1-4 iterations of zero_grad, forward, backward, clip_grad_norm_, and an
+SGD/Adam/AdamW step, through a GradScaler now and then; recorded: each
+iteration's output, clip norm and scaler state, the parameters and
+gradients at the end) or a program of the gradient API (`build_api`, 3 in
+10: retain_grad, tensor hooks and post-accumulate-grad hooks, then
+`torch.autograd.backward`/`grad` passes from several outputs with
+retain_graph, allow_unused, materialize_grads, and zero_grad between
+passes). The replay allows programs with autocast steps 2^-6 of each
+value plus the tensor's largest magnitude besides the error estimate
+(which, run in f64, autocast leaves alone), and bf16/f16 parameters one
+unit in their last place. Left out for these seeds (PyTorch quirks no
+program should rely on; comments at each):
+- with several inputs, a `grad` input whose node also runs in the pass and
+  that has tensor hooks (PyTorch captures its gradient before its hooks
+  then, after them otherwise); retain_grad and hooks on the single output
+  of a `grad` pass that no input lies behind (PyTorch runs that output's
+  node for one output and none for several);
+- SGD on f16/bf16 parameters (PyTorch's reduced-float `add(alpha)` rounds
+  differently in its vectorized body and scalar tail, and these parameters
+  are all tail); the default for-loop Adam/AdamW on
+  bf16/f16 parameters (strata's step is the fused kernel), and the fused
+  ones' `.grad` after a step a GradScaler skipped (left scaled);
+  a GradScaler step without any gradient (PyTorch asserts);
+- the in-place-on-views family takes a contiguous base (PyTorch's `x + 0`
+  keeps a permuted x's strides, so whether a later reshape is a view
+  differs; PyTorch documents it as unspecified).
+PyTorch 2.15's CPU autocast casts only matrix products (to bf16) and losses
+(to f32): a softmax, layer_norm or sum of a bf16 product stays bf16, and
+strata's CPU autocast does the same since this round. Seeds below 173 draw
+exactly the programs they drew before (byte-identical files for seeds 5,
+130, 161, 166 and 172).
 
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
@@ -118,10 +162,21 @@ def tjson(t):
 
 
 class Prog:
-    def __init__(self, rng, dtype, more=False, s43=False):
+    def __init__(self, rng, dtype, more=False, s43=False, s43b=False, given=None):
         self.rng = rng
         self.more = more
         self.s43 = s43
+        # Seeds >= S43B_SEED: `s43b_step`'s ops. `given(name, t)`: the
+        # tensor a new leaf stands for (a training program's parameter,
+        # read in the program's dtype) instead of `t`. `replay`: a
+        # checkpointed sub-program drawn again (its recomputation): leaves
+        # and constants are handed out again instead of made.
+        self.s43b = s43b
+        self.given = given
+        self.replay = False
+        self.in_ckpt = False  # drawing a checkpointed sub-program's first run
+        self.env = {}  # step output name -> tensor
+        self.dtypes = {}  # autocast sub-program step output name -> dtype name
         # f32 for the recorded program; f64 for the same program (the same
         # f32 input values) to estimate PyTorch's own f32 rounding error.
         self.dtype = dtype
@@ -153,6 +208,10 @@ class Prog:
         name = f"x{self.n}"
         self.n += 1
         t = (self.values(shape) if data is None else data.detach().clone()).requires_grad_(True)
+        if self.replay:
+            return name, self.inputs[name]
+        if self.given is not None:
+            t = self.given(self, name, t)
         self.inputs[name] = t
         self.order.append(name)
         return name, t
@@ -160,6 +219,8 @@ class Prog:
     def const(self, t):
         name = f"c{self.n}"
         self.n += 1
+        if self.replay:
+            return name, self.inputs[name]
         self.inputs[name] = t
         self.order.append(name)
         return name, t
@@ -217,7 +278,12 @@ def step(p, cur, x):
     if p.s43:
         # Seeds from S43_SEED on also draw the ops added in session 43.
         kinds += ["s43"] * 10
+    if p.s43b:
+        # Seeds from S43B_SEED on also draw the second round of session 43.
+        kinds += ["s43b"] * 8
     kind = r.choice(kinds)
+    if kind == "s43b":
+        return s43b_step(p, cur, x)
     if kind == "more":
         return more_step(p, cur, x)
     if kind == "s43":
@@ -846,6 +912,14 @@ def s43_step(p, cur, x):
         no_grad = op == "inplace_view_no_grad"
         op = "inplace_view"
         base = x + 0.0
+        if p.s43b:
+            # PyTorch's `x + 0` keeps a permuted x's strides, so a later
+            # reshape/flatten of the base can be a copy in PyTorch and a
+            # view in strata (whose results are contiguous); whether
+            # reshape copies is documented as unspecified. Seeds >=
+            # S43B_SEED take a contiguous base (earlier seeds still take
+            # `x + 0`, so their programs are unchanged).
+            base = base.contiguous()
         views, events = [], []
 
         def take():
@@ -995,11 +1069,178 @@ def s43_step(p, cur, x):
     return "matmul", [cur, other], {}, torch.matmul(x, o), True
 
 
-def build(rng, pid, dtype=torch.float32, more=False, s43=False):
-    p = Prog(rng, dtype, more, s43)
+# The first seed whose programs also draw the second round of session 43
+# (`s43b_step`'s ops, training programs and programs of the gradient API).
+S43B_SEED = 173
+
+DTYPES = {"f32": torch.float32, "f64": torch.float64, "bf16": torch.bfloat16,
+          "f16": torch.float16}
+
+
+def dname(dt):
+    return {torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16",
+            torch.float16: "f16", torch.int64: "i64", torch.bool: "bool"}[dt]
+
+
+# Ops whose result holds a zero of the wrong sign in strata-tensor when fed
+# on (see `draw`).
+def zero_sign(op, args):
+    return (op in ("nll_loss", "cross_entropy") and args["reduction"] == "none") \
+        or op in ("matmul", "mm", "addmm", "linear", "attention", "gelu_linear")
+
+
+def sub_steps(p, x, seed, k, prefix, autocast=False):
+    """k steps from `x` (named prefix + "0"), drawn from their own generator
+    Random(seed) (the ops of every family but s43b's: no sub-program in a
+    sub-program): a checkpointed function or an autocast region. Returns
+    (steps, result name, result, exact)."""
+    saved = (p.rng, p.s43b)
+    p.rng, p.s43b = random.Random(seed), False
+    cur, steps, exact = prefix + "0", [], True
+    try:
+        for i in range(k):
+            op, ins, args, y, ex = step(p, cur, x)
+            exact = exact and ex
+            out = f"{prefix}{i + 1}"
+            steps.append({"op": op, "in": ins, "args": args, "out": out})
+            # (the sign of a zero: as in `draw`, for whatever comes next)
+            if zero_sign(op, args) and (y == 0).any():
+                raise Skip
+            if y.numel() > 200:
+                raise Skip
+            if autocast and not p.replay:
+                p.dtypes[out] = dname(y.dtype)
+            cur, x = out, y
+    finally:
+        p.rng, p.s43b = saved
+    return steps, cur, x, exact
+
+
+def s43b_step(p, cur, x):
+    """The ops of session 43's second round (drawn for seeds >= S43B_SEED):
+    a non-reentrant checkpoint of 1-3 random steps (leaves made inside are
+    parameters the function captures; its recomputation draws the same
+    steps again from their own generator and hands out the same leaves),
+    1-3 random steps in an autocast region (CPU, bf16; each result's dtype
+    is recorded in the program's `dtypes`, the result is cast back),
+    `x * c + x.detach()`, and index arguments not drawn before: gather with
+    an index smaller than the input in the other dims, scatter_add with a
+    source larger than the index, index_select with a 0-d or empty index,
+    embedding of 0-d and 3-d indices with negative padding_idx,
+    masked_select with a mask broadcast either way, cumsum in f64, and
+    softmax/log_softmax/cumsum of a 0-d input."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    op = r.choice(["ckpt_steps"] * 3 + ["autocast_steps"] * 3 +
+                  ["detach_mix", "gather_small", "scatter_add_big", "index_select_0d",
+                   "embedding_nd", "masked_select_bcast", "cumsum_dtype", "dim_0d"])
+    prefix = f"s{len(p.steps)}."
+    if op == "ckpt_steps":
+        seed = r.randrange(1 << 30)
+        k = r.randint(1, 3)
+        n0, exact0 = p.n, p.exact
+        first = {}
+
+        def fn(t):
+            if first:
+                # The recomputation: the same draws, the same leaves.
+                saved = (p.n, p.exact, p.replay)
+                p.n, p.exact, p.replay = n0, exact0, True
+                try:
+                    return sub_steps(p, t, seed, k, prefix)[2]
+                finally:
+                    p.n, p.exact, p.replay = saved
+            p.in_ckpt = True
+            try:
+                steps, res, y, exact = sub_steps(p, t, seed, k, prefix)
+            finally:
+                p.in_ckpt = False
+            first.update(steps=steps, res=res, exact=exact)
+            return y
+
+        from torch.utils.checkpoint import checkpoint
+        y = checkpoint(fn, x, use_reentrant=False)
+        return op, [cur], {"steps": first["steps"], "result": first["res"]}, y, first["exact"]
+    if op == "autocast_steps":
+        seed = r.randrange(1 << 30)
+        k = r.randint(1, 3)
+        # In the f64 run (the error estimate) nothing is cast: f64 is not
+        # autocast's, so the estimate allows bf16's rounding.
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            steps, res, y, _ = sub_steps(p, x, seed, k, prefix, autocast=True)
+        return op, [cur], {"steps": steps, "result": res}, y.to(p.dtype), False
+    if op == "detach_mix":
+        c = r.choice([2.0, -1.0, 0.5, 0.0])
+        return op, [cur], {"c": c}, x * c + x.detach(), True
+    if op == "dim_0d":
+        if nd != 0:
+            raise Skip
+        fn = r.choice(["softmax", "log_softmax", "cumsum"])
+        d = r.choice([0, -1])
+        return fn, [cur], {"dim": d}, getattr(torch, fn)(x, d), fn == "cumsum"
+    if op == "cumsum_dtype":
+        d = rdim(r, nd) if nd else r.choice([0, -1])
+        y = torch.cumsum(x, d, dtype=torch.float64).to(p.dtype)
+        return op, [cur], {"dim": d}, y, True
+    if op == "masked_select_bcast":
+        ms = bshape(r, shape)
+        if r.random() < 0.3:
+            ms = [r.randint(1, 2)] + ([r.randint(1, 2)] if not ms else ms)
+        m = torch.tensor([r.random() < 0.5 for _ in range(math.prod(ms))],
+                         dtype=torch.bool).reshape(ms)
+        c, _ = p.const(m)
+        return "masked_select", [cur, c], {}, torch.masked_select(x, m), True
+    if op == "embedding_nd":
+        if nd != 2 or shape[0] == 0:
+            raise Skip
+        rows = shape[0]
+        ishape = r.choice([[], [2, 1, 3], [1, 2], [0]])
+        idx = torch.tensor([r.randrange(rows) for _ in range(math.prod(ishape))],
+                           dtype=torch.int64).reshape(ishape)
+        pad = r.choice([None, -1, -rows, 0])
+        c, _ = p.const(idx)
+        return "embedding", [cur, c], {"padding_idx": pad}, F.embedding(idx, x, padding_idx=pad), \
+            True
+    if nd == 0:
+        raise Skip
+    d = rdim(r, nd)
+    n = shape[d]
+    if op == "index_select_0d":
+        if r.random() < 0.6:
+            if n == 0:
+                raise Skip
+            idx = torch.tensor(r.randrange(n))
+        else:
+            idx = torch.zeros(0, dtype=torch.int64)
+        c, _ = p.const(idx)
+        return "index_select", [cur, c], {"dim": d}, torch.index_select(x, d, idx), True
+    if n == 0:
+        raise Skip
+    g = torch.Generator().manual_seed(r.randrange(1 << 30))
+    if op == "gather_small":
+        # index.size(k) <= input.size(k) for k != dim.
+        ishape = [r.randint(min(1, s), s) for s in shape]
+        ishape[d] = r.randint(1, 4)
+        idx = torch.randint(0, n, ishape, generator=g)
+        c, _ = p.const(idx)
+        return "gather", [cur, c], {"dim": d}, torch.gather(x, d, idx), True
+    # scatter_add: index.size(k) <= src.size(k) for every k and <=
+    # self.size(k) for k != dim; the source may be larger than the index.
+    ishape = [r.randint(min(1, s), s) for s in shape]
+    ishape[d] = r.randint(1, 3)
+    idx = torch.randint(0, n, ishape, generator=g)
+    c, _ = p.const(idx)
+    src, st = p.leaf([s + r.randint(0, 1) for s in ishape])
+    return "scatter_add", [cur, c, src], {"dim": d}, torch.scatter_add(x, d, idx, st), True
+
+
+def draw(rng, dtype=torch.float32, more=False, s43=False, s43b=False, given=None):
+    """A random program: its steps and upstream gradient, run forward.
+    Returns (Prog, output name, output, upstream or None)."""
+    p = Prog(rng, dtype, more, s43, s43b, given)
     cur, x = p.leaf(rshape(rng, 0 if rng.random() < 0.1 else 1, 3))
     nsteps = rng.randint(1, 4)
-    env = {}
     for i in range(nsteps):
         op, ins, args, y, exact = step(p, cur, x)
         p.exact = p.exact and exact
@@ -1011,19 +1252,16 @@ def build(rng, pid, dtype=torch.float32, more=False, s43=False):
         # where PyTorch's keeps the -0.0 of a single product (-0.0 == 0.0 to
         # the comparison, but a later 1/x turns it into -inf vs inf; the
         # format does not fix which zero); reported, not fixable here.
-        zero_sign = (op in ("nll_loss", "cross_entropy") and args["reduction"] == "none") \
-            or op in ("matmul", "mm", "addmm", "linear", "attention", "gelu_linear")
-        if zero_sign and i + 1 < nsteps and (y == 0).any():
+        if zero_sign(op, args) and i + 1 < nsteps and (y == 0).any():
             raise Skip
         cur, x = out, y
-        env[out] = y
+        p.env[out] = y
         if y.numel() > 200:
             raise Skip
     if not x.requires_grad:
         raise Skip
     if rng.random() < 0.25:
         up = None
-        x.sum().backward()
     else:
         up = p.values(list(x.shape), pool_only=rng.random() < 0.7)
         if rng.random() < 0.15 and up.numel():
@@ -1033,6 +1271,27 @@ def build(rng, pid, dtype=torch.float32, more=False, s43=False):
             flat = up.reshape(-1).clone()
             flat[rng.randrange(flat.numel())] = rng.choice([float("nan"), INF, -INF])
             up = flat.reshape(up.shape)
+    return p, cur, x, up
+
+
+def grads_json(p, names):
+    return {n: None if p.inputs[n].grad is None else tjson(p.inputs[n].grad) for n in names}
+
+
+def build(rng, pid, dtype=torch.float32, more=False, s43=False, s43b=False):
+    """A program (seeds >= S43B_SEED: a graph program, a training program
+    or a program of the gradient API) and its recorded answers, with the
+    tensors whose f32 error the f64 run estimates (`raw`)."""
+    if s43b:
+        kind = rng.choice(["graph"] * 4 + ["train"] * 3 + ["api"] * 3)
+        if kind == "train":
+            return build_train(rng, pid, dtype, more, s43)
+        if kind == "api":
+            return build_api(rng, pid, dtype, more, s43)
+    p, cur, x, up = draw(rng, dtype, more, s43, s43b)
+    if up is None:
+        x.sum().backward()
+    else:
         x.backward(up)
     inputs = {}
     for n in p.order:
@@ -1047,9 +1306,310 @@ def build(rng, pid, dtype=torch.float32, more=False, s43=False):
             grads[n] = None if t.grad is None else tjson(t.grad)
     raw = {"out": x.detach()}
     raw.update({n: p.inputs[n].grad for n in grads})
-    return {"id": pid, "exact": p.exact, "inputs": inputs, "steps": p.steps, "out": cur,
+    prog = {"id": pid, "exact": p.exact, "inputs": inputs, "steps": p.steps, "out": cur,
             "upstream": None if up is None else tjson(up), "expect_out": tjson(x),
-            "expect_grads": grads}, raw
+            "expect_grads": grads}
+    if p.dtypes:
+        prog["dtypes"] = p.dtypes
+    return prog, raw
+
+
+def inputs_json(p, values=None):
+    inputs = {}
+    for n in p.order:
+        t = p.inputs[n] if values is None or n not in values else values[n]
+        j = tjson(t)
+        j["grad"] = p.inputs[n].requires_grad
+        inputs[n] = j
+    return inputs
+
+
+def draw_optimizer(cfg, low, scaled):
+    """A random optimizer's settings, as the replay reads them (PyTorch's
+    optimizers; strata has no SGD dampening, nesterov or maximize, no Adam
+    weight decay, amsgrad or maximize: not drawn). Adam/AdamW: strata's
+    step is PyTorch's fused kernel (`fused=True`, the intermediates in f32
+    for bf16/f16 parameters); the default for-loop step rounds each
+    intermediate to the parameter's dtype, so it is drawn only for f32/f64
+    parameters (`low`: some are bf16/f16), and always with a GradScaler
+    (`scaled`) unless some are bf16/f16: a GradScaler hands a fused
+    optimizer the scale instead of unscaling the gradients, and a step it
+    skips then leaves `.grad` scaled (PyTorch's other optimizers, and
+    strata's, have it unscaled; see `build_train`)."""
+    name = cfg.choice(["sgd", "sgd", "adam", "adamw"])
+    if name == "sgd":
+        return {"name": name, "lr": cfg.choice([0.1, 0.5, 0.25, 0.01, 1.0]),
+                "momentum": cfg.choice([0.0, 0.0, 0.5, 0.9]),
+                "weight_decay": cfg.choice([0.0, 0.0, 0.1, 0.5])}
+    b1, b2 = cfg.choice([(0.9, 0.999), (0.9, 0.999), (0.5, 0.9), (0.0, 0.5)])
+    c = {"name": name, "lr": cfg.choice([1e-3, 0.01, 0.1, 0.5]), "beta1": b1, "beta2": b2,
+         "eps": cfg.choice([1e-8, 1e-6, 0.1])}
+    c["fused"] = True if low else None if scaled else True if cfg.random() < 0.5 else None
+    if name == "adamw":
+        c["weight_decay"] = cfg.choice([0.0, 0.01, 0.1, 1.0])
+    return c
+
+
+def make_optimizer(c, params):
+    """PyTorch's optimizer of settings `c` (`draw_optimizer`) over `params`."""
+    if c["name"] == "sgd":
+        return torch.optim.SGD(params, lr=c["lr"], momentum=c["momentum"],
+                               weight_decay=c["weight_decay"])
+    betas = (c["beta1"], c["beta2"])
+    if c["name"] == "adam":
+        return torch.optim.Adam(params, lr=c["lr"], betas=betas, eps=c["eps"], fused=c["fused"])
+    return torch.optim.AdamW(params, lr=c["lr"], betas=betas, eps=c["eps"],
+                             weight_decay=c["weight_decay"], fused=c["fused"])
+
+
+def build_train(rng, pid, dtype, more, s43):
+    """A training program: a random program (drawn as `draw` draws it)
+    whose leaves are parameters, some stored in f64, bf16 or f16 and read
+    through a cast to the program's dtype; 1-4 iterations of zero_grad
+    (set_to_none, in place, or none: gradients add up), forward, backward
+    (through a GradScaler's scale now and then), clip_grad_norm_ (after
+    the scaler's unscale_), and the optimizer's step (through the scaler).
+    Each iteration draws the program again from the same generator state
+    with the parameters as its leaves (a program whose draws depend on the
+    values and change is not a case). Recorded: each iteration's output,
+    clip norm, scaler step and scale, and the parameters and gradients at
+    the end."""
+    cfg = random.Random(rng.randrange(1 << 30))
+    state = rng.getstate()
+    p0, _, _, _ = draw(rng, dtype, more, s43, True)
+    leaves = [n for n in p0.order if p0.inputs[n].requires_grad]
+    store = {n: cfg.choice(["f64", "bf16", "f16"]) if cfg.random() < 0.25 else "f32"
+             for n in leaves}
+    low = any(store[n] in ("bf16", "f16") for n in leaves)
+    scaled = cfg.random() < 0.3
+    opt_cfg = draw_optimizer(cfg, low, scaled)
+    fused = bool(opt_cfg.get("fused"))
+    if opt_cfg["name"] == "sgd":
+        # Left out: SGD on f16/bf16 parameters (f64 instead). PyTorch's
+        # reduced-float `add(b, alpha)` rounds `p + alpha * b` once in its
+        # vectorized loop (blocks of 32 elements on AVX2) and rounds
+        # `alpha * b` first in its scalar loop (the rest), so an element's
+        # update depends on its position, and these parameters are small
+        # (all tail); strata rounds once, as the vectorized loop
+        # (optim_state.rs checks a 32-element parameter).
+        store = {n: "f64" if d in ("f16", "bf16") else d for n, d in store.items()}
+    # In the f64 run (the error estimate) the f32 parameters are f64.
+    params = {n: p0.inputs[n].detach().to(dtype if store[n] == "f32" else DTYPES[store[n]])
+              .requires_grad_(True) for n in leaves}
+    init = {n: params[n].detach().clone() for n in leaves}
+    plist = [params[n] for n in leaves]
+    opt = make_optimizer(opt_cfg, plist)
+    iters = cfg.randint(1, 4)
+    # (PyTorch's quirk of fused optimizers under a GradScaler: a skipped
+    # step leaves `.grad` scaled, which gradients kept for the next
+    # iteration would add to.)
+    zg = cfg.choice(["none", "zeros"] if scaled and fused else ["none", "zeros", "keep"])
+    clip = cfg.choice([None, None, 0.0, 0.5, 1.0, 10.0, INF])
+    sc = None
+    if scaled:
+        sc = {"init_scale": cfg.choice([65536.0, 1024.0, 0.125, 3.0, 1e30]),
+              "growth_factor": cfg.choice([2.0, 1.5]),
+              "backoff_factor": cfg.choice([0.5, 0.25]),
+              "growth_interval": cfg.choice([1, 2, 2000])}
+        scaler = torch.amp.GradScaler("cpu", **sc)
+
+    def given(p, name, t):
+        q = params[name]
+        if q.dtype == dtype:
+            return q
+        if p.in_ckpt:
+            # The cast of a parameter made inside a checkpointed function:
+            # the replay makes it before the program, and a non-leaf
+            # captured by a checkpoint is refused (pass it as an input).
+            raise Skip
+        return q.to(dtype)
+
+    outs, log, raw_norms = [], [], []
+    for it in range(iters):
+        if it > 0 and zg != "keep":
+            opt.zero_grad(set_to_none=zg == "none")
+        rng.setstate(state)
+        p, cur, x, up = draw(rng, dtype, more, s43, True, given)
+        if p.steps != p0.steps:
+            raise Skip
+        outs.append(x.detach().clone())
+        loss = x if up is not None else x.sum()
+        if sc is not None:
+            loss = scaler.scale(loss)
+        # (A copy: PyTorch's leaf can take the upstream tensor as its .grad,
+        # which clip_grad_norm_ and unscale_ then scale in place.)
+        loss.backward(None if up is None else up.clone())
+        entry = {}
+        if sc is not None and all(q.grad is None for q in plist):
+            # PyTorch's GradScaler refuses a step without any gradient
+            # (AssertionError "No inf checks were recorded"); strata's
+            # steps (an optimizer step without gradients does nothing).
+            raise Skip
+        if clip is not None:
+            if sc is not None:
+                scaler.unscale_(opt)
+            norm = torch.nn.utils.clip_grad_norm_(plist, clip)
+            entry["norm"] = enc(norm.item())
+            raw_norms.append(norm.detach().double().reshape(1))
+        if sc is not None:
+            scaler.step(opt)
+            found = sum(v.item() for v in
+                        scaler._per_optimizer_states[id(opt)]["found_inf_per_device"].values())
+            scaler.update()
+            entry["stepped"] = found == 0
+            entry["scale"] = enc(scaler.get_scale())
+        else:
+            opt.step()
+        log.append(entry)
+    # The gradients after a step a GradScaler skipped are left scaled by
+    # PyTorch's fused optimizers (see `make_optimizer`): not compared.
+    grads_checked = not (sc is not None and fused and not all(e["stepped"] for e in log))
+    train = {"params": leaves, "store": store, "optimizer": opt_cfg, "iters": iters,
+             "grads_checked": grads_checked,
+             "zero_grad": zg, "clip": None if clip is None else enc(clip), "scaler": sc}
+    prog = {"id": pid, "kind": "train", "exact": False, "inputs": inputs_json(p0, init),
+            "steps": p0.steps, "out": cur, "upstream": None if up is None else tjson(up),
+            "train": train, "expect_outs": [tjson(o) for o in outs], "expect_log": log,
+            "expect_params": {n: tjson(params[n]) for n in leaves},
+            "expect_grads": {n: None if params[n].grad is None else tjson(params[n].grad)
+                             for n in leaves}}
+    if p.dtypes:
+        prog["dtypes"] = p.dtypes
+    raw = {"outs": outs, "params": {n: params[n].detach() for n in leaves},
+           "grads": {n: params[n].grad for n in leaves},
+           "norms": torch.cat(raw_norms) if raw_norms else None}
+    return prog, raw
+
+
+def reaches(out, targets):
+    """Whether a gradient from `out` reaches one of `targets` (`out`
+    itself included), through `grad_fn.next_functions`."""
+    nodes = {t.grad_fn for t in targets if t.grad_fn is not None}
+    leaves = {id(t) for t in targets if t.grad_fn is None}
+    if any(t is out for t in targets):
+        return True
+    seen, todo = set(), [out.grad_fn]
+    while todo:
+        n = todo.pop()
+        if n is None or n in seen:
+            continue
+        seen.add(n)
+        if n in nodes or id(getattr(n, "variable", None)) in leaves:
+            return True
+        todo.extend(f for f, _ in n.next_functions)
+    return False
+
+
+def build_api(rng, pid, dtype, more, s43):
+    """A program of the gradient API: a random program, then 0-3
+    registrations (retain_grad on step outputs, tensor hooks that scale a
+    gradient by a power of 2 or 0 on leaves and step outputs,
+    post-accumulate-grad hooks that scale a leaf's .grad in place) and 1-3
+    passes: `torch.autograd.backward` or `torch.autograd.grad` from 1-2
+    outputs (the result or step outputs, each with an upstream gradient or
+    none for one element) with `retain_graph` (always but for the last
+    pass, so that PyTorch's and strata's rules on a second pass through
+    released nodes never matter), `grad` with respect to 1-3 leaves and
+    step outputs (`allow_unused`, `materialize_grads`), and now and then a
+    leaf's zero_grad between passes (gradients add up over passes).
+    Recorded: the leaves' .grad, the retained gradients and what each
+    `grad` returned."""
+    cfg = random.Random(rng.randrange(1 << 30))
+    p, cur, x, _ = draw(rng, dtype, more, s43, True)
+    leaves = [n for n in p.order if p.inputs[n].requires_grad]
+    outs = [n for n, t in p.env.items() if t.requires_grad]
+    targets = leaves + outs
+
+    def T(n):
+        return p.inputs[n] if n in p.inputs else p.env[n]
+
+    mode = cfg.choice(["backward", "grad", "hooks"])
+    acts, retained, returned, raw_ret = [], [], [], []
+    hooked = set()  # non-leaves with tensor hooks
+    watched = set()  # non-leaves with tensor hooks or retain_grad
+    for _ in range(cfg.randint(1, 3) if mode == "hooks" else cfg.randint(0, 1)):
+        what = cfg.choice(["retain", "hook", "hook", "post"])
+        c = cfg.choice([2.0, -0.5, 0.0, 4.0])
+        if what == "retain":
+            n = cfg.choice(outs)
+            T(n).retain_grad()
+            if T(n).grad_fn is not None:
+                watched.add(id(T(n)))
+            acts.append({"act": "retain_grad", "on": n})
+            if n not in retained:
+                retained.append(n)
+        elif what == "hook":
+            n = cfg.choice(targets)
+            T(n).register_hook(lambda g, c=c: None if g is None else g * c)
+            if T(n).grad_fn is not None:
+                hooked.add(id(T(n)))
+                watched.add(id(T(n)))
+            acts.append({"act": "hook", "on": n, "c": c})
+        else:
+            n = cfg.choice(leaves)
+            T(n).register_post_accumulate_grad_hook(
+                lambda t, c=c: None if t.grad is None else t.grad.mul_(c))
+            acts.append({"act": "post_hook", "on": n, "c": c})
+    npass = cfg.randint(1, 3)
+    for i in range(npass):
+        last = i == npass - 1
+        if i > 0 and cfg.random() < 0.25:
+            n = cfg.choice(leaves)
+            none = cfg.random() < 0.5
+            if none:
+                T(n).grad = None
+            elif T(n).grad is not None:
+                T(n).grad.zero_()
+            acts.append({"act": "zero_grad", "on": n, "none": none})
+        os_ = [cur] if cfg.random() < 0.6 else []
+        while len(os_) < cfg.randint(1, 2):
+            os_.append(cfg.choice(outs))
+        ups = [None if T(o).numel() == 1 and cfg.random() < 0.4
+               else p.values(list(T(o).shape), pool_only=True) for o in os_]
+        retain = not last or cfg.random() < 0.3
+        a = {"outputs": os_, "ups": [None if u is None else tjson(u) for u in ups],
+             "retain": retain}
+        if mode == "grad" and (not last or cfg.random() < 0.5):
+            ins = cfg.sample(targets, cfg.randint(1, min(3, len(targets))))
+            if len(ins) > 1:
+                # Left out: PyTorch captures the gradient of an input whose
+                # node also runs in the pass (another input lies behind it)
+                # before that input's tensor hooks run, and after them
+                # otherwise (`grad([y], [y, x])` gives y's gradient
+                # unhooked, `grad([y], [y])` hooked); strata always runs
+                # them first, as PyTorch documents.
+                ins = [n for n in ins if id(T(n)) not in hooked] or ins[:1]
+            if len(os_) == 1 and id(T(os_[0])) in watched and \
+                    not reaches(T(os_[0]), [T(n) for n in ins]):
+                # Left out: a `grad` pass from one output that no input
+                # lies behind runs that output's node in PyTorch (its
+                # tensor hooks and retain_grad see the gradient), from
+                # several outputs it runs none of theirs (PyTorch skips
+                # its root node for a single output); strata runs none.
+                raise Skip
+            mat = cfg.random() < 0.2
+            allow = True if mat else cfg.random() < 0.7
+            gs = torch.autograd.grad([T(o) for o in os_], [T(n) for n in ins], grad_outputs=ups,
+                                     retain_graph=retain, allow_unused=None if mat else allow,
+                                     materialize_grads=mat)
+            a.update(act="grad", inputs=ins, allow_unused=allow, materialize=mat)
+            returned.append([None if g is None else tjson(g) for g in gs])
+            raw_ret.append(list(gs))
+        else:
+            torch.autograd.backward([T(o) for o in os_], grad_tensors=ups, retain_graph=retain)
+            a["act"] = "backward"
+        acts.append(a)
+    prog = {"id": pid, "kind": "api", "exact": p.exact, "inputs": inputs_json(p),
+            "steps": p.steps, "out": cur, "upstream": None, "expect_out": tjson(x),
+            "actions": acts, "expect_grads": grads_json(p, leaves),
+            "expect_retained": {n: None if T(n).grad is None else tjson(T(n).grad)
+                                for n in retained},
+            "expect_returned": returned}
+    if p.dtypes:
+        prog["dtypes"] = p.dtypes
+    raw = {"out": x.detach(), "grads": {n: p.inputs[n].grad for n in leaves},
+           "retained": {n: T(n).grad for n in retained}, "returned": raw_ret}
+    return prog, raw
 
 
 def err(a, b):
@@ -1068,6 +1628,32 @@ def err(a, b):
     return out
 
 
+def err_opt(a, b):
+    return None if a is None or b is None else err(a, b)
+
+
+def add_errors(prog, raw, raw64):
+    """The error estimates of a program's recorded tensors (see `err`)."""
+    kind = prog.get("kind")
+    if kind is None:
+        prog["err_out"] = err(raw["out"], raw64["out"])
+        prog["err_grads"] = {n: err_opt(raw[n], raw64[n]) for n in prog["expect_grads"]}
+        return
+    prog["err_grads"] = {n: err_opt(raw["grads"][n], raw64["grads"][n])
+                         for n in prog["expect_grads"]}
+    if kind == "train":
+        prog["err_outs"] = [err(a, b) for a, b in zip(raw["outs"], raw64["outs"])]
+        prog["err_params"] = {n: err(raw["params"][n], raw64["params"][n])
+                              for n in prog["expect_params"]}
+        prog["err_norms"] = err_opt(raw["norms"], raw64["norms"])
+        return
+    prog["err_out"] = err(raw["out"], raw64["out"])
+    prog["err_retained"] = {n: err_opt(raw["retained"][n], raw64["retained"][n])
+                            for n in prog["expect_retained"]}
+    prog["err_returned"] = [[err_opt(a, b) for a, b in zip(r, r64)]
+                            for r, r64 in zip(raw["returned"], raw64["returned"])]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
@@ -1084,19 +1670,19 @@ def main():
         try:
             more = a.seed >= NEW_OPS_SEED
             s43 = a.seed >= S43_SEED
-            prog, raw = build(rng, f"{a.seed}:{attempt - 1}", more=more, s43=s43)
+            s43b = a.seed >= S43B_SEED
+            prog, raw = build(rng, f"{a.seed}:{attempt - 1}", more=more, s43=s43, s43b=s43b)
             if not prog["exact"]:
                 # The same program in f64 (the same f32 inputs): the error of
                 # PyTorch's own f32 answer, which the replay allows strata
                 # too (ill-conditioned elements: layer_norm of nearly
                 # constant rows, cancellations, ties that f32 rounding made).
                 p64, raw64 = build(random.Random(a.seed * 1_000_003 + attempt - 1), "",
-                                   torch.float64, more, s43)
-                if p64["steps"] != prog["steps"]:
+                                   torch.float64, more, s43, s43b)
+                if p64["steps"] != prog["steps"] or p64.get("kind") != prog.get("kind") or \
+                        p64.get("actions") != prog.get("actions"):
                     raise Skip
-                prog["err_out"] = err(raw["out"], raw64["out"])
-                prog["err_grads"] = {n: None if raw[n] is None or raw64[n] is None
-                                     else err(raw[n], raw64[n]) for n in prog["expect_grads"]}
+                add_errors(prog, raw, raw64)
             progs.append(prog)
         except Skip:
             skipped += 1

@@ -12,12 +12,24 @@
 //!
 //! An `exact` program (pool inputs, exact ops only) must agree bit for bit
 //! (-0.0 == 0.0 and NaN == NaN); the others to a relative 1e-5 plus an
-//! absolute 1e-6 of the expected tensor's largest finite magnitude.
+//! absolute 1e-6 of the expected tensor's largest finite magnitude, plus
+//! twice PyTorch's own f32 error (see [`Tol`] for programs with autocast
+//! steps and for f16/bf16 parameters).
+//!
+//! Seeds from 173 on also write two other kinds of program (`kind`):
+//! `train` programs, whose leaves are parameters trained for a few
+//! iterations by SGD, Adam or AdamW (through a GradScaler, clip_grad_norm_,
+//! zero_grad or not: [`run_train`]), and `api` programs, which run
+//! retain_grad, tensor and post-accumulate-grad hooks, zero_grad and
+//! several `backward`/`grad` passes after the forward ([`run_api`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use strata_autograd::{AttentionArgs, AttentionSaving, NoGradGuard, Var};
+use strata_autograd::{
+    clip_grad_norm_, grad_with, Adam, AdamW, AttentionArgs, AttentionSaving, AutocastGuard,
+    AutogradError, DeviceType, GradArgs, GradScaler, NoGradGuard, Optimizer, Sgd, Var,
+};
 use strata_tensor::{CrossEntropyArgs, DType, Device, GeluApprox, Reduction, Tensor};
 
 /// The generator's JSON (exact f64 round trip: `float_roundtrip`).
@@ -107,8 +119,93 @@ fn opt_dims(j: &J) -> Option<Vec<i64>> {
     (!j.is_null()).then(|| j.ints())
 }
 
+/// A replay failure: what went wrong, for the report.
+struct Fail(String);
+
+impl From<AutogradError> for Fail {
+    fn from(e: AutogradError) -> Fail {
+        Fail(e.to_string())
+    }
+}
+
+/// The values of a program by name: its inputs, its steps' outputs (and,
+/// inside a sub-program, the sub-program's).
+type Env = HashMap<String, Val>;
+
+/// The dtype names of the generator.
+fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "f32",
+        DType::F64 => "f64",
+        DType::BF16 => "bf16",
+        DType::F16 => "f16",
+        DType::I64 => "i64",
+        DType::Bool => "bool",
+        _ => "other",
+    }
+}
+
+fn dtype_of(name: &str) -> DType {
+    match name {
+        "f64" => DType::F64,
+        "bf16" => DType::BF16,
+        "f16" => DType::F16,
+        _ => DType::F32,
+    }
+}
+
+/// Runs `steps` on `env`, adding each output. `dtypes` (the program's):
+/// the dtype each output of an autocast sub-program had in PyTorch.
+fn run_steps(steps: &[J], env: &mut Env, dtypes: &J) -> Result<(), Fail> {
+    for s in steps {
+        let ins = s
+            .key("in")
+            .arr()
+            .iter()
+            .map(|n| {
+                env.get(n.str())
+                    .cloned()
+                    .ok_or_else(|| Fail(format!("no value named {}", n.str())))
+            })
+            .collect::<Result<Vec<Val>, Fail>>()?;
+        let op = s.key("op").str();
+        let name = s.key("out").str();
+        let out = run_step(op, &ins, s.key("args"), env, dtypes)
+            .map_err(|e| Fail(format!("{op}: error {}", e.0)))?;
+        let want = dtypes.key(name);
+        if !want.is_null() && dtype_name(out.dtype()) != want.str() {
+            return Err(Fail(format!(
+                "{op} ({name}): dtype {}, PyTorch {}",
+                dtype_name(out.dtype()),
+                want.str()
+            )));
+        }
+        env.insert(name.to_string(), Val::V(out));
+    }
+    Ok(())
+}
+
+/// The variable named `name` of `env`.
+fn var_of(env: &Env, name: &str) -> Result<Var, Fail> {
+    match env.get(name) {
+        Some(Val::V(v)) => Ok(v.clone()),
+        _ => Err(Fail(format!("{name} is not a variable"))),
+    }
+}
+
+/// A sub-program's steps (`args.steps`) from `x`, its input, named as the
+/// generator names it (`s<i>.0`); returns its result (`args.result`).
+fn sub_program(x: Var, a: &J, env: &Env, dtypes: &J) -> Result<Var, Fail> {
+    let res = a.key("result").str();
+    let input = format!("{}.0", res.split('.').next().unwrap_or(""));
+    let mut env = env.clone();
+    env.insert(input, Val::V(x));
+    run_steps(a.key("steps").arr(), &mut env, dtypes)?;
+    var_of(&env, res)
+}
+
 /// One step of a program.
-fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
+fn run_step(op: &str, ins: &[Val], a: &J, env: &Env, dtypes: &J) -> Result<Var, Fail> {
     let var = |i: usize| match &ins[i] {
         Val::V(v) => v.clone(),
         Val::T(t) => Var::new(t.clone()),
@@ -395,6 +492,27 @@ fn run_step(op: &str, ins: &[Val], a: &J) -> strata_autograd::Result<Var> {
                 std::slice::from_ref(&x),
             )?
         }
+        "ckpt_steps" => {
+            // A checkpoint of a sub-program (leaves made in it are captured
+            // parameters).
+            let (a, env, dtypes) = (a.clone(), env.clone(), dtypes.clone());
+            strata_autograd::checkpoint(
+                move |t: &[Var]| {
+                    sub_program(t[0].clone(), &a, &env, &dtypes)
+                        .map_err(|e| AutogradError::Checkpoint { msg: e.0 })
+                },
+                std::slice::from_ref(&x),
+            )?
+        }
+        "autocast_steps" => {
+            let y = {
+                let _region = AutocastGuard::new(DeviceType::Cpu, DType::BF16)?;
+                sub_program(x, a, env, dtypes)?
+            };
+            y.to_dtype(DType::F32)?
+        }
+        "detach_mix" => x.mul(a.key("c").f())?.add(&x.detach())?,
+        "cumsum_dtype" => x.cumsum(dim, Some(DType::F64))?.to_dtype(DType::F32)?,
         other => panic!("the generator wrote an op this replay does not know: {other}"),
     })
 }
@@ -421,11 +539,47 @@ fn view_step(t: &Var, v: &J) -> strata_autograd::Result<Var> {
     }
 }
 
-/// `got` against PyTorch's `want` (shape, then elements).
-/// `err` (inexact programs): per element, how far PyTorch's f32 answer is
-/// from its f64 answer to the same program; strata may be off by twice that
-/// too (inf: anything but a NaN where PyTorch's f32 answer is finite goes).
-fn compare(what: &str, got: &Tensor, want: &J, err: &J, exact: bool) -> Result<(), String> {
+/// How closely strata must agree with PyTorch.
+#[derive(Clone, Copy)]
+struct Tol {
+    /// Bit for bit (an exact program; -0.0 == 0.0, NaN == NaN).
+    exact: bool,
+    /// The dtype the tensor is stored in (compared in f32): bf16 and f16
+    /// values may also be one unit in the last place of it apart (a
+    /// training program's parameters and gradients: a rounding of the
+    /// update that falls the other way).
+    store: DType,
+    /// The program ran steps under autocast (bf16): each result may also be
+    /// 2^-6 of its magnitude plus the tensor's largest apart. The error
+    /// estimate (PyTorch's f32 answer against its f64 one, which autocast
+    /// leaves alone) measures how far PyTorch's bf16 roundings took its
+    /// answer, not strata's, which round at other places (strata's
+    /// attention keeps its probabilities in f32, PyTorch's eager math
+    /// rounds them to bf16).
+    loose: bool,
+}
+
+impl Tol {
+    /// A program's tolerance for its f32 tensors.
+    fn of(p: &J) -> Tol {
+        Tol {
+            exact: p.key("exact").b(),
+            store: DType::F32,
+            loose: p.key("dtypes").as_object().is_some_and(|d| !d.is_empty()),
+        }
+    }
+
+    fn stored(self, store: DType) -> Tol {
+        Tol { store, ..self }
+    }
+}
+
+/// `got` against PyTorch's `want` (shape, dtype `tol.store`, then
+/// elements). `err` (inexact programs): per element, how far PyTorch's f32
+/// answer is from its f64 answer to the same program; strata may be off by
+/// twice that too (inf: anything but a NaN where PyTorch's f32 answer is
+/// finite goes).
+fn compare(what: &str, got: &Tensor, want: &J, err: &J, tol: Tol) -> Result<(), String> {
     let shape: Vec<usize> = want
         .key("shape")
         .arr()
@@ -438,10 +592,22 @@ fn compare(what: &str, got: &Tensor, want: &J, err: &J, exact: bool) -> Result<(
             got.shape()
         ));
     }
-    if got.dtype() != DType::F32 {
-        return Err(format!("{what}: dtype {:?}, PyTorch f32", got.dtype()));
+    if got.dtype() != tol.store {
+        return Err(format!(
+            "{what}: dtype {:?}, PyTorch {:?}",
+            got.dtype(),
+            tol.store
+        ));
     }
-    let g = got.to_vec::<f32>().map_err(|e| e.to_string())?;
+    let (ulp, tiny) = match tol.store {
+        DType::BF16 => (2f32.powi(-7), 2f32.powi(-133)),
+        DType::F16 => (2f32.powi(-10), 2f32.powi(-24)),
+        _ => (0.0, 0.0),
+    };
+    let g = got
+        .to_dtype(DType::F32)
+        .and_then(|t| t.to_vec::<f32>())
+        .map_err(|e| e.to_string())?;
     let w: Vec<f32> = want
         .key("data")
         .arr()
@@ -452,17 +618,25 @@ fn compare(what: &str, got: &Tensor, want: &J, err: &J, exact: bool) -> Result<(
         .iter()
         .filter(|v| v.is_finite())
         .fold(1.0f32, |m, v| m.max(v.abs()));
-    let err: Vec<f64> = err.arr().iter().map(J::f).collect();
+    let err: Vec<f64> = (err.arr().iter())
+        .map(|x| if x.is_null() { 0.0 } else { x.f() })
+        .collect();
     for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
         let e = err.get(i).copied().unwrap_or(0.0);
+        let loose = if tol.loose {
+            2f32.powi(-6) * (b.abs() + scale)
+        } else {
+            0.0
+        };
         let ok = if e == f64::INFINITY {
             true
         } else if a.is_nan() || b.is_nan() {
             a.is_nan() && b.is_nan()
-        } else if exact || !b.is_finite() {
+        } else if (tol.exact && ulp == 0.0 && !tol.loose) || !b.is_finite() {
             a == b
         } else {
-            f64::from((a - b).abs()) <= f64::from(1e-5 * b.abs() + 1e-6 * scale) + 2.0 * e
+            f64::from((a - b).abs())
+                <= f64::from(1e-5 * b.abs() + 1e-6 * scale + ulp * b.abs() + tiny + loose) + 2.0 * e
         };
         if !ok {
             return Err(format!("{what}[{i}]: strata {a:e}, PyTorch {b:e}"));
@@ -471,14 +645,29 @@ fn compare(what: &str, got: &Tensor, want: &J, err: &J, exact: bool) -> Result<(
     Ok(())
 }
 
-fn run_program(p: &J) -> Result<(), String> {
-    let mut env: HashMap<String, Val> = HashMap::new();
+/// `got` (a gradient, or none) against PyTorch's (`null`: none).
+fn compare_opt(what: &str, got: Option<Tensor>, want: &J, err: &J, tol: Tol) -> Result<(), String> {
+    match (got, want.is_null()) {
+        (None, true) => Ok(()),
+        (Some(g), false) => compare(what, &g, want, err, tol),
+        (Some(_), true) => Err(format!("{what}: strata has one, PyTorch None")),
+        (None, false) => Err(format!("{what}: strata None, PyTorch has one")),
+    }
+}
+
+/// The inputs of a program: constants as tensors, the others (leaves) as
+/// parameters, each made by `leaf` from its tensor.
+fn load_inputs(
+    p: &J,
+    mut leaf: impl FnMut(&str, Tensor) -> Result<Var, String>,
+) -> Result<(Env, Vec<(String, Var)>), String> {
+    let mut env = Env::new();
     let mut leaves = Vec::new();
     if let J::Object(ins) = p.key("inputs") {
         for (name, j) in ins {
             let t = tensor(j);
             if j.key("grad").b() {
-                let v = Var::parameter(t).map_err(|e| e.to_string())?;
+                let v = leaf(name, t)?;
                 leaves.push((name.clone(), v.clone()));
                 env.insert(name.clone(), Val::V(v));
             } else {
@@ -486,27 +675,39 @@ fn run_program(p: &J) -> Result<(), String> {
             }
         }
     }
-    for s in p.key("steps").arr() {
-        let ins: Vec<Val> = s
-            .key("in")
-            .arr()
-            .iter()
-            .map(|n| env[n.str()].clone())
-            .collect();
-        let op = s.key("op").str();
-        let out = run_step(op, &ins, s.key("args")).map_err(|e| format!("{op}: error {e}"))?;
-        env.insert(s.key("out").str().to_string(), Val::V(out));
+    Ok((env, leaves))
+}
+
+fn parameter(_: &str, t: Tensor) -> Result<Var, String> {
+    Var::parameter(t).map_err(|e| e.to_string())
+}
+
+/// Runs a program's steps on `env`; returns its output.
+fn forward(p: &J, env: &mut Env) -> Result<Var, String> {
+    run_steps(p.key("steps").arr(), env, p.key("dtypes")).map_err(|e| e.0)?;
+    var_of(env, p.key("out").str()).map_err(|e| e.0)
+}
+
+/// `up` (a tensor, or null for none) as an upstream gradient.
+fn upstream(up: &J) -> Option<Tensor> {
+    (!up.is_null()).then(|| tensor(up))
+}
+
+fn run_program(p: &J) -> Result<(), String> {
+    match p.key("kind").str() {
+        "train" => return run_train(p),
+        "api" => return run_api(p),
+        _ => {}
     }
-    let Val::V(out) = &env[p.key("out").str()] else {
-        return Err("the output is not a variable".into());
-    };
-    let exact = p.key("exact").b();
+    let (mut env, leaves) = load_inputs(p, parameter)?;
+    let out = forward(p, &mut env)?;
+    let tol = Tol::of(p);
     compare(
         "forward",
         out.data(),
         p.key("expect_out"),
         p.key("err_out"),
-        exact,
+        tol,
     )?;
     let up = p.key("upstream");
     let r = if up.is_null() {
@@ -517,14 +718,253 @@ fn run_program(p: &J) -> Result<(), String> {
     r.map_err(|e| format!("backward: error {e}"))?;
     for (name, v) in &leaves {
         let want = p.key("expect_grads").key(name);
-        match (v.grad(), want.is_null()) {
-            (None, true) => {}
-            (Some(g), false) => {
-                let err = p.key("err_grads").key(name);
-                compare(&format!("grad {name}"), &g, want, err, exact)?
+        let err = p.key("err_grads").key(name);
+        compare_opt(&format!("grad {name}"), v.grad(), want, err, tol)?;
+    }
+    Ok(())
+}
+
+/// The optimizer of a training program.
+fn optimizer(o: &J, params: Vec<Var>) -> strata_autograd::Result<Box<dyn Optimizer>> {
+    let lr = o.key("lr").f();
+    Ok(match o.key("name").str() {
+        "sgd" => Box::new(
+            Sgd::new(params, lr, o.key("momentum").f())?
+                .with_weight_decay(o.key("weight_decay").f())?,
+        ),
+        "adam" => Box::new(
+            Adam::new(params, lr)?
+                .with_betas(o.key("beta1").f(), o.key("beta2").f())?
+                .with_eps(o.key("eps").f())?,
+        ),
+        _ => Box::new(
+            AdamW::new(params)
+                .with_lr(lr)?
+                .with_betas(o.key("beta1").f(), o.key("beta2").f())?
+                .with_eps(o.key("eps").f())?
+                .with_weight_decay(o.key("weight_decay").f())?,
+        ),
+    })
+}
+
+/// A training program (the generator's `build_train`): the program's
+/// leaves are parameters (stored in `train.store`'s dtype, read through a
+/// cast to f32), trained `train.iters` iterations as the generator trains
+/// them; each iteration's output, clip norm and scaler state, and the
+/// parameters and their gradients at the end are PyTorch's.
+fn run_train(p: &J) -> Result<(), String> {
+    let t = p.key("train");
+    let tol = Tol::of(p);
+    let store = |name: &str| dtype_of(t.key("store").key(name).str());
+    let (consts, _) = load_inputs(p, |name, x| {
+        Var::parameter(x.to_dtype(store(name)).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())
+    })?;
+    let names: Vec<String> = t
+        .key("params")
+        .arr()
+        .iter()
+        .map(|n| n.str().to_string())
+        .collect();
+    let params = names
+        .iter()
+        .map(|n| var_of(&consts, n).map_err(|e| e.0))
+        .collect::<Result<Vec<Var>, String>>()?;
+    let e = |what: String| move |e: AutogradError| format!("{what}: error {e}");
+    let mut opt = optimizer(t.key("optimizer"), params.clone()).map_err(e("optimizer".into()))?;
+    let sc = t.key("scaler");
+    let mut scaler = if sc.is_null() {
+        None
+    } else {
+        Some(
+            GradScaler::with_settings(
+                sc.key("init_scale").f(),
+                sc.key("growth_factor").f(),
+                sc.key("backoff_factor").f(),
+                sc.key("growth_interval").i() as u32,
+            )
+            .map_err(e("GradScaler".into()))?,
+        )
+    };
+    let clip = t.key("clip");
+    let up = upstream(p.key("upstream"));
+    let mut clips = 0;
+    for it in 0..t.key("iters").i() as usize {
+        let zg = t.key("zero_grad").str();
+        if it > 0 && zg != "keep" {
+            opt.zero_grad(zg == "none").map_err(e("zero_grad".into()))?;
+        }
+        let mut env = consts.clone();
+        for (n, v) in names.iter().zip(&params) {
+            let read = if v.dtype() == DType::F32 {
+                v.clone()
+            } else {
+                v.to_dtype(DType::F32).map_err(e("cast".into()))?
+            };
+            env.insert(n.clone(), Val::V(read));
+        }
+        let out = forward(p, &mut env).map_err(|m| format!("iteration {it}: {m}"))?;
+        compare(
+            &format!("iteration {it}: forward"),
+            out.data(),
+            &p.key("expect_outs").arr()[it],
+            &p.key("err_outs").arr().get(it).cloned().unwrap_or(J::Null),
+            tol,
+        )?;
+        let loss = match &up {
+            Some(_) => out,
+            None => out.sum(None, false).map_err(e("sum".into()))?,
+        };
+        let loss = match &scaler {
+            Some(s) => s.scale(&loss).map_err(e("scale".into()))?,
+            None => loss,
+        };
+        loss.backward_with(up.as_ref(), false)
+            .map_err(e(format!("iteration {it}: backward")))?;
+        let log = &p.key("expect_log").arr()[it];
+        if !clip.is_null() {
+            if let Some(s) = &mut scaler {
+                s.unscale_(opt.as_ref()).map_err(e("unscale_".into()))?;
             }
-            (Some(_), true) => return Err(format!("grad {name}: strata has one, PyTorch None")),
-            (None, false) => return Err(format!("grad {name}: strata None, PyTorch has one")),
+            let norm =
+                clip_grad_norm_(opt.params(), clip.f()).map_err(e("clip_grad_norm_".into()))?;
+            let norm = norm.to_dtype(DType::F32).map_err(|e| e.to_string())?;
+            let want = serde_json::json!({"shape": [], "data": [log.key("norm")]});
+            let err = serde_json::json!([p.key("err_norms").arr().get(clips)]);
+            compare(
+                &format!("iteration {it}: clip norm"),
+                &norm,
+                &want,
+                &err,
+                tol,
+            )?;
+            clips += 1;
+        }
+        match &mut scaler {
+            Some(s) => {
+                let stepped = s.step(opt.as_mut()).map_err(e("GradScaler::step".into()))?;
+                s.update();
+                if stepped != log.key("stepped").b() {
+                    return Err(format!(
+                        "iteration {it}: GradScaler stepped {stepped}, PyTorch's {}",
+                        log.key("stepped").b()
+                    ));
+                }
+                let want = log.key("scale").f();
+                if (s.get_scale() - want).abs() > 1e-6 * want.abs() {
+                    return Err(format!(
+                        "iteration {it}: GradScaler scale {}, PyTorch's {want}",
+                        s.get_scale()
+                    ));
+                }
+            }
+            None => opt.step().map_err(e(format!("iteration {it}: step")))?,
+        }
+    }
+    for (n, v) in names.iter().zip(&params) {
+        let want = p.key("expect_params").key(n);
+        let err = p.key("err_params").key(n);
+        let tol = tol.stored(store(n));
+        compare(&format!("param {n}"), v.data(), want, err, tol)?;
+        if t.key("grads_checked").b() {
+            let want = p.key("expect_grads").key(n);
+            let err = p.key("err_grads").key(n);
+            compare_opt(&format!("grad {n}"), v.grad(), want, err, tol)?;
+        }
+    }
+    Ok(())
+}
+
+/// A program of the gradient API (the generator's `build_api`): after the
+/// forward, its actions (retain_grad, tensor hooks that scale a gradient,
+/// post-accumulate-grad hooks that scale `.grad`, zero_grad, backward and
+/// grad passes), then the leaves' `.grad`, the retained gradients and what
+/// each `grad` returned are PyTorch's.
+fn run_api(p: &J) -> Result<(), String> {
+    let (mut env, leaves) = load_inputs(p, parameter)?;
+    let out = forward(p, &mut env)?;
+    let tol = Tol::of(p);
+    compare(
+        "forward",
+        out.data(),
+        p.key("expect_out"),
+        p.key("err_out"),
+        tol,
+    )?;
+    let get = |n: &J| var_of(&env, n.str()).map_err(|e| e.0);
+    let e = |what: &'static str| move |e: AutogradError| format!("{what}: error {e}");
+    let mut grads_calls = 0;
+    for a in p.key("actions").arr() {
+        let c = a.key("c").f();
+        match a.key("act").str() {
+            "retain_grad" => get(a.key("on"))?.retain_grad().map_err(e("retain_grad"))?,
+            "hook" => {
+                get(a.key("on"))?
+                    .register_hook(move |g| Ok(Some(g.mul(c)?)))
+                    .map_err(e("register_hook"))?;
+            }
+            "post_hook" => {
+                get(a.key("on"))?
+                    .register_post_accumulate_grad_hook(move |v| {
+                        if let Some(g) = v.grad() {
+                            g.mul_(c)?;
+                        }
+                        Ok(())
+                    })
+                    .map_err(e("register_post_accumulate_grad_hook"))?;
+            }
+            "zero_grad" => get(a.key("on"))?
+                .zero_grad(a.key("none").b())
+                .map_err(e("zero_grad"))?,
+            act => {
+                let outs = a
+                    .key("outputs")
+                    .arr()
+                    .iter()
+                    .map(get)
+                    .collect::<Result<Vec<Var>, String>>()?;
+                let outs: Vec<&Var> = outs.iter().collect();
+                let ups: Vec<Option<Tensor>> = a.key("ups").arr().iter().map(upstream).collect();
+                let ups: Vec<Option<&Tensor>> = ups.iter().map(Option::as_ref).collect();
+                let retain = a.key("retain").b();
+                if act == "backward" {
+                    strata_autograd::backward(&outs, &ups, retain).map_err(e("backward"))?;
+                    continue;
+                }
+                let ins = a
+                    .key("inputs")
+                    .arr()
+                    .iter()
+                    .map(get)
+                    .collect::<Result<Vec<Var>, String>>()?;
+                let ins: Vec<&Var> = ins.iter().collect();
+                let args = GradArgs {
+                    retain_graph: retain,
+                    allow_unused: a.key("allow_unused").b(),
+                    materialize_grads: a.key("materialize").b(),
+                };
+                let got = grad_with(&outs, &ups, &ins, args).map_err(e("grad"))?;
+                let want = &p.key("expect_returned").arr()[grads_calls];
+                let err = p.key("err_returned").arr().get(grads_calls);
+                for (i, g) in got.into_iter().enumerate() {
+                    let err = err.map_or(&J::Null, |x| x.arr().get(i).unwrap_or(&J::Null));
+                    let what = format!("grad call {grads_calls}, input {i}");
+                    compare_opt(&what, g, &want.arr()[i], err, tol)?;
+                }
+                grads_calls += 1;
+            }
+        }
+    }
+    for (name, v) in &leaves {
+        let want = p.key("expect_grads").key(name);
+        let err = p.key("err_grads").key(name);
+        compare_opt(&format!("grad {name}"), v.grad(), want, err, tol)?;
+    }
+    if let J::Object(kept) = p.key("expect_retained") {
+        for (name, want) in kept {
+            let v = var_of(&env, name).map_err(|e| e.0)?;
+            let err = p.key("err_retained").key(name);
+            compare_opt(&format!("retained grad {name}"), v.grad(), want, err, tol)?;
         }
     }
     Ok(())
@@ -532,10 +972,31 @@ fn run_program(p: &J) -> Result<(), String> {
 
 /// The ops of a program, for the report.
 fn ops_of(p: &J) -> String {
-    p.key("steps")
+    let steps = steps_str(p.key("steps"));
+    match p.key("kind").str() {
+        "train" => format!("train{} {steps}", args_str(p.key("train"))),
+        "api" => {
+            let acts: Vec<String> = (p.key("actions").arr().iter())
+                .map(|a| format!("{}{}", a.key("act").str(), args_str(a)))
+                .collect();
+            format!("{steps} then {}", acts.join(", "))
+        }
+        _ => steps,
+    }
+}
+
+fn steps_str(steps: &J) -> String {
+    steps
         .arr()
         .iter()
-        .map(|s| format!("{}{}", s.key("op").str(), args_str(s.key("args"))))
+        .map(|s| {
+            let a = s.key("args");
+            if a.key("steps").is_array() {
+                format!("{}[{}]", s.key("op").str(), steps_str(a.key("steps")))
+            } else {
+                format!("{}{}", s.key("op").str(), args_str(a))
+            }
+        })
         .collect::<Vec<_>>()
         .join(" -> ")
 }
@@ -560,7 +1021,8 @@ fn short(x: &J) -> String {
         J::Number(n) => n.to_string(),
         J::String(s) => s.clone(),
         J::Array(v) => format!("[{}]", v.iter().map(short).collect::<Vec<_>>().join(",")),
-        J::Object(_) => "{..}".into(),
+        J::Object(v) if v.contains_key("data") => "<tensor>".into(),
+        J::Object(_) => args_str(x),
     }
 }
 
