@@ -683,6 +683,24 @@ fn parameter(_: &str, t: Tensor) -> Result<Var, String> {
 }
 
 /// Runs a program's steps on `env`; returns its output.
+/// The program's leaves (made parameters) and its forward run, whose output
+/// is checked against PyTorch's: the environment, leaves, output and the
+/// program's tolerance.
+#[allow(clippy::type_complexity)]
+fn checked_forward(p: &J) -> Result<(Env, Vec<(String, Var)>, Var, Tol), String> {
+    let (mut env, leaves) = load_inputs(p, parameter)?;
+    let out = forward(p, &mut env)?;
+    let tol = Tol::of(p);
+    compare(
+        "forward",
+        out.data(),
+        p.key("expect_out"),
+        p.key("err_out"),
+        tol,
+    )?;
+    Ok((env, leaves, out, tol))
+}
+
 fn forward(p: &J, env: &mut Env) -> Result<Var, String> {
     run_steps(p.key("steps").arr(), env, p.key("dtypes")).map_err(|e| e.0)?;
     var_of(env, p.key("out").str()).map_err(|e| e.0)
@@ -699,16 +717,7 @@ fn run_program(p: &J) -> Result<(), String> {
         "api" => return run_api(p),
         _ => {}
     }
-    let (mut env, leaves) = load_inputs(p, parameter)?;
-    let out = forward(p, &mut env)?;
-    let tol = Tol::of(p);
-    compare(
-        "forward",
-        out.data(),
-        p.key("expect_out"),
-        p.key("err_out"),
-        tol,
-    )?;
+    let (_env, leaves, out, tol) = checked_forward(p)?;
     let up = p.key("upstream");
     let r = if up.is_null() {
         out.sum(None, false).and_then(|s| s.backward())
@@ -881,16 +890,7 @@ fn run_train(p: &J) -> Result<(), String> {
 /// grad passes), then the leaves' `.grad`, the retained gradients and what
 /// each `grad` returned are PyTorch's.
 fn run_api(p: &J) -> Result<(), String> {
-    let (mut env, leaves) = load_inputs(p, parameter)?;
-    let out = forward(p, &mut env)?;
-    let tol = Tol::of(p);
-    compare(
-        "forward",
-        out.data(),
-        p.key("expect_out"),
-        p.key("err_out"),
-        tol,
-    )?;
+    let (env, leaves, _out, tol) = checked_forward(p)?;
     let get = |n: &J| var_of(&env, n.str()).map_err(|e| e.0);
     let e = |what: &'static str| move |e: AutogradError| format!("{what}: error {e}");
     let mut grads_calls = 0;

@@ -686,16 +686,7 @@ impl Tensor {
         diagonal: i64,
         upper: bool,
     ) -> Result<Tensor> {
-        let n = self.ndim();
-        if n < 2 {
-            return Err(TensorError::shape(
-                op,
-                format!(
-                    "the input must have at least 2 dims, got shape {:?}",
-                    self.shape()
-                ),
-            ));
-        }
+        let n = self.matrix_dims(op)?;
         // Outside triu(k): col - row < k, i.e. tril(k - 1); outside
         // tril(k): col - row > k, i.e. triu(k + 1). Nothing lies outside
         // past the ends of i64.
@@ -716,6 +707,22 @@ impl Tensor {
             self.device(),
         )?;
         self.masked_fill_(&mask, Scalar::Int(0))
+    }
+
+    /// The number of dims of a triangle op's input: at least 2 (the last two
+    /// are the matrix).
+    fn matrix_dims(&self, op: &'static str) -> Result<usize> {
+        let n = self.ndim();
+        if n < 2 {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the input must have at least 2 dims, got shape {:?}",
+                    self.shape()
+                ),
+            ));
+        }
+        Ok(n)
     }
 
     /// The bool mask `[rows, cols]` of triu (upper) or tril on `device`.
@@ -751,16 +758,7 @@ impl Tensor {
     }
 
     fn triangle(&self, op: &'static str, diagonal: i64, upper: bool) -> Result<Tensor> {
-        let n = self.ndim();
-        if n < 2 {
-            return Err(TensorError::shape(
-                op,
-                format!(
-                    "the input must have at least 2 dims, got shape {:?}",
-                    self.shape()
-                ),
-            ));
-        }
+        let n = self.matrix_dims(op)?;
         if self.numel() == 0 {
             // Nothing to keep or zero: no mask (whose rows or columns alone
             // could be a huge allocation for a [2^40, 0] input).
