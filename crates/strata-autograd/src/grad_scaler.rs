@@ -131,7 +131,10 @@ impl GradScaler {
     /// Divides the gradients of `optimizer`'s parameters by the scale in place
     /// and records, on the device, whether any is non-finite. Called by
     /// [`GradScaler::step`] when the caller did not (call it yourself before
-    /// clipping gradients); a second call in the same iteration is an error.
+    /// clipping gradients); a second call in the same iteration is an error,
+    /// and so are f16 gradients (as in PyTorch: keep f32 parameters and
+    /// use autocast; bf16 gradients are accepted). A refused call changes
+    /// nothing.
     pub fn unscale_(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
         if self.found_inf.is_some() {
             return Err(AutogradError::GradScaler {
@@ -144,6 +147,17 @@ impl GradScaler {
         // Every gradient is checked before any is unscaled: an error half-way
         // would leave some unscaled and the scaler ready to unscale them again.
         let grads: Vec<Tensor> = optimizer.params().iter().filter_map(Var::grad).collect();
+        // PyTorch's `unscale_` refuses f16 gradients ("Attempting to unscale
+        // FP16 gradients."): an f16 gradient that was scaled has already
+        // overflowed or lost the bits the scale was meant to keep.
+        if grads.iter().any(|g| g.dtype() == DType::F16) {
+            return Err(AutogradError::GradScaler {
+                msg: "cannot unscale f16 gradients (as PyTorch refuses them): keep the \
+                      parameters in f32 and run the forward pass under autocast, so that the \
+                      gradients the scaler unscales are f32"
+                    .into(),
+            });
+        }
         crate::optim::check_grads_in_place("GradScaler::unscale_", &grads)?;
         let mut flag: Option<Tensor> = None;
         for g in grads {

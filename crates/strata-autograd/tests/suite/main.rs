@@ -12,6 +12,7 @@ mod common;
 
 mod extrema;
 mod grad_oracle;
+mod grad_scaler;
 mod gradcheck_dimops;
 mod gradcheck_math;
 mod hooks_and_grad;
