@@ -3583,3 +3583,171 @@ test_device!(
     dropout_multiplies_by_its_noise_cpu,
     dropout_multiplies_by_its_noise_cuda
 );
+
+/// The fused Adam step's `maximize` and AMSGrad (`adam_step_with_`) on the
+/// GPU against the CPU: every float dtype, lengths with ragged vector tails,
+/// misaligned bases (a narrow by one element disables the 16-byte path),
+/// AMSGrad alone, maximize alone and both, with and without weight decay,
+/// three steps in a row whose gradients shrink (so that v falls below its
+/// running maximum); the parameter, both moments and the maximum compared
+/// as `adam_step_matches_cpu` compares them.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn adam_step_options_match_cpu() -> Result<()> {
+    use strata_tensor::AdamHyper;
+    let dev = gpu();
+    let mut seed = 4400;
+    for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64] {
+        for n in [1usize, 7, 4099, 1 << 20] {
+            for skew in [0i64, 1] {
+                for (amsgrad, maximize) in [(true, false), (false, true), (true, true)] {
+                    for wd in [0.0, 0.1] {
+                        seed += 8;
+                        let len = n as i64 + skew;
+                        let make = |s: u64, nonneg: bool| -> Result<Tensor> {
+                            let t = data(&[len as usize], dtype, s)?.div(8.0)?;
+                            let t = if nonneg { t.abs()? } else { t };
+                            t.narrow(0, skew, n as i64)
+                        };
+                        let (p, m, v) = (
+                            make(seed, false)?,
+                            make(seed + 1, false)?,
+                            make(seed + 2, true)?,
+                        );
+                        let x = make(seed + 3, true)?.mul(0.5)?;
+                        // The GPU twins keep the skew.
+                        let skewed = |t: &Tensor| -> Result<Tensor> {
+                            let base = Tensor::zeros(&[len as usize], dtype, dev)?;
+                            let view = base.narrow(0, skew, n as i64)?;
+                            view.copy_(&t.to(dev)?)?;
+                            Ok(view)
+                        };
+                        let (gp, gm, gv, gx) = (skewed(&p)?, skewed(&m)?, skewed(&v)?, skewed(&x)?);
+                        for step in 1..=3 {
+                            let g = make(seed + 4 + step as u64 * 97, false)?
+                                .mul(4.0 / f64::from(step * step))?;
+                            let h = AdamHyper {
+                                lr: 1e-2,
+                                beta1: 0.9,
+                                beta2: 0.9,
+                                eps: 1e-8,
+                                weight_decay: wd,
+                                step,
+                            };
+                            let (cx, gxo) = if amsgrad {
+                                (Some(&x), Some(&gx))
+                            } else {
+                                (None, None)
+                            };
+                            p.adam_step_with_(&g, &m, &v, cx, h, maximize)?;
+                            gp.adam_step_with_(&g.to(dev)?, &gm, &gv, gxo, h, maximize)?;
+                        }
+                        let what = format!(
+                            "adam_step_with_ {dtype:?} n={n} skew={skew} amsgrad={amsgrad} \
+                             maximize={maximize} wd={wd}"
+                        );
+                        for (name, c, g) in [
+                            ("p", &p, &gp),
+                            ("m", &m, &gm),
+                            ("v", &v, &gv),
+                            ("max", &x, &gx),
+                        ] {
+                            check_same(
+                                &format!("{what} {name}"),
+                                &c.contiguous()?,
+                                &g.contiguous()?,
+                                true,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The GPU list step with AMSGrad and maximize (`adam_step_list_with_`, one
+/// kernel over up to 64 tensors a launch, the maxima a fifth pointer table)
+/// equals the GPU's `adam_step_with_` item by item, bit for bit: every
+/// float dtype, 150 items (three launches) of ragged lengths, empty ones,
+/// items misaligned by one element, moments and maxima as views into flat
+/// buffers as AdamW makes them, and an f32 item split over several list
+/// entries.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn adam_step_list_with_options_matches_each_items_step() -> Result<()> {
+    use strata_tensor::AdamHyper;
+    let dev = gpu();
+    let h = AdamHyper {
+        lr: 1e-2,
+        beta1: 0.9,
+        beta2: 0.95,
+        eps: 1e-8,
+        weight_decay: 0.1,
+        step: 3,
+    };
+    let host_vec = |t: &Tensor| -> Vec<f64> {
+        t.to(Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    };
+    for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64] {
+        let mut lens: Vec<usize> = (0..150)
+            .map(|k| [0usize, 1, 7, 8, 768, 2304, 4099, 65_539][k % 8] + k)
+            .collect();
+        if dtype == DType::F32 {
+            lens[75] = 20_000_000; // more than one list entry
+        }
+        let total: usize = lens.iter().map(|n| n + 1).sum();
+        let flat = |seed: u64, nonneg: bool| -> Result<Tensor> {
+            let t = Tensor::rand(&[total], dtype, seed, dev)?;
+            if nonneg {
+                Ok(t)
+            } else {
+                t.sub(0.5)
+            }
+        };
+        let (bucket, m, v) = (flat(1, false)?, flat(2, false)?, flat(3, true)?);
+        let x = flat(4, true)?.mul(0.5)?;
+        let (mut ps, mut gs, mut ms, mut vs, mut xs) = (vec![], vec![], vec![], vec![], vec![]);
+        let mut off = 0i64;
+        for (k, &n) in lens.iter().enumerate() {
+            let skew = i64::from(k % 3 == 0);
+            let base = Tensor::rand(&[n + 1], dtype, 100 + k as u64, dev)?;
+            ps.push(base.narrow(0, skew, n as i64)?);
+            let at = off + skew;
+            gs.push(bucket.narrow(0, at, n as i64)?);
+            ms.push(m.narrow(0, at, n as i64)?);
+            vs.push(v.narrow(0, at, n as i64)?);
+            xs.push(x.narrow(0, at, n as i64)?);
+            off += n as i64 + 1;
+        }
+        let clones =
+            |ts: &[Tensor]| -> Vec<Tensor> { ts.iter().map(|t| t.deep_clone().unwrap()).collect() };
+        for maximize in [false, true] {
+            let (ps2, ms2, vs2, xs2) = (clones(&ps), clones(&ms), clones(&vs), clones(&xs));
+            Tensor::adam_step_list_with_(&ps, &gs, &ms, &vs, Some(&xs), h, maximize)?;
+            for k in 0..lens.len() {
+                ps2[k].adam_step_with_(&gs[k], &ms2[k], &vs2[k], Some(&xs2[k]), h, maximize)?;
+            }
+            for k in 0..lens.len() {
+                let what = format!(
+                    "{dtype:?} maximize={maximize} item {k} of length {}",
+                    lens[k]
+                );
+                assert!(host_vec(&ps[k]) == host_vec(&ps2[k]), "{what}: parameter");
+                assert!(host_vec(&ms[k]) == host_vec(&ms2[k]), "{what}: exp_avg");
+                assert!(host_vec(&vs[k]) == host_vec(&vs2[k]), "{what}: exp_avg_sq");
+                assert!(
+                    host_vec(&xs[k]) == host_vec(&xs2[k]),
+                    "{what}: max_exp_avg_sq"
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -161,24 +161,27 @@ pub(crate) trait Backend: Sync {
 
     // ----- fused optimizer steps -----
     /// One Adam / AdamW step over `n` elements of the contiguous parameter
-    /// `p`, gradient `g` and moments `m`, `v` (one float dtype, four distinct
-    /// storages), updating `p`, `m` and `v` in place; f16/bf16 computed in f32.
+    /// `item.p`, gradient `item.g` and moments `item.m`, `item.v` (and, for
+    /// AMSGrad, the running maximum `item.max`; one float dtype, distinct
+    /// storages), updating all but the gradient in place; f16/bf16 computed
+    /// in f32. `s.amsgrad` holds exactly when `item.max` is present.
     fn adam_step(
         &self,
-        p: &Arg,
-        g: &Arg,
-        m: &Arg,
-        v: &Arg,
+        item: &crate::ops::AdamItem<'_>,
         n: usize,
-        h: &crate::ops::AdamHyper,
+        s: &crate::ops::AdamStep,
     ) -> Result<()>;
 
-    /// [`Backend::adam_step`] on each item `[p, g, m, v]` (contiguous, one
-    /// float dtype, written tensors disjoint from every other operand),
-    /// with the same hyper-parameters. By default one `adam_step` per item.
-    fn adam_step_list(&self, items: &[[Arg<'_>; 4]], h: &crate::ops::AdamHyper) -> Result<()> {
-        for [p, g, m, v] in items {
-            self.adam_step(p, g, m, v, p.layout.numel(), h)?;
+    /// [`Backend::adam_step`] on each item (contiguous, one float dtype,
+    /// written tensors disjoint from every other operand), with the same
+    /// step. By default one `adam_step` per item.
+    fn adam_step_list(
+        &self,
+        items: &[crate::ops::AdamItem<'_>],
+        s: &crate::ops::AdamStep,
+    ) -> Result<()> {
+        for item in items {
+            self.adam_step(item, item.p.layout.numel(), s)?;
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ pub(crate) mod table;
 pub use elementwise::{GeluApprox, Operand, RoundingMode};
 pub use matmul::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use optim::AdamHyper;
+pub(crate) use optim::{AdamItem, AdamStep};
 
 // ---- issue 12: nn, indexing, joining (branch nn) ----
 mod index;

@@ -358,3 +358,224 @@ fn list_step_reads_an_earlier_items_update() {
         assert_eq!(host(&ms[k]), host(&m2[k]), "exp_avg {k}");
     }
 }
+
+// ----- session 44: maximize and AMSGrad (`adam_step_with_`, `adam_step_list_with_`) -----
+
+/// One step of PyTorch's single-tensor Adam(W) with `maximize` and
+/// `amsgrad` (`max` the running maximum of v), on f64 host vectors.
+fn reference_with(
+    p: &mut [f64],
+    g: &[f64],
+    m: &mut [f64],
+    v: &mut [f64],
+    max: &mut [f64],
+    h: AdamHyper,
+    maximize: bool,
+) {
+    let bc1 = 1.0 - h.beta1.powi(h.step);
+    let bc2 = 1.0 - h.beta2.powi(h.step);
+    for i in 0..p.len() {
+        let g = if maximize { -g[i] } else { g[i] };
+        p[i] *= 1.0 - h.lr * h.weight_decay;
+        m[i] += (g - m[i]) * (1.0 - h.beta1);
+        v[i] = v[i] * h.beta2 + (1.0 - h.beta2) * g * g;
+        max[i] = max[i].max(v[i]);
+        let denom = max[i].sqrt() / bc2.sqrt() + h.eps;
+        p[i] -= h.lr / bc1 * m[i] / denom;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// maximize and AMSGrad against the reference in f64 (random lengths,
+    /// past the parallel chunks too; a running maximum above or below the
+    /// new v), within rounding; without AMSGrad, maximize is the step on
+    /// the negated gradient, bit for bit.
+    #[test]
+    fn maximize_and_amsgrad_follow_the_reference(
+        n in 0usize..40_000,
+        lr in 0.0f64..1.0,
+        b1 in 0.0f64..0.999,
+        b2 in 0.0f64..0.9999,
+        wd in 0.0f64..0.5,
+        step in 1i32..50,
+        maximize in any::<bool>(),
+        seed in 0u64..1000,
+    ) {
+        let h = AdamHyper { lr, beta1: b1, beta2: b2, eps: 1e-8, weight_decay: wd, step };
+        let (mut p, g, mut m, mut v) = (
+            values(n, seed, false), values(n, seed + 1, false),
+            values(n, seed + 2, false), values(n, seed + 3, true),
+        );
+        let mut max: Vec<f64> = values(n, seed + 4, true).iter().map(|x| x * 0.01).collect();
+        let t = |x: &[f64]| tensor(x, &[n], DType::F64);
+        let (tp, tm, tv, tx) = (t(&p), t(&m), t(&v), t(&max));
+        let (np, nm, nv) = (t(&p), t(&m), t(&v));
+        tp.adam_step_with_(&t(&g), &tm, &tv, Some(&tx), h, maximize).unwrap();
+        reference_with(&mut p, &g, &mut m, &mut v, &mut max, h, maximize);
+        for (got, want) in [(host(&tp), p), (host(&tm), m), (host(&tv), v), (host(&tx), max)] {
+            for (a, b) in got.iter().zip(&want) {
+                prop_assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{} vs {}", a, b);
+            }
+        }
+        // maximize without AMSGrad: adam_step_ on -g.
+        let (qp, qm, qv) = (np.deep_clone().unwrap(), nm.deep_clone().unwrap(), nv.deep_clone().unwrap());
+        np.adam_step_with_(&t(&g), &nm, &nv, None, h, true).unwrap();
+        qp.adam_step_(&t(&g).neg().unwrap(), &qm, &qv, h).unwrap();
+        for (a, b) in [(&np, &qp), (&nm, &qm), (&nv, &qv)] {
+            prop_assert!(host(a) == host(b));
+        }
+    }
+}
+
+/// AMSGrad in f16 and bf16: the maximum is taken in f32 with the unrounded
+/// new v and divides unrounded (PyTorch's fused kernel), so the parameter
+/// may differ from a step on a rounded v; the stored maximum is the rounded
+/// maximum, never below the stored v.
+#[test]
+fn amsgrad_keeps_the_running_maximum_in_every_float_dtype() {
+    for d in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let n = 257;
+        let t = |x: &[f64]| tensor(x, &[n], d);
+        let p = t(&values(n, 1, false));
+        let (m, v, x) = (t(&vec![0.0; n]), t(&vec![0.0; n]), t(&vec![0.0; n]));
+        let mut last_max = vec![0.0; n];
+        for step in 1..=6 {
+            // Large gradients first, then small: v decays below its maximum.
+            let scale = if step <= 2 { 4.0 } else { 0.1 };
+            let g: Vec<f64> = values(n, 10 + step as u64, false)
+                .iter()
+                .map(|g| g * scale)
+                .collect();
+            let h = AdamHyper {
+                beta2: 0.9,
+                ..hyper(step, 0.0)
+            };
+            p.adam_step_with_(&t(&g), &m, &v, Some(&x), h, false)
+                .unwrap();
+            let (hv, hx) = (host(&v), host(&x));
+            for i in 0..n {
+                assert!(
+                    hx[i] >= hv[i] && hx[i] >= last_max[i],
+                    "{d} step {step} element {i}"
+                );
+            }
+            last_max = hx;
+        }
+        let (hv, hx) = (host(&v), host(&x));
+        assert!(
+            hx.iter().zip(&hv).any(|(x, v)| x > v),
+            "{d}: the maximum never mattered"
+        );
+    }
+}
+
+/// With AMSGrad and maximize, strided operands (the maximum transposed too)
+/// take the same formula as contiguous ones, and the list step equals each
+/// item's step, bit for bit.
+#[test]
+fn options_on_strided_operands_and_lists_match_the_single_step() {
+    let (r, c) = (5, 3);
+    let n = r * c;
+    for d in [DType::F32, DType::BF16] {
+        let t = |seed: u64, nonneg: bool| tensor(&values(n, seed, nonneg), &[r, c], d);
+        let h = hyper(3, 0.1);
+        // Contiguous.
+        let (p, m, v, x, g) = (
+            t(1, false),
+            t(2, false),
+            t(3, true),
+            t(4, true),
+            t(5, false),
+        );
+        // The same values in transposed storages.
+        let tr = |a: &Tensor| {
+            a.transpose(0, 1)
+                .unwrap()
+                .contiguous()
+                .unwrap()
+                .transpose(0, 1)
+                .unwrap()
+        };
+        let (sp, sm, sv, sx) = (tr(&p), tr(&m), tr(&v), tr(&x));
+        assert!(!sp.is_contiguous());
+        p.adam_step_with_(&g, &m, &v, Some(&x), h, true).unwrap();
+        sp.adam_step_with_(&g, &sm, &sv, Some(&sx), h, true)
+            .unwrap();
+        for (a, b) in [(&p, &sp), (&m, &sm), (&v, &sv), (&x, &sx)] {
+            assert_eq!(host(a), host(b), "{d} strided");
+        }
+        // Lists of three items against item by item.
+        let items = |seed: u64| -> [Vec<Tensor>; 5] {
+            let mk = |k: u64, nonneg| {
+                (0..3)
+                    .map(|i| {
+                        tensor(
+                            &values(7 + i, seed + 10 * k + i as u64, nonneg),
+                            &[7 + i],
+                            d,
+                        )
+                    })
+                    .collect()
+            };
+            [
+                mk(0, false),
+                mk(1, false),
+                mk(2, false),
+                mk(3, true),
+                mk(4, true),
+            ]
+        };
+        let [ps, gs, ms, vs, xs] = items(100);
+        let [ps2, _, ms2, vs2, xs2] = items(100);
+        Tensor::adam_step_list_with_(&ps, &gs, &ms, &vs, Some(&xs), h, true).unwrap();
+        for i in 0..3 {
+            ps2[i]
+                .adam_step_with_(&gs[i], &ms2[i], &vs2[i], Some(&xs2[i]), h, true)
+                .unwrap();
+            for (a, b) in [(&ps, &ps2), (&ms, &ms2), (&vs, &vs2), (&xs, &xs2)] {
+                assert_eq!(host(&a[i]), host(&b[i]), "{d} list item {i}");
+            }
+        }
+    }
+}
+
+/// A bad fifth operand is a typed error before anything is written: a
+/// maximum of another dtype, shape or device, in the storage of another
+/// operand, expanded (elements sharing memory); a list of maxima of another
+/// length.
+#[test]
+fn a_bad_running_maximum_is_refused_and_changes_nothing() {
+    let f = |x: &[f64]| tensor(x, &[x.len()], DType::F32);
+    let (p, g, m, v) = (
+        f(&[1.0, 2.0]),
+        f(&[0.5, -0.5]),
+        f(&[0.1, 0.2]),
+        f(&[0.3, 0.4]),
+    );
+    let before = [host(&p), host(&m), host(&v)];
+    let h = hyper(1, 0.0);
+    let bad: Vec<(Tensor, &str)> = vec![
+        (tensor(&[0.0, 0.0], &[2], DType::F64), "dtype"),
+        (f(&[0.0, 0.0, 0.0]), "shape"),
+        (v.clone(), "storage"),
+        (p.clone(), "storage"),
+        (f(&[0.0]).expand(&[2]).unwrap(), "expanded"),
+    ];
+    for (x, why) in &bad {
+        let e = p.adam_step_with_(&g, &m, &v, Some(x), h, false);
+        assert!(e.is_err(), "{why}: accepted");
+        assert_eq!([host(&p), host(&m), host(&v)], before, "{why}: changed");
+    }
+    let e = Tensor::adam_step_list_with_(
+        std::slice::from_ref(&p),
+        std::slice::from_ref(&g),
+        std::slice::from_ref(&m),
+        std::slice::from_ref(&v),
+        Some(&[]),
+        h,
+        false,
+    );
+    assert!(matches!(e, Err(TensorError::Value { .. })), "{e:?}");
+    assert_eq!([host(&p), host(&m), host(&v)], before);
+}

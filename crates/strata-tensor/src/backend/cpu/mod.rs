@@ -322,14 +322,11 @@ impl Backend for CpuBackend {
 
     fn adam_step(
         &self,
-        p: &Arg,
-        g: &Arg,
-        m: &Arg,
-        v: &Arg,
+        item: &crate::ops::AdamItem<'_>,
         n: usize,
-        h: &crate::ops::AdamHyper,
+        s: &crate::ops::AdamStep,
     ) -> Result<()> {
-        optim::adam_step(p, g, m, v, n, h);
+        optim::adam_step(item, n, s);
         Ok(())
     }
 

@@ -265,18 +265,19 @@ impl Backend for CudaDevice {
 
     fn adam_step(
         &self,
-        p: &Arg,
-        g: &Arg,
-        m: &Arg,
-        v: &Arg,
+        item: &crate::ops::AdamItem<'_>,
         n: usize,
-        h: &crate::ops::AdamHyper,
+        s: &crate::ops::AdamStep,
     ) -> Result<()> {
-        optim::adam_step(self, p, g, m, v, n, h)
+        optim::adam_step(self, item, n, s)
     }
 
-    fn adam_step_list(&self, items: &[[Arg<'_>; 4]], h: &crate::ops::AdamHyper) -> Result<()> {
-        optim::adam_step_list(self, items, h)
+    fn adam_step_list(
+        &self,
+        items: &[crate::ops::AdamItem<'_>],
+        s: &crate::ops::AdamStep,
+    ) -> Result<()> {
+        optim::adam_step_list(self, items, s)
     }
 
     fn read_to_host(&self, src: Mem, offset: usize, out: &mut [u8]) -> Result<()> {

@@ -1,5 +1,6 @@
 //! Fused optimizer steps: `adam_step` updates a parameter and its two moment
-//! estimates from its gradient in one pass (read p, g, m, v; write p, m, v),
+//! estimates from its gradient in one pass (read p, g, m, v; write p, m, v;
+//! with AMSGrad also read and write the running maximum x),
 //! with 16-byte vectors when every operand is aligned. f16/bf16 compute in
 //! f32 and round once. `adam_step_list` does the same for up to `LIST`
 //! tensors in one launch: each block takes one chunk of one tensor.
@@ -34,30 +35,48 @@ pub(crate) fn source(d: DType) -> String {
 
 const TEMPLATE: &str = r#"
 // The hyper-parameters as the host passes them (`AdamArgs` there), and as
-// the update computes with them.
-struct AdamArgs { double decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size; int decays; };
-struct Adam { C decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size; int decays; };
+// the update computes with them. `maximize`: the step uses -g (PyTorch's
+// `maximize=True`); `amsgrad`: a fifth operand holds the running maximum of
+// the second moment, whose root divides instead of v's.
+struct AdamArgs {
+  double decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size;
+  int decays, maximize, amsgrad;
+};
+struct Adam { C decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size; int decays, maximize, amsgrad; };
 __device__ __forceinline__ Adam adam_of(const AdamArgs& h) {
   return {(C)h.decay, (C)h.one_b1, (C)h.b2, (C)h.one_b2, (C)h.c2_sqrt, (C)h.eps, (C)h.step_size,
-          h.decays};
+          h.decays, h.maximize, h.amsgrad};
 }
-__device__ __forceinline__ void adam1(T& p, T g, T& m, T& v, const Adam& a) {
-  const C gr = ld(g);
+// max(a, b), NaN if either is (PyTorch's `maximum`).
+__device__ __forceinline__ C max_nan(C a, C b) { return (a != a) ? a : ((b != b || b > a) ? b : a); }
+// One element; `x` (the running maximum of v) is read and written only with
+// `a.amsgrad`.
+__device__ __forceinline__ void adam1(T& p, T g, T& m, T& v, T& x, const Adam& a) {
+  C gr = ld(g);
+  if (a.maximize) gr = -gr;
   C pr = ld(p);
   if (a.decays) pr *= a.decay;
   C mr = ld(m);
   mr = mr + a.one_b1 * (gr - mr);
   const C vr = a.b2 * ld(v) + a.one_b2 * (gr * gr);
-  const C denom = csqrt(vr) / a.c2_sqrt + a.eps;
+  C root_of = vr;
+  if (a.amsgrad) {
+    // The maximum with the unrounded new v (f32 for f16/bf16), used
+    // unrounded; the stored copy is rounded (PyTorch's fused kernels).
+    root_of = max_nan(ld(x), vr);
+    x = st(root_of);
+  }
+  const C denom = csqrt(root_of) / a.c2_sqrt + a.eps;
   pr = pr - a.step_size * (mr / denom);
   m = st(mr);
   v = st(vr);
   p = st(pr);
 }
-// Updates elements [0, n) of p, g, m, v: this thread takes `first`, then
-// every `step`-th. `vec`: every base is 16-byte aligned, so the first
-// n / V * V elements go by vectors of V.
-__device__ __forceinline__ void adam_range(T* p, const T* g, T* m, T* v, i64 n, i64 first,
+// Updates elements [0, n) of p, g, m, v (and x with AMSGrad; otherwise x
+// is never touched and may be null): this thread takes `first`, then every
+// `step`-th. `vec`: every base is 16-byte aligned, so the first n / V * V
+// elements go by vectors of V.
+__device__ __forceinline__ void adam_range(T* p, const T* g, T* m, T* v, T* x, i64 n, i64 first,
     i64 step, bool vec, const Adam& a) {
   i64 done = 0;
   if (vec) {
@@ -67,23 +86,30 @@ __device__ __forceinline__ void adam_range(T* p, const T* g, T* m, T* v, i64 n, 
       const Vec<T, V> gv = reinterpret_cast<const Vec<T, V>*>(g)[i];
       Vec<T, V> mv = reinterpret_cast<Vec<T, V>*>(m)[i];
       Vec<T, V> vv = reinterpret_cast<Vec<T, V>*>(v)[i];
+      Vec<T, V> xv;
+      if (a.amsgrad) xv = reinterpret_cast<Vec<T, V>*>(x)[i];
 #pragma unroll
-      for (int j = 0; j < V; j++) adam1(pv.v[j], gv.v[j], mv.v[j], vv.v[j], a);
+      for (int j = 0; j < V; j++) adam1(pv.v[j], gv.v[j], mv.v[j], vv.v[j], xv.v[j], a);
       reinterpret_cast<Vec<T, V>*>(p)[i] = pv;
       reinterpret_cast<Vec<T, V>*>(m)[i] = mv;
       reinterpret_cast<Vec<T, V>*>(v)[i] = vv;
+      if (a.amsgrad) reinterpret_cast<Vec<T, V>*>(x)[i] = xv;
     }
     done = nv * V;
   }
-  for (i64 i = done + first; i < n; i += step) adam1(p[i], g[i], m[i], v[i], a);
+  for (i64 i = done + first; i < n; i += step) {
+    T unused;
+    adam1(p[i], g[i], m[i], v[i], a.amsgrad ? x[i] : unused, a);
+  }
 }
 // One tensor, grid-stride.
-extern "C" __global__ void adam_step(char* pp, const char* gp, char* mp, char* vp, i64 n,
-    AdamArgs h, int vec) {
+extern "C" __global__ void adam_step(char* pp, const char* gp, char* mp, char* vp, char* xp,
+    i64 n, AdamArgs h, int vec) {
   const i64 tid = (i64)blockIdx.x * blockDim.x + threadIdx.x;
   const i64 stride = (i64)gridDim.x * blockDim.x;
   adam_range(reinterpret_cast<T*>(pp), reinterpret_cast<const T*>(gp), reinterpret_cast<T*>(mp),
-             reinterpret_cast<T*>(vp), n, tid, stride, vec != 0, adam_of(h));
+             reinterpret_cast<T*>(vp), reinterpret_cast<T*>(xp), n, tid, stride, vec != 0,
+             adam_of(h));
 }
 // Up to LIST tensors, laid out as `AdamList` on the host: tensor t owns
 // blocks [first_block[t], first_block[t + 1]), each `chunk` elements (a
@@ -102,6 +128,7 @@ struct AdamList {
   const char* g[LIST];
   char* m[LIST];
   char* v[LIST];
+  char* x[LIST];
   i64 n[LIST];
   int first_block[LIST + 1];
   int count;
@@ -117,8 +144,10 @@ extern "C" __global__ void adam_step_list(const GRID_CONST AdamList L, i64 chunk
   const T* g = reinterpret_cast<const T*>(L.g[t]) + start;
   T* m = reinterpret_cast<T*>(L.m[t]) + start;
   T* v = reinterpret_cast<T*>(L.v[t]) + start;
+  T* x = h.amsgrad ? reinterpret_cast<T*>(L.x[t]) + start : nullptr;
   const bool vec = ((reinterpret_cast<size_t>(p) | reinterpret_cast<size_t>(g) |
-                     reinterpret_cast<size_t>(m) | reinterpret_cast<size_t>(v)) & 15) == 0;
-  adam_range(p, g, m, v, len, threadIdx.x, blockDim.x, vec, adam_of(h));
+                     reinterpret_cast<size_t>(m) | reinterpret_cast<size_t>(v) |
+                     reinterpret_cast<size_t>(x)) & 15) == 0;
+  adam_range(p, g, m, v, x, len, threadIdx.x, blockDim.x, vec, adam_of(h));
 }
 "#;
