@@ -183,6 +183,31 @@ pub enum AutogradError {
         /// What was wrong and what to do.
         msg: String,
     },
+    /// Options of an optimizer that do not go together (PyTorch's
+    /// `ValueError` from the constructor), e.g. `SGD`'s Nesterov momentum
+    /// without momentum or with dampening. The optimizer was not changed.
+    #[error("{optimizer}: {msg}")]
+    OptimizerOptions {
+        /// The optimizer.
+        optimizer: &'static str,
+        /// What does not go together and what to do.
+        msg: String,
+    },
+    /// `clip_grad_norm_` with `error_if_nonfinite`: the total norm of the
+    /// gradients is NaN or infinite (PyTorch's `RuntimeError`). No gradient
+    /// was changed.
+    #[error(
+        "clip_grad_norm_: the total norm of order {norm_type} of the gradients is non-finite \
+         ({total}), so it cannot be clipped; find the NaN or infinite gradient (an overflow, \
+         a division by zero in the loss), or set error_if_nonfinite to false to scale the \
+         gradients by the non-finite norm anyway"
+    )]
+    NonFiniteNorm {
+        /// The order of the norm.
+        norm_type: f64,
+        /// The total norm (NaN, +inf or -inf).
+        total: f64,
+    },
     /// An autocast region was asked for with an unsupported dtype.
     #[error("autocast: {msg}")]
     Autocast {

@@ -51,8 +51,10 @@
 //! * **Models and training.** [`nn`]: the [`nn::Module`] trait (PyTorch's
 //!   parameter names, `to`, `train`/`eval`) and the layers [`nn::Linear`],
 //!   [`nn::LayerNorm`], [`nn::Embedding`]. [`optim`]: the [`Optimizer`]
-//!   trait, [`Sgd`] (momentum, weight decay), [`Adam`] and [`AdamW`] (fused
-//!   steps over lists of parameters), [`clip_grad_norm_`]; every optimizer
+//!   trait, [`Sgd`] (momentum, dampening, Nesterov, weight decay, maximize),
+//!   [`Adam`] and [`AdamW`] (fused steps over lists of parameters, AMSGrad,
+//!   maximize), [`clip_grad_norm_`] and [`ClipGradNorm`] (any norm type,
+//!   `error_if_nonfinite`), [`clip_grad_value_`]; every optimizer
 //!   reads and sets its learning rate and saves and loads its state as
 //!   named tensors ([`Optimizer::state_dict`], PyTorch's names, for
 //!   resuming training from a safetensors checkpoint), and
@@ -167,6 +169,6 @@ pub use hooks::{GradHook, HookHandle, TensorHook};
 pub use inference_mode::{inference_mode, is_inference_mode_enabled, InferenceModeGuard};
 pub use ops::attention::{AttentionArgs, AttentionSaving};
 pub use ops::nn::{generator_state, manual_seed};
-pub use optim::{clip_grad_norm_, AdamW};
+pub use optim::{clip_grad_norm_, clip_grad_value_, AdamW, ClipGradNorm};
 pub use var::{Var, VarOperand};
 pub use weak::WeakVar;

@@ -1,12 +1,14 @@
-//! Adam (PyTorch's `Adam`, no AMSGrad):
+//! Adam (PyTorch's `Adam`):
 //! `m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
 //! p -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)`, fused over the
-//! list of parameters ([`Tensor::adam_step_list_`]).
+//! list of parameters ([`Tensor::adam_step_list_with_`]); with PyTorch's
+//! `amsgrad` (divide by the root of the running maximum of `v`) and
+//! `maximize` (ascend: use `-g`).
 
 use super::adam_lists::AdamLists;
-use super::state::{self, AdamHypers, StateDict};
+use super::state::{self, AdamHypers, AdamState, StateDict};
 use super::{check, check_non_negative, Optimizer};
-use crate::error::Result;
+use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{AdamHyper, Tensor};
 
@@ -18,6 +20,8 @@ struct State {
     step: i32,
     m: Tensor,
     v: Tensor,
+    /// The running maximum of `v` (AMSGrad only).
+    max: Option<Tensor>,
 }
 
 /// The Adam optimizer.
@@ -26,11 +30,26 @@ pub struct Adam {
     lr: f64,
     betas: (f64, f64),
     eps: f64,
+    amsgrad: bool,
+    maximize: bool,
     state: Vec<Option<State>>,
 }
 
+/// The error for turning AMSGrad on or off once `optimizer` has state
+/// (PyTorch then fails at the next step with a `KeyError`).
+pub(crate) fn amsgrad_after_steps(optimizer: &'static str) -> AutogradError {
+    AutogradError::Optimizer {
+        optimizer,
+        msg: "amsgrad cannot change once parameters have taken steps (their state has no \
+              max_exp_avg_sq, or one the other setting would not keep); set it when the \
+              optimizer is made, or load a state saved with it"
+            .into(),
+    }
+}
+
 impl Adam {
-    /// Adam over `params` with learning rate `lr`, betas (0.9, 0.999), eps 1e-8.
+    /// Adam over `params` with learning rate `lr`, betas (0.9, 0.999), eps
+    /// 1e-8, without AMSGrad, minimizing.
     pub fn new(params: Vec<Var>, lr: f64) -> Result<Adam> {
         check_non_negative("Adam", "learning rate", lr)?;
         super::check_distinct("Adam", &params)?;
@@ -40,6 +59,8 @@ impl Adam {
             lr,
             betas: (0.9, 0.999),
             eps: 1e-8,
+            amsgrad: false,
+            maximize: false,
             state,
         })
     }
@@ -57,6 +78,31 @@ impl Adam {
         check_non_negative("Adam", "epsilon", eps)?;
         self.eps = eps;
         Ok(self)
+    }
+
+    /// PyTorch's `amsgrad` (default false): each parameter also keeps the
+    /// running maximum of its second moment (`max_exp_avg_sq`, zero at the
+    /// first step, one more buffer of the parameter's size), and the update
+    /// divides by its root, `sqrt(max_exp_avg_sq) / sqrt(1 - beta2^t) + eps`,
+    /// so the effective step size never grows. Rounded as PyTorch's fused
+    /// CPU kernel.
+    ///
+    /// Refused (an `Optimizer` error, the optimizer unchanged) once a
+    /// parameter has taken a step: its state would lack the maximum.
+    pub fn with_amsgrad(mut self, amsgrad: bool) -> Result<Adam> {
+        if amsgrad != self.amsgrad && self.state.iter().any(Option::is_some) {
+            return Err(amsgrad_after_steps("Adam"));
+        }
+        self.amsgrad = amsgrad;
+        Ok(self)
+    }
+
+    /// PyTorch's `maximize` (default false): ascend the objective, stepping
+    /// along the gradient (the step uses `-g`, negated exactly, before the
+    /// moments see it).
+    pub fn with_maximize(mut self, maximize: bool) -> Adam {
+        self.maximize = maximize;
+        self
     }
 
     /// The learning rate.
@@ -77,15 +123,20 @@ impl Adam {
             lr: self.lr,
             betas: self.betas,
             eps: self.eps,
+            amsgrad: self.amsgrad,
+            maximize: self.maximize,
         }
     }
 
-    /// Bytes held by the moment estimates.
+    /// Bytes held by the moment estimates (and AMSGrad's maxima).
     pub fn state_bytes(&self) -> usize {
         self.state
             .iter()
             .flatten()
-            .map(|s| (s.m.numel() + s.v.numel()) * s.m.dtype().size())
+            .map(|s| {
+                let n = s.m.numel() + s.v.numel() + s.max.as_ref().map_or(0, Tensor::numel);
+                n * s.m.dtype().size()
+            })
             .sum()
     }
 }
@@ -108,7 +159,7 @@ impl Optimizer for Adam {
         self.hypers().write(&mut d)?;
         for (i, s) in self.state.iter().enumerate() {
             if let Some(s) = s {
-                state::write_adam(&mut d, i, s.step, &s.m, &s.v)?;
+                state::write_adam(&mut d, i, s.step, &s.m, &s.v, s.max.as_ref())?;
             }
         }
         Ok(d)
@@ -119,12 +170,13 @@ impl Optimizer for Adam {
         let h = AdamHypers::read("Adam", &mut r)?;
         let loaded = (self.params.iter().enumerate())
             .map(|(i, p)| {
-                let s = state::read_adam(&mut r, i, p)?;
-                Ok(s.map(|(step, m, v)| State { step, m, v }))
+                let s = state::read_adam(&mut r, i, p, h.amsgrad)?;
+                Ok(s.map(|AdamState { step, m, v, max }| State { step, m, v, max }))
             })
             .collect::<Result<Vec<_>>>()?;
         r.finish(self.params.len())?;
         (self.lr, self.betas, self.eps, self.state) = (h.lr, h.betas, h.eps, loaded);
+        (self.amsgrad, self.maximize) = (h.amsgrad, h.maximize);
         Ok(())
     }
 
@@ -139,11 +191,17 @@ impl Optimizer for Adam {
                     step: 0,
                     m: Tensor::zeros(p.shape(), p.dtype(), p.device())?,
                     v: Tensor::zeros(p.shape(), p.dtype(), p.device())?,
+                    max: if self.amsgrad {
+                        Some(Tensor::zeros(p.shape(), p.dtype(), p.device())?)
+                    } else {
+                        None
+                    },
                 }),
             };
             // A count loaded at i32::MAX stays there (see `state::Reader::step`).
             let step = s.step.saturating_add(1);
-            lists.push(k, step, p.data(), g, s.m.clone(), s.v.clone())?;
+            let st = (s.m.clone(), s.v.clone(), s.max.clone());
+            lists.push(k, step, p.data(), g, st)?;
         }
         let hyper = AdamHyper {
             lr: self.lr,
@@ -154,7 +212,7 @@ impl Optimizer for Adam {
             step: 0,
         };
         let state = &mut self.state;
-        lists.run(hyper, |k, step| {
+        lists.run(hyper, self.maximize, |k, step| {
             if let Some(s) = &mut state[k] {
                 s.step = step;
             }

@@ -5,9 +5,9 @@
 use crate::error::Result;
 use strata_tensor::{AdamHyper, DType, Tensor};
 
-/// One list: its key, the parameters', gradients' and moments' tensors, and
-/// the optimizer's index of each parameter.
-type List = ((DType, i32), [Vec<Tensor>; 4], Vec<usize>);
+/// One list: its key, the parameters', gradients', moments' and (AMSGrad)
+/// maxima's tensors, and the optimizer's index of each parameter.
+type List = ((DType, i32), [Vec<Tensor>; 5], Vec<usize>);
 
 /// Lists under construction (see the module docs).
 #[derive(Default)]
@@ -17,15 +17,16 @@ pub(crate) struct AdamLists {
 
 impl AdamLists {
     /// Adds parameter `index` (`p` its data) taking step `step`, with its
-    /// gradient (converted to the parameter's dtype) and its moments.
+    /// gradient (converted to the parameter's dtype), and its state: its
+    /// moments and, with AMSGrad, its running maximum of `v` (every
+    /// parameter of one optimizer has one, or none does).
     pub(crate) fn push(
         &mut self,
         index: usize,
         step: i32,
         p: &Tensor,
         grad: Tensor,
-        exp_avg: Tensor,
-        exp_avg_sq: Tensor,
+        (exp_avg, exp_avg_sq, max_exp_avg_sq): (Tensor, Tensor, Option<Tensor>),
     ) -> Result<()> {
         let grad = if grad.dtype() == p.dtype() {
             grad
@@ -40,21 +41,29 @@ impl AdamLists {
                 self.lists.len() - 1
             }
         };
-        let (_, [ps, gs, ms, vs], indices) = &mut self.lists[at];
+        let (_, [ps, gs, ms, vs, xs], indices) = &mut self.lists[at];
         ps.push(p.clone());
         gs.push(grad);
         ms.push(exp_avg);
         vs.push(exp_avg_sq);
+        xs.extend(max_exp_avg_sq);
         indices.push(index);
         Ok(())
     }
 
     /// Updates each list with `hyper` at the list's own step (`hyper.step`
-    /// is ignored), then calls `done(index, step)` for each of its
-    /// parameters.
-    pub(crate) fn run(self, hyper: AdamHyper, mut done: impl FnMut(usize, i32)) -> Result<()> {
-        for ((_, step), [ps, gs, ms, vs], indices) in self.lists {
-            Tensor::adam_step_list_(&ps, &gs, &ms, &vs, AdamHyper { step, ..hyper })?;
+    /// is ignored) and `maximize`, then calls `done(index, step)` for each
+    /// of its parameters.
+    pub(crate) fn run(
+        self,
+        hyper: AdamHyper,
+        maximize: bool,
+        mut done: impl FnMut(usize, i32),
+    ) -> Result<()> {
+        for ((_, step), [ps, gs, ms, vs, xs], indices) in self.lists {
+            let xs = (!xs.is_empty()).then_some(&xs[..]);
+            let h = AdamHyper { step, ..hyper };
+            Tensor::adam_step_list_with_(&ps, &gs, &ms, &vs, xs, h, maximize)?;
             for i in indices {
                 done(i, step);
             }

@@ -1,11 +1,13 @@
-//! AdamW (PyTorch's `AdamW`, no AMSGrad): Adam with decoupled weight decay,
+//! AdamW (PyTorch's `AdamW`): Adam with decoupled weight decay,
 //! `p *= 1 - lr * wd; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
-//! p -= lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)`.
+//! p -= lr / (1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)`, with PyTorch's
+//! `amsgrad` (divide by the root of the running maximum of `v`) and
+//! `maximize` (ascend: use `-g`).
 //!
 //! # The update
 //!
 //! The moment estimates of all parameters of one (device, dtype) are views
-//! into two flat buffers, allocated at the first step. The parameters are
+//! into two flat buffers (three with AMSGrad), allocated at the first step. The parameters are
 //! then updated by one fused kernel over the list of them
 //! ([`Tensor::adam_step_list_`], a launch per 64 tensors on a GPU) that reads
 //! each parameter, its gradient and its moments once and writes the
@@ -34,6 +36,9 @@ struct Group {
     numel: usize,
     /// The flat moment buffers, made at the group's first step.
     moments: Option<(Tensor, Tensor)>,
+    /// The flat buffer of AMSGrad's maxima of `v`, made with the moments
+    /// when AMSGrad is on.
+    maxes: Option<Tensor>,
 }
 
 /// The AdamW optimizer.
@@ -43,6 +48,8 @@ pub struct AdamW {
     betas: (f64, f64),
     eps: f64,
     weight_decay: f64,
+    amsgrad: bool,
+    maximize: bool,
     groups: Vec<Group>,
     /// Steps taken by each parameter.
     steps: Vec<i32>,
@@ -53,7 +60,7 @@ pub struct AdamW {
 
 impl AdamW {
     /// AdamW over `params` with PyTorch's defaults: lr 1e-3, betas (0.9, 0.999),
-    /// eps 1e-8, weight decay 1e-2.
+    /// eps 1e-8, weight decay 1e-2, without AMSGrad, minimizing.
     ///
     /// It cannot fail: what PyTorch's constructor refuses (an empty list, a
     /// parameter that is not a leaf, one named twice) is refused by every
@@ -75,6 +82,7 @@ impl AdamW {
                         offsets: Vec::new(),
                         numel: 0,
                         moments: None,
+                        maxes: None,
                     });
                     groups.last_mut().expect("just pushed")
                 }
@@ -91,6 +99,8 @@ impl AdamW {
             betas: (0.9, 0.999),
             eps: 1e-8,
             weight_decay: 1e-2,
+            amsgrad: false,
+            maximize: false,
             groups,
             steps,
             duplicate,
@@ -125,6 +135,30 @@ impl AdamW {
         Ok(self)
     }
 
+    /// PyTorch's `amsgrad` (default false): each parameter also keeps the
+    /// running maximum of its second moment (`max_exp_avg_sq`, zero at the
+    /// first step; a third flat buffer), and the update divides by its
+    /// root, `sqrt(max_exp_avg_sq) / sqrt(1 - beta2^t) + eps`. Rounded as
+    /// PyTorch's fused CPU kernel.
+    ///
+    /// Refused (an `Optimizer` error, the optimizer unchanged) once a
+    /// parameter has taken a step: its state would lack the maximum.
+    pub fn with_amsgrad(mut self, amsgrad: bool) -> Result<AdamW> {
+        if amsgrad != self.amsgrad && self.groups.iter().any(|g| g.moments.is_some()) {
+            return Err(super::adam::amsgrad_after_steps("AdamW"));
+        }
+        self.amsgrad = amsgrad;
+        Ok(self)
+    }
+
+    /// PyTorch's `maximize` (default false): ascend the objective, stepping
+    /// along the gradient (the step uses `-g`, negated exactly, before the
+    /// moments see it; the decoupled weight decay still shrinks the weights).
+    pub fn with_maximize(mut self, maximize: bool) -> AdamW {
+        self.maximize = maximize;
+        self
+    }
+
     /// The learning rate.
     pub fn lr(&self) -> f64 {
         self.lr
@@ -137,12 +171,12 @@ impl AdamW {
         Ok(())
     }
 
-    /// Bytes held by the moment estimates.
+    /// Bytes held by the moment estimates (and AMSGrad's maxima).
     pub fn state_bytes(&self) -> usize {
         self.groups
             .iter()
             .filter(|g| g.moments.is_some())
-            .map(|g| 2 * g.numel * g.dtype.size())
+            .map(|g| (2 + usize::from(g.maxes.is_some())) * g.numel * g.dtype.size())
             .sum()
     }
 
@@ -173,19 +207,27 @@ impl AdamW {
             return Ok(());
         }
         if self.groups[gi].moments.is_none() {
+            let maxes = if self.amsgrad {
+                Some(Tensor::zeros(&[numel], dtype, device)?)
+            } else {
+                None
+            };
             self.groups[gi].moments = Some((
                 Tensor::zeros(&[numel], dtype, device)?,
                 Tensor::zeros(&[numel], dtype, device)?,
             ));
+            self.groups[gi].maxes = maxes;
         }
         let (m, v) = self.groups[gi].moments.clone().expect("made above");
+        let x = self.groups[gi].maxes.clone();
         let mut lists = AdamLists::default();
         for (k, &i) in self.groups[gi].members.iter().enumerate() {
             let Some(g) = &grads[k] else { continue };
             let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
+            let xk = x.as_ref().map(|x| self.slice(gi, k, x)).transpose()?;
             // A count loaded at i32::MAX stays there (see `state::Reader::step`).
             let step = self.steps[i].saturating_add(1);
-            lists.push(i, step, self.params[i].data(), g.clone(), mk, vk)?;
+            lists.push(i, step, self.params[i].data(), g.clone(), (mk, vk, xk))?;
         }
         let hyper = AdamHyper {
             lr: self.lr,
@@ -196,7 +238,7 @@ impl AdamW {
             step: 0,
         };
         let steps = &mut self.steps;
-        lists.run(hyper, |i, step| steps[i] = step)
+        lists.run(hyper, self.maximize, |i, step| steps[i] = step)
     }
 }
 
@@ -216,7 +258,15 @@ impl Optimizer for AdamW {
     fn state_dict(&self) -> Result<StateDict> {
         let mut d = StateDict::new();
         let (lr, betas, eps) = (self.lr, self.betas, self.eps);
-        AdamHypers { lr, betas, eps }.write(&mut d)?;
+        let (amsgrad, maximize) = (self.amsgrad, self.maximize);
+        AdamHypers {
+            lr,
+            betas,
+            eps,
+            amsgrad,
+            maximize,
+        }
+        .write(&mut d)?;
         d.insert(
             state::hyper_key("weight_decay"),
             state::scalar(self.weight_decay)?,
@@ -226,7 +276,10 @@ impl Optimizer for AdamW {
             for (k, &i) in g.members.iter().enumerate() {
                 if self.steps[i] != 0 {
                     let (mk, vk) = (self.slice(gi, k, m)?, self.slice(gi, k, v)?);
-                    state::write_adam(&mut d, i, self.steps[i], &mk, &vk)?;
+                    let xk = (g.maxes.as_ref())
+                        .map(|x| self.slice(gi, k, x))
+                        .transpose()?;
+                    state::write_adam(&mut d, i, self.steps[i], &mk, &vk, xk.as_ref())?;
                 }
             }
         }
@@ -242,12 +295,13 @@ impl Optimizer for AdamW {
         let weight_decay = r.hyper("weight_decay")?;
         check_non_negative("AdamW", "weight decay", weight_decay)?;
         let mut steps = vec![0; self.params.len()];
-        let mut loaded: Vec<Option<(Tensor, Tensor)>> = Vec::with_capacity(self.params.len());
+        let mut loaded: Vec<Option<state::AdamState>> = Vec::with_capacity(self.params.len());
         for (i, p) in self.params.iter().enumerate() {
-            loaded.push(state::read_adam(&mut r, i, p)?.map(|(step, m, v)| {
-                steps[i] = step;
-                (m, v)
-            }));
+            let s = state::read_adam(&mut r, i, p, h.amsgrad)?;
+            if let Some(s) = &s {
+                steps[i] = s.step;
+            }
+            loaded.push(s);
         }
         r.finish(self.params.len())?;
         let mut moments = Vec::with_capacity(self.groups.len());
@@ -258,18 +312,30 @@ impl Optimizer for AdamW {
             }
             let m = Tensor::zeros(&[g.numel], g.dtype, g.device)?;
             let v = Tensor::zeros(&[g.numel], g.dtype, g.device)?;
+            let x = if h.amsgrad {
+                Some(Tensor::zeros(&[g.numel], g.dtype, g.device)?)
+            } else {
+                None
+            };
             for (k, &i) in g.members.iter().enumerate() {
-                if let Some((mi, vi)) = &loaded[i] {
-                    self.slice(gi, k, &m)?.copy_(mi)?;
-                    self.slice(gi, k, &v)?.copy_(vi)?;
+                if let Some(s) = &loaded[i] {
+                    self.slice(gi, k, &m)?.copy_(&s.m)?;
+                    self.slice(gi, k, &v)?.copy_(&s.v)?;
+                    if let (Some(x), Some(sx)) = (&x, &s.max) {
+                        self.slice(gi, k, x)?.copy_(sx)?;
+                    }
                 }
             }
-            moments.push(Some((m, v)));
+            moments.push(Some((m, v, x)));
         }
         for (g, m) in self.groups.iter_mut().zip(moments) {
-            g.moments = m;
+            (g.moments, g.maxes) = match m {
+                Some((m, v, x)) => (Some((m, v)), x),
+                None => (None, None),
+            };
         }
         (self.lr, self.betas, self.eps) = (h.lr, h.betas, h.eps);
+        (self.amsgrad, self.maximize) = (h.amsgrad, h.maximize);
         (self.weight_decay, self.steps) = (weight_decay, steps);
         Ok(())
     }

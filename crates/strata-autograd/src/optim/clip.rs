@@ -1,16 +1,22 @@
-//! `clip_grad_norm_` (PyTorch's `torch.nn.utils.clip_grad_norm_`, 2-norm):
-//! scales every gradient in place so that their joint norm is at most
-//! `max_norm`, without a host synchronisation.
+//! Gradient clipping: `clip_grad_norm_` and [`ClipGradNorm`] (PyTorch's
+//! `torch.nn.utils.clip_grad_norm_`, any `norm_type`, `error_if_nonfinite`)
+//! scale every gradient in place so that their joint norm is at most
+//! `max_norm`, without a host synchronisation (unless `error_if_nonfinite`
+//! asks to look at the norm); `clip_grad_value_` (PyTorch's
+//! `torch.nn.utils.clip_grad_value_`) clamps every gradient element into
+//! `[-clip_value, clip_value]`.
 
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
-use strata_tensor::{DType, Tensor};
+use strata_tensor::{DType, Device, Tensor, TensorError};
 
 /// Clips the gradients of `params` (those that have one) so that their
 /// total 2-norm is at most `max_norm`, and returns the total norm before
 /// clipping as a 0-d tensor on the parameters' device, in the promoted
 /// dtype of the gradients (f16 for f16 gradients, f32 for f16 with bf16),
 /// computed as PyTorch computes it (see the comments in the body).
+/// [`ClipGradNorm`] takes PyTorch's other arguments (`norm_type`,
+/// `error_if_nonfinite`).
 ///
 /// Everything stays on the device: one squared-sum per gradient added into
 /// one device scalar, the clip coefficient `min(max_norm / (norm + 1e-6), 1)`
@@ -28,72 +34,246 @@ use strata_tensor::{DType, Tensor};
 /// assert!((g[0] - 0.6).abs() < 1e-5 && (g[1] - 0.8).abs() < 1e-5);
 /// ```
 pub fn clip_grad_norm_(params: &[Var], max_norm: f64) -> Result<Tensor> {
-    // PyTorch takes any max_norm: +inf is the usual way to get the norm
-    // without clipping (coefficient min(inf, 1) = 1), and 0 zeroes the
-    // gradients. A NaN (every gradient NaN) or negative max_norm (every
-    // gradient flipped) is refused here.
-    if max_norm.is_nan() || max_norm < 0.0 {
+    ClipGradNorm::new(max_norm)?.clip(params)
+}
+
+/// `torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type,
+/// error_if_nonfinite)`, its options set builder-style:
+///
+/// ```
+/// use strata_autograd::{ClipGradNorm, Var};
+/// use strata_tensor::{Device, Tensor};
+/// let p = Var::parameter(Tensor::from_slice(&[0.0f32; 3], &[3], Device::Cpu)?)?;
+/// p.set_grad(Some(Tensor::from_slice(&[3.0f32, -4.0, 1.0], &[3], Device::Cpu)?))?;
+/// // The largest |g| is 4: scaled by 2 / (4 + 1e-6).
+/// let norm = ClipGradNorm::new(2.0)?.with_norm_type(f64::INFINITY)?.clip(&[p.clone()])?;
+/// assert_eq!(norm.item::<f32>()?, 4.0);
+/// let g = p.grad().unwrap().to_vec::<f32>()?;
+/// assert!((g[1] + 2.0).abs() < 1e-5);
+/// # Ok::<(), strata_autograd::AutogradError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClipGradNorm {
+    max_norm: f64,
+    norm_type: f64,
+    error_if_nonfinite: bool,
+}
+
+/// What `norm_type` accepts.
+const NORM_TYPE: &str = "the order p of a p-norm: a number (1, 2, ...; 0 counts the nonzero \
+                         elements), +inf (the largest |g|) or -inf (the smallest |g|), not NaN";
+
+impl ClipGradNorm {
+    /// Clipping to a total 2-norm of at most `max_norm`, without
+    /// `error_if_nonfinite` (PyTorch's defaults).
+    ///
+    /// PyTorch takes any `max_norm`: +inf is the usual way to get the norm
+    /// without clipping (coefficient min(inf, 1) = 1), and 0 zeroes the
+    /// gradients. A NaN (every gradient NaN) or negative `max_norm` (every
+    /// gradient flipped) is refused here with a
+    /// [`AutogradError::Hyperparameter`] error.
+    pub fn new(max_norm: f64) -> Result<ClipGradNorm> {
+        if max_norm.is_nan() || max_norm < 0.0 {
+            return Err(AutogradError::Hyperparameter {
+                optimizer: "clip_grad_norm_",
+                name: "max_norm",
+                value: max_norm,
+                expected: "a number >= 0 (+inf included: no clipping), not NaN",
+            });
+        }
+        Ok(ClipGradNorm {
+            max_norm,
+            norm_type: 2.0,
+            error_if_nonfinite: false,
+        })
+    }
+
+    /// PyTorch's `norm_type` (default 2): the order p of the norm, each
+    /// gradient's `(sum |g|^p)^(1/p)` in its own dtype (accumulated in f32,
+    /// or f64 for f64) and the total the same norm of those norms; +inf
+    /// takes the largest `|g|`, -inf the smallest, 0 counts the nonzero
+    /// elements (as `torch.linalg.vector_norm`; the total is then, as
+    /// PyTorch's, the count of gradients with a nonzero element, the
+    /// 0-"norm" of their counts). A negative order is taken
+    /// as PyTorch takes it, `(sum |g|^p)^(1/p)`, though it is not a norm (a
+    /// single zero element makes it 0). NaN is an
+    /// [`AutogradError::Hyperparameter`] error.
+    pub fn with_norm_type(mut self, norm_type: f64) -> Result<ClipGradNorm> {
+        let ok = !norm_type.is_nan();
+        super::check("clip_grad_norm_", "norm_type", norm_type, ok, NORM_TYPE)?;
+        self.norm_type = norm_type;
+        Ok(self)
+    }
+
+    /// PyTorch's `error_if_nonfinite` (default false): when the total norm
+    /// is NaN or infinite, fail with [`AutogradError::NonFiniteNorm`] and
+    /// leave every gradient as it was (false scales them by the non-finite
+    /// coefficient: NaN gradients, or zeros for an infinite norm). Reading
+    /// the norm to check it waits for the device.
+    pub fn with_error_if_nonfinite(mut self, error_if_nonfinite: bool) -> ClipGradNorm {
+        self.error_if_nonfinite = error_if_nonfinite;
+        self
+    }
+
+    /// Clips the gradients of `params` (those that have one; all on one
+    /// device) and returns the total norm before clipping, as
+    /// [`clip_grad_norm_`] does for the 2-norm. With no gradient the norm is
+    /// a 0-d f32 zero and nothing changes, as PyTorch's. An error (an
+    /// infinite order over an empty gradient, which PyTorch refuses too, a
+    /// non-finite norm with `error_if_nonfinite`) changes no gradient.
+    /// (An infinite or negative order over an empty gradient: PyTorch's
+    /// "cannot compute the inf norm on an empty tensor".)
+    pub fn clip(&self, params: &[Var]) -> Result<Tensor> {
+        let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
+        let Some(first) = grads.first() else {
+            let device = params.first().map_or(Device::Cpu, Var::device);
+            return Ok(Tensor::zeros(&[], DType::F32, device)?);
+        };
+        if let Some(g) = grads.iter().find(|g| g.device() != first.device()) {
+            return Err(AutogradError::Tensor(TensorError::DeviceMismatch {
+                op: "clip_grad_norm_ (clip each device's parameters separately)",
+                lhs: first.device(),
+                rhs: g.device(),
+            }));
+        }
+        super::check_grads_in_place("clip_grad_norm_", &grads)?;
+        let p = self.norm_type;
+        // The orders whose reduction has no identity (max, min, a sum of
+        // |g|^p with p < 0 raised to 1/p) are undefined on no elements.
+        if p.is_infinite() || p < 0.0 {
+            if let Some(g) = grads.iter().find(|g| g.numel() == 0) {
+                return Err(AutogradError::Optimizer {
+                    optimizer: "clip_grad_norm_",
+                    msg: format!(
+                        "a gradient of shape {:?} is empty, and the norm of order {p} of no \
+                         elements is not defined (the reduction has no identity; PyTorch \
+                         refuses it too); leave that parameter out, or use a norm_type >= 0 \
+                         that is finite",
+                        g.shape()
+                    ),
+                });
+            }
+        }
+        // PyTorch's algorithm (`torch.nn.utils.clip_grad_norm_`): each
+        // gradient's norm in its own dtype (accumulated in f32, or f64 for
+        // f64, then rounded to the dtype: an f16 gradient whose 2-norm passes
+        // 65504 has an infinite norm), the total the norm of those norms in
+        // their promoted dtype (f16 and bf16 together: f32; any f64: f64; so
+        // f64 gradients above about 1e19 do not overflow an f32 total), the
+        // coefficient `clamp((total + 1e-6).reciprocal() * max_norm, max=1)`
+        // in that dtype (Python's `max_norm / t` is `t.reciprocal() *
+        // max_norm`), each gradient multiplied by it in place as a 0-d tensor
+        // operand (computed in f32 for f16/bf16 gradients, not rounded to
+        // their dtype first).
+        let acc = |d: DType| {
+            if d == DType::F64 {
+                DType::F64
+            } else {
+                DType::F32
+            }
+        };
+        let total_dtype = grads[1..]
+            .iter()
+            .fold(first.dtype(), |d, g| d.promote(g.dtype()));
+        let total_acc = acc(total_dtype);
+        let norm = if p == 2.0 {
+            // The 2-norm as before the other orders came: squares summed
+            // into one device scalar.
+            let total = Tensor::zeros(&[], total_acc, first.device())?;
+            for g in &grads {
+                let a = g.to_dtype(acc(g.dtype()))?;
+                let norm = a.mul(&a)?.sum(None, false)?.sqrt()?.to_dtype(g.dtype())?;
+                let norm = norm.to_dtype(total_acc)?;
+                total.add_(&norm.mul(&norm)?)?;
+            }
+            total.sqrt()?
+        } else {
+            let norms = grads
+                .iter()
+                .map(|g| {
+                    let a = g.to_dtype(acc(g.dtype()))?;
+                    let n = vector_norm(&a.reshape(&[-1])?, p)?;
+                    Ok(n.to_dtype(g.dtype())?.to_dtype(total_acc)?)
+                })
+                .collect::<Result<Vec<Tensor>>>()?;
+            let refs: Vec<&Tensor> = norms.iter().collect();
+            vector_norm(&Tensor::stack(&refs, 0)?, p)?
+        };
+        let norm = norm.to_dtype(total_dtype)?;
+        if self.error_if_nonfinite {
+            let total = norm.item::<f64>()?;
+            if !total.is_finite() {
+                return Err(AutogradError::NonFiniteNorm {
+                    norm_type: p,
+                    total,
+                });
+            }
+        }
+        let coef = norm
+            .add(1e-6)?
+            .reciprocal()?
+            .mul(self.max_norm)?
+            .clamp(None::<f64>, Some(1.0))?;
+        for g in &grads {
+            g.mul_(&coef)?;
+        }
+        Ok(norm)
+    }
+}
+
+/// `torch.linalg.vector_norm(x, p)` of the 1-d float `x` (p not 2, not
+/// NaN), as a 0-d tensor of its dtype.
+fn vector_norm(x: &Tensor, p: f64) -> Result<Tensor> {
+    let a = x.abs()?;
+    Ok(if p == f64::INFINITY {
+        a.max()?
+    } else if p == f64::NEG_INFINITY {
+        a.min()?
+    } else if p == 0.0 {
+        a.ne(0.0)?.to_dtype(x.dtype())?.sum(None, false)?
+    } else if p == 1.0 {
+        a.sum(None, false)?
+    } else {
+        a.pow(p)?.sum(None, false)?.pow(1.0 / p)?
+    })
+}
+
+/// Clamps every element of the gradients of `params` (those that have one)
+/// into `[-clip_value, clip_value]`, in place: PyTorch's
+/// `torch.nn.utils.clip_grad_value_` (NaN elements stay NaN).
+///
+/// `clip_value` must be `>= 0` (+inf leaves the gradients as they are);
+/// a negative one (PyTorch then sets every element to `clip_value`, as a
+/// clamp whose minimum is above its maximum) or NaN (every element NaN) is
+/// an [`AutogradError::Hyperparameter`] error. Every gradient is checked
+/// (float, not an expanded tensor) before any is changed.
+///
+/// ```
+/// use strata_autograd::{clip_grad_value_, Var};
+/// use strata_tensor::{Device, Tensor};
+/// let p = Var::parameter(Tensor::from_slice(&[0.0f32; 3], &[3], Device::Cpu)?)?;
+/// p.set_grad(Some(Tensor::from_slice(&[3.0f32, -4.0, 0.5], &[3], Device::Cpu)?))?;
+/// clip_grad_value_(&[p.clone()], 1.0)?;
+/// assert_eq!(p.grad().unwrap().to_vec::<f32>()?, vec![1.0, -1.0, 0.5]);
+/// # Ok::<(), strata_autograd::AutogradError>(())
+/// ```
+pub fn clip_grad_value_(params: &[Var], clip_value: f64) -> Result<()> {
+    if clip_value.is_nan() || clip_value < 0.0 {
         return Err(AutogradError::Hyperparameter {
-            optimizer: "clip_grad_norm_",
-            name: "max_norm",
-            value: max_norm,
+            optimizer: "clip_grad_value_",
+            name: "clip_value",
+            value: clip_value,
             expected: "a number >= 0 (+inf included: no clipping), not NaN",
         });
     }
     let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
-    let Some(first) = grads.first() else {
-        let device = params
-            .first()
-            .map_or(strata_tensor::Device::Cpu, Var::device);
-        return Ok(Tensor::zeros(&[], DType::F32, device)?);
-    };
-    if let Some(g) = grads.iter().find(|g| g.device() != first.device()) {
-        return Err(AutogradError::Tensor(
-            strata_tensor::TensorError::DeviceMismatch {
-                op: "clip_grad_norm_ (clip each device's parameters separately)",
-                lhs: first.device(),
-                rhs: g.device(),
-            },
-        ));
-    }
-    super::check_grads_in_place("clip_grad_norm_", &grads)?;
-    // PyTorch's algorithm (`torch.nn.utils.clip_grad_norm_`): each
-    // gradient's norm in its own dtype (squares summed in f32, or f64 for
-    // f64, then rounded to the dtype: an f16 gradient whose norm passes
-    // 65504 has an infinite norm), the total the norm of those norms in
-    // their promoted dtype (f16 and bf16 together: f32; any f64: f64; so
-    // f64 gradients above about 1e19 do not overflow an f32 total), the
-    // coefficient `clamp((total + 1e-6).reciprocal() * max_norm, max=1)`
-    // in that dtype (Python's `max_norm / t` is `t.reciprocal() *
-    // max_norm`), each gradient multiplied by it in place as a 0-d tensor
-    // operand (computed in f32 for f16/bf16 gradients, not rounded to
-    // their dtype first).
-    let acc = |d: DType| {
-        if d == DType::F64 {
-            DType::F64
-        } else {
-            DType::F32
-        }
-    };
-    let total_dtype = grads[1..]
-        .iter()
-        .fold(first.dtype(), |d, g| d.promote(g.dtype()));
-    let total_acc = acc(total_dtype);
-    let total = Tensor::zeros(&[], total_acc, first.device())?;
     for g in &grads {
-        let a = g.to_dtype(acc(g.dtype()))?;
-        let norm = a.mul(&a)?.sum(None, false)?.sqrt()?.to_dtype(g.dtype())?;
-        let norm = norm.to_dtype(total_acc)?;
-        total.add_(&norm.mul(&norm)?)?;
+        // One device per call is not needed here (each gradient is clamped
+        // on its own), so check each on its own.
+        super::check_grads_in_place("clip_grad_value_", std::slice::from_ref(g))?;
     }
-    let norm = total.sqrt()?.to_dtype(total_dtype)?;
-    let coef = norm
-        .add(1e-6)?
-        .reciprocal()?
-        .mul(max_norm)?
-        .clamp(None::<f64>, Some(1.0))?;
     for g in &grads {
-        g.mul_(&coef)?;
+        g.clamp_(Some(-clip_value), Some(clip_value))?;
     }
-    Ok(norm)
+    Ok(())
 }

@@ -11,7 +11,7 @@ mod state;
 
 pub use adam::Adam;
 pub use adamw::AdamW;
-pub use clip::clip_grad_norm_;
+pub use clip::{clip_grad_norm_, clip_grad_value_, ClipGradNorm};
 pub use sgd::Sgd;
 pub use state::StateDict;
 

@@ -1,18 +1,31 @@
-//! Stochastic gradient descent with momentum (PyTorch's `SGD`, no dampening,
-//! no Nesterov): `buf = momentum * buf + g; p -= lr * buf`.
+//! Stochastic gradient descent (PyTorch's `SGD`, its single-tensor step):
+//!
+//! ```text
+//! g = -g                                     (maximize)
+//! g = g + weight_decay * p                   (weight_decay != 0)
+//! buf = g                                    (momentum != 0, first step)
+//! buf = momentum * buf + (1 - dampening) * g (momentum != 0, later steps)
+//! g = g + momentum * buf                     (nesterov)
+//! g = buf                                    (momentum != 0, not nesterov)
+//! p = p - lr * g
+//! ```
 //!
 //! f16 and bf16 parameters are updated with PyTorch's rounding: its step's
-//! `grad.add(param, alpha=weight_decay)` and `param.add_(buf, alpha=-lr)`
-//! convert `alpha` to the parameter's dtype (bf16 0.1 is 0.10009765625) and,
-//! in the vectorized loop that updates all but a tensor's last few elements
-//! (`numel % 32` on AVX2), round `p + alpha * buf` once (a fused
-//! multiply-add in f32). Rounding `lr * buf` to bf16 first, as strata did,
-//! moved a bf16 weight one unit in the last place away from PyTorch's now
-//! and then, and training runs drifted apart from there.
+//! `grad.add(param, alpha=weight_decay)`, `buf.add_(grad, alpha=1 -
+//! dampening)`, `grad.add(buf, alpha=momentum)` and `param.add_(buf,
+//! alpha=-lr)` convert `alpha` to the parameter's dtype (bf16 0.1 is
+//! 0.10009765625) and, in the vectorized loop that updates all but a
+//! tensor's last few elements (`numel % 32` on AVX2), round `a + alpha * b`
+//! once (a fused multiply-add in f32). Rounding `lr * buf` to bf16 first, as
+//! strata did, moved a bf16 weight one unit in the last place away from
+//! PyTorch's now and then, and training runs drifted apart from there.
+//! f32 and f64 parameters form `alpha * b` and add it (two roundings where
+//! PyTorch's vectorized `add` with `alpha` fuses them): within an ulp or
+//! two of PyTorch per step.
 
 use super::state::{self, StateDict};
-use super::{check_non_negative, Optimizer};
-use crate::error::Result;
+use super::{check, check_non_negative, Optimizer};
+use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{DType, Device, Tensor};
 
@@ -40,18 +53,43 @@ fn in_dtype(x: f64, dtype: DType) -> Result<f64> {
     Ok(Tensor::full(&[], x, dtype, Device::Cpu)?.item::<f64>()?)
 }
 
-/// SGD with optional momentum and weight decay.
+/// What `dampening` accepts.
+const DAMPENING: &str = "a number, not NaN (PyTorch's default 0; 1 - dampening scales each \
+                         gradient added to the momentum buffer)";
+
+/// SGD with optional momentum (with dampening or Nesterov's), weight decay
+/// and maximization.
 pub struct Sgd {
     params: Vec<Var>,
     lr: f64,
     momentum: f64,
     weight_decay: f64,
+    dampening: f64,
+    nesterov: bool,
+    maximize: bool,
     /// One momentum buffer per parameter, created at its first step.
     buffers: Vec<Option<Tensor>>,
 }
 
+/// PyTorch's constructor rule: Nesterov momentum needs a momentum and no
+/// dampening.
+fn check_nesterov(nesterov: bool, momentum: f64, dampening: f64) -> Result<()> {
+    if nesterov && !(momentum > 0.0 && dampening == 0.0) {
+        return Err(AutogradError::OptimizerOptions {
+            optimizer: "SGD",
+            msg: format!(
+                "Nesterov momentum requires a momentum and zero dampening (momentum = \
+                 {momentum}, dampening = {dampening}); make the optimizer with a momentum > 0 \
+                 and leave dampening at 0, or turn nesterov off"
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl Sgd {
-    /// SGD over `params` with learning rate `lr` and `momentum` (0 for plain SGD).
+    /// SGD over `params` with learning rate `lr` and `momentum` (0 for plain
+    /// SGD); no weight decay, no dampening, no Nesterov momentum, minimizing.
     pub fn new(params: Vec<Var>, lr: f64, momentum: f64) -> Result<Sgd> {
         check_non_negative("SGD", "learning rate", lr)?;
         check_non_negative("SGD", "momentum", momentum)?;
@@ -62,6 +100,9 @@ impl Sgd {
             lr,
             momentum,
             weight_decay: 0.0,
+            dampening: 0.0,
+            nesterov: false,
+            maximize: false,
             buffers,
         })
     }
@@ -71,6 +112,44 @@ impl Sgd {
         check_non_negative("SGD", "weight decay", weight_decay)?;
         self.weight_decay = weight_decay;
         Ok(self)
+    }
+
+    /// PyTorch's `dampening` (default 0): after the first step, the momentum
+    /// buffer becomes `momentum * buf + (1 - dampening) * g` (the first step
+    /// still sets it to `g`, as PyTorch's). Any number but NaN, as PyTorch
+    /// (which checks none; strata refuses NaN, which would make every
+    /// weight NaN). A dampening other than 0 with Nesterov momentum is an
+    /// [`AutogradError::OptimizerOptions`] error; without momentum it has
+    /// no effect.
+    pub fn with_dampening(mut self, dampening: f64) -> Result<Sgd> {
+        check(
+            "SGD",
+            "dampening",
+            dampening,
+            !dampening.is_nan(),
+            DAMPENING,
+        )?;
+        check_nesterov(self.nesterov, self.momentum, dampening)?;
+        self.dampening = dampening;
+        Ok(self)
+    }
+
+    /// PyTorch's `nesterov` (default false): Nesterov momentum, stepping by
+    /// `g + momentum * buf` instead of `buf`. Needs a momentum above 0 and
+    /// no dampening (PyTorch's `ValueError` "Nesterov momentum requires a
+    /// momentum and zero dampening"); otherwise an
+    /// [`AutogradError::OptimizerOptions`] error.
+    pub fn with_nesterov(mut self, nesterov: bool) -> Result<Sgd> {
+        check_nesterov(nesterov, self.momentum, self.dampening)?;
+        self.nesterov = nesterov;
+        Ok(self)
+    }
+
+    /// PyTorch's `maximize` (default false): ascend the objective, stepping
+    /// along the gradient (the step starts from `-g`, negated exactly).
+    pub fn with_maximize(mut self, maximize: bool) -> Sgd {
+        self.maximize = maximize;
+        self
     }
 
     /// The learning rate.
@@ -108,6 +187,8 @@ impl Optimizer for Sgd {
         Sgd::set_lr(self, lr)
     }
 
+    /// As for every optimizer; `dampening`, `nesterov` and `maximize` are
+    /// written when they differ from their defaults (see [`StateDict`]).
     fn state_dict(&self) -> Result<StateDict> {
         let mut d = StateDict::new();
         d.insert(state::hyper_key("lr"), state::scalar(self.lr)?);
@@ -116,6 +197,14 @@ impl Optimizer for Sgd {
             state::hyper_key("weight_decay"),
             state::scalar(self.weight_decay)?,
         );
+        if self.dampening != 0.0 {
+            d.insert(
+                state::hyper_key("dampening"),
+                state::scalar(self.dampening)?,
+            );
+        }
+        state::write_flag(&mut d, "nesterov", self.nesterov)?;
+        state::write_flag(&mut d, "maximize", self.maximize)?;
         for (i, b) in self.buffers.iter().enumerate() {
             if let Some(b) = b {
                 d.insert(state::state_key(i, "momentum_buffer"), state::copy(b)?);
@@ -124,13 +213,27 @@ impl Optimizer for Sgd {
         Ok(d)
     }
 
+    /// As for every optimizer; the saved `dampening`, `nesterov` and
+    /// `maximize` replace the optimizer's (their defaults where the state
+    /// has none, as PyTorch's), checked as [`Sgd::with_nesterov`] checks
+    /// them.
     fn load_state_dict(&mut self, dict: &StateDict) -> Result<()> {
         let mut r = state::Reader::new("SGD", dict);
         let (lr, momentum) = (r.hyper("lr")?, r.hyper("momentum")?);
         let weight_decay = r.hyper("weight_decay")?;
+        let dampening = r.hyper_or("dampening", 0.0)?;
+        let (nesterov, maximize) = (r.flag("nesterov")?, r.flag("maximize")?);
         check_non_negative("SGD", "learning rate", lr)?;
         check_non_negative("SGD", "momentum", momentum)?;
         check_non_negative("SGD", "weight decay", weight_decay)?;
+        check(
+            "SGD",
+            "dampening",
+            dampening,
+            !dampening.is_nan(),
+            DAMPENING,
+        )?;
+        check_nesterov(nesterov, momentum, dampening)?;
         let buffers = self
             .params
             .iter()
@@ -139,6 +242,7 @@ impl Optimizer for Sgd {
             .collect::<Result<Vec<_>>>()?;
         r.finish(self.params.len())?;
         (self.lr, self.momentum, self.weight_decay) = (lr, momentum, weight_decay);
+        (self.dampening, self.nesterov, self.maximize) = (dampening, nesterov, maximize);
         self.buffers = buffers;
         Ok(())
     }
@@ -148,6 +252,8 @@ impl Optimizer for Sgd {
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             let low = matches!(p.dtype(), DType::F16 | DType::BF16);
+            // PyTorch: `grad = grads[i] if not maximize else -grads[i]`.
+            let g = if self.maximize { g.neg()? } else { g };
             let g = if self.weight_decay == 0.0 {
                 g
             } else if low {
@@ -156,9 +262,17 @@ impl Optimizer for Sgd {
                 g.add(&p.data().mul(self.weight_decay)?)?
             };
             let d = if self.momentum != 0.0 {
-                match buf {
+                let b = match buf {
                     Some(b) => {
-                        b.mul_(self.momentum)?.add_(&g)?;
+                        b.mul_(self.momentum)?;
+                        // `buf.add_(grad, alpha=1 - dampening)`.
+                        if self.dampening == 0.0 {
+                            b.add_(&g)?;
+                        } else if low {
+                            add_scaled_(b, &g, 1.0 - self.dampening)?;
+                        } else {
+                            b.add_(&g.mul(1.0 - self.dampening)?)?;
+                        }
                         b.clone()
                     }
                     None => {
@@ -166,6 +280,13 @@ impl Optimizer for Sgd {
                         *buf = Some(b.clone());
                         b
                     }
+                };
+                if !self.nesterov {
+                    b
+                } else if low {
+                    add_scaled(&g, &b, self.momentum)?
+                } else {
+                    g.add(&b.mul(self.momentum)?)?
                 }
             } else {
                 g

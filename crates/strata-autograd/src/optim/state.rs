@@ -4,12 +4,22 @@
 //!
 //! The names are PyTorch's `optimizer.state_dict()` flattened with dots:
 //! `state.{i}.exp_avg`, `state.{i}.exp_avg_sq`, `state.{i}.step` (Adam,
-//! AdamW) or `state.{i}.momentum_buffer` (SGD) for each parameter `i` that
-//! has state, and `param_groups.0.{lr, betas, eps, weight_decay, momentum}`
-//! for the hyper-parameters (0-d f64 tensors on the CPU; `betas` has two
-//! elements; `step` is a 0-d f32 on the CPU, as PyTorch keeps it). The
-//! dictionary saves with
-//! [`save_safetensors`](strata_tensor::save_safetensors).
+//! AdamW; with AMSGrad also `state.{i}.max_exp_avg_sq`) or
+//! `state.{i}.momentum_buffer` (SGD) for each parameter `i` that has state,
+//! and `param_groups.0.{lr, betas, eps, weight_decay, momentum}` for the
+//! hyper-parameters (0-d f64 tensors on the CPU; `betas` has two elements;
+//! `step` is a 0-d f32 on the CPU, as PyTorch keeps it). The dictionary
+//! saves with [`save_safetensors`](strata_tensor::save_safetensors).
+//!
+//! The options `param_groups.0.{amsgrad, maximize, nesterov}` (0-d bool
+//! tensors) and `param_groups.0.dampening` (0-d f64) are written only when
+//! they differ from PyTorch's defaults (false, false, false, 0), so that a
+//! dictionary of an optimizer without them is what it was before strata
+//! had them; loading a dictionary without one gives it its default, as
+//! PyTorch's `load_state_dict` gives a saved group that lacks a key (its
+//! `__setstate__` defaults). As in PyTorch, loading restores them: the
+//! optimizer takes the saved state's options, as it takes its learning
+//! rate.
 //!
 //! Loading checks everything before it changes anything: every name known,
 //! every hyper-parameter present and in range, each parameter's state of
@@ -58,6 +68,19 @@ pub(crate) fn scalar(v: f64) -> Result<Tensor> {
 /// `betas` as a two-element f64 tensor on the CPU.
 pub(crate) fn pair(v: (f64, f64)) -> Result<Tensor> {
     Ok(Tensor::from_slice(&[v.0, v.1], &[2], Device::Cpu)?)
+}
+
+/// A flag (PyTorch's bool option) as a 0-d bool tensor on the CPU.
+pub(crate) fn flag(v: bool) -> Result<Tensor> {
+    Ok(Tensor::scalar(v, DType::Bool, Device::Cpu)?)
+}
+
+/// Writes flag `name` when it is set (see the module docs).
+pub(crate) fn write_flag(d: &mut StateDict, name: &str, v: bool) -> Result<()> {
+    if v {
+        d.insert(hyper_key(name), flag(v)?);
+    }
+    Ok(())
 }
 
 /// A step count as PyTorch keeps it: a 0-d f32 on the CPU.
@@ -124,6 +147,28 @@ impl<'a> Reader<'a> {
     /// The hyper-parameter `name` (a single number).
     pub(crate) fn hyper(&mut self, name: &str) -> Result<f64> {
         Ok(self.values(hyper_key(name), 1)?[0])
+    }
+
+    /// The optional hyper-parameter `name` (a single number), `default`
+    /// when the state has none (see the module docs).
+    pub(crate) fn hyper_or(&mut self, name: &str, default: f64) -> Result<f64> {
+        if !self.dict.contains_key(&hyper_key(name)) {
+            return Ok(default);
+        }
+        self.hyper(name)
+    }
+
+    /// The optional flag `name` (0 or 1, of any dtype), false when the
+    /// state has none (see the module docs).
+    pub(crate) fn flag(&mut self, name: &str) -> Result<bool> {
+        let v = self.hyper_or(name, 0.0)?;
+        if v != 0.0 && v != 1.0 {
+            return Err(self.error(format!(
+                "`{}` is {v}; a flag is true or false (1 or 0)",
+                hyper_key(name)
+            )));
+        }
+        Ok(v == 1.0)
     }
 
     /// The hyper-parameter `name` as a pair (Adam's betas).
@@ -217,11 +262,14 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Adam's and AdamW's shared hyper-parameters: learning rate, betas, eps.
+/// Adam's and AdamW's shared hyper-parameters: learning rate, betas, eps,
+/// and the options `amsgrad` and `maximize`.
 pub(crate) struct AdamHypers {
     pub(crate) lr: f64,
     pub(crate) betas: (f64, f64),
     pub(crate) eps: f64,
+    pub(crate) amsgrad: bool,
+    pub(crate) maximize: bool,
 }
 
 impl AdamHypers {
@@ -230,6 +278,8 @@ impl AdamHypers {
         d.insert(hyper_key("lr"), scalar(self.lr)?);
         d.insert(hyper_key("betas"), pair(self.betas)?);
         d.insert(hyper_key("eps"), scalar(self.eps)?);
+        write_flag(d, "amsgrad", self.amsgrad)?;
+        write_flag(d, "maximize", self.maximize)?;
         Ok(())
     }
 
@@ -241,41 +291,78 @@ impl AdamHypers {
         super::check(optimizer, "beta1", b1, (0.0..1.0).contains(&b1), beta)?;
         super::check(optimizer, "beta2", b2, (0.0..1.0).contains(&b2), beta)?;
         super::check_non_negative(optimizer, "epsilon", eps)?;
+        let (amsgrad, maximize) = (r.flag("amsgrad")?, r.flag("maximize")?);
         Ok(AdamHypers {
             lr,
             betas: (b1, b2),
             eps,
+            amsgrad,
+            maximize,
         })
     }
 }
 
-/// Writes parameter `i`'s Adam state: its step count and moments.
+/// One parameter's Adam state as saved: step count, moments, and (with
+/// AMSGrad) the running maximum of the second moment.
+pub(crate) struct AdamState {
+    pub(crate) step: i32,
+    pub(crate) m: Tensor,
+    pub(crate) v: Tensor,
+    pub(crate) max: Option<Tensor>,
+}
+
+/// Writes parameter `i`'s Adam state: its step count, moments and (with
+/// AMSGrad) `max_exp_avg_sq`.
 pub(crate) fn write_adam(
     d: &mut StateDict,
     i: usize,
     step: i32,
     m: &Tensor,
     v: &Tensor,
+    max: Option<&Tensor>,
 ) -> Result<()> {
     d.insert(state_key(i, "step"), self::step(step)?);
     d.insert(state_key(i, "exp_avg"), copy(m)?);
     d.insert(state_key(i, "exp_avg_sq"), copy(v)?);
+    if let Some(x) = max {
+        d.insert(state_key(i, "max_exp_avg_sq"), copy(x)?);
+    }
     Ok(())
 }
 
 /// Reads parameter `i`'s Adam state (`p` the parameter): its step count and
-/// moments, all three or none.
+/// moments, all three or none, and with `amsgrad` its `max_exp_avg_sq` too
+/// (all four or none). PyTorch loads an AMSGrad state without
+/// `max_exp_avg_sq` and fails at the next step (a `KeyError`); strata
+/// refuses it here, before anything changes. A `max_exp_avg_sq` without
+/// `amsgrad` is refused too (PyTorch would keep it and never use it).
 pub(crate) fn read_adam(
     r: &mut Reader<'_>,
     i: usize,
     p: &Var,
-) -> Result<Option<(i32, Tensor, Tensor)>> {
+    amsgrad: bool,
+) -> Result<Option<AdamState>> {
     let step = r.step(i)?;
     let m = r.like(i, "exp_avg", p)?;
     let v = r.like(i, "exp_avg_sq", p)?;
-    match (step, m, v) {
-        (Some(step), Some(m), Some(v)) => Ok(Some((step, m, v))),
-        (None, None, None) => Ok(None),
+    let max = r.like(i, "max_exp_avg_sq", p)?;
+    if max.is_some() && !amsgrad {
+        return Err(r.error(format!(
+            "`{}` is AMSGrad state but the state's `{}` is off; load it into an optimizer \
+             state saved with amsgrad (or drop the entry)",
+            state_key(i, "max_exp_avg_sq"),
+            hyper_key("amsgrad")
+        )));
+    }
+    match (step, m, v, max) {
+        (Some(step), Some(m), Some(v), max) if max.is_some() == amsgrad => {
+            Ok(Some(AdamState { step, m, v, max }))
+        }
+        (None, None, None, None) => Ok(None),
+        _ if amsgrad => Err(r.error(format!(
+            "{} (the state's amsgrad is on)",
+            incomplete(i, &["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"])
+        ))),
         _ => Err(r.error(incomplete(i, &["step", "exp_avg", "exp_avg_sq"]))),
     }
 }
