@@ -421,3 +421,193 @@ fn an_in_place_op_on_a_view_rebases_its_base_as_on_the_cpu() {
         assert!(err < 1e-5, "{what}: relative error {err}");
     }
 }
+
+/// Session 44's optimizer options on the GPU against the CPU, in f32, f64,
+/// f16 and bf16: SGD with dampening, with Nesterov momentum and maximize
+/// and weight decay; Adam and AdamW with AMSGrad and maximize (the fused
+/// CUDA kernel's fifth operand, through the list step of two parameters);
+/// four steps with shrinking gradients (so that AMSGrad's maximum
+/// matters). The parameters and every state tensor agree within the
+/// dtype's rounding (the CUDA kernel matches the CPU within a tolerance,
+/// not bit for bit: its compiler contracts other products into
+/// multiply-adds).
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn optimizer_options_match_cpu_on_the_gpu() {
+    use strata_autograd::{Adam, AdamW, Optimizer, Sgd};
+    let dev = gpu();
+    type Make = fn(Vec<Var>) -> Box<dyn Optimizer>;
+    let makes: [(&str, Make); 4] = [
+        ("SGD dampening", |ps| {
+            Box::new(Sgd::new(ps, 0.1, 0.9).unwrap().with_dampening(0.3).unwrap())
+        }),
+        ("SGD nesterov maximize", |ps| {
+            Box::new(
+                Sgd::new(ps, 0.1, 0.9)
+                    .and_then(|o| o.with_weight_decay(0.1))
+                    .and_then(|o| o.with_nesterov(true))
+                    .unwrap()
+                    .with_maximize(true),
+            )
+        }),
+        ("Adam amsgrad maximize", |ps| {
+            Box::new(
+                Adam::new(ps, 0.01)
+                    .unwrap()
+                    .with_amsgrad(true)
+                    .unwrap()
+                    .with_maximize(true),
+            )
+        }),
+        ("AdamW amsgrad maximize", |ps| {
+            Box::new(
+                AdamW::new(ps)
+                    .with_betas(0.4, 0.9)
+                    .and_then(|o| o.with_amsgrad(true))
+                    .unwrap()
+                    .with_maximize(true),
+            )
+        }),
+    ];
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let tol = match dtype {
+            DType::F64 => 1e-12,
+            DType::F32 => 1e-5,
+            DType::F16 => 5e-3,
+            _ => 3e-2,
+        };
+        for (name, make) in makes {
+            let inits = [
+                Tensor::randn(&[4099], dtype, 60, Device::Cpu).unwrap(),
+                Tensor::randn(&[33, 7], dtype, 61, Device::Cpu).unwrap(),
+            ];
+            let run = |device: Device| {
+                let ps: Vec<Var> = (inits.iter())
+                    .map(|t| Var::parameter(t.to(device).unwrap()).unwrap())
+                    .collect();
+                let mut opt = make(ps.clone());
+                for step in 0..4u64 {
+                    for (k, p) in ps.iter().enumerate() {
+                        let g =
+                            Tensor::randn(p.shape(), dtype, 70 + 10 * step + k as u64, Device::Cpu)
+                                .unwrap()
+                                .mul(3.0 / (1.0 + step as f64 * step as f64))
+                                .unwrap();
+                        p.set_grad(Some(g.to(device).unwrap())).unwrap();
+                    }
+                    opt.step().unwrap();
+                }
+                let state = opt.state_dict().unwrap();
+                (ps, state)
+            };
+            let (gps, gstate) = run(dev);
+            let (cps, cstate) = run(Device::Cpu);
+            for (k, (g, c)) in gps.iter().zip(&cps).enumerate() {
+                let e = rel_err(g.data(), c.data());
+                assert!(e < tol, "{name} {dtype:?} parameter {k}: {e}");
+            }
+            let mut keys: Vec<&String> = cstate.keys().collect();
+            keys.sort();
+            assert_eq!(keys.len(), gstate.len(), "{name} {dtype:?}");
+            for key in keys {
+                let (g, c) = (&gstate[key], &cstate[key]);
+                let e = rel_err(g, c);
+                assert!(e < tol, "{name} {dtype:?} {key}: {e}");
+            }
+        }
+    }
+}
+
+/// clip_grad_norm_ with every kind of norm_type (2, 1, inf, -inf, 0, 3,
+/// 0.5, -1), error_if_nonfinite, and clip_grad_value_, on GPU gradients of
+/// one and of mixed dtypes: the same total norm (its dtype exactly) and
+/// the same clipped gradients as on the CPU, within the rounding of
+/// another summation order; a non-finite norm with error_if_nonfinite is
+/// refused on both, changing nothing.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn gradient_clipping_options_match_cpu_on_the_gpu() {
+    use strata_autograd::{clip_grad_value_, AutogradError, ClipGradNorm};
+    let dev = gpu();
+    for dtypes in [
+        vec![DType::F32],
+        vec![DType::F64],
+        vec![DType::F16, DType::F32],
+        vec![DType::BF16, DType::F16, DType::F64],
+    ] {
+        let tol = if dtypes.contains(&DType::BF16) {
+            3e-2
+        } else if dtypes.contains(&DType::F16) {
+            5e-3
+        } else {
+            1e-5
+        };
+        let grads: Vec<Tensor> = (dtypes.iter().enumerate())
+            .map(|(k, &d)| Tensor::randn(&[1000 + k * 37], d, 80 + k as u64, Device::Cpu).unwrap())
+            .collect();
+        let params = |device: Device, nonfinite: bool| -> Vec<Var> {
+            (grads.iter())
+                .map(|g| {
+                    let p = Var::parameter(Tensor::zeros(g.shape(), g.dtype(), device).unwrap())
+                        .unwrap();
+                    let g = if nonfinite {
+                        let mut v = g.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+                        v[3] = f64::INFINITY;
+                        Tensor::from_slice(&v, g.shape(), Device::Cpu)
+                            .unwrap()
+                            .to_dtype(g.dtype())
+                            .unwrap()
+                    } else {
+                        g.clone()
+                    };
+                    p.set_grad(Some(g.to(device).unwrap())).unwrap();
+                    p
+                })
+                .collect()
+        };
+        for nt in [
+            2.0,
+            1.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            0.0,
+            3.0,
+            0.5,
+            -1.0,
+        ] {
+            let clip = ClipGradNorm::new(1.0).unwrap().with_norm_type(nt).unwrap();
+            let (gp, cp) = (params(dev, false), params(Device::Cpu, false));
+            let (gt, ct) = (clip.clip(&gp).unwrap(), clip.clip(&cp).unwrap());
+            assert_eq!(gt.dtype(), ct.dtype(), "{dtypes:?} {nt}");
+            assert_eq!(gt.device(), dev);
+            assert!(rel_err(&gt, &ct) < tol, "{dtypes:?} {nt}: total");
+            for (g, c) in gp.iter().zip(&cp) {
+                let e = rel_err(&g.grad().unwrap(), &c.grad().unwrap());
+                assert!(e < tol, "{dtypes:?} {nt}: gradient {e}");
+            }
+            let strict = clip.with_error_if_nonfinite(true);
+            let gp = params(dev, true);
+            let before: Vec<Tensor> = gp
+                .iter()
+                .map(|p| p.grad().unwrap().to(Device::Cpu).unwrap())
+                .collect();
+            assert!(
+                matches!(strict.clip(&gp), Err(AutogradError::NonFiniteNorm { .. })),
+                "{dtypes:?} {nt}"
+            );
+            for (p, b) in gp.iter().zip(&before) {
+                assert!(p.grad().unwrap().to(Device::Cpu).unwrap().equal(b).unwrap());
+            }
+        }
+        let (gp, cp) = (params(dev, true), params(Device::Cpu, true));
+        clip_grad_value_(&gp, 0.5).unwrap();
+        clip_grad_value_(&cp, 0.5).unwrap();
+        for (g, c) in gp.iter().zip(&cp) {
+            let g = g.grad().unwrap().to(Device::Cpu).unwrap();
+            assert!(
+                g.equal(&c.grad().unwrap()).unwrap(),
+                "{dtypes:?} clip_grad_value_"
+            );
+        }
+    }
+}
