@@ -16,13 +16,18 @@ pub(crate) const LIST: usize = 64;
 /// and `adam_step_list`.
 pub(crate) fn source(d: DType) -> String {
     let vec = 16 / d.size();
-    let sq = if d == DType::F64 { "sqrt" } else { "sqrtf" };
+    let (sq, fm) = if d == DType::F64 {
+        ("sqrt", "fma")
+    } else {
+        ("sqrtf", "fmaf")
+    };
     let mut s = String::from(PRELUDE);
     s.push_str(&format!(
         "typedef {t} T;\ntypedef {c} C;\nconstexpr int V = {vec};\n\
          __device__ __forceinline__ C ld(T x) {{ return {ld}; }}\n\
          __device__ __forceinline__ T st(C v) {{ return {st}; }}\n\
-         __device__ __forceinline__ C csqrt(C x) {{ return {sq}(x); }}\n",
+         __device__ __forceinline__ C csqrt(C x) {{ return {sq}(x); }}\n\
+         __device__ __forceinline__ C cfma(C a, C b, C c) {{ return {fm}(a, b, c); }}\n",
         t = storage_ty(d),
         c = compute_ty(d),
         ld = load(d, "x"),
@@ -42,10 +47,16 @@ struct AdamArgs {
   double decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size;
   int decays, maximize, amsgrad;
 };
-struct Adam { C decay, one_b1, b2, one_b2, c2_sqrt, eps, step_size; int decays, maximize, amsgrad; };
+// `one_b1_m1` and `small` as the CPU kernel derives them (in C): PyTorch's
+// `lerp` weight minus one, and whether the weight is below 0.5 in size.
+struct Adam {
+  C decay, one_b1, one_b1_m1, b2, one_b2, c2_sqrt, eps, step_size;
+  int small, decays, maximize, amsgrad;
+};
 __device__ __forceinline__ Adam adam_of(const AdamArgs& h) {
-  return {(C)h.decay, (C)h.one_b1, (C)h.b2, (C)h.one_b2, (C)h.c2_sqrt, (C)h.eps, (C)h.step_size,
-          h.decays, h.maximize, h.amsgrad};
+  const C w = (C)h.one_b1;
+  return {(C)h.decay, w, w - (C)1, (C)h.b2, (C)h.one_b2, (C)h.c2_sqrt, (C)h.eps, (C)h.step_size,
+          (w < (C)0 ? -w : w) < (C)0.5, h.decays, h.maximize, h.amsgrad};
 }
 // max(a, b), NaN if either is (PyTorch's `maximum`).
 __device__ __forceinline__ C max_nan(C a, C b) { return (a != a) ? a : ((b != b || b > a) ? b : a); }
@@ -56,9 +67,13 @@ __device__ __forceinline__ void adam1(T& p, T g, T& m, T& v, T& x, const Adam& a
   if (a.maximize) gr = -gr;
   C pr = ld(p);
   if (a.decays) pr *= a.decay;
-  C mr = ld(m);
-  mr = mr + a.one_b1 * (gr - mr);
-  const C vr = a.b2 * ld(v) + a.one_b2 * (gr * gr);
+  // The CPU kernel's expressions and roundings (PyTorch's fused CPU kernel:
+  // backend/cpu/optim.rs), each multiply-add explicit (NVRTC runs with
+  // --fmad=false, so nothing else is contracted): the same bits as the CPU.
+  const C m0 = ld(m);
+  const C d = gr - m0;
+  const C mr = a.small ? cfma(a.one_b1, d, m0) : cfma(a.one_b1_m1, d, gr);
+  const C vr = cfma(a.one_b2 * gr, gr, ld(v) * a.b2);
   C root_of = vr;
   if (a.amsgrad) {
     // The maximum with the unrounded new v (f32 for f16/bf16), used
@@ -67,7 +82,7 @@ __device__ __forceinline__ void adam1(T& p, T g, T& m, T& v, T& x, const Adam& a
     x = st(root_of);
   }
   const C denom = csqrt(root_of) / a.c2_sqrt + a.eps;
-  pr = pr - a.step_size * (mr / denom);
+  pr = pr - (a.step_size * mr) / denom;
   m = st(mr);
   v = st(vr);
   p = st(pr);
