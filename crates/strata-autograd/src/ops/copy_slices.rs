@@ -301,15 +301,18 @@ struct RegionGeometry {
 /// [`check_rebase`]): gives the base a `CopySlices` node around the op's
 /// backward formula `inner` (whose input 0 is the view's old value, the
 /// others the other operands, reached by `other_edges`), saving `saved`,
-/// and makes the view's history a view of it. `saves` marks the node as
-/// saving something even with no saved tensor (a scalar operand).
+/// and makes the view's history a view of it. The node refuses a second
+/// backward after its graph was released whatever the op saved, as
+/// PyTorch's `CopySlices` does (its `release_variables` drops the wrapped
+/// op, and `apply` then fails "Trying to backward through the graph a
+/// second time"; `v.add_(1.0)` saves nothing, but a second backward
+/// through the base's `CopySlices` is refused).
 pub(crate) fn rebase(
     view: &Var,
     r: Rebase,
     other_edges: Vec<Option<Edge>>,
     saved: Vec<Tensor>,
     inner: BackwardFn,
-    saves: bool,
 ) {
     let Rebase {
         base,
@@ -345,9 +348,7 @@ pub(crate) fn rebase(
     let mut edges = vec![base.edge()];
     edges.extend(other_edges);
     let node = Node::new(COPY_SLICES, edges, saved, f);
-    if saves {
-        node.mark_saves();
-    }
+    node.mark_saves();
     base.set_grad_fn(Arc::new(node));
     // The view's history: a view of the base's new one.
     if let Some(node) = view_node(&base, &steps) {

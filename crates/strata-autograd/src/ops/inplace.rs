@@ -112,7 +112,7 @@ impl Var {
                 self.set_grad_fn(Arc::new(node));
             }
             Recording::View(r) => {
-                rebase(self, r, other.into_iter().collect(), saved, f, saves_scalar);
+                rebase(self, r, other.into_iter().collect(), saved, f);
             }
         }
     }

@@ -335,7 +335,14 @@ impl Var {
             // p = 1 (an integer input with 0 < p < 1 was refused above).
             // PyTorch multiplies by zeros: a NaN gradient times 0 stays NaN.
             let f = formula(move |g, _s, _n| Ok(vec![Some(g.mul(0.0)?)]));
-            return record("DropoutBackward", out, &[Some(self)], Vec::new, f, false);
+            return saving(record(
+                "DropoutBackward",
+                out,
+                &[Some(self)],
+                Vec::new,
+                f,
+                false,
+            )?);
         }
         let seed = next_seed();
         let out = self.data().dropout(p, true, seed)?;
@@ -346,8 +353,27 @@ impl Var {
             let noise = Tensor::dropout_noise(&shape, p, seed, g.dtype(), g.device())?;
             Ok(vec![Some(g.mul(&noise)?)])
         });
-        record("DropoutBackward", out, &[Some(self)], Vec::new, f, false)
+        saving(record(
+            "DropoutBackward",
+            out,
+            &[Some(self)],
+            Vec::new,
+            f,
+            false,
+        )?)
     }
+}
+
+/// Marks `out`'s node as saving a tensor although it keeps none: PyTorch's
+/// dropout in training (p > 0) is `input * mask` (`MulBackward0`, which
+/// saves the mask, or the zeros for p = 1), so a second backward through
+/// it after its graph was released is refused; strata keeps only the
+/// mask's seed.
+fn saving(out: Var) -> Result<Var> {
+    if let Some(node) = out.grad_fn() {
+        node.mark_saves();
+    }
+    Ok(out)
 }
 
 /// `[rows, C]` back to a class-dim-1 shape (the inverse of moving the class

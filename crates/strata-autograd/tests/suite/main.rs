@@ -36,5 +36,6 @@ mod hostile_sweep_s43;
 mod inplace_views;
 mod optim_options_s44;
 mod optim_state;
+mod oracle_s44;
 mod recompute;
 mod semantics;
