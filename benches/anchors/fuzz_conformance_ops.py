@@ -25,6 +25,15 @@ Usage (PyTorch on the CPU, one thread):
     /work/torchenv/bin/python benches/anchors/fuzz_conformance_ops.py \
         [--seed 8] [--count 900] [--out conformance/fuzz_ops.json]
 
+Seeds from 3184 on (S44_SEED) also draw S44_FAMILIES: out-of-place
+addcmul (three operands broadcasting each other, mixed dtypes, 0-d
+operands, an int/float/bool value, infinities where the order of the
+products matters), unbind (negative dims, a write through one piece seen by
+the others) and broadcast_to (new leading dims, size-1 dims expanded to 0
+or more, targets that do not fit; then an in-place op, an overlap error
+where the view repeats elements). Earlier seeds draw the cases they drew
+before (byte-identical for seeds 3100 and 3183).
+
 Case shapes deliberately left out (PyTorch quirks the format says no case
 depends on, platform-defined conversions, or answers of this PyTorch build
 that the format's rules do not give):
@@ -80,7 +89,8 @@ TOL_OPS = {"rsqrt", "pow", "tanh", "sigmoid", "gelu", "silu", "sin", "cos", "erf
            "expm1_"}
 EXPLOG = {"exp", "log", "exp_"}
 VIEW_OPS = {"transpose", "permute", "slice", "narrow", "expand", "select", "squeeze",
-            "unsqueeze", "t", "view", "as_strided", "split", "chunk"}
+            "unsqueeze", "t", "view", "as_strided", "split", "chunk", "unbind",
+            "broadcast_to"}
 CHECKED_OPS = VIEW_OPS | {"reshape", "flatten", "contiguous", "eye", "zeros", "ones", "full",
                           "arange"}
 UNARY_FLOAT = ["sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "erf", "log1p", "expm1",
@@ -668,6 +678,12 @@ def run_op(op, a, raw, case):
         return getattr(torch, op)(ts, opt(1, 0))
     if op == "split":
         return torch.split(x, a[1], opt(2, 0))
+    if op == "unbind":
+        return torch.unbind(x, opt(1, 0))
+    if op == "broadcast_to":
+        return x.broadcast_to(a[1])
+    if op == "addcmul":
+        return torch.addcmul(x, a[1], a[2], value=a[3])
     if op == "chunk":
         return torch.chunk(x, a[1], opt(2, 0))
     if op in ("zeros_like", "ones_like"):
@@ -1507,6 +1523,142 @@ def fam_eye(c):
         follow(c, y)
 
 
+# ---- session 44's families (drawn for seeds >= S44_SEED only) ----
+
+def bcast_of(r, shape):
+    """A shape that broadcasts with `shape`: leading dims dropped, some set
+    to 1, now and then a new leading dim."""
+    s = list(shape)
+    if s and r.random() < 0.3:
+        s = s[r.randrange(1, len(s) + 1):]
+    s = [1 if r.random() < 0.3 else d for d in s]
+    if r.random() < 0.1:
+        s = [r.randrange(1, 3)] + s
+    return s
+
+
+def fam_addcmul(c):
+    """Out-of-place addcmul(x, t1, t2, value): the three operands broadcast
+    each other, mixed dtypes promote (a 0-d operand does not raise a
+    dimensioned one), non-contiguous operands, infinities where the order
+    of the products matters (PyTorch computes x + (value * t1) * t2; a
+    reduced float in f32, rounded once), the value as an int, float or
+    bool; a shape that does not broadcast is an error."""
+    r = c.rng
+    dt = r.choice(DTYPES + FLOATS + FLOATS)
+    shape = rshape(r, hi=3)
+    x = c.operand(shape, dt)
+    dts = [dt if r.random() < 0.6 else r.choice(DTYPES) for _ in range(2)]
+    shapes = [bcast_of(r, shape) for _ in range(2)]
+    err = None
+    if r.random() < 0.07 and shape and max(shape) > 1:
+        bad = list(shape)
+        i = next(k for k, d in enumerate(bad) if d > 1)
+        bad[i] = bad[i] + 1
+        shapes[r.randrange(2)] = bad
+        err = "broadcast"
+    ts = [c.operand(s, d) for s, d in zip(shapes, dts)]
+    v = r.choice([{"int": 1}, {"int": 2}, {"int": -1}, {"int": 0}, {"float": 0.5},
+                  {"float": -2.0}, {"float": 0.0}, {"bool": True}])
+    try:
+        common = torch.result_type(c.env[x], c.env[ts[0]])
+        common = torch.promote_types(common, torch.result_type(c.env[ts[1]], c.env[x]))
+    except RuntimeError:
+        common = None
+    if err is None and (common is None or common in (torch.bool,) or
+                        (not common.is_floating_point and "float" in v)):
+        # (PyTorch's rules on bool and on a float value with integers:
+        # its message decides the class, or the case is left out)
+        err = "?"
+    y = c.step("addcmul", [x, ts[0], ts[1], v], error=err)
+    if y is not None and r.random() < 0.3:
+        follow(c, y)
+
+
+def fam_unbind(c):
+    """unbind(x, dim): views of each slice (negative dims, size-0 dims:
+    no pieces), then a write through one piece, seen by the base and the
+    other pieces (an expanded base: an overlap error)."""
+    r = c.rng
+    dt = r.choice(DTYPES)
+    nd = r.choice([1, 1, 2, 2, 3])
+    shape = rshape(r, nd, hi=4, zero_p=0.1)
+    x = c.operand(shape, dt)
+    err = None
+    d = dim_of(r, nd)
+    if r.random() < 0.06:
+        d = nd + r.randrange(0, 2)
+        err = "dim"
+    args = [x, d] if d != 0 or r.random() < 0.5 else [x]
+    outs = None
+    if err is None:
+        k = c.env[x].shape[d]
+        if k == 0:
+            # (no pieces: nothing to name)
+            raise Skip("unbind into no pieces")
+        outs = [c.name("p") for _ in range(k)]
+    res = c.step("unbind", args, out=outs, error=err)
+    if res:
+        pc = r.choice(res)
+        tp = c.env[pc]
+        if tp.numel() and r.random() < 0.7:
+            if NAME[tp.dtype] == "bool":
+                c.step("masked_fill_", [pc, c.input([], "bool", [True], p="m"), {"bool": False}],
+                       error="overlap" if any(st == 0 and sz > 1 for st, sz in
+                                              zip(tp.stride(), tp.shape)) else None)
+            else:
+                c.step("abs_", [pc], error="overlap" if any(
+                    st == 0 and sz > 1 for st, sz in zip(tp.stride(), tp.shape)) else None)
+        elif r.random() < 0.5:
+            follow(c, pc)
+
+
+def fam_broadcast_to(c):
+    """broadcast_to(x, shape): new leading dims, size-1 dims expanded,
+    size-0 targets; a target that does not fit (fewer dims, a non-1 size
+    changed) is an error. Then an op on the expanded view, in place (an
+    overlap error where it repeats elements) or not."""
+    r = c.rng
+    dt = r.choice(DTYPES)
+    shape = rshape(r, hi=3)
+    x = c.operand(shape, dt)
+    tgt = [r.randrange(0, 3) if r.random() < 0.2 else r.randrange(1, 4)
+           for _ in range(r.randrange(0, 2))]
+    tgt += [r.choice([0, 2, 3]) if d == 1 and r.random() < 0.6 else d for d in shape]
+    err = None
+    if r.random() < 0.1:
+        if shape and any(d != 1 for d in shape):
+            i = next(k for k, d in enumerate(shape) if d != 1)
+            tgt[len(tgt) - len(shape) + i] = shape[i] + 1
+            err = "shape"
+        elif shape:
+            tgt = tgt[len(tgt) - len(shape) + 1:]
+            err = "shape"
+    if err is None and math.prod(tgt) > 200:
+        raise Skip("large broadcast")
+    y = c.step("broadcast_to", [x, tgt], error=err)
+    if y is None:
+        return
+    t = c.env[y]
+    k = r.random()
+    if k < 0.4 and t.numel():
+        rep = any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape))
+        if dt == "bool":
+            c.step("masked_fill_", [y, c.input([], "bool", [True], p="m"), {"bool": False}],
+                   error="overlap" if rep else None)
+        else:
+            c.step("abs_", [y], error="overlap" if rep else None)
+    elif k < 0.8:
+        follow(c, y)
+
+
+S44_FAMILIES = [("addcmul", fam_addcmul, 8), ("unbind", fam_unbind, 5),
+                ("broadcast_to", fam_broadcast_to, 5)]
+# The first seed that also draws S44_FAMILIES (earlier seeds draw exactly
+# the cases they drew before).
+S44_SEED = 3184
+
+
 FAMILIES = [
     ("unary", fam_unary, 14), ("pow", fam_pow, 8), ("maxmin", fam_maxmin, 5),
     ("softmax", fam_softmax, 8), ("logsumexp", fam_logsumexp, 5), ("var", fam_var, 6),
@@ -1529,13 +1681,14 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     rng = random.Random(args.seed)
-    total_w = sum(w for _, _, w in FAMILIES)
+    families = FAMILIES + (S44_FAMILIES if args.seed >= S44_SEED else [])
+    total_w = sum(w for _, _, w in families)
     cases, skipped = [], {}
     attempt = 0
     while len(cases) < args.count:
         attempt += 1
         x = rng.random() * total_w
-        for fname, fn, w in FAMILIES:
+        for fname, fn, w in families:
             x -= w
             if x < 0:
                 break

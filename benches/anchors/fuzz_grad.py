@@ -96,6 +96,46 @@ strata's CPU autocast does the same since this round. Seeds below 173 draw
 exactly the programs they drew before (byte-identical files for seeds 5,
 130, 161, 166 and 172).
 
+Seeds from 181 on (S44_SEED) also draw `s44_step`'s families in graph
+and API programs (training programs draw as before), and their JSON names
+each float tensor's dtype ("f64", "bf16", "f16"; earlier seeds write "f32"
+for every float tensor):
+- reuse: the current value with an earlier leaf or step output (add, sub,
+  mul, div, where, and maximum/minimum while the program is exact): values
+  reached by two paths, whose gradients add up;
+- self_multi: one value several times in an op (cat/stack/where of x with
+  itself, pow(x, x), x @ x^T, x * x * x - x);
+- noncontig: a random op of the other families on a transposed, permuted,
+  expanded or narrowed view of the current value;
+- empty: a random op on an empty narrow of the current value;
+- lowp: 1-2 random steps in f64, bf16 or f16 (leaves and constants of that
+  dtype; the current value cast to it first, or promoted by the first
+  binary op), cast back; each result's dtype recorded in `dtypes` (all-f64
+  sub-programs keep the f32 tolerance, the others get autocast's);
+- mixed_operand: an i64 or bool constant, a 0-d f64 constant or leaf (the
+  result stays f32, the leaf's gradient is f64) or a bf16/f16 leaf as the
+  other operand of add/sub/mul/div/maximum/minimum/pow/where;
+- split_both: two pieces of one split/chunk combined;
+- reduce_corner: reductions and dim ops of a 0-d value with dim 0 or -1,
+  empty dim lists (not for var/std: PyTorch's backward then divides by
+  1 - correction, not its forward's count), var/std with corrections 2,
+  0.5, 3;
+- index_i32: index_select and embedding with int32 indices;
+- inplace_after: y = x + 0, z = f(y) (unary ops, binary ones with a new
+  leaf, y * y), an in-place op on y, y.detach() or z.detach(), then z and y
+  combined; leaf_nograd: y = f(x, w), then w changed in place under
+  no_grad. Where PyTorch's backward fails because a saved tensor was
+  modified, the program records `expect_error: "saved_modified"` (strata
+  must fail with SavedTensorModified; the gradients are not compared);
+- second_pass: 25% of graph programs run a second backward from the same
+  output after a first with retain_graph ("retain": the gradients add up)
+  or without it ("released": PyTorch fails where the second pass reaches
+  a node whose saved tensors were freed, `expect_error: "graph_released"`,
+  and runs through nodes that saved none). The upstream gradient is passed
+  as a copy (a leaf's .grad can be a view of it, which the second pass
+  adds to in place).
+double backward (create_graph) is not drawn: strata has none.
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
@@ -152,18 +192,27 @@ def tjson(t):
     if t.dtype == torch.bool:
         data = [bool(v) for v in t.reshape(-1).tolist()]
         dt = "bool"
-    elif t.dtype == torch.int64:
+    elif t.dtype in (torch.int64, torch.int32):
         data = [int(v) for v in t.reshape(-1).tolist()]
-        dt = "i64"
+        dt = "i64" if t.dtype == torch.int64 else "i32"
     else:
         data = [enc(v) for v in t.reshape(-1).tolist()]
-        dt = "f32"
+        # Seeds >= S44_SEED name a float tensor's own dtype (leaves and
+        # constants of f64/bf16/f16, their gradients); earlier seeds write
+        # "f32" for every float tensor, as before.
+        dt = TYPED.get(t.dtype, "f32") if TYPED else "f32"
     return {"dtype": dt, "shape": list(t.shape), "data": data}
 
 
+# Set by `main` for seeds >= S44_SEED: the dtype names `tjson` writes.
+TYPED = {}
+
+
 class Prog:
-    def __init__(self, rng, dtype, more=False, s43=False, s43b=False, given=None):
+    def __init__(self, rng, dtype, more=False, s43=False, s43b=False, given=None, s44=False):
         self.rng = rng
+        # Seeds >= S44_SEED: `s44_step`'s families.
+        self.s44 = s44
         self.more = more
         self.s43 = s43
         # Seeds >= S43B_SEED: `s43b_step`'s ops. `given(name, t)`: the
@@ -182,6 +231,9 @@ class Prog:
         self.dtype = dtype
         self.special = rng.random() < 0.3
         self.inputs = {}  # name -> torch tensor (leaves require grad)
+        # name -> the value a leaf had when made, where the program later
+        # changes it in place (`leaf_nograd`): what the JSON records
+        self.initial = {}
         self.order = []
         self.steps = []
         self.exact = True
@@ -281,7 +333,12 @@ def step(p, cur, x):
     if p.s43b:
         # Seeds from S43B_SEED on also draw the second round of session 43.
         kinds += ["s43b"] * 8
+    if p.s44:
+        # Seeds from S44_SEED on also draw session 44's families.
+        kinds += ["s44"] * 30
     kind = r.choice(kinds)
+    if kind == "s44":
+        return s44_step(p, cur, x)
     if kind == "s43b":
         return s43b_step(p, cur, x)
     if kind == "more":
@@ -1094,8 +1151,8 @@ def sub_steps(p, x, seed, k, prefix, autocast=False):
     Random(seed) (the ops of every family but s43b's: no sub-program in a
     sub-program): a checkpointed function or an autocast region. Returns
     (steps, result name, result, exact)."""
-    saved = (p.rng, p.s43b)
-    p.rng, p.s43b = random.Random(seed), False
+    saved = (p.rng, p.s43b, p.s44)
+    p.rng, p.s43b, p.s44 = random.Random(seed), False, False
     cur, steps, exact = prefix + "0", [], True
     try:
         for i in range(k):
@@ -1112,7 +1169,7 @@ def sub_steps(p, x, seed, k, prefix, autocast=False):
                 p.dtypes[out] = dname(y.dtype)
             cur, x = out, y
     finally:
-        p.rng, p.s43b = saved
+        p.rng, p.s43b, p.s44 = saved
     return steps, cur, x, exact
 
 
@@ -1235,10 +1292,427 @@ def s43b_step(p, cur, x):
     return "scatter_add", [cur, c, src], {"dim": d}, torch.scatter_add(x, d, idx, st), True
 
 
-def draw(rng, dtype=torch.float32, more=False, s43=False, s43b=False, given=None):
+# The first seed whose graph and API programs also draw `s44_step`'s
+# families (and whose JSON names each float tensor's dtype: `TYPED`).
+S44_SEED = 181
+
+# Unary ops `inplace_after` applies before the in-place op (PyTorch saves
+# the input of some, the result of others: exp, tanh, sigmoid, relu, sqrt,
+# rsqrt, reciprocal and expm1 keep their result, which the in-place op on
+# the input leaves alone).
+S44_UNARY = ["exp", "tanh", "sigmoid", "relu", "sqrt", "rsqrt", "reciprocal", "expm1",
+             "sin", "cos", "log", "abs", "erf", "log1p", "silu", "gelu", "neg", "sign"]
+
+
+def unary_torch(op, x):
+    if op == "gelu":
+        return F.gelu(x)
+    if op == "silu":
+        return F.silu(x)
+    return getattr(torch, op)(x)
+
+
+def earlier(p, cur, x, float_only=True):
+    """Names and tensors of the program's earlier values (leaves, float
+    constants and step outputs other than `cur`) whose shape broadcasts
+    with `x`'s to a result of at most 200 elements."""
+    out = []
+    for n, t in [(n, p.inputs[n]) for n in p.order] + list(p.env.items()):
+        if n == cur or not isinstance(t, torch.Tensor) or \
+                (float_only and not t.is_floating_point()):
+            continue
+        try:
+            s = torch.broadcast_shapes(t.shape, x.shape)
+        except RuntimeError:
+            continue
+        if math.prod(s) <= 200:
+            out.append((n, t))
+    return out
+
+
+def s44_step(p, cur, x):
+    """Session 44's families (drawn for seeds >= S44_SEED; named in the
+    module docstring). Sub-programs are steps named `q<i>.<k>` (replayed by
+    the `seq` op) so that they never collide with the `s<i>.<k>` names of
+    s43b's checkpoint and autocast sub-programs and their `dtypes`."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    pre = f"q{len(p.steps)}."
+    op = r.choice(["reuse"] * 4 + ["self_multi"] * 3 + ["noncontig"] * 4 + ["lowp"] * 4 +
+                  ["mixed_operand"] * 3 + ["split_both"] * 2 + ["inplace_after"] * 3 +
+                  ["empty"] * 3 + ["index_i32"] * 2 + ["leaf_nograd"] * 2 +
+                  ["reduce_corner"] * 3)
+    if op == "reduce_corner":
+        # Reductions and dim ops of a 0-d value with dim 0 or -1 (the
+        # current value, or its sum), an empty dim list, var/std with a
+        # correction of 2, 0.5 or more than the count (inf/NaN).
+        w = r.choice(["var", "std", "sum", "mean", "amax", "amin", "norm", "logsumexp",
+                      "max_dim", "min_dim", "cumsum", "softmax", "log_softmax", "var", "std"])
+        steps, c2, v = [], pre + "0", x
+        if nd > 0 and r.random() < 0.5:
+            steps.append({"op": "sum", "in": [c2], "args": {"dims": None, "keepdim": False},
+                          "out": pre + "1"})
+            c2, v = pre + "1", x.sum()
+        vd = v.dim()
+        keep = r.random() < 0.5
+        if vd == 0:
+            dims = r.choice([[0], [-1], []])
+        else:
+            dims = r.choice([[], rdims(r, vd, True)])
+        if w in ("max_dim", "min_dim", "cumsum", "softmax", "log_softmax"):
+            d = rdim(r, vd) if vd else r.choice([0, -1])
+            if w in ("max_dim", "min_dim"):
+                y = (torch.max if w == "max_dim" else torch.min)(v, d, keepdim=keep).values
+                a2 = {"dim": d, "keepdim": keep}
+            else:
+                y = getattr(torch, w)(v, d)
+                a2 = {"dim": d}
+        elif w in ("var", "std"):
+            # (no empty dim list: PyTorch's var/std forward reduces every
+            # dim for dim=[], its backward divides by the size of no dim,
+            # 1 - correction, a gradient that is not its forward's:
+            # var(x, dim=[], correction=1) gives -inf/NaN gradients; strata
+            # reads [] as None in both)
+            if dims == []:
+                dims = [0] if vd == 0 else None
+            cr = r.choice([2.0, 0.5, 3.0, 0.0, 1.0])
+            y = getattr(torch, w)(v, dim=dims, correction=cr, keepdim=keep)
+            a2 = {"dims": dims, "keepdim": keep, "correction": cr}
+        elif w == "norm":
+            pv = r.choice([2.0, 1.0, INF, 0.0, 3.0])
+            y = torch.linalg.vector_norm(v, ord=pv, dim=dims, keepdim=keep)
+            a2 = {"p": enc(pv), "dims": dims, "keepdim": keep}
+        elif w == "logsumexp":
+            y = torch.logsumexp(v, dims, keepdim=keep)
+            a2 = {"dims": dims, "keepdim": keep}
+        elif w in ("amax", "amin"):
+            y = getattr(torch, w)(v, dims, keepdim=keep)
+            a2 = {"dims": dims, "keepdim": keep}
+        else:
+            y = getattr(torch, w)(v, dim=dims, keepdim=keep)
+            a2 = {"dims": dims, "keepdim": keep}
+        ex = w in ("sum", "amax", "amin", "max_dim", "min_dim", "cumsum")
+        if not steps:
+            return w, [cur], a2, y, ex
+        steps.append({"op": w, "in": [c2], "args": a2, "out": pre + "2"})
+        return "seq", [cur], {"steps": steps, "result": pre + "2"}, y, ex
+    if op == "index_i32":
+        # index_select and embedding with int32 indices (PyTorch takes
+        # them; gather and scatter_add want int64).
+        if nd == 0 or 0 in shape:
+            raise Skip
+        if nd == 2 and r.random() < 0.5:
+            rows = shape[0]
+            ishape = r.choice([[], [3], [2, 2]])
+            idx = torch.tensor([r.randrange(rows) for _ in range(math.prod(ishape))],
+                               dtype=torch.int32).reshape(ishape)
+            pad = r.choice([None, 0, -1])
+            c, _ = p.const(idx)
+            return "embedding", [cur, c], {"padding_idx": pad}, \
+                F.embedding(idx, x, padding_idx=pad), True
+        d = rdim(r, nd)
+        idx = torch.tensor([r.randrange(shape[d]) for _ in range(r.randint(1, 5))],
+                           dtype=torch.int32)
+        c, _ = p.const(idx)
+        return "index_select", [cur, c], {"dim": d}, torch.index_select(x, d, idx), True
+    if op == "empty":
+        # A random op (any family but this one's) on an empty narrow of
+        # the current value (reductions to their identities, NaN means,
+        # -inf logsumexp, empty gradients).
+        if nd == 0:
+            raise Skip
+        d = rdim(r, nd)
+        st = r.randint(0, shape[d])
+        vs = [{"op": "narrow", "dim": d, "start": st, "length": 0}]
+        v = x.narrow(d, st, 0)
+        steps = [{"op": "view_chain", "in": [pre + "0"], "args": {"steps": vs},
+                  "out": pre + "1"}]
+        saved = p.s44
+        p.s44 = False
+        try:
+            op2, ins2, args2, y, ex = step(p, pre + "1", v)
+        finally:
+            p.s44 = saved
+        steps.append({"op": op2, "in": ins2, "args": args2, "out": pre + "2"})
+        return "seq", [cur], {"steps": steps, "result": pre + "2"}, y, ex
+    if op == "reuse":
+        # The current value with an earlier one (a leaf, a step output): a
+        # value reached by two paths, its gradients added up.
+        cands = earlier(p, cur, x)
+        if not cands:
+            raise Skip
+        n, t = r.choice(cands)
+        ops = ["add", "sub", "mul", "mul", "div", "where"]
+        if p.exact:
+            # (ties of computed values only while the program is exact)
+            ops += ["maximum", "minimum"]
+        o = r.choice(ops)
+        if o == "where":
+            ms = list(torch.broadcast_shapes(t.shape, x.shape))
+            m = torch.tensor([r.random() < 0.5 for _ in range(math.prod(ms))],
+                             dtype=torch.bool).reshape(ms)
+            c, _ = p.const(m)
+            if r.random() < 0.5:
+                return o, [c, cur, n], {}, torch.where(m, x, t), True
+            return o, [c, n, cur], {}, torch.where(m, t, x), True
+        a, b, ins = x, t, [cur, n]
+        if r.random() < 0.4:
+            a, b, ins = t, x, [n, cur]
+        y = a - b if o == "sub" else getattr(torch, o)(a, b)
+        return o, ins, {}, y, o in EXACT
+    if op == "self_multi":
+        # The current value several times in one op or a short sub-program.
+        w = r.choice(["cat", "stack", "where", "gram", "poly", "pow_self"])
+        if w in ("cat", "stack"):
+            if nd == 0 and w == "cat":
+                raise Skip
+            d = rdim(r, nd) if w == "cat" else r.randint(-nd - 1, nd)
+            y = torch.cat([x, x], d) if w == "cat" else torch.stack([x, x], d)
+            return w, [cur, cur], {"dim": d}, y, True
+        if w == "where":
+            m = torch.tensor([r.random() < 0.5 for _ in range(x.numel())],
+                             dtype=torch.bool).reshape(shape)
+            c, _ = p.const(m)
+            return "where", [c, cur, cur], {}, torch.where(m, x, x), True
+        if w == "pow_self":
+            return "pow", [cur, cur], {}, torch.pow(x, x), False
+        i0 = pre + "0"
+        if w == "gram":
+            if nd == 0:
+                raise Skip
+            if nd == 1:
+                steps = [{"op": "matmul", "in": [i0, i0], "args": {}, "out": pre + "1"}]
+                return "seq", [cur], {"steps": steps, "result": pre + "1"}, \
+                    torch.matmul(x, x), True
+            steps = [{"op": "transpose", "in": [i0], "args": {"d0": -1, "d1": -2},
+                      "out": pre + "1"},
+                     {"op": "matmul", "in": [i0, pre + "1"], "args": {}, "out": pre + "2"}]
+            y = torch.matmul(x, x.transpose(-1, -2))
+            if (y == 0).any():
+                raise Skip  # (the sign of a zero of a product: see `draw`)
+            return "seq", [cur], {"steps": steps, "result": pre + "2"}, y, True
+        # x * x * x - x
+        steps = [{"op": "mul", "in": [i0, i0], "args": {}, "out": pre + "1"},
+                 {"op": "mul", "in": [pre + "1", i0], "args": {}, "out": pre + "2"},
+                 {"op": "sub", "in": [pre + "2", i0], "args": {}, "out": pre + "3"}]
+        return "seq", [cur], {"steps": steps, "result": pre + "3"}, x * x * x - x, True
+    if op == "noncontig":
+        # A random op (any family but this one's) on a non-contiguous view
+        # of the current value: transposed, permuted, expanded, narrowed.
+        vs, v = view_chain(r, x, 1, 2, expand=True)
+        if v.is_contiguous() and v.dim() >= 2:
+            vs.append({"op": "transpose", "d0": -1, "d1": -2})
+            v = v.transpose(-1, -2)
+        if v.numel() > 200:
+            raise Skip
+        steps = [{"op": "view_chain", "in": [pre + "0"], "args": {"steps": vs},
+                  "out": pre + "1"}]
+        saved = p.s44
+        p.s44 = False
+        try:
+            op2, ins2, args2, y, ex = step(p, pre + "1", v)
+        finally:
+            p.s44 = saved
+        if zero_sign(op2, args2) and (y == 0).any():
+            raise Skip
+        steps.append({"op": op2, "in": ins2, "args": args2, "out": pre + "2"})
+        return "seq", [cur], {"steps": steps, "result": pre + "2"}, y, ex
+    if op == "lowp":
+        # 1-2 random steps in f64, bf16 or f16 (new leaves and constants of
+        # that dtype; the current value cast to it first, or not: then the
+        # steps mix dtypes and promote), cast back to the program's dtype.
+        # Each result's dtype is recorded in `dtypes` (as autocast's).
+        dn = r.choice(["bf16", "f16", "f64"])
+        tdt = DTYPES[dn]
+        steps, c2, v = [], pre + "0", x
+        if r.random() < 0.7:
+            steps.append({"op": "to_dtype", "in": [c2], "args": {"dtype": dn}, "out": pre + "1"})
+            c2, v = pre + "1", x.to(tdt)
+            if not p.replay:
+                p.dtypes[c2] = dn
+        saved = (p.s44, p.s43b, p.dtype)
+        p.s44, p.s43b, p.dtype = False, False, tdt
+        try:
+            exact = True
+            for _ in range(r.randint(1, 2)):
+                op2, ins2, args2, y, ex = step(p, c2, v)
+                exact = exact and ex
+                if op2 in ("cast", "softmax_cast"):
+                    # (these cast back to the program's dtype: this one's)
+                    args2["to"] = dn
+                out = f"{pre}{len(steps) + 1}"
+                steps.append({"op": op2, "in": ins2, "args": args2, "out": out})
+                if zero_sign(op2, args2) and (y == 0).any():
+                    raise Skip
+                if y.numel() > 200:
+                    raise Skip
+                p.dtypes[out] = dname(y.dtype)
+                c2, v = out, y
+        finally:
+            p.s44, p.s43b, p.dtype = saved
+        out = f"{pre}{len(steps) + 1}"
+        steps.append({"op": "to_main", "in": [c2], "args": {}, "out": out})
+        return "seq", [cur], {"steps": steps, "result": out}, v.to(p.dtype), exact
+    if op == "mixed_operand":
+        # An operand of another dtype: an integer or bool constant (PyTorch
+        # promotes to the float), a 0-d f64 constant or leaf (a 0-d tensor
+        # does not raise a dimensioned f32 tensor's dtype: the result is
+        # f32, the leaf's gradient f64), a bf16/f16 leaf (f32 wins).
+        w = r.choice(["i64", "i64", "bool", "f64_0d", "f64_0d_leaf", "low_leaf"])
+        o = r.choice(["add", "sub", "mul", "div", "maximum", "minimum", "pow", "where"])
+        if w in ("f64_0d", "f64_0d_leaf") and nd == 0:
+            raise Skip
+        if w == "i64":
+            s_ = bshape(r, shape)
+            t = torch.tensor([r.choice([-2, -1, 0, 1, 2, 3]) for _ in range(math.prod(s_))],
+                             dtype=torch.int64).reshape(s_)
+            n, _ = p.const(t)
+        elif w == "bool":
+            s_ = bshape(r, shape)
+            t = torch.tensor([r.random() < 0.5 for _ in range(math.prod(s_))],
+                             dtype=torch.bool).reshape(s_)
+            n, _ = p.const(t)
+        elif w == "f64_0d":
+            t = torch.tensor(r.choice([2.0, -0.5, 0.0, 1.5, 0.1]), dtype=torch.float64)
+            n, _ = p.const(t)
+        elif w == "f64_0d_leaf":
+            n, t = p.leaf([], p.values([]).to(torch.float64))
+        else:
+            n, t = p.leaf(bshape(r, shape), p.values(bshape(r, shape)).to(
+                r.choice([torch.bfloat16, torch.float16])))
+        if o == "where":
+            m = torch.tensor([r.random() < 0.5 for _ in range(x.numel())],
+                             dtype=torch.bool).reshape(shape)
+            c, _ = p.const(m)
+            if r.random() < 0.5:
+                return o, [c, cur, n], {}, torch.where(m, x, t), False
+            return o, [c, n, cur], {}, torch.where(m, t, x), False
+        a, b, ins = x, t, [cur, n]
+        if r.random() < 0.4:
+            a, b, ins = t, x, [n, cur]
+        y = a - b if o == "sub" else getattr(torch, o)(a, b)
+        if y.dtype != x.dtype:
+            raise Skip  # (a result of another dtype: `lowp`'s)
+        return o, ins, {}, y, False
+    if op == "split_both":
+        # Two pieces of one split/chunk (the same piece twice now and then)
+        # combined: the input's gradient gathers from both.
+        if nd == 0:
+            raise Skip
+        d = rdim(r, nd)
+        if r.random() < 0.5:
+            sz = r.randint(1, 3)
+            parts = torch.split(x, sz, d)
+            a0 = {"size": sz, "dim": d}
+            sop = "split"
+        else:
+            ch = r.randint(1, 3)
+            parts = torch.chunk(x, ch, d)
+            a0 = {"chunks": ch, "dim": d}
+            sop = "chunk"
+        k1 = r.randrange(len(parts))
+        same = [k for k in range(len(parts)) if parts[k].shape == parts[k1].shape]
+        k2 = r.choice(same)
+        comb = r.choice(["add", "mul", "sub", "maximum", "minimum", "cat"])
+        i0 = pre + "0"
+        steps = [{"op": sop, "in": [i0], "args": {**a0, "piece": k1}, "out": pre + "1"},
+                 {"op": sop, "in": [i0], "args": {**a0, "piece": k2}, "out": pre + "2"}]
+        a_, b_ = parts[k1], parts[k2]
+        if comb == "cat":
+            cd = rdim(r, nd)
+            steps.append({"op": "cat", "in": [pre + "1", pre + "2"], "args": {"dim": cd},
+                          "out": pre + "3"})
+            y = torch.cat([a_, b_], cd)
+        else:
+            steps.append({"op": comb, "in": [pre + "1", pre + "2"], "args": {}, "out": pre + "3"})
+            y = a_ - b_ if comb == "sub" else getattr(torch, comb)(a_, b_)
+        return "seq", [cur], {"steps": steps, "result": pre + "3"}, y, True
+    if op == "leaf_nograd":
+        # y = f(x, w) for a new leaf w, then w modified in place under
+        # no_grad (as an optimizer step does): PyTorch's backward fails
+        # where f saved w (mul, div, pow, maximum ...), and not where it
+        # saved nothing of it (add, sub); strata must agree on which.
+        fn = r.choice(["add", "sub", "mul", "div", "pow", "maximum", "minimum", "rdiv"])
+        which = r.choice(["mul_", "add_", "zero_"])
+        w, wt = p.leaf(bshape(r, shape))
+        if fn == "rdiv":
+            y = wt / x
+        elif fn == "sub":
+            y = x - wt
+        else:
+            y = getattr(torch, fn)(x, wt)
+        c = r.choice([2.0, -0.5, 0.0])
+        p.initial[w] = wt.detach().clone()
+        with torch.no_grad():
+            if which == "zero_":
+                wt.zero_()
+            else:
+                getattr(wt, which)(c)
+        return "leaf_nograd", [cur, w], {"fn": fn, "op": which, "c": c}, y, False
+    # inplace_after: y = x + 0; z = f(y) (a unary op, or a binary one with
+    # a new leaf w); an in-place op on y, or on y.detach() or z.detach()
+    # (which share y's and z's storage and version counter); then z and y
+    # combined. Where f saved the modified tensor for backward (PyTorch's
+    # choice of what each op saves), PyTorch's backward fails ("modified
+    # by an inplace operation"): recorded as `expect_error` (see `build`),
+    # strata must fail alike (SavedTensorModified), and must not where f
+    # saved something else.
+    fn = r.choice(S44_UNARY + ["mul_leaf", "div_leaf", "pow_leaf", "maximum_leaf",
+                               "rdiv_leaf", "mul_self"])
+    target = r.choice(["y", "y", "y", "y_detach", "z_detach"])
+    which = r.choice(["add_", "sub_", "mul_", "div_", "zero_", "mul_scalar_", "add_scalar_"]
+                     if target == "y" else ["zero_", "mul_scalar_", "add_scalar_"])
+    y = x + 0.0
+    ins = [cur]
+    args = {"fn": fn, "op": which, "target": target}
+    if fn.endswith("_leaf"):
+        w, wt = p.leaf(bshape(r, shape))
+        args["w"] = len(ins)
+        ins.append(w)
+        if fn == "rdiv_leaf":
+            z = wt / y
+        else:
+            z = getattr(torch, fn[:-5])(y, wt)
+    elif fn == "mul_self":
+        z = y * y
+    else:
+        z = unary_torch(fn, y)
+    t = y if target == "y" else y.detach() if target == "y_detach" else z.detach()
+    if which == "zero_":
+        t.zero_()
+    elif which.endswith("_scalar_"):
+        c = r.choice([2.0, -0.5, 0.0])
+        args["c"] = c
+        (t.mul_ if which == "mul_scalar_" else t.add_)(c)
+    else:
+        other, o = p.leaf(bshape(r, shape))
+        args["operand"] = len(ins)
+        ins.append(other)
+        getattr(t, which)(o)
+    comb = r.choice(["add", "mul", "cat", "stack"])
+    if comb == "cat" and nd == 0:
+        comb = "stack"
+    args["combine"] = comb
+    d = 0
+    if comb in ("cat", "stack"):
+        d = rdim(r, nd) if comb == "cat" else r.randint(-nd - 1, nd)
+        args["dim"] = d
+    if comb == "add":
+        out = z + y
+    elif comb == "mul":
+        out = z * y
+    elif comb == "cat":
+        out = torch.cat([z, y], d)
+    else:
+        out = torch.stack([z, y], d)
+    return "inplace_after", ins, args, out, False
+
+
+def draw(rng, dtype=torch.float32, more=False, s43=False, s43b=False, given=None, s44=False):
     """A random program: its steps and upstream gradient, run forward.
     Returns (Prog, output name, output, upstream or None)."""
-    p = Prog(rng, dtype, more, s43, s43b, given)
+    p = Prog(rng, dtype, more, s43, s43b, given, s44)
     cur, x = p.leaf(rshape(rng, 0 if rng.random() < 0.1 else 1, 3))
     nsteps = rng.randint(1, 4)
     for i in range(nsteps):
@@ -1278,7 +1752,7 @@ def grads_json(p, names):
     return {n: None if p.inputs[n].grad is None else tjson(p.inputs[n].grad) for n in names}
 
 
-def build(rng, pid, dtype=torch.float32, more=False, s43=False, s43b=False):
+def build(rng, pid, dtype=torch.float32, more=False, s43=False, s43b=False, s44=False):
     """A program (seeds >= S43B_SEED: a graph program, a training program
     or a program of the gradient API) and its recorded answers, with the
     tensors whose f32 error the f64 run estimates (`raw`)."""
@@ -1287,22 +1761,54 @@ def build(rng, pid, dtype=torch.float32, more=False, s43=False, s43b=False):
         if kind == "train":
             return build_train(rng, pid, dtype, more, s43)
         if kind == "api":
-            return build_api(rng, pid, dtype, more, s43)
-    p, cur, x, up = draw(rng, dtype, more, s43, s43b)
-    if up is None:
-        x.sum().backward()
-    else:
-        x.backward(up)
+            return build_api(rng, pid, dtype, more, s43, s44)
+    p, cur, x, up = draw(rng, dtype, more, s43, s43b, s44=s44)
+    error = None
+    # Seeds >= S44_SEED: now and then a second backward pass from the same
+    # output, after a first with retain_graph (the gradients add up) or
+    # without it (PyTorch fails where the second pass reaches a node whose
+    # saved tensors were freed, and runs through nodes that saved none).
+    second = None
+    if s44 and rng.random() < 0.25:
+        second = "retain" if rng.random() < 0.5 else "released"
+
+    def backward(retain):
+        if up is None:
+            x.sum().backward(retain_graph=retain)
+        elif s44:
+            # (A copy: a leaf can take the upstream tensor, or a view of
+            # it, as its .grad, which a second pass then adds to in place.)
+            x.backward(up.clone(), retain_graph=retain)
+        else:
+            x.backward(up, retain_graph=retain)
+
+    try:
+        backward(second == "retain")
+    except RuntimeError as e:
+        # Seeds >= S44_SEED: a tensor saved for backward that an in-place
+        # op modified (`inplace_after`) is a recorded failure; the
+        # gradients are not compared (the leaves PyTorch reached before
+        # failing depend on its order of execution).
+        if not (s44 and "modified by an inplace operation" in str(e)):
+            raise
+        error = "saved_modified"
+    if second is not None and error is None:
+        try:
+            backward(False)
+        except RuntimeError as e:
+            if "backward through the graph a second time" not in str(e):
+                raise
+            error = "graph_released"
     inputs = {}
     for n in p.order:
         t = p.inputs[n]
-        j = tjson(t)
+        j = tjson(p.initial.get(n, t))
         j["grad"] = t.requires_grad
         inputs[n] = j
     grads = {}
     for n in p.order:
         t = p.inputs[n]
-        if t.requires_grad:
+        if t.requires_grad and error is None:
             grads[n] = None if t.grad is None else tjson(t.grad)
     raw = {"out": x.detach()}
     raw.update({n: p.inputs[n].grad for n in grads})
@@ -1311,6 +1817,10 @@ def build(rng, pid, dtype=torch.float32, more=False, s43=False, s43b=False):
             "expect_grads": grads}
     if p.dtypes:
         prog["dtypes"] = p.dtypes
+    if error is not None:
+        prog["expect_error"] = error
+    if second is not None:
+        prog["second_pass"] = second
     return prog, raw
 
 
@@ -1318,7 +1828,7 @@ def inputs_json(p, values=None):
     inputs = {}
     for n in p.order:
         t = p.inputs[n] if values is None or n not in values else values[n]
-        j = tjson(t)
+        j = tjson(p.initial.get(n, t))
         j["grad"] = p.inputs[n].requires_grad
         inputs[n] = j
     return inputs
@@ -1500,7 +2010,7 @@ def reaches(out, targets):
     return False
 
 
-def build_api(rng, pid, dtype, more, s43):
+def build_api(rng, pid, dtype, more, s43, s44=False):
     """A program of the gradient API: a random program, then 0-3
     registrations (retain_grad on step outputs, tensor hooks that scale a
     gradient by a power of 2 or 0 on leaves and step outputs,
@@ -1515,7 +2025,7 @@ def build_api(rng, pid, dtype, more, s43):
     Recorded: the leaves' .grad, the retained gradients and what each
     `grad` returned."""
     cfg = random.Random(rng.randrange(1 << 30))
-    p, cur, x, _ = draw(rng, dtype, more, s43, True)
+    p, cur, x, _ = draw(rng, dtype, more, s43, True, s44=s44)
     leaves = [n for n in p.order if p.inputs[n].requires_grad]
     outs = [n for n, t in p.env.items() if t.requires_grad]
     targets = leaves + outs
@@ -1662,6 +2172,9 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    if a.seed >= S44_SEED:
+        TYPED.update({torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16",
+                      torch.float16: "f16"})
     progs, skipped, attempt = [], 0, 0
     while len(progs) < a.count:
         # One generator per attempt: a program does not depend on the skips before it.
@@ -1671,16 +2184,19 @@ def main():
             more = a.seed >= NEW_OPS_SEED
             s43 = a.seed >= S43_SEED
             s43b = a.seed >= S43B_SEED
-            prog, raw = build(rng, f"{a.seed}:{attempt - 1}", more=more, s43=s43, s43b=s43b)
+            s44 = a.seed >= S44_SEED
+            prog, raw = build(rng, f"{a.seed}:{attempt - 1}", more=more, s43=s43, s43b=s43b,
+                              s44=s44)
             if not prog["exact"]:
                 # The same program in f64 (the same f32 inputs): the error of
                 # PyTorch's own f32 answer, which the replay allows strata
                 # too (ill-conditioned elements: layer_norm of nearly
                 # constant rows, cancellations, ties that f32 rounding made).
                 p64, raw64 = build(random.Random(a.seed * 1_000_003 + attempt - 1), "",
-                                   torch.float64, more, s43, s43b)
+                                   torch.float64, more, s43, s43b, s44)
                 if p64["steps"] != prog["steps"] or p64.get("kind") != prog.get("kind") or \
-                        p64.get("actions") != prog.get("actions"):
+                        p64.get("actions") != prog.get("actions") or \
+                        p64.get("expect_error") != prog.get("expect_error"):
                     raise Skip
                 add_errors(prog, raw, raw64)
             progs.append(prog)

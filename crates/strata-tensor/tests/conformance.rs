@@ -574,6 +574,13 @@ fn nn_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorErro
             many(t(0)?.split(s, opt_int(2).unwrap_or(0)))
         }
         "chunk" => many(t(0)?.chunk(int(1), opt_int(2).unwrap_or(0))),
+        // (fuzz_conformance_ops.py's families of seeds >= 3184)
+        "unbind" => many(t(0)?.unbind(opt_int(1).unwrap_or(0))),
+        "broadcast_to" => match shape_usize(&args[1]) {
+            Some(s) => one(t(0)?.broadcast_to(&s)),
+            None => Err("broadcast_to with a negative size".into()),
+        },
+        "addcmul" => one(t(0)?.addcmul(&env.t(&args[1])?, &env.t(&args[2])?, scalar(&args[3])?)),
         _ => Err(format!("unknown op {op}")),
     }
 }

@@ -22,6 +22,15 @@
 //! zero_grad or not: [`run_train`]), and `api` programs, which run
 //! retain_grad, tensor and post-accumulate-grad hooks, zero_grad and
 //! several `backward`/`grad` passes after the forward ([`run_api`]).
+//!
+//! Seeds from 181 on add session 44's families (the generator's docstring
+//! lists them): sub-programs replayed by `seq` (steps named `q<i>.<k>`),
+//! steps in f64/bf16/f16 (`to_dtype`, `to_main`; float tensors of the JSON
+//! name their dtype), in-place ops after a use of the modified tensor
+//! (`inplace_after`, `leaf_nograd`), and a second backward pass
+//! (`second_pass`: "retain" or "released"). Where PyTorch's backward
+//! failed, `expect_error` says how ("saved_modified", "graph_released")
+//! and strata must fail alike (the gradients are not compared then).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -91,7 +100,21 @@ fn tensor(j: &J) -> Tensor {
     let data = j.key("data").arr();
     match j.key("dtype").str() {
         "i64" => Tensor::from_vec(data.iter().map(J::i).collect(), &shape, Device::Cpu),
+        "i32" => Tensor::from_vec(
+            data.iter().map(|x| x.i() as i32).collect::<Vec<i32>>(),
+            &shape,
+            Device::Cpu,
+        ),
         "bool" => Tensor::from_vec(data.iter().map(J::b).collect(), &shape, Device::Cpu),
+        // (seeds >= 181 name each float tensor's dtype; bf16/f16 values are
+        // exact in f32)
+        "f64" => Tensor::from_vec(data.iter().map(J::f).collect(), &shape, Device::Cpu),
+        d @ ("bf16" | "f16") => Tensor::from_vec(
+            data.iter().map(|x| x.f() as f32).collect::<Vec<f32>>(),
+            &shape,
+            Device::Cpu,
+        )
+        .and_then(|t| t.to_dtype(dtype_of(d))),
         _ => Tensor::from_vec(
             data.iter().map(|x| x.f() as f32).collect::<Vec<f32>>(),
             &shape,
@@ -387,7 +410,7 @@ fn run_step(op: &str, ins: &[Val], a: &J, env: &Env, dtypes: &J) -> Result<Var, 
                 "bf16" => DType::BF16,
                 _ => DType::F64,
             };
-            x.to_dtype(dt)?.to_dtype(DType::F32)?
+            x.to_dtype(dt)?.to_dtype(main_dtype(a))?
         }
         "softmax_cast" => {
             let narrow = |d: &str| match d {
@@ -402,14 +425,14 @@ fn run_step(op: &str, ins: &[Val], a: &J, env: &Env, dtypes: &J) -> Result<Var, 
             let dt = if a.key("dtype").str() == "f64" {
                 DType::F64
             } else {
-                DType::F32
+                main_dtype(a)
             };
             let y = if a.key("fn").str() == "log_softmax" {
                 xi.log_softmax(dim, Some(dt))?
             } else {
                 xi.softmax(dim, Some(dt))?
             };
-            y.to_dtype(DType::F32)?
+            y.to_dtype(main_dtype(a))?
         }
         "view_chain" => {
             let mut t = x;
@@ -512,9 +535,81 @@ fn run_step(op: &str, ins: &[Val], a: &J, env: &Env, dtypes: &J) -> Result<Var, 
             y.to_dtype(DType::F32)?
         }
         "detach_mix" => x.mul(a.key("c").f())?.add(&x.detach())?,
+        // Session 44's families (seeds >= 181).
+        "seq" => sub_program(x, a, env, dtypes)?,
+        "to_dtype" => x.to_dtype(dtype_of(a.key("dtype").str()))?,
+        "to_main" => x.to_dtype(DType::F32)?,
+        "inplace_after" => {
+            // y = x + 0; z = f(y) (or f(y, w)); an in-place op on y,
+            // y.detach() or z.detach(); z and y combined.
+            let y = x.add(0.0)?;
+            let f = a.key("fn").str();
+            let z = match f.strip_suffix("_leaf") {
+                Some("rdiv") => var(a.key("w").i() as usize).div(&y)?,
+                Some(g) => run_step(
+                    g,
+                    &[Val::V(y.clone()), ins[a.key("w").i() as usize].clone()],
+                    &J::Null,
+                    env,
+                    dtypes,
+                )?,
+                None if f == "mul_self" => y.mul(&y)?,
+                None => run_step(f, &[Val::V(y.clone())], &J::Null, env, dtypes)?,
+            };
+            let t = match a.key("target").str() {
+                "y_detach" => y.detach(),
+                "z_detach" => z.detach(),
+                _ => y.clone(),
+            };
+            let operand = || var(a.key("operand").i() as usize);
+            match a.key("op").str() {
+                "add_" => t.add_(&operand())?,
+                "sub_" => t.sub_(&operand())?,
+                "mul_" => t.mul_(&operand())?,
+                "div_" => t.div_(&operand())?,
+                "zero_" => t.zero_()?,
+                "mul_scalar_" => t.mul_(a.key("c").f())?,
+                _ => t.add_(a.key("c").f())?,
+            };
+            match a.key("combine").str() {
+                "add" => z.add(&y)?,
+                "mul" => z.mul(&y)?,
+                "cat" => Var::cat(&[&z, &y], dim)?,
+                _ => Var::stack(&[&z, &y], dim)?,
+            }
+        }
+        "leaf_nograd" => {
+            // y = f(x, w), then w modified in place under no_grad.
+            let w = var(1);
+            let y = match a.key("fn").str() {
+                "rdiv" => w.div(&x)?,
+                f => run_step(f, ins, &J::Null, env, dtypes)?,
+            };
+            {
+                let _g = NoGradGuard::new();
+                match a.key("op").str() {
+                    "zero_" => w.zero_()?,
+                    "add_" => w.add_(a.key("c").f())?,
+                    _ => w.mul_(a.key("c").f())?,
+                };
+            }
+            y
+        }
         "cumsum_dtype" => x.cumsum(dim, Some(DType::F64))?.to_dtype(DType::F32)?,
         other => panic!("the generator wrote an op this replay does not know: {other}"),
     })
+}
+
+/// The dtype a `cast`/`softmax_cast` step returns to: the program's (f32),
+/// or, inside a `lowp` sub-program of seeds >= 181, that sub-program's
+/// (`to`).
+fn main_dtype(a: &J) -> DType {
+    let to = a.key("to").str();
+    if to.is_empty() {
+        DType::F32
+    } else {
+        dtype_of(to)
+    }
 }
 
 /// One view op of the generator's `view_chain`/`inplace_view` chains (or
@@ -565,7 +660,12 @@ impl Tol {
         Tol {
             exact: p.key("exact").b(),
             store: DType::F32,
-            loose: p.key("dtypes").as_object().is_some_and(|d| !d.is_empty()),
+            // (sub-programs whose every result was f64 round nothing more
+            // than f32 programs; only seeds >= 181 write those)
+            loose: p
+                .key("dtypes")
+                .as_object()
+                .is_some_and(|d| !d.is_empty() && !d.values().all(|v| v.str() == "f64")),
         }
     }
 
@@ -580,6 +680,12 @@ impl Tol {
 /// twice that too (inf: anything but a NaN where PyTorch's f32 answer is
 /// finite goes).
 fn compare(what: &str, got: &Tensor, want: &J, err: &J, tol: Tol) -> Result<(), String> {
+    // Seeds >= 181 name a tensor's dtype where it is not f32 (the gradient
+    // of an f64/bf16/f16 leaf).
+    let tol = match want.key("dtype").str() {
+        d @ ("f64" | "bf16" | "f16") => tol.stored(dtype_of(d)),
+        _ => tol,
+    };
     let shape: Vec<usize> = want
         .key("shape")
         .arr()
@@ -719,11 +825,41 @@ fn run_program(p: &J) -> Result<(), String> {
     }
     let (_env, leaves, out, tol) = checked_forward(p)?;
     let up = p.key("upstream");
-    let r = if up.is_null() {
-        out.sum(None, false).and_then(|s| s.backward())
-    } else {
-        out.backward_with(Some(&tensor(up)), false)
+    let backward = |retain: bool| {
+        if up.is_null() {
+            out.sum(None, false)
+                .and_then(|s| s.backward_with(None, retain))
+        } else {
+            out.backward_with(Some(&tensor(up)), retain)
+        }
     };
+    // Seeds >= 181: a second pass after a first with retain_graph, or
+    // without it.
+    let second = p.key("second_pass").str();
+    let mut r = backward(second == "retain");
+    if !second.is_empty() && r.is_ok() {
+        r = backward(false);
+        if p.key("expect_error").str() == "graph_released" {
+            return match r {
+                Err(AutogradError::GraphReleased { .. }) => Ok(()),
+                Err(e) => Err(format!(
+                    "second backward: error {e}, PyTorch: graph released"
+                )),
+                Ok(()) => Err("second backward succeeded, PyTorch: graph released".into()),
+            };
+        }
+    }
+    if p.key("expect_error").str() == "saved_modified" {
+        // PyTorch's backward failed: a tensor saved for backward was
+        // modified in place (seeds >= 181, `inplace_after`).
+        return match r {
+            Err(AutogradError::SavedTensorModified { .. }) => Ok(()),
+            Err(e) => Err(format!(
+                "backward: error {e}, PyTorch: saved tensor modified"
+            )),
+            Ok(()) => Err("backward succeeded, PyTorch: saved tensor modified".into()),
+        };
+    }
     r.map_err(|e| format!("backward: error {e}"))?;
     for (name, v) in &leaves {
         let want = p.key("expect_grads").key(name);
