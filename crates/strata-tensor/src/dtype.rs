@@ -240,6 +240,13 @@ pub trait Arith: Copy + Send + Sync + PartialOrd + 'static {
     fn sub(self, b: Self) -> Self;
     /// `a * b`.
     fn mul(self, b: Self) -> Self;
+    /// `a * b + c`: rounded once for floats (a fused multiply-add, as the
+    /// compiler contracts PyTorch's `x + v * t1 * t2` in its CPU addcmul
+    /// kernel), `mul` then `add` otherwise.
+    #[inline(always)]
+    fn mul_add(self, b: Self, c: Self) -> Self {
+        self.mul(b).add(c)
+    }
     /// True division (floats) or truncating division (integers, b != 0).
     fn div(self, b: Self) -> Self;
     /// Division rounded toward zero.
@@ -296,6 +303,10 @@ macro_rules! float_arith {
             #[inline(always)]
             fn add(self, b: Self) -> Self {
                 self + b
+            }
+            #[inline(always)]
+            fn mul_add(self, b: Self, c: Self) -> Self {
+                <$t>::mul_add(self, b, c)
             }
             #[inline(always)]
             fn sub(self, b: Self) -> Self {

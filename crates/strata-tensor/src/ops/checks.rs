@@ -150,6 +150,44 @@ mod tests {
         assert!(matches!(e.neg_(), Err(TensorError::Overlap { .. })));
     }
 
+    /// PyTorch's CPU addcmul computes `x + v * t1 * t2` as
+    /// fma(v * t1, t2, x) (the compiler contracts its kernel's expression),
+    /// rounding the product and the sum once; strata rounded the product
+    /// first. Found by the forward oracle's addcmul family (session 44,
+    /// fuzz_ops seed 3188 case 0655: an f16/f32 mix). PyTorch 2.15:
+    ///
+    /// ```python
+    /// torch.addcmul(torch.tensor([-1.375]), torch.tensor([-1.5]),
+    ///               torch.tensor([1.0000000150474662e30]), value=-1)
+    /// # tensor([1.4999999470133356e+30])  (1.5 * t2 alone rounds up: 1.500000098129063e+30)
+    /// torch.addcmul(torch.tensor([-1.0], dtype=torch.float64), torch.tensor([1.5], dtype=torch.float64),
+    ///               torch.tensor([float.fromhex('0x1.0000000000001p+60')], dtype=torch.float64))
+    /// # 0x1.8000000000001p+60  (x + t1 * t2: 0x1.8000000000002p+60)
+    /// ```
+    #[test]
+    fn addcmul_rounds_the_product_and_the_sum_once_as_pytorch() {
+        let f = |v: &[f32]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+        // 1.0000000150474662e30 and 1.4999999470133356e30 as f32
+        let (big, want) = (f32::from_bits(0x7149_f2ca), f32::from_bits(0x7197_7617));
+        let t2 = f(&[big; 9]);
+        let (x, t1) = (f(&[-1.375; 9]), f(&[-1.5; 9]));
+        let r = x.addcmul(&t1, &t2, -1).unwrap().to_vec::<f32>().unwrap();
+        assert!(r.iter().all(|&v| v == want), "{r:?}");
+        // In place, and with an f16 self promoted to f32.
+        x.addcmul_(&t1, &t2, -1).unwrap();
+        assert_eq!(x.to_vec::<f32>().unwrap(), r);
+        let h = f(&[-1.375]).to_dtype(DType::F16).unwrap();
+        let r = h.addcmul(&f(&[-1.5]), &f(&[big]), -1).unwrap();
+        assert_eq!(r.to_vec::<f32>().unwrap(), [want]);
+        let d = |v: f64| Tensor::from_slice(&[v], &[1], Device::Cpu).unwrap();
+        let big = f64::from_bits(0x43B0_0000_0000_0001); // 0x1.0000000000001p+60
+        let r = d(-1.0).addcmul(&d(1.5), &d(big), 1).unwrap();
+        assert_eq!(
+            r.to_vec::<f64>().unwrap()[0].to_bits(),
+            0x43B8_0000_0000_0001
+        );
+    }
+
     #[test]
     fn addcmul_value_converts_into_integer_tensors_and_where_takes_u8() {
         let x = t(&[1, 2, 3], DType::I32);

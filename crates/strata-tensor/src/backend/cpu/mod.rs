@@ -232,8 +232,11 @@ impl Backend for CpuBackend {
     fn addcmul(&self, out: &Arg, t1: &Arg, t2: &Arg, value: Scalar) -> Result<()> {
         dispatch_dtype!(out.dtype, T => {
             let v = <<T as Element>::Acc as Element>::from_scalar(value);
+            // PyTorch's `x + v * t1 * t2` as compiled (GCC contracts it to
+            // fma(v * t1, t2, x) in both its vectorized and scalar loops):
+            // one rounding of the product and the sum for floats.
             map3(out, out, t1, t2, move |x: T, a: T, b: T| {
-                T::from_acc(x.to_acc().add(v.mul(a.to_acc()).mul(b.to_acc())))
+                T::from_acc(v.mul(a.to_acc()).mul_add(b.to_acc(), x.to_acc()))
             })
         });
         Ok(())
