@@ -133,7 +133,9 @@ for every float tensor):
   a node whose saved tensors were freed, `expect_error: "graph_released"`,
   and runs through nodes that saved none). The upstream gradient is passed
   as a copy (a leaf's .grad can be a view of it, which the second pass
-  adds to in place).
+  adds to in place). strata's checkpoint refuses every second pass after
+  a release, PyTorch's only where an op inside saved something: the
+  replay accepts that one error (and compares twice strata's gradients).
 double backward (create_graph) is not drawn: strata has none.
 
 Op cases deliberately left out (comments at each in `step`/`build`):
