@@ -170,8 +170,16 @@ pub(crate) fn cast(s: DType, d: DType) -> String {
 pub(crate) fn addcmul(d: DType) -> String {
     let c = compute_ty(d);
     let v = scalar(d, 0);
-    let prod = arith(BinaryOp::Mul, d, &arith(BinaryOp::Mul, d, "v", "a"), "b");
-    let sum = arith(BinaryOp::Add, d, "x", &prod);
+    let sum = if d.is_float() {
+        // `x + v * a * b` rounded once after `v * a`, as the CPU kernel and
+        // PyTorch's (compiled to fma(v * a, b, x)); NVRTC runs with
+        // --fmad=false, so the multiply-add is explicit.
+        let fm = if d == DType::F64 { "fma" } else { "fmaf" };
+        format!("{fm}(v * a, b, x)")
+    } else {
+        let prod = arith(BinaryOp::Mul, d, &arith(BinaryOp::Mul, d, "v", "a"), "b");
+        arith(BinaryOp::Add, d, "x", &prod)
+    };
     format!(
         "const {c} v = {v}; const {c} x = {}; const {c} a = {}; const {c} b = {}; return {};",
         load(d, "x1"),
