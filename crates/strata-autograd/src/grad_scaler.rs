@@ -132,10 +132,15 @@ impl GradScaler {
     /// and records, on the device, whether any is non-finite. Called by
     /// [`GradScaler::step`] when the caller did not (call it yourself before
     /// clipping gradients); a second call in the same iteration is an error,
-    /// and so are f16 gradients (as in PyTorch: keep f32 parameters and
-    /// use autocast; bf16 gradients are accepted). A refused call changes
-    /// nothing.
+    /// and so are f16 gradients (as PyTorch's `unscale_` refuses them: keep
+    /// f32 parameters and use autocast; bf16 gradients are accepted). A
+    /// refused call changes nothing.
     pub fn unscale_(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
+        self.unscale(optimizer, false)
+    }
+
+    /// [`GradScaler::unscale_`], taking f16 gradients when `allow_f16`.
+    fn unscale(&mut self, optimizer: &dyn Optimizer, allow_f16: bool) -> Result<()> {
         if self.found_inf.is_some() {
             return Err(AutogradError::GradScaler {
                 msg: "unscale_ was already called since the last update(); call update() after \
@@ -150,7 +155,7 @@ impl GradScaler {
         // PyTorch's `unscale_` refuses f16 gradients ("Attempting to unscale
         // FP16 gradients."): an f16 gradient that was scaled has already
         // overflowed or lost the bits the scale was meant to keep.
-        if grads.iter().any(|g| g.dtype() == DType::F16) {
+        if !allow_f16 && grads.iter().any(|g| g.dtype() == DType::F16) {
             return Err(AutogradError::GradScaler {
                 msg: "cannot unscale f16 gradients (as PyTorch refuses them): keep the \
                       parameters in f32 and run the forward pass under autocast, so that the \
@@ -187,7 +192,10 @@ impl GradScaler {
     /// `optimizer.step()` only when every gradient is finite. Returns whether
     /// the step ran. When the optimizer's step fails, its error is returned
     /// and the scaler counts no step: the gradients stay unscaled (once), and
-    /// `step` may be called again, or `update` changes nothing.
+    /// `step` may be called again, or `update` changes nothing. f16
+    /// gradients are unscaled here (PyTorch's `step` takes them for its
+    /// fused optimizers, strata's Adam and AdamW kernels), unlike in an
+    /// explicit [`GradScaler::unscale_`].
     pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<bool> {
         if self.skipped.is_some() {
             return Err(AutogradError::GradScaler {
@@ -197,7 +205,10 @@ impl GradScaler {
             });
         }
         if self.found_inf.is_none() {
-            self.unscale_(&*optimizer)?;
+            // f16 gradients are taken here, as PyTorch's `step` takes them
+            // for its fused optimizers (strata's Adam and AdamW are PyTorch's
+            // fused kernel), which unscale inside the step.
+            self.unscale(&*optimizer, true)?;
         }
         let flag = self.found_inf.as_ref().expect("set by unscale_");
         let found = flag.item::<f32>()? != 0.0;
