@@ -94,6 +94,9 @@ pub(crate) enum NnKernel<'a> {
         db: Option<&'a Arg<'a>>,
         dy: &'a Arg<'a>,
         x: &'a Arg<'a>,
+        // Read by the CUDA kernel only (the CPU recomputes the row's mean as
+        // the input gradient takes it).
+        #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
         mean: &'a Arg<'a>,
         rstd: &'a Arg<'a>,
         rows: usize,
@@ -144,6 +147,8 @@ pub(crate) enum NnKernel<'a> {
         coef: &'a Arg<'a>,
         ignore_index: i64,
         smoothing: f64,
+        // Read by the CUDA kernel only.
+        #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
         weight_sum: f64,
         rows: usize,
         classes: usize,

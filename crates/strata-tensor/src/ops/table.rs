@@ -521,7 +521,9 @@ macro_rules! unary_enum {
 
         impl UnaryFn {
             /// A name unique to the row (two rows may share a method name,
-            /// as gelu's exact and tanh forms do): the kernel-cache key.
+            /// as gelu's exact and tanh forms do): the kernel-cache key
+            /// (of the CUDA backend only).
+            #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
             pub(crate) fn key(self) -> &'static str {
                 match self {
                     $(UnaryFn::$V => stringify!($V),)*
