@@ -45,8 +45,8 @@ fn an_explicit_unscale_refuses_f16_gradients_as_in_pytorch() {
 
     // `step` unscales them itself, as PyTorch's fused Adam does.
     assert!(scaler.step(&mut opt).unwrap());
-    let want = [0.89990234375f32, 1.900390625];
-    assert_eq!(w16.data().to_vec_as::<f32>().unwrap(), want);
+    let want = [0.89990234375f64, 1.900390625];
+    assert_eq!(w16.data().to_vec_as::<f64>().unwrap(), want);
     scaler.update();
 
     // bf16 gradients are unscaled by an explicit call (PyTorch refuses only
