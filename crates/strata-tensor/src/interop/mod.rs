@@ -18,7 +18,10 @@
 //! header, a shape whose element or byte count overflows, a byte count that
 //! does not match the shape, or a dtype strata does not have is a typed error
 //! ([`TensorError::Format`], [`TensorError::SizeOverflow`],
-//! [`TensorError::DType`], [`TensorError::Io`]), never a panic.
+//! [`TensorError::DType`], [`TensorError::Io`]), never a panic. A file is
+//! read only as far as its header says: a path without an end (`/dev/zero`,
+//! a pipe left open) is refused from its first bytes, not read until the
+//! host's memory runs out.
 //!
 //! Tensors on a GPU are copied through the backend's host transfers (staged
 //! through page-locked buffers by the CUDA backend); non-contiguous tensors
@@ -158,13 +161,101 @@ fn native_to_le(bytes: &mut [u8], size: usize) {
     }
 }
 
-/// Reads a whole file, as a typed error naming the file on failure.
-pub(crate) fn read_file(op: &'static str, path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| TensorError::Io {
+/// How much of a file its format needs, judged from the bytes read so far
+/// (see [`read_file`]).
+pub(crate) enum Need {
+    /// At least this many bytes in all before the size can be told.
+    AtLeast(usize),
+    /// The file's whole size, by its header.
+    Total(usize),
+    /// The bytes read so far are malformed: more cannot help (the format's
+    /// parser then says what is wrong).
+    Stop,
+}
+
+/// The smallest step a read buffer grows by when the file system gives no
+/// size (a pipe, a device).
+const READ_CHUNK: usize = 8 << 20;
+
+/// Reads a file as far as its format needs, as a typed error naming the file
+/// on failure: its header first (`need` says how far), then the size the
+/// header gives (and, in a regular file, one byte more, so that trailing
+/// data is still seen by the parser). A path without an end (`/dev/zero`, a
+/// pipe whose writer stays open) or a huge file with a malformed header is
+/// not read to its end: the parser refuses the prefix read. The buffer grows
+/// with fallible reservations (a typed error instead of an abort when the
+/// host cannot hold it). Returns the bytes read and, for a regular file, its
+/// size.
+pub(crate) fn read_file(
+    op: &'static str,
+    path: &std::path::Path,
+    need: impl Fn(&[u8]) -> Need,
+) -> Result<(Vec<u8>, Option<usize>)> {
+    use std::io::Read;
+    let io = |source| TensorError::Io {
         op,
         path: path.to_path_buf(),
         source,
-    })
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    // A regular file's size, to reserve what it holds at once; pipes and
+    // devices give none.
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .and_then(|m| usize::try_from(m.len()).ok());
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let target = match need(&buf) {
+            Need::AtLeast(n) => n,
+            // One byte more shows trailing data in a regular file; a pipe
+            // is read only as far as the header says, as `numpy.load` reads
+            // a stream (waiting for a byte more would wait on a writer that
+            // keeps the pipe open).
+            Need::Total(n) if size.is_some() => n.saturating_add(1),
+            Need::Total(n) => n,
+            Need::Stop => return Ok((buf, size)),
+        };
+        if buf.len() >= target {
+            return Ok((buf, size));
+        }
+        if buf.len() == buf.capacity() {
+            let want = target - buf.len();
+            // What a regular file still holds (and one byte to see its
+            // end) at once; otherwise (a pipe, a device, a file grown since
+            // it was opened) doubling steps of at least `READ_CHUNK`.
+            let more = match size {
+                Some(s) if s >= buf.len() => want.min(s - buf.len() + 1),
+                _ => want.min(buf.len().max(READ_CHUNK)),
+            };
+            buf.try_reserve_exact(more).map_err(|_| {
+                TensorError::value(
+                    op,
+                    format!(
+                        "cannot allocate {} bytes of host memory to read {}",
+                        buf.len().saturating_add(more),
+                        path.display()
+                    ),
+                )
+            })?;
+        }
+        let start = buf.len();
+        let end = buf.capacity().min(target);
+        buf.resize(end, 0);
+        let n = loop {
+            match file.read(&mut buf[start..end]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io(e)),
+            }
+        };
+        buf.truncate(start + n);
+        if n == 0 {
+            // The end of the file.
+            return Ok((buf, size));
+        }
+    }
 }
 
 /// Writes a whole file, as a typed error naming the file on failure.

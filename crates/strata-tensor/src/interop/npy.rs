@@ -29,7 +29,7 @@
 //! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
 
-use super::{format_error, read_file, swap_bytes, write_file};
+use super::{format_error, read_file, swap_bytes, write_file, Need};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::shape;
@@ -147,7 +147,7 @@ fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
 /// The header is validated before anything is allocated; see the module
 /// docs for what is read and which errors a bad file gives.
 pub fn npy_from_bytes(bytes: &[u8], device: Device) -> Result<Tensor> {
-    from_bytes("npy_from_bytes", bytes, device)
+    from_bytes("npy_from_bytes", bytes, None, device)
 }
 
 /// Loads the tensor of the `.npy` file at `path` onto `device`
@@ -155,8 +155,10 @@ pub fn npy_from_bytes(bytes: &[u8], device: Device) -> Result<Tensor> {
 /// naming the file.
 pub fn load_npy(path: impl AsRef<Path>, device: Device) -> Result<Tensor> {
     const OP: &str = "load_npy";
-    let bytes = read_file(OP, path.as_ref())?;
-    from_bytes(OP, &bytes, device)
+    // A file with more bytes than its header needs is read only one past
+    // them: its size (when the file system knows it) goes into the error.
+    let (bytes, size) = read_file(OP, path.as_ref(), need)?;
+    from_bytes(OP, &bytes, size, device)
 }
 
 /// How the elements of a file are read.
@@ -185,7 +187,61 @@ struct Header {
     shape: Vec<usize>,
 }
 
-fn from_bytes(op: &'static str, bytes: &[u8], device: Device) -> Result<Tensor> {
+/// Where the header ends (the elements start), from the magic string,
+/// version and length field; `None` when they are malformed, the header is
+/// longer than strata reads, or the bytes end before the length field.
+fn header_end(bytes: &[u8]) -> Option<usize> {
+    if bytes.get(..MAGIC.len())? != MAGIC {
+        return None;
+    }
+    let len_bytes = match (*bytes.get(6)?, *bytes.get(7)?) {
+        (1, 0) => 2,
+        (2, 0) | (3, 0) => 4,
+        _ => return None,
+    };
+    let len_end = 8 + len_bytes;
+    let header_len = bytes
+        .get(8..len_end)?
+        .iter()
+        .rev()
+        .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+    (header_len <= MAX_HEADER).then_some(len_end + header_len)
+}
+
+/// How much of a file `load_npy` reads: the header, then the byte count it
+/// gives (see `interop::read_file`).
+fn need(bytes: &[u8]) -> Need {
+    // The magic string, the version and the longer (4-byte) length field.
+    const PREFIX: usize = 12;
+    if bytes.len() < PREFIX {
+        return Need::AtLeast(PREFIX);
+    }
+    match header_end(bytes) {
+        Some(end) if bytes.len() < end => Need::AtLeast(end),
+        Some(_) => match layout("load_npy", bytes) {
+            Ok(l) => l
+                .data_start
+                .checked_add(l.nbytes)
+                .map_or(Need::Stop, Need::Total),
+            Err(_) => Need::Stop,
+        },
+        None => Need::Stop,
+    }
+}
+
+/// What a file's header says: the parsed header, how its elements are read,
+/// where they start and how many bytes they take.
+struct FileLayout {
+    header: Header,
+    elem: Elem,
+    big_endian: bool,
+    data_start: usize,
+    nbytes: usize,
+}
+
+/// Reads and checks the header of the file in `bytes` (which may end after
+/// it).
+fn layout(op: &'static str, bytes: &[u8]) -> Result<FileLayout> {
     let bad = |msg: String| format_error(op, FORMAT, msg);
     if bytes.len() < MAGIC.len() + 2 || &bytes[..MAGIC.len()] != MAGIC {
         return Err(bad(
@@ -228,13 +284,39 @@ fn from_bytes(op: &'static str, bytes: &[u8], device: Device) -> Result<Tensor> 
     let (elem, big_endian) = parse_descr(&header.descr).map_err(|m| TensorError::dtype(op, m))?;
     let numel = shape::check_contiguous(op, &header.shape)?;
     let nbytes = shape::checked_nbytes(op, &header.shape, numel, elem.size())?;
+    Ok(FileLayout {
+        header,
+        elem,
+        big_endian,
+        data_start,
+        nbytes,
+    })
+}
+
+/// The tensor of the file in `bytes`; `file_len`, when given, is the whole
+/// file's size, which `bytes` (read only as far as the header needs) may
+/// fall short of.
+fn from_bytes(
+    op: &'static str,
+    bytes: &[u8],
+    file_len: Option<usize>,
+    device: Device,
+) -> Result<Tensor> {
+    let bad = |msg: String| format_error(op, FORMAT, msg);
+    let FileLayout {
+        header,
+        elem,
+        big_endian,
+        data_start,
+        nbytes,
+    } = layout(op, bytes)?;
     let data = &bytes[data_start..];
     if data.len() != nbytes {
         return Err(bad(format!(
             "shape {:?} with {}-byte elements needs {nbytes} bytes of data but the file has {}",
             header.shape,
             elem.size(),
-            data.len()
+            file_len.map_or(data.len(), |n| n.saturating_sub(data_start).max(data.len()))
         )));
     }
     // The elements as stored: C order over `stored_shape`.

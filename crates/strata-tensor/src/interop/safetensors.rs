@@ -19,7 +19,7 @@
 //! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
 
-use super::{format_error, read_file};
+use super::{format_error, read_file, Need};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::shape;
@@ -241,8 +241,35 @@ pub fn safetensors_from_bytes(bytes: &[u8], device: Device) -> Result<HashMap<St
 /// [`safetensors_from_bytes`], plus [`TensorError::Io`] naming the file.
 pub fn load_safetensors(path: impl AsRef<Path>, device: Device) -> Result<HashMap<String, Tensor>> {
     const OP: &str = "load_safetensors";
-    let bytes = read_file(OP, path.as_ref())?;
+    let (bytes, _) = read_file(OP, path.as_ref(), need)?;
     from_bytes(OP, &bytes, device)
+}
+
+/// How much of a file `load_safetensors` reads (see `interop::read_file`):
+/// the 8-byte header length, the header, then the data its byte ranges
+/// cover. A header that does not parse stops the read; the parser then
+/// says what is wrong.
+fn need(bytes: &[u8]) -> Need {
+    /// The safetensors crate's limit on the header's length.
+    const MAX_HEADER: u64 = 100_000_000;
+    let Some(len) = bytes.get(..8) else {
+        return Need::AtLeast(8);
+    };
+    let mut le = [0u8; 8];
+    le.copy_from_slice(len);
+    let n = u64::from_le_bytes(le);
+    if n > MAX_HEADER {
+        return Need::Stop;
+    }
+    // At most 8 + 10^8: no overflow.
+    let end = 8 + n as usize;
+    let Some(header) = bytes.get(8..end) else {
+        return Need::AtLeast(end);
+    };
+    match serde_json::from_slice::<::safetensors::tensor::Metadata>(header) {
+        Ok(m) => Need::Total(end.saturating_add(m.data_len())),
+        Err(_) => Need::Stop,
+    }
 }
 
 fn from_bytes(op: &'static str, bytes: &[u8], device: Device) -> Result<HashMap<String, Tensor>> {

@@ -1,0 +1,204 @@
+//! Session 44's sweep of strata-tensor's less-trodden surfaces.
+//!
+//! Defects these tests found (fixed with them):
+//!
+//! * `load_npy` and `load_safetensors` read the whole file before looking
+//!   at it (`std::fs::read`). A path without an end (`/dev/zero`,
+//!   `/dev/urandom`, a named pipe whose writer stays open) was read until
+//!   the host ran out of memory and the process aborted, or forever; NumPy's
+//!   `np.load('/dev/zero')` and `safetensors.torch.load_file` refuse it at
+//!   once. A file is now read as far as its format needs: its header first
+//!   (refused as soon as it is malformed), then the byte count the header
+//!   gives and one byte more (so trailing data is still reported), grown
+//!   with fallible reservations.
+
+use strata_tensor::{interop, DType, Device, Tensor, TensorError};
+
+const CPU: Device = Device::Cpu;
+
+/// Runs `f` on another thread and fails the test if it has not returned
+/// within `secs` seconds (a hang), returning its result otherwise.
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("the call did not return: it hung on input without an end")
+}
+
+/// A named pipe in a fresh directory, and a writer thread that writes
+/// `data`, then keeps the pipe open (no end of file) until `release` is
+/// dropped or sent to.
+#[cfg(unix)]
+struct Fifo {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+    release: Option<std::sync::mpsc::Sender<()>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+#[cfg(unix)]
+impl Fifo {
+    fn new(name: &str, data: Vec<u8>) -> Fifo {
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!(
+            "strata-s44-{name}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("pipe");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let p = path.clone();
+        let writer = std::thread::spawn(move || {
+            // Opening blocks until the reader opens the pipe.
+            let mut f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            // The reader may stop early and close its end: the write then
+            // fails (EPIPE), which is what a reader that refuses early does.
+            let _ = f.write_all(&data);
+            let _ = wait.recv();
+        });
+        Fifo {
+            dir,
+            path,
+            release: Some(release),
+            writer: Some(writer),
+        }
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Fifo {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        // Unblock a writer still waiting for a reader to open the pipe.
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            // O_NONBLOCK (Linux): opening the read end does not wait.
+            let _ = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(0o4000)
+                .open(&self.path);
+        }
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_pipe_that_never_ends_is_refused_from_its_header() {
+    // A writer that sends 1 MiB of zeros and keeps the pipe open: before,
+    // the loaders waited for an end of file that never came. NumPy's
+    // np.load of such a stream reads the 6-byte magic and raises.
+    for loader in ["npy", "safetensors"] {
+        let fifo = Fifo::new(loader, vec![0u8; 1 << 20]);
+        let path = fifo.path.clone();
+        let r = within(20, move || match loader {
+            "npy" => interop::load_npy(&path, CPU).map(|_| ()),
+            _ => interop::load_safetensors(&path, CPU).map(|_| ()),
+        });
+        let e = r.unwrap_err();
+        assert!(matches!(e, TensorError::Format { .. }), "{loader}: {e}");
+        drop(fifo);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_pipe_holding_a_whole_file_loads_as_the_file() {
+    // A valid file sent through a pipe that then stays open: the loaders
+    // read what the header says and stop, as numpy.load(f) of a stream does.
+    let t = Tensor::from_slice(&[1.0f32, -2.5, 3.0, 4.0, 5.0, 6.0], &[2, 3], CPU).unwrap();
+    let fifo = Fifo::new("valid-npy", interop::npy_to_bytes(&t).unwrap());
+    let path = fifo.path.clone();
+    let back = within(20, move || interop::load_npy(&path, CPU)).unwrap();
+    assert!(back.equal(&t).unwrap());
+    drop(fifo);
+    let bytes = interop::safetensors_to_bytes([("w", &t)]).unwrap();
+    let fifo = Fifo::new("valid-st", bytes);
+    let path = fifo.path.clone();
+    let back = within(20, move || interop::load_safetensors(&path, CPU)).unwrap();
+    assert!(back["w"].equal(&t).unwrap());
+    drop(fifo);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn device_files_without_an_end_are_format_errors() {
+    // np.load('/dev/zero') raises at once ("Cannot load file containing
+    // pickled data when allow_pickle=False"); safetensors.torch.load_file
+    // raises too. Before, strata read /dev/zero until the host's memory ran
+    // out.
+    for dev in ["/dev/zero", "/dev/urandom"] {
+        let e = within(20, move || interop::load_npy(dev, CPU)).unwrap_err();
+        assert!(matches!(e, TensorError::Format { .. }), "{dev}: {e}");
+        let e = within(20, move || interop::load_safetensors(dev, CPU)).unwrap_err();
+        assert!(matches!(e, TensorError::Format { .. }), "{dev}: {e}");
+    }
+}
+
+#[test]
+fn files_keep_their_errors_and_values_through_the_bounded_reader() {
+    let dir = std::env::temp_dir().join(format!("strata-s44-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = Tensor::arange(0, 1000, 1, None, CPU)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap();
+    let npy = dir.join("t.npy");
+    interop::save_npy(&npy, &t).unwrap();
+    assert!(interop::load_npy(&npy, CPU).unwrap().equal(&t).unwrap());
+    // Trailing data is still reported, with the file's true byte count.
+    let mut bytes = std::fs::read(&npy).unwrap();
+    bytes.extend_from_slice(&[0; 100]);
+    std::fs::write(&npy, &bytes).unwrap();
+    let e = interop::load_npy(&npy, CPU).unwrap_err();
+    assert!(
+        matches!(e, TensorError::Format { .. }) && e.to_string().contains("8100"),
+        "{e}"
+    );
+    // A truncated file names what is missing.
+    std::fs::write(&npy, &bytes[..bytes.len() - 200]).unwrap();
+    let e = interop::load_npy(&npy, CPU).unwrap_err();
+    assert!(
+        matches!(e, TensorError::Format { .. }) && e.to_string().contains("7900"),
+        "{e}"
+    );
+    let st = dir.join("t.safetensors");
+    interop::save_safetensors(&st, [("t", &t)]).unwrap();
+    assert!(interop::load_safetensors(&st, CPU).unwrap()["t"]
+        .equal(&t)
+        .unwrap());
+    let mut bytes = std::fs::read(&st).unwrap();
+    bytes.push(0);
+    std::fs::write(&st, &bytes).unwrap();
+    let e = interop::load_safetensors(&st, CPU).unwrap_err();
+    assert!(matches!(e, TensorError::Format { .. }), "{e}");
+    std::fs::write(&st, &bytes[..bytes.len() - 9]).unwrap();
+    let e = interop::load_safetensors(&st, CPU).unwrap_err();
+    assert!(matches!(e, TensorError::Format { .. }), "{e}");
+    // Empty files and directories.
+    std::fs::write(&st, b"").unwrap();
+    assert!(matches!(
+        interop::load_safetensors(&st, CPU),
+        Err(TensorError::Format { .. })
+    ));
+    assert!(matches!(
+        interop::load_npy(&st, CPU),
+        Err(TensorError::Format { .. })
+    ));
+    assert!(matches!(
+        interop::load_npy(&dir, CPU),
+        Err(TensorError::Io { .. })
+    ));
+    std::fs::remove_dir_all(&dir).ok();
+}
