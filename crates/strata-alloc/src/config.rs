@@ -259,12 +259,33 @@ impl Default for AllocatorConfig {
     }
 }
 
+/// The value of the environment variable `name`: `None` when it is unset,
+/// a [`ConfigError::BadValue`] naming it when it is not UTF-8 (the
+/// settings strata reads are ASCII; `std::env::var` would report such a
+/// value as an error that is easily taken for "unset").
+pub(crate) fn env_value(name: &'static str) -> Result<Option<String>, ConfigError> {
+    match std::env::var_os(name) {
+        None => Ok(None),
+        Some(v) => v
+            .into_string()
+            .map(Some)
+            .map_err(|v| ConfigError::BadValue {
+                key: name,
+                value: v.to_string_lossy().into_owned(),
+                accepted:
+                    "UTF-8 text (the value holds bytes that are not): unset it or write it again",
+            }),
+    }
+}
+
 impl AllocatorConfig {
-    /// Reads `STRATA_ALLOC_CONF`; defaults when it is unset or empty.
+    /// Reads `STRATA_ALLOC_CONF`; defaults when it is unset or empty. A
+    /// value that is not UTF-8 is [`ConfigError::BadValue`] (it used to be
+    /// taken for an unset variable, and the setting silently dropped).
     pub fn from_env() -> Result<AllocatorConfig, ConfigError> {
-        match std::env::var(ENV_VAR) {
-            Ok(s) => AllocatorConfig::parse(&s),
-            Err(_) => Ok(AllocatorConfig::default()),
+        match env_value(ENV_VAR)? {
+            Some(s) => AllocatorConfig::parse(&s),
+            None => Ok(AllocatorConfig::default()),
         }
     }
 

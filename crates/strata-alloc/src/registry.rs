@@ -187,11 +187,12 @@ pub const NO_CACHING_ENV_VAR: &str = "STRATA_NO_MEMORY_CACHING";
 fn caching_forced_off() -> Result<bool, AllocError> {
     static FORCED: OnceLock<Result<bool, crate::config::ConfigError>> = OnceLock::new();
     FORCED
-        .get_or_init(|| match std::env::var(NO_CACHING_ENV_VAR) {
-            Err(_) => Ok(false),
-            Ok(v) if v == "1" => Ok(true),
-            Ok(v) if v == "0" => Ok(false),
-            Ok(v) => Err(crate::config::ConfigError::BadValue {
+        .get_or_init(|| match crate::config::env_value(NO_CACHING_ENV_VAR) {
+            Err(e) => Err(e),
+            Ok(None) => Ok(false),
+            Ok(Some(v)) if v == "1" => Ok(true),
+            Ok(Some(v)) if v == "0" => Ok(false),
+            Ok(Some(v)) => Err(crate::config::ConfigError::BadValue {
                 key: NO_CACHING_ENV_VAR,
                 value: v,
                 accepted: "1 to allocate without caching (every request a device allocation), 0 or unset to cache",

@@ -19,7 +19,11 @@ use strata_alloc::Device;
 /// println!("running on {d}");
 /// ```
 pub fn default_device() -> Result<Device> {
-    if let Ok(s) = std::env::var("STRATA_DEVICE") {
+    // Read as bytes: a value that is not UTF-8 is refused as malformed
+    // (its replacement characters name no device), not taken for an unset
+    // variable as `std::env::var`'s error would be.
+    if let Some(v) = std::env::var_os("STRATA_DEVICE") {
+        let s = v.to_string_lossy();
         if !s.trim().is_empty() {
             let d = Device::parse(&s)?;
             check_usable(d)?;

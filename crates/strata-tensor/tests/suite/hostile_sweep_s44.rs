@@ -11,6 +11,11 @@
 //!   (refused as soon as it is malformed), then the byte count the header
 //!   gives and one byte more (so trailing data is still reported), grown
 //!   with fallible reservations.
+//! * `default_device` read `STRATA_DEVICE` with `std::env::var`, whose
+//!   error for a value that is not UTF-8 was taken for "unset": such a
+//!   value silently chose the device itself (a GPU when present) where the
+//!   documented rule is that a malformed value is an error. It is now
+//!   `InvalidDevice`, as any other malformed value.
 
 use strata_tensor::{interop, DType, Device, Tensor, TensorError};
 
@@ -201,4 +206,53 @@ fn files_keep_their_errors_and_values_through_the_bounded_reader() {
         Err(TensorError::Io { .. })
     ));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The child half of `a_device_setting_that_is_not_utf8_is_refused`, run in
+/// a process of its own with `STRATA_DEVICE` set (it checks nothing without
+/// `STRATA_S44_EXPECT`).
+#[test]
+#[ignore = "run in a child process by a_device_setting_that_is_not_utf8_is_refused"]
+fn child_reads_strata_device() {
+    let Ok(expect) = std::env::var("STRATA_S44_EXPECT") else {
+        return;
+    };
+    let d = strata_tensor::default_device();
+    match expect.as_str() {
+        "error" => {
+            let e = d.unwrap_err();
+            assert!(e.to_string().contains("invalid device"), "{e}");
+        }
+        _ => assert_eq!(d.unwrap(), CPU),
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_device_setting_that_is_not_utf8_is_refused() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let exe = std::env::current_exe().unwrap();
+    let module = module_path!()
+        .split_once("::")
+        .map_or(String::new(), |(_, m)| format!("{m}::"));
+    let child = format!("{module}child_reads_strata_device");
+    for (value, expect) in [
+        (OsStr::from_bytes(b"cpu\xff"), "error"),
+        (OsStr::from_bytes(b"\xff"), "error"),
+        (OsStr::new("cpu"), "cpu"),
+    ] {
+        let out = std::process::Command::new(&exe)
+            .args(["--exact", child.as_str(), "--ignored", "--test-threads=1"])
+            .env("STRATA_DEVICE", value)
+            .env("STRATA_S44_EXPECT", expect)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{value:?}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
