@@ -33,6 +33,7 @@ mod hostile_sweep_s40;
 mod hostile_sweep_s41;
 mod hostile_sweep_s42;
 mod hostile_sweep_s43;
+mod hostile_sweep_s44;
 mod inplace_views;
 mod optim_options_s44;
 mod optim_state;

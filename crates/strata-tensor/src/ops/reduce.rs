@@ -218,7 +218,8 @@ impl Tensor {
     /// number of reduced elements (PyTorch's `torch.var(x, dim, correction=,
     /// keepdim=)`; `correction` 1 is Bessel's correction, 0 the population
     /// variance, fractional and negative values are allowed). A zero divisor
-    /// gives inf, or NaN for 0/0; no element at all (N = 0) gives NaN.
+    /// (a NaN correction makes one, as in PyTorch) gives inf, or NaN for
+    /// 0/0; no element at all (N = 0) gives NaN.
     /// Float dtypes only; f32 and bf16 accumulate in f64 (as PyTorch on the
     /// CPU), f16 in f32, and round once.
     ///
@@ -259,13 +260,6 @@ impl Tensor {
             return Err(TensorError::dtype(
                 name,
                 format!("{name} needs a float dtype, got {}", self.dtype()),
-            ));
-        }
-        if correction.is_nan() {
-            // `(n - NaN).max(0.0)` is 0: the result would be +inf, not an error.
-            return Err(TensorError::value(
-                name,
-                "the correction is NaN; pass a number (1.0 for the unbiased estimate, 0.0 for the population)",
             ));
         }
         let (rdims, out_shape) = self.reduced_dims(name, dims, keepdim)?;
@@ -328,6 +322,9 @@ impl Tensor {
         };
         let dev = x.sub(&mean)?;
         let ss = dev.mul(&dev)?.sum(d, keepdim)?;
+        // PyTorch's divisor `max(0, N - correction)`; a NaN correction
+        // makes it 0 there as here (`f64::max` ignores the NaN), so the
+        // result is +inf, or NaN where the deviations are 0, as PyTorch's.
         let v = ss.div((n as f64 - correction).max(0.0))?;
         let v = if sqrt { sqrt_nonneg(&v)? } else { v };
         v.to_dtype(self.dtype())

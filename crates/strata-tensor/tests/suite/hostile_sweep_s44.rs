@@ -16,6 +16,12 @@
 //!   value silently chose the device itself (a GPU when present) where the
 //!   documented rule is that a malformed value is an error. It is now
 //!   `InvalidDevice`, as any other malformed value.
+//! * `var` and `std` refused a NaN `correction` with a value error, where
+//!   PyTorch returns an answer: its divisor `max(0, N - correction)` is 0
+//!   for a NaN correction, so the result is +inf where the deviations are
+//!   not all 0 and NaN where they are (or where an element is infinite or
+//!   NaN). strata computes the same divisor and now returns PyTorch's
+//!   values (`hostile_inputs_3.rs` pinned the refusal; it now pins these).
 
 use strata_tensor::{interop, DType, Device, Tensor, TensorError};
 
@@ -254,5 +260,55 @@ fn a_device_setting_that_is_not_utf8_is_refused() {
             "{value:?}: {stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+}
+
+#[test]
+fn var_and_std_of_a_nan_correction_are_pytorchs() {
+    // PyTorch 2.15 (the same for float32, float64, float16, bfloat16):
+    //   x = torch.tensor([[1., 2.], [3., 5.]])
+    //   x.var(correction=nan) -> inf; x.std(correction=nan) -> inf
+    //   x.var(dim=1, correction=nan) -> [inf, inf]
+    //   x.std(dim=0, correction=nan) -> [inf, inf]
+    //   torch.ones(3).var(correction=nan) -> nan
+    //   torch.zeros(0).var(correction=nan) -> nan
+    //   torch.tensor([1., nan]).var(correction=nan) -> nan
+    //   torch.tensor([1., inf]).var(correction=nan) -> nan
+    //   x.var(dim=(0, 1), keepdim=True, correction=nan) -> [[inf]]
+    //   torch.tensor(3.).var(correction=nan) -> nan
+    let nan = f64::NAN;
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 5.0], &[2, 2], CPU)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let vals = |t: Tensor| t.to_vec_as::<f64>().unwrap();
+        assert_eq!(vals(x.var(None, nan, false).unwrap()), [f64::INFINITY]);
+        assert_eq!(vals(x.std(None, nan, false).unwrap()), [f64::INFINITY]);
+        assert_eq!(
+            vals(x.var(Some(&[1]), nan, false).unwrap()),
+            [f64::INFINITY; 2]
+        );
+        assert_eq!(
+            vals(x.std(Some(&[0]), nan, false).unwrap()),
+            [f64::INFINITY; 2]
+        );
+        let kept = x.var(Some(&[0, 1]), nan, true).unwrap();
+        assert_eq!(kept.shape(), &[1, 1]);
+        assert_eq!(vals(kept), [f64::INFINITY]);
+        let all_nan = |t: Tensor| vals(t).iter().all(|v| v.is_nan());
+        let ones = Tensor::ones(&[3], dtype, CPU).unwrap();
+        assert!(all_nan(ones.var(None, nan, false).unwrap()), "{dtype}");
+        let empty = Tensor::zeros(&[0], dtype, CPU).unwrap();
+        assert!(all_nan(empty.var(None, nan, false).unwrap()), "{dtype}");
+        for odd in [f64::NAN, f64::INFINITY] {
+            let t = Tensor::from_slice(&[1.0f64, odd], &[2], CPU)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+            assert!(all_nan(t.var(None, nan, false).unwrap()), "{dtype} {odd}");
+        }
+        let scalar = Tensor::full(&[], 3.0, dtype, CPU).unwrap();
+        assert!(all_nan(scalar.var(None, nan, false).unwrap()), "{dtype}");
     }
 }
