@@ -78,7 +78,8 @@ pub struct CrossEntropyArgs<'a> {
     pub ignore_index: i64,
     /// The reduction (mean by default).
     pub reduction: Reduction,
-    /// Label smoothing ε in [0, 1] (negative acts as 0).
+    /// Label smoothing ε in [0, 1] (negative or NaN acts as 0, as in
+    /// PyTorch; above 1 is an error).
     pub label_smoothing: f64,
 }
 
@@ -93,11 +94,12 @@ impl Default for CrossEntropyArgs<'_> {
     }
 }
 
-/// Label smoothing must be at most 1 (a negative value acts as 0, as in
-/// PyTorch). NaN is refused: `NaN.max(0.0)` is 0, so it would silently train
-/// without smoothing.
+/// Label smoothing must be at most 1 (PyTorch's check); a negative value or
+/// NaN acts as 0, as in PyTorch, whose `label_smoothing > 0.0` is false for
+/// both (`F.cross_entropy(x, t, label_smoothing=nan)` is the unsmoothed
+/// loss, and so are its gradients).
 fn check_label_smoothing(op: &'static str, eps: f64) -> Result<()> {
-    if eps > 1.0 || eps.is_nan() {
+    if eps > 1.0 {
         return Err(TensorError::value(
             op,
             format!(

@@ -22,8 +22,14 @@
 //!   not all 0 and NaN where they are (or where an element is infinite or
 //!   NaN). strata computes the same divisor and now returns PyTorch's
 //!   values (`hostile_inputs_3.rs` pinned the refusal; it now pins these).
+//! * `cross_entropy` refused a NaN `label_smoothing`, which PyTorch takes as
+//!   no smoothing (its `label_smoothing > 0.0` is false; only values above
+//!   1 are refused): the loss and gradients are the unsmoothed ones, for
+//!   class and probability targets and every reduction. strata now does
+//!   the same (`hostile_inputs_3.rs` and strata-autograd's
+//!   `hostile_inputs_2.rs` pinned the refusal; they now pin these values).
 
-use strata_tensor::{interop, DType, Device, Tensor, TensorError};
+use strata_tensor::{interop, CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
 
@@ -310,5 +316,45 @@ fn var_and_std_of_a_nan_correction_are_pytorchs() {
         }
         let scalar = Tensor::full(&[], 3.0, dtype, CPU).unwrap();
         assert!(all_nan(scalar.var(None, nan, false).unwrap()), "{dtype}");
+    }
+}
+
+#[test]
+fn a_nan_label_smoothing_is_no_smoothing_as_in_pytorch() {
+    // x = torch.tensor([[1., 2., 3.], [4., 5., 6.]])
+    // for tgt in [torch.tensor([0, 2]), torch.tensor([[1., 0, 0], [0, 0, 1]])]:
+    //   F.cross_entropy(x, tgt, label_smoothing=nan, reduction=r)
+    // -> mean 1.4076059, sum 2.8152118, none [2.4076059, 0.4076059]: the
+    //    values of label_smoothing=0.0.
+    let x = Tensor::from_slice(&[1.0f32, 2., 3., 4., 5., 6.], &[2, 3], CPU).unwrap();
+    let classes = Tensor::from_slice(&[0i64, 2], &[2], CPU).unwrap();
+    let probs = Tensor::from_slice(&[1.0f32, 0., 0., 0., 0., 1.], &[2, 3], CPU).unwrap();
+    let expect: [(Reduction, &[f32]); 3] = [
+        (Reduction::Mean, &[1.407_605_9]),
+        (Reduction::Sum, &[2.815_211_8]),
+        (Reduction::None, &[2.407_605_9, 0.407_605_95]),
+    ];
+    for target in [&classes, &probs] {
+        for (reduction, want) in expect {
+            let args = |ls| CrossEntropyArgs {
+                label_smoothing: ls,
+                reduction,
+                ..Default::default()
+            };
+            let got = x
+                .cross_entropy(target, args(f64::NAN))
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            let zero = x
+                .cross_entropy(target, args(0.0))
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            assert_eq!(got, zero, "{reduction:?}");
+            for (a, b) in got.iter().zip(want) {
+                assert!((a - b).abs() < 1e-6, "{reduction:?}: {got:?}");
+            }
+        }
     }
 }
