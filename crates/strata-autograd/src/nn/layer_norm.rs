@@ -21,14 +21,16 @@ pub struct LayerNorm {
 
 impl LayerNorm {
     /// A layer norm over the trailing `normalized_shape` (at least one dim;
-    /// sizes of 0 are allowed, as in PyTorch: the output is empty).
+    /// sizes of 0 are allowed, as in PyTorch: the output is empty). Any
+    /// `eps` is taken, as `nn.LayerNorm` takes it (a negative or NaN one
+    /// gives NaN rows where `var + eps` is not positive, as there).
     pub fn new(normalized_shape: &[usize], eps: f64, device: Device) -> Result<LayerNorm> {
-        if normalized_shape.is_empty() || eps.is_nan() || eps < 0.0 {
+        if normalized_shape.is_empty() {
             return Err(AutogradError::Module {
                 module: "LayerNorm",
                 msg: format!(
-                    "normalized_shape {normalized_shape:?} must have at least one dim, and eps \
-                     ({eps}) must be >= 0"
+                    "normalized_shape {normalized_shape:?} must have at least one dim \
+                     (the trailing dims to normalise, e.g. [hidden_size])"
                 ),
             });
         }

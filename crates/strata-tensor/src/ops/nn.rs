@@ -469,14 +469,10 @@ impl Tensor {
         eps: f64,
     ) -> Result<(Tensor, Tensor, Tensor)> {
         const OP: &str = "layer_norm";
-        // As `nn::LayerNorm::new` in strata-autograd: a NaN or negative eps
-        // turns every row with a small variance into NaN without a word.
-        if eps.is_nan() || eps < 0.0 {
-            return Err(TensorError::value(
-                OP,
-                format!("eps must be a number >= 0, got {eps}; the usual value is 1e-5"),
-            ));
-        }
+        // Any eps, as PyTorch's `F.layer_norm` takes it: a negative one
+        // gives NaN rows where `var + eps < 0` (finite ones elsewhere), a
+        // NaN one NaN everywhere; the kernels compute `1 / sqrt(var + eps)`
+        // as PyTorch's do.
         let wdt = layer_norm_operands(
             OP,
             self,

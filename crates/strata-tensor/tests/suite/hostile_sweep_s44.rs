@@ -28,6 +28,11 @@
 //!   class and probability targets and every reduction. strata now does
 //!   the same (`hostile_inputs_3.rs` and strata-autograd's
 //!   `hostile_inputs_2.rs` pinned the refusal; they now pin these values).
+//! * `layer_norm` refused a negative or NaN `eps`, which PyTorch's
+//!   `F.layer_norm` (and `nn.LayerNorm`) take: rows where `var + eps` is
+//!   not positive are NaN, the others finite. strata's kernels compute the
+//!   same `1 / sqrt(var + eps)`; the check is gone (`hostile_inputs_3.rs`
+//!   pinned the refusal; it now pins PyTorch's values).
 
 use strata_tensor::{interop, CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
@@ -357,4 +362,35 @@ fn a_nan_label_smoothing_is_no_smoothing_as_in_pytorch() {
             }
         }
     }
+}
+
+#[test]
+fn layer_norm_of_a_negative_eps_is_pytorchs() {
+    // x = torch.tensor([[1., 2., 4.], [1., 1., 1.]], requires_grad=True)
+    // w = torch.tensor([1., 2., 3.], requires_grad=True)
+    // b = torch.tensor([0., 1., 0.], requires_grad=True)
+    // y = F.layer_norm(x, [3], w, b, eps=-0.5)
+    // -> [[-1.2977712, 0.3511145, 4.8666425], [nan, nan, nan]]
+    // (y * [[1, -2, 0.5], [1, 1, 1]]).sum().backward()
+    // -> x.grad [[2.4845486, -3.1505108, 0.6659615], [nan, nan, nan]]
+    let x = Tensor::from_slice(&[1.0f32, 2., 4., 1., 1., 1.], &[2, 3], CPU).unwrap();
+    let w = Tensor::from_slice(&[1.0f32, 2., 3.], &[3], CPU).unwrap();
+    let b = Tensor::from_slice(&[0.0f32, 1., 0.], &[3], CPU).unwrap();
+    let (y, mean, rstd) = x
+        .layer_norm_forward(&[3], Some(&w), Some(&b), -0.5)
+        .unwrap();
+    let y = y.to_vec::<f32>().unwrap();
+    for (a, e) in y[..3].iter().zip([-1.297_771_2, 0.351_114_5, 4.866_642_5]) {
+        assert!((a - e).abs() < 1e-5, "{y:?}");
+    }
+    assert!(y[3..].iter().all(|v| v.is_nan()), "{y:?}");
+    let dy = Tensor::from_slice(&[1.0f32, -2., 0.5, 1., 1., 1.], &[2, 3], CPU).unwrap();
+    let grads =
+        Tensor::layer_norm_backward(&dy, &x, &mean, &rstd, Some(&w), &[3], [true, true, true])
+            .unwrap();
+    let dx = grads[0].as_ref().unwrap().to_vec::<f32>().unwrap();
+    for (a, e) in dx[..3].iter().zip([2.484_548_6, -3.150_510_8, 0.665_961_5]) {
+        assert!((a - e).abs() < 1e-5, "{dx:?}");
+    }
+    assert!(dx[3..].iter().all(|v| v.is_nan()), "{dx:?}");
 }
