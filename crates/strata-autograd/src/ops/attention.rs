@@ -129,10 +129,11 @@ impl Var {
     /// saved and how the gradients are formed.
     ///
     /// Errors (typed): operands with fewer than 2 dims, mismatched inner
-    /// sizes, dtypes or devices, a scale that is not finite (PyTorch gives
-    /// NaN everywhere), except with an empty embedding dim (`E = 0`), where
-    /// the scores are 0 whatever the scale and the output is the mean of
-    /// the values, as in PyTorch.
+    /// sizes, dtypes or devices. A scale that is not finite gives NaN
+    /// everywhere, output and gradients, as in PyTorch, except with an
+    /// empty embedding dim (`E = 0`), where the scores are 0 whatever the
+    /// scale and the output is the mean of the values, and without queries
+    /// or keys, where there are no scores (zeros), as in PyTorch.
     ///
     /// ```
     /// use strata_autograd::{AttentionArgs, Var};
@@ -166,16 +167,27 @@ impl Var {
         // sqrt(scale) each before their product, so even its default scale
         // 1/sqrt(0) = inf (or a given inf or NaN) leaves the scores 0 and
         // the output the mean of the values (of the unmasked ones, causal).
-        let scale = if e == 0 {
+        // Without queries or keys (L = 0 or S = 0) there are no scores
+        // either, and the scale changes nothing (PyTorch: an empty output,
+        // or zeros, and zero gradients, whatever the scale).
+        let l = qs[qs.len() - 2];
+        let scale = if e == 0 || l == 0 || s == 0 {
             1.0
         } else {
             args.scale.unwrap_or(1.0 / (e as f64).sqrt())
         };
         let causal = args.causal;
-        // The probabilities in `dtype` (`None`: the scores' dtype).
+        // The probabilities in `dtype` (`None`: the scores' dtype). A scale
+        // that is not finite makes every score, so every probability, NaN
+        // (PyTorch's math: `q sqrt(scale) @ (k sqrt(scale))ᵀ` is inf or NaN,
+        // and softmax of a row holding them NaN), and so every output and,
+        // through the scaled gradients, every gradient.
         let probs = move |q: &Tensor, k: &Tensor, dtype: Option<DType>| -> Result<Tensor> {
-            Ok(q.matmul(&k.transpose(-2, -1)?)?
-                .scaled_softmax(scale, causal, dtype)?)
+            let scores = q.matmul(&k.transpose(-2, -1)?)?;
+            if !scale.is_finite() {
+                return Ok(scores.scaled_softmax(1.0, causal, dtype)?.mul(f64::NAN)?);
+            }
+            Ok(scores.scaled_softmax(scale, causal, dtype)?)
         };
         // Under autocast, a half-precision op's softmax gradient is formed
         // in f32 (module documentation).

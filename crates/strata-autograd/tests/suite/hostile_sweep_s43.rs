@@ -50,7 +50,7 @@
 //!   saved-tensor checks read (documented); PyTorch's `.data` does not.
 //! * `LayerNorm::new` and `layer_norm` refuse a negative or NaN `eps`
 //!   (an earlier session's choice, `hostile_inputs_3.rs`); PyTorch returns
-//!   NaN rows.
+//!   NaN rows. (Since session 44 strata takes it as PyTorch does.)
 
 use strata_autograd::{grad, Var};
 use strata_tensor::{Device, Tensor};

@@ -11,9 +11,14 @@
 //!   `eps`, which PyTorch's `nn.LayerNorm(3, eps=-1.0)` and
 //!   `F.layer_norm` take (NaN rows where `var + eps` is not positive,
 //!   finite ones elsewhere, and the gradients to match).
+//! * `Var::attention` with a scale of inf, -inf or NaN (and `E > 0`) was a
+//!   value error; PyTorch's `scaled_dot_product_attention` gives NaN
+//!   everywhere, output and gradients of q, k and v (causal or not), and
+//!   zeros without queries or keys. strata now gives the same
+//!   (`hostile_sweep_s40.rs` and `recompute.rs` pinned the error).
 
 use strata_autograd::nn::LayerNorm;
-use strata_autograd::Var;
+use strata_autograd::{AttentionArgs, Var};
 use strata_tensor::{Device, Tensor};
 
 fn param(v: &[f32], shape: &[usize]) -> Var {
@@ -82,4 +87,61 @@ fn layer_norm_takes_a_negative_eps_as_pytorch() {
     let dw = w.grad().unwrap().to_vec::<f32>().unwrap();
     assert!(dw.iter().all(|v| v.is_nan()), "{dw:?}");
     assert_eq!(b.grad().unwrap().to_vec::<f32>().unwrap(), [2.0, -1.0, 1.5]);
+}
+
+#[test]
+fn attention_with_a_scale_that_is_not_finite_is_nan_everywhere_as_pytorch() {
+    // q = torch.tensor([[1., .5], [0., -1.], [2., 1.]]); k = torch.tensor([[.5, 1.], [1., 0.], [0., 0.]])
+    // v = torch.tensor([[1., 2.], [3., 4.], [5., 6.]]) (all requires_grad)
+    // for sc in [inf, nan, -inf]: for causal in [False, True]:
+    //   y = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=sc); y.sum().backward()
+    // -> y, q.grad, k.grad and v.grad all NaN.
+    // With no keys (q (2, 3), k (0, 3), v (0, 4)) or no queries: zeros, zero gradients.
+    let t = |v: &[f32], s: &[usize]| param(v, s);
+    for scale in [f64::INFINITY, f64::NAN, f64::NEG_INFINITY] {
+        for causal in [false, true] {
+            let q = t(&[1., 0.5, 0., -1., 2., 1.], &[3, 2]);
+            let k = t(&[0.5, 1., 1., 0., 0., 0.], &[3, 2]);
+            let v = t(&[1., 2., 3., 4., 5., 6.], &[3, 2]);
+            let args = AttentionArgs {
+                scale: Some(scale),
+                causal,
+                ..Default::default()
+            };
+            let y = q.attention(&k, &v, args).unwrap();
+            let what = format!("scale {scale}, causal {causal}");
+            assert!(
+                y.to_vec::<f32>().unwrap().iter().all(|e| e.is_nan()),
+                "{what}"
+            );
+            y.sum(None, false).unwrap().backward().unwrap();
+            for (name, p) in [("q", &q), ("k", &k), ("v", &v)] {
+                let g = p.grad().unwrap().to_vec::<f32>().unwrap();
+                assert!(g.iter().all(|e| e.is_nan()), "{what}: {name}.grad {g:?}");
+            }
+        }
+        let (q, k, v) = (
+            param(&[1.0; 6], &[2, 3]),
+            param(&[], &[0, 3]),
+            param(&[], &[0, 4]),
+        );
+        let args = AttentionArgs {
+            scale: Some(scale),
+            ..Default::default()
+        };
+        let y = q.attention(&k, &v, args).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), [0.0; 8]);
+        y.sum(None, false).unwrap().backward().unwrap();
+        assert_eq!(q.grad().unwrap().to_vec::<f32>().unwrap(), [0.0; 6]);
+        let (q, k, v) = (
+            param(&[], &[0, 3]),
+            param(&[1.0; 6], &[2, 3]),
+            param(&[1.0; 8], &[2, 4]),
+        );
+        let y = q.attention(&k, &v, args).unwrap();
+        assert_eq!(y.shape(), &[0, 4]);
+        y.sum(None, false).unwrap().backward().unwrap();
+        assert_eq!(k.grad().unwrap().to_vec::<f32>().unwrap(), [0.0; 6]);
+        assert_eq!(v.grad().unwrap().to_vec::<f32>().unwrap(), [0.0; 8]);
+    }
 }

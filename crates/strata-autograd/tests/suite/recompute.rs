@@ -371,14 +371,14 @@ fn bad_operands_are_typed_errors() {
         .attention(&t(&[5, 4]), &t(&[6, 2]), args)
         .unwrap_err();
     assert!(e.to_string().contains("[.., S, Ev]"), "{e}");
-    let bad = AttentionArgs {
+    // A NaN scale was an error here until session 44; PyTorch's
+    // scaled_dot_product_attention gives NaN everywhere, and so does strata.
+    let nan = AttentionArgs {
         scale: Some(f64::NAN),
         ..args
     };
-    let e = t(&[3, 4])
-        .attention(&t(&[5, 4]), &t(&[5, 2]), bad)
-        .unwrap_err();
-    assert!(e.to_string().contains("finite"), "{e}");
+    let y = t(&[3, 4]).attention(&t(&[5, 4]), &t(&[5, 2]), nan).unwrap();
+    assert!(y.to_vec::<f64>().unwrap().iter().all(|v| v.is_nan()));
 }
 
 proptest! {
