@@ -186,9 +186,13 @@ impl LocalRank {
         } else {
             Values::Int(tensor.to_dtype(DType::I64)?.to_vec::<i64>()?)
         };
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        {
+        let seq = {
             let mut rounds = self.shared.rounds.lock();
+            // This rank's next position, taken only once the call is
+            // accepted (under the lock, so that calls of one rank from
+            // several threads take distinct ones): a refused call leaves
+            // it, and its retry joins the collective it was refused from.
+            let seq = self.next_seq.load(Ordering::Relaxed);
             let round = rounds.entry(seq).or_insert_with(|| Round {
                 kind,
                 numel: tensor.numel(),
@@ -209,13 +213,15 @@ impl LocalRank {
                 )));
             }
             round.inputs[self.rank] = Some(values);
+            self.next_seq.store(seq + 1, Ordering::Relaxed);
             self.shared.log.lock().push(CallRecord {
                 rank: self.rank,
                 seq,
                 kind,
                 numel: tensor.numel(),
             });
-        }
+            seq
+        };
         self.shared.arrived.notify_all();
         Ok(Box::new(LocalWork {
             rank: self.rank,

@@ -16,7 +16,15 @@
 //!   everywhere, output and gradients of q, k and v (causal or not), and
 //!   zeros without queries or keys. strata now gives the same
 //!   (`hostile_sweep_s40.rs` and `recompute.rs` pinned the error).
+//! * A `LocalRank` collective refused because another rank issued a
+//!   different one at the same position (another size, dtype or kind)
+//!   still used up this rank's position: the rank's next call, its retry
+//!   with the right tensor included, was matched with the others' *next*
+//!   call, so after one refusal every later collective of the group paired
+//!   wrong calls (or waited out its timeout). A refused call now changes
+//!   nothing: the retry joins the collective it was refused from.
 
+use strata_autograd::distributed::{Collective, LocalGroup, ReduceOp};
 use strata_autograd::nn::LayerNorm;
 use strata_autograd::{AttentionArgs, Var};
 use strata_tensor::{Device, Tensor};
@@ -144,4 +152,39 @@ fn attention_with_a_scale_that_is_not_finite_is_nan_everywhere_as_pytorch() {
         assert_eq!(k.grad().unwrap().to_vec::<f32>().unwrap(), [0.0; 6]);
         assert_eq!(v.grad().unwrap().to_vec::<f32>().unwrap(), [0.0; 8]);
     }
+}
+
+#[test]
+fn a_refused_collective_changes_nothing_and_its_retry_joins() {
+    let (group, ranks) =
+        LocalGroup::with_timeout(2, Device::Cpu, std::time::Duration::from_secs(20)).unwrap();
+    let t = |v: &[f32]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    let (a, b) = (t(&[1.0, 2.0]), t(&[10.0, 20.0]));
+    let w0 = ranks[0].all_reduce(&a, ReduceOp::Sum).unwrap();
+    // Rank 1 gives a tensor of another size: refused, naming collective #0.
+    let e = ranks[1]
+        .all_reduce(&t(&[1.0, 2.0, 3.0]), ReduceOp::Sum)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("collective #0"), "{e}");
+    // Its retry with the right tensor is collective #0 again, which rank 0
+    // waits in: both get the sum.
+    let w1 = ranks[1].all_reduce(&b, ReduceOp::Sum).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || w0.wait().unwrap());
+        s.spawn(move || w1.wait().unwrap());
+    });
+    assert_eq!(a.to_vec::<f32>().unwrap(), [11.0, 22.0]);
+    assert_eq!(b.to_vec::<f32>().unwrap(), [11.0, 22.0]);
+    // And the next collective pairs the next calls (#1 on both ranks).
+    let (c, d) = (t(&[1.0]), t(&[2.0]));
+    let w0 = ranks[0].all_reduce(&c, ReduceOp::Max).unwrap();
+    let w1 = ranks[1].all_reduce(&d, ReduceOp::Max).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || w0.wait().unwrap());
+        s.spawn(move || w1.wait().unwrap());
+    });
+    assert_eq!(c.to_vec::<f32>().unwrap(), [2.0]);
+    let seqs: Vec<(usize, u64)> = group.log().iter().map(|r| (r.rank, r.seq)).collect();
+    assert_eq!(seqs, [(0, 0), (1, 0), (0, 1), (1, 1)]);
 }
