@@ -627,6 +627,17 @@ impl Tensor {
         check_inplace(OP, self, &mut [])?;
         check_no_overlap(OP, self, &[source])?;
         check_no_partial_overlap(OP, self, mask)?;
+        // PyTorch checks the source's dtype before the mask's broadcast.
+        if source.dtype() != self.dtype() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "source is {} but self is {}; they must have the same dtype",
+                    source.dtype(),
+                    self.dtype()
+                ),
+            ));
+        }
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         if shape != self.shape() {
             return Err(TensorError::InPlaceBroadcast {

@@ -31,4 +31,5 @@ mod masked_select;
 mod math;
 mod matmul_precision;
 mod optim;
+mod oracle_s44b;
 mod properties;
