@@ -34,6 +34,22 @@ or more, targets that do not fit; then an in-place op, an overlap error
 where the view repeats elements). Earlier seeds draw the cases they drew
 before (byte-identical for seeds 3100 and 3183).
 
+Seeds from 3190 on (S45_SEED) also draw S45_FAMILIES, ops and argument
+forms neither fuzzer drew before: max/min (whole and along a dim, values
+and indices) and argmax/argmin over tie-heavy values with NaN, infinities
+and -0.0 (argext); masked_select/masked_scatter/masked_scatter_ with masks
+broadcasting either way, short or long sources, dtype mismatches (masked2);
+matmul/mm/bmm/addmm with a zero inner, outer or batch size, 1-d against
+batched operands, broadcast batches (matmul2); div with and without a
+rounding mode on integer zero divisors, negative operands and float
+specials, in place too (divmode); sum/mean over several, negative or
+repeated dims with keepdim on every dtype (reduce2); clamp/clamp_ with NaN,
+infinite, bool and crossed bounds (clamp2); binary ops across dtype
+categories with 0-d tensors and Python scalars (promote). Their error steps
+take the class PyTorch's message names (`"?"`, with `classify_s45` as a
+fallback used only by these families). Earlier seeds are byte-identical
+(checked for 3100 and 3189).
+
 Case shapes deliberately left out (PyTorch quirks the format says no case
 depends on, platform-defined conversions, or answers of this PyTorch build
 that the format's rules do not give):
@@ -224,6 +240,7 @@ class Case:
         self.base_checked = {}
         self.tags = set()
         self.n = 0
+        self.s45 = False
 
     # ---- values ----
     def values(self, dt, n, special=0.15, lo=-4.0, hi=4.0, ints=(-20, 20), big=True):
@@ -372,6 +389,8 @@ class Case:
             if error is None:
                 raise Skip(f"{op} failed unplanned: {msg}")
             c = classify(msg)
+            if c is None and self.s45:
+                c = classify_s45(msg)
             if error == "?":
                 # PyTorch decides; its message names the class
                 error = c or "?"
@@ -697,6 +716,44 @@ def run_op(op, a, raw, case):
         m = opt(1)
         kw = {"dtype": TDT[dt]} if dt else {}
         return torch.eye(x, m, **kw) if m is not None else torch.eye(x, **kw)
+    if op in S45_BINARY:
+        if op == "div" or op == "div_":
+            kw = {"rounding_mode": opt(2)} if opt(2) else {}
+            if op == "div":
+                return torch.div(x, a[1], **kw)
+            x.div_(a[1], **kw)
+            return None
+        if op.endswith("_"):
+            getattr(x, op)(a[1])
+            return None
+        return getattr(torch, op)(x, a[1])
+    if op in ("max", "min"):
+        if len(a) == 1 or a[1] is None:
+            return getattr(x, op)()
+        return tuple(getattr(x, op)(a[1], bool(opt(2, False))))
+    if op == "argmax":
+        return torch.argmax(x, dim=opt(1), keepdim=bool(opt(2, False)))
+    if op in ("sum", "mean"):
+        if len(a) == 1:
+            return getattr(x, op)()
+        return getattr(x, op)(dim=a[1], keepdim=bool(opt(2, False)))
+    if op in ("clamp", "clamp_"):
+        f = torch.clamp if op == "clamp" else torch.Tensor.clamp_
+        r = f(x, opt(1), opt(2))
+        return r if op == "clamp" else None
+    if op in ("matmul", "mm", "bmm"):
+        return getattr(torch, op)(x, a[1])
+    if op == "addmm":
+        return torch.addmm(x, a[1], a[2])
+    if op == "masked_select":
+        return torch.masked_select(x, a[1])
+    if op == "masked_scatter":
+        return x.masked_scatter(a[1], a[2])
+    if op == "masked_scatter_":
+        x.masked_scatter_(a[1], a[2])
+        return None
+    if op == "where":
+        return torch.where(x, a[1], a[2])
     raise SystemExit(f"unknown op {op}")
 
 
@@ -1652,6 +1709,339 @@ def fam_broadcast_to(c):
         follow(c, y)
 
 
+
+# ------------------------------------------------- S45 families (seed >= 3190)
+
+S45_BINARY = {"add", "sub", "mul", "div", "div_", "eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def classify_s45(msg):
+    """Messages of the ops the S45 families add (only those families use it,
+    so earlier seeds keep exactly the cases they had)."""
+    rules = [
+        ("ZeroDivisionError", "value"),
+        ("could not infer output dtype", "dtype"),
+        ("expected BoolTensor for mask", "dtype"),
+        ("expected mask to be a boolean tensor", "dtype"),
+        ("masked_select: expected", "dtype"),
+        ("masked_scatter_ only supports boolean masks", "dtype"),
+        ("masked_scatter: expected self and source to have same dtypes", "dtype"),
+        ("to have same dtypes", "dtype"),
+        ("Number of elements of source < number of ones in mask", "shape"),
+        ("must match the size of tensor", "broadcast"),
+        ("expected m1 and m2 to have the same dtype", "dtype"),
+        ("must have the same dtype", "dtype"),
+        ("self and mat2 must have the same dtype", "dtype"),
+        ("mat1 and mat2 must have the same dtype", "dtype"),
+        ("expected scalar type", "dtype"),
+        ("mat1 and mat2 shapes cannot be multiplied", "shape"),
+        ("must be a matrix", "shape"),
+        ("must be a 3D tensor", "shape"),
+        ("batch1 and batch2 must have same number of batches", "shape"),
+        ("Expected size for first two dimensions of batch2", "shape"),
+        ("inconsistent tensor size", "shape"),
+        ("size mismatch", "shape"),
+        ("both arguments to matmul need to be at least 1D", "shape"),
+        ("At least one of 'min' or 'max' must not be None", "value"),
+        ("with (a bool tensor", "dtype"),
+        ("is not supported", "dtype"),
+        ("Boolean inputs not supported", "dtype"),
+        ("result type Float can't be cast", "dtype"),
+        ("can't be cast", "dtype"),
+        ("value cannot be converted", "value"),
+        ("Overflow when unpacking long", "value"),
+    ]
+    for k, c in rules:
+        if k in msg:
+            return c
+    return None
+
+
+def s45_vals(r, dt, n, pool_p=0.85):
+    """Values with many ties: a small pool, now and then a special."""
+    out = []
+    for _ in range(n):
+        if dt == "bool":
+            out.append(r.random() < 0.5)
+        elif dt == "u8":
+            out.append(r.choice([0, 1, 2, 255, 1, 0]))
+        elif dt in ("i32", "i64"):
+            big = 2 ** 31 - 1 if dt == "i32" else 2 ** 62
+            out.append(r.choice([0, 1, -1, 2, -2, 3]) if r.random() < pool_p
+                       else r.choice([big, -big - 1, 7, -7]))
+        else:
+            out.append(r.choice([0.0, 1.0, -1.0, 0.5, 2.0, -2.0]) if r.random() < pool_p
+                       else r.choice([math.nan, math.inf, -math.inf, -0.0, 0.0]))
+    return out
+
+
+def s45_operand(c, shape, dt, **kw):
+    """An operand of `shape` with tie-heavy values, built by view steps."""
+    saved = c.values
+    c.values = lambda d, k, **_: s45_vals(c.rng, d, k, **kw)
+    try:
+        return c.operand(shape, dt)
+    finally:
+        c.values = saved
+
+
+def fam_argext(c):
+    """max/min (whole and along a dim, values and indices), argmax/argmin:
+    ties, NaN, infinities, -0.0, keepdim, empty and 0-d inputs."""
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(DTYPES + FLOATS)
+    shape = rshape(r, hi=4, zero_p=0.1)
+    x = s45_operand(c, shape, dt)
+    nd = len(shape)
+    for _ in range(r.randrange(1, 3)):
+        op = r.choice(["max", "min", "argmax", "argmin"])
+        d = None if r.random() < 0.3 else dim_of(r, nd)
+        if d is not None and r.random() < 0.05:
+            d = max(nd, 1) + 1
+        keep = r.choice([None, False, True])
+        if op in ("max", "min"):
+            if d is None:
+                c.step(op, [x], error="?")
+            else:
+                o = [c.name("v"), c.name("i")]
+                c.step(op, [x, d] + ([keep] if keep is not None else []), out=o, error="?")
+        else:
+            c.step(op, [x, d] + ([keep] if keep is not None else []), error="?")
+
+
+def fam_masked2(c):
+    """masked_select / masked_scatter(_): masks broadcasting either way,
+    sources longer than needed or too short, dtype mismatches, non-bool masks,
+    0-d and empty operands."""
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(DTYPES)
+    shape = rshape(r, zero_p=0.1)
+    op = r.choice(["masked_select", "masked_select", "masked_scatter", "masked_scatter_"])
+    ms = list(shape[r.randrange(0, len(shape) + 1):]) if shape else []
+    ms = [1 if (s and r.random() < 0.3) else s for s in ms]
+    if op == "masked_select" and r.random() < 0.3:
+        # the mask has more dims than x
+        ms = [r.randrange(1, 3)] + list(shape)
+    if r.random() < 0.05 and ms:
+        ms[-1] += 1
+    mdt = "bool" if r.random() < 0.9 else r.choice(["u8", "i64"])
+    x = c.operand(shape, dt, allow_expand=(op != "masked_scatter_" or r.random() < 0.2))
+    m = c.operand(ms, mdt)
+    if op == "masked_select":
+        y = c.step(op, [x, m], error="?")
+        if y is not None and r.random() < 0.3:
+            follow(c, y)
+        return
+    tgt = x
+    if op == "masked_scatter_" and r.random() < 0.5:
+        tgt = c.step("clone", [x])
+    mt = c.env[m]
+    try:
+        need = int(torch.broadcast_to(mt.bool(), torch.broadcast_shapes(
+            mt.shape, c.env[tgt].shape)).sum())
+    except RuntimeError:
+        need = 2
+    k = max(0, need + r.choice([0, 0, 1, 3, -1]))
+    sshape = r.choice([[k], factor_shape(k)]) if k else r.choice([[0], [0, 2], [k]])
+    sdt = dt if r.random() < 0.85 else r.choice(DTYPES)
+    src = c.operand(sshape, sdt)
+    y = c.step(op, [tgt, m, src], error="?")
+    if y is not None and r.random() < 0.2:
+        follow(c, y)
+
+
+def factor_shape(k):
+    for d in (3, 2):
+        if k % d == 0 and k > d:
+            return [d, k // d]
+    return [k]
+
+
+def fam_matmul2(c):
+    """matmul/mm/bmm/addmm with a zero inner, outer or batch size, 1-d
+    operands against batched ones, broadcast batches with size-1 dims, small
+    integer values (every product and sum exact)."""
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(FLOATS + ["f32", "i32", "i64", "u8"])
+    op = r.choice(["matmul"] * 4 + ["mm", "bmm", "addmm"])
+    m, k, n = (r.choice([0, 1, 2, 3]) for _ in range(3))
+    if r.random() < 0.4:
+        k = 0
+    if op in ("mm", "addmm"):
+        sa, sb = [m, k], [k, n]
+    elif op == "bmm":
+        b = r.choice([0, 1, 2])
+        sa, sb = [b, m, k], [b, k, n]
+    else:
+        form = r.choice(["1x1", "1xN", "Nx1", "1x3", "3x1", "bcast", "bcast"])
+        batch = [r.choice([0, 1, 2, 3]) for _ in range(r.randrange(1, 3))]
+        if form == "1x1":
+            sa, sb = [k], [k]
+        elif form == "1xN":
+            sa, sb = [k], [k, n]
+        elif form == "Nx1":
+            sa, sb = [m, k], [k]
+        elif form == "1x3":
+            sa, sb = [k], batch + [k, n]
+        elif form == "3x1":
+            sa, sb = batch + [m, k], [k]
+        else:
+            sa = batch + [m, k]
+            bb = [1 if r.random() < 0.4 else s for s in batch][r.randrange(0, len(batch) + 1):]
+            if r.random() < 0.3:
+                bb = [r.choice([1, 2])] + bb
+            sb = bb + [k, n]
+        if r.random() < 0.5:
+            sa, sb = sb, sa
+            if len(sa) >= 2 and len(sb) >= 2:
+                sa = sa[:-2] + [sa[-1], sa[-2]]
+                sb = sb[:-2] + [sb[-1], sb[-2]]
+                sa, sb = sa, sb
+    a = s45_operand(c, sa, dt, pool_p=1.0)
+    dt2 = dt if r.random() < 0.9 else r.choice(FLOATS + ["i64"])
+    b = s45_operand(c, sb, dt2, pool_p=1.0)
+    args = [a, b]
+    if op == "addmm":
+        sc = r.choice([[n], [m, n], [m, 1], [1, n], [], [1], [m]])
+        args = [s45_operand(c, sc, dt, pool_p=1.0), a, b]
+    y = c.step(op, args, error="?")
+    if y is not None and r.random() < 0.3:
+        follow(c, y)
+
+
+def fam_divmode(c):
+    """div with and without a rounding mode: integer zero divisors,
+    negative operands, float infinities/NaN/-0.0, 0-d tensors and Python
+    scalars of every kind, in place too."""
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(DTYPES + FLOATS)
+    shape = rshape(r, zero_p=0.06)
+    x = c.operand(shape, dt, ints=(-9, 9), special=0.2)
+    mode = r.choice([None, "trunc", "floor", "floor"])
+    k = r.random()
+    if k < 0.35:
+        b = {"int": r.choice([0, 1, 2, -2, 3, -3, 4])} if r.random() < 0.6 else \
+            {"float": r.choice([0.0, -0.0, 0.5, -1.5, 2.0, 3.0, "inf", "-inf", "nan", -4.0])}
+        if r.random() < 0.08:
+            b = {"bool": r.random() < 0.5}
+    else:
+        sh = [] if k < 0.5 else (list(shape[r.randrange(0, len(shape) + 1):]) if shape else [])
+        b = c.operand(sh, r.choice(DTYPES + [dt, dt]), ints=(-4, 4), special=0.25)
+    for nm in [x] + ([b] if isinstance(b, str) else []):
+        vals = c.env[nm].reshape(-1).tolist()
+        if any(v in (-(2 ** 31), -(2 ** 63)) for v in vals if type(v) is int):
+            raise Skip("integer division of the smallest integer")
+    op = "div"
+    tgt = x
+    if r.random() < 0.3:
+        op = "div_"
+        tgt = c.step("clone", [x])
+    args = [tgt, b] + ([mode] if mode else [])
+    y = c.step(op, args, error="?")
+    if y is not None and r.random() < 0.2:
+        follow(c, y)
+
+
+def fam_reduce2(c):
+    """sum/mean over several dims (negative, unordered, repeated), keepdim,
+    [] and no dims, every dtype (bool and integer sums widen to i64),
+    empty dims; tie-free exact values so the order of additions is moot."""
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(DTYPES + FLOATS)
+    nd = r.choice([0, 1, 2, 3, 3, 4])
+    shape = rshape(r, nd, hi=3, zero_p=0.12)
+    x = s45_operand(c, shape, dt, pool_p=0.93)
+    for _ in range(r.randrange(1, 3)):
+        op = r.choice(["sum", "sum", "mean"])
+        kk = r.random()
+        if kk < 0.15:
+            args = [x]
+        elif kk < 0.25:
+            args = [x, None, r.random() < 0.5]
+        elif kk < 0.35:
+            args = [x, [], r.random() < 0.5]
+        else:
+            n = max(nd, 1)
+            dims = r.sample(range(n), r.randrange(1, n + 1)) if nd else [r.choice([0, -1])]
+            dims = [d - n if r.random() < 0.4 else d for d in dims]
+            if r.random() < 0.06:
+                dims = dims + [dims[0]]
+            if r.random() < 0.04:
+                dims = dims + [n]
+            args = [x, dims, r.random() < 0.5]
+        c.step(op, args, error="?")
+
+
+def fam_clamp2(c):
+    """clamp/clamp_ with NaN and infinite bounds, min > max, one bound,
+    float bounds on integer tensors (promotion), bool bounds and tensors."""
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(DTYPES + FLOATS)
+    shape = rshape(r, zero_p=0.06)
+    x = c.operand(shape, dt, special=0.25, ints=(-6, 6))
+
+    def bound():
+        k = r.random()
+        if k < 0.25:
+            return None
+        if k < 0.6:
+            return {"int": r.choice([-3, -1, 0, 1, 2, 4, 300])}
+        if k < 0.95:
+            return {"float": r.choice([-1.5, 0.5, 2.25, -0.0, "nan", "inf", "-inf", 1e10])}
+        return {"bool": r.random() < 0.5}
+    lo, hi = bound(), bound()
+    op = "clamp"
+    tgt = x
+    if r.random() < 0.3:
+        op = "clamp_"
+        tgt = c.step("clone", [x])
+    y = c.step(op, [tgt, lo, hi], error="?")
+    if y is not None and r.random() < 0.2:
+        follow(c, y)
+
+
+def fam_promote(c):
+    """Binary ops across dtype categories with 0-d tensors and Python
+    scalars: a 0-d operand of a higher category sets the category, not the
+    width; u8 with negative scalars; out-of-range integer scalars;
+    f16 against bf16."""
+    c.s45 = True
+    r = c.rng
+    op = r.choice(["add", "sub", "mul", "div", "eq", "lt", "ge", "ne", "maximum"])
+    dt = r.choice(DTYPES)
+    shape = rshape(r, zero_p=0.06)
+    x = c.operand(shape, dt, ints=(-5, 5), special=0.15, big=False)
+    k = r.random()
+    if k < 0.4:
+        b = c.operand([], r.choice(DTYPES), ints=(-5, 5), special=0.15, big=False)
+    elif k < 0.75 and op != "maximum":
+        b = r.choice([{"int": r.choice([-1, 3, 256, -300, 2 ** 31, 2 ** 40])},
+                      {"float": r.choice([0.5, -2.5, 70000.0, 1e39, "nan", -0.0, 1e-8])},
+                      {"bool": r.random() < 0.5}])
+    else:
+        sh = list(shape[r.randrange(0, len(shape) + 1):]) if shape else []
+        b = c.operand(sh, r.choice(DTYPES), ints=(-5, 5), special=0.15, big=False)
+    args = [x, b]
+    if isinstance(b, str) and r.random() < 0.5:
+        args = [b, x]
+    y = c.step(op, args, error="?")
+    if y is not None and r.random() < 0.2:
+        follow(c, y)
+
+
+S45_FAMILIES = [("argext", fam_argext, 6), ("masked2", fam_masked2, 6),
+                ("matmul2", fam_matmul2, 6), ("divmode", fam_divmode, 6),
+                ("reduce2", fam_reduce2, 6), ("clamp2", fam_clamp2, 4),
+                ("promote", fam_promote, 6)]
+# The first seed that also draws S45_FAMILIES.
+S45_SEED = 3190
+
 S44_FAMILIES = [("addcmul", fam_addcmul, 8), ("unbind", fam_unbind, 5),
                 ("broadcast_to", fam_broadcast_to, 5)]
 # The first seed that also draws S44_FAMILIES (earlier seeds draw exactly
@@ -1681,7 +2071,8 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     rng = random.Random(args.seed)
-    families = FAMILIES + (S44_FAMILIES if args.seed >= S44_SEED else [])
+    families = FAMILIES + (S44_FAMILIES if args.seed >= S44_SEED else []) + \
+        (S45_FAMILIES if args.seed >= S45_SEED else [])
     total_w = sum(w for _, _, w in families)
     cases, skipped = [], {}
     attempt = 0
