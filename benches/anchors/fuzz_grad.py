@@ -1386,6 +1386,11 @@ def s44_step(p, cur, x):
             y = torch.linalg.vector_norm(v, ord=pv, dim=dims, keepdim=keep)
             a2 = {"p": enc(pv), "dims": dims, "keepdim": keep}
         elif w == "logsumexp":
+            # (PyTorch's logsumexp takes no dim=None: every dim, listed;
+            # no random draw, so the programs that did not fail are as
+            # before)
+            if dims is None:
+                dims = list(range(vd))
             y = torch.logsumexp(v, dims, keepdim=keep)
             a2 = {"dims": dims, "keepdim": keep}
         elif w in ("amax", "amin"):
