@@ -723,3 +723,114 @@ fn dropping_an_earlier_ddp_keeps_the_later_ones_buckets() -> R<()> {
     }
     Ok(())
 }
+
+/// A handle dropped without `wait` left its collective in the group's table
+/// for ever (only `wait` released a rank's share), so a caller that drops
+/// handles grew without bound: 1000 dropped all-reduces left 1000 entries.
+#[test]
+fn dropped_handles_release_their_collectives() -> R<()> {
+    let (g, ranks) = LocalGroup::new(2, Device::Cpu)?;
+    let t = |v: f32| Tensor::from_slice(&[v, 2.0 * v], &[2], Device::Cpu).unwrap();
+    let (a, b) = (t(1.0), t(10.0));
+    for i in 0..1000 {
+        a.copy_(&t(i as f32))?;
+        b.copy_(&t(10.0))?;
+        // Every third round one rank waits (on its own thread, as it blocks
+        // until the other joins) while the other drops its handle.
+        if i % 3 == 0 {
+            let w0 = ranks[0].all_reduce(&a, ReduceOp::Sum)?;
+            std::thread::scope(|s| {
+                s.spawn(move || w0.wait().unwrap());
+                drop(ranks[1].all_reduce(&b, ReduceOp::Sum).unwrap());
+            });
+        } else {
+            drop(ranks[0].all_reduce(&a, ReduceOp::Sum)?);
+            drop(ranks[1].all_reduce(&b, ReduceOp::Sum)?);
+        }
+        // Dropping a handle does not cancel the collective (as with
+        // PyTorch's `Work`): both tensors hold the sum.
+        let sum = i as f32 + 10.0;
+        assert_eq!(a.to_vec::<f32>()?, [sum, 2.0 * sum]);
+        assert_eq!(b.to_vec::<f32>()?, [sum, 2.0 * sum]);
+    }
+    assert_eq!(g.collectives_in_flight(), 0);
+    // One handle dropped before the other rank joined: the round stays
+    // until that rank has its result, then goes.
+    drop(ranks[0].all_reduce(&a, ReduceOp::Max)?);
+    assert_eq!(g.collectives_in_flight(), 1);
+    let w1 = ranks[1].all_reduce(&b, ReduceOp::Max)?;
+    assert_eq!(g.collectives_in_flight(), 1);
+    w1.wait()?;
+    assert_eq!(g.collectives_in_flight(), 0);
+    Ok(())
+}
+
+/// A rank that drops its handle before the others join does not block or
+/// break them: they get the full result (its input was taken when it
+/// started), and its own tensor gets the result too once the last rank has
+/// joined (the collective still happens, as PyTorch's dropped `Work`).
+#[test]
+fn other_ranks_get_the_result_when_one_drops_its_handle() -> R<()> {
+    let (g, ranks) = LocalGroup::new(3, Device::Cpu)?;
+    for op in [ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max] {
+        let ts: Vec<Tensor> = (0..3)
+            .map(|r| {
+                let v = [r as f32 + 1.0, -(r as f32) * 4.0, 0.5 * r as f32];
+                Tensor::from_slice(&v, &[3], Device::Cpu).unwrap()
+            })
+            .collect();
+        // Rank 1 issues and drops first; ranks 0 and 2 join afterwards on
+        // their own threads and wait.
+        drop(ranks[1].all_reduce(&ts[1], op)?);
+        std::thread::scope(|s| {
+            for r in [0, 2] {
+                let (rank, t) = (&ranks[r], &ts[r]);
+                s.spawn(move || rank.all_reduce(t, op).unwrap().wait().unwrap());
+            }
+        });
+        let expect: [f32; 3] = match op {
+            ReduceOp::Sum => [6.0, -12.0, 1.5],
+            ReduceOp::Avg => [2.0, -4.0, 0.5],
+            ReduceOp::Max => [3.0, 0.0, 1.0],
+        };
+        for t in &ts {
+            assert_eq!(t.to_vec::<f32>()?, expect, "{op:?}");
+        }
+        assert_eq!(g.collectives_in_flight(), 0);
+    }
+    // A broadcast whose root drops its handle still reaches the others.
+    let ts: Vec<Tensor> = (0..3)
+        .map(|r| Tensor::from_slice(&[r as i64 * 7 + 1], &[1], Device::Cpu).unwrap())
+        .collect();
+    drop(ranks[2].broadcast(&ts[2], 2)?);
+    std::thread::scope(|s| {
+        for r in [0, 1] {
+            let (rank, t) = (&ranks[r], &ts[r]);
+            s.spawn(move || rank.broadcast(t, 2).unwrap().wait().unwrap());
+        }
+    });
+    for t in &ts {
+        assert_eq!(t.to_vec::<i64>()?, [15]);
+    }
+    assert_eq!(g.collectives_in_flight(), 0);
+    Ok(())
+}
+
+/// A wait that timed out releases its rank's share too: the round goes once
+/// the late rank has joined and waited, and the timed-out rank's tensor is
+/// left as it was (its caller was told the collective failed).
+#[test]
+fn a_timed_out_wait_releases_its_collective() -> R<()> {
+    let (g, ranks) =
+        LocalGroup::with_timeout(2, Device::Cpu, std::time::Duration::from_millis(50))?;
+    let a = Tensor::from_slice(&[1.0f32, 2.0], &[2], Device::Cpu)?;
+    let b = Tensor::from_slice(&[10.0f32, 20.0], &[2], Device::Cpu)?;
+    let e = ranks[0].all_reduce(&a, ReduceOp::Sum)?.wait().unwrap_err();
+    assert!(e.to_string().contains("waited"), "{e}");
+    assert_eq!(g.collectives_in_flight(), 1);
+    ranks[1].all_reduce(&b, ReduceOp::Sum)?.wait()?;
+    assert_eq!(b.to_vec::<f32>()?, [11.0, 22.0]);
+    assert_eq!(a.to_vec::<f32>()?, [1.0, 2.0]);
+    assert_eq!(g.collectives_in_flight(), 0);
+    Ok(())
+}

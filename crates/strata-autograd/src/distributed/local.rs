@@ -50,8 +50,52 @@ struct Round {
     dtype: DType,
     /// Each rank's input.
     inputs: Vec<Option<Values>>,
-    /// Ranks that have read the result.
+    /// Ranks whose handle is gone: waited for (the result read, or the
+    /// wait timed out) or dropped. The last one removes the round.
     finished: usize,
+    /// Tensors of ranks that dropped their handle before every rank had
+    /// joined: the rank that completes the inputs writes the result into
+    /// them (a dropped handle does not cancel the collective).
+    orphans: Vec<Tensor>,
+}
+
+impl Round {
+    fn complete(&self) -> bool {
+        self.inputs.iter().all(Option::is_some)
+    }
+
+    /// The result; every input must be there.
+    fn result(&self) -> Values {
+        let inputs: Vec<&Values> = self.inputs.iter().flatten().collect();
+        match self.kind {
+            CallKind::Broadcast(root) => inputs[root].clone(),
+            CallKind::AllReduce(op) => reduce(&inputs, self.numel, op),
+        }
+    }
+}
+
+/// Counts one rank's handle as gone, and removes the round once every
+/// rank's is.
+fn release(rounds: &mut HashMap<u64, Round>, seq: u64, world: usize) {
+    let round = rounds
+        .get_mut(&seq)
+        .expect("a started round stays until every handle is gone");
+    round.finished += 1;
+    if round.finished == world {
+        rounds.remove(&seq);
+    }
+}
+
+/// Writes `result` (in f64 or i64) into `tensor` in its own dtype.
+fn write(tensor: &Tensor, result: Values) -> Result<()> {
+    let (shape, device) = (tensor.shape(), tensor.device());
+    let src = match result {
+        Values::Float(v) => Tensor::from_vec(v, shape, device)?,
+        Values::Int(v) => Tensor::from_vec(v, shape, device)?,
+    }
+    .to_dtype(tensor.dtype())?;
+    tensor.copy_(&src)?;
+    Ok(())
 }
 
 struct Shared {
@@ -145,6 +189,14 @@ impl LocalGroup {
     pub fn log(&self) -> Vec<CallRecord> {
         self.shared.log.lock().clone()
     }
+
+    /// How many collectives the group still holds state for: started by
+    /// some rank and not yet released by every rank's handle (waited for
+    /// or dropped). Zero once every started collective has been joined by
+    /// all ranks and every handle is gone.
+    pub fn collectives_in_flight(&self) -> usize {
+        self.shared.rounds.lock().len()
+    }
 }
 
 impl LocalRank {
@@ -186,6 +238,7 @@ impl LocalRank {
         } else {
             Values::Int(tensor.to_dtype(DType::I64)?.to_vec::<i64>()?)
         };
+        let mut orphaned = None;
         let seq = {
             let mut rounds = self.shared.rounds.lock();
             // This rank's next position, taken only once the call is
@@ -199,6 +252,7 @@ impl LocalRank {
                 dtype: tensor.dtype(),
                 inputs: vec![None; self.shared.world],
                 finished: 0,
+                orphans: Vec::new(),
             });
             if round.kind != kind || round.numel != tensor.numel() || round.dtype != tensor.dtype()
             {
@@ -213,6 +267,11 @@ impl LocalRank {
                 )));
             }
             round.inputs[self.rank] = Some(values);
+            // This call completes the inputs: the ranks that dropped their
+            // handle already get their result now.
+            if round.complete() && !round.orphans.is_empty() {
+                orphaned = Some((std::mem::take(&mut round.orphans), round.result()));
+            }
             self.next_seq.store(seq + 1, Ordering::Relaxed);
             self.shared.log.lock().push(CallRecord {
                 rank: self.rank,
@@ -223,11 +282,20 @@ impl LocalRank {
             seq
         };
         self.shared.arrived.notify_all();
+        if let Some((tensors, result)) = orphaned {
+            for t in &tensors {
+                // Their ranks gave up their handles, so nothing can report
+                // a failure to them; the write only converts back to the
+                // dtype the tensor was started with.
+                let _ = write(t, result.clone());
+            }
+        }
         Ok(Box::new(LocalWork {
             rank: self.rank,
             seq,
             shared: Arc::clone(&self.shared),
             tensor: tensor.clone(),
+            released: false,
         }))
     }
 }
@@ -250,15 +318,24 @@ impl Collective for LocalRank {
     }
 }
 
+/// One rank's handle on a started collective. Waiting for it or dropping
+/// it releases the rank's share of the round (the last one removes it), so
+/// handles that are dropped without `wait` do not accumulate. A dropped
+/// handle does not cancel the collective, as PyTorch's `Work`: the other
+/// ranks get the full result (this rank's input was taken when it started)
+/// and this rank's tensor is written too: at once if every rank has joined,
+/// else by the rank that joins last. Dropping never blocks.
 struct LocalWork {
     rank: usize,
     seq: u64,
     shared: Arc<Shared>,
     tensor: Tensor,
+    /// Whether this rank's share of the round was released (by `wait`).
+    released: bool,
 }
 
 impl PendingWork for LocalWork {
-    fn wait(self: Box<Self>) -> Result<()> {
+    fn wait(mut self: Box<Self>) -> Result<()> {
         // A timeout too long for the clock (`Duration::MAX`) waits forever.
         let deadline = Instant::now().checked_add(self.shared.timeout);
         let result = {
@@ -266,8 +343,8 @@ impl PendingWork for LocalWork {
             loop {
                 let round = rounds
                     .get(&self.seq)
-                    .expect("a started round stays until all finished");
-                if round.inputs.iter().all(Option::is_some) {
+                    .expect("a started round stays until every handle is gone");
+                if round.complete() {
                     break;
                 }
                 let Some(deadline) = deadline else {
@@ -287,6 +364,12 @@ impl PendingWork for LocalWork {
                         .filter(|(_, v)| v.is_none())
                         .map(|(r, _)| r)
                         .collect();
+                    // The caller is told the collective failed, so its
+                    // tensor is left as it is (not written when the others
+                    // join later); its share of the round is released so
+                    // that the round goes once they have.
+                    release(&mut rounds, self.seq, self.shared.world);
+                    self.released = true;
                     return Err(AutogradError::Distributed {
                         msg: format!(
                             "rank {} waited {:?} for ranks {missing:?} to join collective #{}",
@@ -295,27 +378,42 @@ impl PendingWork for LocalWork {
                     });
                 }
             }
-            let round = rounds.get_mut(&self.seq).expect("checked above");
-            let inputs: Vec<&Values> = round.inputs.iter().flatten().collect();
-            let n = round.numel;
-            let result = match round.kind {
-                CallKind::Broadcast(root) => inputs[root].clone(),
-                CallKind::AllReduce(op) => reduce(&inputs, n, op),
-            };
-            round.finished += 1;
-            if round.finished == self.shared.world {
-                rounds.remove(&self.seq);
-            }
+            let result = rounds[&self.seq].result();
+            release(&mut rounds, self.seq, self.shared.world);
+            self.released = true;
             result
         };
-        let (shape, device) = (self.tensor.shape(), self.tensor.device());
-        let src = match result {
-            Values::Float(v) => Tensor::from_vec(v, shape, device)?,
-            Values::Int(v) => Tensor::from_vec(v, shape, device)?,
+        write(&self.tensor, result)
+    }
+}
+
+impl Drop for LocalWork {
+    fn drop(&mut self) {
+        if self.released {
+            return;
         }
-        .to_dtype(self.tensor.dtype())?;
-        self.tensor.copy_(&src)?;
-        Ok(())
+        let result = {
+            let mut rounds = self.shared.rounds.lock();
+            let round = rounds
+                .get_mut(&self.seq)
+                .expect("a started round stays until every handle is gone");
+            // Complete: this rank's result is written below, without
+            // waiting. Not yet: the rank that completes the inputs writes
+            // it (see `LocalRank::start`).
+            let result = if round.complete() {
+                Some(round.result())
+            } else {
+                round.orphans.push(self.tensor.clone());
+                None
+            };
+            release(&mut rounds, self.seq, self.shared.world);
+            result
+        };
+        if let Some(result) = result {
+            // A drop cannot report an error; the write only converts back
+            // to the dtype the tensor was started with.
+            let _ = write(&self.tensor, result);
+        }
     }
 }
 
