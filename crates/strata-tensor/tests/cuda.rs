@@ -2282,63 +2282,19 @@ fn gelu_backward_matches_cpu() -> Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn adam_step_list_matches_each_items_step() -> Result<()> {
-    use strata_tensor::AdamHyper;
     let dev = gpu();
-    let h = AdamHyper {
-        lr: 1e-2,
-        beta1: 0.9,
-        beta2: 0.95,
-        eps: 1e-8,
-        weight_decay: 0.1,
-        step: 3,
-    };
-    let host_vec = |t: &Tensor| -> Vec<f64> {
-        t.to(Device::Cpu)
-            .unwrap()
-            .to_dtype(DType::F64)
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap()
-    };
+    let h = list_hyper();
     for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64] {
-        let mut lens: Vec<usize> = (0..150)
-            .map(|k| [0usize, 1, 7, 8, 768, 2304, 4099, 65_539][k % 8] + k)
-            .collect();
-        if dtype == DType::F32 {
-            lens[75] = 40_000_000; // 16.7M elements per list entry
-        }
-        let total: usize = lens.iter().map(|n| n + 1).sum();
-        let flat = |seed: u64, nonneg: bool| -> Result<Tensor> {
-            let t = Tensor::rand(&[total], dtype, seed, dev)?;
-            if nonneg {
-                Ok(t)
-            } else {
-                t.sub(0.5)
-            }
-        };
-        let (bucket, m, v) = (flat(1, false)?, flat(2, false)?, flat(3, true)?);
-        let (mut ps, mut gs, mut ms, mut vs) = (vec![], vec![], vec![], vec![]);
-        let mut off = 0i64;
-        for (k, &n) in lens.iter().enumerate() {
-            // Every third item starts one element into its buffers.
-            let skew = i64::from(k % 3 == 0);
-            let base = Tensor::rand(&[n + 1], dtype, 100 + k as u64, dev)?;
-            ps.push(base.narrow(0, skew, n as i64)?);
-            let at = off + skew;
-            gs.push(bucket.narrow(0, at, n as i64)?);
-            ms.push(m.narrow(0, at, n as i64)?);
-            vs.push(v.narrow(0, at, n as i64)?);
-            off += n as i64 + 1;
-        }
-        let clones =
-            |ts: &[Tensor]| -> Vec<Tensor> { ts.iter().map(|t| t.deep_clone().unwrap()).collect() };
-        let (ps2, ms2, vs2) = (clones(&ps), clones(&ms), clones(&vs));
-        Tensor::adam_step_list_(&ps, &gs, &ms, &vs, h)?;
-        for k in 0..lens.len() {
+        // 16.7M elements per list entry: one f32 item over several entries.
+        let it = ListItems::new(dtype, dev, 40_000_000)?;
+        let (ps, gs, ms, vs) = (&it.ps, &it.gs, &it.ms, &it.vs);
+        let (ps2, ms2, vs2) = (deep_clones(ps), deep_clones(ms), deep_clones(vs));
+        Tensor::adam_step_list_(ps, gs, ms, vs, h)?;
+        for k in 0..it.lens.len() {
             ps2[k].adam_step_(&gs[k], &ms2[k], &vs2[k], h)?;
         }
-        for k in 0..lens.len() {
-            let what = format!("{dtype:?} item {k} of length {}", lens[k]);
+        for k in 0..it.lens.len() {
+            let what = format!("{dtype:?} item {k} of length {}", it.lens[k]);
             assert!(host_vec(&ps[k]) == host_vec(&ps2[k]), "{what}: parameter");
             assert!(host_vec(&ms[k]) == host_vec(&ms2[k]), "{what}: exp_avg");
             assert!(host_vec(&vs[k]) == host_vec(&vs2[k]), "{what}: exp_avg_sq");
@@ -2351,7 +2307,7 @@ fn adam_step_list_matches_each_items_step() -> Result<()> {
             [ms[5].deep_clone()?, ms[5].add(0.25)?],
             [vs[5].deep_clone()?, vs[5].mul(2.0)?],
         );
-        let (mr, vr) = (clones(&m2), clones(&v2));
+        let (mr, vr) = (deep_clones(&m2), deep_clones(&v2));
         let g2 = [gs[5].clone(), gs[5].clone()];
         Tensor::adam_step_list_(&twice, &g2, &m2, &v2, h)?;
         reference.adam_step_(&g2[0], &mr[0], &vr[0], h)?;
@@ -2362,6 +2318,89 @@ fn adam_step_list_matches_each_items_step() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The hyper-parameters of the list-step tests.
+fn list_hyper() -> strata_tensor::AdamHyper {
+    strata_tensor::AdamHyper {
+        lr: 1e-2,
+        beta1: 0.9,
+        beta2: 0.95,
+        eps: 1e-8,
+        weight_decay: 0.1,
+        step: 3,
+    }
+}
+
+/// A tensor's elements on the host, in f64.
+fn host_vec(t: &Tensor) -> Vec<f64> {
+    t.to(Device::Cpu)
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap()
+}
+
+fn deep_clones(ts: &[Tensor]) -> Vec<Tensor> {
+    ts.iter().map(|t| t.deep_clone().unwrap()).collect()
+}
+
+/// The list-step tests' items on the GPU: 150 of ragged lengths (item 75 of
+/// `big` elements in f32), empty ones, every third one element into its
+/// buffers (no 16-byte path); parameters of their own, gradients as views
+/// into one bucket and the moments (and AMSGrad's maxima) into flat buffers,
+/// as the optimizers make them.
+struct ListItems {
+    lens: Vec<usize>,
+    ps: Vec<Tensor>,
+    gs: Vec<Tensor>,
+    ms: Vec<Tensor>,
+    vs: Vec<Tensor>,
+    xs: Vec<Tensor>,
+}
+
+impl ListItems {
+    fn new(dtype: DType, dev: Device, big: usize) -> Result<ListItems> {
+        let mut lens: Vec<usize> = (0..150)
+            .map(|k| [0usize, 1, 7, 8, 768, 2304, 4099, 65_539][k % 8] + k)
+            .collect();
+        if dtype == DType::F32 {
+            lens[75] = big;
+        }
+        let total: usize = lens.iter().map(|n| n + 1).sum();
+        let flat = |seed: u64, nonneg: bool| -> Result<Tensor> {
+            let t = Tensor::rand(&[total], dtype, seed, dev)?;
+            if nonneg {
+                Ok(t)
+            } else {
+                t.sub(0.5)
+            }
+        };
+        let (bucket, m, v) = (flat(1, false)?, flat(2, false)?, flat(3, true)?);
+        let x = flat(4, true)?.mul(0.5)?;
+        let mut it = ListItems {
+            lens: lens.clone(),
+            ps: vec![],
+            gs: vec![],
+            ms: vec![],
+            vs: vec![],
+            xs: vec![],
+        };
+        let mut off = 0i64;
+        for (k, &n) in lens.iter().enumerate() {
+            let skew = i64::from(k % 3 == 0);
+            let base = Tensor::rand(&[n + 1], dtype, 100 + k as u64, dev)?;
+            it.ps.push(base.narrow(0, skew, n as i64)?);
+            let at = off + skew;
+            it.gs.push(bucket.narrow(0, at, n as i64)?);
+            it.ms.push(m.narrow(0, at, n as i64)?);
+            it.vs.push(v.narrow(0, at, n as i64)?);
+            it.xs.push(x.narrow(0, at, n as i64)?);
+            off += n as i64 + 1;
+        }
+        Ok(it)
+    }
 }
 
 /// The fused Adam / AdamW step on the GPU against the CPU: every float
@@ -3677,67 +3716,27 @@ fn adam_step_options_match_cpu() -> Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn adam_step_list_with_options_matches_each_items_step() -> Result<()> {
-    use strata_tensor::AdamHyper;
     let dev = gpu();
-    let h = AdamHyper {
-        lr: 1e-2,
-        beta1: 0.9,
-        beta2: 0.95,
-        eps: 1e-8,
-        weight_decay: 0.1,
-        step: 3,
-    };
-    let host_vec = |t: &Tensor| -> Vec<f64> {
-        t.to(Device::Cpu)
-            .unwrap()
-            .to_dtype(DType::F64)
-            .unwrap()
-            .to_vec::<f64>()
-            .unwrap()
-    };
+    let h = list_hyper();
     for dtype in [DType::F32, DType::BF16, DType::F16, DType::F64] {
-        let mut lens: Vec<usize> = (0..150)
-            .map(|k| [0usize, 1, 7, 8, 768, 2304, 4099, 65_539][k % 8] + k)
-            .collect();
-        if dtype == DType::F32 {
-            lens[75] = 20_000_000; // more than one list entry
-        }
-        let total: usize = lens.iter().map(|n| n + 1).sum();
-        let flat = |seed: u64, nonneg: bool| -> Result<Tensor> {
-            let t = Tensor::rand(&[total], dtype, seed, dev)?;
-            if nonneg {
-                Ok(t)
-            } else {
-                t.sub(0.5)
-            }
-        };
-        let (bucket, m, v) = (flat(1, false)?, flat(2, false)?, flat(3, true)?);
-        let x = flat(4, true)?.mul(0.5)?;
-        let (mut ps, mut gs, mut ms, mut vs, mut xs) = (vec![], vec![], vec![], vec![], vec![]);
-        let mut off = 0i64;
-        for (k, &n) in lens.iter().enumerate() {
-            let skew = i64::from(k % 3 == 0);
-            let base = Tensor::rand(&[n + 1], dtype, 100 + k as u64, dev)?;
-            ps.push(base.narrow(0, skew, n as i64)?);
-            let at = off + skew;
-            gs.push(bucket.narrow(0, at, n as i64)?);
-            ms.push(m.narrow(0, at, n as i64)?);
-            vs.push(v.narrow(0, at, n as i64)?);
-            xs.push(x.narrow(0, at, n as i64)?);
-            off += n as i64 + 1;
-        }
-        let clones =
-            |ts: &[Tensor]| -> Vec<Tensor> { ts.iter().map(|t| t.deep_clone().unwrap()).collect() };
+        // More than one list entry.
+        let it = ListItems::new(dtype, dev, 20_000_000)?;
+        let (ps, gs, ms, vs, xs) = (&it.ps, &it.gs, &it.ms, &it.vs, &it.xs);
         for maximize in [false, true] {
-            let (ps2, ms2, vs2, xs2) = (clones(&ps), clones(&ms), clones(&vs), clones(&xs));
-            Tensor::adam_step_list_with_(&ps, &gs, &ms, &vs, Some(&xs), h, maximize)?;
-            for k in 0..lens.len() {
+            let (ps2, ms2, vs2, xs2) = (
+                deep_clones(ps),
+                deep_clones(ms),
+                deep_clones(vs),
+                deep_clones(xs),
+            );
+            Tensor::adam_step_list_with_(ps, gs, ms, vs, Some(xs), h, maximize)?;
+            for k in 0..it.lens.len() {
                 ps2[k].adam_step_with_(&gs[k], &ms2[k], &vs2[k], Some(&xs2[k]), h, maximize)?;
             }
-            for k in 0..lens.len() {
+            for k in 0..it.lens.len() {
                 let what = format!(
                     "{dtype:?} maximize={maximize} item {k} of length {}",
-                    lens[k]
+                    it.lens[k]
                 );
                 assert!(host_vec(&ps[k]) == host_vec(&ps2[k]), "{what}: parameter");
                 assert!(host_vec(&ms[k]) == host_vec(&ms2[k]), "{what}: exp_avg");

@@ -71,6 +71,17 @@ pub struct Sgd {
     buffers: Vec<Option<Tensor>>,
 }
 
+/// A dampening is any number but NaN (PyTorch checks none).
+fn check_dampening(dampening: f64) -> Result<()> {
+    check(
+        "SGD",
+        "dampening",
+        dampening,
+        !dampening.is_nan(),
+        DAMPENING,
+    )
+}
+
 /// PyTorch's constructor rule: Nesterov momentum needs a momentum and no
 /// dampening.
 fn check_nesterov(nesterov: bool, momentum: f64, dampening: f64) -> Result<()> {
@@ -122,13 +133,7 @@ impl Sgd {
     /// [`AutogradError::OptimizerOptions`] error; without momentum it has
     /// no effect.
     pub fn with_dampening(mut self, dampening: f64) -> Result<Sgd> {
-        check(
-            "SGD",
-            "dampening",
-            dampening,
-            !dampening.is_nan(),
-            DAMPENING,
-        )?;
+        check_dampening(dampening)?;
         check_nesterov(self.nesterov, self.momentum, dampening)?;
         self.dampening = dampening;
         Ok(self)
@@ -226,13 +231,7 @@ impl Optimizer for Sgd {
         check_non_negative("SGD", "learning rate", lr)?;
         check_non_negative("SGD", "momentum", momentum)?;
         check_non_negative("SGD", "weight decay", weight_decay)?;
-        check(
-            "SGD",
-            "dampening",
-            dampening,
-            !dampening.is_nan(),
-            DAMPENING,
-        )?;
+        check_dampening(dampening)?;
         check_nesterov(nesterov, momentum, dampening)?;
         let buffers = self
             .params

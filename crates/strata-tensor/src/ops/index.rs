@@ -568,16 +568,7 @@ impl Tensor {
         const OP: &str = "masked_scatter";
         check_mask(OP, self, mask)?;
         same_device(OP, self, source)?;
-        if source.dtype() != self.dtype() {
-            return Err(TensorError::dtype(
-                OP,
-                format!(
-                    "source is {} but self is {}; they must have the same dtype",
-                    source.dtype(),
-                    self.dtype()
-                ),
-            ));
-        }
+        check_source_dtype(OP, self, source)?;
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         let out = self.broadcast_to(&shape)?.deep_clone()?;
         let m = mask.broadcast_to(&shape)?.contiguous()?;
@@ -628,16 +619,7 @@ impl Tensor {
         check_no_overlap(OP, self, &[source])?;
         check_no_partial_overlap(OP, self, mask)?;
         // PyTorch checks the source's dtype before the mask's broadcast.
-        if source.dtype() != self.dtype() {
-            return Err(TensorError::dtype(
-                OP,
-                format!(
-                    "source is {} but self is {}; they must have the same dtype",
-                    source.dtype(),
-                    self.dtype()
-                ),
-            ));
-        }
+        check_source_dtype(OP, self, source)?;
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         if shape != self.shape() {
             return Err(TensorError::InPlaceBroadcast {
@@ -817,6 +799,21 @@ fn check_mask(op: &'static str, x: &Tensor, mask: &Tensor) -> Result<()> {
             format!(
                 "the mask must be bool, not {}; compare to get one (mask.ne(0))",
                 mask.dtype()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// masked_scatter's rule: the source has self's dtype.
+fn check_source_dtype(op: &'static str, this: &Tensor, source: &Tensor) -> Result<()> {
+    if source.dtype() != this.dtype() {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "source is {} but self is {}; they must have the same dtype",
+                source.dtype(),
+                this.dtype()
             ),
         ));
     }
