@@ -1332,6 +1332,24 @@ def earlier(p, cur, x, float_only=True):
     return out
 
 
+def combine(p, o, cur, x, n, t, mask_shape):
+    """The current value `x` (named `cur`) with another operand `t` (named
+    `n`) by binary op `o`, either side first, or by `where` under a random
+    bool mask of `mask_shape`: the step's inputs and PyTorch's result."""
+    r = p.rng
+    if o == "where":
+        m = torch.tensor([r.random() < 0.5 for _ in range(math.prod(mask_shape))],
+                         dtype=torch.bool).reshape(mask_shape)
+        c, _ = p.const(m)
+        if r.random() < 0.5:
+            return [c, cur, n], torch.where(m, x, t)
+        return [c, n, cur], torch.where(m, t, x)
+    a, b, ins = x, t, [cur, n]
+    if r.random() < 0.4:
+        a, b, ins = t, x, [n, cur]
+    return ins, a - b if o == "sub" else getattr(torch, o)(a, b)
+
+
 def s44_step(p, cur, x):
     """Session 44's families (drawn for seeds >= S44_SEED; named in the
     module docstring). Sub-programs are steps named `q<i>.<k>` (replayed by
@@ -1455,18 +1473,7 @@ def s44_step(p, cur, x):
             # (ties of computed values only while the program is exact)
             ops += ["maximum", "minimum"]
         o = r.choice(ops)
-        if o == "where":
-            ms = list(torch.broadcast_shapes(t.shape, x.shape))
-            m = torch.tensor([r.random() < 0.5 for _ in range(math.prod(ms))],
-                             dtype=torch.bool).reshape(ms)
-            c, _ = p.const(m)
-            if r.random() < 0.5:
-                return o, [c, cur, n], {}, torch.where(m, x, t), True
-            return o, [c, n, cur], {}, torch.where(m, t, x), True
-        a, b, ins = x, t, [cur, n]
-        if r.random() < 0.4:
-            a, b, ins = t, x, [n, cur]
-        y = a - b if o == "sub" else getattr(torch, o)(a, b)
+        ins, y = combine(p, o, cur, x, n, t, list(torch.broadcast_shapes(t.shape, x.shape)))
         return o, ins, {}, y, o in EXACT
     if op == "self_multi":
         # The current value several times in one op or a short sub-program.
@@ -1588,18 +1595,8 @@ def s44_step(p, cur, x):
         else:
             n, t = p.leaf(bshape(r, shape), p.values(bshape(r, shape)).to(
                 r.choice([torch.bfloat16, torch.float16])))
-        if o == "where":
-            m = torch.tensor([r.random() < 0.5 for _ in range(x.numel())],
-                             dtype=torch.bool).reshape(shape)
-            c, _ = p.const(m)
-            if r.random() < 0.5:
-                return o, [c, cur, n], {}, torch.where(m, x, t), False
-            return o, [c, n, cur], {}, torch.where(m, t, x), False
-        a, b, ins = x, t, [cur, n]
-        if r.random() < 0.4:
-            a, b, ins = t, x, [n, cur]
-        y = a - b if o == "sub" else getattr(torch, o)(a, b)
-        if y.dtype != x.dtype:
+        ins, y = combine(p, o, cur, x, n, t, shape)
+        if o != "where" and y.dtype != x.dtype:
             raise Skip  # (a result of another dtype: `lowp`'s)
         return o, ins, {}, y, False
     if op == "split_both":

@@ -2473,6 +2473,26 @@ fn adam_step_with_infinite_hyperparameters_matches_cpu() -> Result<()> {
     Ok(())
 }
 
+/// An Adam operand of the GPU tests: `n` values of `data` (nonnegative
+/// when `nonneg`, as a second moment) divided by 8, `skew` elements into
+/// their CPU storage.
+fn adam_operand(dtype: DType, n: usize, skew: i64, seed: u64, nonneg: bool) -> Result<Tensor> {
+    let t = data(&[n + skew as usize], dtype, seed)?.div(8.0)?;
+    let t = if nonneg { t.abs()? } else { t };
+    t.narrow(0, skew, n as i64)
+}
+
+/// `t` (a view `skew` elements into its storage) copied into a GPU storage
+/// of the same length, as a view the same `skew` elements in (a misaligned
+/// base when `skew` is odd).
+fn skewed_twin(t: &Tensor, skew: i64, dev: Device) -> Result<Tensor> {
+    let n = t.numel();
+    let base = Tensor::zeros(&[n + skew as usize], t.dtype(), dev)?;
+    let view = base.narrow(0, skew, n as i64)?;
+    view.copy_(&t.to(dev)?)?;
+    Ok(view)
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn adam_step_matches_cpu() -> Result<()> {
@@ -2484,26 +2504,15 @@ fn adam_step_matches_cpu() -> Result<()> {
             for skew in [0i64, 1] {
                 for wd in [0.0, 0.1] {
                     seed += 4;
-                    let len = n as i64 + skew;
-                    let make = |s: u64, nonneg: bool| -> Result<Tensor> {
-                        let t = data(&[len as usize], dtype, s)?.div(8.0)?;
-                        let t = if nonneg { t.abs()? } else { t };
-                        t.narrow(0, skew, n as i64)
-                    };
+                    let make = |s: u64, nonneg: bool| adam_operand(dtype, n, skew, s, nonneg);
                     let (p, m, v) = (
                         make(seed, false)?,
                         make(seed + 1, false)?,
                         make(seed + 2, true)?,
                     );
                     let (gp, gm, gv) = (p.to(dev)?, m.to(dev)?, v.to(dev)?);
-                    // The GPU twins keep the skew: copy the narrowed views
-                    // into skewed GPU storages.
-                    let skewed = |t: &Tensor| -> Result<Tensor> {
-                        let base = Tensor::zeros(&[len as usize], dtype, dev)?;
-                        let view = base.narrow(0, skew, n as i64)?;
-                        view.copy_(&t.to(dev)?)?;
-                        Ok(view)
-                    };
+                    // The GPU twins keep the skew.
+                    let skewed = |t: &Tensor| skewed_twin(t, skew, dev);
                     let (gp, gm, gv) = if skew == 0 {
                         (gp, gm, gv)
                     } else {
@@ -3642,12 +3651,7 @@ fn adam_step_options_match_cpu() -> Result<()> {
                 for (amsgrad, maximize) in [(true, false), (false, true), (true, true)] {
                     for wd in [0.0, 0.1] {
                         seed += 8;
-                        let len = n as i64 + skew;
-                        let make = |s: u64, nonneg: bool| -> Result<Tensor> {
-                            let t = data(&[len as usize], dtype, s)?.div(8.0)?;
-                            let t = if nonneg { t.abs()? } else { t };
-                            t.narrow(0, skew, n as i64)
-                        };
+                        let make = |s: u64, nonneg: bool| adam_operand(dtype, n, skew, s, nonneg);
                         let (p, m, v) = (
                             make(seed, false)?,
                             make(seed + 1, false)?,
@@ -3655,12 +3659,7 @@ fn adam_step_options_match_cpu() -> Result<()> {
                         );
                         let x = make(seed + 3, true)?.mul(0.5)?;
                         // The GPU twins keep the skew.
-                        let skewed = |t: &Tensor| -> Result<Tensor> {
-                            let base = Tensor::zeros(&[len as usize], dtype, dev)?;
-                            let view = base.narrow(0, skew, n as i64)?;
-                            view.copy_(&t.to(dev)?)?;
-                            Ok(view)
-                        };
+                        let skewed = |t: &Tensor| skewed_twin(t, skew, dev);
                         let (gp, gm, gv, gx) = (skewed(&p)?, skewed(&m)?, skewed(&v)?, skewed(&x)?);
                         for step in 1..=3 {
                             let g = make(seed + 4 + step as u64 * 97, false)?

@@ -59,6 +59,9 @@ pub struct ClipGradNorm {
     error_if_nonfinite: bool,
 }
 
+/// What `max_norm` and `clip_value` accept (NaN fails `>= 0`).
+const BOUND: &str = "a number >= 0 (+inf included: no clipping), not NaN";
+
 /// What `norm_type` accepts.
 const NORM_TYPE: &str = "the order p of a p-norm: a number (1, 2, ...; 0 counts the nonzero \
                          elements), +inf (the largest |g|) or -inf (the smallest |g|), not NaN";
@@ -73,14 +76,8 @@ impl ClipGradNorm {
     /// gradient flipped) is refused here with a
     /// [`AutogradError::Hyperparameter`] error.
     pub fn new(max_norm: f64) -> Result<ClipGradNorm> {
-        if max_norm.is_nan() || max_norm < 0.0 {
-            return Err(AutogradError::Hyperparameter {
-                optimizer: "clip_grad_norm_",
-                name: "max_norm",
-                value: max_norm,
-                expected: "a number >= 0 (+inf included: no clipping), not NaN",
-            });
-        }
+        let ok = max_norm >= 0.0;
+        super::check("clip_grad_norm_", "max_norm", max_norm, ok, BOUND)?;
         Ok(ClipGradNorm {
             max_norm,
             norm_type: 2.0,
@@ -258,14 +255,8 @@ fn vector_norm(x: &Tensor, p: f64) -> Result<Tensor> {
 /// # Ok::<(), strata_autograd::AutogradError>(())
 /// ```
 pub fn clip_grad_value_(params: &[Var], clip_value: f64) -> Result<()> {
-    if clip_value.is_nan() || clip_value < 0.0 {
-        return Err(AutogradError::Hyperparameter {
-            optimizer: "clip_grad_value_",
-            name: "clip_value",
-            value: clip_value,
-            expected: "a number >= 0 (+inf included: no clipping), not NaN",
-        });
-    }
+    let ok = clip_value >= 0.0;
+    super::check("clip_grad_value_", "clip_value", clip_value, ok, BOUND)?;
     let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
     for g in &grads {
         // One device per call is not needed here (each gradient is clamped
