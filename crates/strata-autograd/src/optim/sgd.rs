@@ -10,47 +10,40 @@
 //! p = p - lr * g
 //! ```
 //!
-//! f16 and bf16 parameters are updated with PyTorch's rounding: its step's
-//! `grad.add(param, alpha=weight_decay)`, `buf.add_(grad, alpha=1 -
-//! dampening)`, `grad.add(buf, alpha=momentum)` and `param.add_(buf,
-//! alpha=-lr)` convert `alpha` to the parameter's dtype (bf16 0.1 is
-//! 0.10009765625) and, in the vectorized loop that updates all but a
-//! tensor's last few elements (`numel % 32` on AVX2), round `a + alpha * b`
-//! once (a fused multiply-add in f32). Rounding `lr * buf` to bf16 first, as
-//! strata did, moved a bf16 weight one unit in the last place away from
-//! PyTorch's now and then, and training runs drifted apart from there.
-//! f32 and f64 parameters form `alpha * b` and add it (two roundings where
-//! PyTorch's vectorized `add` with `alpha` fuses them): within an ulp or
-//! two of PyTorch per step.
+//! Every `a + alpha * b` of the step (`grad.add(param, alpha=weight_decay)`,
+//! `buf.add_(grad, alpha=1 - dampening)`, `grad.add(buf, alpha=momentum)`,
+//! `param.add_(buf, alpha=-lr)`) is rounded once, as PyTorch's CPU `add`
+//! with `alpha` computes it (a fused multiply-add, in its vectorized loop and
+//! its scalar tail alike) and its CUDA kernels (contracted to one): `alpha`
+//! converted to the parameter's dtype (bf16 0.1 is 0.10009765625), the sum
+//! formed in f32 for f16 and bf16 (the product of two f16 or bf16 values is
+//! exact there) and in the parameter's own dtype for f32 and f64. Rounding
+//! `alpha * b` first moved weights an ulp away from PyTorch's now and then,
+//! and training runs drifted apart from there.
 
 use super::state::{self, StateDict};
 use super::{check, check_non_negative, Optimizer};
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::Tensor;
 
-/// `a + alpha * b` for f16/bf16 tensors, as PyTorch's `a.add(b, alpha)`
-/// computes it (see the module docs): `alpha` converted to their dtype, the
-/// sum formed in f32 and rounded once.
+/// `a + alpha * b`, as PyTorch's `a.add(b, alpha)` computes it (see the
+/// module docs): `alpha` converted to `a`'s dtype, the product and the sum
+/// rounded once. `addcmul(b, alpha, 1)` is `a + 1 * b * alpha` with the
+/// product `1 * b` exact and the rest one multiply-add.
 fn add_scaled(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
-    Ok(a.addcmul(b, &one(a)?, in_dtype(alpha, a.dtype())?)?)
+    Ok(a.addcmul(b, &scalar(alpha, a)?, 1.0)?)
 }
 
 /// `p += alpha * b` in place, as [`add_scaled`].
 fn add_scaled_(p: &Tensor, b: &Tensor, alpha: f64) -> Result<()> {
-    p.addcmul_(b, &one(p)?, in_dtype(alpha, p.dtype())?)?;
+    p.addcmul_(b, &scalar(alpha, p)?, 1.0)?;
     Ok(())
 }
 
-/// A 0-d one of `t`'s dtype on its device (the factor that makes
-/// `addcmul` an `add` with `alpha`).
-fn one(t: &Tensor) -> Result<Tensor> {
-    Ok(Tensor::ones(&[], t.dtype(), t.device())?)
-}
-
-/// `x` converted to `dtype` (on the host).
-fn in_dtype(x: f64, dtype: DType) -> Result<f64> {
-    Ok(Tensor::full(&[], x, dtype, Device::Cpu)?.item::<f64>()?)
+/// `x` as a 0-d tensor of `t`'s dtype on its device.
+fn scalar(x: f64, t: &Tensor) -> Result<Tensor> {
+    Ok(Tensor::full(&[], x, t.dtype(), t.device())?)
 }
 
 /// What `dampening` accepts.
@@ -250,28 +243,19 @@ impl Optimizer for Sgd {
         super::check_step("SGD", &self.params, false)?;
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
-            let low = matches!(p.dtype(), DType::F16 | DType::BF16);
             // PyTorch: `grad = grads[i] if not maximize else -grads[i]`.
             let g = if self.maximize { g.neg()? } else { g };
             let g = if self.weight_decay == 0.0 {
                 g
-            } else if low {
-                add_scaled(&g, p.data(), self.weight_decay)?
             } else {
-                g.add(&p.data().mul(self.weight_decay)?)?
+                add_scaled(&g, p.data(), self.weight_decay)?
             };
             let d = if self.momentum != 0.0 {
                 let b = match buf {
                     Some(b) => {
                         b.mul_(self.momentum)?;
                         // `buf.add_(grad, alpha=1 - dampening)`.
-                        if self.dampening == 0.0 {
-                            b.add_(&g)?;
-                        } else if low {
-                            add_scaled_(b, &g, 1.0 - self.dampening)?;
-                        } else {
-                            b.add_(&g.mul(1.0 - self.dampening)?)?;
-                        }
+                        add_scaled_(b, &g, 1.0 - self.dampening)?;
                         b.clone()
                     }
                     None => {
@@ -280,21 +264,15 @@ impl Optimizer for Sgd {
                         b
                     }
                 };
-                if !self.nesterov {
-                    b
-                } else if low {
+                if self.nesterov {
                     add_scaled(&g, &b, self.momentum)?
                 } else {
-                    g.add(&b.mul(self.momentum)?)?
+                    b
                 }
             } else {
                 g
             };
-            if low {
-                add_scaled_(p.data(), &d, -self.lr)?;
-            } else {
-                p.data().sub_(&d.mul(self.lr)?)?;
-            }
+            add_scaled_(p.data(), &d, -self.lr)?;
         }
         Ok(())
     }
