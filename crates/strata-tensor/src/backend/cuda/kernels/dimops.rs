@@ -15,10 +15,12 @@
 //!   per row, warps combined through shared memory.
 //! * `sm_rw{1..32}` / `sm_rb{8,16,32}`: the fast paths for `inner == 1`:
 //!   the row is cached in registers (`ITEMS` values per thread; a warp per
-//!   row up to [`WARP_ROW_MAX`] elements, a block per row up to
-//!   [`REG_BLOCK_ROW_MAX`]), so it is read from memory once: max by
-//!   shuffles, then `exp(x - max)` computed once, kept and summed, then the
-//!   outputs; 16-byte loads and stores when the row allows them.
+//!   row up to [`WARP_ROW_MAX`] elements, [`SM_WARP_BLOCK`]` / 32` rows per
+//!   block, a block per row up to [`REG_BLOCK_ROW_MAX`]), so it is read from
+//!   memory once: max by shuffles, then `exp(x - max)` computed once, kept
+//!   and summed, then the outputs; 16-byte loads and stores when the row
+//!   allows them. A row without scale or mask (plain softmax) is loaded as
+//!   it is, without the per-element scale and mask test.
 //! * `sm_cols`: `inner > 1`: a thread per (outer, inner) column, adjacent
 //!   threads on adjacent columns (coalesced), walking `n` with stride `inner`.
 //! * `cs_warp` / `cs_cols`: cumsum, a warp per contiguous row (32 elements
@@ -36,6 +38,12 @@ use crate::dtype::DType;
 
 /// Threads per block of every kernel here.
 pub(crate) const SM_BLOCK: u32 = 256;
+/// Threads per block of the register-cached warp-per-row softmax kernels
+/// (`sm_rw*`): 4 rows per block. On the H200, 4 rather than 8 rows per block
+/// (and a block for every 4 rows rather than a grid capped at 32 blocks per
+/// SM) took the f32 softmax of `[98304, 1024]` from 0.204 to 0.198 ms
+/// (docs/benchmarks.md, session 45).
+pub(crate) const SM_WARP_BLOCK: u32 = 128;
 /// Longest row the warp-per-row softmax takes.
 pub(crate) const WARP_ROW_MAX: usize = 1024;
 /// Longest row the block-per-row register-cached softmax takes (`SM_BLOCK`
@@ -52,7 +60,7 @@ pub(crate) const SOFTMAX_NAMES: [&str; 12] = [
 /// The softmax module for elements of the float dtype `d`: kernels
 /// `sm_warp`, `sm_block`, `sm_cols`.
 pub(crate) fn softmax_source(d: DType) -> String {
-    reg_header(d) + REG_ROWS + SOFTMAX
+    reg_header(d) + &format!("constexpr int SWB = {SM_WARP_BLOCK};\n") + REG_ROWS + SOFTMAX
 }
 
 /// The cumsum module for elements of `d` (not bool): kernels `cs_warp`, `cs_cols`.
@@ -103,10 +111,32 @@ __device__ __forceinline__ void reg_load(const T* x, i64 keep, int lane, int lan
     v[i] = k < keep ? ld(x[k]) * scale : ninf();
   }
 }
-// Without a mask or scale: the whole row of n elements as it is.
+// Without a mask or scale: the whole row of n elements as it is (a vector
+// lies wholly inside the row or wholly past it: n % V == 0 with vectors).
 template <int ITEMS>
 __device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes, bool vec, C (&v)[ITEMS]) {
-  reg_load<ITEMS>(x, n, lane, lanes, vec, (C)1, v);
+  if constexpr (ITEMS % V == 0) {
+    if (vec) {
+#pragma unroll
+      for (int c = 0; c < ITEMS / V; c++) {
+        const i64 k = ((i64)c * lanes + lane) * V;
+        if (k < n) {
+          const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(x + k);
+#pragma unroll
+          for (int j = 0; j < V; j++) v[c * V + j] = ld(w.v[j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; j++) v[c * V + j] = ninf();
+        }
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < ITEMS; i++) {
+    const i64 k = (i64)i * lanes + lane;
+    v[i] = k < n ? ld(x[k]) : ninf();
+  }
 }
 template <int ITEMS>
 __device__ __forceinline__ void reg_store(T* y, i64 n, int lane, int lanes, bool vec, const C (&v)[ITEMS]) {
@@ -333,16 +363,27 @@ __device__ __forceinline__ void finish(C (&v)[ITEMS], C m, C s, int log_) {
   }
 }
 
-// A warp per row of at most 32 * ITEMS elements, SB / 32 rows per block.
+// Loads row r: as it is without scale or mask, else scaled and masked.
+template <int ITEMS>
+__device__ __forceinline__ void sm_load(const char* in, i64 r, i64 n, int lane, int lanes, int vec, C scale, i64 crow, C (&v)[ITEMS]) {
+  const T* x = reinterpret_cast<const T*>(in) + r * n;
+  if (crow <= 0 && scale == (C)1) {
+    reg_load<ITEMS>(x, n, lane, lanes, vec != 0, v);
+  } else {
+    reg_load<ITEMS>(x, row_keep(r, n, crow), lane, lanes, vec != 0, scale, v);
+  }
+}
+
+// A warp per row of at most 32 * ITEMS elements, SWB / 32 rows per block.
 template <int ITEMS>
 __device__ __forceinline__ void sm_rw(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const i64 per = SB / 32;
+  const i64 per = SWB / 32;
   for (i64 r0 = (i64)blockIdx.x * per; r0 < rows; r0 += (i64)gridDim.x * per) {
     const i64 r = r0 + w;
     if (r >= rows) continue;  // uniform across the warp
     C v[ITEMS];
-    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, row_keep(r, n, crow), lane, 32, vec != 0, scale, v);
+    sm_load<ITEMS>(in, r, n, lane, 32, vec, scale, crow, v);
     const C m = warp_max(local_max<ITEMS>(v));
     const C s = warp_sum(local_exp_sum<ITEMS>(v, m, log_));
     finish<ITEMS>(v, m, s, log_);
@@ -357,7 +398,7 @@ __device__ __forceinline__ void sm_rb(const char* in, char* out, i64 rows, i64 n
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     C v[ITEMS];
-    reg_load<ITEMS>(reinterpret_cast<const T*>(in) + r * n, row_keep(r, n, crow), threadIdx.x, SB, vec != 0, scale, v);
+    sm_load<ITEMS>(in, r, n, threadIdx.x, SB, vec, scale, crow, v);
     C m = warp_max(local_max<ITEMS>(v));
     if (lane == 0) red[w] = m;
     __syncthreads();
@@ -377,7 +418,7 @@ __device__ __forceinline__ void sm_rb(const char* in, char* out, i64 rows, i64 n
   }
 }
 
-#define SM_RW(I) extern "C" __global__ void __launch_bounds__(SB) sm_rw##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) { sm_rw<I>(in, out, rows, n, log_, vec, scale, crow); }
+#define SM_RW(I) extern "C" __global__ void __launch_bounds__(SWB) sm_rw##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) { sm_rw<I>(in, out, rows, n, log_, vec, scale, crow); }
 #define SM_RB(I) extern "C" __global__ void __launch_bounds__(SB) sm_rb##I(const char* in, char* out, i64 rows, i64 n, int log_, int vec, C scale, i64 crow) { sm_rb<I>(in, out, rows, n, log_, vec, scale, crow); }
 SM_RW(1) SM_RW(2) SM_RW(4) SM_RW(8) SM_RW(16) SM_RW(32)
 SM_RB(8) SM_RB(16) SM_RB(32)
