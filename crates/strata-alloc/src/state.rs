@@ -1,6 +1,6 @@
 //! What the allocator's lock guards: the blocks, the per-stream free indexes
 //! and pending events, the expandable segments' page tables, the statistics and
-//! the history. The allocator (`allocator.rs`), the expandable segments
+//! the history. The allocator (`allocator/`), the expandable segments
 //! (`expandable/`) and the snapshots (`snapshot.rs`) all operate on this
 //! state; it depends on none of them.
 
@@ -286,7 +286,7 @@ pub(crate) struct State {
     /// The last route token handed out.
     pub next_route_token: u64,
     /// Caching is off (PyTorch's `caching_allocator_enable(False)`): each
-    /// request goes straight to the driver (`allocator.rs`, uncached).
+    /// request goes straight to the driver (`allocator/uncached.rs`).
     pub caching_disabled: bool,
     /// The live allocations made while caching was off: address and size.
     pub uncached: HashMap<DevicePtr, u64>,
