@@ -279,14 +279,51 @@ impl Drop for RngRestore {
 /// assert!((x.grad().unwrap().to_vec::<f32>().unwrap()[0] - 2.0 * e2).abs() < 1e-4);
 /// assert!((w.grad().unwrap().to_vec::<f32>().unwrap()[0] - e2).abs() < 1e-4);
 /// ```
+///
+/// A call that fails (an error from `f` or from the checks below, or a
+/// panic in `f`) leaves the random generator as it was before the call,
+/// so that a caller that handles the error and retries draws the same
+/// dropout masks (PyTorch leaves the draws `f` made before raising).
 pub fn checkpoint<F>(f: F, inputs: &[Var]) -> Result<Var>
+where
+    F: Fn(&[Var]) -> Result<Var> + Send + Sync + 'static,
+{
+    let rng = rng_state();
+    let rewind = RngRewind(Some(rng));
+    let out = checkpoint_run(f, inputs, rng);
+    if out.is_ok() {
+        rewind.disarm();
+    }
+    out
+}
+
+/// Sets the random generator back to its state before a [`checkpoint`]
+/// call when dropped, unless disarmed (the call succeeded): on an error
+/// return and while a panic unwinds.
+struct RngRewind(Option<RngState>);
+
+impl RngRewind {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RngRewind {
+    fn drop(&mut self) {
+        if let Some(state) = self.0 {
+            set_rng_state(state);
+        }
+    }
+}
+
+/// [`checkpoint`]'s work; `rng` is the generator's state at the call.
+fn checkpoint_run<F>(f: F, inputs: &[Var], rng: RngState) -> Result<Var>
 where
     F: Fn(&[Var]) -> Result<Var> + Send + Sync + 'static,
 {
     if !is_grad_enabled() || is_inference_mode_enabled() {
         return f(inputs);
     }
-    let rng = rng_state();
     let autocast = autocast_state();
     // Leaves that require grad are handed to `f` as copies that refuse
     // in-place ops (PyTorch's forward runs with grad mode on and refuses
@@ -347,7 +384,6 @@ where
     let mut seen = HashSet::new();
     for (v, version) in captured {
         if !v.is_leaf() {
-            set_rng_state(rng);
             return Err(AutogradError::Checkpoint {
                 msg: format!(
                     "the checkpointed function reads a variable made by {} outside it; pass \
@@ -436,8 +472,7 @@ where
         move || saved,
         backward,
         false,
-    )
-    .inspect_err(|_| set_rng_state(rng))?;
+    )?;
     if let Some(node) = out.grad_fn() {
         let leaves = param_versions
             .into_iter()
@@ -453,8 +488,29 @@ use strata_tensor::Tensor;
 
 /// Runs `blocks` in sequence on `x` (`x = forward(block, x)`), checkpointing
 /// block `i` when `every > 0` and `i % every == 0` (`every = 1`: every block;
-/// `0`: none), as `torch_gpt.py`'s `--checkpoint every:K` does.
+/// `0`: none), as `torch_gpt.py`'s `--checkpoint every:K` does. As
+/// [`checkpoint`], a call that fails leaves the random generator as it was
+/// before it (the draws of the blocks that ran before the failing one
+/// included).
 pub fn checkpoint_blocks<B>(
+    blocks: &[Arc<B>],
+    every: usize,
+    x: &Var,
+    forward: fn(&B, &Var) -> Result<Var>,
+) -> Result<Var>
+where
+    B: Send + Sync + 'static,
+{
+    let rewind = RngRewind(Some(rng_state()));
+    let out = run_blocks(blocks, every, x, forward);
+    if out.is_ok() {
+        rewind.disarm();
+    }
+    out
+}
+
+/// [`checkpoint_blocks`]'s work.
+fn run_blocks<B>(
     blocks: &[Arc<B>],
     every: usize,
     x: &Var,

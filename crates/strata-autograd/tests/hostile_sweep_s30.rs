@@ -23,6 +23,11 @@
 //! * `var`/`std` gradients with `correction >= N` divided by
 //!   `max(0, N - correction)`; they are now PyTorch's.
 //!
+//! Session 45 added (fixed with them): a `checkpoint` (or
+//! `checkpoint_blocks`) whose function drew from the generator and then
+//! failed, by an error or a panic, left the generator advanced by those
+//! draws; a failed call now leaves it as it was.
+//!
 //! Checked and left (fixed in session 31): `layer_norm` with `eps = inf`
 //! gave -0.0 where PyTorch's CPU kernel gives 0.0 (its `+ beta`); see the
 //! test.
@@ -502,4 +507,145 @@ fn layer_norm_with_an_infinite_eps_is_pytorchs() {
         .layer_norm(&[3], None, None, f64::INFINITY)
         .unwrap();
     same_f32(&y.to_vec::<f32>().unwrap(), &[0.0; 6]);
+}
+
+// ------------------------------------------ session 45: failed checkpoints
+
+/// A dropout of `x` (p = 0.5) that draws its mask from the generator.
+fn masked(x: &Var) -> strata_autograd::Result<Var> {
+    x.dropout(0.5, true)
+}
+
+/// Session 45: a checkpoint whose function drew from the generator and then
+/// failed (an error, a panic) left the generator advanced by those draws:
+/// a caller that handled the error and ran the step again drew other
+/// dropout masks than a run without the failure (the checkpoint's own
+/// refusals after `f`, a captured non-leaf, already rewound it). Every
+/// failed call now leaves the generator as it was, grad mode on, and a
+/// retry draws the masks of a run that never failed.
+#[test]
+fn a_failed_checkpoint_leaves_the_generator_as_it_was() {
+    let _g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    let x = param(&[1.0; 16]);
+    // The masks a run without the failure draws.
+    manual_seed(11);
+    let want = checkpoint(|xs| masked(&xs[0]), std::slice::from_ref(&x))
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let after = generator_state();
+
+    // An error from `f` after its dropout drew a mask.
+    manual_seed(11);
+    let before = generator_state();
+    let e = checkpoint(
+        |xs| {
+            masked(&xs[0])?;
+            Err(AutogradError::Checkpoint {
+                msg: "the block failed".into(),
+            })
+        },
+        std::slice::from_ref(&x),
+    )
+    .unwrap_err();
+    assert!(matches!(e, AutogradError::Checkpoint { .. }), "{e}");
+    assert_eq!(generator_state(), before, "an error from f");
+    // The retry draws what the run without the failure drew.
+    let got = checkpoint(|xs| masked(&xs[0]), std::slice::from_ref(&x)).unwrap();
+    assert_eq!(got.to_vec::<f32>().unwrap(), want);
+    assert_eq!(generator_state(), after);
+
+    // A panic in `f` after a draw.
+    manual_seed(11);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        checkpoint(
+            |xs| {
+                masked(&xs[0])?;
+                panic!("the block panicked")
+            },
+            std::slice::from_ref(&x),
+        )
+    }));
+    assert!(r.is_err());
+    assert_eq!(generator_state(), before, "a panic in f");
+    assert!(strata_autograd::is_grad_enabled());
+
+    // A typed error from f's own op (an index out of range) after a draw:
+    // nothing recorded, the generator back.
+    manual_seed(11);
+    let e = checkpoint(
+        |xs| {
+            let h = masked(&xs[0])?;
+            h.index_select(0, &Tensor::from_slice(&[16i64], &[1], CPU).unwrap())
+        },
+        std::slice::from_ref(&x),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, AutogradError::Tensor(TensorError::Index { .. })),
+        "{e}"
+    );
+    assert_eq!(generator_state(), before, "an op's error in f");
+
+    // The checkpoint's own refusal after `f` (a captured non-leaf): as before.
+    manual_seed(11);
+    let made = x.mul(2.0).unwrap();
+    let e = checkpoint(
+        move |xs| masked(&xs[0])?.mul(&made),
+        std::slice::from_ref(&x),
+    )
+    .unwrap_err();
+    assert!(matches!(e, AutogradError::Checkpoint { .. }), "{e}");
+    assert_eq!(generator_state(), before, "a captured non-leaf");
+
+    // Without grad mode the checkpoint is `f` itself: the same rule.
+    manual_seed(11);
+    let e = no_grad(|| {
+        checkpoint(
+            |xs| {
+                masked(&xs[0])?;
+                Err(AutogradError::Checkpoint {
+                    msg: "the block failed".into(),
+                })
+            },
+            std::slice::from_ref(&x),
+        )
+    })
+    .unwrap_err();
+    assert!(matches!(e, AutogradError::Checkpoint { .. }), "{e}");
+    assert_eq!(generator_state(), before, "an error from f under no_grad");
+    assert!(x.grad().is_none());
+}
+
+/// Session 45: `checkpoint_blocks` whose third block fails leaves the
+/// generator as it was before the call, the draws of the two blocks that
+/// ran included (before: advanced by them), so that a retry draws the
+/// masks of a run that never failed.
+#[test]
+fn a_failed_checkpoint_blocks_leaves_the_generator_as_it_was() {
+    let _g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    use std::sync::Arc;
+    // A block: dropout, then a failure when its number is 2.
+    fn forward(n: &usize, h: &Var) -> strata_autograd::Result<Var> {
+        let h = masked(h)?;
+        if *n == 2 {
+            return Err(AutogradError::Checkpoint {
+                msg: "block 2 failed".into(),
+            });
+        }
+        Ok(h)
+    }
+    let x = param(&[1.0; 16]);
+    for every in [0, 1, 2] {
+        manual_seed(5);
+        let before = generator_state();
+        let blocks: Vec<Arc<usize>> = (0..4).map(Arc::new).collect();
+        let e = strata_autograd::checkpoint_blocks(&blocks, every, &x, forward).unwrap_err();
+        assert!(matches!(e, AutogradError::Checkpoint { .. }), "{e}");
+        assert_eq!(generator_state(), before, "every {every}");
+        // Blocks that do not fail: the generator moves on by one draw each.
+        let ok: Vec<Arc<usize>> = [0, 1, 3].into_iter().map(Arc::new).collect();
+        strata_autograd::checkpoint_blocks(&ok, every, &x, forward).unwrap();
+        assert_eq!(generator_state().1, before.1 + 3, "every {every}");
+    }
 }
