@@ -506,7 +506,13 @@ fn clip_grad_norm_scales_only_above_the_limit() {
     assert!((n.item::<f32>().unwrap() - 6.0).abs() < 1e-5);
     let g: Vec<f32> = a.grad().unwrap().to_vec().unwrap();
     assert!((g[0] - 1.0).abs() < 1e-5 && (g[1] - 2.0).abs() < 1e-5);
-    assert!(clip_grad_norm_(&[a], -1.0).is_err());
+    // A negative max_norm flips and scales, as PyTorch's (session 45; it
+    // was refused): a's norm is sqrt(5), the coefficient -1 / sqrt(5).
+    let n = clip_grad_norm_(std::slice::from_ref(&a), -1.0).unwrap();
+    assert!((n.item::<f32>().unwrap() - 5f32.sqrt()).abs() < 1e-5);
+    let g: Vec<f32> = a.grad().unwrap().to_vec().unwrap();
+    let r = 5f32.sqrt();
+    assert!((g[0] + 1.0 / r).abs() < 1e-5 && (g[1] + 2.0 / r).abs() < 1e-5);
 }
 
 #[test]

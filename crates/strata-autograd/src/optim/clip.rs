@@ -59,9 +59,6 @@ pub struct ClipGradNorm {
     error_if_nonfinite: bool,
 }
 
-/// What `max_norm` and `clip_value` accept (NaN fails `>= 0`).
-const BOUND: &str = "a number >= 0 (+inf included: no clipping), not NaN";
-
 /// What `norm_type` accepts.
 const NORM_TYPE: &str = "the order p of a p-norm: a number (1, 2, ...; 0 counts the nonzero \
                          elements), +inf (the largest |g|) or -inf (the smallest |g|), not NaN";
@@ -70,14 +67,16 @@ impl ClipGradNorm {
     /// Clipping to a total 2-norm of at most `max_norm`, without
     /// `error_if_nonfinite` (PyTorch's defaults).
     ///
-    /// PyTorch takes any `max_norm`: +inf is the usual way to get the norm
-    /// without clipping (coefficient min(inf, 1) = 1), and 0 zeroes the
-    /// gradients. A NaN (every gradient NaN) or negative `max_norm` (every
-    /// gradient flipped) is refused here with a
-    /// [`AutogradError::Hyperparameter`] error.
+    /// Any `max_norm` is taken, as PyTorch takes it: +inf is the usual way
+    /// to get the norm without clipping (coefficient min(inf, 1) = 1), 0
+    /// zeroes the gradients, a negative `max_norm` gives the negative
+    /// coefficient `max_norm / (norm + 1e-6)` (every gradient flipped and
+    /// scaled: `[3, -4]` clipped to -1 is `[-0.6, 0.8]`), and NaN makes
+    /// every gradient NaN (the coefficient is NaN). The returned norm is the
+    /// gradients' whatever `max_norm` is. (Sessions before 45 refused a
+    /// negative or NaN `max_norm`; PyTorch 2.15 gives these answers.) It
+    /// never fails; it returns a `Result` for the code written when it did.
     pub fn new(max_norm: f64) -> Result<ClipGradNorm> {
-        let ok = max_norm >= 0.0;
-        super::check("clip_grad_norm_", "max_norm", max_norm, ok, BOUND)?;
         Ok(ClipGradNorm {
             max_norm,
             norm_type: 2.0,
@@ -239,11 +238,13 @@ fn vector_norm(x: &Tensor, p: f64) -> Result<Tensor> {
 /// into `[-clip_value, clip_value]`, in place: PyTorch's
 /// `torch.nn.utils.clip_grad_value_` (NaN elements stay NaN).
 ///
-/// `clip_value` must be `>= 0` (+inf leaves the gradients as they are);
-/// a negative one (PyTorch then sets every element to `clip_value`, as a
-/// clamp whose minimum is above its maximum) or NaN (every element NaN) is
-/// an [`AutogradError::Hyperparameter`] error. Every gradient is checked
-/// (float, not an expanded tensor) before any is changed.
+/// Any `clip_value` is taken, as PyTorch takes it (its
+/// `clamp_min_(-clip_value)` then `clamp_max_(clip_value)`): +inf leaves the
+/// gradients as they are, a negative one sets every element that is not
+/// NaN to `clip_value` (the clamp's minimum is above its maximum, and the
+/// maximum is applied last), and NaN makes every element NaN. (Sessions
+/// before 45 refused a negative or NaN `clip_value`.) Every gradient is
+/// checked (float, not an expanded tensor) before any is changed.
 ///
 /// ```
 /// use strata_autograd::{clip_grad_value_, Var};
@@ -255,8 +256,6 @@ fn vector_norm(x: &Tensor, p: f64) -> Result<Tensor> {
 /// # Ok::<(), strata_autograd::AutogradError>(())
 /// ```
 pub fn clip_grad_value_(params: &[Var], clip_value: f64) -> Result<()> {
-    let ok = clip_value >= 0.0;
-    super::check("clip_grad_value_", "clip_value", clip_value, ok, BOUND)?;
     let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
     for g in &grads {
         // One device per call is not needed here (each gradient is clamped

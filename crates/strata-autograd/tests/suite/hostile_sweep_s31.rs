@@ -361,14 +361,18 @@ fn clip_grad_norm_takes_pytorchs_max_norms() {
     let n = clip_grad_norm_(std::slice::from_ref(&p), f64::INFINITY).unwrap();
     assert_eq!(n.item::<f32>().unwrap(), INF);
     same(&grad(&p), &[NAN, NAN]);
-    // NaN and negative max_norm stay refused, the gradient untouched.
-    for m in [f64::NAN, -1.0, f64::NEG_INFINITY] {
+    // Session 45: NaN and negative max_norm give PyTorch's gradients too
+    // (they were refused): clip_grad_norm_([p], m) with grad [3, 4] returns
+    // 5 and leaves [-0.5999999, -0.7999998] for -1, [nan, nan] for nan and
+    // [-inf, -inf] for -inf (the coefficient m / (5 + 1e-6)).
+    for (m, want) in [
+        (-1.0, [-0.599_999_9, -0.799_999_8]),
+        (f64::NAN, [NAN, NAN]),
+        (f64::NEG_INFINITY, [-INF, -INF]),
+    ] {
         let p = with_grad(&[3.0, 4.0]);
-        let r = clip_grad_norm_(std::slice::from_ref(&p), m);
-        assert!(
-            matches!(r, Err(AutogradError::Hyperparameter { .. })),
-            "{m}: {r:?}"
-        );
-        assert_eq!(grad(&p), vec![3.0, 4.0]);
+        let n = clip_grad_norm_(std::slice::from_ref(&p), m).unwrap();
+        assert_eq!(n.item::<f32>().unwrap(), 5.0, "{m}");
+        same(&grad(&p), &want);
     }
 }

@@ -34,6 +34,7 @@ mod hostile_sweep_s41;
 mod hostile_sweep_s42;
 mod hostile_sweep_s43;
 mod hostile_sweep_s44;
+mod hostile_sweep_s45;
 mod inplace_views;
 mod optim_options_s44;
 mod optim_state;
