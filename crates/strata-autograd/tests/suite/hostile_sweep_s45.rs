@@ -13,6 +13,12 @@
 //!   `clamp_min_(-c)` then `clamp_max_(c)` sets every element that is not
 //!   NaN to a negative `c`, and every element to NaN for NaN.
 //!
+//!
+//! Also checked here: `Var::pow_scalar` of f16 and bf16 variables, whose
+//! forward and backward (`g * e * x^(e - 1)`) now take the exponent in the
+//! variable's dtype as PyTorch does (strata-tensor's `hostile_sweep_s45.rs`
+//! has the tensor op's fix).
+//!
 //! (The checkpoint's generator on failure, also session 45, is tested in
 //! `tests/hostile_sweep_s30.rs`, the binary that serialises generator use.)
 
@@ -136,4 +142,46 @@ fn clip_grad_value_takes_negative_and_nan_values_as_pytorch() {
     let p = with_grad(&[3.0, -4.0, 0.25], DType::BF16);
     clip_grad_value_(std::slice::from_ref(&p), -0.1).unwrap();
     same(&grad(&p), &[-0.100_097_656_25; 3], "bf16 clip_value -0.1");
+}
+
+#[test]
+fn half_pow_scalar_forward_and_backward_are_pytorchs() {
+    // x = torch.tensor([1.5, 3.0, 0.25, 99.0], dtype=dt, requires_grad=True)
+    // y = x.pow(2.2); y.backward(torch.ones_like(y))
+    // f16:  y [2.439453125, 11.203125, 0.04742431640625, 24480.0]
+    //       grad [3.580078125, 8.2265625, 0.416748046875, 546.5]
+    // bf16: y [2.4375, 11.25, 0.047119140625, 24960.0]
+    //       grad [3.578125, 8.25, 0.4140625, 556.0]
+    for (dtype, y_want, g_want) in [
+        (
+            DType::F16,
+            [2.439_453_125, 11.203_125, 0.047_424_316_406_25, 24480.0],
+            [3.580_078_125, 8.226_562_5, 0.416_748_046_875, 546.5],
+        ),
+        (
+            DType::BF16,
+            [2.4375, 11.25, 0.047_119_140_625, 24960.0],
+            [3.578_125, 8.25, 0.414_062_5, 556.0],
+        ),
+    ] {
+        let x = Var::parameter(
+            Tensor::from_slice(&[1.5f64, 3.0, 0.25, 99.0], &[4], Device::Cpu)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap(),
+        )
+        .unwrap();
+        let y = x.pow_scalar(2.2).unwrap();
+        same(
+            &y.data().to_vec_as::<f64>().unwrap(),
+            &y_want,
+            &format!("{dtype} y"),
+        );
+        y.backward_with(
+            Some(&Tensor::ones(&[4], dtype, Device::Cpu).unwrap()),
+            false,
+        )
+        .unwrap();
+        same(&grad(&x), &g_want, &format!("{dtype} grad"));
+    }
 }

@@ -357,8 +357,10 @@ macro_rules! binary_op_table {
                 /// scalar is an error, while negative integer tensor exponents
                 /// give the truncated `1 / self^n`. A scalar exponent of 0.5 or
                 /// -0.5 is computed as `sqrt`/`rsqrt` (PyTorch's quirk); other
-                /// float exponents follow C's `pow`. For a scalar base see
-                /// [`Tensor::scalar_pow`].
+                /// float exponents follow C's `pow`. An f16 or bf16 tensor takes
+                /// a scalar exponent converted to its dtype, as PyTorch's kernels
+                /// do (`pow(2.2)` of f16 is `^ 2.19921875`). For a scalar base
+                /// see [`Tensor::scalar_pow`].
                 ///
                 /// ```
                 /// use strata_tensor::{Tensor, Device};

@@ -26,6 +26,7 @@ mod hostile_sweep_s41;
 mod hostile_sweep_s42;
 mod hostile_sweep_s43;
 mod hostile_sweep_s44;
+mod hostile_sweep_s45;
 mod interop;
 mod masked_select;
 mod math;
