@@ -401,18 +401,28 @@ impl Tensor {
                 be.binary(op, &target.arg(), &a_c.arg_as(&shape), &bt.arg_as(&shape))
             })?,
             (None, Operand::Scalar(s)) => match pow_root(op, compute, s) {
-                // PyTorch computes x^0.5 and x^-0.5 as sqrt and rsqrt.
+                // PyTorch computes x^0.5, x^-0.5 and x^-1 as sqrt, rsqrt
+                // and reciprocal.
                 Some(f) => launch(&target, &[&a_c], |be| {
                     be.unary(UnaryOp::Map(f), &target.arg(), &a_c.arg_as(&shape))
                 })?,
-                None => launch(&target, &[&a_c], |be| {
-                    be.binary_scalar(
-                        op,
-                        &target.arg(),
-                        &a_c.arg_as(&shape),
-                        pow_exponent(op, compute, s),
-                    )
-                })?,
+                None => match pow_products(op, compute, s) {
+                    // x^2, x^3 and x^-2 as products, rounded as PyTorch's.
+                    Some(k) => {
+                        let r = k.apply(&a_c)?;
+                        launch(&target, &[&r], |be| {
+                            be.copy(&target.arg(), &r.arg_as(&shape))
+                        })?
+                    }
+                    None => launch(&target, &[&a_c], |be| {
+                        be.binary_scalar(
+                            op,
+                            &target.arg(),
+                            &a_c.arg_as(&shape),
+                            pow_exponent(op, compute, s),
+                        )
+                    })?,
+                },
             },
             (None, Operand::Tensor(_)) => unreachable!(),
         }
@@ -777,15 +787,78 @@ impl Tensor {
 }
 
 /// The unary op a float `pow` with scalar exponent `s` is computed as, where
-/// PyTorch special-cases it (0.5: sqrt, -0.5: rsqrt).
+/// PyTorch special-cases it (0.5: sqrt, -0.5: rsqrt; -1: reciprocal for
+/// f32, f64 and bf16, whose CPU kernel PyTorch dispatches to
+/// `reciprocal_kernel`: `1 / x` rounded once, where `powf(x, -1)` was off by
+/// an ulp now and then). The exponent is compared as given, before any
+/// conversion to the tensor's dtype (PyTorch's `exp_scalar.equal(-1.0)`).
 fn pow_root(op: BinaryOp, compute: DType, s: Scalar) -> Option<crate::ops::table::UnaryFn> {
     use crate::ops::table::UnaryFn;
-    match (op, s) {
-        (BinaryOp::Pow, Scalar::Float(e)) if compute.is_float() && e == 0.5 => Some(UnaryFn::Sqrt),
-        (BinaryOp::Pow, Scalar::Float(e)) if compute.is_float() && e == -0.5 => {
-            Some(UnaryFn::Rsqrt)
+    if op != BinaryOp::Pow || !compute.is_float() {
+        return None;
+    }
+    let e = match s {
+        Scalar::Float(e) => e,
+        Scalar::Int(i) => i as f64,
+        Scalar::Bool(_) => return None,
+    };
+    if e == 0.5 {
+        Some(UnaryFn::Sqrt)
+    } else if e == -0.5 {
+        Some(UnaryFn::Rsqrt)
+    } else if e == -1.0 && matches!(compute, DType::F32 | DType::F64 | DType::BF16) {
+        Some(UnaryFn::Reciprocal)
+    } else {
+        None
+    }
+}
+
+/// The products PyTorch's CPU and CUDA pow kernels compute `x ^ 2`, `x ^ 3`
+/// and `x ^ -2` as (`pow_tensor_scalar_optimized_kernel`): `x * x`,
+/// `x * x * x` and `1 / (x * x)`, each operation rounded to the dtype.
+#[derive(Clone, Copy)]
+enum PowProducts {
+    Square,
+    Cube,
+    InverseSquare,
+}
+
+impl PowProducts {
+    /// `x ^ 2`, `x ^ 3` or `x ^ -2` of `x` as those products (fresh).
+    fn apply(self, x: &Tensor) -> Result<Tensor> {
+        let sq = x.mul(x)?;
+        match self {
+            PowProducts::Square => Ok(sq),
+            PowProducts::Cube => sq.mul(x),
+            PowProducts::InverseSquare => sq.reciprocal(),
         }
-        _ => None,
+    }
+}
+
+/// Whether a float `pow` by the scalar `s` is one of [`PowProducts`]: for
+/// f32, f64 and bf16 (PyTorch's CPU f16 kernel calls `pow` for every
+/// exponent) when the exponent, as the kernel sees it (converted to bf16
+/// for a bf16 tensor, see [`pow_exponent`]), is 2, 3 or -2. `powf` instead
+/// of the products moved about a quarter of the elements of `x.pow(3)`
+/// and `x.pow(-2)` by an ulp from PyTorch's (f32, f64 and bf16), and a few
+/// of `x.pow(2)`.
+fn pow_products(op: BinaryOp, compute: DType, s: Scalar) -> Option<PowProducts> {
+    if op != BinaryOp::Pow || !matches!(compute, DType::F32 | DType::F64 | DType::BF16) {
+        return None;
+    }
+    let e = match pow_exponent(op, compute, s) {
+        Scalar::Float(e) => e,
+        Scalar::Int(i) => i as f64,
+        Scalar::Bool(_) => return None,
+    };
+    if e == 2.0 {
+        Some(PowProducts::Square)
+    } else if e == 3.0 {
+        Some(PowProducts::Cube)
+    } else if e == -2.0 {
+        Some(PowProducts::InverseSquare)
+    } else {
+        None
     }
 }
 
