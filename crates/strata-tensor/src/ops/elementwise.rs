@@ -408,12 +408,7 @@ impl Tensor {
                 })?,
                 None => match pow_products(op, compute, s) {
                     // x^2, x^3 and x^-2 as products, rounded as PyTorch's.
-                    Some(k) => {
-                        let r = k.apply(&a_c)?;
-                        launch(&target, &[&r], |be| {
-                            be.copy(&target.arg(), &r.arg_as(&shape))
-                        })?
-                    }
+                    Some(k) => k.apply(&a_c, &target, &shape)?,
                     None => launch(&target, &[&a_c], |be| {
                         be.binary_scalar(
                             op,
@@ -824,13 +819,27 @@ enum PowProducts {
 }
 
 impl PowProducts {
-    /// `x ^ 2`, `x ^ 3` or `x ^ -2` of `x` as those products (fresh).
-    fn apply(self, x: &Tensor) -> Result<Tensor> {
-        let sq = x.mul(x)?;
+    /// Writes `x ^ 2`, `x ^ 3` or `x ^ -2` of `x` (broadcast to `shape`)
+    /// into `out` as those products: `x * x` straight into `out`, then `out`
+    /// times `x` from a separate square (`out` may be `x` itself, in place),
+    /// or the reciprocal of `out` in place.
+    fn apply(self, x: &Tensor, out: &Tensor, shape: &[usize]) -> Result<()> {
+        debug_assert_eq!(x.dtype(), out.dtype(), "pow's output has its compute dtype");
+        let (xa, oa) = (x.arg_as(shape), out.arg());
         match self {
-            PowProducts::Square => Ok(sq),
-            PowProducts::Cube => sq.mul(x),
-            PowProducts::InverseSquare => sq.reciprocal(),
+            PowProducts::Square | PowProducts::InverseSquare => {
+                launch(out, &[x], |be| be.binary(BinaryOp::Mul, &oa, &xa, &xa))?;
+                if matches!(self, PowProducts::InverseSquare) {
+                    let recip = UnaryOp::Map(crate::ops::table::UnaryFn::Reciprocal);
+                    launch(out, &[out], |be| be.unary(recip, &oa, &oa))?;
+                }
+                Ok(())
+            }
+            PowProducts::Cube => {
+                let sq = x.mul(x)?;
+                let sa = sq.arg_as(shape);
+                launch(out, &[&sq, x], |be| be.binary(BinaryOp::Mul, &oa, &sa, &xa))
+            }
         }
     }
 }
