@@ -41,3 +41,4 @@ mod optim_state;
 mod oracle_s44;
 mod recompute;
 mod semantics;
+mod sgd_fused_add_s45;
