@@ -34,3 +34,4 @@ mod matmul_precision;
 mod optim;
 mod oracle_s44b;
 mod properties;
+mod softmax_backward_s45;
