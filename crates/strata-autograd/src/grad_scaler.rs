@@ -49,6 +49,9 @@ pub struct GradScaler {
     found_inf: Option<Tensor>,
     /// Whether this iteration's step found a non-finite gradient (set by `step`).
     skipped: Option<bool>,
+    /// The gradients were checked but left scaled for an optimizer that
+    /// takes the scale (a step that failed hands it again).
+    handed: bool,
 }
 
 impl Default for GradScaler {
@@ -68,6 +71,7 @@ impl GradScaler {
             growth_tracker: 0,
             found_inf: None,
             skipped: None,
+            handed: false,
         }
     }
 
@@ -136,11 +140,13 @@ impl GradScaler {
     /// f32 parameters and use autocast; bf16 gradients are accepted). A
     /// refused call changes nothing.
     pub fn unscale_(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
-        self.unscale(optimizer, false)
+        self.unscale(optimizer, false, true)
     }
 
-    /// [`GradScaler::unscale_`], taking f16 gradients when `allow_f16`.
-    fn unscale(&mut self, optimizer: &dyn Optimizer, allow_f16: bool) -> Result<()> {
+    /// [`GradScaler::unscale_`], taking f16 gradients when `allow_f16`;
+    /// without `unscale` only the non-finite check (PyTorch's
+    /// `_check_inf_per_device`, before a step that takes the scale).
+    fn unscale(&mut self, optimizer: &dyn Optimizer, allow_f16: bool, unscale: bool) -> Result<()> {
         if self.found_inf.is_some() {
             return Err(AutogradError::GradScaler {
                 msg: "unscale_ was already called since the last update(); call update() after \
@@ -166,7 +172,9 @@ impl GradScaler {
         crate::optim::check_grads_in_place("GradScaler::unscale_", &grads)?;
         let mut flag: Option<Tensor> = None;
         for g in grads {
-            g.mul_(inv)?;
+            if unscale {
+                g.mul_(inv)?;
+            }
             // 0 where every element is finite, NaN otherwise; summed in f32.
             let bad = g.mul(0.0)?.sum(None, false)?.to_dtype(DType::F32)?;
             flag = Some(match flag {
@@ -196,6 +204,14 @@ impl GradScaler {
     /// gradients are unscaled here (PyTorch's `step` takes them for its
     /// fused optimizers, strata's Adam and AdamW kernels), unlike in an
     /// explicit [`GradScaler::unscale_`].
+    ///
+    /// An optimizer that takes the scale
+    /// ([`Optimizer::takes_grad_scale`]: Adam and AdamW made with
+    /// `with_fused(true)`, PyTorch's `fused=True`) gets it instead, unless
+    /// `unscale_` ran already: the gradients are checked as they are
+    /// (scaled), and the step divides them by the scale itself
+    /// ([`Optimizer::step_with_grad_scale`]); a skipped step leaves them
+    /// scaled, as PyTorch's fused optimizers do.
     pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<bool> {
         if self.skipped.is_some() {
             return Err(AutogradError::GradScaler {
@@ -204,19 +220,29 @@ impl GradScaler {
                     .into(),
             });
         }
+        // PyTorch hands the scale to an optimizer that takes it unless
+        // `unscale_` ran (its stage is then UNSCALED and `grad_scale` None).
+        let hand_scale = (self.found_inf.is_none() || self.handed) && optimizer.takes_grad_scale();
         if self.found_inf.is_none() {
             // f16 gradients are taken here, as PyTorch's `step` takes them
             // for its fused optimizers (strata's Adam and AdamW are PyTorch's
             // fused kernel), which unscale inside the step.
-            self.unscale(&*optimizer, true)?;
+            self.unscale(&*optimizer, true, !hand_scale)?;
+            self.handed = hand_scale;
         }
         let flag = self.found_inf.as_ref().expect("set by unscale_");
         let found = flag.item::<f32>()? != 0.0;
         // A step that failed did not happen: the scaler records none, so
         // `update` leaves the scale and the growth count alone and `step`
-        // may be called again (the gradients stay unscaled, once).
+        // may be called again (the gradients stay unscaled, once; or, for
+        // an optimizer that takes the scale, scaled, and handed it again).
         if !found {
-            optimizer.step()?;
+            if hand_scale {
+                // PyTorch's scale is an f32 tensor.
+                optimizer.step_with_grad_scale(self.scale as f32)?;
+            } else {
+                optimizer.step()?;
+            }
         }
         self.skipped = Some(found);
         Ok(!found)
@@ -229,6 +255,7 @@ impl GradScaler {
     /// Without a step since the last update, nothing changes.
     pub fn update(&mut self) {
         self.found_inf = None;
+        self.handed = false;
         let Some(skipped) = self.skipped.take() else {
             return;
         };

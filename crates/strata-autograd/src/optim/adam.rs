@@ -32,6 +32,8 @@ pub struct Adam {
     eps: f64,
     amsgrad: bool,
     maximize: bool,
+    /// PyTorch's `fused=True` (see [`Adam::with_fused`]).
+    fused: bool,
     state: Vec<Option<State>>,
 }
 
@@ -61,6 +63,7 @@ impl Adam {
             eps: 1e-8,
             amsgrad: false,
             maximize: false,
+            fused: false,
             state,
         })
     }
@@ -102,6 +105,22 @@ impl Adam {
     /// moments see it).
     pub fn with_maximize(mut self, maximize: bool) -> Adam {
         self.maximize = maximize;
+        self
+    }
+
+    /// PyTorch's `fused` (default false). strata's step is always PyTorch's
+    /// fused CPU kernel in its arithmetic; what `fused` changes is how a
+    /// [`GradScaler`](crate::GradScaler) drives the step, as in PyTorch: with
+    /// `fused`, [`GradScaler::step`](crate::GradScaler::step) hands the step
+    /// its scale instead of unscaling the gradients first; the step divides
+    /// each gradient by it in the compute type (f32 for f16, bf16 and f32
+    /// parameters) and steps with the quotient (for f16/bf16 unrounded),
+    /// storing it, rounded, as the `.grad`; a step the scaler skips leaves
+    /// the gradients scaled. Without `fused`, the scaler multiplies the
+    /// gradients by `1/scale` in their dtype first (PyTorch's for-loop
+    /// Adam). Not part of the state dictionary.
+    pub fn with_fused(mut self, fused: bool) -> Adam {
+        self.fused = fused;
         self
     }
 
@@ -181,8 +200,23 @@ impl Optimizer for Adam {
     }
 
     fn step(&mut self) -> Result<()> {
+        self.step_scaled(None)
+    }
+
+    fn takes_grad_scale(&self) -> bool {
+        self.fused
+    }
+
+    fn step_with_grad_scale(&mut self, scale: f32) -> Result<()> {
+        self.step_scaled(Some(scale))
+    }
+}
+
+impl Adam {
+    /// A step; `grad_scale`: the GradScaler scale the gradients carry.
+    fn step_scaled(&mut self, grad_scale: Option<f32>) -> Result<()> {
         super::check_step("Adam", &self.params, true)?;
-        let mut lists = AdamLists::default();
+        let mut lists = AdamLists::scaled(grad_scale);
         for (k, (p, st)) in self.params.iter().zip(self.state.iter_mut()).enumerate() {
             let Some(g) = p.grad() else { continue };
             let s = match st {

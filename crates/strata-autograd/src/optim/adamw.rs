@@ -50,6 +50,8 @@ pub struct AdamW {
     weight_decay: f64,
     amsgrad: bool,
     maximize: bool,
+    /// PyTorch's `fused=True` (see [`AdamW::with_fused`]).
+    fused: bool,
     groups: Vec<Group>,
     /// Steps taken by each parameter.
     steps: Vec<i32>,
@@ -101,6 +103,7 @@ impl AdamW {
             weight_decay: 1e-2,
             amsgrad: false,
             maximize: false,
+            fused: false,
             groups,
             steps,
             duplicate,
@@ -159,6 +162,14 @@ impl AdamW {
         self
     }
 
+    /// PyTorch's `fused` (default false): how a
+    /// [`GradScaler`](crate::GradScaler) drives the step, as
+    /// [`Adam::with_fused`](crate::Adam::with_fused) says.
+    pub fn with_fused(mut self, fused: bool) -> AdamW {
+        self.fused = fused;
+        self
+    }
+
     /// The learning rate.
     pub fn lr(&self) -> f64 {
         self.lr
@@ -190,7 +201,7 @@ impl AdamW {
             .view(&dims)?)
     }
 
-    fn step_group(&mut self, gi: usize) -> Result<()> {
+    fn step_group(&mut self, gi: usize, grad_scale: Option<f32>) -> Result<()> {
         let (device, dtype, numel) = {
             let g = &self.groups[gi];
             (g.device, g.dtype, g.numel)
@@ -220,7 +231,7 @@ impl AdamW {
         }
         let (m, v) = self.groups[gi].moments.clone().expect("made above");
         let x = self.groups[gi].maxes.clone();
-        let mut lists = AdamLists::default();
+        let mut lists = AdamLists::scaled(grad_scale);
         for (k, &i) in self.groups[gi].members.iter().enumerate() {
             let Some(g) = &grads[k] else { continue };
             let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
@@ -344,12 +355,27 @@ impl Optimizer for AdamW {
     /// cannot be updated, is an [`AutogradError::Optimizer`](crate::AutogradError)
     /// before anything is updated.
     fn step(&mut self) -> Result<()> {
+        self.step_scaled(None)
+    }
+
+    fn takes_grad_scale(&self) -> bool {
+        self.fused
+    }
+
+    fn step_with_grad_scale(&mut self, scale: f32) -> Result<()> {
+        self.step_scaled(Some(scale))
+    }
+}
+
+impl AdamW {
+    /// A step; `grad_scale`: the GradScaler scale the gradients carry.
+    fn step_scaled(&mut self, grad_scale: Option<f32>) -> Result<()> {
         if let Some(d) = self.duplicate {
             return Err(super::duplicate_error("AdamW", d));
         }
         super::check_step("AdamW", &self.params, true)?;
         for gi in 0..self.groups.len() {
-            self.step_group(gi)?;
+            self.step_group(gi, grad_scale)?;
         }
         Ok(())
     }

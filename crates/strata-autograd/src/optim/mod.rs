@@ -27,6 +27,26 @@ pub trait Optimizer {
     /// One update from the current gradients (parameters without a gradient are skipped).
     fn step(&mut self) -> Result<()>;
 
+    /// Whether [`GradScaler::step`](crate::GradScaler::step) hands this
+    /// optimizer its scale ([`Optimizer::step_with_grad_scale`]) instead of
+    /// unscaling the gradients before [`Optimizer::step`] (PyTorch's
+    /// `_step_supports_amp_scaling`: its fused Adam and AdamW, strata's
+    /// [`Adam::with_fused`] and [`AdamW::with_fused`]). False by default.
+    fn takes_grad_scale(&self) -> bool {
+        false
+    }
+
+    /// One update from gradients that still carry the GradScaler scale
+    /// `scale` (a positive normal f32 value): by default each gradient is
+    /// divided by it in place, then [`Optimizer::step`] runs; Adam and AdamW
+    /// with `fused` divide inside their step (see [`Adam::with_fused`]).
+    fn step_with_grad_scale(&mut self, scale: f32) -> Result<()> {
+        for g in self.params().iter().filter_map(Var::grad) {
+            g.div_(f64::from(scale))?;
+        }
+        self.step()
+    }
+
     /// The learning rate.
     fn lr(&self) -> f64;
 

@@ -904,17 +904,22 @@ fn optimizer(o: &J, params: Vec<Var>) -> strata_autograd::Result<Box<dyn Optimiz
             Sgd::new(params, lr, o.key("momentum").f())?
                 .with_weight_decay(o.key("weight_decay").f())?,
         ),
+        // `fused`: how a GradScaler drives the step (PyTorch's fused
+        // optimizers take its scale; strata's step is the fused kernel
+        // either way).
         "adam" => Box::new(
             Adam::new(params, lr)?
                 .with_betas(o.key("beta1").f(), o.key("beta2").f())?
-                .with_eps(o.key("eps").f())?,
+                .with_eps(o.key("eps").f())?
+                .with_fused(o.key("fused").b()),
         ),
         _ => Box::new(
             AdamW::new(params)
                 .with_lr(lr)?
                 .with_betas(o.key("beta1").f(), o.key("beta2").f())?
                 .with_eps(o.key("eps").f())?
-                .with_weight_decay(o.key("weight_decay").f())?,
+                .with_weight_decay(o.key("weight_decay").f())?
+                .with_fused(o.key("fused").b()),
         ),
     })
 }

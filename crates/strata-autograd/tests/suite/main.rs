@@ -13,6 +13,7 @@ mod common;
 mod extrema;
 mod grad_oracle;
 mod grad_scaler;
+mod grad_scaler_fused_s45;
 mod gradcheck_dimops;
 mod gradcheck_math;
 mod hooks_and_grad;
