@@ -138,6 +138,14 @@ for every float tensor):
   replay accepts that one error (and compares twice strata's gradients).
 double backward (create_graph) is not drawn: strata has none.
 
+Seeds from 208 on (S45_SEED) also draw, in training programs, the
+optimizer options strata gained in sessions 44 and 45: SGD's dampening,
+nesterov and maximize; Adam's and AdamW's amsgrad and maximize; and fused
+Adam/AdamW under a GradScaler for f32/f64 parameters too (the scaler hands
+the fused step its scale, which divides the gradients in f32/f64). Seeds
+below 208 draw exactly the programs they drew before (byte-identical files
+for seeds 185, 195 and 203).
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
@@ -1838,29 +1846,56 @@ def inputs_json(p, values=None):
     return inputs
 
 
+# The first seed whose training programs draw session 45's optimizer
+# options (`draw_optimizer`); `main` sets S45 for it.
+S45_SEED = 208
+S45 = False
+
+
 def draw_optimizer(cfg, low, scaled):
     """A random optimizer's settings, as the replay reads them (PyTorch's
-    optimizers; strata has no SGD dampening, nesterov or maximize, no Adam
-    weight decay, amsgrad or maximize: not drawn). Adam/AdamW: strata's
-    step is PyTorch's fused kernel (`fused=True`, the intermediates in f32
-    for bf16/f16 parameters); the default for-loop step rounds each
-    intermediate to the parameter's dtype, so it is drawn only for f32/f64
-    parameters (`low`: some are bf16/f16), and always with a GradScaler
+    optimizers; strata's Adam has no weight decay: not drawn; SGD's
+    dampening, nesterov and maximize and Adam's and AdamW's amsgrad and
+    maximize only from S45_SEED on). Adam/AdamW: strata's step is PyTorch's
+    fused kernel (`fused=True`, the intermediates in f32 for bf16/f16
+    parameters); the default for-loop step rounds each intermediate to the
+    parameter's dtype, so it is drawn only for f32/f64 parameters (`low`:
+    some are bf16/f16). Before S45_SEED, always with a GradScaler
     (`scaled`) unless some are bf16/f16: a GradScaler hands a fused
     optimizer the scale instead of unscaling the gradients, and a step it
-    skips then leaves `.grad` scaled (PyTorch's other optimizers, and
-    strata's, have it unscaled; see `build_train`)."""
+    skips then leaves `.grad` scaled (PyTorch's other optimizers have it
+    unscaled; see `build_train`); strata's Adam/AdamW made `with_fused`
+    take the scale alike since session 45, so from S45_SEED on the fused
+    step is drawn under a GradScaler for f32/f64 parameters too."""
     name = cfg.choice(["sgd", "sgd", "adam", "adamw"])
     if name == "sgd":
-        return {"name": name, "lr": cfg.choice([0.1, 0.5, 0.25, 0.01, 1.0]),
-                "momentum": cfg.choice([0.0, 0.0, 0.5, 0.9]),
-                "weight_decay": cfg.choice([0.0, 0.0, 0.1, 0.5])}
+        c = {"name": name, "lr": cfg.choice([0.1, 0.5, 0.25, 0.01, 1.0]),
+             "momentum": cfg.choice([0.0, 0.0, 0.5, 0.9]),
+             "weight_decay": cfg.choice([0.0, 0.0, 0.1, 0.5])}
+        if S45:
+            # PyTorch: nesterov needs a momentum and no dampening.
+            if c["momentum"] > 0 and cfg.random() < 0.3:
+                c["nesterov"] = True
+            elif c["momentum"] > 0 and cfg.random() < 0.3:
+                c["dampening"] = cfg.choice([0.1, 0.5, 1.0])
+            if cfg.random() < 0.2:
+                c["maximize"] = True
+        return c
     b1, b2 = cfg.choice([(0.9, 0.999), (0.9, 0.999), (0.5, 0.9), (0.0, 0.5)])
     c = {"name": name, "lr": cfg.choice([1e-3, 0.01, 0.1, 0.5]), "beta1": b1, "beta2": b2,
          "eps": cfg.choice([1e-8, 1e-6, 0.1])}
-    c["fused"] = True if low else None if scaled else True if cfg.random() < 0.5 else None
+    if S45:
+        # Fused under a GradScaler for f32/f64 parameters too.
+        c["fused"] = True if low or cfg.random() < 0.5 else None
+    else:
+        c["fused"] = True if low else None if scaled else True if cfg.random() < 0.5 else None
     if name == "adamw":
         c["weight_decay"] = cfg.choice([0.0, 0.01, 0.1, 1.0])
+    if S45:
+        if cfg.random() < 0.3:
+            c["amsgrad"] = True
+        if cfg.random() < 0.2:
+            c["maximize"] = True
     return c
 
 
@@ -1868,12 +1903,17 @@ def make_optimizer(c, params):
     """PyTorch's optimizer of settings `c` (`draw_optimizer`) over `params`."""
     if c["name"] == "sgd":
         return torch.optim.SGD(params, lr=c["lr"], momentum=c["momentum"],
-                               weight_decay=c["weight_decay"])
+                               weight_decay=c["weight_decay"],
+                               dampening=c.get("dampening", 0.0),
+                               nesterov=c.get("nesterov", False),
+                               maximize=c.get("maximize", False))
     betas = (c["beta1"], c["beta2"])
+    more = {"amsgrad": c.get("amsgrad", False), "maximize": c.get("maximize", False)}
     if c["name"] == "adam":
-        return torch.optim.Adam(params, lr=c["lr"], betas=betas, eps=c["eps"], fused=c["fused"])
+        return torch.optim.Adam(params, lr=c["lr"], betas=betas, eps=c["eps"], fused=c["fused"],
+                                **more)
     return torch.optim.AdamW(params, lr=c["lr"], betas=betas, eps=c["eps"],
-                             weight_decay=c["weight_decay"], fused=c["fused"])
+                             weight_decay=c["weight_decay"], fused=c["fused"], **more)
 
 
 def build_train(rng, pid, dtype, more, s43):
@@ -2176,6 +2216,8 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    global S45
+    S45 = a.seed >= S45_SEED
     if a.seed >= S44_SEED:
         TYPED.update({torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16",
                       torch.float16: "f16"})

@@ -31,6 +31,12 @@
 //! (`second_pass`: "retain" or "released"). Where PyTorch's backward
 //! failed, `expect_error` says how ("saved_modified", "graph_released")
 //! and strata must fail alike (the gradients are not compared then).
+//!
+//! Seeds from 208 on also draw, in `train` programs, SGD's dampening,
+//! nesterov and maximize, Adam's and AdamW's amsgrad and maximize, and
+//! fused Adam/AdamW under a GradScaler for f32/f64 parameters too (the
+//! replay passes `fused` to `with_fused`: the scaler then hands the step
+//! its scale).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -899,10 +905,19 @@ fn run_program(p: &J) -> Result<(), String> {
 /// The optimizer of a training program.
 fn optimizer(o: &J, params: Vec<Var>) -> strata_autograd::Result<Box<dyn Optimizer>> {
     let lr = o.key("lr").f();
+    // Session 45's options (seeds >= 208), absent before: PyTorch's defaults.
+    let or = |k: &str, default: f64| match o.key(k) {
+        J::Null => default,
+        v => v.f(),
+    };
+    let (maximize, amsgrad) = (o.key("maximize").b(), o.key("amsgrad").b());
     Ok(match o.key("name").str() {
         "sgd" => Box::new(
             Sgd::new(params, lr, o.key("momentum").f())?
-                .with_weight_decay(o.key("weight_decay").f())?,
+                .with_weight_decay(o.key("weight_decay").f())?
+                .with_dampening(or("dampening", 0.0))?
+                .with_nesterov(o.key("nesterov").b())?
+                .with_maximize(maximize),
         ),
         // `fused`: how a GradScaler drives the step (PyTorch's fused
         // optimizers take its scale; strata's step is the fused kernel
@@ -911,6 +926,8 @@ fn optimizer(o: &J, params: Vec<Var>) -> strata_autograd::Result<Box<dyn Optimiz
             Adam::new(params, lr)?
                 .with_betas(o.key("beta1").f(), o.key("beta2").f())?
                 .with_eps(o.key("eps").f())?
+                .with_amsgrad(amsgrad)?
+                .with_maximize(maximize)
                 .with_fused(o.key("fused").b()),
         ),
         _ => Box::new(
@@ -919,6 +936,8 @@ fn optimizer(o: &J, params: Vec<Var>) -> strata_autograd::Result<Box<dyn Optimiz
                 .with_betas(o.key("beta1").f(), o.key("beta2").f())?
                 .with_eps(o.key("eps").f())?
                 .with_weight_decay(o.key("weight_decay").f())?
+                .with_amsgrad(amsgrad)?
+                .with_maximize(maximize)
                 .with_fused(o.key("fused").b()),
         ),
     })
