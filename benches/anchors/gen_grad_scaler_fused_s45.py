@@ -18,6 +18,13 @@ current scale (rounded to the dtype), the third with an inf element (the
 step is skipped, the scale backs off). After each iteration: the scale,
 whether the step ran, the parameter and `.grad`; at the end the state.
 
+`unscale`: GradScaler.unscale_ on f32, f64 and bf16 gradients (8
+elements) with init_scale 3, 0.1 and 1e30 (neither exact in f32),
+growth_factor 1.1, growth_interval 1: the scale PyTorch keeps (an f32
+value), the gradients after unscale_ (multiplied by the reciprocal
+rounded to f32, f64 gradients too), and the scale after one step (SGD,
+lr 0) and update (the product rounded to f32).
+
 Values are written as the exact binary64 value of each element (repr);
 NaN and infinities as strings. One thread.
 
@@ -91,10 +98,28 @@ def main():
                 kw_out["betas"] = list(kw_out["betas"])
             cases.append({"optimizer": name, "dtype": dn, "kw": kw_out, "log": log,
                           "state": {k: flat(v) for k, v in st.items() if k != "step"}})
+    unscale = []
+    ug = torch.Generator().manual_seed(46)
+    for dn in ["f32", "f64", "bf16"]:
+        for init in [3.0, 0.1, 1e30]:
+            p = torch.nn.Parameter(torch.zeros(8, dtype=DTYPES[dn]))
+            opt = torch.optim.SGD([p], lr=0.0)
+            scaler = torch.amp.GradScaler("cpu", init_scale=init, growth_factor=1.1,
+                                          backoff_factor=0.5, growth_interval=1)
+            scaler.scale(torch.ones((), dtype=torch.float32))
+            scale0 = scaler.get_scale()
+            g = (torch.randn(8, generator=ug, dtype=torch.float64) * scale0).to(DTYPES[dn])
+            p.grad = g.clone()
+            scaler.unscale_(opt)
+            after = flat(p.grad)
+            scaler.step(opt)
+            scaler.update()
+            unscale.append({"dtype": dn, "init_scale": init, "scale": scale0, "grad": flat(g),
+                            "unscaled": after, "scale_after": scaler.get_scale()})
     with open(args.out, "w") as f:
         json.dump({"generator": "benches/anchors/gen_grad_scaler_fused_s45.py",
                    "torch": torch.__version__, "scaler": SCALER, "inputs": inputs,
-                   "cases": cases}, f)
+                   "cases": cases, "unscale": unscale}, f)
         f.write("\n")
 
 

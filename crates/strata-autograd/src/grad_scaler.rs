@@ -36,6 +36,12 @@ const MIN_SCALE: f64 = f32::MIN_POSITIVE as f64;
 /// The largest scale: the largest finite f32 (PyTorch keeps the scale in f32).
 const MAX_SCALE: f64 = f32::MAX as f64;
 
+/// `x` rounded to the nearest f32 (inf beyond its range), as PyTorch
+/// stores its scale.
+fn f32_round(x: f64) -> f64 {
+    f64::from(x as f32)
+}
+
 /// Dynamic loss scaling (see the module documentation).
 #[derive(Debug)]
 pub struct GradScaler {
@@ -102,7 +108,9 @@ impl GradScaler {
             });
         }
         Ok(GradScaler {
-            scale: init_scale,
+            // PyTorch keeps the scale in a 0-d f32 tensor: 0.1 is
+            // 0.100000001490116, 1e30 is 1.0000000150474662e30.
+            scale: f32_round(init_scale),
             growth_factor,
             backoff_factor,
             growth_interval,
@@ -110,7 +118,8 @@ impl GradScaler {
         })
     }
 
-    /// The current scale.
+    /// The current scale: an f32 value, as PyTorch keeps it (an
+    /// `init_scale` and each update's product are rounded to f32).
     pub fn get_scale(&self) -> f64 {
         self.scale
     }
@@ -154,7 +163,11 @@ impl GradScaler {
                     .into(),
             });
         }
-        let inv = 1.0 / self.scale;
+        // PyTorch's `_scale.double().reciprocal().float()`: the reciprocal
+        // rounded to f32, which also multiplies f64 gradients (an f64
+        // gradient times 1/3 in f64 came out about 3e-8 relative away from
+        // PyTorch's; gradient-oracle program 214:1307).
+        let inv = f64::from((1.0 / self.scale) as f32);
         // Every gradient is checked before any is unscaled: an error half-way
         // would leave some unscaled and the scaler ready to unscale them again.
         let grads: Vec<Tensor> = optimizer.params().iter().filter_map(Var::grad).collect();
@@ -263,16 +276,16 @@ impl GradScaler {
             // Never below the smallest normal f32: a scale that rounds to 0
             // in f32 zeroes every loss and makes its reciprocal infinite, so
             // every later step would be skipped and the scale stay stuck.
-            self.scale = (self.scale * self.backoff_factor).max(MIN_SCALE);
+            self.scale = f32_round(self.scale * self.backoff_factor).max(MIN_SCALE);
             self.growth_tracker = 0;
         } else {
             self.growth_tracker += 1;
             if self.growth_tracker == self.growth_interval {
-                // As PyTorch's `_amp_update_scale_`: the scale does not grow
-                // past the f32 range (it would turn every scaled loss into
-                // inf); it stays where it is.
-                let grown = self.scale * self.growth_factor;
-                if grown <= MAX_SCALE {
+                // As PyTorch's `_amp_update_scale_`: the product rounded to
+                // f32; the scale does not grow past the f32 range (it would
+                // turn every scaled loss into inf); it stays where it is.
+                let grown = f32_round(self.scale * self.growth_factor);
+                if grown.is_finite() {
                     self.scale = grown;
                 }
                 self.growth_tracker = 0;
