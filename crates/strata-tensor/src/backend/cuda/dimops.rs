@@ -4,7 +4,7 @@
 
 use super::context::CudaDevice;
 use super::kernels::dimops::{
-    cumsum_source, softmax_source, REG_BLOCK_ROW_MAX, SM_BLOCK, SM_WARP_BLOCK, SOFTMAX_NAMES,
+    cumsum_source, sm_warp_block, softmax_source, REG_BLOCK_ROW_MAX, SM_BLOCK, SOFTMAX_NAMES,
     WARP_ROW_MAX,
 };
 use super::kernels::tag;
@@ -52,8 +52,8 @@ pub(crate) fn softmax(
         let vec = i32::from(
             pin.is_multiple_of(16) && pout.is_multiple_of(16) && row_bytes.is_multiple_of(16),
         );
-        let (k, per, threads) = row_kernel(s.n, 16 / d.size(), vec != 0);
-        let g = if threads == SM_WARP_BLOCK {
+        let (k, per, threads) = row_kernel(s.n, 16 / d.size(), vec != 0, sm_warp_block(d));
+        let g = if per > 1 {
             // A block for every `per` rows (the kernels loop past the
             // grid's limit).
             s.outer.div_ceil(per).clamp(1, i32::MAX as usize) as u32
@@ -126,14 +126,14 @@ pub(crate) fn softmax(
 /// The softmax kernel (an index into `SOFTMAX_NAMES`) for contiguous rows of
 /// `n` elements with vectors of `v` elements (`vec`: 16-byte loads allowed),
 /// the rows each block takes and its threads: the register-cached kernels of
-/// [`reg_row_plan`] (the warp kernels [`SM_WARP_BLOCK`] threads a block),
-/// the two-pass `sm_block` for longer rows.
-fn row_kernel(n: usize, v: usize, vec: bool) -> (usize, usize, u32) {
+/// [`reg_row_plan`] (the warp kernels `warp` threads a block,
+/// [`sm_warp_block`]), the two-pass `sm_block` for longer rows.
+fn row_kernel(n: usize, v: usize, vec: bool, warp: u32) -> (usize, usize, u32) {
     match reg_row_plan(n, v, vec) {
         Some(RegRow::Warp(items)) => (
             3 + items.trailing_zeros() as usize,
-            (SM_WARP_BLOCK / 32) as usize,
-            SM_WARP_BLOCK,
+            (warp / 32) as usize,
+            warp,
         ),
         Some(RegRow::Block(items)) => (9 + (items / 8).trailing_zeros() as usize, 1, SM_BLOCK),
         None => (1, 1, SM_BLOCK),
@@ -261,7 +261,7 @@ mod tests {
         for v in [2usize, 4, 8] {
             for vec in [false, true] {
                 for n in (1..=10_000).chain([50_257, 100_000]) {
-                    let (k, per, threads) = row_kernel(n, v, vec);
+                    let (k, per, threads) = row_kernel(n, v, vec, 128);
                     let name = SOFTMAX_NAMES[k];
                     let cap = match name.strip_prefix("sm_rw") {
                         Some(i) => 32 * i.parse::<usize>().unwrap(),
@@ -272,7 +272,7 @@ mod tests {
                     };
                     assert!(n <= cap, "{name} for {n}");
                     if name.starts_with("sm_rw") {
-                        assert_eq!((per, threads), (4, SM_WARP_BLOCK));
+                        assert_eq!((per, threads), (4, 128));
                         let items = cap / 32;
                         assert!(!vec || items % v == 0, "{name}: vectors of {v}");
                         assert!(n > cap / 2 || items == 1 || (vec && items == v));

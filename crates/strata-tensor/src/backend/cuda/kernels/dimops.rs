@@ -15,7 +15,7 @@
 //!   per row, warps combined through shared memory.
 //! * `sm_rw{1..32}` / `sm_rb{8,16,32}`: the fast paths for `inner == 1`:
 //!   the row is cached in registers (`ITEMS` values per thread; a warp per
-//!   row up to [`WARP_ROW_MAX`] elements, [`SM_WARP_BLOCK`]` / 32` rows per
+//!   row up to [`WARP_ROW_MAX`] elements, [`sm_warp_block`]` / 32` rows per
 //!   block, a block per row up to [`REG_BLOCK_ROW_MAX`]), so it is read from
 //!   memory once: max by shuffles, then `exp(x - max)` computed once, kept
 //!   and summed, then the outputs; 16-byte loads and stores when the row
@@ -39,11 +39,20 @@ use crate::dtype::DType;
 /// Threads per block of every kernel here.
 pub(crate) const SM_BLOCK: u32 = 256;
 /// Threads per block of the register-cached warp-per-row softmax kernels
-/// (`sm_rw*`): 4 rows per block. On the H200, 4 rather than 8 rows per block
-/// (and a block for every 4 rows rather than a grid capped at 32 blocks per
-/// SM) took the f32 softmax of `[98304, 1024]` from 0.204 to 0.198 ms
-/// (docs/benchmarks.md, session 45).
-pub(crate) const SM_WARP_BLOCK: u32 = 128;
+/// (`sm_rw*`) for elements of `d`: 4 rows per block. On the H200, 4 rather
+/// than 8 rows per block (and a block for every 4 rows rather than a grid
+/// capped at 32 blocks per SM) took the f32 softmax of `[98304, 1024]` from
+/// 0.204 to 0.198 ms (docs/benchmarks.md, session 45). f64 rows keep 8 rows
+/// per block: under `__launch_bounds__(128)` NVRTC gives its 16- and
+/// 8-value kernels 56-72 registers and spills (up to 576 bytes a thread),
+/// where 256 threads a block leave them 64-110 registers and no spill.
+pub(crate) fn sm_warp_block(d: DType) -> u32 {
+    if d == DType::F64 {
+        SM_BLOCK
+    } else {
+        128
+    }
+}
 /// Longest row the warp-per-row softmax takes.
 pub(crate) const WARP_ROW_MAX: usize = 1024;
 /// Longest row the block-per-row register-cached softmax takes (`SM_BLOCK`
@@ -60,7 +69,7 @@ pub(crate) const SOFTMAX_NAMES: [&str; 12] = [
 /// The softmax module for elements of the float dtype `d`: kernels
 /// `sm_warp`, `sm_block`, `sm_cols`.
 pub(crate) fn softmax_source(d: DType) -> String {
-    reg_header(d) + &format!("constexpr int SWB = {SM_WARP_BLOCK};\n") + REG_ROWS + SOFTMAX
+    reg_header(d) + &format!("constexpr int SWB = {};\n", sm_warp_block(d)) + REG_ROWS + SOFTMAX
 }
 
 /// The cumsum module for elements of `d` (not bool): kernels `cs_warp`, `cs_cols`.
