@@ -10,57 +10,11 @@
 //! in their own dtype before the step, an ulp away for f16/bf16
 //! (gradient-oracle program 185:1965).
 
+use crate::pytorch_fixture::{dtype, host, num, nums, same, tensor};
 use serde_json::Value;
 use strata_autograd::{Adam, AdamW, GradScaler, Optimizer, Var};
-use strata_tensor::{DType, Device, Tensor};
 
 const FIXTURE: &str = include_str!("../data/grad_scaler_fused_s45.json");
-
-/// A fixture number ("nan", "inf", "-inf" as strings).
-fn num(v: &Value) -> f64 {
-    match v {
-        Value::String(s) => match s.as_str() {
-            "nan" => f64::NAN,
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            _ => panic!("not a number: {s}"),
-        },
-        v => v.as_f64().expect("a number"),
-    }
-}
-
-fn nums(v: &Value) -> Vec<f64> {
-    v.as_array().expect("an array").iter().map(num).collect()
-}
-
-fn dtype(name: &str) -> DType {
-    match name {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        _ => panic!("dtype {name}"),
-    }
-}
-
-fn tensor(v: &[f64], dt: DType) -> Tensor {
-    Tensor::from_slice(v, &[v.len()], Device::Cpu)
-        .unwrap()
-        .to_dtype(dt)
-        .unwrap()
-}
-
-fn host(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
-}
-
-/// Bit for bit (NaN equal to NaN).
-fn same(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
-}
 
 fn optimizer(name: &str, kw: &Value, p: &Var) -> Box<dyn Optimizer> {
     let f = |k: &str| kw[k].as_f64().unwrap();

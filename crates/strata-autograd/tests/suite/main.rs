@@ -40,6 +40,7 @@ mod inplace_views;
 mod optim_options_s44;
 mod optim_state;
 mod oracle_s44;
+mod pytorch_fixture;
 mod recompute;
 mod semantics;
 mod sgd_fused_add_s45;

@@ -7,6 +7,7 @@
 //! typed errors that change nothing), their state dictionaries and the
 //! loading of states saved with other options.
 
+use crate::pytorch_fixture::{dtype, flag, host, num, nums, same, tensor};
 use serde_json::Value;
 use std::collections::HashMap;
 use strata_autograd::{
@@ -18,53 +19,6 @@ const FIXTURE: &str = include_str!("../data/optim_options_s44.json");
 
 fn fixture() -> Value {
     serde_json::from_str(FIXTURE).expect("the fixture parses")
-}
-
-/// A fixture number ("nan", "inf", "-inf" as strings).
-fn num(v: &Value) -> f64 {
-    match v {
-        Value::String(s) => match s.as_str() {
-            "nan" => f64::NAN,
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            _ => panic!("not a number: {s}"),
-        },
-        v => v.as_f64().expect("a number"),
-    }
-}
-
-fn nums(v: &Value) -> Vec<f64> {
-    v.as_array().expect("an array").iter().map(num).collect()
-}
-
-fn dtype(name: &str) -> DType {
-    match name {
-        "f32" | "float32" => DType::F32,
-        "f64" | "float64" => DType::F64,
-        "f16" | "float16" => DType::F16,
-        "bf16" | "bfloat16" => DType::BF16,
-        _ => panic!("dtype {name}"),
-    }
-}
-
-/// `v` (each exactly a value of `dt`) as a 1-d tensor of `dt`.
-fn tensor(v: &[f64], dt: DType) -> Tensor {
-    Tensor::from_slice(v, &[v.len()], Device::Cpu)
-        .unwrap()
-        .to_dtype(dt)
-        .unwrap()
-}
-
-fn host(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
-}
-
-/// Bit for bit (as f64; NaN equal to NaN).
-fn same(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
 }
 
 /// The largest difference in units of `tol` relative to the magnitude (NaN
@@ -93,10 +47,6 @@ fn train(opt: &mut dyn Optimizer, p: &Var, grads: &[Vec<f64>], dt: DType) {
         p.set_grad(Some(tensor(g, dt))).unwrap();
         opt.step().unwrap();
     }
-}
-
-fn flag(kw: &Value, name: &str) -> bool {
-    kw[name].as_bool().unwrap_or(false)
 }
 
 /// Adam and AdamW with every combination of amsgrad and maximize, in f32,
@@ -679,9 +629,9 @@ fn loading_states_with_and_without_amsgrad() {
 /// clip_grad_norm_'s and clip_grad_value_'s refusals change no gradient: a
 /// NaN norm_type (PyTorch returns a NaN norm), an infinite or negative
 /// order over an empty gradient (PyTorch: "cannot compute the inf norm on
-/// an empty tensor"), a non-finite total with error_if_nonfinite, a NaN or
-/// negative clip value (PyTorch clamps every element to a negative
-/// clip_value).
+/// an empty tensor"), a non-finite total with error_if_nonfinite. (A NaN
+/// or negative clip value, refused until session 45, now gives PyTorch's
+/// gradients: every element NaN, or every element the negative clip_value.)
 #[test]
 fn clip_refusals_change_nothing() {
     let p = param(&[3.0, -4.0]);
@@ -726,15 +676,12 @@ fn clip_refusals_change_nothing() {
     assert!(matches!(err, AutogradError::NonFiniteNorm { .. }));
     assert!(err.to_string().contains("error_if_nonfinite"), "{err}");
     assert_eq!(host(&p.grad().unwrap()), vec![f64::INFINITY, 1.0]);
+    // torch.nn.utils.clip_grad_value_([p], cv) with grad [3, -4]:
+    // [-1, -1] for -1, [nan, nan] for nan.
     set_grad(&p, &[3.0, -4.0]);
-    for cv in [f64::NAN, -1.0] {
-        assert!(matches!(
-            clip_grad_value_(std::slice::from_ref(&p), cv),
-            Err(AutogradError::Hyperparameter {
-                name: "clip_value",
-                ..
-            })
-        ));
-        assert_eq!(host(&p.grad().unwrap()), vec![3.0, -4.0]);
-    }
+    clip_grad_value_(std::slice::from_ref(&p), -1.0).unwrap();
+    assert_eq!(host(&p.grad().unwrap()), vec![-1.0, -1.0]);
+    set_grad(&p, &[3.0, -4.0]);
+    clip_grad_value_(std::slice::from_ref(&p), f64::NAN).unwrap();
+    assert!(host(&p.grad().unwrap()).iter().all(|g| g.is_nan()));
 }

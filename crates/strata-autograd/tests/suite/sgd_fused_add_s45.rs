@@ -8,51 +8,15 @@
 //! parameter and an f64 one read as f32 (gradient-oracle program
 //! 196:1272, reduced in `minimum_tie_after_sgd_steps_matches_pytorch`).
 
+use crate::pytorch_fixture::{dtype, flag, host, nums, same, tensor_of};
 use serde_json::Value;
 use strata_autograd::{Optimizer, Sgd, Var};
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::DType;
 
 const FIXTURE: &str = include_str!("../data/sgd_fused_add_s45.json");
 
 fn fixture() -> Value {
     serde_json::from_str(FIXTURE).expect("the fixture parses")
-}
-
-fn nums(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("an array")
-        .iter()
-        .map(|x| x.as_f64().expect("a finite number"))
-        .collect()
-}
-
-fn dtype(name: &str) -> DType {
-    match name {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        _ => panic!("dtype {name}"),
-    }
-}
-
-/// `v` (each exactly a value of `dt`) as a tensor of `shape` and `dt`.
-fn tensor(v: &[f64], shape: &[usize], dt: DType) -> Tensor {
-    Tensor::from_slice(v, shape, Device::Cpu)
-        .unwrap()
-        .to_dtype(dt)
-        .unwrap()
-}
-
-fn host(t: &Tensor) -> Vec<f64> {
-    t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
-}
-
-fn flag(kw: &Value, name: &str) -> bool {
-    kw.get(name).and_then(Value::as_bool).unwrap_or(false)
-}
-
-/// Bit for bit, as f64 (every value here is finite).
-fn same(a: &[f64], b: &[f64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 /// Every option PyTorch accepts (momentum, dampening, Nesterov, maximize,
@@ -71,7 +35,7 @@ fn sgd_f32_f64_steps_match_pytorch_bit_for_bit() {
         let n = p0.len();
         let kw = &case["kw"];
         let num = |k: &str| kw.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-        let p = Var::parameter(tensor(&p0, &[n], dt)).unwrap();
+        let p = Var::parameter(tensor_of(&p0, &[n], dt)).unwrap();
         let mut opt = Sgd::new(vec![p.clone()], num("lr"), num("momentum"))
             .and_then(|o| o.with_weight_decay(num("weight_decay")))
             .and_then(|o| o.with_dampening(num("dampening")))
@@ -79,7 +43,7 @@ fn sgd_f32_f64_steps_match_pytorch_bit_for_bit() {
             .unwrap()
             .with_maximize(flag(kw, "maximize"));
         for g in inp["grads"].as_array().unwrap() {
-            p.set_grad(Some(tensor(&nums(g), &[n], dt))).unwrap();
+            p.set_grad(Some(tensor_of(&nums(g), &[n], dt))).unwrap();
             opt.step().unwrap();
         }
         let what = format!("SGD {} {kw}", case["inputs"]);
@@ -111,8 +75,8 @@ fn minimum_tie_after_sgd_steps_matches_pytorch() {
     let c = &doc["tie"];
     let init = nums(&c["init"]);
     let kw = &c["kw"];
-    let x0 = Var::parameter(tensor(&init, &[3, 1], DType::F64)).unwrap();
-    let x1 = Var::parameter(tensor(&init, &[3, 1], DType::F32)).unwrap();
+    let x0 = Var::parameter(tensor_of(&init, &[3, 1], DType::F64)).unwrap();
+    let x1 = Var::parameter(tensor_of(&init, &[3, 1], DType::F32)).unwrap();
     let mut opt = Sgd::new(
         vec![x0.clone(), x1.clone()],
         kw["lr"].as_f64().unwrap(),
