@@ -214,9 +214,9 @@ impl GradScaler {
     /// the step ran. When the optimizer's step fails, its error is returned
     /// and the scaler counts no step: the gradients stay unscaled (once), and
     /// `step` may be called again, or `update` changes nothing. f16
-    /// gradients are unscaled here (PyTorch's `step` takes them for its
-    /// fused optimizers, strata's Adam and AdamW kernels), unlike in an
-    /// explicit [`GradScaler::unscale_`].
+    /// gradients are refused, as by [`GradScaler::unscale_`], except by an
+    /// optimizer that takes the scale (below), as PyTorch's `step` takes
+    /// them only for its fused optimizers.
     ///
     /// An optimizer that takes the scale
     /// ([`Optimizer::takes_grad_scale`]: Adam and AdamW made with
@@ -237,10 +237,11 @@ impl GradScaler {
         // `unscale_` ran (its stage is then UNSCALED and `grad_scale` None).
         let hand_scale = (self.found_inf.is_none() || self.handed) && optimizer.takes_grad_scale();
         if self.found_inf.is_none() {
-            // f16 gradients are taken here, as PyTorch's `step` takes them
-            // for its fused optimizers (strata's Adam and AdamW are PyTorch's
-            // fused kernel), which unscale inside the step.
-            self.unscale(&*optimizer, true, !hand_scale)?;
+            // f16 gradients are taken only by an optimizer that takes the
+            // scale (PyTorch's fused Adam/AdamW unscale inside the step in
+            // f32); for any other, PyTorch's `step` calls `unscale_`, which
+            // refuses them ("Attempting to unscale FP16 gradients.").
+            self.unscale(&*optimizer, hand_scale, !hand_scale)?;
             self.handed = hand_scale;
         }
         let flag = self.found_inf.as_ref().expect("set by unscale_");

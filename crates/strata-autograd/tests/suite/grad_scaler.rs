@@ -14,8 +14,9 @@ const CPU: Device = Device::Cpu;
 /// s.step(opt)       # runs: a fused optimizer unscales inside its step
 /// w                 # [0.8999, 1.9004] (f16)
 /// ```
-/// The refused `unscale_` changes nothing: the gradient stays scaled, the
-/// weight and the scale as they were.
+/// With `fused=False` (PyTorch's default), `s.step(opt)` calls `unscale_`
+/// and raises the same error. The refused calls change nothing: the
+/// gradient stays scaled, the weight and the scale as they were.
 #[test]
 fn an_explicit_unscale_refuses_f16_gradients_as_in_pytorch() {
     let w16 = Var::parameter(
@@ -25,7 +26,8 @@ fn an_explicit_unscale_refuses_f16_gradients_as_in_pytorch() {
             .unwrap(),
     )
     .unwrap();
-    let mut opt = Adam::new(vec![w16.clone()], 0.1).unwrap();
+    let mut plain = Adam::new(vec![w16.clone()], 0.1).unwrap();
+    let mut opt = Adam::new(vec![w16.clone()], 0.1).unwrap().with_fused(true);
     let mut scaler = GradScaler::with_settings(4.0, 2.0, 0.5, 2000).unwrap();
     let loss = w16.mul(2.0).unwrap().sum(None, false).unwrap();
     scaler.scale(&loss).unwrap().backward().unwrap();
@@ -43,7 +45,16 @@ fn an_explicit_unscale_refuses_f16_gradients_as_in_pytorch() {
     assert_eq!(w16.data().to_vec_as::<f32>().unwrap(), vec![1.0, 2.0]);
     assert_eq!(scaler.get_scale(), 4.0);
 
-    // `step` unscales them itself, as PyTorch's fused Adam does.
+    // A step of a non-fused optimizer unscales first, and refuses them too.
+    let err = scaler.step(&mut plain).unwrap_err();
+    assert!(err.to_string().contains("f16"), "{err}");
+    assert_eq!(
+        w16.grad().unwrap().to_vec_as::<f32>().unwrap(),
+        vec![8.0; 2]
+    );
+    assert_eq!(w16.data().to_vec_as::<f32>().unwrap(), vec![1.0, 2.0]);
+
+    // A fused Adam takes them: the step unscales them itself.
     assert!(scaler.step(&mut opt).unwrap());
     let want = [0.89990234375f64, 1.900390625];
     assert_eq!(w16.data().to_vec_as::<f64>().unwrap(), want);
