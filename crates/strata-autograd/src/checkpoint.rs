@@ -253,13 +253,38 @@ impl Drop for TracerGuard {
     }
 }
 
-/// Restores the random generator's state when dropped.
-struct RngRestore(RngState);
+/// Restores the random generator's state when dropped, unless disarmed.
+struct RngRestore(Option<RngState>);
+
+impl RngRestore {
+    fn new(state: RngState) -> RngRestore {
+        RngRestore(Some(state))
+    }
+
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for RngRestore {
     fn drop(&mut self) {
-        set_rng_state(self.0);
+        if let Some(state) = self.0 {
+            set_rng_state(state);
+        }
     }
+}
+
+/// Runs `f` with the generator's state at the call; if `f` fails (an error
+/// return, or a panic while it unwinds) the generator is set back to that
+/// state.
+fn rewinding_rng_on_failure<T>(f: impl FnOnce(RngState) -> Result<T>) -> Result<T> {
+    let rng = rng_state();
+    let restore = RngRestore::new(rng);
+    let out = f(rng);
+    if out.is_ok() {
+        restore.disarm();
+    }
+    out
 }
 
 /// Runs `f(inputs)` without saving its intermediates; backward recomputes it
@@ -288,32 +313,7 @@ pub fn checkpoint<F>(f: F, inputs: &[Var]) -> Result<Var>
 where
     F: Fn(&[Var]) -> Result<Var> + Send + Sync + 'static,
 {
-    let rng = rng_state();
-    let rewind = RngRewind(Some(rng));
-    let out = checkpoint_run(f, inputs, rng);
-    if out.is_ok() {
-        rewind.disarm();
-    }
-    out
-}
-
-/// Sets the random generator back to its state before a [`checkpoint`]
-/// call when dropped, unless disarmed (the call succeeded): on an error
-/// return and while a panic unwinds.
-struct RngRewind(Option<RngState>);
-
-impl RngRewind {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for RngRewind {
-    fn drop(&mut self) {
-        if let Some(state) = self.0 {
-            set_rng_state(state);
-        }
-    }
+    rewinding_rng_on_failure(|rng| checkpoint_run(f, inputs, rng))
 }
 
 /// [`checkpoint`]'s work; `rng` is the generator's state at the call.
@@ -410,7 +410,7 @@ where
     // parameters with theirs at first use.
     let backward = formula(move |g, saved, needs| {
         let _grad = EnableGradGuard::new();
-        let _rng = RngRestore(rng_state());
+        let _rng = RngRestore::new(rng_state());
         set_rng_state(rng);
         let leaves: Vec<Var> = saved
             .iter()
@@ -501,12 +501,7 @@ pub fn checkpoint_blocks<B>(
 where
     B: Send + Sync + 'static,
 {
-    let rewind = RngRewind(Some(rng_state()));
-    let out = run_blocks(blocks, every, x, forward);
-    if out.is_ok() {
-        rewind.disarm();
-    }
-    out
+    rewinding_rng_on_failure(|_| run_blocks(blocks, every, x, forward))
 }
 
 /// [`checkpoint_blocks`]'s work.

@@ -7,7 +7,7 @@
 //! typed errors that change nothing), their state dictionaries and the
 //! loading of states saved with other options.
 
-use crate::pytorch_fixture::{dtype, flag, host, num, nums, same, tensor};
+use crate::pytorch_fixture::{check_sgd_result, dtype, flag, host, num, nums, same, tensor};
 use serde_json::Value;
 use std::collections::HashMap;
 use strata_autograd::{
@@ -153,18 +153,7 @@ fn sgd_options_match_pytorchs_single_tensor_step() {
             .with_maximize(flag(kw, "maximize"));
         train(&mut opt, &p, &grads, dt);
         let what = format!("SGD {dn} {kw}");
-        if !same(&host(p.data()), &nums(&case["p"])) {
-            failures.push(format!("{what}: parameter"));
-        }
-        let d = opt.state_dict().unwrap();
-        match &case["momentum_buffer"] {
-            Value::Null => assert!(!d.contains_key("state.0.momentum_buffer"), "{what}"),
-            b => {
-                if !same(&host(&d["state.0.momentum_buffer"]), &nums(b)) {
-                    failures.push(format!("{what}: momentum_buffer"));
-                }
-            }
-        }
+        check_sgd_result(&opt, &p, case, &what, &mut failures);
     }
     assert!(failures.is_empty(), "differ from PyTorch: {failures:#?}");
 }

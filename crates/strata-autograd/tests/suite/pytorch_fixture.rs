@@ -4,6 +4,7 @@
 //! with them bit for bit.
 
 use serde_json::Value;
+use strata_autograd::{Optimizer, Var};
 use strata_tensor::{DType, Device, Tensor};
 
 /// A fixture number ("nan", "inf", "-inf" as strings).
@@ -64,4 +65,28 @@ pub fn same(a: &[f64], b: &[f64]) -> bool {
         && a.iter()
             .zip(b)
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
+
+/// Compares an SGD step's parameter `p` and momentum buffer with a fixture
+/// case's `p` and `momentum_buffer` (`null`: the state has none) bit for
+/// bit, pushing what differs to `failures`.
+pub fn check_sgd_result(
+    opt: &dyn Optimizer,
+    p: &Var,
+    case: &Value,
+    what: &str,
+    failures: &mut Vec<String>,
+) {
+    if !same(&host(p.data()), &nums(&case["p"])) {
+        failures.push(format!("{what}: parameter"));
+    }
+    let d = opt.state_dict().unwrap();
+    match &case["momentum_buffer"] {
+        Value::Null => assert!(!d.contains_key("state.0.momentum_buffer"), "{what}"),
+        b => {
+            if !same(&host(&d["state.0.momentum_buffer"]), &nums(b)) {
+                failures.push(format!("{what}: momentum_buffer"));
+            }
+        }
+    }
 }

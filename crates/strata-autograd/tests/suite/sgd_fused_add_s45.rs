@@ -8,7 +8,7 @@
 //! parameter and an f64 one read as f32 (gradient-oracle program
 //! 196:1272, reduced in `minimum_tie_after_sgd_steps_matches_pytorch`).
 
-use crate::pytorch_fixture::{dtype, flag, host, nums, same, tensor_of};
+use crate::pytorch_fixture::{check_sgd_result, dtype, flag, host, nums, same, tensor_of};
 use serde_json::Value;
 use strata_autograd::{Optimizer, Sgd, Var};
 use strata_tensor::DType;
@@ -47,18 +47,7 @@ fn sgd_f32_f64_steps_match_pytorch_bit_for_bit() {
             opt.step().unwrap();
         }
         let what = format!("SGD {} {kw}", case["inputs"]);
-        if !same(&host(p.data()), &nums(&case["p"])) {
-            failures.push(format!("{what}: parameter"));
-        }
-        let d = opt.state_dict().unwrap();
-        match &case["momentum_buffer"] {
-            Value::Null => assert!(!d.contains_key("state.0.momentum_buffer"), "{what}"),
-            b => {
-                if !same(&host(&d["state.0.momentum_buffer"]), &nums(b)) {
-                    failures.push(format!("{what}: momentum_buffer"));
-                }
-            }
-        }
+        check_sgd_result(&opt, &p, case, &what, &mut failures);
     }
     assert!(failures.is_empty(), "differ from PyTorch: {failures:#?}");
 }

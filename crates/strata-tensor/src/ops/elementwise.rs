@@ -792,11 +792,8 @@ fn pow_root(op: BinaryOp, compute: DType, s: Scalar) -> Option<crate::ops::table
     if op != BinaryOp::Pow || !compute.is_float() {
         return None;
     }
-    let e = match s {
-        Scalar::Float(e) => e,
-        Scalar::Int(i) => i as f64,
-        Scalar::Bool(_) => return None,
-    };
+    // (A bool exponent, 0 or 1, is none of the special ones.)
+    let e = s.to_f64();
     if e == 0.5 {
         Some(UnaryFn::Sqrt)
     } else if e == -0.5 {
@@ -855,11 +852,7 @@ fn pow_products(op: BinaryOp, compute: DType, s: Scalar) -> Option<PowProducts> 
     if op != BinaryOp::Pow || !matches!(compute, DType::F32 | DType::F64 | DType::BF16) {
         return None;
     }
-    let e = match pow_exponent(op, compute, s) {
-        Scalar::Float(e) => e,
-        Scalar::Int(i) => i as f64,
-        Scalar::Bool(_) => return None,
-    };
+    let e = pow_exponent(op, compute, s).to_f64();
     if e == 2.0 {
         Some(PowProducts::Square)
     } else if e == 3.0 {
