@@ -618,7 +618,11 @@ proptest! {
     fn extrema_and_norms_match_finite_differences(
         m in 1usize..4, n in 1usize..5, seed in any::<u64>(), keep in any::<bool>(),
     ) {
-        let a = randn(&[m, n], seed);
+        // Away from zero: the gradient of a p-norm with p < 1 grows as
+        // |x|^(p-1) there, and a central difference with step 1e-6 leaves the
+        // check's tolerance (a draw of 5.7e-5 put the p = 0.5 difference 4e-5
+        // off the exact gradient: CI, session 45; tests/proptest-regressions).
+        let a = rand_map(&[m, n], seed, away_from_zero);
         gradcheck(vec![a.clone()], seed, |v| v[0].clamp(Some(-0.7), Some(0.9)));
         gradcheck(vec![a.clone()], seed, |v| v[0].t()?.clamp_min(0.1));
         gradcheck(vec![a.clone()], seed, |v| v[0].max());
