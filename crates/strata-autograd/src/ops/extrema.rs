@@ -377,8 +377,10 @@ fn split_among(
     Ok(g.div(&count)?.mul(mask)?)
 }
 
-/// The forward value of [`Var::norm`] (`dims` sorted and valid).
-fn vector_norm(x: &Tensor, p: f64, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+/// The forward value of [`Var::norm`] (`dims` sorted and valid):
+/// `torch.linalg.vector_norm(x, p, dims, keepdim)`, also the norms of
+/// [`ClipGradNorm`](crate::ClipGradNorm).
+pub(crate) fn vector_norm(x: &Tensor, p: f64, dims: &[usize], keepdim: bool) -> Result<Tensor> {
     let dtype = x.dtype();
     let xc = if matches!(dtype, DType::F16 | DType::BF16) {
         x.to_dtype(DType::F32)?

@@ -6,6 +6,7 @@ mod binary;
 mod cast;
 pub(crate) mod copy_slices;
 mod extrema;
+pub(crate) use extrema::vector_norm;
 mod inplace;
 mod linear;
 mod math;

@@ -615,9 +615,8 @@ fn loading_states_with_and_without_amsgrad() {
     }
 }
 
-/// clip_grad_norm_'s and clip_grad_value_'s refusals change no gradient: a
-/// NaN norm_type (PyTorch returns a NaN norm), an infinite or negative
-/// order over an empty gradient (PyTorch: "cannot compute the inf norm on
+/// clip_grad_norm_'s and clip_grad_value_'s refusals change no gradient: an
+/// infinite or negative order over an empty gradient (PyTorch: "cannot compute the inf norm on
 /// an empty tensor"), a non-finite total with error_if_nonfinite. (A NaN
 /// or negative clip value, refused until session 45, now gives PyTorch's
 /// gradients: every element NaN, or every element the negative clip_value.)
@@ -628,13 +627,6 @@ fn clip_refusals_change_nothing() {
     e.set_grad(Some(Tensor::zeros(&[0], DType::F32, Device::Cpu).unwrap()))
         .unwrap();
     set_grad(&p, &[3.0, -4.0]);
-    assert!(matches!(
-        ClipGradNorm::new(1.0).unwrap().with_norm_type(f64::NAN),
-        Err(AutogradError::Hyperparameter {
-            name: "norm_type",
-            ..
-        })
-    ));
     for nt in [f64::INFINITY, f64::NEG_INFINITY, -1.0] {
         let c = ClipGradNorm::new(1.0).unwrap().with_norm_type(nt).unwrap();
         match c.clip(&[p.clone(), e.clone()]) {
@@ -673,4 +665,74 @@ fn clip_refusals_change_nothing() {
     set_grad(&p, &[3.0, -4.0]);
     clip_grad_value_(std::slice::from_ref(&p), f64::NAN).unwrap();
     assert!(host(&p.grad().unwrap()).iter().all(|g| g.is_nan()));
+}
+
+/// A NaN norm_type (refused until session 46) and single-element gradients,
+/// against PyTorch 2.15 (`torch.nn.utils.clip_grad_norm_(ps, 1.0,
+/// norm_type=nt)` on f32 gradients, `.item()`s printed by `repr`):
+///
+/// ```python
+/// nan = float("nan")
+/// # grads [[3, -4]]       -> total nan, grads [[nan, nan]]
+/// # grads [[2.0]]         -> total 2.0, grads [[0.9999995231628418]]
+/// # grads [[-2.5]]        -> total 2.5, grads [[-0.9999996423721313]]
+/// # grads [[0.5], [1.0]]  -> total nan, grads [[nan], [nan]]
+/// # grads [[]]            -> total 0.0, grads [[]]
+/// # grads [[1.0], []]     -> total nan, grads [[nan], []]
+/// # grads [[3, -4]], error_if_nonfinite=True -> RuntimeError, grads unchanged
+/// # norm_type=3.0: grads [[7.576315879821777]]      -> total 7.576315879821777,
+/// #                                                   grads [[0.9999998807907104]]
+/// #                grads [[7.576315879821777, 0.0]] -> total 7.5763163566589355
+/// ```
+///
+/// `vector_norm` of one element is `|x|` whatever the order (a NaN order
+/// too), and the total of one gradient is its norm: `(x^3)^(1/3)` rounds
+/// 7.576315879821777 up an ulp, as the two-element gradient shows.
+#[test]
+fn clip_grad_norm_nan_order_and_single_elements_match_pytorch() {
+    let clip = |gs: &[&[f32]], nt: f64| -> (f64, Vec<Vec<f64>>) {
+        let ps: Vec<Var> = gs
+            .iter()
+            .map(|g| {
+                let p = param(&vec![0.0; g.len()]);
+                set_grad(&p, g);
+                p
+            })
+            .collect();
+        let c = ClipGradNorm::new(1.0).unwrap().with_norm_type(nt).unwrap();
+        let total = host(&c.clip(&ps).unwrap())[0];
+        (total, ps.iter().map(|p| host(&p.grad().unwrap())).collect())
+    };
+    let nan = f64::NAN;
+    let all_nan = |gs: &[Vec<f64>]| gs.iter().flatten().all(|g| g.is_nan());
+    let (t, g) = clip(&[&[3.0, -4.0]], nan);
+    assert!(t.is_nan() && all_nan(&g), "{t} {g:?}");
+    let (t, g) = clip(&[&[2.0]], nan);
+    assert_eq!((t, g), (2.0, vec![vec![0.999_999_523_162_841_8]]));
+    let (t, g) = clip(&[&[-2.5]], nan);
+    assert_eq!((t, g), (2.5, vec![vec![-0.999_999_642_372_131_3]]));
+    let (t, g) = clip(&[&[0.5], &[1.0]], nan);
+    assert!(t.is_nan() && all_nan(&g), "{t} {g:?}");
+    let (t, g) = clip(&[&[]], nan);
+    assert_eq!((t, g), (0.0, vec![vec![]]));
+    let (t, g) = clip(&[&[1.0], &[]], nan);
+    assert!(
+        t.is_nan() && all_nan(&g[..1]) && g[1].is_empty(),
+        "{t} {g:?}"
+    );
+    let p = param(&[0.0, 0.0]);
+    set_grad(&p, &[3.0, -4.0]);
+    let c = ClipGradNorm::new(1.0)
+        .unwrap()
+        .with_norm_type(nan)
+        .unwrap()
+        .with_error_if_nonfinite(true);
+    let err = c.clip(std::slice::from_ref(&p)).unwrap_err();
+    assert!(matches!(err, AutogradError::NonFiniteNorm { .. }), "{err}");
+    assert_eq!(host(&p.grad().unwrap()), vec![3.0, -4.0]);
+    let x = 7.576_315_879_821_777_f32;
+    let (t, g) = clip(&[&[x]], 3.0);
+    assert_eq!((t, g), (f64::from(x), vec![vec![0.999_999_880_790_710_4]]));
+    let (t, _) = clip(&[&[x, 0.0]], 3.0);
+    assert_eq!(t, 7.576_316_356_658_935_5);
 }
