@@ -146,6 +146,22 @@ the fused step its scale, which divides the gradients in f32/f64). Seeds
 below 208 draw exactly the programs they drew before (byte-identical files
 for seeds 185, 195 and 203).
 
+Seeds from 220 on (S46_SEED) close two gaps the oracle found in seed 223
+that are not strata's to follow:
+- the base of an in-place-on-views program inside a sub-program (a `seq`,
+  a checkpointed or autocast region) is contiguous too, as it has been
+  outside them since S43B_SEED (`sub_steps` turns the s43b families off,
+  and with them that rule: PyTorch's `x + 0` of a transposed x kept its
+  strides, its `reshape(-1)` copied, and the in-place op left the copy
+  alone, where strata's contiguous sum gave a view);
+- a program whose second backward adds to leaf gradients that share
+  storage after the first is left out: PyTorch's AccumulateGrad keeps an
+  incoming gradient as the leaf's `.grad` when nothing else holds it, so
+  two leaves stacked and summed can both get views of one upstream element
+  (strides 0), and the second pass adds into that element twice (3 times
+  the gradient for both where the arithmetic gives 2 times). strata
+  copies a first gradient into fresh storage.
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
@@ -979,7 +995,7 @@ def s43_step(p, cur, x):
         no_grad = op == "inplace_view_no_grad"
         op = "inplace_view"
         base = x + 0.0
-        if p.s43b:
+        if p.s43b or S46:
             # PyTorch's `x + 0` keeps a permuted x's strides, so a later
             # reshape/flatten of the base can be a copy in PyTorch and a
             # view in strata (whose results are contiguous); whether
@@ -1796,6 +1812,12 @@ def build(rng, pid, dtype=torch.float32, more=False, s43=False, s43b=False, s44=
 
     try:
         backward(second == "retain")
+        if S46 and second == "retain":
+            # Leaf gradients sharing storage (see the docstring, S46_SEED).
+            ptrs = [t.grad.untyped_storage().data_ptr() for t in p.inputs.values()
+                    if t.requires_grad and t.grad is not None and t.grad.numel() > 0]
+            if len(set(ptrs)) < len(ptrs):
+                raise Skip
     except RuntimeError as e:
         # Seeds >= S44_SEED: a tensor saved for backward that an in-place
         # op modified (`inplace_after`) is a recorded failure; the
@@ -1850,6 +1872,11 @@ def inputs_json(p, values=None):
 # options (`draw_optimizer`); `main` sets S45 for it.
 S45_SEED = 208
 S45 = False
+
+# The first seed whose in-place-on-views sub-programs take a contiguous base
+# and whose programs with aliased leaf gradients are left out (docstring).
+S46_SEED = 220
+S46 = False
 
 
 def draw_optimizer(cfg, low, scaled):
@@ -2216,8 +2243,9 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    global S45
+    global S45, S46
     S45 = a.seed >= S45_SEED
+    S46 = a.seed >= S46_SEED
     if a.seed >= S44_SEED:
         TYPED.update({torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16",
                       torch.float16: "f16"})
