@@ -28,6 +28,7 @@ mod hostile_sweep_s43;
 mod hostile_sweep_s44;
 mod hostile_sweep_s45;
 mod interop;
+mod log_softmax_backward_s46;
 mod masked_select;
 mod math;
 mod matmul_precision;
