@@ -36,3 +36,4 @@ mod optim;
 mod oracle_s44b;
 mod properties;
 mod softmax_backward_s45;
+mod softmax_dims_s46;

@@ -17,6 +17,12 @@ pub(crate) struct DimShape {
     pub outer: usize,
     pub n: usize,
     pub inner: usize,
+    /// Whether `dim` is the shape's last dim. PyTorch's CPU softmax kernels
+    /// are chosen by this, not by `inner == 1`: along a dim followed only by
+    /// dims of size 1 (`[.., n, 1]` along -2) it runs its kernel for other
+    /// dims, which rounds differently (see [`softmax`] and
+    /// [`softmax_backward`]).
+    pub last: bool,
 }
 
 impl DimShape {
@@ -27,12 +33,14 @@ impl DimShape {
                 outer: 1,
                 n: 1,
                 inner: 1,
+                last: true,
             };
         }
         DimShape {
             outer: shape[..dim].iter().product(),
             n: shape[dim],
             inner: shape[dim + 1..].iter().product(),
+            last: dim + 1 == shape.len(),
         }
     }
     fn numel(&self) -> usize {
@@ -136,7 +144,21 @@ impl SoftmaxMode {
 /// included (`exp(-inf - max) / sum`, as PyTorch's `softmax(masked_fill(..,
 /// -inf))` computes them); otherwise masked elements are 0 (-inf for
 /// log-softmax).
-fn softmax_row<T: Element>(x: &[T], y: &mut [T], mode: SoftmaxMode, scale: T::Acc, keep: usize) {
+///
+/// Along the last dim (`recip`) the exponentials are multiplied by the
+/// reciprocal of their sum, as PyTorch's CPU kernel for the last dim does
+/// (`tmp_sum = 1 / tmp_sum`, then `x * tmp_sum`); along another dim (a row
+/// followed by dims of size 1) they are divided by it, as its kernel for
+/// other dims does. Dividing along the last dim differed from PyTorch 2.15
+/// on about a quarter of the elements of a `[64, 7]` f32 softmax.
+fn softmax_row<T: Element>(
+    x: &[T],
+    y: &mut [T],
+    mode: SoftmaxMode,
+    scale: T::Acc,
+    keep: usize,
+    recip: bool,
+) {
     let log = mode.log;
     let (x, _) = x.split_at(keep);
     let (y, masked) = y.split_at_mut(keep);
@@ -170,6 +192,12 @@ fn softmax_row<T: Element>(x: &[T], y: &mut [T], mode: SoftmaxMode, scale: T::Ac
             *o = T::from_acc(sc(v).sub(m).sub(ls));
         }
         masked.fill(T::from_acc(ninf.sub(m).sub(ls)));
+    } else if recip {
+        let r = T::Acc::ONE.div(s);
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = T::from_acc(sc(v).sub(m).exp().mul(r));
+        }
+        masked.fill(T::from_acc(ninf.sub(m).exp().mul(r)));
     } else {
         for (o, &v) in y.iter_mut().zip(x) {
             *o = T::from_acc(sc(v).sub(m).exp().div(s));
@@ -232,12 +260,12 @@ pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, mode: Sof
                 .for_each(|(c, (yc, xc))| {
                     for (r, (yr, xr)) in yc.chunks_mut(n).zip(xc.chunks(n)).enumerate() {
                         let keep = mode.keep(c * rows_per_task + r, n);
-                        softmax_row(xr, yr, mode, scale, keep);
+                        softmax_row(xr, yr, mode, scale, keep, s.last);
                     }
                 });
         } else {
             for (r, (yr, xr)) in y.chunks_mut(n).zip(x.chunks(n)).enumerate() {
-                softmax_row(xr, yr, mode, scale, mode.keep(r, n));
+                softmax_row(xr, yr, mode, scale, mode.keep(r, n), s.last);
             }
         }
     } else {
@@ -290,7 +318,8 @@ pub(crate) fn cumsum<T: Element, A: Arith>(
 /// `dx = y (g - sum(g y))`, or `dx = g - exp(y) sum(g)` for log-softmax,
 /// the sums along `n` of the `inner`-strided elements.
 ///
-/// Along a dim other than the last (`inner > 1`), softmax's `sum(g y)` is
+/// Along a dim other than the last (`fused`; also where only dims of size 1
+/// follow it, as PyTorch picks its kernel by the dim), softmax's `sum(g y)` is
 /// accumulated as PyTorch's CPU kernel does it, one fused multiply-add per
 /// element (`s = fma(g, y, s)` in order along the dim; bit for bit with
 /// PyTorch 2.15 on f32 and f64, and on f16/bf16, whose products are exact
@@ -298,7 +327,7 @@ pub(crate) fn cumsum<T: Element, A: Arith>(
 /// differences in the last bit, turned the exact zero gradient PyTorch gets
 /// for `sum(softmax(x, 1)) * 0.1875` into a few 1e-9
 /// (gradient-oracle program 196:894, where Adam then magnified it). The
-/// last dim (`inner == 1`) keeps its plain running sum: PyTorch's
+/// last dim keeps its plain running sum: PyTorch's
 /// vectorized reduction there depends on the vector width.
 ///
 /// Log-softmax's `g - exp(y) sum(g)` is one fused multiply-add along every
@@ -319,6 +348,7 @@ fn softmax_backward_block<T: Element>(
     n: usize,
     inner: usize,
     log: bool,
+    fused: bool,
 ) {
     let mut s = vec![T::Acc::ZERO; inner];
     for k in 0..n {
@@ -326,7 +356,7 @@ fn softmax_backward_block<T: Element>(
         for ((si, &gv), &yv) in s.iter_mut().zip(&g[row.clone()]).zip(&y[row]) {
             *si = if log {
                 si.add(gv.to_acc())
-            } else if inner > 1 {
+            } else if fused {
                 gv.to_acc().mul_add(yv.to_acc(), *si)
             } else {
                 si.add(gv.to_acc().mul(yv.to_acc()))
@@ -377,7 +407,7 @@ pub(crate) fn softmax_backward<T: Element>(out: &Arg, grad: &Arg, y: &Arg, s: Di
     };
     let block = s.n * s.inner;
     let f = |(dxo, (go, yo)): (&mut [T], (&[T], &[T]))| {
-        softmax_backward_block(go, yo, dxo, s.n, s.inner, log)
+        softmax_backward_block(go, yo, dxo, s.n, s.inner, log, !s.last)
     };
     if s.inner == 1 && len >= super::PARALLEL_THRESHOLD {
         let rows_per_task = (4096 / s.n.max(1)).max(1);
@@ -422,7 +452,7 @@ fn softmax_backward_inplace<T: Element>(gdx: &Arg, y: &Arg, s: DimShape, log: bo
     let run = |tmp: &mut Vec<T>, dxo: &mut [T], yo: &[T]| {
         tmp.clear();
         tmp.extend_from_slice(dxo);
-        softmax_backward_block(tmp, yo, dxo, s.n, s.inner, log);
+        softmax_backward_block(tmp, yo, dxo, s.n, s.inner, log, !s.last);
     };
     if s.inner == 1 && len >= super::PARALLEL_THRESHOLD {
         let rows_per_task = (4096 / s.n.max(1)).max(1);
