@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's log-softmax backward, replayed by
-crates/strata-tensor/tests/suite/log_softmax_backward_s46.rs (the JSON
+crates/strata-tensor/tests/suite/softmax_pytorch.rs (the JSON
 fixture crates/strata-tensor/tests/data/log_softmax_backward_s46.json).
 
 PyTorch's CPU kernel forms `g - exp(y) * sum(g)` with one fused

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's softmax backward along a dim other than the last, replayed by
-crates/strata-tensor/tests/suite/softmax_backward_s45.rs (the JSON fixture
+crates/strata-tensor/tests/suite/softmax_pytorch.rs (the JSON fixture
 crates/strata-tensor/tests/data/softmax_backward_s45.json).
 
 PyTorch's CPU kernel for `inner_size > 1` accumulates `sum(g * y)` along

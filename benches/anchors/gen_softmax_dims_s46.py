@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's CPU softmax along the last dim, and its softmax backward along a
 dim followed only by dims of size 1, replayed by
-crates/strata-tensor/tests/suite/softmax_dims_s46.rs (the JSON fixture
+crates/strata-tensor/tests/suite/softmax_pytorch.rs (the JSON fixture
 crates/strata-tensor/tests/data/softmax_dims_s46.json).
 
 PyTorch picks its CPU softmax kernels by the dim's index: along the last
