@@ -516,6 +516,14 @@ fn masked(x: &Var) -> strata_autograd::Result<Var> {
     x.dropout(0.5, true)
 }
 
+/// A checkpointed block that draws a dropout mask, then fails.
+fn masked_then_failing(xs: &[Var]) -> strata_autograd::Result<Var> {
+    masked(&xs[0])?;
+    Err(AutogradError::Checkpoint {
+        msg: "the block failed".into(),
+    })
+}
+
 /// Session 45: a checkpoint whose function drew from the generator and then
 /// failed (an error, a panic) left the generator advanced by those draws:
 /// a caller that handled the error and ran the step again drew other
@@ -538,16 +546,7 @@ fn a_failed_checkpoint_leaves_the_generator_as_it_was() {
     // An error from `f` after its dropout drew a mask.
     manual_seed(11);
     let before = generator_state();
-    let e = checkpoint(
-        |xs| {
-            masked(&xs[0])?;
-            Err(AutogradError::Checkpoint {
-                msg: "the block failed".into(),
-            })
-        },
-        std::slice::from_ref(&x),
-    )
-    .unwrap_err();
+    let e = checkpoint(masked_then_failing, std::slice::from_ref(&x)).unwrap_err();
     assert!(matches!(e, AutogradError::Checkpoint { .. }), "{e}");
     assert_eq!(generator_state(), before, "an error from f");
     // The retry draws what the run without the failure drew.
@@ -600,18 +599,7 @@ fn a_failed_checkpoint_leaves_the_generator_as_it_was() {
 
     // Without grad mode the checkpoint is `f` itself: the same rule.
     manual_seed(11);
-    let e = no_grad(|| {
-        checkpoint(
-            |xs| {
-                masked(&xs[0])?;
-                Err(AutogradError::Checkpoint {
-                    msg: "the block failed".into(),
-                })
-            },
-            std::slice::from_ref(&x),
-        )
-    })
-    .unwrap_err();
+    let e = no_grad(|| checkpoint(masked_then_failing, std::slice::from_ref(&x))).unwrap_err();
     assert!(matches!(e, AutogradError::Checkpoint { .. }), "{e}");
     assert_eq!(generator_state(), before, "an error from f under no_grad");
     assert!(x.grad().is_none());

@@ -22,6 +22,7 @@
 //! (The checkpoint's generator on failure, also session 45, is tested in
 //! `tests/hostile_sweep_s30.rs`, the binary that serialises generator use.)
 
+use crate::pytorch_fixture::{host, tensor};
 use strata_autograd::{clip_grad_norm_, clip_grad_value_, ClipGradNorm, Var};
 use strata_tensor::{DType, Device, Tensor};
 
@@ -31,25 +32,17 @@ const INF: f64 = f64::INFINITY;
 /// A parameter of `dtype` whose gradient is `g`.
 fn with_grad(g: &[f64], dtype: DType) -> Var {
     let p = Var::parameter(Tensor::zeros(&[g.len()], dtype, Device::Cpu).unwrap()).unwrap();
-    let g = Tensor::from_slice(g, &[g.len()], Device::Cpu)
-        .unwrap()
-        .to_dtype(dtype)
-        .unwrap();
-    p.set_grad(Some(g)).unwrap();
+    p.set_grad(Some(tensor(g, dtype))).unwrap();
     p
 }
 
 fn grad(p: &Var) -> Vec<f64> {
-    p.grad().unwrap().to_vec_as::<f64>().unwrap()
+    host(&p.grad().unwrap())
 }
 
 /// Bit for bit, NaN matching NaN (the sign of zero included).
 fn same(got: &[f64], want: &[f64], what: &str) {
-    let ok = got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|(a, b)| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits());
+    let ok = crate::pytorch_fixture::same(got, want);
     assert!(ok, "{what}: got {got:?}, PyTorch {want:?}");
 }
 

@@ -25,28 +25,14 @@
 //!   depend on whether an element falls in a vectorised block, Sleef's
 //!   `powf` within an ulp, or in the scalar tail, `pow` in f64.)
 
+use crate::pytorch_fixture::{host, tensor as of};
 use strata_tensor::{DType, Device, Tensor};
 
 const CPU: Device = Device::Cpu;
 
-fn of(v: &[f64], dtype: DType) -> Tensor {
-    Tensor::from_slice(v, &[v.len()], CPU)
-        .unwrap()
-        .to_dtype(dtype)
-        .unwrap()
-}
-
-fn host(t: &Tensor) -> Vec<f64> {
-    t.to_vec_as::<f64>().unwrap()
-}
-
 /// Bit for bit (NaN matching NaN).
 fn same(got: &[f64], want: &[f64], what: &str) {
-    let ok = got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|(a, b)| (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits());
+    let ok = crate::pytorch_fixture::same(got, want);
     assert!(ok, "{what}: got {got:?}, PyTorch {want:?}");
 }
 

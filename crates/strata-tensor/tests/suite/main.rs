@@ -34,4 +34,5 @@ mod matmul_precision;
 mod optim;
 mod oracle_s44b;
 mod properties;
+mod pytorch_fixture;
 mod softmax_pytorch;

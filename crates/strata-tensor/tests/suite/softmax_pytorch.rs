@@ -26,56 +26,9 @@
 //!   (strata took that dim for the last, as `inner == 1`). f32; forward rows
 //!   kept where PyTorch's `exp` agrees with the C library's.
 
+use crate::pytorch_fixture::{dtype, fixture, host, nums, same, shape, tensor_of};
 use serde_json::Value;
-use strata_tensor::{DType, Device, Tensor};
-
-fn fixture(text: &str) -> Value {
-    serde_json::from_str(text).expect("the fixture parses")
-}
-
-fn nums(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("an array")
-        .iter()
-        .map(|x| x.as_f64().expect("a finite number"))
-        .collect()
-}
-
-fn shape(v: &Value) -> Vec<usize> {
-    v.as_array()
-        .expect("a shape")
-        .iter()
-        .map(|d| d.as_u64().expect("a size") as usize)
-        .collect()
-}
-
-fn dtype(v: &Value) -> DType {
-    match v.as_str().expect("a dtype name") {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        d => panic!("dtype {d}"),
-    }
-}
-
-/// `v` (each exactly a value of `dt`) as a tensor of `shape` and `dt`.
-fn tensor(v: &[f64], shape: &[usize], dt: DType) -> Tensor {
-    Tensor::from_slice(v, shape, Device::Cpu)
-        .unwrap()
-        .to_dtype(dt)
-        .unwrap()
-}
-
-/// Whether `got` holds exactly the values `want`.
-fn same(got: &Tensor, want: &[f64]) -> bool {
-    let got = got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
-    got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|(a, b)| a.to_bits() == b.to_bits())
-}
+use strata_tensor::{DType, Tensor};
 
 /// Runs `backward(y, g, dim)` on every case of a backward fixture (`dtype`
 /// defaults to f32, `dim` to 1) and lists those that differ from `dx`.
@@ -88,11 +41,11 @@ fn backward_failures(
         let dt = c.get("dtype").map_or(DType::F32, dtype);
         let shape = shape(&c["shape"]);
         let dim = c.get("dim").map_or(1, |d| d.as_i64().unwrap());
-        let y = tensor(&nums(&c["y"]), &shape, dt);
-        let g = tensor(&nums(&c["g"]), &shape, dt);
+        let y = tensor_of(&nums(&c["y"]), &shape, dt);
+        let g = tensor_of(&nums(&c["g"]), &shape, dt);
         let want = nums(&c["dx"]);
         for (form, got) in backward(&y, &g, dim) {
-            if !same(&got, &want) {
+            if !same(&host(&got), &want) {
                 failures.push(format!("case {i} ({dt:?} {shape:?} dim {dim}) {form}"));
             }
         }
@@ -133,8 +86,8 @@ fn softmax_along_the_last_dim_multiplies_by_the_reciprocal_as_pytorch() {
     let mut failures = Vec::new();
     for (i, c) in cases.iter().enumerate() {
         let n = c["n"].as_u64().unwrap() as usize;
-        let x = tensor(&nums(&c["x"]), &[1, n], DType::F32);
-        if !same(&x.softmax(-1, None).unwrap(), &nums(&c["y"])) {
+        let x = tensor_of(&nums(&c["x"]), &[1, n], DType::F32);
+        if !same(&host(&x.softmax(-1, None).unwrap()), &nums(&c["y"])) {
             failures.push(format!("row {i} of {n}"));
         }
     }

@@ -1,0 +1,76 @@
+//! Reading PyTorch's answers (the JSON fixtures `benches/anchors/gen_*.py`
+//! write, and values pasted beside a test) and comparing with them bit for
+//! bit: numbers (non-finite ones as the strings "nan", "inf", "-inf"),
+//! shapes, dtype names, tensors built from exact values.
+
+use serde_json::Value;
+use strata_tensor::{DType, Device, Tensor};
+
+/// A fixture's JSON text, parsed.
+pub fn fixture(text: &str) -> Value {
+    serde_json::from_str(text).expect("the fixture parses")
+}
+
+/// A fixture number ("nan", "inf", "-inf" as strings).
+pub fn num(v: &Value) -> f64 {
+    match v {
+        Value::String(s) => match s.as_str() {
+            "nan" => f64::NAN,
+            "inf" => f64::INFINITY,
+            "-inf" => f64::NEG_INFINITY,
+            _ => panic!("not a number: {s}"),
+        },
+        v => v.as_f64().expect("a number"),
+    }
+}
+
+/// An array of fixture numbers.
+pub fn nums(v: &Value) -> Vec<f64> {
+    v.as_array().expect("an array").iter().map(num).collect()
+}
+
+/// A fixture shape.
+pub fn shape(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .expect("a shape")
+        .iter()
+        .map(|d| d.as_u64().expect("a size") as usize)
+        .collect()
+}
+
+/// A dtype as the generators name it.
+pub fn dtype(v: &Value) -> DType {
+    match v.as_str().expect("a dtype name") {
+        "f32" => DType::F32,
+        "f64" => DType::F64,
+        "f16" => DType::F16,
+        "bf16" => DType::BF16,
+        d => panic!("dtype {d}"),
+    }
+}
+
+/// `v` (each exactly a value of `dt`) as a tensor of `shape` and `dt`.
+pub fn tensor_of(v: &[f64], shape: &[usize], dt: DType) -> Tensor {
+    Tensor::from_slice(v, shape, Device::Cpu)
+        .unwrap()
+        .to_dtype(dt)
+        .unwrap()
+}
+
+/// `v` as a 1-d tensor of `dt` ([`tensor_of`]).
+pub fn tensor(v: &[f64], dt: DType) -> Tensor {
+    tensor_of(v, &[v.len()], dt)
+}
+
+/// `t`'s elements as f64 (exact for every float dtype).
+pub fn host(t: &Tensor) -> Vec<f64> {
+    t.to_vec_as::<f64>().unwrap()
+}
+
+/// Bit for bit, as f64 (NaN equal to NaN).
+pub fn same(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
+}
