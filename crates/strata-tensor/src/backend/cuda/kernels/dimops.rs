@@ -94,9 +94,11 @@ __device__ __forceinline__ C lx(T v, C scale, i64 k, i64 keep) { return k < keep
 // i % V] with vectors (rows start aligned and n % V == 0), x[i * lanes +
 // lane] without. Slots past the row, and the causally masked ones (from
 // `keep` on, not read), hold -inf, which adds nothing to a finite row's sum
-// (a row whose max is not finite is NaN anyway); the others hold x * scale.
-template <int ITEMS>
-__device__ __forceinline__ void reg_load(const T* x, i64 keep, int lane, int lanes, bool vec, C scale, C (&v)[ITEMS]) {
+// (a row whose max is not finite is NaN anyway); the others hold x * scale
+// (SCALED) or x as it is (plain: keep is the row's length n, and a vector
+// lies wholly inside the row or wholly past it, as n % V == 0 with vectors).
+template <int ITEMS, bool SCALED>
+__device__ __forceinline__ void reg_fill(const T* x, i64 keep, int lane, int lanes, bool vec, C scale, C (&v)[ITEMS]) {
   if constexpr (ITEMS % V == 0) {
     if (vec) {
 #pragma unroll
@@ -105,7 +107,7 @@ __device__ __forceinline__ void reg_load(const T* x, i64 keep, int lane, int lan
         if (k < keep) {
           const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(x + k);
 #pragma unroll
-          for (int j = 0; j < V; j++) v[c * V + j] = lx(w.v[j], scale, k + j, keep);
+          for (int j = 0; j < V; j++) v[c * V + j] = SCALED ? lx(w.v[j], scale, k + j, keep) : ld(w.v[j]);
         } else {
 #pragma unroll
           for (int j = 0; j < V; j++) v[c * V + j] = ninf();
@@ -117,35 +119,18 @@ __device__ __forceinline__ void reg_load(const T* x, i64 keep, int lane, int lan
 #pragma unroll
   for (int i = 0; i < ITEMS; i++) {
     const i64 k = (i64)i * lanes + lane;
-    v[i] = k < keep ? ld(x[k]) * scale : ninf();
+    v[i] = k < keep ? (SCALED ? ld(x[k]) * scale : ld(x[k])) : ninf();
   }
 }
-// Without a mask or scale: the whole row of n elements as it is (a vector
-// lies wholly inside the row or wholly past it: n % V == 0 with vectors).
+// The first `keep` elements times `scale`, -inf after them.
+template <int ITEMS>
+__device__ __forceinline__ void reg_load(const T* x, i64 keep, int lane, int lanes, bool vec, C scale, C (&v)[ITEMS]) {
+  reg_fill<ITEMS, true>(x, keep, lane, lanes, vec, scale, v);
+}
+// Without a mask or scale: the whole row of n elements as it is.
 template <int ITEMS>
 __device__ __forceinline__ void reg_load(const T* x, i64 n, int lane, int lanes, bool vec, C (&v)[ITEMS]) {
-  if constexpr (ITEMS % V == 0) {
-    if (vec) {
-#pragma unroll
-      for (int c = 0; c < ITEMS / V; c++) {
-        const i64 k = ((i64)c * lanes + lane) * V;
-        if (k < n) {
-          const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(x + k);
-#pragma unroll
-          for (int j = 0; j < V; j++) v[c * V + j] = ld(w.v[j]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < V; j++) v[c * V + j] = ninf();
-        }
-      }
-      return;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < ITEMS; i++) {
-    const i64 k = (i64)i * lanes + lane;
-    v[i] = k < n ? ld(x[k]) : ninf();
-  }
+  reg_fill<ITEMS, false>(x, n, lane, lanes, vec, (C)1, v);
 }
 template <int ITEMS>
 __device__ __forceinline__ void reg_store(T* y, i64 n, int lane, int lanes, bool vec, const C (&v)[ITEMS]) {

@@ -12,7 +12,10 @@
 //! * `smb_cols`: `inner > 1`: a thread per (outer, inner) column.
 //!
 //! f16/bf16 are computed in f32 (as PyTorch's kernels do), so the gradient
-//! is rounded once, not at each step of the composition.
+//! is rounded once, not at each step of the composition. Log-softmax's
+//! gradient is one fused multiply-add, and `smb_cols` sums softmax's `g y`
+//! with fused multiply-adds in the CPU kernel's order, so a softmax gradient
+//! along a dim other than the last has the CPU's bits.
 
 use super::dimops::{SM_BLOCK, WARP_ROW_MAX};
 use super::{compute_ty, load, storage_ty, store, PRELUDE};
@@ -29,7 +32,8 @@ pub(crate) fn source(d: DType) -> String {
          constexpr int KMAX = {kmax};\n\
          __device__ __forceinline__ C ld(T x) {{ return {ld}; }}\n\
          __device__ __forceinline__ T st(C v) {{ return {st}; }}\n\
-         __device__ __forceinline__ C cexp(C x) {{ return exp{f}(x); }}\n",
+         __device__ __forceinline__ C cexp(C x) {{ return exp{f}(x); }}\n\
+         __device__ __forceinline__ C cfma(C a, C b, C c) {{ return fma{f}(a, b, c); }}\n",
         t = storage_ty(d),
         c = compute_ty(d),
         kmax = (WARP_ROW_MAX / (32 * vec)).max(1),
@@ -43,7 +47,10 @@ pub(crate) fn source(d: DType) -> String {
 const TEMPLATE: &str = r#"
 // The summand of one element and the gradient given the row's sum.
 __device__ __forceinline__ C term(C g, C y, int log_) { return log_ ? g : g * y; }
-__device__ __forceinline__ C grad_of(C g, C y, C s, int log_) { return log_ ? g - cexp(y) * s : y * (g - s); }
+// Log-softmax's g - exp(y) s rounded once (NVRTC runs with --fmad=false, so
+// the fused multiply-add is explicit), as PyTorch's CUDA build contracts it
+// and strata's CPU kernel computes it.
+__device__ __forceinline__ C grad_of(C g, C y, C s, int log_) { return log_ ? cfma(-cexp(y), s, g) : y * (g - s); }
 __device__ __forceinline__ C warp_sum(C v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -154,8 +161,14 @@ extern "C" __global__ void __launch_bounds__(SB) smb_cols(const char* gp, const 
   T* dx = reinterpret_cast<T*>(op);
   for (i64 c = (i64)blockIdx.x * SB + threadIdx.x; c < outer * inner; c += (i64)gridDim.x * SB) {
     const i64 base = (c / inner) * n * inner + c % inner;
+    // Softmax's sum of g y with a fused multiply-add per element, in the
+    // order of the CPU kernel along a dim that is not the last (PyTorch's
+    // CPU kernel there): the same bits as the CPU.
     C s = (C)0;
-    for (i64 k = 0; k < n; k++) s += term(ld(g[base + k * inner]), ld(y[base + k * inner]), log_);
+    for (i64 k = 0; k < n; k++) {
+      const C gk = ld(g[base + k * inner]);
+      s = log_ ? s + gk : cfma(gk, ld(y[base + k * inner]), s);
+    }
     for (i64 k = 0; k < n; k++) {
       const i64 i = base + k * inner;
       dx[i] = st(grad_of(ld(g[i]), ld(y[i]), s, log_));
