@@ -206,6 +206,15 @@ impl Repeats {
             && now.saturating_sub(self.since) < FIRST_RUN_PATIENCE.saturating_mul(self.since.max(1))
     }
 
+    /// Whether a run that reached the present peak of allocated memory has
+    /// ended (see "The first run"): the workload has gone through its whole
+    /// demand at least once and started again. From then on its large-pool
+    /// growths all hold, and recycle only large-pool pages
+    /// (`expandable/mod.rs`, "After a run at the peak").
+    pub fn ended_at_peak(&self) -> bool {
+        self.peak > 0 && self.ended_at >= self.peak
+    }
+
     /// Whether a growth at free clock `now` comes [`SETTLE_ROUNDS`] rounds
     /// or more after the first strong repetition at this peak (a round being
     /// the gap that repetition measured): the workload goes round, and has
@@ -548,6 +557,28 @@ mod tests {
         r.observe_free(0, 1 << 30, 50);
         assert_eq!(r.recurs(1, 2 << 30, 100, 100, 0), Repetition::None);
         assert!(!r.first_run(150));
+    }
+
+    #[test]
+    fn a_run_has_ended_at_the_peak_only_when_it_reached_the_present_peak() {
+        let mut r = Repeats::default();
+        assert!(!r.ended_at_peak(), "no growth, no peak");
+        assert_eq!(r.recurs(1, 1 << 30, 100, 100, 0), Repetition::None);
+        assert!(!r.ended_at_peak());
+        // A run whose highest figure was the present peak ends.
+        r.observe_free(0, 1 << 30, 130);
+        assert!(r.ended_at_peak());
+        // A higher peak: the run that ended stopped below it (though it
+        // still ends the first run, being more than half of it).
+        assert_eq!(
+            r.recurs(2, (1 << 30) + (1 << 20), 200, 200, 0),
+            Repetition::None
+        );
+        assert!(!r.ended_at_peak());
+        assert!(!r.first_run(250));
+        // Until a run at the new peak ends.
+        r.observe_free(1 << 20, (1 << 30) + (1 << 20), 300);
+        assert!(r.ended_at_peak());
     }
 
     #[test]

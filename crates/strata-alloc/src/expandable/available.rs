@@ -126,10 +126,16 @@ impl ExpandableSpace<'_> {
         // is in its stream's free index (only the non-empty bins are
         // visited, rather than every block of every segment).
         let mut blocks: Vec<(u64, u32, u64, u64)> = Vec::new();
+        // Once a run at the peak has ended, each pool recycles only its own
+        // pages, as PyTorch's pools never share memory: a page one pool took
+        // from the other made the other grow again in the next round, and
+        // the two pools handed pages back and forth round after round
+        // (docs/allocator.md, "After a run at the peak").
+        let own_pool_only = st.repeats.ended_at_peak();
         for ss in &st.streams {
             for e in ss.free.iter().flat_map(|idx| idx.all()) {
                 let b = &st.blocks[e.block];
-                if b.expandable && e.size >= page {
+                if b.expandable && e.size >= page && (!own_pool_only || b.pool == pool) {
                     if let Some((p0, p1)) = interior_pages(b, page) {
                         blocks.push((b.freed_at, e.block, p0, p1));
                     }
@@ -158,6 +164,13 @@ impl ExpandableSpace<'_> {
             bs == s || freed_at <= st.streams[bs as usize].fence.done
         });
         blocks.sort_unstable();
+        if pool == PoolKind::Large && st.repeats.first_run(st.free_clock) {
+            // In the first run the large pool takes its own pages first
+            // (least recently freed first among them), the small pool's
+            // only after: each page it takes from the small pool is a
+            // small-pool growth, and a device allocation, later in the run.
+            blocks.sort_by_key(|&(freed_at, id, _, _)| (st.blocks[id].pool != pool, freed_at, id));
+        }
         let pages = Available::pages_in(&blocks, page);
         // Only a page with a stitched mapping somewhere can move back to it.
         // The stitched mappings of the segments a growth of (`s`, `pool`) may

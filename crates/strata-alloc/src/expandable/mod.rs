@@ -96,6 +96,17 @@ const HOLD_LIMIT: u64 = 2;
 /// allocated memory, and its repetitions settle in the runs that follow.
 const FIRST_RUN_MARGIN: u64 = 22;
 
+/// After its first run, a large-pool growth that holds maps at least this
+/// many pages (60 MiB with 2 MiB pages) ...
+const HOLD_CHUNK: u64 = 30;
+
+/// ... or 1/`HOLD_CHUNK_DIVISOR` of peak allocated memory if that is less,
+/// as far as the hold limit, the memory fraction and the unmapped range
+/// allow: a workload whose layout still drifts from round to round then
+/// grows a few times by a chunk rather than in every round by the pages of
+/// one request.
+const HOLD_CHUNK_DIVISOR: u64 = 8;
+
 /// Blocks and pages a growth's search for runs of free blocks and holes may
 /// visit (`ExpandableSpace::best_span`), all starts together.
 const SPAN_SEARCH_BUDGET: usize = 1 << 14;
@@ -203,6 +214,14 @@ impl ExpandableSpace<'_> {
         let repetition = st
             .repeats
             .recurs(context, high.bytes, high.at, now, stream_peak_at);
+        // After a run at the peak (docs/allocator.md): once a run that
+        // reached the present peak has ended, every large-pool growth is
+        // the workload going round again, whatever its context.
+        let repetition = if pool == PoolKind::Large && st.repeats.ended_at_peak() {
+            Repetition::Strong
+        } else {
+            repetition
+        };
         let mut hold = repetition != Repetition::None;
         let weak = repetition == Repetition::Weak;
         // What holding may take reserved memory to: the hold limit for a
@@ -293,6 +312,16 @@ impl ExpandableSpace<'_> {
             let mut n = p.pages;
             if !avoid_busy && pool == PoolKind::Large && headroom > n {
                 n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
+            }
+            // After the first run, a large-pool growth that holds maps a
+            // chunk too, as far as holding may take reserved memory.
+            if !avoid_busy && pool == PoolKind::Large && hold && !weak && !st.repeats.first_run(now)
+            {
+                let room = hold_cap.saturating_sub(st.reserved()) / page;
+                let chunk = HOLD_CHUNK.min(peak / HOLD_CHUNK_DIVISOR / page).min(room);
+                if chunk > n && st.fits_fraction(chunk * page) {
+                    n = chunk.min(p.room);
+                }
             }
             if !avoid_busy {
                 let busy = busy_overwritten(st, &p, n, &avail, page, false);

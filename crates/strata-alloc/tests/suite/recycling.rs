@@ -930,3 +930,59 @@ fn small_temporaries_do_not_end_the_loading_phase() {
     let after = load(true);
     assert!(after > 2 * loading, "{after} against {loading}");
 }
+
+/// After a run at the peak (docs/allocator.md): once a run that reached the
+/// present peak has ended, a large-pool growth holds, creating its pages
+/// (and a chunk), and recycles no page of the small pool, whose pages stay
+/// where the next round's small requests need them; the next round then
+/// makes no driver call.
+#[test]
+fn after_a_run_at_the_peak_the_pools_keep_their_pages() {
+    let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
+    let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+    let s = StreamId::DEFAULT;
+    let small_pool = |a: &CachingAllocator| {
+        a.memory_stats()
+            .to_map()
+            .get("reserved_bytes.small_pool.current")
+            .copied()
+            .unwrap()
+    };
+    // Twenty 1-MiB blocks (the small pool) and a 100-MiB one: a run whose
+    // peak is 120 MiB, then everything freed (the run has ended).
+    let smalls = |a: &CachingAllocator| -> Vec<RawAllocation> {
+        (0..20).map(|_| a.allocate_raw(MIB, s).unwrap()).collect()
+    };
+    let first: Vec<RawAllocation> = smalls(&a);
+    let big = a.allocate_raw(100 * MIB, s).unwrap();
+    for r in first.into_iter().chain([big]) {
+        a.free_raw(r).unwrap();
+    }
+    let small_reserved = small_pool(&a);
+    assert_eq!(small_reserved, (20 * MIB) as i64);
+    // The next rounds: the small requests come and go, then a 110-MiB
+    // request, below the peak but larger than the cached 100-MiB block.
+    let mut calls = Vec::new();
+    for _ in 0..3 {
+        let before = a.driver_calls().memory_calls();
+        for r in smalls(&a) {
+            a.free_raw(r).unwrap();
+        }
+        let x = a.allocate_raw(110 * MIB, s).unwrap();
+        assert_eq!(
+            small_pool(&a),
+            small_reserved,
+            "the small pool keeps its pages"
+        );
+        a.free_raw(x).unwrap();
+        calls.push(a.driver_calls().memory_calls() - before);
+        a.check_consistency().unwrap();
+    }
+    // The first of them grows the large pool with new pages; the others
+    // find them in place.
+    assert!(calls[0] > 0, "{calls:?}");
+    assert_eq!(&calls[1..], &[0, 0], "{calls:?}");
+    assert_eq!(d.call_count("unmap"), 0);
+    a.empty_cache().unwrap();
+    assert_eq!(d.used_bytes(), 0);
+}
