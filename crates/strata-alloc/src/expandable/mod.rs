@@ -9,8 +9,8 @@
 //!   where it needs the fewest pages mapped: after a free block that borders
 //!   unmapped space, lowest address among equals.
 //! * **Page recycling.** The pages needed are first taken from free space
-//!   elsewhere: pages lying wholly inside free blocks (of any stream or pool of
-//!   the device) are unmapped and their physical handles mapped where they are
+//!   elsewhere: pages lying wholly inside free blocks (of any stream of the
+//!   device, and of either pool until a run at the peak has ended) are unmapped and their physical handles mapped where they are
 //!   needed, with no `create`/`release` round trip. New physical memory is
 //!   created only for the rest. Reserved memory therefore follows allocated
 //!   memory: it only grows when the pages partly used by live blocks no longer
@@ -18,7 +18,12 @@
 //!   growth holds memory, creating its pages, so that the next round of the
 //!   workload finds them in place and makes no driver call. During the
 //!   workload's first run, holding stays within a tighter bound
-//!   ([`FIRST_RUN_MARGIN`]; `repeats.rs`, "The first run").
+//!   ([`FIRST_RUN_MARGIN`]; `repeats.rs`, "The first run"), and a large-pool
+//!   growth takes the large pool's free pages before the small pool's. Once
+//!   a run that reached the present peak has ended, every large-pool growth
+//!   holds (at least a [`HOLD_CHUNK`]) and each pool recycles only its own
+//!   pages, as PyTorch's pools never share memory (docs/allocator.md, "After
+//!   a run at the peak").
 //! * **No stream synchronisation while allocating.** Work queued on a block's
 //!   stream may still use its pages after the block was freed, so a page is
 //!   recycled only once its stream's [`Fence`] — an event recorded on the stream
