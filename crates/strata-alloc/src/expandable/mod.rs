@@ -10,8 +10,9 @@
 //!   unmapped space, lowest address among equals.
 //! * **Page recycling.** The pages needed are first taken from free space
 //!   elsewhere: pages lying wholly inside free blocks (of any stream of the
-//!   device, and of either pool until a run at the peak has ended) are unmapped and their physical handles mapped where they are
-//!   needed, with no `create`/`release` round trip. New physical memory is
+//!   device, and of either pool until a run at the peak has ended) are
+//!   unmapped and their physical handles mapped where they are needed, with
+//!   no `create`/`release` round trip. New physical memory is
 //!   created only for the rest. Reserved memory therefore follows allocated
 //!   memory: it only grows when the pages partly used by live blocks no longer
 //!   suffice, or when a growth repeats the workload (`repeats.rs`): such a
