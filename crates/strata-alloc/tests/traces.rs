@@ -667,9 +667,15 @@ fn synthetic_seeds(seeds: impl IntoIterator<Item = u64>) -> Vec<(String, Trace)>
 /// rule's bound, and leave the allocator consistent after every pass.
 #[test]
 fn synthetic_workloads_stop_paying_after_two_warm_up_passes() {
+    assert_synthetic_steady_state(synthetic(), 6);
+}
+
+/// Replays each workload for `passes` passes and asserts the steady-state
+/// goals: no stream synchronisation, and [`warm_failures`] none.
+fn assert_synthetic_steady_state(workloads: Vec<(String, Trace)>, passes: usize) {
     let mut failures = Vec::new();
-    for (name, t) in synthetic() {
-        let r = replay_synthetic(&name, &t, 6);
+    for (name, t) in workloads {
+        let r = replay_synthetic(&name, &t, passes);
         if r.per_pass.iter().any(|&(_, s)| s > 0) {
             failures.push(format!("{name}: stream synchronisations"));
         }
@@ -837,15 +843,7 @@ fn synthetic_workloads_settle_on_held_out_seeds() {
 /// fail.
 #[test]
 fn synthetic_workloads_stop_paying_after_two_warm_up_passes_on_held_out_seeds() {
-    let mut failures = Vec::new();
-    for (name, t) in synthetic_seeds(held_out_seeds()) {
-        let r = replay(&t, "", 8);
-        if r.per_pass.iter().any(|&(_, s)| s > 0) {
-            failures.push(format!("{name}: stream synchronisations"));
-        }
-        failures.extend(warm_failures(&name, &r));
-    }
-    assert!(failures.is_empty(), "{failures:#?}");
+    assert_synthetic_steady_state(synthetic_seeds(held_out_seeds()), 8);
 }
 
 /// A workload whose repeating growths each recur twice a round (so each is

@@ -10,7 +10,7 @@
 //! in their own dtype before the step, an ulp away for f16/bf16
 //! (gradient-oracle program 185:1965).
 
-use crate::pytorch_fixture::{dtype, host, num, nums, same, tensor};
+use crate::pytorch_fixture::{dtype, fixture, host, num, nums, same, tensor};
 use serde_json::Value;
 use strata_autograd::{Adam, AdamW, GradScaler, Optimizer, Var};
 
@@ -44,7 +44,7 @@ fn optimizer(name: &str, kw: &Value, p: &Var) -> Box<dyn Optimizer> {
 
 #[test]
 fn grad_scaler_hands_its_scale_to_fused_adam_as_pytorch() {
-    let doc: Value = serde_json::from_str(FIXTURE).expect("the fixture parses");
+    let doc = fixture(FIXTURE);
     let sc = &doc["scaler"];
     let cases = doc["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 20);
@@ -105,7 +105,7 @@ fn grad_scaler_hands_its_scale_to_fused_adam_as_pytorch() {
 #[test]
 fn grad_scaler_scale_and_unscale_are_pytorchs_f32_arithmetic() {
     use strata_autograd::Sgd;
-    let doc: Value = serde_json::from_str(FIXTURE).expect("the fixture parses");
+    let doc = fixture(FIXTURE);
     let cases = doc["unscale"].as_array().unwrap();
     assert_eq!(cases.len(), 9);
     let mut failures = Vec::new();

@@ -7,7 +7,9 @@
 //! typed errors that change nothing), their state dictionaries and the
 //! loading of states saved with other options.
 
-use crate::pytorch_fixture::{check_sgd_result, dtype, flag, host, num, nums, same, tensor};
+use crate::pytorch_fixture::{
+    check_sgd_result, dtype, fixture, flag, host, num, nums, same, tensor,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 use strata_autograd::{
@@ -16,10 +18,6 @@ use strata_autograd::{
 use strata_tensor::{DType, Device, Tensor};
 
 const FIXTURE: &str = include_str!("../data/optim_options_s44.json");
-
-fn fixture() -> Value {
-    serde_json::from_str(FIXTURE).expect("the fixture parses")
-}
 
 /// The largest difference in units of `tol` relative to the magnitude (NaN
 /// and infinities must agree exactly).
@@ -56,7 +54,7 @@ fn train(opt: &mut dyn Optimizer, p: &Var, grads: &[Vec<f64>], dt: DType) {
 /// in the state's `param_groups`.
 #[test]
 fn adam_and_adamw_options_are_pytorchs_fused_cpu_steps_bit_for_bit() {
-    let doc = fixture();
+    let doc = fixture(FIXTURE);
     let mut failures = Vec::new();
     for case in doc["adam"].as_array().unwrap() {
         let dn = case["dtype"].as_str().unwrap();
@@ -136,7 +134,7 @@ fn adam_and_adamw_options_are_pytorchs_fused_cpu_steps_bit_for_bit() {
 /// when strata rounded `alpha * b` first (`sgd_fused_add_s45.rs`).
 #[test]
 fn sgd_options_match_pytorchs_single_tensor_step() {
-    let doc = fixture();
+    let doc = fixture(FIXTURE);
     let mut failures = Vec::new();
     for case in doc["sgd"].as_array().unwrap() {
         let dn = case["dtype"].as_str().unwrap();
@@ -171,7 +169,7 @@ fn sgd_options_match_pytorchs_single_tensor_step() {
 /// must be an error in both, leaving the gradients as they were.
 #[test]
 fn clip_grad_norm_norm_types_and_nonfinite_match_pytorch() {
-    let doc = fixture();
+    let doc = fixture(FIXTURE);
     let mut failures = Vec::new();
     for entry in doc["clip_norm"].as_array().unwrap() {
         let dts: Vec<DType> = (entry["dtypes"].as_array().unwrap().iter())
@@ -279,7 +277,7 @@ fn tensor_round(g: &[f64], dt: DType) -> Vec<f64> {
 /// the gradient's dtype, NaN kept).
 #[test]
 fn clip_grad_value_matches_pytorch_bit_for_bit() {
-    let doc = fixture();
+    let doc = fixture(FIXTURE);
     for case in doc["clip_value"].as_array().unwrap() {
         let dt = dtype(case["dtype"].as_str().unwrap());
         let g = nums(&case["grad"]);

@@ -8,23 +8,19 @@
 //! parameter and an f64 one read as f32 (gradient-oracle program
 //! 196:1272, reduced in `minimum_tie_after_sgd_steps_matches_pytorch`).
 
-use crate::pytorch_fixture::{check_sgd_result, dtype, flag, host, nums, same, tensor_of};
+use crate::pytorch_fixture::{check_sgd_result, dtype, fixture, flag, host, nums, same, tensor_of};
 use serde_json::Value;
 use strata_autograd::{Optimizer, Sgd, Var};
 use strata_tensor::DType;
 
 const FIXTURE: &str = include_str!("../data/sgd_fused_add_s45.json");
 
-fn fixture() -> Value {
-    serde_json::from_str(FIXTURE).expect("the fixture parses")
-}
-
 /// Every option PyTorch accepts (momentum, dampening, Nesterov, maximize,
 /// weight decay), f32 and f64, 1 to 33 elements, 4 steps: the parameter
 /// and the momentum buffer bit for bit.
 #[test]
 fn sgd_f32_f64_steps_match_pytorch_bit_for_bit() {
-    let doc = fixture();
+    let doc = fixture(FIXTURE);
     let mut failures = Vec::new();
     let cases = doc["steps"].as_array().unwrap();
     assert_eq!(cases.len(), 160);
@@ -60,7 +56,7 @@ fn sgd_f32_f64_steps_match_pytorch_bit_for_bit() {
 /// outputs, parameters and gradients bit for bit.
 #[test]
 fn minimum_tie_after_sgd_steps_matches_pytorch() {
-    let doc = fixture();
+    let doc = fixture(FIXTURE);
     let c = &doc["tie"];
     let init = nums(&c["init"]);
     let kw = &c["kw"];

@@ -41,34 +41,10 @@
 //!   BLAS, which keep their sign; strata (the `gemm` crate) kept -0.0 in
 //!   a 1 x n product of k = 1 and in sums of k = 2 -0.0 products.
 
-use serde_json::Value;
+use crate::pytorch_fixture::{fixture, nums, shape as dims};
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
 const FIXTURE: &str = include_str!("../data/loss_edges_s37.json");
-
-fn num(v: &Value) -> f64 {
-    match v {
-        Value::String(s) => match s.as_str() {
-            "nan" => f64::NAN,
-            "inf" => f64::INFINITY,
-            "-inf" => f64::NEG_INFINITY,
-            other => panic!("bad number {other}"),
-        },
-        v => v.as_f64().expect("a number"),
-    }
-}
-
-fn nums(v: &Value) -> Vec<f64> {
-    v.as_array().expect("an array").iter().map(num).collect()
-}
-
-fn dims(v: &Value) -> Vec<usize> {
-    v.as_array()
-        .expect("an array")
-        .iter()
-        .map(|d| d.as_u64().expect("a size") as usize)
-        .collect()
-}
 
 fn tensor(vals: &[f64], shape: &[usize], dt: DType) -> Tensor {
     Tensor::from_vec(vals.to_vec(), shape, Device::Cpu)
@@ -126,7 +102,7 @@ fn reduction(s: &str) -> Reduction {
 
 /// Runs the fixture's cases of one grid; returns the disagreements.
 fn replay(grid: &str) -> (usize, Vec<String>) {
-    let root: Value = serde_json::from_str(FIXTURE).expect("the fixture parses");
+    let root = fixture(FIXTURE);
     let mut fails = Vec::new();
     let mut n = 0;
     for case in root["cases"].as_array().unwrap() {
@@ -251,7 +227,7 @@ const LAYER_NORM: &str = include_str!("../data/layer_norm_s37.json");
 /// PyTorch's are (a constant row with eps 0).
 #[test]
 fn layer_norm_backward_is_as_accurate_as_pytorchs_f32() {
-    let root: Value = serde_json::from_str(LAYER_NORM).expect("the fixture parses");
+    let root = fixture(LAYER_NORM);
     let cases = root["cases"].as_array().unwrap();
     let mut fails = Vec::new();
     for case in cases {

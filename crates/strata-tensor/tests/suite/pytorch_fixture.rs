@@ -1,7 +1,8 @@
 //! Reading PyTorch's answers (the JSON fixtures `benches/anchors/gen_*.py`
 //! write, and values pasted beside a test) and comparing with them bit for
 //! bit: numbers (non-finite ones as the strings "nan", "inf", "-inf"),
-//! shapes, dtype names, tensors built from exact values.
+//! shapes, dtype names, tensors built from exact values. strata-autograd's
+//! suite includes this file as the base of its own `pytorch_fixture`.
 
 use serde_json::Value;
 use strata_tensor::{DType, Device, Tensor};
@@ -38,14 +39,14 @@ pub fn shape(v: &Value) -> Vec<usize> {
         .collect()
 }
 
-/// A dtype as the generators name it.
-pub fn dtype(v: &Value) -> DType {
-    match v.as_str().expect("a dtype name") {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        d => panic!("dtype {d}"),
+/// A dtype as the generators name it (strata's or PyTorch's name).
+pub fn dtype(name: &str) -> DType {
+    match name {
+        "f32" | "float32" => DType::F32,
+        "f64" | "float64" => DType::F64,
+        "f16" | "float16" => DType::F16,
+        "bf16" | "bfloat16" => DType::BF16,
+        _ => panic!("dtype {name}"),
     }
 }
 

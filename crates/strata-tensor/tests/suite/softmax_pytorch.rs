@@ -38,7 +38,9 @@ fn backward_failures(
 ) -> Vec<String> {
     let mut failures = Vec::new();
     for (i, c) in cases.iter().enumerate() {
-        let dt = c.get("dtype").map_or(DType::F32, dtype);
+        let dt = c
+            .get("dtype")
+            .map_or(DType::F32, |d| dtype(d.as_str().expect("a dtype name")));
         let shape = shape(&c["shape"]);
         let dim = c.get("dim").map_or(1, |d| d.as_i64().unwrap());
         let y = tensor_of(&nums(&c["y"]), &shape, dt);
