@@ -32,7 +32,7 @@ impl ExpandableSpace<'_> {
         let first = p.first_page(st, page);
         let mut plan: Vec<Option<(PhysHandle, bool)>> = vec![None; n];
         let mut sources: Vec<(u32, u64)> = Vec::new();
-        let taken = p.walk_stitched(
+        let mut taken = p.walk_stitched(
             st,
             n as u64,
             avail,
@@ -43,11 +43,31 @@ impl ExpandableSpace<'_> {
             },
             |_| {},
         );
-        let others = n - taken.len();
-        let within = others.min(headroom as usize);
-        let (hold, partial) = holds(st, hold, weak, hold_cap, taken.len(), others, within, page);
-        let mut hold = hold;
-        let mut partial = partial;
+        let mut others = n - taken.len();
+        let mut within = others.min(headroom as usize);
+        let (mut hold, mut partial) =
+            holds(st, hold, weak, hold_cap, taken.len(), others, within, page);
+        // After a run at the peak, a strong repetition that holds creates
+        // every page it maps, if the hold limit allows them all: a page moved
+        // back from a free block empties that block, which the next round
+        // uses at this moment, so the next round grows there (a double
+        // buffer of prefetch_training/148 moved 4 pages back in its third
+        // pass and grew 21 in its fourth; docs/allocator.md, "After a run at
+        // the peak").
+        if hold
+            && !weak
+            && !taken.is_empty()
+            && st.repeats.ended_at_peak()
+            && !st.repeats.first_run(st.free_clock)
+        {
+            let all_new = n.min(headroom as usize);
+            if holds(st, true, false, hold_cap, 0, n, all_new, page).0 {
+                taken.clear();
+                sources.clear();
+                plan.fill(None);
+                (others, within, partial) = (n, all_new, 0);
+            }
+        }
         let fresh = loop {
             let mut recycled: Vec<PhysHandle> = Vec::new();
             let mut moved: Vec<(u32, u64)> = Vec::new();
