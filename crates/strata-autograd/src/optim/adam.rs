@@ -207,6 +207,10 @@ impl Optimizer for Adam {
         self.fused
     }
 
+    fn check_step(&self) -> Result<()> {
+        super::check_step("Adam", &self.params, true)
+    }
+
     fn step_with_grad_scale(&mut self, scale: f32) -> Result<()> {
         self.step_scaled(Some(scale))
     }
@@ -215,7 +219,10 @@ impl Optimizer for Adam {
 impl Adam {
     /// A step; `grad_scale`: the GradScaler scale the gradients carry.
     fn step_scaled(&mut self, grad_scale: Option<f32>) -> Result<()> {
-        super::check_step("Adam", &self.params, true)?;
+        self.check_step()?;
+        if let Some(scale) = grad_scale {
+            super::check_scaled_grads("Adam", &self.params, scale)?;
+        }
         let mut lists = AdamLists::scaled(grad_scale);
         for (k, (p, st)) in self.params.iter().zip(self.state.iter_mut()).enumerate() {
             let Some(g) = p.grad() else { continue };

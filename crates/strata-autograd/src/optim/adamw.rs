@@ -362,6 +362,13 @@ impl Optimizer for AdamW {
         self.fused
     }
 
+    fn check_step(&self) -> Result<()> {
+        if let Some(d) = self.duplicate {
+            return Err(super::duplicate_error("AdamW", d));
+        }
+        super::check_step("AdamW", &self.params, true)
+    }
+
     fn step_with_grad_scale(&mut self, scale: f32) -> Result<()> {
         self.step_scaled(Some(scale))
     }
@@ -370,10 +377,10 @@ impl Optimizer for AdamW {
 impl AdamW {
     /// A step; `grad_scale`: the GradScaler scale the gradients carry.
     fn step_scaled(&mut self, grad_scale: Option<f32>) -> Result<()> {
-        if let Some(d) = self.duplicate {
-            return Err(super::duplicate_error("AdamW", d));
+        self.check_step()?;
+        if let Some(scale) = grad_scale {
+            super::check_scaled_grads("AdamW", &self.params, scale)?;
         }
-        super::check_step("AdamW", &self.params, true)?;
         for gi in 0..self.groups.len() {
             self.step_group(gi, grad_scale)?;
         }

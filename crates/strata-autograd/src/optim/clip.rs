@@ -229,7 +229,8 @@ impl ClipGradNorm {
 /// NaN to `clip_value` (the clamp's minimum is above its maximum, and the
 /// maximum is applied last), and NaN makes every element NaN. (Sessions
 /// before 45 refused a negative or NaN `clip_value`.) Every gradient is
-/// checked (float, not an expanded tensor) before any is changed.
+/// checked (float, not an expanded tensor, `clip_value` within its dtype's
+/// range) before any is changed.
 ///
 /// ```
 /// use strata_autograd::{clip_grad_value_, Var};
@@ -244,8 +245,10 @@ pub fn clip_grad_value_(params: &[Var], clip_value: f64) -> Result<()> {
     let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
     for g in &grads {
         // One device per call is not needed here (each gradient is clamped
-        // on its own), so check each on its own.
+        // on its own), so check each on its own; so are the bounds, which
+        // clamp_ converts to each gradient's dtype (70000 is beyond f16's).
         super::check_grads_in_place("clip_grad_value_", std::slice::from_ref(g))?;
+        super::check_scalar_fits("clip_grad_value_", clip_value, g.dtype())?;
     }
     for g in &grads {
         g.clamp_(Some(-clip_value), Some(clip_value))?;

@@ -17,7 +17,7 @@ pub use state::StateDict;
 
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
-use strata_tensor::{Tensor, TensorError};
+use strata_tensor::{DType, Scalar, Tensor, TensorError};
 
 /// What every optimizer provides.
 pub trait Optimizer {
@@ -40,11 +40,28 @@ pub trait Optimizer {
     /// `scale` (a positive normal f32 value): by default each gradient is
     /// divided by it in place, then [`Optimizer::step`] runs; Adam and AdamW
     /// with `fused` divide inside their step (see [`Adam::with_fused`]).
+    ///
+    /// The scale and the gradients are checked (as [`Optimizer::check_step`]
+    /// checks the step) before any gradient is divided: an error leaves them
+    /// as they were.
     fn step_with_grad_scale(&mut self, scale: f32) -> Result<()> {
-        for g in self.params().iter().filter_map(Var::grad) {
+        check_grad_scale("step_with_grad_scale", scale)?;
+        let grads: Vec<Tensor> = self.params().iter().filter_map(Var::grad).collect();
+        check_grads_in_place("step_with_grad_scale", &grads)?;
+        self.check_step()?;
+        for g in &grads {
             g.div_(f64::from(scale))?;
         }
         self.step()
+    }
+
+    /// Checks what [`Optimizer::step`] checks before it changes anything
+    /// (the parameters, their gradients, the hyper-parameters against each
+    /// parameter's dtype), so that a step that passes fails only on a
+    /// device error. strata's optimizers check all of it at the start of
+    /// every step; the default checks nothing.
+    fn check_step(&self) -> Result<()> {
+        Ok(())
     }
 
     /// The learning rate.
@@ -259,6 +276,51 @@ pub(crate) fn check_step(optimizer: &'static str, params: &[Var], fused: bool) -
         }
     }
     Ok(())
+}
+
+/// A GradScaler scale handed to [`Optimizer::step_with_grad_scale`] must be a
+/// positive normal f32 value (PyTorch's GradScaler never hands it another:
+/// 0, a negative, NaN, an infinite or a subnormal scale would turn every
+/// gradient into inf or NaN, or flip its sign).
+pub(crate) fn check_grad_scale(op: &'static str, scale: f32) -> Result<()> {
+    if scale.is_normal() && scale > 0.0 {
+        return Ok(());
+    }
+    Err(AutogradError::Tensor(TensorError::Value {
+        op,
+        msg: format!(
+            "the gradient scale is {scale}; it must be a positive normal f32 value (the \
+             GradScaler's scale, as GradScaler::step hands it)"
+        ),
+    }))
+}
+
+/// Checks a step whose gradients carry the GradScaler scale `scale` and are
+/// written back unscaled (the fused Adam and AdamW steps): the scale, and
+/// the gradients as [`check_grads_in_place`] checks them, before anything
+/// changes.
+pub(crate) fn check_scaled_grads(op: &'static str, params: &[Var], scale: f32) -> Result<()> {
+    check_grad_scale(op, scale)?;
+    let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
+    check_grads_in_place(op, &grads)
+}
+
+/// PyTorch's conversion of a scalar argument to a tensor's dtype (`add_`'s
+/// `alpha`, `clamp_`'s bounds): `value` beyond the dtype's range is refused
+/// ("value cannot be converted to type ... without overflow"). Checked for
+/// every tensor of a step before any is written.
+pub(crate) fn check_scalar_fits(op: &'static str, value: f64, dtype: DType) -> Result<()> {
+    if Scalar::Float(value).fits(dtype) {
+        return Ok(());
+    }
+    Err(AutogradError::Tensor(TensorError::Value {
+        op,
+        msg: format!(
+            "value {value} cannot be converted to type {} without overflow (a \
+             hyper-parameter beyond the range of a parameter's or gradient's dtype)",
+            dtype.torch_name()
+        ),
+    }))
 }
 
 /// Checks gradients that are about to be scaled in place, all of them

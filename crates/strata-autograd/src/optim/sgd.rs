@@ -247,8 +247,39 @@ impl Optimizer for Sgd {
         Ok(())
     }
 
-    fn step(&mut self) -> Result<()> {
+    /// The parameters and gradients as every optimizer checks them, and
+    /// each `alpha` this step converts to a parameter's dtype (`-lr`, the
+    /// weight decay, `1 - dampening` once the parameter has a momentum
+    /// buffer, the momentum with Nesterov's): PyTorch refuses one beyond the
+    /// dtype's range ("value cannot be converted to type c10::Half without
+    /// overflow" for an lr of 1e5 on an f16 parameter) after updating the
+    /// parameters before it; strata refuses it before updating any.
+    fn check_step(&self) -> Result<()> {
         super::check_step("SGD", &self.params, false)?;
+        for (p, buf) in self.params.iter().zip(&self.buffers) {
+            if p.grad().is_none() {
+                continue;
+            }
+            let dtype = p.dtype();
+            let fits = |alpha: f64| super::check_scalar_fits("SGD", alpha, dtype);
+            fits(-self.lr)?;
+            if self.weight_decay != 0.0 {
+                fits(self.weight_decay)?;
+            }
+            if self.momentum != 0.0 {
+                if buf.is_some() {
+                    fits(1.0 - self.dampening)?;
+                }
+                if self.nesterov {
+                    fits(self.momentum)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<()> {
+        self.check_step()?;
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             // PyTorch: `grad = grads[i] if not maximize else -grads[i]`.
