@@ -45,11 +45,9 @@ pub trait Optimizer {
     /// checks the step) before any gradient is divided: an error leaves them
     /// as they were.
     fn step_with_grad_scale(&mut self, scale: f32) -> Result<()> {
-        check_grad_scale("step_with_grad_scale", scale)?;
-        let grads: Vec<Tensor> = self.params().iter().filter_map(Var::grad).collect();
-        check_grads_in_place("step_with_grad_scale", &grads)?;
+        check_scaled_grads("step_with_grad_scale", self.params(), scale)?;
         self.check_step()?;
-        for g in &grads {
+        for g in self.params().iter().filter_map(Var::grad) {
             g.div_(f64::from(scale))?;
         }
         self.step()
@@ -297,12 +295,14 @@ pub(crate) fn check_grad_scale(op: &'static str, scale: f32) -> Result<()> {
 
 /// Checks a step whose gradients carry the GradScaler scale `scale` and are
 /// written back unscaled (the fused Adam and AdamW steps): the scale, and
-/// the gradients as [`check_grads_in_place`] checks them, before anything
-/// changes.
+/// the gradients as [`check_grads_in_place`] checks them (each on its own:
+/// a step may span devices), before anything changes.
 pub(crate) fn check_scaled_grads(op: &'static str, params: &[Var], scale: f32) -> Result<()> {
     check_grad_scale(op, scale)?;
-    let grads: Vec<Tensor> = params.iter().filter_map(Var::grad).collect();
-    check_grads_in_place(op, &grads)
+    for g in params.iter().filter_map(Var::grad) {
+        check_grads_in_place(op, std::slice::from_ref(&g))?;
+    }
+    Ok(())
 }
 
 /// PyTorch's conversion of a scalar argument to a tensor's dtype (`add_`'s
