@@ -856,12 +856,20 @@ fn synthetic_workloads_stop_paying_after_two_warm_up_passes_on_held_out_seeds() 
 /// from its fourth pass.
 #[test]
 fn a_workload_of_weak_repetitions_settles_once_a_run_has_ended() {
-    let (name, t) = synthetic_seeds([1001])
+    assert_prefetch_training_settles(1001, 12, 3);
+}
+
+/// Replays prefetch_training of `seed` for `passes` passes and asserts that
+/// it makes no driver call from its pass `from` (counted from 0) and stays
+/// within the hold bound.
+fn assert_prefetch_training_settles(seed: u64, passes: usize, from: usize) {
+    let name = format!("prefetch_training/{seed}");
+    let (_, t) = synthetic_seeds([seed])
         .into_iter()
-        .find(|(name, _)| name.starts_with("prefetch_training/"))
-        .expect("the prefetch_training workload of seed 1001");
-    let r = replay(&t, "", 12);
-    assert!(!r.pays_from(3), "{name}: {:?}", r.per_pass);
+        .find(|(n, _)| *n == name)
+        .expect("a prefetch_training workload of every seed");
+    let r = replay(&t, "", passes);
+    assert!(!r.pays_from(from), "{name}: {:?}", r.per_pass);
     assert!(r.peak_reserved_all_passes <= hold_bound(r.peak_allocated));
 }
 
@@ -873,13 +881,7 @@ fn a_workload_of_weak_repetitions_settles_once_a_run_has_ended() {
 /// after its second (docs/allocator.md, "After a run at the peak").
 #[test]
 fn a_holding_growth_after_a_run_at_the_peak_leaves_free_blocks_in_place() {
-    let (name, t) = synthetic_seeds([148])
-        .into_iter()
-        .find(|(name, _)| name.starts_with("prefetch_training/"))
-        .expect("the prefetch_training workload of seed 148");
-    let r = replay(&t, "", 8);
-    assert!(!r.pays_from(2), "{name}: {:?}", r.per_pass);
-    assert!(r.peak_reserved_all_passes <= hold_bound(r.peak_allocated));
+    assert_prefetch_training_settles(148, 8, 2);
 }
 
 /// The first-pass goal on the synthetic workloads: peak reserved at most 1.05
