@@ -923,14 +923,21 @@ fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigEr
         .and_then(|v| v.strip_suffix(']'))
         .ok_or_else(bad)?;
     let mut out: Vec<(String, Reserve)> = Vec::new();
+    // A class given again replaces its value where it first appeared (a
+    // look-up by name, not a scan of the list: a string of many classes
+    // parses in linear time).
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for item in inner.split(',').filter(|i| !i.is_empty()) {
         let (class, r) = item.split_once(':').ok_or_else(bad)?;
         let r = Reserve::parse(r)
             .filter(|_| reserve_class_ok(class))
             .ok_or_else(bad)?;
-        match out.iter_mut().find(|(c, _)| c == class) {
-            Some(entry) => entry.1 = r,
-            None => out.push((class.to_string(), r)),
+        match at.get(class) {
+            Some(&i) => out[i].1 = r,
+            None => {
+                at.insert(class, out.len());
+                out.push((class.to_string(), r));
+            }
         }
     }
     Ok(out)

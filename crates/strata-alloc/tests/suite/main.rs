@@ -21,6 +21,7 @@ mod hostile_sweep_s36;
 mod hostile_sweep_s41;
 mod hostile_sweep_s43;
 mod hostile_sweep_s44;
+mod hostile_sweep_s48;
 mod mempool;
 mod near_capacity;
 mod pytorch_parity;

@@ -145,6 +145,28 @@ pub(crate) fn host_buffer(op: &'static str, n: usize) -> Result<Vec<u8>> {
     Ok(v)
 }
 
+/// The `n` elements of `elems` (a file's narrow integers widened to i32 or
+/// i64) in a vector whose allocation failure is a typed error, as
+/// [`host_buffer`]'s: the size comes from the file's header.
+pub(crate) fn widened<T>(
+    op: &'static str,
+    n: usize,
+    elems: impl Iterator<Item = T>,
+) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        TensorError::value(
+            op,
+            format!(
+                "cannot allocate a host buffer of {} bytes for the widened copy",
+                n.saturating_mul(std::mem::size_of::<T>())
+            ),
+        )
+    })?;
+    v.extend(elems);
+    Ok(v)
+}
+
 /// Reverses the bytes of every `size`-byte element.
 pub(crate) fn swap_bytes(bytes: &mut [u8], size: usize) {
     if size > 1 {

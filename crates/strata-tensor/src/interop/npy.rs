@@ -335,25 +335,23 @@ fn from_bytes(
         }
         Elem::Exact(dtype) => Tensor::from_raw_bytes(data, dtype, &stored_shape, device)?,
         Elem::Widen { bytes: 1, .. } => {
-            let v: Vec<i32> = data.iter().map(|&b| i32::from(b as i8)).collect();
+            let v = super::widened(op, data.len(), data.iter().map(|&b| i32::from(b as i8)))?;
             Tensor::from_slice(&v, &stored_shape, device)?
         }
         Elem::Widen { signed, .. } => {
-            let v: Vec<i32> = data
-                .chunks_exact(2)
-                .map(|c| {
-                    let raw = if big_endian {
-                        [c[1], c[0]]
-                    } else {
-                        [c[0], c[1]]
-                    };
-                    if signed {
-                        i32::from(i16::from_le_bytes(raw))
-                    } else {
-                        i32::from(u16::from_le_bytes(raw))
-                    }
-                })
-                .collect();
+            let elems = data.chunks_exact(2).map(|c| {
+                let raw = if big_endian {
+                    [c[1], c[0]]
+                } else {
+                    [c[0], c[1]]
+                };
+                if signed {
+                    i32::from(i16::from_le_bytes(raw))
+                } else {
+                    i32::from(u16::from_le_bytes(raw))
+                }
+            });
+            let v = super::widened(op, data.len() / 2, elems)?;
             Tensor::from_slice(&v, &stored_shape, device)?
         }
     };
@@ -535,6 +533,9 @@ impl Parser<'_> {
     fn tuple(&mut self) -> std::result::Result<Vec<usize>, String> {
         self.expect(b'(')?;
         let mut dims = Vec::new();
+        // Python's tuple syntax: `(3)` is the int 3 (NumPy refuses it as a
+        // shape), `(3,)` the one-element tuple.
+        let mut comma_after_last = false;
         loop {
             self.ws();
             if self.eat(b')') {
@@ -551,17 +552,30 @@ impl Parser<'_> {
                 ));
             }
             let digits = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
+            // Python 3 reads `00` (zero) but not `007`.
+            if digits.starts_with('0') && digits.bytes().any(|b| b != b'0') {
+                return Err(format!(
+                    "size {digits} has a leading zero, which Python 3 (and NumPy) does not read"
+                ));
+            }
             let n: usize = digits
                 .parse()
                 .map_err(|_| format!("size {digits} does not fit in usize"))?;
             dims.push(n);
             self.eat(b'L');
             self.ws();
-            if !self.eat(b',') {
+            comma_after_last = self.eat(b',');
+            if !comma_after_last {
                 self.ws();
                 self.expect(b')')?;
                 break;
             }
+        }
+        if dims.len() == 1 && !comma_after_last {
+            return Err(format!(
+                "shape ({}) is an integer, not a tuple; a one-element shape is written ({},)",
+                dims[0], dims[0]
+            ));
         }
         if dims.len() > MAX_DIMS {
             return Err(format!(

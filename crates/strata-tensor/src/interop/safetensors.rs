@@ -245,6 +245,37 @@ pub fn load_safetensors(path: impl AsRef<Path>, device: Device) -> Result<HashMa
     from_bytes(OP, &bytes, device)
 }
 
+/// The first name that the header of `bytes` (already parsed by the
+/// `safetensors` crate, so well formed) gives twice, if any.
+fn duplicate_name(bytes: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct FirstDuplicate;
+    impl<'de> Visitor<'de> for FirstDuplicate {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a safetensors header")
+        }
+        fn visit_map<A: MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut seen = HashSet::new();
+            while let Some(name) = map.next_key::<String>()? {
+                map.next_value::<IgnoredAny>()?;
+                if !seen.insert(name.clone()) {
+                    return Ok(Some(name));
+                }
+            }
+            Ok(None)
+        }
+    }
+    let n = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+    let header = bytes.get(8..8usize.checked_add(n)?)?;
+    serde_json::Deserializer::from_slice(header)
+        .deserialize_map(FirstDuplicate)
+        .ok()?
+}
+
 /// How much of a file `load_safetensors` reads (see `interop::read_file`):
 /// the 8-byte header length, the header, then the data its byte ranges
 /// cover. A header that does not parse stops the read; the parser then
@@ -274,6 +305,16 @@ fn need(bytes: &[u8]) -> Need {
 
 fn from_bytes(op: &'static str, bytes: &[u8], device: Device) -> Result<HashMap<String, Tensor>> {
     let file = SafeTensors::deserialize(bytes).map_err(|e| st_error(op, None, e))?;
+    // The format disallows a name given twice; the crate's map keeps the
+    // last entry, so the same bytes could read as another dtype and shape
+    // than a reader keeping the first sees.
+    if let Some(name) = duplicate_name(bytes) {
+        return Err(format_error(
+            op,
+            FORMAT,
+            format!("the header names tensor {name:?} twice; each name must be given once"),
+        ));
+    }
     // Check every tensor before allocating any.
     let mut plan = Vec::with_capacity(file.len());
     for (name, view) in file.iter() {
@@ -303,22 +344,20 @@ fn from_bytes(op: &'static str, bytes: &[u8], device: Device) -> Result<HashMap<
         let t = match read {
             Read::Exact(d) => Tensor::from_raw_bytes(data, d, &shape, device)?,
             Read::ToI32 { bytes, signed } => {
-                let v: Vec<i32> = data
-                    .chunks_exact(bytes)
-                    .map(|c| match c {
-                        [b] => i32::from(*b as i8),
-                        [lo, hi] if signed => i32::from(i16::from_le_bytes([*lo, *hi])),
-                        [lo, hi] => i32::from(u16::from_le_bytes([*lo, *hi])),
-                        _ => unreachable!("chunks of 1 or 2 bytes"),
-                    })
-                    .collect();
+                let elems = data.chunks_exact(bytes).map(|c| match c {
+                    [b] => i32::from(*b as i8),
+                    [lo, hi] if signed => i32::from(i16::from_le_bytes([*lo, *hi])),
+                    [lo, hi] => i32::from(u16::from_le_bytes([*lo, *hi])),
+                    _ => unreachable!("chunks of 1 or 2 bytes"),
+                });
+                let v = super::widened(op, data.len() / bytes, elems)?;
                 Tensor::from_slice(&v, &shape, device)?
             }
             Read::U32ToI64 => {
-                let v: Vec<i64> = data
+                let elems = data
                     .chunks_exact(4)
-                    .map(|c| i64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-                    .collect();
+                    .map(|c| i64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+                let v = super::widened(op, data.len() / 4, elems)?;
                 Tensor::from_slice(&v, &shape, device)?
             }
         };
