@@ -228,8 +228,8 @@ where
 /// Reads named tensors from a safetensors file in memory onto `device`.
 ///
 /// The header is validated before anything is allocated: a corrupt header,
-/// overlapping or missing byte ranges, a byte count that does not match a
-/// shape ([`TensorError::Format`]), a shape whose size overflows
+/// overlapping or missing byte ranges, a name given twice, a byte count
+/// that does not match a shape ([`TensorError::Format`]), a shape whose size overflows
 /// ([`TensorError::SizeOverflow`]) or a dtype strata does not have
 /// ([`TensorError::DType`]) is an error and no tensor is returned.
 pub fn safetensors_from_bytes(bytes: &[u8], device: Device) -> Result<HashMap<String, Tensor>> {
