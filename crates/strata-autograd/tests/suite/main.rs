@@ -36,6 +36,7 @@ mod hostile_sweep_s42;
 mod hostile_sweep_s43;
 mod hostile_sweep_s44;
 mod hostile_sweep_s45;
+mod hostile_state_s48;
 mod hostile_sweep_s48;
 mod inplace_views;
 mod optim_options_s44;
