@@ -53,8 +53,9 @@ pub struct AdamW {
     /// PyTorch's `fused=True` (see [`AdamW::with_fused`]).
     fused: bool,
     groups: Vec<Group>,
-    /// Steps taken by each parameter.
-    steps: Vec<i32>,
+    /// Steps taken by each parameter, `None` while it has no state (a state
+    /// loaded at step 0 has one, saved again by `state_dict`, as PyTorch's).
+    steps: Vec<Option<i32>>,
     /// Where `params` names one parameter twice (`new` cannot fail, so
     /// `step` reports it).
     duplicate: Option<(usize, usize)>,
@@ -93,7 +94,7 @@ impl AdamW {
             g.offsets.push(g.numel);
             g.numel += p.numel();
         }
-        let steps = vec![0; params.len()];
+        let steps = vec![None; params.len()];
         let duplicate = super::first_duplicate(&params);
         AdamW {
             params,
@@ -237,7 +238,7 @@ impl AdamW {
             let (mk, vk) = (self.slice(gi, k, &m)?, self.slice(gi, k, &v)?);
             let xk = x.as_ref().map(|x| self.slice(gi, k, x)).transpose()?;
             // A count loaded at i32::MAX stays there (see `state::Reader::step`).
-            let step = self.steps[i].saturating_add(1);
+            let step = self.steps[i].unwrap_or(0).saturating_add(1);
             lists.push(i, step, self.params[i].data(), g.clone(), (mk, vk, xk))?;
         }
         let hyper = AdamHyper {
@@ -249,7 +250,7 @@ impl AdamW {
             step: 0,
         };
         let steps = &mut self.steps;
-        lists.run(hyper, self.maximize, |i, step| steps[i] = step)
+        lists.run(hyper, self.maximize, |i, step| steps[i] = Some(step))
     }
 }
 
@@ -285,12 +286,12 @@ impl Optimizer for AdamW {
         for (gi, g) in self.groups.iter().enumerate() {
             let Some((m, v)) = &g.moments else { continue };
             for (k, &i) in g.members.iter().enumerate() {
-                if self.steps[i] != 0 {
+                if let Some(step) = self.steps[i] {
                     let (mk, vk) = (self.slice(gi, k, m)?, self.slice(gi, k, v)?);
                     let xk = (g.maxes.as_ref())
                         .map(|x| self.slice(gi, k, x))
                         .transpose()?;
-                    state::write_adam(&mut d, i, self.steps[i], &mk, &vk, xk.as_ref())?;
+                    state::write_adam(&mut d, i, step, &mk, &vk, xk.as_ref())?;
                 }
             }
         }
@@ -305,12 +306,12 @@ impl Optimizer for AdamW {
         let h = AdamHypers::read("AdamW", &mut r)?;
         let weight_decay = r.hyper("weight_decay")?;
         check_non_negative("AdamW", "weight decay", weight_decay)?;
-        let mut steps = vec![0; self.params.len()];
+        let mut steps = vec![None; self.params.len()];
         let mut loaded: Vec<Option<state::AdamState>> = Vec::with_capacity(self.params.len());
         for (i, p) in self.params.iter().enumerate() {
             let s = state::read_adam(&mut r, i, p, h.amsgrad)?;
             if let Some(s) = &s {
-                steps[i] = s.step;
+                steps[i] = Some(s.step);
             }
             loaded.push(s);
         }

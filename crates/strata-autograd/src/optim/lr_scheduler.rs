@@ -25,7 +25,7 @@
 //! # Ok::<(), strata_autograd::AutogradError>(())
 //! ```
 
-use super::{check, Optimizer};
+use super::{check, check_non_negative, Optimizer};
 use crate::error::Result;
 
 /// A learning-rate schedule: the rate at an epoch from the base rate.
@@ -66,6 +66,10 @@ impl<S: LrSchedule> LrScheduler<S> {
         base_lr: f64,
         epoch: u64,
     ) -> Result<LrScheduler<S>> {
+        // The base is checked itself, not only through the rate of `epoch`
+        // (a negative base times a factor of 0 is a rate of -0.0, accepted,
+        // and a later epoch's rate would then be refused for good).
+        check_non_negative("LrScheduler", "base learning rate", base_lr)?;
         opt.set_lr(schedule.lr_at(base_lr, epoch))?;
         Ok(LrScheduler {
             schedule,
@@ -210,8 +214,10 @@ impl CosineAnnealingLr {
 impl LrSchedule for CosineAnnealingLr {
     fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
         // The cosine's period is 2 t_max: reduce first, so that a large
-        // epoch loses no precision.
-        let phase = (epoch % self.t_max.saturating_mul(2)) as f64 / self.t_max as f64;
+        // epoch loses no precision (a period beyond u64 reduces nothing: a
+        // saturated one would wrap u64::MAX to 0).
+        let reduced = self.t_max.checked_mul(2).map_or(epoch, |p| epoch % p);
+        let phase = reduced as f64 / self.t_max as f64;
         self.eta_min + (base_lr - self.eta_min) * (1.0 + (std::f64::consts::PI * phase).cos()) / 2.0
     }
 }

@@ -8,7 +8,8 @@
 //! `state.{i}.momentum_buffer` (SGD) for each parameter `i` that has state,
 //! and `param_groups.0.{lr, betas, eps, weight_decay, momentum}` for the
 //! hyper-parameters (0-d f64 tensors on the CPU; `betas` has two elements;
-//! `step` is a 0-d f32 on the CPU, as PyTorch keeps it). The dictionary
+//! `step` is a 0-d f32 on the CPU, as PyTorch keeps it, or an f64 beyond
+//! 2^24, where f32 would round it). The dictionary
 //! saves with [`save_safetensors`](strata_tensor::save_safetensors).
 //!
 //! The options `param_groups.0.{amsgrad, maximize, nesterov}` (0-d bool
@@ -83,9 +84,18 @@ pub(crate) fn write_flag(d: &mut StateDict, name: &str, v: bool) -> Result<()> {
     Ok(())
 }
 
-/// A step count as PyTorch keeps it: a 0-d f32 on the CPU.
+/// A step count as PyTorch keeps it: a 0-d f32 on the CPU (f64 beyond 2^24).
 pub(crate) fn step(v: i32) -> Result<Tensor> {
-    Ok(Tensor::scalar(v as f64, DType::F32, Device::Cpu)?)
+    // f32 as PyTorch stores it while the count is exact there (to 2^24); an
+    // f64 beyond, where f32 would round it (16777217 saved as 16777216, and
+    // the resumed run stepping with another bias correction than the
+    // uninterrupted one). PyTorch's own f32 counter stops at 2^24.
+    let dtype = if (v as f32) as i32 == v {
+        DType::F32
+    } else {
+        DType::F64
+    };
+    Ok(Tensor::scalar(v as f64, dtype, Device::Cpu)?)
 }
 
 /// An independent copy of a state tensor (the dictionary must not alias
@@ -178,8 +188,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Parameter `i`'s step count, if it has one: a whole number from 0 to
-    /// 2^31, where 2^31 (what a count of `i32::MAX` becomes in the f32 that
-    /// [`step`] saves it as) is read as `i32::MAX`. (strata counts steps in
+    /// 2^31, where 2^31 (what a count of `i32::MAX` became in the f32 that
+    /// [`step`] saved it as before session 48) is read as `i32::MAX`; a bool
+    /// tensor is refused. (strata counts steps in
     /// an i32, and a count at `i32::MAX` stays there, as PyTorch's f32 count
     /// stops growing at 2^24; the bias corrections `1 - beta^step` are 1
     /// long before. A loaded count of `i32::MAX` made the next step
@@ -189,6 +200,16 @@ impl<'a> Reader<'a> {
         let key = state_key(i, "step");
         if !self.dict.contains_key(&key) {
             return Ok(None);
+        }
+        if self
+            .dict
+            .get(&key)
+            .is_some_and(|t| t.dtype() == DType::Bool)
+        {
+            return Err(self.error(format!(
+                "`{key}` is a bool tensor; a step count is a number (PyTorch's next step fails \
+                 on it: \"result type Long can't be cast to the desired output type Bool\")"
+            )));
         }
         let v = self.values(key.clone(), 1)?[0];
         if !(v.fract() == 0.0 && (0.0..=MAX).contains(&v)) {
