@@ -1141,16 +1141,7 @@ fn st_file() -> impl Strategy<Value = Vec<u8>> {
         1..5,
     )
     .prop_map(|specs| {
-        let dtypes = [
-            DType::F32,
-            DType::F64,
-            DType::F16,
-            DType::BF16,
-            DType::I32,
-            DType::I64,
-            DType::U8,
-            DType::Bool,
-        ];
+        let dtypes = DType::ALL;
         let tensors: Vec<(String, Tensor)> = specs
             .iter()
             .enumerate()
