@@ -3757,3 +3757,85 @@ fn adam_step_list_with_options_matches_each_items_step() -> Result<()> {
     }
     Ok(())
 }
+
+/// A `.npy` file (version 1.0) of `descr` and `shape` over `data`, written
+/// by hand: the loaders' widened dtypes (`|i1`, `<u2`) are not ones strata
+/// writes.
+fn npy_file(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut b = b"\x93NUMPY\x01\x00".to_vec();
+    b.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    b.extend_from_slice(header.as_bytes());
+    b.extend_from_slice(data);
+    b
+}
+
+/// `.npy` and safetensors bytes load onto the GPU as onto the CPU, bit for
+/// bit: every dtype strata writes (`.npy`: all but bf16), and the narrow integers the loaders widen
+/// (safetensors I8 and U16, `.npy` i1 and u2) into a buffer reserved
+/// fallibly before the copy to the device.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn model_files_load_onto_the_gpu_as_onto_the_cpu() -> Result<()> {
+    let dev = gpu();
+    let same = |what: &str, c: &Tensor, g: &Tensor| -> Result<()> {
+        assert_eq!(g.device(), dev, "{what}");
+        assert_eq!((c.dtype(), c.shape()), (g.dtype(), g.shape()), "{what}");
+        assert_eq!(
+            c.to_raw_bytes()?,
+            g.to(Device::Cpu)?.to_raw_bytes()?,
+            "{what}"
+        );
+        Ok(())
+    };
+    for (k, dtype) in DType::ALL.into_iter().enumerate() {
+        let t = data(&[3, 5], dtype, 40 + k as u64)?;
+        // NumPy has no bf16.
+        if dtype != DType::BF16 {
+            let npy = strata_tensor::interop::npy_to_bytes(&t)?;
+            let (c, g) = (
+                strata_tensor::interop::npy_from_bytes(&npy, Device::Cpu)?,
+                strata_tensor::interop::npy_from_bytes(&npy, dev)?,
+            );
+            same(&format!("npy {dtype}"), &c, &g)?;
+        }
+        let st = strata_tensor::interop::safetensors_to_bytes([("t", &t)])?;
+        let (c, g) = (
+            strata_tensor::interop::safetensors_from_bytes(&st, Device::Cpu)?,
+            strata_tensor::interop::safetensors_from_bytes(&st, dev)?,
+        );
+        same(&format!("safetensors {dtype}"), &c["t"], &g["t"])?;
+    }
+    let bytes: Vec<u8> = (0..24u8).map(|i| i.wrapping_mul(37)).collect();
+    for (descr, shape) in [("|i1", "(4, 6)"), ("<u2", "(3, 4)")] {
+        let f = npy_file(descr, shape, &bytes);
+        let (c, g) = (
+            strata_tensor::interop::npy_from_bytes(&f, Device::Cpu)?,
+            strata_tensor::interop::npy_from_bytes(&f, dev)?,
+        );
+        assert_eq!(c.dtype(), DType::I32, "npy {descr} widens to i32");
+        same(&format!("npy {descr}"), &c, &g)?;
+    }
+    for (st_dtype, shape) in [("I8", "[4,6]"), ("U16", "[3,4]")] {
+        let header =
+            format!(r#"{{"t":{{"dtype":"{st_dtype}","shape":{shape},"data_offsets":[0,24]}}}}"#);
+        let mut f = (header.len() as u64).to_le_bytes().to_vec();
+        f.extend_from_slice(header.as_bytes());
+        f.extend_from_slice(&bytes);
+        let (c, g) = (
+            strata_tensor::interop::safetensors_from_bytes(&f, Device::Cpu)?,
+            strata_tensor::interop::safetensors_from_bytes(&f, dev)?,
+        );
+        assert_eq!(
+            c["t"].dtype(),
+            DType::I32,
+            "safetensors {st_dtype} widens to i32"
+        );
+        same(&format!("safetensors {st_dtype}"), &c["t"], &g["t"])?;
+    }
+    Ok(())
+}
