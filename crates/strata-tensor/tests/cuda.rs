@@ -3758,20 +3758,19 @@ fn adam_step_list_with_options_matches_each_items_step() -> Result<()> {
     Ok(())
 }
 
-/// A `.npy` file (version 1.0) of `descr` and `shape` over `data`, written
-/// by hand: the loaders' widened dtypes (`|i1`, `<u2`) are not ones strata
-/// writes.
-fn npy_file(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut b = b"\x93NUMPY\x01\x00".to_vec();
-    b.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    b.extend_from_slice(header.as_bytes());
-    b.extend_from_slice(data);
-    b
+/// `file` (written by strata) with its header's dtype `from` relabelled
+/// `to`, a name of the same length, so every size and offset stays right:
+/// the loaders' widened dtypes (`.npy` `|i1` and `<u2`, safetensors I8 and
+/// U16) are not ones strata writes.
+fn relabel(file: &[u8], from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let at = file
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+        .expect("the dtype in the header");
+    let mut out = file.to_vec();
+    out[at..at + to.len()].copy_from_slice(to.as_bytes());
+    out
 }
 
 /// `.npy` and safetensors bytes load onto the GPU as onto the CPU, bit for
@@ -3810,32 +3809,37 @@ fn model_files_load_onto_the_gpu_as_onto_the_cpu() -> Result<()> {
         );
         same(&format!("safetensors {dtype}"), &c["t"], &g["t"])?;
     }
+    // 24 bytes as u8 (relabelled i1 and I8) and as 12 f16 (relabelled u2 and
+    // U16).
     let bytes: Vec<u8> = (0..24u8).map(|i| i.wrapping_mul(37)).collect();
-    for (descr, shape) in [("|i1", "(4, 6)"), ("<u2", "(3, 4)")] {
-        let f = npy_file(descr, shape, &bytes);
+    let u8s = Tensor::from_raw_bytes(&bytes, DType::U8, &[4, 6], Device::Cpu)?;
+    let f16s = Tensor::from_raw_bytes(&bytes, DType::F16, &[3, 4], Device::Cpu)?;
+    let npy = strata_tensor::interop::npy_to_bytes;
+    let st = |t: &Tensor| strata_tensor::interop::safetensors_to_bytes([("t", t)]);
+    for (what, f) in [
+        ("npy |i1", relabel(&npy(&u8s)?, "|u1", "|i1")),
+        ("npy <u2", relabel(&npy(&f16s)?, "<f2", "<u2")),
+    ] {
         let (c, g) = (
             strata_tensor::interop::npy_from_bytes(&f, Device::Cpu)?,
             strata_tensor::interop::npy_from_bytes(&f, dev)?,
         );
-        assert_eq!(c.dtype(), DType::I32, "npy {descr} widens to i32");
-        same(&format!("npy {descr}"), &c, &g)?;
+        assert_eq!(c.dtype(), DType::I32, "{what} widens to i32");
+        same(what, &c, &g)?;
     }
-    for (st_dtype, shape) in [("I8", "[4,6]"), ("U16", "[3,4]")] {
-        let header =
-            format!(r#"{{"t":{{"dtype":"{st_dtype}","shape":{shape},"data_offsets":[0,24]}}}}"#);
-        let mut f = (header.len() as u64).to_le_bytes().to_vec();
-        f.extend_from_slice(header.as_bytes());
-        f.extend_from_slice(&bytes);
+    for (what, f) in [
+        ("safetensors I8", relabel(&st(&u8s)?, "\"U8\"", "\"I8\"")),
+        (
+            "safetensors U16",
+            relabel(&st(&f16s)?, "\"F16\"", "\"U16\""),
+        ),
+    ] {
         let (c, g) = (
             strata_tensor::interop::safetensors_from_bytes(&f, Device::Cpu)?,
             strata_tensor::interop::safetensors_from_bytes(&f, dev)?,
         );
-        assert_eq!(
-            c["t"].dtype(),
-            DType::I32,
-            "safetensors {st_dtype} widens to i32"
-        );
-        same(&format!("safetensors {st_dtype}"), &c["t"], &g["t"])?;
+        assert_eq!(c["t"].dtype(), DType::I32, "{what} widens to i32");
+        same(what, &c["t"], &g["t"])?;
     }
     Ok(())
 }

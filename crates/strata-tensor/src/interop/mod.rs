@@ -131,38 +131,38 @@ impl Tensor {
     }
 }
 
-/// A zeroed host buffer of `n` bytes, or a typed error when the host cannot
-/// allocate it (instead of aborting the process).
-pub(crate) fn host_buffer(op: &'static str, n: usize) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
-        TensorError::value(
-            op,
-            format!("cannot allocate a host buffer of {n} bytes for the copy"),
-        )
-    })?;
-    v.resize(n, 0);
-    Ok(v)
-}
-
-/// The `n` elements of `elems` (a file's narrow integers widened to i32 or
-/// i64) in a vector whose allocation failure is a typed error, as
-/// [`host_buffer`]'s: the size comes from the file's header.
-pub(crate) fn widened<T>(
-    op: &'static str,
-    n: usize,
-    elems: impl Iterator<Item = T>,
-) -> Result<Vec<T>> {
+/// An empty vector with room for `n` elements, or a typed error when the
+/// host cannot allocate it (instead of aborting the process): the sizes
+/// come from files' headers. `what` names the buffer in the error.
+fn reserved<T>(op: &'static str, n: usize, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
         TensorError::value(
             op,
             format!(
-                "cannot allocate a host buffer of {} bytes for the widened copy",
+                "cannot allocate a host buffer of {} bytes for {what}",
                 n.saturating_mul(std::mem::size_of::<T>())
             ),
         )
     })?;
+    Ok(v)
+}
+
+/// A zeroed host buffer of `n` bytes ([`reserved`]).
+pub(crate) fn host_buffer(op: &'static str, n: usize) -> Result<Vec<u8>> {
+    let mut v = reserved(op, n, "the copy")?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
+/// The `n` elements of `elems` (a file's narrow integers widened to i32 or
+/// i64) in a vector [`reserved`] for them.
+pub(crate) fn widened<T>(
+    op: &'static str,
+    n: usize,
+    elems: impl Iterator<Item = T>,
+) -> Result<Vec<T>> {
+    let mut v = reserved(op, n, "the widened copy")?;
     v.extend(elems);
     Ok(v)
 }
