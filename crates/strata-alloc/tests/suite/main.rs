@@ -35,5 +35,6 @@ mod pytorch_tests_s37;
 mod pytorch_tests_s38;
 mod pytorch_tests_s40;
 mod pytorch_tests_s42;
+mod pytorch_tests_s49;
 mod recycling;
 mod settings;
