@@ -304,6 +304,10 @@ impl fmt::Display for Tensor {
             p.write_dim(&mut body, 0, 0, 7);
         }
         write!(f, "tensor({body}")?;
+        // PyTorch's order of suffixes: device, size, dtype.
+        if self.device() != Device::Cpu {
+            write!(f, ", device='{}'", self.device())?;
+        }
         if self.numel() == 0 && self.shape() != [0] {
             let dims: Vec<String> = self.shape().iter().map(|d| d.to_string()).collect();
             write!(
@@ -313,10 +317,15 @@ impl fmt::Display for Tensor {
                 if dims.len() == 1 { "," } else { "" }
             )?;
         }
-        if self.device() != Device::Cpu {
-            write!(f, ", device='{}'", self.device())?;
-        }
-        if !matches!(self.dtype(), DType::F32 | DType::I64 | DType::Bool) {
+        // An empty tensor has no elements to show that it holds integers or
+        // bools, so, as in PyTorch, every dtype but the default float one
+        // is named (`tensor([], dtype=torch.int64)`).
+        let default_dtype = if self.numel() == 0 {
+            matches!(self.dtype(), DType::F32)
+        } else {
+            matches!(self.dtype(), DType::F32 | DType::I64 | DType::Bool)
+        };
+        if !default_dtype {
             write!(f, ", dtype={}", self.dtype().torch_name())?;
         }
         write!(f, ")")

@@ -400,7 +400,7 @@ impl Tensor {
             (Some(bt), _) => launch(&target, &[&a_c, bt], |be| {
                 be.binary(op, &target.arg(), &a_c.arg_as(&shape), &bt.arg_as(&shape))
             })?,
-            (None, Operand::Scalar(s)) => match pow_root(op, compute, s) {
+            (None, Operand::Scalar(s)) => match pow_root(op, compute, s, self.device()) {
                 // PyTorch computes x^0.5, x^-0.5 and x^-1 as sqrt, rsqrt
                 // and reciprocal.
                 Some(f) => launch(&target, &[&a_c], |be| {
@@ -787,9 +787,24 @@ impl Tensor {
 /// `reciprocal_kernel`: `1 / x` rounded once, where `powf(x, -1)` was off by
 /// an ulp now and then). The exponent is compared as given, before any
 /// conversion to the tensor's dtype (PyTorch's `exp_scalar.equal(-1.0)`).
-fn pow_root(op: BinaryOp, compute: DType, s: Scalar) -> Option<crate::ops::table::UnaryFn> {
+///
+/// PyTorch's CPU kernel special-cases f32, f64 and bf16 only: an f16
+/// tensor's power there is `pow` for every exponent, which differs from
+/// sqrt and rsqrt at the signed zeros and -inf (`(-0.0).pow(0.5)` is +0,
+/// `(-inf).pow(0.5)` +inf, `(-0.0).pow(-0.5)` +inf, `(-inf).pow(-0.5)` +0;
+/// sqrt gives -0 and NaN, rsqrt -inf and NaN). Its CUDA kernel
+/// special-cases every float dtype.
+fn pow_root(
+    op: BinaryOp,
+    compute: DType,
+    s: Scalar,
+    device: crate::Device,
+) -> Option<crate::ops::table::UnaryFn> {
     use crate::ops::table::UnaryFn;
     if op != BinaryOp::Pow || !compute.is_float() {
+        return None;
+    }
+    if compute == DType::F16 && device == crate::Device::Cpu {
         return None;
     }
     // (A bool exponent, 0 or 1, is none of the special ones.)
