@@ -54,7 +54,7 @@ use crate::grad_mode::is_grad_enabled;
 use crate::var::Var;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use strata_tensor::{DType, Device};
+use strata_tensor::{DType, Device, Tensor};
 
 /// The kind of device an autocast region applies to (ops on tensors of other
 /// devices are not affected).
@@ -380,6 +380,30 @@ pub fn cast_inputs(op: &str, inputs: &[&Var]) -> Result<Option<Vec<Var>>> {
         .map(|v| cast(v, target, state.dtype))
         .collect::<Result<Vec<_>>>()
         .map(Some)
+}
+
+/// A tensor argument of `op` (not a variable: a loss's class weights or
+/// probability targets) as the active autocast region wants it, or `None`
+/// when it stays as it is. PyTorch's autocast casts every eligible
+/// floating-point argument of an op it casts (a bf16 class weight of a
+/// cross-entropy in a region is cast to f32 with the logits), not only
+/// the differentiable ones.
+pub(crate) fn cast_tensor_arg(op: &str, t: Option<&Tensor>) -> Result<Option<Tensor>> {
+    let (Some(t), Some(state)) = (t, autocast_state()) else {
+        return Ok(None);
+    };
+    if DeviceType::of(t.device()) != state.device_type {
+        return Ok(None);
+    }
+    let target = match policy_on(state.device_type, op) {
+        Some(CastPolicy::Fp32) => DType::F32,
+        Some(CastPolicy::LowerPrecision) => state.dtype,
+        Some(CastPolicy::Promote) | None => return Ok(None),
+    };
+    if t.dtype() == target || !is_castable(t.dtype()) {
+        return Ok(None);
+    }
+    Ok(Some(t.to_dtype(target)?))
 }
 
 #[cfg(test)]

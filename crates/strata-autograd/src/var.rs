@@ -449,9 +449,16 @@ impl Var {
         Ok(v)
     }
 
-    /// PyTorch's `requires_grad_`: only on leaves, and `true` only for float tensors.
+    /// PyTorch's `requires_grad_`: `true` only for float tensors (a no-op on
+    /// a non-leaf, which requires grad already), `false` only on leaves.
     pub fn requires_grad_(&self, requires_grad: bool) -> Result<&Var> {
         if !self.is_leaf() {
+            // A non-leaf requires grad already: asking for it again changes
+            // nothing, as PyTorch's `requires_grad_(True)` on a non-leaf
+            // (only turning it off is refused there).
+            if requires_grad {
+                return Ok(self);
+            }
             return Err(AutogradError::RequiresGrad {
                 msg: format!(
                     "you can only change requires_grad flags of leaf variables (this one was made by {})",

@@ -31,12 +31,18 @@ fn rows_of(op: &'static str, shape: &[usize]) -> Result<i64> {
 }
 
 /// Checks `linear`'s operand shapes (the weight `[out, in]` with `in` the
-/// input's last dim, the bias `[out]`).
+/// input's last dim, the bias `[out]`; or, without a bias, the weight
+/// `[in]`, as `F.linear` takes it: the product with a vector).
 fn check_linear(op: &'static str, x: &Var, weight: &Var, bias: Option<&Var>) -> Result<()> {
-    let shape_ok = weight.ndim() == 2
-        && x.ndim() >= 1
-        && x.shape()[x.ndim() - 1] == weight.shape()[1]
-        && bias.is_none_or(|b| b.shape() == [weight.shape()[0]]);
+    let in_dim = x.ndim().checked_sub(1).map(|d| x.shape()[d]);
+    let shape_ok = match weight.ndim() {
+        2 => {
+            in_dim == Some(weight.shape()[1])
+                && bias.is_none_or(|b| b.shape() == [weight.shape()[0]])
+        }
+        1 => in_dim == Some(weight.shape()[0]) && bias.is_none(),
+        _ => false,
+    };
     if shape_ok {
         return Ok(());
     }
@@ -44,7 +50,8 @@ fn check_linear(op: &'static str, x: &Var, weight: &Var, bias: Option<&Var>) -> 
         module: op,
         msg: format!(
             "input {:?}, weight {:?} and bias {:?} do not fit: the weight must be \
-             [out, in] with `in` the input's last dim, and the bias [out]",
+             [out, in] with `in` the input's last dim, and the bias [out] (or, without a \
+             bias, the weight [in])",
             x.shape(),
             weight.shape(),
             bias.map(|b| b.shape().to_vec())
@@ -54,8 +61,10 @@ fn check_linear(op: &'static str, x: &Var, weight: &Var, bias: Option<&Var>) -> 
 
 impl Var {
     /// `self @ weight^T + bias` for `self` of shape `[..., in]`, `weight`
-    /// `[out, in]` and `bias` `[out]`; the result is `[..., out]`. Under
-    /// autocast all three are cast to the region's low precision.
+    /// `[out, in]` and `bias` `[out]`; the result is `[..., out]`. As
+    /// PyTorch's `F.linear`, a weight `[in]` without a bias gives the
+    /// product with that vector, `[...]`. Under autocast all three are cast
+    /// to the region's low precision.
     pub fn linear(&self, weight: &Var, bias: Option<&Var>) -> Result<Var> {
         check_linear("linear", self, weight, bias)?;
         let mut ins = vec![self, weight];
@@ -67,6 +76,11 @@ impl Var {
     }
 
     fn linear_uncast(&self, weight: &Var, bias: Option<&Var>) -> Result<Var> {
+        if weight.ndim() == 1 {
+            // `F.linear` with a weight `[in]` (no bias, checked): the
+            // product with a vector, of shape `[...]`.
+            return self.matmul_uncast(weight);
+        }
         let (in_f, out_f) = (weight.shape()[1] as i64, weight.shape()[0] as i64);
         let lead: Vec<i64> = self.shape()[..self.ndim() - 1]
             .iter()
@@ -122,6 +136,10 @@ impl Var {
         bias: Option<&Var>,
     ) -> Result<Var> {
         check_linear("gelu_linear", self, weight, bias)?;
+        if weight.ndim() == 1 {
+            // A weight `[in]` (no bias): `linear`'s product with a vector.
+            return self.gelu(approximate)?.linear(weight, None);
+        }
         let mut ins = vec![self, weight];
         ins.extend(bias);
         if let Some(c) = crate::autocast::cast_inputs("linear", &ins)? {

@@ -101,6 +101,22 @@ impl Var {
     /// targets (i64 or u8) or class probabilities (a float tensor of self's
     /// shape); the gradient flows to the logits.
     pub fn cross_entropy(&self, target: &Tensor, args: CrossEntropyArgs) -> Result<Var> {
+        // Autocast casts the class weights and probability targets too (a
+        // bf16 weight in a region was refused against the f32 logits).
+        let weight = crate::autocast::cast_tensor_arg("cross_entropy", args.weight)?;
+        let probs = match target.dtype().is_float() {
+            true => crate::autocast::cast_tensor_arg("cross_entropy", Some(target))?,
+            false => None,
+        };
+        if weight.is_some() || probs.is_some() {
+            let args = CrossEntropyArgs {
+                weight: weight.as_ref().or(args.weight),
+                ignore_index: args.ignore_index,
+                reduction: args.reduction,
+                label_smoothing: args.label_smoothing,
+            };
+            return self.cross_entropy(probs.as_ref().unwrap_or(target), args);
+        }
         if let Some(c) = crate::autocast::cast_inputs("cross_entropy", &[self])? {
             return c[0].cross_entropy(target, args);
         }
@@ -198,6 +214,10 @@ impl Var {
         ignore_index: i64,
         reduction: Reduction,
     ) -> Result<Var> {
+        // Autocast casts the class weights too (see `cross_entropy`).
+        if let Some(w) = crate::autocast::cast_tensor_arg("nll_loss", weight)? {
+            return self.nll_loss(target, Some(&w), ignore_index, reduction);
+        }
         if let Some(c) = crate::autocast::cast_inputs("nll_loss", &[self])? {
             return c[0].nll_loss(target, weight, ignore_index, reduction);
         }

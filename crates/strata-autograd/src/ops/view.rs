@@ -21,10 +21,13 @@ impl Var {
         record_view("TransposeBackward", out, self, step, true)
     }
 
-    /// Transpose of a 2-D variable (0-d and 1-D unchanged).
+    /// Transpose of a 2-D variable (0-d and 1-D unchanged; more dims are
+    /// refused, as PyTorch's `t()` and [`Tensor::t`] refuse them, rather
+    /// than silently swapping the first two).
     pub fn t(&self) -> Result<Var> {
+        // Validates the rank (a typed error for 3 dims or more).
+        let out = self.data().t()?;
         if self.ndim() < 2 {
-            let out = self.data().t()?;
             return record_view("TBackward", out, self, ViewStep::Identity, true);
         }
         self.transpose(0, 1)
