@@ -8,7 +8,8 @@
 //! `num_device_alloc`, `num_device_free`), the statistics and trace entries
 //! of expandable segments (`segment_map`/`segment_unmap`, no `segment.*`, no
 //! `inactive_split.*`), page-wise unmapping in `empty_cache`, and the
-//! segment counts of `TestMemPool`'s nested and limited-memory tests.
+//! segment counts of `TestMemPool`'s limited-memory test (its nested test
+//! is mirrored in `pytorch_parity_s29.rs`).
 //!
 //! Expected figures come from PyTorch's source, worked out in each test's
 //! comments, never from strata's output.
@@ -324,38 +325,6 @@ fn a_pools_large_buffers_share_one_expandable_segment() {
 // ---------------------------------------------------------------------------
 // TestMemPool
 // ---------------------------------------------------------------------------
-
-/// `test_cuda.py::TestMemPool::test_nested_mempool`: 20 MiB allocations in
-/// pool1, then pool2, then pool3, then pool2 again, then pool1 again; each
-/// 20 MiB request is a segment of its own (`get_allocation_size` gives
-/// requests of at least 10 MiB their own rounded size), so pool1 and pool2
-/// hold 2 segments, pool3 one.
-#[test]
-fn test_nested_mempool() {
-    let (_, a) = sim_device("expandable_segments:False", 16 * GIB);
-    let p1 = a.mem_pool(MemPoolOptions::default());
-    let p2 = a.mem_pool(MemPoolOptions::default());
-    let p3 = a.mem_pool(MemPoolOptions::default());
-    let mut data = Vec::new();
-    {
-        let _g1 = p1.activate().unwrap();
-        data.push(a.allocate(20 * MIB, S0).unwrap());
-        {
-            let _g2 = p2.activate().unwrap();
-            data.push(a.allocate(20 * MIB, S0).unwrap());
-            {
-                let _g3 = p3.activate().unwrap();
-                data.push(a.allocate(20 * MIB, S0).unwrap());
-            }
-            data.push(a.allocate(20 * MIB, S0).unwrap());
-        }
-        data.push(a.allocate(20 * MIB, S0).unwrap());
-    }
-    assert_eq!(p1.snapshot().len(), 2);
-    assert_eq!(p2.snapshot().len(), 2);
-    assert_eq!(p3.snapshot().len(), 1);
-    assert!(a.snapshot().iter().all(|s| s.pool_id != (0, 0)));
-}
 
 /// `TestMemPool::test_mempool_limited_memory_with_allocator`: 80 MiB
 /// allowed; 40 MiB in a plain pool (`a`) and 40 MiB in a `use_on_oom` pool
