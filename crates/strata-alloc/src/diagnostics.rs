@@ -23,23 +23,32 @@ fn write_error(path: &Path, reason: impl std::fmt::Display) -> AllocError {
 pub(crate) fn snapshot_pickle(allocator: &CachingAllocator) -> Result<Vec<u8>, AllocError> {
     let device = allocator.device();
     crate::snapshot_pickle::check_ordinal(device, "snapshot_pickle")?;
-    allocator
-        .with_state(|st| {
-            let bytes =
-                crate::snapshot_pickle::encode(&crate::snapshot_pickle::document(st, device))?;
-            // Only a snapshot taken is recorded (a refused one changes nothing).
-            let active = st.stats.active_bytes.all().current as u64;
-            if st.history.enabled() {
-                st.history
-                    .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
-            }
-            st.track(Action::Snapshot, 0, active, StreamId::DEFAULT);
-            Ok(bytes)
-        })
-        .map_err(|e: serde_pickle::Error| AllocError::Write {
+    allocator.with_state(|st| {
+        let (bytes, active) = pickle(st, device)?;
+        // Only a snapshot taken is recorded (a refused one changes nothing).
+        record_snapshot(st, active);
+        Ok(bytes)
+    })
+}
+
+/// The snapshot of `st` pickled, and the active bytes it was taken at (the
+/// size of its `snapshot` trace event); records nothing.
+fn pickle(st: &crate::state::State, device: Device) -> Result<(Vec<u8>, u64), AllocError> {
+    let bytes = crate::snapshot_pickle::encode(&crate::snapshot_pickle::document(st, device))
+        .map_err(|e| AllocError::Write {
             path: "(snapshot)".into(),
             reason: e.to_string(),
-        })
+        })?;
+    Ok((bytes, st.stats.active_bytes.all().current as u64))
+}
+
+/// Records the `snapshot` trace event of a snapshot taken at `active` bytes.
+fn record_snapshot(st: &mut crate::state::State, active: u64) {
+    if st.history.enabled() {
+        st.history
+            .push(Action::Snapshot, 0, active, StreamId::DEFAULT);
+    }
+    st.track(Action::Snapshot, 0, active, StreamId::DEFAULT);
 }
 
 /// Writes `allocator`'s snapshot to `path` (see
@@ -48,14 +57,20 @@ pub(crate) fn dump_snapshot_of(
     allocator: &CachingAllocator,
     path: &Path,
 ) -> Result<(), AllocError> {
-    // The file is opened before the snapshot is taken: taking it records a
-    // `snapshot` trace event, which a path that cannot be written must not
-    // leave behind. A device the format cannot hold is refused before the
-    // file is created (which would empty an existing one).
-    crate::snapshot_pickle::check_ordinal(allocator.device(), "dump_snapshot")?;
+    // A snapshot that is not written must leave no `snapshot` trace event
+    // behind: the file is opened first (a device the format cannot hold is
+    // refused before it is created, which would empty an existing one), the
+    // snapshot taken without recording, and its event recorded once the
+    // bytes are written (a disk that is full, say, refuses them after the
+    // file opened). The event keeps the active bytes the snapshot was taken
+    // at; the file is written outside the allocator's lock.
+    let device = allocator.device();
+    crate::snapshot_pickle::check_ordinal(device, "dump_snapshot")?;
     let mut file = std::fs::File::create(path).map_err(|e| write_error(path, e))?;
-    let bytes = snapshot_pickle(allocator)?;
-    std::io::Write::write_all(&mut file, &bytes).map_err(|e| write_error(path, e))
+    let (bytes, active) = allocator.with_state(|st| pickle(st, device))?;
+    std::io::Write::write_all(&mut file, &bytes).map_err(|e| write_error(path, e))?;
+    allocator.with_state(|st| record_snapshot(st, active));
+    Ok(())
 }
 
 /// `allocator`'s HTML report (see [`CachingAllocator::memory_report_html`]).

@@ -279,7 +279,9 @@ impl CachingAllocator {
     /// there; the trace and the blocks' frames (call sites) only when history
     /// is on. A device numbered above `cuda:127` is refused as
     /// [`snapshot_pickle`](Self::snapshot_pickle) refuses it, before `path`
-    /// is created.
+    /// is created. A snapshot that is not written (`path` cannot be created,
+    /// or refuses the bytes: a full disk) is an [`AllocError::Write`] and
+    /// records no `snapshot` event; one written records it after the write.
     ///
     /// ```
     /// use std::sync::Arc;

@@ -86,13 +86,32 @@ impl Ring {
         }
     }
 
-    /// Changes the bound to `capacity` entries, keeping the newest slots
-    /// that fit (at most `capacity`) and their numbers.
+    /// Changes the bound to `capacity` entries, keeping the newest entries
+    /// that fit and their slots' numbers. Only the entries kept under the
+    /// old bound can stay: the slots hold more entries than the bound once a
+    /// slot of two is among them, and those past the old bound were let go
+    /// (a larger bound must not bring them back). A slot of two whose first
+    /// entry is let go keeps its `free_completed` alone.
     pub fn resize(&mut self, capacity: usize) {
-        let held = self.slots.len();
-        let keep = held.min(capacity);
-        let mut slots = reserve(capacity, keep);
-        slots.extend(self.ordered().skip(held - keep).copied());
+        let kept: Vec<(Slot, usize)> = self
+            .iter()
+            .map(|(s, second_only, _)| (*s, if second_only { 1 } else { s.entries() }))
+            .collect();
+        let entries: usize = kept.iter().map(|&(_, n)| n).sum();
+        let mut skip = entries - entries.min(capacity);
+        let mut slots = reserve(capacity, kept.len().min(capacity));
+        for (mut slot, n) in kept {
+            if skip >= n {
+                skip -= n;
+                continue;
+            }
+            if n != slot.entries() || skip == 1 {
+                // Only the second entry of the pair stays.
+                slot.meta = (slot.meta & !0xf) | super::Action::FreeCompleted as u64;
+            }
+            skip = 0;
+            slots.push(slot);
+        }
         self.slots = slots;
         self.next = 0;
         self.capacity = capacity;
@@ -217,6 +236,29 @@ mod tests {
         assert_eq!(kept(&r), [(4, true), (5, false)]);
         r.push(slot(6, false));
         assert_eq!(kept(&r), [(5, false), (6, false)]);
+        assert_eq!(r.len(), 3);
+    }
+
+    /// A ring resized keeps the entries it kept, at most the new bound of
+    /// them: a larger bound brings back no entry the old one let go.
+    #[test]
+    fn resizing_keeps_only_the_entries_kept() {
+        let mut r = Ring::new(3);
+        r.push(slot(1, false));
+        r.push(slot(2, false));
+        r.push(slot(3, true));
+        // (1), 2, 3a, 3b
+        r.resize(10);
+        assert_eq!(kept(&r), [(2, false), (3, false)]);
+        assert_eq!(r.len(), 3);
+        r.resize(1);
+        // 3b alone, now a slot of one entry
+        assert_eq!(kept(&r), [(3, false)]);
+        assert_eq!(r.len(), 1);
+        r.resize(5);
+        assert_eq!(r.len(), 1);
+        r.push(slot(4, true));
+        assert_eq!(kept(&r), [(3, false), (4, false)]);
         assert_eq!(r.len(), 3);
     }
 

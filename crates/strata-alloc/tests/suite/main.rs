@@ -22,6 +22,7 @@ mod hostile_sweep_s41;
 mod hostile_sweep_s43;
 mod hostile_sweep_s44;
 mod hostile_sweep_s48;
+mod hostile_sweep_s50;
 mod mempool;
 mod near_capacity;
 mod pytorch_parity;
