@@ -146,6 +146,29 @@ impl Tensor {
         Ok(Some(out))
     }
 
+    /// The dtype checks of PyTorch's `mm` and `mv` (and of `matmul`, which
+    /// calls them): the operands share a dtype, even for an empty product;
+    /// bool is refused only where something is computed, as those return an
+    /// empty product (no element, or an inner size `k` of 0: all false)
+    /// before they dispatch on the dtype. `Some` is that bool product (of
+    /// `shape`), `None` a product to compute.
+    fn mm_dtypes(
+        &self,
+        op: &'static str,
+        b: &Tensor,
+        shape: &[usize],
+        k: usize,
+    ) -> Result<Option<Tensor>> {
+        self.check_same_dtype(op, b)?;
+        if self.dtype() != DType::Bool {
+            return Ok(None);
+        }
+        if k != 0 && !shape.contains(&0) {
+            return Err(TensorError::unsupported(op, DType::Bool));
+        }
+        Tensor::zeros(shape, DType::Bool, self.device()).map(Some)
+    }
+
     fn check_same_dtype(&self, op: &'static str, b: &Tensor) -> Result<()> {
         if self.device() != b.device() {
             return Err(TensorError::DeviceMismatch {
@@ -280,7 +303,9 @@ impl Tensor {
         out.squeeze_dims(&[0])
     }
 
-    /// Matrix product of two 2-D tensors.
+    /// Matrix product of two 2-D tensors of one dtype. Bools only for an
+    /// empty product (no element, or an inner size of 0: all false), as
+    /// PyTorch's `mm`, whose kernels take no bools.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -299,7 +324,10 @@ impl Tensor {
                 ),
             ));
         }
-        self.check_matmul_dtypes("mm", b)?;
+        let (m, k, n) = (self.shape()[0], self.shape()[1], b.shape()[1]);
+        if let Some(out) = self.mm_dtypes("mm", b, &[m, n], k)? {
+            return Ok(out);
+        }
         let r = self.unsqueeze(0)?.bmm_raw("mm", &b.unsqueeze(0)?, true)?;
         r.squeeze_dims(&[0])
     }
@@ -333,8 +361,12 @@ impl Tensor {
     pub fn matmul(&self, b: &Tensor) -> Result<Tensor> {
         let (na, nb) = (self.ndim(), b.ndim());
         if na == 1 && nb == 1 {
-            // PyTorch's dot compares the dtypes before the sizes.
+            // PyTorch's dot compares the dtypes before the sizes, and takes
+            // no bools, even empty ones.
             self.check_same_dtype("matmul", b)?;
+            if self.dtype() == DType::Bool {
+                return Err(TensorError::unsupported("matmul", DType::Bool));
+            }
         }
         let err = || {
             TensorError::shape(
@@ -381,7 +413,9 @@ impl Tensor {
                 return Ok(out);
             }
         }
-        self.check_matmul_dtypes("matmul", b)?;
+        if let Some(out) = self.mm_dtypes("matmul", b, &shape, k)? {
+            return Ok(out);
+        }
         // Saturating: an empty batch may have other dims whose product
         // overflows; the output's own size check rejects real overflow.
         let bsz = crate::shape::numel(&batch);
@@ -452,7 +486,10 @@ fn pytorch_addmm_transb(mat1: &Tensor, mat2: &Tensor) -> bool {
 /// `mv`) instead of calling `bmm` (its `should_fold`, for operands that need
 /// no gradient): when that operand has 3 or more dims and the other 1 or 2,
 /// `a` is not a matrix, and the operand is empty or its dims but the last
-/// collapse into one without a copy.
+/// collapse into one without a copy (`view(-1, size(-1))` succeeds: dims of
+/// size 1 are left out, whatever their strides, as PyTorch 2.15 leaves them
+/// out; `[1, 2, 2]` with strides `[8, 2, 1]`, a step slice of a `[2, 2, 2]`,
+/// folds).
 fn pytorch_folds(a: &Tensor, b: &Tensor) -> bool {
     let a_larger = a.ndim() >= b.ndim();
     let (big, small_ndim) = if a_larger {
@@ -471,7 +508,13 @@ fn pytorch_folds(a: &Tensor, b: &Tensor) -> bool {
     if big.shape.contains(&0) {
         return true;
     }
-    (0..d - 2).all(|i| big.strides[i + 1].checked_mul(big.shape[i + 1]) == Some(big.strides[i]))
+    // Each kept dim's stride is the next kept dim's stride times its size.
+    let kept: Vec<(usize, usize)> = (0..d - 1)
+        .filter(|&i| big.shape[i] != 1)
+        .map(|i| (big.shape[i], big.strides[i]))
+        .collect();
+    kept.windows(2)
+        .all(|w| w[1].1.checked_mul(w[1].0) == Some(w[0].1))
 }
 
 /// The `(size, stride)` of dims `dims` of `t` seen as one dim, when they can

@@ -333,7 +333,11 @@ impl Tensor {
     /// `log(sum(exp(x)))` over `dims`, computed without overflow (the
     /// largest element is subtracted first): NaN if any element is NaN, else
     /// +inf if any is +inf, -inf if all are -inf or there are none. Integer
-    /// and bool inputs compute in f32; f16/bf16 compute in f32 and round once.
+    /// and bool inputs compute in f32. f16/bf16 compute as PyTorch's
+    /// composite `(x - max).exp().sum().log() + max` does, each step rounded
+    /// to the input's dtype (the sum accumulated in f32): a bf16
+    /// `[-0.5, -0.5, -7]` gives 0.19140625 (`log` of the sum 2.0015 rounded
+    /// to 2), not the correctly rounded 0.1943359375.
     ///
     /// An empty `dims` list reduces every dim with `keepdim` and fails with
     /// [`TensorError::Broadcast`] without it (PyTorch's behaviour), except
@@ -379,7 +383,7 @@ impl Tensor {
                 }
             })
             .collect();
-        let x = self.to_dtype(compute_dtype(out_dtype))?;
+        let x = self.to_dtype(out_dtype)?;
         if rdims.iter().any(|&d| self.shape()[d] == 0) {
             // log(0): nothing to sum.
             return Tensor::full(&out_shape, f64::NEG_INFINITY, out_dtype, self.device());
@@ -398,14 +402,6 @@ impl Tensor {
         let r = s.log()?.add(&m)?;
         let shape: Vec<i64> = out_shape.iter().map(|&s| s as i64).collect();
         r.reshape(&shape)?.to_dtype(out_dtype)
-    }
-}
-
-/// The dtype the float statistics of `d` are computed in (f16/bf16 in f32).
-fn compute_dtype(d: DType) -> DType {
-    match d {
-        DType::F16 | DType::BF16 => DType::F32,
-        d => d,
     }
 }
 

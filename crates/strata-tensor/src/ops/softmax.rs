@@ -18,8 +18,9 @@ impl Tensor {
     /// along `dim` (negative dims count from the end; a 0-d tensor takes 0
     /// and -1). With a `dtype` (a float dtype) the input is converted to it
     /// first and the result has it; without, the input must be a float
-    /// tensor. f16/bf16 compute in f32. A row holding NaN or +inf, and an
-    /// all -inf row, give NaN.
+    /// tensor (an empty input takes any dtype and gives an empty result of
+    /// it, as in PyTorch). f16/bf16 compute in f32. A row holding NaN or
+    /// +inf, and an all -inf row, give NaN.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -107,6 +108,11 @@ impl Tensor {
     ) -> Result<Tensor> {
         let d = normalize_dim(name, dim, self.ndim())?;
         let target = dtype.unwrap_or(self.dtype());
+        if !target.is_float() && self.numel() == 0 {
+            // PyTorch returns an empty input's (empty) result before its
+            // kernel's dtype dispatch: any dtype is accepted there.
+            return Tensor::uninit(name, self.shape(), target, self.device());
+        }
         if !target.is_float() {
             return Err(TensorError::dtype(
                 name,
@@ -139,7 +145,9 @@ impl Tensor {
     /// truncates each element) and sums wrap in integer dtypes; f16/bf16
     /// accumulate in f32, and f32 on the CPU in f64 (PyTorch's CPU kernel:
     /// `[2^24, 1, 1]` gives `[2^24, 2^24, 2^24 + 2]`; on a GPU, as PyTorch's
-    /// CUDA kernel, in f32). A bool dtype is an error.
+    /// CUDA kernel, in f32). A bool dtype is an error, except (as in
+    /// PyTorch, whose kernel only runs for the other inputs) for a 0-d
+    /// input, whose result is the input converted to bool, and an empty one.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};
@@ -151,7 +159,7 @@ impl Tensor {
     pub fn cumsum(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {
         let d = normalize_dim("cumsum", dim, self.ndim())?;
         let target = match dtype {
-            Some(DType::Bool) => {
+            Some(DType::Bool) if self.ndim() > 0 && self.numel() > 0 => {
                 return Err(TensorError::dtype(
                     "cumsum",
                     "a bool dtype is not supported; use an integer or float dtype",
@@ -163,6 +171,14 @@ impl Tensor {
         };
         // The result first: a shape too large to store is named as cumsum's.
         let out = Tensor::uninit("cumsum", self.shape(), target, self.device())?;
+        if target == DType::Bool {
+            // 0-d or empty (checked above): PyTorch fills a 0-d result with
+            // the input itself.
+            if self.numel() > 0 {
+                out.copy_(self)?;
+            }
+            return Ok(out);
+        }
         let x = self.to_dtype(target)?.contiguous()?;
         let s = DimShape::new(self.shape(), d);
         dim_launch(&out, &x, |be| be.cumsum(&out.arg(), &x.arg(), s))?;

@@ -29,6 +29,7 @@ mod hostile_sweep_s44;
 mod hostile_sweep_s45;
 mod hostile_sweep_s48;
 mod hostile_sweep_s49;
+mod hostile_sweep_s50;
 mod interop;
 mod masked_select;
 mod math;
