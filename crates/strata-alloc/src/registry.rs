@@ -135,7 +135,10 @@ fn settings() -> &'static Mutex<Option<AllocatorConfig>> {
 /// segment size, every other key keeps its value unless named). A bad string
 /// is a typed error and changes nothing. See
 /// [`CachingAllocator::set_allocator_settings`] for what happens to memory
-/// already held.
+/// already held. The pinned keys reach the pinned allocators that follow
+/// the settings ([`PinnedAllocator::follow_allocator_settings`](crate::pinned::PinnedAllocator::follow_allocator_settings):
+/// every CUDA pinned allocator), as PyTorch's host allocator reads them
+/// where it uses them.
 ///
 /// ```
 /// use strata_alloc::{Device, StreamId};
@@ -167,8 +170,22 @@ pub fn set_allocator_settings(settings_str: &str) -> Result<(), AllocError> {
     for a in all {
         a.set_allocator_settings(settings_str)?;
     }
+    crate::pinned::follow::apply(&next);
     *current = Some(next);
     Ok(())
+}
+
+/// Runs `f` with the configuration the allocators created now start from:
+/// the last string given to [`set_allocator_settings`] (over the
+/// environment's), else `STRATA_ALLOC_CONF`'s (`None` when that string is
+/// bad). The settings lock is held meanwhile, so that no
+/// `set_allocator_settings` comes between what `f` reads and what it does.
+pub(crate) fn with_current_config<R>(f: impl FnOnce(Option<&AllocatorConfig>) -> R) -> R {
+    let current = settings().lock();
+    match &*current {
+        Some(c) => f(Some(c)),
+        None => f(AllocatorConfig::from_env().ok().as_ref()),
+    }
 }
 
 /// Whether the allocators the registry creates cache (see

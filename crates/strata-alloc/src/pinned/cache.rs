@@ -109,8 +109,10 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
 
     /// Sets the rounding and caching limits (PyTorch's
     /// `pinned_max_round_threshold_mb` and `pinned_max_cached_size_mb`) for
-    /// the blocks allocated and freed from now on. [`cuda_allocator`](super::cuda_allocator)
-    /// applies those of `STRATA_ALLOC_CONF` when it creates an allocator.
+    /// the blocks allocated and freed from now on. An allocator that
+    /// follows the allocator settings ([`follow_allocator_settings`](Self::follow_allocator_settings),
+    /// as the CUDA pinned allocators do) takes them again at each
+    /// [`set_allocator_settings`](crate::set_allocator_settings).
     pub fn set_limits(&self, limits: PinnedLimits) {
         self.state.lock().limits = limits;
     }

@@ -64,9 +64,10 @@ pub fn cuda_allocator(ordinal: usize) -> Result<Arc<CudaPinnedAllocator>, Driver
     }
     // Open outside the lock: opening a device can take a while.
     let created = PinnedAllocator::new(CudaPinnedBackend::open(ordinal)?);
-    if let Ok(config) = crate::AllocatorConfig::from_env() {
-        created.set_limits(super::PinnedLimits::of(&config));
-    }
+    // The settings in force and those set later, as PyTorch's host
+    // allocator reads them where it uses them (one that loses the race
+    // below is dropped and forgotten by the settings).
+    created.follow_allocator_settings();
     Ok(Arc::clone(
         registry.lock().entry(ordinal).or_insert(created),
     ))

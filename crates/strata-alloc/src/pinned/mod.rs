@@ -40,6 +40,9 @@
 //!   device's events ([`SimDriver`](crate::driver::sim::SimDriver)), for tests;
 //! * `cuda` (feature `cuda`): [`CudaPinnedBackend`] and the per-device
 //!   allocators of [`cuda_allocator`].
+//! * `follow`: allocators that take the pinned limits of each
+//!   [`set_allocator_settings`](crate::set_allocator_settings)
+//!   ([`PinnedAllocator::follow_allocator_settings`]).
 //!
 //! The statistics ([`PinnedStats`]) live with the others in [`crate::stats`].
 //!
@@ -71,6 +74,7 @@ mod buffer;
 mod cache;
 #[cfg(feature = "cuda")]
 mod cuda;
+pub(crate) mod follow;
 mod sim;
 pub mod size_class;
 #[cfg(test)]

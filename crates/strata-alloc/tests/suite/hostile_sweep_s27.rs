@@ -254,6 +254,7 @@ fn pool_guards_dropped_out_of_order_and_leaked() {
 /// Now it is the error and no allocator changes.
 #[test]
 fn registry_settings_refused_by_one_allocator_change_none() {
+    let _settings = super::common::process_settings_lock();
     let mut all = Vec::new();
     for n in 1..=8 {
         let d = Arc::new(OnDevice(n, SimDriver::new(GIB, 2 * MIB)));

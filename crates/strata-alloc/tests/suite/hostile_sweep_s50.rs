@@ -717,3 +717,48 @@ fn snapshot_agrees_with_stats(a: &CachingAllocator, ctx: &str) {
     assert_eq!(allocated as i64, st.allocated_bytes.all().current, "{ctx}");
     assert_eq!(active as i64, st.active_bytes.all().current, "{ctx}");
 }
+
+/// `set_allocator_settings` with pinned keys reaches a pinned allocator that
+/// follows the settings, as PyTorch's host allocator reads
+/// `pinned_max_round_threshold_mb` / `pinned_max_cached_size_mb` where it uses
+/// them (`CachingHostAllocator`): before session 50 the CUDA pinned
+/// allocators took `STRATA_ALLOC_CONF`'s limits once, at creation, and no
+/// later setting reached them. A refused string changes no follower; one
+/// that names no pinned key keeps the limits (PyTorch's re-parse keeps every
+/// key it does not reset). The tests that set process-wide settings hold
+/// `process_settings_lock` (`hostile_sweep_s27.rs`'s registry test is the
+/// other one).
+#[test]
+fn process_wide_settings_reach_the_pinned_allocators_that_follow_them() {
+    let _settings = super::common::process_settings_lock();
+    let follower = PinnedAllocator::new(SimPinnedBackend::new(None));
+    let other = PinnedAllocator::new(SimPinnedBackend::new(None));
+    follower.follow_allocator_settings();
+    let before = other.limits();
+    strata_alloc::set_allocator_settings(
+        "pinned_max_round_threshold_mb:2,pinned_max_cached_size_mb:16",
+    )
+    .unwrap();
+    assert_eq!(follower.limits().max_round_threshold, 2 * MIB);
+    assert_eq!(follower.limits().max_cached_size, 16 * MIB);
+    assert_eq!(other.limits(), before, "an allocator that does not follow");
+    // A 3 MiB buffer is above the 2 MiB rounding threshold: its block is its
+    // size in pages (3 MiB), not its size class.
+    let b = follower.allocate(3 * MIB).unwrap();
+    assert_eq!(b.capacity(), 3 * MIB);
+    drop(b);
+    // Refused: nothing changes.
+    assert!(strata_alloc::set_allocator_settings("pinned_max_cached_size_mb:x").is_err());
+    assert_eq!(follower.limits().max_cached_size, 16 * MIB);
+    // A string without pinned keys keeps them.
+    strata_alloc::set_allocator_settings("roundup_power2_divisions:2").unwrap();
+    assert_eq!(follower.limits().max_cached_size, 16 * MIB);
+    // A dropped follower is forgotten, and a later one takes the settings in
+    // force at once.
+    drop(follower);
+    let late = PinnedAllocator::new(SimPinnedBackend::new(None));
+    late.follow_allocator_settings();
+    assert_eq!(late.limits().max_round_threshold, 2 * MIB);
+    strata_alloc::set_allocator_settings("pinned_max_cached_size_mb:32").unwrap();
+    assert_eq!(late.limits().max_cached_size, 32 * MIB);
+}

@@ -183,3 +183,12 @@ pub fn cases(default: u32) -> u32 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(default)
 }
+
+/// Serialises the tests that change the process-wide allocator settings
+/// (`strata_alloc::set_allocator_settings`), which every allocator of the
+/// registry and every pinned allocator that follows the settings take: one
+/// such test must not see another's string between its own calls.
+pub fn process_settings_lock() -> parking_lot::MutexGuard<'static, ()> {
+    static LOCK: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+    LOCK.lock()
+}
