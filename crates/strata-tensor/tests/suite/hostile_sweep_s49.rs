@@ -31,26 +31,10 @@
 //!   `(-inf).pow(-0.5)` NaN (PyTorch +0).
 
 use strata_tensor::{
-    s, DType, Device, GeluApprox, Reduction, RoundingMode, Scalar, SplitSize, Tensor, TensorError,
+    s, DType, GeluApprox, Reduction, RoundingMode, Scalar, SplitSize, Tensor, TensorError,
 };
 
-const CPU: Device = Device::Cpu;
-
-fn f32t(v: &[f32], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape, CPU).unwrap()
-}
-fn i64t(v: &[i64], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape, CPU).unwrap()
-}
-fn boolt(v: &[bool], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape, CPU).unwrap()
-}
-fn f32s(t: &Tensor) -> Vec<f32> {
-    t.to_vec_as::<f32>().unwrap()
-}
-fn i64s(t: &Tensor) -> Vec<i64> {
-    t.to_vec_as::<i64>().unwrap()
-}
+use super::common::{boolt, f32s, f32t, i64s, i64t, CPU};
 /// The bit patterns, so that -0.0 and +0.0 differ, and every NaN (whatever
 /// its sign and payload) is one value equal to itself.
 fn bits(v: &[f32]) -> Vec<u32> {

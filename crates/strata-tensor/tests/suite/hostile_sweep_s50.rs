@@ -71,25 +71,9 @@
 //!   the elements before the bad one and then raises; strata raises first
 //!   and leaves self unchanged (the crate's rule).
 
-use strata_tensor::{DType, Device, RoundingMode, Scalar, Tensor, TensorError};
+use strata_tensor::{DType, RoundingMode, Scalar, Tensor, TensorError};
 
-const CPU: Device = Device::Cpu;
-
-fn f32t(v: &[f32], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape, CPU).unwrap()
-}
-fn i64t(v: &[i64], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape, CPU).unwrap()
-}
-fn boolt(v: &[bool], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape, CPU).unwrap()
-}
-fn f64s(t: &Tensor) -> Vec<f64> {
-    t.to_vec_as::<f64>().unwrap()
-}
-fn i64s(t: &Tensor) -> Vec<i64> {
-    t.to_vec_as::<i64>().unwrap()
-}
+use super::common::{boolt, f32t, f64s, i64s, i64t, CPU};
 /// A view of a fresh zero tensor of 1000 elements of `dtype`.
 fn strided(shape: &[i64], strides: &[i64], dtype: DType) -> Tensor {
     Tensor::zeros(&[1000], dtype, CPU)

@@ -7,6 +7,7 @@
 //! or NCCL, or replay the conformance programs stay binaries of their own in
 //! `tests/`.
 
+mod common;
 mod div_and_cross_entropy;
 mod errors;
 mod fuzz_ops_fixes;
