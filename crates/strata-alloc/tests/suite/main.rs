@@ -37,5 +37,6 @@ mod pytorch_tests_s38;
 mod pytorch_tests_s40;
 mod pytorch_tests_s42;
 mod pytorch_tests_s49;
+mod pytorch_tests_s51;
 mod recycling;
 mod settings;
