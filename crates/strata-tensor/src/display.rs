@@ -303,19 +303,18 @@ impl fmt::Display for Tensor {
             };
             p.write_dim(&mut body, 0, 0, 7);
         }
-        write!(f, "tensor({body}")?;
         // PyTorch's order of suffixes: device, size, dtype.
+        let mut suffixes = Vec::new();
         if self.device() != Device::Cpu {
-            write!(f, ", device='{}'", self.device())?;
+            suffixes.push(format!("device='{}'", self.device()));
         }
         if self.numel() == 0 && self.shape() != [0] {
             let dims: Vec<String> = self.shape().iter().map(|d| d.to_string()).collect();
-            write!(
-                f,
-                ", size=({}{})",
+            suffixes.push(format!(
+                "size=({}{})",
                 dims.join(", "),
                 if dims.len() == 1 { "," } else { "" }
-            )?;
+            ));
         }
         // An empty tensor has no elements to show that it holds integers or
         // bools, so, as in PyTorch, every dtype but the default float one
@@ -326,10 +325,37 @@ impl fmt::Display for Tensor {
             matches!(self.dtype(), DType::F32 | DType::I64 | DType::Bool)
         };
         if !default_dtype {
-            write!(f, ", dtype={}", self.dtype().torch_name())?;
+            suffixes.push(format!("dtype={}", self.dtype().torch_name()));
         }
-        write!(f, ")")
+        f.write_str(&with_suffixes(format!("tensor({body}"), &suffixes))
     }
+}
+
+/// PyTorch's `_add_suffixes`: each suffix goes on the last line after `, `
+/// unless the line would pass 80 columns, when it starts a new line indented
+/// under `tensor(` (`...  255.0000],\n       dtype=torch.float16)`). The
+/// line lengths are PyTorch's own reckoning: the last line's length plus 2
+/// (its `rfind("\n")` arithmetic), then plus each suffix and its `, `.
+fn with_suffixes(mut s: String, suffixes: &[String]) -> String {
+    const LINE_WIDTH: usize = 80;
+    const INDENT: usize = "tensor(".len();
+    let mut last_line = match s.rfind('\n') {
+        Some(i) => s.len() - i + 1,
+        None => s.len() + 2,
+    };
+    for suffix in suffixes {
+        if last_line + suffix.len() + 2 > LINE_WIDTH {
+            s.push_str(",\n");
+            s.push_str(&" ".repeat(INDENT));
+            last_line = INDENT + suffix.len();
+        } else {
+            s.push_str(", ");
+            last_line += suffix.len() + 2;
+        }
+        s.push_str(suffix);
+    }
+    s.push(')');
+    s
 }
 
 #[cfg(test)]

@@ -1023,8 +1023,10 @@ impl Tensor {
     }
 
     /// The gradient of [`Tensor::gelu`]: `self * gelu'(x)` for the upstream
-    /// gradient `self` and GELU's input `x` (broadcasting as a binary op), in
-    /// one pass (PyTorch's `gelu_backward`); f16/bf16 compute in f32.
+    /// gradient `self` and GELU's input `x` (broadcasting and type promotion
+    /// as a binary op: an integer or bool operand beside a float one computes
+    /// in the float dtype, two non-float operands are an error), in one pass
+    /// (PyTorch's `gelu_backward`); f16/bf16 compute in f32.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, GeluApprox};
@@ -1039,11 +1041,14 @@ impl Tensor {
             GeluApprox::None => BinaryOp::GeluBackward,
             GeluApprox::Tanh => BinaryOp::GeluTanhBackward,
         };
-        if !self.dtype().is_float() || !x.dtype().is_float() {
+        // PyTorch promotes the two (an integer or bool gradient beside a
+        // float input computes in the float dtype); its kernel takes only a
+        // float promoted type.
+        if !result_type(&[Operand::Tensor(self), Operand::Tensor(x)]).is_float() {
             return Err(TensorError::dtype(
                 "gelu_backward",
                 format!(
-                    "the gradient and the input must be float tensors, not {} and {}",
+                    "the gradient and the input must promote to a float dtype, not {} and {}",
                     self.dtype(),
                     x.dtype()
                 ),

@@ -385,7 +385,8 @@ impl Tensor {
     /// `F.embedding(indices, weight, padding_idx)`: the rows of the 2-D
     /// `weight` (V, D) selected by `indices` (i64 or i32, any shape, each in
     /// `[0, V)`), shaped `indices.shape + [D]`. `padding_idx` must lie in
-    /// `[-V, V)`; it only changes gradients (see strata-autograd).
+    /// `[-V, V)` or be 0 (which PyTorch takes even with no row); it only
+    /// changes gradients (see strata-autograd).
     pub fn embedding(
         indices: &Tensor,
         weight: &Tensor,
@@ -412,7 +413,9 @@ impl Tensor {
         }
         let v = weight.shape()[0] as i64;
         if let Some(p) = padding_idx {
-            if p < -v || p >= v {
+            // PyTorch checks a positive padding_idx against V and a negative
+            // one against -V; 0 is taken as it is, even with no row.
+            if (p > 0 && p >= v) || p < -v {
                 return Err(TensorError::index(
                     OP,
                     format!("padding_idx {p} must lie in [-{v}, {v})"),

@@ -210,12 +210,16 @@ fn layer_norm_operands<const N: usize>(
 }
 
 /// Checks class targets and returns them as contiguous i64 `[rows]`.
+///
+/// `long_only`: the targets must be i64 (see [`nd_targets_long_only`]),
+/// checked after their shape and before their values, as PyTorch does.
 fn class_targets(
     op: &'static str,
     target: &Tensor,
     rows_shape: &[usize],
     classes: usize,
     ignore_index: i64,
+    long_only: bool,
 ) -> Result<Tensor> {
     if !matches!(target.dtype(), DType::I64 | DType::U8) {
         return Err(TensorError::dtype(
@@ -232,6 +236,17 @@ fn class_targets(
             format!(
                 "the target has shape {:?}, expected {rows_shape:?} (the input's shape without the class dim)",
                 target.shape()
+            ),
+        ));
+    }
+    if long_only && target.dtype() != DType::I64 {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "class targets of an input of 3 or more dims must be int64, not {} (PyTorch's \
+                 (N, C, d1, ...) loss reads them as int64: \"expected scalar type Long but found Byte\"); \
+                 convert with to_dtype(DType::I64)",
+                target.dtype()
             ),
         ));
     }
@@ -265,6 +280,16 @@ fn class_targets(
         t.remember_value_range_besides(lo, hi, ignore_index, stamp);
     }
     Ok(t)
+}
+
+/// Whether the class targets of `x` must be i64: PyTorch computes the loss
+/// of an input of 3 or more dims (N, C, d1, ...) with `nll_loss2d`, which
+/// reads its targets as int64 and refuses u8 ones ("expected scalar type Long
+/// but found Byte"), except where a reduced loss returns before it reads
+/// them (no target; an unreduced loss reads them even then). Inputs of 1 or
+/// 2 dims take u8 targets.
+fn nd_targets_long_only(x: &Tensor, target: &Tensor, reduction: Reduction) -> bool {
+    x.ndim() >= 3 && (reduction == Reduction::None || target.numel() > 0)
 }
 
 /// With no class, only ignored targets are valid (PyTorch's loss is then
@@ -642,8 +667,10 @@ impl Tensor {
 
     /// `F.cross_entropy(self, target, weight, ignore_index, reduction,
     /// label_smoothing)` over class logits (C), (N, C) or (N, C, d1, ...)
-    /// with class-index targets (i64 or u8) or class-probability targets (a
-    /// float tensor of self's shape).
+    /// with class-index targets (i64, or u8 for an input of 1 or 2 dims
+    /// unless a label-smoothed, weighted mean reads them as an index, as in
+    /// PyTorch) or class-probability targets (a float tensor of self's
+    /// shape).
     pub fn cross_entropy(&self, target: &Tensor, args: CrossEntropyArgs) -> Result<Tensor> {
         Ok(self.cross_entropy_forward(target, args)?.0)
     }
@@ -747,7 +774,32 @@ impl Tensor {
         // PyTorch's view of an (N, 0, d1) input fails before it reads a
         // target.
         check_no_class_nd(OP, self, classes, target.numel())?;
-        let t = class_targets(OP, target, &rows_shape, classes, args.ignore_index)?;
+        let long_only = nd_targets_long_only(self, target, args.reduction);
+        let t = class_targets(
+            OP,
+            target,
+            &rows_shape,
+            classes,
+            args.ignore_index,
+            long_only,
+        )?;
+        // PyTorch's smoothed, weighted mean divides by the weights of the
+        // kept targets, gathered with the targets as the index
+        // (`weight.gather(0, target.masked_select(~ignore_mask))`), and
+        // gather refuses a u8 index that holds an element.
+        if eps > 0.0
+            && w.is_some()
+            && args.reduction == Reduction::Mean
+            && target.dtype() == DType::U8
+            && t.ne(args.ignore_index)?.sum(None, false)?.item::<i64>()? > 0
+        {
+            return Err(TensorError::dtype(
+                OP,
+                "a label-smoothed, weighted mean needs int64 class targets, not u8 (PyTorch \
+                 gathers the weights with the targets: \"gather(): Expected dtype int32/int64 \
+                 for index\"); convert with to_dtype(DType::I64)",
+            ));
+        }
         let acc = acc_dtype(self.dtype());
         let lse = Tensor::uninit("cross_entropy", &[rows, 2], acc, self.device())?;
         let nll = Tensor::uninit("cross_entropy", &[rows], acc, self.device())?;
@@ -873,6 +925,7 @@ impl Tensor {
             &rows_shape,
             classes,
             args.ignore_index,
+            false,
         )?;
         let lse = saved.lse.contiguous()?;
         let g = grad.to_dtype(acc)?;
@@ -923,7 +976,8 @@ impl Tensor {
 
     /// `F.nll_loss(self, target, weight, ignore_index, reduction)`:
     /// `loss_i = -w[t_i] * self_i[t_i]` over log-probabilities (C), (N, C)
-    /// or (N, C, d1, ...); class targets i64 or u8.
+    /// or (N, C, d1, ...); class targets i64, or u8 for an input of 1 or 2
+    /// dims (PyTorch's (N, C, d1, ...) loss refuses u8 targets).
     pub fn nll_loss(
         &self,
         target: &Tensor,
@@ -937,7 +991,8 @@ impl Tensor {
         let (x, rows_shape, classes) = class_rows(OP, self)?;
         check_class_weight(OP, self, weight, classes)?;
         check_no_class_nd(OP, self, classes, target.numel())?;
-        let t = class_targets(OP, target, &rows_shape, classes, ignore_index)?;
+        let long_only = nd_targets_long_only(self, target, reduction);
+        let t = class_targets(OP, target, &rows_shape, classes, ignore_index, long_only)?;
         let (wt, safe) = nll_weights(&t, weight, ignore_index, acc_dtype(self.dtype()))?;
         let per = if classes == 0 {
             // No class: every target is ignore_index (class_targets), so

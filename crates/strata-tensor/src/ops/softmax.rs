@@ -171,9 +171,10 @@ impl Tensor {
         };
         // The result first: a shape too large to store is named as cumsum's.
         let out = Tensor::uninit("cumsum", self.shape(), target, self.device())?;
-        if target == DType::Bool {
-            // 0-d or empty (checked above): PyTorch fills a 0-d result with
-            // the input itself.
+        if target == DType::Bool || self.ndim() == 0 {
+            // PyTorch fills a 0-d result with the input itself (converted;
+            // not summed onto 0, so -0.0 stays -0.0), and a bool one can
+            // only be 0-d or empty (checked above).
             if self.numel() > 0 {
                 out.copy_(self)?;
             }

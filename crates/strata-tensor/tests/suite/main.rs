@@ -31,6 +31,7 @@ mod hostile_sweep_s45;
 mod hostile_sweep_s48;
 mod hostile_sweep_s49;
 mod hostile_sweep_s50;
+mod hostile_sweep_s51;
 mod interop;
 mod masked_select;
 mod math;

@@ -350,8 +350,23 @@ fn softmax_backward_block<T: Element>(
     log: bool,
     fused: bool,
 ) {
-    let mut s = vec![T::Acc::ZERO; inner];
-    for k in 0..n {
+    // Along the last dim PyTorch's vectorized reduction starts from the
+    // row's first term, not from 0 (its other kernel starts from 0): the
+    // sum of a row of -0.0 terms is -0.0 there, and the gradient of a row
+    // of -0.0 output gradients +0.0 (`y (g - s)`, `g - exp(y) s`).
+    let (mut s, from) = if fused || n == 0 {
+        (vec![T::Acc::ZERO; inner], 0)
+    } else {
+        let first = g[..inner].iter().zip(&y[..inner]).map(|(&gv, &yv)| {
+            if log {
+                gv.to_acc()
+            } else {
+                gv.to_acc().mul(yv.to_acc())
+            }
+        });
+        (first.collect(), 1)
+    };
+    for k in from..n {
         let row = k * inner..(k + 1) * inner;
         for ((si, &gv), &yv) in s.iter_mut().zip(&g[row.clone()]).zip(&y[row]) {
             *si = if log {
