@@ -551,6 +551,37 @@ fn the_registry_opens_cuda_devices() {
     ));
 }
 
+/// The process-wide pinned allocator of a GPU takes the pinned limits of a
+/// later `set_allocator_settings`, as PyTorch's host allocator reads
+/// `pinned_max_round_threshold_mb` and `pinned_max_cached_size_mb` where it
+/// uses them (session 50's change, simulated in `hostile_sweep_s50.rs`).
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn the_cuda_pinned_allocator_follows_the_process_wide_settings() {
+    let (_d, _l) = gpu_or_skip!();
+    let p = strata_alloc::pinned::cuda_allocator(0).unwrap();
+    let before = p.limits();
+    strata_alloc::set_allocator_settings(
+        "pinned_max_round_threshold_mb:2,pinned_max_cached_size_mb:16",
+    )
+    .unwrap();
+    assert_eq!(p.limits().max_round_threshold, 2 * MIB);
+    assert_eq!(p.limits().max_cached_size, 16 * MIB);
+    // Above the 2 MiB threshold a buffer gets its own size in pages, not
+    // its size class.
+    let b = p.allocate(3 * MIB + 1).unwrap();
+    assert_eq!(b.capacity(), 3 * MIB + 4096);
+    drop(b);
+    // Below it, the size class as before.
+    let b = p.allocate(10_000).unwrap();
+    assert_eq!(b.capacity(), 12_288);
+    drop(b);
+    // A refused string changes nothing.
+    assert!(strata_alloc::set_allocator_settings("pinned_max_cached_size_mb:x").is_err());
+    assert_eq!(p.limits().max_cached_size, 16 * MIB);
+    p.set_limits(before);
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn pinned_buffers_feed_async_copies_and_wait_for_them() {
