@@ -520,14 +520,19 @@ impl State {
         self.observed = self.history.enabled() || self.tracking;
     }
 
-    /// Forgets what history recorded and goes on recording (PyTorch's
-    /// `clear_history=True`): no entries, and the live allocations count as
-    /// made before recording started.
+    /// Forgets the recorded entries and goes on recording (PyTorch's
+    /// `clear_history=True`, which clears its trace buffer only): the live
+    /// allocations keep their records (call sites, order, backtraces), and
+    /// segments the call sites of their first mapping, as PyTorch's blocks
+    /// keep `context_when_allocated` and `context_when_segment_allocated`.
     pub fn clear_history(&mut self) {
         if self.history.enabled() {
             let (capacity, rec) = (self.history.capacity(), self.history.rec);
+            let backtraces = std::mem::take(&mut self.history.backtraces);
+            let segment_sites = std::mem::take(&mut self.history.segment_sites);
             self.history.reset(Some(capacity), rec);
-            self.forget_recorded_blocks();
+            self.history.backtraces = backtraces;
+            self.history.segment_sites = segment_sites;
         }
     }
 

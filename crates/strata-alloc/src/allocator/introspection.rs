@@ -194,9 +194,13 @@ impl CachingAllocator {
         })
     }
 
-    /// Forgets the recorded events and the live allocations' records and
-    /// goes on recording (PyTorch's `_record_memory_history(...,
-    /// clear_history=True)`). Nothing happens while history is off.
+    /// Forgets the recorded events and goes on recording (PyTorch's
+    /// `_record_memory_history(..., clear_history=True)`, which clears its
+    /// trace buffer only). Allocations still live keep their call sites
+    /// (in snapshots, [`allocation_origin`](Self::allocation_origin), the
+    /// reports by site, and the entries of their frees), as PyTorch's blocks
+    /// keep the context of their allocation. Nothing happens while history
+    /// is off.
     pub fn clear_history(&self) {
         self.state.lock().clear_history();
     }

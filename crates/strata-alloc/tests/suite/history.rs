@@ -149,22 +149,44 @@ fn every_ring_size_keeps_exactly_the_newest_entries() {
     }
 }
 
-/// Allocations made before history was cleared have no call site; those
-/// made after have theirs, also while their free waits for another stream.
+/// Clearing the history (PyTorch's `clear_history=True`) clears the trace
+/// buffer only: an allocation made before keeps its call site, as PyTorch's
+/// block keeps `context_when_allocated` (in a snapshot, the reports by site
+/// and the entries of its free, which carry the allocation's context when
+/// the free's own is not recorded); those made after have theirs, also
+/// while their free waits for another stream.
 #[test]
-fn clearing_history_forgets_earlier_allocations() {
+fn clearing_history_keeps_the_call_sites_of_live_allocations() {
     let d = Arc::new(SimDriver::new(1 << 34, 2 << 20));
     let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse("").unwrap());
     a.record_history(Some(1000));
+    let line_before = line!() + 1;
     let before = a.allocate_raw(4096, StreamId::DEFAULT).unwrap();
     a.clear_history();
     assert!(a.history().is_empty() && a.history_enabled());
     let line = line!() + 1;
     let after = a.allocate_raw(8192, StreamId::DEFAULT).unwrap();
     let sites = a.live_by_site(10).unwrap();
-    assert_eq!(sites.len(), 1, "{sites:?}");
-    assert_eq!((sites[0].count, sites[0].bytes), (1, 8192));
-    assert_eq!(sites[0].site.unwrap().line, line);
+    let lines: Vec<_> = sites
+        .iter()
+        .map(|s| (s.site.unwrap().line, s.count, s.bytes))
+        .collect();
+    assert_eq!(lines, vec![(line, 1, 8192), (line_before, 1, 4096)]);
+    let snapshot_site = |ptr: u64| {
+        a.snapshot()
+            .iter()
+            .flat_map(|s| s.blocks.clone())
+            .find(|b| b.address == ptr)
+            .and_then(|b| b.site)
+            .map(|s| s.line)
+    };
+    assert_eq!(snapshot_site(before.ptr()), Some(line_before));
+    assert_eq!(
+        a.allocation_origin(before.ptr())
+            .and_then(|o| o.site)
+            .map(|s| s.line),
+        Some(line_before)
+    );
     // Waiting for stream 9: still live, still at its line.
     a.record_stream(&after, StreamId(9)).unwrap();
     let after_ptr = after.ptr();
@@ -184,7 +206,16 @@ fn clearing_history_forgets_earlier_allocations() {
     };
     assert_eq!(site_of(Action::FreeRequested, after_ptr), Some(Some(line)));
     assert_eq!(site_of(Action::FreeCompleted, after_ptr), Some(Some(line)));
-    assert_eq!(site_of(Action::FreeCompleted, before_ptr), Some(None));
+    assert_eq!(
+        site_of(Action::FreeCompleted, before_ptr),
+        Some(Some(line_before))
+    );
+    // Stopping forgets them: a new recording starts with no live record.
+    let kept = a.allocate_raw(4096, StreamId::DEFAULT).unwrap();
+    a.record_history(None);
+    a.record_history(Some(1000));
+    assert!(a.live_by_site(10).unwrap().is_empty());
+    a.free_raw(kept).unwrap();
 }
 
 /// PyTorch's `_record_memory_history` called while recording keeps the
