@@ -34,6 +34,11 @@
 //! Checkpoints nest (an inner checkpoint in a recomputed forward checkpoints
 //! again), compose with autocast, and accept views as inputs.
 //!
+//! `f` must be deterministic (its randomness drawn from the default
+//! generator, which is replayed): a recomputed output of another shape,
+//! dtype or device than the forward's makes the backward fail with
+//! [`AutogradError::Checkpoint`], as PyTorch's `CheckpointError`.
+//!
 //! `f` may register gradient hooks ([`Var::register_hook`]) on its inputs
 //! and on the values it computes from them, as in PyTorch (whose forward
 //! runs with grad mode on, so that they require grad): the forward's
@@ -405,6 +410,8 @@ where
     // pass's whole gradient.
     let weak_params: Vec<std::sync::Weak<VarInner>> =
         params.iter().map(|p| Arc::downgrade(p.inner())).collect();
+    // The output's metadata, which the recomputation must reproduce.
+    let (out_shape, out_dtype, out_device) = (out.shape().to_vec(), out.dtype(), out.device());
     // The node's check before a backward pass (`Node::expect_versions`)
     // compares the inputs with their versions before `f` and the captured
     // parameters with theirs at first use.
@@ -428,6 +435,29 @@ where
             let _remaking = Counted::enter(&REMAKING);
             f(&leaves)?
         };
+        // A function that is not deterministic (it made another shape or
+        // dtype the second time) is refused, as PyTorch's checkpoint refuses
+        // recomputed values whose metadata differ from the forward's
+        // (`CheckpointError`); strata back-propagated through the
+        // recomputed f64 output of an f32 forward.
+        if out.shape() != out_shape.as_slice()
+            || out.dtype() != out_dtype
+            || out.device() != out_device
+        {
+            return Err(AutogradError::Checkpoint {
+                msg: format!(
+                    "the recomputed output is {} {:?} on {}, the forward's was {} {:?} on {}: \
+                     the checkpointed function must compute the same thing each time it runs \
+                     (its randomness from the default generator, which checkpoint replays)",
+                    out.dtype(),
+                    out.shape(),
+                    out.device(),
+                    out_dtype,
+                    out_shape,
+                    out_device
+                ),
+            });
+        }
         let mut grads: Vec<Option<Tensor>> = vec![None; needs.len()];
         if out.requires_grad() {
             // The recomputation does what the pass that reached it does:

@@ -59,6 +59,27 @@ fn check_linear(op: &'static str, x: &Var, weight: &Var, bias: Option<&Var>) -> 
     })
 }
 
+/// Refuses a bias whose dtype is not the weight's (after autocast, if any,
+/// cast them): PyTorch's `F.linear` adds the bias inside `addmm`, which
+/// refuses it ("self and mat2 must have the same dtype, but got Double and
+/// Float"), also in an autocast region (an f64 bias is not cast). strata
+/// added such a bias after the product, promoting the result.
+fn check_bias_dtype(op: &'static str, weight: &Var, bias: Option<&Var>) -> Result<()> {
+    match bias {
+        Some(b) if b.dtype() != weight.dtype() => Err(TensorError::DType {
+            op,
+            msg: format!(
+                "the bias is {} but the weight is {}; they must match (PyTorch's F.linear \
+                 refuses it too): convert the bias with to_dtype",
+                b.dtype(),
+                weight.dtype()
+            ),
+        }
+        .into()),
+        _ => Ok(()),
+    }
+}
+
 impl Var {
     /// `self @ weight^T + bias` for `self` of shape `[..., in]`, `weight`
     /// `[out, in]` and `bias` `[out]`; the result is `[..., out]`. As
@@ -76,6 +97,7 @@ impl Var {
     }
 
     fn linear_uncast(&self, weight: &Var, bias: Option<&Var>) -> Result<Var> {
+        check_bias_dtype("linear", weight, bias)?;
         if weight.ndim() == 1 {
             // `F.linear` with a weight `[in]` (no bias, checked): the
             // product with a vector, of shape `[...]`.
@@ -91,8 +113,9 @@ impl Var {
         } else {
             self.reshape(&[rows_of("linear", self.shape())?, in_f])?
         };
-        // With a bias of the product's dtype, `addmm` (one rounding, as
-        // PyTorch's `F.linear`); else the product, then a promoting add.
+        // With a bias (of the weight's dtype, checked), `addmm` (one
+        // rounding, as PyTorch's `F.linear`); an input of another dtype
+        // than the weight's is the product's dtype error.
         let y = match bias {
             Some(b) if b.dtype() == x2.dtype() && x2.dtype() == weight.dtype() => {
                 b.addmm_uncast(&x2, &weight.t()?)?
@@ -154,6 +177,7 @@ impl Var {
         weight: &Var,
         bias: Option<&Var>,
     ) -> Result<Var> {
+        check_bias_dtype("gelu_linear", weight, bias)?;
         let (in_f, out_f) = (weight.shape()[1], weight.shape()[0]);
         let x_shape = self.shape().to_vec();
         let mut out_shape: Vec<i64> = x_shape[..x_shape.len() - 1]
@@ -165,8 +189,8 @@ impl Var {
         let x2 = self.data().reshape(&[rows, in_f as i64])?;
         let h = x2.gelu(approximate)?;
         let wt = weight.data().t()?;
-        // The bias added in the product's accumulator where the dtypes
-        // allow (`linear`'s rule).
+        // The bias (of the weight's dtype, checked) added in the product's
+        // accumulator (`linear`'s rule).
         let y = match bias {
             Some(b) if b.dtype() == h.dtype() && h.dtype() == wt.dtype() => {
                 b.data().addmm(&h, &wt)?

@@ -39,6 +39,7 @@ mod hostile_sweep_s44;
 mod hostile_sweep_s45;
 mod hostile_sweep_s48;
 mod hostile_sweep_s49;
+mod hostile_sweep_s51;
 mod inplace_views;
 mod optim_options_s44;
 mod optim_state;

@@ -703,6 +703,18 @@ impl Tensor {
                 ),
             ));
         }
+        // PyTorch: "ignore_index is not supported for floating point target"
+        // (a negative one, such as the default -100, is taken).
+        if target.dtype().is_float() && args.ignore_index >= 0 {
+            return Err(TensorError::value(
+                OP,
+                format!(
+                    "ignore_index {} is not supported for probability targets (PyTorch takes \
+                     only a negative one); leave it at the default -100",
+                    args.ignore_index
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -27,6 +27,10 @@
 //!   targets as int64 and raises "expected scalar type Long but found Byte"
 //!   (unless a reduced loss has no target to read). Inputs of 1 or 2 dims
 //!   still take u8 targets, as in PyTorch.
+//! * `cross_entropy` with probability targets took an `ignore_index` of 0
+//!   or more (and ignored it); PyTorch raises "ignore_index is not
+//!   supported for floating point target" (found by the session's
+//!   autograd sweep).
 //! * `cross_entropy` with label smoothing, a class weight and the mean
 //!   reduction took u8 targets; PyTorch divides by
 //!   `weight.gather(0, target.masked_select(~ignore_mask))`, and `gather`
@@ -272,6 +276,28 @@ fn smoothed_weighted_mean_cross_entropy_refuses_u8_targets() {
         )
         .unwrap();
     assert!((l.item::<f32>().unwrap() - 1.407_605_8).abs() < 1e-6);
+}
+
+/// Probability targets take no `ignore_index` of 0 or more (found by the
+/// session's autograd sweep; the check is `check_cross_entropy_args`, which
+/// `Var::cross_entropy` runs too).
+#[test]
+fn probability_targets_refuse_a_non_negative_ignore_index() {
+    let x = f32t(&[-1.0, -2.0, -0.5, -0.1], &[2, 2]);
+    let t = f32t(&[0.25, 0.75, 1.0, 0.0], &[2, 2]);
+    let args = |ignore_index| CrossEntropyArgs {
+        ignore_index,
+        ..Default::default()
+    };
+    // F.cross_entropy(x, t, ignore_index=0) (and 3) -> RuntimeError:
+    //   ignore_index is not supported for floating point target
+    for i in [0, 3] {
+        let e = x.cross_entropy(&t, args(i)).unwrap_err();
+        assert!(matches!(e, TensorError::Value { .. }), "{i}: {e}");
+    }
+    // F.cross_entropy(x, t, ignore_index=-1) -> 0.9881384372711182
+    let l = x.cross_entropy(&t, args(-1)).unwrap();
+    assert!((l.item::<f32>().unwrap() - 0.988_138_44).abs() < 1e-6);
 }
 
 // ----- softmax's backward: the sign of a zero gradient ------------------------------
