@@ -720,9 +720,12 @@ fn cross_entropy_refuses_targets_of_the_wrong_dtype_or_shape() {
     assert!(x3.cross_entropy(&idx(&[0; 6], &[2, 3]), d()).is_err());
 }
 
-/// Class weights of the wrong length, rank or dtype (i64; f64 for f32
-/// logits, which PyTorch refuses: "expected scalar type Float but found
-/// Double") are typed errors, for class and probability targets.
+/// Class weights of the wrong length or rank are typed errors, for class
+/// and probability targets; of the wrong dtype (i64; f64 for f32 logits,
+/// which PyTorch refuses: "expected scalar type Float but found Double"),
+/// for class targets only: with probability targets PyTorch multiplies by
+/// the weight as a tensor op, which promotes (session 51; this test refused
+/// them for both before, without checking PyTorch for probabilities).
 #[test]
 fn cross_entropy_refuses_weights_of_the_wrong_shape_or_dtype() {
     let x = leaf(&[1.0, 2.0, 3.0, 0.5, -1.0, 2.0], &[2, 3]);
@@ -735,13 +738,27 @@ fn cross_entropy_refuses_weights_of_the_wrong_shape_or_dtype() {
         Tensor::from_slice(&[1i64, 1, 1], &[3], CPU).unwrap(),
         tensor(&[1.0; 3], DType::F64),
     ];
-    for w in &bad_weights {
+    for (k, w) in bad_weights.iter().enumerate() {
         let args = CrossEntropyArgs {
             weight: Some(w),
             ..Default::default()
         };
         assert!(x.cross_entropy(&idx(&[0, 1], &[2]), args).is_err(), "{w:?}");
-        assert!(x.cross_entropy(&probs, args).is_err(), "probs {w:?}");
+        if k < 4 {
+            assert!(x.cross_entropy(&probs, args).is_err(), "probs {w:?}");
+        } else {
+            // F.cross_entropy(x, probs, weight=torch.tensor([1, 1, 1])) ->
+            // 1.424458622932434 (f32); with an f64 weight the same value as
+            // an f64 loss.
+            let l = x.cross_entropy(&probs, args).unwrap();
+            let want = if w.dtype() == DType::F64 {
+                DType::F64
+            } else {
+                DType::F32
+            };
+            assert_eq!(l.dtype(), want, "probs {w:?}");
+            assert!((l.item::<f64>().unwrap() - 1.424_458_622_932_434).abs() < 1e-6);
+        }
     }
 }
 

@@ -243,6 +243,45 @@ fn cross_entropy_with_probability_targets_refuses_a_non_negative_ignore_index() 
 
 // ----- checkpointed functions that recompute something else (fixed) -----
 
+/// PyTorch:
+/// ```python
+/// x = torch.tensor([[-1., -2.], [-.5, -.1]], requires_grad=True)
+/// t = torch.tensor([[.25, .75], [1., 0.]])
+/// l = F.cross_entropy(x, t, weight=torch.tensor([1., 2.], dtype=torch.float64))
+/// l    # tensor(1.4806115813553333, dtype=torch.float64)
+/// l.backward(); x.grad    # float32
+/// # [[0.5146762728691101, -0.5146762728691101],
+/// #  [-0.2993438243865967, 0.2993438243865967]]
+/// ```
+/// (strata-tensor refused the f64 weight before session 51.)
+#[test]
+fn cross_entropy_with_probability_targets_promotes_the_class_weight() {
+    let t = tensor_of(&[0.25, 0.75, 1.0, 0.0], &[2, 2], DType::F32);
+    let w = tensor_of(&[1.0, 2.0], &[2], DType::F64);
+    let x = leaf(&[-1.0, -2.0, -0.5, -0.1], &[2, 2], DType::F32);
+    let args = CrossEntropyArgs {
+        weight: Some(&w),
+        ..Default::default()
+    };
+    let l = x.cross_entropy(&t, args).unwrap();
+    assert_eq!(l.dtype(), DType::F64);
+    close(&host(l.data()), &[1.4806115813553333], 1e-12, "loss");
+    l.backward().unwrap();
+    let g = x.grad().unwrap();
+    assert_eq!(g.dtype(), DType::F32);
+    close(
+        &host(&g),
+        &[
+            0.5146762728691101,
+            -0.5146762728691101,
+            -0.2993438243865967,
+            0.2993438243865967,
+        ],
+        1e-6,
+        "x.grad",
+    );
+}
+
 /// A function returning `first(x)` on its first run and `later(x)` after.
 fn changing(
     first: fn(&Var) -> strata_autograd::Result<Var>,

@@ -330,11 +330,17 @@ fn check_no_class_nd(op: &'static str, x: &Tensor, classes: usize, targets: usiz
     Ok(())
 }
 
+/// Checks a class weight: `[classes]`, on the input's device and (with
+/// `same_dtype`: class-index targets, whose kernels take one dtype) of the
+/// input's dtype. With probability targets PyTorch multiplies by the weight
+/// as a tensor op, which promotes (an f64 weight of f32 logits gives an f64
+/// loss).
 fn check_class_weight(
     op: &'static str,
     x: &Tensor,
     w: Option<&Tensor>,
     classes: usize,
+    same_dtype: bool,
 ) -> Result<()> {
     if let Some(w) = w {
         same_device(op, x, w)?;
@@ -347,7 +353,7 @@ fn check_class_weight(
                 ),
             ));
         }
-        if w.dtype() != x.dtype() {
+        if same_dtype && w.dtype() != x.dtype() {
             return Err(TensorError::dtype(
                 op,
                 format!(
@@ -692,7 +698,7 @@ impl Tensor {
             1 => self.shape()[0],
             _ => self.shape()[1],
         };
-        check_class_weight(OP, self, args.weight, classes)?;
+        check_class_weight(OP, self, args.weight, classes, !target.dtype().is_float())?;
         if target.dtype().is_float() && target.shape() != self.shape() {
             return Err(TensorError::shape(
                 OP,
@@ -927,7 +933,7 @@ impl Tensor {
             ));
         }
         check_label_smoothing(OP, args.label_smoothing)?;
-        check_class_weight(OP, self, args.weight, classes)?;
+        check_class_weight(OP, self, args.weight, classes, true)?;
         // Targets in [0, classes) or ignore_index (checked as the forward does).
         let target = class_targets(
             OP,
@@ -1001,7 +1007,7 @@ impl Tensor {
         float_only(OP, self)?;
         same_device(OP, self, target)?;
         let (x, rows_shape, classes) = class_rows(OP, self)?;
-        check_class_weight(OP, self, weight, classes)?;
+        check_class_weight(OP, self, weight, classes, true)?;
         check_no_class_nd(OP, self, classes, target.numel())?;
         let long_only = nd_targets_long_only(self, target, reduction);
         let t = class_targets(OP, target, &rows_shape, classes, ignore_index, long_only)?;

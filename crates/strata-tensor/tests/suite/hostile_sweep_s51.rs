@@ -31,6 +31,10 @@
 //!   or more (and ignored it); PyTorch raises "ignore_index is not
 //!   supported for floating point target" (found by the session's
 //!   autograd sweep).
+//! * `cross_entropy` with probability targets refused a class weight of
+//!   another dtype than the logits'; PyTorch multiplies by it as a tensor
+//!   op, which promotes (an f64 weight of f32 logits: an f64 loss; found by
+//!   the session's autograd sweep).
 //! * `cross_entropy` with label smoothing, a class weight and the mean
 //!   reduction took u8 targets; PyTorch divides by
 //!   `weight.gather(0, target.masked_select(~ignore_mask))`, and `gather`
@@ -298,6 +302,35 @@ fn probability_targets_refuse_a_non_negative_ignore_index() {
     // F.cross_entropy(x, t, ignore_index=-1) -> 0.9881384372711182
     let l = x.cross_entropy(&t, args(-1)).unwrap();
     assert!((l.item::<f32>().unwrap() - 0.988_138_44).abs() < 1e-6);
+}
+
+/// With probability targets the class weight multiplies as a tensor op and
+/// promotes (found by the session's autograd sweep); class-index targets
+/// still take only the input's dtype.
+#[test]
+fn probability_targets_promote_a_class_weight_of_another_dtype() {
+    let x = f32t(&[-1.0, -2.0, -0.5, -0.1], &[2, 2]);
+    let t = f32t(&[0.25, 0.75, 1.0, 0.0], &[2, 2]);
+    let w64 = Tensor::from_slice(&[1.0f64, 2.0], &[2], CPU).unwrap();
+    let args = |w| CrossEntropyArgs {
+        weight: Some(w),
+        ..Default::default()
+    };
+    // F.cross_entropy(x, t, weight=torch.tensor([1., 2.], dtype=torch.float64))
+    //   -> tensor(1.4806115813553333, dtype=torch.float64)
+    let l = x.cross_entropy(&t, args(&w64)).unwrap();
+    assert_eq!(l.dtype(), DType::F64);
+    assert!((l.item::<f64>().unwrap() - 1.480_611_581_355_333_3).abs() < 1e-12);
+    // weight=torch.tensor([1, 2]) -> tensor(1.4806115627288818) (f32)
+    let wi = i64t(&[1, 2], &[2]);
+    let l = x.cross_entropy(&t, args(&wi)).unwrap();
+    assert_eq!(l.dtype(), DType::F32);
+    assert!((l.item::<f32>().unwrap() - 1.480_611_6).abs() < 1e-6);
+    // Class targets: F.cross_entropy(x, torch.tensor([0, 1]), weight=w64)
+    //   -> RuntimeError: expected scalar type Float but found Double
+    let ti = i64t(&[0, 1], &[2]);
+    let e = x.cross_entropy(&ti, args(&w64)).unwrap_err();
+    assert!(matches!(e, TensorError::DType { .. }), "{e}");
 }
 
 // ----- softmax's backward: the sign of a zero gradient ------------------------------
