@@ -1328,6 +1328,30 @@ fn losses_and_dropout_match_cpu() -> Result<()> {
             &x.to(dev)?
                 .nll_loss(&t.to(dev)?, None, -100, Reduction::Sum)?,
         );
+        // Probability targets with an f64 class weight: the product
+        // promotes, to an f64 loss (session 51).
+        let p = data(&[9, 5], dtype, 4)?.softmax(1, None)?;
+        let w64 = data(&[5], DType::F64, 5)?.abs()?;
+        let gw64 = w64.to(dev)?;
+        let weighted = |w| strata_tensor::CrossEntropyArgs {
+            weight: Some(w),
+            ..Default::default()
+        };
+        let l = x.cross_entropy(&p, weighted(&w64))?;
+        let gl = x.to(dev)?.cross_entropy(&p.to(dev)?, weighted(&gw64))?;
+        assert_eq!((l.dtype(), gl.dtype()), (DType::F64, DType::F64));
+        // The log-probabilities are the logits' dtype on each device (a few
+        // of its ulps apart), the products and their sum f64.
+        let (a, b) = (l.item::<f64>()?, gl.item::<f64>()?);
+        let tol = match dtype {
+            DType::F64 => 1e-12,
+            DType::F32 => 1e-5,
+            _ => 2e-2,
+        };
+        assert!(
+            (a - b).abs() <= tol * a.abs(),
+            "{dtype}: cpu {a} vs gpu {b}"
+        );
         // The same seed gives the same mask on every device.
         assert_same(
             "dropout",
