@@ -527,12 +527,7 @@ impl State {
     /// keep `context_when_allocated` and `context_when_segment_allocated`.
     pub fn clear_history(&mut self) {
         if self.history.enabled() {
-            let (capacity, rec) = (self.history.capacity(), self.history.rec);
-            let backtraces = std::mem::take(&mut self.history.backtraces);
-            let segment_sites = std::mem::take(&mut self.history.segment_sites);
-            self.history.reset(Some(capacity), rec);
-            self.history.backtraces = backtraces;
-            self.history.segment_sites = segment_sites;
+            self.history.clear_entries();
         }
     }
 

@@ -525,11 +525,6 @@ impl History {
         self.capacity > 0
     }
 
-    /// The bound on entries kept (0 while off).
-    pub fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// Turns recording on with room for `capacity` entries, or off with
     /// `None` (which forgets what was recorded). As in PyTorch, turning it
     /// on while it is on keeps what was recorded: the newest `capacity`
@@ -556,6 +551,18 @@ impl History {
                 true
             }
         }
+    }
+
+    /// Forgets the recorded entries and goes on recording with the same
+    /// bound and options, keeping what describes live memory: the
+    /// backtraces of live allocations and the call sites of segments
+    /// (PyTorch's `clear_history=True` clears its trace buffer only).
+    pub fn clear_entries(&mut self) {
+        let backtraces = std::mem::take(&mut self.backtraces);
+        let segment_sites = std::mem::take(&mut self.segment_sites);
+        self.reset(Some(self.capacity), self.rec);
+        self.backtraces = backtraces;
+        self.segment_sites = segment_sites;
     }
 
     /// Starts afresh: room for `capacity` entries (off with `None`), nothing

@@ -117,9 +117,7 @@ impl Var {
         // rounding, as PyTorch's `F.linear`); an input of another dtype
         // than the weight's is the product's dtype error.
         let y = match bias {
-            Some(b) if b.dtype() == x2.dtype() && x2.dtype() == weight.dtype() => {
-                b.addmm_uncast(&x2, &weight.t()?)?
-            }
+            Some(b) if x2.dtype() == weight.dtype() => b.addmm_uncast(&x2, &weight.t()?)?,
             Some(b) => x2.matmul_uncast(&weight.t()?)?.add(b)?,
             None => x2.matmul_uncast(&weight.t()?)?,
         };
@@ -192,9 +190,7 @@ impl Var {
         // The bias (of the weight's dtype, checked) added in the product's
         // accumulator (`linear`'s rule).
         let y = match bias {
-            Some(b) if b.dtype() == h.dtype() && h.dtype() == wt.dtype() => {
-                b.data().addmm(&h, &wt)?
-            }
+            Some(b) if h.dtype() == wt.dtype() => b.data().addmm(&h, &wt)?,
             Some(b) => h.matmul(&wt)?.add(b.data())?,
             None => h.matmul(&wt)?,
         };

@@ -38,7 +38,7 @@
 //! gradients agree (test `losses_in_an_autocast_region...` covers the
 //! class-weight losses only).
 
-use crate::pytorch_fixture::{host, tensor_of};
+use crate::pytorch_fixture::{close, host, tensor_of};
 use strata_autograd::nn::{Embedding, LayerNorm, Linear, Module};
 use strata_autograd::optim::lr_scheduler::{LinearLr, LrScheduler, SequentialLr, StepLr};
 use strata_autograd::{checkpoint, AutocastGuard, AutogradError, DeviceType, Sgd, Var};
@@ -83,16 +83,6 @@ fn grad(v: &Var) -> Vec<f64> {
 /// Backward from the sum of `v`'s elements.
 fn backward_sum(v: &Var) {
     v.sum(None, false).unwrap().backward().unwrap();
-}
-
-/// Values equal within `tol` relative to the larger magnitude (NaN
-/// matches NaN, infinities must be equal).
-fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
-    let ok = got.len() == want.len()
-        && got.iter().zip(want).all(|(a, b)| {
-            (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * a.abs().max(b.abs())
-        });
-    assert!(ok, "{what}: got {got:?}, want {want:?}");
 }
 
 /// Values equal exactly (NaN matches NaN).

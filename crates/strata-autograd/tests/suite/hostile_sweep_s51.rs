@@ -77,7 +77,7 @@
 //!   (an f64 loss for f32 logits and an f64 weight). The check is
 //!   strata-tensor's (reported, not changed here).
 
-use crate::pytorch_fixture::{host, tensor_of};
+use crate::pytorch_fixture::{close, host, tensor_of};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use strata_autograd::{autocast, checkpoint, AutogradError, DeviceType, Var};
@@ -88,16 +88,6 @@ use strata_tensor::{CrossEntropyArgs, DType, GeluApprox, TensorError};
 /// A leaf of `dtype` that requires grad, of `shape`.
 fn leaf(v: &[f64], shape: &[usize], dtype: DType) -> Var {
     Var::parameter(tensor_of(v, shape, dtype)).unwrap()
-}
-
-/// Values equal within `tol` relative to the larger magnitude.
-fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
-    let ok = got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|(a, b)| a == b || (a - b).abs() <= tol * a.abs().max(b.abs()));
-    assert!(ok, "{what}: got {got:?}, want {want:?}");
 }
 
 /// Whether `e` is a tensor dtype error.

@@ -41,3 +41,13 @@ pub fn check_sgd_result(
         }
     }
 }
+
+/// Values equal within `tol` relative to the larger magnitude (NaN
+/// matches NaN, infinities must be equal).
+pub fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    let ok = got.len() == want.len()
+        && got.iter().zip(want).all(|(a, b)| {
+            (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= tol * a.abs().max(b.abs())
+        });
+    assert!(ok, "{what}: got {got:?}, want {want:?}");
+}
