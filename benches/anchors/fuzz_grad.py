@@ -170,6 +170,11 @@ Seeds from 275 on (S49_SEED) close two more, found in seeds 276 and 278:
   saves the rows' mean and rstd in that dtype, is off by more than 1e-3
   through the rounded mean (`step`).
 
+Seeds from 296 on (S52_SEED) leave out aliased leaf gradients before a
+second backward pass without retain_graph as well (found in seed 295: the
+released graph's second pass runs through nodes that saved no tensors and
+adds into the shared element as the retained one does).
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
@@ -1835,8 +1840,10 @@ def build(rng, pid, dtype=torch.float32, more=False, s43=False, s43b=False, s44=
 
     try:
         backward(second == "retain")
-        if S46 and second == "retain":
-            # Leaf gradients sharing storage (see the docstring, S46_SEED).
+        if S46 and (second == "retain" or (S52 and second is not None)):
+            # Leaf gradients sharing storage (see the docstring, S46_SEED;
+            # from S52_SEED on before a second pass without retain_graph
+            # too, which runs through nodes that saved no tensors).
             ptrs = [t.grad.untyped_storage().data_ptr() for t in p.inputs.values()
                     if t.requires_grad and t.grad is not None and t.grad.numel() > 0]
             if len(set(ptrs)) < len(ptrs):
@@ -1906,6 +1913,14 @@ S46 = False
 # where PyTorch's CPU kernel's rounded mean matters (`step`).
 S49_SEED = 275
 S49 = False
+
+# The first seed whose programs with aliased leaf gradients are left out
+# before a second backward pass without retain_graph too (seed 295's
+# program 1991: `stack` of two 0-d leaves under `sum`, whose gradients are
+# views of one element; the released graph's second pass runs through
+# `stack` and `sub`, which saved nothing, and adds into it twice).
+S52_SEED = 296
+S52 = False
 
 
 def draw_optimizer(cfg, low, scaled):
@@ -2282,10 +2297,11 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    global S45, S46, S49
+    global S45, S46, S49, S52
     S45 = a.seed >= S45_SEED
     S46 = a.seed >= S46_SEED
     S49 = a.seed >= S49_SEED
+    S52 = a.seed >= S52_SEED
     if a.seed >= S44_SEED:
         TYPED.update({torch.float32: "f32", torch.float64: "f64", torch.bfloat16: "bf16",
                       torch.float16: "f16"})

@@ -38,5 +38,6 @@ mod pytorch_tests_s40;
 mod pytorch_tests_s42;
 mod pytorch_tests_s49;
 mod pytorch_tests_s51;
+mod pytorch_tests_s52;
 mod recycling;
 mod settings;
