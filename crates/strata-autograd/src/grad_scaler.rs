@@ -10,8 +10,15 @@
 //! The non-finite check runs on the device: [`GradScaler::unscale_`]
 //! multiplies every gradient by `1/scale` in place and adds `sum(g * 0)`
 //! (0 for a finite gradient, NaN otherwise) into **one** device flag shared
-//! by all parameters; [`GradScaler::step`] reads that flag once (the only
-//! host synchronisation of the step) and skips the update when it is not 0.
+//! by all the optimizer's parameters; [`GradScaler::step`] reads that flag
+//! once (the only host synchronisation of the step) and skips the update
+//! when it is not 0.
+//!
+//! One scaler may drive several optimizers, as PyTorch's (its recipe for
+//! several models and optimizers): each optimizer is unscaled and stepped
+//! at most once per iteration and skips only on its own gradients, and
+//! [`GradScaler::update`] backs off when any optimizer's gradients were
+//! non-finite (session 52; before, a second optimizer's step was refused).
 //!
 //! ```
 //! use strata_autograd::{GradScaler, Optimizer, Sgd, Var};
@@ -51,13 +58,41 @@ pub struct GradScaler {
     growth_interval: u32,
     /// Clean steps since the last change of the scale.
     growth_tracker: u32,
-    /// The device flag of this iteration, once `unscale_` ran.
-    found_inf: Option<Tensor>,
-    /// Whether this iteration's step found a non-finite gradient (set by `step`).
-    skipped: Option<bool>,
+    /// What this iteration did with each optimizer (PyTorch's
+    /// `_per_optimizer_states`): one scaler may drive several optimizers,
+    /// each unscaled and stepped once per iteration.
+    per_optimizer: Vec<OptimizerState>,
+}
+
+/// One optimizer's part of an iteration.
+#[derive(Debug)]
+struct OptimizerState {
+    /// The optimizer's parameters (their identities), which name it.
+    key: Vec<usize>,
+    /// The device flag of its gradients (0 when all are finite), once they
+    /// were checked (by `unscale_`, or by `step`).
+    found_inf: Tensor,
+    /// How many gradients the flag covers (PyTorch records no check for
+    /// an optimizer without gradients, and its `step` refuses it).
+    checked: usize,
     /// The gradients were checked but left scaled for an optimizer that
     /// takes the scale (a step that failed hands it again).
     handed: bool,
+    /// Whether its step found a non-finite gradient, once `step` ran.
+    skipped: Option<bool>,
+    /// Its optimizer's step failed (and was not retried with success): the
+    /// scaler counts no step for it, so `update` leaves it out.
+    failed: bool,
+}
+
+/// The identities of `optimizer`'s parameters: what tells one optimizer's
+/// state from another's (an optimizer may move between calls).
+fn key_of(optimizer: &dyn Optimizer) -> Vec<usize> {
+    optimizer
+        .params()
+        .iter()
+        .map(|p| std::sync::Arc::as_ptr(p.inner()) as usize)
+        .collect()
 }
 
 impl Default for GradScaler {
@@ -75,9 +110,7 @@ impl GradScaler {
             backoff_factor: 0.5,
             growth_interval: 2000,
             growth_tracker: 0,
-            found_inf: None,
-            skipped: None,
-            handed: false,
+            per_optimizer: Vec::new(),
         }
     }
 
@@ -144,25 +177,40 @@ impl GradScaler {
     /// Divides the gradients of `optimizer`'s parameters by the scale in place
     /// and records, on the device, whether any is non-finite. Called by
     /// [`GradScaler::step`] when the caller did not (call it yourself before
-    /// clipping gradients); a second call in the same iteration is an error,
-    /// and so are f16 gradients (as PyTorch's `unscale_` refuses them: keep
-    /// f32 parameters and use autocast; bf16 gradients are accepted). A
-    /// refused call changes nothing.
+    /// clipping gradients). One scaler may drive several optimizers (each
+    /// with its own parameters), as PyTorch's: each is unscaled at most once
+    /// per iteration, before its step; a second call for the same optimizer
+    /// before [`GradScaler::update`], or one after its step, is an error, and
+    /// so are f16 gradients (as PyTorch's `unscale_` refuses them: keep f32
+    /// parameters and use autocast; bf16 gradients are accepted). A refused
+    /// call changes nothing.
     pub fn unscale_(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
-        self.unscale(optimizer, false, true)
+        let key = key_of(optimizer);
+        if let Some(st) = self.per_optimizer.iter().find(|s| s.key == key) {
+            let msg = if st.skipped.is_some() {
+                "unscale_ was called after step for this optimizer; unscale_ before its step, \
+                 and call update() after each iteration's steps"
+            } else {
+                "unscale_ was already called on this optimizer since the last update(); call \
+                 update() after each iteration's steps"
+            };
+            return Err(AutogradError::GradScaler { msg: msg.into() });
+        }
+        let st = self.check_grads(optimizer, key, false)?;
+        self.per_optimizer.push(st);
+        Ok(())
     }
 
-    /// [`GradScaler::unscale_`], taking f16 gradients when `allow_f16`;
-    /// without `unscale` only the non-finite check (PyTorch's
-    /// `_check_inf_per_device`, before a step that takes the scale).
-    fn unscale(&mut self, optimizer: &dyn Optimizer, allow_f16: bool, unscale: bool) -> Result<()> {
-        if self.found_inf.is_some() {
-            return Err(AutogradError::GradScaler {
-                msg: "unscale_ was already called since the last update(); call update() after \
-                      each step"
-                    .into(),
-            });
-        }
+    /// Checks the gradients of `optimizer` (named `key`) for non-finite
+    /// values into one device flag and, unless `hand_scale` (the optimizer
+    /// takes the scale: PyTorch's `_check_inf_per_device`, which leaves
+    /// them scaled and takes f16 gradients), divides them by the scale.
+    fn check_grads(
+        &self,
+        optimizer: &dyn Optimizer,
+        key: Vec<usize>,
+        hand_scale: bool,
+    ) -> Result<OptimizerState> {
         // PyTorch's `_scale.double().reciprocal().float()`: the reciprocal
         // rounded to f32, which also multiplies f64 gradients (an f64
         // gradient times 1/3 in f64 came out about 3e-8 relative away from
@@ -174,7 +222,7 @@ impl GradScaler {
         // PyTorch's `unscale_` refuses f16 gradients ("Attempting to unscale
         // FP16 gradients."): an f16 gradient that was scaled has already
         // overflowed or lost the bits the scale was meant to keep.
-        if !allow_f16 && grads.iter().any(|g| g.dtype() == DType::F16) {
+        if !hand_scale && grads.iter().any(|g| g.dtype() == DType::F16) {
             return Err(AutogradError::GradScaler {
                 msg: "cannot unscale f16 gradients (as PyTorch refuses them): keep the \
                       parameters in f32 and run the forward pass under autocast, so that the \
@@ -183,9 +231,10 @@ impl GradScaler {
             });
         }
         crate::optim::check_grads_in_place("GradScaler::unscale_", &grads)?;
+        let checked = grads.len();
         let mut flag: Option<Tensor> = None;
         for g in grads {
-            if unscale {
+            if !hand_scale {
                 g.mul_(inv)?;
             }
             // 0 where every element is finite, NaN otherwise; summed in f32.
@@ -198,25 +247,37 @@ impl GradScaler {
                 }
             });
         }
-        let flag = match flag {
+        let found_inf = match flag {
             Some(f) => f,
             None => match optimizer.params().first() {
                 Some(p) => Tensor::zeros(&[], DType::F32, p.device())?,
                 None => Tensor::zeros(&[], DType::F32, strata_tensor::Device::Cpu)?,
             },
         };
-        self.found_inf = Some(flag);
-        Ok(())
+        Ok(OptimizerState {
+            key,
+            found_inf,
+            checked,
+            handed: hand_scale,
+            skipped: None,
+            failed: false,
+        })
     }
 
     /// Unscales (unless done already), reads the device flag once and runs
-    /// `optimizer.step()` only when every gradient is finite. Returns whether
-    /// the step ran. When the optimizer's step fails, its error is returned
-    /// and the scaler counts no step: the gradients stay unscaled (once), and
-    /// `step` may be called again, or `update` changes nothing. f16
-    /// gradients are refused, as by [`GradScaler::unscale_`], except by an
-    /// optimizer that takes the scale (below), as PyTorch's `step` takes
-    /// them only for its fused optimizers.
+    /// `optimizer.step()` only when every gradient of this optimizer is
+    /// finite. Returns whether the step ran. Each optimizer steps once per
+    /// iteration (a second `step` for it before [`GradScaler::update`] is an
+    /// error); several optimizers may each step, each skipping only on its
+    /// own gradients, as in PyTorch. An optimizer none of whose parameters
+    /// has a gradient is an error (PyTorch's "No inf checks were recorded
+    /// for this optimizer": call `backward` on the scaled loss first), and
+    /// changes nothing. When the optimizer's step fails, its error is
+    /// returned and the scaler counts no step for it: the gradients stay
+    /// unscaled (once), and `step` may be called again, or `update` leaves
+    /// it out. f16 gradients are refused, as by [`GradScaler::unscale_`],
+    /// except by an optimizer that takes the scale (below), as PyTorch's
+    /// `step` takes them only for its fused optimizers.
     ///
     /// An optimizer that takes the scale
     /// ([`Optimizer::takes_grad_scale`]: Adam and AdamW made with
@@ -226,53 +287,93 @@ impl GradScaler {
     /// ([`Optimizer::step_with_grad_scale`]); a skipped step leaves them
     /// scaled, as PyTorch's fused optimizers do.
     pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<bool> {
-        if self.skipped.is_some() {
-            return Err(AutogradError::GradScaler {
-                msg: "step was already called since the last update(); call update() after \
-                      each step"
-                    .into(),
-            });
-        }
-        // PyTorch hands the scale to an optimizer that takes it unless
-        // `unscale_` ran (its stage is then UNSCALED and `grad_scale` None).
-        let hand_scale = (self.found_inf.is_none() || self.handed) && optimizer.takes_grad_scale();
-        if self.found_inf.is_none() {
-            // f16 gradients are taken only by an optimizer that takes the
-            // scale (PyTorch's fused Adam/AdamW unscale inside the step in
-            // f32); for any other, PyTorch's `step` calls `unscale_`, which
-            // refuses them ("Attempting to unscale FP16 gradients.").
-            self.unscale(&*optimizer, hand_scale, !hand_scale)?;
-            self.handed = hand_scale;
-        }
-        let flag = self.found_inf.as_ref().expect("set by unscale_");
-        let found = flag.item::<f32>()? != 0.0;
-        // A step that failed did not happen: the scaler records none, so
-        // `update` leaves the scale and the growth count alone and `step`
-        // may be called again (the gradients stay unscaled, once; or, for
-        // an optimizer that takes the scale, scaled, and handed it again).
-        if !found {
-            if hand_scale {
-                // PyTorch's scale is an f32 tensor.
-                optimizer.step_with_grad_scale(self.scale as f32)?;
-            } else {
-                optimizer.step()?;
+        let key = key_of(&*optimizer);
+        let i = match self.per_optimizer.iter().position(|s| s.key == key) {
+            Some(i) if self.per_optimizer[i].skipped.is_some() => {
+                return Err(AutogradError::GradScaler {
+                    msg: "step was already called for this optimizer since the last update(); \
+                          call update() after each iteration's steps"
+                        .into(),
+                });
             }
+            Some(i) => i,
+            None => {
+                // PyTorch hands the scale to an optimizer that takes it
+                // unless `unscale_` ran (its stage is then UNSCALED and
+                // `grad_scale` None). f16 gradients are taken only by such
+                // an optimizer (PyTorch's fused Adam/AdamW unscale inside
+                // the step in f32); for any other, PyTorch's `step` calls
+                // `unscale_`, which refuses them.
+                let hand_scale = optimizer.takes_grad_scale();
+                if !optimizer.params().iter().any(|p| p.grad().is_some()) {
+                    return Err(no_gradients());
+                }
+                let st = self.check_grads(&*optimizer, key, hand_scale)?;
+                self.per_optimizer.push(st);
+                self.per_optimizer.len() - 1
+            }
+        };
+        let st = &self.per_optimizer[i];
+        if st.checked == 0 {
+            // `unscale_` found no gradient to check.
+            return Err(no_gradients());
         }
-        self.skipped = Some(found);
+        let hand_scale = st.handed && optimizer.takes_grad_scale();
+        let flag = st.found_inf.clone();
+        // A step that failed did not happen: the scaler records none, so
+        // `update` leaves this optimizer out and `step` may be called again
+        // (the gradients stay unscaled, once; or, for an optimizer that
+        // takes the scale, scaled, and handed it again).
+        let result = flag
+            .item::<f32>()
+            .map_err(AutogradError::from)
+            .and_then(|f| {
+                let found = f != 0.0;
+                if !found {
+                    if hand_scale {
+                        // PyTorch's scale is an f32 tensor.
+                        optimizer.step_with_grad_scale(self.scale as f32)?;
+                    } else {
+                        optimizer.step()?;
+                    }
+                }
+                Ok(found)
+            });
+        let st = &mut self.per_optimizer[i];
+        st.failed = result.is_err();
+        let found = result?;
+        st.skipped = Some(found);
         Ok(!found)
     }
 
-    /// Adapts the scale after a step: times `backoff_factor` if the step was
-    /// skipped (never below the smallest normal f32), times `growth_factor`
-    /// after `growth_interval` clean steps (unless that would pass the
-    /// largest f32, as in PyTorch).
-    /// Without a step since the last update, nothing changes.
+    /// Adapts the scale after an iteration's steps: times `backoff_factor`
+    /// if any optimizer's gradients were non-finite (never below the
+    /// smallest normal f32), times `growth_factor` after `growth_interval`
+    /// clean iterations (unless that would pass the largest f32, as in
+    /// PyTorch). As PyTorch's, it counts every optimizer whose gradients
+    /// were checked since the last update, by [`GradScaler::step`] or by
+    /// [`GradScaler::unscale_`] alone (an iteration whose step the caller
+    /// skipped after unscaling still backs off on a non-finite gradient),
+    /// except one whose optimizer step failed or that had no gradient.
+    /// Without such a check since the last update, nothing changes.
     pub fn update(&mut self) {
-        self.found_inf = None;
-        self.handed = false;
-        let Some(skipped) = self.skipped.take() else {
+        let mut counted = false;
+        let mut skipped = false;
+        for st in std::mem::take(&mut self.per_optimizer) {
+            if st.failed || st.checked == 0 {
+                continue;
+            }
+            counted = true;
+            skipped |= match st.skipped {
+                Some(s) => s,
+                // Unscaled but not stepped: the flag is read here (a flag
+                // that cannot be read counts as non-finite, the safe side).
+                None => st.found_inf.item::<f32>().map_or(true, |f| f != 0.0),
+            };
+        }
+        if !counted {
             return;
-        };
+        }
         if skipped {
             // Never below the smallest normal f32: a scale that rounds to 0
             // in f32 zeroes every loss and makes its reciprocal infinite, so
@@ -292,5 +393,16 @@ impl GradScaler {
                 self.growth_tracker = 0;
             }
         }
+    }
+}
+
+/// The error of a step over an optimizer none of whose parameters has a
+/// gradient (PyTorch: "No inf checks were recorded for this optimizer").
+fn no_gradients() -> AutogradError {
+    AutogradError::GradScaler {
+        msg: "no parameter of this optimizer has a gradient, so there is nothing to unscale or \
+              step (PyTorch: \"No inf checks were recorded for this optimizer\"); call backward \
+              on the scaled loss before step"
+            .into(),
     }
 }

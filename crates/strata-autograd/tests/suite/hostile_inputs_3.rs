@@ -342,10 +342,16 @@ fn zero_grad_and_step_without_gradients() {
     let mut w = AdamW::new(ps.to_vec());
     w.step().unwrap();
     assert_eq!(w.state_bytes(), 0);
-    // A GradScaler step without gradients runs the (empty) step.
+    // A GradScaler step without gradients is refused, as PyTorch's
+    // (`AssertionError: No inf checks were recorded for this optimizer.`;
+    // until session 52 it ran the empty step and counted it as clean), and
+    // changes nothing: `update` then keeps the scale.
     let mut scaler = GradScaler::new();
-    assert!(scaler.step(&mut s).unwrap());
+    let e = scaler.step(&mut s).unwrap_err();
+    assert!(matches!(e, AutogradError::GradScaler { .. }), "{e}");
     scaler.update();
+    assert_eq!(scaler.get_scale(), 65536.0);
+    assert_eq!(scaler.growth_tracker(), 0);
 }
 
 /// Parameters of four float dtypes in one optimizer: each is updated in its
