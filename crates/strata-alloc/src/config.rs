@@ -360,7 +360,6 @@ impl AllocatorConfig {
                     value,
                     MIN_LARGE_ALLOC_MIB + 1,
                     "an integer number of MiB, more than 10 (PyTorch's large-allocation threshold)",
-                    MibOverflow::Clamp,
                 )?;
                 // A split limit kept from before (`apply`; `parse` and
                 // `reparse` start without one) may not fall below the new
@@ -383,6 +382,7 @@ impl AllocatorConfig {
             }
         }
         let min_split_mib = self.large_segment_size >> 20;
+        let mut divisions_named = false;
         for (key, value) in pairs {
             match key.as_str() {
                 "large_segment_size_mb" => {}
@@ -395,16 +395,25 @@ impl AllocatorConfig {
                         &value,
                         min_split_mib,
                         "an integer number of MiB, at least large_segment_size_mb (20 unless set)",
-                        MibOverflow::Clamp,
                     )?);
                 }
                 "roundup_power2_divisions" => {
-                    self.roundup_power2_divisions = parse_divisions(&value)?
+                    // Named again in the same string, a list starts from what
+                    // the earlier entry set: PyTorch's
+                    // `parseRoundUpPower2Divisions` fills the one array that
+                    // `parseArgs` cleared once, so `roundup_power2_divisions:8,
+                    // roundup_power2_divisions:[2:4]` keeps the 8 of the
+                    // intervals from 4 MiB up.
+                    let base = if divisions_named {
+                        self.roundup_power2_divisions
+                    } else {
+                        [0; ROUNDUP_INTERVALS]
+                    };
+                    self.roundup_power2_divisions = parse_divisions(&value, base)?;
+                    divisions_named = true;
                 }
                 "garbage_collection_threshold" => {
-                    let v = value
-                        .parse::<f64>()
-                        .ok()
+                    let v = parse_stod(&value)
                         .filter(|&v| gc_threshold_ok(v))
                         .ok_or_else(|| ConfigError::BadValue {
                             key: "garbage_collection_threshold",
@@ -414,9 +423,7 @@ impl AllocatorConfig {
                     self.garbage_collection_threshold = Some(v);
                 }
                 "per_process_memory_fraction" => {
-                    let v = value
-                        .parse::<f64>()
-                        .ok()
+                    let v = parse_stod(&value)
                         .filter(|&v| fraction_ok(v))
                         .ok_or_else(|| ConfigError::BadValue {
                             key: "per_process_memory_fraction",
@@ -431,7 +438,6 @@ impl AllocatorConfig {
                         &value,
                         min_split_mib,
                         "an integer number of MiB, at least large_segment_size_mb (20 unless set)",
-                        MibOverflow::Clamp,
                     )?
                 }
                 // The device-generic spelling of c10's AllocatorConfig too.
@@ -476,13 +482,16 @@ impl AllocatorConfig {
                     self.pinned_use_background_threads =
                         parse_bool("pinned_use_background_threads", &value)?
                 }
+                // PyTorch 2.15's `parsePinnedMaxRoundThreshold` and
+                // `parsePinnedMaxCachedSize` clamp a number of MiB whose bytes
+                // overflow (`17592186044416` gives 2^64 - 2^20 bytes), as for
+                // the split keys.
                 "pinned_max_round_threshold_mb" => {
                     self.pinned_max_round_threshold = parse_mib(
                         "pinned_max_round_threshold_mb",
                         &value,
                         0,
                         "an integer number of MiB",
-                        MibOverflow::Refuse,
                     )?
                 }
                 "pinned_max_cached_size_mb" => {
@@ -491,7 +500,6 @@ impl AllocatorConfig {
                         &value,
                         0,
                         "an integer number of MiB",
-                        MibOverflow::Refuse,
                     )?
                 }
                 "expandable_segments_reserve" => {
@@ -511,13 +519,15 @@ impl AllocatorConfig {
                 "throw_on_cudamalloc_oom" => {
                     self.throw_on_cudamalloc_oom = parse_bool("throw_on_cudamalloc_oom", &value)?
                 }
+                // PyTorch keeps the number of MiB as written (any `u64` from
+                // 1: `parsePinnedReserveSegmentSize`); strata keeps bytes, so
+                // a number whose bytes overflow is clamped, not refused.
                 "pinned_reserve_segment_size_mb" => {
                     self.pinned_reserve_segment_size = parse_mib(
                         "pinned_reserve_segment_size_mb",
                         &value,
                         1,
                         "an integer number of MiB, at least 1",
-                        MibOverflow::Refuse,
                     )?
                 }
                 _ => return Err(ConfigError::UnknownKey { key }),
@@ -770,41 +780,49 @@ impl fmt::Display for AllocatorConfig {
     }
 }
 
-/// What [`parse_mib`] does with a number of MiB whose byte count does not
-/// fit a `u64`.
-#[derive(Clone, Copy)]
-enum MibOverflow {
-    /// Clamp it to the largest that fits (`numeric_limits<size_t>::max() /
-    /// kMB` MiB), as PyTorch's `parseMaxSplitSize`,
-    /// `parseMaxNonSplitRoundingSize` and `parseLargeSegmentSize` do.
-    Clamp,
-    /// Refuse it.
-    Refuse,
-}
-
-/// An integer number of MiB (a `u64`), at least `min`, as bytes; a byte
-/// count that does not fit is clamped or refused as `overflow` says, never
-/// wrapped.
+/// An integer number of MiB (a `u64`), at least `min`, as bytes. A number
+/// whose bytes do not fit a `u64` is clamped to the largest whole number of
+/// MiB that fits (`numeric_limits<size_t>::max() / kMB`), as PyTorch's
+/// `parseMaxSplitSize`, `parseMaxNonSplitRoundingSize`,
+/// `parseLargeSegmentSize` and (2.15) `parsePinnedMaxRoundThreshold` and
+/// `parsePinnedMaxCachedSize` do; never wrapped. A number beyond a `u64` is
+/// refused, as PyTorch's `stoull` throws on it.
 fn parse_mib(
     key: &'static str,
     value: &str,
     min: u64,
     accepted: &'static str,
-    overflow: MibOverflow,
 ) -> Result<u64, ConfigError> {
     value
         .parse::<u64>()
         .ok()
         .filter(|&mb| mb >= min)
-        .and_then(|mb| match overflow {
-            MibOverflow::Clamp => Some(mb.min(u64::MAX >> 20) << 20),
-            MibOverflow::Refuse => mb.checked_mul(1 << 20),
-        })
+        .map(|mb| mb.min(u64::MAX >> 20) << 20)
         .ok_or_else(|| ConfigError::BadValue {
             key,
             value: value.to_string(),
             accepted,
         })
+}
+
+/// A number as PyTorch's `std::stod` reads it for
+/// `garbage_collection_threshold` and `per_process_memory_fraction`, in the
+/// form Rust parses (strata refuses the trailing garbage and hexadecimal
+/// floats `stod` lets through). `stod` throws `out_of_range` ("stod") where
+/// `strtod` reports a range error: a result that underflows to a subnormal
+/// or to zero (`5e-324`, `1e-400`) and one that overflows (`1e309`); PyTorch
+/// 2.15 refuses `per_process_memory_fraction:1e-400`, which Rust reads as a
+/// plain 0. So these are refused too. `0e-400` is an exact zero, no range
+/// error, and `inf` is written out, not an overflow (the key's range then
+/// decides).
+fn parse_stod(value: &str) -> Option<f64> {
+    let v = value.parse::<f64>().ok()?;
+    let mantissa = value.split(['e', 'E']).next().unwrap_or("");
+    let nonzero_digits = mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    let spelled_out = value.to_ascii_lowercase().contains("inf");
+    let range_error =
+        v.is_subnormal() || (v == 0.0 && nonzero_digits) || (v.is_infinite() && !spelled_out);
+    (!range_error).then_some(v)
 }
 
 /// A boolean value: exactly `True` or `False`, as PyTorch's parser requires
@@ -927,7 +945,19 @@ fn parse_reserve_classes(value: &str) -> Result<Vec<(String, Reserve)>, ConfigEr
     // look-up by name, not a scan of the list: a string of many classes
     // parses in linear time).
     let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for item in inner.split(',').filter(|i| !i.is_empty()) {
+    // As PyTorch 2.15 reads the list (`torch._C._accelerator_setAllocatorSettings`):
+    // `[]` sets no class and one trailing comma is accepted, but any other
+    // empty entry (`[,]`, `[,a:0.5]`, `[a:0.5,,b:2G]`) is refused (there an
+    // internal assertion, "Index out of bounds in ConfigTokenizer").
+    let mut items: Vec<&str> = if inner.is_empty() {
+        Vec::new()
+    } else {
+        inner.split(',').collect()
+    };
+    if items.len() > 1 && items.last() == Some(&"") {
+        items.pop();
+    }
+    for item in items {
         let (class, r) = item.split_once(':').ok_or_else(bad)?;
         let r = Reserve::parse(r)
             .filter(|_| reserve_class_ok(class))
@@ -953,7 +983,13 @@ fn register_threads_ok(n: u64) -> bool {
     n.is_power_of_two() && n <= 128
 }
 
-fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError> {
+/// `value` applied to `base`: the list form changes the intervals its
+/// entries name (and those the first key and `>` fill), the single value
+/// sets every interval.
+fn parse_divisions(
+    value: &str,
+    base: [u64; ROUNDUP_INTERVALS],
+) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError> {
     const ACCEPTED: &str = "a power of two (e.g. 4; not 0), or a list [K:v,...,>:v] where K is a size in MiB that is a power of two and v a power of two or 0";
     let bad = || ConfigError::BadValue {
         key: "roundup_power2_divisions",
@@ -968,7 +1004,7 @@ fn parse_divisions(value: &str) -> Result<[u64; ROUNDUP_INTERVALS], ConfigError>
             Err(bad())
         }
     };
-    let mut out = [0u64; ROUNDUP_INTERVALS];
+    let mut out = base;
     if let Some(list) = value.strip_prefix('[') {
         // PyTorch's `parseRoundUpPower2Divisions`: entries separated by single
         // commas, one trailing comma allowed, `[]` setting nothing; `K:v` sets

@@ -236,8 +236,9 @@ pub enum AllocError {
         /// The driver's error.
         source: DriverError,
     },
-    /// A handle that is not a live allocation of this allocator was freed.
-    #[error("invalid free: {ptr:#x} is not a live allocation of the {device} allocator (double free, or a handle from another allocator)")]
+    /// A handle that is not a live allocation of this allocator was freed
+    /// or given to `record_stream`.
+    #[error("invalid free: {ptr:#x} is not a live allocation of the {device} allocator (double free, a handle kept after its free, or a handle from another allocator); free each allocation once, through the allocator that made it, and call record_stream only before its free")]
     InvalidFree {
         /// The device.
         device: Device,

@@ -23,6 +23,7 @@ mod hostile_sweep_s43;
 mod hostile_sweep_s44;
 mod hostile_sweep_s48;
 mod hostile_sweep_s50;
+mod hostile_sweep_s52;
 mod mempool;
 mod near_capacity;
 mod pytorch_parity;
