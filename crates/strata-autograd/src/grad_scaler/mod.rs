@@ -32,6 +32,14 @@
 //! scaler.update();
 //! assert_eq!(w.to_vec::<f32>().unwrap(), vec![0.8, 0.8]);
 //! ```
+//!
+//! The scaler's settings and state save with a checkpoint and load back
+//! when training resumes ([`GradScaler::state_dict`],
+//! [`GradScaler::load_state_dict`], PyTorch's names), and a scaler made
+//! [`GradScaler::disabled`] passes everything through, as PyTorch's
+//! `GradScaler(enabled=False)` (one training loop for f32 and f16 runs).
+
+mod settings;
 
 use crate::error::{AutogradError, Result};
 use crate::optim::Optimizer;
@@ -52,6 +60,8 @@ fn f32_round(x: f64) -> f64 {
 /// Dynamic loss scaling (see the module documentation).
 #[derive(Debug)]
 pub struct GradScaler {
+    /// False for a pass-through scaler ([`GradScaler::disabled`]).
+    enabled: bool,
     scale: f64,
     growth_factor: f64,
     backoff_factor: f64,
@@ -105,6 +115,7 @@ impl GradScaler {
     /// A scaler with PyTorch's defaults: scale 2^16, growth 2, backoff 0.5, interval 2000.
     pub fn new() -> GradScaler {
         GradScaler {
+            enabled: true,
             scale: 65536.0,
             growth_factor: 2.0,
             backoff_factor: 0.5,
@@ -124,22 +135,7 @@ impl GradScaler {
         backoff_factor: f64,
         growth_interval: u32,
     ) -> Result<GradScaler> {
-        let ok = (MIN_SCALE..=MAX_SCALE).contains(&init_scale)
-            && growth_factor.is_finite()
-            && growth_factor > 1.0
-            && backoff_factor > 0.0
-            && backoff_factor < 1.0
-            && growth_interval > 0;
-        if !ok {
-            return Err(AutogradError::GradScaler {
-                msg: format!(
-                    "invalid settings (init_scale {init_scale}, growth_factor {growth_factor}, \
-                     backoff_factor {backoff_factor}, growth_interval {growth_interval}): need \
-                     init_scale a positive normal f32 value (1.2e-38 to 3.4e38, e.g. 65536), \
-                     growth_factor > 1, 0 < backoff_factor < 1, growth_interval > 0"
-                ),
-            });
-        }
+        check_settings(init_scale, growth_factor, backoff_factor, growth_interval)?;
         Ok(GradScaler {
             // PyTorch keeps the scale in a 0-d f32 tensor: 0.1 is
             // 0.100000001490116, 1e30 is 1.0000000150474662e30.
@@ -152,14 +148,24 @@ impl GradScaler {
     }
 
     /// The current scale: an f32 value, as PyTorch keeps it (an
-    /// `init_scale` and each update's product are rounded to f32).
+    /// `init_scale` and each update's product are rounded to f32); 1 for a
+    /// disabled scaler, as PyTorch's `get_scale`.
     pub fn get_scale(&self) -> f64 {
-        self.scale
+        if self.enabled {
+            self.scale
+        } else {
+            1.0
+        }
     }
 
-    /// Clean steps counted towards the next growth.
+    /// Clean steps counted towards the next growth (0 for a disabled
+    /// scaler).
     pub fn growth_tracker(&self) -> u32 {
-        self.growth_tracker
+        if self.enabled {
+            self.growth_tracker
+        } else {
+            0
+        }
     }
 
     /// `loss * scale` (recorded, so its backward yields scaled gradients).
@@ -168,6 +174,9 @@ impl GradScaler {
     /// promoted: the scaled loss is f32 (`2.0` in f16 scaled by 65536 is
     /// 131072, not inf), and so it is here; a loss with dims keeps its dtype.
     pub fn scale(&self, loss: &Var) -> Result<Var> {
+        if !self.enabled {
+            return Ok(loss.clone());
+        }
         if loss.ndim() == 0 && matches!(loss.dtype(), DType::F16 | DType::BF16) {
             return loss.to_dtype(DType::F32)?.mul(self.scale);
         }
@@ -185,6 +194,9 @@ impl GradScaler {
     /// parameters and use autocast; bf16 gradients are accepted). A refused
     /// call changes nothing.
     pub fn unscale_(&mut self, optimizer: &dyn Optimizer) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
         let key = key_of(optimizer);
         if let Some(st) = self.per_optimizer.iter().find(|s| s.key == key) {
             let msg = if st.skipped.is_some() {
@@ -287,6 +299,11 @@ impl GradScaler {
     /// ([`Optimizer::step_with_grad_scale`]); a skipped step leaves them
     /// scaled, as PyTorch's fused optimizers do.
     pub fn step(&mut self, optimizer: &mut dyn Optimizer) -> Result<bool> {
+        if !self.enabled {
+            // PyTorch's disabled scaler: the optimizer's own step.
+            optimizer.step()?;
+            return Ok(true);
+        }
         let key = key_of(&*optimizer);
         let i = match self.per_optimizer.iter().position(|s| s.key == key) {
             Some(i) if self.per_optimizer[i].skipped.is_some() => {
@@ -357,6 +374,9 @@ impl GradScaler {
     /// except one whose optimizer step failed or that had no gradient.
     /// Without such a check since the last update, nothing changes.
     pub fn update(&mut self) {
+        if !self.enabled {
+            return;
+        }
         let mut counted = false;
         let mut skipped = false;
         for st in std::mem::take(&mut self.per_optimizer) {
@@ -381,8 +401,10 @@ impl GradScaler {
             self.scale = f32_round(self.scale * self.backoff_factor).max(MIN_SCALE);
             self.growth_tracker = 0;
         } else {
-            self.growth_tracker += 1;
-            if self.growth_tracker == self.growth_interval {
+            self.growth_tracker = self.growth_tracker.saturating_add(1);
+            // At or past the interval (past it after a lowered
+            // `set_growth_interval`; PyTorch's `==` would then never grow).
+            if self.growth_tracker >= self.growth_interval {
                 // As PyTorch's `_amp_update_scale_`: the product rounded to
                 // f32; the scale does not grow past the f32 range (it would
                 // turn every scaled loss into inf); it stays where it is.
@@ -394,6 +416,32 @@ impl GradScaler {
             }
         }
     }
+}
+
+/// Checks a scaler's settings (see [`GradScaler::with_settings`]).
+fn check_settings(
+    init_scale: f64,
+    growth_factor: f64,
+    backoff_factor: f64,
+    growth_interval: u32,
+) -> Result<()> {
+    let ok = (MIN_SCALE..=MAX_SCALE).contains(&init_scale)
+        && growth_factor.is_finite()
+        && growth_factor > 1.0
+        && backoff_factor > 0.0
+        && backoff_factor < 1.0
+        && growth_interval > 0;
+    if ok {
+        return Ok(());
+    }
+    Err(AutogradError::GradScaler {
+        msg: format!(
+            "invalid settings (scale {init_scale}, growth_factor {growth_factor}, \
+             backoff_factor {backoff_factor}, growth_interval {growth_interval}): need the scale \
+             (init_scale, update_to) a positive normal f32 value (1.2e-38 to 3.4e38, e.g. \
+             65536), growth_factor > 1 (finite), 0 < backoff_factor < 1, growth_interval > 0"
+        ),
+    })
 }
 
 /// The error of a step over an optimizer none of whose parameters has a
