@@ -32,10 +32,16 @@ fn to_i64_checked(s: Scalar) -> Result<i64> {
 ///
 /// * dtype: given, or i64 when all three are integers (or bools), else f32;
 ///   bool is rejected (PyTorch has no bool `arange` kernel).
-/// * The bounds and step are first converted to the dtype's accumulate type
-///   (i64 for integer dtypes when all three are integers; f32 for
-///   f16/bf16; f64 for f32/f64). There the step must be nonzero, the bounds
-///   finite, and the step's sign must agree with `end - start`.
+/// * The step must be finite, whatever the dtype (PyTorch 2.15 checks this
+///   first: "step must be finite but got inf").
+/// * Then, in this order, the step must be nonzero, the bounds finite, and
+///   the step's sign must agree with `end - start`: in i64 for integer
+///   dtypes when all three are integers, else on the values as given (f64,
+///   f16/bf16 included: `arange(1e-50, 0, 1, f16)` is inconsistent).
+/// * f16/bf16: the start and the step must fit in f32, their accumulate
+///   type (PyTorch converts them with its overflow check after the length;
+///   the end is only used for the length, so `arange(0, 1e39, 1e38)` of f16
+///   is allowed and `arange(0, 1, 1e39)` is not).
 /// * Length: `ceil((end - start) / step)`, computed exactly on the converted
 ///   values for i64, and in f64 on the original values for every other dtype
 ///   (as PyTorch does); it must lie in `[0, i64::MAX]`.
@@ -53,6 +59,14 @@ pub(crate) fn arange_plan(
     let dtype = dtype.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
     if dtype == DType::Bool {
         return Err(TensorError::unsupported("arange", dtype));
+    }
+    // PyTorch 2.15's first check, before the dtype's conversions.
+    let stf = step.to_f64();
+    if !stf.is_finite() {
+        return Err(TensorError::value(
+            "arange",
+            format!("step must be finite but got {step}"),
+        ));
     }
     let inconsistent = || {
         TensorError::value(
@@ -77,18 +91,14 @@ pub(crate) fn arange_plan(
         }
         Ok(d as usize)
     };
-    // The checks of a range given in floats: finite bounds, then a nonzero
-    // step whose sign agrees with the bounds.
-    let finite = |s: f64, e: f64| -> Result<()> {
-        if s.is_finite() && e.is_finite() {
-            Ok(())
-        } else {
-            Err(unsupported_range(start, end))
-        }
-    };
-    let step_agrees = |s: f64, e: f64, st: f64| -> Result<()> {
+    // The checks of a range given in floats, in PyTorch's order: a nonzero
+    // step, finite bounds, then a step whose sign agrees with the bounds.
+    let checked = |s: f64, e: f64, st: f64| -> Result<()> {
         if st == 0.0 || st.is_nan() {
             return Err(step_zero());
+        }
+        if !(s.is_finite() && e.is_finite()) {
+            return Err(unsupported_range(start, end));
         }
         if (st > 0.0 && e < s) || (st < 0.0 && e > s) {
             return Err(inconsistent());
@@ -102,9 +112,7 @@ pub(crate) fn arange_plan(
         // `arange(0.5, 3.7, 1, i64)` is [0, 1, 2, 3] and
         // `arange(0, 5, 0.5, i64)` ten zeros (2.11 truncated first: [0, 1, 2]
         // and a zero-step error).
-        let (sf, ef, stf) = (start.to_f64(), end.to_f64(), step.to_f64());
-        finite(sf, ef)?;
-        step_agrees(sf, ef, stf)?;
+        checked(start.to_f64(), end.to_f64(), stf)?;
         let len = float_len()?;
         return Ok(ArangePlan {
             dtype,
@@ -146,23 +154,34 @@ pub(crate) fn arange_plan(
     let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
     let seq = match dtype {
         DType::F16 | DType::BF16 => {
-            // The bounds are checked as given (PyTorch 2.11 accepts
-            // `arange(0, 1e39, 1e38, dtype=f16)`: ten elements, all but the
-            // first rounding to inf); the sequence is computed in f32.
-            finite(s, e)?;
-            let (s, e, st) = (s as f32, e as f32, st as f32);
-            // f32 values widen exactly: the same comparisons as in f32.
-            step_agrees(f64::from(s), f64::from(e), f64::from(st))?;
+            // The checks and the length take the values as given (PyTorch
+            // accepts `arange(0, 1e39, 1e38, dtype=f16)`: ten elements, all
+            // but the first rounding to inf, and refuses `arange(1e-50, 0,
+            // 1)`); the sequence is computed in f32, from a start and a step
+            // that must fit in it.
+            checked(s, e, st)?;
+            let len = float_len()? as u64;
+            for v in [s, st] {
+                if v.abs() > f64::from(f32::MAX) {
+                    return Err(TensorError::value(
+                        "arange",
+                        format!(
+                            "value {v:e} cannot be converted to type f32 (the accumulate type \
+                             of {dtype}) without overflow; give an f32 or f64 dtype"
+                        ),
+                    ));
+                }
+            }
+            let (s32, st32) = (s as f32, st as f32);
             Sequence::Float32Range {
-                start: s,
-                step: st,
-                len: float_len()? as u64,
+                start: s32,
+                step: st32,
+                len,
                 bf16: dtype == DType::BF16,
             }
         }
         _ => {
-            finite(s, e)?;
-            step_agrees(s, e, st)?;
+            checked(s, e, st)?;
             Sequence::FloatRange {
                 start: s,
                 step: st,

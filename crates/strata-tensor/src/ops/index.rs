@@ -136,7 +136,9 @@ impl Tensor {
     pub fn index_select(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "index_select";
         same_device(OP, self, index)?;
-        check_index_dtype(OP, index)?;
+        // PyTorch's order: the dim, the index's rank, its count for a 0-d
+        // input, then its dtype.
+        let d = normalize_dim(OP, dim, self.ndim())?;
         if index.ndim() > 1 {
             return Err(TensorError::shape(
                 OP,
@@ -146,7 +148,6 @@ impl Tensor {
                 ),
             ));
         }
-        let d = normalize_dim(OP, dim, self.ndim())?;
         if self.ndim() == 0 && index.numel() != 1 {
             // PyTorch's check: the result of a 0-d input is 0-d.
             return Err(TensorError::index(
@@ -157,6 +158,7 @@ impl Tensor {
                 ),
             ));
         }
+        check_index_dtype(OP, index)?;
         let x = if self.ndim() == 0 {
             self.reshape(&[1])?
         } else {
@@ -205,8 +207,9 @@ impl Tensor {
     pub fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "gather";
         same_device(OP, self, index)?;
-        check_gather_index(OP, index)?;
+        // PyTorch's order: the dim, then the index's dtype.
         let d = normalize_dim(OP, dim, self.ndim())?;
+        check_gather_index(OP, index)?;
         if index.numel() == 0 {
             // PyTorch checks nothing more for an empty index: the result is
             // empty, of the index's shape, whatever the ranks and sizes.
@@ -287,6 +290,8 @@ impl Tensor {
     ) -> Result<()> {
         same_device(op, self, index)?;
         same_device(op, self, src)?;
+        // PyTorch's order: the dim, then the dtypes, then the shapes.
+        let d = normalize_dim(op, dim, self.ndim())?;
         check_gather_index(op, index)?;
         if src.dtype() != self.dtype() {
             return Err(TensorError::dtype(
@@ -298,7 +303,6 @@ impl Tensor {
                 ),
             ));
         }
-        let d = normalize_dim(op, dim, self.ndim())?;
         if index.numel() == 0 {
             // PyTorch checks no rank or size against an empty index.
             return Ok(());

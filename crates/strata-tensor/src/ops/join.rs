@@ -134,6 +134,9 @@ impl Tensor {
         let first = tensors
             .first()
             .ok_or_else(|| TensorError::value(OP, "expected a non-empty list of tensors"))?;
+        // PyTorch's order: the dim (against the first tensor's rank), then
+        // the shapes.
+        let d = normalize_dim(OP, dim, first.ndim() + 1)?;
         for t in tensors {
             if t.shape() != first.shape() {
                 return Err(TensorError::shape(
@@ -146,7 +149,6 @@ impl Tensor {
                 ));
             }
         }
-        let d = normalize_dim(OP, dim, first.ndim() + 1)?;
         let parts: Vec<Tensor> = tensors
             .iter()
             .map(|t| t.unsqueeze(d as i64))
@@ -166,11 +168,19 @@ impl Tensor {
                 "split expects at least a 1-D tensor",
             ));
         }
+        let size = size.into();
+        // PyTorch's order: the rank, a negative size, then the dim.
+        if let SplitSize::Size(s @ ..=-1) = size {
+            return Err(TensorError::value(
+                OP,
+                format!("split expects a non-negative split size, got {s}"),
+            ));
+        }
         let d = normalize_dim(OP, dim, self.ndim())?;
         let n = self.shape()[d] as i64;
-        let sizes: Vec<i64> = match size.into() {
+        let sizes: Vec<i64> = match size {
             SplitSize::Size(s) => {
-                if s < 0 || (s == 0 && n > 0) {
+                if s == 0 && n > 0 {
                     return Err(TensorError::value(
                         OP,
                         format!("split size {s} must be positive for a dim of size {n}"),

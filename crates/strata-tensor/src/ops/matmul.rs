@@ -360,14 +360,6 @@ impl Tensor {
     /// broadcast batch dims (1-D operands get a dim added, then removed).
     pub fn matmul(&self, b: &Tensor) -> Result<Tensor> {
         let (na, nb) = (self.ndim(), b.ndim());
-        if na == 1 && nb == 1 {
-            // PyTorch's dot compares the dtypes before the sizes, and takes
-            // no bools, even empty ones.
-            self.check_same_dtype("matmul", b)?;
-            if self.dtype() == DType::Bool {
-                return Err(TensorError::unsupported("matmul", DType::Bool));
-            }
-        }
         let err = || {
             TensorError::shape(
                 "matmul",
@@ -378,6 +370,17 @@ impl Tensor {
                 ),
             )
         };
+        if na == 1 && nb == 1 {
+            // PyTorch's dot compares the dtypes, then the sizes, and takes
+            // no bools, even empty ones.
+            self.check_same_dtype("matmul", b)?;
+            if self.shape() != b.shape() {
+                return Err(err());
+            }
+            if self.dtype() == DType::Bool {
+                return Err(TensorError::unsupported("matmul", DType::Bool));
+            }
+        }
         if na == 0 || nb == 0 {
             return Err(err());
         }

@@ -32,6 +32,7 @@ mod hostile_sweep_s48;
 mod hostile_sweep_s49;
 mod hostile_sweep_s50;
 mod hostile_sweep_s51;
+mod hostile_sweep_s52;
 mod interop;
 mod masked_select;
 mod math;
