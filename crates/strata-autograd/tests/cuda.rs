@@ -518,6 +518,66 @@ fn optimizer_options_match_cpu_on_the_gpu() {
     }
 }
 
+/// Parameters that are all empty (one group of a device and dtype with no
+/// element) step on the GPU as on the CPU: PyTorch's Adam and AdamW give
+/// each a step count and empty moments (strata's AdamW skipped such a group
+/// until session 52), SGD an empty momentum buffer; no kernel of zero
+/// elements is launched in error.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn empty_parameters_step_on_the_gpu_as_on_the_cpu() {
+    use strata_autograd::{Adam, AdamW, Optimizer, Sgd};
+    let dev = gpu();
+    type Make = fn(Vec<Var>) -> Box<dyn Optimizer>;
+    let makes: [(&str, Make); 4] = [
+        ("Adam", |ps| Box::new(Adam::new(ps, 0.01).unwrap())),
+        ("AdamW", |ps| Box::new(AdamW::new(ps))),
+        ("AdamW amsgrad", |ps| {
+            Box::new(AdamW::new(ps).with_amsgrad(true).unwrap())
+        }),
+        ("SGD momentum", |ps| {
+            Box::new(Sgd::new(ps, 0.1, 0.9).unwrap())
+        }),
+    ];
+    for (name, make) in makes {
+        let run = |device: Device| {
+            let ps: Vec<Var> = [&[0usize][..], &[2, 0]]
+                .iter()
+                .map(|s| Var::parameter(Tensor::zeros(s, DType::F32, device).unwrap()).unwrap())
+                .collect();
+            let mut opt = make(ps.clone());
+            for _ in 0..2 {
+                for p in &ps {
+                    let g = Tensor::zeros(p.shape(), DType::F32, device).unwrap();
+                    p.set_grad(Some(g)).unwrap();
+                }
+                opt.step().unwrap();
+            }
+            opt.state_dict().unwrap()
+        };
+        let (g, c) = (run(dev), run(Device::Cpu));
+        let mut keys: Vec<&String> = c.keys().collect();
+        keys.sort();
+        let mut gkeys: Vec<&String> = g.keys().collect();
+        gkeys.sort();
+        assert_eq!(gkeys, keys, "{name}");
+        if name != "SGD momentum" {
+            assert!(c.contains_key("state.1.step"), "{name}: {keys:?}");
+            let step = |d: &strata_autograd::optim::StateDict| {
+                d["state.1.step"]
+                    .to_dtype(DType::F64)
+                    .unwrap()
+                    .item::<f64>()
+                    .unwrap()
+            };
+            assert_eq!((step(&g), step(&c)), (2.0, 2.0), "{name}");
+        }
+        for key in keys {
+            assert_eq!(g[key].shape(), c[key].shape(), "{name} {key}");
+        }
+    }
+}
+
 /// clip_grad_norm_ with every kind of norm_type (2, 1, inf, -inf, 0, 3,
 /// 0.5, -1), error_if_nonfinite, and clip_grad_value_, on GPU gradients of
 /// one and of mixed dtypes: the same total norm (its dtype exactly) and

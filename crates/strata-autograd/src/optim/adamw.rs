@@ -207,9 +207,6 @@ impl AdamW {
             let g = &self.groups[gi];
             (g.device, g.dtype, g.numel)
         };
-        if numel == 0 {
-            return Ok(());
-        }
         let grads: Vec<Option<Tensor>> = self.groups[gi]
             .members
             .iter()

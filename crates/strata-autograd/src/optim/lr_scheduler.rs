@@ -2,8 +2,16 @@
 //!
 //! A schedule ([`LrSchedule`]) gives the learning rate at each epoch (the
 //! number of [`LrScheduler::step`] calls so far) from the optimizer's base
-//! rate, in closed form; an [`LrScheduler`] counts the epochs and sets the
-//! rate on the optimizer. As in PyTorch, making the scheduler applies the
+//! rate, in closed form, and the rate of the next epoch from the rate now,
+//! as PyTorch's `scheduler.step()` computes it (its chainable `get_lr`:
+//! `StepLR` multiplies the optimizer's rate by `gamma`, `CosineAnnealingLR`
+//! by a ratio of cosines, ...); an [`LrScheduler`] counts the epochs and
+//! sets the rate on the optimizer. Stepping with PyTorch's recurrences gives
+//! its rates bit for bit (the closed form, which strata used until session
+//! 52, differs from them in the last bits: a `LinearLR` warm-up to 0.1 ends
+//! at PyTorch's 0.10000000000000002, and every later step uses it), and, as
+//! in PyTorch, a rate set on the optimizer between steps is where the next
+//! step continues from. As in PyTorch, making the scheduler applies the
 //! rate of epoch 0 (a [`LinearLr`] warm-up starts at its first factor), and
 //! `step` is called after the optimizer's step, once per epoch (or per
 //! batch, for per-iteration schedules).
@@ -33,11 +41,24 @@ pub trait LrSchedule {
     /// The learning rate at `epoch` (0 before the first scheduler step)
     /// for an optimizer whose base rate is `base_lr`.
     fn lr_at(&self, base_lr: f64, epoch: u64) -> f64;
+
+    /// The rate at `epoch` (>= 1) from `lr`, the optimizer's rate at the
+    /// epoch before, as PyTorch's `scheduler.step()` computes it (the
+    /// schedule's chainable `get_lr`). By default the closed form,
+    /// [`lr_at`](LrSchedule::lr_at) (PyTorch's `LambdaLR`).
+    fn next_lr(&self, lr: f64, base_lr: f64, epoch: u64) -> f64 {
+        let _ = lr;
+        self.lr_at(base_lr, epoch)
+    }
 }
 
 impl<S: LrSchedule + ?Sized> LrSchedule for Box<S> {
     fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
         (**self).lr_at(base_lr, epoch)
+    }
+
+    fn next_lr(&self, lr: f64, base_lr: f64, epoch: u64) -> f64 {
+        (**self).next_lr(lr, base_lr, epoch)
     }
 }
 
@@ -47,6 +68,8 @@ pub struct LrScheduler<S> {
     schedule: S,
     base_lr: f64,
     epoch: u64,
+    /// The rate this scheduler last set (PyTorch's `get_last_lr()`).
+    last_lr: f64,
 }
 
 impl<S: LrSchedule> LrScheduler<S> {
@@ -70,21 +93,26 @@ impl<S: LrSchedule> LrScheduler<S> {
         // (a negative base times a factor of 0 is a rate of -0.0, accepted,
         // and a later epoch's rate would then be refused for good).
         check_non_negative("LrScheduler", "base learning rate", base_lr)?;
-        opt.set_lr(schedule.lr_at(base_lr, epoch))?;
+        let last_lr = schedule.lr_at(base_lr, epoch);
+        opt.set_lr(last_lr)?;
         Ok(LrScheduler {
             schedule,
             base_lr,
             epoch,
+            last_lr,
         })
     }
 
     /// Moves to the next epoch and sets its rate on `opt` (PyTorch's
-    /// `scheduler.step()`). A rate the optimizer refuses (NaN from a
-    /// [`LambdaLr`]) is an error and the epoch does not advance.
+    /// `scheduler.step()`): the schedule's [`next_lr`](LrSchedule::next_lr)
+    /// of the optimizer's rate now, PyTorch's recurrence. A rate the
+    /// optimizer refuses (NaN from a [`LambdaLr`]) is an error and the
+    /// epoch does not advance.
     pub fn step(&mut self, opt: &mut dyn Optimizer) -> Result<()> {
         let next = self.epoch.saturating_add(1);
-        opt.set_lr(self.schedule.lr_at(self.base_lr, next))?;
-        self.epoch = next;
+        let lr = self.schedule.next_lr(opt.lr(), self.base_lr, next);
+        opt.set_lr(lr)?;
+        (self.epoch, self.last_lr) = (next, lr);
         Ok(())
     }
 
@@ -93,9 +121,9 @@ impl<S: LrSchedule> LrScheduler<S> {
         self.epoch
     }
 
-    /// The rate of the current epoch (PyTorch's `get_last_lr()`).
+    /// The rate this scheduler set last (PyTorch's `get_last_lr()`).
     pub fn last_lr(&self) -> f64 {
-        self.schedule.lr_at(self.base_lr, self.epoch)
+        self.last_lr
     }
 
     /// The base rate.
@@ -146,6 +174,15 @@ impl LrSchedule for StepLr {
     fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
         base_lr * power(self.gamma, epoch / self.step_size)
     }
+
+    /// PyTorch's: `lr * gamma` at each multiple of `step_size`.
+    fn next_lr(&self, lr: f64, _base_lr: f64, epoch: u64) -> f64 {
+        if epoch.is_multiple_of(self.step_size) {
+            lr * self.gamma
+        } else {
+            lr
+        }
+    }
 }
 
 /// Multiplies the rate by `gamma` at each milestone epoch (PyTorch's
@@ -170,6 +207,17 @@ impl LrSchedule for MultiStepLr {
         let passed = self.milestones.partition_point(|&m| m <= epoch);
         base_lr * power(self.gamma, passed as u64)
     }
+
+    /// PyTorch's: `lr * gamma ** k` at a milestone given `k` times.
+    fn next_lr(&self, lr: f64, _base_lr: f64, epoch: u64) -> f64 {
+        let from = self.milestones.partition_point(|&m| m < epoch);
+        let k = self.milestones.partition_point(|&m| m <= epoch) - from;
+        if k == 0 {
+            lr
+        } else {
+            lr * power(self.gamma, k as u64)
+        }
+    }
 }
 
 /// Multiplies the rate by `gamma` every epoch (PyTorch's `ExponentialLR`).
@@ -189,6 +237,11 @@ impl ExponentialLr {
 impl LrSchedule for ExponentialLr {
     fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
         base_lr * power(self.gamma, epoch)
+    }
+
+    /// PyTorch's: `lr * gamma`.
+    fn next_lr(&self, lr: f64, _base_lr: f64, _epoch: u64) -> f64 {
+        lr * self.gamma
     }
 }
 
@@ -213,12 +266,33 @@ impl CosineAnnealingLr {
 
 impl LrSchedule for CosineAnnealingLr {
     fn lr_at(&self, base_lr: f64, epoch: u64) -> f64 {
+        // PyTorch starts at the base rate itself (its first `get_lr`);
+        // the formula rounds it when eta_min is above it (0.1 with
+        // eta_min 0.5 gave 0.09999999999999998).
+        if epoch == 0 {
+            return base_lr;
+        }
         // The cosine's period is 2 t_max: reduce first, so that a large
         // epoch loses no precision (a period beyond u64 reduces nothing: a
         // saturated one would wrap u64::MAX to 0).
         let reduced = self.t_max.checked_mul(2).map_or(epoch, |p| epoch % p);
         let phase = reduced as f64 / self.t_max as f64;
         self.eta_min + (base_lr - self.eta_min) * (1.0 + (std::f64::consts::PI * phase).cos()) / 2.0
+    }
+
+    /// PyTorch's recurrence: at the start of each rise (`(epoch - 1 -
+    /// t_max) % (2 t_max) == 0`) `lr + (base - eta_min) (1 - cos(pi /
+    /// t_max)) / 2`, elsewhere `(1 + cos(pi e / t_max)) / (1 + cos(pi (e -
+    /// 1) / t_max)) (lr - eta_min) + eta_min`, evaluated in PyTorch's order.
+    fn next_lr(&self, lr: f64, base_lr: f64, epoch: u64) -> f64 {
+        use std::f64::consts::PI;
+        let (e, t) = (i128::from(epoch), i128::from(self.t_max));
+        let eta = self.eta_min;
+        if (e - 1 - t).rem_euclid(2 * t) == 0 {
+            return lr + (base_lr - eta) * (1.0 - (PI / t as f64).cos()) / 2.0;
+        }
+        let (ef, tf) = (epoch as f64, self.t_max as f64);
+        (1.0 + (PI * ef / tf).cos()) / (1.0 + (PI * (e - 1) as f64 / tf).cos()) * (lr - eta) + eta
     }
 }
 
@@ -264,6 +338,17 @@ impl LrSchedule for LinearLr {
         let t = epoch.min(self.total_iters) as f64 / self.total_iters as f64;
         base_lr * (self.start_factor + (self.end_factor - self.start_factor) * t)
     }
+
+    /// PyTorch's recurrence: `lr * (1 + (end - start) / (total * start +
+    /// (epoch - 1) (end - start)))` up to `total_iters`, then `lr`.
+    fn next_lr(&self, lr: f64, _base_lr: f64, epoch: u64) -> f64 {
+        if epoch > self.total_iters {
+            return lr;
+        }
+        let d = self.end_factor - self.start_factor;
+        let total = self.total_iters as f64 * self.start_factor;
+        lr * (1.0 + d / (total + (epoch - 1) as f64 * d))
+    }
 }
 
 /// The base rate times `f(epoch)` (PyTorch's `LambdaLR`).
@@ -302,6 +387,19 @@ impl<A: LrSchedule, B: LrSchedule> LrSchedule for SequentialLr<A, B> {
             self.first.lr_at(base_lr, epoch)
         } else {
             self.then.lr_at(base_lr, epoch - self.milestone)
+        }
+    }
+
+    /// PyTorch's `SequentialLR.step()`: the first schedule's step before
+    /// the milestone, the second's closed form at the milestone (its
+    /// `step(0)`), its steps after.
+    fn next_lr(&self, lr: f64, base_lr: f64, epoch: u64) -> f64 {
+        if epoch < self.milestone {
+            self.first.next_lr(lr, base_lr, epoch)
+        } else if epoch == self.milestone {
+            self.then.lr_at(base_lr, 0)
+        } else {
+            self.then.next_lr(lr, base_lr, epoch - self.milestone)
         }
     }
 }

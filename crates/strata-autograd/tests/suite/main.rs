@@ -41,6 +41,7 @@ mod hostile_sweep_s48;
 mod hostile_sweep_s49;
 mod hostile_sweep_s51;
 mod hostile_sweep_s52;
+mod hostile_sweep_s52b;
 mod inplace_views;
 mod optim_options_s44;
 mod optim_state;
