@@ -16,6 +16,17 @@
 //! `step` is called after the optimizer's step, once per epoch (or per
 //! batch, for per-iteration schedules).
 //!
+//! To resume, save the scheduler's [`epoch`](LrScheduler::epoch) and
+//! [`base_lr`](LrScheduler::base_lr) with the optimizer's
+//! [`state_dict`](Optimizer::state_dict) (which holds its rate); load the
+//! optimizer's state into a fresh optimizer, then
+//! [`LrScheduler::resume`] with them: as PyTorch's two `load_state_dict`
+//! calls, the optimizer keeps its restored rate and the next step continues
+//! from it, so that the resumed run's rates are the uninterrupted run's
+//! bit for bit (checked against PyTorch in
+//! `tests/suite/resume_s52.rs`). [`LrScheduler::at_epoch`] sets the closed
+//! form of an epoch instead, where the optimizer's rate was not saved.
+//!
 //! ```
 //! use strata_autograd::optim::lr_scheduler::{CosineAnnealingLr, LrScheduler};
 //! use strata_autograd::{Optimizer, Sgd, Var};
@@ -77,13 +88,44 @@ impl<S: LrSchedule> LrScheduler<S> {
     /// of epoch 0.
     pub fn new(opt: &mut dyn Optimizer, schedule: S) -> Result<LrScheduler<S>> {
         let base_lr = opt.lr();
-        Self::resume(opt, schedule, base_lr, 0)
+        Self::at_epoch(opt, schedule, base_lr, 0)
     }
 
-    /// A scheduler for `opt` at `epoch` of a schedule over `base_lr`
-    /// (training resumed from a checkpoint: the optimizer's rate there is
-    /// the scheduled one, not the base); sets the rate of `epoch`.
+    /// A scheduler resumed from a checkpoint at `epoch` of a schedule over
+    /// `base_lr` (the [`epoch`](LrScheduler::epoch) and
+    /// [`base_lr`](LrScheduler::base_lr) saved with it), for an optimizer
+    /// whose rate has been restored by its
+    /// [`load_state_dict`](Optimizer::load_state_dict): as PyTorch's
+    /// `scheduler.load_state_dict` after `optimizer.load_state_dict`, it
+    /// sets nothing on the optimizer, and the next [`step`](Self::step)
+    /// continues from the optimizer's rate with the schedule's recurrence,
+    /// so that the resumed rates are the uninterrupted run's bit for bit
+    /// (the closed form of [`at_epoch`](Self::at_epoch) differs from them
+    /// in the last bits). [`last_lr`](Self::last_lr) is the optimizer's
+    /// rate. A negative or NaN base rate is refused.
     pub fn resume(
+        opt: &dyn Optimizer,
+        schedule: S,
+        base_lr: f64,
+        epoch: u64,
+    ) -> Result<LrScheduler<S>> {
+        check_non_negative("LrScheduler", "base learning rate", base_lr)?;
+        Ok(LrScheduler {
+            schedule,
+            base_lr,
+            epoch,
+            last_lr: opt.lr(),
+        })
+    }
+
+    /// A scheduler for `opt` at `epoch` of a schedule over `base_lr` that
+    /// sets the rate of `epoch` in closed form (to restart a schedule
+    /// where the optimizer's rate was not saved; PyTorch has no such call,
+    /// and its later steps differ from an uninterrupted run's in the last
+    /// bits: use [`resume`](Self::resume) after loading the optimizer's
+    /// state). A rate the optimizer refuses, or a negative or NaN base,
+    /// is an error and changes nothing.
+    pub fn at_epoch(
         opt: &mut dyn Optimizer,
         schedule: S,
         base_lr: f64,

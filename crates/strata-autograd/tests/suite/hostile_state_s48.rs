@@ -1192,32 +1192,34 @@ fn sgd(lr: f64) -> Sgd {
     Sgd::new(vec![Var::parameter(f32s(&[1.0], &[1])).unwrap()], lr, 0.0).unwrap()
 }
 
+/// (`LrScheduler::at_epoch`, called `resume` until session 52, when
+/// `resume` came to keep the optimizer's restored rate as PyTorch.)
 /// A resume whose rate the optimizer refuses (a NaN or infinite base whose
 /// product is NaN, a negative base at an epoch where the factor is not 0)
 /// is an error and leaves the optimizer's rate as it was.
 #[test]
 fn a_refused_resume_changes_nothing() {
     let mut opt = sgd(0.25);
-    let r = LrScheduler::resume(&mut opt, StepLr::new(2, 0.5).unwrap(), f64::NAN, 3);
+    let r = LrScheduler::at_epoch(&mut opt, StepLr::new(2, 0.5).unwrap(), f64::NAN, 3);
     assert!(
         matches!(r, Err(AutogradError::Hyperparameter { .. })),
         "{r:?}"
     );
     assert_eq!(opt.lr(), 0.25);
-    let r = LrScheduler::resume(&mut opt, ExponentialLr::new(0.0).unwrap(), f64::INFINITY, 4);
+    let r = LrScheduler::at_epoch(&mut opt, ExponentialLr::new(0.0).unwrap(), f64::INFINITY, 4);
     assert!(
         matches!(r, Err(AutogradError::Hyperparameter { .. })),
         "{r:?}"
     );
     assert_eq!(opt.lr(), 0.25);
-    let r = LrScheduler::resume(&mut opt, LinearLr::new(0.5, 1.0, 4).unwrap(), -1.0, 2);
+    let r = LrScheduler::at_epoch(&mut opt, LinearLr::new(0.5, 1.0, 4).unwrap(), -1.0, 2);
     assert!(
         matches!(r, Err(AutogradError::Hyperparameter { .. })),
         "{r:?}"
     );
     assert_eq!(opt.lr(), 0.25);
     let cos = CosineAnnealingLr::new(10, 0.0).unwrap();
-    let r = LrScheduler::resume(&mut opt, cos, f64::NEG_INFINITY, 0);
+    let r = LrScheduler::at_epoch(&mut opt, cos, f64::NEG_INFINITY, 0);
     assert!(
         matches!(r, Err(AutogradError::Hyperparameter { .. })),
         "{r:?}"
@@ -1235,14 +1237,14 @@ fn a_refused_resume_changes_nothing() {
 #[test]
 fn resume_refuses_a_negative_base_rate() {
     let mut opt = sgd(0.25);
-    let r = LrScheduler::resume(&mut opt, ExponentialLr::new(0.0).unwrap(), -1.0, 5);
+    let r = LrScheduler::at_epoch(&mut opt, ExponentialLr::new(0.0).unwrap(), -1.0, 5);
     assert!(r.is_err(), "ExponentialLR(0): {r:?}");
     assert_eq!(opt.lr(), 0.25);
     let cos = CosineAnnealingLr::new(10, 0.0).unwrap();
-    let r = LrScheduler::resume(&mut opt, cos, -1.0, 10);
+    let r = LrScheduler::at_epoch(&mut opt, cos, -1.0, 10);
     assert!(r.is_err(), "cosine at t_max: {r:?}");
     assert_eq!(opt.lr(), 0.25);
-    let r = LrScheduler::resume(&mut opt, LinearLr::new(0.5, 0.0, 4).unwrap(), -1.0, 9);
+    let r = LrScheduler::at_epoch(&mut opt, LinearLr::new(0.5, 0.0, 4).unwrap(), -1.0, 9);
     assert!(r.is_err(), "LinearLR ending at 0: {r:?}");
     assert_eq!(opt.lr(), 0.25);
 }
@@ -1263,7 +1265,7 @@ fn cosine_with_a_huge_period_does_not_wrap() {
     let want = (1.0 + (std::f64::consts::PI * (u64::MAX as f64 / t as f64)).cos()) / 2.0;
     assert!((cos.lr_at(1.0, u64::MAX) - want).abs() < 1e-12);
     let mut opt = sgd(0.25);
-    let s = LrScheduler::resume(
+    let s = LrScheduler::at_epoch(
         &mut opt,
         CosineAnnealingLr::new(u64::MAX, 0.0).unwrap(),
         1.0,

@@ -425,19 +425,21 @@ fn lambda_schedule_with_a_refused_rate_changes_nothing() {
 #[test]
 fn schedules_at_huge_epochs_are_finite_and_saturate() {
     let mut opt = Sgd::new(vec![param(&[1.0], None, DType::F32)], 1.0, 0.0).unwrap();
-    let mut s = LrScheduler::resume(&mut opt, StepLr::new(1, 0.5).unwrap(), 1.0, u64::MAX).unwrap();
+    let mut s =
+        LrScheduler::at_epoch(&mut opt, StepLr::new(1, 0.5).unwrap(), 1.0, u64::MAX).unwrap();
     assert_eq!(opt.lr(), 0.0);
     s.step(&mut opt).unwrap();
     assert_eq!(s.epoch(), u64::MAX);
     // cos(pi * (2^64 - 1) mod 20 / 10): (2^64 - 1) mod 20 = 15.
     let c = CosineAnnealingLr::new(10, 0.0).unwrap();
-    let s = LrScheduler::resume(&mut opt, c, 1.0, u64::MAX).unwrap();
+    let s = LrScheduler::at_epoch(&mut opt, c, 1.0, u64::MAX).unwrap();
     close(&[s.last_lr()], &[0.5], 1e-12, "cosine at u64::MAX");
     let c = CosineAnnealingLr::new(u64::MAX, 0.0).unwrap();
-    let s = LrScheduler::resume(&mut opt, c, 1.0, u64::MAX).unwrap();
+    let s = LrScheduler::at_epoch(&mut opt, c, 1.0, u64::MAX).unwrap();
     assert!(s.last_lr().is_finite());
     // ExponentialLR above 1 grows to +inf, which set_lr takes (PyTorch too).
-    let mut s = LrScheduler::resume(&mut opt, ExponentialLr::new(2.0).unwrap(), 1.0, 2000).unwrap();
+    let mut s =
+        LrScheduler::at_epoch(&mut opt, ExponentialLr::new(2.0).unwrap(), 1.0, 2000).unwrap();
     assert_eq!(opt.lr(), INF);
     s.step(&mut opt).unwrap();
 }

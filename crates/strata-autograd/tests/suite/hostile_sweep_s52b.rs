@@ -36,9 +36,9 @@
 //!   tail rounds `alpha * b` first (known, see `optim/sgd.rs`): a bf16
 //!   SGD with dampening -1 over 3 elements differs at its third step; the
 //!   f16 test below uses 40 elements.
-//! * `LrScheduler::resume` sets the closed-form rate of its epoch (PyTorch
-//!   resumes from the optimizer's restored rate); load the optimizer's
-//!   state after `resume` to continue from the saved rate bit for bit.
+//! * `LrScheduler::resume` set the closed-form rate of its epoch (PyTorch
+//!   resumes from the optimizer's restored rate); since `resume_s52.rs` it
+//!   keeps the optimizer's rate, and the closed form is `at_epoch`.
 
 use strata_autograd::optim::lr_scheduler::{
     CosineAnnealingLr, ExponentialLr, LinearLr, LrScheduler, MultiStepLr, StepLr,

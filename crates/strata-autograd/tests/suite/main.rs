@@ -48,5 +48,6 @@ mod optim_state;
 mod oracle_s44;
 mod pytorch_fixture;
 mod recompute;
+mod resume_s52;
 mod semantics;
 mod sgd_fused_add_s45;

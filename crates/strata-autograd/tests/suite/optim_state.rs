@@ -341,7 +341,7 @@ fn a_scheduler_sets_the_rate_at_creation_and_at_each_step() {
     assert_eq!(s.base_lr(), 0.4);
     // Resumed at epoch 1 of a schedule over the same base.
     let mut other = Sgd::new(params(), 7.0, 0.0).unwrap();
-    let r = LrScheduler::resume(&mut other, StepLr::new(1, 0.5).unwrap(), 0.4, 1).unwrap();
+    let r = LrScheduler::at_epoch(&mut other, StepLr::new(1, 0.5).unwrap(), 0.4, 1).unwrap();
     assert_eq!(other.lr(), 0.2);
     assert_eq!(r.epoch(), 1);
 }
