@@ -110,6 +110,22 @@ pub(crate) trait Backend: Sync {
         input: &Arg,
         dims: &[usize],
     ) -> Result<()>;
+    /// The `p` norm (`p` not 0, 2 or ±inf) of the float `input` over
+    /// `dims` (at least one element per output) into the contiguous `out` of
+    /// the input's dtype, in the order and arithmetic of PyTorch's CPU
+    /// kernel. False where the device has no such kernel: the caller then
+    /// composes the norm from element-wise ops and a sum. `keepdim` is the
+    /// caller's (PyTorch's order depends on it beside broadcast dims).
+    fn pnorm(
+        &self,
+        _out: &Arg,
+        _input: &Arg,
+        _dims: &[usize],
+        _keepdim: bool,
+        _p: f64,
+    ) -> Result<bool> {
+        Ok(false)
+    }
     /// Batched matrix product of 3-D operands of one dtype into a fresh
     /// contiguous 3-D out. With `accumulate` (float dtypes only) `out` holds
     /// a value on entry and receives `out + a @ b`, the sum formed in the

@@ -84,6 +84,96 @@ impl Tensor {
         Ok(out)
     }
 
+    /// `torch.linalg.vector_norm(self, p, dims, keepdim)` for float `self`
+    /// (all dims when `dims` is `None` or empty), in self's dtype. On the
+    /// CPU order 1 and orders other than 0, 2 and ±inf are computed as
+    /// PyTorch's CPU kernel computes them (`NormOps`: `|x|^p` with the C
+    /// library's `pow` in f32 for f32/f16/bf16 and f64 for f64, summed one
+    /// element at a time in the order of PyTorch's iterator, then `^(1/p)`;
+    /// `NormOneOps`: the same sum of `|x|`), so that the values agree bit for
+    /// bit; other devices compose them from `abs`, `pow` and `sum`. Orders
+    /// 0, 2 and ±inf are the compositions `ne(0).sum`, `(x * x).sum().sqrt()`
+    /// and the max/min of `abs` (f16/bf16 widened to f32 for the sums). Over
+    /// one element (every reduced dim of size 1) it is `|x|` (`x != 0` for
+    /// p = 0); over none, 0, and an error for p < 0 or ±inf.
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[3.0f32, -4.0], &[2], Device::Cpu).unwrap();
+    /// assert_eq!(x.vector_norm(2.0, None, false).unwrap().item::<f32>().unwrap(), 5.0);
+    /// assert_eq!(x.vector_norm(3.0, None, false).unwrap().item::<f32>().unwrap(), 4.497_941_5);
+    /// ```
+    pub fn vector_norm(&self, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        const OP: &str = "vector_norm";
+        if !self.dtype().is_float() {
+            return Err(TensorError::dtype(
+                OP,
+                format!("vector_norm needs a float dtype, got {}", self.dtype()),
+            ));
+        }
+        let (dims, out_shape) = self.reduced_dims(OP, dims, keepdim)?;
+        let count: usize = dims.iter().map(|&d| self.shape()[d]).product();
+        if count == 0 && (p < 0.0 || p.is_infinite()) {
+            return Err(TensorError::Value {
+                op: OP,
+                msg: format!(
+                    "cannot compute the {p} norm over zero elements (shape {:?}): the operation \
+                     has no identity; reduce over dims of nonzero size, or use a p >= 0 that is finite",
+                    self.shape()
+                ),
+            });
+        }
+        let d: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
+        if count == 1 {
+            let one = if p == 0.0 {
+                self.ne(0.0)?.to_dtype(self.dtype())?
+            } else {
+                self.abs()?
+            };
+            return one.reshape(&out_shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
+        }
+        let sum = |t: &Tensor| t.sum(Some(&d), keepdim);
+        // The compositions work on f16/bf16 widened to f32.
+        let wide = if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            self.to_dtype(DType::F32)?
+        } else {
+            self.clone()
+        };
+        if count == 0 {
+            return sum(&wide.abs()?)?.to_dtype(self.dtype());
+        }
+        if p == 0.0 {
+            return sum(&wide.ne(0.0)?.to_dtype(wide.dtype())?)?.to_dtype(self.dtype());
+        } else if p == 2.0 {
+            return sum(&wide.mul(&wide)?)?.sqrt()?.to_dtype(self.dtype());
+        } else if p.is_infinite() {
+            let mut a = self.abs()?;
+            for &i in d.iter().rev() {
+                a = if p > 0.0 {
+                    a.max_dim(i, keepdim)?.0
+                } else {
+                    a.min_dim(i, keepdim)?.0
+                };
+            }
+            return Ok(a);
+        }
+        let out = Tensor::uninit(OP, &out_shape, self.dtype(), self.device())?;
+        let done = {
+            let be = self.backend()?;
+            let _g = AccessGuard::lock(Some(out.storage()), &[self.storage()]);
+            be.pnorm(&out.arg(), &self.arg(), &dims, keepdim, p)?
+        };
+        if done {
+            return Ok(out);
+        }
+        if p == 1.0 {
+            return sum(&wide.abs()?)?.to_dtype(self.dtype());
+        }
+        sum(&wide.abs()?.pow(p)?)?
+            .pow(1.0 / p)?
+            .to_dtype(self.dtype())
+    }
+
     /// Mean over `dims` (float dtypes only).
     pub fn mean(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         if !self.dtype().is_float() {

@@ -41,4 +41,5 @@ mod optim;
 mod oracle_s44b;
 mod properties;
 mod pytorch_fixture;
+mod pytorch_order_s52;
 mod softmax_pytorch;

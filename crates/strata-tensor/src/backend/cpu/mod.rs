@@ -7,6 +7,7 @@ mod loops;
 mod matmul;
 mod nn;
 mod optim;
+mod pnorm;
 mod reduce;
 mod simd;
 
@@ -257,6 +258,17 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         dispatch_dtype!(input.dtype, T => reduce::reduce::<T>(op, values, indices, input, dims));
         Ok(())
+    }
+
+    fn pnorm(&self, out: &Arg, input: &Arg, dims: &[usize], keepdim: bool, p: f64) -> Result<bool> {
+        match input.dtype {
+            DType::F32 => pnorm::pnorm::<f32>(out, input, dims, keepdim, p),
+            DType::F64 => pnorm::pnorm::<f64>(out, input, dims, keepdim, p),
+            DType::F16 => pnorm::pnorm::<::half::f16>(out, input, dims, keepdim, p),
+            DType::BF16 => pnorm::pnorm::<::half::bf16>(out, input, dims, keepdim, p),
+            d => unreachable!("the norm of {d} is rejected by the caller"),
+        }
+        Ok(true)
     }
 
     fn matmul(&self, out: &Arg, a: &Arg, b: &Arg, accumulate: bool) -> Result<()> {
