@@ -420,6 +420,12 @@ pub(crate) fn vector_norm(x: &Tensor, p: f64, dims: &[usize], keepdim: bool) -> 
         sum(&a)?
     } else if p == 0.0 {
         sum(&xc.ne(0.0)?)?.to_dtype(xc.dtype())?
+    } else if count > 1 && p != 2.0 && !p.is_infinite() {
+        // Order 1 and orders other than 0, 2 and ±inf: strata-tensor's
+        // `vector_norm`, which on the CPU sums as PyTorch's kernel does (one
+        // element at a time in its iterator's order, `pow` in its
+        // accumulate type: the same value bit for bit).
+        x.vector_norm(p, Some(&d), keepdim)?
     } else if p == 1.0 {
         sum(&a)?
     } else if p == 2.0 {
