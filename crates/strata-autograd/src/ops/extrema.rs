@@ -378,66 +378,20 @@ fn split_among(
 }
 
 /// The forward value of [`Var::norm`] (`dims` sorted and valid):
-/// `torch.linalg.vector_norm(x, p, dims, keepdim)`, also the norms of
-/// [`ClipGradNorm`](crate::ClipGradNorm).
+/// `torch.linalg.vector_norm(x, p, dims, keepdim)`, strata-tensor's
+/// [`Tensor::vector_norm`], also the norms of
+/// [`ClipGradNorm`](crate::ClipGradNorm). Over zero elements a finite
+/// negative order gives `0^(1/p) = inf` here (what `ClipGradNorm` takes of an
+/// empty gradient) where the tensor op refuses it; `Var::norm` refuses it
+/// before calling.
 pub(crate) fn vector_norm(x: &Tensor, p: f64, dims: &[usize], keepdim: bool) -> Result<Tensor> {
-    let dtype = x.dtype();
-    let xc = if matches!(dtype, DType::F16 | DType::BF16) {
-        x.to_dtype(DType::F32)?
-    } else {
-        x.clone()
-    };
     let d: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-    // A 0-d input reduces nothing (`sum` over no dims would mean all).
-    let sum = |t: &Tensor| -> Result<Tensor> {
-        Ok(if d.is_empty() {
-            t.clone()
-        } else {
-            t.sum(Some(&d), keepdim)?
-        })
-    };
-    let a = xc.abs()?;
     let count: usize = dims.iter().map(|&i| x.shape()[i]).product();
-    let n = if count == 1 {
-        // Every reduced dim has size 1 (or none is reduced: a 0-d input):
-        // PyTorch's `linalg_vector_norm` returns `|x|` (`x != 0` for
-        // p = 0) without reducing, whatever p is (a NaN p too).
-        let one = if p == 0.0 {
-            xc.ne(0.0)?.to_dtype(xc.dtype())?
-        } else {
-            a
-        };
-        let mut one = one;
-        if !keepdim {
-            for &i in d.iter().rev() {
-                one = one.squeeze_dims(&[i])?;
-            }
-        }
-        one
-    } else if count == 0 && p.is_nan() {
-        // Over zero elements: 0, PyTorch's fill of an empty reduction (the
-        // formula below would give 0^(1/NaN) = NaN).
-        sum(&a)?
-    } else if p == 0.0 {
-        sum(&xc.ne(0.0)?)?.to_dtype(xc.dtype())?
-    } else if count > 1 && p != 2.0 && !p.is_infinite() {
-        // Order 1 and orders other than 0, 2 and ±inf: strata-tensor's
-        // `vector_norm`, which on the CPU sums as PyTorch's kernel does (one
-        // element at a time in its iterator's order, `pow` in its
-        // accumulate type: the same value bit for bit).
-        x.vector_norm(p, Some(&d), keepdim)?
-    } else if p == 1.0 {
-        sum(&a)?
-    } else if p == 2.0 {
-        sum(&xc.mul(&xc)?)?.sqrt()?
-    } else if p == f64::INFINITY {
-        extreme_over(&a, dims, keepdim, true)?
-    } else if p == f64::NEG_INFINITY {
-        extreme_over(&a, dims, keepdim, false)?
-    } else {
-        sum(&a.pow(p)?)?.pow(1.0 / p)?
-    };
-    Ok(n.to_dtype(dtype)?)
+    if count == 0 && p < 0.0 && p.is_finite() {
+        let zero = x.abs()?.sum(Some(&d), keepdim)?;
+        return Ok(zero.pow(1.0 / p)?);
+    }
+    Ok(x.vector_norm(p, Some(&d), keepdim)?)
 }
 
 /// PyTorch's `norm_backward` (`x` the input, `n` the norm).

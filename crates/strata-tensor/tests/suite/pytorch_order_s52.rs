@@ -23,17 +23,9 @@
 
 use strata_tensor::{DType, Device, Tensor};
 
-const NORM_ORDER: &str = include_str!("../data/norm_order_s52.json");
+use super::pytorch_fixture::dtype;
 
-fn dtype(s: &str) -> DType {
-    match s {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        _ => panic!("dtype {s}"),
-    }
-}
+const NORM_ORDER: &str = include_str!("../data/norm_order_s52.json");
 
 /// The bits of `v`, every NaN as one (PyTorch's and strata's NaN payloads
 /// and signs may differ).
