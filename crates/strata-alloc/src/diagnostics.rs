@@ -90,7 +90,8 @@ pub(crate) fn memory_report_of(
 }
 
 /// Starts recording `device`'s allocation history (with call sites) into a
-/// ring buffer of `max_entries`, or stops with `None` (PyTorch's
+/// ring buffer of `max_entries` (at least one, as in PyTorch), or stops
+/// with `None` (PyTorch's
 /// `torch.cuda.memory._record_memory_history`).
 pub fn record_memory_history(device: Device, max_entries: Option<usize>) -> Result<(), AllocError> {
     crate::allocator(device)?.record_history(max_entries);

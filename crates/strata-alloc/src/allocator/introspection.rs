@@ -41,7 +41,9 @@ impl CachingAllocator {
 
     /// Starts recording the allocator's events into a ring buffer of
     /// `max_entries`, or stops with `None`, which forgets what was recorded
-    /// (PyTorch's `_record_memory_history`). Called while recording, it keeps
+    /// (PyTorch's `_record_memory_history`). `Some(0)` records with a
+    /// one-entry ring, as PyTorch's `RingBuffer::setMaxEntries` keeps
+    /// `std::max(1, max_entries)`. Called while recording, it keeps
     /// what was recorded (the newest `max_entries` entries, and the live
     /// allocations' call sites), as PyTorch does unless asked to clear
     /// ([`clear_history`](Self::clear_history)).
@@ -76,7 +78,7 @@ impl CachingAllocator {
     pub fn record_history_with(&self, max_entries: Option<usize>, level: HistoryLevel) {
         self.state
             .lock()
-            .set_history(max_entries.filter(|&n| n > 0), Recording::with_level(level));
+            .set_history(max_entries.map(|n| n.max(1)), Recording::with_level(level));
     }
 
     /// [`record_history`](Self::record_history) with all of PyTorch's
@@ -86,9 +88,10 @@ impl CachingAllocator {
     /// (`stacks`), and actions left out of the trace (`skip_actions`).
     /// As with `record_history`, calling it while recording keeps what was
     /// recorded, and the new options apply from then on; `max_entries` 0
-    /// stops and forgets. With `enabled="state"`
+    /// records with a one-entry trace (PyTorch's `setMaxEntries` keeps at
+    /// least one). With `enabled="state"`
     /// ([`HistoryOptions::state_only`]) the trace holds one entry, the
-    /// latest event, whatever `max_entries` (above 0) says, as in PyTorch.
+    /// latest event, whatever `max_entries` says, as in PyTorch.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -109,9 +112,15 @@ impl CachingAllocator {
     /// assert!(alloc.site.is_some() && free.site.is_none());
     /// ```
     pub fn record_history_opts(&self, opts: &HistoryOptions) {
-        let capacity =
-            Some(if opts.trace { opts.max_entries } else { 1 }).filter(|_| opts.max_entries > 0);
-        self.state.lock().set_history(capacity, Recording::of(opts));
+        // `RingBuffer::setMaxEntries`: `std::max(size_t(1), size)`.
+        let capacity = if opts.trace {
+            opts.max_entries.max(1)
+        } else {
+            1
+        };
+        self.state
+            .lock()
+            .set_history(Some(capacity), Recording::of(opts));
     }
 
     /// Attaches `metadata` to every history event the calling thread causes

@@ -123,7 +123,8 @@ pub enum HistoryContext {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HistoryOptions {
     /// The bound on trace entries kept (the oldest go first): PyTorch's
-    /// `max_entries`. 0 turns recording off, as `record_history(None)` does.
+    /// `max_entries`. 0 keeps one entry, as PyTorch's
+    /// `RingBuffer::setMaxEntries` does (`std::max(1, max_entries)`).
     pub max_entries: usize,
     /// Whether to keep a trace of the events (`enabled="all"`, the
     /// default) or mainly the state of the live allocations

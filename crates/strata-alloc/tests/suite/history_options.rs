@@ -268,15 +268,23 @@ fn state_only_recording_keeps_only_the_latest_event() {
     }
 }
 
-/// Turning recording off with `max_entries` 0 stops and forgets, as
-/// `record_history(None)` does.
+/// `max_entries` 0 while recording keeps recording with a one-entry trace
+/// (PyTorch's `RingBuffer::setMaxEntries` keeps `std::max(1, size)`): the
+/// newest entry stays, the live allocations keep their call sites (the
+/// options change, nothing is forgotten), and only `record_history(None)`
+/// stops and forgets.
 #[test]
-fn zero_entries_stop_recording() {
+fn zero_entries_keep_one_entry() {
     let a = sim("");
     a.record_history_opts(&HistoryOptions::new(100));
     let x = a.allocate(4096, S0).unwrap();
-    assert!(!a.history().is_empty());
+    let before = a.history();
+    assert!(before.len() > 1);
     a.record_history_opts(&HistoryOptions::new(0));
+    assert!(a.history_enabled());
+    assert_eq!(a.history(), before[before.len() - 1..]);
+    assert!(a.allocation_origin(x.ptr()).is_some());
+    a.record_history(None);
     assert!(!a.history_enabled());
     assert!(a.history().is_empty());
     assert!(a.allocation_origin(x.ptr()).is_none());

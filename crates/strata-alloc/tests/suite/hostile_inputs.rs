@@ -483,7 +483,10 @@ fn resets_and_history_toggles_with_live_blocks() {
     for i in 0..50 {
         a.record_history(if i % 3 == 0 { None } else { Some(i) });
     }
+    // `Some(0)` records with one entry, as PyTorch's `setMaxEntries`.
     a.record_history(Some(0));
+    assert!(a.history_enabled());
+    a.record_history(None);
     assert!(!a.history_enabled());
     assert!(matches!(a.watch(), Err(AllocError::HistoryOff { .. })));
     a.record_history(Some(1));

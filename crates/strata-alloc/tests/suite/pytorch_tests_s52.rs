@@ -25,12 +25,10 @@
 //! * garbage collection run by a miss in a private pool, which collects the
 //!   default large pool's aged blocks (`garbage_collect_cached_blocks`).
 //!
-//! One difference from PyTorch is pinned by an ignored test and left as it
-//! is, as strata documents it (`CachingAllocator::record_history_opts`,
-//! `history_options.rs`'s `zero_entries_stop_recording`): `max_entries` 0.
-//! PyTorch's `RingBuffer::setMaxEntries` clamps it to 1, so
-//! `_record_memory_history(max_entries=0)` records with a one-entry trace;
-//! in strata it stops recording and forgets, as `record_history(None)`.
+//! `max_entries` 0 follows PyTorch since session 53: its
+//! `RingBuffer::setMaxEntries` clamps it to 1, so
+//! `_record_memory_history(max_entries=0)` records with a one-entry trace
+//! (until then strata stopped recording and forgot, as `record_history(None)`).
 //!
 //! Expected figures come from PyTorch's source, worked out in each test's
 //! comments, never from strata's output. All run with
@@ -307,17 +305,17 @@ fn empty_cache_completes_a_pools_pending_free_but_keeps_its_segment() {
 }
 
 // ---------------------------------------------------------------------------
-// History: max_entries 0 (a documented difference)
+// History: max_entries 0
 // ---------------------------------------------------------------------------
 
 /// `_record_memory_history(enabled="all", max_entries=0)` passes 0 to
 /// `recordHistory`, whose `alloc_buffer.setMaxEntries(0)` keeps
-/// `std::max(1, size)`: recording goes on with a one-entry trace (the latest
-/// event). strata stops and forgets instead (`record_history_opts`'s
-/// documented rule, `history_options.rs`'s `zero_entries_stop_recording`):
-/// a deliberate difference, pinned here as PyTorch has it.
+/// `std::max(size_t(1), size)` (`RingBuffer` in
+/// `c10/cuda/CUDACachingAllocator.cpp`): recording goes on with a one-entry
+/// trace, the latest event. The 1 MiB request makes a 2 MiB segment
+/// (`segment_alloc`, then `alloc`): the `alloc` is the one kept. Through
+/// `record_history(Some(0))` too (the same PyTorch call).
 #[test]
-#[ignore = "documented difference: max_entries 0 stops recording in strata; PyTorch clamps it to 1"]
 fn max_entries_zero_records_one_entry() {
     let (_, a) = sim_device("expandable_segments:False", GIB);
     a.record_history_opts(&HistoryOptions::new(0));
@@ -326,6 +324,14 @@ fn max_entries_zero_records_one_entry() {
     let h = a.history();
     assert_eq!(h.len(), 1);
     assert_eq!((h[0].action, h[0].addr), (Action::Alloc, x.ptr()));
+    drop(x);
+    let (_, b) = sim_device("expandable_segments:False", GIB);
+    b.record_history(Some(0));
+    assert!(b.history_enabled());
+    let y = b.allocate(MIB, S0).unwrap();
+    let h = b.history();
+    assert_eq!(h.len(), 1);
+    assert_eq!((h[0].action, h[0].addr), (Action::Alloc, y.ptr()));
 }
 
 // ---------------------------------------------------------------------------
