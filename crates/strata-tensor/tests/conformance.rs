@@ -781,15 +781,34 @@ fn skip_allowed(what: &str, dir: &std::path::Path) -> bool {
     skip
 }
 
-/// The files of the project's own vectors (every `*.json` in the folder).
+/// The files of the project's own vectors (every `*.json` and `*.json.gz`
+/// in the folder: the repository keeps its larger files gzipped).
 fn project_files(dir: &std::path::Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.ends_with(".json") || name.ends_with(".json.gz")
+        })
         .collect();
     v.sort();
     v
+}
+
+/// A vectors file's text, gunzipped when its name ends in `.gz`.
+fn read_vectors(path: &std::path::Path) -> String {
+    let read = || -> std::io::Result<String> {
+        if path.extension().is_some_and(|x| x == "gz") {
+            let mut text = String::new();
+            let file = std::fs::File::open(path)?;
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text)?;
+            Ok(text)
+        } else {
+            std::fs::read_to_string(path)
+        }
+    };
+    read().unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
 /// Replays every case of the shared groups on `dev`; returns the failures
@@ -818,8 +837,7 @@ fn replay_files(files: &[PathBuf], dev: Device) -> Vec<String> {
     // (to find one that hangs or is slow on a device).
     let verbose = std::env::var_os("STRATA_CONFORMANCE_VERBOSE").is_some();
     for path in files {
-        let text = std::fs::read_to_string(path)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        let text = read_vectors(path);
         let file: Value = serde_json::from_str(&text).unwrap();
         for case in file["cases"].as_array().unwrap() {
             total += 1;
