@@ -385,14 +385,14 @@ fn grad_scaler_skips_non_finite_steps_backs_off_and_grows() {
     .unwrap();
     assert!(!s.step(&mut opt).unwrap());
     assert_eq!(p.to_vec::<f32>().unwrap(), vec![1.0, 1.0]);
-    s.update();
+    s.update().unwrap();
     assert_eq!(s.get_scale(), 4.0);
     p.set_grad(Some(
         Tensor::from_slice(&[f32::NAN, 0.0], &[2], DEV).unwrap(),
     ))
     .unwrap();
     assert!(!s.step(&mut opt).unwrap());
-    s.update();
+    s.update().unwrap();
     assert_eq!(s.get_scale(), 2.0);
     // Clean steps: gradients divided by the scale; growth after 3 of them.
     for i in 0..3 {
@@ -403,7 +403,7 @@ fn grad_scaler_skips_non_finite_steps_backs_off_and_grows() {
         assert!(s.unscale_(&opt).is_err(), "unscale_ twice in one iteration");
         assert!(s.step(&mut opt).unwrap());
         assert!(s.step(&mut opt).is_err(), "step twice in one iteration");
-        s.update();
+        s.update().unwrap();
         assert_eq!(s.growth_tracker(), (i + 1) % 3);
     }
     assert_eq!(s.get_scale(), 4.0);

@@ -8,11 +8,12 @@
 //! row it doubles (`growth_factor`). Defaults are PyTorch's: 2^16, 2, 0.5, 2000.
 //!
 //! The non-finite check runs on the device: [`GradScaler::unscale_`]
-//! multiplies every gradient by `1/scale` in place and adds `sum(g * 0)`
-//! (0 for a finite gradient, NaN otherwise) into **one** device flag shared
-//! by all the optimizer's parameters; [`GradScaler::step`] reads that flag
-//! once (the only host synchronisation of the step) and skips the update
-//! when it is not 0.
+//! adds `sum(g * 0)` of every gradient (0 for a finite gradient, NaN
+//! otherwise) into **one** device flag shared by all the optimizer's
+//! parameters and then multiplies the gradient by `1/scale` in place (the
+//! check sees the gradient before the division, as PyTorch's);
+//! [`GradScaler::step`] reads that flag once (the only host
+//! synchronisation of the step) and skips the update when it is not 0.
 //!
 //! One scaler may drive several optimizers, as PyTorch's (its recipe for
 //! several models and optimizers): each optimizer is unscaled and stepped
@@ -29,7 +30,7 @@
 //! let loss = w.mul(&w).unwrap().sum(None, false).unwrap();
 //! scaler.scale(&loss).unwrap().backward().unwrap();     // grads are 2 * 65536
 //! assert!(scaler.step(&mut opt).unwrap());              // unscaled to 2, then stepped
-//! scaler.update();
+//! scaler.update().unwrap();
 //! assert_eq!(w.to_vec::<f32>().unwrap(), vec![0.8, 0.8]);
 //! ```
 //!
@@ -246,11 +247,18 @@ impl GradScaler {
         let checked = grads.len();
         let mut flag: Option<Tensor> = None;
         for g in grads {
+            // 0 where every element is finite, NaN otherwise; summed in f32.
+            // Taken of the gradient as it was, before it is divided, as
+            // PyTorch's `_amp_foreach_non_finite_check_and_unscale_` checks
+            // each value before multiplying it by `inv_scale`: with a scale
+            // below 1, a finite gradient that the division makes infinite
+            // is not flagged and the step runs (its parameter becomes
+            // inf/NaN, as in PyTorch). Until session 53 the check followed
+            // the division and skipped that step.
+            let bad = g.mul(0.0)?.sum(None, false)?.to_dtype(DType::F32)?;
             if !hand_scale {
                 g.mul_(inv)?;
             }
-            // 0 where every element is finite, NaN otherwise; summed in f32.
-            let bad = g.mul(0.0)?.sum(None, false)?.to_dtype(DType::F32)?;
             flag = Some(match flag {
                 None => bad,
                 Some(f) => {
@@ -371,11 +379,38 @@ impl GradScaler {
     /// were checked since the last update, by [`GradScaler::step`] or by
     /// [`GradScaler::unscale_`] alone (an iteration whose step the caller
     /// skipped after unscaling still backs off on a non-finite gradient),
-    /// except one whose optimizer step failed or that had no gradient.
-    /// Without such a check since the last update, nothing changes.
-    pub fn update(&mut self) {
+    /// except one whose optimizer step failed (strata counts no step for
+    /// it; PyTorch counts its check).
+    ///
+    /// When no gradient at all was checked since the last update (no
+    /// `step` or `unscale_`, a second `update` in a row, or only optimizers
+    /// without gradients) it is a [`AutogradError::GradScaler`] error that
+    /// changes nothing, as PyTorch's `update` raises "No inf checks were
+    /// recorded prior to update." (session 53; before, it did nothing).
+    /// PyTorch raises exactly then: a check of gradients counts even when
+    /// the optimizer's step then failed, so that case updates (counting no
+    /// step, above) without an error. A disabled scaler never fails here.
+    /// To end an iteration without a check, set the scale with
+    /// [`update_to`](GradScaler::update_to) (PyTorch's `update(new_scale)`;
+    /// `update_to(get_scale())` keeps it).
+    pub fn update(&mut self) -> Result<()> {
         if !self.enabled {
-            return;
+            return Ok(());
+        }
+        // PyTorch's condition: some optimizer's gradients were checked (its
+        // `found_inf_per_device` is not empty), whether or not its step then
+        // failed. Checked before anything changes: PyTorch raises before it
+        // clears its per-optimizer states, and so does this.
+        if !self.per_optimizer.iter().any(|st| st.checked > 0) {
+            return Err(AutogradError::GradScaler {
+                msg: "update() found no gradient checked for infs/NaNs since the last update \
+                      (PyTorch: \"No inf checks were recorded prior to update.\"): call \
+                      step (or unscale_) for an optimizer whose parameters have gradients, \
+                      after backward on the scaled loss, before update(); to end the iteration \
+                      without one, set the scale with update_to (update_to(get_scale()) keeps \
+                      it); nothing was changed"
+                    .into(),
+            });
         }
         let mut counted = false;
         let mut skipped = false;
@@ -392,7 +427,8 @@ impl GradScaler {
             };
         }
         if !counted {
-            return;
+            // Only optimizers whose steps failed: no step to count.
+            return Ok(());
         }
         if skipped {
             // Never below the smallest normal f32: a scale that rounds to 0
@@ -415,6 +451,7 @@ impl GradScaler {
                 self.growth_tracker = 0;
             }
         }
+        Ok(())
     }
 }
 

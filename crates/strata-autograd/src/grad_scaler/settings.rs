@@ -34,7 +34,7 @@ impl GradScaler {
     /// let loss = w.mul(&w).unwrap().sum(None, false).unwrap();
     /// scaler.scale(&loss).unwrap().backward().unwrap(); // grads are 2, unscaled
     /// assert!(scaler.step(&mut opt).unwrap());
-    /// scaler.update();
+    /// scaler.update().unwrap(); // a disabled scaler's update never fails
     /// assert_eq!(scaler.get_scale(), 1.0);
     /// assert_eq!(w.to_vec::<f32>().unwrap(), vec![0.8, 0.8]);
     /// ```

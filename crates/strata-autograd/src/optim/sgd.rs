@@ -22,30 +22,84 @@
 //! f16/bf16 only and formed `alpha * b` first for f32/f64: a parameter then
 //! moved one unit in the last place away from PyTorch's now and then, which
 //! was enough to break a tie of `minimum` between an f32 parameter and an
-//! f64 one read as f32 (gradient-oracle program 196:1272). (For f16/bf16
-//! PyTorch rounds `alpha * b` first in the scalar loop that updates a
-//! tensor's last few elements, `numel % 32` on AVX2; strata rounds once
-//! everywhere, as the vectorized loop.)
+//! f64 one read as f32 (gradient-oracle program 196:1272). For f16/bf16
+//! PyTorch rounds `alpha * b` to the dtype first in the scalar loop that
+//! updates a tensor's last `numel % 32` elements (AVX2); strata does the
+//! same on the CPU for contiguous tensors since session 53 (before, it
+//! rounded once everywhere, as the vectorized loop).
 
 use super::state::{self, StateDict};
 use super::{check, check_non_negative, Optimizer};
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
-use strata_tensor::Tensor;
+use strata_tensor::{DType, Device, Tensor};
 
 /// `a + alpha * b` for float tensors, as PyTorch's `a.add(b, alpha)`
 /// computes it (see the module docs): `alpha` converted to their dtype and
 /// the sum rounded once. `addcmul(alpha, b, 1)` is `fma(1 * alpha, b, a)`
 /// in the compute type of `addcmul` (f32 for f16/bf16; on the GPU too),
-/// with an exact `1 * alpha`.
+/// with an exact `1 * alpha`. The scalar tail of an f16/bf16 tensor on the
+/// CPU is PyTorch's scalar loop ([`scalar_tail`]).
 fn add_scaled(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
-    Ok(a.addcmul(&alpha_of(a, alpha)?, b, 1.0)?)
+    let tail = scalar_tail(a, b, alpha)?;
+    let out = a.addcmul(&alpha_of(a, alpha)?, b, 1.0)?;
+    if let Some((start, t)) = tail {
+        last(&out, start)?.copy_(&t)?;
+    }
+    Ok(out)
 }
 
 /// `p += alpha * b` in place, as [`add_scaled`].
 fn add_scaled_(p: &Tensor, b: &Tensor, alpha: f64) -> Result<()> {
+    // The tail is formed from `p`'s values before the update.
+    let tail = scalar_tail(p, b, alpha)?;
     p.addcmul_(&alpha_of(p, alpha)?, b, 1.0)?;
+    if let Some((start, t)) = tail {
+        last(p, start)?.copy_(&t)?;
+    }
     Ok(())
+}
+
+/// How many trailing elements PyTorch's CPU kernels leave to their scalar
+/// loop for f16 and bf16: `cpu_kernel_vec` steps two vectors of 16 (AVX2,
+/// the CPU capability of the PyTorch 2.15 build the fixtures come from) at
+/// a time and hands the last `numel % 32` elements to the scalar functor.
+const REDUCED_TAIL: usize = 32;
+
+/// PyTorch's scalar loop of `a.add(b, alpha)` over the last `numel % 32`
+/// elements of f16/bf16 tensors on the CPU: `a + alpha * b` in the dtype's
+/// arithmetic, the product rounded to the dtype before the sum (`c10::Half`
+/// and `c10::BFloat16` operators), where its vectorized loop (the other
+/// elements) rounds once, as `addcmul` does. `Some((start, tail values))`
+/// for contiguous `a` and `b` of one shape and dtype with such a tail, else
+/// `None` (f32/f64 round once in both loops; other layouts keep the one
+/// rounding). Before session 53 those elements were rounded once, an ulp
+/// or more away from PyTorch's now and then (SGD on f16/bf16 tensors of
+/// fewer than 32 elements, `tests/suite/optim_tails_s53.rs`).
+fn scalar_tail(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Option<(usize, Tensor)>> {
+    let n = a.numel();
+    let t = n % REDUCED_TAIL;
+    let applies = t > 0
+        && matches!(a.dtype(), DType::F16 | DType::BF16)
+        && a.device() == Device::Cpu
+        && b.dtype() == a.dtype()
+        && b.device() == a.device()
+        && a.shape() == b.shape()
+        && a.is_contiguous()
+        && b.is_contiguous();
+    if !applies {
+        return Ok(None);
+    }
+    let start = n - t;
+    let prod = last(b, start)?.mul(&alpha_of(a, alpha)?)?;
+    Ok(Some((start, last(a, start)?.add(&prod)?)))
+}
+
+/// The elements of contiguous `t` from `start` on, as a 1-d view.
+fn last(t: &Tensor, start: usize) -> Result<Tensor> {
+    let n = t.numel();
+    Ok(t.view(&[n as i64])?
+        .narrow(0, start as i64, (n - start) as i64)?)
 }
 
 /// `alpha` as a 0-d tensor of `t`'s dtype on its device (PyTorch's

@@ -1039,7 +1039,7 @@ fn run_train(p: &J) -> Result<(), String> {
         match &mut scaler {
             Some(s) => {
                 let stepped = s.step(opt.as_mut()).map_err(e("GradScaler::step".into()))?;
-                s.update();
+                s.update().unwrap();
                 if stepped != log.key("stepped").b() {
                     return Err(format!(
                         "iteration {it}: GradScaler stepped {stepped}, PyTorch's {}",

@@ -58,7 +58,7 @@ fn an_explicit_unscale_refuses_f16_gradients_as_in_pytorch() {
     assert!(scaler.step(&mut opt).unwrap());
     let want = [0.89990234375f64, 1.900390625];
     assert_eq!(w16.data().to_vec_as::<f64>().unwrap(), want);
-    scaler.update();
+    scaler.update().unwrap();
 
     // bf16 gradients are unscaled by an explicit call (PyTorch refuses only
     // f16).
@@ -83,7 +83,7 @@ fn clean_iteration(s: &mut GradScaler, opt: &mut Sgd, w: &Var) {
     let loss = w.mul(w).unwrap().sum(None, false).unwrap();
     s.scale(&loss).unwrap().backward().unwrap();
     assert!(s.step(opt).unwrap());
-    s.update();
+    s.update().unwrap();
 }
 
 fn ones_param() -> Var {
@@ -114,7 +114,7 @@ fn a_disabled_scaler_passes_everything_through_as_pytorchs() {
     s.unscale_(&opt).unwrap();
     assert_eq!(w.grad().unwrap().to_vec::<f32>().unwrap(), vec![2.0, 2.0]);
     assert!(s.step(&mut opt).unwrap());
-    s.update();
+    s.update().unwrap();
     assert_eq!(w.to_vec::<f32>().unwrap(), vec![0.8, 0.8]);
     let mut other = std::collections::HashMap::new();
     other.insert(

@@ -195,7 +195,7 @@ fn iterate(scaler: &mut GradScaler, w: &Var, opt: &mut Sgd, nan: bool) -> bool {
         scaler.scale(&loss).unwrap().backward().unwrap();
     }
     let ran = scaler.step(opt).unwrap();
-    scaler.update();
+    scaler.update().unwrap();
     ran
 }
 
@@ -345,11 +345,14 @@ fn zero_grad_and_step_without_gradients() {
     // A GradScaler step without gradients is refused, as PyTorch's
     // (`AssertionError: No inf checks were recorded for this optimizer.`;
     // until session 52 it ran the empty step and counted it as clean), and
-    // changes nothing: `update` then keeps the scale.
+    // changes nothing: `update` then has no check to count and is refused
+    // too (PyTorch's "No inf checks were recorded prior to update.",
+    // session 53), keeping the scale.
     let mut scaler = GradScaler::new();
     let e = scaler.step(&mut s).unwrap_err();
     assert!(matches!(e, AutogradError::GradScaler { .. }), "{e}");
-    scaler.update();
+    let e = scaler.update().unwrap_err();
+    assert!(matches!(e, AutogradError::GradScaler { .. }), "{e}");
     assert_eq!(scaler.get_scale(), 65536.0);
     assert_eq!(scaler.growth_tracker(), 0);
 }

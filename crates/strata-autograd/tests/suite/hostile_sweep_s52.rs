@@ -37,14 +37,15 @@
 //! Examined and left as they are:
 //!
 //! * `GradScaler::update` with nothing recorded (no `step`, or an
-//!   `unscale_` of an optimizer without gradients) changes nothing; PyTorch
+//!   `unscale_` of an optimizer without gradients) changed nothing; PyTorch
 //!   raises an `AssertionError` ("No inf checks were recorded prior to
-//!   update"). strata's `update` cannot fail (a documented choice).
+//!   update"). Session 53 made it a `GradScaler` error that changes
+//!   nothing (`grad_scaler_s53.rs`).
 //! * PyTorch's unscale checks each gradient for inf/NaN before dividing it
 //!   by the scale, so with a scale below 1 a finite gradient that the
 //!   division turns into inf is stepped with (its parameter becomes inf or
-//!   NaN); strata checks after dividing and skips that step. strata's
-//!   answer is kept.
+//!   NaN); strata checked after dividing and skipped that step. Session 53
+//!   follows PyTorch (`grad_scaler_s53.rs`).
 //! * `GradScaler` has no `enabled` flag, no `update(new_scale)` and no
 //!   state dictionary (PyTorch's `state_dict`/`load_state_dict` of the
 //!   scale and growth tracker); features, not differences of behaviour.
@@ -111,7 +112,7 @@ fn backward_scaled(s: &GradScaler, w0: &Var, w1: &Var, w1_inf: bool) {
     s.scale(&loss).unwrap().backward().unwrap();
 }
 
-fn is_scaler_error(r: Result<bool, AutogradError>) -> bool {
+fn is_scaler_error<T>(r: Result<T, AutogradError>) -> bool {
     matches!(r, Err(AutogradError::GradScaler { .. }))
 }
 
@@ -133,7 +134,7 @@ fn one_scaler_steps_two_optimizers_as_pytorch() {
     backward_scaled(&s, &w0, &w1, false);
     assert!(s.step(&mut o0).unwrap());
     assert!(s.step(&mut o1).unwrap());
-    s.update();
+    s.update().unwrap();
     assert_eq!(vals(&w0), f32s(&[0.7, 0.7]));
     assert_eq!(vals(&w1), f32s(&[1.6, 1.6]));
     assert_eq!(s.get_scale(), 8.0);
@@ -151,7 +152,7 @@ fn each_optimizer_skips_on_its_own_gradients_and_update_backs_off() {
     assert!(s.step(&mut o0).unwrap());
     assert!(!s.step(&mut o1).unwrap());
     assert_eq!(grad(&w1), [INF, INF]);
-    s.update();
+    s.update().unwrap();
     assert_eq!(vals(&w0), f32s(&[0.7, 0.7]));
     assert_eq!(vals(&w1), [2.0, 2.0]);
     assert_eq!(s.get_scale(), 2.0);
@@ -184,7 +185,7 @@ fn unscale_and_step_are_once_per_optimizer_per_iteration() {
     assert!(e.to_string().contains("after step"), "{e}");
     // The refused calls changed nothing.
     assert_eq!(grad(&w1), [4.0, 4.0]);
-    s.update();
+    s.update().unwrap();
     assert_eq!(vals(&w0), f32s(&[0.7, 0.7]));
     assert_eq!(vals(&w1), f32s(&[1.6, 1.6]));
     assert_eq!(s.get_scale(), 8.0);
@@ -217,14 +218,14 @@ fn update_after_unscale_without_step_counts_the_check() {
     let loss = w.mul(INF).unwrap().sum(None, false).unwrap();
     s.scale(&loss).unwrap().backward().unwrap();
     s.unscale_(&opt).unwrap();
-    s.update();
+    s.update().unwrap();
     assert_eq!(s.get_scale(), 2.0);
     assert_eq!(s.growth_tracker(), 0);
     w.zero_grad(true).unwrap();
     let loss = w.mul(2.0).unwrap().sum(None, false).unwrap();
     s.scale(&loss).unwrap().backward().unwrap();
     s.unscale_(&opt).unwrap();
-    s.update();
+    s.update().unwrap();
     assert_eq!(s.get_scale(), 4.0);
     assert_eq!(s.growth_tracker(), 0);
     assert_eq!(vals(&w), [1.0, 1.0]);
@@ -233,7 +234,7 @@ fn update_after_unscale_without_step_counts_the_check() {
     backward_scaled(&s, &w0, &w1, true);
     s.unscale_(&o1).unwrap();
     assert!(s.step(&mut o0).unwrap());
-    s.update();
+    s.update().unwrap();
     assert_eq!(vals(&w0), f32s(&[0.7, 0.7]));
     assert_eq!(s.get_scale(), 2.0);
 }
@@ -248,9 +249,10 @@ fn update_after_unscale_without_step_counts_the_check() {
 /// s.update()    # scale 8.0 (o0's clean step)
 /// ```
 /// A lone optimizer without gradients, stepped through a scaler, is the
-/// same error, and `update` then changes nothing (PyTorch raises
-/// "No inf checks were recorded prior to update"; strata's `update` cannot
-/// fail). Before the fix the empty step counted as clean and the scale grew.
+/// same error, and `update` then refuses to run, changing nothing, as
+/// PyTorch raises "No inf checks were recorded prior to update" (session
+/// 53; until then strata's `update` did nothing). Before the fix the empty
+/// step counted as clean and the scale grew.
 #[test]
 fn a_scaler_step_over_no_gradient_is_refused() {
     let (w0, w1, mut o0, mut o1, mut s) = two_optimizers();
@@ -263,7 +265,7 @@ fn a_scaler_step_over_no_gradient_is_refused() {
     // Refused again the same way: the failed call recorded nothing.
     let e2 = s.step(&mut o1).unwrap_err();
     assert_eq!(e.to_string(), e2.to_string());
-    s.update();
+    s.update().unwrap();
     assert_eq!(s.get_scale(), 8.0);
     assert_eq!(vals(&w1), [2.0, 2.0]);
 
@@ -272,7 +274,7 @@ fn a_scaler_step_over_no_gradient_is_refused() {
     let mut s = GradScaler::with_settings(4.0, 2.0, 0.5, 1).unwrap();
     s.unscale_(&o1).unwrap();
     assert!(is_scaler_error(s.step(&mut o1)));
-    s.update();
+    assert!(is_scaler_error(s.update()));
     assert_eq!(s.get_scale(), 4.0);
     assert_eq!(s.growth_tracker(), 0);
 }

@@ -400,7 +400,7 @@ fn iteration(r: &mut Run, i: usize, inf: bool) -> String {
     if i == 4 {
         r.s.update_to(300.0).unwrap();
     } else {
-        r.s.update();
+        r.s.update().unwrap();
     }
     format!(
         "{i} {} {} w1={} g1={} w2={} g2={}",
@@ -521,7 +521,7 @@ fn grad_scaler_scale_arithmetic_matches_pytorch() {
         if i == 5 {
             s.update_to(0.1).unwrap();
         } else {
-            s.update();
+            s.update().unwrap();
         }
         got.push(pyhex(s.get_scale()));
     }

@@ -79,8 +79,25 @@ fn max_nan<R: Arith>(a: R, b: R) -> R {
     }
 }
 
+/// `std::max(a, b)`: `b` if `a < b`, else `a` (so `a` when either is
+/// NaN), which PyTorch's fused kernel's AMSGrad takes in its scalar tail.
+fn max_std<R: Arith>(a: R, b: R) -> R {
+    if a < b {
+        b
+    } else {
+        a
+    }
+}
+
+/// The elements of a vector of PyTorch's fused Adam kernel (AVX2, 32
+/// bytes): its scalar loop takes a tensor's last `n % lanes` elements.
+fn tail_start<T>(n: usize) -> usize {
+    let lanes = 32 / std::mem::size_of::<T>();
+    n - n % lanes
+}
+
 /// One element's step: `max` is the running maximum of the second moment
-/// (AMSGrad), or `None`.
+/// (AMSGrad), or `None`; `tail` for the elements of PyTorch's scalar loop.
 #[inline(always)]
 fn adam1<T: Element>(
     pe: &mut T,
@@ -89,6 +106,7 @@ fn adam1<T: Element>(
     ve: &mut T,
     max: Option<&mut T>,
     k: &Consts<T::Acc>,
+    tail: bool,
 ) where
     T::Acc: Real,
 {
@@ -115,12 +133,22 @@ fn adam1<T: Element>(
     } else {
         k.one_b1_m1.fma(d, gr)
     };
-    let vr = k.one_b2.mul(gr).fma(gr, ve.to_acc().mul(k.b2));
+    // The scalar tail contracts the other product (its `v * beta2` is a
+    // statement of its own): `fma(v, b2, ((1-b2) g) g)`.
+    let vr = if tail {
+        ve.to_acc().fma(k.b2, k.one_b2.mul(gr).mul(gr))
+    } else {
+        k.one_b2.mul(gr).fma(gr, ve.to_acc().mul(k.b2))
+    };
     // AMSGrad: the maximum of the stored maximum and the new `v`, unrounded
     // (f32 for f16/bf16), as PyTorch's kernel; the stored copy is rounded.
     let root_of = match max {
         Some(xe) => {
-            let xr = max_nan(xe.to_acc(), vr);
+            let xr = if tail {
+                max_std(xe.to_acc(), vr)
+            } else {
+                max_nan(xe.to_acc(), vr)
+            };
             *xe = T::from_acc(xr);
             xr
         }
@@ -179,17 +207,41 @@ where
         Some(x) if s.amsgrad => Some(unsafe { slice_mut::<T>(x, n) }),
         _ => None,
     };
+    // PyTorch's scalar tail, serially; the vector loop's elements below.
+    let t = tail_start::<T>(n);
+    let (ps, pt) = ps.split_at_mut(t);
+    let (gs, gt) = gs.split_at(t);
+    let (ms, mt) = ms.split_at_mut(t);
+    let (vs, vt) = vs.split_at_mut(t);
+    let (xs, mut xt) = match xs {
+        Some(x) => {
+            let (a, b) = x.split_at_mut(t);
+            (Some(a), Some(b))
+        }
+        None => (None, None),
+    };
+    for (i, (((pe, &ge), me), ve)) in pt
+        .iter_mut()
+        .zip(gt)
+        .zip(mt.iter_mut())
+        .zip(vt.iter_mut())
+        .enumerate()
+    {
+        let xe = xt.as_mut().map(|x| &mut x[i]);
+        adam1(pe, ge, me, ve, xe, &k, true);
+    }
+    let n = t;
     let f = |(((pc, gc), mc), vc): Chunks<'_, T>, xc: Option<&mut [T]>| match xc {
         Some(xc) => {
             let it = pc.iter_mut().zip(gc).zip(mc.iter_mut()).zip(vc.iter_mut());
             for ((((pe, &ge), me), ve), xe) in it.zip(xc.iter_mut()) {
-                adam1(pe, ge, me, ve, Some(xe), &k);
+                adam1(pe, ge, me, ve, Some(xe), &k, false);
             }
         }
         None => {
             let it = pc.iter_mut().zip(gc).zip(mc.iter_mut()).zip(vc.iter_mut());
             for (((pe, &ge), me), ve) in it {
-                adam1(pe, ge, me, ve, None, &k);
+                adam1(pe, ge, me, ve, None, &k, false);
             }
         }
     };
