@@ -90,11 +90,19 @@ fn load(path: &str) -> Result<Trace, String> {
         segments,
         unknown_frees,
         realloc_live,
+        releases,
     } = TraceOps::from_events(
         t.events
             .iter()
             .map(|(a, addr, size, s)| (a.as_str(), *addr, *size, *s)),
     );
+    if !releases.is_empty() {
+        eprintln!(
+            "{path}: the recording released cached memory {} times (the workload's empty_cache); \
+             replayed as PyTorch's anchor replays it, allocations and frees only",
+            releases.len()
+        );
+    }
     if unknown_frees + realloc_live > 0 {
         eprintln!(
             "{path}: {unknown_frees} frees of addresses the trace never allocated skipped, \

@@ -11,7 +11,8 @@
 //!   leaves the earlier block live to the end of the pass.
 //!
 //! The other actions are not operations; `segment_alloc` events are kept
-//! (the addresses PyTorch's device handed out).
+//! (the addresses PyTorch's device handed out), and so are the places where
+//! the recording released cached memory ([`TraceOps::releases`]).
 //!
 //! ```
 //! use strata_alloc::trace::{TraceOp, TraceOps};
@@ -23,6 +24,15 @@
 //! ]);
 //! assert_eq!(t.ops, [TraceOp::Alloc { slot: 0, size: 1000, stream: 0 }, TraceOp::Free { slot: 0 }]);
 //! assert_eq!(t.unknown_frees, 1);
+//!
+//! // The workload's `empty_cache()`, after its free: before operation 2.
+//! let t = TraceOps::from_events([
+//!     ("alloc", 128, 1000, 0),
+//!     ("free_completed", 128, 1000, 0),
+//!     ("segment_free", 128, 2 << 20, 0),
+//!     ("alloc", 128, 1000, 0),
+//! ]);
+//! assert_eq!(t.releases, [2]);
 //! ```
 
 use std::collections::HashMap;
@@ -58,6 +68,15 @@ pub struct TraceOps {
     pub streams: Vec<u64>,
     /// The `segment_alloc` events, `(address, size)`, in order.
     pub segments: Vec<(u64, u64)>,
+    /// Where the recorded allocator gave cached memory back to the device:
+    /// for each run of `segment_free` / `segment_unmap` events, the index in
+    /// [`ops`](Self::ops) of the operation that came next (`ops.len()` at the
+    /// end). A workload's `torch.cuda.empty_cache()` shows so, and so does
+    /// PyTorch's release of its cache before retrying an allocation that
+    /// failed. PyTorch's replay anchor leaves them out (it replays
+    /// allocations and frees only); a replay that reproduces PyTorch's
+    /// reserved memory calls `empty_cache` there.
+    pub releases: Vec<usize>,
     /// Frees of addresses the trace never allocated (skipped).
     pub unknown_frees: u64,
     /// Allocations of an address that was still live (the earlier block
@@ -104,6 +123,10 @@ impl TraceOps {
                     None => t.unknown_frees += 1,
                 },
                 "segment_alloc" => t.segments.push((addr, size)),
+                // One release per run of such events.
+                "segment_free" | "segment_unmap" if t.releases.last() != Some(&t.ops.len()) => {
+                    t.releases.push(t.ops.len());
+                }
                 _ => {}
             }
         }

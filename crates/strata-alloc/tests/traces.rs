@@ -35,6 +35,10 @@ enum Op {
     Free {
         slot: usize,
     },
+    /// The recorded allocator gave its cached memory back here (the
+    /// workload's `empty_cache`, `TraceOps::releases`); replayed only where
+    /// PyTorch's reserved memory is to be reproduced.
+    EmptyCache,
 }
 
 struct Trace {
@@ -80,10 +84,13 @@ fn load(path: &std::path::Path) -> Trace {
     });
     // Read as PyTorch's replay anchor reads a trace (strata_alloc::trace).
     let t = TraceOps::from_events(events);
-    let ops = t
-        .ops
-        .iter()
-        .map(|op| match *op {
+    let mut releases = t.releases.iter().peekable();
+    let mut ops = Vec::with_capacity(t.ops.len() + t.releases.len());
+    for (i, op) in t.ops.iter().enumerate() {
+        while releases.next_if(|&&r| r == i).is_some() {
+            ops.push(Op::EmptyCache);
+        }
+        ops.push(match *op {
             TraceOp::Alloc { slot, size, stream } => Op::Alloc {
                 slot: slot as usize,
                 size,
@@ -92,8 +99,9 @@ fn load(path: &std::path::Path) -> Trace {
             TraceOp::Free { slot } => Op::Free {
                 slot: slot as usize,
             },
-        })
-        .collect();
+        });
+    }
+    ops.extend(releases.map(|_| Op::EmptyCache));
     let stats = v["stats"]
         .as_object()
         .map(|m| {
@@ -139,13 +147,17 @@ fn hold_bound(peak_allocated: i64) -> i64 {
 }
 
 fn replay(t: &Trace, conf: &str, passes: usize) -> Replay {
-    replay_keeping(t, conf, passes, 0)
+    replay_keeping(t, conf, passes, 0, false)
 }
 
 /// [`replay`], with an allocation of `kept` bytes (none if 0) made before the
 /// first pass and kept across all of them: a workload whose allocated memory
 /// never falls back to nothing between runs.
-fn replay_keeping(t: &Trace, conf: &str, passes: usize, kept: u64) -> Replay {
+/// With `releases`, the allocator's cache is emptied where the recording
+/// released it (`Op::EmptyCache`, the workload's `empty_cache`), as a replay
+/// that reproduces PyTorch's reserved memory must; otherwise, as PyTorch's
+/// replay anchor, allocations and frees only.
+fn replay_keeping(t: &Trace, conf: &str, passes: usize, kept: u64, releases: bool) -> Replay {
     // The device hands out the addresses PyTorch's device did (the order of
     // equal free blocks depends on them); they only matter to ordinary
     // segments.
@@ -181,6 +193,8 @@ fn replay_keeping(t: &Trace, conf: &str, passes: usize, kept: u64) -> Replay {
                     live[slot] = Some(a.allocate_raw(size, streams[stream]).unwrap())
                 }
                 Op::Free { slot } => a.free_raw(live[slot].take().unwrap()).unwrap(),
+                Op::EmptyCache if releases => a.empty_cache().unwrap(),
+                Op::EmptyCache => {}
             }
         }
         for r in live.iter_mut().filter_map(Option::take) {
@@ -363,7 +377,7 @@ fn a_workload_that_never_ends_still_settles_on_the_projects_traces() {
     let mut failures = Vec::new();
     for w in &w {
         let peak = w.default_stats["allocated_bytes.all.peak"] as u64;
-        let r = replay_keeping(&w.trace, "", 24, peak / 16);
+        let r = replay_keeping(&w.trace, "", 24, peak / 16, false);
         eprintln!("{}: calls and syncs by pass {:?}", w.name, r.per_pass);
         if r.pays_from(20) {
             failures.push(format!("{}: driver calls in passes 21-24", w.name));
@@ -477,7 +491,9 @@ fn fixed_segments_match(workloads: &[Workload]) {
         if !w.is_default || w.trace.streams > 1 {
             continue;
         }
-        let r = replay(&w.trace, "expandable_segments:False", 1);
+        // The workload's own `empty_cache` calls included: PyTorch's
+        // figures count what they gave back and allocated again.
+        let r = replay_keeping(&w.trace, "expandable_segments:False", 1, 0, true);
         assert_eq!(
             Some(&r.peak_reserved),
             w.default_stats.get("reserved_bytes.all.peak"),
