@@ -532,6 +532,47 @@ impl Layout {
     }
 }
 
+/// The order (innermost first) in which PyTorch's TensorIterator walks the
+/// dims of an element-wise op whose output it allocates, from the inputs'
+/// strides broadcast to `shape` (its `reorder_dimensions`: an insertion
+/// sort from the innermost dim out that compares each input's strides in
+/// turn, skipping a broadcast (0) stride, a tie broken by the smaller size
+/// first, and keeps scanning past an undecided comparison). The output is
+/// then dense in this order.
+pub(crate) fn pytorch_dim_order(shape: &[usize], inputs: &[Vec<usize>]) -> Vec<usize> {
+    let nd = shape.len();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        for st in inputs {
+            let (s0, s1) = (st[d0], st[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            } else if s0 < s1 {
+                return -1;
+            } else if s0 > s1 {
+                return 1;
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    let mut perm: Vec<usize> = (0..nd).rev().collect();
+    for i in 1..nd {
+        let mut dim1 = i;
+        for dim0 in (0..i).rev() {
+            let c = should_swap(perm[dim0], perm[dim1]);
+            if c > 0 {
+                perm.swap(dim0, dim1);
+                dim1 = dim0;
+            } else if c < 0 {
+                break;
+            }
+        }
+    }
+    perm
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

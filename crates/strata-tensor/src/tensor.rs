@@ -126,6 +126,55 @@ impl Tensor {
         }
     }
 
+    /// [`Tensor::uninit`] laid out densely in `order` (dims innermost
+    /// first), as PyTorch's TensorIterator allocates an output whose dims
+    /// it has reordered.
+    pub(crate) fn uninit_in_order(
+        op: &'static str,
+        shape: &[usize],
+        order: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let t = Tensor::uninit(op, shape, dtype, device)?;
+        let mut strides = vec![0usize; shape.len()];
+        let mut s = 1usize;
+        for &d in order {
+            strides[d] = s;
+            // An empty tensor's strides address nothing: they saturate
+            // rather than wrap where its other sizes are huge.
+            s = s.saturating_mul(shape[d]);
+        }
+        Ok(t.with_layout(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: 0,
+        }))
+    }
+
+    /// [`Tensor::to_dtype`] as PyTorch's `.to(dtype)` lays its result out
+    /// (`_to_copy` with `MemoryFormat::Preserve`): a non-overlapping and
+    /// dense tensor keeps its strides, any other becomes dense in the order
+    /// of its strides (`infer_dense_strides`).
+    pub(crate) fn to_dtype_keeping_dense_layout(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() || self.is_contiguous() {
+            return self.to_dtype(dtype);
+        }
+        let out = if self.layout().is_dense() {
+            Tensor::uninit("to_dtype", self.shape(), dtype, self.device())?.with_layout(Layout {
+                shape: self.shape().to_vec(),
+                strides: self.strides().to_vec(),
+                offset: 0,
+            })
+        } else {
+            let order = crate::layout::pytorch_dim_order(self.shape(), &[self.strides().to_vec()]);
+            Tensor::uninit_in_order("to_dtype", self.shape(), &order, dtype, self.device())?
+        };
+        out.copy_from_unchecked(self)?;
+        self.pass_value_range(&out);
+        Ok(out)
+    }
+
     pub(crate) fn storage(&self) -> &Storage {
         &self.inner.storage
     }

@@ -110,7 +110,7 @@ pub(crate) trait Backend: Sync {
         input: &Arg,
         dims: &[usize],
     ) -> Result<()>;
-    /// The `p` norm (`p` not 0, 2 or ±inf) of the float `input` over
+    /// The `p` norm (`p` not 0 or ±inf) of the float `input` over
     /// `dims` (at least one element per output) into the contiguous `out` of
     /// the input's dtype, in the order and arithmetic of PyTorch's CPU
     /// kernel. False where the device has no such kernel: the caller then

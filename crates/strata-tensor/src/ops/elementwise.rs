@@ -382,15 +382,38 @@ impl Tensor {
             }
             _ => compute,
         };
+        // CPU maximum/minimum of floats: which of two equal operands (+0.0,
+        // -0.0) PyTorch returns depends on which of its loops visits the
+        // element (see the CPU backend's `extremes_typed`), so the operands
+        // are converted and the output laid out as PyTorch's TensorIterator
+        // does, and the kernel walks PyTorch's rows.
+        let pytorch_rows = matches!(op, BinaryOp::Maximum | BinaryOp::Minimum)
+            && compute.is_float()
+            && !inplace
+            && self.device() == crate::Device::Cpu;
+        let convert = |t: &Tensor, dt: DType| {
+            if pytorch_rows {
+                t.to_dtype_keeping_dense_layout(dt)
+            } else {
+                t.to_dtype(dt)
+            }
+        };
         // self is converted to the compute dtype first (an i32 dividend of a
         // bf16 divisor is rounded to bf16), the divisor straight to `kernel`.
-        let a_c = self.to_dtype(compute)?.to_dtype(kernel)?;
+        let a_c = convert(&convert(self, compute)?, kernel)?;
         let b_c = match inputs.first() {
-            Some(t) => Some(t.to_dtype(kernel)?),
+            Some(t) => Some(convert(t, kernel)?),
             None => None,
         };
         let target = if inplace && self.dtype() == out_dtype && a_c.same_storage(self) {
             self.clone()
+        } else if pytorch_rows {
+            let strides: Vec<Vec<usize>> = std::iter::once(&a_c)
+                .chain(&b_c)
+                .map(|t| t.layout().broadcast_strides(&shape))
+                .collect();
+            let order = crate::layout::pytorch_dim_order(&shape, &strides);
+            Tensor::uninit_in_order(name, &shape, &order, out_dtype, self.device())?
         } else if kernel != compute {
             Tensor::uninit(name, &shape, kernel, self.device())?
         } else {
@@ -429,6 +452,10 @@ impl Tensor {
             Ok(self.clone())
         } else if target.dtype() != out_dtype {
             target.to_dtype(out_dtype)
+        } else if !target.is_contiguous() {
+            // Laid out in PyTorch's order above; strata's results are
+            // row-major.
+            target.contiguous()
         } else {
             Ok(target)
         }

@@ -86,14 +86,16 @@ impl Tensor {
 
     /// `torch.linalg.vector_norm(self, p, dims, keepdim)` for float `self`
     /// (all dims when `dims` is `None` or empty), in self's dtype. On the
-    /// CPU order 1 and orders other than 0, 2 and ±inf are computed as
-    /// PyTorch's CPU kernel computes them (`NormOps`: `|x|^p` with the C
-    /// library's `pow` in f32 for f32/f16/bf16 and f64 for f64, summed one
-    /// element at a time in the order of PyTorch's iterator, then `^(1/p)`;
-    /// `NormOneOps`: the same sum of `|x|`), so that the values agree bit for
-    /// bit; other devices compose them from `abs`, `pow` and `sum`. Orders
-    /// 0, 2 and ±inf are the compositions `ne(0).sum`, `(x * x).sum().sqrt()`
-    /// and the max/min of `abs` (f16/bf16 widened to f32 for the sums). Over
+    /// CPU orders other than 0 and ±inf are computed as PyTorch's CPU
+    /// kernel computes them (`NormOps`: `|x|^p` with the C library's `pow`
+    /// in f32 for f32/f16/bf16 and f64 for f64, summed one element at a time
+    /// in the order of PyTorch's iterator, then `^(1/p)`; `NormOneOps`: the
+    /// same sum of `|x|`; `NormTwoOps`: of `x * x`, then `sqrt`, or for
+    /// f32/f64/bf16 reduced over one contiguous innermost run, PyTorch's
+    /// vectorised lanes), so that the values agree bit for bit; other
+    /// devices compose them from `abs`, `pow`, `mul`, `sum` and `sqrt`.
+    /// Orders 0 and ±inf are the compositions `ne(0).sum` and the max/min
+    /// of `abs` (f16/bf16 widened to f32 for the sums). Over
     /// one element (every reduced dim of size 1) it is `|x|` (`x != 0` for
     /// p = 0); over none, 0, and an error for p < 0 or ±inf.
     ///
@@ -105,26 +107,47 @@ impl Tensor {
     /// ```
     pub fn vector_norm(&self, p: f64, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
         const OP: &str = "vector_norm";
+        let dims_arg = dims;
         if !self.dtype().is_float() {
             return Err(TensorError::dtype(
                 OP,
                 format!("vector_norm needs a float dtype, got {}", self.dtype()),
             ));
         }
-        let (dims, out_shape) = self.reduced_dims(OP, dims, keepdim)?;
-        let count: usize = dims.iter().map(|&d| self.shape()[d]).product();
-        if count == 0 && (p < 0.0 || p.is_infinite()) {
-            return Err(TensorError::Value {
+        // PyTorch checks an order without identity on an empty tensor before
+        // it looks for repeated dims: each dim in turn is wrapped (a dim out
+        // of range is refused first) and must not be empty.
+        if self.numel() == 0 && (p < 0.0 || p.is_infinite()) {
+            let no_identity = |what: String| TensorError::Value {
                 op: OP,
                 msg: format!(
-                    "cannot compute the {p} norm over zero elements (shape {:?}): the operation \
-                     has no identity; reduce over dims of nonzero size, or use a p >= 0 that is finite",
+                    "cannot compute the {p} norm over zero elements ({what} of shape {:?}): the \
+                     operation has no identity; reduce over dims of nonzero size, or use a p >= 0 \
+                     that is finite",
                     self.shape()
                 ),
-            });
+            };
+            match dims {
+                Some(ds) if !ds.is_empty() => {
+                    for &d in ds {
+                        let k = shape::normalize_dim(OP, d, self.ndim())?;
+                        if self.shape().get(k) == Some(&0) {
+                            return Err(no_identity(format!("dim {d}")));
+                        }
+                    }
+                }
+                _ => return Err(no_identity("every dim".into())),
+            }
         }
+        let (dims, out_shape) = self.reduced_dims(OP, dims, keepdim)?;
+        let count: usize = dims.iter().map(|&d| self.shape()[d]).product();
         let d: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-        if count == 1 {
+        // PyTorch's shortcut for one element (`|x|`, or `x != 0` for order
+        // 0) looks at the sizes of the dims named; a 0-d tensor with dims
+        // named (0 or -1) has none to look at and runs the kernel, which for
+        // order 2 squares (1e30f32 gives inf) and for NaN orders gives NaN.
+        let zero_d_with_dims = self.ndim() == 0 && dims_arg.is_some_and(|ds| !ds.is_empty());
+        if count == 1 && !zero_d_with_dims {
             let one = if p == 0.0 {
                 self.ne(0.0)?.to_dtype(self.dtype())?
             } else {
@@ -144,11 +167,13 @@ impl Tensor {
         }
         if p == 0.0 {
             return sum(&wide.ne(0.0)?.to_dtype(wide.dtype())?)?.to_dtype(self.dtype());
-        } else if p == 2.0 {
-            return sum(&wide.mul(&wide)?)?.sqrt()?.to_dtype(self.dtype());
         } else if p.is_infinite() {
             let mut a = self.abs()?;
-            for &i in d.iter().rev() {
+            // The highest dim first, so that the lower ones keep their
+            // indices when `keepdim` is false (dims may come in any order).
+            let mut desc = d.clone();
+            desc.sort_unstable_by(|x, y| y.cmp(x));
+            for &i in &desc {
                 a = if p > 0.0 {
                     a.max_dim(i, keepdim)?.0
                 } else {
@@ -168,6 +193,8 @@ impl Tensor {
         }
         if p == 1.0 {
             return sum(&wide.abs()?)?.to_dtype(self.dtype());
+        } else if p == 2.0 {
+            return sum(&wide.mul(&wide)?)?.sqrt()?.to_dtype(self.dtype());
         }
         sum(&wide.abs()?.pow(p)?)?
             .pow(1.0 / p)?
@@ -197,7 +224,15 @@ impl Tensor {
         }
         let dims: Vec<usize> = (0..self.ndim()).collect();
         let out = Tensor::uninit(name, &[], self.dtype(), self.device())?;
-        self.run_reduce(op, &dims, Some(&out), None)?;
+        // PyTorch's CPU max_all/min_all fold the row-major elements (the
+        // input made contiguous), which decides which of equal values
+        // (+0.0, -0.0) comes back; the CPU backend follows its fold.
+        let x = if self.device() == crate::Device::Cpu && self.dtype().is_float() {
+            self.contiguous()?
+        } else {
+            self.clone()
+        };
+        x.run_reduce(op, &dims, Some(&out), None)?;
         Ok(out)
     }
 

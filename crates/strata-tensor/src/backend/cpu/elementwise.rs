@@ -279,6 +279,54 @@ pub(crate) fn map2<A: Copy, B: Copy, O: Copy>(
     unsafe { loops::run(&p, [base(out), base(a), base(b)], kernel) };
 }
 
+/// out[i] = f(a[i], b[i]) where PyTorch's `cpu_kernel_vec` runs its vector
+/// op, `g(a[i], b[i])` where it runs its scalar op, for ops whose two
+/// differ in bits (`maximum`'s tie of +0.0 and -0.0). PyTorch's
+/// `vectorized_loop` runs the vector op over the first `n - n % width`
+/// elements of each innermost row of `n` (`width` = two vectors) whose
+/// operands are all contiguous or one input broadcast along it, and the
+/// scalar op elsewhere. The rows are this plan's: the caller lays the
+/// output out in PyTorch's order (then the plan's rows are its rows), and a
+/// plan with a tile dim (an input whose fastest dim is not the output's:
+/// PyTorch's strided loop) is scalar throughout.
+pub(crate) fn map2_split<A: Copy, B: Copy, O: Copy>(
+    out: &Arg,
+    a: &Arg,
+    b: &Arg,
+    width: usize,
+    f: impl Fn(A, B) -> O + Sync,
+    g: impl Fn(A, B) -> O + Sync,
+) {
+    let p = plan([out, a, b]);
+    let tiled = p.tile_dim.is_some();
+    let vector = |r: Rows<3>| dispatch!(rows2_avx2, rows2, r, &f);
+    let scalar = |r: Rows<3>| dispatch!(rows2_avx2, rows2, r, &g);
+    let kernel = |r: Rows<3>| {
+        let e = sizes!(O, A, B);
+        let s = r.inner;
+        let contiguous = s[0] == e[0]
+            && matches!((s[1], s[2]), (x, y) if (x == e[1] || x == 0) && (y == e[2] || y == 0) && (x, y) != (0, 0));
+        let split = if contiguous && !tiled && r.n > 1 {
+            r.n - r.n % width
+        } else {
+            0
+        };
+        if split > 0 {
+            vector(Rows { n: split, ..r });
+        }
+        if split < r.n {
+            scalar(Rows {
+                n: r.n - split,
+                ptrs: std::array::from_fn(|i| r.ptrs[i].wrapping_offset(s[i] * split as isize)),
+                ..r
+            });
+        }
+    };
+    // SAFETY: the plan is built from the operands' own layouts over their
+    // storages; the rows handed on are sub-rows of the plan's.
+    unsafe { loops::run(&p, [base(out), base(a), base(b)], kernel) };
+}
+
 /// out[i] = f(a[i], b[i], c[i]).
 pub(crate) fn map3<A: Copy, B: Copy, C: Copy, O: Copy>(
     out: &Arg,

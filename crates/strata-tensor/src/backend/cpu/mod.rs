@@ -131,6 +131,50 @@ macro_rules! cpu_binary {
 }
 binary_op_table!(cpu_binary);
 
+/// `maximum`/`minimum` of float tensors as PyTorch's CPU kernel: NaN if
+/// either operand is NaN; of equal operands (+0.0 and -0.0) the second
+/// where PyTorch's vectorised loop runs (`_mm256_max_ps(a, b)` is `b`
+/// unless `a > b`, `_mm256_min_ps(a, b)` `b` unless `a < b`; f16/bf16
+/// compared as f32), the first where its scalar loop runs (`std::max`,
+/// `std::min`, which [`Math::maximum_`] follows). Two AVX2 vectors per
+/// step: 64 bytes of elements ([`elementwise::map2_split`]).
+fn extremes_typed<E: Element>(max: bool, out: &Arg, a: &Arg, b: &Arg)
+where
+    E::Acc: Math + PartialOrd,
+{
+    let width = 64 / std::mem::size_of::<E>();
+    if max {
+        elementwise::map2_split(
+            out,
+            a,
+            b,
+            width,
+            |p: E, q: E| {
+                let (x, y) = (p.to_acc(), q.to_acc());
+                let m = x.maximum_(y);
+                // `m` is NaN or x or y; the vector op keeps y unless x > y.
+                #[allow(clippy::eq_op)]
+                E::from_acc(if m != m || x > y { m } else { y })
+            },
+            |p: E, q: E| E::from_acc(p.to_acc().maximum_(q.to_acc())),
+        )
+    } else {
+        elementwise::map2_split(
+            out,
+            a,
+            b,
+            width,
+            |p: E, q: E| {
+                let (x, y) = (p.to_acc(), q.to_acc());
+                let m = x.minimum_(y);
+                #[allow(clippy::eq_op)]
+                E::from_acc(if m != m || x < y { m } else { y })
+            },
+            |p: E, q: E| E::from_acc(p.to_acc().minimum_(q.to_acc())),
+        )
+    }
+}
+
 /// The CPU kernels of the unary table's ops, one loop per op and dtype.
 macro_rules! cpu_unary {
     ($(
@@ -211,6 +255,16 @@ impl Backend for CpuBackend {
     }
 
     fn binary(&self, op: BinaryOp, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
+        if matches!(op, BinaryOp::Maximum | BinaryOp::Minimum) && a.dtype.is_float() {
+            let max = op == BinaryOp::Maximum;
+            match a.dtype {
+                DType::F32 => extremes_typed::<f32>(max, out, a, b),
+                DType::F64 => extremes_typed::<f64>(max, out, a, b),
+                DType::F16 => extremes_typed::<::half::f16>(max, out, a, b),
+                _ => extremes_typed::<::half::bf16>(max, out, a, b),
+            }
+            return Ok(());
+        }
         dispatch_dtype!(a.dtype, T => binary_typed::<T>(op, out, a, b));
         Ok(())
     }

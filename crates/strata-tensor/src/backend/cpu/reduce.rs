@@ -10,7 +10,7 @@
 
 use crate::backend::cpu::elementwise::base;
 use crate::backend::{Arg, ReduceOp};
-use crate::dtype::{Arith, Element};
+use crate::dtype::{Arith, DType, Element};
 use crate::reduce_plan::ReducePlan;
 use crate::scalar::Scalar;
 use rayon::prelude::*;
@@ -318,6 +318,148 @@ fn extreme_run<T: Element>(x: &[T], max: bool, want_index: bool) -> Option<(T, u
     Some((x[k], k))
 }
 
+/// PyTorch's `max_all`/`min_all` of `n` contiguous floats at `x` (one
+/// thread, AVX2), which decides which of equal values (+0.0, -0.0) comes
+/// back: `reduce_all_kernel` runs `vec::reduce_all` with the vectorised
+/// `maximum(acc, x)`, which keeps `x` unless `acc > x` (`minimum`: unless
+/// `acc < x`; NaN wins). Lane `i % L` folds element `i` in order (L = 8 for
+/// f32, 4 for f64; f16/bf16 load 16 and widen them to two f32 vectors, lanes
+/// `i % 16` and then lane `j` with lane `j + 8`), and the lanes are joined
+/// by `vec_reduce_all`: for f32 a tree (lane `j` with `j + 4`, then `j + 2`,
+/// then `j + 1`, the AVX2 shuffles), for f64 one after another. Fewer
+/// elements than a vector fold one after another (f16/bf16 of 9 to 15: the
+/// high half into the low first). This fold keeps the last of the equal
+/// extremes in each lane, so lane-aligned chunks fold in parallel to the
+/// same result.
+///
+/// # Safety
+/// `x` points to `n` (at least 1) readable elements of `T`.
+unsafe fn extreme_all_as_pytorch<T: Element>(
+    x: *const T,
+    n: usize,
+    max: bool,
+    parallel: bool,
+) -> T {
+    // SAFETY: forwarded contract.
+    let x = unsafe { std::slice::from_raw_parts(x, n) };
+    // NaN wins wherever it is (its payload is not PyTorch's concern here):
+    // the first one is returned, as strata's other extremes do.
+    #[allow(clippy::eq_op)]
+    let is_nan = |v: &T| *v != *v;
+    let folded = if max {
+        fold_lanes::<T, true>(x, parallel)
+    } else {
+        fold_lanes::<T, false>(x, parallel)
+    };
+    folded.unwrap_or_else(|| *x.iter().find(|v| is_nan(v)).expect("a NaN"))
+}
+
+/// [`extreme_all_as_pytorch`] of `x`: `MAX` or min, `None` if `x` holds a
+/// NaN. Compared in `T` (f16/bf16 compare as their f32 values do).
+fn fold_lanes<T: Element, const MAX: bool>(x: &[T], parallel: bool) -> Option<T> {
+    // The vectorised op: keeps `acc` only where strictly better.
+    #[inline(always)]
+    fn f<T: Element, const MAX: bool>(acc: T, v: T) -> T {
+        if (MAX && acc > v) || (!MAX && acc < v) {
+            acc
+        } else {
+            v
+        }
+    }
+    let n = x.len();
+    let seq = |xs: &mut dyn Iterator<Item = T>| {
+        let first = xs.next().expect("one element at least");
+        xs.fold(first, f::<T, MAX>)
+    };
+    let lanes_n = match T::DTYPE {
+        DType::F64 => 4,
+        DType::F32 => 8,
+        _ => 16,
+    };
+    #[allow(clippy::eq_op)]
+    let is_nan = |v: &T| *v != *v;
+    if n < lanes_n {
+        if x.iter().any(is_nan) {
+            return None;
+        }
+        if lanes_n == 16 && n > 8 {
+            let mut lo = (0..8).map(|j| {
+                if j + 8 < n {
+                    f::<T, MAX>(x[j], x[j + 8])
+                } else {
+                    x[j]
+                }
+            });
+            return Some(seq(&mut lo));
+        }
+        return Some(seq(&mut x.iter().copied()));
+    }
+    // Lane folds of lane-aligned ranges (CHUNK is a multiple of 16).
+    let lanes_of = |range: (usize, usize)| -> ([T; 16], bool) {
+        let part = &x[range.0..range.1];
+        let mut lanes = [part[0]; 16];
+        let init = lanes_n.min(part.len());
+        lanes[..init].copy_from_slice(&part[..init]);
+        let rest = &part[init..];
+        let whole = rest.len() - rest.len() % lanes_n;
+        let mut nan = part[..init].iter().chain(&rest[whole..]).any(is_nan);
+        nan |= match lanes_n {
+            4 => fold_chunks::<T, MAX, 4>(&mut lanes, &rest[..whole]),
+            8 => fold_chunks::<T, MAX, 8>(&mut lanes, &rest[..whole]),
+            _ => fold_chunks::<T, MAX, 16>(&mut lanes, &rest[..whole]),
+        };
+        for (l, &v) in lanes.iter_mut().zip(&rest[whole..]) {
+            *l = f::<T, MAX>(*l, v);
+        }
+        (lanes, nan)
+    };
+    // A chunk shorter than a vector happens only last; its lanes beyond its
+    // length are untouched (PyTorch's masked `Vec::set`).
+    let parts = chunked(n, parallel, |r| (r.1 - r.0, lanes_of(r)));
+    if parts.iter().any(|(_, (_, nan))| *nan) {
+        return None;
+    }
+    let parts: Vec<(usize, [T; 16])> = parts.into_iter().map(|(len, (l, _))| (len, l)).collect();
+    let mut lanes = parts[0].1;
+    for (len, p) in &parts[1..] {
+        for j in 0..lanes_n.min(*len) {
+            lanes[j] = f::<T, MAX>(lanes[j], p[j]);
+        }
+    }
+    let tree8 = |v: [T; 8]| {
+        let w: [T; 4] = std::array::from_fn(|j| f::<T, MAX>(v[j], v[j + 4]));
+        f::<T, MAX>(f::<T, MAX>(w[0], w[2]), f::<T, MAX>(w[1], w[3]))
+    };
+    Some(match lanes_n {
+        4 => seq(&mut lanes[..4].iter().copied()),
+        8 => tree8(std::array::from_fn(|j| lanes[j])),
+        _ => tree8(std::array::from_fn(|j| f::<T, MAX>(lanes[j], lanes[j + 8]))),
+    })
+}
+
+/// `lanes[j] = f(lanes[j], v)` for every element `v` of `xs` at `j` modulo
+/// `L` (`xs` a whole number of `L`-element vectors); whether one was NaN.
+#[inline(always)]
+fn fold_chunks<T: Element, const MAX: bool, const L: usize>(lanes: &mut [T; 16], xs: &[T]) -> bool {
+    let mut acc: [T; L] = std::array::from_fn(|j| lanes[j]);
+    let mut nan = [false; L];
+    for c in xs.chunks_exact(L) {
+        for j in 0..L {
+            let (a, v) = (acc[j], c[j]);
+            #[allow(clippy::eq_op)]
+            let v_nan = v != v;
+            nan[j] |= v_nan;
+            acc[j] = if (MAX && a > v) || (!MAX && a < v) {
+                a
+            } else {
+                v
+            };
+        }
+    }
+    lanes[..L].copy_from_slice(&acc);
+    nan.iter().any(|&b| b)
+}
+
 /// Columns per task of [`reduce_cols`].
 const COL_BLOCK: usize = 256;
 /// Rows summed into a block's partial sums before they join the total (a
@@ -548,6 +690,22 @@ pub(crate) fn reduce<T: Element>(
                     }
                     !x.to_acc().is_nan() || !take
                 };
+                if contiguous && !want_index && outer_idx.len() == 1 && T::DTYPE.is_float() {
+                    // max()/min() of everything, the caller's input row-major.
+                    let (src, _, _) = ptrs.get();
+                    // SAFETY: as for sums.
+                    let b = unsafe {
+                        extreme_all_as_pytorch::<T>(
+                            src.add(start),
+                            red_count,
+                            op == ReduceOp::Max,
+                            split,
+                        )
+                    };
+                    // SAFETY: as for sums.
+                    unsafe { *(vals as *mut T).add(o) = b };
+                    return;
+                }
                 let parts = chunked(red_count, split, |range| {
                     let (src, _, _) = ptrs.get();
                     if contiguous {
