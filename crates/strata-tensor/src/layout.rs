@@ -534,16 +534,36 @@ impl Layout {
 
 /// The order (innermost first) in which PyTorch's TensorIterator walks the
 /// dims of an element-wise op whose output it allocates, from the inputs'
-/// strides broadcast to `shape` (its `reorder_dimensions`: an insertion
-/// sort from the innermost dim out that compares each input's strides in
-/// turn, skipping a broadcast (0) stride, a tie broken by the smaller size
-/// first, and keeps scanning past an undecided comparison). The output is
-/// then dense in this order.
+/// strides broadcast to `shape`; the output is then dense in this order.
+/// See [`pytorch_reorder_dims`].
 pub(crate) fn pytorch_dim_order(shape: &[usize], inputs: &[Vec<usize>]) -> Vec<usize> {
+    let inputs: Vec<&[usize]> = inputs.iter().map(Vec::as_slice).collect();
+    pytorch_reorder_dims(shape, None, &inputs)
+}
+
+/// PyTorch's TensorIterator `reorder_dimensions`, innermost dim first: an
+/// insertion sort from the innermost dim out whose `should_swap` compares
+/// each operand's strides in turn (the output's first, when there is one),
+/// skipping a broadcast (0) stride, a tie broken by the smaller size first,
+/// and keeps scanning past an undecided comparison. `reduced_output` is a
+/// reduction's output strides (0 along reduced dims): a dim reduced in it
+/// goes inside one that is not, as in PyTorch.
+pub(crate) fn pytorch_reorder_dims(
+    shape: &[usize],
+    reduced_output: Option<&[usize]>,
+    inputs: &[&[usize]],
+) -> Vec<usize> {
     let nd = shape.len();
     let should_swap = |d0: usize, d1: usize| -> i32 {
-        for st in inputs {
+        let operands = reduced_output
+            .map(|o| (o, true))
+            .into_iter()
+            .chain(inputs.iter().map(|&st| (st, false)));
+        for (st, is_output) in operands {
             let (s0, s1) = (st[d0], st[d1]);
+            if is_output && ((s0 == 0) != (s1 == 0)) {
+                return if s1 == 0 { 1 } else { -1 };
+            }
             if s0 == 0 || s1 == 0 {
                 continue;
             } else if s0 < s1 {

@@ -102,40 +102,10 @@ fn iter_order(shape: &[usize], strides: &[usize], dims: &[usize], keepdim: bool)
             s = s.saturating_mul(shape[d].max(1));
         }
     }
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        for (operand_strides, is_output) in [(&out_strides, true), (&strides.to_vec(), false)] {
-            let (s0, s1) = (operand_strides[d0], operand_strides[d1]);
-            if is_output && ((s0 == 0) != (s1 == 0)) {
-                return if s1 == 0 { 1 } else { -1 };
-            }
-            if s0 == 0 || s1 == 0 {
-                continue;
-            } else if s0 < s1 {
-                return -1;
-            } else if s0 > s1 {
-                return 1;
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    };
-    // perm[0] is the innermost dim.
-    let mut perm: Vec<usize> = (0..n).rev().collect();
-    for i in 1..n {
-        let mut dim1 = i;
-        for dim0 in (0..i).rev() {
-            let c = should_swap(perm[dim0], perm[dim1]);
-            if c > 0 {
-                perm.swap(dim0, dim1);
-                dim1 = dim0;
-            } else if c < 0 {
-                break;
-            }
-        }
-    }
-    perm.into_iter().filter(|&d| shape[d] > 1).collect()
+    crate::layout::pytorch_reorder_dims(shape, Some(&out_strides), &[strides])
+        .into_iter()
+        .filter(|&d| shape[d] > 1)
+        .collect()
 }
 
 /// Whether PyTorch's `is_reduce_lastdim` holds for this reduction: after
