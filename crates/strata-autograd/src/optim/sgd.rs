@@ -26,7 +26,11 @@
 //! PyTorch rounds `alpha * b` to the dtype first in the scalar loop that
 //! updates a tensor's last `numel % 32` elements (AVX2); strata does the
 //! same on the CPU for contiguous tensors since session 53 (before, it
-//! rounded once everywhere, as the vectorized loop).
+//! rounded once everywhere, as the vectorized loop), and since session 53's
+//! second sweep for every layout: the last `size % 32` elements of each of
+//! TensorIterator's inner rows, or every element where an operand is not
+//! contiguous along them ([`scalar_mask`]), with SGD's intermediates laid
+//! out as PyTorch's.
 
 use super::state::{self, StateDict};
 use super::{check, check_non_negative, Optimizer};
@@ -38,56 +42,75 @@ use strata_tensor::{DType, Device, Tensor};
 /// computes it (see the module docs): `alpha` converted to their dtype and
 /// the sum rounded once. `addcmul(alpha, b, 1)` is `fma(1 * alpha, b, a)`
 /// in the compute type of `addcmul` (f32 for f16/bf16; on the GPU too),
-/// with an exact `1 * alpha`. The scalar tail of an f16/bf16 tensor on the
-/// CPU is PyTorch's scalar loop ([`scalar_tail`]).
+/// with an exact `1 * alpha`. For f16/bf16 tensors on the CPU the result
+/// is laid out as PyTorch's (see [`reduced_cpu`]) and the elements that
+/// PyTorch's scalar loop computes are rounded as there ([`scalar_mask`]).
 fn add_scaled(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
-    let tail = scalar_tail(a, b, alpha)?;
-    let out = a.addcmul(&alpha_of(a, alpha)?, b, 1.0)?;
-    if let Some((start, t)) = tail {
-        last(&out, start)?.copy_(&t)?;
+    let once = a.addcmul(&alpha_of(a, alpha)?, b, 1.0)?;
+    if !reduced_cpu(a, b) {
+        return Ok(once);
     }
+    if a.is_contiguous() && b.is_contiguous() {
+        // One inner row: the scalar loop takes the last `numel % 32`.
+        if let Some((start, tail)) = contiguous_tail(a, b, alpha)? {
+            last(&once, start)?.copy_(&tail)?;
+        }
+        return Ok(once);
+    }
+    let order = iter_order(a.shape(), &[a.strides(), b.strides()]);
+    let out = empty_in_order(a, &order)?;
+    match scalar_mask(
+        a.shape(),
+        &order,
+        &[out.strides(), a.strides(), b.strides()],
+    )? {
+        Some(mask) => out.copy_(&Tensor::where_cond(
+            &mask,
+            &scalar_loop(a, b, alpha)?,
+            &once,
+        )?)?,
+        None => out.copy_(&once)?,
+    };
     Ok(out)
 }
 
 /// `p += alpha * b` in place, as [`add_scaled`].
 fn add_scaled_(p: &Tensor, b: &Tensor, alpha: f64) -> Result<()> {
-    // The tail is formed from `p`'s values before the update.
-    let tail = scalar_tail(p, b, alpha)?;
+    if reduced_cpu(p, b) && p.is_contiguous() && b.is_contiguous() {
+        // The tail is formed from `p`'s values before the update.
+        let tail = contiguous_tail(p, b, alpha)?;
+        p.addcmul_(&alpha_of(p, alpha)?, b, 1.0)?;
+        if let Some((start, t)) = tail {
+            last(p, start)?.copy_(&t)?;
+        }
+        return Ok(());
+    }
+    let mask = if reduced_cpu(p, b) {
+        let order = iter_order(p.shape(), &[p.strides(), p.strides(), b.strides()]);
+        scalar_mask(p.shape(), &order, &[p.strides(), p.strides(), b.strides()])?
+    } else {
+        None
+    };
+    // The scalar loop's values are formed from `p`'s values before the
+    // update.
+    let scalar = match &mask {
+        Some(_) => Some(scalar_loop(p, b, alpha)?),
+        None => None,
+    };
     p.addcmul_(&alpha_of(p, alpha)?, b, 1.0)?;
-    if let Some((start, t)) = tail {
-        last(p, start)?.copy_(&t)?;
+    if let (Some(mask), Some(scalar)) = (mask, scalar) {
+        p.copy_(&Tensor::where_cond(&mask, &scalar, p)?)?;
     }
     Ok(())
 }
 
-/// How many trailing elements PyTorch's CPU kernels leave to their scalar
-/// loop for f16 and bf16: `cpu_kernel_vec` steps two vectors of 16 (AVX2,
-/// the CPU capability of the PyTorch 2.15 build the fixtures come from) at
-/// a time and hands the last `numel % 32` elements to the scalar functor.
-const REDUCED_TAIL: usize = 32;
-
-/// PyTorch's scalar loop of `a.add(b, alpha)` over the last `numel % 32`
-/// elements of f16/bf16 tensors on the CPU: `a + alpha * b` in the dtype's
-/// arithmetic, the product rounded to the dtype before the sum (`c10::Half`
-/// and `c10::BFloat16` operators), where its vectorized loop (the other
-/// elements) rounds once, as `addcmul` does. `Some((start, tail values))`
-/// for contiguous `a` and `b` of one shape and dtype with such a tail, else
-/// `None` (f32/f64 round once in both loops; other layouts keep the one
-/// rounding). Before session 53 those elements were rounded once, an ulp
-/// or more away from PyTorch's now and then (SGD on f16/bf16 tensors of
-/// fewer than 32 elements, `tests/suite/optim_tails_s53.rs`).
-fn scalar_tail(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Option<(usize, Tensor)>> {
+/// For contiguous `a` and `b` (of [`reduced_cpu`]): `Some((start, the
+/// scalar loop's values from start on))`, the last `numel % 32` elements,
+/// or `None` when the vectorized loop takes them all.
+fn contiguous_tail(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Option<(usize, Tensor)>> {
     let n = a.numel();
     let t = n % REDUCED_TAIL;
-    let applies = t > 0
-        && matches!(a.dtype(), DType::F16 | DType::BF16)
-        && a.device() == Device::Cpu
-        && b.dtype() == a.dtype()
-        && b.device() == a.device()
-        && a.shape() == b.shape()
-        && a.is_contiguous()
-        && b.is_contiguous();
-    if !applies {
+    if t == 0 {
         return Ok(None);
     }
     let start = n - t;
@@ -100,6 +123,203 @@ fn last(t: &Tensor, start: usize) -> Result<Tensor> {
     let n = t.numel();
     Ok(t.view(&[n as i64])?
         .narrow(0, start as i64, (n - start) as i64)?)
+}
+
+/// How many trailing elements of each inner row PyTorch's CPU kernels
+/// leave to their scalar loop for f16 and bf16: `cpu_kernel_vec` steps two
+/// vectors of 16 (AVX2, the CPU capability of the PyTorch 2.15 build the
+/// fixtures come from) at a time and hands the last `size % 32` elements to
+/// the scalar functor.
+const REDUCED_TAIL: usize = 32;
+
+/// Whether `a.add(b, alpha)` runs PyTorch's CPU kernel for f16/bf16 with
+/// its two loops: the vectorized loop, which rounds once (as `addcmul`),
+/// and the scalar functor, which rounds `alpha * b` to the dtype before the
+/// sum (`c10::Half` and `c10::BFloat16` operators). Which elements take the
+/// scalar functor depends on TensorIterator's layout ([`scalar_mask`]), so
+/// SGD's intermediates (`-g`, `g + wd * p`, the momentum buffer) are laid
+/// out as PyTorch's there ([`empty_in_order`], [`clone_as_pytorch`]).
+/// f32/f64 round once in both loops, and the GPU's kernel once.
+fn reduced_cpu(a: &Tensor, b: &Tensor) -> bool {
+    matches!(a.dtype(), DType::F16 | DType::BF16)
+        && a.device() == Device::Cpu
+        && b.dtype() == a.dtype()
+        && b.device() == a.device()
+        && a.shape() == b.shape()
+        && a.numel() > 0
+}
+
+/// `a + (alpha * b rounded to the dtype)`: PyTorch's scalar functor.
+fn scalar_loop(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
+    Ok(a.add(&b.mul(&alpha_of(a, alpha)?)?)?)
+}
+
+/// TensorIterator's order of the dims (innermost first) for operands of
+/// one `shape` with these strides (an output being written first; one
+/// being allocated left out): PyTorch's `reorder_dimensions`, an insertion
+/// sort by stride in which the first operand with different strides on
+/// two dims decides (a stride 0 defers to the next operand; equal strides
+/// put the smaller dim inside).
+fn iter_order(shape: &[usize], strides: &[&[usize]]) -> Vec<usize> {
+    let nd = shape.len();
+    let mut perm: Vec<usize> = (0..nd).rev().collect();
+    let should_swap = |d0: usize, d1: usize| -> i32 {
+        for s in strides {
+            let (s0, s1) = (s[d0], s[d1]);
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 < s1 {
+                return -1;
+            }
+            if s0 > s1 {
+                return 1;
+            }
+            if shape[d0] > shape[d1] {
+                return 1;
+            }
+        }
+        0
+    };
+    for i in 1..nd {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match should_swap(perm[d0], perm[d1]) {
+                c if c > 0 => {
+                    perm.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    perm
+}
+
+/// An uninitialised tensor of `like`'s shape, dtype and device, contiguous
+/// along `order` (innermost first): how TensorIterator allocates an
+/// out-of-place result.
+fn empty_in_order(like: &Tensor, order: &[usize]) -> Result<Tensor> {
+    let outer_first: Vec<usize> = order.iter().rev().copied().collect();
+    let shape: Vec<usize> = outer_first.iter().map(|&d| like.shape()[d]).collect();
+    let t = Tensor::empty(&shape, like.dtype(), like.device())?;
+    let mut back = vec![0i64; order.len()];
+    for (pos, &d) in outer_first.iter().enumerate() {
+        back[d] = pos as i64;
+    }
+    Ok(t.permute(&back)?)
+}
+
+/// `t` in the layout PyTorch gives the result of an elementwise op of `t`
+/// alone (`-g`: TensorIterator's order of `t`'s dims).
+fn as_unary_result(t: &Tensor, result: Tensor) -> Result<Tensor> {
+    let order = iter_order(t.shape(), &[t.strides()]);
+    let out = empty_in_order(t, &order)?;
+    if out.strides() == result.strides() {
+        return Ok(result);
+    }
+    out.copy_(&result)?;
+    Ok(out)
+}
+
+/// PyTorch's `torch.clone(g)` (the first momentum buffer): the strides of a
+/// dense `g` (`is_non_overlapping_and_dense`), else contiguous.
+fn clone_as_pytorch(g: &Tensor) -> Result<Tensor> {
+    if !g.layout().is_dense() || g.is_contiguous() {
+        return Ok(g.deep_clone()?);
+    }
+    let order = iter_order(g.shape(), &[g.strides()]);
+    let out = empty_in_order(g, &order)?;
+    out.copy_(g)?;
+    Ok(out)
+}
+
+/// Which elements of `a.add(b, alpha)` (of `shape`; `strides` those of the
+/// output, `a` and `b`, the output allocated in `order`) PyTorch's CPU
+/// kernel hands to its scalar functor, as a bool tensor of `shape` (`None`
+/// when there is none): TensorIterator coalesces the dims in `order`
+/// (`coalesce_dimensions`), then runs each inner row with the vectorized
+/// loop when every operand is contiguous along it (or one input has stride
+/// 0 there and the others are contiguous), leaving the last
+/// `size % 32` elements of the row to the scalar functor, and runs every
+/// element with the scalar functor otherwise (`basic_loop`). Before this,
+/// strata applied the tail only to contiguous tensors: a transposed f16
+/// parameter, or a gradient of another layout than its parameter's, moved
+/// an ulp away from PyTorch's now and then (`tests/suite/hostile_sweep_s53b.rs`).
+fn scalar_mask(shape: &[usize], order: &[usize], strides: &[&[usize]]) -> Result<Option<Tensor>> {
+    let n = shape.iter().product::<usize>();
+    if n == 0 {
+        return Ok(None);
+    }
+    // Dims and strides in iteration order, then coalesced as PyTorch's.
+    let mut sh: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
+    let mut st: Vec<Vec<usize>> = strides
+        .iter()
+        .map(|s| order.iter().map(|&d| s[d]).collect())
+        .collect();
+    // How many dims of `order` fold into the inner dim.
+    let mut inner_dims = sh.len().min(1);
+    let mut prev = 0;
+    for dim in 1..sh.len() {
+        let can = sh[prev] == 1 || sh[dim] == 1 || st.iter().all(|s| sh[prev] * s[prev] == s[dim]);
+        if can {
+            if sh[prev] == 1 {
+                for s in st.iter_mut() {
+                    s[prev] = s[dim];
+                }
+            }
+            sh[prev] *= sh[dim];
+            if prev == 0 {
+                inner_dims = dim + 1;
+            }
+        } else {
+            prev += 1;
+            if prev != dim {
+                for s in st.iter_mut() {
+                    s[prev] = s[dim];
+                }
+                sh[prev] = sh[dim];
+            }
+        }
+    }
+    let n0 = sh.first().copied().unwrap_or(1);
+    let inner: Vec<usize> = st.iter().map(|s| s.first().copied().unwrap_or(1)).collect();
+    let inputs = &inner[1..];
+    let vectorized = inner[0] == 1
+        && (inputs.iter().all(|&s| s == 1)
+            || (inputs.iter().filter(|&&s| s == 0).count() == 1 && inputs.iter().all(|&s| s <= 1)));
+    let first_scalar = if vectorized {
+        n0 - n0 % REDUCED_TAIL
+    } else {
+        0
+    };
+    if first_scalar == n0 {
+        return Ok(None);
+    }
+    // Each element's position along the (coalesced) inner dim, from its
+    // coordinates along the dims folded into it.
+    let nd = shape.len();
+    let mut weight = vec![0usize; nd];
+    let mut acc = 1;
+    for &d in &order[..inner_dims] {
+        weight[d] = acc;
+        acc *= shape[d];
+    }
+    let mut mask = Vec::with_capacity(n);
+    let mut coord = vec![0usize; nd];
+    for _ in 0..n {
+        let j: usize = coord.iter().zip(&weight).map(|(c, w)| c * w).sum();
+        mask.push(j >= first_scalar);
+        for d in (0..nd).rev() {
+            coord[d] += 1;
+            if coord[d] < shape[d] {
+                break;
+            }
+            coord[d] = 0;
+        }
+    }
+    Ok(Some(Tensor::from_vec(mask, shape, Device::Cpu)?))
 }
 
 /// `alpha` as a 0-d tensor of `t`'s dtype on its device (PyTorch's
@@ -337,7 +557,13 @@ impl Optimizer for Sgd {
         for (p, buf) in self.params.iter().zip(self.buffers.iter_mut()) {
             let Some(g) = p.grad() else { continue };
             // PyTorch: `grad = grads[i] if not maximize else -grads[i]`.
-            let g = if self.maximize { g.neg()? } else { g };
+            let reduced = reduced_cpu(&g, p.data());
+            let g = match (self.maximize, reduced) {
+                (false, _) => g,
+                (true, false) => g.neg()?,
+                // `-g` is laid out as PyTorch lays it out (see `reduced_cpu`).
+                (true, true) => as_unary_result(&g, g.neg()?)?,
+            };
             let g = if self.weight_decay == 0.0 {
                 g
             } else {
@@ -352,7 +578,11 @@ impl Optimizer for Sgd {
                         b.clone()
                     }
                     None => {
-                        let b = g.deep_clone()?;
+                        let b = if reduced {
+                            clone_as_pytorch(&g)?
+                        } else {
+                            g.deep_clone()?
+                        };
                         *buf = Some(b.clone());
                         b
                     }

@@ -43,6 +43,7 @@ mod hostile_sweep_s49;
 mod hostile_sweep_s51;
 mod hostile_sweep_s52;
 mod hostile_sweep_s52b;
+mod hostile_sweep_s53b;
 mod inplace_views;
 mod norm_edges_s53;
 mod optim_options_s44;

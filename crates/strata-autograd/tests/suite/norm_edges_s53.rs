@@ -49,7 +49,7 @@ fn same_bits(a: &[f64], b: &[f64]) -> bool {
 }
 
 /// How a case compares with PyTorch.
-enum Outcome {
+pub(crate) enum Outcome {
     Same,
     /// Within 4 units in the last place where strata-tensor's kernels
     /// round differently (the module docs), described.
@@ -82,7 +82,7 @@ fn last_bits(got: &[f64], want: &[f64], dt: DType) -> bool {
 }
 
 /// One case against PyTorch's answer.
-fn check(c: &Value) -> Outcome {
+pub(crate) fn check(c: &Value) -> Outcome {
     let dt = dtype(c["dtype"].as_str().unwrap());
     let sh = shape(&c["shape"]);
     let x = Tensor::from_slice(&from_bits(&c["x"]), &sh, Device::Cpu)
