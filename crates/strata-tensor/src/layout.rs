@@ -548,7 +548,15 @@ pub(crate) fn pytorch_dim_order(shape: &[usize], inputs: &[Vec<usize>]) -> Vec<u
 /// and keeps scanning past an undecided comparison. `reduced_output` is a
 /// reduction's output strides (0 along reduced dims): a dim reduced in it
 /// goes inside one that is not, as in PyTorch.
-pub(crate) fn pytorch_reorder_dims(
+///
+/// ```
+/// use strata_tensor::layout::pytorch_reorder_dims;
+/// // A transposed 2 x 3 operand (strides 1, 2): dim 0 is innermost.
+/// assert_eq!(pytorch_reorder_dims(&[2, 3], None, &[&[1, 2]]), [0, 1]);
+/// // Contiguous (strides 3, 1): dim 1 is innermost.
+/// assert_eq!(pytorch_reorder_dims(&[2, 3], None, &[&[3, 1]]), [1, 0]);
+/// ```
+pub fn pytorch_reorder_dims(
     shape: &[usize],
     reduced_output: Option<&[usize]>,
     inputs: &[&[usize]],

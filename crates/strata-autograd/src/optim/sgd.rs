@@ -156,45 +156,10 @@ fn scalar_loop(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
 
 /// TensorIterator's order of the dims (innermost first) for operands of
 /// one `shape` with these strides (an output being written first; one
-/// being allocated left out): PyTorch's `reorder_dimensions`, an insertion
-/// sort by stride in which the first operand with different strides on
-/// two dims decides (a stride 0 defers to the next operand; equal strides
-/// put the smaller dim inside).
+/// being allocated left out): PyTorch's `reorder_dimensions`
+/// ([`strata_tensor::layout::pytorch_reorder_dims`]).
 fn iter_order(shape: &[usize], strides: &[&[usize]]) -> Vec<usize> {
-    let nd = shape.len();
-    let mut perm: Vec<usize> = (0..nd).rev().collect();
-    let should_swap = |d0: usize, d1: usize| -> i32 {
-        for s in strides {
-            let (s0, s1) = (s[d0], s[d1]);
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 < s1 {
-                return -1;
-            }
-            if s0 > s1 {
-                return 1;
-            }
-            if shape[d0] > shape[d1] {
-                return 1;
-            }
-        }
-        0
-    };
-    for i in 1..nd {
-        let mut d1 = i;
-        for d0 in (0..i).rev() {
-            match should_swap(perm[d0], perm[d1]) {
-                c if c > 0 => {
-                    perm.swap(d0, d1);
-                    d1 = d0;
-                }
-                c if c < 0 => break,
-                _ => {}
-            }
-        }
-    }
-    perm
+    strata_tensor::layout::pytorch_reorder_dims(shape, None, strides)
 }
 
 /// An uninitialised tensor of `like`'s shape, dtype and device, contiguous
