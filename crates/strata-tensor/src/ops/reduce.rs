@@ -155,6 +155,14 @@ impl Tensor {
             };
             return one.reshape(&out_shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
         }
+        // Nothing to read: every norm over no element is 0 (an empty kept
+        // dim leaves an empty result). Built directly, so that an empty
+        // input of huge logical size ([0, 2^40, 2^40] f16) is not widened
+        // to a contiguous copy whose strides overflow; PyTorch 2.15 answers
+        // such inputs (hostile_sweep_s53b).
+        if self.numel() == 0 {
+            return Tensor::zeros(&out_shape, self.dtype(), self.device());
+        }
         let sum = |t: &Tensor| t.sum(Some(&d), keepdim);
         // The compositions work on f16/bf16 widened to f32.
         let wide = if matches!(self.dtype(), DType::F16 | DType::BF16) {

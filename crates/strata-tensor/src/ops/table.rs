@@ -191,7 +191,9 @@ macro_rules! unary_op_table {
                 inplace: /// In place error function (float tensors only).
                     erf_,
                 dtypes: Float,
-                cpu: |x| x.erf_(),
+                // f16/bf16: PyTorch's CPU kernel computes in f32 with its
+                // vectorised erf (`Math::erf_vec_`), on every element.
+                cpu: |x| if matches!(T::DTYPE, DType::F16 | DType::BF16) { x.erf_vec_() } else { x.erf_() },
                 cuda: { float: "erf{f}({a})" }
             }
             /// `ln(1 + self)`, accurate near 0 (integer input gives f32).

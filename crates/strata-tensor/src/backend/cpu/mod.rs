@@ -10,6 +10,7 @@ mod optim;
 mod pnorm;
 mod reduce;
 mod simd;
+pub(crate) mod sleef;
 
 use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryFn, UnaryOp};
 use crate::dispatch_dtype;
