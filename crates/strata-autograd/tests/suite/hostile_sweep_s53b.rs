@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::norm_edges_s53::{check, Outcome};
-use crate::pytorch_fixture::{check_sgd_result, dtype, fixture, flag, host, nums, tensor_of};
+use crate::pytorch_fixture::{check_sgd_result, dtype, fixture, host, nums, sgd_of, tensor_of};
 use serde_json::Value;
 use strata_autograd::{AutogradError, GradScaler, Optimizer, Sgd, Var};
 use strata_tensor::{DType, Device, Tensor};
@@ -96,14 +96,8 @@ fn sgd_on_f16_and_bf16_of_any_layout_matches_pytorch_bit_for_bit() {
         );
         let inp = &doc["inputs"][case["inputs"].as_str().unwrap()];
         let kw = &case["kw"];
-        let num = |k: &str| kw.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         let p = Var::parameter(make(layout, "p", &nums(&inp["p0"]), r, c, dt)).unwrap();
-        let mut opt = Sgd::new(vec![p.clone()], num("lr"), num("momentum"))
-            .and_then(|o| o.with_weight_decay(num("weight_decay")))
-            .and_then(|o| o.with_dampening(num("dampening")))
-            .and_then(|o| o.with_nesterov(flag(kw, "nesterov")))
-            .unwrap()
-            .with_maximize(flag(kw, "maximize"));
+        let mut opt = sgd_of(&p, kw);
         for g in inp["grads"].as_array().unwrap() {
             p.set_grad(Some(make(layout, "g", &nums(g), r, c, dt)))
                 .unwrap();

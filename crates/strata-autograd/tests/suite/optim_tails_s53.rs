@@ -17,9 +17,10 @@
 //!   `std::max`; strata-tensor's kernel (`backend/cpu/optim.rs`) does the
 //!   same since session 53: bit for bit, the tail included.
 
-use crate::pytorch_fixture::{check_sgd_result, dtype, fixture, flag, host, nums, tensor_of};
-use serde_json::Value;
-use strata_autograd::{Adam, AdamW, Optimizer, Sgd, Var};
+use crate::pytorch_fixture::{
+    check_sgd_result, dtype, fixture, flag, host, nums, sgd_of, tensor_of,
+};
+use strata_autograd::{Adam, AdamW, Optimizer, Var};
 use strata_tensor::DType;
 
 const FIXTURE: &str = include_str!("../data/optim_tails_s53.json");
@@ -38,14 +39,8 @@ fn sgd_on_f16_and_bf16_matches_pytorchs_scalar_tail_bit_for_bit() {
         let p0 = nums(&inp["p0"]);
         let n = p0.len();
         let kw = &case["kw"];
-        let num = |k: &str| kw.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         let p = Var::parameter(tensor_of(&p0, &[n], dt)).unwrap();
-        let mut opt = Sgd::new(vec![p.clone()], num("lr"), num("momentum"))
-            .and_then(|o| o.with_weight_decay(num("weight_decay")))
-            .and_then(|o| o.with_dampening(num("dampening")))
-            .and_then(|o| o.with_nesterov(flag(kw, "nesterov")))
-            .unwrap()
-            .with_maximize(flag(kw, "maximize"));
+        let mut opt = sgd_of(&p, kw);
         for g in inp["grads"].as_array().unwrap() {
             p.set_grad(Some(tensor_of(&nums(g), &[n], dt))).unwrap();
             opt.step().unwrap();

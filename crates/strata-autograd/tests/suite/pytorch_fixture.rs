@@ -4,7 +4,7 @@
 //! plus option flags and the optimizer comparisons of this suite.
 
 use serde_json::Value;
-use strata_autograd::{Optimizer, Var};
+use strata_autograd::{Optimizer, Sgd, Var};
 
 // The same file as strata-tensor's suite (the crates share no test crate);
 // this suite uses part of it.
@@ -16,6 +16,19 @@ pub use base::*;
 /// An option flag of a fixture case's keyword arguments (false when absent).
 pub fn flag(kw: &Value, name: &str) -> bool {
     kw.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// An SGD over `p` with a fixture case's keyword arguments (`lr`,
+/// `momentum`, `weight_decay`, `dampening`: 0 when absent; `nesterov`,
+/// `maximize`: false when absent), as PyTorch's `SGD([p], **kw)`.
+pub fn sgd_of(p: &Var, kw: &Value) -> Sgd {
+    let num = |k: &str| kw.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    Sgd::new(vec![p.clone()], num("lr"), num("momentum"))
+        .and_then(|o| o.with_weight_decay(num("weight_decay")))
+        .and_then(|o| o.with_dampening(num("dampening")))
+        .and_then(|o| o.with_nesterov(flag(kw, "nesterov")))
+        .unwrap()
+        .with_maximize(flag(kw, "maximize"))
 }
 
 /// Compares an SGD step's parameter `p` and momentum buffer with a fixture

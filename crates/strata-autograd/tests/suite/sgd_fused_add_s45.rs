@@ -8,8 +8,9 @@
 //! parameter and an f64 one read as f32 (gradient-oracle program
 //! 196:1272, reduced in `minimum_tie_after_sgd_steps_matches_pytorch`).
 
-use crate::pytorch_fixture::{check_sgd_result, dtype, fixture, flag, host, nums, same, tensor_of};
-use serde_json::Value;
+use crate::pytorch_fixture::{
+    check_sgd_result, dtype, fixture, host, nums, same, sgd_of, tensor_of,
+};
 use strata_autograd::{Optimizer, Sgd, Var};
 use strata_tensor::DType;
 
@@ -30,14 +31,8 @@ fn sgd_f32_f64_steps_match_pytorch_bit_for_bit() {
         let p0 = nums(&inp["p0"]);
         let n = p0.len();
         let kw = &case["kw"];
-        let num = |k: &str| kw.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         let p = Var::parameter(tensor_of(&p0, &[n], dt)).unwrap();
-        let mut opt = Sgd::new(vec![p.clone()], num("lr"), num("momentum"))
-            .and_then(|o| o.with_weight_decay(num("weight_decay")))
-            .and_then(|o| o.with_dampening(num("dampening")))
-            .and_then(|o| o.with_nesterov(flag(kw, "nesterov")))
-            .unwrap()
-            .with_maximize(flag(kw, "maximize"));
+        let mut opt = sgd_of(&p, kw);
         for g in inp["grads"].as_array().unwrap() {
             p.set_grad(Some(tensor_of(&nums(g), &[n], dt))).unwrap();
             opt.step().unwrap();

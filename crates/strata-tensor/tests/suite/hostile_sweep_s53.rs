@@ -6,6 +6,7 @@
 //! CPU (`torch.linalg.vector_norm`, `torch.maximum`, `Tensor.max`,
 //! `Tensor.argmax`, one thread).
 
+use crate::pytorch_fixture::check_fixture_and_probe;
 use strata_tensor::{DType, Device, Tensor, TensorError};
 
 fn f32t(v: &[f32], shape: &[usize]) -> Tensor {
@@ -468,22 +469,11 @@ fn check_vector_norm_calls(text: &str) -> (usize, Vec<String>) {
 /// generator's (the session checked 3,000 more).
 #[test]
 fn vector_norm_random_calls_match_pytorch() {
-    if let Ok(path) = std::env::var("STRATA_VECTOR_NORM_PROBE") {
-        let (n, bad) = check_vector_norm_calls(&std::fs::read_to_string(&path).unwrap());
-        assert!(
-            bad.is_empty(),
-            "{} of {n} cases of {path} differ: {:#?}",
-            bad.len(),
-            &bad[..bad.len().min(30)]
-        );
-        eprintln!("{path}: {n} cases, all equal");
-    }
-    let (n, bad) = check_vector_norm_calls(VECTOR_NORM_HOSTILE);
-    assert!(n >= 300);
-    assert!(
-        bad.is_empty(),
-        "{} of {n} cases differ: {bad:#?}",
-        bad.len()
+    check_fixture_and_probe(
+        VECTOR_NORM_HOSTILE,
+        300,
+        "STRATA_VECTOR_NORM_PROBE",
+        check_vector_norm_calls,
     );
 }
 

@@ -36,6 +36,7 @@
 //! benches/anchors/gen_extremes_s53.py 160 53 tests/data/extremes_s53.json`);
 //! `STRATA_EXTREMES_PROBE=FILE` checks another file of that format.
 
+use crate::pytorch_fixture::check_fixture_and_probe;
 use serde_json::Value;
 use strata_tensor::{DType, Device, Tensor};
 
@@ -204,24 +205,7 @@ fn check_file(text: &str) -> (usize, Vec<String>) {
 
 #[test]
 fn extremes_with_ties_match_pytorch() {
-    if let Ok(path) = std::env::var("STRATA_EXTREMES_PROBE") {
-        let text = std::fs::read_to_string(&path).unwrap();
-        let (n, bad) = check_file(&text);
-        assert!(
-            bad.is_empty(),
-            "{} of {n} cases of {path} differ: {:#?}",
-            bad.len(),
-            &bad[..bad.len().min(30)]
-        );
-        eprintln!("{path}: {n} cases, all equal");
-    }
-    let (n, bad) = check_file(EXTREMES);
-    assert!(n >= 100);
-    assert!(
-        bad.is_empty(),
-        "{} of {n} cases differ: {bad:#?}",
-        bad.len()
-    );
+    check_fixture_and_probe(EXTREMES, 100, "STRATA_EXTREMES_PROBE", check_file);
 }
 
 /// `clamp` with scalar bounds keeps the input on a tie of +0.0 and -0.0

@@ -75,3 +75,33 @@ pub fn same(a: &[f64], b: &[f64]) -> bool {
             .zip(b)
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
 }
+
+/// Checks a fixture's `text` with `check` (which returns the number of
+/// cases and a line for each that differs): at least `min` cases, all as
+/// PyTorch answered them. Where the environment variable `probe` names a
+/// file (another draw of the fixture's generator), that file is checked
+/// the same way first.
+pub fn check_fixture_and_probe(
+    text: &str,
+    min: usize,
+    probe: &str,
+    check: impl Fn(&str) -> (usize, Vec<String>),
+) {
+    if let Ok(path) = std::env::var(probe) {
+        let (n, bad) = check(&std::fs::read_to_string(&path).unwrap());
+        assert!(
+            bad.is_empty(),
+            "{} of {n} cases of {path} differ: {:#?}",
+            bad.len(),
+            &bad[..bad.len().min(30)]
+        );
+        eprintln!("{path}: {n} cases, all equal");
+    }
+    let (n, bad) = check(text);
+    assert!(n >= min);
+    assert!(
+        bad.is_empty(),
+        "{} of {n} cases differ: {bad:#?}",
+        bad.len()
+    );
+}
