@@ -345,7 +345,9 @@ impl CachingAllocator {
         crate::snapshot::summary(self.device, &self.memory_stats(), true)
     }
 
-    /// The largest free cached block, in bytes.
+    /// The largest free cached block, in bytes (0 when nothing is cached).
+    /// PyTorch's answer to the same question, which starts from the device's
+    /// free memory, is [`cache_info`](Self::cache_info).
     pub fn largest_free_block(&self) -> u64 {
         let st = self.state.lock();
         st.streams
@@ -355,5 +357,33 @@ impl CachingAllocator {
             .map(|e| e.size)
             .max()
             .unwrap_or(0)
+    }
+
+    /// PyTorch's `cacheInfo(device, &largest)`, which cuDNN uses to size its
+    /// workspace: the larger of `largest` and every free cached block, where
+    /// a `largest` of 0 is first replaced by the device's free memory
+    /// (`mem_get_info`, PyTorch's "initial guess" from `cudaMemGetInfo`).
+    /// So with nothing passed in, the answer is the most a request could get
+    /// without freeing anything: a cached block, or new device memory.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let d = Arc::new(SimDriver::new(1 << 30, 2 << 20));
+    /// let a = CachingAllocator::new(d, AllocatorConfig::default());
+    /// assert_eq!(a.cache_info(0).unwrap(), 1 << 30); // an idle device: all of it
+    /// assert_eq!(a.cache_info(4 << 30).unwrap(), 4 << 30); // a larger guess stays
+    /// drop(a.allocate(30 << 20, StreamId::DEFAULT).unwrap()); // cached once freed
+    /// assert_eq!(a.largest_free_block(), 30 << 20);
+    /// assert_eq!(a.cache_info(1).unwrap(), 30 << 20);
+    /// ```
+    pub fn cache_info(&self, largest: u64) -> Result<u64, AllocError> {
+        let guess = if largest == 0 {
+            self.mem_get_info()?.free
+        } else {
+            largest
+        };
+        Ok(guess.max(self.largest_free_block()))
     }
 }

@@ -42,5 +42,6 @@ mod pytorch_tests_s49;
 mod pytorch_tests_s51;
 mod pytorch_tests_s52;
 mod pytorch_tests_s53;
+mod pytorch_tests_s54;
 mod recycling;
 mod settings;
