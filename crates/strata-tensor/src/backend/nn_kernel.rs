@@ -115,7 +115,10 @@ pub(crate) enum NnKernel<'a> {
     /// of logits' dtype), and 0 in all three for ignored rows: `log p` is
     /// formed from `x - m`, never from `x - (m + s)`, which cancels when |m|
     /// is huge, and negated as PyTorch negates it (a log-probability of +0.0
-    /// gives -0.0). No probability is written anywhere.
+    /// gives -0.0). No probability is written anywhere. On the CPU, f32
+    /// logits take PyTorch's f32 arithmetic instead (its log_softmax
+    /// kernels, the products and the sum's order), so that the losses are
+    /// PyTorch's bit for bit.
     CrossEntropy {
         lse: &'a Arg<'a>,
         nll: Option<&'a Arg<'a>>,
@@ -127,6 +130,16 @@ pub(crate) enum NnKernel<'a> {
         ignore_index: i64,
         rows: usize,
         classes: usize,
+        /// Whether the class dim is the input's last ((C) and (N, C)
+        /// inputs), and otherwise `inner`, the product of the input's dims
+        /// after it (row `r` of an (N, C, d1, ...) input is position
+        /// `r % inner` of those dims). On the CPU an f32 row's
+        /// log-probabilities are PyTorch's log_softmax along that dim, bit
+        /// for bit (its kernels for the last dim and for other dims round
+        /// differently), and the smoothing sum adds in the order of
+        /// PyTorch's sum along it.
+        class_last: bool,
+        inner: usize,
     },
     /// The fused backward, PyTorch's chain step by step: the gradient of
     /// the log-probabilities is `gl[c] = [c == t] w[t] * -((1 - eps)

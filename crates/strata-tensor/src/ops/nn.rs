@@ -764,9 +764,13 @@ impl Tensor {
                 t = t.mul(w)?;
             }
             let loss = match args.reduction {
+                // Summed over the class dim in the input's layout, as
+                // PyTorch sums it: along a dim followed by others (an (N, C,
+                // d1, ...) input) its CPU sum adds in another order than
+                // along the last.
                 Reduction::None => {
-                    let per = t.sum(Some(&[1]), false)?.neg()?;
-                    per.reshape(&rows_shape.iter().map(|&s| s as i64).collect::<Vec<_>>())?
+                    let all = from_class_rows(&t, self.shape())?.contiguous()?;
+                    all.sum(Some(&[class_dim]), false)?.neg()?
                 }
                 // PyTorch sums every product at once, in the input's layout
                 // (N, C, d1, ...), and divides by the number of rows (a
@@ -840,6 +844,8 @@ impl Tensor {
                     ignore_index: args.ignore_index,
                     rows,
                     classes,
+                    class_last: self.ndim() <= 2,
+                    inner: self.shape().iter().skip(2).product(),
                 })
             })?;
         }
@@ -854,12 +860,16 @@ impl Tensor {
         // (1 - ε)·L + (ε / C)·S with L and S each reduced first, as PyTorch
         // does: a zero total weight gives NaN for L's 0/0 even where S/0 is
         // infinite. S's weighted mean divides by the kept rows' weights
-        // summed as a tensor (PyTorch's `weight.gather(...).sum()`), which
-        // on the CPU is not the NLL's cascade (elsewhere it is that sum).
+        // summed as a tensor of those weights alone (PyTorch's
+        // `weight.gather(0, target.masked_select(~ignored)).sum()`), which
+        // on the CPU is not the NLL's cascade (elsewhere it is that sum):
+        // the ignored rows' zeros are left out, since where they stand
+        // changes which lanes of the vectorised sum the weights fall in.
         let loss = if eps > 0.0 {
             let cascaded = self.device() == crate::Device::Cpu;
             let denom = if cascaded && args.reduction == Reduction::Mean && args.weight.is_some() {
-                wt.sum(None, false)?
+                wt.masked_select(&t.ne(args.ignore_index)?)?
+                    .sum(None, false)?
             } else {
                 total_weight.clone()
             };

@@ -157,7 +157,9 @@ macro_rules! unary_op_table {
             Gelu {
                 named: gelu,
                 dtypes: FloatOnly,
-                cpu: |x| x.gelu_(),
+                // f16/bf16: PyTorch's CPU kernel computes in f32 with its
+                // vectorised erf (`Math::gelu_vec_`).
+                cpu: |x| if matches!(T::DTYPE, DType::F16 | DType::BF16) { x.gelu_vec_() } else { x.gelu_() },
                 cuda: { float: "(({c})0.5 * {a} * (({c})1 + erf{f}({a} * ({c})0.70710678118654752440)))" }
             }
             /// GELU's tanh approximation ([`Tensor::gelu`]).

@@ -8,9 +8,11 @@
 //! `tests/`.
 
 mod common;
+mod cross_entropy_s54a;
 mod div_and_cross_entropy;
 mod errors;
 mod fuzz_ops_fixes;
+mod gelu_half_s54a;
 mod hostile_inputs;
 mod hostile_sweep_s27;
 mod hostile_sweep_s29;

@@ -269,6 +269,25 @@ pub(crate) fn softmax<T: Element>(out: &Arg, input: &Arg, s: DimShape, mode: Sof
     // elements each, `out` fresh and write-locked, `input` read-locked; they
     // are distinct storages.
     let (x, y) = unsafe { (slice::<T>(input, len), slice_mut::<T>(out, len)) };
+    if matches!(T::DTYPE, DType::F32) && log && !s.last && mode == SoftmaxMode::plain(log) {
+        // PyTorch's f32 kernel for a dim other than the last, bit for bit
+        // (with the C library's `expf` and `logf` throughout, positions in
+        // whole vectors of 8 of the dims after it could differ in the last
+        // place: 4 of 3,000 draws of `gen_cross_entropy_s54a.py`, through
+        // probability targets of (N, C, d1, ...) logits).
+        // SAFETY: `T` is f32 (its DTYPE), so both slices are f32 slices of
+        // the same lengths; `y` is borrowed mutably for the call only.
+        let (xf, yf) = unsafe {
+            (
+                std::slice::from_raw_parts(x.as_ptr().cast::<f32>(), x.len()),
+                std::slice::from_raw_parts_mut(y.as_mut_ptr().cast::<f32>(), y.len()),
+            )
+        };
+        per_block(xf, yf, s, |xo, yo| {
+            super::sleef::log_softmax_cols_f32(xo, yo, s.n, s.inner)
+        });
+        return;
+    }
     if s.inner == 1 {
         let n = s.n;
         let scale = T::Acc::from_f64(mode.scale);

@@ -2,7 +2,9 @@
 //! operands, and the row kernels of layer norm and cross-entropy, parallel
 //! over rows (rayon). Statistics are computed in f64 whatever the dtype and
 //! stored in the Acc dtype (f32 for f16/bf16/f32), which is at least as
-//! precise as PyTorch's f32 accumulation.
+//! precise as PyTorch's f32 accumulation; except f32 cross-entropy, whose
+//! forward follows PyTorch's f32 arithmetic step by step
+//! ([`cross_entropy_f32`]) and gives its losses bit for bit.
 
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dispatch_dtype;
@@ -535,6 +537,9 @@ fn max_and_log_sum(row: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
 }
 
 fn cross_entropy<T: Real>(k: &NnKernel) {
+    if T::DTYPE == DType::F32 {
+        return cross_entropy_f32(k);
+    }
     let NnKernel::CrossEntropy {
         lse,
         nll,
@@ -546,6 +551,7 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
         ignore_index,
         rows,
         classes,
+        ..
     } = *k
     else {
         return;
@@ -593,6 +599,128 @@ fn cross_entropy<T: Real>(k: &NnKernel) {
             }
         }
     });
+}
+
+/// [`cross_entropy`] of f32 logits, bit for bit as PyTorch's CPU
+/// `nll_loss_nd(log_softmax(x, class_dim))` and its smoothing term form each
+/// row's values: the log-probabilities `x - m - ls` in f32, with `m` and `ls`
+/// as PyTorch's log-softmax kernel for the class dim forms them
+/// ([`sleef::log_softmax_stats_f32`]); the NLL term `-lp[t] * w[t]`; the
+/// smoothing term `-Σ_c lp[c] * w[c]` (`-Σ_c lp[c]` without a weight), the
+/// products rounded to f32 and added in the order of PyTorch's sum along
+/// the class dim: a contiguous run where the class dim is the last one or
+/// only dims of size 1 follow it ([`reduce::sum_run`]), else a strided run
+/// as PyTorch's outer reduction adds it (see `outer_grouped` below). The saved logsumexp keeps the kernel's
+/// contract (NaN in both parts for a row holding NaN or +inf, `(-inf, 0)`
+/// for an all -inf row).
+fn cross_entropy_f32(k: &NnKernel) {
+    use super::reduce::{cascade_row_sum, level_cascade, sum_run};
+    use super::sleef::{log_softmax_stats_f32, LogSumKind};
+    let NnKernel::CrossEntropy {
+        lse,
+        nll,
+        smooth,
+        wt,
+        logits,
+        target,
+        weight,
+        ignore_index,
+        rows,
+        classes,
+        class_last,
+        inner,
+    } = *k
+    else {
+        return;
+    };
+    let px = base::<f32>(logits);
+    let pw = weight.map(base::<f32>);
+    let inner = inner.max(1);
+    let contiguous_sum = class_last || inner == 1;
+    // PyTorch's sum over the class dim of (N, C, inner) walks the `inner`
+    // positions in groups: with at least one vector of them (8) in groups
+    // of four vectors, else in groups of four, each group's columns summed
+    // by `multi_row_sum` ([`reduce::level_cascade`]); the positions past the
+    // last whole group each by `row_sum` ([`reduce::cascade_row_sum`]).
+    let outer_grouped = if inner >= 8 {
+        inner / 32 * 32
+    } else {
+        inner / 4 * 4
+    };
+    (0..rows).into_par_iter().for_each_init(
+        || Vec::<f32>::with_capacity(if smooth.is_some() { classes } else { 0 }),
+        |buf, r| {
+            // SAFETY: as in `layer_norm`: the logits are a contiguous f32
+            // [rows, classes] operand (row `r` is read only), the weight a
+            // contiguous f32 [classes] one, and the targets were checked to
+            // lie in [0, classes) or equal ignore_index; row `r` writes only
+            // its own elements of the outputs.
+            unsafe {
+                let x = std::slice::from_raw_parts(px.get().add(r * classes), classes);
+                let w: Option<&[f32]> = pw.map(|p| std::slice::from_raw_parts(p.get(), classes));
+                let kind = if class_last {
+                    LogSumKind::LastDim
+                } else {
+                    // PyTorch walks 8 positions of the dims after the class
+                    // dim at once; the last `inner % 8` are its scalar tail.
+                    let p = r % inner;
+                    LogSumKind::Column {
+                        tail: p >= inner - inner % 8,
+                    }
+                };
+                let (m, ls) = log_softmax_stats_f32(x, kind);
+                let (sm, sls) = if m == f32::NEG_INFINITY {
+                    (m, 0.0)
+                } else if m.is_nan() || m == f32::INFINITY || ls.is_nan() {
+                    (f32::NAN, f32::NAN)
+                } else {
+                    (m, ls)
+                };
+                wrf(lse, 2 * r, f64::from(sm));
+                wrf(lse, 2 * r + 1, f64::from(sls));
+                let Some(t) = target else {
+                    return;
+                };
+                let lp = |c: usize| x[c] - m - ls;
+                let wc = |c: usize| w.map_or(1.0, |w| w[c]);
+                let ti = rd_index(DType::I64, index_base(t), r as isize);
+                let (n, s, wv) = if ti == ignore_index {
+                    (0.0f32, 0.0f32, 0.0f32)
+                } else {
+                    let tu = ti as usize;
+                    let s = if smooth.is_some() {
+                        buf.clear();
+                        match w {
+                            Some(w) => {
+                                buf.extend(x.iter().zip(w).map(|(&v, &wv)| (v - m - ls) * wv))
+                            }
+                            None => buf.extend(x.iter().map(|&v| v - m - ls)),
+                        }
+                        let sum = if contiguous_sum {
+                            sum_run::<f32>(buf, false)
+                        } else if r % inner < outer_grouped {
+                            level_cascade::<f32>(classes, |c| buf[c])
+                        } else {
+                            cascade_row_sum::<f32>(classes, |c| buf[c])
+                        };
+                        -sum
+                    } else {
+                        0.0
+                    };
+                    (-lp(tu) * wc(tu), s, wc(tu))
+                };
+                if let Some(a) = nll {
+                    wrf(a, r, f64::from(n));
+                }
+                if let Some(a) = smooth {
+                    wrf(a, r, f64::from(s));
+                }
+                if let Some(a) = wt {
+                    wrf(a, r, f64::from(wv));
+                }
+            }
+        },
+    );
 }
 
 fn cross_entropy_backward<T: Real>(k: &NnKernel) {

@@ -201,49 +201,13 @@ fn softmax_lastdim_body(x: &[f32], y: &mut [f32], log: bool) {
     if x.is_empty() {
         return;
     }
-    let m = reduce_all(x, maximum);
     if log {
-        // map_reduce_all: the exponentials are summed without being stored.
-        let mut e = [0f32; 256];
-        let mut acc = [0f32; 8];
-        let n = x.len();
-        let s = if n < 8 {
-            let mut s = expf_u10(x[0] - m);
-            for &v in &x[1..] {
-                s += expf_u10(v - m);
-            }
-            s
-        } else {
-            // Same fold as `reduce_all`, the exponentials formed on the way.
-            let mut first = true;
-            for c in x.chunks(256) {
-                let k = c.len();
-                for (o, &v) in e[..k].iter_mut().zip(c) {
-                    *o = expf_u10(v - m);
-                }
-                for (i, &ev) in e[..k].iter().enumerate() {
-                    if first && i < 8 {
-                        acc[i] = ev;
-                    } else {
-                        acc[i % 8] += ev;
-                    }
-                }
-                first = false;
-            }
-            let mut w = [0f32; 8];
-            for (l, o) in w.iter_mut().enumerate() {
-                *o = acc[l] + acc[l ^ 4];
-            }
-            for (l, o) in acc.iter_mut().enumerate() {
-                *o = w[l] + w[l ^ 2];
-            }
-            acc[0] + acc[1]
-        };
-        let ls = logf_u1(s);
+        let (m, ls) = lastdim_log_stats(x);
         for (o, &v) in y.iter_mut().zip(x) {
             *o = v - m - ls;
         }
     } else {
+        let m = reduce_all(x, maximum);
         for (o, &v) in y.iter_mut().zip(x) {
             *o = expf_u10(v - m);
         }
@@ -252,6 +216,180 @@ fn softmax_lastdim_body(x: &[f32], y: &mut [f32], log: bool) {
             *o *= s;
         }
     }
+}
+
+/// How PyTorch's CPU log-softmax forms a row's maximum and log-sum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LogSumKind {
+    /// Along the last dim (`_vec_log_softmax_lastdim`): the lane folds of
+    /// [`softmax_lastdim_f32`].
+    LastDim,
+    /// Along another dim (`_vec_logsoftmax`, which walks the dim for 8
+    /// positions of the dims after it at once): the maximum is `x > m ? x :
+    /// m` from -inf (a NaN never wins; its exponential makes the sum NaN),
+    /// the exponentials are added in order from +0.0, with SLEEF's `expf`
+    /// for a position inside a whole vector of 8 and the C library's `expf`
+    /// (`std::exp`) for the positions past the last whole vector
+    /// (`Column { tail: true }`), and the log of the sum is SLEEF's.
+    Column {
+        /// The row is one of the positions past the last whole vector.
+        tail: bool,
+    },
+}
+
+/// A row's maximum `m` and `ls = log Σ exp(x - m)` in f32 as PyTorch's CPU
+/// log-softmax forms them (`kind`); its outputs are then `x - m - ls`, in
+/// that order. An empty row gives `(-inf, 0)`. Run, like
+/// [`softmax_lastdim_f32`], in a copy compiled with FMA where the CPU has it.
+pub(crate) fn log_softmax_stats_f32(x: &[f32], kind: LogSumKind) -> (f32, f32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the FMA instructions this copy is compiled
+        // with (checked just above).
+        return unsafe { log_softmax_stats_fma(x, kind) };
+    }
+    log_softmax_stats_body(x, kind)
+}
+
+/// [`log_softmax_stats_f32`] compiled with the FMA instructions.
+///
+/// # Safety
+/// The CPU must support FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn log_softmax_stats_fma(x: &[f32], kind: LogSumKind) -> (f32, f32) {
+    log_softmax_stats_body(x, kind)
+}
+
+#[inline(always)]
+fn log_softmax_stats_body(x: &[f32], kind: LogSumKind) -> (f32, f32) {
+    if x.is_empty() {
+        return (f32::NEG_INFINITY, 0.0);
+    }
+    match kind {
+        LogSumKind::LastDim => lastdim_log_stats(x),
+        LogSumKind::Column { tail } => {
+            let mut m = f32::NEG_INFINITY;
+            for &v in x {
+                if v > m {
+                    m = v;
+                }
+            }
+            let mut s = 0.0f32;
+            if tail {
+                for &v in x {
+                    s += (v - m).exp();
+                }
+            } else {
+                for &v in x {
+                    s += expf_u10(v - m);
+                }
+            }
+            (m, logf_u1(s))
+        }
+    }
+}
+
+/// Log-softmax of one contiguous `n x inner` block of f32 along its `n` dim
+/// (`inner` > 0 positions of the dims after it, a dim other than the
+/// input's last) into `y`, as PyTorch's CPU kernel for such a dim
+/// (`_vec_logsoftmax`) computes it: per position the [`LogSumKind::Column`]
+/// maximum and log-sum (SLEEF's `expf` except in the last `inner % 8`
+/// positions, which take the C library's), then `x - m - ls`. Run in a copy
+/// compiled with FMA where the CPU has it.
+pub(crate) fn log_softmax_cols_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the FMA instructions this copy is compiled
+        // with (checked just above).
+        unsafe { log_softmax_cols_fma(x, y, n, inner) };
+        return;
+    }
+    log_softmax_cols_body(x, y, n, inner)
+}
+
+/// [`log_softmax_cols_f32`] compiled with the FMA instructions.
+///
+/// # Safety
+/// The CPU must support FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn log_softmax_cols_fma(x: &[f32], y: &mut [f32], n: usize, inner: usize) {
+    log_softmax_cols_body(x, y, n, inner)
+}
+
+#[inline(always)]
+fn log_softmax_cols_body(x: &[f32], y: &mut [f32], n: usize, inner: usize) {
+    let whole = inner - inner % 8;
+    let mut m = vec![f32::NEG_INFINITY; inner];
+    for row in x.chunks_exact(inner).take(n) {
+        for (mj, &v) in m.iter_mut().zip(row) {
+            if v > *mj {
+                *mj = v;
+            }
+        }
+    }
+    let mut s = vec![0.0f32; inner];
+    for row in x.chunks_exact(inner).take(n) {
+        for ((sj, &mj), &v) in s[..whole].iter_mut().zip(&m).zip(row) {
+            *sj += expf_u10(v - mj);
+        }
+        for ((sj, &mj), &v) in s[whole..].iter_mut().zip(&m[whole..]).zip(&row[whole..]) {
+            *sj += (v - mj).exp();
+        }
+    }
+    for sj in s.iter_mut() {
+        *sj = logf_u1(*sj);
+    }
+    for (yr, xr) in y.chunks_exact_mut(inner).zip(x.chunks_exact(inner)).take(n) {
+        for (((o, &v), &mj), &sj) in yr.iter_mut().zip(xr).zip(&m).zip(&s) {
+            *o = v - mj - sj;
+        }
+    }
+}
+
+/// The maximum `m` and `log Σ exp(x - m)` of a row (not empty) as PyTorch's
+/// last-dim log-softmax forms them (its outputs are `x - m - ls`).
+#[inline(always)]
+fn lastdim_log_stats(x: &[f32]) -> (f32, f32) {
+    let m = reduce_all(x, maximum);
+    // map_reduce_all: the exponentials are summed without being stored.
+    let mut e = [0f32; 256];
+    let mut acc = [0f32; 8];
+    let n = x.len();
+    let s = if n < 8 {
+        let mut s = expf_u10(x[0] - m);
+        for &v in &x[1..] {
+            s += expf_u10(v - m);
+        }
+        s
+    } else {
+        // Same fold as `reduce_all`, the exponentials formed on the way.
+        let mut first = true;
+        for c in x.chunks(256) {
+            let k = c.len();
+            for (o, &v) in e[..k].iter_mut().zip(c) {
+                *o = expf_u10(v - m);
+            }
+            for (i, &ev) in e[..k].iter().enumerate() {
+                if first && i < 8 {
+                    acc[i] = ev;
+                } else {
+                    acc[i % 8] += ev;
+                }
+            }
+            first = false;
+        }
+        let mut w = [0f32; 8];
+        for (l, o) in w.iter_mut().enumerate() {
+            *o = acc[l] + acc[l ^ 4];
+        }
+        for (l, o) in acc.iter_mut().enumerate() {
+            *o = w[l] + w[l ^ 2];
+        }
+        acc[0] + acc[1]
+    };
+    (m, logf_u1(s))
 }
 
 #[cfg(test)]

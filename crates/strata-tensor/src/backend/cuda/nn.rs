@@ -1118,6 +1118,8 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             ignore_index,
             rows,
             classes,
+            class_last: _,
+            inner: _,
         } => {
             if rows == 0 {
                 return Ok(());
