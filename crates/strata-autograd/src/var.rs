@@ -231,6 +231,67 @@ pub(crate) struct GradSlot {
     destination: Option<Tensor>,
 }
 
+/// PyTorch's gradient layout contract (`obeys_layout_contract` in
+/// `torch/csrc/autograd/utils/grad_layout_contract.h`): a gradient obeys a
+/// non-overlapping and dense parameter when it has the parameter's strides
+/// on every dim of size other than 1 (and no stride 0 on a dim of size 1);
+/// for any other parameter (overlapping, or with gaps) when it is
+/// row-major contiguous.
+pub(crate) fn obeys_layout_contract(grad: &Tensor, param: &Tensor) -> bool {
+    if param.layout().is_dense() {
+        grad.shape()
+            .iter()
+            .zip(grad.strides().iter().zip(param.strides()))
+            .all(|(&size, (&gs, &ps))| if size == 1 { gs != 0 } else { gs == ps })
+    } else {
+        grad.is_contiguous()
+    }
+}
+
+/// A leaf's first gradient, in fresh storage of the leaf's dtype, laid out
+/// as PyTorch's AccumulateGrad lays it out: `g`'s own strides when it obeys
+/// the layout contract with `param` (PyTorch steals such a gradient), else
+/// the parameter's strides when the parameter is non-overlapping and dense
+/// (`clone_obey_contract`'s `empty_strided` like the parameter), else
+/// row-major. A transposed parameter thus gets a transposed `.grad`, an
+/// expanded one a contiguous `.grad`.
+fn first_grad(param: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let dtype = param.dtype();
+    let shape = param.shape();
+    let strides = if obeys_layout_contract(g, param) {
+        g.strides()
+    } else if param.layout().is_dense() {
+        param.strides()
+    } else {
+        &[]
+    };
+    let row_major = strata_tensor::shape::contiguous_strides(shape);
+    if strides.is_empty() || strides == row_major.as_slice() {
+        return Ok(if g.dtype() != dtype {
+            g.to_dtype(dtype)?
+        } else {
+            g.deep_clone()?
+        });
+    }
+    // `empty_strided`: storage for one past the largest index the layout
+    // reaches (the strides are a dense layout's, so this is the numel plus
+    // nothing but what dims of size 1 add, which is nothing).
+    let extent = if shape.contains(&0) {
+        0
+    } else {
+        1 + shape
+            .iter()
+            .zip(strides)
+            .map(|(&n, &st)| (n - 1) * st)
+            .sum::<usize>()
+    };
+    let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+    let strides: Vec<i64> = strides.iter().map(|&st| st as i64).collect();
+    let out = Tensor::empty(&[extent], dtype, g.device())?.as_strided(&sizes, &strides, Some(0))?;
+    out.copy_(g)?;
+    Ok(out)
+}
+
 impl VarInner {
     /// Adds `g` into `.grad`. A gradient of another dtype is converted to
     /// the leaf's first (autocast's casts pass their gradient on unconverted,
@@ -240,6 +301,10 @@ impl VarInner {
     /// (gradients flowing through the graph may alias each other or be
     /// broadcast views; a converted one is fresh already); later ones are
     /// added in place.
+    ///
+    /// The first gradient's strides follow PyTorch's layout contract (see
+    /// [`first_grad`]); later ones are added in place, keeping whatever
+    /// strides `.grad` has (PyTorch's in-place `variable_grad += new_grad`).
     pub(crate) fn accumulate(&self, g: Tensor) -> Result<()> {
         let dtype = self.data.dtype();
         let mut slot = self.grad.lock();
@@ -258,8 +323,7 @@ impl VarInner {
                 d.copy_(&g)?;
                 d.clone()
             }
-            None if g.dtype() != dtype => g.to_dtype(dtype)?,
-            None => g.deep_clone()?,
+            None => first_grad(&self.data, &g)?,
         };
         slot.grad = Some(first);
         Ok(())

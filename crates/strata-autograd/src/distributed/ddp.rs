@@ -184,6 +184,22 @@ impl DistributedDataParallel {
                 return Err(ddp_err(format!("parameter {i} is given twice")));
             }
         }
+        if config.broadcast_parameters {
+            // Refused before anything is sent: writing the broadcast values
+            // into a parameter whose elements share memory (an expanded
+            // one) fails in PyTorch too, and failing after the broadcast
+            // would leave the earlier parameters changed.
+            if let Some(i) = params
+                .iter()
+                .position(|p| p.data().layout().has_internal_overlap())
+            {
+                return Err(ddp_err(format!(
+                    "parameter {i} has elements that share memory (an expanded tensor); \
+                     the broadcast cannot write into it: pass a copy, or set \
+                     broadcast_parameters to false"
+                )));
+            }
+        }
         let _no_grad = NoGradGuard::new();
         if config.broadcast_parameters {
             broadcast_parameters(params, comm.as_ref())?;
@@ -342,10 +358,20 @@ impl Drop for DistributedDataParallel {
 }
 
 impl State {
-    /// The view of bucket `b` that is parameter `i`'s gradient.
+    /// The view of bucket `b` that is parameter `i`'s gradient: with the
+    /// parameter's strides where it is non-overlapping and dense (so that
+    /// the view spans the same `numel` elements from `off`), else
+    /// row-major, as PyTorch's `Reducer::initialize_bucket_views` lays the
+    /// views out (the layout AccumulateGrad gives a first `.grad`, see
+    /// `Var::grad`).
     fn grad_view(&self, b: &Bucket, i: usize, off: usize) -> Result<Tensor> {
         let p = &self.params[i];
         let shape: Vec<i64> = p.shape().iter().map(|&s| s as i64).collect();
+        let data = p.data();
+        if data.layout().is_dense() && p.numel() > 0 {
+            let strides: Vec<i64> = data.strides().iter().map(|&s| s as i64).collect();
+            return Ok(b.buffer.as_strided(&shape, &strides, Some(off as i64))?);
+        }
         Ok(b.buffer
             .narrow(0, off as i64, p.numel() as i64)?
             .view(&shape)?)

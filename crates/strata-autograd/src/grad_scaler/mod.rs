@@ -89,11 +89,10 @@ struct OptimizerState {
     /// The gradients were checked but left scaled for an optimizer that
     /// takes the scale (a step that failed hands it again).
     handed: bool,
-    /// Whether its step found a non-finite gradient, once `step` ran.
+    /// Whether its step found a non-finite gradient, once `step` ran (an
+    /// optimizer step that failed leaves it `None`: `step` may be called
+    /// again, and `update` counts the check, as PyTorch's).
     skipped: Option<bool>,
-    /// Its optimizer's step failed (and was not retried with success): the
-    /// scaler counts no step for it, so `update` leaves it out.
-    failed: bool,
 }
 
 /// The identities of `optimizer`'s parameters: what tells one optimizer's
@@ -280,7 +279,6 @@ impl GradScaler {
             checked,
             handed: hand_scale,
             skipped: None,
-            failed: false,
         })
     }
 
@@ -293,9 +291,10 @@ impl GradScaler {
     /// has a gradient is an error (PyTorch's "No inf checks were recorded
     /// for this optimizer": call `backward` on the scaled loss first), and
     /// changes nothing. When the optimizer's step fails, its error is
-    /// returned and the scaler counts no step for it: the gradients stay
-    /// unscaled (once), and `step` may be called again, or `update` leaves
-    /// it out. f16 gradients are refused, as by [`GradScaler::unscale_`],
+    /// returned and the scaler records no step for it, as PyTorch's (whose
+    /// stage stays UNSCALED): the gradients stay unscaled (once), `step`
+    /// may be called again, `unscale_` is refused, and `update` counts the
+    /// check (a clean one towards growing the scale). f16 gradients are refused, as by [`GradScaler::unscale_`],
     /// except by an optimizer that takes the scale (below), as PyTorch's
     /// `step` takes them only for its fused optimizers.
     ///
@@ -346,9 +345,9 @@ impl GradScaler {
         let hand_scale = st.handed && optimizer.takes_grad_scale();
         let flag = st.found_inf.clone();
         // A step that failed did not happen: the scaler records none, so
-        // `update` leaves this optimizer out and `step` may be called again
-        // (the gradients stay unscaled, once; or, for an optimizer that
-        // takes the scale, scaled, and handed it again).
+        // `step` may be called again (the gradients stay unscaled, once;
+        // or, for an optimizer that takes the scale, scaled, and handed it
+        // again), and `update` counts the check.
         let result = flag
             .item::<f32>()
             .map_err(AutogradError::from)
@@ -364,10 +363,8 @@ impl GradScaler {
                 }
                 Ok(found)
             });
-        let st = &mut self.per_optimizer[i];
-        st.failed = result.is_err();
         let found = result?;
-        st.skipped = Some(found);
+        self.per_optimizer[i].skipped = Some(found);
         Ok(!found)
     }
 
@@ -379,8 +376,9 @@ impl GradScaler {
     /// were checked since the last update, by [`GradScaler::step`] or by
     /// [`GradScaler::unscale_`] alone (an iteration whose step the caller
     /// skipped after unscaling still backs off on a non-finite gradient),
-    /// except one whose optimizer step failed (strata counts no step for
-    /// it; PyTorch counts its check).
+    /// also one whose optimizer step failed (its check counts, as in
+    /// PyTorch: a finite one towards growing the scale; until session 54
+    /// strata left it out).
     ///
     /// When no gradient at all was checked since the last update (no
     /// `step` or `unscale_`, a second `update` in a row, or only optimizers
@@ -388,8 +386,8 @@ impl GradScaler {
     /// changes nothing, as PyTorch's `update` raises "No inf checks were
     /// recorded prior to update." (session 53; before, it did nothing).
     /// PyTorch raises exactly then: a check of gradients counts even when
-    /// the optimizer's step then failed, so that case updates (counting no
-    /// step, above) without an error. A disabled scaler never fails here.
+    /// the optimizer's step then failed, so that case updates (counting the
+    /// check, above) without an error. A disabled scaler never fails here.
     /// To end an iteration without a check, set the scale with
     /// [`update_to`](GradScaler::update_to) (PyTorch's `update(new_scale)`;
     /// `update_to(get_scale())` keeps it).
@@ -412,23 +410,18 @@ impl GradScaler {
                     .into(),
             });
         }
-        let mut counted = false;
         let mut skipped = false;
         for st in std::mem::take(&mut self.per_optimizer) {
-            if st.failed || st.checked == 0 {
+            if st.checked == 0 {
                 continue;
             }
-            counted = true;
             skipped |= match st.skipped {
                 Some(s) => s,
-                // Unscaled but not stepped: the flag is read here (a flag
-                // that cannot be read counts as non-finite, the safe side).
+                // Unscaled but not stepped (or its step failed): the flag
+                // is read here (a flag that cannot be read counts as
+                // non-finite, the safe side).
                 None => st.found_inf.item::<f32>().map_or(true, |f| f != 0.0),
             };
-        }
-        if !counted {
-            // Only optimizers whose steps failed: no step to count.
-            return Ok(());
         }
         if skipped {
             // Never below the smallest normal f32: a scale that rounds to 0

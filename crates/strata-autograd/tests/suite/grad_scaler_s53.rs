@@ -145,9 +145,9 @@ fn update_after_optimizers_without_gradients_is_refused_and_keeps_the_iteration(
 /// s.update()    # fine: the check counts (scale 65536.0, tracker 2)
 /// ```
 /// An optimizer whose step fails after its gradients were checked: its
-/// check is recorded, so `update` does not raise; strata counts no step
-/// for it (a documented difference from session 29: its tracker stays 1
-/// where PyTorch's becomes 2).
+/// check is recorded, so `update` does not raise, and counts it as
+/// PyTorch's does (tracker 2; until session 54b strata counted no step for
+/// it and kept 1).
 #[test]
 fn update_after_unscale_alone_or_a_failed_step_is_not_refused() {
     let mut s = GradScaler::new();
@@ -166,9 +166,9 @@ fn update_after_unscale_alone_or_a_failed_step_is_not_refused() {
     assert!(r.is_err(), "the step fails");
     assert!(!matches!(r, Err(AutogradError::GradScaler { .. })));
     // The gradients were checked (and unscaled, once): update does not
-    // raise; it counts no step (strata's choice).
+    // raise, and counts the clean check.
     s.update().unwrap();
-    assert_eq!((s.get_scale(), s.growth_tracker()), (65536.0, 1));
+    assert_eq!((s.get_scale(), s.growth_tracker()), (65536.0, 2));
     assert_eq!(vals(&h.grad().unwrap()), [1.0, 1.0]);
     assert_eq!(vals(h.data()), [1.0, 1.0]);
 }

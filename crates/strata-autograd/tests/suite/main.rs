@@ -11,10 +11,12 @@
 mod common;
 
 mod extrema;
+mod grad_layout_s54b;
 mod grad_oracle;
 mod grad_scaler;
 mod grad_scaler_fused_s45;
 mod grad_scaler_s53;
+mod grad_scaler_s54b;
 mod gradcheck_dimops;
 mod gradcheck_math;
 mod hooks_and_grad;
