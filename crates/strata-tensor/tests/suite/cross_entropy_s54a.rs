@@ -245,7 +245,7 @@ fn sums_over_outer_dims_match_pytorch_bit_for_bit() {
 /// cross_entropy_s54a::speed -- --ignored --nocapture` prints the time per
 /// call of f32 cross-entropy forwards of a few shapes.
 #[test]
-#[ignore]
+#[ignore = "a timing probe run by hand (prints times, checks nothing)"]
 fn speed() {
     let mut g = SplitMix(1);
     for (shape, ls, weighted) in [
