@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's signs of the exact zeros that `addmm` (beta = alpha = 1)
 returns, replayed by crates/strata-tensor/tests/suite/hostile_sweep_s38.rs
-(the JSON fixture crates/strata-tensor/tests/data/addmm_zero_signs_s38.json).
+(the JSON fixture crates/strata-tensor/tests/data/addmm_zero_signs_s38.json.gz).
 
 Every case is `torch.addmm(bias, mat1, mat2)` on the CPU (one thread) whose
 result is all zeros: mat2 is zeros, mat1 is +1 (each product +0.0), -1
@@ -16,10 +16,11 @@ of 0 (+0.0) and 1 (-0.0), or one character when all elements agree.
 
 Usage:
     /tmp/tv/bin/python benches/anchors/gen_addmm_zero_signs_s38.py \
-        --out crates/strata-tensor/tests/data/addmm_zero_signs_s38.json
+        --out crates/strata-tensor/tests/data/addmm_zero_signs_s38.json.gz
 """
 
 import argparse
+import gzip
 import json
 import math
 
@@ -27,6 +28,19 @@ import torch
 
 DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16,
       "bf16": torch.bfloat16}
+
+
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
 
 
 def main():
@@ -84,9 +98,7 @@ def main():
                                 # of one) are recorded once.
                                 if case not in cases:
                                     cases.append(case)
-    with open(args.out, "w") as f:
-        json.dump({"torch": torch.__version__, "cases": cases}, f)
-        f.write("\n")
+    write_fixture(args.out, json.dumps({"torch": torch.__version__, "cases": cases}) + "\n")
     print(f"wrote {len(cases)} cases to {args.out}")
 
 

@@ -1,7 +1,7 @@
 """Ties in PyTorch's CPU extremes, for
 crates/strata-tensor/tests/suite/pytorch_extremes_s53.rs (session 53).
 
-    OMP_NUM_THREADS=1 python benches/anchors/gen_extremes_s53.py N SEED OUT.json [big]
+    OMP_NUM_THREADS=1 python benches/anchors/gen_extremes_s53.py N SEED OUT.json.gz [big]
 
 Two families of random cases, drawn from values that tie (+0.0 and -0.0,
 repeated small integers, NaN):
@@ -21,6 +21,7 @@ order: ["slice", dim, start, step] or ["expand", dim, size], the latter
 inserting a broadcast dim). Outputs travel the same way (`out`, and `idx` as
 plain integers for index outputs). "big" draws a few operands of ~70,000
 elements (past strata's parallel threshold)."""
+import gzip
 import json
 import struct
 import sys
@@ -192,6 +193,19 @@ def reduce_case(d, big):
     return case
 
 
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
+
+
 def main():
     n, seed, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     big = len(sys.argv) > 4 and sys.argv[4] == "big"
@@ -199,8 +213,8 @@ def main():
     cases = []
     for i in range(n):
         cases.append(binary_case(d, big) if d.r(2) else reduce_case(d, big))
-    json.dump({"torch": torch.__version__, "threads": torch.get_num_threads(),
-               "capability": torch.backends.cpu.get_cpu_capability(), "cases": cases}, open(path, "w"))
+    write_fixture(path, json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                                    "capability": torch.backends.cpu.get_cpu_capability(), "cases": cases}))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Session 53's second hostile sweep, replayed by
 crates/strata-autograd/tests/suite/hostile_sweep_s53b.rs (the JSON fixture
-crates/strata-autograd/tests/data/hostile_sweep_s53b.json):
+crates/strata-autograd/tests/data/hostile_sweep_s53b.json.gz):
 
 * `sgd`: PyTorch 2.15's CPU SGD step (the default single-tensor loop) on
   f16 and bf16 parameters and gradients that are not contiguous.
@@ -39,10 +39,11 @@ with Python's round-trip repr). One thread.
 
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_hostile_sweep_s53b.py \\
-        --out crates/strata-autograd/tests/data/hostile_sweep_s53b.json
+        --out crates/strata-autograd/tests/data/hostile_sweep_s53b.json.gz
 """
 
 import argparse
+import gzip
 import json
 import math
 import struct
@@ -185,6 +186,19 @@ def partial_cases():
     return out
 
 
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -225,8 +239,7 @@ def main():
     doc = {"generator": "benches/anchors/gen_sgd_layouts_s53b.py", "torch": torch.__version__,
            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "inputs": inputs, "sgd": cases, "norm": norm_cases(),
            "partial": partial_cases()}
-    with open(args.out, "w") as f:
-        json.dump(doc, f, separators=(",", ":"))
+    write_fixture(args.out, json.dumps(doc, separators=(",", ":")))
     print(f"{len(cases)} cases -> {args.out}")
 
 

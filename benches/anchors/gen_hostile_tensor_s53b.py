@@ -4,7 +4,7 @@
 CPU, the operands' dense-layout-keeping dtype conversion, p=2
 vector_norm), replayed by
 crates/strata-tensor/tests/suite/hostile_sweep_s53b.rs from
-crates/strata-tensor/tests/data/hostile_tensor_s53b.json.
+crates/strata-tensor/tests/data/hostile_tensor_s53b.json.gz.
 
 Each operand is `as_strided(size, stride, offset)` of a 1-d base tensor
 whose values are given as f64 numbers (strings for inf/nan/-0.0) in a
@@ -19,8 +19,9 @@ allocate an empty output of huge logical size (it asks for terabytes for
 a [0, 2^40, 2^40] result), `alloc_failure` is set and `shape`/`dtype` are
 the broadcast shape and promoted dtype, with no element.
 
-    OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_hostile_tensor_s53b.py N SEED OUT.json
+    OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_hostile_tensor_s53b.py N SEED OUT.json.gz
 """
+import gzip
 import json
 import math
 import struct
@@ -48,6 +49,19 @@ def enc(v):
 def hexbits(t):
     return "".join("%016x" % struct.unpack("<Q", struct.pack("<d", v))[0]
                    for v in t.double().reshape(-1).tolist())
+
+
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
 
 
 def main():
@@ -170,8 +184,8 @@ def main():
         else:
             case.update(shape=list(y.shape), dtype=NAME[y.dtype], out=hexbits(y))
         cases.append(case)
-    with open(path, "w") as f:
-        json.dump({"torch": torch.__version__, "seed": seed, "cases": cases}, f, separators=(",", ":"))
+    write_fixture(path, json.dumps({"torch": torch.__version__, "seed": seed, "cases": cases},
+                                   separators=(",", ":")))
     print(len(cases), sum("error" in c for c in cases), "errors")
 
 

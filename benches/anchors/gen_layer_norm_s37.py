@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's layer_norm backward on ill-conditioned rows, replayed by
 crates/strata-tensor/tests/suite/hostile_sweep_s37.rs (the JSON fixture
-crates/strata-tensor/tests/data/layer_norm_s37.json).
+crates/strata-tensor/tests/data/layer_norm_s37.json.gz).
 
 Rows of 1, 2, 3, 5 and 16 elements whose spread is small against their
 mean (|mean| up to 1000, standard deviation down to 1e-4, so variances far
@@ -14,10 +14,11 @@ are (a row of equal values with eps 0).
 
 Usage:
     /tmp/tv/bin/python benches/anchors/gen_layer_norm_s37.py \
-        --out crates/strata-tensor/tests/data/layer_norm_s37.json
+        --out crates/strata-tensor/tests/data/layer_norm_s37.json.gz
 """
 
 import argparse
+import gzip
 import json
 import math
 import random
@@ -49,6 +50,19 @@ def grads(x, dy, w, eps, dt):
         out["dw"] = flat(w.grad)
         out["db"] = flat(b.grad)
     return out
+
+
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
 
 
 def main():
@@ -85,9 +99,8 @@ def main():
             "torch32": grads(x, dy, w, eps, torch.float32),
             "ref64": grads(x, dy, w, eps, torch.float64),
         })
-    with open(a.out, "w") as f:
-        json.dump({"torch": torch.__version__, "seed": a.seed, "cases": cases}, f, separators=(",", ":"))
-        f.write("\n")
+    write_fixture(a.out, json.dumps({"torch": torch.__version__, "seed": a.seed, "cases": cases},
+                                    separators=(",", ":")) + "\n")
     print(len(cases), "cases")
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's answers for class-target losses at their edges, replayed by
 crates/strata-tensor/tests/suite/hostile_sweep_s37.rs (the JSON fixture
-crates/strata-tensor/tests/data/loss_edges_s37.json).
+crates/strata-tensor/tests/data/loss_edges_s37.json.gz).
 
 Two grids, every case run by PyTorch (CPU, one thread):
 
@@ -20,10 +20,11 @@ and, for cross_entropy, the gradient of the logits for an upstream gradient
 
 Usage:
     /tmp/tv/bin/python benches/anchors/gen_loss_edges_s37.py \
-        --out crates/strata-tensor/tests/data/loss_edges_s37.json
+        --out crates/strata-tensor/tests/data/loss_edges_s37.json.gz
 """
 
 import argparse
+import gzip
 import json
 import math
 import random
@@ -199,6 +200,19 @@ def nonfinite_grid(r, count):
     return cases
 
 
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=37)
@@ -210,9 +224,8 @@ def main():
     cases = [run(c) for c in empty_grid(r) + nonfinite_grid(r, a.count)]
     for i, c in enumerate(cases):
         c["name"] = f"{c['grid']}_{i:04}_{c['op']}"
-    with open(a.out, "w") as f:
-        json.dump({"torch": torch.__version__, "seed": a.seed, "cases": cases}, f, separators=(",", ":"))
-        f.write("\n")
+    write_fixture(a.out, json.dumps({"torch": torch.__version__, "seed": a.seed, "cases": cases},
+                                    separators=(",", ":")) + "\n")
     print(len(cases), "cases")
 
 

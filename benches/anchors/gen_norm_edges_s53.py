@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch's values and gradients of torch.linalg.vector_norm at the edges,
 for crates/strata-autograd/tests/suite/norm_edges_s53.rs (session 53; the
-fixture crates/strata-autograd/tests/data/norm_edges_s53.json).
+fixture crates/strata-autograd/tests/data/norm_edges_s53.json.gz).
 
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_norm_edges_s53.py \\
-        --out crates/strata-autograd/tests/data/norm_edges_s53.json
+        --out crates/strata-autograd/tests/data/norm_edges_s53.json.gz
 
 Each case: an input `x` (dtype, shape, values), an order `p`, `dims`
 (null: every dim) and `keepdim`, and an upstream gradient `g` of the
@@ -21,6 +21,7 @@ of their f64 value (exact for every dtype, inf and NaN).
 """
 
 import argparse
+import gzip
 import json
 import math
 import struct
@@ -115,6 +116,19 @@ def cases():
     return out
 
 
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -122,9 +136,7 @@ def main():
     torch.set_num_threads(1)
     doc = {"generator": "benches/anchors/gen_norm_edges_s53.py", "torch": torch.__version__,
            "cases": cases()}
-    with open(args.out, "w") as f:
-        json.dump(doc, f)
-        f.write("\n")
+    write_fixture(args.out, json.dumps(doc) + "\n")
 
 
 if __name__ == "__main__":

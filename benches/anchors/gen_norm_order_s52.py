@@ -1,12 +1,13 @@
 """Vector norms of general orders from PyTorch's CPU kernel, for
 crates/strata-tensor/tests/suite/pytorch_order_s52.rs (session 52).
 
-    OMP_NUM_THREADS=1 python benches/anchors/gen_norm_order_s52.py N OUT.json
+    OMP_NUM_THREADS=1 python benches/anchors/gen_norm_order_s52.py N OUT.json.gz
 
 Each case: a random float tensor of `shape` (f32, f64, f16 or bf16), viewed
 through `perm` (a permutation: strided inputs) and reduced with
 torch.linalg.vector_norm(x, p, dims, keepdim). Values travel as the u64 bits
 of their f64 value (exact for every dtype, and for inf)."""
+import gzip
 import json
 import struct
 import sys
@@ -20,6 +21,19 @@ PS = [0.5, 1.5, 3.0, -2.0, -0.5, 2.5, 4.0, -1.0, 0.3, 7.0, -3.0, 1.0 / 3.0, 0.1,
 
 def bits(t):
     return [struct.unpack("<Q", struct.pack("<d", v))[0] for v in t.double().flatten().tolist()]
+
+
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
 
 
 def main():
@@ -74,7 +88,7 @@ def main():
         out = torch.linalg.vector_norm(v, p, dims, keep)
         cases.append({"dtype": dt, "shape": shape, "perm": perm, "dims": dims, "keepdim": keep,
                       "views": views, "p": p if abs(p) != float("inf") else str(p), "x": bits(x), "out_shape": list(out.shape), "out": bits(out)})
-    json.dump({"torch": torch.__version__, "cases": cases}, open(path, "w"))
+    write_fixture(path, json.dumps({"torch": torch.__version__, "cases": cases}))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 crates/strata-tensor/tests/suite/pytorch_order_s52.rs's
 `two_norms_match_pytorch_bit_for_bit` (session 53).
 
-    OMP_NUM_THREADS=1 python benches/anchors/gen_norm_two_s53.py N SEED OUT.json
+    OMP_NUM_THREADS=1 python benches/anchors/gen_norm_two_s53.py N SEED OUT.json.gz
 
 The cases of gen_norm_order_s52.py (same format: random f32/f64/f16/bf16
 tensors, permuted, sliced, broadcast, reduced over random dims) with the

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's answers for the optimizer options strata added in session 44,
 replayed by crates/strata-autograd/tests/suite/optim_options_s44.rs (the
-JSON fixture crates/strata-autograd/tests/data/optim_options_s44.json).
+JSON fixture crates/strata-autograd/tests/data/optim_options_s44.json.gz).
 
 * Adam and AdamW with amsgrad and maximize (each on and off), in f32, f64,
   f16 and bf16: PyTorch's fused CPU step (`fused=True`, the kernel strata's
@@ -25,10 +25,11 @@ binary64 value of each element (repr); NaN and infinities as strings.
 
 Usage:
     /tmp/tv/bin/python benches/anchors/gen_optim_options_s44.py \\
-        --out crates/strata-autograd/tests/data/optim_options_s44.json
+        --out crates/strata-autograd/tests/data/optim_options_s44.json.gz
 """
 
 import argparse
+import gzip
 import json
 import math
 
@@ -203,6 +204,19 @@ def clip_value_cases():
     return out
 
 
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -219,9 +233,7 @@ def main():
         "clip_norm": clip_norm_cases(),
         "clip_value": clip_value_cases(),
     }
-    with open(args.out, "w") as f:
-        json.dump(doc, f, separators=(",", ":"))
-        f.write("\n")
+    write_fixture(args.out, json.dumps(doc, separators=(",", ":")) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch 2.15's CPU optimizer steps on small tensors (the scalar tails of
 its kernels), replayed by crates/strata-autograd/tests/suite/optim_tails_s53.rs
-(the JSON fixture crates/strata-autograd/tests/data/optim_tails_s53.json).
+(the JSON fixture crates/strata-autograd/tests/data/optim_tails_s53.json.gz).
 
 Which code runs on the CPU (PyTorch 2.15, `torch/optim/optimizer.py`'s
 `_default_to_fused_or_foreach`): foreach kernels are the default only on
@@ -34,10 +34,11 @@ numbers are written with Python's round-trip repr).
 
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_optim_tails_s53.py \\
-        --out crates/strata-autograd/tests/data/optim_tails_s53.json
+        --out crates/strata-autograd/tests/data/optim_tails_s53.json.gz
 """
 
 import argparse
+import gzip
 import json
 
 import torch
@@ -111,6 +112,19 @@ def adam_cases(inputs):
     return out
 
 
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
@@ -121,9 +135,7 @@ def main():
     doc["inputs"] = {}
     doc["sgd"] = sgd_cases(doc["inputs"])
     doc["adam"] = adam_cases(doc["inputs"])
-    with open(args.out, "w") as f:
-        json.dump(doc, f)
-        f.write("\n")
+    write_fixture(args.out, json.dumps(doc) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch 2.15's CPU answers (one thread, its AVX2 kernels) for
 crates/strata-tensor/tests/suite/softmax_erf_s53b.rs, written to
-crates/strata-tensor/tests/data/softmax_erf_s53b.json:
+crates/strata-tensor/tests/data/softmax_erf_s53b.json.gz:
 
 - "softmax": f32 softmax and log_softmax along the last dim of one row per
   length (1..64, then every 7th up to 200, plus rows with -inf, +inf, NaN
@@ -19,8 +19,9 @@ crates/strata-tensor/tests/data/softmax_erf_s53b.json:
 
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_softmax_erf_s53b.py \\
-        crates/strata-tensor/tests/data/softmax_erf_s53b.json
+        crates/strata-tensor/tests/data/softmax_erf_s53b.json.gz
 """
+import gzip
 import json
 import struct
 import sys
@@ -38,6 +39,19 @@ def row_input(n, k):
 
 def hex32(t):
     return "".join("%08x" % struct.unpack("<I", struct.pack("<f", v))[0] for v in t.tolist())
+
+
+def write_fixture(path, text):
+    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
+    so the bytes are reproducible) where `path` ends in .gz, as the
+    checked-in fixture is, else plain."""
+    data = text.encode()
+    with open(path, "wb") as f:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
+                g.write(data)
+        else:
+            f.write(data)
 
 
 def main():
@@ -77,9 +91,8 @@ def main():
             gelu.append({"dtype": name, "approximate": ap,
                          "x": [repr(v) for v in x.double().tolist()],
                          "y": [repr(v) for v in y.double().tolist()]})
-    with open(out, "w") as f:
-        json.dump({"torch": torch.__version__, "softmax": rows, "erf": erf, "gelu": gelu}, f,
-                  separators=(",", ":"))
+    write_fixture(out, json.dumps({"torch": torch.__version__, "softmax": rows, "erf": erf, "gelu": gelu},
+                                  separators=(",", ":")))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 //! Session 53's second sweep of hostile inputs to strata-autograd, over the
 //! session's changes, with PyTorch 2.15 (CPU, one thread) as the oracle
-//! (`tests/data/hostile_sweep_s53b.json`, made by
+//! (`tests/data/hostile_sweep_s53b.json.gz`, made by
 //! `benches/anchors/gen_hostile_sweep_s53b.py`; the GradScaler snippets
 //! are quoted above their tests): `GradScaler::update` refusing an
 //! iteration without inf checks, `unscale_` checking before dividing,
@@ -35,14 +35,18 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::LazyLock;
 
 use crate::norm_edges_s53::{check, Outcome};
-use crate::pytorch_fixture::{check_sgd_result, dtype, fixture, host, nums, sgd_of, tensor_of};
+use crate::pytorch_fixture::{
+    check_sgd_result, dtype, fixture, gunzip, host, nums, sgd_of, tensor_of,
+};
 use serde_json::Value;
 use strata_autograd::{AutogradError, GradScaler, Optimizer, Sgd, Var};
 use strata_tensor::{DType, Device, Tensor};
 
-const FIXTURE: &str = include_str!("../data/hostile_sweep_s53b.json");
+static FIXTURE: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/hostile_sweep_s53b.json.gz")));
 const CPU: Device = Device::Cpu;
 
 /// The generator's `make`: logical values `v` of shape `[r, c]` laid out as
@@ -83,7 +87,7 @@ fn make(layout: &str, which: &str, v: &[f64], r: usize, c: usize, dt: DType) -> 
 /// session's fix for all but the 0- and 1-element and contiguous cases.
 #[test]
 fn sgd_on_f16_and_bf16_of_any_layout_matches_pytorch_bit_for_bit() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let cases = doc["sgd"].as_array().unwrap();
     assert_eq!(cases.len(), 192);
     let mut failures = Vec::new();
@@ -115,7 +119,7 @@ fn sgd_on_f16_and_bf16_of_any_layout_matches_pytorch_bit_for_bit() {
 /// `norm_edges_s53.rs` allows them).
 #[test]
 fn norm_backward_of_non_finite_upstream_gradients_matches_pytorch() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let cases = doc["norm"].as_array().unwrap();
     assert_eq!(cases.len(), 480);
     let differs: Vec<String> = cases
@@ -140,7 +144,7 @@ fn vals(t: &Tensor) -> Vec<f64> {
 /// fails with `GraphReleased` and changes nothing.
 #[test]
 fn a_backward_that_fails_part_way_keeps_what_it_accumulated_as_pytorch() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let cases = doc["partial"].as_array().unwrap();
     assert_eq!(cases.len(), 8);
     let boom = |_: &Tensor| -> strata_autograd::Result<Option<Tensor>> {

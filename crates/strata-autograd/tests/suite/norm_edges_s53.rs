@@ -1,5 +1,5 @@
 //! `Var::norm` (`torch.linalg.vector_norm`) at the edges against PyTorch
-//! 2.15's values and gradients, `tests/data/norm_edges_s53.json` (made by
+//! 2.15's values and gradients, `tests/data/norm_edges_s53.json.gz` (made by
 //! `benches/anchors/gen_norm_edges_s53.py`): zero vectors, zeros, +-inf and
 //! NaN entries, p in {2, 1, 0, inf, -inf, 0.5, 1.5, 3, -1, -2, -0.5, 0.3,
 //! nan}, zero-element inputs, single-element reductions, 0-d inputs, ties,
@@ -24,12 +24,14 @@
 //! last bits). Those are compared within 4 units in the last place, with
 //! the same NaN, infinite and zero elements; their number may not grow.
 
-use crate::pytorch_fixture::{dtype, fixture, num, shape};
+use crate::pytorch_fixture::{dtype, fixture, gunzip, num, shape};
 use serde_json::Value;
+use std::sync::LazyLock;
 use strata_autograd::Var;
 use strata_tensor::{DType, Device, Tensor};
 
-const FIXTURE: &str = include_str!("../data/norm_edges_s53.json");
+static FIXTURE: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/norm_edges_s53.json.gz")));
 
 fn from_bits(v: &Value) -> Vec<f64> {
     v.as_array()
@@ -161,7 +163,7 @@ pub(crate) fn check(c: &Value) -> Outcome {
 
 #[test]
 fn norm_values_and_gradients_at_the_edges_match_pytorch() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let cases = doc["cases"].as_array().unwrap();
     assert!(cases.len() > 1000, "{}", cases.len());
     let (mut differ, mut last) = (Vec::new(), Vec::new());

@@ -1,5 +1,5 @@
 //! The optimizer options of session 44 against PyTorch 2.15's answers in
-//! `tests/data/optim_options_s44.json` (made by
+//! `tests/data/optim_options_s44.json.gz` (made by
 //! `benches/anchors/gen_optim_options_s44.py`): Adam's and AdamW's
 //! `amsgrad` and `maximize`, SGD's `dampening`, `nesterov` and `maximize`,
 //! `clip_grad_norm_`'s `norm_type` and `error_if_nonfinite`, and
@@ -8,16 +8,18 @@
 //! loading of states saved with other options.
 
 use crate::pytorch_fixture::{
-    check_sgd_result, dtype, fixture, flag, host, num, nums, same, tensor,
+    check_sgd_result, dtype, fixture, flag, gunzip, host, num, nums, same, tensor,
 };
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 use strata_autograd::{
     clip_grad_value_, Adam, AdamW, AutogradError, ClipGradNorm, Optimizer, Sgd, Var,
 };
 use strata_tensor::{DType, Device, Tensor};
 
-const FIXTURE: &str = include_str!("../data/optim_options_s44.json");
+static FIXTURE: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/optim_options_s44.json.gz")));
 
 /// The largest difference in units of `tol` relative to the magnitude (NaN
 /// and infinities must agree exactly).
@@ -54,7 +56,7 @@ fn train(opt: &mut dyn Optimizer, p: &Var, grads: &[Vec<f64>], dt: DType) {
 /// in the state's `param_groups`.
 #[test]
 fn adam_and_adamw_options_are_pytorchs_fused_cpu_steps_bit_for_bit() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let mut failures = Vec::new();
     for case in doc["adam"].as_array().unwrap() {
         let dn = case["dtype"].as_str().unwrap();
@@ -134,7 +136,7 @@ fn adam_and_adamw_options_are_pytorchs_fused_cpu_steps_bit_for_bit() {
 /// when strata rounded `alpha * b` first (`sgd_fused_add_s45.rs`).
 #[test]
 fn sgd_options_match_pytorchs_single_tensor_step() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let mut failures = Vec::new();
     for case in doc["sgd"].as_array().unwrap() {
         let dn = case["dtype"].as_str().unwrap();
@@ -169,7 +171,7 @@ fn sgd_options_match_pytorchs_single_tensor_step() {
 /// must be an error in both, leaving the gradients as they were.
 #[test]
 fn clip_grad_norm_norm_types_and_nonfinite_match_pytorch() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let mut failures = Vec::new();
     for entry in doc["clip_norm"].as_array().unwrap() {
         let dts: Vec<DType> = (entry["dtypes"].as_array().unwrap().iter())
@@ -277,7 +279,7 @@ fn tensor_round(g: &[f64], dt: DType) -> Vec<f64> {
 /// the gradient's dtype, NaN kept).
 #[test]
 fn clip_grad_value_matches_pytorch_bit_for_bit() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     for case in doc["clip_value"].as_array().unwrap() {
         let dt = dtype(case["dtype"].as_str().unwrap());
         let g = nums(&case["grad"]);

@@ -1,5 +1,5 @@
 //! CPU optimizer steps on small tensors against PyTorch 2.15's answers in
-//! `tests/data/optim_tails_s53.json` (made by
+//! `tests/data/optim_tails_s53.json.gz` (made by
 //! `benches/anchors/gen_optim_tails_s53.py`, which says which of PyTorch's
 //! code paths runs on the CPU and why): the scalar tails of its kernels,
 //! the last `numel % (2 * lanes)` elements that its elementwise loops hand
@@ -18,18 +18,20 @@
 //!   same since session 53: bit for bit, the tail included.
 
 use crate::pytorch_fixture::{
-    check_sgd_result, dtype, fixture, flag, host, nums, sgd_of, tensor_of,
+    check_sgd_result, dtype, fixture, flag, gunzip, host, nums, sgd_of, tensor_of,
 };
+use std::sync::LazyLock;
 use strata_autograd::{Adam, AdamW, Optimizer, Var};
 use strata_tensor::DType;
 
-const FIXTURE: &str = include_str!("../data/optim_tails_s53.json");
+static FIXTURE: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/optim_tails_s53.json.gz")));
 
 /// Every SGD option, f16 and bf16, 1 to 70 elements, 4 steps: the
 /// parameter and the momentum buffer bit for bit.
 #[test]
 fn sgd_on_f16_and_bf16_matches_pytorchs_scalar_tail_bit_for_bit() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let mut failures = Vec::new();
     let cases = doc["sgd"].as_array().unwrap();
     assert_eq!(cases.len(), 288);
@@ -82,7 +84,7 @@ fn compare(got: &[f64], want: &[f64], body: usize, what: &str, failures: &mut Ve
 /// bit for bit, the scalar tail's elements included.
 #[test]
 fn adam_on_small_tensors_matches_pytorchs_fused_step_bit_for_bit() {
-    let doc = fixture(FIXTURE);
+    let doc = fixture(&FIXTURE);
     let mut failures = Vec::new();
     let cases = doc["adam"].as_array().unwrap();
     assert_eq!(cases.len(), 240);

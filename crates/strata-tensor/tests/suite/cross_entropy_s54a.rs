@@ -151,11 +151,7 @@ fn check(text: &str) -> (usize, Vec<String>) {
                     continue;
                 }
                 let got = y.to_vec::<f32>().unwrap();
-                let diff = got
-                    .iter()
-                    .zip(&want)
-                    .position(|(g, w)| g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()));
-                if let Some(j) = diff {
+                if let Some(j) = first_difference(&got, &want) {
                     bad.push(format!(
                         "{brief}: [{j}] {:e} vs PyTorch {:e}",
                         got[j], want[j]
@@ -165,6 +161,14 @@ fn check(text: &str) -> (usize, Vec<String>) {
         }
     }
     (cases.len(), bad)
+}
+
+/// The first position whose bits differ from PyTorch's (any NaN matches
+/// any NaN).
+fn first_difference(got: &[f32], want: &[f32]) -> Option<usize> {
+    got.iter()
+        .zip(want)
+        .position(|(g, w)| g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()))
 }
 
 #[test]
@@ -317,11 +321,7 @@ fn check_log_softmax(text: &str) -> (usize, Vec<String>) {
             .unwrap();
         let want = hex_f32(c["out"].as_str().unwrap());
         let got = y.to_vec::<f32>().unwrap();
-        if let Some(j) = got
-            .iter()
-            .zip(&want)
-            .position(|(g, w)| g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()))
-        {
+        if let Some(j) = first_difference(&got, &want) {
             bad.push(format!(
                 "log_softmax {k}: {shape:?} dim {dim}: [{j}] {:e} vs PyTorch {:e}",
                 got[j], want[j]

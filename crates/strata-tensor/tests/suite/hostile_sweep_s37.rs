@@ -2,12 +2,12 @@
 //! thread):
 //!
 //! * class-target losses at their edges, replayed against PyTorch's answers
-//!   in `tests/data/loss_edges_s37.json` (written by
+//!   in `tests/data/loss_edges_s37.json.gz` (written by
 //!   `benches/anchors/gen_loss_edges_s37.py`): `cross_entropy` (forward and
 //!   the logits' gradient) and `nll_loss` with no class or every target
 //!   ignored, and at non-finite logits, zero total weights and zero losses;
 //! * layer_norm's backward on ill-conditioned rows against PyTorch's f32 and
-//!   f64 gradients in `tests/data/layer_norm_s37.json`
+//!   f64 gradients in `tests/data/layer_norm_s37.json.gz`
 //!   (`benches/anchors/gen_layer_norm_s37.py`);
 //! * the sign of a zero matrix product.
 //!
@@ -41,10 +41,12 @@
 //!   BLAS, which keep their sign; strata (the `gemm` crate) kept -0.0 in
 //!   a 1 x n product of k = 1 and in sums of k = 2 -0.0 products.
 
-use crate::pytorch_fixture::{fixture, nums, shape as dims};
+use crate::pytorch_fixture::{fixture, gunzip, nums, shape as dims};
+use std::sync::LazyLock;
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor, TensorError};
 
-const FIXTURE: &str = include_str!("../data/loss_edges_s37.json");
+static FIXTURE: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/loss_edges_s37.json.gz")));
 
 fn tensor(vals: &[f64], shape: &[usize], dt: DType) -> Tensor {
     Tensor::from_vec(vals.to_vec(), shape, Device::Cpu)
@@ -102,7 +104,7 @@ fn reduction(s: &str) -> Reduction {
 
 /// Runs the fixture's cases of one grid; returns the disagreements.
 fn replay(grid: &str) -> (usize, Vec<String>) {
-    let root = fixture(FIXTURE);
+    let root = fixture(&FIXTURE);
     let mut fails = Vec::new();
     let mut n = 0;
     for case in root["cases"].as_array().unwrap() {
@@ -217,7 +219,8 @@ fn non_finite_logits_and_zero_weights_match_pytorch() {
     check("nonfinite");
 }
 
-const LAYER_NORM: &str = include_str!("../data/layer_norm_s37.json");
+static LAYER_NORM: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/layer_norm_s37.json.gz")));
 
 /// layer_norm's f32 backward on rows of 1, 2, 3, 5 and 16 elements whose
 /// spread is tiny against their mean (variances far below 0.01), eps 0,
@@ -227,7 +230,7 @@ const LAYER_NORM: &str = include_str!("../data/layer_norm_s37.json");
 /// PyTorch's are (a constant row with eps 0).
 #[test]
 fn layer_norm_backward_is_as_accurate_as_pytorchs_f32() {
-    let root = fixture(LAYER_NORM);
+    let root = fixture(&LAYER_NORM);
     let cases = root["cases"].as_array().unwrap();
     let mut fails = Vec::new();
     for case in cases {

@@ -2,7 +2,7 @@
 //! AVX-512, one thread):
 //!
 //! * the sign of the exact zeros that `addmm` returns, replayed against
-//!   PyTorch's answers in `tests/data/addmm_zero_signs_s38.json` (written by
+//!   PyTorch's answers in `tests/data/addmm_zero_signs_s38.json.gz` (written by
 //!   `benches/anchors/gen_addmm_zero_signs_s38.py`);
 //! * empty tensors whose other dims are huge (`[2^62, 2, 0]`): creation,
 //!   views, reductions, products, joins;
@@ -33,10 +33,13 @@
 //!   atol 0.5 (session 27 had made that comparison exact; its test now
 //!   states PyTorch's answers).
 
+use crate::pytorch_fixture::gunzip;
 use serde_json::Value;
+use std::sync::LazyLock;
 use strata_tensor::{DType, Device, Tensor, TensorError};
 
-const ADDMM_SIGNS: &str = include_str!("../data/addmm_zero_signs_s38.json");
+static ADDMM_SIGNS: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/addmm_zero_signs_s38.json.gz")));
 
 fn dtype(s: &str) -> DType {
     match s {
@@ -90,7 +93,7 @@ fn strided(t: &Tensor, strides: &Value) -> Tensor {
 
 #[test]
 fn addmm_zero_signs_match_pytorch() {
-    let fx: Value = serde_json::from_str(ADDMM_SIGNS).unwrap();
+    let fx: Value = serde_json::from_str(&ADDMM_SIGNS).unwrap();
     let cases = fx["cases"].as_array().unwrap();
     let mut bad = Vec::new();
     for c in cases {

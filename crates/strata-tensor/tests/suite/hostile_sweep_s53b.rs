@@ -2,7 +2,7 @@
 //! (maximum/minimum laying their output out in PyTorch's dim order,
 //! `to_dtype_keeping_dense_layout` for operands of another dtype,
 //! `pytorch_dim_order`, the p=2 vector_norm kernels), against PyTorch 2.15
-//! (`tests/data/hostile_tensor_s53b.json`, written by
+//! (`tests/data/hostile_tensor_s53b.json.gz`, written by
 //! `benches/anchors/gen_hostile_tensor_s53b.py 600 5303`): operands made by
 //! `as_strided` of a 1-d base — expanded (stride 0), overlapping,
 //! transposed, offset, 0-d, empty with sizes of 2^40 beside the 0, views of
@@ -10,10 +10,13 @@
 //! float. Each case must give PyTorch's error or its shape, dtype and
 //! values bit for bit (NaN payloads aside); nothing may panic.
 
+use crate::pytorch_fixture::gunzip;
 use serde_json::Value;
+use std::sync::LazyLock;
 use strata_tensor::{DType, Device, Tensor};
 
-const FIXTURE: &str = include_str!("../data/hostile_tensor_s53b.json");
+static FIXTURE: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/hostile_tensor_s53b.json.gz")));
 
 fn dtype(name: &str) -> DType {
     match name {
@@ -104,7 +107,7 @@ fn check(i: usize, case: &Value, got: strata_tensor::Result<Tensor>, bad: &mut V
 
 #[test]
 fn hostile_layouts_of_maximum_minimum_and_vector_norm_match_pytorch() {
-    let fx: Value = serde_json::from_str(FIXTURE).unwrap();
+    let fx: Value = serde_json::from_str(&FIXTURE).unwrap();
     let mut bad = Vec::new();
     let cases = fx["cases"].as_array().unwrap();
     for (i, case) in cases.iter().enumerate() {

@@ -31,16 +31,18 @@
 //!   along a dim and over everything, with tied values and NaNs: the first
 //!   index of the extreme (or of the first NaN), as strata already did.
 //!
-//! PyTorch's answers are in `tests/data/extremes_s53.json`, written by
+//! PyTorch's answers are in `tests/data/extremes_s53.json.gz`, written by
 //! `benches/anchors/gen_extremes_s53.py` (`OMP_NUM_THREADS=1 python
-//! benches/anchors/gen_extremes_s53.py 160 53 tests/data/extremes_s53.json`);
+//! benches/anchors/gen_extremes_s53.py 160 53 tests/data/extremes_s53.json.gz`);
 //! `STRATA_EXTREMES_PROBE=FILE` checks another file of that format.
 
-use crate::pytorch_fixture::check_fixture_and_probe;
+use crate::pytorch_fixture::{check_fixture_and_probe, gunzip};
 use serde_json::Value;
+use std::sync::LazyLock;
 use strata_tensor::{DType, Device, Tensor};
 
-const EXTREMES: &str = include_str!("../data/extremes_s53.json");
+static EXTREMES: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/extremes_s53.json.gz")));
 
 fn dtype_of(name: &str) -> DType {
     match name {
@@ -205,7 +207,7 @@ fn check_file(text: &str) -> (usize, Vec<String>) {
 
 #[test]
 fn extremes_with_ties_match_pytorch() {
-    check_fixture_and_probe(EXTREMES, 100, "STRATA_EXTREMES_PROBE", check_file);
+    check_fixture_and_probe(&EXTREMES, 100, "STRATA_EXTREMES_PROBE", check_file);
 }
 
 /// `clamp` with scalar bounds keeps the input on a tie of +0.0 and -0.0

@@ -1,11 +1,33 @@
 //! Reading PyTorch's answers (the JSON fixtures `benches/anchors/gen_*.py`
-//! write, and values pasted beside a test) and comparing with them bit for
-//! bit: numbers (non-finite ones as the strings "nan", "inf", "-inf"),
-//! shapes, dtype names, tensors built from exact values. strata-autograd's
-//! suite includes this file as the base of its own `pytorch_fixture`.
+//! write, the larger ones gzipped, and values pasted beside a test) and
+//! comparing with them bit for bit: numbers (non-finite ones as the strings
+//! "nan", "inf", "-inf"), shapes, dtype names, tensors built from exact
+//! values. strata-autograd's suite includes this file as the base of its own
+//! `pytorch_fixture`.
 
 use serde_json::Value;
+use std::io::Read;
 use strata_tensor::{DType, Device, Tensor};
+
+/// A gzipped fixture's JSON text, from its bytes (`include_bytes!` of a
+/// `.json.gz`, which a test decompresses once, in a `LazyLock`).
+pub fn gunzip(bytes: &[u8]) -> String {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_string(&mut text)
+        .expect("the fixture is gzipped UTF-8");
+    text
+}
+
+/// A fixture file's JSON text (gunzipped where its name ends in `.gz`).
+pub fn read_fixture_file(path: &str) -> String {
+    let bytes = std::fs::read(path).unwrap();
+    if path.ends_with(".gz") {
+        gunzip(&bytes)
+    } else {
+        String::from_utf8(bytes).expect("the fixture is UTF-8")
+    }
+}
 
 /// A fixture's JSON text, parsed.
 pub fn fixture(text: &str) -> Value {
@@ -79,8 +101,8 @@ pub fn same(a: &[f64], b: &[f64]) -> bool {
 /// Checks a fixture's `text` with `check` (which returns the number of
 /// cases and a line for each that differs): at least `min` cases, all as
 /// PyTorch answered them. Where the environment variable `probe` names a
-/// file (another draw of the fixture's generator), that file is checked
-/// the same way first.
+/// file (another draw of the fixture's generator, plain or gzipped), that
+/// file is checked the same way first.
 pub fn check_fixture_and_probe(
     text: &str,
     min: usize,
@@ -88,7 +110,7 @@ pub fn check_fixture_and_probe(
     check: impl Fn(&str) -> (usize, Vec<String>),
 ) {
     if let Ok(path) = std::env::var(probe) {
-        let (n, bad) = check(&std::fs::read_to_string(&path).unwrap());
+        let (n, bad) = check(&read_fixture_file(&path));
         assert!(
             bad.is_empty(),
             "{} of {n} cases of {path} differ: {:#?}",

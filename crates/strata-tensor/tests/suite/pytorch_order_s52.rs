@@ -8,9 +8,9 @@
 //!   `std::pow`), in its iterator's order of the reduced elements (memory
 //!   order: smallest input stride fastest), then takes `pow(acc, 1/p)`.
 //!   PyTorch 2.15's answers (one thread) are in
-//!   `tests/data/norm_order_s52.json`, written by
+//!   `tests/data/norm_order_s52.json.gz`, written by
 //!   `benches/anchors/gen_norm_order_s52.py` (`OMP_NUM_THREADS=1 python
-//!   benches/anchors/gen_norm_order_s52.py 160 tests/data/norm_order_s52.json`);
+//!   benches/anchors/gen_norm_order_s52.py 160 tests/data/norm_order_s52.json.gz`);
 //!   `STRATA_NORM_ORDER_PROBE=FILE` checks another file of that format (the
 //!   session checked 3,000 cases).
 //! - `vector_norm` of order 2 (session 53): PyTorch's `NormTwoOps` (`acc +
@@ -20,9 +20,9 @@
 //!   lanes on AVX2, joined left to right, then a scalar tail that GCC
 //!   contracts into fused multiply-adds except for a first group of 4 in
 //!   f32): see `backend/cpu/pnorm.rs`. PyTorch 2.15's answers are in
-//!   `tests/data/norm_two_s53.json` (`OMP_NUM_THREADS=1 python
+//!   `tests/data/norm_two_s53.json.gz` (`OMP_NUM_THREADS=1 python
 //!   benches/anchors/gen_norm_two_s53.py 120 53
-//!   tests/data/norm_two_s53.json`); strata's earlier composition
+//!   tests/data/norm_two_s53.json.gz`); strata's earlier composition
 //!   `(x * x).sum().sqrt()` differed from PyTorch in 81 of 600 such cases,
 //!   the kernel in none of 3,640 (seeds 11-13 and 52, and 40 reductions of
 //!   up to ~20,000 elements per output).
@@ -34,12 +34,15 @@
 //!   contiguous f32 inputs of more than one element (its other values also
 //!   differ from the native kernel's by an ulp here and there).
 
+use std::sync::LazyLock;
 use strata_tensor::{DType, Device, Tensor};
 
-use super::pytorch_fixture::dtype;
+use super::pytorch_fixture::{dtype, gunzip, read_fixture_file};
 
-const NORM_ORDER: &str = include_str!("../data/norm_order_s52.json");
-const NORM_TWO: &str = include_str!("../data/norm_two_s53.json");
+static NORM_ORDER: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/norm_order_s52.json.gz")));
+static NORM_TWO: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/norm_two_s53.json.gz")));
 
 /// The bits of `v`, every NaN as one (PyTorch's and strata's NaN payloads
 /// and signs may differ).
@@ -145,11 +148,11 @@ fn check_norm_file(text: &str) -> (usize, usize, Vec<String>) {
 
 #[test]
 fn general_p_norms_match_pytorch_bit_for_bit() {
-    let (n, bad, first) = check_norm_file(NORM_ORDER);
+    let (n, bad, first) = check_norm_file(&NORM_ORDER);
     assert!(n >= 100);
     assert_eq!(bad, 0, "{bad} of {n} cases differ: {first:#?}");
     if let Ok(path) = std::env::var("STRATA_NORM_ORDER_PROBE") {
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = read_fixture_file(&path);
         let (n, bad, first) = check_norm_file(&text);
         assert_eq!(bad, 0, "{bad} of {n} cases of {path} differ: {first:#?}");
         eprintln!("{path}: {n} cases, all equal");
@@ -158,13 +161,13 @@ fn general_p_norms_match_pytorch_bit_for_bit() {
 
 #[test]
 fn two_norms_match_pytorch_bit_for_bit() {
-    let (n, bad, first) = check_norm_file(NORM_TWO);
+    let (n, bad, first) = check_norm_file(&NORM_TWO);
     assert!(n >= 100);
     assert_eq!(bad, 0, "{bad} of {n} cases differ: {first:#?}");
     // The fixture tells the kernels apart: the composition strata used
     // before, (x * x).sum().sqrt() (f16/bf16 widened to f32), misses some
     // of these cases by the last bits.
-    let v: serde_json::Value = serde_json::from_str(NORM_TWO).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&NORM_TWO).unwrap();
     let mut composed_differ = 0;
     for c in v["cases"].as_array().unwrap() {
         let ints = |k: &str| -> Vec<i64> {

@@ -1,5 +1,5 @@
 //! Session 53 (helper-86): last-place agreement with PyTorch 2.15's CPU
-//! kernels (one thread, AVX2), from `tests/data/softmax_erf_s53b.json`
+//! kernels (one thread, AVX2), from `tests/data/softmax_erf_s53b.json.gz`
 //! written by `benches/anchors/gen_softmax_erf_s53b.py`.
 //!
 //! - f32 softmax / log_softmax along the last dim: PyTorch's
@@ -19,15 +19,18 @@
 //!   (its oneDNN path; strata keeps PyTorch's native kernel's -0.0,
 //!   pinned in session 53), which the comparison treats as equal.
 
+use crate::pytorch_fixture::gunzip;
 use half::{bf16, f16};
 use serde_json::Value;
+use std::sync::LazyLock;
 use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
-const FIXTURE: &str = include_str!("../data/softmax_erf_s53b.json");
+static FIXTURE: LazyLock<String> =
+    LazyLock::new(|| gunzip(include_bytes!("../data/softmax_erf_s53b.json.gz")));
 const SCALES: [f64; 5] = [0.1, 1.0, 3.0, 10.0, 30.0];
 
 fn fixture() -> Value {
-    serde_json::from_str(FIXTURE).expect("the fixture is JSON")
+    serde_json::from_str(&FIXTURE).expect("the fixture is JSON")
 }
 
 fn row_input(n: usize, k: usize) -> Vec<f32> {
