@@ -236,9 +236,11 @@ pub(crate) struct GradSlot {
 /// non-overlapping and dense parameter when it has the parameter's strides
 /// on every dim of size other than 1 (and no stride 0 on a dim of size 1);
 /// for any other parameter (overlapping, or with gaps) when it is
-/// row-major contiguous.
+/// row-major contiguous. An empty parameter counts as non-overlapping and
+/// dense whatever its strides (PyTorch's `is_non_overlapping_and_dense` is
+/// true for every tensor of no element).
 pub(crate) fn obeys_layout_contract(grad: &Tensor, param: &Tensor) -> bool {
-    if param.layout().is_dense() {
+    if dense_param(param) {
         grad.shape()
             .iter()
             .zip(grad.strides().iter().zip(param.strides()))
@@ -246,6 +248,13 @@ pub(crate) fn obeys_layout_contract(grad: &Tensor, param: &Tensor) -> bool {
     } else {
         grad.is_contiguous()
     }
+}
+
+/// Whether PyTorch counts `param` non-overlapping and dense: a dense layout,
+/// or no element at all (an empty leaf of strides `[0, 0]` gets a `.grad` of
+/// strides `[0, 0]`, as in PyTorch; strata gave it row-major ones).
+fn dense_param(param: &Tensor) -> bool {
+    param.numel() == 0 || param.layout().is_dense()
 }
 
 /// A leaf's first gradient, in fresh storage of the leaf's dtype, laid out
@@ -260,7 +269,7 @@ fn first_grad(param: &Tensor, g: &Tensor) -> Result<Tensor> {
     let shape = param.shape();
     let strides = if obeys_layout_contract(g, param) {
         g.strides()
-    } else if param.layout().is_dense() {
+    } else if dense_param(param) {
         param.strides()
     } else {
         &[]

@@ -46,6 +46,7 @@ mod hostile_sweep_s51;
 mod hostile_sweep_s52;
 mod hostile_sweep_s52b;
 mod hostile_sweep_s53b;
+mod hostile_sweep_s54c;
 mod inplace_views;
 mod norm_edges_s53;
 mod optim_options_s44;

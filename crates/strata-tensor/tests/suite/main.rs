@@ -37,6 +37,7 @@ mod hostile_sweep_s51;
 mod hostile_sweep_s52;
 mod hostile_sweep_s53;
 mod hostile_sweep_s53b;
+mod hostile_sweep_s54c;
 mod interop;
 mod masked_select;
 mod math;

@@ -654,10 +654,22 @@ fn cross_entropy_f32(k: &NnKernel) {
             // [rows, classes] operand (row `r` is read only), the weight a
             // contiguous f32 [classes] one, and the targets were checked to
             // lie in [0, classes) or equal ignore_index; row `r` writes only
-            // its own elements of the outputs.
+            // its own elements of the outputs. With no class (every target
+            // ignored) nothing is read: the operands of no element may have
+            // no storage, so no slice is made from their pointers.
             unsafe {
-                let x = std::slice::from_raw_parts(px.get().add(r * classes), classes);
-                let w: Option<&[f32]> = pw.map(|p| std::slice::from_raw_parts(p.get(), classes));
+                let x: &[f32] = if classes == 0 {
+                    &[]
+                } else {
+                    std::slice::from_raw_parts(px.get().add(r * classes), classes)
+                };
+                let w: Option<&[f32]> = pw.map(|p| {
+                    if classes == 0 {
+                        &[][..]
+                    } else {
+                        std::slice::from_raw_parts(p.get(), classes)
+                    }
+                });
                 let kind = if class_last {
                     LogSumKind::LastDim
                 } else {

@@ -507,11 +507,12 @@ fn fold_chunks<T: Element, const MAX: bool, const L: usize>(lanes: &mut [T; 16],
 /// Columns per task of [`reduce_cols`].
 const COL_BLOCK: usize = 256;
 
-/// The kept innermost dim (`ncols` columns) is contiguous and every output
-/// folds `nrows` elements `rs` apart (a reduction over outer dims): each task
-/// folds a block of neighbouring columns row by row (contiguous, vectorisable
-/// loads), tasks in parallel on large inputs. Row order is kept, so ties go
-/// to the first row and the first NaN wins.
+/// The kept innermost dim (`ncols` columns, `ks` apart: contiguous, or for
+/// sums any stride below `rs`) and every output folds `nrows` elements `rs`
+/// apart (a reduction over outer dims): each task folds a block of
+/// neighbouring columns row by row (contiguous, vectorisable loads where
+/// `ks` is 1), tasks in parallel on large inputs. Row order is kept, so ties
+/// go to the first row and the first NaN wins.
 ///
 /// # Safety
 /// The input's layout (the plan) must address readable elements of its
@@ -524,6 +525,7 @@ unsafe fn reduce_cols<T: Element>(
     ncols: usize,
     nrows: usize,
     rs: usize,
+    ks: usize,
 ) where
     T::Acc: Element,
 {
@@ -544,8 +546,11 @@ unsafe fn reduce_cols<T: Element>(
     // last whole group by `row_sum` ([`cascade_row_sum`]'s order). Summed
     // row by row in order, as before, about a third of the columns of a
     // random f32 `[3, 7, 20]` summed over dim 1 differed from PyTorch 2.15
-    // in the last place. (COL_BLOCK is a multiple of every group.)
-    let grouped = if ncols >= 32 / std::mem::size_of::<T>().max(1) {
+    // in the last place. (COL_BLOCK is a multiple of every group.) Columns
+    // that are not contiguous (`ks` > 1) PyTorch sums in groups of four
+    // (`scalar_outer_sum`): 2 in 3 columns of a random f32 [20, 270] view
+    // stepping by 2 differed in the last place when summed in row order.
+    let grouped = if ks == 1 && ncols >= 32 / std::mem::size_of::<T>().max(1) {
         let group = 4 * (32 / std::mem::size_of::<T::Acc>().max(1));
         ncols / group * group
     } else {
@@ -564,12 +569,23 @@ unsafe fn reduce_cols<T: Element>(
         let (g, b) = (t / blocks, t % blocks);
         let c0 = b * COL_BLOCK;
         let cb = COL_BLOCK.min(ncols - c0);
-        let start = bases[g] + c0;
+        let start = bases[g] + c0 * ks;
         let out = g * ncols + c0;
-        // SAFETY: row r of this block is the `cb` contiguous elements at
+        // SAFETY: row r of this block is the `cb` elements `ks` apart at
         // `start + r * rs`, elements of the input's layout (kept position
-        // plus reduced offset).
-        let row = |r: usize| unsafe { std::slice::from_raw_parts(src.add(start + r * rs), cb) };
+        // plus reduced offset); copied out where they are not contiguous.
+        let row = |r: usize| -> std::borrow::Cow<'_, [T]> {
+            unsafe {
+                if ks == 1 {
+                    std::borrow::Cow::Borrowed(std::slice::from_raw_parts(
+                        src.add(start + r * rs),
+                        cb,
+                    ))
+                } else {
+                    (0..cb).map(|c| *src.add(start + r * rs + c * ks)).collect()
+                }
+            }
+        };
         match op {
             ReduceOp::Sum | ReduceOp::Mean => {
                 let zero = <T::Acc as Arith>::ZERO;
@@ -580,7 +596,7 @@ unsafe fn reduce_cols<T: Element>(
                 let mut total = [zero; COL_BLOCK];
                 let mut acc = [[zero; COL_BLOCK]; 4];
                 let add_row = |a: &mut [T::Acc; COL_BLOCK], r: usize| {
-                    for (p, &x) in a[..g].iter_mut().zip(row(r)) {
+                    for (p, &x) in a[..g].iter_mut().zip(row(r).iter()) {
                         *p = p.add(x.to_acc());
                     }
                 };
@@ -682,10 +698,11 @@ unsafe fn reduce_cols<T: Element>(
             ReduceOp::Max | ReduceOp::Min => {
                 let max = op == ReduceOp::Max;
                 let mut best = [row(0)[0]; COL_BLOCK];
-                best[..cb].copy_from_slice(row(0));
+                best[..cb].copy_from_slice(&row(0));
                 let mut at = [0usize; COL_BLOCK];
                 for r in 1..nrows {
-                    for ((b, k), &x) in best[..cb].iter_mut().zip(&mut at[..cb]).zip(row(r)) {
+                    for ((b, k), &x) in best[..cb].iter_mut().zip(&mut at[..cb]).zip(row(r).iter())
+                    {
                         let (xn, bn) = (x.to_acc().is_nan(), b.to_acc().is_nan());
                         let take = !bn && (xn || if max { x > *b } else { x < *b });
                         if take {
@@ -755,7 +772,23 @@ pub(crate) fn reduce<T: Element>(
             // SAFETY: forwarded from the caller (the backend's `reduce`
             // contract: the input's layout addresses its storage, the
             // outputs are contiguous with one element per kept position).
-            unsafe { reduce_cols::<T>(op, &ptrs, &plan, kept.size, r.size, r.stride) };
+            unsafe { reduce_cols::<T>(op, &ptrs, &plan, kept.size, r.size, r.stride, 1) };
+            return;
+        }
+        // Columns `kept.stride` apart, the reduced dim's stride larger:
+        // PyTorch's `scalar_outer_sum` (a 2-byte float's mean excepted,
+        // which PyTorch sums widened to f32 as below).
+        let widened_mean = op == ReduceOp::Mean && std::mem::size_of::<T>() == 2;
+        if sum
+            && !widened_mean
+            && kept.stride > 1
+            && r.stride > kept.stride
+            && kept.size > 0
+            && r.size > 0
+        {
+            // SAFETY: as above; the kept dim's elements are `kept.stride`
+            // apart.
+            unsafe { reduce_cols::<T>(op, &ptrs, &plan, kept.size, r.size, r.stride, kept.stride) };
             return;
         }
     }
