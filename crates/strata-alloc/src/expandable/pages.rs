@@ -53,7 +53,12 @@ impl ExpandableSpace<'_> {
         // uses at this moment, so the next round grows there (a double
         // buffer of prefetch_training/148 moved 4 pages back in its third
         // pass and grew 21 in its fourth; docs/allocator.md, "After a run at
-        // the peak").
+        // the peak"). The new pages are then mapped over the stitched
+        // mappings those pages would have moved back to, which the placement
+        // was chosen not to overwrite: only if queued work can no longer use
+        // any of them (their stream's fence is queried, never waited on).
+        // Otherwise the pages move back, and nothing is synchronised (the
+        // random recycling test found one on CI in session 54).
         if hold
             && !weak
             && !taken.is_empty()
@@ -61,7 +66,13 @@ impl ExpandableSpace<'_> {
             && !st.repeats.first_run(st.free_clock)
         {
             let all_new = n.min(headroom as usize);
-            if holds(st, true, false, hold_cap, 0, n, all_new, page).0 {
+            if holds(st, true, false, hold_cap, 0, n, all_new, page).0 && {
+                let mut queried = Vec::new();
+                (first..)
+                    .zip(&plan)
+                    .filter(|(_, x)| x.is_some())
+                    .all(|(idx, _)| self.stitched_idle(st, p.segment, idx, &mut queried))
+            } {
                 taken.clear();
                 sources.clear();
                 plan.fill(None);

@@ -986,3 +986,24 @@ fn after_a_run_at_the_peak_the_pools_keep_their_pages() {
     a.empty_cache().unwrap();
     assert_eq!(d.used_bytes(), 0);
 }
+
+/// Found by the random test on CI (session 54): an allocation with no
+/// memory pressure synchronised a stream.
+#[test]
+fn an_allocation_on_a_side_stream_synchronises_nothing() {
+    let ops = vec![
+        A(1, 0),
+        A(20146177, 2),
+        A(1, 0),
+        A(21796353, 2),
+        F(1825368601980945299),
+        F(14302477384710211055),
+        A(1, 2),
+        A(30060546, 2),
+        F(1366702405019390211),
+        F(10273015607246226958),
+        F(933205425310818810),
+        A(41770321, 2),
+    ];
+    run(&ops).unwrap();
+}
