@@ -601,6 +601,109 @@ pub fn pytorch_reorder_dims(
     perm
 }
 
+/// Which elements of an element-wise op PyTorch's CPU `cpu_kernel_vec`
+/// hands to its scalar functor rather than its vectorised one, in
+/// row-major order of `shape` (`None` when there is none). `order` is
+/// TensorIterator's order of the dims (innermost first,
+/// [`pytorch_reorder_dims`]); `strides` are the operands' strides, the
+/// output's first (as PyTorch allocates it, dense in `order`, when it
+/// does); `chunk` is how many elements one step of `vectorized_loop` takes
+/// (two vectors: 32 for f16/bf16 under AVX2). TensorIterator coalesces the
+/// dims in `order` (`coalesce_dimensions`), then runs each inner row with
+/// the vectorised loop when every operand is contiguous along it (or one
+/// input has stride 0 there and the others are contiguous), leaving the
+/// last `size % chunk` elements of the row to the scalar functor, and runs
+/// every element with the scalar functor otherwise (`basic_loop`); a 0-d
+/// op is one scalar element. One thread: `parallel_for`'s grain (32,768
+/// elements) would split rows under several.
+///
+/// ```
+/// use strata_tensor::layout::pytorch_scalar_loop_mask;
+/// // 35 contiguous elements: the last 3 take the scalar loop.
+/// let m = pytorch_scalar_loop_mask(&[35], &[0], &[&[1], &[1]], 32).unwrap();
+/// assert_eq!(m.iter().filter(|&&b| b).count(), 3);
+/// // A stepped input: every element.
+/// let m = pytorch_scalar_loop_mask(&[64], &[0], &[&[1], &[2]], 32).unwrap();
+/// assert!(m.iter().all(|&b| b));
+/// assert!(pytorch_scalar_loop_mask(&[64], &[0], &[&[1], &[1]], 32).is_none());
+/// ```
+pub fn pytorch_scalar_loop_mask(
+    shape: &[usize],
+    order: &[usize],
+    strides: &[&[usize]],
+    chunk: usize,
+) -> Option<Vec<bool>> {
+    let n = shape.iter().product::<usize>();
+    if n == 0 {
+        return None;
+    }
+    // Dims and strides in iteration order, then coalesced as PyTorch's.
+    let mut sh: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
+    let mut st: Vec<Vec<usize>> = strides
+        .iter()
+        .map(|s| order.iter().map(|&d| s[d]).collect())
+        .collect();
+    // How many dims of `order` fold into the inner dim.
+    let mut inner_dims = sh.len().min(1);
+    let mut prev = 0;
+    for dim in 1..sh.len() {
+        let can = sh[prev] == 1 || sh[dim] == 1 || st.iter().all(|s| sh[prev] * s[prev] == s[dim]);
+        if can {
+            if sh[prev] == 1 {
+                for s in st.iter_mut() {
+                    s[prev] = s[dim];
+                }
+            }
+            sh[prev] *= sh[dim];
+            if prev == 0 {
+                inner_dims = dim + 1;
+            }
+        } else {
+            prev += 1;
+            if prev != dim {
+                for s in st.iter_mut() {
+                    s[prev] = s[dim];
+                }
+                sh[prev] = sh[dim];
+            }
+        }
+    }
+    let n0 = sh.first().copied().unwrap_or(1);
+    let inner: Vec<usize> = st.iter().map(|s| s.first().copied().unwrap_or(1)).collect();
+    let inputs = &inner[1..];
+    let vectorized = !shape.is_empty()
+        && inner[0] == 1
+        && (inputs.iter().all(|&s| s == 1)
+            || (inputs.iter().filter(|&&s| s == 0).count() == 1 && inputs.iter().all(|&s| s <= 1)));
+    let first_scalar = if vectorized { n0 - n0 % chunk } else { 0 };
+    if first_scalar == n0 {
+        return None;
+    }
+    // Each element's position along the (coalesced) inner dim, from its
+    // coordinates along the dims folded into it.
+    let nd = shape.len();
+    let mut weight = vec![0usize; nd];
+    let mut acc = 1;
+    for &d in &order[..inner_dims] {
+        weight[d] = acc;
+        acc *= shape[d];
+    }
+    let mut mask = Vec::with_capacity(n);
+    let mut coord = vec![0usize; nd];
+    for _ in 0..n {
+        let j: usize = coord.iter().zip(&weight).map(|(c, w)| c * w).sum();
+        mask.push(j >= first_scalar);
+        for d in (0..nd).rev() {
+            coord[d] += 1;
+            if coord[d] < shape[d] {
+                break;
+            }
+            coord[d] = 0;
+        }
+    }
+    Some(mask)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,7 +203,8 @@ fn clone_as_pytorch(g: &Tensor) -> Result<Tensor> {
 /// Which elements of `a.add(b, alpha)` (of `shape`; `strides` those of the
 /// output, `a` and `b`, the output allocated in `order`) PyTorch's CPU
 /// kernel hands to its scalar functor, as a bool tensor of `shape` (`None`
-/// when there is none): TensorIterator coalesces the dims in `order`
+/// when there is none; `strata_tensor::layout::pytorch_scalar_loop_mask`,
+/// which f16/bf16 GELU uses too): TensorIterator coalesces the dims in `order`
 /// (`coalesce_dimensions`), then runs each inner row with the vectorized
 /// loop when every operand is contiguous along it (or one input has stride
 /// 0 there and the others are contiguous), leaving the last
@@ -213,78 +214,9 @@ fn clone_as_pytorch(g: &Tensor) -> Result<Tensor> {
 /// parameter, or a gradient of another layout than its parameter's, moved
 /// an ulp away from PyTorch's now and then (`tests/suite/hostile_sweep_s53b.rs`).
 fn scalar_mask(shape: &[usize], order: &[usize], strides: &[&[usize]]) -> Result<Option<Tensor>> {
-    let n = shape.iter().product::<usize>();
-    if n == 0 {
-        return Ok(None);
-    }
-    // Dims and strides in iteration order, then coalesced as PyTorch's.
-    let mut sh: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
-    let mut st: Vec<Vec<usize>> = strides
-        .iter()
-        .map(|s| order.iter().map(|&d| s[d]).collect())
-        .collect();
-    // How many dims of `order` fold into the inner dim.
-    let mut inner_dims = sh.len().min(1);
-    let mut prev = 0;
-    for dim in 1..sh.len() {
-        let can = sh[prev] == 1 || sh[dim] == 1 || st.iter().all(|s| sh[prev] * s[prev] == s[dim]);
-        if can {
-            if sh[prev] == 1 {
-                for s in st.iter_mut() {
-                    s[prev] = s[dim];
-                }
-            }
-            sh[prev] *= sh[dim];
-            if prev == 0 {
-                inner_dims = dim + 1;
-            }
-        } else {
-            prev += 1;
-            if prev != dim {
-                for s in st.iter_mut() {
-                    s[prev] = s[dim];
-                }
-                sh[prev] = sh[dim];
-            }
-        }
-    }
-    let n0 = sh.first().copied().unwrap_or(1);
-    let inner: Vec<usize> = st.iter().map(|s| s.first().copied().unwrap_or(1)).collect();
-    let inputs = &inner[1..];
-    let vectorized = inner[0] == 1
-        && (inputs.iter().all(|&s| s == 1)
-            || (inputs.iter().filter(|&&s| s == 0).count() == 1 && inputs.iter().all(|&s| s <= 1)));
-    let first_scalar = if vectorized {
-        n0 - n0 % REDUCED_TAIL
-    } else {
-        0
-    };
-    if first_scalar == n0 {
-        return Ok(None);
-    }
-    // Each element's position along the (coalesced) inner dim, from its
-    // coordinates along the dims folded into it.
-    let nd = shape.len();
-    let mut weight = vec![0usize; nd];
-    let mut acc = 1;
-    for &d in &order[..inner_dims] {
-        weight[d] = acc;
-        acc *= shape[d];
-    }
-    let mut mask = Vec::with_capacity(n);
-    let mut coord = vec![0usize; nd];
-    for _ in 0..n {
-        let j: usize = coord.iter().zip(&weight).map(|(c, w)| c * w).sum();
-        mask.push(j >= first_scalar);
-        for d in (0..nd).rev() {
-            coord[d] += 1;
-            if coord[d] < shape[d] {
-                break;
-            }
-            coord[d] = 0;
-        }
-    }
-    Ok(Some(Tensor::from_vec(mask, shape, Device::Cpu)?))
+    strata_tensor::layout::pytorch_scalar_loop_mask(shape, order, strides, REDUCED_TAIL)
+        .map(|mask| Ok(Tensor::from_vec(mask, shape, Device::Cpu)?))
+        .transpose()
 }
 
 /// `alpha` as a 0-d tensor of `t`'s dtype on its device (PyTorch's

@@ -1019,6 +1019,11 @@ binary_op_table!(binary_methods);
 
 // ----- issue 12: elementwise math with arguments (gelu, pow with a scalar base) -----
 
+/// How many f16/bf16 elements one step of PyTorch's CPU `vectorized_loop`
+/// takes: two `Vectorized<Half>` of 16 lanes (AVX2, the capability of the
+/// PyTorch 2.15 build the fixtures come from).
+const HALF_VEC_CHUNK: usize = 32;
+
 /// GELU's `approximate` argument (`F.gelu(x, approximate=...)`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum GeluApprox {
@@ -1046,7 +1051,67 @@ impl Tensor {
             GeluApprox::None => UnaryFn::Gelu,
             GeluApprox::Tanh => UnaryFn::GeluTanh,
         };
-        self.unary(UnaryOp::Map(f), f.name(false), false)
+        let out = self.unary(UnaryOp::Map(f), f.name(false), false)?;
+        if approximate == GeluApprox::None
+            && matches!(self.dtype(), DType::F16 | DType::BF16)
+            && self.device() == crate::Device::Cpu
+        {
+            self.gelu_half_scalar_loop(&out)?;
+        }
+        Ok(out)
+    }
+
+    /// PyTorch's CPU exact GELU of an f16/bf16 tensor (`GeluKernelImpl`
+    /// through `cpu_kernel_vec`) takes `Vectorized<float>::erf` in its
+    /// vectorised loop (strata's `Math::gelu_vec_`, which `out` holds) and
+    /// `std::erf` in f32 in its scalar functor (`float(x) * 0.5f * (1.0f +
+    /// std::erf(float(x) * M_SQRT1_2))`: strata's f32 GELU, rounded back),
+    /// which differ on 217 of the 65,536 f16 values and 3 bf16 ones (glibc
+    /// 2.36's erff agrees with strata's f32 erf on all of them). The scalar
+    /// functor takes the elements past the last whole 32 of each of
+    /// TensorIterator's inner rows, and every element where the input is
+    /// not contiguous along them ([`crate::layout::pytorch_scalar_loop_mask`], the output
+    /// dense in TensorIterator's order as PyTorch allocates it): those are
+    /// overwritten in `out` with the scalar functor's values.
+    fn gelu_half_scalar_loop(&self, out: &Tensor) -> Result<()> {
+        let scalar_gelu = |x: &Tensor| -> Result<Tensor> {
+            x.to_dtype(DType::F32)?
+                .gelu(GeluApprox::None)?
+                .to_dtype(self.dtype())
+        };
+        let n = self.numel();
+        if n > 0 && self.is_contiguous() && out.is_contiguous() {
+            // One inner row: the scalar loop takes the last `n % 32`.
+            let tail = n % HALF_VEC_CHUNK;
+            if tail > 0 {
+                let last = |t: &Tensor| -> Result<Tensor> {
+                    t.view(&[n as i64])?
+                        .narrow(0, (n - tail) as i64, tail as i64)
+                };
+                last(out)?.copy_(&scalar_gelu(&last(self)?)?)?;
+            }
+            return Ok(());
+        }
+        let shape = self.shape();
+        let order = crate::layout::pytorch_reorder_dims(shape, None, &[self.strides()]);
+        let mut out_strides = vec![0usize; shape.len()];
+        let mut acc = 1;
+        for &d in &order {
+            out_strides[d] = acc;
+            acc *= shape[d];
+        }
+        let Some(mask) = crate::layout::pytorch_scalar_loop_mask(
+            shape,
+            &order,
+            &[&out_strides, self.strides()],
+            HALF_VEC_CHUNK,
+        ) else {
+            return Ok(());
+        };
+        let scalar = scalar_gelu(self)?;
+        let mask = Tensor::from_vec(mask, shape, crate::Device::Cpu)?;
+        out.copy_(&Tensor::where_cond(&mask, &scalar, out)?)?;
+        Ok(())
     }
 
     /// The gradient of [`Tensor::gelu`]: `self * gelu'(x)` for the upstream

@@ -42,9 +42,12 @@ pub(crate) trait Math: Copy {
     /// `Vectorized<float>::erf`). With a correctly rounded erf 217 of the
     /// 65,536 f16 values and 3 bf16 ones differed from PyTorch 2.15; with
     /// this, none (`tests/suite/gelu_half_s54a.rs`). PyTorch's scalar loop
-    /// (the last elements of a tensor past a multiple of 32, and tensors
-    /// shorter than that) takes `std::erf` instead, which differs from this
-    /// on about one value in 700.
+    /// (the last elements of each inner row past a multiple of 32, and
+    /// every element of a row the input is not contiguous along) takes
+    /// `std::erf` instead, which differs from this on 217 f16 values and 3
+    /// bf16 ones: `Tensor::gelu` computes those elements with the f32
+    /// [`Math::gelu_`] (`layout::pytorch_scalar_loop_mask`,
+    /// `tests/suite/gelu_half_s54d.rs`).
     fn gelu_vec_(self) -> Self;
     /// `x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))`.
     fn gelu_tanh_(self) -> Self;

@@ -158,7 +158,8 @@ macro_rules! unary_op_table {
                 named: gelu,
                 dtypes: FloatOnly,
                 // f16/bf16: PyTorch's CPU kernel computes in f32 with its
-                // vectorised erf (`Math::gelu_vec_`).
+                // vectorised erf (`Math::gelu_vec_`); `Tensor::gelu` then
+                // recomputes the elements its scalar loop takes.
                 cpu: |x| if matches!(T::DTYPE, DType::F16 | DType::BF16) { x.gelu_vec_() } else { x.gelu_() },
                 cuda: { float: "(({c})0.5 * {a} * (({c})1 + erf{f}({a} * ({c})0.70710678118654752440)))" }
             }

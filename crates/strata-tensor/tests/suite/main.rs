@@ -13,6 +13,7 @@ mod div_and_cross_entropy;
 mod errors;
 mod fuzz_ops_fixes;
 mod gelu_half_s54a;
+mod gelu_half_s54d;
 mod hostile_inputs;
 mod hostile_sweep_s27;
 mod hostile_sweep_s29;
