@@ -21,12 +21,12 @@ order: ["slice", dim, start, step] or ["expand", dim, size], the latter
 inserting a broadcast dim). Outputs travel the same way (`out`, and `idx` as
 plain integers for index outputs). "big" draws a few operands of ~70,000
 elements (past strata's parallel threshold)."""
-import gzip
 import json
 import struct
 import sys
 
 import torch
+from fixture_io import write_fixture
 
 torch.set_num_threads(1)
 DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -192,18 +192,6 @@ def reduce_case(d, big):
         case.update(out=rle(vals), out_shape=list(vals.shape))
     return case
 
-
-def write_fixture(path, text):
-    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
-    so the bytes are reproducible) where `path` ends in .gz, as the
-    checked-in fixture is, else plain."""
-    data = text.encode()
-    with open(path, "wb") as f:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
-                g.write(data)
-        else:
-            f.write(data)
 
 
 def main():

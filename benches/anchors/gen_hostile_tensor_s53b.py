@@ -21,13 +21,13 @@ the broadcast shape and promoted dtype, with no element.
 
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_hostile_tensor_s53b.py N SEED OUT.json.gz
 """
-import gzip
 import json
 import math
 import struct
 import sys
 
 import torch
+from fixture_io import write_fixture
 
 torch.set_num_threads(1)
 DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -50,18 +50,6 @@ def hexbits(t):
     return "".join("%016x" % struct.unpack("<Q", struct.pack("<d", v))[0]
                    for v in t.double().reshape(-1).tolist())
 
-
-def write_fixture(path, text):
-    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
-    so the bytes are reproducible) where `path` ends in .gz, as the
-    checked-in fixture is, else plain."""
-    data = text.encode()
-    with open(path, "wb") as f:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
-                g.write(data)
-        else:
-            f.write(data)
 
 
 def main():

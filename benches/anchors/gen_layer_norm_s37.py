@@ -18,13 +18,13 @@ Usage:
 """
 
 import argparse
-import gzip
 import json
 import math
 import random
 
 import torch
 import torch.nn.functional as F
+from fixture_io import write_fixture
 
 
 def enc(v):
@@ -51,18 +51,6 @@ def grads(x, dy, w, eps, dt):
         out["db"] = flat(b.grad)
     return out
 
-
-def write_fixture(path, text):
-    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
-    so the bytes are reproducible) where `path` ends in .gz, as the
-    checked-in fixture is, else plain."""
-    data = text.encode()
-    with open(path, "wb") as f:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
-                g.write(data)
-        else:
-            f.write(data)
 
 
 def main():

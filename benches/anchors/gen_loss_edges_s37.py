@@ -24,13 +24,13 @@ Usage:
 """
 
 import argparse
-import gzip
 import json
 import math
 import random
 
 import torch
 import torch.nn.functional as F
+from fixture_io import write_fixture
 
 INF = float("inf")
 NAN = float("nan")
@@ -199,18 +199,6 @@ def nonfinite_grid(r, count):
         })
     return cases
 
-
-def write_fixture(path, text):
-    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
-    so the bytes are reproducible) where `path` ends in .gz, as the
-    checked-in fixture is, else plain."""
-    data = text.encode()
-    with open(path, "wb") as f:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
-                g.write(data)
-        else:
-            f.write(data)
 
 
 def main():

@@ -7,12 +7,12 @@ Each case: a random float tensor of `shape` (f32, f64, f16 or bf16), viewed
 through `perm` (a permutation: strided inputs) and reduced with
 torch.linalg.vector_norm(x, p, dims, keepdim). Values travel as the u64 bits
 of their f64 value (exact for every dtype, and for inf)."""
-import gzip
 import json
 import struct
 import sys
 
 import torch
+from fixture_io import write_fixture
 
 torch.set_num_threads(1)
 DT = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -22,18 +22,6 @@ PS = [0.5, 1.5, 3.0, -2.0, -0.5, 2.5, 4.0, -1.0, 0.3, 7.0, -3.0, 1.0 / 3.0, 0.1,
 def bits(t):
     return [struct.unpack("<Q", struct.pack("<d", v))[0] for v in t.double().flatten().tolist()]
 
-
-def write_fixture(path, text):
-    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
-    so the bytes are reproducible) where `path` ends in .gz, as the
-    checked-in fixture is, else plain."""
-    data = text.encode()
-    with open(path, "wb") as f:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
-                g.write(data)
-        else:
-            f.write(data)
 
 
 def main():

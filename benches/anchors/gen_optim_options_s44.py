@@ -29,11 +29,11 @@ Usage:
 """
 
 import argparse
-import gzip
 import json
 import math
 
 import torch
+from fixture_io import write_fixture
 
 N = 32
 STEPS = 4
@@ -203,18 +203,6 @@ def clip_value_cases():
             out.append({"dtype": dn, "clip_value": enc(cv), "grad": flat(t), "after": flat(p.grad)})
     return out
 
-
-def write_fixture(path, text):
-    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
-    so the bytes are reproducible) where `path` ends in .gz, as the
-    checked-in fixture is, else plain."""
-    data = text.encode()
-    with open(path, "wb") as f:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
-                g.write(data)
-        else:
-            f.write(data)
 
 
 def main():

@@ -21,13 +21,13 @@ Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_softmax_erf_s53b.py \\
         crates/strata-tensor/tests/data/softmax_erf_s53b.json.gz
 """
-import gzip
 import json
 import struct
 import sys
 
 import torch
 import torch.nn.functional as F
+from fixture_io import write_fixture
 
 SCALES = [0.1, 1.0, 3.0, 10.0, 30.0]
 
@@ -40,18 +40,6 @@ def row_input(n, k):
 def hex32(t):
     return "".join("%08x" % struct.unpack("<I", struct.pack("<f", v))[0] for v in t.tolist())
 
-
-def write_fixture(path, text):
-    """Writes the fixture's JSON `text` to `path`: gzipped (level 9, mtime 0,
-    so the bytes are reproducible) where `path` ends in .gz, as the
-    checked-in fixture is, else plain."""
-    data = text.encode()
-    with open(path, "wb") as f:
-        if path.endswith(".gz"):
-            with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as g:
-                g.write(data)
-        else:
-            f.write(data)
 
 
 def main():
