@@ -18,45 +18,17 @@
 //! stride-0 view there); the values agree and, with every dim of size 1,
 //! the strides address the same single element.
 
-use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::pytorch_fixture::{dtype, fixture, gunzip, hexes, ints};
 use serde_json::Value;
 use strata_autograd::Var;
 use strata_tensor::{DType, Device, Tensor};
 
 fn load() -> Value {
-    let gz = include_bytes!("../data/hostile_sweep_s54c.json.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&gz[..])
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn dtype(name: &str) -> DType {
-    match name {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        _ => panic!("dtype {name}"),
-    }
-}
-
-fn hexes(s: &str) -> Vec<f64> {
-    s.as_bytes()
-        .chunks(16)
-        .map(|c| f64::from_bits(u64::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap()))
-        .collect()
-}
-
-fn ints(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_i64().unwrap())
-        .collect()
+    fixture(&gunzip(include_bytes!(
+        "../data/hostile_sweep_s54c.json.gz"
+    )))
 }
 
 fn build(spec: &Value) -> Tensor {

@@ -23,7 +23,7 @@
 use serde_json::Value;
 use strata_tensor::{CrossEntropyArgs, DType, Device, Reduction, Tensor};
 
-use crate::pytorch_fixture::check_fixture_and_probe;
+use crate::pytorch_fixture::{check_fixture_and_probe, fixture, shape};
 
 const FIXTURE: &str = include_str!("../data/cross_entropy_s54a.json");
 
@@ -66,12 +66,7 @@ fn special(v: &Value) -> f32 {
 
 /// One case's loss, or the error strata gave.
 fn run_case(c: &Value) -> Result<Tensor, String> {
-    let shape: Vec<usize> = c["shape"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap() as usize)
-        .collect();
+    let shape = shape(&c["shape"]);
     let numel: usize = shape.iter().product();
     let classes = if shape.len() == 1 { shape[0] } else { shape[1] };
     let mut g = SplitMix(c["seed"].as_u64().unwrap());
@@ -128,17 +123,12 @@ fn run_case(c: &Value) -> Result<Tensor, String> {
 }
 
 fn check(text: &str) -> (usize, Vec<String>) {
-    let fx: Value = serde_json::from_str(text).unwrap();
+    let fx = fixture(text);
     let cases = fx["cases"].as_array().unwrap();
     let mut bad = Vec::new();
     for (k, c) in cases.iter().enumerate() {
         let want = hex_f32(c["out"].as_str().unwrap());
-        let want_shape: Vec<usize> = c["out_shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as usize)
-            .collect();
+        let want_shape = shape(&c["out_shape"]);
         let brief = format!(
             "case {k} shape {} red {} w {} ls {} ii {} prob {} special {}",
             c["shape"], c["red"], c["w"], c["ls"], c["ii"], c["prob"], c["special"]
@@ -179,16 +169,11 @@ fn f32_cross_entropy_matches_pytorch_bit_for_bit() {
 /// `x.sum(dim)` over a dim followed by others, against the fixture's
 /// "sums": each output's bit pattern (f32, f64, bf16).
 fn check_sums(text: &str) -> (usize, Vec<String>) {
-    let fx: Value = serde_json::from_str(text).unwrap();
+    let fx = fixture(text);
     let cases = fx["sums"].as_array().unwrap();
     let mut bad = Vec::new();
     for (k, c) in cases.iter().enumerate() {
-        let shape: Vec<usize> = c["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as usize)
-            .collect();
+        let shape = shape(&c["shape"]);
         let dim = c["dim"].as_u64().unwrap() as usize;
         let numel: usize = shape.iter().product();
         let x = draw(&mut SplitMix(c["seed"].as_u64().unwrap()), numel, 10.0);
@@ -299,16 +284,11 @@ fn speed() {
 /// `_vec_logsoftmax`: SLEEF's `expf` in whole vectors of 8 positions of the
 /// dims after it, the C library's in the rest, SLEEF's `logf`).
 fn check_log_softmax(text: &str) -> (usize, Vec<String>) {
-    let fx: Value = serde_json::from_str(text).unwrap();
+    let fx = fixture(text);
     let cases = fx["log_softmax"].as_array().unwrap();
     let mut bad = Vec::new();
     for (k, c) in cases.iter().enumerate() {
-        let shape: Vec<usize> = c["shape"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap() as usize)
-            .collect();
+        let shape = shape(&c["shape"]);
         let dim = c["dim"].as_u64().unwrap() as i64;
         let numel: usize = shape.iter().product();
         let mut g = SplitMix(c["seed"].as_u64().unwrap());

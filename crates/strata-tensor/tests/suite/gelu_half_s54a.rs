@@ -11,16 +11,9 @@
 use serde_json::Value;
 use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
-use crate::pytorch_fixture::check_fixture_and_probe;
+use crate::pytorch_fixture::{check_fixture_and_probe, hex16};
 
 const FIXTURE: &str = include_str!("../data/gelu_half_s54a.json");
-
-fn hex16(s: &str) -> Vec<u16> {
-    s.as_bytes()
-        .chunks(4)
-        .map(|c| u16::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap())
-        .collect()
-}
 
 fn check(text: &str) -> (usize, Vec<String>) {
     let fx: Value = serde_json::from_str(text).unwrap();

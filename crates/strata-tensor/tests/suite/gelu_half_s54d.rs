@@ -18,41 +18,12 @@
 //! PyTorch's for transposed and permuted inputs (strata's are contiguous;
 //! pinned, not in this brief).
 
-use std::io::Read;
-
+use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
 use serde_json::Value;
 use strata_tensor::{DType, Device, GeluApprox, Tensor};
 
 fn load() -> Value {
-    let gz = include_bytes!("../data/gelu_half_s54d.json.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&gz[..])
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn hex16(s: &str) -> Vec<u16> {
-    s.as_bytes()
-        .chunks(4)
-        .map(|c| u16::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap())
-        .collect()
-}
-
-fn ints(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_i64().unwrap())
-        .collect()
-}
-
-fn dtype(name: &str) -> DType {
-    match name {
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        _ => panic!("dtype {name}"),
-    }
+    fixture(&gunzip(include_bytes!("../data/gelu_half_s54d.json.gz")))
 }
 
 fn from_bits(b: &[u16], dt: DType) -> Tensor {

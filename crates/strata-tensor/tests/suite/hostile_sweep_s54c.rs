@@ -30,52 +30,20 @@
 //! GELU elements PyTorch computes in its scalar loop (`std::erf`, not its
 //! vectorised erf; fixed by helper-98, see `gelu_half_hostile_as_pytorch`).
 
-use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use crate::pytorch_fixture::{dtype, fixture, gunzip, hexes, ints};
 use serde_json::Value;
 use strata_tensor::{CrossEntropyArgs, DType, Device, GeluApprox, Reduction, Tensor};
 
 fn load() -> Value {
-    let gz = include_bytes!("../data/hostile_sweep_s54c.json.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(&gz[..])
-        .read_to_string(&mut text)
-        .unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn dtype(name: &str) -> DType {
-    match name {
-        "f32" => DType::F32,
-        "f64" => DType::F64,
-        "f16" => DType::F16,
-        "bf16" => DType::BF16,
-        "i32" => DType::I32,
-        "i64" => DType::I64,
-        "u8" => DType::U8,
-        "bool" => DType::Bool,
-        _ => panic!("dtype {name}"),
-    }
-}
-
-fn hexes(s: &str) -> Vec<f64> {
-    s.as_bytes()
-        .chunks(16)
-        .map(|c| f64::from_bits(u64::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap()))
-        .collect()
+    fixture(&gunzip(include_bytes!(
+        "../data/hostile_sweep_s54c.json.gz"
+    )))
 }
 
 fn hex1(v: &Value) -> f64 {
     hexes(v.as_str().unwrap())[0]
-}
-
-fn ints(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_i64().unwrap())
-        .collect()
 }
 
 /// The generator's SplitMix64 draws.

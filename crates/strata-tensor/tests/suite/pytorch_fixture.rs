@@ -29,6 +29,31 @@ pub fn read_fixture_file(path: &str) -> String {
     }
 }
 
+/// f64 values from their bit patterns written as 16 hex digits each.
+pub fn hexes(s: &str) -> Vec<f64> {
+    s.as_bytes()
+        .chunks(16)
+        .map(|c| f64::from_bits(u64::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap()))
+        .collect()
+}
+
+/// 16-bit patterns (f16/bf16 values) written as 4 hex digits each.
+pub fn hex16(s: &str) -> Vec<u16> {
+    s.as_bytes()
+        .chunks(4)
+        .map(|c| u16::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap())
+        .collect()
+}
+
+/// A JSON array of integers.
+pub fn ints(v: &Value) -> Vec<i64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect()
+}
+
 /// A fixture's JSON text, parsed.
 pub fn fixture(text: &str) -> Value {
     serde_json::from_str(text).expect("the fixture parses")
@@ -68,6 +93,10 @@ pub fn dtype(name: &str) -> DType {
         "f64" | "float64" => DType::F64,
         "f16" | "float16" => DType::F16,
         "bf16" | "bfloat16" => DType::BF16,
+        "i32" | "int32" => DType::I32,
+        "i64" | "int64" => DType::I64,
+        "u8" | "uint8" => DType::U8,
+        "bool" => DType::Bool,
         _ => panic!("dtype {name}"),
     }
 }

@@ -198,6 +198,18 @@ pub(super) fn cascade_row_sum<T: Element>(n: usize, x: impl Fn(usize) -> T) -> T
     interleaved_cascade(n, |e| [x(e).to_acc()])[0]
 }
 
+/// log2 of how many items the lowest level of PyTorch's four-level
+/// cascade sums before moving up (its `cascade_sum`): 4, or a quarter of
+/// `CeilLog2(count)` (1 up to 2, else the bits of `count - 1`) when larger.
+fn cascade_power(count: usize) -> u32 {
+    let ceil_log2 = if count <= 2 {
+        1
+    } else {
+        64 - (count as u64 - 1).leading_zeros()
+    };
+    4.max(ceil_log2 / 4)
+}
+
 /// The sum of the `count` items `item(0) .. item(count - 1)` of one column,
 /// in the order in which PyTorch's CPU `multi_row_sum` adds each of the
 /// columns it sums together (its outer reductions, for the columns in whole
@@ -209,12 +221,7 @@ pub(super) fn cascade_row_sum<T: Element>(n: usize, x: impl Fn(usize) -> T) -> T
 /// levels added lowest first.
 pub(super) fn level_cascade<A: Arith>(count: usize, item: impl Fn(usize) -> A) -> A {
     const LEVELS: usize = 4;
-    let ceil_log2 = if count <= 2 {
-        1
-    } else {
-        64 - (count as u64 - 1).leading_zeros()
-    };
-    let power = 4.max(ceil_log2 / LEVELS as u32);
+    let power = cascade_power(count);
     let step = 1usize << power;
     let mask = step - 1;
     let mut acc = [A::ZERO; LEVELS];
@@ -259,13 +266,7 @@ fn interleaved_cascade<A: Arith, const W: usize>(
     const LEVELS: usize = 4;
     let zero = A::ZERO;
     let rows = count / ILP;
-    // PyTorch's CeilLog2: 1 up to 2, else the bits of rows - 1.
-    let ceil_log2 = if rows <= 2 {
-        1
-    } else {
-        64 - (rows as u64 - 1).leading_zeros()
-    };
-    let power = 4.max(ceil_log2 / LEVELS as u32);
+    let power = cascade_power(rows);
     let step = 1usize << power;
     let mask = step - 1;
     let add = |p: &mut [A; W], v: [A; W]| {
@@ -556,12 +557,7 @@ unsafe fn reduce_cols<T: Element>(
     } else {
         ncols / 4 * 4
     };
-    let ceil_log2 = if nrows <= 2 {
-        1
-    } else {
-        64 - (nrows as u64 - 1).leading_zeros()
-    };
-    let power = 4.max(ceil_log2 / 4);
+    let power = cascade_power(nrows);
     let step = 1usize << power;
     let mask = step - 1;
     let task = |t: usize| {
