@@ -43,5 +43,6 @@ mod pytorch_tests_s51;
 mod pytorch_tests_s52;
 mod pytorch_tests_s53;
 mod pytorch_tests_s54;
+mod pytorch_tests_s55;
 mod recycling;
 mod settings;
