@@ -433,30 +433,26 @@ impl CachingAllocator {
         // The neighbours lie in the block's segment: the same stream and
         // pool (set when a block is made, kept by splits), so the same free
         // index, looked up once.
-        let idx = &mut streams[b.stream as usize].free[kind as usize];
+        let b_stream = b.stream;
+        let idx = &mut streams[b_stream as usize].free[kind as usize];
         let mut net_blocks = 0i64;
         let mut net_bytes = 0i64;
         let mut id = id;
-        // A free neighbour leaves the index (and the inactive split counts).
-        let stream = b.stream;
-        let mut take_free = |blocks: &crate::block::Blocks, j: u32| {
-            let n = &blocks[j];
-            if !n.is_free() {
-                return false;
+        if prev != NONE {
+            if let Some(n) = take_free(idx, blocks, prev, (b_stream, kind)) {
+                net_blocks -= 1;
+                net_bytes -= n as i64;
+                blocks.absorb_free_next(prev);
+                id = prev;
             }
-            debug_assert!(n.stream == stream && n.pool == kind);
-            idx.remove(n.size, n.ptr);
-            net_blocks -= 1;
-            net_bytes -= n.size as i64;
-            true
-        };
-        if prev != NONE && take_free(blocks, prev) {
-            blocks.absorb_free_next(prev);
-            id = prev;
         }
         // After a merge with `prev`, `prev`'s next block is this one's.
-        if next != NONE && take_free(blocks, next) {
-            blocks.absorb_free_next(id);
+        if next != NONE {
+            if let Some(n) = take_free(idx, blocks, next, (b_stream, kind)) {
+                net_blocks -= 1;
+                net_bytes -= n as i64;
+                blocks.absorb_free_next(id);
+            }
         }
         // `State::index_insert`, with the index at hand.
         let b = &mut blocks[id];
@@ -484,6 +480,26 @@ impl CachingAllocator {
         stats.active_bytes.decrease_by(pool, orig_size);
         stats.requested_bytes.decrease_by(pool, requested);
     }
+}
+
+/// Takes block `j`, a neighbour of a block being freed, out of the free
+/// index `idx` if it is free (it lies in the same segment: the same stream
+/// and pool, so the same index), and returns its size. A function, not a
+/// closure, so that it is inlined at both calls.
+#[inline(always)]
+fn take_free(
+    idx: &mut crate::pool::FreeIndex,
+    blocks: &crate::block::Blocks,
+    j: u32,
+    (stream, kind): (u32, PoolKind),
+) -> Option<u64> {
+    let n = &blocks[j];
+    if !n.is_free() {
+        return None;
+    }
+    debug_assert!(n.stream == stream && n.pool == kind);
+    idx.remove(n.size, n.ptr);
+    Some(n.size)
 }
 
 #[inline]
