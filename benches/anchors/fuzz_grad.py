@@ -175,6 +175,19 @@ second backward pass without retain_graph as well (found in seed 295: the
 released graph's second pass runs through nodes that saved no tensors and
 adds into the shared element as the retained one does).
 
+Seeds from 331 on (S55_SEED) also draw, in graph and API programs (not in
+sub-programs; training programs draw as before), `s55_step`'s families:
+keepdim reductions over several dims broadcast back against their input,
+two views of the current value combined (overlapping narrows, a square
+value with its transpose, `v.unsqueeze(0) op v.unsqueeze(1)`, a value with
+a narrow of size 1 of itself), a tied-embedding model on a 2-D current value
+(embedding, a broadcast positional leaf, layer_norm, linear with the table
+itself, cross_entropy or log_softmax), s43's in-place ops on views of a
+non-leaf with operands of another dtype (f64, bf16, f16), and a bf16
+autocast region around a checkpoint of random steps (the recomputation runs
+outside the region). Seeds below 331 draw exactly the programs they drew
+before (byte-identical file for seed 322).
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
@@ -262,6 +275,7 @@ class Prog:
         self.s43b = s43b
         self.given = given
         self.replay = False
+        self.leaf_dtype = None  # new leaves' dtype where not the program's (S55_SEED)
         self.in_ckpt = False  # drawing a checkpointed sub-program's first run
         self.env = {}  # step output name -> tensor
         self.dtypes = {}  # autocast sub-program step output name -> dtype name
@@ -298,7 +312,11 @@ class Prog:
     def leaf(self, shape, data=None):
         name = f"x{self.n}"
         self.n += 1
-        t = (self.values(shape) if data is None else data.detach().clone()).requires_grad_(True)
+        t = self.values(shape) if data is None else data.detach().clone()
+        if self.leaf_dtype is not None and data is None:
+            # (S55_SEED's `inplace_view_mixed`: operands of another dtype)
+            t = t.to(self.leaf_dtype)
+        t = t.requires_grad_(True)
         if self.replay:
             return name, self.inputs[name]
         if self.given is not None:
@@ -375,7 +393,13 @@ def step(p, cur, x):
     if p.s44:
         # Seeds from S44_SEED on also draw session 44's families.
         kinds += ["s44"] * 30
+    if p.s44 and S55:
+        # Seeds from S55_SEED on also draw session 55's (graph and API
+        # programs, not in sub-programs; training programs draw as before).
+        kinds += ["s55"] * 20
     kind = r.choice(kinds)
+    if kind == "s55":
+        return s55_step(p, cur, x)
     if kind == "s44":
         return s44_step(p, cur, x)
     if kind == "s43b":
@@ -987,7 +1011,7 @@ def view_chain(r, t, lo, hi, expand=False):
     return steps, t
 
 
-def s43_step(p, cur, x):
+def s43_step(p, cur, x, force=None):
     """The ops added in session 43 (drawn for seeds >= S43_SEED): recorded
     in-place ops on views of a fresh non-leaf (PyTorch's CopySlices: 1-2
     ops on chains of 1-2 views of the base or of an earlier view, taken
@@ -1003,9 +1027,10 @@ def s43_step(p, cur, x):
     r = p.rng
     nd = x.dim()
     shape = list(x.shape)
-    op = r.choice(["inplace_view"] * 4 + ["inplace_view_no_grad", "attention_probs"] +
-                  ["loss_kdim"] * 2 + ["softmax_cast", "masked_bcast", "linear_nd",
-                                       "matmul_batched", "view_chain", "split_sections"])
+    # `force` (S55_SEED's families): that op without a draw.
+    op = force or r.choice(["inplace_view"] * 4 + ["inplace_view_no_grad", "attention_probs"] +
+                           ["loss_kdim"] * 2 + ["softmax_cast", "masked_bcast", "linear_nd",
+                                                "matmul_batched", "view_chain", "split_sections"])
     if op == "attention_probs":
         # Keeping the probabilities for backward instead of recomputing them.
         op, ins, args, y, exact = attention_prog(p, cur, x)
@@ -1227,7 +1252,7 @@ def sub_steps(p, x, seed, k, prefix, autocast=False):
     return steps, cur, x, exact
 
 
-def s43b_step(p, cur, x):
+def s43b_step(p, cur, x, force=None):
     """The ops of session 43's second round (drawn for seeds >= S43B_SEED):
     a non-reentrant checkpoint of 1-3 random steps (leaves made inside are
     parameters the function captures; its recomputation draws the same
@@ -1243,7 +1268,7 @@ def s43b_step(p, cur, x):
     r = p.rng
     nd = x.dim()
     shape = list(x.shape)
-    op = r.choice(["ckpt_steps"] * 3 + ["autocast_steps"] * 3 +
+    op = force or r.choice(["ckpt_steps"] * 3 + ["autocast_steps"] * 3 +
                   ["detach_mix", "gather_small", "scatter_add_big", "index_select_0d",
                    "embedding_nd", "masked_select_bcast", "cumsum_dtype", "dim_0d"])
     prefix = f"s{len(p.steps)}."
@@ -1763,6 +1788,191 @@ def s44_step(p, cur, x):
     else:
         out = torch.stack([z, y], d)
     return "inplace_after", ins, args, out, False
+
+
+# The first seed whose graph and API programs also draw session 55's
+# families (`s55_step`); `main` sets S55 for it.
+S55_SEED = 331
+S55 = False
+
+S55_REDUCE = ["sum", "mean", "amax", "amin", "std", "var", "logsumexp", "norm"]
+
+
+def reduce_step(r, red, nd, dims, keep):
+    """A reduction step's args as `step` writes them (and the torch
+    function computing it)."""
+    if red == "logsumexp":
+        ds = dims if dims is not None else list(range(nd))
+        return {"dims": ds, "keepdim": keep}, lambda t: torch.logsumexp(t, ds, keepdim=keep)
+    if red in ("amax", "amin"):
+        return {"dims": dims, "keepdim": keep}, \
+            lambda t: getattr(torch, red)(t, dims if dims is not None else (), keepdim=keep)
+    if red == "norm":
+        pv = r.choice([2.0, 1.0, INF])
+        return {"p": enc(pv), "dims": dims, "keepdim": keep}, \
+            lambda t: torch.linalg.vector_norm(t, ord=pv, dim=dims, keepdim=keep)
+    if red in ("std", "var"):
+        c = r.choice([0.0, 1.0])
+        return {"dims": dims, "keepdim": keep, "correction": c}, \
+            lambda t: getattr(torch, red)(t, dim=dims, keepdim=keep, correction=c)
+    return {"dims": dims, "keepdim": keep}, \
+        lambda t: getattr(torch, red)(t, dim=dims, keepdim=keep)
+
+
+def s55_step(p, cur, x):
+    """Session 55's families (drawn for seeds >= S55_SEED in graph and API
+    programs), compositions users write:
+    - keepdim_bcast: a reduction over one or several (negative, unsorted)
+      dims with keepdim, broadcast back against its input
+      (`x - x.mean(dims, keepdim=True)`, `x / x.norm(...)`, ...);
+    - two_views: two views of the current value combined by a broadcasting
+      binary op (overlapping narrows, x with its transpose, x.unsqueeze(0)
+      with x.unsqueeze(1), x with a narrow of size 1 of itself);
+    - mini_model: the current value [V, D] as a tied embedding table:
+      embedding, (+ a broadcast positional leaf), layer_norm, linear with
+      the table itself (the leaf used twice), then cross_entropy or
+      log_softmax;
+    - inplace_view_mixed: s43's in-place ops on views of a non-leaf whose
+      operands are leaves of another dtype (f64, bf16, f16);
+    - autocast_ckpt: a CPU bf16 autocast region around a non-reentrant
+      checkpoint of random steps (the recomputation in backward runs
+      outside the region: the checkpoint must restore autocast)."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    pre = f"r{len(p.steps)}."
+    i0 = pre + "0"
+    op = r.choice(["keepdim_bcast"] * 4 + ["two_views"] * 4 + ["mini_model"] * 4 +
+                  ["inplace_view_mixed"] * 3 + ["autocast_ckpt"] * 3)
+    if op == "keepdim_bcast":
+        if nd == 0:
+            raise Skip
+        red = r.choice(S55_REDUCE)
+        dims = rdims(r, nd, True)
+        a1, fn = reduce_step(r, red, nd, dims, True)
+        y1 = fn(x)
+        b = r.choice(["sub", "div", "mul", "add"])
+        swap = r.random() < 0.3
+        ins = [pre + "1", i0] if swap else [i0, pre + "1"]
+        a_, b_ = (y1, x) if swap else (x, y1)
+        y = a_ - b_ if b == "sub" else getattr(torch, b)(a_, b_)
+        steps = [{"op": red, "in": [i0], "args": a1, "out": pre + "1"},
+                 {"op": b, "in": ins, "args": {}, "out": pre + "2"}]
+        ex = red in ("sum", "amax", "amin") and b != "div"
+        return "seq", [cur], {"steps": steps, "result": pre + "2"}, y, ex
+    if op == "two_views":
+        if nd == 0:
+            raise Skip
+        w = r.choice(["narrows", "narrows", "transpose", "outer", "slice1"])
+        if w == "transpose":
+            if nd < 2 or shape[-1] != shape[-2]:
+                raise Skip
+            v1, v2 = [{"op": "to_same"}], [{"op": "transpose", "d0": -1, "d1": -2}]
+        elif w == "outer":
+            if nd != 1:
+                raise Skip
+            v1, v2 = [{"op": "unsqueeze", "dim": 0}], [{"op": "unsqueeze", "dim": 1}]
+        elif w == "slice1":
+            d = rdim(r, nd)
+            if shape[d] == 0:
+                raise Skip
+            v1 = [{"op": "to_same"}]
+            v2 = [{"op": "narrow", "dim": d, "start": r.randrange(shape[d]), "length": 1}]
+        else:
+            d = rdim(r, nd)
+            n = shape[d]
+            if n < 2:
+                raise Skip
+            ln = r.randint(1, n - 1)
+            v1 = [{"op": "narrow", "dim": d, "start": r.randint(0, n - ln), "length": ln}]
+            v2 = [{"op": "narrow", "dim": d, "start": r.randint(0, n - ln), "length": ln}]
+        t1, t2 = x, x
+        for v in v1:
+            t1 = apply_view(t1, v)
+        for v in v2:
+            t2 = apply_view(t2, v)
+        ops = ["add", "sub", "mul", "mul", "div"] + (["maximum", "minimum"] if p.exact else [])
+        b = r.choice(ops)
+        y = t1 - t2 if b == "sub" else getattr(torch, b)(t1, t2)
+        if y.numel() > 200:
+            raise Skip
+        steps = [{"op": "view_chain", "in": [i0], "args": {"steps": v1}, "out": pre + "1"},
+                 {"op": "view_chain", "in": [i0], "args": {"steps": v2}, "out": pre + "2"},
+                 {"op": b, "in": [pre + "1", pre + "2"], "args": {}, "out": pre + "3"}]
+        return "seq", [cur], {"steps": steps, "result": pre + "3"}, y, b in EXACT
+    if op == "mini_model":
+        if nd != 2 or shape[0] < 2 or shape[1] < 3:
+            raise Skip
+        V, D = shape
+        ishape = r.choice([[r.randint(1, 5)], [r.randint(1, 2), r.randint(1, 3)]])
+        idx = torch.tensor([r.randrange(V) for _ in range(math.prod(ishape))],
+                           dtype=torch.int64).reshape(ishape)
+        pad = r.choice([None, None, 0, -1])
+        c, _ = p.const(idx)
+        steps = [{"op": "embedding", "in": [i0, c], "args": {"padding_idx": pad},
+                  "out": pre + "1"}]
+        h = F.embedding(idx, x, padding_idx=pad)
+        last = pre + "1"
+        if r.random() < 0.4:
+            pn, pt = p.leaf(r.choice([[D], list(ishape[-1:]) + [D]]))
+            h = h + pt
+            steps.append({"op": "add", "in": [last, pn], "args": {}, "out": pre + "2"})
+            last = pre + "2"
+        rows_ = h.detach().reshape(-1, D)
+        eps = r.choice([1e-5, 1e-3, 0.1])
+        if (rows_.var(1, correction=0) < 0.01).any():
+            raise Skip  # (layer_norm's precision: see `step`)
+        ins = [last]
+        largs = {"normalized_shape": [D], "eps": eps, "weight": False, "bias": False}
+        wt = bt = None
+        if r.random() < 0.5:
+            wn, wt = p.leaf([D])
+            ins.append(wn)
+            largs["weight"] = True
+        if r.random() < 0.5:
+            bn, bt = p.leaf([D])
+            ins.append(bn)
+            largs["bias"] = True
+        h = F.layer_norm(h, [D], wt, bt, eps)
+        steps.append({"op": "layer_norm", "in": ins, "args": largs, "out": pre + "3"})
+        logits = F.linear(h, x)
+        steps.append({"op": "linear", "in": [pre + "3", i0], "args": {}, "out": pre + "4"})
+        if (logits == 0).any():
+            raise Skip  # (the sign of a zero of a product: see `draw`)
+        if r.random() < 0.3:
+            y = torch.log_softmax(logits, -1)
+            steps.append({"op": "log_softmax", "in": [pre + "4"], "args": {"dim": -1},
+                          "out": pre + "5"})
+            return "seq", [cur], {"steps": steps, "result": pre + "5"}, y, False
+        vs = [{"op": "reshape", "shape": [-1, V]}]
+        steps.append({"op": "view_chain", "in": [pre + "4"], "args": {"steps": vs},
+                      "out": pre + "5"})
+        lg = logits.reshape(-1, V)
+        n = lg.shape[0]
+        ign = r.choice([-100, 0])
+        tv = torch.tensor([r.randrange(V) for _ in range(n)], dtype=torch.int64)
+        tc, _ = p.const(tv)
+        red = r.choice(["mean", "sum", "none"])
+        ls = r.choice([0.0, 0.0, 0.1])
+        steps.append({"op": "cross_entropy", "in": [pre + "5", tc],
+                      "args": {"reduction": red, "ignore_index": ign, "weight": False,
+                               "label_smoothing": ls}, "out": pre + "6"})
+        y = F.cross_entropy(lg, tv, ignore_index=ign, reduction=red, label_smoothing=ls)
+        return "seq", [cur], {"steps": steps, "result": pre + "6"}, y, False
+    if op == "inplace_view_mixed":
+        p.leaf_dtype = r.choice([torch.float64, torch.bfloat16, torch.float16])
+        try:
+            return s43_step(p, cur, x, force="inplace_view")
+        finally:
+            p.leaf_dtype = None
+    # autocast_ckpt
+    P = f"a{len(p.steps)}."
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        op2, ins2, args2, y, _ = s43b_step(p, P + "0", x, force="ckpt_steps")
+    if not p.replay:
+        p.dtypes[P + "1"] = dname(y.dtype)
+    steps = [{"op": op2, "in": ins2, "args": args2, "out": P + "1"}]
+    return "autocast_steps", [cur], {"steps": steps, "result": P + "1"}, y.to(p.dtype), False
 
 
 def draw(rng, dtype=torch.float32, more=False, s43=False, s43b=False, given=None, s44=False):
@@ -2297,8 +2507,9 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    global S45, S46, S49, S52
+    global S45, S46, S49, S52, S55
     S45 = a.seed >= S45_SEED
+    S55 = a.seed >= S55_SEED
     S46 = a.seed >= S46_SEED
     S49 = a.seed >= S49_SEED
     S52 = a.seed >= S52_SEED

@@ -53,6 +53,7 @@ mod optim_options_s44;
 mod optim_state;
 mod optim_tails_s53;
 mod oracle_s44;
+mod oracle_s55;
 mod pytorch_fixture;
 mod recompute;
 mod resume_s52;
