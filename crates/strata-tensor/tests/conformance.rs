@@ -675,8 +675,14 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
         }
         let got_v = t.to_scalars().map_err(|e| e.to_string())?;
         let want_v = values(&want["data"], dt);
+        // STRATA_CONFORMANCE_EXACT=1 (a sweep, not the format's rule): every
+        // float compared bit for bit with PyTorch's, tolerances and the sign
+        // of zero included.
+        let exact = std::env::var("STRATA_CONFORMANCE_EXACT").is_ok_and(|v| v == "1");
+        let signed_zero = signed_zero || exact;
         let tol = want
             .get("tol")
+            .filter(|_| !exact)
             .map(|t| (t["rtol"].as_f64().unwrap(), t["atol"].as_f64().unwrap()));
         for (k, (g, w)) in got_v.iter().zip(&want_v).enumerate() {
             let ok = match (g, w) {
@@ -715,6 +721,20 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
             return Err(format!(
                 "{name}: shares storage with {first}, expected {want_storage}"
             ));
+        }
+        // STRATA_CONFORMANCE_STRIDES=1 (a sweep, not the format's rule): the
+        // strides PyTorch chose for results of layout `info` compared too.
+        let strides_too = std::env::var("STRATA_CONFORMANCE_STRIDES").is_ok_and(|v| v == "1");
+        if strides_too && want["layout"] == "info" {
+            let strides = ints(&want["strides"]);
+            for d in 0..t.ndim() {
+                if t.shape()[d] > 1 && t.strides()[d] as i64 != strides[d] {
+                    return Err(format!(
+                        "{name}: strides {:?} != {strides:?} (layout info)",
+                        t.strides()
+                    ));
+                }
+            }
         }
         if want["layout"] == "checked" {
             let strides = ints(&want["strides"]);

@@ -45,6 +45,7 @@ mod math;
 mod matmul_precision;
 mod optim;
 mod oracle_s44b;
+mod oracle_s55;
 mod properties;
 mod pytorch_extremes_s53;
 mod pytorch_fixture;
