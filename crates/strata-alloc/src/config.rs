@@ -650,6 +650,19 @@ impl AllocatorConfig {
                 RESERVE_CLASSES_ACCEPTED,
             );
         }
+        // A class listed twice: its string form (`Display`) would parse back
+        // to the last reserve (PyTorch's map), while a look-up finds the
+        // first, so the two would disagree.
+        let classes = &self.expandable_segments_reserve_by_class;
+        let mut names: Vec<&str> = classes.iter().map(|(c, _)| c.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return bad(
+                "expandable_segments_reserve_by_class",
+                format!("{:?} listed twice", w[0]),
+                "each class listed once (keep the entry whose reserve you want)",
+            );
+        }
         Ok(())
     }
 

@@ -37,6 +37,7 @@ pub mod history;
 mod mempool;
 pub mod pinned;
 mod pool;
+mod reentry;
 mod registry;
 mod repeats;
 pub mod report;

@@ -58,17 +58,23 @@ pub fn mem_pool(device: Device, options: MemPoolOptions) -> Result<MemPool, Allo
 /// [`set_allocator`] bumps, so an installed allocator is seen by the next call).
 pub fn allocator(device: Device) -> Result<Arc<CachingAllocator>, AllocError> {
     let generation = GENERATION.load(Ordering::Acquire);
-    let hit = CACHED.with(|c| {
-        c.borrow()
-            .iter()
-            .find(|(d, g, _)| *d == device && *g == generation)
-            .map(|(_, _, a)| Arc::clone(a))
-    });
+    // `try_with`: from a thread-local destructor of an exiting thread the
+    // cache may be gone (`with` would panic there, and the panic abort the
+    // process); the registry then answers without it.
+    let hit = CACHED
+        .try_with(|c| {
+            c.borrow()
+                .iter()
+                .find(|(d, g, _)| *d == device && *g == generation)
+                .map(|(_, _, a)| Arc::clone(a))
+        })
+        .ok()
+        .flatten();
     if let Some(a) = hit {
         return Ok(a);
     }
     let a = allocator_slow(device)?;
-    CACHED.with(|c| {
+    let _ = CACHED.try_with(|c| {
         let mut c = c.borrow_mut();
         c.retain(|(d, _, _)| *d != device);
         c.push((device, generation, Arc::clone(&a)));

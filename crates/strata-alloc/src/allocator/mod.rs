@@ -480,10 +480,11 @@ impl CachingAllocator {
     /// when untagged (PyTorch's `getExpandableSegmentReserveClassForStream`).
     pub fn stream_reserve_class(&self, stream: StreamId) -> String {
         let st = self.state.lock();
-        st.streams
-            .iter()
-            .find(|e| e.handle == stream && e.mempool == 0)
-            .and_then(|e| e.reserve_class.clone())
+        // A look-up, not a scan of every stream seen: a caller asking about
+        // each of thousands of streams stays linear.
+        st.stream_entries
+            .get(&(stream, 0))
+            .and_then(|&i| st.streams[i as usize].reserve_class.clone())
             .unwrap_or_default()
     }
 

@@ -6,32 +6,9 @@ use super::*;
 thread_local! {
     /// The allocators (by id) whose out-of-memory observers this thread is
     /// running now (see `CachingAllocator::notify_oom`).
-    static NOTIFYING: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Marks this thread as running the observers of one allocator until
-/// dropped (also when an observer panics).
-struct NotifyingGuard(u64);
-
-impl NotifyingGuard {
-    /// `None` when this thread is already running that allocator's observers.
-    fn enter(id: u64) -> Option<NotifyingGuard> {
-        NOTIFYING.with(|n| {
-            let mut n = n.borrow_mut();
-            if n.contains(&id) {
-                None
-            } else {
-                n.push(id);
-                Some(NotifyingGuard(id))
-            }
-        })
-    }
-}
-
-impl Drop for NotifyingGuard {
-    fn drop(&mut self) {
-        NOTIFYING.with(|n| n.borrow_mut().retain(|&i| i != self.0));
-    }
+    static NOTIFYING: crate::reentry::Running = const { std::cell::RefCell::new(Vec::new()) };
+    /// `NOTIFYING`'s stand-in once it is destroyed (reentry.rs).
+    static NOTIFYING_LATE: crate::reentry::RunningLate = const { std::cell::Cell::new(false) };
 }
 
 impl CachingAllocator {
@@ -182,7 +159,9 @@ impl CachingAllocator {
     #[cold]
     pub(super) fn notify_oom(&self, e: AllocError) -> AllocError {
         if let AllocError::OutOfMemory(oom) = &e {
-            let Some(_notifying) = NotifyingGuard::enter(self.id) else {
+            let Some(_notifying) =
+                crate::reentry::Entered::enter(&NOTIFYING, &NOTIFYING_LATE, self.id)
+            else {
                 return e;
             };
             let observers: Vec<OomObserver> = self.oom_observers.lock().clone();

@@ -6,7 +6,9 @@ use super::*;
 thread_local! {
     /// The allocators (by id) whose trace trackers this thread is running
     /// now (see `CachingAllocator::dispatch_tracked`).
-    static TRACKING: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    static TRACKING: crate::reentry::Running = const { std::cell::RefCell::new(Vec::new()) };
+    /// `TRACKING`'s stand-in once it is destroyed (reentry.rs).
+    static TRACKING_LATE: crate::reentry::RunningLate = const { std::cell::Cell::new(false) };
 }
 
 impl CachingAllocator {
@@ -75,25 +77,12 @@ impl CachingAllocator {
     /// unless this thread is already running them for this allocator.
     #[cold]
     pub(super) fn dispatch_tracked(&self, events: Vec<TraceEntry>) {
-        let entered = TRACKING.with(|t| {
-            let mut t = t.borrow_mut();
-            if t.contains(&self.id) {
-                false
-            } else {
-                t.push(self.id);
-                true
-            }
-        });
-        if !entered {
+        // Also from a thread-local destructor (an allocation freed as its
+        // thread exits), where `TRACKING` may be gone: reentry.rs.
+        let Some(_entered) = crate::reentry::Entered::enter(&TRACKING, &TRACKING_LATE, self.id)
+        else {
             return;
-        }
-        struct Leave(u64);
-        impl Drop for Leave {
-            fn drop(&mut self) {
-                TRACKING.with(|t| t.borrow_mut().retain(|&i| i != self.0));
-            }
-        }
-        let _leave = Leave(self.id);
+        };
         let trackers: Vec<TraceTracker> = self.trace_trackers.lock().clone();
         // On a thread already unwinding from a panic (an allocation dropped
         // during it), a tracker's panic cannot propagate: leaving a

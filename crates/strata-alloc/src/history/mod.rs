@@ -477,20 +477,27 @@ thread_local! {
 }
 
 /// The calling thread's metadata for allocator `owner` (`None` when it set
-/// none, or set it empty).
+/// none, or set it empty, and once the thread's metadata is destroyed as
+/// the thread exits: an allocation made or freed by a thread-local
+/// destructor, where `with` would panic and the panic abort the process).
 pub(crate) fn thread_metadata(owner: u64) -> Option<Arc<str>> {
-    THREAD_METADATA.with(|t| {
-        t.borrow()
-            .iter()
-            .find(|(o, _)| *o == owner)
-            .map(|(_, m)| Arc::clone(m))
-    })
+    THREAD_METADATA
+        .try_with(|t| {
+            t.borrow()
+                .iter()
+                .find(|(o, _)| *o == owner)
+                .map(|(_, m)| Arc::clone(m))
+        })
+        .ok()
+        .flatten()
 }
 
 /// Sets the calling thread's metadata for allocator `owner` (an empty
-/// string removes it).
+/// string removes it); does nothing once the thread's metadata is
+/// destroyed (a thread-local destructor of an exiting thread), where it
+/// reads as none.
 pub(crate) fn set_thread_metadata(owner: u64, metadata: &str) {
-    THREAD_METADATA.with(|t| {
+    let _ = THREAD_METADATA.try_with(|t| {
         let mut t = t.borrow_mut();
         t.retain(|(o, _)| *o != owner);
         if !metadata.is_empty() {

@@ -7,15 +7,25 @@ use super::{PinnedBackend, PinnedError};
 use crate::driver::{DriverError, EventHandle, StreamId};
 use crate::stats::PinnedStats;
 use parking_lot::Mutex;
+use rustc_hash::FxHashSet;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The number of a block's streams up to which a new stream is looked for
+/// by a scan of the list; beyond it, in a set.
+const STREAM_SCAN: usize = 16;
+
 struct Block {
     size: u64,
     in_use: bool,
-    /// Streams that used the block besides the allocating thread's copies.
+    /// Streams that used the block besides the allocating thread's copies,
+    /// in the order first recorded.
     streams: Vec<StreamId>,
+    /// The same streams as a set, once there are [`STREAM_SCAN`] of them:
+    /// recording on thousands of distinct streams stays
+    /// linear (PyTorch keeps a block's streams in a hash set).
+    stream_set: Option<FxHashSet<StreamId>>,
     /// Events recorded at free time that have not completed.
     pending: u32,
     /// An event could be neither recorded nor waited for: the block may still be
@@ -201,6 +211,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
                 size,
                 in_use: true,
                 streams: Vec::new(),
+                stream_set: None,
                 pending: 0,
                 poisoned: false,
             },
@@ -235,7 +246,15 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
             .filter(|(&base, b)| ptr < base + b.size && b.in_use)
             .map(|(_, b)| b)
             .ok_or(PinnedError::InvalidPointer { ptr })?;
-        if !b.streams.contains(&stream) {
+        let new = if b.streams.len() < STREAM_SCAN {
+            !b.streams.contains(&stream)
+        } else {
+            let streams = &b.streams;
+            b.stream_set
+                .get_or_insert_with(|| streams.iter().copied().collect())
+                .insert(stream)
+        };
+        if new {
             b.streams.push(stream);
         }
         Ok(())
@@ -249,6 +268,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
         let streams = match st.blocks.get_mut(&ptr) {
             Some(b) if b.in_use => {
                 b.in_use = false;
+                b.stream_set = None;
                 std::mem::take(&mut b.streams)
             }
             _ => return Err(PinnedError::InvalidPointer { ptr }),
@@ -369,6 +389,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
                             size,
                             in_use: false,
                             streams: Vec::new(),
+                            stream_set: None,
                             pending: 0,
                             poisoned: false,
                         },

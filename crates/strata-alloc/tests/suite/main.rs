@@ -25,6 +25,7 @@ mod hostile_sweep_s48;
 mod hostile_sweep_s50;
 mod hostile_sweep_s52;
 mod hostile_sweep_s53;
+mod hostile_sweep_s55;
 mod mempool;
 mod near_capacity;
 mod pytorch_parity;
