@@ -99,55 +99,89 @@ impl StatType {
 }
 
 /// A stat kept for all / small_pool / large_pool.
+///
+/// Only the two pools' stats are kept, and the aggregate's peak: the
+/// aggregate's current value and totals are the pools' sums (PyTorch adds
+/// every change to both), formed when read, so an update touches one pool's
+/// stat and, on an increase, the aggregate's peak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StatArray(pub [Stat; 3]);
+pub struct StatArray {
+    /// Small pool, large pool.
+    pools: [Stat; 2],
+    /// The aggregate's highest value since the last peak reset.
+    all_peak: i64,
+}
 
 impl StatArray {
-    /// Adds `n` to the aggregate and to `pool`'s stat.
+    /// A pool's slot; the aggregate has none.
     #[inline]
-    pub fn increase(&mut self, pool: StatType, n: i64) {
-        self.0[0].increase(n);
-        self.0[pool as usize].increase(n);
+    fn slot(pool: StatType) -> usize {
+        debug_assert!(pool != StatType::All, "a change is made to one pool");
+        (pool as usize).wrapping_sub(1) & 1
     }
 
-    /// Removes `n` from the aggregate and from `pool`'s stat.
+    /// The aggregate's value now.
+    #[inline]
+    fn all_current(&self) -> i64 {
+        self.pools[0].current + self.pools[1].current
+    }
+
+    /// Adds `n` to `pool`'s stat (and so to the aggregate).
+    #[inline]
+    pub fn increase(&mut self, pool: StatType, n: i64) {
+        self.pools[Self::slot(pool)].increase(n);
+        self.all_peak = self.all_peak.max(self.all_current());
+    }
+
+    /// Removes `n` from `pool`'s stat (and so from the aggregate).
     #[inline]
     pub fn decrease(&mut self, pool: StatType, n: i64) {
-        self.0[0].decrease(n);
-        self.0[pool as usize].decrease(n);
+        self.pools[Self::slot(pool)].decrease(n);
     }
 
     /// [`increase`](Self::increase) by an amount that is never negative
     /// ([`Stat::increase_by`]).
     #[inline]
     pub(crate) fn increase_by(&mut self, pool: StatType, n: u64) {
-        self.0[0].increase_by(n);
-        self.0[pool as usize].increase_by(n);
+        self.pools[Self::slot(pool)].increase_by(n);
+        self.all_peak = self.all_peak.max(self.all_current());
     }
 
     /// [`decrease`](Self::decrease) by an amount that is never negative.
     #[inline]
     pub(crate) fn decrease_by(&mut self, pool: StatType, n: u64) {
-        self.0[0].decrease_by(n);
-        self.0[pool as usize].decrease_by(n);
+        self.pools[Self::slot(pool)].decrease_by(n);
     }
 
-    /// The stat for one pool type.
+    /// The stat for one pool type (the aggregate for [`StatType::All`]).
+    #[inline]
     pub fn get(&self, t: StatType) -> Stat {
-        self.0[t as usize]
+        match t {
+            StatType::All => self.all(),
+            _ => self.pools[Self::slot(t)],
+        }
     }
 
-    /// The aggregate.
+    /// The aggregate: the pools' sums, with its own peak. The totals
+    /// saturate at `i64::MAX` as each pool's do.
+    #[inline]
     pub fn all(&self) -> Stat {
-        self.0[0]
+        let [a, b] = &self.pools;
+        Stat {
+            current: a.current + b.current,
+            peak: self.all_peak,
+            allocated: a.allocated.saturating_add(b.allocated),
+            freed: a.freed.saturating_add(b.freed),
+        }
     }
 
     fn reset_peak(&mut self) {
-        self.0.iter_mut().for_each(Stat::reset_peak);
+        self.pools.iter_mut().for_each(Stat::reset_peak);
+        self.all_peak = self.all_current();
     }
 
     fn reset_accumulated(&mut self) {
-        self.0.iter_mut().for_each(Stat::reset_accumulated);
+        self.pools.iter_mut().for_each(Stat::reset_accumulated);
     }
 }
 
