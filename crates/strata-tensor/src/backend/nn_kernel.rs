@@ -53,7 +53,9 @@ pub(crate) enum NnKernel<'a> {
     /// sum in the computation type (f64 for f64, else f32) and the bias 0
     /// where absent, as PyTorch's `* gamma + beta` (a zero product is then
     /// +0.0); `rstd = 1 / sqrt(var + eps)` with eps in the computation type
-    /// (beyond f32's range, inf).
+    /// (beyond f32's range, inf). The CPU backend computes all of it as
+    /// PyTorch's CPU kernel does, fused multiply-adds included, and matches
+    /// its output, mean and rstd bit for bit.
     LayerNorm {
         out: &'a Arg<'a>,
         mean: &'a Arg<'a>,

@@ -3,6 +3,7 @@
 
 mod dimops;
 mod elementwise;
+mod layer_norm;
 mod loops;
 mod matmul;
 mod nn;

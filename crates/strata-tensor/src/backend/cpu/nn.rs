@@ -1,10 +1,12 @@
 //! CPU kernels of [`NnKernel`]: index gathers and scatters over strided
 //! operands, and the row kernels of layer norm and cross-entropy, parallel
-//! over rows (rayon). Statistics are computed in f64 whatever the dtype and
-//! stored in the Acc dtype (f32 for f16/bf16/f32), which is at least as
-//! precise as PyTorch's f32 accumulation; except f32 cross-entropy, whose
-//! forward follows PyTorch's f32 arithmetic step by step
-//! ([`cross_entropy_f32`]) and gives its losses bit for bit.
+//! over rows (rayon). Layer norm's forward follows PyTorch's CPU kernel
+//! operation by operation ([`super::layer_norm`]) and gives its output, mean
+//! and rstd bit for bit. Elsewhere statistics are computed in f64 whatever
+//! the dtype and stored in the Acc dtype (f32 for f16/bf16/f32), which is at
+//! least as precise as PyTorch's f32 accumulation; except f32
+//! cross-entropy, whose forward follows PyTorch's f32 arithmetic step by
+//! step ([`cross_entropy_f32`]) and gives its losses bit for bit.
 
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dispatch_dtype;
@@ -318,7 +320,77 @@ fn rows_par(rows: usize, f: impl Fn(usize) + Sync + Send) {
     (0..rows).into_par_iter().for_each(f);
 }
 
-fn layer_norm<T: Real>(k: &NnKernel) {
+/// One row of layer norm's forward: `(x, weight, bias, eps, y)` to the
+/// row's `(mean, rstd)`.
+type LayerNormRow<F> = fn(&[F], Option<&[F]>, Option<&[F]>, F, &mut [F]) -> (F, F);
+
+/// Layer norm's forward as PyTorch's CPU kernel computes it, bit for bit
+/// (the row arithmetic in [`super::layer_norm`]): f32 and f64 in their own
+/// type, f16/bf16 widened to f32, their output rounded from f32 and their
+/// mean and rstd kept in f32. PyTorch passes eps in the computation type:
+/// beyond f32's range it is inf for f32/f16/bf16 (rstd 0).
+fn layer_norm(k: &NnKernel) {
+    use super::layer_norm as ln;
+    let NnKernel::LayerNorm { x, eps, .. } = *k else {
+        return;
+    };
+    match x.dtype {
+        DType::F32 => layer_norm_native::<f32>(k, ln::row_f32, eps as f32),
+        DType::F64 => layer_norm_native::<f64>(k, ln::row_f64, eps),
+        DType::F16 => layer_norm_half(k, ln::row_f16, |v, _| half::f16::from_f32(v)),
+        // PyTorch's AVX2 conversion of whole 16-element vectors writes
+        // every NaN as 0xffff, its scalar one (the last `cols % 16`) as
+        // 0x7fc0; the other values both round to nearest even.
+        _ => layer_norm_half(k, ln::row_bf16, |v, vector| match (v.is_nan(), vector) {
+            (true, true) => half::bf16::from_bits(0xffff),
+            (true, false) => half::bf16::from_bits(0x7fc0),
+            _ => half::bf16::from_f32(v),
+        }),
+    }
+}
+
+/// [`layer_norm`] of f32 or f64 input (`F`, also the parameters' dtype).
+fn layer_norm_native<F: Real>(k: &NnKernel, row: LayerNormRow<F>, eps: F) {
+    let NnKernel::LayerNorm {
+        out,
+        mean,
+        rstd,
+        x,
+        weight,
+        bias,
+        rows,
+        cols,
+        ..
+    } = *k
+    else {
+        return;
+    };
+    let (px, po) = (base::<F>(x), base::<F>(out));
+    let param = |a: Option<&Arg>| {
+        // SAFETY: the parameters are contiguous `[cols]` of x's dtype
+        // (checked by the op), read only.
+        a.map(|a| unsafe { std::slice::from_raw_parts(base::<F>(a).get() as *const F, cols) })
+    };
+    let (w, b) = (param(weight), param(bias));
+    rows_par(rows, |r| {
+        // SAFETY: row `r` is elements `r * cols..(r + 1) * cols` of the
+        // contiguous `[rows, cols]` input and output; out is a fresh tensor
+        // (no overlap with x) and each task writes its own row, mean and
+        // rstd.
+        unsafe {
+            let xr = std::slice::from_raw_parts(px.get().add(r * cols) as *const F, cols);
+            let yr = std::slice::from_raw_parts_mut(po.get().add(r * cols), cols);
+            let (m, s) = row(xr, w, b, eps, yr);
+            wrf(mean, r, m.f());
+            wrf(rstd, r, s.f());
+        }
+    });
+}
+
+/// [`layer_norm`] of f16/bf16 input `T` (parameters of T or f32); `round`
+/// takes an f32 output to T, told whether it lies in the row's whole
+/// 16-element vectors.
+fn layer_norm_half<T: Real>(k: &NnKernel, row: LayerNormRow<f32>, round: fn(f32, bool) -> T) {
     let NnKernel::LayerNorm {
         out,
         mean,
@@ -334,59 +406,69 @@ fn layer_norm<T: Real>(k: &NnKernel) {
         return;
     };
     let (px, po) = (base::<T>(x), base::<T>(out));
-    // PyTorch passes eps to its kernel in the computation type: an eps
-    // beyond f32's range is inf for f32/f16/bf16 (rstd 0).
-    let eps = T::acc(eps);
+    // PyTorch reads the parameters as f32 (exact for f16/bf16 values).
+    // SAFETY: the parameters are contiguous `[cols]` floats.
+    let param = |a: Option<&Arg>| {
+        a.map(|a| {
+            (0..cols)
+                .map(|j| unsafe { rdf(a, j) } as f32)
+                .collect::<Vec<_>>()
+        })
+    };
+    let (w, b) = (param(weight), param(bias));
+    let (w, b) = (w.as_deref(), b.as_deref());
     rows_par(rows, |r| {
-        // SAFETY: rows are disjoint; every index is inside the contiguous
-        // [rows, cols] operands or the [rows] / [cols] vectors.
+        // SAFETY: as in `layer_norm_native`.
         unsafe {
-            let row = |j: usize| rd(px, (r * cols + j) as isize).f();
-            // From +0.0 (`Sum for f64` starts at -0.0): a row of -0.0 has
-            // mean +0.0, as PyTorch's (and the CUDA kernels') sums give.
-            let m = (0..cols).map(row).fold(0.0, |a, v| a + v) / cols as f64;
-            let var = (0..cols).map(|j| (row(j) - m).powi(2)).sum::<f64>() / cols as f64;
-            let rs = 1.0 / (var + eps).sqrt();
-            wrf(mean, r, m);
-            wrf(rstd, r, rs);
-            for j in 0..cols {
-                let mut y = (row(j) - m) * rs;
-                if let Some(w) = weight {
-                    y *= rdf(w, j);
-                }
-                // PyTorch's CPU kernel ends with `* gamma + beta` in the
-                // computation type, gamma 1 and beta 0 when absent: the
-                // product rounded there, then the bias (or +0.0) added, so
-                // a zero product (-0.0 where x < mean and rstd is 0) is
-                // +0.0 unless the bias is -0.0.
-                let b = bias.map_or(0.0, |b| rdf(b, j));
-                *po.get().add(r * cols + j) = T::of(T::acc(y) + b);
+            let xr: Vec<f32> = (0..cols)
+                .map(|j| rd(px, (r * cols + j) as isize).f() as f32)
+                .collect();
+            let mut y = vec![0f32; cols];
+            let (m, s) = row(&xr, w, b, eps as f32, &mut y);
+            let whole = cols - cols % 16;
+            for (j, &v) in y.iter().enumerate() {
+                *po.get().add(r * cols + j) = round(v, j < whole);
             }
+            wrf(mean, r, f64::from(m));
+            wrf(rstd, r, f64::from(s));
         }
     });
 }
 
 /// A row's mean and 1/sqrt(var + eps) for the backward, from the row
-/// itself in f64 as the forward computed them, and the saved rstd `rs`
-/// (rounded to the Acc dtype, f32 for f32 input; `exact` when it is f64).
-/// The saved mean is not used: rounded to f32 it shifts every x - mean of a
-/// row whose spread is small against its mean. Where eps is below the
-/// saved rstd's rounding against the variance (eps 0, or any eps on a
-/// row of large variance), the rstd is 1/sqrt(var) to that precision and
-/// is taken so, consistent with the row: a 2-element row's input gradient,
-/// exactly 0 with eps 0, then cancels to 0 instead of leaving rstd's
-/// rounding (2^-24 rstd |dy|) behind; otherwise `rs` itself.
-fn backward_row_stats(x: impl Fn(usize) -> f64, cols: usize, rs: f64, exact: bool) -> (f64, f64) {
-    let mu = (0..cols).map(&x).fold(0.0, |s, v| s + v) / cols as f64;
-    let var = (0..cols).map(|j| (x(j) - mu).powi(2)).sum::<f64>() / cols as f64;
-    let tol = if exact {
+/// itself in f64, and the saved rstd `rs` (PyTorch's: from its f32 Welford
+/// variance for f16/bf16/f32 input, so far from exact on a row whose spread
+/// is small against its mean; `dtype` is the input's). The saved mean is
+/// not used: rounded to f32 it shifts every x - mean of such a row. eps is
+/// recovered as `1 / rs^2 - var_pt` with `var_pt` the variance PyTorch's
+/// forward computed (the same rounding as in `rs`, which cancels), then
+/// `1 / sqrt(var + eps)` with the exact variance. Where eps is below that
+/// estimate's resolution (eps 0, or any eps on a row of large variance),
+/// `1 / sqrt(var)`: a 2-element row's input gradient, exactly 0 with eps 0,
+/// then cancels to 0 instead of leaving rstd's rounding (2^-24 rstd |dy|)
+/// behind.
+fn backward_row_stats(x: impl Fn(usize) -> f64, cols: usize, rs: f64, dtype: DType) -> (f64, f64) {
+    let row: Vec<f64> = (0..cols).map(&x).collect();
+    let mu = row.iter().fold(0.0, |s, v| s + v) / cols as f64;
+    let var = row.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / cols as f64;
+    if !(var.is_finite() && rs.is_finite() && rs > 0.0) {
+        return (mu, rs);
+    }
+    let tol = if dtype == DType::F64 {
         f64::EPSILON * 4.0
     } else {
-        f64::from(f32::EPSILON) * 2.0
+        f64::from(f32::EPSILON) * 4.0
     };
-    let a = if var > 0.0 && rs.is_finite() && rs > 0.0 && (1.0 / (rs * rs) - var).abs() <= tol * var
-    {
-        1.0 / var.sqrt()
+    let total = 1.0 / (rs * rs);
+    let eps = total - super::layer_norm::forward_variance(&row, dtype);
+    let a = if eps.abs() <= tol * total {
+        if var > 0.0 {
+            1.0 / var.sqrt()
+        } else {
+            rs
+        }
+    } else if var + eps > 0.0 {
+        1.0 / (var + eps).sqrt()
     } else {
         rs
     };
@@ -440,7 +522,7 @@ fn layer_norm_backward<T: Real>(k: &NnKernel) {
             // normalised output used them; `backward_row_stats`); PyTorch's
             // formula still decides the zeros (their signs) and the
             // non-finite results (rstd = inf, eps 0 on a constant row: NaN).
-            let (mu, ar) = backward_row_stats(xv, cols, a, rstd.dtype == DType::F64);
+            let (mu, ar) = backward_row_stats(xv, cols, a, x.dtype);
             let (mut sg, mut sgx) = (0.0, 0.0);
             for j in 0..cols {
                 let gj = g(j);
@@ -490,7 +572,7 @@ fn layer_norm_params<T: Real>(k: &NnKernel) {
                     |j| rd(px, (r * cols + j) as isize).f(),
                     cols,
                     rdf(rstd, r),
-                    rstd.dtype == DType::F64,
+                    x.dtype,
                 );
                 for j in 0..cols {
                     let d = rd(pdy, (r * cols + j) as isize).f();
@@ -833,7 +915,7 @@ pub(crate) fn run(k: NnKernel) {
             dim,
             bound,
         } => dispatch_dtype!(out.dtype, T => scatter_add::<T>(out, index, src, dim, bound)),
-        NnKernel::LayerNorm { x, .. } => float!(x.dtype, layer_norm),
+        NnKernel::LayerNorm { .. } => layer_norm(&k),
         NnKernel::LayerNormBackward { x, .. } => float!(x.dtype, layer_norm_backward),
         NnKernel::LayerNormParamsBackward { x, .. } => float!(x.dtype, layer_norm_params),
         NnKernel::CrossEntropy { logits, .. } => float!(logits.dtype, cross_entropy),
