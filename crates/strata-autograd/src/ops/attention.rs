@@ -1,8 +1,10 @@
 //! The core of (naive) scaled dot-product attention as one recorded op:
 //! `y = softmax(mask(q kᵀ · scale), -1) v`, the math of PyTorch's eager
-//! `softmax(masked_fill(q @ k.transpose(-2, -1) / sqrt(d), mask, -inf)) @ v`
-//! with the scale and the causal mask fused into the softmax pass
-//! ([`Tensor::scaled_softmax`]).
+//! `softmax(masked_fill(q @ k.transpose(-2, -1) * scale, mask, -inf)) @ v`,
+//! step by step as PyTorch's graph rounds it on the CPU: the scores scaled
+//! in place (rounded to their dtype), the mask filled in, then the plain
+//! softmax; on a GPU the scale and the causal mask are fused into the
+//! softmax pass ([`Tensor::scaled_softmax`]).
 //!
 //! What it keeps for backward ([`AttentionSaving`]):
 //!
@@ -182,12 +184,36 @@ impl Var {
         // (PyTorch's math: `q sqrt(scale) @ (k sqrt(scale))ᵀ` is inf or NaN,
         // and softmax of a row holding them NaN), and so every output and,
         // through the scaled gradients, every gradient.
+        //
+        // As PyTorch's eager graph, `softmax(masked_fill(scores * scale,
+        // mask, -inf))`: the scaled scores rounded to their dtype (in place:
+        // a fresh GEMM output), the causal mask filled in, then the plain
+        // softmax, whose f32 kernel along the last dim is PyTorch's exactly.
+        // The fused `scaled_softmax(scale, causal)` computed the scaled
+        // scores unrounded, in its generic kernel: probabilities a last bit
+        // off PyTorch's (seed 340, program 612).
         let probs = move |q: &Tensor, k: &Tensor, dtype: Option<DType>| -> Result<Tensor> {
             let scores = q.matmul(&k.transpose(-2, -1)?)?;
             if !scale.is_finite() {
                 return Ok(scores.scaled_softmax(1.0, causal, dtype)?.mul(f64::NAN)?);
             }
-            Ok(scores.scaled_softmax(scale, causal, dtype)?)
+            // On a GPU no kernel is PyTorch's bit for bit: the fused pass
+            // (one kernel instead of a scaling, a mask and a softmax) stays.
+            if scores.device() != strata_tensor::Device::Cpu {
+                return Ok(scores.scaled_softmax(scale, causal, dtype)?);
+            }
+            if scale != 1.0 {
+                scores.mul_(scale)?;
+            }
+            if causal {
+                let (l, s) = (
+                    scores.shape()[scores.ndim() - 2],
+                    scores.shape()[scores.ndim() - 1],
+                );
+                let mask = Tensor::ones(&[l, s], DType::Bool, scores.device())?.triu(1)?;
+                scores.masked_fill_(&mask, f64::NEG_INFINITY)?;
+            }
+            Ok(scores.softmax(-1, dtype)?)
         };
         // Under autocast, a half-precision op's softmax gradient is formed
         // in f32 (module documentation).

@@ -13,7 +13,7 @@
 use super::{formula, sum_to};
 use crate::error::{AutogradError, Result};
 use crate::var::{record, Var};
-use strata_tensor::{GeluApprox, TensorError};
+use strata_tensor::{DType, GeluApprox, Tensor, TensorError};
 
 /// The number of rows `shape`'s leading dims (all but the last) fold into.
 /// Reshaping to `[rows, last]` names it instead of inferring it with `-1`,
@@ -136,9 +136,11 @@ impl Var {
     /// `self.gelu(approximate)?.linear(weight, bias)`, but only `self` (the
     /// GELU's input) and the weight are saved; the GELU's output is
     /// recomputed in backward (one element-wise pass) instead of being kept
-    /// next to its input. Under autocast the operands are cast as `linear`'s
-    /// (the GELU then runs in the region's dtype, as it does after a
-    /// low-precision `fc1`).
+    /// next to its input. Under autocast the weight and bias are cast as
+    /// `linear`'s and the GELU runs on `self` in `self`'s dtype, its output
+    /// cast as `linear` casts its input (PyTorch's autocast graph: `gelu`
+    /// has no policy); after a low-precision `fc1` `self` is already in the
+    /// region's dtype, and so is the GELU.
     ///
     /// ```
     /// use strata_autograd::Var;
@@ -164,16 +166,26 @@ impl Var {
         let mut ins = vec![self, weight];
         ins.extend(bias);
         if let Some(c) = crate::autocast::cast_inputs("linear", &ins)? {
-            return c[0].gelu_linear_uncast(approximate, &c[1], c.get(2));
+            // Autocast casts `linear`'s operands, and the GELU's output is
+            // the product's input: the GELU runs on `self` in its own dtype
+            // (PyTorch's autocast has no policy for `gelu`) and its output
+            // is cast as `linear` would cast `self`. Casting `self` first
+            // rounded the GELU's input to the region's dtype (seed 340,
+            // program 1006: an f32 input in a bf16 region, outputs 1-2 bf16
+            // ulps off).
+            return self.gelu_linear_uncast(approximate, &c[1], c.get(2), Some(c[0].dtype()));
         }
-        self.gelu_linear_uncast(approximate, weight, bias)
+        self.gelu_linear_uncast(approximate, weight, bias, None)
     }
 
+    /// `h_dtype`: the dtype the GELU's output is cast to before the
+    /// product (autocast's), if any.
     fn gelu_linear_uncast(
         &self,
         approximate: GeluApprox,
         weight: &Var,
         bias: Option<&Var>,
+        h_dtype: Option<DType>,
     ) -> Result<Var> {
         check_bias_dtype("gelu_linear", weight, bias)?;
         let (in_f, out_f) = (weight.shape()[1], weight.shape()[0]);
@@ -185,7 +197,14 @@ impl Var {
         out_shape.push(out_f as i64);
         let rows = rows_of("gelu_linear", &x_shape)?;
         let x2 = self.data().reshape(&[rows, in_f as i64])?;
-        let h = x2.gelu(approximate)?;
+        let gelu_of = move |x2: &Tensor| -> strata_tensor::Result<Tensor> {
+            let h = x2.gelu(approximate)?;
+            match h_dtype {
+                Some(d) if d != h.dtype() => h.to_dtype(d),
+                _ => Ok(h),
+            }
+        };
+        let h = gelu_of(&x2)?;
         let wt = weight.data().t()?;
         // The bias (of the weight's dtype, checked) added in the product's
         // accumulator (`linear`'s rule).
@@ -205,7 +224,7 @@ impl Var {
             let x2 = s[0].reshape(&[rows, in_f as i64])?;
             let g2 = g.reshape(&[rows, out_f as i64])?;
             let dw = if needs[1] {
-                let h = x2.gelu(approximate)?;
+                let h = gelu_of(&x2)?;
                 Some(sum_to(&g2.t()?.matmul(&h)?, &w_shape, w_dtype)?)
             } else {
                 None

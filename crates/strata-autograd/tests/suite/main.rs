@@ -54,6 +54,7 @@ mod optim_state;
 mod optim_tails_s53;
 mod oracle_s44;
 mod oracle_s55;
+mod oracle_s55b;
 mod pytorch_fixture;
 mod recompute;
 mod resume_s52;

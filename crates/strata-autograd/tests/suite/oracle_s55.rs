@@ -43,9 +43,11 @@
 //!   lr; 347:1675, `maximum` of two parameters that start equal (ties),
 //!   where PyTorch's own f32-against-f64 error for the differing gradient
 //!   is already 0.03 and strata's difference (0.063) just exceeds twice
-//!   it. The other five look like the same rounding class (f16
-//!   parameters, the sum of a softmax, an L1 norm of a layer_norm), which
-//!   the generator's docstring describes; they were not traced one by one.
+//!   it. All seven were then traced to their first differing value
+//!   (`oracle_s55b.rs`): two were strata-autograd's (autocast's
+//!   `gelu_linear`, attention's fused scaled softmax on the CPU) and are
+//!   fixed there; the others start in strata-tensor kernels (layer_norm's
+//!   backward, f32 erf and tanh GELU, a 3-term GEMM's summation order).
 
 use crate::pytorch_fixture::{dtype, fixture, nums, shape, tensor_of};
 use serde_json::Value;

@@ -527,8 +527,9 @@ fn autocast_linear_adds_its_bias_before_rounding() {
         DType::F32,
         "the gradient reaches the f32 bias"
     );
-    // gelu_linear: gelu(h) is rounded to bf16 first, then the product and
-    // the bias are summed and rounded once; compare with that reference.
+    // gelu_linear: gelu(h) runs in f32 (PyTorch's autocast has no policy
+    // for gelu) and is rounded to bf16, then the product and the bias are
+    // summed and rounded once; compare with that reference.
     let h = Var::parameter(Tensor::randn(&[6, 8], DType::F32, 3, Device::Cpu).unwrap()).unwrap();
     let w2 = Var::parameter(Tensor::randn(&[5, 8], DType::F32, 4, Device::Cpu).unwrap()).unwrap();
     let b2 = Var::parameter(
@@ -544,7 +545,7 @@ fn autocast_linear_adds_its_bias_before_rounding() {
     .unwrap()
     .unwrap();
     let bf = |t: &Tensor| t.to_dtype(DType::BF16).unwrap();
-    let g = bf(h.data()).gelu(GeluApprox::Tanh).unwrap();
+    let g = bf(&h.data().gelu(GeluApprox::Tanh).unwrap());
     let expect = bf(b2.data())
         .addmm(&g, &bf(w2.data()).t().unwrap())
         .unwrap();
