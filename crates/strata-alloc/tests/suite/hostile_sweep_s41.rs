@@ -47,35 +47,13 @@
 
 use crate::common;
 
-use common::{sim, sim_device, stat};
+use common::{recount, sim, sim_device, stat};
 use std::time::{Duration, Instant};
 use strata_alloc::trace::{TraceOp, TraceOps};
-use strata_alloc::{AllocError, CachingAllocator, MemPoolOptions, StreamId};
+use strata_alloc::{AllocError, MemPoolOptions, StreamId};
 
 const MIB: u64 = 1 << 20;
 const EIB: u64 = 1 << 60;
-
-/// The statistics agree with the allocator's own structures and with the
-/// snapshot's segments and blocks.
-fn recount(a: &CachingAllocator, what: &str) {
-    a.check_consistency()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let segs = a.snapshot();
-    let reserved: u64 = segs.iter().map(|s| s.total_size).sum();
-    let allocated: u64 = segs.iter().map(|s| s.allocated_size).sum();
-    let active: u64 = segs.iter().map(|s| s.active_size).sum();
-    assert_eq!(
-        reserved as i64,
-        stat(a, "reserved_bytes.all.current"),
-        "{what}"
-    );
-    assert_eq!(
-        allocated as i64,
-        stat(a, "allocated_bytes.all.current"),
-        "{what}"
-    );
-    assert_eq!(active as i64, stat(a, "active_bytes.all.current"), "{what}");
-}
 
 #[test]
 fn a_trace_of_many_distinct_streams_is_read_in_linear_time() {

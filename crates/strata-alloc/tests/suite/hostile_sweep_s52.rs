@@ -63,7 +63,7 @@
 //! `emptyCache` first waits for the events of pending frees
 //! (`synchronize_and_free_events`) and then releases every cached segment.
 
-use super::common::{sim, sim_device, stat, state, stats_but_ooms, Lcg};
+use super::common::{recount, sim, sim_device, stat, state, stats_but_ooms, Lcg};
 use std::sync::{Arc, Barrier};
 use strata_alloc::history::Action;
 use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, MemPoolOptions, StreamId};
@@ -274,46 +274,6 @@ fn reserve_class_lists_take_pytorchs_separators() {
 }
 
 // ----- misuse of the allocator ----------------------------------------------
-
-/// The statistics agree with the allocator's structures and with a recount
-/// of the snapshot.
-fn recount(a: &CachingAllocator, what: &str) {
-    a.check_consistency()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let segs = a.snapshot();
-    let sum = |f: fn(&strata_alloc::snapshot::SegmentSnapshot) -> u64| -> i64 {
-        segs.iter().map(f).sum::<u64>() as i64
-    };
-    assert_eq!(
-        sum(|s| s.total_size),
-        stat(a, "reserved_bytes.all.current"),
-        "{what}"
-    );
-    assert_eq!(
-        sum(|s| s.allocated_size),
-        stat(a, "allocated_bytes.all.current"),
-        "{what}"
-    );
-    assert_eq!(
-        sum(|s| s.active_size),
-        stat(a, "active_bytes.all.current"),
-        "{what}"
-    );
-    // `segment` counts ordinary segments only, as PyTorch's does
-    // (docs/allocator.md, "Statistics").
-    let ordinary = segs.iter().filter(|s| !s.is_expandable).count() as i64;
-    assert_eq!(ordinary, stat(a, "segment.all.current"), "{what}");
-    let allocated_blocks = segs
-        .iter()
-        .flat_map(|s| &s.blocks)
-        .filter(|b| b.state == strata_alloc::snapshot::BlockState::ActiveAllocated)
-        .count() as i64;
-    assert_eq!(
-        allocated_blocks,
-        stat(a, "allocation.all.current"),
-        "{what}"
-    );
-}
 
 /// The history without its `snapshot` entries (taking a snapshot records
 /// one, as in PyTorch, and comparing states takes snapshots).

@@ -33,7 +33,7 @@
 //!   (20,000 streams set and read back: 0.37 s; 100,000: about 9 s); it is
 //!   now a look-up.
 
-use super::common::{sim_device, stat, Lcg};
+use super::common::{recount, sim_device, stat, Lcg};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use strata_alloc::history::Action;
@@ -46,32 +46,6 @@ use strata_alloc::{
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 const S0: StreamId = StreamId::DEFAULT;
-
-/// The statistics agree with the allocator's structures and with a recount
-/// of the snapshot.
-fn recount(a: &CachingAllocator, what: &str) {
-    a.check_consistency()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let segs = a.snapshot();
-    let sum = |f: fn(&strata_alloc::snapshot::SegmentSnapshot) -> u64| -> i64 {
-        segs.iter().map(f).sum::<u64>() as i64
-    };
-    assert_eq!(
-        sum(|s| s.total_size),
-        stat(a, "reserved_bytes.all.current"),
-        "{what}"
-    );
-    assert_eq!(
-        sum(|s| s.allocated_size),
-        stat(a, "allocated_bytes.all.current"),
-        "{what}"
-    );
-    assert_eq!(
-        sum(|s| s.active_size),
-        stat(a, "active_bytes.all.current"),
-        "{what}"
-    );
-}
 
 // ----- thread-local destructors ---------------------------------------------
 

@@ -18,62 +18,12 @@
 //! PyTorch's for transposed and permuted inputs (strata's are contiguous;
 //! pinned, not in this brief).
 
-use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
+use crate::pytorch_fixture::{dtype, fixture, fnv16, gunzip, half_bits, half_tensor, hex16, ints};
 use serde_json::Value;
-use strata_tensor::{DType, Device, GeluApprox, Tensor};
+use strata_tensor::{DType, GeluApprox};
 
 fn load() -> Value {
     fixture(&gunzip(include_bytes!("../data/gelu_half_s54d.json.gz")))
-}
-
-fn from_bits(b: &[u16], dt: DType) -> Tensor {
-    match dt {
-        DType::F16 => {
-            let v: Vec<half::f16> = b.iter().map(|&x| half::f16::from_bits(x)).collect();
-            Tensor::from_slice(&v, &[v.len()], Device::Cpu).unwrap()
-        }
-        _ => {
-            let v: Vec<half::bf16> = b.iter().map(|&x| half::bf16::from_bits(x)).collect();
-            Tensor::from_slice(&v, &[v.len()], Device::Cpu).unwrap()
-        }
-    }
-}
-
-/// The bit patterns of `t` in row-major order, every NaN as `nan`.
-fn bits(t: &Tensor, nan: u16) -> Vec<u16> {
-    match t.dtype() {
-        DType::F16 => t
-            .to_vec::<half::f16>()
-            .unwrap()
-            .iter()
-            .map(|v| if v.is_nan() { nan } else { v.to_bits() })
-            .collect(),
-        _ => t
-            .to_vec::<half::bf16>()
-            .unwrap()
-            .iter()
-            .map(|v| if v.is_nan() { nan } else { v.to_bits() })
-            .collect(),
-    }
-}
-
-fn canonical_nan(dt: DType) -> u16 {
-    if dt == DType::F16 {
-        0x7e00
-    } else {
-        0x7fc0
-    }
-}
-
-fn fnv(v: &[u16]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in v {
-        for byte in b.to_le_bytes() {
-            h ^= u64::from(byte);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
 }
 
 #[test]
@@ -86,7 +36,7 @@ fn half_gelu_scalar_loop_elements_match_pytorch_by_layout() {
     for c in cases {
         let name = c["name"].as_str().unwrap();
         let dt = dtype(c["dtype"].as_str().unwrap());
-        let x = from_bits(&hex16(c["base"].as_str().unwrap()), dt)
+        let x = half_tensor(&hex16(c["base"].as_str().unwrap()), dt)
             .as_strided(
                 &ints(&c["size"]),
                 &ints(&c["stride"]),
@@ -95,7 +45,7 @@ fn half_gelu_scalar_loop_elements_match_pytorch_by_layout() {
             .unwrap();
         let y = x.gelu(GeluApprox::None).unwrap();
         let want = hex16(c["out"].as_str().unwrap());
-        let got = bits(&y, canonical_nan(dt));
+        let got = half_bits(&y);
         let shape: Vec<i64> = y.shape().iter().map(|&s| s as i64).collect();
         let strides: Vec<i64> = y.strides().iter().map(|&s| s as i64).collect();
         if y.dtype() != dt || shape != ints(&c["size"]) {
@@ -153,14 +103,14 @@ fn half_gelu_of_every_bit_pattern_contiguous_and_stepped_matches_pytorch() {
         let dt = dtype(name);
         let all = &fx["all"][name];
         let pats: Vec<u16> = (0..=u16::MAX).collect();
-        let x = from_bits(&pats, dt);
-        let contiguous = bits(&x.gelu(GeluApprox::None).unwrap(), canonical_nan(dt));
+        let x = half_tensor(&pats, dt);
+        let contiguous = half_bits(&x.gelu(GeluApprox::None).unwrap());
         // x[::2] of a doubled storage: every element the scalar loop's.
         let wide: Vec<u16> = pats.iter().flat_map(|&p| [p, 0]).collect();
-        let stepped = from_bits(&wide, dt)
+        let stepped = half_tensor(&wide, dt)
             .as_strided(&[65536], &[2], Some(0))
             .unwrap();
-        let stepped = bits(&stepped.gelu(GeluApprox::None).unwrap(), canonical_nan(dt));
+        let stepped = half_bits(&stepped.gelu(GeluApprox::None).unwrap());
         let want_differ: Vec<[u16; 3]> = all["differ"]
             .as_array()
             .unwrap()
@@ -179,12 +129,12 @@ fn half_gelu_of_every_bit_pattern_contiguous_and_stepped_matches_pytorch() {
             "{name}: the values where the two loops differ"
         );
         assert_eq!(
-            fnv(&contiguous),
+            fnv16(&contiguous),
             all["contiguous"].as_str().unwrap(),
             "{name} contiguous"
         );
         assert_eq!(
-            fnv(&stepped),
+            fnv16(&stepped),
             all["stepped"].as_str().unwrap(),
             "{name} stepped"
         );

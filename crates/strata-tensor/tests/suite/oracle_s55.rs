@@ -14,65 +14,14 @@
 //! s3303_unary_0574: bf16 rsqrt(0.0009994) of a 3x3x3 transposed input is
 //! 31.75 in PyTorch, 31.625 in strata).
 
-use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
+use crate::pytorch_fixture::{
+    canonical_half, dtype, fixture, fnv16, gunzip, half_bits, half_tensor, hex16, ints,
+};
 use serde_json::Value;
-use strata_tensor::{DType, Device, Tensor, TensorError};
+use strata_tensor::{Device, Tensor, TensorError};
 
 fn load() -> Value {
     fixture(&gunzip(include_bytes!("../data/oracle_s55.json.gz")))
-}
-
-fn from_bits(b: &[u16], dt: DType) -> Tensor {
-    match dt {
-        DType::F16 => {
-            let v: Vec<half::f16> = b.iter().map(|&x| half::f16::from_bits(x)).collect();
-            Tensor::from_slice(&v, &[v.len()], Device::Cpu).unwrap()
-        }
-        _ => {
-            let v: Vec<half::bf16> = b.iter().map(|&x| half::bf16::from_bits(x)).collect();
-            Tensor::from_slice(&v, &[v.len()], Device::Cpu).unwrap()
-        }
-    }
-}
-
-/// The bit patterns of `t` in row-major order, every NaN canonical.
-fn bits(t: &Tensor) -> Vec<u16> {
-    match t.dtype() {
-        DType::F16 => t
-            .to_vec::<half::f16>()
-            .unwrap()
-            .iter()
-            .map(|v| if v.is_nan() { 0x7e00 } else { v.to_bits() })
-            .collect(),
-        _ => t
-            .to_vec::<half::bf16>()
-            .unwrap()
-            .iter()
-            .map(|v| if v.is_nan() { 0x7fc0 } else { v.to_bits() })
-            .collect(),
-    }
-}
-
-/// `want`'s patterns with every NaN canonical, as [`bits`] gives them.
-fn canonical(want: &[u16], dt: DType) -> Vec<u16> {
-    want.iter()
-        .map(|&b| match dt {
-            DType::F16 if half::f16::from_bits(b).is_nan() => 0x7e00,
-            DType::BF16 if half::bf16::from_bits(b).is_nan() => 0x7fc0,
-            _ => b,
-        })
-        .collect()
-}
-
-fn fnv(v: &[u16]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in v {
-        for byte in b.to_le_bytes() {
-            h ^= u64::from(byte);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{h:016x}")
 }
 
 fn first_diff(name: &str, got: &[u16], want: &[u16]) -> Option<String> {
@@ -106,22 +55,26 @@ fn half_rsqrt_matches_pytorch_by_layout_out_of_place_and_in_place() {
             .unwrap()
         };
         let base = hex16(c["base"].as_str().unwrap());
-        let x = view(&from_bits(&base, dt));
+        let x = view(&half_tensor(&base, dt));
         let y = x.rsqrt().unwrap();
         let shape: Vec<i64> = y.shape().iter().map(|&s| s as i64).collect();
         if y.dtype() != dt || shape != ints(&c["size"]) {
             bad.push(format!("{name}: dtype {:?} shape {shape:?}", y.dtype()));
             continue;
         }
-        let want = canonical(&hex16(c["out"].as_str().unwrap()), dt);
-        bad.extend(first_diff(name, &bits(&y), &want));
+        let want = canonical_half(&hex16(c["out"].as_str().unwrap()), dt);
+        bad.extend(first_diff(name, &half_bits(&y), &want));
         if let Some(w) = c["inplace"].as_str() {
             inplace_cases += 1;
-            let b = from_bits(&base, dt);
+            let b = half_tensor(&base, dt);
             let x = view(&b);
             x.rsqrt_().unwrap();
-            let want = canonical(&hex16(w), dt);
-            bad.extend(first_diff(&format!("{name} (in place)"), &bits(&x), &want));
+            let want = canonical_half(&hex16(w), dt);
+            bad.extend(first_diff(
+                &format!("{name} (in place)"),
+                &half_bits(&x),
+                &want,
+            ));
         }
     }
     assert!(
@@ -145,13 +98,13 @@ fn half_rsqrt_of_every_bit_pattern_contiguous_and_stepped_matches_pytorch() {
         let dt = dtype(name);
         let all = &fx["rsqrt_all"][name];
         let pats: Vec<u16> = (0..=u16::MAX).collect();
-        let contiguous = bits(&from_bits(&pats, dt).rsqrt().unwrap());
+        let contiguous = half_bits(&half_tensor(&pats, dt).rsqrt().unwrap());
         // x[::2] of a doubled storage: every element the scalar functor's.
         let wide: Vec<u16> = pats.iter().flat_map(|&p| [p, 0]).collect();
-        let stepped = from_bits(&wide, dt)
+        let stepped = half_tensor(&wide, dt)
             .as_strided(&[65536], &[2], Some(0))
             .unwrap();
-        let stepped = bits(&stepped.rsqrt().unwrap());
+        let stepped = half_bits(&stepped.rsqrt().unwrap());
         let want_differ: Vec<[u16; 3]> = all["differ"]
             .as_array()
             .unwrap()
@@ -171,12 +124,12 @@ fn half_rsqrt_of_every_bit_pattern_contiguous_and_stepped_matches_pytorch() {
             "{name}: the values where the two loops differ"
         );
         assert_eq!(
-            fnv(&contiguous),
+            fnv16(&contiguous),
             all["contiguous"].as_str().unwrap(),
             "{name} contiguous"
         );
         assert_eq!(
-            fnv(&stepped),
+            fnv16(&stepped),
             all["stepped"].as_str().unwrap(),
             "{name} stepped"
         );

@@ -192,3 +192,41 @@ pub fn process_settings_lock() -> parking_lot::MutexGuard<'static, ()> {
     static LOCK: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
     LOCK.lock()
 }
+
+/// The statistics agree with the allocator's structures and with a recount
+/// of the snapshot.
+pub fn recount(a: &CachingAllocator, what: &str) {
+    a.check_consistency()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let segs = a.snapshot();
+    let sum = |f: fn(&SegmentSnapshot) -> u64| -> i64 { segs.iter().map(f).sum::<u64>() as i64 };
+    assert_eq!(
+        sum(|s| s.total_size),
+        stat(a, "reserved_bytes.all.current"),
+        "{what}"
+    );
+    assert_eq!(
+        sum(|s| s.allocated_size),
+        stat(a, "allocated_bytes.all.current"),
+        "{what}"
+    );
+    assert_eq!(
+        sum(|s| s.active_size),
+        stat(a, "active_bytes.all.current"),
+        "{what}"
+    );
+    // `segment` counts ordinary segments only, as PyTorch's does
+    // (docs/allocator.md, "Statistics").
+    let ordinary = segs.iter().filter(|s| !s.is_expandable).count() as i64;
+    assert_eq!(ordinary, stat(a, "segment.all.current"), "{what}");
+    let allocated_blocks = segs
+        .iter()
+        .flat_map(|s| &s.blocks)
+        .filter(|b| b.state == strata_alloc::snapshot::BlockState::ActiveAllocated)
+        .count() as i64;
+    assert_eq!(
+        allocated_blocks,
+        stat(a, "allocation.all.current"),
+        "{what}"
+    );
+}
