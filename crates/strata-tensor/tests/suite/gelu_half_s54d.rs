@@ -18,7 +18,8 @@
 //! PyTorch's for transposed and permuted inputs (strata's are contiguous;
 //! pinned, not in this brief).
 
-use crate::pytorch_fixture::{dtype, fixture, fnv16, gunzip, half_bits, half_tensor, hex16, ints};
+use crate::half_bits::{fnv16, half_bits, half_tensor};
+use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
 use serde_json::Value;
 use strata_tensor::{DType, GeluApprox};
 

@@ -14,6 +14,7 @@ mod errors;
 mod fuzz_ops_fixes;
 mod gelu_half_s54a;
 mod gelu_half_s54d;
+mod half_bits;
 mod hostile_inputs;
 mod hostile_sweep_s27;
 mod hostile_sweep_s29;

@@ -14,9 +14,8 @@
 //! s3303_unary_0574: bf16 rsqrt(0.0009994) of a 3x3x3 transposed input is
 //! 31.75 in PyTorch, 31.625 in strata).
 
-use crate::pytorch_fixture::{
-    canonical_half, dtype, fixture, fnv16, gunzip, half_bits, half_tensor, hex16, ints,
-};
+use crate::half_bits::{canonical_half, fnv16, half_bits, half_tensor};
+use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
 use serde_json::Value;
 use strata_tensor::{Device, Tensor, TensorError};
 
