@@ -24,56 +24,21 @@ Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_gelu_half_s54d.py \\
         crates/strata-tensor/tests/data/gelu_half_s54d.json.gz
 """
-import gzip
 import json
 import sys
 
 import torch
 import torch.nn.functional as F
 
-DT = {"f16": torch.float16, "bf16": torch.bfloat16}
-NAN = {"f16": 0x7E00, "bf16": 0x7FC0}
-
-
-def bits(t):
-    return (t.contiguous().view(torch.int16).to(torch.int32) & 0xFFFF).reshape(-1).tolist()
-
-
-def hexs(v):
-    return "".join("%04x" % b for b in v)
-
-
-def canon(dt, t):
-    b = bits(t)
-    nan = torch.isnan(t.float()).reshape(-1).tolist()
-    return [NAN[dt] if n else x for x, n in zip(b, nan)]
-
-
-def fnv(v):
-    h = 0xCBF29CE484222325
-    for b in v:
-        for byte in (b & 0xFF, b >> 8):
-            h ^= byte
-            h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return "%016x" % h
+from fixture_io import write_fixture
+from half_patterns import DT, bits, every_pattern, hexs
 
 
 def main():
     torch.set_num_threads(1)
     out = {"torch": torch.__version__, "cases": [], "all": {}}
     for dt in ("f16", "bf16"):
-        pats = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(DT[dt])
-        contig = F.gelu(pats)
-        wide = torch.empty(2 * 65536, dtype=DT[dt])
-        wide[::2] = pats
-        stepped = F.gelu(wide[::2])
-        c, s = canon(dt, contig), canon(dt, stepped)
-        differ = [i for i in range(65536) if c[i] != s[i]]
-        out["all"][dt] = {
-            "contiguous": fnv(c),
-            "stepped": fnv(s),
-            "differ": [[i, s[i], c[i]] for i in differ],
-        }
+        out["all"][dt], differ = every_pattern(dt, F.gelu)
         # Base values: the hard patterns interleaved with pseudo-random ones.
         g = torch.Generator().manual_seed(54 if dt == "f16" else 55)
         rnd = (torch.randn(4096, generator=g) * 3).to(DT[dt])
@@ -115,9 +80,7 @@ def main():
         add("expanded rows", (3, 40), (0, 1))
         add("expanded columns", (40, 3), (1, 0))
         add("size-1 odd strides", (1, 33, 1), (7, 1, 5))
-    with open(sys.argv[1], "wb") as f:
-        with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=f, mtime=0) as z:
-            z.write(json.dumps(out, separators=(",", ":")).encode())
+    write_fixture(sys.argv[1], json.dumps(out, separators=(",", ":")))
 
 
 if __name__ == "__main__":

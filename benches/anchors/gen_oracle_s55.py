@@ -33,47 +33,14 @@ import sys
 import torch
 
 from fixture_io import write_fixture
-
-DT = {"f16": torch.float16, "bf16": torch.bfloat16}
-NAN = {"f16": 0x7E00, "bf16": 0x7FC0}
-
-
-def bits(t):
-    return (t.contiguous().view(torch.int16).to(torch.int32) & 0xFFFF).reshape(-1).tolist()
-
-
-def hexs(v):
-    return "".join("%04x" % b for b in v)
-
-
-def canon(dt, t):
-    b = bits(t)
-    nan = torch.isnan(t.float()).reshape(-1).tolist()
-    return [NAN[dt] if n else x for x, n in zip(b, nan)]
-
-
-def fnv(v):
-    h = 0xCBF29CE484222325
-    for b in v:
-        for byte in (b & 0xFF, b >> 8):
-            h ^= byte
-            h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return "%016x" % h
+from half_patterns import DT, bits, every_pattern, hexs
 
 
 def rsqrt_cases(out):
     out["rsqrt"] = []
     out["rsqrt_all"] = {}
     for dt in ("f16", "bf16"):
-        pats = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(DT[dt])
-        contig = torch.rsqrt(pats)
-        wide = torch.empty(2 * 65536, dtype=DT[dt])
-        wide[::2] = pats
-        stepped = torch.rsqrt(wide[::2])
-        c, s = canon(dt, contig), canon(dt, stepped)
-        differ = [i for i in range(65536) if c[i] != s[i]]
-        out["rsqrt_all"][dt] = {"contiguous": fnv(c), "stepped": fnv(s),
-                                "differ": [[i, s[i], c[i]] for i in differ]}
+        out["rsqrt_all"][dt], differ = every_pattern(dt, torch.rsqrt)
         # Base values: the patterns where the two loops differ interleaved
         # with positive pseudo-random ones (and a few specials).
         g = torch.Generator().manual_seed(3303 if dt == "f16" else 3304)

@@ -18,7 +18,7 @@
 //! PyTorch's for transposed and permuted inputs (strata's are contiguous;
 //! pinned, not in this brief).
 
-use crate::half_bits::{fnv16, half_bits, half_tensor};
+use crate::half_bits::{check_every_bit_pattern, half_bits, half_tensor};
 use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
 use serde_json::Value;
 use strata_tensor::{DType, GeluApprox};
@@ -101,43 +101,8 @@ fn half_gelu_scalar_loop_elements_match_pytorch_by_layout() {
 fn half_gelu_of_every_bit_pattern_contiguous_and_stepped_matches_pytorch() {
     let fx = load();
     for name in ["f16", "bf16"] {
-        let dt = dtype(name);
-        let all = &fx["all"][name];
-        let pats: Vec<u16> = (0..=u16::MAX).collect();
-        let x = half_tensor(&pats, dt);
-        let contiguous = half_bits(&x.gelu(GeluApprox::None).unwrap());
-        // x[::2] of a doubled storage: every element the scalar loop's.
-        let wide: Vec<u16> = pats.iter().flat_map(|&p| [p, 0]).collect();
-        let stepped = half_tensor(&wide, dt)
-            .as_strided(&[65536], &[2], Some(0))
-            .unwrap();
-        let stepped = half_bits(&stepped.gelu(GeluApprox::None).unwrap());
-        let want_differ: Vec<[u16; 3]> = all["differ"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                let v = ints(d);
-                [v[0] as u16, v[1] as u16, v[2] as u16]
-            })
-            .collect();
-        let got_differ: Vec<[u16; 3]> = (0..65536)
-            .filter(|&i| contiguous[i] != stepped[i])
-            .map(|i| [i as u16, stepped[i], contiguous[i]])
-            .collect();
-        assert_eq!(
-            got_differ, want_differ,
-            "{name}: the values where the two loops differ"
-        );
-        assert_eq!(
-            fnv16(&contiguous),
-            all["contiguous"].as_str().unwrap(),
-            "{name} contiguous"
-        );
-        assert_eq!(
-            fnv16(&stepped),
-            all["stepped"].as_str().unwrap(),
-            "{name} stepped"
-        );
+        check_every_bit_pattern(&fx["all"][name], dtype(name), name, |x| {
+            x.gelu(GeluApprox::None).unwrap()
+        });
     }
 }

@@ -3,6 +3,8 @@
 //! `pytorch_fixture.rs` is shared with strata-autograd's, which has no
 //! `half`).
 
+use crate::pytorch_fixture::ints;
+use serde_json::Value;
 use strata_tensor::{DType, Device, Tensor};
 
 /// The NaN pattern [`half_bits`] and [`canonical_half`] give every NaN of
@@ -68,4 +70,53 @@ pub fn fnv16(v: &[u16]) -> String {
         }
     }
     format!("{h:016x}")
+}
+
+/// A unary op of all 65,536 patterns of `dt`, contiguous (PyTorch's
+/// vectorised loop) and as `x[::2]` of a doubled storage (every element its
+/// scalar loop's), against the generator's record `all` of PyTorch's: the
+/// patterns whose two results differ (`differ`, `[input, stepped,
+/// contiguous]`) and the FNV-1a hashes of both results. Returns how many
+/// patterns differ in PyTorch.
+pub fn check_every_bit_pattern(
+    all: &Value,
+    dt: DType,
+    name: &str,
+    op: impl Fn(&Tensor) -> Tensor,
+) -> usize {
+    let pats: Vec<u16> = (0..=u16::MAX).collect();
+    let contiguous = half_bits(&op(&half_tensor(&pats, dt)));
+    let wide: Vec<u16> = pats.iter().flat_map(|&p| [p, 0]).collect();
+    let stepped = half_tensor(&wide, dt)
+        .as_strided(&[65536], &[2], Some(0))
+        .unwrap();
+    let stepped = half_bits(&op(&stepped));
+    let want_differ: Vec<[u16; 3]> = all["differ"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let v = ints(d);
+            [v[0] as u16, v[1] as u16, v[2] as u16]
+        })
+        .collect();
+    let got_differ: Vec<[u16; 3]> = (0..65536)
+        .filter(|&i| contiguous[i] != stepped[i])
+        .map(|i| [i as u16, stepped[i], contiguous[i]])
+        .collect();
+    assert_eq!(
+        got_differ, want_differ,
+        "{name}: the values where the two loops differ"
+    );
+    assert_eq!(
+        fnv16(&contiguous),
+        all["contiguous"].as_str().unwrap(),
+        "{name} contiguous"
+    );
+    assert_eq!(
+        fnv16(&stepped),
+        all["stepped"].as_str().unwrap(),
+        "{name} stepped"
+    );
+    want_differ.len()
 }

@@ -14,7 +14,7 @@
 //! s3303_unary_0574: bf16 rsqrt(0.0009994) of a 3x3x3 transposed input is
 //! 31.75 in PyTorch, 31.625 in strata).
 
-use crate::half_bits::{canonical_half, fnv16, half_bits, half_tensor};
+use crate::half_bits::{canonical_half, check_every_bit_pattern, half_bits, half_tensor};
 use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
 use serde_json::Value;
 use strata_tensor::{Device, Tensor, TensorError};
@@ -94,44 +94,10 @@ fn half_rsqrt_matches_pytorch_by_layout_out_of_place_and_in_place() {
 fn half_rsqrt_of_every_bit_pattern_contiguous_and_stepped_matches_pytorch() {
     let fx = load();
     for name in ["f16", "bf16"] {
-        let dt = dtype(name);
-        let all = &fx["rsqrt_all"][name];
-        let pats: Vec<u16> = (0..=u16::MAX).collect();
-        let contiguous = half_bits(&half_tensor(&pats, dt).rsqrt().unwrap());
-        // x[::2] of a doubled storage: every element the scalar functor's.
-        let wide: Vec<u16> = pats.iter().flat_map(|&p| [p, 0]).collect();
-        let stepped = half_tensor(&wide, dt)
-            .as_strided(&[65536], &[2], Some(0))
-            .unwrap();
-        let stepped = half_bits(&stepped.rsqrt().unwrap());
-        let want_differ: Vec<[u16; 3]> = all["differ"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                let v = ints(d);
-                [v[0] as u16, v[1] as u16, v[2] as u16]
-            })
-            .collect();
-        let got_differ: Vec<[u16; 3]> = (0..65536)
-            .filter(|&i| contiguous[i] != stepped[i])
-            .map(|i| [i as u16, stepped[i], contiguous[i]])
-            .collect();
-        assert!(want_differ.len() > 8000, "{name}: {}", want_differ.len());
-        assert_eq!(
-            got_differ, want_differ,
-            "{name}: the values where the two loops differ"
-        );
-        assert_eq!(
-            fnv16(&contiguous),
-            all["contiguous"].as_str().unwrap(),
-            "{name} contiguous"
-        );
-        assert_eq!(
-            fnv16(&stepped),
-            all["stepped"].as_str().unwrap(),
-            "{name} stepped"
-        );
+        let differ = check_every_bit_pattern(&fx["rsqrt_all"][name], dtype(name), name, |x| {
+            x.rsqrt().unwrap()
+        });
+        assert!(differ > 8000, "{name}: {differ}");
     }
 }
 
