@@ -1169,12 +1169,7 @@ impl Tensor {
         }
         let shape = self.shape();
         let order = crate::layout::pytorch_reorder_dims(shape, None, &[self.strides()]);
-        let mut out_strides = vec![0usize; shape.len()];
-        let mut acc = 1;
-        for &d in &order {
-            out_strides[d] = acc;
-            acc *= shape[d];
-        }
+        let out_strides = pytorch_out_strides(self);
         let Some(mask) = crate::layout::pytorch_scalar_loop_mask(
             shape,
             &order,
