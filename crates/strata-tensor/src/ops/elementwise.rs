@@ -583,14 +583,25 @@ impl Tensor {
             && matches!(compute, DType::F16 | DType::BF16)
             && self.device() == crate::Device::Cpu
         {
-            let out_strides = if inplace {
-                self.strides().to_vec()
+            let scalar_rsqrt = |x: &Tensor| x.sqrt()?.reciprocal();
+            let n = self.numel();
+            if self.is_contiguous() && a_c.is_contiguous() && target.is_contiguous() {
+                // One inner row: the scalar loop takes the last `n % 32`.
+                let tail = n % HALF_VEC_CHUNK;
+                match tail {
+                    0 => None,
+                    _ => Some((None, tail, scalar_rsqrt(&last_of(&a_c, tail)?)?)),
+                }
             } else {
-                pytorch_out_strides(self)
-            };
-            match half_scalar_loop_mask(self, &out_strides) {
-                Some(mask) => Some((mask, a_c.sqrt()?.reciprocal()?)),
-                None => None,
+                let out_strides = if inplace {
+                    self.strides().to_vec()
+                } else {
+                    pytorch_out_strides(self)
+                };
+                match half_scalar_loop_mask(self, &out_strides) {
+                    Some(mask) => Some((Some(mask), n, scalar_rsqrt(&a_c)?)),
+                    None => None,
+                }
             }
         } else {
             None
@@ -598,9 +609,13 @@ impl Tensor {
         launch(&target, &[&a_c], |be| {
             be.unary(op, &target.arg(), &a_c.arg())
         })?;
-        if let Some((mask, scalar)) = scalar_loop {
-            let mask = Tensor::from_vec(mask, self.shape(), crate::Device::Cpu)?;
-            target.copy_raw(&Tensor::where_cond(&mask, &scalar, &target)?)?;
+        match scalar_loop {
+            Some((None, tail, scalar)) => last_of(&target, tail)?.copy_raw(&scalar)?,
+            Some((Some(mask), _, scalar)) => {
+                let mask = Tensor::from_vec(mask, self.shape(), crate::Device::Cpu)?;
+                target.copy_raw(&Tensor::where_cond(&mask, &scalar, &target)?)?;
+            }
+            None => {}
         }
         if inplace {
             if !target.same_storage(self) {
@@ -1081,6 +1096,13 @@ fn pytorch_out_strides(x: &Tensor) -> Vec<usize> {
     out_strides
 }
 
+/// The last `tail` elements of the contiguous `t`, as a 1-D view.
+fn last_of(t: &Tensor, tail: usize) -> Result<Tensor> {
+    let n = t.numel();
+    t.view(&[n as i64])?
+        .narrow(0, (n - tail) as i64, tail as i64)
+}
+
 /// Which elements of a unary op of the f16/bf16 `x` into an output of
 /// `out_strides` PyTorch's CPU `cpu_kernel_vec` hands to its scalar functor
 /// (row-major; `None` when none): [`crate::layout::pytorch_scalar_loop_mask`].
@@ -1159,11 +1181,7 @@ impl Tensor {
             // One inner row: the scalar loop takes the last `n % 32`.
             let tail = n % HALF_VEC_CHUNK;
             if tail > 0 {
-                let last = |t: &Tensor| -> Result<Tensor> {
-                    t.view(&[n as i64])?
-                        .narrow(0, (n - tail) as i64, tail as i64)
-                };
-                last(out)?.copy_(&scalar_gelu(&last(self)?)?)?;
+                last_of(out, tail)?.copy_(&scalar_gelu(&last_of(self, tail)?)?)?;
             }
             return Ok(());
         }
