@@ -67,10 +67,10 @@ pub use history::{
 };
 pub use mempool::{MemPool, MemPoolGuard, MemPoolOptions};
 pub use registry::{
-    allocator, caching_allocator_enable, empty_cache, existing_allocator, max_memory_allocated,
-    max_memory_reserved, mem_get_info, mem_pool, memory_allocated, memory_reserved, memory_stats,
-    memory_summary, reset_accumulated_memory_stats, reset_peak_memory_stats, set_allocator,
-    set_allocator_settings, NO_CACHING_ENV_VAR,
+    allocator, caching_allocator_enable, empty_cache, existing_allocator, get_allocator_backend,
+    max_memory_allocated, max_memory_reserved, mem_get_info, mem_pool, memory_allocated,
+    memory_reserved, memory_stats, memory_summary, reset_accumulated_memory_stats,
+    reset_peak_memory_stats, set_allocator, set_allocator_settings, NO_CACHING_ENV_VAR,
 };
 pub use stats::{format_size, MemoryStats, PinnedStats, Stat, StatArray, StatType};
 pub use watch::{FrameGrowth, Growth, Watch};

@@ -283,6 +283,22 @@ pub fn mem_get_info(device: Device) -> Result<MemInfo, AllocError> {
         .map_err(|source| AllocError::Driver { device, source })
 }
 
+/// The name of the allocator backend, PyTorch's
+/// `torch.cuda.get_allocator_backend()`: `"native"`, the caching allocator
+/// this crate implements (PyTorch's default). PyTorch's other backend,
+/// `cudaMallocAsync`, chosen there with `backend:cudaMallocAsync` in the
+/// allocator settings, does not exist in strata: that setting is refused
+/// with a typed [`ConfigError::BadValue`](crate::ConfigError::BadValue), so
+/// no configuration makes this return anything else.
+///
+/// ```
+/// assert_eq!(strata_alloc::get_allocator_backend(), "native");
+/// assert!(strata_alloc::AllocatorConfig::parse("backend:cudaMallocAsync").is_err());
+/// ```
+pub fn get_allocator_backend() -> &'static str {
+    "native"
+}
+
 /// Installs `allocator` as the allocator of its device (for a custom driver, a
 /// simulated device in tests, or a non-default configuration). Allocations made
 /// by a replaced allocator stay valid: each holds its own allocator.

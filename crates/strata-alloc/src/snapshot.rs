@@ -357,7 +357,7 @@ pub(crate) fn check(st: &State, page: u64) -> Result<(), String> {
         || st
             .uncached
             .iter()
-            .any(|(p, s)| st.malloced.get(p) != Some(s))
+            .any(|(p, (s, _))| st.malloced.get(p) != Some(s))
     {
         return Err(format!(
             "{} ranges held from malloc, for {} segments and {} uncached allocations",

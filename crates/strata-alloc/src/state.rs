@@ -288,8 +288,13 @@ pub(crate) struct State {
     /// Caching is off (PyTorch's `caching_allocator_enable(False)`): each
     /// request goes straight to the driver (`allocator/uncached.rs`).
     pub caching_disabled: bool,
-    /// The live allocations made while caching was off: address and size.
-    pub uncached: HashMap<DevicePtr, u64>,
+    /// The live allocations made while caching was off: address, and its
+    /// size and serial number (the handle's `generation`, so that a handle
+    /// kept after its free does not match a later allocation the driver
+    /// put at the same address).
+    pub uncached: HashMap<DevicePtr, (u64, u32)>,
+    /// The serial number of the last allocation made while caching was off.
+    pub uncached_serial: u32,
     /// Trace trackers are attached: every trace event is queued in
     /// `tracked` for them (`CachingAllocator::attach_trace_tracker`).
     pub tracking: bool,
@@ -342,6 +347,7 @@ impl State {
             next_route_token: 0,
             caching_disabled: false,
             uncached: HashMap::new(),
+            uncached_serial: 0,
             tracking: false,
             observed: false,
             tracked: Vec::new(),

@@ -63,6 +63,16 @@ impl Stat {
         self.freed = self.freed.checked_add(n).unwrap_or(i64::MAX);
     }
 
+    /// Takes back a [`decrease`](Self::decrease) by `n` whose removal did
+    /// not happen after all (a backend refused to free what was counted as
+    /// freed): `current` and `freed` as they were, so the totals count
+    /// nothing twice. The peak is raised if a reset came in between.
+    pub(crate) fn undo_decrease(&mut self, n: i64) {
+        self.current += n;
+        self.freed = (self.freed - n).max(0);
+        self.peak = self.peak.max(self.current);
+    }
+
     fn reset_peak(&mut self) {
         self.peak = self.current;
     }

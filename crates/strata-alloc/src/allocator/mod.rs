@@ -597,6 +597,18 @@ impl CachingAllocator {
     }
 }
 
+/// The error for a driver that handed out `size` bytes at address 0: no
+/// CUDA call hands out a null address, and an allocation there would read as
+/// the empty handle of a zero-byte request (address 0).
+pub(crate) fn null_range(call: &'static str, size: u64) -> DriverError {
+    DriverError::Call {
+        call,
+        message: format!(
+            "returned a null address (0x0) for {size} bytes; the driver must return a non-null address (or report out of memory)"
+        ),
+    }
+}
+
 /// The error for a driver that handed out `size` bytes at `ptr`, a range
 /// that wraps past the end of the 64-bit address space.
 pub(crate) fn wrapping_range(call: &'static str, ptr: DevicePtr, size: u64) -> DriverError {

@@ -127,10 +127,11 @@ impl CachingAllocator {
 
     /// Refuses a range the driver's `call` returned that the allocator
     /// cannot hold, a driver's bug, as the driver's error with nothing
-    /// changed: one that wraps past 2^64 (every block in it would end below
-    /// where it starts; given back), or one overlapping a range the
-    /// allocator holds (not given back: the driver might free the held
-    /// memory).
+    /// changed: one at address 0 (an allocation there would read as the
+    /// empty handle of a zero-byte request; given back), one that wraps past
+    /// 2^64 (every block in it would end below where it starts; given back),
+    /// or one overlapping a range the allocator holds (not given back: the
+    /// driver might free the held memory).
     pub(super) fn check_new_range(
         &self,
         st: &State,
@@ -138,6 +139,10 @@ impl CachingAllocator {
         ptr: DevicePtr,
         size: u64,
     ) -> Result<(), AllocError> {
+        if ptr == 0 {
+            let _ = self.counted.free(ptr, size);
+            return Err(self.driver_error(null_range(call, size)));
+        }
         if ptr.checked_add(size).is_none() {
             let _ = self.counted.free(ptr, size);
             return Err(self.driver_error(wrapping_range(call, ptr, size)));

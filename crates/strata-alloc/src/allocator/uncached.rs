@@ -65,13 +65,18 @@ impl CachingAllocator {
             Err(e) => return Err(self.driver_error(e)),
         };
         self.check_new_range(st, "malloc", ptr, size)?;
-        st.uncached.insert(ptr, size);
+        // A serial number per allocation: the driver may hand the same
+        // address out again once this one is freed, and a copy of this
+        // handle kept after its free must not match that allocation.
+        st.uncached_serial = st.uncached_serial.wrapping_add(1);
+        let serial = st.uncached_serial;
+        st.uncached.insert(ptr, (size, serial));
         st.malloced.insert(ptr, size);
         Ok(RawAllocation {
             ptr,
             size,
             block: UNCACHED,
-            generation: 0,
+            generation: serial,
             owner: self.id,
         })
     }
@@ -83,7 +88,7 @@ impl CachingAllocator {
         st: &State,
         raw: &RawAllocation,
     ) -> Result<(), AllocError> {
-        if raw.owner == self.id && st.uncached.get(&raw.ptr) == Some(&raw.size) {
+        if raw.owner == self.id && st.uncached.get(&raw.ptr) == Some(&(raw.size, raw.generation)) {
             Ok(())
         } else {
             Err(AllocError::InvalidFree {

@@ -409,6 +409,13 @@ impl ExpandableSpace<'_> {
             Err(DriverError::OutOfMemory) => return Ok(None),
             Err(e) => return Err(self.driver_error(e)),
         };
+        if base == 0 {
+            // A driver's bug: the segment's first block would read as the
+            // empty handle of a zero-byte request. Given back, and reported
+            // as the driver's.
+            let _ = self.vm.unreserve(base, size);
+            return Err(self.driver_error(crate::allocator::null_range("reserve", size)));
+        }
         if base.checked_add(size).is_none() {
             // A driver's bug: the range's blocks would end below where
             // they start. Given back, and reported as the driver's.

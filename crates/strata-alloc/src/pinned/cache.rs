@@ -382,7 +382,9 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
                     st.stats.host_free_time.add(us);
                 }
                 Err(e) => {
-                    // Still pinned and still ours: keep it cached.
+                    // Still pinned and still ours: keep it cached, with the
+                    // statistics as they were before it was taken out (the
+                    // totals count no free and no new allocation).
                     st.blocks.insert(
                         ptr,
                         Block {
@@ -395,8 +397,8 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
                         },
                     );
                     st.free.entry(size).or_default().push(ptr);
-                    st.stats.allocations.increase(1);
-                    st.stats.allocated_bytes.increase(size as i64);
+                    st.stats.allocations.undo_decrease(1);
+                    st.stats.allocated_bytes.undo_decrease(size as i64);
                     first_error.get_or_insert(e);
                 }
             }
