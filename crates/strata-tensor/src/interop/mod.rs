@@ -25,7 +25,11 @@
 //!
 //! Tensors on a GPU are copied through the backend's host transfers (staged
 //! through page-locked buffers by the CUDA backend); non-contiguous tensors
-//! are written in row-major order.
+//! are written in row-major order. Every tensor is read before the file is
+//! opened, and an existing file is replaced only once the new one is
+//! complete (written beside it and renamed over it, keeping its
+//! permissions), so a failed save leaves it as it was; a symbolic link is
+//! followed, and a FIFO or a device (`/dev/stdout`) is written in place.
 
 pub mod npy;
 pub mod safetensors;
@@ -280,13 +284,113 @@ pub(crate) fn read_file(
     }
 }
 
-/// Writes a whole file, as a typed error naming the file on failure.
-pub(crate) fn write_file(op: &'static str, path: &std::path::Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|source| TensorError::Io {
+/// Writes a file with `write` (which gets a buffered writer), as a typed
+/// error naming the file on failure, never leaving a partly written file
+/// where a complete one was:
+///
+/// * a regular file, or a path that does not exist yet, is written to a
+///   temporary file beside it that is renamed over it once complete; on an
+///   error the temporary file is removed and `path` is as it was. The new
+///   file keeps the permissions of the one it replaces (a new one gets the
+///   usual `0o666` less the umask);
+/// * a symbolic link is followed: the file it names is replaced, the link
+///   kept;
+/// * a path that is not a regular file (a FIFO, `/dev/null`, `/dev/stdout`)
+///   is written in place, as `numpy.save` and `torch.save` write it, not
+///   replaced by a regular file; a directory is [`TensorError::Io`].
+///
+/// (The `safetensors` crate's own writer renames a temporary file of mode
+/// `0o600` over whatever `path` is: a link became a copy, a FIFO or a
+/// device node a regular file.) Where no temporary file can be made beside
+/// the target (a directory without write permission), the file is written
+/// in place.
+pub(crate) fn write_file(
+    op: &'static str,
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
+    use std::io::Write;
+    let io = |source| TensorError::Io {
         op,
         path: path.to_path_buf(),
         source,
+    };
+    let in_place = |write: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        write(&mut w).and_then(|()| w.flush()).map_err(io)
+    };
+    let mut write = Some(write);
+    let mut once = |w: &mut dyn Write| match write.take() {
+        Some(f) => f(w),
+        None => Ok(()),
+    };
+    // What the path names, links followed; a dangling link is written
+    // through (creating the file it names), as `File::create` does.
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(t) => t,
+            Err(_) => return in_place(&mut once),
+        },
+        _ => path.to_path_buf(),
+    };
+    let permissions = match std::fs::metadata(&target) {
+        Ok(m) if m.is_file() => Some(m.permissions()),
+        // A FIFO, a device, a socket (and a directory: `File::create` says
+        // what it is).
+        Ok(_) => return in_place(&mut once),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io(e)),
+    };
+    let Some((tmp, file)) = temp_beside(&target) else {
+        return in_place(&mut once);
+    };
+    let written = (|| {
+        if let Some(p) = permissions {
+            file.set_permissions(p)?;
+        }
+        let mut w = std::io::BufWriter::new(file);
+        once(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?;
+        std::fs::rename(&tmp, &target)
+    })();
+    written.map_err(|e| {
+        // The rename did not happen: only the temporary file goes.
+        let _ = std::fs::remove_file(&tmp);
+        io(e)
     })
+}
+
+/// A new, empty file in the directory of `target`, named after it, and
+/// its path; `None` when none can be made there.
+fn temp_beside(target: &std::path::Path) -> Option<(std::path::PathBuf, std::fs::File)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    // Short enough for a file system's 255-byte names.
+    let name: String = target
+        .file_name()?
+        .to_string_lossy()
+        .chars()
+        .take(100)
+        .collect();
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    // A few tries: a name left by another process is skipped.
+    for _ in 0..8 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.{}.{n}.strata-tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Some((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
 }
 
 pub(crate) fn format_error(

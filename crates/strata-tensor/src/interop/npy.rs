@@ -14,10 +14,16 @@
 //! * **Reading** ([`load_npy`], [`npy_from_bytes`]): versions 1.0–3.0, C or
 //!   Fortran order, little- or big-endian, the dtypes `f4 f8 f2 i8 i4 u1 b1`
 //!   as themselves and `i2 i1 u2` widened to i32 (strata has no 8- or 16-bit
-//!   signed integers; the values are exact). Anything else (structured or
-//!   object arrays, complex, unsigned 32/64-bit) is [`TensorError::DType`];
-//!   a malformed header, a header over 1 MiB, or data whose byte count does
-//!   not match the shape is [`TensorError::Format`].
+//!   signed integers; the values are exact), also as NumPy's one-letter
+//!   codes (`f d e q i B ?`, `h b H`). Anything else (object arrays,
+//!   complex, unsigned 32/64-bit, strings, datetimes) is
+//!   [`TensorError::DType`]; a structured array (whose `descr` is a list,
+//!   not a type string), a malformed header, a header over 1 MiB, or data
+//!   whose byte count does not match the shape is [`TensorError::Format`].
+//!   A shape whose byte count overflows is [`TensorError::SizeOverflow`].
+//! * Writing refuses (as [`TensorError::SizeOverflow`]) an empty tensor
+//!   whose sizes multiply past i64::MAX when its zeros are counted as ones
+//!   (`[2^40, 2^40, 0]`): `numpy.load` could not read the file.
 //!
 //! ```
 //! use strata_tensor::{interop, Device, Tensor};
@@ -67,22 +73,37 @@ fn descr(op: &'static str, dtype: DType) -> Result<&'static str> {
 /// Serialises a tensor (any device, any layout; written in C order) as the
 /// bytes of a `.npy` file.
 pub fn npy_to_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
-    to_bytes("npy_to_bytes", tensor)
+    const OP: &str = "npy_to_bytes";
+    let (header, data) = to_bytes(OP, tensor)?;
+    let mut out = super::reserved(OP, header.len().saturating_add(data.len()), "the file")?;
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&data);
+    Ok(out)
 }
 
 /// Saves a tensor as a `.npy` file at `path` (`numpy.save`). A bf16 tensor
 /// is [`TensorError::DType`]; an I/O failure is [`TensorError::Io`].
+///
+/// The tensor is read before the file is opened, and an existing file is
+/// replaced only once the new one is complete (see [`save_safetensors`]
+/// for how links, FIFOs and devices are written).
+///
+/// [`save_safetensors`]: super::save_safetensors
 pub fn save_npy(path: impl AsRef<Path>, tensor: &Tensor) -> Result<()> {
     const OP: &str = "save_npy";
-    let bytes = to_bytes(OP, tensor)?;
-    write_file(OP, path.as_ref(), &bytes)
+    let (header, data) = to_bytes(OP, tensor)?;
+    write_file(OP, path.as_ref(), |w| {
+        w.write_all(&header)?;
+        w.write_all(&data)
+    })
 }
 
 /// The most dims NumPy's arrays have (`NPY_MAXDIMS` of NumPy 2), and so
 /// the most a `.npy` file may hold.
 const MAX_DIMS: usize = 64;
 
-fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
+/// The header (magic string to newline) and the elements of a tensor's file.
+fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<(Vec<u8>, Vec<u8>)> {
     let descr = descr(op, tensor.dtype())?;
     if tensor.ndim() > MAX_DIMS {
         // A file NumPy (and `npy_from_bytes`) could not load.
@@ -92,6 +113,28 @@ fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
                 "a .npy file holds at most {MAX_DIMS} dims (NumPy's limit) and the tensor has {}; \
                  reshape it first, or save it as safetensors",
                 tensor.ndim()
+            ),
+        ));
+    }
+    // NumPy refuses an array whose element size times the product of its
+    // sizes (a 0 counted as 1) passes i64::MAX ("array is too big"), even
+    // an empty one; strata holds such empty tensors (`[2^40, 2^40, 0]`)
+    // but `numpy.load` could not read their file.
+    let fits = tensor
+        .shape()
+        .iter()
+        .try_fold(tensor.dtype().size(), |acc, &s| acc.checked_mul(s.max(1)))
+        .is_some_and(|n| n <= i64::MAX as usize);
+    if !fits {
+        return Err(TensorError::overflow(
+            op,
+            format!(
+                "a {} tensor of shape {:?} cannot be written as .npy: NumPy refuses an array \
+                 whose element size times the product of its sizes (a 0 counted as 1) exceeds \
+                 i64::MAX, even an empty one (\"array is too big\"); reshape it first (e.g. \
+                 `t.reshape(&[0])`)",
+                tensor.dtype(),
+                tensor.shape()
             ),
         ));
     }
@@ -120,16 +163,7 @@ fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
     header.push_str(&" ".repeat(total - prefix - header.len() - 1));
     header.push('\n');
     let data = tensor.to_raw_bytes()?;
-    let mut out = Vec::new();
-    out.try_reserve_exact(total + data.len()).map_err(|_| {
-        TensorError::value(
-            op,
-            format!(
-                "cannot allocate a host buffer of {} bytes",
-                total + data.len()
-            ),
-        )
-    })?;
+    let mut out = Vec::with_capacity(total);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&[version, 0]);
     if version == 1 {
@@ -138,8 +172,7 @@ fn to_bytes(op: &'static str, tensor: &Tensor) -> Result<Vec<u8>> {
         out.extend_from_slice(&(header.len() as u32).to_le_bytes());
     }
     out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(&data);
-    Ok(out)
+    Ok((out, data))
 }
 
 /// Reads a tensor from the bytes of a `.npy` file onto `device`.
@@ -280,7 +313,7 @@ fn layout(op: &'static str, bytes: &[u8]) -> Result<FileLayout> {
     })?;
     let text = std::str::from_utf8(header_bytes)
         .map_err(|_| bad("the header is not ASCII/UTF-8 text".into()))?;
-    let header = parse_header(text).map_err(|m| bad(format!("header {text:?}: {m}")))?;
+    let header = parse_header(text).map_err(|m| bad(format!("header {}: {m}", quoted(text))))?;
     let (elem, big_endian) = parse_descr(&header.descr).map_err(|m| TensorError::dtype(op, m))?;
     let numel = shape::check_contiguous(op, &header.shape)?;
     let nbytes = shape::checked_nbytes(op, &header.shape, numel, elem.size())?;
@@ -363,6 +396,20 @@ fn from_bytes(
     }
 }
 
+/// The header's text for an error message: all of it when short, else its
+/// start and its length (a hostile header may be a megabyte long).
+fn quoted(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.len() <= MAX {
+        return format!("{text:?}");
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}... ({} bytes in all)", &text[..end], text.len())
+}
+
 /// Parses the header's dict literal: exactly the keys `descr`,
 /// `fortran_order` and `shape`, each once.
 fn parse_header(text: &str) -> std::result::Result<Header, String> {
@@ -383,6 +430,14 @@ fn parse_header(text: &str) -> std::result::Result<Header, String> {
         p.expect(b':')?;
         p.ws();
         match key.as_str() {
+            "descr" if descr.is_none() && p.peek() == Some(b'[') => {
+                return Err(
+                    "'descr' is a list: a structured dtype (named fields), which strata does \
+                     not read; save each field as an array of its own (`a['x']`) or convert \
+                     the array (`numpy.lib.recfunctions.structured_to_unstructured`)"
+                        .into(),
+                )
+            }
             "descr" if descr.is_none() => descr = Some(p.string()?),
             "fortran_order" if fortran.is_none() => fortran = Some(p.boolean()?),
             "shape" if shape.is_none() => shape = Some(p.tuple()?),
@@ -428,18 +483,21 @@ fn parse_descr(d: &str) -> std::result::Result<(Elem, bool), String> {
         _ => false,
     };
     let elem = match code {
-        "f4" => Elem::Exact(DType::F32),
-        "f8" => Elem::Exact(DType::F64),
+        // NumPy's one-letter type codes are read too (`numpy.dtype('f')`):
+        // `f d e h H b B ?`; `i` and `q` are C's int and long long, 32 and
+        // 64 bits wherever NumPy runs.
+        "f4" | "f" => Elem::Exact(DType::F32),
+        "f8" | "d" => Elem::Exact(DType::F64),
         "f2" | "e" => Elem::Exact(DType::F16),
-        "i8" => Elem::Exact(DType::I64),
-        "i4" => Elem::Exact(DType::I32),
+        "i8" | "q" => Elem::Exact(DType::I64),
+        "i4" | "i" => Elem::Exact(DType::I32),
         "u1" | "B" => Elem::Exact(DType::U8),
         "b1" | "?" => Elem::Exact(DType::Bool),
-        "i2" => Elem::Widen {
+        "i2" | "h" => Elem::Widen {
             bytes: 2,
             signed: true,
         },
-        "u2" => Elem::Widen {
+        "u2" | "H" => Elem::Widen {
             bytes: 2,
             signed: false,
         },
@@ -472,8 +530,9 @@ impl Parser<'_> {
     fn peek(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
+    /// Python's whitespace between tokens (form feed included).
     fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')) {
             self.i += 1;
         }
     }

@@ -19,18 +19,21 @@
 //! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
 
-use super::{format_error, read_file, Need};
+use super::{format_error, read_file, write_file, Need};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::shape;
 use crate::tensor::Tensor;
-use ::safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
-use std::borrow::{Borrow, Cow};
+use ::safetensors::tensor::{Dtype, Metadata, SafeTensorError, SafeTensors, TensorInfo};
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use strata_alloc::Device;
 
 const FORMAT: &str = "safetensors";
+
+/// The `safetensors` crate's limit on the header's length, in bytes.
+const MAX_HEADER: usize = 100_000_000;
 
 /// The safetensors dtype of a strata dtype.
 fn to_st(dtype: DType) -> Dtype {
@@ -102,21 +105,6 @@ struct Entry {
     data: Vec<u8>,
 }
 
-impl View for &Entry {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(&self.data)
-    }
-    fn data_len(&self) -> usize {
-        self.data.len()
-    }
-}
-
 /// Reads every tensor's bytes (checking the names) before anything is written.
 fn entries<I, S, T>(op: &'static str, tensors: I) -> Result<Vec<(String, Entry)>>
 where
@@ -174,15 +162,49 @@ where
     Ok(out)
 }
 
-fn st_error(op: &'static str, path: Option<&Path>, e: SafeTensorError) -> TensorError {
-    match e {
-        SafeTensorError::IoError(source) => TensorError::Io {
-            op,
-            path: path.map(Path::to_path_buf).unwrap_or_default(),
-            source,
-        },
-        other => format_error(op, FORMAT, other.to_string()),
+/// The first bytes of the file of `entries` (the 8-byte header length and
+/// the JSON header, padded with spaces to a multiple of 8 bytes), after
+/// sorting `entries` into the order their bytes follow: exactly what the
+/// `safetensors` crate's `serialize` (and so PyTorch's `save_file`) writes,
+/// by dtype (the crate's order, widest alignment first) and then by name.
+fn header(op: &'static str, entries: &mut [(String, Entry)]) -> Result<Vec<u8>> {
+    entries.sort_by(|(ln, l), (rn, r)| r.dtype.cmp(&l.dtype).then(ln.cmp(rn)));
+    let mut infos = Vec::with_capacity(entries.len());
+    let mut offset = 0usize;
+    for (name, e) in entries.iter() {
+        // The bytes are in memory: their sum cannot overflow.
+        let end = offset + e.data.len();
+        infos.push((
+            name.clone(),
+            TensorInfo {
+                dtype: e.dtype,
+                shape: e.shape.clone(),
+                data_offsets: (offset, end),
+            },
+        ));
+        offset = end;
     }
+    let bad =
+        |e: String| TensorError::value(op, format!("cannot write the safetensors header: {e}"));
+    let metadata = Metadata::new(None, infos).map_err(|e| bad(e.to_string()))?;
+    let mut json = serde_json::to_vec(&metadata).map_err(|e| bad(e.to_string()))?;
+    let n = json.len().next_multiple_of(8);
+    if n > MAX_HEADER {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "the safetensors header of these {} tensors takes {n} bytes, more than the \
+                 format's limit of {MAX_HEADER}: too many tensors or names too long; save them \
+                 in several files",
+                entries.len()
+            ),
+        ));
+    }
+    json.resize(n, b' ');
+    let mut out = Vec::with_capacity(8 + n);
+    out.extend_from_slice(&(n as u64).to_le_bytes());
+    out.extend_from_slice(&json);
+    Ok(out)
 }
 
 /// Serialises named tensors (any dtype, any device, any layout: each is
@@ -196,18 +218,32 @@ where
     T: Borrow<Tensor>,
 {
     const OP: &str = "safetensors_to_bytes";
-    let entries = entries(OP, tensors)?;
-    ::safetensors::tensor::serialize(entries.iter().map(|(n, e)| (n.as_str(), e)), None)
-        .map_err(|e| st_error(OP, None, e))
+    let mut entries = entries(OP, tensors)?;
+    let header = header(OP, &mut entries)?;
+    let total = entries
+        .iter()
+        .fold(header.len(), |n, (_, e)| n.saturating_add(e.data.len()));
+    let mut out = super::reserved(OP, total, "the file")?;
+    out.extend_from_slice(&header);
+    for (_, e) in &entries {
+        out.extend_from_slice(&e.data);
+    }
+    Ok(out)
 }
 
 /// Saves named tensors as a safetensors file at `path` (PyTorch's
-/// `safetensors.torch.save_file`): any dtype, any device, any layout (each
-/// tensor is written contiguously). A map (`&HashMap<String, Tensor>`) or a
-/// slice of pairs (`&[("w", &w), ("b", &b)]`) can be passed.
+/// `safetensors.torch.save_file`, byte for byte): any dtype, any device,
+/// any layout (each tensor is written contiguously). A map
+/// (`&HashMap<String, Tensor>`) or a slice of pairs
+/// (`&[("w", &w), ("b", &b)]`) can be passed.
 ///
 /// Every tensor is read before the file is opened, so a failure to read one
-/// leaves no file behind; an I/O failure is [`TensorError::Io`].
+/// leaves no file behind, and an existing file is replaced only once the
+/// new one is complete (written beside it and renamed over it, keeping its
+/// permissions; a new file gets the usual `0o666` less the umask). A
+/// symbolic link is followed (the file it names is replaced), and a path
+/// that is not a regular file (a FIFO, `/dev/stdout`) is written in place.
+/// An I/O failure is [`TensorError::Io`].
 pub fn save_safetensors<I, S, T>(path: impl AsRef<Path>, tensors: I) -> Result<()>
 where
     I: IntoIterator<Item = (S, T)>,
@@ -215,22 +251,26 @@ where
     T: Borrow<Tensor>,
 {
     const OP: &str = "save_safetensors";
-    let path = path.as_ref();
-    let entries = entries(OP, tensors)?;
-    ::safetensors::tensor::serialize_to_file(
-        entries.iter().map(|(n, e)| (n.as_str(), e)),
-        None,
-        path,
-    )
-    .map_err(|e| st_error(OP, Some(path), e))
+    let mut entries = entries(OP, tensors)?;
+    let header = header(OP, &mut entries)?;
+    write_file(OP, path.as_ref(), |w| {
+        w.write_all(&header)?;
+        for (_, e) in &entries {
+            w.write_all(&e.data)?;
+        }
+        Ok(())
+    })
 }
 
 /// Reads named tensors from a safetensors file in memory onto `device`.
 ///
 /// The header is validated before anything is allocated: a corrupt header,
 /// overlapping or missing byte ranges, a name given twice, a byte count
-/// that does not match a shape ([`TensorError::Format`]), a shape whose size overflows
-/// ([`TensorError::SizeOverflow`]) or a dtype strata does not have
+/// that does not match a shape, a shape whose element or bit count
+/// overflows the format's own (usize) size arithmetic
+/// ([`TensorError::Format`], naming the tensor, its dtype, shape and byte
+/// range), a shape strata cannot hold (sizes or strides past i64::MAX:
+/// [`TensorError::SizeOverflow`]) or a dtype strata does not have
 /// ([`TensorError::DType`]) is an error and no tensor is returned.
 pub fn safetensors_from_bytes(bytes: &[u8], device: Device) -> Result<HashMap<String, Tensor>> {
     from_bytes("safetensors_from_bytes", bytes, device)
@@ -281,15 +321,13 @@ fn duplicate_name(bytes: &[u8]) -> Option<String> {
 /// cover. A header that does not parse stops the read; the parser then
 /// says what is wrong.
 fn need(bytes: &[u8]) -> Need {
-    /// The safetensors crate's limit on the header's length.
-    const MAX_HEADER: u64 = 100_000_000;
     let Some(len) = bytes.get(..8) else {
         return Need::AtLeast(8);
     };
     let mut le = [0u8; 8];
     le.copy_from_slice(len);
     let n = u64::from_le_bytes(le);
-    if n > MAX_HEADER {
+    if n > MAX_HEADER as u64 {
         return Need::Stop;
     }
     // At most 8 + 10^8: no overflow.
@@ -303,8 +341,107 @@ fn need(bytes: &[u8]) -> Need {
     }
 }
 
+/// The error for a file the `safetensors` crate refuses: what is wrong
+/// (naming the tensor, its shape, dtype and byte range where one is at
+/// fault; the crate's own messages name none of them) and what to do.
+fn read_error(op: &'static str, bytes: &[u8], e: SafeTensorError) -> TensorError {
+    use SafeTensorError as E;
+    let n = bytes
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes);
+    let msg = match e {
+        E::HeaderTooSmall => format!(
+            "the file has {} bytes, fewer than the 8-byte header length a safetensors file \
+             starts with: it is empty or cut short; save it again",
+            bytes.len()
+        ),
+        E::HeaderTooLarge => format!(
+            "the first 8 bytes give a header length of {n} bytes, more than the format's \
+             limit of {MAX_HEADER}: this is not a safetensors file, or its start is corrupt"
+        ),
+        E::InvalidHeaderLength => format!(
+            "the first 8 bytes give a header length of {n} bytes but only {} bytes follow \
+             them: the file is cut short or not a safetensors file",
+            bytes.len().saturating_sub(8)
+        ),
+        E::InvalidHeader(u) => format!("the header is not UTF-8 text ({u}): the file is corrupt"),
+        E::InvalidHeaderDeserialization(j) => format!(
+            "the header is not a safetensors header ({j}); it must be a JSON object mapping \
+             each name to {{\"dtype\": \"F32\", \"shape\": [...], \"data_offsets\": \
+             [begin, end]}}, with an optional \"__metadata__\" map of strings"
+        ),
+        other => explain_ranges(bytes, n).unwrap_or_else(|| other.to_string()),
+    };
+    format_error(op, FORMAT, msg)
+}
+
+/// What is wrong with the byte ranges of a header the `safetensors` crate
+/// parsed but refused (checked as the crate checks them, in the order of
+/// their offsets).
+fn explain_ranges(bytes: &[u8], n: u64) -> Option<String> {
+    let header = bytes.get(8..usize::try_from(n).ok()?.checked_add(8)?)?;
+    let map: HashMap<String, serde_json::Value> = serde_json::from_slice(header).ok()?;
+    let mut infos: Vec<(String, TensorInfo)> = map
+        .into_iter()
+        .filter(|(k, _)| k != "__metadata__")
+        .map(|(k, v)| Some((k, serde_json::from_value::<TensorInfo>(v).ok()?)))
+        .collect::<Option<_>>()?;
+    infos.sort_by(|(ln, l), (rn, r)| l.data_offsets.cmp(&r.data_offsets).then(ln.cmp(rn)));
+    let mut end = 0usize;
+    for (name, t) in &infos {
+        let (b, e) = t.data_offsets;
+        let (dtype, shape) = (t.dtype, &t.shape);
+        if b != end || e < b {
+            return Some(format!(
+                "tensor {name:?} has data_offsets [{b}, {e}], but the byte ranges must follow \
+                 one another from 0 without gaps or overlaps, each ending after it begins \
+                 (sorted by offset, the one before it ends at {end}): the header is corrupt"
+            ));
+        }
+        end = e;
+        let bits = shape
+            .iter()
+            .try_fold(1usize, |a, &s| a.checked_mul(s))
+            .and_then(|k| k.checked_mul(dtype.bitsize()));
+        let Some(bits) = bits else {
+            return Some(format!(
+                "tensor {name:?} of dtype {dtype:?} and shape {shape:?}: its element or bit \
+                 count overflows the format's size arithmetic: the header is corrupt"
+            ));
+        };
+        if bits % 8 != 0 {
+            return Some(format!(
+                "tensor {name:?} of dtype {dtype:?} and shape {shape:?} does not fill whole \
+                 bytes ({bits} bits): the header is corrupt"
+            ));
+        }
+        if e - b != bits / 8 {
+            return Some(format!(
+                "tensor {name:?} of dtype {dtype:?} and shape {shape:?} takes {} bytes but its \
+                 data_offsets [{b}, {e}] hold {}: the header is corrupt",
+                bits / 8,
+                e - b
+            ));
+        }
+    }
+    let held = bytes.len() - header.len() - 8;
+    (held != end).then(|| {
+        format!(
+            "the tensors' byte ranges end at byte {end} of the data but the file holds {held} \
+             bytes after its header: {}",
+            if held < end {
+                "it is cut short; save it again (or download it again)"
+            } else {
+                "it has bytes no tensor covers (trailing data), which the format does not \
+                 allow; save it again"
+            }
+        )
+    })
+}
+
 fn from_bytes(op: &'static str, bytes: &[u8], device: Device) -> Result<HashMap<String, Tensor>> {
-    let file = SafeTensors::deserialize(bytes).map_err(|e| st_error(op, None, e))?;
+    let file = SafeTensors::deserialize(bytes).map_err(|e| read_error(op, bytes, e))?;
     // The format disallows a name given twice; the crate's map keeps the
     // last entry, so the same bytes could read as another dtype and shape
     // than a reader keeping the first sees.

@@ -41,6 +41,7 @@ mod hostile_sweep_s53;
 mod hostile_sweep_s53b;
 mod hostile_sweep_s54c;
 mod interop;
+mod interop_hostile_s56;
 mod layer_norm_s55;
 mod masked_select;
 mod math;
