@@ -2887,7 +2887,10 @@ fn layer_norm_zeros_have_the_cpus_signs() -> Result<()> {
                     }
                 }
                 // Row 0 (all -0.0) has a mean of +0.0 on both.
-                assert!(same >= 1 && cm[0] == 0 && gm[0] == 0, "{what}: mean of row 0");
+                assert!(
+                    same >= 1 && cm[0] == 0 && gm[0] == 0,
+                    "{what}: mean of row 0"
+                );
                 if bo.is_none() {
                     assert!(c.iter().all(|&b| b == 0), "{what}: +0.0 everywhere");
                 }
