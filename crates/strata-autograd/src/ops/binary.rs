@@ -4,7 +4,17 @@
 use super::{formula, sum_to};
 use crate::error::Result;
 use crate::var::{record, Var, VarOperand};
-use strata_tensor::Scalar;
+use strata_tensor::{Scalar, Tensor};
+
+/// The divisor's gradient of `a / b` for the upstream gradient `g`, before
+/// it is summed back to `b`'s shape: PyTorch's `div_tensor_other_backward`,
+/// `-g * ((a / b) / b)`, in that order: `-((g a) / b) / b`, strata's
+/// until session 56, rounds differently, which a divisor's gradient summed
+/// over a broadcast (terms that cancel) magnifies past the oracle's
+/// tolerance. Also the in-place `div_`'s, with `a` self's old value.
+pub(crate) fn div_other_grad(g: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    Ok(g.neg()?.mul(&a.div(b)?.div(b)?)?)
+}
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -127,8 +137,11 @@ impl Var {
                                 None
                             };
                             let gb = if needs[1] {
-                                let t = g.mul(&s[1])?.div(&s[0])?.div(&s[0])?.neg()?;
-                                Some(sum_to(&t, &b_shape, b_dtype)?)
+                                Some(sum_to(
+                                    &div_other_grad(g, &s[1], &s[0])?,
+                                    &b_shape,
+                                    b_dtype,
+                                )?)
                             } else {
                                 None
                             };

@@ -205,7 +205,7 @@ impl Var {
                     // The other operand was saved first when self requires
                     // grad, whether or not this pass needs self's gradient.
                     Kind::Mul => g.mul(&s[a_req as usize])?,
-                    Kind::Div => g.mul(&s[1])?.div(&s[0])?.div(&s[0])?.neg()?,
+                    Kind::Div => super::binary::div_other_grad(g, &s[1], &s[0])?,
                 };
                 Some(sum_to(&gb, &b_shape, b_dtype)?)
             } else {

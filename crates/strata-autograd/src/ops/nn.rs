@@ -65,6 +65,24 @@ impl Var {
             bias.map(|b| b.data()),
             eps,
         )?;
+        // PyTorch's CPU kernel keeps an f16/bf16 input's mean and rstd in
+        // f32 only where a parameter is f32 ("mixed type"); otherwise it
+        // stores them rounded to the input's dtype, and its backward reads
+        // those. Saved so, strata's backward (PyTorch's arithmetic) gives
+        // PyTorch's gradients bit for bit.
+        let dt = self.dtype();
+        let mixed = [weight, bias]
+            .iter()
+            .any(|p| p.is_some_and(|p| p.dtype() == DType::F32));
+        let (mean, rstd) = if matches!(dt, DType::F16 | DType::BF16)
+            && !mixed
+            && self.data().device() == strata_tensor::Device::Cpu
+        {
+            let round = |t: Tensor| t.to_dtype(dt)?.to_dtype(DType::F32);
+            (round(mean)?, round(rstd)?)
+        } else {
+            (mean, rstd)
+        };
         let x = self.data().clone();
         let w = weight.map(|w| w.data().clone());
         let has_w = w.is_some();

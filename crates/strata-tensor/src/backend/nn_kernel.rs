@@ -90,15 +90,15 @@ pub(crate) enum NnKernel<'a> {
     /// First pass of the weight and bias gradients of layer norm: the rows
     /// are cut into `parts` contiguous groups, and part `p` writes
     /// `dw[p, j] = Σ dy[r, j] * xhat[r, j]` and `db[p, j] = Σ dy[r, j]` over
-    /// its rows (Acc, contiguous `[parts, cols]`). The caller sums over `p`.
+    /// its rows (Acc, contiguous `[parts, cols]`; f64 on the CPU). The
+    /// caller sums over `p`. The CPU backend writes the whole sums, as
+    /// PyTorch's CPU kernel forms them on one thread, to part 0 and leaves
+    /// the other parts 0.
     LayerNormParamsBackward {
         dw: Option<&'a Arg<'a>>,
         db: Option<&'a Arg<'a>>,
         dy: &'a Arg<'a>,
         x: &'a Arg<'a>,
-        // Read by the CUDA kernel only (the CPU recomputes the row's mean as
-        // the input gradient takes it).
-        #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
         mean: &'a Arg<'a>,
         rstd: &'a Arg<'a>,
         rows: usize,

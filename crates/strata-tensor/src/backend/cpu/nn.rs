@@ -1,10 +1,12 @@
 //! CPU kernels of [`NnKernel`]: index gathers and scatters over strided
 //! operands, and the row kernels of layer norm and cross-entropy, parallel
-//! over rows (rayon). Layer norm's forward follows PyTorch's CPU kernel
-//! operation by operation ([`super::layer_norm`]) and gives its output, mean
-//! and rstd bit for bit. Elsewhere statistics are computed in f64 whatever
-//! the dtype and stored in the Acc dtype (f32 for f16/bf16/f32), which is at
-//! least as precise as PyTorch's f32 accumulation; except f32
+//! over rows (rayon). Layer norm's forward and backward follow PyTorch's
+//! CPU kernel operation by operation ([`super::layer_norm`]) and give its
+//! output, mean and rstd, and its gradients (the weight's and bias's as its
+//! kernel run on one thread), bit for bit. Elsewhere statistics are computed
+//! in f64 whatever the dtype and stored in the Acc dtype (f32 for
+//! f16/bf16/f32), which is at least as precise as PyTorch's f32
+//! accumulation; except f32
 //! cross-entropy, whose forward follows PyTorch's f32 arithmetic step by
 //! step ([`cross_entropy_f32`]) and gives its losses bit for bit.
 
@@ -435,166 +437,6 @@ fn layer_norm_half<T: Real>(k: &NnKernel, row: LayerNormRow<f32>, round: fn(f32,
     });
 }
 
-/// A row's mean and 1/sqrt(var + eps) for the backward, from the row
-/// itself in f64, and the saved rstd `rs` (PyTorch's: from its f32 Welford
-/// variance for f16/bf16/f32 input, so far from exact on a row whose spread
-/// is small against its mean; `dtype` is the input's). The saved mean is
-/// not used: rounded to f32 it shifts every x - mean of such a row. eps is
-/// recovered as `1 / rs^2 - var_pt` with `var_pt` the variance PyTorch's
-/// forward computed (the same rounding as in `rs`, which cancels), then
-/// `1 / sqrt(var + eps)` with the exact variance. Where eps is below that
-/// estimate's resolution (eps 0, or any eps on a row of large variance),
-/// `1 / sqrt(var)`: a 2-element row's input gradient, exactly 0 with eps 0,
-/// then cancels to 0 instead of leaving rstd's rounding (2^-24 rstd |dy|)
-/// behind.
-fn backward_row_stats(x: impl Fn(usize) -> f64, cols: usize, rs: f64, dtype: DType) -> (f64, f64) {
-    let row: Vec<f64> = (0..cols).map(&x).collect();
-    let mu = row.iter().fold(0.0, |s, v| s + v) / cols as f64;
-    let var = row.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / cols as f64;
-    if !(var.is_finite() && rs.is_finite() && rs > 0.0) {
-        return (mu, rs);
-    }
-    let tol = if dtype == DType::F64 {
-        f64::EPSILON * 4.0
-    } else {
-        f64::from(f32::EPSILON) * 4.0
-    };
-    let total = 1.0 / (rs * rs);
-    let eps = total - super::layer_norm::forward_variance(&row, dtype);
-    let a = if eps.abs() <= tol * total {
-        if var > 0.0 {
-            1.0 / var.sqrt()
-        } else {
-            rs
-        }
-    } else if var + eps > 0.0 {
-        1.0 / (var + eps).sqrt()
-    } else {
-        rs
-    };
-    (mu, a)
-}
-
-fn layer_norm_backward<T: Real>(k: &NnKernel) {
-    let NnKernel::LayerNormBackward {
-        dx,
-        dy,
-        x,
-        mean,
-        rstd,
-        weight,
-        rows,
-        cols,
-    } = *k
-    else {
-        return;
-    };
-    let (pdx, pdy, px) = (base::<T>(dx), base::<T>(dy), base::<T>(x));
-    let scale = 1.0 / cols as f64;
-    rows_par(rows, |r| {
-        // SAFETY: as in `layer_norm`.
-        unsafe {
-            let (m, a) = (rdf(mean, r), rdf(rstd, r));
-            let xv = |j: usize| rd(px, (r * cols + j) as isize).f();
-            let g = |j: usize| {
-                let d = rd(pdy, (r * cols + j) as isize).f();
-                weight.map_or(d, |w| d * rdf(w, j))
-            };
-            // PyTorch's CPU formula (its zeros' signs included):
-            // ds = Σ g x, db = Σ g, b = (db mean - ds) rstd³ / N,
-            // c = -b mean - db rstd / N, dx = rstd g + b x + c.
-            let (mut ds, mut db) = (0.0, 0.0);
-            for j in 0..cols {
-                let gj = g(j);
-                ds += gj * xv(j);
-                db += gj;
-            }
-            let b = (db * m - ds) * a * a * a * scale;
-            let c = -b * m - db * a * scale;
-            // That formula cancels: b x + c subtracts two terms of order
-            // |b mean| where x is close to the mean, and the saved mean is
-            // rounded to f32 (for f32 input), which shifts every x - mean
-            // of a row whose spread is small against its mean. So the
-            // values come from the centred form rstd (g - mean(g) - (x -
-            // mu) rstd² mean(g (x - mu))) with the row's mean mu (and,
-            // where eps is below the saved rstd's rounding, rstd) computed
-            // again in f64, exactly as the forward computed it (its
-            // normalised output used them; `backward_row_stats`); PyTorch's
-            // formula still decides the zeros (their signs) and the
-            // non-finite results (rstd = inf, eps 0 on a constant row: NaN).
-            let (mu, ar) = backward_row_stats(xv, cols, a, x.dtype);
-            let (mut sg, mut sgx) = (0.0, 0.0);
-            for j in 0..cols {
-                let gj = g(j);
-                sg += gj;
-                sgx += gj * (xv(j) - mu);
-            }
-            let (k1, k2) = (sg * scale, sgx * scale * ar * ar);
-            for j in 0..cols {
-                let py = a * g(j) + b * xv(j) + c;
-                let centred = ar * (g(j) - k1 - (xv(j) - mu) * k2);
-                let v = if py == 0.0 || !py.is_finite() || !centred.is_finite() {
-                    py
-                } else {
-                    centred
-                };
-                *pdx.get().add(r * cols + j) = T::of(v);
-            }
-        }
-    });
-}
-
-fn layer_norm_params<T: Real>(k: &NnKernel) {
-    let NnKernel::LayerNormParamsBackward {
-        dw,
-        db,
-        dy,
-        x,
-        mean: _,
-        rstd,
-        rows,
-        cols,
-        parts,
-    } = *k
-    else {
-        return;
-    };
-    let (pdy, px) = (base::<T>(dy), base::<T>(x));
-    let per = rows.div_ceil(parts.max(1)).max(1);
-    (0..parts).into_par_iter().for_each(|p| {
-        let mut sw = vec![0.0f64; cols];
-        let mut sb = vec![0.0f64; cols];
-        for r in (p * per)..((p + 1) * per).min(rows) {
-            // SAFETY: as in `layer_norm`.
-            unsafe {
-                // The row's mean and rstd as the input gradient takes them.
-                let (m, rs) = backward_row_stats(
-                    |j| rd(px, (r * cols + j) as isize).f(),
-                    cols,
-                    rdf(rstd, r),
-                    x.dtype,
-                );
-                for j in 0..cols {
-                    let d = rd(pdy, (r * cols + j) as isize).f();
-                    sw[j] += d * (rd(px, (r * cols + j) as isize).f() - m) * rs;
-                    sb[j] += d;
-                }
-            }
-        }
-        for j in 0..cols {
-            // SAFETY: part `p` writes only row `p` of the [parts, cols] outputs.
-            unsafe {
-                if let Some(dw) = dw {
-                    wrf(dw, p * cols + j, sw[j]);
-                }
-                if let Some(db) = db {
-                    wrf(db, p * cols + j, sb[j]);
-                }
-            }
-        }
-    });
-}
-
 /// log Σ exp over a row, with PyTorch's special values.
 /// A row's logsumexp as `(m, s)`, `m + s` the value: m the maximum, s =
 /// log(sum(exp(x - m))) (NaN if any element is NaN or m is +inf; m = -inf
@@ -916,8 +758,8 @@ pub(crate) fn run(k: NnKernel) {
             bound,
         } => dispatch_dtype!(out.dtype, T => scatter_add::<T>(out, index, src, dim, bound)),
         NnKernel::LayerNorm { .. } => layer_norm(&k),
-        NnKernel::LayerNormBackward { x, .. } => float!(x.dtype, layer_norm_backward),
-        NnKernel::LayerNormParamsBackward { x, .. } => float!(x.dtype, layer_norm_params),
+        NnKernel::LayerNormBackward { .. } => super::layer_norm::backward(&k),
+        NnKernel::LayerNormParamsBackward { .. } => super::layer_norm::param_grads(&k),
         NnKernel::CrossEntropy { logits, .. } => float!(logits.dtype, cross_entropy),
         NnKernel::CrossEntropyBackward { logits, .. } => {
             float!(logits.dtype, cross_entropy_backward)
