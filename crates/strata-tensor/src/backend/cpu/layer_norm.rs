@@ -28,6 +28,7 @@
 //! in copies compiled with it (a single instruction, same bits), elsewhere
 //! `mul_add` is the C library's exact `fma` (slower, same bits).
 
+use super::nn::Ptr;
 use crate::backend::{Arg, NnKernel};
 use crate::dtype::DType;
 use rayon::prelude::*;
@@ -669,26 +670,10 @@ fn first(a: &Arg) -> *mut u8 {
     unsafe { a.mem.host_ptr().add(a.layout.offset * a.dtype.size()) }
 }
 
-/// A raw pointer that parallel tasks share (each touches its own elements;
-/// the kernel's caller holds the storages' locks).
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-// SAFETY: see the type's documentation: the tasks write disjoint elements
-// and read elements nobody writes.
-unsafe impl<T> Send for Shared<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for Shared<T> {}
-
-impl<T> Shared<T> {
-    /// The operand's first element, to be read as `T` (its dtype's type, or
-    /// `u8` to be cast to it).
-    fn of(a: &Arg) -> Self {
-        Shared(first(a) as *mut T)
-    }
-    /// The pointer (a method, so that closures capture the whole value).
-    fn get(self) -> *mut T {
-        self.0
-    }
+/// The operand's first element, to be read as `T` (its dtype's type, or
+/// `u8` to be cast to it), as a pointer parallel tasks share.
+fn shared<T>(a: &Arg) -> Ptr<T> {
+    Ptr(first(a) as *mut T)
 }
 
 /// Writes elements `start..start + out.len()` of a contiguous operand of
@@ -696,7 +681,7 @@ impl<T> Shared<T> {
 ///
 /// # Safety
 /// The operand must hold those elements, of dtype `dtype`.
-unsafe fn widen(p: Shared<u8>, dtype: DType, start: usize, out: &mut [f32]) {
+unsafe fn widen(p: Ptr<u8>, dtype: DType, start: usize, out: &mut [f32]) {
     let len = out.len();
     // SAFETY: guaranteed by the caller.
     unsafe {
@@ -759,24 +744,20 @@ pub(crate) fn backward(k: &NnKernel) {
     else {
         return;
     };
-    let (pdx, pdy, px) = (
-        Shared::<u8>::of(dx),
-        Shared::<u8>::of(dy),
-        Shared::<u8>::of(x),
-    );
-    let pw = weight.map(Shared::<u8>::of);
+    let (pdx, pdy, px) = (shared::<u8>(dx), shared::<u8>(dy), shared::<u8>(x));
+    let pw = weight.map(shared::<u8>);
     match x.dtype {
         DType::F32 | DType::F64 => {
             macro_rules! native {
                 ($t:ty, $row:ident) => {{
-                    let (pm, ps) = (Shared::<$t>::of(mean), Shared::<$t>::of(rstd));
+                    let (pm, ps) = (shared::<$t>(mean), shared::<$t>(rstd));
                     (0..rows).into_par_iter().for_each(|r| {
                         // SAFETY: dy, x and dx are contiguous `[rows, cols]`
                         // of this dtype (dx a fresh tensor, so no overlap),
                         // mean and rstd `[rows]`, the weight `[cols]` (the
                         // op checked them); each task writes its own row.
                         unsafe {
-                            let at = |p: Shared<u8>| (p.get() as *mut $t).add(r * cols);
+                            let at = |p: Ptr<u8>| (p.get() as *mut $t).add(r * cols);
                             let dyr = std::slice::from_raw_parts(at(pdy), cols);
                             let xr = std::slice::from_raw_parts(at(px), cols);
                             let wr =
@@ -798,10 +779,10 @@ pub(crate) fn backward(k: &NnKernel) {
             let w = weight.map(|w| {
                 let mut v = vec![0f32; cols];
                 // SAFETY: the weight is contiguous `[cols]`, f32 or x's dtype.
-                unsafe { widen(Shared::of(w), w.dtype, 0, &mut v) };
+                unsafe { widen(shared(w), w.dtype, 0, &mut v) };
                 v
             });
-            let (pm, ps) = (Shared::<f32>::of(mean), Shared::<f32>::of(rstd));
+            let (pm, ps) = (shared::<f32>(mean), shared::<f32>(rstd));
             (0..rows).into_par_iter().for_each(|r| {
                 // SAFETY: as for f32; mean and rstd are f32.
                 unsafe {
@@ -853,8 +834,8 @@ pub(crate) fn param_grads(k: &NnKernel) {
     else {
         return;
     };
-    let (pdy, px) = (Shared::<u8>::of(dy), Shared::<u8>::of(x));
-    let (pdw, pdb) = (dw.map(Shared::<f64>::of), db.map(Shared::<f64>::of));
+    let (pdy, px) = (shared::<u8>(dy), shared::<u8>(x));
+    let (pdw, pdb) = (dw.map(shared::<f64>), db.map(shared::<f64>));
     let dtype = x.dtype;
     let blocks = cols.div_ceil(PARAM_COLS);
     (0..blocks).into_par_iter().for_each(|blk| {
@@ -865,7 +846,7 @@ pub(crate) fn param_grads(k: &NnKernel) {
         // cols]` f64 with parts >= 1; this task writes columns `j0..j0 +
         // len` of their row 0 only.
         unsafe {
-            let write = |p: Option<Shared<f64>>, v: &[f64]| {
+            let write = |p: Option<Ptr<f64>>, v: &[f64]| {
                 if let Some(p) = p {
                     for (j, &v) in v.iter().enumerate() {
                         // PyTorch's second pass: 0 + the buffer.
@@ -874,10 +855,10 @@ pub(crate) fn param_grads(k: &NnKernel) {
                 }
             };
             if dtype == DType::F64 {
-                let (pm, ps) = (Shared::<f64>::of(mean), Shared::<f64>::of(rstd));
+                let (pm, ps) = (shared::<f64>(mean), shared::<f64>(rstd));
                 let (mut gw, mut gb) = (vec![0f64; len], vec![0f64; len]);
                 for r in 0..rows {
-                    let at = |p: Shared<u8>| {
+                    let at = |p: Ptr<u8>| {
                         std::slice::from_raw_parts((p.get() as *const f64).add(r * cols + j0), len)
                     };
                     param_row_f64(
@@ -892,7 +873,7 @@ pub(crate) fn param_grads(k: &NnKernel) {
                 write(pdw, &gw);
                 write(pdb, &gb);
             } else {
-                let (pm, ps) = (Shared::<f32>::of(mean), Shared::<f32>::of(rstd));
+                let (pm, ps) = (shared::<f32>(mean), shared::<f32>(rstd));
                 let (mut gw, mut gb) = (vec![0f32; len], vec![0f32; len]);
                 let (mut dyr, mut xr) = (vec![0f32; len], vec![0f32; len]);
                 for r in 0..rows {

@@ -69,7 +69,7 @@ impl Real for half::bf16 {
 /// A raw base pointer that may cross threads (the kernels' callers hold the
 /// storages' locks, and parallel tasks write disjoint elements).
 #[derive(Clone, Copy)]
-struct Ptr<T>(*mut T);
+pub(super) struct Ptr<T>(pub(super) *mut T);
 // SAFETY: only used for memory whose access the caller synchronises (the
 // storage locks are held for the whole kernel; tasks touch disjoint elements).
 unsafe impl<T> Send for Ptr<T> {}
@@ -78,7 +78,7 @@ unsafe impl<T> Sync for Ptr<T> {}
 
 impl<T> Ptr<T> {
     /// The pointer (a method, so closures capture the whole `Ptr`).
-    fn get(self) -> *mut T {
+    pub(super) fn get(self) -> *mut T {
         self.0
     }
 }
