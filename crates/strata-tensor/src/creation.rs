@@ -209,7 +209,7 @@ fn unsupported_range(start: Scalar, end: Scalar) -> TensorError {
 impl crate::tensor::Tensor {
     /// `torch.empty_like(self, dtype)`: a fresh uninitialised tensor of
     /// self's shape and device (self's dtype unless one is given; `bool`
-    /// elements start `false`, as in [`Tensor::empty`]), laid out as
+    /// elements start `false`, as in [`Tensor::empty`](crate::Tensor::empty)), laid out as
     /// PyTorch's `torch.preserve_format` lays it out: with self's strides
     /// when self is non-overlapping and dense (a transposed tensor gives a
     /// transposed one), else dense in the order of self's strides.
@@ -230,7 +230,7 @@ impl crate::tensor::Tensor {
 
     /// `torch.zeros_like(self, dtype)`: zeros of self's shape and device,
     /// filled on the device (fresh storage laid out as in
-    /// [`Tensor::empty_like`]).
+    /// [`Tensor::empty_like`](crate::Tensor::empty_like)).
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};
