@@ -1051,10 +1051,12 @@ def s43_step(p, cur, x, force=None):
         if p.s43b or S46:
             # PyTorch's `x + 0` keeps a permuted x's strides, so a later
             # reshape/flatten of the base can be a copy in PyTorch and a
-            # view in strata (whose results are contiguous); whether
-            # reshape copies is documented as unspecified. Seeds >=
-            # S43B_SEED take a contiguous base (earlier seeds still take
-            # `x + 0`, so their programs are unchanged).
+            # view in strata (whose results were contiguous before
+            # session 56); whether reshape copies is documented as
+            # unspecified. Seeds >= S43B_SEED take a contiguous base
+            # (earlier seeds still take `x + 0`, so their programs are
+            # unchanged), and so does the replay (`Env::contiguous_base`
+            # in grad_oracle.rs).
             base = base.contiguous()
         views, events = [], []
 

@@ -207,15 +207,30 @@ fn unsupported_range(start: Scalar, end: Scalar) -> TensorError {
 // ----- issue 12: creation on the device (`*_like`, `empty`, `eye`, `randint`) -----
 
 impl crate::tensor::Tensor {
-    /// `torch.empty_like(self, dtype)`: a fresh uninitialised contiguous
-    /// tensor of self's shape and device (self's dtype unless one is given).
+    /// `torch.empty_like(self, dtype)`: a fresh uninitialised tensor of
+    /// self's shape and device (self's dtype unless one is given; `bool`
+    /// elements start `false`, as in [`Tensor::empty`](crate::Tensor::empty)), laid out as
+    /// PyTorch's `torch.preserve_format` lays it out: with self's strides
+    /// when self is non-overlapping and dense (a transposed tensor gives a
+    /// transposed one), else dense in the order of self's strides.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let a = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
+    /// assert_eq!(a.t().unwrap().empty_like(None).unwrap().strides(), &[1, 3]);
+    /// ```
     #[track_caller]
     pub fn empty_like(&self, dtype: Option<DType>) -> Result<crate::tensor::Tensor> {
-        crate::tensor::Tensor::empty(self.shape(), dtype.unwrap_or(self.dtype()), self.device())
+        let t = self.uninit_preserving("empty_like", dtype.unwrap_or(self.dtype()))?;
+        if t.dtype() == DType::Bool {
+            t.fill_(false)?;
+        }
+        Ok(t)
     }
 
     /// `torch.zeros_like(self, dtype)`: zeros of self's shape and device,
-    /// filled on the device (fresh contiguous storage).
+    /// filled on the device (fresh storage laid out as in
+    /// [`Tensor::empty_like`](crate::Tensor::empty_like)).
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};
@@ -254,7 +269,11 @@ impl crate::tensor::Tensor {
                 format!("value {value} cannot be converted to {dtype} without overflow"),
             ));
         }
-        crate::tensor::Tensor::full(self.shape(), value, dtype, self.device())
+        // Laid out as `empty_like` (PyTorch's `full_like` is `empty_like`
+        // and `fill_`).
+        let t = self.uninit_preserving("full_like", dtype)?;
+        t.fill_(value)?;
+        Ok(t)
     }
 
     /// `torch.eye(n, m, dtype)`: an `n x m` matrix (`m = n` when `None`)

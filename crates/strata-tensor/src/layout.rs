@@ -541,6 +541,38 @@ pub(crate) fn pytorch_dim_order(shape: &[usize], inputs: &[Vec<usize>]) -> Vec<u
     pytorch_reorder_dims(shape, None, &inputs)
 }
 
+/// The strides PyTorch gives a fresh tensor laid out like one of `shape`
+/// and `strides` (`empty_like(x, memory_format=torch.preserve_format)`, as
+/// `.to(dtype)`, `clone()` and `zeros_like` allocate): a non-overlapping and
+/// dense layout's own strides, else dense in the order of its strides
+/// (`infer_dense_strides`: TensorIterator's order of one operand, a stride
+/// of 0 left where it is).
+pub(crate) fn preserve_format_strides(shape: &[usize], strides: &[usize]) -> Vec<usize> {
+    let l = Layout {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        offset: 0,
+    };
+    if l.is_dense() {
+        return l.strides;
+    }
+    dense_strides_in_order(shape, &pytorch_reorder_dims(shape, None, &[strides]))
+}
+
+/// Strides dense in `order` (innermost dim first): the layout PyTorch's
+/// TensorIterator gives an output it allocates (`compatible_stride`).
+pub(crate) fn dense_strides_in_order(shape: &[usize], order: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0usize; shape.len()];
+    let mut s = 1usize;
+    for &d in order {
+        strides[d] = s;
+        // An empty tensor's strides address nothing: they saturate rather
+        // than wrap where its other sizes are huge.
+        s = s.saturating_mul(shape[d]);
+    }
+    strides
+}
+
 /// PyTorch's TensorIterator `reorder_dimensions`, innermost dim first: an
 /// insertion sort from the innermost dim out whose `should_swap` compares
 /// each operand's strides in turn (the output's first, when there is one),

@@ -137,16 +137,64 @@ impl Tensor {
         device: Device,
     ) -> Result<Tensor> {
         let t = Tensor::uninit(op, shape, dtype, device)?;
-        let mut strides = vec![0usize; shape.len()];
-        let mut s = 1usize;
-        for &d in order {
-            strides[d] = s;
-            // An empty tensor's strides address nothing: they saturate
-            // rather than wrap where its other sizes are huge.
-            s = s.saturating_mul(shape[d]);
+        if order.iter().copied().eq((0..shape.len()).rev()) {
+            return Ok(t);
         }
         Ok(t.with_layout(Layout {
             shape: shape.to_vec(),
+            strides: crate::layout::dense_strides_in_order(shape, order),
+            offset: 0,
+        }))
+    }
+
+    /// A fresh tensor of `shape` laid out as PyTorch's TensorIterator lays
+    /// out an output it allocates for inputs of layouts `inputs` (each of
+    /// which broadcasts to `shape`): row-major when every input has `shape`
+    /// and is contiguous (or when there is none); the inputs' own strides
+    /// when they all have `shape` and the same non-overlapping and dense
+    /// strides (its `fast_set_up`); else dense in the order of their
+    /// strides broadcast to `shape` ([`crate::layout::pytorch_dim_order`]).
+    pub(crate) fn uninit_iter_output(
+        op: &'static str,
+        shape: &[usize],
+        inputs: &[Layout],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let same_shape = inputs.iter().all(|l| l.shape == shape);
+        if same_shape && inputs.iter().all(Layout::is_contiguous) {
+            return Tensor::uninit(op, shape, dtype, device);
+        }
+        if let Some(last) = inputs.last() {
+            if same_shape
+                && inputs
+                    .iter()
+                    .all(|l| l.is_dense() && l.strides == last.strides)
+            {
+                let t = Tensor::uninit(op, shape, dtype, device)?;
+                return Ok(t.with_layout(Layout {
+                    shape: shape.to_vec(),
+                    strides: last.strides.clone(),
+                    offset: 0,
+                }));
+            }
+        }
+        let strides: Vec<Vec<usize>> = inputs.iter().map(|l| l.broadcast_strides(shape)).collect();
+        let order = crate::layout::pytorch_dim_order(shape, &strides);
+        Tensor::uninit_in_order(op, shape, &order, dtype, device)
+    }
+
+    /// A fresh tensor of `self`'s shape and `dtype` laid out as PyTorch's
+    /// `empty_like(self, memory_format=torch.preserve_format)` lays it out
+    /// ([`crate::layout::preserve_format_strides`]).
+    pub(crate) fn uninit_preserving(&self, op: &'static str, dtype: DType) -> Result<Tensor> {
+        let t = Tensor::uninit(op, self.shape(), dtype, self.device())?;
+        if self.is_contiguous() {
+            return Ok(t);
+        }
+        let strides = crate::layout::preserve_format_strides(self.shape(), self.strides());
+        Ok(t.with_layout(Layout {
+            shape: self.shape().to_vec(),
             strides,
             offset: 0,
         }))
@@ -160,16 +208,7 @@ impl Tensor {
         if dtype == self.dtype() || self.is_contiguous() {
             return self.to_dtype(dtype);
         }
-        let out = if self.layout().is_dense() {
-            Tensor::uninit("to_dtype", self.shape(), dtype, self.device())?.with_layout(Layout {
-                shape: self.shape().to_vec(),
-                strides: self.strides().to_vec(),
-                offset: 0,
-            })
-        } else {
-            let order = crate::layout::pytorch_dim_order(self.shape(), &[self.strides().to_vec()]);
-            Tensor::uninit_in_order("to_dtype", self.shape(), &order, dtype, self.device())?
-        };
+        let out = self.uninit_preserving("to_dtype", dtype)?;
         out.copy_from_unchecked(self)?;
         self.pass_value_range(&out);
         Ok(out)
@@ -542,7 +581,9 @@ impl Tensor {
 
     /// A copy with fresh storage (PyTorch's `clone()`), always contiguous:
     /// PyTorch's keeps the strides of a dense input (`x.t().clone()` is
-    /// still transposed), strata has no memory formats.
+    /// still transposed); strata's stays row-major (strata-autograd lays out
+    /// first gradients with it), unlike element-wise results and the
+    /// `*_like` ops, which are laid out as PyTorch's.
     #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
         let out = Tensor::uninit("clone", self.shape(), self.dtype(), self.device())?;

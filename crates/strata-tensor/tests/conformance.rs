@@ -581,6 +581,28 @@ fn nn_step(env: &Env, op: &str, args: &[Value]) -> Result<Result<Out, TensorErro
             None => Err("broadcast_to with a negative size".into()),
         },
         "addcmul" => one(t(0)?.addcmul(&env.t(&args[1])?, &env.t(&args[2])?, scalar(&args[3])?)),
+        // (fuzz_conformance_s56.py's `grad_ops`: PyTorch's aten ops
+        // gelu_backward, _softmax_backward_data(grad, output, dim) and
+        // _log_softmax_backward_data, and torch.linalg.vector_norm)
+        "gelu_backward" => {
+            let approx = match arg(args, 2).and_then(|v| v.as_str()) {
+                Some("tanh") => GeluApprox::Tanh,
+                _ => GeluApprox::None,
+            };
+            one(t(0)?.gelu_backward(&t(1)?, approx))
+        }
+        "softmax_backward" => one(t(1)?.softmax_backward(&t(0)?, int(2))),
+        "log_softmax_backward" => one(t(1)?.log_softmax_backward(&t(0)?, int(2))),
+        "vector_norm" => {
+            let p = match scalar(&args[1])? {
+                Scalar::Int(i) => i as f64,
+                Scalar::Float(f) => f,
+                Scalar::Bool(b) => f64::from(u8::from(b)),
+            };
+            let dims = arg(args, 2).map(ints);
+            let keep = arg(args, 3).is_some_and(|v| v.as_bool().unwrap());
+            one(t(0)?.vector_norm(p, dims.as_deref(), keep))
+        }
         _ => Err(format!("unknown op {op}")),
     }
 }

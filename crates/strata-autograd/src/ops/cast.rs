@@ -1,6 +1,6 @@
-//! Dtype conversion as a recorded op: the gradient is converted back to the
-//! input's dtype (autocast's casts go through here, so gradients reach f32
-//! parameters).
+//! Copies as recorded ops: dtype conversion, whose gradient is converted
+//! back to the input's dtype (autocast's casts go through here, so gradients
+//! reach f32 parameters), and `contiguous`, whose gradient passes unchanged.
 
 use super::formula;
 use crate::error::Result;
@@ -27,5 +27,31 @@ impl Var {
             })])
         });
         record("ToCopyBackward", out, &[Some(self)], Vec::new, f, false)
+    }
+
+    /// PyTorch's `contiguous()`: this variable itself when its data is
+    /// row-major (no copy, no node: an in-place op on the result is one on
+    /// this variable), else a row-major copy recorded as `CloneBackward`,
+    /// whose gradient passes back unchanged. Element-wise results are laid
+    /// out as PyTorch lays them out (`x.t().add(0.0)` is transposed), so a
+    /// reshape of one may copy where a reshape of its contiguous copy is a
+    /// view.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Var::parameter(Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2], Device::Cpu)?)?;
+    /// let y = x.t()?.contiguous()?;
+    /// assert!(y.data().is_contiguous());
+    /// assert_eq!(y.data().to_vec::<f32>()?, vec![1.0, 3.0, 2.0, 4.0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn contiguous(&self) -> Result<Var> {
+        if self.data().is_contiguous() {
+            return Ok(self.clone());
+        }
+        let out = self.data().contiguous()?;
+        let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
+        record("CloneBackward", out, &[Some(self)], Vec::new, f, false)
     }
 }

@@ -37,6 +37,13 @@
 //! fused Adam/AdamW under a GradScaler for f32/f64 parameters too (the
 //! replay passes `fused` to `with_fused`: the scaler then hands the step
 //! its scale).
+//!
+//! The base of an `inplace_view` step is `(x + 0).contiguous()` where the
+//! generator takes it so (seeds from 173 on outside sub-programs, from 220
+//! on inside them), else `x + 0`: since session 56 strata lays `x + 0` out
+//! as PyTorch does (transposed for a transposed x), so which reshapes of
+//! the base are views depends on that choice as it does in PyTorch
+//! ([`Env::contiguous_base`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -158,8 +165,41 @@ impl From<AutogradError> for Fail {
 }
 
 /// The values of a program by name: its inputs, its steps' outputs (and,
-/// inside a sub-program, the sub-program's).
-type Env = HashMap<String, Val>;
+/// inside a sub-program, the sub-program's), and where they are.
+#[derive(Clone, Default)]
+struct Env {
+    vals: HashMap<String, Val>,
+    /// The program's seed (the number before the `:` of its id).
+    seed: u64,
+    /// Whether the steps run inside a sub-program (`seq`, a checkpointed or
+    /// autocast region).
+    in_sub_program: bool,
+}
+
+/// The first seed whose `inplace_view` base is contiguous outside
+/// sub-programs (the generator's `S43B_SEED`), and the first where it is
+/// inside them too (`S46_SEED`).
+const S43B_SEED: u64 = 173;
+const S46_SEED: u64 = 220;
+
+impl Env {
+    fn get(&self, name: &str) -> Option<&Val> {
+        self.vals.get(name)
+    }
+
+    fn insert(&mut self, name: String, v: Val) {
+        self.vals.insert(name, v);
+    }
+
+    /// Whether the generator made the base of an `inplace_view` step
+    /// contiguous (`base = (x + 0).contiguous()`) or left it `x + 0`, whose
+    /// layout follows x's in PyTorch and in strata. A reshape of a
+    /// transposed base copies, and an in-place op on the copy leaves the
+    /// base alone, so the replay must take the same base.
+    fn contiguous_base(&self) -> bool {
+        self.seed >= S46_SEED || (self.seed >= S43B_SEED && !self.in_sub_program)
+    }
+}
 
 /// The dtype names of the generator.
 fn dtype_name(d: DType) -> &'static str {
@@ -228,6 +268,7 @@ fn sub_program(x: Var, a: &J, env: &Env, dtypes: &J) -> Result<Var, Fail> {
     let res = a.key("result").str();
     let input = format!("{}.0", res.split('.').next().unwrap_or(""));
     let mut env = env.clone();
+    env.in_sub_program = true;
     env.insert(input, Val::V(x));
     run_steps(a.key("steps").arr(), &mut env, dtypes)?;
     var_of(&env, res)
@@ -448,11 +489,17 @@ fn run_step(op: &str, ins: &[Val], a: &J, env: &Env, dtypes: &J) -> Result<Var, 
             t
         }
         "inplace_view" => {
-            // Events on a fresh non-leaf (`x + 0`), as the generator: take a
-            // chain of views of the base or of an earlier view, or run an
-            // in-place op on one (in no_grad mode where the step says so;
-            // a take's own flag says whether that view is taken in it).
+            // Events on a fresh non-leaf (`x + 0`, contiguous where the
+            // generator made it so), as the generator: take a chain of views
+            // of the base or of an earlier view, or run an in-place op on
+            // one (in no_grad mode where the step says so; a take's own flag
+            // says whether that view is taken in it).
             let base = x.add(0.0)?;
+            let base = if env.contiguous_base() {
+                base.contiguous()?
+            } else {
+                base
+            };
             let no_grad = a.key("no_grad").b();
             let mut views: Vec<Var> = Vec::new();
             for e in a.key("events").arr() {
@@ -773,7 +820,13 @@ fn load_inputs(
     p: &J,
     mut leaf: impl FnMut(&str, Tensor) -> Result<Var, String>,
 ) -> Result<(Env, Vec<(String, Var)>), String> {
-    let mut env = Env::new();
+    let seed = p.key("id").str().split(':').next().unwrap_or("");
+    let mut env = Env {
+        seed: seed
+            .parse()
+            .map_err(|_| format!("program id {:?} names no seed", p.key("id").str()))?,
+        ..Env::default()
+    };
     let mut leaves = Vec::new();
     if let J::Object(ins) = p.key("inputs") {
         for (name, j) in ins {

@@ -242,6 +242,48 @@ fn view_narrow_flatten_and_a_reshape_that_copies() {
     close(&g64(&b), &[4.0, 5.0, 6.0, 7.0]);
 }
 
+/// Element-wise results are laid out as PyTorch lays them out (session
+/// 56), so `x.t() + 0` is transposed and its reshape copies; its
+/// `contiguous()` is a row-major copy whose reshape is a view. PyTorch
+/// 2.15:
+///
+/// ```python
+/// x = torch.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)
+/// y = x.t() + 0            # strides (1, 3)
+/// y.reshape(-1).mul_(0)    # a copy: y unchanged
+/// c = y.contiguous()       # strides (2, 1), CloneBackward0
+/// c.reshape(-1).mul_(2)    # a view: c doubled (CopySlices)
+/// (c * torch.tensor([[1., 2.], [3., 4.], [5., 6.]])).sum().backward()
+/// x.grad                   # [[2., 6., 10.], [4., 8., 12.]]
+/// x.contiguous() is x      # True
+/// ```
+#[test]
+fn contiguous_of_a_transposed_sum_is_a_copy_whose_reshape_is_a_view() {
+    let x = Var::parameter(t64(&range(6, |i| i + 1.0), &[2, 3])).unwrap();
+    let y = x.t().unwrap().add(0.0).unwrap();
+    assert_eq!(y.data().strides(), &[1, 3]);
+    let copy = y.reshape(&[-1]).unwrap();
+    assert!(!copy.data().same_storage(y.data()));
+    copy.mul_(0.0).unwrap();
+    close(&vals(&y), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    let c = y.contiguous().unwrap();
+    assert_eq!(c.data().strides(), &[2, 1]);
+    assert_eq!(c.grad_fn_name(), Some("CloneBackward"));
+    let v = c.reshape(&[-1]).unwrap();
+    assert!(v.data().same_storage(c.data()));
+    v.mul_(2.0).unwrap();
+    close(&vals(&c), &[2.0, 8.0, 4.0, 10.0, 6.0, 12.0]);
+    close(&vals(&y), &[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+    let w = c64(&range(6, |i| i + 1.0), &[3, 2]);
+    sum(&c.mul(&w).unwrap()).backward().unwrap();
+    close(&g64(&x), &[2.0, 6.0, 10.0, 4.0, 8.0, 12.0]);
+    // A row-major variable is its own contiguous(): no copy, no node.
+    let z = x.contiguous().unwrap();
+    assert!(z.data().same_storage(x.data()));
+    assert!(z.is_leaf());
+    assert_eq!(z.grad_fn_name(), None);
+}
+
 #[test]
 fn a_view_of_a_variable_not_requiring_grad_rebases_it() {
     // untracked_base_add: z = zeros(3); z[0:2].add_(x[1:3]);

@@ -251,6 +251,55 @@ fn one_element(t: &Tensor, compute: DType) -> bool {
         .all(|(&n, &s)| n <= 1 || s == 0)
 }
 
+/// The layout with which PyTorch's TensorIterator sees operand `t` of an
+/// op computing in `compute`, for choosing the layout of the output it
+/// allocates ([`Tensor::uninit_iter_output`]). On the CPU (or on any device
+/// where `always` says the op converts its operands itself, as
+/// `torch.where` does) an operand of another dtype is first converted with
+/// `.to(compute)`, which keeps a dense layout and makes any other dense in
+/// the order of its strides ([`crate::layout::preserve_format_strides`]);
+/// on a GPU the kernel casts as it reads, so the operand's own layout
+/// counts.
+pub(crate) fn iter_operand_layout(t: &Tensor, compute: DType, always: bool) -> Layout {
+    let converted = t.dtype() != compute && (always || t.device() == crate::Device::Cpu);
+    if converted {
+        Layout {
+            shape: t.shape().to_vec(),
+            strides: crate::layout::preserve_format_strides(t.shape(), t.strides()),
+            offset: 0,
+        }
+    } else {
+        t.layout().clone()
+    }
+}
+
+/// A new output of `shape` and `dtype` for an op of `inputs` computing in
+/// `compute`, laid out as PyTorch's TensorIterator lays it out
+/// ([`Tensor::uninit_iter_output`] of the [`iter_operand_layout`]s; `always`
+/// as there). Inputs that all have `shape` and are contiguous give a
+/// row-major output without building their layouts.
+pub(crate) fn iter_output(
+    name: &'static str,
+    shape: &[usize],
+    inputs: &[&Tensor],
+    compute: DType,
+    always: bool,
+    dtype: DType,
+    device: crate::Device,
+) -> Result<Tensor> {
+    if inputs
+        .iter()
+        .all(|t| t.shape() == shape && t.is_contiguous())
+    {
+        return Tensor::uninit(name, shape, dtype, device);
+    }
+    let layouts: Vec<Layout> = inputs
+        .iter()
+        .map(|t| iter_operand_layout(t, compute, always))
+        .collect();
+    Tensor::uninit_iter_output(name, shape, &layouts, dtype, device)
+}
+
 /// Rounding mode of [`Tensor::div_mode`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RoundingMode {
@@ -405,19 +454,15 @@ impl Tensor {
             Some(t) => Some(convert(t, kernel)?),
             None => None,
         };
+        // A new output is laid out as PyTorch's TensorIterator lays it out:
+        // dense in the order of the operands' strides (a transposed input
+        // gives a transposed result).
         let target = if inplace && self.dtype() == out_dtype && a_c.same_storage(self) {
             self.clone()
-        } else if pytorch_rows {
-            let strides: Vec<Vec<usize>> = std::iter::once(&a_c)
-                .chain(&b_c)
-                .map(|t| t.layout().broadcast_strides(&shape))
-                .collect();
-            let order = crate::layout::pytorch_dim_order(&shape, &strides);
-            Tensor::uninit_in_order(name, &shape, &order, out_dtype, self.device())?
-        } else if kernel != compute {
-            Tensor::uninit(name, &shape, kernel, self.device())?
         } else {
-            Tensor::uninit(name, &shape, out_dtype, self.device())?
+            let operands: Vec<&Tensor> = std::iter::once(self).chain(inputs.first()).collect();
+            let dt = if kernel != compute { kernel } else { out_dtype };
+            iter_output(name, &shape, &operands, compute, false, dt, self.device())?
         };
         match (&b_c, b) {
             (Some(bt), _) => launch(&target, &[&a_c, bt], |be| {
@@ -451,11 +496,7 @@ impl Tensor {
             self.bump_version();
             Ok(self.clone())
         } else if target.dtype() != out_dtype {
-            target.to_dtype(out_dtype)
-        } else if !target.is_contiguous() {
-            // Laid out in PyTorch's order above; strata's results are
-            // row-major.
-            target.contiguous()
+            target.to_dtype_keeping_dense_layout(out_dtype)
         } else {
             Ok(target)
         }
@@ -555,7 +596,7 @@ impl Tensor {
                 let target = if inplace {
                     self.clone()
                 } else {
-                    Tensor::uninit(name, self.shape(), compute, self.device())?
+                    self.uninit_unary_output(name, compute)?
                 };
                 return target.fill_(f64::NAN);
             }
@@ -571,7 +612,7 @@ impl Tensor {
         let target = if inplace && a_c.same_storage(self) {
             self.clone()
         } else {
-            Tensor::uninit(name, self.shape(), compute, self.device())?
+            self.uninit_unary_output(name, compute)?
         };
         // f16/bf16 rsqrt: the elements PyTorch's CPU scalar functor takes
         // (`1 / std::sqrt(x)` with the square root rounded to the dtype
@@ -626,6 +667,21 @@ impl Tensor {
         } else {
             Ok(target)
         }
+    }
+
+    /// The output of a unary op of `self` computing in `compute`, laid out
+    /// as PyTorch's TensorIterator lays it out (a transposed input gives a
+    /// transposed result; [`iter_operand_layout`]).
+    fn uninit_unary_output(&self, name: &'static str, compute: DType) -> Result<Tensor> {
+        iter_output(
+            name,
+            self.shape(),
+            &[self],
+            compute,
+            false,
+            compute,
+            self.device(),
+        )
     }
 
     fn clamp_args(name: &'static str, min: Option<Scalar>, max: Option<Scalar>) -> Result<UnaryOp> {
@@ -796,7 +852,16 @@ impl Tensor {
             Operand::Tensor(t1),
             Operand::Tensor(t2),
         ]);
-        let out = Tensor::uninit("addcmul", &shape, dtype, self.device())?;
+        // Laid out as PyTorch's TensorIterator lays out its output.
+        let out = iter_output(
+            "addcmul",
+            &shape,
+            &[self, t1, t2],
+            dtype,
+            false,
+            dtype,
+            self.device(),
+        )?;
         out.copy_(self)?;
         out.addcmul_(t1, t2, value)?;
         Ok(out)
@@ -808,7 +873,19 @@ impl Tensor {
         a: impl Into<Operand<'a>>,
         b: impl Into<Operand<'b>>,
     ) -> Result<Tensor> {
-        let (a, b) = (a.into(), b.into());
+        Tensor::where_impl(cond, a.into(), b.into(), false)
+    }
+
+    /// [`Tensor::where_cond`] with a row-major result when `row_major`
+    /// (the ops PyTorch computes through a contiguous output of its own:
+    /// `masked_fill`, `triu`, `tril`), else one laid out as PyTorch's
+    /// `torch.where` lays it out.
+    pub(crate) fn where_impl(
+        cond: &Tensor,
+        a: Operand,
+        b: Operand,
+        row_major: bool,
+    ) -> Result<Tensor> {
         // PyTorch also accepts a u8 condition (deprecated), nonzero meaning true.
         let cond_u8;
         let cond = if cond.dtype() == DType::U8 {
@@ -852,7 +929,32 @@ impl Tensor {
             }
         };
         let (ta, tb) = (materialise(a)?, materialise(b)?);
-        let out = Tensor::uninit("where", &shape, dtype, cond.device())?;
+        // PyTorch converts the operands with `.to(dtype)` (a u8 condition
+        // with `.to(bool)`) on every device, and its TensorIterator lays the
+        // output out in the order of the condition's, then the operands'
+        // strides.
+        // A scalar is a 0-d operand, whose strides (all 0 once broadcast)
+        // decide nothing.
+        let tensors: Vec<&Tensor> = [a, b]
+            .into_iter()
+            .filter_map(|o| match o {
+                Operand::Tensor(t) => Some(t),
+                Operand::Scalar(_) => None,
+            })
+            .collect();
+        let row_major = row_major
+            || std::iter::once(&cond)
+                .chain(&tensors)
+                .all(|t| t.shape() == shape.as_slice() && t.is_contiguous());
+        let out = if row_major {
+            Tensor::uninit("where", &shape, dtype, cond.device())?
+        } else {
+            let layouts: Vec<Layout> =
+                std::iter::once(iter_operand_layout(cond, DType::Bool, true))
+                    .chain(tensors.iter().map(|t| iter_operand_layout(t, dtype, true)))
+                    .collect();
+            Tensor::uninit_iter_output("where", &shape, &layouts, dtype, cond.device())?
+        };
         launch(&out, &[cond, &ta, &tb], |be| {
             be.where_(
                 &out.arg(),
@@ -1081,6 +1183,10 @@ binary_op_table!(binary_methods);
 /// PyTorch 2.15 build the fixtures come from).
 const HALF_VEC_CHUNK: usize = 32;
 
+/// How many f32 elements one step of PyTorch's CPU `vectorized_loop`
+/// takes: two `Vectorized<float>` of 8 lanes (AVX2).
+const F32_VEC_CHUNK: usize = 16;
+
 /// The strides PyTorch's TensorIterator gives the output it allocates for a
 /// unary op of `x`: dense in its order of the dims
 /// ([`crate::layout::pytorch_reorder_dims`]).
@@ -1148,38 +1254,52 @@ impl Tensor {
             GeluApprox::None => UnaryFn::Gelu,
             GeluApprox::Tanh => UnaryFn::GeluTanh,
         };
+        let exact_cpu = approximate == GeluApprox::None && self.device() == crate::Device::Cpu;
+        if exact_cpu && self.dtype() == DType::F32 && !(self.is_contiguous() && self.numel() > 1) {
+            // PyTorch calls oneDNN (the table's f32 `Gelu`) only for a
+            // contiguous tensor of two elements or more; any other goes
+            // through `GeluKernelImpl`, vectorised and scalar loops.
+            let out = self.unary(UnaryOp::Map(UnaryFn::GeluVec), f.name(false), false)?;
+            self.gelu_scalar_loop(&out, F32_VEC_CHUNK)?;
+            return Ok(out);
+        }
         let out = self.unary(UnaryOp::Map(f), f.name(false), false)?;
-        if approximate == GeluApprox::None
-            && matches!(self.dtype(), DType::F16 | DType::BF16)
-            && self.device() == crate::Device::Cpu
-        {
-            self.gelu_half_scalar_loop(&out)?;
+        if exact_cpu && matches!(self.dtype(), DType::F16 | DType::BF16) {
+            self.gelu_scalar_loop(&out, HALF_VEC_CHUNK)?;
         }
         Ok(out)
     }
 
-    /// PyTorch's CPU exact GELU of an f16/bf16 tensor (`GeluKernelImpl`
-    /// through `cpu_kernel_vec`) takes `Vectorized<float>::erf` in its
-    /// vectorised loop (strata's `Math::gelu_vec_`, which `out` holds) and
-    /// `std::erf` in f32 in its scalar functor (`float(x) * 0.5f * (1.0f +
-    /// std::erf(float(x) * M_SQRT1_2))`: strata's f32 GELU, rounded back),
-    /// which differ on 217 of the 65,536 f16 values and 3 bf16 ones (glibc
-    /// 2.36's erff agrees with strata's f32 erf on all of them). The scalar
-    /// functor takes the elements past the last whole 32 of each of
+    /// PyTorch's CPU exact GELU of an f16/bf16 tensor, and of an f32 one
+    /// that is not contiguous or has fewer than two elements
+    /// (`GeluKernelImpl` through `cpu_kernel_vec`), takes
+    /// `Vectorized<float>::erf` in its vectorised loop (strata's
+    /// `Math::gelu_vec_`, which `out` holds) and `std::erf` in f32 in its
+    /// scalar functor (`float(x) * 0.5f * (1.0f + std::erf(float(x) *
+    /// M_SQRT1_2))`: `Math::gelu_scalar_`, rounded back), which differ on
+    /// 217 of the 65,536 f16 values, 3 bf16 ones and about a quarter of
+    /// f32 values. The scalar functor takes the elements past the last
+    /// whole `chunk` (32 for f16/bf16, 16 for f32) of each of
     /// TensorIterator's inner rows, and every element where the input is
     /// not contiguous along them ([`crate::layout::pytorch_scalar_loop_mask`], the output
     /// dense in TensorIterator's order as PyTorch allocates it): those are
     /// overwritten in `out` with the scalar functor's values.
-    fn gelu_half_scalar_loop(&self, out: &Tensor) -> Result<()> {
+    fn gelu_scalar_loop(&self, out: &Tensor, chunk: usize) -> Result<()> {
+        use crate::ops::table::UnaryFn;
         let scalar_gelu = |x: &Tensor| -> Result<Tensor> {
-            x.to_dtype(DType::F32)?
-                .gelu(GeluApprox::None)?
-                .to_dtype(self.dtype())
+            let f = UnaryOp::Map(UnaryFn::GeluScalar);
+            if x.dtype() == DType::F32 {
+                x.unary(f, "gelu", false)
+            } else {
+                x.to_dtype(DType::F32)?
+                    .unary(f, "gelu", false)?
+                    .to_dtype(self.dtype())
+            }
         };
         let n = self.numel();
         if n > 0 && self.is_contiguous() && out.is_contiguous() {
-            // One inner row: the scalar loop takes the last `n % 32`.
-            let tail = n % HALF_VEC_CHUNK;
+            // One inner row: the scalar loop takes the last `n % chunk`.
+            let tail = n % chunk;
             if tail > 0 {
                 last_of(out, tail)?.copy_(&scalar_gelu(&last_of(self, tail)?)?)?;
             }
@@ -1192,7 +1312,7 @@ impl Tensor {
             shape,
             &order,
             &[&out_strides, self.strides()],
-            HALF_VEC_CHUNK,
+            chunk,
         ) else {
             return Ok(());
         };
@@ -1257,6 +1377,9 @@ impl Tensor {
         // The base enters converted to the compute dtype (wrapping, as
         // PyTorch's wrapped-number conversion does).
         let b = Tensor::from_scalars(&[base], &[], compute, exponent.device())?;
-        b.binary(BinaryOp::Pow, Operand::Tensor(exponent), false)
+        // PyTorch resizes an empty output of its own here: the result is
+        // row-major whatever the exponent's layout.
+        b.binary(BinaryOp::Pow, Operand::Tensor(exponent), false)?
+            .contiguous()
     }
 }

@@ -471,7 +471,9 @@ impl Tensor {
         const OP: &str = "masked_fill";
         check_mask(OP, self, mask)?;
         let v = self.masked_value(OP, value.into())?;
-        Tensor::where_cond(mask, &v, self)
+        // Row-major, as PyTorch's (a contiguous clone of the broadcast self,
+        // filled in place).
+        Tensor::where_impl(mask, Operand::Tensor(&v), Operand::Tensor(self), true)
     }
 
     /// In-place [`Tensor::masked_fill`]: the mask broadcasts to self's shape.
@@ -772,7 +774,8 @@ impl Tensor {
             self.device(),
         )?;
         let zero = Tensor::zeros(&[], self.dtype(), self.device())?;
-        Tensor::where_cond(&keep, self, &zero)
+        // Row-major, as PyTorch's (`empty_like` in the contiguous format).
+        Tensor::where_impl(&keep, Operand::Tensor(self), Operand::Tensor(&zero), true)
     }
 }
 

@@ -49,6 +49,17 @@ pub(crate) trait Math: Copy {
     /// [`Math::gelu_`] (`layout::pytorch_scalar_loop_mask`,
     /// `tests/suite/gelu_half_s54d.rs`).
     fn gelu_vec_(self) -> Self;
+    /// [`Math::gelu_`] as PyTorch's CPU scalar functor computes it
+    /// (`GeluKernelImpl`: `x * 0.5 * (1 + std::erf(x * M_SQRT1_2))`): for
+    /// f32 with the C library's `erff` ([`erff_libc`]), which differs from
+    /// an erf computed in f64 and rounded on 18,711 of the 4,020,016 values
+    /// of `tests/suite/fuzz_s56.rs`' GELU check; other types: [`Math::gelu_`].
+    fn gelu_scalar_(self) -> Self;
+    /// f32 exact GELU as oneDNN's AVX2 `eltwise_gelu_erf` kernel computes
+    /// it, which PyTorch's CPU `gelu` calls for a contiguous f32 tensor of
+    /// two elements or more ([`gelu_onednn_f32`]); other types:
+    /// [`Math::gelu_`].
+    fn gelu_onednn_(self) -> Self;
     /// `x / 2 * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3)))`.
     fn gelu_tanh_(self) -> Self;
     /// The derivative of exact GELU: `Phi(x) + x phi(x)`.
@@ -75,7 +86,7 @@ pub(crate) trait Math: Copy {
 }
 
 macro_rules! float_math {
-    ($t:ty, $erf:expr, $erf_vec:expr) => {
+    ($t:ty, $erf:expr, $erf_vec:expr, $gelu_scalar:expr, $gelu_onednn:expr) => {
         impl Math for $t {
             #[inline(always)]
             fn abs_(self) -> Self {
@@ -150,6 +161,16 @@ macro_rules! float_math {
                 self * 0.5 * (1.0 + erf_vec(self * std::f64::consts::FRAC_1_SQRT_2 as $t))
             }
             #[inline(always)]
+            fn gelu_scalar_(self) -> Self {
+                let gelu_scalar: fn($t) -> $t = $gelu_scalar;
+                gelu_scalar(self)
+            }
+            #[inline(always)]
+            fn gelu_onednn_(self) -> Self {
+                let gelu_onednn: fn($t) -> $t = $gelu_onednn;
+                gelu_onednn(self)
+            }
+            #[inline(always)]
             fn gelu_tanh_(self) -> Self {
                 let k = (2.0 * std::f64::consts::FRAC_1_PI).sqrt() as $t;
                 let inner = k * (self + 0.044715 * self * self * self);
@@ -201,8 +222,14 @@ macro_rules! float_math {
         }
     };
 }
-float_math!(f64, erf, erf);
-float_math!(f32, |x: f32| erf(f64::from(x)) as f32, erf_vec_f32);
+float_math!(f64, erf, erf, |x: f64| x.gelu_(), |x: f64| x.gelu_());
+float_math!(
+    f32,
+    |x: f32| erf(f64::from(x)) as f32,
+    erf_vec_f32,
+    |x: f32| x * 0.5 * (1.0 + erff_libc(x * std::f32::consts::FRAC_1_SQRT_2)),
+    gelu_onednn_f32
+);
 
 /// Integer exponentiation with wrapping; a negative exponent gives the
 /// truncated `1 / x^n` (PyTorch's quirk: 0 unless `x` is 1 or -1, `0^-n = 0`).
@@ -281,7 +308,7 @@ macro_rules! int_math {
                     self
                 }
             }
-            int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_vec_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ erf_vec_ log1p_ expm1_);
+            int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_vec_ gelu_scalar_ gelu_onednn_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ erf_vec_ log1p_ expm1_);
         }
     };
     (@neutral $($f:ident)*) => {
@@ -313,7 +340,7 @@ impl Math for bool {
     fn minimum_(self, b: Self) -> Self {
         self & b
     }
-    int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_vec_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ erf_vec_ log1p_ expm1_);
+    int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_vec_ gelu_scalar_ gelu_onednn_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ erf_vec_ log1p_ expm1_);
 }
 
 // ----- erf ------------------------------------------------------------------
@@ -362,6 +389,120 @@ fn erf_vec_f32_body(x: f32) -> f32 {
     let e = expf_u10(-(x * x));
     let v = (-e * t).mul_add(r, 1.0);
     f32::from_bits(v.to_bits() ^ sign)
+}
+
+/// The C library's `erff` (glibc's on Linux), which PyTorch's CPU kernels
+/// call through `std::erf(float)` in their scalar functors: glibc 2.36's
+/// differs from an erf computed in f64 and rounded on about 3 % of all
+/// f32 bit patterns, and from the `libm` crate's `erff` on about 0.04 %.
+/// Where no C library is linked, the `libm` crate's.
+pub(crate) fn erff_libc(x: f32) -> f32 {
+    #[cfg(any(unix, windows))]
+    {
+        extern "C" {
+            fn erff(x: f32) -> f32;
+        }
+        // SAFETY: C99's `erff` takes a float by value and returns one; it
+        // reads and writes no memory of ours and has no preconditions (any
+        // bit pattern, NaN and the infinities included, is a valid input).
+        unsafe { erff(x) }
+    }
+    #[cfg(not(any(unix, windows)))]
+    {
+        libm::erff(x)
+    }
+}
+
+/// oneDNN's AVX2 `eltwise_gelu_erf` (`gelu_erf_compute_vector_fwd` of
+/// `jit_uni_eltwise_injector`, the Abramowitz and Stegun 7.1.26 form),
+/// which PyTorch 2.15's CPU `gelu` calls (`use_mkldnn`) for a contiguous
+/// f32 tensor of two elements or more: `s/2 + s/2 * erf(s / sqrt 2)` with
+/// `erf(x) = sign(x) (1 - r(t) t exp(-x^2))`, `t = 1 / (p |x| + 1)`, and
+/// oneDNN's own `exp` (a degree-5 polynomial times `2 * 2^(n-1)`), every
+/// step an f32 operation in the kernel's order, `vfmadd` fused. Its results
+/// are PyTorch's bit for bit, NaNs included, on the 4,020,016 values of
+/// `tests/suite/fuzz_s56.rs`' check (an AVX-512 CPU takes another oneDNN
+/// kernel, a minimax polynomial, and gives other bits).
+pub(crate) fn gelu_onednn_f32(x: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the FMA instructions this copy is compiled
+        // with (checked just above).
+        return unsafe { gelu_onednn_f32_fma(x) };
+    }
+    gelu_onednn_f32_body(x)
+}
+
+/// [`gelu_onednn_f32`] compiled with the FMA instructions.
+///
+/// # Safety
+/// The CPU must support FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn gelu_onednn_f32_fma(x: f32) -> f32 {
+    gelu_onednn_f32_body(x)
+}
+
+/// x86's `minps`/`maxps`: the second operand when either is NaN.
+#[inline(always)]
+fn x86_min(a: f32, b: f32) -> f32 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+#[inline(always)]
+fn x86_max(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// oneDNN's `exp_compute_vector_fwd`: `x` clamped to `[ln FLT_MIN, ln
+/// FLT_MAX]` (a NaN becomes the upper bound), `n = floor(x log2 e + 1/2)`,
+/// `r = x - n ln 2` (fused), `p(r)` of degree 5 by fused multiply-adds,
+/// times `2^(n-1)` (0 below `ln FLT_MIN`) times 2.
+#[inline(always)]
+fn exp_onednn_f32(x: f32) -> f32 {
+    let ln_flt_min = f32::from_bits(0xc2ae_ac50);
+    let below = x < ln_flt_min;
+    let x = x86_max(x86_min(x, f32::from_bits(0x42b1_7218)), ln_flt_min);
+    let fx = (x * f32::from_bits(0x3fb8_aa3b) + 0.5).floor();
+    let r = (-fx).mul_add(f32::from_bits(0x3f31_7218), x);
+    // `fx - 1` is an integer in [-127, 127] here: exact as an i32.
+    let n1 = (fx - 1.0) as i32;
+    let pow2 = if below {
+        0.0
+    } else {
+        f32::from_bits(((n1 + 127) as u32) << 23)
+    };
+    let mut y = f32::from_bits(0x3c07_cfce);
+    for c in [0x3d2b_9d0d, 0x3e2a_ad40, 0x3eff_fee3, 0x3f7f_fffb] {
+        y = y.mul_add(r, f32::from_bits(c));
+    }
+    y = y.mul_add(r, 1.0);
+    y * pow2 * 2.0
+}
+
+#[inline(always)]
+fn gelu_onednn_f32_body(s: f32) -> f32 {
+    const SIGN: u32 = 0x8000_0000;
+    let x = s * f32::from_bits(0x3f35_04f3);
+    let ax = f32::from_bits(x.to_bits() & !SIGN);
+    let t = 1.0 / f32::from_bits(0x3ea7_ba05).mul_add(ax, 1.0);
+    let e = exp_onednn_f32(f32::from_bits((x * x).to_bits() ^ SIGN));
+    let net = f32::from_bits(e.to_bits() ^ SIGN) * t;
+    let mut r = f32::from_bits(0x3f87_dc22);
+    for c in [0xbfba_00e3, 0x3fb5_f0e3, 0xbe91_a98e, 0x3e82_7906] {
+        r = r.mul_add(t, f32::from_bits(c));
+    }
+    let erf = f32::from_bits(net.mul_add(r, 1.0).to_bits() ^ (s.to_bits() & SIGN));
+    let half = s * 0.5;
+    erf.mul_add(half, half)
 }
 
 /// The error function in f64, from the `libm` crate (below one ulp).

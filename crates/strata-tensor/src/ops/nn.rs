@@ -1072,7 +1072,7 @@ impl Tensor {
                 ),
             ));
         }
-        broadcast_shapes(OP, self.shape(), target.shape())?;
+        let shape = broadcast_shapes(OP, self.shape(), target.shape())?;
         if let Some(w) = weight {
             if w.shape() != self.shape() {
                 return Err(TensorError::shape(
@@ -1087,8 +1087,19 @@ impl Tensor {
         }
         // PyTorch broadcasts input and target before anything else, so a
         // 0-d operand beside a dimensioned one promotes as a dimensioned one
-        // (f16 [3] with a bf16 0-d target gives f32).
-        let d = self.to_dtype(promoted)?.sub(&target.to_dtype(promoted)?)?;
+        // (f16 [3] with a bf16 0-d target gives f32), and its kernel's
+        // TensorIterator lays the result out in the order of the broadcast
+        // operands' strides (a transposed input gives a transposed loss).
+        // With a weight, F.mse_loss composes `expanded_input -
+        // expanded_target` (whose own rules apply: a bool operand is an
+        // error); without, its kernel converts both to the promoted dtype.
+        let (x, y) = (self.broadcast_to(&shape)?, target.broadcast_to(&shape)?);
+        let d = if weight.is_some() {
+            x.sub(&y)?
+        } else {
+            x.to_dtype_keeping_dense_layout(promoted)?
+                .sub(&y.to_dtype_keeping_dense_layout(promoted)?)?
+        };
         let mut sq = d.mul(&d)?;
         if let Some(w) = weight {
             sq = sq.mul(w)?;

@@ -159,8 +159,34 @@ macro_rules! unary_op_table {
                 dtypes: FloatOnly,
                 // f16/bf16: PyTorch's CPU kernel computes in f32 with its
                 // vectorised erf (`Math::gelu_vec_`); `Tensor::gelu` then
-                // recomputes the elements its scalar loop takes.
-                cpu: |x| if matches!(T::DTYPE, DType::F16 | DType::BF16) { x.gelu_vec_() } else { x.gelu_() },
+                // recomputes the elements its scalar loop takes. f32:
+                // oneDNN's kernel, which PyTorch calls for a contiguous
+                // tensor of two elements or more (`Math::gelu_onednn_`);
+                // `Tensor::gelu` takes `GeluVec` and `GeluScalar` for the
+                // others.
+                cpu: |x| match T::DTYPE {
+                    DType::F16 | DType::BF16 => x.gelu_vec_(),
+                    DType::F32 => x.gelu_onednn_(),
+                    _ => x.gelu_(),
+                },
+                cuda: { float: "(({c})0.5 * {a} * (({c})1 + erf{f}({a} * ({c})0.70710678118654752440)))" }
+            }
+            /// Exact GELU as PyTorch's CPU `GeluKernelImpl` computes it in
+            /// its vectorised loop (`Math::gelu_vec_`; f64: `Math::gelu_`),
+            /// for [`Tensor::gelu`] only.
+            GeluVec {
+                named: gelu,
+                dtypes: FloatOnly,
+                cpu: |x| if T::DTYPE == DType::F64 { x.gelu_() } else { x.gelu_vec_() },
+                cuda: { float: "(({c})0.5 * {a} * (({c})1 + erf{f}({a} * ({c})0.70710678118654752440)))" }
+            }
+            /// Exact GELU as PyTorch's CPU `GeluKernelImpl` computes it in
+            /// its scalar functor (`Math::gelu_scalar_`: the C library's
+            /// `erff` in f32), for [`Tensor::gelu`] only.
+            GeluScalar {
+                named: gelu,
+                dtypes: FloatOnly,
+                cpu: |x| x.gelu_scalar_(),
                 cuda: { float: "(({c})0.5 * {a} * (({c})1 + erf{f}({a} * ({c})0.70710678118654752440)))" }
             }
             /// GELU's tanh approximation ([`Tensor::gelu`]).

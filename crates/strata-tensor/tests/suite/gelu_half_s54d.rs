@@ -14,9 +14,9 @@
 //! cut out of wider matrices (and transposed), stepped, permuted, expanded
 //! and size-1-dim inputs; and every bit pattern as one contiguous tensor
 //! (all vectorised) and one stepped view (all scalar), by hash and by the
-//! patterns where the two differ. The results' strides differ from
-//! PyTorch's for transposed and permuted inputs (strata's are contiguous;
-//! pinned, not in this brief).
+//! patterns where the two differ. The results' strides are PyTorch's too
+//! (since helper-105 a transposed or permuted input gives a result laid out
+//! in its order, as PyTorch's TensorIterator lays it out).
 
 use crate::half_bits::{check_every_bit_pattern, half_bits, half_tensor};
 use crate::pytorch_fixture::{dtype, fixture, gunzip, hex16, ints};
@@ -33,7 +33,6 @@ fn half_gelu_scalar_loop_elements_match_pytorch_by_layout() {
     let cases = fx["cases"].as_array().unwrap();
     let mut bad = Vec::new();
     let mut vec_differs = 0;
-    let mut layout_differs = 0;
     for c in cases {
         let name = c["name"].as_str().unwrap();
         let dt = dtype(c["dtype"].as_str().unwrap());
@@ -53,15 +52,12 @@ fn half_gelu_scalar_loop_elements_match_pytorch_by_layout() {
             bad.push(format!("{name}: dtype {:?} shape {shape:?}", y.dtype()));
             continue;
         }
-        if strides != ints(&c["strides"]) {
-            // Not reproduced: PyTorch lays a unary op's result out in its
-            // input's dim order (a transposed input gives a transposed
-            // result), strata's is contiguous. The values are compared in
-            // row-major order all the same.
-            if !y.is_contiguous() {
-                bad.push(format!("{name}: strides {strides:?}"));
-            }
-            layout_differs += 1;
+        // Strides of dims of size 1 are free.
+        let want_strides = ints(&c["strides"]);
+        if (0..y.ndim()).any(|d| y.shape()[d] > 1 && strides[d] != want_strides[d]) {
+            bad.push(format!(
+                "{name}: strides {strides:?}, PyTorch's {want_strides:?}"
+            ));
         }
         let is_nan = |b: u16| match dt {
             DType::F16 => half::f16::from_bits(b).is_nan(),
@@ -90,11 +86,6 @@ fn half_gelu_scalar_loop_elements_match_pytorch_by_layout() {
     );
     // The layouts where the scalar loop's values matter.
     assert!(vec_differs >= 60, "{vec_differs}");
-    // The transposed and permuted inputs (pinned: 24 of 96).
-    assert!(
-        layout_differs <= 24,
-        "{layout_differs} results laid out unlike PyTorch's"
-    );
 }
 
 #[test]

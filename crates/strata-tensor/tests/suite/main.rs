@@ -12,6 +12,7 @@ mod cross_entropy_s54a;
 mod div_and_cross_entropy;
 mod errors;
 mod fuzz_ops_fixes;
+mod fuzz_s56;
 mod gelu_half_s54a;
 mod gelu_half_s54d;
 mod half_bits;
