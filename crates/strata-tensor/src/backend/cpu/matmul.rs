@@ -19,7 +19,7 @@
 //! is `1/NB + 1/MB` of the multiply's.
 
 use crate::backend::cpu::elementwise::base;
-use crate::backend::Arg;
+use crate::backend::{AddOut, Arg, SeqOrder};
 use crate::dtype::{Arith, Element};
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
@@ -118,6 +118,105 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg, accumulate
                         let e = dst.add(r * so[1] + c * so[2]);
                         *e = T::from_acc((*e).to_acc().add(zero));
                     }
+                }
+            }
+        }
+    }
+}
+
+/// `out[b] = a[b] @ b[b]` for f32/f64 with each result element one sum
+/// over `k` in order, as PyTorch's CPU forms small products (its own loop
+/// for a `bmm` of fewer than 400 multiply-adds per matrix, MKL's kernels
+/// for an `mm` of inner size 192 or less: see `ops/matmul.rs`,
+/// `sequential_fma`): from +0.0, or from `out`'s value (`AddOut::First`),
+/// each product rounded then added, or fused into the sum with
+/// `order.fma`; with `AddOut::Last` `out`'s value is added to the finished
+/// sum. One thread; a row of sums at a time, `b`'s rows read contiguously
+/// (copied so first where they are not), so the sums vectorise across the
+/// row; the fused form runs in a copy compiled with FMA where the CPU has it
+/// (the same bits: `mul_add` is one rounding either way).
+pub(crate) fn sequential<T: Element>(out: &Arg, a: &Arg, b: &Arg, order: SeqOrder) {
+    #[cfg(target_arch = "x86_64")]
+    if order.fma && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the FMA instructions this copy is compiled
+        // with (checked just above).
+        unsafe { sequential_fma_cpu::<T>(out, a, b, order) };
+        return;
+    }
+    sequential_body::<T>(out, a, b, order);
+}
+
+/// [`sequential`] compiled with the FMA instructions.
+///
+/// # Safety
+/// The CPU must support FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn sequential_fma_cpu<T: Element>(out: &Arg, a: &Arg, b: &Arg, order: SeqOrder) {
+    sequential_body::<T>(out, a, b, order);
+}
+
+#[inline(always)]
+fn sequential_body<T: Element>(out: &Arg, a: &Arg, b: &Arg, order: SeqOrder) {
+    let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
+    let n = b.layout.shape[2];
+    let (sa, sb, so) = (&a.layout.strides, &b.layout.strides, &out.layout.strides);
+    let (pa, pb, po) = (
+        base(a) as *const T,
+        base(b) as *const T,
+        base(out) as *mut T,
+    );
+    let zero = <T::Acc as Arith>::ZERO;
+    let mut acc = vec![zero; n];
+    // `b[i]` in the accumulator type, row-major `[k, n]`: rebuilt per
+    // matrix (for a batch stride of 0, once).
+    let mut bm: Vec<T::Acc> = Vec::with_capacity(k * n);
+    for i in 0..bs {
+        if i == 0 || sb[0] != 0 {
+            bm.clear();
+            for l in 0..k {
+                for c in 0..n {
+                    // SAFETY: l < k, c < n, i < bs index inside b's layout;
+                    // b is read-locked by the caller.
+                    bm.push(unsafe { (*pb.add(i * sb[0] + l * sb[1] + c * sb[2])).to_acc() });
+                }
+            }
+        }
+        for r in 0..m {
+            // SAFETY (every access below): the indices stay inside the
+            // operands' layouts (i < bs, r < m, l < k, c < n); `out` is
+            // write-locked by the caller and aliases neither input (a fresh
+            // tensor, or addmm's fresh copy of the added tensor); the inputs
+            // are read-locked; T is the dtype of all three.
+            let out_at = |c: usize| unsafe { po.add(i * so[0] + r * so[1] + c * so[2]) };
+            for (c, s) in acc.iter_mut().enumerate() {
+                *s = if order.add_out == AddOut::First {
+                    unsafe { (*out_at(c)).to_acc() }
+                } else {
+                    zero
+                };
+            }
+            for l in 0..k {
+                let x = unsafe { (*pa.add(i * sa[0] + r * sa[1] + l * sa[2])).to_acc() };
+                let row = &bm[l * n..(l + 1) * n];
+                if order.fma {
+                    for (s, &y) in acc.iter_mut().zip(row) {
+                        *s = x.mul_add(y, *s);
+                    }
+                } else {
+                    for (s, &y) in acc.iter_mut().zip(row) {
+                        *s = s.add(x.mul(y));
+                    }
+                }
+            }
+            for (c, &s) in acc.iter().enumerate() {
+                let e = out_at(c);
+                unsafe {
+                    *e = T::from_acc(if order.add_out == AddOut::Last {
+                        s.add((*e).to_acc())
+                    } else {
+                        s
+                    });
                 }
             }
         }
