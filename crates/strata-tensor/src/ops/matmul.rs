@@ -563,10 +563,11 @@ enum TorchKernel {
 ///   operands' alignment), and from `k = 8` on some other layouts too:
 ///   strata does not follow those.
 /// * f32 `mm` with `m >= 4`, `n >= 12` and `k <= 192`: MKL's kernels fuse
-///   each product into the sum, in every layout (the `gemm` crate does too,
+///   each product into the sum, in every layout. The `gemm` crate does too
 ///   except for `a @ b.t()` up to about 16 x 16 x 16, where it sums along
-///   `k` in lanes). Past `k = 192` MKL sums blocks of `k` separately; f64
-///   there is another order.
+///   `k` in lanes, so strata's loop takes these up to 2^16 multiply-adds.
+///   Past `k = 192` MKL sums blocks of `k` separately; f64 there is another
+///   order.
 /// * `dot` of f32 vectors of at most 3 elements, or f64 of at most 2, in
 ///   order with rounded products.
 ///
@@ -589,9 +590,10 @@ fn sequential_fma(
             if m < 4 || n < 12 {
                 (k <= 3 || k <= 7 && dot == Some(false)).then_some(false)
             } else {
-                // (A loop of one thread: very large products keep the
-                // crate's threads, and its order.)
-                let small = m.saturating_mul(n).saturating_mul(k) <= 1 << 24;
+                // Up to 2^16 multiply-adds: past that the crate's kernels
+                // fuse in order too (checked to 48 x 48 x 48 and
+                // 100 x 30 x 100 in every layout) and are faster.
+                let small = m.saturating_mul(n).saturating_mul(k) <= 1 << 16;
                 (dtype == DType::F32 && k <= 192 && small).then_some(true)
             }
         }
