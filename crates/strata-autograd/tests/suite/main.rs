@@ -57,6 +57,7 @@ mod oracle_s44;
 mod oracle_s55;
 mod oracle_s55b;
 mod oracle_s56;
+mod oracle_s57;
 mod pytorch_fixture;
 mod recompute;
 mod resume_s52;

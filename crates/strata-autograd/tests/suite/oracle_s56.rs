@@ -12,7 +12,9 @@
 //! bit.
 //!
 //! The three other programs that differed start outside strata-autograd,
-//! in strata-tensor's f32 kernels (traced to their first differing value):
+//! in strata-tensor's f32 kernels (traced to their first differing value;
+//! 351:1995 and 360:1484 agree with PyTorch since session 57, whose CPU
+//! matmul sums small products in PyTorch's order: `oracle_s57.rs`):
 //!
 //! * 351:1995 (SGD through a GradScaler of scale 1e30 over `minimum(x0,
 //!   x1)` of parameters that start tied, then `linear`): the linear's

@@ -140,6 +140,19 @@ pub(crate) trait Backend: Sync {
     fn matmul_add_after(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         self.matmul(out, a, b, true)
     }
+    /// [`Backend::matmul`] for an f32/f64 product whose every result element
+    /// PyTorch's CPU forms as one sequential sum over `k` in order, each
+    /// product rounded (`order.fma == false`) or fused into the sum
+    /// (`order.fma`): its own loop for small `bmm`s and MKL's kernels for
+    /// small matrix products (see `ops/matmul.rs`, [`SeqOrder`]). The
+    /// default (devices with no such kernel) is [`Backend::matmul`].
+    fn matmul_sequential(&self, out: &Arg, a: &Arg, b: &Arg, order: SeqOrder) -> Result<()> {
+        match order.add_out {
+            AddOut::No => self.matmul(out, a, b, false),
+            AddOut::First => self.matmul(out, a, b, true),
+            AddOut::Last => self.matmul_add_after(out, a, b),
+        }
+    }
     /// Writes `seq` into the fresh contiguous `out` (element `i` at position `i`).
     fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()>;
     /// Copies bytes from the host into the start of a storage.
@@ -205,6 +218,30 @@ pub(crate) trait Backend: Sync {
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.
 pub(crate) use cpu::{DimShape, SoftmaxMode};
+
+/// Where `out`'s value on entry goes in [`Backend::matmul_sequential`]'s sum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AddOut {
+    /// Nowhere: the sum starts from +0.0 (`out` is fresh).
+    No,
+    /// First: the sum starts from it (MKL's column-update kernels).
+    First,
+    /// Last: the products are summed from +0.0 and it is added after
+    /// (MKL's dot-product kernels).
+    Last,
+}
+
+/// The order of [`Backend::matmul_sequential`]: each result element is
+/// `((0 + p0) + p1) + ...` over `k` in order (`out` added as `add_out`
+/// says), each product `p` rounded, or fused into the sum with `fma`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SeqOrder {
+    /// Products fused into the sum (one rounding per step) instead of
+    /// rounded first.
+    pub fma: bool,
+    /// Where `out`'s value on entry is added.
+    pub add_out: AddOut,
+}
 
 /// The backend for `device`, or a typed error where this build or this
 /// machine has none (no `cuda` feature, no CUDA driver, no such GPU).

@@ -445,20 +445,10 @@ impl Tensor {
     /// The fill value of masked_fill: a scalar, or a 0-d tensor's element,
     /// converted to self's dtype (a value error when out of range).
     fn masked_value(&self, op: &'static str, value: Operand) -> Result<Tensor> {
+        check_masked_value_dims(op, &value)?;
         let s = match value {
             Operand::Scalar(s) => s,
-            Operand::Tensor(t) => {
-                if t.ndim() != 0 {
-                    return Err(TensorError::shape(
-                        op,
-                        format!(
-                            "the value must be a scalar or a 0-d tensor, got shape {:?}",
-                            t.shape()
-                        ),
-                    ));
-                }
-                t.to_scalars()?[0]
-            }
+            Operand::Tensor(t) => t.to_scalars()?[0],
         };
         crate::ops::checks::check_fits(op, s, self.dtype())?;
         Tensor::scalar(s, self.dtype(), self.device())
@@ -469,8 +459,15 @@ impl Tensor {
     /// or a 0-d tensor) is converted to self's dtype without promotion.
     pub fn masked_fill<'a>(&self, mask: &Tensor, value: impl Into<Operand<'a>>) -> Result<Tensor> {
         const OP: &str = "masked_fill";
+        let value = value.into();
+        same_device(OP, self, mask)?;
+        // PyTorch 2.15's order (`masked_fill` broadcasts self and the mask,
+        // then fills a copy with `masked_fill_`): the broadcast, the value's
+        // dims, the mask's dtype, the value's range.
+        broadcast_shapes(OP, self.shape(), mask.shape())?;
+        check_masked_value_dims(OP, &value)?;
         check_mask(OP, self, mask)?;
-        let v = self.masked_value(OP, value.into())?;
+        let v = self.masked_value(OP, value)?;
         // Row-major, as PyTorch's (a contiguous clone of the broadcast self,
         // filled in place).
         Tensor::where_impl(mask, Operand::Tensor(&v), Operand::Tensor(self), true)
@@ -482,6 +479,10 @@ impl Tensor {
     /// memory (not all of it) is a [`TensorError::Overlap`], as in PyTorch.
     pub fn masked_fill_<'a>(&self, mask: &Tensor, value: impl Into<Operand<'a>>) -> Result<Tensor> {
         const OP: &str = "masked_fill_";
+        let value = value.into();
+        // PyTorch 2.15's order: the value's dims, the mask's dtype, the
+        // mask's overlap with self, the broadcast, the value's range.
+        check_masked_value_dims(OP, &value)?;
         check_mask(OP, self, mask)?;
         // PyTorch 2.15 refuses a mask that shares part of self's memory
         // ("some elements of the input tensor and the written-to tensor
@@ -496,7 +497,7 @@ impl Tensor {
                 result: shape,
             });
         }
-        let v = self.masked_value(OP, value.into())?;
+        let v = self.masked_value(OP, value)?;
         // Stride-0 dims alias one element: fill it where any alias is masked.
         let aliased: Vec<i64> = (0..self.ndim())
             .filter(|&d| self.strides()[d] == 0 && self.shape()[d] > 1)
@@ -575,10 +576,15 @@ impl Tensor {
     /// ```
     pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         const OP: &str = "masked_scatter";
-        check_mask(OP, self, mask)?;
+        same_device(OP, self, mask)?;
         same_device(OP, self, source)?;
-        check_source_dtype(OP, self, source)?;
+        // PyTorch 2.15's order (`masked_scatter` broadcasts self and the
+        // mask, then runs `masked_scatter_` on the copy): the broadcast,
+        // then the source's dtype, then the mask's (a non-bool mask that
+        // does not broadcast is a broadcast error there).
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
+        check_source_dtype(OP, self, source)?;
+        check_mask(OP, self, mask)?;
         let out = self.broadcast_to(&shape)?.deep_clone()?;
         let m = mask.broadcast_to(&shape)?.contiguous()?;
         let (count, offsets) = mask_offsets(&m)?;
@@ -622,12 +628,12 @@ impl Tensor {
     /// one no parallel kernel reproduces; clone the source first.
     pub fn masked_scatter_(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
         const OP: &str = "masked_scatter_";
-        check_mask(OP, self, mask)?;
+        same_device(OP, self, mask)?;
         // Before any work, naming this op (not the final `copy_`).
         check_inplace(OP, self, &mut [])?;
-        check_no_overlap(OP, self, &[source])?;
-        check_no_partial_overlap(OP, self, mask)?;
-        // PyTorch checks the source's dtype before the mask's broadcast.
+        // PyTorch 2.15's order: self's own overlap, the source's dtype, the
+        // mask's broadcast to self, then the mask's dtype (a non-bool mask
+        // that does not broadcast is a broadcast error there).
         check_source_dtype(OP, self, source)?;
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         if shape != self.shape() {
@@ -637,6 +643,11 @@ impl Tensor {
                 result: shape,
             });
         }
+        check_mask(OP, self, mask)?;
+        // strata's own refusals (PyTorch accepts these overlaps and its
+        // answer depends on its loop order), after PyTorch's checks.
+        check_no_overlap(OP, self, &[source])?;
+        check_no_partial_overlap(OP, self, mask)?;
         let scattered = self.masked_scatter(mask, source)?;
         self.copy_(&scattered)
     }
@@ -813,6 +824,20 @@ fn check_mask(op: &'static str, x: &Tensor, mask: &Tensor) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// masked_fill's rule for a tensor value: it has no dims.
+fn check_masked_value_dims(op: &'static str, value: &Operand) -> Result<()> {
+    match value {
+        Operand::Tensor(t) if t.ndim() != 0 => Err(TensorError::shape(
+            op,
+            format!(
+                "the value must be a scalar or a 0-d tensor, got shape {:?}",
+                t.shape()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// masked_scatter's rule: the source has self's dtype.

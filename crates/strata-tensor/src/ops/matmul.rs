@@ -8,6 +8,7 @@
 //! by one stride (say `[2, 1]` broadcast against `[1, 3]` batches), as
 //! PyTorch's `reshape` does.
 
+use crate::backend::{AddOut, SeqOrder};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::layout::Layout;
@@ -199,7 +200,17 @@ impl Tensor {
     /// `mm`: the product is PyTorch's `mm` (2-D operands, or a batch folded
     /// into the rows), not its `bmm`; on the CPU the two differ in the sign
     /// of a zero product of an inner size of 1 (see below).
-    fn bmm_raw(&self, op: &'static str, b: &Tensor, mm: bool) -> Result<Tensor> {
+    ///
+    /// `kernel`: the PyTorch kernel that forms this product, whose order of
+    /// additions the CPU follows for small f32/f64 products
+    /// ([`sequential_fma`]).
+    fn bmm_raw(
+        &self,
+        op: &'static str,
+        b: &Tensor,
+        mm: bool,
+        kernel: TorchKernel,
+    ) -> Result<Tensor> {
         let (bs, m, n) = (self.shape()[0], self.shape()[1], b.shape()[2]);
         let out = Tensor::uninit(op, &[bs, m, n], self.dtype(), self.device())?;
         if out.numel() == 0 {
@@ -224,10 +235,25 @@ impl Tensor {
             let p = if gemm { p } else { p.add(0.0)? };
             return p.contiguous();
         }
+        let k = self.shape()[2];
+        let order = (self.device() == crate::Device::Cpu)
+            .then(|| sequential_fma(self.dtype(), kernel, (m, k, n), k_contiguous(self, b)))
+            .flatten();
         {
             let be = out.backend()?;
             let _g = AccessGuard::lock(Some(out.storage()), &[self.storage(), b.storage()]);
-            be.matmul(&out.arg(), &self.arg(), &b.arg(), false)?;
+            match order {
+                Some(fma) => be.matmul_sequential(
+                    &out.arg(),
+                    &self.arg(),
+                    &b.arg(),
+                    SeqOrder {
+                        fma,
+                        add_out: AddOut::No,
+                    },
+                )?,
+                None => be.matmul(&out.arg(), &self.arg(), &b.arg(), false)?,
+            }
         }
         Ok(out)
     }
@@ -291,10 +317,35 @@ impl Tensor {
         let add_after = self.device() == crate::Device::Cpu
             && matches!(self.dtype(), DType::F16 | DType::BF16)
             && !pytorch_addmm_transb(mat1, mat2);
+        // A small f32/f64 product: MKL's order (see `sequential_fma`), the
+        // bias added first by its column-update kernels, last by its
+        // dot-product kernels (`mkl_addmm_dot`). Inner size 1 stays with
+        // `matmul` (the sign of a zero there is settled by its caller's
+        // tests).
+        let k = mat1.shape()[1];
+        // (Where MKL fuses the products, whether it starts from the bias is
+        // not known: those stay with `matmul`.)
+        let seq = (self.device() == crate::Device::Cpu && k >= 2)
+            .then(|| {
+                let kernel = TorchKernel::Mm { m: n, n: p };
+                sequential_fma(self.dtype(), kernel, (n, k, p), k_contiguous(mat1, mat2))
+            })
+            .flatten()
+            .filter(|&fma| !fma)
+            .map(|fma| SeqOrder {
+                fma,
+                add_out: if mkl_addmm_dot(mat1, mat2) {
+                    AddOut::Last
+                } else {
+                    AddOut::First
+                },
+            });
         {
             let be = out.backend()?;
             let _g = AccessGuard::lock(Some(out.storage()), &[a.storage(), b.storage()]);
-            if add_after {
+            if let Some(order) = seq {
+                be.matmul_sequential(&out.arg(), &a.arg(), &b.arg(), order)?;
+            } else if add_after {
                 be.matmul_add_after(&out.arg(), &a.arg(), &b.arg())?;
             } else {
                 be.matmul(&out.arg(), &a.arg(), &b.arg(), true)?;
@@ -328,7 +379,9 @@ impl Tensor {
         if let Some(out) = self.mm_dtypes("mm", b, &[m, n], k)? {
             return Ok(out);
         }
-        let r = self.unsqueeze(0)?.bmm_raw("mm", &b.unsqueeze(0)?, true)?;
+        let r =
+            self.unsqueeze(0)?
+                .bmm_raw("mm", &b.unsqueeze(0)?, true, TorchKernel::Mm { m, n })?;
         r.squeeze_dims(&[0])
     }
 
@@ -353,7 +406,7 @@ impl Tensor {
             return Ok(out);
         }
         self.check_matmul_dtypes("bmm", b)?;
-        self.bmm_raw("bmm", b, false)
+        self.bmm_raw("bmm", b, false, TorchKernel::Bmm)
     }
 
     /// `torch.matmul`: dot product, matrix-vector, matrix, or batched with
@@ -422,6 +475,28 @@ impl Tensor {
         // Saturating: an empty batch may have other dims whose product
         // overflows; the output's own size check rejects real overflow.
         let bsz = crate::shape::numel(&batch);
+        // The PyTorch kernel whose order of additions strata follows:
+        // `dot`, `mm`/`mv` (with a batch folded into the rows of `a`, or of
+        // `b` transposed), else `bmm`.
+        let torch_kernel = if na == 1 && nb == 1 {
+            TorchKernel::Dot
+        } else if na <= 2 && nb <= 2 {
+            TorchKernel::Mm { m, n }
+        } else if pytorch_folds(self, b) {
+            if na >= nb {
+                TorchKernel::Mm {
+                    m: bsz.saturating_mul(m),
+                    n,
+                }
+            } else {
+                TorchKernel::Mm {
+                    m: bsz.saturating_mul(n),
+                    n: m,
+                }
+            }
+        } else {
+            TorchKernel::Bmm
+        };
         // `[..., m, k] @ [k, n]`: PyTorch folds the batch into the rows, one
         // `[B*m, k] @ [k, n]` product (where the batch and row dims collapse
         // to one stride; otherwise b is broadcast with batch stride 0).
@@ -438,17 +513,131 @@ impl Tensor {
             None
         };
         let out = match folded {
-            Some(af) => af.bmm_raw("matmul", &b2.unsqueeze(0)?, true)?,
+            Some(af) => af.bmm_raw("matmul", &b2.unsqueeze(0)?, true, torch_kernel)?,
             // PyTorch's `mm` (or `mv`) wherever `b` is a matrix or a
             // vector (a batch of `a` folded into the rows), else `bmm`.
             None => as_batch3(&a2, &batch, bsz, m, k)?.bmm_raw(
                 "matmul",
                 &as_batch3(&b2, &batch, bsz, k, n)?,
                 nb <= 2,
+                torch_kernel,
             )?,
         };
         let shape: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
         out.view(&shape)
+    }
+}
+
+/// The PyTorch 2.15 CPU kernel that forms a float product (for its order
+/// of additions; see [`sequential_fma`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TorchKernel {
+    /// `dot` of two vectors (MKL's).
+    Dot,
+    /// `mm`, `mv` or `addmm` of an `m x k` by a `k x n` matrix (MKL's
+    /// `gemm`/`gemv`), after PyTorch's fold of a batch into the rows (of `a`,
+    /// or of `b` transposed: then `m` and `n` are the transposed product's).
+    Mm { m: usize, n: usize },
+    /// `bmm` (batched `matmul` that does not fold): PyTorch's own loop for
+    /// small matrices, MKL's `gemm` per matrix otherwise.
+    Bmm,
+}
+
+/// Whether PyTorch 2.15's CPU (the AVX2 build of the PyPI wheel, one
+/// thread) sums each result element of this f32/f64 product with inner size
+/// `k` over `k` in order (`Some`): with each product rounded first
+/// (`Some(false)`) or fused into the sum (`Some(true)`). `None`: another
+/// order, left to the `gemm` crate. Found by comparing PyTorch's products of
+/// random matrices in every layout with those sums, element by element
+/// (session 57):
+///
+/// * `bmm` with `m * n * k < 400`: PyTorch's own loop (`baddbmm_cpu_kernel`,
+///   `acc += a * b` from 0), any `k`; larger, MKL's `gemm` per matrix (the
+///   rules of `mm` below).
+/// * `mm`/`mv` (and `addmm`) with `m < 4` or `n < 12` (`m`, `n` PyTorch's)
+///   and `k <= 3`: MKL's small-matrix kernels round each product and add in
+///   order, whatever the layouts (1000 x 3 @ 3 x 8 and 2 x 3 @ 3 x 1000
+///   too); for `4 <= k <= 7` too where `dot` is `Some(false)` (not both
+///   operands run along `k` with unit stride: [`k_contiguous`]). Where both
+///   do, MKL's kernels sum along `k` in vector lanes (and peel by the
+///   operands' alignment), and from `k = 8` on some other layouts too:
+///   strata does not follow those.
+/// * f32 `mm` with `m >= 4`, `n >= 12` and `k <= 192`: MKL's kernels fuse
+///   each product into the sum, in every layout. The `gemm` crate does too
+///   except for `a @ b.t()` up to about 16 x 16 x 16, where it sums along
+///   `k` in lanes, so strata's loop takes these up to 2^16 multiply-adds.
+///   Past `k = 192` MKL sums blocks of `k` separately; f64 there is another
+///   order.
+/// * `dot` of f32 vectors of at most 3 elements, or f64 of at most 2, in
+///   order with rounded products.
+///
+/// (`k = 1` and `k = 0` are settled by the callers.)
+fn sequential_fma(
+    dtype: DType,
+    kernel: TorchKernel,
+    (m, k, n): (usize, usize, usize),
+    dot: Option<bool>,
+) -> Option<bool> {
+    if !matches!(dtype, DType::F32 | DType::F64) || k < 2 {
+        return None;
+    }
+    match kernel {
+        TorchKernel::Bmm if m.saturating_mul(n).saturating_mul(k) < 400 => Some(false),
+        // Larger: MKL's `gemm` per matrix (as `mm`).
+        TorchKernel::Bmm => sequential_fma(dtype, TorchKernel::Mm { m, n }, (m, k, n), dot),
+        TorchKernel::Dot => (k <= 2 || k <= 3 && dtype == DType::F32).then_some(false),
+        TorchKernel::Mm { m, n } => {
+            if m < 4 || n < 12 {
+                (k <= 3 || k <= 7 && dot == Some(false)).then_some(false)
+            } else {
+                // Up to 2^16 multiply-adds: past that the crate's kernels
+                // fuse in order too (checked to 48 x 48 x 48 and
+                // 100 x 30 x 100 in every layout) and are faster.
+                let small = m.saturating_mul(n).saturating_mul(k) <= 1 << 16;
+                (dtype == DType::F32 && k <= 192 && small).then_some(true)
+            }
+        }
+    }
+}
+
+/// Whether both operands of `a` `[.., m, k]` @ `b` `[.., k, n]` run along
+/// `k` with unit stride (a vector's one row or column counts), the layout
+/// MKL's dot-product kernels take; `None` when one has no unit stride in
+/// its last two dims (PyTorch copies it first).
+fn k_contiguous(a: &Tensor, b: &Tensor) -> Option<bool> {
+    let (sa, sb) = (a.strides(), b.strides());
+    let (da, db) = (a.ndim(), b.ndim());
+    let (m, k, n) = (a.shape()[da - 2], a.shape()[da - 1], b.shape()[db - 1]);
+    let unit = |s: &[usize], d: usize, rows: usize, cols: usize| {
+        (rows <= 1 || cols <= 1) || s[d - 1] == 1 || s[d - 2] == 1
+    };
+    if !unit(sa, da, m, k) || !unit(sb, db, k, n) {
+        return None;
+    }
+    Some((m == 1 || k == 1 || sa[da - 1] == 1) && (n == 1 || k == 1 || sb[db - 2] == 1))
+}
+
+/// Whether MKL's `addmm` (f32/f64, PyTorch 2.15's CPU) of `mat1` `[m, k]`
+/// and `mat2` `[k, n]` takes a dot-product kernel, which sums the products
+/// from +0.0 and adds the bias after, rather than a column-update kernel,
+/// which starts from the bias: by PyTorch's `addmm_impl_cpu_` stride tests
+/// (see [`pytorch_addmm_transb`]), the BLAS `A` operand (`mat2` when
+/// `n > 1`, where PyTorch swaps the operands; else `mat1`) is passed
+/// transposed (found by comparing PyTorch's `addmm` with both sums in every
+/// layout, session 57).
+fn mkl_addmm_dot(mat1: &Tensor, mat2: &Tensor) -> bool {
+    let (m, k, n) = (mat1.shape()[0], mat1.shape()[1], mat2.shape()[1]);
+    if n != 1 {
+        // mat2 as BLAS's A: row-major (unit column stride, a row stride of at
+        // least n) is "not transposed"; else column-major is "transposed";
+        // else PyTorch copies it untransposed.
+        let s = mat2.strides();
+        !(s[1] == 1 && s[0] >= n.max(1)) && s[0] == 1 && s[1] >= k.max(1)
+    } else {
+        // mat1 as BLAS's A: column-major is "not transposed"; anything else
+        // is passed (or copied) transposed.
+        let s = mat1.strides();
+        !(s[0] == 1 && s[1] >= m.max(1))
     }
 }
 

@@ -50,6 +50,7 @@ mod matmul_precision;
 mod optim;
 mod oracle_s44b;
 mod oracle_s55;
+mod oracle_s57;
 mod properties;
 mod pytorch_extremes_s53;
 mod pytorch_fixture;

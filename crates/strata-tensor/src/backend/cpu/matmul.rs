@@ -19,7 +19,7 @@
 //! is `1/NB + 1/MB` of the multiply's.
 
 use crate::backend::cpu::elementwise::base;
-use crate::backend::Arg;
+use crate::backend::{AddOut, Arg, SeqOrder};
 use crate::dtype::{Arith, Element};
 use half::slice::HalfFloatSliceExt;
 use half::{bf16, f16};
@@ -119,6 +119,179 @@ pub(crate) fn gemm<T: Element + Default>(out: &Arg, a: &Arg, b: &Arg, accumulate
                         *e = T::from_acc((*e).to_acc().add(zero));
                     }
                 }
+            }
+        }
+    }
+}
+
+/// `out[b] = a[b] @ b[b]` for f32/f64 with each result element one sum
+/// over `k` in order, as PyTorch's CPU forms small products (its own loop
+/// for a `bmm` of fewer than 400 multiply-adds per matrix, MKL's kernels
+/// for an `mm` of inner size 192 or less: see `ops/matmul.rs`,
+/// `sequential_fma`): from +0.0, or from `out`'s value (`AddOut::First`),
+/// each product rounded then added, or fused into the sum with
+/// `order.fma`; with `AddOut::Last` `out`'s value is added to the finished
+/// sum. Four rows of sums at a time (in parallel over blocks of rows for
+/// larger products: each element's sum is the same whatever the thread),
+/// `b`'s rows read contiguously (copied so first), so the sums vectorise
+/// across a row; the fused form runs in a copy compiled with FMA where the
+/// CPU has it (the same bits: `mul_add` is one rounding either way).
+pub(crate) fn sequential<T: Element>(out: &Arg, a: &Arg, b: &Arg, order: SeqOrder) {
+    let (bs, m, k) = (a.layout.shape[0], a.layout.shape[1], a.layout.shape[2]);
+    let n = b.layout.shape[2];
+    let (sb, pb) = (&b.layout.strides, base(b) as *const T);
+    #[cfg(target_arch = "x86_64")]
+    let fma_cpu = order.fma && std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let fma_cpu = false;
+    let geo = RowGeometry {
+        a: SharedPtr(base(a) as *mut T),
+        sa: [
+            a.layout.strides[0],
+            a.layout.strides[1],
+            a.layout.strides[2],
+        ],
+        out: SharedPtr(base(out) as *mut T),
+        so: [
+            out.layout.strides[0],
+            out.layout.strides[1],
+            out.layout.strides[2],
+        ],
+        k,
+        n,
+        order,
+    };
+    let par = m.saturating_mul(n).saturating_mul(k) >= 1 << 18 && rayon::current_num_threads() > 1;
+    // `b[i]` in the accumulator type, row-major `[k, n]`: rebuilt per
+    // matrix (for a batch stride of 0, once).
+    let mut bm: Vec<T::Acc> = Vec::with_capacity(k * n);
+    for i in 0..bs {
+        if i == 0 || sb[0] != 0 {
+            bm.clear();
+            for l in 0..k {
+                for c in 0..n {
+                    // SAFETY: l < k, c < n, i < bs index inside b's layout;
+                    // b is read-locked by the caller.
+                    bm.push(unsafe { (*pb.add(i * sb[0] + l * sb[1] + c * sb[2])).to_acc() });
+                }
+            }
+        }
+        let block = |blk: usize| {
+            let rows = blk * ROWS..((blk + 1) * ROWS).min(m);
+            #[cfg(target_arch = "x86_64")]
+            if fma_cpu {
+                // SAFETY: the CPU has FMA (checked above); the rows are
+                // this task's alone (see `sequential_rows`).
+                unsafe { sequential_rows_fma::<T>(&geo, &bm, i, rows) };
+                return;
+            }
+            // SAFETY: as above, without FMA.
+            unsafe { sequential_rows::<T>(&geo, &bm, i, rows) };
+        };
+        let blocks = m.div_ceil(ROWS);
+        if par {
+            (0..blocks).into_par_iter().for_each(block);
+        } else {
+            (0..blocks).for_each(block);
+        }
+    }
+}
+
+/// Rows of the result [`sequential`] forms together (each reads a row of
+/// `b` once for all of them).
+const ROWS: usize = 4;
+
+/// A base pointer that may cross threads: the caller holds the storages'
+/// locks for the whole kernel, and parallel tasks write disjoint rows.
+#[derive(Clone, Copy)]
+struct SharedPtr<T>(*mut T);
+// SAFETY: see the type's documentation.
+unsafe impl<T> Send for SharedPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for SharedPtr<T> {}
+
+/// What [`sequential_rows`] needs of `a` and `out`.
+struct RowGeometry<T> {
+    a: SharedPtr<T>,
+    sa: [usize; 3],
+    out: SharedPtr<T>,
+    so: [usize; 3],
+    k: usize,
+    n: usize,
+    order: SeqOrder,
+}
+
+/// [`sequential_rows`] compiled with the FMA instructions.
+///
+/// # Safety
+/// The CPU must support FMA; otherwise as [`sequential_rows`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn sequential_rows_fma<T: Element>(
+    g: &RowGeometry<T>,
+    bm: &[T::Acc],
+    i: usize,
+    rows: std::ops::Range<usize>,
+) {
+    // SAFETY: the caller's guarantees, passed on.
+    unsafe { sequential_rows::<T>(g, bm, i, rows) }
+}
+
+/// Rows `rows` of matrix `i` of [`sequential`]'s result, from `b[i]` as
+/// `bm` (row-major `[k, n]`): each element one sum over `k` in order.
+///
+/// # Safety
+/// `g` describes `a` and `out` of the kernel (every `i`, row, `l < k`,
+/// `c < n` inside their layouts, `out` write-locked and aliasing neither
+/// input); no other thread touches these rows of `out`.
+#[inline(always)]
+unsafe fn sequential_rows<T: Element>(
+    g: &RowGeometry<T>,
+    bm: &[T::Acc],
+    i: usize,
+    rows: std::ops::Range<usize>,
+) {
+    let (k, n, order) = (g.k, g.n, g.order);
+    let zero = <T::Acc as Arith>::ZERO;
+    let (pa, po) = (g.a.0 as *const T, g.out.0);
+    let (sa, so) = (g.sa, g.so);
+    let nr = rows.len();
+    let mut acc = vec![zero; nr * n];
+    // SAFETY (every access below): the caller's guarantees.
+    let out_at = |r: usize, c: usize| unsafe { po.add(i * so[0] + r * so[1] + c * so[2]) };
+    if order.add_out == AddOut::First {
+        for (rr, r) in rows.clone().enumerate() {
+            for c in 0..n {
+                acc[rr * n + c] = unsafe { (*out_at(r, c)).to_acc() };
+            }
+        }
+    }
+    for l in 0..k {
+        let brow = &bm[l * n..(l + 1) * n];
+        for (rr, r) in rows.clone().enumerate() {
+            let x = unsafe { (*pa.add(i * sa[0] + r * sa[1] + l * sa[2])).to_acc() };
+            let s = &mut acc[rr * n..(rr + 1) * n];
+            if order.fma {
+                for (s, &y) in s.iter_mut().zip(brow) {
+                    *s = x.mul_add(y, *s);
+                }
+            } else {
+                for (s, &y) in s.iter_mut().zip(brow) {
+                    *s = s.add(x.mul(y));
+                }
+            }
+        }
+    }
+    for (rr, r) in rows.enumerate() {
+        for c in 0..n {
+            let e = out_at(r, c);
+            let s = acc[rr * n + c];
+            unsafe {
+                *e = T::from_acc(if order.add_out == AddOut::Last {
+                    s.add((*e).to_acc())
+                } else {
+                    s
+                });
             }
         }
     }

@@ -341,6 +341,15 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn matmul_sequential(&self, out: &Arg, a: &Arg, b: &Arg, order: super::SeqOrder) -> Result<()> {
+        match a.dtype {
+            DType::F32 => matmul::sequential::<f32>(out, a, b, order),
+            DType::F64 => matmul::sequential::<f64>(out, a, b, order),
+            d => unreachable!("sequential matmul of {d} is not asked for"),
+        }
+        Ok(())
+    }
+
     fn matmul_add_after(&self, out: &Arg, a: &Arg, b: &Arg) -> Result<()> {
         match a.dtype {
             DType::F16 => matmul::addmm_half_sum_first::<::half::f16>(out, a, b),
