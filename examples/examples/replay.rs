@@ -169,6 +169,12 @@ struct Args {
     files: Vec<String>,
 }
 
+/// The most passes `--passes` and `--warmup` take: a million passes of the
+/// largest shared trace already take days, and a number beyond it (a typo, a
+/// negative number read by a script as unsigned) would run for ever, or, for
+/// `--passes`, panic reserving room for its timings (`10^17` did).
+const MAX_PASSES: usize = 1_000_000;
+
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         device: "sim".into(),
@@ -188,14 +194,17 @@ fn parse_args() -> Result<Args, String> {
                 a.passes = it
                     .next()
                     .and_then(|n| n.parse().ok())
-                    .filter(|&n| n >= 3)
-                    .ok_or("--passes needs a number >= 3")?
+                    .filter(|n| (3..=MAX_PASSES).contains(n))
+                    .ok_or(format!("--passes needs a number from 3 to {MAX_PASSES}"))?
             }
             "--warmup" => {
                 a.warmup = it
                     .next()
                     .and_then(|n| n.parse().ok())
-                    .ok_or("--warmup needs a number of passes")?
+                    .filter(|&n| n <= MAX_PASSES)
+                    .ok_or(format!(
+                        "--warmup needs a number of passes from 0 to {MAX_PASSES}"
+                    ))?
             }
             "-h" | "--help" => {
                 return Err("usage: replay [--device sim|cuda] [--conf STRING] [--json] [--passes N] [--warmup N] TRACE.json.gz...".into())

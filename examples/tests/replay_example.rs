@@ -97,3 +97,124 @@ fn a_file_that_is_not_a_trace_is_refused_with_a_message() {
         );
     }
 }
+
+/// Session 57's hostile traces and arguments: each is refused with a message
+/// and exit status 1, or replays (exit status 0); none panics. A trace
+/// whose `segment_alloc` events name the simulator's own addresses, or a
+/// range that wraps past 2^64, replays (the simulated device handed such a
+/// range out twice, or wrapping, and the allocator refused it as a driver
+/// bug); `--passes`/`--warmup` past a million are refused (`--passes
+/// 100000000000000000` panicked reserving room for its timings).
+#[test]
+fn hostile_traces_and_arguments_are_refused_or_replayed_never_a_panic() {
+    const SIM_BASE: u64 = 0x7f00_0000_0000;
+    let refused: [(&str, String); 6] = [
+        (
+            "neg_size.json",
+            r#"{"events": [["alloc", 1, -5, 0]]}"#.into(),
+        ),
+        (
+            "float_size.json",
+            r#"{"events": [["alloc", 1, 1.5, 0]]}"#.into(),
+        ),
+        ("truncated.json", r#"{"events": [["alloc", 1, 2"#.into()),
+        ("empty.json", String::new()),
+        (
+            "neg_addr.json",
+            r#"{"events": [["free_completed", -1, 5, 0]]}"#.into(),
+        ),
+        (
+            "huge_addr.json",
+            format!(r#"{{"events": [["alloc", {}0, 5, 0]]}}"#, u64::MAX),
+        ),
+    ];
+    for (name, text) in &refused {
+        let t = write(name, text);
+        let out = Command::new(replay()).arg(&t).output().expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("not a trace"), "{name}: {stderr}");
+    }
+    // A size no device holds: the allocator's out-of-memory error, named.
+    let t = write(
+        "huge_size.json",
+        &format!(r#"{{"events": [["alloc", 1, {}, 0]]}}"#, u64::MAX),
+    );
+    let out = Command::new(replay()).arg(&t).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("out of memory"), "{stderr}");
+    // A damaged gzip file.
+    let t = write("bad.json.gz", "");
+    std::fs::write(&t, b"\x1f\x8b\x08\x00garbage").unwrap();
+    let out = Command::new(replay()).arg(&t).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("damaged gzip"), "{stderr}");
+
+    let replayed = [
+        (
+            "seg_at_sim_base.json",
+            format!(
+                r#"{{"events": [["segment_alloc", {SIM_BASE}, 2097152, 0],
+                    ["alloc", 1, 1048576, 0], ["alloc", 2, 1048576, 0],
+                    ["alloc", 3, 3145728, 0], ["alloc", 4, 3145728, 0],
+                    ["free_completed", 3, 3145728, 0]]}}"#
+            ),
+        ),
+        (
+            "seg_wraps.json",
+            format!(
+                r#"{{"events": [["segment_alloc", {}, 2097152, 0],
+                    ["alloc", 1, 512, 0], ["alloc", 2, 3145728, 0]]}}"#,
+                u64::MAX - 4095
+            ),
+        ),
+        (
+            "seg_null.json",
+            r#"{"events": [["segment_alloc", 0, 2097152, 0], ["alloc", 1, 512, 0]]}"#.into(),
+        ),
+        (
+            "unknown_free.json",
+            r#"{"events": [["free_completed", 7, 512, 0], ["alloc", 1, 512, 0]]}"#.into(),
+        ),
+    ];
+    for (name, text) in &replayed {
+        let t = write(name, text);
+        for conf in ["expandable_segments:False", "expandable_segments:True"] {
+            let out = Command::new(replay())
+                .args(["--passes", "3", "--conf", conf])
+                .arg(&t)
+                .output()
+                .expect("runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{name} {conf}: {stderr}");
+        }
+    }
+
+    let t = write(
+        "one_alloc.json",
+        r#"{"events": [["alloc", 1, 512, 0], ["free_completed", 1, 512, 0]]}"#,
+    );
+    for args in [
+        ["--passes", "100000000000000000"],
+        ["--passes", "18446744073709551615"],
+        ["--passes", "1000001"],
+        ["--passes", "2"],
+        ["--passes", "-3"],
+        ["--warmup", "1000001"],
+        ["--warmup", "-1"],
+    ] {
+        let out = Command::new(replay())
+            .args(args)
+            .arg(&t)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(args[0]) && stderr.contains("1000000") && !stderr.contains("panic"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

@@ -148,6 +148,12 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn to_vec_as<T: Element>(&self) -> Result<Vec<T>> {
+        if self.numel() == 0 {
+            // Nothing to convert: an empty tensor's shape may have no
+            // contiguous strides below i64::MAX (`[5, 3, 0, 2^62]`, expanded
+            // from `[3, 0, 2^62]`), so the converted copy could not be made.
+            return Ok(Vec::new());
+        }
         self.to_dtype(T::DTYPE)?.to_vec::<T>()
     }
 }

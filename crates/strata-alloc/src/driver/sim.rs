@@ -42,6 +42,9 @@ struct SimState {
     /// Addresses `malloc` hands out first, in order (see
     /// [`SimDriver::with_malloc_addresses`]).
     planned: std::collections::VecDeque<(DevicePtr, u64)>,
+    /// The live segments `malloc` placed at a planned address, by address,
+    /// with their sizes: the simulator's own addresses step over them.
+    planned_live: BTreeMap<DevicePtr, u64>,
     /// Per call name: how many calls still succeed, then how many fail.
     fail_calls: HashMap<&'static str, (u64, u64)>,
     calls: BTreeMap<&'static str, u64>,
@@ -143,7 +146,10 @@ impl SimDriver {
     /// then sees the same address order as PyTorch did, so that ties between
     /// equal free blocks (the lowest address wins) fall the same way. A call
     /// whose size differs from the next planned one, or whose planned range
-    /// would overlap a live segment, gets an address of the simulator's own.
+    /// would overlap a live segment or reservation (or start at 0, or wrap
+    /// past the end of the 64-bit address space), gets an address of the
+    /// simulator's own; the simulator's own addresses step over the live
+    /// segments at planned addresses, so no two live ranges ever overlap.
     ///
     /// ```
     /// use strata_alloc::driver::{sim::SimDriver, Driver};
@@ -295,11 +301,27 @@ impl SimDriver {
     /// it; `None` when that range would not end below 2^64 (addresses are
     /// never reused, so a device of capacity near 2^64, or many large
     /// segments made and freed, can get there): the caller reports it as
-    /// out of memory instead of handing out a range that wraps.
+    /// out of memory instead of handing out a range that wraps. The range
+    /// steps over the live segments placed at planned addresses
+    /// ([`SimDriver::with_malloc_addresses`]), which may lie anywhere: a
+    /// trace's `segment_alloc` at an address the simulator counts up to
+    /// would otherwise be handed out twice.
     fn bump(s: &mut SimState, size: u64, align: u64) -> Option<u64> {
-        let a = s.next_address.checked_next_multiple_of(align)?;
-        s.next_address = a.checked_add(size)?;
-        Some(a)
+        loop {
+            let a = s.next_address.checked_next_multiple_of(align)?;
+            let end = a.checked_add(size)?;
+            // The planned segments never overlap each other, so the last one
+            // starting below `end` is the only one that can reach past `a`.
+            match s.planned_live.range(..end).next_back() {
+                Some((&b, &l)) if b.saturating_add(l) > a => {
+                    s.next_address = b.checked_add(l)?;
+                }
+                _ => {
+                    s.next_address = end;
+                    return Some(a);
+                }
+            }
+        }
     }
 
     fn misuse(call: &'static str, message: impl Into<String>) -> DriverError {
@@ -423,15 +445,23 @@ impl Driver for SimDriver {
         let planned = match s.planned.front() {
             Some(&(at, len)) if len == size => {
                 s.planned.pop_front();
-                let overlaps = s
-                    .segments
-                    .iter()
-                    .chain(&s.reservations)
-                    .any(|(&b, &l)| b < at.saturating_add(size) && at < b + l);
-                (!overlaps && at != 0).then_some(at)
+                // A planned range that would wrap past 2^64 (a trace's
+                // `segment_alloc` near the top of the address space) is not
+                // handed out: the allocator would refuse it as a driver bug.
+                let end = at.checked_add(size);
+                let overlaps = |end: u64| {
+                    s.segments
+                        .iter()
+                        .chain(&s.reservations)
+                        .any(|(&b, &l)| b < end && at < b.saturating_add(l))
+                };
+                end.filter(|&end| !overlaps(end) && at != 0).map(|_| at)
             }
             _ => None,
         };
+        if let Some(at) = planned {
+            s.planned_live.insert(at, size);
+        }
         let Some(p) = planned.or_else(|| Self::bump(&mut s, size, 512)) else {
             s.used -= size;
             return Err(DriverError::OutOfMemory);
@@ -446,6 +476,7 @@ impl Driver for SimDriver {
         match s.segments.remove(&ptr) {
             Some(sz) if sz == size => {
                 s.used -= size;
+                s.planned_live.remove(&ptr);
                 Ok(())
             }
             Some(sz) => {

@@ -13,6 +13,7 @@ mod history;
 mod history_options;
 mod hostile_inputs;
 mod hostile_inputs_2;
+mod hostile_s57;
 mod hostile_sweep_s27;
 mod hostile_sweep_s32;
 mod hostile_sweep_s34;

@@ -52,11 +52,17 @@ impl Var {
                     if !need {
                         return Ok(None);
                     }
+                    // An input with no elements gets an empty gradient without
+                    // a view of `g`: an empty output's strides may be huge
+                    // (`[3, 0, 2^62]`), and the view of a later input's slice
+                    // would start beyond i64::MAX (as `Tensor::cat` skips
+                    // copying such inputs).
+                    let empty = shape.contains(&0);
                     Ok(Some(match span {
-                        Some((start, len)) => {
+                        Some((start, len)) if !empty => {
                             g.narrow(d, *start, *len)?.to_dtype(*dtype)?.contiguous()?
                         }
-                        None => Tensor::zeros(shape, *dtype, g.device())?,
+                        _ => Tensor::zeros(shape, *dtype, g.device())?,
                     }))
                 })
                 .collect()

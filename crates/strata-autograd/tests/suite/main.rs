@@ -23,6 +23,7 @@ mod hooks_and_grad;
 mod hostile_inputs;
 mod hostile_inputs_2;
 mod hostile_inputs_3;
+mod hostile_s57;
 mod hostile_state_s48;
 mod hostile_sweep_s27;
 mod hostile_sweep_s29;

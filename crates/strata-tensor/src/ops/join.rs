@@ -119,7 +119,12 @@ impl Tensor {
         let mut at = 0i64;
         for t in &kept {
             let len = t.shape()[d] as i64;
-            if len > 0 {
+            // A piece with no elements has nothing to copy, and its view of
+            // the output is not taken: an empty output's contiguous strides
+            // may be huge (`[3, 0, 2^62]` has strides `[2^62, 2^62, 1]`), and
+            // the view of its third piece would start beyond i64::MAX, an
+            // error PyTorch's stack and cat do not raise.
+            if len > 0 && t.numel() > 0 {
                 out.narrow(d as i64, at, len)?.copy_(t)?;
             }
             at += len;

@@ -17,6 +17,7 @@ mod gelu_half_s54a;
 mod gelu_half_s54d;
 mod half_bits;
 mod hostile_inputs;
+mod hostile_s57;
 mod hostile_sweep_s27;
 mod hostile_sweep_s29;
 mod hostile_sweep_s30;
