@@ -19,6 +19,7 @@
 //! is `1/NB + 1/MB` of the multiply's.
 
 use crate::backend::cpu::elementwise::base;
+use crate::backend::cpu::nn::Ptr;
 use crate::backend::{AddOut, Arg, SeqOrder};
 use crate::dtype::{Arith, Element};
 use half::slice::HalfFloatSliceExt;
@@ -145,13 +146,13 @@ pub(crate) fn sequential<T: Element>(out: &Arg, a: &Arg, b: &Arg, order: SeqOrde
     #[cfg(not(target_arch = "x86_64"))]
     let fma_cpu = false;
     let geo = RowGeometry {
-        a: SharedPtr(base(a) as *mut T),
+        a: Ptr(base(a) as *mut T),
         sa: [
             a.layout.strides[0],
             a.layout.strides[1],
             a.layout.strides[2],
         ],
-        out: SharedPtr(base(out) as *mut T),
+        out: Ptr(base(out) as *mut T),
         so: [
             out.layout.strides[0],
             out.layout.strides[1],
@@ -201,20 +202,11 @@ pub(crate) fn sequential<T: Element>(out: &Arg, a: &Arg, b: &Arg, order: SeqOrde
 /// `b` once for all of them).
 const ROWS: usize = 4;
 
-/// A base pointer that may cross threads: the caller holds the storages'
-/// locks for the whole kernel, and parallel tasks write disjoint rows.
-#[derive(Clone, Copy)]
-struct SharedPtr<T>(*mut T);
-// SAFETY: see the type's documentation.
-unsafe impl<T> Send for SharedPtr<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for SharedPtr<T> {}
-
 /// What [`sequential_rows`] needs of `a` and `out`.
 struct RowGeometry<T> {
-    a: SharedPtr<T>,
+    a: Ptr<T>,
     sa: [usize; 3],
-    out: SharedPtr<T>,
+    out: Ptr<T>,
     so: [usize; 3],
     k: usize,
     n: usize,
