@@ -179,11 +179,21 @@ pub struct CachingAllocator {
     oom_observers: Mutex<Vec<OomObserver>>,
     /// Closures called with every trace event (outside the state's lock).
     trace_trackers: Mutex<Vec<TraceTracker>>,
+    /// Closures called with every allocation, free and out-of-memory
+    /// failure (outside the state's lock).
+    usage_reporters: Mutex<Vec<MemoryUsageReporter>>,
 }
 
 /// A closure called with every event the allocator traces (PyTorch's
 /// `AllocatorTraceTracker`): see [`CachingAllocator::attach_trace_tracker`].
 pub type TraceTracker = Arc<dyn Fn(&TraceEntry) + Send + Sync>;
+
+/// A closure called with every allocation, free and out-of-memory failure
+/// (PyTorch's memory-usage reporting to its profiler): see
+/// [`CachingAllocator::attach_memory_usage_reporter`].
+pub type MemoryUsageReporter = Arc<dyn Fn(&MemoryUsage) + Send + Sync>;
+
+pub use tracking::MemoryUsage;
 
 /// The state's lock, held by an allocator call that may trace events:
 /// dropping it releases the lock, then passes the events queued for the
@@ -215,12 +225,13 @@ impl Drop for StateGuard<'_> {
         let Some(mut g) = self.guard.take() else {
             return;
         };
-        if g.tracked.is_empty() {
+        if g.tracked.is_empty() && g.usage.is_empty() {
             return;
         }
         let events = std::mem::take(&mut g.tracked);
+        let usage = std::mem::take(&mut g.usage);
         drop(g);
-        self.allocator.dispatch_tracked(events);
+        self.allocator.dispatch_tracked(events, usage);
     }
 }
 
@@ -291,6 +302,7 @@ impl CachingAllocator {
             state: Mutex::new(state),
             oom_observers: Mutex::new(Vec::new()),
             trace_trackers: Mutex::new(Vec::new()),
+            usage_reporters: Mutex::new(Vec::new()),
         })
     }
 

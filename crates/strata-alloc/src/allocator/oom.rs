@@ -37,6 +37,16 @@ impl CachingAllocator {
         st.track(Action::Oom, free, rounded, stream);
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();
+        if st.reporting {
+            // PyTorch's `reportOutOfMemoryToProfiler(size, ...)`: the
+            // rounded request and the figures after the release steps.
+            st.usage.push(MemoryUsage::OutOfMemory {
+                alloc_size: rounded,
+                total_allocated: allocated,
+                total_reserved: reserved,
+                device: self.device,
+            });
+        }
         let unallocated = reserved.saturating_sub(allocated);
         let free_blocks = free_by_pool(st);
         let largest_free = free_blocks.iter().map(|p| p.largest).max().unwrap_or(0);

@@ -1,0 +1,388 @@
+//! PyTorch's allocator tests, session 58.
+//!
+//! Read for this session: `test/test_cuda.py` (`TestCuda`'s memory tests,
+//! `TestCudaMallocAsync`, `TestBlockStateAbsorption`, `TestMemPool`,
+//! `TestCachingHostAllocatorCudaGraph`), `test/test_cuda_multigpu.py`
+//! (`_test_memory_stats_generator`, `_check_memory_stat_consistency`,
+//! `test_cuda_device_memory_allocated`), the C++ tests of `c10/cuda/test/impl/`
+//! (`CUDACachingAllocatorReserveTest`, `...ReserveDeviceTest`,
+//! `...IpcReserveTest`, `CUDAGraphMemoryTest`, `CUDATest`) and
+//! `aten/src/ATen/test/cuda_reportMemoryUsage_test.cpp`, and
+//! `c10/cuda/CUDACachingAllocator.cpp`'s `malloc`, `alloc_found_block` and
+//! `free`. Every behaviour of the Python tests and of the reserve tests is
+//! pinned by the earlier files (`pytorch_parity*.rs`, `pytorch_tests_s32.rs`
+//! to `_s56.rs`, `pytorch_pinned_parity.rs`, `settings.rs`, `mempool.rs`,
+//! `history*.rs`). What no earlier file checks:
+//!
+//! * `DeviceCachingAllocator.check_reporter`: PyTorch's caching allocator
+//!   reports every block it hands out, every free and every out-of-memory
+//!   failure to the memory profiler (`reportMemoryUsageToProfiler`,
+//!   `reportOutOfMemoryToProfiler`), with its allocated and reserved bytes
+//!   after each. strata had no such report; it has one now
+//!   (`CachingAllocator::attach_memory_usage_reporter`, `MemoryUsage`),
+//!   and the tests below pin it.
+//! * `test_cuda_device_memory_allocated` (two devices' allocators keep
+//!   their own figures).
+//!
+//! Expected figures come from PyTorch's source (which size is reported,
+//! after which statistics update), worked out in each test's comments,
+//! never from strata's output.
+
+use super::common::{sim_device, stat};
+use std::sync::{Arc, Mutex};
+use strata_alloc::driver::host::HostDriver;
+use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, Device, MemoryUsage, StreamId};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+const S0: StreamId = StreamId::DEFAULT;
+const S1: StreamId = StreamId(11);
+
+/// PyTorch's default segments, and strata's default expandable segments.
+const CONFIGS: [&str; 2] = ["expandable_segments:False", ""];
+
+/// Attaches a reporter that keeps every report, and returns them.
+fn recorder(a: &CachingAllocator) -> Arc<Mutex<Vec<MemoryUsage>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    a.attach_memory_usage_reporter(move |u| s.lock().unwrap().push(*u));
+    seen
+}
+
+/// The reports kept so far, taken.
+fn take<T>(seen: &Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(&mut *seen.lock().unwrap())
+}
+
+/// A `Usage` report's fields, `(ptr, alloc_size, total_allocated,
+/// total_reserved)`.
+fn usage(u: &MemoryUsage) -> (u64, i64, u64, u64) {
+    match *u {
+        MemoryUsage::Usage {
+            ptr,
+            alloc_size,
+            total_allocated,
+            total_reserved,
+            ..
+        } => (ptr, alloc_size, total_allocated, total_reserved),
+        MemoryUsage::OutOfMemory { .. } => panic!("an out-of-memory report: {u:?}"),
+    }
+}
+
+/// Mirrors `DeviceCachingAllocator.check_reporter`
+/// (`aten/src/ATen/test/cuda_reportMemoryUsage_test.cpp`): 200 KiB, then
+/// 500 MiB, then both freed, each reported once with the block's address,
+/// its size (negative for a free) and the allocated and reserved bytes
+/// after it.
+///
+/// PyTorch's figures (`alloc_found_block` reports `block->size` after the
+/// statistics count the block; `free` reports `-orig_block_size` after
+/// `free_block`):
+///
+/// * 200 KiB = 204800 B, a multiple of 512: a small-pool block of 204800 B
+///   split from a new 2 MiB segment: `(ptr, 204800, 204800, 2 MiB)`. The
+///   test's bounds (`200kb <= alloc_size`, `total_allocated < 400kb`,
+///   `total_reserved < 500mb`) hold.
+/// * 500 MiB (at least 10 MiB): a segment of 500 MiB rounded to 2 MiB,
+///   500 MiB, handed out whole: `(ptr, 500 MiB, 500 MiB + 200 KiB,
+///   502 MiB)`.
+/// * freeing the 200 KiB: `(ptr1, -204800, 500 MiB, 502 MiB)`; the test's
+///   `total_allocated == alloc2's size` and `reserved <= max`.
+/// * freeing the 500 MiB: `(ptr2, -500 MiB, 0, 502 MiB)` (a free releases
+///   nothing).
+///
+/// With expandable segments the block sizes and allocated bytes are the
+/// same (200 KiB is split off a 2 MiB small page; 500 MiB maps whole pages
+/// of the large pool, PyTorch's 20 MiB ones or strata's 2 MiB ones, both
+/// exactly 500 MiB); the reserved bytes are whatever the allocator
+/// reserves (strata may map ahead, docs/allocator.md), so there the report
+/// is checked against `reserved_bytes.all.current` at that moment and
+/// against the test's bounds.
+#[test]
+fn check_reporter_reports_each_block_with_the_totals_after_it() {
+    for conf in CONFIGS {
+        let (_, a) = sim_device(conf, 80 * GIB);
+        let ordinary = !a.expandable_segments();
+        let seen = recorder(&a);
+        let reserved_now = || stat(&a, "reserved_bytes.all.current") as u64;
+
+        let x = a.allocate(200 * KIB, S0).unwrap();
+        let r = take(&seen);
+        assert_eq!(r.len(), 1, "{conf}: {r:?}");
+        let (p, size, allocated, reserved) = usage(&r[0]);
+        assert_eq!((p, size, allocated), (x.ptr(), 204800, 204800), "{conf}");
+        assert_eq!(reserved, reserved_now(), "{conf}");
+        if ordinary {
+            assert_eq!(reserved, 2 * MIB, "{conf}");
+        }
+        assert!(allocated < 2 * 204800 && reserved < 500 * MIB, "{conf}");
+        assert!(matches!(r[0], MemoryUsage::Usage { device, .. } if device == a.device()));
+
+        let y = a.allocate(500 * MIB, S0).unwrap();
+        let r = take(&seen);
+        assert_eq!(r.len(), 1, "{conf}: {r:?}");
+        let (p, size, allocated, reserved) = usage(&r[0]);
+        assert_eq!(
+            (p, size, allocated),
+            (y.ptr(), 500 * MIB as i64, 500 * MIB + 204800),
+            "{conf}"
+        );
+        assert_eq!(reserved, reserved_now(), "{conf}");
+        if ordinary {
+            assert_eq!(reserved, 502 * MIB, "{conf}");
+        }
+        assert!(reserved >= 500 * MIB + 204800, "{conf}");
+        let max_reserved = reserved;
+
+        let (xp, yp) = (x.ptr(), y.ptr());
+        drop(x);
+        let r = take(&seen);
+        assert_eq!(r.len(), 1, "{conf}: {r:?}");
+        let (p, size, allocated, reserved) = usage(&r[0]);
+        assert_eq!((p, size, allocated), (xp, -204800, 500 * MIB), "{conf}");
+        assert_eq!(reserved, max_reserved, "{conf}: a free releases nothing");
+
+        drop(y);
+        let r = take(&seen);
+        assert_eq!(r.len(), 1, "{conf}: {r:?}");
+        let (p, size, allocated, reserved) = usage(&r[0]);
+        assert_eq!((p, size, allocated), (yp, -(500 * MIB as i64), 0), "{conf}");
+        assert_eq!(reserved, max_reserved, "{conf}");
+
+        // empty_cache releases segments but reports nothing: PyTorch reports
+        // allocations and frees of blocks only.
+        a.empty_cache().unwrap();
+        assert!(take(&seen).is_empty(), "{conf}");
+    }
+}
+
+/// The reported size is the block's, not the request's: `alloc_found_block`
+/// reports `block->size`. With `expandable_segments:False`, 19.5 MiB
+/// (already a multiple of 512) gets a 20 MiB segment (at least 10 MiB,
+/// rounded to 2 MiB), and the 0.5 MiB left is not more than 1 MiB, so
+/// `should_split` keeps the block whole: 20 MiB reported and counted. With
+/// expandable segments `should_split` splits whenever 512 bytes would be
+/// left, so the block is the rounded request, 19.5 MiB. The free reports
+/// the same size back.
+#[test]
+fn the_reported_size_is_the_blocks_not_the_requests() {
+    for (conf, block) in [
+        ("expandable_segments:False", 20 * MIB),
+        ("expandable_segments:True", 19 * MIB + 512 * KIB),
+    ] {
+        let (_, a) = sim_device(conf, 80 * GIB);
+        let seen = recorder(&a);
+        let x = a.allocate(19 * MIB + 512 * KIB, S0).unwrap();
+        let p = x.ptr();
+        drop(x);
+        let r: Vec<_> = take(&seen).iter().map(usage).collect();
+        assert_eq!(r.len(), 2, "{conf}: {r:?}");
+        assert_eq!((r[0].0, r[0].1, r[0].2), (p, block as i64, block), "{conf}");
+        assert_eq!((r[1].0, r[1].1, r[1].2), (p, -(block as i64), 0), "{conf}");
+    }
+}
+
+/// A free reports the size the block had when it was freed
+/// (`orig_block_size`, taken before `free_block` merges it): two 1024-byte
+/// blocks `a`, `b` cut from one small segment; `b` freed first merges with
+/// the free rest of the segment behind it, then `a` merges with that, but
+/// each free reports -1024, and the allocated bytes after each (1024, then
+/// 0).
+#[test]
+fn a_free_reports_the_blocks_size_before_merging() {
+    for conf in CONFIGS {
+        let (_, a) = sim_device(conf, 80 * GIB);
+        let x = a.allocate(1000, S0).unwrap();
+        let y = a.allocate(1000, S0).unwrap();
+        assert_eq!(y.ptr(), x.ptr() + 1024, "{conf}: adjacent");
+        let seen = recorder(&a);
+        let (xp, yp) = (x.ptr(), y.ptr());
+        drop(y);
+        drop(x);
+        let r: Vec<_> = take(&seen).iter().map(usage).collect();
+        assert_eq!(
+            r.iter().map(|u| (u.0, u.1, u.2)).collect::<Vec<_>>(),
+            [(yp, -1024, 1024), (xp, -1024, 0)],
+            "{conf}"
+        );
+    }
+}
+
+/// A block used on another stream (`record_stream`) is reported freed at
+/// once: PyTorch's `free` drops it from `allocated_bytes` and reports
+/// before `insert_events`, although the block returns to the pool only
+/// when the event completes (its `active_bytes` stay until then). When the
+/// event completes (at the next allocation's `process_events`), nothing
+/// more is reported.
+#[test]
+fn a_free_waiting_for_another_stream_is_reported_at_once() {
+    for conf in CONFIGS {
+        let d = Arc::new(SimDriver::new(80 * GIB, 2 << 20));
+        let a = CachingAllocator::new(d.clone(), AllocatorConfig::parse(conf).unwrap());
+        let x = a.allocate(MIB, S0).unwrap();
+        x.record_stream(S1).unwrap();
+        let seen = recorder(&a);
+        let p = x.ptr();
+        drop(x);
+        let r: Vec<_> = take(&seen).iter().map(usage).collect();
+        assert_eq!(r.len(), 1, "{conf}: {r:?}");
+        assert_eq!((r[0].0, r[0].1, r[0].2), (p, -(MIB as i64), 0), "{conf}");
+        assert_eq!(stat(&a, "active_bytes.all.current"), MIB as i64, "{conf}");
+        d.complete_all_events();
+        let z = a.allocate(MIB, S0).unwrap();
+        let r: Vec<_> = take(&seen).iter().map(usage).collect();
+        // Only z's allocation: the completed free is not reported again.
+        assert_eq!(r.len(), 1, "{conf}: {r:?}");
+        assert_eq!(
+            (r[0].0, r[0].1, r[0].2),
+            (z.ptr(), MIB as i64, MIB),
+            "{conf}"
+        );
+        assert_eq!(z.ptr(), p, "{conf}: the block came back to its pool");
+    }
+}
+
+/// A request that fails for lack of memory is reported by PyTorch's
+/// `malloc` with `reportOutOfMemoryToProfiler(size, allocated, reserved)`:
+/// the rounded request (`size = round_size(orig_size)`), after the release
+/// steps (the full release frees every cached segment), and before the
+/// out-of-memory observers run. On an 8 GiB device, 1000 bytes are held (a
+/// 1024-byte block of a 2 MiB small segment) and a 1 GiB block is cached;
+/// a request of 16 GiB - 100 bytes rounds to 16 GiB and fails. The cached
+/// 1 GiB segment is released first, so the report says 16 GiB, 1024
+/// allocated, 2 MiB reserved (ordinary segments; with expandable segments
+/// the reserved bytes are checked against the statistic).
+#[test]
+fn an_out_of_memory_failure_is_reported_before_the_observers() {
+    for conf in CONFIGS {
+        let (_, a) = sim_device(conf, 8 * GIB);
+        let ordinary = !a.expandable_segments();
+        let order = Arc::new(Mutex::new(Vec::<String>::new()));
+        let o = Arc::clone(&order);
+        a.attach_memory_usage_reporter(move |u| o.lock().unwrap().push(format!("{u:?}")));
+        let o = Arc::clone(&order);
+        a.on_oom(move |_, _| o.lock().unwrap().push("observer".into()));
+        let x = a.allocate(1000, S0).unwrap();
+        drop(a.allocate(GIB, S0).unwrap());
+        order.lock().unwrap().clear();
+        let e = a.allocate(16 * GIB - 100, S0).unwrap_err();
+        assert!(matches!(e, AllocError::OutOfMemory(_)), "{conf}: {e}");
+        let seen = std::mem::take(&mut *order.lock().unwrap());
+        assert_eq!(seen.len(), 2, "{conf}: {seen:?}");
+        assert_eq!(seen[1], "observer", "{conf}");
+        let reserved = stat(&a, "reserved_bytes.all.current") as u64;
+        if ordinary {
+            assert_eq!(reserved, 2 * MIB, "{conf}: the cached 1 GiB was released");
+        }
+        let expected = MemoryUsage::OutOfMemory {
+            alloc_size: 16 * GIB,
+            total_allocated: 1024,
+            total_reserved: reserved,
+            device: a.device(),
+        };
+        assert_eq!(seen[0], format!("{expected:?}"), "{conf}");
+        drop(x);
+    }
+}
+
+/// What PyTorch never reports: a zero-byte allocation (`allocate(0)`
+/// returns a null pointer before the device allocator), a request of
+/// 1 EiB or more (refused by `NativeCachingAllocator::malloc` before the
+/// device allocator, with "Tried to allocate more than 1EB memory"), and
+/// allocations made while caching is off (`caching_allocator_enable(False)`:
+/// plain `cudaMalloc`/`cudaFree`, no statistics, no report). Clearing the
+/// reporters stops the reports.
+#[test]
+fn nothing_is_reported_for_empty_refused_or_uncached_allocations() {
+    let (_, a) = sim_device("expandable_segments:False", 80 * GIB);
+    let seen = recorder(&a);
+    drop(a.allocate(0, S0).unwrap());
+    assert!(matches!(
+        a.allocate(1 << 60, S0),
+        Err(AllocError::TooLarge { .. })
+    ));
+    a.set_caching_enabled(false);
+    let u = a.allocate(MIB, S0).unwrap();
+    drop(u);
+    a.set_caching_enabled(true);
+    assert!(take(&seen).is_empty());
+    a.clear_memory_usage_reporters();
+    drop(a.allocate(MIB, S0).unwrap());
+    assert!(take(&seen).is_empty());
+}
+
+/// A reporter may call the allocator (it runs after the lock is released,
+/// as trace trackers do); the reports its own calls cause are not passed
+/// to the reporters again, so a reporter that allocates does not recurse.
+#[test]
+fn a_reporter_may_call_the_allocator_without_recursing() {
+    let (_, a) = sim_device("", 80 * GIB);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (s, weak) = (Arc::clone(&seen), Arc::downgrade(&a));
+    a.attach_memory_usage_reporter(move |u| {
+        let a = weak.upgrade().unwrap();
+        // Allocates and frees inside the reporter: not reported.
+        drop(a.allocate(4096, S0).unwrap());
+        s.lock().unwrap().push((*u, a.memory_allocated()));
+    });
+    let x = a.allocate(1000, S0).unwrap();
+    let r = take(&seen);
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!(usage(&r[0].0).2, 1024);
+    assert_eq!(r[0].1, 1024, "the reporter's own block is freed again");
+    drop(x);
+    assert_eq!(take(&seen).len(), 1);
+}
+
+/// Mirrors `test_cuda_device_memory_allocated` (`test/test_cuda_multigpu.py`):
+/// allocating 10 floats on device 0 raises `memory_allocated(0)` and leaves
+/// every other device's figure as it was. Each device has its own
+/// allocator: here a simulated GPU (`cuda:0`) and the host, whose reports
+/// name their own device and count their own bytes (40 bytes round to one
+/// 512-byte block).
+#[test]
+fn each_devices_allocator_counts_only_its_own_memory() {
+    let (_, gpu) = sim_device("", 8 * GIB);
+    let host = CachingAllocator::new(
+        Arc::new(HostDriver::new(Some(GIB))),
+        AllocatorConfig::default(),
+    );
+    let (seen_gpu, seen_host) = (recorder(&gpu), recorder(&host));
+    let before = (gpu.memory_allocated(), host.memory_allocated());
+    let x = gpu.allocate(40, S0).unwrap();
+    assert_eq!(gpu.memory_allocated(), before.0 + 512);
+    assert_eq!(host.memory_allocated(), before.1);
+    let r = take(&seen_gpu);
+    assert!(
+        matches!(
+            r[..],
+            [MemoryUsage::Usage {
+                device: Device::Cuda(0),
+                alloc_size: 512,
+                total_allocated: 512,
+                ..
+            }]
+        ),
+        "{r:?}"
+    );
+    assert!(take(&seen_host).is_empty());
+    let y = host.allocate(40, S0).unwrap();
+    assert_eq!(gpu.memory_allocated(), 512);
+    let r = take(&seen_host);
+    assert!(
+        matches!(
+            r[..],
+            [MemoryUsage::Usage {
+                device: Device::Cpu,
+                alloc_size: 512,
+                total_allocated: 512,
+                ..
+            }]
+        ),
+        "{r:?}"
+    );
+    assert!(take(&seen_gpu).is_empty());
+    drop((x, y));
+}
