@@ -131,7 +131,9 @@ impl CachingAllocator {
     ///   PyTorch; nor does a request refused by `throw_on_cudamalloc_oom`,
     ///   which calls no out-of-memory observer either.
     ///
-    /// PyTorch reports to the profiler of the calling thread; strata calls
+    /// PyTorch reports to the profiler of the calling thread, or, in its
+    /// newest builds, to the process-wide reporter of
+    /// `setGlobalMemoryReportingInfo` when the thread has none; strata calls
     /// every reporter attached to the allocator, for every thread's calls.
     /// Reporters run as trace trackers do (see
     /// [`attach_trace_tracker`](Self::attach_trace_tracker)): after the

@@ -28,10 +28,11 @@
 //! after which statistics update), worked out in each test's comments,
 //! never from strata's output.
 
-use super::common::{sim_device, stat};
+use super::common::{decode, int, key, list, sim_device, stat, string};
 use std::sync::{Arc, Mutex};
 use strata_alloc::driver::host::HostDriver;
 use strata_alloc::driver::sim::SimDriver;
+use strata_alloc::history::{Action, HistoryContext, HistoryOptions};
 use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, Device, MemoryUsage, StreamId};
 
 const KIB: u64 = 1 << 10;
@@ -385,4 +386,224 @@ fn each_devices_allocator_counts_only_its_own_memory() {
     );
     assert!(take(&seen_gpu).is_empty());
     drop((x, y));
+}
+
+// ---------------------------------------------------------------------------
+// PyTorch 2.15's post-facto annotations (`_annotate_memory`, `_annotate_tensor`)
+// ---------------------------------------------------------------------------
+
+/// PyTorch 2.15's `torch.cuda.memory._annotate_memory(ptr, metadata)`
+/// (`_annotate_tensor` passes the base of a tensor's storage), added by
+/// pytorch/pytorch#190575: `NativeCachingAllocator::annotateMemory` finds
+/// the live block at `ptr` and records `TraceEntry::ANNOTATE` with the
+/// block's address, its `requested_size` (the field its `record_trace`
+/// call reads in the 2.15 build: the one its `free_requested` entries
+/// read, not the `size` its `segment_free` ones read), its stream and the
+/// annotation as the entry's `user_metadata`. The thread's metadata stays
+/// on the entries around it, and the `alloc` entry keeps the metadata it
+/// was recorded with ("alloc-time user_metadata is never clobbered");
+/// annotations accumulate as entries of their own.
+#[test]
+fn annotate_memory_adds_an_entry_with_the_annotation_as_metadata() {
+    for conf in CONFIGS {
+        let (_, a) = sim_device(conf, 80 * GIB);
+        a.record_history(Some(100));
+        a.set_memory_metadata("step 1");
+        let x = a.allocate(1000, S1).unwrap();
+        let line = line!() + 1;
+        a.annotate_memory(x.ptr(), "retained by autograd").unwrap();
+        a.annotate_memory(x.ptr(), "second").unwrap();
+        let y = a.allocate(3000, S0).unwrap();
+        a.set_memory_metadata("");
+        let h: Vec<_> = a
+            .history()
+            .into_iter()
+            .filter(|e| !matches!(e.action, Action::SegmentAlloc | Action::SegmentMap))
+            .collect();
+        let got: Vec<_> = h
+            .iter()
+            .map(|e| {
+                (
+                    e.action,
+                    e.addr,
+                    e.size,
+                    e.stream,
+                    e.user_metadata.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Action::Alloc, x.ptr(), 1000, S1, Some("step 1")),
+                (
+                    Action::Annotate,
+                    x.ptr(),
+                    1000,
+                    S1,
+                    Some("retained by autograd")
+                ),
+                (Action::Annotate, x.ptr(), 1000, S1, Some("second")),
+                (Action::Alloc, y.ptr(), 3000, S0, Some("step 1")),
+            ],
+            "{conf}"
+        );
+        // The default context ("all") keeps the annotation's call site.
+        let site = h[1].site.expect("a call site");
+        assert_eq!((site.file, site.line), (file!(), line), "{conf}");
+        assert_eq!(Action::from_name("annotate"), Some(Action::Annotate));
+        assert_eq!(Action::Annotate.name(), "annotate");
+    }
+}
+
+/// The annotation's stack is gathered as PyTorch gathers it
+/// (`annotateMemory` calls the context recorder when `record_context_ >
+/// STATE`): from `context="alloc"` on; `"state"` and `None` record the
+/// entry without one. `skip_actions=["annotate"]` leaves the entries out.
+#[test]
+fn an_annotations_call_site_follows_the_context_and_skip_actions_hide_it() {
+    for (context, with_site) in [
+        (HistoryContext::None, false),
+        (HistoryContext::State, false),
+        (HistoryContext::Alloc, true),
+        (HistoryContext::All, true),
+    ] {
+        let (_, a) = sim_device("", 80 * GIB);
+        a.record_history_opts(&HistoryOptions::new(100).context(context));
+        let x = a.allocate(1000, S0).unwrap();
+        a.annotate_memory(x.ptr(), "note").unwrap();
+        let h = a.history();
+        let e = h.last().unwrap();
+        assert_eq!(e.action, Action::Annotate, "{context:?}");
+        assert_eq!(e.site.is_some(), with_site, "{context:?}");
+    }
+    let (_, a) = sim_device("", 80 * GIB);
+    a.record_history_opts(&HistoryOptions::new(100).skip(&[Action::Annotate]));
+    let x = a.allocate(1000, S0).unwrap();
+    a.annotate_memory(x.ptr(), "note").unwrap();
+    assert!(a.history().iter().all(|e| e.action != Action::Annotate));
+}
+
+/// PyTorch raises "annotateMemory: no live allocation found at pointer"
+/// for any address `get_allocated_block` does not find, history on or
+/// off: the null address, an address inside an allocation, a freed one
+/// (also while its free waits for another stream's event: `free` takes it
+/// out of the allocated blocks at once), and an allocation made while
+/// caching was off (never in the allocated blocks). strata refuses them
+/// with `AllocError::NotAllocated`, recording nothing.
+#[test]
+fn annotating_an_address_that_is_not_a_live_allocation_is_refused() {
+    for history in [false, true] {
+        let d = Arc::new(SimDriver::new(80 * GIB, 2 << 20));
+        let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
+        if history {
+            a.record_history(Some(100));
+        }
+        let x = a.allocate(4096, S0).unwrap();
+        let y = a.allocate(4096, S0).unwrap();
+        y.record_stream(S1).unwrap();
+        let (freed, pending) = (
+            {
+                let z = a.allocate(4096, S0).unwrap();
+                z.ptr()
+            },
+            y.ptr(),
+        );
+        drop(y);
+        a.set_caching_enabled(false);
+        let u = a.allocate(4096, S0).unwrap();
+        a.set_caching_enabled(true);
+        let before = a.history();
+        for ptr in [0, x.ptr() + 512, freed, pending, u.ptr()] {
+            match a.annotate_memory(ptr, "note") {
+                Err(e @ AllocError::NotAllocated { .. }) => {
+                    assert!(
+                        e.to_string()
+                            .contains("no live allocation found at pointer"),
+                        "{e}"
+                    );
+                }
+                r => panic!("history {history}, {ptr:#x}: {r:?}"),
+            }
+        }
+        assert_eq!(a.history(), before, "history {history}: nothing recorded");
+        // The live allocation itself is accepted, history on or off.
+        a.annotate_memory(x.ptr(), "note").unwrap();
+        assert_eq!(
+            a.history().len(),
+            before.len() + usize::from(history),
+            "history {history}"
+        );
+        drop((x, u));
+        d.complete_all_events();
+    }
+}
+
+/// PyTorch's `record_trace` passes every entry to the trace trackers,
+/// history on or off: a tracker sees the annotation (address, caller's
+/// size, stream, the annotation as metadata) with history off, when
+/// nothing is recorded.
+#[test]
+fn trace_trackers_see_annotations_with_history_off() {
+    let (_, a) = sim_device("", 80 * GIB);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    a.attach_trace_tracker(move |e| {
+        if e.action == Action::Annotate {
+            s.lock()
+                .unwrap()
+                .push((e.addr, e.size, e.stream, e.user_metadata.clone()));
+        }
+    });
+    let x = a.allocate(1000, S1).unwrap();
+    a.annotate_memory(x.ptr(), "note").unwrap();
+    a.annotate_memory(x.ptr(), "").unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            (x.ptr(), 1000, S1, Some(Arc::from("note"))),
+            (x.ptr(), 1000, S1, None),
+        ]
+    );
+    assert!(a.history().is_empty());
+}
+
+/// The pickled snapshot (`torch.cuda.memory._snapshot()`'s layout) carries
+/// the annotation as PyTorch's `device_traces` entries do: action
+/// `annotate`, the allocation's address and size, the annotation as
+/// `user_metadata`, and the thread's metadata back on the next entry.
+#[test]
+fn a_pickled_snapshot_carries_annotate_entries() {
+    let (_, a) = sim_device("expandable_segments:False", 80 * GIB);
+    a.record_history(Some(100));
+    let x = a.allocate(1000, S0).unwrap();
+    a.annotate_memory(x.ptr(), "retained").unwrap();
+    let y = a.allocate(2000, S0).unwrap();
+    let doc = decode(&a.snapshot_pickle().unwrap());
+    let traces = list(key(&doc, "device_traces"));
+    let entries: Vec<_> = list(&traces[0])
+        .iter()
+        .map(|e| {
+            (
+                string(key(e, "action")).to_string(),
+                int(key(e, "addr")),
+                int(key(e, "size")),
+                string(key(e, "user_metadata")).to_string(),
+            )
+        })
+        .filter(|e| e.0 != "segment_alloc")
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("alloc".to_string(), x.ptr(), 1000, String::new()),
+            (
+                "annotate".to_string(),
+                x.ptr(),
+                1000,
+                "retained".to_string()
+            ),
+            ("alloc".to_string(), y.ptr(), 2000, String::new()),
+        ]
+    );
 }
