@@ -177,6 +177,9 @@ pub struct CachingAllocator {
     /// Closures called with a snapshot when an allocation fails for lack of
     /// memory (outside the state's lock).
     oom_observers: Mutex<Vec<OomObserver>>,
+    /// Closures called when `throw_on_cudamalloc_oom` rejects a request
+    /// (outside the state's lock).
+    oom_rejection_observers: Mutex<Vec<OomRejectionObserver>>,
     /// Closures called with every trace event (outside the state's lock).
     trace_trackers: Mutex<Vec<TraceTracker>>,
     /// Closures called with every allocation, free and out-of-memory
@@ -238,6 +241,29 @@ impl Drop for StateGuard<'_> {
 /// A closure called when an allocation fails for lack of memory, with the
 /// error and the allocator's segments at that moment.
 pub type OomObserver = Arc<dyn Fn(&OutOfMemory, &[SegmentSnapshot]) + Send + Sync>;
+
+/// A closure called when `throw_on_cudamalloc_oom` rejects a request
+/// (PyTorch's `OomRejectionObserver`): see
+/// [`CachingAllocator::on_oom_rejection`].
+pub type OomRejectionObserver = Arc<dyn Fn(&OomRejection) + Send + Sync>;
+
+/// What an [`OomRejectionObserver`] is told: the arguments of PyTorch's
+/// `OomRejectionObserver(device, alloc_size, total_allocated,
+/// device_total)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OomRejection {
+    /// The allocator's device.
+    pub device: Device,
+    /// The device allocation the request needed (PyTorch's
+    /// `AllocParams::alloc_size`: `get_allocation_size` of the rounded
+    /// request, whatever the segment kind), not the request itself.
+    pub alloc_size: u64,
+    /// The memory the allocator held from the device before the request
+    /// (PyTorch's `total_allocated_memory`: the reserved bytes).
+    pub total_allocated: u64,
+    /// The device's total memory.
+    pub device_total: u64,
+}
 
 /// The smallest mapping granularity expandable segments take as their page.
 const MIN_PAGE: u64 = 4096;
@@ -301,6 +327,7 @@ impl CachingAllocator {
             capacity,
             state: Mutex::new(state),
             oom_observers: Mutex::new(Vec::new()),
+            oom_rejection_observers: Mutex::new(Vec::new()),
             trace_trackers: Mutex::new(Vec::new()),
             usage_reporters: Mutex::new(Vec::new()),
         })

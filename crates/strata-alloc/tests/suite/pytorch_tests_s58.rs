@@ -33,7 +33,9 @@ use std::sync::{Arc, Mutex};
 use strata_alloc::driver::host::HostDriver;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::history::{Action, HistoryContext, HistoryOptions};
-use strata_alloc::{AllocError, AllocatorConfig, CachingAllocator, Device, MemoryUsage, StreamId};
+use strata_alloc::{
+    AllocError, AllocatorConfig, CachingAllocator, Device, MemoryUsage, OomRejection, StreamId,
+};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -606,4 +608,85 @@ fn a_pickled_snapshot_carries_annotate_entries() {
             ("alloc".to_string(), y.ptr(), 2000, String::new()),
         ]
     );
+}
+
+// ---------------------------------------------------------------------------
+// attachOomRejectionObserver (throw_on_cudamalloc_oom)
+// ---------------------------------------------------------------------------
+
+/// PyTorch 2.15's `attachOomRejectionObserver`: when `alloc_block` rejects
+/// a request under `throw_on_cudamalloc_oom` (pytorch/pytorch#179473:
+/// "Observers are notified for monitoring/metrics"), `malloc` calls each
+/// observer with `(device, alloc_size, total_allocated, device_total)`:
+/// the request's `AllocParams::alloc_size` (`get_allocation_size` of the
+/// rounded request), `total_allocated_memory` (what the allocator holds
+/// from the device) and the device's total memory, then returns without
+/// the out-of-memory path (no `num_ooms`, no out-of-memory observer).
+/// On a 1 GiB device, 600 MiB held (a 600 MiB segment), a request of
+/// 500 MiB - 100 bytes (rounded to 500 MiB, a 500 MiB segment): 1100 MiB
+/// would exceed the device, so `(500 MiB, 600 MiB, 1 GiB)`. An ordinary
+/// out-of-memory failure (the option off) calls no rejection observer.
+#[test]
+fn oom_rejection_observers_get_pytorchs_four_figures() {
+    for (conf, rejected) in [
+        (
+            "expandable_segments:False,throw_on_cudamalloc_oom:True",
+            true,
+        ),
+        ("expandable_segments:False", false),
+    ] {
+        let (_, a) = sim_device(conf, GIB);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = Arc::clone(&seen);
+        a.on_oom_rejection(move |r| s.lock().unwrap().push(*r));
+        let ooms = Arc::new(Mutex::new(0));
+        let o = Arc::clone(&ooms);
+        a.on_oom(move |_, _| *o.lock().unwrap() += 1);
+        let x = a.allocate(600 * MIB, S0).unwrap();
+        let e = a.allocate(500 * MIB - 100, S0).unwrap_err();
+        let seen = seen.lock().unwrap().clone();
+        if rejected {
+            assert!(matches!(e, AllocError::OomRejected { .. }), "{e}");
+            assert_eq!(
+                seen,
+                [OomRejection {
+                    device: a.device(),
+                    alloc_size: 500 * MIB,
+                    total_allocated: 600 * MIB,
+                    device_total: GIB,
+                }]
+            );
+            assert_eq!(*ooms.lock().unwrap(), 0, "no out-of-memory observer");
+            assert_eq!(stat(&a, "num_oom_rejections"), 1);
+            assert_eq!(stat(&a, "num_ooms"), 0);
+        } else {
+            assert!(matches!(e, AllocError::OutOfMemory(_)), "{e}");
+            assert!(seen.is_empty(), "{conf}");
+            assert_eq!(*ooms.lock().unwrap(), 1);
+        }
+        a.clear_oom_rejection_observers();
+        drop(x);
+    }
+}
+
+/// A rejection observer may call the allocator (it runs after the lock is
+/// released); a rejection inside it does not call the observers again.
+#[test]
+fn an_oom_rejection_observer_may_allocate_without_recursing() {
+    let (_, a) = sim_device("throw_on_cudamalloc_oom:True", GIB);
+    let calls = Arc::new(Mutex::new(0));
+    let (c, weak) = (Arc::clone(&calls), Arc::downgrade(&a));
+    a.on_oom_rejection(move |_| {
+        *c.lock().unwrap() += 1;
+        let a = weak.upgrade().unwrap();
+        // Rejected again, inside the observer: not observed.
+        assert!(matches!(
+            a.allocate(2 * GIB, S0),
+            Err(AllocError::OomRejected { .. })
+        ));
+        drop(a.allocate(4096, S0).unwrap());
+    });
+    assert!(a.allocate(2 * GIB, S0).is_err());
+    assert_eq!(*calls.lock().unwrap(), 1);
+    assert_eq!(stat(&a, "num_oom_rejections"), 2);
 }
