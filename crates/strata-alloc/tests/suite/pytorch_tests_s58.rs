@@ -690,3 +690,68 @@ fn an_oom_rejection_observer_may_allocate_without_recursing() {
     assert_eq!(*calls.lock().unwrap(), 1);
     assert_eq!(stat(&a, "num_oom_rejections"), 2);
 }
+
+// ---------------------------------------------------------------------------
+// allocator_settings of a pickled snapshot (PyTorch 2.15)
+// ---------------------------------------------------------------------------
+
+/// PyTorch 2.15's `_memory_snapshot_pickled` writes the pinned host
+/// allocator's two byte limits into `allocator_settings` as
+/// `max_round_threshold` and `max_cached_size` (integers: its build inserts
+/// `AcceleratorAllocatorConfig::pinned_max_round_threshold()` and
+/// `pinned_max_cached_size()`, `size_t`s whose unlimited default,
+/// `SIZE_MAX`, reads -1), between `graph_capture_record_stream_reuse` and
+/// `roundup_power2_divisions`. The set of keys is PyTorch's:
+/// `PYTORCH_CUDA_ALLOC_CONF`, `max_split_size`,
+/// `garbage_collection_threshold`, `expandable_segments`,
+/// `pinned_num_register_threads`, `release_lock_on_cudamalloc`,
+/// `pinned_use_cuda_host_register`, `graph_capture_record_stream_reuse`,
+/// `max_round_threshold`, `max_cached_size`, `roundup_power2_divisions`.
+#[test]
+fn a_pickled_snapshot_names_the_pinned_limits_as_pytorch_2_15_does() {
+    for (conf, round, cached) in [
+        ("", -1, -1),
+        (
+            "pinned_max_round_threshold_mb:64,pinned_max_cached_size_mb:0",
+            64 * MIB as i64,
+            0,
+        ),
+    ] {
+        let (_, a) = sim_device(conf, 80 * GIB);
+        let doc = decode(&a.snapshot_pickle().unwrap());
+        let s = key(&doc, "allocator_settings");
+        let signed = |k: &str| match key(s, k) {
+            serde_pickle::Value::I64(i) => *i,
+            v => panic!("{k}: not an int: {v:?}"),
+        };
+        assert_eq!(signed("max_round_threshold"), round, "{conf}");
+        assert_eq!(signed("max_cached_size"), cached, "{conf}");
+        assert_eq!(signed("max_split_size"), -1, "{conf}");
+        let serde_pickle::Value::Dict(d) = s else {
+            panic!("allocator_settings is no dict")
+        };
+        let mut keys: Vec<String> = d
+            .keys()
+            .map(|k| match k {
+                serde_pickle::HashableValue::String(k) => k.clone(),
+                k => panic!("a key that is no string: {k:?}"),
+            })
+            .collect();
+        keys.sort();
+        let mut expected = [
+            "PYTORCH_CUDA_ALLOC_CONF",
+            "max_split_size",
+            "garbage_collection_threshold",
+            "expandable_segments",
+            "pinned_num_register_threads",
+            "release_lock_on_cudamalloc",
+            "pinned_use_cuda_host_register",
+            "graph_capture_record_stream_reuse",
+            "max_round_threshold",
+            "max_cached_size",
+            "roundup_power2_divisions",
+        ];
+        expected.sort();
+        assert_eq!(keys, expected, "{conf}");
+    }
+}
