@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex};
 use strata_alloc::driver::host::HostDriver;
 use strata_alloc::driver::sim::SimDriver;
 use strata_alloc::history::{Action, HistoryContext, HistoryOptions};
+use strata_alloc::pinned::{PinnedAllocator, PinnedLimits, SimPinnedBackend};
 use strata_alloc::{
     AllocError, AllocatorConfig, CachingAllocator, Device, MemoryUsage, OomRejection, StreamId,
 };
@@ -754,4 +755,171 @@ fn a_pickled_snapshot_names_the_pinned_limits_as_pytorch_2_15_does() {
         expected.sort();
         assert_eq!(keys, expected, "{conf}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// History of the pinned host allocator (PyTorch 2.15,
+// `_record_memory_history(record_pinned_host_memory=True)`)
+// ---------------------------------------------------------------------------
+
+type PinnedSim = Arc<SimPinnedBackend>;
+
+fn pinned() -> (PinnedSim, Arc<PinnedAllocator<PinnedSim>>) {
+    let b = Arc::new(SimPinnedBackend::new(None));
+    (Arc::clone(&b), PinnedAllocator::new(b))
+}
+
+fn pinned_trace(a: &PinnedAllocator<PinnedSim>) -> Vec<(Action, u64, u64)> {
+    a.history()
+        .iter()
+        .map(|e| (e.action, e.addr, e.size))
+        .collect()
+}
+
+/// PyTorch 2.15's `CachingHostAllocator` records (header
+/// `ATen/core/CachingHostAllocator.h`, shipped with the wheel): on a miss,
+/// `SEGMENT_ALLOC(ptr, roundSize)` then `ALLOC(ptr, block size)`; on a
+/// cache hit `ALLOC` alone; `free` records `FREE_REQUESTED` at once;
+/// `maybe_cache_block` records `FREE_COMPLETED` when the block goes back to
+/// its free list (at once when no stream used it); `destroy_block`
+/// (`empty_cache`) records `SEGMENT_FREE`. Sizes are the block's (strata's
+/// size class of 4 KiB for 1000 bytes, where PyTorch's power of two would
+/// be 1024: the documented size-class difference; the events are the
+/// same). Nothing is recorded while history is off.
+#[test]
+fn the_pinned_history_records_pytorchs_host_events() {
+    let (_, a) = pinned();
+    drop(a.allocate(1000).unwrap());
+    assert!(a.history().is_empty(), "history off: nothing recorded");
+    a.empty_cache().unwrap();
+    a.record_history(Some(100));
+    assert!(a.history_enabled());
+    let x = a.allocate(1000).unwrap();
+    let p = x.ptr();
+    drop(x);
+    let y = a.allocate(1000).unwrap(); // the cached block again
+    assert_eq!(y.ptr(), p);
+    drop(y);
+    a.empty_cache().unwrap();
+    let page = 4096;
+    assert_eq!(
+        pinned_trace(&a),
+        [
+            (Action::SegmentAlloc, p, page),
+            (Action::Alloc, p, page),
+            (Action::FreeRequested, p, page),
+            (Action::FreeCompleted, p, page),
+            (Action::Alloc, p, page),
+            (Action::FreeRequested, p, page),
+            (Action::FreeCompleted, p, page),
+            (Action::SegmentFree, p, page),
+        ]
+    );
+    let times: Vec<u64> = a.history().iter().map(|e| e.time_us).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+}
+
+/// A buffer used on a stream: `free` records `FREE_REQUESTED` at once and
+/// the events; `FREE_COMPLETED` comes only when `process_events` finds them
+/// complete (strata: at the next allocation or `process_pending_events`).
+/// Meanwhile `getSegments` reports the block as not allocated but active
+/// (`event_count_ > 0`); in use it is both, cached it is neither.
+#[test]
+fn a_pinned_free_waiting_for_a_stream_completes_in_the_history_later() {
+    let (b, a) = pinned();
+    a.record_history(Some(100));
+    let x = a.allocate(64 * KIB).unwrap();
+    let p = x.ptr();
+    let seg = |a: &PinnedAllocator<PinnedSim>| {
+        let s = a.segments();
+        assert_eq!(s.len(), 1);
+        assert_eq!((s[0].address, s[0].size), (p, 64 * KIB));
+        (s[0].allocated, s[0].active)
+    };
+    assert_eq!(seg(&a), (true, true));
+    x.record_stream(S1).unwrap();
+    drop(x);
+    assert_eq!(seg(&a), (false, true));
+    assert_eq!(
+        pinned_trace(&a).last(),
+        Some(&(Action::FreeRequested, p, 64 * KIB))
+    );
+    a.process_pending_events();
+    assert!(
+        pinned_trace(&a)
+            .iter()
+            .all(|e| e.0 != Action::FreeCompleted),
+        "the stream has not run yet"
+    );
+    b.complete_stream(S1);
+    a.process_pending_events();
+    assert_eq!(
+        pinned_trace(&a).last(),
+        Some(&(Action::FreeCompleted, p, 64 * KIB))
+    );
+    assert_eq!(seg(&a), (false, false));
+}
+
+/// A block above `pinned_max_cached_size_mb` is unpinned when freed:
+/// `maybe_cache_block` records `FREE_COMPLETED`, then `destroy_block`
+/// `SEGMENT_FREE`. A request above the limit gets a block of its own size
+/// (PyTorch: no power-of-two rounding above either limit; strata: whole
+/// pages), here 2 MiB exactly.
+#[test]
+fn a_pinned_block_above_the_cache_limit_is_recorded_unpinned_when_freed() {
+    let (_, a) = pinned();
+    a.set_limits(PinnedLimits {
+        max_round_threshold: u64::MAX,
+        max_cached_size: MIB,
+    });
+    a.record_history(Some(100));
+    let x = a.allocate(2 * MIB).unwrap();
+    let p = x.ptr();
+    drop(x);
+    assert_eq!(
+        pinned_trace(&a),
+        [
+            (Action::SegmentAlloc, p, 2 * MIB),
+            (Action::Alloc, p, 2 * MIB),
+            (Action::FreeRequested, p, 2 * MIB),
+            (Action::FreeCompleted, p, 2 * MIB),
+            (Action::SegmentFree, p, 2 * MIB),
+        ]
+    );
+    assert!(a.segments().is_empty());
+}
+
+/// The host allocator's `recordHistory`: enabling sets the ring's bound
+/// (the newest entries kept), disabling stops recording but keeps the
+/// buffer (unlike the device allocator, which clears it), and
+/// `clear_history` empties it.
+#[test]
+fn the_pinned_history_is_bounded_kept_when_stopped_and_cleared_on_request() {
+    let (_, a) = pinned();
+    a.record_history(Some(3));
+    let x = a.allocate(1000).unwrap();
+    let p = x.ptr();
+    drop(x);
+    // segment_alloc, alloc, free_requested, free_completed: the newest 3.
+    assert_eq!(
+        pinned_trace(&a),
+        [
+            (Action::Alloc, p, 4096),
+            (Action::FreeRequested, p, 4096),
+            (Action::FreeCompleted, p, 4096),
+        ]
+    );
+    a.record_history(None);
+    assert!(!a.history_enabled());
+    drop(a.allocate(1000).unwrap());
+    assert_eq!(a.history().len(), 3, "stopped: kept, nothing added");
+    a.record_history(Some(1));
+    assert_eq!(
+        pinned_trace(&a),
+        [(Action::FreeCompleted, p, 4096)],
+        "a smaller bound keeps the newest"
+    );
+    a.clear_history();
+    assert!(a.history().is_empty());
+    assert!(a.history_enabled());
 }
