@@ -16,7 +16,8 @@
 //! * `events.rs`: blocks used on other streams wait for their events before
 //!   reuse; `uncached.rs`: allocation while caching is off.
 //! * `introspection.rs`: statistics, history, snapshots and reports;
-//!   `tracking.rs`: the trace trackers called with every traced event.
+//!   `tracking.rs`: the trace trackers called with every traced event, and
+//!   the memory-usage reporters called with every allocation and free.
 
 use crate::block::{Block, PoolKind, NONE, SMALL_SIZE};
 use crate::config::{AllocatorConfig, ConfigError};
