@@ -245,6 +245,18 @@ pub enum AllocError {
         /// The address in the handle.
         ptr: u64,
     },
+    /// An address that is not the start of a live allocation of this
+    /// allocator, given where one is needed
+    /// ([`CachingAllocator::annotate_memory`](crate::CachingAllocator::annotate_memory)).
+    #[error("{what}: no live allocation found at pointer {ptr:#x} on {device} (freed, never allocated here, or an address inside an allocation); pass the address the allocation was handed out at, while it is live")]
+    NotAllocated {
+        /// The call refused.
+        what: &'static str,
+        /// The allocator's device.
+        device: Device,
+        /// The address given.
+        ptr: u64,
+    },
     /// A device string that is not `cpu`, `cuda` or `cuda:N`.
     #[error("invalid device '{given}': expected cpu, cuda or cuda:N")]
     InvalidDevice {

@@ -52,7 +52,9 @@ pub use allocator::{
     Allocation, CachingAllocator, RawAllocation, LARGE_BUFFER, MIN_BLOCK_SIZE, MIN_LARGE_ALLOC,
     ROUND_LARGE, SMALL_BUFFER,
 };
-pub use allocator::{OomObserver, TraceTracker};
+pub use allocator::{
+    MemoryUsage, MemoryUsageReporter, OomObserver, OomRejection, OomRejectionObserver, TraceTracker,
+};
 pub use config::{AllocatorConfig, ConfigError, Reserve};
 pub use diagnostics::{
     dump_snapshot, memory_report, record_memory_history, record_memory_history_opts,

@@ -143,6 +143,12 @@ struct SettingsOut {
     release_lock_on_cudamalloc: bool,
     pinned_use_cuda_host_register: bool,
     graph_capture_record_stream_reuse: bool,
+    /// `pinned_max_round_threshold_mb` in bytes, -1 when unlimited
+    /// (PyTorch 2.15 writes `AcceleratorAllocatorConfig`'s `size_t`, whose
+    /// unlimited `SIZE_MAX` reads -1).
+    max_round_threshold: i64,
+    /// `pinned_max_cached_size_mb` in bytes, -1 when unlimited.
+    max_cached_size: i64,
     roundup_power2_divisions: std::collections::BTreeMap<String, i64>,
 }
 
@@ -153,6 +159,17 @@ pub(crate) struct Document<'a> {
     device_traces: TracesOut<'a>,
     allocator_settings: SettingsOut,
     external_annotations: Vec<u8>,
+}
+
+/// A byte limit as PyTorch's snapshot writes its `size_t` settings: -1
+/// for unlimited (`SIZE_MAX`), the bytes otherwise, and `i64::MAX` rather
+/// than a wrapped negative figure for a limit beyond it.
+fn size_setting(bytes: u64) -> i64 {
+    if bytes == u64::MAX {
+        -1
+    } else {
+        i64::try_from(bytes).unwrap_or(i64::MAX)
+    }
 }
 
 fn site_frames(site: Option<CallSite>) -> Vec<FrameOut> {
@@ -271,6 +288,8 @@ pub(crate) fn document(st: &State, device: Device) -> Document<'_> {
             release_lock_on_cudamalloc: c.release_lock_on_cudamalloc,
             pinned_use_cuda_host_register: c.pinned_use_cuda_host_register,
             graph_capture_record_stream_reuse: c.graph_capture_record_stream_reuse,
+            max_round_threshold: size_setting(c.pinned_max_round_threshold),
+            max_cached_size: size_setting(c.pinned_max_cached_size),
             roundup_power2_divisions: c
                 .roundup_power2_divisions
                 .iter()

@@ -307,6 +307,13 @@ pub(crate) struct State {
     /// When the first trace tracker was attached (the events' `time_us`
     /// count from it).
     pub tracker_epoch: Option<std::time::Instant>,
+    /// Memory-usage reporters are attached: every allocation, free and
+    /// out-of-memory failure is queued in `usage` for them
+    /// (`CachingAllocator::attach_memory_usage_reporter`).
+    pub reporting: bool,
+    /// Reports waiting to be passed to the memory-usage reporters once the
+    /// lock is released.
+    pub usage: Vec<crate::allocator::MemoryUsage>,
 }
 
 impl State {
@@ -352,6 +359,8 @@ impl State {
             observed: false,
             tracked: Vec::new(),
             tracker_epoch: None,
+            reporting: false,
+            usage: Vec::new(),
         }
     }
 
@@ -521,9 +530,30 @@ impl State {
         self.refresh_observed();
     }
 
-    /// Recomputes `observed` after history or the trackers changed.
+    /// Recomputes `observed` after history, the trackers or the
+    /// memory-usage reporters changed.
     pub fn refresh_observed(&mut self) {
-        self.observed = self.history.enabled() || self.tracking;
+        self.observed = self.history.enabled() || self.tracking || self.reporting;
+    }
+
+    /// Queues a memory-usage report of a block of `alloc_size` bytes at
+    /// `ptr` handed out (`alloc_size > 0`) or given back (`< 0`), with the
+    /// allocated and reserved bytes after it (when reporters are attached).
+    #[inline]
+    pub fn report_usage(&mut self, ptr: DevicePtr, alloc_size: i64, device: crate::driver::Device) {
+        if self.reporting {
+            let (total_allocated, total_reserved) = (
+                self.stats.allocated_bytes.all().current as u64,
+                self.reserved(),
+            );
+            self.usage.push(crate::allocator::MemoryUsage::Usage {
+                ptr,
+                alloc_size,
+                total_allocated,
+                total_reserved,
+                device,
+            });
+        }
     }
 
     /// Forgets the recorded entries and goes on recording (PyTorch's

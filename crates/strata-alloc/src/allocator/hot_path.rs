@@ -100,12 +100,13 @@ impl CachingAllocator {
     /// paths that hold the plain guard).
     #[inline]
     pub(super) fn unlock_and_dispatch(&self, mut guard: parking_lot::MutexGuard<'_, State>) {
-        if guard.tracked.is_empty() {
+        if guard.tracked.is_empty() && guard.usage.is_empty() {
             return;
         }
         let events = std::mem::take(&mut guard.tracked);
+        let usage = std::mem::take(&mut guard.usage);
         drop(guard);
-        self.dispatch_tracked(events);
+        self.dispatch_tracked(events, usage);
     }
 
     /// Returns an allocation to the cache. Memory used by other streams
@@ -152,6 +153,10 @@ impl CachingAllocator {
         st.freed_a_page |= size >= self.page;
         st.stats.allocation.decrease_by(pool, 1);
         st.stats.allocated_bytes.decrease_by(pool, size);
+        // PyTorch reports the free to its profiler with the block's size
+        // before any merge and the figures after the free, whether or not
+        // the block waits for other streams' events.
+        st.report_usage(raw.ptr, -(size as i64), self.device);
         let (current, high) = (
             st.stats.allocated_bytes.all().current as u64,
             st.allocated_high.bytes,
@@ -395,6 +400,7 @@ impl CachingAllocator {
                 st.history.push_alloc(&mut st.blocks[id], stream, site);
             }
             st.track(Action::Alloc, ptr, orig, stream);
+            st.report_usage(ptr, size as i64, self.device);
         }
         RawAllocation {
             ptr,

@@ -150,6 +150,83 @@ impl CachingAllocator {
         }
     }
 
+    /// Attaches `metadata` after the fact to the live allocation at `ptr`
+    /// (PyTorch 2.15's `torch.cuda.memory._annotate_memory`, which
+    /// `_annotate_tensor` calls with the base of a tensor's storage): while
+    /// history is recording, an [`Action::Annotate`] entry is added with the
+    /// allocation's address, the size asked for it and its stream, the
+    /// annotation as its `user_metadata` (in place of the thread's metadata,
+    /// which entries before and after it keep) and, with
+    /// [`HistoryContext::Alloc`](crate::history::HistoryContext) or
+    /// [`All`](crate::history::HistoryContext), the caller's location as
+    /// its call site. Metadata recorded with the allocation is left as it
+    /// is; annotations accumulate as entries of their own (`skip_actions`
+    /// name them `annotate`). Trace trackers see the entry whether history
+    /// records or not; with history off and no tracker, nothing is
+    /// recorded. An empty annotation is recorded with no metadata, as
+    /// PyTorch's empty string.
+    ///
+    /// `ptr` must be the address a live allocation was handed out at (not
+    /// one inside it, not one whose free was asked for, even if the free
+    /// waits for other streams, not an allocation made while caching was
+    /// off): anything else is [`AllocError::NotAllocated`], with or without
+    /// history, as PyTorch raises "annotateMemory: no live allocation found
+    /// at pointer".
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use strata_alloc::history::Action;
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::h100()), AllocatorConfig::default());
+    /// a.record_history(Some(100));
+    /// let x = a.allocate(1000, StreamId::DEFAULT).unwrap();
+    /// a.annotate_memory(x.ptr(), "packed by autograd").unwrap();
+    /// let e = a.history().pop().unwrap();
+    /// assert_eq!((e.action, e.addr, e.size), (Action::Annotate, x.ptr(), 1000));
+    /// assert_eq!(e.user_metadata.as_deref(), Some("packed by autograd"));
+    /// assert!(a.annotate_memory(x.ptr() + 512, "inside").is_err());
+    /// ```
+    #[track_caller]
+    pub fn annotate_memory(&self, ptr: DevicePtr, metadata: &str) -> Result<(), AllocError> {
+        let site = std::panic::Location::caller();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let found = (ptr != 0)
+            .then(|| st.blocks.iter().find(|(_, b)| b.ptr == ptr && b.allocated))
+            .flatten()
+            .map(|(_, b)| (b.requested, b.stream));
+        let Some((size, s)) = found else {
+            return Err(AllocError::NotAllocated {
+                what: "annotate_memory",
+                device: self.device,
+                ptr,
+            });
+        };
+        let stream = st.streams[s as usize].handle;
+        let annotation: Option<Arc<str>> = (!metadata.is_empty()).then(|| Arc::from(metadata));
+        if st.history.enabled() {
+            st.history
+                .push_annotate(ptr, size, stream, site, annotation.clone());
+        }
+        if st.tracking {
+            let time_us = st.tracker_epoch.map_or(0, |t| {
+                u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
+            });
+            st.tracked.push(TraceEntry {
+                action: Action::Annotate,
+                addr: ptr,
+                size,
+                stream,
+                time_us,
+                site: None,
+                user_metadata: annotation,
+            });
+        }
+        self.unlock_and_dispatch(guard);
+        Ok(())
+    }
+
     /// The metadata [`set_memory_metadata`](Self::set_memory_metadata) set
     /// on the calling thread (PyTorch's `_get_memory_metadata`); empty when
     /// none.

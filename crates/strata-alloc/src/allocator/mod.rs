@@ -16,7 +16,8 @@
 //! * `events.rs`: blocks used on other streams wait for their events before
 //!   reuse; `uncached.rs`: allocation while caching is off.
 //! * `introspection.rs`: statistics, history, snapshots and reports;
-//!   `tracking.rs`: the trace trackers called with every traced event.
+//!   `tracking.rs`: the trace trackers called with every traced event, and
+//!   the memory-usage reporters called with every allocation and free.
 
 use crate::block::{Block, PoolKind, NONE, SMALL_SIZE};
 use crate::config::{AllocatorConfig, ConfigError};
@@ -177,13 +178,26 @@ pub struct CachingAllocator {
     /// Closures called with a snapshot when an allocation fails for lack of
     /// memory (outside the state's lock).
     oom_observers: Mutex<Vec<OomObserver>>,
+    /// Closures called when `throw_on_cudamalloc_oom` rejects a request
+    /// (outside the state's lock).
+    oom_rejection_observers: Mutex<Vec<OomRejectionObserver>>,
     /// Closures called with every trace event (outside the state's lock).
     trace_trackers: Mutex<Vec<TraceTracker>>,
+    /// Closures called with every allocation, free and out-of-memory
+    /// failure (outside the state's lock).
+    usage_reporters: Mutex<Vec<MemoryUsageReporter>>,
 }
 
 /// A closure called with every event the allocator traces (PyTorch's
 /// `AllocatorTraceTracker`): see [`CachingAllocator::attach_trace_tracker`].
 pub type TraceTracker = Arc<dyn Fn(&TraceEntry) + Send + Sync>;
+
+/// A closure called with every allocation, free and out-of-memory failure
+/// (PyTorch's memory-usage reporting to its profiler): see
+/// [`CachingAllocator::attach_memory_usage_reporter`].
+pub type MemoryUsageReporter = Arc<dyn Fn(&MemoryUsage) + Send + Sync>;
+
+pub use tracking::MemoryUsage;
 
 /// The state's lock, held by an allocator call that may trace events:
 /// dropping it releases the lock, then passes the events queued for the
@@ -215,18 +229,42 @@ impl Drop for StateGuard<'_> {
         let Some(mut g) = self.guard.take() else {
             return;
         };
-        if g.tracked.is_empty() {
+        if g.tracked.is_empty() && g.usage.is_empty() {
             return;
         }
         let events = std::mem::take(&mut g.tracked);
+        let usage = std::mem::take(&mut g.usage);
         drop(g);
-        self.allocator.dispatch_tracked(events);
+        self.allocator.dispatch_tracked(events, usage);
     }
 }
 
 /// A closure called when an allocation fails for lack of memory, with the
 /// error and the allocator's segments at that moment.
 pub type OomObserver = Arc<dyn Fn(&OutOfMemory, &[SegmentSnapshot]) + Send + Sync>;
+
+/// A closure called when `throw_on_cudamalloc_oom` rejects a request
+/// (PyTorch's `OomRejectionObserver`): see
+/// [`CachingAllocator::on_oom_rejection`].
+pub type OomRejectionObserver = Arc<dyn Fn(&OomRejection) + Send + Sync>;
+
+/// What an [`OomRejectionObserver`] is told: the arguments of PyTorch's
+/// `OomRejectionObserver(device, alloc_size, total_allocated,
+/// device_total)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OomRejection {
+    /// The allocator's device.
+    pub device: Device,
+    /// The device allocation the request needed (PyTorch's
+    /// `AllocParams::alloc_size`: `get_allocation_size` of the rounded
+    /// request, whatever the segment kind), not the request itself.
+    pub alloc_size: u64,
+    /// The memory the allocator held from the device before the request
+    /// (PyTorch's `total_allocated_memory`: the reserved bytes).
+    pub total_allocated: u64,
+    /// The device's total memory.
+    pub device_total: u64,
+}
 
 /// The smallest mapping granularity expandable segments take as their page.
 const MIN_PAGE: u64 = 4096;
@@ -290,7 +328,9 @@ impl CachingAllocator {
             capacity,
             state: Mutex::new(state),
             oom_observers: Mutex::new(Vec::new()),
+            oom_rejection_observers: Mutex::new(Vec::new()),
             trace_trackers: Mutex::new(Vec::new()),
+            usage_reporters: Mutex::new(Vec::new()),
         })
     }
 

@@ -37,6 +37,16 @@ impl CachingAllocator {
         st.track(Action::Oom, free, rounded, stream);
         let allocated = st.stats.allocated_bytes.all().current as u64;
         let reserved = st.reserved();
+        if st.reporting {
+            // PyTorch's `reportOutOfMemoryToProfiler(size, ...)`: the
+            // rounded request and the figures after the release steps.
+            st.usage.push(MemoryUsage::OutOfMemory {
+                alloc_size: rounded,
+                total_allocated: allocated,
+                total_reserved: reserved,
+                device: self.device,
+            });
+        }
         let unallocated = reserved.saturating_sub(allocated);
         let free_blocks = free_by_pool(st);
         let largest_free = free_blocks.iter().map(|p| p.largest).max().unwrap_or(0);
@@ -149,6 +159,41 @@ impl CachingAllocator {
         self.oom_observers.lock().clear();
     }
 
+    /// Registers `observer`, called each time `throw_on_cudamalloc_oom`
+    /// rejects a request ([`AllocError::OomRejected`], counted in
+    /// `num_oom_rejections`), before the error is returned: PyTorch's
+    /// `attachOomRejectionObserver`, whose observers get the device, the
+    /// device allocation the request needed, the memory held from the
+    /// device before it and the device's total memory ([`OomRejection`]).
+    /// A rejection calls no [`on_oom`](Self::on_oom) observer, and an
+    /// ordinary out-of-memory failure no rejection observer, as in PyTorch.
+    /// Observers run as out-of-memory observers do: outside the allocator's
+    /// lock (they may call the allocator; a rejection inside one does not
+    /// call the observers again), a panic reaching the caller except on a
+    /// thread already unwinding.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use strata_alloc::{driver::sim::SimDriver, AllocatorConfig, CachingAllocator, StreamId};
+    ///
+    /// let conf = AllocatorConfig::parse("throw_on_cudamalloc_oom:True").unwrap();
+    /// let a = CachingAllocator::new(Arc::new(SimDriver::new(1 << 30, 2 << 20)), conf);
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let s = Arc::clone(&seen);
+    /// a.on_oom_rejection(move |r| s.lock().unwrap().push((r.alloc_size, r.device_total)));
+    /// assert!(a.allocate(2 << 30, StreamId::DEFAULT).is_err());
+    /// assert_eq!(*seen.lock().unwrap(), [(2 << 30, 1 << 30)]);
+    /// ```
+    pub fn on_oom_rejection(&self, observer: impl Fn(&OomRejection) + Send + Sync + 'static) {
+        self.oom_rejection_observers.lock().push(Arc::new(observer));
+    }
+
+    /// Removes every observer registered with
+    /// [`on_oom_rejection`](Self::on_oom_rejection).
+    pub fn clear_oom_rejection_observers(&self) {
+        self.oom_rejection_observers.lock().clear();
+    }
+
     /// Calls the out-of-memory observers (outside the state's lock) when `e`
     /// is an out-of-memory error; returns `e`.
     ///
@@ -158,6 +203,35 @@ impl CachingAllocator {
     /// observers again: calling them would recurse until the stack overflows.
     #[cold]
     pub(super) fn notify_oom(&self, e: AllocError) -> AllocError {
+        if let AllocError::OomRejected {
+            device,
+            device_request,
+            reserved,
+            ..
+        } = e
+        {
+            let Some(_notifying) =
+                crate::reentry::Entered::enter(&NOTIFYING, &NOTIFYING_LATE, self.id)
+            else {
+                return e;
+            };
+            let observers: Vec<OomRejectionObserver> = self.oom_rejection_observers.lock().clone();
+            let r = OomRejection {
+                device,
+                alloc_size: device_request,
+                total_allocated: reserved,
+                device_total: self.capacity,
+            };
+            let unwinding = std::thread::panicking();
+            for o in observers {
+                if unwinding {
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| o(&r)));
+                } else {
+                    o(&r);
+                }
+            }
+            return e;
+        }
         if let AllocError::OutOfMemory(oom) = &e {
             let Some(_notifying) =
                 crate::reentry::Entered::enter(&NOTIFYING, &NOTIFYING_LATE, self.id)

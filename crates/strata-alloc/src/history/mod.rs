@@ -316,11 +316,16 @@ pub enum Action {
     /// A snapshot was taken (`size` = active bytes at that moment, as in
     /// PyTorch's trace).
     Snapshot,
+    /// Metadata attached after the fact to a live allocation
+    /// ([`CachingAllocator::annotate_memory`](crate::CachingAllocator::annotate_memory);
+    /// PyTorch 2.15's `annotate`): `addr` = the allocation's address,
+    /// `size` = the caller's size, `user_metadata` = the annotation.
+    Annotate,
 }
 
 impl Action {
     /// Every action, by its code in the ring buffer.
-    const ALL: [Action; 9] = [
+    const ALL: [Action; 10] = [
         Action::Alloc,
         Action::FreeRequested,
         Action::FreeCompleted,
@@ -330,6 +335,7 @@ impl Action {
         Action::SegmentUnmap,
         Action::Oom,
         Action::Snapshot,
+        Action::Annotate,
     ];
 
     /// The action a trace file's name stands for (PyTorch's names, as
@@ -356,6 +362,7 @@ impl Action {
             Action::SegmentUnmap => "segment_unmap",
             Action::Oom => "oom",
             Action::Snapshot => "snapshot",
+            Action::Annotate => "annotate",
         }
     }
 }
@@ -631,6 +638,36 @@ impl History {
         self.push_entry(action, addr, size, stream, site);
     }
 
+    /// Records an `annotate` entry (PyTorch 2.15's `annotateMemory`): the
+    /// allocation at `addr` of `size` requested bytes on `stream`, the
+    /// annotation as the entry's metadata (in place of the thread's), and
+    /// the call site of the annotation from [`HistoryContext::Alloc`] on,
+    /// as PyTorch gathers the annotation's stack when its record context
+    /// is `alloc` or `all`.
+    pub fn push_annotate(
+        &mut self,
+        addr: u64,
+        size: u64,
+        stream: StreamId,
+        site: &'static Location<'static>,
+        annotation: Option<Arc<str>>,
+    ) {
+        if !self.traced(Action::Annotate) {
+            return;
+        }
+        let site = (self.rec.context >= HistoryContext::Alloc).then_some(site);
+        // The slot's metadata range holds the annotation; the next slot
+        // goes back to the thread's metadata (`sync_metadata`, which runs
+        // on every slot from now on).
+        self.metadata_seen = true;
+        let at = self.ring.written();
+        match self.metadata.back_mut() {
+            Some(last) if last.0 == at => last.1 = annotation,
+            _ => self.metadata.push_back((at, annotation)),
+        }
+        self.push_raw(Action::Annotate as u64, addr, size, stream, site);
+    }
+
     /// The call site of block `b`'s allocation, if it was recorded.
     #[inline]
     fn site_of(b: &Block) -> Option<&'static Location<'static>> {
@@ -772,6 +809,20 @@ impl History {
         if self.metadata_seen {
             self.sync_metadata();
         }
+        self.push_raw(code, addr, size, stream, site);
+    }
+
+    /// [`push_slot`](Self::push_slot) with the slot's metadata already in
+    /// place.
+    #[inline]
+    fn push_raw(
+        &mut self,
+        code: u64,
+        addr: u64,
+        size: u64,
+        stream: StreamId,
+        site: Option<&'static Location<'static>>,
+    ) {
         let ticks = self.clock.ticks(self.ring.written(), self.ring.oldest());
         let s = self.stream_index(stream);
         if s == OVERFLOW {

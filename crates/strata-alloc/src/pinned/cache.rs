@@ -5,6 +5,7 @@ use super::buffer::PinnedBuffer;
 use super::size_class::{size_class, MAX_REQUEST, PAGE, REUSE_SLACK};
 use super::{PinnedBackend, PinnedError};
 use crate::driver::{DriverError, EventHandle, StreamId};
+use crate::history::Action;
 use crate::stats::PinnedStats;
 use parking_lot::Mutex;
 use rustc_hash::FxHashSet;
@@ -44,6 +45,78 @@ struct State {
     event_pool: Vec<EventHandle>,
     stats: PinnedStats,
     limits: PinnedLimits,
+    /// The recorded history ([`PinnedAllocator::record_history`]).
+    trace: Trace,
+}
+
+/// The pinned allocator's history: PyTorch's `CachingHostAllocator` trace
+/// buffer (`_record_memory_history(record_pinned_host_memory=True)`).
+#[derive(Default)]
+struct Trace {
+    /// Recording now.
+    on: bool,
+    /// The most entries kept (the newest).
+    capacity: usize,
+    entries: VecDeque<PinnedTraceEntry>,
+    /// When recording first started (entries' `time_us` count from it).
+    epoch: Option<Instant>,
+}
+
+impl Trace {
+    /// Appends an entry while recording.
+    #[inline]
+    fn push(&mut self, action: Action, addr: u64, size: u64) {
+        if !self.on {
+            return;
+        }
+        let time_us = self.epoch.map_or(0, |t| {
+            u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX)
+        });
+        if self.entries.len() >= self.capacity {
+            self.entries.pop_front();
+        }
+        self.entries.push_back(PinnedTraceEntry {
+            action,
+            addr,
+            size,
+            time_us,
+        });
+    }
+}
+
+/// One event of the pinned allocator's history
+/// ([`PinnedAllocator::record_history`]): PyTorch's host trace entries
+/// (`host_traces` of `torch.cuda.memory._snapshot()`), whose device is -1
+/// and stream null.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinnedTraceEntry {
+    /// What happened: [`Action::SegmentAlloc`] (a block pinned),
+    /// [`Action::Alloc`] (a block handed out, new or cached),
+    /// [`Action::FreeRequested`] (a buffer dropped), [`Action::FreeCompleted`]
+    /// (the block back in the cache, once its streams' events completed),
+    /// [`Action::SegmentFree`] (a block unpinned).
+    pub action: Action,
+    /// The block's address.
+    pub addr: u64,
+    /// The block's size (its size class, not the request).
+    pub size: u64,
+    /// Microseconds since recording first started.
+    pub time_us: u64,
+}
+
+/// One pinned block as [`PinnedAllocator::segments`] reports it: PyTorch's
+/// `HostSegmentInfo` (`host_segments` of `torch.cuda.memory._snapshot()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinnedSegment {
+    /// The block's address.
+    pub address: u64,
+    /// Its size.
+    pub size: u64,
+    /// Handed out (a buffer holds it).
+    pub allocated: bool,
+    /// Handed out, or freed but waiting for its streams' events (or
+    /// withheld for good after an event failure).
+    pub active: bool,
 }
 
 /// PyTorch's `pinned_max_round_threshold_mb` and `pinned_max_cached_size_mb`
@@ -161,6 +234,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
                 self.process_events(&mut st);
             }
             if let Some(found) = take_free(&mut st, class) {
+                st.trace.push(Action::Alloc, found.0, found.1);
                 return Ok(found);
             }
             class
@@ -220,6 +294,8 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
         st.stats.allocated_bytes.increase(size as i64);
         st.stats.active_requests.increase(1);
         st.stats.active_bytes.increase(size as i64);
+        st.trace.push(Action::SegmentAlloc, ptr, size);
+        st.trace.push(Action::Alloc, ptr, size);
         Ok(ptr)
     }
 
@@ -265,14 +341,15 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
     pub(super) fn free(&self, ptr: u64) -> Result<(), PinnedError> {
         let mut guard = self.state.lock();
         let st = &mut *guard;
-        let streams = match st.blocks.get_mut(&ptr) {
+        let (streams, size) = match st.blocks.get_mut(&ptr) {
             Some(b) if b.in_use => {
                 b.in_use = false;
                 b.stream_set = None;
-                std::mem::take(&mut b.streams)
+                (std::mem::take(&mut b.streams), b.size)
             }
             _ => return Err(PinnedError::InvalidPointer { ptr }),
         };
+        st.trace.push(Action::FreeRequested, ptr, size);
         let mut first_error = None;
         let mut pending = 0;
         for s in streams {
@@ -380,6 +457,7 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
                 Ok(()) => {
                     st.stats.num_host_free += 1;
                     st.stats.host_free_time.add(us);
+                    st.trace.push(Action::SegmentFree, ptr, size);
                 }
                 Err(e) => {
                     // Still pinned and still ours: keep it cached, with the
@@ -439,6 +517,87 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
     pub fn cached_bytes(&self) -> u64 {
         let st = self.state.lock();
         st.free.iter().map(|(s, v)| s * v.len() as u64).sum()
+    }
+
+    /// Records the allocator's events from now on, keeping the newest
+    /// `max_entries` (at least one), or stops recording with `None`
+    /// (PyTorch's `_record_memory_history(..., record_pinned_host_memory=True)`
+    /// and the host allocator's `recordHistory`): a block pinned
+    /// (`segment_alloc`), handed out (`alloc`, new or from the cache),
+    /// dropped (`free_requested`), back in the cache (`free_completed`, at
+    /// once when no stream used it, else when its events are seen complete,
+    /// at the next allocation or [`process_pending_events`](Self::process_pending_events)),
+    /// unpinned (`segment_free`: [`empty_cache`](Self::empty_cache), or a
+    /// block above `max_cached_size` given back when freed), each with the
+    /// block's address and size. Stopping keeps the entries recorded so far,
+    /// as PyTorch's host allocator keeps its buffer (its device allocator
+    /// clears its own); [`clear_history`](Self::clear_history) forgets them.
+    /// A new bound keeps the newest entries that fit.
+    ///
+    /// ```
+    /// use strata_alloc::history::Action;
+    /// use strata_alloc::pinned::{PinnedAllocator, SimPinnedBackend};
+    ///
+    /// let pinned = PinnedAllocator::new(SimPinnedBackend::new(None));
+    /// pinned.record_history(Some(100));
+    /// let buf = pinned.allocate(1000).unwrap();
+    /// let p = buf.ptr();
+    /// drop(buf);
+    /// let h: Vec<_> = pinned.history().iter().map(|e| (e.action, e.addr, e.size)).collect();
+    /// assert_eq!(h, [
+    ///     (Action::SegmentAlloc, p, 4096),
+    ///     (Action::Alloc, p, 4096),
+    ///     (Action::FreeRequested, p, 4096),
+    ///     (Action::FreeCompleted, p, 4096),
+    /// ]);
+    /// ```
+    pub fn record_history(&self, max_entries: Option<usize>) {
+        let mut st = self.state.lock();
+        let t = &mut st.trace;
+        match max_entries {
+            Some(n) => {
+                t.on = true;
+                t.capacity = n.max(1);
+                t.epoch.get_or_insert_with(Instant::now);
+                while t.entries.len() > t.capacity {
+                    t.entries.pop_front();
+                }
+            }
+            None => t.on = false,
+        }
+    }
+
+    /// Forgets the recorded entries (PyTorch's `clear_history=True`);
+    /// recording goes on if it was on.
+    pub fn clear_history(&self) {
+        self.state.lock().trace.entries.clear();
+    }
+
+    /// Whether history is being recorded.
+    pub fn history_enabled(&self) -> bool {
+        self.state.lock().trace.on
+    }
+
+    /// The recorded entries, oldest first.
+    pub fn history(&self) -> Vec<PinnedTraceEntry> {
+        self.state.lock().trace.entries.iter().copied().collect()
+    }
+
+    /// Every block held from the backend, by address, in use or not
+    /// (PyTorch's host `getSegments`, `host_segments` of its snapshot: one
+    /// segment per block, never split).
+    pub fn segments(&self) -> Vec<PinnedSegment> {
+        self.state
+            .lock()
+            .blocks
+            .iter()
+            .map(|(&address, b)| PinnedSegment {
+                address,
+                size: b.size,
+                allocated: b.in_use,
+                active: b.in_use || b.pending > 0 || b.poisoned,
+            })
+            .collect()
     }
 
     /// Events recorded on free that have not been seen complete yet.
@@ -574,12 +733,16 @@ impl<B: PinnedBackend> PinnedAllocator<B> {
         let size = st.blocks[&ptr].size;
         st.stats.active_requests.decrease(1);
         st.stats.active_bytes.decrease(size as i64);
+        // PyTorch's `maybe_cache_block` records the free as completed, then
+        // `destroy_block` the unpinning of a block above the cache limit.
+        st.trace.push(Action::FreeCompleted, ptr, size);
         if size > st.limits.max_cached_size {
             let t = Instant::now();
             if self.backend.free(ptr, size).is_ok() {
                 st.stats.host_free_time.add(t.elapsed().as_micros() as u64);
                 st.stats.num_host_free += 1;
                 forget_block(st, ptr, size);
+                st.trace.push(Action::SegmentFree, ptr, size);
                 return;
             }
         }

@@ -82,7 +82,7 @@ mod tests;
 
 pub use crate::stats::{DurationStat, PinnedStats};
 pub use buffer::PinnedBuffer;
-pub use cache::{PinnedAllocator, PinnedLimits};
+pub use cache::{PinnedAllocator, PinnedLimits, PinnedSegment, PinnedTraceEntry};
 #[cfg(feature = "cuda")]
 pub use cuda::{cuda_allocator, CudaPinnedAllocator, CudaPinnedBackend};
 pub use sim::SimPinnedBackend;

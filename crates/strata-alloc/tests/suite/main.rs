@@ -48,5 +48,6 @@ mod pytorch_tests_s53;
 mod pytorch_tests_s54;
 mod pytorch_tests_s55;
 mod pytorch_tests_s56;
+mod pytorch_tests_s58;
 mod recycling;
 mod settings;
