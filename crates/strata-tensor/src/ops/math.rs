@@ -345,35 +345,19 @@ impl Math for bool {
 
 // ----- erf ------------------------------------------------------------------
 
-/// PyTorch's `Vectorized<float>::erf` (AVX2): `sign(x) * (1 - r(t) t
-/// exp(-x^2))` with `t = 1 / (1 + p |x|)`, every step an f32 operation as
-/// its intrinsics order them (`_mm256_fmadd_ps` where it fuses), `exp`
-/// SLEEF's `Sleef_expf8_u10`.
-///
-/// Its fused multiply-adds are `f32::mul_add`, a call into the C library
-/// without the FMA instruction enabled at compile time: where the CPU has
-/// FMA the value is computed by a copy compiled with it (same bits; an f16
-/// GELU of 4M elements takes 33 ms so, 109 ms through the C library's
-/// `fmaf`, and took 63 ms with the f64 `erf` it used before).
-pub(crate) fn erf_vec_f32(x: f32) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has the FMA instructions this copy is compiled
-        // with (checked just above).
-        return unsafe { erf_vec_f32_fma(x) };
-    }
-    erf_vec_f32_body(x)
-}
-
-/// [`erf_vec_f32`] compiled with the FMA instructions.
-///
-/// # Safety
-/// The CPU must support FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn erf_vec_f32_fma(x: f32) -> f32 {
-    erf_vec_f32_body(x)
-}
+crate::backend::cpu::fused!(["fma"]
+    /// PyTorch's `Vectorized<float>::erf` (AVX2): `sign(x) * (1 - r(t) t
+    /// exp(-x^2))` with `t = 1 / (1 + p |x|)`, every step an f32 operation as
+    /// its intrinsics order them (`_mm256_fmadd_ps` where it fuses), `exp`
+    /// SLEEF's `Sleef_expf8_u10`.
+    ///
+    /// Its fused multiply-adds are `f32::mul_add`, a call into the C library
+    /// without the FMA instruction enabled at compile time: where the CPU has
+    /// FMA the value is computed by a copy compiled with it (same bits; an f16
+    /// GELU of 4M elements takes 33 ms so, 109 ms through the C library's
+    /// `fmaf`, and took 63 ms with the f64 `erf` it used before).
+    pub(crate) fn erf_vec_f32(x: f32) -> f32 = erf_vec_f32_body;
+);
 
 #[inline(always)]
 #[allow(clippy::excessive_precision)]
@@ -413,35 +397,19 @@ pub(crate) fn erff_libc(x: f32) -> f32 {
     }
 }
 
-/// oneDNN's AVX2 `eltwise_gelu_erf` (`gelu_erf_compute_vector_fwd` of
-/// `jit_uni_eltwise_injector`, the Abramowitz and Stegun 7.1.26 form),
-/// which PyTorch 2.15's CPU `gelu` calls (`use_mkldnn`) for a contiguous
-/// f32 tensor of two elements or more: `s/2 + s/2 * erf(s / sqrt 2)` with
-/// `erf(x) = sign(x) (1 - r(t) t exp(-x^2))`, `t = 1 / (p |x| + 1)`, and
-/// oneDNN's own `exp` (a degree-5 polynomial times `2 * 2^(n-1)`), every
-/// step an f32 operation in the kernel's order, `vfmadd` fused. Its results
-/// are PyTorch's bit for bit, NaNs included, on the 4,020,016 values of
-/// `tests/suite/fuzz_s56.rs`' check (an AVX-512 CPU takes another oneDNN
-/// kernel, a minimax polynomial, and gives other bits).
-pub(crate) fn gelu_onednn_f32(x: f32) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has the FMA instructions this copy is compiled
-        // with (checked just above).
-        return unsafe { gelu_onednn_f32_fma(x) };
-    }
-    gelu_onednn_f32_body(x)
-}
-
-/// [`gelu_onednn_f32`] compiled with the FMA instructions.
-///
-/// # Safety
-/// The CPU must support FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn gelu_onednn_f32_fma(x: f32) -> f32 {
-    gelu_onednn_f32_body(x)
-}
+crate::backend::cpu::fused!(["fma"]
+    /// oneDNN's AVX2 `eltwise_gelu_erf` (`gelu_erf_compute_vector_fwd` of
+    /// `jit_uni_eltwise_injector`, the Abramowitz and Stegun 7.1.26 form),
+    /// which PyTorch 2.15's CPU `gelu` calls (`use_mkldnn`) for a contiguous
+    /// f32 tensor of two elements or more: `s/2 + s/2 * erf(s / sqrt 2)` with
+    /// `erf(x) = sign(x) (1 - r(t) t exp(-x^2))`, `t = 1 / (p |x| + 1)`, and
+    /// oneDNN's own `exp` (a degree-5 polynomial times `2 * 2^(n-1)`), every
+    /// step an f32 operation in the kernel's order, `vfmadd` fused. Its results
+    /// are PyTorch's bit for bit, NaNs included, on the 4,020,016 values of
+    /// `tests/suite/fuzz_s56.rs`' check (an AVX-512 CPU takes another oneDNN
+    /// kernel, a minimax polynomial, and gives other bits).
+    pub(crate) fn gelu_onednn_f32(x: f32) -> f32 = gelu_onednn_f32_body;
+);
 
 /// x86's `minps`/`maxps`: the second operand when either is NaN.
 #[inline(always)]

@@ -284,66 +284,49 @@ fn half_row<const TAIL_FMA: bool>(
     (mean, rstd)
 }
 
-/// Whether the FMA copies may run.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn fma() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
-
-macro_rules! with_fma {
-    ($(#[$doc:meta])* $name:ident, $fast:ident, $body:ident $(::<$c:literal>)?, $t:ty) => {
-        $(#[$doc])*
-        /// Returns the row's mean and rstd.
-        pub(crate) fn $name(
-            x: &[$t],
-            w: Option<&[$t]>,
-            b: Option<&[$t]>,
-            eps: $t,
-            y: &mut [$t],
-        ) -> ($t, $t) {
-            #[cfg(target_arch = "x86_64")]
-            if fma() {
-                // SAFETY: the CPU has the FMA instructions this copy is
-                // compiled with (checked just above).
-                return unsafe { $fast(x, w, b, eps, y) };
-            }
-            $body $(::<$c>)? (x, w, b, eps, y)
-        }
-
-        /// The copy compiled with FMA.
-        ///
-        /// # Safety
-        /// The CPU must support FMA.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn $fast(
-            x: &[$t],
-            w: Option<&[$t]>,
-            b: Option<&[$t]>,
-            eps: $t,
-            y: &mut [$t],
-        ) -> ($t, $t) {
-            $body $(::<$c>)? (x, w, b, eps, y)
-        }
-    };
-}
-
-with_fma!(
+super::fused!(["avx2", "fma"]
     /// One f32 row: `y` from `x` (equal lengths; `w`, `b` as long).
-    row_f32, row_f32_fma, f32_row, f32
+    /// Returns the row's mean and rstd.
+    pub(crate) fn row_f32(
+        x: &[f32],
+        w: Option<&[f32]>,
+        b: Option<&[f32]>,
+        eps: f32,
+        y: &mut [f32],
+    ) -> (f32, f32) = f32_row;
 );
-with_fma!(
+super::fused!(["avx2", "fma"]
     /// One f64 row, as [`row_f32`].
-    row_f64, row_f64_fma, f64_row, f64
+    /// Returns the row's mean and rstd.
+    pub(crate) fn row_f64(
+        x: &[f64],
+        w: Option<&[f64]>,
+        b: Option<&[f64]>,
+        eps: f64,
+        y: &mut [f64],
+    ) -> (f64, f64) = f64_row;
 );
-with_fma!(
+super::fused!(["avx2", "fma"]
     /// One f16 row widened to f32 (`y` in f32, to round to f16).
-    row_f16, row_f16_fma, half_row::<true>, f32
+    /// Returns the row's mean and rstd.
+    pub(crate) fn row_f16(
+        x: &[f32],
+        w: Option<&[f32]>,
+        b: Option<&[f32]>,
+        eps: f32,
+        y: &mut [f32],
+    ) -> (f32, f32) = half_row::<true>;
 );
-with_fma!(
+super::fused!(["avx2", "fma"]
     /// One bf16 row widened to f32 (`y` in f32, to round to bf16).
-    row_bf16, row_bf16_fma, half_row::<false>, f32
+    /// Returns the row's mean and rstd.
+    pub(crate) fn row_bf16(
+        x: &[f32],
+        w: Option<&[f32]>,
+        b: Option<&[f32]>,
+        eps: f32,
+        y: &mut [f32],
+    ) -> (f32, f32) = half_row::<false>;
 );
 
 // ------------------------------------------------------------------ backward
@@ -622,45 +605,27 @@ fn param_row<F: Math>(
     }
 }
 
-macro_rules! with_fma_bw {
-    ($(#[$doc:meta])* $name:ident, $fast:ident, $body:ident, ($($a:ident: $t:ty),*)) => {
-        $(#[$doc])*
-        fn $name($($a: $t),*) {
-            #[cfg(target_arch = "x86_64")]
-            if fma() {
-                // SAFETY: the CPU has the FMA instructions this copy is
-                // compiled with (checked just above).
-                return unsafe { $fast($($a),*) };
-            }
-            $body($($a),*)
-        }
-
-        /// The copy compiled with FMA.
-        ///
-        /// # Safety
-        /// The CPU must support FMA.
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn $fast($($a: $t),*) {
-            $body($($a),*)
-        }
-    };
-}
-
-with_fma_bw!(
+super::fused!(["avx2", "fma"]
     /// One f32 row of dx.
-    dx_row_f32, dx_row_f32_fma, native_dx_row,
-    (dy: &[f32], x: &[f32], w: Option<&[f32]>, mean: f32, rstd: f32, dx: &mut [f32])
+    fn dx_row_f32(dy: &[f32], x: &[f32], w: Option<&[f32]>, mean: f32, rstd: f32, dx: &mut [f32]) =
+        native_dx_row;
 );
-with_fma_bw!(
+super::fused!(["avx2", "fma"]
     /// One f64 row of dx.
-    dx_row_f64, dx_row_f64_fma, native_dx_row,
-    (dy: &[f64], x: &[f64], w: Option<&[f64]>, mean: f64, rstd: f64, dx: &mut [f64])
+    fn dx_row_f64(dy: &[f64], x: &[f64], w: Option<&[f64]>, mean: f64, rstd: f64, dx: &mut [f64]) =
+        native_dx_row;
 );
-with_fma_bw!(
+super::fused!(["avx2", "fma"]
     /// One f16/bf16 row of dx, widened to f32.
-    dx_row_half, dx_row_half_fma, half_dx_row,
-    (dy: &[f32], x: &[f32], w: Option<&[f32]>, mixed: bool, mean: f32, rstd: f32, dx: &mut [f32])
+    fn dx_row_half(
+        dy: &[f32],
+        x: &[f32],
+        w: Option<&[f32]>,
+        mixed: bool,
+        mean: f32,
+        rstd: f32,
+        dx: &mut [f32],
+    ) = half_dx_row;
 );
 
 /// The address of an operand's first element.
@@ -927,15 +892,28 @@ fn param_row_f32_body(
     }
 }
 
-with_fma_bw!(
+super::fused!(["avx2", "fma"]
     /// One row into the f64 buffers.
-    param_row_f64, param_row_f64_fma, param_row_f64_body,
-    (dy: &[f64], x: &[f64], mean: f64, rstd: f64, gw: Option<&mut [f64]>, gb: Option<&mut [f64]>)
+    fn param_row_f64(
+        dy: &[f64],
+        x: &[f64],
+        mean: f64,
+        rstd: f64,
+        gw: Option<&mut [f64]>,
+        gb: Option<&mut [f64]>,
+    ) = param_row_f64_body;
 );
-with_fma_bw!(
+super::fused!(["avx2", "fma"]
     /// One row into the f32 buffers (rounded to `dtype`).
-    param_row_f32, param_row_f32_fma, param_row_f32_body,
-    (dy: &[f32], x: &[f32], mean: f32, rstd: f32, gw: Option<&mut [f32]>, gb: Option<&mut [f32]>, dtype: DType)
+    fn param_row_f32(
+        dy: &[f32],
+        x: &[f32],
+        mean: f32,
+        rstd: f32,
+        gw: Option<&mut [f32]>,
+        gb: Option<&mut [f32]>,
+        dtype: DType,
+    ) = param_row_f32_body;
 );
 
 #[cfg(test)]

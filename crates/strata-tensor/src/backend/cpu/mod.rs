@@ -3,6 +3,7 @@
 
 mod dimops;
 mod elementwise;
+mod fused;
 mod layer_norm;
 mod loops;
 mod matmul;
@@ -23,6 +24,7 @@ use crate::scalar::Scalar;
 use elementwise::{fill, map1, map2, map3};
 
 pub(crate) use dimops::{DimShape, SoftmaxMode};
+pub(crate) use fused::fused;
 pub(crate) use loops::PARALLEL_THRESHOLD;
 
 /// Kernels on host memory.

@@ -166,34 +166,17 @@ fn maximum(a: f32, b: f32) -> f32 {
     }
 }
 
-/// Softmax (log-softmax with `log`) of one contiguous f32 row `x` (not
-/// empty) into `y` (same length), as PyTorch's CPU kernels for the last dim.
-///
-/// SLEEF's fused multiply-adds are `f32::mul_add`, which without the FMA
-/// instruction enabled at compile time is a call into the C library (3-6
-/// times slower over a whole softmax): where the CPU has FMA the row runs
-/// in a copy compiled with it. Both give the same bits (a fused
-/// multiply-add rounds once either way).
-pub(crate) fn softmax_lastdim_f32(x: &[f32], y: &mut [f32], log: bool) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has the FMA instructions this copy is compiled
-        // with (checked just above).
-        unsafe { softmax_lastdim_fma(x, y, log) };
-        return;
-    }
-    softmax_lastdim_body(x, y, log)
-}
-
-/// [`softmax_lastdim_f32`] compiled with the FMA instructions.
-///
-/// # Safety
-/// The CPU must support FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn softmax_lastdim_fma(x: &[f32], y: &mut [f32], log: bool) {
-    softmax_lastdim_body(x, y, log)
-}
+crate::backend::cpu::fused!(["fma"]
+    /// Softmax (log-softmax with `log`) of one contiguous f32 row `x` (not
+    /// empty) into `y` (same length), as PyTorch's CPU kernels for the last dim.
+    ///
+    /// SLEEF's fused multiply-adds are `f32::mul_add`, which without the FMA
+    /// instruction enabled at compile time is a call into the C library (3-6
+    /// times slower over a whole softmax): where the CPU has FMA the row runs
+    /// in a copy compiled with it. Both give the same bits (a fused
+    /// multiply-add rounds once either way).
+    pub(crate) fn softmax_lastdim_f32(x: &[f32], y: &mut [f32], log: bool) = softmax_lastdim_body;
+);
 
 /// The row's computation (see [`softmax_lastdim_f32`]).
 #[inline(always)]
@@ -237,29 +220,13 @@ pub(crate) enum LogSumKind {
     },
 }
 
-/// A row's maximum `m` and `ls = log Σ exp(x - m)` in f32 as PyTorch's CPU
-/// log-softmax forms them (`kind`); its outputs are then `x - m - ls`, in
-/// that order. An empty row gives `(-inf, 0)`. Run, like
-/// [`softmax_lastdim_f32`], in a copy compiled with FMA where the CPU has it.
-pub(crate) fn log_softmax_stats_f32(x: &[f32], kind: LogSumKind) -> (f32, f32) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has the FMA instructions this copy is compiled
-        // with (checked just above).
-        return unsafe { log_softmax_stats_fma(x, kind) };
-    }
-    log_softmax_stats_body(x, kind)
-}
-
-/// [`log_softmax_stats_f32`] compiled with the FMA instructions.
-///
-/// # Safety
-/// The CPU must support FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn log_softmax_stats_fma(x: &[f32], kind: LogSumKind) -> (f32, f32) {
-    log_softmax_stats_body(x, kind)
-}
+crate::backend::cpu::fused!(["fma"]
+    /// A row's maximum `m` and `ls = log Σ exp(x - m)` in f32 as PyTorch's CPU
+    /// log-softmax forms them (`kind`); its outputs are then `x - m - ls`, in
+    /// that order. An empty row gives `(-inf, 0)`. Run, like
+    /// [`softmax_lastdim_f32`], in a copy compiled with FMA where the CPU has it.
+    pub(crate) fn log_softmax_stats_f32(x: &[f32], kind: LogSumKind) -> (f32, f32) = log_softmax_stats_body;
+);
 
 #[inline(always)]
 fn log_softmax_stats_body(x: &[f32], kind: LogSumKind) -> (f32, f32) {
@@ -290,33 +257,16 @@ fn log_softmax_stats_body(x: &[f32], kind: LogSumKind) -> (f32, f32) {
     }
 }
 
-/// Log-softmax of one contiguous `n x inner` block of f32 along its `n` dim
-/// (`inner` > 0 positions of the dims after it, a dim other than the
-/// input's last) into `y`, as PyTorch's CPU kernel for such a dim
-/// (`_vec_logsoftmax`) computes it: per position the [`LogSumKind::Column`]
-/// maximum and log-sum (SLEEF's `expf` except in the last `inner % 8`
-/// positions, which take the C library's), then `x - m - ls`. Run in a copy
-/// compiled with FMA where the CPU has it.
-pub(crate) fn log_softmax_cols_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has the FMA instructions this copy is compiled
-        // with (checked just above).
-        unsafe { log_softmax_cols_fma(x, y, n, inner) };
-        return;
-    }
-    log_softmax_cols_body(x, y, n, inner)
-}
-
-/// [`log_softmax_cols_f32`] compiled with the FMA instructions.
-///
-/// # Safety
-/// The CPU must support FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "fma")]
-unsafe fn log_softmax_cols_fma(x: &[f32], y: &mut [f32], n: usize, inner: usize) {
-    log_softmax_cols_body(x, y, n, inner)
-}
+crate::backend::cpu::fused!(["fma"]
+    /// Log-softmax of one contiguous `n x inner` block of f32 along its `n` dim
+    /// (`inner` > 0 positions of the dims after it, a dim other than the
+    /// input's last) into `y`, as PyTorch's CPU kernel for such a dim
+    /// (`_vec_logsoftmax`) computes it: per position the [`LogSumKind::Column`]
+    /// maximum and log-sum (SLEEF's `expf` except in the last `inner % 8`
+    /// positions, which take the C library's), then `x - m - ls`. Run in a copy
+    /// compiled with FMA where the CPU has it.
+    pub(crate) fn log_softmax_cols_f32(x: &[f32], y: &mut [f32], n: usize, inner: usize) = log_softmax_cols_body;
+);
 
 #[inline(always)]
 fn log_softmax_cols_body(x: &[f32], y: &mut [f32], n: usize, inner: usize) {
