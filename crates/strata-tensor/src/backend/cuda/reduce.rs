@@ -6,15 +6,16 @@
 //! splits outputs over several blocks (and a second pass) when there are too
 //! few outputs to fill the GPU.
 
-use super::context::{failure, CudaDevice, Function};
+use super::context::{CudaDevice, Function};
 use super::kernels::reduce::{source, vec_width, RMeta, CBLOCK_X, CBLOCK_Y, RBLOCK};
 use super::kernels::{tag, MAXD};
-use super::launch::{base_ptr, launch, KArg, Params};
+use super::launch::{base_ptr, elementwise, launch, KArg, Params};
 use super::{set_slot, to_acc};
-use crate::backend::{Arg, ReduceOp};
+use crate::backend::{Arg, Mem, ReduceOp};
 use crate::dispatch_dtype;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::layout::Layout;
 use crate::reduce_plan::ReducePlan;
 use crate::scalar::Scalar;
 
@@ -28,21 +29,13 @@ pub(crate) fn reduce(
     dims: &[usize],
 ) -> Result<()> {
     let l = &input.layout;
-    let nred_dims = (0..l.ndim()).filter(|d| dims.contains(d)).count();
-    if l.ndim() - nred_dims > MAXD || nred_dims > MAXD {
-        return Err(failure(
-            dev.device(),
-            "reduce",
-            format!(
-                "{} dims exceed the reduction kernel's limit of {MAXD}",
-                l.ndim()
-            ),
-        ));
-    }
     let plan = ReducePlan::new(&l.shape, &l.strides, dims);
     let (nout, nred) = (plan.outputs, plan.count);
     if nout == 0 {
         return Ok(());
+    }
+    if plan.kept.len() > MAXD || plan.reduced.len() > MAXD {
+        return reduce_regrouped(dev, op, values, indices, input, dims);
     }
     let mut m = RMeta {
         nk: plan.kept.len() as i32,
@@ -108,6 +101,68 @@ pub(crate) fn reduce(
         _ if contiguous => rows(dev, &key, &k, &ptrs, &m, &prm, d, nout, nred),
         _ => general(dev, &key, &k, &ptrs, &m, &prm, d, nout, nred),
     }
+}
+
+/// A reduction whose kept or reduced dims do not merge into `MAXD` groups
+/// (PyTorch reduces up to 25 such dims): the input is copied into scratch
+/// memory laid out as its kept dims then its reduced dims, each group in its
+/// own order (so outputs and positions are unchanged), where each group is
+/// one run, and that copy is reduced.
+fn reduce_regrouped(
+    dev: &CudaDevice,
+    op: ReduceOp,
+    values: Option<&Arg>,
+    indices: Option<&Arg>,
+    input: &Arg,
+    dims: &[usize],
+) -> Result<()> {
+    let l = &input.layout;
+    let nd = l.ndim();
+    let order: Vec<usize> = (0..nd)
+        .filter(|d| !dims.contains(d))
+        .chain((0..nd).filter(|d| dims.contains(d)))
+        .collect();
+    let nkept = nd - (0..nd).filter(|d| dims.contains(d)).count();
+    let shape: Vec<usize> = order.iter().map(|&d| l.shape[d]).collect();
+    let src = Arg {
+        mem: input.mem,
+        layout: Layout {
+            shape: shape.clone(),
+            strides: order.iter().map(|&d| l.strides[d]).collect(),
+            offset: l.offset,
+        },
+        dtype: input.dtype,
+    };
+    let d = input.dtype;
+    let nbytes = l.numel() * d.size();
+    // Nothing to copy (a reduced dim of size 0): the kernels read nothing.
+    let scratch = if nbytes > 0 {
+        Some(dev.scratch(nbytes)?)
+    } else {
+        None
+    };
+    let tmp = Arg {
+        mem: Mem {
+            ptr: scratch.as_ref().map_or(input.mem.ptr, |s| s.ptr()),
+            nbytes,
+            device: dev.device(),
+            life: std::marker::PhantomData,
+        },
+        layout: Layout::contiguous(&shape),
+        dtype: d,
+    };
+    elementwise(
+        dev,
+        "copy",
+        || super::kernels::ops::cast(d, d),
+        &tmp,
+        &[&src],
+        Params::default(),
+    )?;
+    let rdims: Vec<usize> = (nkept..nd).collect();
+    // The scratch goes back to this stream's cache after the launches
+    // queued on it.
+    reduce(dev, op, values, indices, &tmp, &rdims)
 }
 
 /// The kernels of one reduction module.
