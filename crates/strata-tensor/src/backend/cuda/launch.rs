@@ -435,10 +435,10 @@ fn launch_planned(
         size: [1; MAXD],
         st: [[0; MAXD]; 4],
     };
-    for d in 0..nd {
-        meta.size[d] = shape[d] as i64;
-        for i in 0..nargs {
-            meta.st[i][d] = strides[d][i] as i64;
+    for (d, (&size, st)) in shape.iter().zip(strides).enumerate() {
+        meta.size[d] = size as i64;
+        for (i, &s) in st.iter().enumerate().take(nargs) {
+            meta.st[i][d] = s as i64;
         }
     }
     let contiguous = nd <= 1 && (0..nargs).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
@@ -498,7 +498,7 @@ fn launch_planned(
             let unit = v as i64 * sizes[i] as i64;
             (s0 == 0 && i > 0)
                 || (s0 == sizes[i] as i64
-                    && ptrs[i] % unit as u64 == 0
+                    && ptrs[i].is_multiple_of(unit as u64)
                     && (1..nd).all(|d| meta.st[i][d] % unit == 0))
         });
     let w = if vec_ok { v } else { 1 };
