@@ -4008,7 +4008,17 @@ fn elementwise_kernels_past_2_31_elements_write_every_element() -> Result<()> {
     assert_eq!(one(&y.max()?)?, 4.0);
     assert_eq!(one(&y.argmax(None, false)?)?, (1u64 << 32) as f64);
     assert_eq!(span(&y, (1 << 32) - 1, 3)?, vec![1.0, 4.0, 4.0]);
-    drop((x, y));
+    drop(y);
+    // A view whose row stride is 2^32 elements: rows 0 (zeros) and 2^32
+    // (the planted 3s), added to, reduced, transposed.
+    let v = x.as_strided(&[2, 37], &[1 << 32, 1], Some(0))?;
+    let w = v.add(1)?;
+    assert_eq!(span(&w, 0, 74)?, [[1.0; 37], [4.0; 37]].concat());
+    let s = v.to_dtype(DType::F32)?.sum(Some(&[1]), false)?;
+    assert_eq!(span(&s, 0, 2)?, vec![0.0, 111.0]);
+    let t = v.t()?.contiguous()?;
+    assert_eq!(span(&t, 0, 4)?, vec![0.0, 3.0, 0.0, 3.0]);
+    drop((x, v, w, t));
     // Strided rows (the row kernel) with more rows than a grid's 65535.
     let x = Tensor::zeros(&[65537, 65600], DType::U8, dev)?;
     plant(&x, 65536 * 65600 + 65535, 7.0)?;
@@ -4205,6 +4215,19 @@ fn matmuls_past_2_31_elements_and_int_sizes() -> Result<()> {
     assert_eq!((one(&c.min()?)?, one(&c.max()?)?), (3.0, 6.0));
     assert_eq!(one(&c.argmax(None, false)?)?, (m - 1) as f64);
     drop((a, b, c));
+    // Leading dims past i32::MAX: rows 2^31 + 8 elements apart, as they are
+    // and transposed, times the identity.
+    let base = Tensor::zeros(&[(1usize << 31) + 16], DType::F16, dev)?;
+    let far = (1usize << 31) + 8;
+    for (i, v) in [(0, 1.0), (1, 2.0), (far, 3.0), (far + 1, 4.0)] {
+        plant(&base, i, v)?;
+    }
+    let a = base.as_strided(&[2, 2], &[far as i64, 1], Some(0))?;
+    let eye = Tensor::eye(2, None, DType::F16, dev)?;
+    assert_eq!(span(&a.matmul(&eye)?, 0, 4)?, vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(span(&a.t()?.matmul(&eye)?, 0, 4)?, vec![1.0, 3.0, 2.0, 4.0]);
+    assert_eq!(span(&eye.matmul(&a.t()?)?, 0, 4)?, vec![1.0, 3.0, 2.0, 4.0]);
+    drop((base, a, eye));
     // More batches than a grid dimension's 65535, against the CPU.
     let a = data(&[70_000, 2, 3], DType::F32, 5801)?;
     let b = data(&[70_000, 3, 2], DType::F32, 5802)?;
