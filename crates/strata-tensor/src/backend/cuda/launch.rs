@@ -363,15 +363,10 @@ fn launch_peeled(
     let (walked, looped) = split_dims(&p.shape, MAXD);
     let shape: Vec<usize> = walked.iter().map(|&d| p.shape[d]).collect();
     let strides: Vec<Vec<isize>> = walked.iter().map(|&d| p.strides[d].clone()).collect();
-    let mut idx = vec![0usize; looped.len()];
-    loop {
+    for off in looped_offsets(&p.shape, &p.strides, &looped, nargs) {
         let mut sub = *ptrs;
-        for (j, &d) in looped.iter().enumerate() {
-            for (i, q) in sub.iter_mut().enumerate().take(nargs) {
-                // idx < size and the byte stride along a dim of size > 1
-                // stays inside the operand's storage, so this fits.
-                *q = q.wrapping_add_signed(idx[j] as i64 * p.strides[d][i] as i64);
-            }
+        for (q, &o) in sub.iter_mut().zip(&off).take(nargs) {
+            *q = q.wrapping_add_signed(o);
         }
         launch_planned(
             dev,
@@ -385,14 +380,40 @@ fn launch_peeled(
             stream,
             (&shape, &strides, None),
         )?;
-        // The next position of the looped dims (an odometer).
+    }
+    Ok(())
+}
+
+/// The byte offsets of each of `nargs` operands at every position of the
+/// `looped` dims of a plan (`shape`, byte `strides[dim][operand]`), the
+/// first looped dim fastest.
+pub(crate) fn looped_offsets(
+    shape: &[usize],
+    strides: &[Vec<isize>],
+    looped: &[usize],
+    nargs: usize,
+) -> Vec<[i64; 4]> {
+    let count: usize = looped.iter().map(|&d| shape[d]).product();
+    let mut out = Vec::with_capacity(count);
+    let mut idx = vec![0usize; looped.len()];
+    loop {
+        let mut off = [0i64; 4];
+        for (j, &d) in looped.iter().enumerate() {
+            for (i, o) in off.iter_mut().enumerate().take(nargs) {
+                // idx < size, and a byte stride along a dim of size > 1
+                // stays inside its operand's storage, so this fits.
+                *o += idx[j] as i64 * strides[d][i] as i64;
+            }
+        }
+        out.push(off);
+        // The next position (an odometer).
         let mut j = 0;
         loop {
             if j == idx.len() {
-                return Ok(());
+                return out;
             }
             idx[j] += 1;
-            if idx[j] < p.shape[looped[j]] {
+            if idx[j] < shape[looped[j]] {
                 break;
             }
             idx[j] = 0;
@@ -636,6 +657,62 @@ mod tests {
         assert_eq!(grid_x(0x8000_0000), None);
         assert_eq!(grid_x(u32::MAX as u64), None);
         assert_eq!(grid_x(1 << 40), None);
+    }
+
+    /// The looped positions times the walked dims visit every element of a
+    /// plan of more than `MAXD` dims exactly once, at its own byte offset in
+    /// every operand (the host side of `launch_peeled`; the walked dims are
+    /// enumerated here as the kernels do).
+    #[test]
+    fn peeled_launches_cover_every_element_once() {
+        use crate::iter_plan::IterPlan;
+        // 15 dims, the input's reversed (nothing coalesces), a broadcast dim.
+        let shape: Vec<usize> = vec![2, 3, 2, 2, 5, 2, 2, 3, 2, 2, 2, 4, 2, 2, 3];
+        let nd = shape.len();
+        let out_st = crate::layout::Layout::contiguous(&shape).strides;
+        let rev: Vec<usize> = (0..nd).rev().map(|d| shape[d]).collect();
+        let rev_st = crate::layout::Layout::contiguous(&rev).strides;
+        let mut in_st: Vec<usize> = (0..nd).map(|d| rev_st[nd - 1 - d]).collect();
+        in_st[4] = 0;
+        let p = IterPlan::<2>::new(&shape, [&out_st, &in_st], [4, 2]);
+        assert!(
+            p.shape.len() > MAXD,
+            "the plan keeps {} dims",
+            p.shape.len()
+        );
+        let strides: Vec<Vec<isize>> = p.strides.iter().map(|s| s.to_vec()).collect();
+        let all = |dims: &[usize]| -> Vec<[i64; 2]> {
+            let mut v = vec![[0i64; 2]];
+            for &d in dims {
+                let mut next = Vec::with_capacity(v.len() * p.shape[d]);
+                for c in 0..p.shape[d] as i64 {
+                    for o in &v {
+                        next.push([
+                            o[0] + c * strides[d][0] as i64,
+                            o[1] + c * strides[d][1] as i64,
+                        ]);
+                    }
+                }
+                v = next;
+            }
+            v
+        };
+        let mut want = all(&(0..p.shape.len()).collect::<Vec<_>>());
+        let (walked, looped) = split_dims(&p.shape, MAXD);
+        assert_eq!(walked.len(), MAXD);
+        let inner = all(&walked);
+        let mut got = Vec::new();
+        for off in looped_offsets(&p.shape, &strides, &looped, 2) {
+            got.extend(inner.iter().map(|o| [o[0] + off[0], o[1] + off[1]]));
+        }
+        assert_eq!(got.len(), shape.iter().product::<usize>());
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want);
+        // Each output byte offset once: every element written once.
+        let mut outs: Vec<i64> = got.iter().map(|o| o[0]).collect();
+        outs.dedup();
+        assert_eq!(outs.len(), got.len());
     }
 
     /// At most `max` dims are walked, dim 0 always among them, and the
