@@ -4367,5 +4367,14 @@ fn empty_tensors_give_the_cpus_results() -> Result<()> {
     same_on_both("layer_norm of no rows", dev, |d| {
         Tensor::ones(&[0, 8], DType::F32, d)?.layer_norm(&[8], None, None, 1e-5)
     });
+    same_on_both("layer_norm of empty rows", dev, |d| {
+        Tensor::ones(&[4, 0], DType::F32, d)?.layer_norm(&[0], None, None, 1e-5)
+    });
+    same_on_both("sum of empty rows", dev, |d| {
+        Tensor::ones(&[4, 0], DType::F32, d)?.sum(Some(&[1]), false)
+    });
+    same_on_both("argmax of empty rows", dev, |d| {
+        Tensor::ones(&[4, 0], DType::F32, d)?.argmax(Some(1), false)
+    });
     Ok(())
 }
