@@ -3912,3 +3912,469 @@ fn model_files_load_onto_the_gpu_as_onto_the_cpu() -> Result<()> {
     }
     Ok(())
 }
+
+// ---- Session 58: large sizes, many dims, empty tensors --------------------
+//
+// Tensors past 2^31 elements (and 2^32 bytes), rows past 65535, views at
+// offsets past 2^32, more than the kernels' 12 dims, and size-0 operands.
+// Expected values are closed forms (a count of ones, the position of a
+// planted extreme, a product of constants) or the CPU backend's result on
+// the same data. Each large test holds at most about 17 GiB of GPU memory,
+// and `big()` keeps two of them from running at once.
+
+/// Serialises the tests that hold several GiB of GPU memory.
+static BIG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn big() -> std::sync::MutexGuard<'static, ()> {
+    BIG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The elements `[start, start + len)` of a tensor's flattened view, on the
+/// host, as f64.
+fn span(t: &Tensor, start: usize, len: usize) -> Result<Vec<f64>> {
+    t.reshape(&[-1])?
+        .narrow(0, start as i64, len as i64)?
+        .to(Device::Cpu)?
+        .to_dtype(DType::F64)?
+        .to_vec::<f64>()
+}
+
+/// The one element of a 0-d (or one-element) tensor, as f64.
+fn one(t: &Tensor) -> Result<f64> {
+    t.to(Device::Cpu)?.to_dtype(DType::F64)?.item::<f64>()
+}
+
+/// Sets the flattened element `i` of the contiguous `t` to `v`.
+fn plant(t: &Tensor, i: usize, v: impl Into<Scalar>) -> Result<()> {
+    t.reshape(&[-1])?.narrow(0, i as i64, 1)?.fill_(v)?;
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (17 GiB); run with --include-ignored on a GPU machine"]
+fn reductions_past_2_31_elements_count_every_element() -> Result<()> {
+    let dev = gpu();
+    let _g = big();
+    // A full sum and mean of 2^31 + 3 ones (f64: exact).
+    let n = (1usize << 31) + 3;
+    let x = Tensor::ones(&[n], DType::F64, dev)?;
+    assert_eq!(one(&x.sum(None, false)?)?, n as f64);
+    assert_eq!(one(&x.mean(None, false)?)?, 1.0);
+    drop(x);
+    // Planted extremes past 2^31 and 2^32 in 2^32 + 100 bytes.
+    let n = (1usize << 32) + 100;
+    let x = Tensor::zeros(&[n], DType::U8, dev)?;
+    let far = (1usize << 32) + 7;
+    plant(&x, far, 9.0)?;
+    plant(&x, n - 1, 9.0)?;
+    assert_eq!(one(&x.argmax(None, false)?)?, far as f64);
+    assert_eq!(one(&x.max()?)?, 9.0);
+    x.fill_(1)?;
+    let low = (1usize << 31) + 5;
+    plant(&x, low, 0.0)?;
+    assert_eq!(one(&x.argmin(None, false)?)?, low as f64);
+    assert_eq!(one(&x.min()?)?, 0.0);
+    drop(x);
+    // Per-dim reductions of [2^21 + 3, 1024] f16 (2^31 + 3072 elements):
+    // dim 0 (columns), dim 1 (rows), the planted last row.
+    let rows = (1usize << 21) + 3;
+    let x = Tensor::zeros(&[rows, 1024], DType::F16, dev)?;
+    x.narrow(0, rows as i64 - 1, 1)?.fill_(1.0)?;
+    let s0 = x.sum(Some(&[0]), false)?;
+    assert_eq!((one(&s0.min()?)?, one(&s0.max()?)?), (1.0, 1.0));
+    let (v0, i0) = x.max_dim(0, false)?;
+    assert_eq!(one(&v0.min()?)?, 1.0);
+    assert_eq!(
+        (one(&i0.min()?)?, one(&i0.max()?)?),
+        ((rows - 1) as f64, (rows - 1) as f64)
+    );
+    let s1 = x.sum(Some(&[1]), false)?;
+    assert_eq!(span(&s1, rows - 2, 2)?, vec![0.0, 1024.0]);
+    assert_eq!(one(&s1.narrow(0, 0, rows as i64 - 1)?.max()?)?, 0.0);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (9 GiB); run with --include-ignored on a GPU machine"]
+fn elementwise_kernels_past_2_31_elements_write_every_element() -> Result<()> {
+    let dev = gpu();
+    let _g = big();
+    // Contiguous: 2^32 + 37 bytes, a planted run at an offset past 2^32.
+    let n = (1usize << 32) + 37;
+    let x = Tensor::zeros(&[n], DType::U8, dev)?;
+    x.narrow(0, 1 << 32, 37)?.fill_(3)?;
+    let y = x.add(1)?;
+    assert_eq!(one(&y.min()?)?, 1.0, "every element written");
+    assert_eq!(one(&y.max()?)?, 4.0);
+    assert_eq!(one(&y.argmax(None, false)?)?, (1u64 << 32) as f64);
+    assert_eq!(span(&y, (1 << 32) - 1, 3)?, vec![1.0, 4.0, 4.0]);
+    drop(y);
+    // A view whose row stride is 2^32 elements: rows 0 (zeros) and 2^32
+    // (the planted 3s), added to, reduced, transposed.
+    let v = x.as_strided(&[2, 37], &[1 << 32, 1], Some(0))?;
+    let w = v.add(1)?;
+    assert_eq!(span(&w, 0, 74)?, [[1.0; 37], [4.0; 37]].concat());
+    let s = v.to_dtype(DType::F32)?.sum(Some(&[1]), false)?;
+    assert_eq!(span(&s, 0, 2)?, vec![0.0, 111.0]);
+    let t = v.t()?.contiguous()?;
+    assert_eq!(span(&t, 0, 4)?, vec![0.0, 3.0, 0.0, 3.0]);
+    drop((x, v, w, t));
+    // Strided rows (the row kernel) with more rows than a grid's 65535.
+    let x = Tensor::zeros(&[65537, 65600], DType::U8, dev)?;
+    plant(&x, 65536 * 65600 + 65535, 7.0)?;
+    let y = x.narrow(1, 0, 65536)?.add(1)?;
+    assert_eq!(y.shape(), &[65537, 65536]);
+    assert_eq!(one(&y.min()?)?, 1.0, "every element written");
+    assert_eq!(one(&y.max()?)?, 8.0);
+    assert_eq!(one(&y.argmax(None, false)?)?, (65537.0 * 65536.0) - 1.0);
+    drop((x, y));
+    // Two columns of three (the general kernel), 2^31 + 2 outputs.
+    let rows = (1usize << 30) + 1;
+    let x = Tensor::zeros(&[rows, 3], DType::U8, dev)?;
+    plant(&x, 3 * (rows - 1) + 1, 5.0)?;
+    let y = x.narrow(1, 0, 2)?.add(1)?;
+    assert_eq!(one(&y.min()?)?, 1.0, "every element written");
+    assert_eq!(one(&y.argmax(None, false)?)?, (2 * rows - 1) as f64);
+    drop((x, y));
+    // Broadcast row + column into [65537, 65536].
+    let a = Tensor::zeros(&[65537, 1], DType::U8, dev)?;
+    let b = Tensor::zeros(&[1, 65536], DType::U8, dev)?;
+    plant(&a, 65536, 3.0)?;
+    plant(&b, 65535, 4.0)?;
+    let y = a.add(&b)?;
+    assert_eq!(one(&y.max()?)?, 7.0);
+    assert_eq!(one(&y.argmax(None, false)?)?, (65537.0 * 65536.0) - 1.0);
+    // y[65535, 65535] = 0 + 4, y[65536, 0] = 3 + 0.
+    assert_eq!(span(&y, 65536 * 65536 - 1, 2)?, vec![4.0, 3.0]);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (9 GiB); run with --include-ignored on a GPU machine"]
+fn transposes_past_2_31_elements_move_every_element() -> Result<()> {
+    let dev = gpu();
+    let _g = big();
+    // 46341^2 > 2^31 (the scalar tiled kernel: not a multiple of 16), and
+    // [46352, 46336] (multiples of 16: the vectorised one).
+    for (r, c) in [(46341usize, 46341usize), (46352, 46336)] {
+        let x = Tensor::zeros(&[r, c], DType::U8, dev)?;
+        plant(&x, (r - 1) * c, 9.0)?; // x[r-1, 0]
+        plant(&x, (r - 2) * c + c - 1, 8.0)?; // x[r-2, c-1]
+        let y = x.t()?.contiguous()?;
+        assert_eq!(y.shape(), &[c, r]);
+        // y[0, r-1] = 9 is the first maximum; y[c-1, r-2] = 8.
+        assert_eq!(one(&y.argmax(None, false)?)?, (r - 1) as f64);
+        assert_eq!(span(&y, (c - 1) * r + r - 2, 2)?, vec![8.0, 0.0]);
+        // Nothing else moved: the sum of what is not planted is 0.
+        assert_eq!(one(&y.to_dtype(DType::F32)?.sum(None, false)?)?, 17.0);
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (9 GiB); run with --include-ignored on a GPU machine"]
+fn row_ops_past_2_31_elements_reach_the_last_row() -> Result<()> {
+    let dev = gpu();
+    let _g = big();
+    // Rows of 1024 (a warp each), 8192 (a block, in registers) and 16384
+    // (the two-pass block kernel), 2^31 + n elements in all, f16.
+    for n in [1024usize, 8192, 16384] {
+        let rows = (1usize << 31) / n + 1;
+        let x = Tensor::zeros(&[rows, n], DType::F16, dev)?;
+        let last = x.narrow(0, rows as i64 - 1, 1)?;
+        last.narrow(1, 3, 1)?.fill_(4.0)?;
+        last.narrow(1, n as i64 - 1, 1)?.fill_(-2.0)?;
+        let cpu_last = last.to(Device::Cpu)?;
+        let s = x.softmax(1, None)?;
+        // Every uniform row is 1/n exactly.
+        let head = s.narrow(0, 0, rows as i64 - 1)?;
+        let u = 1.0 / n as f64;
+        assert_eq!(
+            (one(&head.min()?)?, one(&head.max()?)?),
+            (u, u),
+            "softmax {n}"
+        );
+        assert_same(
+            &format!("softmax last row of {n}"),
+            &cpu_last.softmax(1, None)?,
+            &s.narrow(0, rows as i64 - 1, 1)?,
+        );
+        let ls = x.log_softmax(1, None)?;
+        assert_same(
+            &format!("log_softmax last row of {n}"),
+            &cpu_last.log_softmax(1, None)?,
+            &ls.narrow(0, rows as i64 - 1, 1)?,
+        );
+        drop(ls);
+        // The gradient of a uniform row under a gradient of ones is 0.
+        let g = Tensor::ones(&[rows, n], DType::F16, dev)?;
+        let dx = s.softmax_backward(&g, 1)?;
+        let dhead = dx.narrow(0, 0, rows as i64 - 1)?;
+        assert_eq!((one(&dhead.min()?)?, one(&dhead.max()?)?), (0.0, 0.0));
+        let cpu_s = s.narrow(0, rows as i64 - 1, 1)?.to(Device::Cpu)?;
+        let cpu_g = Tensor::ones(&[1, n], DType::F16, Device::Cpu)?;
+        assert_sum(
+            &format!("softmax_backward last row of {n}"),
+            &cpu_s.softmax_backward(&cpu_g, 1)?,
+            &dx.narrow(0, rows as i64 - 1, 1)?,
+        );
+        drop((s, g, dx));
+        // cumsum along the rows: zeros, then the planted row's running sum.
+        let c = x.cumsum(1, None)?;
+        assert_eq!(one(&c.narrow(0, 0, rows as i64 - 1)?.abs()?.max()?)?, 0.0);
+        assert_same(
+            &format!("cumsum last row of {n}"),
+            &cpu_last.cumsum(1, None)?,
+            &c.narrow(0, rows as i64 - 1, 1)?,
+        );
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (9 GiB); run with --include-ignored on a GPU machine"]
+fn index_ops_past_2_31_elements_address_the_far_rows() -> Result<()> {
+    let dev = gpu();
+    let _g = big();
+    // A [2^21 + 5, 1024] f16 table (2^31 + 5120 elements), the last row 2.
+    let rows = (1usize << 21) + 5;
+    let w = Tensor::zeros(&[rows, 1024], DType::F16, dev)?;
+    w.narrow(0, rows as i64 - 1, 1)?.fill_(2.0)?;
+    let far = (rows - 1) as i64;
+    let idx = Tensor::from_slice(&[far, 0, far], &[3], dev)?;
+    let want = |cols: usize| -> Vec<f64> {
+        [2.0, 0.0, 2.0]
+            .iter()
+            .flat_map(|&v| std::iter::repeat_n(v, cols))
+            .collect()
+    };
+    // 16-byte row copies, element copies (rows not 16-byte multiples), the
+    // general gather.
+    let e = Tensor::embedding(&idx, &w, None)?;
+    assert_eq!(span(&e, 0, 3 * 1024)?, want(1024));
+    let narrow = w.narrow(1, 1, 1023)?;
+    let e = narrow.index_select(0, &idx)?;
+    assert_eq!(span(&e, 0, 3 * 1023)?, want(1023));
+    let gi = Tensor::full(&[1, 1024], far, DType::I64, dev)?;
+    let g = w.gather(0, &gi)?;
+    assert_eq!(span(&g, 0, 1024)?, vec![2.0; 1024]);
+    drop((w, narrow, e, g));
+    // scatter_add into element 2^31 + 5 of a 2^31 + 8 f32 vector.
+    let n = (1usize << 31) + 8;
+    let out = Tensor::zeros(&[n], DType::F32, dev)?;
+    let at = Tensor::from_slice(&[(1i64 << 31) + 5], &[1], dev)?;
+    let src = Tensor::from_slice(&[5.0f32], &[1], dev)?;
+    out.scatter_add_(0, &at, &src)?;
+    assert_eq!(one(&out.argmax(None, false)?)?, ((1u64 << 31) + 5) as f64);
+    assert_eq!(one(&out.sum(None, false)?)?, 5.0);
+    drop(out);
+    // masked_select over 2^31 + 100 positions, set ones before and after 2^31.
+    let n = (1usize << 31) + 100;
+    let x = Tensor::zeros(&[n], DType::U8, dev)?;
+    let m = Tensor::zeros(&[n], DType::Bool, dev)?;
+    plant(&x, 7, 9.0)?;
+    plant(&m, 7, true)?;
+    let tail = (1usize << 31) + 50;
+    x.narrow(0, tail as i64, 3)?
+        .copy_(&Tensor::from_slice(&[1u8, 2, 3], &[3], dev)?)?;
+    m.narrow(0, tail as i64, 3)?.fill_(true)?;
+    let sel = x.masked_select(&m)?;
+    assert_eq!(span(&sel, 0, 4)?, vec![9.0, 1.0, 2.0, 3.0]);
+    assert_eq!(sel.numel(), 4);
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (17 GiB); run with --include-ignored on a GPU machine"]
+fn matmuls_past_2_31_elements_and_int_sizes() -> Result<()> {
+    let dev = gpu();
+    let _g = big();
+    // An output of 2^32 elements (f16 ones: every element 2).
+    let a = Tensor::ones(&[65536, 2], DType::F16, dev)?;
+    let b = Tensor::ones(&[2, 65536], DType::F16, dev)?;
+    let c = a.matmul(&b)?;
+    assert_eq!((one(&c.min()?)?, one(&c.max()?)?), (2.0, 2.0));
+    drop((a, b, c));
+    // A batch whose matrices hold more than 2^31 elements each (the batch
+    // stride of the output past i32).
+    let a = Tensor::ones(&[2, 46341, 1], DType::F16, dev)?;
+    let b = Tensor::ones(&[2, 1, 46341], DType::F16, dev)?;
+    b.narrow(0, 1, 1)?.fill_(3.0)?;
+    let c = a.matmul(&b)?;
+    let (c0, c1) = (c.narrow(0, 0, 1)?, c.narrow(0, 1, 1)?);
+    assert_eq!((one(&c0.min()?)?, one(&c0.max()?)?), (1.0, 1.0));
+    assert_eq!((one(&c1.min()?)?, one(&c1.max()?)?), (3.0, 3.0));
+    drop((a, b, c, c0, c1));
+    // m past i32::MAX (cuBLAS's 64-bit entry point).
+    let m = (1usize << 31) + 16;
+    let a = Tensor::ones(&[m, 1], DType::BF16, dev)?;
+    plant(&a, m - 1, 2.0)?;
+    let b = Tensor::full(&[1, 1], 3.0, DType::BF16, dev)?;
+    let c = a.matmul(&b)?;
+    assert_eq!(c.shape(), &[m, 1]);
+    assert_eq!((one(&c.min()?)?, one(&c.max()?)?), (3.0, 6.0));
+    assert_eq!(one(&c.argmax(None, false)?)?, (m - 1) as f64);
+    drop((a, b, c));
+    // Leading dims past i32::MAX: rows 2^31 + 8 elements apart, as they are
+    // and transposed, times the identity.
+    let base = Tensor::zeros(&[(1usize << 31) + 16], DType::F16, dev)?;
+    let far = (1usize << 31) + 8;
+    for (i, v) in [(0, 1.0), (1, 2.0), (far, 3.0), (far + 1, 4.0)] {
+        plant(&base, i, v)?;
+    }
+    let a = base.as_strided(&[2, 2], &[far as i64, 1], Some(0))?;
+    let eye = Tensor::eye(2, None, DType::F16, dev)?;
+    assert_eq!(span(&a.matmul(&eye)?, 0, 4)?, vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(span(&a.t()?.matmul(&eye)?, 0, 4)?, vec![1.0, 3.0, 2.0, 4.0]);
+    assert_eq!(span(&eye.matmul(&a.t()?)?, 0, 4)?, vec![1.0, 3.0, 2.0, 4.0]);
+    drop((base, a, eye));
+    // More batches than a grid dimension's 65535, against the CPU.
+    let a = data(&[70_000, 2, 3], DType::F32, 5801)?;
+    let b = data(&[70_000, 3, 2], DType::F32, 5802)?;
+    assert_sum(
+        "bmm 70000",
+        &a.matmul(&b)?,
+        &a.to(dev)?.matmul(&b.to(dev)?)?,
+    );
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn ops_over_more_dims_than_the_kernels_walk_match_cpu() -> Result<()> {
+    let dev = gpu();
+    for nd in [13usize, 14, 20] {
+        // `[2; nd]` with its dims reversed: no two dims coalesce.
+        let perm: Vec<i64> = (0..nd as i64).rev().collect();
+        let base = data(&vec![2; nd], DType::F32, 5810 + nd as u64)?;
+        let x = base.permute(&perm)?;
+        let gx = twin(&x, &base, dev)?;
+        let y = data(&vec![2; nd], DType::F32, 5830 + nd as u64)?;
+        let gy = y.to(dev)?;
+        assert_eq!(gx.strides(), x.strides());
+        assert_same(&format!("add {nd}"), &x.add(&y)?, &gx.add(&gy)?);
+        assert_same(
+            &format!("contiguous {nd}"),
+            &x.contiguous()?,
+            &gx.contiguous()?,
+        );
+        let (c, gc) = (x.gt(&y)?, gx.gt(&gy)?);
+        assert_same(
+            &format!("where {nd}"),
+            &Tensor::where_cond(&c, &x, &y)?,
+            &Tensor::where_cond(&gc, &gx, &gy)?,
+        );
+        // Reductions whose kept (or reduced) dims stay apart.
+        assert_sum(
+            &format!("sum dim 0 of {nd}"),
+            &x.sum(Some(&[0]), false)?,
+            &gx.sum(Some(&[0]), false)?,
+        );
+        let all: Vec<i64> = (0..nd as i64).collect();
+        assert_sum(
+            &format!("sum all {nd}"),
+            &x.sum(Some(&all), false)?,
+            &gx.sum(Some(&all), false)?,
+        );
+        assert_sum(
+            &format!("mean 0,1 of {nd}"),
+            &x.mean(Some(&[0, 1]), false)?,
+            &gx.mean(Some(&[0, 1]), false)?,
+        );
+        let ((v, i), (gv, gi)) = (x.max_dim(5, false)?, gx.max_dim(5, false)?);
+        assert_same(&format!("max_dim values {nd}"), &v, &gv);
+        assert_same(&format!("max_dim indices {nd}"), &i, &gi);
+        assert_same(
+            &format!("argmin {nd}"),
+            &x.argmin(Some(2), false)?,
+            &gx.argmin(Some(2), false)?,
+        );
+        // gather / scatter_add along dim 3 with an index of the same rank.
+        let idx = rand_index(&vec![2; nd], 2, 5850 + nd as u64)?;
+        let gidx = idx.to(dev)?;
+        assert_same(
+            &format!("gather {nd}"),
+            &x.gather(3, &idx)?,
+            &gx.gather(3, &gidx)?,
+        );
+        let z = Tensor::zeros(&vec![2; nd], DType::F32, Device::Cpu)?;
+        let gz = z.to(dev)?;
+        assert_sum(
+            &format!("scatter_add {nd}"),
+            &z.scatter_add(3, &idx, &x)?,
+            &gz.scatter_add(3, &gidx, &gx)?,
+        );
+    }
+    Ok(())
+}
+
+/// `f` on the CPU and on the GPU: both results equal, or both typed errors
+/// of the same kind.
+fn same_on_both(what: &str, dev: Device, f: impl Fn(Device) -> Result<Tensor>) {
+    match (f(Device::Cpu), f(dev)) {
+        (Ok(c), Ok(g)) => assert_same(what, &c, &g),
+        (Err(c), Err(g)) => assert_eq!(
+            std::mem::discriminant(&c),
+            std::mem::discriminant(&g),
+            "{what}: cpu {c} vs gpu {g}"
+        ),
+        (c, g) => panic!("{what}: cpu {c:?} vs gpu {g:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn empty_tensors_give_the_cpus_results() -> Result<()> {
+    let dev = gpu();
+    for shape in [&[0usize, 5][..], &[5, 0], &[3, 0, 2], &[0]] {
+        let z = |d: Device| Tensor::zeros(shape, DType::F32, d);
+        let last = shape.len() as i64 - 1;
+        same_on_both("add", dev, |d| z(d)?.add(1.0));
+        same_on_both("sum", dev, |d| z(d)?.sum(None, false));
+        same_on_both("sum dim 0", dev, |d| z(d)?.sum(Some(&[0]), false));
+        same_on_both("mean", dev, |d| z(d)?.mean(None, false));
+        same_on_both("mean last", dev, |d| z(d)?.mean(Some(&[last]), false));
+        same_on_both("max", dev, |d| z(d)?.max());
+        same_on_both("argmax last", dev, |d| z(d)?.argmax(Some(last), false));
+        same_on_both("softmax", dev, |d| z(d)?.softmax(last, None));
+        same_on_both("log_softmax 0", dev, |d| z(d)?.log_softmax(0, None));
+        same_on_both("cumsum", dev, |d| z(d)?.cumsum(last, None));
+        same_on_both("transpose copy", dev, |d| z(d)?.t()?.contiguous());
+        same_on_both("masked_select", dev, |d| {
+            z(d)?.masked_select(&Tensor::ones(shape, DType::Bool, d)?)
+        });
+    }
+    for (m, k, n) in [(3usize, 0usize, 4usize), (0, 3, 4), (3, 4, 0)] {
+        same_on_both(&format!("matmul {m}x{k}x{n}"), dev, |d| {
+            Tensor::ones(&[m, k], DType::F32, d)?.matmul(&Tensor::ones(&[k, n], DType::F32, d)?)
+        });
+        same_on_both(&format!("addmm {m}x{k}x{n}"), dev, |d| {
+            Tensor::ones(&[m, n], DType::F32, d)?.addmm(
+                &Tensor::ones(&[m, k], DType::F32, d)?,
+                &Tensor::ones(&[k, n], DType::F32, d)?,
+            )
+        });
+    }
+    same_on_both("index_select of no rows", dev, |d| {
+        Tensor::ones(&[4, 3], DType::F32, d)?.index_select(0, &Tensor::zeros(&[0], DType::I64, d)?)
+    });
+    same_on_both("index_select from no rows", dev, |d| {
+        Tensor::ones(&[0, 3], DType::F32, d)?.index_select(0, &Tensor::zeros(&[0], DType::I64, d)?)
+    });
+    same_on_both("gather of nothing", dev, |d| {
+        Tensor::ones(&[4, 3], DType::F32, d)?.gather(1, &Tensor::zeros(&[4, 0], DType::I64, d)?)
+    });
+    same_on_both("layer_norm of no rows", dev, |d| {
+        Tensor::ones(&[0, 8], DType::F32, d)?.layer_norm(&[8], None, None, 1e-5)
+    });
+    same_on_both("layer_norm of empty rows", dev, |d| {
+        Tensor::ones(&[4, 0], DType::F32, d)?.layer_norm(&[0], None, None, 1e-5)
+    });
+    same_on_both("sum of empty rows", dev, |d| {
+        Tensor::ones(&[4, 0], DType::F32, d)?.sum(Some(&[1]), false)
+    });
+    same_on_both("argmax of empty rows", dev, |d| {
+        Tensor::ones(&[4, 0], DType::F32, d)?.argmax(Some(1), false)
+    });
+    Ok(())
+}

@@ -302,21 +302,153 @@ pub(crate) fn elementwise(
         ptrs[i] = base_ptr(a);
     }
     let stream = dev.stream();
-    let [p0, p1, p2, p3] = ptrs;
     // Every operand one contiguous run (the common case of small ops): no
     // plan needed.
     if args.iter().all(|a| a.layout.is_contiguous()) {
-        return launch_contiguous(dev, what, &funcs, args, &ptrs, &sizes, v, n, prm, stream);
+        return launch_contiguous(dev, what, &funcs, nargs, &ptrs, &sizes, v, n, prm, stream);
     }
     let p = plan(args);
-    let nd = p.shape.len();
-    if nd > MAXD {
-        return Err(failure(
-            dev.device(),
-            format!("launch {name}"),
-            format!("{nd} non-coalescable dims exceed the kernels' limit of {MAXD}"),
-        ));
+    if p.shape.len() > MAXD {
+        return launch_peeled(dev, what, &funcs, nargs, &ptrs, &sizes, v, prm, stream, &p);
     }
+    launch_planned(
+        dev,
+        what,
+        &funcs,
+        nargs,
+        &ptrs,
+        &sizes,
+        v,
+        prm,
+        stream,
+        (&p.shape, &p.strides, p.tile_dim),
+    )
+}
+
+/// The dims of a plan of `shape` (fastest first) that a launch walks and
+/// those the host loops over, so that at most `max` are walked: the
+/// `shape.len() - max` smallest dims but dim 0 (kept for coalesced
+/// accesses) are looped over, the fewest launches for the dims left out.
+/// Returns `(walked, looped)`, each in increasing order.
+pub(crate) fn split_dims(shape: &[usize], max: usize) -> (Vec<usize>, Vec<usize>) {
+    let nd = shape.len();
+    if nd <= max {
+        return ((0..nd).collect(), Vec::new());
+    }
+    let mut by_size: Vec<usize> = (1..nd).collect();
+    by_size.sort_by_key(|&d| shape[d]);
+    let mut looped: Vec<usize> = by_size[..nd - max.max(1)].to_vec();
+    looped.sort_unstable();
+    let walked = (0..nd).filter(|d| !looped.contains(d)).collect();
+    (walked, looped)
+}
+
+/// A plan of more than `MAXD` dims (PyTorch's kernels take up to 25; any
+/// number works here): the smallest dims but the fastest are looped over
+/// on the host (`split_dims`), each position a launch of the other `MAXD`
+/// dims from its operands' addresses there.
+#[allow(clippy::too_many_arguments)]
+fn launch_peeled(
+    dev: &CudaDevice,
+    what: &str,
+    funcs: &[Function],
+    nargs: usize,
+    ptrs: &[u64; 4],
+    sizes: &[usize; 4],
+    v: u32,
+    prm: Params,
+    stream: StreamId,
+    p: &Plan,
+) -> Result<()> {
+    let (walked, looped) = split_dims(&p.shape, MAXD);
+    let shape: Vec<usize> = walked.iter().map(|&d| p.shape[d]).collect();
+    let strides: Vec<Vec<isize>> = walked.iter().map(|&d| p.strides[d].clone()).collect();
+    for off in looped_offsets(&p.shape, &p.strides, &looped, nargs) {
+        let mut sub = *ptrs;
+        for (q, &o) in sub.iter_mut().zip(&off).take(nargs) {
+            *q = q.wrapping_add_signed(o);
+        }
+        launch_planned(
+            dev,
+            what,
+            funcs,
+            nargs,
+            &sub,
+            sizes,
+            v,
+            prm,
+            stream,
+            (&shape, &strides, None),
+        )?;
+    }
+    Ok(())
+}
+
+/// The byte offsets of each of `nargs` operands at every position of the
+/// `looped` dims of a plan (`shape`, byte `strides[dim][operand]`), the
+/// first looped dim fastest.
+pub(crate) fn looped_offsets(
+    shape: &[usize],
+    strides: &[Vec<isize>],
+    looped: &[usize],
+    nargs: usize,
+) -> Vec<[i64; 4]> {
+    let count: usize = looped.iter().map(|&d| shape[d]).product();
+    let mut out = Vec::with_capacity(count);
+    let mut idx = vec![0usize; looped.len()];
+    loop {
+        let mut off = [0i64; 4];
+        for (j, &d) in looped.iter().enumerate() {
+            for (i, o) in off.iter_mut().enumerate().take(nargs) {
+                // idx < size, and a byte stride along a dim of size > 1
+                // stays inside its operand's storage, so this fits.
+                *o += idx[j] as i64 * strides[d][i] as i64;
+            }
+        }
+        out.push(off);
+        // The next position (an odometer).
+        let mut j = 0;
+        loop {
+            if j == idx.len() {
+                return out;
+            }
+            idx[j] += 1;
+            if idx[j] < shape[looped[j]] {
+                break;
+            }
+            idx[j] = 0;
+            j += 1;
+        }
+    }
+}
+
+/// Blocks along a grid's x dimension: `None` past its limit of 2^31 - 1.
+pub(crate) fn grid_x(blocks: u64) -> Option<u32> {
+    u32::try_from(blocks).ok().filter(|&b| b <= i32::MAX as u32)
+}
+
+/// Launches the strided kernels over a plan of at most `MAXD` dims (sizes,
+/// byte strides `[dim][operand]`, tile dim) from the operands' first
+/// elements `ptrs`.
+#[allow(clippy::too_many_arguments)]
+fn launch_planned(
+    dev: &CudaDevice,
+    what: &str,
+    funcs: &[Function],
+    nargs: usize,
+    ptrs: &[u64; 4],
+    sizes: &[usize; 4],
+    v: u32,
+    prm: Params,
+    stream: StreamId,
+    (shape, strides, tile_dim): (&[usize], &[Vec<isize>], Option<usize>),
+) -> Result<()> {
+    let nd = shape.len();
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Ok(());
+    }
+    let [p0, p1, p2, p3] = *ptrs;
     let mut meta = Meta {
         nd: nd as i32,
         tile: 0,
@@ -324,23 +456,22 @@ pub(crate) fn elementwise(
         size: [1; MAXD],
         st: [[0; MAXD]; 4],
     };
-    for d in 0..nd {
-        meta.size[d] = p.shape[d] as i64;
-        for i in 0..args.len() {
-            meta.st[i][d] = p.strides[d][i] as i64;
+    for (d, (&size, st)) in shape.iter().zip(strides).enumerate() {
+        meta.size[d] = size as i64;
+        for (i, &s) in st.iter().enumerate().take(nargs) {
+            meta.st[i][d] = s as i64;
         }
     }
-    let contiguous =
-        nd <= 1 && (0..args.len()).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
+    let contiguous = nd <= 1 && (0..nargs).all(|i| nd == 0 || meta.st[i][0] == sizes[i] as i64);
     if contiguous {
-        return launch_contiguous(dev, what, &funcs, args, &ptrs, &sizes, v, n, prm, stream);
+        return launch_contiguous(dev, what, funcs, nargs, ptrs, sizes, v, n, prm, stream);
     }
-    let n0 = p.shape[0];
-    if let Some(k) = p.tile_dim.filter(|&k| p.shape[k] > 1 && n0 > 1) {
+    let n0 = shape[0];
+    if let Some(k) = tile_dim.filter(|&k| shape[k] > 1 && n0 > 1) {
         meta.tile = k as i32;
         meta.outer = (1..nd)
             .filter(|&d| d != k)
-            .map(|d| p.shape[d] as i64)
+            .map(|d| shape[d] as i64)
             .product();
         // Both tile kernels take (char*, const char* x3, Meta, Params).
         let kargs = [
@@ -363,7 +494,7 @@ pub(crate) fn elementwise(
         }
         let (td, tr) = tile_geometry();
         let tiles = (n0 as u64).div_ceil(td as u64)
-            * (p.shape[k] as u64).div_ceil(td as u64)
+            * (shape[k] as u64).div_ceil(td as u64)
             * meta.outer as u64;
         let grid = tiles.min(i32::MAX as u64) as u32;
         // SAFETY: the parameters match `tiled(char*, const char* x3, Meta,
@@ -383,12 +514,12 @@ pub(crate) fn elementwise(
     }
     let vec_ok = v > 1
         && n0.is_multiple_of(v as usize)
-        && (0..args.len()).all(|i| {
+        && (0..nargs).all(|i| {
             let s0 = meta.st[i][0];
             let unit = v as i64 * sizes[i] as i64;
             (s0 == 0 && i > 0)
                 || (s0 == sizes[i] as i64
-                    && ptrs[i] % unit as u64 == 0
+                    && ptrs[i].is_multiple_of(unit as u64)
                     && (1..nd).all(|d| meta.st[i][d] % unit == 0))
         });
     let w = if vec_ok { v } else { 1 };
@@ -397,7 +528,7 @@ pub(crate) fn elementwise(
         // Rows shorter than half a block: several rows per block.
         let tpr = row_vectors.next_power_of_two() as u32;
         meta.tile = tpr as i32;
-        meta.outer = (1..nd).map(|d| p.shape[d] as i64).product();
+        meta.outer = (1..nd).map(|d| shape[d] as i64).product();
         let per_block = (BLOCK / tpr) as u64 * UNROLL as u64;
         let grid = (meta.outer as u64).div_ceil(per_block).min(i32::MAX as u64) as u32;
         let f = if vec_ok { funcs[6] } else { funcs[7] };
@@ -415,13 +546,12 @@ pub(crate) fn elementwise(
         return unsafe { launch(dev, what, f, (grid, 1, 1), (BLOCK, 1, 1), stream, kargs) };
     }
     if n0 >= 64 {
-        meta.outer = (1..nd).map(|d| p.shape[d] as i64).product();
+        meta.outer = (1..nd).map(|d| shape[d] as i64).product();
         let f = if vec_ok { funcs[2] } else { funcs[3] };
-        let gx = (n0 as u64).div_ceil((BLOCK * UNROLL * w) as u64);
-        let gx = u32::try_from(gx).map_err(|_| {
+        let gx = grid_x((n0 as u64).div_ceil((BLOCK * UNROLL * w) as u64)).ok_or_else(|| {
             failure(
                 dev.device(),
-                format!("launch {name}"),
+                format!("launch {what}"),
                 format!("a dim of {n0} elements is too long for one launch"),
             )
         })?;
@@ -475,7 +605,7 @@ fn launch_contiguous(
     dev: &CudaDevice,
     what: &str,
     funcs: &[Function],
-    args: &[&Arg],
+    nargs: usize,
     ptrs: &[u64; 4],
     sizes: &[usize; 4],
     v: u32,
@@ -484,15 +614,14 @@ fn launch_contiguous(
     stream: StreamId,
 ) -> Result<()> {
     let n64 = n as i64;
-    let aligned = (0..args.len()).all(|i| ptrs[i].is_multiple_of(v as u64 * sizes[i] as u64));
+    let aligned = (0..nargs).all(|i| ptrs[i].is_multiple_of(v as u64 * sizes[i] as u64));
     let (f, w) = if aligned && v > 1 {
         (funcs[0], v)
     } else {
         (funcs[1], 1)
     };
     let span = (BLOCK * UNROLL * w) as u64;
-    let blocks = (n as u64).div_ceil(span);
-    let grid = u32::try_from(blocks).map_err(|_| {
+    let grid = grid_x((n as u64).div_ceil(span)).ok_or_else(|| {
         failure(
             dev.device(),
             format!("launch {what}"),
@@ -513,4 +642,103 @@ fn launch_contiguous(
     // elements from its base pointer inside its storage (the caller's layouts
     // are checked against their storages), and unused inputs are never read.
     unsafe { launch(dev, what, f, (grid, 1, 1), (BLOCK, 1, 1), stream, kargs) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The grid's x dimension takes at most 2^31 - 1 blocks (CUDA's
+    /// `maxGridSize[0]`); a u32 above it would be an invalid launch.
+    #[test]
+    fn grid_x_stops_at_the_launch_limit() {
+        assert_eq!(grid_x(1), Some(1));
+        assert_eq!(grid_x(0x7fff_ffff), Some(0x7fff_ffff));
+        assert_eq!(grid_x(0x8000_0000), None);
+        assert_eq!(grid_x(u32::MAX as u64), None);
+        assert_eq!(grid_x(1 << 40), None);
+    }
+
+    /// The looped positions times the walked dims visit every element of a
+    /// plan of more than `MAXD` dims exactly once, at its own byte offset in
+    /// every operand (the host side of `launch_peeled`; the walked dims are
+    /// enumerated here as the kernels do).
+    #[test]
+    fn peeled_launches_cover_every_element_once() {
+        use crate::iter_plan::IterPlan;
+        // 15 dims, the input's reversed (nothing coalesces), a broadcast dim.
+        let shape: Vec<usize> = vec![2, 3, 2, 2, 5, 2, 2, 3, 2, 2, 2, 4, 2, 2, 3];
+        let nd = shape.len();
+        let out_st = crate::layout::Layout::contiguous(&shape).strides;
+        let rev: Vec<usize> = (0..nd).rev().map(|d| shape[d]).collect();
+        let rev_st = crate::layout::Layout::contiguous(&rev).strides;
+        let mut in_st: Vec<usize> = (0..nd).map(|d| rev_st[nd - 1 - d]).collect();
+        in_st[4] = 0;
+        let p = IterPlan::<2>::new(&shape, [&out_st, &in_st], [4, 2]);
+        assert!(
+            p.shape.len() > MAXD,
+            "the plan keeps {} dims",
+            p.shape.len()
+        );
+        let strides: Vec<Vec<isize>> = p.strides.iter().map(|s| s.to_vec()).collect();
+        let all = |dims: &[usize]| -> Vec<[i64; 2]> {
+            let mut v = vec![[0i64; 2]];
+            for &d in dims {
+                let mut next = Vec::with_capacity(v.len() * p.shape[d]);
+                for c in 0..p.shape[d] as i64 {
+                    for o in &v {
+                        next.push([
+                            o[0] + c * strides[d][0] as i64,
+                            o[1] + c * strides[d][1] as i64,
+                        ]);
+                    }
+                }
+                v = next;
+            }
+            v
+        };
+        let mut want = all(&(0..p.shape.len()).collect::<Vec<_>>());
+        let (walked, looped) = split_dims(&p.shape, MAXD);
+        assert_eq!(walked.len(), MAXD);
+        let inner = all(&walked);
+        let mut got = Vec::new();
+        for off in looped_offsets(&p.shape, &strides, &looped, 2) {
+            got.extend(inner.iter().map(|o| [o[0] + off[0], o[1] + off[1]]));
+        }
+        assert_eq!(got.len(), shape.iter().product::<usize>());
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want);
+        // Each output byte offset once: every element written once.
+        let mut outs: Vec<i64> = got.iter().map(|o| o[0]).collect();
+        outs.dedup();
+        assert_eq!(outs.len(), got.len());
+    }
+
+    /// At most `max` dims are walked, dim 0 always among them, and the
+    /// looped dims are the smallest others (fewest launches).
+    #[test]
+    fn split_dims_loops_over_the_smallest_dims_but_the_fastest() {
+        let shape = [2, 3, 2, 5, 2, 7, 2, 3, 2, 4, 2, 9, 2, 6, 11];
+        let (walked, looped) = split_dims(&shape, MAXD);
+        assert_eq!(walked.len(), MAXD);
+        assert_eq!(looped.len(), shape.len() - MAXD);
+        assert!(walked.contains(&0));
+        let mut all: Vec<usize> = walked.iter().chain(&looped).copied().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..shape.len()).collect::<Vec<_>>());
+        // Every looped dim is no larger than any walked dim but dim 0.
+        let max_looped = looped.iter().map(|&d| shape[d]).max().unwrap();
+        assert!(walked[1..].iter().all(|&d| shape[d] >= max_looped));
+        assert_eq!(max_looped, 2);
+        assert!(walked.windows(2).all(|w| w[0] < w[1]));
+        assert!(looped.windows(2).all(|w| w[0] < w[1]));
+        // A small dim 0 is still walked.
+        let (walked, looped) = split_dims(&[2; 14], MAXD);
+        assert_eq!(walked[0], 0);
+        assert_eq!(looped.len(), 2);
+        // Within the limit nothing is looped.
+        assert_eq!(split_dims(&[5; MAXD], MAXD), ((0..MAXD).collect(), vec![]));
+        assert_eq!(split_dims(&[], MAXD), (vec![], vec![]));
+    }
 }

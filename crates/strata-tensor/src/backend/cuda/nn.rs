@@ -22,7 +22,7 @@ use super::context::{failure, CudaDevice};
 use super::dimops::{grid, reg_row_plan, RegRow};
 use super::kernels::dimops::{reg_header, REG_ROWS};
 use super::kernels::{compute_ty, load, storage_ty, store, tag, MAXD, PRELUDE};
-use super::launch::{base_ptr, launch, KArg, KernelParam};
+use super::launch::{base_ptr, grid_x, launch, KArg, KernelParam};
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -717,41 +717,88 @@ fn grid_for(n: usize, per: usize) -> u32 {
     (n.div_ceil(per.max(1))).clamp(1, 1 << 20) as u32
 }
 
+/// The dims an index kernel (`gather`, `scatter_add`) walks and those the
+/// host loops over, for a loop of `shape` gathering or scattering along
+/// `dim`: every dim larger than 1 and `dim` itself (its stride scales the
+/// index values) are walked, up to `MAXD`; beyond that the smallest dims
+/// other than `dim` are looped over on the host, one launch per position.
+/// Returns `(walked, looped)`, each in increasing order.
+fn index_dims(shape: &[usize], dim: usize) -> (Vec<usize>, Vec<usize>) {
+    let live: Vec<usize> = (0..shape.len())
+        .filter(|&d| d == dim || shape[d] != 1)
+        .collect();
+    if live.len() <= MAXD {
+        return (live, Vec::new());
+    }
+    let mut by_size: Vec<usize> = live.iter().copied().filter(|&d| d != dim).collect();
+    by_size.sort_by_key(|&d| shape[d]);
+    let mut looped = by_size[..live.len() - MAXD].to_vec();
+    looped.sort_unstable();
+    let walked = live.into_iter().filter(|d| !looped.contains(d)).collect();
+    (walked, looped)
+}
+
+/// The metadata of an index kernel over the `walked` dims of `shape`
+/// (see [`index_dims`]; `dim` is one of them).
 fn index_meta(
-    dev: &CudaDevice,
-    what: &str,
     shape: &[usize],
     dim: usize,
+    walked: &[usize],
     so: &[usize],
     ss: &[usize],
     si: &[usize],
-) -> Result<IMeta> {
-    if shape.len() > MAXD {
-        return Err(failure(
-            dev.device(),
-            what,
-            format!(
-                "{} dims is more than the {MAXD} an index kernel takes; reshape first",
-                shape.len()
-            ),
-        ));
-    }
+) -> IMeta {
     let mut m = IMeta {
-        nd: shape.len() as i32,
-        dim: dim as i32,
-        n: shape.iter().product::<usize>() as i64,
+        nd: walked.len() as i32,
+        dim: walked.iter().position(|&d| d == dim).unwrap_or(0) as i32,
+        n: walked.iter().map(|&d| shape[d]).product::<usize>() as i64,
         size: [1; MAXD],
         so: [0; MAXD],
         ss: [0; MAXD],
         si: [0; MAXD],
     };
-    for d in 0..shape.len() {
-        m.size[d] = shape[d] as i64;
-        m.so[d] = so[d] as i64;
-        m.ss[d] = ss[d] as i64;
-        m.si[d] = si[d] as i64;
+    for (j, &d) in walked.iter().enumerate() {
+        m.size[j] = shape[d] as i64;
+        m.so[j] = so[d] as i64;
+        m.ss[j] = ss[d] as i64;
+        m.si[j] = si[d] as i64;
     }
-    Ok(m)
+    m
+}
+
+/// Calls `f` with the byte offsets of out, src and index at every position
+/// of the `looped` dims of `shape` (one call, at 0, when there are none):
+/// element strides `so`, `ss`, `si`, element sizes `es` (out, src, index).
+fn for_each_position(
+    shape: &[usize],
+    looped: &[usize],
+    (so, ss, si): (&[usize], &[usize], &[usize]),
+    es: [u64; 3],
+    mut f: impl FnMut([u64; 3]) -> Result<()>,
+) -> Result<()> {
+    let mut idx = vec![0usize; looped.len()];
+    loop {
+        let mut off = [0u64; 3];
+        for (j, &d) in looped.iter().enumerate() {
+            let c = idx[j] as u64;
+            off[0] += c * so[d] as u64 * es[0];
+            off[1] += c * ss[d] as u64 * es[1];
+            off[2] += c * si[d] as u64 * es[2];
+        }
+        f(off)?;
+        let mut j = 0;
+        loop {
+            if j == idx.len() {
+                return Ok(());
+            }
+            idx[j] += 1;
+            if idx[j] < shape[looped[j]] {
+                break;
+            }
+            idx[j] = 0;
+            j += 1;
+        }
+    }
 }
 
 /// Runs `k` on `dev`'s current stream.
@@ -796,7 +843,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                 {
                     let units = (row_bytes / 16) as i64;
                     let rsu = (sl.strides[0] as u64 * es / 16) as i64;
-                    let tpr = (units as u32).next_power_of_two().clamp(1, NT);
+                    let tpr = (units.clamp(1, NT as i64) as u32).next_power_of_two();
                     let rpb = (NT / tpr) as usize;
                     let tpr = tpr as i32;
                     // SAFETY: parameters match `take_rows_v` (out, src, idx,
@@ -852,35 +899,47 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                     )
                 };
             }
+            let (walked, looped) = index_dims(&ol.shape, dim);
             let m = index_meta(
-                dev,
-                "gather",
                 &ol.shape,
                 dim,
+                &walked,
                 &ol.strides,
                 &sl.strides,
                 &il.strides,
-            )?;
-            // SAFETY: parameters match `gather` (out, src, idx, IMeta); the
-            // metadata describes the operands' own layouts and the indices
-            // were checked against src's size along `dim`.
-            unsafe {
-                launch(
-                    dev,
-                    "gather",
-                    f[0],
-                    (grid_for(n, NT as usize), 1, 1),
-                    (NT, 1, 1),
-                    stream,
-                    [
-                        KArg::of(&po),
-                        KArg::of(&ps),
-                        KArg::of(&pi),
-                        KArg::of(&m),
-                        KArg::of(&lim),
-                    ],
-                )
-            }
+            );
+            let es = [
+                out.dtype.size() as u64,
+                src.dtype.size() as u64,
+                index.dtype.size() as u64,
+            ];
+            let strides = (&ol.strides[..], &sl.strides[..], &il.strides[..]);
+            for_each_position(&ol.shape, &looped, strides, es, |off| {
+                let (qo, qs, qi) = (po + off[0], ps + off[1], pi + off[2]);
+                // SAFETY: parameters match `gather` (out, src, idx, IMeta, lim);
+                // the metadata describes the operands' own layouts over the
+                // walked dims from their elements at this position of the
+                // looped ones (src covers index's shape but along `dim`, as
+                // gather requires), and the kernel reads src only at index
+                // values in [0, lim).
+                unsafe {
+                    launch(
+                        dev,
+                        "gather",
+                        f[0],
+                        (grid_for(m.n as usize, NT as usize), 1, 1),
+                        (NT, 1, 1),
+                        stream,
+                        [
+                            KArg::of(&qo),
+                            KArg::of(&qs),
+                            KArg::of(&qi),
+                            KArg::of(&m),
+                            KArg::of(&lim),
+                        ],
+                    )
+                }
+            })
         }
         NnKernel::ScatterAdd {
             out,
@@ -908,36 +967,44 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                 || scatter_source(out.dtype, index.dtype),
                 &["scatter_add"],
             )?;
-            let m = index_meta(
-                dev,
-                "scatter_add",
-                &index.layout.shape,
-                dim,
-                &out.layout.strides,
-                &src.layout.strides,
-                &index.layout.strides,
-            )?;
+            let shape = &index.layout.shape;
+            let (walked, looped) = index_dims(shape, dim);
+            let (so, ss, si) = (
+                &out.layout.strides[..],
+                &src.layout.strides[..],
+                &index.layout.strides[..],
+            );
+            let m = index_meta(shape, dim, &walked, so, ss, si);
             let (po, ps, pi) = (base_ptr(out), base_ptr(src), base_ptr(index));
-            // SAFETY: parameters match `scatter_add`; positions range over
-            // index's shape, which src covers and out covers except along
-            // `dim`, where the checked index values address out.
-            unsafe {
-                launch(
-                    dev,
-                    "scatter_add",
-                    f[0],
-                    (grid_for(n, NT as usize), 1, 1),
-                    (NT, 1, 1),
-                    stream,
-                    [
-                        KArg::of(&po),
-                        KArg::of(&ps),
-                        KArg::of(&pi),
-                        KArg::of(&m),
-                        KArg::of(&lim),
-                    ],
-                )
-            }
+            let es = [
+                out.dtype.size() as u64,
+                src.dtype.size() as u64,
+                index.dtype.size() as u64,
+            ];
+            for_each_position(shape, &looped, (so, ss, si), es, |off| {
+                let (qo, qs, qi) = (po + off[0], ps + off[1], pi + off[2]);
+                // SAFETY: parameters match `scatter_add`; positions range over
+                // index's shape (the walked dims from this position of the
+                // looped ones), which src covers and out covers except along
+                // `dim`, where the index values in [0, lim) address out.
+                unsafe {
+                    launch(
+                        dev,
+                        "scatter_add",
+                        f[0],
+                        (grid_for(m.n as usize, NT as usize), 1, 1),
+                        (NT, 1, 1),
+                        stream,
+                        [
+                            KArg::of(&qo),
+                            KArg::of(&qs),
+                            KArg::of(&qi),
+                            KArg::of(&m),
+                            KArg::of(&lim),
+                        ],
+                    )
+                }
+            })
         }
         NnKernel::LayerNorm {
             out,
@@ -1081,7 +1148,13 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             let (pdw, pdb) = (opt_ptr(dw), opt_ptr(db));
             let (pdy, px, pm, pr) = (base_ptr(dy), base_ptr(x), base_ptr(mean), base_ptr(rstd));
             let (r, c, p) = (rows as i64, cols as i64, parts as i64);
-            let gx = cols.div_ceil(NT as usize) as u32;
+            let gx = grid_x(cols.div_ceil(NT as usize) as u64).ok_or_else(|| {
+                failure(
+                    dev.device(),
+                    "layer_norm_backward",
+                    format!("{cols} columns are too many for one launch"),
+                )
+            })?;
             // SAFETY: parameters match `ln_params`; the grid has one block
             // row per part (parts <= 65535, chosen by the caller) and the
             // kernel bounds columns by `cols`; outputs are [parts, cols].
@@ -1342,6 +1415,68 @@ fn ce_functions(dev: &CudaDevice, d: DType) -> Result<std::sync::Arc<[super::con
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Index kernels walk every dim larger than 1 and the indexed dim (even
+    /// of size 1), up to `MAXD`; past that the smallest other dims are
+    /// looped over on the host.
+    #[test]
+    fn index_dims_drop_size_one_dims_and_loop_past_the_limit() {
+        let (w, l) = index_dims(&[1, 4, 1, 3, 1], 2);
+        assert_eq!((w, l), (vec![1, 2, 3], vec![]));
+        // 30 dims of 1 and 2: the size-1 dims go, 12 of the rest are walked.
+        let shape: Vec<usize> = (0..30).map(|d| 1 + d % 2).collect();
+        let (w, l) = index_dims(&shape, 4);
+        assert!(w.len() == MAXD && w.contains(&4));
+        assert!(l.iter().all(|&d| d != 4 && shape[d] == 2));
+        assert_eq!(w.len() + l.len(), 16); // 15 dims of 2 and dim 4
+        let (w, l) = index_dims(&[3; 15], 14);
+        assert_eq!((w.len(), l.len()), (MAXD, 3));
+        assert!(w.contains(&14) && !l.contains(&14));
+        // The metadata names the indexed dim's place among the walked ones.
+        let shape = [2, 1, 3, 1, 5];
+        let (w, _) = index_dims(&shape, 3);
+        let st = [15, 15, 5, 5, 1];
+        let m = index_meta(&shape, 3, &w, &st, &st, &st);
+        assert_eq!((m.nd, m.dim, m.n), (4, 2, 30));
+        assert_eq!(&m.size[..4], &[2, 3, 1, 5]);
+        assert_eq!(&m.ss[..4], &[15, 5, 5, 1]);
+    }
+
+    /// Every position of the looped dims is visited once, at its byte
+    /// offsets in each operand.
+    #[test]
+    fn for_each_position_visits_every_looped_position() {
+        let shape = [2, 3, 4];
+        let mut seen = Vec::new();
+        for_each_position(
+            &shape,
+            &[0, 2],
+            (&[12, 4, 1], &[24, 8, 2], &[0, 0, 1]),
+            [4, 2, 8],
+            |off| {
+                seen.push(off);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let mut want = Vec::new();
+        for a in 0..2u64 {
+            for c in 0..4u64 {
+                want.push([(12 * a + c) * 4, (24 * a + 2 * c) * 2, c * 8]);
+            }
+        }
+        seen.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(seen, want);
+        let mut calls = 0;
+        for_each_position(&shape, &[], (&[0; 3], &[0; 3], &[0; 3]), [1; 3], |off| {
+            assert_eq!(off, [0; 3]);
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, 1);
+    }
 
     /// The generated sources are well-formed enough to name every kernel
     /// (they are compiled by NVRTC only on a GPU).

@@ -6,15 +6,16 @@
 //! splits outputs over several blocks (and a second pass) when there are too
 //! few outputs to fill the GPU.
 
-use super::context::{failure, CudaDevice, Function};
+use super::context::{CudaDevice, Function};
 use super::kernels::reduce::{source, vec_width, RMeta, CBLOCK_X, CBLOCK_Y, RBLOCK};
 use super::kernels::{tag, MAXD};
-use super::launch::{base_ptr, launch, KArg, Params};
+use super::launch::{base_ptr, elementwise, launch, KArg, Params};
 use super::{set_slot, to_acc};
-use crate::backend::{Arg, ReduceOp};
+use crate::backend::{Arg, Mem, ReduceOp};
 use crate::dispatch_dtype;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::layout::Layout;
 use crate::reduce_plan::ReducePlan;
 use crate::scalar::Scalar;
 
@@ -28,21 +29,13 @@ pub(crate) fn reduce(
     dims: &[usize],
 ) -> Result<()> {
     let l = &input.layout;
-    let nred_dims = (0..l.ndim()).filter(|d| dims.contains(d)).count();
-    if l.ndim() - nred_dims > MAXD || nred_dims > MAXD {
-        return Err(failure(
-            dev.device(),
-            "reduce",
-            format!(
-                "{} dims exceed the reduction kernel's limit of {MAXD}",
-                l.ndim()
-            ),
-        ));
-    }
     let plan = ReducePlan::new(&l.shape, &l.strides, dims);
     let (nout, nred) = (plan.outputs, plan.count);
     if nout == 0 {
         return Ok(());
+    }
+    if plan.kept.len() > MAXD || plan.reduced.len() > MAXD {
+        return reduce_regrouped(dev, op, values, indices, input, dims);
     }
     let mut m = RMeta {
         nk: plan.kept.len() as i32,
@@ -108,6 +101,79 @@ pub(crate) fn reduce(
         _ if contiguous => rows(dev, &key, &k, &ptrs, &m, &prm, d, nout, nred),
         _ => general(dev, &key, &k, &ptrs, &m, &prm, d, nout, nred),
     }
+}
+
+/// A reduction whose kept or reduced dims do not merge into `MAXD` groups
+/// (PyTorch reduces up to 25 such dims): the input is copied into scratch
+/// memory laid out as its kept dims then its reduced dims, each group in its
+/// own order (so outputs and positions are unchanged), where each group is
+/// one run, and that copy is reduced.
+fn reduce_regrouped(
+    dev: &CudaDevice,
+    op: ReduceOp,
+    values: Option<&Arg>,
+    indices: Option<&Arg>,
+    input: &Arg,
+    dims: &[usize],
+) -> Result<()> {
+    let l = &input.layout;
+    let (layout, nkept) = regrouped(l, dims);
+    let shape = layout.shape.clone();
+    let nd = shape.len();
+    let src = Arg {
+        mem: input.mem,
+        layout,
+        dtype: input.dtype,
+    };
+    let d = input.dtype;
+    let nbytes = l.numel() * d.size();
+    // Nothing to copy (a reduced dim of size 0): the kernels read nothing.
+    let scratch = if nbytes > 0 {
+        Some(dev.scratch(nbytes)?)
+    } else {
+        None
+    };
+    let tmp = Arg {
+        mem: Mem {
+            ptr: scratch.as_ref().map_or(input.mem.ptr, |s| s.ptr()),
+            nbytes,
+            device: dev.device(),
+            life: std::marker::PhantomData,
+        },
+        layout: Layout::contiguous(&shape),
+        dtype: d,
+    };
+    elementwise(
+        dev,
+        "copy",
+        || super::kernels::ops::cast(d, d),
+        &tmp,
+        &[&src],
+        Params::default(),
+    )?;
+    let rdims: Vec<usize> = (nkept..nd).collect();
+    // The scratch goes back to this stream's cache after the launches
+    // queued on it.
+    reduce(dev, op, values, indices, &tmp, &rdims)
+}
+
+/// The view of `l` with its kept dims first and its reduced dims (`dims`)
+/// last, each group in its own order, and the number of kept dims: its
+/// row-major order is output by output, each output's elements in the
+/// order of their positions.
+fn regrouped(l: &Layout, dims: &[usize]) -> (Layout, usize) {
+    let nd = l.ndim();
+    let order: Vec<usize> = (0..nd)
+        .filter(|d| !dims.contains(d))
+        .chain((0..nd).filter(|d| dims.contains(d)))
+        .collect();
+    let nkept = nd - (0..nd).filter(|d| dims.contains(d)).count();
+    let layout = Layout {
+        shape: order.iter().map(|&d| l.shape[d]).collect(),
+        strides: order.iter().map(|&d| l.strides[d]).collect(),
+        offset: l.offset,
+    };
+    (layout, nkept)
 }
 
 /// The kernels of one reduction module.
@@ -399,5 +465,53 @@ fn compute_size(d: DType) -> usize {
         DType::F64 | DType::I64 => 8,
         DType::F32 | DType::F16 | DType::BF16 | DType::I32 => 4,
         DType::U8 | DType::Bool => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 16-dim layout with its dims reversed (nothing merges) reduced over
+    /// dim 0 keeps 15 groups; its regrouped copy keeps one of each, with the
+    /// same outputs and count, and lists every output's elements in the
+    /// order of their positions, as the plan of the original walks them.
+    #[test]
+    fn a_regrouped_copy_reduces_as_the_original() {
+        let nd = 16;
+        let shape: Vec<usize> = (0..nd).map(|d| 2 + d % 2).collect();
+        let rev: Vec<usize> = shape.iter().rev().copied().collect();
+        let rev_st = Layout::contiguous(&rev).strides;
+        let l = Layout {
+            strides: (0..nd).map(|d| rev_st[nd - 1 - d]).collect(),
+            shape,
+            offset: 5,
+        };
+        for dims in [vec![0], vec![1, 3, 4], (0..nd).collect::<Vec<_>>()] {
+            let plan = ReducePlan::new(&l.shape, &l.strides, &dims);
+            assert!(plan.kept.len() > MAXD || plan.reduced.len() > MAXD);
+            let (g, nkept) = regrouped(&l, &dims);
+            assert_eq!(nkept, nd - dims.len());
+            let c = Layout::contiguous(&g.shape);
+            let rdims: Vec<usize> = (nkept..nd).collect();
+            let after = ReducePlan::new(&c.shape, &c.strides, &rdims);
+            assert!(after.kept.len() <= 1 && after.reduced.len() <= 1);
+            assert_eq!((after.outputs, after.count), (plan.outputs, plan.count));
+            // Element (output o, position k) of the original plan.
+            let red = Layout {
+                shape: plan.reduced.iter().map(|r| r.size).collect(),
+                strides: plan.reduced.iter().map(|r| r.stride).collect(),
+                offset: 0,
+            };
+            let want: Vec<usize> = plan
+                .output_offsets()
+                .flat_map(|o| {
+                    red.indices()
+                        .map(move |k| l.offset + o + k)
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            assert_eq!(g.indices().collect::<Vec<_>>(), want);
+        }
     }
 }
