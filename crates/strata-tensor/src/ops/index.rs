@@ -491,8 +491,9 @@ impl Tensor {
     }
 
     /// In-place [`Tensor::masked_fill`]: the mask broadcasts to self's shape.
-    /// Allowed on an expanded self (an element is filled when any of its
-    /// aliases is masked, as in PyTorch). A mask that shares part of self's
+    /// Allowed on a self whose elements share memory, an expanded one or an
+    /// `as_strided` view with small strides (a storage element is filled
+    /// when any element addressing it is masked, as in PyTorch). A mask that shares part of self's
     /// memory (not all of it) is a [`TensorError::Overlap`], as in PyTorch.
     pub fn masked_fill_<'a>(&self, mask: &Tensor, value: impl Into<Operand<'a>>) -> Result<Tensor> {
         const OP: &str = "masked_fill_";
