@@ -1218,6 +1218,173 @@ S58B_SEED = 3416
 
 
 
+# ------------------------------------------------- round 3 (seeds >= 3424)
+
+def fam_loss_edges(c):
+    c.s45 = True
+    r = c.rng
+    op = r.choice(["cross_entropy", "cross_entropy", "nll_loss", "mse_loss"])
+    dt = r.choice(FLOATS + ["f32", "f64"])
+    sv = lambda d, k: small_vals(r, d, k)  # noqa: E731
+    if op == "mse_loss":
+        shape = rshape(r, r.choice([0, 1, 2, 3]), hi=3, zero_p=0.15)
+        sh2 = shape[r.randrange(0, len(shape) + 1):] if shape else []
+        a = lay(c, shape, dt, sv)
+        b = lay(c, sh2, r.choice([dt, dt, "f32", "f16", "bf16"]), sv)
+        red = r.choice([None, "none", "mean", "sum"])
+        w = None
+        if r.random() < 0.3:
+            w = lay(c, list(c.env[a].shape), r.choice([dt, "f32"]), sv)
+        args = [a, b, red, w]
+        while len(args) > 2 and args[-1] is None:
+            args.pop()
+        c.step(op, args, error="?")
+        return
+    C = r.randrange(1, 5)
+    form = r.choice(["1d", "2d", "2d", "nd", "nd"])
+    N = r.choice([0, 1, 2, 3])
+    if form == "1d":
+        ishape, tshape = [C], []
+    elif form == "2d":
+        ishape, tshape = [N, C], [N]
+    else:
+        ds = [r.randrange(0, 3) for _ in range(r.randrange(1, 3))]
+        ishape, tshape = [N, C] + ds, [N] + ds
+    x = lay(c, ishape, dt, sv)
+    ign = r.choice([None, -100, 0, 1, C - 1, C, -1])
+    real = -100 if ign is None else ign
+    if op == "cross_entropy" and r.random() < 0.25:
+        tgt = lay(c, ishape, dt, lambda d, k: [r.randrange(0, 5) / 4 for _ in range(k)])
+        ign = None
+    else:
+        n = math.prod(tshape)
+        # often every target ignored, or all of one class
+        k = r.random()
+        if k < 0.2:
+            vals = [real] * n
+        elif k < 0.35:
+            vals = [r.randrange(0, C)] * n
+        else:
+            vals = [real if r.random() < 0.3 else r.randrange(0, C) for _ in range(n)]
+        tgt = c.input(tshape, "i64", vals, p="t")
+    w = None
+    if r.random() < 0.5:
+        w = lay(c, [C], dt, lambda d, k: [r.choice([0.0, 0.0, 1.0, 0.5, 2.0, -1.0])
+                                          for _ in range(k)])
+    red = r.choice([None, "none", "mean", "sum"])
+    ls = r.choice([None, None, 0.0, 0.25, 1.0, 0.5]) if op == "cross_entropy" else None
+    args = [x, tgt, w, ign, red] + ([ls] if op == "cross_entropy" else [])
+    while len(args) > 2 and args[-1] is None:
+        args.pop()
+    c.step(op, args, error="?")
+
+
+def fam_softmax_edges(c):
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(FLOATS + ["i64", "u8", "bool"])
+    nd = r.choice([0, 1, 2, 2, 3])
+    shape = rshape(r, nd, hi=4, zero_p=0.1)
+
+    def vals(d, k):
+        out = []
+        for _ in range(k):
+            if d == "bool":
+                out.append(r.random() < 0.5)
+            elif d in LIMITS:
+                out.append(r.randrange(0, 5))
+            else:
+                out.append(r.choice([-math.inf, -math.inf, 0.0, 1.0, -2.0, 0.5, math.inf,
+                                     math.nan]) if r.random() < 0.4 else r.randrange(-8, 9) / 4)
+        return out
+    x = lay(c, shape, dt, vals)
+    op = r.choice(["softmax", "log_softmax", "logsumexp", "logsumexp", "softmax"])
+    dim = (lambda: r.randrange(-max(nd, 1), max(nd, 1)))  # noqa: E731
+    if op == "logsumexp":
+        dims = r.choice([[dim()], [dim(), dim()], [dim()]])
+        if nd and r.random() < 0.3:
+            dims = list(range(nd))
+        c.step(op, [x, dims, r.random() < 0.4], error="?")
+    else:
+        odt = r.choice([None, None, "f32", "f64", "f16", "bf16"])
+        c.step(op, [x, dim()] + ([odt] if odt else []), error="?")
+
+
+def fam_half_binary(c):
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(["f16", "bf16"])
+    nd = r.choice([0, 1, 2, 2])
+    shape = rshape(r, nd, hi=4, zero_p=0.05)
+    hv = lambda d, k: half_vals(r, d, k) if d in ("f16", "bf16") else \
+        (small_vals(r, d, k) if d not in LIMITS else int_vals(r, d, k))  # noqa: E731
+    x = lay(c, shape, dt, hv)
+    op = r.choice(["add", "sub", "mul", "div", "div", "maximum", "minimum", "pow", "eq", "lt",
+                   "ge", "clamp", "add_", "mul_", "div_", "sub_"])
+    k = r.random()
+    if op == "clamp":
+        b = r.choice([{"float": 1e5}, {"float": -1e5}, {"float": 65520.0}, {"float": 3.5e38},
+                      {"float": 0.1}, {"int": 70000}, {"float": "nan"}, {"float": -0.0}])
+        c.step(op, [x, b, None] if r.random() < 0.5 else [x, None, b], error="?")
+        return
+    if k < 0.4 and op not in ("maximum", "minimum"):
+        other = r.choice([{"float": 0.1}, {"float": 1e5}, {"float": 3.0001}, {"int": 3},
+                          {"int": 70000}, {"float": 1.00048828125}, {"bool": True},
+                          {"float": 2.0 ** -30}, {"float": 1e-3}, {"float": -0.0}])
+    else:
+        sh = shape[r.randrange(0, nd + 1):] if nd else []
+        odt = r.choice(["f16", "bf16", "f32", "f64", "i32", "u8", "bool", dt])
+        other = lay(c, sh if r.random() < 0.8 else [], odt, hv)
+    args = [x, other]
+    if op in ("div", "div_") and r.random() < 0.5:
+        args.append(r.choice(["trunc", "floor"]))
+    if op in ("div", "div_") and not isinstance(other, dict) and \
+            NAME[c.env[other].dtype] not in FLOATS and len(args) == 3 and \
+            0 in c.env[other].reshape(-1).tolist():
+        raise Skip("integer division by zero")
+    c.step(op, args, error="?")
+
+
+def fam_norm_layer(c):
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(FLOATS + ["f16", "bf16"])
+    op = r.choice(["layer_norm", "layer_norm", "vector_norm"])
+    nd = r.choice([1, 2, 3])
+    shape = rshape(r, nd, hi=4, zero_p=0.08)
+    hv = lambda d, k: half_vals(r, d, k) if d in ("f16", "bf16") else small_vals(r, d, k)  # noqa
+    if op == "layer_norm":
+        const = r.random() < 0.3
+        if const:
+            v0 = r.randrange(-8, 9) / 4
+            x = lay(c, shape, dt, lambda d, k: [v0] * k)
+        else:
+            x = lay(c, shape, dt, lambda d, k: small_vals(r, d, k))
+        k = r.randrange(1, nd + 1)
+        ns = shape[nd - k:]
+        pdt = dt if r.random() < 0.6 else "f32"
+        w = lay(c, ns, pdt, lambda d, k: small_vals(r, d, k)) if r.random() < 0.5 else None
+        b = lay(c, ns, pdt, lambda d, k: small_vals(r, d, k)) if r.random() < 0.4 else None
+        eps = r.choice([None, 1e-5, 0.0, 1.0, 1e-12, 0.5])
+        args = [x, ns, w, b, eps]
+        while len(args) > 2 and args[-1] is None:
+            args.pop()
+        c.step(op, args, error="?")
+    else:
+        x = lay(c, shape, dt, hv)
+        p = r.choice([{"int": 2}, {"int": 1}, {"float": "inf"}, {"float": "-inf"}, {"int": 0},
+                      {"float": 3.0}, {"float": 0.5}, {"float": -1.0}, {"float": -2.0}])
+        dims = r.choice([None, [r.randrange(-nd, nd)], list(range(nd)), []])
+        c.step(op, [x, p, dims, r.random() < 0.4], error="?")
+
+
+S58C_FAMILIES = [("loss_edges", fam_loss_edges, 8), ("softmax_edges", fam_softmax_edges, 6),
+                 ("half_binary", fam_half_binary, 8), ("norm_layer", fam_norm_layer, 6)]
+
+# The first seed that also draws S58C_FAMILIES.
+S58C_SEED = 3424
+
+
 class Case58(s56.Case56):
     """Results of element-wise ops keep their checked layouts (as s56);
     split/chunk/unbind bind one name per piece."""
@@ -1262,7 +1429,8 @@ def main():
     base.TOL_OPS.update(s56.NEW_TOL_OPS)
     base.CHECKED_OPS.update({"zeros", "ones", "full", "arange", "eye"})
     rng = random.Random(args.seed)
-    families = S58_FAMILIES + (S58B_FAMILIES if args.seed >= S58B_SEED else [])
+    families = S58_FAMILIES + (S58B_FAMILIES if args.seed >= S58B_SEED else []) + \
+        (S58C_FAMILIES if args.seed >= S58C_SEED else [])
     if args.only:
         keep = set(args.only.split(","))
         families = [f for f in families if f[0] in keep]
