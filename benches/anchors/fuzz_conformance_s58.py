@@ -50,7 +50,8 @@ of NaN/inf/out-of-range values; integer division of the smallest integer by
 of the additions (a sum is kept only when PyTorch's answer equals the exact
 sum rounded once to the result dtype); in-place writes PyTorch accepts whose
 result would depend on the order it visits overlapping elements (the case
-is kept only when the same op on cloned operands gives the same answer);
+is kept only when the same op on cloned operands gives the same answer,
+from seed 3424 on also the same signs of zeros);
 gelu(+inf).
 
 Usage (PyTorch on the CPU, one thread):
@@ -74,6 +75,9 @@ import fuzz_conformance_s56 as s56
 from fuzz_conformance_ops import DTYPES, FLOATS, INTS, NAME, TDT, Case, Skip, rshape
 
 S58_SEED = 3400
+# The seed being drawn (main sets it; checks added later apply from their
+# seed on, so that earlier seeds draw the programs they drew before).
+args_seed = [S58_SEED]
 
 LIMITS = {"i32": (-(2 ** 31), 2 ** 31 - 1), "i64": (-(2 ** 63), 2 ** 63 - 1), "u8": (0, 255)}
 
@@ -842,6 +846,11 @@ def fam_inplace_alias(c):
         if probe.stride() == st.stride() and not torch.equal(
                 probe.double().nan_to_num(7.25), got.double().nan_to_num(7.25)):
             raise Skip("in-place result depends on the order of overlapping writes")
+        if args_seed[0] >= S58C_SEED and probe.is_floating_point() and not torch.equal(
+                torch.signbit(probe), torch.signbit(got)):
+            # (s3445_inplace_alias_0348: `a.div_(a.t(), rounding_mode="trunc")`
+            # is -0.0 or +0.0 by the order PyTorch visits the elements)
+            raise Skip("in-place result's zero signs depend on the order of overlapping writes")
     _ = out
 
 
@@ -1409,6 +1418,7 @@ def main():
     ap.add_argument("--only", default=None)
     args = ap.parse_args()
     torch.set_num_threads(1)
+    args_seed[0] = args.seed
     base.run_op = run_op
     base.classify_s45 = classify_s58
     classify0 = base.classify
