@@ -188,6 +188,15 @@ autocast region around a checkpoint of random steps (the recomputation runs
 outside the region). Seeds below 331 draw exactly the programs they drew
 before (byte-identical file for seed 322).
 
+Seeds from 400 on (S58_SEED) also draw `s58_step`'s families in graph and
+API programs: cross_entropy/nll_loss over [C], [N, C] and [N, C, d] with
+class weights that are negative, all zero or of mixed sign, every target
+ignored (or ignore_index a class), label smoothing 0, 0.3 or 1 and every
+reduction; whole rows or single elements set to -inf by masked_fill before
+softmax, log_softmax or logsumexp; mse_loss with a weight of mixed sign or
+all zeros. Seeds below 400 draw exactly the programs they drew before
+(byte-identical file for seed 382).
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
@@ -397,7 +406,12 @@ def step(p, cur, x):
         # Seeds from S55_SEED on also draw session 55's (graph and API
         # programs, not in sub-programs; training programs draw as before).
         kinds += ["s55"] * 20
+    if p.s44 and S58:
+        # Seeds from S58_SEED on also draw session 58's.
+        kinds += ["s58"] * 12
     kind = r.choice(kinds)
+    if kind == "s58":
+        return s58_step(p, cur, x)
     if kind == "s55":
         return s55_step(p, cur, x)
     if kind == "s44":
@@ -1977,6 +1991,112 @@ def s55_step(p, cur, x):
     return "autocast_steps", [cur], {"steps": steps, "result": P + "1"}, y.to(p.dtype), False
 
 
+# The first seed whose graph and API programs also draw session 58's
+# families (`s58_step`); `main` sets S58 for it.
+S58_SEED = 400
+S58 = False
+
+
+def s58_step(p, cur, x):
+    """Session 58's families (drawn for seeds >= S58_SEED in graph and API
+    programs), the edges of the losses and normalisations that the other
+    families reach rarely:
+    - loss_weights: cross_entropy / nll_loss over [C], [N, C] or [N, C, d]
+      with class weights that are negative, all zero or of mixed sign,
+      targets that are all ignore_index (or ignore_index a class), label
+      smoothing 0, 0.3 or 1, every reduction (mean over a zero or negative
+      total weight included);
+    - inf_rows: whole rows (or single elements) set to -inf by masked_fill
+      before softmax, log_softmax or logsumexp along a dim;
+    - mse_weights: mse_loss with a weight of mixed sign or all zeros."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    pre = f"q{len(p.steps)}."
+    i0 = pre + "0"
+    op = r.choice(["loss_weights"] * 5 + ["inf_rows"] * 4 + ["mse_weights"] * 2)
+    red = r.choice(["mean", "mean", "sum", "none"])
+    if op == "loss_weights":
+        if nd not in (1, 2, 3) or 0 in shape:
+            raise Skip
+        C = shape[0] if nd == 1 else shape[1]
+        tshape = [] if nd == 1 else [shape[0]] + shape[2:]
+        n = math.prod(tshape)
+        ign = r.choice([-100, 0, 1, C - 1])
+        k = r.random()
+        if k < 0.3:
+            tv = [ign] * n
+        else:
+            tv = [ign if r.random() < 0.4 else r.randrange(C) for _ in range(n)]
+        if any(not (0 <= t < C) and t != ign for t in tv):
+            raise Skip
+        tt = torch.tensor(tv, dtype=torch.int64).reshape(tshape)
+        c, _ = p.const(tt)
+        ins = [cur, c]
+        wk = r.random()
+        if wk < 0.3:
+            wv = [0.0] * C
+        elif wk < 0.8:
+            wv = [r.choice([-1.0, -0.5, 0.0, 0.5, 1.0, 2.0]) for _ in range(C)]
+        else:
+            wv = None
+        wt = None
+        if wv is not None:
+            wt = torch.tensor(wv, dtype=torch.float32).to(p.dtype)
+            cw, _ = p.const(wt)
+            ins.append(cw)
+        which = r.choice(["cross_entropy", "cross_entropy", "nll_loss"])
+        args = {"reduction": red, "ignore_index": ign, "weight": wt is not None}
+        if which == "nll_loss":
+            y = F.nll_loss(x, tt, weight=wt, ignore_index=ign, reduction=red)
+        else:
+            ls = r.choice([0.0, 0.3, 1.0])
+            args["label_smoothing"] = ls
+            y = F.cross_entropy(x, tt, weight=wt, ignore_index=ign, reduction=red,
+                                label_smoothing=ls)
+        return which, ins, args, y, False
+    if op == "inf_rows":
+        if nd == 0 or 0 in shape:
+            raise Skip
+        d = r.randrange(nd)
+        m = torch.zeros(shape, dtype=torch.bool)
+        if r.random() < 0.6:
+            # whole rows along d: a -inf row of softmax/logsumexp
+            sel = [slice(None)] * nd
+            other = [i for i in range(nd) if i != d]
+            if other:
+                o = r.choice(other)
+                sel[o] = r.randrange(shape[o])
+            m[tuple(sel)] = True
+        else:
+            m.view(-1)[r.randrange(m.numel())] = True
+        c, _ = p.const(m)
+        xm = x.masked_fill(m, -INF)
+        steps = [{"op": "masked_fill", "in": [i0, c], "args": {"value": "-inf"},
+                  "out": pre + "1"}]
+        f = r.choice(["softmax", "log_softmax", "logsumexp"])
+        if f == "logsumexp":
+            keep = r.random() < 0.5
+            steps.append({"op": f, "in": [pre + "1"], "args": {"dims": [d], "keepdim": keep},
+                          "out": pre + "2"})
+            y = torch.logsumexp(xm, [d], keepdim=keep)
+        else:
+            steps.append({"op": f, "in": [pre + "1"], "args": {"dim": d}, "out": pre + "2"})
+            y = getattr(torch, f)(xm, d)
+        return "seq", [cur], {"steps": steps, "result": pre + "2"}, y, False
+    # mse_weights
+    tg, t = p.leaf(shape)
+    if r.random() < 0.3:
+        wv = torch.zeros(shape)
+    else:
+        wv = torch.tensor([r.choice([-1.0, 0.0, 0.5, 1.0, 2.0]) for _ in range(x.numel())],
+                          dtype=torch.float32).reshape(shape)
+    wv = wv.to(p.dtype)
+    c, _ = p.const(wv)
+    y = F.mse_loss(x, t, reduction=red, weight=wv)
+    return "mse_loss", [cur, tg, c], {"reduction": red, "weight": True}, y, red != "mean"
+
+
 def draw(rng, dtype=torch.float32, more=False, s43=False, s43b=False, given=None, s44=False):
     """A random program: its steps and upstream gradient, run forward.
     Returns (Prog, output name, output, upstream or None)."""
@@ -2509,9 +2629,10 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    global S45, S46, S49, S52, S55
+    global S45, S46, S49, S52, S55, S58
     S45 = a.seed >= S45_SEED
     S55 = a.seed >= S55_SEED
+    S58 = a.seed >= S58_SEED
     S46 = a.seed >= S46_SEED
     S49 = a.seed >= S49_SEED
     S52 = a.seed >= S52_SEED

@@ -136,6 +136,36 @@ pub(crate) fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor
     Ok(())
 }
 
+/// The part of [`check_inplace`] that PyTorch's in-place ops run before
+/// their shape and dtype checks: an output with a stride-0 dim of size > 1
+/// (all PyTorch's `assert_no_internal_overlap` can see; it lets other
+/// self-aliasing layouts through) and an input that partially overlaps the
+/// output. An op calls this where PyTorch checks the memory and
+/// [`check_inplace`] after its last PyTorch check, so that an error
+/// PyTorch reports (a dtype that cannot hold the result, a broadcast) comes
+/// before strata's stricter refusal of an output whose elements share
+/// memory through small strides (fuzz_ops s3400_inplace_alias_0215:
+/// `sigmoid_` of an i32 `as_strided` view with strides [1, 1] is
+/// PyTorch's dtype error).
+pub(crate) fn check_inplace_early(op: &'static str, out: &Tensor, inputs: &[Tensor]) -> Result<()> {
+    if out.numel() > 0 && out.layout().has_internal_overlap() {
+        return Err(TensorError::overlap(
+            op,
+            format!(
+                "the output (shape {:?}, strides {:?}) has elements that share memory; clone it first",
+                out.shape(),
+                out.strides()
+            ),
+        ));
+    }
+    for t in inputs {
+        if overlap(out, t) == Overlap::Partial {
+            return Err(overlap_error(op, t, out, "partially overlaps", ""));
+        }
+    }
+    Ok(())
+}
+
 /// PyTorch's `assert_no_overlap` for ops that read an input while they write
 /// the output element by element in an order of their own (`scatter_add_`):
 /// an input that shares memory with the output, wholly or in part, is an
@@ -358,7 +388,7 @@ impl Tensor {
             }
         }
         if inplace {
-            check_inplace(name, self, &mut inputs)?;
+            check_inplace_early(name, self, &inputs)?;
         }
         let shape = broadcast_shapes(name, self.shape(), b.shape())?;
         if inplace {
@@ -408,6 +438,13 @@ impl Tensor {
             if zero && crate::shape::numel(&shape) > 0 {
                 return Err(TensorError::value(name, "integer division by zero"));
             }
+        }
+        // Everything PyTorch checks has passed: now strata's own refusal of
+        // an output whose elements share memory (which PyTorch would write
+        // in an order of its own), and copies of inputs whose overlap with
+        // the output is too hard to tell.
+        if inplace {
+            check_inplace(name, self, &mut inputs)?;
         }
         // PyTorch's f16/bf16 division by a tensor of one element (0-d, or
         // broadcast from a single element) is its kernel for a scalar
@@ -538,7 +575,7 @@ impl Tensor {
             && ((rule == UnaryDTypes::NotBool && self.dtype() == DType::Bool)
                 || (rule == UnaryDTypes::FloatOnly && !self.dtype().is_float()))
         {
-            check_inplace(name, self, &mut [])?;
+            check_inplace_early(name, self, &[])?;
         }
         if rule == UnaryDTypes::NotBool && self.dtype() == DType::Bool {
             return Err(TensorError::unsupported(name, DType::Bool));
@@ -559,7 +596,7 @@ impl Tensor {
                 // after checking the output's memory (an overlap error first).
                 Err(e) => {
                     if inplace {
-                        check_inplace(name, self, &mut [])?;
+                        check_inplace_early(name, self, &[])?;
                     }
                     return Err(e);
                 }
@@ -568,11 +605,13 @@ impl Tensor {
             _ => self.dtype(),
         };
         // PyTorch checks the output's memory overlap before the cast of the
-        // result into it, except for clamp_ (whose cast check comes first).
+        // result into it, except for clamp_ (whose cast check comes first);
+        // strata's stricter check of an output sharing memory through small
+        // strides comes after both (see `check_inplace_early`).
         let clamp = matches!(op, UnaryOp::Clamp(..));
         if inplace {
             if !clamp {
-                check_inplace(name, self, &mut [])?;
+                check_inplace_early(name, self, &[])?;
             }
             if !compute.can_cast_to(self.dtype()) || (float_only && !self.dtype().is_float()) {
                 return Err(TensorError::dtype(
@@ -583,9 +622,7 @@ impl Tensor {
                     ),
                 ));
             }
-            if clamp {
-                check_inplace(name, self, &mut [])?;
-            }
+            check_inplace(name, self, &mut [])?;
         }
         if let UnaryOp::Clamp(Some(lo), Some(hi)) = op {
             let nan = |v: Scalar| matches!(v, Scalar::Float(f) if f.is_nan());
@@ -760,8 +797,7 @@ impl Tensor {
         same_device("copy_", self, src)?;
         // PyTorch checks the memory overlaps before the broadcast.
         let mut inputs = [src.clone()];
-        check_inplace("copy_", self, &mut inputs)?;
-        let [src] = inputs;
+        check_inplace_early("copy_", self, &inputs)?;
         let shape = broadcast_shapes("copy_", self.shape(), src.shape())?;
         if shape != self.shape() {
             return Err(TensorError::InPlaceBroadcast {
@@ -770,6 +806,8 @@ impl Tensor {
                 result: shape,
             });
         }
+        check_inplace("copy_", self, &mut inputs)?;
+        let [src] = inputs;
         if !(self.same_storage(&src)
             && self.layout() == src.layout()
             && self.dtype() == src.dtype())
@@ -788,7 +826,7 @@ impl Tensor {
         // PyTorch checks the output's memory overlap first, then the
         // broadcast, the cast, the kernel's dtype and last the value.
         let mut inputs = [t1.clone(), t2.clone()];
-        check_inplace("addcmul_", self, &mut inputs)?;
+        check_inplace_early("addcmul_", self, &inputs)?;
         let shape = broadcast_shapes("addcmul_", t1.shape(), t2.shape())?;
         let shape = broadcast_shapes("addcmul_", self.shape(), &shape)?;
         if shape != self.shape() {
@@ -821,6 +859,7 @@ impl Tensor {
             // addcmul_(i32, value=1.25) adds 1 * t1 * t2.
             crate::ops::checks::check_fits("addcmul_", value, compute)?;
         }
+        check_inplace("addcmul_", self, &mut inputs)?;
         let t1c = inputs[0].to_dtype(compute)?;
         let t2c = inputs[1].to_dtype(compute)?;
         let target = if compute == self.dtype() {

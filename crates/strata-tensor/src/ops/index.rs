@@ -14,7 +14,8 @@
 //! total to size the result, and a scatter pass [`NnKernel::MaskCompact`]).
 
 use super::elementwise::{
-    check_inplace, check_no_overlap, check_no_partial_overlap, launch, same_device, Operand,
+    check_inplace, check_inplace_early, check_no_overlap, check_no_partial_overlap, launch,
+    same_device, Operand,
 };
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
@@ -263,6 +264,7 @@ impl Tensor {
     /// added).
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.scatter_add_checks("scatter_add", dim, index, src)?;
+        self.scatter_add_index_range("scatter_add", dim, index)?;
         let out = self.deep_clone()?;
         out.scatter_add_impl("scatter_add", dim, index, src)?;
         Ok(out)
@@ -275,7 +277,13 @@ impl Tensor {
     /// [`TensorError::Overlap`].
     pub fn scatter_add_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.scatter_add_checks("scatter_add_", dim, index, src)?;
+        // PyTorch's order: the checks above, then the memory of self (a
+        // stride-0 dim), of index and of src, and last (in its kernel) the
+        // range of the indices (fuzz_ops s3400_index_edge_0024: an index
+        // of 2^31 - 1 into an expanded self is an overlap error).
+        check_inplace_early("scatter_add_", self, &[])?;
         check_no_overlap("scatter_add_", self, &[index, src])?;
+        self.scatter_add_index_range("scatter_add_", dim, index)?;
         self.scatter_add_impl("scatter_add_", dim, index, src)?;
         self.bump_version();
         Ok(self.clone())
@@ -326,6 +334,15 @@ impl Tensor {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// The indices of a checked `scatter_add` are in `[0, size)` along dim.
+    fn scatter_add_index_range(&self, op: &'static str, dim: i64, index: &Tensor) -> Result<()> {
+        if index.numel() == 0 {
+            return Ok(());
+        }
+        let d = normalize_dim(op, dim, self.ndim())?;
         check_index_range(op, &index.reshape(&[-1])?, nonempty_size(self, d))
     }
 
@@ -474,8 +491,9 @@ impl Tensor {
     }
 
     /// In-place [`Tensor::masked_fill`]: the mask broadcasts to self's shape.
-    /// Allowed on an expanded self (an element is filled when any of its
-    /// aliases is masked, as in PyTorch). A mask that shares part of self's
+    /// Allowed on a self whose elements share memory, an expanded one or an
+    /// `as_strided` view with small strides (a storage element is filled
+    /// when any element addressing it is masked, as in PyTorch). A mask that shares part of self's
     /// memory (not all of it) is a [`TensorError::Overlap`], as in PyTorch.
     pub fn masked_fill_<'a>(&self, mask: &Tensor, value: impl Into<Operand<'a>>) -> Result<Tensor> {
         const OP: &str = "masked_fill_";
@@ -498,6 +516,9 @@ impl Tensor {
             });
         }
         let v = self.masked_value(OP, value)?;
+        if self.layout().may_overlap() && !self.layout().has_internal_overlap() {
+            return self.masked_fill_overlapping(mask, &v);
+        }
         // Stride-0 dims alias one element: fill it where any alias is masked.
         let aliased: Vec<i64> = (0..self.ndim())
             .filter(|&d| self.strides()[d] == 0 && self.shape()[d] > 1)
@@ -521,6 +542,40 @@ impl Tensor {
         if !aliased.is_empty() {
             self.bump_version();
         }
+        Ok(self.clone())
+    }
+
+    /// `masked_fill_` of a self whose elements share memory other than
+    /// through stride-0 dims (an `as_strided` view with strides smaller than
+    /// the sizes they skip): PyTorch 2.15 accepts it (it can tell only a
+    /// stride 0 from a dense layout) and writes the value through every
+    /// masked element, leaving the others untouched, so a storage element is
+    /// filled when any element addressing it is masked, whatever the order.
+    /// Done on the storage range self covers, which has no aliases: each
+    /// element's storage position (an `arange` viewed with self's layout)
+    /// is counted where the mask is true.
+    fn masked_fill_overlapping(&self, mask: &Tensor, v: &Tensor) -> Result<Tensor> {
+        let extent = self.layout().storage_extent();
+        let n = i64::try_from(extent).map_err(|_| {
+            TensorError::value(
+                "masked_fill_",
+                format!("storage extent {extent} of the output does not fit an i64"),
+            )
+        })?;
+        let positions = Tensor::arange(0i64, n, 1i64, Some(DType::I64), self.device())?;
+        let sizes: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        let strides: Vec<i64> = self.strides().iter().map(|&s| s as i64).collect();
+        let at = positions.as_strided(&sizes, &strides, Some(self.offset() as i64))?;
+        let mask = mask.broadcast_to(self.shape())?.to_dtype(DType::I64)?;
+        let hits = Tensor::zeros(&[extent], DType::I64, self.device())?.scatter_add(
+            0,
+            &at.reshape(&[-1])?,
+            &mask.reshape(&[-1])?,
+        )?;
+        let flat = self.as_strided(&[n], &[1], Some(0))?;
+        let filled = Tensor::where_cond(&hits.gt(0)?, v, &flat)?;
+        flat.copy_(&filled)?;
+        self.bump_version();
         Ok(self.clone())
     }
 

@@ -171,7 +171,10 @@ fn layer_norm_operands<const N: usize>(
     normalized_shape: &[usize],
     params: [(&str, Option<&Tensor>); N],
 ) -> Result<Option<DType>> {
-    float_only(op, x)?;
+    // PyTorch's order: the shapes (normalized_shape, the parameters', the
+    // input's trailing dims), then the dtypes (the parameters' against the
+    // input's, then the input's own): a 0-d i32 input with normalized_shape
+    // [1] is a shape error (fuzz_ops s3401_empty_0d_0298).
     let k = normalized_shape.len();
     if k == 0 || k > x.ndim() || x.shape()[x.ndim() - k..] != *normalized_shape {
         return Err(TensorError::shape(
@@ -182,7 +185,6 @@ fn layer_norm_operands<const N: usize>(
             ),
         ));
     }
-    let mut wdt = None;
     for (name, t) in params {
         let Some(t) = t else { continue };
         same_device(op, x, t)?;
@@ -195,6 +197,10 @@ fn layer_norm_operands<const N: usize>(
                 ),
             ));
         }
+    }
+    let mut wdt = None;
+    for (name, t) in params {
+        let Some(t) = t else { continue };
         let ok = (t.dtype() == x.dtype()
             || (t.dtype() == DType::F32 && matches!(x.dtype(), DType::F16 | DType::BF16)))
             && wdt.is_none_or(|d| d == t.dtype());
@@ -206,6 +212,7 @@ fn layer_norm_operands<const N: usize>(
         }
         wdt = Some(wdt.map_or(t.dtype(), |d: DType| d.promote(t.dtype())));
     }
+    float_only(op, x)?;
     Ok(wdt)
 }
 
