@@ -53,13 +53,17 @@ proptest! {
 
     #[test]
     fn maximum_minimum(m in 1usize..4, n in 1usize..4, k in 0usize..6, seed in any::<u64>()) {
-        let a = randn(&[m, n], seed);
-        let b = randn(&partner_shape(m, n, k), seed.wrapping_add(1));
+        // Ties are kinks: `a` and `b` take values in different classes
+        // modulo 0.1, so every pair differs by 0.05 or more, far beyond the
+        // finite differences' step (independent draws came within 4e-7 of
+        // each other on seed 17092669781019509508).
+        let a = rand_map(&[m, n], seed, |x| on_grid(x, 0.03));
+        let b = rand_map(&partner_shape(m, n, k), seed.wrapping_add(1), |x| on_grid(x, 0.08));
         gradcheck(vec![a.clone(), b.clone()], seed, |v| v[0].maximum(&v[1]));
         gradcheck(vec![a.clone(), b.clone()], seed, |v| v[0].minimum(&v[1]));
         // The broadcast operand first, and a transposed (non-contiguous) one.
         gradcheck(vec![b, a.clone()], seed, |v| v[0].minimum(&v[1]));
-        let at = randn(&[n, m], seed.wrapping_add(2));
+        let at = rand_map(&[n, m], seed.wrapping_add(2), |x| on_grid(x, 0.08));
         gradcheck(vec![a, at], seed, |v| v[0].maximum(&v[1].t()?));
     }
 
@@ -77,6 +81,23 @@ proptest! {
         // Composition: softmax feeding a weighted log (attention-like).
         gradcheck(vec![a], seed, move |v| v[0].softmax(-1, None)?.mul(&v[0])?.log_softmax(0, None));
     }
+}
+
+/// `x` moved down to a multiple of 0.1, plus `offset` (in [0, 0.1)).
+fn on_grid(x: f64, offset: f64) -> f64 {
+    (x * 10.0).floor() / 10.0 + offset
+}
+
+#[test]
+fn maximum_minimum_keep_apart_draws_that_nearly_tie() {
+    // The draws of the seed that tied within the finite differences' step.
+    let seed = 17092669781019509508u64;
+    let a = rand_map(&[1, 1], seed, |x| on_grid(x, 0.03));
+    let b = rand_map(&[1, 1], seed.wrapping_add(1), |x| on_grid(x, 0.08));
+    let (a0, b0) = (a.to_vec::<f64>().unwrap()[0], b.to_vec::<f64>().unwrap()[0]);
+    assert!((a0 - b0).abs() >= 0.049, "{a0} and {b0} nearly tie");
+    gradcheck(vec![a.clone(), b.clone()], seed, |v| v[0].maximum(&v[1]));
+    gradcheck(vec![a, b], seed, |v| v[0].minimum(&v[1]));
 }
 
 #[test]
