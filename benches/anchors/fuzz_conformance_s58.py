@@ -159,10 +159,12 @@ def classify_s58(msg):
         ("zero-dimensional tensor", "shape"),
     ]
     if "does not have an identity" in msg:
-        # vector_norm of an order without identity over zero elements:
-        # strata's value error (hostile_sweep_s53.rs, extrema.rs), whatever
-        # the wording ("on an empty tensor" / "on the dimension 0")
-        return "value"
+        # vector_norm of an order without identity over zero elements,
+        # whatever the wording ("on an empty tensor" / "on the dimension
+        # 0"): `empty`, the class of max/min over zero elements (strata's
+        # `TensorError::Empty`; files drawn before the end of session 58
+        # say `value`, which strata reported until then)
+        return "empty"
     c = s56.classify_s56(msg)
     if c is not None:
         return c
@@ -1453,7 +1455,7 @@ def main():
         # messages the base rules would misread (setStorage's "out of
         # bounds" is an as_strided bounds error, not an index one) or that
         # no rule names
-        first = [("does not have an identity", "value")]
+        first = [("does not have an identity", "empty")]
         if args.seed >= S58B_SEED:
             first += S58B_MESSAGES
         for k, cl in first:

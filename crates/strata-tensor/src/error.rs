@@ -105,8 +105,12 @@ pub enum TensorError {
         /// What aliases what.
         msg: String,
     },
-    /// A reduction without identity over zero elements.
-    #[error("{op} of a tensor of shape {shape:?}: the reduced dimension has no elements")]
+    /// A reduction without identity (max, min, argmax, a norm of order
+    /// ±inf or p < 0) over zero elements.
+    #[error(
+        "{op} of a tensor of shape {shape:?}: a reduced dimension has no elements and the \
+         reduction has no identity; reduce over dimensions of nonzero size"
+    )]
     Empty {
         /// The op.
         op: &'static str,

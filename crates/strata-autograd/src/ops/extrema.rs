@@ -299,7 +299,8 @@ impl Var {
     /// region its inputs become f32, the `norm` entry of
     /// [`POLICIES`](crate::autocast::POLICIES), and in a CPU region they
     /// keep their dtype, as PyTorch's); a negative or infinite
-    /// `p` over zero elements is an error (no identity), as in PyTorch.
+    /// `p` over zero elements is an error (no identity; `TensorError::Empty`,
+    /// the error of max/min over zero elements), as in PyTorch.
     /// Where every reduced dim has size 1 the result is `|x|` (`x != 0` for
     /// `p = 0`) for every `p`, as PyTorch's; a NaN `p` gives NaN over two or
     /// more elements and 0 over none (PyTorch's `(sum |x|^p)^(1/p)` with
@@ -335,15 +336,7 @@ impl Var {
         let dims = reduced_dims(OP, dims, shape.len())?;
         let count: usize = dims.iter().map(|&d| shape[d]).product();
         if count == 0 && (p < 0.0 || p.is_infinite()) {
-            return Err(TensorError::Value {
-                op: OP,
-                msg: format!(
-                    "cannot compute the {p} norm over zero elements (shape {shape:?}): the \
-                     operation has no identity; reduce over dims of nonzero size, or use a \
-                     p >= 0 that is finite"
-                ),
-            }
-            .into());
+            return Err(TensorError::Empty { op: OP, shape }.into());
         }
         let out = vector_norm(self.data(), p, &dims, keepdim)?;
         let (input, result) = (self.data().clone(), out.clone());

@@ -550,7 +550,7 @@ fn norm_errors_are_typed() {
     for p in [-1.0, f64::INFINITY, f64::NEG_INFINITY] {
         let e = z.norm(p, Some(&[0]), false).unwrap_err();
         assert!(
-            matches!(e, AutogradError::Tensor(TensorError::Value { .. })),
+            matches!(e, AutogradError::Tensor(TensorError::Empty { .. })),
             "{e}"
         );
         assert!(e.to_string().contains("no identity"), "{e}");

@@ -118,25 +118,23 @@ impl Tensor {
         // it looks for repeated dims: each dim in turn is wrapped (a dim out
         // of range is refused first) and must not be empty.
         if self.numel() == 0 && (p < 0.0 || p.is_infinite()) {
-            let no_identity = |what: String| TensorError::Value {
+            // PyTorch: "cannot compute the {p} norm on an empty tensor
+            // because the operation does not have an identity", the class
+            // of max/min over zero elements.
+            let no_identity = || TensorError::Empty {
                 op: OP,
-                msg: format!(
-                    "cannot compute the {p} norm over zero elements ({what} of shape {:?}): the \
-                     operation has no identity; reduce over dims of nonzero size, or use a p >= 0 \
-                     that is finite",
-                    self.shape()
-                ),
+                shape: self.shape().to_vec(),
             };
             match dims {
                 Some(ds) if !ds.is_empty() => {
                     for &d in ds {
                         let k = shape::normalize_dim(OP, d, self.ndim())?;
                         if self.shape().get(k) == Some(&0) {
-                            return Err(no_identity(format!("dim {d}")));
+                            return Err(no_identity());
                         }
                     }
                 }
-                _ => return Err(no_identity("every dim".into())),
+                _ => return Err(no_identity()),
             }
         }
         let (dims, out_shape) = self.reduced_dims(OP, dims, keepdim)?;
