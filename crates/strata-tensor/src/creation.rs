@@ -212,7 +212,8 @@ impl crate::tensor::Tensor {
     /// elements start `false`, as in [`Tensor::empty`](crate::Tensor::empty)), laid out as
     /// PyTorch's `torch.preserve_format` lays it out: with self's strides
     /// when self is non-overlapping and dense (a transposed tensor gives a
-    /// transposed one), else dense in the order of self's strides.
+    /// transposed one), else dense in the order of self's strides. A self
+    /// without elements keeps its strides, whatever they are, as in PyTorch.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};
