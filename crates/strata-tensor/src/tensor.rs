@@ -595,18 +595,13 @@ impl Tensor {
     /// PyTorch's keeps the strides of a dense input (`x.t().clone()` is
     /// still transposed); strata's stays row-major (strata-autograd lays out
     /// first gradients with it), unlike element-wise results and the
-    /// `*_like` ops, which are laid out as PyTorch's. A tensor without
-    /// elements (contiguous whatever its strides) keeps its strides, as in
-    /// PyTorch, so that one whose shape has no row-major strides below
-    /// i64::MAX (`[0, 2^62, 2^62]`) is copied rather than refused.
+    /// `*_like` ops, which are laid out as PyTorch's. So an empty tensor
+    /// whose shape has no row-major strides below i64::MAX (`[0, 2^62,
+    /// 2^62]`) is refused ([`TensorError::SizeOverflow`]), as PyTorch's
+    /// `clone(memory_format=torch.contiguous_format)` refuses it; its
+    /// [`Tensor::empty_like`] keeps its strides.
     #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
-        if self.numel() == 0 {
-            // Keeps its strides, as PyTorch's clone of an empty tensor does
-            // (any layout without elements is contiguous): `[0, 2^62, 2^62]`
-            // has no row-major strides below i64::MAX.
-            return self.uninit_preserving("clone", self.dtype());
-        }
         let out = Tensor::uninit("clone", self.shape(), self.dtype(), self.device())?;
         out.copy_from_unchecked(self)?;
         self.pass_value_range(&out);
@@ -634,7 +629,9 @@ impl Tensor {
         }
         if self.numel() == 0 {
             // Nothing to convert; the strides are kept as PyTorch's `.to`
-            // keeps an empty tensor's (see `deep_clone`).
+            // keeps an empty tensor's (any layout without elements is
+            // contiguous), so that one whose shape has no row-major strides
+            // below i64::MAX (`[0, 2^62, 2^62]`) is converted, not refused.
             return self.uninit_preserving("to_dtype", dtype);
         }
         let out = Tensor::uninit("to_dtype", self.shape(), dtype, self.device())?;
