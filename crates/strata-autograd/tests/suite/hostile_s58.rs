@@ -81,3 +81,37 @@ fn cumsum_backward_still_sums_the_later_gradients() {
     let g = x.grad().unwrap().to_vec::<f32>().unwrap();
     assert_eq!(g, vec![4.0, 3.0, 2.0, 1.0, 4.0, 3.0, 2.0, 1.0]);
 }
+
+/// The first gradient of an empty leaf reached through a dtype conversion
+/// is laid out as the leaf (PyTorch 2.15: `x.to(torch.float64).sum()
+/// .backward()` gives `x.grad` of `x`'s strides, `(2^62, 1, 1)` for
+/// `zeros(0, 2**62, 1)`, `(1, 1)` for `zeros(3, 0)`, `(5, 5, 1)` for
+/// `zeros(2, 0, 5)`), not as the expanded gradient of the sum (strides 0),
+/// which a conversion of an empty tensor keeps since this session.
+#[test]
+fn first_gradients_of_empty_leaves_through_a_conversion_are_laid_out_as_the_leaf() {
+    let cases: [(&[usize], &[usize]); 4] = [
+        (&[0, BIG, 1], &[BIG, 1, 1]),
+        (&[3, 0], &[1, 1]),
+        (&[0, 4], &[4, 1]),
+        (&[2, 0, 5], &[5, 5, 1]),
+    ];
+    for (shape, strides) in cases {
+        for to in [DType::F64, DType::BF16] {
+            let x = param(shape, DType::F32);
+            assert_eq!(x.data().strides(), strides);
+            x.to_dtype(to)
+                .unwrap()
+                .sum(None, false)
+                .unwrap()
+                .backward()
+                .unwrap();
+            let g = x.grad().unwrap();
+            assert_eq!(
+                (g.shape(), g.strides(), g.dtype()),
+                (shape, strides, DType::F32),
+                "{shape:?} through {to:?}"
+            );
+        }
+    }
+}
