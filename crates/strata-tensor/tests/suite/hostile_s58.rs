@@ -215,3 +215,43 @@ fn copies_of_empty_tensors_keep_their_strides_as_pytorch() {
     assert_eq!(t.to_dtype(DType::F64).unwrap().strides(), [2, 1]);
     assert_eq!(t.zeros_like(None).unwrap().strides(), [1, 3]);
 }
+
+/// `nll_weights` (public) took any target and weight: float targets came
+/// back as float "safe" targets, a 2-d class weight gave `[rows, k]`
+/// weights instead of `[rows]`, an integer `acc` integer weights. PyTorch's
+/// `nll_loss` refuses the first two ("expected target dtype to be Long or
+/// Byte, but got Float"; "weight tensor should be defined either for all 3
+/// classes or no classes but got weight tensor of shape: [5, 3]").
+#[test]
+fn nll_weights_refuses_what_nll_loss_refuses() {
+    use strata_tensor::nll_weights;
+    let t = Tensor::from_slice(&[0i64, 1, 2], &[3], CPU).unwrap();
+    let tf = Tensor::from_slice(&[0.5f32, 1.0], &[2], CPU).unwrap();
+    match nll_weights(&tf, None, -100, DType::F32) {
+        Err(TensorError::DType { .. }) => {}
+        other => panic!("float targets: expected a dtype error, got {other:?}"),
+    }
+    let ti = t.to_dtype(DType::I32).unwrap();
+    assert!(matches!(
+        nll_weights(&ti, None, -100, DType::F32),
+        Err(TensorError::DType { .. })
+    ));
+    let w2 = Tensor::ones(&[5, 3], DType::F32, CPU).unwrap();
+    match nll_weights(&t, Some(&w2), -100, DType::F32) {
+        Err(TensorError::Shape { msg, .. }) => assert!(msg.contains("1-d"), "{msg}"),
+        other => panic!("2-d weight: expected a shape error, got {other:?}"),
+    }
+    assert!(matches!(
+        nll_weights(&t, None, -100, DType::I64),
+        Err(TensorError::DType { .. })
+    ));
+    // Valid calls: weights w[t] with ignored rows 0, targets with ignored 0.
+    let w = Tensor::from_slice(&[0.5f32, 2.0, 4.0], &[3], CPU).unwrap();
+    let tg = Tensor::from_slice(&[2i64, -100, 1], &[3], CPU).unwrap();
+    let (wt, safe) = nll_weights(&tg, Some(&w), -100, DType::F32).unwrap();
+    assert_eq!(wt.to_vec::<f32>().unwrap(), [4.0, 0.0, 2.0]);
+    assert_eq!(safe.to_vec::<i64>().unwrap(), [2, 0, 1]);
+    let tu = Tensor::from_slice(&[1u8, 0], &[2], CPU).unwrap();
+    let (wt, _) = nll_weights(&tu, None, -100, DType::F64).unwrap();
+    assert_eq!(wt.to_vec::<f64>().unwrap(), [1.0, 1.0]);
+}
