@@ -277,6 +277,16 @@ impl crate::tensor::Tensor {
         Ok(t)
     }
 
+    /// `empty` (a fresh tensor without elements, its dtype checked by the
+    /// op that made it) with self's shape and strides.
+    fn empty_layout_of(&self, empty: &crate::tensor::Tensor) -> crate::tensor::Tensor {
+        empty.with_layout(crate::layout::Layout {
+            shape: self.shape().to_vec(),
+            strides: self.strides().to_vec(),
+            offset: 0,
+        })
+    }
+
     /// `torch.eye(n, m, dtype)`: an `n x m` matrix (`m = n` when `None`)
     /// with ones where row == col, zeros elsewhere; written on the device
     /// (a fill, then a fill of the diagonal through a strided view).
@@ -368,9 +378,20 @@ impl crate::tensor::Tensor {
     }
 
     /// `torch.rand_like(self, dtype)`: [`Tensor::rand`](crate::Tensor::rand) of self's shape and
-    /// device (self's dtype unless given; a float dtype).
+    /// device (self's dtype unless given; a float dtype). A self without
+    /// elements keeps its strides, as PyTorch's does (see
+    /// [`Tensor::empty_like`](crate::Tensor::empty_like)).
     #[track_caller]
     pub fn rand_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {
+        if self.numel() == 0 {
+            let t = crate::tensor::Tensor::rand(
+                &[0],
+                dtype.unwrap_or(self.dtype()),
+                seed,
+                self.device(),
+            )?;
+            return Ok(self.empty_layout_of(&t));
+        }
         crate::tensor::Tensor::rand(
             self.shape(),
             dtype.unwrap_or(self.dtype()),
@@ -380,9 +401,19 @@ impl crate::tensor::Tensor {
     }
 
     /// `torch.randn_like(self, dtype)`: [`Tensor::randn`](crate::Tensor::randn) of self's shape
-    /// and device (self's dtype unless given; a float dtype).
+    /// and device (self's dtype unless given; a float dtype). A self without
+    /// elements keeps its strides, as in [`Tensor::rand_like`](crate::Tensor::rand_like).
     #[track_caller]
     pub fn randn_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {
+        if self.numel() == 0 {
+            let t = crate::tensor::Tensor::randn(
+                &[0],
+                dtype.unwrap_or(self.dtype()),
+                seed,
+                self.device(),
+            )?;
+            return Ok(self.empty_layout_of(&t));
+        }
         crate::tensor::Tensor::randn(
             self.shape(),
             dtype.unwrap_or(self.dtype()),

@@ -255,3 +255,40 @@ fn nll_weights_refuses_what_nll_loss_refuses() {
     let (wt, _) = nll_weights(&tu, None, -100, DType::F64).unwrap();
     assert_eq!(wt.to_vec::<f64>().unwrap(), [1.0, 1.0]);
 }
+
+/// `torch.rand_like` and `torch.randn_like` of an empty tensor keep its
+/// strides (PyTorch 2.15: `[0, 2^62, 2^62]` views of `zeros(2**62, 0,
+/// 2**62)` give strides `(2^62, 2^62, 1)` and `(2^62, 1, 2^62)`, and
+/// `zeros(0, 1).expand(0, 3)` gives `(1, 0)`); strata refused the first
+/// two with a size overflow. An integer dtype is still refused by `rand`.
+#[test]
+fn random_likes_of_empty_tensors_keep_their_strides() {
+    let base = zeros(&[BIG, 0, BIG]);
+    let cases = [
+        (base.permute(&[1, 0, 2]).unwrap(), vec![BIG, BIG, 1]),
+        (base.permute(&[1, 2, 0]).unwrap(), vec![BIG, 1, BIG]),
+        (zeros(&[0, 1]).expand(&[0, 3]).unwrap(), vec![1, 0]),
+    ];
+    for (x, strides) in cases {
+        for r in [x.rand_like(None, 3), x.randn_like(Some(DType::F64), 3)] {
+            let y = r.unwrap();
+            assert_eq!((y.shape(), y.strides()), (x.shape(), strides.as_slice()));
+            assert!(!y.same_storage(&x));
+        }
+    }
+    let e = zeros(&[0]);
+    assert!(
+        Tensor::rand(&[0], DType::I64, 0, CPU).is_err()
+            == e.rand_like(Some(DType::I64), 0).is_err()
+    );
+    // A non-empty tensor is unchanged: rand_like is row-major.
+    assert_eq!(
+        zeros(&[2, 3])
+            .t()
+            .unwrap()
+            .rand_like(None, 1)
+            .unwrap()
+            .strides(),
+        [2, 1]
+    );
+}
