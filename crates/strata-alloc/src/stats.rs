@@ -22,21 +22,23 @@ pub struct Stat {
 
 impl Stat {
     /// Adds `n`. The accumulated `allocated` saturates at `i64::MAX`
-    /// instead of wrapping negative (a long run can pass 2^63 bytes in all;
-    /// `current` cannot: the reserved bytes stay below it).
+    /// instead of wrapping negative (a long run can pass 2^63 bytes in all),
+    /// and so does `current` (the allocator's never gets there: the reserved
+    /// bytes stay below it; a caller's own counter may).
     #[inline]
     pub fn increase(&mut self, n: i64) {
-        self.current += n;
+        self.current = self.current.saturating_add(n);
         self.allocated = self.allocated.saturating_add(n);
         if self.current > self.peak {
             self.peak = self.current;
         }
     }
 
-    /// Removes `n`; the accumulated `freed` saturates as `allocated` does.
+    /// Removes `n`; the accumulated `freed` and `current` saturate as in
+    /// [`increase`](Self::increase).
     #[inline]
     pub fn decrease(&mut self, n: i64) {
-        self.current -= n;
+        self.current = self.current.saturating_sub(n);
         self.freed = self.freed.saturating_add(n);
     }
 
@@ -133,7 +135,7 @@ impl StatArray {
     /// The aggregate's value now.
     #[inline]
     fn all_current(&self) -> i64 {
-        self.pools[0].current + self.pools[1].current
+        self.pools[0].current.saturating_add(self.pools[1].current)
     }
 
     /// Adds `n` to `pool`'s stat (and so to the aggregate).
@@ -178,7 +180,7 @@ impl StatArray {
     pub fn all(&self) -> Stat {
         let [a, b] = &self.pools;
         Stat {
-            current: a.current + b.current,
+            current: a.current.saturating_add(b.current),
             peak: self.all_peak,
             allocated: a.allocated.saturating_add(b.allocated),
             freed: a.freed.saturating_add(b.freed),
@@ -392,8 +394,9 @@ impl DurationStat {
             self.min_us.min(us)
         };
         self.max_us = self.max_us.max(us);
-        self.total_us += us;
-        self.count += 1;
+        // Saturating: a caller's durations may sum past u64.
+        self.total_us = self.total_us.saturating_add(us);
+        self.count = self.count.saturating_add(1);
     }
 
     /// Mean duration (0 before the first).

@@ -276,6 +276,12 @@ fn first_grad(param: &Tensor, g: &Tensor) -> Result<Tensor> {
     };
     let row_major = strata_tensor::shape::contiguous_strides(shape);
     if strides.is_empty() || strides == row_major.as_slice() {
+        if g.numel() == 0 {
+            // Row-major, not `g`'s strides: a conversion of an empty tensor
+            // keeps its strides (PyTorch's `.to` does), and an empty `g` may
+            // be an expanded one (strides 0).
+            return Ok(Tensor::empty(shape, dtype, g.device())?);
+        }
         return Ok(if g.dtype() != dtype {
             g.to_dtype(dtype)?
         } else {

@@ -212,7 +212,8 @@ impl crate::tensor::Tensor {
     /// elements start `false`, as in [`Tensor::empty`](crate::Tensor::empty)), laid out as
     /// PyTorch's `torch.preserve_format` lays it out: with self's strides
     /// when self is non-overlapping and dense (a transposed tensor gives a
-    /// transposed one), else dense in the order of self's strides.
+    /// transposed one), else dense in the order of self's strides. A self
+    /// without elements keeps its strides, whatever they are, as in PyTorch.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};
@@ -274,6 +275,16 @@ impl crate::tensor::Tensor {
         let t = self.uninit_preserving("full_like", dtype)?;
         t.fill_(value)?;
         Ok(t)
+    }
+
+    /// `empty` (a fresh tensor without elements, its dtype checked by the
+    /// op that made it) with self's shape and strides.
+    fn empty_layout_of(&self, empty: &crate::tensor::Tensor) -> crate::tensor::Tensor {
+        empty.with_layout(crate::layout::Layout {
+            shape: self.shape().to_vec(),
+            strides: self.strides().to_vec(),
+            offset: 0,
+        })
     }
 
     /// `torch.eye(n, m, dtype)`: an `n x m` matrix (`m = n` when `None`)
@@ -367,9 +378,20 @@ impl crate::tensor::Tensor {
     }
 
     /// `torch.rand_like(self, dtype)`: [`Tensor::rand`](crate::Tensor::rand) of self's shape and
-    /// device (self's dtype unless given; a float dtype).
+    /// device (self's dtype unless given; a float dtype). A self without
+    /// elements keeps its strides, as PyTorch's does (see
+    /// [`Tensor::empty_like`](crate::Tensor::empty_like)).
     #[track_caller]
     pub fn rand_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {
+        if self.numel() == 0 {
+            let t = crate::tensor::Tensor::rand(
+                &[0],
+                dtype.unwrap_or(self.dtype()),
+                seed,
+                self.device(),
+            )?;
+            return Ok(self.empty_layout_of(&t));
+        }
         crate::tensor::Tensor::rand(
             self.shape(),
             dtype.unwrap_or(self.dtype()),
@@ -379,9 +401,19 @@ impl crate::tensor::Tensor {
     }
 
     /// `torch.randn_like(self, dtype)`: [`Tensor::randn`](crate::Tensor::randn) of self's shape
-    /// and device (self's dtype unless given; a float dtype).
+    /// and device (self's dtype unless given; a float dtype). A self without
+    /// elements keeps its strides, as in [`Tensor::rand_like`](crate::Tensor::rand_like).
     #[track_caller]
     pub fn randn_like(&self, dtype: Option<DType>, seed: u64) -> Result<crate::tensor::Tensor> {
+        if self.numel() == 0 {
+            let t = crate::tensor::Tensor::randn(
+                &[0],
+                dtype.unwrap_or(self.dtype()),
+                seed,
+                self.device(),
+            )?;
+            return Ok(self.empty_layout_of(&t));
+        }
         crate::tensor::Tensor::randn(
             self.shape(),
             dtype.unwrap_or(self.dtype()),

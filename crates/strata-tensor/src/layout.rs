@@ -538,7 +538,7 @@ impl Layout {
 /// See [`pytorch_reorder_dims`].
 pub(crate) fn pytorch_dim_order(shape: &[usize], inputs: &[Vec<usize>]) -> Vec<usize> {
     let inputs: Vec<&[usize]> = inputs.iter().map(Vec::as_slice).collect();
-    pytorch_reorder_dims(shape, None, &inputs)
+    reorder_dims(shape, None, &inputs)
 }
 
 /// The strides PyTorch gives a fresh tensor laid out like one of `shape`
@@ -556,7 +556,7 @@ pub(crate) fn preserve_format_strides(shape: &[usize], strides: &[usize]) -> Vec
     if l.is_dense() {
         return l.strides;
     }
-    dense_strides_in_order(shape, &pytorch_reorder_dims(shape, None, &[strides]))
+    dense_strides_in_order(shape, &reorder_dims(shape, None, &[strides]))
 }
 
 /// Strides dense in `order` (innermost dim first): the layout PyTorch's
@@ -584,11 +584,57 @@ pub(crate) fn dense_strides_in_order(shape: &[usize], order: &[usize]) -> Vec<us
 /// ```
 /// use strata_tensor::layout::pytorch_reorder_dims;
 /// // A transposed 2 x 3 operand (strides 1, 2): dim 0 is innermost.
-/// assert_eq!(pytorch_reorder_dims(&[2, 3], None, &[&[1, 2]]), [0, 1]);
+/// assert_eq!(pytorch_reorder_dims(&[2, 3], None, &[&[1, 2]])?, [0, 1]);
 /// // Contiguous (strides 3, 1): dim 1 is innermost.
-/// assert_eq!(pytorch_reorder_dims(&[2, 3], None, &[&[3, 1]]), [1, 0]);
+/// assert_eq!(pytorch_reorder_dims(&[2, 3], None, &[&[3, 1]])?, [1, 0]);
+/// // An operand needs one stride per dim.
+/// assert!(pytorch_reorder_dims(&[2, 3], None, &[&[1]]).is_err());
+/// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
+///
+/// Errors: [`TensorError::Shape`] when `reduced_output` or an input has
+/// not one stride per dim of `shape`.
 pub fn pytorch_reorder_dims(
+    shape: &[usize],
+    reduced_output: Option<&[usize]>,
+    inputs: &[&[usize]],
+) -> Result<Vec<usize>> {
+    const OP: &str = "pytorch_reorder_dims";
+    for (k, st) in reduced_output
+        .into_iter()
+        .chain(inputs.iter().copied())
+        .enumerate()
+    {
+        check_operand_strides(OP, shape, k, st)?;
+    }
+    Ok(reorder_dims(shape, reduced_output, inputs))
+}
+
+/// [`TensorError::Shape`] naming `op` unless operand `k`'s `strides` has
+/// one stride per dim of `shape`.
+fn check_operand_strides(
+    op: &'static str,
+    shape: &[usize],
+    k: usize,
+    strides: &[usize],
+) -> Result<()> {
+    if strides.len() == shape.len() {
+        return Ok(());
+    }
+    Err(TensorError::shape(
+        op,
+        format!(
+            "operand {k} has {} strides {strides:?} for the {} dims of shape {shape:?}; give \
+             each operand one stride per dim (its strides broadcast to the shape)",
+            strides.len(),
+            shape.len()
+        ),
+    ))
+}
+
+/// [`pytorch_reorder_dims`] for operands known to have one stride per dim
+/// (strata's own tensors and their broadcasts).
+pub(crate) fn reorder_dims(
     shape: &[usize],
     reduced_output: Option<&[usize]>,
     inputs: &[&[usize]],
@@ -652,22 +698,64 @@ pub fn pytorch_reorder_dims(
 /// ```
 /// use strata_tensor::layout::pytorch_scalar_loop_mask;
 /// // 35 contiguous elements: the last 3 take the scalar loop.
-/// let m = pytorch_scalar_loop_mask(&[35], &[0], &[&[1], &[1]], 32).unwrap();
+/// let m = pytorch_scalar_loop_mask(&[35], &[0], &[&[1], &[1]], 32)?.unwrap();
 /// assert_eq!(m.iter().filter(|&&b| b).count(), 3);
 /// // A stepped input: every element.
-/// let m = pytorch_scalar_loop_mask(&[64], &[0], &[&[1], &[2]], 32).unwrap();
+/// let m = pytorch_scalar_loop_mask(&[64], &[0], &[&[1], &[2]], 32)?.unwrap();
 /// assert!(m.iter().all(|&b| b));
-/// assert!(pytorch_scalar_loop_mask(&[64], &[0], &[&[1], &[1]], 32).is_none());
+/// assert!(pytorch_scalar_loop_mask(&[64], &[0], &[&[1], &[1]], 32)?.is_none());
+/// // A chunk of 0 elements is refused.
+/// assert!(pytorch_scalar_loop_mask(&[64], &[0], &[&[1], &[1]], 0).is_err());
+/// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
+///
+/// Errors, before anything is computed: [`TensorError::Shape`] when `order`
+/// is not a permutation of the dims, `strides` is empty (the output's come
+/// first) or an operand has not one stride per dim; [`TensorError::Value`]
+/// for a `chunk` of 0; [`TensorError::SizeOverflow`] when `shape` has more
+/// than [`shape::MAX_NUMEL`] elements or the mask (one `bool` per element)
+/// cannot be allocated.
 pub fn pytorch_scalar_loop_mask(
     shape: &[usize],
     order: &[usize],
     strides: &[&[usize]],
     chunk: usize,
-) -> Option<Vec<bool>> {
-    let n = shape.iter().product::<usize>();
+) -> Result<Option<Vec<bool>>> {
+    const OP: &str = "pytorch_scalar_loop_mask";
+    let nd = shape.len();
+    let mut seen = vec![false; nd];
+    if order.len() != nd
+        || !order
+            .iter()
+            .all(|&d| d < nd && !std::mem::replace(&mut seen[d], true))
+    {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "order {order:?} is not a permutation of the {nd} dims of shape {shape:?}; pass \
+                 each dim once, innermost first (pytorch_reorder_dims gives TensorIterator's order)"
+            ),
+        ));
+    }
+    if strides.is_empty() {
+        return Err(TensorError::shape(
+            OP,
+            "no operand strides given; pass the output's strides first, then each input's",
+        ));
+    }
+    for (k, st) in strides.iter().enumerate() {
+        check_operand_strides(OP, shape, k, st)?;
+    }
+    if chunk == 0 {
+        return Err(TensorError::value(
+            OP,
+            "chunk must be at least 1 (the elements one step of the vectorised loop takes: 32 \
+             for f16/bf16, 16 for f32 under AVX2)",
+        ));
+    }
+    let n = shape::checked_numel(OP, shape)?;
     if n == 0 {
-        return None;
+        return Ok(None);
     }
     // Dims and strides in iteration order, then coalesced as PyTorch's.
     let mut sh: Vec<usize> = order.iter().map(|&d| shape[d]).collect();
@@ -679,7 +767,11 @@ pub fn pytorch_scalar_loop_mask(
     let mut inner_dims = sh.len().min(1);
     let mut prev = 0;
     for dim in 1..sh.len() {
-        let can = sh[prev] == 1 || sh[dim] == 1 || st.iter().all(|s| sh[prev] * s[prev] == s[dim]);
+        let can = sh[prev] == 1
+            || sh[dim] == 1
+            || st
+                .iter()
+                .all(|s| sh[prev].checked_mul(s[prev]) == Some(s[dim]));
         if can {
             if sh[prev] == 1 {
                 for s in st.iter_mut() {
@@ -709,18 +801,23 @@ pub fn pytorch_scalar_loop_mask(
             || (inputs.iter().filter(|&&s| s == 0).count() == 1 && inputs.iter().all(|&s| s <= 1)));
     let first_scalar = if vectorized { n0 - n0 % chunk } else { 0 };
     if first_scalar == n0 {
-        return None;
+        return Ok(None);
     }
     // Each element's position along the (coalesced) inner dim, from its
     // coordinates along the dims folded into it.
-    let nd = shape.len();
     let mut weight = vec![0usize; nd];
     let mut acc = 1;
     for &d in &order[..inner_dims] {
         weight[d] = acc;
         acc *= shape[d];
     }
-    let mut mask = Vec::with_capacity(n);
+    let mut mask = Vec::new();
+    mask.try_reserve_exact(n).map_err(|e| {
+        TensorError::overflow(
+            OP,
+            format!("a mask of {n} elements cannot be allocated on the host ({e}); ask for a smaller shape"),
+        )
+    })?;
     let mut coord = vec![0usize; nd];
     for _ in 0..n {
         let j: usize = coord.iter().zip(&weight).map(|(c, w)| c * w).sum();
@@ -733,7 +830,7 @@ pub fn pytorch_scalar_loop_mask(
             coord[d] = 0;
         }
     }
-    Some(mask)
+    Ok(Some(mask))
 }
 
 #[cfg(test)]

@@ -187,7 +187,19 @@ impl Tensor {
     /// A fresh tensor of `self`'s shape and `dtype` laid out as PyTorch's
     /// `empty_like(self, memory_format=torch.preserve_format)` lays it out
     /// ([`crate::layout::preserve_format_strides`]).
+    /// An empty `self` keeps its strides, whatever they are (PyTorch's
+    /// `empty_like` does: they address nothing), so that one whose shape has
+    /// no row-major strides below i64::MAX (`[0, 2^62, 2^62]`, a permuted
+    /// view of `zeros([2^62, 0, 2^62])`) is accepted as in PyTorch.
     pub(crate) fn uninit_preserving(&self, op: &'static str, dtype: DType) -> Result<Tensor> {
+        if self.numel() == 0 {
+            let t = Tensor::uninit(op, &[0], dtype, self.device())?;
+            return Ok(t.with_layout(Layout {
+                shape: self.shape().to_vec(),
+                strides: self.strides().to_vec(),
+                offset: 0,
+            }));
+        }
         let t = Tensor::uninit(op, self.shape(), dtype, self.device())?;
         if self.is_contiguous() {
             return Ok(t);
@@ -205,7 +217,7 @@ impl Tensor {
     /// dense tensor keeps its strides, any other becomes dense in the order
     /// of its strides (`infer_dense_strides`).
     pub(crate) fn to_dtype_keeping_dense_layout(&self, dtype: DType) -> Result<Tensor> {
-        if dtype == self.dtype() || self.is_contiguous() {
+        if dtype == self.dtype() || (self.is_contiguous() && self.numel() > 0) {
             return self.to_dtype(dtype);
         }
         let out = self.uninit_preserving("to_dtype", dtype)?;
@@ -583,7 +595,11 @@ impl Tensor {
     /// PyTorch's keeps the strides of a dense input (`x.t().clone()` is
     /// still transposed); strata's stays row-major (strata-autograd lays out
     /// first gradients with it), unlike element-wise results and the
-    /// `*_like` ops, which are laid out as PyTorch's.
+    /// `*_like` ops, which are laid out as PyTorch's. So an empty tensor
+    /// whose shape has no row-major strides below i64::MAX (`[0, 2^62,
+    /// 2^62]`) is refused ([`TensorError::SizeOverflow`]), as PyTorch's
+    /// `clone(memory_format=torch.contiguous_format)` refuses it; its
+    /// [`Tensor::empty_like`] keeps its strides.
     #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
         let out = Tensor::uninit("clone", self.shape(), self.dtype(), self.device())?;
@@ -610,6 +626,13 @@ impl Tensor {
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if dtype == self.dtype() {
             return Ok(self.clone());
+        }
+        if self.numel() == 0 {
+            // Nothing to convert; the strides are kept as PyTorch's `.to`
+            // keeps an empty tensor's (any layout without elements is
+            // contiguous), so that one whose shape has no row-major strides
+            // below i64::MAX (`[0, 2^62, 2^62]`) is converted, not refused.
+            return self.uninit_preserving("to_dtype", dtype);
         }
         let out = Tensor::uninit("to_dtype", self.shape(), dtype, self.device())?;
         out.copy_from_unchecked(self)?;

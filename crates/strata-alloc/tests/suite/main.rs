@@ -14,6 +14,7 @@ mod history_options;
 mod hostile_inputs;
 mod hostile_inputs_2;
 mod hostile_s57;
+mod hostile_s58;
 mod hostile_sweep_s27;
 mod hostile_sweep_s32;
 mod hostile_sweep_s34;

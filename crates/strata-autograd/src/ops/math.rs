@@ -342,7 +342,10 @@ impl Var {
             }
             let d = if dim < 0 { dim + g.ndim() as i64 } else { dim };
             let n = g.shape()[d as usize];
-            if n <= 1 {
+            // Nothing to reverse along a dim of at most one element, nor in
+            // a gradient without elements (whose dim may be as long as
+            // 2^62: an index of that many elements cannot be made).
+            if n <= 1 || g.numel() == 0 {
                 return g.to_dtype(in_dtype);
             }
             // `flip` along `d`: an index_select of n-1, ..., 0.

@@ -57,7 +57,7 @@ fn add_scaled(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
         }
         return Ok(once);
     }
-    let order = iter_order(a.shape(), &[a.strides(), b.strides()]);
+    let order = iter_order(a.shape(), &[a.strides(), b.strides()])?;
     let out = empty_in_order(a, &order)?;
     match scalar_mask(
         a.shape(),
@@ -86,7 +86,7 @@ fn add_scaled_(p: &Tensor, b: &Tensor, alpha: f64) -> Result<()> {
         return Ok(());
     }
     let mask = if reduced_cpu(p, b) {
-        let order = iter_order(p.shape(), &[p.strides(), p.strides(), b.strides()]);
+        let order = iter_order(p.shape(), &[p.strides(), p.strides(), b.strides()])?;
         scalar_mask(p.shape(), &order, &[p.strides(), p.strides(), b.strides()])?
     } else {
         None
@@ -158,8 +158,10 @@ fn scalar_loop(a: &Tensor, b: &Tensor, alpha: f64) -> Result<Tensor> {
 /// one `shape` with these strides (an output being written first; one
 /// being allocated left out): PyTorch's `reorder_dimensions`
 /// ([`strata_tensor::layout::pytorch_reorder_dims`]).
-fn iter_order(shape: &[usize], strides: &[&[usize]]) -> Vec<usize> {
-    strata_tensor::layout::pytorch_reorder_dims(shape, None, strides)
+fn iter_order(shape: &[usize], strides: &[&[usize]]) -> Result<Vec<usize>> {
+    Ok(strata_tensor::layout::pytorch_reorder_dims(
+        shape, None, strides,
+    )?)
 }
 
 /// An uninitialised tensor of `like`'s shape, dtype and device, contiguous
@@ -179,7 +181,7 @@ fn empty_in_order(like: &Tensor, order: &[usize]) -> Result<Tensor> {
 /// `t` in the layout PyTorch gives the result of an elementwise op of `t`
 /// alone (`-g`: TensorIterator's order of `t`'s dims).
 fn as_unary_result(t: &Tensor, result: Tensor) -> Result<Tensor> {
-    let order = iter_order(t.shape(), &[t.strides()]);
+    let order = iter_order(t.shape(), &[t.strides()])?;
     let out = empty_in_order(t, &order)?;
     if out.strides() == result.strides() {
         return Ok(result);
@@ -194,7 +196,7 @@ fn clone_as_pytorch(g: &Tensor) -> Result<Tensor> {
     if !g.layout().is_dense() || g.is_contiguous() {
         return Ok(g.deep_clone()?);
     }
-    let order = iter_order(g.shape(), &[g.strides()]);
+    let order = iter_order(g.shape(), &[g.strides()])?;
     let out = empty_in_order(g, &order)?;
     out.copy_(g)?;
     Ok(out)
@@ -214,7 +216,7 @@ fn clone_as_pytorch(g: &Tensor) -> Result<Tensor> {
 /// parameter, or a gradient of another layout than its parameter's, moved
 /// an ulp away from PyTorch's now and then (`tests/suite/hostile_sweep_s53b.rs`).
 fn scalar_mask(shape: &[usize], order: &[usize], strides: &[&[usize]]) -> Result<Option<Tensor>> {
-    strata_tensor::layout::pytorch_scalar_loop_mask(shape, order, strides, REDUCED_TAIL)
+    strata_tensor::layout::pytorch_scalar_loop_mask(shape, order, strides, REDUCED_TAIL)?
         .map(|mask| Ok(Tensor::from_vec(mask, shape, Device::Cpu)?))
         .transpose()
 }

@@ -24,6 +24,7 @@ mod hostile_inputs;
 mod hostile_inputs_2;
 mod hostile_inputs_3;
 mod hostile_s57;
+mod hostile_s58;
 mod hostile_state_s48;
 mod hostile_sweep_s27;
 mod hostile_sweep_s29;

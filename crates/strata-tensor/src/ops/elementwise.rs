@@ -676,7 +676,7 @@ impl Tensor {
                 } else {
                     pytorch_out_strides(self)
                 };
-                match half_scalar_loop_mask(self, &out_strides) {
+                match half_scalar_loop_mask(self, &out_strides)? {
                     Some(mask) => Some((Some(mask), n, scalar_rsqrt(&a_c)?)),
                     None => None,
                 }
@@ -1231,14 +1231,8 @@ const F32_VEC_CHUNK: usize = 16;
 /// ([`crate::layout::pytorch_reorder_dims`]).
 fn pytorch_out_strides(x: &Tensor) -> Vec<usize> {
     let shape = x.shape();
-    let order = crate::layout::pytorch_reorder_dims(shape, None, &[x.strides()]);
-    let mut out_strides = vec![0usize; shape.len()];
-    let mut acc = 1;
-    for &d in &order {
-        out_strides[d] = acc;
-        acc *= shape[d];
-    }
-    out_strides
+    let order = crate::layout::reorder_dims(shape, None, &[x.strides()]);
+    crate::layout::dense_strides_in_order(shape, &order)
 }
 
 /// The last `tail` elements of the contiguous `t`, as a 1-D view.
@@ -1251,13 +1245,13 @@ fn last_of(t: &Tensor, tail: usize) -> Result<Tensor> {
 /// Which elements of a unary op of the f16/bf16 `x` into an output of
 /// `out_strides` PyTorch's CPU `cpu_kernel_vec` hands to its scalar functor
 /// (row-major; `None` when none): [`crate::layout::pytorch_scalar_loop_mask`].
-fn half_scalar_loop_mask(x: &Tensor, out_strides: &[usize]) -> Option<Vec<bool>> {
+fn half_scalar_loop_mask(x: &Tensor, out_strides: &[usize]) -> Result<Option<Vec<bool>>> {
     let shape = x.shape();
     if shape.is_empty() {
         // A 0-d op is one scalar element.
-        return Some(vec![true]);
+        return Ok(Some(vec![true]));
     }
-    let order = crate::layout::pytorch_reorder_dims(shape, None, &[out_strides, x.strides()]);
+    let order = crate::layout::reorder_dims(shape, None, &[out_strides, x.strides()]);
     crate::layout::pytorch_scalar_loop_mask(
         shape,
         &order,
@@ -1345,14 +1339,15 @@ impl Tensor {
             return Ok(());
         }
         let shape = self.shape();
-        let order = crate::layout::pytorch_reorder_dims(shape, None, &[self.strides()]);
+        let order = crate::layout::reorder_dims(shape, None, &[self.strides()]);
         let out_strides = pytorch_out_strides(self);
         let Some(mask) = crate::layout::pytorch_scalar_loop_mask(
             shape,
             &order,
             &[&out_strides, self.strides()],
             chunk,
-        ) else {
+        )?
+        else {
             return Ok(());
         };
         let scalar = scalar_gelu(self)?;

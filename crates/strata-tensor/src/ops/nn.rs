@@ -1211,12 +1211,45 @@ impl Tensor {
 
 /// The per-row weights of nll_loss (Acc, `[rows]`, 0 for ignored rows) and
 /// the targets with ignored ones replaced by 0 (safe to gather with).
+///
+/// Errors: [`TensorError::DType`] for targets that are not class indices
+/// (i64 or u8; PyTorch: "expected target dtype to be Long or Byte") or
+/// an `acc` that is not a float dtype; [`TensorError::Shape`] for a class
+/// weight that is not 1-d (PyTorch: "weight tensor should be defined
+/// either for all classes or no classes"); [`TensorError::Index`] for a
+/// target outside the weight's classes.
 pub fn nll_weights(
     t: &Tensor,
     weight: Option<&Tensor>,
     ignore_index: i64,
     acc: DType,
 ) -> Result<(Tensor, Tensor)> {
+    const OP: &str = "nll_weights";
+    if !matches!(t.dtype(), DType::I64 | DType::U8) {
+        return Err(TensorError::dtype(
+            OP,
+            format!(
+                "the targets must be class indices (i64 or u8), got {}; convert them with \
+                 to_dtype(DType::I64)",
+                t.dtype()
+            ),
+        ));
+    }
+    if !acc.is_float() {
+        return Err(TensorError::dtype(
+            OP,
+            format!("the weights' dtype must be a float dtype (acc_dtype of the input), got {acc}"),
+        ));
+    }
+    if let Some(w) = weight.filter(|w| w.ndim() != 1) {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "the class weight must be 1-d (one weight per class), got shape {:?}",
+                w.shape()
+            ),
+        ));
+    }
     let ignored = t.eq(ignore_index)?;
     let safe = Tensor::where_cond(&ignored, 0i64, t)?;
     let w = match weight {

@@ -18,6 +18,7 @@ mod gelu_half_s54d;
 mod half_bits;
 mod hostile_inputs;
 mod hostile_s57;
+mod hostile_s58;
 mod hostile_sweep_s27;
 mod hostile_sweep_s29;
 mod hostile_sweep_s30;

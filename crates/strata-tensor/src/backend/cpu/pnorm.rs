@@ -102,7 +102,7 @@ fn iter_order(shape: &[usize], strides: &[usize], dims: &[usize], keepdim: bool)
             s = s.saturating_mul(shape[d].max(1));
         }
     }
-    crate::layout::pytorch_reorder_dims(shape, Some(&out_strides), &[strides])
+    crate::layout::reorder_dims(shape, Some(&out_strides), &[strides])
         .into_iter()
         .filter(|&d| shape[d] > 1)
         .collect()
