@@ -138,16 +138,19 @@ impl StatArray {
         self.pools[0].current.saturating_add(self.pools[1].current)
     }
 
-    /// Adds `n` to `pool`'s stat (and so to the aggregate).
+    /// Adds `n` to `pool`'s stat (and so to the aggregate). Only the
+    /// allocator changes its statistics (a caller reads them): `pool` is
+    /// one of the two pools, never [`StatType::All`].
     #[inline]
-    pub fn increase(&mut self, pool: StatType, n: i64) {
+    pub(crate) fn increase(&mut self, pool: StatType, n: i64) {
         self.pools[Self::slot(pool)].increase(n);
         self.all_peak = self.all_peak.max(self.all_current());
     }
 
-    /// Removes `n` from `pool`'s stat (and so from the aggregate).
+    /// Removes `n` from `pool`'s stat (and so from the aggregate); `pool` as
+    /// in [`increase`](Self::increase).
     #[inline]
-    pub fn decrease(&mut self, pool: StatType, n: i64) {
+    pub(crate) fn decrease(&mut self, pool: StatType, n: i64) {
         self.pools[Self::slot(pool)].decrease(n);
     }
 
@@ -549,6 +552,22 @@ mod tests {
         // 2.12 added num_oom_rejections to 2.11's six)
         assert_eq!(m.len(), 9 * 3 * 4 + 8 + 7);
         assert_eq!(m["num_oom_rejections"], 0);
+    }
+
+    #[test]
+    fn the_aggregate_of_two_pools_saturates() {
+        // Session 58's hostile sweep: the aggregate summed its two pools
+        // unchecked (wrapped negative in a release build).
+        let mut m = MemoryStats::default();
+        m.allocated_bytes.increase(StatType::SmallPool, i64::MAX);
+        m.allocated_bytes.increase(StatType::LargePool, i64::MAX);
+        let all = m.allocated_bytes.get(StatType::All);
+        assert_eq!(
+            (all.current, all.peak, all.allocated),
+            (i64::MAX, i64::MAX, i64::MAX)
+        );
+        assert_eq!(m.allocated_bytes.get(StatType::SmallPool).current, i64::MAX);
+        assert_eq!(m.to_map()["allocated_bytes.all.current"], i64::MAX);
     }
 
     #[test]
