@@ -331,15 +331,25 @@ pub(crate) fn elementwise(
 /// accesses) are looped over, the fewest launches for the dims left out.
 /// Returns `(walked, looped)`, each in increasing order.
 pub(crate) fn split_dims(shape: &[usize], max: usize) -> (Vec<usize>, Vec<usize>) {
-    let nd = shape.len();
-    if nd <= max {
-        return ((0..nd).collect(), Vec::new());
+    split_dims_among(shape, (0..shape.len()).collect(), 0, max)
+}
+
+/// [`split_dims`] over the dims `live` of `shape` (increasing), `keep`
+/// (one of them, or outside them) always walked.
+pub(crate) fn split_dims_among(
+    shape: &[usize],
+    live: Vec<usize>,
+    keep: usize,
+    max: usize,
+) -> (Vec<usize>, Vec<usize>) {
+    if live.len() <= max {
+        return (live, Vec::new());
     }
-    let mut by_size: Vec<usize> = (1..nd).collect();
+    let mut by_size: Vec<usize> = live.iter().copied().filter(|&d| d != keep).collect();
     by_size.sort_by_key(|&d| shape[d]);
-    let mut looped: Vec<usize> = by_size[..nd - max.max(1)].to_vec();
+    let mut looped: Vec<usize> = by_size[..live.len() - max.max(1)].to_vec();
     looped.sort_unstable();
-    let walked = (0..nd).filter(|d| !looped.contains(d)).collect();
+    let walked = live.into_iter().filter(|d| !looped.contains(d)).collect();
     (walked, looped)
 }
 

@@ -22,7 +22,9 @@ use super::context::{failure, CudaDevice};
 use super::dimops::{grid, reg_row_plan, RegRow};
 use super::kernels::dimops::{reg_header, REG_ROWS};
 use super::kernels::{compute_ty, load, storage_ty, store, tag, MAXD, PRELUDE};
-use super::launch::{base_ptr, grid_x, launch, KArg, KernelParam};
+use super::launch::{
+    base_ptr, grid_x, launch, looped_offsets, split_dims_among, KArg, KernelParam,
+};
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -727,15 +729,7 @@ fn index_dims(shape: &[usize], dim: usize) -> (Vec<usize>, Vec<usize>) {
     let live: Vec<usize> = (0..shape.len())
         .filter(|&d| d == dim || shape[d] != 1)
         .collect();
-    if live.len() <= MAXD {
-        return (live, Vec::new());
-    }
-    let mut by_size: Vec<usize> = live.iter().copied().filter(|&d| d != dim).collect();
-    by_size.sort_by_key(|&d| shape[d]);
-    let mut looped = by_size[..live.len() - MAXD].to_vec();
-    looped.sort_unstable();
-    let walked = live.into_iter().filter(|d| !looped.contains(d)).collect();
-    (walked, looped)
+    split_dims_among(shape, live, dim, MAXD)
 }
 
 /// The metadata of an index kernel over the `walked` dims of `shape`
@@ -776,29 +770,20 @@ fn for_each_position(
     es: [u64; 3],
     mut f: impl FnMut([u64; 3]) -> Result<()>,
 ) -> Result<()> {
-    let mut idx = vec![0usize; looped.len()];
-    loop {
-        let mut off = [0u64; 3];
-        for (j, &d) in looped.iter().enumerate() {
-            let c = idx[j] as u64;
-            off[0] += c * so[d] as u64 * es[0];
-            off[1] += c * ss[d] as u64 * es[1];
-            off[2] += c * si[d] as u64 * es[2];
-        }
-        f(off)?;
-        let mut j = 0;
-        loop {
-            if j == idx.len() {
-                return Ok(());
-            }
-            idx[j] += 1;
-            if idx[j] < shape[looped[j]] {
-                break;
-            }
-            idx[j] = 0;
-            j += 1;
-        }
+    // Byte strides `[dim][operand]`, as the element-wise launcher's.
+    let strides: Vec<Vec<isize>> = (0..shape.len())
+        .map(|d| {
+            vec![
+                (so[d] as u64 * es[0]) as isize,
+                (ss[d] as u64 * es[1]) as isize,
+                (si[d] as u64 * es[2]) as isize,
+            ]
+        })
+        .collect();
+    for off in looped_offsets(shape, &strides, looped, 3) {
+        f([off[0] as u64, off[1] as u64, off[2] as u64])?;
     }
+    Ok(())
 }
 
 /// Runs `k` on `dev`'s current stream.
