@@ -29,9 +29,14 @@
 //! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
 //! least `max_split_size`) may reuse a cached block at most this much larger.
 //! So has `throw_on_cudamalloc_oom` (a key of PyTorch 2.12 and later): a
-//! request whose device allocation would take reserved memory past the
-//! memory fraction's limit fails at once, releasing no cached block
-//! ([`AllocError::OomRejected`](crate::AllocError::OomRejected)). And
+//! request within the memory fraction in force whose device allocation
+//! would take reserved memory past this configuration's
+//! `per_process_memory_fraction` of the device (the whole device when
+//! unset) fails at once, releasing no cached block
+//! ([`AllocError::OomRejected`](crate::AllocError::OomRejected)); a request
+//! past the fraction in force goes the ordinary way first, as in PyTorch
+//! 2.15, so with the fraction given only at start-up the key rejects only
+//! what the device itself could not hold. And
 //! `large_segment_size_mb` (also 2.12 on): the ordinary segment of a request
 //! between 1 and 10 MiB, the least `max_split_size_mb` and
 //! `max_non_split_rounding_mb` (which follows it unless named); expandable
@@ -133,10 +138,12 @@ pub struct AllocatorConfig {
     /// effect in strata).
     pub pinned_reserve_segment_size: u64,
     /// `throw_on_cudamalloc_oom` (PyTorch 2.12 on): a request whose device
-    /// allocation would take reserved memory past the per-process memory
-    /// fraction's limit (the whole device at fraction 1) fails at once, with
-    /// no cached block released and no retry; counted in
-    /// `num_oom_rejections`, not in `num_ooms`.
+    /// allocation would take reserved memory past this configuration's
+    /// `per_process_memory_fraction` of the device (the whole device when
+    /// unset) fails at once, with no cached block released and no retry;
+    /// counted in `num_oom_rejections`, not in `num_ooms`. PyTorch 2.15
+    /// checks the memory fraction in force first: a request past that one
+    /// takes the ordinary out-of-memory path instead.
     pub throw_on_cudamalloc_oom: bool,
     /// `large_segment_size_mb` (PyTorch 2.12 on), in bytes: the segment a
     /// request of more than 1 MiB and less than 10 MiB gets with ordinary
@@ -307,8 +314,11 @@ impl AllocatorConfig {
     /// back to the large segment size (as in PyTorch's newest `parseArgs`),
     /// and every other key keeps its value unless `s` names it, the large
     /// segment size included. So expandable segments stay as they were,
-    /// and so does a memory fraction (in PyTorch it is not an allocator setting
-    /// at all but `set_per_process_memory_fraction`'s).
+    /// and so does `per_process_memory_fraction`. (A live allocator's memory
+    /// fraction in force is not this field but
+    /// `CachingAllocator::set_memory_fraction`'s, as in PyTorch, where the
+    /// configuration's fraction is applied when a device's allocator is
+    /// created and read by `throw_on_cudamalloc_oom`.)
     ///
     /// ```
     /// use strata_alloc::AllocatorConfig;

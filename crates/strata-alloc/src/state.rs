@@ -60,8 +60,21 @@ pub(crate) struct Settings {
     pub config: AllocatorConfig,
     /// Whether new memory comes from expandable segments.
     pub expandable: bool,
-    /// The per-process memory fraction's limit in bytes, if below 1.
+    /// The per-process memory fraction in force (PyTorch's device-level
+    /// `setMemoryFraction`): the configuration's when the allocator was
+    /// built (or by `apply_config`), then `set_memory_fraction`'s. A settings
+    /// string given at run time does not change it, as in PyTorch.
+    pub fraction: Option<f64>,
+    /// The fraction's limit in bytes, if below 1: PyTorch 2.15's
+    /// `setMemoryFraction` rounds `fraction × capacity` to the nearest byte
+    /// (halves away from zero).
     pub allowed_max: Option<u64>,
+    /// `throw_on_cudamalloc_oom`'s limit in bytes, when the key is on: the
+    /// configuration's `per_process_memory_fraction` (1 when unset) times
+    /// the capacity, truncated, as PyTorch's `alloc_block` computes it from
+    /// `CUDAAllocatorConfig` on each request; checked only once the request
+    /// is within [`allowed_max`](Self::allowed_max).
+    pub reject_limit: Option<u64>,
     /// The garbage-collection threshold, when a memory fraction makes it apply.
     pub gc_threshold: Option<f64>,
     /// No `roundup_power2_divisions` count above 1: every request rounds to
@@ -72,12 +85,22 @@ pub(crate) struct Settings {
 impl Settings {
     /// The settings of `config` on a device of `capacity` bytes whose driver
     /// has (`has_vm`) or lacks virtual memory.
-    pub fn new(config: AllocatorConfig, has_vm: bool, capacity: u64) -> Settings {
+    ///
+    /// `fraction` is the memory fraction in force ([`Settings::fraction`]),
+    /// which need not be the configuration's.
+    pub fn new(
+        config: AllocatorConfig,
+        has_vm: bool,
+        capacity: u64,
+        fraction: Option<f64>,
+    ) -> Settings {
         let expandable = config.expandable_segments.unwrap_or(true) && has_vm;
-        let allowed_max = config
-            .per_process_memory_fraction
+        let allowed_max = fraction
             .filter(|f| *f < 1.0)
-            .map(|f| (f * capacity as f64) as u64);
+            .map(|f| (f * capacity as f64).round() as u64);
+        let reject_limit = config
+            .throw_on_cudamalloc_oom
+            .then(|| (config.per_process_memory_fraction.unwrap_or(1.0) * capacity as f64) as u64);
         let gc_threshold = config
             .garbage_collection_threshold
             .filter(|_| allowed_max.is_some());
@@ -85,7 +108,9 @@ impl Settings {
         Settings {
             config,
             expandable,
+            fraction,
             allowed_max,
+            reject_limit,
             gc_threshold,
             plain_rounding,
         }
