@@ -216,13 +216,16 @@ pub(crate) fn reserve_ok(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
 
-/// A class name of `expandable_segments_reserve_by_class`: letters, digits,
-/// `_` and `-`, at least one.
+/// A class name of `expandable_segments_reserve_by_class`: what PyTorch
+/// 2.15's tokenizer reads as one token, any non-empty text without the
+/// list's separators (`,`, `:`, `[`, `]`) and without the whitespace it
+/// skips (C's `isspace`): `serving`, `a.b`, `>`, `é` are names
+/// (`torch._C._accelerator_setAllocatorSettings` takes
+/// `[a.b:0.5]` silently), and each prints back into a string that parses
+/// to the same class.
 pub(crate) fn reserve_class_ok(class: &str) -> bool {
     !class.is_empty()
-        && class
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !class.contains([',', ':', '[', ']', ' ', '\t', '\n', '\x0b', '\x0c', '\r'])
 }
 
 impl fmt::Display for Reserve {
@@ -947,9 +950,9 @@ fn gc_threshold_ok(t: f64) -> bool {
 const RESERVE_ACCEPTED: &str = "a positive fraction of the device's memory (e.g. 0.5; above 1 allowed) or a size in GiB (e.g. 40G)";
 
 /// `expandable_segments_reserve_by_class`: what it accepts.
-const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name of letters, digits, _ and -, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
+const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name without ',', ':', '[', ']' or spaces, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
 
-/// `[class:reserve,...]`: each class a name (letters, digits, `_`, `-`),
+/// `[class:reserve,...]`: each class a name (see `reserve_class_ok`),
 /// each reserve as `expandable_segments_reserve` takes it; a class named
 /// twice takes its last reserve (PyTorch stores `parsed[name] = spec`). `[]`
 /// clears the map.

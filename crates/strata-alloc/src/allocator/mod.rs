@@ -547,8 +547,9 @@ impl CachingAllocator {
     /// `expandable_segments_reserve_by_class` already names `class`;
     /// otherwise the class joins `expandable_segments_reserve_by_class` (a
     /// later settings string that does not name that key keeps it). A class
-    /// name other than letters, digits, `_` and `-`, or a fraction that is
-    /// not positive and finite, is a typed error and changes nothing.
+    /// name that a settings string could not hold (empty, or with `,`, `:`,
+    /// `[`, `]` or whitespace), or a fraction that is not positive and
+    /// finite, is a typed error and changes nothing.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -570,7 +571,7 @@ impl CachingAllocator {
             return Err(ConfigError::BadValue {
                 key: "expandable_segments_reserve_by_class",
                 value: class.to_string(),
-                accepted: "a class name of letters, digits, '_' and '-', e.g. serving",
+                accepted: "a class name without ',', ':', '[', ']' or spaces (which a settings string could not hold), e.g. serving",
             }
             .into());
         }
