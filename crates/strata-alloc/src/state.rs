@@ -282,6 +282,15 @@ pub(crate) struct State {
     /// the full release before an out-of-memory error) instead of leaking in
     /// the driver.
     pub unreleased: Vec<PhysHandle>,
+    /// Mappings `(address, bytes)` the allocator took back from no block
+    /// but could not unmap (an `unmap` that failed while undoing a growth
+    /// whose `map` or `set_access` failed, or while dropping a stitched
+    /// mapping); their pages wait in [`unreleased`](Self::unreleased), which
+    /// cannot release a mapped page. Unmapped again before any growth maps
+    /// over them and by the next release of the cache, which gives a
+    /// segment's range back only once none lies in it: forgotten, they held
+    /// the page for good and made every later `empty_cache` fail.
+    pub stray_mappings: Vec<(DevicePtr, u64)>,
     /// Every stitched mapping by the stamp of the moment it was left, oldest
     /// first: the least recently used go first when the bound is exceeded.
     pub stitch_lru: BTreeMap<u64, (u32, u32)>,
@@ -366,6 +375,7 @@ impl State {
             live: Default::default(),
             busy_stitched: Default::default(),
             unreleased: Vec::new(),
+            stray_mappings: Vec::new(),
             stitch_lru: BTreeMap::new(),
             stitch_clock: 0,
             recent_requests: 0,
