@@ -87,3 +87,31 @@ fn bad_command_lines_and_files_are_refused_with_what_to_do() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `train`, `leaks` and `memory_report` take no argument; one given was
+/// ignored (the run went ahead as if none were), and is now refused with
+/// exit status 2 and a message naming it and `STRATA_DEVICE`, before any
+/// work (nothing is written to the working directory).
+#[test]
+fn examples_without_arguments_refuse_one() {
+    let d = dir().join("no-args");
+    std::fs::create_dir_all(&d).unwrap();
+    for ex in ["train", "leaks", "memory_report"] {
+        let exe = trace_gap().with_file_name(ex);
+        for arg in ["--steps", "extra"] {
+            let out = Command::new(&exe)
+                .arg(arg)
+                .env("STRATA_DEVICE", "cpu")
+                .current_dir(&d)
+                .output()
+                .expect("runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{ex} {arg}: {err}");
+            assert!(
+                err.contains(arg) && err.contains("STRATA_DEVICE"),
+                "{ex} {arg}: {err}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0, "nothing written");
+}
