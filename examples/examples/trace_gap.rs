@@ -7,9 +7,13 @@
 //! ```text
 //! cargo run --release -p strata-examples --example trace_gap -- [--conf STRING] TRACE.json
 //! ```
+//!
+//! A gzipped trace (`traces/*.json.gz`) is read as well. A bad command line
+//! or file is refused with a message and exit status 2.
 
 use serde::Deserialize;
 use std::collections::HashMap;
+use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 use strata::alloc::driver::sim::SimDriver;
@@ -24,21 +28,67 @@ fn mib(b: i64) -> f64 {
     b as f64 / (1u64 << 20) as f64
 }
 
-fn run() -> Result<(), String> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let conf = match args.iter().position(|a| a == "--conf") {
-        Some(i) if i + 1 < args.len() => {
-            let c = args.remove(i + 1);
-            args.remove(i);
-            AllocatorConfig::parse(&c).map_err(|e| e.to_string())?
+/// How to run it.
+const USAGE: &str = "usage: trace_gap [--conf STRING] TRACE.json (or TRACE.json.gz)";
+
+/// The configuration and the trace's path from the command line: one trace,
+/// `--conf` with its string; anything else is refused with the usage.
+fn args() -> Result<(AllocatorConfig, String), String> {
+    let mut conf = AllocatorConfig::default();
+    let mut path: Option<String> = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--conf" => {
+                let c = it.next().ok_or(format!(
+                    "--conf needs a settings string, e.g. --conf expandable_segments:False; {USAGE}"
+                ))?;
+                conf = AllocatorConfig::parse(&c).map_err(|e| format!("--conf: {e}"))?;
+            }
+            "-h" | "--help" => return Err(USAGE.into()),
+            o if o.starts_with("--") => return Err(format!("unknown option '{o}'; {USAGE}")),
+            f => match &path {
+                None => path = Some(f.to_string()),
+                Some(p) => {
+                    return Err(format!("one trace at a time: '{f}' follows '{p}'; {USAGE}"))
+                }
+            },
         }
-        _ => AllocatorConfig::default(),
+    }
+    Ok((conf, path.ok_or(USAGE)?))
+}
+
+/// The trace at `path`, plain JSON or gzipped (as `traces/*.json.gz`).
+fn load(path: &str) -> Result<TraceFile, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{path}: a damaged gzip file: {e}"))?;
+        text
+    } else {
+        String::from_utf8(bytes).map_err(|_| {
+            format!("{path}: neither gzip nor UTF-8 JSON; give a trace as the gpt example (STRATA_GPT_TRACE) or replay reads it")
+        })?
     };
-    let path = args
-        .first()
-        .ok_or("usage: trace_gap [--conf STRING] TRACE.json")?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let t: TraceFile = serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| {
+        format!("{path}: not a trace ({e}); a trace is a JSON object with \"events\": [[action, address, size, stream], ...]")
+    })
+}
+
+fn run() -> Result<(), String> {
+    let (conf, path) = args()?;
+    let t = load(&path)?;
+    if !t
+        .events
+        .iter()
+        .any(|(a, _, size, _)| a == "alloc" && *size > 0)
+    {
+        return Err(format!(
+            "{path}: the trace allocates nothing, so there is no peak to find"
+        ));
+    }
     let conf2 = conf.clone();
     let a = CachingAllocator::new(
         Arc::new(SimDriver::h100().with_auto_complete_events()),

@@ -6,8 +6,16 @@ use strata_autograd::{Result as AgResult, Var};
 use strata_tensor::{default_device, DType, Device, Tensor};
 
 /// The device from `STRATA_DEVICE` (else the default), checked by creating a
-/// tensor on it: an error names the device and why it cannot be used.
+/// tensor on it: an error names the device and why it cannot be used. The
+/// examples that open their device so (`train`, `leaks`, `memory_report`)
+/// take no command-line argument: one given is refused here, rather than
+/// ignored (a flag meant to change the run would otherwise do nothing).
 pub fn open_device() -> Result<Device, String> {
+    if let Some(arg) = std::env::args_os().nth(1) {
+        return Err(format!(
+            "unexpected argument {arg:?}: this example takes none; choose the device with STRATA_DEVICE=cpu|cuda|cuda:N"
+        ));
+    }
     let device = default_device().map_err(|e| format!("STRATA_DEVICE: {e}"))?;
     Tensor::zeros(&[1], DType::F32, device)
         .map_err(|e| format!("device {device} cannot be used: {e}"))?;

@@ -29,9 +29,14 @@
 //! `max_non_split_rounding_mb` has PyTorch's meaning: an oversize request (at
 //! least `max_split_size`) may reuse a cached block at most this much larger.
 //! So has `throw_on_cudamalloc_oom` (a key of PyTorch 2.12 and later): a
-//! request whose device allocation would take reserved memory past the
-//! memory fraction's limit fails at once, releasing no cached block
-//! ([`AllocError::OomRejected`](crate::AllocError::OomRejected)). And
+//! request within the memory fraction in force whose device allocation
+//! would take reserved memory past this configuration's
+//! `per_process_memory_fraction` of the device (the whole device when
+//! unset) fails at once, releasing no cached block
+//! ([`AllocError::OomRejected`](crate::AllocError::OomRejected)); a request
+//! past the fraction in force goes the ordinary way first, as in PyTorch
+//! 2.15, so with the fraction given only at start-up the key rejects only
+//! what the device itself could not hold. And
 //! `large_segment_size_mb` (also 2.12 on): the ordinary segment of a request
 //! between 1 and 10 MiB, the least `max_split_size_mb` and
 //! `max_non_split_rounding_mb` (which follows it unless named); expandable
@@ -133,10 +138,12 @@ pub struct AllocatorConfig {
     /// effect in strata).
     pub pinned_reserve_segment_size: u64,
     /// `throw_on_cudamalloc_oom` (PyTorch 2.12 on): a request whose device
-    /// allocation would take reserved memory past the per-process memory
-    /// fraction's limit (the whole device at fraction 1) fails at once, with
-    /// no cached block released and no retry; counted in
-    /// `num_oom_rejections`, not in `num_ooms`.
+    /// allocation would take reserved memory past this configuration's
+    /// `per_process_memory_fraction` of the device (the whole device when
+    /// unset) fails at once, with no cached block released and no retry;
+    /// counted in `num_oom_rejections`, not in `num_ooms`. PyTorch 2.15
+    /// checks the memory fraction in force first: a request past that one
+    /// takes the ordinary out-of-memory path instead.
     pub throw_on_cudamalloc_oom: bool,
     /// `large_segment_size_mb` (PyTorch 2.12 on), in bytes: the segment a
     /// request of more than 1 MiB and less than 10 MiB gets with ordinary
@@ -209,13 +216,16 @@ pub(crate) fn reserve_ok(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
 
-/// A class name of `expandable_segments_reserve_by_class`: letters, digits,
-/// `_` and `-`, at least one.
+/// A class name of `expandable_segments_reserve_by_class`: what PyTorch
+/// 2.15's tokenizer reads as one token, any non-empty text without the
+/// list's separators (`,`, `:`, `[`, `]`) and without the whitespace it
+/// skips (C's `isspace`): `serving`, `a.b`, `>`, `é` are names
+/// (`torch._C._accelerator_setAllocatorSettings` takes
+/// `[a.b:0.5]` silently), and each prints back into a string that parses
+/// to the same class.
 pub(crate) fn reserve_class_ok(class: &str) -> bool {
     !class.is_empty()
-        && class
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !class.contains([',', ':', '[', ']', ' ', '\t', '\n', '\x0b', '\x0c', '\r'])
 }
 
 impl fmt::Display for Reserve {
@@ -307,8 +317,11 @@ impl AllocatorConfig {
     /// back to the large segment size (as in PyTorch's newest `parseArgs`),
     /// and every other key keeps its value unless `s` names it, the large
     /// segment size included. So expandable segments stay as they were,
-    /// and so does a memory fraction (in PyTorch it is not an allocator setting
-    /// at all but `set_per_process_memory_fraction`'s).
+    /// and so does `per_process_memory_fraction`. (A live allocator's memory
+    /// fraction in force is not this field but
+    /// `CachingAllocator::set_memory_fraction`'s, as in PyTorch, where the
+    /// configuration's fraction is applied when a device's allocator is
+    /// created and read by `throw_on_cudamalloc_oom`.)
     ///
     /// ```
     /// use strata_alloc::AllocatorConfig;
@@ -937,9 +950,9 @@ fn gc_threshold_ok(t: f64) -> bool {
 const RESERVE_ACCEPTED: &str = "a positive fraction of the device's memory (e.g. 0.5; above 1 allowed) or a size in GiB (e.g. 40G)";
 
 /// `expandable_segments_reserve_by_class`: what it accepts.
-const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name of letters, digits, _ and -, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
+const RESERVE_CLASSES_ACCEPTED: &str = "a list [class:reserve,...], each class a name without ',', ':', '[', ']' or spaces, each reserve a positive fraction of the device's memory (0.25) or GiB (8G)";
 
-/// `[class:reserve,...]`: each class a name (letters, digits, `_`, `-`),
+/// `[class:reserve,...]`: each class a name (see `reserve_class_ok`),
 /// each reserve as `expandable_segments_reserve` takes it; a class named
 /// twice takes its last reserve (PyTorch stores `parsed[name] = spec`). `[]`
 /// clears the map.

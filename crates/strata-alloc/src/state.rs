@@ -60,8 +60,21 @@ pub(crate) struct Settings {
     pub config: AllocatorConfig,
     /// Whether new memory comes from expandable segments.
     pub expandable: bool,
-    /// The per-process memory fraction's limit in bytes, if below 1.
+    /// The per-process memory fraction in force (PyTorch's device-level
+    /// `setMemoryFraction`): the configuration's when the allocator was
+    /// built (or by `apply_config`), then `set_memory_fraction`'s. A settings
+    /// string given at run time does not change it, as in PyTorch.
+    pub fraction: Option<f64>,
+    /// The fraction's limit in bytes, if below 1: PyTorch 2.15's
+    /// `setMemoryFraction` rounds `fraction × capacity` to the nearest byte
+    /// (halves away from zero).
     pub allowed_max: Option<u64>,
+    /// `throw_on_cudamalloc_oom`'s limit in bytes, when the key is on: the
+    /// configuration's `per_process_memory_fraction` (1 when unset) times
+    /// the capacity, truncated, as PyTorch's `alloc_block` computes it from
+    /// `CUDAAllocatorConfig` on each request; checked only once the request
+    /// is within [`allowed_max`](Self::allowed_max).
+    pub reject_limit: Option<u64>,
     /// The garbage-collection threshold, when a memory fraction makes it apply.
     pub gc_threshold: Option<f64>,
     /// No `roundup_power2_divisions` count above 1: every request rounds to
@@ -72,12 +85,22 @@ pub(crate) struct Settings {
 impl Settings {
     /// The settings of `config` on a device of `capacity` bytes whose driver
     /// has (`has_vm`) or lacks virtual memory.
-    pub fn new(config: AllocatorConfig, has_vm: bool, capacity: u64) -> Settings {
+    ///
+    /// `fraction` is the memory fraction in force ([`Settings::fraction`]),
+    /// which need not be the configuration's.
+    pub fn new(
+        config: AllocatorConfig,
+        has_vm: bool,
+        capacity: u64,
+        fraction: Option<f64>,
+    ) -> Settings {
         let expandable = config.expandable_segments.unwrap_or(true) && has_vm;
-        let allowed_max = config
-            .per_process_memory_fraction
+        let allowed_max = fraction
             .filter(|f| *f < 1.0)
-            .map(|f| (f * capacity as f64) as u64);
+            .map(|f| (f * capacity as f64).round() as u64);
+        let reject_limit = config
+            .throw_on_cudamalloc_oom
+            .then(|| (config.per_process_memory_fraction.unwrap_or(1.0) * capacity as f64) as u64);
         let gc_threshold = config
             .garbage_collection_threshold
             .filter(|_| allowed_max.is_some());
@@ -85,7 +108,9 @@ impl Settings {
         Settings {
             config,
             expandable,
+            fraction,
             allowed_max,
+            reject_limit,
             gc_threshold,
             plain_rounding,
         }
@@ -257,6 +282,15 @@ pub(crate) struct State {
     /// the full release before an out-of-memory error) instead of leaking in
     /// the driver.
     pub unreleased: Vec<PhysHandle>,
+    /// Mappings `(address, bytes)` the allocator took back from no block
+    /// but could not unmap (an `unmap` that failed while undoing a growth
+    /// whose `map` or `set_access` failed, or while dropping a stitched
+    /// mapping); their pages wait in [`unreleased`](Self::unreleased), which
+    /// cannot release a mapped page. Unmapped again before any growth maps
+    /// over them and by the next release of the cache, which gives a
+    /// segment's range back only once none lies in it: forgotten, they held
+    /// the page for good and made every later `empty_cache` fail.
+    pub stray_mappings: Vec<(DevicePtr, u64)>,
     /// Every stitched mapping by the stamp of the moment it was left, oldest
     /// first: the least recently used go first when the bound is exceeded.
     pub stitch_lru: BTreeMap<u64, (u32, u32)>,
@@ -341,6 +375,7 @@ impl State {
             live: Default::default(),
             busy_stitched: Default::default(),
             unreleased: Vec::new(),
+            stray_mappings: Vec::new(),
             stitch_lru: BTreeMap::new(),
             stitch_clock: 0,
             recent_requests: 0,

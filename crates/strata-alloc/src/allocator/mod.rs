@@ -314,7 +314,8 @@ impl CachingAllocator {
     pub fn new(driver: Arc<dyn Driver>, config: AllocatorConfig) -> Arc<CachingAllocator> {
         let capacity = driver.total_memory();
         let vm_page = vm_page(&*driver).unwrap_or(None);
-        let settings = Settings::new(config, vm_page.is_some(), capacity);
+        let fraction = config.per_process_memory_fraction;
+        let settings = Settings::new(config, vm_page.is_some(), capacity, fraction);
         let id = NEXT_ALLOCATOR_ID.fetch_add(1, Ordering::Relaxed);
         let mut state = State::new(settings);
         state.history.owner = id;
@@ -384,9 +385,15 @@ impl CachingAllocator {
     /// [`AllocatorConfig::reparse`]): `max_split_size_mb`,
     /// `roundup_power2_divisions` and `garbage_collection_threshold` go back to
     /// their defaults unless the string names them, `max_non_split_rounding_mb`
-    /// to the large segment size; every other key, and the memory fraction,
-    /// keeps its value unless named. A bad string is a typed
-    /// error and changes nothing.
+    /// to the large segment size; every other key keeps its value unless
+    /// named. A bad string is a typed error and changes nothing.
+    ///
+    /// As in PyTorch, `per_process_memory_fraction` in the string changes the
+    /// configuration's fraction, which `throw_on_cudamalloc_oom` measures
+    /// against and allocators created later start with, but not the memory
+    /// fraction in force here ([`memory_fraction`](Self::memory_fraction)),
+    /// which only [`set_memory_fraction`](Self::set_memory_fraction) (and
+    /// [`apply_config`](Self::apply_config)) change.
     ///
     /// Existing memory stays where it is: the new settings govern the requests
     /// and releases that follow (turning expandable segments off, for example,
@@ -411,7 +418,8 @@ impl CachingAllocator {
     pub fn set_allocator_settings(&self, settings: &str) -> Result<(), AllocError> {
         let mut st = self.state.lock();
         let config = st.settings.config.reparse(settings)?;
-        self.install_config(&mut st, config);
+        let fraction = st.settings.fraction;
+        self.install_config(&mut st, config, fraction);
         Ok(())
     }
 
@@ -424,14 +432,16 @@ impl CachingAllocator {
     pub fn apply_config(&self, config: AllocatorConfig) -> Result<(), AllocError> {
         config.validate()?;
         let mut st = self.state.lock();
-        self.install_config(&mut st, config);
+        let fraction = config.per_process_memory_fraction;
+        self.install_config(&mut st, config, fraction);
         Ok(())
     }
 
     /// Makes `config` the configuration in force under the held lock.
-    fn install_config(&self, st: &mut State, config: AllocatorConfig) {
+    /// The memory fraction in force is `fraction`.
+    fn install_config(&self, st: &mut State, config: AllocatorConfig, fraction: Option<f64>) {
         st.stats.max_split_size = config.max_split_size_stat();
-        st.settings = Settings::new(config, self.has_vm, self.capacity);
+        st.settings = Settings::new(config, self.has_vm, self.capacity, fraction);
     }
 
     /// Limits the memory this process may reserve on the device to `fraction`
@@ -439,7 +449,10 @@ impl CachingAllocator {
     /// the limit. Memory already reserved beyond a new, lower limit stays
     /// reserved; requests that would need more fail with an out-of-memory error
     /// naming the fraction. A fraction outside [0, 1] (or NaN) is a typed error
-    /// and changes nothing.
+    /// and changes nothing. The limit is `fraction × capacity` rounded to the
+    /// nearest byte, as PyTorch 2.15 computes it. The configuration's
+    /// `per_process_memory_fraction` ([`config`](Self::config)) is left as it
+    /// is, as PyTorch leaves `CUDAAllocatorConfig`'s.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -466,21 +479,18 @@ impl CachingAllocator {
             .into());
         }
         let mut st = self.state.lock();
-        let mut config = st.settings.config.clone();
-        config.per_process_memory_fraction = Some(fraction);
-        st.settings = Settings::new(config, self.has_vm, self.capacity);
+        let config = st.settings.config.clone();
+        st.settings = Settings::new(config, self.has_vm, self.capacity, Some(fraction));
         Ok(())
     }
 
     /// The fraction of the device's memory this process may reserve (1 when
-    /// unlimited; PyTorch's `get_per_process_memory_fraction`).
+    /// unlimited; PyTorch's `get_per_process_memory_fraction`): the one in
+    /// force, from the configuration the allocator was built with or
+    /// [`set_memory_fraction`](Self::set_memory_fraction), not from a later
+    /// settings string.
     pub fn memory_fraction(&self) -> f64 {
-        self.state
-            .lock()
-            .settings
-            .config
-            .per_process_memory_fraction
-            .unwrap_or(1.0)
+        self.state.lock().settings.fraction.unwrap_or(1.0)
     }
 
     /// Free and total memory of the device, as the driver reports them now
@@ -537,8 +547,9 @@ impl CachingAllocator {
     /// `expandable_segments_reserve_by_class` already names `class`;
     /// otherwise the class joins `expandable_segments_reserve_by_class` (a
     /// later settings string that does not name that key keeps it). A class
-    /// name other than letters, digits, `_` and `-`, or a fraction that is
-    /// not positive and finite, is a typed error and changes nothing.
+    /// name that a settings string could not hold (empty, or with `,`, `:`,
+    /// `[`, `]` or whitespace), or a fraction that is not positive and
+    /// finite, is a typed error and changes nothing.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -560,7 +571,7 @@ impl CachingAllocator {
             return Err(ConfigError::BadValue {
                 key: "expandable_segments_reserve_by_class",
                 value: class.to_string(),
-                accepted: "a class name of letters, digits, '_' and '-', e.g. serving",
+                accepted: "a class name without ',', ':', '[', ']' or spaces (which a settings string could not hold), e.g. serving",
             }
             .into());
         }
@@ -586,7 +597,8 @@ impl CachingAllocator {
             class.to_string(),
             crate::config::Reserve::Fraction(fraction),
         ));
-        self.install_config(&mut st, config);
+        let fraction = st.settings.fraction;
+        self.install_config(&mut st, config, fraction);
         Ok(())
     }
 

@@ -111,7 +111,10 @@ impl CachingAllocator {
         self.release_free_segments(st, |st, e| {
             e.mempool == 0 || st.mempool(e.mempool).is_none_or(|p| p.use_count == 0)
         })?;
-        if st.expandable.iter().any(Option::is_some) || !st.unreleased.is_empty() {
+        if st.expandable.iter().any(Option::is_some)
+            || !st.unreleased.is_empty()
+            || !st.stray_mappings.is_empty()
+        {
             self.expandable_space().release_free_pages(st)?;
         }
         crate::mempool::forget_empty_pools(st);

@@ -19,10 +19,7 @@ impl CachingAllocator {
         if st.settings.gc_threshold.is_some() {
             self.garbage_collect(st)?;
         }
-        if st.settings.config.throw_on_cudamalloc_oom {
-            self.reject_beyond_fraction(st, rounded, orig)?;
-        }
-        if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
+        if let Some(id) = self.alloc_block(st, s, pool, rounded, orig)? {
             return Ok(id);
         }
         if let Some(id) = crate::mempool::free_block_on_oom(self, st, s, pool, rounded) {
@@ -31,13 +28,13 @@ impl CachingAllocator {
         if st.settings.config.max_split_size.is_some()
             && self.release_available_cached_blocks(st, s, pool, rounded)?
         {
-            if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
+            if let Some(id) = self.alloc_block(st, s, pool, rounded, orig)? {
                 return Ok(id);
             }
         }
         st.stats.num_alloc_retries += 1;
         self.release_cached_blocks(st)?;
-        if let Some(id) = self.alloc_block(st, s, pool, rounded)? {
+        if let Some(id) = self.alloc_block(st, s, pool, rounded, orig)? {
             return Ok(id);
         }
         // A private pool's request needed an ordinary segment whatever the
@@ -50,21 +47,31 @@ impl CachingAllocator {
         Err(self.out_of_memory(st, s, orig, rounded, device_request))
     }
 
-    /// `throw_on_cudamalloc_oom`: fails at once when the device allocation a
-    /// request of `rounded` bytes needs (PyTorch's `get_allocation_size`,
-    /// whichever segment kind will serve it) would take reserved memory past
-    /// the memory fraction's limit (the whole device at fraction 1), before
-    /// any cached block is released: PyTorch's check in `alloc_block`.
+    /// `throw_on_cudamalloc_oom`: fails when the device allocation a request
+    /// of `rounded` bytes needs (PyTorch's `get_allocation_size`, whichever
+    /// segment kind will serve it) would take reserved memory past the
+    /// configuration's fraction of the device ([`Settings::reject_limit`]),
+    /// PyTorch 2.15's second check in `alloc_block`. The first, the memory
+    /// fraction in force, comes before it: a request past that limit is not
+    /// rejected here but goes the ordinary way (cached blocks released,
+    /// retried, then `num_ooms` and the out-of-memory observers), as in
+    /// PyTorch, where a fraction given in the configuration at start-up is
+    /// both limits. Checked on every device allocation the slow path tries,
+    /// the retries included, as PyTorch checks it in each `alloc_block`.
+    ///
+    /// [`Settings::reject_limit`]: crate::state::Settings::reject_limit
     pub(super) fn reject_beyond_fraction(
         &self,
         st: &mut State,
         rounded: u64,
         orig: u64,
     ) -> Result<(), AllocError> {
-        let limit = st.settings.allowed_max.unwrap_or(self.capacity);
+        let Some(limit) = st.settings.reject_limit else {
+            return Ok(());
+        };
         let device_request = Self::allocation_size(&st.settings.config, rounded);
         let reserved = st.reserved();
-        if reserved.saturating_add(device_request) <= limit {
+        if !st.fits_fraction(device_request) || reserved.saturating_add(device_request) <= limit {
             return Ok(());
         }
         st.stats.num_oom_rejections += 1;
@@ -79,14 +86,17 @@ impl CachingAllocator {
 
     /// Obtains new device memory for a request: a new segment, or pages mapped
     /// into the stream's expandable segment. `Ok(None)` when the device (or the
-    /// memory fraction) has no room.
+    /// memory fraction) has no room; `throw_on_cudamalloc_oom`'s rejection
+    /// (of a request of `orig` bytes) as an error.
     pub(super) fn alloc_block(
         &self,
         st: &mut State,
         s: u32,
         pool: PoolKind,
         rounded: u64,
+        orig: u64,
     ) -> Result<Option<u32>, AllocError> {
+        self.reject_beyond_fraction(st, rounded, orig)?;
         if st.serves_expandable(s) {
             return self.expandable_space().grow(st, s, pool, rounded);
         }

@@ -52,7 +52,9 @@
 //! and the fences that say when a busy one may go.
 
 use crate::block::{Block, PoolKind, NONE};
-use crate::driver::{Device, Driver, DriverError, EventHandle, PhysHandle, VirtualMemory};
+use crate::driver::{
+    Device, DevicePtr, Driver, DriverError, EventHandle, PhysHandle, VirtualMemory,
+};
 use crate::error::AllocError;
 use crate::history::Action;
 use crate::repeats::{growth_context, Repetition};
@@ -460,6 +462,32 @@ impl ExpandableSpace<'_> {
         Ok(Some((head, seg_index)))
     }
 
+    /// Unmaps the mappings of `State::stray_mappings` that `which` picks;
+    /// those that fail again stay, and the first failure is returned.
+    pub(super) fn unmap_strays(
+        &self,
+        st: &mut State,
+        which: impl Fn(DevicePtr, u64) -> bool,
+    ) -> Result<(), AllocError> {
+        let mut first = None;
+        st.stray_mappings.retain(|&(at, n)| {
+            if !which(at, n) {
+                return true;
+            }
+            match self.vm.unmap(at, n) {
+                Ok(()) => false,
+                Err(e) => {
+                    first.get_or_insert(e);
+                    true
+                }
+            }
+        });
+        match first {
+            None => Ok(()),
+            Some(e) => Err(self.driver_error(e)),
+        }
+    }
+
     /// Releases `handles` (pages no block holds any more); those whose
     /// release fails are kept in `State::unreleased`, to be retried by the
     /// next release of the cache, and the first failure is returned.
@@ -491,8 +519,13 @@ impl ExpandableSpace<'_> {
         // Pages whose release failed before: retried first; a failure again
         // keeps them for the next time and is reported once the rest of
         // the cache has been released.
+        // Mappings an undo could not unmap come first: their pages cannot be
+        // released while mapped.
+        let mut failed = self.unmap_strays(st, |_, _| true).err();
         let retry = std::mem::take(&mut st.unreleased);
-        let mut failed = self.release_handles(st, retry).err();
+        if let Err(e) = self.release_handles(st, retry) {
+            failed.get_or_insert(e);
+        }
         let mut synced: Vec<u32> = st.busy_stitched.values().map(|&(s, _)| s).collect();
         synced.sort_unstable();
         synced.dedup();
@@ -537,7 +570,11 @@ impl ExpandableSpace<'_> {
                 r?;
             }
             let seg = st.expandable[seg_i].as_ref().expect("still there");
-            if seg.mapped_pages == 0 {
+            let stray_inside = st
+                .stray_mappings
+                .iter()
+                .any(|&(at, _)| at >= seg.base && at - seg.base < seg.size);
+            if seg.mapped_pages == 0 && !stray_inside {
                 let (base, size, head, s, pool) =
                     (seg.base, seg.size, seg.head, seg.stream, seg.pool);
                 debug_assert!(st.blocks[head].next == NONE && !st.blocks[head].mapped);

@@ -267,6 +267,17 @@ impl ExpandableSpace<'_> {
     ) -> Result<u32, AllocError> {
         let page = self.page;
         let len = plan.len() as u64 * page;
+        // A mapping an earlier undo could not unmap in the way: unmapped now
+        // (its page released later), or the growth fails as the driver does,
+        // its pages given back as after any failed mapping.
+        if !st.stray_mappings.is_empty() {
+            if let Err(e) = self.unmap_strays(st, |at, n| at < start + len && start < at + n) {
+                for (h, _) in plan {
+                    self.drop_handle(st, h);
+                }
+                return Err(e);
+            }
+        }
         let base = st.expandable[seg as usize]
             .as_ref()
             .expect("segment exists")
@@ -333,7 +344,11 @@ impl ExpandableSpace<'_> {
             // back to the driver (the recycled ones were already accounted as
             // unmapped), leaving the segment consistent.
             for &at in &mapped {
-                let _ = self.vm.unmap(at, page);
+                // A mapping that stays is kept in sight: its page cannot
+                // be released while mapped (state.rs, `stray_mappings`).
+                if self.vm.unmap(at, page).is_err() {
+                    st.stray_mappings.push((at, page));
+                }
             }
             for (h, _) in plan {
                 self.drop_handle(st, h);

@@ -111,6 +111,14 @@ impl ExpandableSpace<'_> {
                     .synchronize_stream(st.streams[s as usize].handle);
             }
             if self.unmap_stitched(st, seg, idx).is_err() {
+                // Still mapped: kept in sight to be unmapped later (state.rs,
+                // `stray_mappings`), or its page could never be released.
+                let base = st.expandable[seg as usize]
+                    .as_ref()
+                    .expect("segment exists")
+                    .base;
+                st.stray_mappings
+                    .push((base + idx as u64 * self.page, self.page));
                 Self::forget_stitched(st, seg, idx);
             }
         }

@@ -33,9 +33,15 @@
 //!   device's used bytes, segments, handles and mappings do not grow, nor
 //!   does `reserved_bytes`;
 //! * `OomRejected` (`throw_on_cudamalloc_oom`) counts one
-//!   `num_oom_rejections`, no `num_ooms` and no retry, and releases nothing
-//!   (reserved bytes and the device unchanged) unless a garbage-collection
-//!   threshold is set (PyTorch collects before its check);
+//!   `num_oom_rejections` and no `num_ooms`. Rejected at the first device
+//!   allocation it retries nothing and releases nothing (reserved bytes and
+//!   the device unchanged) unless a garbage-collection threshold is set
+//!   (PyTorch collects before its check); rejected at the retry after the
+//!   cache was released (the first try past the memory fraction in force,
+//!   the retry within it but past the configuration's fraction, as PyTorch
+//!   2.15 checks both in every `alloc_block`: hostile_s59.rs) it counts one
+//!   retry and may have released cached memory, as an out-of-memory failure
+//!   may, the device not growing;
 //! * `empty_cache` with a failing `unmap`, `release`, `free` or `unreserve`
 //!   may have released part of the cache; the live allocations and
 //!   `allocated_bytes` are unchanged and the device does not grow.
@@ -290,13 +296,16 @@ fn check_failed_alloc(
                 what
             );
             prop_assert_eq!(a.stats.num_ooms, b.stats.num_ooms, "{}: num_ooms", what);
-            prop_assert_eq!(
-                a.stats.num_alloc_retries,
-                b.stats.num_alloc_retries,
-                "{}: retried",
+            let retried = a.stats.num_alloc_retries != b.stats.num_alloc_retries;
+            prop_assert!(
+                a.stats.num_alloc_retries <= b.stats.num_alloc_retries + 1,
+                "{}: retried more than once",
                 what
             );
-            if b.config.garbage_collection_threshold.is_none() {
+            if retried {
+                prop_assert!(a.reserved <= b.reserved, "{}: reserved grew", what);
+                prop_assert!(a.used <= b.used, "{}: the device grew", what);
+            } else if b.config.garbage_collection_threshold.is_none() {
                 prop_assert_eq!(a.reserved, b.reserved, "{}: released memory", what);
                 prop_assert_eq!(a.used, b.used, "{}: released memory", what);
                 prop_assert_eq!(a.live, b.live, "{}: released memory", what);

@@ -695,8 +695,11 @@ fn pinned_sizes_around_the_limits() {
 /// 2^40 MiB (a 5 MiB request then asks the device for 1 EiB: a typed
 /// out-of-memory error, the state as it was), a size that overflows bytes
 /// (clamped, as PyTorch clamps it; its segments refused typed), pinned limits of 0 (every pinned block its own size and given
-/// back at once), and `throw_on_cudamalloc_oom` with a fraction of 0 (every
-/// cache miss rejected, nothing reserved).
+/// back at once), and `throw_on_cudamalloc_oom` with a fraction of 0 given
+/// at start-up (every cache miss fails, nothing reserved: the fraction in
+/// force, 0 too, is checked first, so the failure is the ordinary one, as in
+/// PyTorch 2.15 (`hostile_s59.rs`), where this test first expected a
+/// rejection).
 #[test]
 fn the_newest_keys_at_their_extremes() {
     let a = sim("expandable_segments:False,large_segment_size_mb:1099511627776,max_split_size_mb:1099511627776");
@@ -745,6 +748,17 @@ fn the_newest_keys_at_their_extremes() {
     p.check_consistency().unwrap();
 
     let a = sim("per_process_memory_fraction:0,throw_on_cudamalloc_oom:True");
+    let e = a.allocate(512, StreamId::DEFAULT).unwrap_err();
+    assert!(
+        matches!(&e, AllocError::OutOfMemory(o) if o.allowed == Some(0)),
+        "{e:?}"
+    );
+    assert_eq!(a.memory_stats().reserved_bytes.all().current, 0);
+    assert_eq!(a.memory_stats().num_oom_rejections, 0);
+    assert_eq!(a.memory_stats().num_ooms, 1);
+    // Named at run time, the key's fraction of 0 rejects every cache miss
+    // once no fraction is in force.
+    a.set_memory_fraction(1.0).unwrap();
     let e = a.allocate(512, StreamId::DEFAULT).unwrap_err();
     assert!(
         matches!(e, AllocError::OomRejected { limit: 0, .. }),

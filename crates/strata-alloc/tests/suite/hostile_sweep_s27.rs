@@ -123,7 +123,9 @@ fn apply_config_refuses_bad_reserves() {
             vec![("ok".into(), Reserve::Gib(1.0)), ("x".into(), r)];
         configs.push((c, "expandable_segments_reserve_by_class"));
     }
-    for name in ["", "a b", "a:b", "a,b", "[a]", "ｘ", "a\n"] {
+    // (`ｘ` was here too; PyTorch 2.15 takes any token as a class name, and
+    // so does strata since session 59: hostile_s59.rs.)
+    for name in ["", "a b", "a:b", "a,b", "[a]", "a\n"] {
         let mut c = a.config();
         c.expandable_segments_reserve_by_class = vec![(name.to_string(), Reserve::Fraction(0.25))];
         configs.push((c, "expandable_segments_reserve_by_class"));

@@ -15,6 +15,7 @@ mod hostile_inputs;
 mod hostile_inputs_2;
 mod hostile_s57;
 mod hostile_s58;
+mod hostile_s59;
 mod hostile_sweep_s27;
 mod hostile_sweep_s32;
 mod hostile_sweep_s34;

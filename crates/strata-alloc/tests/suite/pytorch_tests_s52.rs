@@ -179,15 +179,17 @@ fn reading_the_statistics_or_a_snapshot_completes_no_pending_free() {
 // ---------------------------------------------------------------------------
 
 /// `DeviceCachingAllocator::setMemoryFraction`: `allowed_memory_maximum =
-/// static_cast<size_t>(fraction * static_cast<double>(totalGlobalMem))`, a
-/// conversion that drops the fraction of a byte; `alloc_block` refuses a
+/// fraction × totalGlobalMem` rounded to the nearest byte (halves away from
+/// zero) in PyTorch 2.15's build (`hostile_s59.rs`; this test first had the
+/// conversion drop the fraction of a byte, from an older source); `alloc_block` refuses a
 /// segment when `total_allocated_memory + size > allowed_memory_maximum`, so
 /// a reservation exactly at the limit is allowed
 /// (`test_set_per_process_memory_fraction` allocates up to `0.499 ×` the
 /// device under a fraction of 0.5).
 ///
-/// A device of 256 MiB − 1 byte at 0.5: the product is 128 MiB − 0.5 bytes
-/// (exact in a double), so the limit is 128 MiB − 1 byte. A 128 MiB request
+/// A device of 256 MiB − 3 bytes at 0.5: the product is 128 MiB − 1.5 bytes
+/// (exact in a double), so the limit is 128 MiB − 1 byte (half a byte
+/// rounds away from zero). A 128 MiB request
 /// (a segment of 128 MiB: ≥ 10 MiB, a multiple of 2 MiB) is 1 byte over it:
 /// out of memory, counted once in `num_ooms`. 126 MiB fits. Then, on a
 /// device of 256 MiB at 0.5 (a limit of exactly 128 MiB), 126 MiB and a
@@ -195,7 +197,7 @@ fn reading_the_statistics_or_a_snapshot_completes_no_pending_free() {
 /// more small segment (two 1 MiB requests fill the first) is over.
 #[test]
 fn the_memory_fraction_limit_rounds_down_and_admits_exactly_the_limit() {
-    let (_, a) = sim_device("expandable_segments:False", 256 * MIB - 1);
+    let (_, a) = sim_device("expandable_segments:False", 256 * MIB - 3);
     a.set_memory_fraction(0.5).unwrap();
     let e = a.allocate(128 * MIB, S0).unwrap_err();
     assert!(matches!(e, AllocError::OutOfMemory(_)), "{e}");

@@ -226,8 +226,10 @@ fn cache_info_starts_from_the_free_device_memory_as_pytorch_does() {
 /// `DeviceCachingAllocator::setMemoryFraction` after the binding's
 /// `TORCH_CHECK(0 <= fraction && fraction <= 1, ...)`: any `f64` (NaN and
 /// infinities, subnormals, -0.0, every bit pattern) is accepted exactly when
-/// `0 <= f <= 1`, and then `allowed_memory_maximum` is
-/// `static_cast<size_t>(fraction * totalGlobalMem)` (truncated), which the
+/// `0 <= f <= 1`, and then `allowed_memory_maximum` is `fraction ×
+/// totalGlobalMem` rounded to the nearest byte (PyTorch 2.15's build rounds
+/// it with `std::round`: `hostile_s59.rs`; this file first had it
+/// truncated), which the
 /// out-of-memory error of a request for the whole 1 GiB device reports
 /// (`alloc_block`'s `total + size > allowed` with nothing reserved fails
 /// for any `allowed` below 1 GiB). A refused fraction is a typed error that
@@ -244,7 +246,7 @@ fn check_fraction(f: f64) -> Result<(), proptest::test_runner::TestCaseError> {
         Ok(()) => {
             prop_assert!(accepted, "{f:e} ({:#x}) accepted", f.to_bits());
             prop_assert_eq!(a.memory_fraction(), f);
-            let allowed = (f * GIB as f64) as u64;
+            let allowed = (f * GIB as f64).round() as u64;
             if allowed < GIB {
                 let stats = stats_but_ooms(&a);
                 let e = a.allocate_raw(GIB, S0).unwrap_err();

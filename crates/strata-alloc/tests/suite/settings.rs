@@ -42,11 +42,14 @@ fn set_allocator_settings_resets_pytorchs_three_keys_not_named() {
     assert_eq!(a.memory_stats().max_split_size, -1);
     assert_eq!(a.memory_fraction(), 0.5);
     assert!(!a.expandable_segments(), "kept off");
-    // Named keys change; the divisions, not named now, are reset.
+    // Named keys change; the divisions, not named now, are reset. A named
+    // fraction is the configuration's; the one in force, applied when the
+    // allocator was created, stays (PyTorch 2.15: `hostile_s59.rs`).
     a.set_allocator_settings("expandable_segments:True,per_process_memory_fraction:1")
         .unwrap();
     assert!(a.expandable_segments());
-    assert_eq!(a.memory_fraction(), 1.0);
+    assert_eq!(a.config().per_process_memory_fraction, Some(1.0));
+    assert_eq!(a.memory_fraction(), 0.5);
     assert_eq!(a.config().roundup_power2_divisions, [0; 16]);
     a.set_allocator_settings("roundup_power2_divisions:8")
         .unwrap();
@@ -234,7 +237,9 @@ fn memory_fraction_is_settable_and_readable_at_run_time() {
     let x = a.allocate_raw(300 * MIB, S0).unwrap();
     a.set_memory_fraction(0.5).unwrap();
     assert_eq!(a.memory_fraction(), 0.5);
-    assert_eq!(a.config().per_process_memory_fraction, Some(0.5));
+    // As PyTorch's `set_per_process_memory_fraction`, the configuration's
+    // fraction (`throw_on_cudamalloc_oom`'s) is left alone (hostile_s59.rs).
+    assert_eq!(a.config().per_process_memory_fraction, None);
     // 300 MiB reserved; 300 more would pass 512 MiB.
     let e = a.allocate_raw(300 * MIB, S0).unwrap_err();
     let oom = e.out_of_memory().expect("an out-of-memory error");
