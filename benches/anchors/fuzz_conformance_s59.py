@@ -940,11 +940,167 @@ def fam_loss_views(c):
         guard_sum(c, out, y, None, False)
 
 
+WIDE = [7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 129]
+
+
+def fam_wide(c):
+    """Element-wise, comparison, conversion, scan, extremum and index ops
+    over rows around the CPU's vector widths (bodies and tails), often not
+    row-major, with values that round."""
+    c.s45 = True
+    r = c.rng
+    W = r.choice(WIDE)
+    shape = r.choice([[W], [2, W], [W, 2], [3, W], [2, W, 2], [W, 3]])
+    if math.prod(shape) > 400:
+        shape = [W]
+    dt = r.choice(DTYPES + FLOATS + ["f16", "bf16"])
+    x = lay(c, shape, dt, vals_of(r, 0.1))
+    nd = len(shape)
+    op = r.choice(["binary", "binary", "binary", "unary", "inplace", "to_dtype", "cmp",
+                   "where", "clamp", "ext", "ext", "cumsum", "index", "sum_int", "softmax",
+                   "masked_fill", "tri"])
+    if op == "binary":
+        f = r.choice(["add", "sub", "mul", "div", "maximum", "minimum", "pow", "div", "addcmul"])
+        sh = [1 if r.random() < 0.4 else d for d in shape][r.randrange(0, nd + 1):]
+        odt = dt if r.random() < 0.4 else r.choice(DTYPES)
+        o = lay(c, sh, odt, vals_of(r, 0.1)) if r.random() < 0.75 else \
+            operand_kind(c, "scalar", r.choice(DTYPES), [])
+        if f == "addcmul":
+            o2 = lay(c, sh, r.choice(DTYPES), vals_of(r, 0.1))
+            if isinstance(o, dict):
+                o = o2
+            y = c.step(f, [x, o, o2, r.choice([{"int": 2}, {"float": 0.1}, {"float": -1.5}])],
+                       error="?")
+        else:
+            if f in ("maximum", "minimum") and isinstance(o, dict):
+                o = lay(c, [], odt, vals_of(r, 0.1))
+            args = [x, o] if r.random() < 0.7 or isinstance(o, dict) else [o, x]
+            if f == "div" and r.random() < 0.6:
+                args.append(r.choice(["trunc", "floor"]))
+                num, den = (c.arg(a) for a in args[:2])
+                den_t, num_t = torch.as_tensor(den), torch.as_tensor(num)
+                if not den_t.is_floating_point() and not num_t.is_floating_point() and \
+                        bool((den_t == -1).any()) and bool((num_t <= -(2 ** 31)).any()):
+                    raise Skip("smallest integer divided by -1 (SIGFPE)")
+            y = c.step(f, args, error="?")
+    elif op == "unary":
+        f = r.choice(["neg", "abs", "sign", "relu", "sqrt", "reciprocal", "exp", "log",
+                      "sigmoid", "tanh", "rsqrt", "expm1", "log1p", "sin", "erf"])
+        y = c.step(f, [x], error="?")
+    elif op == "inplace":
+        f = r.choice(["add_", "sub_", "mul_", "div_", "pow_", "copy_", "abs_", "neg_",
+                      "clamp_", "sqrt_", "reciprocal_", "sign_"])
+        if f in ("abs_", "neg_", "sqrt_", "reciprocal_", "sign_"):
+            c.step(f, [x], error="?")
+        elif f == "clamp_":
+            c.step(f, [x, r.choice([None, {"float": -0.1}, {"int": -2}]),
+                       r.choice([{"float": 1.5}, {"int": 3}, {"float": "nan"}])], error="?")
+        else:
+            sh = [1 if r.random() < 0.4 else d for d in shape][r.randrange(0, nd + 1):]
+            o = lay(c, sh, r.choice(DTYPES), vals_of(r, 0.1))
+            if f == "copy_" and c.env[o].is_floating_point() and dt in INTS:
+                v = c.env[o].double()
+                if not bool(torch.isfinite(v).all()) or float(v.abs().max()) > 100:
+                    raise Skip("float -> integer copy of non-finite or large values")
+            args = [x, o]
+            if f == "div_" and r.random() < 0.5:
+                args.append(r.choice(["trunc", "floor"]))
+                if dt in INTS and bool((c.env[o] == -1).any()) and \
+                        bool((c.env[x] <= -(2 ** 31)).any()):
+                    raise Skip("smallest integer divided by -1 (SIGFPE)")
+            c.step(f, args, error="?")
+        y = None
+    elif op == "to_dtype":
+        odt = r.choice(DTYPES + ["f16", "bf16"])
+        t = c.env[x]
+        if t.is_floating_point() and odt in INTS:
+            v = t.double()
+            if not bool(torch.isfinite(v).all()) or float(v.abs().max()) > 100:
+                raise Skip("float -> integer of non-finite or large values")
+        y = c.step("to_dtype", [x, odt], error="?")
+    elif op == "cmp":
+        f = r.choice(["eq", "ne", "lt", "le", "gt", "ge"])
+        o = lay(c, [1 if r.random() < 0.4 else d for d in shape], r.choice(DTYPES),
+                vals_of(r, 0.1)) if r.random() < 0.6 else \
+            operand_kind(c, "scalar", r.choice(DTYPES), [])
+        y = c.step(f, [x, o], error="?")
+    elif op == "where":
+        cond = lay(c, [1 if r.random() < 0.3 else d for d in shape], "bool")
+        o = lay(c, [1 if r.random() < 0.4 else d for d in shape], r.choice(DTYPES),
+                vals_of(r, 0.1)) if r.random() < 0.7 else \
+            operand_kind(c, "scalar", r.choice(DTYPES), [])
+        y = c.step("where", [cond, x, o] if r.random() < 0.5 else [cond, o, x], error="?")
+    elif op == "clamp":
+        y = c.step("clamp", [x, r.choice([None, {"float": -0.5}, {"int": -3}, {"float": "nan"},
+                                          {"float": 1e-3}]),
+                             r.choice([None, {"float": 2.5}, {"int": 100}, {"float": 0.1}])],
+                   error="?")
+    elif op == "ext":
+        f = r.choice(["max", "min", "argmax", "argmin"])
+        d = dims_of(r, nd)
+        if f in ("max", "min"):
+            if r.random() < 0.7:
+                c.step(f, [x, d, r.random() < 0.3], out=[c.name("v"), c.name("i")], error="?")
+            else:
+                c.step(f, [x], error="?")
+        else:
+            c.step(f, [x] + ([d, r.random() < 0.3] if r.random() < 0.6 else []), error="?")
+        y = None
+    elif op == "cumsum":
+        t = c.env[x]
+        if t.is_floating_point():
+            raise Skip("float cumsum of rounding values (order within tolerance only)")
+        y = c.step("cumsum", [x, dims_of(r, nd)] + ([r.choice(["i32", "i64", "f64"])]
+                                                    if r.random() < 0.4 else []), error="?")
+    elif op == "index":
+        d = dims_of(r, nd)
+        sz = shape[d]
+        f = r.choice(["gather", "index_select", "scatter_add"])
+        if f == "index_select":
+            k = r.randrange(0, 40)
+            idx = c.input([k], r.choice(["i64", "i32"]), [r.randrange(0, sz) for _ in range(k)],
+                          p="i")
+            y = c.step(f, [x, d, idx], error="?")
+        else:
+            ish = [r.randrange(1, s + 1) for s in shape]
+            idx = lay(c, ish, "i64", lambda dd, k: [r.randrange(0, sz) for _ in range(k)])
+            if f == "gather":
+                y = c.step(f, [x, d, idx], error="?")
+            else:
+                if dt in FLOATS:
+                    raise Skip("float scatter_add of rounding values (order)")
+                src = lay(c, ish, dt, vals_of(r, 0.1))
+                y = c.step(f, [x, d, idx, src], error="?")
+    elif op == "sum_int":
+        if c.env[x].is_floating_point():
+            f = r.choice(["max", "argmax"])
+            y = c.step(f, [x], error="?")
+        else:
+            y = c.step("sum", [x, r.choice([None, [dims_of(r, nd)]]), r.random() < 0.3],
+                       error="?")
+    elif op == "softmax":
+        y = c.step(r.choice(["softmax", "log_softmax"]), [x, dims_of(r, nd)] +
+                   ([r.choice(["f32", "f64"])] if c.env[x].dtype in (torch.int64, torch.int32,
+                                                                   torch.uint8, torch.bool)
+                    else []), error="?")
+    elif op == "masked_fill":
+        mk = lay(c, [1 if r.random() < 0.3 else d for d in shape], "bool")
+        f = r.choice(["masked_fill", "masked_fill_"])
+        y = c.step(f, [x, mk, r.choice([{"float": 0.1}, {"int": -1}, {"bool": True},
+                                        {"float": "-inf"}, {"int": 300}])], error="?")
+    else:
+        if nd < 2:
+            raise Skip("tri of 1-D")
+        y = c.step(r.choice(["triu", "tril", "triu_", "tril_"]), [x, r.randrange(-3, 4)],
+                   error="?")
+    _ = y
+
+
 S59_FAMILIES = [("pipeline", fam_pipeline, 16), ("promote_pairs", fam_promote_pairs, 12),
                 ("int_divmod", fam_int_divmod, 7), ("where_bcast", fam_where_bcast, 6),
                 ("scan_ties", fam_scan_ties, 6), ("index_accum", fam_index_accum, 8),
                 ("join_split", fam_join_split, 6), ("softmax_rows", fam_softmax_rows, 5),
-                ("loss_views", fam_loss_views, 6)]
+                ("loss_views", fam_loss_views, 6), ("wide", fam_wide, 14)]
 
 
 def main():
