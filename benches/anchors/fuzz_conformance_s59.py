@@ -1214,6 +1214,31 @@ S59_FAMILIES = [("pipeline", fam_pipeline, 16), ("promote_pairs", fam_promote_pa
                 ("int_float", fam_int_float, 10)]
 
 
+def fam_sum_order(c):
+    """Float sums and means over any layout of values that round, PyTorch's
+    answer whatever its order of the additions (not in S59_FAMILIES: the
+    format leaves such sums out; `--only sum_order` draws them to check that
+    strata's CPU adds in PyTorch's single-threaded order)."""
+    c.s45 = True
+    r = c.rng
+    dt = r.choice(["f32", "f64", "f32", "f64", "f16", "bf16"])
+    nd = r.choice([1, 2, 2, 3, 3, 4])
+    shape = [r.choice([1, 2, 3, 4, 5, 7, 9, 17, 33]) for _ in range(nd)]
+    while math.prod(shape) > 800:
+        shape[shape.index(max(shape))] //= 2
+    x = lay(c, shape, dt, rand_vals(r))
+    for _ in range(r.randrange(0, 3)):
+        v = view_step(c, x, writable=False)
+        if v is None or not isinstance(c.env.get(v), torch.Tensor):
+            break
+        x = v
+    n = c.env[x].dim()
+    op = r.choice(["sum", "sum", "mean"])
+    dims = r.choice([None, [dims_of(r, n)], [dims_of(r, n), dims_of(r, n)],
+                     sorted(r.sample(range(n), r.randint(1, n))) if n else None])
+    c.step(op, [x, dims, r.random() < 0.4], error="?")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=S59_SEED)
@@ -1241,6 +1266,8 @@ def main():
     base.CHECKED_OPS.update({"zeros", "ones", "full", "arange", "eye"})
     rng = random.Random(args.seed)
     families = list(S59_FAMILIES)
+    if args.only and "sum_order" in args.only.split(","):
+        families.append(("sum_order", fam_sum_order, 1))
     if args.only:
         keep = set(args.only.split(","))
         families = [f for f in families if f[0] in keep]

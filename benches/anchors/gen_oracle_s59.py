@@ -13,9 +13,12 @@ TensorIterator gives the dims (reduced dims first, ordered by the strides,
 neighbours merged where they walk memory as one dim) and its cascade_sum's
 loops; strata folded several reduced dims that do not merge in row-major
 order (`fuzz_ops.s3562_pipeline_0936`: an expanded [2, 3, 1] f32 summed
-over every dim, -34.47703552 where PyTorch gives -34.47703934). Only cases
-where adding the elements in row-major order gives another answer are
-kept (so that each case tells the orders apart), the sweep's case first.
+over every dim, -34.47703552 where PyTorch gives -34.47703934), and summed
+an expanded dim's columns in groups of four where PyTorch sums each as a
+row (`fuzz_ops.s3601o_sum_order_0676`, nine copies of one f32). The sweep's
+two cases come first; of the random ones, only those where adding the
+elements in row-major order gives another answer are kept (so that each
+case tells the orders apart).
 Each case: the base storage, the view (size, stride, offset), the op, dims
 and keepdim; PyTorch's answer (shape and values).
 
@@ -78,6 +81,15 @@ def main():
     v, r = case(base, [2, 3, 1], [0, 1, 1], "f32", "sum", [0, 1, 2], True)
     cases.append({"doc": "fuzz_ops.s3562_pipeline_0936", "dtype": "f32", "base": base,
                   "size": [2, 3, 1], "stride": [0, 1, 1], "op": "sum", "dims": [0, 1, 2],
+                  "keepdim": True, "shape": list(r.shape),
+                  "want": [fmt(x) for x in r.double().reshape(-1).tolist()]})
+    # An expanded f32 [9, 7] summed over its expanded dim: each column is
+    # summed as a row (`row_sum`), fewer than a vector of columns.
+    base = [-1.5971012115478516, 65519.0, 0.34317123889923096, -0.20217204093933105,
+            0.14299094676971436, -1.8463927507400513, 7.645244598388672]
+    v, r = case(base, [9, 7], [0, 1], "f32", "sum", [0], True)
+    cases.append({"doc": "fuzz_ops.s3601o_sum_order_0676", "dtype": "f32", "base": base,
+                  "size": [9, 7], "stride": [0, 1], "op": "sum", "dims": [0],
                   "keepdim": True, "shape": list(r.shape),
                   "want": [fmt(x) for x in r.double().reshape(-1).tolist()]})
     tries = 0

@@ -11,8 +11,11 @@
 //!   reduced dims that do not merge in row-major order, one unit in the
 //!   last place away now and then (`fuzz_ops.s3562_pipeline_0936`: an
 //!   expanded `[2, 3, 1]` f32 summed over every dim, -34.47703552 where
-//!   PyTorch gives -34.47703934). Every case of the fixture is one where the
-//!   row-major order gives another answer than PyTorch's.
+//!   PyTorch gives -34.47703934), and summed the columns of an expanded
+//!   dim in groups of four where PyTorch sums each as a row
+//!   (`fuzz_ops.s3601o_sum_order_0676`, nine copies of one f32). Every random
+//!   case of the fixture is one where the row-major order gives another
+//!   answer than PyTorch's.
 
 use crate::pytorch_fixture::{dtype, fixture, ints, nums, shape};
 use serde_json::Value;

@@ -759,10 +759,19 @@ pub(crate) fn reduce<T: Element>(
         _ => false,
     };
     let want_index = indices.is_some();
+    // f32/f64 sums that `sum_as_pytorch` below takes in PyTorch's order.
+    let as_pytorch =
+        matches!(op, ReduceOp::Sum | ReduceOp::Mean) && matches!(T::DTYPE, DType::F32 | DType::F64);
     if let (Some(kept), [r]) = (plan.kept.last(), plan.reduced.as_slice()) {
         let sum = matches!(op, ReduceOp::Sum | ReduceOp::Mean);
+        // A reduced dim of stride 0 (an expanded input) comes before the
+        // columns in PyTorch's loop, which then sums each column as a row
+        // (`row_sum`) unless a vector of them is contiguous: left to
+        // `sum_as_pytorch` (summed in groups of four columns here, 9 copies
+        // of one f32 were an ulp off PyTorch: fuzz_ops.s3601o_sum_order_0676).
         if kept.stride == 1
             && r.stride != 1
+            && !(as_pytorch && r.stride == 0)
             && (kept.size >= 8 || sum)
             && kept.size > 0
             && r.size > 0
@@ -813,8 +822,7 @@ pub(crate) fn reduce<T: Element>(
     // folded in row-major order before, which differed from PyTorch in the
     // last place). A reduction split among threads keeps its chunks.
     let vector = 32 / std::mem::size_of::<T>().max(1);
-    if matches!(op, ReduceOp::Sum | ReduceOp::Mean)
-        && matches!(T::DTYPE, DType::F32 | DType::F64)
+    if as_pytorch
         && !split
         && !(contiguous && red_count >= vector)
         && red_count > 0
