@@ -205,8 +205,12 @@ max/min/norm/max_dim/logsumexp/softmax/var/sum (gradients of tied copies);
 matmul whose batch dims broadcast on both sides; index_select/gather/
 scatter_add/embedding with one position repeated (and padding_idx among
 the repeats); a keepdim reduction broadcast back against its input and
-combined with it again. Seeds below 500 draw exactly the programs they
-drew before.
+combined with it again. From seed 500 on, a program whose f64 twin parts
+from its f32 answer beyond rounding anywhere (a tie or bound decided by the
+last bit of an inexact value; about 1 in 100) is left out (`diverges`):
+seed 417's program 417:1949 failed in strata at an element where the twin
+happened to agree. Seeds below 500 draw exactly the programs they drew
+before.
 
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
@@ -2847,6 +2851,29 @@ def add_errors(prog, raw, raw64):
                             for r, r64 in zip(raw["returned"], raw64["returned"])]
 
 
+def diverges(a, b):
+    """Whether PyTorch's f32 answer and its f64 twin part by more than
+    rounding anywhere (1e-3 of the larger magnitude, or a non-finite value
+    against another): a discrete decision (a tie of maximum/minimum, a
+    clamp bound, a sign) went the other way in the twin."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        x, y = a.double().reshape(-1), b.double().reshape(-1)
+        if x.shape != y.shape:
+            return True
+        for u, v in zip(x.tolist(), y.tolist()):
+            if math.isnan(u) or math.isnan(v) or math.isinf(u) or math.isinf(v):
+                if not (u == v or (math.isnan(u) and math.isnan(v))):
+                    return True
+            elif abs(u - v) > 1e-3 * max(1.0, abs(u), abs(v)):
+                return True
+        return False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return any(diverges(a[k], b.get(k)) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) != len(b) or any(diverges(u, v) for u, v in zip(a, b))
+    return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
@@ -2890,6 +2917,17 @@ def main():
                         p64.get("expect_error") != prog.get("expect_error"):
                     raise Skip
                 add_errors(prog, raw, raw64)
+                if S59 and diverges(raw, raw64):
+                    # Seeds >= S59_SEED: a program whose f64 twin parts from
+                    # its f32 answer beyond rounding is ill-conditioned (a
+                    # tie or bound decided by the last bit of an inexact
+                    # value), and agreement at the other elements is luck:
+                    # seed 417's program 417:1949 (a `minimum` of an f32
+                    # parameter and an f64 one read as f32, equal at first,
+                    # through three SGD steps; the twin breaks 15 of the 32
+                    # ties the other way) failed so in strata at an element
+                    # where the twin happened to agree.
+                    raise Skip
             progs.append(prog)
         except Skip:
             skipped += 1
