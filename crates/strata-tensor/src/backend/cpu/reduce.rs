@@ -6,9 +6,11 @@
 //! cancel give PyTorch's answer: a contiguous run per output as 256-bit
 //! vectors ([`sum_run`]), one strided run per output along the input's
 //! smallest stride (an expanded tensor, a sliced or transposed row) as four
-//! interleaved cascades ([`cascade_row_sum`]); an f32/f64 sum or mean of
-//! any other layout (not split among threads) as PyTorch's TensorIterator
-//! orders its dims and its `cascade_sum` loops over them ([`sum_as_pytorch`]).
+//! interleaved cascades ([`cascade_row_sum`]); a float sum or mean of any
+//! other layout (not split among threads) as PyTorch's TensorIterator
+//! orders its dims and its `cascade_sum` loops over them ([`sum_as_pytorch`];
+//! f16/bf16 on the input converted to f32 where PyTorch converts it,
+//! [`widened_as_pytorch`]).
 
 use crate::backend::cpu::elementwise::base;
 use crate::backend::{Arg, ReduceOp};
@@ -842,6 +844,47 @@ pub(crate) fn reduce<T: Element>(
         }
         return;
     }
+    // An f16/bf16 sum or mean that is not one contiguous or strided run per
+    // output: as PyTorch's CPU computes it. A mean, and a sum whose first
+    // two TensorIterator dims are both reduced (its `should_use_acc_buffer`),
+    // sum the input converted to f32 (`self.to(Float)`: the same strides
+    // where the input is dense, else row-major) in f32's order, rounding
+    // once; any other sum runs `cascade_sum` on the f16/bf16 input,
+    // rounding each partial sum it adds into an output. (Folded in
+    // row-major order before: an expanded bf16 holding 3.4e38 twice and
+    // -inf summed to NaN where PyTorch's order gives -inf,
+    // fuzz_ops.s3600o_sum_order_0530.)
+    if matches!(op, ReduceOp::Sum | ReduceOp::Mean)
+        && matches!(T::DTYPE, DType::F16 | DType::BF16)
+        && !split
+        && !contiguous
+        && !strided_run
+        && red_count > 0
+        && !outer_idx.is_empty()
+    {
+        let (it, outputs) = pytorch_reduce_dims(&l.shape, &l.strides, dims);
+        let sums = if op == ReduceOp::Mean || (it[0][2] == 0 && it[1][2] == 0) {
+            // SAFETY: the input's layout addresses readable elements of its
+            // storage from `ptrs.0` (the backend's `reduce` contract).
+            let (buf, strides) = unsafe { widened_as_pytorch::<T>(ptrs.0, &l.shape, &l.strides) };
+            // SAFETY: `buf` holds every element `strides` address.
+            unsafe { sum_as_pytorch::<f32>(buf.as_ptr(), &l.shape, &strides, dims, 8) }
+        } else {
+            // SAFETY: as above.
+            let s = unsafe { sum_over_dims::<T>(ptrs.0, &it, outputs, 16, true) };
+            s.into_iter().map(|a| float_of(a.to_scalar())).collect()
+        };
+        let (_, vals, _) = ptrs.get();
+        for (o, mut acc) in sums.into_iter().enumerate() {
+            if op == ReduceOp::Mean {
+                acc /= red_count as f32;
+            }
+            // SAFETY: outputs are contiguous with one element per kept
+            // position, in row-major order of the kept dims.
+            unsafe { *(vals as *mut T).add(o) = T::from_scalar(Scalar::Float(f64::from(acc))) };
+        }
+        return;
+    }
     let one = |o: usize, start: usize| {
         let (_, vals, idxs) = ptrs.get();
         match op {
@@ -1002,6 +1045,82 @@ unsafe fn sum_as_pytorch<T: Element>(
     dims: &[usize],
     vector: usize,
 ) -> Vec<T::Acc> {
+    let (it, outputs) = pytorch_reduce_dims(shape, strides, dims);
+    // SAFETY: forwarded contract.
+    unsafe { sum_over_dims::<T>(src, &it, outputs, vector, false) }
+}
+
+/// A float scalar as f32 (its value is one: an f16/bf16 element or an f32
+/// sum of them).
+fn float_of(s: Scalar) -> f32 {
+    match s {
+        Scalar::Float(x) => x as f32,
+        _ => f32::NAN,
+    }
+}
+
+/// The input's elements converted to f32 as PyTorch's `self.to(Float)`
+/// lays them out (`preserve_format`): with the input's strides where it is
+/// dense (non-overlapping, gap-free), else row-major; and those strides.
+///
+/// # Safety
+/// `src` is the input's first element; every element that `shape` and
+/// `strides` address from it must be readable.
+unsafe fn widened_as_pytorch<T: Element>(
+    src: *const T,
+    shape: &[usize],
+    strides: &[usize],
+) -> (Vec<f32>, Vec<usize>) {
+    let layout = crate::layout::Layout {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        offset: 0,
+    };
+    let to: Vec<usize> = if layout.is_dense() {
+        strides.to_vec()
+    } else {
+        let mut st = vec![0usize; shape.len()];
+        let mut acc = 1usize;
+        for d in (0..shape.len()).rev() {
+            st[d] = acc;
+            acc *= shape[d];
+        }
+        st
+    };
+    let numel: usize = shape.iter().product();
+    let mut buf = vec![0f32; numel];
+    let nd = shape.len();
+    let mut idx = vec![0usize; nd];
+    let (mut from, mut at) = (0usize, 0usize);
+    for _ in 0..numel {
+        // SAFETY: `from` is an element of the input's layout.
+        buf[at] = float_of(unsafe { *src.add(from) }.to_scalar());
+        let mut d = nd;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            from += strides[d];
+            at += to[d];
+            if idx[d] < shape[d] {
+                break;
+            }
+            from -= strides[d] * idx[d];
+            at -= to[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    (buf, to)
+}
+
+/// The dims of PyTorch's TensorIterator for a reduction of an input of
+/// `shape` and `strides` over `dims` into a row-major output (see
+/// [`sum_as_pytorch`]): `[size, input stride, output stride]` each, at least
+/// two (padded with `[1, 0, 0]`); and the number of outputs.
+fn pytorch_reduce_dims(
+    shape: &[usize],
+    strides: &[usize],
+    dims: &[usize],
+) -> (Vec<[usize; 3]>, usize) {
     let nd = shape.len();
     // Output strides: the kept dims row-major, the reduced ones 0.
     let mut ostride = vec![0usize; nd];
@@ -1069,6 +1188,25 @@ unsafe fn sum_as_pytorch<T: Element>(
     while it.len() < 2 {
         it.push([1, 0, 0]);
     }
+    (it, outputs)
+}
+
+/// The sums of [`sum_as_pytorch`] over the iterator dims `it`: contiguous
+/// inner runs of at least `vector` elements as vectors; with
+/// `round_stores`, each partial sum added into its output is rounded to
+/// `T` there, as PyTorch's store into an f16/bf16 output rounds.
+///
+/// # Safety
+/// As [`sum_as_pytorch`], for the layout `it` describes.
+unsafe fn sum_over_dims<T: Element>(
+    src: *const T,
+    it: &[[usize; 3]],
+    outputs: usize,
+    vector: usize,
+    round_stores: bool,
+) -> Vec<T::Acc> {
+    // Vectors of the accumulation type per group of PyTorch's outer sums.
+    let group = 4 * (32 / std::mem::size_of::<T::Acc>().max(1));
     let mut out = vec![<T::Acc as Arith>::ZERO; outputs];
     let outer = &it[2..];
     let mut idx = vec![0usize; outer.len()];
@@ -1085,6 +1223,9 @@ unsafe fn sum_as_pytorch<T: Element>(
         let mut store = |j: usize, v: T::Acc| {
             let k = ob + j * o1;
             out[k] = out[k].add(v);
+            if round_stores {
+                out[k] = T::from_acc(out[k]).to_acc();
+            }
         };
         if o0 != 0 {
             // No reduced dim left among these two: element by element.
@@ -1092,6 +1233,9 @@ unsafe fn sum_as_pytorch<T: Element>(
                 for i in 0..s0 {
                     let k = ob + i * o0 + j * o1;
                     out[k] = out[k].add(x(i, j));
+                    if round_stores {
+                        out[k] = T::from_acc(out[k]).to_acc();
+                    }
                 }
             }
         } else if i0 == 1 && s0 >= vector {
@@ -1101,7 +1245,6 @@ unsafe fn sum_as_pytorch<T: Element>(
                 store(j, sum_run(run, false));
             }
         } else if i1 == 1 && s1 >= vector {
-            let group = 4 * vector;
             let grouped = s1 / group * group;
             for j in 0..s1 {
                 if j < grouped {
