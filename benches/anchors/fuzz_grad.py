@@ -197,6 +197,21 @@ softmax, log_softmax or logsumexp; mse_loss with a weight of mixed sign or
 all zeros. Seeds below 400 draw exactly the programs they drew before
 (byte-identical file for seed 382).
 
+Seeds from 500 on (S59_SEED) also draw `s59_step`'s families in graph and
+API programs: binary ops, where and addmm with a new leaf that broadcasts
+against the current value (gradients summed back over size-1, leading and
+0-d dims); the current value expanded or joined to itself before amax/amin/
+max/min/norm/max_dim/logsumexp/softmax/var/sum (gradients of tied copies);
+matmul whose batch dims broadcast on both sides; index_select/gather/
+scatter_add/embedding with one position repeated (and padding_idx among
+the repeats); a keepdim reduction broadcast back against its input and
+combined with it again. From seed 500 on, a program whose f64 twin parts
+from its f32 answer beyond rounding anywhere (a tie or bound decided by the
+last bit of an inexact value; about 1 in 100) is left out (`diverges`):
+seed 417's program 417:1949 failed in strata at an element where the twin
+happened to agree. Seeds below 500 draw exactly the programs they drew
+before.
+
 Op cases deliberately left out (comments at each in `step`/`build`):
 - dropout with 0 < p < 1 (random); mse_loss's `weight` with a broadcast
   target;
@@ -409,7 +424,12 @@ def step(p, cur, x):
     if p.s44 and S58:
         # Seeds from S58_SEED on also draw session 58's.
         kinds += ["s58"] * 12
+    if p.s44 and S59:
+        # Seeds from S59_SEED on also draw session 59's.
+        kinds += ["s59"] * 16
     kind = r.choice(kinds)
+    if kind == "s59":
+        return s59_step(p, cur, x)
     if kind == "s58":
         return s58_step(p, cur, x)
     if kind == "s55":
@@ -2097,6 +2117,216 @@ def s58_step(p, cur, x):
     return "mse_loss", [cur, tg, c], {"reduction": red, "weight": True}, y, red != "mean"
 
 
+S59_SEED = 500
+S59 = False
+
+
+def bcast_to(r, shape):
+    """A shape that broadcasts with `shape` to `shape` or beyond: size-1
+    dims, dims dropped in front, a new leading dim, 0-d."""
+    s = [1 if r.random() < 0.5 else d for d in shape]
+    k = r.random()
+    if k < 0.3 and s:
+        s = s[r.randint(1, len(s)):]
+    elif k < 0.4 and len(s) < 4:
+        s = [r.choice([1, 2])] + s
+    return s
+
+
+def s59_step(p, cur, x):
+    """Session 59's families (drawn for seeds >= S59_SEED in graph and API
+    programs):
+    - bcast: add/sub/mul/div/maximum/minimum/pow/where/addmm whose other
+      operand is a new leaf that broadcasts against the current value (or
+      that the current value broadcasts against): the gradients are summed
+      back to each operand's shape, over size-1 dims, new leading dims and
+      0-d leaves;
+    - ties: the current value expanded (every element repeated) or joined to
+      itself, then amax/amin/max_all/min_all/norm/max_dim/logsumexp/
+      softmax/var of the repeats: gradients split among or routed to tied
+      copies and summed back;
+    - matmul_b: matmul whose batch dims broadcast on both sides ([b, n, k]
+      against [B, 1, k, m] ...) with the current value on either side;
+    - dup_index: index_select/gather/scatter_add/embedding whose indices
+      repeat one position (gradients accumulated into it), a padding_idx
+      among the repeats;
+    - reuse3: the current value in three roles: a keepdim reduction of it
+      broadcast back against it, then combined with it once more."""
+    r = p.rng
+    nd = x.dim()
+    shape = list(x.shape)
+    pre = f"q{len(p.steps)}."
+    i0 = pre + "0"
+    fam = r.choice(["bcast"] * 5 + ["ties"] * 4 + ["matmul_b"] * 3 + ["dup_index"] * 3 +
+                   ["reuse3"] * 3)
+    if fam == "bcast":
+        f = r.choice(["add", "sub", "mul", "div", "maximum", "minimum", "pow", "where",
+                      "addmm"])
+        if f == "addmm":
+            if nd > 2:
+                raise Skip
+            dims = [1] * (2 - nd) + shape
+            n = dims[0] if dims[0] != 1 else r.choice([1, 2, 3])
+            m = dims[1] if dims[1] != 1 else r.choice([1, 2, 3])
+            k = r.randint(1, 3)
+            m1, a = p.leaf([n, k])
+            m2, b = p.leaf([k, m])
+            y = torch.addmm(x, a, b)
+            if (y == 0).any():
+                raise Skip  # (the sign of a zero of a product: see `draw`)
+            return "addmm", [cur, m1, m2], {}, y, True
+        other, o = p.leaf(bcast_to(r, shape))
+        if f == "where":
+            msh = bcast_to(r, list(torch.broadcast_shapes(x.shape, o.shape)))
+            m = torch.tensor([r.random() < 0.5 for _ in range(math.prod(msh))],
+                             dtype=torch.bool).reshape(msh)
+            c, _ = p.const(m)
+            if r.random() < 0.5:
+                return "where", [c, cur, other], {}, torch.where(m, x, o), True
+            return "where", [c, other, cur], {}, torch.where(m, o, x), True
+        ins, (a, b) = [cur, other], (x, o)
+        if r.random() < 0.5:
+            ins, (a, b) = [other, cur], (o, x)
+        y = a - b if f == "sub" else getattr(torch, f)(a, b)
+        return f, ins, {}, y, f in EXACT
+    if fam == "ties":
+        if nd == 0 or x.numel() == 0 or x.numel() > 24:
+            raise Skip
+        if r.random() < 0.6:
+            ns = [r.choice([2, 3])] + [s_ if s_ != 1 else r.choice([1, 3]) for s_ in shape]
+            steps = [{"op": "expand", "in": [i0], "args": {"shape": ns}, "out": pre + "1"}]
+            v = x.expand(ns)
+        else:
+            d = rdim(r, nd)
+            steps = [{"op": "cat", "in": [i0, i0], "args": {"dim": d}, "out": pre + "1"}]
+            v = torch.cat([x, x], d)
+        vn = v.dim()
+        g = r.choice(["amax", "amin", "max_all", "min_all", "norm", "max_dim", "min_dim",
+                      "logsumexp", "softmax", "var", "sum"])
+        keep = r.random() < 0.4
+        if g in ("amax", "amin"):
+            dims = rdims(r, vn, True)
+            args = {"dims": dims, "keepdim": keep}
+            y = getattr(torch, g)(v, dims if dims is not None else (), keepdim=keep)
+        elif g in ("max_all", "min_all"):
+            args = {}
+            y = torch.max(v) if g == "max_all" else torch.min(v)
+        elif g == "norm":
+            pv = r.choice([INF, -INF, 2.0, 1.0, 3.0])
+            dims = rdims(r, vn, True)
+            args = {"p": enc(pv), "dims": dims, "keepdim": keep}
+            y = torch.linalg.vector_norm(v, ord=pv, dim=dims, keepdim=keep)
+        elif g in ("max_dim", "min_dim"):
+            d = rdim(r, vn)
+            args = {"dim": d, "keepdim": keep}
+            y = (torch.max if g == "max_dim" else torch.min)(v, d, keepdim=keep).values
+        elif g == "logsumexp":
+            dims = rdims(r, vn, True) or list(range(vn))
+            args = {"dims": dims, "keepdim": keep}
+            y = torch.logsumexp(v, dims, keepdim=keep)
+        elif g == "softmax":
+            d = rdim(r, vn)
+            args = {"dim": d}
+            y = torch.softmax(v, d)
+        elif g == "var":
+            dims = rdims(r, vn, True)
+            cr = r.choice([0.0, 1.0])
+            args = {"dims": dims, "keepdim": keep, "correction": cr}
+            y = torch.var(v, dim=dims, keepdim=keep, correction=cr)
+        else:
+            dims = rdims(r, vn, True)
+            args = {"dims": dims, "keepdim": keep}
+            y = torch.sum(v, dim=dims, keepdim=keep)
+        steps.append({"op": g, "in": [pre + "1"], "args": args, "out": pre + "2"})
+        ex = g in ("sum", "max_dim", "min_dim") or (g == "norm" and args["p"] == 1.0)
+        return "seq", [cur], {"steps": steps, "result": pre + "2"}, y, ex
+    if fam == "matmul_b":
+        if nd == 0 or x.numel() == 0:
+            raise Skip
+        m = r.randint(1, 3)
+        batch = shape[:-2] if nd >= 2 else []
+        lb = []
+        for i in range(r.randint(0, 3)):
+            # right-aligned against the current value's batch dims
+            j = len(batch) - 1 - i
+            if j >= 0:
+                lb.insert(0, 1 if batch[j] != 1 and r.random() < 0.5 else
+                          (batch[j] if batch[j] != 1 else r.choice([1, 2])))
+            else:
+                lb.insert(0, r.choice([1, 2]))
+        if nd == 1 or r.random() < 0.5:
+            k = shape[-1]
+            other, o = p.leaf(lb + [k, m])
+            ins, y = [cur, other], torch.matmul(x, o)
+        else:
+            k = shape[-2]
+            other, o = p.leaf(lb + [m, k])
+            ins, y = [other, cur], torch.matmul(o, x)
+        if y.numel() > 200 or (y == 0).any():
+            raise Skip  # (the sign of a zero of a product: see `draw`)
+        return "matmul", ins, {}, y, True
+    if fam == "dup_index":
+        if nd == 0 or 0 in shape:
+            raise Skip
+        d = rdim(r, nd)
+        n = shape[d]
+        j = r.randrange(n)
+        pool = [j] if r.random() < 0.5 else [j, r.randrange(n)]
+        g = r.choice(["index_select", "gather", "scatter_add", "embedding"])
+        if g == "index_select":
+            idx = torch.tensor([r.choice(pool) for _ in range(r.randint(2, 6))])
+            if r.random() < 0.3:
+                idx = idx.to(torch.int32)
+            c, _ = p.const(idx)
+            return g, [cur, c], {"dim": d}, torch.index_select(x, d, idx), True
+        if g == "gather":
+            ish = list(shape)
+            ish[d] = r.randint(1, 5)
+            idx = torch.tensor([r.choice(pool) for _ in range(math.prod(ish))]).reshape(ish)
+            c, _ = p.const(idx)
+            return g, [cur, c], {"dim": d}, torch.gather(x, d, idx), True
+        if g == "scatter_add":
+            ish = [r.randint(1, s_) for s_ in shape]
+            idx = torch.tensor([r.choice(pool) for _ in range(math.prod(ish))]).reshape(ish)
+            c, _ = p.const(idx)
+            src, sv = p.leaf(ish)
+            return g, [cur, c, src], {"dim": d}, torch.scatter_add(x, d, idx, sv), True
+        if nd != 2:
+            raise Skip
+        rows = shape[0]
+        j = r.randrange(rows)
+        idx = torch.tensor([r.choice([j, j, r.randrange(rows)]) for _ in range(r.randint(2, 6))])
+        if r.random() < 0.4:
+            idx = idx.reshape(1, -1)
+        pad = r.choice([None, j, j - rows])
+        c, _ = p.const(idx)
+        return "embedding", [cur, c], {"padding_idx": pad}, F.embedding(idx, x, padding_idx=pad), \
+            True
+    # reuse3
+    if nd == 0:
+        raise Skip
+    d = rdim(r, nd)
+    g = r.choice(["sum", "amax", "mean", "logsumexp"])
+    args = {"dims": [d], "keepdim": True}
+    if g == "sum":
+        s1 = x.sum([d], keepdim=True)
+    elif g == "mean":
+        s1 = x.mean([d], keepdim=True)
+    elif g == "amax":
+        s1 = x.amax([d], keepdim=True)
+    else:
+        s1 = torch.logsumexp(x, [d], keepdim=True)
+    f1 = r.choice(["mul", "sub", "div", "add"])
+    f2 = r.choice(["mul", "add", "maximum", "sub"])
+    steps = [{"op": g, "in": [i0], "args": args, "out": pre + "1"},
+             {"op": f1, "in": [i0, pre + "1"], "args": {}, "out": pre + "2"},
+             {"op": f2, "in": [pre + "2", i0], "args": {}, "out": pre + "3"}]
+    y1 = x - s1 if f1 == "sub" else getattr(torch, f1)(x, s1)
+    y = y1 - x if f2 == "sub" else getattr(torch, f2)(y1, x)
+    ex = g == "sum" and f1 in ("mul", "sub", "add") and f2 != "maximum"
+    return "seq", [cur], {"steps": steps, "result": pre + "3"}, y, ex
+
+
 def draw(rng, dtype=torch.float32, more=False, s43=False, s43b=False, given=None, s44=False):
     """A random program: its steps and upstream gradient, run forward.
     Returns (Prog, output name, output, upstream or None)."""
@@ -2621,6 +2851,29 @@ def add_errors(prog, raw, raw64):
                             for r, r64 in zip(raw["returned"], raw64["returned"])]
 
 
+def diverges(a, b):
+    """Whether PyTorch's f32 answer and its f64 twin part by more than
+    rounding anywhere (1e-3 of the larger magnitude, or a non-finite value
+    against another): a discrete decision (a tie of maximum/minimum, a
+    clamp bound, a sign) went the other way in the twin."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        x, y = a.double().reshape(-1), b.double().reshape(-1)
+        if x.shape != y.shape:
+            return True
+        for u, v in zip(x.tolist(), y.tolist()):
+            if math.isnan(u) or math.isnan(v) or math.isinf(u) or math.isinf(v):
+                if not (u == v or (math.isnan(u) and math.isnan(v))):
+                    return True
+            elif abs(u - v) > 1e-3 * max(1.0, abs(u), abs(v)):
+                return True
+        return False
+    if isinstance(a, dict) and isinstance(b, dict):
+        return any(diverges(a[k], b.get(k)) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) != len(b) or any(diverges(u, v) for u, v in zip(a, b))
+    return False
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
@@ -2629,8 +2882,9 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    global S45, S46, S49, S52, S55, S58
+    global S45, S46, S49, S52, S55, S58, S59
     S45 = a.seed >= S45_SEED
+    S59 = a.seed >= S59_SEED
     S55 = a.seed >= S55_SEED
     S58 = a.seed >= S58_SEED
     S46 = a.seed >= S46_SEED
@@ -2663,6 +2917,17 @@ def main():
                         p64.get("expect_error") != prog.get("expect_error"):
                     raise Skip
                 add_errors(prog, raw, raw64)
+                if S59 and diverges(raw, raw64):
+                    # Seeds >= S59_SEED: a program whose f64 twin parts from
+                    # its f32 answer beyond rounding is ill-conditioned (a
+                    # tie or bound decided by the last bit of an inexact
+                    # value), and agreement at the other elements is luck:
+                    # seed 417's program 417:1949 (a `minimum` of an f32
+                    # parameter and an f64 one read as f32, equal at first,
+                    # through three SGD steps; the twin breaks 15 of the 32
+                    # ties the other way) failed so in strata at an element
+                    # where the twin happened to agree.
+                    raise Skip
             progs.append(prog)
         except Skip:
             skipped += 1

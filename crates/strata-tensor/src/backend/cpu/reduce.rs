@@ -6,7 +6,11 @@
 //! cancel give PyTorch's answer: a contiguous run per output as 256-bit
 //! vectors ([`sum_run`]), one strided run per output along the input's
 //! smallest stride (an expanded tensor, a sliced or transposed row) as four
-//! interleaved cascades ([`cascade_row_sum`]).
+//! interleaved cascades ([`cascade_row_sum`]); a float sum or mean of any
+//! other layout (not split among threads) as PyTorch's TensorIterator
+//! orders its dims and its `cascade_sum` loops over them ([`sum_as_pytorch`];
+//! f16/bf16 on the input converted to f32 where PyTorch converts it,
+//! [`widened_as_pytorch`]).
 
 use crate::backend::cpu::elementwise::base;
 use crate::backend::{Arg, ReduceOp};
@@ -757,10 +761,19 @@ pub(crate) fn reduce<T: Element>(
         _ => false,
     };
     let want_index = indices.is_some();
+    // f32/f64 sums that `sum_as_pytorch` below takes in PyTorch's order.
+    let as_pytorch =
+        matches!(op, ReduceOp::Sum | ReduceOp::Mean) && matches!(T::DTYPE, DType::F32 | DType::F64);
     if let (Some(kept), [r]) = (plan.kept.last(), plan.reduced.as_slice()) {
         let sum = matches!(op, ReduceOp::Sum | ReduceOp::Mean);
+        // A reduced dim of stride 0 (an expanded input) comes before the
+        // columns in PyTorch's loop, which then sums each column as a row
+        // (`row_sum`) unless a vector of them is contiguous: left to
+        // `sum_as_pytorch` (summed in groups of four columns here, 9 copies
+        // of one f32 were an ulp off PyTorch: fuzz_ops.s3601o_sum_order_0676).
         if kept.stride == 1
             && r.stride != 1
+            && !(as_pytorch && r.stride == 0)
             && (kept.size >= 8 || sum)
             && kept.size > 0
             && r.size > 0
@@ -804,6 +817,74 @@ pub(crate) fn reduce<T: Element>(
     // PyTorch takes a 2-byte float's mean as the sum of its values widened
     // to f32, in f32's order.
     let widened = op == ReduceOp::Mean && std::mem::size_of::<T>() == 2;
+    // An f32/f64 sum whose outputs are not each one contiguous run of at
+    // least a vector: in the order of PyTorch's CPU kernel for any layout
+    // ([`sum_as_pytorch`]; several reduced dims that do not merge, such as
+    // an expanded, stepped or transposed input summed over two dims, were
+    // folded in row-major order before, which differed from PyTorch in the
+    // last place). A reduction split among threads keeps its chunks.
+    let vector = 32 / std::mem::size_of::<T>().max(1);
+    if as_pytorch
+        && !split
+        && !(contiguous && red_count >= vector)
+        && red_count > 0
+        && !outer_idx.is_empty()
+    {
+        // SAFETY: the input's layout addresses readable elements of its
+        // storage from `ptrs.0` (the backend's `reduce` contract).
+        let sums = unsafe { sum_as_pytorch::<T>(ptrs.0, &l.shape, &l.strides, dims, vector) };
+        let (_, vals, _) = ptrs.get();
+        for (o, mut acc) in sums.into_iter().enumerate() {
+            if op == ReduceOp::Mean {
+                acc = acc.div(count);
+            }
+            // SAFETY: outputs are contiguous with one element per kept
+            // position, in row-major order of the kept dims.
+            unsafe { *(vals as *mut T).add(o) = T::from_acc(acc) };
+        }
+        return;
+    }
+    // An f16/bf16 sum or mean that is not one contiguous or strided run per
+    // output: as PyTorch's CPU computes it. A mean, and a sum whose first
+    // two TensorIterator dims are both reduced (its `should_use_acc_buffer`),
+    // sum the input converted to f32 (`self.to(Float)`: the same strides
+    // where the input is dense, else row-major) in f32's order, rounding
+    // once; any other sum runs `cascade_sum` on the f16/bf16 input,
+    // rounding each partial sum it adds into an output. (Folded in
+    // row-major order before: an expanded bf16 holding 3.4e38 twice and
+    // -inf summed to NaN where PyTorch's order gives -inf,
+    // fuzz_ops.s3600o_sum_order_0530.)
+    if matches!(op, ReduceOp::Sum | ReduceOp::Mean)
+        && matches!(T::DTYPE, DType::F16 | DType::BF16)
+        && !split
+        && !contiguous
+        && !strided_run
+        && red_count > 0
+        && !outer_idx.is_empty()
+    {
+        let (it, outputs) = pytorch_reduce_dims(&l.shape, &l.strides, dims);
+        let sums = if op == ReduceOp::Mean || (it[0][2] == 0 && it[1][2] == 0) {
+            // SAFETY: the input's layout addresses readable elements of its
+            // storage from `ptrs.0` (the backend's `reduce` contract).
+            let (buf, strides) = unsafe { widened_as_pytorch::<T>(ptrs.0, &l.shape, &l.strides) };
+            // SAFETY: `buf` holds every element `strides` address.
+            unsafe { sum_as_pytorch::<f32>(buf.as_ptr(), &l.shape, &strides, dims, 8) }
+        } else {
+            // SAFETY: as above.
+            let s = unsafe { sum_over_dims::<T>(ptrs.0, &it, outputs, 16, true) };
+            s.into_iter().map(|a| float_of(a.to_scalar())).collect()
+        };
+        let (_, vals, _) = ptrs.get();
+        for (o, mut acc) in sums.into_iter().enumerate() {
+            if op == ReduceOp::Mean {
+                acc /= red_count as f32;
+            }
+            // SAFETY: outputs are contiguous with one element per kept
+            // position, in row-major order of the kept dims.
+            unsafe { *(vals as *mut T).add(o) = T::from_scalar(Scalar::Float(f64::from(acc))) };
+        }
+        return;
+    }
     let one = |o: usize, start: usize| {
         let (_, vals, idxs) = ptrs.get();
         match op {
@@ -931,6 +1012,277 @@ pub(crate) fn reduce<T: Element>(
     } else {
         for (o, &start) in outer_idx.iter().enumerate() {
             one(o, start);
+        }
+    }
+}
+
+/// The sums of a float input over `dims` (one per output, in row-major
+/// order of the kept dims), added in the order of PyTorch's single-threaded
+/// CPU kernel for any layout: its TensorIterator's dims, ordered as
+/// `reorder_dimensions` orders a reduction's (reduced dims first; then by
+/// the output's strides, then the input's, a stride 0 deciding nothing, an
+/// insertion sort from the last dim that stops at the first dim it must not
+/// pass) and merged where neighbours walk memory as one dim for both
+/// operands (`coalesce_dimensions`); then `cascade_sum`'s loop over the
+/// first two dims for every position of the others (the third fastest),
+/// each partial sum added into its output in order: a contiguous inner
+/// run of at least a vector (`vector` elements) as [`sum_run`]; columns
+/// contiguous along the second dim (at least a vector of them) in groups of
+/// four vectors by [`level_cascade`], the rest by [`cascade_row_sum`];
+/// otherwise rows along the first dim by [`cascade_row_sum`] where its
+/// stride is the smaller, else in groups of four rows by [`level_cascade`]
+/// (the rest by [`cascade_row_sum`]). Checked against PyTorch 2.15 on the
+/// CPU for 1,800 random f32/f64 layouts (permuted, stepped, expanded; every
+/// subset of dims), all bit for bit.
+///
+/// # Safety
+/// `src` is the input's first element; every element that `shape` and
+/// `strides` address from it must be readable.
+unsafe fn sum_as_pytorch<T: Element>(
+    src: *const T,
+    shape: &[usize],
+    strides: &[usize],
+    dims: &[usize],
+    vector: usize,
+) -> Vec<T::Acc> {
+    let (it, outputs) = pytorch_reduce_dims(shape, strides, dims);
+    // SAFETY: forwarded contract.
+    unsafe { sum_over_dims::<T>(src, &it, outputs, vector, false) }
+}
+
+/// A float scalar as f32 (its value is one: an f16/bf16 element or an f32
+/// sum of them).
+fn float_of(s: Scalar) -> f32 {
+    match s {
+        Scalar::Float(x) => x as f32,
+        _ => f32::NAN,
+    }
+}
+
+/// The input's elements converted to f32 as PyTorch's `self.to(Float)`
+/// lays them out (`preserve_format`): with the input's strides where it is
+/// dense (non-overlapping, gap-free), else row-major; and those strides.
+///
+/// # Safety
+/// `src` is the input's first element; every element that `shape` and
+/// `strides` address from it must be readable.
+unsafe fn widened_as_pytorch<T: Element>(
+    src: *const T,
+    shape: &[usize],
+    strides: &[usize],
+) -> (Vec<f32>, Vec<usize>) {
+    let layout = crate::layout::Layout {
+        shape: shape.to_vec(),
+        strides: strides.to_vec(),
+        offset: 0,
+    };
+    let to: Vec<usize> = if layout.is_dense() {
+        strides.to_vec()
+    } else {
+        let mut st = vec![0usize; shape.len()];
+        let mut acc = 1usize;
+        for d in (0..shape.len()).rev() {
+            st[d] = acc;
+            acc *= shape[d];
+        }
+        st
+    };
+    let numel: usize = shape.iter().product();
+    let mut buf = vec![0f32; numel];
+    let nd = shape.len();
+    let mut idx = vec![0usize; nd];
+    let (mut from, mut at) = (0usize, 0usize);
+    for _ in 0..numel {
+        // SAFETY: `from` is an element of the input's layout.
+        buf[at] = float_of(unsafe { *src.add(from) }.to_scalar());
+        let mut d = nd;
+        while d > 0 {
+            d -= 1;
+            idx[d] += 1;
+            from += strides[d];
+            at += to[d];
+            if idx[d] < shape[d] {
+                break;
+            }
+            from -= strides[d] * idx[d];
+            at -= to[d] * idx[d];
+            idx[d] = 0;
+        }
+    }
+    (buf, to)
+}
+
+/// The dims of PyTorch's TensorIterator for a reduction of an input of
+/// `shape` and `strides` over `dims` into a row-major output (see
+/// [`sum_as_pytorch`]): `[size, input stride, output stride]` each, at least
+/// two (padded with `[1, 0, 0]`); and the number of outputs.
+fn pytorch_reduce_dims(
+    shape: &[usize],
+    strides: &[usize],
+    dims: &[usize],
+) -> (Vec<[usize; 3]>, usize) {
+    let nd = shape.len();
+    // Output strides: the kept dims row-major, the reduced ones 0.
+    let mut ostride = vec![0usize; nd];
+    let mut outputs = 1usize;
+    for d in (0..nd).rev() {
+        if !dims.contains(&d) {
+            ostride[d] = outputs;
+            outputs *= shape[d];
+        }
+    }
+    // [size, input stride, output stride], the last dim first.
+    let mut it: Vec<[usize; 3]> = (0..nd)
+        .rev()
+        .map(|d| [shape[d], strides[d], ostride[d]])
+        .collect();
+    let order = |a: &[usize; 3], b: &[usize; 3]| -> i32 {
+        let (o0, o1) = (a[2], b[2]);
+        if (o0 == 0) != (o1 == 0) {
+            return if o1 == 0 { 1 } else { -1 };
+        }
+        for (s0, s1) in [(o0, o1), (a[1], b[1])] {
+            if s0 == 0 || s1 == 0 {
+                continue;
+            }
+            if s0 != s1 {
+                return if s0 < s1 { -1 } else { 1 };
+            }
+            if a[0] > b[0] {
+                return 1;
+            }
+        }
+        0
+    };
+    for i in 1..it.len() {
+        let mut d1 = i;
+        for d0 in (0..i).rev() {
+            match order(&it[d0], &it[d1]) {
+                c if c > 0 => {
+                    it.swap(d0, d1);
+                    d1 = d0;
+                }
+                c if c < 0 => break,
+                _ => {}
+            }
+        }
+    }
+    if !it.is_empty() {
+        let mut prev = 0;
+        for d in 1..it.len() {
+            let (a, b) = (it[prev], it[d]);
+            let walks_on = |k: usize| a[0].checked_mul(a[k]) == Some(b[k]);
+            if a[0] == 1 || b[0] == 1 || (walks_on(1) && walks_on(2)) {
+                if a[0] == 1 {
+                    it[prev][1] = b[1];
+                    it[prev][2] = b[2];
+                }
+                it[prev][0] *= b[0];
+            } else {
+                prev += 1;
+                it[prev] = b;
+            }
+        }
+        it.truncate(prev + 1);
+    }
+    while it.len() < 2 {
+        it.push([1, 0, 0]);
+    }
+    (it, outputs)
+}
+
+/// The sums of [`sum_as_pytorch`] over the iterator dims `it`: contiguous
+/// inner runs of at least `vector` elements as vectors; with
+/// `round_stores`, each partial sum added into its output is rounded to
+/// `T` there, as PyTorch's store into an f16/bf16 output rounds.
+///
+/// # Safety
+/// As [`sum_as_pytorch`], for the layout `it` describes.
+unsafe fn sum_over_dims<T: Element>(
+    src: *const T,
+    it: &[[usize; 3]],
+    outputs: usize,
+    vector: usize,
+    round_stores: bool,
+) -> Vec<T::Acc> {
+    // Vectors of the accumulation type per group of PyTorch's outer sums.
+    let group = 4 * (32 / std::mem::size_of::<T::Acc>().max(1));
+    let mut out = vec![<T::Acc as Arith>::ZERO; outputs];
+    let outer = &it[2..];
+    let mut idx = vec![0usize; outer.len()];
+    let (mut ib, mut ob) = (0usize, 0usize);
+    loop {
+        let [mut s0, mut i0, mut o0] = it[0];
+        let [mut s1, mut i1, mut o1] = it[1];
+        if o0 != 0 && o1 == 0 {
+            (s0, i0, o0, s1, i1, o1) = (s1, i1, o1, s0, i0, o0);
+        }
+        // SAFETY (every read below): `ib` plus multiples of the iterator's
+        // strides within its sizes addresses an element of the input.
+        let x = |i: usize, j: usize| unsafe { *src.add(ib + i * i0 + j * i1) }.to_acc();
+        let mut store = |j: usize, v: T::Acc| {
+            let k = ob + j * o1;
+            out[k] = out[k].add(v);
+            if round_stores {
+                out[k] = T::from_acc(out[k]).to_acc();
+            }
+        };
+        if o0 != 0 {
+            // No reduced dim left among these two: element by element.
+            for j in 0..s1 {
+                for i in 0..s0 {
+                    let k = ob + i * o0 + j * o1;
+                    out[k] = out[k].add(x(i, j));
+                    if round_stores {
+                        out[k] = T::from_acc(out[k]).to_acc();
+                    }
+                }
+            }
+        } else if i0 == 1 && s0 >= vector {
+            for j in 0..s1 {
+                // SAFETY: the `s0` contiguous elements of row `j`.
+                let run = unsafe { std::slice::from_raw_parts(src.add(ib + j * i1), s0) };
+                store(j, sum_run(run, false));
+            }
+        } else if i1 == 1 && s1 >= vector {
+            let grouped = s1 / group * group;
+            for j in 0..s1 {
+                if j < grouped {
+                    store(j, level_cascade(s0, |i| x(i, j)));
+                } else {
+                    store(j, interleaved_cascade(s0, |i| [x(i, j)])[0]);
+                }
+            }
+        } else if i0 < i1 {
+            for j in 0..s1 {
+                store(j, interleaved_cascade(s0, |i| [x(i, j)])[0]);
+            }
+        } else {
+            let grouped = s1 / 4 * 4;
+            for j in 0..s1 {
+                if j < grouped {
+                    store(j, level_cascade(s0, |i| x(i, j)));
+                } else {
+                    store(j, interleaved_cascade(s0, |i| [x(i, j)])[0]);
+                }
+            }
+        }
+        // The next position of the outer dims (the first of them fastest).
+        let mut d = 0;
+        loop {
+            if d == outer.len() {
+                return out;
+            }
+            idx[d] += 1;
+            ib += outer[d][1];
+            ob += outer[d][2];
+            if idx[d] < outer[d][0] {
+                break;
+            }
+            ib -= outer[d][1] * idx[d];
+            ob -= outer[d][2] * idx[d];
+            idx[d] = 0;
+            d += 1;
         }
     }
 }
