@@ -13,7 +13,7 @@ impl Var {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = self.data().to_dtype(dtype)?;
+        let out = self.data().to_dtype_contiguous(dtype)?;
         let from = self.dtype();
         // Into a leaf the gradient goes unconverted: accumulating it converts
         // it as it adds or copies it into `.grad`, one pass fewer over a
@@ -23,7 +23,7 @@ impl Var {
             Ok(vec![Some(if into_leaf {
                 g.clone()
             } else {
-                g.to_dtype(from)?
+                g.to_dtype_contiguous(from)?
             })])
         });
         record("ToCopyBackward", out, &[Some(self)], Vec::new, f, false)
