@@ -10,7 +10,7 @@ Each program makes its operands with `as_strided` over a fresh 1-D input
 (small integers, so every value is exact in every dtype), then runs one op.
 The layouts: row-major, transposed, a 3-D permutation, a stepped slice (not
 dense), a transposed slice, a row and a column expanded, size-1 dims with
-odd strides, and empty tensors with row-major, transposed and permuted
+odd strides, 4-D channels-last, and empty tensors with row-major, transposed and permuted
 strides.
 
 Usage (PyTorch on the CPU, one thread):
@@ -44,6 +44,8 @@ LAYOUTS = {
     "expand_row": ([3, 4], [0, 1], 0),
     "expand_col": ([3, 4], [1, 0], 0),
     "size1": ([3, 1, 4], [1, 7, 3], 0),
+    "cl4": ([2, 3, 2, 2], [12, 1, 6, 3], 0),
+    "cl4_size1": ([2, 3, 1, 2], [6, 1, 99, 3], 0),
     "empty": ([0, 4], [4, 1], 0),
     "empty_t": ([0, 4], [1, 0], 0),
     "empty_perm": ([4, 0, 3], [1, 12, 4], 0),
@@ -207,7 +209,8 @@ def main():
     pairs = [("t", "rowmajor"), ("rowmajor", "t"), ("t", "t"), ("t", "tslice"),
              ("slice", "t"), ("expand_row", "t"), ("expand_col", "rowmajor"),
              ("expand_row", "expand_col"), ("empty", "empty_t"), ("empty_t", "empty_t"),
-             ("tslice", "tslice"), ("perm3", "perm3"), ("perm3", "perm3b")]
+             ("tslice", "tslice"), ("perm3", "perm3"), ("perm3", "perm3b"), ("cl4", "cl4"),
+             ("cl4_size1", "cl4_size1")]
     for a, b in pairs:
         if LAYOUTS[a][0] != LAYOUTS[b][0]:
             continue
@@ -238,7 +241,7 @@ def main():
         add(p)
 
     # cat, stack, index ops, matmul
-    for lay in ("rowmajor", "t", "slice", "perm3", "empty_t", "empty_perm"):
+    for lay in ("rowmajor", "t", "slice", "perm3", "empty_t", "empty_perm", "cl4"):
         for op in ("cat", "stack"):
             p = Prog(f"fuzz_ops.strides_s59_{op}_{len(cases):04d}", f"{op} of two {lay} operands")
             x = p.operand(lay, "f32")

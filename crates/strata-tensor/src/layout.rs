@@ -134,6 +134,32 @@ impl Layout {
         true
     }
 
+    /// PyTorch's `is_strides_like_channels_last` (`is_channels_last_strides_2d`),
+    /// which makes `suggest_memory_format` answer channels-last: a 4-D layout
+    /// with no dim of size 0 whose strides do not decrease in the dim order
+    /// 1, 3, 2, 0, each at least the previous one times its size (where that
+    /// size is above 1), with PyTorch's tie rules (a channel stride of 0, or
+    /// a batch stride equal to the channel stride, is not channels-last).
+    pub(crate) fn is_strides_like_channels_last(&self) -> bool {
+        if !self.is_well_formed() || self.ndim() != 4 || self.strides[1] == 0 {
+            return false;
+        }
+        let mut min = 0usize;
+        for d in [1, 3, 2, 0] {
+            if self.shape[d] == 0 || self.strides[d] < min {
+                return false;
+            }
+            if d == 0 && min == self.strides[1] {
+                return false;
+            }
+            min = self.strides[d];
+            if self.shape[d] > 1 {
+                min = min.saturating_mul(self.shape[d]);
+            }
+        }
+        true
+    }
+
     /// Whether two elements share an address (a stride 0 on a dim of size > 1).
     pub fn has_internal_overlap(&self) -> bool {
         self.shape

@@ -321,11 +321,18 @@ pub(crate) fn iter_output(
     device: crate::Device,
 ) -> Result<Tensor> {
     let scalar = scalar && !shape.is_empty();
-    if !scalar
-        && inputs
-            .iter()
-            .all(|t| t.shape() == shape && t.is_contiguous())
-    {
+    // With a scalar, TensorIterator orders the dims by the strides, which
+    // for strides row-major on every dim (and elements) is the row-major
+    // order again.
+    let fast = |t: &&Tensor| {
+        t.shape() == shape
+            && if scalar {
+                t.numel() > 0 && row_major_on_every_dim(t.layout())
+            } else {
+                t.is_contiguous()
+            }
+    };
+    if inputs.iter().all(fast) {
         return Tensor::uninit(name, shape, dtype, device);
     }
     let mut layouts: Vec<Layout> = inputs
@@ -336,6 +343,19 @@ pub(crate) fn iter_output(
         layouts.push(Layout::contiguous(&[]));
     }
     Tensor::uninit_iter_output(name, shape, &layouts, dtype, device)
+}
+
+/// Whether `l`'s strides are row-major on every dim, those of dims of
+/// size 1 too (what `Tensor::uninit` gives).
+fn row_major_on_every_dim(l: &Layout) -> bool {
+    let mut expected = 1usize;
+    for (&n, &st) in l.shape.iter().zip(&l.strides).rev() {
+        if st != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(n.max(1));
+    }
+    l.is_well_formed()
 }
 
 /// Rounding mode of [`Tensor::div_mode`].

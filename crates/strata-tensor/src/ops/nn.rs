@@ -1112,15 +1112,16 @@ impl Tensor {
         // expanded_target` (whose own rules apply: a bool operand is an
         // error); without, its kernel converts both to the promoted dtype.
         let (x, y) = (self.broadcast_to(&shape)?, target.broadcast_to(&shape)?);
-        let d = if weight.is_some() {
-            x.sub(&y)?
+        let sq = if let Some(w) = weight {
+            let d = x.sub(&y)?;
+            d.mul(&d)?.mul(w)?
         } else {
-            x.to_dtype(promoted)?.sub(&y.to_dtype(promoted)?)?
+            // One TensorIterator over the converted operands in PyTorch:
+            // the square is taken in place, keeping the difference's layout
+            // (a `[4, 1]` input of strides `[1, 4]` keeps them).
+            let d = x.to_dtype(promoted)?.sub(&y.to_dtype(promoted)?)?;
+            d.mul_(&d)?
         };
-        let mut sq = d.mul(&d)?;
-        if let Some(w) = weight {
-            sq = sq.mul(w)?;
-        }
         match (reduction, weight) {
             (Reduction::None, _) => Ok(sq),
             (Reduction::Sum, _) => sq.sum(None, false),
