@@ -7,13 +7,16 @@ use crate::error::Result;
 use crate::var::{record, Var};
 
 impl Var {
-    /// A copy in `dtype` (the same variable when it already has it); the
-    /// gradient flows back converted to this variable's dtype.
+    /// A copy in `dtype` (the same variable when it already has it), laid
+    /// out as PyTorch's `.to(dtype)` lays it out
+    /// ([`strata_tensor::Tensor::to_dtype`]: a dense layout is kept); the
+    /// gradient flows back converted to this variable's dtype the same way
+    /// (`ToCopyBackward`'s `grad.to(dtype)`).
     pub fn to_dtype(&self, dtype: strata_tensor::DType) -> Result<Var> {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        let out = self.data().to_dtype_contiguous(dtype)?;
+        let out = self.data().to_dtype(dtype)?;
         let from = self.dtype();
         // Into a leaf the gradient goes unconverted: accumulating it converts
         // it as it adds or copies it into `.grad`, one pass fewer over a
@@ -23,7 +26,7 @@ impl Var {
             Ok(vec![Some(if into_leaf {
                 g.clone()
             } else {
-                g.to_dtype_contiguous(from)?
+                g.to_dtype(from)?
             })])
         });
         record("ToCopyBackward", out, &[Some(self)], Vec::new, f, false)

@@ -309,8 +309,8 @@ pub(crate) fn iter_operand_layout(t: &Tensor, compute: DType, always: bool) -> L
 /// as there). `scalar` says that PyTorch has a wrapped Python scalar among
 /// its operands too (`x + 1`, `x.lt(0)`: a 0-d operand, which keeps a
 /// non-0-d output from its same-shape layouts). Inputs that all have
-/// `shape` and are contiguous give a row-major output without building
-/// their layouts.
+/// `shape` and are contiguous (with a scalar: row-major on every dim, and
+/// not empty) give a row-major output without building their layouts.
 pub(crate) fn iter_output(
     name: &'static str,
     shape: &[usize],
