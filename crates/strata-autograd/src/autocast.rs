@@ -403,7 +403,7 @@ pub(crate) fn cast_tensor_arg(op: &str, t: Option<&Tensor>) -> Result<Option<Ten
     if t.dtype() == target || !is_castable(t.dtype()) {
         return Ok(None);
     }
-    Ok(Some(t.to_dtype(target)?))
+    Ok(Some(t.to_dtype_contiguous(target)?))
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ fn root(out: &Var, grad: Option<&Tensor>) -> Result<(Edge, Tensor)> {
             // PyTorch's engine converts it: the backward formulas expect it
             // (matmul's refused an f64 gradient of an f32 product, gelu's an
             // integer one).
-            g.to_dtype(out.dtype())?
+            g.to_dtype_contiguous(out.dtype())?
         }
         None => {
             if out.numel() != 1 {

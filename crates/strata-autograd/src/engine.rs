@@ -167,7 +167,7 @@ fn add_into(buffers: &mut HashMap<Key, Tensor>, k: Key, g: Tensor) -> Result<()>
 /// in bf16 lost the low bits of the smaller, and `grad` returned the f32
 /// leaf's gradient in bf16.
 fn in_leaf_dtype(v: &VarInner, g: Tensor) -> Result<Tensor> {
-    Ok(g.to_dtype(v.data.dtype())?)
+    Ok(g.to_dtype_contiguous(v.data.dtype())?)
 }
 
 /// The nodes reachable from `roots`; oldest first when `sorted` (an

@@ -108,7 +108,7 @@ pub(crate) fn run_tensor_hooks(
     if hooks.is_empty() {
         return Ok(grad);
     }
-    let mut grad = grad.to_dtype(dtype)?;
+    let mut grad = grad.to_dtype_contiguous(dtype)?;
     for hook in hooks {
         if let Some(new) = hook(&grad)? {
             let changed = if new.shape() != grad.shape() {
@@ -170,7 +170,7 @@ impl OutputHooks {
         let grad = run_tensor_hooks(&self.tensor, grad, self.dtype)?;
         let retains = self.retains.lock().as_ref().and_then(Weak::upgrade);
         if let Some(v) = retains {
-            v.retain(grad.to_dtype(self.dtype)?)?;
+            v.retain(grad.to_dtype_contiguous(self.dtype)?)?;
         }
         Ok(grad)
     }
@@ -343,7 +343,7 @@ impl VarInner {
         let mut slot = self.grad.lock();
         let sum = match &slot.grad {
             Some(prev) => prev.add(&g)?,
-            None => g.deep_clone()?,
+            None => g.clone_contiguous()?,
         };
         slot.grad = Some(sum);
         Ok(())

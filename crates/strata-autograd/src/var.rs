@@ -283,9 +283,9 @@ fn first_grad(param: &Tensor, g: &Tensor) -> Result<Tensor> {
             return Ok(Tensor::empty(shape, dtype, g.device())?);
         }
         return Ok(if g.dtype() != dtype {
-            g.to_dtype(dtype)?
+            g.to_dtype_contiguous(dtype)?
         } else {
-            g.deep_clone()?
+            g.clone_contiguous()?
         });
     }
     // `empty_strided`: storage for one past the largest index the layout
@@ -326,7 +326,7 @@ impl VarInner {
         if let Some(existing) = slot.grad.as_ref() {
             // `.grad` has the leaf's shape: `set_grad` refuses any other.
             let g = if g.dtype() != dtype {
-                g.to_dtype(dtype)?
+                g.to_dtype_contiguous(dtype)?
             } else {
                 g
             };

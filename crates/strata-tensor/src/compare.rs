@@ -74,12 +74,15 @@ impl Tensor {
         } else {
             DType::F32
         };
-        let (a, b) = (self.to_dtype(float)?, other.to_dtype(float)?);
+        let (a, b) = (
+            self.to_dtype_contiguous(float)?,
+            other.to_dtype_contiguous(float)?,
+        );
         let abs_diff = (&a - &b)?.abs()?;
         let tol = ((b.abs()? * rtol)? + atol)?;
         // close = (|a - b| finite and <= tol) or a == b (equal infinities),
         // as PyTorch's isclose; the u8 sum is nonzero where either holds.
-        let u8_of = |t: Tensor| t.to_dtype(DType::U8);
+        let u8_of = |t: Tensor| t.to_dtype_contiguous(DType::U8);
         let within = (u8_of(abs_diff.le(&tol)?)? * u8_of(abs_diff.lt(f64::INFINITY)?)?)?;
         let close = (within + u8_of(eq)?)?;
         all_nonzero(&close)
@@ -88,7 +91,7 @@ impl Tensor {
 
 /// Whether every element of a bool tensor is true (an empty tensor: yes).
 fn all_true(t: &Tensor) -> Result<bool> {
-    all_nonzero(&t.to_dtype(DType::U8)?)
+    all_nonzero(&t.to_dtype_contiguous(DType::U8)?)
 }
 
 /// Whether every element of a u8 tensor is nonzero (an empty tensor: yes).
@@ -139,8 +142,8 @@ mod tests {
         assert!(t(&[1.0, 2.0])
             .allclose(&t(&[1.0, 2.0, 3.0]), 0.0, 0.0)
             .is_err());
-        let h = t(&[1.0]).to_dtype(DType::BF16).unwrap();
-        let h2 = t(&[1.001]).to_dtype(DType::BF16).unwrap();
+        let h = t(&[1.0]).to_dtype_contiguous(DType::BF16).unwrap();
+        let h2 = t(&[1.001]).to_dtype_contiguous(DType::BF16).unwrap();
         assert!(h.allclose(&h2, 1e-2, 0.0).unwrap());
     }
 }

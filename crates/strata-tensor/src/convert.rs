@@ -129,8 +129,8 @@ impl Tensor {
     pub fn from_literal<D: TensorData>(data: D) -> Result<Tensor> {
         let t = Tensor::from_data(data, Device::Cpu)?;
         match t.dtype() {
-            DType::F64 => t.to_dtype(DType::F32),
-            DType::I32 => t.to_dtype(DType::I64),
+            DType::F64 => t.to_dtype_contiguous(DType::F32),
+            DType::I32 => t.to_dtype_contiguous(DType::I64),
             _ => Ok(t),
         }
     }
@@ -154,7 +154,7 @@ impl Tensor {
             // from `[3, 0, 2^62]`), so the converted copy could not be made.
             return Ok(Vec::new());
         }
-        self.to_dtype(T::DTYPE)?.to_vec::<T>()
+        self.to_dtype_contiguous(T::DTYPE)?.to_vec::<T>()
     }
 }
 
@@ -297,7 +297,7 @@ mod tests {
     fn item_and_to_vec_as_convert_any_dtype() {
         let loss = Tensor::from_slice(&[0.3125f32], &[], Device::Cpu)
             .unwrap()
-            .to_dtype(DType::BF16)
+            .to_dtype_contiguous(DType::BF16)
             .unwrap();
         assert_eq!(loss.item::<f32>().unwrap(), 0.3125);
         assert_eq!(loss.item::<f64>().unwrap(), 0.3125);

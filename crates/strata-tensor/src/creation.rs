@@ -368,7 +368,7 @@ impl crate::tensor::Tensor {
         if dtype == DType::Bool {
             // Drawn as u8 (0 or 1, the same stream) and converted.
             return Self::randint(low, high, shape, Some(DType::U8), seed, device)?
-                .to_dtype(DType::Bool);
+                .to_dtype_contiguous(DType::Bool);
         }
         let range = (i128::from(high) - i128::from(low)) as u64;
         let seq = Sequence::RandInt { low, range, seed };

@@ -92,13 +92,18 @@ impl Layout {
     }
 
     /// Whether the elements fill a gap-free block of memory without aliasing,
-    /// in some dim order (PyTorch's `is_non_overlapping_and_dense`). A
-    /// malformed layout (see [`Layout::is_well_formed`]) is not.
+    /// in some dim order (PyTorch's `is_non_overlapping_and_dense`: the
+    /// strides of dims of size 0 and 1 do not count, and a tensor without
+    /// elements is dense, as it is contiguous). A malformed layout (see
+    /// [`Layout::is_well_formed`]) is not.
     pub fn is_dense(&self) -> bool {
         if !self.is_well_formed() {
             return false;
         }
-        let mut dims: Vec<usize> = (0..self.ndim()).filter(|&d| self.shape[d] != 1).collect();
+        if self.numel() == 0 {
+            return true;
+        }
+        let mut dims: Vec<usize> = (0..self.ndim()).filter(|&d| self.shape[d] > 1).collect();
         dims.sort_by_key(|&d| self.strides[d]);
         let mut expected = 1;
         for d in dims {
@@ -106,6 +111,51 @@ impl Layout {
                 return false;
             }
             expected = expected.saturating_mul(self.shape[d]);
+        }
+        true
+    }
+
+    /// PyTorch's `is_contiguous(memory_format=torch.channels_last)`: a 4-D
+    /// layout dense in the dim order 1, 3, 2, 0 (innermost first), dims of
+    /// size 1 not counting; any other rank is not.
+    pub(crate) fn is_channels_last_contiguous(&self) -> bool {
+        if !self.is_well_formed() || self.ndim() != 4 {
+            return false;
+        }
+        let mut expected = 1usize;
+        for d in [1, 3, 2, 0] {
+            if self.shape[d] != 1 {
+                if self.strides[d] != expected {
+                    return false;
+                }
+                expected = expected.saturating_mul(self.shape[d]);
+            }
+        }
+        true
+    }
+
+    /// PyTorch's `is_strides_like_channels_last` (`is_channels_last_strides_2d`),
+    /// which makes `suggest_memory_format` answer channels-last: a 4-D layout
+    /// with no dim of size 0 whose strides do not decrease in the dim order
+    /// 1, 3, 2, 0, each at least the previous one times its size (where that
+    /// size is above 1), with PyTorch's tie rules (a channel stride of 0, or
+    /// a batch stride equal to the channel stride, is not channels-last).
+    pub(crate) fn is_strides_like_channels_last(&self) -> bool {
+        if !self.is_well_formed() || self.ndim() != 4 || self.strides[1] == 0 {
+            return false;
+        }
+        let mut min = 0usize;
+        for d in [1, 3, 2, 0] {
+            if self.shape[d] == 0 || self.strides[d] < min {
+                return false;
+            }
+            if d == 0 && min == self.strides[1] {
+                return false;
+            }
+            min = self.strides[d];
+            if self.shape[d] > 1 {
+                min = min.saturating_mul(self.shape[d]);
+            }
         }
         true
     }
@@ -340,7 +390,9 @@ impl Layout {
         Ok(l)
     }
 
-    /// `expand(shape)`: size-1 dims and new leading dims get stride 0; -1 keeps a size.
+    /// `expand(shape)`: stretched size-1 dims and new leading dims of another
+    /// size get stride 0; -1 keeps a size. A new leading dim of size 1 gets
+    /// the next dim's size times its stride, as in PyTorch.
     pub fn expand(&self, target: &[i64]) -> Result<Layout> {
         self.check_well_formed("expand")?;
         let err = || {
@@ -373,6 +425,18 @@ impl Layout {
             } else {
                 shape.push(t as usize);
                 strides.push(0);
+            }
+        }
+        // PyTorch's `inferExpandGeometry`: a new leading dim of size 1 takes
+        // the stride of the dim after it times that dim's size (of a 0-d
+        // tensor's expansion, 0), so that `x.expand(1, n)` of a contiguous
+        // `x` is contiguous on every dim.
+        for i in (0..lead).rev() {
+            if shape[i] == 1 {
+                strides[i] = match (self.ndim(), shape.get(i + 1)) {
+                    (0, _) | (_, None) => 0,
+                    (_, Some(&next)) => next.saturating_mul(strides[i + 1]).min(shape::MAX_NUMEL),
+                };
             }
         }
         shape::checked_numel("expand", &shape)?;
@@ -557,6 +621,19 @@ pub(crate) fn preserve_format_strides(shape: &[usize], strides: &[usize]) -> Vec
         return l.strides;
     }
     dense_strides_in_order(shape, &reorder_dims(shape, None, &[strides]))
+}
+
+/// The strides of a fresh 4-D tensor in PyTorch's channels-last format
+/// (`get_channels_last_strides_2d`: dense in the dim order 1, 3, 2, 0; a
+/// size of 0 makes the outer strides 0).
+pub(crate) fn channels_last_strides(shape: &[usize]) -> Vec<usize> {
+    let mut strides = vec![0usize; shape.len()];
+    let mut s = 1usize;
+    for d in [1, 3, 2, 0] {
+        strides[d] = s;
+        s = s.saturating_mul(shape[d]);
+    }
+    strides
 }
 
 /// Strides dense in `order` (innermost dim first): the layout PyTorch's

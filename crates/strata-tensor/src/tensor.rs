@@ -149,11 +149,15 @@ impl Tensor {
 
     /// A fresh tensor of `shape` laid out as PyTorch's TensorIterator lays
     /// out an output it allocates for inputs of layouts `inputs` (each of
-    /// which broadcasts to `shape`): row-major when every input has `shape`
-    /// and is contiguous (or when there is none); the inputs' own strides
-    /// when they all have `shape` and the same non-overlapping and dense
-    /// strides (its `fast_set_up`); else dense in the order of their
-    /// strides broadcast to `shape` ([`crate::layout::pytorch_dim_order`]).
+    /// which broadcasts to `shape`; a Python scalar that PyTorch wraps into
+    /// a 0-d operand, as `x + 1` and `x.lt(0)` do, is a 0-d layout here).
+    /// When every input has `shape` (its `fast_set_up`): row-major when they
+    /// are all contiguous (or there is none), else channels-last when they
+    /// are all 4-D and channels-last contiguous, else their own strides when
+    /// they all have the same non-overlapping and dense strides. Otherwise
+    /// (a broadcast, a 0-d operand beside others, different or gapped
+    /// layouts) dense in the order of their strides broadcast to `shape`
+    /// ([`crate::layout::pytorch_dim_order`]), dims of size 1 included.
     pub(crate) fn uninit_iter_output(
         op: &'static str,
         shape: &[usize],
@@ -166,17 +170,23 @@ impl Tensor {
             return Tensor::uninit(op, shape, dtype, device);
         }
         if let Some(last) = inputs.last() {
+            let with = |strides: Vec<usize>| -> Result<Tensor> {
+                let t = Tensor::uninit(op, shape, dtype, device)?;
+                Ok(t.with_layout(Layout {
+                    shape: shape.to_vec(),
+                    strides,
+                    offset: 0,
+                }))
+            };
+            if same_shape && inputs.iter().all(Layout::is_channels_last_contiguous) {
+                return with(crate::layout::channels_last_strides(shape));
+            }
             if same_shape
                 && inputs
                     .iter()
                     .all(|l| l.is_dense() && l.strides == last.strides)
             {
-                let t = Tensor::uninit(op, shape, dtype, device)?;
-                return Ok(t.with_layout(Layout {
-                    shape: shape.to_vec(),
-                    strides: last.strides.clone(),
-                    offset: 0,
-                }));
+                return with(last.strides.clone());
             }
         }
         let strides: Vec<Vec<usize>> = inputs.iter().map(|l| l.broadcast_strides(shape)).collect();
@@ -186,7 +196,9 @@ impl Tensor {
 
     /// A fresh tensor of `self`'s shape and `dtype` laid out as PyTorch's
     /// `empty_like(self, memory_format=torch.preserve_format)` lays it out
-    /// ([`crate::layout::preserve_format_strides`]).
+    /// ([`crate::layout::preserve_format_strides`]): a non-overlapping and
+    /// dense `self` keeps its strides exactly (those of dims of size 1
+    /// too), any other becomes dense in the order of its strides.
     /// An empty `self` keeps its strides, whatever they are (PyTorch's
     /// `empty_like` does: they address nothing), so that one whose shape has
     /// no row-major strides below i64::MAX (`[0, 2^62, 2^62]`, a permuted
@@ -201,7 +213,7 @@ impl Tensor {
             }));
         }
         let t = Tensor::uninit(op, self.shape(), dtype, self.device())?;
-        if self.is_contiguous() {
+        if self.is_contiguous() && self.strides() == t.strides() {
             return Ok(t);
         }
         let strides = crate::layout::preserve_format_strides(self.shape(), self.strides());
@@ -210,20 +222,6 @@ impl Tensor {
             strides,
             offset: 0,
         }))
-    }
-
-    /// [`Tensor::to_dtype`] as PyTorch's `.to(dtype)` lays its result out
-    /// (`_to_copy` with `MemoryFormat::Preserve`): a non-overlapping and
-    /// dense tensor keeps its strides, any other becomes dense in the order
-    /// of its strides (`infer_dense_strides`).
-    pub(crate) fn to_dtype_keeping_dense_layout(&self, dtype: DType) -> Result<Tensor> {
-        if dtype == self.dtype() || (self.is_contiguous() && self.numel() > 0) {
-            return self.to_dtype(dtype);
-        }
-        let out = self.uninit_preserving("to_dtype", dtype)?;
-        out.copy_from_unchecked(self)?;
-        self.pass_value_range(&out);
-        Ok(out)
     }
 
     pub(crate) fn storage(&self) -> &Storage {
@@ -591,34 +589,64 @@ impl Tensor {
         Ok(self.to_vec_as::<T>()?[0])
     }
 
-    /// A copy with fresh storage (PyTorch's `clone()`), always contiguous:
-    /// PyTorch's keeps the strides of a dense input (`x.t().clone()` is
-    /// still transposed); strata's stays row-major (strata-autograd lays out
-    /// first gradients with it), unlike element-wise results and the
-    /// `*_like` ops, which are laid out as PyTorch's. So an empty tensor
-    /// whose shape has no row-major strides below i64::MAX (`[0, 2^62,
-    /// 2^62]`) is refused ([`TensorError::SizeOverflow`]), as PyTorch's
-    /// `clone(memory_format=torch.contiguous_format)` refuses it; its
-    /// [`Tensor::empty_like`] keeps its strides.
+    /// A copy with fresh storage (PyTorch's `clone()`, whose memory format
+    /// is `torch.preserve_format`): a non-overlapping and dense tensor's
+    /// copy keeps its strides exactly (`x.t().deep_clone()` is still
+    /// transposed), any other's is dense in the order of its strides (a
+    /// stepped slice of a transposed tensor gives a transposed copy without
+    /// the gaps; an expanded one gives a dense copy), and an empty tensor's
+    /// keeps its strides (they address nothing). [`Tensor::clone_contiguous`]
+    /// is the row-major copy.
     #[track_caller]
     pub fn deep_clone(&self) -> Result<Tensor> {
+        let out = self.uninit_preserving("clone", self.dtype())?;
+        out.copy_from_unchecked(self)?;
+        self.pass_value_range(&out);
+        Ok(out)
+    }
+
+    /// A row-major copy with fresh storage, whatever `self`'s layout
+    /// (PyTorch's `clone(memory_format=torch.contiguous_format)`). So an
+    /// empty tensor whose shape has no row-major strides below i64::MAX
+    /// (`[0, 2^62, 2^62]`) is refused ([`TensorError::SizeOverflow`]), as
+    /// PyTorch refuses it; its [`Tensor::deep_clone`] keeps its strides.
+    #[track_caller]
+    pub fn clone_contiguous(&self) -> Result<Tensor> {
         let out = Tensor::uninit("clone", self.shape(), self.dtype(), self.device())?;
         out.copy_from_unchecked(self)?;
         self.pass_value_range(&out);
         Ok(out)
     }
 
-    /// The tensor itself if contiguous, else a contiguous copy.
+    /// The tensor itself when its strides are row-major on every dim (those
+    /// of dims of size 1 too), else a row-major copy: the result of an op
+    /// that PyTorch allocates with `at::empty(shape)`.
+    pub(crate) fn row_major_exact(&self) -> Result<Tensor> {
+        if self.strides() == crate::shape::contiguous_strides(self.shape()) {
+            Ok(self.clone())
+        } else {
+            self.clone_contiguous()
+        }
+    }
+
+    /// The tensor itself if contiguous, else a row-major copy (PyTorch's
+    /// `contiguous()`).
     pub fn contiguous(&self) -> Result<Tensor> {
         if self.is_contiguous() {
             Ok(self.clone())
         } else {
-            self.deep_clone()
+            self.clone_contiguous()
         }
     }
 
-    /// Conversion to another dtype (the tensor itself for the same dtype);
-    /// float to int truncates toward zero, anything to bool is `!= 0`. A
+    /// Conversion to another dtype (the tensor itself for the same dtype),
+    /// laid out as PyTorch's `.to(dtype)` lays it out (`_to_copy` with
+    /// `torch.preserve_format`, as [`Tensor::deep_clone`]): a
+    /// non-overlapping and dense tensor keeps its strides, any other becomes
+    /// dense in the order of its strides, an empty one keeps its strides.
+    /// [`Tensor::to_dtype_contiguous`] gives a row-major result.
+    ///
+    /// Float to int truncates toward zero, anything to bool is `!= 0`. A
     /// float that is NaN or out of the integer's range converts as in
     /// PyTorch's x86 CPU kernels: `i32::MIN` for i32, `i64::MIN` for i64,
     /// and the low byte of that i64 conversion for u8 (0 for NaN and ±inf).
@@ -627,11 +655,26 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
+        let out = self.uninit_preserving("to_dtype", dtype)?;
+        if self.numel() > 0 {
+            out.copy_from_unchecked(self)?;
+            self.pass_value_range(&out);
+        }
+        Ok(out)
+    }
+
+    /// [`Tensor::to_dtype`] with a row-major result for a tensor with
+    /// elements (PyTorch's `.to(dtype, memory_format=torch.contiguous_format)`
+    /// for another dtype); the tensor itself for its own dtype, whatever its
+    /// layout, and an empty tensor keeps its strides (any layout without
+    /// elements is contiguous), so that one whose shape has no row-major
+    /// strides below i64::MAX (`[0, 2^62, 2^62]`) is converted, not refused.
+    #[track_caller]
+    pub fn to_dtype_contiguous(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
         if self.numel() == 0 {
-            // Nothing to convert; the strides are kept as PyTorch's `.to`
-            // keeps an empty tensor's (any layout without elements is
-            // contiguous), so that one whose shape has no row-major strides
-            // below i64::MAX (`[0, 2^62, 2^62]`) is converted, not refused.
             return self.uninit_preserving("to_dtype", dtype);
         }
         let out = Tensor::uninit("to_dtype", self.shape(), dtype, self.device())?;

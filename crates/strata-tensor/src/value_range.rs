@@ -304,17 +304,31 @@ mod tests {
         let c = t.t().unwrap().contiguous().unwrap();
         assert_eq!(c.known_value_range(), Some((0, 5)));
         assert_eq!(
-            t.to_dtype(DType::I32).unwrap().known_value_range(),
+            t.to_dtype_contiguous(DType::I32)
+                .unwrap()
+                .known_value_range(),
             Some((0, 5))
         );
         assert_eq!(
-            t.to_dtype(DType::U8).unwrap().known_value_range(),
+            t.to_dtype_contiguous(DType::U8)
+                .unwrap()
+                .known_value_range(),
             Some((0, 5))
         );
         let big = Tensor::from_slice(&[0i64, 1 << 40], &[2], CPU).unwrap();
         // The conversion wraps: no range.
-        assert_eq!(big.to_dtype(DType::I32).unwrap().known_value_range(), None);
-        assert_eq!(t.to_dtype(DType::F32).unwrap().known_value_range(), None);
+        assert_eq!(
+            big.to_dtype_contiguous(DType::I32)
+                .unwrap()
+                .known_value_range(),
+            None
+        );
+        assert_eq!(
+            t.to_dtype_contiguous(DType::F32)
+                .unwrap()
+                .known_value_range(),
+            None
+        );
     }
 
     /// A stale range is never used: an index written out of range after

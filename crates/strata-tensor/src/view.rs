@@ -42,7 +42,7 @@ impl Tensor {
                 offset: self.offset(),
             })),
             None => {
-                let c = self.deep_clone()?;
+                let c = self.clone_contiguous()?;
                 Ok(c.with_layout(Layout::contiguous(&target)))
             }
         }
@@ -148,6 +148,11 @@ impl Tensor {
                     self.shape()
                 ),
             ));
+        }
+        // PyTorch returns the tensor itself when there is nothing to merge
+        // (its strides on dims of size 1 included).
+        if s == e {
+            return Ok(self.clone());
         }
         let mut target: Vec<i64> = self.shape()[..s].iter().map(|&x| x as i64).collect();
         target.push(shape::numel(&self.shape()[s..=e]) as i64);

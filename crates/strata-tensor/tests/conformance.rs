@@ -752,14 +752,21 @@ fn check(case: &Value, env: &Env) -> Result<(), String> {
         }
         // STRATA_CONFORMANCE_STRIDES=1 (a sweep, not the format's rule): the
         // strides PyTorch chose for results of layout `info` compared too.
-        let strides_too = std::env::var("STRATA_CONFORMANCE_STRIDES").is_ok_and(|v| v == "1");
-        if strides_too && want["layout"] == "info" {
+        // STRATA_CONFORMANCE_STRIDES=all: every result's strides on every
+        // dim, those of dims of size 0 and 1 too (which address nothing, so
+        // the format leaves them free, but a user reading `strides()` sees
+        // them).
+        let strides_mode = std::env::var("STRATA_CONFORMANCE_STRIDES").unwrap_or_default();
+        let strides_too = strides_mode == "1" || strides_mode == "all";
+        if strides_too && (want["layout"] == "info" || strides_mode == "all") {
             let strides = ints(&want["strides"]);
+            let all = strides_mode == "all";
             for d in 0..t.ndim() {
-                if t.shape()[d] > 1 && t.strides()[d] as i64 != strides[d] {
+                if (all || t.shape()[d] > 1) && t.strides()[d] as i64 != strides[d] {
                     return Err(format!(
-                        "{name}: strides {:?} != {strides:?} (layout info)",
-                        t.strides()
+                        "{name}: strides {:?} != {strides:?} (layout {})",
+                        t.strides(),
+                        want["layout"]
                     ));
                 }
             }

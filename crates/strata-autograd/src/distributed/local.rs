@@ -93,7 +93,7 @@ fn write(tensor: &Tensor, result: Values) -> Result<()> {
         Values::Float(v) => Tensor::from_vec(v, shape, device)?,
         Values::Int(v) => Tensor::from_vec(v, shape, device)?,
     }
-    .to_dtype(tensor.dtype())?;
+    .to_dtype_contiguous(tensor.dtype())?;
     tensor.copy_(&src)?;
     Ok(())
 }
@@ -234,9 +234,9 @@ impl LocalRank {
             _ => {}
         }
         let values = if tensor.dtype().is_float() {
-            Values::Float(tensor.to_dtype(DType::F64)?.to_vec::<f64>()?)
+            Values::Float(tensor.to_dtype_contiguous(DType::F64)?.to_vec::<f64>()?)
         } else {
-            Values::Int(tensor.to_dtype(DType::I64)?.to_vec::<i64>()?)
+            Values::Int(tensor.to_dtype_contiguous(DType::I64)?.to_vec::<i64>()?)
         };
         let mut orphaned = None;
         let seq = {

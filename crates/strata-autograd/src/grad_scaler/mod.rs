@@ -254,7 +254,10 @@ impl GradScaler {
             // is not flagged and the step runs (its parameter becomes
             // inf/NaN, as in PyTorch). Until session 53 the check followed
             // the division and skipped that step.
-            let bad = g.mul(0.0)?.sum(None, false)?.to_dtype(DType::F32)?;
+            let bad = g
+                .mul(0.0)?
+                .sum(None, false)?
+                .to_dtype_contiguous(DType::F32)?;
             if !hand_scale {
                 g.mul_(inv)?;
             }

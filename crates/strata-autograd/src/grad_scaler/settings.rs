@@ -215,7 +215,7 @@ impl GradScaler {
                     t.shape()
                 )));
             }
-            *slot = t.to_dtype(DType::F64)?.to_vec::<f64>()?[0];
+            *slot = t.to_dtype_contiguous(DType::F64)?.to_vec::<f64>()?[0];
         }
         let [scale, growth_factor, backoff_factor, interval, tracker] = v;
         let count = |x: f64| x.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&x);

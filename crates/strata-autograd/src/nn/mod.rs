@@ -133,7 +133,7 @@ pub trait Module {
                 continue;
             }
             let t = v.data().to(device).and_then(|t| match dtype {
-                Some(d) if d != t.dtype() => t.to_dtype(d),
+                Some(d) if d != t.dtype() => t.to_dtype_contiguous(d),
                 _ => Ok(t),
             })?;
             let nv = Var::new(t);
@@ -141,7 +141,7 @@ pub trait Module {
             // PyTorch's `_apply` converts `.grad` with the parameter.
             if let Some(g) = v.grad() {
                 let g = g.to(device).and_then(|g| match dtype {
-                    Some(d) if d != g.dtype() => g.to_dtype(d),
+                    Some(d) if d != g.dtype() => g.to_dtype_contiguous(d),
                     _ => Ok(g),
                 })?;
                 nv.set_grad(Some(g))?;

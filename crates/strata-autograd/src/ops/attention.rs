@@ -243,7 +243,7 @@ impl Var {
             // Keep the f32 probabilities for backward (PyTorch's autocast
             // graph keeps softmax's f32 output); `p @ v` takes them rounded.
             let p32 = probs(self.data(), k.data(), Some(DType::F32))?;
-            (p32.to_dtype(low)?.matmul(v.data())?, Some(p32))
+            (p32.to_dtype_contiguous(low)?.matmul(v.data())?, Some(p32))
         } else {
             let p = probs(self.data(), k.data(), None)?;
             (p.matmul(v.data())?, Some(p))
@@ -260,7 +260,7 @@ impl Var {
         let (qd, kd, vd) = (self.dtype(), k.dtype(), v.dtype());
         let out_dtype = out.dtype();
         let f = formula(move |g, s, needs| {
-            let g = g.to_dtype(out_dtype)?;
+            let g = g.to_dtype_contiguous(out_dtype)?;
             // The gradients of one piece (or of the whole batch): each
             // piece's probabilities, dp and ds are freed before the next's.
             let grads = |q: &Tensor, k: &Tensor, v: &Tensor, g: &Tensor, p: Option<&Tensor>| {
@@ -270,7 +270,7 @@ impl Var {
                     None => probs(q, k, f32_probs.then_some(DType::F32))?,
                 };
                 let dv = if needs[2] {
-                    Some(p.to_dtype(low)?.transpose(-2, -1)?.matmul(g)?)
+                    Some(p.to_dtype_contiguous(low)?.transpose(-2, -1)?.matmul(g)?)
                 } else {
                     None
                 };
@@ -285,10 +285,10 @@ impl Var {
                     p.softmax_backward_inplace(&ds, -1)?;
                     ds
                 } else {
-                    let ds32 = ds.to_dtype(p.dtype())?;
+                    let ds32 = ds.to_dtype_contiguous(p.dtype())?;
                     drop(ds);
                     p.softmax_backward_inplace(&ds32, -1)?;
-                    ds32.to_dtype(low)?
+                    ds32.to_dtype_contiguous(low)?
                 };
                 drop(p);
                 // The masked scores' gradient is exactly 0, as PyTorch's

@@ -7,8 +7,11 @@ use crate::error::Result;
 use crate::var::{record, Var};
 
 impl Var {
-    /// A copy in `dtype` (the same variable when it already has it); the
-    /// gradient flows back converted to this variable's dtype.
+    /// A copy in `dtype` (the same variable when it already has it), laid
+    /// out as PyTorch's `.to(dtype)` lays it out
+    /// ([`strata_tensor::Tensor::to_dtype`]: a dense layout is kept); the
+    /// gradient flows back converted to this variable's dtype the same way
+    /// (`ToCopyBackward`'s `grad.to(dtype)`).
     pub fn to_dtype(&self, dtype: strata_tensor::DType) -> Result<Var> {
         if dtype == self.dtype() {
             return Ok(self.clone());

@@ -329,7 +329,7 @@ pub(crate) fn rebase(
         let slice = result.as_strided(&r.view_shape, &r.view_strides, Some(r.offset))?;
         // The op's formula gets its own copy of the region (its gradients
         // may be handles on its input).
-        let mut res = inner(&slice.deep_clone()?, s, needs)?.into_iter();
+        let mut res = inner(&slice.clone_contiguous()?, s, needs)?.into_iter();
         let first = res.next().flatten();
         let mut out = Vec::with_capacity(n);
         if needs[0] {

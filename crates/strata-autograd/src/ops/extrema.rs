@@ -43,7 +43,7 @@ fn reduced_dims(op: &'static str, dims: Option<&[i64]>, ndim: usize) -> Result<V
 fn extreme_over(x: &Tensor, dims: &[usize], keepdim: bool, max: bool) -> Result<Tensor> {
     if dims.is_empty() {
         // A 0-d input: a new tensor of the same value.
-        return Ok(x.deep_clone()?);
+        return Ok(x.clone_contiguous()?);
     }
     let mut v = x.clone();
     for &d in dims {
@@ -363,7 +363,7 @@ fn split_among(
     let d: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
     // A 0-d input: no dim is reduced, the mask is its own count.
     let count = if d.is_empty() {
-        mask.to_dtype(DType::I64)?
+        mask.to_dtype_contiguous(DType::I64)?
     } else {
         mask.sum(Some(&d), true)?
     };
@@ -427,5 +427,7 @@ fn norm_backward(
         let v = Tensor::where_cond(&nz, 0.0, &gk.div(&nk.pow(p - 1.0)?)?)?;
         scaled.mul(&v)?
     };
-    Ok(Some(gi.broadcast_to(shape)?.to_dtype(x.dtype())?))
+    Ok(Some(
+        gi.broadcast_to(shape)?.to_dtype_contiguous(x.dtype())?,
+    ))
 }

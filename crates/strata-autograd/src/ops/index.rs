@@ -27,7 +27,7 @@ impl Var {
             };
             // index_select's gradient: scatter-add g's slices at the index
             // (scatter_add takes an int64 index; index_select also int32).
-            let idx = s[0].to_dtype(DType::I64)?.reshape(&[-1])?;
+            let idx = s[0].to_dtype_contiguous(DType::I64)?.reshape(&[-1])?;
             let mut view = vec![1i64; shape.len()];
             view[d as usize] = idx.numel() as i64;
             let full: Vec<i64> = g.shape().iter().map(|&x| x as i64).collect();
@@ -99,7 +99,7 @@ impl Var {
         let f = formula(move |g, s, _n| {
             let v = shape[0] as i64;
             let d = shape[1];
-            let idx = s[0].to_dtype(DType::I64)?.reshape(&[-1])?;
+            let idx = s[0].to_dtype_contiguous(DType::I64)?.reshape(&[-1])?;
             // The row count named: `[-1, 0]` is ambiguous for a weight of
             // embedding_dim 0.
             let g2 = g.reshape(&[idx.numel() as i64, d as i64])?;

@@ -136,7 +136,7 @@ impl Var {
             if let Some(b) = ov {
                 // `other` sharing self's storage (`y.mul_(&y)`) is overwritten too.
                 let b_value = if b.data().same_storage(self.data()) {
-                    b.data().deep_clone()?
+                    b.data().clone_contiguous()?
                 } else {
                     b.data().clone()
                 };
@@ -146,13 +146,13 @@ impl Var {
                             saved.push(b_value);
                         }
                         if b_req {
-                            saved.push(self.data().deep_clone()?);
+                            saved.push(self.data().clone_contiguous()?);
                         }
                     }
                     Kind::Div => {
                         saved.push(b_value);
                         if b_req {
-                            saved.push(self.data().deep_clone()?);
+                            saved.push(self.data().clone_contiguous()?);
                         }
                     }
                     Kind::Add | Kind::Sub => {}

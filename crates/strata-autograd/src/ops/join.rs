@@ -59,9 +59,10 @@ impl Var {
                     // copying such inputs).
                     let empty = shape.contains(&0);
                     Ok(Some(match span {
-                        Some((start, len)) if !empty => {
-                            g.narrow(d, *start, *len)?.to_dtype(*dtype)?.contiguous()?
-                        }
+                        Some((start, len)) if !empty => g
+                            .narrow(d, *start, *len)?
+                            .to_dtype_contiguous(*dtype)?
+                            .contiguous()?,
                         _ => Tensor::zeros(shape, *dtype, g.device())?,
                     }))
                 })

@@ -200,7 +200,7 @@ impl Var {
         let gelu_of = move |x2: &Tensor| -> strata_tensor::Result<Tensor> {
             let h = x2.gelu(approximate)?;
             match h_dtype {
-                Some(d) if d != h.dtype() => h.to_dtype(d),
+                Some(d) if d != h.dtype() => h.to_dtype_contiguous(d),
                 _ => Ok(h),
             }
         };
@@ -230,11 +230,11 @@ impl Var {
                 None
             };
             let db = match (needs.get(2), b_dtype) {
-                (Some(true), Some(d)) => Some(g2.sum(Some(&[0]), false)?.to_dtype(d)?),
+                (Some(true), Some(d)) => Some(g2.sum(Some(&[0]), false)?.to_dtype_contiguous(d)?),
                 _ => None,
             };
             let dx = if needs[0] {
-                let dh = g2.matmul(&s[1].to_dtype(g2.dtype())?)?;
+                let dh = g2.matmul(&s[1].to_dtype_contiguous(g2.dtype())?)?;
                 let dx = dh.gelu_backward(&x2, approximate)?;
                 Some(sum_to(&dx.reshape(&dims(&x_shape))?, &x_shape, x_dtype)?)
             } else {

@@ -167,7 +167,7 @@ impl Var {
                 return g.zeros_like(None);
             }
             let d = x.pow(ef - 1.0)?.mul(ef)?;
-            g.mul(&d)?.to_dtype(dtype)
+            g.mul(&d)?.to_dtype_contiguous(dtype)
         })
     }
 
@@ -198,7 +198,7 @@ impl Var {
                 // PyTorch's pow_backward_exponent takes the log of x
                 // converted to the promoted dtype (an f16 base of an f32
                 // power: the log in f32, not f16).
-                let d = r.mul(&x.to_dtype(r.dtype())?.log()?)?;
+                let d = r.mul(&x.to_dtype_contiguous(r.dtype())?.log()?)?;
                 let mask = x.eq(0.0)?.mul(&y.ge(0.0)?)?;
                 let d = Tensor::where_cond(&mask, 0.0, &d)?;
                 Some(sum_to(&g.mul(&d)?, &b_shape, b_dtype)?)
@@ -295,7 +295,7 @@ impl Var {
         let out = self.data().softmax(dim, dtype)?;
         let in_dtype = self.dtype();
         self.unary_op("SoftmaxBackward", out, Save::Output, move |g, y| {
-            y.softmax_backward(g, dim)?.to_dtype(in_dtype)
+            y.softmax_backward(g, dim)?.to_dtype_contiguous(in_dtype)
         })
     }
 
@@ -309,7 +309,8 @@ impl Var {
         let out = self.data().log_softmax(dim, dtype)?;
         let in_dtype = self.dtype();
         self.unary_op("LogSoftmaxBackward", out, Save::Output, move |g, y| {
-            y.log_softmax_backward(g, dim)?.to_dtype(in_dtype)
+            y.log_softmax_backward(g, dim)?
+                .to_dtype_contiguous(in_dtype)
         })
     }
 
@@ -338,7 +339,7 @@ impl Var {
         let in_dtype = self.dtype();
         self.unary_op("CumsumBackward", out, Save::Nothing, move |g, _| {
             if g.ndim() == 0 {
-                return g.to_dtype(in_dtype);
+                return g.to_dtype_contiguous(in_dtype);
             }
             let d = if dim < 0 { dim + g.ndim() as i64 } else { dim };
             let n = g.shape()[d as usize];
@@ -346,12 +347,12 @@ impl Var {
             // a gradient without elements (whose dim may be as long as
             // 2^62: an index of that many elements cannot be made).
             if n <= 1 || g.numel() == 0 {
-                return g.to_dtype(in_dtype);
+                return g.to_dtype_contiguous(in_dtype);
             }
             // `flip` along `d`: an index_select of n-1, ..., 0.
             let rev = Tensor::arange(n as i64 - 1, -1i64, -1i64, Some(DType::I64), g.device())?;
             let r = g.index_select(d, &rev)?.cumsum(d, None)?;
-            r.index_select(d, &rev)?.to_dtype(in_dtype)
+            r.index_select(d, &rev)?.to_dtype_contiguous(in_dtype)
         })
     }
 }

@@ -49,7 +49,7 @@ pub(crate) fn sum_to(g: &Tensor, shape: &[usize], dtype: DType) -> Result<Tensor
     Ok(if g.dtype() == dtype {
         g
     } else {
-        g.to_dtype(dtype)?
+        g.to_dtype_contiguous(dtype)?
     })
 }
 

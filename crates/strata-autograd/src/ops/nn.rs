@@ -78,7 +78,7 @@ impl Var {
             && !mixed
             && self.data().device() == strata_tensor::Device::Cpu
         {
-            let round = |t: Tensor| t.to_dtype(dt)?.to_dtype(DType::F32);
+            let round = |t: Tensor| t.to_dtype_contiguous(dt)?.to_dtype_contiguous(DType::F32);
             (round(mean)?, round(rstd)?)
         } else {
             (mean, rstd)
@@ -245,7 +245,7 @@ impl Var {
         // The weight is saved (version-checked) like the targets: changed in
         // place after the forward, it would silently change the gradient.
         let weight = weight.cloned();
-        let t = target.to_dtype(DType::I64)?;
+        let t = target.to_dtype_contiguous(DType::I64)?;
         let (shape, dtype) = (self.shape().to_vec(), self.dtype());
         let saved = move || {
             let mut v = vec![t];
@@ -262,7 +262,7 @@ impl Var {
             let t = s[0].reshape(&[-1])?;
             let acc = strata_tensor::acc_dtype(dtype);
             let (wt, safe) = nll_weights(&t, s.get(1), ignore_index, acc)?;
-            let g = g.to_dtype(acc)?;
+            let g = g.to_dtype_contiguous(acc)?;
             let coef = match reduction {
                 Reduction::None => g.reshape(&[-1])?,
                 Reduction::Sum => g.reshape(&[1])?,
@@ -276,7 +276,9 @@ impl Var {
             let rows = safe.numel();
             let z = Tensor::zeros(&[rows, classes], acc, g.device())?;
             let dx = z.scatter_add(1, &safe.unsqueeze(1)?, &vals)?;
-            Ok(vec![Some(from_rows(&dx, &shape)?.to_dtype(dtype)?)])
+            Ok(vec![Some(
+                from_rows(&dx, &shape)?.to_dtype_contiguous(dtype)?,
+            )])
         });
         record("NllLossBackward", out, &[Some(self)], saved, f, false)
     }
@@ -317,7 +319,7 @@ impl Var {
             let scale = match (reduction, weight) {
                 (Reduction::Mean, None) => g.div(d.numel() as f64)?,
                 (Reduction::Mean, Some(w)) => g.div(
-                    &w.to_dtype(k.dtype())?
+                    &w.to_dtype_contiguous(k.dtype())?
                         .broadcast_to(d.shape())?
                         .sum(None, false)?,
                 )?,

@@ -97,9 +97,10 @@ fn var_backward(
         // `x == mean`, as PyTorch compares (not `x - mean == 0`: an infinite
         // x equal to an infinite mean is NaN there, `inf - inf` is not 0).
         let at_mean = x.eq(&kept_mean(x, dims)?)?;
-        return Ok(
-            g.mul(&Tensor::where_cond(&at_mean, f64::NAN, f64::INFINITY)?.to_dtype(g.dtype())?)?
-        );
+        return Ok(g.mul(
+            &Tensor::where_cond(&at_mean, f64::NAN, f64::INFINITY)?
+                .to_dtype_contiguous(g.dtype())?,
+        )?);
     }
     Ok(g.mul(2.0 / dof)?.mul(&deviations(x, dims)?)?)
 }

@@ -61,10 +61,10 @@ impl AdamLists {
             let compute = if low { DType::F32 } else { p.dtype() };
             // `float(grad) / float(scale)` (the scale is an f32 value, exact
             // in f32 and f64), written back rounded as PyTorch's `.grad`.
-            let unscaled = grad.to_dtype(compute)?.div(f64::from(scale))?;
+            let unscaled = grad.to_dtype_contiguous(compute)?.div(f64::from(scale))?;
             self.back.push((grad, unscaled.clone()));
             if low {
-                let f32_copy = |t: &Tensor| t.to_dtype(DType::F32);
+                let f32_copy = |t: &Tensor| t.to_dtype_contiguous(DType::F32);
                 let (p32, m32, v32) = (f32_copy(p)?, f32_copy(&exp_avg)?, f32_copy(&exp_avg_sq)?);
                 let x32 = max_exp_avg_sq.as_ref().map(f32_copy).transpose()?;
                 self.back.push((p.clone(), p32.clone()));
@@ -88,7 +88,7 @@ impl AdamLists {
         let grad = if grad.dtype() == p.dtype() {
             grad
         } else {
-            grad.to_dtype(p.dtype())?
+            grad.to_dtype_contiguous(p.dtype())?
         };
         self.add(index, step, p, grad, (exp_avg, exp_avg_sq, max_exp_avg_sq));
         Ok(())

@@ -179,9 +179,13 @@ impl ClipGradNorm {
             // into one device scalar.
             let total = Tensor::zeros(&[], total_acc, first.device())?;
             for g in &grads {
-                let a = g.to_dtype(acc(g.dtype()))?;
-                let norm = a.mul(&a)?.sum(None, false)?.sqrt()?.to_dtype(g.dtype())?;
-                let norm = norm.to_dtype(total_acc)?;
+                let a = g.to_dtype_contiguous(acc(g.dtype()))?;
+                let norm = a
+                    .mul(&a)?
+                    .sum(None, false)?
+                    .sqrt()?
+                    .to_dtype_contiguous(g.dtype())?;
+                let norm = norm.to_dtype_contiguous(total_acc)?;
                 total.add_(&norm.mul(&norm)?)?;
             }
             total.sqrt()?
@@ -189,15 +193,16 @@ impl ClipGradNorm {
             let norms = grads
                 .iter()
                 .map(|g| {
-                    let a = g.to_dtype(acc(g.dtype()))?;
+                    let a = g.to_dtype_contiguous(acc(g.dtype()))?;
                     let n = vector_norm(&a.reshape(&[-1])?, p, &[0], false)?;
-                    Ok(n.to_dtype(g.dtype())?.to_dtype(total_acc)?)
+                    Ok(n.to_dtype_contiguous(g.dtype())?
+                        .to_dtype_contiguous(total_acc)?)
                 })
                 .collect::<Result<Vec<Tensor>>>()?;
             let refs: Vec<&Tensor> = norms.iter().collect();
             vector_norm(&Tensor::stack(&refs, 0)?, p, &[0], false)?
         };
-        let norm = norm.to_dtype(total_dtype)?;
+        let norm = norm.to_dtype_contiguous(total_dtype)?;
         if self.error_if_nonfinite {
             let total = norm.item::<f64>()?;
             if !total.is_finite() {

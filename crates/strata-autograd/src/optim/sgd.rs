@@ -194,7 +194,7 @@ fn as_unary_result(t: &Tensor, result: Tensor) -> Result<Tensor> {
 /// dense `g` (`is_non_overlapping_and_dense`), else contiguous.
 fn clone_as_pytorch(g: &Tensor) -> Result<Tensor> {
     if !g.layout().is_dense() || g.is_contiguous() {
-        return Ok(g.deep_clone()?);
+        return Ok(g.clone_contiguous()?);
     }
     let order = iter_order(g.shape(), &[g.strides()])?;
     let out = empty_in_order(g, &order)?;
@@ -480,7 +480,7 @@ impl Optimizer for Sgd {
                         let b = if reduced {
                             clone_as_pytorch(&g)?
                         } else {
-                            g.deep_clone()?
+                            g.clone_contiguous()?
                         };
                         *buf = Some(b.clone());
                         b

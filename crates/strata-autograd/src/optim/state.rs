@@ -101,7 +101,7 @@ pub(crate) fn step(v: i32) -> Result<Tensor> {
 /// An independent copy of a state tensor (the dictionary must not alias
 /// the optimizer's buffers, which later steps update in place).
 pub(crate) fn copy(t: &Tensor) -> Result<Tensor> {
-    Ok(t.deep_clone()?)
+    Ok(t.clone_contiguous()?)
 }
 
 /// Reads a state dictionary for one optimizer, remembering which names
@@ -151,7 +151,7 @@ impl<'a> Reader<'a> {
                 }
             )));
         }
-        Ok(t.to_dtype(DType::F64)?.to_vec::<f64>()?)
+        Ok(t.to_dtype_contiguous(DType::F64)?.to_vec::<f64>()?)
     }
 
     /// The hyper-parameter `name` (a single number).
@@ -242,9 +242,9 @@ impl<'a> Reader<'a> {
         }
         let t = t.to(p.device())?;
         Ok(Some(if t.dtype() != p.dtype() {
-            t.to_dtype(p.dtype())?
+            t.to_dtype_contiguous(p.dtype())?
         } else {
-            t.deep_clone()?
+            t.clone_contiguous()?
         }))
     }
 

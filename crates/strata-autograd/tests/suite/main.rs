@@ -65,3 +65,4 @@ mod recompute;
 mod resume_s52;
 mod semantics;
 mod sgd_fused_add_s45;
+mod strides_s59;

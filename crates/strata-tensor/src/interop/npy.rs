@@ -64,7 +64,7 @@ fn descr(op: &'static str, dtype: DType) -> Result<&'static str> {
             return Err(TensorError::dtype(
                 op,
                 "NumPy has no bfloat16 dtype, so a bf16 tensor cannot be written as .npy; \
-                 convert it first (`t.to_dtype(DType::F32)`) or use safetensors, which has BF16",
+                 convert it first (`t.to_dtype_contiguous(DType::F32)`) or use safetensors, which has BF16",
             ))
         }
     })

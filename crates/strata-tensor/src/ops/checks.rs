@@ -176,7 +176,7 @@ mod tests {
         // In place, and with an f16 self promoted to f32.
         x.addcmul_(&t1, &t2, -1).unwrap();
         assert_eq!(x.to_vec::<f32>().unwrap(), r);
-        let h = f(&[-1.375]).to_dtype(DType::F16).unwrap();
+        let h = f(&[-1.375]).to_dtype_contiguous(DType::F16).unwrap();
         let r = h.addcmul(&f(&[-1.5]), &f(&[big]), -1).unwrap();
         assert_eq!(r.to_vec::<f32>().unwrap(), [want]);
         let d = |v: f64| Tensor::from_slice(&[v], &[1], Device::Cpu).unwrap();

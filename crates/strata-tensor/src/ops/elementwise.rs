@@ -130,7 +130,7 @@ pub(crate) fn check_inplace(op: &'static str, out: &Tensor, inputs: &mut [Tensor
         match overlap(out, t) {
             Overlap::No | Overlap::Full => {}
             Overlap::Partial => return Err(overlap_error(op, t, out, "partially overlaps", "")),
-            Overlap::TooHard => *t = t.deep_clone()?,
+            Overlap::TooHard => *t = t.clone_contiguous()?,
         }
     }
     Ok(())
@@ -306,28 +306,56 @@ pub(crate) fn iter_operand_layout(t: &Tensor, compute: DType, always: bool) -> L
 /// A new output of `shape` and `dtype` for an op of `inputs` computing in
 /// `compute`, laid out as PyTorch's TensorIterator lays it out
 /// ([`Tensor::uninit_iter_output`] of the [`iter_operand_layout`]s; `always`
-/// as there). Inputs that all have `shape` and are contiguous give a
-/// row-major output without building their layouts.
+/// as there). `scalar` says that PyTorch has a wrapped Python scalar among
+/// its operands too (`x + 1`, `x.lt(0)`: a 0-d operand, which keeps a
+/// non-0-d output from its same-shape layouts). Inputs that all have
+/// `shape` and are contiguous (with a scalar: row-major on every dim, and
+/// not empty) give a row-major output without building their layouts.
 pub(crate) fn iter_output(
     name: &'static str,
     shape: &[usize],
     inputs: &[&Tensor],
-    compute: DType,
-    always: bool,
+    scalar: bool,
+    (compute, always): (DType, bool),
     dtype: DType,
     device: crate::Device,
 ) -> Result<Tensor> {
-    if inputs
-        .iter()
-        .all(|t| t.shape() == shape && t.is_contiguous())
-    {
+    let scalar = scalar && !shape.is_empty();
+    // With a scalar, TensorIterator orders the dims by the strides, which
+    // for strides row-major on every dim (and elements) is the row-major
+    // order again.
+    let fast = |t: &&Tensor| {
+        t.shape() == shape
+            && if scalar {
+                t.numel() > 0 && row_major_on_every_dim(t.layout())
+            } else {
+                t.is_contiguous()
+            }
+    };
+    if inputs.iter().all(fast) {
         return Tensor::uninit(name, shape, dtype, device);
     }
-    let layouts: Vec<Layout> = inputs
+    let mut layouts: Vec<Layout> = inputs
         .iter()
         .map(|t| iter_operand_layout(t, compute, always))
         .collect();
+    if scalar {
+        layouts.push(Layout::contiguous(&[]));
+    }
     Tensor::uninit_iter_output(name, shape, &layouts, dtype, device)
+}
+
+/// Whether `l`'s strides are row-major on every dim, those of dims of
+/// size 1 too (what `Tensor::uninit` gives).
+fn row_major_on_every_dim(l: &Layout) -> bool {
+    let mut expected = 1usize;
+    for (&n, &st) in l.shape.iter().zip(&l.strides).rev() {
+        if st != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(n.max(1));
+    }
+    l.is_well_formed()
 }
 
 /// Rounding mode of [`Tensor::div_mode`].
@@ -428,7 +456,7 @@ impl Tensor {
                 // A tensor divisor too is converted first (a 0-d i64
                 // -2^20 divides a u8 tensor as 0).
                 (_, Some(t)) => t
-                    .to_dtype(compute)?
+                    .to_dtype_contiguous(compute)?
                     .eq(0)?
                     .to_vec::<bool>()?
                     .contains(&true),
@@ -479,9 +507,9 @@ impl Tensor {
             && self.device() == crate::Device::Cpu;
         let convert = |t: &Tensor, dt: DType| {
             if pytorch_rows {
-                t.to_dtype_keeping_dense_layout(dt)
-            } else {
                 t.to_dtype(dt)
+            } else {
+                t.to_dtype_contiguous(dt)
             }
         };
         // self is converted to the compute dtype first (an i32 dividend of a
@@ -499,7 +527,11 @@ impl Tensor {
         } else {
             let operands: Vec<&Tensor> = std::iter::once(self).chain(inputs.first()).collect();
             let dt = if kernel != compute { kernel } else { out_dtype };
-            iter_output(name, &shape, &operands, compute, false, dt, self.device())?
+            // PyTorch wraps a scalar into a 0-d operand, but for `pow`,
+            // whose scalar exponent is an argument of a unary kernel.
+            let scalar = matches!(b, Operand::Scalar(_)) && op != BinaryOp::Pow;
+            let (sh, dev) = (&shape, self.device());
+            iter_output(name, sh, &operands, scalar, (compute, false), dt, dev)?
         };
         match (&b_c, b) {
             (Some(bt), _) => launch(&target, &[&a_c, bt], |be| {
@@ -533,7 +565,7 @@ impl Tensor {
             self.bump_version();
             Ok(self.clone())
         } else if target.dtype() != out_dtype {
-            target.to_dtype_keeping_dense_layout(out_dtype)
+            target.to_dtype(out_dtype)
         } else {
             Ok(target)
         }
@@ -645,7 +677,7 @@ impl Tensor {
             }
             op => op,
         };
-        let a_c = self.to_dtype(compute)?;
+        let a_c = self.to_dtype_contiguous(compute)?;
         let target = if inplace && a_c.same_storage(self) {
             self.clone()
         } else {
@@ -714,8 +746,8 @@ impl Tensor {
             name,
             self.shape(),
             &[self],
-            compute,
             false,
+            (compute, false),
             compute,
             self.device(),
         )
@@ -860,12 +892,12 @@ impl Tensor {
             crate::ops::checks::check_fits("addcmul_", value, compute)?;
         }
         check_inplace("addcmul_", self, &mut inputs)?;
-        let t1c = inputs[0].to_dtype(compute)?;
-        let t2c = inputs[1].to_dtype(compute)?;
+        let t1c = inputs[0].to_dtype_contiguous(compute)?;
+        let t2c = inputs[1].to_dtype_contiguous(compute)?;
         let target = if compute == self.dtype() {
             self.clone()
         } else {
-            self.to_dtype(compute)?
+            self.to_dtype_contiguous(compute)?
         };
         launch(&target, &[&t1c, &t2c], |be| {
             be.addcmul(
@@ -896,8 +928,8 @@ impl Tensor {
             "addcmul",
             &shape,
             &[self, t1, t2],
-            dtype,
             false,
+            (dtype, false),
             dtype,
             self.device(),
         )?;
@@ -957,7 +989,7 @@ impl Tensor {
             match o {
                 Operand::Tensor(t) => {
                     same_device("where", cond, t)?;
-                    t.to_dtype(dtype)
+                    t.to_dtype_contiguous(dtype)
                 }
                 // A float scalar beyond a float dtype's range becomes inf
                 // (PyTorch's where); integers keep fill_'s range check.
@@ -981,16 +1013,22 @@ impl Tensor {
                 Operand::Scalar(_) => None,
             })
             .collect();
+        // A scalar is a 0-d operand: its strides (all 0 once broadcast)
+        // decide nothing, but beside a tensor of another shape it takes
+        // TensorIterator off its same-shape fast path.
+        let scalar = tensors.len() < 2 && !shape.is_empty();
         let row_major = row_major
-            || std::iter::once(&cond)
-                .chain(&tensors)
-                .all(|t| t.shape() == shape.as_slice() && t.is_contiguous());
+            || (!scalar
+                && std::iter::once(&cond)
+                    .chain(&tensors)
+                    .all(|t| t.shape() == shape.as_slice() && t.is_contiguous()));
         let out = if row_major {
             Tensor::uninit("where", &shape, dtype, cond.device())?
         } else {
             let layouts: Vec<Layout> =
                 std::iter::once(iter_operand_layout(cond, DType::Bool, true))
                     .chain(tensors.iter().map(|t| iter_operand_layout(t, dtype, true)))
+                    .chain(scalar.then(|| Layout::contiguous(&[])))
                     .collect();
             Tensor::uninit_iter_output("where", &shape, &layouts, dtype, cond.device())?
         };
@@ -1324,9 +1362,9 @@ impl Tensor {
             if x.dtype() == DType::F32 {
                 x.unary(f, "gelu", false)
             } else {
-                x.to_dtype(DType::F32)?
+                x.to_dtype_contiguous(DType::F32)?
                     .unary(f, "gelu", false)?
-                    .to_dtype(self.dtype())
+                    .to_dtype_contiguous(self.dtype())
             }
         };
         let n = self.numel();
@@ -1414,6 +1452,6 @@ impl Tensor {
         // PyTorch resizes an empty output of its own here: the result is
         // row-major whatever the exponent's layout.
         b.binary(BinaryOp::Pow, Operand::Tensor(exponent), false)?
-            .contiguous()
+            .row_major_exact()
     }
 }

@@ -222,7 +222,7 @@ impl Tensor {
         // The kernel reads int64 indices.
         let (x, idx) = (
             at_least_1d(self)?,
-            at_least_1d(&index.to_dtype(DType::I64)?)?,
+            at_least_1d(&index.to_dtype_contiguous(DType::I64)?)?,
         );
         for k in 0..x.ndim() {
             if k != d && idx.shape()[k] > x.shape()[k] {
@@ -265,7 +265,7 @@ impl Tensor {
     pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         self.scatter_add_checks("scatter_add", dim, index, src)?;
         self.scatter_add_index_range("scatter_add", dim, index)?;
-        let out = self.deep_clone()?;
+        let out = self.clone_contiguous()?;
         out.scatter_add_impl("scatter_add", dim, index, src)?;
         Ok(out)
     }
@@ -363,7 +363,7 @@ impl Tensor {
         check_inplace(op, self, &mut inputs)?;
         let [src, index] = inputs;
         // The kernel reads int64 indices (an int32 index is a fresh copy).
-        let index = index.to_dtype(DType::I64)?;
+        let index = index.to_dtype_contiguous(DType::I64)?;
         if index.numel() == 0 {
             return Ok(());
         }
@@ -380,7 +380,7 @@ impl Tensor {
             _ => None,
         };
         let (target, src) = match wide {
-            Some(w) => (this.to_dtype(w)?, src.to_dtype(w)?),
+            Some(w) => (this.to_dtype_contiguous(w)?, src.to_dtype_contiguous(w)?),
             None => (this.clone(), src),
         };
         let sl = Layout {
@@ -566,7 +566,9 @@ impl Tensor {
         let sizes: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
         let strides: Vec<i64> = self.strides().iter().map(|&s| s as i64).collect();
         let at = positions.as_strided(&sizes, &strides, Some(self.offset() as i64))?;
-        let mask = mask.broadcast_to(self.shape())?.to_dtype(DType::I64)?;
+        let mask = mask
+            .broadcast_to(self.shape())?
+            .to_dtype_contiguous(DType::I64)?;
         let hits = Tensor::zeros(&[extent], DType::I64, self.device())?.scatter_add(
             0,
             &at.reshape(&[-1])?,
@@ -640,7 +642,7 @@ impl Tensor {
         let shape = broadcast_shapes(OP, self.shape(), mask.shape())?;
         check_source_dtype(OP, self, source)?;
         check_mask(OP, self, mask)?;
-        let out = self.broadcast_to(&shape)?.deep_clone()?;
+        let out = self.broadcast_to(&shape)?.clone_contiguous()?;
         let m = mask.broadcast_to(&shape)?.contiguous()?;
         let (count, offsets) = mask_offsets(&m)?;
         if count > source.numel() {

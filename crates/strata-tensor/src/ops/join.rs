@@ -115,7 +115,20 @@ impl Tensor {
                     )
                 })?;
         }
-        let out = Tensor::uninit("cat", &shape, dtype, first.device())?;
+        // PyTorch's output memory format: channels-last when every input
+        // (the skipped ones included) suggests it, else row-major.
+        let mut out = Tensor::uninit("cat", &shape, dtype, first.device())?;
+        if shape.len() == 4
+            && tensors
+                .iter()
+                .all(|t| t.layout().is_strides_like_channels_last())
+        {
+            out = out.with_layout(crate::layout::Layout {
+                strides: crate::layout::channels_last_strides(&shape),
+                shape,
+                offset: 0,
+            });
+        }
         let mut at = 0i64;
         for t in &kept {
             let len = t.shape()[d] as i64;
@@ -153,6 +166,15 @@ impl Tensor {
                     ),
                 ));
             }
+        }
+        // As PyTorch: inside the rank, the inputs joined along `d` and that
+        // dim split by a view (so the result is laid out as `cat` lays
+        // out its own: channels-last inputs give a split channels-last
+        // result); at the end, a `cat` of the inputs unsqueezed there.
+        if d < first.ndim() && first.ndim() > 0 {
+            let mut sizes: Vec<i64> = first.shape().iter().map(|&n| n as i64).collect();
+            sizes.insert(d, tensors.len() as i64);
+            return Tensor::cat(tensors, d as i64)?.view(&sizes);
         }
         let parts: Vec<Tensor> = tensors
             .iter()

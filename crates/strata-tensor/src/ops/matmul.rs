@@ -233,7 +233,8 @@ impl Tensor {
                 && (mm && bs * m >= 2 || bs == 1 && m >= 2 && m * n >= 400);
             let p = self.mul(b)?;
             let p = if gemm { p } else { p.add(0.0)? };
-            return p.contiguous();
+            // PyTorch's `bmm` output is `at::empty([B, m, n])`.
+            return p.row_major_exact();
         }
         let k = self.shape()[2];
         let order = (self.device() == crate::Device::Cpu)

@@ -257,7 +257,10 @@ fn class_targets(
             ),
         ));
     }
-    let t = target.to_dtype(DType::I64)?.reshape(&[-1])?.contiguous()?;
+    let t = target
+        .to_dtype_contiguous(DType::I64)?
+        .reshape(&[-1])?
+        .contiguous()?;
     // Every target in [0, classes) or equal to ignore_index: known without a
     // device read when the range is cached (host data, randint, or an
     // earlier check of these very targets).
@@ -518,8 +521,11 @@ impl Tensor {
             [("weight", weight), ("bias", bias)],
         )?;
         let prep = |t: Option<&Tensor>| -> Result<Option<Tensor>> {
-            t.map(|t| t.to_dtype(wdt.unwrap_or(t.dtype()))?.contiguous())
-                .transpose()
+            t.map(|t| {
+                t.to_dtype_contiguous(wdt.unwrap_or(t.dtype()))?
+                    .contiguous()
+            })
+            .transpose()
         };
         let (w, b) = (prep(weight)?, prep(bias)?);
         // Saturating: trailing dims of an empty input may multiply past usize
@@ -611,7 +617,7 @@ impl Tensor {
         }
         let (mean, rstd) = (&mean.contiguous()?, &rstd.contiguous()?);
         let x = x.contiguous()?;
-        let dy = dy.to_dtype(x.dtype())?.contiguous()?;
+        let dy = dy.to_dtype_contiguous(x.dtype())?.contiguous()?;
         let w = weight.map(|w| w.contiguous()).transpose()?;
         let mut res: [Option<Tensor>; 3] = [None, None, None];
         if needs[0] {
@@ -666,7 +672,9 @@ impl Tensor {
             let shape: Vec<i64> = normalized_shape.iter().map(|&s| s as i64).collect();
             let wdt = w.as_ref().map_or(x.dtype(), |w| w.dtype());
             let fin = |t: &Tensor| -> Result<Tensor> {
-                t.sum(Some(&[0]), false)?.to_dtype(wdt)?.reshape(&shape)
+                t.sum(Some(&[0]), false)?
+                    .to_dtype_contiguous(wdt)?
+                    .reshape(&shape)
             };
             if needs[1] {
                 res[1] = Some(fin(&dw)?);
@@ -888,7 +896,7 @@ impl Tensor {
         } else {
             nll_loss
         };
-        let loss = loss.to_dtype(self.dtype())?;
+        let loss = loss.to_dtype_contiguous(self.dtype())?;
         Ok((
             loss,
             Some(CrossEntropySaved {
@@ -963,7 +971,7 @@ impl Tensor {
             false,
         )?;
         let lse = saved.lse.contiguous()?;
-        let g = grad.to_dtype(acc)?;
+        let g = grad.to_dtype_contiguous(acc)?;
         let coef = match args.reduction {
             Reduction::None => g.reshape(&[-1])?,
             Reduction::Sum => g.reshape(&[1])?,
@@ -974,7 +982,10 @@ impl Tensor {
         let eps = args.label_smoothing.max(0.0);
         let w = args.weight.map(|w| w.contiguous()).transpose()?;
         let weight_sum = match &w {
-            Some(w) => w.to_dtype(DType::F64)?.sum(None, false)?.item::<f64>()?,
+            Some(w) => w
+                .to_dtype_contiguous(DType::F64)?
+                .sum(None, false)?
+                .item::<f64>()?,
             None => classes as f64,
         };
         let dx = Tensor::uninit(
@@ -1039,7 +1050,7 @@ impl Tensor {
             Tensor::where_cond(
                 &t.eq(ignore_index)?,
                 0.0,
-                &picked.to_dtype(wt.dtype())?.mul(&wt)?.neg()?,
+                &picked.to_dtype_contiguous(wt.dtype())?.mul(&wt)?.neg()?,
             )?
         };
         let (loss, _) = nll_reduce(
@@ -1050,7 +1061,7 @@ impl Tensor {
             nll_reduction(self, reduction),
             &rows_shape,
         )?;
-        loss.to_dtype(self.dtype())
+        loss.to_dtype_contiguous(self.dtype())
     }
 
     /// `F.mse_loss(self, target, reduction, weight)`: `(x - y)²` with
@@ -1101,16 +1112,16 @@ impl Tensor {
         // expanded_target` (whose own rules apply: a bool operand is an
         // error); without, its kernel converts both to the promoted dtype.
         let (x, y) = (self.broadcast_to(&shape)?, target.broadcast_to(&shape)?);
-        let d = if weight.is_some() {
-            x.sub(&y)?
+        let sq = if let Some(w) = weight {
+            let d = x.sub(&y)?;
+            d.mul(&d)?.mul(w)?
         } else {
-            x.to_dtype_keeping_dense_layout(promoted)?
-                .sub(&y.to_dtype_keeping_dense_layout(promoted)?)?
+            // One TensorIterator over the converted operands in PyTorch:
+            // the square is taken in place, keeping the difference's layout
+            // (a `[4, 1]` input of strides `[1, 4]` keeps them).
+            let d = x.to_dtype(promoted)?.sub(&y.to_dtype(promoted)?)?;
+            d.mul_(&d)?
         };
-        let mut sq = d.mul(&d)?;
-        if let Some(w) = weight {
-            sq = sq.mul(w)?;
-        }
         match (reduction, weight) {
             (Reduction::None, _) => Ok(sq),
             (Reduction::Sum, _) => sq.sum(None, false),
@@ -1266,8 +1277,11 @@ pub fn nll_weights(
             }
             Tensor::zeros(t.shape(), acc, t.device())?
         }
-        Some(w) => w.to_dtype(acc)?.index_select(0, &safe)?,
+        Some(w) => w.to_dtype_contiguous(acc)?.index_select(0, &safe)?,
         None => Tensor::ones(t.shape(), acc, t.device())?,
     };
-    Ok((Tensor::where_cond(&ignored, 0.0, &w)?.to_dtype(acc)?, safe))
+    Ok((
+        Tensor::where_cond(&ignored, 0.0, &w)?.to_dtype_contiguous(acc)?,
+        safe,
+    ))
 }

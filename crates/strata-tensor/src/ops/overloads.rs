@@ -227,7 +227,7 @@ mod tests {
             ((&a + &b) * &b).unwrap().to_vec::<f32>().unwrap(),
             vec![12.0, 35.0]
         );
-        let c = a.deep_clone().unwrap();
+        let c = a.clone_contiguous().unwrap();
         let mut r = Ok(c.clone());
         r += &b;
         r -= Scalar::from(1.0);
@@ -313,7 +313,7 @@ mod combination_tests {
         assert_eq!(r.to_vec::<f32>().unwrap(), vec![1.0, 0.5, 0.25]);
         assert_eq!((0.5 * &i).unwrap().dtype(), DType::F32);
         // f16 stays f16 with a float scalar.
-        let h = a.to_dtype(DType::F16).unwrap();
+        let h = a.to_dtype_contiguous(DType::F16).unwrap();
         assert_eq!((3.0 - &h).unwrap().dtype(), DType::F16);
         // bool subtraction is refused, as in PyTorch.
         let bl = Tensor::from_slice(&[true], &[1], Device::Cpu).unwrap();

@@ -78,7 +78,7 @@ impl Tensor {
         } else {
             DType::I64
         };
-        let input = self.to_dtype(dtype)?;
+        let input = self.to_dtype_contiguous(dtype)?;
         let out = Tensor::uninit("sum", &out_shape, dtype, self.device())?;
         input.run_reduce(ReduceOp::Sum, &dims, Some(&out), None)?;
         Ok(out)
@@ -147,7 +147,7 @@ impl Tensor {
         let zero_d_with_dims = self.ndim() == 0 && dims_arg.is_some_and(|ds| !ds.is_empty());
         if count == 1 && !zero_d_with_dims {
             let one = if p == 0.0 {
-                self.ne(0.0)?.to_dtype(self.dtype())?
+                self.ne(0.0)?.to_dtype_contiguous(self.dtype())?
             } else {
                 self.abs()?
             };
@@ -164,15 +164,16 @@ impl Tensor {
         let sum = |t: &Tensor| t.sum(Some(&d), keepdim);
         // The compositions work on f16/bf16 widened to f32.
         let wide = if matches!(self.dtype(), DType::F16 | DType::BF16) {
-            self.to_dtype(DType::F32)?
+            self.to_dtype_contiguous(DType::F32)?
         } else {
             self.clone()
         };
         if count == 0 {
-            return sum(&wide.abs()?)?.to_dtype(self.dtype());
+            return sum(&wide.abs()?)?.to_dtype_contiguous(self.dtype());
         }
         if p == 0.0 {
-            return sum(&wide.ne(0.0)?.to_dtype(wide.dtype())?)?.to_dtype(self.dtype());
+            return sum(&wide.ne(0.0)?.to_dtype_contiguous(wide.dtype())?)?
+                .to_dtype_contiguous(self.dtype());
         } else if p.is_infinite() {
             let mut a = self.abs()?;
             // The highest dim first, so that the lower ones keep their
@@ -198,13 +199,15 @@ impl Tensor {
             return Ok(out);
         }
         if p == 1.0 {
-            return sum(&wide.abs()?)?.to_dtype(self.dtype());
+            return sum(&wide.abs()?)?.to_dtype_contiguous(self.dtype());
         } else if p == 2.0 {
-            return sum(&wide.mul(&wide)?)?.sqrt()?.to_dtype(self.dtype());
+            return sum(&wide.mul(&wide)?)?
+                .sqrt()?
+                .to_dtype_contiguous(self.dtype());
         }
         sum(&wide.abs()?.pow(p)?)?
             .pow(1.0 / p)?
-            .to_dtype(self.dtype())
+            .to_dtype_contiguous(self.dtype())
     }
 
     /// Mean over `dims` (float dtypes only).
@@ -411,7 +414,7 @@ impl Tensor {
             DType::F16 => DType::F32,
             _ => DType::F64,
         };
-        let x = self.to_dtype(wide)?;
+        let x = self.to_dtype_contiguous(wide)?;
         let d64: Vec<i64> = rdims.iter().map(|&d| d as i64).collect();
         // A 0-d tensor reduces no dim (`d64` empty): `None` then means "all",
         // which is none there too.
@@ -439,7 +442,7 @@ impl Tensor {
             // with no refinement. Where the mean is a rounding off (six
             // copies of -1e200 summed one by one), the deviations of ~1e184
             // square to +inf there, while ten copies give 0.
-            self.mean(d, true)?.to_dtype(wide)?
+            self.mean(d, true)?.to_dtype_contiguous(wide)?
         } else {
             let mean = x.mean(d, true)?;
             let s1 = x.sub(&mean)?.sum(d, true)?;
@@ -458,7 +461,7 @@ impl Tensor {
         // result is +inf, or NaN where the deviations are 0, as PyTorch's.
         let v = ss.div((n as f64 - correction).max(0.0))?;
         let v = if sqrt { sqrt_nonneg(&v)? } else { v };
-        v.to_dtype(self.dtype())
+        v.to_dtype_contiguous(self.dtype())
     }
 
     /// `log(sum(exp(x)))` over `dims`, computed without overflow (the
@@ -514,7 +517,7 @@ impl Tensor {
                 }
             })
             .collect();
-        let x = self.to_dtype(out_dtype)?;
+        let x = self.to_dtype_contiguous(out_dtype)?;
         if rdims.iter().any(|&d| self.shape()[d] == 0) {
             // log(0): nothing to sum.
             return Tensor::full(&out_shape, f64::NEG_INFINITY, out_dtype, self.device());
@@ -532,7 +535,7 @@ impl Tensor {
         let s = x.sub(&m)?.exp()?.sum(d, true)?;
         let r = s.log()?.add(&m)?;
         let shape: Vec<i64> = out_shape.iter().map(|&s| s as i64).collect();
-        r.reshape(&shape)?.to_dtype(out_dtype)
+        r.reshape(&shape)?.to_dtype_contiguous(out_dtype)
     }
 }
 
@@ -542,5 +545,7 @@ impl Tensor {
 /// the `exp(ln(v) / 2)` used before gave 3.0000000000000004). `sqrt(0) = 0`,
 /// `sqrt(inf) = inf`, NaN stays NaN.
 fn sqrt_nonneg(v: &Tensor) -> Result<Tensor> {
-    v.to_dtype(DType::F64)?.sqrt()?.to_dtype(v.dtype())
+    v.to_dtype_contiguous(DType::F64)?
+        .sqrt()?
+        .to_dtype_contiguous(v.dtype())
 }

@@ -127,7 +127,7 @@ impl Tensor {
         }
         // The result first: a shape too large to store is named as the op's.
         let out = Tensor::uninit(name, self.shape(), target, self.device())?;
-        let x = self.to_dtype(target)?.contiguous()?;
+        let x = self.to_dtype_contiguous(target)?.contiguous()?;
         let s = DimShape::new(self.shape(), d);
         let mode = SoftmaxMode {
             round_log_sum: mode.log
@@ -180,7 +180,7 @@ impl Tensor {
             }
             return Ok(out);
         }
-        let x = self.to_dtype(target)?.contiguous()?;
+        let x = self.to_dtype_contiguous(target)?.contiguous()?;
         let s = DimShape::new(self.shape(), d);
         dim_launch(&out, &x, |be| be.cumsum(&out.arg(), &x.arg(), s))?;
         Ok(out)
@@ -317,7 +317,7 @@ impl Tensor {
         }
         crate::ops::elementwise::same_device(name, self, grad)?;
         let y = self.contiguous()?;
-        let g = grad.to_dtype(self.dtype())?.contiguous()?;
+        let g = grad.to_dtype_contiguous(self.dtype())?.contiguous()?;
         let out = Tensor::uninit(
             "softmax_backward",
             self.shape(),

@@ -12,9 +12,9 @@
 //!   all row-major (730 of the sweep's 16,000 programs: `x.t() + 1`,
 //!   `x.t().lt(0)`, `torch.where(c, x.t(), y)`, `zeros_like(x.t())`, ...).
 //!   `masked_fill`, `triu`/`tril` and `pow(scalar, x)` stay row-major, as
-//!   in PyTorch. `clone()` and `to(dtype)` keep strata's row-major copies
-//!   (PyTorch's keep the layout: not changed here, strata-autograd's
-//!   first-gradient layout relies on them).
+//!   in PyTorch. `clone()` and `to(dtype)` kept strata's row-major copies
+//!   then (PyTorch's keep the layout; since session 59 strata's do too,
+//!   `strides_s59.rs`).
 //! - `F.mse_loss(x, y, weight=w)` with a bool operand: PyTorch's weighted
 //!   form subtracts the operands and fails (bool `-`); strata converted them
 //!   first and succeeded.

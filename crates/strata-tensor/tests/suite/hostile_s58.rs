@@ -20,10 +20,11 @@
 //!   refused with a size overflow: they made a row-major copy. PyTorch's
 //!   `empty_like` and `.to(dtype)` keep an empty tensor's strides, whatever
 //!   they are (expanded and stepped ones too), and so does strata now (an
-//!   empty tensor is contiguous whatever its strides). `deep_clone` stays
-//!   row-major as documented (strata-autograd lays first gradients out with
-//!   it), refusing such a shape as PyTorch's
-//!   `clone(memory_format=torch.contiguous_format)` does.
+//!   empty tensor is contiguous whatever its strides). `deep_clone` stayed
+//!   row-major then; since session 59 it keeps the strides as PyTorch's
+//!   `clone()` does, and `clone_contiguous` is the row-major copy, refusing
+//!   such a shape as PyTorch's `clone(memory_format=torch.contiguous_format)`
+//!   does.
 
 use super::common::CPU;
 use strata_tensor::layout::{pytorch_reorder_dims, pytorch_scalar_loop_mask};
@@ -198,21 +199,35 @@ fn copies_of_empty_tensors_keep_their_strides_as_pytorch() {
             assert_eq!(y.numel(), 0);
         }
     }
-    // deep_clone is row-major: `[0, 2^62, 2^62]` has no such strides
-    // (PyTorch: "Stride calculation overflowed"), `[0, 3]` has `[3, 1]`.
-    match base.permute(&[1, 0, 2]).unwrap().deep_clone() {
+    // clone_contiguous is row-major: `[0, 2^62, 2^62]` has no such strides
+    // (PyTorch's `clone(memory_format=torch.contiguous_format)`: "Stride
+    // calculation overflowed"); deep_clone keeps them, as PyTorch's
+    // `clone()` (preserve_format) does (checked in PyTorch 2.15).
+    let big = base.permute(&[1, 0, 2]).unwrap();
+    match big.clone_contiguous() {
         Err(TensorError::SizeOverflow { .. }) => {}
-        other => panic!("deep_clone of [0, 2^62, 2^62]: expected a size overflow, got {other:?}"),
+        other => {
+            panic!("clone_contiguous of [0, 2^62, 2^62]: expected a size overflow, got {other:?}")
+        }
     }
-    let e = zeros(&[3, 0]).t().unwrap().deep_clone().unwrap();
+    assert_eq!(big.deep_clone().unwrap().strides(), big.strides());
+    // torch.zeros(3, 0).t(): strides (1, 1); clone() keeps them,
+    // clone(memory_format=torch.contiguous_format) gives (3, 1).
+    let e = zeros(&[3, 0]).t().unwrap();
+    assert_eq!(e.deep_clone().unwrap().strides(), [1, 1]);
+    let c = e.clone_contiguous().unwrap();
     assert_eq!(
-        (e.shape(), e.strides()),
+        (c.shape(), c.strides()),
         (&[0usize, 3][..], &[3usize, 1][..])
     );
-    // A non-empty tensor is unchanged: deep_clone and to_dtype are row-major.
+    // A non-empty tensor: deep_clone and to_dtype keep a dense layout
+    // (torch.zeros(2, 3).t().clone().stride() == (1, 3)); the `_contiguous`
+    // forms are row-major.
     let t = zeros(&[2, 3]).t().unwrap();
-    assert_eq!(t.deep_clone().unwrap().strides(), [2, 1]);
-    assert_eq!(t.to_dtype(DType::F64).unwrap().strides(), [2, 1]);
+    assert_eq!(t.deep_clone().unwrap().strides(), [1, 3]);
+    assert_eq!(t.to_dtype(DType::F64).unwrap().strides(), [1, 3]);
+    assert_eq!(t.clone_contiguous().unwrap().strides(), [2, 1]);
+    assert_eq!(t.to_dtype_contiguous(DType::F64).unwrap().strides(), [2, 1]);
     assert_eq!(t.zeros_like(None).unwrap().strides(), [1, 3]);
 }
 

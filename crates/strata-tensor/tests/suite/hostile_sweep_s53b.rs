@@ -1,6 +1,7 @@
 //! Session 53 (helper-86): hostile layouts for the session's CPU changes
 //! (maximum/minimum laying their output out in PyTorch's dim order,
-//! `to_dtype_keeping_dense_layout` for operands of another dtype,
+//! `to_dtype_keeping_dense_layout` (since session 59 `to_dtype` itself) for
+//! operands of another dtype,
 //! `pytorch_dim_order`, the p=2 vector_norm kernels), against PyTorch 2.15
 //! (`tests/data/hostile_tensor_s53b.json.gz`, written by
 //! `benches/anchors/gen_hostile_tensor_s53b.py 600 5303`): operands made by

@@ -61,3 +61,4 @@ mod pytorch_fixture;
 mod pytorch_order_s52;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
+mod strides_s59;

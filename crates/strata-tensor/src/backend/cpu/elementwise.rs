@@ -422,7 +422,10 @@ mod tests {
 
     /// Values of `t` in row-major order, as f64.
     fn values(t: &Tensor) -> Vec<f64> {
-        t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap()
+        t.to_dtype_contiguous(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
     }
 
     fn check(rows: usize, cols: usize, dtype: DType) {
@@ -430,13 +433,13 @@ mod tests {
             .unwrap()
             .mul(8.0)
             .unwrap()
-            .to_dtype(dtype)
+            .to_dtype_contiguous(dtype)
             .unwrap();
         let b = Tensor::randn(&[cols, rows], DType::F64, 8, Device::Cpu)
             .unwrap()
             .mul(8.0)
             .unwrap()
-            .to_dtype(dtype)
+            .to_dtype_contiguous(dtype)
             .unwrap();
         let bt = b.t().unwrap();
         let (va, vb) = (values(&a), values(&b));
@@ -447,9 +450,9 @@ mod tests {
                 let x = Tensor::from_vec(vec![va[i]], &[1], Device::Cpu).unwrap();
                 let y = Tensor::from_vec(vec![vb[c * rows + r]], &[1], Device::Cpu).unwrap();
                 let s = x
-                    .to_dtype(dtype)
+                    .to_dtype_contiguous(dtype)
                     .unwrap()
-                    .add(&y.to_dtype(dtype).unwrap())
+                    .add(&y.to_dtype_contiguous(dtype).unwrap())
                     .unwrap();
                 values(&s)[0]
             })
@@ -462,7 +465,7 @@ mod tests {
                 let what = format!("{rows}x{cols} {dtype} {level:?}");
                 let sum = a.add(&bt).unwrap();
                 assert_eq!(values(&sum), expect_sum, "a + b.t(), {what}");
-                let inplace = a.deep_clone().unwrap();
+                let inplace = a.clone_contiguous().unwrap();
                 inplace.add_(&bt).unwrap();
                 assert_eq!(values(&inplace), expect_sum, "a += b.t(), {what}");
                 assert_eq!(
