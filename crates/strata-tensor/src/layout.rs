@@ -117,7 +117,9 @@ impl Layout {
 
     /// PyTorch's `is_contiguous(memory_format=torch.channels_last)`: a 4-D
     /// layout dense in the dim order 1, 3, 2, 0 (innermost first), dims of
-    /// size 1 not counting; any other rank is not.
+    /// size 1 not counting; any other rank is not. (TensorIterator's fast
+    /// path asks only this, never `torch.channels_last_3d`: same-shape 5-D
+    /// operands keep their common dense strides, size-1 dims' included.)
     pub(crate) fn is_channels_last_contiguous(&self) -> bool {
         if !self.is_well_formed() || self.ndim() != 4 {
             return false;
@@ -134,18 +136,24 @@ impl Layout {
         true
     }
 
-    /// PyTorch's `is_strides_like_channels_last` (`is_channels_last_strides_2d`),
-    /// which makes `suggest_memory_format` answer channels-last: a 4-D layout
-    /// with no dim of size 0 whose strides do not decrease in the dim order
-    /// 1, 3, 2, 0, each at least the previous one times its size (where that
-    /// size is above 1), with PyTorch's tie rules (a channel stride of 0, or
-    /// a batch stride equal to the channel stride, is not channels-last).
+    /// PyTorch's `is_strides_like_channels_last` (`is_channels_last_strides_2d`)
+    /// for a 4-D layout and `is_strides_like_channels_last_3d`
+    /// (`is_channels_last_strides_3d`) for a 5-D one, which make
+    /// `suggest_memory_format` answer channels-last(-3d): no dim of size 0,
+    /// strides that do not decrease in the dim order [`channels_last_order`],
+    /// each at least the previous one times its size (where that size is
+    /// above 1), with PyTorch's tie rules (a channel stride of 0, or a batch
+    /// stride equal to the channel stride, is not channels-last). Any other
+    /// rank is not.
     pub(crate) fn is_strides_like_channels_last(&self) -> bool {
-        if !self.is_well_formed() || self.ndim() != 4 || self.strides[1] == 0 {
+        let Some(order) = channels_last_order(self.ndim()) else {
+            return false;
+        };
+        if !self.is_well_formed() || self.strides[1] == 0 {
             return false;
         }
         let mut min = 0usize;
-        for d in [1, 3, 2, 0] {
+        for &d in order {
             if self.shape[d] == 0 || self.strides[d] < min {
                 return false;
             }
@@ -623,17 +631,26 @@ pub(crate) fn preserve_format_strides(shape: &[usize], strides: &[usize]) -> Vec
     dense_strides_in_order(shape, &reorder_dims(shape, None, &[strides]))
 }
 
-/// The strides of a fresh 4-D tensor in PyTorch's channels-last format
-/// (`get_channels_last_strides_2d`: dense in the dim order 1, 3, 2, 0; a
-/// size of 0 makes the outer strides 0).
-pub(crate) fn channels_last_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![0usize; shape.len()];
-    let mut s = 1usize;
-    for d in [1, 3, 2, 0] {
-        strides[d] = s;
-        s = s.saturating_mul(shape[d]);
+/// The dim order (innermost first) of PyTorch's channels-last memory
+/// formats: `torch.channels_last` for 4-D (1, 3, 2, 0) and
+/// `torch.channels_last_3d` for 5-D (1, 4, 3, 2, 0); no other rank has one.
+pub(crate) fn channels_last_order(ndim: usize) -> Option<&'static [usize]> {
+    match ndim {
+        4 => Some(&[1, 3, 2, 0]),
+        5 => Some(&[1, 4, 3, 2, 0]),
+        _ => None,
     }
-    strides
+}
+
+/// The strides of a fresh 4-D or 5-D tensor in PyTorch's channels-last
+/// format (`get_channels_last_strides_2d`/`_3d`: dense in the dim order
+/// [`channels_last_order`]; a size of 0 makes the outer strides 0); any other
+/// rank is row-major.
+pub(crate) fn channels_last_strides(shape: &[usize]) -> Vec<usize> {
+    match channels_last_order(shape.len()) {
+        Some(order) => dense_strides_in_order(shape, order),
+        None => dense_strides_in_order(shape, &(0..shape.len()).rev().collect::<Vec<_>>()),
+    }
 }
 
 /// Strides dense in `order` (innermost dim first): the layout PyTorch's

@@ -153,7 +153,8 @@ impl Tensor {
     /// a 0-d operand, as `x + 1` and `x.lt(0)` do, is a 0-d layout here).
     /// When every input has `shape` (its `fast_set_up`): row-major when they
     /// are all contiguous (or there is none), else channels-last when they
-    /// are all 4-D and channels-last contiguous, else their own strides when
+    /// are all 4-D and channels-last contiguous (PyTorch's fast path asks
+    /// only `torch.channels_last`, not `torch.channels_last_3d`), else their own strides when
     /// they all have the same non-overlapping and dense strides. Otherwise
     /// (a broadcast, a 0-d operand beside others, different or gapped
     /// layouts) dense in the order of their strides broadcast to `shape`

@@ -190,16 +190,17 @@ fn as_unary_result(t: &Tensor, result: Tensor) -> Result<Tensor> {
     Ok(out)
 }
 
-/// PyTorch's `torch.clone(g)` (the first momentum buffer): the strides of a
-/// dense `g` (`is_non_overlapping_and_dense`), else contiguous.
+/// PyTorch's `torch.clone(g)` (the first momentum buffer), which is
+/// `preserve_format`: the strides of a dense `g`
+/// (`is_non_overlapping_and_dense`), else dense in the order of `g`'s
+/// strides (`infer_dense_strides`), as strata's [`Tensor::deep_clone`] lays it
+/// out. Until session 59 a non-dense `g` (a `.grad` set to a view with gaps)
+/// gave a row-major buffer, and since the buffer's layout decides which
+/// elements of the later `add_`s take PyTorch's f16/bf16 scalar loop, a
+/// transposed gradient with gaps moved a few elements an ulp away from
+/// PyTorch's (`tests/suite/strides_s59.rs`).
 fn clone_as_pytorch(g: &Tensor) -> Result<Tensor> {
-    if !g.layout().is_dense() || g.is_contiguous() {
-        return Ok(g.clone_contiguous()?);
-    }
-    let order = iter_order(g.shape(), &[g.strides()])?;
-    let out = empty_in_order(g, &order)?;
-    out.copy_(g)?;
-    Ok(out)
+    Ok(g.deep_clone()?)
 }
 
 /// Which elements of `a.add(b, alpha)` (of `shape`; `strides` those of the

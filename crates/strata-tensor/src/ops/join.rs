@@ -115,10 +115,11 @@ impl Tensor {
                     )
                 })?;
         }
-        // PyTorch's output memory format: channels-last when every input
-        // (the skipped ones included) suggests it, else row-major.
+        // PyTorch's output memory format: channels-last (4-D) or
+        // channels-last-3d (5-D) when every input (the skipped ones
+        // included) suggests it, else row-major.
         let mut out = Tensor::uninit("cat", &shape, dtype, first.device())?;
-        if shape.len() == 4
+        if crate::layout::channels_last_order(shape.len()).is_some()
             && tensors
                 .iter()
                 .all(|t| t.layout().is_strides_like_channels_last())

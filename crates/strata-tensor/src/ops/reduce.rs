@@ -97,7 +97,8 @@ impl Tensor {
     /// Orders 0 and ±inf are the compositions `ne(0).sum` and the max/min
     /// of `abs` (f16/bf16 widened to f32 for the sums). Over
     /// one element (every reduced dim of size 1) it is `|x|` (`x != 0` for
-    /// p = 0); over none, 0, and an error for p < 0 or ±inf.
+    /// p = 0); over none, 0, and an error for p < 0 or ±inf. The result is
+    /// row-major whatever `self`'s layout, as PyTorch's (session 59).
     ///
     /// ```
     /// use strata_tensor::{Device, Tensor};
@@ -151,7 +152,12 @@ impl Tensor {
             } else {
                 self.abs()?
             };
-            return one.reshape(&out_shape.iter().map(|&n| n as i64).collect::<Vec<_>>());
+            // PyTorch writes it into the row-major result its meta function
+            // allocates, whatever `self`'s layout (`|x|` of a permuted `x`
+            // keeps `x`'s order; the norm is row-major).
+            return one
+                .reshape(&out_shape.iter().map(|&n| n as i64).collect::<Vec<_>>())?
+                .contiguous();
         }
         // Nothing to read: every norm over no element is 0 (an empty kept
         // dim leaves an empty result). Built directly, so that an empty
@@ -187,7 +193,8 @@ impl Tensor {
                     a.min_dim(i, keepdim)?.0
                 };
             }
-            return Ok(a);
+            // The row-major result PyTorch allocates.
+            return a.contiguous();
         }
         let out = Tensor::uninit(OP, &out_shape, self.dtype(), self.device())?;
         let done = {

@@ -310,3 +310,81 @@ fn cat_and_stack_of_channels_last_inputs() {
         y.to_vec::<f32>().unwrap()
     );
 }
+
+/// Round 2 (5-D, `torch.channels_last_3d`). Literals from PyTorch 2.15 in
+/// the venv over `b = torch.arange(64.)`: `cl5 = b.as_strided([2, 3, 2, 2, 2],
+/// [24, 1, 12, 6, 3])`, `rm5` the row-major `[2, 3, 2, 2, 2]`,
+/// `cl5n1 = b.as_strided([1, 3, 2, 2, 2], [24, 1, 12, 6, 3])`,
+/// `cl5s = b.as_strided([2, 3, 1, 2, 2], [12, 1, 99, 6, 3])` (its size-1 dim's
+/// stride breaks `is_channels_last_strides_3d`). `conformance/strides_s59b.json.gz`
+/// (`gen_strides_s59.py --part 2`) covers these and more.
+#[test]
+fn channels_last_3d_results() {
+    let cl5 = view(&[2, 3, 2, 2, 2], &[24, 1, 12, 6, 3], 0);
+    let rm5 = view(&[2, 3, 2, 2, 2], &[24, 8, 4, 2, 1], 0);
+    let cl5n1 = view(&[1, 3, 2, 2, 2], &[24, 1, 12, 6, 3], 0);
+    let cl5s = view(&[2, 3, 1, 2, 2], &[12, 1, 99, 6, 3], 0);
+    let cat = |a: &Tensor, b: &Tensor, d: i64| Tensor::cat(&[a, b], d).unwrap();
+    // torch.cat([cl5, cl5], 1), ([cl5, cl5], 0), ([cl5, rm5], 1),
+    // ([cl5n1, cl5n1], 0), ([cl5s, cl5s], 2).
+    assert_eq!(cat(&cl5, &cl5, 1).strides(), [48, 1, 24, 12, 6]);
+    assert_eq!(cat(&cl5, &cl5, 0).strides(), [24, 1, 12, 6, 3]);
+    assert_eq!(cat(&cl5, &rm5, 1).strides(), [48, 8, 4, 2, 1]);
+    assert_eq!(cat(&cl5n1, &cl5n1, 0).strides(), [24, 1, 12, 6, 3]);
+    assert_eq!(cat(&cl5s, &cl5s, 2).strides(), [24, 8, 4, 2, 1]);
+    let joined = cat(&cl5, &rm5, 0);
+    assert_eq!(
+        joined.narrow(0, 0, 2).unwrap().to_vec::<f32>().unwrap(),
+        cl5.to_vec::<f32>().unwrap()
+    );
+    // torch.stack([cl5, cl5], 1), ([cl5, cl5], -1), ([cl5, rm5], 1).
+    let stack = |a: &Tensor, b: &Tensor, d: i64| Tensor::stack(&[a, b], d).unwrap();
+    assert_eq!(stack(&cl5, &cl5, 1).strides(), [48, 3, 1, 24, 12, 6]);
+    assert_eq!(stack(&cl5, &cl5, -1).strides(), [48, 16, 8, 4, 2, 1]);
+    assert_eq!(stack(&cl5, &rm5, 1).strides(), [48, 24, 8, 4, 2, 1]);
+    // cl5 + cl5, cl5 + rm5, rm5 + cl5, cl5s + cl5s.
+    assert_eq!(cl5.add(&cl5).unwrap().strides(), [24, 1, 12, 6, 3]);
+    assert_eq!(cl5.add(&rm5).unwrap().strides(), [24, 1, 12, 6, 3]);
+    assert_eq!(rm5.add(&cl5).unwrap().strides(), [24, 8, 4, 2, 1]);
+    assert_eq!(cl5s.add(&cl5s).unwrap().strides(), [12, 1, 99, 6, 3]);
+    // torch.empty(96).as_strided([2, 3, 2, 2, 2], [48, 2, 24, 12, 6]).clone(),
+    // zeros_like(cl5), cl5.to(torch.float64).
+    let gapped = Tensor::zeros(&[96], DType::F32, Device::Cpu)
+        .unwrap()
+        .as_strided(&[2, 3, 2, 2, 2], &[48, 2, 24, 12, 6], Some(0))
+        .unwrap();
+    assert_eq!(gapped.deep_clone().unwrap().strides(), [24, 1, 12, 6, 3]);
+    assert_eq!(cl5.zeros_like(None).unwrap().strides(), [24, 1, 12, 6, 3]);
+    assert_eq!(
+        cl5.to_dtype(DType::F64).unwrap().strides(),
+        [24, 1, 12, 6, 3]
+    );
+}
+
+/// `torch.linalg.vector_norm` writes into the row-major result its meta
+/// function allocates, also over dims of size 1, where it is `|x|`
+/// (PyTorch 2.15: `y = b.as_strided([3, 1, 4], [1, 7, 3])`;
+/// `vector_norm(y, 2, 1).stride() == (4, 1)`, with keepdim `(4, 4, 1)`,
+/// while `y.abs().stride() == (1, 7, 3)`).
+#[test]
+fn vector_norm_is_row_major() {
+    let y = view(&[3, 1, 4], &[1, 7, 3], 0);
+    assert_eq!(y.abs().unwrap().strides(), [1, 7, 3]);
+    for (p, keep) in [
+        (2.0, false),
+        (2.0, true),
+        (f64::INFINITY, false),
+        (0.0, true),
+    ] {
+        let n = y.vector_norm(p, Some(&[1]), keep).unwrap();
+        let want: &[usize] = if keep { &[4, 4, 1] } else { &[4, 1] };
+        assert_eq!(n.strides(), want, "p {p} keepdim {keep}");
+        let abs = y.abs().unwrap().to_vec::<f32>().unwrap();
+        let exp: Vec<f32> = if p == 0.0 {
+            abs.iter().map(|&a| f32::from(u8::from(a != 0.0))).collect()
+        } else {
+            abs
+        };
+        assert_eq!(n.to_vec::<f32>().unwrap(), exp);
+    }
+}
