@@ -1079,13 +1079,7 @@ unsafe fn widened_as_pytorch<T: Element>(
     let to: Vec<usize> = if layout.is_dense() {
         strides.to_vec()
     } else {
-        let mut st = vec![0usize; shape.len()];
-        let mut acc = 1usize;
-        for d in (0..shape.len()).rev() {
-            st[d] = acc;
-            acc *= shape[d];
-        }
-        st
+        crate::shape::contiguous_strides(shape)
     };
     let numel: usize = shape.iter().product();
     let mut buf = vec![0f32; numel];
@@ -1131,42 +1125,12 @@ fn pytorch_reduce_dims(
             outputs *= shape[d];
         }
     }
-    // [size, input stride, output stride], the last dim first.
-    let mut it: Vec<[usize; 3]> = (0..nd)
-        .rev()
+    // [size, input stride, output stride] in TensorIterator's order
+    // (`reorder_dimensions` for a reduction, as `pnorm` orders its dims).
+    let mut it: Vec<[usize; 3]> = crate::layout::reorder_dims(shape, Some(&ostride), &[strides])
+        .into_iter()
         .map(|d| [shape[d], strides[d], ostride[d]])
         .collect();
-    let order = |a: &[usize; 3], b: &[usize; 3]| -> i32 {
-        let (o0, o1) = (a[2], b[2]);
-        if (o0 == 0) != (o1 == 0) {
-            return if o1 == 0 { 1 } else { -1 };
-        }
-        for (s0, s1) in [(o0, o1), (a[1], b[1])] {
-            if s0 == 0 || s1 == 0 {
-                continue;
-            }
-            if s0 != s1 {
-                return if s0 < s1 { -1 } else { 1 };
-            }
-            if a[0] > b[0] {
-                return 1;
-            }
-        }
-        0
-    };
-    for i in 1..it.len() {
-        let mut d1 = i;
-        for d0 in (0..i).rev() {
-            match order(&it[d0], &it[d1]) {
-                c if c > 0 => {
-                    it.swap(d0, d1);
-                    d1 = d0;
-                }
-                c if c < 0 => break,
-                _ => {}
-            }
-        }
-    }
     if !it.is_empty() {
         let mut prev = 0;
         for d in 1..it.len() {
