@@ -125,7 +125,7 @@ impl Layout {
             return false;
         }
         let mut expected = 1usize;
-        for d in [1, 3, 2, 0] {
+        for &d in channels_last_order(4).expect("4-D has a channels-last order") {
             if self.shape[d] != 1 {
                 if self.strides[d] != expected {
                     return false;
