@@ -16,7 +16,8 @@
 //!   (`fuzz_ops.s3601o_sum_order_0676`, nine copies of one f32).
 //! - f16/bf16 `sum` and `mean` of such views: PyTorch sums the input
 //!   converted to f32 (`self.to(Float)`, the same strides where the input is
-//!   dense, else row-major) for a mean and for a sum whose first two
+//!   dense, else dense in the order of its strides: session 60's fixture,
+//!   `tests/data/oracle_s60.json`) for a mean and for a sum whose first two
 //!   iterator dims are reduced, and otherwise rounds each partial sum it
 //!   stores into an output; strata added in row-major order in f32
 //!   (`fuzz_ops.s3600o_sum_order_0530`: an expanded bf16 holding 3.39e38
@@ -33,10 +34,31 @@ use strata_tensor::{Device, Scalar, Tensor};
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(include_str!("../data/oracle_s59.json")));
 
+/// Session 60's fixture (`benches/anchors/gen_oracle_s60.py`): f16/bf16
+/// sums and means of views that are neither dense nor row-major, where
+/// PyTorch sums a copy converted to f32 that is dense in the order of the
+/// input's strides (`infer_dense_strides`); strata's copy was row-major
+/// (`fuzz_ops.s3700o_sum_order_1246`, one unit in the last place off).
+static FIXTURE_S60: LazyLock<Value> =
+    LazyLock::new(|| fixture(include_str!("../data/oracle_s60.json")));
+
 #[test]
 fn sums_over_views_add_in_pytorchs_order() {
     let cases = FIXTURE["sums"].as_array().unwrap();
     assert!(cases.len() >= 50, "the fixture holds the sum cases");
+    check_sums(cases);
+}
+
+#[test]
+fn half_sums_of_views_that_are_not_dense_convert_in_stride_order() {
+    let cases = FIXTURE_S60["sums"].as_array().unwrap();
+    assert!(cases.len() >= 8, "the fixture holds the sum cases");
+    check_sums(cases);
+}
+
+/// Each case's view of its base storage summed (or averaged) as the case
+/// says, compared bit for bit with PyTorch's answer.
+fn check_sums(cases: &[Value]) {
     let mut bad = Vec::new();
     for c in cases {
         let dt = dtype(c["dtype"].as_str().unwrap());

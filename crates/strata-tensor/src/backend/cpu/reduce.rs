@@ -848,9 +848,9 @@ pub(crate) fn reduce<T: Element>(
     // output: as PyTorch's CPU computes it. A mean, and a sum whose first
     // two TensorIterator dims are both reduced (its `should_use_acc_buffer`),
     // sum the input converted to f32 (`self.to(Float)`: the same strides
-    // where the input is dense, else row-major) in f32's order, rounding
-    // once; any other sum runs `cascade_sum` on the f16/bf16 input,
-    // rounding each partial sum it adds into an output. (Folded in
+    // where the input is dense, else dense in the input's stride order) in
+    // f32's order, rounding once; any other sum runs `cascade_sum` on the
+    // f16/bf16 input, rounding each partial sum it adds into an output. (Folded in
     // row-major order before: an expanded bf16 holding 3.4e38 twice and
     // -inf summed to NaN where PyTorch's order gives -inf,
     // fuzz_ops.s3600o_sum_order_0530.)
@@ -1061,7 +1061,9 @@ fn float_of(s: Scalar) -> f32 {
 
 /// The input's elements converted to f32 as PyTorch's `self.to(Float)`
 /// lays them out (`preserve_format`): with the input's strides where it is
-/// dense (non-overlapping, gap-free), else row-major; and those strides.
+/// dense (non-overlapping, gap-free), else dense in the order of the input's
+/// strides (`_to_copy`'s `infer_dense_strides`: an expanded or sliced input
+/// keeps its dim order); and those strides.
 ///
 /// # Safety
 /// `src` is the input's first element; every element that `shape` and
@@ -1071,16 +1073,7 @@ unsafe fn widened_as_pytorch<T: Element>(
     shape: &[usize],
     strides: &[usize],
 ) -> (Vec<f32>, Vec<usize>) {
-    let layout = crate::layout::Layout {
-        shape: shape.to_vec(),
-        strides: strides.to_vec(),
-        offset: 0,
-    };
-    let to: Vec<usize> = if layout.is_dense() {
-        strides.to_vec()
-    } else {
-        crate::shape::contiguous_strides(shape)
-    };
+    let to = crate::layout::preserve_format_strides(shape, strides);
     let numel: usize = shape.iter().product();
     let mut buf = vec![0f32; numel];
     let nd = shape.len();
