@@ -536,6 +536,9 @@ impl Tensor {
 
     fn pad_constant(&self, pairs: &[(usize, i64, i64)], value: Scalar) -> Result<Tensor> {
         const OP: &str = "pad";
+        // F.pad's value is a Python float: an integer or bool converts to
+        // f64 first (so -1 does not fit u8 here, and 2^63 - 1 not i64).
+        let value = Scalar::Float(value.to_f64());
         let mut shape = self.shape().to_vec();
         let mut maps = vec![DimMap::Id; self.ndim()];
         for &(d, l, r) in pairs {
@@ -623,22 +626,33 @@ impl Tensor {
         }
         let mut shape = self.shape().to_vec();
         let mut maps = vec![DimMap::Id; nd];
-        for &(d, l, r) in pairs {
+        if mode == PadMode::Reflect {
+            // PyTorch checks every pad against its dim before any size.
+            for &(d, l, r) in pairs {
+                let n = self.shape()[d] as i64;
+                if l >= n || r >= n {
+                    return Err(TensorError::value(
+                        OP,
+                        format!(
+                            "reflect padding ({l}, {r}) of dim {d} must be smaller than the dim's size {n} (input shape {:?})",
+                            self.shape()
+                        ),
+                    ));
+                }
+            }
+        }
+        // Circular padding checks the dims outermost first, as PyTorch.
+        let order: Vec<(usize, i64, i64)> = if mode == PadMode::Circular {
+            pairs.iter().rev().copied().collect()
+        } else {
+            pairs.to_vec()
+        };
+        let mut wraps_twice = None;
+        for &(d, l, r) in &order {
             let n = self.shape()[d] as i128;
             let (l, r) = (i128::from(l), i128::from(r));
             let m = n + l + r;
             match mode {
-                PadMode::Reflect => {
-                    if l >= n || r >= n {
-                        return Err(TensorError::value(
-                            OP,
-                            format!(
-                                "reflect padding ({l}, {r}) of dim {d} must be smaller than the dim's size {n} (input shape {:?})",
-                                self.shape()
-                            ),
-                        ));
-                    }
-                }
                 PadMode::Circular => {
                     if l > n || r > n {
                         return Err(TensorError::value(
@@ -664,11 +678,13 @@ impl Tensor {
                 // The part of the input kept between the crops, which the
                 // pads wrap around (PyTorch copies them from it).
                 let w = n + l.min(0) + r.min(0);
-                if l > w || r > w {
-                    return Err(TensorError::value(
+                if (l > w || r > w) && wraps_twice.is_none() {
+                    // After PyTorch's own checks of every dim: it copies
+                    // such pads from elements it has not written yet.
+                    wraps_twice = Some(TensorError::value(
                         OP,
                         format!(
-                            "circular padding ({l}, {r}) of dim {d} of size {n} wraps around the {w} elements left after the crop more than once (PyTorch refuses this overlapping copy)"
+                            "circular padding ({l}, {r}) of dim {d} of size {n} wraps around the {w} elements left after the crop more than once; pad by at most that many"
                         ),
                     ));
                 }
@@ -696,6 +712,19 @@ impl Tensor {
             shape[d] = size_of(OP, m, || {
                 format!("padding ({l}, {r}) of dim {d} of size {n} is too large")
             })?;
+        }
+        if let Some(e) = wraps_twice {
+            return Err(e);
+        }
+        // PyTorch's kernels come after its checks: no bool reflect/replicate.
+        if matches!(mode, PadMode::Reflect | PadMode::Replicate) && self.dtype() == DType::Bool {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "{} padding is not defined for bool tensors (as in PyTorch); convert to another dtype or use circular padding",
+                    mode.name()
+                ),
+            ));
         }
         check_contiguous(OP, &shape)?;
         let out = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
@@ -737,7 +766,16 @@ impl Tensor {
         const OP: &str = "clamp_";
         let bounds: Vec<Tensor> = min.iter().chain(max.iter()).map(|t| (*t).clone()).collect();
         check_inplace_early(OP, self, &bounds)?;
+        // PyTorch's order: the broadcast shape, then the result's cast.
         let compute = clamp_compute(OP, self, min, max)?;
+        let shape = clamp_shape(OP, self, min, max)?;
+        if shape != self.shape() {
+            return Err(TensorError::InPlaceBroadcast {
+                op: OP,
+                out: self.shape().to_vec(),
+                result: shape,
+            });
+        }
         if !compute.can_cast_to(self.dtype()) {
             return Err(TensorError::dtype(
                 OP,
@@ -746,14 +784,6 @@ impl Tensor {
                     self.dtype()
                 ),
             ));
-        }
-        let shape = clamp_shape(OP, self, min, max)?;
-        if shape != self.shape() {
-            return Err(TensorError::InPlaceBroadcast {
-                op: OP,
-                out: self.shape().to_vec(),
-                result: shape,
-            });
         }
         let mut inputs = bounds;
         check_inplace(OP, self, &mut inputs)?;
