@@ -7,6 +7,7 @@
 //! in f64 on random shapes and layouts (`common::gradcheck`).
 
 use proptest::prelude::*;
+const NAN: f64 = f64::NAN;
 use strata_autograd::Var;
 use strata_tensor::{DType, Device, PadMode, Tensor};
 
