@@ -43,14 +43,17 @@ fn grad_of(shape: &[usize], f: impl Fn(&Var) -> strata_autograd::Result<Var>) ->
     x.grad().unwrap().to_vec::<f64>().unwrap()
 }
 
+/// A named op, its input's shape, the op and PyTorch's gradient.
+type Case = (
+    &'static str,
+    Vec<usize>,
+    Box<dyn Fn(&Var) -> strata_autograd::Result<Var>>,
+    Vec<f64>,
+);
+
 #[test]
 fn gradients_match_pytorch() {
-    let cases: Vec<(
-        &str,
-        Vec<usize>,
-        Box<dyn Fn(&Var) -> strata_autograd::Result<Var>>,
-        Vec<f64>,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "pad_reflect",
             vec![1, 4],

@@ -172,7 +172,7 @@ fn fill_bits(dtype: DType, value: Scalar) -> u64 {
         let n = std::mem::size_of::<T>();
         // SAFETY: `v` is a plain element of `n` <= 8 bytes; its bytes are
         // copied into a buffer of 8.
-        unsafe { std::ptr::copy_nonoverlapping(&v as *const T as *const u8, bytes.as_mut_ptr(), n) };
+        unsafe { std::ptr::copy_nonoverlapping((&v as *const T).cast::<u8>(), bytes.as_mut_ptr(), n) };
         u64::from_le_bytes(bytes)
     })
 }
@@ -503,7 +503,7 @@ impl Tensor {
     /// ```
     pub fn pad(&self, pad: &[i64], mode: PadMode) -> Result<Tensor> {
         const OP: &str = "pad";
-        if pad.len() % 2 != 0 {
+        if !pad.len().is_multiple_of(2) {
             return Err(TensorError::shape(
                 OP,
                 format!(
@@ -652,21 +652,16 @@ impl Tensor {
             let n = self.shape()[d] as i128;
             let (l, r) = (i128::from(l), i128::from(r));
             let m = n + l + r;
-            match mode {
-                PadMode::Circular => {
-                    if l > n || r > n {
-                        return Err(TensorError::value(
-                            OP,
-                            format!(
-                                "circular padding ({l}, {r}) of dim {d} of size {n} wraps around more than once (input shape {:?}); pad by at most the dim's size",
-                                self.shape()
-                            ),
-                        ));
-                    }
-                }
-                _ => {}
-            }
             if mode == PadMode::Circular {
+                if l > n || r > n {
+                    return Err(TensorError::value(
+                        OP,
+                        format!(
+                            "circular padding ({l}, {r}) of dim {d} of size {n} wraps around more than once (input shape {:?}); pad by at most the dim's size",
+                            self.shape()
+                        ),
+                    ));
+                }
                 if m < 0 {
                     return Err(TensorError::shape(
                         OP,

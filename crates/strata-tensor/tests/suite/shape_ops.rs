@@ -411,7 +411,7 @@ proptest! {
             }
             5 => {
                 // Replicate (a 2-D or 3-D input, pads of the last dim).
-                prop_assume!(nd >= 2 && nd <= 3);
+                prop_assume!((2..=3).contains(&nd));
                 let r = t.pad(&[a, b], PadMode::Replicate);
                 let m = sz(nd - 1) + a + b;
                 prop_assume!(m >= 1);
@@ -423,7 +423,7 @@ proptest! {
             }
             _ => {
                 // Reflect with non-negative pads smaller than the size.
-                prop_assume!(nd >= 2 && nd <= 3);
+                prop_assume!((2..=3).contains(&nd));
                 let n = sz(nd - 1);
                 let (l, r_) = (a.rem_euclid(n), b.rem_euclid(n));
                 let r = t.pad(&[l, r_], PadMode::Reflect).unwrap();
