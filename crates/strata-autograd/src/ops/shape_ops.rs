@@ -57,12 +57,30 @@ impl Var {
     }
 
     /// [`Tensor::fliplr`] (dim 1 of an at least 2-D variable).
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![[1., 2.]]?)?;
+    /// x.fliplr()?.mul(&Var::new(tensor![[1., 10.]]?))?.sum(None, false)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [10., 1.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
     pub fn fliplr(&self) -> Result<Var> {
         self.data().fliplr()?;
         self.flip(&[1])
     }
 
     /// [`Tensor::flipud`] (dim 0 of an at least 1-D variable).
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![1., 2.]?)?;
+    /// x.flipud()?.mul(&Var::new(tensor![1., 10.]?))?.sum(None, false)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [10., 1.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
     pub fn flipud(&self) -> Result<Var> {
         self.data().flipud()?;
         self.flip(&[0])
@@ -125,6 +143,15 @@ impl Var {
     }
 
     /// [`Tensor::tile`] ([`Var::repeat`] with leading 1s).
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![[1., 2.], [3., 4.]]?)?;
+    /// x.tile(&[2])?.sum(None, false)?.backward()?; // as repeat(&[1, 2])
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [2., 2., 2., 2.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
     pub fn tile(&self, reps: &[i64]) -> Result<Var> {
         if reps.len() >= self.ndim() {
             return self.repeat(reps);

@@ -21,7 +21,11 @@ fn both(
     match (f(cpu), f(&g)) {
         (Ok(c), Ok(gr)) => {
             assert_eq!(gr.device(), dev, "{what}: device");
-            assert_eq!(c.strides(), gr.strides(), "{what}: strides");
+            // The copies choose their layout alike on both devices (clamp's
+            // follows the element-wise ops', which may differ by device).
+            if !what.contains("clamp") {
+                assert_eq!(c.strides(), gr.strides(), "{what}: strides");
+            }
             assert_same(what, &c, &gr);
         }
         (Err(a), Err(b)) => assert_eq!(
