@@ -601,3 +601,38 @@ fn repeats_enum_converts() {
         [1, 1, 2, 2]
     );
 }
+
+/// Timings of the one-pass copies on large tensors (prints only; run with
+/// `--ignored --nocapture`; compare with PyTorch's on the same machine).
+#[test]
+#[ignore = "a timing, not a check: run with --ignored --nocapture"]
+fn large_copies_timing() {
+    let x = Tensor::randn(&[4096, 4096], DType::F32, 1, Device::Cpu).unwrap();
+    let y = Tensor::randn(&[16, 64, 256, 256], DType::F32, 2, Device::Cpu).unwrap();
+    let time = |what: &str, f: &dyn Fn() -> Tensor| {
+        f();
+        let t0 = std::time::Instant::now();
+        for _ in 0..5 {
+            f();
+        }
+        println!("{what}: {:.2} ms", t0.elapsed().as_secs_f64() * 1e3 / 5.0);
+    };
+    time("flip last dim [4096, 4096]", &|| x.flip(&[1]).unwrap());
+    time("flip dim 0 [4096, 4096]", &|| x.flip(&[0]).unwrap());
+    time("roll [4096, 4096]", &|| x.roll(&[17, 33], &[0, 1]).unwrap());
+    time("repeat [4096, 4096] x (2, 1)", &|| {
+        x.repeat(&[2, 1]).unwrap()
+    });
+    time("repeat_interleave 2 dim 1", &|| {
+        x.repeat_interleave(2, Some(1)).unwrap()
+    });
+    time("pad constant [16,64,256,256] (1,1,1,1)", &|| {
+        y.pad(&[1, 1, 1, 1], PadMode::Constant(0.0.into())).unwrap()
+    });
+    time("pad reflect [16,64,256,256] (2,2,2,2)", &|| {
+        y.pad(&[2, 2, 2, 2], PadMode::Reflect).unwrap()
+    });
+    time("pad circular [16,64,256,256] (2,2,2,2)", &|| {
+        y.pad(&[2, 2, 2, 2], PadMode::Circular).unwrap()
+    });
+}
