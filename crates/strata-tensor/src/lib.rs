@@ -112,6 +112,7 @@ pub use ops::RoundingMode;
 pub use ops::MAX_PIECES;
 pub use ops::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize};
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
+pub use ops::{PadMode, Repeats};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

@@ -4424,3 +4424,5 @@ fn empty_tensors_give_the_cpus_results() -> Result<()> {
     });
     Ok(())
 }
+#[path = "cuda_ops/shape_ops.rs"]
+mod shape_ops;

@@ -18,6 +18,18 @@ pub(crate) const MASK_CHUNK: usize = 4096;
 
 /// One nn or index kernel; operands carry their layouts.
 pub(crate) enum NnKernel<'a> {
+    /// `out[p] = src[q]`, bits copied, with `q[d] = maps[d].source(p[d],
+    /// src.shape[d])` ([`crate::ops::DimMap`]) on every dim, or the element
+    /// whose little-endian bits are `fill` where any map names nothing
+    /// (flip, roll, repeat, pad; `ops/shape_ops.rs`). `out` (fresh, of
+    /// src's rank and dtype) has its own shape and strides; `src` is read
+    /// only inside its shape.
+    MapCopy {
+        out: &'a Arg<'a>,
+        src: &'a Arg<'a>,
+        maps: &'a [crate::ops::DimMap],
+        fill: u64,
+    },
     /// `out[p] = src[p with coordinate dim replaced by index[p]]` for every
     /// position `p` of `out`. `index` (i64 or i32) has strides broadcast to
     /// out's shape; `src` has out's rank and dtype and its own sizes (only its

@@ -8,7 +8,10 @@ mod matmul;
 mod optim;
 mod overloads;
 mod reduce;
+mod shape_ops;
 mod softmax;
+pub(crate) use shape_ops::DimMap;
+pub use shape_ops::{PadMode, Repeats};
 pub(crate) mod table;
 
 pub use elementwise::{GeluApprox, Operand, RoundingMode};

@@ -11,6 +11,7 @@ mod nn;
 mod optim;
 mod pnorm;
 mod reduce;
+mod shape_ops;
 mod simd;
 pub(crate) mod sleef;
 

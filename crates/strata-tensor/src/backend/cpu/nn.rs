@@ -743,6 +743,12 @@ pub(crate) fn run(k: NnKernel) {
         };
     }
     match k {
+        NnKernel::MapCopy {
+            out,
+            src,
+            maps,
+            fill,
+        } => super::shape_ops::map_copy(out, src, maps, fill),
         NnKernel::Gather {
             out,
             src,

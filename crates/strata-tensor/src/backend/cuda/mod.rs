@@ -23,6 +23,7 @@ pub(crate) mod optim;
 pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod runtime;
+pub(crate) mod shape_ops;
 pub(crate) mod softmax_backward;
 pub(crate) mod transfer;
 

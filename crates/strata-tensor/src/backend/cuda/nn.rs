@@ -790,6 +790,12 @@ fn for_each_position(
 pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
     let stream = dev.stream();
     match k {
+        NnKernel::MapCopy {
+            out,
+            src,
+            maps,
+            fill,
+        } => super::shape_ops::map_copy(dev, out, src, maps, fill),
         NnKernel::Gather {
             out,
             src,
