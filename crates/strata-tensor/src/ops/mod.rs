@@ -9,6 +9,7 @@ mod optim;
 mod overloads;
 mod reduce;
 mod softmax;
+mod sort;
 pub(crate) mod table;
 
 pub use elementwise::{GeluApprox, Operand, RoundingMode};

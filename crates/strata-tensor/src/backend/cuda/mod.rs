@@ -24,6 +24,7 @@ pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod runtime;
 pub(crate) mod softmax_backward;
+pub(crate) mod sort;
 pub(crate) mod transfer;
 
 use crate::backend::{Arg, Backend, BinaryOp, DimShape, Mem, ReduceOp, SoftmaxMode, UnaryOp};
@@ -261,6 +262,10 @@ impl Backend for CudaDevice {
         log: bool,
     ) -> Result<()> {
         softmax_backward::softmax_backward(self, out, grad, y, s, log)
+    }
+
+    fn sort(&self, k: crate::backend::SortKernel<'_>) -> Result<()> {
+        sort::sort(self, &k)
     }
 
     fn adam_step(
