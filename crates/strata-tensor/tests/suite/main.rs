@@ -61,4 +61,5 @@ mod pytorch_fixture;
 mod pytorch_order_s52;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
+mod sort;
 mod strides_s59;
