@@ -65,4 +65,5 @@ mod recompute;
 mod resume_s52;
 mod semantics;
 mod sgd_fused_add_s45;
+mod sort;
 mod strides_s59;
