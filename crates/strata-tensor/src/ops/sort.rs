@@ -4,8 +4,11 @@
 //! PyTorch's order on every device: NaN is greater than +inf (last in an
 //! ascending sort, first in a descending one), -0.0 and 0.0 are equal, and
 //! equal elements keep their input order: every sort here is stable, with
-//! `stable = false` too (PyTorch's CPU sort is stable either way, so the
-//! results are deterministic and equal to its CPU results). The input is
+//! `stable = false` too, so that results are deterministic and the same on
+//! every device (PyTorch's CPU sort with `stable = false` is `std::sort`:
+//! stable for rows of up to 16 elements, its insertion sort, and in an
+//! unspecified order among ties beyond; with `stable = true` it is the
+//! order here, bit for bit). The input is
 //! seen as contiguous rows along the dim (a copy unless the dim is already
 //! innermost and dense) and the backend sorts the rows: `backend::cpu::sort`
 //! (packed key/position integers, rows across threads, a selection instead
@@ -25,9 +28,11 @@ impl Tensor {
     /// `torch.sort(self, dim, descending, stable)`: the elements along `dim`
     /// in order, and their positions along `dim` (i64). NaN is greater than
     /// +inf, -0.0 equals 0.0 (the values keep their own bits), and equal
-    /// elements keep their input order, with `stable` false too (PyTorch's
-    /// CPU sort is stable either way; the flag is accepted for its
-    /// signature). The results are laid out as PyTorch lays them out: the
+    /// elements keep their input order, with `stable` false too (the flag
+    /// is accepted for PyTorch's signature: PyTorch's CPU kernel then calls
+    /// `std::sort`, which leaves ties beyond 16 elements in an unspecified
+    /// order; strata's order is always the stable one, PyTorch's with
+    /// `stable = true`). The results are laid out as PyTorch lays them out: the
     /// input's strides when it is non-overlapping and dense (a transposed
     /// input gives transposed results), else dense in the order of its
     /// strides. A 0-d input gives itself and index 0.
@@ -197,7 +202,12 @@ impl Tensor {
     ///
     /// Among equal elements PyTorch leaves the index unspecified; strata
     /// returns the one a stable sort puts at the median's position, on
-    /// every device. A 0-d input gives itself and index 0.
+    /// every device. A 0-d input gives itself and index 0. (PyTorch 2.15's
+    /// CPU `median`/`nanmedian` along a dim of an input expanded along
+    /// another dim, stride 0, returns values that are not in the input,
+    /// `torch.median(torch.arange(5.).expand(3, 5), 0)` among them; strata
+    /// returns the medians of the values, those PyTorch gives for the same
+    /// values in a contiguous tensor.)
     ///
     /// Errors: `dim` out of range ([`TensorError::Dim`]), a dim of size 0
     /// ([`TensorError::Empty`]), a bool input ([`TensorError::DType`]).
