@@ -41,7 +41,9 @@ fn same(a: &[f64], b: &[f64]) -> bool {
 fn gradients_are_pytorchs() {
     let nan = f64::NAN;
     type F = Box<dyn Fn(&Var) -> Result<Var>>;
-    let cases: Vec<(&str, Vec<f64>, Vec<usize>, F, Vec<f64>, Vec<f64>)> = vec![
+    // (what, input, shape, op, PyTorch's values, PyTorch's gradient)
+    type Case = (&'static str, Vec<f64>, Vec<usize>, F, Vec<f64>, Vec<f64>);
+    let cases: Vec<Case> = vec![
         (
             "sort dim 1 descending (ties)",
             vec![3., 1., 2., 1., 0., 5., 5., -1.],
