@@ -4426,3 +4426,5 @@ fn empty_tensors_give_the_cpus_results() -> Result<()> {
 }
 #[path = "cuda_ops/shape_ops.rs"]
 mod shape_ops;
+#[path = "cuda_ops/sort.rs"]
+mod sort;

@@ -14,6 +14,7 @@ mod matmul;
 mod overloads;
 mod reduce;
 mod shape_ops;
+mod sort;
 mod unary;
 mod view;
 

@@ -66,4 +66,5 @@ mod resume_s52;
 mod semantics;
 mod sgd_fused_add_s45;
 mod shape_ops;
+mod sort;
 mod strides_s59;

@@ -188,6 +188,9 @@ pub(crate) trait Backend: Sync {
         log: bool,
     ) -> Result<()>;
 
+    /// Sorts rows (`sort`, `topk`, `kthvalue`, `median`; see [`SortKernel`]).
+    fn sort(&self, k: SortKernel<'_>) -> Result<()>;
+
     // ----- fused optimizer steps -----
     /// One Adam / AdamW step over `n` elements of the contiguous parameter
     /// `item.p`, gradient `item.g` and moments `item.m`, `item.v` (and, for
@@ -218,6 +221,7 @@ pub(crate) trait Backend: Sync {
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.
 pub(crate) use cpu::{DimShape, SoftmaxMode};
+pub(crate) use cpu::{SortKernel, SortPick};
 
 /// Where `out`'s value on entry goes in [`Backend::matmul_sequential`]'s sum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

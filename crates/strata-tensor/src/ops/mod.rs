@@ -12,6 +12,7 @@ mod shape_ops;
 mod softmax;
 pub(crate) use shape_ops::DimMap;
 pub use shape_ops::{PadMode, Repeats};
+mod sort;
 pub(crate) mod table;
 
 pub use elementwise::{GeluApprox, Operand, RoundingMode};

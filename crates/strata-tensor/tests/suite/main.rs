@@ -62,4 +62,5 @@ mod pytorch_order_s52;
 mod shape_ops;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
+mod sort;
 mod strides_s59;

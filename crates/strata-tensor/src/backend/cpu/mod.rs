@@ -14,6 +14,7 @@ mod reduce;
 mod shape_ops;
 mod simd;
 pub(crate) mod sleef;
+mod sort;
 
 use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryFn, UnaryOp};
 use crate::dispatch_dtype;
@@ -27,6 +28,7 @@ use elementwise::{fill, map1, map2, map3};
 pub(crate) use dimops::{DimShape, SoftmaxMode};
 pub(crate) use fused::fused;
 pub(crate) use loops::PARALLEL_THRESHOLD;
+pub(crate) use sort::{SortKernel, SortPick};
 
 /// Kernels on host memory.
 pub(crate) struct CpuBackend;
@@ -401,6 +403,10 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         dispatch_rule!(Float, y.dtype, T => dimops::softmax_backward::<T>(out, grad, y, s, log));
         Ok(())
+    }
+
+    fn sort(&self, k: SortKernel<'_>) -> Result<()> {
+        sort::sort(&k)
     }
 
     fn adam_step(

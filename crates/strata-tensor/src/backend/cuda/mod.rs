@@ -25,6 +25,7 @@ pub(crate) mod reduce;
 pub(crate) mod runtime;
 pub(crate) mod shape_ops;
 pub(crate) mod softmax_backward;
+pub(crate) mod sort;
 pub(crate) mod transfer;
 
 use crate::backend::{Arg, Backend, BinaryOp, DimShape, Mem, ReduceOp, SoftmaxMode, UnaryOp};
@@ -262,6 +263,10 @@ impl Backend for CudaDevice {
         log: bool,
     ) -> Result<()> {
         softmax_backward::softmax_backward(self, out, grad, y, s, log)
+    }
+
+    fn sort(&self, k: crate::backend::SortKernel<'_>) -> Result<()> {
+        sort::sort(self, &k)
     }
 
     fn adam_step(

@@ -19,6 +19,7 @@ pub(crate) mod ops;
 pub(crate) mod optim;
 pub(crate) mod reduce;
 pub(crate) mod softmax_backward;
+pub(crate) mod sort;
 
 use crate::dtype::DType;
 
