@@ -62,3 +62,6 @@ mod pytorch_order_s52;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
 mod strides_s59;
+
+// session 60: einsum, diagonals, scaled products, lerp, cross
+mod contract;
