@@ -4392,3 +4392,5 @@ fn empty_tensors_give_the_cpus_results() -> Result<()> {
     });
     Ok(())
 }
+#[path = "cuda_ops/contract.rs"]
+mod contract;
