@@ -340,7 +340,11 @@ fn naive_einsum(
 /// Random equations: up to 3 operands of up to 3 labels from `abcd`
 /// (repeats within an operand allowed, taking diagonals), an explicit or
 /// implicit output.
-fn equation_strategy() -> impl Strategy<Value = (Vec<Vec<u8>>, Option<Vec<u8>>, [usize; 4], u64)> {
+/// A random equation: the operands' labels, the explicit output (if any),
+/// the sizes of the labels `abcd`, a seed.
+type Equation = (Vec<Vec<u8>>, Option<Vec<u8>>, [usize; 4], u64);
+
+fn equation_strategy() -> impl Strategy<Value = Equation> {
     (
         prop::collection::vec(prop::collection::vec(0u8..4, 0..4), 1..4),
         prop::option::of(prop::collection::vec(0u8..4, 0..4)),
