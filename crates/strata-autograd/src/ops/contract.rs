@@ -44,8 +44,13 @@ impl ContractOperand for Var {
         self.mul(other)
     }
     fn c_bmm(&self, other: &Self) -> Result<Self> {
-        // The tensor op's checks (3-D, batch sizes, dtypes) first.
-        self.data().bmm(other.data())?;
+        // einsum's aligned 3-D operands of equal batches: `matmul` is `bmm`
+        // there, except for mixed or bool dtypes, where `bmm`'s own answer
+        // (its typed error; nothing is computed for an empty product) comes
+        // first.
+        if self.dtype() != other.dtype() || self.dtype() == DType::Bool {
+            self.data().bmm(other.data())?;
+        }
         self.matmul(other)
     }
     fn c_mm(&self, other: &Self) -> Result<Self> {
