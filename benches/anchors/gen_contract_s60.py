@@ -263,6 +263,16 @@ for k, (sa, sb, dim, dts) in enumerate([([2, 3], [2, 2], -1, ("f32", "f32")), ([
                                         ([3], [3], 0, ("bool", "bool")), ([2, 3], [4, 3], -1, ("f32", "f32")), ([], [], -1, ("f32", "f32"))]):
     add(f"cross_err_{k}", "cross", [operand(sa, dts[0]), operand(sb, dts[1])], {"dim": dim}, lambda a, b, d=dim: torch.linalg.cross(a, b, dim=d))
 
+# ---- integer contractions whose broadcast sums keep or promote the dtype ----
+for k, (eq, shapes) in enumerate([("ij,jk->ik", [[2, 3], [3, 4]]), ("ij,jk->", [[2, 3], [3, 4]]), ("ij,jk->k", [[2, 3], [3, 4]]), ("ij->", [[2, 3]])]):
+    for dt in ["i32", "u8"]:
+        add(f"einsum_int_{k}_{dt}", "einsum", [operand(s, dt) for s in shapes], {"eq": eq},
+            lambda *t, eq=eq: torch.einsum(eq, *t), lambda *t, eq=eq: torch.einsum(eq, *t))
+for k, (sa, sb, dims) in enumerate([([2, 1], [3, 4], [[1], [0]]), ([3, 4], [2, 1], [[0], [1]]), ([2, 3], [3, 2], 1)]):
+    for dt in ["i32", "u8", "f16"]:
+        add(f"tensordot_keep_{k}_{dt}", "tensordot", [operand(sa, dt), operand(sb, dt)], {"dims": dims},
+            lambda a, b, d=dims: torch.tensordot(a, b, dims=d), lambda a, b, d=dims: torch.tensordot(a, b, dims=d))
+
 out = os.path.join(os.path.dirname(__file__), "..", "..", "crates", "strata-tensor", "tests", "data", "contract_s60.json.gz")
 with gzip.open(out, "wt") as f:
     json.dump({"torch": torch.__version__, "cases": cases}, f, separators=(",", ":"))

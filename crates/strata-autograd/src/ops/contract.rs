@@ -40,6 +40,9 @@ impl ContractOperand for Var {
     fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self> {
         self.sum(Some(dims), keepdim)
     }
+    fn c_to_dtype(&self, dtype: DType) -> Result<Self> {
+        self.to_dtype(dtype)
+    }
     fn c_mul(&self, other: &Self) -> Result<Self> {
         self.mul(other)
     }

@@ -49,6 +49,8 @@ pub trait ContractOperand: Clone + Sized {
     fn c_reshape(&self, shape: &[i64]) -> Result<Self, Self::Error>;
     /// [`Tensor::sum`] over a non-empty list of dims.
     fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self, Self::Error>;
+    /// [`Tensor::to_dtype`].
+    fn c_to_dtype(&self, dtype: DType) -> Result<Self, Self::Error>;
     /// [`Tensor::mul`] (with type promotion and broadcasting).
     fn c_mul(&self, other: &Self) -> Result<Self, Self::Error>;
     /// [`Tensor::bmm`] of two 3-D operands.
@@ -83,6 +85,9 @@ impl ContractOperand for Tensor {
     fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self> {
         debug_assert!(!dims.is_empty());
         self.sum(Some(dims), keepdim)
+    }
+    fn c_to_dtype(&self, dtype: DType) -> Result<Self> {
+        self.to_dtype(dtype)
     }
     fn c_mul(&self, other: &Self) -> Result<Self> {
         self.mul(other)
@@ -1522,12 +1527,22 @@ pub fn tensordot<T: ContractOperand>(a: &T, b: &T, dims: TensordotDims) -> Resul
     let (sa, sb) = (a.c_shape(), b.c_shape());
     let (mut t1, mut t2) = (a.clone(), b.clone());
     let mut csize = 1usize;
+    // A contracted dim of size 1 in one operand is summed out of the other
+    // in its own dtype (PyTorch 2.15 keeps an i32 operand i32 there).
+    let dtype = a.c_dtype();
+    let keep = |t: T| -> Result<T, T::Error> {
+        if t.c_dtype() == dtype {
+            Ok(t)
+        } else {
+            t.c_to_dtype(dtype)
+        }
+    };
     for (&x, &y) in ca.iter().zip(&cb) {
         let (s1, s2) = (sa[x], sb[y]);
         if s2 == 1 {
-            t1 = t1.c_sum(&[x as i64], true)?;
+            t1 = keep(t1.c_sum(&[x as i64], true)?)?;
         } else if s1 == 1 {
-            t2 = t2.c_sum(&[y as i64], true)?;
+            t2 = keep(t2.c_sum(&[y as i64], true)?)?;
         } else if s1 != s2 {
             return Err(TensorError::shape(
                 OP,
