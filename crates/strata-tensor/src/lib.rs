@@ -105,6 +105,9 @@ pub use error::{Result, TensorError};
 pub use index::SliceItem;
 pub use iter::DimIter;
 pub use layout::Layout;
+#[doc(hidden)]
+pub use ops::contract;
+pub use ops::contract::{LerpWeight, TensordotDims};
 pub use ops::AdamHyper;
 pub use ops::GeluApprox;
 pub use ops::Operand;

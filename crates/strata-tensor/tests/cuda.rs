@@ -4428,3 +4428,5 @@ fn empty_tensors_give_the_cpus_results() -> Result<()> {
 mod shape_ops;
 #[path = "cuda_ops/sort.rs"]
 mod sort;
+#[path = "cuda_ops/contract.rs"]
+mod contract;

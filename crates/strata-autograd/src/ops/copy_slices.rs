@@ -55,6 +55,15 @@ pub(crate) enum ViewStep {
     Expand { shape: Vec<usize>, dtype: DType },
     /// `permute`: permuted by the inverse permutation.
     Permute(Vec<i64>),
+    /// `diagonal(offset, dim1, dim2)` of an input of `shape`: written on
+    /// that diagonal of zeros.
+    Diagonal {
+        offset: i64,
+        dim1: i64,
+        dim2: i64,
+        shape: Vec<usize>,
+        dtype: DType,
+    },
 }
 
 impl ViewStep {
@@ -77,6 +86,13 @@ impl ViewStep {
             }
             ViewStep::Expand { shape, dtype } => sum_to(g, shape, *dtype)?,
             ViewStep::Permute(inverse) => g.permute(inverse)?,
+            ViewStep::Diagonal {
+                offset,
+                dim1,
+                dim2,
+                shape,
+                dtype,
+            } => super::contract::diagonal_backward(g, *offset, *dim1, *dim2, shape, *dtype)?,
         })
     }
 }

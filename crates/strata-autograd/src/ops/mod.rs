@@ -26,6 +26,9 @@ pub(crate) mod nn;
 // ---- issue 13: attention with its probabilities recomputed in backward ----
 pub(crate) mod attention;
 
+// ---- session 60: einsum, diagonals, scaled products, lerp, cross ----
+mod contract;
+
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};
 

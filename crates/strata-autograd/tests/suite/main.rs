@@ -10,6 +10,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod contract_grad_s60;
 mod extrema;
 mod grad_layout_s54b;
 mod grad_oracle;

@@ -64,3 +64,6 @@ mod softmax_erf_s53b;
 mod softmax_pytorch;
 mod sort;
 mod strides_s59;
+
+// session 60: einsum, diagonals, scaled products, lerp, cross
+mod contract;
