@@ -8,7 +8,9 @@ mod matmul;
 mod optim;
 mod overloads;
 mod reduce;
+pub(crate) mod scatter_ops;
 mod softmax;
+pub use scatter_ops::ScatterReduce;
 pub(crate) mod table;
 
 pub use elementwise::{GeluApprox, Operand, RoundingMode};

@@ -11,6 +11,7 @@ mod nn;
 mod optim;
 mod pnorm;
 mod reduce;
+mod scatter_ops;
 mod simd;
 pub(crate) mod sleef;
 
@@ -228,6 +229,9 @@ fn copy_typed<S: Element, D: Element>(out: &Arg, src: &Arg) {
 }
 
 impl Backend for CpuBackend {
+    fn scatter_ops(&self, k: crate::ops::scatter_ops::ScatterKernel<'_>) -> Result<()> {
+        scatter_ops::run(k)
+    }
     fn nn(&self, k: crate::backend::NnKernel<'_>) -> Result<()> {
         nn::run(k);
         Ok(())
