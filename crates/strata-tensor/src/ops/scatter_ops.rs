@@ -670,11 +670,36 @@ impl Tensor {
         let src = at_least_1d(source)?;
         let idx = index.reshape(&[-1])?;
         let alpha = alpha.cast_to(self.dtype());
-        let src = if combine == Combine::Sum && alpha != Scalar::Int(1).cast_to(self.dtype()) {
+        let unit = alpha == Scalar::Int(1).cast_to(self.dtype());
+        let src = if combine == Combine::Sum && !unit {
             src.mul(&Tensor::scalar(alpha, self.dtype(), self.device())?)?
         } else {
             src
         };
+        // PyTorch's CPU index_add of a tensor of more than one dim with
+        // alpha 1 and an int64 index is a scatter-add, whose f16/bf16 sums
+        // are formed in f32 and rounded once per element (`[[2048]]` plus
+        // four 1s is 2052); a 1-D tensor, an int32 index or another alpha
+        // add slice by slice, rounding each step (2048).
+        if combine == Combine::Sum
+            && unit
+            && self.ndim() > 1
+            && idx.dtype() == DType::I64
+            && matches!(self.dtype(), DType::F16 | DType::BF16)
+        {
+            let wide = this.to_dtype_contiguous(DType::F32)?;
+            let src = src.to_dtype_contiguous(DType::F32)?;
+            let mut istrides = vec![0; src.ndim()];
+            istrides[d] = idx.strides()[0];
+            let il = Layout {
+                shape: src.shape().to_vec(),
+                strides: istrides,
+                offset: idx.offset(),
+            };
+            scatter_into(&wide, &idx, il, &src, src.layout().clone(), d, combine)?;
+            this.copy_(&wide)?;
+            return Ok(());
+        }
         let mut istrides = vec![0; src.ndim()];
         istrides[d] = idx.strides()[0];
         let il = Layout {
@@ -1260,12 +1285,14 @@ impl Tensor {
                                 per_dim.push(Some(nz.select(1, k as i64)?));
                             }
                         }
-                        other => return Err(TensorError::dtype(
-                            op,
-                            format!(
+                        other => {
+                            return Err(TensorError::dtype(
+                                op,
+                                format!(
                                 "tensors used as indices must be int64, int32 or bool, not {other}"
                             ),
-                        )),
+                            ))
+                        }
                     }
                 }
             }

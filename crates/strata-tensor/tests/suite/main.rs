@@ -59,6 +59,7 @@ mod properties;
 mod pytorch_extremes_s53;
 mod pytorch_fixture;
 mod pytorch_order_s52;
+mod scatter_ops;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
 mod strides_s59;
