@@ -4392,3 +4392,5 @@ fn empty_tensors_give_the_cpus_results() -> Result<()> {
     });
     Ok(())
 }
+#[path = "cuda_ops/scatter_ops.rs"]
+mod scatter_ops;

@@ -13,6 +13,7 @@ mod math;
 mod matmul;
 mod overloads;
 mod reduce;
+mod scatter_ops;
 mod unary;
 mod view;
 

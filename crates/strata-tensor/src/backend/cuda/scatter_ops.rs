@@ -78,16 +78,23 @@ fn scan_source(d: DType, op: ScanOp) -> String {
     } else {
         ("log1p", "exp")
     };
+    // PyTorch's `_log_add_exp_helper` (floats only: logcumsumexp).
+    let lae = if float {
+        format!(
+            "__device__ __forceinline__ C lae(C x, C y) {{\n\
+               const C lo = isnan_(y) ? y : (y < x ? y : x);\n\
+               const C hi = isnan_(y) ? y : (x < y ? y : x);\n\
+               if (lo != hi || (lo - lo) == (C)0) return {lg}({ex}(lo - hi)) + hi;\n\
+               return x;\n\
+             }}\n"
+        )
+    } else {
+        "__device__ __forceinline__ C lae(C x, C) { return x; }\n".to_string()
+    };
     format!(
         "{PRELUDE}typedef {t} T;\ntypedef {c} C;\n#define OP {op}\n#define FLOAT {fl}\n\
          __device__ __forceinline__ C ld(T x) {{ return (C){ld}; }}\n\
-         __device__ __forceinline__ T st(C v) {{ return {st}; }}\n\
-         __device__ __forceinline__ C lae(C x, C y) {{\n\
-           const C lo = isnan_(y) ? y : (y < x ? y : x);\n\
-           const C hi = isnan_(y) ? y : (x < y ? y : x);\n\
-           if (lo != hi || (lo - lo) == (C)0) return {lg}({ex}(lo - hi)) + hi;\n\
-           return x;\n\
-         }}\n{SCAN}",
+         __device__ __forceinline__ T st(C v) {{ return {st}; }}\n{lae}{SCAN}",
         t = storage_ty(d),
         op = op_code(op),
         fl = i32::from(float),
