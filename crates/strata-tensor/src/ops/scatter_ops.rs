@@ -27,7 +27,9 @@
 //! back to the host, as in PyTorch) of the flat positions, split into
 //! coordinates by integer division.
 
-use super::elementwise::{check_inplace, check_no_overlap, launch, same_device, RoundingMode};
+use super::elementwise::{
+    check_inplace, check_no_overlap, launch, overlap, same_device, Overlap, RoundingMode,
+};
 use super::index::{arg_with, check_index_range, mask_offsets, read_extremes};
 use crate::backend::{Arg, DimShape, NnKernel};
 use crate::dtype::DType;
@@ -604,9 +606,28 @@ impl Tensor {
     }
 
     /// self has no aliased elements and shares no memory with `inputs`.
+    /// An input in self's storage whose overlap PyTorch cannot tell (a
+    /// strided view of self: its CPU loop then reads elements it has
+    /// already written, an order-dependent answer) is refused too, as
+    /// `masked_scatter_` refuses it; clone it first.
     fn inplace_checks(&self, op: &'static str, inputs: &[&Tensor]) -> Result<()> {
         check_inplace(op, self, &mut [])?;
-        check_no_overlap(op, self, inputs)
+        check_no_overlap(op, self, inputs)?;
+        for t in inputs {
+            if overlap(self, t) == Overlap::TooHard {
+                return Err(TensorError::overlap(
+                    op,
+                    format!(
+                        "an input (shape {:?}, strides {:?}) shares memory with the output (shape {:?}, strides {:?}); clone() the input first",
+                        t.shape(),
+                        t.strides(),
+                        self.shape(),
+                        self.strides()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// PyTorch's checks of `index_add`/`index_copy`, in its order, and the
@@ -1333,7 +1354,9 @@ impl Tensor {
         // Each index in [-size, size), negatives wrapped, as i64 over b.
         let mut idx = Vec::with_capacity(dims.len());
         for &k in &dims {
-            let t = per_dim[k].as_ref().expect("an indexed dim");
+            let Some(t) = per_dim[k].as_ref() else {
+                continue;
+            };
             let size = self.shape()[k] as i64;
             let t = t.to_dtype_contiguous(DType::I64)?;
             if t.numel() > 0 {
@@ -1447,7 +1470,8 @@ impl IndexPlan {
                 Some(a) => a.add(&term)?,
             });
         }
-        acc.expect("at least one indexed dim").contiguous()
+        acc.ok_or_else(|| TensorError::index("index_put", "no index tensor"))?
+            .contiguous()
     }
 
     /// One past the largest offset [`IndexPlan::element_offsets`] can give.
