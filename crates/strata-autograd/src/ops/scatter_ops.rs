@@ -147,6 +147,17 @@ impl Var {
     /// `torch.cumprod(self, dim, dtype)` with PyTorch's gradient (zeros in
     /// the input included). An integer `dtype` is refused when the op would
     /// be recorded, as for [`cumsum`](Var::cumsum).
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let x = p(&[2.0, 3.0]);
+    /// x.cumprod(0, None).unwrap().sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!(g(&x), vec![4.0, 2.0]);
+    /// ```
     pub fn cumprod(&self, dim: i64, dtype: Option<DType>) -> Result<Var> {
         if let Some(d) = dtype.filter(|d| !d.is_float() && would_record(&[Some(self)])) {
             return Err(strata_tensor::TensorError::DType {
@@ -173,11 +184,33 @@ impl Var {
 
     /// `torch.cummax(self, dim)`: the values (recorded) and the i64 indices;
     /// the gradient goes to the returned indices.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let x = p(&[1.0, 3.0, 2.0]);
+    /// x.cummax(0).unwrap().0.sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!(g(&x), vec![1.0, 2.0, 0.0]);
+    /// ```
     pub fn cummax(&self, dim: i64) -> Result<(Var, Tensor)> {
         self.cum_extremum(dim, true)
     }
 
     /// `torch.cummin(self, dim)`, as [`cummax`](Var::cummax).
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let x = p(&[3.0, 1.0, 2.0]);
+    /// x.cummin(0).unwrap().0.sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!(g(&x), vec![1.0, 2.0, 0.0]);
+    /// ```
     pub fn cummin(&self, dim: i64) -> Result<(Var, Tensor)> {
         self.cum_extremum(dim, false)
     }
@@ -210,6 +243,18 @@ impl Var {
     }
 
     /// `torch.logcumsumexp(self, dim)` with PyTorch's gradient.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let x = p(&[0.0, 0.0]);
+    /// x.logcumsumexp(0).unwrap().sum(None, false).unwrap().backward().unwrap();
+    /// let d = g(&x);
+    /// assert!((d[0] - 1.5).abs() < 1e-12 && (d[1] - 0.5).abs() < 1e-12);
+    /// ```
     pub fn logcumsumexp(&self, dim: i64) -> Result<Var> {
         let out = self.data().logcumsumexp(dim)?;
         let (x, y) = (self.data().clone(), out.clone());
@@ -222,6 +267,18 @@ impl Var {
     /// `torch.index_add(self, dim, index, source, alpha)`: self's gradient
     /// is the upstream gradient, source's `alpha * g.index_select(dim,
     /// index)`.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let (x, s) = (p(&[0.0, 0.0, 0.0]), p(&[1.0, 2.0]));
+    /// let y = x.index_add(0, &i(&[0, 0]), &s, 2.0).unwrap();
+    /// y.sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!((g(&x), g(&s)), (vec![1.0; 3], vec![2.0, 2.0]));
+    /// ```
     pub fn index_add(
         &self,
         dim: i64,
@@ -267,6 +324,18 @@ impl Var {
     /// `torch.index_copy(self, dim, index, source)`: self's gradient is the
     /// upstream gradient with the copied slices zeroed, source's the
     /// selected slices.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let (x, s) = (p(&[0.0, 0.0, 0.0]), p(&[5.0]));
+    /// let y = x.index_copy(0, &i(&[1]), &s).unwrap();
+    /// y.sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!((g(&x), g(&s)), (vec![1.0, 0.0, 1.0], vec![1.0]));
+    /// ```
     pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Var) -> Result<Var> {
         let out = self.data().index_copy(dim, index, source.data())?;
         let src_shape = source.shape().to_vec();
@@ -302,6 +371,17 @@ impl Var {
 
     /// `torch.index_fill(self, dim, index, value)`: the gradient is zero
     /// on the filled slices.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let x = p(&[1.0, 2.0, 3.0]);
+    /// x.index_fill(0, &i(&[1]), 0.5).unwrap().sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!(g(&x), vec![1.0, 0.0, 1.0]);
+    /// ```
     pub fn index_fill(&self, dim: i64, index: &Tensor, value: impl Into<Scalar>) -> Result<Var> {
         let out = self.data().index_fill(dim, index, value)?;
         let idx = index.clone();
@@ -312,6 +392,18 @@ impl Var {
 
     /// `torch.scatter(self, dim, index, src)`: self's gradient is zero
     /// where written, src's `g.gather(dim, index)`.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let (x, s) = (p(&[0.0, 0.0, 0.0]), p(&[4.0]));
+    /// let y = x.scatter(0, &i(&[2]), &s).unwrap();
+    /// y.sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!((g(&x), g(&s)), (vec![1.0, 1.0, 0.0], vec![1.0]));
+    /// ```
     pub fn scatter(&self, dim: i64, index: &Tensor, src: &Var) -> Result<Var> {
         let out = self.data().scatter(dim, index, src.data())?;
         let src_shape = src.shape().to_vec();
@@ -342,6 +434,17 @@ impl Var {
 
     /// `torch.scatter(self, dim, index, value)`: the gradient is zero where
     /// written.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let x = p(&[1.0, 2.0, 3.0]);
+    /// x.scatter_value(0, &i(&[2]), 0.0).unwrap().sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!(g(&x), vec![1.0, 1.0, 0.0]);
+    /// ```
     pub fn scatter_value(&self, dim: i64, index: &Tensor, value: impl Into<Scalar>) -> Result<Var> {
         let out = self.data().scatter_value(dim, index, value)?;
         let idx = index.clone();
@@ -352,6 +455,19 @@ impl Var {
 
     /// `torch.scatter_reduce(self, dim, index, src, reduce, include_self)`
     /// with PyTorch 2.15's `scatter_reduce_backward`.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// use strata_tensor::ScatterReduce;
+    /// let (x, s) = (p(&[1.0, 1.0]), p(&[2.0, 3.0, 4.0]));
+    /// let y = x.scatter_reduce(0, &i(&[0, 0, 1]), &s, ScatterReduce::Prod, true).unwrap();
+    /// y.sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!((g(&x), g(&s)), (vec![6.0, 4.0], vec![3.0, 2.0, 1.0]));
+    /// ```
     pub fn scatter_reduce(
         &self,
         dim: i64,
@@ -396,6 +512,18 @@ impl Var {
     /// `torch.index_put(self, indices, values, accumulate)`: self's gradient
     /// is the upstream gradient (zeroed at the written positions unless
     /// accumulating), the values' `g[indices]` summed to their shape.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let (x, v) = (p(&[0.0, 0.0, 0.0]), p(&[1.0, 2.0]));
+    /// let y = x.index_put(&[Some(&i(&[0, 0]))], &v, true).unwrap();
+    /// y.sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!((g(&x), g(&v)), (vec![1.0; 3], vec![1.0, 1.0]));
+    /// ```
     pub fn index_put(
         &self,
         indices: &[Option<&Tensor>],
@@ -434,6 +562,17 @@ impl Var {
 
     /// `self[indices]` with advanced indexing ([`Tensor::index_tensors`]);
     /// the gradient accumulates back with `index_put`.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, Tensor};
+    /// let p = |v: &[f64]| Var::parameter(Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap()).unwrap();
+    /// let i = |v: &[i64]| Tensor::from_slice(v, &[v.len()], Device::Cpu).unwrap();
+    /// let g = |v: &Var| v.grad().unwrap().to_vec::<f64>().unwrap();
+    /// let x = p(&[1.0, 2.0, 3.0]);
+    /// x.index_tensors(&[Some(&i(&[2, 2]))]).unwrap().sum(None, false).unwrap().backward().unwrap();
+    /// assert_eq!(g(&x), vec![0.0, 0.0, 2.0]);
+    /// ```
     pub fn index_tensors(&self, indices: &[Option<&Tensor>]) -> Result<Var> {
         let out = self.data().index_tensors(indices)?;
         let idx: Vec<Option<Tensor>> = indices.iter().map(|i| i.cloned()).collect();

@@ -543,6 +543,15 @@ impl Tensor {
     /// In-place [`Tensor::index_add`]. self must not have elements that
     /// share memory, and neither `index` nor `source` may share memory
     /// with self (a typed [`TensorError::Overlap`], as PyTorch refuses).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let x = Tensor::zeros(&[2, 2], DType::F32, Device::Cpu).unwrap();
+    /// let i = Tensor::from_slice(&[1i64, 1], &[2], Device::Cpu).unwrap();
+    /// let s = Tensor::ones(&[2, 2], DType::F32, Device::Cpu).unwrap();
+    /// x.index_add_(1, &i, &s, 1).unwrap();
+    /// assert_eq!(x.to_vec::<f32>().unwrap(), vec![0.0, 2.0, 0.0, 2.0]);
+    /// ```
     pub fn index_add_(
         &self,
         dim: i64,
@@ -585,6 +594,14 @@ impl Tensor {
     }
 
     /// In-place [`Tensor::index_copy`] (overlap rules of [`Tensor::index_add_`]).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let x = Tensor::zeros(&[3], DType::I64, Device::Cpu).unwrap();
+    /// let i = Tensor::from_slice(&[2i64], &[1], Device::Cpu).unwrap();
+    /// x.index_copy_(0, &i, &Tensor::from_slice(&[7i64], &[1], Device::Cpu).unwrap()).unwrap();
+    /// assert_eq!(x.to_vec::<i64>().unwrap(), vec![0, 0, 7]);
+    /// ```
     pub fn index_copy_(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         const OP: &str = "index_copy_";
         self.index_slices_checks(OP, dim, index, source)?;
@@ -753,6 +770,13 @@ impl Tensor {
 
     /// In-place [`Tensor::index_fill`] (self must not alias itself, and the
     /// index must not share its memory).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let x = Tensor::zeros(&[3], DType::Bool, Device::Cpu).unwrap();
+    /// x.index_fill_(0, &Tensor::from_slice(&[0i64], &[1], Device::Cpu).unwrap(), true).unwrap();
+    /// assert_eq!(x.to_vec::<bool>().unwrap(), vec![true, false, false]);
+    /// ```
     pub fn index_fill_(
         &self,
         dim: i64,
@@ -839,6 +863,15 @@ impl Tensor {
     /// In-place [`Tensor::scatter`]; neither `index` nor `src` may share
     /// memory with self, nor self with itself (typed
     /// [`TensorError::Overlap`], as PyTorch refuses).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let x = Tensor::zeros(&[3], DType::F64, Device::Cpu).unwrap();
+    /// let i = Tensor::from_slice(&[2i64, 0], &[2], Device::Cpu).unwrap();
+    /// let s = Tensor::from_slice(&[1.0f64, 2.0], &[2], Device::Cpu).unwrap();
+    /// x.scatter_(0, &i, &s).unwrap();
+    /// assert_eq!(x.to_vec::<f64>().unwrap(), vec![2.0, 0.0, 1.0]);
+    /// ```
     pub fn scatter_(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         const OP: &str = "scatter_";
         self.scatter_checks(OP, dim, index, Some(src))?;
@@ -875,6 +908,13 @@ impl Tensor {
     }
 
     /// In-place [`Tensor::scatter_value`].
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let x = Tensor::zeros(&[3], DType::U8, Device::Cpu).unwrap();
+    /// x.scatter_value_(0, &Tensor::from_slice(&[1i64], &[1], Device::Cpu).unwrap(), 9).unwrap();
+    /// assert_eq!(x.to_vec::<u8>().unwrap(), vec![0, 9, 0]);
+    /// ```
     pub fn scatter_value_(
         &self,
         dim: i64,
@@ -931,6 +971,15 @@ impl Tensor {
 
     /// In-place [`Tensor::scatter_reduce`] (overlap rules of
     /// [`Tensor::scatter_`]).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, ScatterReduce};
+    /// let x = Tensor::from_slice(&[5i64, 5], &[2], Device::Cpu).unwrap();
+    /// let i = Tensor::from_slice(&[0i64, 0], &[2], Device::Cpu).unwrap();
+    /// let s = Tensor::from_slice(&[-2i64, 0], &[2], Device::Cpu).unwrap();
+    /// x.scatter_reduce_(0, &i, &s, ScatterReduce::Mean, false).unwrap();
+    /// assert_eq!(x.to_vec::<i64>().unwrap(), vec![-1, 5]);
+    /// ```
     pub fn scatter_reduce_(
         &self,
         dim: i64,
@@ -1120,6 +1169,15 @@ impl Tensor {
 
     /// In-place [`Tensor::index_put`]: self must not alias itself, and
     /// neither the values nor an index may share memory with self.
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device, DType};
+    /// let x = Tensor::zeros(&[2, 2], DType::F32, Device::Cpu).unwrap();
+    /// let m = Tensor::from_slice(&[true, false, false, true], &[2, 2], Device::Cpu).unwrap();
+    /// let v = Tensor::from_slice(&[1.0f32, 2.0], &[2], Device::Cpu).unwrap();
+    /// x.index_put_(&[Some(&m)], &v, false).unwrap();
+    /// assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 0.0, 0.0, 2.0]);
+    /// ```
     pub fn index_put_(
         &self,
         indices: &[Option<&Tensor>],
