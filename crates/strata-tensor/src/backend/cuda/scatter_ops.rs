@@ -302,6 +302,16 @@ __device__ __forceinline__ void aadd(double* p, double v) { atomicAdd(p, v); }
 __device__ __forceinline__ void aadd(int* p, int v) { atomicAdd(p, v); }
 __device__ __forceinline__ void aadd(i64* p, i64 v) { atomicAdd((u64*)p, (u64)v); }
 
+// The bits of an element as the unsigned type of its size, and back.
+__device__ __forceinline__ unsigned int tobits(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ float frombits(unsigned int u, float) { return __uint_as_float(u); }
+__device__ __forceinline__ unsigned long long tobits(double v) { return (unsigned long long)__double_as_longlong(v); }
+__device__ __forceinline__ double frombits(unsigned long long u, double) { return __longlong_as_double((long long)u); }
+__device__ __forceinline__ unsigned int tobits(int v) { return (unsigned int)v; }
+__device__ __forceinline__ int frombits(unsigned int u, int) { return (int)u; }
+__device__ __forceinline__ unsigned long long tobits(i64 v) { return (unsigned long long)v; }
+__device__ __forceinline__ i64 frombits(unsigned long long u, i64) { return (i64)u; }
+
 // p = comb(p, v) atomically (a compare-and-swap loop on the bits).
 __device__ __forceinline__ void apply(E* p, E v) {
 #if MODE == 1
@@ -311,11 +321,7 @@ __device__ __forceinline__ void apply(E* p, E v) {
   U old = *q, assumed;
   do {
     assumed = old;
-    E cur;
-    memcpy(&cur, &assumed, sizeof(E));
-    const E nv = comb(cur, v);
-    U nb;
-    memcpy(&nb, &nv, sizeof(E));
+    const U nb = tobits(comb(frombits(assumed, (E)0), v));
     if (nb == assumed) return;  // nothing changes
     old = atomicCAS(q, assumed, nb);
   } while (old != assumed);
