@@ -518,7 +518,11 @@ impl Tensor {
     /// accumulate: on the CPU in index order and in the dtype, as PyTorch's
     /// CPU kernel (f16 rounds after each addition); on a GPU atomically.
     /// `alpha` is converted to self's dtype (1.5 into an integer tensor is
-    /// 1, as in PyTorch) and multiplies `source` first.
+    /// 1, as in PyTorch) and multiplies `source` first: bit for bit
+    /// PyTorch's CPU for alpha 1 and for 1-D tensors; with another alpha on
+    /// a float tensor of more than one dim PyTorch fuses `a + alpha * b`
+    /// in its vectorised chunks (not in their tails), so a sum may differ
+    /// from it by one rounding there.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
