@@ -51,7 +51,7 @@ pub(super) struct IMeta {
 unsafe impl KernelParam for IMeta {}
 
 pub(super) const IMETA: &str = r#"
-pub(super) struct IMeta { int nd; int dim; i64 n; i64 size[MAXD]; i64 so[MAXD]; i64 ss[MAXD]; i64 si[MAXD]; };
+struct IMeta { int nd; int dim; i64 n; i64 size[MAXD]; i64 so[MAXD]; i64 ss[MAXD]; i64 si[MAXD]; };
 "#;
 
 /// The storage type of an element of `size` bytes (copies move bits only).

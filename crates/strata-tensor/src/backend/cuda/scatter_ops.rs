@@ -425,3 +425,83 @@ fn scatter(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DTYPES: [DType; 8] = [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::Bool,
+    ];
+
+    /// Braces and parentheses balance outside `//` comments (a cheap check
+    /// that the formatting of the generated source left no stray `{{`),
+    /// and no Rust leaked into the C (`pub(`).
+    fn balanced(s: &str) -> bool {
+        if s.contains("pub(") {
+            return false;
+        }
+        let (mut b, mut p) = (0i64, 0i64);
+        let code = s.lines().map(|l| l.split("//").next().unwrap_or(""));
+        for c in code.flat_map(str::chars) {
+            match c {
+                '{' => b += 1,
+                '}' => b -= 1,
+                '(' => p += 1,
+                ')' => p -= 1,
+                _ => {}
+            }
+            if b < 0 || p < 0 {
+                return false;
+            }
+        }
+        b == 0 && p == 0
+    }
+
+    #[test]
+    fn every_module_is_generated() {
+        for d in DTYPES {
+            for op in [ScanOp::Prod, ScanOp::Max, ScanOp::Min, ScanOp::LogSumExp] {
+                let s = scan_source(d, op);
+                assert!(
+                    s.contains("void __launch_bounds__(256) scan_rows("),
+                    "{d} {op:?}"
+                );
+                assert!(s.contains("scan_cols(") && balanced(&s), "{d} {op:?}");
+                if std::env::var("STRATA_DUMP_CUDA").is_ok() {
+                    std::fs::write(format!("/tmp/c60_cuda/scan_{}_{op:?}.cu", d.name()), &s)
+                        .unwrap();
+                }
+            }
+            for c in [
+                Combine::Assign,
+                Combine::Sum,
+                Combine::Prod,
+                Combine::Max,
+                Combine::Min,
+            ] {
+                for idx in [DType::I64, DType::I32] {
+                    let s = scatter_source(d.size(), d, idx, c);
+                    assert!(
+                        s.contains("void scatter_kernel(") && balanced(&s),
+                        "{d} {c:?}"
+                    );
+                    if std::env::var("STRATA_DUMP_CUDA").is_ok() {
+                        std::fs::write(
+                            format!("/tmp/c60_cuda/scatter_{}_{}_{c:?}.cu", d.name(), idx.name()),
+                            &s,
+                        )
+                        .unwrap();
+                    }
+                }
+            }
+        }
+    }
+}
