@@ -112,6 +112,7 @@ pub use ops::AdamHyper;
 pub use ops::GeluApprox;
 pub use ops::Operand;
 pub use ops::RoundingMode;
+pub use ops::ScatterReduce;
 pub use ops::MAX_PIECES;
 pub use ops::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize};
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};

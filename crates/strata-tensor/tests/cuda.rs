@@ -4430,3 +4430,5 @@ mod shape_ops;
 mod sort;
 #[path = "cuda_ops/contract.rs"]
 mod contract;
+#[path = "cuda_ops/scatter_ops.rs"]
+mod scatter_ops;

@@ -15,6 +15,7 @@ mod overloads;
 mod reduce;
 mod shape_ops;
 mod sort;
+mod scatter_ops;
 mod unary;
 mod view;
 

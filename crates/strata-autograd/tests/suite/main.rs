@@ -64,6 +64,7 @@ mod oracle_s57;
 mod pytorch_fixture;
 mod recompute;
 mod resume_s52;
+mod scatter_ops_grad;
 mod semantics;
 mod sgd_fused_add_s45;
 mod shape_ops;

@@ -163,6 +163,8 @@ pub(crate) trait Backend: Sync {
     // ---- nn and indexing kernels (issue 12; see `nn_kernel.rs`) ----
     /// Runs one of the fused normalisation / loss kernels or an index kernel.
     fn nn(&self, k: NnKernel<'_>) -> Result<()>;
+    /// The scans and scatters of `ops/scatter_ops.rs` (session 60).
+    fn scatter_ops(&self, k: crate::ops::scatter_ops::ScatterKernel<'_>) -> Result<()>;
 
     // ----- issue 12: ops along one dim (softmax, log_softmax, cumsum) -----
     /// Softmax (log-softmax with `mode.log`) along the `n` dim of `s`, of

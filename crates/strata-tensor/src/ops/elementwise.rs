@@ -82,7 +82,7 @@ pub(crate) fn result_type(ops: &[Operand]) -> DType {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum Overlap {
+pub(crate) enum Overlap {
     No,
     Full,
     Partial,
@@ -90,7 +90,7 @@ enum Overlap {
 }
 
 /// How an input's memory relates to an in-place output's (PyTorch's `get_overlap_status`).
-fn overlap(out: &Tensor, input: &Tensor) -> Overlap {
+pub(crate) fn overlap(out: &Tensor, input: &Tensor) -> Overlap {
     if !out.same_storage(input) || out.numel() == 0 || input.numel() == 0 {
         return Overlap::No;
     }

@@ -850,7 +850,7 @@ impl Tensor {
 /// The count and scan passes of a stream compaction over the contiguous
 /// bool `mask`: the number of set elements (one read to the host) and the
 /// inclusive sums of the per-chunk counts (i64, one per [`MASK_CHUNK`]).
-fn mask_offsets(mask: &Tensor) -> Result<(usize, Tensor)> {
+pub(crate) fn mask_offsets(mask: &Tensor) -> Result<(usize, Tensor)> {
     let n = mask.numel();
     let blocks = n.div_ceil(MASK_CHUNK);
     let counts = Tensor::uninit("masked_select", &[blocks], DType::I64, mask.device())?;

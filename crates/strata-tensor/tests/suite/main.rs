@@ -60,6 +60,7 @@ mod pytorch_extremes_s53;
 mod pytorch_fixture;
 mod pytorch_order_s52;
 mod shape_ops;
+mod scatter_ops;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
 mod sort;

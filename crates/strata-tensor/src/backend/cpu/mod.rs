@@ -12,6 +12,7 @@ mod optim;
 mod pnorm;
 mod reduce;
 mod shape_ops;
+mod scatter_ops;
 mod simd;
 pub(crate) mod sleef;
 mod sort;
@@ -231,6 +232,9 @@ fn copy_typed<S: Element, D: Element>(out: &Arg, src: &Arg) {
 }
 
 impl Backend for CpuBackend {
+    fn scatter_ops(&self, k: crate::ops::scatter_ops::ScatterKernel<'_>) -> Result<()> {
+        scatter_ops::run(k)
+    }
     fn nn(&self, k: crate::backend::NnKernel<'_>) -> Result<()> {
         nn::run(k);
         Ok(())

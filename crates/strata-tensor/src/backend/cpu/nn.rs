@@ -83,7 +83,7 @@ impl<T> Ptr<T> {
     }
 }
 
-fn base<T>(a: &Arg) -> Ptr<T> {
+pub(super) fn base<T>(a: &Arg) -> Ptr<T> {
     // SAFETY: the offset lies inside the storage (layouts are checked when
     // views are made), so the pointer stays within the allocation.
     Ptr(unsafe { (a.mem.host_ptr() as *mut T).add(a.layout.offset) })
@@ -93,7 +93,7 @@ fn base<T>(a: &Arg) -> Ptr<T> {
 ///
 /// # Safety
 /// `i` must address an element of the operand's storage.
-unsafe fn rd<T: Copy>(p: Ptr<T>, i: isize) -> T {
+pub(super) unsafe fn rd<T: Copy>(p: Ptr<T>, i: isize) -> T {
     // SAFETY: guaranteed by the caller.
     unsafe { *p.get().offset(i) }
 }
@@ -102,7 +102,7 @@ unsafe fn rd<T: Copy>(p: Ptr<T>, i: isize) -> T {
 ///
 /// # Safety
 /// As [`rd`].
-unsafe fn rd_index(dtype: DType, p: *mut u8, i: isize) -> i64 {
+pub(super) unsafe fn rd_index(dtype: DType, p: *mut u8, i: isize) -> i64 {
     // SAFETY: guaranteed by the caller; the dtype names the element type.
     unsafe {
         match dtype {
@@ -112,14 +112,14 @@ unsafe fn rd_index(dtype: DType, p: *mut u8, i: isize) -> i64 {
     }
 }
 
-fn index_base(a: &Arg) -> *mut u8 {
+pub(super) fn index_base(a: &Arg) -> *mut u8 {
     // SAFETY: as in `base`.
     unsafe { a.mem.host_ptr().add(a.layout.offset * a.dtype.size()) }
 }
 
 /// Calls `f(position, coords)` for positions `start..end` of `shape`
 /// (row-major), updating the coordinates incrementally.
-fn walk(shape: &[usize], start: usize, end: usize, mut f: impl FnMut(&[usize])) {
+pub(super) fn walk(shape: &[usize], start: usize, end: usize, mut f: impl FnMut(&[usize])) {
     let nd = shape.len();
     let mut c = vec![0usize; nd];
     let mut r = start;
@@ -139,7 +139,7 @@ fn walk(shape: &[usize], start: usize, end: usize, mut f: impl FnMut(&[usize])) 
     }
 }
 
-fn dot(c: &[usize], st: &[usize], skip: usize) -> isize {
+pub(super) fn dot(c: &[usize], st: &[usize], skip: usize) -> isize {
     c.iter()
         .zip(st)
         .enumerate()

@@ -24,6 +24,7 @@ pub(crate) mod random;
 pub(crate) mod reduce;
 pub(crate) mod runtime;
 pub(crate) mod shape_ops;
+pub(crate) mod scatter_ops;
 pub(crate) mod softmax_backward;
 pub(crate) mod sort;
 pub(crate) mod transfer;
@@ -82,6 +83,9 @@ fn bits<T: Element>(s: Scalar) -> u64 {
 }
 
 impl Backend for CudaDevice {
+    fn scatter_ops(&self, k: crate::ops::scatter_ops::ScatterKernel<'_>) -> Result<()> {
+        scatter_ops::run(self, k)
+    }
     fn nn(&self, k: crate::backend::NnKernel<'_>) -> Result<()> {
         nn::run(self, k)
     }

@@ -30,16 +30,16 @@ use crate::dtype::DType;
 use crate::error::Result;
 
 /// Threads per block of every kernel here.
-const NT: u32 = 256;
+pub(super) const NT: u32 = 256;
 
 /// Index-kernel metadata, laid out as `IMeta` in the source (strides in
 /// elements, dims row-major).
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct IMeta {
+pub(super) struct IMeta {
     nd: i32,
     dim: i32,
-    n: i64,
+    pub(super) n: i64,
     size: [i64; MAXD],
     so: [i64; MAXD],
     ss: [i64; MAXD],
@@ -50,12 +50,12 @@ struct IMeta {
 // `IMeta` in the source; no pointers.
 unsafe impl KernelParam for IMeta {}
 
-const IMETA: &str = r#"
+pub(super) const IMETA: &str = r#"
 struct IMeta { int nd; int dim; i64 n; i64 size[MAXD]; i64 so[MAXD]; i64 ss[MAXD]; i64 si[MAXD]; };
 "#;
 
 /// The storage type of an element of `size` bytes (copies move bits only).
-fn bits_ty(size: usize) -> &'static str {
+pub(super) fn bits_ty(size: usize) -> &'static str {
     match size {
         1 => "u8",
         2 => "u16",
@@ -715,7 +715,7 @@ fn opt_ptr(a: Option<&Arg>) -> u64 {
 }
 
 /// Blocks for a grid-stride loop over `n` items, `per` items per block.
-fn grid_for(n: usize, per: usize) -> u32 {
+pub(super) fn grid_for(n: usize, per: usize) -> u32 {
     (n.div_ceil(per.max(1))).clamp(1, 1 << 20) as u32
 }
 
@@ -725,7 +725,7 @@ fn grid_for(n: usize, per: usize) -> u32 {
 /// index values) are walked, up to `MAXD`; beyond that the smallest dims
 /// other than `dim` are looped over on the host, one launch per position.
 /// Returns `(walked, looped)`, each in increasing order.
-fn index_dims(shape: &[usize], dim: usize) -> (Vec<usize>, Vec<usize>) {
+pub(super) fn index_dims(shape: &[usize], dim: usize) -> (Vec<usize>, Vec<usize>) {
     let live: Vec<usize> = (0..shape.len())
         .filter(|&d| d == dim || shape[d] != 1)
         .collect();
@@ -734,7 +734,7 @@ fn index_dims(shape: &[usize], dim: usize) -> (Vec<usize>, Vec<usize>) {
 
 /// The metadata of an index kernel over the `walked` dims of `shape`
 /// (see [`index_dims`]; `dim` is one of them).
-fn index_meta(
+pub(super) fn index_meta(
     shape: &[usize],
     dim: usize,
     walked: &[usize],
@@ -763,7 +763,7 @@ fn index_meta(
 /// Calls `f` with the byte offsets of out, src and index at every position
 /// of the `looped` dims of `shape` (one call, at 0, when there are none):
 /// element strides `so`, `ss`, `si`, element sizes `es` (out, src, index).
-fn for_each_position(
+pub(super) fn for_each_position(
     shape: &[usize],
     looped: &[usize],
     (so, ss, si): (&[usize], &[usize], &[usize]),
