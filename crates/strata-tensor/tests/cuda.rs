@@ -168,17 +168,27 @@ fn assert_sum_scaled(what: &str, cpu: &Tensor, gpu: &Tensor, scale: &Tensor, pre
 }
 
 /// As [`assert_sum_scaled`] for sums over `terms` rows whose CPU kernel
-/// (as PyTorch's CPU kernel) rounds each partial sum to the f16/bf16 input's
-/// dtype while the GPU's (as PyTorch's CUDA kernel) sums in f32: each of the
-/// `terms` roundings may move the sum by the dtype's unit roundoff times the
-/// partial sum, so the tolerance is `terms` times twice that unit times the
-/// magnitude sum (f32 and f64 inputs: [`assert_sum_scaled`]'s).
-fn assert_rounded_sum(what: &str, cpu: &Tensor, gpu: &Tensor, scale: &Tensor, terms: usize) {
-    let unit = match cpu.dtype() {
+/// (as PyTorch's CPU kernel) rounds each partial sum to `precision`, the
+/// f16/bf16 input's dtype (the result may be f32: layer norm's parameter
+/// gradients), while the GPU's (as PyTorch's CUDA kernel) sums in f32: each
+/// of the `terms` roundings may move the sum by the dtype's unit roundoff
+/// times the partial sum, so the tolerance is `terms` times twice that unit
+/// times the magnitude sum (f32 and f64: [`assert_sum_scaled`]'s).
+fn assert_rounded_sum(
+    what: &str,
+    cpu: &Tensor,
+    gpu: &Tensor,
+    scale: &Tensor,
+    terms: usize,
+    precision: DType,
+) {
+    let unit = match precision {
         DType::BF16 => 2f64.powi(-8),
         DType::F16 => 2f64.powi(-10),
-        _ => return assert_sum_scaled(what, cpu, gpu, scale, cpu.dtype()),
+        _ => return assert_sum_scaled(what, cpu, gpu, scale, precision),
     };
+    assert_eq!(cpu.shape(), gpu.shape(), "{what}: shape");
+    assert_eq!(cpu.dtype(), gpu.dtype(), "{what}: dtype");
     let g = gpu.to(Device::Cpu).expect("to cpu");
     let x = cpu.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
     let y = g.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
@@ -1311,7 +1321,7 @@ fn layer_norm_forward_and_backward_match_cpu() -> Result<()> {
                         .mul(&abs(&x)?)?
                         .mul(&s64)?
                         .sum(Some(&[0]), false)?;
-                    assert_rounded_sum(&what, c, g, &scale, rows);
+                    assert_rounded_sum(&what, c, g, &scale, rows, dtype);
                 } else if k == 2 {
                     // dbeta = sum over rows of dy. For f16/bf16 input the
                     // CPU follows PyTorch's CPU kernel, whose column sums
@@ -1321,7 +1331,7 @@ fn layer_norm_forward_and_backward_match_cpu() -> Result<()> {
                     // f32: the tolerance is the input dtype's roundings over
                     // the rows, scaled by sum |dy|.
                     let scale = abs(&dy)?.sum(Some(&[0]), false)?;
-                    assert_rounded_sum(&what, c, g, &scale, rows);
+                    assert_rounded_sum(&what, c, g, &scale, rows, dtype);
                 } else {
                     assert_sum(&what, c, g);
                 }
@@ -4424,11 +4434,11 @@ fn empty_tensors_give_the_cpus_results() -> Result<()> {
     });
     Ok(())
 }
-#[path = "cuda_ops/shape_ops.rs"]
-mod shape_ops;
-#[path = "cuda_ops/sort.rs"]
-mod sort;
 #[path = "cuda_ops/contract.rs"]
 mod contract;
 #[path = "cuda_ops/scatter_ops.rs"]
 mod scatter_ops;
+#[path = "cuda_ops/shape_ops.rs"]
+mod shape_ops;
+#[path = "cuda_ops/sort.rs"]
+mod sort;
