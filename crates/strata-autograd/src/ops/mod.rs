@@ -13,9 +13,9 @@ mod math;
 mod matmul;
 mod overloads;
 mod reduce;
+mod scatter_ops;
 mod shape_ops;
 mod sort;
-mod scatter_ops;
 mod unary;
 mod view;
 
