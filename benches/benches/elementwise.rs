@@ -75,6 +75,23 @@ fn bench(c: &mut Criterion) {
         })
     });
 
+    // A fused multiply-add per element (`addcmul`: x + 0.5·a·b, rounded
+    // once; `lerp` is built on it): strata's AVX2 kernels are compiled with
+    // FMA; `STRATA_CPU_SIMD=baseline` runs the copies that call the C
+    // library's `fma`. ndarray: the same fused expression with `mul_add`.
+    g.throughput(Throughput::Bytes(4 * elems * f));
+    g.bench_function(BenchmarkId::new("strata", "addcmul"), |bch| {
+        bch.iter(|| black_box(&sa).addcmul(&sb, &sb, 0.5).unwrap())
+    });
+    g.bench_function(BenchmarkId::new("ndarray", "addcmul"), |bch| {
+        bch.iter(|| {
+            ndarray::Zip::from(&mut nout)
+                .and(black_box(&na))
+                .and(&nb)
+                .for_each(|o, &x, &b| *o = (0.5 * b).mul_add(b, x))
+        })
+    });
+
     g.throughput(Throughput::Bytes(2 * elems * f));
     // strata: `contiguous()` takes its output from the caching allocator;
     // ndarray gets a preallocated output (its most favourable form).

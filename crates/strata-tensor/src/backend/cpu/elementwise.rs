@@ -53,13 +53,13 @@ macro_rules! each_row {
     }};
 }
 
-/// Calls the AVX2 copy where the CPU has it, the baseline kernel otherwise.
+/// Calls the AVX2 and FMA copy where the CPU has them, the baseline kernel otherwise.
 macro_rules! dispatch {
     ($avx:ident, $generic:ident, $rows:expr, $f:expr) => {{
         #[cfg(target_arch = "x86_64")]
         if simd::avx2() {
             // SAFETY: the kernel's contract is the caller's (see `loops::run`);
-            // the CPU has AVX2.
+            // the CPU has AVX2 and FMA.
             unsafe { $avx($rows, $f) };
             return;
         }
@@ -113,13 +113,13 @@ unsafe fn rows1<A: Copy, O: Copy>(r: Rows<2>, f: &impl Fn(A) -> O) {
         }
     }
 }
-/// [`rows1`] compiled with AVX2 enabled: the same source, so the same
+/// [`rows1`] compiled with AVX2 and FMA enabled: the same source, so the same
 /// results; only the instructions differ.
 ///
 /// # Safety
-/// As [`rows1`]; the CPU must have AVX2.
+/// As [`rows1`]; the CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn rows1_avx2<A: Copy, O: Copy>(r: Rows<2>, f: &impl Fn(A) -> O) {
     // SAFETY: forwarded contract.
     unsafe { rows1(r, f) }
@@ -192,13 +192,13 @@ unsafe fn rows2<A: Copy, B: Copy, O: Copy>(r: Rows<3>, f: &impl Fn(A, B) -> O) {
         }
     }
 }
-/// [`rows2`] compiled with AVX2 enabled: the same source, so the same
+/// [`rows2`] compiled with AVX2 and FMA enabled: the same source, so the same
 /// results; only the instructions differ.
 ///
 /// # Safety
-/// As [`rows2`]; the CPU must have AVX2.
+/// As [`rows2`]; the CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn rows2_avx2<A: Copy, B: Copy, O: Copy>(r: Rows<3>, f: &impl Fn(A, B) -> O) {
     // SAFETY: forwarded contract.
     unsafe { rows2(r, f) }
@@ -242,13 +242,13 @@ unsafe fn rows3<A: Copy, B: Copy, C: Copy, O: Copy>(r: Rows<4>, f: &impl Fn(A, B
         }
     }
 }
-/// [`rows3`] compiled with AVX2 enabled: the same source, so the same
+/// [`rows3`] compiled with AVX2 and FMA enabled: the same source, so the same
 /// results; only the instructions differ.
 ///
 /// # Safety
-/// As [`rows3`]; the CPU must have AVX2.
+/// As [`rows3`]; the CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn rows3_avx2<A: Copy, B: Copy, C: Copy, O: Copy>(r: Rows<4>, f: &impl Fn(A, B, C) -> O) {
     // SAFETY: forwarded contract.
     unsafe { rows3(r, f) }

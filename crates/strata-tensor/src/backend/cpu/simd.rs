@@ -1,9 +1,11 @@
 //! Which vector instructions the CPU kernels use, decided once at run time.
 //!
 //! The crate is compiled for the target's baseline (SSE2 on x86_64), so every
-//! loop vectorises everywhere. On x86_64 CPUs with AVX2 the element-wise
-//! kernels and the tile transposes also run as copies compiled with AVX2
-//! enabled (twice the vector width), chosen here once per process, as
+//! loop vectorises everywhere. On x86_64 CPUs with AVX2 and FMA the
+//! element-wise kernels and the tile transposes also run as copies compiled
+//! with AVX2 enabled (twice the vector width; the element-wise ones with FMA
+//! too, so a fused multiply-add such as `addcmul`'s or `lerp`'s is one
+//! instruction, not a call into the C library), chosen here once per process, as
 //! PyTorch's CPU kernels dispatch on the CPU's capability.
 //!
 //! `STRATA_CPU_SIMD=baseline` keeps to the baseline instructions (to compare
@@ -17,7 +19,9 @@ use std::sync::atomic::{AtomicU8, Ordering};
 pub(crate) enum Level {
     /// The compilation target's baseline.
     Baseline,
-    /// x86_64 with AVX2 (and AVX).
+    /// x86_64 with AVX2 (and AVX) and FMA: the element-wise kernels' copies
+    /// compiled with them run `mul_add` as one instruction (the same bits as
+    /// the C library's `fma` it calls in the baseline copies).
     Avx2,
 }
 
@@ -53,7 +57,7 @@ fn detect() -> Level {
         return Level::Baseline;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         return Level::Avx2;
     }
     Level::Baseline
