@@ -8,7 +8,7 @@
 //! recorded view; the others record one node each with PyTorch's formulas.
 
 use super::copy_slices::ViewStep;
-use super::{formula, sum_to};
+use super::{formula, save_partners, sum_to};
 use crate::error::Result;
 use crate::var::{record, record_view, Var, VarOperand};
 use strata_tensor::contract::{self, ContractOperand, TensordotDims};
@@ -296,17 +296,8 @@ impl Var {
         let out = self
             .data()
             .baddbmm(batch1.data(), batch2.data(), beta, alpha)?;
-        let (a_req, b_req) = (batch1.requires_grad(), batch2.requires_grad());
-        let saved = || {
-            let mut v = Vec::new();
-            if a_req {
-                v.push(batch2.data().clone());
-            }
-            if b_req {
-                v.push(batch1.data().clone());
-            }
-            v
-        };
+        let a_req = batch1.requires_grad();
+        let saved = save_partners(batch1, batch2);
         let (c_shape, c_dtype) = (self.shape().to_vec(), self.dtype());
         let f = formula(move |g, s, needs| {
             let dc = if needs[0] {
@@ -359,17 +350,8 @@ impl Var {
         let out = self
             .data()
             .addbmm(batch1.data(), batch2.data(), beta, alpha)?;
-        let (a_req, b_req) = (batch1.requires_grad(), batch2.requires_grad());
-        let saved = || {
-            let mut v = Vec::new();
-            if a_req {
-                v.push(batch2.data().clone());
-            }
-            if b_req {
-                v.push(batch1.data().clone());
-            }
-            v
-        };
+        let a_req = batch1.requires_grad();
+        let saved = save_partners(batch1, batch2);
         let (c_shape, c_dtype) = (self.shape().to_vec(), self.dtype());
         let bs = batch1.shape()[0] as i64;
         let f = formula(move |g, s, needs| {
@@ -427,17 +409,8 @@ impl Var {
     ) -> Result<Var> {
         let (beta, alpha) = (beta.into(), alpha.into());
         let out = self.data().addmv(mat.data(), vec.data(), beta, alpha)?;
-        let (a_req, b_req) = (mat.requires_grad(), vec.requires_grad());
-        let saved = || {
-            let mut v = Vec::new();
-            if a_req {
-                v.push(vec.data().clone());
-            }
-            if b_req {
-                v.push(mat.data().clone());
-            }
-            v
-        };
+        let a_req = mat.requires_grad();
+        let saved = save_partners(mat, vec);
         let (c_shape, c_dtype) = (self.shape().to_vec(), self.dtype());
         let f = formula(move |g, s, needs| {
             let dc = if needs[0] {
@@ -490,17 +463,8 @@ impl Var {
     ) -> Result<Var> {
         let (beta, alpha) = (beta.into(), alpha.into());
         let out = self.data().addr(vec1.data(), vec2.data(), beta, alpha)?;
-        let (a_req, b_req) = (vec1.requires_grad(), vec2.requires_grad());
-        let saved = || {
-            let mut v = Vec::new();
-            if a_req {
-                v.push(vec2.data().clone());
-            }
-            if b_req {
-                v.push(vec1.data().clone());
-            }
-            v
-        };
+        let a_req = vec1.requires_grad();
+        let saved = save_partners(vec1, vec2);
         let (c_shape, c_dtype) = (self.shape().to_vec(), self.dtype());
         let (d1t, d2t) = (vec1.dtype(), vec2.dtype());
         let f = formula(move |g, s, needs| {
@@ -644,17 +608,8 @@ impl Var {
     /// ```
     pub fn cross(&self, other: &Var, dim: i64) -> Result<Var> {
         let out = self.data().cross(other.data(), dim)?;
-        let (a_req, b_req) = (self.requires_grad(), other.requires_grad());
-        let saved = || {
-            let mut v = Vec::new();
-            if a_req {
-                v.push(other.data().clone());
-            }
-            if b_req {
-                v.push(self.data().clone());
-            }
-            v
-        };
+        let a_req = self.requires_grad();
+        let saved = save_partners(self, other);
         let (sa, sb, dtype) = (self.shape().to_vec(), other.shape().to_vec(), self.dtype());
         let f = formula(move |g, s, needs| {
             let da = if needs[0] {

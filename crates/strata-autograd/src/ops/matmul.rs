@@ -2,7 +2,7 @@
 //! broadcasting); the gradients are products with the other operand,
 //! summed over broadcast batch dims.
 
-use super::{formula, sum_to};
+use super::{formula, save_partners, sum_to};
 use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::Tensor;
@@ -57,17 +57,8 @@ impl Var {
     pub(crate) fn matmul_uncast(&self, other: &Var) -> Result<Var> {
         let out = self.data().matmul(other.data())?;
         self.check_folded_dtypes(other)?;
-        let (a_req, b_req) = (self.requires_grad(), other.requires_grad());
-        let saved = || {
-            let mut v = Vec::new();
-            if a_req {
-                v.push(other.data().clone());
-            }
-            if b_req {
-                v.push(self.data().clone());
-            }
-            v
-        };
+        let a_req = self.requires_grad();
+        let saved = save_partners(self, other);
         let (a_shape, b_shape) = (self.shape().to_vec(), other.shape().to_vec());
         let (a_dtype, b_dtype) = (self.dtype(), other.dtype());
         let f = formula(move |g, s, needs| {
@@ -148,17 +139,8 @@ impl Var {
     /// `addmm` in the inputs' own dtypes (after autocast, if any, cast them).
     pub(crate) fn addmm_uncast(&self, mat1: &Var, mat2: &Var) -> Result<Var> {
         let out = self.data().addmm(mat1.data(), mat2.data())?;
-        let (a_req, b_req) = (mat1.requires_grad(), mat2.requires_grad());
-        let saved = || {
-            let mut v = Vec::new();
-            if a_req {
-                v.push(mat2.data().clone());
-            }
-            if b_req {
-                v.push(mat1.data().clone());
-            }
-            v
-        };
+        let a_req = mat1.requires_grad();
+        let saved = save_partners(mat1, mat2);
         let (c_shape, c_dtype) = (self.shape().to_vec(), self.dtype());
         let f = formula(move |g, s, needs| {
             let dc = if needs[0] {

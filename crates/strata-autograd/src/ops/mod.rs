@@ -82,6 +82,25 @@ pub(crate) fn expand_back(
     Ok(kept(t, dims, keepdim)?.broadcast_to(shape)?)
 }
 
+/// What a product of `a` and `b` saves for its backward: each factor's
+/// gradient needs the other one, so `b` when `a` requires grad, then `a`
+/// when `b` does (the formulas find the second at `s[a_req as usize]`).
+pub(crate) fn save_partners<'a>(
+    a: &'a crate::var::Var,
+    b: &'a crate::var::Var,
+) -> impl FnOnce() -> Vec<Tensor> + 'a {
+    move || {
+        let mut v = Vec::new();
+        if a.requires_grad() {
+            v.push(b.data().clone());
+        }
+        if b.requires_grad() {
+            v.push(a.data().clone());
+        }
+        v
+    }
+}
+
 /// A boxed backward formula (helps type inference of closures).
 pub(crate) fn formula<F>(f: F) -> crate::node::BackwardFn
 where

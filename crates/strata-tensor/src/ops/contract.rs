@@ -562,20 +562,7 @@ impl Tensor {
         check_batches(OP, batch1, batch2)?;
         let (bs, n, p) = (batch1.shape()[0], batch1.shape()[1], batch2.shape()[2]);
         check_broadcasts(OP, self, &[bs, n, p])?;
-        if self.dtype() != batch1.dtype() || self.dtype() != batch2.dtype() {
-            return Err(TensorError::dtype(
-                OP,
-                format!(
-                    "input dtypes must be the same, got input {}, batch1 {}, batch2 {}",
-                    self.dtype(),
-                    batch1.dtype(),
-                    batch2.dtype()
-                ),
-            ));
-        }
-        if self.dtype() == DType::Bool {
-            return Err(TensorError::unsupported(OP, DType::Bool));
-        }
+        check_batch_dtypes(OP, self, batch1, batch2)?;
         check_scalars(OP, self.dtype(), beta, alpha, false)?;
         if is_one(beta) && is_one(alpha) && bs * n * p > 0 {
             return self.accumulate_bmm(OP, batch1, batch2, &[bs, n, p]);
@@ -642,20 +629,7 @@ impl Tensor {
             batch2.shape()[2],
         );
         check_broadcasts(OP, self, &[n, p])?;
-        if self.dtype() != batch1.dtype() || self.dtype() != batch2.dtype() {
-            return Err(TensorError::dtype(
-                OP,
-                format!(
-                    "input dtypes must be the same, got input {}, batch1 {}, batch2 {}",
-                    self.dtype(),
-                    batch1.dtype(),
-                    batch2.dtype()
-                ),
-            ));
-        }
-        if self.dtype() == DType::Bool {
-            return Err(TensorError::unsupported(OP, DType::Bool));
-        }
+        check_batch_dtypes(OP, self, batch1, batch2)?;
         check_scalars(OP, self.dtype(), beta, alpha, false)?;
         let k = bs.checked_mul(m).ok_or_else(|| {
             TensorError::overflow(OP, format!("{bs} batches of inner size {m} overflow"))
@@ -978,6 +952,26 @@ fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
             lhs: a.device(),
             rhs: b.device(),
         });
+    }
+    Ok(())
+}
+
+/// `baddbmm`'s and `addbmm`'s dtype rule: the input and both batches share
+/// one dtype, which is not bool.
+fn check_batch_dtypes(op: &'static str, input: &Tensor, b1: &Tensor, b2: &Tensor) -> Result<()> {
+    if input.dtype() != b1.dtype() || input.dtype() != b2.dtype() {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "input dtypes must be the same, got input {}, batch1 {}, batch2 {}",
+                input.dtype(),
+                b1.dtype(),
+                b2.dtype()
+            ),
+        ));
+    }
+    if input.dtype() == DType::Bool {
+        return Err(TensorError::unsupported(op, DType::Bool));
     }
     Ok(())
 }
