@@ -205,15 +205,26 @@ impl Tensor {
     /// no row-major strides below i64::MAX (`[0, 2^62, 2^62]`, a permuted
     /// view of `zeros([2^62, 0, 2^62])`) is accepted as in PyTorch.
     pub(crate) fn uninit_preserving(&self, op: &'static str, dtype: DType) -> Result<Tensor> {
+        self.uninit_preserving_on(op, dtype, self.device())
+    }
+
+    /// [`Tensor::uninit_preserving`] on `device` (a copy to another device
+    /// keeps the layout as PyTorch's `.to(device)` does).
+    pub(crate) fn uninit_preserving_on(
+        &self,
+        op: &'static str,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
         if self.numel() == 0 {
-            let t = Tensor::uninit(op, &[0], dtype, self.device())?;
+            let t = Tensor::uninit(op, &[0], dtype, device)?;
             return Ok(t.with_layout(Layout {
                 shape: self.shape().to_vec(),
                 strides: self.strides().to_vec(),
                 offset: 0,
             }));
         }
-        let t = Tensor::uninit(op, self.shape(), dtype, self.device())?;
+        let t = Tensor::uninit(op, self.shape(), dtype, device)?;
         if self.is_contiguous() && self.strides() == t.strides() {
             return Ok(t);
         }

@@ -84,9 +84,18 @@ impl Tensor {
             .map_err(TensorError::from)
     }
 
-    /// The copy of [`Tensor::to_device`] between two devices with backends.
+    /// The copy of [`Tensor::to_device`] between two devices with backends,
+    /// laid out as PyTorch's `_to_copy` lays it out (`memory_format=
+    /// torch.preserve_format`): a non-overlapping and dense tensor keeps its
+    /// strides (a transposed matrix stays transposed on the other device),
+    /// any other becomes dense in the order of its strides. Either way the
+    /// elements fill one run of `numel` slots, moved as one block of bytes.
     fn to_other_device(&self, device: Device, non_blocking: bool) -> Result<Tensor> {
-        let src = self.contiguous()?;
+        let src = if self.layout().is_dense() {
+            self.clone()
+        } else {
+            self.deep_clone()?
+        };
         let nbytes = src.numel() * src.dtype().size();
         // An empty view's offset is not bounded by its storage: read nothing from 0.
         let offset = if nbytes == 0 {
@@ -97,7 +106,7 @@ impl Tensor {
         match (src.device(), device) {
             (Device::Cpu, Device::Cuda(_)) => {
                 let stream = gpu::current_stream(device)?;
-                let out = Tensor::uninit("to", src.shape(), src.dtype(), device)?;
+                let out = src.uninit_preserving_on("to", src.dtype(), device)?;
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
                 let dst = out.storage().allocation().ptr();
                 // SAFETY: the contiguous source holds `nbytes` initialised bytes
@@ -132,10 +141,9 @@ impl Tensor {
             (from_device @ Device::Cuda(_), Device::Cpu) => {
                 let stream = gpu::current_stream(from_device)?;
                 let out = if non_blocking {
-                    Tensor::uninit("to", src.shape(), src.dtype(), Device::Cpu)?
-                        .pin_memory_empty()?
+                    src.pin_memory_empty()?
                 } else {
-                    Tensor::uninit("to", src.shape(), src.dtype(), Device::Cpu)?
+                    src.uninit_preserving_on("to", src.dtype(), Device::Cpu)?
                 };
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
                 let from = src.storage().allocation().ptr() + offset as u64;
@@ -160,7 +168,7 @@ impl Tensor {
             (from_device @ Device::Cuda(_), Device::Cuda(_)) => {
                 // Order the copy after the source's pending work.
                 gpu::synchronize_stream(from_device, gpu::current_stream(from_device)?)?;
-                let out = Tensor::uninit("to", src.shape(), src.dtype(), device)?;
+                let out = src.uninit_preserving_on("to", src.dtype(), device)?;
                 let g = AccessGuard::lock(Some(out.storage()), &[src.storage()]);
                 let stream = gpu::current_stream(device)?;
                 gpu::device_to_device(
@@ -182,13 +190,25 @@ impl Tensor {
         }
     }
 
-    /// An uninitialised pinned tensor of this tensor's shape and dtype.
+    /// An uninitialised pinned tensor of this tensor's shape and dtype,
+    /// laid out as [`Tensor::uninit_preserving`] lays a tensor out: a dense
+    /// layout's own strides, any other dense in the order of its strides
+    /// (PyTorch's `pin_memory` keeps a strided view's strides and its gaps).
     fn pin_memory_empty(&self) -> Result<Tensor> {
         let alloc = gpu::pinned_tensor_allocator()?;
         let storage = Storage::new_in(&alloc, self.numel() * self.dtype().size())?;
+        let strides = if self.numel() == 0 {
+            self.strides().to_vec()
+        } else {
+            crate::layout::preserve_format_strides(self.shape(), self.strides())
+        };
         Ok(Tensor::from_parts(
             std::sync::Arc::new(storage),
-            crate::layout::Layout::contiguous(self.shape()),
+            crate::layout::Layout {
+                shape: self.shape().to_vec(),
+                strides,
+                offset: 0,
+            },
             self.dtype(),
         ))
     }

@@ -646,8 +646,13 @@ fn operand_names<'a>(env: &Env, args: &'a [Value], out: &mut Vec<&'a str>) {
 /// showed). strata's GPU follows PyTorch's CUDA (`iter_operand_layout`). Without the op's
 /// computation dtype at hand, a step counts when its tensor operands'
 /// dtypes differ, or when a result that is not bool has another dtype than
-/// an operand; and any step that reads such a result.
-fn casts_in_kernel(env: &Env, operands: &[&str], results: &[Tensor]) -> bool {
+/// an operand; and any step that reads such a result. `clamp` converts its
+/// input itself on every device (`build_unary_op(out, self.to(result_type))`),
+/// so PyTorch's two devices lay it out alike: only a result it reads counts.
+fn casts_in_kernel(env: &Env, op: &str, operands: &[&str], results: &[Tensor]) -> bool {
+    if matches!(op, "clamp" | "clamp_") {
+        return operands.iter().any(|n| env.cast_in_kernel.contains(*n));
+    }
     let dts: Vec<DType> = operands
         .iter()
         .filter_map(|n| match env.get(n) {
@@ -706,7 +711,7 @@ fn run_case(case: &Value, dev: Device) -> Result<(), String> {
                         Out::Many(v) => v.clone(),
                         Out::Two(a, b) => vec![a.clone(), b.clone()],
                     };
-                    let cast = casts_in_kernel(&env, &names, &results);
+                    let cast = casts_in_kernel(&env, op, &names, &results);
                     let outs: Vec<String> = match &step["out"] {
                         Value::String(n) => vec![n.clone()],
                         Value::Array(v) => v
@@ -1091,16 +1096,19 @@ fn kernel_casts_are_recognised() {
     env.bind("f", Val::T(t(DType::F32)));
     env.bind("g", Val::T(t(DType::F32)));
     // i32 * f32: the i32 operand is converted on the CPU
-    assert!(casts_in_kernel(&env, &["i", "f"], &[t(DType::F32)]));
+    assert!(casts_in_kernel(&env, "mul", &["i", "f"], &[t(DType::F32)]));
     // f32 + f32, and f32 < f32 (a bool result of same-dtype operands): no cast
-    assert!(!casts_in_kernel(&env, &["f", "g"], &[t(DType::F32)]));
-    assert!(!casts_in_kernel(&env, &["f", "g"], &[t(DType::Bool)]));
+    assert!(!casts_in_kernel(&env, "add", &["f", "g"], &[t(DType::F32)]));
+    assert!(!casts_in_kernel(&env, "lt", &["f", "g"], &[t(DType::Bool)]));
     // i32 < f32: operands of two dtypes
-    assert!(casts_in_kernel(&env, &["i", "f"], &[t(DType::Bool)]));
-    // clamp of an i32 to a float bound: an f32 result of an i32 operand
-    assert!(casts_in_kernel(&env, &["i"], &[t(DType::F32)]));
+    assert!(casts_in_kernel(&env, "lt", &["i", "f"], &[t(DType::Bool)]));
+    // sqrt of an i32: an f32 result of an i32 operand
+    assert!(casts_in_kernel(&env, "sqrt", &["i"], &[t(DType::F32)]));
+    // clamp of an i32 to a float bound converts first on both devices
+    assert!(!casts_in_kernel(&env, "clamp", &["i"], &[t(DType::F32)]));
     // whatever reads a result that had a cast
     env.cast_in_kernel.insert("f".into());
-    assert!(casts_in_kernel(&env, &["f", "g"], &[t(DType::F32)]));
-    assert!(!casts_in_kernel(&env, &["g"], &[t(DType::F32)]));
+    assert!(casts_in_kernel(&env, "add", &["f", "g"], &[t(DType::F32)]));
+    assert!(casts_in_kernel(&env, "clamp", &["f"], &[t(DType::F32)]));
+    assert!(!casts_in_kernel(&env, "add", &["g"], &[t(DType::F32)]));
 }

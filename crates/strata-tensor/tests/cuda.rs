@@ -791,6 +791,87 @@ fn transfers_pinned_pageable_and_non_blocking() -> Result<()> {
     Ok(())
 }
 
+/// `to(device)` lays the copy out as PyTorch's `_to_copy` does
+/// (`preserve_format`), both ways and through pinned memory: a dense view
+/// keeps its strides (transposed, permuted, sliced with an offset), any other
+/// becomes dense in the order of its strides, as `deep_clone` (PyTorch's
+/// `clone`) lays it out on the CPU.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn transfers_keep_pytorchs_layout() -> Result<()> {
+    let dev = gpu();
+    let base = data(&[6, 8, 10], DType::F32, 11)?;
+    let views = [
+        ("contiguous", base.clone()),
+        ("transposed", base.transpose(0, 2)?),
+        ("permuted", base.permute(&[1, 2, 0])?),
+        ("sliced rows", base.narrow(0, 2, 3)?),
+        ("permuted slice", base.narrow(0, 1, 4)?.permute(&[2, 0, 1])?),
+        ("strided", base.slice(2, None, None, 2)?),
+        (
+            "strided transposed",
+            base.slice(1, Some(1), None, 3)?.transpose(1, 2)?,
+        ),
+        ("expanded", base.narrow(0, 0, 1)?.expand(&[4, 8, 10])?),
+        ("size-1 dims", base.narrow(1, 3, 1)?.transpose(0, 1)?),
+        ("empty", base.narrow(1, 0, 0)?.transpose(0, 2)?),
+    ];
+    for (what, x) in views {
+        let want = x.deep_clone()?;
+        let g = x.to(dev)?;
+        assert_eq!(g.strides(), want.strides(), "{what}: strides on the GPU");
+        assert_eq!(g.offset(), 0, "{what}");
+        assert_same(what, &x, &g);
+        let back = g.to(Device::Cpu)?;
+        assert_eq!(back.strides(), want.strides(), "{what}: strides back");
+        assert!(back.equal(&x)?, "{what}: values back");
+        // Through pinned memory, asynchronously both ways.
+        let p = x.pin_memory()?;
+        assert_eq!(p.strides(), want.strides(), "{what}: pinned strides");
+        let gp = p.to_device(dev, true)?;
+        let bp = gp.to_device(Device::Cpu, true)?;
+        cuda::current_stream(dev)?.synchronize()?;
+        assert_eq!(gp.strides(), want.strides(), "{what}: from pinned");
+        assert_eq!(bp.strides(), want.strides(), "{what}: to pinned");
+        assert!(bp.is_pinned() && bp.equal(&x)?, "{what}: pinned values");
+        // A view of the GPU copy reads the same elements as the CPU view.
+        if x.ndim() == 3 && x.numel() > 0 {
+            assert_same(
+                &format!("{what} viewed"),
+                &x.transpose(0, 1)?,
+                &g.transpose(0, 1)?,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `clamp` of an integer view to a float bound converts the input first on
+/// every device (PyTorch's `build_unary_op(out, self.to(result_type))`), so
+/// the GPU lays the f32 result out as the CPU does: PyTorch 2.11 gives
+/// strides (16, 4, 1) on both devices for this view
+/// (`docs/bench-results/2026-12-05-session60-probe_strides.py`).
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn clamp_to_a_float_bound_is_laid_out_as_on_the_cpu() -> Result<()> {
+    let dev = gpu();
+    let base = Tensor::arange(0i64, 50, 1, Some(DType::I32), Device::Cpu)?;
+    for d in [Device::Cpu, dev] {
+        let x = base.to(d)?.as_strided(&[1, 4, 4], &[5, 10, 1], Some(2))?;
+        let y = x.clamp(Some(7e4), None::<f64>)?;
+        assert_eq!(y.dtype(), DType::F32, "{d}");
+        assert_eq!(y.strides(), &[16, 4, 1], "{d}");
+        let z = x.clamp(None::<f64>, Some(20.5))?;
+        assert_eq!(z.strides(), &[16, 4, 1], "{d}");
+        assert!(z.to(Device::Cpu)?.equal(
+            &x.to(Device::Cpu)?
+                .to_dtype(DType::F32)?
+                .clamp(None::<f64>, Some(20.5))?
+        )?);
+    }
+    Ok(())
+}
+
 /// Stream priorities as PyTorch's `torch.cuda.Stream(priority=...)`: the
 /// range is reported, out-of-range requests are clamped to it, and work on a
 /// high-priority stream is ordered like work on any other.

@@ -665,7 +665,7 @@ impl Tensor {
                 let target = if inplace {
                     self.clone()
                 } else {
-                    self.uninit_unary_output(name, compute)?
+                    self.uninit_unary_output(name, compute, true)?
                 };
                 return target.fill_(f64::NAN);
             }
@@ -681,7 +681,7 @@ impl Tensor {
         let target = if inplace && a_c.same_storage(self) {
             self.clone()
         } else {
-            self.uninit_unary_output(name, compute)?
+            self.uninit_unary_output(name, compute, clamp)?
         };
         // f16/bf16 rsqrt: the elements PyTorch's CPU scalar functor takes
         // (`1 / std::sqrt(x)` with the square root rounded to the dtype
@@ -740,14 +740,22 @@ impl Tensor {
 
     /// The output of a unary op of `self` computing in `compute`, laid out
     /// as PyTorch's TensorIterator lays it out (a transposed input gives a
-    /// transposed result; [`iter_operand_layout`]).
-    fn uninit_unary_output(&self, name: &'static str, compute: DType) -> Result<Tensor> {
+    /// transposed result; [`iter_operand_layout`]). `converts`: the op
+    /// converts its input to `compute` itself on every device, as PyTorch's
+    /// `clamp` does (`build_unary_op(out, self.to(result_type))`), so a GPU
+    /// lays the output out as the CPU does.
+    fn uninit_unary_output(
+        &self,
+        name: &'static str,
+        compute: DType,
+        converts: bool,
+    ) -> Result<Tensor> {
         iter_output(
             name,
             self.shape(),
             &[self],
             false,
-            (compute, false),
+            (compute, converts),
             compute,
             self.device(),
         )

@@ -1651,11 +1651,23 @@ fn scatter_into_layout(
             // A wide copy of the storage range self covers, scattered into,
             // then narrowed back (every dtype widened here converts back
             // exactly, so elements nothing lands on keep their bits).
+            // The target's layout `tl` may reach past the storage
+            // (index_put's first dim is addressed by the offsets, its size
+            // the number of index positions, which duplicates make larger
+            // than the target): the wide buffer is as long as `tl` says,
+            // and only the target's own range, the one the checked indices
+            // reach, is copied in and back.
             let start = target.offset();
-            let extent = target.layout().storage_extent().max(tl.storage_extent());
-            let len = extent.saturating_sub(start) as i64;
-            let flat = target.as_strided(&[len], &[1], Some(start as i64))?;
-            let wide = flat.to_dtype_contiguous(w)?;
+            let own = target.layout().storage_extent().saturating_sub(start);
+            let len = own.max(tl.storage_extent().saturating_sub(start));
+            let flat = target.as_strided(&[own as i64], &[1], Some(start as i64))?;
+            let wide = if len == own {
+                flat.to_dtype_contiguous(w)?
+            } else {
+                let wide = Tensor::zeros(&[len], w, target.device())?;
+                wide.narrow(0, 0, own as i64)?.copy_(&flat)?;
+                wide
+            };
             let wl = Layout {
                 offset: tl.offset - start,
                 ..tl
@@ -1679,7 +1691,7 @@ fn scatter_into_layout(
                     bound,
                 },
             )?;
-            flat.copy_(&wide)?;
+            flat.copy_(&wide.narrow(0, 0, own as i64)?)?;
             Ok(())
         }
     }

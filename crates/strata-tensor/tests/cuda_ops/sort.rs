@@ -176,8 +176,7 @@ fn sort_family_matches_cpu_on_random_layouts() -> Result<()> {
         .enumerate()
     {
         for dtype in DTYPES {
-            // The same permuted view of the base on both devices (`to`
-            // copies a view row-major, where PyTorch keeps a dense layout).
+            // The same permuted view of the base on both devices.
             let base = ties(shape, dtype, &mut rng)?;
             let x = base.permute(&[2, 0, 1])?;
             let g = base.to(dev)?.permute(&[2, 0, 1])?;
