@@ -1266,7 +1266,7 @@ binary_op_table!(binary_methods);
 /// How many f16/bf16 elements one step of PyTorch's CPU `vectorized_loop`
 /// takes: two `Vectorized<Half>` of 16 lanes (AVX2, the capability of the
 /// PyTorch 2.15 build the fixtures come from).
-const HALF_VEC_CHUNK: usize = 32;
+pub(crate) const HALF_VEC_CHUNK: usize = 32;
 
 /// How many f32 elements one step of PyTorch's CPU `vectorized_loop`
 /// takes: two `Vectorized<float>` of 8 lanes (AVX2).

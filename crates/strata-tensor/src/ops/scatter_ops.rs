@@ -518,11 +518,12 @@ impl Tensor {
     /// accumulate: on the CPU in index order and in the dtype, as PyTorch's
     /// CPU kernel (f16 rounds after each addition); on a GPU atomically.
     /// `alpha` is converted to self's dtype (1.5 into an integer tensor is
-    /// 1, as in PyTorch) and multiplies `source` first: bit for bit
-    /// PyTorch's CPU for alpha 1 and for 1-D tensors; with another alpha on
-    /// a float tensor of more than one dim PyTorch fuses `a + alpha * b`
-    /// in its vectorised chunks (not in their tails), so a sum may differ
-    /// from it by one rounding there.
+    /// 1, as in PyTorch). On the CPU each step rounds as PyTorch's: a 1-D
+    /// tensor adds `source * alpha` rounded to the dtype; a float tensor of
+    /// more than one dim adds `alpha * source` with one rounding (f32, f64;
+    /// f16/bf16 in the vectorised chunks of 32 elements of a contiguous
+    /// inner loop, two roundings in the other elements), as PyTorch's `add`
+    /// kernel does. On a GPU the source is multiplied by alpha first.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -713,6 +714,14 @@ impl Tensor {
         let idx = index.reshape(&[-1])?;
         let alpha = alpha.cast_to(self.dtype());
         let unit = alpha == Scalar::Int(1).cast_to(self.dtype());
+        if combine == Combine::Sum
+            && !unit
+            && self.ndim() > 1
+            && self.device() == Device::Cpu
+            && self.dtype().is_float()
+        {
+            return index_add_alpha_cpu(&this, d, &idx, &src, alpha);
+        }
         let src = if combine == Combine::Sum && !unit {
             src.mul(&Tensor::scalar(alpha, self.dtype(), self.device())?)?
         } else {
@@ -1620,6 +1629,87 @@ fn scatter_into(
 
 /// [`scatter_into`] with `target` seen through `tl`.
 #[allow(clippy::too_many_arguments)]
+/// PyTorch's CPU `index_add_` of a float tensor of more than one dim with
+/// an alpha other than 1: slice by slice in index order, each through
+/// `add_stub(iter, alpha)`, `self + alpha * source` per element, rounded
+/// once (f32 and f64: a fused multiply-add, in the vectorised chunks and
+/// the scalar tails alike; f16/bf16: in f32, then to the dtype, in the
+/// vectorised chunks of 32 elements of a contiguous inner loop) or, in
+/// f16/bf16's scalar loop, twice (`alpha * source` rounded to the dtype,
+/// then the sum). `alpha` is already self's dtype; the indices are checked.
+/// Fixture: `tests/data/oracle_s61.json` (`benches/anchors/gen_oracle_s61.py`).
+fn index_add_alpha_cpu(
+    this: &Tensor,
+    d: usize,
+    idx: &Tensor,
+    src: &Tensor,
+    alpha: Scalar,
+) -> Result<()> {
+    let dt = this.dtype();
+    let a = alpha.to_f64();
+    let rows = idx.to_vec_as::<i64>()?;
+    for (j, &i) in rows.iter().enumerate() {
+        let xs = this.select(d as i64, i)?;
+        let ss = src.select(d as i64, j as i64)?;
+        if xs.numel() == 0 {
+            continue;
+        }
+        let x = xs.to_vec_as::<f64>()?;
+        let s = ss.to_vec_as::<f64>()?;
+        let sum = match dt {
+            DType::F64 => {
+                let v: Vec<f64> = x.iter().zip(&s).map(|(&x, &s)| s.mul_add(a, x)).collect();
+                Tensor::from_vec(v, xs.shape(), Device::Cpu)?
+            }
+            DType::F32 => {
+                let a = a as f32;
+                let v: Vec<f32> = x
+                    .iter()
+                    .zip(&s)
+                    .map(|(&x, &s)| (s as f32).mul_add(a, x as f32))
+                    .collect();
+                Tensor::from_vec(v, xs.shape(), Device::Cpu)?
+            }
+            _ => {
+                // f16/bf16: which elements PyTorch's `cpu_kernel_vec` hands
+                // to its scalar functor (output, self, source).
+                let st = [xs.strides(), xs.strides(), ss.strides()];
+                let order = crate::layout::reorder_dims(xs.shape(), None, &st);
+                let scalar = crate::layout::pytorch_scalar_loop_mask(
+                    xs.shape(),
+                    &order,
+                    &st,
+                    super::elementwise::HALF_VEC_CHUNK,
+                )?;
+                let round = |v: f32| -> f32 {
+                    if dt == DType::F16 {
+                        half::f16::from_f32(v).to_f32()
+                    } else {
+                        half::bf16::from_f32(v).to_f32()
+                    }
+                };
+                let a = a as f32;
+                let v: Vec<f32> = x
+                    .iter()
+                    .zip(&s)
+                    .enumerate()
+                    .map(|(k, (&x, &s))| {
+                        let (x, s) = (x as f32, s as f32);
+                        if scalar.as_ref().is_some_and(|m| m[k]) {
+                            round(x + round(a * s))
+                        } else {
+                            round(s.mul_add(a, x))
+                        }
+                    })
+                    .collect();
+                Tensor::from_vec(v, xs.shape(), Device::Cpu)?.to_dtype(dt)?
+            }
+        };
+        xs.copy_(&sum)?;
+    }
+    Ok(())
+}
+
 fn scatter_into_layout(
     target: &Tensor,
     tl: Layout,

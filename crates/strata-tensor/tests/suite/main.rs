@@ -55,6 +55,7 @@ mod oracle_s55;
 mod oracle_s57;
 mod oracle_s58;
 mod oracle_s59;
+mod oracle_s61;
 mod properties;
 mod pytorch_extremes_s53;
 mod pytorch_fixture;
