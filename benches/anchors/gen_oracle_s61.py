@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch 2.15's CPU answers (one thread) for `index_add` with an alpha other
-than 1, written to crates/strata-tensor/tests/data/oracle_s61.json
+than 1 and for f16/bf16 `scatter_reduce` sums, products and means, written to crates/strata-tensor/tests/data/oracle_s61.json
 (crates/strata-tensor/tests/suite/oracle_s61.rs).
 
 PyTorch's CPU `index_add_` of a tensor of more than one dim adds slice by
@@ -19,6 +19,11 @@ row-major or transposed (`index_add` works on a row-major copy of self,
 index, an alpha of a few significant bits or a random one; kept only where the answer of two
 roundings per step (strata's before session 61) differs from PyTorch's, so
 each case tells them apart, plus a few f64 and 1-D cases where they agree.
+
+`scatter_reduce` of f16/bf16 with `sum`, `prod` or `mean`: PyTorch's CPU
+reduces in f32 and rounds each element once (a mean divides that rounded sum
+by the count in the dtype); strata rounded every step in the dtype. Cases are
+kept where the two differ (found by fresh seeds of gen_scatter_ops_s60.py).
 
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_oracle_s61.py \\
@@ -59,6 +64,72 @@ def laid_out(t, transposed):
     if not transposed or t.dim() < 2:
         return t
     return t.transpose(0, -1).contiguous().transpose(0, -1)
+
+
+def in_dtype(x, dim, idx, src, reduce, include_self):
+    """scatter_reduce computed step by step in the dtype (each addition or
+    multiplication rounded), row-major over the index: strata's CPU before
+    session 61."""
+    y = x.clone()
+    hit = torch.zeros(x.shape, dtype=torch.bool)
+    count = torch.ones(x.shape) if include_self else torch.zeros(x.shape)
+    for pos in torch.cartesian_prod(*[torch.arange(n) for n in idx.shape]).reshape(-1, idx.dim()).tolist():
+        t = list(pos)
+        t[dim] = int(idx[tuple(pos)])
+        t = tuple(t)
+        v = src[tuple(pos)]
+        if not include_self and not hit[t]:
+            y[t] = v
+        elif reduce == "prod":
+            y[t] = y[t] * v
+        else:
+            y[t] = y[t] + v
+        hit[t] = True
+        count[t] += 1
+    if reduce == "mean":
+        y = torch.where(hit, y / count.clamp(min=1).to(y.dtype), y)
+    return y
+
+
+def scatter_reduce_cases(rng):
+    """f16/bf16 scatter_reduce with sum, prod and mean, many duplicates, with
+    and without include_self, in and out of place: PyTorch 2.15's CPU adds
+    (multiplies) in f32 and rounds once; kept where rounding every step in
+    the dtype gives another answer."""
+    cases, tries = [], 0
+    while len(cases) < 36 and tries < 5000:
+        tries += 1
+        dt = rng.choice(["f16", "bf16"])
+        reduce = rng.choice(["sum", "sum", "mean", "prod"])
+        include_self = rng.random() < 0.6
+        nd = rng.randint(1, 3)
+        shape = [rng.randint(1, 5) for _ in range(nd)]
+        dim = rng.randrange(nd)
+        ishape = [rng.randint(1, s) for s in shape]
+        ishape[dim] = rng.randint(2, 24)
+        sshape = [s + rng.randint(0, 1) for s in ishape]
+        g = torch.Generator().manual_seed(rng.randrange(1 << 30))
+        scale = 0.3 if reduce == "prod" else 3.0
+        base = 1.0 if reduce == "prod" else 0.0
+        x = (base + torch.randn(shape, generator=g, dtype=torch.float64) * scale).to(DT[dt])
+        src = (base + torch.randn(sshape, generator=g, dtype=torch.float64) * scale).to(DT[dt])
+        idx = torch.randint(0, shape[dim], ishape, generator=g)
+        idx_dtype = rng.choice(["i64", "i32"])
+        inplace = rng.random() < 0.3
+        if inplace:
+            want = x.clone().scatter_reduce_(dim, idx, src, reduce, include_self=include_self)
+        else:
+            want = x.scatter_reduce(dim, idx, src, reduce, include_self=include_self)
+        if torch.equal(in_dtype(x, dim, idx, src, reduce, include_self), want):
+            continue
+        cases.append({"doc": f"{dt} {reduce} include_self={include_self}{' in place' if inplace else ''}",
+                      "dtype": dt, "self": [fmt(v) for v in x.double().reshape(-1).tolist()], "shape": shape,
+                      "dim": dim, "index": idx.reshape(-1).tolist(), "index_shape": ishape,
+                      "index_dtype": idx_dtype, "source": [fmt(v) for v in src.double().reshape(-1).tolist()],
+                      "source_shape": sshape, "reduce": reduce, "include_self": include_self,
+                      "inplace": inplace, "want": [fmt(v) for v in want.double().reshape(-1).tolist()]})
+    print(f"{len(cases)} scatter_reduce cases ({tries} drafts)", file=sys.stderr)
+    return cases
 
 
 def main():
@@ -109,7 +180,8 @@ def main():
                       "want": [fmt(v) for v in want.double().reshape(-1).tolist()]})
     doc = {"torch_version": torch.__version__, "generator": "benches/anchors/gen_oracle_s61.py",
            "oracle": "PyTorch on the CPU, one thread",
-           "cpu_capability": torch.backends.cpu.get_cpu_capability(), "index_add": cases}
+           "cpu_capability": torch.backends.cpu.get_cpu_capability(), "index_add": cases,
+           "scatter_reduce": scatter_reduce_cases(rng)}
     write_fixture(out, json.dumps(doc, separators=(",", ":")) + "\n")
     print(f"{len(cases)} index_add cases ({agree} where two roundings agree; {tries} drafts) -> {out}",
           file=sys.stderr)

@@ -958,7 +958,9 @@ impl Tensor {
     /// `Mean` divides by the count (floor division for integers; not for
     /// bool); `Amax`/`Amin` propagate NaN. Index rules of
     /// [`Tensor::scatter`]. On the CPU the reduction runs in row-major order
-    /// of the index, in the dtype, as PyTorch's CPU kernel.
+    /// of the index, as PyTorch's CPU kernel: in the dtype, except that
+    /// f16/bf16 sums, products and means accumulate in f32 and round once
+    /// (a mean then divides the rounded sum by the count in the dtype).
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, ScatterReduce};
@@ -1040,6 +1042,30 @@ impl Tensor {
             return Ok(());
         }
         let dt = self.dtype();
+        if self.device() == Device::Cpu
+            && matches!(dt, DType::F16 | DType::BF16)
+            && matches!(
+                reduce,
+                ScatterReduce::Sum | ScatterReduce::Prod | ScatterReduce::Mean
+            )
+        {
+            // PyTorch 2.15's CPU sums and multiplies f16/bf16 in f32 and
+            // rounds each element once (a mean is that sum, rounded, then
+            // divided by the count in the dtype): the reduction runs on an
+            // f32 copy, in the same order.
+            let wide = self.to_dtype_contiguous(DType::F32)?;
+            let src = src.to_dtype_contiguous(DType::F32)?;
+            let inner = match reduce {
+                ScatterReduce::Prod => ScatterReduce::Prod,
+                _ => ScatterReduce::Sum,
+            };
+            wide.scatter_reduce_impl(op, dim, index, &src, inner, include_self)?;
+            self.copy_(&wide)?;
+            if reduce == ScatterReduce::Mean {
+                self.divide_by_scatter_count(op, dim, index, include_self)?;
+            }
+            return Ok(());
+        }
         if !include_self {
             // PyTorch first writes the reduction's identity where anything
             // lands, so that self's values there take no part.
@@ -1060,21 +1086,37 @@ impl Tensor {
         };
         self.scatter_impl(op, dim, index, src, combine)?;
         if reduce == ScatterReduce::Mean {
-            let count = if include_self {
-                Tensor::ones(self.shape(), dt, self.device())?
-            } else {
-                Tensor::zeros(self.shape(), dt, self.device())?
-            };
-            let ones = Tensor::ones(index.shape(), dt, self.device())?;
-            count.scatter_impl(op, dim, index, &ones, Combine::Sum)?;
-            let count = count.masked_fill(&count.eq(0)?, 1)?;
-            let mean = if dt.is_float() {
-                self.div(&count)?
-            } else {
-                self.div_mode(&count, RoundingMode::Floor)?
-            };
-            self.copy_(&mean)?;
+            self.divide_by_scatter_count(op, dim, index, include_self)?;
         }
+        Ok(())
+    }
+
+    /// The last step of a `Mean` scatter_reduce: self (holding the sums)
+    /// divided by how many values each element took (itself too with
+    /// `include_self`; 1 where nothing landed), counted in self's dtype;
+    /// floor division for integers.
+    fn divide_by_scatter_count(
+        &self,
+        op: &'static str,
+        dim: i64,
+        index: &Tensor,
+        include_self: bool,
+    ) -> Result<()> {
+        let dt = self.dtype();
+        let count = if include_self {
+            Tensor::ones(self.shape(), dt, self.device())?
+        } else {
+            Tensor::zeros(self.shape(), dt, self.device())?
+        };
+        let ones = Tensor::ones(index.shape(), dt, self.device())?;
+        count.scatter_impl(op, dim, index, &ones, Combine::Sum)?;
+        let count = count.masked_fill(&count.eq(0)?, 1)?;
+        let mean = if dt.is_float() {
+            self.div(&count)?
+        } else {
+            self.div_mode(&count, RoundingMode::Floor)?
+        };
+        self.copy_(&mean)?;
         Ok(())
     }
 
