@@ -132,6 +132,74 @@ def scatter_reduce_cases(rng):
     return cases
 
 
+def layout_cases(rng):
+    """Found by fresh seeds of gen_shape_ops_s60.py (7171) and
+    gen_contract_s60.py (7373): the layout of `roll` (one `cat` of two
+    narrowed pieces per (shift, dim) pair: channels-last when both pieces
+    are) and of reflection/replication `pad` (the input's
+    `suggest_memory_format`) for channels-last(-3d) inputs; `repeat_interleave`
+    with uint8 counts (PyTorch's index is uint8: positions wrap at 256); and
+    `kron` of a transposed operand (PyTorch's `_unsafe_view` of the product
+    fails). Each case: the input's values (row-major), shape and memory
+    format, the op's arguments, and PyTorch's result (shape, strides, values)
+    or error."""
+    cases = []
+
+    def add(doc, x, fmt_name, op, args, fn):
+        try:
+            r = fn(x)
+            out = {"shape": list(r.shape), "stride": list(r.stride()),
+                   "values": [fmt(v) for v in r.double().reshape(-1).tolist()]}
+        except RuntimeError as e:
+            out = {"error": str(e).split("\n")[0][:120]}
+        cases.append({"doc": doc, "op": op, "dtype": "f32", "shape": list(x.shape), "format": fmt_name,
+                      "values": [fmt(v) for v in x.double().reshape(-1).tolist()], "args": args, "want": out})
+
+    def laid(shape, fmt_name):
+        x = torch.randn(shape, generator=g).round(decimals=2)
+        if fmt_name == "channels_last":
+            return x.to(memory_format=torch.channels_last)
+        if fmt_name == "channels_last_3d":
+            return x.to(memory_format=torch.channels_last_3d)
+        if fmt_name == "t":
+            return x.t()
+        return x
+
+    g = torch.Generator().manual_seed(61)
+    for shape, f in (([2, 4, 3, 4], "channels_last"), ([2, 3, 2, 2, 3], "channels_last_3d"), ([1, 3, 1, 4], "channels_last")):
+        nd = len(shape)
+        for _ in range(6):
+            k = rng.randint(1, 3)
+            dims = [rng.randrange(-nd, nd) for _ in range(k)]
+            shifts = [rng.choice([0, 1, -1, 2, 3, -5, shape[d] if d >= 0 else shape[nd + d]]) for d in dims]
+            x = laid(shape, f)
+            add(f"roll {f}", x, f, "roll", {"shifts": shifts, "dims": dims},
+                lambda x, s=shifts, d=dims: x.roll(s, d))
+    for shape, f, pad in (([2, 3, 4, 5], "channels_last", [1, 2, 1, 1]), ([5, 3, 1, 5], "channels_last", [3, -1, 4, 3, 1, 1]),
+                          ([2, 3, 2, 3, 4], "channels_last_3d", [1, 1, 1, 1, 1, 1]), ([2, 3, 4, 5], "channels_last", [1, 1]),
+                          ([3, 4, 5], "contiguous", [1, 2])):
+        for mode in ("reflect", "replicate", "circular"):
+            x = laid(shape, f)
+            if mode == "reflect" and any(p >= n for p, n in zip(pad[::2], reversed(shape))):
+                continue
+            add(f"pad {mode} {f}", x, f, "pad", {"pad": pad, "mode": mode},
+                lambda x, p=pad, m=mode: torch.nn.functional.pad(x, p, mode=m))
+    for n in (300, 600):
+        x = torch.arange(n, dtype=torch.float32)
+        reps = [rng.randint(0, 2) for _ in range(n)]
+        add(f"repeat_interleave u8 {n}", x, "contiguous", "repeat_interleave", {"repeats": reps, "repeats_dtype": "u8"},
+            lambda x, r=reps: x.repeat_interleave(torch.tensor(r, dtype=torch.uint8)))
+        add(f"repeat_interleave i64 {n}", x, "contiguous", "repeat_interleave", {"repeats": reps, "repeats_dtype": "i64"},
+            lambda x, r=reps: x.repeat_interleave(torch.tensor(r, dtype=torch.int64)))
+    for shape, f, other in (([2, 3], "t", [2, 2]), ([2, 2], "t", [3]), ([3, 2], "contiguous", [2, 2]), ([2, 2], "t", [1, 1])):
+        x = laid(shape, f)
+        o = torch.arange(1, 1 + math.prod(other), dtype=torch.float32).reshape(other)
+        add(f"kron {f} {shape} {other}", x, f, "kron", {"other": o.reshape(-1).tolist(), "other_shape": other},
+            lambda x, o=o: torch.kron(x, o))
+    print(f"{len(cases)} layout cases", file=sys.stderr)
+    return cases
+
+
 def main():
     torch.set_num_threads(1)
     out = sys.argv[1]
@@ -181,7 +249,7 @@ def main():
     doc = {"torch_version": torch.__version__, "generator": "benches/anchors/gen_oracle_s61.py",
            "oracle": "PyTorch on the CPU, one thread",
            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "index_add": cases,
-           "scatter_reduce": scatter_reduce_cases(rng)}
+           "scatter_reduce": scatter_reduce_cases(rng), "layouts": layout_cases(rng)}
     write_fixture(out, json.dumps(doc, separators=(",", ":")) + "\n")
     print(f"{len(cases)} index_add cases ({agree} where two roundings agree; {tries} drafts) -> {out}",
           file=sys.stderr)

@@ -37,6 +37,9 @@ impl ContractOperand for Var {
     fn c_reshape(&self, shape: &[i64]) -> Result<Self> {
         self.reshape(shape)
     }
+    fn c_view(&self, shape: &[i64]) -> Result<Self> {
+        self.view(shape)
+    }
     fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self> {
         self.sum(Some(dims), keepdim)
     }

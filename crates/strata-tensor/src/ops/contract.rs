@@ -47,6 +47,8 @@ pub trait ContractOperand: Clone + Sized {
     fn c_unsqueeze(&self, dim: i64) -> Result<Self, Self::Error>;
     /// [`Tensor::reshape`].
     fn c_reshape(&self, shape: &[i64]) -> Result<Self, Self::Error>;
+    /// [`Tensor::view`]: an error where the layout cannot be viewed so.
+    fn c_view(&self, shape: &[i64]) -> Result<Self, Self::Error>;
     /// [`Tensor::sum`] over a non-empty list of dims.
     fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self, Self::Error>;
     /// [`Tensor::to_dtype`].
@@ -81,6 +83,9 @@ impl ContractOperand for Tensor {
     }
     fn c_reshape(&self, shape: &[i64]) -> Result<Self> {
         self.reshape(shape)
+    }
+    fn c_view(&self, shape: &[i64]) -> Result<Self> {
+        self.view(shape)
     }
     fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self> {
         debug_assert!(!dims.is_empty());
@@ -515,7 +520,11 @@ impl Tensor {
 
     /// PyTorch's `torch.kron`: the Kronecker product (`mul`'s type
     /// promotion). The operands' ranks are padded with leading 1s to the
-    /// larger; size `i` of the result is `self`'s times `other`'s.
+    /// larger; size `i` of the result is `self`'s times `other`'s. As in
+    /// PyTorch, the product is a view of `mul`'s result: operands `mul` lays
+    /// out in another order than the result's (a transposed matrix) are a
+    /// typed error PyTorch raises too ("view size is not compatible");
+    /// pass `contiguous()` operands.
     ///
     /// ```
     /// use strata_tensor::{Device, Tensor};
@@ -1631,5 +1640,10 @@ pub fn kron<T: ContractOperand>(a: &T, b: &T) -> Result<T, T::Error> {
         })?;
         out.push(size as i64);
     }
-    a.c_reshape(&ra)?.c_mul(&b.c_reshape(&rb)?)?.c_reshape(&out)
+    // As PyTorch's `KronImpl`: the product of the two padded views, then
+    // viewed (`_unsafe_view`) as the result's shape, which fails as
+    // PyTorch's does where `mul` laid the product out in an order the
+    // view cannot merge (a transposed operand: "view size is not
+    // compatible with input tensor's size and stride").
+    a.c_reshape(&ra)?.c_mul(&b.c_reshape(&rb)?)?.c_view(&out)
 }

@@ -1669,8 +1669,6 @@ fn scatter_into(
     )
 }
 
-/// [`scatter_into`] with `target` seen through `tl`.
-#[allow(clippy::too_many_arguments)]
 /// PyTorch's CPU `index_add_` of a float tensor of more than one dim with
 /// an alpha other than 1: slice by slice in index order, each through
 /// `add_stub(iter, alpha)`, `self + alpha * source` per element, rounded
@@ -1679,7 +1677,7 @@ fn scatter_into(
 /// vectorised chunks of 32 elements of a contiguous inner loop) or, in
 /// f16/bf16's scalar loop, twice (`alpha * source` rounded to the dtype,
 /// then the sum). `alpha` is already self's dtype; the indices are checked.
-/// Fixture: `tests/data/oracle_s61.json` (`benches/anchors/gen_oracle_s61.py`).
+/// Fixture: `tests/data/oracle_s61.json.gz` (`benches/anchors/gen_oracle_s61.py`).
 fn index_add_alpha_cpu(
     this: &Tensor,
     d: usize,
@@ -1752,6 +1750,8 @@ fn index_add_alpha_cpu(
     Ok(())
 }
 
+/// [`scatter_into`] with `target` seen through `tl`.
+#[allow(clippy::too_many_arguments)]
 fn scatter_into_layout(
     target: &Tensor,
     tl: Layout,

@@ -267,7 +267,11 @@ impl Tensor {
     /// `torch.roll(self, shifts, dims)`: element `i` along `dims[k]` moves
     /// to `(i + shifts[k]) mod size` (a dim named twice is shifted twice).
     /// With `dims` empty and one shift, the tensor is rolled as if
-    /// flattened and given back its shape. The result is contiguous.
+    /// flattened and given back its shape. The result is laid out as
+    /// PyTorch's, which rolls one (shift, dim) pair at a time as a `cat` of
+    /// two pieces: channels-last(-3d) where both pieces of the last pair
+    /// are (a channels-last input rolled by a shift that is not a multiple
+    /// of the size), else row-major; an empty input keeps its layout.
     ///
     /// ```
     /// use strata_tensor::tensor;
@@ -305,7 +309,20 @@ impl Tensor {
             let d = normalize_dim_strict(OP, d, self.ndim())?;
             total[d] += i128::from(s);
         }
-        let out = Tensor::uninit(OP, self.shape(), self.dtype(), self.device())?;
+        let out = if self.numel() == 0 {
+            self.uninit_preserving(OP, self.dtype())?
+        } else {
+            let out = Tensor::uninit(OP, self.shape(), self.dtype(), self.device())?;
+            if self.roll_is_channels_last(shifts, dims)? {
+                out.with_layout(Layout {
+                    strides: crate::layout::channels_last_strides(self.shape()),
+                    shape: self.shape().to_vec(),
+                    offset: 0,
+                })
+            } else {
+                out
+            }
+        };
         let maps: Vec<DimMap> = (0..self.ndim())
             .map(|d| {
                 let n = self.shape()[d] as i128;
@@ -323,6 +340,42 @@ impl Tensor {
             .collect();
         self.map_copy(&out, &maps, Scalar::Int(0))?;
         Ok(out)
+    }
+
+    /// Whether PyTorch's `roll` of this (non-empty) tensor comes out
+    /// channels-last: it rolls one (shift, dim) pair at a time, each as the
+    /// `cat` of two narrowed pieces, whose output is channels-last(-3d) when
+    /// both pieces' strides are (`cat`'s rule; a shift that is a multiple of
+    /// the size leaves an empty piece, and a row-major result), else
+    /// row-major; the next pair rolls that result.
+    fn roll_is_channels_last(&self, shifts: &[i64], dims: &[i64]) -> Result<bool> {
+        if crate::layout::channels_last_order(self.ndim()).is_none() {
+            return Ok(false);
+        }
+        let mut layout = self.layout().clone();
+        let mut cl = false;
+        for (&s, &d) in shifts.iter().zip(dims) {
+            let d = normalize_dim_strict("roll", d, self.ndim())?;
+            let n = self.shape()[d] as i128;
+            let start = (n - i128::from(s)).rem_euclid(n) as usize;
+            let piece = |len: usize| {
+                let mut l = layout.clone();
+                l.shape[d] = len;
+                l.offset = 0;
+                l.is_strides_like_channels_last()
+            };
+            cl = start != 0 && piece(n as usize - start) && piece(start);
+            layout = Layout {
+                strides: if cl {
+                    crate::layout::channels_last_strides(self.shape())
+                } else {
+                    Layout::contiguous(self.shape()).strides
+                },
+                shape: self.shape().to_vec(),
+                offset: 0,
+            };
+        }
+        Ok(cl)
     }
 
     /// `Tensor.repeat(*sizes)`: the tensor tiled `sizes[d]` times along
@@ -430,7 +483,9 @@ impl Tensor {
     /// (u8, i32 or i64) of counts, 0-d or 1-D with one count per element or
     /// one for all: its values are read back once (one synchronisation on a
     /// GPU, as in PyTorch) and the result is an `index_select`. A
-    /// contiguous result.
+    /// contiguous result. With u8 counts PyTorch builds its index in u8,
+    /// so past 256 elements along `dim` the positions wrap (element 256
+    /// reads element 0); strata reads the same elements.
     ///
     /// ```
     /// use strata_tensor::{tensor, Tensor};
@@ -487,9 +542,11 @@ impl Tensor {
     /// any tensor with its value (negative pads crop); reflect, replicate
     /// and circular pad the last 1, 2 or 3 dims of a tensor with one or two
     /// more dims than that (PyTorch's limits), reflect by less than the
-    /// dim's size. The result is contiguous (channels-last for a 4-D or 5-D
-    /// input laid out so, as PyTorch's constant padding); constant padding
-    /// without a positive pad is a crop copied as `self` is laid out.
+    /// dim's size. The result is contiguous (channels-last(-3d) for a 4-D
+    /// or 5-D input laid out so, as PyTorch's constant, reflection and
+    /// replication padding; circular padding's is always row-major);
+    /// constant padding without a positive pad is a crop copied as `self`
+    /// is laid out.
     ///
     /// ```
     /// use strata_tensor::{tensor, PadMode};
@@ -723,6 +780,19 @@ impl Tensor {
         }
         check_contiguous(OP, &shape)?;
         let out = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
+        // PyTorch's reflection and replication pads lay a 4-D/5-D output
+        // out in the input's `suggest_memory_format` (channels-last(-3d)
+        // inputs give channels-last(-3d) outputs); circular padding's is
+        // row-major.
+        let out = if mode != PadMode::Circular && self.layout().is_strides_like_channels_last() {
+            out.with_layout(Layout {
+                strides: crate::layout::channels_last_strides(&shape),
+                shape,
+                offset: 0,
+            })
+        } else {
+            out
+        };
         self.map_copy(&out, &maps, Scalar::Int(0))?;
         Ok(out)
     }
@@ -906,9 +976,19 @@ fn repeat_index(op: &'static str, counts: &Tensor, n: usize) -> Result<Tensor> {
             format!("an index of {total} elements does not fit in host memory"),
         )
     })?;
+    // PyTorch builds the index in the counts' dtype: with uint8 counts the
+    // positions wrap at 256 (element 256 of the input is read as element
+    // 0 again), and strata reads the same elements.
+    let wrap = |i: usize| {
+        if counts.dtype() == DType::U8 {
+            (i % 256) as i64
+        } else {
+            i as i64
+        }
+    };
     for i in 0..n {
         let c = per(i) as usize;
-        index.extend(std::iter::repeat_n(i as i64, c));
+        index.extend(std::iter::repeat_n(wrap(i), c));
     }
     Tensor::from_vec(index, &[total], counts.device())
 }

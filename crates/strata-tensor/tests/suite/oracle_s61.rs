@@ -176,3 +176,139 @@ fn half_scatter_reduce_accumulates_in_f32() {
         bad.join("\n")
     );
 }
+
+/// Layouts and quirks found by fresh seeds of the session-60 generators
+/// (`gen_shape_ops_s60.py` 7171, `gen_contract_s60.py` 7373): `roll` and
+/// reflection/replication `pad` of channels-last(-3d) inputs come out in
+/// PyTorch's memory format (`roll` is a `cat` of two pieces per shift,
+/// channels-last when both pieces are; a pad follows the input's
+/// `suggest_memory_format`, circular padding is row-major);
+/// `repeat_interleave` with uint8 counts reads positions modulo 256 as
+/// PyTorch's uint8 index does; `kron` of a transposed operand is the error
+/// PyTorch's view of the product raises.
+#[test]
+fn layouts_and_quirks_as_pytorch() {
+    use strata_tensor::{PadMode, Repeats};
+    let cases = FIXTURE["layouts"].as_array().unwrap();
+    assert!(cases.len() >= 35, "the fixture holds the layout cases");
+    let mut bad = Vec::new();
+    for c in cases {
+        let shape = shape(&c["shape"]);
+        let base = Tensor::from_slice(&nums(&c["values"]), &shape, Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F32)
+            .unwrap();
+        let x = match c["format"].as_str().unwrap() {
+            "channels_last" | "channels_last_3d" => {
+                let order: &[i64] = if shape.len() == 4 {
+                    &[0, 2, 3, 1]
+                } else {
+                    &[0, 2, 3, 4, 1]
+                };
+                let inverse: &[i64] = if shape.len() == 4 {
+                    &[0, 3, 1, 2]
+                } else {
+                    &[0, 4, 1, 2, 3]
+                };
+                base.permute(order)
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+                    .permute(inverse)
+                    .unwrap()
+            }
+            "t" => {
+                let rev: Vec<usize> = shape.iter().rev().copied().collect();
+                base.t()
+                    .unwrap()
+                    .contiguous()
+                    .unwrap()
+                    .reshape(&rev.iter().map(|&s| s as i64).collect::<Vec<_>>())
+                    .unwrap()
+                    .t()
+                    .unwrap()
+            }
+            _ => base,
+        };
+        assert_eq!(
+            x.to_vec::<f32>().unwrap(),
+            nums(&c["values"])
+                .iter()
+                .map(|&v| v as f32)
+                .collect::<Vec<_>>(),
+            "{}: the input's values",
+            c["doc"]
+        );
+        let a = &c["args"];
+        let got = match c["op"].as_str().unwrap() {
+            "roll" => x.roll(&ints(&a["shifts"]), &ints(&a["dims"])),
+            "pad" => {
+                let mode = match a["mode"].as_str().unwrap() {
+                    "reflect" => PadMode::Reflect,
+                    "replicate" => PadMode::Replicate,
+                    _ => PadMode::Circular,
+                };
+                x.pad(&ints(&a["pad"]), mode)
+            }
+            "repeat_interleave" => {
+                let r = Tensor::from_slice(
+                    &ints(&a["repeats"]),
+                    &[ints(&a["repeats"]).len()],
+                    Device::Cpu,
+                )
+                .unwrap()
+                .to_dtype(dtype(a["repeats_dtype"].as_str().unwrap()))
+                .unwrap();
+                x.repeat_interleave(Repeats::Tensor(&r), None)
+            }
+            _ => {
+                let o = Tensor::from_slice(
+                    &nums(&a["other"]),
+                    &shape_of(&a["other_shape"]),
+                    Device::Cpu,
+                )
+                .unwrap()
+                .to_dtype(DType::F32)
+                .unwrap();
+                x.kron(&o)
+            }
+        };
+        let want = &c["want"];
+        match (got, want.get("error")) {
+            (Ok(_), Some(e)) => bad.push(format!(
+                "{}: PyTorch raised {e}, strata gave a result",
+                c["doc"]
+            )),
+            (Err(_), Some(_)) => {}
+            (Err(e), None) => bad.push(format!("{}: {e}", c["doc"])),
+            (Ok(t), None) => {
+                let vals = t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+                let strides: Vec<i64> = t.strides().iter().map(|&s| s as i64).collect();
+                if t.shape() != shape_of(&want["shape"]).as_slice()
+                    || strides != ints(&want["stride"])
+                    || vals != nums(&want["values"])
+                {
+                    bad.push(format!(
+                        "{} {}: got {:?} {:?}, PyTorch {} {}",
+                        c["doc"],
+                        a,
+                        t.shape(),
+                        strides,
+                        want["shape"],
+                        want["stride"]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} cases differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+fn shape_of(v: &Value) -> Vec<usize> {
+    shape(v)
+}
