@@ -516,7 +516,10 @@ impl Tensor {
     /// `source.size(dim)` entries in `[0, self.size(dim))`; `source` has
     /// self's dtype and self's sizes on the other dims. Duplicate indices
     /// accumulate: on the CPU in index order and in the dtype, as PyTorch's
-    /// CPU kernel (f16 rounds after each addition); on a GPU atomically.
+    /// CPU kernel (f16 rounds after each addition; along the first or last
+    /// of several dims with alpha 1 and an int64 index, PyTorch's
+    /// scatter-add path, f16/bf16 sum in f32 and round once); on a GPU
+    /// atomically.
     /// `alpha` is converted to self's dtype (1.5 into an integer tensor is
     /// 1, as in PyTorch). On the CPU each step rounds as PyTorch's: a 1-D
     /// tensor adds `source * alpha` rounded to the dtype; a float tensor of
@@ -727,14 +730,16 @@ impl Tensor {
         } else {
             src
         };
-        // PyTorch's CPU index_add of a tensor of more than one dim with
-        // alpha 1 and an int64 index is a scatter-add, whose f16/bf16 sums
-        // are formed in f32 and rounded once per element (`[[2048]]` plus
-        // four 1s is 2052); a 1-D tensor, an int32 index or another alpha
-        // add slice by slice, rounding each step (2048).
+        // PyTorch's CPU index_add along the first or the last dim of a
+        // tensor of more than one dim, with alpha 1 and an int64 index, is a
+        // scatter-add, whose f16/bf16 sums are formed in f32 and rounded
+        // once per element (`[[2048]]` plus four 1s is 2052); a middle dim,
+        // a 1-D tensor, an int32 index or another alpha add slice by slice,
+        // rounding each step (2048).
         if combine == Combine::Sum
             && unit
             && self.ndim() > 1
+            && (d == 0 || d == self.ndim() - 1)
             && idx.dtype() == DType::I64
             && matches!(self.dtype(), DType::F16 | DType::BF16)
         {
