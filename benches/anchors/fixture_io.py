@@ -1,5 +1,6 @@
 """Writing the fixtures the oracle generators produce (shared by the gen_*.py scripts beside it)."""
 import gzip
+import math
 
 
 def write_fixture(path, text):
@@ -13,3 +14,13 @@ def write_fixture(path, text):
                 g.write(data)
         else:
             f.write(data)
+
+
+def fmt(x):
+    """A float as the fixtures store it: itself, or "nan", "inf", "-inf"
+    (JSON has no literals for them)."""
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x

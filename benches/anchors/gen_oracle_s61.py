@@ -27,7 +27,7 @@ kept where the two differ (found by fresh seeds of gen_scatter_ops_s60.py).
 
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_oracle_s61.py \\
-        crates/strata-tensor/tests/data/oracle_s61.json
+        crates/strata-tensor/tests/data/oracle_s61.json.gz
 """
 import json
 import math
@@ -36,17 +36,9 @@ import sys
 
 import torch
 
-from fixture_io import write_fixture
+from fixture_io import fmt, write_fixture
 
 DT = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}
-
-
-def fmt(x):
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
 
 
 def two_roundings(x, dim, idx, src, alpha, dt):

@@ -13,7 +13,7 @@
 use crate::pytorch_fixture::{dtype, fixture, gunzip, ints, nums, shape};
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_tensor::{DType, Device, Scalar, ScatterReduce, Tensor};
+use strata_tensor::{DType, Device, ScatterReduce, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/oracle_s61.json.gz"))));
@@ -102,27 +102,7 @@ fn check_index_add(cases: &[Value]) {
             x.index_add(dim, &idx, &src, alpha).unwrap()
         };
         let want = nums(&c["want"]);
-        let got: Vec<f64> = got
-            .to_scalars()
-            .unwrap()
-            .into_iter()
-            .map(|s| match s {
-                Scalar::Float(v) => v,
-                other => panic!("a float result, got {other:?}"),
-            })
-            .collect();
-        let diff = got
-            .iter()
-            .zip(&want)
-            .filter(|(g, w)| g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()))
-            .count();
-        if diff > 0 {
-            bad.push(format!(
-                "{}: {diff} of {} elements differ",
-                c["doc"],
-                want.len()
-            ));
-        }
+        note_bit_differences(&mut bad, c, &got, &want);
     }
     assert!(
         bad.is_empty(),
@@ -171,20 +151,7 @@ fn half_scatter_reduce_accumulates_in_f32() {
         } else {
             x.scatter_reduce(dim, &idx, &src, reduce, inc).unwrap()
         };
-        let got = got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
-        let want = nums(&c["want"]);
-        let diff = got
-            .iter()
-            .zip(&want)
-            .filter(|(g, w)| g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()))
-            .count();
-        if diff > 0 {
-            bad.push(format!(
-                "{}: {diff} of {} elements differ",
-                c["doc"],
-                want.len()
-            ));
-        }
+        note_bit_differences(&mut bad, c, &got, &nums(&c["want"]));
     }
     assert!(
         bad.is_empty(),
@@ -328,4 +295,22 @@ fn layouts_and_quirks_as_pytorch() {
 
 fn shape_of(v: &Value) -> Vec<usize> {
     shape(v)
+}
+
+/// Adds a line to `bad` when the float tensor `got` differs from `want`
+/// (row-major) in any bit (NaNs of any payload agree).
+fn note_bit_differences(bad: &mut Vec<String>, c: &Value, got: &Tensor, want: &[f64]) {
+    let got = got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+    let diff = got
+        .iter()
+        .zip(want)
+        .filter(|(g, w)| g.to_bits() != w.to_bits() && !(g.is_nan() && w.is_nan()))
+        .count();
+    if diff > 0 || got.len() != want.len() {
+        bad.push(format!(
+            "{}: {diff} of {} elements differ",
+            c["doc"],
+            want.len()
+        ));
+    }
 }
