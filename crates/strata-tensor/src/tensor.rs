@@ -218,22 +218,29 @@ impl Tensor {
     ) -> Result<Tensor> {
         if self.numel() == 0 {
             let t = Tensor::uninit(op, &[0], dtype, device)?;
-            return Ok(t.with_layout(Layout {
-                shape: self.shape().to_vec(),
-                strides: self.strides().to_vec(),
-                offset: 0,
-            }));
+            return Ok(t.with_layout(self.preserved_layout()));
         }
         let t = Tensor::uninit(op, self.shape(), dtype, device)?;
         if self.is_contiguous() && self.strides() == t.strides() {
             return Ok(t);
         }
-        let strides = crate::layout::preserve_format_strides(self.shape(), self.strides());
-        Ok(t.with_layout(Layout {
+        Ok(t.with_layout(self.preserved_layout()))
+    }
+
+    /// The layout of [`Tensor::uninit_preserving`]'s result: `self`'s
+    /// shape at offset 0, with `self`'s strides where it is empty, else
+    /// [`crate::layout::preserve_format_strides`].
+    pub(crate) fn preserved_layout(&self) -> Layout {
+        let strides = if self.numel() == 0 {
+            self.strides().to_vec()
+        } else {
+            crate::layout::preserve_format_strides(self.shape(), self.strides())
+        };
+        Layout {
             shape: self.shape().to_vec(),
             strides,
             offset: 0,
-        }))
+        }
     }
 
     pub(crate) fn storage(&self) -> &Storage {

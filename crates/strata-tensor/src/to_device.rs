@@ -197,18 +197,9 @@ impl Tensor {
     fn pin_memory_empty(&self) -> Result<Tensor> {
         let alloc = gpu::pinned_tensor_allocator()?;
         let storage = Storage::new_in(&alloc, self.numel() * self.dtype().size())?;
-        let strides = if self.numel() == 0 {
-            self.strides().to_vec()
-        } else {
-            crate::layout::preserve_format_strides(self.shape(), self.strides())
-        };
         Ok(Tensor::from_parts(
             std::sync::Arc::new(storage),
-            crate::layout::Layout {
-                shape: self.shape().to_vec(),
-                strides,
-                offset: 0,
-            },
+            self.preserved_layout(),
             self.dtype(),
         ))
     }

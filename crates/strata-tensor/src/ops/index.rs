@@ -96,7 +96,7 @@ fn nonempty_dim(t: &Tensor) -> usize {
 }
 
 /// PyTorch's `ensure_nonempty_size`: size `d` of `t`, 1 for a 0-d tensor.
-fn nonempty_size(t: &Tensor, d: usize) -> usize {
+pub(super) fn nonempty_size(t: &Tensor, d: usize) -> usize {
     if t.ndim() == 0 {
         1
     } else {
@@ -105,7 +105,7 @@ fn nonempty_size(t: &Tensor, d: usize) -> usize {
 }
 
 /// `t` as at least 1-D (a 0-d tensor is viewed as `[1]`).
-fn at_least_1d(t: &Tensor) -> Result<Tensor> {
+pub(super) fn at_least_1d(t: &Tensor) -> Result<Tensor> {
     if t.ndim() == 0 {
         t.reshape(&[1])
     } else {

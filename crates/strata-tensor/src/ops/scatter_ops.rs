@@ -30,7 +30,9 @@
 use super::elementwise::{
     check_inplace, check_no_overlap, launch, overlap, same_device, Overlap, RoundingMode,
 };
-use super::index::{arg_with, check_index_range, mask_offsets, read_extremes};
+use super::index::{
+    arg_with, at_least_1d, check_index_range, mask_offsets, nonempty_size, read_extremes,
+};
 use crate::backend::{Arg, DimShape, NnKernel};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -192,24 +194,6 @@ fn same_dtype(op: &'static str, what: &str, this: &Tensor, other: &Tensor) -> Re
         ));
     }
     Ok(())
-}
-
-/// Size `d` of `t`, 1 for a 0-d tensor (PyTorch's `ensure_nonempty_size`).
-fn size_or_1(t: &Tensor, d: usize) -> usize {
-    if t.ndim() == 0 {
-        1
-    } else {
-        t.shape()[d]
-    }
-}
-
-/// `t` viewed as at least 1-D.
-fn at_least_1d(t: &Tensor) -> Result<Tensor> {
-    if t.ndim() == 0 {
-        t.reshape(&[1])
-    } else {
-        Ok(t.clone())
-    }
 }
 
 impl Tensor {
@@ -675,7 +659,8 @@ impl Tensor {
         }
         same_dtype(op, "source", self, source)?;
         let (sd, td) = (source.ndim().max(1), self.ndim().max(1));
-        if sd != td || (0..td).any(|k| k != d && size_or_1(self, k) != size_or_1(source, k)) {
+        if sd != td || (0..td).any(|k| k != d && nonempty_size(self, k) != nonempty_size(source, k))
+        {
             return Err(TensorError::shape(
                 op,
                 format!(
@@ -685,17 +670,17 @@ impl Tensor {
                 ),
             ));
         }
-        if index.numel() != size_or_1(source, d) {
+        if index.numel() != nonempty_size(source, d) {
             return Err(TensorError::shape(
                 op,
                 format!(
                     "the number of indices ({}) must equal source's size along dim {d} ({})",
                     index.numel(),
-                    size_or_1(source, d)
+                    nonempty_size(source, d)
                 ),
             ));
         }
-        check_index_range(op, &index.reshape(&[-1])?, size_or_1(self, d))
+        check_index_range(op, &index.reshape(&[-1])?, nonempty_size(self, d))
     }
 
     /// The scatter of `index_add`/`index_copy` into self (checked).
@@ -822,7 +807,7 @@ impl Tensor {
         check_vector_index(op, index)?;
         check_long_index(op, index)?;
         super::checks::check_fits(op, value, self.dtype())?;
-        check_index_range(op, &index.reshape(&[-1])?, size_or_1(self, d))
+        check_index_range(op, &index.reshape(&[-1])?, nonempty_size(self, d))
     }
 
     fn index_fill_impl(
@@ -1153,8 +1138,9 @@ impl Tensor {
         let bad_rank = self.ndim().max(1) != rank || src.is_some_and(|s| s.ndim().max(1) != rank);
         let too_big = !bad_rank
             && (0..rank).any(|k| {
-                let n = size_or_1(index, k);
-                src.is_some_and(|s| n > size_or_1(s, k)) || (k != d && n > size_or_1(self, k))
+                let n = nonempty_size(index, k);
+                src.is_some_and(|s| n > nonempty_size(s, k))
+                    || (k != d && n > nonempty_size(self, k))
             });
         if bad_rank || too_big {
             return Err(TensorError::shape(
@@ -1167,7 +1153,7 @@ impl Tensor {
                 ),
             ));
         }
-        check_index_range(op, &index.reshape(&[-1])?, size_or_1(self, d))
+        check_index_range(op, &index.reshape(&[-1])?, nonempty_size(self, d))
     }
 
     /// The scatter itself into self (checked): positions of index's shape,
@@ -1271,26 +1257,10 @@ impl Tensor {
         // out[b, r] = self.flat[offset[b] + rest offset r]: a gather along a
         // dim of stride 1 over self's storage.
         let x = self.contiguous()?;
-        let rest_strides: Vec<usize> = plan.rest.iter().map(|&k| x.strides()[k]).collect();
-        let mut pshape = vec![plan.nb];
-        pshape.extend(plan.rest.iter().map(|&k| x.shape()[k]));
         let offs = plan.element_offsets(x.strides())?;
-        let out = Tensor::uninit(OP, &pshape, x.dtype(), x.device())?;
+        let (xl, il) = plan.offset_layouts(&x, &offs);
+        let out = Tensor::uninit(OP, &xl.shape, x.dtype(), x.device())?;
         if out.numel() > 0 {
-            let mut xs = vec![1];
-            xs.extend(&rest_strides);
-            let xl = Layout {
-                shape: pshape.clone(),
-                strides: xs,
-                offset: x.offset(),
-            };
-            let mut is = vec![0; pshape.len()];
-            is[0] = 1;
-            let il = Layout {
-                shape: pshape.clone(),
-                strides: is,
-                offset: offs.offset(),
-            };
             let bound = plan.span(x.strides());
             launch(&out, &[&x, &offs], |be| {
                 be.nn(NnKernel::Gather {
@@ -1347,23 +1317,7 @@ impl Tensor {
             return Ok(());
         }
         let offs = plan.element_offsets(self.strides())?;
-        let mut pshape = vec![plan.nb];
-        pshape.extend(plan.rest.iter().map(|&k| self.shape()[k]));
-        let mut os = vec![1];
-        os.extend(plan.rest.iter().map(|&k| self.strides()[k]));
-        // self seen as [a stride-1 dim addressed by the offsets, rest...].
-        let tl = Layout {
-            shape: pshape.clone(),
-            strides: os,
-            offset: self.offset(),
-        };
-        let mut is = vec![0; pshape.len()];
-        is[0] = 1;
-        let il = Layout {
-            shape: pshape.clone(),
-            strides: is,
-            offset: offs.offset(),
-        };
+        let (tl, il) = plan.offset_layouts(self, &offs);
         let combine = if accumulate {
             Combine::Sum
         } else {
@@ -1590,6 +1544,31 @@ impl IndexPlan {
         }
         acc.ok_or_else(|| TensorError::index("index_put", "no index tensor"))?
             .contiguous()
+    }
+
+    /// `t` and the offsets `offs` ([`IndexPlan::element_offsets`]) seen
+    /// as `[nb, rest...]`: `t` through a first dim of stride 1 that the
+    /// offsets address (its nominal size may reach past `t`'s storage;
+    /// only offsets below [`IndexPlan::span`] are ever read or written),
+    /// then `t`'s other dims; the offsets broadcast over the rest.
+    fn offset_layouts(&self, t: &Tensor, offs: &Tensor) -> (Layout, Layout) {
+        let mut shape = vec![self.nb];
+        shape.extend(self.rest.iter().map(|&k| t.shape()[k]));
+        let mut strides = vec![1];
+        strides.extend(self.rest.iter().map(|&k| t.strides()[k]));
+        let mut is = vec![0; shape.len()];
+        is[0] = 1;
+        let il = Layout {
+            shape: shape.clone(),
+            strides: is,
+            offset: offs.offset(),
+        };
+        let tl = Layout {
+            shape,
+            strides,
+            offset: t.offset(),
+        };
+        (tl, il)
     }
 
     /// One past the largest offset [`IndexPlan::element_offsets`] can give.

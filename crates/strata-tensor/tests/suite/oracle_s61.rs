@@ -177,19 +177,19 @@ fn layouts_and_quirks_as_pytorch() {
     assert!(cases.len() >= 35, "the fixture holds the layout cases");
     let mut bad = Vec::new();
     for c in cases {
-        let shape = shape(&c["shape"]);
-        let base = Tensor::from_slice(&nums(&c["values"]), &shape, Device::Cpu)
+        let size = shape(&c["shape"]);
+        let base = Tensor::from_slice(&nums(&c["values"]), &size, Device::Cpu)
             .unwrap()
             .to_dtype(DType::F32)
             .unwrap();
         let x = match c["format"].as_str().unwrap() {
             "channels_last" | "channels_last_3d" => {
-                let order: &[i64] = if shape.len() == 4 {
+                let order: &[i64] = if size.len() == 4 {
                     &[0, 2, 3, 1]
                 } else {
                     &[0, 2, 3, 4, 1]
                 };
-                let inverse: &[i64] = if shape.len() == 4 {
+                let inverse: &[i64] = if size.len() == 4 {
                     &[0, 3, 1, 2]
                 } else {
                     &[0, 4, 1, 2, 3]
@@ -201,17 +201,7 @@ fn layouts_and_quirks_as_pytorch() {
                     .permute(inverse)
                     .unwrap()
             }
-            "t" => {
-                let rev: Vec<usize> = shape.iter().rev().copied().collect();
-                base.t()
-                    .unwrap()
-                    .contiguous()
-                    .unwrap()
-                    .reshape(&rev.iter().map(|&s| s as i64).collect::<Vec<_>>())
-                    .unwrap()
-                    .t()
-                    .unwrap()
-            }
+            "t" => base.t().unwrap().contiguous().unwrap().t().unwrap(),
             _ => base,
         };
         assert_eq!(
@@ -246,14 +236,11 @@ fn layouts_and_quirks_as_pytorch() {
                 x.repeat_interleave(Repeats::Tensor(&r), None)
             }
             _ => {
-                let o = Tensor::from_slice(
-                    &nums(&a["other"]),
-                    &shape_of(&a["other_shape"]),
-                    Device::Cpu,
-                )
-                .unwrap()
-                .to_dtype(DType::F32)
-                .unwrap();
+                let o =
+                    Tensor::from_slice(&nums(&a["other"]), &shape(&a["other_shape"]), Device::Cpu)
+                        .unwrap()
+                        .to_dtype(DType::F32)
+                        .unwrap();
                 x.kron(&o)
             }
         };
@@ -268,7 +255,7 @@ fn layouts_and_quirks_as_pytorch() {
             (Ok(t), None) => {
                 let vals = t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
                 let strides: Vec<i64> = t.strides().iter().map(|&s| s as i64).collect();
-                if t.shape() != shape_of(&want["shape"]).as_slice()
+                if t.shape() != shape(&want["shape"]).as_slice()
                     || strides != ints(&want["stride"])
                     || vals != nums(&want["values"])
                 {
@@ -291,10 +278,6 @@ fn layouts_and_quirks_as_pytorch() {
         bad.len(),
         bad.join("\n")
     );
-}
-
-fn shape_of(v: &Value) -> Vec<usize> {
-    shape(v)
 }
 
 /// Adds a line to `bad` when the float tensor `got` differs from `want`
