@@ -3,6 +3,7 @@
 
 use crate::cuda::Stream;
 use crate::error::{Result, TensorError};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 use strata_alloc::Device;
 
@@ -190,16 +191,51 @@ impl Tensor {
         }
     }
 
-    /// An uninitialised pinned tensor of this tensor's shape and dtype,
-    /// laid out as [`Tensor::uninit_preserving`] lays a tensor out: a dense
-    /// layout's own strides, any other dense in the order of its strides
-    /// (PyTorch's `pin_memory` keeps a strided view's strides and its gaps).
+    /// An uninitialised pinned tensor of this tensor's shape, strides and
+    /// dtype, at offset 0, as PyTorch's `_pin_memory` lays it out: a strided
+    /// view keeps its strides and the gaps between its elements (the storage
+    /// spans them). A view whose elements share memory (an expanded view) is
+    /// PyTorch's overlap error; one whose strides may overlap otherwise
+    /// (an `as_strided` view) is laid out dense in the order of its strides.
     fn pin_memory_empty(&self) -> Result<Tensor> {
+        let layout = self.layout();
+        if self.numel() > 0 && layout.has_internal_overlap() {
+            return Err(TensorError::overlap(
+                "pin_memory",
+                format!(
+                    "more than one element of the pinned copy would refer to one memory location \
+                     (shape {:?}, strides {:?}); pin a contiguous() copy instead",
+                    self.shape(),
+                    self.strides()
+                ),
+            ));
+        }
+        let layout = if self.numel() > 0 && !layout.may_overlap() {
+            Layout {
+                shape: self.shape().to_vec(),
+                strides: self.strides().to_vec(),
+                offset: 0,
+            }
+        } else {
+            self.preserved_layout()
+        };
+        // The last element's position plus one: within the source's own
+        // storage, so it fits.
+        let span = if self.numel() == 0 {
+            0
+        } else {
+            1 + layout
+                .shape
+                .iter()
+                .zip(&layout.strides)
+                .map(|(&n, &st)| (n - 1) * st)
+                .sum::<usize>()
+        };
         let alloc = gpu::pinned_tensor_allocator()?;
-        let storage = Storage::new_in(&alloc, self.numel() * self.dtype().size())?;
+        let storage = Storage::new_in(&alloc, span * self.dtype().size())?;
         Ok(Tensor::from_parts(
             std::sync::Arc::new(storage),
-            self.preserved_layout(),
+            layout,
             self.dtype(),
         ))
     }

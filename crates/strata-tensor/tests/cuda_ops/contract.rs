@@ -135,7 +135,17 @@ fn views_and_exact_ops_match_cpu_in_every_dtype() -> Result<()> {
             &row.outer(&row)?,
             &grow.outer(&grow)?,
         )?;
-        assert_bits(&format!("{what} kron"), &a.kron(&row)?, &ga.kron(&grow)?)?;
+        // kron of some strided operands is PyTorch's view error (its final
+        // reshape cannot view the product): the same error on both devices.
+        match (a.kron(&row), ga.kron(&grow)) {
+            (Ok(x), Ok(y)) => assert_bits(&format!("{what} kron"), &x, &y)?,
+            (Err(x), Err(y)) => assert_eq!(
+                std::mem::discriminant(&x),
+                std::mem::discriminant(&y),
+                "{what} kron: cpu {x} vs gpu {y}"
+            ),
+            (x, y) => panic!("{what} kron: cpu {x:?} vs gpu {y:?}"),
+        }
         if dtype != DType::Bool {
             let x = a.trace()?;
             let y = ga.trace()?;

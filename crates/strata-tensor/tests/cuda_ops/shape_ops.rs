@@ -217,3 +217,80 @@ fn repeat_past_two_to_the_31_elements() -> Result<()> {
     assert_eq!(v, 1, "flipped last element");
     Ok(())
 }
+
+/// Session 61's layout rules and quirks on `cuda:0` against the CPU (which
+/// the oracle fixture holds to PyTorch's): roll of a channels-last(-3d)
+/// input (a cat of two pieces per shift), reflection and replication pads
+/// following a channels-last(-3d) input while circular padding is
+/// row-major, repeat_interleave with u8 counts reading positions modulo
+/// 256, and kron of a transposed operand failing as on the CPU.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn channels_last_layouts_and_u8_counts_match_cpu() -> Result<()> {
+    let dev = gpu();
+    for (case, dtype) in DTYPES.into_iter().enumerate() {
+        // [2, 3, 5, 4] laid out channels-last, and [2, 3, 4, 5, 3] laid out
+        // channels-last-3d: permutes of row-major bases.
+        let b4 = data(&[2, 5, 4, 3], dtype, case as u64)?;
+        let x4 = b4.permute(&[0, 3, 1, 2])?;
+        let b5 = data(&[2, 4, 5, 3, 3], dtype, 40 + case as u64)?;
+        let x5 = b5.permute(&[0, 4, 1, 2, 3])?;
+        for (x, base) in [(&x4, &b4), (&x5, &b5)] {
+            let w = format!("{dtype:?} {:?} strides {:?}", x.shape(), x.strides());
+            for (shifts, dims) in [
+                (vec![1i64], vec![1i64]),
+                (vec![2, -1], vec![1, 3]),
+                (vec![3], vec![1]),
+                (vec![0, 2], vec![2, -1]),
+            ] {
+                both(
+                    &format!("{w} roll {shifts:?} {dims:?}"),
+                    x,
+                    base,
+                    dev,
+                    |t| t.roll(&shifts, &dims),
+                );
+            }
+            both(&format!("{w} roll flat"), x, base, dev, |t| {
+                t.roll(&[5], &[])
+            });
+            let pads: &[i64] = if x.ndim() == 4 {
+                &[1, 2, 1, 0]
+            } else {
+                &[1, 1, 0, 2, 1, 1]
+            };
+            for mode in [
+                PadMode::Reflect,
+                PadMode::Replicate,
+                PadMode::Circular,
+                PadMode::Constant(Scalar::Int(3)),
+            ] {
+                both(&format!("{w} pad {mode:?}"), x, base, dev, |t| {
+                    t.pad(pads, mode)
+                });
+            }
+        }
+        // u8 counts over 300 rows: rows 256 and on are read as rows 0 and on.
+        let b = data(&[300, 2], dtype, 80 + case as u64)?;
+        let counts: Vec<u8> = (0..300).map(|i| (i % 3) as u8).collect();
+        both(
+            &format!("{dtype:?} repeat_interleave u8 counts"),
+            &b,
+            &b,
+            dev,
+            |t| {
+                let ct = Tensor::from_slice(&counts, &[300], t.device())?;
+                t.repeat_interleave(&ct, Some(0))
+            },
+        );
+        let small = data(&[2, 3], dtype, 90 + case as u64)?;
+        both(
+            &format!("{dtype:?} kron transposed"),
+            &small,
+            &small,
+            dev,
+            |t| t.t()?.kron(t),
+        );
+    }
+    Ok(())
+}
