@@ -219,18 +219,9 @@ impl Tensor {
         } else {
             self.preserved_layout()
         };
-        // The last element's position plus one: within the source's own
-        // storage, so it fits.
-        let span = if self.numel() == 0 {
-            0
-        } else {
-            1 + layout
-                .shape
-                .iter()
-                .zip(&layout.strides)
-                .map(|(&n, &st)| (n - 1) * st)
-                .sum::<usize>()
-        };
+        // At offset 0 the layout spans no more than the source's view does
+        // within its own storage, so the extent is a real one.
+        let span = layout.storage_extent();
         let alloc = gpu::pinned_tensor_allocator()?;
         let storage = Storage::new_in(&alloc, span * self.dtype().size())?;
         Ok(Tensor::from_parts(

@@ -9,7 +9,9 @@
 //! The `test_device!` macro runs a test body on the CPU (always) and on the
 //! GPU (ignored by default).
 
-use strata_tensor::{cuda, DType, Device, Result, RoundingMode, Scalar, Tensor, TensorError};
+use strata_tensor::{
+    cuda, DType, Device, Layout, Result, RoundingMode, Scalar, Tensor, TensorError,
+};
 
 const GPU: Device = Device::Cuda(0);
 
@@ -840,17 +842,13 @@ fn transfers_keep_pytorchs_layout() -> Result<()> {
                 let p = p?;
                 assert_eq!(p.strides(), x.strides(), "{what}: pinned strides");
                 assert_eq!(p.offset(), 0, "{what}: pinned offset");
-                // An empty view needs no storage (PyTorch's computeStorageNbytes).
-                let span = if x.numel() == 0 {
-                    0
-                } else {
-                    1 + x
-                        .shape()
-                        .iter()
-                        .zip(x.strides())
-                        .map(|(&n, &st)| (n - 1) * st)
-                        .sum::<usize>()
-                };
+                // PyTorch's computeStorageNbytes: one past the last element
+                // at offset 0, nothing for an empty view.
+                let span = Layout {
+                    offset: 0,
+                    ..x.layout().clone()
+                }
+                .storage_extent();
                 assert_eq!(
                     p.storage_len(),
                     span,
