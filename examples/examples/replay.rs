@@ -131,6 +131,27 @@ fn load(path: &str) -> Result<Trace, String> {
     })
 }
 
+/// Nanoseconds per step of a fixed chain of dependent integer steps, the
+/// fastest of three runs of 2^21 steps (under a millisecond each). Its time
+/// follows the core's clock, not the allocator: two hosts, or one busy host
+/// at two moments, whose `ns_per_op` differ are told apart by it (a busy
+/// H100 host ran it 1.5-1.7 times slower than a quiet one;
+/// docs/benchmarks.md, session 62).
+fn clock_probe() -> f64 {
+    const STEPS: u64 = 1 << 21;
+    (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            let mut x = std::hint::black_box(1u64);
+            for i in 0..STEPS {
+                x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i);
+            }
+            std::hint::black_box(x);
+            start.elapsed().as_nanos() as f64 / STEPS as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// One pass over the trace; frees whatever is still live at the end (untimed).
 fn pass(
     a: &CachingAllocator,
@@ -289,6 +310,7 @@ fn run() -> Result<(), String> {
             prev = now;
         }
         let calls = prev;
+        let clock_before = clock_probe();
         let mut times = Vec::with_capacity(args.passes);
         for _ in 0..args.passes {
             times.push(pass(&a, &t, &streams, &mut live)?);
@@ -299,6 +321,7 @@ fn run() -> Result<(), String> {
             ));
             prev = now;
         }
+        let clock_after = clock_probe();
         let after = a.driver_calls();
         let warm_calls = (after.memory_calls() - calls.memory_calls()) as f64 / args.passes as f64;
         let warm_syncs = (after.stream_synchronizations() - calls.stream_synchronizations()) as f64
@@ -353,6 +376,10 @@ fn run() -> Result<(), String> {
                     .map(|&(k, v)| (k.to_string(), serde_json::Value::from(v)))
                     .collect::<serde_json::Map<_, _>>(),
                 "warm_pass_ns_per_op": pass_ns,
+                "clock_probe_ns_per_step": [
+                    (clock_before * 1e4).round() / 1e4,
+                    (clock_after * 1e4).round() / 1e4
+                ],
                 "torch_peak_reserved": t.torch_peak_reserved,
                 "torch_device_allocs": t.torch_device_allocs,
             });
@@ -413,6 +440,9 @@ fn run() -> Result<(), String> {
             );
             let by_pass: Vec<u64> = per_pass.iter().map(|p| p.0).collect();
             println!("  memory calls by pass {by_pass:?} (first pass first)");
+            println!(
+                "  host clock probe  {clock_before:.4} / {clock_after:.4} ns per step before / after the timed passes"
+            );
         }
     }
     Ok(())

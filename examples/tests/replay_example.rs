@@ -78,6 +78,15 @@ fn a_trace_with_lost_events_replays_the_work_pytorchs_anchor_replays() {
         passes.iter().copied().fold(f64::INFINITY, f64::min)
     );
     assert!(fastest <= v["ns_per_op"].as_f64().unwrap());
+    // The host clock probe, before and after the timed passes: a chain of
+    // 2^21 steps takes well over a picosecond and well under a microsecond
+    // a step on any host.
+    let probe = v["clock_probe_ns_per_step"].as_array().unwrap();
+    assert_eq!(probe.len(), 2);
+    for p in probe {
+        let p = p.as_f64().unwrap();
+        assert!(p > 0.001 && p < 1000.0, "clock probe {p} ns per step");
+    }
 }
 
 #[test]
