@@ -801,7 +801,8 @@ impl Tensor {
     /// min), max)` broadcast over the three and computed in their common
     /// dtype (PyTorch's type promotion: a 0-d bound does not widen a
     /// tensor of its category). NaN in any operand gives NaN; where `min >
-    /// max` the result is `max`. At least one bound must be given.
+    /// max` the result is `max`. At least one bound must be given; both
+    /// bounds in a bool common dtype are a dtype error, as in PyTorch.
     ///
     /// ```
     /// use strata_tensor::tensor;
@@ -865,6 +866,16 @@ impl Tensor {
     ) -> Result<Tensor> {
         let compute = clamp_compute(op, self, min, max)?;
         clamp_shape(op, self, min, max)?;
+        // PyTorch's kernel of both bounds has no bool loop (one bound goes
+        // to `clamp_min`/`clamp_max`, which have); it is chosen after the
+        // shape and cast checks.
+        if compute == DType::Bool && min.is_some() && max.is_some() {
+            return Err(TensorError::dtype(
+                op,
+                "clamp with both bounds is not implemented for bool tensors (as in PyTorch); \
+                 clamp with one bound at a time, or convert to an integer dtype first",
+            ));
+        }
         let conv = |t: &Tensor| -> Result<Tensor> {
             if t.dtype() == compute {
                 Ok(t.clone())

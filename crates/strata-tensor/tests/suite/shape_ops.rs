@@ -636,3 +636,58 @@ fn large_copies_timing() {
         y.pad(&[2, 2, 2, 2], PadMode::Circular).unwrap()
     });
 }
+
+/// Bool clamps as PyTorch 2.15 answers them (probed on the dev VM's CPU
+/// build): both tensor bounds in a bool common dtype are its
+/// NotImplementedError ("clamp_cpu" has no bool loop), after the broadcast
+/// check; one bound goes to clamp_min/clamp_max, which have one; integer
+/// scalar bounds promote a bool tensor to int64, bool scalar bounds are its
+/// "clamp_scalar_cpu" error.
+#[test]
+fn bool_clamps_fail_and_succeed_as_pytorchs() {
+    let b = |v: &[bool], shape: &[usize]| Tensor::from_slice(v, shape, Device::Cpu).unwrap();
+    let x = b(&[false, true, false], &[1, 3]);
+    let lo = b(&[true], &[1]);
+    let hi = b(
+        &[false, true, true, true, true, true, true, false, false],
+        &[3, 3],
+    );
+    let is_dtype = |r: Result<Tensor, TensorError>| matches!(r, Err(TensorError::DType { .. }));
+    assert!(is_dtype(x.clamp_tensor(Some(&lo), Some(&hi))));
+    let (t, f) = (b(&[true], &[]), b(&[false], &[]));
+    assert!(is_dtype(x.clamp_tensor(Some(&t), Some(&f))));
+    assert!(is_dtype(x.clamp_tensor_(Some(&lo), Some(&lo))));
+    assert_eq!(
+        x.to_vec::<bool>().unwrap(),
+        [false, true, false],
+        "a failed clamp_ kept its input"
+    );
+    // The broadcast error comes first.
+    let wide = b(&[true; 8], &[2, 4]);
+    assert!(matches!(
+        x.clamp_tensor(Some(&lo), Some(&wide)),
+        Err(TensorError::Broadcast { .. })
+    ));
+    // One bound: bool results.
+    let r = x.clamp_tensor(Some(&lo), None).unwrap();
+    assert_eq!(
+        (r.dtype(), r.to_vec::<bool>().unwrap()),
+        (DType::Bool, vec![true; 3])
+    );
+    let r = x.clamp_tensor(None, Some(&hi)).unwrap();
+    assert_eq!(
+        r.to_vec::<bool>().unwrap(),
+        [false, true, false, false, true, false, false, false, false]
+    );
+    // An integer tensor with bool bounds computes in its dtype.
+    let i = Tensor::from_slice(&[1i64, 2, 3], &[1, 3], Device::Cpu).unwrap();
+    let r = i.clamp_tensor(Some(&lo), Some(&hi)).unwrap();
+    assert_eq!(r.to_vec::<i64>().unwrap(), [0, 1, 1, 1, 1, 1, 1, 0, 0]);
+    // Scalar bounds: integers promote to int64, bools are an error.
+    let r = x.clamp(Some(0i64), Some(1i64)).unwrap();
+    assert_eq!(
+        (r.dtype(), r.to_vec::<i64>().unwrap()),
+        (DType::I64, vec![0, 1, 0])
+    );
+    assert!(is_dtype(x.clamp(Some(true), Some(false))));
+}
