@@ -134,7 +134,9 @@ impl Var {
         let shape = self.shape().to_vec();
         let mut src = vec![1usize; reps.len() - shape.len()];
         src.extend_from_slice(&shape);
-        let reps: Vec<usize> = reps.iter().map(|&r| r as usize).collect();
+        // A negative count is allowed on an empty dim only (its copies are
+        // empty): as 0 there.
+        let reps: Vec<usize> = reps.iter().map(|&r| r.max(0) as usize).collect();
         let f = formula(move |g, _s, _n| {
             let s = sum_copies(g, &src, &reps, true)?;
             Ok(vec![Some(s.reshape(&sizes(&shape))?)])

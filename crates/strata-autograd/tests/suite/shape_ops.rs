@@ -362,3 +362,14 @@ proptest! {
         }
     }
 }
+
+/// A negative repeat count on an empty dim (allowed, as in PyTorch) gives
+/// an empty result whose backward is the input's (empty) zero gradient.
+#[test]
+fn repeat_with_a_negative_count_on_an_empty_dim_back_propagates() {
+    let x = Var::parameter(Tensor::zeros(&[3, 0, 3], DType::F32, Device::Cpu).unwrap()).unwrap();
+    let y = x.tile(&[-1, 2]).unwrap();
+    assert_eq!(y.shape(), [3, 0, 6]);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().shape(), [3, 0, 3]);
+}

@@ -380,7 +380,9 @@ impl Tensor {
 
     /// `Tensor.repeat(*sizes)`: the tensor tiled `sizes[d]` times along
     /// each dim. `sizes` must have at least as many entries as the tensor
-    /// has dims; extra leading entries add leading dims. A contiguous copy.
+    /// has dims; extra leading entries add leading dims. A count must be
+    /// non-negative unless its dim is empty (PyTorch refuses a negative
+    /// product only). A contiguous copy.
     ///
     /// ```
     /// use strata_tensor::tensor;
@@ -403,18 +405,27 @@ impl Tensor {
                 ),
             ));
         }
-        if let Some(&r) = sizes.iter().find(|&&r| r < 0) {
-            return Err(TensorError::value(
-                OP,
-                format!("repeat sizes must be non-negative, got {r} in {sizes:?}"),
-            ));
-        }
         let lead = sizes.len() - self.ndim();
         let mut src_shape = vec![1usize; lead];
         src_shape.extend_from_slice(self.shape());
+        // PyTorch multiplies each size by its count and refuses a negative
+        // product only: a negative count on an empty dim gives an empty dim.
+        if let Some((&r, &n)) = sizes
+            .iter()
+            .zip(&src_shape)
+            .find(|&(&r, &n)| r < 0 && n > 0)
+        {
+            return Err(TensorError::value(
+                OP,
+                format!(
+                    "repeat sizes must be non-negative, got {r} for a dim of size {n} in {sizes:?}"
+                ),
+            ));
+        }
         let mut out_shape = Vec::with_capacity(sizes.len());
         for (d, &r) in sizes.iter().enumerate() {
-            let v = src_shape[d] as i128 * r as i128;
+            // An empty dim stays empty whatever its count.
+            let v = src_shape[d] as i128 * r.max(0) as i128;
             out_shape.push(size_of(OP, v, || {
                 format!("shape {:?} repeated {sizes:?} is too large", self.shape())
             })?);

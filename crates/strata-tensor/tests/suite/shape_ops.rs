@@ -691,3 +691,23 @@ fn bool_clamps_fail_and_succeed_as_pytorchs() {
     );
     assert!(is_dtype(x.clamp(Some(true), Some(false))));
 }
+
+/// PyTorch's repeat multiplies each size by its count and refuses only a
+/// negative product (PyTorch 2.15: `tile` of a [3, 0, 3] tensor with reps
+/// [-1, 2] is [3, 0, 6]; found by a fresh seed of gen_shape_ops_s60.py),
+/// so a negative count on an empty dim gives an empty dim, while one on a
+/// non-empty dim (a padded leading dim counts as size 1) is an error.
+#[test]
+fn negative_repeat_counts_on_empty_dims_give_empty_dims() {
+    let x = Tensor::zeros(&[3, 0, 3], DType::BF16, Device::Cpu).unwrap();
+    assert_eq!(x.tile(&[-1, 2]).unwrap().shape(), [3, 0, 6]);
+    assert_eq!(x.repeat(&[2, -5, 1]).unwrap().shape(), [6, 0, 3]);
+    for reps in [&[-1i64, 1, 1][..], &[1, 1, -2], &[-1, 1, 1, 1]] {
+        assert!(
+            matches!(x.repeat(reps), Err(TensorError::Value { .. })),
+            "{reps:?}"
+        );
+    }
+    let y = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
+    assert!(matches!(y.tile(&[-1]), Err(TensorError::Value { .. })));
+}
