@@ -1124,16 +1124,19 @@ fn run_new(x: &Tensor, op: &NewOp) -> Result<Option<Tensor>, TensorError> {
             assert_eq!(t.dtype(), DType::I64);
             if d.is_none() {
                 // First extreme of the flattening; NaN is the extreme.
-                let xs = vals();
-                let better = |a: f64, b: f64| {
-                    !b.is_nan() && (a.is_nan() || if *min { a < b } else { a > b })
+                // Integers compare exactly (as f64, two i64 past 2^53 may
+                // look equal).
+                let best = if x.dtype().is_float() {
+                    let xs = vals();
+                    let better = |a: f64, b: f64| {
+                        !b.is_nan() && (a.is_nan() || if *min { a < b } else { a > b })
+                    };
+                    (1..xs.len()).fold(0, |best, i| if better(xs[i], xs[best]) { i } else { best })
+                } else {
+                    let xs: Vec<i64> = x.to_scalars()?.iter().map(|s| s.to_i64()).collect();
+                    let better = |a: i64, b: i64| if *min { a < b } else { a > b };
+                    (1..xs.len()).fold(0, |best, i| if better(xs[i], xs[best]) { i } else { best })
                 };
-                let mut best = 0;
-                for i in 1..xs.len() {
-                    if better(xs[i], xs[best]) {
-                        best = i;
-                    }
-                }
                 assert_eq!(t.to_vec::<i64>()?, vec![best as i64; t.numel()]);
             }
             t

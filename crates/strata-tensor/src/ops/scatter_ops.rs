@@ -1308,8 +1308,10 @@ impl Tensor {
         }
         // Values as [nb, rest...]: the index dims first, contiguous.
         let vb = values.broadcast_to(&result)?;
+        let first = if plan.adjacent { plan.dims[0] } else { 0 };
+        let value_strides = vb.strides()[first..first + plan.b.len()].to_vec();
         let vb = plan.to_positions(&vb)?;
-        Ok((plan, vb))
+        plan.in_pytorch_order(&value_strides, vb)
     }
 
     fn index_put_apply(&self, (plan, vals): (IndexPlan, Tensor), accumulate: bool) -> Result<()> {
@@ -1423,6 +1425,13 @@ impl Tensor {
                 })?
             };
         }
+        // Each index's strides over b, as PyTorch's iterator sees the
+        // expanded index (they order index_put's positions).
+        let idx_strides: Vec<Vec<usize>> = per_dim
+            .iter()
+            .flatten()
+            .map(|t| t.layout().broadcast_strides(&b))
+            .collect();
         // Each index in [-size, size), negatives wrapped, as i64 over b.
         let mut idx = Vec::with_capacity(dims.len());
         for &k in &dims {
@@ -1458,6 +1467,7 @@ impl Tensor {
         Ok(IndexPlan {
             dims,
             idx,
+            idx_strides,
             b,
             nb,
             rest,
@@ -1473,6 +1483,9 @@ impl Tensor {
 pub(crate) struct IndexPlan {
     dims: Vec<usize>,
     idx: Vec<Tensor>,
+    /// The index tensors' strides broadcast over `b` (before `idx` made
+    /// them contiguous).
+    idx_strides: Vec<Vec<usize>>,
     b: Vec<usize>,
     nb: usize,
     rest: Vec<usize>,
@@ -1481,6 +1494,49 @@ pub(crate) struct IndexPlan {
 }
 
 impl IndexPlan {
+    /// The plan and its values `vals` (`[nb, rest...]`) with the index
+    /// positions in the order PyTorch's CPU `index_put` visits them: its
+    /// TensorIterator orders the index dims by the values' strides there,
+    /// then the index tensors' (the output's are 0 on them), innermost
+    /// first, and accumulates (or, without `accumulate`, lets the last
+    /// write win) in that order. Row-major order is kept as is, and a GPU's
+    /// positions are left in it (its atomic adds have no order).
+    fn in_pytorch_order(mut self, value_strides: &[usize], vals: Tensor) -> Result<(Self, Tensor)> {
+        let nbd = self.b.len();
+        if nbd < 2 || self.nb < 2 || vals.device() != Device::Cpu {
+            return Ok((self, vals));
+        }
+        let mut operands: Vec<&[usize]> = vec![value_strides];
+        operands.extend(self.idx_strides.iter().map(Vec::as_slice));
+        let order = crate::layout::pytorch_reorder_dims(&self.b, None, &operands)?;
+        if order.iter().rev().copied().eq(0..nbd) {
+            return Ok((self, vals));
+        }
+        // Row-major positions visited with order[0] fastest.
+        let mut rm = vec![1usize; nbd];
+        for d in (0..nbd - 1).rev() {
+            rm[d] = rm[d + 1] * self.b[d + 1];
+        }
+        let mut coord = vec![0usize; nbd];
+        let mut pos = Vec::with_capacity(self.nb);
+        for _ in 0..self.nb {
+            pos.push(coord.iter().zip(&rm).map(|(c, r)| c * r).sum::<usize>() as i64);
+            for &d in &order {
+                coord[d] += 1;
+                if coord[d] < self.b[d] {
+                    break;
+                }
+                coord[d] = 0;
+            }
+        }
+        let perm = Tensor::from_vec(pos, &[self.nb], vals.device())?;
+        for t in &mut self.idx {
+            *t = t.index_select(0, &perm)?;
+        }
+        let vals = vals.index_select(0, &perm)?;
+        Ok((self, vals))
+    }
+
     /// The shape of `self[indices]` for a tensor of shape `sizes`.
     fn result_shape(&self, sizes: &[usize]) -> Vec<usize> {
         let mut out = Vec::new();

@@ -594,3 +594,48 @@ fn inplace_ops_write_through_views() {
     assert_eq!(rows(&base), vec![0.0, 6.0, 0.0, 2.0, 7.0, 10.0]);
     let _ = Scalar::Int(0);
 }
+
+/// `index_put(accumulate=True)` adds in the order PyTorch's CPU iterator
+/// visits the index positions: the values' strides order the index dims
+/// (innermost first), not row-major. PyTorch 2.15's answer for this case
+/// (values of shape [3, 3, 4] with strides [1, 3, 9], a [3, 3] index into
+/// the 2 rows; fresh seed 6384 of gen_scatter_ops_s60.py) differs from the
+/// row-major sums in the last bit of two elements.
+#[test]
+fn index_put_accumulates_in_pytorchs_position_order() {
+    let x = Tensor::from_slice(
+        &[-2.0f32, -0.614, -1.849, 1.446, -2.294, -1.434, -1.745, -3.0],
+        &[2, 4],
+        Device::Cpu,
+    )
+    .unwrap();
+    let idx =
+        Tensor::from_slice(&[-2i64, 0, -1, -2, 1, 0, 0, 1, -1], &[3, 3], Device::Cpu).unwrap();
+    let base: [f32; 36] = [
+        1.177, 0.08, 2.341, -1.713, 3.0, 0.0, 0.0, -1.394, -2.092, -2.235, -1.0, -0.114, 1.698,
+        0.144, -1.174, -0.0, -0.92, -0.003, -1.353, -0.0, -2.123, 0.145, -0.6, -0.34, -0.0, 1.0,
+        0.0, -0.233, -0.0, -0.86, 1.701, 1.968, 2.0, -2.145, 3.0, 0.865,
+    ];
+    let values = Tensor::from_slice(&base, &[36], Device::Cpu)
+        .unwrap()
+        .as_strided(&[3, 3, 4], &[1, 3, 9], Some(0))
+        .unwrap();
+    // PyTorch's f32 results, printed as f64 (each converts back exactly).
+    let want: [f64; 8] = [
+        -1.5090000629425049,
+        -3.18500018119812,
+        -4.179999828338623,
+        5.053999900817871,
+        -1.3859999179840088,
+        -2.4670000076293945,
+        -2.684999942779541,
+        -0.3119999170303345,
+    ];
+    let want: Vec<f32> = want.iter().map(|&v| v as f32).collect();
+    let got = x.index_put(&[Some(&idx)], &values, true).unwrap();
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got.to_vec::<f32>().unwrap()), bits(&want));
+    // The in-place form adds in the same order.
+    x.index_put_(&[Some(&idx)], &values, true).unwrap();
+    assert_eq!(bits(&x.to_vec::<f32>().unwrap()), bits(&want));
+}
