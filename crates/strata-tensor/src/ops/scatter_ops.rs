@@ -1189,9 +1189,10 @@ impl Tensor {
     /// them). `values` (self's dtype) broadcast to the indexing result's
     /// shape: the broadcast index shape where the indexed dims were, when
     /// they are adjacent, else in front, then the other dims. Duplicate
-    /// positions accumulate (on the CPU in row-major order, in the dtype);
-    /// without `accumulate` which duplicate wins is unspecified (the CPU
-    /// keeps the last).
+    /// positions accumulate (on the CPU in the dtype, in the order
+    /// PyTorch's CPU kernel visits them: the index dims ordered by the
+    /// values' strides, then the indices'); without `accumulate` which
+    /// duplicate wins is unspecified (the CPU keeps the last).
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};
