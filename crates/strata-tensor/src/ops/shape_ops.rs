@@ -901,8 +901,77 @@ impl Tensor {
         if let Some(hi) = max {
             r = r.minimum(&conv(hi)?)?;
         }
+        if let (Some(lo), Some(hi)) = (min, max) {
+            if compute.is_float() && self.device() == crate::Device::Cpu && r.numel() > 0 {
+                let inplace = (op == "clamp_").then(|| self.strides());
+                return clamp_zero_ties(&conv(self)?, &conv(lo)?, &conv(hi)?, r, inplace);
+            }
+        }
         Ok(r)
     }
+}
+
+/// PyTorch's CPU clamp with two tensor bounds keeps the element where it
+/// ties a bound in its scalar loop (`std::min(std::max(a, min), max)`) and
+/// takes the bound in its vectorised one (`_mm256_max_ps`/`_min_ps` return
+/// their second operand on equal values): the two differ only in the sign
+/// of a zero that ties a zero bound. `r` is the clamp by strata's
+/// `maximum`/`minimum` (its NaNs stand); each other element takes the
+/// zero of the loop PyTorch runs it in ([`crate::layout::
+/// pytorch_scalar_loop_mask`] over the converted operands and the output:
+/// `inplace`'s strides, else dense in the iterator's order).
+fn clamp_zero_ties(
+    a: &Tensor,
+    lo: &Tensor,
+    hi: &Tensor,
+    r: Tensor,
+    inplace: Option<&[usize]>,
+) -> Result<Tensor> {
+    let shape = r.shape().to_vec();
+    // Two vectors a step: 4 f64, 8 f32 or 16 f16/bf16 lanes (AVX2).
+    let chunk = match r.dtype() {
+        DType::F64 => 8,
+        DType::F32 => 16,
+        _ => 32,
+    };
+    let (sa, sl, sh) = (
+        a.layout().broadcast_strides(&shape),
+        lo.layout().broadcast_strides(&shape),
+        hi.layout().broadcast_strides(&shape),
+    );
+    let mask = if shape.is_empty() {
+        // A 0-d op is one scalar element.
+        Some(vec![true])
+    } else {
+        let (order, out) = match inplace {
+            Some(out) => (
+                crate::layout::reorder_dims(&shape, None, &[out, &sa, &sl, &sh]),
+                out.to_vec(),
+            ),
+            None => {
+                let order = crate::layout::reorder_dims(&shape, None, &[&sa, &sl, &sh]);
+                let out = crate::layout::dense_strides_in_order(&shape, &order);
+                (order, out)
+            }
+        };
+        crate::layout::pytorch_scalar_loop_mask(&shape, &order, &[&out, &sa, &sl, &sh], chunk)?
+    };
+    let a = a.broadcast_to(&shape)?;
+    let vector = {
+        let m = Tensor::where_cond(&a.gt(lo)?, &a, lo)?;
+        Tensor::where_cond(&m.lt(hi)?, &m, hi)?
+    };
+    let picked = match mask {
+        None => vector,
+        Some(mask) => {
+            let m = Tensor::where_cond(&a.lt(lo)?, lo, &a)?;
+            let scalar = Tensor::where_cond(&hi.lt(&m)?, hi, &m)?;
+            let mask = Tensor::from_vec(mask, &shape, crate::Device::Cpu)?;
+            Tensor::where_cond(&mask, &scalar, &vector)?
+        }
+    };
+    r.copy_(&Tensor::where_cond(&r.ne(&r)?, &r, &picked)?)?;
+    Ok(r)
 }
 
 /// The common dtype of clamp's operands (and the checks PyTorch makes

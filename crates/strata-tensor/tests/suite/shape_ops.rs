@@ -711,3 +711,55 @@ fn negative_repeat_counts_on_empty_dims_give_empty_dims() {
     let y = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
     assert!(matches!(y.tile(&[-1]), Err(TensorError::Value { .. })));
 }
+
+/// Where an element ties a zero bound of the other sign, PyTorch 2.15's
+/// CPU clamp with tensor bounds keeps the element in its scalar loop and
+/// takes the bound in its vectorised one (answers probed on the dev VM):
+/// 35 contiguous f32 zeros clamped to -0.0 give -0.0 for the 32 elements
+/// of its two 16-element steps and 0.0 for the 3 left to the scalar loop;
+/// two broadcast bounds send every element to the scalar loop (fresh seed
+/// 6381 of gen_shape_ops_s60.py, in place).
+#[test]
+fn clamp_ties_of_signed_zeros_follow_pytorchs_loops() {
+    let zeros = Tensor::zeros(&[35], DType::F32, Device::Cpu).unwrap();
+    let lo = Tensor::full(&[35], -0.0, DType::F32, Device::Cpu).unwrap();
+    let hi = Tensor::ones(&[35], DType::F32, Device::Cpu).unwrap();
+    let r = zeros
+        .clamp_tensor(Some(&lo), Some(&hi))
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let signs: Vec<bool> = r.iter().map(|v| v.is_sign_negative()).collect();
+    assert!(r.iter().all(|&v| v == 0.0));
+    assert_eq!(signs, [vec![true; 32], vec![false; 3]].concat());
+    let x = Tensor::from_slice(
+        &[
+            f64::NEG_INFINITY,
+            -0.0,
+            f64::NEG_INFINITY,
+            0.0,
+            5.0,
+            f64::NAN,
+            f64::INFINITY,
+            1.0,
+            1.0,
+        ],
+        &[3, 3],
+        Device::Cpu,
+    )
+    .unwrap();
+    let lo = Tensor::from_slice(&[-0.0f64], &[1], Device::Cpu)
+        .unwrap()
+        .to_dtype(DType::BF16)
+        .unwrap();
+    let hi = Tensor::from_slice(&[-2i64, 1, -2], &[3, 1], Device::Cpu).unwrap();
+    x.clamp_tensor_(Some(&lo), Some(&hi)).unwrap();
+    let got = x.to_vec::<f64>().unwrap();
+    let want = [-2.0, -2.0, -2.0, 0.0, 1.0, f64::NAN, -2.0, -2.0, -2.0];
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+            "{got:?}"
+        );
+    }
+}
