@@ -126,6 +126,28 @@ impl Tensor {
         }
     }
 
+    /// [`Tensor::uninit`] laid out channels-last (4-D) or channels-last-3d
+    /// (5-D) when `channels_last` holds and `shape` has such a layout,
+    /// else row-major: the memory format PyTorch's ops pass on from an
+    /// input's `suggest_memory_format`.
+    pub(crate) fn uninit_channels_last_if(
+        op: &'static str,
+        shape: &[usize],
+        channels_last: bool,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let t = Tensor::uninit(op, shape, dtype, device)?;
+        if !channels_last || crate::layout::channels_last_order(shape.len()).is_none() {
+            return Ok(t);
+        }
+        Ok(t.with_layout(Layout {
+            shape: shape.to_vec(),
+            strides: crate::layout::channels_last_strides(shape),
+            offset: 0,
+        }))
+    }
+
     /// [`Tensor::uninit`] laid out densely in `order` (dims innermost
     /// first), as PyTorch's TensorIterator allocates an output whose dims
     /// it has reordered.

@@ -1272,6 +1272,16 @@ pub(crate) const HALF_VEC_CHUNK: usize = 32;
 /// takes: two `Vectorized<float>` of 8 lanes (AVX2).
 const F32_VEC_CHUNK: usize = 16;
 
+/// How many elements of a float dtype one step of PyTorch's CPU
+/// `vectorized_loop` takes (two AVX2 vectors): 8 f64, 16 f32, 32 f16/bf16.
+pub(crate) fn pytorch_vec_chunk(dtype: DType) -> usize {
+    match dtype {
+        DType::F64 => 8,
+        DType::F32 => F32_VEC_CHUNK,
+        _ => HALF_VEC_CHUNK,
+    }
+}
+
 /// The strides PyTorch's TensorIterator gives the output it allocates for a
 /// unary op of `x`: dense in its order of the dims
 /// ([`crate::layout::pytorch_reorder_dims`]).

@@ -118,18 +118,15 @@ impl Tensor {
         // PyTorch's output memory format: channels-last (4-D) or
         // channels-last-3d (5-D) when every input (the skipped ones
         // included) suggests it, else row-major.
-        let mut out = Tensor::uninit("cat", &shape, dtype, first.device())?;
-        if crate::layout::channels_last_order(shape.len()).is_some()
-            && tensors
+        let out = Tensor::uninit_channels_last_if(
+            "cat",
+            &shape,
+            tensors
                 .iter()
-                .all(|t| t.layout().is_strides_like_channels_last())
-        {
-            out = out.with_layout(crate::layout::Layout {
-                strides: crate::layout::channels_last_strides(&shape),
-                shape,
-                offset: 0,
-            });
-        }
+                .all(|t| t.layout().is_strides_like_channels_last()),
+            dtype,
+            first.device(),
+        )?;
         let mut at = 0i64;
         for t in &kept {
             let len = t.shape()[d] as i64;

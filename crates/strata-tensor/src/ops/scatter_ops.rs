@@ -1513,28 +1513,27 @@ impl IndexPlan {
         if order.iter().rev().copied().eq(0..nbd) {
             return Ok((self, vals));
         }
-        // Row-major positions visited with order[0] fastest.
-        let mut rm = vec![1usize; nbd];
-        for d in (0..nbd - 1).rev() {
-            rm[d] = rm[d + 1] * self.b[d + 1];
-        }
-        let mut coord = vec![0usize; nbd];
-        let mut pos = Vec::with_capacity(self.nb);
-        for _ in 0..self.nb {
-            pos.push(coord.iter().zip(&rm).map(|(c, r)| c * r).sum::<usize>() as i64);
-            for &d in &order {
-                coord[d] += 1;
-                if coord[d] < self.b[d] {
-                    break;
-                }
-                coord[d] = 0;
-            }
-        }
-        let perm = Tensor::from_vec(pos, &[self.nb], vals.device())?;
-        for t in &mut self.idx {
-            *t = t.index_select(0, &perm)?;
-        }
-        let vals = vals.index_select(0, &perm)?;
+        // `[nb, rest...]` seen over b, its index dims permuted outermost
+        // first and copied: row-major order of the copy visits order[0]
+        // fastest.
+        let outer_first: Vec<i64> = order.iter().rev().map(|&d| d as i64).collect();
+        let b: Vec<i64> = self.b.iter().map(|&s| s as i64).collect();
+        let visit = |t: &Tensor| -> Result<Tensor> {
+            let rest = &t.shape()[1..];
+            let mut shape = b.clone();
+            shape.extend(rest.iter().map(|&s| s as i64));
+            let mut perm = outer_first.clone();
+            perm.extend((nbd..nbd + rest.len()).map(|k| k as i64));
+            let mut flat = vec![self.nb as i64];
+            flat.extend(rest.iter().map(|&s| s as i64));
+            t.reshape(&shape)?
+                .permute(&perm)?
+                .contiguous()?
+                .reshape(&flat)
+        };
+        let idx = self.idx.iter().map(&visit).collect::<Result<Vec<_>>>()?;
+        let vals = visit(&vals)?;
+        self.idx = idx;
         Ok((self, vals))
     }
 

@@ -312,16 +312,13 @@ impl Tensor {
         let out = if self.numel() == 0 {
             self.uninit_preserving(OP, self.dtype())?
         } else {
-            let out = Tensor::uninit(OP, self.shape(), self.dtype(), self.device())?;
-            if self.roll_is_channels_last(shifts, dims)? {
-                out.with_layout(Layout {
-                    strides: crate::layout::channels_last_strides(self.shape()),
-                    shape: self.shape().to_vec(),
-                    offset: 0,
-                })
-            } else {
-                out
-            }
+            Tensor::uninit_channels_last_if(
+                OP,
+                self.shape(),
+                self.roll_is_channels_last(shifts, dims)?,
+                self.dtype(),
+                self.device(),
+            )?
         };
         let maps: Vec<DimMap> = (0..self.ndim())
             .map(|d| {
@@ -648,16 +645,13 @@ impl Tensor {
                 ),
             ));
         }
-        let out = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
-        let out = if self.layout().is_strides_like_channels_last() {
-            out.with_layout(Layout {
-                strides: crate::layout::channels_last_strides(&shape),
-                shape,
-                offset: 0,
-            })
-        } else {
-            out
-        };
+        let out = Tensor::uninit_channels_last_if(
+            OP,
+            &shape,
+            self.layout().is_strides_like_channels_last(),
+            self.dtype(),
+            self.device(),
+        )?;
         self.map_copy(&out, &maps, value)?;
         Ok(out)
     }
@@ -790,20 +784,17 @@ impl Tensor {
             ));
         }
         check_contiguous(OP, &shape)?;
-        let out = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         // PyTorch's reflection and replication pads lay a 4-D/5-D output
         // out in the input's `suggest_memory_format` (channels-last(-3d)
         // inputs give channels-last(-3d) outputs); circular padding's is
         // row-major.
-        let out = if mode != PadMode::Circular && self.layout().is_strides_like_channels_last() {
-            out.with_layout(Layout {
-                strides: crate::layout::channels_last_strides(&shape),
-                shape,
-                offset: 0,
-            })
-        } else {
-            out
-        };
+        let out = Tensor::uninit_channels_last_if(
+            OP,
+            &shape,
+            mode != PadMode::Circular && self.layout().is_strides_like_channels_last(),
+            self.dtype(),
+            self.device(),
+        )?;
         self.map_copy(&out, &maps, Scalar::Int(0))?;
         Ok(out)
     }
@@ -825,7 +816,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn clamp_tensor(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
-        self.clamp_tensor_impl("clamp", min, max)
+        self.clamp_tensor_impl("clamp", min, max, None)
     }
 
     /// In-place [`Tensor::clamp_tensor`]: the broadcast shape must be
@@ -864,16 +855,20 @@ impl Tensor {
         }
         let mut inputs = bounds;
         check_inplace(OP, self, &mut inputs)?;
-        let r = self.clamp_tensor_impl(OP, min, max)?;
+        let r = self.clamp_tensor_impl(OP, min, max, Some(self.strides()))?;
         self.copy_(&r)?;
         Ok(self.clone())
     }
 
+    /// The clamp of [`Tensor::clamp_tensor`] as a fresh tensor; `inplace`
+    /// holds the strides of the tensor it will be written into (PyTorch's
+    /// output for `clamp_`), `None` for a result PyTorch allocates.
     fn clamp_tensor_impl(
         &self,
         op: &'static str,
         min: Option<&Tensor>,
         max: Option<&Tensor>,
+        inplace: Option<&[usize]>,
     ) -> Result<Tensor> {
         let compute = clamp_compute(op, self, min, max)?;
         clamp_shape(op, self, min, max)?;
@@ -903,7 +898,6 @@ impl Tensor {
         }
         if let (Some(lo), Some(hi)) = (min, max) {
             if compute.is_float() && self.device() == crate::Device::Cpu && r.numel() > 0 {
-                let inplace = (op == "clamp_").then(|| self.strides());
                 return clamp_zero_ties(&conv(self)?, &conv(lo)?, &conv(hi)?, r, inplace);
             }
         }
@@ -928,12 +922,7 @@ fn clamp_zero_ties(
     inplace: Option<&[usize]>,
 ) -> Result<Tensor> {
     let shape = r.shape().to_vec();
-    // Two vectors a step: 4 f64, 8 f32 or 16 f16/bf16 lanes (AVX2).
-    let chunk = match r.dtype() {
-        DType::F64 => 8,
-        DType::F32 => 16,
-        _ => 32,
-    };
+    let chunk = super::elementwise::pytorch_vec_chunk(r.dtype());
     let (sa, sl, sh) = (
         a.layout().broadcast_strides(&shape),
         lo.layout().broadcast_strides(&shape),

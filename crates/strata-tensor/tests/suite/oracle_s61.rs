@@ -50,6 +50,24 @@ fn laid_out(values: &[f64], shape: &[usize], strides: &[i64], dt: DType) -> Tens
     t
 }
 
+/// A case's index (`index`, of `index_dtype`) with `shape`.
+fn index(c: &Value, shape: &[usize]) -> Tensor {
+    Tensor::from_slice(&ints(&c["index"]), shape, Device::Cpu)
+        .unwrap()
+        .to_dtype(dtype(c["index_dtype"].as_str().unwrap()))
+        .unwrap()
+}
+
+/// Fails listing the cases that differ from PyTorch's answers.
+fn assert_none_differ(bad: &[String]) {
+    assert!(
+        bad.is_empty(),
+        "{} cases differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn index_add_with_alpha_rounds_as_pytorch() {
     let cases = FIXTURE["index_add"].as_array().unwrap();
@@ -86,14 +104,7 @@ fn check_index_add(cases: &[Value]) {
             &ints(&c["source_strides"]),
             dt,
         );
-        let idx = Tensor::from_slice(
-            &ints(&c["index"]),
-            &[c["index"].as_array().unwrap().len()],
-            Device::Cpu,
-        )
-        .unwrap()
-        .to_dtype(dtype(c["index_dtype"].as_str().unwrap()))
-        .unwrap();
+        let idx = index(c, &[c["index"].as_array().unwrap().len()]);
         let dim = c["dim"].as_i64().unwrap();
         let alpha = c["alpha"].as_f64().unwrap();
         let got = if c["inplace"].as_bool().unwrap() {
@@ -104,12 +115,7 @@ fn check_index_add(cases: &[Value]) {
         let want = nums(&c["want"]);
         note_bit_differences(&mut bad, c, &got, &want);
     }
-    assert!(
-        bad.is_empty(),
-        "{} cases differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    assert_none_differ(&bad);
 }
 
 /// f16/bf16 `scatter_reduce` with `sum`, `prod` or `mean`: PyTorch's CPU
@@ -135,10 +141,7 @@ fn half_scatter_reduce_accumulates_in_f32() {
         };
         let x = tensor("self", "shape");
         let src = tensor("source", "source_shape");
-        let idx = Tensor::from_slice(&ints(&c["index"]), &shape(&c["index_shape"]), Device::Cpu)
-            .unwrap()
-            .to_dtype(dtype(c["index_dtype"].as_str().unwrap()))
-            .unwrap();
+        let idx = index(c, &shape(&c["index_shape"]));
         let reduce = match c["reduce"].as_str().unwrap() {
             "sum" => ScatterReduce::Sum,
             "prod" => ScatterReduce::Prod,
@@ -153,12 +156,7 @@ fn half_scatter_reduce_accumulates_in_f32() {
         };
         note_bit_differences(&mut bad, c, &got, &nums(&c["want"]));
     }
-    assert!(
-        bad.is_empty(),
-        "{} cases differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    assert_none_differ(&bad);
 }
 
 /// Layouts and quirks found by fresh seeds of the session-60 generators
@@ -272,12 +270,7 @@ fn layouts_and_quirks_as_pytorch() {
             }
         }
     }
-    assert!(
-        bad.is_empty(),
-        "{} cases differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    assert_none_differ(&bad);
 }
 
 /// Adds a line to `bad` when the float tensor `got` differs from `want`
