@@ -128,6 +128,10 @@ pub enum TensorError {
     /// A size, stride, offset or byte count does not fit: the element count of
     /// a shape (or the product of its sizes that its contiguous strides need)
     /// exceeds `i64::MAX`, as PyTorch limits it, or a byte count overflows.
+    /// (A `view` or `reshape` to such a shape is a [`Shape`](Self::Shape)
+    /// error, as in PyTorch, unless both the input and the shape may be
+    /// empty; an `as_strided` view reaching past its storage is
+    /// [`OutOfBounds`](Self::OutOfBounds) first.)
     #[error("{op}: {msg}")]
     SizeOverflow {
         /// The op.

@@ -535,7 +535,9 @@ impl Layout {
             strides: stride.iter().map(|&s| s as usize).collect(),
             offset: offset as usize,
         };
-        shape::checked_numel("as_strided", &l.shape)?;
+        // The extent first, as PyTorch's `setStorage`: a view reaching past
+        // its storage is a bounds error even when its sizes multiply past
+        // i64 (sizes [2^63 - 1, 2], strides [1, 0] over one element).
         let Some(needed) = l.checked_extent() else {
             return Err(TensorError::overflow(
                 "as_strided",
@@ -554,6 +556,7 @@ impl Layout {
                 available: storage_len,
             });
         }
+        shape::checked_numel("as_strided", &l.shape)?;
         Ok(l)
     }
 
@@ -965,5 +968,16 @@ mod tests {
     fn bounds_are_checked() {
         assert!(Layout::as_strided(&[4, 4], &[4, 1], 0, 12).is_err());
         assert!(Layout::as_strided(&[3, 4], &[4, 1], 0, 12).is_ok());
+        // Past the storage before past i64 in elements: PyTorch's bounds
+        // error (its setStorage), not a size overflow.
+        assert!(matches!(
+            Layout::as_strided(&[i64::MAX, 2], &[1, 0], 0, 1),
+            Err(TensorError::OutOfBounds { .. })
+        ));
+        // Inside the storage with sizes multiplying past i64: a size error.
+        assert!(matches!(
+            Layout::as_strided(&[1 << 62, 4], &[0, 0], 0, 1),
+            Err(TensorError::SizeOverflow { .. })
+        ));
     }
 }

@@ -246,7 +246,19 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<
             known = match known.checked_mul(s as usize) {
                 Some(k) => k,
                 // A zero elsewhere would make the product 0; an overflow
-                // before it still names a shape no tensor can have.
+                // before it still names a shape no tensor can have. Unless
+                // both the input and the shape may hold no element, it is
+                // PyTorch's shape error ("shape ... is invalid for input of
+                // size n"): no such count is n.
+                None if numel > 0 || !shape.contains(&0) => {
+                    return Err(TensorError::shape(
+                        op,
+                        format!(
+                            "shape {shape:?} has more elements than fit an i64, \
+                             so it cannot hold the input's {numel}"
+                        ),
+                    ))
+                }
                 None => {
                     return Err(TensorError::overflow(
                         op,
@@ -368,5 +380,28 @@ mod tests {
         assert_eq!(infer_shape("view", &[-1, 4], 12).unwrap(), vec![3, 4]);
         assert!(infer_shape("view", &[-1, -1], 12).is_err());
         assert!(infer_shape("view", &[5], 12).is_err());
+        // A product past i64::MAX: PyTorch's shape error for a tensor with
+        // elements, a size error for an empty one.
+        let huge = [1i64 << 62, 1 << 62];
+        assert!(matches!(
+            infer_shape("view", &huge, 4),
+            Err(TensorError::Shape { .. })
+        ));
+        assert!(matches!(
+            infer_shape("view", &[i64::MAX, 4], 4),
+            Err(TensorError::Shape { .. })
+        ));
+        assert!(matches!(
+            infer_shape("view", &[1 << 62, 4, -1], 4),
+            Err(TensorError::Shape { .. })
+        ));
+        assert!(matches!(
+            infer_shape("view", &huge, 0),
+            Err(TensorError::Shape { .. })
+        ));
+        assert!(matches!(
+            infer_shape("view", &[1 << 62, 1 << 62, 0], 0),
+            Err(TensorError::SizeOverflow { .. })
+        ));
     }
 }
