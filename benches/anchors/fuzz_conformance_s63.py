@@ -20,8 +20,10 @@ Left out as well: PyTorch's answers that come from int64 size arithmetic
 that wraps (an `arange`, `chunk` or `slice` whose exact size strata
 computes; conformance/README.md, "Known differences: PyTorch's int64 size
 arithmetic that wraps"), negative sizes PyTorch lets through beside a size
-0, `chunk` of a size-0 dim into more than 4096 pieces (PyTorch makes them
-all), and sizes PyTorch's argument parser refuses as heap SymInts.
+0 (and its bounds error before a negative as_strided size of stride 0),
+views of an empty tensor whose sizes pass i64, `chunk` of a size-0 dim
+into more than 4096 pieces (PyTorch makes them all), and sizes PyTorch's
+argument parser refuses as heap SymInts.
 
 Usage (PyTorch on the CPU, one thread):
     OMP_NUM_THREADS=1 python3 benches/anchors/fuzz_conformance_s63.py \\
@@ -298,6 +300,15 @@ def fam_shape_args(c):
         tgt[k] = r.choice([2 ** 63 - 1, -(2 ** 63), 2 ** 62, -2, -(2 ** 32), 2 ** 32])
         if r.random() < 0.3:
             tgt.append(r.choice([-1, 0, 2 ** 62]))
+        if c.env[x].numel() == 0:
+            try:
+                c.env[x].reshape(tgt)
+                # an empty tensor viewed as [0, 2^32, 2^62]: PyTorch's view
+                # keeps no strides past i64 in mind, strata's size error
+                # stands (conformance/README.md, "Known differences")
+                raise Skip("an empty view with sizes past i64")
+            except RuntimeError:
+                pass
         return step(c, op, [x, tgt])
     if op == "expand":
         tgt = list(shape)
@@ -323,6 +334,15 @@ def fam_shape_args(c):
     args = [x, size, stride, off]
     if off is None:
         args.pop()
+    if any(v < 0 for v in size):
+        try:
+            c.env[x].as_strided(size, stride, off)
+        except RuntimeError as e:
+            if "out of bounds" in str(e):
+                # PyTorch measures the storage first, where a negative size
+                # of stride 0 counts for nothing; strata's negative-size
+                # `shape` error comes first (as in zeros)
+                raise Skip("PyTorch's bounds before a negative size")
     return step(c, "as_strided", args)
 
 
