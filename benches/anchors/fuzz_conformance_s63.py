@@ -7,7 +7,7 @@ The earlier generators put extreme integers in tensors' data; their dims,
 indices, sizes, steps and counts stay small. Here one integer argument of
 a step (a dim, an index, a start, end, length or step, a size or stride of
 a shape, a split size, a chunk count, a diagonal, an ignore_index or a
-padding_idx) is drawn from the values where arithmetic on sizes wraps or
+padding_idx, layer_norm's normalized_shape, scatter_add's dim) is drawn from the values where arithmetic on sizes wraps or
 saturates (±2^63, ±2^62, ±2^32, ±2^31, 2^53 + 1, ...), sometimes two of
 them, on small operands of every dtype and layout. PyTorch decides: the
 step succeeds (kept only when its result holds at most 4096 elements, so
@@ -409,8 +409,27 @@ def exact_arange_len(start, end, step):
     return max(n, 0)
 
 
+def fam_norm_scatter_args(c):
+    """layer_norm's normalized_shape and scatter_add's dim, extreme."""
+    r = c.rng
+    if r.random() < 0.5:
+        x, shape, dt = operand(c, nd=r.randrange(1, 4), dt=r.choice(["f32", "f64"]))
+        k = r.randrange(1, len(shape) + 1)
+        ns = list(shape[-k:])
+        # strata's normalized_shape is `&[usize]`: a negative size cannot
+        # be passed (conformance/README.md), so only the large ones
+        ns[r.randrange(k)] = r.choice([v for v in HUGE if v > 0] + [ns[0]])
+        return step(c, "layer_norm", [x, ns])
+    x, shape, dt = operand(c, nd=r.randrange(1, 3), dt=r.choice(["f32", "i64"]))
+    nd = len(shape)
+    idx = c.input([1] * nd, "i64", [0])
+    src = c.input([1] * nd, dt, [1])
+    return step(c, "scatter_add", [x, hostile(r, 0), idx, src])
+
+
 S63_FAMILIES = [("hostile_dims", fam_dim_args, 4), ("hostile_ranges", fam_range_args, 5),
-                ("hostile_shapes", fam_shape_args, 4), ("hostile_loss_args", fam_loss_args, 2)]
+                ("hostile_shapes", fam_shape_args, 4), ("hostile_loss_args", fam_loss_args, 2),
+                ("hostile_norm_scatter", fam_norm_scatter_args, 2)]
 
 
 def main():
