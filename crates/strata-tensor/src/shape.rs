@@ -243,7 +243,9 @@ pub fn infer_shape(op: &'static str, shape: &[i64], numel: usize) -> Result<Vec<
                 format!("invalid size {s} in {shape:?}"),
             ));
         } else {
-            known = match known.checked_mul(s as usize) {
+            // Past i64::MAX (PyTorch's element limit) counts as overflow
+            // too, though a usize would hold it.
+            known = match known.checked_mul(s as usize).filter(|&k| k <= MAX_NUMEL) {
                 Some(k) => k,
                 // A zero elsewhere would make the product 0; an overflow
                 // before it still names a shape no tensor can have. Unless
@@ -402,6 +404,11 @@ mod tests {
         assert!(matches!(
             infer_shape("view", &[1 << 62, 1 << 62, 0], 0),
             Err(TensorError::SizeOverflow { .. })
+        ));
+        // 2 * (2^63 - 1) fits a u64 but not PyTorch's i64 element count.
+        assert!(matches!(
+            infer_shape("view", &[i64::MAX, 2, -1], 0),
+            Err(TensorError::Shape { .. })
         ));
     }
 }
