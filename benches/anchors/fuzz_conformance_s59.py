@@ -1239,6 +1239,31 @@ def fam_sum_order(c):
     c.step(op, [x, dims, r.random() < 0.4], error="?")
 
 
+def install_s58_machinery(seed, first=None):
+    """The s58 machinery with every round of its rules on: its run_op, its
+    classifiers and tolerances. `first(message)`, when given, is asked
+    before the shared rules: a class, "" for none (the draft is left out),
+    or None to go on (fuzz_conformance_s63.py's messages)."""
+    s58.args_seed[0] = max(seed, s58.S58D_SEED)
+    base.run_op = s58.run_op
+    base.classify_s45 = s58.classify_s58
+    classify0 = base.classify
+
+    def classify(m):
+        if first is not None:
+            cl = first(m)
+            if cl is not None:
+                return cl or None
+        for k, cl in [("does not have an identity", "empty")] + s58.S58B_MESSAGES:
+            if k in m:
+                return cl
+        return classify0(m)
+
+    base.classify = classify
+    base.TOL_OPS.update(s56.NEW_TOL_OPS)
+    base.CHECKED_OPS.update({"zeros", "ones", "full", "arange", "eye"})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=S59_SEED)
@@ -1249,21 +1274,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     args_seed[0] = args.seed
-    # the s58 machinery with every round of its rules on
-    s58.args_seed[0] = max(args.seed, s58.S58D_SEED)
-    base.run_op = s58.run_op
-    base.classify_s45 = s58.classify_s58
-    classify0 = base.classify
-
-    def classify(m):
-        for k, cl in [("does not have an identity", "empty")] + s58.S58B_MESSAGES:
-            if k in m:
-                return cl
-        return classify0(m)
-
-    base.classify = classify
-    base.TOL_OPS.update(s56.NEW_TOL_OPS)
-    base.CHECKED_OPS.update({"zeros", "ones", "full", "arange", "eye"})
+    install_s58_machinery(args.seed)
     rng = random.Random(args.seed)
     families = list(S59_FAMILIES)
     if args.only and "sum_order" in args.only.split(","):

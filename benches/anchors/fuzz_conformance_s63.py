@@ -39,8 +39,8 @@ import sys
 import torch
 
 import fuzz_conformance_ops as base
-import fuzz_conformance_s56 as s56
 import fuzz_conformance_s58 as s58
+import fuzz_conformance_s59 as s59
 from fuzz_conformance_ops import DTYPES, FLOATS, Skip, rshape
 from fuzz_conformance_s58 import Case58
 
@@ -71,8 +71,9 @@ def guard(c, out):
     return out
 
 
-def step(c, op, args):
-    return guard(c, c.step(op, args, error="?"))
+def step(c, op, args, out=None):
+    """A step whose outcome PyTorch decides, its result guarded."""
+    return guard(c, c.step(op, args, out=out, error="?"))
 
 
 def operand(c, nd=None, dt=None, lo=1):
@@ -112,7 +113,7 @@ def fam_dim_args(c):
     elif op in ("max", "argmax", "argmin"):
         args = [x, d, r.random() < 0.5]
         if op == "max":
-            return guard(c, c.step(op, args, out=[c.name("v"), c.name("i")], error="?"))
+            return step(c, op, args, out=[c.name("v"), c.name("i")])
     elif op in ("softmax", "log_softmax", "cumsum"):
         args = [x, d]
     elif op in ("logsumexp", "var"):
@@ -137,9 +138,6 @@ def fam_dim_args(c):
         ishape = [1] if op == "index_select" or nd == 0 else [1] * nd
         idx = c.input(ishape, "i64", [0])
         args = [x, d, idx]
-    if op in ("split", "chunk"):
-        y = c.step(op, args, error="?")
-        return guard(c, y)
     return step(c, op, args)
 
 
@@ -180,7 +178,7 @@ def fam_range_args(c):
             got = torch.ops.aten.slice.Tensor(c.env[x], d, start, end, stp).shape[d]
             lo = max(0, min(n, (start or 0) + n if (start or 0) < 0 else (start or 0)))
             hi = n if end is None else max(0, min(n, end + n if end < 0 else end))
-            if stp > 0 and got != (max(0, -((lo - hi) // stp))):
+            if stp > 0 and got != exact_arange_len(lo, hi, stp):
                 # the length PyTorch computes in int64 wrapped to 0
                 raise Skip("PyTorch's slice length wraps")
         except RuntimeError as e:
@@ -192,7 +190,7 @@ def fam_range_args(c):
         return step(c, "slice", [x, d, start, end, stp])
     if op == "split":
         if r.random() < 0.5:
-            out = c.step("split", [x, hostile(r, 1), d], error="?")
+            return step(c, "split", [x, hostile(r, 1), d])
         else:
             sizes = [r.randrange(0, n + 1)]
             sizes.append(n - sizes[0])
@@ -202,8 +200,7 @@ def fam_range_args(c):
                 sizes[1 - k] = n - sizes[k]  # sums to n
             if any(not -(2 ** 63) <= v < 2 ** 63 for v in sizes):
                 raise Skip("a split size outside int64")
-            out = c.step("split", [x, sizes, d], error="?")
-        return guard(c, out)
+        return step(c, "split", [x, sizes, d])
     if op == "chunk":
         k = hostile(r, 2)
         if n == 0 and k > MAX_RESULT:
@@ -215,7 +212,7 @@ def fam_range_args(c):
             except RuntimeError:
                 # PyTorch's (n + chunks - 1) / chunks wraps in int64
                 raise Skip("PyTorch's chunk size wraps")
-        return guard(c, c.step("chunk", [x, k, d], error="?"))
+        return step(c, "chunk", [x, k, d])
     if op in ("triu", "tril"):
         if nd < 2:
             raise Skip("triu of 1-D")
@@ -291,7 +288,7 @@ def fam_shape_args(c):
         lo, hi, st = (v["int"] for v in a)
         wrong_sign = st > 0 and hi < lo or st < 0 and hi > lo
         if (got is not None and (got != exact or wrong_sign)
-                or got is None and exact is not None and exact <= MAX_RESULT and not wrong_sign):
+                or got is None and exact <= MAX_RESULT and not wrong_sign):
             # PyTorch sizes an int64 arange in int64 arithmetic that wraps
             # (arange(0, 4, 2^63 - 1) is empty): strata counts exactly
             # (conformance/README.md, "Known differences")
@@ -394,24 +391,26 @@ S63_MESSAGES = [
 ]
 
 
-def classify_overflow(m):
-    """`shape` for an overflow message whose sizes hold a negative one;
-    "" (no class: the draft is left out) for any other overflow."""
+def classify_s63(m):
+    """This family's messages: a class; "" (no class, the draft is left
+    out) for an overflow, or `shape` for one whose sizes hold a negative
+    one; None for a message the shared rules answer."""
     for k in ("Storage size calculation overflowed with sizes=[", "Stride calculation overflowed",
               "integer multiplication overflow", "possible overflow"):
         if k in m:
             if k.startswith("Storage") and "-" in m.split("sizes=[", 1)[1].split("]", 1)[0]:
                 return "shape"
             return ""
+    for k, cl in S63_MESSAGES:
+        if k in m:
+            return cl
     return None
 
 
 def exact_arange_len(start, end, step):
-    """The number of elements of arange(start, end, step) in exact arithmetic."""
-    if step == 0:
-        return None
-    n = -((start - end) // step)  # ceil((end - start) / step)
-    return max(n, 0)
+    """The number of elements of arange(start, end, step) (also a slice's
+    length from its clamped start and end) in exact arithmetic; step != 0."""
+    return max(-((start - end) // step), 0)  # ceil((end - start) / step)
 
 
 def fam_norm_scatter_args(c):
@@ -445,23 +444,7 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    s58.args_seed[0] = max(args.seed, s58.S58D_SEED)
-    base.run_op = s58.run_op
-    base.classify_s45 = s58.classify_s58
-    classify0 = base.classify
-
-    def classify(m):
-        ov = classify_overflow(m)
-        if ov is not None:
-            return ov or None
-        for k, cl in S63_MESSAGES + [("does not have an identity", "empty")] + s58.S58B_MESSAGES:
-            if k in m:
-                return cl
-        return classify0(m)
-
-    base.classify = classify
-    base.TOL_OPS.update(s56.NEW_TOL_OPS)
-    base.CHECKED_OPS.update({"zeros", "ones", "full", "arange", "eye"})
+    s59.install_s58_machinery(args.seed, classify_s63)
     rng = random.Random(args.seed)
     total_w = sum(w for _, _, w in S63_FAMILIES)
     cases, skipped = [], {}
