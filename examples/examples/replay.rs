@@ -152,6 +152,49 @@ fn clock_probe() -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// Entries of [`memory_probe`]'s chain: 64 MiB of `u64`, more than any
+/// host's last-level cache.
+const CHASE_ENTRIES: usize = 1 << 23;
+
+/// One random cycle through [`CHASE_ENTRIES`] slots (Sattolo's shuffle, a
+/// fixed xorshift seed), built once per process.
+fn chase_chain() -> &'static [u64] {
+    static CHAIN: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    CHAIN.get_or_init(|| {
+        let mut next: Vec<u64> = (0..CHASE_ENTRIES as u64).collect();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for i in (1..CHASE_ENTRIES).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let j = (x % i as u64) as usize;
+            next.swap(i, j);
+        }
+        next
+    })
+}
+
+/// Nanoseconds per load of a chain of dependent loads at random places in
+/// 64 MiB (each one a last-level cache miss), the fastest of three runs of
+/// 2^18 loads. Where [`clock_probe`] stays put and this one rises, the host's
+/// memory (other tenants' traffic in the shared cache and memory, or pages on
+/// a distant NUMA node) is what slowed the allocator, not its clock.
+fn memory_probe() -> f64 {
+    const LOADS: u64 = 1 << 18;
+    let chain = chase_chain();
+    (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            let mut at = std::hint::black_box(0usize);
+            for _ in 0..LOADS {
+                at = chain[at] as usize;
+            }
+            std::hint::black_box(at);
+            start.elapsed().as_nanos() as f64 / LOADS as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// One pass over the trace; frees whatever is still live at the end (untimed).
 fn pass(
     a: &CachingAllocator,
@@ -311,6 +354,7 @@ fn run() -> Result<(), String> {
         }
         let calls = prev;
         let clock_before = clock_probe();
+        let memory_before = memory_probe();
         let mut times = Vec::with_capacity(args.passes);
         for _ in 0..args.passes {
             times.push(pass(&a, &t, &streams, &mut live)?);
@@ -322,6 +366,7 @@ fn run() -> Result<(), String> {
             prev = now;
         }
         let clock_after = clock_probe();
+        let memory_after = memory_probe();
         let after = a.driver_calls();
         let warm_calls = (after.memory_calls() - calls.memory_calls()) as f64 / args.passes as f64;
         let warm_syncs = (after.stream_synchronizations() - calls.stream_synchronizations()) as f64
@@ -379,6 +424,10 @@ fn run() -> Result<(), String> {
                 "clock_probe_ns_per_step": [
                     (clock_before * 1e4).round() / 1e4,
                     (clock_after * 1e4).round() / 1e4
+                ],
+                "memory_probe_ns_per_load": [
+                    (memory_before * 10.0).round() / 10.0,
+                    (memory_after * 10.0).round() / 10.0
                 ],
                 "torch_peak_reserved": t.torch_peak_reserved,
                 "torch_device_allocs": t.torch_device_allocs,
@@ -442,6 +491,9 @@ fn run() -> Result<(), String> {
             println!("  memory calls by pass {by_pass:?} (first pass first)");
             println!(
                 "  host clock probe  {clock_before:.4} / {clock_after:.4} ns per step before / after the timed passes"
+            );
+            println!(
+                "  host memory probe {memory_before:.1} / {memory_after:.1} ns per dependent load in 64 MiB before / after"
             );
         }
     }
