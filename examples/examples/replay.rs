@@ -176,7 +176,9 @@ fn chase_chain() -> &'static [u64] {
 
 /// Nanoseconds per load of a chain of dependent loads at random places in
 /// 64 MiB (each one a last-level cache miss), the fastest of three runs of
-/// 2^18 loads. Where [`clock_probe`] stays put and this one rises, the host's
+/// 2^18 loads (about 15 ms at 60 ns a load), taken after the first pass
+/// (before the warm-up passes) and after the timed passes. Where
+/// [`clock_probe`] stays put and this one rises, the host's
 /// memory (other tenants' traffic in the shared cache and memory, or pages on
 /// a distant NUMA node) is what slowed the allocator, not its clock.
 fn memory_probe() -> f64 {
@@ -343,6 +345,9 @@ fn run() -> Result<(), String> {
         // the first (cold) one included.
         let mut per_pass = vec![(calls.memory_calls(), calls.stream_synchronizations())];
         let mut prev = calls;
+        // Before the warm-up passes, which bring the allocator's books back
+        // into the caches that the probe's loads evicted.
+        let memory_before = memory_probe();
         for _ in 0..args.warmup {
             pass(&a, &t, &streams, &mut live)?;
             let now = a.driver_calls();
@@ -354,7 +359,6 @@ fn run() -> Result<(), String> {
         }
         let calls = prev;
         let clock_before = clock_probe();
-        let memory_before = memory_probe();
         let mut times = Vec::with_capacity(args.passes);
         for _ in 0..args.passes {
             times.push(pass(&a, &t, &streams, &mut live)?);
