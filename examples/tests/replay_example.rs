@@ -87,6 +87,16 @@ fn a_trace_with_lost_events_replays_the_work_pytorchs_anchor_replays() {
         let p = p.as_f64().unwrap();
         assert!(p > 0.001 && p < 1000.0, "clock probe {p} ns per step");
     }
+    // The host memory probe, after the first pass and after the timed
+    // passes: a load that misses every cache takes more than a nanosecond
+    // (a few cycles at least, where an L1 hit takes one) and far less than
+    // a hundred microseconds.
+    let probe = v["memory_probe_ns_per_load"].as_array().unwrap();
+    assert_eq!(probe.len(), 2);
+    for p in probe {
+        let p = p.as_f64().unwrap();
+        assert!(p > 1.0 && p < 100_000.0, "memory probe {p} ns per load");
+    }
 }
 
 #[test]
