@@ -152,49 +152,61 @@ fn clock_probe() -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// Entries of [`memory_probe`]'s chain: 64 MiB of `u64`, more than any
-/// host's last-level cache.
-const CHASE_ENTRIES: usize = 1 << 23;
-
-/// One random cycle through [`CHASE_ENTRIES`] slots (Sattolo's shuffle, a
-/// fixed xorshift seed), built once per process.
-fn chase_chain() -> &'static [u64] {
-    static CHAIN: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
-    CHAIN.get_or_init(|| {
-        let mut next: Vec<u64> = (0..CHASE_ENTRIES as u64).collect();
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        for i in (1..CHASE_ENTRIES).rev() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let j = (x % i as u64) as usize;
-            next.swap(i, j);
-        }
-        next
-    })
+/// One random cycle through `entries` slots (Sattolo's shuffle, a fixed
+/// xorshift seed): following it from any slot visits every slot once.
+fn chase_cycle(entries: usize) -> Vec<u64> {
+    let mut next: Vec<u64> = (0..entries as u64).collect();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for i in (1..entries).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let j = (x % i as u64) as usize;
+        next.swap(i, j);
+    }
+    next
 }
 
-/// Nanoseconds per load of a chain of dependent loads at random places in
-/// 64 MiB (each one a last-level cache miss), the fastest of three runs of
-/// 2^18 loads (about 15 ms at 60 ns a load), taken after the first pass
-/// (before the warm-up passes) and after the timed passes. Where
-/// [`clock_probe`] stays put and this one rises, the host's
-/// memory (other tenants' traffic in the shared cache and memory, or pages on
-/// a distant NUMA node) is what slowed the allocator, not its clock.
-fn memory_probe() -> f64 {
+/// Nanoseconds per load of 2^18 dependent loads along `cycle`, the fastest
+/// of three runs.
+fn chase(cycle: &[u64]) -> f64 {
     const LOADS: u64 = 1 << 18;
-    let chain = chase_chain();
     (0..3)
         .map(|_| {
             let start = Instant::now();
             let mut at = std::hint::black_box(0usize);
             for _ in 0..LOADS {
-                at = chain[at] as usize;
+                at = cycle[at] as usize;
             }
             std::hint::black_box(at);
             start.elapsed().as_nanos() as f64 / LOADS as f64
         })
         .fold(f64::INFINITY, f64::min)
+}
+
+/// Nanoseconds per load of a chain of dependent loads at random places in
+/// 256 KiB, which a core's own level-2 cache holds on any server (1-2 MiB)
+/// and its level-1 cache does not: it rises where something else shares the
+/// core's caches (a busy sibling hyperthread). Taken beside
+/// [`memory_probe`]; about 1 ms.
+fn cache_probe() -> f64 {
+    static CYCLE: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    chase(CYCLE.get_or_init(|| chase_cycle(1 << 15)))
+}
+
+/// Nanoseconds per load of a chain of dependent loads at random places in
+/// 64 MiB (more than any host's last-level cache, so each load goes to
+/// memory), the fastest of three runs of 2^18 loads (about 15 ms at 60 ns a
+/// load), taken after the first pass (before the warm-up passes, which bring
+/// the allocator's books back into the caches it evicts) and after the timed
+/// passes. Where [`clock_probe`] stays put and this one rises, the host's
+/// memory (other tenants' traffic in the shared cache and memory, or pages on
+/// a distant NUMA node) is what slowed the allocator, not its clock. Compare
+/// readings of one process: whether the kernel backs the 64 MiB with huge
+/// pages (fewer TLB misses) differs from process to process.
+fn memory_probe() -> f64 {
+    static CYCLE: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    chase(CYCLE.get_or_init(|| chase_cycle(1 << 23)))
 }
 
 /// One pass over the trace; frees whatever is still live at the end (untimed).
@@ -348,6 +360,7 @@ fn run() -> Result<(), String> {
         // Before the warm-up passes, which bring the allocator's books back
         // into the caches that the probe's loads evicted.
         let memory_before = memory_probe();
+        let cache_before = cache_probe();
         for _ in 0..args.warmup {
             pass(&a, &t, &streams, &mut live)?;
             let now = a.driver_calls();
@@ -371,6 +384,7 @@ fn run() -> Result<(), String> {
         }
         let clock_after = clock_probe();
         let memory_after = memory_probe();
+        let cache_after = cache_probe();
         let after = a.driver_calls();
         let warm_calls = (after.memory_calls() - calls.memory_calls()) as f64 / args.passes as f64;
         let warm_syncs = (after.stream_synchronizations() - calls.stream_synchronizations()) as f64
@@ -428,6 +442,10 @@ fn run() -> Result<(), String> {
                 "clock_probe_ns_per_step": [
                     (clock_before * 1e4).round() / 1e4,
                     (clock_after * 1e4).round() / 1e4
+                ],
+                "cache_probe_ns_per_load": [
+                    (cache_before * 100.0).round() / 100.0,
+                    (cache_after * 100.0).round() / 100.0
                 ],
                 "memory_probe_ns_per_load": [
                     (memory_before * 10.0).round() / 10.0,
@@ -498,6 +516,9 @@ fn run() -> Result<(), String> {
             );
             println!(
                 "  host memory probe {memory_before:.1} / {memory_after:.1} ns per dependent load in 64 MiB before / after"
+            );
+            println!(
+                "  host cache probe  {cache_before:.2} / {cache_after:.2} ns per dependent load in 256 KiB before / after"
             );
         }
     }
