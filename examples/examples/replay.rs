@@ -139,15 +139,23 @@ fn load(path: &str) -> Result<Trace, String> {
 /// docs/benchmarks.md, session 62).
 fn clock_probe() -> f64 {
     const STEPS: u64 = 1 << 21;
+    fastest_of_three(STEPS, || {
+        let mut x = std::hint::black_box(1u64);
+        for i in 0..STEPS {
+            x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+    })
+}
+
+/// Nanoseconds per step of `run`, which takes `steps` steps: the fastest of
+/// three runs (the others met an interrupt or a cold cache).
+fn fastest_of_three(steps: u64, mut run: impl FnMut()) -> f64 {
     (0..3)
         .map(|_| {
             let start = Instant::now();
-            let mut x = std::hint::black_box(1u64);
-            for i in 0..STEPS {
-                x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i);
-            }
-            std::hint::black_box(x);
-            start.elapsed().as_nanos() as f64 / STEPS as f64
+            run();
+            start.elapsed().as_nanos() as f64 / steps as f64
         })
         .fold(f64::INFINITY, f64::min)
 }
@@ -171,17 +179,13 @@ fn chase_cycle(entries: usize) -> Vec<u64> {
 /// of three runs.
 fn chase(cycle: &[u64]) -> f64 {
     const LOADS: u64 = 1 << 18;
-    (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            let mut at = std::hint::black_box(0usize);
-            for _ in 0..LOADS {
-                at = cycle[at] as usize;
-            }
-            std::hint::black_box(at);
-            start.elapsed().as_nanos() as f64 / LOADS as f64
-        })
-        .fold(f64::INFINITY, f64::min)
+    fastest_of_three(LOADS, || {
+        let mut at = std::hint::black_box(0usize);
+        for _ in 0..LOADS {
+            at = cycle[at] as usize;
+        }
+        std::hint::black_box(at);
+    })
 }
 
 /// Nanoseconds per load of a chain of dependent loads at random places in
