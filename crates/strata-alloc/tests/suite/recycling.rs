@@ -699,19 +699,27 @@ fn a_stitched_block_is_built_from_scattered_free_pages() {
     assert_eq!(d.live_objects(), (0, 0, 0, 0));
 }
 
-/// Stream 0's blocks 0..40 of 4 MiB with a live guard after them; the even
-/// ones freed and their pages taken by another stream's 100 MiB block (their
-/// fence has completed), then the odd ones freed: 2-page free blocks
-/// alternating with 2-page holes. Returns the run's address range, the guard
-/// and the other stream's block.
-fn free_blocks_between_holes(a: &CachingAllocator) -> ((u64, u64), RawAllocation, RawAllocation) {
+/// Stream 0's blocks 0..40 of 4 MiB with live guards after them (the first
+/// of one page, the others filling whatever the growths mapped past it, so
+/// that nothing but the run is free); the even ones freed and their pages
+/// taken by another stream's 100 MiB block (their fence has completed),
+/// then the odd ones freed: 2-page free blocks alternating with 2-page
+/// holes. Returns the run's address range, the guards and the other
+/// stream's block.
+fn free_blocks_between_holes(
+    a: &CachingAllocator,
+) -> ((u64, u64), Vec<RawAllocation>, RawAllocation) {
     let (s, other) = (StreamId::DEFAULT, StreamId(7));
     let blocks: Vec<_> = (0..40)
         .map(|_| a.allocate_raw(4 * MIB, s).unwrap())
         .collect();
     let (lo, hi) = (blocks[0].ptr(), blocks[39].ptr() + 4 * MIB);
-    let guard = a.allocate_raw(2 * MIB, s).unwrap();
-    assert_eq!(guard.ptr(), hi);
+    let mut guards = vec![a.allocate_raw(2 * MIB, s).unwrap()];
+    assert_eq!(guards[0].ptr(), hi);
+    while a.memory_reserved() > a.memory_allocated() {
+        let spare = a.memory_reserved() - a.memory_allocated();
+        guards.push(a.allocate_raw(spare, s).unwrap());
+    }
     let mut odd = Vec::new();
     for (i, b) in blocks.into_iter().enumerate() {
         if i % 2 == 0 {
@@ -724,18 +732,18 @@ fn free_blocks_between_holes(a: &CachingAllocator) -> ((u64, u64), RawAllocation
     for b in odd {
         a.free_raw(b).unwrap();
     }
-    ((lo, hi), guard, big)
+    ((lo, hi), guards, big)
 }
 
 #[test]
 fn a_request_takes_a_run_of_free_blocks_and_holes_before_fresh_address_space() {
     // 40 MiB (20 pages) fits no free block and no hole with its two
-    // neighbours, and fresh addresses after the guard would need all 20
+    // neighbours, and fresh addresses after the guards would need all 20
     // pages mapped: the request is served over the run, mapping only the
     // holes.
     let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
     let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
-    let ((lo, hi), guard, big) = free_blocks_between_holes(&a);
+    let ((lo, hi), guards, big) = free_blocks_between_holes(&a);
     let maps = d.call_count("map");
     let r = a.allocate_raw(40 * MIB, StreamId::DEFAULT).unwrap();
     assert!(
@@ -754,7 +762,7 @@ fn a_request_takes_a_run_of_free_blocks_and_holes_before_fresh_address_space() {
             "shares a page with a live block"
         );
     }
-    for x in [r, big, guard] {
+    for x in guards.into_iter().chain([r, big]) {
         a.free_raw(x).unwrap();
     }
     a.empty_cache().unwrap();
@@ -766,7 +774,7 @@ fn a_request_takes_a_run_of_free_blocks_and_holes_before_fresh_address_space() {
 fn a_failed_map_in_a_run_of_holes_leaves_everything_consistent() {
     let d = Arc::new(SimDriver::new(1 << 34, 2 * MIB).with_auto_complete_events());
     let a = CachingAllocator::new(d.clone(), AllocatorConfig::default());
-    let (_, guard, big) = free_blocks_between_holes(&a);
+    let (_, guards, big) = free_blocks_between_holes(&a);
     // The fourth page's map fails: in the run's second hole, after the first
     // was mapped and merged with the free blocks around it.
     d.inject_failure_after("map", 3, 1);
@@ -780,7 +788,7 @@ fn a_failed_map_in_a_run_of_holes_leaves_everything_consistent() {
     // The allocator still works and gives everything back.
     let r = a.allocate_raw(40 * MIB, StreamId::DEFAULT).unwrap();
     a.check_consistency().unwrap();
-    for x in [r, big, guard] {
+    for x in guards.into_iter().chain([r, big]) {
         a.free_raw(x).unwrap();
     }
     a.empty_cache().unwrap();
