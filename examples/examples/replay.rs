@@ -190,9 +190,11 @@ fn chase(cycle: &[u64]) -> f64 {
 
 /// Nanoseconds per load of a chain of dependent loads at random places in
 /// 256 KiB, which a core's own level-2 cache holds on any server (1-2 MiB)
-/// and its level-1 cache does not: it rises where something else shares the
-/// core's caches (a busy sibling hyperthread). Taken beside
-/// [`memory_probe`]; about 1 ms.
+/// and its level-1 cache does not: it rises where the core's clock is low
+/// or something else shares the core's caches (a busy sibling hyperthread).
+/// On session 64's H100 a trace's cost followed it where [`clock_probe`]
+/// moved far less (docs/benchmarks.md). Taken beside [`memory_probe`];
+/// about 1 ms.
 fn cache_probe() -> f64 {
     static CYCLE: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
     chase(CYCLE.get_or_init(|| chase_cycle(1 << 15)))
