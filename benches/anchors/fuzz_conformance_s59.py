@@ -1283,9 +1283,25 @@ def main():
         keep = set(args.only.split(","))
         families = [f for f in families if f[0] in keep]
         assert families, "no family named in --only"
+    generator = "benches/anchors/fuzz_conformance_s59.py --seed %d --count %d%s" % (
+        args.seed, args.count, " --only " + args.only if args.only else "")
+    # StopIteration: a draft the builder itself could not set up (PyTorch
+    # refused a view step it planned); counted, never written.
+    draw_and_write(rng, args, families, generator, tag="o" if args.only else "",
+                   builder_errors=(RuntimeError, ValueError, IndexError, TypeError, StopIteration))
+
+
+def draw_and_write(rng, args, families, generator, tag="", builder_errors=(),
+                   prepare=lambda c: None):
+    """Draws `args.count` programs from `families` ((name, builder, weight)
+    triples, one drawn by weight per program, each with its own seed from
+    `rng`), writes them to `args.out` in the conformance format with
+    `generator` as the command that made them, and reports on stderr how many
+    drafts were left out (by reason with `args.verbose`): a builder's `Skip`,
+    or one of `builder_errors` raised while it set the draft up. `prepare`
+    adjusts each fresh case before its builder runs."""
     total_w = sum(w for _, _, w in families)
     cases, skipped = [], {}
-    tag = "o" if args.only else ""
     while len(cases) < args.count:
         x = rng.random() * total_w
         for fname, fn, w in families:
@@ -1295,6 +1311,7 @@ def main():
         seed = rng.randrange(2 ** 32)
         c = Case58(random.Random(seed), f"fuzz_ops.s{args.seed}{tag}_{fname}_{len(cases):04d}",
                    f"random {fname} program (case seed {seed})")
+        prepare(c)
         try:
             fn(c)
             if not c.steps:
@@ -1303,16 +1320,12 @@ def main():
         except Skip as e:
             key = f"{fname}: {str(e)[:90]}"
             skipped[key] = skipped.get(key, 0) + 1
-        except (RuntimeError, ValueError, IndexError, TypeError, StopIteration) as e:
-            # a draft the builder itself could not set up (PyTorch refused a
-            # view step it planned); counted, never written
+        except builder_errors as e:
             key = f"{fname}: builder: {type(e).__name__} {str(e)[:80]}"
             skipped[key] = skipped.get(key, 0) + 1
     doc = {"format": "strata-conformance", "format_version": 1,
            "torch_version": torch.__version__, "python_version": platform.python_version(),
-           "oracle": "PyTorch on the CPU, one thread",
-           "generator": "benches/anchors/fuzz_conformance_s59.py --seed %d --count %d%s" % (
-               args.seed, args.count, " --only " + args.only if args.only else ""),
+           "oracle": "PyTorch on the CPU, one thread", "generator": generator,
            "group": "fuzz_ops", "split": "fuzz", "count": len(cases), "cases": cases}
     with open(args.out, "w") as f:
         json.dump(doc, f, separators=(",", ":"))
@@ -1322,7 +1335,6 @@ def main():
     if args.verbose:
         for k, v in sorted(skipped.items(), key=lambda kv: -kv[1]):
             print(f"  {v:4d}  {k}", file=sys.stderr)
-
 
 if __name__ == "__main__":
     main()

@@ -31,18 +31,12 @@ Usage (PyTorch on the CPU, one thread):
 """
 
 import argparse
-import json
-import platform
 import random
-import sys
 
 import torch
 
-import fuzz_conformance_ops as base
-import fuzz_conformance_s58 as s58
 import fuzz_conformance_s59 as s59
 from fuzz_conformance_ops import DTYPES, FLOATS, Skip, rshape
-from fuzz_conformance_s58 import Case58
 
 S63_SEED = 6300
 MAX_RESULT = 4096
@@ -446,44 +440,16 @@ def main():
     torch.set_num_threads(1)
     s59.install_s58_machinery(args.seed, classify_s63)
     rng = random.Random(args.seed)
-    total_w = sum(w for _, _, w in S63_FAMILIES)
-    cases, skipped = [], {}
-    while len(cases) < args.count:
-        x = rng.random() * total_w
-        for fname, fn, w in S63_FAMILIES:
-            x -= w
-            if x < 0:
-                break
-        seed = rng.randrange(2 ** 32)
-        c = Case58(random.Random(seed), f"fuzz_ops.s{args.seed}_{fname}_{len(cases):04d}",
-                   f"random {fname} program (case seed {seed})")
-        c.s45 = True
-        try:
-            fn(c)
-            if not c.steps:
-                raise Skip("no step")
-            cases.append(c.finish())
-        except Skip as e:
-            key = f"{fname}: {str(e)[:90]}"
-            skipped[key] = skipped.get(key, 0) + 1
-        except (RuntimeError, ValueError, IndexError, TypeError, OverflowError) as e:
-            key = f"{fname}: builder: {type(e).__name__} {str(e)[:80]}"
-            skipped[key] = skipped.get(key, 0) + 1
-    doc = {"format": "strata-conformance", "format_version": 1,
-           "torch_version": torch.__version__, "python_version": platform.python_version(),
-           "oracle": "PyTorch on the CPU, one thread",
-           "generator": "benches/anchors/fuzz_conformance_s63.py --seed %d --count %d"
-           % (args.seed, args.count),
-           "group": "fuzz_ops", "split": "fuzz", "count": len(cases), "cases": cases}
-    with open(args.out, "w") as f:
-        json.dump(doc, f, separators=(",", ":"))
-        f.write("\n")
-    n_skip = sum(skipped.values())
-    print(f"wrote {len(cases)} cases to {args.out}; {n_skip} drafts left out", file=sys.stderr)
-    if args.verbose:
-        for k, v in sorted(skipped.items(), key=lambda kv: -kv[1]):
-            print(f"  {v:4d}  {k}", file=sys.stderr)
 
+    def prepare(c):
+        c.s45 = True
+
+    s59.draw_and_write(rng, args, S63_FAMILIES,
+                       "benches/anchors/fuzz_conformance_s63.py --seed %d --count %d"
+                       % (args.seed, args.count),
+                       builder_errors=(RuntimeError, ValueError, IndexError, TypeError,
+                                       OverflowError),
+                       prepare=prepare)
 
 if __name__ == "__main__":
     main()
