@@ -42,8 +42,9 @@
 //! contiguous growth.
 //!
 //! Where things are: this file holds the rules' constants, the stream
-//! [`Fence`], [`ExpandableSpace::grow`] (whether a growth holds or moves
-//! pages, and which placement it takes), new segments and
+//! [`Fence`], [`ExpandableSpace::grow`] (which placement a growth takes and
+//! how many pages it maps), the margin within which it creates pages
+//! ([`Margin`]) and whether it holds beyond it ([`Hold`]), new segments and
 //! [`ExpandableSpace::release_free_pages`]. `placement.rs` lists the candidate
 //! placements in unmapped ranges and ranks them; `span.rs` weighs runs of free
 //! blocks and holes taken as a whole; `available.rs` says which pages a growth
@@ -169,17 +170,11 @@ impl ExpandableSpace<'_> {
     /// or the memory fraction has no room.
     ///
     /// New physical pages are created only while reserved memory stays within
-    /// a margin of the highest allocated figure so far (the larger of 1/32 of
-    /// it and a floor: [`GROWTH_CHUNK`] pages until a block of a page or more
-    /// is freed, at most
-    /// 1/[`FREED_FLOOR`] of it after); beyond that margin the pages are
-    /// recycled from free space, unless the growth repeats the workload
-    /// ([`crate::repeats`]): then it holds, creating the pages, up to
-    /// [`HOLD_LIMIT`]; a weak repetition holds only when most of its pages
-    /// move back to stitched mappings of theirs (all but [`WEAK_SLACK`]
-    /// of those it needs mapped), and only up to the margin
-    /// with the full [`GROWTH_CHUNK`] floor. A page that already has a stitched mapping
-    /// at the address where it is needed moves there with no driver call. The
+    /// a margin of the highest allocated figure so far ([`Margin`]); beyond
+    /// that margin the pages are recycled from free space, unless the growth
+    /// repeats the workload ([`crate::repeats`]): then it holds, creating the
+    /// pages ([`Hold`]). A page that already has a stitched mapping at the
+    /// address where it is needed moves there with no driver call. The
     /// placement is the one that needs the fewest *new* pages given what can be
     /// recycled, then the fewest pages that need a driver mapping, then the
     /// fewest stitched mappings overwritten, then the fewest pages, then the
@@ -192,62 +187,10 @@ impl ExpandableSpace<'_> {
         rounded: u64,
     ) -> Result<Option<u32>, AllocError> {
         let page = self.page;
-        let allocated = &st.stats.allocated_bytes.all();
-        let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
-        let chunk = GROWTH_CHUNK * page;
-        let floor = if st.freed_a_page {
-            chunk.min(peak / FREED_FLOOR)
-        } else {
-            chunk
-        };
-        let target = peak + (peak / RESERVE_MARGIN).max(floor);
-        let headroom = target.saturating_sub(st.reserved()) / page;
-        // The hold-or-move rule (docs/allocator.md, "Holding memory or moving
-        // pages"): a growth that repeats the workload holds memory instead of
-        // moving pages.
-        let context = growth_context(
-            s,
-            pool as u8,
-            rounded,
-            allocated.current as u64,
-            st.recent_requests,
-        );
-        let now = st.free_clock;
-        let ss = &st.streams[s as usize];
-        // When the stream last raised its own peak, and when the workload's
-        // peak was set (now, if this request raises them).
-        let stream_peak_at = ss.allocated_peak.with(ss.allocated + rounded, now).at;
-        let high = st
-            .allocated_high
-            .with(allocated.current as u64 + rounded, now);
-        let repetition = st
-            .repeats
-            .recurs(context, high.bytes, high.at, now, stream_peak_at);
-        // After a run at the peak (docs/allocator.md): once a run that
-        // reached the present peak has ended, every large-pool growth is
-        // the workload going round again, whatever its context.
-        let repetition = if pool == PoolKind::Large && st.repeats.ended_at_peak() {
-            Repetition::Strong
-        } else {
-            repetition
-        };
-        let mut hold = repetition != Repetition::None;
-        let weak = repetition == Repetition::Weak;
-        // What holding may take reserved memory to: the hold limit for a
-        // (strong) repetition; for a weak one, the margin with its full
-        // 10-page floor.
-        let hold_cap = if weak {
-            peak + (peak / RESERVE_MARGIN).max(chunk)
-        } else {
-            target + peak / HOLD_LIMIT
-        };
-        let hold_cap = if st.repeats.first_run(now) {
-            hold_cap.min(peak + peak / FIRST_RUN_MARGIN)
-        } else {
-            hold_cap
-        };
+        let margin = Margin::of(st, rounded, page);
+        let mut hold = Hold::of(st, s, pool, rounded, &margin, page);
         let avail = self.available_pages(st, s, pool);
-        let mut recyclable = if hold { 0 } else { avail.pages };
+        let mut recyclable = if hold.on { 0 } else { avail.pages };
         // A placement overwrites the stitched mappings in its range (other
         // than those its pages move back to). One that queued work may still
         // use is unmapped only once its stream's fence has passed it; if the
@@ -255,47 +198,26 @@ impl ExpandableSpace<'_> {
         // among the placements that need none (without the chunk).
         let mut avoid_busy = false;
         let (p, n) = loop {
-            let mut best: Option<(Cost, Placement)> = None;
-            for &seg in &st.streams[s as usize].expandable[pool as usize] {
-                let sg = st.expandable[seg as usize]
-                    .as_ref()
-                    .expect("listed segment");
-                let mut id = sg.head;
-                while id != NONE {
-                    let b = &st.blocks[id];
-                    if !b.mapped {
-                        for (start, with_before) in candidate_starts(seg, sg, b, &avail, page) {
-                            let Some(p) =
-                                placement_at(st, id, seg, start, rounded, page, with_before)
-                            else {
-                                continue;
-                            };
-                            if avoid_busy
-                                && !busy_overwritten(st, &p, p.pages, &avail, page, true).is_empty()
-                            {
-                                continue;
-                            }
-                            let cost = placement_cost(st, &p, &avail, headroom, recyclable, page);
-                            if best.as_ref().is_none_or(|b| cost < b.0) {
-                                best = Some((cost, p));
-                            }
-                        }
-                    }
-                    id = b.next;
-                }
-            }
+            let best = self.best_placement(
+                st,
+                s,
+                pool,
+                rounded,
+                &avail,
+                (margin.headroom, recyclable),
+                avoid_busy,
+            );
             // A placement in fresh address space (every page mapped with a
             // driver call, no stitched mapping of its own there) is weighed
             // against one over a run of free blocks and unmapped ranges,
             // which keeps the layout where the workload has been instead of
             // moving it on to new addresses (docs/allocator.md).
-            let fresh = best.as_ref().is_none_or(|b| in_fresh_space(&b.0));
-            if !avoid_busy && fresh {
+            if !avoid_busy && best.as_ref().is_none_or(|b| in_fresh_space(&b.0)) {
                 if let Some((cost, span)) =
-                    self.best_span(st, s, pool, rounded, &avail, headroom, recyclable)
+                    self.best_span(st, s, pool, rounded, &avail, margin.headroom, recyclable)
                 {
                     if best.as_ref().is_none_or(|b| cost < b.0) {
-                        return self.fill_span(st, s, &span, hold, weak, hold_cap, target);
+                        return self.fill_span(st, s, &span, hold, margin.target);
                     }
                 }
             }
@@ -316,32 +238,14 @@ impl ExpandableSpace<'_> {
                 st.index_remove(p.keep[0]);
                 return Ok(Some(p.keep[0]));
             }
-            // Within the margin, map a whole chunk for large requests so that a
-            // run of similar requests does not map a few pages each time.
-            let mut n = p.pages;
-            if !avoid_busy && pool == PoolKind::Large && headroom > n {
-                n = n.max(GROWTH_CHUNK.min(headroom)).min(p.room);
-            }
-            // After the first run, a large-pool growth that holds maps a
-            // chunk too, as far as holding may take reserved memory.
-            if !avoid_busy && pool == PoolKind::Large && hold && !weak && !st.repeats.first_run(now)
-            {
-                let room = hold_cap.saturating_sub(st.reserved()) / page;
-                let chunk = HOLD_CHUNK.min(peak / HOLD_CHUNK_DIVISOR / page).min(room);
-                if chunk > n && st.fits_fraction(chunk * page) {
-                    n = chunk.min(p.room);
-                }
-            }
-            if !avoid_busy {
-                let busy = busy_overwritten(st, &p, n, &avail, page, false);
-                let mut queried = Vec::new();
-                let all_idle = busy
-                    .into_iter()
-                    .all(|idx| self.stitched_idle(st, p.segment, idx, &mut queried));
-                if !all_idle {
-                    avoid_busy = true;
-                    continue;
-                }
+            let n = if avoid_busy {
+                p.pages
+            } else {
+                pages_to_map(st, &p, pool, hold, &margin, page)
+            };
+            if !avoid_busy && !self.overwrites_only_idle(st, &p, n, &avail) {
+                avoid_busy = true;
+                continue;
             }
             // The placements were ranked for a growth that holds (nothing
             // recycled). If this one gives the hold up entirely (a weak
@@ -350,10 +254,9 @@ impl ExpandableSpace<'_> {
             // them again for that, or the placement chosen may keep the very
             // free blocks recycling would take pages from, and create pages
             // beyond the margin instead.
-            if hold
-                && gives_up_holding(st, &p, n as usize, &avail, (weak, hold_cap), headroom, page)
+            if hold.on && gives_up_holding(st, &p, n as usize, &avail, hold, margin.headroom, page)
             {
-                hold = false;
+                hold.on = false;
                 recyclable = avail.pages;
                 avoid_busy = false;
                 continue;
@@ -361,7 +264,71 @@ impl ExpandableSpace<'_> {
             break (p, n as usize);
         };
         let spare = FxHashSet::default();
-        self.fill(st, &p, n, hold, weak, hold_cap, headroom, &avail, &spare)
+        self.fill(st, &p, n, hold, margin.headroom, &avail, &spare)
+    }
+
+    /// The best single placement in the unmapped ranges of stream `s`'s
+    /// segments of `pool` for `rounded` bytes, ranked by [`placement_cost`]
+    /// given the pages the margin allows (`headroom`) and those recycling may
+    /// supply (`recyclable`); with `avoid_busy`, only placements that
+    /// overwrite no stitched mapping that queued work may still use.
+    #[allow(clippy::too_many_arguments)]
+    fn best_placement(
+        &self,
+        st: &State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+        avail: &Available,
+        (headroom, recyclable): (u64, u64),
+        avoid_busy: bool,
+    ) -> Option<(Cost, Placement)> {
+        let page = self.page;
+        let mut best: Option<(Cost, Placement)> = None;
+        for &seg in &st.streams[s as usize].expandable[pool as usize] {
+            let sg = st.expandable[seg as usize]
+                .as_ref()
+                .expect("listed segment");
+            let mut id = sg.head;
+            while id != NONE {
+                let b = &st.blocks[id];
+                if !b.mapped {
+                    for (start, with_before) in candidate_starts(seg, sg, b, avail, page) {
+                        let Some(p) = placement_at(st, id, seg, start, rounded, page, with_before)
+                        else {
+                            continue;
+                        };
+                        if avoid_busy
+                            && !busy_overwritten(st, &p, p.pages, avail, page, true).is_empty()
+                        {
+                            continue;
+                        }
+                        let cost = placement_cost(st, &p, avail, headroom, recyclable, page);
+                        if best.as_ref().is_none_or(|b| cost < b.0) {
+                            best = Some((cost, p));
+                        }
+                    }
+                }
+                id = b.next;
+            }
+        }
+        best
+    }
+
+    /// Whether mapping `n` pages at placement `p` overwrites no stitched
+    /// mapping that queued work may still use (each such mapping's stream
+    /// fence queried, never waited on).
+    fn overwrites_only_idle(
+        &self,
+        st: &mut State,
+        p: &Placement,
+        n: u64,
+        avail: &Available,
+    ) -> bool {
+        let busy = busy_overwritten(st, p, n, avail, self.page, false);
+        let mut queried = Vec::new();
+        busy.into_iter()
+            .all(|idx| self.stitched_idle(st, p.segment, idx, &mut queried))
     }
 
     /// Creates `count` physical pages; on failure releases those created so far.
@@ -591,6 +558,142 @@ impl ExpandableSpace<'_> {
     }
 }
 
+/// How far a growth may create pages without holding: reserved memory may
+/// exceed the peak of allocated memory by 1/[`RESERVE_MARGIN`] of it or the
+/// margin's floor, whichever is more ([`GROWTH_CHUNK`] pages until a block
+/// of a page or more is freed, at most 1/[`FREED_FLOOR`] of the peak after).
+struct Margin {
+    /// The peak of allocated memory the margin is measured against: the
+    /// recorded peak, or the current figure plus this request if more.
+    peak: u64,
+    /// Reserved memory the margin allows.
+    target: u64,
+    /// The pages that may still be created within it.
+    headroom: u64,
+}
+
+impl Margin {
+    fn of(st: &State, rounded: u64, page: u64) -> Margin {
+        let allocated = st.stats.allocated_bytes.all();
+        let peak = (allocated.peak as u64).max(allocated.current as u64 + rounded);
+        let chunk = GROWTH_CHUNK * page;
+        let floor = if st.freed_a_page {
+            chunk.min(peak / FREED_FLOOR)
+        } else {
+            chunk
+        };
+        let target = peak + (peak / RESERVE_MARGIN).max(floor);
+        Margin {
+            peak,
+            target,
+            headroom: target.saturating_sub(st.reserved()) / page,
+        }
+    }
+}
+
+/// Whether a growth holds memory (creates pages beyond the margin) instead
+/// of moving pages, and how far: the hold-or-move rule of docs/allocator.md,
+/// "Holding memory or moving pages".
+#[derive(Clone, Copy)]
+struct Hold {
+    /// The growth repeats the workload and holds.
+    on: bool,
+    /// Only a weak repetition: it holds only when most of its pages move
+    /// back to stitched mappings of theirs (all but [`WEAK_SLACK`] of those
+    /// it needs mapped).
+    weak: bool,
+    /// Reserved memory holding may reach: the hold limit ([`HOLD_LIMIT`])
+    /// for a strong repetition, the margin with its full [`GROWTH_CHUNK`]
+    /// floor for a weak one, never more than the first run's bound
+    /// ([`FIRST_RUN_MARGIN`]) while the workload's first run lasts.
+    cap: u64,
+    /// The workload is still in its first run ([`crate::repeats`]).
+    first_run: bool,
+}
+
+impl Hold {
+    /// What a growth of `rounded` bytes on stream `s` in `pool` may hold,
+    /// recording its context in the workload's repetitions.
+    fn of(
+        st: &mut State,
+        s: u32,
+        pool: PoolKind,
+        rounded: u64,
+        margin: &Margin,
+        page: u64,
+    ) -> Hold {
+        let current = st.stats.allocated_bytes.all().current as u64;
+        let context = growth_context(s, pool as u8, rounded, current, st.recent_requests);
+        let now = st.free_clock;
+        let ss = &st.streams[s as usize];
+        // When the stream last raised its own peak, and when the workload's
+        // peak was set (now, if this request raises them).
+        let stream_peak_at = ss.allocated_peak.with(ss.allocated + rounded, now).at;
+        let high = st.allocated_high.with(current + rounded, now);
+        let repetition = st
+            .repeats
+            .recurs(context, high.bytes, high.at, now, stream_peak_at);
+        // After a run at the peak (docs/allocator.md): once a run that
+        // reached the present peak has ended, every large-pool growth is
+        // the workload going round again, whatever its context.
+        let repetition = if pool == PoolKind::Large && st.repeats.ended_at_peak() {
+            Repetition::Strong
+        } else {
+            repetition
+        };
+        let weak = repetition == Repetition::Weak;
+        let peak = margin.peak;
+        let cap = if weak {
+            peak + (peak / RESERVE_MARGIN).max(GROWTH_CHUNK * page)
+        } else {
+            margin.target + peak / HOLD_LIMIT
+        };
+        let first_run = st.repeats.first_run(now);
+        Hold {
+            on: repetition != Repetition::None,
+            weak,
+            cap: if first_run {
+                cap.min(peak + peak / FIRST_RUN_MARGIN)
+            } else {
+                cap
+            },
+            first_run,
+        }
+    }
+}
+
+/// How many pages a growth maps at placement `p`: the pages the request
+/// needs, or, for a large-pool growth, a whole chunk where the margin
+/// allows (so that a run of similar requests does not map a few pages each
+/// time) and, after the first run, a hold chunk for a growth that holds, as
+/// far as holding may take reserved memory ([`HOLD_CHUNK`]).
+fn pages_to_map(
+    st: &State,
+    p: &Placement,
+    pool: PoolKind,
+    hold: Hold,
+    margin: &Margin,
+    page: u64,
+) -> u64 {
+    let mut n = p.pages;
+    if pool != PoolKind::Large {
+        return n;
+    }
+    if margin.headroom > n {
+        n = n.max(GROWTH_CHUNK.min(margin.headroom)).min(p.room);
+    }
+    if hold.on && !hold.weak && !hold.first_run {
+        let room = hold.cap.saturating_sub(st.reserved()) / page;
+        let chunk = HOLD_CHUNK
+            .min(margin.peak / HOLD_CHUNK_DIVISOR / page)
+            .min(room);
+        if chunk > n && st.fits_fraction(chunk * page) {
+            n = chunk.min(p.room);
+        }
+    }
+    n
+}
+
 /// Whether a growth that would hold gives the hold up entirely with
 /// placement `p` mapping `n` pages (as `fill` will decide; a weak repetition
 /// that may still create some of its pages does not).
@@ -599,13 +702,22 @@ fn gives_up_holding(
     p: &Placement,
     n: usize,
     avail: &Available,
-    (weak, hold_cap): (bool, u64),
+    hold: Hold,
     headroom: u64,
     page: u64,
 ) -> bool {
     let taken = p.walk_stitched(st, n as u64, avail, page, |_, _, _, _| {}, |_| {});
     let others = n - taken.len();
     let within = others.min(headroom as usize);
-    let (hold, partial) = holds(st, true, weak, hold_cap, taken.len(), others, within, page);
+    let (hold, partial) = holds(
+        st,
+        true,
+        hold.weak,
+        hold.cap,
+        taken.len(),
+        others,
+        within,
+        page,
+    );
     !hold && partial == 0
 }

@@ -18,14 +18,18 @@ impl ExpandableSpace<'_> {
         st: &mut State,
         p: &Placement,
         n: usize,
-        hold: bool,
-        weak: bool,
-        hold_cap: u64,
+        rule: Hold,
         headroom: u64,
         avail: &Available,
         spare: &FxHashSet<PhysHandle>,
     ) -> Result<Option<u32>, AllocError> {
         let page = self.page;
+        let Hold {
+            on: hold,
+            weak,
+            cap: hold_cap,
+            ..
+        } = rule;
         // The pages that move back to a stitched mapping of theirs (no driver
         // call), then new pages within the margin, then recycled pages (least
         // recently freed first), then new pages beyond the margin.
@@ -132,9 +136,7 @@ impl ExpandableSpace<'_> {
                         st,
                         p,
                         p.pages as usize,
-                        hold,
-                        weak,
-                        hold_cap,
+                        Hold { on: hold, ..rule },
                         headroom,
                         avail,
                         spare,

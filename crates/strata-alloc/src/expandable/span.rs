@@ -140,15 +140,12 @@ impl ExpandableSpace<'_> {
     /// Maps the unmapped ranges of `span` one after the other (each merges
     /// with the free blocks around it), none of the span's free pages
     /// recycled; returns the free block (out of the index) that results.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn fill_span(
         &self,
         st: &mut State,
         s: u32,
         span: &Span,
-        hold: bool,
-        weak: bool,
-        hold_cap: u64,
+        hold: Hold,
         target: u64,
     ) -> Result<Option<u32>, AllocError> {
         let page = self.page;
@@ -221,17 +218,7 @@ impl ExpandableSpace<'_> {
                 room: b.size / page,
                 keep: [free(b.prev), free(b.next)],
             };
-            match self.fill(
-                st,
-                &p,
-                np as usize,
-                hold,
-                weak,
-                hold_cap,
-                headroom,
-                &avail,
-                &spare,
-            ) {
+            match self.fill(st, &p, np as usize, hold, headroom, &avail, &spare) {
                 Ok(Some(id)) => merged = Some(id),
                 failed => {
                     // The ranges mapped so far stay mapped, as a free block
