@@ -9,7 +9,7 @@ impl ExpandableSpace<'_> {
     /// Maps `n` pages of placement `p`: the pages that move back to a
     /// stitched mapping of theirs, then new pages within the margin
     /// (`headroom`), then recycled pages or, for a growth that holds, new
-    /// ones (up to `hold_cap`), never one of `spare` (pages that a later
+    /// ones (up to the cap of `rule`), never one of `spare` (pages that a later
     /// range of the same span moves back). Returns the free block (out of
     /// the index) that results.
     #[allow(clippy::too_many_arguments)]
