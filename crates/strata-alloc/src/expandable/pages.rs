@@ -5,6 +5,42 @@
 
 use super::*;
 
+/// Up to `count` pages of free blocks that a growth at placement `p` may
+/// recycle: the blocks of `avail` in its order (least recently freed first),
+/// pages from the top end of each block, none of a block the placement
+/// keeps and none of `skip` (the pages moving back to stitched mappings in
+/// the placement, and those a later range of the same span moves back).
+/// Each page comes with the block and the address it leaves.
+fn pages_to_recycle(
+    st: &State,
+    p: &Placement,
+    avail: &Available,
+    count: usize,
+    (taken, spare): (&FxHashSet<PhysHandle>, &FxHashSet<PhysHandle>),
+    page: u64,
+) -> (Vec<PhysHandle>, Vec<(u32, u64)>) {
+    let mut recycled: Vec<PhysHandle> = Vec::new();
+    let mut moved: Vec<(u32, u64)> = Vec::new();
+    'blocks: for &(_, blk, p0, p1) in &avail.blocks {
+        if p.keep.contains(&blk) {
+            continue;
+        }
+        let mut at = p1;
+        while at > p0 {
+            if recycled.len() >= count {
+                break 'blocks;
+            }
+            at -= page;
+            let h = handle_at(st, blk, at, page);
+            if !taken.contains(&h) && !spare.contains(&h) {
+                recycled.push(h);
+                moved.push((blk, at));
+            }
+        }
+    }
+    (recycled, moved)
+}
+
 impl ExpandableSpace<'_> {
     /// Maps `n` pages of placement `p`: the pages that move back to a
     /// stitched mapping of theirs, then new pages within the margin
@@ -84,27 +120,18 @@ impl ExpandableSpace<'_> {
             }
         }
         let fresh = loop {
-            let mut recycled: Vec<PhysHandle> = Vec::new();
-            let mut moved: Vec<(u32, u64)> = Vec::new();
-            if !hold {
-                'blocks: for &(_, blk, p0, p1) in &avail.blocks {
-                    if p.keep.contains(&blk) {
-                        continue;
-                    }
-                    let mut at = p1;
-                    while at > p0 {
-                        if recycled.len() >= others - within - partial {
-                            break 'blocks;
-                        }
-                        at -= page;
-                        let h = handle_at(st, blk, at, page);
-                        if !taken.contains(&h) && !spare.contains(&h) {
-                            recycled.push(h);
-                            moved.push((blk, at));
-                        }
-                    }
-                }
-            }
+            let (recycled, moved) = if hold {
+                (Vec::new(), Vec::new())
+            } else {
+                pages_to_recycle(
+                    st,
+                    p,
+                    avail,
+                    others - within - partial,
+                    (&taken, spare),
+                    page,
+                )
+            };
             let create = others - recycled.len();
             let created = if st.fits_fraction(create as u64 * page) {
                 match self.create_pages(st, create) {
