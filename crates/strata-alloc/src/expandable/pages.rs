@@ -88,36 +88,16 @@ impl ExpandableSpace<'_> {
         let (mut hold, mut partial) =
             holds(st, hold, weak, hold_cap, taken.len(), others, within, page);
         // After a run at the peak, a strong repetition that holds creates
-        // every page it maps, if the hold limit allows them all: a page moved
-        // back from a free block empties that block, which the next round
-        // uses at this moment, so the next round grows there (a double
-        // buffer of prefetch_training/148 moved 4 pages back in its third
-        // pass and grew 21 in its fourth; docs/allocator.md, "After a run at
-        // the peak"). The new pages are then mapped over the stitched
-        // mappings those pages would have moved back to, which the placement
-        // was chosen not to overwrite: only if queued work can no longer use
-        // any of them (their stream's fence is queried, never waited on).
-        // Otherwise the pages move back, and nothing is synchronised (the
-        // random recycling test found one on CI in session 54).
+        // every page it maps rather than move pages back (`creates_every_page`).
         if hold
             && !weak
             && !taken.is_empty()
-            && st.repeats.ended_at_peak()
-            && !st.repeats.first_run(st.free_clock)
+            && self.creates_every_page(st, p, n, hold_cap, headroom, &plan)
         {
-            let all_new = n.min(headroom as usize);
-            if holds(st, true, false, hold_cap, 0, n, all_new, page).0 && {
-                let mut queried = Vec::new();
-                (first..)
-                    .zip(&plan)
-                    .filter(|(_, x)| x.is_some())
-                    .all(|(idx, _)| self.stitched_idle(st, p.segment, idx, &mut queried))
-            } {
-                taken.clear();
-                sources.clear();
-                plan.fill(None);
-                (others, within, partial) = (n, all_new, 0);
-            }
+            taken.clear();
+            sources.clear();
+            plan.fill(None);
+            (others, within, partial) = (n, n.min(headroom as usize), 0);
         }
         let fresh = loop {
             let (recycled, moved) = if hold {
@@ -182,6 +162,43 @@ impl ExpandableSpace<'_> {
         let id = self.map_pages(st, p.segment, p.map_at, plan)?;
         self.evict_stitched(st)?;
         Ok(Some(id))
+    }
+
+    /// Whether a strong repetition that holds, mapping `n` pages at `p`
+    /// (`plan`: the pages that would move back to stitched mappings of
+    /// theirs there), creates every page instead. After a run at the peak it
+    /// does, if the hold limit allows them all: a page moved back from a free
+    /// block empties that block, which the next round uses at this moment, so
+    /// the next round grows there (a double buffer of prefetch_training/148
+    /// moved 4 pages back in its third pass and grew 21 in its fourth;
+    /// docs/allocator.md, "After a run at the peak"). The new pages are then
+    /// mapped over the stitched mappings those pages would have moved back
+    /// to, which the placement was chosen not to overwrite: only if queued
+    /// work can no longer use any of them (their stream's fence is queried,
+    /// never waited on). Otherwise the pages move back, and nothing is
+    /// synchronised (the random recycling test found one on CI in session 54).
+    fn creates_every_page(
+        &self,
+        st: &mut State,
+        p: &Placement,
+        n: usize,
+        hold_cap: u64,
+        headroom: u64,
+        plan: &[Option<(PhysHandle, bool)>],
+    ) -> bool {
+        if !st.repeats.ended_at_peak() || st.repeats.first_run(st.free_clock) {
+            return false;
+        }
+        let all_new = n.min(headroom as usize);
+        if !holds(st, true, false, hold_cap, 0, n, all_new, self.page).0 {
+            return false;
+        }
+        let first = p.first_page(st, self.page);
+        let mut queried = Vec::new();
+        (first..)
+            .zip(plan)
+            .filter(|(_, x)| x.is_some())
+            .all(|(idx, _)| self.stitched_idle(st, p.segment, idx, &mut queried))
     }
 
     /// Takes the pages at `sources` (block, page address; each page wholly
