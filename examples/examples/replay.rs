@@ -91,6 +91,8 @@ fn load(path: &str) -> Result<Trace, String> {
         unknown_frees,
         realloc_live,
         releases,
+        unknown_actions,
+        first_unknown_action,
     } = TraceOps::from_events(
         t.events
             .iter()
@@ -101,6 +103,14 @@ fn load(path: &str) -> Result<Trace, String> {
             "{path}: the recording released cached memory {} times (the workload's empty_cache); \
              replayed as PyTorch's anchor replays it, allocations and frees only",
             releases.len()
+        );
+    }
+    if unknown_actions > 0 {
+        eprintln!(
+            "{path}: {unknown_actions} events with an action the trace format does not name skipped \
+             (the first: {:?}; the format's are alloc, free_requested, free_completed, segment_alloc, \
+             segment_free, segment_map and segment_unmap)",
+            first_unknown_action.unwrap_or_default()
         );
     }
     if unknown_frees + realloc_live > 0 {

@@ -3,7 +3,8 @@
 //! operation, a free of an address the trace never allocated is skipped, an
 //! address allocated again while live leaves the earlier block live to the end
 //! of the pass, and a trace without a workload name is named after its file.
-//! A file that is not a trace is refused with a message, not a panic.
+//! An action the format does not name is skipped and reported. A file that is
+//! not a trace is refused with a message, not a panic.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -104,6 +105,38 @@ fn a_trace_with_lost_events_replays_the_work_pytorchs_anchor_replays() {
             assert!(p > low && p < 100_000.0, "{probe:?}: {p} ns per load");
         }
     }
+}
+
+#[test]
+fn actions_the_format_does_not_name_are_reported_not_replayed() {
+    // A misspelt free and an action of another format, beside the format's
+    // own actions (none of which is reported).
+    let t = write(
+        "unknown_actions.json",
+        r#"{"events": [
+            ["segment_alloc", 0, 2097152, 0],
+            ["alloc", 1000, 4096, 0],
+            ["free_requested", 1000, 4096, 0],
+            ["free", 1000, 4096, 0],
+            ["oom", 0, 0, 0],
+            ["free_completed", 1000, 4096, 0],
+            ["segment_free", 0, 2097152, 0]
+        ]}"#,
+    );
+    let out = Command::new(replay())
+        .args(["--json", "--passes", "3", "--warmup", "1"])
+        .arg(&t)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "replay failed: {stderr}");
+    assert!(
+        stderr.contains("2 events with an action the trace format does not name skipped")
+            && stderr.contains(r#"the first: "free""#),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["ops"], 2);
 }
 
 #[test]

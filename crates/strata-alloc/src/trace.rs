@@ -10,9 +10,12 @@
 //! * an address allocated again while live (an event the recording lost)
 //!   leaves the earlier block live to the end of the pass.
 //!
-//! The other actions are not operations; `segment_alloc` events are kept
-//! (the addresses PyTorch's device handed out), and so are the places where
-//! the recording released cached memory ([`TraceOps::releases`]).
+//! The other actions of the format (`free_requested` and the segment events)
+//! are not operations; `segment_alloc` events are kept (the addresses
+//! PyTorch's device handed out), and so are the places where the recording
+//! released cached memory ([`TraceOps::releases`]). An action the format does
+//! not name is skipped and counted ([`TraceOps::unknown_actions`]), so that a
+//! reader can say so rather than replay less than the file holds unnoticed.
 //!
 //! ```
 //! use strata_alloc::trace::{TraceOp, TraceOps};
@@ -24,6 +27,7 @@
 //! ]);
 //! assert_eq!(t.ops, [TraceOp::Alloc { slot: 0, size: 1000, stream: 0 }, TraceOp::Free { slot: 0 }]);
 //! assert_eq!(t.unknown_frees, 1);
+//! assert_eq!(t.unknown_actions, 0);
 //!
 //! // The workload's `empty_cache()`, after its free: before operation 2.
 //! let t = TraceOps::from_events([
@@ -82,6 +86,10 @@ pub struct TraceOps {
     /// Allocations of an address that was still live (the earlier block
     /// stays live to the end of the pass).
     pub realloc_live: u64,
+    /// Events whose action is none of the format's (skipped).
+    pub unknown_actions: u64,
+    /// The first action counted in [`unknown_actions`](Self::unknown_actions).
+    pub first_unknown_action: Option<String>,
 }
 
 impl TraceOps {
@@ -124,12 +132,70 @@ impl TraceOps {
                 },
                 "segment_alloc" => t.segments.push((addr, size)),
                 // One release per run of such events.
-                "segment_free" | "segment_unmap" if t.releases.last() != Some(&t.ops.len()) => {
-                    t.releases.push(t.ops.len());
+                "segment_free" | "segment_unmap" => {
+                    if t.releases.last() != Some(&t.ops.len()) {
+                        t.releases.push(t.ops.len());
+                    }
                 }
-                _ => {}
+                // An allocation of 0 bytes; the other events of the format.
+                "alloc" | "free_requested" | "segment_map" => {}
+                other => {
+                    t.unknown_actions += 1;
+                    if t.first_unknown_action.is_none() {
+                        t.first_unknown_action = Some(other.to_string());
+                    }
+                }
             }
         }
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_the_format_does_not_name_are_counted_and_skipped() {
+        let t = TraceOps::from_events([
+            ("alloc", 128, 1000, 0),
+            ("free_requested", 128, 1000, 0),
+            ("segment_map", 0, 2 << 20, 0),
+            ("alloc", 512, 0, 0),
+            ("free", 128, 1000, 0),
+            ("Alloc", 256, 64, 0),
+            ("free_completed", 128, 1000, 0),
+        ]);
+        assert_eq!(
+            t.ops,
+            [
+                TraceOp::Alloc {
+                    slot: 0,
+                    size: 1000,
+                    stream: 0
+                },
+                TraceOp::Free { slot: 0 }
+            ]
+        );
+        assert_eq!(t.unknown_actions, 2);
+        assert_eq!(t.first_unknown_action.as_deref(), Some("free"));
+        assert_eq!(t.unknown_frees, 0);
+    }
+
+    #[test]
+    fn the_formats_own_actions_are_not_unknown() {
+        let t = TraceOps::from_events([
+            ("segment_alloc", 0, 2 << 20, 0),
+            ("alloc", 0, 512, 0),
+            ("free_requested", 0, 512, 0),
+            ("free_completed", 0, 512, 0),
+            ("segment_map", 0, 2 << 20, 0),
+            ("segment_unmap", 0, 2 << 20, 0),
+            ("segment_free", 0, 2 << 20, 0),
+        ]);
+        assert_eq!(t.unknown_actions, 0);
+        assert_eq!(t.first_unknown_action, None);
+        assert_eq!(t.releases, [2]);
+        assert_eq!(t.segments, [(0, 2 << 20)]);
     }
 }
