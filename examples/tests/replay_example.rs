@@ -27,6 +27,20 @@ fn write(name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// Replays `trace` with `--json` (3 passes after one warm-up), which must
+/// succeed: its stderr, and its one JSON object.
+fn replay_json(trace: &std::path::Path) -> (String, serde_json::Value) {
+    let out = Command::new(replay())
+        .args(["--json", "--passes", "3", "--warmup", "1"])
+        .arg(trace)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "replay failed: {stderr}");
+    let v = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    (stderr, v)
+}
+
 #[test]
 fn a_trace_with_lost_events_replays_the_work_pytorchs_anchor_replays() {
     // Two frees of addresses never allocated (one before anything, one a
@@ -44,19 +58,12 @@ fn a_trace_with_lost_events_replays_the_work_pytorchs_anchor_replays() {
             ["free_completed", 2000, 512, 7]
         ]}"#,
     );
-    let out = Command::new(replay())
-        .args(["--json", "--passes", "3", "--warmup", "1"])
-        .arg(&t)
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "replay failed: {stderr}");
+    let (stderr, v) = replay_json(&t);
     assert!(
         stderr.contains("2 frees of addresses the trace never allocated skipped")
             && stderr.contains("1 allocations of a live address"),
         "{stderr}"
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     // Three allocations (3000000, 4000000 and 512 bytes) and two frees.
     assert_eq!(v["ops"], 5);
     assert_eq!(v["trace"], "lost_events.json");
@@ -123,19 +130,12 @@ fn actions_the_format_does_not_name_are_reported_not_replayed() {
             ["segment_free", 0, 2097152, 0]
         ]}"#,
     );
-    let out = Command::new(replay())
-        .args(["--json", "--passes", "3", "--warmup", "1"])
-        .arg(&t)
-        .output()
-        .expect("runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "replay failed: {stderr}");
+    let (stderr, v) = replay_json(&t);
     assert!(
         stderr.contains("2 events with an action the trace format does not name skipped")
             && stderr.contains(r#"the first: "free""#),
         "{stderr}"
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["ops"], 2);
 }
 
