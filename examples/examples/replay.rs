@@ -36,7 +36,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::Instant;
 use strata::alloc::driver::{sim::SimDriver, Driver};
-use strata::alloc::trace::{TraceOp, TraceOps};
+use strata::alloc::trace::{TraceOp, TraceOps, ACTIONS};
 use strata::alloc::{AllocatorConfig, CachingAllocator, RawAllocation, StreamId};
 
 #[derive(Deserialize)]
@@ -108,9 +108,9 @@ fn load(path: &str) -> Result<Trace, String> {
     if unknown_actions > 0 {
         eprintln!(
             "{path}: {unknown_actions} events with an action the trace format does not name skipped \
-             (the first: {:?}; the format's are alloc, free_requested, free_completed, segment_alloc, \
-             segment_free, segment_map and segment_unmap)",
-            first_unknown_action.unwrap_or_default()
+             (the first: {:?}; the format's are {})",
+            first_unknown_action.unwrap_or_default(),
+            ACTIONS.join(", ")
         );
     }
     if unknown_frees + realloc_live > 0 {

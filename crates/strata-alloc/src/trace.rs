@@ -41,6 +41,18 @@
 
 use std::collections::HashMap;
 
+/// Every action of the format, in the README's order; an event with any
+/// other is skipped and counted ([`TraceOps::unknown_actions`]).
+pub const ACTIONS: [&str; 7] = [
+    "alloc",
+    "free_requested",
+    "free_completed",
+    "segment_alloc",
+    "segment_free",
+    "segment_map",
+    "segment_unmap",
+];
+
 /// One replayed operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceOp {
@@ -138,7 +150,7 @@ impl TraceOps {
                     }
                 }
                 // An allocation of 0 bytes; the other events of the format.
-                "alloc" | "free_requested" | "segment_map" => {}
+                known if ACTIONS.contains(&known) => {}
                 other => {
                     t.unknown_actions += 1;
                     if t.first_unknown_action.is_none() {
