@@ -710,11 +710,11 @@ fn gpu_tests_pass_against_the_fake_driver() {
         "the fake was not loaded:\n{t}"
     );
     assert_eq!(skips(&t), 1, "{t}");
-    // Without virtual memory management the six VMM-only tests (three, plus
-    // the three of stitched mappings) skip and the allocator falls back to
-    // segments.
+    // Without virtual memory management the seven VMM-only tests (three, the
+    // three of stitched mappings and the random sequences) skip and the
+    // allocator falls back to segments.
     let t = run(&[("FAKE_CUDA_NO_VMM", "1")], true);
-    assert_eq!(skips(&t), 7, "{t}");
+    assert_eq!(skips(&t), 8, "{t}");
     // cuInit reports no device: the GPU tests are listed as ignored and the
     // no-CUDA assertions run (and pass)...
     let t = run(&[("FAKE_CUDA_NO_DEVICE", "1")], false);
@@ -982,4 +982,168 @@ fn a_private_pool_keeps_its_memory_apart_and_returns_it_when_dropped() {
             "{free_after} bytes free after, {free_before} before"
         );
     }
+}
+
+// ----- random sequences on the device (issue 14) ---------------------------------
+
+/// One live block of [`random_sequences_keep_every_blocks_bytes`]: the
+/// allocation, the stream it was made for, and the byte it was filled with.
+struct Filled {
+    x: strata_alloc::Allocation,
+    stream: StreamId,
+    value: u8,
+}
+
+/// Fills `len` bytes at `ptr` with `value` on `stream`, in pieces of at most
+/// 64 MiB (the fake driver fills larger memsets only in part).
+fn fill(d: &CudaDriver, ptr: u64, len: u64, value: u8, stream: StreamId) {
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(64 * MIB);
+        // SAFETY: `ptr..ptr + len` is a live allocation the caller owns; the
+        // memset is queued on a live stream of this device.
+        unsafe {
+            d.memset_d8_async(ptr + at, value, n as usize, stream)
+                .unwrap()
+        };
+        at += n;
+    }
+}
+
+/// Checks that the block still holds its byte where another block that
+/// shared its memory would have written over it: the first and last 4 KiB
+/// of its part of every 2 MiB page it touches (two blocks that shared a
+/// physical page, or overlapped at an edge, meet there).
+fn check_filled(d: &CudaDriver, f: &Filled, g: u64) {
+    // The block's memset and any other use of it were queued on its streams:
+    // let them finish before the synchronous reads (which other streams do
+    // not wait for).
+    d.synchronize_device().unwrap();
+    let (ptr, len) = (f.x.ptr(), f.x.size());
+    let mut start = ptr;
+    while start < ptr + len {
+        let end = ((start / g + 1) * g).min(ptr + len);
+        for at in [start, end.saturating_sub(4096).max(start)] {
+            let n = (end - at).min(4096) as usize;
+            let back = read_back(d, at, n);
+            if let Some(i) = back.iter().position(|&b| b != f.value) {
+                panic!(
+                    "block {ptr:#x}+{len} (stream {:?}) holds {:#x} at {:#x}, not its {:#x}: \
+                     another block wrote over it",
+                    f.stream,
+                    back[i],
+                    at + i as u64,
+                    f.value
+                );
+            }
+        }
+        start = end;
+    }
+}
+
+/// Random allocations and frees on two streams, over expandable segments on
+/// the device, with pages recycled and stitched as the allocator sees fit:
+/// every live block is filled with its own byte on its stream, some are also
+/// used on the other stream (`record_stream`, with a fill queued there), and
+/// some are freed while their fills may still be running. Every block still
+/// holds its byte when it is freed and at random checks (so no two live
+/// blocks shared memory, and no page was handed on before the work queued on
+/// it had finished), the books agree with a recount after every step, no
+/// call but `empty_cache` synchronises a stream or waits for an event, pages
+/// were mapped at more than one address, and `empty_cache` at the end gives
+/// every page back to the driver.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn random_sequences_keep_every_blocks_bytes() {
+    let (d, _l) = gpu_or_skip!();
+    let Some(vm) = d.virtual_memory() else {
+        eprintln!("skipped: this GPU has no virtual memory management");
+        return;
+    };
+    let g = vm.granularity();
+    let s1 = d.create_stream().unwrap();
+    let streams = [StreamId::DEFAULT, s1];
+    let mut moved = false;
+    for seed in 1..=3u64 {
+        let a = allocator(&d, true);
+        let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut live: Vec<Filled> = Vec::new();
+        let mut value = 0u8;
+        let syncs = |a: &CachingAllocator| {
+            let c = a.driver_calls();
+            c.stream_synchronize + c.event_synchronize
+        };
+        for _ in 0..300 {
+            let syncs_before = syncs(&a);
+            match next(100) {
+                0..=54 if live.len() < 12 => {
+                    let size = match next(3) {
+                        0 => 1 + next(MIB),
+                        1 => MIB + next(15 * MIB),
+                        _ => 16 * MIB + next(48 * MIB),
+                    };
+                    let stream = streams[next(2) as usize];
+                    let x = a.allocate(size, stream).unwrap();
+                    value = value.wrapping_add(1).max(1);
+                    fill(&d, x.ptr(), size, value, stream);
+                    if next(100) < 15 {
+                        let other = streams[(stream == StreamId::DEFAULT) as usize];
+                        x.record_stream(other).unwrap();
+                        fill(&d, x.ptr(), size, value, other);
+                    }
+                    live.push(Filled { x, stream, value });
+                }
+                0..=89 if !live.is_empty() => {
+                    let f = live.swap_remove(next(live.len() as u64) as usize);
+                    // Half the frees check first; the others free a block
+                    // whose fills may still be queued.
+                    if next(2) == 0 {
+                        check_filled(&d, &f, g);
+                    }
+                    drop(f);
+                }
+                90..=96 => {
+                    for f in &live {
+                        check_filled(&d, f, g);
+                    }
+                }
+                _ => {
+                    // The one call that waits for the streams.
+                    a.empty_cache().unwrap();
+                    a.check_consistency().unwrap();
+                    continue;
+                }
+            }
+            a.check_consistency().unwrap();
+            assert_eq!(
+                syncs(&a),
+                syncs_before,
+                "a synchronisation outside empty_cache"
+            );
+        }
+        for f in &live {
+            check_filled(&d, f, g);
+        }
+        drop(live);
+        d.synchronize_device().unwrap();
+        let calls = a.driver_calls();
+        eprintln!("seed {seed}: {calls:?}");
+        moved |= calls.map > calls.create;
+        a.empty_cache().unwrap();
+        let calls = a.driver_calls();
+        assert_eq!(a.memory_reserved(), 0);
+        assert_eq!(calls.create, calls.release, "{calls:?}");
+        assert_eq!(calls.map, calls.unmap, "{calls:?}");
+    }
+    assert!(
+        moved,
+        "no page was mapped at a second address in any sequence"
+    );
+    d.destroy_stream(s1).unwrap();
 }
