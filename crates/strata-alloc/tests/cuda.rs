@@ -1090,7 +1090,13 @@ fn random_sequences_keep_every_blocks_bytes() {
                     };
                     let stream = streams[next(2) as usize];
                     let x = a.allocate(size, stream).unwrap();
-                    value = value.wrapping_add(1).max(1);
+                    // A byte no live block holds.
+                    loop {
+                        value = value.wrapping_add(1).max(1);
+                        if live.iter().all(|f| f.value != value) {
+                            break;
+                        }
+                    }
                     fill(&d, x.ptr(), size, value, stream);
                     if next(100) < 15 {
                         let other = streams[(stream == StreamId::DEFAULT) as usize];
