@@ -197,16 +197,20 @@ impl ExpandableSpace<'_> {
         // chosen placement would need such a mapping, the choice is made again
         // among the placements that need none (without the chunk).
         let mut avoid_busy = false;
+        // Past a run at the peak, a holding growth whose placement has no
+        // room for its hold chunk looks again among the placements that have
+        // (`needs_room_for_chunk`).
+        let mut min_room = 0;
         let (p, n) = loop {
-            let best = self.best_placement(
-                st,
-                s,
-                pool,
-                rounded,
-                &avail,
-                (margin.headroom, recyclable),
-                avoid_busy,
-            );
+            let ranked = (margin.headroom, recyclable);
+            let best = (min_room > 0)
+                .then(|| {
+                    self.best_placement(st, s, pool, rounded, &avail, ranked, avoid_busy, min_room)
+                })
+                .flatten()
+                .or_else(|| {
+                    self.best_placement(st, s, pool, rounded, &avail, ranked, avoid_busy, 0)
+                });
             // A placement in fresh address space (every page mapped with a
             // driver call, no stitched mapping of its own there) is weighed
             // against one over a run of free blocks and unmapped ranges,
@@ -243,6 +247,14 @@ impl ExpandableSpace<'_> {
             } else {
                 pages_to_map(st, &p, pool, hold, &margin, page)
             };
+            if min_room == 0 && !avoid_busy {
+                if let Some(chunk) =
+                    needs_room_for_chunk(st, &p, n, pool, rounded, hold, &margin, page)
+                {
+                    min_room = chunk;
+                    continue;
+                }
+            }
             if !avoid_busy && !self.overwrites_only_idle(st, &p, n, &avail) {
                 avoid_busy = true;
                 continue;
@@ -271,7 +283,8 @@ impl ExpandableSpace<'_> {
     /// segments of `pool` for `rounded` bytes, ranked by [`placement_cost`]
     /// given the pages the margin allows (`headroom`) and those recycling may
     /// supply (`recyclable`); with `avoid_busy`, only placements that
-    /// overwrite no stitched mapping that queued work may still use.
+    /// overwrite no stitched mapping that queued work may still use; only
+    /// placements whose unmapped range has room for `min_room` pages.
     #[allow(clippy::too_many_arguments)]
     fn best_placement(
         &self,
@@ -282,6 +295,7 @@ impl ExpandableSpace<'_> {
         avail: &Available,
         (headroom, recyclable): (u64, u64),
         avoid_busy: bool,
+        min_room: u64,
     ) -> Option<(Cost, Placement)> {
         let page = self.page;
         let mut best: Option<(Cost, Placement)> = None;
@@ -295,6 +309,7 @@ impl ExpandableSpace<'_> {
                 if !b.mapped {
                     for (start, with_before) in candidate_starts(seg, sg, b, avail, page) {
                         let Some(p) = placement_at(st, id, seg, start, rounded, page, with_before)
+                            .filter(|p| p.room >= min_room)
                         else {
                             continue;
                         };
@@ -667,6 +682,49 @@ impl Hold {
 /// allows (so that a run of similar requests does not map a few pages each
 /// time) and, after the first run, a hold chunk for a growth that holds, as
 /// far as holding may take reserved memory ([`HOLD_CHUNK`]).
+/// The hold chunk a growth that holds would map, as far as the hold limit
+/// allows: [`HOLD_CHUNK`] pages, or 1/[`HOLD_CHUNK_DIVISOR`] of peak
+/// allocated memory if that is less.
+fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
+    let room = hold.cap.saturating_sub(st.reserved()) / page;
+    HOLD_CHUNK
+        .min(margin.peak / HOLD_CHUNK_DIVISOR / page)
+        .min(room)
+}
+
+/// Whether a large-pool growth of `rounded` bytes that holds after a run at
+/// the peak (docs/allocator.md, "After a run at the peak") should look for
+/// another placement than `p`, where it would map only `n` pages: its request
+/// is no larger than the hold chunk, and `p`'s unmapped range has no room for
+/// the chunk. Mapping just the request's pages in such a gap between mapped
+/// ranges overwrites the stitched mappings there, which the next round then
+/// needs again, and a workload can pay for a few pages in round after round
+/// before its growth lands where a chunk fits; placed in a range with room
+/// for the chunk, it holds the chunk at once. Returns the chunk (the room to
+/// look for).
+#[allow(clippy::too_many_arguments)]
+fn needs_room_for_chunk(
+    st: &State,
+    p: &Placement,
+    n: u64,
+    pool: PoolKind,
+    rounded: u64,
+    hold: Hold,
+    margin: &Margin,
+    page: u64,
+) -> Option<u64> {
+    if pool != PoolKind::Large
+        || !hold.on
+        || hold.weak
+        || hold.first_run
+        || !st.repeats.ended_at_peak()
+    {
+        return None;
+    }
+    let chunk = hold_chunk(st, hold, margin, page);
+    (rounded <= chunk * page && n < chunk && p.room < chunk).then_some(chunk)
+}
+
 fn pages_to_map(
     st: &State,
     p: &Placement,
@@ -683,10 +741,7 @@ fn pages_to_map(
         n = n.max(GROWTH_CHUNK.min(margin.headroom)).min(p.room);
     }
     if hold.on && !hold.weak && !hold.first_run {
-        let room = hold.cap.saturating_sub(st.reserved()) / page;
-        let chunk = HOLD_CHUNK
-            .min(margin.peak / HOLD_CHUNK_DIVISOR / page)
-            .min(room);
+        let chunk = hold_chunk(st, hold, margin, page);
         if chunk > n && st.fits_fraction(chunk * page) {
             n = chunk.min(p.room);
         }
