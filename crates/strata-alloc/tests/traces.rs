@@ -998,7 +998,7 @@ fn random_training(seed: u64) -> Trace {
 /// third pass.
 #[test]
 fn random_training_loops_that_paid_late_settle_by_their_third_pass() {
-    for seed in [453, 584, 1150, 1172, 1340, 1488, 1821, 2955] {
+    for seed in [453, 584, 1150, 1172, 1340, 1488, 1746, 1821, 2948, 2955] {
         let r = replay(&random_training(seed), "", 6);
         assert!(
             !r.pays_from(3),

@@ -695,8 +695,8 @@ fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
 /// Whether a large-pool growth of `rounded` bytes that holds after a run at
 /// the peak (docs/allocator.md, "After a run at the peak") should look for
 /// another placement than `p`, where it would map only `n` pages: its request
-/// is no larger than the hold chunk, and `p`'s unmapped range has no room for
-/// the chunk. Mapping just the request's pages in such a gap between mapped
+/// is no larger than [`HOLD_CHUNK`] pages, and `p`'s unmapped range has no
+/// room for the hold chunk (which is smaller for a small workload). Mapping just the request's pages in such a gap between mapped
 /// ranges overwrites the stitched mappings there, which the next round then
 /// needs again, and a workload can pay for a few pages in round after round
 /// before its growth lands where a chunk fits; placed in a range with room
@@ -722,7 +722,7 @@ fn needs_room_for_chunk(
         return None;
     }
     let chunk = hold_chunk(st, hold, margin, page);
-    (rounded <= chunk * page && n < chunk && p.room < chunk).then_some(chunk)
+    (rounded <= HOLD_CHUNK * page && n < chunk && p.room < chunk).then_some(chunk)
 }
 
 fn pages_to_map(
