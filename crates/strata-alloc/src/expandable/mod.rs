@@ -677,11 +677,6 @@ impl Hold {
     }
 }
 
-/// How many pages a growth maps at placement `p`: the pages the request
-/// needs, or, for a large-pool growth, a whole chunk where the margin
-/// allows (so that a run of similar requests does not map a few pages each
-/// time) and, after the first run, a hold chunk for a growth that holds, as
-/// far as holding may take reserved memory ([`HOLD_CHUNK`]).
 /// The hold chunk a growth that holds would map, as far as the hold limit
 /// allows: [`HOLD_CHUNK`] pages, or 1/[`HOLD_CHUNK_DIVISOR`] of peak
 /// allocated memory if that is less.
@@ -696,12 +691,12 @@ fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
 /// the peak (docs/allocator.md, "After a run at the peak") should look for
 /// another placement than `p`, where it would map only `n` pages: its request
 /// is no larger than [`HOLD_CHUNK`] pages, and `p`'s unmapped range has no
-/// room for the hold chunk (which is smaller for a small workload). Mapping just the request's pages in such a gap between mapped
-/// ranges overwrites the stitched mappings there, which the next round then
-/// needs again, and a workload can pay for a few pages in round after round
-/// before its growth lands where a chunk fits; placed in a range with room
-/// for the chunk, it holds the chunk at once. Returns the chunk (the room to
-/// look for).
+/// room for the hold chunk (which is smaller for a small workload). Mapping
+/// just the request's pages in such a gap between mapped ranges overwrites
+/// the stitched mappings there, which the next round then needs again, and a
+/// workload can pay for a few pages in round after round before its growth
+/// lands where a chunk fits; placed in a range with room for the chunk, it
+/// holds the chunk at once. Returns the chunk (the room to look for).
 #[allow(clippy::too_many_arguments)]
 fn needs_room_for_chunk(
     st: &State,
@@ -725,6 +720,11 @@ fn needs_room_for_chunk(
     (rounded <= HOLD_CHUNK * page && n < chunk && p.room < chunk).then_some(chunk)
 }
 
+/// How many pages a growth maps at placement `p`: the pages the request
+/// needs, or, for a large-pool growth, a whole chunk where the margin
+/// allows (so that a run of similar requests does not map a few pages each
+/// time) and, after the first run, a hold chunk for a growth that holds, as
+/// far as holding may take reserved memory ([`HOLD_CHUNK`]).
 fn pages_to_map(
     st: &State,
     p: &Placement,
