@@ -818,17 +818,26 @@ fn pytorchs_synthetic_figures_are_of_these_workloads() {
     }
 }
 
-/// The held-out seeds: 4 to 23, or `STRATA_HELD_OUT_SEEDS=FROM-TO` (seeds
-/// 24 to 143 were first drawn in session 20, docs/benchmarks.md).
-fn held_out_seeds() -> std::ops::RangeInclusive<u64> {
+/// The seeds named by the environment variable `var` (`FROM-TO`), or
+/// `default` when it is unset or not of that form.
+fn seeds_from_env(
+    var: &str,
+    default: std::ops::RangeInclusive<u64>,
+) -> std::ops::RangeInclusive<u64> {
     let parse = |v: String| -> Option<(u64, u64)> {
         let (a, b) = v.split_once('-')?;
         Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
     };
-    match std::env::var("STRATA_HELD_OUT_SEEDS").ok().and_then(parse) {
+    match std::env::var(var).ok().and_then(parse) {
         Some((a, b)) => a..=b,
-        None => 4..=23,
+        None => default,
     }
+}
+
+/// The held-out seeds: 4 to 23, or `STRATA_HELD_OUT_SEEDS=FROM-TO` (seeds
+/// 24 to 143 were first drawn in session 20, docs/benchmarks.md).
+fn held_out_seeds() -> std::ops::RangeInclusive<u64> {
+    seeds_from_env("STRATA_HELD_OUT_SEEDS", 4..=23)
 }
 
 /// Every held-out synthetic workload settles: no driver call or stream
@@ -1016,24 +1025,33 @@ fn random_training_loops_that_paid_late_settle_by_their_third_pass() {
 #[test]
 #[ignore = "a measurement over 3000 random workloads; run with --ignored --nocapture"]
 fn random_training_loops_settle() {
-    let (from, to) = std::env::var("STRATA_RANDOM_SEEDS")
-        .ok()
-        .and_then(|v| {
-            let (a, b) = v.split_once('-')?;
-            Some((a.parse().ok()?, b.parse().ok()?))
-        })
-        .unwrap_or((1u64, 3000u64));
+    measure_settling("random_training", random_training, 1..=3000);
+}
+
+/// Replays `generate(seed)` for 8 passes for each seed of
+/// `STRATA_RANDOM_SEEDS=FROM-TO` (`default` otherwise), and prints how many
+/// pay memory calls after their third pass (each listed) and how many first
+/// passes exceed 1.05 × peak allocated. `replay` checks the allocator's books
+/// after every pass.
+fn measure_settling(
+    name: &str,
+    generate: fn(u64) -> Trace,
+    default: std::ops::RangeInclusive<u64>,
+) {
+    let seeds = seeds_from_env("STRATA_RANDOM_SEEDS", default);
     let (mut late, mut over) = (Vec::new(), 0);
-    for seed in from..=to {
-        let r = replay(&random_training(seed), "", 8);
+    for seed in seeds.clone() {
+        let r = replay(&generate(seed), "", 8);
         let ratio = r.peak_reserved as f64 / r.peak_allocated.max(1) as f64;
         if r.pays_from(3) {
-            late.push(format!("random_training/{seed}: {:?}", r.per_pass));
+            late.push(format!("{name}/{seed}: {:?}", r.per_pass));
         }
         over += usize::from(ratio > 1.05);
     }
     println!(
-        "seeds {from}-{to}: {} pay after their third pass, {over} above 1.05 x in their first\n{late:#?}",
+        "seeds {}-{}: {} pay after their third pass, {over} above 1.05 x in their first\n{late:#?}",
+        seeds.start(),
+        seeds.end(),
         late.len()
     );
 }
@@ -1092,24 +1110,5 @@ fn random_serving(seed: u64) -> Trace {
 #[test]
 #[ignore = "a measurement over 1500 random workloads; run with --ignored --nocapture"]
 fn random_serving_settles() {
-    let (from, to) = std::env::var("STRATA_RANDOM_SEEDS")
-        .ok()
-        .and_then(|v| {
-            let (a, b) = v.split_once('-')?;
-            Some((a.parse().ok()?, b.parse().ok()?))
-        })
-        .unwrap_or((1u64, 1500u64));
-    let (mut late, mut over) = (Vec::new(), 0);
-    for seed in from..=to {
-        let r = replay(&random_serving(seed), "", 8);
-        let ratio = r.peak_reserved as f64 / r.peak_allocated.max(1) as f64;
-        if r.pays_from(3) {
-            late.push(format!("random_serving/{seed}: {:?}", r.per_pass));
-        }
-        over += usize::from(ratio > 1.05);
-    }
-    println!(
-        "seeds {from}-{to}: {} pay after their third pass, {over} above 1.05 x in their first\n{late:#?}",
-        late.len()
-    );
+    measure_settling("random_serving", random_serving, 1..=1500);
 }

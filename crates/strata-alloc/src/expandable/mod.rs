@@ -23,7 +23,8 @@
 //!   growth takes the large pool's free pages before the small pool's. Once
 //!   a run that reached the present peak has ended, every large-pool growth
 //!   holds (at least a [`HOLD_CHUNK`], creating every page it maps rather
-//!   than moving pages back from free blocks) and each pool recycles only its
+//!   than moving pages back from free blocks, and for a request of at most a
+//!   chunk in a range with room for one) and each pool recycles only its
 //!   own pages, as PyTorch's pools never share memory (docs/allocator.md,
 //!   "After a run at the peak").
 //! * **No stream synchronisation while allocating.** Work queued on a block's
