@@ -80,7 +80,7 @@
 //! then it holds and settles (a ski-rental rule: it pays for its moves for
 //! a time proportional to what it has run, then buys the memory).
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A run has ended when allocated memory falls to 1/`RUN_ENDED_FRACTION`
 /// of its highest figure or less.
@@ -180,6 +180,9 @@ pub(crate) struct Repeats {
     /// 1/[`RUN_ENDED_FRACTION`] of its highest figure or less (a run
     /// ended); 0 while it never has.
     last_end: u64,
+    /// The contexts of the large-pool growths made since a run at the
+    /// present peak ended ([`Repeats::grew_again`]).
+    grown_after_peak: FxHashSet<u64>,
 }
 
 impl Repeats {
@@ -213,6 +216,18 @@ impl Repeats {
     /// (docs/allocator.md, "After a run at the peak").
     pub fn ended_at_peak(&self) -> bool {
         self.peak > 0 && self.ended_at >= self.peak
+    }
+
+    /// Records a large-pool growth of context `key` made after a run at the
+    /// present peak ended ([`Repeats::ended_at_peak`]), and says whether one
+    /// of that context had already been made since: the workload came round
+    /// to the same point and grows there again. Forgotten when the peak
+    /// rises (and, as `seen`, past [`MAX_CONTEXTS`]).
+    pub fn grew_again(&mut self, key: u64) -> bool {
+        if self.grown_after_peak.len() >= MAX_CONTEXTS {
+            self.grown_after_peak.clear();
+        }
+        !self.grown_after_peak.insert(key)
     }
 
     /// Whether a growth at free clock `now` comes [`SETTLE_ROUNDS`] rounds
@@ -256,6 +271,7 @@ impl Repeats {
             self.since = peak_at;
             self.seen.clear();
             self.first_strong = None;
+            self.grown_after_peak.clear();
         }
         if self.seen.len() >= MAX_CONTEXTS {
             self.seen.clear();
@@ -367,6 +383,24 @@ mod tests {
         // continues under the highest peak.
         assert_eq!(r.recurs(2, 1500, 6000, 6000, 0), Repetition::None);
         assert_eq!(r.recurs(2, 1500, 11200, 11200, 0), Repetition::Strong);
+    }
+
+    #[test]
+    fn a_growth_made_again_after_a_run_at_the_peak_is_told_until_a_new_peak() {
+        let mut r = Repeats::default();
+        assert_eq!(r.recurs(1, 1000, 100, 100, 0), Repetition::None);
+        // A run at the peak ends (allocated falls to nothing).
+        r.observe_free(0, 1000, 200);
+        assert!(r.ended_at_peak());
+        assert!(!r.grew_again(5), "the context's first growth since");
+        assert!(!r.grew_again(6));
+        assert!(r.grew_again(5), "the same point of the workload again");
+        assert!(r.grew_again(5));
+        // A higher peak forgets them: the workload has not come round at it.
+        r.recurs(9, 2000, 300, 300, 0);
+        assert!(!r.ended_at_peak());
+        assert!(!r.grew_again(5));
+        assert!(r.grew_again(5));
     }
 
     #[test]

@@ -250,7 +250,7 @@ impl ExpandableSpace<'_> {
             };
             if min_room == 0 && !avoid_busy {
                 if let Some(chunk) =
-                    needs_room_for_chunk(st, &p, n, pool, rounded, hold, &margin, page)
+                    needs_room_for_chunk(st, &p, n, pool, rounded, hold, &margin, &avail, page)
                 {
                     min_room = chunk;
                     continue;
@@ -625,6 +625,10 @@ struct Hold {
     cap: u64,
     /// The workload is still in its first run ([`crate::repeats`]).
     first_run: bool,
+    /// A large-pool growth of the same context (`repeats.rs`) was already
+    /// made since a run at the peak ended: the workload came round to this
+    /// point and grows here again (`needs_room_for_chunk`).
+    again: bool,
 }
 
 impl Hold {
@@ -652,11 +656,13 @@ impl Hold {
         // After a run at the peak (docs/allocator.md): once a run that
         // reached the present peak has ended, every large-pool growth is
         // the workload going round again, whatever its context.
-        let repetition = if pool == PoolKind::Large && st.repeats.ended_at_peak() {
+        let after_peak = pool == PoolKind::Large && st.repeats.ended_at_peak();
+        let repetition = if after_peak {
             Repetition::Strong
         } else {
             repetition
         };
+        let again = after_peak && st.repeats.grew_again(context);
         let weak = repetition == Repetition::Weak;
         let peak = margin.peak;
         let cap = if weak {
@@ -674,6 +680,7 @@ impl Hold {
                 cap
             },
             first_run,
+            again,
         }
     }
 }
@@ -690,14 +697,32 @@ fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
 
 /// Whether a large-pool growth of `rounded` bytes that holds after a run at
 /// the peak (docs/allocator.md, "After a run at the peak") should look for
-/// another placement than `p`, where it would map only `n` pages: its request
-/// is no larger than [`HOLD_CHUNK`] pages, and `p`'s unmapped range has no
-/// room for the hold chunk (which is smaller for a small workload). Mapping
-/// just the request's pages in such a gap between mapped ranges overwrites
-/// the stitched mappings there, which the next round then needs again, and a
-/// workload can pay for a few pages in round after round before its growth
-/// lands where a chunk fits; placed in a range with room for the chunk, it
-/// holds the chunk at once. Returns the chunk (the room to look for).
+/// another placement than `p`, where it would map `n` pages, and how much
+/// unmapped room that placement needs. Two cases:
+///
+/// * Its request is no larger than [`HOLD_CHUNK`] pages, and `p`'s unmapped
+///   range has no room for the hold chunk (which is smaller for a small
+///   workload). Mapping just the request's pages in such a gap between
+///   mapped ranges overwrites the stitched mappings there, which the next
+///   round then needs again, and a workload can pay for a few pages in
+///   round after round before its growth lands where a chunk fits; placed
+///   in a range with room for the chunk, it holds the chunk at once. The
+///   room looked for is the chunk.
+/// * A growth of the same context was already made since that run ended
+///   (the workload came round to this point and grows again, [`Hold`]'s
+///   `again`), and `p` would leave less than a chunk of its unmapped range
+///   unmapped: the growth (nearly) fills a gap between mapped ranges, so
+///   the free block there at the next round's start is larger (or joined
+///   with the next range's). Best fit then places that round's earlier
+///   requests differently, the same point of the workload finds its
+///   layout moved on and fills the next gap, and so round after round
+///   (random serving workloads in `tests/traces.rs` paid to their eighth
+///   pass). The room looked for holds the request's pages
+///   (at least a chunk) and a chunk beyond them, which in practice is past
+///   the mapped ranges, where new pages join no two free blocks.
+///
+/// `None` when `p` stands (or no placement with that room exists: the
+/// caller then keeps `p`).
 #[allow(clippy::too_many_arguments)]
 fn needs_room_for_chunk(
     st: &State,
@@ -707,6 +732,7 @@ fn needs_room_for_chunk(
     rounded: u64,
     hold: Hold,
     margin: &Margin,
+    avail: &Available,
     page: u64,
 ) -> Option<u64> {
     if pool != PoolKind::Large
@@ -718,6 +744,18 @@ fn needs_room_for_chunk(
         return None;
     }
     let chunk = hold_chunk(st, hold, margin, page);
+    if hold.again {
+        // Less than a chunk of unmapped space would be left after its
+        // pages, some of which need a driver call (pages that all move back
+        // to stitched mappings of theirs cost nothing, and a round that
+        // moves them again settles): look for room for the whole request
+        // and a chunk beyond.
+        if p.room >= n + chunk {
+            return None;
+        }
+        let back = p.walk_stitched(st, n, avail, page, |_, _, _, _| {}, |_| {});
+        return (back.len() < n as usize).then_some(rounded.div_ceil(page).max(chunk) + chunk);
+    }
     (rounded <= HOLD_CHUNK * page && n < chunk && p.room < chunk).then_some(chunk)
 }
 
