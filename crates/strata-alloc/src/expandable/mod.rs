@@ -23,10 +23,11 @@
 //!   growth takes the large pool's free pages before the small pool's. Once
 //!   a run that reached the present peak has ended, every large-pool growth
 //!   holds (at least a [`HOLD_CHUNK`], creating every page it maps rather
-//!   than moving pages back from free blocks, and for a request of at most a
-//!   chunk in a range with room for one) and each pool recycles only its
-//!   own pages, as PyTorch's pools never share memory (docs/allocator.md,
-//!   "After a run at the peak").
+//!   than moving pages back from free blocks; for a request of at most a
+//!   chunk in a range with room for one, and at a point where it already
+//!   grew since, where it fills no gap between mapped ranges) and each pool
+//!   recycles only its own pages, as PyTorch's pools never share memory
+//!   (docs/allocator.md, "After a run at the peak").
 //! * **No stream synchronisation while allocating.** Work queued on a block's
 //!   stream may still use its pages after the block was freed, so a page is
 //!   recycled only once its stream's [`Fence`] — an event recorded on the stream
