@@ -140,6 +140,46 @@ const ALLOWED: &[(&str, On, &str)] = &[
         On::Cuda,
         "view(-1) of lt(an expanded i32, a transposed f64): the GPU lays the comparison out as the f64 operand (strides [1, 4]), as PyTorch's CUDA does for comparisons of mixed dtypes (casts_in_kernel), so the view fails; PyTorch's CPU converts the i32 first and answers row-major (session 66)",
     ),
+    (
+        "fuzz_ops.s9917_result_views_0529",
+        On::Cuda,
+        "view(-1) of add(an expanded i64, a transposed f64): the GPU lays the mixed-dtype result out from the operands' strides, as for s9906_result_views_0752, so the view fails; PyTorch's CPU answers row-major (session 67)",
+    ),
+    (
+        "fuzz_ops.s9924_result_views_0440",
+        On::Cuda,
+        "contiguous() of mul(an expanded u8, a permuted f64): the GPU's mixed-dtype result is laid out from the operands' strides (as above), so contiguous() copies where PyTorch's CPU result is already row-major and is returned itself (session 67)",
+    ),
+    (
+        "fuzz_ops.s9923_int_float_0279",
+        On::Cuda,
+        "bf16 mean of eight integers with ±1.8e16 that cancel: PyTorch's CPU order keeps the small ones (4194304), the GPU's tree loses them to the huge pair (0) (session 67)",
+    ),
+    (
+        "fuzz_ops.s9917_grad_ops_0198",
+        On::Cuda,
+        "bf16 log_softmax_backward: the exact log_softmax -2.05451 lies just above the bf16 midpoint; the GPU rounds its f32 value once (-2.046875), PyTorch's CPU gives -2.0625, and the backward's exp(out) × 41.25 turns that ulp into 2.578 against 2.5 (session 67)",
+    ),
+    (
+        "fuzz_ops.s6637_hostile_norm_scatter_0368",
+        On::Cuda,
+        "f64 layer_norm of the row [1e200, 0.5, 0.5, 0.125]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 67)",
+    ),
+    (
+        "fuzz_ops.s6640_hostile_norm_scatter_0752",
+        On::Cuda,
+        "f64 layer_norm of the one-element row [-1e200]: PyTorch's CPU moments overflow (NaN), the GPU's two-pass statistics give a zero deviation (0) (session 67)",
+    ),
+    (
+        "fuzz_ops.s6643_hostile_norm_scatter_0356",
+        On::Cuda,
+        "f64 layer_norm of the one-element row [-1e200]: the case above (session 67)",
+    ),
+    (
+        "fuzz_ops.s6644_hostile_norm_scatter_0076",
+        On::Cuda,
+        "f64 layer_norm of rows of two with 1e200 among them: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 67)",
+    ),
 ];
 
 const GROUPS: &[&str] = &[
