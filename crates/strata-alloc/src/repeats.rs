@@ -183,6 +183,8 @@ pub(crate) struct Repeats {
     /// The contexts of the large-pool growths made since a run at the
     /// present peak ended ([`Repeats::grew_again`]).
     grown_after_peak: FxHashSet<u64>,
+    /// The free clock of the latest of those growths; 0 while none.
+    last_growth_after_peak: u64,
 }
 
 impl Repeats {
@@ -218,16 +220,24 @@ impl Repeats {
         self.peak > 0 && self.ended_at >= self.peak
     }
 
-    /// Records a large-pool growth of context `key` made after a run at the
-    /// present peak ended ([`Repeats::ended_at_peak`]), and says whether one
-    /// of that context had already been made since: the workload came round
-    /// to the same point and grows there again. Forgotten when the peak
-    /// rises (and, as `seen`, past [`MAX_CONTEXTS`]).
-    pub fn grew_again(&mut self, key: u64) -> bool {
+    /// Records a large-pool growth of context `key` at free clock `now`,
+    /// made after a run at the present peak ended ([`Repeats::ended_at_peak`]),
+    /// and says whether it grows again where the workload has grown before
+    /// since then: a growth of the same context was made since that run
+    /// ended (the workload came round to the same point), or a growth was
+    /// made in an earlier run than this one (a run has ended since the
+    /// latest growth: the workload went round once more and still grows).
+    /// Forgotten when the peak rises (the contexts also past
+    /// [`MAX_CONTEXTS`], as `seen`).
+    pub fn grew_again(&mut self, key: u64, now: u64) -> bool {
+        let earlier_run =
+            self.last_growth_after_peak > 0 && self.last_growth_after_peak < self.last_end;
+        self.last_growth_after_peak = now.max(1);
         if self.grown_after_peak.len() >= MAX_CONTEXTS {
             self.grown_after_peak.clear();
         }
-        !self.grown_after_peak.insert(key)
+        let same_point = !self.grown_after_peak.insert(key);
+        same_point || earlier_run
     }
 
     /// Whether a growth at free clock `now` comes [`SETTLE_ROUNDS`] rounds
@@ -272,6 +282,7 @@ impl Repeats {
             self.seen.clear();
             self.first_strong = None;
             self.grown_after_peak.clear();
+            self.last_growth_after_peak = 0;
         }
         if self.seen.len() >= MAX_CONTEXTS {
             self.seen.clear();
@@ -392,15 +403,19 @@ mod tests {
         // A run at the peak ends (allocated falls to nothing).
         r.observe_free(0, 1000, 200);
         assert!(r.ended_at_peak());
-        assert!(!r.grew_again(5), "the context's first growth since");
-        assert!(!r.grew_again(6));
-        assert!(r.grew_again(5), "the same point of the workload again");
-        assert!(r.grew_again(5));
+        // The next run grows at two points, one of them twice.
+        assert!(!r.grew_again(5, 300), "the context's first growth since");
+        assert!(!r.grew_again(6, 310));
+        assert!(r.grew_again(5, 320), "the same point of the workload again");
+        // That run ends; the next one grows at a point it has not grown at.
+        r.observe_free(0, 1000, 400);
+        assert!(r.grew_again(7, 500), "a run after one that grew");
+        assert!(!r.grew_again(8, 510), "within that run, a new point");
         // A higher peak forgets them: the workload has not come round at it.
-        r.recurs(9, 2000, 300, 300, 0);
+        r.recurs(9, 2000, 600, 600, 0);
         assert!(!r.ended_at_peak());
-        assert!(!r.grew_again(5));
-        assert!(r.grew_again(5));
+        assert!(!r.grew_again(5, 610));
+        assert!(r.grew_again(5, 620));
     }
 
     #[test]

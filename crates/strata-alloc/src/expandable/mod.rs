@@ -24,8 +24,8 @@
 //!   a run that reached the present peak has ended, every large-pool growth
 //!   holds (at least a [`HOLD_CHUNK`], creating every page it maps rather
 //!   than moving pages back from free blocks; for a request of at most a
-//!   chunk in a range with room for one, and at a point where it already
-//!   grew since, where it fills no gap between mapped ranges) and each pool
+//!   chunk in a range with room for one, and, where the workload grows
+//!   again, where it fills no gap between mapped ranges) and each pool
 //!   recycles only its own pages, as PyTorch's pools never share memory
 //!   (docs/allocator.md, "After a run at the peak").
 //! * **No stream synchronisation while allocating.** Work queued on a block's
@@ -626,9 +626,10 @@ struct Hold {
     cap: u64,
     /// The workload is still in its first run ([`crate::repeats`]).
     first_run: bool,
-    /// A large-pool growth of the same context (`repeats.rs`) was already
-    /// made since a run at the peak ended: the workload came round to this
-    /// point and grows here again (`needs_room_for_chunk`).
+    /// A large-pool growth after a run at the peak that grows again
+    /// (`Repeats::grew_again`): one of the same context, or one in an
+    /// earlier run, was already made since that run ended
+    /// (`needs_room_for_chunk`).
     again: bool,
 }
 
@@ -663,7 +664,7 @@ impl Hold {
         } else {
             repetition
         };
-        let again = after_peak && st.repeats.grew_again(context);
+        let again = after_peak && st.repeats.grew_again(context, now);
         let weak = repetition == Repetition::Weak;
         let peak = margin.peak;
         let cap = if weak {
@@ -709,18 +710,20 @@ fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
 ///   round after round before its growth lands where a chunk fits; placed
 ///   in a range with room for the chunk, it holds the chunk at once. The
 ///   room looked for is the chunk.
-/// * A growth of the same context was already made since that run ended
-///   (the workload came round to this point and grows again, [`Hold`]'s
-///   `again`), and `p` would leave less than a chunk of its unmapped range
-///   unmapped: the growth (nearly) fills a gap between mapped ranges, so
-///   the free block there at the next round's start is larger (or joined
-///   with the next range's). Best fit then places that round's earlier
-///   requests differently, the same point of the workload finds its
+/// * The workload grows again since that run ended (a growth of the same
+///   context, or one in an earlier run, was already made since:
+///   [`Hold`]'s `again`), and `p` would leave less than a chunk of its
+///   unmapped range unmapped, with pages that need a driver call: the
+///   growth (nearly) fills a gap between mapped ranges, so the free block
+///   there at the next round's start is larger (or joined with the next
+///   range's). Best fit then places that round's earlier requests
+///   differently, the same point of the workload (or another) finds its
 ///   layout moved on and fills the next gap, and so round after round
 ///   (random serving workloads in `tests/traces.rs` paid to their eighth
-///   pass). The room looked for holds the request's pages
-///   (at least a chunk) and a chunk beyond them, which in practice is past
-///   the mapped ranges, where new pages join no two free blocks.
+///   pass). The room looked for holds the request's pages (at least a
+///   chunk) and a chunk beyond them, which in practice is past the mapped
+///   ranges, where new pages join no two free blocks. A growth whose pages
+///   all move back to stitched mappings of theirs costs nothing and stays.
 ///
 /// `None` when `p` stands (or no placement with that room exists: the
 /// caller then keeps `p`).
