@@ -1017,6 +1017,24 @@ fn random_training_loops_that_paid_late_settle_by_their_third_pass() {
     }
 }
 
+/// A random training loop whose side stream's small-pool growth, after a
+/// run at the peak, created a page (it held) while the default stream's
+/// small-pool growth later in the round moved that page to itself (it did
+/// not: only large-pool growths held whatever their context), so the side
+/// stream grew again in the next round: random_training/6018 (drawn after
+/// the rules, session 67) paid 6 and 4 memory calls in its third and
+/// fourth passes. Every growth after a run at the peak now holds: none
+/// from its third pass.
+#[test]
+fn a_small_pool_growth_after_a_run_at_the_peak_holds() {
+    let r = replay(&random_training(6018), "", 6);
+    assert!(
+        !r.pays_from(2),
+        "random_training/6018: calls and syncs by pass {:?}",
+        r.per_pass
+    );
+}
+
 /// How far the rules carry on random training loops (session 66; ignored, a
 /// measurement): over seeds 1-3000 (`STRATA_RANDOM_SEEDS=FROM-TO`), how many
 /// workloads pay memory calls after their third pass and how many first

@@ -21,13 +21,13 @@
 //!   workload's first run, holding stays within a tighter bound
 //!   ([`FIRST_RUN_MARGIN`]; `repeats.rs`, "The first run"), and a large-pool
 //!   growth takes the large pool's free pages before the small pool's. Once
-//!   a run that reached the present peak has ended, every large-pool growth
-//!   holds (at least a [`HOLD_CHUNK`], creating every page it maps rather
-//!   than moving pages back from free blocks; for a request of at most a
-//!   chunk in a range with room for one, and, where the workload grows
-//!   again, where it fills no gap between mapped ranges) and each pool
-//!   recycles only its own pages, as PyTorch's pools never share memory
-//!   (docs/allocator.md, "After a run at the peak").
+//!   a run that reached the present peak has ended, every growth holds (a
+//!   large-pool one at least a [`HOLD_CHUNK`], creating every page it maps
+//!   rather than moving pages back from free blocks; for a request of at
+//!   most a chunk in a range with room for one, and, where the workload
+//!   grows again, where it fills no gap between mapped ranges) and each
+//!   pool recycles only its own pages, as PyTorch's pools never share
+//!   memory (docs/allocator.md, "After a run at the peak").
 //! * **No stream synchronisation while allocating.** Work queued on a block's
 //!   stream may still use its pages after the block was freed, so a page is
 //!   recycled only once its stream's [`Fence`] — an event recorded on the stream
@@ -656,15 +656,17 @@ impl Hold {
             .repeats
             .recurs(context, high.bytes, high.at, now, stream_peak_at);
         // After a run at the peak (docs/allocator.md): once a run that
-        // reached the present peak has ended, every large-pool growth is
-        // the workload going round again, whatever its context.
-        let after_peak = pool == PoolKind::Large && st.repeats.ended_at_peak();
-        let repetition = if after_peak {
+        // reached the present peak has ended, every growth is the workload
+        // going round again, whatever its context (a small-pool one too:
+        // moving another stream's free page made that stream grow in the
+        // next round, session 67).
+        let ended_at_peak = st.repeats.ended_at_peak();
+        let repetition = if ended_at_peak {
             Repetition::Strong
         } else {
             repetition
         };
-        let again = after_peak && st.repeats.grew_again(context, now);
+        let again = pool == PoolKind::Large && ended_at_peak && st.repeats.grew_again(context, now);
         let weak = repetition == Repetition::Weak;
         let peak = margin.peak;
         let cap = if weak {
