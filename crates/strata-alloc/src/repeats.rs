@@ -213,8 +213,8 @@ impl Repeats {
 
     /// Whether a run that reached the present peak of allocated memory has
     /// ended (see "The first run"): the workload has gone through its whole
-    /// demand at least once and started again. From then on its large-pool
-    /// growths all hold, and each pool recycles only its own pages
+    /// demand at least once and started again. From then on its growths
+    /// all hold, and each pool recycles only its own pages
     /// (docs/allocator.md, "After a run at the peak").
     pub fn ended_at_peak(&self) -> bool {
         self.peak > 0 && self.ended_at >= self.peak
