@@ -1007,11 +1007,25 @@ fn random_training(seed: u64) -> Trace {
 /// third pass.
 #[test]
 fn random_training_loops_that_paid_late_settle_by_their_third_pass() {
-    for seed in [453, 584, 1150, 1172, 1340, 1488, 1746, 1821, 2948, 2955] {
-        let r = replay(&random_training(seed), "", 6);
+    let seeds = [453, 584, 1150, 1172, 1340, 1488, 1746, 1821, 2948, 2955];
+    assert_random_settle("random_training", random_training, &seeds, 6, 3);
+}
+
+/// Replays `generate(seed)` for `passes` passes for each of `seeds` and
+/// asserts that none makes a memory driver call or stream synchronisation
+/// from its pass `from` (counted from 0).
+fn assert_random_settle(
+    name: &str,
+    generate: fn(u64) -> Trace,
+    seeds: &[u64],
+    passes: usize,
+    from: usize,
+) {
+    for &seed in seeds {
+        let r = replay(&generate(seed), "", passes);
         assert!(
-            !r.pays_from(3),
-            "random_training/{seed}: calls and syncs by pass {:?}",
+            !r.pays_from(from),
+            "{name}/{seed}: calls and syncs by pass {:?}",
             r.per_pass
         );
     }
@@ -1027,12 +1041,7 @@ fn random_training_loops_that_paid_late_settle_by_their_third_pass() {
 /// from its third pass.
 #[test]
 fn a_small_pool_growth_after_a_run_at_the_peak_holds() {
-    let r = replay(&random_training(6018), "", 6);
-    assert!(
-        !r.pays_from(2),
-        "random_training/6018: calls and syncs by pass {:?}",
-        r.per_pass
-    );
+    assert_random_settle("random_training", random_training, &[6018], 6, 2);
 }
 
 /// How far the rules carry on random training loops (session 66; ignored, a
@@ -1131,16 +1140,10 @@ fn random_serving(seed: u64) -> Trace {
 /// `expandable/mod.rs`): each settles by its third pass.
 #[test]
 fn random_serving_workloads_that_kept_paying_settle_by_their_third_pass() {
-    for seed in [
+    let seeds = [
         310, 333, 435, 504, 519, 688, 759, 820, 831, 899, 969, 1040, 1058, 1080, 1195,
-    ] {
-        let r = replay(&random_serving(seed), "", 8);
-        assert!(
-            !r.pays_from(3),
-            "random_serving/{seed}: calls and syncs by pass {:?}",
-            r.per_pass
-        );
-    }
+    ];
+    assert_random_settle("random_serving", random_serving, &seeds, 8, 3);
 }
 
 /// How far the rules carry on random serving workloads (session 66; ignored,
