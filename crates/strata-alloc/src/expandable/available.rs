@@ -122,48 +122,13 @@ impl ExpandableSpace<'_> {
     /// queried at most once, and recorded if none is pending).
     pub(super) fn available_pages(&self, st: &mut State, s: u32, pool: PoolKind) -> Available {
         let page = self.page;
-        // The free blocks of expandable segments with whole pages: every one
-        // is in its stream's free index (only the non-empty bins are
-        // visited, rather than every block of every segment).
-        let mut blocks: Vec<(u64, u32, u64, u64)> = Vec::new();
         // Once a run at the peak has ended, each pool recycles only its own
         // pages, as PyTorch's pools never share memory: a page one pool took
         // from the other made the other grow again in the next round, and
         // the two pools handed pages back and forth round after round
         // (docs/allocator.md, "After a run at the peak").
         let own_pool_only = st.repeats.ended_at_peak();
-        for ss in &st.streams {
-            for e in ss.free.iter().flat_map(|idx| idx.all()) {
-                let b = &st.blocks[e.block];
-                if b.expandable && e.size >= page && (!own_pool_only || b.pool == pool) {
-                    if let Some((p0, p1)) = interior_pages(b, page) {
-                        blocks.push((b.freed_at, e.block, p0, p1));
-                    }
-                }
-            }
-        }
-        // The growth's own stream may take its pages at once: the old
-        // mapping stays (stitched) for the work still queued there, and the
-        // new block's work comes after it in stream order. Other streams'
-        // pages need their fence: one check per stream, for the latest free
-        // among its blocks.
-        let mut latest: Vec<u64> = vec![0; st.streams.len()];
-        for &(freed_at, id, _, _) in &blocks {
-            let bs = st.blocks[id].stream as usize;
-            if bs != s as usize {
-                latest[bs] = latest[bs].max(freed_at);
-            }
-        }
-        for (bs, &l) in latest.iter().enumerate() {
-            if l > 0 {
-                self.stream_idle_since(st, bs as u32, l);
-            }
-        }
-        blocks.retain(|&(freed_at, id, _, _)| {
-            let bs = st.blocks[id].stream;
-            bs == s || freed_at <= st.streams[bs as usize].fence.done
-        });
-        blocks.sort_unstable();
+        let mut blocks = self.free_pages(st, s, |b| !own_pool_only || b == pool);
         if pool == PoolKind::Large && st.repeats.first_run(st.free_clock) {
             // In the first run the large pool takes its own pages first
             // (least recently freed first among them), the small pool's
@@ -203,5 +168,68 @@ impl ExpandableSpace<'_> {
             pages,
             stitched,
         }
+    }
+
+    /// The pages of the pool other than `pool` that a growth on stream `s`
+    /// may take now (as [`Self::available_pages`] finds them, least recently
+    /// freed first; no stitched mapping listed): what a growth past a run at
+    /// the peak recycles rather than take reserved memory past the hold
+    /// limit (`ExpandableSpace::fill`).
+    pub(super) fn other_pool_pages(&self, st: &mut State, s: u32, pool: PoolKind) -> Available {
+        let blocks = self.free_pages(st, s, |b| b != pool);
+        Available {
+            pages: Available::pages_in(&blocks, self.page),
+            blocks,
+            stitched: Vec::new(),
+        }
+    }
+
+    /// `(freed_at, block, first page, end of last page)` of the free blocks
+    /// of expandable segments of the pools `pools` accepts with whole pages
+    /// that a growth on stream `s` may take now, least recently freed first.
+    fn free_pages(
+        &self,
+        st: &mut State,
+        s: u32,
+        pools: impl Fn(PoolKind) -> bool,
+    ) -> Vec<(u64, u32, u64, u64)> {
+        let page = self.page;
+        // The free blocks of expandable segments with whole pages: every one
+        // is in its stream's free index (only the non-empty bins are
+        // visited, rather than every block of every segment).
+        let mut blocks: Vec<(u64, u32, u64, u64)> = Vec::new();
+        for ss in &st.streams {
+            for e in ss.free.iter().flat_map(|idx| idx.all()) {
+                let b = &st.blocks[e.block];
+                if b.expandable && e.size >= page && pools(b.pool) {
+                    if let Some((p0, p1)) = interior_pages(b, page) {
+                        blocks.push((b.freed_at, e.block, p0, p1));
+                    }
+                }
+            }
+        }
+        // The growth's own stream may take its pages at once: the old
+        // mapping stays (stitched) for the work still queued there, and the
+        // new block's work comes after it in stream order. Other streams'
+        // pages need their fence: one check per stream, for the latest free
+        // among its blocks.
+        let mut latest: Vec<u64> = vec![0; st.streams.len()];
+        for &(freed_at, id, _, _) in &blocks {
+            let bs = st.blocks[id].stream as usize;
+            if bs != s as usize {
+                latest[bs] = latest[bs].max(freed_at);
+            }
+        }
+        for (bs, &l) in latest.iter().enumerate() {
+            if l > 0 {
+                self.stream_idle_since(st, bs as u32, l);
+            }
+        }
+        blocks.retain(|&(freed_at, id, _, _)| {
+            let bs = st.blocks[id].stream;
+            bs == s || freed_at <= st.streams[bs as usize].fence.done
+        });
+        blocks.sort_unstable();
+        blocks
     }
 }

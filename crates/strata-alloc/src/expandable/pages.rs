@@ -100,7 +100,7 @@ impl ExpandableSpace<'_> {
             (others, within, partial) = (n, n.min(headroom as usize), 0);
         }
         let fresh = loop {
-            let (recycled, moved) = if hold {
+            let (mut recycled, mut moved) = if hold {
                 (Vec::new(), Vec::new())
             } else {
                 pages_to_recycle(
@@ -112,6 +112,28 @@ impl ExpandableSpace<'_> {
                     page,
                 )
             };
+            // Past a run at the peak a growth recycles only its own pool's
+            // pages (`available_pages`); the pages it would create past the
+            // hold limit come from the other pool's free blocks instead, so
+            // that the pools' separation never takes reserved memory past
+            // the hold bound (docs/allocator.md, "What it guarantees").
+            let short = others - within - partial - recycled.len();
+            if !hold && short > 0 && !weak && st.repeats.ended_at_peak() {
+                let past = (st.reserved() + (others - recycled.len()) as u64 * page)
+                    .saturating_sub(hold_cap)
+                    .div_ceil(page) as usize;
+                if past > 0 {
+                    let (s, pool) = st.expandable[p.segment as usize]
+                        .as_ref()
+                        .map(|sg| (sg.stream, sg.pool))
+                        .expect("segment exists");
+                    let other = self.other_pool_pages(st, s, pool);
+                    let (r, m) =
+                        pages_to_recycle(st, p, &other, past.min(short), (&taken, spare), page);
+                    recycled.extend(r);
+                    moved.extend(m);
+                }
+            }
             let create = others - recycled.len();
             let created = if st.fits_fraction(create as u64 * page) {
                 match self.create_pages(st, create) {
