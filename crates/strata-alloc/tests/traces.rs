@@ -1174,6 +1174,30 @@ fn random_serving_workloads_that_kept_paying_settle_by_their_third_pass() {
     assert_random_settle("random_serving", random_serving, &seeds, 8, 3);
 }
 
+/// Workloads whose growth that grew again after a run at the peak stayed in
+/// a gap just its size because its pages could all move back to stitched
+/// mappings of theirs, and then created them instead, as a growth that
+/// holds within the hold limit does (`creates_every_page`), so that the next
+/// round grew by a chunk: prefetch_training/4834 (drawn in session 68; 7
+/// and 45 memory calls in its third and fourth passes) and random serving
+/// workloads that paid in their fourth pass. Such a growth now looks for
+/// room for a chunk beyond its pages (`needs_room_for_chunk`): none pays
+/// from its fourth pass.
+#[test]
+fn a_growth_that_will_create_its_pages_looks_for_room_for_a_chunk() {
+    assert_synthetic_steady_state(
+        vec![("prefetch_training/4834".into(), prefetch_training(4834))],
+        8,
+    );
+    assert_random_settle(
+        "random_serving",
+        random_serving,
+        &[1669, 2204, 3980, 3987, 6788],
+        8,
+        3,
+    );
+}
+
 /// How far the rules carry on random serving workloads (session 66; ignored,
 /// a measurement): over seeds 1-1500 (`STRATA_RANDOM_SEEDS=FROM-TO`), how
 /// many pay memory calls after their third pass and how many first passes

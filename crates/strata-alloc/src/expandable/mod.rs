@@ -725,7 +725,9 @@ fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
 ///   pass). The room looked for holds the request's pages (at least a
 ///   chunk) and a chunk beyond them, which in practice is past the mapped
 ///   ranges, where new pages join no two free blocks. A growth whose pages
-///   all move back to stitched mappings of theirs costs nothing and stays.
+///   all move back to stitched mappings of theirs costs nothing and stays,
+///   unless the hold limit allows creating them all, which `fill` then
+///   does (session 68).
 ///
 /// `None` when `p` stands (or no placement with that room exists: the
 /// caller then keeps `p`).
@@ -752,15 +754,31 @@ fn needs_room_for_chunk(
     let chunk = hold_chunk(st, hold, margin, page);
     if hold.again {
         // Less than a chunk of unmapped space would be left after its
-        // pages, some of which need a driver call (pages that all move back
-        // to stitched mappings of theirs cost nothing, and a round that
-        // moves them again settles): look for room for the whole request
-        // and a chunk beyond.
+        // pages, some of which need a driver call: look for room for the
+        // whole request and a chunk beyond. Pages that all move back to
+        // stitched mappings of theirs cost nothing, and a round that moves
+        // them again settles; but where the hold limit allows them all,
+        // `fill` creates them instead (`creates_every_page`), and the gap
+        // they fill is the next round's growth (prefetch_training/4834 of
+        // `tests/traces.rs` created 2 pages in a 2-page gap in its third
+        // pass and grew by a chunk in its fourth).
         if p.room >= n + chunk {
             return None;
         }
         let back = p.walk_stitched(st, n, avail, page, |_, _, _, _| {}, |_| {});
-        return (back.len() < n as usize).then_some(rounded.div_ceil(page).max(chunk) + chunk);
+        let creates_all = pages::holds(
+            st,
+            true,
+            false,
+            hold.cap,
+            0,
+            n as usize,
+            n.min(margin.headroom) as usize,
+            page,
+        )
+        .0;
+        return (creates_all || back.len() < n as usize)
+            .then_some(rounded.div_ceil(page).max(chunk) + chunk);
     }
     (rounded <= HOLD_CHUNK * page && n < chunk && p.room < chunk).then_some(chunk)
 }
