@@ -765,20 +765,11 @@ fn needs_room_for_chunk(
         if p.room >= n + chunk {
             return None;
         }
-        let back = p.walk_stitched(st, n, avail, page, |_, _, _, _| {}, |_| {});
-        let creates_all = pages::holds(
-            st,
-            true,
-            false,
-            hold.cap,
-            0,
-            n as usize,
-            n.min(margin.headroom) as usize,
-            page,
-        )
-        .0;
-        return (creates_all || back.len() < n as usize)
-            .then_some(rounded.div_ceil(page).max(chunk) + chunk);
+        let costs_calls = pages::may_create_all(st, hold.cap, n as usize, margin.headroom, page)
+            || p.walk_stitched(st, n, avail, page, |_, _, _, _| {}, |_| {})
+                .len()
+                < n as usize;
+        return costs_calls.then_some(rounded.div_ceil(page).max(chunk) + chunk);
     }
     (rounded <= HOLD_CHUNK * page && n < chunk && p.room < chunk).then_some(chunk)
 }

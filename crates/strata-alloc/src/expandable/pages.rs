@@ -211,8 +211,7 @@ impl ExpandableSpace<'_> {
         if !st.repeats.ended_at_peak() || st.repeats.first_run(st.free_clock) {
             return false;
         }
-        let all_new = n.min(headroom as usize);
-        if !holds(st, true, false, hold_cap, 0, n, all_new, self.page).0 {
+        if !may_create_all(st, hold_cap, n, headroom, self.page) {
             return false;
         }
         let first = p.first_page(st, self.page);
@@ -514,6 +513,31 @@ pub(super) fn carve_unmapped(st: &mut State, id: u32, a: u64, z: u64) {
     if prev != NONE && !st.blocks[prev].mapped {
         st.blocks.absorb_next(prev);
     }
+}
+
+/// Whether a strong repetition that holds may create all `n` pages it maps
+/// (`headroom` of them within the margin): the hold limit `hold_cap` and the
+/// memory fraction allow them. Then `fill` creates every page rather than
+/// move pages back after a run at the peak (`creates_every_page`), which
+/// `needs_room_for_chunk` has to foresee.
+pub(super) fn may_create_all(
+    st: &State,
+    hold_cap: u64,
+    n: usize,
+    headroom: u64,
+    page: u64,
+) -> bool {
+    holds(
+        st,
+        true,
+        false,
+        hold_cap,
+        0,
+        n,
+        n.min(headroom as usize),
+        page,
+    )
+    .0
 }
 
 /// Whether a growth that repeats the workload (`hold`; `weak` for a weak
