@@ -205,6 +205,11 @@ const ALLOWED: &[(&str, On, &str)] = &[
         On::Cuda,
         "f64 layer_norm of the row [2.125, -1e200, 0.5]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 68)",
     ),
+    (
+        "fuzz_ops.s7103_hostile_norm_scatter_0461",
+        On::Cuda,
+        "f64 layer_norm of the row [1e200, 3.25, 0.25, 0.0]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 69)",
+    ),
 ];
 
 const GROUPS: &[&str] = &[
