@@ -1174,6 +1174,27 @@ fn random_serving_workloads_that_kept_paying_settle_by_their_third_pass() {
     assert_random_settle("random_serving", random_serving, &seeds, 8, 3);
 }
 
+/// Random serving workloads that still paid memory calls after their third
+/// pass in session 68 (seed 393: 160 and 61 calls in its third and fourth
+/// passes): the first large growth of a round after a run at the peak
+/// filled a gap between mapped ranges (a 110 MiB request, 22 pages created
+/// in a gap of 22), so the next round found its layout moved on and grew
+/// again, and only then, growing again, looked for room past the mapped
+/// ranges. A growth for a request larger than a hold chunk now looks for
+/// that room the first time, unless the request would need more than 1.5
+/// times the pages there (`needs_room_for_chunk`, third case, in
+/// `expandable/mod.rs`): each settles by its third pass. Seeds 393-1479
+/// are of `random_serving_settles`' default range, the others of the
+/// ranges 1501-4500 and 4501-7500 (docs/allocator.md, "After a run at the
+/// peak").
+#[test]
+fn random_serving_workloads_whose_first_growth_filled_a_gap_settle_by_their_third_pass() {
+    let seeds = [
+        393, 645, 1479, 2283, 3046, 3406, 4604, 5026, 5482, 6079, 6646, 6749, 6853,
+    ];
+    assert_random_settle("random_serving", random_serving, &seeds, 8, 3);
+}
+
 /// Workloads whose growth that grew again after a run at the peak stayed in
 /// a gap just its size because its pages could all move back to stitched
 /// mappings of theirs, and then created them instead, as a growth that

@@ -201,8 +201,12 @@ impl ExpandableSpace<'_> {
         let mut avoid_busy = false;
         // Past a run at the peak, a holding growth whose placement has no
         // room for its hold chunk looks again among the placements that have
-        // (`needs_room_for_chunk`).
+        // (`needs_room_for_chunk`), as far as the room it needs lets it
+        // (`max_pages`); if the placement found would map more, the growth
+        // stays where it was (`stays`).
         let mut min_room = 0;
+        let mut max_pages = None;
+        let mut stays = false;
         let (p, n) = loop {
             let ranked = (margin.headroom, recyclable);
             let best = (min_room > 0)
@@ -244,16 +248,22 @@ impl ExpandableSpace<'_> {
                 st.index_remove(p.keep[0]);
                 return Ok(Some(p.keep[0]));
             }
+            if max_pages.is_some_and(|m| p.pages > m) {
+                // The placement with room would map too many pages anew
+                // (`MOVE_ON_PAGES`): the growth stays in its gap.
+                (min_room, max_pages, stays) = (0, None, true);
+                continue;
+            }
             let n = if avoid_busy {
                 p.pages
             } else {
                 pages_to_map(st, &p, pool, hold, &margin, page)
             };
-            if min_room == 0 && !avoid_busy {
-                if let Some(chunk) =
+            if min_room == 0 && !avoid_busy && !stays {
+                if let Some(room) =
                     needs_room_for_chunk(st, &p, n, pool, rounded, hold, &margin, &avail, page)
                 {
-                    min_room = chunk;
+                    (min_room, max_pages) = (room.pages, room.max_pages);
                     continue;
                 }
             }
@@ -699,10 +709,27 @@ fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
         .min(room)
 }
 
+/// The unmapped room a growth looks for instead of its placement
+/// (`needs_room_for_chunk`).
+struct RoomNeeded {
+    /// The room, in pages.
+    pages: u64,
+    /// The most pages the request may need mapped at a placement with that
+    /// room (the first of a round's large growths: [`MOVE_ON_PAGES`]); a
+    /// placement that needs more leaves the growth where it was.
+    max_pages: Option<u64>,
+}
+
+/// A large-pool growth past a run at the peak that fills its gap the first
+/// time in a round moves on to a placement with room only if the request
+/// needs at most `MOVE_ON_PAGES.0 / MOVE_ON_PAGES.1` times the pages there
+/// that it maps in the gap (`needs_room_for_chunk`, third case).
+const MOVE_ON_PAGES: (u64, u64) = (3, 2);
+
 /// Whether a large-pool growth of `rounded` bytes that holds after a run at
 /// the peak (docs/allocator.md, "After a run at the peak") should look for
 /// another placement than `p`, where it would map `n` pages, and how much
-/// unmapped room that placement needs. Two cases:
+/// unmapped room that placement needs. Three cases:
 ///
 /// * Its request is no larger than [`HOLD_CHUNK`] pages, and `p`'s unmapped
 ///   range has no room for the hold chunk (which is smaller for a small
@@ -728,6 +755,14 @@ fn hold_chunk(st: &State, hold: Hold, margin: &Margin, page: u64) -> u64 {
 ///   all move back to stitched mappings of theirs costs nothing and stays,
 ///   unless the hold limit allows creating them all, which `fill` then
 ///   does (session 68).
+/// * A request larger than [`HOLD_CHUNK`] pages that does not grow again
+///   yet, where `p` is as in the second case: the same room, so that the
+///   round after does not find its layout moved on and grow again there
+///   (random serving workloads paid in their third and fourth passes, the
+///   second case catching them a round late), as long as the request needs
+///   at most [`MOVE_ON_PAGES`] times the `n` pages there (a large request
+///   placed past the mapped ranges maps most of its pages anew, where the
+///   gap's free neighbours held them: more memory held for good).
 ///
 /// `None` when `p` stands (or no placement with that room exists: the
 /// caller then keeps `p`).
@@ -742,7 +777,7 @@ fn needs_room_for_chunk(
     margin: &Margin,
     avail: &Available,
     page: u64,
-) -> Option<u64> {
+) -> Option<RoomNeeded> {
     if pool != PoolKind::Large
         || !hold.on
         || hold.weak
@@ -752,7 +787,8 @@ fn needs_room_for_chunk(
         return None;
     }
     let chunk = hold_chunk(st, hold, margin, page);
-    if hold.again {
+    let large = rounded > HOLD_CHUNK * page;
+    if hold.again || large {
         // Less than a chunk of unmapped space would be left after its
         // pages, some of which need a driver call: look for room for the
         // whole request and a chunk beyond. Pages that all move back to
@@ -769,9 +805,16 @@ fn needs_room_for_chunk(
             || p.walk_stitched(st, n, avail, page, |_, _, _, _| {}, |_| {})
                 .len()
                 < n as usize;
-        return costs_calls.then_some(rounded.div_ceil(page).max(chunk) + chunk);
+        let max_pages = (!hold.again).then(|| n * MOVE_ON_PAGES.0 / MOVE_ON_PAGES.1);
+        return costs_calls.then_some(RoomNeeded {
+            pages: rounded.div_ceil(page).max(chunk) + chunk,
+            max_pages,
+        });
     }
-    (rounded <= HOLD_CHUNK * page && n < chunk && p.room < chunk).then_some(chunk)
+    (n < chunk && p.room < chunk).then_some(RoomNeeded {
+        pages: chunk,
+        max_pages: None,
+    })
 }
 
 /// How many pages a growth maps at placement `p`: the pages the request
