@@ -1228,7 +1228,8 @@ fn a_growth_that_will_create_its_pages_looks_for_room_for_a_chunk() {
 /// ranges round after round; 6 since session 67's rule for a growth that
 /// grows again (seeds 1501-4500: 68 before it, 12 after, 9 since session
 /// 68's room for a growth that will create its pages; seeds 4501-7500,
-/// drawn after it was chosen: 54 and 13).
+/// drawn after it was chosen: 54 and 13); 3 since session 69's room for a
+/// first large growth (1501-4500: 7; 4501-7500: 6).
 #[test]
 #[ignore = "a measurement over 1500 random workloads; run with --ignored --nocapture"]
 fn random_serving_settles() {
