@@ -201,9 +201,9 @@ impl ExpandableSpace<'_> {
         let mut avoid_busy = false;
         // Past a run at the peak, a holding growth whose placement has no
         // room for its hold chunk looks again among the placements that have
-        // (`needs_room_for_chunk`), as far as the room it needs lets it
-        // (`max_pages`); if the placement found would map more, the growth
-        // stays where it was (`stays`).
+        // (`needs_room_for_chunk`); if the placement found would need more
+        // pages mapped than that allows (`max_pages`), the growth stays
+        // where it was (`stays`).
         let mut min_room = 0;
         let mut max_pages = None;
         let mut stays = false;
@@ -760,9 +760,10 @@ const MOVE_ON_PAGES: (u64, u64) = (3, 2);
 ///   round after does not find its layout moved on and grow again there
 ///   (random serving workloads paid in their third and fourth passes, the
 ///   second case catching them a round late), as long as the request needs
-///   at most [`MOVE_ON_PAGES`] times the `n` pages there (a large request
-///   placed past the mapped ranges maps most of its pages anew, where the
-///   gap's free neighbours held them: more memory held for good).
+///   at most [`MOVE_ON_PAGES`] times `n` pages mapped at the placement with
+///   that room (a large request placed past the mapped ranges maps most of
+///   its pages anew, where the gap's free neighbours held them: more memory
+///   held for good).
 ///
 /// `None` when `p` stands (or no placement with that room exists: the
 /// caller then keeps `p`).
@@ -790,8 +791,9 @@ fn needs_room_for_chunk(
     let large = rounded > HOLD_CHUNK * page;
     if hold.again || large {
         // Less than a chunk of unmapped space would be left after its
-        // pages, some of which need a driver call: look for room for the
-        // whole request and a chunk beyond. Pages that all move back to
+        // pages (for a large request, from its first growth past the run;
+        // otherwise once it grows again), some of which need a driver call:
+        // look for room for the whole request and a chunk beyond. Pages that all move back to
         // stitched mappings of theirs cost nothing, and a round that moves
         // them again settles; but where the hold limit allows them all,
         // `fill` creates them instead (`creates_every_page`), and the gap
