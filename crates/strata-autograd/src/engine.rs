@@ -351,8 +351,15 @@ pub(crate) fn run(
         // A leaf made not to require grad since the graph was recorded
         // (frozen after its forward) gets no gradient, as PyTorch's
         // AccumulateGrad skips it; its hooks still run, as PyTorch's do.
+        // The pass's gradients for a leaf are summed first and added to
+        // `.grad` once, when its last edge is processed, as PyTorch's
+        // AccumulateGrad adds its input buffer: adding each edge's gradient
+        // to an existing `.grad` in turn rounds differently (a parameter
+        // used twice, accumulated over two backward passes). A leaf with
+        // one edge, and the last edge of one whose earlier edges brought no
+        // gradient, goes straight to `.grad`.
         if let Some(g) = g.filter(|_| v.requires_grad_flag()) {
-            if v.has_tensor_hooks() {
+            if v.has_tensor_hooks() || !last || buffers.contains_key(&k) {
                 add_into(buffers, k, in_leaf_dtype(&v, g)?)?;
             } else {
                 v.accumulate(g)?;

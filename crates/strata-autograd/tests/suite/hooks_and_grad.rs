@@ -73,6 +73,29 @@ fn a_hook_on_a_leaf_sees_the_passs_whole_gradient_once_before_it_is_added() {
 }
 
 #[test]
+fn a_leafs_gradients_of_one_pass_are_summed_before_they_are_added_to_grad() {
+    // PyTorch's AccumulateGrad adds the pass's summed gradient to `.grad`:
+    // there, 1 + (2^-24 + 2^-24) = 1 + 2^-23 (torch 2.15, CPU, f32), where
+    // adding each edge's 2^-24 to `.grad` in turn rounds back to 1 twice.
+    let x = param(&[1.0]);
+    x.mul(1.0)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    let c = 2f64.powi(-24);
+    let twice = x.mul(c).unwrap().add(&x.mul(c).unwrap()).unwrap();
+    twice.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), vec![1.0 + 2f32.powi(-23)]);
+    // The same pass into an empty `.grad` gives the sum itself.
+    x.set_grad(None).unwrap();
+    let twice = x.mul(c).unwrap().add(&x.mul(c).unwrap()).unwrap();
+    twice.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), vec![2f32.powi(-23)]);
+}
+
+#[test]
 fn hooks_run_in_registration_order_each_on_what_the_one_before_returned() {
     let x = param(&[1.0]);
     let y = x.mul(1.0).unwrap();
