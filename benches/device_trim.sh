@@ -13,7 +13,7 @@ HOLD=${2:-/tmp/strata_device_hold}
 case "$1" in
   out)
     mkdir -p "$HOLD"
-    for f in $(git ls-files '*.expandable.json.gz') $(git ls-files traces/held_out5 docs/bench-results); do
+    for f in $(git ls-files '*.expandable.json.gz') $(git ls-files traces/held_out5 traces/held_out6 docs/bench-results); do
       [ -e "$f" ] || continue
       mkdir -p "$HOLD/$(dirname "$f")"; mv "$f" "$HOLD/$f"
     done
