@@ -108,8 +108,9 @@ const HOLD_LIMIT: u64 = 2;
 /// allocated memory, and its repetitions settle in the runs that follow.
 const FIRST_RUN_MARGIN: u64 = 22;
 
-/// After its first run, a large-pool growth that holds maps at least this
-/// many pages (60 MiB with 2 MiB pages) ...
+/// After its first run, once a run that reached the present peak has ended
+/// (`Repeats::ended_at_peak`), a large-pool growth that
+/// holds maps at least this many pages (60 MiB with 2 MiB pages) ...
 const HOLD_CHUNK: u64 = 30;
 
 /// ... or 1/`HOLD_CHUNK_DIVISOR` of peak allocated memory if that is less,
@@ -822,8 +823,8 @@ fn needs_room_for_chunk(
 /// How many pages a growth maps at placement `p`: the pages the request
 /// needs, or, for a large-pool growth, a whole chunk where the margin
 /// allows (so that a run of similar requests does not map a few pages each
-/// time) and, after the first run, a hold chunk for a growth that holds, as
-/// far as holding may take reserved memory ([`HOLD_CHUNK`]).
+/// time) and, once a run at the peak has ended, a hold chunk for a growth
+/// that holds, as far as holding may take reserved memory ([`HOLD_CHUNK`]).
 fn pages_to_map(
     st: &State,
     p: &Placement,
@@ -839,7 +840,12 @@ fn pages_to_map(
     if margin.headroom > n {
         n = n.max(GROWTH_CHUNK.min(margin.headroom)).min(p.room);
     }
-    if hold.on && !hold.weak && !hold.first_run {
+    // The hold chunk waits for a run at the peak to end: a first run that
+    // ends below the peak (the workload's first pass still climbing) holds
+    // only the pages its request needs, or the chunk lands in the first pass
+    // (session 70: mae_pretrain_varmask of `traces/held_out5/` reserved a
+    // 30-page chunk there, 16 MiB above PyTorch's expandable segments).
+    if hold.on && !hold.weak && !hold.first_run && st.repeats.ended_at_peak() {
         let chunk = hold_chunk(st, hold, margin, page);
         if chunk > n && st.fits_fraction(chunk * page) {
             n = chunk.min(p.room);
