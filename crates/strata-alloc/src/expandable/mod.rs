@@ -108,9 +108,9 @@ const HOLD_LIMIT: u64 = 2;
 /// allocated memory, and its repetitions settle in the runs that follow.
 const FIRST_RUN_MARGIN: u64 = 22;
 
-/// After its first run, once a run that reached the present peak has ended
-/// (`Repeats::ended_at_peak`), a large-pool growth that
-/// holds maps at least this many pages (60 MiB with 2 MiB pages) ...
+/// Once a run that reached the present peak has ended
+/// (`Repeats::ended_at_peak`), a large-pool growth that holds maps at least
+/// this many pages (60 MiB with 2 MiB pages) ...
 const HOLD_CHUNK: u64 = 30;
 
 /// ... or 1/`HOLD_CHUNK_DIVISOR` of peak allocated memory if that is less,
