@@ -635,8 +635,10 @@ struct Hold {
     /// floor for a weak one, never more than the first run's bound
     /// ([`FIRST_RUN_MARGIN`]) while the workload's first run lasts.
     cap: u64,
-    /// The workload is still in its first run ([`crate::repeats`]).
-    first_run: bool,
+    /// A run that reached the present peak has ended
+    /// (`Repeats::ended_at_peak`, which also ends the first run): the growth
+    /// is a strong repetition and takes a hold chunk (`Hold::takes_chunk`).
+    after_peak: bool,
     /// A large-pool growth after a run at the peak that grows again
     /// (`Repeats::grew_again`): one of the same context, or one in an
     /// earlier run, was already made since that run ended
@@ -685,18 +687,27 @@ impl Hold {
         } else {
             margin.target + peak / HOLD_LIMIT
         };
-        let first_run = st.repeats.first_run(now);
         Hold {
             on: repetition != Repetition::None,
             weak,
-            cap: if first_run {
+            cap: if st.repeats.first_run(now) {
                 cap.min(peak + peak / FIRST_RUN_MARGIN)
             } else {
                 cap
             },
-            first_run,
+            after_peak: ended_at_peak,
             again,
         }
+    }
+
+    /// Whether a growth that holds maps a hold chunk ([`HOLD_CHUNK`]): only
+    /// once a run at the present peak has ended, not as soon as a first run
+    /// that ended below the peak is over, or the chunk lands in a first pass
+    /// still climbing (session 70: mae_pretrain_varmask of
+    /// `traces/held_out5/` reserved a 30-page chunk there, 16 MiB above
+    /// PyTorch's expandable segments).
+    fn takes_chunk(self) -> bool {
+        self.on && self.after_peak
     }
 }
 
@@ -780,12 +791,7 @@ fn needs_room_for_chunk(
     avail: &Available,
     page: u64,
 ) -> Option<RoomNeeded> {
-    if pool != PoolKind::Large
-        || !hold.on
-        || hold.weak
-        || hold.first_run
-        || !st.repeats.ended_at_peak()
-    {
+    if pool != PoolKind::Large || !hold.takes_chunk() {
         return None;
     }
     let chunk = hold_chunk(st, hold, margin, page);
@@ -794,13 +800,14 @@ fn needs_room_for_chunk(
         // Less than a chunk of unmapped space would be left after its
         // pages (for a large request, from its first growth past the run;
         // otherwise once it grows again), some of which need a driver call:
-        // look for room for the whole request and a chunk beyond. Pages that all move back to
-        // stitched mappings of theirs cost nothing, and a round that moves
-        // them again settles; but where the hold limit allows them all,
-        // `fill` creates them instead (`creates_every_page`), and the gap
-        // they fill is the next round's growth (prefetch_training/4834 of
-        // `tests/traces.rs` created 2 pages in a 2-page gap in its third
-        // pass and grew by a chunk in its fourth).
+        // look for room for the whole request and a chunk beyond. Pages
+        // that all move back to stitched mappings of theirs cost nothing,
+        // and a round that moves them again settles; but where the hold
+        // limit allows them all, `fill` creates them instead
+        // (`creates_every_page`), and the gap they fill is the next round's
+        // growth (prefetch_training/4834 of `tests/traces.rs` created 2
+        // pages in a 2-page gap in its third pass and grew by a chunk in its
+        // fourth).
         if p.room >= n + chunk {
             return None;
         }
@@ -840,12 +847,7 @@ fn pages_to_map(
     if margin.headroom > n {
         n = n.max(GROWTH_CHUNK.min(margin.headroom)).min(p.room);
     }
-    // The hold chunk waits for a run at the peak to end: a first run that
-    // ends below the peak (the workload's first pass still climbing) holds
-    // only the pages its request needs, or the chunk lands in the first pass
-    // (session 70: mae_pretrain_varmask of `traces/held_out5/` reserved a
-    // 30-page chunk there, 16 MiB above PyTorch's expandable segments).
-    if hold.on && !hold.weak && !hold.first_run && st.repeats.ended_at_peak() {
+    if hold.takes_chunk() {
         let chunk = hold_chunk(st, hold, margin, page);
         if chunk > n && st.fits_fraction(chunk * page) {
             n = chunk.min(p.room);
