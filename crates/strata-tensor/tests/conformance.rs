@@ -210,6 +210,66 @@ const ALLOWED: &[(&str, On, &str)] = &[
         On::Cuda,
         "f64 layer_norm of the row [1e200, 3.25, 0.25, 0.0]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 69)",
     ),
+    (
+        "fuzz_ops.s7121_embedding_0127",
+        On::Cuda,
+        "var of the 24 f64 copies of 1e200 an embedding of an expanded 0-dim tensor gathers: PyTorch's CPU mean comes out one ulp low and the squared difference overflows (inf), the GPU's mean is exact and its variance 0 (as s2150_cat_stack_0492; session 71)",
+    ),
+    (
+        "fuzz_ops.s7110_grad_ops_0031",
+        On::Cuda,
+        "f16 log_softmax_backward: the GPU rounds the f32 log_softmax once (-5.29296875 for the exact -5.29462), PyTorch's CPU one ulp lower (-5.296875); the backward from each reproduces each answer, -0.5425 against -0.5400 (as s9917_grad_ops_0198; session 71)",
+    ),
+    (
+        "fuzz_ops.s7118_grad_ops_0472",
+        On::Cuda,
+        "f16 log_softmax_backward: the GPU's once-rounded log_softmax differs from PyTorch's CPU by one ulp on 22 elements (-8.3046875 against -8.3125 for the exact -8.30786); the backward from each reproduces each answer, 0.1492 against 0.1514 (as s9917_grad_ops_0198; session 71)",
+    ),
+    (
+        "fuzz_ops.s7128_grad_ops_0172",
+        On::Cuda,
+        "bf16 log_softmax_backward: the exact log_softmax -1.61965 rounds to -1.6171875, as the GPU's f32 value does, where PyTorch's CPU gives -1.625; the backward from each reproduces each answer, -0.6719 against -0.6445 (as s9917_grad_ops_0198; session 71)",
+    ),
+    (
+        "fuzz_ops.s7114_result_views_0089",
+        On::Cuda,
+        "view(-1) of lt(an expanded f32, a transposed f64): the GPU lays the mixed-dtype result out from the operands' strides (as s9906_result_views_0752), so the view fails where PyTorch's CPU result is row-major (session 71)",
+    ),
+    (
+        "fuzz_ops.s7125_result_views_0161",
+        On::Cuda,
+        "contiguous() of pow(an expanded u8, a transposed f64): the GPU lays the mixed-dtype result out from the operands' strides (as s9906_result_views_0752), so contiguous copies where PyTorch's CPU result is row-major and is returned as it is (session 71)",
+    ),
+    (
+        "fuzz_ops.s7121_nll_loss_0074",
+        On::Cuda,
+        "f32 nll_loss, reduction mean, ignore_index 0, of the rows' losses [3.875, -1e30, 1e30]: PyTorch's CPU cascade adds the first row's loss last (3.875 / 3), the GPU's tree loses it to -1e30 first (0) (as s2353_nll_loss_0160; session 71)",
+    ),
+    (
+        "fuzz_ops.s7114_pipeline_0360",
+        On::Cuda,
+        "f32 sum of 13 square roots of i64 values (8.77 to 428079.4 and one near 1e6): PyTorch's CPU order gives 1048669.25, the GPU's tree 1048669.125, one ulp away (as s3562_pipeline_0936; session 71)",
+    ),
+    (
+        "fuzz_ops.s7115_int_float_0134",
+        On::Cuda,
+        "f64 mean of the i64 values [4097, -4099, 9007199523176448, 899]: the exact sum is odd above 2^53, PyTorch's CPU order rounds it down (mean 2251799880794336.0), the GPU's tree up (2251799880794336.5) (as s9901_int_float_0396; session 71)",
+    ),
+    (
+        "fuzz_ops.s7111_hostile_norm_scatter_0187",
+        On::Cuda,
+        "f64 layer_norm of the row [-1e200, -3.625, 2.0]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 71)",
+    ),
+    (
+        "fuzz_ops.s7115_hostile_norm_scatter_0210",
+        On::Cuda,
+        "f64 layer_norm over a dim of one element of the row [1e200]: PyTorch's CPU NaN, the GPU 0 (as s6600_hostile_norm_scatter_0310; session 71)",
+    ),
+    (
+        "fuzz_ops.s7119_hostile_norm_scatter_0326",
+        On::Cuda,
+        "f64 layer_norm of the row [-1e200, 2.125, 0.625, -3.25] (a permuted [2, 4, 4]): PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 71)",
+    ),
 ];
 
 const GROUPS: &[&str] = &[
