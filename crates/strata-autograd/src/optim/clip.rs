@@ -176,19 +176,33 @@ impl ClipGradNorm {
         let total_acc = acc(total_dtype);
         let norm = if p == 2.0 {
             // The 2-norm as before the other orders came: squares summed
-            // into one device scalar.
+            // into one device scalar. As `torch.linalg.vector_norm`, a norm
+            // over one element is `|x|`, never squared: a one-element
+            // gradient of 3e20 (f32) has the norm 3e20, not inf, and the
+            // total of a single gradient is that gradient's norm (1e-30
+            // stays 1e-30 instead of underflowing to 0 when squared).
             let total = Tensor::zeros(&[], total_acc, first.device())?;
+            let mut single = None;
             for g in &grads {
                 let a = g.to_dtype_contiguous(acc(g.dtype()))?;
-                let norm = a
-                    .mul(&a)?
-                    .sum(None, false)?
-                    .sqrt()?
-                    .to_dtype_contiguous(g.dtype())?;
-                let norm = norm.to_dtype_contiguous(total_acc)?;
-                total.add_(&norm.mul(&norm)?)?;
+                let norm = if a.numel() == 1 {
+                    a.abs()?.reshape(&[])?
+                } else {
+                    a.mul(&a)?.sum(None, false)?.sqrt()?
+                };
+                let norm = norm
+                    .to_dtype_contiguous(g.dtype())?
+                    .to_dtype_contiguous(total_acc)?;
+                if grads.len() == 1 {
+                    single = Some(norm);
+                } else {
+                    total.add_(&norm.mul(&norm)?)?;
+                }
             }
-            total.sqrt()?
+            match single {
+                Some(norm) => norm,
+                None => total.sqrt()?,
+            }
         } else {
             let norms = grads
                 .iter()

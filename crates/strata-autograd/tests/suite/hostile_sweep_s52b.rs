@@ -652,3 +652,69 @@ fn clip_grad_norm_over_mixed_dtypes_matches_pytorch() {
         }
     }
 }
+
+/// A 2-norm over one element is `|x|`, never squared (session 71: gradient
+/// program 7364:2139 of `fuzz_grad.py`, where an f32 gradient of one element
+/// near 2.5e34 got an infinite norm and every gradient was zeroed). PyTorch
+/// 2.15 (CPU):
+/// ```python
+/// p = torch.zeros(1, requires_grad=True); p.grad = torch.tensor([3e20])
+/// torch.nn.utils.clip_grad_norm_([p], 1.0)  # 3.000000060122632e+20, grad [1.0]
+/// a.grad = torch.tensor([3e20]); b.grad = torch.tensor([1.0])  # two f32 parameters
+/// torch.nn.utils.clip_grad_norm_([a, b], 1.0)  # inf, grads [0.0], [0.0]
+/// c.grad = torch.tensor([2.0], dtype=torch.float64); d.grad = torch.tensor([3e20])
+/// torch.nn.utils.clip_grad_norm_([c, d], 1.0)  # 3.000000060122632e+20 (f64), [6.6666665330608205e-21], [1.0]
+/// ```
+#[test]
+fn clip_grad_norm_takes_a_one_element_norm_as_its_absolute_value() {
+    let param = |g: f64, dtype: DType| {
+        let p = Var::parameter(Tensor::zeros(&[1], dtype, Device::Cpu).unwrap()).unwrap();
+        let g = Tensor::from_slice(&[g], &[1], Device::Cpu)
+            .unwrap()
+            .to_dtype_contiguous(dtype)
+            .unwrap();
+        p.set_grad(Some(g)).unwrap();
+        p
+    };
+    let grad = |p: &Var| {
+        p.grad()
+            .unwrap()
+            .to_dtype_contiguous(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()[0]
+    };
+    let big = 3e20f32 as f64;
+
+    for sign in [1.0, -1.0] {
+        let p = param(sign * 3e20, DType::F32);
+        let norm = ClipGradNorm::new(1.0).unwrap().clip(&[p.clone()]).unwrap();
+        assert_eq!(norm.dtype(), DType::F32);
+        assert_eq!(norm.item::<f64>().unwrap(), big);
+        assert_eq!(grad(&p), sign);
+    }
+
+    // Two gradients: their norms are squared into the total, as PyTorch's.
+    let (a, b) = (param(3e20, DType::F32), param(1.0, DType::F32));
+    let norm = ClipGradNorm::new(1.0)
+        .unwrap()
+        .clip(&[a.clone(), b.clone()])
+        .unwrap();
+    assert_eq!(norm.item::<f64>().unwrap(), f64::INFINITY);
+    assert_eq!((grad(&a), grad(&b)), (0.0, 0.0));
+
+    // An f64 total holds the square of the f32 gradient's norm.
+    let (c, d) = (param(2.0, DType::F64), param(3e20, DType::F32));
+    let norm = ClipGradNorm::new(1.0)
+        .unwrap()
+        .clip(&[c.clone(), d.clone()])
+        .unwrap();
+    assert_eq!(norm.dtype(), DType::F64);
+    assert_eq!(norm.item::<f64>().unwrap(), big);
+    assert_eq!((grad(&c), grad(&d)), (6.6666665330608205e-21, 1.0));
+
+    // A tiny single gradient is not squared to 0 either.
+    let e = param(1e-30, DType::F32);
+    let norm = ClipGradNorm::new(1.0).unwrap().clip(&[e]).unwrap();
+    assert_eq!(norm.item::<f64>().unwrap(), 1e-30f32 as f64);
+}
