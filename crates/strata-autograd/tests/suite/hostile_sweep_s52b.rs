@@ -688,7 +688,10 @@ fn clip_grad_norm_takes_a_one_element_norm_as_its_absolute_value() {
 
     for sign in [1.0, -1.0] {
         let p = param(sign * 3e20, DType::F32);
-        let norm = ClipGradNorm::new(1.0).unwrap().clip(&[p.clone()]).unwrap();
+        let norm = ClipGradNorm::new(1.0)
+            .unwrap()
+            .clip(std::slice::from_ref(&p))
+            .unwrap();
         assert_eq!(norm.dtype(), DType::F32);
         assert_eq!(norm.item::<f64>().unwrap(), big);
         assert_eq!(grad(&p), sign);
