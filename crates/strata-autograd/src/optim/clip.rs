@@ -19,9 +19,10 @@ use strata_tensor::{DType, Device, Tensor, TensorError};
 /// [`ClipGradNorm`] takes PyTorch's other arguments (`norm_type`,
 /// `error_if_nonfinite`).
 ///
-/// Everything stays on the device: one squared-sum per gradient added into
-/// one device scalar, the clip coefficient `min(max_norm / (norm + 1e-6), 1)`
-/// computed there, and every gradient multiplied by it; nothing is read back
+/// Everything stays on the device: each gradient's norm, the norm of those
+/// norms (`torch.linalg.vector_norm`'s rules for both), the clip coefficient
+/// `min(max_norm / (norm + 1e-6), 1)` computed there, and every gradient
+/// multiplied by it; nothing is read back
 /// (read the returned norm when you need it on the host).
 ///
 /// ```
@@ -174,48 +175,22 @@ impl ClipGradNorm {
             .iter()
             .fold(first.dtype(), |d, g| d.promote(g.dtype()));
         let total_acc = acc(total_dtype);
-        let norm = if p == 2.0 {
-            // The 2-norm as before the other orders came: squares summed
-            // into one device scalar. As `torch.linalg.vector_norm`, a norm
-            // over one element is `|x|`, never squared: a one-element
-            // gradient of 3e20 (f32) has the norm 3e20, not inf, and the
-            // total of a single gradient is that gradient's norm (1e-30
-            // stays 1e-30 instead of underflowing to 0 when squared).
-            let total = Tensor::zeros(&[], total_acc, first.device())?;
-            let mut single = None;
-            for g in &grads {
+        // Every order, 2 included, through `vector_norm`, whose rules PyTorch's
+        // clip uses: a norm over one element is `|x|`, never squared (a
+        // one-element f32 gradient of 3e20 has the norm 3e20, not inf; until
+        // session 71 the 2-norm summed squares here and gave inf), and the
+        // total of a single gradient is that gradient's norm.
+        let norms = grads
+            .iter()
+            .map(|g| {
                 let a = g.to_dtype_contiguous(acc(g.dtype()))?;
-                let norm = if a.numel() == 1 {
-                    a.abs()?.reshape(&[])?
-                } else {
-                    a.mul(&a)?.sum(None, false)?.sqrt()?
-                };
-                let norm = norm
-                    .to_dtype_contiguous(g.dtype())?
-                    .to_dtype_contiguous(total_acc)?;
-                if grads.len() == 1 {
-                    single = Some(norm);
-                } else {
-                    total.add_(&norm.mul(&norm)?)?;
-                }
-            }
-            match single {
-                Some(norm) => norm,
-                None => total.sqrt()?,
-            }
-        } else {
-            let norms = grads
-                .iter()
-                .map(|g| {
-                    let a = g.to_dtype_contiguous(acc(g.dtype()))?;
-                    let n = vector_norm(&a.reshape(&[-1])?, p, &[0], false)?;
-                    Ok(n.to_dtype_contiguous(g.dtype())?
-                        .to_dtype_contiguous(total_acc)?)
-                })
-                .collect::<Result<Vec<Tensor>>>()?;
-            let refs: Vec<&Tensor> = norms.iter().collect();
-            vector_norm(&Tensor::stack(&refs, 0)?, p, &[0], false)?
-        };
+                let n = vector_norm(&a.reshape(&[-1])?, p, &[0], false)?;
+                Ok(n.to_dtype_contiguous(g.dtype())?
+                    .to_dtype_contiguous(total_acc)?)
+            })
+            .collect::<Result<Vec<Tensor>>>()?;
+        let refs: Vec<&Tensor> = norms.iter().collect();
+        let norm = vector_norm(&Tensor::stack(&refs, 0)?, p, &[0], false)?;
         let norm = norm.to_dtype_contiguous(total_dtype)?;
         if self.error_if_nonfinite {
             let total = norm.item::<f64>()?;
