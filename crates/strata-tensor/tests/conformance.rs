@@ -270,6 +270,36 @@ const ALLOWED: &[(&str, On, &str)] = &[
         On::Cuda,
         "f64 layer_norm of the row [-1e200, 2.125, 0.625, -3.25] (a permuted [2, 4, 4]): PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 71)",
     ),
+    (
+        "fuzz_ops.s7141_hostile_norm_scatter_0471",
+        On::Cuda,
+        "f64 layer_norm of the row [1.875, -1e200, 0.125]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 72)",
+    ),
+    (
+        "fuzz_ops.s7146_hostile_norm_scatter_0385",
+        On::Cuda,
+        "f64 layer_norm of the row [-1e200, -1.625] (a transposed [4, 2, 4]): PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 72)",
+    ),
+    (
+        "fuzz_ops.s7130_grad_ops_0940",
+        On::Cuda,
+        "f16 log_softmax_backward: the GPU rounds the f32 log_softmax once (-2.396484375 for the exact -2.39696), PyTorch's CPU one ulp lower (-2.3984375); the backward from each reproduces each answer, -0.4185 against -0.4211 (as s9917_grad_ops_0198; session 72)",
+    ),
+    (
+        "fuzz_ops.s7140_grad_ops_0183",
+        On::Cuda,
+        "f16 log_softmax_backward: the GPU rounds the f32 log_softmax once (-2.158203125 for the exact -2.15768), PyTorch's CPU one ulp higher (-2.15625); the backward from each reproduces each answer, 0.8286 against 0.8242 (as s9917_grad_ops_0198; session 72)",
+    ),
+    (
+        "fuzz_ops.s7129_pipeline_0605",
+        On::Cuda,
+        "f32 mean of twelve values (eight 1.0, -1, 2, 2 and 0.000894): the exact mean 0.91674116 rounds to the GPU's 0.91674119, PyTorch's CPU order gives 0.91674113, one ulp low (as s3562_pipeline_0936; session 72)",
+    ),
+    (
+        "fuzz_ops.s7146_pipeline_0997",
+        On::Cuda,
+        "f64 sum of nine addcmul results: the exact sum rounds to PyTorch's -12.085968687325266, the GPU's tree gives -12.085968687325265, one ulp away (as s3562_pipeline_0936; session 72)",
+    ),
 ];
 
 const GROUPS: &[&str] = &[
