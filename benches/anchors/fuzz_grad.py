@@ -1735,7 +1735,12 @@ def s44_step(p, cur, x):
         i0 = pre + "0"
         steps = [{"op": sop, "in": [i0], "args": {**a0, "piece": k1}, "out": pre + "1"},
                  {"op": sop, "in": [i0], "args": {**a0, "piece": k2}, "out": pre + "2"}]
-        a_, b_ = parts[k1], parts[k2]
+        # The program records two split/chunk steps, so the second piece comes
+        # from a second call: one call's piece taken twice would gather both
+        # gradients in one node before they reach x, an order of additions
+        # the recorded program does not have (seed 7357, program 2022).
+        again = torch.split(x, sz, d) if sop == "split" else torch.chunk(x, ch, d)
+        a_, b_ = parts[k1], again[k2]
         if comb == "cat":
             cd = rdim(r, nd)
             steps.append({"op": "cat", "in": [pre + "1", pre + "2"], "args": {"dim": cd},
