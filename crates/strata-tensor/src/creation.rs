@@ -35,9 +35,10 @@ fn to_i64_checked(s: Scalar) -> Result<i64> {
 /// * The step must be finite, whatever the dtype (PyTorch 2.15 checks this
 ///   first: "step must be finite but got inf").
 /// * Then, in this order, the step must be nonzero, the bounds finite, and
-///   the step's sign must agree with `end - start`: in i64 for integer
-///   dtypes when all three are integers, else on the values as given (f64,
-///   f16/bf16 included: `arange(1e-50, 0, 1, f16)` is inconsistent).
+///   the step's sign must agree with `end - start`, compared on the bounds
+///   as f64 for every dtype (integers above 2^53 that round to one f64 are
+///   equal there; f16/bf16 included: `arange(1e-50, 0, 1, f16)` is
+///   inconsistent).
 /// * f16/bf16: the start and the step must fit in f32, their accumulate
 ///   type (PyTorch converts them with its overflow check after the length;
 ///   the end is only used for the length, so `arange(0, 1e39, 1e38)` of f16
@@ -132,7 +133,11 @@ pub(crate) fn arange_plan(
         if st == 0 {
             return Err(step_zero());
         }
-        if (st > 0 && e < s) || (st < 0 && e > s) {
+        // PyTorch 2.15 checks the sign on the bounds as f64, whatever the
+        // dtype: bounds beyond 2^53 that round to one f64 pass
+        // (`arange(2**62, 2**62 + 2, -1, dtype=torch.int32)` is empty; for
+        // i64 the exact length below is then negative, an invalid size).
+        if (st > 0 && (e as f64) < s as f64) || (st < 0 && (e as f64) > s as f64) {
             return Err(inconsistent());
         }
         let len = if dtype == DType::I64 {

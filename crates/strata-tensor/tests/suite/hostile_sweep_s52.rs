@@ -211,6 +211,40 @@ fn arange_checks_a_zero_step_before_the_bounds_as_pytorch() {
     }
 }
 
+/// PyTorch 2.15 compares the bounds with the step's sign as f64 for every
+/// dtype (found by `fuzz_conformance_s63.py` seed 7164, program 61).
+#[test]
+fn arange_compares_integer_bounds_with_the_step_sign_as_f64() {
+    let (lo, hi) = (1i64 << 62, (1i64 << 62) + 2);
+    // torch.arange(2**62, 2**62 + 2, -1, dtype=dt): both bounds are 2**62 as
+    // f64, so the sign agrees, and the f64 length is 0: an empty tensor.
+    for dt in [
+        DType::I32,
+        DType::U8,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ] {
+        let t = Tensor::arange(lo, hi, -1, Some(dt), CPU).unwrap();
+        assert_eq!((t.shape(), t.dtype()), (&[0usize][..], dt));
+    }
+    // torch.arange(2**62, 2**62 + 2, -1): the i64 length is exact, -2:
+    // "invalid size, possible overflow?"
+    for dt in [None, Some(DType::I64)] {
+        value_error_saying(Tensor::arange(lo, hi, -1, dt, CPU), "invalid size");
+    }
+    // Bounds that stay apart as f64 are still inconsistent:
+    // torch.arange(2**53, 2**53 + 2, -1, dtype=torch.int32) and
+    // torch.arange(4, 6, -1, dtype=torch.int32).
+    for (s, e) in [(1i64 << 53, (1i64 << 53) + 2), (4, 6)] {
+        value_error_saying(
+            Tensor::arange(s, e, -1, Some(DType::I32), CPU),
+            "inconsistent",
+        );
+    }
+}
+
 // ----- the order of argument checks ------------------------------------------------
 
 #[test]
