@@ -130,16 +130,11 @@ pub(crate) fn arange_plan(
             to_i64_checked(end)?,
             to_i64_checked(step)?,
         );
-        if st == 0 {
-            return Err(step_zero());
-        }
-        // PyTorch 2.15 checks the sign on the bounds as f64, whatever the
-        // dtype: bounds beyond 2^53 that round to one f64 pass
+        // PyTorch 2.15 checks the bounds as f64, whatever the dtype: bounds
+        // beyond 2^53 that round to one f64 pass the sign check
         // (`arange(2**62, 2**62 + 2, -1, dtype=torch.int32)` is empty; for
         // i64 the exact length below is then negative, an invalid size).
-        if (st > 0 && (e as f64) < s as f64) || (st < 0 && (e as f64) > s as f64) {
-            return Err(inconsistent());
-        }
+        checked(s as f64, e as f64, st as f64)?;
         let len = if dtype == DType::I64 {
             let (s, e, st) = (i128::from(s), i128::from(e), i128::from(st));
             let l = (e - s + st - st.signum()) / st;
