@@ -300,6 +300,36 @@ const ALLOWED: &[(&str, On, &str)] = &[
         On::Cuda,
         "f64 sum of nine addcmul results: the exact sum rounds to PyTorch's -12.085968687325266, the GPU's tree gives -12.085968687325265, one ulp away (as s3562_pipeline_0936; session 72)",
     ),
+    (
+        "fuzz_ops.s7158_half_paths_0011",
+        On::Cuda,
+        "bf16 sum of a transposed [3, 2] holding 3.39e38 and -3.39e38 among small values: PyTorch's CPU order cancels the two first (-3.75, the exact sum), the GPU's adds the small values to one of them first, where they are lost (0) (as s3400_half_paths_0546; session 72)",
+    ),
+    (
+        "fuzz_ops.s7147_int_float_0807",
+        On::Cuda,
+        "f32 mean of eight i64 values converted to f32 (two of 33554432): the f32 sum 67116585 has a spacing of 8 there, PyTorch's CPU order ends at 67116584 (mean 8389573, the correctly rounded one), the GPU's tree at 67116592 (8389574) (as s3562_pipeline_0936; session 72)",
+    ),
+    (
+        "fuzz_ops.s7152_hostile_norm_scatter_0897",
+        On::Cuda,
+        "f64 layer_norm of the row [-1e200, -1.25]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 72)",
+    ),
+    (
+        "fuzz_ops.s7161_hostile_norm_scatter_0654",
+        On::Cuda,
+        "f64 layer_norm of the row [-1e200, 3.5]: PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 72)",
+    ),
+    (
+        "fuzz_ops.s7158_hostile_norm_scatter_0016",
+        On::Cuda,
+        "f64 layer_norm of the row [0.125, -3.375, 1e200] (a stepped slice): PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 72)",
+    ),
+    (
+        "fuzz_ops.s7165_hostile_norm_scatter_0221",
+        On::Cuda,
+        "f64 layer_norm of the row [-1.25, 3.5, -1e200] (normalized over [3, 1]): PyTorch's CPU NaN, the GPU's overflowing two-pass variance 0 (as s6600_hostile_norm_scatter_0310; session 72)",
+    ),
 ];
 
 const GROUPS: &[&str] = &[
