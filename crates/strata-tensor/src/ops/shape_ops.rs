@@ -271,7 +271,9 @@ impl Tensor {
     /// PyTorch's, which rolls one (shift, dim) pair at a time as a `cat` of
     /// two pieces: channels-last(-3d) where both pieces of the last pair
     /// are (a channels-last input rolled by a shift that is not a multiple
-    /// of the size), else row-major; an empty input keeps its layout.
+    /// of the size), else row-major. An empty input is copied with its
+    /// layout, its dims unchecked (as PyTorch, which returns before it looks
+    /// at them); `shifts` and `dims` must still align.
     ///
     /// ```
     /// use strata_tensor::tensor;
@@ -304,22 +306,24 @@ impl Tensor {
                 ),
             ));
         }
+        if self.numel() == 0 {
+            // PyTorch returns a copy of an empty input before it looks at
+            // the dims (`torch.roll(torch.zeros(0, 2), [1], [5])` is a
+            // `[0, 2]` tensor), on the CPU and on CUDA.
+            return self.uninit_preserving(OP, self.dtype());
+        }
         let mut total = vec![0i128; self.ndim()];
         for (&s, &d) in shifts.iter().zip(dims) {
             let d = normalize_dim_strict(OP, d, self.ndim())?;
             total[d] += i128::from(s);
         }
-        let out = if self.numel() == 0 {
-            self.uninit_preserving(OP, self.dtype())?
-        } else {
-            Tensor::uninit_channels_last_if(
-                OP,
-                self.shape(),
-                self.roll_is_channels_last(shifts, dims)?,
-                self.dtype(),
-                self.device(),
-            )?
-        };
+        let out = Tensor::uninit_channels_last_if(
+            OP,
+            self.shape(),
+            self.roll_is_channels_last(shifts, dims)?,
+            self.dtype(),
+            self.device(),
+        )?;
         let maps: Vec<DimMap> = (0..self.ndim())
             .map(|d| {
                 let n = self.shape()[d] as i128;

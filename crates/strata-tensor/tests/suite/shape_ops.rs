@@ -577,6 +577,34 @@ fn hostile_arguments_are_typed_errors() {
     assert_eq!(x.version(), 0);
 }
 
+/// PyTorch copies an empty input before it looks at `roll`'s dims (found by
+/// session 72's probe of view ops over hostile integers).
+#[test]
+fn roll_of_an_empty_tensor_does_not_check_its_dims() {
+    let x = Tensor::zeros(&[3, 0], DType::F32, Device::Cpu).unwrap();
+    // torch.roll(torch.zeros(3, 0), [1], [5]).shape == (3, 0), and
+    // torch.roll(torch.zeros(3, 0), [-2**31 - 1, -2], [-2**62, 1 - 2**62]) too.
+    for (shifts, dims) in [
+        (&[1i64][..], &[5i64][..]),
+        (&[-(1 << 31) - 1, -2][..], &[-(1 << 62), 1 - (1 << 62)][..]),
+    ] {
+        let r = x.roll(shifts, dims).unwrap();
+        assert_eq!(r.shape(), &[3, 0]);
+        assert!(!r.same_storage(&x));
+    }
+    // The shifts must still align with the dims, and be given:
+    // torch.roll(torch.zeros(3, 0), [1, 2], [0]) fails ("shifts and
+    // dimensions must align"), so does torch.roll(torch.zeros(3, 0), [], []).
+    assert!(matches!(
+        x.roll(&[1, 2], &[0]),
+        Err(TensorError::Shape { .. })
+    ));
+    assert!(matches!(x.roll(&[], &[]), Err(TensorError::Value { .. })));
+    // A non-empty tensor's dims are checked as before.
+    let y = Tensor::zeros(&[3, 1], DType::F32, Device::Cpu).unwrap();
+    assert!(matches!(y.roll(&[1], &[5]), Err(TensorError::Dim { .. })));
+}
+
 #[test]
 fn clamp_tensor_in_place_aliasing_a_bound() {
     // min is self itself and max a flipped copy of it: computed from the
