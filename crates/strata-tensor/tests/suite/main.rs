@@ -66,6 +66,7 @@ mod softmax_erf_s53b;
 mod softmax_pytorch;
 mod sort;
 mod strides_s59;
+mod view_args_s72;
 
 // session 60: einsum, diagonals, scaled products, lerp, cross
 mod contract;
