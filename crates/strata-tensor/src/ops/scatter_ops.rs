@@ -394,8 +394,8 @@ impl Tensor {
     }
 
     /// `torch.count_nonzero(self, dims)`: the number of nonzero elements
-    /// (NaN counts) over `dims` (all dims for `None`), as i64. A dim given
-    /// twice is an error.
+    /// (NaN counts) over `dims` (all dims for `None` or an empty list, as
+    /// PyTorch), as i64. A dim given twice is an error.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -417,12 +417,10 @@ impl Tensor {
                 }
                 seen.push(n);
             }
-            if ds.is_empty() {
-                // PyTorch: an empty dim list reduces nothing.
-                return self.ne(0)?.to_dtype(DType::I64);
-            }
         }
-        self.ne(0)?.sum(dims, false)
+        // An empty dim list reduces every dim, as `None` does (PyTorch 2.15:
+        // `torch.count_nonzero(x, [])` is the count over all of `x`).
+        self.ne(0)?.sum(dims.filter(|d| !d.is_empty()), false)
     }
 
     /// `torch.nonzero(self)`: the coordinates of the nonzero elements (NaN

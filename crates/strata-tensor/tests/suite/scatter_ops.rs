@@ -290,6 +290,21 @@ fn any_all_dtypes() {
     assert!(!f.any().unwrap().item::<bool>().unwrap());
 }
 
+/// An empty dim list counts over every dim, as PyTorch 2.15 does (found by
+/// session 72's probe of reductions over hostile dims).
+#[test]
+fn count_nonzero_of_an_empty_dim_list_counts_everything() {
+    // torch.count_nonzero(torch.tensor([[1., 0., 2., 3.]]), []) == tensor(3)
+    let x = t64(&[1.0, 0.0, 2.0, 3.0], &[1, 4]);
+    let n = x.count_nonzero(Some(&[])).unwrap();
+    assert_eq!((n.shape(), n.dtype()), (&[][..], DType::I64));
+    assert_eq!(n.item::<i64>().unwrap(), 3);
+    // torch.count_nonzero(torch.zeros(0, 2, 3), []) == tensor(0)
+    let e = Tensor::zeros(&[0, 2, 3], DType::F32, Device::Cpu).unwrap();
+    let n = e.count_nonzero(Some(&[])).unwrap();
+    assert_eq!((n.shape(), n.item::<i64>().unwrap()), (&[][..], 0));
+}
+
 /// Every failing call is a typed error and leaves self as it was.
 #[test]
 fn hostile_inputs_are_typed_errors_and_change_nothing() {
