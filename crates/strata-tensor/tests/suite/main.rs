@@ -60,6 +60,7 @@ mod properties;
 mod pytorch_extremes_s53;
 mod pytorch_fixture;
 mod pytorch_order_s52;
+mod reduce_args_s72;
 mod scatter_ops;
 mod shape_ops;
 mod softmax_erf_s53b;
