@@ -16,6 +16,7 @@ mod fuzz_s56;
 mod gelu_half_s54a;
 mod gelu_half_s54d;
 mod half_bits;
+mod hostile_calls;
 mod hostile_inputs;
 mod hostile_s57;
 mod hostile_s58;

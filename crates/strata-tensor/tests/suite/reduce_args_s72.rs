@@ -5,10 +5,11 @@
 //! rounding). The probe found one difference, fixed: `count_nonzero` with
 //! an empty dim list reduced nothing, PyTorch counts over every dim.
 
-use crate::pytorch_fixture::{fixture, gunzip, ints, num};
+use crate::hostile_calls::{assert_all_agree, Match};
+use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_tensor::{DType, Device, Result, Tensor};
+use strata_tensor::{Device, Result, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/reduce_args_s72.json.gz"))));
@@ -79,64 +80,10 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
     }
 }
 
-fn difference(c: &Value) -> Option<String> {
-    let x = input(&ints(&c["shape"]));
-    let got = call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap());
-    match (got, c.get("error")) {
-        (Err(_), Some(_)) => None,
-        (Ok(ts), Some(e)) => Some(format!(
-            "strata gave shapes {:?}, PyTorch failed: {e}",
-            ts.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
-        )),
-        (Err(e), None) => Some(format!("strata failed ({e}), PyTorch did not")),
-        (Ok(ts), None) => {
-            let want = c["results"].as_array().unwrap();
-            if ts.len() != want.len() {
-                return Some(format!("{} results, PyTorch {}", ts.len(), want.len()));
-            }
-            for (k, (t, w)) in ts.iter().zip(want).enumerate() {
-                let ws: Vec<usize> = ints(&w["shape"]).iter().map(|&s| s as usize).collect();
-                let wd: Vec<f64> = w["data"].as_array().unwrap().iter().map(num).collect();
-                let gd = (t.to_dtype(DType::F64).and_then(|t| t.contiguous()))
-                    .and_then(|t| t.to_vec::<f64>())
-                    .unwrap();
-                let close = gd.len() == wd.len()
-                    && gd.iter().zip(&wd).all(|(g, w)| {
-                        (g.is_nan() && w.is_nan())
-                            || g == w
-                            || (g - w).abs() <= 1e-5 * w.abs().max(1.0)
-                    });
-                if t.shape() != ws.as_slice() || !close {
-                    return Some(format!(
-                        "result {k}: shape {:?} values {gd:?}, PyTorch {ws:?} {wd:?}",
-                        t.shape()
-                    ));
-                }
-            }
-            None
-        }
-    }
-}
-
 #[test]
 fn reductions_take_hostile_dims_as_pytorch() {
-    let cases = FIXTURE["cases"].as_array().unwrap();
-    assert!(
-        cases.len() > 19_000,
-        "the fixture holds {} cases",
-        cases.len()
-    );
-    let bad: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            difference(c).map(|why| format!("{} {} {}: {why}", c["op"], c["shape"], c["args"]))
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} cases differ from PyTorch, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(10)].join("\n")
-    );
+    assert_all_agree(&FIXTURE, 19_000, Match::Relative(1e-5), |c| {
+        let x = input(&ints(&c["shape"]));
+        call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
+    });
 }

@@ -5,6 +5,7 @@
 //! difference, fixed: `roll` of an empty tensor checked its dims, PyTorch
 //! returns a copy first.
 
+use crate::hostile_calls::{assert_all_agree, Match};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -43,63 +44,14 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
     }
 }
 
-/// Where strata's answer to one case differs from PyTorch's, or `None`.
-fn difference(c: &Value) -> Option<String> {
-    let shape = ints(&c["shape"]);
-    let n: i64 = shape.iter().product();
-    let x = Tensor::arange(0, n, 1, Some(DType::F32), Device::Cpu)
-        .and_then(|t| t.reshape(&shape))
-        .unwrap();
-    let got = call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap());
-    match (got, c.get("error")) {
-        (Err(_), Some(_)) => None,
-        (Ok(ts), Some(e)) => Some(format!(
-            "strata gave shapes {:?}, PyTorch failed: {e}",
-            ts.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
-        )),
-        (Err(e), None) => Some(format!("strata failed ({e}), PyTorch did not")),
-        (Ok(ts), None) => {
-            let want = c["results"].as_array().unwrap();
-            if ts.len() != want.len() {
-                return Some(format!("{} results, PyTorch {}", ts.len(), want.len()));
-            }
-            for (k, (t, w)) in ts.iter().zip(want).enumerate() {
-                let ws: Vec<usize> = ints(&w["shape"]).iter().map(|&s| s as usize).collect();
-                let wd: Vec<f32> = (w["data"].as_array().unwrap().iter())
-                    .map(|v| v.as_f64().unwrap() as f32)
-                    .collect();
-                let gd = t.contiguous().and_then(|t| t.to_vec::<f32>()).unwrap();
-                if t.shape() != ws.as_slice() || gd != wd {
-                    return Some(format!(
-                        "result {k}: shape {:?} values {gd:?}, PyTorch {ws:?} {wd:?}",
-                        t.shape()
-                    ));
-                }
-            }
-            None
-        }
-    }
-}
-
 #[test]
 fn view_ops_take_hostile_integers_as_pytorch() {
-    let cases = FIXTURE["cases"].as_array().unwrap();
-    assert!(
-        cases.len() > 19_000,
-        "the fixture holds {} cases",
-        cases.len()
-    );
-    let bad: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            difference(c).map(|why| format!("{} {} {}: {why}", c["op"], c["shape"], c["args"]))
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} cases differ from PyTorch, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(10)].join("\n")
-    );
+    assert_all_agree(&FIXTURE, 19_000, Match::Exact, |c| {
+        let shape = ints(&c["shape"]);
+        let n: i64 = shape.iter().product();
+        let x = Tensor::arange(0, n, 1, Some(DType::F32), Device::Cpu)
+            .and_then(|t| t.reshape(&shape))
+            .unwrap();
+        call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
+    });
 }

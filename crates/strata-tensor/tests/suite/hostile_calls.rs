@@ -1,0 +1,95 @@
+//! The comparison shared by the fixtures of calls with hostile arguments
+//! (`view_args_s72`, `reduce_args_s72`): each case names an op, an input
+//! shape and arguments, and holds PyTorch's results (`"results"`: shapes and
+//! values row-major) or the fact that it failed (`"error"`). strata must
+//! fail where PyTorch fails and otherwise give its shapes and values.
+
+use crate::pytorch_fixture::{ints, num};
+use serde_json::Value;
+use strata_tensor::{DType, Result, Tensor};
+
+/// How close an element of strata's result must be to PyTorch's.
+#[derive(Clone, Copy)]
+pub enum Match {
+    /// Equal (NaN matching NaN).
+    Exact,
+    /// Within this relative error (absolute below 1).
+    Relative(f64),
+}
+
+impl Match {
+    fn accepts(self, got: f64, want: f64) -> bool {
+        if (got.is_nan() && want.is_nan()) || got == want {
+            return true;
+        }
+        match self {
+            Match::Exact => false,
+            Match::Relative(r) => (got - want).abs() <= r * want.abs().max(1.0),
+        }
+    }
+}
+
+/// Where strata's answer `got` to case `c` differs from PyTorch's, or `None`.
+fn difference(got: Result<Vec<Tensor>>, c: &Value, m: Match) -> Option<String> {
+    match (got, c.get("error")) {
+        (Err(_), Some(_)) => None,
+        (Ok(ts), Some(e)) => Some(format!(
+            "strata gave shapes {:?}, PyTorch failed: {e}",
+            ts.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>()
+        )),
+        (Err(e), None) => Some(format!("strata failed ({e}), PyTorch did not")),
+        (Ok(ts), None) => {
+            let want = c["results"].as_array().unwrap();
+            if ts.len() != want.len() {
+                return Some(format!("{} results, PyTorch {}", ts.len(), want.len()));
+            }
+            for (k, (t, w)) in ts.iter().zip(want).enumerate() {
+                let ws: Vec<usize> = ints(&w["shape"]).iter().map(|&s| s as usize).collect();
+                let wd: Vec<f64> = w["data"].as_array().unwrap().iter().map(num).collect();
+                let gd = (t.to_dtype(DType::F64).and_then(|t| t.contiguous()))
+                    .and_then(|t| t.to_vec::<f64>())
+                    .unwrap();
+                let close =
+                    gd.len() == wd.len() && gd.iter().zip(&wd).all(|(&g, &w)| m.accepts(g, w));
+                if t.shape() != ws.as_slice() || !close {
+                    return Some(format!(
+                        "result {k}: shape {:?} values {gd:?}, PyTorch {ws:?} {wd:?}",
+                        t.shape()
+                    ));
+                }
+            }
+            None
+        }
+    }
+}
+
+/// Runs every case of `fixture` through `call` and fails, listing the first
+/// ten, if any differs from PyTorch; the fixture must hold more than
+/// `at_least` cases.
+pub fn assert_all_agree(
+    fixture: &Value,
+    at_least: usize,
+    m: Match,
+    call: impl Fn(&Value) -> Result<Vec<Tensor>>,
+) {
+    let cases = fixture["cases"].as_array().unwrap();
+    assert!(
+        cases.len() > at_least,
+        "the fixture holds {} cases",
+        cases.len()
+    );
+    let bad: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            difference(call(c), c, m)
+                .map(|why| format!("{} {} {}: {why}", c["op"], c["shape"], c["args"]))
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} cases differ from PyTorch, e.g.:\n{}",
+        bad.len(),
+        cases.len(),
+        bad[..bad.len().min(10)].join("\n")
+    );
+}
