@@ -509,6 +509,8 @@ impl Tensor {
     /// f16/bf16 in the vectorised chunks of 32 elements of a contiguous
     /// inner loop, two roundings in the other elements), as PyTorch's `add`
     /// kernel does. On a GPU the source is multiplied by alpha first.
+    /// Indices lie in [0, size); as in PyTorch, none is checked when self
+    /// has more than one dim and no elements.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -560,7 +562,8 @@ impl Tensor {
     /// `torch.index_copy(self, dim, index, source)`: a copy of self whose
     /// slice `index[i]` along `dim` is `source`'s slice `i`. `index` is i64
     /// (as PyTorch requires here), 1-D or 0-d, one entry per slice of
-    /// `source`. With duplicate indices the CPU keeps the last slice (as
+    /// `source`, in [0, size) (as in PyTorch, not checked when `source` is
+    /// empty). With duplicate indices the CPU keeps the last slice (as
     /// PyTorch's CPU); on a GPU which one is unspecified.
     ///
     /// ```
@@ -638,7 +641,11 @@ impl Tensor {
     }
 
     /// PyTorch's checks of `index_add`/`index_copy`, in its order, and the
-    /// range of every index.
+    /// range of every index where PyTorch looks at it: `index_copy`'s
+    /// kernel visits the source's elements, so an empty source checks no
+    /// index; `index_add` of a tensor of more than one dim returns before
+    /// its loop when self is empty (a 0-d or 1-D self checks every index
+    /// against its elements).
     fn index_slices_checks(
         &self,
         op: &'static str,
@@ -677,6 +684,14 @@ impl Tensor {
                     nonempty_size(source, d)
                 ),
             ));
+        }
+        let looked_at = if op.starts_with("index_copy") {
+            source.numel() > 0
+        } else {
+            self.ndim() <= 1 || self.numel() > 0
+        };
+        if !looked_at {
+            return Ok(());
         }
         check_index_range(op, &index.reshape(&[-1])?, nonempty_size(self, d))
     }
@@ -752,7 +767,10 @@ impl Tensor {
     /// `torch.index_fill(self, dim, index, value)`: a copy of self whose
     /// slices `index` along `dim` are filled with `value` (converted to
     /// self's dtype; a value the dtype cannot hold is an error, as in
-    /// PyTorch). `index` is i64, 1-D or 0-d; duplicates are harmless.
+    /// PyTorch). `index` is i64, 1-D or 0-d, in [-size, size) (negative
+    /// entries count from the end); duplicates are harmless. As in
+    /// PyTorch, the indices are checked only where a slice they name has
+    /// elements to fill.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device, DType};
@@ -805,7 +823,25 @@ impl Tensor {
         check_vector_index(op, index)?;
         check_long_index(op, index)?;
         super::checks::check_fits(op, value, self.dtype())?;
-        check_index_range(op, &index.reshape(&[-1])?, nonempty_size(self, d))
+        // PyTorch's kernel visits self with dim `d` replaced by the index's
+        // length, and checks each index it meets against [-size, size).
+        let size = nonempty_size(self, d);
+        let others: usize = (0..self.ndim())
+            .filter(|&k| k != d)
+            .map(|k| self.shape()[k])
+            .product();
+        if index.numel() == 0 || others == 0 {
+            return Ok(());
+        }
+        let (lo, hi) = read_extremes(index)?;
+        if lo < -(size as i64) || hi >= size as i64 {
+            let bad = if lo < -(size as i64) { lo } else { hi };
+            return Err(TensorError::index(
+                op,
+                format!("index {bad} is out of bounds for dimension {d} with size {size}; an index must lie in [-{size}, {size})"),
+            ));
+        }
+        Ok(())
     }
 
     fn index_fill_impl(
@@ -820,7 +856,7 @@ impl Tensor {
         }
         let d = normalize_dim(op, dim, self.ndim())?;
         let this = at_least_1d(self)?;
-        let idx = index.reshape(&[-1])?;
+        let idx = wrap_negative(&index.reshape(&[-1])?, this.shape()[d])?;
         let mut shape = this.shape().to_vec();
         shape[d] = idx.numel();
         let mut istrides = vec![0; shape.len()];
@@ -1432,11 +1468,24 @@ impl Tensor {
             .map(|t| t.layout().broadcast_strides(&b))
             .collect();
         // Each index in [-size, size), negatives wrapped, as i64 over b.
+        // PyTorch's kernel checks the indices as it visits the result's
+        // elements: where the result is empty (no index position, or an
+        // empty dim left unindexed) it checks none, and no element is read
+        // or written, so the plan holds zeros.
+        let rest_numel: usize = (0..self.ndim())
+            .filter(|k| !dims.contains(k))
+            .map(|k| self.shape()[k])
+            .product();
+        let nb: usize = b.iter().product();
         let mut idx = Vec::with_capacity(dims.len());
         for &k in &dims {
             let Some(t) = per_dim[k].as_ref() else {
                 continue;
             };
+            if nb * rest_numel == 0 {
+                idx.push(Tensor::zeros(&[nb], DType::I64, self.device())?);
+                continue;
+            }
             let size = self.shape()[k] as i64;
             let t = t.to_dtype_contiguous(DType::I64)?;
             if t.numel() > 0 {
@@ -1452,17 +1501,11 @@ impl Tensor {
                     ));
                 }
             }
-            let t = if t.numel() > 0 && t.known_value_range().is_none_or(|(lo, _)| lo < 0) {
-                let neg = t.lt(0)?;
-                Tensor::where_cond(&neg, &t.add(size)?, &t)?
-            } else {
-                t
-            };
+            let t = wrap_negative(&t, size as usize)?;
             idx.push(t.broadcast_to(&b)?.contiguous()?.reshape(&[-1])?);
         }
         let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
         let rest: Vec<usize> = (0..self.ndim()).filter(|k| !dims.contains(k)).collect();
-        let nb = b.iter().product();
         Ok(IndexPlan {
             dims,
             idx,
@@ -1633,6 +1676,16 @@ impl IndexPlan {
             .map(|&k| self.sizes[k].saturating_sub(1) * strides[k])
             .sum::<usize>()
     }
+}
+
+/// An i64 or i32 index tensor with its negative entries (already checked to
+/// lie in [-size, 0)) counted from the end: `size` added to them.
+fn wrap_negative(t: &Tensor, size: usize) -> Result<Tensor> {
+    if t.numel() == 0 || t.known_value_range().is_some_and(|(lo, _)| lo >= 0) {
+        return Ok(t.clone());
+    }
+    let neg = t.lt(0)?;
+    Tensor::where_cond(&neg, &t.add(size as i64)?, t)
 }
 
 /// The highest value of `d` (+inf for floats): `amin`'s identity.

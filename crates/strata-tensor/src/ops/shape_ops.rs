@@ -1036,7 +1036,10 @@ fn repeat_index(op: &'static str, counts: &Tensor, n: usize) -> Result<Tensor> {
         ));
     }
     let values: Vec<i64> = counts.to_dtype(DType::I64)?.to_vec::<i64>()?;
-    if let Some(&bad) = values.iter().find(|&&v| v < 0) {
+    // One count stands for every element (PyTorch expands it to n): with
+    // no elements it is never used, and not checked.
+    let used = if one && n == 0 { &[][..] } else { &values[..] };
+    if let Some(&bad) = used.iter().find(|&&v| v < 0) {
         return Err(TensorError::value(
             op,
             format!("repeats can not be negative, got {bad}"),

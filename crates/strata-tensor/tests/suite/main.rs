@@ -44,6 +44,7 @@ mod hostile_sweep_s52;
 mod hostile_sweep_s53;
 mod hostile_sweep_s53b;
 mod hostile_sweep_s54c;
+mod index_args_s73;
 mod interop;
 mod interop_hostile_s56;
 mod layer_norm_s55;

@@ -375,8 +375,11 @@ fn hostile_inputs_are_typed_errors_and_change_nothing() {
         x.index_copy_(1, &bad, &src),
         Err(TensorError::Index { .. })
     ));
+    // index_fill counts negative indices from the end, as PyTorch does: -4
+    // is out of [-3, 3) (PyTorch: "index -4 is out of bounds for dimension
+    // 1 with size 3").
     assert!(matches!(
-        x.index_fill_(1, &i64s(&[-1], &[1]), 0.0),
+        x.index_fill_(1, &i64s(&[-4], &[1]), 0.0),
         Err(TensorError::Index { .. })
     ));
     let bad2 = i64s(&[0, 3], &[1, 2]);

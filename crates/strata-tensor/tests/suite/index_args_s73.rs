@@ -1,0 +1,158 @@
+//! Session 73: indexing, scatter, joining, padding and layout ops with
+//! hostile integer arguments and index tensors against PyTorch 2.15
+//! (`benches/anchors/gen_index_args_s73.py`, which says what it draws and
+//! what it leaves out): strata must fail where PyTorch fails and otherwise
+//! give PyTorch's shapes and values (within f32 rounding). The probe found
+//! 566 differences of four kinds, fixed: `index_fill` refused negative
+//! indices (PyTorch counts them from the end); `index_fill`, `index_copy`,
+//! `index_add` and `index_put`/advanced indexing refused out-of-range
+//! indices where PyTorch's kernel visits no element and checks none (an
+//! empty slice to fill, an empty source, an empty self of several dims, an
+//! empty result); `repeat_interleave` refused a single negative count for
+//! an empty dim, which PyTorch expands to no counts.
+
+use crate::hostile_calls::{assert_all_agree, Match};
+use crate::pytorch_fixture::{fixture, gunzip, ints};
+use serde_json::Value;
+use std::sync::LazyLock;
+use strata_tensor::{
+    CrossEntropyArgs, Device, PadMode, Reduction, Repeats, Result, ScatterReduce, Tensor,
+};
+
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/index_args_s73.json.gz"))));
+
+fn int(v: &Value) -> i64 {
+    v.as_i64().expect("an integer argument")
+}
+
+fn float(v: &Value) -> f64 {
+    v.as_f64().expect("a float argument")
+}
+
+fn sizes(shape: &[i64]) -> Vec<usize> {
+    shape.iter().map(|&d| d as usize).collect()
+}
+
+/// The generator's values: `(7 (k + start)) mod 5 - 2` for element `k`,
+/// row-major.
+fn values(shape: &[i64], start: i64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|k| (((k + start) * 7) % 5 - 2) as f32).collect();
+    Tensor::from_slice(&v, &sizes(shape), Device::Cpu).unwrap()
+}
+
+/// A tensor argument `{"shape", "data"}` of values from `data` on.
+fn values_arg(a: &Value) -> Tensor {
+    values(&ints(&a["shape"]), int(&a["data"]))
+}
+
+/// An index tensor argument `{"shape", "data"}` (int64).
+fn index_arg(a: &Value) -> Tensor {
+    Tensor::from_slice(&ints(&a["data"]), &sizes(&ints(&a["shape"])), Device::Cpu).unwrap()
+}
+
+fn reduction(v: &Value) -> Reduction {
+    match v.as_str().unwrap() {
+        "mean" => Reduction::Mean,
+        "sum" => Reduction::Sum,
+        "none" => Reduction::None,
+        other => panic!("the generator wrote a reduction this test does not know: {other}"),
+    }
+}
+
+fn scatter_reduce(v: &Value) -> ScatterReduce {
+    match v.as_str().unwrap() {
+        "sum" => ScatterReduce::Sum,
+        "prod" => ScatterReduce::Prod,
+        "mean" => ScatterReduce::Mean,
+        "amax" => ScatterReduce::Amax,
+        "amin" => ScatterReduce::Amin,
+        other => panic!("the generator wrote a scatter reduction this test does not know: {other}"),
+    }
+}
+
+fn pad_mode(v: &Value, value: f64) -> PadMode {
+    match v.as_str().unwrap() {
+        "constant" => PadMode::Constant(value.into()),
+        "reflect" => PadMode::Reflect,
+        "replicate" => PadMode::Replicate,
+        "circular" => PadMode::Circular,
+        other => panic!("the generator wrote a pad mode this test does not know: {other}"),
+    }
+}
+
+fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
+    let one = |r: Result<Tensor>| r.map(|t| vec![t]);
+    let dim = || int(&a[0]);
+    match op {
+        "scatter" => one(x.scatter(dim(), &index_arg(&a[1]), &values_arg(&a[2]))),
+        "scatter_value" => one(x.scatter_value(dim(), &index_arg(&a[1]), float(&a[2]))),
+        "scatter_add" => one(x.scatter_add(dim(), &index_arg(&a[1]), &values_arg(&a[2]))),
+        "scatter_reduce" => one(x.scatter_reduce(
+            dim(),
+            &index_arg(&a[1]),
+            &values_arg(&a[2]),
+            scatter_reduce(&a[3]),
+            a[4].as_bool().unwrap(),
+        )),
+        "index_add" => one(x.index_add(dim(), &index_arg(&a[1]), &values_arg(&a[2]), float(&a[3]))),
+        "index_copy" => one(x.index_copy(dim(), &index_arg(&a[1]), &values_arg(&a[2]))),
+        "index_fill" => one(x.index_fill(dim(), &index_arg(&a[1]), float(&a[2]))),
+        "index_put" => {
+            let ids: Vec<Option<Tensor>> = (a[0].as_array().unwrap().iter())
+                .map(|i| (!i.is_null()).then(|| index_arg(i)))
+                .collect();
+            let refs: Vec<Option<&Tensor>> = ids.iter().map(Option::as_ref).collect();
+            one(x.index_put(&refs, &values_arg(&a[1]), a[2].as_bool().unwrap()))
+        }
+        "embedding" => one(Tensor::embedding(&index_arg(&a[0]), x, a[1].as_i64())),
+        "nll_loss" => one(x.nll_loss(&index_arg(&a[0]), None, int(&a[1]), reduction(&a[2]))),
+        "cross_entropy" => one(x.cross_entropy(
+            &index_arg(&a[0]),
+            CrossEntropyArgs {
+                weight: None,
+                ignore_index: int(&a[1]),
+                reduction: reduction(&a[2]),
+                label_smoothing: float(&a[3]),
+            },
+        )),
+        "cat" | "stack" => {
+            let ts: Vec<Tensor> = (a[0].as_array().unwrap().iter().enumerate())
+                .map(|(k, s)| values(&ints(s), k as i64))
+                .collect();
+            let refs: Vec<&Tensor> = ts.iter().collect();
+            one(if op == "cat" {
+                Tensor::cat(&refs, int(&a[1]))
+            } else {
+                Tensor::stack(&refs, int(&a[1]))
+            })
+        }
+        "split_sizes" => x.split(ints(&a[0]), int(&a[1])),
+        "unbind" => x.unbind(dim()),
+        "pad" => one(x.pad(&ints(&a[0]), pad_mode(&a[1], float(&a[2])))),
+        "repeat_interleave" => {
+            let along = a[1].as_i64();
+            if a[0].is_object() {
+                let counts = index_arg(&a[0]);
+                one(x.repeat_interleave(Repeats::Tensor(&counts), along))
+            } else {
+                one(x.repeat_interleave(Repeats::Count(int(&a[0]) as usize), along))
+            }
+        }
+        "expand" => one(x.expand(&ints(&a[0]))),
+        "reshape" => one(x.reshape(&ints(&a[0]))),
+        "view" => one(x.view(&ints(&a[0]))),
+        "permute" => one(x.permute(&ints(&a[0]))),
+        "as_strided" => one(x.as_strided(&ints(&a[0]), &ints(&a[1]), a[2].as_i64())),
+        other => panic!("the generator wrote an op this test does not know: {other}"),
+    }
+}
+
+#[test]
+fn indexing_ops_take_hostile_arguments_as_pytorch() {
+    assert_all_agree(&FIXTURE, 15_000, Match::Relative(1e-5), |c| {
+        let x = values(&ints(&c["shape"]), 0);
+        call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
+    });
+}
