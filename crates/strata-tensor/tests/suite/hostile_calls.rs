@@ -2,11 +2,12 @@
 //! (`view_args_s72`, `reduce_args_s72`, `index_args_s73`): each case names an op, an input
 //! shape and arguments, and holds PyTorch's results (`"results"`: shapes and
 //! values row-major) or the fact that it failed (`"error"`). strata must
-//! fail where PyTorch fails and otherwise give its shapes and values.
+//! fail where PyTorch fails and otherwise give its shapes and values, on the
+//! CPU and (ignored unless `--include-ignored`) on `cuda:0`.
 
 use crate::pytorch_fixture::{ints, num};
 use serde_json::Value;
-use strata_tensor::{DType, Result, Tensor};
+use strata_tensor::{DType, Device, Result, Tensor};
 
 /// How close an element of strata's result must be to PyTorch's.
 #[derive(Clone, Copy)]
@@ -61,6 +62,19 @@ fn difference(got: Result<Vec<Tensor>>, c: &Value, m: Match) -> Option<String> {
             None
         }
     }
+}
+
+/// `cuda:0`; panics (failing the test) with the reason when it is not
+/// usable. For the GPU variants of the fixtures' tests (ignored unless
+/// `--include-ignored`).
+pub fn gpu() -> Device {
+    let gpu = Device::Cuda(0);
+    assert!(
+        strata_tensor::has_backend(gpu),
+        "this test needs a CUDA GPU and none is usable: {}",
+        strata_tensor::cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
+    );
+    gpu
 }
 
 /// Runs every case of `fixture` through `call` and fails, listing the first

@@ -11,7 +11,7 @@
 //! empty result); `repeat_interleave` refused a single negative count for
 //! an empty dim, which PyTorch expands to no counts.
 
-use crate::hostile_calls::{assert_all_agree, Match};
+use crate::hostile_calls::{assert_all_agree, gpu, Match};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -36,20 +36,20 @@ fn sizes(shape: &[i64]) -> Vec<usize> {
 
 /// The generator's values: `(7 (k + start)) mod 5 - 2` for element `k`,
 /// row-major.
-fn values(shape: &[i64], start: i64) -> Tensor {
+fn values(shape: &[i64], start: i64, device: Device) -> Tensor {
     let n: i64 = shape.iter().product();
     let v: Vec<f32> = (0..n).map(|k| (((k + start) * 7) % 5 - 2) as f32).collect();
-    Tensor::from_slice(&v, &sizes(shape), Device::Cpu).unwrap()
+    Tensor::from_slice(&v, &sizes(shape), device).unwrap()
 }
 
 /// A tensor argument `{"shape", "data"}` of values from `data` on.
-fn values_arg(a: &Value) -> Tensor {
-    values(&ints(&a["shape"]), int(&a["data"]))
+fn values_arg(a: &Value, device: Device) -> Tensor {
+    values(&ints(&a["shape"]), int(&a["data"]), device)
 }
 
 /// An index tensor argument `{"shape", "data"}` (int64).
-fn index_arg(a: &Value) -> Tensor {
-    Tensor::from_slice(&ints(&a["data"]), &sizes(&ints(&a["shape"])), Device::Cpu).unwrap()
+fn index_arg(a: &Value, device: Device) -> Tensor {
+    Tensor::from_slice(&ints(&a["data"]), &sizes(&ints(&a["shape"])), device).unwrap()
 }
 
 fn reduction(v: &Value) -> Reduction {
@@ -85,31 +85,37 @@ fn pad_mode(v: &Value, value: f64) -> PadMode {
 fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
     let one = |r: Result<Tensor>| r.map(|t| vec![t]);
     let dim = || int(&a[0]);
+    let dev = x.device();
     match op {
-        "scatter" => one(x.scatter(dim(), &index_arg(&a[1]), &values_arg(&a[2]))),
-        "scatter_value" => one(x.scatter_value(dim(), &index_arg(&a[1]), float(&a[2]))),
-        "scatter_add" => one(x.scatter_add(dim(), &index_arg(&a[1]), &values_arg(&a[2]))),
+        "scatter" => one(x.scatter(dim(), &index_arg(&a[1], dev), &values_arg(&a[2], dev))),
+        "scatter_value" => one(x.scatter_value(dim(), &index_arg(&a[1], dev), float(&a[2]))),
+        "scatter_add" => one(x.scatter_add(dim(), &index_arg(&a[1], dev), &values_arg(&a[2], dev))),
         "scatter_reduce" => one(x.scatter_reduce(
             dim(),
-            &index_arg(&a[1]),
-            &values_arg(&a[2]),
+            &index_arg(&a[1], dev),
+            &values_arg(&a[2], dev),
             scatter_reduce(&a[3]),
             a[4].as_bool().unwrap(),
         )),
-        "index_add" => one(x.index_add(dim(), &index_arg(&a[1]), &values_arg(&a[2]), float(&a[3]))),
-        "index_copy" => one(x.index_copy(dim(), &index_arg(&a[1]), &values_arg(&a[2]))),
-        "index_fill" => one(x.index_fill(dim(), &index_arg(&a[1]), float(&a[2]))),
+        "index_add" => one(x.index_add(
+            dim(),
+            &index_arg(&a[1], dev),
+            &values_arg(&a[2], dev),
+            float(&a[3]),
+        )),
+        "index_copy" => one(x.index_copy(dim(), &index_arg(&a[1], dev), &values_arg(&a[2], dev))),
+        "index_fill" => one(x.index_fill(dim(), &index_arg(&a[1], dev), float(&a[2]))),
         "index_put" => {
             let ids: Vec<Option<Tensor>> = (a[0].as_array().unwrap().iter())
-                .map(|i| (!i.is_null()).then(|| index_arg(i)))
+                .map(|i| (!i.is_null()).then(|| index_arg(i, dev)))
                 .collect();
             let refs: Vec<Option<&Tensor>> = ids.iter().map(Option::as_ref).collect();
-            one(x.index_put(&refs, &values_arg(&a[1]), a[2].as_bool().unwrap()))
+            one(x.index_put(&refs, &values_arg(&a[1], dev), a[2].as_bool().unwrap()))
         }
-        "embedding" => one(Tensor::embedding(&index_arg(&a[0]), x, a[1].as_i64())),
-        "nll_loss" => one(x.nll_loss(&index_arg(&a[0]), None, int(&a[1]), reduction(&a[2]))),
+        "embedding" => one(Tensor::embedding(&index_arg(&a[0], dev), x, a[1].as_i64())),
+        "nll_loss" => one(x.nll_loss(&index_arg(&a[0], dev), None, int(&a[1]), reduction(&a[2]))),
         "cross_entropy" => one(x.cross_entropy(
-            &index_arg(&a[0]),
+            &index_arg(&a[0], dev),
             CrossEntropyArgs {
                 weight: None,
                 ignore_index: int(&a[1]),
@@ -119,7 +125,7 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
         )),
         "cat" | "stack" => {
             let ts: Vec<Tensor> = (a[0].as_array().unwrap().iter().enumerate())
-                .map(|(k, s)| values(&ints(s), k as i64))
+                .map(|(k, s)| values(&ints(s), k as i64, dev))
                 .collect();
             let refs: Vec<&Tensor> = ts.iter().collect();
             one(if op == "cat" {
@@ -134,7 +140,7 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
         "repeat_interleave" => {
             let along = a[1].as_i64();
             if a[0].is_object() {
-                let counts = index_arg(&a[0]);
+                let counts = index_arg(&a[0], dev);
                 one(x.repeat_interleave(Repeats::Tensor(&counts), along))
             } else {
                 one(x.repeat_interleave(Repeats::Count(int(&a[0]) as usize), along))
@@ -149,10 +155,20 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
     }
 }
 
-#[test]
-fn indexing_ops_take_hostile_arguments_as_pytorch() {
+fn indexing_ops_on(device: Device) {
     assert_all_agree(&FIXTURE, 15_000, Match::Relative(1e-5), |c| {
-        let x = values(&ints(&c["shape"]), 0);
+        let x = values(&ints(&c["shape"]), 0, device);
         call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
     });
+}
+
+#[test]
+fn indexing_ops_take_hostile_arguments_as_pytorch() {
+    indexing_ops_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn indexing_ops_take_hostile_arguments_as_pytorch_on_a_gpu() {
+    indexing_ops_on(gpu());
 }

@@ -5,7 +5,7 @@
 //! rounding). The probe found one difference, fixed: `count_nonzero` with
 //! an empty dim list reduced nothing, PyTorch counts over every dim.
 
-use crate::hostile_calls::{assert_all_agree, Match};
+use crate::hostile_calls::{assert_all_agree, gpu, Match};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -19,11 +19,11 @@ fn int(v: &Value) -> i64 {
 }
 
 /// The generator's input: `(7 k) mod 5 - 2` for element `k`, row-major.
-fn input(shape: &[i64]) -> Tensor {
+fn input(shape: &[i64], device: Device) -> Tensor {
     let n: i64 = shape.iter().product();
     let v: Vec<f32> = (0..n).map(|k| ((k * 7) % 5 - 2) as f32).collect();
     let s: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    Tensor::from_slice(&v, &s, Device::Cpu).unwrap()
+    Tensor::from_slice(&v, &s, device).unwrap()
 }
 
 /// A dim list: `None` where the generator passed PyTorch `None` for an
@@ -69,7 +69,7 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
                     .chain(std::iter::repeat_n(1, nd - 1))
                     .collect(),
             };
-            let idx = Tensor::from_slice(&v, &shape, Device::Cpu).unwrap();
+            let idx = Tensor::from_slice(&v, &shape, x.device()).unwrap();
             if op == "index_select" {
                 one(x.index_select(dim(), &idx))
             } else {
@@ -80,10 +80,20 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
     }
 }
 
-#[test]
-fn reductions_take_hostile_dims_as_pytorch() {
+fn reductions_on(device: Device) {
     assert_all_agree(&FIXTURE, 19_000, Match::Relative(1e-5), |c| {
-        let x = input(&ints(&c["shape"]));
+        let x = input(&ints(&c["shape"]), device);
         call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
     });
+}
+
+#[test]
+fn reductions_take_hostile_dims_as_pytorch() {
+    reductions_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn reductions_take_hostile_dims_as_pytorch_on_a_gpu() {
+    reductions_on(gpu());
 }

@@ -5,7 +5,7 @@
 //! difference, fixed: `roll` of an empty tensor checked its dims, PyTorch
 //! returns a copy first.
 
-use crate::hostile_calls::{assert_all_agree, Match};
+use crate::hostile_calls::{assert_all_agree, gpu, Match};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -44,14 +44,24 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
     }
 }
 
-#[test]
-fn view_ops_take_hostile_integers_as_pytorch() {
+fn view_ops_on(device: Device) {
     assert_all_agree(&FIXTURE, 19_000, Match::Exact, |c| {
         let shape = ints(&c["shape"]);
         let n: i64 = shape.iter().product();
-        let x = Tensor::arange(0, n, 1, Some(DType::F32), Device::Cpu)
+        let x = Tensor::arange(0, n, 1, Some(DType::F32), device)
             .and_then(|t| t.reshape(&shape))
             .unwrap();
         call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
     });
+}
+
+#[test]
+fn view_ops_take_hostile_integers_as_pytorch() {
+    view_ops_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn view_ops_take_hostile_integers_as_pytorch_on_a_gpu() {
+    view_ops_on(gpu());
 }
