@@ -1525,8 +1525,20 @@ pub fn tensordot<T: ContractOperand>(a: &T, b: &T, dims: TensordotDims) -> Resul
         )
         .into());
     }
-    let ca = normalize_dims(OP, &da, na)?;
-    let cb = normalize_dims(OP, &db, nb)?;
+    // A 0-d operand has no dim to contract (PyTorch: "Dimension specified
+    // as 0 but tensor has no dimensions"), though a lone dim 0 or -1 would
+    // otherwise pass for it as for a 1-D one.
+    let strict = |dims: &[i64], n: usize| -> Result<Vec<usize>, TensorError> {
+        match dims.first() {
+            Some(&d) if n == 0 => Err(TensorError::dim(
+                OP,
+                format!("dimension {d} given to contract a 0-d operand, which has no dims"),
+            )),
+            _ => normalize_dims(OP, dims, n),
+        }
+    };
+    let ca = strict(&da, na)?;
+    let cb = strict(&db, nb)?;
     let (sa, sb) = (a.c_shape(), b.c_shape());
     let (mut t1, mut t2) = (a.clone(), b.clone());
     let mut csize = 1usize;

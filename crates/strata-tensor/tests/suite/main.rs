@@ -8,6 +8,7 @@
 //! `tests/`.
 
 mod common;
+mod contract_args_s73;
 mod cross_entropy_s54a;
 mod div_and_cross_entropy;
 mod errors;
