@@ -114,7 +114,9 @@ pub use ops::Operand;
 pub use ops::RoundingMode;
 pub use ops::ScatterReduce;
 pub use ops::MAX_PIECES;
-pub use ops::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize};
+pub use ops::{
+    acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
+};
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{PadMode, Repeats};
 pub use scalar::Scalar;

@@ -239,6 +239,9 @@ impl Var {
         if let Some(c) = crate::autocast::cast_inputs("nll_loss", &[self])? {
             return c[0].nll_loss(target, weight, ignore_index, reduction);
         }
+        // An N-d input's weight of C elements in any shape, as `[C]`.
+        let flat = strata_tensor::class_weight(self.data(), weight)?;
+        let weight = flat.as_ref();
         let out = self
             .data()
             .nll_loss(target, weight, ignore_index, reduction)?;

@@ -10,6 +10,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod class_weight_s73;
 mod contract_grad_s60;
 mod extrema;
 mod grad_layout_s54b;

@@ -29,7 +29,9 @@ mod nn;
 
 pub(crate) use join::check_pieces;
 pub use join::{SplitSize, MAX_PIECES};
-pub use nn::{acc_dtype, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction};
+pub use nn::{
+    acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction,
+};
 
 // ---- session 60: contractions, diagonals, lerp, cross ----
 pub mod contract;

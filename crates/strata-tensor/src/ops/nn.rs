@@ -340,6 +340,28 @@ fn check_no_class_nd(op: &'static str, x: &Tensor, classes: usize, targets: usiz
     Ok(())
 }
 
+/// The class weight PyTorch's loss kernels see for `input` with class-index
+/// targets: an input of more than two dims (`(N, C, d1, ...)`, PyTorch's
+/// `nll_loss2d` path, which checks only the weight's element count) takes a
+/// weight of any shape with one element per class, flattened here to `[C]`;
+/// any other weight is returned as given (the losses then check it is
+/// `[C]`).
+///
+/// ```
+/// use strata_tensor::{class_weight, Device, Tensor};
+/// let x = Tensor::zeros(&[2, 3, 4], strata_tensor::DType::F32, Device::Cpu).unwrap();
+/// let w = Tensor::ones(&[3, 1], strata_tensor::DType::F32, Device::Cpu).unwrap();
+/// assert_eq!(class_weight(&x, Some(&w)).unwrap().unwrap().shape(), &[3]);
+/// ```
+pub fn class_weight(input: &Tensor, weight: Option<&Tensor>) -> Result<Option<Tensor>> {
+    match weight {
+        Some(w) if input.ndim() > 2 && w.ndim() != 1 && w.numel() == input.shape()[1] => {
+            Ok(Some(w.reshape(&[-1])?))
+        }
+        w => Ok(w.cloned()),
+    }
+}
+
 /// Checks a class weight: `[classes]`, on the input's device and (with
 /// `same_dtype`: class-index targets, whose kernels take one dtype) of the
 /// input's dtype. With probability targets PyTorch multiplies by the weight
@@ -747,6 +769,14 @@ impl Tensor {
         args: CrossEntropyArgs,
     ) -> Result<(Tensor, Option<CrossEntropySaved>)> {
         const OP: &str = "cross_entropy";
+        let flat = match target.dtype().is_float() {
+            true => args.weight.cloned(),
+            false => class_weight(self, args.weight)?,
+        };
+        let args = CrossEntropyArgs {
+            weight: flat.as_ref(),
+            ..args
+        };
         self.check_cross_entropy_args(target, &args)?;
         let eps = args.label_smoothing.max(0.0);
         let (x, rows_shape, classes) = class_rows(OP, self)?;
@@ -921,6 +951,11 @@ impl Tensor {
         args: CrossEntropyArgs,
     ) -> Result<Tensor> {
         const OP: &str = "cross_entropy_backward";
+        let flat = class_weight(self, args.weight)?;
+        let args = CrossEntropyArgs {
+            weight: flat.as_ref(),
+            ..args
+        };
         float_only(OP, self)?;
         same_device(OP, self, grad)?;
         let (x, rows_shape, classes) = class_rows(OP, self)?;
@@ -1032,6 +1067,8 @@ impl Tensor {
         reduction: Reduction,
     ) -> Result<Tensor> {
         const OP: &str = "nll_loss";
+        let flat = class_weight(self, weight)?;
+        let weight = flat.as_ref();
         float_only(OP, self)?;
         same_device(OP, self, target)?;
         let (x, rows_shape, classes) = class_rows(OP, self)?;

@@ -1,5 +1,6 @@
 //! The comparison shared by the fixtures of calls with hostile arguments
-//! (`view_args_s72`, `reduce_args_s72`, `index_args_s73`, `contract_args_s73`): each case names an op, an input
+//! (`view_args_s72`, `reduce_args_s72`, `index_args_s73`, `contract_args_s73`,
+//! `nn_args_s73`): each case names an op, an input
 //! shape and arguments, and holds PyTorch's results (`"results"`: shapes and
 //! values row-major) or the fact that it failed (`"error"`). strata must
 //! fail where PyTorch fails and otherwise give its shapes and values, on the

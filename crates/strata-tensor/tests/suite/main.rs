@@ -52,6 +52,7 @@ mod layer_norm_s55;
 mod masked_select;
 mod math;
 mod matmul_precision;
+mod nn_args_s73;
 mod optim;
 mod oracle_s44b;
 mod oracle_s55;

@@ -1,0 +1,141 @@
+//! Session 73: nn ops, masked ops, `where` and `clamp` with hostile shapes
+//! and float arguments against PyTorch 2.15
+//! (`benches/anchors/gen_nn_args_s73.py`, which says what it draws and what
+//! it leaves out): strata must fail where PyTorch fails and otherwise give
+//! PyTorch's shapes and values (within f32 rounding), on the CPU and
+//! (ignored unless `--include-ignored`) on `cuda:0`. The probe found one
+//! difference, fixed: `nll_loss` (and `cross_entropy` with class-index
+//! targets) of an input of more than two dims refused a class weight of C
+//! elements that is not `[C]` (a 0-d weight of one class), which PyTorch's
+//! `nll_loss2d` path takes (`class_weight`).
+
+use crate::hostile_calls::{assert_all_agree, gpu, Match};
+use crate::pytorch_fixture::{fixture, gunzip, ints, num};
+use serde_json::Value;
+use std::sync::LazyLock;
+use strata_tensor::{CrossEntropyArgs, Device, Reduction, Result, Tensor};
+
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/nn_args_s73.json.gz"))));
+
+fn sizes(shape: &[i64]) -> Vec<usize> {
+    shape.iter().map(|&d| d as usize).collect()
+}
+
+/// The generator's values: `((7 (k + start)) mod 5 - 2) / 2` for element
+/// `k`, row-major.
+fn values(shape: &Value, start: i64, device: Device) -> Tensor {
+    let shape = ints(shape);
+    let n: i64 = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|k| (((k + start) * 7) % 5 - 2) as f32 / 2.0)
+        .collect();
+    Tensor::from_slice(&v, &sizes(&shape), device).unwrap()
+}
+
+/// The generator's masks: element `k` is true where `(3 (k + start)) mod 4
+/// < 2`.
+fn mask(shape: &Value, start: i64, device: Device) -> Tensor {
+    let shape = ints(shape);
+    let n: i64 = shape.iter().product();
+    let v: Vec<bool> = (0..n).map(|k| ((k + start) * 3) % 4 < 2).collect();
+    Tensor::from_slice(&v, &sizes(&shape), device).unwrap()
+}
+
+fn reduction(v: &Value) -> Reduction {
+    match v.as_str().unwrap() {
+        "mean" => Reduction::Mean,
+        "sum" => Reduction::Sum,
+        "none" => Reduction::None,
+        other => panic!("the generator wrote a reduction this test does not know: {other}"),
+    }
+}
+
+/// An optional tensor argument: `null` or a shape of values from `start`
+/// on (their absolute values where `abs`).
+fn opt_values(v: &Value, start: i64, abs: bool, dev: Device) -> Option<Tensor> {
+    (!v.is_null()).then(|| {
+        let t = values(v, start, dev);
+        if abs {
+            t.abs().unwrap()
+        } else {
+            t
+        }
+    })
+}
+
+fn opt_num(v: &Value) -> Option<f64> {
+    (!v.is_null()).then(|| num(v))
+}
+
+fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Tensor> {
+    let dev = x.device();
+    match op {
+        "layer_norm" => {
+            let ns = sizes(&ints(&a[0]));
+            let w = opt_values(&a[1], 1, false, dev);
+            let b = opt_values(&a[2], 2, false, dev);
+            x.layer_norm(&ns, w.as_ref(), b.as_ref(), num(&a[3]))
+        }
+        "cross_entropy_probs" => {
+            let t = values(&a[0], 3, dev).abs()?;
+            let w = opt_values(&a[1], 1, true, dev);
+            x.cross_entropy(
+                &t,
+                CrossEntropyArgs {
+                    weight: w.as_ref(),
+                    ignore_index: -100,
+                    reduction: reduction(&a[3]),
+                    label_smoothing: num(&a[2]),
+                },
+            )
+        }
+        "nll_loss_weight" => {
+            let t = Tensor::from_slice(&ints(&a[1]), &sizes(&ints(&a[0])), dev)?;
+            let w = values(&a[2], 1, dev).abs()?;
+            x.nll_loss(&t, Some(&w), a[3].as_i64().unwrap(), reduction(&a[4]))
+        }
+        "mse_loss" => {
+            let t = values(&a[0], 1, dev);
+            let w = opt_values(&a[1], 2, true, dev);
+            x.mse_loss(&t, reduction(&a[2]), w.as_ref())
+        }
+        "masked_fill" => x.masked_fill(&mask(&a[0], 0, dev), num(&a[1])),
+        "masked_scatter" => x.masked_scatter(&mask(&a[0], 0, dev), &values(&a[1], 4, dev)),
+        "masked_select" => x.masked_select(&mask(&a[0], 0, dev)),
+        "where" => {
+            let (c, y) = (mask(&a[0], 0, dev), values(&a[1], 1, dev));
+            if a[2].is_array() {
+                Tensor::where_cond(&c, &y, &values(&a[2], 2, dev))
+            } else {
+                Tensor::where_cond(&c, &y, num(&a[2]))
+            }
+        }
+        "clamp" => x.clamp(opt_num(&a[0]), opt_num(&a[1])),
+        "clamp_tensor" => {
+            let lo = opt_values(&a[0], 1, false, dev);
+            let hi = opt_values(&a[1], 2, false, dev);
+            x.clamp_tensor(lo.as_ref(), hi.as_ref())
+        }
+        "dropout" => x.dropout(num(&a[0]), a[1].as_bool().unwrap(), 0),
+        other => panic!("the generator wrote an op this test does not know: {other}"),
+    }
+}
+
+fn nn_ops_on(device: Device) {
+    assert_all_agree(&FIXTURE, 15_000, Match::Relative(1e-5), |c| {
+        let x = values(&c["shape"], 0, device);
+        call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap()).map(|t| vec![t])
+    });
+}
+
+#[test]
+fn nn_ops_take_hostile_arguments_as_pytorch() {
+    nn_ops_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn nn_ops_take_hostile_arguments_as_pytorch_on_a_gpu() {
+    nn_ops_on(gpu());
+}
