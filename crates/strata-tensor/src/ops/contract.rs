@@ -655,7 +655,9 @@ impl Tensor {
     /// PyTorch's `torch.addmv`: `beta * self + alpha * (mat @ vec)` for
     /// `mat` `[n, m]`, `vec` `[m]` and `self` broadcast to `[n]` (a 0-d or
     /// 1-D tensor). `beta = 0` ignores `self`; with `beta = alpha = 1` the
-    /// sum is rounded once (as `addmm`).
+    /// sum is rounded once (as `addmm`). The result is `[n]` also for an
+    /// empty `mat`, where PyTorch 2.15's CPU shortcut returns `beta * self`
+    /// in self's own shape (`[]` or `[1]`, resizing its output).
     ///
     /// Errors (typed): ranks other than those, sizes that do not match,
     /// mixed dtypes or devices, bool.
