@@ -64,15 +64,8 @@ impl Var {
         let saved = move || vec![idx];
         let f = formula(move |g, s, needs| {
             let gs = if needs[1] {
-                let part = g.gather(dim, &s[0])?;
-                let z = Tensor::zeros(&src_shape, src_dtype, g.device())?;
-                // src positions beyond index's extent get no gradient.
-                let mut view = z.clone();
-                for (d, &n) in part.shape().iter().enumerate() {
-                    view = view.narrow(d as i64, 0, n as i64)?;
-                }
-                view.copy_(&part)?;
-                Some(z)
+                let part = g.gather(dim, &s[0])?.to_dtype(src_dtype)?;
+                Some(super::scatter_ops::pad_to(&part, &src_shape)?)
             } else {
                 None
             };

@@ -118,12 +118,17 @@ fn logcumsumexp_backward(g: &Tensor, x: &Tensor, y: &Tensor, dim: i64) -> Result
 }
 
 /// `part` (a gradient of `index`'s shape) placed into zeros of `shape`
-/// (src positions beyond index's extent get none).
-fn pad_to(part: &Tensor, shape: &[usize]) -> Result<Tensor> {
+/// (src positions beyond index's extent get none). An empty index, which
+/// PyTorch does not hold to src's shape (it may be larger on a dim, or of
+/// another rank), gives none at all.
+pub(super) fn pad_to(part: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if part.shape() == shape {
         return Ok(part.clone());
     }
     let z = Tensor::zeros(shape, part.dtype(), part.device())?;
+    if part.numel() == 0 {
+        return Ok(z);
+    }
     let mut view = z.clone();
     for (d, &n) in part.shape().iter().enumerate() {
         view = view.narrow(d as i64, 0, n as i64)?;

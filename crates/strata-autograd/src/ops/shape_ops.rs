@@ -99,6 +99,13 @@ impl Var {
     pub fn roll(&self, shifts: &[i64], dims: &[i64]) -> Result<Var> {
         let out = self.data().roll(shifts, dims)?;
         let shape = self.shape().to_vec();
+        if out.numel() == 0 {
+            // An empty tensor rolls to a copy before its shifts and dims are
+            // checked (as PyTorch's): nothing to roll back, and the dims
+            // need not name any.
+            let f = formula(move |g, _s, _n| Ok(vec![Some(g.clone())]));
+            return record("RollBackward", out, &[Some(self)], Vec::new, f, false);
+        }
         // The inverse shifts, reduced modulo each size (no overflow).
         let back: Vec<i64> = if dims.is_empty() {
             let n = shape.iter().product::<usize>().max(1) as i128;
@@ -137,7 +144,13 @@ impl Var {
         // A negative count is allowed on an empty dim only (its copies are
         // empty): as 0 there.
         let reps: Vec<usize> = reps.iter().map(|&r| r.max(0) as usize).collect();
+        let empty = out.numel() == 0;
         let f = formula(move |g, _s, _n| {
+            if empty {
+                // No copy of any element (a count of 0, or an empty
+                // tensor, whose counts may be as large as an i64 holds).
+                return Ok(vec![Some(Tensor::zeros(&shape, g.dtype(), g.device())?)]);
+            }
             let s = sum_copies(g, &src, &reps, true)?;
             Ok(vec![Some(s.reshape(&sizes(&shape))?)])
         });

@@ -13,6 +13,7 @@ mod common;
 mod class_weight_s73;
 mod contract_grad_s60;
 mod extrema;
+mod grad_args_s73;
 mod grad_layout_s54b;
 mod grad_oracle;
 mod grad_scaler;

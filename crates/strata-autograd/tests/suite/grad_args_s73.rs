@@ -1,0 +1,412 @@
+//! Session 73: gradients of the calls with hostile arguments that succeed
+//! (strata-tensor's fixtures view_args_s72, reduce_args_s72, index_args_s73
+//! and contract_args_s73) against PyTorch 2.15's
+//! (`benches/anchors/gen_grad_args_s73.py`, which says what it runs and
+//! leaves out): the same leaves, upstream gradient `u_k` on output `k`,
+//! and every leaf's gradient within f32 rounding of PyTorch's (a leaf
+//! PyTorch leaves without a gradient may have none or zeros in strata).
+//! The probe found three defects, fixed: `roll` of an empty tensor with
+//! dims that name no dim (which the forward takes, as PyTorch's) panicked
+//! while recording its backward; `repeat`/`tile` of an empty tensor by
+//! counts whose product overflows failed in the backward's reshape; the
+//! src gradient of `scatter`, `scatter_add` and `scatter_reduce` with an
+//! empty index larger than src on a dim (or of another rank), which the
+//! forward takes, failed in a `narrow`.
+
+use crate::pytorch_fixture::{fixture, gunzip, ints, num};
+use serde_json::Value;
+use std::sync::LazyLock;
+use strata_autograd::{Result, Var};
+use strata_tensor::{
+    CrossEntropyArgs, DType, Device, PadMode, Reduction, Repeats, ScatterReduce, Tensor,
+    TensordotDims,
+};
+
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/grad_args_s73.json.gz"))));
+
+fn int(v: &Value) -> i64 {
+    v.as_i64().expect("an integer argument")
+}
+
+fn sizes(shape: &[i64]) -> Vec<usize> {
+    shape.iter().map(|&d| d as usize).collect()
+}
+
+fn tensor(v: Vec<f32>, shape: &[i64]) -> Tensor {
+    Tensor::from_slice(&v, &sizes(shape), Device::Cpu).unwrap()
+}
+
+/// The fixtures' values: `(7 (k + start)) mod 5 - 2` for element `k`.
+fn pattern(shape: &[i64], start: i64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    tensor(
+        (0..n).map(|k| (((k + start) * 7) % 5 - 2) as f32).collect(),
+        shape,
+    )
+}
+
+/// The upstream gradient of output `k`: `(((j + 3 k) * 3) mod 7 - 3) / 2`.
+fn upstream(shape: &[usize], k: usize) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|j| (((j + 3 * k) * 3) % 7) as f32 / 2.0 - 1.5)
+        .collect();
+    Tensor::from_slice(&v, shape, Device::Cpu).unwrap()
+}
+
+fn index(a: &Value) -> Tensor {
+    Tensor::from_slice(&ints(&a["data"]), &sizes(&ints(&a["shape"])), Device::Cpu).unwrap()
+}
+
+/// A leaf of the pattern from `start`, recorded in `leaves`.
+fn leaf(leaves: &mut Vec<Var>, shape: &[i64], start: i64) -> Var {
+    let v = Var::parameter(pattern(shape, start)).unwrap();
+    leaves.push(v.clone());
+    v
+}
+
+fn one(v: Result<Var>) -> Result<Vec<Var>> {
+    v.map(|v| vec![v])
+}
+
+fn first<T>(v: Result<(Var, T)>) -> Result<Vec<Var>> {
+    v.map(|(v, _)| vec![v])
+}
+
+/// view_args_s72's call `op` on x = arange(n).
+fn view_op(op: &str, x: &Var, a: &[Value]) -> Result<Vec<Var>> {
+    match op {
+        "diagonal" => one(x.diagonal(int(&a[0]), int(&a[1]), int(&a[2]))),
+        "diag_embed" => one(x.diag_embed(int(&a[0]), int(&a[1]), int(&a[2]))),
+        "diag" => one(x.diag(int(&a[0]))),
+        "roll" => one(x.roll(&ints(&a[0]), &ints(&a[1]))),
+        "tril" => one(x.tril(int(&a[0]))),
+        "triu" => one(x.triu(int(&a[0]))),
+        "narrow" => one(x.narrow(int(&a[0]), int(&a[1]), int(&a[2]))),
+        "chunk" => x.chunk(int(&a[0]), int(&a[1])),
+        "split" => x.split(int(&a[0]), int(&a[1])),
+        "repeat" => one(x.repeat(&ints(&a[0]))),
+        "tile" => one(x.tile(&ints(&a[0]))),
+        "flip" => one(x.flip(&ints(&a[0]))),
+        "squeeze_dims" => one(x.squeeze_dims(&ints(&a[0]))),
+        "unsqueeze" => one(x.unsqueeze(int(&a[0]))),
+        "transpose" => one(x.transpose(int(&a[0]), int(&a[1]))),
+        "flatten" => one(x.flatten(int(&a[0]), int(&a[1]))),
+        other => panic!("the generator wrote a view op this test does not know: {other}"),
+    }
+}
+
+/// reduce_args_s72's call `op` on x = the pattern from 0.
+fn reduce_op(op: &str, x: &Var, a: &[Value]) -> Result<Vec<Var>> {
+    let dim = || int(&a[0]);
+    let list = || ints(&a[0]);
+    let opt_list = || Some(ints(&a[0])).filter(|d| !d.is_empty());
+    match op {
+        "topk" => first(x.topk(int(&a[0]) as usize, int(&a[1]), true, true)),
+        "kthvalue" => first(x.kthvalue(int(&a[0]) as usize, int(&a[1]), false)),
+        "cumsum" => one(x.cumsum(dim(), None)),
+        "cumprod" => one(x.cumprod(dim(), None)),
+        "sort" => first(x.sort(dim(), false, true)),
+        "max_dim" => first(x.max_dim(dim(), false)),
+        "median_dim" => first(x.median_dim(dim(), false)),
+        "nanmedian_dim" => first(x.nanmedian_dim(dim(), false)),
+        "softmax" => one(x.softmax(dim(), None)),
+        "log_softmax" => one(x.log_softmax(dim(), None)),
+        "cummax" => first(x.cummax(dim())),
+        "logcumsumexp" => one(x.logcumsumexp(dim())),
+        "logsumexp" => one(x.logsumexp(&list(), false)),
+        "var" => one(x.var(opt_list().as_deref(), 1.0, false)),
+        "vector_norm" => one(x.norm(2.0, opt_list().as_deref(), false)),
+        "sum" => one(x.sum(Some(&list()), false)),
+        "mean" => one(x.mean(Some(&list()), false)),
+        "index_select" | "gather" => {
+            let v = ints(&a[1]);
+            let n = v.len();
+            let shape = match (op, x.ndim()) {
+                ("index_select", _) => vec![n],
+                (_, 0) if n == 1 => vec![],
+                (_, 0) => vec![n],
+                (_, nd) => std::iter::once(n)
+                    .chain(std::iter::repeat_n(1, nd - 1))
+                    .collect(),
+            };
+            let idx = Tensor::from_slice(&v, &shape, Device::Cpu).unwrap();
+            if op == "index_select" {
+                one(x.index_select(dim(), &idx))
+            } else {
+                one(x.gather(dim(), &idx))
+            }
+        }
+        other => panic!("the generator wrote a reduction this test does not know: {other}"),
+    }
+}
+
+fn reduction(v: &Value) -> Reduction {
+    match v.as_str().unwrap() {
+        "mean" => Reduction::Mean,
+        "sum" => Reduction::Sum,
+        _ => Reduction::None,
+    }
+}
+
+fn scatter_reduce(v: &Value) -> ScatterReduce {
+    match v.as_str().unwrap() {
+        "sum" => ScatterReduce::Sum,
+        "prod" => ScatterReduce::Prod,
+        "mean" => ScatterReduce::Mean,
+        "amax" => ScatterReduce::Amax,
+        _ => ScatterReduce::Amin,
+    }
+}
+
+/// index_args_s73's call `op` on x (the pattern from 0); its other float
+/// operands become leaves.
+fn index_op(op: &str, x: &Var, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<Var>> {
+    let dim = || int(&a[0]);
+    let mut src = |v: &Value| leaf(leaves, &ints(&v["shape"]), int(&v["data"]));
+    match op {
+        "scatter" => {
+            let s = src(&a[2]);
+            one(x.scatter(dim(), &index(&a[1]), &s))
+        }
+        "scatter_value" => one(x.scatter_value(dim(), &index(&a[1]), num(&a[2]))),
+        "scatter_add" => {
+            let s = src(&a[2]);
+            one(x.scatter_add(dim(), &index(&a[1]), &s))
+        }
+        "scatter_reduce" => {
+            let s = src(&a[2]);
+            let r = scatter_reduce(&a[3]);
+            one(x.scatter_reduce(dim(), &index(&a[1]), &s, r, a[4].as_bool().unwrap()))
+        }
+        "index_add" => {
+            let s = src(&a[2]);
+            one(x.index_add(dim(), &index(&a[1]), &s, num(&a[3])))
+        }
+        "index_copy" => {
+            let s = src(&a[2]);
+            one(x.index_copy(dim(), &index(&a[1]), &s))
+        }
+        "index_fill" => one(x.index_fill(dim(), &index(&a[1]), num(&a[2]))),
+        "index_put" => {
+            let ids: Vec<Option<Tensor>> = (a[0].as_array().unwrap().iter())
+                .map(|i| (!i.is_null()).then(|| index(i)))
+                .collect();
+            let refs: Vec<Option<&Tensor>> = ids.iter().map(Option::as_ref).collect();
+            let v = src(&a[1]);
+            one(x.index_put(&refs, &v, a[2].as_bool().unwrap()))
+        }
+        "embedding" => one(x.embedding(&index(&a[0]), a[1].as_i64())),
+        "nll_loss" => one(x.nll_loss(&index(&a[0]), None, int(&a[1]), reduction(&a[2]))),
+        "cross_entropy" => one(x.cross_entropy(
+            &index(&a[0]),
+            CrossEntropyArgs {
+                weight: None,
+                ignore_index: int(&a[1]),
+                reduction: reduction(&a[2]),
+                label_smoothing: num(&a[3]),
+            },
+        )),
+        "cat" | "stack" => {
+            let ts: Vec<Var> = (a[0].as_array().unwrap().iter().enumerate())
+                .map(|(k, s)| leaf(leaves, &ints(s), k as i64))
+                .collect();
+            let refs: Vec<&Var> = ts.iter().collect();
+            one(if op == "cat" {
+                Var::cat(&refs, int(&a[1]))
+            } else {
+                Var::stack(&refs, int(&a[1]))
+            })
+        }
+        "split_sizes" => x.split(ints(&a[0]), int(&a[1])),
+        "pad" => {
+            let mode = match a[1].as_str().unwrap() {
+                "constant" => PadMode::Constant(num(&a[2]).into()),
+                "reflect" => PadMode::Reflect,
+                "replicate" => PadMode::Replicate,
+                _ => PadMode::Circular,
+            };
+            one(x.pad(&ints(&a[0]), mode))
+        }
+        "repeat_interleave" => {
+            let along = a[1].as_i64();
+            if a[0].is_object() {
+                let counts = index(&a[0]);
+                one(x.repeat_interleave(Repeats::Tensor(&counts), along))
+            } else {
+                one(x.repeat_interleave(Repeats::Count(int(&a[0]) as usize), along))
+            }
+        }
+        "expand" => one(x.expand(&ints(&a[0]))),
+        "reshape" => one(x.reshape(&ints(&a[0]))),
+        "view" => one(x.view(&ints(&a[0]))),
+        "permute" => one(x.permute(&ints(&a[0]))),
+        other => panic!("the generator wrote an index op this test does not know: {other}"),
+    }
+}
+
+/// contract_args_s73's call `op`: every operand a leaf.
+fn contract_op(op: &str, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<Var>> {
+    match op {
+        "einsum" => {
+            let ops: Vec<Var> = (a[1].as_array().unwrap().iter().enumerate())
+                .map(|(k, s)| leaf(leaves, &ints(s), k as i64))
+                .collect();
+            let refs: Vec<&Var> = ops.iter().collect();
+            one(Var::einsum(a[0].as_str().unwrap(), &refs))
+        }
+        "tensordot" => {
+            let x = leaf(leaves, &ints(&a[0]), 0);
+            let y = leaf(leaves, &ints(&a[1]), 1);
+            one(match a[2].as_i64() {
+                Some(n) => x.tensordot(&y, TensordotDims::Count(n)),
+                None => {
+                    let (da, db) = (ints(&a[2][0]), ints(&a[2][1]));
+                    x.tensordot(&y, TensordotDims::Pairs(&da, &db))
+                }
+            })
+        }
+        _ => {
+            let ts: Vec<Var> = (a.iter().filter(|v| v.is_array()).enumerate())
+                .map(|(k, s)| leaf(leaves, &ints(s), k as i64))
+                .collect();
+            one(match op {
+                "mm" => ts[0].mm(&ts[1]),
+                "bmm" => ts[0].matmul(&ts[1]),
+                "matmul" => ts[0].matmul(&ts[1]),
+                "kron" => ts[0].kron(&ts[1]),
+                "outer" => ts[0].outer(&ts[1]),
+                "trace" => ts[0].trace(),
+                "addmm" => ts[0].addmm(&ts[1], &ts[2]),
+                "addmv" => ts[0].addmv(&ts[1], &ts[2], num(&a[3]), num(&a[4])),
+                "addr" => ts[0].addr(&ts[1], &ts[2], num(&a[3]), num(&a[4])),
+                "baddbmm" => ts[0].baddbmm(&ts[1], &ts[2], num(&a[3]), num(&a[4])),
+                "addbmm" => ts[0].addbmm(&ts[1], &ts[2], num(&a[3]), num(&a[4])),
+                "cross" => ts[0].cross(&ts[1], int(&a[2])),
+                other => {
+                    panic!("the generator wrote a contraction this test does not know: {other}")
+                }
+            })
+        }
+    }
+}
+
+/// The case's leaves, in the generator's order, with their gradients after
+/// `Σ_k (y_k u_k).sum()` runs backward.
+fn grads_of(c: &Value) -> Result<Vec<Var>> {
+    let (op, a) = (c["op"].as_str().unwrap(), c["args"].as_array().unwrap());
+    let fixture = c["fixture"].as_str().unwrap();
+    let shape = || ints(&c["shape"]);
+    let mut leaves = Vec::new();
+    let ys = match fixture {
+        "view_args_s72" => {
+            let n: i64 = shape().iter().product();
+            let x = Var::parameter(tensor((0..n).map(|k| k as f32).collect(), &shape()))?;
+            leaves.push(x.clone());
+            view_op(op, &x, a)?
+        }
+        "reduce_args_s72" => reduce_op(op, &leaf(&mut leaves, &shape(), 0), a)?,
+        "index_args_s73" => {
+            let x = Var::parameter(pattern(&shape(), 0))?;
+            if op != "cat" && op != "stack" {
+                leaves.push(x.clone());
+            }
+            index_op(op, &x, a, &mut leaves)?
+        }
+        _ => contract_op(op, a, &mut leaves)?,
+    };
+    let mut loss: Option<Var> = None;
+    for (k, y) in ys.iter().enumerate() {
+        if !y.requires_grad() {
+            continue;
+        }
+        let u = Var::new(upstream(y.shape(), k).to_dtype(y.dtype())?);
+        let term = y.mul(&u)?.sum(None, false)?;
+        loss = Some(match loss {
+            None => term,
+            Some(l) => l.add(&term)?,
+        });
+    }
+    if let Some(l) = loss {
+        l.backward()?;
+    }
+    Ok(leaves)
+}
+
+/// Where leaf `k`'s gradient differs from PyTorch's `want`, or `None`.
+fn difference(k: usize, got: Option<Tensor>, want: &Value) -> Option<String> {
+    let got = got.map(|g| {
+        let shape = g.shape().to_vec();
+        let v = g
+            .to_dtype(DType::F64)
+            .and_then(|t| t.contiguous())
+            .and_then(|t| t.to_vec::<f64>())
+            .unwrap();
+        (shape, v)
+    });
+    let zeros = |v: &[f64]| v.iter().all(|&x| x == 0.0);
+    match (got, want.is_null()) {
+        (None, true) => None,
+        (Some((_, g)), true) if zeros(&g) => None,
+        (Some((s, g)), true) => Some(format!("leaf {k}: gradient {s:?} {g:?}, PyTorch none")),
+        (got, false) => {
+            let ws = sizes(&ints(&want["shape"]));
+            let wd: Vec<f64> = want["data"].as_array().unwrap().iter().map(num).collect();
+            match got {
+                None if zeros(&wd) => None,
+                None => Some(format!("leaf {k}: no gradient, PyTorch {ws:?} {wd:?}")),
+                Some((s, g)) => {
+                    let close = g.len() == wd.len()
+                        && g.iter().zip(&wd).all(|(&x, &y)| {
+                            (x.is_nan() && y.is_nan())
+                                || x == y
+                                || (x - y).abs() <= 1e-5 * y.abs().max(1.0)
+                        });
+                    (s != ws || !close)
+                        .then(|| format!("leaf {k}: gradient {s:?} {g:?}, PyTorch {ws:?} {wd:?}"))
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gradients_of_calls_with_hostile_arguments_match_pytorch() {
+    let cases = FIXTURE["cases"].as_array().unwrap();
+    assert!(
+        cases.len() > 9_000,
+        "the fixture holds {} cases",
+        cases.len()
+    );
+    let bad: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let why = match grads_of(c) {
+                Err(e) => Some(format!("strata failed: {e}")),
+                Ok(leaves) => {
+                    let want = c["grads"].as_array().unwrap();
+                    if leaves.len() != want.len() {
+                        Some(format!("{} leaves, PyTorch {}", leaves.len(), want.len()))
+                    } else {
+                        (leaves.iter().zip(want).enumerate())
+                            .find_map(|(k, (l, w))| difference(k, l.grad(), w))
+                    }
+                }
+            };
+            why.map(|w| {
+                format!(
+                    "{} {} {} {}: {w}",
+                    c["fixture"], c["op"], c["shape"], c["args"]
+                )
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} cases differ from PyTorch, e.g.:\n{}",
+        bad.len(),
+        cases.len(),
+        bad[..bad.len().min(10)].join("\n")
+    );
+}
