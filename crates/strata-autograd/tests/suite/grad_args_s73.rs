@@ -1,6 +1,6 @@
 //! Session 73: gradients of the calls with hostile arguments that succeed
-//! (strata-tensor's fixtures view_args_s72, reduce_args_s72, index_args_s73
-//! and contract_args_s73) against PyTorch 2.15's
+//! (strata-tensor's fixtures view_args_s72, reduce_args_s72, index_args_s73,
+//! contract_args_s73 and nn_args_s73) against PyTorch 2.15's
 //! (`benches/anchors/gen_grad_args_s73.py`, which says what it runs and
 //! leaves out): the same leaves, upstream gradient `u_k` on output `k`,
 //! and every leaf's gradient within f32 rounding of PyTorch's (a leaf
@@ -292,6 +292,94 @@ fn contract_op(op: &str, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<Var>>
     }
 }
 
+/// nn_args_s73's values: `((7 (k + start)) mod 5 - 2) / 2`.
+fn halves(shape: &[i64], start: i64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    tensor(
+        (0..n)
+            .map(|k| (((k + start) * 7) % 5 - 2) as f32 / 2.0)
+            .collect(),
+        shape,
+    )
+}
+
+/// nn_args_s73's masks: element `k` is true where `(3 (k + start)) mod 4 < 2`.
+fn mask(shape: &Value) -> Tensor {
+    let shape = ints(shape);
+    let n: i64 = shape.iter().product();
+    let v: Vec<bool> = (0..n).map(|k| (k * 3) % 4 < 2).collect();
+    Tensor::from_slice(&v, &sizes(&shape), Device::Cpu).unwrap()
+}
+
+/// A leaf of nn_args_s73's values from `start`, recorded in `leaves`.
+fn half_leaf(leaves: &mut Vec<Var>, shape: &Value, start: i64) -> Var {
+    let v = Var::parameter(halves(&ints(shape), start)).unwrap();
+    leaves.push(v.clone());
+    v
+}
+
+/// nn_args_s73's call `op` on x (its values from 0, a leaf); the operands
+/// strata-autograd differentiates are leaves too, targets, class weights
+/// and masks constants (as the generator's `run_nn`).
+fn nn_op(op: &str, c: &Value, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<Var>> {
+    let x = half_leaf(leaves, &c["shape"], 0);
+    let opt_num = |v: &Value| (!v.is_null()).then(|| num(v));
+    match op {
+        "layer_norm" => {
+            let w = (!a[1].is_null()).then(|| half_leaf(leaves, &a[1], 1));
+            let b = (!a[2].is_null()).then(|| half_leaf(leaves, &a[2], 2));
+            let ns = sizes(&ints(&a[0]));
+            one(x.layer_norm(&ns, w.as_ref(), b.as_ref(), num(&a[3])))
+        }
+        "cross_entropy_probs" => {
+            let t = halves(&ints(&a[0]), 3).abs()?;
+            let w = (!a[1].is_null()).then(|| halves(&ints(&a[1]), 1).abs().unwrap());
+            one(x.cross_entropy(
+                &t,
+                CrossEntropyArgs {
+                    weight: w.as_ref(),
+                    ignore_index: -100,
+                    reduction: reduction(&a[3]),
+                    label_smoothing: num(&a[2]),
+                },
+            ))
+        }
+        "nll_loss_weight" => {
+            let t = Tensor::from_slice(&ints(&a[1]), &sizes(&ints(&a[0])), Device::Cpu)?;
+            let w = halves(&ints(&a[2]), 1).abs()?;
+            one(x.nll_loss(&t, Some(&w), int(&a[3]), reduction(&a[4])))
+        }
+        "mse_loss" => {
+            let t = half_leaf(leaves, &a[0], 1);
+            let w = (!a[1].is_null()).then(|| halves(&ints(&a[1]), 2).abs().unwrap());
+            one(x.mse_loss(&t, reduction(&a[2]), w.as_ref()))
+        }
+        "masked_fill" => one(x.masked_fill(&mask(&a[0]), num(&a[1]))),
+        "masked_select" => one(x.masked_select(&mask(&a[0]))),
+        "where" => {
+            // x is not an operand: the leaves are where's two.
+            leaves.clear();
+            let y = half_leaf(leaves, &a[1], 1);
+            let other = if a[2].is_array() {
+                half_leaf(leaves, &a[2], 2)
+            } else {
+                let v = Var::parameter(Tensor::scalar(num(&a[2]), DType::F32, Device::Cpu)?)?;
+                leaves.push(v.clone());
+                v
+            };
+            one(Var::where_cond(&mask(&a[0]), &y, &other))
+        }
+        "clamp" => one(x.clamp(opt_num(&a[0]), opt_num(&a[1]))),
+        "clamp_tensor" => {
+            let lo = (!a[0].is_null()).then(|| half_leaf(leaves, &a[0], 1));
+            let hi = (!a[1].is_null()).then(|| half_leaf(leaves, &a[1], 2));
+            one(x.clamp_tensor(lo.as_ref(), hi.as_ref()))
+        }
+        "dropout" => one(x.dropout(num(&a[0]), a[1].as_bool().unwrap())),
+        other => panic!("the generator wrote an nn op this test does not know: {other}"),
+    }
+}
+
 /// The case's leaves, in the generator's order, with their gradients after
 /// `Σ_k (y_k u_k).sum()` runs backward.
 fn grads_of(c: &Value) -> Result<Vec<Var>> {
@@ -314,6 +402,7 @@ fn grads_of(c: &Value) -> Result<Vec<Var>> {
             }
             index_op(op, &x, a, &mut leaves)?
         }
+        "nn_args_s73" => nn_op(op, c, a, &mut leaves)?,
         _ => contract_op(op, a, &mut leaves)?,
     };
     let mut loss: Option<Var> = None;
