@@ -15,12 +15,22 @@
 
 use crate::pytorch_fixture::{fixture, gunzip, ints, num};
 use serde_json::Value;
+use std::cell::Cell;
 use std::sync::LazyLock;
 use strata_autograd::{Result, Var};
 use strata_tensor::{
     CrossEntropyArgs, DType, Device, PadMode, Reduction, Repeats, ScatterReduce, Tensor,
     TensordotDims,
 };
+
+thread_local! {
+    /// The device this test thread builds its tensors on.
+    static DEVICE: Cell<Device> = const { Cell::new(Device::Cpu) };
+}
+
+fn dev() -> Device {
+    DEVICE.with(Cell::get)
+}
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/grad_args_s73.json.gz"))));
@@ -34,7 +44,7 @@ fn sizes(shape: &[i64]) -> Vec<usize> {
 }
 
 fn tensor(v: Vec<f32>, shape: &[i64]) -> Tensor {
-    Tensor::from_slice(&v, &sizes(shape), Device::Cpu).unwrap()
+    Tensor::from_slice(&v, &sizes(shape), dev()).unwrap()
 }
 
 /// The fixtures' values: `(7 (k + start)) mod 5 - 2` for element `k`.
@@ -52,11 +62,11 @@ fn upstream(shape: &[usize], k: usize) -> Tensor {
     let v: Vec<f32> = (0..n)
         .map(|j| (((j + 3 * k) * 3) % 7) as f32 / 2.0 - 1.5)
         .collect();
-    Tensor::from_slice(&v, shape, Device::Cpu).unwrap()
+    Tensor::from_slice(&v, shape, dev()).unwrap()
 }
 
 fn index(a: &Value) -> Tensor {
-    Tensor::from_slice(&ints(&a["data"]), &sizes(&ints(&a["shape"])), Device::Cpu).unwrap()
+    Tensor::from_slice(&ints(&a["data"]), &sizes(&ints(&a["shape"])), dev()).unwrap()
 }
 
 /// A leaf of the pattern from `start`, recorded in `leaves`.
@@ -131,7 +141,7 @@ fn reduce_op(op: &str, x: &Var, a: &[Value]) -> Result<Vec<Var>> {
                     .chain(std::iter::repeat_n(1, nd - 1))
                     .collect(),
             };
-            let idx = Tensor::from_slice(&v, &shape, Device::Cpu).unwrap();
+            let idx = Tensor::from_slice(&v, &shape, dev()).unwrap();
             if op == "index_select" {
                 one(x.index_select(dim(), &idx))
             } else {
@@ -308,7 +318,7 @@ fn mask(shape: &Value) -> Tensor {
     let shape = ints(shape);
     let n: i64 = shape.iter().product();
     let v: Vec<bool> = (0..n).map(|k| (k * 3) % 4 < 2).collect();
-    Tensor::from_slice(&v, &sizes(&shape), Device::Cpu).unwrap()
+    Tensor::from_slice(&v, &sizes(&shape), dev()).unwrap()
 }
 
 /// A leaf of nn_args_s73's values from `start`, recorded in `leaves`.
@@ -345,7 +355,7 @@ fn nn_op(op: &str, c: &Value, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<
             ))
         }
         "nll_loss_weight" => {
-            let t = Tensor::from_slice(&ints(&a[1]), &sizes(&ints(&a[0])), Device::Cpu)?;
+            let t = Tensor::from_slice(&ints(&a[1]), &sizes(&ints(&a[0])), dev())?;
             let w = halves(&ints(&a[2]), 1).abs()?;
             one(x.nll_loss(&t, Some(&w), int(&a[3]), reduction(&a[4])))
         }
@@ -363,7 +373,7 @@ fn nn_op(op: &str, c: &Value, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<
             let other = if a[2].is_array() {
                 half_leaf(leaves, &a[2], 2)
             } else {
-                let v = Var::parameter(Tensor::scalar(num(&a[2]), DType::F32, Device::Cpu)?)?;
+                let v = Var::parameter(Tensor::scalar(num(&a[2]), DType::F32, dev())?)?;
                 leaves.push(v.clone());
                 v
             };
@@ -462,6 +472,24 @@ fn difference(k: usize, got: Option<Tensor>, want: &Value) -> Option<String> {
 
 #[test]
 fn gradients_of_calls_with_hostile_arguments_match_pytorch() {
+    gradients_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn gradients_of_calls_with_hostile_arguments_match_pytorch_on_a_gpu() {
+    let gpu = Device::Cuda(0);
+    assert!(
+        strata_tensor::has_backend(gpu),
+        "this test needs a CUDA GPU and none is usable: {}",
+        strata_tensor::cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
+    );
+    gradients_on(gpu);
+}
+
+/// Every case's gradients on `device` against PyTorch's.
+fn gradients_on(device: Device) {
+    DEVICE.with(|d| d.set(device));
     let cases = FIXTURE["cases"].as_array().unwrap();
     assert!(
         cases.len() > 9_000,
