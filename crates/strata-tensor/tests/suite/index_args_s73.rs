@@ -172,3 +172,68 @@ fn indexing_ops_take_hostile_arguments_as_pytorch() {
 fn indexing_ops_take_hostile_arguments_as_pytorch_on_a_gpu() {
     indexing_ops_on(gpu());
 }
+
+/// The in-place form of the scatter and index ops (`None` for the other
+/// ops): on `x`, which it changes where it succeeds.
+fn call_in_place(op: &str, x: &Tensor, a: &[Value]) -> Option<Result<Tensor>> {
+    let dim = || int(&a[0]);
+    let dev = x.device();
+    Some(match op {
+        "scatter" => x.scatter_(dim(), &index_arg(&a[1], dev), &values_arg(&a[2], dev)),
+        "scatter_value" => x.scatter_value_(dim(), &index_arg(&a[1], dev), float(&a[2])),
+        "scatter_add" => x.scatter_add_(dim(), &index_arg(&a[1], dev), &values_arg(&a[2], dev)),
+        "scatter_reduce" => x.scatter_reduce_(
+            dim(),
+            &index_arg(&a[1], dev),
+            &values_arg(&a[2], dev),
+            scatter_reduce(&a[3]),
+            a[4].as_bool().unwrap(),
+        ),
+        "index_add" => x.index_add_(
+            dim(),
+            &index_arg(&a[1], dev),
+            &values_arg(&a[2], dev),
+            float(&a[3]),
+        ),
+        "index_copy" => x.index_copy_(dim(), &index_arg(&a[1], dev), &values_arg(&a[2], dev)),
+        "index_fill" => x.index_fill_(dim(), &index_arg(&a[1], dev), float(&a[2])),
+        "index_put" => {
+            let ids: Vec<Option<Tensor>> = (a[0].as_array().unwrap().iter())
+                .map(|i| (!i.is_null()).then(|| index_arg(i, dev)))
+                .collect();
+            let refs: Vec<Option<&Tensor>> = ids.iter().map(Option::as_ref).collect();
+            x.index_put_(&refs, &values_arg(&a[1], dev), a[2].as_bool().unwrap())
+        }
+        _ => return None,
+    })
+}
+
+/// PyTorch's out-of-place scatter and index ops clone self and run the
+/// in-place op on the clone: strata's in-place forms must give the same
+/// answers in self where they succeed, and fail where PyTorch fails with
+/// self unchanged.
+#[test]
+fn in_place_indexing_ops_agree_and_change_nothing_when_they_fail() {
+    let checked = std::cell::Cell::new(0);
+    assert_all_agree(&FIXTURE, 15_000, Match::Relative(1e-5), |c| {
+        let shape = ints(&c["shape"]);
+        let x = values(&shape, 0, Device::Cpu);
+        let (op, a) = (c["op"].as_str().unwrap(), c["args"].as_array().unwrap());
+        match call_in_place(op, &x, a) {
+            None => call(op, &x, a),
+            Some(r) => {
+                checked.set(checked.get() + 1);
+                let r = r.map(|_| vec![x.clone()]);
+                if r.is_err() {
+                    let before = values(&shape, 0, Device::Cpu);
+                    assert!(
+                        x.equal(&before).unwrap(),
+                        "{op} {shape:?} {a:?} failed and changed self"
+                    );
+                }
+                r
+            }
+        }
+    });
+    assert!(checked.get() > 9_000, "{} in-place calls", checked.get());
+}
