@@ -1,7 +1,8 @@
 //! Recorded in-place ops on views (PyTorch's `CopySlices`), and the history
 //! of a view regenerated from its base's.
 //!
-//! A view made by a recorded view op (`narrow`, `transpose`, `permute`,
+//! A view made by a recorded view op (`narrow`, `select`, `slice`, `i`,
+//! `transpose`, `permute`,
 //! `t`, `view`/`reshape`/`flatten` when they view, `squeeze`, `unsqueeze`,
 //! `expand`, and views of views) remembers the variable at the root of its
 //! chain of views (its *base*) and the view ops from there
@@ -23,7 +24,7 @@ use crate::error::{AutogradError, Result};
 use crate::node::{BackwardFn, Edge, Node};
 use crate::var::{Var, VarInner};
 use std::sync::Arc;
-use strata_tensor::{DType, Tensor};
+use strata_tensor::{DType, SliceItem, Tensor};
 
 /// The name of the node an in-place op on a view gives its base.
 pub(crate) const COPY_SLICES: &str = "CopySlices";
@@ -55,6 +56,13 @@ pub(crate) enum ViewStep {
     Expand { shape: Vec<usize>, dtype: DType },
     /// `permute`: permuted by the inverse permutation.
     Permute(Vec<i64>),
+    /// `select`, `slice` or `i` (a [`Window`]) of an input of `shape`:
+    /// written into the same window of zeros.
+    Window {
+        window: Window,
+        shape: Vec<usize>,
+        dtype: DType,
+    },
     /// `diagonal(offset, dim1, dim2)` of an input of `shape`: written on
     /// that diagonal of zeros.
     Diagonal {
@@ -64,6 +72,29 @@ pub(crate) enum ViewStep {
         shape: Vec<usize>,
         dtype: DType,
     },
+}
+
+/// A window of a tensor that [`Tensor::select`], [`Tensor::slice`] or
+/// [`Tensor::i`] views.
+#[derive(Clone, Debug)]
+pub(crate) enum Window {
+    /// `select(dim, index)`.
+    Select(i64, i64),
+    /// `slice(dim, start, end, step)`.
+    Slice(i64, Option<i64>, Option<i64>, i64),
+    /// `i(items)`.
+    Items(Vec<SliceItem>),
+}
+
+impl Window {
+    /// The window of `t` (a view).
+    pub(crate) fn of(&self, t: &Tensor) -> Result<Tensor> {
+        Ok(match self {
+            Window::Select(dim, index) => t.select(*dim, *index)?,
+            Window::Slice(dim, start, end, step) => t.slice(*dim, *start, *end, *step)?,
+            Window::Items(items) => t.i(items)?,
+        })
+    }
 }
 
 impl ViewStep {
@@ -82,6 +113,15 @@ impl ViewStep {
             } => {
                 let full = Tensor::zeros(shape, *dtype, g.device())?;
                 full.narrow(*dim, *start, *length)?.copy_(g)?;
+                full
+            }
+            ViewStep::Window {
+                window,
+                shape,
+                dtype,
+            } => {
+                let full = Tensor::zeros(shape, *dtype, g.device())?;
+                window.of(&full)?.copy_(g)?;
                 full
             }
             ViewStep::Expand { shape, dtype } => sum_to(g, shape, *dtype)?,

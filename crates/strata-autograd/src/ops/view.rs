@@ -1,13 +1,13 @@
 //! View ops: the result shares the input's storage; the gradient is mapped
 //! back to the input's shape (transposed back, reshaped back, scattered into
-//! zeros for `narrow`, summed over expanded dims for `expand`; see
+//! zeros for `narrow`, `select`, `slice` and `i`, summed over expanded dims for `expand`; see
 //! [`ViewStep`]). A view remembers its base, so that a recorded in-place op
 //! on it rebases the base's history (see `ops::copy_slices`).
 
-use super::copy_slices::ViewStep;
+use super::copy_slices::{ViewStep, Window};
 use crate::error::Result;
 use crate::var::{record_view, Var};
-use strata_tensor::Tensor;
+use strata_tensor::{SliceItem, Tensor};
 
 fn dims_of(shape: &[usize]) -> Vec<i64> {
     shape.iter().map(|&x| x as i64).collect()
@@ -93,6 +93,67 @@ impl Var {
             dtype: self.dtype(),
         };
         record_view("NarrowBackward", out, self, step, true)
+    }
+
+    /// Index `index` of `dim` (a view without that dim, as
+    /// [`Tensor::select`] and PyTorch's `x.select(dim, index)`); the
+    /// gradient is zero outside that slice.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![[1., 2.], [3., 4.]]?)?;
+    /// x.select(1, -1)?.mul(&Var::new(tensor![10., 100.]?))?.sum(None, false)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [0., 10., 0., 100.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn select(&self, dim: i64, index: i64) -> Result<Var> {
+        let out = self.data().select(dim, index)?;
+        self.windowed(out, "SelectBackward", Window::Select(dim, index))
+    }
+
+    /// Every `step`-th index of `dim` from `start` to before `end` (a view,
+    /// Python's slice rules, as [`Tensor::slice`]); the gradient is zero
+    /// outside the slice.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![1., 2., 3., 4., 5.]?)?;
+    /// x.slice(0, Some(1), None, 2)?.sum(None, false)?.backward()?; // x[1::2]
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [0., 1., 0., 1., 0.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Var> {
+        let out = self.data().slice(dim, start, end, step)?;
+        self.windowed(out, "SliceBackward", Window::Slice(dim, start, end, step))
+    }
+
+    /// Basic indexing with a slice list (a view, as [`Tensor::i`] and
+    /// PyTorch's `x[1, ::2]`; build the list with `strata_tensor::s!`); the
+    /// gradient is zero outside the window.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{s, tensor};
+    /// let x = Var::parameter(tensor![[1., 2., 3.], [4., 5., 6.]]?)?;
+    /// x.i(s![-1, ..;2])?.sum(None, false)?.backward()?; // x[-1, ::2]
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [0., 0., 0., 1., 0., 1.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn i(&self, items: impl AsRef<[SliceItem]>) -> Result<Var> {
+        let items = items.as_ref().to_vec();
+        let out = self.data().i(&items)?;
+        self.windowed(out, "IndexBackward", Window::Items(items))
+    }
+
+    fn windowed(&self, out: Tensor, name: &'static str, window: Window) -> Result<Var> {
+        let step = ViewStep::Window {
+            window,
+            shape: self.shape().to_vec(),
+            dtype: self.dtype(),
+        };
+        record_view(name, out, self, step, true)
     }
 
     /// Broadcast view (`-1` keeps a size); the gradient is summed over the

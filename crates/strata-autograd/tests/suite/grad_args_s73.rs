@@ -94,6 +94,8 @@ fn view_op(op: &str, x: &Var, a: &[Value]) -> Result<Vec<Var>> {
         "tril" => one(x.tril(int(&a[0]))),
         "triu" => one(x.triu(int(&a[0]))),
         "narrow" => one(x.narrow(int(&a[0]), int(&a[1]), int(&a[2]))),
+        "select" => one(x.select(int(&a[0]), int(&a[1]))),
+        "slice" => one(x.slice(int(&a[0]), a[1].as_i64(), a[2].as_i64(), int(&a[3]))),
         "chunk" => x.chunk(int(&a[0]), int(&a[1])),
         "split" => x.split(int(&a[0]), int(&a[1])),
         "repeat" => one(x.repeat(&ints(&a[0]))),

@@ -862,3 +862,28 @@ proptest! {
         }
     }
 }
+
+/// Session 73: in-place ops on `select` and `slice` views rebase their base
+/// as on `narrow` ones. PyTorch 2.15 (float64):
+/// ```python
+/// x = torch.arange(1., 7., dtype=torch.float64, requires_grad=True)
+/// y = x.reshape(2, 3) * 1
+/// y.select(1, -1).mul_(torch.tensor([2., 3.], dtype=torch.float64))
+/// w = y[:, ::2]; w.add_(w * 1)
+/// (y * torch.tensor([[1., 10., 100.], [1e3, 1e4, 1e5]], dtype=torch.float64)).sum().backward()
+/// y.flatten()  # [2, 2, 12, 8, 5, 36]
+/// x.grad       # [2, 10, 400, 2000, 1e4, 6e5]
+/// ```
+#[test]
+fn select_and_slice_views_take_in_place_ops_as_pytorchs() {
+    let x = p64(&range(6, |i| i + 1.0));
+    let y = x.reshape(&[2, 3]).unwrap().mul(1.0).unwrap();
+    let v = y.select(1, -1).unwrap();
+    v.mul_(&c64(&[2.0, 3.0], &[2])).unwrap();
+    let w = y.slice(1, None, None, 2).unwrap();
+    w.add_(&w.mul(1.0).unwrap()).unwrap();
+    close(&vals(&y), &[2.0, 2.0, 12.0, 8.0, 5.0, 36.0]);
+    let weights = c64(&[1.0, 10.0, 100.0, 1e3, 1e4, 1e5], &[2, 3]);
+    sum(&y.mul(&weights).unwrap()).backward().unwrap();
+    close(&g64(&x), &[2.0, 10.0, 400.0, 2000.0, 1e4, 6e5]);
+}
