@@ -17,8 +17,8 @@ it None), in the order the test builds the leaves: `x`, then the other
 float operands in the fixture's order (nn_args_s73: see `run_nn`).
 
 Left out: ops strata-autograd does not differentiate or has no `Var` method
-for (argsort, argmax, count_nonzero, all along a dim, unbind, as_strided,
-inner, lerp, masked_scatter); calls with more than MAX_CASES of an op
+for (argsort, argmax, count_nonzero, all along a dim, as_strided, inner,
+lerp, masked_scatter); calls with more than MAX_CASES of an op
 (the first ones are kept); and calls whose backward PyTorch itself fails
 (216 of them, listed when the script runs): index_add and index_copy with
 out-of-range indices the forward never checked (an empty self or source),
@@ -49,8 +49,8 @@ torch.set_num_threads(1)
 MAX_CASES = 150
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "crates", "strata-tensor", "tests",
                     "data")
-SKIP = {"argsort", "argmax", "count_nonzero", "all_dim", "unbind", "as_strided", "inner",
-        "lerp", "masked_scatter"}
+SKIP = {"argsort", "argmax", "count_nonzero", "all_dim", "as_strided", "inner", "lerp",
+        "masked_scatter"}
 INDEXED = {"topk", "kthvalue", "sort", "max_dim", "median_dim", "nanmedian_dim", "cummax"}
 
 

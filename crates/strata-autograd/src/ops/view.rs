@@ -147,6 +147,26 @@ impl Var {
         self.windowed(out, "IndexBackward", Window::Items(items))
     }
 
+    /// The slices along `dim`, each without that dim (views, as
+    /// [`Tensor::unbind`] and PyTorch's `q, k, v = qkv.unbind(0)`): each
+    /// a [`Var::select`], so the slices' gradients add up in the input's.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![[1., 2.], [3., 4.]]?)?;
+    /// let rows = x.unbind(0)?;
+    /// rows[1].mul(&rows[0])?.sum(None, false)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [3., 4., 1., 2.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn unbind(&self, dim: i64) -> Result<Vec<Var>> {
+        // The tensor op's checks (and errors), then one recorded select per
+        // slice.
+        let n = self.data().unbind(dim)?.len();
+        (0..n as i64).map(|i| self.select(dim, i)).collect()
+    }
+
     fn windowed(&self, out: Tensor, name: &'static str, window: Window) -> Result<Var> {
         let step = ViewStep::Window {
             window,

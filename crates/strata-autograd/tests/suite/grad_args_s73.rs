@@ -232,6 +232,7 @@ fn index_op(op: &str, x: &Var, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec
             })
         }
         "split_sizes" => x.split(ints(&a[0]), int(&a[1])),
+        "unbind" => x.unbind(dim()),
         "pad" => {
             let mode = match a[1].as_str().unwrap() {
                 "constant" => PadMode::Constant(num(&a[2]).into()),
