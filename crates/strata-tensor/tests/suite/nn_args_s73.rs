@@ -139,3 +139,80 @@ fn nn_ops_take_hostile_arguments_as_pytorch() {
 fn nn_ops_take_hostile_arguments_as_pytorch_on_a_gpu() {
     nn_ops_on(gpu());
 }
+
+/// The in-place form of masked_fill and clamp (`None` for the other ops):
+/// on `x`, which it changes where it succeeds.
+fn call_in_place(op: &str, x: &Tensor, a: &[Value]) -> Option<Result<Tensor>> {
+    let dev = x.device();
+    Some(match op {
+        "masked_fill" => x.masked_fill_(&mask(&a[0], 0, dev), num(&a[1])),
+        "clamp" => x.clamp_(opt_num(&a[0]), opt_num(&a[1])),
+        "clamp_tensor" => {
+            let lo = opt_values(&a[0], 1, false, dev);
+            let hi = opt_values(&a[1], 2, false, dev);
+            x.clamp_tensor_(lo.as_ref(), hi.as_ref())
+        }
+        _ => return None,
+    })
+}
+
+/// PyTorch's masked_fill and clamp are the in-place op on a copy, and the
+/// in-place op cannot grow self: strata's in-place forms give PyTorch's
+/// values in self where its result has self's shape, and otherwise fail
+/// with self unchanged.
+#[test]
+fn in_place_masked_fill_and_clamp_agree_and_change_nothing_when_they_fail() {
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for c in FIXTURE["cases"].as_array().unwrap() {
+        let (op, a) = (c["op"].as_str().unwrap(), c["args"].as_array().unwrap());
+        let x = values(&c["shape"], 0, Device::Cpu);
+        let Some(got) = call_in_place(op, &x, a) else {
+            continue;
+        };
+        checked += 1;
+        let want = c.get("results").map(|r| &r[0]);
+        let fits = want.is_some_and(|w| ints(&w["shape"]) == ints(&c["shape"]));
+        let now: Vec<f64> = x
+            .to_dtype(strata_tensor::DType::F64)
+            .unwrap()
+            .to_vec()
+            .unwrap();
+        let why = match (got, fits) {
+            (Ok(_), true) => {
+                let wd: Vec<f64> = want.unwrap()["data"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(num)
+                    .collect();
+                let same = now.len() == wd.len()
+                    && now
+                        .iter()
+                        .zip(&wd)
+                        .all(|(g, w)| (g.is_nan() && w.is_nan()) || g == w);
+                (!same).then(|| format!("self is {now:?}, PyTorch {wd:?}"))
+            }
+            (Ok(_), false) => Some("took it, PyTorch's in-place op fails".to_string()),
+            (Err(e), true) => Some(format!("failed ({e}), PyTorch did not")),
+            (Err(_), false) => {
+                let before: Vec<f64> = values(&c["shape"], 0, Device::Cpu)
+                    .to_dtype(strata_tensor::DType::F64)
+                    .unwrap()
+                    .to_vec()
+                    .unwrap();
+                (now != before).then(|| format!("failed and changed self to {now:?}"))
+            }
+        };
+        if let Some(w) = why {
+            bad.push(format!("{op} {} {}: {w}", c["shape"], c["args"]));
+        }
+    }
+    assert!(checked > 3_000, "{checked} in-place calls");
+    assert!(
+        bad.is_empty(),
+        "{} differ, e.g.:\n{}",
+        bad.len(),
+        bad[..bad.len().min(10)].join("\n")
+    );
+}
