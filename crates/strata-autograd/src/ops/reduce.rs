@@ -1,5 +1,5 @@
 //! Reductions: sum, mean, var, std and logsumexp over dims (all when `None`),
-//! with `keepdim`.
+//! with `keepdim`; prod along a dim (composed from cumprod).
 //! Their backward broadcasts the gradient back over the reduced dims.
 
 use super::{expand_back, formula};
@@ -26,6 +26,33 @@ fn reduced(dims: Option<&[i64]>, ndim: usize) -> Vec<usize> {
 }
 
 impl Var {
+    /// `torch.prod` along `dim` (all elements when `None`), as
+    /// [`Tensor::prod`], with PyTorch's `prod_backward`: where the input
+    /// holds no zero at all, `g * prod / x`; else, along a dim, `g` times
+    /// the product of the other elements of each slice (exclusive running
+    /// products from both ends), and over all elements that with one zero
+    /// and zeros with more. So an infinite element gives NaN where PyTorch
+    /// gives NaN.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![[2., 3.], [0., 5.]]?)?;
+    /// x.prod(Some(1), false)?.sum(None, false)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [3., 2., 5., 0.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn prod(&self, dim: Option<i64>, keepdim: bool) -> Result<Var> {
+        let out = self.data().prod(dim, keepdim)?;
+        let (x, r) = (self.data().clone(), out.clone());
+        let saved = move || vec![x, r];
+        let f = formula(move |g, s, _n| {
+            let (x, r) = (&s[0], &s[1]);
+            Ok(vec![Some(prod_backward(g, x, r, dim, keepdim)?)])
+        });
+        record("ProdBackward", out, &[Some(self)], saved, f, false)
+    }
+
     /// Sum over `dims` (all when `None` or empty).
     pub fn sum(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Var> {
         if let Some(c) = crate::autocast::cast_inputs("sum", &[self])? {
@@ -161,4 +188,58 @@ impl Var {
         });
         record("LogsumexpBackward", out, &[Some(self)], saved, f, false)
     }
+}
+
+/// PyTorch's `prod_backward` (see [`Var::prod`]) for the gradient `g` of
+/// `r = x.prod(dim, keepdim)`.
+fn prod_backward(
+    g: &Tensor,
+    x: &Tensor,
+    r: &Tensor,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    if x.ndim() == 0 {
+        return Ok(g.reshape(&[])?);
+    }
+    let zeros = x.eq(0.0)?.count_nonzero(None)?.item::<i64>()?;
+    let Some(dim) = dim else {
+        let shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+        return Ok(match zeros {
+            0 => g.mul(&r.div(x)?)?,
+            1 => safe_zeros_backward(&g.reshape(&[1])?, &x.reshape(&[-1])?, 0)?.reshape(&shape)?,
+            _ => Tensor::zeros(x.shape(), x.dtype(), x.device())?,
+        });
+    };
+    let d = if dim < 0 { dim + x.ndim() as i64 } else { dim };
+    let (g, r) = if keepdim {
+        (g.clone(), r.clone())
+    } else {
+        (g.unsqueeze(d)?, r.unsqueeze(d)?)
+    };
+    Ok(if zeros == 0 {
+        g.mul(&r.div(x)?)?
+    } else {
+        safe_zeros_backward(&g, x, d)?
+    })
+}
+
+/// PyTorch's `prod_safe_zeros_backward`: `g` times each element's
+/// exclusive running products from the start and from the end of its slice
+/// along `d` (`g` keeps `d` as a dim of 1).
+fn safe_zeros_backward(g: &Tensor, x: &Tensor, d: i64) -> Result<Tensor> {
+    if x.numel() == 0 {
+        return Ok(g
+            .expand(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?
+            .contiguous()?);
+    }
+    let n = x.shape()[d as usize] as i64;
+    let mut ones_shape = x.shape().to_vec();
+    ones_shape[d as usize] = 1;
+    let ones = Tensor::ones(&ones_shape, x.dtype(), x.device())?;
+    let before = Tensor::cat(&[&ones, &x.narrow(d, 0, n - 1)?], d)?.cumprod(d, None)?;
+    let after = Tensor::cat(&[&ones, &x.narrow(d, 1, n - 1)?.flip(&[d])?], d)?
+        .cumprod(d, None)?
+        .flip(&[d])?;
+    Ok(g.mul(&before.mul(&after)?)?)
 }

@@ -63,6 +63,7 @@ mod oracle_s55;
 mod oracle_s55b;
 mod oracle_s56;
 mod oracle_s57;
+mod prod_s73;
 mod pytorch_fixture;
 mod recompute;
 mod resume_s52;

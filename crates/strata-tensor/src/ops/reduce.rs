@@ -62,6 +62,63 @@ impl Tensor {
         )
     }
 
+    /// `torch.prod`: the product of the elements along `dim` (of all of them
+    /// when `None`, a 0-d result, or with `keepdim` one of 1s); an empty dim's
+    /// product is 1. Integer and bool inputs multiply in i64 (wrapping as
+    /// PyTorch's), floats in their dtype, in index order (PyTorch's CPU
+    /// kernel may pair them otherwise: results can differ in the last bits).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::from_slice(&[1i32, 2, 3, 4], &[2, 2], Device::Cpu)?;
+    /// assert_eq!(a.prod(Some(1), false)?.to_vec::<i64>()?, vec![2, 12]);
+    /// assert_eq!(a.prod(None, false)?.to_vec::<i64>()?, vec![24]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn prod(&self, dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+        const OP: &str = "prod";
+        let Some(dim) = dim else {
+            let p = self.reshape(&[-1])?.prod(Some(0), false)?;
+            return if keepdim {
+                p.reshape(&vec![1; self.ndim()])
+            } else {
+                Ok(p)
+            };
+        };
+        let d = shape::normalize_dim(OP, dim, self.ndim())?;
+        let dtype = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::I64
+        };
+        let x = if self.ndim() == 0 {
+            self.reshape(&[1])?
+        } else {
+            self.clone()
+        };
+        let n = x.shape()[d];
+        let mut kept = x.shape().to_vec();
+        kept[d] = 1;
+        let p = if n == 0 {
+            Tensor::ones(&kept, dtype, self.device())?
+        } else {
+            // The last of the running products (the scan kernels of cumprod
+            // on either device).
+            x.cumprod(d as i64, Some(dtype))?
+                .narrow(d as i64, n as i64 - 1, 1)?
+                .contiguous()?
+        };
+        let mut out: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        if self.ndim() > 0 {
+            if keepdim {
+                out[d] = 1;
+            } else {
+                out.remove(d);
+            }
+        }
+        p.reshape(&out)
+    }
+
     /// Sum over `dims` (all when `None` or empty). Integer and bool inputs
     /// sum to i64; f16/bf16 accumulate in f32.
     ///
