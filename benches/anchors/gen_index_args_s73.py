@@ -313,7 +313,10 @@ def writes_twice(op, x, a):
         try:
             idx = as_index(a[1])
             nd = x.dim()
-            if nd == 0 or idx.dim() != nd:
+            if nd == 0:
+                # A 0-d self has one place: every index entry writes it.
+                return idx.numel() > 1
+            if idx.dim() != nd:
                 return False
             dim = a[0] % nd
             seen = set()
