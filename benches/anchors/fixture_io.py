@@ -24,3 +24,34 @@ def fmt(x):
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
     return x
+
+
+class LeftOut(Exception):
+    """A drawn call that a fixture leaves out (each generator's docstring says
+    which and why)."""
+
+
+def outcome(call, max_result, skip_errors=(), left_out=None):
+    """PyTorch's answer to `call()` as the hostile-argument fixtures store it:
+    `{"results": [...]}` (each output's shape and values, row-major) or
+    `{"error": the message's first line}`. Raises LeftOut for a result of more
+    than `max_result` elements, for an error whose message holds one of
+    `skip_errors`, and where `left_out(outputs)` says so; `call` may raise it
+    too."""
+    try:
+        y = call()
+        ys = y if isinstance(y, list) else [y]
+        if any(t.numel() > max_result for t in ys) or (left_out is not None and left_out(ys)):
+            raise LeftOut
+        # Inside the try: PyTorch can return a tensor it cannot read back
+        # (as_strided to a negative size), an error as any other.
+        return {"results": [{"shape": list(t.shape),
+                             "data": [fmt(float(v)) for v in t.double().flatten().tolist()]}
+                            for t in ys]}
+    except LeftOut:
+        raise
+    except Exception as e:  # noqa: BLE001 - PyTorch raises several types
+        msg = str(e).split("\n")[0][:200]
+        if any(k in msg for k in skip_errors):
+            raise LeftOut from e
+        return {"error": msg}
