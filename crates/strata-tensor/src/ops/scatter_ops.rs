@@ -1482,7 +1482,7 @@ impl Tensor {
             let Some(t) = per_dim[k].as_ref() else {
                 continue;
             };
-            if nb * rest_numel == 0 {
+            if nb == 0 || rest_numel == 0 {
                 idx.push(Tensor::zeros(&[nb], DType::I64, self.device())?);
                 continue;
             }
