@@ -55,3 +55,17 @@ def outcome(call, max_result, skip_errors=(), left_out=None):
         if any(k in msg for k in skip_errors):
             raise LeftOut from e
         return {"error": msg}
+
+
+def write_cases(path, generator, cases, left_out):
+    """Writes a hostile-argument fixture (`{"generator", "torch", "cases"}`)
+    to `path` and prints how many cases it holds, how many are errors and
+    how many draws were left out."""
+    import json
+
+    import torch
+
+    doc = {"generator": generator, "torch": torch.__version__, "cases": cases}
+    write_fixture(path, json.dumps(doc, allow_nan=False))
+    print("%d cases (%d errors), %d left out -> %s"
+          % (len(cases), sum("error" in c for c in cases), left_out, path))

@@ -30,7 +30,6 @@ Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_contract_args_s73.py \\
         crates/strata-tensor/tests/data/contract_args_s73.json.gz
 """
-import json
 import math
 import random
 import sys
@@ -38,7 +37,7 @@ import warnings
 
 import torch
 
-from fixture_io import LeftOut, outcome, write_fixture
+from fixture_io import LeftOut, outcome, write_cases
 
 torch.set_num_threads(1)
 assert not torch.backends.opt_einsum.is_available()
@@ -243,11 +242,7 @@ def main():
             left_out += 1
             continue
         cases.append({"op": op, "args": a, **c})
-    doc = {"generator": "benches/anchors/gen_contract_args_s73.py", "torch": torch.__version__,
-           "cases": cases}
-    write_fixture(out_path, json.dumps(doc, allow_nan=False))
-    print("%d cases (%d errors), %d left out -> %s"
-          % (len(cases), sum("error" in c for c in cases), left_out, out_path))
+    write_cases(out_path, "benches/anchors/gen_contract_args_s73.py", cases, left_out)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ Usage:
 (under a few GB of address space, e.g. `ulimit -v 4000000`, so that a huge
 result fails to allocate instead of filling the machine's memory).
 """
-import json
 import math
 import random
 import sys
@@ -47,7 +46,7 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from fixture_io import LeftOut, outcome, write_fixture
+from fixture_io import LeftOut, outcome, write_cases
 
 torch.set_num_threads(1)
 
@@ -382,11 +381,7 @@ def main():
             left_out += 1
             continue
         cases.append({"op": op, "shape": shape, "args": a, **c})
-    doc = {"generator": "benches/anchors/gen_index_args_s73.py", "torch": torch.__version__,
-           "cases": cases}
-    write_fixture(out_path, json.dumps(doc, allow_nan=False))
-    print("%d cases (%d errors), %d left out -> %s"
-          % (len(cases), sum("error" in c for c in cases), left_out, out_path))
+    write_cases(out_path, "benches/anchors/gen_index_args_s73.py", cases, left_out)
 
 
 if __name__ == "__main__":

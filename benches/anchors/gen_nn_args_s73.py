@@ -25,7 +25,6 @@ Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_nn_args_s73.py \\
         crates/strata-tensor/tests/data/nn_args_s73.json.gz
 """
-import json
 import math
 import random
 import sys
@@ -34,7 +33,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from fixture_io import LeftOut, fmt, outcome, write_fixture
+from fixture_io import LeftOut, fmt, outcome, write_cases
 
 torch.set_num_threads(1)
 
@@ -193,11 +192,7 @@ def main():
             continue
         cases.append({"op": op, "shape": shape, "args": [fmt(v) if isinstance(v, float) else v
                                                          for v in a], **c})
-    doc = {"generator": "benches/anchors/gen_nn_args_s73.py", "torch": torch.__version__,
-           "cases": cases}
-    write_fixture(out_path, json.dumps(doc, allow_nan=False))
-    print("%d cases (%d errors), %d left out -> %s"
-          % (len(cases), sum("error" in c for c in cases), left_out, out_path))
+    write_cases(out_path, "benches/anchors/gen_nn_args_s73.py", cases, left_out)
 
 
 if __name__ == "__main__":

@@ -21,14 +21,13 @@ Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_reduce_args_s72.py \\
         crates/strata-tensor/tests/data/reduce_args_s72.json.gz
 """
-import json
 import math
 import random
 import sys
 
 import torch
 
-from fixture_io import LeftOut, outcome, write_fixture
+from fixture_io import LeftOut, outcome, write_cases
 
 torch.set_num_threads(1)
 
@@ -118,11 +117,7 @@ def main():
             left_out += 1
             continue
         cases.append({"op": op, "shape": shape, "args": a, **c})
-    doc = {"generator": "benches/anchors/gen_reduce_args_s72.py", "torch": torch.__version__,
-           "cases": cases}
-    write_fixture(out_path, json.dumps(doc, allow_nan=False))
-    print("%d cases (%d errors), %d left out -> %s"
-          % (len(cases), sum("error" in c for c in cases), left_out, out_path))
+    write_cases(out_path, "benches/anchors/gen_reduce_args_s72.py", cases, left_out)
 
 
 if __name__ == "__main__":

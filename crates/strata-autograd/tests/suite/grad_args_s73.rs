@@ -13,15 +13,16 @@
 //! empty index larger than src on a dim (or of another rank), which the
 //! forward takes, failed in a `narrow`.
 
+use crate::hostile_calls::{
+    gpu, half_pattern, int, mask_pattern, pad_mode, pattern, reduction, scatter_reduce, sizes,
+    Match,
+};
 use crate::pytorch_fixture::{fixture, gunzip, ints, num};
 use serde_json::Value;
 use std::cell::Cell;
 use std::sync::LazyLock;
 use strata_autograd::{Result, Var};
-use strata_tensor::{
-    CrossEntropyArgs, DType, Device, PadMode, Reduction, Repeats, ScatterReduce, Tensor,
-    TensordotDims,
-};
+use strata_tensor::{CrossEntropyArgs, DType, Device, Repeats, Tensor, TensordotDims};
 
 thread_local! {
     /// The device this test thread builds its tensors on.
@@ -34,27 +35,6 @@ fn dev() -> Device {
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/grad_args_s73.json.gz"))));
-
-fn int(v: &Value) -> i64 {
-    v.as_i64().expect("an integer argument")
-}
-
-fn sizes(shape: &[i64]) -> Vec<usize> {
-    shape.iter().map(|&d| d as usize).collect()
-}
-
-fn tensor(v: Vec<f32>, shape: &[i64]) -> Tensor {
-    Tensor::from_slice(&v, &sizes(shape), dev()).unwrap()
-}
-
-/// The fixtures' values: `(7 (k + start)) mod 5 - 2` for element `k`.
-fn pattern(shape: &[i64], start: i64) -> Tensor {
-    let n: i64 = shape.iter().product();
-    tensor(
-        (0..n).map(|k| (((k + start) * 7) % 5 - 2) as f32).collect(),
-        shape,
-    )
-}
 
 /// The upstream gradient of output `k`: `(((j + 3 k) * 3) mod 7 - 3) / 2`.
 fn upstream(shape: &[usize], k: usize) -> Tensor {
@@ -71,7 +51,7 @@ fn index(a: &Value) -> Tensor {
 
 /// A leaf of the pattern from `start`, recorded in `leaves`.
 fn leaf(leaves: &mut Vec<Var>, shape: &[i64], start: i64) -> Var {
-    let v = Var::parameter(pattern(shape, start)).unwrap();
+    let v = Var::parameter(pattern(shape, start, dev())).unwrap();
     leaves.push(v.clone());
     v
 }
@@ -154,24 +134,6 @@ fn reduce_op(op: &str, x: &Var, a: &[Value]) -> Result<Vec<Var>> {
     }
 }
 
-fn reduction(v: &Value) -> Reduction {
-    match v.as_str().unwrap() {
-        "mean" => Reduction::Mean,
-        "sum" => Reduction::Sum,
-        _ => Reduction::None,
-    }
-}
-
-fn scatter_reduce(v: &Value) -> ScatterReduce {
-    match v.as_str().unwrap() {
-        "sum" => ScatterReduce::Sum,
-        "prod" => ScatterReduce::Prod,
-        "mean" => ScatterReduce::Mean,
-        "amax" => ScatterReduce::Amax,
-        _ => ScatterReduce::Amin,
-    }
-}
-
 /// index_args_s73's call `op` on x (the pattern from 0); its other float
 /// operands become leaves.
 fn index_op(op: &str, x: &Var, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<Var>> {
@@ -233,15 +195,7 @@ fn index_op(op: &str, x: &Var, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec
         }
         "split_sizes" => x.split(ints(&a[0]), int(&a[1])),
         "unbind" => x.unbind(dim()),
-        "pad" => {
-            let mode = match a[1].as_str().unwrap() {
-                "constant" => PadMode::Constant(num(&a[2]).into()),
-                "reflect" => PadMode::Reflect,
-                "replicate" => PadMode::Replicate,
-                _ => PadMode::Circular,
-            };
-            one(x.pad(&ints(&a[0]), mode))
-        }
+        "pad" => one(x.pad(&ints(&a[0]), pad_mode(&a[1], num(&a[2])))),
         "repeat_interleave" => {
             let along = a[1].as_i64();
             if a[0].is_object() {
@@ -305,28 +259,14 @@ fn contract_op(op: &str, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<Var>>
     }
 }
 
-/// nn_args_s73's values: `((7 (k + start)) mod 5 - 2) / 2`.
-fn halves(shape: &[i64], start: i64) -> Tensor {
-    let n: i64 = shape.iter().product();
-    tensor(
-        (0..n)
-            .map(|k| (((k + start) * 7) % 5 - 2) as f32 / 2.0)
-            .collect(),
-        shape,
-    )
-}
-
-/// nn_args_s73's masks: element `k` is true where `(3 (k + start)) mod 4 < 2`.
+/// nn_args_s73's mask of the shape `shape` (a list).
 fn mask(shape: &Value) -> Tensor {
-    let shape = ints(shape);
-    let n: i64 = shape.iter().product();
-    let v: Vec<bool> = (0..n).map(|k| (k * 3) % 4 < 2).collect();
-    Tensor::from_slice(&v, &sizes(&shape), dev()).unwrap()
+    mask_pattern(&ints(shape), 0, dev())
 }
 
 /// A leaf of nn_args_s73's values from `start`, recorded in `leaves`.
 fn half_leaf(leaves: &mut Vec<Var>, shape: &Value, start: i64) -> Var {
-    let v = Var::parameter(halves(&ints(shape), start)).unwrap();
+    let v = Var::parameter(half_pattern(&ints(shape), start, dev())).unwrap();
     leaves.push(v.clone());
     v
 }
@@ -345,8 +285,8 @@ fn nn_op(op: &str, c: &Value, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<
             one(x.layer_norm(&ns, w.as_ref(), b.as_ref(), num(&a[3])))
         }
         "cross_entropy_probs" => {
-            let t = halves(&ints(&a[0]), 3).abs()?;
-            let w = (!a[1].is_null()).then(|| halves(&ints(&a[1]), 1).abs().unwrap());
+            let t = half_pattern(&ints(&a[0]), 3, dev()).abs()?;
+            let w = (!a[1].is_null()).then(|| half_pattern(&ints(&a[1]), 1, dev()).abs().unwrap());
             one(x.cross_entropy(
                 &t,
                 CrossEntropyArgs {
@@ -359,12 +299,12 @@ fn nn_op(op: &str, c: &Value, a: &[Value], leaves: &mut Vec<Var>) -> Result<Vec<
         }
         "nll_loss_weight" => {
             let t = Tensor::from_slice(&ints(&a[1]), &sizes(&ints(&a[0])), dev())?;
-            let w = halves(&ints(&a[2]), 1).abs()?;
+            let w = half_pattern(&ints(&a[2]), 1, dev()).abs()?;
             one(x.nll_loss(&t, Some(&w), int(&a[3]), reduction(&a[4])))
         }
         "mse_loss" => {
             let t = half_leaf(leaves, &a[0], 1);
-            let w = (!a[1].is_null()).then(|| halves(&ints(&a[1]), 2).abs().unwrap());
+            let w = (!a[1].is_null()).then(|| half_pattern(&ints(&a[1]), 2, dev()).abs().unwrap());
             one(x.mse_loss(&t, reduction(&a[2]), w.as_ref()))
         }
         "masked_fill" => one(x.masked_fill(&mask(&a[0]), num(&a[1]))),
@@ -403,13 +343,15 @@ fn grads_of(c: &Value) -> Result<Vec<Var>> {
     let ys = match fixture {
         "view_args_s72" => {
             let n: i64 = shape().iter().product();
-            let x = Var::parameter(tensor((0..n).map(|k| k as f32).collect(), &shape()))?;
+            let x = Var::parameter(
+                Tensor::arange(0, n, 1, Some(DType::F32), dev())?.reshape(&shape())?,
+            )?;
             leaves.push(x.clone());
             view_op(op, &x, a)?
         }
         "reduce_args_s72" => reduce_op(op, &leaf(&mut leaves, &shape(), 0), a)?,
         "index_args_s73" => {
-            let x = Var::parameter(pattern(&shape(), 0))?;
+            let x = Var::parameter(pattern(&shape(), 0, dev()))?;
             if op != "cat" && op != "stack" {
                 leaves.push(x.clone());
             }
@@ -460,11 +402,9 @@ fn difference(k: usize, got: Option<Tensor>, want: &Value) -> Option<String> {
                 None => Some(format!("leaf {k}: no gradient, PyTorch {ws:?} {wd:?}")),
                 Some((s, g)) => {
                     let close = g.len() == wd.len()
-                        && g.iter().zip(&wd).all(|(&x, &y)| {
-                            (x.is_nan() && y.is_nan())
-                                || x == y
-                                || (x - y).abs() <= 1e-5 * y.abs().max(1.0)
-                        });
+                        && g.iter()
+                            .zip(&wd)
+                            .all(|(&x, &y)| Match::Relative(1e-5).accepts(x, y));
                     (s != ws || !close)
                         .then(|| format!("leaf {k}: gradient {s:?} {g:?}, PyTorch {ws:?} {wd:?}"))
                 }
@@ -481,13 +421,7 @@ fn gradients_of_calls_with_hostile_arguments_match_pytorch() {
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn gradients_of_calls_with_hostile_arguments_match_pytorch_on_a_gpu() {
-    let gpu = Device::Cuda(0);
-    assert!(
-        strata_tensor::has_backend(gpu),
-        "this test needs a CUDA GPU and none is usable: {}",
-        strata_tensor::cuda::unavailable_reason().unwrap_or_else(|| "no CUDA backend".into())
-    );
-    gradients_on(gpu);
+    gradients_on(gpu());
 }
 
 /// Every case's gradients on `device` against PyTorch's.

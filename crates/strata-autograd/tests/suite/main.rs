@@ -23,6 +23,11 @@ mod grad_scaler_s54b;
 mod gradcheck_dimops;
 mod gradcheck_math;
 mod hooks_and_grad;
+// strata-tensor's readings of the hostile-argument fixtures (grad_args_s73
+// uses part of them).
+#[allow(dead_code)]
+#[path = "../../../strata-tensor/tests/suite/hostile_calls.rs"]
+mod hostile_calls;
 mod hostile_inputs;
 mod hostile_inputs_2;
 mod hostile_inputs_3;

@@ -82,6 +82,35 @@ pub(crate) fn check_index_range(op: &'static str, index: &Tensor, size: usize) -
     Ok(())
 }
 
+/// Every value of an integer `index` in [-size, size) (negative ones count
+/// from the end, as `index_put`'s and `index_fill`'s), else PyTorch's error
+/// naming dim `dim`.
+pub(crate) fn check_signed_index_range(
+    op: &'static str,
+    index: &Tensor,
+    dim: usize,
+    size: usize,
+) -> Result<()> {
+    if index.numel() == 0 {
+        return Ok(());
+    }
+    let (lo, hi) = match index.known_value_range() {
+        Some(r) => r,
+        None => read_extremes(index)?,
+    };
+    let n = size as i64;
+    if lo < -n || hi >= n {
+        let bad = if lo < -n { lo } else { hi };
+        return Err(TensorError::index(
+            op,
+            format!(
+                "index {bad} is out of bounds for dimension {dim} with size {size}; an index must lie in [-{size}, {size})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The minimum and maximum of a non-empty integer tensor, read back together
 /// (one synchronisation on a GPU).
 pub(crate) fn read_extremes(t: &Tensor) -> Result<(i64, i64)> {

@@ -31,7 +31,7 @@ use super::elementwise::{
     check_inplace, check_no_overlap, launch, overlap, same_device, Overlap, RoundingMode,
 };
 use super::index::{
-    arg_with, at_least_1d, check_index_range, mask_offsets, nonempty_size, read_extremes,
+    arg_with, at_least_1d, check_index_range, check_signed_index_range, mask_offsets, nonempty_size,
 };
 use crate::backend::{Arg, DimShape, NnKernel};
 use crate::dtype::DType;
@@ -830,18 +830,10 @@ impl Tensor {
             .filter(|&k| k != d)
             .map(|k| self.shape()[k])
             .product();
-        if index.numel() == 0 || others == 0 {
+        if others == 0 {
             return Ok(());
         }
-        let (lo, hi) = read_extremes(index)?;
-        if lo < -(size as i64) || hi >= size as i64 {
-            let bad = if lo < -(size as i64) { lo } else { hi };
-            return Err(TensorError::index(
-                op,
-                format!("index {bad} is out of bounds for dimension {d} with size {size}; an index must lie in [-{size}, {size})"),
-            ));
-        }
-        Ok(())
+        check_signed_index_range(op, index, d, size)
     }
 
     fn index_fill_impl(
@@ -1486,22 +1478,10 @@ impl Tensor {
                 idx.push(Tensor::zeros(&[nb], DType::I64, self.device())?);
                 continue;
             }
-            let size = self.shape()[k] as i64;
+            let size = self.shape()[k];
             let t = t.to_dtype_contiguous(DType::I64)?;
-            if t.numel() > 0 {
-                let (lo, hi) = match t.known_value_range() {
-                    Some(r) => r,
-                    None => read_extremes(&t)?,
-                };
-                if lo < -size || hi >= size {
-                    let bad = if lo < -size { lo } else { hi };
-                    return Err(TensorError::index(
-                        op,
-                        format!("index {bad} is out of bounds for dimension {k} with size {size}"),
-                    ));
-                }
-            }
-            let t = wrap_negative(&t, size as usize)?;
+            check_signed_index_range(op, &t, k, size)?;
+            let t = wrap_negative(&t, size)?;
             idx.push(t.broadcast_to(&b)?.contiguous()?.reshape(&[-1])?);
         }
         let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);

@@ -8,7 +8,7 @@
 //! panicked (PyTorch: "Dimension specified as 0 but tensor has no
 //! dimensions").
 
-use crate::hostile_calls::{assert_all_agree, gpu, Match};
+use crate::hostile_calls::{assert_all_agree, gpu, pattern, Match};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -21,14 +21,10 @@ fn float(v: &Value) -> f64 {
     v.as_f64().expect("a float argument")
 }
 
-/// The generator's values: `(7 (k + start)) mod 5 - 2` for element `k`,
-/// row-major, of the shape `shape` (a list of sizes).
+/// The generator's values from `start` of the shape `shape` (a list of
+/// sizes).
 fn values(shape: &Value, start: i64, device: Device) -> Tensor {
-    let shape = ints(shape);
-    let n: i64 = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|k| (((k + start) * 7) % 5 - 2) as f32).collect();
-    let s: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    Tensor::from_slice(&v, &s, device).unwrap()
+    pattern(&ints(shape), start, device)
 }
 
 fn call(op: &str, a: &[Value], dev: Device) -> Result<Tensor> {

@@ -4,11 +4,83 @@
 //! shape and arguments, and holds PyTorch's results (`"results"`: shapes and
 //! values row-major) or the fact that it failed (`"error"`). strata must
 //! fail where PyTorch fails and otherwise give its shapes and values, on the
-//! CPU and (ignored unless `--include-ignored`) on `cuda:0`.
+//! CPU and (ignored unless `--include-ignored`) on `cuda:0`. Also the
+//! fixtures' common readings of their arguments (the value pattern, the
+//! names of reductions and pad modes), which strata-autograd's
+//! `grad_args_s73` shares by path.
 
 use crate::pytorch_fixture::{ints, num};
 use serde_json::Value;
-use strata_tensor::{DType, Device, Result, Tensor};
+use strata_tensor::{DType, Device, PadMode, Reduction, Result, ScatterReduce, Tensor};
+
+/// An integer argument.
+pub fn int(v: &Value) -> i64 {
+    v.as_i64().expect("an integer argument")
+}
+
+/// Sizes as `usize`.
+pub fn sizes(shape: &[i64]) -> Vec<usize> {
+    shape.iter().map(|&d| d as usize).collect()
+}
+
+/// The generators' values: `(7 (k + start)) mod 5 - 2` for element `k`,
+/// row-major (f32).
+pub fn pattern(shape: &[i64], start: i64, device: Device) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|k| (((k + start) * 7) % 5 - 2) as f32).collect();
+    Tensor::from_slice(&v, &sizes(shape), device).unwrap()
+}
+
+/// nn_args_s73's values: half of [`pattern`]'s, `((7 (k + start)) mod 5 -
+/// 2) / 2`.
+pub fn half_pattern(shape: &[i64], start: i64, device: Device) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|k| (((k + start) * 7) % 5 - 2) as f32 / 2.0)
+        .collect();
+    Tensor::from_slice(&v, &sizes(shape), device).unwrap()
+}
+
+/// nn_args_s73's masks: element `k` is true where `(3 (k + start)) mod 4 <
+/// 2`.
+pub fn mask_pattern(shape: &[i64], start: i64, device: Device) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let v: Vec<bool> = (0..n).map(|k| ((k + start) * 3) % 4 < 2).collect();
+    Tensor::from_slice(&v, &sizes(shape), device).unwrap()
+}
+
+/// A loss reduction by PyTorch's name.
+pub fn reduction(v: &Value) -> Reduction {
+    match v.as_str().unwrap() {
+        "mean" => Reduction::Mean,
+        "sum" => Reduction::Sum,
+        "none" => Reduction::None,
+        other => panic!("the generator wrote a reduction this test does not know: {other}"),
+    }
+}
+
+/// A `scatter_reduce` reduction by PyTorch's name.
+pub fn scatter_reduce(v: &Value) -> ScatterReduce {
+    match v.as_str().unwrap() {
+        "sum" => ScatterReduce::Sum,
+        "prod" => ScatterReduce::Prod,
+        "mean" => ScatterReduce::Mean,
+        "amax" => ScatterReduce::Amax,
+        "amin" => ScatterReduce::Amin,
+        other => panic!("the generator wrote a scatter reduction this test does not know: {other}"),
+    }
+}
+
+/// A pad mode by PyTorch's name (`value` for a constant pad).
+pub fn pad_mode(v: &Value, value: f64) -> PadMode {
+    match v.as_str().unwrap() {
+        "constant" => PadMode::Constant(value.into()),
+        "reflect" => PadMode::Reflect,
+        "replicate" => PadMode::Replicate,
+        "circular" => PadMode::Circular,
+        other => panic!("the generator wrote a pad mode this test does not know: {other}"),
+    }
+}
 
 /// How close an element of strata's result must be to PyTorch's.
 #[derive(Clone, Copy)]
@@ -20,7 +92,8 @@ pub enum Match {
 }
 
 impl Match {
-    fn accepts(self, got: f64, want: f64) -> bool {
+    /// Whether `got` is close enough to `want`.
+    pub fn accepts(self, got: f64, want: f64) -> bool {
         if (got.is_nan() && want.is_nan()) || got == want {
             return true;
         }

@@ -11,75 +11,29 @@
 //! empty result); `repeat_interleave` refused a single negative count for
 //! an empty dim, which PyTorch expands to no counts.
 
-use crate::hostile_calls::{assert_all_agree, gpu, Match};
+use crate::hostile_calls::{
+    assert_all_agree, gpu, int, pad_mode, pattern, reduction, scatter_reduce, sizes, Match,
+};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_tensor::{
-    CrossEntropyArgs, Device, PadMode, Reduction, Repeats, Result, ScatterReduce, Tensor,
-};
+use strata_tensor::{CrossEntropyArgs, Device, Repeats, Result, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/index_args_s73.json.gz"))));
-
-fn int(v: &Value) -> i64 {
-    v.as_i64().expect("an integer argument")
-}
 
 fn float(v: &Value) -> f64 {
     v.as_f64().expect("a float argument")
 }
 
-fn sizes(shape: &[i64]) -> Vec<usize> {
-    shape.iter().map(|&d| d as usize).collect()
-}
-
-/// The generator's values: `(7 (k + start)) mod 5 - 2` for element `k`,
-/// row-major.
-fn values(shape: &[i64], start: i64, device: Device) -> Tensor {
-    let n: i64 = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|k| (((k + start) * 7) % 5 - 2) as f32).collect();
-    Tensor::from_slice(&v, &sizes(shape), device).unwrap()
-}
-
 /// A tensor argument `{"shape", "data"}` of values from `data` on.
 fn values_arg(a: &Value, device: Device) -> Tensor {
-    values(&ints(&a["shape"]), int(&a["data"]), device)
+    pattern(&ints(&a["shape"]), int(&a["data"]), device)
 }
 
 /// An index tensor argument `{"shape", "data"}` (int64).
 fn index_arg(a: &Value, device: Device) -> Tensor {
     Tensor::from_slice(&ints(&a["data"]), &sizes(&ints(&a["shape"])), device).unwrap()
-}
-
-fn reduction(v: &Value) -> Reduction {
-    match v.as_str().unwrap() {
-        "mean" => Reduction::Mean,
-        "sum" => Reduction::Sum,
-        "none" => Reduction::None,
-        other => panic!("the generator wrote a reduction this test does not know: {other}"),
-    }
-}
-
-fn scatter_reduce(v: &Value) -> ScatterReduce {
-    match v.as_str().unwrap() {
-        "sum" => ScatterReduce::Sum,
-        "prod" => ScatterReduce::Prod,
-        "mean" => ScatterReduce::Mean,
-        "amax" => ScatterReduce::Amax,
-        "amin" => ScatterReduce::Amin,
-        other => panic!("the generator wrote a scatter reduction this test does not know: {other}"),
-    }
-}
-
-fn pad_mode(v: &Value, value: f64) -> PadMode {
-    match v.as_str().unwrap() {
-        "constant" => PadMode::Constant(value.into()),
-        "reflect" => PadMode::Reflect,
-        "replicate" => PadMode::Replicate,
-        "circular" => PadMode::Circular,
-        other => panic!("the generator wrote a pad mode this test does not know: {other}"),
-    }
 }
 
 fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
@@ -125,7 +79,7 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
         )),
         "cat" | "stack" => {
             let ts: Vec<Tensor> = (a[0].as_array().unwrap().iter().enumerate())
-                .map(|(k, s)| values(&ints(s), k as i64, dev))
+                .map(|(k, s)| pattern(&ints(s), k as i64, dev))
                 .collect();
             let refs: Vec<&Tensor> = ts.iter().collect();
             one(if op == "cat" {
@@ -157,7 +111,7 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
 
 fn indexing_ops_on(device: Device) {
     assert_all_agree(&FIXTURE, 15_000, Match::Relative(1e-5), |c| {
-        let x = values(&ints(&c["shape"]), 0, device);
+        let x = pattern(&ints(&c["shape"]), 0, device);
         call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
     });
 }
@@ -217,7 +171,7 @@ fn in_place_indexing_ops_agree_and_change_nothing_when_they_fail() {
     let checked = std::cell::Cell::new(0);
     assert_all_agree(&FIXTURE, 15_000, Match::Relative(1e-5), |c| {
         let shape = ints(&c["shape"]);
-        let x = values(&shape, 0, Device::Cpu);
+        let x = pattern(&shape, 0, Device::Cpu);
         let (op, a) = (c["op"].as_str().unwrap(), c["args"].as_array().unwrap());
         match call_in_place(op, &x, a) {
             None => call(op, &x, a),
@@ -225,7 +179,7 @@ fn in_place_indexing_ops_agree_and_change_nothing_when_they_fail() {
                 checked.set(checked.get() + 1);
                 let r = r.map(|_| vec![x.clone()]);
                 if r.is_err() {
-                    let before = values(&shape, 0, Device::Cpu);
+                    let before = pattern(&shape, 0, Device::Cpu);
                     assert!(
                         x.equal(&before).unwrap(),
                         "{op} {shape:?} {a:?} failed and changed self"

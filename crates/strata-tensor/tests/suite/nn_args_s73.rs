@@ -9,46 +9,25 @@
 //! elements that is not `[C]` (a 0-d weight of one class), which PyTorch's
 //! `nll_loss2d` path takes (`class_weight`).
 
-use crate::hostile_calls::{assert_all_agree, gpu, Match};
+use crate::hostile_calls::{
+    assert_all_agree, gpu, half_pattern, mask_pattern, reduction, sizes, Match,
+};
 use crate::pytorch_fixture::{fixture, gunzip, ints, num};
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_tensor::{CrossEntropyArgs, Device, Reduction, Result, Tensor};
+use strata_tensor::{CrossEntropyArgs, Device, Result, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/nn_args_s73.json.gz"))));
 
-fn sizes(shape: &[i64]) -> Vec<usize> {
-    shape.iter().map(|&d| d as usize).collect()
-}
-
-/// The generator's values: `((7 (k + start)) mod 5 - 2) / 2` for element
-/// `k`, row-major.
+/// The generator's values from `start`, of the shape `shape` (a list).
 fn values(shape: &Value, start: i64, device: Device) -> Tensor {
-    let shape = ints(shape);
-    let n: i64 = shape.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|k| (((k + start) * 7) % 5 - 2) as f32 / 2.0)
-        .collect();
-    Tensor::from_slice(&v, &sizes(&shape), device).unwrap()
+    half_pattern(&ints(shape), start, device)
 }
 
-/// The generator's masks: element `k` is true where `(3 (k + start)) mod 4
-/// < 2`.
+/// The generator's mask from `start`, of the shape `shape` (a list).
 fn mask(shape: &Value, start: i64, device: Device) -> Tensor {
-    let shape = ints(shape);
-    let n: i64 = shape.iter().product();
-    let v: Vec<bool> = (0..n).map(|k| ((k + start) * 3) % 4 < 2).collect();
-    Tensor::from_slice(&v, &sizes(&shape), device).unwrap()
-}
-
-fn reduction(v: &Value) -> Reduction {
-    match v.as_str().unwrap() {
-        "mean" => Reduction::Mean,
-        "sum" => Reduction::Sum,
-        "none" => Reduction::None,
-        other => panic!("the generator wrote a reduction this test does not know: {other}"),
-    }
+    mask_pattern(&ints(shape), start, device)
 }
 
 /// An optional tensor argument: `null` or a shape of values from `start`

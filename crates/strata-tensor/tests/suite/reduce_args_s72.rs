@@ -5,7 +5,7 @@
 //! rounding). The probe found one difference, fixed: `count_nonzero` with
 //! an empty dim list reduced nothing, PyTorch counts over every dim.
 
-use crate::hostile_calls::{assert_all_agree, gpu, Match};
+use crate::hostile_calls::{assert_all_agree, gpu, int, pattern, Match};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -13,18 +13,6 @@ use strata_tensor::{Device, Result, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/reduce_args_s72.json.gz"))));
-
-fn int(v: &Value) -> i64 {
-    v.as_i64().expect("an integer argument")
-}
-
-/// The generator's input: `(7 k) mod 5 - 2` for element `k`, row-major.
-fn input(shape: &[i64], device: Device) -> Tensor {
-    let n: i64 = shape.iter().product();
-    let v: Vec<f32> = (0..n).map(|k| ((k * 7) % 5 - 2) as f32).collect();
-    let s: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    Tensor::from_slice(&v, &s, device).unwrap()
-}
 
 /// A dim list: `None` where the generator passed PyTorch `None` for an
 /// empty one (var, vector_norm), else the list itself.
@@ -82,7 +70,7 @@ fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
 
 fn reductions_on(device: Device) {
     assert_all_agree(&FIXTURE, 19_000, Match::Relative(1e-5), |c| {
-        let x = input(&ints(&c["shape"]), device);
+        let x = pattern(&ints(&c["shape"]), 0, device);
         call(c["op"].as_str().unwrap(), &x, c["args"].as_array().unwrap())
     });
 }

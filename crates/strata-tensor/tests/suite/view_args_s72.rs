@@ -5,7 +5,7 @@
 //! difference, fixed: `roll` of an empty tensor checked its dims, PyTorch
 //! returns a copy first.
 
-use crate::hostile_calls::{assert_all_agree, gpu, Match};
+use crate::hostile_calls::{assert_all_agree, gpu, int, Match};
 use crate::pytorch_fixture::{fixture, gunzip, ints};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -13,10 +13,6 @@ use strata_tensor::{DType, Device, Result, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/view_args_s72.json.gz"))));
-
-fn int(v: &Value) -> i64 {
-    v.as_i64().expect("an integer argument")
-}
 
 /// The op a case names, on `x`, with its arguments.
 fn call(op: &str, x: &Tensor, a: &[Value]) -> Result<Vec<Tensor>> {
