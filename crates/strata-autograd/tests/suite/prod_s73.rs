@@ -35,24 +35,24 @@ fn close(got: &[f64], want: &[f64]) -> bool {
 }
 
 /// Where strata's answer to case `c` differs from PyTorch's, or `None`.
-fn difference(c: &Value) -> Option<String> {
+fn difference(c: &Value, device: Device) -> Option<String> {
     let shape: Vec<usize> = ints(&c["shape"]).iter().map(|&s| s as usize).collect();
     let vals = nums(&c["values"]);
     let x = match c["dtype"].as_str().unwrap() {
         "f32" => Tensor::from_slice(
             &vals.iter().map(|&v| v as f32).collect::<Vec<_>>(),
             &shape,
-            Device::Cpu,
+            device,
         ),
         "i64" => Tensor::from_slice(
             &vals.iter().map(|&v| v as i64).collect::<Vec<_>>(),
             &shape,
-            Device::Cpu,
+            device,
         ),
         _ => Tensor::from_slice(
             &vals.iter().map(|&v| v != 0.0).collect::<Vec<_>>(),
             &shape,
-            Device::Cpu,
+            device,
         ),
     }
     .unwrap();
@@ -89,7 +89,7 @@ fn difference(c: &Value) -> Option<String> {
     let y = v.prod(dim, keepdim).unwrap();
     let n: usize = ws.iter().product();
     let u: Vec<f32> = (0..n).map(|j| ((3 * j) % 7) as f32 / 2.0 - 1.5).collect();
-    let u = Var::new(Tensor::from_slice(&u, &ws, Device::Cpu).unwrap());
+    let u = Var::new(Tensor::from_slice(&u, &ws, device).unwrap());
     y.mul(&u)
         .unwrap()
         .sum(None, false)
@@ -105,12 +105,22 @@ fn difference(c: &Value) -> Option<String> {
 
 #[test]
 fn prod_and_its_gradient_match_pytorch() {
+    prod_matches_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn prod_and_its_gradient_match_pytorch_on_a_gpu() {
+    prod_matches_on(crate::hostile_calls::gpu());
+}
+
+fn prod_matches_on(device: Device) {
     let cases = FIXTURE["cases"].as_array().unwrap();
     assert!(cases.len() > 2_500, "{} cases", cases.len());
     let bad: Vec<String> = cases
         .iter()
         .filter_map(|c| {
-            difference(c).map(|w| {
+            difference(c, device).map(|w| {
                 format!(
                     "{} {} {:?} dim {} keepdim {}: {w}",
                     c["dtype"],
