@@ -15,7 +15,7 @@ const FRAC_2_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
 
 /// What a unary op saves for its backward.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Save {
+pub(super) enum Save {
     Input,
     Output,
     Nothing,
@@ -24,7 +24,7 @@ enum Save {
 impl Var {
     /// Records a unary op whose gradient `grad(g, saved)` uses the input or
     /// the output (`save`).
-    fn unary_op(
+    pub(super) fn unary_op(
         &self,
         name: &'static str,
         out: Tensor,

@@ -10,6 +10,8 @@ pub(crate) use extrema::vector_norm;
 mod inplace;
 mod linear;
 mod math;
+// ---- session 74: the rest of the element-wise math ----
+mod elementary;
 mod matmul;
 mod overloads;
 mod reduce;

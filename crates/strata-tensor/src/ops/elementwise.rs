@@ -449,7 +449,11 @@ impl Tensor {
                 crate::ops::checks::check_fits(name, s, compute)?;
             }
         }
-        if matches!(op, BinaryOp::DivTrunc | BinaryOp::DivFloor) && !compute.is_float() {
+        if matches!(
+            op,
+            BinaryOp::DivTrunc | BinaryOp::DivFloor | BinaryOp::Remainder | BinaryOp::Fmod
+        ) && !compute.is_float()
+        {
             let zero = match (&b, inputs.first()) {
                 // The scalar is first converted to the dtype (2^31 wraps to 0 in u8).
                 (Operand::Scalar(s), _) => s.cast_to(compute).to_i64() == 0,

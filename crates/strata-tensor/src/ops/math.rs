@@ -83,10 +83,57 @@ pub(crate) trait Math: Copy {
     fn log1p_(self) -> Self;
     /// `e^x - 1`, accurate near 0.
     fn expm1_(self) -> Self;
+    // ----- session 74: the rest of PyTorch's element-wise math -----
+    /// Tangent.
+    fn tan_(self) -> Self;
+    /// Arcsine.
+    fn asin_(self) -> Self;
+    /// Arccosine.
+    fn acos_(self) -> Self;
+    /// Arctangent.
+    fn atan_(self) -> Self;
+    /// Hyperbolic sine.
+    fn sinh_(self) -> Self;
+    /// Hyperbolic cosine.
+    fn cosh_(self) -> Self;
+    /// Inverse hyperbolic sine.
+    fn asinh_(self) -> Self;
+    /// Inverse hyperbolic cosine.
+    fn acosh_(self) -> Self;
+    /// Inverse hyperbolic tangent.
+    fn atanh_(self) -> Self;
+    /// Base-2 logarithm.
+    fn log2_(self) -> Self;
+    /// Base-10 logarithm.
+    fn log10_(self) -> Self;
+    /// `2^x`.
+    fn exp2_(self) -> Self;
+    /// The complementary error function `1 - erf(x)`, accurate where
+    /// `erf(x)` is near 1.
+    fn erfc_(self) -> Self;
+    /// The largest integer not above `x` (integers: themselves).
+    fn floor_(self) -> Self;
+    /// The smallest integer not below `x` (integers: themselves).
+    fn ceil_(self) -> Self;
+    /// The nearest integer, halves to even (integers: themselves).
+    fn round_(self) -> Self;
+    /// `x` rounded toward zero (integers: themselves).
+    fn trunc_(self) -> Self;
+    /// `x - trunc(x)`.
+    fn frac_(self) -> Self;
+    /// Python's `a % b` (`torch.remainder`): the remainder of floor
+    /// division, with the sign of `b`. An integer `b` of 0 gives 0 (the op
+    /// refuses such a divisor before any kernel runs).
+    fn rem_(self, b: Self) -> Self;
+    /// C's `fmod` (`torch.fmod`): the remainder of truncating division, with
+    /// the sign of `a`. An integer `b` of 0 gives 0 (refused before).
+    fn fmod_(self, b: Self) -> Self;
+    /// `atan2(a, b)`: the angle of the point `(b, a)`.
+    fn atan2_(self, b: Self) -> Self;
 }
 
 macro_rules! float_math {
-    ($t:ty, $erf:expr, $erf_vec:expr, $gelu_scalar:expr, $gelu_onednn:expr) => {
+    ($t:ty, $erf:expr, $erfc:expr, $erf_vec:expr, $gelu_scalar:expr, $gelu_onednn:expr) => {
         impl Math for $t {
             #[inline(always)]
             fn abs_(self) -> Self {
@@ -219,13 +266,54 @@ macro_rules! float_math {
             fn expm1_(self) -> Self {
                 self.exp_m1()
             }
+            float_math!(@std tan_ tan, asin_ asin, acos_ acos, atan_ atan, sinh_ sinh,
+                cosh_ cosh, asinh_ asinh, acosh_ acosh, atanh_ atanh, log2_ log2,
+                log10_ log10, exp2_ exp2, floor_ floor, ceil_ ceil,
+                round_ round_ties_even, trunc_ trunc);
+            #[inline(always)]
+            fn erfc_(self) -> Self {
+                let erfc: fn($t) -> $t = $erfc;
+                erfc(self)
+            }
+            #[inline(always)]
+            fn frac_(self) -> Self {
+                self - self.trunc()
+            }
+            #[inline(always)]
+            fn rem_(self, b: Self) -> Self {
+                // PyTorch's CPU kernel: fmod, then b added where the signs differ.
+                let m = self % b;
+                if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+                    m + b
+                } else {
+                    m
+                }
+            }
+            #[inline(always)]
+            fn fmod_(self, b: Self) -> Self {
+                self % b
+            }
+            #[inline(always)]
+            fn atan2_(self, b: Self) -> Self {
+                self.atan2(b)
+            }
         }
     };
+    (@std $($f:ident $g:ident),* $(,)?) => {
+        $(
+            #[inline(always)]
+            fn $f(self) -> Self {
+                self.$g()
+            }
+        )*
+    };
 }
-float_math!(f64, erf, erf, |x: f64| x.gelu_(), |x: f64| x.gelu_());
+float_math!(f64, erf, libm::erfc, erf, |x: f64| x.gelu_(), |x: f64| x
+    .gelu_());
 float_math!(
     f32,
     |x: f32| erf(f64::from(x)) as f32,
+    |x: f32| libm::erfc(f64::from(x)) as f32,
     erf_vec_f32,
     |x: f32| x * 0.5 * (1.0 + erff_libc(x * std::f32::consts::FRAC_1_SQRT_2)),
     gelu_onednn_f32
@@ -309,6 +397,33 @@ macro_rules! int_math {
                 }
             }
             int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_vec_ gelu_scalar_ gelu_onednn_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ erf_vec_ log1p_ expm1_);
+            int_math!(@neutral tan_ asin_ acos_ atan_ sinh_ cosh_ asinh_ acosh_ atanh_ log2_ log10_ exp2_ erfc_ floor_ ceil_ round_ trunc_ frac_);
+            #[inline]
+            fn rem_(self, b: Self) -> Self {
+                if b == 0 {
+                    return 0;
+                }
+                // MIN % -1 is 0 (it would overflow as a division).
+                let m = self.wrapping_rem(b);
+                #[allow(unused_comparisons)]
+                if m != 0 && ((b < 0) != (m < 0)) {
+                    m.wrapping_add(b)
+                } else {
+                    m
+                }
+            }
+            #[inline]
+            fn fmod_(self, b: Self) -> Self {
+                if b == 0 {
+                    0
+                } else {
+                    self.wrapping_rem(b)
+                }
+            }
+            #[inline(always)]
+            fn atan2_(self, _b: Self) -> Self {
+                self
+            }
         }
     };
     (@neutral $($f:ident)*) => {
@@ -341,6 +456,16 @@ impl Math for bool {
         self & b
     }
     int_math!(@neutral sqrt_ rsqrt_ recip_ tanh_ sigmoid_ silu_ gelu_ gelu_vec_ gelu_scalar_ gelu_onednn_ gelu_tanh_ gelu_grad_ gelu_tanh_grad_ sin_ cos_ erf_ erf_vec_ log1p_ expm1_);
+    int_math!(@neutral tan_ asin_ acos_ atan_ sinh_ cosh_ asinh_ acosh_ atanh_ log2_ log10_ exp2_ erfc_ floor_ ceil_ round_ trunc_ frac_);
+    fn rem_(self, _b: Self) -> Self {
+        self
+    }
+    fn fmod_(self, _b: Self) -> Self {
+        self
+    }
+    fn atan2_(self, _b: Self) -> Self {
+        self
+    }
 }
 
 // ----- erf ------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 mod checks;
 mod elementwise;
+mod float_classes;
 pub(crate) mod math;
 mod matmul;
 mod optim;

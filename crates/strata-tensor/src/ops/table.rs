@@ -265,6 +265,169 @@ macro_rules! unary_op_table {
                     int: "(({a} > ({c})0) ? ({c})1 : (({a} < ({c})0) ? ({c})-1 : ({c})0))"
                 }
             }
+            // ----- session 74: the rest of PyTorch's element-wise math (see `ops::math`) -----
+            /// Tangent (integer and bool input gives f32).
+            Tan {
+                method: tan,
+                inplace: /// In place tangent (float tensors only).
+                    tan_,
+                dtypes: Float,
+                cpu: |x| x.tan_(),
+                cuda: { float: "tan{f}({a})" }
+            }
+            /// Arcsine (NaN outside [-1, 1]) (integer and bool input gives f32).
+            Asin {
+                method: asin,
+                inplace: /// In place arcsine (float tensors only).
+                    asin_,
+                dtypes: Float,
+                cpu: |x| x.asin_(),
+                cuda: { float: "asin{f}({a})" }
+            }
+            /// Arccosine (NaN outside [-1, 1]) (integer and bool input gives f32).
+            Acos {
+                method: acos,
+                inplace: /// In place arccosine (float tensors only).
+                    acos_,
+                dtypes: Float,
+                cpu: |x| x.acos_(),
+                cuda: { float: "acos{f}({a})" }
+            }
+            /// Arctangent (integer and bool input gives f32).
+            Atan {
+                method: atan,
+                inplace: /// In place arctangent (float tensors only).
+                    atan_,
+                dtypes: Float,
+                cpu: |x| x.atan_(),
+                cuda: { float: "atan{f}({a})" }
+            }
+            /// Hyperbolic sine (integer and bool input gives f32).
+            Sinh {
+                method: sinh,
+                inplace: /// In place hyperbolic sine (float tensors only).
+                    sinh_,
+                dtypes: Float,
+                cpu: |x| x.sinh_(),
+                cuda: { float: "sinh{f}({a})" }
+            }
+            /// Hyperbolic cosine (integer and bool input gives f32).
+            Cosh {
+                method: cosh,
+                inplace: /// In place hyperbolic cosine (float tensors only).
+                    cosh_,
+                dtypes: Float,
+                cpu: |x| x.cosh_(),
+                cuda: { float: "cosh{f}({a})" }
+            }
+            /// Inverse hyperbolic sine (integer and bool input gives f32).
+            Asinh {
+                method: asinh,
+                inplace: /// In place inverse hyperbolic sine (float tensors only).
+                    asinh_,
+                dtypes: Float,
+                cpu: |x| x.asinh_(),
+                cuda: { float: "asinh{f}({a})" }
+            }
+            /// Inverse hyperbolic cosine (NaN below 1) (integer and bool input gives f32).
+            Acosh {
+                method: acosh,
+                inplace: /// In place inverse hyperbolic cosine (float tensors only).
+                    acosh_,
+                dtypes: Float,
+                cpu: |x| x.acosh_(),
+                cuda: { float: "acosh{f}({a})" }
+            }
+            /// Inverse hyperbolic tangent (±inf at ±1, NaN outside [-1, 1]) (integer and bool input gives f32).
+            Atanh {
+                method: atanh,
+                inplace: /// In place inverse hyperbolic tangent (float tensors only).
+                    atanh_,
+                dtypes: Float,
+                cpu: |x| x.atanh_(),
+                cuda: { float: "atanh{f}({a})" }
+            }
+            /// Base-2 logarithm (integer and bool input gives f32).
+            Log2 {
+                method: log2,
+                inplace: /// In place base-2 logarithm (float tensors only).
+                    log2_,
+                dtypes: Float,
+                cpu: |x| x.log2_(),
+                cuda: { float: "log2{f}({a})" }
+            }
+            /// Base-10 logarithm (integer and bool input gives f32).
+            Log10 {
+                method: log10,
+                inplace: /// In place base-10 logarithm (float tensors only).
+                    log10_,
+                dtypes: Float,
+                cpu: |x| x.log10_(),
+                cuda: { float: "log10{f}({a})" }
+            }
+            /// `2^self` (integer and bool input gives f32).
+            Exp2 {
+                method: exp2,
+                inplace: /// In place `2^self` (float tensors only).
+                    exp2_,
+                dtypes: Float,
+                cpu: |x| x.exp2_(),
+                cuda: { float: "exp2{f}({a})" }
+            }
+            /// The complementary error function `1 - erf(self)`, accurate where `erf` is near 1 (integer and bool input gives f32).
+            Erfc {
+                method: erfc,
+                inplace: /// In place `1 - erf(self)` (float tensors only).
+                    erfc_,
+                dtypes: Float,
+                cpu: |x| x.erfc_(),
+                cuda: { float: "erfc{f}({a})" }
+            }
+            /// The largest integer not above each element (`torch.floor`; integers are kept, bool is an error).
+            Floor {
+                method: floor,
+                inplace: /// In place floor.
+                    floor_,
+                dtypes: NotBool,
+                cpu: |x| x.floor_(),
+                cuda: { float: "floor{f}({a})" }
+            }
+            /// The smallest integer not below each element (`torch.ceil`; integers are kept, bool is an error).
+            Ceil {
+                method: ceil,
+                inplace: /// In place ceil.
+                    ceil_,
+                dtypes: NotBool,
+                cpu: |x| x.ceil_(),
+                cuda: { float: "ceil{f}({a})" }
+            }
+            /// Each element rounded to the nearest integer, halves to even (`torch.round`; integers are kept, bool is an error).
+            Round {
+                method: round,
+                inplace: /// In place round.
+                    round_,
+                dtypes: NotBool,
+                cpu: |x| x.round_(),
+                cuda: { float: "rint{f}({a})" }
+            }
+            /// Each element rounded toward zero (`torch.trunc`, `torch.fix`; integers are kept, bool is an error).
+            Trunc {
+                method: trunc,
+                inplace: /// In place trunc.
+                    trunc_,
+                dtypes: NotBool,
+                cpu: |x| x.trunc_(),
+                cuda: { float: "trunc{f}({a})" }
+            }
+            /// `self - trunc(self)`, with the sign of self (`torch.frac`; float tensors only).
+            Frac {
+                method: frac,
+                inplace: /// In place `self - trunc(self)`.
+                    frac_,
+                dtypes: FloatOnly,
+                cpu: |x| x.frac_(),
+                cuda: { float: "({a} - trunc{f}({a}))" }
+            }
         }
     };
 }
@@ -465,6 +628,78 @@ macro_rules! binary_op_table {
                         float: "min_nan<{c}>({a}, {b})",
                         u8: "({a} < {b} ? {a} : {b})",
                         int: "({a} < {b} ? {a} : {b})"
+                    }
+                }
+
+                // ----- session 74 (see `ops::math`) -----
+                /// `atan2(self, b)` (`torch.atan2`): the angle of the point
+                /// `(b, self)` in `[-pi, pi]`, broadcasting; integer and bool
+                /// inputs give f32.
+                ///
+                /// ```
+                /// use strata_tensor::{Tensor, Device};
+                /// let y = Tensor::from_slice(&[1.0f32, -1.0], &[2], Device::Cpu).unwrap();
+                /// let x = Tensor::from_slice(&[0.0f32, -1.0], &[2], Device::Cpu).unwrap();
+                /// let a = y.atan2(&x).unwrap().to_vec::<f32>().unwrap();
+                /// assert_eq!(a, vec![std::f32::consts::FRAC_PI_2, -3.0 * std::f32::consts::FRAC_PI_4]);
+                /// ```
+                Atan2 {
+                    method: atan2,
+                    inplace: /// In place `atan2(self, b)` (self must be a float tensor).
+                        atan2_,
+                    dtypes: Float,
+                    scalar: Elem,
+                    cpu: |a, b| a.atan2_(b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "atan2{f}({a}, {b})",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
+                /// Python's `self % b` (`torch.remainder`): the remainder of
+                /// floor division, with the sign of `b` (`remainder(-3, 5)` is
+                /// 2), broadcasting and promoting like `add`. An integer
+                /// divisor of 0 is an error, as on PyTorch's CPU; a float
+                /// one gives NaN.
+                ///
+                /// ```
+                /// use strata_tensor::{Tensor, Device};
+                /// let a = Tensor::from_slice(&[-3i64, 7], &[2], Device::Cpu).unwrap();
+                /// assert_eq!(a.remainder(5).unwrap().to_vec::<i64>().unwrap(), vec![2, 2]);
+                /// assert_eq!(a.fmod(5).unwrap().to_vec::<i64>().unwrap(), vec![-3, 2]);
+                /// assert!(a.remainder(0).is_err());
+                /// ```
+                Remainder {
+                    method: remainder,
+                    inplace: /// In place `self % b`.
+                        remainder_,
+                    dtypes: NoBoolCompute,
+                    scalar: Elem,
+                    cpu: |a, b| a.rem_(b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "pyrem{f}({a}, {b})",
+                        u8: "irem<u8>({a}, {b})",
+                        int: "irem<{c}>({a}, {b})"
+                    }
+                }
+                /// C's `fmod(self, b)` (`torch.fmod`): the remainder of
+                /// truncating division, with the sign of self, broadcasting and
+                /// promoting like `add`. An integer divisor of 0 is an error, as
+                /// on PyTorch's CPU; a float one gives NaN.
+                Fmod {
+                    method: fmod,
+                    inplace: /// In place `fmod(self, b)`.
+                        fmod_,
+                    dtypes: NoBoolCompute,
+                    scalar: Elem,
+                    cpu: |a, b| a.fmod_(b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "fmod{f}({a}, {b})",
+                        u8: "ifmod<u8>({a}, {b})",
+                        int: "ifmod<{c}>({a}, {b})"
                     }
                 }
             }

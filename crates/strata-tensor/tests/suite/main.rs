@@ -51,6 +51,7 @@ mod interop_hostile_s56;
 mod layer_norm_s55;
 mod masked_select;
 mod math;
+mod math_s74;
 mod matmul_precision;
 mod nn_args_s73;
 mod optim;

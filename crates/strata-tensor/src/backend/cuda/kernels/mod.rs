@@ -116,6 +116,24 @@ template <class T, class U> __device__ __forceinline__ T sdivfloor(T a, T b) {
   return q;
 }
 __device__ __forceinline__ u8 udiv(u8 a, u8 b) { return b == 0 ? (u8)0 : (u8)(a / b); }
+// ----- session 74: Python's remainder and C's fmod (an integer divisor of 0 gives 0: refused before) -----
+__device__ __forceinline__ float pyremf(float a, float b) {
+  float m = fmodf(a, b);
+  return (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) ? m + b : m;
+}
+__device__ __forceinline__ double pyrem(double a, double b) {
+  double m = fmod(a, b);
+  return (m != 0.0 && ((b < 0.0) != (m < 0.0))) ? m + b : m;
+}
+template <class T> __device__ __forceinline__ T ifmod(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)0;
+  return (T)(a % b);
+}
+template <class T> __device__ __forceinline__ T irem(T a, T b) {
+  T m = ifmod<T>(a, b);
+  return (m != (T)0 && ((b < (T)0) != (m < (T)0))) ? (T)(m + b) : m;
+}
 // ----- issue 12: integer pow (wrapping; a negative exponent truncates 1 / b^n) -----
 template <class T, class U> __device__ __forceinline__ T ipow(T b, T e) {
   if (e < (T)0) {

@@ -1,0 +1,194 @@
+//! Session 74: the gradients of the element-wise math added in session 74
+//! (`Var::tan` ... `Var::fmod`), against PyTorch 2.15's CPU autograd
+//! (`benches/anchors/gen_math_s74.py`, the calls of strata-tensor's
+//! `math_s74` fixture with f32 or f64 inputs that succeed): the gradient
+//! of `sum(y * u)` for the upstream `u` whose element j is
+//! `((3 j) mod 7 - 3) / 2`, for self and for a float second operand.
+//! Within the tolerances of conformance/FORMAT.md (the formulas are
+//! PyTorch's, in its order, but the functions they call may round
+//! differently in the last bit, which a broadcast's sum can magnify: a
+//! relative error of 1e-4 for f32, 1e-9 for f64).
+
+use crate::pytorch_fixture::{dtype, fixture, gunzip, num, nums, shape};
+use serde_json::Value;
+use std::sync::LazyLock;
+use strata_autograd::Var;
+use strata_tensor::{DType, Device, Scalar, Tensor};
+
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/math_grad_s74.json.gz"))));
+
+/// The tensor a fixture record describes (the transpose of its stored base
+/// where `t` says so).
+fn input(d: &Value, device: Device) -> Tensor {
+    let dt = dtype(d["dtype"].as_str().unwrap());
+    let sh = shape(&d["shape"]);
+    let vals = d["values"].as_array().unwrap();
+    let v: Vec<f64> = vals
+        .iter()
+        .map(|x| match x {
+            Value::Bool(b) => f64::from(u8::from(*b)),
+            Value::Number(n) if n.is_i64() => n.as_i64().unwrap() as f64,
+            _ => num(x),
+        })
+        .collect();
+    // The integer values of these cases are exact in f64 (no i64 beyond
+    // 2^53 reaches a differentiable float op here but as a divisor's dtype
+    // the test does not differentiate).
+    let base = if dt == DType::I64 {
+        let v: Vec<i64> = vals
+            .iter()
+            .map(|x| x.as_i64().unwrap_or_else(|| num(x) as i64))
+            .collect();
+        Tensor::from_slice(&v, &sh, device).unwrap()
+    } else {
+        Tensor::from_slice(&v, &sh, device)
+            .unwrap()
+            .to_dtype(dt)
+            .unwrap()
+    };
+    if d["t"].as_bool().unwrap() {
+        base.t().unwrap()
+    } else {
+        base
+    }
+}
+
+fn f64s(t: &Tensor) -> Vec<f64> {
+    t.to_dtype(DType::F64)
+        .unwrap()
+        .contiguous()
+        .unwrap()
+        .to_vec()
+        .unwrap()
+}
+
+fn close(got: &[f64], want: &[f64], rel: f64) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(&g, &w)| {
+            (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rel * w.abs().max(1.0)
+        })
+}
+
+/// Where strata's gradients for case `c` differ from PyTorch's, or `None`.
+fn difference(c: &Value, device: Device) -> Option<String> {
+    let op = c["op"].as_str().unwrap();
+    let x = Var::parameter(input(&c["x"], device)).unwrap();
+    let other = c.get("other").map(|o| {
+        let t = input(o, device);
+        if t.dtype().is_float() {
+            Var::parameter(t).unwrap()
+        } else {
+            Var::new(t)
+        }
+    });
+    let scalar = c.get("scalar").map(|s| match s["kind"].as_str().unwrap() {
+        "int" => Scalar::Int(s["value"].as_i64().unwrap()),
+        "bool" => Scalar::Bool(s["value"].as_bool().unwrap()),
+        _ => Scalar::Float(num(&s["value"])),
+    });
+    let arg = |k: &str| c["args"].get(k).map(num);
+    let y = match op {
+        "tan" => x.tan(),
+        "asin" => x.asin(),
+        "acos" => x.acos(),
+        "atan" => x.atan(),
+        "sinh" => x.sinh(),
+        "cosh" => x.cosh(),
+        "asinh" => x.asinh(),
+        "acosh" => x.acosh(),
+        "atanh" => x.atanh(),
+        "log2" => x.log2(),
+        "log10" => x.log10(),
+        "exp2" => x.exp2(),
+        "erfc" => x.erfc(),
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "round" => x.round(),
+        "trunc" => x.trunc(),
+        "frac" => x.frac(),
+        "square" => x.square(),
+        "nan_to_num" => x.nan_to_num(arg("nan"), arg("posinf"), arg("neginf")),
+        "atan2" => x.atan2(other.as_ref().unwrap()),
+        "remainder" => match (&other, scalar) {
+            (Some(o), _) => x.remainder(o),
+            (None, s) => x.remainder(s.unwrap()),
+        },
+        "fmod" => match (&other, scalar) {
+            (Some(o), _) => x.fmod(o),
+            (None, s) => x.fmod(s.unwrap()),
+        },
+        _ => panic!("the generator wrote an op this test does not know: {op}"),
+    };
+    let y = match y {
+        Ok(y) => y,
+        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
+    };
+    let n = y.numel();
+    let u: Vec<f64> = (0..n).map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5).collect();
+    let u = Tensor::from_slice(&u, y.shape(), device)
+        .unwrap()
+        .to_dtype(y.dtype())
+        .unwrap();
+    if let Err(e) = y
+        .mul(&Var::new(u))
+        .and_then(|p| p.sum(None, false))
+        .and_then(|s| s.backward())
+    {
+        return Some(format!("backward failed: {e}"));
+    }
+    let rel = if x.dtype() == DType::F64 { 1e-9 } else { 1e-4 };
+    let gx = x.grad().map(|g| f64s(&g)).unwrap_or_default();
+    if !close(&gx, &nums(&c["grad_x"]), rel) {
+        return Some(format!(
+            "grad of x {gx:?}, PyTorch {:?}",
+            nums(&c["grad_x"])
+        ));
+    }
+    if let Some(w) = c.get("grad_other") {
+        let go = other.unwrap().grad().map(|g| f64s(&g)).unwrap_or_default();
+        if !close(&go, &nums(w), rel) {
+            return Some(format!("grad of other {go:?}, PyTorch {:?}", nums(w)));
+        }
+    }
+    None
+}
+
+fn all_agree_on(device: Device) {
+    let cases = FIXTURE["cases"].as_array().unwrap();
+    assert!(cases.len() > 1_500, "{} cases", cases.len());
+    let bad: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            difference(c, device).map(|w| {
+                format!(
+                    "case {}: {} x {} {:?} other {}: {w}",
+                    c["case"],
+                    c["op"],
+                    c["x"]["dtype"],
+                    c["x"]["values"],
+                    c.get("other")
+                        .map_or("-".into(), |o| o["dtype"].to_string())
+                )
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} differ, e.g.:\n{}",
+        bad.len(),
+        cases.len(),
+        bad[..bad.len().min(10)].join("\n")
+    );
+}
+
+#[test]
+fn gradients_of_the_element_wise_math_match_pytorch() {
+    all_agree_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn gradients_of_the_element_wise_math_match_pytorch_on_a_gpu() {
+    all_agree_on(crate::hostile_calls::gpu());
+}

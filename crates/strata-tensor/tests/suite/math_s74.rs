@@ -1,0 +1,263 @@
+//! Session 74: the element-wise math of PyTorch that strata lacked (tan and
+//! the other inverse and hyperbolic functions, log2, log10, exp2, erfc, the
+//! roundings, frac, square, the value-class predicates, nan_to_num, the
+//! logical ops, atan2, remainder and fmod), against PyTorch 2.15's CPU
+//! (`benches/anchors/gen_math_s74.py`): every dtype, edge values, transposed
+//! inputs, broadcasting tensor and scalar operands, in place. strata must
+//! fail where PyTorch fails and otherwise give its dtype, shape and values:
+//! bit for bit, but for the transcendental functions, which may differ in
+//! the last bits (conformance/FORMAT.md's tolerances per dtype; the C
+//! library and SLEEF round differently).
+
+use crate::pytorch_fixture::{dtype, fixture, gunzip, num, nums, shape};
+use serde_json::Value;
+use std::sync::LazyLock;
+use strata_tensor::{DType, Device, Result, Scalar, Tensor};
+
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/math_s74.json.gz"))));
+
+/// The tensor a fixture record describes (the transpose of its stored base
+/// where `t` says so) on `device`.
+pub fn input(d: &Value, device: Device) -> Tensor {
+    let dt = dtype(d["dtype"].as_str().unwrap());
+    let sh = shape(&d["shape"]);
+    let vals = d["values"].as_array().unwrap();
+    let base = match dt {
+        DType::Bool => {
+            let v: Vec<bool> = vals.iter().map(|x| x.as_bool().unwrap()).collect();
+            Tensor::from_slice(&v, &sh, device).unwrap()
+        }
+        DType::I32 | DType::I64 | DType::U8 => {
+            let v: Vec<i64> = vals.iter().map(|x| x.as_i64().unwrap()).collect();
+            Tensor::from_slice(&v, &sh, device)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap()
+        }
+        _ => {
+            let v: Vec<f64> = vals.iter().map(num).collect();
+            Tensor::from_slice(&v, &sh, device)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap()
+        }
+    };
+    if d["t"].as_bool().unwrap() {
+        base.t().unwrap()
+    } else {
+        base
+    }
+}
+
+/// The float results that may differ from PyTorch's in the last bits.
+fn transcendental(op: &str) -> bool {
+    matches!(
+        op,
+        "tan"
+            | "asin"
+            | "acos"
+            | "atan"
+            | "sinh"
+            | "cosh"
+            | "asinh"
+            | "acosh"
+            | "atanh"
+            | "log2"
+            | "log10"
+            | "exp2"
+            | "erfc"
+            | "atan2"
+    )
+}
+
+/// conformance/FORMAT.md's tolerance (rtol, atol) for a result of `dt`.
+pub fn tolerance(dt: DType) -> (f64, f64) {
+    match dt {
+        DType::F16 => (2f64.powi(-9), 2f64.powi(-10)),
+        DType::BF16 => (2f64.powi(-6), 2f64.powi(-7)),
+        DType::F64 => (1e-12, 1e-14),
+        _ => (1e-5, 1e-6),
+    }
+}
+
+fn close(got: f64, want: f64, tol: Option<(f64, f64)>) -> bool {
+    if got == want || (got.is_nan() && want.is_nan()) {
+        return true;
+    }
+    match tol {
+        Some((r, a)) if got.is_finite() && want.is_finite() => {
+            (got - want).abs() <= a + r * want.abs()
+        }
+        _ => false,
+    }
+}
+
+/// strata's answer to case `c` on `device`: the result, or self after an
+/// in-place call.
+fn call(c: &Value, device: Device) -> Result<Tensor> {
+    let op = c["op"].as_str().unwrap();
+    let x = input(&c["x"], device);
+    let inplace = c["inplace"].as_bool().unwrap();
+    let target = if inplace { x.deep_clone()? } else { x };
+    let other_tensor = c.get("other").map(|o| input(o, device));
+    let other_scalar = c.get("scalar").map(|s| match s["kind"].as_str().unwrap() {
+        "int" => Scalar::Int(s["value"].as_i64().unwrap()),
+        "bool" => Scalar::Bool(s["value"].as_bool().unwrap()),
+        _ => Scalar::Float(num(&s["value"])),
+    });
+    macro_rules! binary {
+        ($m:ident) => {
+            match (&other_tensor, other_scalar) {
+                (Some(o), _) => target.$m(o),
+                (None, Some(s)) => target.$m(s),
+                _ => panic!("{op} without a second operand"),
+            }
+        };
+    }
+    let arg = |k: &str| c["args"].get(k).map(num);
+    let y = match (op, inplace) {
+        ("tan", false) => target.tan(),
+        ("tan", true) => target.tan_(),
+        ("asin", false) => target.asin(),
+        ("asin", true) => target.asin_(),
+        ("acos", false) => target.acos(),
+        ("acos", true) => target.acos_(),
+        ("atan", false) => target.atan(),
+        ("atan", true) => target.atan_(),
+        ("sinh", false) => target.sinh(),
+        ("sinh", true) => target.sinh_(),
+        ("cosh", false) => target.cosh(),
+        ("cosh", true) => target.cosh_(),
+        ("asinh", false) => target.asinh(),
+        ("asinh", true) => target.asinh_(),
+        ("acosh", false) => target.acosh(),
+        ("acosh", true) => target.acosh_(),
+        ("atanh", false) => target.atanh(),
+        ("atanh", true) => target.atanh_(),
+        ("log2", false) => target.log2(),
+        ("log2", true) => target.log2_(),
+        ("log10", false) => target.log10(),
+        ("log10", true) => target.log10_(),
+        ("exp2", false) => target.exp2(),
+        ("exp2", true) => target.exp2_(),
+        ("erfc", false) => target.erfc(),
+        ("erfc", true) => target.erfc_(),
+        ("floor", false) => target.floor(),
+        ("floor", true) => target.floor_(),
+        ("ceil", false) => target.ceil(),
+        ("ceil", true) => target.ceil_(),
+        ("round", false) => target.round(),
+        ("round", true) => target.round_(),
+        ("trunc", false) => target.trunc(),
+        ("trunc", true) => target.trunc_(),
+        ("frac", false) => target.frac(),
+        ("frac", true) => target.frac_(),
+        ("square", false) => target.square(),
+        ("square", true) => target.square_(),
+        ("isnan", _) => target.isnan(),
+        ("isinf", _) => target.isinf(),
+        ("isfinite", _) => target.isfinite(),
+        ("isposinf", _) => target.isposinf(),
+        ("isneginf", _) => target.isneginf(),
+        ("logical_not", _) => target.logical_not(),
+        ("nan_to_num", false) => target.nan_to_num(arg("nan"), arg("posinf"), arg("neginf")),
+        ("nan_to_num", true) => target.nan_to_num_(arg("nan"), arg("posinf"), arg("neginf")),
+        ("atan2", false) => binary!(atan2),
+        ("atan2", true) => binary!(atan2_),
+        ("remainder", false) => binary!(remainder),
+        ("remainder", true) => binary!(remainder_),
+        ("fmod", false) => binary!(fmod),
+        ("fmod", true) => binary!(fmod_),
+        ("logical_and", _) => target.logical_and(other_tensor.as_ref().unwrap()),
+        ("logical_or", _) => target.logical_or(other_tensor.as_ref().unwrap()),
+        ("logical_xor", _) => target.logical_xor(other_tensor.as_ref().unwrap()),
+        _ => panic!("the generator wrote an op this test does not know: {op}"),
+    }?;
+    Ok(if inplace { target } else { y })
+}
+
+/// Where strata's answer to case `c` differs from PyTorch's, or `None`.
+fn difference(c: &Value, device: Device) -> Option<String> {
+    let got = call(c, device);
+    let Some(want) = c.get("result") else {
+        return got.ok().map(|t| {
+            format!(
+                "gave {:?} {:?}, PyTorch failed: {}",
+                t.dtype(),
+                t.shape(),
+                c["error"]
+            )
+        });
+    };
+    let t = match got {
+        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
+        Ok(t) => t,
+    };
+    let wd = dtype(want["dtype"].as_str().unwrap());
+    let ws = shape(&want["shape"]);
+    let g = t
+        .to_dtype(DType::F64)
+        .and_then(|t| t.contiguous())
+        .and_then(|t| t.to_vec::<f64>())
+        .unwrap();
+    let w = nums(&want["data"]);
+    let tol = transcendental(c["op"].as_str().unwrap()).then(|| tolerance(wd));
+    let ok = t.dtype() == wd
+        && t.shape() == ws.as_slice()
+        && g.len() == w.len()
+        && g.iter().zip(&w).all(|(&a, &b)| close(a, b, tol));
+    (!ok).then(|| {
+        format!(
+            "gave {:?} {:?} {g:?}, PyTorch {wd:?} {ws:?} {w:?}",
+            t.dtype(),
+            t.shape()
+        )
+    })
+}
+
+fn all_agree_on(device: Device) {
+    let cases = FIXTURE["cases"].as_array().unwrap();
+    assert!(cases.len() > 8_000, "{} cases", cases.len());
+    let bad: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            difference(c, device).map(|w| {
+                format!(
+                    "case {i}: {} {} x {} {:?} other {} {}: {w}",
+                    c["op"],
+                    if c["inplace"].as_bool().unwrap() {
+                        "in place"
+                    } else {
+                        ""
+                    },
+                    c["x"]["dtype"],
+                    c["x"]["values"].as_array().map(|v| v.len()),
+                    c.get("other")
+                        .map_or("-".into(), |o| o["dtype"].to_string()),
+                    c.get("scalar")
+                        .map_or("-".into(), |s| s["value"].to_string()),
+                )
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} differ, e.g.:\n{}",
+        bad.len(),
+        cases.len(),
+        bad[..bad.len().min(12)].join("\n")
+    );
+}
+
+#[test]
+fn element_wise_math_matches_pytorch() {
+    all_agree_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn element_wise_math_matches_pytorch_on_a_gpu() {
+    all_agree_on(crate::hostile_calls::gpu());
+}
