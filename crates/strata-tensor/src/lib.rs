@@ -119,6 +119,7 @@ pub use ops::{
 };
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{PadMode, Repeats};
+pub use ops::{SELU_ALPHA, SELU_SCALE};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

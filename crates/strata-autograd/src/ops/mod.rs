@@ -11,6 +11,7 @@ mod inplace;
 mod linear;
 mod math;
 // ---- session 74: the rest of the element-wise math ----
+mod activations;
 mod elementary;
 mod matmul;
 mod overloads;

@@ -25,6 +25,7 @@ mod gradcheck_math;
 mod hooks_and_grad;
 // strata-tensor's readings of the hostile-argument fixtures (grad_args_s73
 // uses part of them).
+mod activations_grad_s74;
 #[allow(dead_code)]
 #[path = "../../../strata-tensor/tests/suite/hostile_calls.rs"]
 mod hostile_calls;

@@ -20,7 +20,7 @@ static FIXTURE: LazyLock<Value> =
 
 /// The tensor a fixture record describes (the transpose of its stored base
 /// where `t` says so).
-fn input(d: &Value, device: Device) -> Tensor {
+pub fn input(d: &Value, device: Device) -> Tensor {
     let dt = dtype(d["dtype"].as_str().unwrap());
     let sh = shape(&d["shape"]);
     let vals = d["values"].as_array().unwrap();
@@ -54,7 +54,7 @@ fn input(d: &Value, device: Device) -> Tensor {
     }
 }
 
-fn f64s(t: &Tensor) -> Vec<f64> {
+pub fn f64s(t: &Tensor) -> Vec<f64> {
     t.to_dtype(DType::F64)
         .unwrap()
         .contiguous()
@@ -63,7 +63,7 @@ fn f64s(t: &Tensor) -> Vec<f64> {
         .unwrap()
 }
 
-fn close(got: &[f64], want: &[f64], rel: f64) -> bool {
+pub fn close(got: &[f64], want: &[f64], rel: f64) -> bool {
     got.len() == want.len()
         && got.iter().zip(want).all(|(&g, &w)| {
             (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= rel * w.abs().max(1.0)

@@ -3,6 +3,9 @@
 
 mod checks;
 mod elementwise;
+// ---- session 74: activations, value classes, logical ops ----
+mod activations;
+pub use activations::{SELU_ALPHA, SELU_SCALE};
 mod float_classes;
 pub(crate) mod math;
 mod matmul;

@@ -7,6 +7,7 @@
 //! or NCCL, or replay the conformance programs stay binaries of their own in
 //! `tests/`.
 
+mod activations_s74;
 mod common;
 mod contract_args_s73;
 mod cross_entropy_s54a;
