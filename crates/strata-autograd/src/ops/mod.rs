@@ -15,6 +15,7 @@ mod activations;
 mod elementary;
 mod matmul;
 mod overloads;
+mod pointwise_losses;
 mod reduce;
 mod scatter_ops;
 mod shape_ops;

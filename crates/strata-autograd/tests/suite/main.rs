@@ -60,6 +60,7 @@ mod hostile_sweep_s53b;
 mod hostile_sweep_s54c;
 mod inplace_views;
 mod layer_norm_bw_s56;
+mod losses_grad_s74;
 mod math_grad_s74;
 mod norm_edges_s53;
 mod optim_options_s44;

@@ -11,6 +11,7 @@ pub(crate) mod math;
 mod matmul;
 mod optim;
 mod overloads;
+mod pointwise_losses;
 mod reduce;
 pub(crate) mod scatter_ops;
 mod shape_ops;

@@ -50,6 +50,7 @@ mod index_args_s73;
 mod interop;
 mod interop_hostile_s56;
 mod layer_norm_s55;
+mod losses_s74;
 mod masked_select;
 mod math;
 mod math_s74;

@@ -1,0 +1,138 @@
+//! Session 74: `l1_loss`, `smooth_l1_loss`, `huber_loss`,
+//! `binary_cross_entropy` and `binary_cross_entropy_with_logits` against
+//! PyTorch 2.15's CPU (`benches/anchors/gen_losses_s74.py`): inputs and
+//! targets of every dtype and of broadcastable or mismatched shapes, every
+//! reduction, weights and pos_weights, parameters that are 0, negative,
+//! infinite or NaN, probabilities outside [0, 1]. strata must fail where
+//! PyTorch fails and otherwise give its dtype, shape and values, within
+//! conformance/FORMAT.md's tolerances (log, exp and the reductions' order
+//! of additions may round differently).
+
+use crate::math_s74::{input, tolerance};
+use crate::pytorch_fixture::{dtype, fixture, gunzip, num, nums, shape};
+use serde_json::Value;
+use std::sync::LazyLock;
+use strata_tensor::{DType, Device, Reduction, Result, Tensor};
+
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/losses_s74.json.gz"))));
+
+/// The reduction a fixture names.
+pub fn reduction(c: &Value) -> Reduction {
+    match c["reduction"].as_str().unwrap() {
+        "none" => Reduction::None,
+        "sum" => Reduction::Sum,
+        _ => Reduction::Mean,
+    }
+}
+
+fn call(c: &Value, device: Device) -> Result<Tensor> {
+    let (x, y) = (input(&c["x"], device), input(&c["y"], device));
+    let w = c.get("weight").map(|w| input(w, device));
+    let pw = c.get("pos_weight").map(|w| input(w, device));
+    let r = reduction(c);
+    let a = |k: &str| num(&c["args"][k]);
+    match c["op"].as_str().unwrap() {
+        "l1_loss" => x.l1_loss(&y, r),
+        "smooth_l1_loss" => x.smooth_l1_loss(&y, r, a("beta")),
+        "huber_loss" => x.huber_loss(&y, r, a("delta")),
+        "binary_cross_entropy" => x.binary_cross_entropy(&y, w.as_ref(), r),
+        "binary_cross_entropy_with_logits" => {
+            x.binary_cross_entropy_with_logits(&y, w.as_ref(), pw.as_ref(), r)
+        }
+        op => panic!("the generator wrote an op this test does not know: {op}"),
+    }
+}
+
+fn close(got: f64, want: f64, (r, a): (f64, f64)) -> bool {
+    got == want
+        || (got.is_nan() && want.is_nan())
+        || (got.is_finite() && want.is_finite() && (got - want).abs() <= a + r * want.abs())
+}
+
+fn difference(c: &Value, device: Device) -> Option<String> {
+    let got = call(c, device);
+    let Some(want) = c.get("result") else {
+        return got.ok().map(|t| {
+            format!(
+                "gave {:?} {:?}, PyTorch failed: {}",
+                t.dtype(),
+                t.shape(),
+                c["error"]
+            )
+        });
+    };
+    let t = match got {
+        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
+        Ok(t) => t,
+    };
+    let wd = dtype(want["dtype"].as_str().unwrap());
+    let ws = shape(&want["shape"]);
+    let g = t
+        .to_dtype(DType::F64)
+        .and_then(|t| t.contiguous())
+        .and_then(|t| t.to_vec::<f64>())
+        .unwrap();
+    let w = nums(&want["data"]);
+    // A result computed from a less precise operand inherits its tolerance
+    // (an f32 log-sigmoid inside an f64 loss).
+    let tol = ["x", "y"]
+        .iter()
+        .map(|k| dtype(c[*k]["dtype"].as_str().unwrap()))
+        .filter(|d| d.is_float())
+        .chain([wd])
+        .map(tolerance)
+        .fold((0.0, 0.0), |a: (f64, f64), b| (a.0.max(b.0), a.1.max(b.1)));
+    let ok = t.dtype() == wd
+        && t.shape() == ws.as_slice()
+        && g.len() == w.len()
+        && g.iter().zip(&w).all(|(&a, &b)| close(a, b, tol));
+    (!ok).then(|| {
+        format!(
+            "gave {:?} {:?} {g:?}, PyTorch {wd:?} {ws:?} {w:?}",
+            t.dtype(),
+            t.shape()
+        )
+    })
+}
+
+fn all_agree_on(device: Device) {
+    let cases = FIXTURE["cases"].as_array().unwrap();
+    assert!(cases.len() > 4_000, "{} cases", cases.len());
+    let bad: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            difference(c, device).map(|w| {
+                format!(
+                    "case {i}: {} {} {} x {} {:?} y {} {:?}: {w}",
+                    c["op"],
+                    c["reduction"],
+                    c["args"],
+                    c["x"]["dtype"],
+                    c["x"]["shape"],
+                    c["y"]["dtype"],
+                    c["y"]["shape"]
+                )
+            })
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} differ, e.g.:\n{}",
+        bad.len(),
+        cases.len(),
+        bad[..bad.len().min(12)].join("\n")
+    );
+}
+
+#[test]
+fn losses_match_pytorch() {
+    all_agree_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn losses_match_pytorch_on_a_gpu() {
+    all_agree_on(crate::hostile_calls::gpu());
+}
