@@ -14,6 +14,7 @@ mod math;
 mod activations;
 mod elementary;
 mod matmul;
+mod norms;
 mod overloads;
 mod pointwise_losses;
 mod reduce;

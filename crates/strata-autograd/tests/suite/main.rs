@@ -63,6 +63,7 @@ mod layer_norm_bw_s56;
 mod losses_grad_s74;
 mod math_grad_s74;
 mod norm_edges_s53;
+mod norms_s74;
 mod optim_options_s44;
 mod optim_state;
 mod optim_tails_s53;
