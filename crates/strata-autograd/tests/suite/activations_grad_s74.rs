@@ -6,12 +6,12 @@
 //! j is `((3 j) mod 7 - 3) / 2`, within a relative 1e-4 (f32) or 1e-9 (f64)
 //! of PyTorch's (exp, log1p and tanh may round differently).
 
-use crate::math_grad_s74::{close, f64s, input};
+use crate::math_grad_s74::{assert_cases_agree, backward_with_upstream, close, f64s, input};
 use crate::pytorch_fixture::{fixture, gunzip, num, nums};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::Var;
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::{DType, Device};
 
 static FIXTURE: LazyLock<Value> = LazyLock::new(|| {
     fixture(&gunzip(include_bytes!(
@@ -42,19 +42,8 @@ fn difference(c: &Value, device: Device) -> Option<String> {
         Ok(y) => y,
         Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
     };
-    let u: Vec<f64> = (0..y.numel())
-        .map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5)
-        .collect();
-    let u = Tensor::from_slice(&u, y.shape(), device)
-        .unwrap()
-        .to_dtype(y.dtype())
-        .unwrap();
-    if let Err(e) = y
-        .mul(&Var::new(u))
-        .and_then(|p| p.sum(None, false))
-        .and_then(|s| s.backward())
-    {
-        return Some(format!("backward failed: {e}"));
+    if let Some(e) = backward_with_upstream(&y, device) {
+        return Some(e);
     }
     let rel = if x.dtype() == DType::F64 { 1e-9 } else { 1e-4 };
     let gx = x.grad().map(|g| f64s(&g)).unwrap_or_default();
@@ -73,25 +62,16 @@ fn difference(c: &Value, device: Device) -> Option<String> {
 }
 
 fn all_agree_on(device: Device) {
-    let cases = FIXTURE["cases"].as_array().unwrap();
-    assert!(cases.len() > 2_000, "{} cases", cases.len());
-    let bad: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            difference(c, device).map(|w| {
-                format!(
-                    "{} {} x {} {}: {w}",
-                    c["op"], c["args"], c["x"]["dtype"], c["x"]["values"]
-                )
-            })
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} differ, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(10)].join("\n")
+    assert_cases_agree(
+        FIXTURE["cases"].as_array().unwrap(),
+        2_000,
+        |c| {
+            format!(
+                "{} {} x {} {}",
+                c["op"], c["args"], c["x"]["dtype"], c["x"]["values"]
+            )
+        },
+        |c| difference(c, device),
     );
 }
 

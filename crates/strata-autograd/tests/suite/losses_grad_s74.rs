@@ -9,12 +9,12 @@
 //! (`binary_cross_entropy` with a weight of another dtype than the input:
 //! "Found dtype Double but expected Float"), which strata differentiates.
 
-use crate::math_grad_s74::{close, f64s, input};
+use crate::math_grad_s74::{assert_cases_agree, backward_with_upstream, close, f64s, input};
 use crate::pytorch_fixture::{fixture, gunzip, num, nums};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::Var;
-use strata_tensor::{DType, Device, Reduction, Tensor};
+use strata_tensor::{DType, Device, Reduction};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/losses_grad_s74.json.gz"))));
@@ -44,19 +44,8 @@ fn difference(c: &Value, device: Device) -> Option<String> {
         Ok(o) => o,
         Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
     };
-    let u: Vec<f64> = (0..out.numel())
-        .map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5)
-        .collect();
-    let u = Tensor::from_slice(&u, out.shape(), device)
-        .unwrap()
-        .to_dtype(out.dtype())
-        .unwrap();
-    if let Err(e) = out
-        .mul(&Var::new(u))
-        .and_then(|p| p.sum(None, false))
-        .and_then(|s| s.backward())
-    {
-        return Some(format!("backward failed: {e}"));
+    if let Some(e) = backward_with_upstream(&out, device) {
+        return Some(e);
     }
     let both_f64 = x.dtype() == DType::F64 && y.dtype() == DType::F64;
     let rel = if both_f64 { 1e-9 } else { 1e-4 };
@@ -71,36 +60,23 @@ fn difference(c: &Value, device: Device) -> Option<String> {
 }
 
 fn all_agree_on(device: Device) {
-    let cases: Vec<&Value> = FIXTURE["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c.get("grad_error").is_none())
-        .collect();
-    assert!(cases.len() > 1_200, "{} cases", cases.len());
-    let bad: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            difference(c, device).map(|w| {
-                format!(
-                    "{} {} {} x {} {} y {} {}: {w}",
-                    c["op"],
-                    c["reduction"],
-                    c["args"],
-                    c["x"]["dtype"],
-                    c["x"]["values"],
-                    c["y"]["dtype"],
-                    c["y"]["values"]
-                )
-            })
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} differ, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(10)].join("\n")
+    let cases = FIXTURE["cases"].as_array().unwrap();
+    assert_cases_agree(
+        cases.iter().filter(|c| c.get("grad_error").is_none()),
+        1_200,
+        |c| {
+            format!(
+                "{} {} {} x {} {} y {} {}",
+                c["op"],
+                c["reduction"],
+                c["args"],
+                c["x"]["dtype"],
+                c["x"]["values"],
+                c["y"]["dtype"],
+                c["y"]["values"]
+            )
+        },
+        |c| difference(c, device),
     );
 }
 

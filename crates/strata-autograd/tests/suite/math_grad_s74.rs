@@ -124,18 +124,8 @@ fn difference(c: &Value, device: Device) -> Option<String> {
         Ok(y) => y,
         Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
     };
-    let n = y.numel();
-    let u: Vec<f64> = (0..n).map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5).collect();
-    let u = Tensor::from_slice(&u, y.shape(), device)
-        .unwrap()
-        .to_dtype(y.dtype())
-        .unwrap();
-    if let Err(e) = y
-        .mul(&Var::new(u))
-        .and_then(|p| p.sum(None, false))
-        .and_then(|s| s.backward())
-    {
-        return Some(format!("backward failed: {e}"));
+    if let Some(e) = backward_with_upstream(&y, device) {
+        return Some(e);
     }
     let rel = if x.dtype() == DType::F64 { 1e-9 } else { 1e-4 };
     let gx = x.grad().map(|g| f64s(&g)).unwrap_or_default();
@@ -154,24 +144,35 @@ fn difference(c: &Value, device: Device) -> Option<String> {
     None
 }
 
-fn all_agree_on(device: Device) {
-    let cases = FIXTURE["cases"].as_array().unwrap();
-    assert!(cases.len() > 1_500, "{} cases", cases.len());
+/// Backpropagates `sum(y * u)` for the fixtures' upstream gradient `u`
+/// (element j: `((3 j) mod 7 - 3) / 2`); the failure, if any.
+pub fn backward_with_upstream(y: &Var, device: Device) -> Option<String> {
+    let u: Vec<f64> = (0..y.numel())
+        .map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5)
+        .collect();
+    let u = Tensor::from_slice(&u, y.shape(), device)
+        .and_then(|u| u.to_dtype(y.dtype()))
+        .unwrap();
+    y.mul(&Var::new(u))
+        .and_then(|p| p.sum(None, false))
+        .and_then(|s| s.backward())
+        .err()
+        .map(|e| format!("backward failed: {e}"))
+}
+
+/// Fails, listing the first ten, if any of `cases` (more than `at_least`)
+/// differs; `describe` names a case.
+pub fn assert_cases_agree<'a>(
+    cases: impl IntoIterator<Item = &'a Value>,
+    at_least: usize,
+    describe: impl Fn(&Value) -> String,
+    difference: impl Fn(&Value) -> Option<String>,
+) {
+    let cases: Vec<&Value> = cases.into_iter().collect();
+    assert!(cases.len() > at_least, "{} cases", cases.len());
     let bad: Vec<String> = cases
         .iter()
-        .filter_map(|c| {
-            difference(c, device).map(|w| {
-                format!(
-                    "case {}: {} x {} {:?} other {}: {w}",
-                    c["case"],
-                    c["op"],
-                    c["x"]["dtype"],
-                    c["x"]["values"],
-                    c.get("other")
-                        .map_or("-".into(), |o| o["dtype"].to_string())
-                )
-            })
-        })
+        .filter_map(|c| difference(c).map(|w| format!("{}: {w}", describe(c))))
         .collect();
     assert!(
         bad.is_empty(),
@@ -179,6 +180,25 @@ fn all_agree_on(device: Device) {
         bad.len(),
         cases.len(),
         bad[..bad.len().min(10)].join("\n")
+    );
+}
+
+fn all_agree_on(device: Device) {
+    assert_cases_agree(
+        FIXTURE["cases"].as_array().unwrap(),
+        1_500,
+        |c| {
+            format!(
+                "case {}: {} x {} {:?} other {}",
+                c["case"],
+                c["op"],
+                c["x"]["dtype"],
+                c["x"]["values"],
+                c.get("other")
+                    .map_or("-".into(), |o| o["dtype"].to_string())
+            )
+        },
+        |c| difference(c, device),
     );
 }
 

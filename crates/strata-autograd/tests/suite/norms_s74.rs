@@ -8,7 +8,7 @@
 //! value comparison: `group_norm` with groups of one or two values, whose
 //! results are rounding noise around 0 or ±1 (see `difference`).
 
-use crate::math_grad_s74::{close, f64s, input};
+use crate::math_grad_s74::{assert_cases_agree, backward_with_upstream, close, f64s, input};
 use crate::pytorch_fixture::{dtype, fixture, gunzip, num, nums, shape};
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -102,19 +102,8 @@ fn difference(c: &Value, device: Device) -> Option<String> {
     if f64s(y.data()) != g && !close(&f64s(y.data()), &g, 0.0) {
         return Some("the Var form's values differ from the Tensor form's".into());
     }
-    let u: Vec<f64> = (0..y.numel())
-        .map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5)
-        .collect();
-    let u = Tensor::from_slice(&u, y.shape(), device)
-        .unwrap()
-        .to_dtype(y.dtype())
-        .unwrap();
-    if let Err(e) = y
-        .mul(&Var::new(u))
-        .and_then(|p| p.sum(None, false))
-        .and_then(|s| s.backward())
-    {
-        return Some(format!("backward failed: {e}"));
+    if let Some(e) = backward_with_upstream(&y, device) {
+        return Some(e);
     }
     let rel = if x.dtype() == DType::F64 { 1e-9 } else { 1e-4 };
     for (v, k) in [
@@ -140,29 +129,20 @@ fn values_per_group(c: &Value) -> Option<usize> {
 }
 
 fn all_agree_on(device: Device) {
-    let cases = FIXTURE["cases"].as_array().unwrap();
-    assert!(cases.len() > 2_500, "{} cases", cases.len());
-    let bad: Vec<String> = cases
-        .iter()
-        .filter_map(|c| {
-            difference(c, device).map(|w| {
-                format!(
-                    "{} {} x {} {:?} (values per group {:?}): {w}",
-                    c["op"],
-                    c["args"],
-                    c["x"]["dtype"],
-                    c["x"]["shape"],
-                    values_per_group(c)
-                )
-            })
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} differ, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(10)].join("\n")
+    assert_cases_agree(
+        FIXTURE["cases"].as_array().unwrap(),
+        2_500,
+        |c| {
+            format!(
+                "{} {} x {} {:?} (values per group {:?})",
+                c["op"],
+                c["args"],
+                c["x"]["dtype"],
+                c["x"]["shape"],
+                values_per_group(c)
+            )
+        },
+        |c| difference(c, device),
     );
 }
 

@@ -8,8 +8,8 @@
 //! conformance/FORMAT.md's tolerances (log, exp and the reductions' order
 //! of additions may round differently).
 
-use crate::math_s74::{input, tolerance};
-use crate::pytorch_fixture::{dtype, fixture, gunzip, num, nums, shape};
+use crate::math_s74::{assert_cases_agree, input, result_difference, tolerance};
+use crate::pytorch_fixture::{dtype, fixture, gunzip, num};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_tensor::{DType, Device, Reduction, Result, Tensor};
@@ -44,85 +44,41 @@ fn call(c: &Value, device: Device) -> Result<Tensor> {
     }
 }
 
-fn close(got: f64, want: f64, (r, a): (f64, f64)) -> bool {
-    got == want
-        || (got.is_nan() && want.is_nan())
-        || (got.is_finite() && want.is_finite() && (got - want).abs() <= a + r * want.abs())
-}
-
-fn difference(c: &Value, device: Device) -> Option<String> {
-    let got = call(c, device);
-    let Some(want) = c.get("result") else {
-        return got.ok().map(|t| {
-            format!(
-                "gave {:?} {:?}, PyTorch failed: {}",
-                t.dtype(),
-                t.shape(),
-                c["error"]
-            )
-        });
-    };
-    let t = match got {
-        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
-        Ok(t) => t,
-    };
-    let wd = dtype(want["dtype"].as_str().unwrap());
-    let ws = shape(&want["shape"]);
-    let g = t
-        .to_dtype(DType::F64)
-        .and_then(|t| t.contiguous())
-        .and_then(|t| t.to_vec::<f64>())
-        .unwrap();
-    let w = nums(&want["data"]);
-    // A result computed from a less precise operand inherits its tolerance
-    // (an f32 log-sigmoid inside an f64 loss).
-    let tol = ["x", "y"]
-        .iter()
-        .map(|k| dtype(c[*k]["dtype"].as_str().unwrap()))
-        .filter(|d| d.is_float())
-        .chain([wd])
-        .map(tolerance)
-        .fold((0.0, 0.0), |a: (f64, f64), b| (a.0.max(b.0), a.1.max(b.1)));
-    let ok = t.dtype() == wd
-        && t.shape() == ws.as_slice()
-        && g.len() == w.len()
-        && g.iter().zip(&w).all(|(&a, &b)| close(a, b, tol));
-    (!ok).then(|| {
-        format!(
-            "gave {:?} {:?} {g:?}, PyTorch {wd:?} {ws:?} {w:?}",
-            t.dtype(),
-            t.shape()
-        )
-    })
-}
-
 fn all_agree_on(device: Device) {
-    let cases = FIXTURE["cases"].as_array().unwrap();
-    assert!(cases.len() > 4_000, "{} cases", cases.len());
-    let bad: Vec<String> = cases
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            difference(c, device).map(|w| {
-                format!(
-                    "case {i}: {} {} {} x {} {:?} y {} {:?}: {w}",
-                    c["op"],
-                    c["reduction"],
-                    c["args"],
-                    c["x"]["dtype"],
-                    c["x"]["shape"],
-                    c["y"]["dtype"],
-                    c["y"]["shape"]
+    assert_cases_agree(
+        &FIXTURE,
+        4_000,
+        |c| {
+            format!(
+                "{} {} {} x {} {:?} y {} {:?}",
+                c["op"],
+                c["reduction"],
+                c["args"],
+                c["x"]["dtype"],
+                c["x"]["shape"],
+                c["y"]["dtype"],
+                c["y"]["shape"]
+            )
+        },
+        |c| {
+            // A result computed from a less precise operand inherits its
+            // tolerance (an f32 log-sigmoid inside an f64 loss).
+            let operands: Vec<DType> = ["x", "y"]
+                .iter()
+                .map(|k| dtype(c[*k]["dtype"].as_str().unwrap()))
+                .filter(|d| d.is_float())
+                .collect();
+            result_difference(call(c, device), c, |wd| {
+                Some(
+                    operands
+                        .iter()
+                        .copied()
+                        .chain([wd])
+                        .map(tolerance)
+                        .fold((0.0, 0.0), |a: (f64, f64), b| (a.0.max(b.0), a.1.max(b.1))),
                 )
             })
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} differ, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(12)].join("\n")
+        },
     );
 }
 

@@ -81,7 +81,9 @@ pub fn tolerance(dt: DType) -> (f64, f64) {
     }
 }
 
-fn close(got: f64, want: f64, tol: Option<(f64, f64)>) -> bool {
+/// Whether `got` is `want` (NaN matching NaN) or, with a tolerance
+/// `(rtol, atol)`, finite and within it.
+pub fn close(got: f64, want: f64, tol: Option<(f64, f64)>) -> bool {
     if got == want || (got.is_nan() && want.is_nan()) {
         return true;
     }
@@ -91,6 +93,74 @@ fn close(got: f64, want: f64, tol: Option<(f64, f64)>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Where strata's answer `got` differs from what PyTorch recorded for case
+/// `c` (its `result`: dtype, shape and values, or `error`), or `None`;
+/// `tol` gives the tolerance of the result's dtype (`None`: bit for bit).
+pub fn result_difference(
+    got: Result<Tensor>,
+    c: &Value,
+    tol: impl Fn(DType) -> Option<(f64, f64)>,
+) -> Option<String> {
+    let Some(want) = c.get("result") else {
+        return got.ok().map(|t| {
+            format!(
+                "gave {:?} {:?}, PyTorch failed: {}",
+                t.dtype(),
+                t.shape(),
+                c["error"]
+            )
+        });
+    };
+    let t = match got {
+        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
+        Ok(t) => t,
+    };
+    let wd = dtype(want["dtype"].as_str().unwrap());
+    let ws = shape(&want["shape"]);
+    let g = t
+        .to_dtype(DType::F64)
+        .and_then(|t| t.contiguous())
+        .and_then(|t| t.to_vec::<f64>())
+        .unwrap();
+    let w = nums(&want["data"]);
+    let tol = tol(wd);
+    let ok = t.dtype() == wd
+        && t.shape() == ws.as_slice()
+        && g.len() == w.len()
+        && g.iter().zip(&w).all(|(&a, &b)| close(a, b, tol));
+    (!ok).then(|| {
+        format!(
+            "gave {:?} {:?} {g:?}, PyTorch {wd:?} {ws:?} {w:?}",
+            t.dtype(),
+            t.shape()
+        )
+    })
+}
+
+/// Fails, listing the first twelve, if any of the fixture's cases (more
+/// than `at_least` of them) differs; `describe` names a case.
+pub fn assert_cases_agree(
+    fixture: &Value,
+    at_least: usize,
+    describe: impl Fn(&Value) -> String,
+    difference: impl Fn(&Value) -> Option<String>,
+) {
+    let cases = fixture["cases"].as_array().unwrap();
+    assert!(cases.len() > at_least, "{} cases", cases.len());
+    let bad: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| difference(c).map(|w| format!("case {i}: {}: {w}", describe(c))))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} differ, e.g.:\n{}",
+        bad.len(),
+        cases.len(),
+        bad[..bad.len().min(12)].join("\n")
+    );
 }
 
 /// strata's answer to case `c` on `device`: the result, or self after an
@@ -177,77 +247,33 @@ fn call(c: &Value, device: Device) -> Result<Tensor> {
     Ok(if inplace { target } else { y })
 }
 
-/// Where strata's answer to case `c` differs from PyTorch's, or `None`.
-fn difference(c: &Value, device: Device) -> Option<String> {
-    let got = call(c, device);
-    let Some(want) = c.get("result") else {
-        return got.ok().map(|t| {
-            format!(
-                "gave {:?} {:?}, PyTorch failed: {}",
-                t.dtype(),
-                t.shape(),
-                c["error"]
-            )
-        });
-    };
-    let t = match got {
-        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
-        Ok(t) => t,
-    };
-    let wd = dtype(want["dtype"].as_str().unwrap());
-    let ws = shape(&want["shape"]);
-    let g = t
-        .to_dtype(DType::F64)
-        .and_then(|t| t.contiguous())
-        .and_then(|t| t.to_vec::<f64>())
-        .unwrap();
-    let w = nums(&want["data"]);
-    let tol = transcendental(c["op"].as_str().unwrap()).then(|| tolerance(wd));
-    let ok = t.dtype() == wd
-        && t.shape() == ws.as_slice()
-        && g.len() == w.len()
-        && g.iter().zip(&w).all(|(&a, &b)| close(a, b, tol));
-    (!ok).then(|| {
-        format!(
-            "gave {:?} {:?} {g:?}, PyTorch {wd:?} {ws:?} {w:?}",
-            t.dtype(),
-            t.shape()
-        )
-    })
-}
-
 fn all_agree_on(device: Device) {
-    let cases = FIXTURE["cases"].as_array().unwrap();
-    assert!(cases.len() > 8_000, "{} cases", cases.len());
-    let bad: Vec<String> = cases
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            difference(c, device).map(|w| {
-                format!(
-                    "case {i}: {} {} x {} {:?} other {} {}: {w}",
-                    c["op"],
-                    if c["inplace"].as_bool().unwrap() {
-                        "in place"
-                    } else {
-                        ""
-                    },
-                    c["x"]["dtype"],
-                    c["x"]["values"].as_array().map(|v| v.len()),
-                    c.get("other")
-                        .map_or("-".into(), |o| o["dtype"].to_string()),
-                    c.get("scalar")
-                        .map_or("-".into(), |s| s["value"].to_string()),
-                )
+    assert_cases_agree(
+        &FIXTURE,
+        8_000,
+        |c| {
+            format!(
+                "{} {} x {} {:?} other {} {}",
+                c["op"],
+                if c["inplace"].as_bool().unwrap() {
+                    "in place"
+                } else {
+                    ""
+                },
+                c["x"]["dtype"],
+                c["x"]["values"].as_array().map(|v| v.len()),
+                c.get("other")
+                    .map_or("-".into(), |o| o["dtype"].to_string()),
+                c.get("scalar")
+                    .map_or("-".into(), |s| s["value"].to_string()),
+            )
+        },
+        |c| {
+            let op = c["op"].as_str().unwrap();
+            result_difference(call(c, device), c, |wd| {
+                transcendental(op).then(|| tolerance(wd))
             })
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} differ, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(12)].join("\n")
+        },
     );
 }
 
