@@ -254,3 +254,42 @@ impl Var {
         record(name, out, &[Some(self), Some(target)], saved, f, false)
     }
 }
+
+impl Var {
+    /// `F.kl_div` ([`Tensor::kl_div`]), recorded as its composition (as
+    /// PyTorch records it): the gradient of `self` is `-target / n`, or
+    /// `-e^target / n` with `log_target` (`n`: the mean's count, else 1).
+    pub fn kl_div(&self, target: &Var, reduction: Reduction, log_target: bool) -> Result<Var> {
+        let loss = if log_target {
+            target.exp()?.mul(&target.sub(self)?)?
+        } else {
+            let t = target.data();
+            let zero = t.eq(0)?;
+            let tlogt = target.mul(&target.log()?)?;
+            Var::where_cond(&zero, &Var::new(t.zeros_like(None)?), &tlogt)?
+                .sub(&target.mul(self)?)?
+        };
+        match reduction {
+            Reduction::None => Ok(loss),
+            Reduction::Mean => loss.mean(None, false),
+            Reduction::Sum => loss.sum(None, false),
+        }
+    }
+
+    /// `F.kl_div(..., reduction="batchmean")` ([`Tensor::kl_div_batchmean`]).
+    pub fn kl_div_batchmean(&self, target: &Var, log_target: bool) -> Result<Var> {
+        let sum = self.kl_div(target, Reduction::Sum, log_target)?;
+        match self.shape().first() {
+            Some(&n) => sum.div(n as f64),
+            None => Ok(sum),
+        }
+    }
+
+    /// `F.normalize(self, p, dim, eps)`: `self / max(||self||_p, eps)`
+    /// along `dim`, recorded as the norm, its clamp and the division (the
+    /// gradient through the norm stops where it was clamped).
+    pub fn normalize(&self, p: f64, dim: i64, eps: f64) -> Result<Var> {
+        let denom = self.norm(p, Some(&[dim]), true)?.clamp_min(eps)?;
+        self.div(&denom)
+    }
+}

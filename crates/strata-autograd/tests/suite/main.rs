@@ -59,6 +59,7 @@ mod hostile_sweep_s52b;
 mod hostile_sweep_s53b;
 mod hostile_sweep_s54c;
 mod inplace_views;
+mod kl_normalize_s74;
 mod layer_norm_bw_s56;
 mod losses_grad_s74;
 mod math_grad_s74;

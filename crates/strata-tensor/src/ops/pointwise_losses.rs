@@ -201,4 +201,45 @@ impl Tensor {
         }
         reduce(loss, reduction)
     }
+
+    /// `F.kl_div(self, target, reduction, log_target)` for log-probabilities
+    /// `self`: `target (ln target - self)` (`xlogy(t, t) - t x`, 0 where the
+    /// target is 0), or with `log_target` `e^target (target - self)`, then
+    /// reduced; [`Reduction::Mean`] is the mean over every element, as
+    /// PyTorch's `"mean"` (its `"batchmean"` is the sum divided by the batch
+    /// size: [`Tensor::kl_div_batchmean`]).
+    pub fn kl_div(
+        &self,
+        target: &Tensor,
+        reduction: Reduction,
+        log_target: bool,
+    ) -> Result<Tensor> {
+        let loss = if log_target {
+            target.exp()?.mul(&target.sub(self)?)?
+        } else {
+            let xlogy = Tensor::where_cond(&target.eq(0)?, 0.0, &target.mul(&target.log()?)?)?;
+            xlogy.sub(&target.mul(self)?)?
+        };
+        reduce(loss, reduction)
+    }
+
+    /// `F.kl_div(self, target, reduction="batchmean", log_target)`: the
+    /// summed loss divided by the size of self's first dim (of a 0-d self:
+    /// the sum itself, as PyTorch divides by 1 there).
+    pub fn kl_div_batchmean(&self, target: &Tensor, log_target: bool) -> Result<Tensor> {
+        let sum = self.kl_div(target, Reduction::Sum, log_target)?;
+        match self.shape().first() {
+            Some(&n) => sum.div(n as f64),
+            None => Ok(sum),
+        }
+    }
+
+    /// `F.normalize(self, p, dim, eps)`: `self / max(||self||_p, eps)`, the
+    /// p-norm taken along `dim` (PyTorch's defaults: 2, 1 and 1e-12).
+    pub fn normalize(&self, p: f64, dim: i64, eps: f64) -> Result<Tensor> {
+        let denom = self
+            .vector_norm(p, Some(&[dim]), true)?
+            .clamp(Some(eps), None::<f64>)?;
+        self.div(&denom)
+    }
 }
