@@ -118,7 +118,7 @@ pub use ops::{
     acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
 };
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
-pub use ops::{group_norm_check, rms_norm_dims, SELU_ALPHA, SELU_SCALE};
+pub use ops::{group_norm_plan, rms_norm_plan, GroupNormPlan, RmsNormPlan, SELU_ALPHA, SELU_SCALE};
 pub use ops::{PadMode, Repeats};
 pub use scalar::Scalar;
 pub use storage::Storage;

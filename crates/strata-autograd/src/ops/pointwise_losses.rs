@@ -67,7 +67,7 @@ impl Var {
             target,
             Loss::SmoothL1(beta),
             reduction,
-            &[],
+            [None, None],
         )
     }
 
@@ -82,7 +82,7 @@ impl Var {
             target,
             Loss::Huber(delta),
             reduction,
-            &[],
+            [None, None],
         )
     }
 
@@ -99,18 +99,14 @@ impl Var {
         let out = self
             .data()
             .binary_cross_entropy(target.data(), weight, reduction)?;
-        let w: Vec<Tensor> = weight
-            .map(|w| w.broadcast_to(target.shape()))
-            .transpose()?
-            .into_iter()
-            .collect();
+        let weight = weight.map(|w| w.broadcast_to(target.shape())).transpose()?;
         self.record_loss(
             "BinaryCrossEntropyBackward",
             out,
             target,
             Loss::Bce,
             reduction,
-            &w,
+            [weight, None],
         )
     }
 
@@ -133,25 +129,19 @@ impl Var {
             pos_weight,
             reduction,
         )?;
-        // Saved: x, y, then the weight and pos_weight, each or an empty
-        // placeholder so that the formula knows which is which.
-        let none = || Tensor::zeros(&[0], strata_tensor::DType::F32, self.device());
-        let w = vec![
-            weight.cloned().map_or_else(none, Ok)?,
-            pos_weight.cloned().map_or_else(none, Ok)?,
-        ];
-        let has = (weight.is_some(), pos_weight.is_some());
-        self.record_loss_with(
+        self.record_loss(
             "BinaryCrossEntropyWithLogitsBackward",
             out,
             target,
             Loss::BceWithLogits,
             reduction,
-            &w,
-            has,
+            [weight.cloned(), pos_weight.cloned()],
         )
     }
 
+    /// Records a two-operand loss node; `weights` are the weight and the
+    /// pos_weight where the loss takes them (saved after the operands, each
+    /// only when given).
     fn record_loss(
         &self,
         name: &'static str,
@@ -159,36 +149,22 @@ impl Var {
         target: &Var,
         loss: Loss,
         reduction: Reduction,
-        weights: &[Tensor],
-    ) -> Result<Var> {
-        let has = (!weights.is_empty(), false);
-        self.record_loss_with(name, out, target, loss, reduction, weights, has)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn record_loss_with(
-        &self,
-        name: &'static str,
-        out: Tensor,
-        target: &Var,
-        loss: Loss,
-        reduction: Reduction,
-        weights: &[Tensor],
-        (has_w, has_pw): (bool, bool),
+        weights: [Option<Tensor>; 2],
     ) -> Result<Var> {
         let (x, y) = (self.data().clone(), target.data().clone());
         let (xs, xd) = (self.shape().to_vec(), self.dtype());
         let (ys, yd) = (target.shape().to_vec(), target.dtype());
-        let kept: Vec<Tensor> = weights.to_vec();
+        let has_w = weights[0].is_some();
+        let has_pw = weights[1].is_some();
         let saved = move || {
             let mut v = vec![x, y];
-            v.extend(kept);
+            v.extend(weights.into_iter().flatten());
             v
         };
         let f = formula(move |g, s, needs| {
             let (x, y) = (&s[0], &s[1]);
             let w = has_w.then(|| &s[2]);
-            let pw = has_pw.then(|| &s[3]);
+            let pw = has_pw.then(|| &s[2 + usize::from(has_w)]);
             let shape = strata_tensor::shape::broadcast_shapes(name, x.shape(), y.shape())?;
             let g = g.broadcast_to(&shape)?;
             let (gx, gy) = match loss {

@@ -6,8 +6,8 @@
 //! j is `((3 j) mod 7 - 3) / 2`, within a relative 1e-4 (f32) or 1e-9 (f64)
 //! of PyTorch's (exp, log1p and tanh may round differently).
 
-use crate::math_grad_s74::{assert_cases_agree, backward_with_upstream, close, f64s, input};
-use crate::pytorch_fixture::{fixture, gunzip, num, nums};
+use crate::math_grad_s74::{backward_with_upstream, close, f64s};
+use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, input, num, nums};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::Var;

@@ -9,12 +9,12 @@
 //! (`binary_cross_entropy` with a weight of another dtype than the input:
 //! "Found dtype Double but expected Float"), which strata differentiates.
 
-use crate::math_grad_s74::{assert_cases_agree, backward_with_upstream, close, f64s, input};
-use crate::pytorch_fixture::{fixture, gunzip, num, nums};
+use crate::math_grad_s74::{backward_with_upstream, close, f64s};
+use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, input, num, nums};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::Var;
-use strata_tensor::{DType, Device, Reduction};
+use strata_tensor::{DType, Device};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/losses_grad_s74.json.gz"))));
@@ -24,11 +24,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
     let y = Var::parameter(input(&c["y"], device)).unwrap();
     let w = c.get("weight").map(|w| input(w, device));
     let pw = c.get("pos_weight").map(|w| input(w, device));
-    let r = match c["reduction"].as_str().unwrap() {
-        "none" => Reduction::None,
-        "sum" => Reduction::Sum,
-        _ => Reduction::Mean,
-    };
+    let r = crate::hostile_calls::reduction(&c["reduction"]);
     let a = |k: &str| num(&c["args"][k]);
     let out = match c["op"].as_str().unwrap() {
         "l1_loss" => x.l1_loss(&y, r),

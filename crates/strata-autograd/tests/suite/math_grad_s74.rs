@@ -9,7 +9,7 @@
 //! differently in the last bit, which a broadcast's sum can magnify: a
 //! relative error of 1e-4 for f32, 1e-9 for f64).
 
-use crate::pytorch_fixture::{dtype, fixture, gunzip, num, nums, shape};
+use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, input, num, nums};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::Var;
@@ -17,42 +17,6 @@ use strata_tensor::{DType, Device, Scalar, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/math_grad_s74.json.gz"))));
-
-/// The tensor a fixture record describes (the transpose of its stored base
-/// where `t` says so).
-pub fn input(d: &Value, device: Device) -> Tensor {
-    let dt = dtype(d["dtype"].as_str().unwrap());
-    let sh = shape(&d["shape"]);
-    let vals = d["values"].as_array().unwrap();
-    let v: Vec<f64> = vals
-        .iter()
-        .map(|x| match x {
-            Value::Bool(b) => f64::from(u8::from(*b)),
-            Value::Number(n) if n.is_i64() => n.as_i64().unwrap() as f64,
-            _ => num(x),
-        })
-        .collect();
-    // The integer values of these cases are exact in f64 (no i64 beyond
-    // 2^53 reaches a differentiable float op here but as a divisor's dtype
-    // the test does not differentiate).
-    let base = if dt == DType::I64 {
-        let v: Vec<i64> = vals
-            .iter()
-            .map(|x| x.as_i64().unwrap_or_else(|| num(x) as i64))
-            .collect();
-        Tensor::from_slice(&v, &sh, device).unwrap()
-    } else {
-        Tensor::from_slice(&v, &sh, device)
-            .unwrap()
-            .to_dtype(dt)
-            .unwrap()
-    };
-    if d["t"].as_bool().unwrap() {
-        base.t().unwrap()
-    } else {
-        base
-    }
-}
 
 pub fn f64s(t: &Tensor) -> Vec<f64> {
     t.to_dtype(DType::F64)
@@ -158,29 +122,6 @@ pub fn backward_with_upstream(y: &Var, device: Device) -> Option<String> {
         .and_then(|s| s.backward())
         .err()
         .map(|e| format!("backward failed: {e}"))
-}
-
-/// Fails, listing the first ten, if any of `cases` (more than `at_least`)
-/// differs; `describe` names a case.
-pub fn assert_cases_agree<'a>(
-    cases: impl IntoIterator<Item = &'a Value>,
-    at_least: usize,
-    describe: impl Fn(&Value) -> String,
-    difference: impl Fn(&Value) -> Option<String>,
-) {
-    let cases: Vec<&Value> = cases.into_iter().collect();
-    assert!(cases.len() > at_least, "{} cases", cases.len());
-    let bad: Vec<String> = cases
-        .iter()
-        .filter_map(|c| difference(c).map(|w| format!("{}: {w}", describe(c))))
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{} of {} differ, e.g.:\n{}",
-        bad.len(),
-        cases.len(),
-        bad[..bad.len().min(10)].join("\n")
-    );
 }
 
 fn all_agree_on(device: Device) {

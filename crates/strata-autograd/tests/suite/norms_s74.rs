@@ -8,8 +8,11 @@
 //! value comparison: `group_norm` with groups of one or two values, whose
 //! results are rounding noise around 0 or ±1 (see `difference`).
 
-use crate::math_grad_s74::{assert_cases_agree, backward_with_upstream, close, f64s, input};
-use crate::pytorch_fixture::{dtype, fixture, gunzip, num, nums, shape};
+use crate::math_grad_s74::{backward_with_upstream, close, f64s};
+use crate::pytorch_fixture::{
+    assert_cases_agree, dtype, fixture, gunzip, input, num, nums, result_difference, shape,
+    tolerance,
+};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::Var;
@@ -17,15 +20,6 @@ use strata_tensor::{DType, Device, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/norms_s74.json.gz"))));
-
-fn tolerance(dt: DType) -> (f64, f64) {
-    match dt {
-        DType::F16 => (2f64.powi(-9), 2f64.powi(-10)),
-        DType::BF16 => (2f64.powi(-6), 2f64.powi(-7)),
-        DType::F64 => (1e-12, 1e-14),
-        _ => (1e-5, 1e-6),
-    }
-}
 
 fn args(c: &Value) -> (Vec<usize>, Option<f64>, usize) {
     let a = &c["args"];
@@ -50,35 +44,22 @@ fn forward(c: &Value, device: Device) -> strata_tensor::Result<Tensor> {
 
 fn difference(c: &Value, device: Device) -> Option<String> {
     let got = forward(c, device);
-    let Some(want) = c.get("result") else {
-        return got
-            .ok()
-            .map(|t| format!("gave {:?}, PyTorch failed: {}", t.shape(), c["error"]));
-    };
-    let t = match got {
-        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
-        Ok(t) => t,
-    };
-    let wd = dtype(want["dtype"].as_str().unwrap());
-    if values_per_group(c).is_some_and(|n| n <= 2) {
+    if let (Some(want), Ok(t), true) = (
+        c.get("result"),
+        &got,
+        values_per_group(c).is_some_and(|n| n <= 2),
+    ) {
         // Groups of one or two values: the normalised values are 0 or ±1
         // up to rounding noise, and PyTorch's noise is its fused
         // `x * scale + shift` (an FMA: the rounding error of `scale * mean`),
         // which strata's separate products do not reproduce. Only the dtype
         // and shape are compared.
+        let wd = dtype(want["dtype"].as_str().unwrap());
         return (t.dtype() != wd || t.shape() != shape(&want["shape"]).as_slice())
             .then(|| format!("gave {:?} {:?}", t.dtype(), t.shape()));
     }
-    let (g, w) = (f64s(&t), nums(&want["data"]));
-    let (r, a) = tolerance(wd);
-    let ok = t.dtype() == wd
-        && t.shape() == shape(&want["shape"]).as_slice()
-        && g.len() == w.len()
-        && g.iter().zip(&w).all(|(&x, &y)| {
-            x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= a + r * y.abs()
-        });
-    if !ok {
-        return Some(format!("gave {:?} {g:?}, PyTorch {wd:?} {w:?}", t.dtype()));
+    if let Some(d) = result_difference(got, c, |wd| Some(tolerance(wd))) {
+        return Some(d);
     }
     // Only f32/f64 cases hold gradients.
     c.get("grad_x")?;
@@ -99,6 +80,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
         Ok(y) => y,
         Err(e) => return Some(format!("Var form failed ({e})")),
     };
+    let g = f64s(&forward(c, device).unwrap());
     if f64s(y.data()) != g && !close(&f64s(y.data()), &g, 0.0) {
         return Some("the Var form's values differ from the Tensor form's".into());
     }

@@ -8,6 +8,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::checks::check_fits;
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
 
@@ -103,15 +104,10 @@ impl Tensor {
         match self.dtype() {
             DType::Bool => Err(TensorError::unsupported("hardtanh", DType::Bool)),
             d if d.is_float() => self.clamp(Some(min_val), Some(max_val)),
-            d => {
+            _ => {
                 // PyTorch converts the bounds with `toLong`, checked.
                 for v in [min_val, max_val] {
-                    if !Scalar::Float(v).fits(DType::I64) {
-                        return Err(TensorError::value(
-                            "hardtanh",
-                            format!("the bound {v} cannot be converted to an integer of {d} without overflow"),
-                        ));
-                    }
+                    check_fits("hardtanh", Scalar::Float(v), DType::I64)?;
                 }
                 self.clamp(
                     Some(Scalar::Int(min_val as i64)),
@@ -176,16 +172,7 @@ impl Tensor {
             return Err(TensorError::unsupported("threshold", DType::Bool));
         }
         let (threshold, value) = (threshold.into(), value.into());
-        let checked = |s: Scalar| {
-            if s.fits(d) {
-                Ok(s.cast_to(d))
-            } else {
-                Err(TensorError::value(
-                    "threshold",
-                    format!("{s:?} cannot be converted to {d} without overflow"),
-                ))
-            }
-        };
+        let checked = |s: Scalar| check_fits("threshold", s, d).map(|()| s.cast_to(d));
         let value = checked(value)?;
         let threshold = if d.is_float() {
             threshold

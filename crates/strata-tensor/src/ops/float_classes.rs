@@ -10,22 +10,11 @@ use crate::ops::Operand;
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
 
-/// `v` rounded to float dtype `d` as C's conversion rounds it (a value
-/// too large for the dtype is an infinity), as an f64.
-fn in_dtype(v: f64, d: DType) -> f64 {
-    match d {
-        DType::F16 => half::f16::from_f64(v).to_f64(),
-        DType::BF16 => half::bf16::from_f64(v).to_f64(),
-        DType::F32 => f64::from(v as f32),
-        _ => v,
-    }
-}
-
 /// The largest finite value of a float dtype (`torch.finfo(dtype).max`).
 fn finite_max(d: DType) -> f64 {
     match d {
-        DType::F16 => 65504.0,
-        DType::BF16 => f64::from(f32::from_bits(0x7f7f_0000)),
+        DType::F16 => half::f16::MAX.to_f64(),
+        DType::BF16 => half::bf16::MAX.to_f64(),
         DType::F32 => f64::from(f32::MAX),
         _ => f64::MAX,
     }
@@ -113,10 +102,11 @@ impl Tensor {
         let is_pos = self.isposinf()?;
         let is_neg = self.isneginf()?;
         // The replacements are converted as PyTorch's kernel converts them
-        // (`static_cast`), not checked as `where`'s scalars are.
-        let neg = Scalar::Float(in_dtype(neginf.unwrap_or(-finite_max(d)), d));
-        let pos = Scalar::Float(in_dtype(posinf.unwrap_or(finite_max(d)), d));
-        let nan = Scalar::Float(in_dtype(nan.unwrap_or(0.0), d));
+        // (`static_cast`: too large is infinite), not checked as `where`'s
+        // scalars are.
+        let neg = Scalar::Float(neginf.unwrap_or(-finite_max(d))).cast_to(d);
+        let pos = Scalar::Float(posinf.unwrap_or(finite_max(d))).cast_to(d);
+        let nan = Scalar::Float(nan.unwrap_or(0.0)).cast_to(d);
         let r = Tensor::where_cond(&is_neg, neg, self)?;
         let r = Tensor::where_cond(&is_pos, pos, &r)?;
         Tensor::where_cond(&is_nan, nan, &r)

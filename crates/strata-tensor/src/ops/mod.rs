@@ -13,7 +13,7 @@ pub(crate) mod norms;
 mod optim;
 mod overloads;
 mod pointwise_losses;
-pub use norms::{group_norm_check, rms_norm_dims};
+pub use norms::{group_norm_plan, rms_norm_plan, GroupNormPlan, RmsNormPlan};
 mod reduce;
 pub(crate) mod scatter_ops;
 mod shape_ops;

@@ -6,24 +6,29 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::nn::acc_dtype;
 use crate::tensor::Tensor;
 
-/// The dtype PyTorch's normalisations compute their statistics in.
-pub(crate) fn opmath(d: DType) -> DType {
-    if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    }
+/// What `F.rms_norm` computes with, from its checked operands (shared by
+/// `Tensor::rms_norm` and strata-autograd's `Var::rms_norm`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RmsNormPlan {
+    /// The dims it reduces (the last `normalized_shape.len()`).
+    pub dims: Vec<i64>,
+    /// The computation dtype (f32, or f64 for f64).
+    pub compute: DType,
+    /// `eps`, defaulting to the computation dtype's machine epsilon.
+    pub eps: f64,
 }
 
-/// Checks `F.rms_norm`'s operands; returns the dims it reduces.
-pub fn rms_norm_dims(
+/// Checks `F.rms_norm`'s operands and plans it.
+pub fn rms_norm_plan(
     shape: &[usize],
     dtype: DType,
     normalized_shape: &[usize],
     weight: Option<&[usize]>,
-) -> Result<Vec<i64>> {
+    eps: Option<f64>,
+) -> Result<RmsNormPlan> {
     const OP: &str = "rms_norm";
     if !dtype.is_float() {
         return Err(TensorError::unsupported(OP, dtype));
@@ -45,18 +50,46 @@ pub fn rms_norm_dims(
             ));
         }
     }
-    Ok((shape.len() - k..shape.len()).map(|d| d as i64).collect())
+    let compute = acc_dtype(dtype);
+    let machine_eps = if compute == DType::F64 {
+        f64::EPSILON
+    } else {
+        f64::from(f32::EPSILON)
+    };
+    Ok(RmsNormPlan {
+        dims: (shape.len() - k..shape.len()).map(|d| d as i64).collect(),
+        compute,
+        eps: eps.unwrap_or(machine_eps),
+    })
+}
+
+/// The shapes `F.group_norm` computes with, from its checked operands
+/// (shared by `Tensor::group_norm` and strata-autograd's `Var::group_norm`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupNormPlan {
+    /// `[N, G, C / G * prod(*)]`: one row per sample and group (sized
+    /// explicitly: -1 is ambiguous for an empty batch).
+    pub grouped: [i64; 3],
+    /// `[1, G, C / G]`: a per-channel parameter against the groups.
+    pub channels: [i64; 3],
+    /// `[N, G, C / G]`: a per-sample, per-channel scale or shift.
+    pub per_sample: [i64; 3],
+    /// `[N, C, 1, ...]`: that scale or shift against the input.
+    pub against_input: Vec<i64>,
+    /// The computation dtype (f32, or f64 for f64).
+    pub compute: DType,
 }
 
 /// Checks `F.group_norm`'s operands (input `[N, C, *]` with more than one
-/// value per group, C divisible by `num_groups`, weight and bias `[C]`).
-pub fn group_norm_check(
+/// value per group, C divisible by `num_groups`, weight and bias `[C]`) and
+/// plans it.
+pub fn group_norm_plan(
     shape: &[usize],
     dtype: DType,
     num_groups: usize,
     weight: Option<&[usize]>,
     bias: Option<&[usize]>,
-) -> Result<()> {
+) -> Result<GroupNormPlan> {
     const OP: &str = "group_norm";
     // PyTorch returns an empty batch without parameters before its kernel
     // checks the dtype (an empty i64 input gives an empty i64 result).
@@ -101,7 +134,22 @@ pub fn group_norm_check(
             }
         }
     }
-    Ok(())
+    let per_group = shape[2..]
+        .iter()
+        .try_fold(c / num_groups, |a, &s| a.checked_mul(s))
+        .ok_or_else(|| {
+            TensorError::shape(OP, format!("the group size of shape {shape:?} overflows"))
+        })?;
+    let (n, g, cg) = (shape[0] as i64, num_groups as i64, (c / num_groups) as i64);
+    let mut against_input = vec![n, c as i64];
+    against_input.extend(std::iter::repeat_n(1, shape.len() - 2));
+    Ok(GroupNormPlan {
+        grouped: [n, g, per_group as i64],
+        channels: [1, g, cg],
+        per_sample: [n, g, cg],
+        against_input,
+        compute: acc_dtype(dtype),
+    })
 }
 
 impl Tensor {
@@ -124,20 +172,20 @@ impl Tensor {
         weight: Option<&Tensor>,
         eps: Option<f64>,
     ) -> Result<Tensor> {
-        let dims = rms_norm_dims(
+        let plan = rms_norm_plan(
             self.shape(),
             self.dtype(),
             normalized_shape,
             weight.map(Tensor::shape),
+            eps,
         )?;
-        let c = opmath(self.dtype());
-        let eps = eps.unwrap_or(if c == DType::F64 {
-            f64::EPSILON
-        } else {
-            f64::from(f32::EPSILON)
-        });
+        let c = plan.compute;
         let u = self.to_dtype(c)?;
-        let r = u.mul(&u)?.mean(Some(&dims), true)?.add(eps)?.rsqrt()?;
+        let r = u
+            .mul(&u)?
+            .mean(Some(&plan.dims), true)?
+            .add(plan.eps)?
+            .rsqrt()?;
         let y = u.mul(&r)?;
         let y = match weight {
             Some(w) => y.mul(&w.to_dtype(c)?)?,
@@ -158,54 +206,34 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
-        group_norm_check(
+        let plan = group_norm_plan(
             self.shape(),
             self.dtype(),
             num_groups,
             weight.map(Tensor::shape),
             bias.map(Tensor::shape),
         )?;
-        let c = opmath(self.dtype());
-        let shape = self.shape().to_vec();
-        // Sized explicitly: -1 is ambiguous for an empty batch.
-        let per_group = shape[2..]
-            .iter()
-            .try_fold(shape[1] / num_groups, |a, &s| a.checked_mul(s))
-            .ok_or_else(|| {
-                TensorError::shape(
-                    "group_norm",
-                    format!("the group size of shape {shape:?} overflows"),
-                )
-            })?;
-        let grouped = [shape[0] as i64, num_groups as i64, per_group as i64];
-        let u = self.to_dtype(c)?.reshape(&grouped)?;
+        let c = plan.compute;
+        let x = self.to_dtype(c)?;
+        let u = x.reshape(&plan.grouped)?;
         let mean = u.mean(Some(&[2]), true)?;
         let rstd = u.var(Some(&[2]), 0.0, true)?.add(eps)?.rsqrt()?;
         // PyTorch's CPU kernel's form: per sample and channel a scale
         // `rstd * weight` and a shift `bias - scale * mean`, then
         // `x * scale + shift` (its rounding shows where a group's values
         // are equal: `x - mean` would be exactly 0 there).
-        let (n, g) = (shape[0] as i64, num_groups as i64);
-        let cg = (shape[1] / num_groups) as i64;
-        let per_channel = |t: &Tensor| t.reshape(&[1, g, cg]);
-        let rstd = rstd.reshape(&[n, g, 1])?;
-        let mean = mean.reshape(&[n, g, 1])?;
         let scale = match weight {
-            Some(w) => rstd.mul(&per_channel(&w.to_dtype(c)?)?)?,
-            None => rstd.expand(&[n, g, cg])?,
+            Some(w) => rstd.mul(&w.to_dtype(c)?.reshape(&plan.channels)?)?,
+            None => rstd.expand(&plan.per_sample)?,
         };
         let shift = scale.mul(&mean)?.neg()?;
         let shift = match bias {
-            Some(b) => shift.add(&per_channel(&b.to_dtype(c)?)?)?,
+            Some(b) => shift.add(&b.to_dtype(c)?.reshape(&plan.channels)?)?,
             None => shift,
         };
-        // [N, G, C/G] -> [N, C, 1, ...] against the input's [N, C, *].
-        let mut nc = vec![n, shape[1] as i64];
-        nc.extend(std::iter::repeat_n(1, shape.len() - 2));
-        let dims: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
-        let x = self.to_dtype(c)?;
-        let y = x.mul(&scale.reshape(&nc)?)?.add(&shift.reshape(&nc)?)?;
-        debug_assert_eq!(y.shape().len(), dims.len());
+        let y = x
+            .mul(&scale.reshape(&plan.against_input)?)?
+            .add(&shift.reshape(&plan.against_input)?)?;
         y.to_dtype(self.dtype())
     }
 }

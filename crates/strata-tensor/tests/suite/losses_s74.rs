@@ -8,29 +8,21 @@
 //! conformance/FORMAT.md's tolerances (log, exp and the reductions' order
 //! of additions may round differently).
 
-use crate::math_s74::{assert_cases_agree, input, result_difference, tolerance};
-use crate::pytorch_fixture::{dtype, fixture, gunzip, num};
+use crate::pytorch_fixture::{
+    assert_cases_agree, dtype, fixture, gunzip, input, num, result_difference, tolerance,
+};
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_tensor::{DType, Device, Reduction, Result, Tensor};
+use strata_tensor::{DType, Device, Result, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/losses_s74.json.gz"))));
-
-/// The reduction a fixture names.
-pub fn reduction(c: &Value) -> Reduction {
-    match c["reduction"].as_str().unwrap() {
-        "none" => Reduction::None,
-        "sum" => Reduction::Sum,
-        _ => Reduction::Mean,
-    }
-}
 
 fn call(c: &Value, device: Device) -> Result<Tensor> {
     let (x, y) = (input(&c["x"], device), input(&c["y"], device));
     let w = c.get("weight").map(|w| input(w, device));
     let pw = c.get("pos_weight").map(|w| input(w, device));
-    let r = reduction(c);
+    let r = crate::hostile_calls::reduction(&c["reduction"]);
     let a = |k: &str| num(&c["args"][k]);
     match c["op"].as_str().unwrap() {
         "l1_loss" => x.l1_loss(&y, r),
@@ -46,7 +38,7 @@ fn call(c: &Value, device: Device) -> Result<Tensor> {
 
 fn all_agree_on(device: Device) {
     assert_cases_agree(
-        &FIXTURE,
+        FIXTURE["cases"].as_array().unwrap(),
         4_000,
         |c| {
             format!(

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 use std::io::Read;
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::{DType, Device, Result, Tensor};
 
 /// A gzipped fixture's JSON text, from its bytes (`include_bytes!` of a
 /// `.json.gz`, which a test decompresses once, in a `LazyLock`).
@@ -154,5 +154,132 @@ pub fn check_fixture_and_probe(
         bad.is_empty(),
         "{} of {n} cases differ: {bad:#?}",
         bad.len()
+    );
+}
+
+// ----- session 74: the element-wise fixtures (math, activations, losses, norms) -----
+
+/// The tensor a fixture record describes (the transpose of its stored base
+/// where `t` says so) on `device`.
+pub fn input(d: &Value, device: Device) -> Tensor {
+    let dt = dtype(d["dtype"].as_str().unwrap());
+    let sh = shape(&d["shape"]);
+    let vals = d["values"].as_array().unwrap();
+    let base = match dt {
+        DType::Bool => {
+            let v: Vec<bool> = vals.iter().map(|x| x.as_bool().unwrap()).collect();
+            Tensor::from_slice(&v, &sh, device).unwrap()
+        }
+        DType::I32 | DType::I64 | DType::U8 => {
+            let v: Vec<i64> = vals.iter().map(|x| x.as_i64().unwrap()).collect();
+            Tensor::from_slice(&v, &sh, device)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap()
+        }
+        _ => {
+            let v: Vec<f64> = vals.iter().map(num).collect();
+            Tensor::from_slice(&v, &sh, device)
+                .unwrap()
+                .to_dtype(dt)
+                .unwrap()
+        }
+    };
+    if d["t"].as_bool().unwrap() {
+        base.t().unwrap()
+    } else {
+        base
+    }
+}
+
+/// conformance/FORMAT.md's tolerance (rtol, atol) for a result of `dt`.
+pub fn tolerance(dt: DType) -> (f64, f64) {
+    match dt {
+        DType::F16 => (2f64.powi(-9), 2f64.powi(-10)),
+        DType::BF16 => (2f64.powi(-6), 2f64.powi(-7)),
+        DType::F64 => (1e-12, 1e-14),
+        _ => (1e-5, 1e-6),
+    }
+}
+
+/// Whether `got` is `want` (NaN matching NaN) or, with a tolerance
+/// `(rtol, atol)`, finite and within it.
+pub fn close(got: f64, want: f64, tol: Option<(f64, f64)>) -> bool {
+    if got == want || (got.is_nan() && want.is_nan()) {
+        return true;
+    }
+    match tol {
+        Some((r, a)) if got.is_finite() && want.is_finite() => {
+            (got - want).abs() <= a + r * want.abs()
+        }
+        _ => false,
+    }
+}
+
+/// Where strata's answer `got` differs from what PyTorch recorded for case
+/// `c` (its `result`: dtype, shape and values, or `error`), or `None`;
+/// `tol` gives the tolerance of the result's dtype (`None`: bit for bit).
+pub fn result_difference(
+    got: Result<Tensor>,
+    c: &Value,
+    tol: impl Fn(DType) -> Option<(f64, f64)>,
+) -> Option<String> {
+    let Some(want) = c.get("result") else {
+        return got.ok().map(|t| {
+            format!(
+                "gave {:?} {:?}, PyTorch failed: {}",
+                t.dtype(),
+                t.shape(),
+                c["error"]
+            )
+        });
+    };
+    let t = match got {
+        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
+        Ok(t) => t,
+    };
+    let wd = dtype(want["dtype"].as_str().unwrap());
+    let ws = shape(&want["shape"]);
+    let g = t
+        .to_dtype(DType::F64)
+        .and_then(|t| t.contiguous())
+        .and_then(|t| t.to_vec::<f64>())
+        .unwrap();
+    let w = nums(&want["data"]);
+    let tol = tol(wd);
+    let ok = t.dtype() == wd
+        && t.shape() == ws.as_slice()
+        && g.len() == w.len()
+        && g.iter().zip(&w).all(|(&a, &b)| close(a, b, tol));
+    (!ok).then(|| {
+        format!(
+            "gave {:?} {:?} {g:?}, PyTorch {wd:?} {ws:?} {w:?}",
+            t.dtype(),
+            t.shape()
+        )
+    })
+}
+
+/// Fails, listing the first twelve, if any of `cases` (more than
+/// `at_least` of them) differs; `describe` names a case.
+pub fn assert_cases_agree<'a>(
+    cases: impl IntoIterator<Item = &'a Value>,
+    at_least: usize,
+    describe: impl Fn(&Value) -> String,
+    difference: impl Fn(&Value) -> Option<String>,
+) {
+    let cases: Vec<&Value> = cases.into_iter().collect();
+    assert!(cases.len() > at_least, "{} cases", cases.len());
+    let bad: Vec<String> = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| difference(c).map(|w| format!("case {i}: {}: {w}", describe(c))))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{} of {} differ, e.g.:\n{}",
+        bad.len(),
+        cases.len(),
+        bad[..bad.len().min(12)].join("\n")
     );
 }
