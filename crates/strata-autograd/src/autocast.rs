@@ -97,6 +97,9 @@ pub const POLICIES: &[(&str, CastPolicy)] = &[
     ("linear", CastPolicy::LowerPrecision),
     ("addmm", CastPolicy::LowerPrecision),
     ("baddbmm", CastPolicy::LowerPrecision),
+    ("conv1d", CastPolicy::LowerPrecision),
+    ("conv2d", CastPolicy::LowerPrecision),
+    ("conv3d", CastPolicy::LowerPrecision),
     // Attention's GEMMs (its softmax computes in f32 inside the op).
     ("attention", CastPolicy::LowerPrecision),
     // Numerically sensitive ops: f32.
@@ -145,6 +148,9 @@ pub const CPU_POLICIES: &[(&str, CastPolicy)] = &[
     ("linear", CastPolicy::LowerPrecision),
     ("addmm", CastPolicy::LowerPrecision),
     ("baddbmm", CastPolicy::LowerPrecision),
+    ("conv1d", CastPolicy::LowerPrecision),
+    ("conv2d", CastPolicy::LowerPrecision),
+    ("conv3d", CastPolicy::LowerPrecision),
     // PyTorch's `scaled_dot_product_attention`.
     ("attention", CastPolicy::LowerPrecision),
     ("cross_entropy", CastPolicy::Fp32),

@@ -398,6 +398,56 @@ impl Layout {
         Ok(l)
     }
 
+    /// `unfold(dim, size, step)`: the windows of `size` elements every
+    /// `step` along `dim`, as PyTorch's `Tensor.unfold`. `dim` keeps the
+    /// window count `(len - size) / step + 1` (stride `step` times its
+    /// own) and a new last dim of `size` walks one window. A 0-d layout
+    /// has one window of at most one element.
+    pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Layout> {
+        self.check_well_formed("unfold")?;
+        let d = normalize_dim("unfold", dim, self.ndim())?;
+        let max = if self.ndim() == 0 { 1 } else { self.shape[d] };
+        if size < 0 {
+            return Err(TensorError::value(
+                "unfold",
+                format!("size is {size} but must be >= 0"),
+            ));
+        }
+        if size as u64 > max as u64 {
+            return Err(TensorError::value(
+                "unfold",
+                format!(
+                    "maximum size for tensor at dimension {d} is {max} but size is {size} \
+                     (shape {:?})",
+                    self.shape
+                ),
+            ));
+        }
+        if step <= 0 {
+            return Err(TensorError::value(
+                "unfold",
+                format!("step is {step} but must be > 0"),
+            ));
+        }
+        let mut l = self.clone();
+        if self.ndim() == 0 {
+            l.shape.push(size as usize);
+            l.strides.push(1);
+            return Ok(l);
+        }
+        let (size, step) = (size as usize, step as usize);
+        l.shape[d] = (self.shape[d] - size) / step + 1;
+        // With two or more windows the stepped stride stays inside the
+        // storage; otherwise it addresses nothing and only must not wrap.
+        l.strides[d] = self.strides[d]
+            .checked_mul(step)
+            .filter(|&st| st <= shape::MAX_NUMEL)
+            .unwrap_or(self.strides[d]);
+        l.shape.push(size);
+        l.strides.push(self.strides[d]);
+        Ok(l)
+    }
+
     /// `expand(shape)`: stretched size-1 dims and new leading dims of another
     /// size get stride 0; -1 keeps a size. A new leading dim of size 1 gets
     /// the next dim's size times its stride, as in PyTorch.

@@ -91,6 +91,24 @@ impl Tensor {
         Ok(self.with_layout(self.layout().slice(dim, start, end, step)?))
     }
 
+    /// The windows of `size` elements every `step` along `dim` (a view, as
+    /// PyTorch's `x.unfold(dim, size, step)`): `dim` becomes the window
+    /// count `(len - size) / step + 1` and a new last dim of `size` holds
+    /// each window. Windows overlap where `step < size`, so the view is
+    /// read-only in practice (an in-place op on it is refused).
+    ///
+    /// ```
+    /// use strata_tensor::{Tensor, Device};
+    /// let a = Tensor::arange(0, 7, 1, None, Device::Cpu)?;
+    /// let w = a.unfold(0, 3, 2)?;
+    /// assert_eq!(w.shape(), &[3, 3]);
+    /// assert_eq!(w.to_vec::<i64>()?, [0, 1, 2, 2, 3, 4, 4, 5, 6]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Tensor> {
+        Ok(self.with_layout(self.layout().unfold(dim, size, step)?))
+    }
+
     /// Broadcast view (stride 0 on stretched dims); `-1` keeps a size.
     pub fn expand(&self, shape: &[i64]) -> Result<Tensor> {
         Ok(self.with_layout(self.layout().expand(shape)?))

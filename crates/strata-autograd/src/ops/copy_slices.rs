@@ -72,6 +72,15 @@ pub(crate) enum ViewStep {
         shape: Vec<usize>,
         dtype: DType,
     },
+    /// `unfold(dim, size, step)` of an input of `shape`: each window added
+    /// back where it was taken (windows may overlap).
+    Unfold {
+        dim: i64,
+        size: i64,
+        step: i64,
+        shape: Vec<usize>,
+        dtype: DType,
+    },
 }
 
 /// A window of a tensor that [`Tensor::select`], [`Tensor::slice`] or
@@ -133,6 +142,13 @@ impl ViewStep {
                 shape,
                 dtype,
             } => super::contract::diagonal_backward(g, *offset, *dim1, *dim2, shape, *dtype)?,
+            ViewStep::Unfold {
+                dim,
+                size,
+                step,
+                shape,
+                dtype,
+            } => super::view::unfold_backward(g, *dim, *size, *step, shape, *dtype)?,
         })
     }
 }

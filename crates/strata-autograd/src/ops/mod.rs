@@ -12,6 +12,7 @@ mod linear;
 mod math;
 // ---- session 74: the rest of the element-wise math ----
 mod activations;
+mod conv;
 mod elementary;
 mod matmul;
 mod norms;

@@ -7,7 +7,7 @@
 use super::copy_slices::{ViewStep, Window};
 use crate::error::Result;
 use crate::var::{record_view, Var};
-use strata_tensor::{SliceItem, Tensor};
+use strata_tensor::{DType, SliceItem, Tensor};
 
 fn dims_of(shape: &[usize]) -> Vec<i64> {
     shape.iter().map(|&x| x as i64).collect()
@@ -176,6 +176,31 @@ impl Var {
         record_view(name, out, self, step, true)
     }
 
+    /// The windows of `size` elements every `step` along `dim` (a view, as
+    /// [`Tensor::unfold`] and PyTorch's `x.unfold(dim, size, step)`); the
+    /// gradient adds each window's back where it was taken, so overlapping
+    /// windows accumulate.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let x = Var::parameter(tensor![1., 2., 3., 4., 5.]?)?;
+    /// x.unfold(0, 3, 1)?.sum(None, false)?.backward()?; // windows [1 2 3] [2 3 4] [3 4 5]
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [1., 2., 3., 2., 1.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Var> {
+        let out = self.data().unfold(dim, size, step)?;
+        let step = ViewStep::Unfold {
+            dim,
+            size,
+            step,
+            shape: self.shape().to_vec(),
+            dtype: self.dtype(),
+        };
+        record_view("UnfoldBackward", out, self, step, true)
+    }
+
     /// Broadcast view (`-1` keeps a size); the gradient is summed over the
     /// expanded dims.
     pub fn expand(&self, shape: &[i64]) -> Result<Var> {
@@ -204,4 +229,54 @@ impl Var {
             true,
         )
     }
+}
+
+/// The gradient of `unfold(dim, size, step)` of an input of `shape` from
+/// `g`, its output's (PyTorch's `unfold_backward`): the windows added back
+/// into zeros, by window offset (`size` strided adds) or by window
+/// (one add per window), whichever is fewer.
+pub(crate) fn unfold_backward(
+    g: &Tensor,
+    dim: i64,
+    size: i64,
+    step: i64,
+    shape: &[usize],
+    dtype: DType,
+) -> Result<Tensor> {
+    let full = Tensor::zeros(shape, dtype, g.device())?;
+    if shape.is_empty() {
+        // A 0-d input has one window of `size` (0 or 1) elements.
+        if size == 1 {
+            full.add_(&g.reshape(&[])?)?;
+        }
+        return Ok(full);
+    }
+    let d = if dim < 0 {
+        dim + shape.len() as i64
+    } else {
+        dim
+    };
+    let last = g.ndim() as i64 - 1;
+    let windows = g.shape()[d as usize] as i64;
+    if windows == 0 || size == 0 {
+        return Ok(full);
+    }
+    if size <= windows {
+        for j in 0..size {
+            let span = j + (windows - 1) * step + 1;
+            full.slice(d, Some(j), Some(span), step)?
+                .add_(&g.select(last, j)?)?;
+        }
+    } else {
+        for w in 0..windows {
+            // Window `w` without `dim`, its elements last: moved to `dim`.
+            let win = g
+                .select(d, w)?
+                .unsqueeze(d)?
+                .transpose(d, -1)?
+                .squeeze_dims(&[-1])?;
+            full.narrow(d, w * step, size)?.add_(&win)?;
+        }
+    }
+    Ok(full)
 }

@@ -7,6 +7,14 @@ mod elementwise;
 mod activations;
 pub use activations::{SELU_ALPHA, SELU_SCALE};
 mod float_classes;
+// ---- session 75: convolution and pooling ----
+pub(crate) mod conv;
+mod pool;
+pub use conv::{conv_plan, ConvOptions, ConvPadding, ConvPlan};
+pub use pool::{
+    adaptive_pool_plan, adaptive_windows, global_mean_dims, pool_plan, PoolKind, PoolOptions,
+    PoolPlan,
+};
 pub(crate) mod math;
 mod matmul;
 pub(crate) mod norms;

@@ -1,0 +1,271 @@
+//! Session 75: convolution and pooling on variables, recorded as the
+//! compositions their `Tensor` forms compute (see strata-tensor's
+//! `ops::conv` and `ops::pool`): im2col through `unfold` views and one
+//! matrix product for `conv*d`, the zero-padded windows' sums for
+//! `avg_pool*d`, one mean per window for `adaptive_avg_pool*d`, and a gather at the indices the `Tensor` form
+//! finds for `max_pool*d` (whose backward scatters the gradient through
+//! them, as PyTorch's). The plans are shared with the `Tensor` forms, so
+//! the checks and shapes are written once.
+
+use crate::error::Result;
+use crate::var::Var;
+use strata_tensor::{
+    adaptive_pool_plan, adaptive_windows, conv_plan, global_mean_dims, pool_plan, ConvOptions,
+    PadMode, PoolKind, PoolOptions, Scalar, Tensor,
+};
+
+impl Var {
+    fn batched(&self, batched: bool) -> Result<Var> {
+        if batched {
+            Ok(self.clone())
+        } else {
+            self.unsqueeze(0)
+        }
+    }
+
+    fn unbatched(self, batched: bool) -> Result<Var> {
+        if batched {
+            Ok(self)
+        } else {
+            self.squeeze_dims(&[0])
+        }
+    }
+
+    fn conv_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        weight: &Var,
+        bias: Option<&Var>,
+        opts: &ConvOptions,
+    ) -> Result<Var> {
+        let inputs: Vec<&Var> = [Some(self), Some(weight), bias]
+            .into_iter()
+            .flatten()
+            .collect();
+        if let Some(c) = crate::autocast::cast_inputs(op, &inputs)? {
+            let _off = crate::autocast::AutocastGuard::disabled();
+            return c[0].conv_nd(op, spatial, &c[1], c.get(2), opts);
+        }
+        let plan = conv_plan(
+            op,
+            spatial,
+            (self.shape(), self.dtype()),
+            (weight.shape(), weight.dtype()),
+            bias.map(|b| (b.shape(), b.dtype())),
+            opts,
+        )?;
+        // The tensor form's device checks (and errors), without its work.
+        if self.device() != weight.device() || bias.is_some_and(|b| b.device() != self.device()) {
+            let (x, w, b) = (self.data(), weight.data(), bias.map(Var::data));
+            let failed = match spatial {
+                1 => x.conv1d(w, b, opts),
+                2 => x.conv2d(w, b, opts),
+                _ => x.conv3d(w, b, opts),
+            };
+            return Ok(Var::new(failed?));
+        }
+        let x = self.batched(plan.batched)?.to_dtype(plan.compute)?;
+        let x = if plan.pad.is_empty() {
+            x
+        } else {
+            x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?
+        };
+        let spatial = plan.windows.len();
+        let mut u = x;
+        for (i, &(extent, stride, _)) in plan.windows.iter().enumerate() {
+            u = u.unfold(2 + i as i64, extent, stride)?;
+        }
+        for (i, &(_, _, dilation)) in plan.windows.iter().enumerate() {
+            if dilation > 1 {
+                u = u.slice((2 + spatial + i) as i64, None, None, dilation)?;
+            }
+        }
+        let cols = u
+            .reshape(&plan.grouped)?
+            .permute(&plan.to_columns)?
+            .reshape(&plan.columns)?;
+        let w = weight.to_dtype(plan.compute)?.reshape(&plan.weight)?;
+        let mut y = w.matmul(&cols)?.reshape(&plan.out)?;
+        if let Some(b) = bias {
+            y = y.add(&b.to_dtype(plan.compute)?.reshape(&plan.bias)?)?;
+        }
+        y.to_dtype(self.dtype())?.unbatched(plan.batched)
+    }
+
+    /// `F.conv1d` (see [`strata_tensor::Tensor::conv1d`]); the input,
+    /// weight and bias are all differentiable.
+    pub fn conv1d(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
+        self.conv_nd("conv1d", 1, weight, bias, opts)
+    }
+
+    /// `F.conv2d` (see [`strata_tensor::Tensor::conv2d`]); the input,
+    /// weight and bias are all differentiable. Under autocast it runs in
+    /// the region's low-precision dtype, as PyTorch's.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{ConvOptions, DType, Device, Tensor};
+    /// let x = Var::parameter(Tensor::ones(&[1, 1, 3, 3], DType::F32, Device::Cpu)?)?;
+    /// let w = Var::parameter(Tensor::ones(&[1, 1, 2, 2], DType::F32, Device::Cpu)?)?;
+    /// x.conv2d(&w, None, &ConvOptions::new())?.sum(None, false)?.backward()?;
+    /// // The centre is in all four windows, a corner in one.
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [1., 2., 1., 2., 4., 2., 1., 2., 1.]);
+    /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, [4., 4., 4., 4.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn conv2d(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
+        self.conv_nd("conv2d", 2, weight, bias, opts)
+    }
+
+    /// `F.conv3d` (see [`strata_tensor::Tensor::conv3d`]); the input,
+    /// weight and bias are all differentiable.
+    pub fn conv3d(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
+        self.conv_nd("conv3d", 3, weight, bias, opts)
+    }
+
+    /// The gather of this input at max pooling's `indices` (found by the
+    /// `Tensor` form, whose `values` they are); windows without an input
+    /// element keep the tensor form's -inf and pass no gradient.
+    fn max_pool_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        opts: &PoolOptions,
+        (values, indices): (Tensor, Tensor),
+    ) -> Result<(Var, Tensor)> {
+        let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
+        let x = self.batched(plan.batched)?;
+        let index = if plan.batched {
+            indices.clone()
+        } else {
+            indices.unsqueeze(0)?
+        };
+        let (n, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
+        let plane: usize = plan.input.iter().product();
+        let out = plan.out_shape(x.shape()[0], x.shape()[1]);
+        let empty = plan.empty_window_tensors(x.device())?;
+        let at = match &empty {
+            Some((mask, _)) => Tensor::where_cond(mask, 0i64, &index)?,
+            None => index,
+        };
+        let mut y = x
+            .reshape(&[n, c, plane as i64])?
+            .gather(
+                -1,
+                &at.reshape(&[n, c, plan.out.iter().product::<usize>() as i64])?,
+            )?
+            .reshape(&out)?;
+        if let Some((mask, _)) = &empty {
+            let lowest = Var::new(values.batched_tensor(plan.batched)?);
+            y = Var::where_cond(mask, &lowest, &y)?;
+        }
+        Ok((y.unbatched(plan.batched)?, indices))
+    }
+
+    fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Var> {
+        let plan = pool_plan(op, PoolKind::Avg, spatial, self.shape(), self.dtype(), opts)?;
+        if !self.dtype().is_float() {
+            // Integers have no gradient: the tensor form's truncating division.
+            let x = self.data();
+            return Ok(Var::new(match spatial {
+                1 => x.avg_pool1d(opts),
+                2 => x.avg_pool2d(opts),
+                _ => x.avg_pool3d(opts),
+            }?));
+        }
+        let x = self.batched(plan.batched)?.to_dtype(plan.compute)?;
+        let xp = x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?;
+        let mut u = xp;
+        for (i, &(extent, stride, _)) in plan.windows.iter().enumerate() {
+            let d = (2 + i) as i64;
+            u = u
+                .unfold(d, extent, stride)?
+                .narrow(d, 0, plan.out[i] as i64)?;
+        }
+        let window_dims: Vec<i64> = (0..spatial).map(|i| (2 + spatial + i) as i64).collect();
+        let div = plan.avg_divisor(opts, x.device())?.to_dtype(plan.compute)?;
+        u.sum(Some(&window_dims), false)?
+            .div(&Var::new(div))?
+            .to_dtype(self.dtype())?
+            .unbatched(plan.batched)
+    }
+
+    fn adaptive_avg_pool_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        output_size: &[usize],
+    ) -> Result<Var> {
+        if let Some(dims) = global_mean_dims(op, spatial, self.ndim(), output_size)? {
+            return self.mean(Some(&dims), true);
+        }
+        let (batched, out) =
+            adaptive_pool_plan(op, spatial, self.shape(), self.dtype(), output_size)?;
+        let compute = strata_tensor::acc_dtype(self.dtype());
+        let mut y = self.batched(batched)?.to_dtype(compute)?;
+        for (i, &o) in out.iter().enumerate() {
+            let d = (2 + i) as i64;
+            let windows = adaptive_windows(y.shape()[2 + i], o)
+                .into_iter()
+                .map(|(start, len)| y.narrow(d, start, len)?.mean(Some(&[d]), true))
+                .collect::<Result<Vec<_>>>()?;
+            y = if windows.is_empty() {
+                y.narrow(d, 0, 0)?
+            } else {
+                Var::cat(&windows.iter().collect::<Vec<_>>(), d)?
+            };
+        }
+        y.to_dtype(self.dtype())?.unbatched(batched)
+    }
+}
+
+trait Batched {
+    fn batched_tensor(&self, batched: bool) -> strata_tensor::Result<Tensor>;
+}
+
+impl Batched for Tensor {
+    fn batched_tensor(&self, batched: bool) -> strata_tensor::Result<Tensor> {
+        if batched {
+            Ok(self.clone())
+        } else {
+            self.unsqueeze(0)
+        }
+    }
+}
+
+/// Declares the 1-, 2- and 3-D forms of each pooling on variables.
+macro_rules! pooling_forms {
+    ($($d:literal: $max:ident, $max_idx:ident, $avg:ident, $adaptive:ident;)*) => {
+        impl Var {
+            $(
+                #[doc = concat!("`F.", stringify!($max), "` (see [`strata_tensor::Tensor::", stringify!($max), "`]); the gradient goes to each window's maximum, as PyTorch's.")]
+                pub fn $max(&self, opts: &PoolOptions) -> Result<Var> {
+                    Ok(self.$max_idx(opts)?.0)
+                }
+
+                #[doc = concat!("`F.", stringify!($max), "(..., return_indices=True)`: the values (differentiable) and their indices in the input's flattened spatial dims.")]
+                pub fn $max_idx(&self, opts: &PoolOptions) -> Result<(Var, Tensor)> {
+                    let found = self.data().$max_idx(opts)?;
+                    self.max_pool_nd(stringify!($max), $d, opts, found)
+                }
+
+                #[doc = concat!("`F.", stringify!($avg), "` (see [`strata_tensor::Tensor::", stringify!($avg), "`]).")]
+                pub fn $avg(&self, opts: &PoolOptions) -> Result<Var> {
+                    self.avg_pool_nd(stringify!($avg), $d, opts)
+                }
+
+                #[doc = concat!("`F.", stringify!($adaptive), "` (see [`strata_tensor::Tensor::", stringify!($adaptive), "`]).")]
+                pub fn $adaptive(&self, output_size: &[usize]) -> Result<Var> {
+                    self.adaptive_avg_pool_nd(stringify!($adaptive), $d, output_size)
+                }
+            )*
+        }
+    };
+}
+
+pooling_forms! {
+    1: max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d;
+    2: max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d;
+    3: max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d;
+}

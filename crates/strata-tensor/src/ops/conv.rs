@@ -1,0 +1,482 @@
+//! Convolution, `F.conv1d`, `F.conv2d` and `F.conv3d`, as im2col and one
+//! batched matrix product: the input is padded, its windows are taken as a
+//! view ([`Tensor::unfold`] along each spatial dim, every `dilation`-th
+//! element of a window), laid out once as `[N, groups, C/groups * K, P]`
+//! columns and multiplied by the weight viewed as `[groups, C_out/groups,
+//! C/groups * K]`. Every step is an existing op, so the same composition
+//! runs on every backend and, on variables, differentiates itself
+//! (strata-autograd's `Var::conv2d`). [`conv_plan`] checks the operands as
+//! PyTorch 2.15 does and holds the shapes both forms use.
+//!
+//! f16 and bf16 are computed in f32 and rounded once (the bias added
+//! before rounding), as PyTorch's oneDNN and cuDNN paths accumulate;
+//! integer convolutions (PyTorch's CPU has them) wrap as its slow path does.
+
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::ops::elementwise::same_device;
+use crate::ops::nn::acc_dtype;
+use crate::ops::shape_ops::PadMode;
+use crate::scalar::Scalar;
+use crate::tensor::Tensor;
+
+/// How a convolution pads its input (PyTorch's `padding` argument).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConvPadding {
+    /// Zeros on both sides of each spatial dim: one value for every dim or
+    /// one per dim (PyTorch's int or tuple).
+    Explicit(Vec<usize>),
+    /// `padding="same"`: the output as long as the input (stride 1 only);
+    /// an odd total puts the extra zero after, as PyTorch does.
+    Same,
+    /// `padding="valid"`: no padding.
+    Valid,
+}
+
+/// The options of `F.conv1d/2d/3d` after the operands: each list holds one
+/// value for every spatial dim or one per dim, as PyTorch's int-or-tuple.
+///
+/// ```
+/// use strata_tensor::ConvOptions;
+/// let o = ConvOptions::new().stride(&[2]).padding(&[1, 0]).groups(2);
+/// assert_eq!(o.groups, 2);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvOptions {
+    /// The step between windows (PyTorch's default 1).
+    pub stride: Vec<usize>,
+    /// The padding (PyTorch's default 0).
+    pub padding: ConvPadding,
+    /// The spacing of a window's elements (PyTorch's default 1).
+    pub dilation: Vec<usize>,
+    /// Blocked channel groups: input and output channels both divide into
+    /// `groups` independent convolutions (PyTorch's default 1).
+    pub groups: usize,
+}
+
+impl Default for ConvOptions {
+    fn default() -> Self {
+        ConvOptions {
+            stride: vec![1],
+            padding: ConvPadding::Explicit(vec![0]),
+            dilation: vec![1],
+            groups: 1,
+        }
+    }
+}
+
+impl ConvOptions {
+    /// PyTorch's defaults: stride 1, padding 0, dilation 1, one group.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the stride.
+    pub fn stride(mut self, stride: &[usize]) -> Self {
+        self.stride = stride.to_vec();
+        self
+    }
+
+    /// Sets an explicit zero padding.
+    pub fn padding(mut self, padding: &[usize]) -> Self {
+        self.padding = ConvPadding::Explicit(padding.to_vec());
+        self
+    }
+
+    /// Sets `padding="same"` or `padding="valid"` (or an explicit one).
+    pub fn padding_mode(mut self, padding: ConvPadding) -> Self {
+        self.padding = padding;
+        self
+    }
+
+    /// Sets the dilation.
+    pub fn dilation(mut self, dilation: &[usize]) -> Self {
+        self.dilation = dilation.to_vec();
+        self
+    }
+
+    /// Sets the number of groups.
+    pub fn groups(mut self, groups: usize) -> Self {
+        self.groups = groups;
+        self
+    }
+}
+
+/// One value per spatial dim from an int-or-tuple list (PyTorch's
+/// `expand_param_if_needed`).
+pub(crate) fn per_dim(
+    op: &'static str,
+    name: &str,
+    values: &[usize],
+    spatial: usize,
+) -> Result<Vec<usize>> {
+    match values.len() {
+        1 => Ok(vec![values[0]; spatial]),
+        n if n == spatial => Ok(values.to_vec()),
+        _ => Err(TensorError::shape(
+            op,
+            format!(
+                "expected {name} to be a single value or a list of {spatial} values to match the \
+                 {spatial} spatial dims, but got {name}={values:?}"
+            ),
+        )),
+    }
+}
+
+/// What a convolution computes with, from its checked operands (shared by
+/// the `Tensor` forms here and strata-autograd's `Var` forms).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvPlan {
+    /// Whether the input has a batch dim (else one is added, then removed).
+    pub batched: bool,
+    /// The zero padding as [`Tensor::pad`] takes it (last dim first), or
+    /// empty where nothing is padded.
+    pub pad: Vec<i64>,
+    /// Per spatial dim: the window's extent `dilation * (k - 1) + 1`, the
+    /// stride, the dilation.
+    pub windows: Vec<(i64, i64, i64)>,
+    /// `[N, G, C/G, O..., K...]`: the unfolded input with its channels
+    /// grouped.
+    pub grouped: Vec<i64>,
+    /// The permutation to `[N, G, C/G, K..., O...]`.
+    pub to_columns: Vec<i64>,
+    /// `[N, G, C/G * prod(K), prod(O)]`: the columns.
+    pub columns: [i64; 4],
+    /// `[G, C_out/G, C/G * prod(K)]`: the weight against the columns.
+    pub weight: [i64; 3],
+    /// `[N, C_out, O...]`: the result.
+    pub out: Vec<i64>,
+    /// `[C_out, 1, ...]`: the bias against the result.
+    pub bias: Vec<i64>,
+    /// The computation dtype (f32 for f16/bf16, else the input's).
+    pub compute: DType,
+}
+
+/// Checks a convolution's operands as PyTorch 2.15 does (the option
+/// values, the ranks, the groups against the channels, the bias, the
+/// dtypes, the kernel against the padded input) and plans it. `op` names
+/// the calling function and `spatial` its spatial dims (1, 2 or 3).
+pub fn conv_plan(
+    op: &'static str,
+    spatial: usize,
+    input: (&[usize], DType),
+    weight: (&[usize], DType),
+    bias: Option<(&[usize], DType)>,
+    opts: &ConvOptions,
+) -> Result<ConvPlan> {
+    let (x, xd) = input;
+    let (w, wd) = weight;
+    if x.len() != spatial + 1 && x.len() != spatial + 2 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected a {}-D (unbatched) or {}-D (batched) input, but got input of shape {x:?}",
+                spatial + 1,
+                spatial + 2
+            ),
+        ));
+    }
+    let batched = x.len() == spatial + 2;
+    let stride = per_dim(op, "stride", &opts.stride, spatial)?;
+    let dilation = per_dim(op, "dilation", &opts.dilation, spatial)?;
+    let padding = match &opts.padding {
+        ConvPadding::Explicit(p) => {
+            let p = per_dim(op, "padding", p, spatial)?;
+            p.iter().map(|&p| (p, p)).collect::<Vec<_>>()
+        }
+        ConvPadding::Valid => vec![(0, 0); spatial],
+        // Filled in once the kernel is known.
+        ConvPadding::Same => Vec::new(),
+    };
+    if stride.contains(&0) {
+        return Err(TensorError::value(
+            op,
+            format!("non-positive stride is not supported (stride {stride:?})"),
+        ));
+    }
+    if dilation.contains(&0) {
+        return Err(TensorError::value(
+            op,
+            format!("non-positive dilation is not supported (dilation {dilation:?})"),
+        ));
+    }
+    let groups = opts.groups;
+    if groups == 0 {
+        return Err(TensorError::value(
+            op,
+            "non-positive groups is not supported (groups 0)",
+        ));
+    }
+    if opts.padding == ConvPadding::Same && stride.iter().any(|&s| s != 1) {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "padding=\"same\" is not supported for strided convolutions (stride {stride:?})"
+            ),
+        ));
+    }
+    if xd != wd || bias.is_some_and(|(_, bd)| bd != xd) {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "the input ({xd:?}), weight ({wd:?}) and bias ({:?}) must have one dtype",
+                bias.map(|b| b.1)
+            ),
+        ));
+    }
+    if xd == DType::Bool {
+        return Err(TensorError::unsupported(op, xd));
+    }
+    // The input with its batch dim.
+    let mut xs = x.to_vec();
+    if !batched {
+        xs.insert(0, 1);
+    }
+    if w.len() != spatial + 2 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected a {}-D weight [C_out, C_in / groups, kernel...], but got weight of shape {w:?}",
+                spatial + 2
+            ),
+        ));
+    }
+    if w[0] < groups || w[0] % groups != 0 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "given groups={groups}, expected the weight's dim 0 (output channels) to be a \
+                 positive multiple of {groups}, but got weight of shape {w:?}"
+            ),
+        ));
+    }
+    if xs[1] != w[1] * groups {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "given groups={groups} and weight of shape {w:?}, expected the input (shape {x:?}) \
+                 to have {} channels, but it has {}",
+                w[1] * groups,
+                xs[1]
+            ),
+        ));
+    }
+    if let Some((b, _)) = bias {
+        if b != [w[0]] {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "given weight of shape {w:?}, expected the bias to be 1-D with {} elements, \
+                     but got bias of shape {b:?}",
+                    w[0]
+                ),
+            ));
+        }
+    }
+    let kernel = &w[2..];
+    if kernel.contains(&0) {
+        return Err(TensorError::shape(
+            op,
+            format!("the kernel {kernel:?} (weight shape {w:?}) has an empty spatial dim"),
+        ));
+    }
+    let extent: Vec<usize> = (0..spatial)
+        .map(|i| {
+            dilation[i]
+                .checked_mul(kernel[i] - 1)
+                .and_then(|e| e.checked_add(1))
+                .ok_or_else(|| {
+                    TensorError::overflow(op, format!("dilation {dilation:?} overflows"))
+                })
+        })
+        .collect::<Result<_>>()?;
+    let padding = if opts.padding == ConvPadding::Same {
+        extent
+            .iter()
+            .map(|&e| ((e - 1) / 2, e - 1 - (e - 1) / 2))
+            .collect()
+    } else {
+        padding
+    };
+    let spatial_in = &xs[2..];
+    if spatial_in.contains(&0) && xs[0] > 0 && xs[1] > 0 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "only zero batch or zero channel inputs may be empty, but got input of shape {x:?}"
+            ),
+        ));
+    }
+    let padded: Vec<usize> = (0..spatial)
+        .map(|i| {
+            spatial_in[i]
+                .checked_add(padding[i].0)
+                .and_then(|s| s.checked_add(padding[i].1))
+                .ok_or_else(|| TensorError::overflow(op, format!("padding {padding:?} overflows")))
+        })
+        .collect::<Result<_>>()?;
+    if (0..spatial).any(|i| padded[i] < extent[i]) {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "calculated padded input size per channel {padded:?} is smaller than the kernel \
+                 {extent:?} (with dilation); the kernel can't be greater than the input"
+            ),
+        ));
+    }
+    let out_sp: Vec<usize> = (0..spatial)
+        .map(|i| (padded[i] - extent[i]) / stride[i] + 1)
+        .collect();
+    let (n, c, c_out) = (xs[0] as i64, xs[1] as i64, w[0] as i64);
+    let g = groups as i64;
+    let k_prod: usize = kernel.iter().product();
+    let o_prod: usize = out_sp.iter().product();
+    let i64s = |v: &[usize]| v.iter().map(|&s| s as i64).collect::<Vec<i64>>();
+    let mut grouped = vec![n, g, c / g];
+    grouped.extend(i64s(&out_sp));
+    grouped.extend(i64s(kernel));
+    let mut to_columns = vec![0, 1, 2];
+    to_columns.extend((0..spatial).map(|i| (3 + spatial + i) as i64));
+    to_columns.extend((0..spatial).map(|i| (3 + i) as i64));
+    let mut out = vec![n, c_out];
+    out.extend(i64s(&out_sp));
+    let mut bias_shape = vec![c_out];
+    bias_shape.extend(std::iter::repeat_n(1, spatial));
+    let pad = if padding.iter().all(|&(a, b)| a == 0 && b == 0) {
+        Vec::new()
+    } else {
+        padding
+            .iter()
+            .rev()
+            .flat_map(|&(a, b)| [a as i64, b as i64])
+            .collect()
+    };
+    Ok(ConvPlan {
+        batched,
+        pad,
+        windows: (0..spatial)
+            .map(|i| (extent[i] as i64, stride[i] as i64, dilation[i] as i64))
+            .collect(),
+        grouped,
+        to_columns,
+        columns: [n, g, (c / g) * k_prod as i64, o_prod as i64],
+        weight: [g, c_out / g, (c / g) * k_prod as i64],
+        out,
+        bias: bias_shape,
+        compute: if xd.is_float() { acc_dtype(xd) } else { xd },
+    })
+}
+
+impl ConvPlan {
+    /// The windows of the (batched, padded) input `x`: `[N, C, O..., K...]`.
+    pub fn windows_of(&self, x: &Tensor) -> Result<Tensor> {
+        let spatial = self.windows.len();
+        let mut u = x.clone();
+        for (i, &(extent, stride, _)) in self.windows.iter().enumerate() {
+            u = u.unfold(2 + i as i64, extent, stride)?;
+        }
+        for (i, &(_, _, dilation)) in self.windows.iter().enumerate() {
+            if dilation > 1 {
+                u = u.slice((2 + spatial + i) as i64, None, None, dilation)?;
+            }
+        }
+        Ok(u)
+    }
+}
+
+impl Tensor {
+    fn conv_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        let plan = conv_plan(
+            op,
+            spatial,
+            (self.shape(), self.dtype()),
+            (weight.shape(), weight.dtype()),
+            bias.map(|b| (b.shape(), b.dtype())),
+            opts,
+        )?;
+        same_device(op, self, weight)?;
+        if let Some(b) = bias {
+            same_device(op, self, b)?;
+        }
+        let x = if plan.batched {
+            self.clone()
+        } else {
+            self.unsqueeze(0)?
+        };
+        let x = x.to_dtype(plan.compute)?;
+        let x = if plan.pad.is_empty() {
+            x
+        } else {
+            x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?
+        };
+        let cols = plan
+            .windows_of(&x)?
+            .reshape(&plan.grouped)?
+            .permute(&plan.to_columns)?
+            .reshape(&plan.columns)?;
+        let w = weight.to_dtype(plan.compute)?.reshape(&plan.weight)?;
+        let mut y = w.matmul(&cols)?.reshape(&plan.out)?;
+        if let Some(b) = bias {
+            y = y.add(&b.to_dtype(plan.compute)?.reshape(&plan.bias)?)?;
+        }
+        let y = y.to_dtype(self.dtype())?;
+        if plan.batched {
+            Ok(y)
+        } else {
+            y.squeeze_dims(&[0])
+        }
+    }
+
+    /// `F.conv1d(input, weight, bias, stride, padding, dilation, groups)`:
+    /// input `[N, C_in, L]` or `[C_in, L]`, weight `[C_out, C_in / groups,
+    /// k]`, bias `[C_out]` (see the module docs for how it computes).
+    pub fn conv1d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        self.conv_nd("conv1d", 1, weight, bias, opts)
+    }
+
+    /// `F.conv2d(input, weight, bias, stride, padding, dilation, groups)`:
+    /// input `[N, C_in, H, W]` or `[C_in, H, W]`, weight `[C_out, C_in /
+    /// groups, kH, kW]`, bias `[C_out]`.
+    ///
+    /// ```
+    /// use strata_tensor::{ConvOptions, Device, Tensor};
+    /// let x = Tensor::arange(0.0, 16.0, 1.0, None, Device::Cpu)?.reshape(&[1, 1, 4, 4])?;
+    /// let w = Tensor::ones(&[1, 1, 2, 2], strata_tensor::DType::F32, Device::Cpu)?;
+    /// let y = x.conv2d(&w, None, &ConvOptions::new().stride(&[2]))?;
+    /// assert_eq!(y.shape(), &[1, 1, 2, 2]);
+    /// assert_eq!(y.to_vec::<f32>()?, [10., 18., 42., 50.]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn conv2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        self.conv_nd("conv2d", 2, weight, bias, opts)
+    }
+
+    /// `F.conv3d(input, weight, bias, stride, padding, dilation, groups)`:
+    /// input `[N, C_in, D, H, W]` or `[C_in, D, H, W]`, weight `[C_out,
+    /// C_in / groups, kD, kH, kW]`, bias `[C_out]`.
+    pub fn conv3d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        self.conv_nd("conv3d", 3, weight, bias, opts)
+    }
+}

@@ -1,0 +1,671 @@
+//! Pooling: `F.max_pool1d/2d/3d` (with or without indices),
+//! `F.avg_pool1d/2d/3d` and `F.adaptive_avg_pool1d/2d/3d`, composed from
+//! existing ops so that every backend runs them and strata-autograd
+//! differentiates them. [`pool_plan`] checks the options and the input as
+//! PyTorch 2.15's CPU does (its limits on padding, the output size with
+//! `ceil_mode`, the dtypes it has kernels for) and holds the shapes.
+//!
+//! - Max pooling finds each window's index as PyTorch's loop does (the first
+//!   maximum, the last NaN, padding never chosen) and gathers the values at
+//!   those indices; the gradient is the scatter of the output's through the
+//!   same indices.
+//! - Average pooling sums the zero-padded windows in the computation dtype
+//!   (f32 for f16/bf16, truncating integer division for i64) and divides
+//!   by PyTorch's divisor: the window clipped to the padded input, or to
+//!   the input with `count_include_pad=false`, or `divisor_override`.
+//! - Adaptive average pooling averages the windows `[floor(i L / O),
+//!   ceil((i + 1) L / O))` of each spatial dim in turn (a window's mean is
+//!   the mean of its rows' means), one mean per window joined by `cat`; an
+//!   output of 1 in every dim is the mean of the spatial dims, as PyTorch
+//!   takes it (before its checks: empty dims give NaN).
+
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::ops::conv::per_dim;
+use crate::ops::nn::acc_dtype;
+use crate::ops::shape_ops::PadMode;
+use crate::ops::RoundingMode;
+use crate::scalar::Scalar;
+use crate::tensor::Tensor;
+
+/// The options of `F.max_pool*d` and `F.avg_pool*d`: each list holds one
+/// value for every spatial dim or one per dim (PyTorch's int-or-tuple).
+///
+/// ```
+/// use strata_tensor::{Device, PoolOptions, Tensor};
+/// let x = Tensor::arange(0.0, 16.0, 1.0, None, Device::Cpu)?.reshape(&[1, 1, 4, 4])?;
+/// let opts = PoolOptions::new(&[2]);
+/// assert_eq!(x.max_pool2d(&opts)?.to_vec::<f32>()?, [5., 7., 13., 15.]);
+/// assert_eq!(x.avg_pool2d(&opts)?.to_vec::<f32>()?, [2.5, 4.5, 10.5, 12.5]);
+/// # Ok::<(), strata_tensor::TensorError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// The window's size.
+    pub kernel_size: Vec<usize>,
+    /// The step between windows; `None` (PyTorch's default) is the kernel
+    /// size.
+    pub stride: Option<Vec<usize>>,
+    /// Implicit padding on both sides (at most half the kernel): -inf for
+    /// max pooling, zeros for average pooling.
+    pub padding: Vec<usize>,
+    /// The spacing of a window's elements (max pooling only).
+    pub dilation: Vec<usize>,
+    /// Whether the output size rounds up (a last window may hang over the
+    /// end, but must start inside the input or its left padding).
+    pub ceil_mode: bool,
+    /// Whether average pooling counts padded zeros in a window's size.
+    pub count_include_pad: bool,
+    /// A divisor average pooling uses instead of the window's size.
+    pub divisor_override: Option<i64>,
+}
+
+impl PoolOptions {
+    /// Windows of `kernel_size`, with PyTorch's defaults otherwise (stride
+    /// the kernel size, padding 0, dilation 1, floor mode, padding counted).
+    pub fn new(kernel_size: &[usize]) -> Self {
+        PoolOptions {
+            kernel_size: kernel_size.to_vec(),
+            stride: None,
+            padding: vec![0],
+            dilation: vec![1],
+            ceil_mode: false,
+            count_include_pad: true,
+            divisor_override: None,
+        }
+    }
+
+    /// Sets the stride.
+    pub fn stride(mut self, stride: &[usize]) -> Self {
+        self.stride = Some(stride.to_vec());
+        self
+    }
+
+    /// Sets the padding.
+    pub fn padding(mut self, padding: &[usize]) -> Self {
+        self.padding = padding.to_vec();
+        self
+    }
+
+    /// Sets the dilation (max pooling only).
+    pub fn dilation(mut self, dilation: &[usize]) -> Self {
+        self.dilation = dilation.to_vec();
+        self
+    }
+
+    /// Sets `ceil_mode`.
+    pub fn ceil_mode(mut self, ceil_mode: bool) -> Self {
+        self.ceil_mode = ceil_mode;
+        self
+    }
+
+    /// Sets `count_include_pad` (average pooling only).
+    pub fn count_include_pad(mut self, count_include_pad: bool) -> Self {
+        self.count_include_pad = count_include_pad;
+        self
+    }
+
+    /// Sets `divisor_override` (average pooling only; not 0).
+    pub fn divisor_override(mut self, divisor: i64) -> Self {
+        self.divisor_override = Some(divisor);
+        self
+    }
+}
+
+/// Which pooling a [`PoolPlan`] is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolKind {
+    /// `max_pool*d`.
+    Max,
+    /// `avg_pool*d`.
+    Avg,
+}
+
+/// What a max or average pooling computes with, from its checked options
+/// and input (shared by the `Tensor` forms here and strata-autograd's).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolPlan {
+    /// Whether the input has a batch dim (else one is added, then removed).
+    pub batched: bool,
+    /// The input's spatial sizes.
+    pub input: Vec<usize>,
+    /// The padding as [`Tensor::pad`] takes it (last dim first): the
+    /// padding before each dim and after it, with whatever a `ceil_mode`
+    /// window hanging over the end needs.
+    pub pad: Vec<i64>,
+    /// Per spatial dim: the window's extent `dilation * (k - 1) + 1`, the
+    /// stride, the dilation.
+    pub windows: Vec<(i64, i64, i64)>,
+    /// Per spatial dim: the kernel size and the padding before.
+    pub kernel: Vec<(usize, usize)>,
+    /// The output's spatial sizes.
+    pub out: Vec<usize>,
+    /// The computation dtype (average pooling: f32 for f16/bf16).
+    pub compute: DType,
+}
+
+/// Checks a pooling's options and input as PyTorch 2.15's CPU does and
+/// plans it. `op` names the calling function and `spatial` its spatial
+/// dims (1, 2 or 3).
+pub fn pool_plan(
+    op: &'static str,
+    kind: PoolKind,
+    spatial: usize,
+    shape: &[usize],
+    dtype: DType,
+    opts: &PoolOptions,
+) -> Result<PoolPlan> {
+    let kernel = per_dim(op, "kernel_size", &opts.kernel_size, spatial)?;
+    let stride = match &opts.stride {
+        Some(s) if !s.is_empty() => per_dim(op, "stride", s, spatial)?,
+        _ => kernel.clone(),
+    };
+    let padding = per_dim(op, "padding", &opts.padding, spatial)?;
+    let dilation = per_dim(op, "dilation", &opts.dilation, spatial)?;
+    if kind == PoolKind::Avg {
+        if dilation.iter().any(|&d| d != 1) {
+            return Err(TensorError::value(
+                op,
+                format!("average pooling has no dilation, but got dilation {dilation:?}"),
+            ));
+        }
+        if opts.divisor_override == Some(0) {
+            return Err(TensorError::value(op, "divisor must be not zero"));
+        }
+    } else if opts.divisor_override.is_some() || !opts.count_include_pad {
+        return Err(TensorError::value(
+            op,
+            "divisor_override and count_include_pad are options of average pooling, not of max pooling",
+        ));
+    }
+    let supported = match kind {
+        PoolKind::Max => dtype.is_float() || dtype == DType::I64,
+        PoolKind::Avg => dtype.is_float() || dtype == DType::I64,
+    };
+    if !supported {
+        return Err(TensorError::unsupported(op, dtype));
+    }
+    if kernel.contains(&0) {
+        return Err(TensorError::value(
+            op,
+            format!("kernel size should be greater than zero, but got kernel_size {kernel:?}"),
+        ));
+    }
+    if stride.contains(&0) {
+        return Err(TensorError::value(
+            op,
+            format!("stride should not be zero (stride {stride:?})"),
+        ));
+    }
+    if dilation.contains(&0) {
+        return Err(TensorError::value(
+            op,
+            format!("dilation should be greater than zero, but got dilation {dilation:?}"),
+        ));
+    }
+    if shape.len() != spatial + 1 && shape.len() != spatial + 2 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected a {}-D or {}-D (batch mode) input, but got input of shape {shape:?}",
+                spatial + 1,
+                spatial + 2
+            ),
+        ));
+    }
+    let batched = shape.len() == spatial + 2;
+    let first = usize::from(batched);
+    if shape[first..].contains(&0) {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected an input whose dims other than the batch are not empty, but got input \
+                 of shape {shape:?}"
+            ),
+        ));
+    }
+    if let Some(i) = (0..spatial).find(|&i| padding[i] > kernel[i] / 2) {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "pad should be at most half of effective kernel size, but got pad={}, kernel_size={} \
+                 and dilation={}",
+                padding[i], kernel[i], dilation[i]
+            ),
+        ));
+    }
+    let input = shape[shape.len() - spatial..].to_vec();
+    if kind == PoolKind::Avg && spatial == 3 && (0..3).any(|i| input[i] < kernel[i]) {
+        // PyTorch's avg_pool3d alone compares the unpadded input.
+        return Err(TensorError::shape(
+            op,
+            format!("input image {input:?} smaller than kernel size {kernel:?}"),
+        ));
+    }
+    let overflow = || TensorError::overflow(op, format!("the options {opts:?} overflow"));
+    let mut extent = Vec::with_capacity(spatial);
+    let mut out = Vec::with_capacity(spatial);
+    for i in 0..spatial {
+        let e = dilation[i]
+            .checked_mul(kernel[i] - 1)
+            .and_then(|e| e.checked_add(1))
+            .ok_or_else(overflow)?;
+        // PyTorch's `pooling_output_shape`, in i128 (no wrap on any usize).
+        let (l, p, s) = (input[i] as i128, padding[i] as i128, stride[i] as i128);
+        let span = l + 2 * p - e as i128 + if opts.ceil_mode { s - 1 } else { 0 };
+        let mut o = span.div_euclid(s) + 1;
+        if opts.ceil_mode && (o - 1) * s >= l + p {
+            o -= 1;
+        }
+        extent.push(e);
+        out.push(o);
+    }
+    if out.iter().any(|&o| o < 1) {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "given input of spatial size {input:?}, the calculated output size {out:?} is too small"
+            ),
+        ));
+    }
+    let out: Vec<usize> = out.iter().map(|&o| o as usize).collect();
+    // The padding after: the usual, or what the last window needs.
+    let after: Vec<usize> = (0..spatial)
+        .map(|i| {
+            let need = (out[i] - 1) * stride[i] + extent[i];
+            padding[i].max(need.saturating_sub(input[i] + padding[i]))
+        })
+        .collect();
+    let pad = (0..spatial)
+        .rev()
+        .flat_map(|i| [padding[i] as i64, after[i] as i64])
+        .collect();
+    Ok(PoolPlan {
+        batched,
+        input,
+        pad,
+        windows: (0..spatial)
+            .map(|i| (extent[i] as i64, stride[i] as i64, dilation[i] as i64))
+            .collect(),
+        kernel: (0..spatial).map(|i| (kernel[i], padding[i])).collect(),
+        out,
+        compute: if kind == PoolKind::Avg && dtype.is_float() {
+            acc_dtype(dtype)
+        } else {
+            dtype
+        },
+    })
+}
+
+impl PoolPlan {
+    /// The windows of `x` (`[N, C, spatial...]`, padded by [`PoolPlan::pad`]):
+    /// `[N, C, O..., K...]`, a view.
+    pub fn windows_of(&self, x: &Tensor) -> Result<Tensor> {
+        let spatial = self.windows.len();
+        let mut u = x.clone();
+        for (i, &(extent, stride, _)) in self.windows.iter().enumerate() {
+            let d = (2 + i) as i64;
+            u = u
+                .unfold(d, extent, stride)?
+                .narrow(d, 0, self.out[i] as i64)?;
+        }
+        for (i, &(_, _, dilation)) in self.windows.iter().enumerate() {
+            if dilation > 1 {
+                u = u.slice((2 + spatial + i) as i64, None, None, dilation)?;
+            }
+        }
+        Ok(u)
+    }
+
+    /// Max pooling's windows that hold no input element (only padding, or
+    /// dilated past the input), by flat output position: PyTorch gives them
+    /// -inf (the dtype's lowest) and the index of the window's first
+    /// position inside the padding's far edge, `Σ first_d * stride_d`; `None`
+    /// where every window holds an element.
+    pub fn empty_windows(&self) -> Option<Vec<Option<i64>>> {
+        let spatial = self.out.len();
+        // Per dim and window: the first position at or after 0, and whether
+        // it is inside the input.
+        let per_dim: Vec<Vec<(i64, bool)>> = (0..spatial)
+            .map(|i| {
+                let (k, p) = self.kernel[i];
+                let (_, s, d) = self.windows[i];
+                let l = self.input[i] as i64;
+                (0..self.out[i] as i64)
+                    .map(|o| {
+                        let mut start = o * s - p as i64;
+                        let end = (start + (k as i64 - 1) * d + 1).min(l);
+                        while start < 0 {
+                            start += d;
+                        }
+                        (start, start < end)
+                    })
+                    .collect()
+            })
+            .collect();
+        if per_dim.iter().all(|w| w.iter().all(|&(_, real)| real)) {
+            return None;
+        }
+        let n: usize = self.out.iter().product();
+        Some(
+            (0..n)
+                .map(|flat| {
+                    let (mut rest, mut index, mut stride, mut empty) = (flat, 0i64, 1i64, false);
+                    for i in (0..spatial).rev() {
+                        let (first, real) = per_dim[i][rest % self.out[i]];
+                        rest /= self.out[i];
+                        empty |= !real;
+                        index += first * stride;
+                        stride *= self.input[i] as i64;
+                    }
+                    empty.then_some(index)
+                })
+                .collect(),
+        )
+    }
+
+    /// [`PoolPlan::empty_windows`] as tensors of the output's spatial shape:
+    /// where a window is empty (bool) and PyTorch's index there (i64).
+    pub fn empty_window_tensors(&self, device: crate::Device) -> Result<Option<(Tensor, Tensor)>> {
+        let Some(w) = self.empty_windows() else {
+            return Ok(None);
+        };
+        let mask: Vec<bool> = w.iter().map(Option::is_some).collect();
+        let index: Vec<i64> = w.iter().map(|i| i.unwrap_or(0)).collect();
+        Ok(Some((
+            Tensor::from_vec(mask, &self.out, device)?,
+            Tensor::from_vec(index, &self.out, device)?,
+        )))
+    }
+
+    /// The output's shape for a batched input of `n` samples and `c`
+    /// channels.
+    pub fn out_shape(&self, n: usize, c: usize) -> Vec<i64> {
+        let mut s = vec![n as i64, c as i64];
+        s.extend(self.out.iter().map(|&o| o as i64));
+        s
+    }
+
+    /// Average pooling's divisor for each output position (shape `out`):
+    /// PyTorch's window size clipped to the padded input, or to the input
+    /// without `count_include_pad`, or `divisor_override`.
+    pub fn avg_divisor(&self, opts: &PoolOptions, device: crate::Device) -> Result<Tensor> {
+        let n: usize = self.out.iter().product();
+        let mut div = vec![1i64; n];
+        if let Some(d) = opts.divisor_override {
+            div.fill(d);
+        } else {
+            for (i, d) in div.iter_mut().enumerate() {
+                let mut rest = i;
+                for dim in (0..self.out.len()).rev() {
+                    let o = rest % self.out[dim];
+                    rest /= self.out[dim];
+                    let (k, p) = self.kernel[dim];
+                    let (_, s, _) = self.windows[dim];
+                    let l = self.input[dim] as i64;
+                    let start = o as i64 * s - p as i64;
+                    let end = (start + k as i64).min(l + p as i64);
+                    let size = if opts.count_include_pad {
+                        end - start
+                    } else {
+                        end.min(l) - start.max(0)
+                    };
+                    *d *= size;
+                }
+            }
+        }
+        let shape: Vec<usize> = self.out.clone();
+        Tensor::from_vec(div, &shape, device)
+    }
+}
+
+/// Adaptive pooling's windows of a dim of `len` elements pooled to `out`:
+/// window `i` starts at `floor(i L / O)` and ends before `ceil((i + 1) L /
+/// O)`; (start, length) each.
+pub fn adaptive_windows(len: usize, out: usize) -> Vec<(i64, i64)> {
+    (0..out)
+        .map(|i| {
+            let start = i * len / out;
+            let end = ((i + 1) * len).div_ceil(out);
+            (start as i64, (end - start) as i64)
+        })
+        .collect()
+}
+
+/// Checks an adaptive average pooling's input and output size as PyTorch
+/// does; returns whether the input is batched and the output size per
+/// spatial dim.
+pub fn adaptive_pool_plan(
+    op: &'static str,
+    spatial: usize,
+    shape: &[usize],
+    dtype: DType,
+    output_size: &[usize],
+) -> Result<(bool, Vec<usize>)> {
+    let out = per_dim(op, "output_size", output_size, spatial)?;
+    // PyTorch dispatches on the dtype only where there is work to do.
+    if !dtype.is_float() && shape.iter().product::<usize>() > 0 {
+        return Err(TensorError::unsupported(op, dtype));
+    }
+    if shape.len() != spatial + 1 && shape.len() != spatial + 2 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected a {}-D or {}-D (batch mode) input, but got input of shape {shape:?}",
+                spatial + 1,
+                spatial + 2
+            ),
+        ));
+    }
+    if let Some(d) = (shape.len() - spatial..shape.len()).find(|&d| shape[d] == 0) {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected input to have non-zero size for non-batch dimensions, but input has \
+                 shape {shape:?} with dimension {d} being empty"
+            ),
+        ));
+    }
+    Ok((shape.len() == spatial + 2, out))
+}
+
+/// Where adaptive average pooling's output is 1 in every spatial dim,
+/// PyTorch takes the mean of the last `spatial` dims (keeping them) before
+/// any of its checks, so empty dims give NaN: those dims (`None` otherwise).
+/// The 1-D form checks the rank first.
+pub fn global_mean_dims(
+    op: &'static str,
+    spatial: usize,
+    ndim: usize,
+    output_size: &[usize],
+) -> Result<Option<Vec<i64>>> {
+    let out = per_dim(op, "output_size", output_size, spatial)?;
+    if out.iter().any(|&o| o != 1) || (spatial == 1 && ndim != 2 && ndim != 3) {
+        return Ok(None);
+    }
+    Ok(Some((1..=spatial as i64).map(|d| -d).collect()))
+}
+
+impl Tensor {
+    /// `[N, C, spatial...]` from an input of `spatial + 1` or `+ 2` dims.
+    fn batched(&self, batched: bool) -> Result<Tensor> {
+        if batched {
+            Ok(self.clone())
+        } else {
+            self.unsqueeze(0)
+        }
+    }
+
+    fn unbatched(self, batched: bool) -> Result<Tensor> {
+        if batched {
+            Ok(self)
+        } else {
+            self.squeeze_dims(&[0])
+        }
+    }
+
+    /// Max pooling's values and indices (each an index into the flattened
+    /// spatial dims of the input, as PyTorch's `return_indices=True`).
+    fn max_pool_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        opts: &PoolOptions,
+    ) -> Result<(Tensor, Tensor)> {
+        let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
+        let x = self.batched(plan.batched)?;
+        let (n, c) = (x.shape()[0], x.shape()[1]);
+        let device = x.device();
+        // The flat spatial position of each element, -1 in the padding.
+        let plane: usize = plan.input.iter().product();
+        let mut pos_shape = vec![1i64, 1];
+        pos_shape.extend(plan.input.iter().map(|&l| l as i64));
+        let positions = Tensor::arange(0i64, plane as i64, 1i64, None, device)?
+            .reshape(&pos_shape)?
+            .pad(&plan.pad, PadMode::Constant(Scalar::Int(-1)))?;
+        let lowest = if self.dtype().is_float() {
+            Scalar::Float(f64::NEG_INFINITY)
+        } else {
+            Scalar::Int(i64::MIN)
+        };
+        let xp = x.pad(&plan.pad, PadMode::Constant(lowest))?;
+        let k: i64 = plan.kernel.iter().map(|&(k, _)| k as i64).product();
+        let mut flat = plan.out_shape(n, c);
+        flat.push(k);
+        let w = plan.windows_of(&xp)?.reshape(&flat)?;
+        let mut flat_pos = plan.out_shape(1, 1);
+        flat_pos.push(k);
+        let p = plan.windows_of(&positions)?.reshape(&flat_pos)?;
+        // PyTorch's loop keeps the first maximum, moves to any NaN (so the
+        // last one wins) and never picks the padding.
+        let (max, _) = w.max_dim(-1, true)?;
+        let real = p.ge(0)?;
+        let ks = Tensor::arange(0i64, k, 1i64, None, device)?;
+        let first = ks.neg()?.add(k)?;
+        let score = if self.dtype().is_float() {
+            let nan_window = max.isnan()?;
+            let hit =
+                Tensor::where_cond(&nan_window, &w.isnan()?, &w.eq(&max)?)?.logical_and(&real)?;
+            let last = ks.add(1)?;
+            Tensor::where_cond(&nan_window, &last, &first)?.mul(&hit)?
+        } else {
+            first.mul(&w.eq(&max)?.logical_and(&real)?)?
+        };
+        let choice = score.argmax(Some(-1), true)?;
+        let index = p
+            .expand(&w.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?
+            .gather(-1, &choice)?
+            .squeeze_dims(&[-1])?;
+        let empty = plan.empty_window_tensors(device)?;
+        let (index, values) = match &empty {
+            // Windows without an element: PyTorch's index and the lowest
+            // value (the gather reads index 0 there, masked out).
+            Some((mask, fallback)) => {
+                let values = x.gather_pooled(&Tensor::where_cond(mask, 0i64, &index)?)?;
+                (
+                    Tensor::where_cond(mask, fallback, &index)?,
+                    Tensor::where_cond(mask, lowest, &values)?,
+                )
+            }
+            None => {
+                let values = x.gather_pooled(&index)?;
+                (index, values)
+            }
+        };
+        Ok((
+            values.unbatched(plan.batched)?,
+            index.unbatched(plan.batched)?,
+        ))
+    }
+
+    /// The elements of this batched input `[N, C, ...]` at max pooling's
+    /// flat spatial `index` (`[N, C, out...]`).
+    pub(crate) fn gather_pooled(&self, index: &Tensor) -> Result<Tensor> {
+        let (n, c) = (self.shape()[0] as i64, self.shape()[1] as i64);
+        let plane = self.shape()[2..].iter().product::<usize>() as i64;
+        let flat_index =
+            index.reshape(&[n, c, index.shape()[2..].iter().product::<usize>() as i64])?;
+        let out: Vec<i64> = index.shape().iter().map(|&s| s as i64).collect();
+        self.reshape(&[n, c, plane])?
+            .gather(-1, &flat_index)?
+            .reshape(&out)
+    }
+
+    fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Tensor> {
+        let plan = pool_plan(op, PoolKind::Avg, spatial, self.shape(), self.dtype(), opts)?;
+        let x = self.batched(plan.batched)?.to_dtype(plan.compute)?;
+        let xp = x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?;
+        let window_dims: Vec<i64> = (0..spatial).map(|i| (2 + spatial + i) as i64).collect();
+        let sum = plan.windows_of(&xp)?.sum(Some(&window_dims), false)?;
+        let div = plan.avg_divisor(opts, x.device())?;
+        let y = if plan.compute.is_float() {
+            sum.div(&div.to_dtype(plan.compute)?)?
+        } else {
+            sum.div_mode(&div, RoundingMode::Trunc)?
+        };
+        y.to_dtype(self.dtype())?.unbatched(plan.batched)
+    }
+
+    fn adaptive_avg_pool_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        output_size: &[usize],
+    ) -> Result<Tensor> {
+        if let Some(dims) = global_mean_dims(op, spatial, self.ndim(), output_size)? {
+            return self.mean(Some(&dims), true);
+        }
+        let (batched, out) =
+            adaptive_pool_plan(op, spatial, self.shape(), self.dtype(), output_size)?;
+        let compute = acc_dtype(self.dtype());
+        let mut y = self.batched(batched)?.to_dtype(compute)?;
+        for (i, &o) in out.iter().enumerate() {
+            let d = (2 + i) as i64;
+            let windows = adaptive_windows(y.shape()[2 + i], o)
+                .into_iter()
+                .map(|(start, len)| y.narrow(d, start, len)?.mean(Some(&[d]), true))
+                .collect::<Result<Vec<_>>>()?;
+            y = if windows.is_empty() {
+                y.narrow(d, 0, 0)?
+            } else {
+                Tensor::cat(&windows.iter().collect::<Vec<_>>(), d)?
+            };
+        }
+        y.to_dtype(self.dtype())?.unbatched(batched)
+    }
+}
+
+/// Declares the 1-, 2- and 3-D forms of each pooling.
+macro_rules! pooling_forms {
+    ($($d:literal: $max:ident, $max_idx:ident, $avg:ident, $adaptive:ident;)*) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("`F.", stringify!($max), "`: the maximum of each window of a `[N, C, ...]` or `[C, ...]` input with ", stringify!($d), " spatial dims (see [`PoolOptions`]); NaN wins, as in PyTorch. f16, bf16, f32, f64 and i64, as PyTorch's CPU.")]
+                pub fn $max(&self, opts: &PoolOptions) -> Result<Tensor> {
+                    Ok(self.max_pool_nd(stringify!($max), $d, opts)?.0)
+                }
+
+                #[doc = concat!("`F.", stringify!($max), "(..., return_indices=True)`: the values and, for each, its index in the input's flattened spatial dims (i64).")]
+                pub fn $max_idx(&self, opts: &PoolOptions) -> Result<(Tensor, Tensor)> {
+                    self.max_pool_nd(stringify!($max), $d, opts)
+                }
+
+                #[doc = concat!("`F.", stringify!($avg), "`: the mean of each window of a `[N, C, ...]` or `[C, ...]` input with ", stringify!($d), " spatial dims (see [`PoolOptions`]); i64 inputs divide with truncation, as PyTorch's CPU.")]
+                pub fn $avg(&self, opts: &PoolOptions) -> Result<Tensor> {
+                    self.avg_pool_nd(stringify!($avg), $d, opts)
+                }
+
+                #[doc = concat!("`F.", stringify!($adaptive), "(input, output_size)`: ", stringify!($d), " spatial dims averaged down to `output_size` (one value for every dim or one per dim), window `i` of a dim of `L` spanning `[floor(i L / O), ceil((i + 1) L / O))`.")]
+                pub fn $adaptive(&self, output_size: &[usize]) -> Result<Tensor> {
+                    self.adaptive_avg_pool_nd(stringify!($adaptive), $d, output_size)
+                }
+            )*
+        }
+    };
+}
+
+pooling_forms! {
+    1: max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d;
+    2: max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d;
+    3: max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d;
+}
