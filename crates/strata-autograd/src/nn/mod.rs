@@ -1,6 +1,6 @@
 //! Building blocks for models (PyTorch's `torch.nn`): the [`Module`] trait
 //! (parameters by name, moving to a device and dtype, train/eval) and layers
-//! ([`Linear`], [`LayerNorm`], [`Embedding`]).
+//! ([`Linear`], [`LayerNorm`], [`Embedding`], [`Conv1d`], [`Conv2d`], [`Conv3d`]).
 //!
 //! A module owns its parameters as [`Var`] leaves; a model is a struct of
 //! modules whose [`Module::visit`] calls each child with a dotted prefix, so
@@ -8,10 +8,12 @@
 //! Layers draw their initial values from the default generator
 //! ([`strata_tensor::generator`]), so `manual_seed` makes a model reproducible.
 
+mod conv;
 mod embedding;
 mod layer_norm;
 mod linear;
 
+pub use conv::{Conv1d, Conv2d, Conv3d};
 pub use embedding::Embedding;
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;

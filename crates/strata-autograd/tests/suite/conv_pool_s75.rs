@@ -217,3 +217,40 @@ fn conv_and_pooling_match_pytorch() {
 fn conv_and_pooling_match_pytorch_on_a_gpu() {
     all_agree_on(crate::hostile_calls::gpu());
 }
+
+/// `nn::Conv2d`: PyTorch's initial bounds, and a layer that learns a known
+/// kernel by gradient descent (the loss falls by orders of magnitude).
+#[test]
+fn conv2d_layer_initialises_and_learns() {
+    use strata_autograd::nn::{Conv2d, Module};
+    use strata_autograd::{Optimizer, Sgd};
+    strata_tensor::generator::manual_seed(75);
+    let opts = ConvOptions::new().padding(&[1]);
+    let layer = Conv2d::new(2, 3, &[3], opts.clone(), true, Device::Cpu).unwrap();
+    let bound = 1.0 / ((2 * 9) as f64).sqrt();
+    let w = f64s(layer.weight.data());
+    assert_eq!(layer.weight.shape(), &[3, 2, 3, 3]);
+    assert!(w.iter().all(|v| v.abs() <= bound) && w.iter().any(|&v| v != w[0]));
+    assert!(Conv2d::new(3, 4, &[3], ConvOptions::new().groups(2), true, Device::Cpu).is_err());
+    assert!(Conv2d::new(2, 4, &[3, 3, 3], ConvOptions::new(), true, Device::Cpu).is_err());
+
+    let x = Tensor::randn(&[4, 2, 6, 6], DType::F32, 7, Device::Cpu).unwrap();
+    let target_w = Tensor::randn(&[3, 2, 3, 3], DType::F32, 8, Device::Cpu).unwrap();
+    let y = x.conv2d(&target_w, None, &opts).unwrap();
+    let mut sgd = Sgd::new(layer.parameters(), 0.05, 0.9).unwrap();
+    let loss_at = |layer: &Conv2d| {
+        layer
+            .forward(&Var::new(x.clone()))
+            .unwrap()
+            .mse_loss(&Var::new(y.clone()), strata_tensor::Reduction::Mean, None)
+            .unwrap()
+    };
+    let first = loss_at(&layer).data().item::<f32>().unwrap();
+    for _ in 0..150 {
+        sgd.zero_grad(true).unwrap();
+        loss_at(&layer).backward().unwrap();
+        sgd.step().unwrap();
+    }
+    let last = loss_at(&layer).data().item::<f32>().unwrap();
+    assert!(last < first * 1e-3, "loss {first} -> {last}");
+}

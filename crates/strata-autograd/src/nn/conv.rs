@@ -1,0 +1,136 @@
+//! `Conv1d`, `Conv2d` and `Conv3d`: convolution layers with PyTorch's
+//! initialisation (see [`Var::conv2d`] for the computation).
+
+use super::linear::uniform;
+use super::{join, Module};
+use crate::error::{AutogradError, Result};
+use crate::var::Var;
+use strata_tensor::{ConvOptions, Device};
+
+/// Declares a convolution layer with `$d` spatial dims.
+macro_rules! conv_layer {
+    ($name:ident, $d:literal, $func:ident, $example_in:literal, $example_out:literal) => {
+        #[doc = concat!("A convolution layer (PyTorch's `nn.", stringify!($name), "`): weight `[out_channels, in_channels / groups, kernel...]` (", stringify!($d), " kernel dims), optional bias `[out_channels]`, and the stride, padding, dilation and groups of its [`ConvOptions`].")]
+        ///
+        /// ```
+        /// use strata_autograd::nn::{Module, self};
+        /// use strata_autograd::Var;
+        /// use strata_tensor::{ConvOptions, DType, Device, Tensor};
+        #[doc = concat!("let conv = nn::", stringify!($name), "::new(4, 6, &[3], ConvOptions::new().padding(&[1]), true, Device::Cpu)?;")]
+        /// let names: Vec<String> = conv.named_parameters().into_iter().map(|p| p.0).collect();
+        /// assert_eq!(names, ["weight", "bias"]);
+        #[doc = concat!("let x = Var::new(Tensor::ones(&", $example_in, ", DType::F32, Device::Cpu)?);")]
+        #[doc = concat!("assert_eq!(conv.forward(&x)?.shape(), &", $example_out, ");")]
+        /// # Ok::<(), strata_autograd::AutogradError>(())
+        /// ```
+        pub struct $name {
+            /// `[out_channels, in_channels / groups, kernel...]`.
+            pub weight: Var,
+            /// `[out_channels]`, if the layer has a bias.
+            pub bias: Option<Var>,
+            /// Stride, padding, dilation and groups.
+            pub options: ConvOptions,
+            training: bool,
+        }
+
+        impl $name {
+            /// A layer with PyTorch's initialisation, f32 on `device`: the
+            /// weight Kaiming-uniform with `a = sqrt(5)`, which is
+            /// `Uniform(±1/sqrt(fan_in))` for `fan_in = in_channels / groups
+            /// * prod(kernel_size)`, and the bias `Uniform(±1/sqrt(fan_in))`.
+            /// `kernel_size` holds one size for every dim or one per dim.
+            pub fn new(
+                in_channels: usize,
+                out_channels: usize,
+                kernel_size: &[usize],
+                options: ConvOptions,
+                bias: bool,
+                device: Device,
+            ) -> Result<$name> {
+                let groups = options.groups;
+                let n = kernel_size.len();
+                let kernel = if n == 1 {
+                    vec![kernel_size[0]; $d]
+                } else if n == $d {
+                    kernel_size.to_vec()
+                } else {
+                    return Err(AutogradError::Module {
+                        module: stringify!($name),
+                        msg: format!(
+                            "kernel_size {kernel_size:?} has {n} values; give one, or one for \
+                             each of the {} spatial dims",
+                            $d
+                        ),
+                    });
+                };
+                if groups == 0 || in_channels % groups != 0 || out_channels % groups != 0 {
+                    return Err(AutogradError::Module {
+                        module: stringify!($name),
+                        msg: format!(
+                            "in_channels {in_channels} and out_channels {out_channels} must both \
+                             divide into groups={groups} (a positive number)"
+                        ),
+                    });
+                }
+                let mut shape = vec![out_channels, in_channels / groups];
+                shape.extend(&kernel);
+                let fan_in: usize = shape[1..].iter().product();
+                let bound = if fan_in == 0 {
+                    0.0
+                } else {
+                    1.0 / (fan_in as f64).sqrt()
+                };
+                let weight = Var::parameter(uniform(&shape, bound, device)?)?;
+                let bias = if bias {
+                    Some(Var::parameter(uniform(&[out_channels], bound, device)?)?)
+                } else {
+                    None
+                };
+                Ok($name {
+                    weight,
+                    bias,
+                    options,
+                    training: true,
+                })
+            }
+
+            /// The convolution of `x` (`[N, C_in, ...]` or `[C_in, ...]`).
+            pub fn forward(&self, x: &Var) -> Result<Var> {
+                x.$func(&self.weight, self.bias.as_ref(), &self.options)
+            }
+        }
+
+        impl Module for $name {
+            fn visit(&self, prefix: &str, f: &mut dyn FnMut(String, &Var)) {
+                f(join(prefix, "weight"), &self.weight);
+                if let Some(b) = &self.bias {
+                    f(join(prefix, "bias"), b);
+                }
+            }
+
+            fn visit_mut(
+                &mut self,
+                prefix: &str,
+                f: &mut dyn FnMut(String, &mut Var) -> Result<()>,
+            ) -> Result<()> {
+                f(join(prefix, "weight"), &mut self.weight)?;
+                if let Some(b) = &mut self.bias {
+                    f(join(prefix, "bias"), b)?;
+                }
+                Ok(())
+            }
+
+            fn set_training(&mut self, training: bool) {
+                self.training = training;
+            }
+
+            fn is_training(&self) -> bool {
+                self.training
+            }
+        }
+    };
+}
+
+conv_layer!(Conv1d, 1, conv1d, "[2, 4, 10]", "[2, 6, 10]");
+conv_layer!(Conv2d, 2, conv2d, "[2, 4, 5, 5]", "[2, 6, 5, 5]");
+conv_layer!(Conv3d, 3, conv3d, "[4, 3, 3, 3]", "[6, 3, 3, 3]");
