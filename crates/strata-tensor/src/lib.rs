@@ -118,8 +118,8 @@ pub use ops::{
     acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
 };
 pub use ops::{
-    adaptive_pool_plan, adaptive_windows, conv_plan, global_mean_dims, pool_plan, ConvOptions,
-    ConvPadding, ConvPlan, PoolKind, PoolOptions, PoolPlan,
+    adaptive_pool_plan, adaptive_windows, conv_plan, global_mean_dims, pool_plan, AdaptiveDim,
+    ConvOptions, ConvPadding, ConvPlan, PoolKind, PoolOptions, PoolPlan,
 };
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{group_norm_plan, rms_norm_plan, GroupNormPlan, RmsNormPlan, SELU_ALPHA, SELU_SCALE};

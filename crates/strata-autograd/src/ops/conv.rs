@@ -10,8 +10,8 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::{
-    adaptive_pool_plan, adaptive_windows, conv_plan, global_mean_dims, pool_plan, ConvOptions,
-    PadMode, PoolKind, PoolOptions, Scalar, Tensor,
+    adaptive_pool_plan, conv_plan, global_mean_dims, pool_plan, AdaptiveDim, ConvOptions, PadMode,
+    PoolKind, PoolOptions, Scalar, Tensor,
 };
 
 impl Var {
@@ -202,18 +202,37 @@ impl Var {
         }
         let (batched, out) =
             adaptive_pool_plan(op, spatial, self.shape(), self.dtype(), output_size)?;
+        if out.contains(&0) || !self.dtype().is_float() {
+            // Nothing to differentiate: the tensor form's empty result.
+            let x = self.data();
+            return Ok(Var::new(match spatial {
+                1 => x.adaptive_avg_pool1d(output_size),
+                2 => x.adaptive_avg_pool2d(output_size),
+                _ => x.adaptive_avg_pool3d(output_size),
+            }?));
+        }
+        let mut out_shape = self.shape()[..self.ndim() - spatial].to_vec();
+        out_shape.extend(&out);
+        // The result must be allocatable before its windows are planned.
+        drop(Tensor::empty(&out_shape, self.dtype(), self.device())?);
         let compute = strata_tensor::acc_dtype(self.dtype());
         let mut y = self.batched(batched)?.to_dtype(compute)?;
         for (i, &o) in out.iter().enumerate() {
             let d = (2 + i) as i64;
-            let windows = adaptive_windows(y.shape()[2 + i], o)
-                .into_iter()
-                .map(|(start, len)| y.narrow(d, start, len)?.mean(Some(&[d]), true))
+            let plan = AdaptiveDim::new(op, y.shape()[2 + i], o, y.device())?;
+            let means = plan
+                .groups
+                .iter()
+                .map(|(len, starts)| {
+                    y.unfold(d, *len, 1)?
+                        .index_select(d, starts)?
+                        .mean(Some(&[-1]), false)
+                })
                 .collect::<Result<Vec<_>>>()?;
-            y = if windows.is_empty() {
-                y.narrow(d, 0, 0)?
-            } else {
-                Var::cat(&windows.iter().collect::<Vec<_>>(), d)?
+            let joined = Var::cat(&means.iter().collect::<Vec<_>>(), d)?;
+            y = match &plan.order {
+                Some(order) => joined.index_select(d, order)?,
+                None => joined,
             };
         }
         y.to_dtype(self.dtype())?.unbatched(batched)

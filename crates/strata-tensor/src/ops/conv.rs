@@ -18,6 +18,7 @@ use crate::ops::elementwise::same_device;
 use crate::ops::nn::acc_dtype;
 use crate::ops::shape_ops::PadMode;
 use crate::scalar::Scalar;
+use crate::shape;
 use crate::tensor::Tensor;
 
 /// How a convolution pads its input (PyTorch's `padding` argument).
@@ -250,13 +251,13 @@ pub fn conv_plan(
             ),
         ));
     }
-    if xs[1] != w[1] * groups {
+    if w[1].checked_mul(groups) != Some(xs[1]) {
         return Err(TensorError::shape(
             op,
             format!(
                 "given groups={groups} and weight of shape {w:?}, expected the input (shape {x:?}) \
                  to have {} channels, but it has {}",
-                w[1] * groups,
+                w[1] as u128 * groups as u128,
                 xs[1]
             ),
         ));
@@ -285,8 +286,15 @@ pub fn conv_plan(
             dilation[i]
                 .checked_mul(kernel[i] - 1)
                 .and_then(|e| e.checked_add(1))
+                .filter(|&e| e <= shape::MAX_NUMEL)
                 .ok_or_else(|| {
-                    TensorError::overflow(op, format!("dilation {dilation:?} overflows"))
+                    TensorError::overflow(
+                        op,
+                        format!(
+                            "the kernel {kernel:?} dilated by {dilation:?} spans more than {} elements",
+                            shape::MAX_NUMEL
+                        ),
+                    )
                 })
         })
         .collect::<Result<_>>()?;
@@ -312,7 +320,16 @@ pub fn conv_plan(
             spatial_in[i]
                 .checked_add(padding[i].0)
                 .and_then(|s| s.checked_add(padding[i].1))
-                .ok_or_else(|| TensorError::overflow(op, format!("padding {padding:?} overflows")))
+                .filter(|&s| s <= shape::MAX_NUMEL)
+                .ok_or_else(|| {
+                    TensorError::overflow(
+                        op,
+                        format!(
+                            "the input {x:?} padded by {padding:?} has a dim above {} elements",
+                            shape::MAX_NUMEL
+                        ),
+                    )
+                })
         })
         .collect::<Result<_>>()?;
     if (0..spatial).any(|i| padded[i] < extent[i]) {
@@ -329,8 +346,14 @@ pub fn conv_plan(
         .collect();
     let (n, c, c_out) = (xs[0] as i64, xs[1] as i64, w[0] as i64);
     let g = groups as i64;
+    // The weight holds `C_in / groups * prod(kernel)` elements per output
+    // channel, so that product fits; the output's sizes are checked here
+    // (an empty batch lets the input's spatial dims be anything).
     let k_prod: usize = kernel.iter().product();
-    let o_prod: usize = out_sp.iter().product();
+    let o_prod = shape::checked_numel(op, &out_sp)?;
+    let mut out_full = vec![xs[0], w[0]];
+    out_full.extend(&out_sp);
+    shape::checked_numel(op, &out_full)?;
     let i64s = |v: &[usize]| v.iter().map(|&s| s as i64).collect::<Vec<i64>>();
     let mut grouped = vec![n, g, c / g];
     grouped.extend(i64s(&out_sp));
@@ -404,6 +427,12 @@ impl Tensor {
         same_device(op, self, weight)?;
         if let Some(b) = bias {
             same_device(op, self, b)?;
+        }
+        if plan.out[0] == 0 {
+            // An empty batch: nothing to compute (its spatial dims may be
+            // larger than anything could hold).
+            let out: Vec<usize> = plan.out.iter().map(|&s| s as usize).collect();
+            return Tensor::zeros(&out, self.dtype(), self.device());
         }
         let x = if plan.batched {
             self.clone()

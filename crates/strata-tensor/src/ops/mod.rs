@@ -12,8 +12,8 @@ pub(crate) mod conv;
 mod pool;
 pub use conv::{conv_plan, ConvOptions, ConvPadding, ConvPlan};
 pub use pool::{
-    adaptive_pool_plan, adaptive_windows, global_mean_dims, pool_plan, PoolKind, PoolOptions,
-    PoolPlan,
+    adaptive_pool_plan, adaptive_windows, global_mean_dims, pool_plan, AdaptiveDim, PoolKind,
+    PoolOptions, PoolPlan,
 };
 pub(crate) mod math;
 mod matmul;

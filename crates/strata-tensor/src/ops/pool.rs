@@ -26,6 +26,7 @@ use crate::ops::nn::acc_dtype;
 use crate::ops::shape_ops::PadMode;
 use crate::ops::RoundingMode;
 use crate::scalar::Scalar;
+use crate::shape;
 use crate::tensor::Tensor;
 
 /// The options of `F.max_pool*d` and `F.avg_pool*d`: each list holds one
@@ -249,6 +250,7 @@ pub fn pool_plan(
         let e = dilation[i]
             .checked_mul(kernel[i] - 1)
             .and_then(|e| e.checked_add(1))
+            .filter(|&e| e <= shape::MAX_NUMEL)
             .ok_or_else(overflow)?;
         // PyTorch's `pooling_output_shape`, in i128 (no wrap on any usize).
         let (l, p, s) = (input[i] as i128, padding[i] as i128, stride[i] as i128);
@@ -269,6 +271,17 @@ pub fn pool_plan(
         ));
     }
     let out: Vec<usize> = out.iter().map(|&o| o as usize).collect();
+    // The padded input and the output fit a tensor (an empty batch lets
+    // the spatial dims be anything).
+    shape::checked_numel(op, &input)?;
+    let mut out_full = shape[..shape.len() - spatial].to_vec();
+    out_full.extend(&out);
+    shape::checked_numel(op, &out_full)?;
+    if (0..spatial).any(|i| {
+        input[i] as u128 + 2 * padding[i] as u128 + extent[i] as u128 > shape::MAX_NUMEL as u128
+    }) {
+        return Err(overflow());
+    }
     // The padding after: the usual, or what the last window needs.
     let after: Vec<usize> = (0..spatial)
         .map(|i| {
@@ -419,17 +432,71 @@ impl PoolPlan {
     }
 }
 
+/// One spatial dim of an adaptive average pooling, as few ops: its windows
+/// grouped by length (at most three lengths), each group's starts as an
+/// index for the dim's `unfold(len, 1)`, and the order that puts the
+/// groups' means back in window order (`None` where they already are).
+pub struct AdaptiveDim {
+    /// (window length, the starts of the windows of that length).
+    pub groups: Vec<(i64, Tensor)>,
+    /// Window `i`'s position among the groups' means, joined.
+    pub order: Option<Tensor>,
+}
+
+impl AdaptiveDim {
+    /// Plans a dim of `len` elements pooled to `out` windows.
+    pub fn new(op: &'static str, len: usize, out: usize, device: crate::Device) -> Result<Self> {
+        let windows = adaptive_windows(op, len, out)?;
+        let mut lengths: Vec<i64> = windows.iter().map(|w| w.1).collect();
+        lengths.sort_unstable();
+        lengths.dedup();
+        let mut groups = Vec::with_capacity(lengths.len());
+        let mut order = vec![0i64; 0];
+        try_reserve(op, &mut order, windows.len())?;
+        order.resize(windows.len(), 0);
+        let mut next = 0i64;
+        for &l in &lengths {
+            let mut starts = Vec::new();
+            try_reserve(op, &mut starts, windows.len())?;
+            for (i, w) in windows.iter().enumerate() {
+                if w.1 == l {
+                    starts.push(w.0);
+                    order[i] = next;
+                    next += 1;
+                }
+            }
+            let n = starts.len();
+            groups.push((l, Tensor::from_vec(starts, &[n], device)?));
+        }
+        let sorted = order.iter().enumerate().all(|(i, &o)| o == i as i64);
+        let order = if sorted {
+            None
+        } else {
+            Some(Tensor::from_vec(order, &[windows.len()], device)?)
+        };
+        Ok(AdaptiveDim { groups, order })
+    }
+}
+
+fn try_reserve<T>(op: &'static str, v: &mut Vec<T>, n: usize) -> Result<()> {
+    v.try_reserve_exact(n)
+        .map_err(|_| TensorError::overflow(op, format!("{n} windows do not fit in host memory")))
+}
+
 /// Adaptive pooling's windows of a dim of `len` elements pooled to `out`:
 /// window `i` starts at `floor(i L / O)` and ends before `ceil((i + 1) L /
 /// O)`; (start, length) each.
-pub fn adaptive_windows(len: usize, out: usize) -> Vec<(i64, i64)> {
-    (0..out)
-        .map(|i| {
-            let start = i * len / out;
-            let end = ((i + 1) * len).div_ceil(out);
-            (start as i64, (end - start) as i64)
-        })
-        .collect()
+pub fn adaptive_windows(op: &'static str, len: usize, out: usize) -> Result<Vec<(i64, i64)>> {
+    let mut w = Vec::new();
+    try_reserve(op, &mut w, out)?;
+    // In u128: `i * len` does not wrap for any sizes.
+    let (l, o) = (len as u128, out as u128);
+    w.extend((0..o).map(|i| {
+        let start = i * l / o;
+        let end = ((i + 1) * l).div_ceil(o);
+        (start as i64, (end - start) as i64)
+    }));
+    Ok(w)
 }
 
 /// Checks an adaptive average pooling's input and output size as PyTorch
@@ -516,6 +583,14 @@ impl Tensor {
         let x = self.batched(plan.batched)?;
         let (n, c) = (x.shape()[0], x.shape()[1]);
         let device = x.device();
+        if x.numel() == 0 {
+            let out = plan.out_shape(n, c);
+            let out: Vec<usize> = out.iter().map(|&s| s as usize).collect();
+            return Ok((
+                Tensor::zeros(&out, self.dtype(), device)?.unbatched(plan.batched)?,
+                Tensor::zeros(&out, DType::I64, device)?.unbatched(plan.batched)?,
+            ));
+        }
         // The flat spatial position of each element, -1 in the padding.
         let plane: usize = plan.input.iter().product();
         let mut pos_shape = vec![1i64, 1];
@@ -593,6 +668,9 @@ impl Tensor {
 
     fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Tensor> {
         let plan = pool_plan(op, PoolKind::Avg, spatial, self.shape(), self.dtype(), opts)?;
+        if self.numel() == 0 {
+            return self.empty_pooled(plan.batched, &plan.out);
+        }
         let x = self.batched(plan.batched)?.to_dtype(plan.compute)?;
         let xp = x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?;
         let window_dims: Vec<i64> = (0..spatial).map(|i| (2 + spatial + i) as i64).collect();
@@ -617,21 +695,44 @@ impl Tensor {
         }
         let (batched, out) =
             adaptive_pool_plan(op, spatial, self.shape(), self.dtype(), output_size)?;
+        if self.numel() == 0 || out.contains(&0) {
+            return self.empty_pooled(batched, &out);
+        }
+        let mut out_shape = self.shape()[..self.ndim() - spatial].to_vec();
+        out_shape.extend(&out);
+        // The result must be allocatable before its windows are planned on
+        // the host (an absurd output size is the allocator's typed error).
+        drop(Tensor::empty(&out_shape, self.dtype(), self.device())?);
         let compute = acc_dtype(self.dtype());
         let mut y = self.batched(batched)?.to_dtype(compute)?;
         for (i, &o) in out.iter().enumerate() {
             let d = (2 + i) as i64;
-            let windows = adaptive_windows(y.shape()[2 + i], o)
-                .into_iter()
-                .map(|(start, len)| y.narrow(d, start, len)?.mean(Some(&[d]), true))
+            let plan = AdaptiveDim::new(op, y.shape()[2 + i], o, y.device())?;
+            let means = plan
+                .groups
+                .iter()
+                .map(|(len, starts)| {
+                    y.unfold(d, *len, 1)?
+                        .index_select(d, starts)?
+                        .mean(Some(&[-1]), false)
+                })
                 .collect::<Result<Vec<_>>>()?;
-            y = if windows.is_empty() {
-                y.narrow(d, 0, 0)?
-            } else {
-                Tensor::cat(&windows.iter().collect::<Vec<_>>(), d)?
+            let joined = Tensor::cat(&means.iter().collect::<Vec<_>>(), d)?;
+            y = match &plan.order {
+                Some(order) => joined.index_select(d, order)?,
+                None => joined,
             };
         }
         y.to_dtype(self.dtype())?.unbatched(batched)
+    }
+
+    /// The empty result of a pooling of an empty input (or to an empty
+    /// size): `[N, C, out...]` in the input's dtype.
+    fn empty_pooled(&self, batched: bool, out: &[usize]) -> Result<Tensor> {
+        let mut shape = self.shape()[..self.ndim() - out.len()].to_vec();
+        shape.extend(out);
+        let _ = batched;
+        Tensor::zeros(&shape, self.dtype(), self.device())
     }
 }
 

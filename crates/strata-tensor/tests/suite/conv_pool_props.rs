@@ -231,3 +231,56 @@ fn conv_checks_its_operands() {
         [3., 5., 3.]
     );
 }
+
+/// Extreme sizes and options: typed errors or empty results, never a
+/// panic, a wrapped size or an attempt to materialise the impossible.
+#[test]
+fn extreme_sizes_are_typed_errors_or_empty() {
+    let big = 1usize << 30;
+    let x = Tensor::zeros(&[1, 1, 4, 4], DType::F32, Device::Cpu).unwrap();
+    let w = Tensor::zeros(&[1, 1, 2, 2], DType::F32, Device::Cpu).unwrap();
+    for opts in [
+        ConvOptions::new().stride(&[usize::MAX]),
+        ConvOptions::new().dilation(&[usize::MAX]),
+        ConvOptions::new().padding(&[usize::MAX]),
+        ConvOptions::new().padding(&[usize::MAX / 2]),
+        ConvOptions::new().groups(usize::MAX),
+    ] {
+        let r = x.conv2d(&w, None, &opts);
+        if let Ok(t) = &r {
+            // A stride past the input gives one window.
+            assert_eq!(t.shape(), &[1, 1, 1, 1], "{opts:?}");
+        }
+    }
+    // An empty batch may have spatial dims no tensor could fill.
+    let empty = Tensor::zeros(&[0, 1, big, big], DType::F32, Device::Cpu).unwrap();
+    let y = empty.conv2d(&w, None, &ConvOptions::new()).unwrap();
+    assert_eq!(y.shape(), &[0, 1, big - 1, big - 1]);
+    let pool = PoolOptions::new(&[2]);
+    assert_eq!(
+        empty.max_pool2d(&pool).unwrap().shape(),
+        &[0, 1, big / 2, big / 2]
+    );
+    assert_eq!(
+        empty.avg_pool2d(&pool).unwrap().shape(),
+        &[0, 1, big / 2, big / 2]
+    );
+    assert_eq!(
+        empty.adaptive_avg_pool2d(&[3]).unwrap().shape(),
+        &[0, 1, 3, 3]
+    );
+    for opts in [
+        PoolOptions::new(&[usize::MAX]),
+        PoolOptions::new(&[2]).stride(&[usize::MAX]),
+        PoolOptions::new(&[2]).dilation(&[usize::MAX]),
+        PoolOptions::new(&[usize::MAX]).padding(&[usize::MAX / 2]),
+        PoolOptions::new(&[2]).divisor_override(0),
+    ] {
+        let _ = x.max_pool2d(&opts);
+        let _ = x.avg_pool2d(&opts);
+    }
+    assert!(x.adaptive_avg_pool2d(&[1 << 40, 1 << 40]).is_err());
+    assert!(x.adaptive_avg_pool1d(&[usize::MAX]).is_err());
+    assert!(x.unfold(0, i64::MAX, 1).is_err() && x.unfold(0, 1, i64::MIN).is_err());
+    assert!(x.unfold(i64::MIN, 1, 1).is_err());
+}
