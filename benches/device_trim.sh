@@ -7,13 +7,15 @@
 #   bash benches/device_trim.sh in [HOLD]    puts them back
 #   bash benches/device_trim.sh size         prints the bytes that would travel now, carried folders aside
 # A run that replays held-out set 5 copies its *.default traces into the carried folder before `out`.
+# With TRIM_TRACES=all, `out` moves every trace under traces/ (for calls that replay none).
 set -e
 cd "$(git rev-parse --show-toplevel)"
 HOLD=${2:-/tmp/strata_device_hold}
 case "$1" in
   out)
     mkdir -p "$HOLD"
-    for f in $(git ls-files '*.expandable.json.gz') $(git ls-files traces/held_out5 traces/held_out6 docs/bench-results); do
+    all=""; [ "${TRIM_TRACES:-}" = all ] && all=$(git ls-files 'traces/*.json.gz')
+    for f in $(git ls-files '*.expandable.json.gz') $(git ls-files traces/held_out5 traces/held_out6 docs/bench-results) $all; do
       [ -e "$f" ] || continue
       mkdir -p "$HOLD/$(dirname "$f")"; mv "$f" "$HOLD/$f"
     done

@@ -1,0 +1,208 @@
+//! GPU speed and memory of convolution and pooling at ResNet-50 shapes
+//! (session 75), one JSON line per measurement: `{"bench": "conv_ops",
+//! "impl": "strata", "op", "dtype", "pass": "fwd"|"fwd+bwd", "shape", "ms",
+//! "peak_mib"}`. `benches/anchors/torch_conv_ops.py` prints PyTorch's lines
+//! (cuDNN) for the same ops and shapes; run both in one device call.
+//!
+//! ```text
+//! cargo run --release -p strata-examples --example conv_ops [-- --iters N]
+//! ```
+//!
+//! * `conv3x3`: `[32, 64, 56, 56]` by a `[64, 64, 3, 3]` kernel, padding 1;
+//! * `conv1x1`: `[32, 256, 56, 56]` by `[64, 256, 1, 1]`;
+//! * `conv3x3_s2`: `[32, 128, 56, 56]` by `[128, 128, 3, 3]`, stride 2, padding 1;
+//! * `max_pool`: 3×3, stride 2, padding 1 over `[32, 64, 112, 112]`;
+//! * `avg_pool`: 2×2 over `[32, 256, 56, 56]`;
+//! * `adaptive_avg_pool`: to 1×1 over `[32, 2048, 7, 7]`.
+//!
+//! `fwd` times the op on tensors; `fwd+bwd` times the op on variables that
+//! require grad and the backward of `(y * g).sum()`. Each figure is the
+//! median of `--iters` CUDA-event-timed calls (default 10) after 3 warm-ups,
+//! in f32 and bf16; `peak_mib` is the allocator's peak allocated memory
+//! during one call above what was allocated before it. Without a GPU the
+//! program prints why and exits with 2.
+
+use strata::Device;
+use strata_autograd::Var;
+use strata_tensor::{cuda, ConvOptions, DType, PoolOptions, Tensor};
+
+/// Any failure, with its message.
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+const GPU: Device = Device::Cuda(0);
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[v.len() / 2]
+}
+
+/// Milliseconds per call of `f` (CUDA events on the current stream), and
+/// the peak memory one call allocates above what was allocated before it.
+fn measure(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
+    for _ in 0..3 {
+        f()?;
+    }
+    cuda::synchronize(GPU)?;
+    let stream = cuda::current_stream(GPU)?;
+    let mut ts = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let (s, e) = (cuda::Event::new(GPU, true)?, cuda::Event::new(GPU, true)?);
+        s.record(&stream)?;
+        f()?;
+        e.record(&stream)?;
+        e.synchronize()?;
+        ts.push(f64::from(s.elapsed_ms(&e)?));
+    }
+    let before = strata::alloc::memory_allocated(GPU)? as f64;
+    strata::alloc::reset_peak_memory_stats(GPU)?;
+    f()?;
+    cuda::synchronize(GPU)?;
+    let peak = strata::alloc::max_memory_allocated(GPU)? as f64;
+    Ok((median(ts), (peak - before) / (1 << 20) as f64))
+}
+
+fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, peak): (f64, f64)) {
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "conv_ops", "impl": "strata", "op": op, "dtype": dtype.name(),
+            "pass": pass, "shape": shape, "ms": ms, "peak_mib": peak,
+        })
+    );
+}
+
+/// The upstream gradient's weighting: `(y * g).sum()` backward gives `g`.
+fn backward_of(y: &Var, g: &Tensor) -> Result<()> {
+    Ok(y.mul(&Var::new(g.clone()))?.sum(None, false)?.backward()?)
+}
+
+fn conv(
+    name: &str,
+    x_shape: [usize; 4],
+    w_shape: [usize; 4],
+    opts: ConvOptions,
+    dtype: DType,
+    iters: usize,
+) -> Result<()> {
+    let x = Tensor::randn(&x_shape, dtype, 1, GPU)?;
+    let w = Tensor::randn(&w_shape, dtype, 2, GPU)?;
+    let b = Tensor::randn(&[w_shape[0]], dtype, 3, GPU)?;
+    let m = measure(iters, || {
+        x.conv2d(&w, Some(&b), &opts)?;
+        Ok(())
+    })?;
+    line(name, dtype, "fwd", &x_shape, m);
+    let g = Tensor::randn(x.conv2d(&w, Some(&b), &opts)?.shape(), dtype, 4, GPU)?;
+    let m = measure(iters, || {
+        let xv = Var::parameter(x.clone())?;
+        let wv = Var::parameter(w.clone())?;
+        let bv = Var::parameter(b.clone())?;
+        let y = xv.conv2d(&wv, Some(&bv), &opts)?;
+        backward_of(&y, &g)
+    })?;
+    line(name, dtype, "fwd+bwd", &x_shape, m);
+    Ok(())
+}
+
+fn pool(
+    name: &str,
+    shape: [usize; 4],
+    f: impl Fn(&Tensor) -> strata_tensor::Result<Tensor>,
+    fv: impl Fn(&Var) -> strata_autograd::Result<Var>,
+    dtype: DType,
+    iters: usize,
+) -> Result<()> {
+    let x = Tensor::randn(&shape, dtype, 5, GPU)?;
+    let m = measure(iters, || {
+        f(&x)?;
+        Ok(())
+    })?;
+    line(name, dtype, "fwd", &shape, m);
+    let g = Tensor::randn(f(&x)?.shape(), dtype, 6, GPU)?;
+    let m = measure(iters, || {
+        let xv = Var::parameter(x.clone())?;
+        backward_of(&fv(&xv)?, &g)
+    })?;
+    line(name, dtype, "fwd+bwd", &shape, m);
+    Ok(())
+}
+
+fn run(dtype: DType, iters: usize) -> Result<()> {
+    let pad1 = ConvOptions::new().padding(&[1]);
+    conv(
+        "conv3x3",
+        [32, 64, 56, 56],
+        [64, 64, 3, 3],
+        pad1.clone(),
+        dtype,
+        iters,
+    )?;
+    conv(
+        "conv1x1",
+        [32, 256, 56, 56],
+        [64, 256, 1, 1],
+        ConvOptions::new(),
+        dtype,
+        iters,
+    )?;
+    conv(
+        "conv3x3_s2",
+        [32, 128, 56, 56],
+        [128, 128, 3, 3],
+        pad1.stride(&[2]),
+        dtype,
+        iters,
+    )?;
+    let mp = PoolOptions::new(&[3]).stride(&[2]).padding(&[1]);
+    let mpv = mp.clone();
+    pool(
+        "max_pool",
+        [32, 64, 112, 112],
+        |x| x.max_pool2d(&mp),
+        |x| x.max_pool2d(&mpv),
+        dtype,
+        iters,
+    )?;
+    let ap = PoolOptions::new(&[2]);
+    let apv = ap.clone();
+    pool(
+        "avg_pool",
+        [32, 256, 56, 56],
+        |x| x.avg_pool2d(&ap),
+        |x| x.avg_pool2d(&apv),
+        dtype,
+        iters,
+    )?;
+    pool(
+        "adaptive_avg_pool",
+        [32, 2048, 7, 7],
+        |x| x.adaptive_avg_pool2d(&[1]),
+        |x| x.adaptive_avg_pool2d(&[1]),
+        dtype,
+        iters,
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let iters = args
+        .iter()
+        .position(|a| a == "--iters")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10usize)
+        .max(3);
+    if !strata_tensor::has_backend(GPU) {
+        eprintln!(
+            "conv_ops needs a CUDA GPU: {}",
+            cuda::unavailable_reason().unwrap_or_default()
+        );
+        std::process::exit(2);
+    }
+    for dtype in [DType::F32, DType::BF16] {
+        if let Err(e) = run(dtype, iters) {
+            eprintln!("conv_ops {dtype}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
