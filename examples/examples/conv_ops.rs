@@ -24,6 +24,7 @@
 
 use strata::Device;
 use strata_autograd::Var;
+use strata_examples::gpu_timing::{event_ms, iters_arg};
 use strata_tensor::{cuda, ConvOptions, DType, PoolOptions, Tensor};
 
 /// Any failure, with its message.
@@ -31,34 +32,16 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 const GPU: Device = Device::Cuda(0);
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    v[v.len() / 2]
-}
-
 /// Milliseconds per call of `f` (CUDA events on the current stream), and
 /// the peak memory one call allocates above what was allocated before it.
 fn measure(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
-    for _ in 0..3 {
-        f()?;
-    }
-    cuda::synchronize(GPU)?;
-    let stream = cuda::current_stream(GPU)?;
-    let mut ts = Vec::with_capacity(iters);
-    for _ in 0..iters {
-        let (s, e) = (cuda::Event::new(GPU, true)?, cuda::Event::new(GPU, true)?);
-        s.record(&stream)?;
-        f()?;
-        e.record(&stream)?;
-        e.synchronize()?;
-        ts.push(f64::from(s.elapsed_ms(&e)?));
-    }
+    let ms = event_ms(GPU, iters, &mut f)?;
     let before = strata::alloc::memory_allocated(GPU)? as f64;
     strata::alloc::reset_peak_memory_stats(GPU)?;
     f()?;
     cuda::synchronize(GPU)?;
     let peak = strata::alloc::max_memory_allocated(GPU)? as f64;
-    Ok((median(ts), (peak - before) / (1 << 20) as f64))
+    Ok((ms, (peak - before) / (1 << 20) as f64))
 }
 
 fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, peak): (f64, f64)) {
@@ -184,14 +167,7 @@ fn run(dtype: DType, iters: usize) -> Result<()> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let iters = args
-        .iter()
-        .position(|a| a == "--iters")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10usize)
-        .max(3);
+    let iters = iters_arg(10, 3);
     if !strata_tensor::has_backend(GPU) {
         eprintln!(
             "conv_ops needs a CUDA GPU: {}",

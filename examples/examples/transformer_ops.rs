@@ -25,6 +25,7 @@
 //! dtype); the anchor script has the matching list.
 
 use strata::Device;
+use strata_examples::gpu_timing::{event_ms, iters_arg};
 use strata_tensor::{cuda, CrossEntropyArgs, DType, GeluApprox, Result, Tensor};
 
 const GPU: Device = Device::Cuda(0);
@@ -35,28 +36,9 @@ const T: usize = 1024;
 const D: usize = 768;
 const V: usize = 8192;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    v[v.len() / 2]
-}
-
 /// Milliseconds per call of `f`, timed with CUDA events on the current stream.
-fn time_ms(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    for _ in 0..3 {
-        f()?;
-    }
-    cuda::synchronize(GPU)?;
-    let stream = cuda::current_stream(GPU)?;
-    let mut ts = Vec::with_capacity(iters);
-    for _ in 0..iters {
-        let (s, e) = (cuda::Event::new(GPU, true)?, cuda::Event::new(GPU, true)?);
-        s.record(&stream)?;
-        f()?;
-        e.record(&stream)?;
-        e.synchronize()?;
-        ts.push(f64::from(s.elapsed_ms(&e)?));
-    }
-    Ok(median(ts))
+fn time_ms(iters: usize, f: impl FnMut() -> Result<()>) -> Result<f64> {
+    event_ms(GPU, iters, f)
 }
 
 fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], ms: f64) {
@@ -162,14 +144,7 @@ const BENCHES: &[(&str, Bench)] = &[
 ];
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let iters = args
-        .iter()
-        .position(|a| a == "--iters")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20usize)
-        .max(5);
+    let iters = iters_arg(20, 5);
     if !strata_tensor::has_backend(GPU) {
         eprintln!(
             "transformer_ops needs a CUDA GPU: {}",

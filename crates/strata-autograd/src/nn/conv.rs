@@ -2,7 +2,7 @@
 //! initialisation (see [`Var::conv2d`] for the computation).
 
 use super::linear::uniform;
-use super::{join, Module};
+use super::{visit_weight_bias, visit_weight_bias_mut, Module};
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{ConvOptions, Device};
@@ -102,10 +102,7 @@ macro_rules! conv_layer {
 
         impl Module for $name {
             fn visit(&self, prefix: &str, f: &mut dyn FnMut(String, &Var)) {
-                f(join(prefix, "weight"), &self.weight);
-                if let Some(b) = &self.bias {
-                    f(join(prefix, "bias"), b);
-                }
+                visit_weight_bias(prefix, &self.weight, self.bias.as_ref(), f);
             }
 
             fn visit_mut(
@@ -113,11 +110,7 @@ macro_rules! conv_layer {
                 prefix: &str,
                 f: &mut dyn FnMut(String, &mut Var) -> Result<()>,
             ) -> Result<()> {
-                f(join(prefix, "weight"), &mut self.weight)?;
-                if let Some(b) = &mut self.bias {
-                    f(join(prefix, "bias"), b)?;
-                }
-                Ok(())
+                visit_weight_bias_mut(prefix, &mut self.weight, self.bias.as_mut(), f)
             }
 
             fn set_training(&mut self, training: bool) {

@@ -1,6 +1,6 @@
 //! `Linear`: `y = x W^T + b` with PyTorch's initialisation.
 
-use super::{join, Module};
+use super::{visit_weight_bias, visit_weight_bias_mut, Module};
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::generator::next_seed;
@@ -121,10 +121,7 @@ impl Linear {
 
 impl Module for Linear {
     fn visit(&self, prefix: &str, f: &mut dyn FnMut(String, &Var)) {
-        f(join(prefix, "weight"), &self.weight);
-        if let Some(b) = &self.bias {
-            f(join(prefix, "bias"), b);
-        }
+        visit_weight_bias(prefix, &self.weight, self.bias.as_ref(), f);
     }
 
     fn visit_mut(
@@ -132,11 +129,7 @@ impl Module for Linear {
         prefix: &str,
         f: &mut dyn FnMut(String, &mut Var) -> Result<()>,
     ) -> Result<()> {
-        f(join(prefix, "weight"), &mut self.weight)?;
-        if let Some(b) = &mut self.bias {
-            f(join(prefix, "bias"), b)?;
-        }
-        Ok(())
+        visit_weight_bias_mut(prefix, &mut self.weight, self.bias.as_mut(), f)
     }
 
     fn set_training(&mut self, training: bool) {

@@ -33,6 +33,34 @@ pub fn join(prefix: &str, name: &str) -> String {
     }
 }
 
+/// Calls `f` with a layer's `weight` and, if it has one, its `bias` (the
+/// parameters of [`Linear`] and the convolutions), named under `prefix`.
+pub(crate) fn visit_weight_bias(
+    prefix: &str,
+    weight: &Var,
+    bias: Option<&Var>,
+    f: &mut dyn FnMut(String, &Var),
+) {
+    f(join(prefix, "weight"), weight);
+    if let Some(b) = bias {
+        f(join(prefix, "bias"), b);
+    }
+}
+
+/// [`visit_weight_bias`] with mutable access.
+pub(crate) fn visit_weight_bias_mut(
+    prefix: &str,
+    weight: &mut Var,
+    bias: Option<&mut Var>,
+    f: &mut dyn FnMut(String, &mut Var) -> Result<()>,
+) -> Result<()> {
+    f(join(prefix, "weight"), weight)?;
+    if let Some(b) = bias {
+        f(join(prefix, "bias"), b)?;
+    }
+    Ok(())
+}
+
 /// What every layer and model provides.
 pub trait Module {
     /// Calls `f` with the dotted name (under `prefix`) and the variable of

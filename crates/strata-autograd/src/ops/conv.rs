@@ -1,36 +1,20 @@
-//! Session 75: convolution and pooling on variables, recorded as the
-//! compositions their `Tensor` forms compute (see strata-tensor's
-//! `ops::conv` and `ops::pool`): im2col through `unfold` views and one
-//! matrix product for `conv*d`, the zero-padded windows' sums for
-//! `avg_pool*d`, one mean per window for `adaptive_avg_pool*d`, and a gather at the indices the `Tensor` form
-//! finds for `max_pool*d` (whose backward scatters the gradient through
-//! them, as PyTorch's). The plans are shared with the `Tensor` forms, so
-//! the checks and shapes are written once.
+//! Session 75: convolution and pooling on variables. The compositions are
+//! strata-tensor's (`ConvPlan::convolve`, `PoolPlan::average`,
+//! `adaptive_average`), written once over its `Composite` ops; `Var`
+//! implements those ops by recording them (below), so the same code
+//! computes the `Tensor` forms and differentiates the `Var` forms. Max
+//! pooling gathers the input at the indices the `Tensor` form finds, so its
+//! backward scatters the gradient through them, as PyTorch's.
 
-use crate::error::Result;
+use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{
-    adaptive_pool_plan, conv_plan, global_mean_dims, pool_plan, AdaptiveDim, ConvOptions, PadMode,
-    PoolKind, PoolOptions, Scalar, Tensor,
+    adaptive_average, adaptive_pool_plan, conv_plan, global_mean_dims, pool_plan, with_batch,
+    without_batch, Composite, ConvOptions, DType, Device, PadMode, PoolKind, PoolOptions, Scalar,
+    Tensor,
 };
 
 impl Var {
-    fn batched(&self, batched: bool) -> Result<Var> {
-        if batched {
-            Ok(self.clone())
-        } else {
-            self.unsqueeze(0)
-        }
-    }
-
-    fn unbatched(self, batched: bool) -> Result<Var> {
-        if batched {
-            Ok(self)
-        } else {
-            self.squeeze_dims(&[0])
-        }
-    }
-
     fn conv_nd(
         &self,
         op: &'static str,
@@ -65,32 +49,7 @@ impl Var {
             };
             return Ok(Var::new(failed?));
         }
-        let x = self.batched(plan.batched)?.to_dtype(plan.compute)?;
-        let x = if plan.pad.is_empty() {
-            x
-        } else {
-            x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?
-        };
-        let spatial = plan.windows.len();
-        let mut u = x;
-        for (i, &(extent, stride, _)) in plan.windows.iter().enumerate() {
-            u = u.unfold(2 + i as i64, extent, stride)?;
-        }
-        for (i, &(_, _, dilation)) in plan.windows.iter().enumerate() {
-            if dilation > 1 {
-                u = u.slice((2 + spatial + i) as i64, None, None, dilation)?;
-            }
-        }
-        let cols = u
-            .reshape(&plan.grouped)?
-            .permute(&plan.to_columns)?
-            .reshape(&plan.columns)?;
-        let w = weight.to_dtype(plan.compute)?.reshape(&plan.weight)?;
-        let mut y = w.matmul(&cols)?.reshape(&plan.out)?;
-        if let Some(b) = bias {
-            y = y.add(&b.to_dtype(plan.compute)?.reshape(&plan.bias)?)?;
-        }
-        y.to_dtype(self.dtype())?.unbatched(plan.batched)
+        plan.convolve(self, weight, bias, self.dtype())
     }
 
     /// `F.conv1d` (see [`strata_tensor::Tensor::conv1d`]); the input,
@@ -135,7 +94,7 @@ impl Var {
         (values, indices): (Tensor, Tensor),
     ) -> Result<(Var, Tensor)> {
         let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
-        let x = self.batched(plan.batched)?;
+        let x = with_batch(self, plan.batched)?;
         let index = if plan.batched {
             indices.clone()
         } else {
@@ -157,10 +116,10 @@ impl Var {
             )?
             .reshape(&out)?;
         if let Some((mask, _)) = &empty {
-            let lowest = Var::new(values.batched_tensor(plan.batched)?);
+            let lowest = Var::new(with_batch(&values, plan.batched)?);
             y = Var::where_cond(mask, &lowest, &y)?;
         }
-        Ok((y.unbatched(plan.batched)?, indices))
+        Ok((without_batch(y, plan.batched)?, indices))
     }
 
     fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Var> {
@@ -174,21 +133,7 @@ impl Var {
                 _ => x.avg_pool3d(opts),
             }?));
         }
-        let x = self.batched(plan.batched)?.to_dtype(plan.compute)?;
-        let xp = x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?;
-        let mut u = xp;
-        for (i, &(extent, stride, _)) in plan.windows.iter().enumerate() {
-            let d = (2 + i) as i64;
-            u = u
-                .unfold(d, extent, stride)?
-                .narrow(d, 0, plan.out[i] as i64)?;
-        }
-        let window_dims: Vec<i64> = (0..spatial).map(|i| (2 + spatial + i) as i64).collect();
-        let div = plan.avg_divisor(opts, x.device())?.to_dtype(plan.compute)?;
-        u.sum(Some(&window_dims), false)?
-            .div(&Var::new(div))?
-            .to_dtype(self.dtype())?
-            .unbatched(plan.batched)
+        plan.average(self, opts, self.dtype())
     }
 
     fn adaptive_avg_pool_nd(
@@ -211,45 +156,67 @@ impl Var {
                 _ => x.adaptive_avg_pool3d(output_size),
             }?));
         }
-        let mut out_shape = self.shape()[..self.ndim() - spatial].to_vec();
-        out_shape.extend(&out);
-        // The result must be allocatable before its windows are planned.
-        drop(Tensor::empty(&out_shape, self.dtype(), self.device())?);
-        let compute = strata_tensor::acc_dtype(self.dtype());
-        let mut y = self.batched(batched)?.to_dtype(compute)?;
-        for (i, &o) in out.iter().enumerate() {
-            let d = (2 + i) as i64;
-            let plan = AdaptiveDim::new(op, y.shape()[2 + i], o, y.device())?;
-            let means = plan
-                .groups
-                .iter()
-                .map(|(len, starts)| {
-                    y.unfold(d, *len, 1)?
-                        .index_select(d, starts)?
-                        .mean(Some(&[-1]), false)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let joined = Var::cat(&means.iter().collect::<Vec<_>>(), d)?;
-            y = match &plan.order {
-                Some(order) => joined.index_select(d, order)?,
-                None => joined,
-            };
-        }
-        y.to_dtype(self.dtype())?.unbatched(batched)
+        adaptive_average(op, self, batched, &out, self.dtype())
     }
 }
 
-trait Batched {
-    fn batched_tensor(&self, batched: bool) -> strata_tensor::Result<Tensor>;
-}
-
-impl Batched for Tensor {
-    fn batched_tensor(&self, batched: bool) -> strata_tensor::Result<Tensor> {
-        if batched {
-            Ok(self.clone())
-        } else {
-            self.unsqueeze(0)
-        }
+/// The ops the shared compositions of strata-tensor's `ops::conv` and
+/// `ops::pool` are written in, recorded.
+impl Composite for Var {
+    type Error = AutogradError;
+    fn shape(&self) -> &[usize] {
+        Var::shape(self)
+    }
+    fn device(&self) -> Device {
+        Var::device(self)
+    }
+    fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Var> {
+        Var::unfold(self, dim, size, step)
+    }
+    fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Var> {
+        Var::narrow(self, dim, start, length)
+    }
+    fn every(&self, dim: i64, step: i64) -> Result<Var> {
+        Var::slice(self, dim, None, None, step)
+    }
+    fn unsqueeze(&self, dim: i64) -> Result<Var> {
+        Var::unsqueeze(self, dim)
+    }
+    fn squeeze_dims(&self, dims: &[i64]) -> Result<Var> {
+        Var::squeeze_dims(self, dims)
+    }
+    fn reshape(&self, shape: &[i64]) -> Result<Var> {
+        Var::reshape(self, shape)
+    }
+    fn permute(&self, dims: &[i64]) -> Result<Var> {
+        Var::permute(self, dims)
+    }
+    fn to_dtype(&self, dtype: DType) -> Result<Var> {
+        Var::to_dtype(self, dtype)
+    }
+    fn pad_with(&self, pad: &[i64], value: Scalar) -> Result<Var> {
+        Var::pad(self, pad, PadMode::Constant(value))
+    }
+    fn matmul(&self, other: &Var) -> Result<Var> {
+        Var::matmul(self, other)
+    }
+    fn add(&self, other: &Var) -> Result<Var> {
+        Var::add(self, other)
+    }
+    fn div_by(&self, divisor: &Tensor) -> Result<Var> {
+        Var::div(self, &Var::new(divisor.clone()))
+    }
+    fn sum(&self, dims: &[i64]) -> Result<Var> {
+        Var::sum(self, Some(dims), false)
+    }
+    fn mean(&self, dims: &[i64], keepdim: bool) -> Result<Var> {
+        Var::mean(self, Some(dims), keepdim)
+    }
+    fn index_select(&self, dim: i64, index: &Tensor) -> Result<Var> {
+        Var::index_select(self, dim, index)
+    }
+    fn cat(parts: &[Var], dim: i64) -> Result<Var> {
+        Var::cat(&parts.iter().collect::<Vec<_>>(), dim)
     }
 }
 

@@ -14,9 +14,9 @@
 //! products, rounded in another order than PyTorch's: its absolute
 //! tolerance grows with that length (see `tolerance_of`).
 
-use crate::math_grad_s74::{backward_with_upstream, close, f64s};
+use crate::math_grad_s74::{backward_with_upstream, close, f64s, grads_difference};
 use crate::pytorch_fixture::{
-    assert_cases_agree, fixture, gunzip, input, nums, result_difference, shape, tolerance,
+    assert_cases_agree, fixture, gunzip, input, result_difference, shape, tolerance,
 };
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -174,19 +174,15 @@ fn difference(c: &Value, device: Device) -> Option<String> {
         return Some(e);
     }
     let rel = if x.dtype() == DType::F64 { 1e-9 } else { 1e-4 };
-    for (v, k) in [
-        (Some(&x), "grad_x"),
-        (w.as_ref(), "grad_weight"),
-        (b.as_ref(), "grad_bias"),
-    ] {
-        if let (Some(v), Some(want)) = (v, c.get(k)) {
-            let got = v.grad().map(|g| f64s(&g)).unwrap_or_default();
-            if !close(&got, &nums(want), rel) {
-                return Some(format!("{k} {got:?}, PyTorch {:?}", nums(want)));
-            }
-        }
-    }
-    None
+    grads_difference(
+        c,
+        &[
+            (Some(&x), "grad_x"),
+            (w.as_ref(), "grad_weight"),
+            (b.as_ref(), "grad_bias"),
+        ],
+        rel,
+    )
 }
 
 fn all_agree_on(device: Device) {

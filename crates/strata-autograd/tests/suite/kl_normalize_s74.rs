@@ -8,9 +8,9 @@
 //! tolerances (of the least precise operand), and gradients within a
 //! relative 1e-4 (1e-9 where every operand is f64).
 
-use crate::math_grad_s74::{backward_with_upstream, close, f64s};
+use crate::math_grad_s74::{backward_with_upstream, grads_difference};
 use crate::pytorch_fixture::{
-    assert_cases_agree, dtype, fixture, gunzip, input, num, nums, result_difference, tolerance,
+    assert_cases_agree, dtype, fixture, gunzip, input, num, result_difference, tolerance,
 };
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -92,15 +92,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
     }
     let all_f64 = x.dtype() == DType::F64 && y.as_ref().is_none_or(|y| y.dtype() == DType::F64);
     let rel = if all_f64 { 1e-9 } else { 1e-4 };
-    for (v, k) in [(Some(&x), "grad_x"), (y.as_ref(), "grad_y")] {
-        if let (Some(v), Some(want)) = (v, c.get(k)) {
-            let got = v.grad().map(|g| f64s(&g)).unwrap_or_default();
-            if !close(&got, &nums(want), rel) {
-                return Some(format!("{k} {got:?}, PyTorch {:?}", nums(want)));
-            }
-        }
-    }
-    None
+    grads_difference(c, &[(Some(&x), "grad_x"), (y.as_ref(), "grad_y")], rel)
 }
 
 fn all_agree_on(device: Device) {

@@ -34,6 +34,21 @@ pub fn close(got: &[f64], want: &[f64], rel: f64) -> bool {
         })
 }
 
+/// Where the gradients of `vars` (each with the key of PyTorch's in case
+/// `c`; a key the case lacks is not compared) differ from PyTorch's by more
+/// than `rel` (relative, absolute below 1), or `None`.
+pub fn grads_difference(c: &Value, vars: &[(Option<&Var>, &str)], rel: f64) -> Option<String> {
+    for &(v, k) in vars {
+        if let (Some(v), Some(want)) = (v, c.get(k)) {
+            let got = v.grad().map(|g| f64s(&g)).unwrap_or_default();
+            if !close(&got, &nums(want), rel) {
+                return Some(format!("{k} {got:?}, PyTorch {:?}", nums(want)));
+            }
+        }
+    }
+    None
+}
+
 /// Where strata's gradients for case `c` differ from PyTorch's, or `None`.
 fn difference(c: &Value, device: Device) -> Option<String> {
     let op = c["op"].as_str().unwrap();

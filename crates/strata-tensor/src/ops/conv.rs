@@ -16,7 +16,9 @@ use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::elementwise::same_device;
 use crate::ops::nn::acc_dtype;
-use crate::ops::shape_ops::PadMode;
+use crate::ops::windows::{
+    is_batched, per_dim, take_windows, with_batch, without_batch, Composite,
+};
 use crate::scalar::Scalar;
 use crate::shape;
 use crate::tensor::Tensor;
@@ -103,27 +105,6 @@ impl ConvOptions {
     }
 }
 
-/// One value per spatial dim from an int-or-tuple list (PyTorch's
-/// `expand_param_if_needed`).
-pub(crate) fn per_dim(
-    op: &'static str,
-    name: &str,
-    values: &[usize],
-    spatial: usize,
-) -> Result<Vec<usize>> {
-    match values.len() {
-        1 => Ok(vec![values[0]; spatial]),
-        n if n == spatial => Ok(values.to_vec()),
-        _ => Err(TensorError::shape(
-            op,
-            format!(
-                "expected {name} to be a single value or a list of {spatial} values to match the \
-                 {spatial} spatial dims, but got {name}={values:?}"
-            ),
-        )),
-    }
-}
-
 /// What a convolution computes with, from its checked operands (shared by
 /// the `Tensor` forms here and strata-autograd's `Var` forms).
 #[derive(Clone, Debug, PartialEq)]
@@ -167,17 +148,7 @@ pub fn conv_plan(
 ) -> Result<ConvPlan> {
     let (x, xd) = input;
     let (w, wd) = weight;
-    if x.len() != spatial + 1 && x.len() != spatial + 2 {
-        return Err(TensorError::shape(
-            op,
-            format!(
-                "expected a {}-D (unbatched) or {}-D (batched) input, but got input of shape {x:?}",
-                spatial + 1,
-                spatial + 2
-            ),
-        ));
-    }
-    let batched = x.len() == spatial + 2;
+    let batched = is_batched(op, x, spatial)?;
     let stride = per_dim(op, "stride", &opts.stride, spatial)?;
     let dilation = per_dim(op, "dilation", &opts.dilation, spatial)?;
     let padding = match &opts.padding {
@@ -391,19 +362,33 @@ pub fn conv_plan(
 }
 
 impl ConvPlan {
-    /// The windows of the (batched, padded) input `x`: `[N, C, O..., K...]`.
-    pub fn windows_of(&self, x: &Tensor) -> Result<Tensor> {
-        let spatial = self.windows.len();
-        let mut u = x.clone();
-        for (i, &(extent, stride, _)) in self.windows.iter().enumerate() {
-            u = u.unfold(2 + i as i64, extent, stride)?;
+    /// The convolution of `x` by `weight` and `bias` (the operands this
+    /// plan checked; `Tensor`s or `Var`s), in the computation dtype, the
+    /// result rounded to `dtype`: padded, its windows laid out as columns,
+    /// one matrix product, the bias added.
+    pub fn convolve<T: Composite>(
+        &self,
+        x: &T,
+        weight: &T,
+        bias: Option<&T>,
+        dtype: DType,
+    ) -> std::result::Result<T, T::Error> {
+        let x = with_batch(x, self.batched)?.to_dtype(self.compute)?;
+        let x = if self.pad.is_empty() {
+            x
+        } else {
+            x.pad_with(&self.pad, Scalar::Int(0))?
+        };
+        let cols = take_windows(&x, &self.windows, None)?
+            .reshape(&self.grouped)?
+            .permute(&self.to_columns)?
+            .reshape(&self.columns)?;
+        let w = weight.to_dtype(self.compute)?.reshape(&self.weight)?;
+        let mut y = w.matmul(&cols)?.reshape(&self.out)?;
+        if let Some(b) = bias {
+            y = y.add(&b.to_dtype(self.compute)?.reshape(&self.bias)?)?;
         }
-        for (i, &(_, _, dilation)) in self.windows.iter().enumerate() {
-            if dilation > 1 {
-                u = u.slice((2 + spatial + i) as i64, None, None, dilation)?;
-            }
-        }
-        Ok(u)
+        without_batch(y.to_dtype(dtype)?, self.batched)
     }
 }
 
@@ -434,33 +419,7 @@ impl Tensor {
             let out: Vec<usize> = plan.out.iter().map(|&s| s as usize).collect();
             return Tensor::zeros(&out, self.dtype(), self.device());
         }
-        let x = if plan.batched {
-            self.clone()
-        } else {
-            self.unsqueeze(0)?
-        };
-        let x = x.to_dtype(plan.compute)?;
-        let x = if plan.pad.is_empty() {
-            x
-        } else {
-            x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?
-        };
-        let cols = plan
-            .windows_of(&x)?
-            .reshape(&plan.grouped)?
-            .permute(&plan.to_columns)?
-            .reshape(&plan.columns)?;
-        let w = weight.to_dtype(plan.compute)?.reshape(&plan.weight)?;
-        let mut y = w.matmul(&cols)?.reshape(&plan.out)?;
-        if let Some(b) = bias {
-            y = y.add(&b.to_dtype(plan.compute)?.reshape(&plan.bias)?)?;
-        }
-        let y = y.to_dtype(self.dtype())?;
-        if plan.batched {
-            Ok(y)
-        } else {
-            y.squeeze_dims(&[0])
-        }
+        plan.convolve(self, weight, bias, self.dtype())
     }
 
     /// `F.conv1d(input, weight, bias, stride, padding, dilation, groups)`:

@@ -10,11 +10,13 @@ mod float_classes;
 // ---- session 75: convolution and pooling ----
 pub(crate) mod conv;
 mod pool;
+pub(crate) mod windows;
 pub use conv::{conv_plan, ConvOptions, ConvPadding, ConvPlan};
 pub use pool::{
-    adaptive_pool_plan, adaptive_windows, global_mean_dims, pool_plan, AdaptiveDim, PoolKind,
-    PoolOptions, PoolPlan,
+    adaptive_average, adaptive_pool_plan, adaptive_windows, global_mean_dims, pool_plan,
+    AdaptiveDim, PoolKind, PoolOptions, PoolPlan,
 };
+pub use windows::{take_windows, with_batch, without_batch, Composite};
 pub(crate) mod math;
 mod matmul;
 pub(crate) mod norms;

@@ -21,9 +21,11 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::ops::conv::per_dim;
 use crate::ops::nn::acc_dtype;
 use crate::ops::shape_ops::PadMode;
+use crate::ops::windows::{
+    is_batched, per_dim, take_windows, with_batch, without_batch, Composite,
+};
 use crate::ops::RoundingMode;
 use crate::scalar::Scalar;
 use crate::shape;
@@ -204,17 +206,7 @@ pub fn pool_plan(
             format!("dilation should be greater than zero, but got dilation {dilation:?}"),
         ));
     }
-    if shape.len() != spatial + 1 && shape.len() != spatial + 2 {
-        return Err(TensorError::shape(
-            op,
-            format!(
-                "expected a {}-D or {}-D (batch mode) input, but got input of shape {shape:?}",
-                spatial + 1,
-                spatial + 2
-            ),
-        ));
-    }
-    let batched = shape.len() == spatial + 2;
+    let batched = is_batched(op, shape, spatial)?;
     let first = usize::from(batched);
     if shape[first..].contains(&0) {
         return Err(TensorError::shape(
@@ -312,22 +304,34 @@ pub fn pool_plan(
 
 impl PoolPlan {
     /// The windows of `x` (`[N, C, spatial...]`, padded by [`PoolPlan::pad`]):
-    /// `[N, C, O..., K...]`, a view.
-    pub fn windows_of(&self, x: &Tensor) -> Result<Tensor> {
-        let spatial = self.windows.len();
-        let mut u = x.clone();
-        for (i, &(extent, stride, _)) in self.windows.iter().enumerate() {
-            let d = (2 + i) as i64;
-            u = u
-                .unfold(d, extent, stride)?
-                .narrow(d, 0, self.out[i] as i64)?;
-        }
-        for (i, &(_, _, dilation)) in self.windows.iter().enumerate() {
-            if dilation > 1 {
-                u = u.slice((2 + spatial + i) as i64, None, None, dilation)?;
-            }
-        }
-        Ok(u)
+    /// `[N, C, O..., K...]`, a view (of a `Tensor` or a `Var`).
+    pub fn windows_of<T: Composite>(&self, x: &T) -> std::result::Result<T, T::Error> {
+        take_windows(x, &self.windows, Some(&self.out))
+    }
+
+    /// The window dims of [`PoolPlan::windows_of`]'s result.
+    pub fn window_dims(&self) -> Vec<i64> {
+        let spatial = self.out.len();
+        (0..spatial).map(|i| (2 + spatial + i) as i64).collect()
+    }
+
+    /// Average pooling of a float input `x` (the one this plan checked; a
+    /// `Tensor` or a `Var`): the zero-padded windows' sums in the
+    /// computation dtype over [`PoolPlan::avg_divisor`], rounded to `dtype`.
+    pub fn average<T: Composite>(
+        &self,
+        x: &T,
+        opts: &PoolOptions,
+        dtype: DType,
+    ) -> std::result::Result<T, T::Error> {
+        let x = with_batch(x, self.batched)?.to_dtype(self.compute)?;
+        let xp = x.pad_with(&self.pad, Scalar::Int(0))?;
+        let div = self.avg_divisor(opts, x.device())?.to_dtype(self.compute)?;
+        let y = self
+            .windows_of(&xp)?
+            .sum(&self.window_dims())?
+            .div_by(&div)?;
+        without_batch(y.to_dtype(dtype)?, self.batched)
     }
 
     /// Max pooling's windows that hold no input element (only padding, or
@@ -483,6 +487,47 @@ fn try_reserve<T>(op: &'static str, v: &mut Vec<T>, n: usize) -> Result<()> {
         .map_err(|_| TensorError::overflow(op, format!("{n} windows do not fit in host memory")))
 }
 
+/// Adaptive average pooling of a float input `x` (a `Tensor` or a `Var`)
+/// that [`adaptive_pool_plan`] checked to `out` per spatial dim, in the
+/// computation dtype, rounded to `dtype`: each dim in turn, its windows'
+/// means by length group ([`AdaptiveDim`]).
+pub fn adaptive_average<T: Composite>(
+    op: &'static str,
+    x: &T,
+    batched: bool,
+    out: &[usize],
+    dtype: DType,
+) -> std::result::Result<T, T::Error> {
+    let spatial = out.len();
+    let shape = x.shape();
+    let mut out_shape = shape[..shape.len() - spatial].to_vec();
+    out_shape.extend(out);
+    // The result must be allocatable before its windows are planned on the
+    // host (an absurd output size is the allocator's typed error).
+    drop(Tensor::empty(&out_shape, dtype, x.device())?);
+    let compute = acc_dtype(dtype);
+    let mut y = with_batch(x, batched)?.to_dtype(compute)?;
+    for (i, &o) in out.iter().enumerate() {
+        let d = (2 + i) as i64;
+        let plan = AdaptiveDim::new(op, y.shape()[2 + i], o, y.device())?;
+        let means = plan
+            .groups
+            .iter()
+            .map(|(len, starts)| {
+                y.unfold(d, *len, 1)?
+                    .index_select(d, starts)?
+                    .mean(&[-1], false)
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let joined = T::cat(&means, d)?;
+        y = match &plan.order {
+            Some(order) => joined.index_select(d, order)?,
+            None => joined,
+        };
+    }
+    without_batch(y.to_dtype(dtype)?, batched)
+}
+
 /// Adaptive pooling's windows of a dim of `len` elements pooled to `out`:
 /// window `i` starts at `floor(i L / O)` and ends before `ceil((i + 1) L /
 /// O)`; (start, length) each.
@@ -511,19 +556,10 @@ pub fn adaptive_pool_plan(
 ) -> Result<(bool, Vec<usize>)> {
     let out = per_dim(op, "output_size", output_size, spatial)?;
     // PyTorch dispatches on the dtype only where there is work to do.
-    if !dtype.is_float() && shape.iter().product::<usize>() > 0 {
+    if !dtype.is_float() && !shape.contains(&0) {
         return Err(TensorError::unsupported(op, dtype));
     }
-    if shape.len() != spatial + 1 && shape.len() != spatial + 2 {
-        return Err(TensorError::shape(
-            op,
-            format!(
-                "expected a {}-D or {}-D (batch mode) input, but got input of shape {shape:?}",
-                spatial + 1,
-                spatial + 2
-            ),
-        ));
-    }
+    let batched = is_batched(op, shape, spatial)?;
     if let Some(d) = (shape.len() - spatial..shape.len()).find(|&d| shape[d] == 0) {
         return Err(TensorError::shape(
             op,
@@ -533,7 +569,7 @@ pub fn adaptive_pool_plan(
             ),
         ));
     }
-    Ok((shape.len() == spatial + 2, out))
+    Ok((batched, out))
 }
 
 /// Where adaptive average pooling's output is 1 in every spatial dim,
@@ -554,23 +590,6 @@ pub fn global_mean_dims(
 }
 
 impl Tensor {
-    /// `[N, C, spatial...]` from an input of `spatial + 1` or `+ 2` dims.
-    fn batched(&self, batched: bool) -> Result<Tensor> {
-        if batched {
-            Ok(self.clone())
-        } else {
-            self.unsqueeze(0)
-        }
-    }
-
-    fn unbatched(self, batched: bool) -> Result<Tensor> {
-        if batched {
-            Ok(self)
-        } else {
-            self.squeeze_dims(&[0])
-        }
-    }
-
     /// Max pooling's values and indices (each an index into the flattened
     /// spatial dims of the input, as PyTorch's `return_indices=True`).
     fn max_pool_nd(
@@ -580,15 +599,15 @@ impl Tensor {
         opts: &PoolOptions,
     ) -> Result<(Tensor, Tensor)> {
         let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
-        let x = self.batched(plan.batched)?;
+        let x = with_batch(self, plan.batched)?;
         let (n, c) = (x.shape()[0], x.shape()[1]);
         let device = x.device();
         if x.numel() == 0 {
             let out = plan.out_shape(n, c);
             let out: Vec<usize> = out.iter().map(|&s| s as usize).collect();
             return Ok((
-                Tensor::zeros(&out, self.dtype(), device)?.unbatched(plan.batched)?,
-                Tensor::zeros(&out, DType::I64, device)?.unbatched(plan.batched)?,
+                without_batch(Tensor::zeros(&out, self.dtype(), device)?, plan.batched)?,
+                without_batch(Tensor::zeros(&out, DType::I64, device)?, plan.batched)?,
             ));
         }
         // The flat spatial position of each element, -1 in the padding.
@@ -648,8 +667,8 @@ impl Tensor {
             }
         };
         Ok((
-            values.unbatched(plan.batched)?,
-            index.unbatched(plan.batched)?,
+            without_batch(values, plan.batched)?,
+            without_batch(index, plan.batched)?,
         ))
     }
 
@@ -671,17 +690,17 @@ impl Tensor {
         if self.numel() == 0 {
             return self.empty_pooled(plan.batched, &plan.out);
         }
-        let x = self.batched(plan.batched)?.to_dtype(plan.compute)?;
+        if plan.compute.is_float() {
+            return plan.average(self, opts, self.dtype());
+        }
+        // Integers: the window sums divided with truncation.
+        let x = with_batch(self, plan.batched)?;
         let xp = x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?;
-        let window_dims: Vec<i64> = (0..spatial).map(|i| (2 + spatial + i) as i64).collect();
-        let sum = plan.windows_of(&xp)?.sum(Some(&window_dims), false)?;
-        let div = plan.avg_divisor(opts, x.device())?;
-        let y = if plan.compute.is_float() {
-            sum.div(&div.to_dtype(plan.compute)?)?
-        } else {
-            sum.div_mode(&div, RoundingMode::Trunc)?
-        };
-        y.to_dtype(self.dtype())?.unbatched(plan.batched)
+        let sum = plan
+            .windows_of(&xp)?
+            .sum(Some(&plan.window_dims()), false)?;
+        let y = sum.div_mode(&plan.avg_divisor(opts, x.device())?, RoundingMode::Trunc)?;
+        without_batch(y, plan.batched)
     }
 
     fn adaptive_avg_pool_nd(
@@ -698,32 +717,7 @@ impl Tensor {
         if self.numel() == 0 || out.contains(&0) {
             return self.empty_pooled(batched, &out);
         }
-        let mut out_shape = self.shape()[..self.ndim() - spatial].to_vec();
-        out_shape.extend(&out);
-        // The result must be allocatable before its windows are planned on
-        // the host (an absurd output size is the allocator's typed error).
-        drop(Tensor::empty(&out_shape, self.dtype(), self.device())?);
-        let compute = acc_dtype(self.dtype());
-        let mut y = self.batched(batched)?.to_dtype(compute)?;
-        for (i, &o) in out.iter().enumerate() {
-            let d = (2 + i) as i64;
-            let plan = AdaptiveDim::new(op, y.shape()[2 + i], o, y.device())?;
-            let means = plan
-                .groups
-                .iter()
-                .map(|(len, starts)| {
-                    y.unfold(d, *len, 1)?
-                        .index_select(d, starts)?
-                        .mean(Some(&[-1]), false)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let joined = Tensor::cat(&means.iter().collect::<Vec<_>>(), d)?;
-            y = match &plan.order {
-                Some(order) => joined.index_select(d, order)?,
-                None => joined,
-            };
-        }
-        y.to_dtype(self.dtype())?.unbatched(batched)
+        adaptive_average(op, self, batched, &out, self.dtype())
     }
 
     /// The empty result of a pooling of an empty input (or to an empty
