@@ -121,8 +121,11 @@ pub use ops::{
     adaptive_average, adaptive_pool_plan, adaptive_windows, conv_plan, global_mean_dims, pool_plan,
     AdaptiveDim, ConvOptions, ConvPadding, ConvPlan, PoolKind, PoolOptions, PoolPlan,
 };
+pub use ops::{
+    batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan, RmsNormPlan,
+    SELU_ALPHA, SELU_SCALE,
+};
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
-pub use ops::{group_norm_plan, rms_norm_plan, GroupNormPlan, RmsNormPlan, SELU_ALPHA, SELU_SCALE};
 pub use ops::{take_windows, with_batch, without_batch, Composite};
 pub use ops::{PadMode, Repeats};
 pub use scalar::Scalar;

@@ -218,6 +218,30 @@ impl Composite for Var {
     fn cat(parts: &[Var], dim: i64) -> Result<Var> {
         Var::cat(&parts.iter().collect::<Vec<_>>(), dim)
     }
+    fn mul(&self, other: &Var) -> Result<Var> {
+        Var::mul(self, other)
+    }
+    fn sub(&self, other: &Var) -> Result<Var> {
+        Var::sub(self, other)
+    }
+    fn add_scalar(&self, value: f64) -> Result<Var> {
+        Var::add(self, value)
+    }
+    fn neg(&self) -> Result<Var> {
+        Var::neg(self)
+    }
+    fn rsqrt(&self) -> Result<Var> {
+        Var::rsqrt(self)
+    }
+    fn var_keepdim(&self, dims: &[i64], correction: f64) -> Result<Var> {
+        Var::var(self, Some(dims), correction, true)
+    }
+    fn values(&self) -> Tensor {
+        self.data().clone()
+    }
+    fn constant(t: Tensor) -> Var {
+        Var::new(t)
+    }
 }
 
 /// Declares the 1-, 2- and 3-D forms of each pooling on variables.

@@ -1,4 +1,5 @@
-//! Session 74: `F.rms_norm` and `F.group_norm` on variables, recorded as
+//! Session 74: `F.rms_norm` and `F.group_norm` on variables (session 75:
+//! `F.batch_norm`, computed by strata-tensor's shared composition), recorded as
 //! the compositions their `Tensor` forms compute (`Tensor::rms_norm`,
 //! `Tensor::group_norm`): a cast to the computation type, the statistics,
 //! the products, a cast back. PyTorch records `rms_norm` so too; its
@@ -7,7 +8,7 @@
 
 use crate::error::Result;
 use crate::var::Var;
-use strata_tensor::{group_norm_plan, rms_norm_plan};
+use strata_tensor::{batch_norm_plan, group_norm_plan, rms_norm_plan, Tensor};
 
 impl Var {
     /// `F.rms_norm` (see [`strata_tensor::Tensor::rms_norm`]); the weight
@@ -75,5 +76,56 @@ impl Var {
             .mul(&scale.reshape(&plan.against_input)?)?
             .add(&shift.reshape(&plan.against_input)?)?;
         y.to_dtype(self.dtype())
+    }
+
+    /// `F.batch_norm` (see [`strata_tensor::Tensor::batch_norm`]): the
+    /// input, weight and bias are variables (in training the batch
+    /// statistics are part of the graph, as PyTorch's); the running
+    /// statistics are plain tensors, updated in place in training.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{Device, DType, Tensor};
+    /// let x = Var::parameter(Tensor::from_slice(&[1.0f32, 3.0, 5.0, 8.0], &[4, 1], Device::Cpu)?)?;
+    /// let y = x.batch_norm(None, None, None, None, true, 0.1, 1e-5)?;
+    /// y.mul(&y)?.sum(None, false)?.backward()?; // constant: the normalised values' squares sum to N
+    /// assert!(x.grad().unwrap().to_vec::<f32>()?.iter().all(|g| g.abs() < 1e-5));
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn batch_norm(
+        &self,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Var>,
+        bias: Option<&Var>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<Var> {
+        let plan = batch_norm_plan(
+            (self.shape(), self.dtype()),
+            [
+                running_mean.map(|t| (t.shape(), t.dtype())),
+                running_var.map(|t| (t.shape(), t.dtype())),
+            ],
+            [
+                weight.map(|w| (w.shape(), w.dtype())),
+                bias.map(|b| (b.shape(), b.dtype())),
+            ],
+            training,
+            eps,
+        )?;
+        plan.normalize(
+            self,
+            running_mean,
+            running_var,
+            weight,
+            bias,
+            training,
+            momentum,
+            eps,
+            self.dtype(),
+        )
     }
 }

@@ -26,6 +26,7 @@ mod hooks_and_grad;
 // strata-tensor's readings of the hostile-argument fixtures (grad_args_s73
 // uses part of them).
 mod activations_grad_s74;
+mod batch_norm_s75;
 mod conv_pool_s75;
 #[allow(dead_code)]
 #[path = "../../../strata-tensor/tests/suite/hostile_calls.rs"]

@@ -23,7 +23,9 @@ pub(crate) mod norms;
 mod optim;
 mod overloads;
 mod pointwise_losses;
-pub use norms::{group_norm_plan, rms_norm_plan, GroupNormPlan, RmsNormPlan};
+pub use norms::{
+    batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan, RmsNormPlan,
+};
 mod reduce;
 pub(crate) mod scatter_ops;
 mod shape_ops;

@@ -1,4 +1,4 @@
-//! `F.rms_norm` and `F.group_norm`, composed from the element-wise ops and
+//! `F.rms_norm`, `F.group_norm` and `F.batch_norm`, composed from the element-wise ops and
 //! the reductions as PyTorch 2.15's CPU computes them: the statistics in
 //! the computation type (f32 for f16/bf16 inputs, as PyTorch's `opmath`),
 //! the result rounded to the input's dtype once. (`layer_norm` has its own
@@ -7,6 +7,8 @@
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::nn::acc_dtype;
+use crate::ops::windows::Composite;
+use crate::shape;
 use crate::tensor::Tensor;
 
 /// What `F.rms_norm` computes with, from its checked operands (shared by
@@ -235,5 +237,312 @@ impl Tensor {
             .mul(&scale.reshape(&plan.against_input)?)?
             .add(&shift.reshape(&plan.against_input)?)?;
         y.to_dtype(self.dtype())
+    }
+}
+
+/// What `F.batch_norm` computes with, from its checked operands.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchNormPlan {
+    /// The dims the statistics reduce (all but the channels, dim 1).
+    pub dims: Vec<i64>,
+    /// `[1, C, 1, ...]`: a per-channel value against the input.
+    pub channels: Vec<i64>,
+    /// The values per channel (`N * prod(*)`).
+    pub count: usize,
+    /// The statistics' dtype: f64 for f32/f64 inputs, f32 for f16/bf16
+    /// (PyTorch's CPU `acc_type`).
+    pub stats: DType,
+    /// The normalisation's dtype (f32 for f16/bf16, else the input's).
+    pub compute: DType,
+    /// Where training keeps the batch statistics before normalising: the
+    /// input's dtype for an f16/bf16 input whose parameters are not f32
+    /// (PyTorch's `param_t`), else `None` (the computation dtype).
+    pub stats_dtype: Option<DType>,
+    /// An empty input: the result is PyTorch's `input.clone() *
+    /// weight[0] + bias[0]` (promoted as that product promotes), and no
+    /// other check applies.
+    pub empty: bool,
+}
+
+/// Checks `F.batch_norm`'s operands as PyTorch 2.15's CPU does (an input
+/// `[N, C, *]` of floats; running statistics, weight and bias `[C]`, all of
+/// one dtype: the input's, or f32 for an f16/bf16 input; both running
+/// statistics or neither, and both in evaluation mode; `eps` non-negative,
+/// and positive in training; more than one value per channel in training)
+/// and plans it. Each operand is its shape and dtype.
+pub fn batch_norm_plan(
+    input: (&[usize], DType),
+    running: [Option<(&[usize], DType)>; 2],
+    params: [Option<(&[usize], DType)>; 2],
+    training: bool,
+    eps: f64,
+) -> Result<BatchNormPlan> {
+    const OP: &str = "batch_norm";
+    let (shape, dtype) = input;
+    if eps.is_nan() || eps < 0.0 || (training && eps == 0.0) {
+        return Err(TensorError::value(
+            OP,
+            format!(
+                "eps must be non-negative (and positive in training, where the batch variance \
+                 may be 0), got {eps}"
+            ),
+        ));
+    }
+    // F.batch_norm's `_verify_batch_size` (saturating: an empty input may
+    // have huge sizes beside its 0).
+    let count = shape.first().map_or(1, |&n| {
+        n.saturating_mul(
+            shape
+                .iter()
+                .skip(2)
+                .fold(1usize, |a, &s| a.saturating_mul(s)),
+        )
+    });
+    if training && count == 1 {
+        return Err(TensorError::value(
+            OP,
+            format!(
+                "expected more than 1 value per channel when training, got input shape {shape:?}"
+            ),
+        ));
+    }
+    if shape.contains(&0) {
+        // PyTorch returns `input.clone() * weight[0] + bias[0]` before its
+        // other checks.
+        for (name, p) in [("weight", params[0]), ("bias", params[1])] {
+            if p.is_some_and(|(s, _)| s.is_empty() || s.contains(&0)) {
+                return Err(TensorError::index(
+                    OP,
+                    format!("the {name} has no element 0, which an empty input takes"),
+                ));
+            }
+        }
+        return Ok(BatchNormPlan {
+            dims: Vec::new(),
+            channels: Vec::new(),
+            count: 0,
+            stats: dtype,
+            compute: dtype,
+            stats_dtype: None,
+            empty: true,
+        });
+    }
+    if shape.len() < 2 {
+        return Err(TensorError::shape(
+            OP,
+            format!("the input must be [N, C, *] with at least 2 dims, got {shape:?}"),
+        ));
+    }
+    if !dtype.is_float() {
+        return Err(TensorError::unsupported(OP, dtype));
+    }
+    let c = shape[1];
+    if running[0].is_some() != running[1].is_some() {
+        return Err(TensorError::value(
+            OP,
+            "running_mean and running_var must either both be given or both be None",
+        ));
+    }
+    if !training && running.iter().any(Option::is_none) {
+        return Err(TensorError::value(
+            OP,
+            "running_mean and running_var must be given in evaluation mode (training = false)",
+        ));
+    }
+    let names = ["running_mean", "running_var", "weight", "bias"];
+    let given: Vec<(&str, (&[usize], DType))> = names
+        .iter()
+        .zip(running.iter().chain(params.iter()))
+        .filter_map(|(n, o)| o.map(|o| (*n, o)))
+        .collect();
+    for (name, (s, _)) in &given {
+        if shape::numel(s) != c {
+            return Err(TensorError::shape(
+                OP,
+                format!("{name} should contain {c} elements (one per channel), not {s:?}"),
+            ));
+        }
+    }
+    if let Some((_, (_, first))) = given.first() {
+        let half = matches!(dtype, DType::F16 | DType::BF16);
+        let ok = given.iter().all(|(_, (_, d))| d == first)
+            && (*first == dtype || (half && *first == DType::F32));
+        if !ok {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "the running statistics, weight and bias must all be {dtype:?} (or all f32 for an \
+                     f16/bf16 input), got {:?}",
+                    given.iter().map(|(n, (_, d))| format!("{n} {d:?}")).collect::<Vec<_>>()
+                ),
+            ));
+        }
+    }
+    let mut channels = vec![1i64, c as i64];
+    channels.extend(std::iter::repeat_n(1, shape.len() - 2));
+    let mut dims = vec![0i64];
+    dims.extend((2..shape.len()).map(|d| d as i64));
+    let compute = acc_dtype(dtype);
+    Ok(BatchNormPlan {
+        dims,
+        channels,
+        count,
+        stats: if compute == DType::F32 && dtype == DType::F32 {
+            DType::F64
+        } else {
+            compute
+        },
+        compute,
+        stats_dtype: (matches!(dtype, DType::F16 | DType::BF16)
+            && given.first().is_none_or(|(_, (_, d))| *d != DType::F32))
+        .then_some(dtype),
+        empty: false,
+    })
+}
+
+impl BatchNormPlan {
+    /// `F.batch_norm` of `x` (a `Tensor` or a `Var`) that this plan
+    /// checked: in training, normalised by the batch's mean and biased
+    /// variance (computed in [`BatchNormPlan::stats`]), the running
+    /// statistics updated in place to `(1 - momentum) * running +
+    /// momentum * batch` (the variance unbiased); in evaluation, by the running
+    /// statistics. Then PyTorch's CPU form `x * scale + shift` with `scale =
+    /// weight / sqrt(var + eps)` and `shift = bias - mean * scale`, rounded
+    /// to the input's dtype once.
+    #[allow(clippy::too_many_arguments)]
+    pub fn normalize<T: Composite>(
+        &self,
+        x: &T,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&T>,
+        bias: Option<&T>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+        dtype: DType,
+    ) -> std::result::Result<T, T::Error> {
+        if self.empty {
+            let first = |p: &T| p.reshape(&[-1])?.narrow(0, 0, 1)?.reshape(&[]);
+            let mut y = x.clone();
+            if let Some(w) = weight {
+                y = y.mul(&first(w)?)?;
+            }
+            if let Some(b) = bias {
+                y = y.add(&first(b)?)?;
+            }
+            return Ok(y);
+        }
+        let c = self.compute;
+        // (mean, 1 / sqrt(var + eps)) per channel, in the computation dtype.
+        let (mean, invstd) = match (training, running_mean, running_var) {
+            (true, ..) => {
+                let xs = x.to_dtype(self.stats)?;
+                let mean = xs.mean(&self.dims, true)?;
+                let var = xs.var_keepdim(&self.dims, 0.0)?;
+                if self.count > 0 {
+                    let unbiased = self.count as f64 / (self.count as f64 - 1.0).max(1.0);
+                    for (running, batch) in [
+                        (running_mean, mean.values()),
+                        (running_var, var.values().mul(unbiased)?),
+                    ] {
+                        if let Some(r) = running {
+                            let old = r.reshape(&[-1])?.to_dtype(self.stats)?;
+                            let new = batch
+                                .reshape(&[-1])?
+                                .mul(momentum)?
+                                .add(&old.mul(1.0 - momentum)?)?;
+                            r.reshape(&[-1])?.copy_(&new)?;
+                        }
+                    }
+                }
+                let invstd = var.add_scalar(eps)?.rsqrt()?;
+                // PyTorch keeps the batch statistics in the parameters'
+                // dtype (f16/bf16 unless they are f32).
+                let kept = self.stats_dtype.unwrap_or(c);
+                (
+                    mean.to_dtype(kept)?.to_dtype(c)?,
+                    invstd.to_dtype(kept)?.to_dtype(c)?,
+                )
+            }
+            (false, Some(rm), Some(rv)) => (
+                T::constant(rm.to_dtype(c)?.reshape(&self.channels)?),
+                T::constant(rv.to_dtype(c)?.reshape(&self.channels)?)
+                    .add_scalar(eps)?
+                    .rsqrt()?,
+            ),
+            _ => {
+                return Err(TensorError::value(
+                    "batch_norm",
+                    "running_mean and running_var must be given in evaluation mode",
+                )
+                .into())
+            }
+        };
+        let scale = match weight {
+            Some(w) => invstd.mul(&w.to_dtype(c)?.reshape(&self.channels)?)?,
+            None => invstd,
+        };
+        let shift = match bias {
+            Some(b) => b
+                .to_dtype(c)?
+                .reshape(&self.channels)?
+                .sub(&mean.mul(&scale)?)?,
+            None => mean.mul(&scale)?.neg()?,
+        };
+        x.to_dtype(c)?.mul(&scale)?.add(&shift)?.to_dtype(dtype)
+    }
+}
+
+/// A tensor's shape and dtype, as the plans take an operand.
+fn shape_dtype(t: &Tensor) -> (&[usize], DType) {
+    (t.shape(), t.dtype())
+}
+
+impl Tensor {
+    /// `F.batch_norm(self, running_mean, running_var, weight, bias,
+    /// training, momentum, eps)` of an `[N, C, *]` input (see
+    /// [`BatchNormPlan::normalize`]); in training the running statistics,
+    /// where given, are updated in place.
+    ///
+    /// ```
+    /// use strata_tensor::{Device, DType, Tensor};
+    /// let x = Tensor::from_slice(&[1.0f32, 3.0, 5.0, 7.0], &[2, 2], Device::Cpu)?;
+    /// let (rm, rv) = (Tensor::zeros(&[2], DType::F32, Device::Cpu)?, Tensor::ones(&[2], DType::F32, Device::Cpu)?);
+    /// let y = x.batch_norm(Some(&rm), Some(&rv), None, None, true, 0.1, 1e-5)?.to_vec::<f32>()?;
+    /// // Each channel's values are its mean ± 2, its biased variance 4.
+    /// assert!(y.iter().zip([-1., -1., 1., 1.]).all(|(a, b)| (a - b).abs() < 1e-5));
+    /// assert_eq!(rm.to_vec::<f32>()?, [0.3, 0.5]); // 0.1 * the batch means 3 and 5
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn batch_norm(
+        &self,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        training: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<Tensor> {
+        let plan = batch_norm_plan(
+            (self.shape(), self.dtype()),
+            [running_mean.map(shape_dtype), running_var.map(shape_dtype)],
+            [weight.map(shape_dtype), bias.map(shape_dtype)],
+            training,
+            eps,
+        )?;
+        plan.normalize(
+            self,
+            running_mean,
+            running_var,
+            weight,
+            bias,
+            training,
+            momentum,
+            eps,
+            self.dtype(),
+        )
     }
 }

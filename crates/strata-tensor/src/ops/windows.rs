@@ -54,6 +54,22 @@ pub trait Composite: Clone + Sized {
     fn index_select(&self, dim: i64, index: &Tensor) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::cat`].
     fn cat(parts: &[Self], dim: i64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::mul`] by another operand.
+    fn mul(&self, other: &Self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::sub`] of another operand.
+    fn sub(&self, other: &Self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::add`] of a scalar.
+    fn add_scalar(&self, value: f64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::neg`].
+    fn neg(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::rsqrt`].
+    fn rsqrt(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::var`] over `dims` with `correction`, keeping them.
+    fn var_keepdim(&self, dims: &[i64], correction: f64) -> std::result::Result<Self, Self::Error>;
+    /// The values (a variable's data, detached from its history).
+    fn values(&self) -> Tensor;
+    /// A constant (a variable that requires no gradient).
+    fn constant(t: Tensor) -> Self;
 }
 
 impl Composite for Tensor {
@@ -111,6 +127,30 @@ impl Composite for Tensor {
     }
     fn cat(parts: &[Tensor], dim: i64) -> Result<Tensor> {
         Tensor::cat(&parts.iter().collect::<Vec<_>>(), dim)
+    }
+    fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        Tensor::mul(self, other)
+    }
+    fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        Tensor::sub(self, other)
+    }
+    fn add_scalar(&self, value: f64) -> Result<Tensor> {
+        Tensor::add(self, value)
+    }
+    fn neg(&self) -> Result<Tensor> {
+        Tensor::neg(self)
+    }
+    fn rsqrt(&self) -> Result<Tensor> {
+        Tensor::rsqrt(self)
+    }
+    fn var_keepdim(&self, dims: &[i64], correction: f64) -> Result<Tensor> {
+        Tensor::var(self, Some(dims), correction, true)
+    }
+    fn values(&self) -> Tensor {
+        self.clone()
+    }
+    fn constant(t: Tensor) -> Tensor {
+        t
     }
 }
 
