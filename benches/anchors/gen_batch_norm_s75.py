@@ -12,7 +12,11 @@ wrong length; one without the other now and then), weight and bias likewise; tra
 large ones; running variances positive. Recorded: PyTorch's result (or the
 fact that it raised), the running statistics after the call, and for
 f32/f64 the gradients of the input, weight and bias for the upstream
-gradient whose element j is `((3 j) mod 7 - 3) / 2`.
+gradient whose element j is `((3 j) mod 7 - 3) / 2`. Also ("layers"):
+nn.BatchNorm1d/2d/3d of random configurations (momentum 0.1, 0.3 or None,
+affine or not, tracking running statistics or not) run for five steps
+(training, training, evaluation, training, evaluation): each step's input
+and output, and the buffers at the end.
 
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_batch_norm_s75.py \\
@@ -38,6 +42,31 @@ def tensor(r, dtype, shape, positive=False):
     t = torch.tensor(vals, dtype=torch.float64).to(m.DTYPES[dtype]).reshape(shape)
     stored = [fmt(float(v)) if dtype != "i64" else int(v) for v in t.flatten().tolist()]
     return t, {"dtype": dtype, "shape": shape, "values": stored, "t": False}
+
+
+def layers(r):
+    """nn.BatchNorm1d/2d/3d run for a few steps (training, then evaluation,
+    then training again): each step's input and output, and the buffers at
+    the end."""
+    out = []
+    for _ in range(60):
+        kind, ndim = r.choice([("BatchNorm1d", 2), ("BatchNorm1d", 3), ("BatchNorm2d", 4), ("BatchNorm3d", 5)])
+        c = r.choice([1, 2, 3])
+        cfg = {"kind": kind, "num_features": c, "eps": r.choice([1e-5, 1e-3]),
+               "momentum": r.choice([0.1, 0.3, None]), "affine": r.random() < 0.7,
+               "track_running_stats": r.random() < 0.8}
+        layer = getattr(torch.nn, kind)(c, cfg["eps"], cfg["momentum"], cfg["affine"], cfg["track_running_stats"])
+        steps = []
+        for training in [True, True, False, True, False]:
+            layer.train(training)
+            shape = [r.choice([2, 3])] + [c] + [r.choice([1, 2, 3]) for _ in range(ndim - 2)]
+            x, xd = tensor(r, "f32", shape)
+            with torch.no_grad():
+                y = layer(x)
+            steps.append({"training": training, "x": xd, "y": [fmt(float(v)) for v in y.flatten().tolist()]})
+        buffers = {k: [fmt(float(v)) for v in b.double().flatten().tolist()] for k, b in layer.named_buffers()}
+        out.append({"config": cfg, "steps": steps, "buffers": buffers})
+    return out
 
 
 def main():
@@ -88,7 +117,8 @@ def main():
             for k, v in pg.items():
                 case["grad_" + k] = [fmt(float(t)) for t in v.grad.double().flatten().tolist()]
         cases.append(case)
-    doc = {"generator": "benches/anchors/gen_batch_norm_s75.py", "torch": torch.__version__, "cases": cases}
+    doc = {"generator": "benches/anchors/gen_batch_norm_s75.py", "torch": torch.__version__, "cases": cases,
+           "layers": layers(r)}
     write_fixture(path, json.dumps(doc, allow_nan=False))
     print("%d cases (%d errors) -> %s" % (len(cases), sum("error" in c for c in cases), path))
 

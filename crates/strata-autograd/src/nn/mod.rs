@@ -1,6 +1,7 @@
 //! Building blocks for models (PyTorch's `torch.nn`): the [`Module`] trait
 //! (parameters by name, moving to a device and dtype, train/eval) and layers
-//! ([`Linear`], [`LayerNorm`], [`Embedding`], [`Conv1d`], [`Conv2d`], [`Conv3d`]).
+//! ([`Linear`], [`LayerNorm`], [`Embedding`], [`Conv1d`], [`Conv2d`], [`Conv3d`],
+//! [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`]).
 //!
 //! A module owns its parameters as [`Var`] leaves; a model is a struct of
 //! modules whose [`Module::visit`] calls each child with a dotted prefix, so
@@ -8,11 +9,13 @@
 //! Layers draw their initial values from the default generator
 //! ([`strata_tensor::generator`]), so `manual_seed` makes a model reproducible.
 
+mod batch_norm;
 mod conv;
 mod embedding;
 mod layer_norm;
 mod linear;
 
+pub use batch_norm::{BatchNorm1d, BatchNorm2d, BatchNorm3d};
 pub use conv::{Conv1d, Conv2d, Conv3d};
 pub use embedding::Embedding;
 pub use layer_norm::LayerNorm;
@@ -22,7 +25,7 @@ use crate::error::{AutogradError, Result};
 use crate::var::{Var, VarInner};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use strata_tensor::{DType, Device};
+use strata_tensor::{DType, Device, Tensor};
 
 /// The dotted name of `name` under `prefix` (`prefix.name`, or `name` at the top).
 pub fn join(prefix: &str, name: &str) -> String {
@@ -73,6 +76,33 @@ pub trait Module {
         prefix: &str,
         f: &mut dyn FnMut(String, &mut Var) -> Result<()>,
     ) -> Result<()>;
+
+    /// Calls `f` with the dotted name (under `prefix`) and the tensor of
+    /// every buffer: state that is not a parameter (batch norm's running
+    /// statistics), children included, as PyTorch's `named_buffers()`. A
+    /// module without buffers keeps this default (none); a model whose
+    /// children have buffers forwards the call to them.
+    fn visit_buffers(&self, prefix: &str, f: &mut dyn FnMut(String, &Tensor)) {
+        let _ = (prefix, f);
+    }
+
+    /// Like [`Module::visit_buffers`], with mutable access (to replace
+    /// buffers, as [`Module::to`] does).
+    fn visit_buffers_mut(
+        &mut self,
+        prefix: &str,
+        f: &mut dyn FnMut(String, &mut Tensor) -> Result<()>,
+    ) -> Result<()> {
+        let _ = (prefix, f);
+        Ok(())
+    }
+
+    /// Every buffer with its dotted name (handles on the same storage).
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        let mut out = Vec::new();
+        self.visit_buffers("", &mut |name, t| out.push((name, t.clone())));
+        out
+    }
 
     /// Sets training mode here and in every child.
     fn set_training(&mut self, training: bool);
@@ -139,7 +169,9 @@ pub trait Module {
     /// same parameter in place; a strata [`Var`]'s data cannot change device
     /// or dtype, so an optimizer made before holds the old parameters: its
     /// steps are refused with an [`AutogradError::Optimizer`] error (make the
-    /// optimizer after `to`).
+    /// optimizer after `to`). Buffers ([`Module::visit_buffers`]) move too,
+    /// the floating ones converted to `dtype` (an integer counter keeps its
+    /// dtype), as PyTorch's.
     /// On error nothing changes.
     fn to(&mut self, device: Device, dtype: Option<DType>) -> Result<()> {
         if let Some(d) = dtype {
@@ -156,6 +188,16 @@ pub trait Module {
         // shared (PyTorch's `module.to` keeps it one tensor). The listed
         // handles keep every old parameter alive, so its address identifies
         // it until the swap is done.
+        // The buffers first (floating ones take the dtype, as PyTorch's
+        // `module.to(dtype)`), kept aside until the parameters convert too.
+        let mut buffers = Vec::new();
+        for (_, t) in self.named_buffers() {
+            let t = t.to(device)?;
+            buffers.push(match dtype {
+                Some(d) if t.dtype().is_float() && d != t.dtype() => t.to_dtype_contiguous(d)?,
+                _ => t,
+            });
+        }
         let params = self.named_parameters();
         let mut converted: HashMap<*const VarInner, Var> = HashMap::new();
         for (_, v) in &params {
@@ -181,6 +223,13 @@ pub trait Module {
             nv.inner.share_hooks_of(&v.inner);
             converted.insert(Arc::as_ptr(&v.inner), nv);
         }
+        let mut next = buffers.into_iter();
+        self.visit_buffers_mut("", &mut |_, t| {
+            if let Some(b) = next.next() {
+                *t = b;
+            }
+            Ok(())
+        })?;
         if converted.is_empty() {
             return Ok(());
         }

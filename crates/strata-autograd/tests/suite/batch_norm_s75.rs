@@ -142,3 +142,125 @@ fn batch_norm_matches_pytorch() {
 fn batch_norm_matches_pytorch_on_a_gpu() {
     all_agree_on(crate::hostile_calls::gpu());
 }
+
+/// `nn::BatchNorm1d/2d/3d` against PyTorch's layers run for five steps
+/// (training and evaluation, momentum or a cumulative average, affine or
+/// not, running statistics tracked or not): each step's output within the
+/// f32 tolerance, and the buffers at the end.
+#[test]
+fn batch_norm_layers_match_pytorch() {
+    use strata_autograd::nn::{BatchNorm1d, BatchNorm2d, BatchNorm3d};
+    let layers = FIXTURE["layers"].as_array().unwrap();
+    assert!(layers.len() >= 50);
+    let (r, a) = tolerance(DType::F32);
+    let near = |got: &[f64], want: &[f64]| {
+        got.len() == want.len()
+            && got
+                .iter()
+                .zip(want)
+                .all(|(g, w)| (g - w).abs() <= 4.0 * (a + r * w.abs()))
+    };
+    for (i, l) in layers.iter().enumerate() {
+        let cfg = &l["config"];
+        let c = cfg["num_features"].as_u64().unwrap() as usize;
+        let eps = num(&cfg["eps"]);
+        let momentum = cfg["momentum"].as_f64();
+        let affine = cfg["affine"].as_bool().unwrap();
+        let track = cfg["track_running_stats"].as_bool().unwrap();
+        let dev = Device::Cpu;
+        let mut layer: Box<dyn BatchNormLayer> = match cfg["kind"].as_str().unwrap() {
+            "BatchNorm1d" => {
+                Box::new(BatchNorm1d::new(c, eps, momentum, affine, track, dev).unwrap())
+            }
+            "BatchNorm2d" => {
+                Box::new(BatchNorm2d::new(c, eps, momentum, affine, track, dev).unwrap())
+            }
+            _ => Box::new(BatchNorm3d::new(c, eps, momentum, affine, track, dev).unwrap()),
+        };
+        for (j, step) in l["steps"].as_array().unwrap().iter().enumerate() {
+            layer.set_training(step["training"].as_bool().unwrap());
+            let y = layer.run(&Var::new(input(&step["x"], dev))).unwrap();
+            assert!(
+                near(&f64s(y.data()), &nums(&step["y"])),
+                "layer {i} {cfg} step {j}"
+            );
+        }
+        let buffers = layer.buffers();
+        let want = l["buffers"].as_object().unwrap();
+        assert_eq!(
+            buffers.len(),
+            want.len(),
+            "layer {i} {cfg}: buffers {buffers:?}"
+        );
+        for (name, t) in buffers {
+            assert!(
+                near(&f64s(&t), &nums(&want[&name])),
+                "layer {i} {cfg}: {name}"
+            );
+        }
+    }
+}
+
+/// The three layers behind one interface, for the test above.
+trait BatchNormLayer {
+    fn set_training(&mut self, training: bool);
+    fn run(&self, x: &Var) -> strata_autograd::Result<Var>;
+    fn buffers(&self) -> Vec<(String, Tensor)>;
+}
+
+macro_rules! batch_norm_layer {
+    ($($t:ty),*) => {$(
+        impl BatchNormLayer for $t {
+            fn set_training(&mut self, training: bool) {
+                strata_autograd::nn::Module::set_training(self, training);
+            }
+            fn run(&self, x: &Var) -> strata_autograd::Result<Var> {
+                self.forward(x)
+            }
+            fn buffers(&self) -> Vec<(String, Tensor)> {
+                strata_autograd::nn::Module::named_buffers(self)
+            }
+        }
+    )*};
+}
+
+batch_norm_layer!(
+    strata_autograd::nn::BatchNorm1d,
+    strata_autograd::nn::BatchNorm2d,
+    strata_autograd::nn::BatchNorm3d
+);
+
+/// `Module::to` converts a layer's buffers with its parameters: the
+/// running statistics take the dtype, the batch counter stays i64, and the
+/// layer still runs; its parameters and buffers are listed by name.
+#[test]
+fn batch_norm_layer_buffers_follow_to() {
+    use strata_autograd::nn::{BatchNorm2d, Module};
+    let mut bn = BatchNorm2d::new(2, 1e-5, Some(0.1), true, true, Device::Cpu).unwrap();
+    let x = Tensor::randn(&[3, 2, 2, 2], DType::F64, 3, Device::Cpu).unwrap();
+    assert!(
+        bn.forward(&Var::new(x.clone())).is_err(),
+        "f64 input, f32 layer"
+    );
+    bn.to(Device::Cpu, Some(DType::F64)).unwrap();
+    let dtypes: Vec<(String, DType)> = bn
+        .named_buffers()
+        .into_iter()
+        .map(|(n, t)| (n, t.dtype()))
+        .collect();
+    assert_eq!(
+        dtypes,
+        [
+            ("running_mean".to_string(), DType::F64),
+            ("running_var".to_string(), DType::F64),
+            ("num_batches_tracked".to_string(), DType::I64),
+        ]
+    );
+    let names: Vec<String> = bn.named_parameters().into_iter().map(|p| p.0).collect();
+    assert_eq!(names, ["weight", "bias"]);
+    bn.forward(&Var::new(x)).unwrap();
+    assert_eq!(bn.num_batches_tracked.item::<i64>().unwrap(), 1);
+    // The running mean moved 10% of the way to the batch's channel means.
+    let mean = f64s(bn.running_mean.as_ref().unwrap());
+    assert!(mean.iter().any(|&m| m != 0.0) && mean.iter().all(|m| m.abs() < 0.5));
+}
