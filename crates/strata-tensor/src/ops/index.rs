@@ -940,3 +940,68 @@ fn check_source_dtype(op: &'static str, this: &Tensor, source: &Tensor) -> Resul
     }
     Ok(())
 }
+
+impl Tensor {
+    /// `F.one_hot(self, num_classes)` of an i64 tensor of class indices: a
+    /// new last dim of `num_classes` (`None`: the largest index + 1, as
+    /// PyTorch's -1), 1 at each index and 0 elsewhere, i64. A negative
+    /// index, one at or past `num_classes`, another dtype, or an empty
+    /// input without `num_classes` is a typed error.
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let t = Tensor::from_slice(&[2i64, 0], &[2], Device::Cpu)?;
+    /// assert_eq!(t.one_hot(Some(3))?.to_vec::<i64>()?, [0, 0, 1, 1, 0, 0]);
+    /// assert!(t.one_hot(Some(2)).is_err());
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn one_hot(&self, num_classes: Option<usize>) -> Result<Tensor> {
+        const OP: &str = "one_hot";
+        if self.dtype() != DType::I64 {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "one_hot takes an i64 tensor of class indices, got {:?}",
+                    self.dtype()
+                ),
+            ));
+        }
+        let (lo, hi) = if self.numel() == 0 {
+            (0, -1)
+        } else {
+            (self.min()?.item::<i64>()?, self.max()?.item::<i64>()?)
+        };
+        let classes = match num_classes {
+            // PyTorch infers nothing from an empty tensor, and takes 0 for
+            // "infer" there.
+            Some(n) if n > 0 || self.numel() > 0 => n,
+            _ if self.numel() == 0 => {
+                return Err(TensorError::value(
+                    OP,
+                    "cannot infer the number of classes from an empty tensor; give num_classes",
+                ))
+            }
+            _ => (hi.max(-1) + 1) as usize,
+        };
+        if lo < 0 {
+            return Err(TensorError::value(
+                OP,
+                format!("class values must be non-negative, got {lo}"),
+            ));
+        }
+        if hi >= 0 && hi as u64 >= classes as u64 {
+            return Err(TensorError::value(
+                OP,
+                format!("class values must be smaller than num_classes ({classes}), got {hi}"),
+            ));
+        }
+        let mut shape = self.shape().to_vec();
+        shape.push(classes);
+        crate::shape::checked_numel(OP, &shape)?;
+        let out = Tensor::zeros(&shape, DType::I64, self.device())?;
+        if self.numel() == 0 || classes == 0 {
+            return Ok(out);
+        }
+        out.scatter_value(-1, &self.unsqueeze(-1)?, 1i64)
+    }
+}

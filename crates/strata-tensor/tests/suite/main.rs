@@ -73,6 +73,7 @@ mod shape_ops;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
 mod sort;
+mod spaced_one_hot_s75;
 mod strides_s59;
 mod view_args_s72;
 
