@@ -21,6 +21,7 @@ mod pointwise_losses;
 mod reduce;
 mod scatter_ops;
 mod shape_ops;
+mod similarity;
 mod sort;
 mod unary;
 mod view;

@@ -83,5 +83,6 @@ mod scatter_ops_grad;
 mod semantics;
 mod sgd_fused_add_s45;
 mod shape_ops;
+mod similarity_s75;
 mod sort;
 mod strides_s59;

@@ -10,6 +10,7 @@ mod float_classes;
 // ---- session 75: convolution and pooling ----
 pub(crate) mod conv;
 mod pool;
+mod similarity;
 mod spaced;
 pub(crate) mod windows;
 pub use conv::{conv_plan, ConvOptions, ConvPadding, ConvPlan};
