@@ -122,8 +122,8 @@ pub use ops::{
     AdaptiveDim, ConvOptions, ConvPadding, ConvPlan, PoolKind, PoolOptions, PoolPlan,
 };
 pub use ops::{
-    batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan, RmsNormPlan,
-    SELU_ALPHA, SELU_SCALE,
+    batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,
+    RmsNormPlan, SELU_ALPHA, SELU_SCALE,
 };
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{take_windows, with_batch, without_batch, Composite};

@@ -167,6 +167,9 @@ impl Composite for Var {
     fn shape(&self) -> &[usize] {
         Var::shape(self)
     }
+    fn dtype(&self) -> DType {
+        Var::dtype(self)
+    }
     fn device(&self) -> Device {
         Var::device(self)
     }

@@ -8,7 +8,7 @@
 
 use crate::error::Result;
 use crate::var::Var;
-use strata_tensor::{batch_norm_plan, group_norm_plan, rms_norm_plan, Tensor};
+use strata_tensor::{group_norm_plan, rms_norm_plan, Tensor};
 
 impl Var {
     /// `F.rms_norm` (see [`strata_tensor::Tensor::rms_norm`]); the weight
@@ -103,20 +103,7 @@ impl Var {
         momentum: f64,
         eps: f64,
     ) -> Result<Var> {
-        let plan = batch_norm_plan(
-            (self.shape(), self.dtype()),
-            [
-                running_mean.map(|t| (t.shape(), t.dtype())),
-                running_var.map(|t| (t.shape(), t.dtype())),
-            ],
-            [
-                weight.map(|w| (w.shape(), w.dtype())),
-                bias.map(|b| (b.shape(), b.dtype())),
-            ],
-            training,
-            eps,
-        )?;
-        plan.normalize(
+        strata_tensor::batch_norm(
             self,
             running_mean,
             running_var,
@@ -125,7 +112,6 @@ impl Var {
             training,
             momentum,
             eps,
-            self.dtype(),
         )
     }
 }

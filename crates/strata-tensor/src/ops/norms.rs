@@ -494,9 +494,43 @@ impl BatchNormPlan {
     }
 }
 
-/// A tensor's shape and dtype, as the plans take an operand.
-fn shape_dtype(t: &Tensor) -> (&[usize], DType) {
+/// An operand's shape and dtype, as the plans take it.
+fn operand<T: Composite>(t: &T) -> (&[usize], DType) {
     (t.shape(), t.dtype())
+}
+
+/// `F.batch_norm` of `x` (a `Tensor` or a `Var`): checked by
+/// [`batch_norm_plan`], computed by [`BatchNormPlan::normalize`] (the
+/// running statistics, plain tensors, updated in place in training).
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm<T: Composite>(
+    x: &T,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&T>,
+    bias: Option<&T>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> std::result::Result<T, T::Error> {
+    let plan = batch_norm_plan(
+        (x.shape(), x.dtype()),
+        [running_mean.map(operand), running_var.map(operand)],
+        [weight.map(operand), bias.map(operand)],
+        training,
+        eps,
+    )?;
+    plan.normalize(
+        x,
+        running_mean,
+        running_var,
+        weight,
+        bias,
+        training,
+        momentum,
+        eps,
+        x.dtype(),
+    )
 }
 
 impl Tensor {
@@ -526,14 +560,7 @@ impl Tensor {
         momentum: f64,
         eps: f64,
     ) -> Result<Tensor> {
-        let plan = batch_norm_plan(
-            (self.shape(), self.dtype()),
-            [running_mean.map(shape_dtype), running_var.map(shape_dtype)],
-            [weight.map(shape_dtype), bias.map(shape_dtype)],
-            training,
-            eps,
-        )?;
-        plan.normalize(
+        batch_norm(
             self,
             running_mean,
             running_var,
@@ -542,7 +569,6 @@ impl Tensor {
             training,
             momentum,
             eps,
-            self.dtype(),
         )
     }
 }

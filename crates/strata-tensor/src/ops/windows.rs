@@ -20,6 +20,8 @@ pub trait Composite: Clone + Sized {
     type Error: From<TensorError>;
     /// [`Tensor::shape`].
     fn shape(&self) -> &[usize];
+    /// [`Tensor::dtype`].
+    fn dtype(&self) -> DType;
     /// [`Tensor::device`].
     fn device(&self) -> Device;
     /// [`Tensor::unfold`].
@@ -76,6 +78,9 @@ impl Composite for Tensor {
     type Error = TensorError;
     fn shape(&self) -> &[usize] {
         Tensor::shape(self)
+    }
+    fn dtype(&self) -> DType {
+        Tensor::dtype(self)
     }
     fn device(&self) -> Device {
         Tensor::device(self)
