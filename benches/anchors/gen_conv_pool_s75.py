@@ -5,7 +5,9 @@ pooling, written to crates/strata-autograd/tests/data/conv_pool_s75.json.gz
 and Var forms and the gradients).
 
 Ops: F.conv1d/2d/3d (stride, explicit or "same"/"valid" padding, dilation,
-groups, with or without a bias), F.max_pool1d/2d/3d with return_indices
+groups, with or without a bias), F.conv_transpose1d/2d/3d (stride, padding,
+output_padding, groups, dilation; never an output 0 long, which PyTorch's
+CPU returns or refuses by kernel), F.max_pool1d/2d/3d with return_indices
 (kernel, stride or none, padding, dilation, ceil_mode), F.avg_pool1d/2d/3d
 (ceil_mode, count_include_pad, divisor_override), F.adaptive_avg_pool1d/2d/3d
 and Tensor.unfold. Inputs are batched or not (batch 0 sometimes), f32, f64,
@@ -112,6 +114,64 @@ def conv_case(r, op, d, dtype, bad):
     def call(x, p):
         return getattr(F, op)(x, p["weight"], p.get("bias"), args["stride"], args["padding"],
                               args["dilation"], args["groups"])
+    return c, x, params, call
+
+
+def transpose_out_has_zero(size, k, args, d):
+    """Whether a transposed convolution's output would be 0 long in a dim."""
+    def each(v):
+        return v * d if len(v) == 1 else v
+    st, pa, op_, di = each(args["stride"]), each(args["padding"]), each(args["output_padding"]), each(args["dilation"])
+    return any((size[i] - 1) * st[i] - 2 * pa[i] + di[i] * (k[i] - 1) + op_[i] + 1 == 0 for i in range(d)
+               if len(st) == d and len(pa) == d and len(op_) == d and len(di) == d)
+
+
+def conv_transpose_case(r, op, d, dtype, bad):
+    groups = r.choice([1, 1, 2])
+    cin = groups * r.choice([1, 2])
+    cout_g = r.choice([1, 2])
+    k = [r.choice([1, 2, 3]) for _ in range(d)]
+    stride = per_dim(r, d, 1, 3)
+    dilation = per_dim(r, d, 1, 2)
+    padding = per_dim(r, d, 0, 2)
+    # output_padding below the stride or the dilation (sometimes not).
+    sd = [max(a, b) for a, b in zip(stride * d if len(stride) == 1 else stride,
+                                    dilation * d if len(dilation) == 1 else dilation)]
+    output_padding = [r.randint(0, m - 1) for m in sd] if r.random() < 0.4 else [0]
+    args = {"stride": stride, "padding": padding, "output_padding": output_padding,
+            "groups": groups, "dilation": dilation}
+    size = [r.randint(1, 5 if d < 3 else 3) for _ in range(d)]
+    shape = ([r.choice([0, 1, 2, 2])] if r.random() < 0.85 else []) + [cin] + size
+    wshape = [cin, cout_g] + k
+    wdtype, has_bias, bshape = dtype, r.random() < 0.7, [cout_g * groups]
+    if bad:
+        what = r.choice(["stride0", "channels", "bias", "wdtype", "output_padding", "rank"])
+        if what == "stride0":
+            args["stride"] = [0]
+        elif what == "channels":
+            shape[-d - 1] += 1
+        elif what == "bias":
+            has_bias, bshape = True, [cout_g * groups + 1]
+        elif what == "wdtype":
+            wdtype = "f64" if dtype != "f64" else "f32"
+        elif what == "output_padding":
+            args["output_padding"] = [3]
+        else:
+            shape = [2] + shape
+    if transpose_out_has_zero(shape[-d:], k, args, d):
+        # PyTorch's CPU gives an empty result or refuses an output size of 0,
+        # by kernel (oneDNN or its slow path); never asked of it.
+        raise LeftOut
+    x, xd = tensor(r, dtype, shape)
+    w, wd = tensor(r, wdtype, wshape)
+    c = {"op": op, "x": xd, "weight": wd, "args": args}
+    params = {"weight": w}
+    if has_bias:
+        params["bias"], c["bias"] = tensor(r, dtype, bshape)
+
+    def call(x, p):
+        return getattr(F, op)(x, p["weight"], p.get("bias"), args["stride"], args["padding"],
+                              args["output_padding"], args["groups"], args["dilation"])
     return c, x, params, call
 
 
@@ -228,8 +288,9 @@ def main():
            + [("max_pool1d", 1), ("max_pool2d", 2), ("max_pool2d", 2), ("max_pool3d", 3)]
            + [("avg_pool1d", 1), ("avg_pool2d", 2), ("avg_pool2d", 2), ("avg_pool3d", 3)]
            + [("adaptive_avg_pool1d", 1), ("adaptive_avg_pool2d", 2), ("adaptive_avg_pool3d", 3)]
-           + [("unfold", 0)] * 2)
-    while len(cases) < 2000:
+           + [("unfold", 0)] * 2
+           + [("conv_transpose1d", 1), ("conv_transpose2d", 2), ("conv_transpose2d", 2), ("conv_transpose3d", 3)])
+    while len(cases) < 2400:
         op, d = r.choice(ops)
         dtype = r.choice(["f32", "f32", "f64", "f16", "bf16", "i64"])
         if op == "avg_pool3d" and dtype in ("f16", "bf16"):
@@ -238,7 +299,9 @@ def main():
             continue
         bad = r.random() < 0.125
         try:
-            if op.startswith("conv"):
+            if op.startswith("conv_transpose"):
+                c, x, params, call = conv_transpose_case(r, op, d, dtype, bad)
+            elif op.startswith("conv"):
                 c, x, params, call = conv_case(r, op, d, dtype, bad)
             elif op == "unfold":
                 c, x, params, call = unfold_case(r, dtype, bad)

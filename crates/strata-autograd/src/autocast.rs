@@ -100,6 +100,9 @@ pub const POLICIES: &[(&str, CastPolicy)] = &[
     ("conv1d", CastPolicy::LowerPrecision),
     ("conv2d", CastPolicy::LowerPrecision),
     ("conv3d", CastPolicy::LowerPrecision),
+    ("conv_transpose1d", CastPolicy::LowerPrecision),
+    ("conv_transpose2d", CastPolicy::LowerPrecision),
+    ("conv_transpose3d", CastPolicy::LowerPrecision),
     // Attention's GEMMs (its softmax computes in f32 inside the op).
     ("attention", CastPolicy::LowerPrecision),
     // Numerically sensitive ops: f32.
@@ -151,6 +154,9 @@ pub const CPU_POLICIES: &[(&str, CastPolicy)] = &[
     ("conv1d", CastPolicy::LowerPrecision),
     ("conv2d", CastPolicy::LowerPrecision),
     ("conv3d", CastPolicy::LowerPrecision),
+    ("conv_transpose1d", CastPolicy::LowerPrecision),
+    ("conv_transpose2d", CastPolicy::LowerPrecision),
+    ("conv_transpose3d", CastPolicy::LowerPrecision),
     // PyTorch's `scaled_dot_product_attention`.
     ("attention", CastPolicy::LowerPrecision),
     ("cross_entropy", CastPolicy::Fp32),

@@ -118,8 +118,9 @@ pub use ops::{
     acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
 };
 pub use ops::{
-    adaptive_average, adaptive_pool_plan, adaptive_windows, conv_plan, global_mean_dims, pool_plan,
-    AdaptiveDim, ConvOptions, ConvPadding, ConvPlan, PoolKind, PoolOptions, PoolPlan,
+    adaptive_average, adaptive_pool_plan, adaptive_windows, conv_plan, conv_transpose_plan,
+    global_mean_dims, pool_plan, AdaptiveDim, ConvOptions, ConvPadding, ConvPlan,
+    ConvTransposePlan, PoolKind, PoolOptions, PoolPlan,
 };
 pub use ops::{
     batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,

@@ -9,9 +9,9 @@
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{
-    adaptive_average, adaptive_pool_plan, conv_plan, global_mean_dims, pool_plan, with_batch,
-    without_batch, Composite, ConvOptions, DType, Device, PadMode, PoolKind, PoolOptions, Scalar,
-    Tensor,
+    adaptive_average, adaptive_pool_plan, conv_plan, conv_transpose_plan, global_mean_dims,
+    pool_plan, with_batch, without_batch, Composite, ConvOptions, DType, Device, PadMode, PoolKind,
+    PoolOptions, Scalar, Tensor,
 };
 
 impl Var {
@@ -50,6 +50,79 @@ impl Var {
             return Ok(Var::new(failed?));
         }
         plan.convolve(self, weight, bias, self.dtype())
+    }
+
+    fn conv_transpose_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        weight: &Var,
+        bias: Option<&Var>,
+        opts: &ConvOptions,
+    ) -> Result<Var> {
+        let inputs: Vec<&Var> = [Some(self), Some(weight), bias]
+            .into_iter()
+            .flatten()
+            .collect();
+        if let Some(c) = crate::autocast::cast_inputs(op, &inputs)? {
+            let _off = crate::autocast::AutocastGuard::disabled();
+            return c[0].conv_transpose_nd(op, spatial, &c[1], c.get(2), opts);
+        }
+        let plan = conv_transpose_plan(
+            op,
+            spatial,
+            (self.shape(), self.dtype()),
+            (weight.shape(), weight.dtype()),
+            bias.map(|b| (b.shape(), b.dtype())),
+            opts,
+        )?;
+        if self.device() != weight.device() || bias.is_some_and(|b| b.device() != self.device()) {
+            // The tensor form's device error.
+            let (x, w, b) = (self.data(), weight.data(), bias.map(Var::data));
+            let failed = match spatial {
+                1 => x.conv_transpose1d(w, b, opts),
+                2 => x.conv_transpose2d(w, b, opts),
+                _ => x.conv_transpose3d(w, b, opts),
+            };
+            return Ok(Var::new(failed?));
+        }
+        plan.convolve(op, self, weight, bias, self.dtype())
+    }
+
+    /// `F.conv_transpose1d` (see
+    /// [`strata_tensor::Tensor::conv_transpose1d`]); input, weight and
+    /// bias are differentiable.
+    pub fn conv_transpose1d(
+        &self,
+        weight: &Var,
+        bias: Option<&Var>,
+        opts: &ConvOptions,
+    ) -> Result<Var> {
+        self.conv_transpose_nd("conv_transpose1d", 1, weight, bias, opts)
+    }
+
+    /// `F.conv_transpose2d` (see
+    /// [`strata_tensor::Tensor::conv_transpose2d`]); input, weight and
+    /// bias are differentiable. Under autocast it runs in the region's
+    /// low-precision dtype, as PyTorch's.
+    pub fn conv_transpose2d(
+        &self,
+        weight: &Var,
+        bias: Option<&Var>,
+        opts: &ConvOptions,
+    ) -> Result<Var> {
+        self.conv_transpose_nd("conv_transpose2d", 2, weight, bias, opts)
+    }
+
+    /// `F.conv_transpose3d` (see
+    /// [`strata_tensor::Tensor::conv_transpose3d`]).
+    pub fn conv_transpose3d(
+        &self,
+        weight: &Var,
+        bias: Option<&Var>,
+        opts: &ConvOptions,
+    ) -> Result<Var> {
+        self.conv_transpose_nd("conv_transpose3d", 3, weight, bias, opts)
     }
 
     /// `F.conv1d` (see [`strata_tensor::Tensor::conv1d`]); the input,
@@ -193,6 +266,9 @@ impl Composite for Var {
     }
     fn permute(&self, dims: &[i64]) -> Result<Var> {
         Var::permute(self, dims)
+    }
+    fn flip(&self, dims: &[i64]) -> Result<Var> {
+        Var::flip(self, dims)
     }
     fn to_dtype(&self, dtype: DType) -> Result<Var> {
         Var::to_dtype(self, dtype)

@@ -1,4 +1,4 @@
-//! Session 75: convolution (`conv1d/2d/3d`), pooling (`max_pool*d` with
+//! Session 75: convolution (`conv1d/2d/3d`, `conv_transpose1d/2d/3d`), pooling (`max_pool*d` with
 //! indices, `avg_pool*d`, `adaptive_avg_pool*d`) and `unfold`, in their
 //! `Tensor` and `Var` forms, against PyTorch 2.15's CPU
 //! (`benches/anchors/gen_conv_pool_s75.py`: strides, padding explicit,
@@ -36,7 +36,9 @@ fn conv_options(a: &Value) -> ConvOptions {
         Value::String(_) => ConvPadding::Valid,
         p => ConvPadding::Explicit(usizes(p)),
     };
+    let output_padding = a.get("output_padding").map_or(vec![0], usizes);
     ConvOptions::new()
+        .output_padding(&output_padding)
         .stride(&usizes(&a["stride"]))
         .dilation(&usizes(&a["dilation"]))
         .groups(a["groups"].as_u64().unwrap() as usize)
@@ -75,6 +77,15 @@ fn forward(c: &Value, device: Device) -> strata_tensor::Result<(Tensor, Option<T
         "conv1d" => one(x.conv1d(w.as_ref().unwrap(), b.as_ref(), &conv_options(a))),
         "conv2d" => one(x.conv2d(w.as_ref().unwrap(), b.as_ref(), &conv_options(a))),
         "conv3d" => one(x.conv3d(w.as_ref().unwrap(), b.as_ref(), &conv_options(a))),
+        "conv_transpose1d" => {
+            one(x.conv_transpose1d(w.as_ref().unwrap(), b.as_ref(), &conv_options(a)))
+        }
+        "conv_transpose2d" => {
+            one(x.conv_transpose2d(w.as_ref().unwrap(), b.as_ref(), &conv_options(a)))
+        }
+        "conv_transpose3d" => {
+            one(x.conv_transpose3d(w.as_ref().unwrap(), b.as_ref(), &conv_options(a)))
+        }
         "max_pool1d" => both(x.max_pool1d_with_indices(&pool_options(a))),
         "max_pool2d" => both(x.max_pool2d_with_indices(&pool_options(a))),
         "max_pool3d" => both(x.max_pool3d_with_indices(&pool_options(a))),
@@ -105,6 +116,9 @@ fn forward_var(
         "conv1d" => x.conv1d(w.unwrap(), b, &conv_options(a)),
         "conv2d" => x.conv2d(w.unwrap(), b, &conv_options(a)),
         "conv3d" => x.conv3d(w.unwrap(), b, &conv_options(a)),
+        "conv_transpose1d" => x.conv_transpose1d(w.unwrap(), b, &conv_options(a)),
+        "conv_transpose2d" => x.conv_transpose2d(w.unwrap(), b, &conv_options(a)),
+        "conv_transpose3d" => x.conv_transpose3d(w.unwrap(), b, &conv_options(a)),
         "max_pool1d" => x.max_pool1d(&pool_options(a)),
         "max_pool2d" => x.max_pool2d(&pool_options(a)),
         "max_pool3d" => x.max_pool3d(&pool_options(a)),

@@ -55,6 +55,9 @@ pub struct ConvOptions {
     /// Blocked channel groups: input and output channels both divide into
     /// `groups` independent convolutions (PyTorch's default 1).
     pub groups: usize,
+    /// Transposed convolutions only: size added to one side of the output
+    /// (PyTorch's default 0; smaller than the stride or the dilation).
+    pub output_padding: Vec<usize>,
 }
 
 impl Default for ConvOptions {
@@ -64,6 +67,7 @@ impl Default for ConvOptions {
             padding: ConvPadding::Explicit(vec![0]),
             dilation: vec![1],
             groups: 1,
+            output_padding: vec![0],
         }
     }
 }
@@ -101,6 +105,12 @@ impl ConvOptions {
     /// Sets the number of groups.
     pub fn groups(mut self, groups: usize) -> Self {
         self.groups = groups;
+        self
+    }
+
+    /// Sets the output padding (transposed convolutions only).
+    pub fn output_padding(mut self, output_padding: &[usize]) -> Self {
+        self.output_padding = output_padding.to_vec();
         self
     }
 }
@@ -149,6 +159,15 @@ pub fn conv_plan(
     let (x, xd) = input;
     let (w, wd) = weight;
     let batched = is_batched(op, x, spatial)?;
+    if opts.output_padding.iter().any(|&p| p != 0) {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "output_padding {:?} is an option of transposed convolutions only",
+                opts.output_padding
+            ),
+        ));
+    }
     let stride = per_dim(op, "stride", &opts.stride, spatial)?;
     let dilation = per_dim(op, "dilation", &opts.dilation, spatial)?;
     let padding = match &opts.padding {
@@ -187,7 +206,8 @@ pub fn conv_plan(
             ),
         ));
     }
-    if xd != wd || bias.is_some_and(|(_, bd)| bd != xd) {
+    // PyTorch compares the dtypes only where there is work to do.
+    if !x.contains(&0) && (xd != wd || bias.is_some_and(|(_, bd)| bd != xd)) {
         return Err(TensorError::dtype(
             op,
             format!(
@@ -466,5 +486,315 @@ impl Tensor {
         opts: &ConvOptions,
     ) -> Result<Tensor> {
         self.conv_nd("conv3d", 3, weight, bias, opts)
+    }
+}
+
+/// How a transposed convolution becomes a convolution: the input spread by
+/// the stride (zeros between its elements), padded by `dilation * (k - 1) -
+/// padding` (plus `output_padding` after; negative crops), and convolved
+/// with stride 1 by the weight with its channels swapped per group and its
+/// kernel flipped.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvTransposePlan {
+    /// Whether the input has a batch dim.
+    pub batched: bool,
+    /// Per spatial dim: the stride (the spread).
+    pub stride: Vec<usize>,
+    /// The padding of the spread input as [`Tensor::pad`] takes it.
+    pub pad: Vec<i64>,
+    /// `[G, C_in / G, C_out / G, k...]` then the permutation to `[G, C_out
+    /// / G, C_in / G, k...]` and the shape `[C_out, C_in / G, k...]`.
+    pub weight_groups: Vec<i64>,
+    /// The permutation of [`ConvTransposePlan::weight_groups`].
+    pub weight_perm: Vec<i64>,
+    /// The convolution's weight shape.
+    pub weight: Vec<i64>,
+    /// The kernel dims to flip.
+    pub flip: Vec<i64>,
+    /// The convolution's options (stride 1, no padding).
+    pub conv: ConvOptions,
+    /// The computation dtype.
+    pub compute: DType,
+}
+
+/// Checks a transposed convolution's operands as PyTorch 2.15 does and
+/// plans it as a convolution.
+pub fn conv_transpose_plan(
+    op: &'static str,
+    spatial: usize,
+    input: (&[usize], DType),
+    weight: (&[usize], DType),
+    bias: Option<(&[usize], DType)>,
+    opts: &ConvOptions,
+) -> Result<ConvTransposePlan> {
+    let (x, xd) = input;
+    let (w, wd) = weight;
+    let batched = is_batched(op, x, spatial)?;
+    let padding = match &opts.padding {
+        ConvPadding::Explicit(p) => per_dim(op, "padding", p, spatial)?,
+        other => {
+            return Err(TensorError::value(
+                op,
+                format!("transposed convolutions take an explicit padding, not {other:?}"),
+            ))
+        }
+    };
+    let stride = per_dim(op, "stride", &opts.stride, spatial)?;
+    let dilation = per_dim(op, "dilation", &opts.dilation, spatial)?;
+    let output_padding = per_dim(op, "output_padding", &opts.output_padding, spatial)?;
+    if stride.contains(&0) || dilation.contains(&0) || opts.groups == 0 {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "stride {stride:?}, dilation {dilation:?} and groups {} must be positive",
+                opts.groups
+            ),
+        ));
+    }
+    // (Checked only where there is work to do, as PyTorch's.)
+    if let Some(i) = (0..spatial).find(|&i| {
+        !x.contains(&0) && output_padding[i] >= stride[i] && output_padding[i] >= dilation[i]
+    }) {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "output padding must be smaller than either stride or dilation, but got \
+                 output_padding {}, stride {}, dilation {}",
+                output_padding[i], stride[i], dilation[i]
+            ),
+        ));
+    }
+    // PyTorch compares the dtypes only where there is work to do.
+    if !x.contains(&0) && (xd != wd || bias.is_some_and(|(_, bd)| bd != xd)) {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "the input ({xd:?}), weight ({wd:?}) and bias ({:?}) must have one dtype",
+                bias.map(|b| b.1)
+            ),
+        ));
+    }
+    if xd == DType::Bool {
+        return Err(TensorError::unsupported(op, xd));
+    }
+    let groups = opts.groups;
+    if w.len() != spatial + 2 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected a {}-D weight [C_in, C_out / groups, kernel...], but got weight of shape {w:?}",
+                spatial + 2
+            ),
+        ));
+    }
+    let c_in = x[usize::from(batched)];
+    if w[0] != c_in || w[0] % groups != 0 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "given groups={groups}, expected the weight's dim 0 to be the input's {c_in} \
+                 channels and a multiple of {groups}, but got weight of shape {w:?}"
+            ),
+        ));
+    }
+    let c_out = w[1].checked_mul(groups).ok_or_else(|| {
+        TensorError::overflow(op, format!("weight {w:?} with groups={groups} overflows"))
+    })?;
+    if let Some((b, _)) = bias {
+        if b != [c_out] {
+            return Err(TensorError::shape(
+                op,
+                format!("expected the bias to be 1-D with {c_out} elements, but got shape {b:?}"),
+            ));
+        }
+    }
+    let kernel = &w[2..];
+    if kernel.contains(&0) {
+        return Err(TensorError::shape(
+            op,
+            format!("the kernel {kernel:?} (weight shape {w:?}) has an empty spatial dim"),
+        ));
+    }
+    let spatial_in = &x[x.len() - spatial..];
+    let mut pad = Vec::with_capacity(2 * spatial);
+    for i in (0..spatial).rev() {
+        // In i128: no size or option wraps.
+        let reach = dilation[i] as i128 * (kernel[i] as i128 - 1);
+        let before = reach - padding[i] as i128;
+        let after = before + output_padding[i] as i128;
+        let out = (spatial_in[i] as i128 - 1) * stride[i] as i128 - 2 * padding[i] as i128
+            + reach
+            + output_padding[i] as i128
+            + 1;
+        // (An output size of 0 is an empty result on PyTorch's oneDNN path,
+        // which strata follows; its slow path refuses it.)
+        if out < 0 || (out == 0 && spatial_in[i] == 0) {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the output size would be {out} along spatial dim {i} (input {spatial_in:?}, \
+                     kernel {kernel:?}, stride {stride:?}, padding {padding:?}, dilation \
+                     {dilation:?}, output_padding {output_padding:?})"
+                ),
+            ));
+        }
+        let fits = |v: i128| {
+            i64::try_from(v)
+                .ok()
+                .filter(|v| v.unsigned_abs() <= shape::MAX_NUMEL as u64)
+        };
+        match (fits(before), fits(after), fits(out)) {
+            (Some(b), Some(a), Some(_)) => pad.extend([b, a]),
+            _ => {
+                return Err(TensorError::overflow(
+                    op,
+                    format!(
+                        "the options {opts:?} give sizes beyond {}",
+                        shape::MAX_NUMEL
+                    ),
+                ))
+            }
+        }
+    }
+    let g = groups as i64;
+    let (ci, co) = (c_in as i64, c_out as i64);
+    let ks: Vec<i64> = kernel.iter().map(|&k| k as i64).collect();
+    let mut weight_groups = vec![g, ci / g, co / g];
+    weight_groups.extend(&ks);
+    let mut weight_perm = vec![0, 2, 1];
+    weight_perm.extend((3..3 + spatial as i64).collect::<Vec<_>>());
+    let mut weight_shape = vec![co, ci / g];
+    weight_shape.extend(&ks);
+    Ok(ConvTransposePlan {
+        batched,
+        stride,
+        pad,
+        weight_groups,
+        weight_perm,
+        weight: weight_shape,
+        flip: (2..2 + spatial as i64).collect(),
+        conv: ConvOptions::new().dilation(&dilation).groups(groups),
+        compute: if xd.is_float() { acc_dtype(xd) } else { xd },
+    })
+}
+
+impl ConvTransposePlan {
+    /// The transposed convolution of `x` by `weight` and `bias` (the
+    /// operands this plan checked; `Tensor`s or `Var`s), rounded to `dtype`.
+    pub fn convolve<T: Composite>(
+        &self,
+        op: &'static str,
+        x: &T,
+        weight: &T,
+        bias: Option<&T>,
+        dtype: DType,
+    ) -> std::result::Result<T, T::Error> {
+        let spatial = self.stride.len();
+        let mut u = with_batch(x, self.batched)?.to_dtype(self.compute)?;
+        // Zeros between the elements: each spatial dim gets a new dim of
+        // `stride` after it (the element, then `stride - 1` zeros), merged,
+        // the trailing zeros cut.
+        for (i, &s) in self.stride.iter().enumerate() {
+            if s == 1 {
+                continue;
+            }
+            let d = 2 + i;
+            let len = u.shape()[d];
+            let mut pad = vec![0i64; 2 * (spatial - i)];
+            pad[2 * (spatial - i) - 1] = s as i64 - 1;
+            let mut merged: Vec<i64> = u.shape().iter().map(|&n| n as i64).collect();
+            merged[d] = (len * s) as i64;
+            u = u
+                .unsqueeze(d as i64 + 1)?
+                .pad_with(&pad, Scalar::Int(0))?
+                .reshape(&merged)?
+                .narrow(d as i64, 0, ((len.max(1) - 1) * s + 1).min(len * s) as i64)?;
+        }
+        let u = u.pad_with(&self.pad, Scalar::Int(0))?;
+        let w = weight
+            .to_dtype(self.compute)?
+            .reshape(&self.weight_groups)?
+            .permute(&self.weight_perm)?
+            .reshape(&self.weight)?
+            .flip(&self.flip)?;
+        let b = bias.map(|b| b.to_dtype(self.compute)).transpose()?;
+        let plan = conv_plan(
+            op,
+            spatial,
+            (u.shape(), self.compute),
+            (w.shape(), self.compute),
+            b.as_ref().map(|b| (b.shape(), self.compute)),
+            &self.conv,
+        )?;
+        without_batch(plan.convolve(&u, &w, b.as_ref(), dtype)?, self.batched)
+    }
+}
+
+impl Tensor {
+    fn conv_transpose_nd(
+        &self,
+        op: &'static str,
+        spatial: usize,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        let plan = conv_transpose_plan(
+            op,
+            spatial,
+            (self.shape(), self.dtype()),
+            (weight.shape(), weight.dtype()),
+            bias.map(|b| (b.shape(), b.dtype())),
+            opts,
+        )?;
+        same_device(op, self, weight)?;
+        if let Some(b) = bias {
+            same_device(op, self, b)?;
+        }
+        plan.convolve(op, self, weight, bias, self.dtype())
+    }
+
+    /// `F.conv_transpose1d(input, weight, bias, stride, padding,
+    /// output_padding, groups, dilation)`: weight `[C_in, C_out / groups,
+    /// k]` (see [`ConvTransposePlan`] for how it computes).
+    pub fn conv_transpose1d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        self.conv_transpose_nd("conv_transpose1d", 1, weight, bias, opts)
+    }
+
+    /// `F.conv_transpose2d`: weight `[C_in, C_out / groups, kH, kW]`; the
+    /// output is `(H - 1) * stride - 2 * padding + dilation * (k - 1) +
+    /// output_padding + 1` high (and so wide).
+    ///
+    /// ```
+    /// use strata_tensor::{ConvOptions, DType, Device, Tensor};
+    /// let x = Tensor::ones(&[1, 1, 2, 2], DType::F32, Device::Cpu)?;
+    /// let w = Tensor::ones(&[1, 1, 2, 2], DType::F32, Device::Cpu)?;
+    /// let y = x.conv_transpose2d(&w, None, &ConvOptions::new().stride(&[2]))?;
+    /// assert_eq!(y.shape(), &[1, 1, 4, 4]); // each input element spreads over its own 2 x 2
+    /// assert_eq!(y.sum(None, false)?.item::<f32>()?, 16.0);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn conv_transpose2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        self.conv_transpose_nd("conv_transpose2d", 2, weight, bias, opts)
+    }
+
+    /// `F.conv_transpose3d`: weight `[C_in, C_out / groups, kD, kH, kW]`.
+    pub fn conv_transpose3d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        opts: &ConvOptions,
+    ) -> Result<Tensor> {
+        self.conv_transpose_nd("conv_transpose3d", 3, weight, bias, opts)
     }
 }

@@ -13,7 +13,9 @@ mod pool;
 mod similarity;
 mod spaced;
 pub(crate) mod windows;
-pub use conv::{conv_plan, ConvOptions, ConvPadding, ConvPlan};
+pub use conv::{
+    conv_plan, conv_transpose_plan, ConvOptions, ConvPadding, ConvPlan, ConvTransposePlan,
+};
 pub use pool::{
     adaptive_average, adaptive_pool_plan, adaptive_windows, global_mean_dims, pool_plan,
     AdaptiveDim, PoolKind, PoolOptions, PoolPlan,

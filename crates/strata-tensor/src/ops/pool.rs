@@ -555,8 +555,9 @@ pub fn adaptive_pool_plan(
     output_size: &[usize],
 ) -> Result<(bool, Vec<usize>)> {
     let out = per_dim(op, "output_size", output_size, spatial)?;
-    // PyTorch dispatches on the dtype only where there is work to do.
-    if !dtype.is_float() && !shape.contains(&0) {
+    // PyTorch dispatches on the dtype only where there is work to do (its
+    // 3-D form always).
+    if !dtype.is_float() && (spatial == 3 || !shape.contains(&0)) {
         return Err(TensorError::unsupported(op, dtype));
     }
     let batched = is_batched(op, shape, spatial)?;

@@ -38,6 +38,8 @@ pub trait Composite: Clone + Sized {
     fn reshape(&self, shape: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::permute`].
     fn permute(&self, dims: &[i64]) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::flip`].
+    fn flip(&self, dims: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::to_dtype`].
     fn to_dtype(&self, dtype: DType) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::pad`] with a constant.
@@ -105,6 +107,9 @@ impl Composite for Tensor {
     }
     fn permute(&self, dims: &[i64]) -> Result<Tensor> {
         Tensor::permute(self, dims)
+    }
+    fn flip(&self, dims: &[i64]) -> Result<Tensor> {
+        Tensor::flip(self, dims)
     }
     fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         Tensor::to_dtype(self, dtype)
