@@ -1,5 +1,6 @@
-//! `Conv1d`, `Conv2d` and `Conv3d`: convolution layers with PyTorch's
-//! initialisation (see [`Var::conv2d`] for the computation).
+//! `Conv1d/2d/3d` and `ConvTranspose1d/2d/3d`: convolution layers with
+//! PyTorch's initialisation (see [`Var::conv2d`] and
+//! [`Var::conv_transpose2d`] for the computations).
 
 use super::linear::uniform;
 use super::{visit_weight_bias, visit_weight_bias_mut, Module};
@@ -9,8 +10,8 @@ use strata_tensor::{ConvOptions, Device};
 
 /// Declares a convolution layer with `$d` spatial dims.
 macro_rules! conv_layer {
-    ($name:ident, $d:literal, $func:ident, $example_in:literal, $example_out:literal) => {
-        #[doc = concat!("A convolution layer (PyTorch's `nn.", stringify!($name), "`): weight `[out_channels, in_channels / groups, kernel...]` (", stringify!($d), " kernel dims), optional bias `[out_channels]`, and the stride, padding, dilation and groups of its [`ConvOptions`].")]
+    ($name:ident, $d:literal, $func:ident, $transposed:literal, $example_in:literal, $example_out:literal) => {
+        #[doc = concat!("A convolution layer (PyTorch's `nn.", stringify!($name), "`) with ", stringify!($d), " kernel dims: weight `[out_channels, in_channels / groups, kernel...]` (transposed: `[in_channels, out_channels / groups, kernel...]`), optional bias `[out_channels]`, and the stride, padding, dilation, groups (and a transposed layer's output padding) of its [`ConvOptions`].")]
         ///
         /// ```
         /// use strata_autograd::nn::{Module, self};
@@ -36,8 +37,9 @@ macro_rules! conv_layer {
         impl $name {
             /// A layer with PyTorch's initialisation, f32 on `device`: the
             /// weight Kaiming-uniform with `a = sqrt(5)`, which is
-            /// `Uniform(±1/sqrt(fan_in))` for `fan_in = in_channels / groups
-            /// * prod(kernel_size)`, and the bias `Uniform(±1/sqrt(fan_in))`.
+            /// `Uniform(±1/sqrt(fan_in))` for `fan_in` the weight's dim 1
+            /// times `prod(kernel_size)`, and the bias
+            /// `Uniform(±1/sqrt(fan_in))`.
             /// `kernel_size` holds one size for every dim or one per dim.
             pub fn new(
                 in_channels: usize,
@@ -72,7 +74,11 @@ macro_rules! conv_layer {
                         ),
                     });
                 }
-                let mut shape = vec![out_channels, in_channels / groups];
+                let mut shape = if $transposed {
+                    vec![in_channels, out_channels / groups]
+                } else {
+                    vec![out_channels, in_channels / groups]
+                };
                 shape.extend(&kernel);
                 let fan_in: usize = shape[1..].iter().product();
                 let bound = if fan_in == 0 {
@@ -124,6 +130,30 @@ macro_rules! conv_layer {
     };
 }
 
-conv_layer!(Conv1d, 1, conv1d, "[2, 4, 10]", "[2, 6, 10]");
-conv_layer!(Conv2d, 2, conv2d, "[2, 4, 5, 5]", "[2, 6, 5, 5]");
-conv_layer!(Conv3d, 3, conv3d, "[4, 3, 3, 3]", "[6, 3, 3, 3]");
+conv_layer!(Conv1d, 1, conv1d, false, "[2, 4, 10]", "[2, 6, 10]");
+conv_layer!(Conv2d, 2, conv2d, false, "[2, 4, 5, 5]", "[2, 6, 5, 5]");
+conv_layer!(Conv3d, 3, conv3d, false, "[4, 3, 3, 3]", "[6, 3, 3, 3]");
+conv_layer!(
+    ConvTranspose1d,
+    1,
+    conv_transpose1d,
+    true,
+    "[2, 4, 10]",
+    "[2, 6, 10]"
+);
+conv_layer!(
+    ConvTranspose2d,
+    2,
+    conv_transpose2d,
+    true,
+    "[2, 4, 5, 5]",
+    "[2, 6, 5, 5]"
+);
+conv_layer!(
+    ConvTranspose3d,
+    3,
+    conv_transpose3d,
+    true,
+    "[4, 3, 3, 3]",
+    "[6, 3, 3, 3]"
+);

@@ -1,7 +1,8 @@
 //! Building blocks for models (PyTorch's `torch.nn`): the [`Module`] trait
 //! (parameters by name, moving to a device and dtype, train/eval) and layers
 //! ([`Linear`], [`LayerNorm`], [`Embedding`], [`Conv1d`], [`Conv2d`], [`Conv3d`],
-//! [`BatchNorm1d`], [`BatchNorm2d`], [`BatchNorm3d`]).
+//! [`ConvTranspose1d`], [`ConvTranspose2d`], [`ConvTranspose3d`], [`BatchNorm1d`],
+//! [`BatchNorm2d`], [`BatchNorm3d`]).
 //!
 //! A module owns its parameters as [`Var`] leaves; a model is a struct of
 //! modules whose [`Module::visit`] calls each child with a dotted prefix, so
@@ -16,7 +17,7 @@ mod layer_norm;
 mod linear;
 
 pub use batch_norm::{BatchNorm1d, BatchNorm2d, BatchNorm3d};
-pub use conv::{Conv1d, Conv2d, Conv3d};
+pub use conv::{Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d};
 pub use embedding::Embedding;
 pub use layer_norm::LayerNorm;
 pub use linear::Linear;

@@ -243,6 +243,22 @@ fn conv2d_layer_initialises_and_learns() {
     assert!(w.iter().all(|v| v.abs() <= bound) && w.iter().any(|&v| v != w[0]));
     assert!(Conv2d::new(3, 4, &[3], ConvOptions::new().groups(2), true, Device::Cpu).is_err());
     assert!(Conv2d::new(2, 4, &[3, 3, 3], ConvOptions::new(), true, Device::Cpu).is_err());
+    // A transposed layer's weight is [in, out / groups, k...], its fan-in
+    // the weight's dim 1 times the kernel, as PyTorch's.
+    let up = strata_autograd::nn::ConvTranspose2d::new(
+        2,
+        4,
+        &[3],
+        ConvOptions::new().groups(2).stride(&[2]),
+        true,
+        Device::Cpu,
+    )
+    .unwrap();
+    assert_eq!(up.weight.shape(), &[2, 2, 3, 3]);
+    let bound = 1.0 / ((2 * 9) as f64).sqrt();
+    assert!(f64s(up.weight.data()).iter().all(|v| v.abs() <= bound));
+    let x = Var::new(Tensor::ones(&[1, 2, 4, 4], DType::F32, Device::Cpu).unwrap());
+    assert_eq!(up.forward(&x).unwrap().shape(), &[1, 4, 9, 9]);
 
     let x = Tensor::randn(&[4, 2, 6, 6], DType::F32, 7, Device::Cpu).unwrap();
     let target_w = Tensor::randn(&[3, 2, 3, 3], DType::F32, 8, Device::Cpu).unwrap();
