@@ -284,3 +284,61 @@ fn extreme_sizes_are_typed_errors_or_empty() {
     assert!(x.unfold(0, i64::MAX, 1).is_err() && x.unfold(0, 1, i64::MIN).is_err());
     assert!(x.unfold(i64::MIN, 1, 1).is_err());
 }
+
+fn hostile_size() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        4 => 0usize..5,
+        1 => Just(usize::MAX),
+        1 => Just(usize::MAX / 2),
+        1 => Just(1usize << 40),
+        1 => Just(i64::MAX as usize),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any options on any small input: a result or a typed error, never a
+    /// panic (the test would fail) or a wrapped size.
+    #[test]
+    fn conv_pool_and_friends_never_panic(
+        shape in proptest::collection::vec(0usize..4, 0..6),
+        k in proptest::collection::vec(hostile_size(), 1..4),
+        stride in proptest::collection::vec(hostile_size(), 1..4),
+        pad in proptest::collection::vec(hostile_size(), 1..4),
+        dil in proptest::collection::vec(hostile_size(), 1..4),
+        groups in hostile_size(),
+        ceil in any::<bool>(),
+        out in proptest::collection::vec(hostile_size(), 1..4),
+        dtype in prop_oneof![Just(DType::F32), Just(DType::I64), Just(DType::BF16), Just(DType::Bool)],
+        unfold in (-8i64..8, -3i64..8, -2i64..4),
+    ) {
+        let x = Tensor::zeros(&shape, dtype, Device::Cpu).unwrap();
+        let mut wshape = vec![2usize, 1];
+        wshape.extend(k.iter().map(|&v| v.min(3)));
+        let w = Tensor::zeros(&wshape, dtype, Device::Cpu).unwrap();
+        let conv = ConvOptions::new().stride(&stride).padding(&pad).dilation(&dil).groups(groups);
+        let _ = x.conv1d(&w, None, &conv);
+        let _ = x.conv2d(&w, None, &conv);
+        let _ = x.conv3d(&w, None, &conv);
+        let _ = x.conv_transpose1d(&w, None, &conv.clone().output_padding(&out));
+        let _ = x.conv_transpose2d(&w, None, &conv.clone().output_padding(&out));
+        let pool = PoolOptions::new(&k).stride(&stride).padding(&pad).dilation(&dil).ceil_mode(ceil);
+        let _ = x.max_pool1d_with_indices(&pool);
+        let _ = x.max_pool2d_with_indices(&pool);
+        let _ = x.max_pool3d(&pool);
+        let _ = x.avg_pool1d(&PoolOptions::new(&k).stride(&stride).padding(&pad).ceil_mode(ceil));
+        let _ = x.avg_pool2d(&PoolOptions::new(&k).stride(&stride).padding(&pad).divisor_override(-3));
+        let _ = x.avg_pool3d(&PoolOptions::new(&k).padding(&pad));
+        let _ = x.adaptive_avg_pool1d(&out);
+        let _ = x.adaptive_avg_pool2d(&out);
+        let _ = x.adaptive_avg_pool3d(&out);
+        let _ = x.unfold(unfold.0, unfold.1, unfold.2);
+        let rm = Tensor::zeros(&[shape.get(1).copied().unwrap_or(0)], DType::F32, Device::Cpu).unwrap();
+        let _ = x.batch_norm(Some(&rm), Some(&rm), None, None, ceil, 0.1, 1e-5);
+        let _ = x.one_hot(out.first().copied());
+        let _ = x.cosine_similarity(&w, unfold.0, 1e-8);
+        let _ = x.pairwise_distance(&w, 2.0, 1e-6, ceil);
+        let _ = Tensor::linspace(-1.0, 1.0, out[0].min(1 << 12), Some(dtype), Device::Cpu);
+    }
+}
