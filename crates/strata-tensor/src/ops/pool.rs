@@ -689,7 +689,7 @@ impl Tensor {
     fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Tensor> {
         let plan = pool_plan(op, PoolKind::Avg, spatial, self.shape(), self.dtype(), opts)?;
         if self.numel() == 0 {
-            return self.empty_pooled(plan.batched, &plan.out);
+            return self.empty_pooled(&plan.out);
         }
         if plan.compute.is_float() {
             return plan.average(self, opts, self.dtype());
@@ -716,17 +716,16 @@ impl Tensor {
         let (batched, out) =
             adaptive_pool_plan(op, spatial, self.shape(), self.dtype(), output_size)?;
         if self.numel() == 0 || out.contains(&0) {
-            return self.empty_pooled(batched, &out);
+            return self.empty_pooled(&out);
         }
         adaptive_average(op, self, batched, &out, self.dtype())
     }
 
     /// The empty result of a pooling of an empty input (or to an empty
     /// size): `[N, C, out...]` in the input's dtype.
-    fn empty_pooled(&self, batched: bool, out: &[usize]) -> Result<Tensor> {
+    fn empty_pooled(&self, out: &[usize]) -> Result<Tensor> {
         let mut shape = self.shape()[..self.ndim() - out.len()].to_vec();
         shape.extend(out);
-        let _ = batched;
         Tensor::zeros(&shape, self.dtype(), self.device())
     }
 }
