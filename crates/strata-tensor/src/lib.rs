@@ -118,15 +118,16 @@ pub use ops::{
     acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
 };
 pub use ops::{
-    adaptive_average, adaptive_pool_plan, adaptive_windows, conv_plan, conv_transpose_plan,
-    global_mean_dims, pool_plan, AdaptiveDim, ConvOptions, ConvPadding, ConvPlan,
-    ConvTransposePlan, PoolKind, PoolOptions, PoolPlan,
+    adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, conv_plan,
+    conv_transpose_plan, global_mean_dims, pool_plan, AdaptiveDim, ConvOptions, ConvPadding,
+    ConvPlan, ConvTransposePlan, PoolKind, PoolOptions, PoolPlan,
 };
 pub use ops::{
     batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,
     RmsNormPlan, SELU_ALPHA, SELU_SCALE,
 };
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
+pub use ops::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
 pub use ops::{take_windows, with_batch, without_batch, Composite};
 pub use ops::{PadMode, Repeats};
 pub use scalar::Scalar;

@@ -9,8 +9,8 @@
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{
-    adaptive_average, adaptive_pool_plan, conv_plan, conv_transpose_plan, global_mean_dims,
-    pool_plan, with_batch, without_batch, Composite, ConvOptions, DType, Device, PadMode, PoolKind,
+    adaptive_pool, conv_plan, conv_transpose_plan, interpolate_plan, pool_plan, with_batch,
+    without_batch, Composite, ConvOptions, DType, Device, InterpolateOptions, PadMode, PoolKind,
     PoolOptions, Scalar, Tensor,
 };
 
@@ -125,6 +125,13 @@ impl Var {
         self.conv_transpose_nd("conv_transpose3d", 3, weight, bias, opts)
     }
 
+    /// `F.interpolate` (see [`strata_tensor::Tensor::interpolate`]):
+    /// recorded as its gathers and weighted sums (or its adaptive average
+    /// pooling for `area`), so the input's gradient is PyTorch's.
+    pub fn interpolate(&self, opts: &InterpolateOptions) -> Result<Var> {
+        interpolate_plan(self.shape(), self.dtype(), opts)?.resize(self)
+    }
+
     /// `F.conv1d` (see [`strata_tensor::Tensor::conv1d`]); the input,
     /// weight and bias are all differentiable.
     pub fn conv1d(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
@@ -215,21 +222,7 @@ impl Var {
         spatial: usize,
         output_size: &[usize],
     ) -> Result<Var> {
-        if let Some(dims) = global_mean_dims(op, spatial, self.ndim(), output_size)? {
-            return self.mean(Some(&dims), true);
-        }
-        let (batched, out) =
-            adaptive_pool_plan(op, spatial, self.shape(), self.dtype(), output_size)?;
-        if out.contains(&0) || !self.dtype().is_float() {
-            // Nothing to differentiate: the tensor form's empty result.
-            let x = self.data();
-            return Ok(Var::new(match spatial {
-                1 => x.adaptive_avg_pool1d(output_size),
-                2 => x.adaptive_avg_pool2d(output_size),
-                _ => x.adaptive_avg_pool3d(output_size),
-            }?));
-        }
-        adaptive_average(op, self, batched, &out, self.dtype())
+        adaptive_pool(op, spatial, self, output_size)
     }
 }
 

@@ -61,6 +61,7 @@ mod hostile_sweep_s52b;
 mod hostile_sweep_s53b;
 mod hostile_sweep_s54c;
 mod inplace_views;
+mod interpolate_s75;
 mod kl_normalize_s74;
 mod layer_norm_bw_s56;
 mod losses_grad_s74;

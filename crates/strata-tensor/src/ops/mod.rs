@@ -9,16 +9,18 @@ pub use activations::{SELU_ALPHA, SELU_SCALE};
 mod float_classes;
 // ---- session 75: convolution and pooling ----
 pub(crate) mod conv;
+mod interpolate;
 mod pool;
 mod similarity;
+pub use interpolate::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
 mod spaced;
 pub(crate) mod windows;
 pub use conv::{
     conv_plan, conv_transpose_plan, ConvOptions, ConvPadding, ConvPlan, ConvTransposePlan,
 };
 pub use pool::{
-    adaptive_average, adaptive_pool_plan, adaptive_windows, global_mean_dims, pool_plan,
-    AdaptiveDim, PoolKind, PoolOptions, PoolPlan,
+    adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, global_mean_dims,
+    pool_plan, AdaptiveDim, PoolKind, PoolOptions, PoolPlan,
 };
 pub use windows::{take_windows, with_batch, without_batch, Composite};
 pub(crate) mod math;

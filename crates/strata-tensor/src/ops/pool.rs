@@ -487,6 +487,34 @@ fn try_reserve<T>(op: &'static str, v: &mut Vec<T>, n: usize) -> Result<()> {
         .map_err(|_| TensorError::overflow(op, format!("{n} windows do not fit in host memory")))
 }
 
+/// `F.adaptive_avg_pool{spatial}d(x, output_size)` of `x` (a `Tensor` or
+/// a `Var`): PyTorch's global-mean shortcut for an output of 1, its checks
+/// ([`adaptive_pool_plan`]), an empty result for an empty input or output,
+/// else [`adaptive_average`].
+pub fn adaptive_pool<T: Composite>(
+    op: &'static str,
+    spatial: usize,
+    x: &T,
+    output_size: &[usize],
+) -> std::result::Result<T, T::Error> {
+    let shape = x.shape();
+    if let Some(dims) = global_mean_dims(op, spatial, shape.len(), output_size)? {
+        return x.mean(&dims, true);
+    }
+    let (batched, out) = adaptive_pool_plan(op, spatial, shape, x.dtype(), output_size)?;
+    if shape.contains(&0) || out.contains(&0) {
+        // Nothing to average: the empty result, still a function of `x`
+        // (element 0 of each spatial dim, `out` times).
+        let mut y = x.clone();
+        for (i, &o) in out.iter().enumerate() {
+            let at = Tensor::zeros(&[o], DType::I64, x.device())?;
+            y = y.index_select((shape.len() - spatial + i) as i64, &at)?;
+        }
+        return Ok(y);
+    }
+    adaptive_average(op, x, batched, &out, x.dtype())
+}
+
 /// Adaptive average pooling of a float input `x` (a `Tensor` or a `Var`)
 /// that [`adaptive_pool_plan`] checked to `out` per spatial dim, in the
 /// computation dtype, rounded to `dtype`: each dim in turn, its windows'
@@ -557,7 +585,7 @@ pub fn adaptive_pool_plan(
     let out = per_dim(op, "output_size", output_size, spatial)?;
     // PyTorch dispatches on the dtype only where there is work to do (its
     // 3-D form always).
-    if !dtype.is_float() && (spatial == 3 || !shape.contains(&0)) {
+    if !dtype.is_float() && (spatial == 3 || !(shape.contains(&0) || out.contains(&0))) {
         return Err(TensorError::unsupported(op, dtype));
     }
     let batched = is_batched(op, shape, spatial)?;
@@ -710,15 +738,7 @@ impl Tensor {
         spatial: usize,
         output_size: &[usize],
     ) -> Result<Tensor> {
-        if let Some(dims) = global_mean_dims(op, spatial, self.ndim(), output_size)? {
-            return self.mean(Some(&dims), true);
-        }
-        let (batched, out) =
-            adaptive_pool_plan(op, spatial, self.shape(), self.dtype(), output_size)?;
-        if self.numel() == 0 || out.contains(&0) {
-            return self.empty_pooled(&out);
-        }
-        adaptive_average(op, self, batched, &out, self.dtype())
+        adaptive_pool(op, spatial, self, output_size)
     }
 
     /// The empty result of a pooling of an empty input (or to an empty
