@@ -15,7 +15,7 @@ use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::nn::acc_dtype;
 use crate::ops::pool::adaptive_pool;
-use crate::ops::windows::Composite;
+use crate::ops::windows::{per_dim, Composite};
 use crate::tensor::Tensor;
 
 /// How `F.interpolate` resizes.
@@ -185,14 +185,14 @@ pub fn interpolate_plan(
             ))
         }
         (Some(size), None) => {
-            let size = per_dim_of(OP, "size", size, spatial)?;
+            let size = per_dim(OP, "size", size, spatial)?;
             (
                 size.iter().map(|&s| s as i128).collect(),
                 vec![None; spatial],
             )
         }
         (None, Some(f)) => {
-            let f = per_dim_of(OP, "scale_factor", f, spatial)?;
+            let f = per_dim(OP, "scale_factor", f, spatial)?;
             let out: Vec<i128> = (0..spatial)
                 .map(|i| {
                     let o = (input[i] as f64 * f[i]).floor();
@@ -335,26 +335,6 @@ pub fn interpolate_plan(
             dtype
         },
     })
-}
-
-/// One value per spatial dim from an int-or-tuple list.
-fn per_dim_of<V: Copy + std::fmt::Debug>(
-    op: &'static str,
-    name: &str,
-    values: &[V],
-    spatial: usize,
-) -> Result<Vec<V>> {
-    match values.len() {
-        1 => Ok(vec![values[0]; spatial]),
-        n if n == spatial => Ok(values.to_vec()),
-        _ => Err(TensorError::shape(
-            op,
-            format!(
-                "the input has {spatial} spatial dims, but {name} {values:?} gives {}",
-                values.len()
-            ),
-        )),
-    }
 }
 
 impl InterpolatePlan {

@@ -225,12 +225,12 @@ pub(crate) fn is_batched(op: &'static str, shape: &[usize], spatial: usize) -> R
 
 /// One value per spatial dim from an int-or-tuple list (PyTorch's
 /// `expand_param_if_needed`).
-pub(crate) fn per_dim(
+pub(crate) fn per_dim<V: Copy + std::fmt::Debug>(
     op: &'static str,
     name: &str,
-    values: &[usize],
+    values: &[V],
     spatial: usize,
-) -> Result<Vec<usize>> {
+) -> Result<Vec<V>> {
     match values.len() {
         1 => Ok(vec![values[0]; spatial]),
         n if n == spatial => Ok(values.to_vec()),
