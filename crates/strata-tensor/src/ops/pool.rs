@@ -23,9 +23,7 @@ use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::nn::acc_dtype;
 use crate::ops::shape_ops::PadMode;
-use crate::ops::windows::{
-    is_batched, per_dim, take_windows, with_batch, without_batch, Composite,
-};
+use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Composite};
 use crate::ops::RoundingMode;
 use crate::scalar::Scalar;
 use crate::shape;
@@ -303,18 +301,6 @@ pub fn pool_plan(
 }
 
 impl PoolPlan {
-    /// The windows of `x` (`[N, C, spatial...]`, padded by [`PoolPlan::pad`]):
-    /// `[N, C, O..., K...]`, a view (of a `Tensor` or a `Var`).
-    pub fn windows_of<T: Composite>(&self, x: &T) -> std::result::Result<T, T::Error> {
-        take_windows(x, &self.windows, Some(&self.out))
-    }
-
-    /// The window dims of [`PoolPlan::windows_of`]'s result.
-    pub fn window_dims(&self) -> Vec<i64> {
-        let spatial = self.out.len();
-        (0..spatial).map(|i| (2 + spatial + i) as i64).collect()
-    }
-
     /// Average pooling of a float input `x` (the one this plan checked; a
     /// `Tensor` or a `Var`): the zero-padded windows' sums in the
     /// computation dtype over [`PoolPlan::avg_divisor`], rounded to `dtype`.
@@ -327,10 +313,7 @@ impl PoolPlan {
         let x = with_batch(x, self.batched)?.to_dtype(self.compute)?;
         let xp = x.pad_with(&self.pad, Scalar::Int(0))?;
         let div = self.avg_divisor(opts, x.device())?.to_dtype(self.compute)?;
-        let y = self
-            .windows_of(&xp)?
-            .sum(&self.window_dims())?
-            .div_by(&div)?;
+        let y = self.window_sums(&xp)?.div_by(&div)?;
         without_batch(y.to_dtype(dtype)?, self.batched)
     }
 
@@ -340,9 +323,21 @@ impl PoolPlan {
     /// position inside the padding's far edge, `Σ first_d * stride_d`; `None`
     /// where every window holds an element.
     pub fn empty_windows(&self) -> Option<Vec<Option<i64>>> {
+        let first = self.first_positions();
+        first.iter().any(|&(_, real)| !real).then(|| {
+            first
+                .iter()
+                .map(|&(i, real)| (!real).then_some(i))
+                .collect()
+        })
+    }
+
+    /// Each window's first position at or past the input's start (past the
+    /// left padding, by the dilation), as a flat index into the input's
+    /// spatial dims (`Σ first_d * stride_d`), and whether it holds an input
+    /// element: where PyTorch's max pooling starts its index.
+    pub fn first_positions(&self) -> Vec<(i64, bool)> {
         let spatial = self.out.len();
-        // Per dim and window: the first position at or after 0, and whether
-        // it is inside the input.
         let per_dim: Vec<Vec<(i64, bool)>> = (0..spatial)
             .map(|i| {
                 let (k, p) = self.kernel[i];
@@ -352,33 +347,66 @@ impl PoolPlan {
                     .map(|o| {
                         let mut start = o * s - p as i64;
                         let end = (start + (k as i64 - 1) * d + 1).min(l);
-                        while start < 0 {
-                            start += d;
+                        if start < 0 {
+                            start += (-start + d - 1) / d * d;
                         }
                         (start, start < end)
                     })
                     .collect()
             })
             .collect();
-        if per_dim.iter().all(|w| w.iter().all(|&(_, real)| real)) {
-            return None;
-        }
         let n: usize = self.out.iter().product();
-        Some(
-            (0..n)
-                .map(|flat| {
-                    let (mut rest, mut index, mut stride, mut empty) = (flat, 0i64, 1i64, false);
-                    for i in (0..spatial).rev() {
-                        let (first, real) = per_dim[i][rest % self.out[i]];
-                        rest /= self.out[i];
-                        empty |= !real;
-                        index += first * stride;
-                        stride *= self.input[i] as i64;
-                    }
-                    empty.then_some(index)
-                })
-                .collect(),
-        )
+        (0..n)
+            .map(|flat| {
+                let (mut rest, mut index, mut stride, mut real) = (flat, 0i64, 1i64, true);
+                for i in (0..spatial).rev() {
+                    let (first, inside) = per_dim[i][rest % self.out[i]];
+                    rest /= self.out[i];
+                    real &= inside;
+                    index += first * stride;
+                    stride *= self.input[i] as i64;
+                }
+                (index, real)
+            })
+            .collect()
+    }
+
+    /// Each window's sum: its elements added in its scan order (PyTorch's),
+    /// one strided view per kernel offset (a reduction over an unfolded
+    /// view's window dims was 180 x slower on an H100, session 75).
+    pub fn window_sums<T: Composite>(&self, xp: &T) -> std::result::Result<T, T::Error> {
+        let mut views = self.offset_views(xp)?.into_iter();
+        let first = views.next().ok_or_else(|| {
+            TensorError::value("avg_pool", "the kernel has no element (a size of 0)")
+        })?;
+        views.try_fold(first, |acc, v| acc.add(&v))
+    }
+
+    /// The element at each kernel offset of every window of `xp` (padded by
+    /// [`PoolPlan::pad`]), in the windows' scan order (row-major over the
+    /// kernel): `prod(kernel)` strided views `[N, C, out...]`.
+    pub fn offset_views<T: Composite>(&self, xp: &T) -> std::result::Result<Vec<T>, T::Error> {
+        let spatial = self.out.len();
+        let kernel: Vec<usize> = self.kernel.iter().map(|&(k, _)| k).collect();
+        let count: usize = kernel.iter().product();
+        (0..count)
+            .map(|flat| {
+                let mut rest = flat;
+                let mut offset = vec![0usize; spatial];
+                for i in (0..spatial).rev() {
+                    offset[i] = rest % kernel[i];
+                    rest /= kernel[i];
+                }
+                let mut v = xp.clone();
+                for i in 0..spatial {
+                    let (_, s, d) = self.windows[i];
+                    let d_i = (2 + i) as i64;
+                    let span = (self.out[i] as i64 - 1) * s + 1;
+                    v = v.narrow(d_i, offset[i] as i64 * d, span)?.every(d_i, s)?;
+                }
+                Ok(v)
+            })
+            .collect()
     }
 
     /// [`PoolPlan::empty_windows`] as tensors of the output's spatial shape:
@@ -652,66 +680,33 @@ impl Tensor {
             Scalar::Int(i64::MIN)
         };
         let xp = x.pad(&plan.pad, PadMode::Constant(lowest))?;
-        let k: i64 = plan.kernel.iter().map(|&(k, _)| k as i64).product();
-        let mut flat = plan.out_shape(n, c);
-        flat.push(k);
-        let w = plan.windows_of(&xp)?.reshape(&flat)?;
-        let mut flat_pos = plan.out_shape(1, 1);
-        flat_pos.push(k);
-        let p = plan.windows_of(&positions)?.reshape(&flat_pos)?;
-        // PyTorch's loop keeps the first maximum, moves to any NaN (so the
-        // last one wins) and never picks the padding.
-        let (max, _) = w.max_dim(-1, true)?;
-        let real = p.ge(0)?;
-        let ks = Tensor::arange(0i64, k, 1i64, None, device)?;
-        let first = ks.neg()?.add(k)?;
-        let score = if self.dtype().is_float() {
-            let nan_window = max.isnan()?;
-            let hit =
-                Tensor::where_cond(&nan_window, &w.isnan()?, &w.eq(&max)?)?.logical_and(&real)?;
-            let last = ks.add(1)?;
-            Tensor::where_cond(&nan_window, &last, &first)?.mul(&hit)?
-        } else {
-            first.mul(&w.eq(&max)?.logical_and(&real)?)?
-        };
-        let choice = score.argmax(Some(-1), true)?;
-        let index = p
-            .expand(&w.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?
-            .gather(-1, &choice)?
-            .squeeze_dims(&[-1])?;
-        let empty = plan.empty_window_tensors(device)?;
-        let (index, values) = match &empty {
-            // Windows without an element: PyTorch's index and the lowest
-            // value (the gather reads index 0 there, masked out).
-            Some((mask, fallback)) => {
-                let values = x.gather_pooled(&Tensor::where_cond(mask, 0i64, &index)?)?;
-                (
-                    Tensor::where_cond(mask, fallback, &index)?,
-                    Tensor::where_cond(mask, lowest, &values)?,
-                )
-            }
-            None => {
-                let values = x.gather_pooled(&index)?;
-                (index, values)
-            }
-        };
+        // PyTorch's scan: the maximum starts at the lowest value and the index
+        // at the window's first position inside the input; an element takes
+        // over where it is greater, or NaN (so the first maximum and the last
+        // NaN win); the padding (the lowest value) never does, and an empty
+        // window keeps its start.
+        let out: Vec<usize> = plan.out_shape(n, c).iter().map(|&s| s as usize).collect();
+        let mut values = Tensor::full(&out, lowest, self.dtype(), device)?;
+        let start: Vec<i64> = plan.first_positions().iter().map(|p| p.0).collect();
+        let mut index = Tensor::from_vec(start, &plan.out, device)?
+            .expand(&out.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
+        for (v, p) in plan
+            .offset_views(&xp)?
+            .iter()
+            .zip(plan.offset_views(&positions)?.iter())
+        {
+            let take = if self.dtype().is_float() {
+                v.gt(&values)?.logical_or(&v.isnan()?)?
+            } else {
+                v.gt(&values)?
+            };
+            values = Tensor::where_cond(&take, v, &values)?;
+            index = Tensor::where_cond(&take, p, &index)?;
+        }
         Ok((
             without_batch(values, plan.batched)?,
             without_batch(index, plan.batched)?,
         ))
-    }
-
-    /// The elements of this batched input `[N, C, ...]` at max pooling's
-    /// flat spatial `index` (`[N, C, out...]`).
-    pub(crate) fn gather_pooled(&self, index: &Tensor) -> Result<Tensor> {
-        let (n, c) = (self.shape()[0] as i64, self.shape()[1] as i64);
-        let plane = self.shape()[2..].iter().product::<usize>() as i64;
-        let flat_index =
-            index.reshape(&[n, c, index.shape()[2..].iter().product::<usize>() as i64])?;
-        let out: Vec<i64> = index.shape().iter().map(|&s| s as i64).collect();
-        self.reshape(&[n, c, plane])?
-            .gather(-1, &flat_index)?
-            .reshape(&out)
     }
 
     fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Tensor> {
@@ -725,9 +720,7 @@ impl Tensor {
         // Integers: the window sums divided with truncation.
         let x = with_batch(self, plan.batched)?;
         let xp = x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?;
-        let sum = plan
-            .windows_of(&xp)?
-            .sum(Some(&plan.window_dims()), false)?;
+        let sum = plan.window_sums(&xp)?;
         let y = sum.div_mode(&plan.avg_divisor(opts, x.device())?, RoundingMode::Trunc)?;
         without_batch(y, plan.batched)
     }

@@ -102,11 +102,15 @@ impl Tensor {
             // The one value must fit the integer dtype, as in PyTorch.
             check_fits("logspace", Scalar::Float(base.powf(start)), dtype)?;
         }
-        // The exponents in the dtype's arithmetic, the power in f64.
+        // The exponents in the dtype's arithmetic, the power in f64, on the
+        // host: an integer dtype truncates the power, so a GPU's `pow`
+        // (within an ulp of the exact power) would give 2047 for 2^11; and
+        // an out-of-range cast gives PyTorch's CPU value there.
         let exponents =
-            spaced("logspace", start, end, steps, dtype, device)?.to_dtype(DType::F64)?;
-        Tensor::full(&[], base, DType::F64, device)?
+            spaced("logspace", start, end, steps, dtype, Device::Cpu)?.to_dtype(DType::F64)?;
+        Tensor::full(&[], base, DType::F64, Device::Cpu)?
             .pow(&exponents)?
-            .to_dtype(dtype)
+            .to_dtype(dtype)?
+            .to(device)
     }
 }
