@@ -398,11 +398,10 @@ impl PoolPlan {
                     rest /= kernel[i];
                 }
                 let mut v = xp.clone();
-                for i in 0..spatial {
-                    let (_, s, d) = self.windows[i];
+                for (i, (&(_, s, d), &at)) in self.windows.iter().zip(&offset).enumerate() {
                     let d_i = (2 + i) as i64;
                     let span = (self.out[i] as i64 - 1) * s + 1;
-                    v = v.narrow(d_i, offset[i] as i64 * d, span)?.every(d_i, s)?;
+                    v = v.narrow(d_i, at as i64 * d, span)?.every(d_i, s)?;
                 }
                 Ok(v)
             })
