@@ -1,0 +1,21 @@
+#!/bin/bash
+# Built on the dev VM at 3a522ef: CARGO_TARGET_DIR=/tmp/tgt_main cargo test --release -p strata-alloc -p strata-autograd
+# -p strata-tensor --test cuda --test conformance --no-run (cuda is a default feature); test executables stripped and
+# xz-compressed into a carried folder with this script; run from the repository root on the device: bash <folder>/run.sh
+# Session 59, call 1 (binaries of the HEAD below; sessions 57-58's layouts merge and CUDA audit, never run on a GPU):
+# strata-tensor's GPU suite (the 6 tests past 2^31 elements one at a time), memcheck of its matmul/index
+# tests, strata-autograd's GPU suite.
+B=$(cd "$(dirname "$0")" && pwd)
+R=$(pwd)
+O=$OUT/o1; mkdir -p $O
+P=$O/summary.txt; : > $P
+cd $B && for f in *.xz; do xz -d -k -f $f; chmod +x ${f%.xz}; done
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >> $P; cat $B/HEAD >> $P; uptime >> $P
+s=$(date +%s); timeout 180 ./t_tensor --include-ignored --test-threads 16 --skip past_2_31 > $O/tensor.txt 2>&1; echo "tensor rc $? $(( $(date +%s) - s )) s $(grep '^test result' $O/tensor.txt)" >> $P
+grep -E "FAILED|panicked|has been running" -A3 $O/tensor.txt | head -40 >> $P
+s=$(date +%s); timeout 150 ./t_tensor --include-ignored --test-threads 1 past_2_31 > $O/tensor_large.txt 2>&1; echo "tensor past_2_31 rc $? $(( $(date +%s) - s )) s $(grep '^test result' $O/tensor_large.txt)" >> $P
+grep -E "^test |FAILED|panicked" -A2 $O/tensor_large.txt | head -40 >> $P
+s=$(date +%s); timeout 50 ./t_autograd --include-ignored --test-threads 8 > $O/autograd.txt 2>&1; echo "autograd rc $? $(( $(date +%s) - s )) s $(grep '^test result' $O/autograd.txt)" >> $P
+grep -E "FAILED|panicked" -A3 $O/autograd.txt | head -20 >> $P
+for F in matmul index; do s=$(date +%s); timeout 45 compute-sanitizer --tool memcheck ./t_tensor --include-ignored --test-threads 1 --skip past_2_31 $F > $O/tensor_mc_$F.txt 2>&1; echo "tensor memcheck $F rc $? $(( $(date +%s) - s )) s $(grep -E 'ERROR SUMMARY|^test result' $O/tensor_mc_$F.txt | tr '\n' ' ')" >> $P; done
+cat $P

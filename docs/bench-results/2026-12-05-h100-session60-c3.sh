@@ -1,0 +1,41 @@
+#!/bin/bash
+# Built as call 1's binaries (see devbin/s60a/run.sh's header): only `cargo build --release -p strata-examples --example replay`,
+# ../shared/traces/*.default.json.gz (straces/) and ../shared/anchors/torch_bench.py.
+# Session 60, call 3 (binaries of the HEAD below): issue 14's
+# replay of the 47 `*.default` traces, strata 5 passes next to PyTorch default and expandable_segments:True.
+B=$(cd "$(dirname "$0")" && pwd)
+R=$(pwd)
+O=$OUT/o3; mkdir -p $O /tmp/ta
+P=$O/summary.txt; : > $P
+cd $B && for f in *.xz; do xz -d -k -f $f; chmod +x ${f%.xz}; done
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >> $P; cat $B/HEAD >> $P; uptime >> $P
+python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >> $P
+cp $R/traces/*.default.json.gz $R/traces/held_out/*.default.json.gz $R/traces/held_out2/*.default.json.gz $R/traces/held_out3/*.default.json.gz $R/traces/held_out4/*.default.json.gz $B/straces/*.default.json.gz /tmp/ta/
+echo "traces $(ls /tmp/ta | wc -l)" >> $P
+s=$(date +%s); timeout 60 ./replay --device cuda --json --passes 5 --warmup 2 /tmp/ta/*.default.json.gz > $O/replay_a.jsonl 2>&1; echo "replay a rc $? $(( $(date +%s) - s )) s" >> $P
+s=$(date +%s); timeout 130 python3 $B/torch_bench.py /tmp/ta $O/torch_default.json replay > $O/torch.txt 2>&1; echo "torch replay rc $? $(( $(date +%s) - s )) s" >> $P
+s=$(date +%s); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout 130 python3 $B/torch_bench.py /tmp/ta $O/torch_expandable.json replay > $O/torch_exp.txt 2>&1; echo "torch replay expandable rc $? $(( $(date +%s) - s )) s" >> $P
+uptime >> $P
+python3 - $O/replay_a.jsonl $O/torch_default.json $O/torch_expandable.json >> $P <<'PY'
+import json, sys
+def rows(f):
+    try: return {r['trace'].split('/')[-1].replace('.default.json.gz', ''): r for r in (json.loads(l) for l in open(f) if l.startswith('{'))}
+    except Exception as e: print('rows', f, e); return {}
+def trows(f):
+    try:
+        t = json.load(open(f))
+        return {k.split('/')[-1].replace('.default.json.gz', '').replace('.expandable.json.gz', ''): v for k, v in (t.get('replay', t)).items()} if isinstance(t, dict) else {}
+    except Exception as e:
+        print('torch json:', f, e); return {}
+a, ta, te = rows(sys.argv[1]), trows(sys.argv[2]), trows(sys.argv[3])
+def tn(t, k):
+    v = t.get(k, {}); return v.get('ns_per_op_warm') if isinstance(v, dict) else None
+below = 0
+for k in sorted(a):
+    d, e = tn(ta, k), tn(te, k)
+    ok = d is not None and e is not None and a[k]['ns_per_op'] < min(d, e)
+    below += ok
+    print(f"{k}: {a[k]['ns_per_op']:.1f} ns/op, warm calls {a[k]['warm_memory_calls_per_pass']:g}, syncs {a[k]['warm_stream_synchronizations_per_pass']:g}; PyTorch default {d} / expandable {e}{'' if ok else '  <-- not below both'}")
+if a: print(f"{len(a)} traces; max {max(r['ns_per_op'] for r in a.values()):.1f}; over 100: {[k for k, r in a.items() if r['ns_per_op'] > 100]}; below both PyTorch figures: {below}")
+PY
+cat $P

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Built on the dev VM at the HEAD below (+ the working tree it names): CARGO_TARGET_DIR=/tmp/tgt_main cargo test --release
+# -p strata-alloc -p strata-autograd -p strata-tensor --test cuda --test conformance --no-run; test executables stripped
+# and xz-compressed into a carried folder with this script; run from the repository root on the device (the
+# *.expandable traces moved out of the tree for the call, to fit the carry limit): bash <folder>/run2.sh
+# Session 62, call 2: strata-tensor's full GPU suite (session 61's CPU changes after 43dcae3 never ran on a GPU: roll and
+# pad layouts of channels-last inputs, u8 repeat_interleave counts, kron's view error, the index_put/pinned review mend;
+# the new channels_last_layouts_and_u8_counts_match_cpu test), strata-autograd and strata-alloc GPU suites, conformance
+# with strides on every dim, memcheck of the shape, scatter, contraction and transfer tests.
+B=$(cd "$(dirname "$0")" && pwd)
+R=$(pwd)
+O=$OUT/o2; mkdir -p $O
+P=$O/summary.txt; : > $P
+cd $B && for f in *.xz; do xz -d -k -f $f; chmod +x ${f%.xz}; done
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >> $P; cat $B/HEAD >> $P; uptime >> $P
+s=$(date +%s); timeout 230 ./t_tensor --include-ignored --test-threads 16 --skip past_2_31 > $O/tensor.txt 2>&1; echo "tensor rc $? $(( $(date +%s) - s )) s $(grep '^test result' $O/tensor.txt)" >> $P
+grep -E "FAILED|panicked|has been running" -A4 $O/tensor.txt | head -60 >> $P
+s=$(date +%s); timeout 40 ./t_autograd --include-ignored --test-threads 8 > $O/autograd.txt 2>&1; echo "autograd rc $? $(( $(date +%s) - s )) s $(grep '^test result' $O/autograd.txt)" >> $P
+grep -E "FAILED|panicked" -A3 $O/autograd.txt | head -20 >> $P
+s=$(date +%s); timeout 40 ./t_alloc --include-ignored --test-threads 4 > $O/alloc.txt 2>&1; echo "alloc rc $? $(( $(date +%s) - s )) s $(grep '^test result' $O/alloc.txt)" >> $P
+grep -E "FAILED|panicked" -A3 $O/alloc.txt | head -20 >> $P
+s=$(date +%s); STRATA_CONFORMANCE_STRIDES=all STRATA_CONFORMANCE_DIR=$R/conformance/pytorch STRATA_CONFORMANCE_PROJECT_DIR=$R/conformance timeout 160 ./t_conf --include-ignored --nocapture > $O/conf.txt 2>&1; echo "conformance (repo, strides all) rc $? $(( $(date +%s) - s )) s $(grep -E '^test result|conformance on' $O/conf.txt | tr '\n' ' ')" >> $P
+grep -E "^FAIL|panicked" $O/conf.txt | head -10 >> $P
+for F in shape_ops::channels_last scatter_ops:: contract::views transfers; do s=$(date +%s); timeout 40 compute-sanitizer --tool memcheck ./t_tensor --include-ignored --test-threads 1 --skip past_2_31 $F > $O/tensor_mc_${F//:/_}.txt 2>&1; echo "tensor memcheck $F rc $? $(( $(date +%s) - s )) s $(grep -E 'ERROR SUMMARY|^test result' $O/tensor_mc_${F//:/_}.txt | tr '\n' ' ')" >> $P; grep -E "Invalid|Program hit" $O/tensor_mc_${F//:/_}.txt | head -6 >> $P; done
+uptime >> $P
+cat $P
