@@ -386,16 +386,22 @@ impl Layout {
         let len = if e > s { (e - s - 1) / step + 1 } else { 0 };
         let mut l = self.clone();
         l.shape[d] = len as usize;
-        // With two or more elements the stepped stride stays inside the
-        // storage; otherwise it addresses nothing and only must not wrap.
-        l.strides[d] = self.strides[d]
-            .checked_mul(step as usize)
-            .filter(|&st| st <= shape::MAX_NUMEL)
-            .unwrap_or(self.strides[d]);
+        l.strides[d] = self.stepped_stride(d, step as usize);
         // Also for an empty result, as PyTorch (`x[4:]` of 4 rows of 3 is
         // at offset 12).
         l.offset = self.view_offset("slice", s as usize, d)?;
         Ok(l)
+    }
+
+    /// Dim `d`'s stride taken every `step` elements (by `slice` and
+    /// `unfold`). With two or more elements the stepped stride stays inside
+    /// the storage; otherwise it addresses nothing and only must not wrap,
+    /// so an overflowing product keeps the dim's own stride.
+    fn stepped_stride(&self, d: usize, step: usize) -> usize {
+        self.strides[d]
+            .checked_mul(step)
+            .filter(|&st| st <= shape::MAX_NUMEL)
+            .unwrap_or(self.strides[d])
     }
 
     /// `unfold(dim, size, step)`: the windows of `size` elements every
@@ -437,12 +443,7 @@ impl Layout {
         }
         let (size, step) = (size as usize, step as usize);
         l.shape[d] = (self.shape[d] - size) / step + 1;
-        // With two or more windows the stepped stride stays inside the
-        // storage; otherwise it addresses nothing and only must not wrap.
-        l.strides[d] = self.strides[d]
-            .checked_mul(step)
-            .filter(|&st| st <= shape::MAX_NUMEL)
-            .unwrap_or(self.strides[d]);
+        l.strides[d] = self.stepped_stride(d, step);
         l.shape.push(size);
         l.strides.push(self.strides[d]);
         Ok(l)

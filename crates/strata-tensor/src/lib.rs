@@ -108,6 +108,7 @@ pub use layout::Layout;
 #[doc(hidden)]
 pub use ops::contract;
 pub use ops::contract::{LerpWeight, TensordotDims};
+pub use ops::cosine_similarity_plan;
 pub use ops::AdamHyper;
 pub use ops::GeluApprox;
 pub use ops::Operand;
@@ -119,8 +120,9 @@ pub use ops::{
 };
 pub use ops::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, conv_plan,
-    conv_transpose_plan, global_mean_dims, pool_plan, AdaptiveDim, ConvOptions, ConvPadding,
-    ConvPlan, ConvTransposePlan, PoolKind, PoolOptions, PoolPlan,
+    conv_transpose_plan, convolution, global_mean_dims, pool_plan, AdaptiveDim, ConvKind,
+    ConvOptions, ConvPadding, ConvPlan, ConvTransposePlan, Convolution, PoolKind, PoolOptions,
+    PoolPlan,
 };
 pub use ops::{
     batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,

@@ -9,15 +9,16 @@
 use crate::error::{AutogradError, Result};
 use crate::var::Var;
 use strata_tensor::{
-    adaptive_pool, conv_plan, conv_transpose_plan, interpolate_plan, pool_plan, with_batch,
-    without_batch, Composite, ConvOptions, DType, Device, InterpolateOptions, PadMode, PoolKind,
-    PoolOptions, Scalar, Tensor,
+    adaptive_pool, convolution, interpolate_plan, pool_plan, with_batch, without_batch, Composite,
+    ConvKind, ConvOptions, DType, Device, InterpolateOptions, PadMode, PoolKind, PoolOptions,
+    Scalar, Tensor,
 };
 
 impl Var {
-    fn conv_nd(
+    fn convolution_nd(
         &self,
         op: &'static str,
+        kind: ConvKind,
         spatial: usize,
         weight: &Var,
         bias: Option<&Var>,
@@ -29,100 +30,9 @@ impl Var {
             .collect();
         if let Some(c) = crate::autocast::cast_inputs(op, &inputs)? {
             let _off = crate::autocast::AutocastGuard::disabled();
-            return c[0].conv_nd(op, spatial, &c[1], c.get(2), opts);
+            return c[0].convolution_nd(op, kind, spatial, &c[1], c.get(2), opts);
         }
-        let plan = conv_plan(
-            op,
-            spatial,
-            (self.shape(), self.dtype()),
-            (weight.shape(), weight.dtype()),
-            bias.map(|b| (b.shape(), b.dtype())),
-            opts,
-        )?;
-        // The tensor form's device checks (and errors), without its work.
-        if self.device() != weight.device() || bias.is_some_and(|b| b.device() != self.device()) {
-            let (x, w, b) = (self.data(), weight.data(), bias.map(Var::data));
-            let failed = match spatial {
-                1 => x.conv1d(w, b, opts),
-                2 => x.conv2d(w, b, opts),
-                _ => x.conv3d(w, b, opts),
-            };
-            return Ok(Var::new(failed?));
-        }
-        plan.convolve(self, weight, bias, self.dtype())
-    }
-
-    fn conv_transpose_nd(
-        &self,
-        op: &'static str,
-        spatial: usize,
-        weight: &Var,
-        bias: Option<&Var>,
-        opts: &ConvOptions,
-    ) -> Result<Var> {
-        let inputs: Vec<&Var> = [Some(self), Some(weight), bias]
-            .into_iter()
-            .flatten()
-            .collect();
-        if let Some(c) = crate::autocast::cast_inputs(op, &inputs)? {
-            let _off = crate::autocast::AutocastGuard::disabled();
-            return c[0].conv_transpose_nd(op, spatial, &c[1], c.get(2), opts);
-        }
-        let plan = conv_transpose_plan(
-            op,
-            spatial,
-            (self.shape(), self.dtype()),
-            (weight.shape(), weight.dtype()),
-            bias.map(|b| (b.shape(), b.dtype())),
-            opts,
-        )?;
-        if self.device() != weight.device() || bias.is_some_and(|b| b.device() != self.device()) {
-            // The tensor form's device error.
-            let (x, w, b) = (self.data(), weight.data(), bias.map(Var::data));
-            let failed = match spatial {
-                1 => x.conv_transpose1d(w, b, opts),
-                2 => x.conv_transpose2d(w, b, opts),
-                _ => x.conv_transpose3d(w, b, opts),
-            };
-            return Ok(Var::new(failed?));
-        }
-        plan.convolve(op, self, weight, bias, self.dtype())
-    }
-
-    /// `F.conv_transpose1d` (see
-    /// [`strata_tensor::Tensor::conv_transpose1d`]); input, weight and
-    /// bias are differentiable.
-    pub fn conv_transpose1d(
-        &self,
-        weight: &Var,
-        bias: Option<&Var>,
-        opts: &ConvOptions,
-    ) -> Result<Var> {
-        self.conv_transpose_nd("conv_transpose1d", 1, weight, bias, opts)
-    }
-
-    /// `F.conv_transpose2d` (see
-    /// [`strata_tensor::Tensor::conv_transpose2d`]); input, weight and
-    /// bias are differentiable. Under autocast it runs in the region's
-    /// low-precision dtype, as PyTorch's.
-    pub fn conv_transpose2d(
-        &self,
-        weight: &Var,
-        bias: Option<&Var>,
-        opts: &ConvOptions,
-    ) -> Result<Var> {
-        self.conv_transpose_nd("conv_transpose2d", 2, weight, bias, opts)
-    }
-
-    /// `F.conv_transpose3d` (see
-    /// [`strata_tensor::Tensor::conv_transpose3d`]).
-    pub fn conv_transpose3d(
-        &self,
-        weight: &Var,
-        bias: Option<&Var>,
-        opts: &ConvOptions,
-    ) -> Result<Var> {
-        self.conv_transpose_nd("conv_transpose3d", 3, weight, bias, opts)
+        convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(op, self, weight, bias)
     }
 
     /// `F.interpolate` (see [`strata_tensor::Tensor::interpolate`]):
@@ -130,37 +40,6 @@ impl Var {
     /// pooling for `area`), so the input's gradient is PyTorch's.
     pub fn interpolate(&self, opts: &InterpolateOptions) -> Result<Var> {
         interpolate_plan(self.shape(), self.dtype(), opts)?.resize(self)
-    }
-
-    /// `F.conv1d` (see [`strata_tensor::Tensor::conv1d`]); the input,
-    /// weight and bias are all differentiable.
-    pub fn conv1d(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
-        self.conv_nd("conv1d", 1, weight, bias, opts)
-    }
-
-    /// `F.conv2d` (see [`strata_tensor::Tensor::conv2d`]); the input,
-    /// weight and bias are all differentiable. Under autocast it runs in
-    /// the region's low-precision dtype, as PyTorch's.
-    ///
-    /// ```
-    /// use strata_autograd::Var;
-    /// use strata_tensor::{ConvOptions, DType, Device, Tensor};
-    /// let x = Var::parameter(Tensor::ones(&[1, 1, 3, 3], DType::F32, Device::Cpu)?)?;
-    /// let w = Var::parameter(Tensor::ones(&[1, 1, 2, 2], DType::F32, Device::Cpu)?)?;
-    /// x.conv2d(&w, None, &ConvOptions::new())?.sum(None, false)?.backward()?;
-    /// // The centre is in all four windows, a corner in one.
-    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [1., 2., 1., 2., 4., 2., 1., 2., 1.]);
-    /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, [4., 4., 4., 4.]);
-    /// # Ok::<(), strata_autograd::AutogradError>(())
-    /// ```
-    pub fn conv2d(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
-        self.conv_nd("conv2d", 2, weight, bias, opts)
-    }
-
-    /// `F.conv3d` (see [`strata_tensor::Tensor::conv3d`]); the input,
-    /// weight and bias are all differentiable.
-    pub fn conv3d(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
-        self.conv_nd("conv3d", 3, weight, bias, opts)
     }
 
     /// The gather of this input at max pooling's `indices` (found by the
@@ -350,4 +229,55 @@ pooling_forms! {
     1: max_pool1d, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d;
     2: max_pool2d, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d;
     3: max_pool3d, max_pool3d_with_indices, avg_pool3d, adaptive_avg_pool3d;
+}
+
+/// Declares the public convolutions, each a call of `convolution_nd`.
+macro_rules! conv_forms {
+    ($($(#[$doc:meta])* $name:ident: $kind:ident, $d:literal;)*) => {
+        impl Var {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self, weight: &Var, bias: Option<&Var>, opts: &ConvOptions) -> Result<Var> {
+                    self.convolution_nd(stringify!($name), ConvKind::$kind, $d, weight, bias, opts)
+                }
+            )*
+        }
+    };
+}
+
+conv_forms! {
+    /// `F.conv1d` (see [`strata_tensor::Tensor::conv1d`]); the input,
+    /// weight and bias are all differentiable.
+    conv1d: Plain, 1;
+    /// `F.conv2d` (see [`strata_tensor::Tensor::conv2d`]); the input,
+    /// weight and bias are all differentiable. Under autocast it runs in
+    /// the region's low-precision dtype, as PyTorch's.
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{ConvOptions, DType, Device, Tensor};
+    /// let x = Var::parameter(Tensor::ones(&[1, 1, 3, 3], DType::F32, Device::Cpu)?)?;
+    /// let w = Var::parameter(Tensor::ones(&[1, 1, 2, 2], DType::F32, Device::Cpu)?)?;
+    /// x.conv2d(&w, None, &ConvOptions::new())?.sum(None, false)?.backward()?;
+    /// // The centre is in all four windows, a corner in one.
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [1., 2., 1., 2., 4., 2., 1., 2., 1.]);
+    /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, [4., 4., 4., 4.]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    conv2d: Plain, 2;
+    /// `F.conv3d` (see [`strata_tensor::Tensor::conv3d`]); the input,
+    /// weight and bias are all differentiable.
+    conv3d: Plain, 3;
+    /// `F.conv_transpose1d` (see
+    /// [`strata_tensor::Tensor::conv_transpose1d`]); input, weight and
+    /// bias are differentiable.
+    conv_transpose1d: Transposed, 1;
+    /// `F.conv_transpose2d` (see
+    /// [`strata_tensor::Tensor::conv_transpose2d`]); input, weight and
+    /// bias are differentiable. Under autocast it runs in the region's
+    /// low-precision dtype, as PyTorch's.
+    conv_transpose2d: Transposed, 2;
+    /// `F.conv_transpose3d` (see
+    /// [`strata_tensor::Tensor::conv_transpose3d`]).
+    conv_transpose3d: Transposed, 3;
 }

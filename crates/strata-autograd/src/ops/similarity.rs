@@ -24,23 +24,16 @@ impl Var {
     /// # Ok::<(), strata_autograd::AutogradError>(())
     /// ```
     pub fn cosine_similarity(&self, other: &Var, dim: i64, eps: f64) -> Result<Var> {
-        // The tensor form's checks (and errors), and its dtype.
-        let want = self.data().cosine_similarity(other.data(), dim, eps)?;
+        // The tensor form's checks (and errors), its dtype and shape.
+        let (common, shape) = strata_tensor::cosine_similarity_plan(self.data(), other.data())?;
         let as_float = |v: &Var| {
             if v.dtype().is_float() {
                 Ok(v.clone())
             } else {
-                v.to_dtype(want.dtype())
+                v.to_dtype(common)
             }
         };
-        let shape: Vec<i64> = strata_tensor::shape::broadcast_shapes(
-            "cosine_similarity",
-            self.shape(),
-            other.shape(),
-        )?
-        .iter()
-        .map(|&s| s as i64)
-        .collect();
+        let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
         let (a, b) = (
             as_float(self)?.expand(&shape)?,
             as_float(other)?.expand(&shape)?,

@@ -14,7 +14,6 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::ops::elementwise::same_device;
 use crate::ops::nn::acc_dtype;
 use crate::ops::windows::{
     is_batched, per_dim, take_windows, with_batch, without_batch, Composite,
@@ -412,80 +411,98 @@ impl ConvPlan {
     }
 }
 
-impl Tensor {
-    fn conv_nd(
+/// A plain or a transposed convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvKind {
+    /// `F.conv*d`.
+    Plain,
+    /// `F.conv_transpose*d`.
+    Transposed,
+}
+
+/// A checked convolution of either kind, on operands of one device.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Convolution {
+    /// `F.conv*d`.
+    Plain(ConvPlan),
+    /// `F.conv_transpose*d`.
+    Transposed(ConvTransposePlan),
+}
+
+/// Checks a convolution of `kind` over `spatial` dims (the plan's checks,
+/// then the operands' devices, as PyTorch's order) of `x`, `weight` and
+/// `bias` (`Tensor`s or `Var`s) and plans it.
+pub fn convolution<T: Composite>(
+    op: &'static str,
+    kind: ConvKind,
+    spatial: usize,
+    x: &T,
+    weight: &T,
+    bias: Option<&T>,
+    opts: &ConvOptions,
+) -> Result<Convolution> {
+    let operands = (
+        (x.shape(), x.dtype()),
+        (weight.shape(), weight.dtype()),
+        bias.map(|b| (b.shape(), b.dtype())),
+    );
+    let plan = match kind {
+        ConvKind::Plain => Convolution::Plain(conv_plan(
+            op, spatial, operands.0, operands.1, operands.2, opts,
+        )?),
+        ConvKind::Transposed => Convolution::Transposed(conv_transpose_plan(
+            op, spatial, operands.0, operands.1, operands.2, opts,
+        )?),
+    };
+    for other in [Some(weight), bias].into_iter().flatten() {
+        if other.device() != x.device() {
+            return Err(TensorError::DeviceMismatch {
+                op,
+                lhs: x.device(),
+                rhs: other.device(),
+            });
+        }
+    }
+    Ok(plan)
+}
+
+impl Convolution {
+    /// The convolution of the operands this plan checked, rounded to `x`'s
+    /// dtype.
+    pub fn convolve<T: Composite>(
         &self,
         op: &'static str,
+        x: &T,
+        weight: &T,
+        bias: Option<&T>,
+    ) -> std::result::Result<T, T::Error> {
+        match self {
+            Convolution::Plain(p) => p.convolve(x, weight, bias, x.dtype()),
+            Convolution::Transposed(p) => p.convolve(op, x, weight, bias, x.dtype()),
+        }
+    }
+}
+
+impl Tensor {
+    fn convolution_nd(
+        &self,
+        op: &'static str,
+        kind: ConvKind,
         spatial: usize,
         weight: &Tensor,
         bias: Option<&Tensor>,
         opts: &ConvOptions,
     ) -> Result<Tensor> {
-        let plan = conv_plan(
-            op,
-            spatial,
-            (self.shape(), self.dtype()),
-            (weight.shape(), weight.dtype()),
-            bias.map(|b| (b.shape(), b.dtype())),
-            opts,
-        )?;
-        same_device(op, self, weight)?;
-        if let Some(b) = bias {
-            same_device(op, self, b)?;
+        let plan = convolution(op, kind, spatial, self, weight, bias, opts)?;
+        if let Convolution::Plain(p) = &plan {
+            if p.out[0] == 0 {
+                // An empty batch: nothing to compute (its spatial dims may
+                // be larger than anything could hold).
+                let out: Vec<usize> = p.out.iter().map(|&s| s as usize).collect();
+                return Tensor::zeros(&out, self.dtype(), self.device());
+            }
         }
-        if plan.out[0] == 0 {
-            // An empty batch: nothing to compute (its spatial dims may be
-            // larger than anything could hold).
-            let out: Vec<usize> = plan.out.iter().map(|&s| s as usize).collect();
-            return Tensor::zeros(&out, self.dtype(), self.device());
-        }
-        plan.convolve(self, weight, bias, self.dtype())
-    }
-
-    /// `F.conv1d(input, weight, bias, stride, padding, dilation, groups)`:
-    /// input `[N, C_in, L]` or `[C_in, L]`, weight `[C_out, C_in / groups,
-    /// k]`, bias `[C_out]` (see the module docs for how it computes).
-    pub fn conv1d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        opts: &ConvOptions,
-    ) -> Result<Tensor> {
-        self.conv_nd("conv1d", 1, weight, bias, opts)
-    }
-
-    /// `F.conv2d(input, weight, bias, stride, padding, dilation, groups)`:
-    /// input `[N, C_in, H, W]` or `[C_in, H, W]`, weight `[C_out, C_in /
-    /// groups, kH, kW]`, bias `[C_out]`.
-    ///
-    /// ```
-    /// use strata_tensor::{ConvOptions, Device, Tensor};
-    /// let x = Tensor::arange(0.0, 16.0, 1.0, None, Device::Cpu)?.reshape(&[1, 1, 4, 4])?;
-    /// let w = Tensor::ones(&[1, 1, 2, 2], strata_tensor::DType::F32, Device::Cpu)?;
-    /// let y = x.conv2d(&w, None, &ConvOptions::new().stride(&[2]))?;
-    /// assert_eq!(y.shape(), &[1, 1, 2, 2]);
-    /// assert_eq!(y.to_vec::<f32>()?, [10., 18., 42., 50.]);
-    /// # Ok::<(), strata_tensor::TensorError>(())
-    /// ```
-    pub fn conv2d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        opts: &ConvOptions,
-    ) -> Result<Tensor> {
-        self.conv_nd("conv2d", 2, weight, bias, opts)
-    }
-
-    /// `F.conv3d(input, weight, bias, stride, padding, dilation, groups)`:
-    /// input `[N, C_in, D, H, W]` or `[C_in, D, H, W]`, weight `[C_out,
-    /// C_in / groups, kD, kH, kW]`, bias `[C_out]`.
-    pub fn conv3d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        opts: &ConvOptions,
-    ) -> Result<Tensor> {
-        self.conv_nd("conv3d", 3, weight, bias, opts)
+        plan.convolve(op, self, weight, bias)
     }
 }
 
@@ -730,42 +747,47 @@ impl ConvTransposePlan {
     }
 }
 
-impl Tensor {
-    fn conv_transpose_nd(
-        &self,
-        op: &'static str,
-        spatial: usize,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        opts: &ConvOptions,
-    ) -> Result<Tensor> {
-        let plan = conv_transpose_plan(
-            op,
-            spatial,
-            (self.shape(), self.dtype()),
-            (weight.shape(), weight.dtype()),
-            bias.map(|b| (b.shape(), b.dtype())),
-            opts,
-        )?;
-        same_device(op, self, weight)?;
-        if let Some(b) = bias {
-            same_device(op, self, b)?;
+/// Declares the public convolutions, each a call of `convolution_nd`.
+macro_rules! conv_forms {
+    ($($(#[$doc:meta])* $name:ident: $kind:ident, $d:literal;)*) => {
+        impl Tensor {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self, weight: &Tensor, bias: Option<&Tensor>, opts: &ConvOptions) -> Result<Tensor> {
+                    self.convolution_nd(stringify!($name), ConvKind::$kind, $d, weight, bias, opts)
+                }
+            )*
         }
-        plan.convolve(op, self, weight, bias, self.dtype())
-    }
+    };
+}
 
+conv_forms! {
+    /// `F.conv1d(input, weight, bias, stride, padding, dilation, groups)`:
+    /// input `[N, C_in, L]` or `[C_in, L]`, weight `[C_out, C_in / groups,
+    /// k]`, bias `[C_out]` (see the module docs for how it computes).
+    conv1d: Plain, 1;
+    /// `F.conv2d(input, weight, bias, stride, padding, dilation, groups)`:
+    /// input `[N, C_in, H, W]` or `[C_in, H, W]`, weight `[C_out, C_in /
+    /// groups, kH, kW]`, bias `[C_out]`.
+    ///
+    /// ```
+    /// use strata_tensor::{ConvOptions, Device, Tensor};
+    /// let x = Tensor::arange(0.0, 16.0, 1.0, None, Device::Cpu)?.reshape(&[1, 1, 4, 4])?;
+    /// let w = Tensor::ones(&[1, 1, 2, 2], strata_tensor::DType::F32, Device::Cpu)?;
+    /// let y = x.conv2d(&w, None, &ConvOptions::new().stride(&[2]))?;
+    /// assert_eq!(y.shape(), &[1, 1, 2, 2]);
+    /// assert_eq!(y.to_vec::<f32>()?, [10., 18., 42., 50.]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    conv2d: Plain, 2;
+    /// `F.conv3d(input, weight, bias, stride, padding, dilation, groups)`:
+    /// input `[N, C_in, D, H, W]` or `[C_in, D, H, W]`, weight `[C_out,
+    /// C_in / groups, kD, kH, kW]`, bias `[C_out]`.
+    conv3d: Plain, 3;
     /// `F.conv_transpose1d(input, weight, bias, stride, padding,
     /// output_padding, groups, dilation)`: weight `[C_in, C_out / groups,
     /// k]` (see [`ConvTransposePlan`] for how it computes).
-    pub fn conv_transpose1d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        opts: &ConvOptions,
-    ) -> Result<Tensor> {
-        self.conv_transpose_nd("conv_transpose1d", 1, weight, bias, opts)
-    }
-
+    conv_transpose1d: Transposed, 1;
     /// `F.conv_transpose2d`: weight `[C_in, C_out / groups, kH, kW]`; the
     /// output is `(H - 1) * stride - 2 * padding + dilation * (k - 1) +
     /// output_padding + 1` high (and so wide).
@@ -779,22 +801,7 @@ impl Tensor {
     /// assert_eq!(y.sum(None, false)?.item::<f32>()?, 16.0);
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
-    pub fn conv_transpose2d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        opts: &ConvOptions,
-    ) -> Result<Tensor> {
-        self.conv_transpose_nd("conv_transpose2d", 2, weight, bias, opts)
-    }
-
+    conv_transpose2d: Transposed, 2;
     /// `F.conv_transpose3d`: weight `[C_in, C_out / groups, kD, kH, kW]`.
-    pub fn conv_transpose3d(
-        &self,
-        weight: &Tensor,
-        bias: Option<&Tensor>,
-        opts: &ConvOptions,
-    ) -> Result<Tensor> {
-        self.conv_transpose_nd("conv_transpose3d", 3, weight, bias, opts)
-    }
+    conv_transpose3d: Transposed, 3;
 }

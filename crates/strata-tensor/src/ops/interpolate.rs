@@ -350,10 +350,10 @@ impl InterpolatePlan {
         let mut y = x.to_dtype(self.compute)?;
         for i in (0..spatial).rev() {
             let d = (2 + i) as i64;
-            let along = |v: Vec<f64>| -> Result<Tensor> {
+            let along = |v: &[f64]| -> Result<Tensor> {
                 let mut shape = vec![v.len()];
                 shape.extend(std::iter::repeat_n(1, spatial - 1 - i));
-                Tensor::from_vec(v, &shape, device)?.to_dtype(self.compute)
+                Tensor::from_slice(v, &shape, device)?.to_dtype(self.compute)
             };
             let index = |v: &[i64]| Tensor::from_slice(v, &[v.len()], device);
             y = match &self.axes[i] {
@@ -361,10 +361,10 @@ impl InterpolatePlan {
                 Axis::Blend { i0, i1, w0, w1 } => {
                     let a = y
                         .index_select(d, &index(i0)?)?
-                        .mul(&T::constant(along(w0.clone())?))?;
+                        .mul(&T::constant(along(w0)?))?;
                     let b = y
                         .index_select(d, &index(i1)?)?
-                        .mul(&T::constant(along(w1.clone())?))?;
+                        .mul(&T::constant(along(w1)?))?;
                     a.add(&b)?
                 }
             };

@@ -13,10 +13,12 @@ mod interpolate;
 mod pool;
 mod similarity;
 pub use interpolate::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
+pub use similarity::cosine_similarity_plan;
 mod spaced;
 pub(crate) mod windows;
 pub use conv::{
-    conv_plan, conv_transpose_plan, ConvOptions, ConvPadding, ConvPlan, ConvTransposePlan,
+    conv_plan, conv_transpose_plan, convolution, ConvKind, ConvOptions, ConvPadding, ConvPlan,
+    ConvTransposePlan, Convolution,
 };
 pub use pool::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, global_mean_dims,

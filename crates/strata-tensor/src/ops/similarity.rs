@@ -2,9 +2,30 @@
 //! 2.15 composes them (so their promotions, broadcasting and roundings are
 //! PyTorch's).
 
+use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::elementwise::{result_type, Operand};
 use crate::tensor::Tensor;
+
+/// `F.cosine_similarity`'s checks (shared with strata-autograd's form):
+/// the operands' common dtype, which must be floating (integer operands are
+/// converted to it), and their broadcast shape.
+pub fn cosine_similarity_plan(a: &Tensor, b: &Tensor) -> Result<(DType, Vec<usize>)> {
+    let common = result_type(&[Operand::Tensor(a), Operand::Tensor(b)]);
+    if !common.is_float() {
+        return Err(TensorError::dtype(
+            "cosine_similarity",
+            format!(
+                "expected the operands' common dtype to be floating point, got {common:?} \
+                 (from {:?} and {:?})",
+                a.dtype(),
+                b.dtype()
+            ),
+        ));
+    }
+    let shape = crate::shape::broadcast_shapes("cosine_similarity", a.shape(), b.shape())?;
+    Ok((common, shape))
+}
 
 impl Tensor {
     /// `F.cosine_similarity(self, other, dim, eps)`: along `dim` (after
@@ -22,18 +43,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn cosine_similarity(&self, other: &Tensor, dim: i64, eps: f64) -> Result<Tensor> {
-        let common = result_type(&[Operand::Tensor(self), Operand::Tensor(other)]);
-        if !common.is_float() {
-            return Err(TensorError::dtype(
-                "cosine_similarity",
-                format!(
-                    "expected the operands' common dtype to be floating point, got {common:?} \
-                     (from {:?} and {:?})",
-                    self.dtype(),
-                    other.dtype()
-                ),
-            ));
-        }
+        let (common, shape) = cosine_similarity_plan(self, other)?;
         let as_float = |t: &Tensor| {
             if t.dtype().is_float() {
                 Ok(t.clone())
@@ -41,8 +51,6 @@ impl Tensor {
                 t.to_dtype(common)
             }
         };
-        let shape =
-            crate::shape::broadcast_shapes("cosine_similarity", self.shape(), other.shape())?;
         let (a, b) = (
             as_float(self)?.broadcast_to(&shape)?,
             as_float(other)?.broadcast_to(&shape)?,
