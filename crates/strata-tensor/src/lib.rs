@@ -130,7 +130,7 @@ pub use ops::{
 };
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
-pub use ops::{take_windows, with_batch, without_batch, Composite};
+pub use ops::{with_batch, without_batch, AvgMode, Composite, Windows};
 pub use ops::{PadMode, Repeats};
 pub use scalar::Scalar;
 pub use storage::Storage;

@@ -6,12 +6,13 @@
 //! pooling gathers the input at the indices the `Tensor` form finds, so its
 //! backward scatters the gradient through them, as PyTorch's.
 
+use super::formula;
 use crate::error::{AutogradError, Result};
-use crate::var::Var;
+use crate::var::{record, Var};
 use strata_tensor::{
-    adaptive_pool, convolution, interpolate_plan, pool_plan, with_batch, without_batch, Composite,
-    ConvKind, ConvOptions, DType, Device, InterpolateOptions, PadMode, PoolKind, PoolOptions,
-    Scalar, Tensor,
+    adaptive_pool, convolution, interpolate_plan, pool_plan, with_batch, without_batch, AvgMode,
+    Composite, ConvKind, ConvOptions, DType, Device, InterpolateOptions, PadMode, PoolKind,
+    PoolOptions, Scalar, Tensor, Windows,
 };
 
 impl Var {
@@ -92,7 +93,7 @@ impl Var {
                 _ => x.avg_pool3d(opts),
             }?));
         }
-        plan.average(self, opts, self.dtype())
+        plan.average(self, opts)
     }
 
     fn adaptive_avg_pool_nd(
@@ -192,6 +193,18 @@ impl Composite for Var {
     }
     fn constant(t: Tensor) -> Var {
         Var::new(t)
+    }
+    fn window_columns(&self, windows: &Windows) -> Result<Var> {
+        let out = self.data().window_columns(windows)?;
+        let w = *windows;
+        let f = formula(move |g, _s, _n| Ok(vec![Some(g.window_columns_sum(&w)?)]));
+        record("Im2ColBackward", out, &[Some(self)], Vec::new, f, false)
+    }
+    fn window_means(&self, windows: &Windows, mode: AvgMode) -> Result<Var> {
+        let out = self.data().window_means(windows, mode)?;
+        let w = *windows;
+        let f = formula(move |g, _s, _n| Ok(vec![Some(g.window_means_backward(&w, mode)?)]));
+        record("AvgPoolBackward", out, &[Some(self)], Vec::new, f, false)
     }
 }
 

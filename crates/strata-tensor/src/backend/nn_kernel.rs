@@ -11,6 +11,7 @@
 //! "Acc" below is the statistics type: f64 for f64 data, f32 otherwise.
 
 use super::Arg;
+use crate::ops::{AvgMode, Windows};
 
 /// Mask positions per chunk of [`NnKernel::MaskCount`] and
 /// [`NnKernel::MaskCompact`] (a CUDA block, or a CPU task, per chunk).
@@ -205,5 +206,57 @@ pub(crate) enum NnKernel<'a> {
         offsets: &'a Arg<'a>,
         n: usize,
         expand: bool,
+    },
+    /// im2col: `cols` (contiguous `[N, C * K, O]`, `K` and `O` the
+    /// products of the kernel and of the windows) holds, at row `c * K + k`
+    /// and column `o`, the element of `x` (`[N, C, L...]`, any strides, any
+    /// dtype; bits copied) at kernel offset `k` of window `o`, or zero where
+    /// that position lies in the padding or past the input.
+    Im2col {
+        cols: &'a Arg<'a>,
+        x: &'a Arg<'a>,
+        windows: &'a Windows,
+    },
+    /// col2im, the adjoint of [`NnKernel::Im2col`]: each element of `x`
+    /// (contiguous `[N, C, L...]`, float) is the sum, in the computation
+    /// type and by kernel offset, of the entries of `cols` (contiguous
+    /// `[N, C * K, O]`, x's dtype) that read it (zero where none does).
+    Col2im {
+        x: &'a Arg<'a>,
+        cols: &'a Arg<'a>,
+        windows: &'a Windows,
+    },
+    /// Max pooling of `x` (`[N, C, L...]`, any strides; float or integer)
+    /// into the contiguous `values` (x's dtype) and `indices` (i64, the
+    /// position in the flattened spatial dims), `[N, C, O...]`: PyTorch's
+    /// scan (the first maximum, the last NaN); a window without an input
+    /// element gives `lowest` (in x's dtype) and the
+    /// index of its first position past the left padding.
+    MaxPool {
+        values: &'a Arg<'a>,
+        indices: &'a Arg<'a>,
+        x: &'a Arg<'a>,
+        windows: &'a Windows,
+        lowest: crate::scalar::Scalar,
+    },
+    /// Average pooling of `x` (`[N, C, L...]`, any strides; float or i64)
+    /// into the contiguous `out` (`[N, C, O...]`): the window's input
+    /// elements summed in scan order (computation type; i64 wraps) over
+    /// its divisor ([`AvgMode`]; i64 truncates).
+    AvgPool {
+        out: &'a Arg<'a>,
+        x: &'a Arg<'a>,
+        windows: &'a Windows,
+        mode: AvgMode,
+    },
+    /// The input gradient of [`NnKernel::AvgPool`] (float): `dx`
+    /// (contiguous `[N, C, L...]`) sums, in the computation type and by
+    /// window, `dy[o] / divisor(o)` (`dy` contiguous `[N, C, O...]`) over
+    /// the windows holding each element.
+    AvgPoolBackward {
+        dx: &'a Arg<'a>,
+        dy: &'a Arg<'a>,
+        windows: &'a Windows,
+        mode: AvgMode,
     },
 }

@@ -15,9 +15,7 @@
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::nn::acc_dtype;
-use crate::ops::windows::{
-    is_batched, per_dim, take_windows, with_batch, without_batch, Composite,
-};
+use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Composite, Windows};
 use crate::scalar::Scalar;
 use crate::shape;
 use crate::tensor::Tensor;
@@ -120,17 +118,9 @@ impl ConvOptions {
 pub struct ConvPlan {
     /// Whether the input has a batch dim (else one is added, then removed).
     pub batched: bool,
-    /// The zero padding as [`Tensor::pad`] takes it (last dim first), or
-    /// empty where nothing is padded.
-    pub pad: Vec<i64>,
-    /// Per spatial dim: the window's extent `dilation * (k - 1) + 1`, the
-    /// stride, the dilation.
-    pub windows: Vec<(i64, i64, i64)>,
-    /// `[N, G, C/G, O..., K...]`: the unfolded input with its channels
-    /// grouped.
-    pub grouped: Vec<i64>,
-    /// The permutation to `[N, G, C/G, K..., O...]`.
-    pub to_columns: Vec<i64>,
+    /// The windows the columns are taken from (the padding implicit: zeros
+    /// before the input and past its end).
+    pub windows: Windows,
     /// `[N, G, C/G * prod(K), prod(O)]`: the columns.
     pub columns: [i64; 4],
     /// `[G, C_out/G, C/G * prod(K)]`: the weight against the columns.
@@ -345,33 +335,14 @@ pub fn conv_plan(
     out_full.extend(&out_sp);
     shape::checked_numel(op, &out_full)?;
     let i64s = |v: &[usize]| v.iter().map(|&s| s as i64).collect::<Vec<i64>>();
-    let mut grouped = vec![n, g, c / g];
-    grouped.extend(i64s(&out_sp));
-    grouped.extend(i64s(kernel));
-    let mut to_columns = vec![0, 1, 2];
-    to_columns.extend((0..spatial).map(|i| (3 + spatial + i) as i64));
-    to_columns.extend((0..spatial).map(|i| (3 + i) as i64));
     let mut out = vec![n, c_out];
     out.extend(i64s(&out_sp));
     let mut bias_shape = vec![c_out];
     bias_shape.extend(std::iter::repeat_n(1, spatial));
-    let pad = if padding.iter().all(|&(a, b)| a == 0 && b == 0) {
-        Vec::new()
-    } else {
-        padding
-            .iter()
-            .rev()
-            .flat_map(|&(a, b)| [a as i64, b as i64])
-            .collect()
-    };
+    let before: Vec<usize> = padding.iter().map(|&(a, _)| a).collect();
     Ok(ConvPlan {
         batched,
-        pad,
-        windows: (0..spatial)
-            .map(|i| (extent[i] as i64, stride[i] as i64, dilation[i] as i64))
-            .collect(),
-        grouped,
-        to_columns,
+        windows: Windows::new(spatial_in, &out_sp, kernel, &stride, &before, &dilation),
         columns: [n, g, (c / g) * k_prod as i64, o_prod as i64],
         weight: [g, c_out / g, (c / g) * k_prod as i64],
         out,
@@ -393,15 +364,11 @@ impl ConvPlan {
         dtype: DType,
     ) -> std::result::Result<T, T::Error> {
         let x = with_batch(x, self.batched)?.to_dtype(self.compute)?;
-        let x = if self.pad.is_empty() {
-            x
+        let cols = if self.windows.is_identity() {
+            x.reshape(&self.columns)?
         } else {
-            x.pad_with(&self.pad, Scalar::Int(0))?
+            x.window_columns(&self.windows)?.reshape(&self.columns)?
         };
-        let cols = take_windows(&x, &self.windows, None)?
-            .reshape(&self.grouped)?
-            .permute(&self.to_columns)?
-            .reshape(&self.columns)?;
         let w = weight.to_dtype(self.compute)?.reshape(&self.weight)?;
         let mut y = w.matmul(&cols)?.reshape(&self.out)?;
         if let Some(b) = bias {

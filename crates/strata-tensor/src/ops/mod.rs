@@ -24,7 +24,7 @@ pub use pool::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, global_mean_dims,
     pool_plan, AdaptiveDim, PoolKind, PoolOptions, PoolPlan,
 };
-pub use windows::{take_windows, with_batch, without_batch, Composite};
+pub use windows::{with_batch, without_batch, AvgMode, Composite, Windows};
 pub(crate) mod math;
 mod matmul;
 pub(crate) mod norms;

@@ -1,18 +1,20 @@
 //! Pooling: `F.max_pool1d/2d/3d` (with or without indices),
-//! `F.avg_pool1d/2d/3d` and `F.adaptive_avg_pool1d/2d/3d`, composed from
-//! existing ops so that every backend runs them and strata-autograd
-//! differentiates them. [`pool_plan`] checks the options and the input as
+//! `F.avg_pool1d/2d/3d` and `F.adaptive_avg_pool1d/2d/3d`, on every
+//! backend and differentiated by strata-autograd. [`pool_plan`] checks the options and the input as
 //! PyTorch 2.15's CPU does (its limits on padding, the output size with
 //! `ceil_mode`, the dtypes it has kernels for) and holds the shapes.
 //!
-//! - Max pooling finds each window's index as PyTorch's loop does (the first
-//!   maximum, the last NaN, padding never chosen) and gathers the values at
-//!   those indices; the gradient is the scatter of the output's through the
-//!   same indices.
-//! - Average pooling sums the zero-padded windows in the computation dtype
-//!   (f32 for f16/bf16, truncating integer division for i64) and divides
-//!   by PyTorch's divisor: the window clipped to the padded input, or to
-//!   the input with `count_include_pad=false`, or `divisor_override`.
+//! - Max and average pooling are one fused pass each over the windows of
+//!   [`PoolPlan::geometry`] ([`Tensor::window_max`], [`Tensor::window_means`]):
+//!   max pooling finds each window's index as PyTorch's loop does (the first
+//!   maximum, the last NaN, padding never chosen), and the `Var` form
+//!   gathers the input at those indices, so its gradient is the scatter of
+//!   the output's through them; average pooling sums a window's input
+//!   elements in scan order in the computation type (f32 for f16/bf16,
+//!   wrapping i64) and divides by PyTorch's divisor (the window clipped to
+//!   the padded input, or to the input with `count_include_pad=false`, or
+//!   `divisor_override`; i64 truncates); its gradient is the fused adjoint
+//!   ([`Tensor::window_means_backward`]).
 //! - Adaptive average pooling averages the windows `[floor(i L / O),
 //!   ceil((i + 1) L / O))` of each spatial dim in turn (a window's mean is
 //!   the mean of its rows' means), one mean per window joined by `cat`; an
@@ -22,10 +24,9 @@
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::nn::acc_dtype;
-use crate::ops::shape_ops::PadMode;
-use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Composite};
-use crate::ops::RoundingMode;
-use crate::scalar::Scalar;
+use crate::ops::windows::{
+    is_batched, per_dim, with_batch, without_batch, AvgMode, Composite, Windows,
+};
 use crate::shape;
 use crate::tensor::Tensor;
 
@@ -130,10 +131,6 @@ pub struct PoolPlan {
     pub batched: bool,
     /// The input's spatial sizes.
     pub input: Vec<usize>,
-    /// The padding as [`Tensor::pad`] takes it (last dim first): the
-    /// padding before each dim and after it, with whatever a `ceil_mode`
-    /// window hanging over the end needs.
-    pub pad: Vec<i64>,
     /// Per spatial dim: the window's extent `dilation * (k - 1) + 1`, the
     /// stride, the dilation.
     pub windows: Vec<(i64, i64, i64)>,
@@ -141,8 +138,6 @@ pub struct PoolPlan {
     pub kernel: Vec<(usize, usize)>,
     /// The output's spatial sizes.
     pub out: Vec<usize>,
-    /// The computation dtype (average pooling: f32 for f16/bf16).
-    pub compute: DType,
 }
 
 /// Checks a pooling's options and input as PyTorch 2.15's CPU does and
@@ -272,49 +267,48 @@ pub fn pool_plan(
     }) {
         return Err(overflow());
     }
-    // The padding after: the usual, or what the last window needs.
-    let after: Vec<usize> = (0..spatial)
-        .map(|i| {
-            let need = (out[i] - 1) * stride[i] + extent[i];
-            padding[i].max(need.saturating_sub(input[i] + padding[i]))
-        })
-        .collect();
-    let pad = (0..spatial)
-        .rev()
-        .flat_map(|i| [padding[i] as i64, after[i] as i64])
-        .collect();
     Ok(PoolPlan {
         batched,
         input,
-        pad,
         windows: (0..spatial)
             .map(|i| (extent[i] as i64, stride[i] as i64, dilation[i] as i64))
             .collect(),
         kernel: (0..spatial).map(|i| (kernel[i], padding[i])).collect(),
         out,
-        compute: if kind == PoolKind::Avg && dtype.is_float() {
-            acc_dtype(dtype)
-        } else {
-            dtype
-        },
     })
 }
 
 impl PoolPlan {
-    /// Average pooling of a float input `x` (the one this plan checked; a
-    /// `Tensor` or a `Var`): the zero-padded windows' sums in the
-    /// computation dtype over [`PoolPlan::avg_divisor`], rounded to `dtype`.
+    /// The windows this plan pools over.
+    pub fn geometry(&self) -> Windows {
+        let pick = |f: fn(&(i64, i64, i64)) -> i64| -> Vec<usize> {
+            self.windows.iter().map(|w| f(w) as usize).collect()
+        };
+        let kernel: Vec<usize> = self.kernel.iter().map(|&(k, _)| k).collect();
+        let pad: Vec<usize> = self.kernel.iter().map(|&(_, p)| p).collect();
+        Windows::new(
+            &self.input,
+            &self.out,
+            &kernel,
+            &pick(|w| w.1),
+            &pad,
+            &pick(|w| w.2),
+        )
+    }
+
+    /// Average pooling of `x` (the input this plan checked; a `Tensor` or
+    /// a `Var`): one fused pass ([`Tensor::window_means`]).
     pub fn average<T: Composite>(
         &self,
         x: &T,
         opts: &PoolOptions,
-        dtype: DType,
     ) -> std::result::Result<T, T::Error> {
-        let x = with_batch(x, self.batched)?.to_dtype(self.compute)?;
-        let xp = x.pad_with(&self.pad, Scalar::Int(0))?;
-        let div = self.avg_divisor(opts, x.device())?.to_dtype(self.compute)?;
-        let y = self.window_sums(&xp)?.div_by(&div)?;
-        without_batch(y.to_dtype(dtype)?, self.batched)
+        let mode = AvgMode {
+            count_include_pad: opts.count_include_pad,
+            divisor_override: opts.divisor_override,
+        };
+        let y = with_batch(x, self.batched)?.window_means(&self.geometry(), mode)?;
+        without_batch(y, self.batched)
     }
 
     /// Max pooling's windows that hold no input element (only padding, or
@@ -371,43 +365,6 @@ impl PoolPlan {
             .collect()
     }
 
-    /// Each window's sum: its elements added in its scan order (PyTorch's),
-    /// one strided view per kernel offset (a reduction over an unfolded
-    /// view's window dims was 180 x slower on an H100, session 75).
-    pub fn window_sums<T: Composite>(&self, xp: &T) -> std::result::Result<T, T::Error> {
-        let mut views = self.offset_views(xp)?.into_iter();
-        let first = views.next().ok_or_else(|| {
-            TensorError::value("avg_pool", "the kernel has no element (a size of 0)")
-        })?;
-        views.try_fold(first, |acc, v| acc.add(&v))
-    }
-
-    /// The element at each kernel offset of every window of `xp` (padded by
-    /// [`PoolPlan::pad`]), in the windows' scan order (row-major over the
-    /// kernel): `prod(kernel)` strided views `[N, C, out...]`.
-    pub fn offset_views<T: Composite>(&self, xp: &T) -> std::result::Result<Vec<T>, T::Error> {
-        let spatial = self.out.len();
-        let kernel: Vec<usize> = self.kernel.iter().map(|&(k, _)| k).collect();
-        let count: usize = kernel.iter().product();
-        (0..count)
-            .map(|flat| {
-                let mut rest = flat;
-                let mut offset = vec![0usize; spatial];
-                for i in (0..spatial).rev() {
-                    offset[i] = rest % kernel[i];
-                    rest /= kernel[i];
-                }
-                let mut v = xp.clone();
-                for (i, (&(_, s, d), &at)) in self.windows.iter().zip(&offset).enumerate() {
-                    let d_i = (2 + i) as i64;
-                    let span = (self.out[i] as i64 - 1) * s + 1;
-                    v = v.narrow(d_i, at as i64 * d, span)?.every(d_i, s)?;
-                }
-                Ok(v)
-            })
-            .collect()
-    }
-
     /// [`PoolPlan::empty_windows`] as tensors of the output's spatial shape:
     /// where a window is empty (bool) and PyTorch's index there (i64).
     pub fn empty_window_tensors(&self, device: crate::Device) -> Result<Option<(Tensor, Tensor)>> {
@@ -428,38 +385,6 @@ impl PoolPlan {
         let mut s = vec![n as i64, c as i64];
         s.extend(self.out.iter().map(|&o| o as i64));
         s
-    }
-
-    /// Average pooling's divisor for each output position (shape `out`):
-    /// PyTorch's window size clipped to the padded input, or to the input
-    /// without `count_include_pad`, or `divisor_override`.
-    pub fn avg_divisor(&self, opts: &PoolOptions, device: crate::Device) -> Result<Tensor> {
-        let n: usize = self.out.iter().product();
-        let mut div = vec![1i64; n];
-        if let Some(d) = opts.divisor_override {
-            div.fill(d);
-        } else {
-            for (i, d) in div.iter_mut().enumerate() {
-                let mut rest = i;
-                for dim in (0..self.out.len()).rev() {
-                    let o = rest % self.out[dim];
-                    rest /= self.out[dim];
-                    let (k, p) = self.kernel[dim];
-                    let (_, s, _) = self.windows[dim];
-                    let l = self.input[dim] as i64;
-                    let start = o as i64 * s - p as i64;
-                    let end = (start + k as i64).min(l + p as i64);
-                    let size = if opts.count_include_pad {
-                        end - start
-                    } else {
-                        end.min(l) - start.max(0)
-                    };
-                    *d *= size;
-                }
-            }
-        }
-        let shape: Vec<usize> = self.out.clone();
-        Tensor::from_vec(div, &shape, device)
     }
 }
 
@@ -656,72 +581,16 @@ impl Tensor {
     ) -> Result<(Tensor, Tensor)> {
         let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
         let x = with_batch(self, plan.batched)?;
-        let (n, c) = (x.shape()[0], x.shape()[1]);
-        let device = x.device();
-        if x.numel() == 0 {
-            let out = plan.out_shape(n, c);
-            let out: Vec<usize> = out.iter().map(|&s| s as usize).collect();
-            return Ok((
-                without_batch(Tensor::zeros(&out, self.dtype(), device)?, plan.batched)?,
-                without_batch(Tensor::zeros(&out, DType::I64, device)?, plan.batched)?,
-            ));
-        }
-        // The flat spatial position of each element, -1 in the padding.
-        let plane: usize = plan.input.iter().product();
-        let mut pos_shape = vec![1i64, 1];
-        pos_shape.extend(plan.input.iter().map(|&l| l as i64));
-        let positions = Tensor::arange(0i64, plane as i64, 1i64, None, device)?
-            .reshape(&pos_shape)?
-            .pad(&plan.pad, PadMode::Constant(Scalar::Int(-1)))?;
-        let lowest = if self.dtype().is_float() {
-            Scalar::Float(f64::NEG_INFINITY)
-        } else {
-            Scalar::Int(i64::MIN)
-        };
-        let xp = x.pad(&plan.pad, PadMode::Constant(lowest))?;
-        // PyTorch's scan: the maximum starts at the lowest value and the index
-        // at the window's first position inside the input; an element takes
-        // over where it is greater, or NaN (so the first maximum and the last
-        // NaN win); the padding (the lowest value) never does, and an empty
-        // window keeps its start.
-        let out: Vec<usize> = plan.out_shape(n, c).iter().map(|&s| s as usize).collect();
-        let mut values = Tensor::full(&out, lowest, self.dtype(), device)?;
-        let start: Vec<i64> = plan.first_positions().iter().map(|p| p.0).collect();
-        let mut index = Tensor::from_vec(start, &plan.out, device)?
-            .expand(&out.iter().map(|&s| s as i64).collect::<Vec<_>>())?;
-        for (v, p) in plan
-            .offset_views(&xp)?
-            .iter()
-            .zip(plan.offset_views(&positions)?.iter())
-        {
-            let take = if self.dtype().is_float() {
-                v.gt(&values)?.logical_or(&v.isnan()?)?
-            } else {
-                v.gt(&values)?
-            };
-            values = Tensor::where_cond(&take, v, &values)?;
-            index = Tensor::where_cond(&take, p, &index)?;
-        }
+        let (values, indices) = x.window_max(&plan.geometry())?;
         Ok((
             without_batch(values, plan.batched)?,
-            without_batch(index, plan.batched)?,
+            without_batch(indices, plan.batched)?,
         ))
     }
 
     fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Tensor> {
         let plan = pool_plan(op, PoolKind::Avg, spatial, self.shape(), self.dtype(), opts)?;
-        if self.numel() == 0 {
-            return self.empty_pooled(&plan.out);
-        }
-        if plan.compute.is_float() {
-            return plan.average(self, opts, self.dtype());
-        }
-        // Integers: the window sums divided with truncation.
-        let x = with_batch(self, plan.batched)?;
-        let xp = x.pad(&plan.pad, PadMode::Constant(Scalar::Int(0)))?;
-        let sum = plan.window_sums(&xp)?;
-        let y = sum.div_mode(&plan.avg_divisor(opts, x.device())?, RoundingMode::Trunc)?;
-        without_batch(y, plan.batched)
+        plan.average(self, opts)
     }
 
     fn adaptive_avg_pool_nd(
@@ -731,14 +600,6 @@ impl Tensor {
         output_size: &[usize],
     ) -> Result<Tensor> {
         adaptive_pool(op, spatial, self, output_size)
-    }
-
-    /// The empty result of a pooling of an empty input (or to an empty
-    /// size): `[N, C, out...]` in the input's dtype.
-    fn empty_pooled(&self, out: &[usize]) -> Result<Tensor> {
-        let mut shape = self.shape()[..self.ndim() - out.len()].to_vec();
-        shape.extend(out);
-        Tensor::zeros(&shape, self.dtype(), self.device())
     }
 }
 

@@ -16,6 +16,7 @@ mod shape_ops;
 mod simd;
 pub(crate) mod sleef;
 mod sort;
+mod windows;
 
 use crate::backend::{Arg, Backend, BinaryOp, Mem, ReduceOp, UnaryFn, UnaryOp};
 use crate::dispatch_dtype;

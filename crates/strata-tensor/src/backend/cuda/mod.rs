@@ -28,6 +28,7 @@ pub(crate) mod shape_ops;
 pub(crate) mod softmax_backward;
 pub(crate) mod sort;
 pub(crate) mod transfer;
+pub(crate) mod windows;
 
 use crate::backend::{Arg, Backend, BinaryOp, DimShape, Mem, ReduceOp, SoftmaxMode, UnaryOp};
 use crate::dispatch_dtype;
