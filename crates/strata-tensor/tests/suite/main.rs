@@ -80,3 +80,4 @@ mod view_args_s72;
 // session 60: einsum, diagonals, scaled products, lerp, cross
 mod contract;
 mod conv_pool_props;
+mod window_kernel_props;
