@@ -2,9 +2,12 @@
 //! strata-tensor's (`ConvPlan::convolve`, `PoolPlan::average`,
 //! `adaptive_average`), written once over its `Composite` ops; `Var`
 //! implements those ops by recording them (below), so the same code
-//! computes the `Tensor` forms and differentiates the `Var` forms. Max
-//! pooling gathers the input at the indices the `Tensor` form finds, so its
-//! backward scatters the gradient through them, as PyTorch's.
+//! computes the `Tensor` forms and differentiates the `Var` forms. The
+//! fused window ops (session 76) are recorded with their fused adjoints:
+//! the columns' backward adds them back (`window_columns_sum`), average
+//! pooling's is `window_means_backward`, and max pooling (the values the
+//! `Tensor` form finds) sends each window's gradient to the element its
+//! index names (`window_max_backward`), as PyTorch's.
 
 use super::formula;
 use crate::error::{AutogradError, Result};
@@ -43,8 +46,9 @@ impl Var {
         interpolate_plan(self.shape(), self.dtype(), opts)?.resize(self)
     }
 
-    /// The gather of this input at max pooling's `indices` (found by the
-    /// `Tensor` form, whose `values` they are); windows without an input
+    /// Max pooling recorded as one op (the values the `Tensor` form found):
+    /// its backward sends each window's gradient to the element its index
+    /// names ([`Tensor::window_max_backward`]); windows without an input
     /// element keep the tensor form's -inf and pass no gradient.
     fn max_pool_nd(
         &self,
@@ -54,32 +58,24 @@ impl Var {
         (values, indices): (Tensor, Tensor),
     ) -> Result<(Var, Tensor)> {
         let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
-        let x = with_batch(self, plan.batched)?;
-        let index = if plan.batched {
-            indices.clone()
-        } else {
-            indices.unsqueeze(0)?
-        };
-        let (n, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
-        let plane: usize = plan.input.iter().product();
-        let out = plan.out_shape(x.shape()[0], x.shape()[1]);
-        let empty = plan.empty_window_tensors(x.device())?;
-        let at = match &empty {
-            Some((mask, _)) => Tensor::where_cond(mask, 0i64, &index)?,
-            None => index,
-        };
-        let mut y = x
-            .reshape(&[n, c, plane as i64])?
-            .gather(
-                -1,
-                &at.reshape(&[n, c, plan.out.iter().product::<usize>() as i64])?,
-            )?
-            .reshape(&out)?;
-        if let Some((mask, _)) = &empty {
-            let lowest = Var::new(with_batch(&values, plan.batched)?);
-            y = Var::where_cond(mask, &lowest, &y)?;
-        }
-        Ok((without_batch(y, plan.batched)?, indices))
+        let (batched, windows) = (plan.batched, plan.geometry());
+        let index = indices.clone();
+        let f = formula(move |g, _s, _n| {
+            let g = with_batch(g, batched)?;
+            let index = with_batch(&index, batched)?;
+            let dx = g.window_max_backward(&index, &windows)?;
+            Ok(vec![Some(without_batch(dx, batched)?)])
+        });
+        let saved = indices.clone();
+        let y = record(
+            "MaxPoolWithIndicesBackward",
+            values,
+            &[Some(self)],
+            move || vec![saved],
+            f,
+            false,
+        )?;
+        Ok((y, indices))
     }
 
     fn avg_pool_nd(&self, op: &'static str, spatial: usize, opts: &PoolOptions) -> Result<Var> {

@@ -259,4 +259,15 @@ pub(crate) enum NnKernel<'a> {
         windows: &'a Windows,
         mode: AvgMode,
     },
+    /// The input gradient of [`NnKernel::MaxPool`] (float): each element
+    /// of `dx` (contiguous `[N, C, L...]`) sums, in the computation type
+    /// and in window order, `dy[o]` over the windows `o` that hold it and
+    /// whose index (`indices`) names it (`dy`, `indices` contiguous
+    /// `[N, C, O...]`); zero elsewhere.
+    MaxPoolBackward {
+        dx: &'a Arg<'a>,
+        dy: &'a Arg<'a>,
+        indices: &'a Arg<'a>,
+        windows: &'a Windows,
+    },
 }

@@ -581,4 +581,56 @@ impl Tensor {
         }
         Ok(dx)
     }
+
+    /// The input gradient of [`Tensor::window_max`] given this output
+    /// gradient (`[N, C, O...]`, float) and the forward's `indices`: each
+    /// input element sums, in window order, the gradients of the windows
+    /// that hold it and chose it; `[N, C, L...]`. A window without an input
+    /// element passes nothing (PyTorch writes its gradient through an index
+    /// outside the window).
+    pub fn window_max_backward(&self, indices: &Tensor, windows: &Windows) -> Result<Tensor> {
+        const OP: &str = "window_max_backward";
+        if !self.dtype().is_float() {
+            return Err(TensorError::unsupported(OP, self.dtype()));
+        }
+        if indices.dtype() != DType::I64 {
+            return Err(TensorError::unsupported(OP, indices.dtype()));
+        }
+        let s = self.shape();
+        if s.len() != 2 + windows.spatial
+            || s[2..] != windows.spatial_of(&windows.out)[..]
+            || indices.shape() != s
+        {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "expected a gradient and indices [N, C, {:?}], but got shapes {s:?} and {:?}",
+                    windows.spatial_of(&windows.out),
+                    indices.shape()
+                ),
+            ));
+        }
+        if indices.device() != self.device() {
+            return Err(TensorError::DeviceMismatch {
+                op: OP,
+                lhs: self.device(),
+                rhs: indices.device(),
+            });
+        }
+        let shape = planes_shape(s[0], s[1], windows, &windows.input);
+        check_input(OP, &shape, windows)?;
+        let (dy, idx) = (self.contiguous()?, indices.contiguous()?);
+        let dx = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
+        if dx.numel() > 0 {
+            launch(&dx, &[&dy, &idx], |be| {
+                be.nn(NnKernel::MaxPoolBackward {
+                    dx: &dx.arg(),
+                    dy: &dy.arg(),
+                    indices: &idx.arg(),
+                    windows,
+                })
+            })?;
+        }
+        Ok(dx)
+    }
 }

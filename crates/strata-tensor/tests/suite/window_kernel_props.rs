@@ -21,10 +21,21 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    let dim = (1usize..7, 1usize..5, 1usize..4, 1usize..4, 0usize..3, 1usize..3);
-    (0usize..3, 1usize..4, prop::collection::vec(dim, 1..=3), any::<u64>()).prop_map(
-        |(n, c, dims, seed)| Case { n, c, dims, seed },
+    let dim = (
+        1usize..7,
+        1usize..5,
+        1usize..4,
+        1usize..4,
+        0usize..3,
+        1usize..3,
+    );
+    (
+        0usize..3,
+        1usize..4,
+        prop::collection::vec(dim, 1..=3),
+        any::<u64>(),
     )
+        .prop_map(|(n, c, dims, seed)| Case { n, c, dims, seed })
 }
 
 impl Case {
@@ -71,9 +82,7 @@ fn strided(v: &[f64], shape: &[usize], dtype: DType, device: Device) -> Tensor {
     perm.extend(2..nd);
     perm.push(1);
     let pshape: Vec<usize> = perm.iter().map(|&d| shape[d]).collect();
-    let strides: Vec<usize> = (0..nd)
-        .map(|d| shape[d + 1..].iter().product())
-        .collect();
+    let strides: Vec<usize> = (0..nd).map(|d| shape[d + 1..].iter().product()).collect();
     let mut pv = vec![0.0; v.len()];
     for (flat, slot) in pv.iter_mut().enumerate() {
         // Coordinates in the permuted shape -> the original position.
@@ -125,7 +134,12 @@ fn position(cs: &Case, o: usize, k: usize) -> Option<usize> {
         }
         coords[i] = at as usize;
     }
-    Some(coords.iter().zip(&cs.dims).fold(0, |acc, (&c, d)| acc * d.0 + c))
+    Some(
+        coords
+            .iter()
+            .zip(&cs.dims)
+            .fold(0, |acc, (&c, d)| acc * d.0 + c),
+    )
 }
 
 /// Reference columns `[N, C * K, O]` of the row-major input `x`.
@@ -236,7 +250,10 @@ fn check_case(cs: &Case, device: Device) -> Result<(), TestCaseError> {
     let cols = x.window_columns(&w).unwrap();
     prop_assert_eq!(f64s(&cols), columns_reference(cs, &xv));
     let xi = strided(&xv, &shape, DType::I32, device);
-    prop_assert_eq!(f64s(&xi.window_columns(&w).unwrap()), columns_reference(cs, &xv));
+    prop_assert_eq!(
+        f64s(&xi.window_columns(&w).unwrap()),
+        columns_reference(cs, &xv)
+    );
     // Its adjoint: <cols(x), y> = <x, cols_sum(y)>.
     let yv = values(cols.numel(), cs.seed ^ 0x5eed);
     let y = Tensor::from_vec(yv.clone(), cols.shape(), device).unwrap();
@@ -246,9 +263,18 @@ fn check_case(cs: &Case, device: Device) -> Result<(), TestCaseError> {
     // Pooling.
     let out = cs.out_shape();
     for mode in [
-        AvgMode { count_include_pad: true, divisor_override: None },
-        AvgMode { count_include_pad: false, divisor_override: None },
-        AvgMode { count_include_pad: true, divisor_override: Some(3) },
+        AvgMode {
+            count_include_pad: true,
+            divisor_override: None,
+        },
+        AvgMode {
+            count_include_pad: false,
+            divisor_override: None,
+        },
+        AvgMode {
+            count_include_pad: true,
+            divisor_override: Some(3),
+        },
     ] {
         let (mx, ix, mean) = pool_reference(cs, &xv, mode);
         let (v, i) = x.window_max(&w).unwrap();
@@ -257,7 +283,12 @@ fn check_case(cs: &Case, device: Device) -> Result<(), TestCaseError> {
         prop_assert_eq!(i.to_vec::<i64>().unwrap(), ix);
         let Some(mean) = mean else { continue };
         let m = f64s(&x.window_means(&w, mode).unwrap());
-        prop_assert!(m.iter().zip(&mean).all(|(a, b)| close(*a, *b)), "{:?} vs {:?}", m, mean);
+        prop_assert!(
+            m.iter().zip(&mean).all(|(a, b)| close(*a, *b)),
+            "{:?} vs {:?}",
+            m,
+            mean
+        );
         // The backward is the adjoint of the means.
         let gv = values(mean.len(), cs.seed ^ 0xbeef);
         let g = Tensor::from_vec(gv.clone(), &out, device).unwrap();
@@ -290,7 +321,12 @@ fn window_kernels_match_direct_loops_on_a_gpu() {
 #[test]
 fn max_pool_kernel_keeps_nan_and_every_dtype() {
     let w = Windows::new(&[5], &[2], &[3], &[2], &[0], &[1]);
-    let x = Tensor::from_vec(vec![1.0, f64::NAN, 3.0, f64::NAN, 0.5], &[1, 1, 5], Device::Cpu).unwrap();
+    let x = Tensor::from_vec(
+        vec![1.0, f64::NAN, 3.0, f64::NAN, 0.5],
+        &[1, 1, 5],
+        Device::Cpu,
+    )
+    .unwrap();
     let (v, i) = x.window_max(&w).unwrap();
     assert!(f64s(&v).iter().all(|v| v.is_nan()));
     assert_eq!(i.to_vec::<i64>().unwrap(), [1, 3]);
@@ -299,8 +335,17 @@ fn max_pool_kernel_keeps_nan_and_every_dtype() {
     assert_eq!(v.to_vec::<i64>().unwrap(), [9, 9]);
     assert_eq!(i.to_vec::<i64>().unwrap(), [2, 2]);
     // i64 means truncate; an i64 sum wraps as PyTorch's does.
-    let m = xi.window_means(&w, AvgMode { count_include_pad: true, divisor_override: None });
-    assert_eq!(m.unwrap().to_vec::<i64>().unwrap(), [3, (9i64 + 9).wrapping_add(i64::MIN) / 3]);
+    let m = xi.window_means(
+        &w,
+        AvgMode {
+            count_include_pad: true,
+            divisor_override: None,
+        },
+    );
+    assert_eq!(
+        m.unwrap().to_vec::<i64>().unwrap(),
+        [3, (9i64 + 9).wrapping_add(i64::MIN) / 3]
+    );
     for dt in [DType::F16, DType::BF16, DType::F32] {
         let (v, _) = x.to_dtype(dt).unwrap().window_max(&w).unwrap();
         assert_eq!(v.dtype(), dt);
@@ -316,21 +361,42 @@ fn bad_windows_are_typed_errors() {
     let wrong_input = Windows::new(&[4, 5], &[2, 2], &[2, 2], &[2, 2], &[0, 0], &[1, 1]);
     let zero_kernel = Windows::new(&[4, 4], &[2, 2], &[0, 2], &[2, 2], &[0, 0], &[1, 1]);
     let zero_stride = Windows::new(&[4, 4], &[2, 2], &[2, 2], &[0, 2], &[0, 0], &[1, 1]);
-    let huge = Windows::new(&[4, 4], &[usize::MAX, 2], &[2, 2], &[usize::MAX, 1], &[0, 0], &[1, 1]);
+    let huge = Windows::new(
+        &[4, 4],
+        &[usize::MAX, 2],
+        &[2, 2],
+        &[usize::MAX, 1],
+        &[0, 0],
+        &[1, 1],
+    );
     let mut bad_spatial = ok;
     bad_spatial.spatial = 4;
     for w in [wrong_input, zero_kernel, zero_stride, huge, bad_spatial] {
         assert!(x.window_columns(&w).is_err(), "{w:?}");
         assert!(x.window_max(&w).is_err(), "{w:?}");
-        let mode = AvgMode { count_include_pad: true, divisor_override: None };
+        let mode = AvgMode {
+            count_include_pad: true,
+            divisor_override: None,
+        };
         assert!(x.window_means(&w, mode).is_err(), "{w:?}");
     }
-    let mode = AvgMode { count_include_pad: true, divisor_override: Some(0) };
+    let mode = AvgMode {
+        count_include_pad: true,
+        divisor_override: Some(0),
+    };
     assert!(x.window_means(&ok, mode).is_err());
     // Columns of the wrong shape, and integer columns, for the adjoint.
     let cols = x.window_columns(&ok).unwrap();
     assert!(cols.window_columns_sum(&ok).is_ok());
-    assert!(cols.narrow(2, 0, 3).unwrap().window_columns_sum(&ok).is_err());
-    assert!(cols.to_dtype(DType::I64).unwrap().window_columns_sum(&ok).is_err());
+    assert!(cols
+        .narrow(2, 0, 3)
+        .unwrap()
+        .window_columns_sum(&ok)
+        .is_err());
+    assert!(cols
+        .to_dtype(DType::I64)
+        .unwrap()
+        .window_columns_sum(&ok)
+        .is_err());
     assert!(x.to_dtype(DType::Bool).unwrap().window_max(&ok).is_err());
 }

@@ -813,6 +813,17 @@ pub(crate) fn run(k: NnKernel) {
             DType::F16 => super::windows::avg_pool_backward::<half::f16>(dx, dy, windows, mode),
             _ => super::windows::avg_pool_backward::<half::bf16>(dx, dy, windows, mode),
         },
+        NnKernel::MaxPoolBackward {
+            dx,
+            dy,
+            indices,
+            windows,
+        } => match dx.dtype {
+            DType::F32 => super::windows::max_pool_backward::<f32>(dx, dy, indices, windows),
+            DType::F64 => super::windows::max_pool_backward::<f64>(dx, dy, indices, windows),
+            DType::F16 => super::windows::max_pool_backward::<half::f16>(dx, dy, indices, windows),
+            _ => super::windows::max_pool_backward::<half::bf16>(dx, dy, indices, windows),
+        },
         NnKernel::MaskCount { counts, mask, n } => mask_count(counts, mask, n),
         NnKernel::MaskCompact {
             out,

@@ -377,3 +377,59 @@ pub(crate) fn avg_pool_backward<T: Mean>(dx: &Arg, dy: &Arg, w: &Windows, mode: 
         }
     });
 }
+
+/// The window `o` of kernel offset `k` along `dim` that reads input
+/// coordinate `i`, if any.
+fn window_of(g: &Geom, dim: usize, i: i64, k: i64) -> Option<i64> {
+    let q = i + g.p[dim] - k * g.d[dim];
+    (q >= 0 && q % g.s[dim] == 0 && q / g.s[dim] < g.o[dim]).then(|| q / g.s[dim])
+}
+
+/// The input gradient of max pooling: `dx` (contiguous `[N, C, L...]`,
+/// float) sums, in the computation type and in window order, `dy[o]` over
+/// the windows `o` holding the element whose index (`indices`, contiguous
+/// `[N, C, O...]`) names it (`dy` contiguous `[N, C, O...]`). A window
+/// without an input element holds nothing, so passes nothing.
+pub(crate) fn max_pool_backward<T: Element>(dx: &Arg, dy: &Arg, indices: &Arg, w: &Windows) {
+    let g = Geom::of(w);
+    let (on, ln) = (w.out_numel(), w.input_numel());
+    let c = dx.layout.shape[1];
+    let planes = dx.layout.shape[0] * c;
+    let (pdx, pdy, pi): (Ptr<T>, Ptr<T>, Ptr<i64>) = (base(dx), base(dy), base(indices));
+    (0..planes).into_par_iter().for_each(|bc| {
+        let mut l = 0usize;
+        for l0 in 0..g.l[0] {
+            for l1 in 0..g.l[1] {
+                for l2 in 0..g.l[2] {
+                    let mut acc = <T::Acc as Arith>::ZERO;
+                    for k0 in (0..g.k[0]).rev() {
+                        let Some(o0) = window_of(&g, 0, l0, k0) else {
+                            continue;
+                        };
+                        for k1 in (0..g.k[1]).rev() {
+                            let Some(o1) = window_of(&g, 1, l1, k1) else {
+                                continue;
+                            };
+                            for k2 in (0..g.k[2]).rev() {
+                                let Some(o2) = window_of(&g, 2, l2, k2) else {
+                                    continue;
+                                };
+                                let j = bc * on + ((o0 * g.o[1] + o1) * g.o[2] + o2) as usize;
+                                // SAFETY: `j` indexes this plane's windows
+                                // (inside dy and indices, both contiguous).
+                                unsafe {
+                                    if *pi.get().add(j) == l as i64 {
+                                        acc = acc.add((*pdy.get().add(j)).to_acc());
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    // SAFETY: dx is contiguous; this plane is this task's.
+                    unsafe { *pdx.get().add(bc * ln + l) = T::from_acc(acc) };
+                    l += 1;
+                }
+            }
+        }
+    });
+}

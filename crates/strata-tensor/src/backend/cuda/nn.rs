@@ -1283,6 +1283,12 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
             windows,
             mode,
         } => super::windows::run(dev, windows, WindowOp::AvgPoolBackward { dx, dy, mode }),
+        NnKernel::MaxPoolBackward {
+            dx,
+            dy,
+            indices,
+            windows,
+        } => super::windows::run(dev, windows, WindowOp::MaxPoolBackward { dx, dy, indices }),
         NnKernel::MaskCount { counts, mask, n } => {
             if n == 0 {
                 return Ok(());

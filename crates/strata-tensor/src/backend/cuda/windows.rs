@@ -24,47 +24,50 @@ use crate::ops::{AvgMode, Windows};
 /// Threads per block.
 const NT: u32 = 256;
 
-/// The kernels' metadata, laid out as `WMeta` in the source (all i64: no
-/// padding).
+/// The kernels' metadata, laid out as `WMeta` in the source: all of one
+/// index type `I` (i32 where every position and count fits 2^30, else
+/// i64), so there is no padding.
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct WMeta {
-    planes: i64,
-    c: i64,
-    on: i64,
-    ln: i64,
-    kn: i64,
-    sb: i64,
-    sc: i64,
-    sx: [i64; 3],
-    l: [i64; 3],
-    o: [i64; 3],
-    k: [i64; 3],
-    s: [i64; 3],
-    p: [i64; 3],
-    d: [i64; 3],
-    cip: i64,
-    ovr: i64,
-    has_ovr: i64,
+struct WMeta<I> {
+    planes: I,
+    c: I,
+    on: I,
+    ln: I,
+    kn: I,
+    sb: I,
+    sc: I,
+    sx: [I; 3],
+    l: [I; 3],
+    o: [I; 3],
+    k: [I; 3],
+    s: [I; 3],
+    p: [I; 3],
+    d: [I; 3],
+    cip: I,
+    ovr: I,
+    has_ovr: I,
 }
 
-// SAFETY: `#[repr(C)]`, i64s only (no padding), laid out as `WMeta` in the
-// source; no pointers.
-unsafe impl KernelParam for WMeta {}
+// SAFETY: `#[repr(C)]`, fields of one primitive integer type (no padding),
+// laid out as `WMeta` in the source with `I` that type; no pointers.
+unsafe impl KernelParam for WMeta<i32> {}
+// SAFETY: as above.
+unsafe impl KernelParam for WMeta<i64> {}
 
 const HEADER: &str = r#"
-struct WMeta { i64 planes; i64 c; i64 on; i64 ln; i64 kn; i64 sb; i64 sc; i64 sx[3]; i64 l[3]; i64 o[3];
-               i64 k[3]; i64 s[3]; i64 p[3]; i64 d[3]; i64 cip; i64 ovr; i64 has_ovr; };
-__device__ __forceinline__ i64 imin(i64 a, i64 b) { return a < b ? a : b; }
-__device__ __forceinline__ i64 imax(i64 a, i64 b) { return a > b ? a : b; }
+struct WMeta { I planes; I c; I on; I ln; I kn; I sb; I sc; I sx[3]; I l[3]; I o[3];
+               I k[3]; I s[3]; I p[3]; I d[3]; I cip; I ovr; I has_ovr; };
+__device__ __forceinline__ I imin(I a, I b) { return a < b ? a : b; }
+__device__ __forceinline__ I imax(I a, I b) { return a > b ? a : b; }
 // Average pooling's divisor of window (o0, o1, o2).
-__device__ __forceinline__ i64 divisor_of(const WMeta& m, i64 o0, i64 o1, i64 o2) {
+__device__ __forceinline__ i64 divisor_of(const WMeta& m, I o0, I o1, I o2) {
   if (m.has_ovr) return m.ovr;
-  const i64 o[3] = {o0, o1, o2};
+  const I o[3] = {o0, o1, o2};
   i64 padded = 1, inside = 1;
   for (int d = 0; d < 3; ++d) {
-    const i64 st = o[d] * m.s[d] - m.p[d];
-    const i64 en = imin(st + m.k[d], m.l[d] + m.p[d]);
+    const I st = o[d] * m.s[d] - m.p[d];
+    const I en = imin(st + m.k[d], m.l[d] + m.p[d]);
     padded *= en - st;
     inside *= imin(en, m.l[d]) - imax(st, 0);
   }
@@ -72,37 +75,37 @@ __device__ __forceinline__ i64 divisor_of(const WMeta& m, i64 o0, i64 o1, i64 o2
 }
 // The window o of kernel offset k along dim d that reads input coordinate
 // i (-1 where none does).
-__device__ __forceinline__ i64 window_of(const WMeta& m, int d, i64 i, i64 k) {
-  const i64 q = i + m.p[d] - k * m.d[d];
+__device__ __forceinline__ I window_of(const WMeta& m, int d, I i, I k) {
+  const I q = i + m.p[d] - k * m.d[d];
   if (q < 0 || q % m.s[d] != 0) return -1;
-  const i64 o = q / m.s[d];
+  const I o = q / m.s[d];
   return o < m.o[d] ? o : -1;
 }
-#define FOR_POS(v, n) for (i64 v = blockIdx.x * (i64)blockDim.x + threadIdx.x; v < (n); v += (i64)gridDim.x * blockDim.x)
-#define FOR_PLANE(bc) for (i64 bc = blockIdx.y; bc < m.planes; bc += gridDim.y)
+#define FOR_POS(v, n) for (I v = (I)(blockIdx.x * blockDim.x + threadIdx.x); v < (n); v += (I)(gridDim.x * blockDim.x))
+#define FOR_PLANE(bc) for (I bc = (I)blockIdx.y; bc < m.planes; bc += (I)gridDim.y)
 "#;
 
 /// Columns: element bits copied (any dtype).
-fn im2col_source(esize: usize) -> String {
+fn im2col_source(esize: usize, idx: &str) -> String {
     format!(
-        "{PRELUDE}{HEADER}typedef {e} E;\n{body}",
+        "{PRELUDE}typedef {idx} I;\n{HEADER}typedef {e} E;\n{body}",
         e = bits_ty(esize),
         body = r#"
 extern "C" __global__ void im2col(E* cols, const E* x, WMeta m) {
   FOR_POS(o, m.on) {
-    const i64 o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
-    const i64 b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
+    const I o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
+    const I b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
     FOR_PLANE(bc) {
       const E* xp = x + (bc / m.c) * m.sb + (bc % m.c) * m.sc;
       E* out = cols + bc * m.kn * m.on + o;
-      for (i64 k0 = 0; k0 < m.k[0]; ++k0) {
-        const i64 i0 = b0 + k0 * m.d[0];
+      for (I k0 = 0; k0 < m.k[0]; ++k0) {
+        const I i0 = b0 + k0 * m.d[0];
         const bool ok0 = i0 >= 0 && i0 < m.l[0];
-        for (i64 k1 = 0; k1 < m.k[1]; ++k1) {
-          const i64 i1 = b1 + k1 * m.d[1];
+        for (I k1 = 0; k1 < m.k[1]; ++k1) {
+          const I i1 = b1 + k1 * m.d[1];
           const bool ok1 = ok0 && i1 >= 0 && i1 < m.l[1];
-          for (i64 k2 = 0; k2 < m.k[2]; ++k2) {
-            const i64 i2 = b2 + k2 * m.d[2];
+          for (I k2 = 0; k2 < m.k[2]; ++k2) {
+            const I i2 = b2 + k2 * m.d[2];
             const bool ok = ok1 && i2 >= 0 && i2 < m.l[2];
             *out = ok ? xp[i0 * m.sx[0] + i1 * m.sx[1] + i2 * m.sx[2]] : (E)0;
             out += m.on;
@@ -117,7 +120,7 @@ extern "C" __global__ void im2col(E* cols, const E* x, WMeta m) {
 }
 
 /// The typed kernels: col2im, max and average pooling, its backward.
-fn typed_source(d: DType, lowest: &str) -> String {
+fn typed_source(d: DType, lowest: &str, idx: &str) -> String {
     let add = if d == DType::I64 {
         "(A)((u64)a + (u64)b)"
     } else {
@@ -129,7 +132,7 @@ fn typed_source(d: DType, lowest: &str) -> String {
         "s / (A)dv"
     };
     format!(
-        "{PRELUDE}{HEADER}typedef {e} E;\ntypedef {a} A;\n\
+        "{PRELUDE}typedef {idx} I;\n{HEADER}typedef {e} E;\ntypedef {a} A;\n\
          __device__ __forceinline__ A ld(E v) {{ return {ld}; }}\n\
          __device__ __forceinline__ E st(A v) {{ return {st}; }}\n\
          __device__ __forceinline__ A add(A a, A b) {{ return {add}; }}\n\
@@ -142,20 +145,20 @@ fn typed_source(d: DType, lowest: &str) -> String {
         body = r#"
 extern "C" __global__ void col2im(E* x, const E* cols, WMeta m) {
   FOR_POS(l, m.ln) {
-    const i64 l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
+    const I l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
     FOR_PLANE(bc) {
       const E* cp = cols + bc * m.kn * m.on;
       A acc = (A)0;
-      for (i64 k0 = 0; k0 < m.k[0]; ++k0) {
-        const i64 o0 = window_of(m, 0, l0, k0);
+      for (I k0 = 0; k0 < m.k[0]; ++k0) {
+        const I o0 = window_of(m, 0, l0, k0);
         if (o0 < 0) continue;
-        for (i64 k1 = 0; k1 < m.k[1]; ++k1) {
-          const i64 o1 = window_of(m, 1, l1, k1);
+        for (I k1 = 0; k1 < m.k[1]; ++k1) {
+          const I o1 = window_of(m, 1, l1, k1);
           if (o1 < 0) continue;
-          for (i64 k2 = 0; k2 < m.k[2]; ++k2) {
-            const i64 o2 = window_of(m, 2, l2, k2);
+          for (I k2 = 0; k2 < m.k[2]; ++k2) {
+            const I o2 = window_of(m, 2, l2, k2);
             if (o2 < 0) continue;
-            const i64 k = (k0 * m.k[1] + k1) * m.k[2] + k2;
+            const I k = (k0 * m.k[1] + k1) * m.k[2] + k2;
             acc = add(acc, ld(cp[k * m.on + (o0 * m.o[1] + o1) * m.o[2] + o2]));
           }
         }
@@ -167,24 +170,24 @@ extern "C" __global__ void col2im(E* x, const E* cols, WMeta m) {
 
 extern "C" __global__ void max_pool(E* values, i64* indices, const E* x, WMeta m) {
   FOR_POS(o, m.on) {
-    const i64 o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
-    const i64 b[3] = {o0 * m.s[0] - m.p[0], o1 * m.s[1] - m.p[1], o2 * m.s[2] - m.p[2]};
-    i64 f[3];
+    const I o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
+    const I b[3] = {o0 * m.s[0] - m.p[0], o1 * m.s[1] - m.p[1], o2 * m.s[2] - m.p[2]};
+    I f[3];
     for (int d = 0; d < 3; ++d) f[d] = b[d] < 0 ? b[d] + (-b[d] + m.d[d] - 1) / m.d[d] * m.d[d] : b[d];
-    const i64 first = (f[0] * m.l[1] + f[1]) * m.l[2] + f[2];
+    const i64 first = ((i64)f[0] * m.l[1] + f[1]) * m.l[2] + f[2];
     FOR_PLANE(bc) {
       const E* xp = x + (bc / m.c) * m.sb + (bc % m.c) * m.sc;
       A best = LOWEST;
       i64 bi = first;
       bool any = false;
-      for (i64 k0 = 0; k0 < m.k[0]; ++k0) {
-        const i64 i0 = b[0] + k0 * m.d[0];
+      for (I k0 = 0; k0 < m.k[0]; ++k0) {
+        const I i0 = b[0] + k0 * m.d[0];
         if (i0 < 0 || i0 >= m.l[0]) continue;
-        for (i64 k1 = 0; k1 < m.k[1]; ++k1) {
-          const i64 i1 = b[1] + k1 * m.d[1];
+        for (I k1 = 0; k1 < m.k[1]; ++k1) {
+          const I i1 = b[1] + k1 * m.d[1];
           if (i1 < 0 || i1 >= m.l[1]) continue;
-          for (i64 k2 = 0; k2 < m.k[2]; ++k2) {
-            const i64 i2 = b[2] + k2 * m.d[2];
+          for (I k2 = 0; k2 < m.k[2]; ++k2) {
+            const I i2 = b[2] + k2 * m.d[2];
             if (i2 < 0 || i2 >= m.l[2]) continue;
             const A v = ld(xp[i0 * m.sx[0] + i1 * m.sx[1] + i2 * m.sx[2]]);
             if (!any || v > best || isnan_(v)) {
@@ -203,20 +206,20 @@ extern "C" __global__ void max_pool(E* values, i64* indices, const E* x, WMeta m
 
 extern "C" __global__ void avg_pool(E* out, const E* x, WMeta m) {
   FOR_POS(o, m.on) {
-    const i64 o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
-    const i64 b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
-    const i64 dv = divisor_of(m, o0, o1, o2);
+    const I o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
+    const I b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
+    const I dv = divisor_of(m, o0, o1, o2);
     FOR_PLANE(bc) {
       const E* xp = x + (bc / m.c) * m.sb + (bc % m.c) * m.sc;
       A s = (A)0;
-      for (i64 k0 = 0; k0 < m.k[0]; ++k0) {
-        const i64 i0 = b0 + k0 * m.d[0];
+      for (I k0 = 0; k0 < m.k[0]; ++k0) {
+        const I i0 = b0 + k0 * m.d[0];
         if (i0 < 0 || i0 >= m.l[0]) continue;
-        for (i64 k1 = 0; k1 < m.k[1]; ++k1) {
-          const i64 i1 = b1 + k1 * m.d[1];
+        for (I k1 = 0; k1 < m.k[1]; ++k1) {
+          const I i1 = b1 + k1 * m.d[1];
           if (i1 < 0 || i1 >= m.l[1]) continue;
-          for (i64 k2 = 0; k2 < m.k[2]; ++k2) {
-            const i64 i2 = b2 + k2 * m.d[2];
+          for (I k2 = 0; k2 < m.k[2]; ++k2) {
+            const I i2 = b2 + k2 * m.d[2];
             if (i2 < 0 || i2 >= m.l[2]) continue;
             s = add(s, ld(xp[i0 * m.sx[0] + i1 * m.sx[1] + i2 * m.sx[2]]));
           }
@@ -231,20 +234,48 @@ extern "C" __global__ void avg_pool(E* out, const E* x, WMeta m) {
 // order, as the CPU kernel adds them.
 extern "C" __global__ void avg_pool_backward(E* dx, const E* dy, WMeta m) {
   FOR_POS(l, m.ln) {
-    const i64 l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
+    const I l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
     FOR_PLANE(bc) {
       const E* gp = dy + bc * m.on;
       A acc = (A)0;
-      for (i64 k0 = m.k[0] - 1; k0 >= 0; --k0) {
-        const i64 o0 = window_of(m, 0, l0, k0);
+      for (I k0 = m.k[0] - 1; k0 >= 0; --k0) {
+        const I o0 = window_of(m, 0, l0, k0);
         if (o0 < 0) continue;
-        for (i64 k1 = m.k[1] - 1; k1 >= 0; --k1) {
-          const i64 o1 = window_of(m, 1, l1, k1);
+        for (I k1 = m.k[1] - 1; k1 >= 0; --k1) {
+          const I o1 = window_of(m, 1, l1, k1);
           if (o1 < 0) continue;
-          for (i64 k2 = m.k[2] - 1; k2 >= 0; --k2) {
-            const i64 o2 = window_of(m, 2, l2, k2);
+          for (I k2 = m.k[2] - 1; k2 >= 0; --k2) {
+            const I o2 = window_of(m, 2, l2, k2);
             if (o2 < 0) continue;
             acc = add(acc, mean(ld(gp[(o0 * m.o[1] + o1) * m.o[2] + o2]), divisor_of(m, o0, o1, o2)));
+          }
+        }
+      }
+      dx[bc * m.ln + l] = st(acc);
+    }
+  }
+}
+
+// The gradient of max pooling: an element sums the gradients of the windows
+// holding it whose index names it, in window order.
+extern "C" __global__ void max_pool_backward(E* dx, const E* dy, const i64* idx, WMeta m) {
+  FOR_POS(l, m.ln) {
+    const I l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
+    FOR_PLANE(bc) {
+      const E* gp = dy + bc * m.on;
+      const i64* ip = idx + bc * m.on;
+      A acc = (A)0;
+      for (I k0 = m.k[0] - 1; k0 >= 0; --k0) {
+        const I o0 = window_of(m, 0, l0, k0);
+        if (o0 < 0) continue;
+        for (I k1 = m.k[1] - 1; k1 >= 0; --k1) {
+          const I o1 = window_of(m, 1, l1, k1);
+          if (o1 < 0) continue;
+          for (I k2 = m.k[2] - 1; k2 >= 0; --k2) {
+            const I o2 = window_of(m, 2, l2, k2);
+            if (o2 < 0) continue;
+            const I j = (o0 * m.o[1] + o1) * m.o[2] + o2;
+            if (ip[j] == (i64)l) acc = add(acc, ld(gp[j]));
           }
         }
       }
@@ -268,10 +299,15 @@ fn lowest_literal(d: DType) -> &'static str {
     }
 }
 
-/// The metadata of `windows` over `planes` = N * C planes of `c` channels,
-/// with the strides of the `[N, C, L...]` operand `x` where one is read
-/// strided.
-fn meta(windows: &Windows, n: usize, c: usize, x: Option<&Arg>, mode: Option<AvgMode>) -> WMeta {
+/// The metadata of `windows` over `n * c` planes of `c` channels, with
+/// the strides of the `[N, C, L...]` operand `x` where one is read strided.
+fn meta(
+    windows: &Windows,
+    n: usize,
+    c: usize,
+    x: Option<&Arg>,
+    mode: Option<AvgMode>,
+) -> WMeta<i64> {
     let i = |a: [usize; 3]| a.map(|v| v as i64);
     let (mut sb, mut sc, mut sx) = (0i64, 0i64, [0i64; 3]);
     if let Some(x) = x {
@@ -307,6 +343,67 @@ fn meta(windows: &Windows, n: usize, c: usize, x: Option<&Arg>, mode: Option<Avg
     }
 }
 
+/// Below this every position, offset and count of a launch is computed in
+/// 32 bits (with room for a grid-stride step past the end).
+const NARROW: u128 = 1 << 30;
+
+impl WMeta<i64> {
+    /// The metadata in i32 where every value the kernels form fits
+    /// [`NARROW`]: element counts of the operands, the strided operand's
+    /// span, and per dim the farthest position a window names.
+    fn narrow(&self, x: Option<&Arg>) -> Option<WMeta<i32>> {
+        let u = |v: i64| v.unsigned_abs() as u128;
+        let planes = u(self.planes);
+        let mut most = [
+            planes * u(self.kn) * u(self.on),
+            planes * u(self.ln),
+            planes * u(self.on),
+            u(self.ovr),
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        if let Some(x) = x {
+            let span: u128 = (x.layout.shape.iter())
+                .zip(&x.layout.strides)
+                .map(|(&n, &s)| n.saturating_sub(1) as u128 * s as u128)
+                .sum();
+            most = most.max(span + 1);
+        }
+        for d in 0..3 {
+            let far = u(self.o[d]) * u(self.s[d])
+                + u(self.k[d]) * u(self.d[d])
+                + u(self.l[d])
+                + u(self.p[d]);
+            most = most.max(far);
+        }
+        if most >= NARROW {
+            return None;
+        }
+        let n = |v: i64| v as i32;
+        let a = |v: [i64; 3]| v.map(n);
+        Some(WMeta {
+            planes: n(self.planes),
+            c: n(self.c),
+            on: n(self.on),
+            ln: n(self.ln),
+            kn: n(self.kn),
+            sb: n(self.sb),
+            sc: n(self.sc),
+            sx: a(self.sx),
+            l: a(self.l),
+            o: a(self.o),
+            k: a(self.k),
+            s: a(self.s),
+            p: a(self.p),
+            d: a(self.d),
+            cip: n(self.cip),
+            ovr: n(self.ovr),
+            has_ovr: n(self.has_ovr),
+        })
+    }
+}
+
 /// The grid of a kernel over `positions` per plane and `planes` planes.
 fn grid(positions: i64, planes: i64) -> (u32, u32, u32) {
     let x = (positions as u64).div_ceil(u64::from(NT)).clamp(1, 1 << 20) as u32;
@@ -339,124 +436,129 @@ pub(crate) enum WindowOp<'a> {
         dy: &'a Arg<'a>,
         mode: AvgMode,
     },
+    MaxPoolBackward {
+        dx: &'a Arg<'a>,
+        dy: &'a Arg<'a>,
+        indices: &'a Arg<'a>,
+    },
 }
 
 /// Runs `op` over `windows` on `dev`'s current stream (the tensor layer
 /// checked the shapes: every operand `[N, C, ...]` of the windows' sizes,
 /// the outputs and the adjoints' inputs contiguous).
 pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<()> {
+    // The operand whose `[N, C]` gives the planes, the strided input (if
+    // any), the positions each thread walks (windows or input elements),
+    // the pointers in the kernel's order, its name and dtype.
+    let (planes_of, strided, per_input, ptrs, name, dtype, mode): (
+        &Arg,
+        Option<&Arg>,
+        bool,
+        Vec<u64>,
+        &str,
+        DType,
+        Option<AvgMode>,
+    ) = match op {
+        WindowOp::Im2col { cols, x } => (
+            x,
+            Some(x),
+            false,
+            vec![base_ptr(cols), base_ptr(x)],
+            "im2col",
+            x.dtype,
+            None,
+        ),
+        WindowOp::Col2im { x, cols } => (
+            x,
+            None,
+            true,
+            vec![base_ptr(x), base_ptr(cols)],
+            "col2im",
+            x.dtype,
+            None,
+        ),
+        WindowOp::MaxPool { values, indices, x } => (
+            x,
+            Some(x),
+            false,
+            vec![base_ptr(values), base_ptr(indices), base_ptr(x)],
+            "max_pool",
+            x.dtype,
+            None,
+        ),
+        WindowOp::AvgPool { out, x, mode } => (
+            x,
+            Some(x),
+            false,
+            vec![base_ptr(out), base_ptr(x)],
+            "avg_pool",
+            x.dtype,
+            Some(mode),
+        ),
+        WindowOp::AvgPoolBackward { dx, dy, mode } => (
+            dx,
+            None,
+            true,
+            vec![base_ptr(dx), base_ptr(dy)],
+            "avg_pool_backward",
+            dx.dtype,
+            Some(mode),
+        ),
+        WindowOp::MaxPoolBackward { dx, dy, indices } => (
+            dx,
+            None,
+            true,
+            vec![base_ptr(dx), base_ptr(dy), base_ptr(indices)],
+            "max_pool_backward",
+            dx.dtype,
+            None,
+        ),
+    };
+    let (n, c) = (planes_of.layout.shape[0], planes_of.layout.shape[1]);
+    let wide = meta(windows, n, c, strided, mode);
+    let narrow = wide.narrow(strided);
+    let idx = if narrow.is_some() { "int" } else { "i64" };
+    let f = if name == "im2col" {
+        let es = dtype.size();
+        let key = format!("windows:im2col:{es}:{idx}");
+        super::nvrtc::functions(dev, &key, || im2col_source(es, idx), &["im2col"])?[0]
+    } else {
+        let key = format!("windows:typed:{}:{idx}", tag(dtype));
+        let names = [
+            "col2im",
+            "max_pool",
+            "avg_pool",
+            "avg_pool_backward",
+            "max_pool_backward",
+        ];
+        let fs = super::nvrtc::functions(
+            dev,
+            &key,
+            || typed_source(dtype, lowest_literal(dtype), idx),
+            &names,
+        )?;
+        fs[names.iter().position(|&k| k == name).unwrap_or(0)]
+    };
+    let g = grid(if per_input { wide.ln } else { wide.on }, wide.planes);
     let stream = dev.stream();
-    match op {
-        WindowOp::Im2col { cols, x } => {
-            let (n, c) = (x.layout.shape[0], x.layout.shape[1]);
-            let m = meta(windows, n, c, Some(x), None);
-            let es = x.dtype.size();
-            let key = format!("windows:im2col:{es}");
-            let f = super::nvrtc::functions(dev, &key, || im2col_source(es), &["im2col"])?;
-            let (pc, px) = (base_ptr(cols), base_ptr(x));
-            // SAFETY: parameters match `im2col` (cols, x, WMeta); cols is
-            // the contiguous `[N, C * K, O]` the metadata's sizes describe,
-            // and x is read at coordinates inside its shape through its own
-            // strides.
-            unsafe {
-                launch(
-                    dev,
-                    "im2col",
-                    f[0],
-                    grid(m.on, m.planes),
-                    (NT, 1, 1),
-                    stream,
-                    [KArg::of(&pc), KArg::of(&px), KArg::of(&m)],
-                )
-            }
-        }
-        WindowOp::Col2im { x, cols } => {
-            let (n, c) = (x.layout.shape[0], x.layout.shape[1]);
-            let m = meta(windows, n, c, None, None);
-            let f = typed(dev, x.dtype)?;
-            let (px, pc) = (base_ptr(x), base_ptr(cols));
-            // SAFETY: parameters match `col2im` (x, cols, WMeta); both are
-            // contiguous with the sizes the metadata describes.
-            unsafe {
-                launch(
-                    dev,
-                    "col2im",
-                    f[0],
-                    grid(m.ln, m.planes),
-                    (NT, 1, 1),
-                    stream,
-                    [KArg::of(&px), KArg::of(&pc), KArg::of(&m)],
-                )
-            }
-        }
-        WindowOp::MaxPool { values, indices, x } => {
-            let (n, c) = (x.layout.shape[0], x.layout.shape[1]);
-            let m = meta(windows, n, c, Some(x), None);
-            let f = typed(dev, x.dtype)?;
-            let (pv, pi, px) = (base_ptr(values), base_ptr(indices), base_ptr(x));
-            // SAFETY: parameters match `max_pool` (values, indices, x,
-            // WMeta); values and indices are contiguous `[N, C, O...]`, x is
-            // read inside its shape through its own strides.
-            unsafe {
-                launch(
-                    dev,
-                    "max_pool",
-                    f[1],
-                    grid(m.on, m.planes),
-                    (NT, 1, 1),
-                    stream,
-                    [KArg::of(&pv), KArg::of(&pi), KArg::of(&px), KArg::of(&m)],
-                )
-            }
-        }
-        WindowOp::AvgPool { out, x, mode } => {
-            let (n, c) = (x.layout.shape[0], x.layout.shape[1]);
-            let m = meta(windows, n, c, Some(x), Some(mode));
-            let f = typed(dev, x.dtype)?;
-            let (po, px) = (base_ptr(out), base_ptr(x));
-            // SAFETY: parameters match `avg_pool` (out, x, WMeta); out is
-            // contiguous `[N, C, O...]`, x is read inside its shape.
-            unsafe {
-                launch(
-                    dev,
-                    "avg_pool",
-                    f[2],
-                    grid(m.on, m.planes),
-                    (NT, 1, 1),
-                    stream,
-                    [KArg::of(&po), KArg::of(&px), KArg::of(&m)],
-                )
-            }
-        }
-        WindowOp::AvgPoolBackward { dx, dy, mode } => {
-            let (n, c) = (dx.layout.shape[0], dx.layout.shape[1]);
-            let m = meta(windows, n, c, None, Some(mode));
-            let f = typed(dev, dx.dtype)?;
-            let (pdx, pdy) = (base_ptr(dx), base_ptr(dy));
-            // SAFETY: parameters match `avg_pool_backward` (dx, dy, WMeta);
-            // both contiguous with the sizes the metadata describes.
-            unsafe {
-                launch(
-                    dev,
-                    "avg_pool_backward",
-                    f[3],
-                    grid(m.ln, m.planes),
-                    (NT, 1, 1),
-                    stream,
-                    [KArg::of(&pdx), KArg::of(&pdy), KArg::of(&m)],
-                )
-            }
+    // SAFETY: parameters match the kernel `name` (its operands' base
+    // pointers in its order, then `WMeta` with `I` = i32 or i64 as compiled):
+    // the outputs and the adjoints' inputs are contiguous with the sizes
+    // the metadata describes, the strided input is read only at
+    // coordinates inside its shape through its own strides, and with i32
+    // metadata every value the kernel forms fits (`WMeta::narrow`).
+    unsafe {
+        let (a, b, c) = (
+            KArg::of(&ptrs[0]),
+            KArg::of(&ptrs[1]),
+            ptrs.get(2).map(KArg::of),
+        );
+        let block = (NT, 1, 1);
+        match (narrow, c) {
+            (Some(m), None) => launch(dev, name, f, g, block, stream, [a, b, KArg::of(&m)]),
+            (Some(m), Some(c)) => launch(dev, name, f, g, block, stream, [a, b, c, KArg::of(&m)]),
+            (None, None) => launch(dev, name, f, g, block, stream, [a, b, KArg::of(&wide)]),
+            (None, Some(c)) => launch(dev, name, f, g, block, stream, [a, b, c, KArg::of(&wide)]),
         }
     }
-}
-
-/// The typed kernels of dtype `d`.
-fn typed(dev: &CudaDevice, d: DType) -> Result<std::sync::Arc<[super::context::Function]>> {
-    let key = format!("windows:typed:{}", tag(d));
-    super::nvrtc::functions(
-        dev,
-        &key,
-        || typed_source(d, lowest_literal(d)),
-        &["col2im", "max_pool", "avg_pool", "avg_pool_backward"],
-    )
 }
