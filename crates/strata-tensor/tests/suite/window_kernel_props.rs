@@ -1,6 +1,6 @@
 //! Session 76: the fused window kernels (`window_columns` and its adjoint
-//! `window_columns_sum`, `window_max`, `window_means` and
-//! `window_means_backward`) against direct loops over random geometries of
+//! `window_columns_sum`, `window_max` and `window_max_backward`,
+//! `window_means` and `window_means_backward`) against direct loops over random geometries of
 //! one to three spatial dims: any padding (also more than half the kernel),
 //! strides, dilations and window counts (windows may run past the input),
 //! on strided (permuted) inputs. The adjoints are checked by their defining
@@ -279,8 +279,23 @@ fn check_case(cs: &Case, device: Device) -> Result<(), TestCaseError> {
         let (mx, ix, mean) = pool_reference(cs, &xv, mode);
         let (v, i) = x.window_max(&w).unwrap();
         prop_assert_eq!(v.shape(), &out[..]);
-        prop_assert_eq!(f64s(&v), mx);
-        prop_assert_eq!(i.to_vec::<i64>().unwrap(), ix);
+        prop_assert_eq!(f64s(&v), mx.clone());
+        prop_assert_eq!(i.to_vec::<i64>().unwrap(), ix.clone());
+        // Max pooling's backward: each window's gradient to the element it
+        // chose (a window without an input element passes nothing).
+        let gv = values(ix.len(), cs.seed ^ 0xface);
+        let g = Tensor::from_vec(gv.clone(), &out, device).unwrap();
+        let ln: usize = cs.dims.iter().map(|d| d.0).product();
+        let on: usize = cs.dims.iter().map(|d| d.1).product();
+        let mut want = vec![0.0; numel];
+        for (j, (&at, &gj)) in ix.iter().zip(&gv).enumerate() {
+            if mx[j] != f64::NEG_INFINITY {
+                want[(j / on) * ln + at as usize] += gj;
+            }
+        }
+        let dx = g.window_max_backward(&i, &w).unwrap();
+        prop_assert_eq!(dx.shape(), &shape[..]);
+        prop_assert_eq!(f64s(&dx), want);
         let Some(mean) = mean else { continue };
         let m = f64s(&x.window_means(&w, mode).unwrap());
         prop_assert!(

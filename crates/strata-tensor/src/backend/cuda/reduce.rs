@@ -7,7 +7,7 @@
 //! few outputs to fill the GPU.
 
 use super::context::{CudaDevice, Function};
-use super::kernels::reduce::{source, vec_width, RMeta, CBLOCK_X, CBLOCK_Y, RBLOCK};
+use super::kernels::reduce::{source, vec_width, RMeta, CBLOCK_X, CBLOCK_Y, RBLOCK, WARP_ROW_MAX};
 use super::kernels::{tag, MAXD};
 use super::launch::{base_ptr, elementwise, launch, KArg, Params};
 use super::{set_slot, to_acc};
@@ -68,7 +68,15 @@ pub(crate) fn reduce(
         dev,
         &key,
         || source(op, d),
-        &["reduce", "combine", "rows", "cols", "cols1", "combine_t"],
+        &[
+            "reduce",
+            "combine",
+            "rows",
+            "cols",
+            "cols1",
+            "combine_t",
+            "rows_warp",
+        ],
     )?;
     let k = Kernels {
         general: f[0],
@@ -77,6 +85,7 @@ pub(crate) fn reduce(
         cols: f[3],
         cols1: f[4],
         combine_t: f[5],
+        rows_warp: f[6],
     };
     let ptrs = Ptrs {
         input: base_ptr(input),
@@ -184,6 +193,7 @@ struct Kernels {
     cols: Function,
     cols1: Function,
     combine_t: Function,
+    rows_warp: Function,
 }
 
 /// Device addresses of the input's first element and of the outputs (0:
@@ -235,6 +245,38 @@ fn rows(
     } else {
         1
     };
+    if parts == 1 && nred <= WARP_ROW_MAX {
+        // Short rows: a warp per output.
+        let per_block = (RBLOCK / 32) as usize;
+        let grid = (nout.div_ceil(per_block) as u64).min(1 << 20) as u32;
+        let (one, null) = (1i32, 0u64);
+        // SAFETY: `rows_warp` takes `rows`' parameters (const char*, char*,
+        // char*, RMeta, Params, int, char*, char*) and reads, for each
+        // output, only its `m.nred` contiguous elements from its kept
+        // position's offset (the plan guarantees them); it writes one
+        // element per output to the contiguous outputs (null ones are not
+        // written); the partial pointers are unused.
+        return unsafe {
+            launch(
+                dev,
+                key,
+                k.rows_warp,
+                (grid, 1, 1),
+                (RBLOCK, 1, 1),
+                dev.stream(),
+                [
+                    KArg::of(&p.input),
+                    KArg::of(&p.values),
+                    KArg::of(&p.indices),
+                    KArg::of(m),
+                    KArg::of(prm),
+                    KArg::of(&one),
+                    KArg::of(&null),
+                    KArg::of(&null),
+                ],
+            )
+        };
+    }
     two_pass(dev, key, k.rows, k, p, m, prm, d, nout, parts)
 }
 

@@ -6,6 +6,8 @@
 //!   loads from the first 16-byte boundary on (the elements before it and
 //!   after the last whole vector are folded one by one), four loads in
 //!   flight per thread, then a warp-shuffle block reduction.
+//!   Rows of at most [`WARP_ROW_MAX`] elements take `rows_warp` instead: a
+//!   warp per output, several outputs per block.
 //! * `cols`: the kept innermost dim has stride 1 and the reduced elements
 //!   form one merged dim (a reduction over outer dims, such as dim 0 of a
 //!   row-major matrix). Each thread owns `CV` (up to 4) neighbouring columns
@@ -32,6 +34,9 @@ use crate::dtype::DType;
 
 /// Threads per block.
 pub(crate) const RBLOCK: u32 = 256;
+
+/// The longest rows `rows_warp` folds (a warp per output).
+pub(crate) const WARP_ROW_MAX: usize = 1024;
 
 /// Threads of a `cols` block along the columns (one warp) and along the
 /// reduced dim.
@@ -304,6 +309,26 @@ extern "C" __global__ void __launch_bounds__(RB) rows(const char* in, char* vals
         reinterpret_cast<i64*>(pk)[b] = bk;
       }
     }
+  }
+}
+
+// Short rows (session 76): one warp per output, lane l folding the l-th of
+// 32 contiguous runs of the row's m.nred elements in order, then the warp
+// merge (neighbouring runs first, as `rows` merges its threads' runs); RB /
+// 32 outputs per block (a block per short row left most of its threads
+// idle). The parameters are `rows`' (parts is 1; pv, pk unused).
+extern "C" __global__ void __launch_bounds__(RB) rows_warp(const char* in, char* vals, char* idxs, RMeta m, Params prm,
+                                                          int parts, char* pv, char* pk) {
+  const int lane = threadIdx.x & 31;
+  const i64 step = (i64)gridDim.x * (RB / 32);
+  for (i64 o = (i64)blockIdx.x * (RB / 32) + (threadIdx.x >> 5); o < m.nout; o += step) {
+    const T* row = reinterpret_cast<const T*>(in) + kbase(m, o, m.nk);
+    C acc = C(0);
+    i64 bk = -1;
+    const i64 run = (m.nred + 31) / 32, k1 = (lane + 1) * run < m.nred ? (lane + 1) * run : m.nred;
+    for (i64 k = lane * run; k < k1; k++) merge(acc, bk, ld(row[k]), k);
+    warp_merge(acc, bk);
+    if (lane == 0) write_final(acc, bk, o, vals, idxs, prm);
   }
 }
 
