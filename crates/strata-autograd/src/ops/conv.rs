@@ -14,8 +14,8 @@ use crate::error::{AutogradError, Result};
 use crate::var::{record, Var};
 use strata_tensor::{
     adaptive_pool, convolution, interpolate_plan, pool_plan, with_batch, without_batch, AvgMode,
-    Composite, ConvKind, ConvOptions, DType, Device, InterpolateOptions, PadMode, PoolKind,
-    PoolOptions, Scalar, Tensor, Windows,
+    Composite, ConvKind, ConvOptions, ConvPlan, DType, Device, InterpolateOptions, PadMode,
+    PoolKind, PoolOptions, Scalar, Tensor, Windows,
 };
 
 impl Var {
@@ -59,10 +59,10 @@ impl Var {
     ) -> Result<(Var, Tensor)> {
         let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
         let (batched, windows) = (plan.batched, plan.geometry());
-        let index = indices.clone();
-        let f = formula(move |g, _s, _n| {
+        // The indices are the node's saved tensor.
+        let f = formula(move |g, s, _n| {
             let g = with_batch(g, batched)?;
-            let index = with_batch(&index, batched)?;
+            let index = with_batch(&s[0], batched)?;
             let dx = g.window_max_backward(&index, &windows)?;
             Ok(vec![Some(without_batch(dx, batched)?)])
         });
@@ -190,11 +190,23 @@ impl Composite for Var {
     fn constant(t: Tensor) -> Var {
         Var::new(t)
     }
-    fn window_columns(&self, windows: &Windows) -> Result<Var> {
-        let out = self.data().window_columns(windows)?;
-        let w = *windows;
-        let f = formula(move |g, _s, _n| Ok(vec![Some(g.window_columns_sum(&w)?)]));
-        record("Im2ColBackward", out, &[Some(self)], Vec::new, f, false)
+    fn conv_product(&self, weight: &Var, bias: Option<&Var>, plan: &ConvPlan) -> Result<Var> {
+        let out = plan.product(self.data(), weight.data(), bias.map(Var::data))?;
+        let plan = plan.clone();
+        // Saved: the input and the weight (the columns are recomputed).
+        let f = formula(move |g, s, n| {
+            let needs = [n[0], n[1], n.get(2).copied().unwrap_or(false)];
+            Ok(plan.product_backward(g, &s[0], &s[1], needs)?.into())
+        });
+        let (x, w) = (self.data().clone(), weight.data().clone());
+        record(
+            "ConvolutionBackward",
+            out,
+            &[Some(self), Some(weight), bias],
+            move || vec![x, w],
+            f,
+            false,
+        )
     }
     fn window_means(&self, windows: &Windows, mode: AvgMode) -> Result<Var> {
         let out = self.data().window_means(windows, mode)?;

@@ -87,3 +87,4 @@ mod shape_ops;
 mod similarity_s75;
 mod sort;
 mod strides_s59;
+mod window_memory_s76;

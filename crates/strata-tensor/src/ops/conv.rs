@@ -354,8 +354,9 @@ pub fn conv_plan(
 impl ConvPlan {
     /// The convolution of `x` by `weight` and `bias` (the operands this
     /// plan checked; `Tensor`s or `Var`s), in the computation dtype, the
-    /// result rounded to `dtype`: padded, its windows laid out as columns,
-    /// one matrix product, the bias added.
+    /// result rounded to `dtype`: the operands cast, then one
+    /// [`ConvPlan::product`] ([`Composite::conv_product`], which a `Var`
+    /// records as one op).
     pub fn convolve<T: Composite>(
         &self,
         x: &T,
@@ -364,17 +365,83 @@ impl ConvPlan {
         dtype: DType,
     ) -> std::result::Result<T, T::Error> {
         let x = with_batch(x, self.batched)?.to_dtype(self.compute)?;
-        let cols = if self.windows.is_identity() {
-            x.reshape(&self.columns)?
-        } else {
-            x.window_columns(&self.windows)?.reshape(&self.columns)?
-        };
-        let w = weight.to_dtype(self.compute)?.reshape(&self.weight)?;
-        let mut y = w.matmul(&cols)?.reshape(&self.out)?;
-        if let Some(b) = bias {
-            y = y.add(&b.to_dtype(self.compute)?.reshape(&self.bias)?)?;
-        }
+        let w = weight.to_dtype(self.compute)?;
+        let b = bias.map(|b| b.to_dtype(self.compute)).transpose()?;
+        let y = x.conv_product(&w, b.as_ref(), self)?;
         without_batch(y.to_dtype(dtype)?, self.batched)
+    }
+
+    /// The columns `[N, G, C/G * prod(K), prod(O)]` of the batched input
+    /// `x` (one fused pass; a unit kernel with stride 1 and no padding is
+    /// `x` itself).
+    fn columns_of(&self, x: &Tensor) -> Result<Tensor> {
+        if self.windows.is_identity() {
+            x.reshape(&self.columns)
+        } else {
+            x.window_columns(&self.windows)?.reshape(&self.columns)
+        }
+    }
+
+    /// The convolution proper, on tensors in the computation dtype: the
+    /// batched `x`'s columns, one (batched) matrix product with `weight`,
+    /// `bias` added; `[N, C_out, O...]`.
+    pub fn product(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        let cols = self.columns_of(x)?;
+        let mut y = weight
+            .reshape(&self.weight)?
+            .matmul(&cols)?
+            .reshape(&self.out)?;
+        if let Some(b) = bias {
+            y = y.add(&b.reshape(&self.bias)?)?;
+        }
+        Ok(y)
+    }
+
+    /// The gradients of [`ConvPlan::product`] for the upstream `g`
+    /// (`[N, C_out, O...]`), each where `needs` asks for it (input,
+    /// weight, bias): the input's is the columns' gradient (the weight's
+    /// transpose times `g`) added back where each column was read
+    /// ([`Tensor::window_columns_sum`]); the weight's is `g` times the
+    /// columns, recomputed from `x` (so a recorded convolution keeps its
+    /// input, not its columns), summed over the batch; the bias's is `g`
+    /// summed over the batch and the spatial dims.
+    pub fn product_backward(
+        &self,
+        g: &Tensor,
+        x: &Tensor,
+        weight: &Tensor,
+        needs: [bool; 3],
+    ) -> Result<[Option<Tensor>; 3]> {
+        let [n, groups, cols_per_group, o] = self.columns;
+        let g4 = g.reshape(&[n, groups, self.weight[1], o])?;
+        let dx = if needs[0] {
+            let wt = weight.reshape(&self.weight)?.transpose(-1, -2)?;
+            let dcols = wt.matmul(&g4)?;
+            Some(if self.windows.is_identity() {
+                dcols.reshape(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?
+            } else {
+                dcols
+                    .reshape(&[n, groups * cols_per_group, o])?
+                    .window_columns_sum(&self.windows)?
+            })
+        } else {
+            None
+        };
+        let dw = if needs[1] {
+            let cols = self.columns_of(x)?;
+            let per_sample = g4.matmul(&cols.transpose(-1, -2)?)?;
+            let shape: Vec<i64> = weight.shape().iter().map(|&s| s as i64).collect();
+            Some(per_sample.sum(Some(&[0]), false)?.reshape(&shape)?)
+        } else {
+            None
+        };
+        let db = if needs[2] {
+            let dims: Vec<i64> = std::iter::once(0).chain(2..self.out.len() as i64).collect();
+            Some(g.sum(Some(&dims), false)?)
+        } else {
+            None
+        };
+        Ok([dx, dw, db])
     }
 }
 

@@ -7,6 +7,7 @@
 use crate::backend::NnKernel;
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::conv::ConvPlan;
 use crate::ops::elementwise::launch;
 use crate::ops::shape_ops::PadMode;
 use crate::scalar::Scalar;
@@ -77,8 +78,14 @@ pub trait Composite: Clone + Sized {
     fn values(&self) -> Tensor;
     /// A constant (a variable that requires no gradient).
     fn constant(t: Tensor) -> Self;
-    /// [`Tensor::window_columns`] (im2col).
-    fn window_columns(&self, windows: &Windows) -> std::result::Result<Self, Self::Error>;
+    /// [`ConvPlan::product`]: the convolution of this batched input by
+    /// `weight` plus `bias` (operands in the plan's computation dtype).
+    fn conv_product(
+        &self,
+        weight: &Self,
+        bias: Option<&Self>,
+        plan: &ConvPlan,
+    ) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::window_means`] (average pooling).
     fn window_means(
         &self,
@@ -173,8 +180,13 @@ impl Composite for Tensor {
     fn constant(t: Tensor) -> Tensor {
         t
     }
-    fn window_columns(&self, windows: &Windows) -> Result<Tensor> {
-        Tensor::window_columns(self, windows)
+    fn conv_product(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        plan: &ConvPlan,
+    ) -> Result<Tensor> {
+        plan.product(self, weight, bias)
     }
     fn window_means(&self, windows: &Windows, mode: AvgMode) -> Result<Tensor> {
         Tensor::window_means(self, windows, mode)
