@@ -14,8 +14,8 @@ use crate::error::{AutogradError, Result};
 use crate::var::{record, Var};
 use strata_tensor::{
     adaptive_pool, convolution, interpolate_plan, pool_plan, with_batch, without_batch, AvgMode,
-    Composite, ConvKind, ConvOptions, ConvPlan, DType, Device, InterpolateOptions, PadMode,
-    PoolKind, PoolOptions, Scalar, Tensor, Windows,
+    Composite, ConvKind, ConvOptions, ConvPlan, DType, Device, FoldOptions, InterpolateOptions,
+    PadMode, PoolKind, PoolOptions, Scalar, Tensor, Windows,
 };
 
 impl Var {
@@ -37,6 +37,29 @@ impl Var {
             return c[0].convolution_nd(op, kind, spatial, &c[1], c.get(2), opts);
         }
         convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(op, self, weight, bias)
+    }
+
+    /// `F.unfold` (see [`Tensor::im2col`]): the sliding blocks as
+    /// columns; the gradient is the columns' gradient folded back
+    /// ([`Tensor::col2im`]).
+    #[doc(alias = "unfold")]
+    pub fn im2col(&self, opts: &FoldOptions) -> Result<Var> {
+        let out = self.data().im2col(opts)?;
+        let shape = self.shape();
+        let size = shape[shape.len() - 2..].to_vec();
+        let opts = opts.clone();
+        let f = formula(move |g, _s, _n| Ok(vec![Some(g.col2im(&size, &opts)?)]));
+        record("Im2ColBackward", out, &[Some(self)], Vec::new, f, false)
+    }
+
+    /// `F.fold` (see [`Tensor::col2im`]): columns added back into an image;
+    /// the gradient is the image's gradient unfolded ([`Tensor::im2col`]).
+    #[doc(alias = "fold")]
+    pub fn col2im(&self, output_size: &[usize], opts: &FoldOptions) -> Result<Var> {
+        let out = self.data().col2im(output_size, opts)?;
+        let opts = opts.clone();
+        let f = formula(move |g, _s, _n| Ok(vec![Some(g.im2col(&opts)?)]));
+        record("Col2ImBackward", out, &[Some(self)], Vec::new, f, false)
     }
 
     /// `F.interpolate` (see [`strata_tensor::Tensor::interpolate`]):

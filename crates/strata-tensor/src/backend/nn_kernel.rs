@@ -218,8 +218,8 @@ pub(crate) enum NnKernel<'a> {
         windows: &'a Windows,
     },
     /// col2im, the adjoint of [`NnKernel::Im2col`]: each element of `x`
-    /// (contiguous `[N, C, L...]`, float) is the sum, in the computation
-    /// type and by kernel offset, of the entries of `cols` (contiguous
+    /// (contiguous `[N, C, L...]`, float or bool) is the sum (bool: or), in
+    /// the computation type and by kernel offset, of the entries of `cols` (contiguous
     /// `[N, C * K, O]`, x's dtype) that read it (zero where none does).
     Col2im {
         x: &'a Arg<'a>,

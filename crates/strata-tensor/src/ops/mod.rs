@@ -9,6 +9,7 @@ pub use activations::{SELU_ALPHA, SELU_SCALE};
 mod float_classes;
 // ---- session 75: convolution and pooling ----
 pub(crate) mod conv;
+mod fold;
 mod interpolate;
 mod pool;
 mod similarity;
@@ -20,6 +21,7 @@ pub use conv::{
     conv_plan, conv_transpose_plan, convolution, ConvKind, ConvOptions, ConvPadding, ConvPlan,
     ConvTransposePlan, Convolution,
 };
+pub use fold::{col2im_plan, im2col_plan, FoldOptions};
 pub use pool::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, global_mean_dims,
     pool_plan, AdaptiveDim, PoolKind, PoolOptions, PoolPlan,

@@ -461,10 +461,10 @@ impl Tensor {
     /// `F.fold` of columns): this `[N, C * K, O]` float tensor's entries
     /// added back to the input positions they were read from, giving
     /// `[N, C, L...]` (positions no window reads are zero). Sums are in the
-    /// computation type, by kernel offset.
+    /// computation type, by kernel offset; bool columns add as a logical or.
     pub fn window_columns_sum(&self, windows: &Windows) -> Result<Tensor> {
         const OP: &str = "window_columns_sum";
-        if !self.dtype().is_float() {
+        if !(self.dtype().is_float() || self.dtype() == DType::Bool) {
             return Err(TensorError::unsupported(OP, self.dtype()));
         }
         let (k, o) = (windows.kernel_numel(), windows.out_numel());

@@ -415,3 +415,36 @@ fn bad_windows_are_typed_errors() {
         .is_err());
     assert!(x.to_dtype(DType::Bool).unwrap().window_max(&ok).is_err());
 }
+
+/// `F.unfold`/`F.fold` options and sizes at the limits of `usize` are
+/// typed errors (or empty results), never a panic or a wrapped size.
+#[test]
+fn fold_options_at_the_limits_are_typed_errors() {
+    use strata_tensor::FoldOptions;
+    let x = Tensor::zeros(&[1, 2, 4, 4], DType::F32, Device::Cpu).unwrap();
+    let m = usize::MAX;
+    let extreme = [
+        FoldOptions::new(&[m]),
+        FoldOptions::new(&[2]).dilation(&[m]),
+        FoldOptions::new(&[2]).padding(&[m]),
+        FoldOptions::new(&[2]).stride(&[m]),
+        FoldOptions::new(&[m, 1]).dilation(&[m, 1]),
+        FoldOptions::new(&[2]).padding(&[m / 2, 0]),
+        FoldOptions::new(&[2, 2, 2]),
+    ];
+    for o in &extreme {
+        // A stride of usize::MAX leaves one block: a valid call.
+        let r = x.im2col(o);
+        assert!(r.is_err() || o.stride == [m], "{o:?}");
+        let cols = Tensor::zeros(&[1, 8, 9], DType::F32, Device::Cpu).unwrap();
+        assert!(cols.col2im(&[4, 4], o).is_err(), "{o:?}");
+        assert!(cols.col2im(&[m, m], o).is_err(), "{o:?}");
+    }
+    let cols = Tensor::zeros(&[1, 8, 9], DType::F32, Device::Cpu).unwrap();
+    assert!(cols.col2im(&[m, 4], &FoldOptions::new(&[2])).is_err());
+    assert!(x
+        .to_dtype(DType::I64)
+        .unwrap()
+        .im2col(&FoldOptions::new(&[2]))
+        .is_err());
+}

@@ -775,6 +775,7 @@ pub(crate) fn run(k: NnKernel) {
             DType::F32 => super::windows::col2im::<f32>(x, cols, windows),
             DType::F64 => super::windows::col2im::<f64>(x, cols, windows),
             DType::F16 => super::windows::col2im::<half::f16>(x, cols, windows),
+            DType::Bool => super::windows::col2im::<bool>(x, cols, windows),
             _ => super::windows::col2im::<half::bf16>(x, cols, windows),
         },
         NnKernel::MaxPool {
