@@ -185,7 +185,7 @@ pub fn col2im_plan(
     }
     let (planes, length) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let k = pr.k[0] as u128 * pr.k[1] as u128;
-    if planes as u128 % k != 0 {
+    if !(planes as u128).is_multiple_of(k) {
         return Err(TensorError::shape(
             OP,
             format!(
@@ -224,9 +224,9 @@ pub fn col2im_plan(
 impl Tensor {
     /// `F.unfold(input, kernel_size, dilation, padding, stride)` (im2col):
     /// the sliding blocks of this `[N, C, H, W]` (or `[C, H, W]`) image as
-    /// columns, `[N, C * kh * kw, L]` (or `[C * kh * kw, L]`), row `c * kh
-    /// * kw + k` holding channel `c`'s element at offset `k` (row-major)
-    /// of every block, zero in the padding. Floats and bool.
+    /// columns, `[N, C * kh * kw, L]` (or `[C * kh * kw, L]`), row
+    /// `c * kh * kw + k` holding channel `c`'s element at offset `k`
+    /// (row-major) of every block, zero in the padding. Floats and bool.
     #[doc(alias = "unfold")]
     pub fn im2col(&self, opts: &FoldOptions) -> Result<Tensor> {
         let (batched, w) = im2col_plan(self.shape(), self.dtype(), opts)?;

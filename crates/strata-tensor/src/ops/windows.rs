@@ -469,7 +469,7 @@ impl Tensor {
         }
         let (k, o) = (windows.kernel_numel(), windows.out_numel());
         let s = self.shape();
-        if s.len() != 3 || k == 0 || s[1] % k != 0 || s[2] != o {
+        if s.len() != 3 || k == 0 || !s[1].is_multiple_of(k) || s[2] != o {
             return Err(TensorError::shape(
                 OP,
                 format!(

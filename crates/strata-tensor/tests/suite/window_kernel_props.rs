@@ -10,13 +10,15 @@
 use proptest::prelude::*;
 use strata_tensor::{AvgMode, DType, Device, Tensor, Windows};
 
-/// A random geometry: per spatial dim (size, windows, kernel, stride,
-/// pad, dilation), plus batch and channels.
+/// One spatial dim: (size, windows, kernel, stride, pad, dilation).
+type Dim = (usize, usize, usize, usize, usize, usize);
+
+/// A random geometry: its spatial dims, plus batch and channels.
 #[derive(Clone, Debug)]
 struct Case {
     n: usize,
     c: usize,
-    dims: Vec<(usize, usize, usize, usize, usize, usize)>,
+    dims: Vec<Dim>,
     seed: u64,
 }
 
@@ -40,9 +42,7 @@ fn case() -> impl Strategy<Value = Case> {
 
 impl Case {
     fn windows(&self) -> Windows {
-        let col = |f: fn(&(usize, usize, usize, usize, usize, usize)) -> usize| -> Vec<usize> {
-            self.dims.iter().map(f).collect()
-        };
+        let col = |f: fn(&Dim) -> usize| -> Vec<usize> { self.dims.iter().map(f).collect() };
         Windows::new(
             &col(|d| d.0),
             &col(|d| d.1),

@@ -236,8 +236,8 @@ fn divisor(g: &Geom, o: [i64; 3], mode: AvgMode) -> i64 {
         return d;
     }
     let (mut padded, mut inside) = (1i64, 1i64);
-    for dim in 0..3 {
-        let start = o[dim] * g.s[dim] - g.p[dim];
+    for (dim, &od) in o.iter().enumerate() {
+        let start = od * g.s[dim] - g.p[dim];
         let end = (start + g.k[dim]).min(g.l[dim] + g.p[dim]);
         padded *= end - start;
         inside *= end.min(g.l[dim]) - start.max(0);
