@@ -62,7 +62,7 @@ pub(crate) struct Arg<'a> {
 pub(crate) use crate::ops::table::{BinaryOp, UnaryFn};
 
 mod nn_kernel;
-pub(crate) use nn_kernel::{NnKernel, MASK_CHUNK};
+pub(crate) use nn_kernel::{NnKernel, WindowKernel, MASK_CHUNK};
 
 /// Element-wise unary ops (output dtype = input dtype): an op of the table in
 /// `ops::table`, or clamp with its bounds.

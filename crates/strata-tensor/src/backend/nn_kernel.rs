@@ -207,36 +207,38 @@ pub(crate) enum NnKernel<'a> {
         n: usize,
         expand: bool,
     },
+    /// A sliding-window kernel over `windows` (convolution's columns,
+    /// pooling): each operand `[N, C, ...]` with the windows' spatial sizes.
+    Window {
+        windows: &'a Windows,
+        op: WindowKernel<'a>,
+    },
+}
+
+/// The sliding-window kernels of [`NnKernel::Window`] (session 76).
+pub(crate) enum WindowKernel<'a> {
     /// im2col: `cols` (contiguous `[N, C * K, O]`, `K` and `O` the
     /// products of the kernel and of the windows) holds, at row `c * K + k`
     /// and column `o`, the element of `x` (`[N, C, L...]`, any strides, any
     /// dtype; bits copied) at kernel offset `k` of window `o`, or zero where
     /// that position lies in the padding or past the input.
-    Im2col {
-        cols: &'a Arg<'a>,
-        x: &'a Arg<'a>,
-        windows: &'a Windows,
-    },
-    /// col2im, the adjoint of [`NnKernel::Im2col`]: each element of `x`
+    Im2col { cols: &'a Arg<'a>, x: &'a Arg<'a> },
+    /// col2im, the adjoint of [`WindowKernel::Im2col`]: each element of `x`
     /// (contiguous `[N, C, L...]`, float or bool) is the sum (bool: or), in
-    /// the computation type and by kernel offset, of the entries of `cols` (contiguous
-    /// `[N, C * K, O]`, x's dtype) that read it (zero where none does).
-    Col2im {
-        x: &'a Arg<'a>,
-        cols: &'a Arg<'a>,
-        windows: &'a Windows,
-    },
+    /// the computation type and by kernel offset, of the entries of `cols`
+    /// (contiguous `[N, C * K, O]`, x's dtype) that read it (zero where
+    /// none does).
+    Col2im { x: &'a Arg<'a>, cols: &'a Arg<'a> },
     /// Max pooling of `x` (`[N, C, L...]`, any strides; float or integer)
     /// into the contiguous `values` (x's dtype) and `indices` (i64, the
     /// position in the flattened spatial dims), `[N, C, O...]`: PyTorch's
     /// scan (the first maximum, the last NaN); a window without an input
-    /// element gives `lowest` (in x's dtype) and the
-    /// index of its first position past the left padding.
+    /// element gives `lowest` (in x's dtype) and the index of its first
+    /// position past the left padding.
     MaxPool {
         values: &'a Arg<'a>,
         indices: &'a Arg<'a>,
         x: &'a Arg<'a>,
-        windows: &'a Windows,
         lowest: crate::scalar::Scalar,
     },
     /// Average pooling of `x` (`[N, C, L...]`, any strides; float or i64)
@@ -246,20 +248,18 @@ pub(crate) enum NnKernel<'a> {
     AvgPool {
         out: &'a Arg<'a>,
         x: &'a Arg<'a>,
-        windows: &'a Windows,
         mode: AvgMode,
     },
-    /// The input gradient of [`NnKernel::AvgPool`] (float): `dx`
+    /// The input gradient of [`WindowKernel::AvgPool`] (float): `dx`
     /// (contiguous `[N, C, L...]`) sums, in the computation type and by
     /// window, `dy[o] / divisor(o)` (`dy` contiguous `[N, C, O...]`) over
     /// the windows holding each element.
     AvgPoolBackward {
         dx: &'a Arg<'a>,
         dy: &'a Arg<'a>,
-        windows: &'a Windows,
         mode: AvgMode,
     },
-    /// The input gradient of [`NnKernel::MaxPool`] (float): each element
+    /// The input gradient of [`WindowKernel::MaxPool`] (float): each element
     /// of `dx` (contiguous `[N, C, L...]`) sums, in the computation type
     /// and in window order, `dy[o]` over the windows `o` that hold it and
     /// whose index (`indices`) names it (`dy`, `indices` contiguous
@@ -268,6 +268,5 @@ pub(crate) enum NnKernel<'a> {
         dx: &'a Arg<'a>,
         dy: &'a Arg<'a>,
         indices: &'a Arg<'a>,
-        windows: &'a Windows,
     },
 }

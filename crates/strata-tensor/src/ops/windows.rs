@@ -4,7 +4,7 @@
 //! check of an input with or without a batch dim, and the int-or-tuple
 //! option lists.
 
-use crate::backend::NnKernel;
+use crate::backend::{NnKernel, WindowKernel};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::conv::ConvPlan;
@@ -447,10 +447,12 @@ impl Tensor {
         )?;
         if out.numel() > 0 {
             launch(&out, &[self], |be| {
-                be.nn(NnKernel::Im2col {
-                    cols: &out.arg(),
-                    x: &self.arg(),
+                be.nn(NnKernel::Window {
                     windows,
+                    op: WindowKernel::Im2col {
+                        cols: &out.arg(),
+                        x: &self.arg(),
+                    },
                 })
             })?;
         }
@@ -483,10 +485,12 @@ impl Tensor {
         let x = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         if x.numel() > 0 {
             launch(&x, &[&cols], |be| {
-                be.nn(NnKernel::Col2im {
-                    x: &x.arg(),
-                    cols: &cols.arg(),
+                be.nn(NnKernel::Window {
                     windows,
+                    op: WindowKernel::Col2im {
+                        x: &x.arg(),
+                        cols: &cols.arg(),
+                    },
                 })
             })?;
         }
@@ -516,12 +520,14 @@ impl Tensor {
         };
         if values.numel() > 0 {
             launch(&values, &[self, &indices], |be| {
-                be.nn(NnKernel::MaxPool {
-                    values: &values.arg(),
-                    indices: &indices.arg(),
-                    x: &self.arg(),
+                be.nn(NnKernel::Window {
                     windows,
-                    lowest,
+                    op: WindowKernel::MaxPool {
+                        values: &values.arg(),
+                        indices: &indices.arg(),
+                        x: &self.arg(),
+                        lowest,
+                    },
                 })
             })?;
         }
@@ -545,32 +551,29 @@ impl Tensor {
         let out = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         if out.numel() > 0 {
             launch(&out, &[self], |be| {
-                be.nn(NnKernel::AvgPool {
-                    out: &out.arg(),
-                    x: &self.arg(),
+                be.nn(NnKernel::Window {
                     windows,
-                    mode,
+                    op: WindowKernel::AvgPool {
+                        out: &out.arg(),
+                        x: &self.arg(),
+                        mode,
+                    },
                 })
             })?;
         }
         Ok(out)
     }
 
-    /// The input gradient of [`Tensor::window_means`] given this output
-    /// gradient (`[N, C, O...]`, float): each window's gradient over its
-    /// divisor added to its input elements, `[N, C, L...]`.
-    pub fn window_means_backward(&self, windows: &Windows, mode: AvgMode) -> Result<Tensor> {
-        const OP: &str = "window_means_backward";
+    /// Checks this output gradient of a pooling over `windows` (float,
+    /// `[N, C, O...]`); the input's shape.
+    fn check_window_gradient(&self, op: &'static str, windows: &Windows) -> Result<Vec<usize>> {
         if !self.dtype().is_float() {
-            return Err(TensorError::unsupported(OP, self.dtype()));
-        }
-        if mode.divisor_override == Some(0) {
-            return Err(TensorError::value(OP, "divisor must be not zero"));
+            return Err(TensorError::unsupported(op, self.dtype()));
         }
         let s = self.shape();
         if s.len() != 2 + windows.spatial || s[2..] != windows.spatial_of(&windows.out)[..] {
             return Err(TensorError::shape(
-                OP,
+                op,
                 format!(
                     "expected a gradient [N, C, {:?}], but got shape {s:?}",
                     windows.spatial_of(&windows.out)
@@ -578,16 +581,30 @@ impl Tensor {
             ));
         }
         let shape = planes_shape(s[0], s[1], windows, &windows.input);
-        check_input(OP, &shape, windows)?;
+        check_input(op, &shape, windows)?;
+        Ok(shape)
+    }
+
+    /// The input gradient of [`Tensor::window_means`] given this output
+    /// gradient (`[N, C, O...]`, float): each window's gradient over its
+    /// divisor added to its input elements, `[N, C, L...]`.
+    pub fn window_means_backward(&self, windows: &Windows, mode: AvgMode) -> Result<Tensor> {
+        const OP: &str = "window_means_backward";
+        if mode.divisor_override == Some(0) {
+            return Err(TensorError::value(OP, "divisor must be not zero"));
+        }
+        let shape = self.check_window_gradient(OP, windows)?;
         let dy = self.contiguous()?;
         let dx = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         if dx.numel() > 0 {
             launch(&dx, &[&dy], |be| {
-                be.nn(NnKernel::AvgPoolBackward {
-                    dx: &dx.arg(),
-                    dy: &dy.arg(),
+                be.nn(NnKernel::Window {
                     windows,
-                    mode,
+                    op: WindowKernel::AvgPoolBackward {
+                        dx: &dx.arg(),
+                        dy: &dy.arg(),
+                        mode,
+                    },
                 })
             })?;
         }
@@ -602,22 +619,16 @@ impl Tensor {
     /// outside the window).
     pub fn window_max_backward(&self, indices: &Tensor, windows: &Windows) -> Result<Tensor> {
         const OP: &str = "window_max_backward";
-        if !self.dtype().is_float() {
-            return Err(TensorError::unsupported(OP, self.dtype()));
-        }
         if indices.dtype() != DType::I64 {
             return Err(TensorError::unsupported(OP, indices.dtype()));
         }
-        let s = self.shape();
-        if s.len() != 2 + windows.spatial
-            || s[2..] != windows.spatial_of(&windows.out)[..]
-            || indices.shape() != s
-        {
+        let shape = self.check_window_gradient(OP, windows)?;
+        if indices.shape() != self.shape() {
             return Err(TensorError::shape(
                 OP,
                 format!(
-                    "expected a gradient and indices [N, C, {:?}], but got shapes {s:?} and {:?}",
-                    windows.spatial_of(&windows.out),
+                    "expected indices of the gradient's shape {:?}, but got {:?}",
+                    self.shape(),
                     indices.shape()
                 ),
             ));
@@ -629,17 +640,17 @@ impl Tensor {
                 rhs: indices.device(),
             });
         }
-        let shape = planes_shape(s[0], s[1], windows, &windows.input);
-        check_input(OP, &shape, windows)?;
         let (dy, idx) = (self.contiguous()?, indices.contiguous()?);
         let dx = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         if dx.numel() > 0 {
             launch(&dx, &[&dy, &idx], |be| {
-                be.nn(NnKernel::MaxPoolBackward {
-                    dx: &dx.arg(),
-                    dy: &dy.arg(),
-                    indices: &idx.arg(),
+                be.nn(NnKernel::Window {
                     windows,
+                    op: WindowKernel::MaxPoolBackward {
+                        dx: &dx.arg(),
+                        dy: &dy.arg(),
+                        indices: &idx.arg(),
+                    },
                 })
             })?;
         }

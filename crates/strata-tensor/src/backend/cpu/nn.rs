@@ -770,61 +770,7 @@ pub(crate) fn run(k: NnKernel) {
         NnKernel::CrossEntropyBackward { logits, .. } => {
             float!(logits.dtype, cross_entropy_backward)
         }
-        NnKernel::Im2col { cols, x, windows } => super::windows::im2col(cols, x, windows),
-        NnKernel::Col2im { x, cols, windows } => match x.dtype {
-            DType::F32 => super::windows::col2im::<f32>(x, cols, windows),
-            DType::F64 => super::windows::col2im::<f64>(x, cols, windows),
-            DType::F16 => super::windows::col2im::<half::f16>(x, cols, windows),
-            DType::Bool => super::windows::col2im::<bool>(x, cols, windows),
-            _ => super::windows::col2im::<half::bf16>(x, cols, windows),
-        },
-        NnKernel::MaxPool {
-            values,
-            indices,
-            x,
-            windows,
-            lowest,
-        } => dispatch_dtype!(x.dtype, T => super::windows::max_pool::<T>(
-            values,
-            indices,
-            x,
-            windows,
-            T::from_scalar(lowest),
-        )),
-        NnKernel::AvgPool {
-            out,
-            x,
-            windows,
-            mode,
-        } => match x.dtype {
-            DType::I64 => super::windows::avg_pool::<i64>(out, x, windows, mode),
-            DType::F32 => super::windows::avg_pool::<f32>(out, x, windows, mode),
-            DType::F64 => super::windows::avg_pool::<f64>(out, x, windows, mode),
-            DType::F16 => super::windows::avg_pool::<half::f16>(out, x, windows, mode),
-            _ => super::windows::avg_pool::<half::bf16>(out, x, windows, mode),
-        },
-        NnKernel::AvgPoolBackward {
-            dx,
-            dy,
-            windows,
-            mode,
-        } => match dx.dtype {
-            DType::F32 => super::windows::avg_pool_backward::<f32>(dx, dy, windows, mode),
-            DType::F64 => super::windows::avg_pool_backward::<f64>(dx, dy, windows, mode),
-            DType::F16 => super::windows::avg_pool_backward::<half::f16>(dx, dy, windows, mode),
-            _ => super::windows::avg_pool_backward::<half::bf16>(dx, dy, windows, mode),
-        },
-        NnKernel::MaxPoolBackward {
-            dx,
-            dy,
-            indices,
-            windows,
-        } => match dx.dtype {
-            DType::F32 => super::windows::max_pool_backward::<f32>(dx, dy, indices, windows),
-            DType::F64 => super::windows::max_pool_backward::<f64>(dx, dy, indices, windows),
-            DType::F16 => super::windows::max_pool_backward::<half::f16>(dx, dy, indices, windows),
-            _ => super::windows::max_pool_backward::<half::bf16>(dx, dy, indices, windows),
-        },
+        NnKernel::Window { windows, op } => super::windows::run(windows, op),
         NnKernel::MaskCount { counts, mask, n } => mask_count(counts, mask, n),
         NnKernel::MaskCompact {
             out,

@@ -1,22 +1,21 @@
-//! The CPU kernels of the sliding-window ops ([`NnKernel::Im2col`] and its
-//! adjoint, max and average pooling and the latter's backward): parallel
-//! over the `[N, C]` planes (rayon), each plane's windows walked in
-//! row-major order with the three spatial dims of [`Windows`] (unit dims in
-//! front). Sums follow PyTorch's CPU loops: a window's elements in scan
-//! order; a gradient's contributions to an input element in the order its
-//! kernel adds them (by kernel offset for columns, by output position for
-//! average pooling).
+//! The CPU kernels of the sliding-window ops ([`WindowKernel::Im2col`] and its
+//! adjoint, max and average pooling and their backwards): parallel over
+//! the `[N, C]` planes (rayon), each plane walked with the three spatial
+//! dims of [`Windows`] (unit dims in front) by [`Geom`]'s walkers. Sums
+//! follow PyTorch's CPU loops: a window's elements in scan order; a
+//! gradient's contributions to an input element in the order its kernel
+//! adds them (by kernel offset for columns, by window for pooling).
 //!
-//! [`NnKernel::Im2col`]: crate::backend::NnKernel::Im2col
+//! [`WindowKernel::Im2col`]: crate::backend::WindowKernel::Im2col
 
 use super::nn::{base, Ptr};
-use crate::backend::Arg;
-use crate::dtype::{Arith, Element};
+use crate::backend::{Arg, WindowKernel};
+use crate::dispatch_dtype;
+use crate::dtype::{Arith, DType, Element};
 use crate::ops::{AvgMode, Windows};
 use rayon::prelude::*;
 
-/// A window's geometry in i64, the spatial strides of an input (0 for the
-/// unit dims) and its batch and channel strides.
+/// A window geometry in i64.
 struct Geom {
     l: [i64; 3],
     o: [i64; 3],
@@ -25,6 +24,9 @@ struct Geom {
     p: [i64; 3],
     d: [i64; 3],
 }
+
+/// A position along the three spatial dims.
+type Pos = [i64; 3];
 
 impl Geom {
     fn of(w: &Windows) -> Geom {
@@ -45,114 +47,228 @@ impl Geom {
         let i = o * self.s[dim] - self.p[dim] + k * self.d[dim];
         (i, i >= 0 && i < self.l[dim])
     }
+
+    /// The window of kernel offset `k` along `dim` that reads input
+    /// coordinate `i`, if any.
+    fn window_of(&self, dim: usize, i: i64, k: i64) -> Option<i64> {
+        let q = i + self.p[dim] - k * self.d[dim];
+        (q >= 0 && q % self.s[dim] == 0 && q / self.s[dim] < self.o[dim]).then(|| q / self.s[dim])
+    }
+
+    /// Calls `f` with every position of `sizes`, row-major.
+    fn each(sizes: Pos, mut f: impl FnMut(Pos)) {
+        for a in 0..sizes[0] {
+            for b in 0..sizes[1] {
+                for c in 0..sizes[2] {
+                    f([a, b, c]);
+                }
+            }
+        }
+    }
+
+    /// The input element at kernel offset `k` of window `o`, if inside.
+    fn element(&self, o: Pos, k: Pos) -> Option<Pos> {
+        let (i0, in0) = self.at(0, o[0], k[0]);
+        let (i1, in1) = self.at(1, o[1], k[1]);
+        let (i2, in2) = self.at(2, o[2], k[2]);
+        (in0 && in1 && in2).then_some([i0, i1, i2])
+    }
+
+    /// Calls `f` with every input element of window `o`, in scan order.
+    fn each_element(&self, o: Pos, mut f: impl FnMut(Pos)) {
+        Geom::each(self.k, |k| {
+            if let Some(i) = self.element(o, k) {
+                f(i);
+            }
+        });
+    }
+
+    /// Calls `f` with every window that holds input element `l`, in output
+    /// order (kernel offsets from the last).
+    fn each_window_of(&self, l: Pos, mut f: impl FnMut(Pos)) {
+        let last = self.k.map(|k| k - 1);
+        Geom::each(self.k, |k| {
+            let window = |dim: usize| self.window_of(dim, l[dim], last[dim] - k[dim]);
+            if let (Some(o0), Some(o1), Some(o2)) = (window(0), window(1), window(2)) {
+                f([o0, o1, o2]);
+            }
+        });
+    }
+
+    /// The flat index of input position `i` in a plane.
+    fn flat_input(&self, i: Pos) -> i64 {
+        (i[0] * self.l[1] + i[1]) * self.l[2] + i[2]
+    }
+
+    /// The flat index of window `o` in a plane.
+    fn flat_out(&self, o: Pos) -> usize {
+        ((o[0] * self.o[1] + o[1]) * self.o[2] + o[2]) as usize
+    }
+
+    /// Average pooling's divisor of window `o` (PyTorch's).
+    fn divisor(&self, o: Pos, mode: AvgMode) -> i64 {
+        if let Some(d) = mode.divisor_override {
+            return d;
+        }
+        let (mut padded, mut inside) = (1i64, 1i64);
+        for (dim, &od) in o.iter().enumerate() {
+            let start = od * self.s[dim] - self.p[dim];
+            let end = (start + self.k[dim]).min(self.l[dim] + self.p[dim]);
+            padded *= end - start;
+            inside *= end.min(self.l[dim]) - start.max(0);
+        }
+        if mode.count_include_pad {
+            padded
+        } else {
+            inside
+        }
+    }
 }
 
-/// `[sb, sc, s0, s1, s2]`: an `[N, C, L...]` operand's strides with zeros
-/// for the unit spatial dims.
-fn strides(a: &Arg, spatial: usize) -> ([usize; 2], [usize; 3]) {
-    let st = &a.layout.strides;
-    let mut sp = [0usize; 3];
-    sp[3 - spatial..].copy_from_slice(&st[2..]);
-    ([st[0], st[1]], sp)
+/// An `[N, C, L...]` operand read through its strides: its base pointer and
+/// the offset of each plane and spatial position.
+struct Strided<T> {
+    ptr: Ptr<T>,
+    c: usize,
+    sb: usize,
+    sc: usize,
+    sx: [usize; 3],
+}
+
+impl<T: Copy> Strided<T> {
+    fn of(a: &Arg, spatial: usize) -> Self {
+        let st = &a.layout.strides;
+        let mut sx = [0usize; 3];
+        sx[3 - spatial..].copy_from_slice(&st[2..]);
+        Strided {
+            ptr: base(a),
+            c: a.layout.shape[1],
+            sb: st[0],
+            sc: st[1],
+            sx,
+        }
+    }
+
+    /// The element of plane `bc` at position `i` (inside the operand).
+    fn read(&self, bc: usize, i: Pos) -> T {
+        let off = (bc / self.c) * self.sb
+            + (bc % self.c) * self.sc
+            + i[0] as usize * self.sx[0]
+            + i[1] as usize * self.sx[1]
+            + i[2] as usize * self.sx[2];
+        // SAFETY: callers pass positions inside the operand's shape, so the
+        // offset addresses one of its elements.
+        unsafe { *self.ptr.get().add(off) }
+    }
+}
+
+/// The number of `[N, C]` planes of an operand.
+fn planes(a: &Arg) -> usize {
+    a.layout.shape[0] * a.layout.shape[1]
+}
+
+/// Writes `v` at index `i` of the contiguous output `p`.
+fn write<T>(p: Ptr<T>, i: usize, v: T) {
+    // SAFETY: callers write each plane's own elements of a contiguous
+    // output (planes are disjoint between tasks).
+    unsafe { *p.get().add(i) = v };
+}
+
+/// Reads index `i` of the contiguous operand `p`.
+fn read<T: Copy>(p: Ptr<T>, i: usize) -> T {
+    // SAFETY: callers read indices inside the contiguous operand.
+    unsafe { *p.get().add(i) }
+}
+
+/// Runs the window kernel `op` over `windows`.
+pub(crate) fn run(windows: &Windows, op: WindowKernel) {
+    macro_rules! float {
+        ($d:expr, $f:ident ( $($a:expr),* )) => {
+            match $d {
+                DType::F32 => $f::<f32>($($a),*),
+                DType::F64 => $f::<f64>($($a),*),
+                DType::F16 => $f::<half::f16>($($a),*),
+                _ => $f::<half::bf16>($($a),*),
+            }
+        };
+    }
+    match op {
+        WindowKernel::Im2col { cols, x } => match x.dtype.size() {
+            1 => im2col::<u8>(cols, x, windows),
+            2 => im2col::<u16>(cols, x, windows),
+            4 => im2col::<u32>(cols, x, windows),
+            _ => im2col::<u64>(cols, x, windows),
+        },
+        WindowKernel::Col2im { x, cols } if x.dtype == DType::Bool => {
+            col2im::<bool>(x, cols, windows)
+        }
+        WindowKernel::Col2im { x, cols } => float!(x.dtype, col2im(x, cols, windows)),
+        WindowKernel::MaxPool {
+            values,
+            indices,
+            x,
+            lowest,
+        } => dispatch_dtype!(x.dtype, T => max_pool::<T>(
+            values,
+            indices,
+            x,
+            windows,
+            T::from_scalar(lowest),
+        )),
+        WindowKernel::MaxPoolBackward { dx, dy, indices } => {
+            float!(dx.dtype, max_pool_backward(dx, dy, indices, windows))
+        }
+        WindowKernel::AvgPool { out, x, mode } if x.dtype == DType::I64 => {
+            avg_pool::<i64>(out, x, windows, mode)
+        }
+        WindowKernel::AvgPool { out, x, mode } => float!(x.dtype, avg_pool(out, x, windows, mode)),
+        WindowKernel::AvgPoolBackward { dx, dy, mode } => {
+            float!(dx.dtype, avg_pool_backward(dx, dy, windows, mode))
+        }
+    }
 }
 
 /// Columns `[N, C * K, O]` (contiguous) of `x` (`[N, C, L...]`, any
 /// strides), element bits copied, zeros outside the input.
-pub(crate) fn im2col(cols: &Arg, x: &Arg, w: &Windows) {
-    match x.dtype.size() {
-        1 => im2col_t::<u8>(cols, x, w),
-        2 => im2col_t::<u16>(cols, x, w),
-        4 => im2col_t::<u32>(cols, x, w),
-        _ => im2col_t::<u64>(cols, x, w),
-    }
-}
-
-fn im2col_t<T: Copy + Default + Send + Sync>(cols: &Arg, x: &Arg, w: &Windows) {
+fn im2col<T: Copy + Default + Send + Sync>(cols: &Arg, x: &Arg, w: &Windows) {
     let g = Geom::of(w);
     let (kn, on) = (w.kernel_numel(), w.out_numel());
-    let c = cols.layout.shape[1] / kn;
-    let planes = cols.layout.shape[0] * c;
-    let ([sb, sc], sx) = strides(x, w.spatial);
-    let (pc, px): (Ptr<T>, Ptr<T>) = (base(cols), base(x));
-    (0..planes).into_par_iter().for_each(|bc| {
-        let xo = (bc / c) * sb + (bc % c) * sc;
-        let mut row = 0usize;
-        for k0 in 0..g.k[0] {
-            for k1 in 0..g.k[1] {
-                for k2 in 0..g.k[2] {
-                    let mut j = (bc * kn + row) * on;
-                    for o0 in 0..g.o[0] {
-                        let (i0, in0) = g.at(0, o0, k0);
-                        for o1 in 0..g.o[1] {
-                            let (i1, in1) = g.at(1, o1, k1);
-                            for o2 in 0..g.o[2] {
-                                let (i2, in2) = g.at(2, o2, k2);
-                                // SAFETY: `j` counts this plane's columns
-                                // (inside cols, planes disjoint between
-                                // tasks); a read happens only at coordinates
-                                // inside x's shape.
-                                unsafe {
-                                    *pc.get().add(j) = if in0 && in1 && in2 {
-                                        *px.get().add(
-                                            xo + i0 as usize * sx[0]
-                                                + i1 as usize * sx[1]
-                                                + i2 as usize * sx[2],
-                                        )
-                                    } else {
-                                        T::default()
-                                    };
-                                }
-                                j += 1;
-                            }
-                        }
-                    }
-                    row += 1;
-                }
-            }
-        }
+    let src = Strided::<T>::of(x, w.spatial);
+    let pc: Ptr<T> = base(cols);
+    (0..planes(x)).into_par_iter().for_each(|bc| {
+        let mut j = bc * kn * on;
+        Geom::each(g.k, |k| {
+            Geom::each(g.o, |o| {
+                let v = g.element(o, k).map_or_else(T::default, |i| src.read(bc, i));
+                write(pc, j, v);
+                j += 1;
+            });
+        });
     });
 }
 
-/// The adjoint of [`im2col`]: `x` (`[N, C, L...]`, contiguous, float) gets
-/// each input position's sum of the column entries (`cols` contiguous
+/// The adjoint of [`im2col`]: `x` (`[N, C, L...]`, contiguous) gets each
+/// input position's sum of the column entries (`cols` contiguous
 /// `[N, C * K, O]`) that read it, by kernel offset, in the computation
-/// type.
-pub(crate) fn col2im<T: Element>(x: &Arg, cols: &Arg, w: &Windows) {
+/// type (bool: or).
+fn col2im<T: Element>(x: &Arg, cols: &Arg, w: &Windows) {
     let g = Geom::of(w);
     let (kn, on, ln) = (w.kernel_numel(), w.out_numel(), w.input_numel());
-    let c = x.layout.shape[1];
-    let planes = x.layout.shape[0] * c;
     let (pxo, pc): (Ptr<T>, Ptr<T>) = (base(x), base(cols));
-    let lst = [g.l[1] * g.l[2], g.l[2], 1];
-    (0..planes).into_par_iter().for_each(|bc| {
+    (0..planes(x)).into_par_iter().for_each(|bc| {
         let mut acc = vec![<T::Acc as Arith>::ZERO; ln];
         let mut j = bc * kn * on;
-        for k0 in 0..g.k[0] {
-            for k1 in 0..g.k[1] {
-                for k2 in 0..g.k[2] {
-                    for o0 in 0..g.o[0] {
-                        let (i0, in0) = g.at(0, o0, k0);
-                        for o1 in 0..g.o[1] {
-                            let (i1, in1) = g.at(1, o1, k1);
-                            for o2 in 0..g.o[2] {
-                                let (i2, in2) = g.at(2, o2, k2);
-                                if in0 && in1 && in2 {
-                                    let at = (i0 * lst[0] + i1 * lst[1] + i2) as usize;
-                                    // SAFETY: `j` indexes this plane's columns.
-                                    let v = unsafe { *pc.get().add(j) };
-                                    acc[at] = acc[at].add(v.to_acc());
-                                }
-                                j += 1;
-                            }
-                        }
-                    }
+        Geom::each(g.k, |k| {
+            Geom::each(g.o, |o| {
+                if let Some(i) = g.element(o, k) {
+                    let at = g.flat_input(i) as usize;
+                    acc[at] = acc[at].add(read(pc, j).to_acc());
                 }
-            }
-        }
+                j += 1;
+            });
+        });
         for (i, a) in acc.into_iter().enumerate() {
-            // SAFETY: x is contiguous `[N, C, L...]`; this plane's elements
-            // are written by this task only.
-            unsafe { *pxo.get().add(bc * ln + i) = T::from_acc(a) };
+            write(pxo, bc * ln + i, T::from_acc(a));
         }
     });
 }
@@ -162,96 +278,64 @@ pub(crate) fn col2im<T: Element>(x: &Arg, cols: &Arg, w: &Windows) {
 /// the input starts the scan; a later one takes over where it is greater
 /// or NaN. A window without an input element gives `lowest` and the index
 /// of its first position past the left padding.
-pub(crate) fn max_pool<T: Element>(values: &Arg, indices: &Arg, x: &Arg, w: &Windows, lowest: T) {
+fn max_pool<T: Element>(values: &Arg, indices: &Arg, x: &Arg, w: &Windows, lowest: T) {
     let g = Geom::of(w);
     let on = w.out_numel();
-    let c = values.layout.shape[1];
-    let planes = values.layout.shape[0] * c;
-    let ([sb, sc], sx) = strides(x, w.spatial);
-    let (pv, pi, px): (Ptr<T>, Ptr<i64>, Ptr<T>) = (base(values), base(indices), base(x));
-    (0..planes).into_par_iter().for_each(|bc| {
-        let xo = (bc / c) * sb + (bc % c) * sc;
-        let mut j = bc * on;
-        for o0 in 0..g.o[0] {
-            for o1 in 0..g.o[1] {
-                for o2 in 0..g.o[2] {
-                    let o = [o0, o1, o2];
-                    let first = |dim: usize| {
-                        let start = o[dim] * g.s[dim] - g.p[dim];
-                        if start < 0 {
-                            start + (-start + g.d[dim] - 1) / g.d[dim] * g.d[dim]
-                        } else {
-                            start
-                        }
-                    };
-                    let mut index = (first(0) * g.l[1] + first(1)) * g.l[2] + first(2);
-                    let mut best: Option<T::Acc> = None;
-                    for k0 in 0..g.k[0] {
-                        let (i0, in0) = g.at(0, o0, k0);
-                        if !in0 {
-                            continue;
-                        }
-                        for k1 in 0..g.k[1] {
-                            let (i1, in1) = g.at(1, o1, k1);
-                            if !in1 {
-                                continue;
-                            }
-                            for k2 in 0..g.k[2] {
-                                let (i2, in2) = g.at(2, o2, k2);
-                                if !in2 {
-                                    continue;
-                                }
-                                let off = xo
-                                    + i0 as usize * sx[0]
-                                    + i1 as usize * sx[1]
-                                    + i2 as usize * sx[2];
-                                // SAFETY: coordinates inside x's shape.
-                                let v = unsafe { *px.get().add(off) }.to_acc();
-                                let take = match best {
-                                    None => true,
-                                    Some(b) => v > b || v.is_nan(),
-                                };
-                                if take {
-                                    best = Some(v);
-                                    index = (i0 * g.l[1] + i1) * g.l[2] + i2;
-                                }
-                            }
-                        }
-                    }
-                    // SAFETY: `j` indexes this plane's outputs (contiguous).
-                    unsafe {
-                        *pv.get().add(j) = best.map_or(lowest, T::from_acc);
-                        *pi.get().add(j) = index;
-                    }
-                    j += 1;
+    let src = Strided::<T>::of(x, w.spatial);
+    let (pv, pi): (Ptr<T>, Ptr<i64>) = (base(values), base(indices));
+    (0..planes(x)).into_par_iter().for_each(|bc| {
+        Geom::each(g.o, |o| {
+            let first = |dim: usize| {
+                let start = o[dim] * g.s[dim] - g.p[dim];
+                if start < 0 {
+                    start + (-start + g.d[dim] - 1) / g.d[dim] * g.d[dim]
+                } else {
+                    start
                 }
-            }
-        }
+            };
+            let mut index = g.flat_input([first(0), first(1), first(2)]);
+            let mut best: Option<T::Acc> = None;
+            g.each_element(o, |i| {
+                let v = src.read(bc, i).to_acc();
+                if best.is_none_or(|b| v > b || v.is_nan()) {
+                    best = Some(v);
+                    index = g.flat_input(i);
+                }
+            });
+            let j = bc * on + g.flat_out(o);
+            write(pv, j, best.map_or(lowest, T::from_acc));
+            write(pi, j, index);
+        });
     });
 }
 
-/// The divisor of window `o` (PyTorch's average pooling).
-fn divisor(g: &Geom, o: [i64; 3], mode: AvgMode) -> i64 {
-    if let Some(d) = mode.divisor_override {
-        return d;
-    }
-    let (mut padded, mut inside) = (1i64, 1i64);
-    for (dim, &od) in o.iter().enumerate() {
-        let start = od * g.s[dim] - g.p[dim];
-        let end = (start + g.k[dim]).min(g.l[dim] + g.p[dim]);
-        padded *= end - start;
-        inside *= end.min(g.l[dim]) - start.max(0);
-    }
-    if mode.count_include_pad {
-        padded
-    } else {
-        inside
-    }
+/// The input gradient of max pooling: `dx` (contiguous `[N, C, L...]`,
+/// float) sums, in the computation type and in window order, `dy[o]` over
+/// the windows `o` holding the element whose index (`indices`, contiguous
+/// `[N, C, O...]`) names it (`dy` contiguous `[N, C, O...]`). A window
+/// without an input element holds nothing, so passes nothing.
+fn max_pool_backward<T: Element>(dx: &Arg, dy: &Arg, indices: &Arg, w: &Windows) {
+    let g = Geom::of(w);
+    let (on, ln) = (w.out_numel(), w.input_numel());
+    let (pdx, pdy, pi): (Ptr<T>, Ptr<T>, Ptr<i64>) = (base(dx), base(dy), base(indices));
+    (0..planes(dx)).into_par_iter().for_each(|bc| {
+        Geom::each(g.l, |l| {
+            let at = g.flat_input(l);
+            let mut acc = <T::Acc as Arith>::ZERO;
+            g.each_window_of(l, |o| {
+                let j = bc * on + g.flat_out(o);
+                if read(pi, j) == at {
+                    acc = acc.add(read(pdy, j).to_acc());
+                }
+            });
+            write(pdx, bc * ln + at as usize, T::from_acc(acc));
+        });
+    });
 }
 
 /// The quotient of an average pooling's sum by its divisor: a float's in
 /// its computation type, an integer's truncated.
-pub(crate) trait Mean: Element {
+trait Mean: Element {
     fn mean(sum: Self::Acc, divisor: i64) -> Self::Acc;
 }
 
@@ -282,154 +366,36 @@ impl Mean for i64 {
 /// PyTorch's average pooling of `x` (`[N, C, L...]`, any strides) into the
 /// contiguous `out` (`[N, C, O...]`): each window's input elements summed in
 /// scan order in the computation type, divided by its divisor.
-pub(crate) fn avg_pool<T: Mean>(out: &Arg, x: &Arg, w: &Windows, mode: AvgMode) {
+fn avg_pool<T: Mean>(out: &Arg, x: &Arg, w: &Windows, mode: AvgMode) {
     let g = Geom::of(w);
     let on = w.out_numel();
-    let c = out.layout.shape[1];
-    let planes = out.layout.shape[0] * c;
-    let ([sb, sc], sx) = strides(x, w.spatial);
-    let (po, px): (Ptr<T>, Ptr<T>) = (base(out), base(x));
-    (0..planes).into_par_iter().for_each(|bc| {
-        let xo = (bc / c) * sb + (bc % c) * sc;
-        let mut j = bc * on;
-        for o0 in 0..g.o[0] {
-            for o1 in 0..g.o[1] {
-                for o2 in 0..g.o[2] {
-                    let mut sum = <T::Acc as Arith>::ZERO;
-                    for k0 in 0..g.k[0] {
-                        let (i0, in0) = g.at(0, o0, k0);
-                        if !in0 {
-                            continue;
-                        }
-                        for k1 in 0..g.k[1] {
-                            let (i1, in1) = g.at(1, o1, k1);
-                            if !in1 {
-                                continue;
-                            }
-                            for k2 in 0..g.k[2] {
-                                let (i2, in2) = g.at(2, o2, k2);
-                                if in2 {
-                                    let off = xo
-                                        + i0 as usize * sx[0]
-                                        + i1 as usize * sx[1]
-                                        + i2 as usize * sx[2];
-                                    // SAFETY: coordinates inside x's shape.
-                                    sum = sum.add(unsafe { *px.get().add(off) }.to_acc());
-                                }
-                            }
-                        }
-                    }
-                    let m = T::mean(sum, divisor(&g, [o0, o1, o2], mode));
-                    // SAFETY: `j` indexes this plane's outputs (contiguous).
-                    unsafe { *po.get().add(j) = T::from_acc(m) };
-                    j += 1;
-                }
-            }
-        }
+    let src = Strided::<T>::of(x, w.spatial);
+    let po: Ptr<T> = base(out);
+    (0..planes(x)).into_par_iter().for_each(|bc| {
+        Geom::each(g.o, |o| {
+            let mut sum = <T::Acc as Arith>::ZERO;
+            g.each_element(o, |i| sum = sum.add(src.read(bc, i).to_acc()));
+            let m = T::mean(sum, g.divisor(o, mode));
+            write(po, bc * on + g.flat_out(o), T::from_acc(m));
+        });
     });
 }
 
 /// The input gradient of average pooling: `dx` (contiguous `[N, C, L...]`,
-/// float) gets, for each window in output order, the window's gradient
-/// (`dy` contiguous `[N, C, O...]`) over its divisor, added to each of its
-/// input elements in the computation type.
-pub(crate) fn avg_pool_backward<T: Mean>(dx: &Arg, dy: &Arg, w: &Windows, mode: AvgMode) {
+/// float) sums, in the computation type and in window order, each holding
+/// window's gradient (`dy` contiguous `[N, C, O...]`) over its divisor.
+fn avg_pool_backward<T: Mean>(dx: &Arg, dy: &Arg, w: &Windows, mode: AvgMode) {
     let g = Geom::of(w);
     let (on, ln) = (w.out_numel(), w.input_numel());
-    let c = dx.layout.shape[1];
-    let planes = dx.layout.shape[0] * c;
     let (pdx, pdy): (Ptr<T>, Ptr<T>) = (base(dx), base(dy));
-    (0..planes).into_par_iter().for_each(|bc| {
-        let mut acc = vec![<T::Acc as Arith>::ZERO; ln];
-        let mut j = bc * on;
-        for o0 in 0..g.o[0] {
-            for o1 in 0..g.o[1] {
-                for o2 in 0..g.o[2] {
-                    // SAFETY: `j` indexes this plane's gradients.
-                    let gy = unsafe { *pdy.get().add(j) }.to_acc();
-                    let share = T::mean(gy, divisor(&g, [o0, o1, o2], mode));
-                    j += 1;
-                    for k0 in 0..g.k[0] {
-                        let (i0, in0) = g.at(0, o0, k0);
-                        if !in0 {
-                            continue;
-                        }
-                        for k1 in 0..g.k[1] {
-                            let (i1, in1) = g.at(1, o1, k1);
-                            if !in1 {
-                                continue;
-                            }
-                            for k2 in 0..g.k[2] {
-                                let (i2, in2) = g.at(2, o2, k2);
-                                if in2 {
-                                    let at = ((i0 * g.l[1] + i1) * g.l[2] + i2) as usize;
-                                    acc[at] = acc[at].add(share);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        for (i, a) in acc.into_iter().enumerate() {
-            // SAFETY: dx is contiguous; this plane is written by this task.
-            unsafe { *pdx.get().add(bc * ln + i) = T::from_acc(a) };
-        }
-    });
-}
-
-/// The window `o` of kernel offset `k` along `dim` that reads input
-/// coordinate `i`, if any.
-fn window_of(g: &Geom, dim: usize, i: i64, k: i64) -> Option<i64> {
-    let q = i + g.p[dim] - k * g.d[dim];
-    (q >= 0 && q % g.s[dim] == 0 && q / g.s[dim] < g.o[dim]).then(|| q / g.s[dim])
-}
-
-/// The input gradient of max pooling: `dx` (contiguous `[N, C, L...]`,
-/// float) sums, in the computation type and in window order, `dy[o]` over
-/// the windows `o` holding the element whose index (`indices`, contiguous
-/// `[N, C, O...]`) names it (`dy` contiguous `[N, C, O...]`). A window
-/// without an input element holds nothing, so passes nothing.
-pub(crate) fn max_pool_backward<T: Element>(dx: &Arg, dy: &Arg, indices: &Arg, w: &Windows) {
-    let g = Geom::of(w);
-    let (on, ln) = (w.out_numel(), w.input_numel());
-    let c = dx.layout.shape[1];
-    let planes = dx.layout.shape[0] * c;
-    let (pdx, pdy, pi): (Ptr<T>, Ptr<T>, Ptr<i64>) = (base(dx), base(dy), base(indices));
-    (0..planes).into_par_iter().for_each(|bc| {
-        let mut l = 0usize;
-        for l0 in 0..g.l[0] {
-            for l1 in 0..g.l[1] {
-                for l2 in 0..g.l[2] {
-                    let mut acc = <T::Acc as Arith>::ZERO;
-                    for k0 in (0..g.k[0]).rev() {
-                        let Some(o0) = window_of(&g, 0, l0, k0) else {
-                            continue;
-                        };
-                        for k1 in (0..g.k[1]).rev() {
-                            let Some(o1) = window_of(&g, 1, l1, k1) else {
-                                continue;
-                            };
-                            for k2 in (0..g.k[2]).rev() {
-                                let Some(o2) = window_of(&g, 2, l2, k2) else {
-                                    continue;
-                                };
-                                let j = bc * on + ((o0 * g.o[1] + o1) * g.o[2] + o2) as usize;
-                                // SAFETY: `j` indexes this plane's windows
-                                // (inside dy and indices, both contiguous).
-                                unsafe {
-                                    if *pi.get().add(j) == l as i64 {
-                                        acc = acc.add((*pdy.get().add(j)).to_acc());
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    // SAFETY: dx is contiguous; this plane is this task's.
-                    unsafe { *pdx.get().add(bc * ln + l) = T::from_acc(acc) };
-                    l += 1;
-                }
-            }
-        }
+    (0..planes(dx)).into_par_iter().for_each(|bc| {
+        Geom::each(g.l, |l| {
+            let mut acc = <T::Acc as Arith>::ZERO;
+            g.each_window_of(l, |o| {
+                let gy = read(pdy, bc * on + g.flat_out(o)).to_acc();
+                acc = acc.add(T::mean(gy, g.divisor(o, mode)));
+            });
+            write(pdx, bc * ln + g.flat_input(l) as usize, T::from_acc(acc));
+        });
     });
 }

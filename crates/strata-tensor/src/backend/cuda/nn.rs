@@ -25,7 +25,6 @@ use super::kernels::{compute_ty, load, storage_ty, store, tag, MAXD, PRELUDE};
 use super::launch::{
     base_ptr, grid_x, launch, looped_offsets, split_dims_among, KArg, KernelParam,
 };
-use super::windows::WindowOp;
 use crate::backend::{Arg, NnKernel, MASK_CHUNK};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -1257,38 +1256,7 @@ pub(crate) fn run(dev: &CudaDevice, k: NnKernel) -> Result<()> {
                 )
             }
         }
-        NnKernel::Im2col { cols, x, windows } => {
-            super::windows::run(dev, windows, WindowOp::Im2col { cols, x })
-        }
-        NnKernel::Col2im { x, cols, windows } => {
-            super::windows::run(dev, windows, WindowOp::Col2im { x, cols })
-        }
-        NnKernel::MaxPool {
-            values,
-            indices,
-            x,
-            windows,
-            // The kernels start from the same value, the dtype's lowest.
-            lowest: _,
-        } => super::windows::run(dev, windows, WindowOp::MaxPool { values, indices, x }),
-        NnKernel::AvgPool {
-            out,
-            x,
-            windows,
-            mode,
-        } => super::windows::run(dev, windows, WindowOp::AvgPool { out, x, mode }),
-        NnKernel::AvgPoolBackward {
-            dx,
-            dy,
-            windows,
-            mode,
-        } => super::windows::run(dev, windows, WindowOp::AvgPoolBackward { dx, dy, mode }),
-        NnKernel::MaxPoolBackward {
-            dx,
-            dy,
-            indices,
-            windows,
-        } => super::windows::run(dev, windows, WindowOp::MaxPoolBackward { dx, dy, indices }),
+        NnKernel::Window { windows, op } => super::windows::run(dev, windows, op),
         NnKernel::MaskCount { counts, mask, n } => {
             if n == 0 {
                 return Ok(());

@@ -1,4 +1,4 @@
-//! The CUDA kernels of the sliding-window ops ([`NnKernel::Im2col`] and its
+//! The CUDA kernels of the sliding-window ops ([`WindowKernel::Im2col`] and its
 //! adjoint, max and average pooling and the latter's backward). Each
 //! thread owns one spatial position of a plane (a window, or an input
 //! element for the adjoints) along `blockIdx.x`'s grid-stride loop and
@@ -10,13 +10,13 @@
 //! the order of the CPU kernels (`cpu/windows.rs`): by kernel offset for
 //! the columns, by window for average pooling.
 //!
-//! [`NnKernel::Im2col`]: crate::backend::NnKernel::Im2col
+//! [`WindowKernel::Im2col`]: crate::backend::WindowKernel::Im2col
 
 use super::context::CudaDevice;
 use super::kernels::{compute_ty, load, storage_ty, store, tag, PRELUDE};
 use super::launch::{base_ptr, launch, KArg, KernelParam};
 use super::nn::bits_ty;
-use crate::backend::Arg;
+use crate::backend::{Arg, WindowKernel};
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::{AvgMode, Windows};
@@ -81,6 +81,52 @@ __device__ __forceinline__ I window_of(const WMeta& m, int d, I i, I k) {
   const I o = q / m.s[d];
   return o < m.o[d] ? o : -1;
 }
+// Splits flat position v of a plane of `size` into coordinates.
+__device__ __forceinline__ void split(I v, const I* size, I& a, I& b, I& c) {
+  c = v % size[2];
+  const I t = v / size[2];
+  b = t % size[1];
+  a = t / size[1];
+}
+// Calls f(i0, i1, i2) with each input element of window (o0, o1, o2), in
+// scan order.
+template <class F> __device__ __forceinline__ void each_element(const WMeta& m, I o0, I o1, I o2, F f) {
+  const I b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
+  for (I k0 = 0; k0 < m.k[0]; ++k0) {
+    const I i0 = b0 + k0 * m.d[0];
+    if (i0 < 0 || i0 >= m.l[0]) continue;
+    for (I k1 = 0; k1 < m.k[1]; ++k1) {
+      const I i1 = b1 + k1 * m.d[1];
+      if (i1 < 0 || i1 >= m.l[1]) continue;
+      for (I k2 = 0; k2 < m.k[2]; ++k2) {
+        const I i2 = b2 + k2 * m.d[2];
+        if (i2 < 0 || i2 >= m.l[2]) continue;
+        f(i0, i1, i2);
+      }
+    }
+  }
+}
+// Calls f(k, o) with each window o (flat) that holds input element (l0, l1,
+// l2) and the flat kernel offset k that reads it: by kernel offset, or with
+// REV from the last offset, which is output order.
+template <bool REV, class F> __device__ __forceinline__ void each_window_of(const WMeta& m, I l0, I l1, I l2, F f) {
+  for (I j0 = 0; j0 < m.k[0]; ++j0) {
+    const I k0 = REV ? m.k[0] - 1 - j0 : j0;
+    const I o0 = window_of(m, 0, l0, k0);
+    if (o0 < 0) continue;
+    for (I j1 = 0; j1 < m.k[1]; ++j1) {
+      const I k1 = REV ? m.k[1] - 1 - j1 : j1;
+      const I o1 = window_of(m, 1, l1, k1);
+      if (o1 < 0) continue;
+      for (I j2 = 0; j2 < m.k[2]; ++j2) {
+        const I k2 = REV ? m.k[2] - 1 - j2 : j2;
+        const I o2 = window_of(m, 2, l2, k2);
+        if (o2 < 0) continue;
+        f((k0 * m.k[1] + k1) * m.k[2] + k2, (o0 * m.o[1] + o1) * m.o[2] + o2);
+      }
+    }
+  }
+}
 #define FOR_POS(v, n) for (I v = (I)(blockIdx.x * blockDim.x + threadIdx.x); v < (n); v += (I)(gridDim.x * blockDim.x))
 #define FOR_PLANE(bc) for (I bc = (I)blockIdx.y; bc < m.planes; bc += (I)gridDim.y)
 "#;
@@ -93,7 +139,8 @@ fn im2col_source(esize: usize, idx: &str) -> String {
         body = r#"
 extern "C" __global__ void im2col(E* cols, const E* x, WMeta m) {
   FOR_POS(o, m.on) {
-    const I o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
+    I o0, o1, o2;
+    split(o, m.o, o0, o1, o2);
     const I b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
     FOR_PLANE(bc) {
       const E* xp = x + (bc / m.c) * m.sb + (bc % m.c) * m.sc;
@@ -145,24 +192,12 @@ fn typed_source(d: DType, lowest: &str, idx: &str) -> String {
         body = r#"
 extern "C" __global__ void col2im(E* x, const E* cols, WMeta m) {
   FOR_POS(l, m.ln) {
-    const I l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
+    I l0, l1, l2;
+    split(l, m.l, l0, l1, l2);
     FOR_PLANE(bc) {
       const E* cp = cols + bc * m.kn * m.on;
       A acc = (A)0;
-      for (I k0 = 0; k0 < m.k[0]; ++k0) {
-        const I o0 = window_of(m, 0, l0, k0);
-        if (o0 < 0) continue;
-        for (I k1 = 0; k1 < m.k[1]; ++k1) {
-          const I o1 = window_of(m, 1, l1, k1);
-          if (o1 < 0) continue;
-          for (I k2 = 0; k2 < m.k[2]; ++k2) {
-            const I o2 = window_of(m, 2, l2, k2);
-            if (o2 < 0) continue;
-            const I k = (k0 * m.k[1] + k1) * m.k[2] + k2;
-            acc = add(acc, ld(cp[k * m.on + (o0 * m.o[1] + o1) * m.o[2] + o2]));
-          }
-        }
-      }
+      each_window_of<false>(m, l0, l1, l2, [&](I k, I o) { acc = add(acc, ld(cp[k * m.on + o])); });
       x[bc * m.ln + l] = st(acc);
     }
   }
@@ -170,7 +205,8 @@ extern "C" __global__ void col2im(E* x, const E* cols, WMeta m) {
 
 extern "C" __global__ void max_pool(E* values, i64* indices, const E* x, WMeta m) {
   FOR_POS(o, m.on) {
-    const I o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
+    I o0, o1, o2;
+    split(o, m.o, o0, o1, o2);
     const I b[3] = {o0 * m.s[0] - m.p[0], o1 * m.s[1] - m.p[1], o2 * m.s[2] - m.p[2]};
     I f[3];
     for (int d = 0; d < 3; ++d) f[d] = b[d] < 0 ? b[d] + (-b[d] + m.d[d] - 1) / m.d[d] * m.d[d] : b[d];
@@ -180,24 +216,14 @@ extern "C" __global__ void max_pool(E* values, i64* indices, const E* x, WMeta m
       A best = LOWEST;
       i64 bi = first;
       bool any = false;
-      for (I k0 = 0; k0 < m.k[0]; ++k0) {
-        const I i0 = b[0] + k0 * m.d[0];
-        if (i0 < 0 || i0 >= m.l[0]) continue;
-        for (I k1 = 0; k1 < m.k[1]; ++k1) {
-          const I i1 = b[1] + k1 * m.d[1];
-          if (i1 < 0 || i1 >= m.l[1]) continue;
-          for (I k2 = 0; k2 < m.k[2]; ++k2) {
-            const I i2 = b[2] + k2 * m.d[2];
-            if (i2 < 0 || i2 >= m.l[2]) continue;
-            const A v = ld(xp[i0 * m.sx[0] + i1 * m.sx[1] + i2 * m.sx[2]]);
-            if (!any || v > best || isnan_(v)) {
-              best = v;
-              bi = (i0 * m.l[1] + i1) * m.l[2] + i2;
-              any = true;
-            }
-          }
+      each_element(m, o0, o1, o2, [&](I i0, I i1, I i2) {
+        const A v = ld(xp[i0 * m.sx[0] + i1 * m.sx[1] + i2 * m.sx[2]]);
+        if (!any || v > best || isnan_(v)) {
+          best = v;
+          bi = ((i64)i0 * m.l[1] + i1) * m.l[2] + i2;
+          any = true;
         }
-      }
+      });
       values[bc * m.on + o] = st(best);
       indices[bc * m.on + o] = bi;
     }
@@ -206,51 +232,31 @@ extern "C" __global__ void max_pool(E* values, i64* indices, const E* x, WMeta m
 
 extern "C" __global__ void avg_pool(E* out, const E* x, WMeta m) {
   FOR_POS(o, m.on) {
-    const I o2 = o % m.o[2], t = o / m.o[2], o1 = t % m.o[1], o0 = t / m.o[1];
-    const I b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
-    const I dv = divisor_of(m, o0, o1, o2);
+    I o0, o1, o2;
+    split(o, m.o, o0, o1, o2);
+    const i64 dv = divisor_of(m, o0, o1, o2);
     FOR_PLANE(bc) {
       const E* xp = x + (bc / m.c) * m.sb + (bc % m.c) * m.sc;
       A s = (A)0;
-      for (I k0 = 0; k0 < m.k[0]; ++k0) {
-        const I i0 = b0 + k0 * m.d[0];
-        if (i0 < 0 || i0 >= m.l[0]) continue;
-        for (I k1 = 0; k1 < m.k[1]; ++k1) {
-          const I i1 = b1 + k1 * m.d[1];
-          if (i1 < 0 || i1 >= m.l[1]) continue;
-          for (I k2 = 0; k2 < m.k[2]; ++k2) {
-            const I i2 = b2 + k2 * m.d[2];
-            if (i2 < 0 || i2 >= m.l[2]) continue;
-            s = add(s, ld(xp[i0 * m.sx[0] + i1 * m.sx[1] + i2 * m.sx[2]]));
-          }
-        }
-      }
+      each_element(m, o0, o1, o2, [&](I i0, I i1, I i2) { s = add(s, ld(xp[i0 * m.sx[0] + i1 * m.sx[1] + i2 * m.sx[2]])); });
       out[bc * m.on + o] = st(mean(s, dv));
     }
   }
 }
 
-// Kernel offsets from the last, so an element's windows come in output
-// order, as the CPU kernel adds them.
+// An element's windows in output order, as the CPU kernel adds them.
 extern "C" __global__ void avg_pool_backward(E* dx, const E* dy, WMeta m) {
   FOR_POS(l, m.ln) {
-    const I l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
+    I l0, l1, l2;
+    split(l, m.l, l0, l1, l2);
     FOR_PLANE(bc) {
       const E* gp = dy + bc * m.on;
       A acc = (A)0;
-      for (I k0 = m.k[0] - 1; k0 >= 0; --k0) {
-        const I o0 = window_of(m, 0, l0, k0);
-        if (o0 < 0) continue;
-        for (I k1 = m.k[1] - 1; k1 >= 0; --k1) {
-          const I o1 = window_of(m, 1, l1, k1);
-          if (o1 < 0) continue;
-          for (I k2 = m.k[2] - 1; k2 >= 0; --k2) {
-            const I o2 = window_of(m, 2, l2, k2);
-            if (o2 < 0) continue;
-            acc = add(acc, mean(ld(gp[(o0 * m.o[1] + o1) * m.o[2] + o2]), divisor_of(m, o0, o1, o2)));
-          }
-        }
-      }
+      each_window_of<true>(m, l0, l1, l2, [&](I, I o) {
+        I o0, o1, o2;
+        split(o, m.o, o0, o1, o2);
+        acc = add(acc, mean(ld(gp[o]), divisor_of(m, o0, o1, o2)));
+      });
       dx[bc * m.ln + l] = st(acc);
     }
   }
@@ -260,25 +266,15 @@ extern "C" __global__ void avg_pool_backward(E* dx, const E* dy, WMeta m) {
 // holding it whose index names it, in window order.
 extern "C" __global__ void max_pool_backward(E* dx, const E* dy, const i64* idx, WMeta m) {
   FOR_POS(l, m.ln) {
-    const I l2 = l % m.l[2], t = l / m.l[2], l1 = t % m.l[1], l0 = t / m.l[1];
+    I l0, l1, l2;
+    split(l, m.l, l0, l1, l2);
     FOR_PLANE(bc) {
       const E* gp = dy + bc * m.on;
       const i64* ip = idx + bc * m.on;
       A acc = (A)0;
-      for (I k0 = m.k[0] - 1; k0 >= 0; --k0) {
-        const I o0 = window_of(m, 0, l0, k0);
-        if (o0 < 0) continue;
-        for (I k1 = m.k[1] - 1; k1 >= 0; --k1) {
-          const I o1 = window_of(m, 1, l1, k1);
-          if (o1 < 0) continue;
-          for (I k2 = m.k[2] - 1; k2 >= 0; --k2) {
-            const I o2 = window_of(m, 2, l2, k2);
-            if (o2 < 0) continue;
-            const I j = (o0 * m.o[1] + o1) * m.o[2] + o2;
-            if (ip[j] == (i64)l) acc = add(acc, ld(gp[j]));
-          }
-        }
-      }
+      each_window_of<true>(m, l0, l1, l2, [&](I, I o) {
+        if (ip[o] == (i64)l) acc = add(acc, ld(gp[o]));
+      });
       dx[bc * m.ln + l] = st(acc);
     }
   }
@@ -411,42 +407,10 @@ fn grid(positions: i64, planes: i64) -> (u32, u32, u32) {
     (x, y, 1)
 }
 
-/// One window op, as `crate::backend::NnKernel` names it.
-pub(crate) enum WindowOp<'a> {
-    Im2col {
-        cols: &'a Arg<'a>,
-        x: &'a Arg<'a>,
-    },
-    Col2im {
-        x: &'a Arg<'a>,
-        cols: &'a Arg<'a>,
-    },
-    MaxPool {
-        values: &'a Arg<'a>,
-        indices: &'a Arg<'a>,
-        x: &'a Arg<'a>,
-    },
-    AvgPool {
-        out: &'a Arg<'a>,
-        x: &'a Arg<'a>,
-        mode: AvgMode,
-    },
-    AvgPoolBackward {
-        dx: &'a Arg<'a>,
-        dy: &'a Arg<'a>,
-        mode: AvgMode,
-    },
-    MaxPoolBackward {
-        dx: &'a Arg<'a>,
-        dy: &'a Arg<'a>,
-        indices: &'a Arg<'a>,
-    },
-}
-
 /// Runs `op` over `windows` on `dev`'s current stream (the tensor layer
 /// checked the shapes: every operand `[N, C, ...]` of the windows' sizes,
 /// the outputs and the adjoints' inputs contiguous).
-pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<()> {
+pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowKernel) -> Result<()> {
     // The operand whose `[N, C]` gives the planes, the strided input (if
     // any), the positions each thread walks (windows or input elements),
     // the pointers in the kernel's order, its name and dtype.
@@ -459,7 +423,7 @@ pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<(
         DType,
         Option<AvgMode>,
     ) = match op {
-        WindowOp::Im2col { cols, x } => (
+        WindowKernel::Im2col { cols, x } => (
             x,
             Some(x),
             false,
@@ -468,7 +432,7 @@ pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<(
             x.dtype,
             None,
         ),
-        WindowOp::Col2im { x, cols } => (
+        WindowKernel::Col2im { x, cols } => (
             x,
             None,
             true,
@@ -477,7 +441,9 @@ pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<(
             x.dtype,
             None,
         ),
-        WindowOp::MaxPool { values, indices, x } => (
+        WindowKernel::MaxPool {
+            values, indices, x, ..
+        } => (
             x,
             Some(x),
             false,
@@ -486,7 +452,7 @@ pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<(
             x.dtype,
             None,
         ),
-        WindowOp::AvgPool { out, x, mode } => (
+        WindowKernel::AvgPool { out, x, mode } => (
             x,
             Some(x),
             false,
@@ -495,7 +461,7 @@ pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<(
             x.dtype,
             Some(mode),
         ),
-        WindowOp::AvgPoolBackward { dx, dy, mode } => (
+        WindowKernel::AvgPoolBackward { dx, dy, mode } => (
             dx,
             None,
             true,
@@ -504,7 +470,7 @@ pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowOp) -> Result<(
             dx.dtype,
             Some(mode),
         ),
-        WindowOp::MaxPoolBackward { dx, dy, indices } => (
+        WindowKernel::MaxPoolBackward { dx, dy, indices } => (
             dx,
             None,
             true,
