@@ -128,7 +128,7 @@ pub use ops::{
     batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,
     RmsNormPlan, SELU_ALPHA, SELU_SCALE,
 };
-pub use ops::{col2im_plan, im2col_plan, FoldOptions};
+pub use ops::{col2im_plan, im2col_plan, pixel_shuffle_of, FoldOptions};
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
 pub use ops::{with_batch, without_batch, AvgMode, Composite, Windows};

@@ -13,9 +13,9 @@ use super::formula;
 use crate::error::{AutogradError, Result};
 use crate::var::{record, Var};
 use strata_tensor::{
-    adaptive_pool, convolution, interpolate_plan, pool_plan, with_batch, without_batch, AvgMode,
-    Composite, ConvKind, ConvOptions, ConvPlan, DType, Device, FoldOptions, InterpolateOptions,
-    PadMode, PoolKind, PoolOptions, Scalar, Tensor, Windows,
+    adaptive_pool, convolution, interpolate_plan, pixel_shuffle_of, pool_plan, with_batch,
+    without_batch, AvgMode, Composite, ConvKind, ConvOptions, ConvPlan, DType, Device, FoldOptions,
+    InterpolateOptions, PadMode, PoolKind, PoolOptions, Scalar, Tensor, Windows,
 };
 
 impl Var {
@@ -37,6 +37,18 @@ impl Var {
             return c[0].convolution_nd(op, kind, spatial, &c[1], c.get(2), opts);
         }
         convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(op, self, weight, bias)
+    }
+
+    /// `F.pixel_shuffle` (see [`Tensor::pixel_shuffle`]), recorded as its
+    /// reshape and permute.
+    pub fn pixel_shuffle(&self, upscale_factor: i64) -> Result<Var> {
+        pixel_shuffle_of("pixel_shuffle", self, upscale_factor, false)
+    }
+
+    /// `F.pixel_unshuffle` (see [`Tensor::pixel_unshuffle`]), recorded as
+    /// its reshape and permute.
+    pub fn pixel_unshuffle(&self, downscale_factor: i64) -> Result<Var> {
+        pixel_shuffle_of("pixel_unshuffle", self, downscale_factor, true)
     }
 
     /// `F.unfold` (see [`Tensor::im2col`]): the sliding blocks as

@@ -77,6 +77,7 @@ mod oracle_s55;
 mod oracle_s55b;
 mod oracle_s56;
 mod oracle_s57;
+mod pixel_shuffle_s76;
 mod prod_s73;
 mod pytorch_fixture;
 mod recompute;

@@ -11,6 +11,7 @@ mod float_classes;
 pub(crate) mod conv;
 mod fold;
 mod interpolate;
+mod pixel_shuffle;
 mod pool;
 mod similarity;
 pub use interpolate::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
@@ -22,6 +23,7 @@ pub use conv::{
     ConvTransposePlan, Convolution,
 };
 pub use fold::{col2im_plan, im2col_plan, FoldOptions};
+pub use pixel_shuffle::pixel_shuffle_of;
 pub use pool::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, global_mean_dims,
     pool_plan, AdaptiveDim, PoolKind, PoolOptions, PoolPlan,

@@ -448,3 +448,17 @@ fn fold_options_at_the_limits_are_typed_errors() {
         .im2col(&FoldOptions::new(&[2]))
         .is_err());
 }
+
+/// Pixel shuffles with factors at the limits of i64 are typed errors.
+#[test]
+fn pixel_shuffle_factors_at_the_limits_are_typed_errors() {
+    let x = Tensor::zeros(&[1, 4, 2, 2], DType::F32, Device::Cpu).unwrap();
+    for f in [i64::MAX, i64::MIN, 1 << 32, 0, -1] {
+        assert!(x.pixel_shuffle(f).is_err(), "{f}");
+        assert!(x.pixel_unshuffle(f).is_err(), "{f}");
+    }
+    let wide = Tensor::zeros(&[0, 4, 2, 2], DType::F32, Device::Cpu).unwrap();
+    assert!(wide.pixel_shuffle(1 << 31).is_err());
+    assert_eq!(x.pixel_shuffle(2).unwrap().shape(), [1, 1, 4, 4]);
+    assert_eq!(x.pixel_unshuffle(2).unwrap().shape(), [1, 16, 1, 1]);
+}

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Session 76: PyTorch 2.15's CPU answers (one thread) for F.pixel_shuffle
+and F.pixel_unshuffle, written to
+crates/strata-autograd/tests/data/pixel_shuffle_s76.json.gz
+(crates/strata-autograd/tests/suite/pixel_shuffle_s76.rs checks strata's
+Tensor and Var forms and the input's gradient).
+
+Inputs of 2 to 5 dims (sizes 0 to 6; the channel dim mostly a multiple of
+the factor's square for pixel_shuffle, the last two mostly multiples of the
+factor for pixel_unshuffle), factors 0 to 3 (a negative one now and then),
+dtypes f32, f64, bf16, i64, bool. Recorded: the result or the fact that
+PyTorch raised, and for f32/f64 inputs the input's gradient for the upstream
+gradient whose element j is `((3 j) mod 7 - 3) / 2`.
+
+Usage:
+    OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_pixel_shuffle_s76.py \\
+        crates/strata-autograd/tests/data/pixel_shuffle_s76.json.gz
+"""
+import json
+import math
+import random
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from fixture_io import fmt, write_fixture
+import gen_math_s74 as m
+
+torch.set_num_threads(1)
+
+
+def tensor(r, dtype, shape):
+    vals = [r.randint(-5, 5) for _ in range(math.prod(shape))]
+    if dtype == "bool":
+        vals = [v > 0 for v in vals]
+    t = torch.tensor(vals, dtype=torch.float64).to(m.DTYPES[dtype]).reshape(shape)
+    stored = [fmt(float(v)) if dtype not in ("i64", "bool") else (bool(v) if dtype == "bool" else int(v))
+              for v in t.flatten().tolist()]
+    return t, {"dtype": dtype, "shape": shape, "values": stored, "t": False}
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "/tmp/pixel_shuffle_s76.json.gz"
+    r = random.Random(7602)
+    cases = []
+    for _ in range(1000):
+        op = r.choice(["pixel_shuffle", "pixel_unshuffle"])
+        factor = r.choice([1, 2, 2, 3]) if r.random() < 0.93 else r.choice([0, -1])
+        nd = r.choice([3, 4, 4, 5]) if r.random() < 0.93 else 2
+        shape = [r.randint(1, 3) for _ in range(nd)]
+        f = max(factor, 1)
+        if nd >= 3:
+            if op == "pixel_shuffle" and r.random() < 0.85:
+                shape[-3] = f * f * r.randint(1, 2)
+            if op == "pixel_unshuffle" and r.random() < 0.85:
+                shape[-2] = f * r.randint(1, 2)
+                shape[-1] = f * r.randint(1, 2)
+        if r.random() < 0.05:
+            shape[r.randrange(nd)] = 0
+        dtype = r.choice(["f32", "f32", "f64", "bf16", "i64", "bool"])
+        x, xd = tensor(r, dtype, shape)
+
+        def call(t):
+            return F.pixel_shuffle(t, factor) if op == "pixel_shuffle" else F.pixel_unshuffle(t, factor)
+        c = {"op": op, "x": xd, "args": {"factor": factor}}
+        try:
+            c["result"] = m.tensor_record(call(x))
+        except Exception as e:  # noqa: BLE001
+            c["error"] = str(e).split("\n")[0][:200]
+        if "result" in c and dtype in ("f32", "f64"):
+            xg = x.clone().requires_grad_(True)
+            out = call(xg)
+            try:
+                out.backward(m.upstream(list(out.shape)).to(out.dtype))
+                c["grad_x"] = [fmt(float(v)) for v in xg.grad.double().flatten().tolist()]
+            except RuntimeError:
+                # PyTorch's backward of some empty inputs fails (a gradient
+                # of the wrong shape); no gradient is recorded there.
+                pass
+        cases.append(c)
+    doc = {"generator": "benches/anchors/gen_pixel_shuffle_s76.py", "torch": torch.__version__, "cases": cases}
+    write_fixture(path, json.dumps(doc, allow_nan=False))
+    print("%d cases (%d errors) -> %s" % (len(cases), sum("error" in c for c in cases), path))
+
+
+if __name__ == "__main__":
+    main()
