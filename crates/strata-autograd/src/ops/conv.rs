@@ -156,9 +156,6 @@ impl Composite for Var {
     fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Var> {
         Var::narrow(self, dim, start, length)
     }
-    fn every(&self, dim: i64, step: i64) -> Result<Var> {
-        Var::slice(self, dim, None, None, step)
-    }
     fn unsqueeze(&self, dim: i64) -> Result<Var> {
         Var::unsqueeze(self, dim)
     }
@@ -185,9 +182,6 @@ impl Composite for Var {
     }
     fn add(&self, other: &Var) -> Result<Var> {
         Var::add(self, other)
-    }
-    fn div_by(&self, divisor: &Tensor) -> Result<Var> {
-        Var::div(self, &Var::new(divisor.clone()))
     }
     fn sum(&self, dims: &[i64]) -> Result<Var> {
         Var::sum(self, Some(dims), false)

@@ -1,15 +1,15 @@
 //! Pooling: `F.max_pool1d/2d/3d` (with or without indices),
 //! `F.avg_pool1d/2d/3d` and `F.adaptive_avg_pool1d/2d/3d`, on every
-//! backend and differentiated by strata-autograd. [`pool_plan`] checks the options and the input as
-//! PyTorch 2.15's CPU does (its limits on padding, the output size with
+//! backend and differentiated by strata-autograd. [`pool_plan`] checks the
+//! options and the input as PyTorch 2.15's CPU does (its limits on padding, the output size with
 //! `ceil_mode`, the dtypes it has kernels for) and holds the shapes.
 //!
 //! - Max and average pooling are one fused pass each over the windows of
 //!   [`PoolPlan::geometry`] ([`Tensor::window_max`], [`Tensor::window_means`]):
 //!   max pooling finds each window's index as PyTorch's loop does (the first
-//!   maximum, the last NaN, padding never chosen), and the `Var` form
-//!   gathers the input at those indices, so its gradient is the scatter of
-//!   the output's through them; average pooling sums a window's input
+//!   maximum, the last NaN, padding never chosen), and the `Var` form is one
+//!   recorded node whose gradient goes to the element each window's index
+//!   names ([`Tensor::window_max_backward`]); average pooling sums a window's input
 //!   elements in scan order in the computation type (f32 for f16/bf16,
 //!   wrapping i64) and divides by PyTorch's divisor (the window clipped to
 //!   the padded input, or to the input with `count_include_pad=false`, or

@@ -32,8 +32,6 @@ pub trait Composite: Clone + Sized {
     fn unfold(&self, dim: i64, size: i64, step: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::narrow`].
     fn narrow(&self, dim: i64, start: i64, length: i64) -> std::result::Result<Self, Self::Error>;
-    /// [`Tensor::slice`] from the start with `step`.
-    fn every(&self, dim: i64, step: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::unsqueeze`].
     fn unsqueeze(&self, dim: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::squeeze_dims`].
@@ -52,8 +50,6 @@ pub trait Composite: Clone + Sized {
     fn matmul(&self, other: &Self) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::add`] of another operand.
     fn add(&self, other: &Self) -> std::result::Result<Self, Self::Error>;
-    /// [`Tensor::div`] by a constant tensor.
-    fn div_by(&self, divisor: &Tensor) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::sum`] over `dims`.
     fn sum(&self, dims: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::mean`] over `dims`.
@@ -111,9 +107,6 @@ impl Composite for Tensor {
     fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Tensor> {
         Tensor::narrow(self, dim, start, length)
     }
-    fn every(&self, dim: i64, step: i64) -> Result<Tensor> {
-        Tensor::slice(self, dim, None, None, step)
-    }
     fn unsqueeze(&self, dim: i64) -> Result<Tensor> {
         Tensor::unsqueeze(self, dim)
     }
@@ -140,9 +133,6 @@ impl Composite for Tensor {
     }
     fn add(&self, other: &Tensor) -> Result<Tensor> {
         Tensor::add(self, other)
-    }
-    fn div_by(&self, divisor: &Tensor) -> Result<Tensor> {
-        Tensor::div(self, divisor)
     }
     fn sum(&self, dims: &[i64]) -> Result<Tensor> {
         Tensor::sum(self, Some(dims), false)

@@ -462,3 +462,50 @@ fn pixel_shuffle_factors_at_the_limits_are_typed_errors() {
     assert_eq!(x.pixel_shuffle(2).unwrap().shape(), [1, 1, 4, 4]);
     assert_eq!(x.pixel_unshuffle(2).unwrap().shape(), [1, 16, 1, 1]);
 }
+
+/// A kernel and padding far larger than the input (valid: one window over
+/// the whole input) cost what the input costs, as PyTorch's clipped
+/// windows do: the kernels walk only the offsets that land inside.
+#[test]
+fn huge_kernels_over_small_inputs_are_clipped() {
+    use strata_tensor::PoolOptions;
+    let x = Tensor::from_vec(vec![3.0f32, 9.0, -1.0], &[1, 1, 3], Device::Cpu).unwrap();
+    let (k, p) = (1usize << 40, 1usize << 39);
+    let opts = PoolOptions::new(&[k]).padding(&[p]);
+    let (v, i) = x.max_pool1d_with_indices(&opts).unwrap();
+    assert_eq!(v.to_vec::<f32>().unwrap(), [9.0]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [1]);
+    let avg = x
+        .avg_pool1d(&opts.clone().count_include_pad(false))
+        .unwrap();
+    assert_eq!(avg.to_vec::<f32>().unwrap(), [11.0 / 3.0]);
+    // One window from ceil_mode with a huge stride (a case the hostile
+    // sweep of `conv_pool_props` draws; it once walked all 2^40 offsets).
+    let ceil = PoolOptions::new(&[k]).stride(&[usize::MAX]).ceil_mode(true);
+    assert_eq!(
+        x.avg_pool1d(&ceil).unwrap().to_vec::<f32>().unwrap(),
+        [11.0 / 3.0]
+    );
+    assert_eq!(x.max_pool1d(&ceil).unwrap().to_vec::<f32>().unwrap(), [9.0]);
+    // The backward of each walks the same clipped windows.
+    let w = Windows::new(&[3], &[1], &[k], &[k], &[p], &[1]);
+    let g = Tensor::ones(&[1, 1, 1], DType::F32, Device::Cpu).unwrap();
+    assert_eq!(
+        g.window_max_backward(&i.reshape(&[1, 1, 1]).unwrap(), &w)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [0.0, 1.0, 0.0]
+    );
+    let mode = AvgMode {
+        count_include_pad: false,
+        divisor_override: None,
+    };
+    assert_eq!(
+        g.window_means_backward(&w, mode)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [1.0 / 3.0; 3]
+    );
+}

@@ -48,13 +48,6 @@ impl Geom {
         (i, i >= 0 && i < self.l[dim])
     }
 
-    /// The window of kernel offset `k` along `dim` that reads input
-    /// coordinate `i`, if any.
-    fn window_of(&self, dim: usize, i: i64, k: i64) -> Option<i64> {
-        let q = i + self.p[dim] - k * self.d[dim];
-        (q >= 0 && q % self.s[dim] == 0 && q / self.s[dim] < self.o[dim]).then(|| q / self.s[dim])
-    }
-
     /// Calls `f` with every position of `sizes`, row-major.
     fn each(sizes: Pos, mut f: impl FnMut(Pos)) {
         for a in 0..sizes[0] {
@@ -74,25 +67,61 @@ impl Geom {
         (in0 && in1 && in2).then_some([i0, i1, i2])
     }
 
+    /// The kernel offsets of window `o` along `dim` that land inside the
+    /// input, `lo..hi` (PyTorch's clipped window: the work is bounded by
+    /// the input, however large the kernel or the padding).
+    fn inside(&self, dim: usize, o: i64) -> (i64, i64) {
+        let (d, start) = (self.d[dim], o * self.s[dim] - self.p[dim]);
+        let lo = if start < 0 { (-start + d - 1) / d } else { 0 };
+        let room = self.l[dim] - start;
+        let hi = if room > 0 {
+            ((room + d - 1) / d).min(self.k[dim])
+        } else {
+            0
+        };
+        (lo, hi.max(lo))
+    }
+
     /// Calls `f` with every input element of window `o`, in scan order.
     fn each_element(&self, o: Pos, mut f: impl FnMut(Pos)) {
-        Geom::each(self.k, |k| {
-            if let Some(i) = self.element(o, k) {
-                f(i);
+        let r = [0, 1, 2].map(|dim| self.inside(dim, o[dim]));
+        let at = |dim: usize, k: i64| o[dim] * self.s[dim] - self.p[dim] + k * self.d[dim];
+        for k0 in r[0].0..r[0].1 {
+            for k1 in r[1].0..r[1].1 {
+                for k2 in r[2].0..r[2].1 {
+                    f([at(0, k0), at(1, k1), at(2, k2)]);
+                }
             }
-        });
+        }
+    }
+
+    /// The windows along `dim` that can hold input coordinate `l`,
+    /// `lo..=hi` (each holds it where `(l + pad - o * stride)` is a multiple
+    /// of the dilation): at most the number of windows.
+    fn holding(&self, dim: usize, l: i64) -> (i64, i64) {
+        let (q, s) = (l + self.p[dim], self.s[dim]);
+        let reach = (self.k[dim] - 1) * self.d[dim];
+        let lo = if q > reach {
+            (q - reach + s - 1) / s
+        } else {
+            0
+        };
+        (lo, (q / s).min(self.o[dim] - 1))
     }
 
     /// Calls `f` with every window that holds input element `l`, in output
-    /// order (kernel offsets from the last).
+    /// order.
     fn each_window_of(&self, l: Pos, mut f: impl FnMut(Pos)) {
-        let last = self.k.map(|k| k - 1);
-        Geom::each(self.k, |k| {
-            let window = |dim: usize| self.window_of(dim, l[dim], last[dim] - k[dim]);
-            if let (Some(o0), Some(o1), Some(o2)) = (window(0), window(1), window(2)) {
-                f([o0, o1, o2]);
+        let r = [0, 1, 2].map(|dim| self.holding(dim, l[dim]));
+        let holds =
+            |dim: usize, o: i64| (l[dim] + self.p[dim] - o * self.s[dim]) % self.d[dim] == 0;
+        for o0 in (r[0].0..=r[0].1).filter(|&o| holds(0, o)) {
+            for o1 in (r[1].0..=r[1].1).filter(|&o| holds(1, o)) {
+                for o2 in (r[2].0..=r[2].1).filter(|&o| holds(2, o)) {
+                    f([o0, o1, o2]);
+                }
             }
-        });
+        }
     }
 
     /// The flat index of input position `i` in a plane.

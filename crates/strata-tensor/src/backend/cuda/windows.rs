@@ -73,14 +73,6 @@ __device__ __forceinline__ i64 divisor_of(const WMeta& m, I o0, I o1, I o2) {
   }
   return m.cip ? padded : inside;
 }
-// The window o of kernel offset k along dim d that reads input coordinate
-// i (-1 where none does).
-__device__ __forceinline__ I window_of(const WMeta& m, int d, I i, I k) {
-  const I q = i + m.p[d] - k * m.d[d];
-  if (q < 0 || q % m.s[d] != 0) return -1;
-  const I o = q / m.s[d];
-  return o < m.o[d] ? o : -1;
-}
 // Splits flat position v of a plane of `size` into coordinates.
 __device__ __forceinline__ void split(I v, const I* size, I& a, I& b, I& c) {
   c = v % size[2];
@@ -88,41 +80,54 @@ __device__ __forceinline__ void split(I v, const I* size, I& a, I& b, I& c) {
   b = t % size[1];
   a = t / size[1];
 }
+// The kernel offsets [lo, hi) of window o along dim d that land inside the
+// input (PyTorch's clipped window: the work is bounded by the input, however
+// large the kernel or the padding).
+__device__ __forceinline__ void inside(const WMeta& m, int d, I o, I& lo, I& hi) {
+  const I start = o * m.s[d] - m.p[d], room = m.l[d] - start;
+  lo = start < 0 ? (-start + m.d[d] - 1) / m.d[d] : 0;
+  hi = room > 0 ? imin((room + m.d[d] - 1) / m.d[d], m.k[d]) : 0;
+  if (hi < lo) hi = lo;
+}
 // Calls f(i0, i1, i2) with each input element of window (o0, o1, o2), in
 // scan order.
 template <class F> __device__ __forceinline__ void each_element(const WMeta& m, I o0, I o1, I o2, F f) {
   const I b0 = o0 * m.s[0] - m.p[0], b1 = o1 * m.s[1] - m.p[1], b2 = o2 * m.s[2] - m.p[2];
-  for (I k0 = 0; k0 < m.k[0]; ++k0) {
-    const I i0 = b0 + k0 * m.d[0];
-    if (i0 < 0 || i0 >= m.l[0]) continue;
-    for (I k1 = 0; k1 < m.k[1]; ++k1) {
-      const I i1 = b1 + k1 * m.d[1];
-      if (i1 < 0 || i1 >= m.l[1]) continue;
-      for (I k2 = 0; k2 < m.k[2]; ++k2) {
-        const I i2 = b2 + k2 * m.d[2];
-        if (i2 < 0 || i2 >= m.l[2]) continue;
-        f(i0, i1, i2);
-      }
-    }
-  }
+  I lo0, hi0, lo1, hi1, lo2, hi2;
+  inside(m, 0, o0, lo0, hi0);
+  inside(m, 1, o1, lo1, hi1);
+  inside(m, 2, o2, lo2, hi2);
+  for (I k0 = lo0; k0 < hi0; ++k0)
+    for (I k1 = lo1; k1 < hi1; ++k1)
+      for (I k2 = lo2; k2 < hi2; ++k2) f(b0 + k0 * m.d[0], b1 + k1 * m.d[1], b2 + k2 * m.d[2]);
+}
+// The windows [lo, hi] along dim d that can hold input coordinate l (each
+// holds it where l + pad - o * stride is a multiple of the dilation).
+__device__ __forceinline__ void holding(const WMeta& m, int d, I l, I& lo, I& hi) {
+  const I q = l + m.p[d], reach = (m.k[d] - 1) * m.d[d];
+  lo = q > reach ? (q - reach + m.s[d] - 1) / m.s[d] : 0;
+  hi = imin(q / m.s[d], m.o[d] - 1);
 }
 // Calls f(k, o) with each window o (flat) that holds input element (l0, l1,
-// l2) and the flat kernel offset k that reads it: by kernel offset, or with
-// REV from the last offset, which is output order.
+// l2) and the flat kernel offset k that reads it: by kernel offset (windows
+// from the last), or with REV in output order.
 template <bool REV, class F> __device__ __forceinline__ void each_window_of(const WMeta& m, I l0, I l1, I l2, F f) {
-  for (I j0 = 0; j0 < m.k[0]; ++j0) {
-    const I k0 = REV ? m.k[0] - 1 - j0 : j0;
-    const I o0 = window_of(m, 0, l0, k0);
-    if (o0 < 0) continue;
-    for (I j1 = 0; j1 < m.k[1]; ++j1) {
-      const I k1 = REV ? m.k[1] - 1 - j1 : j1;
-      const I o1 = window_of(m, 1, l1, k1);
-      if (o1 < 0) continue;
-      for (I j2 = 0; j2 < m.k[2]; ++j2) {
-        const I k2 = REV ? m.k[2] - 1 - j2 : j2;
-        const I o2 = window_of(m, 2, l2, k2);
-        if (o2 < 0) continue;
-        f((k0 * m.k[1] + k1) * m.k[2] + k2, (o0 * m.o[1] + o1) * m.o[2] + o2);
+  I lo[3], hi[3];
+  const I l[3] = {l0, l1, l2};
+  for (int d = 0; d < 3; ++d) holding(m, d, l[d], lo[d], hi[d]);
+  for (I j0 = lo[0]; j0 <= hi[0]; ++j0) {
+    const I o0 = REV ? j0 : hi[0] + lo[0] - j0;
+    const I q0 = l0 + m.p[0] - o0 * m.s[0];
+    if (q0 % m.d[0] != 0) continue;
+    for (I j1 = lo[1]; j1 <= hi[1]; ++j1) {
+      const I o1 = REV ? j1 : hi[1] + lo[1] - j1;
+      const I q1 = l1 + m.p[1] - o1 * m.s[1];
+      if (q1 % m.d[1] != 0) continue;
+      for (I j2 = lo[2]; j2 <= hi[2]; ++j2) {
+        const I o2 = REV ? j2 : hi[2] + lo[2] - j2;
+        const I q2 = l2 + m.p[2] - o2 * m.s[2];
+        if (q2 % m.d[2] != 0) continue;
+        f((q0 / m.d[0] * m.k[1] + q1 / m.d[1]) * m.k[2] + q2 / m.d[2], (o0 * m.o[1] + o1) * m.o[2] + o2);
       }
     }
   }
