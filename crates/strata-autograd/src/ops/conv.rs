@@ -93,7 +93,7 @@ impl Var {
         (values, indices): (Tensor, Tensor),
     ) -> Result<(Var, Tensor)> {
         let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
-        let (batched, windows) = (plan.batched, plan.geometry());
+        let (batched, windows) = (plan.batched, plan.windows);
         // The indices are the node's saved tensor.
         let f = formula(move |g, s, _n| {
             let g = with_batch(g, batched)?;

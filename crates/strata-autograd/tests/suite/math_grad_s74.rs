@@ -139,6 +139,40 @@ pub fn backward_with_upstream(y: &Var, device: Device) -> Option<String> {
         .map(|e| format!("backward failed: {e}"))
 }
 
+/// How a case of a one-input op's fixture differs from PyTorch's answer:
+/// the `Tensor` form (`tensor`) against the recorded result within `tol`,
+/// then, where the case records the input's gradient, the `Var` form
+/// (`var`) against the `Tensor` form's values and its gradient within the
+/// relative `rel`.
+pub fn one_input_difference(
+    c: &Value,
+    device: Device,
+    tensor: impl Fn(&Tensor) -> strata_tensor::Result<Tensor>,
+    var: impl Fn(&Var) -> strata_autograd::Result<Var>,
+    tol: impl Fn(DType) -> Option<(f64, f64)>,
+    rel: f64,
+) -> Option<String> {
+    let x = input(&c["x"], device);
+    let got = tensor(&x);
+    let values = got.as_ref().ok().map(f64s);
+    if let Some(d) = crate::pytorch_fixture::result_difference(got, c, tol) {
+        return Some(d);
+    }
+    c.get("grad_x")?;
+    let xv = Var::parameter(x).unwrap();
+    let y = match var(&xv) {
+        Ok(y) => y,
+        Err(e) => return Some(format!("Var form failed ({e})")),
+    };
+    if !close(&f64s(y.data()), &values.unwrap(), 0.0) {
+        return Some("the Var form's values differ from the Tensor form's".into());
+    }
+    if let Some(e) = backward_with_upstream(&y, device) {
+        return Some(e);
+    }
+    grads_difference(c, &[(Some(&xv), "grad_x")], rel)
+}
+
 fn all_agree_on(device: Device) {
     assert_cases_agree(
         FIXTURE["cases"].as_array().unwrap(),

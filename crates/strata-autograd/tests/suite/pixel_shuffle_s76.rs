@@ -6,10 +6,8 @@
 //! and otherwise give its dtype, shape and values, and for f32/f64 inputs
 //! its gradient (a permutation of the upstream gradient: exact).
 
-use crate::math_grad_s74::{backward_with_upstream, close, f64s, grads_difference};
-use crate::pytorch_fixture::{
-    assert_cases_agree, fixture, gunzip, input, result_difference, tolerance,
-};
+use crate::math_grad_s74::one_input_difference;
+use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, tolerance};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::Var;
@@ -37,25 +35,15 @@ fn var_form(c: &Value, x: &Var) -> strata_autograd::Result<Var> {
 }
 
 fn difference(c: &Value, device: Device) -> Option<String> {
-    let x = input(&c["x"], device);
-    let got = tensor_form(c, &x);
-    let values = got.as_ref().ok().map(f64s);
-    if let Some(d) = result_difference(got, c, |dt| Some(tolerance(dt))) {
-        return Some(d);
-    }
-    c.get("grad_x")?;
-    let xv = Var::parameter(x).unwrap();
-    let out = match var_form(c, &xv) {
-        Ok(o) => o,
-        Err(e) => return Some(format!("Var form failed ({e})")),
-    };
-    if !close(&f64s(out.data()), &values.unwrap(), 0.0) {
-        return Some("the Var form's values differ from the Tensor form's".into());
-    }
-    if let Some(e) = backward_with_upstream(&out, device) {
-        return Some(e);
-    }
-    grads_difference(c, &[(Some(&xv), "grad_x")], 0.0)
+    let rel = 0.0;
+    one_input_difference(
+        c,
+        device,
+        |x| tensor_form(c, x),
+        |x| var_form(c, x),
+        |dt| Some(tolerance(dt)),
+        rel,
+    )
 }
 
 fn all_agree_on(device: Device) {

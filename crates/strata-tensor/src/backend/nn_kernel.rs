@@ -233,13 +233,12 @@ pub(crate) enum WindowKernel<'a> {
     /// into the contiguous `values` (x's dtype) and `indices` (i64, the
     /// position in the flattened spatial dims), `[N, C, O...]`: PyTorch's
     /// scan (the first maximum, the last NaN); a window without an input
-    /// element gives `lowest` (in x's dtype) and the index of its first
-    /// position past the left padding.
+    /// element gives the dtype's lowest value (-inf for floats) and the
+    /// index of its first position past the left padding.
     MaxPool {
         values: &'a Arg<'a>,
         indices: &'a Arg<'a>,
         x: &'a Arg<'a>,
-        lowest: crate::scalar::Scalar,
     },
     /// Average pooling of `x` (`[N, C, L...]`, any strides; float or i64)
     /// into the contiguous `out` (`[N, C, O...]`): the window's input

@@ -106,6 +106,24 @@ fn blocks(op: &'static str, size: usize, pr: &Pairs, i: usize) -> Result<i128> {
     Ok(span.div_euclid(pr.s[i] as i128) + 1)
 }
 
+/// Whether an input of `shape` (`rank` dims, or `rank + 1` with a batch
+/// first) is batched; every dim but the batch must be non-empty, as
+/// PyTorch's `im2col`/`col2im` shape checks require.
+fn is_batched(op: &'static str, shape: &[usize], rank: usize) -> Result<bool> {
+    let batched = shape.len() == rank + 1;
+    if !(batched || shape.len() == rank) || shape[usize::from(batched)..].contains(&0) {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "expected a {rank}-D or {}-D (batch mode) input with possibly 0 batch size and \
+                 other non-zero dims, but got input of shape {shape:?}",
+                rank + 1
+            ),
+        ));
+    }
+    Ok(batched)
+}
+
 fn check_dtype(op: &'static str, dtype: DType) -> Result<()> {
     if dtype.is_float() || dtype == DType::Bool {
         Ok(())
@@ -124,20 +142,7 @@ fn windows(input: [usize; 2], out: [usize; 2], pr: &Pairs) -> Windows {
 pub fn im2col_plan(shape: &[usize], dtype: DType, opts: &FoldOptions) -> Result<(bool, Windows)> {
     const OP: &str = "im2col";
     let pr = pairs(OP, opts)?;
-    let ok = match shape.len() {
-        3 => !shape.contains(&0),
-        4 => !shape[1..].contains(&0),
-        _ => false,
-    };
-    if !ok {
-        return Err(TensorError::shape(
-            OP,
-            format!(
-                "expected a 3-D or 4-D (batch mode) input with possibly 0 batch size and other \
-                 non-zero dims, but got input of shape {shape:?}"
-            ),
-        ));
-    }
+    let batched = is_batched(OP, shape, 3)?;
     let (h, w) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let (bh, bw) = (blocks(OP, h, &pr, 0)?, blocks(OP, w, &pr, 1)?);
     if bh < 1 || bw < 1 {
@@ -154,7 +159,7 @@ pub fn im2col_plan(shape: &[usize], dtype: DType, opts: &FoldOptions) -> Result<
     check_dtype(OP, dtype)?;
     let fit =
         |v: i128| usize::try_from(v).map_err(|_| TensorError::overflow(OP, "too many blocks"));
-    Ok((shape.len() == 4, windows([h, w], [fit(bh)?, fit(bw)?], &pr)))
+    Ok((batched, windows([h, w], [fit(bh)?, fit(bw)?], &pr)))
 }
 
 /// Checks `F.fold`'s input (`[N, C * K, L]` with only `N` possibly 0, or
@@ -169,20 +174,7 @@ pub fn col2im_plan(
     const OP: &str = "col2im";
     let out = per_dim(OP, "output_size", output_size, 2)?;
     let pr = pairs(OP, opts)?;
-    let ok = match shape.len() {
-        2 => !shape.contains(&0),
-        3 => !shape[1..].contains(&0),
-        _ => false,
-    };
-    if !ok {
-        return Err(TensorError::shape(
-            OP,
-            format!(
-                "expected a 2-D or 3-D (batch mode) input with possibly 0 batch size and non-zero \
-                 dims, but got input of shape {shape:?}"
-            ),
-        ));
-    }
+    let batched = is_batched(OP, shape, 2)?;
     let (planes, length) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let k = pr.k[0] as u128 * pr.k[1] as u128;
     if !(planes as u128).is_multiple_of(k) {
@@ -216,7 +208,7 @@ pub fn col2im_plan(
     }
     check_dtype(OP, dtype)?;
     Ok((
-        shape.len() == 3,
+        batched,
         windows([out[0], out[1]], [bh as usize, bw as usize], &pr),
     ))
 }

@@ -5,7 +5,7 @@
 //! `ceil_mode`, the dtypes it has kernels for) and holds the shapes.
 //!
 //! - Max and average pooling are one fused pass each over the windows of
-//!   [`PoolPlan::geometry`] ([`Tensor::window_max`], [`Tensor::window_means`]):
+//!   `PoolPlan::windows` ([`Tensor::window_max`], [`Tensor::window_means`]):
 //!   max pooling finds each window's index as PyTorch's loop does (the first
 //!   maximum, the last NaN, padding never chosen), and the `Var` form is one
 //!   recorded node whose gradient goes to the element each window's index
@@ -129,15 +129,8 @@ pub enum PoolKind {
 pub struct PoolPlan {
     /// Whether the input has a batch dim (else one is added, then removed).
     pub batched: bool,
-    /// The input's spatial sizes.
-    pub input: Vec<usize>,
-    /// Per spatial dim: the window's extent `dilation * (k - 1) + 1`, the
-    /// stride, the dilation.
-    pub windows: Vec<(i64, i64, i64)>,
-    /// Per spatial dim: the kernel size and the padding before.
-    pub kernel: Vec<(usize, usize)>,
-    /// The output's spatial sizes.
-    pub out: Vec<usize>,
+    /// The windows it pools over.
+    pub windows: Windows,
 }
 
 /// Checks a pooling's options and input as PyTorch 2.15's CPU does and
@@ -269,33 +262,11 @@ pub fn pool_plan(
     }
     Ok(PoolPlan {
         batched,
-        input,
-        windows: (0..spatial)
-            .map(|i| (extent[i] as i64, stride[i] as i64, dilation[i] as i64))
-            .collect(),
-        kernel: (0..spatial).map(|i| (kernel[i], padding[i])).collect(),
-        out,
+        windows: Windows::new(&input, &out, &kernel, &stride, &padding, &dilation),
     })
 }
 
 impl PoolPlan {
-    /// The windows this plan pools over.
-    pub fn geometry(&self) -> Windows {
-        let pick = |f: fn(&(i64, i64, i64)) -> i64| -> Vec<usize> {
-            self.windows.iter().map(|w| f(w) as usize).collect()
-        };
-        let kernel: Vec<usize> = self.kernel.iter().map(|&(k, _)| k).collect();
-        let pad: Vec<usize> = self.kernel.iter().map(|&(_, p)| p).collect();
-        Windows::new(
-            &self.input,
-            &self.out,
-            &kernel,
-            &pick(|w| w.1),
-            &pad,
-            &pick(|w| w.2),
-        )
-    }
-
     /// Average pooling of `x` (the input this plan checked; a `Tensor` or
     /// a `Var`): one fused pass ([`Tensor::window_means`]).
     pub fn average<T: Composite>(
@@ -307,7 +278,7 @@ impl PoolPlan {
             count_include_pad: opts.count_include_pad,
             divisor_override: opts.divisor_override,
         };
-        let y = with_batch(x, self.batched)?.window_means(&self.geometry(), mode)?;
+        let y = with_batch(x, self.batched)?.window_means(&self.windows, mode)?;
         without_batch(y, self.batched)
     }
 }
@@ -505,7 +476,7 @@ impl Tensor {
     ) -> Result<(Tensor, Tensor)> {
         let plan = pool_plan(op, PoolKind::Max, spatial, self.shape(), self.dtype(), opts)?;
         let x = with_batch(self, plan.batched)?;
-        let (values, indices) = x.window_max(&plan.geometry())?;
+        let (values, indices) = x.window_max(&plan.windows)?;
         Ok((
             without_batch(values, plan.batched)?,
             without_batch(indices, plan.batched)?,

@@ -406,6 +406,17 @@ fn planes_shape(n: usize, c: usize, windows: &Windows, sizes: &[usize; 3]) -> Ve
     s
 }
 
+/// Max pooling's value for a window without an input element: the
+/// dtype's lowest (-inf for floats).
+pub(crate) fn lowest(dtype: DType) -> Scalar {
+    match dtype {
+        d if d.is_float() => Scalar::Float(f64::NEG_INFINITY),
+        DType::I32 => Scalar::Int(i64::from(i32::MIN)),
+        DType::U8 => Scalar::Int(0),
+        _ => Scalar::Int(i64::MIN),
+    }
+}
+
 impl Tensor {
     /// im2col (PyTorch's `F.unfold` layout over one to three spatial dims):
     /// the windows of this `[N, C, L...]` tensor as columns `[N, C * K, O]`
@@ -502,12 +513,6 @@ impl Tensor {
         let shape = planes_shape(n, c, windows, &windows.out);
         let values = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         let indices = Tensor::uninit(OP, &shape, DType::I64, self.device())?;
-        let lowest = match self.dtype() {
-            d if d.is_float() => Scalar::Float(f64::NEG_INFINITY),
-            DType::I32 => Scalar::Int(i64::from(i32::MIN)),
-            DType::U8 => Scalar::Int(0),
-            _ => Scalar::Int(i64::MIN),
-        };
         if values.numel() > 0 {
             launch(&values, &[self, &indices], |be| {
                 be.nn(NnKernel::Window {
@@ -516,7 +521,6 @@ impl Tensor {
                         values: &values.arg(),
                         indices: &indices.arg(),
                         x: &self.arg(),
-                        lowest,
                     },
                 })
             })?;

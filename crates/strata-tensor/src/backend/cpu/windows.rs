@@ -232,18 +232,16 @@ pub(crate) fn run(windows: &Windows, op: WindowKernel) {
             col2im::<bool>(x, cols, windows)
         }
         WindowKernel::Col2im { x, cols } => float!(x.dtype, col2im(x, cols, windows)),
-        WindowKernel::MaxPool {
-            values,
-            indices,
-            x,
-            lowest,
-        } => dispatch_dtype!(x.dtype, T => max_pool::<T>(
-            values,
-            indices,
-            x,
-            windows,
-            T::from_scalar(lowest),
-        )),
+        WindowKernel::MaxPool { values, indices, x } => {
+            let lowest = crate::ops::windows::lowest(x.dtype);
+            dispatch_dtype!(x.dtype, T => max_pool::<T>(
+                values,
+                indices,
+                x,
+                windows,
+                T::from_scalar(lowest),
+            ))
+        }
         WindowKernel::MaxPoolBackward { dx, dy, indices } => {
             float!(dx.dtype, max_pool_backward(dx, dy, indices, windows))
         }

@@ -288,8 +288,9 @@ extern "C" __global__ void max_pool_backward(E* dx, const E* dy, const i64* idx,
     )
 }
 
-/// The C expression of max pooling's start value for `d`: the tensor
-/// layer's lowest value of the dtype (-inf for floats, the integer minimum).
+/// The C expression of max pooling's start value for `d`: the dtype's
+/// lowest value, as `ops::windows::lowest` gives the CPU (-inf for floats,
+/// the integer minimum).
 fn lowest_literal(d: DType) -> &'static str {
     match d {
         DType::F64 => "__longlong_as_double(0xfff0000000000000ULL)",
@@ -446,9 +447,7 @@ pub(crate) fn run(dev: &CudaDevice, windows: &Windows, op: WindowKernel) -> Resu
             x.dtype,
             None,
         ),
-        WindowKernel::MaxPool {
-            values, indices, x, ..
-        } => (
+        WindowKernel::MaxPool { values, indices, x } => (
             x,
             Some(x),
             false,
