@@ -67,3 +67,9 @@ pub use nn::{
 
 // ---- session 60: contractions, diagonals, lerp, cross ----
 pub mod contract;
+
+// ---- session 77: searchsorted, bincount, histc, unique, grids, diff, cdist ----
+mod diff;
+mod grids;
+mod search;
+mod unique;

@@ -69,6 +69,7 @@ mod pytorch_fixture;
 mod pytorch_order_s52;
 mod reduce_args_s72;
 mod scatter_ops;
+mod search_unique_s77;
 mod shape_ops;
 mod softmax_erf_s53b;
 mod softmax_pytorch;
