@@ -66,7 +66,11 @@ impl Tensor {
     /// shape when no other dim is 0. NaN equals nothing (each NaN its own
     /// value); -0.0 equals 0.0. (PyTorch's CPU sort of slices holding NaN
     /// compares them with `<` and `>` only, an order that is not one;
-    /// strata puts a NaN after every number there as everywhere.)
+    /// strata puts a NaN after every number there as everywhere.) Among
+    /// equal sort keys strata keeps input order; PyTorch's CPU sort does
+    /// too up to 16 elements and leaves the order unspecified beyond, so
+    /// there the inverse indices of several NaNs, and whether -0.0 or 0.0
+    /// stands for zero, may differ from PyTorch's.
     ///
     /// Errors: `dim` out of range or given for a 0-d input
     /// ([`TensorError::Dim`]); with `dim`, a zero-sized dim other than

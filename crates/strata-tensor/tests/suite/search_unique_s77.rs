@@ -482,3 +482,45 @@ proptest! {
         }
     }
 }
+
+/// Arguments at the integers' extremes give typed errors or PyTorch's
+/// answers, never a panic or a wrapped size.
+#[test]
+fn extreme_arguments_fail_cleanly() {
+    let cpu = Device::Cpu;
+    // Offsets past either side of the matrix: all or nothing.
+    for (upper, offset, n) in [
+        (false, i64::MAX, 12),
+        (false, i64::MIN, 0),
+        (true, i64::MIN, 12),
+        (true, i64::MAX, 0),
+    ] {
+        let f = if upper {
+            Tensor::triu_indices
+        } else {
+            Tensor::tril_indices
+        };
+        assert_eq!(f(3, 4, offset, None, cpu).unwrap().shape(), &[2, n]);
+    }
+    // 2^125 indices: too many for a tensor.
+    assert!(Tensor::tril_indices(i64::MAX, i64::MAX, 0, None, cpu).is_err());
+    assert!(Tensor::triu_indices(i64::MAX, i64::MAX, i64::MIN, None, cpu).is_err());
+    // A bin per value up to i64::MAX, or 2^50 of them: errors.
+    assert!(ti64(&[i64::MAX]).bincount(None, 0).is_err());
+    assert!(ti64(&[1 << 50]).bincount(None, 0).is_err());
+    assert!(ti64(&[1]).bincount(None, i64::MAX).is_err());
+    assert!(t64(&[1.0]).histc(i64::MAX, 0.0, 1.0).is_err());
+    // Grids whose element count passes i64::MAX.
+    let big = Tensor::zeros(&[1 << 16], DType::U8, cpu).unwrap();
+    assert!(Tensor::meshgrid(&[&big, &big, &big, &big], "ij").is_err());
+    assert!(Tensor::cartesian_prod(&[&big, &big, &big, &big]).is_err());
+    // Orders past the dim's size leave it empty.
+    let d = ti64(&[1, 2, 4]).diff(i64::MAX, 0, None, None).unwrap();
+    assert_eq!(d.shape(), &[0]);
+    // A sorter holding an index outside its row.
+    let s = ti64(&[1, 2, 3]);
+    let bad = ti64(&[0, 1, i64::MAX]);
+    assert!(s.searchsorted(&s, false, false, None, Some(&bad)).is_err());
+    let bad = ti64(&[0, i64::MIN, 2]);
+    assert!(s.searchsorted(&s, false, false, None, Some(&bad)).is_err());
+}
