@@ -35,6 +35,8 @@ Choices:
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_search_unique_s77.py \\
         crates/strata-tensor/tests/data/search_unique_s77.json.gz
+A second argument draws with another seed (the checked-in fixture is 7701);
+STRATA_S77_PROBE=FILE makes the test replay such a draw too.
 """
 import json
 import math
@@ -353,8 +355,9 @@ def tri_case(r, op):
 
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "/tmp/search_unique_s77.json.gz"
-    r = random.Random(7701)
-    torch.manual_seed(7701)
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 7701  # another seed: a probe draw
+    r = random.Random(seed)
+    torch.manual_seed(seed)
     plan = [("searchsorted", 600, searchsorted_case), ("bucketize", 250, bucketize_case),
             ("bincount", 350, bincount_case), ("histc", 450, histc_case),
             ("unique", 450, lambda r: unique_case(r, "unique")),
