@@ -122,7 +122,7 @@ pub use ops::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, conv_plan,
     conv_transpose_plan, convolution, global_mean_dims, pool_plan, AdaptiveDim, ConvKind,
     ConvOptions, ConvPadding, ConvPlan, ConvTransposePlan, Convolution, PoolKind, PoolOptions,
-    PoolPlan,
+    PoolPlan, CONV_CHUNK_BYTES,
 };
 pub use ops::{
     batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,

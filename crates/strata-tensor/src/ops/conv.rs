@@ -8,9 +8,12 @@
 //! (strata-autograd's `Var::conv2d`). [`conv_plan`] checks the operands as
 //! PyTorch 2.15 does and holds the shapes both forms use.
 //!
-//! f16 and bf16 are computed in f32 and rounded once (the bias added
-//! before rounding), as PyTorch's oneDNN and cuDNN paths accumulate;
-//! integer convolutions (PyTorch's CPU has them) wrap as its slow path does.
+//! f16 and bf16 products accumulate in f32 and are rounded once (the bias
+//! added before rounding), as PyTorch's oneDNN and cuDNN paths accumulate:
+//! on a GPU the columns stay in the operands' dtype and cuBLAS multiplies
+//! them on tensor cores into f32 ([`Tensor::matmul_wide`]); on the CPU the
+//! operands are widened to f32 first. Integer convolutions (PyTorch's CPU
+//! has them) wrap as its slow path does.
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -129,7 +132,9 @@ pub struct ConvPlan {
     pub out: Vec<i64>,
     /// `[C_out, 1, ...]`: the bias against the result.
     pub bias: Vec<i64>,
-    /// The computation dtype (f32 for f16/bf16, else the input's).
+    /// The computation dtype, which the operands are cast to: the
+    /// input's, but f32 for f16/bf16 on the CPU ([`conv_plan`] plans for
+    /// the CPU; [`convolution`] for the operands' device).
     pub compute: DType,
 }
 
@@ -351,6 +356,35 @@ pub fn conv_plan(
     })
 }
 
+/// The most bytes of columns (or of per-sample weight gradients) a
+/// convolution forms at a time: a batch whose columns take more is
+/// convolved a chunk of samples at a time (16 Mi f32 elements a chunk keep
+/// each matrix product large enough to fill a GPU).
+pub const CONV_CHUNK_BYTES: usize = 64 << 20;
+
+/// The dtype the products of `dtype` operands on `device` are summed in
+/// ([`Tensor::matmul_wide`]): f32 for f16/bf16 on a GPU, else `dtype`
+/// (f16/bf16 never reach the products on the CPU).
+fn wide_dtype(dtype: DType, device: crate::Device) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 if device != crate::Device::Cpu => DType::F32,
+        d => d,
+    }
+}
+
+/// The dtype a convolution of `dtype` operands computes in on `device`:
+/// f16 and bf16 stay in their dtype on a GPU (the products accumulate in f32
+/// on its tensor cores; the columns take half the memory and a recorded
+/// convolution saves its operands as they are), and widen to f32 on the
+/// CPU.
+fn compute_dtype(dtype: DType, device: crate::Device) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 if device != crate::Device::Cpu => dtype,
+        d if d.is_float() => acc_dtype(d),
+        d => d,
+    }
+}
+
 impl ConvPlan {
     /// The convolution of `x` by `weight` and `bias` (the operands this
     /// plan checked; `Tensor`s or `Var`s), in the computation dtype, the
@@ -371,30 +405,78 @@ impl ConvPlan {
         without_batch(y.to_dtype(dtype)?, self.batched)
     }
 
-    /// The columns `[N, G, C/G * prod(K), prod(O)]` of the batched input
-    /// `x` (one fused pass; a unit kernel with stride 1 and no padding is
-    /// `x` itself).
+    /// The columns `[n, G, C/G * prod(K), prod(O)]` of the batched input
+    /// `x` of `n` samples (one fused pass; a unit kernel with stride 1 and
+    /// no padding is `x` itself).
     fn columns_of(&self, x: &Tensor) -> Result<Tensor> {
+        let [_, g, ck, o] = self.columns;
+        let shape = [x.shape()[0] as i64, g, ck, o];
         if self.windows.is_identity() {
-            x.reshape(&self.columns)
+            x.reshape(&shape)
         } else {
-            x.window_columns(&self.windows)?.reshape(&self.columns)
+            x.window_columns(&self.windows)?.reshape(&shape)
         }
+    }
+
+    /// The bytes of one sample's columns in `dtype`.
+    fn column_bytes(&self, dtype: DType) -> usize {
+        let [_, g, ck, o] = self.columns;
+        (g as usize)
+            .saturating_mul(ck as usize)
+            .saturating_mul(o as usize)
+            .saturating_mul(dtype.size())
+    }
+
+    /// The batch in chunks `(first sample, samples)` whose `per_sample`
+    /// bytes add up to at most [`CONV_CHUNK_BYTES`] (one sample at least); one
+    /// chunk, the whole batch, where it fits (an empty batch included).
+    fn chunks(&self, per_sample: usize) -> impl Iterator<Item = (i64, i64)> {
+        let n = self.columns[0];
+        let step = (CONV_CHUNK_BYTES / per_sample.max(1)).clamp(1, n.max(1) as usize) as i64;
+        let count = if n == 0 { 1 } else { (n + step - 1) / step };
+        (0..count).map(move |i| (i * step, step.min(n - i * step)))
+    }
+
+    /// `f(first, samples)` for each chunk of the batch ([`ConvPlan::chunks`])
+    /// written into one result: its parts' shape with the whole batch.
+    fn by_chunks(
+        &self,
+        per_sample: usize,
+        f: impl Fn(i64, i64) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let mut chunks = self.chunks(per_sample);
+        let (s, len) = chunks.next().unwrap_or((0, self.columns[0]));
+        let first = f(s, len)?;
+        if len == self.columns[0] {
+            return Ok(first);
+        }
+        let mut shape = first.shape().to_vec();
+        shape[0] = self.columns[0] as usize;
+        let out = Tensor::uninit("convolution", &shape, first.dtype(), first.device())?;
+        out.narrow(0, s, len)?.copy_(&first)?;
+        for (s, len) in chunks {
+            out.narrow(0, s, len)?.copy_(&f(s, len)?)?;
+        }
+        Ok(out)
     }
 
     /// The convolution proper, on tensors in the computation dtype: the
     /// batched `x`'s columns, one (batched) matrix product with `weight`,
-    /// `bias` added; `[N, C_out, O...]`.
+    /// `bias` added; `[N, C_out, O...]`. A batch whose columns take more
+    /// than [`CONV_CHUNK_BYTES`] is convolved a chunk of samples at a time.
     pub fn product(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-        let cols = self.columns_of(x)?;
-        let mut y = weight
-            .reshape(&self.weight)?
-            .matmul(&cols)?
+        let w = weight.reshape(&self.weight)?;
+        // f16/bf16 (on a GPU): the products in f32, the bias added there,
+        // rounded once.
+        let y = self
+            .by_chunks(self.column_bytes(x.dtype()), |s, len| {
+                w.matmul_wide(&self.columns_of(&x.narrow(0, s, len)?)?)
+            })?
             .reshape(&self.out)?;
         if let Some(b) = bias {
-            y = y.add(&b.reshape(&self.bias)?)?;
+            y.add_(&b.reshape(&self.bias)?)?;
         }
-        Ok(y)
+        y.to_dtype(x.dtype())
     }
 
     /// The gradients of [`ConvPlan::product`] for the upstream `g`
@@ -404,7 +486,9 @@ impl ConvPlan {
     /// ([`Tensor::window_columns_sum`]); the weight's is `g` times the
     /// columns, recomputed from `x` (so a recorded convolution keeps its
     /// input, not its columns), summed over the batch; the bias's is `g`
-    /// summed over the batch and the spatial dims.
+    /// summed over the batch and the spatial dims. The input's and the
+    /// weight's are formed a chunk of samples at a time where the columns
+    /// (or the per-sample weight gradients) take more than [`CONV_CHUNK_BYTES`].
     pub fn product_backward(
         &self,
         g: &Tensor,
@@ -414,24 +498,48 @@ impl ConvPlan {
     ) -> Result<[Option<Tensor>; 3]> {
         let [n, groups, cols_per_group, o] = self.columns;
         let g4 = g.reshape(&[n, groups, self.weight[1], o])?;
+        // f16/bf16 (on a GPU): each gradient summed in f32 and rounded once.
+        let wide = wide_dtype(x.dtype(), x.device());
         let dx = if needs[0] {
             let wt = weight.reshape(&self.weight)?.transpose(-1, -2)?;
-            let dcols = wt.matmul(&g4)?;
-            Some(if self.windows.is_identity() {
-                dcols.reshape(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())?
-            } else {
-                dcols
-                    .reshape(&[n, groups * cols_per_group, o])?
-                    .window_columns_sum(&self.windows)?
-            })
+            let dx = self.by_chunks(self.column_bytes(wide), |s, len| {
+                let dcols = wt.matmul_wide(&g4.narrow(0, s, len)?)?;
+                let part = if self.windows.is_identity() {
+                    let mut shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+                    shape[0] = len;
+                    dcols.reshape(&shape)?
+                } else {
+                    dcols
+                        .reshape(&[len, groups * cols_per_group, o])?
+                        .window_columns_sum(&self.windows)?
+                };
+                part.to_dtype(x.dtype())
+            })?;
+            Some(dx)
         } else {
             None
         };
         let dw = if needs[1] {
-            let cols = self.columns_of(x)?;
-            let per_sample = g4.matmul(&cols.transpose(-1, -2)?)?;
+            let per_sample = self
+                .column_bytes(x.dtype())
+                .max(weight.numel().saturating_mul(wide.size()));
+            let mut sum: Option<Tensor> = None;
+            for (s, len) in self.chunks(per_sample) {
+                let cols = self.columns_of(&x.narrow(0, s, len)?)?;
+                let part = g4
+                    .narrow(0, s, len)?
+                    .matmul_wide(&cols.transpose(-1, -2)?)?
+                    .sum(Some(&[0]), false)?;
+                sum = Some(match sum {
+                    None => part,
+                    Some(acc) => acc.add(&part)?,
+                });
+            }
             let shape: Vec<i64> = weight.shape().iter().map(|&s| s as i64).collect();
-            Some(per_sample.sum(Some(&[0]), false)?.reshape(&shape)?)
+            match sum {
+                Some(dw) => Some(dw.reshape(&shape)?.to_dtype(weight.dtype())?),
+                None => None,
+            }
         } else {
             None
         };
@@ -480,13 +588,16 @@ pub fn convolution<T: Composite>(
         (weight.shape(), weight.dtype()),
         bias.map(|b| (b.shape(), b.dtype())),
     );
+    let compute = compute_dtype(x.dtype(), x.device());
     let plan = match kind {
-        ConvKind::Plain => Convolution::Plain(conv_plan(
-            op, spatial, operands.0, operands.1, operands.2, opts,
-        )?),
-        ConvKind::Transposed => Convolution::Transposed(conv_transpose_plan(
-            op, spatial, operands.0, operands.1, operands.2, opts,
-        )?),
+        ConvKind::Plain => Convolution::Plain(ConvPlan {
+            compute,
+            ..conv_plan(op, spatial, operands.0, operands.1, operands.2, opts)?
+        }),
+        ConvKind::Transposed => Convolution::Transposed(ConvTransposePlan {
+            compute,
+            ..conv_transpose_plan(op, spatial, operands.0, operands.1, operands.2, opts)?
+        }),
     };
     for other in [Some(weight), bias].into_iter().flatten() {
         if other.device() != x.device() {
@@ -769,14 +880,17 @@ impl ConvTransposePlan {
             .reshape(&self.weight)?
             .flip(&self.flip)?;
         let b = bias.map(|b| b.to_dtype(self.compute)).transpose()?;
-        let plan = conv_plan(
-            op,
-            spatial,
-            (u.shape(), self.compute),
-            (w.shape(), self.compute),
-            b.as_ref().map(|b| (b.shape(), self.compute)),
-            &self.conv,
-        )?;
+        let plan = ConvPlan {
+            compute: self.compute,
+            ..conv_plan(
+                op,
+                spatial,
+                (u.shape(), self.compute),
+                (w.shape(), self.compute),
+                b.as_ref().map(|b| (b.shape(), self.compute)),
+                &self.conv,
+            )?
+        };
         without_batch(plan.convolve(&u, &w, b.as_ref(), dtype)?, self.batched)
     }
 }

@@ -211,8 +211,21 @@ impl Tensor {
         mm: bool,
         kernel: TorchKernel,
     ) -> Result<Tensor> {
+        self.bmm_into(op, b, mm, kernel, self.dtype())
+    }
+
+    /// [`Tensor::bmm_raw`] into a result of `out_dtype`: the operands' dtype,
+    /// or f32 for f16/bf16 operands on a GPU ([`Tensor::matmul_wide`]).
+    fn bmm_into(
+        &self,
+        op: &'static str,
+        b: &Tensor,
+        mm: bool,
+        kernel: TorchKernel,
+        out_dtype: DType,
+    ) -> Result<Tensor> {
         let (bs, m, n) = (self.shape()[0], self.shape()[1], b.shape()[2]);
-        let out = Tensor::uninit(op, &[bs, m, n], self.dtype(), self.device())?;
+        let out = Tensor::uninit(op, &[bs, m, n], out_dtype, self.device())?;
         if out.numel() == 0 {
             // Nothing to compute, however long the batch (a [2^61, 1, 0]
             // product would otherwise walk its batch doing nothing).
@@ -525,6 +538,55 @@ impl Tensor {
             )?,
         };
         let shape: Vec<i64> = shape.iter().map(|&x| x as i64).collect();
+        out.view(&shape)
+    }
+}
+
+impl Tensor {
+    /// The product of two f16 or bf16 operands of at least two dims each
+    /// (batch dims broadcast as [`Tensor::matmul`]'s) left in f32: the
+    /// products accumulated in f32 and not rounded, for a caller that adds
+    /// more to the sum before rounding it once (a convolution's bias, the
+    /// batch sum of its weight gradient). On a GPU one cuBLAS call on tensor
+    /// cores writes f32; elsewhere the operands are widened to f32 first.
+    /// Other dtypes multiply as [`Tensor::matmul`] does.
+    pub(crate) fn matmul_wide(&self, b: &Tensor) -> Result<Tensor> {
+        let half = matches!(self.dtype(), DType::F16 | DType::BF16);
+        if !half || self.device() == crate::Device::Cpu || self.ndim() < 2 || b.ndim() < 2 {
+            let f = |t: &Tensor| {
+                if half {
+                    t.to_dtype(DType::F32)
+                } else {
+                    Ok(t.clone())
+                }
+            };
+            return f(self)?.matmul(&f(b)?);
+        }
+        self.check_same_dtype("matmul", b)?;
+        let (na, nb) = (self.ndim(), b.ndim());
+        let (m, k) = (self.shape()[na - 2], self.shape()[na - 1]);
+        let (k2, n) = (b.shape()[nb - 2], b.shape()[nb - 1]);
+        let batch = broadcast_shapes("matmul", &self.shape()[..na - 2], &b.shape()[..nb - 2])?;
+        if k != k2 {
+            return Err(TensorError::shape(
+                "matmul",
+                format!(
+                    "cannot multiply shapes {:?} and {:?}",
+                    self.shape(),
+                    b.shape()
+                ),
+            ));
+        }
+        let bsz = crate::shape::checked_numel("matmul", &batch)?;
+        let out = as_batch3(self, &batch, bsz, m, k)?.bmm_into(
+            "matmul",
+            &as_batch3(b, &batch, bsz, k, n)?,
+            false,
+            TorchKernel::Bmm,
+            DType::F32,
+        )?;
+        let mut shape: Vec<i64> = batch.iter().map(|&x| x as i64).collect();
+        shape.extend([m as i64, n as i64]);
         out.view(&shape)
     }
 }

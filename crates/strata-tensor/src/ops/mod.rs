@@ -20,7 +20,7 @@ mod spaced;
 pub(crate) mod windows;
 pub use conv::{
     conv_plan, conv_transpose_plan, convolution, ConvKind, ConvOptions, ConvPadding, ConvPlan,
-    ConvTransposePlan, Convolution,
+    ConvTransposePlan, Convolution, CONV_CHUNK_BYTES,
 };
 pub use fold::{col2im_plan, im2col_plan, FoldOptions};
 pub use pixel_shuffle::pixel_shuffle_of;
