@@ -62,6 +62,7 @@ mod hostile_sweep_s52;
 mod hostile_sweep_s52b;
 mod hostile_sweep_s53b;
 mod hostile_sweep_s54c;
+mod hostile_sweep_s77;
 mod inplace_views;
 mod interpolate_s75;
 mod kl_normalize_s74;

@@ -351,13 +351,22 @@ pub fn adaptive_pool<T: Composite>(
     let (batched, out) = adaptive_pool_plan(op, spatial, shape, x.dtype(), output_size)?;
     if shape.contains(&0) || out.contains(&0) {
         // Nothing to average: the empty result, still a function of `x`
-        // (element 0 of each spatial dim, `out` times).
+        // (the spatial dims pooled to 0 narrowed away, then the empty
+        // view reshaped; nothing of the output's size is allocated, so an
+        // empty batch takes any output size, as in PyTorch).
         let mut y = x.clone();
         for (i, &o) in out.iter().enumerate() {
-            let at = Tensor::zeros(&[o], DType::I64, x.device())?;
-            y = y.index_select((shape.len() - spatial + i) as i64, &at)?;
+            if o == 0 {
+                y = y.narrow((shape.len() - spatial + i) as i64, 0, 0)?;
+            }
         }
-        return Ok(y);
+        let mut full = shape[..shape.len() - spatial].to_vec();
+        full.extend(&out);
+        // Sizes and strides that fit an i64, as PyTorch's empty result
+        // must have ("Stride calculation overflowed").
+        shape::check_contiguous(op, &full)?;
+        let full: Vec<i64> = full.iter().map(|&s| s as i64).collect();
+        return y.reshape(&full);
     }
     adaptive_average(op, x, batched, &out, x.dtype())
 }

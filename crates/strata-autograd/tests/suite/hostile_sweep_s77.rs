@@ -1,0 +1,33 @@
+//! Session 77: the hostile-input sweep of the ops sessions 75-76 added, on
+//! variables: the `Var` forms share strata-tensor's plans and
+//! compositions, so the cases strata-tensor's `hostile_sweep_s77` found
+//! wrong were wrong here too (expected values are PyTorch 2.15's CPU
+//! answers, gradients included).
+
+use strata_autograd::Var;
+use strata_tensor::{DType, Device, Tensor};
+
+const CPU: Device = Device::Cpu;
+
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+}
+
+/// Adaptive pooling of an empty input to a huge output size is an empty
+/// result (PyTorch's answer), recorded so that backward gives the input's
+/// empty gradient; strata asked the allocator for an index of 2^40
+/// elements and failed.
+#[test]
+fn adaptive_pooling_of_an_empty_variable_to_a_huge_size() {
+    let x = Var::parameter(Tensor::zeros(&[1, 0, 4], DType::F32, CPU).unwrap()).unwrap();
+    let y = x.adaptive_avg_pool1d(&[1 << 40]).unwrap();
+    assert_eq!(y.shape(), [1, 0, 1 << 40]);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().shape(), [1, 0, 4]);
+    // A non-empty input pooled to nothing has a zero gradient.
+    let x = Var::parameter(Tensor::ones(&[1, 2, 3], DType::F32, CPU).unwrap()).unwrap();
+    let y = x.adaptive_avg_pool1d(&[0]).unwrap();
+    assert_eq!(y.shape(), [1, 2, 0]);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(f32s(&x.grad().unwrap()), [0.0; 6]);
+}

@@ -1,0 +1,50 @@
+//! Session 77: a hostile-input sweep of the ops sessions 75-76 added
+//! (pooling, the fused window kernels, `im2col`/`col2im`, pixel
+//! (un)shuffle, `interpolate`, batch/group/RMS norm, `one_hot`,
+//! `linspace`/`logspace`, `embedding`, and the convolutions), each case
+//! compared with PyTorch 2.15's CPU (the expected values below are its
+//! answers). Where PyTorch returns a value strata must return the same,
+//! where it raises strata must return an error, and a failed in-place
+//! update must leave its operands as they were.
+
+use strata_tensor::{DType, Device, InterpolateMode, InterpolateOptions, Tensor, TensorError};
+
+const CPU: Device = Device::Cpu;
+
+/// An empty input pooled to any output size is an empty result of that
+/// shape in PyTorch (up to sizes whose strides overflow). strata built an
+/// index of the output's length for it: 8 TiB for 2^40, a typed
+/// out-of-memory error where PyTorch answers at once.
+#[test]
+fn adaptive_pooling_of_an_empty_input_allocates_nothing() {
+    let zeros = |s: &[usize]| Tensor::zeros(s, DType::F32, CPU).unwrap();
+    let big = 1usize << 40;
+    let y = zeros(&[0, 4]).adaptive_avg_pool1d(&[big]).unwrap();
+    assert_eq!(y.shape(), [0, big]);
+    let y = zeros(&[1, 0, 4]).adaptive_avg_pool1d(&[big]).unwrap();
+    assert_eq!(y.shape(), [1, 0, big]);
+    let y = zeros(&[2, 0, 4])
+        .adaptive_avg_pool1d(&[i64::MAX as usize])
+        .unwrap();
+    assert_eq!(y.shape(), [2, 0, i64::MAX as usize]);
+    let y = zeros(&[0, 1, 4, 4])
+        .adaptive_avg_pool2d(&[1 << 20])
+        .unwrap();
+    assert_eq!(y.shape(), [0, 1, 1 << 20, 1 << 20]);
+    let y = zeros(&[1, 2, 4, 4]).adaptive_avg_pool2d(&[0, big]).unwrap();
+    assert_eq!(y.shape(), [1, 2, 0, big]);
+    let y = zeros(&[0, 1, 2, 2, 2])
+        .adaptive_avg_pool3d(&[1 << 10])
+        .unwrap();
+    assert_eq!(y.shape(), [0, 1, 1 << 10, 1 << 10, 1 << 10]);
+    let y = zeros(&[0, 1, 4])
+        .interpolate(&InterpolateOptions::size(&[big]).mode(InterpolateMode::Area))
+        .unwrap();
+    assert_eq!(y.shape(), [0, 1, big]);
+    // Strides past i64::MAX: PyTorch's "Stride calculation overflowed".
+    let r = zeros(&[0, 1, 4, 4]).adaptive_avg_pool2d(&[big]);
+    assert!(matches!(r, Err(TensorError::SizeOverflow { .. })), "{r:?}");
+    // A non-empty input pooled to nothing.
+    let y = zeros(&[1, 2, 5]).adaptive_avg_pool1d(&[0]).unwrap();
+    assert_eq!(y.shape(), [1, 2, 0]);
+}
