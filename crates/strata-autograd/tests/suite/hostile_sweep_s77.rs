@@ -5,12 +5,26 @@
 //! answers, gradients included).
 
 use strata_autograd::Var;
-use strata_tensor::{DType, Device, Tensor};
+use strata_tensor::{DType, Device, InterpolateOptions, Tensor};
 
 const CPU: Device = Device::Cpu;
 
 fn f32s(t: &Tensor) -> Vec<f32> {
     t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+}
+
+/// 1-D nearest resizing by a scale factor reads the elements the factor
+/// names (PyTorch: `[x0, x0, x1, x2, x3]` for 1.1 on five elements), and
+/// the gradient goes back to them.
+#[test]
+fn nearest_1d_resize_by_a_scale_factor_reads_and_differentiates_as_pytorch() {
+    let x =
+        Var::parameter(Tensor::from_slice(&[0.0f32, 10., 20., 30., 40.], &[1, 1, 5], CPU).unwrap())
+            .unwrap();
+    let y = x.interpolate(&InterpolateOptions::scale(&[1.1])).unwrap();
+    assert_eq!(f32s(y.data()), [0., 0., 10., 20., 30.]);
+    y.sum(None, false).unwrap().backward().unwrap();
+    assert_eq!(f32s(&x.grad().unwrap()), [2., 1., 1., 1., 0.]);
 }
 
 /// Adaptive pooling of an empty input to a huge output size is an empty

@@ -270,10 +270,16 @@ pub fn interpolate_plan(
                     InterpolateMode::Nearest | InterpolateMode::NearestExact => {
                         let exact = opts.mode == InterpolateMode::NearestExact;
                         let scale = scale_of(i) as f32;
+                        // PyTorch's `nearest_idx` copies (`o == l`) or halves
+                        // (`o == 2 l`) without the scale in its 2-D kernels
+                        // only; its 1-D and 3-D kernels use the scale there
+                        // too (a scale_factor of 1.1 on 5 elements reads
+                        // 0, 0, 1, 2, 3).
+                        let special = !exact && spatial == 2;
                         for d in 0..o {
-                            let s = if !exact && o == l {
+                            let s = if special && o == l {
                                 d as i64
-                            } else if !exact && o == 2 * l {
+                            } else if special && o == 2 * l {
                                 (d >> 1) as i64
                             } else {
                                 let at = if exact {

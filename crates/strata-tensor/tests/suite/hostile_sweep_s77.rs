@@ -11,6 +11,49 @@ use strata_tensor::{DType, Device, InterpolateMode, InterpolateOptions, Tensor, 
 
 const CPU: Device = Device::Cpu;
 
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+}
+
+/// `[0, 10, 20, 30, 40]` shaped `shape`.
+fn tens(shape: &[i64]) -> Tensor {
+    Tensor::from_slice(&[0.0f32, 10., 20., 30., 40.], &[5], CPU)
+        .unwrap()
+        .reshape(shape)
+        .unwrap()
+}
+
+fn scale(s: &[f64]) -> InterpolateOptions {
+    InterpolateOptions::scale(s)
+}
+
+/// PyTorch's 1-D and 3-D nearest kernels compute every index from the
+/// scale factor; only its 2-D kernels copy a dim whose size is unchanged
+/// and halve the index of a doubled one without it. strata took those
+/// shortcuts in every rank: `F.interpolate(x, scale_factor=1.1)` of five
+/// elements is `[x0, x0, x1, x2, x3]` in PyTorch, strata copied `x`.
+#[test]
+fn nearest_1d_and_3d_use_the_scale_factor_where_the_size_is_kept_or_doubled() {
+    let near1 = |s: f64| f32s(&tens(&[1, 1, 5]).interpolate(&scale(&[s])).unwrap());
+    assert_eq!(near1(1.1), [0., 0., 10., 20., 30.]);
+    assert_eq!(near1(2.1), [0., 0., 0., 10., 10., 20., 20., 30., 30., 40.]);
+    let near3 = |shape: &[i64], s: &[f64]| f32s(&tens(shape).interpolate(&scale(s)).unwrap());
+    assert_eq!(
+        near3(&[1, 1, 1, 1, 5], &[1.0, 1.0, 1.1]),
+        [0., 0., 10., 20., 30.]
+    );
+    assert_eq!(
+        near3(&[1, 1, 5, 1, 1], &[2.1, 1.0, 1.0]),
+        [0., 0., 0., 10., 10., 20., 20., 30., 30., 40.]
+    );
+    // The 2-D kernels keep their shortcuts (PyTorch's `nearest_idx`).
+    assert_eq!(near3(&[1, 1, 1, 5], &[1.0, 1.1]), [0., 10., 20., 30., 40.]);
+    assert_eq!(
+        near3(&[1, 1, 5, 1], &[2.1, 1.0]),
+        [0., 0., 10., 10., 20., 20., 30., 30., 40., 40.]
+    );
+}
+
 /// An empty input pooled to any output size is an empty result of that
 /// shape in PyTorch (up to sizes whose strides overflow). strata built an
 /// index of the output's length for it: 8 TiB for 2^40, a typed
