@@ -5,12 +5,29 @@
 //! answers, gradients included).
 
 use strata_autograd::Var;
-use strata_tensor::{DType, Device, InterpolateOptions, Tensor};
+use strata_tensor::{DType, Device, InterpolateMode, InterpolateOptions, Tensor};
 
 const CPU: Device = Device::Cpu;
 
 fn f32s(t: &Tensor) -> Vec<f32> {
     t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
+}
+
+/// A linear resize that keeps a dim's size copies it (PyTorch's
+/// `compute_source_index_and_lambda`), so the input's gradient is the
+/// output's; strata blended neighbours by `1 / scale_factor`, in the
+/// values and in the gradient.
+#[test]
+fn linear_resize_that_keeps_the_size_passes_the_gradient_through() {
+    let x =
+        Var::parameter(Tensor::from_slice(&[0.0f32, 10., 20., 30., 40.], &[1, 1, 5], CPU).unwrap())
+            .unwrap();
+    let opts = InterpolateOptions::scale(&[1.1]).mode(InterpolateMode::Linear);
+    let y = x.interpolate(&opts).unwrap();
+    assert_eq!(f32s(y.data()), [0., 10., 20., 30., 40.]);
+    let g = Tensor::from_slice(&[1.0f32, 2., 3., 4., 5.], &[1, 1, 5], CPU).unwrap();
+    y.backward_with(Some(&g), false).unwrap();
+    assert_eq!(f32s(&x.grad().unwrap()), [1., 2., 3., 4., 5.]);
 }
 
 /// 1-D nearest resizing by a scale factor reads the elements the factor

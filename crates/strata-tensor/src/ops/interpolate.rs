@@ -306,6 +306,15 @@ pub fn interpolate_plan(
                         };
                         let (mut i1, mut w0, mut w1) = (Vec::new(), Vec::new(), Vec::new());
                         for d in 0..o {
+                            if o == l {
+                                // PyTorch's `compute_source_index_and_lambda`
+                                // copies an unresized dim, whatever the scale.
+                                idx.push(d as i64);
+                                i1.push(d as i64);
+                                w0.push(1.0);
+                                w1.push(0.0);
+                                continue;
+                            }
                             let src = if align {
                                 round(scale * d as f64)
                             } else {

@@ -54,6 +54,44 @@ fn nearest_1d_and_3d_use_the_scale_factor_where_the_size_is_kept_or_doubled() {
     );
 }
 
+/// PyTorch's linear kernels copy a dim whose size a scale factor keeps
+/// (`compute_source_index_and_lambda`: `output_size == input_size`),
+/// whatever the factor; strata blended neighbours by `1 / scale`
+/// (`[0, 8.64, 17.7, 26.8, 35.9]` for a factor of 1.1).
+#[test]
+fn linear_modes_copy_a_dim_whose_size_is_kept() {
+    let opts = |s: &[f64], m: InterpolateMode| scale(s).mode(m);
+    let x = tens(&[1, 1, 5]);
+    for s in [1.1, 1.19] {
+        let y = x.interpolate(&opts(&[s], InterpolateMode::Linear)).unwrap();
+        assert_eq!(f32s(&y), [0., 10., 20., 30., 40.], "scale {s}");
+        let y = x
+            .interpolate(&opts(&[s], InterpolateMode::Linear).align_corners(true))
+            .unwrap();
+        assert_eq!(
+            f32s(&y),
+            [0., 10., 20., 30., 40.],
+            "scale {s}, align_corners"
+        );
+    }
+    let h = x.to_dtype(DType::F16).unwrap();
+    let y = h
+        .interpolate(&opts(&[1.1], InterpolateMode::Linear))
+        .unwrap();
+    assert_eq!(f32s(&y), [0., 10., 20., 30., 40.]);
+    // Height 2 resized by 1.3 (to 2: copied too), width 5 by 1.1.
+    let x2 = tens(&[1, 1, 1, 5]).expand(&[1, 1, 2, 5]).unwrap();
+    let y = x2
+        .interpolate(&opts(&[1.3, 1.1], InterpolateMode::Bilinear))
+        .unwrap();
+    assert_eq!(f32s(&y), [0., 10., 20., 30., 40., 0., 10., 20., 30., 40.]);
+    let x3 = tens(&[1, 1, 1, 1, 5]).expand(&[1, 1, 2, 1, 5]).unwrap();
+    let y = x3
+        .interpolate(&opts(&[1.3, 1.0, 1.1], InterpolateMode::Trilinear))
+        .unwrap();
+    assert_eq!(f32s(&y), [0., 10., 20., 30., 40., 0., 10., 20., 30., 40.]);
+}
+
 /// An empty input pooled to any output size is an empty result of that
 /// shape in PyTorch (up to sizes whose strides overflow). strata built an
 /// index of the output's length for it: 8 TiB for 2^40, a typed
