@@ -251,6 +251,11 @@ pub fn interpolate_plan(
     // PyTorch's `compute_scales_value` and `area_pixel_compute_scale`, in f32
     // (f64 for f64 inputs).
     let round = |v: f64| if f64_math { v } else { f64::from(v as f32) };
+    let weight = |v: f64| match dtype {
+        DType::F16 => half::f16::from_f64(round(v)).to_f64(),
+        DType::BF16 => half::bf16::from_f64(round(v)).to_f64(),
+        _ => round(v),
+    };
     let scale_of = |i: usize| -> f64 {
         match scales[i] {
             Some(s) if s > 0.0 => round(1.0 / s),
@@ -323,11 +328,14 @@ pub fn interpolate_plan(
                             };
                             let h0 = (src as i64).min(l as i64 - 1);
                             let h1 = h0 + i64::from(h0 < l as i64 - 1);
-                            let lambda1 = round(src - h0 as f64).clamp(0.0, 1.0);
+                            // The weights are stored in the input's dtype
+                            // (f16/bf16 rounded), `1 - lambda1` of the
+                            // stored one, as PyTorch's.
+                            let lambda1 = weight(round(src - h0 as f64).clamp(0.0, 1.0));
                             idx.push(h0);
                             i1.push(h1);
                             w1.push(lambda1);
-                            w0.push(round(1.0 - lambda1));
+                            w0.push(weight(1.0 - lambda1));
                         }
                         Ok(Axis::Blend {
                             i0: idx,

@@ -92,6 +92,33 @@ fn linear_modes_copy_a_dim_whose_size_is_kept() {
     assert_eq!(f32s(&y), [0., 10., 20., 30., 40., 0., 10., 20., 30., 40.]);
 }
 
+/// PyTorch stores an f16/bf16 input's linear weights in its dtype
+/// (`lambda1` rounded, `lambda0 = 1 - lambda1` of the rounded one) and sums
+/// in f32: its answers, bit for bit (strata's f32 weights were an ulp off).
+#[test]
+fn half_linear_weights_are_rounded_to_the_input_dtype() {
+    let x = Tensor::from_slice(&[-5.0f32, 2., -2., 5., 1.], &[1, 1, 5], CPU).unwrap();
+    // (As f64: the half values exactly.)
+    let lin = |d: DType, o: InterpolateOptions| {
+        x.to_dtype(d)
+            .unwrap()
+            .interpolate(&o.mode(InterpolateMode::Linear))
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+    };
+    assert_eq!(
+        lin(DType::F16, InterpolateOptions::size(&[7])),
+        [-5.0, -1.0009765625, 0.857421875, -2.0, 3.0, 3.28515625, 1.0]
+    );
+    assert_eq!(
+        lin(DType::BF16, scale(&[1.3])),
+        [-5.0, -0.43359375, 0.30859375, -0.65625, 4.71875, 2.078125]
+    );
+}
+
 /// An empty input pooled to any output size is an empty result of that
 /// shape in PyTorch (up to sizes whose strides overflow). strata built an
 /// index of the output's length for it: 8 TiB for 2^40, a typed
