@@ -224,6 +224,17 @@ pub fn interpolate_plan(
             ),
         ));
     }
+    if !area && shape[1] == 0 {
+        // PyTorch's upsample kernels take an empty batch, not an empty
+        // channel dim (`upsample_*d_common_check`).
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "Non-empty {}D data tensor expected but got a tensor with sizes {shape:?}",
+                shape.len()
+            ),
+        ));
+    }
     let out: Vec<usize> = out
         .iter()
         .map(|&o| {

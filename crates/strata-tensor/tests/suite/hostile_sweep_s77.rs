@@ -119,6 +119,36 @@ fn half_linear_weights_are_rounded_to_the_input_dtype() {
     );
 }
 
+/// PyTorch's upsampling takes an empty batch but not an empty channel dim
+/// ("Non-empty 3D data tensor expected"); strata returned an empty result.
+#[test]
+fn interpolate_refuses_an_empty_channel_dim() {
+    let modes = [
+        (vec![1, 0, 4], InterpolateMode::Nearest),
+        (vec![1, 0, 4], InterpolateMode::Linear),
+        (vec![1, 0, 2, 2], InterpolateMode::NearestExact),
+        (vec![1, 0, 2, 2, 2], InterpolateMode::Trilinear),
+    ];
+    for (shape, mode) in modes {
+        let x = Tensor::zeros(&shape, DType::F32, CPU).unwrap();
+        let r = x.interpolate(&InterpolateOptions::size(&[3]).mode(mode));
+        assert!(
+            matches!(r, Err(TensorError::Shape { .. })),
+            "{shape:?} {mode:?}: {r:?}"
+        );
+    }
+    // An empty batch is resized (its shape), and `area` is adaptive
+    // pooling, which takes empty channels.
+    let x = Tensor::zeros(&[0, 2, 4], DType::F32, CPU).unwrap();
+    let y = x.interpolate(&InterpolateOptions::size(&[3])).unwrap();
+    assert_eq!(y.shape(), [0, 2, 3]);
+    let x = Tensor::zeros(&[1, 0, 4], DType::F32, CPU).unwrap();
+    let y = x
+        .interpolate(&InterpolateOptions::size(&[2]).mode(InterpolateMode::Area))
+        .unwrap();
+    assert_eq!(y.shape(), [1, 0, 2]);
+}
+
 /// An empty input pooled to any output size is an empty result of that
 /// shape in PyTorch (up to sizes whose strides overflow). strata built an
 /// index of the output's length for it: 8 TiB for 2^40, a typed
