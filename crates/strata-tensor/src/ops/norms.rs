@@ -363,6 +363,16 @@ pub fn batch_norm_plan(
             ));
         }
     }
+    // PyTorch's CPU kernel reads (and writes) the running statistics
+    // through 1-D accessors.
+    for (name, (s, _)) in given.iter().take_while(|(n, _)| n.starts_with("running")) {
+        if s.len() != 1 {
+            return Err(TensorError::shape(
+                OP,
+                format!("{name} must be 1-D ([{c}]), got shape {s:?}"),
+            ));
+        }
+    }
     if let Some((_, (_, first))) = given.first() {
         let half = matches!(dtype, DType::F16 | DType::BF16);
         let ok = given.iter().all(|(_, (_, d))| d == first)

@@ -186,3 +186,58 @@ fn adaptive_pooling_of_an_empty_input_allocates_nothing() {
     let y = zeros(&[1, 2, 5]).adaptive_avg_pool1d(&[0]).unwrap();
     assert_eq!(y.shape(), [1, 2, 0]);
 }
+
+fn running(c: usize) -> (Tensor, Tensor) {
+    let rm: Vec<f32> = (0..c).map(|i| i as f32 * 0.1).collect();
+    let rv: Vec<f32> = (0..c).map(|i| 1.0 + i as f32 * 0.2).collect();
+    (
+        Tensor::from_vec(rm, &[c], CPU).unwrap(),
+        Tensor::from_vec(rv, &[c], CPU).unwrap(),
+    )
+}
+
+fn bn_input(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+    Tensor::from_vec(v, shape, CPU).unwrap()
+}
+
+/// PyTorch's CPU batch norm reads and writes the running statistics as 1-D
+/// tensors ("TensorAccessor expected 1 dims"), in training and in
+/// evaluation. strata took any shape of C elements, and a non-contiguous
+/// one (a transposed `[2, 2]`) was updated through a reshaped copy: the
+/// update was lost without an error.
+#[test]
+fn batch_norm_running_statistics_must_be_1d() {
+    let x = bn_input(&[3, 4, 2]);
+    for training in [true, false] {
+        let (rm, rv) = running(4);
+        let (rm2, rv2) = (rm.reshape(&[2, 2]).unwrap(), rv.reshape(&[2, 2]).unwrap());
+        let r = x.batch_norm(Some(&rm2), Some(&rv2), None, None, training, 0.1, 1e-5);
+        assert!(matches!(r, Err(TensorError::Shape { .. })), "{r:?}");
+        let rvt = rv2.t().unwrap();
+        let r = x.batch_norm(Some(&rm), Some(&rvt), None, None, training, 0.1, 1e-5);
+        assert!(matches!(r, Err(TensorError::Shape { .. })), "{r:?}");
+        assert_eq!(f32s(&rm), f32s(&running(4).0));
+        assert_eq!(f32s(&rvt), [1.0, 1.4, 1.2, 1.6]);
+        // 0-d statistics of one channel.
+        let x1 = bn_input(&[3, 1, 2]);
+        let (m0, v0) = (
+            Tensor::zeros(&[], DType::F32, CPU).unwrap(),
+            Tensor::ones(&[], DType::F32, CPU).unwrap(),
+        );
+        let r = x1.batch_norm(Some(&m0), Some(&v0), None, None, training, 0.1, 1e-5);
+        assert!(matches!(r, Err(TensorError::Shape { .. })), "{r:?}");
+        // The weight and bias may have any shape of C elements, as in
+        // PyTorch; an empty input takes any running statistics.
+        let w = Tensor::ones(&[2, 2], DType::F32, CPU).unwrap();
+        assert!(x
+            .batch_norm(Some(&rm), Some(&rv), Some(&w), None, training, 0.1, 1e-5)
+            .is_ok());
+        let e = Tensor::zeros(&[0, 4, 2], DType::F32, CPU).unwrap();
+        let y = e
+            .batch_norm(Some(&rm2), Some(&rv2), None, None, training, 0.1, 1e-5)
+            .unwrap();
+        assert_eq!(y.shape(), [0, 4, 2]);
+    }
+}
