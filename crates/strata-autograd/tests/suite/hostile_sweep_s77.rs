@@ -62,3 +62,27 @@ fn adaptive_pooling_of_an_empty_variable_to_a_huge_size() {
     y.sum(None, false).unwrap().backward().unwrap();
     assert_eq!(f32s(&x.grad().unwrap()), [0.0; 6]);
 }
+
+/// Batch norm on variables updates plain running statistics: an update
+/// that cannot be written (an expanded running variance) must fail before
+/// the running mean is written, and 2-D statistics are refused as in
+/// PyTorch.
+#[test]
+fn batch_norm_of_a_variable_keeps_the_running_statistics_on_failure() {
+    let v: Vec<f32> = (0..24).map(|i| ((i * 7) % 11) as f32 - 5.0).collect();
+    let x = Var::parameter(Tensor::from_vec(v, &[3, 4, 2], CPU).unwrap()).unwrap();
+    let rm = Tensor::zeros(&[4], DType::F32, CPU).unwrap();
+    let rv = Tensor::ones(&[1], DType::F32, CPU)
+        .unwrap()
+        .expand(&[4])
+        .unwrap();
+    assert!(x
+        .batch_norm(Some(&rm), Some(&rv), None, None, true, 0.1, 1e-5)
+        .is_err());
+    assert_eq!(f32s(&rm), [0.0; 4]);
+    let rv2 = Tensor::ones(&[2, 2], DType::F32, CPU).unwrap().t().unwrap();
+    assert!(x
+        .batch_norm(Some(&rm), Some(&rv2), None, None, true, 0.1, 1e-5)
+        .is_err());
+    assert_eq!(f32s(&rm), [0.0; 4]);
+}

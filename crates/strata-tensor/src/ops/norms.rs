@@ -452,6 +452,33 @@ impl BatchNormPlan {
                 let var = xs.var_keepdim(&self.dims, 0.0)?;
                 if self.count > 0 {
                     let unbiased = self.count as f64 / (self.count as f64 - 1.0).max(1.0);
+                    // Both statistics checked writable (on the input's
+                    // device, no elements sharing memory) before either is
+                    // written: a failure leaves them as they were. The
+                    // variance's update reads the mean's where they are one
+                    // tensor, as PyTorch's per-channel loop does.
+                    for r in [running_mean, running_var].into_iter().flatten() {
+                        if r.device() != x.device() {
+                            return Err(TensorError::DeviceMismatch {
+                                op: "batch_norm",
+                                lhs: x.device(),
+                                rhs: r.device(),
+                            }
+                            .into());
+                        }
+                        if r.layout().may_overlap() {
+                            return Err(TensorError::overlap(
+                                "batch_norm",
+                                format!(
+                                    "a running statistic (shape {:?}, strides {:?}) has elements \
+                                     that share memory; clone it first",
+                                    r.shape(),
+                                    r.strides()
+                                ),
+                            )
+                            .into());
+                        }
+                    }
                     for (running, batch) in [
                         (running_mean, mean.values()),
                         (running_var, var.values().mul(unbiased)?),

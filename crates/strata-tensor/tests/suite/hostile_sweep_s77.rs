@@ -241,3 +241,32 @@ fn batch_norm_running_statistics_must_be_1d() {
         assert_eq!(y.shape(), [0, 4, 2]);
     }
 }
+
+/// A running variance whose elements share memory (expanded) cannot take
+/// the update (strata refuses such in-place outputs): the error must come
+/// before anything is written. strata wrote the running mean first, then
+/// failed on the variance, leaving the mean updated.
+#[test]
+fn batch_norm_failed_update_leaves_both_running_statistics() {
+    let x = bn_input(&[3, 4, 2]);
+    let rm = Tensor::zeros(&[4], DType::F32, CPU).unwrap();
+    let rv = Tensor::ones(&[1], DType::F32, CPU)
+        .unwrap()
+        .expand(&[4])
+        .unwrap();
+    let r = x.batch_norm(Some(&rm), Some(&rv), None, None, true, 0.1, 1e-5);
+    assert!(matches!(r, Err(TensorError::Overlap { .. })), "{r:?}");
+    assert_eq!(f32s(&rm), [0.0; 4]);
+    assert_eq!(f32s(&rv), [1.0; 4]);
+    // The same tensor as both statistics is updated as PyTorch updates it
+    // (the mean first, then the variance from the new mean).
+    let same = Tensor::ones(&[4], DType::F32, CPU).unwrap();
+    x.batch_norm(Some(&same), Some(&same), None, None, true, 0.1, 1e-5)
+        .unwrap();
+    let want = [2.315f32, 1.9616667, 1.37, 2.1716666];
+    let got = f32s(&same);
+    assert!(
+        got.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5),
+        "{got:?}"
+    );
+}
