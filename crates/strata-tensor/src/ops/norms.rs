@@ -279,7 +279,8 @@ pub fn batch_norm_plan(
 ) -> Result<BatchNormPlan> {
     const OP: &str = "batch_norm";
     let (shape, dtype) = input;
-    if eps.is_nan() || eps < 0.0 || (training && eps == 0.0) {
+    // F.batch_norm's own checks: NaN passes them (and gives NaN).
+    if eps < 0.0 || (training && eps == 0.0) {
         return Err(TensorError::value(
             OP,
             format!(

@@ -270,3 +270,26 @@ fn batch_norm_failed_update_leaves_both_running_statistics() {
         "{got:?}"
     );
 }
+
+/// `F.batch_norm`'s eps checks (`eps < 0`, `eps <= 0` in training) let NaN
+/// through, and the result is NaN; strata refused it.
+#[test]
+fn batch_norm_takes_a_nan_eps_as_pytorch() {
+    let x = bn_input(&[3, 2, 4]);
+    for training in [false, true] {
+        let (rm, rv) = running(2);
+        let y = x
+            .batch_norm(Some(&rm), Some(&rv), None, None, training, 0.1, f64::NAN)
+            .unwrap();
+        assert!(f32s(&y).iter().all(|v| v.is_nan()), "training {training}");
+    }
+    let (rm, rv) = running(2);
+    for eps in [-1.0, -0.0 - 1e-300] {
+        assert!(x
+            .batch_norm(Some(&rm), Some(&rv), None, None, false, 0.1, eps)
+            .is_err());
+    }
+    assert!(x
+        .batch_norm(Some(&rm), Some(&rv), None, None, true, 0.1, 0.0)
+        .is_err());
+}
