@@ -3,12 +3,13 @@ at the same ResNet-50 shapes, one JSON line per measurement with
 "impl": "torch" (cuDNN's convolutions). Run in the same device call as the
 strata example:
 
-    python benches/anchors/torch_conv_ops.py [--iters N]
+    python benches/anchors/torch_conv_ops.py [--iters N] [--conv-tf32 on|off]
 
 fwd: the functional op. fwd+bwd: the op on tensors that require grad and
 the backward of (y * g).sum(). Median of CUDA-event timings after 3
 warm-ups; peak_mib is torch.cuda.max_memory_allocated during one call above
-what was allocated before it.
+what was allocated before it. --conv-tf32 sets
+torch.backends.cudnn.allow_tf32 (PyTorch's default: on); every line names it.
 """
 import argparse
 import json
@@ -42,7 +43,8 @@ def measure(iters, f):
 def line(op, dtype, pass_, shape, m):
     name = {torch.float32: "f32", torch.bfloat16: "bf16"}[dtype]
     print(json.dumps({"bench": "conv_ops", "impl": "torch", "op": op, "dtype": name, "pass": pass_,
-                      "shape": list(shape), "ms": m[0], "peak_mib": m[1]}), flush=True)
+                      "shape": list(shape), "ms": m[0], "peak_mib": m[1],
+                      "conv_tf32": torch.backends.cudnn.allow_tf32}), flush=True)
 
 
 def bench(op, shape, f, dtype, iters, extra=()):
@@ -61,7 +63,10 @@ def bench(op, shape, f, dtype, iters, extra=()):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--conv-tf32", choices=["on", "off"], default=None)
     a = ap.parse_args()
+    if a.conv_tf32 is not None:
+        torch.backends.cudnn.allow_tf32 = a.conv_tf32 == "on"
     torch.backends.cudnn.benchmark = False
     for dtype in (torch.float32, torch.bfloat16):
         bench("conv3x3", (32, 64, 56, 56), lambda x, w, b: F.conv2d(x, w, b, padding=1), dtype, a.iters,

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p strata-examples --example conv_ops [-- --iters N]
+//!     [--conv-tf32 on|off] [--conv-chunk-mib N|none]
 //! ```
 //!
 //! * `conv3x3`: `[32, 64, 56, 56]` by a `[64, 64, 3, 3]` kernel, padding 1;
@@ -19,8 +20,12 @@
 //! require grad and the backward of `(y * g).sum()`. Each figure is the
 //! median of `--iters` CUDA-event-timed calls (default 10) after 3 warm-ups,
 //! in f32 and bf16; `peak_mib` is the allocator's peak allocated memory
-//! during one call above what was allocated before it. Without a GPU the
-//! program prints why and exits with 2.
+//! during one call above what was allocated before it. `--conv-tf32` and
+//! `--conv-chunk-mib` set [`strata_tensor::set_conv_allow_tf32`] (default
+//! on, as PyTorch's `torch.backends.cudnn.allow_tf32`) and
+//! [`strata_tensor::set_conv_chunk_bytes`] (default 64 MiB; `none` never
+//! chunks); every line names both. Without a GPU the program prints why and
+//! exits with 2.
 
 use strata::Device;
 use strata_autograd::Var;
@@ -50,6 +55,11 @@ fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, peak): (f64, f
         serde_json::json!({
             "bench": "conv_ops", "impl": "strata", "op": op, "dtype": dtype.name(),
             "pass": pass, "shape": shape, "ms": ms, "peak_mib": peak,
+            "conv_tf32": strata_tensor::conv_allow_tf32(),
+            "conv_chunk_mib": match strata_tensor::conv_chunk_bytes() {
+                usize::MAX => None,
+                b => Some(b >> 20),
+            },
         })
     );
 }
@@ -166,8 +176,40 @@ fn run(dtype: DType, iters: usize) -> Result<()> {
     )
 }
 
+/// The value after `name` on the command line.
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
+}
+
+/// Applies `--conv-tf32` and `--conv-chunk-mib`.
+fn conv_settings() -> Result<()> {
+    match arg("--conv-tf32").as_deref() {
+        None => {}
+        Some("on") => strata_tensor::set_conv_allow_tf32(true),
+        Some("off") => strata_tensor::set_conv_allow_tf32(false),
+        Some(v) => return Err(format!("--conv-tf32 takes on or off, not {v:?}").into()),
+    }
+    match arg("--conv-chunk-mib").as_deref() {
+        None => {}
+        Some("none") => strata_tensor::set_conv_chunk_bytes(usize::MAX),
+        Some(v) => {
+            let mib: usize = v.parse().map_err(|_| {
+                format!("--conv-chunk-mib takes a number of MiB or none, not {v:?}")
+            })?;
+            strata_tensor::set_conv_chunk_bytes(mib.saturating_mul(1 << 20));
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let iters = iters_arg(10, 3);
+    if let Err(e) = conv_settings() {
+        eprintln!("conv_ops: {e}");
+        std::process::exit(2);
+    }
     if !strata_tensor::has_backend(GPU) {
         eprintln!(
             "conv_ops needs a CUDA GPU: {}",

@@ -114,6 +114,7 @@ pub use ops::GeluApprox;
 pub use ops::Operand;
 pub use ops::RoundingMode;
 pub use ops::ScatterReduce;
+pub use ops::Unique;
 pub use ops::MAX_PIECES;
 pub use ops::{
     acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
@@ -122,13 +123,17 @@ pub use ops::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, conv_plan,
     conv_transpose_plan, convolution, global_mean_dims, pool_plan, AdaptiveDim, ConvKind,
     ConvOptions, ConvPadding, ConvPlan, ConvTransposePlan, Convolution, PoolKind, PoolOptions,
-    PoolPlan, CONV_CHUNK_BYTES,
+    PoolPlan,
 };
 pub use ops::{
     batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,
     RmsNormPlan, SELU_ALPHA, SELU_SCALE,
 };
 pub use ops::{col2im_plan, im2col_plan, pixel_shuffle_of, FoldOptions};
+pub use ops::{
+    conv_allow_tf32, conv_chunk_bytes, set_conv_allow_tf32, set_conv_chunk_bytes,
+    DEFAULT_CONV_CHUNK_BYTES,
+};
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
 pub use ops::{with_batch, without_batch, AvgMode, Composite, Windows};

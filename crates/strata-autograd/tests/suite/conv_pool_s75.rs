@@ -225,7 +225,12 @@ fn conv_and_pooling_match_pytorch() {
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn conv_and_pooling_match_pytorch_on_a_gpu() {
+    // PyTorch's CPU answers are exact f32: so are strata's GPU
+    // convolutions once TF32 (their default, as cuDNN's) is off.
+    let _settings = crate::half_conv_s77::exclusive_conv_settings();
+    strata_tensor::set_conv_allow_tf32(false);
     all_agree_on(crate::hostile_calls::gpu());
+    strata_tensor::set_conv_allow_tf32(true);
 }
 
 /// `nn::Conv2d`: PyTorch's initial bounds, and a layer that learns a known

@@ -7,8 +7,16 @@
 //! rounded once. A result rounded before the bias is added, or a gradient
 //! rounded before its batch sum, differs.
 
+use parking_lot::{Mutex, MutexGuard};
 use strata_autograd::Var;
 use strata_tensor::{ConvOptions, DType, Device, Tensor};
+
+/// Held by the tests that change (or depend on) the process-wide
+/// convolution settings, so that they never see each other's.
+pub(crate) fn exclusive_conv_settings() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock()
+}
 
 /// A tensor of `shape` whose elements are multiples of 1/8 in [-2, 2],
 /// exact in f16 and bf16 (and every f32 sum of a few hundred products of
@@ -243,7 +251,7 @@ fn a_half_precision_convolution_on_a_gpu_saves_half_precision_operands() {
     }
 }
 
-/// A batch whose columns take more than `CONV_CHUNK_BYTES` (26 MB a sample
+/// A batch whose columns take more than `conv_chunk_bytes()` (26 MB a sample
 /// here: 16 channels x 25 offsets x 128 x 128 positions in f32) is
 /// convolved a chunk of samples at a time, forward and backward: each
 /// sample's output and input gradient equal those of the sample convolved
@@ -251,9 +259,10 @@ fn a_half_precision_convolution_on_a_gpu_saves_half_precision_operands() {
 #[test]
 fn a_large_batch_is_convolved_in_chunks() {
     let cpu = Device::Cpu;
+    let _settings = exclusive_conv_settings();
     let per_sample = 16 * 25 * 128 * 128 * 4;
-    assert!(3 * per_sample > strata_tensor::CONV_CHUNK_BYTES);
-    assert!(per_sample < strata_tensor::CONV_CHUNK_BYTES);
+    assert!(3 * per_sample > strata_tensor::conv_chunk_bytes());
+    assert!(per_sample < strata_tensor::conv_chunk_bytes());
     let opts = ConvOptions::new().padding(&[2]);
     let xs = eighths(&[3, 16, 128, 128], 5, DType::F32, cpu);
     let ws = eighths(&[4, 16, 5, 5], 6, DType::F32, cpu);
@@ -294,5 +303,91 @@ fn a_large_batch_is_convolved_in_chunks() {
             .map(|j| singles.iter().map(|s| s[i][j]).sum())
             .collect();
         assert_eq!(whole[i], sum, "{name}");
+    }
+}
+
+/// f32 convolutions on a GPU follow `set_conv_allow_tf32` (on by default,
+/// as PyTorch's `torch.backends.cudnn.allow_tf32`), not the matrix
+/// products' precision, and neither setting leaks into the other. Inputs of
+/// 1 + 2^-12 need 12 mantissa bits: TF32 keeps 10, so a product on TF32
+/// tensor cores loses them, and an exact one keeps them.
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn f32_convolutions_on_a_gpu_follow_their_own_tf32_setting() {
+    use strata_tensor::{set_conv_allow_tf32, set_float32_matmul_precision, Precision};
+    let _settings = exclusive_conv_settings();
+    let gpu = crate::hostile_calls::gpu();
+    let fine = 1.0 + 2f32.powi(-12);
+    let x = Tensor::full(&[2, 64, 32, 32], fine, DType::F32, gpu).unwrap();
+    let w = Tensor::full(&[64, 64, 1, 1], 1.0f32, DType::F32, gpu).unwrap();
+    let exact = 64.0 * fine;
+    let conv = || -> Vec<f32> {
+        x.conv2d(&w, None, &ConvOptions::new())
+            .unwrap()
+            .to(Device::Cpu)
+            .unwrap()
+            .to_vec()
+            .unwrap()
+    };
+    let product = || -> Vec<f32> {
+        let a = x.reshape(&[128, 1024]).unwrap();
+        let b = Tensor::full(&[1024, 64], 1.0f32, DType::F32, gpu).unwrap();
+        a.matmul(&b)
+            .unwrap()
+            .to(Device::Cpu)
+            .unwrap()
+            .to_vec()
+            .unwrap()
+    };
+    let exact_product = 1024.0 * fine;
+    // Defaults: TF32 convolutions, exact products.
+    assert!(strata_tensor::conv_allow_tf32());
+    let y = conv();
+    assert!(
+        y.iter().all(|&v| (v - exact).abs() <= exact * 2e-3),
+        "TF32 is within 2^-9"
+    );
+    assert!(
+        y.iter().any(|&v| v != exact),
+        "the default convolution did not use TF32"
+    );
+    assert!(
+        product().iter().all(|&v| v == exact_product),
+        "a product after a TF32 convolution is not exact"
+    );
+    // TF32 products, exact convolutions.
+    set_conv_allow_tf32(false);
+    set_float32_matmul_precision(Precision::High);
+    let y = conv();
+    set_float32_matmul_precision(Precision::Highest);
+    set_conv_allow_tf32(true);
+    assert!(
+        y.iter().all(|&v| v == exact),
+        "an exact convolution differs"
+    );
+}
+
+/// A recorded convolution with no output element (an input without
+/// channels, whose output has none either as in PyTorch, or an empty
+/// batch) still differentiates: every gradient is zeros of its operand's
+/// shape, as PyTorch's.
+#[test]
+fn an_empty_recorded_convolution_has_zero_gradients() {
+    let cpu = Device::Cpu;
+    for (xs, ws, ys) in [
+        (vec![2, 0, 4], vec![3, 0, 2], vec![2, 0, 3]),
+        (vec![0, 2, 4], vec![3, 2, 2], vec![0, 3, 3]),
+    ] {
+        let x = Var::parameter(Tensor::zeros(&xs, DType::F32, cpu).unwrap()).unwrap();
+        let w = Var::parameter(Tensor::ones(&ws, DType::F32, cpu).unwrap()).unwrap();
+        let b = Var::parameter(Tensor::ones(&[3], DType::F32, cpu).unwrap()).unwrap();
+        let y = x.conv1d(&w, Some(&b), &ConvOptions::new()).unwrap();
+        assert_eq!(y.shape(), &ys[..]);
+        y.sum(None, false).unwrap().backward().unwrap();
+        for (v, shape) in [(&x, &xs), (&w, &ws), (&b, &vec![3])] {
+            let g = v.grad().unwrap();
+            assert_eq!(g.shape(), &shape[..]);
+            assert!(g.to_vec::<f32>().unwrap().iter().all(|&e| e == 0.0));
+        }
     }
 }

@@ -22,6 +22,7 @@ use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Compos
 use crate::scalar::Scalar;
 use crate::shape;
 use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// How a convolution pads its input (PyTorch's `padding` argument).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -340,7 +341,9 @@ pub fn conv_plan(
     out_full.extend(&out_sp);
     shape::checked_numel(op, &out_full)?;
     let i64s = |v: &[usize]| v.iter().map(|&s| s as i64).collect::<Vec<i64>>();
-    let mut out = vec![n, c_out];
+    // An input without channels (so a weight without elements) has an
+    // output without channels, as PyTorch's empty-input path gives it.
+    let mut out = vec![n, if c == 0 { 0 } else { c_out }];
     out.extend(i64s(&out_sp));
     let mut bias_shape = vec![c_out];
     bias_shape.extend(std::iter::repeat_n(1, spatial));
@@ -356,11 +359,74 @@ pub fn conv_plan(
     })
 }
 
-/// The most bytes of columns (or of per-sample weight gradients) a
-/// convolution forms at a time: a batch whose columns take more is
-/// convolved a chunk of samples at a time (16 Mi f32 elements a chunk keep
-/// each matrix product large enough to fill a GPU).
-pub const CONV_CHUNK_BYTES: usize = 64 << 20;
+/// The default of [`conv_chunk_bytes`]: 64 MiB (16 Mi f32 elements a
+/// chunk keep each matrix product large enough to fill a GPU).
+pub const DEFAULT_CONV_CHUNK_BYTES: usize = 64 << 20;
+
+static CONV_CHUNK_BYTES: AtomicUsize = AtomicUsize::new(DEFAULT_CONV_CHUNK_BYTES);
+
+/// Sets the most bytes of columns (or of per-sample weight gradients) a
+/// convolution forms at a time, for the whole process: a batch whose
+/// columns take more is convolved a chunk of samples at a time (one sample
+/// at least), forward and backward. Smaller chunks lower a convolution's
+/// peak memory; larger ones give its matrix products more work per call.
+/// `usize::MAX` never chunks. The results do not depend on it, except for
+/// the order in which the weight gradient's batch sum is added.
+///
+/// ```
+/// use strata_tensor::{conv_chunk_bytes, set_conv_chunk_bytes, DEFAULT_CONV_CHUNK_BYTES};
+/// assert_eq!(conv_chunk_bytes(), DEFAULT_CONV_CHUNK_BYTES);
+/// set_conv_chunk_bytes(256 << 20);
+/// assert_eq!(conv_chunk_bytes(), 256 << 20);
+/// set_conv_chunk_bytes(DEFAULT_CONV_CHUNK_BYTES);
+/// ```
+pub fn set_conv_chunk_bytes(bytes: usize) {
+    CONV_CHUNK_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// The current chunk bound of convolutions (see [`set_conv_chunk_bytes`]).
+pub fn conv_chunk_bytes() -> usize {
+    CONV_CHUNK_BYTES.load(Ordering::Relaxed)
+}
+
+static CONV_ALLOW_TF32: AtomicBool = AtomicBool::new(true);
+
+/// Whether f32 convolutions on a GPU may round their operands to TF32 on
+/// tensor cores (accumulating in f32), for the whole process: PyTorch's
+/// `torch.backends.cudnn.allow_tf32`, which is `True` by default (PyTorch
+/// 2.11: `torch.backends.cudnn.conv.fp32_precision == "tf32"`), and so is
+/// this. It is separate from [`crate::set_float32_matmul_precision`], which
+/// governs matrix products (exact f32 by default), as in PyTorch. A
+/// relative error near 1e-3 against exact f32; set it to `false` to
+/// convolve f32 exactly. The CPU, f16, bf16 and f64 are not affected.
+///
+/// ```
+/// use strata_tensor::{conv_allow_tf32, set_conv_allow_tf32};
+/// assert!(conv_allow_tf32());
+/// set_conv_allow_tf32(false); // exact f32 convolutions on GPUs
+/// assert!(!conv_allow_tf32());
+/// set_conv_allow_tf32(true);
+/// ```
+pub fn set_conv_allow_tf32(allow: bool) {
+    CONV_ALLOW_TF32.store(allow, Ordering::Relaxed);
+}
+
+/// Whether f32 convolutions on GPUs may use TF32 (see
+/// [`set_conv_allow_tf32`]).
+pub fn conv_allow_tf32() -> bool {
+    CONV_ALLOW_TF32.load(Ordering::Relaxed)
+}
+
+/// Runs `f` (a convolution's matrix products) at the convolutions' f32
+/// precision ([`conv_allow_tf32`]).
+fn at_conv_precision<R>(f: impl FnOnce() -> R) -> R {
+    let p = if conv_allow_tf32() {
+        crate::ops::Precision::High
+    } else {
+        crate::ops::Precision::Highest
+    };
+    crate::ops::with_f32_precision(p, f)
+}
 
 /// The dtype the products of `dtype` operands on `device` are summed in
 /// ([`Tensor::matmul_wide`]): f32 for f16/bf16 on a GPU, else `dtype`
@@ -428,11 +494,11 @@ impl ConvPlan {
     }
 
     /// The batch in chunks `(first sample, samples)` whose `per_sample`
-    /// bytes add up to at most [`CONV_CHUNK_BYTES`] (one sample at least); one
+    /// bytes add up to at most [`conv_chunk_bytes`] (one sample at least); one
     /// chunk, the whole batch, where it fits (an empty batch included).
     fn chunks(&self, per_sample: usize) -> impl Iterator<Item = (i64, i64)> {
         let n = self.columns[0];
-        let step = (CONV_CHUNK_BYTES / per_sample.max(1)).clamp(1, n.max(1) as usize) as i64;
+        let step = (conv_chunk_bytes() / per_sample.max(1)).clamp(1, n.max(1) as usize) as i64;
         let count = if n == 0 { 1 } else { (n + step - 1) / step };
         (0..count).map(move |i| (i * step, step.min(n - i * step)))
     }
@@ -463,8 +529,17 @@ impl ConvPlan {
     /// The convolution proper, on tensors in the computation dtype: the
     /// batched `x`'s columns, one (batched) matrix product with `weight`,
     /// `bias` added; `[N, C_out, O...]`. A batch whose columns take more
-    /// than [`CONV_CHUNK_BYTES`] is convolved a chunk of samples at a time.
+    /// than [`conv_chunk_bytes`] is convolved a chunk of samples at a time.
     pub fn product(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        at_conv_precision(|| self.product_at(x, weight, bias))
+    }
+
+    fn product_at(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        if self.out.contains(&0) {
+            // An empty batch, or an input without channels.
+            let out: Vec<usize> = self.out.iter().map(|&s| s as usize).collect();
+            return Tensor::zeros(&out, x.dtype(), x.device());
+        }
         let w = weight.reshape(&self.weight)?;
         // f16/bf16 (on a GPU): the products in f32, the bias added there,
         // rounded once.
@@ -488,7 +563,7 @@ impl ConvPlan {
     /// input, not its columns), summed over the batch; the bias's is `g`
     /// summed over the batch and the spatial dims. The input's and the
     /// weight's are formed a chunk of samples at a time where the columns
-    /// (or the per-sample weight gradients) take more than [`CONV_CHUNK_BYTES`].
+    /// (or the per-sample weight gradients) take more than [`conv_chunk_bytes`].
     pub fn product_backward(
         &self,
         g: &Tensor,
@@ -496,6 +571,29 @@ impl ConvPlan {
         weight: &Tensor,
         needs: [bool; 3],
     ) -> Result<[Option<Tensor>; 3]> {
+        at_conv_precision(|| self.product_backward_at(g, x, weight, needs))
+    }
+
+    fn product_backward_at(
+        &self,
+        g: &Tensor,
+        x: &Tensor,
+        weight: &Tensor,
+        needs: [bool; 3],
+    ) -> Result<[Option<Tensor>; 3]> {
+        if self.out.contains(&0) {
+            // No output element: every gradient is zero.
+            let bias: Vec<usize> = vec![self.weight[0] as usize * self.weight[1] as usize];
+            let zeros = |need: bool, shape: &[usize], dtype: DType| {
+                need.then(|| Tensor::zeros(shape, dtype, x.device()))
+                    .transpose()
+            };
+            return Ok([
+                zeros(needs[0], x.shape(), x.dtype())?,
+                zeros(needs[1], weight.shape(), weight.dtype())?,
+                zeros(needs[2], &bias, g.dtype())?,
+            ]);
+        }
         let [n, groups, cols_per_group, o] = self.columns;
         let g4 = g.reshape(&[n, groups, self.weight[1], o])?;
         // f16/bf16 (on a GPU): each gradient summed in f32 and rounded once.
@@ -750,6 +848,15 @@ pub fn conv_transpose_plan(
         ));
     }
     let c_in = x[usize::from(batched)];
+    if w[0] < groups {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "given groups={groups}, expected the weight's dim 0 (input channels) to be at \
+                 least {groups}, but got weight of shape {w:?}"
+            ),
+        ));
+    }
     if w[0] != c_in || w[0] % groups != 0 {
         return Err(TensorError::shape(
             op,

@@ -110,6 +110,36 @@ pub fn float32_matmul_precision() -> Precision {
     }
 }
 
+thread_local! {
+    /// The precision of f32 products this thread launches inside
+    /// [`with_f32_precision`], in place of the process-wide one.
+    static SCOPED_PRECISION: std::cell::Cell<Option<Precision>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with this thread's f32 products computed at precision `p`
+/// whatever [`set_float32_matmul_precision`] says (a convolution's products
+/// follow [`crate::set_conv_allow_tf32`] instead, as PyTorch's cuDNN
+/// convolutions follow `torch.backends.cudnn.allow_tf32`). Restored on
+/// return, also on an early error return inside `f`.
+pub(crate) fn with_f32_precision<R>(p: Precision, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Precision>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPED_PRECISION.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(SCOPED_PRECISION.with(|c| c.replace(Some(p))));
+    f()
+}
+
+/// The precision this thread's f32 products use now: the scope's
+/// ([`with_f32_precision`]) or the process-wide setting.
+pub(crate) fn effective_f32_precision() -> Precision {
+    SCOPED_PRECISION
+        .with(|c| c.get())
+        .unwrap_or_else(float32_matmul_precision)
+}
+
 impl Tensor {
     /// The operands' dtypes, checked after their shapes as PyTorch does
     /// (except `dot`, which compares the dtypes first: see `matmul`).

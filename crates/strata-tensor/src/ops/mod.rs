@@ -19,8 +19,12 @@ pub use similarity::cosine_similarity_plan;
 mod spaced;
 pub(crate) mod windows;
 pub use conv::{
+    conv_allow_tf32, conv_chunk_bytes, set_conv_allow_tf32, set_conv_chunk_bytes,
+    DEFAULT_CONV_CHUNK_BYTES,
+};
+pub use conv::{
     conv_plan, conv_transpose_plan, convolution, ConvKind, ConvOptions, ConvPadding, ConvPlan,
-    ConvTransposePlan, Convolution, CONV_CHUNK_BYTES,
+    ConvTransposePlan, Convolution,
 };
 pub use fold::{col2im_plan, im2col_plan, FoldOptions};
 pub use pixel_shuffle::pixel_shuffle_of;
@@ -50,6 +54,7 @@ mod sort;
 pub(crate) mod table;
 
 pub use elementwise::{GeluApprox, Operand, RoundingMode};
+pub(crate) use matmul::{effective_f32_precision, with_f32_precision};
 pub use matmul::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use optim::AdamHyper;
 pub(crate) use optim::{AdamItem, AdamStep};
@@ -73,3 +78,4 @@ mod diff;
 mod grids;
 mod search;
 mod unique;
+pub use unique::Unique;

@@ -296,14 +296,13 @@ fn batch_norm_takes_a_nan_eps_as_pytorch() {
         .is_err());
 }
 
-/// Reported, not fixed here (conv.rs is being changed elsewhere): a
-/// convolution of an input with no channels. PyTorch 2.15 returns `[N, 0,
-/// L_out]` for `conv1d` (its empty-input shortcut takes the input's 0
-/// channels as the output's) and refuses a transposed convolution whose
-/// weight has no input channels ("expected weight to be at least 1 at
-/// dimension 0"); strata returns zeros of `[N, C_out, L_out]` for both.
+/// A convolution of an input with no channels (reported by this sweep,
+/// fixed in conv.rs): PyTorch 2.15 returns `[N, 0, L_out]` for `conv1d`
+/// (its empty-input path gives the output the input's 0 channels) and
+/// refuses a transposed convolution whose weight has no input channels
+/// ("expected weight to be at least 1 at dimension 0"); strata returned
+/// zeros of `[N, C_out, L_out]` for both.
 #[test]
-#[ignore = "conv.rs bug, reported: convolutions of an input with 0 channels differ from PyTorch (conv1d shape, conv_transpose1d not refused)"]
 fn convolution_of_an_input_without_channels_is_pytorchs() {
     let x = Tensor::zeros(&[1, 0, 4], DType::F32, CPU).unwrap();
     let w = Tensor::zeros(&[2, 0, 2], DType::F32, CPU).unwrap();

@@ -245,9 +245,10 @@ pub(crate) fn matmul(
     };
     let device = dev.device();
     let dtype = a.dtype;
-    // TF32 is allowed unless the precision is `Highest` (PyTorch's `allow_tf32`).
+    // TF32 is allowed unless the precision is `Highest` (PyTorch's `allow_tf32`;
+    // a convolution's products follow its own setting, `set_conv_allow_tf32`).
     let tf32 = dtype == DType::F32
-        && crate::ops::float32_matmul_precision() != crate::ops::Precision::Highest;
+        && crate::ops::effective_f32_precision() != crate::ops::Precision::Highest;
     let (ty, compute, wide) = gemm_types(dtype, tf32);
     // C and D in f32 for a half-precision product accumulated in f32
     // (`accumulate_half`), else in the operands' type.
