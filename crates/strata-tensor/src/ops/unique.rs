@@ -47,6 +47,34 @@ fn groups(is_new: &Tensor) -> Result<(Tensor, usize)> {
 }
 
 /// `[true]` followed by `differs` (bool, 1-D).
+/// Where asked, the inverse (each element's group, in the input's order:
+/// `group` is in the sorted order `order`, or already in the input's) and
+/// the counts of the `k` groups.
+fn inverse_and_counts(
+    order: Option<&Tensor>,
+    group: &Tensor,
+    k: usize,
+    return_inverse: bool,
+    return_counts: bool,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let (n, dev) = (group.numel(), group.device());
+    let inverse = if return_inverse {
+        Some(match order {
+            Some(o) => Tensor::zeros(&[n], DType::I64, dev)?.scatter(0, o, group)?,
+            None => group.clone(),
+        })
+    } else {
+        None
+    };
+    let counts = if return_counts {
+        let ones = Tensor::ones(&[n], DType::I64, dev)?;
+        Some(Tensor::zeros(&[k], DType::I64, dev)?.scatter_add(0, group, &ones)?)
+    } else {
+        None
+    };
+    Ok((inverse, counts))
+}
+
 fn first_and(differs: &Tensor) -> Result<Tensor> {
     let first = Tensor::ones(&[1], DType::Bool, differs.device())?;
     Tensor::cat(&[&first, differs], 0)
@@ -168,25 +196,12 @@ impl Tensor {
         let is_new = first_and(&differs)?;
         let (group, k) = groups(&is_new)?;
         let values = seq.masked_select(&is_new)?;
-        let inverse = if return_inverse {
-            let inv = match &order {
-                Some(o) => Tensor::zeros(&[n], DType::I64, dev)?.scatter(0, o, &group)?,
-                None => group.clone(),
-            };
-            let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
-            Some(inv.reshape(&shape)?)
-        } else {
-            None
-        };
-        let counts = if return_counts {
-            let ones = Tensor::ones(&[n], DType::I64, dev)?;
-            Some(Tensor::zeros(&[k], DType::I64, dev)?.scatter_add(0, &group, &ones)?)
-        } else {
-            None
-        };
+        let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        let (inverse, counts) =
+            inverse_and_counts(order.as_ref(), &group, k, return_inverse, return_counts)?;
         Ok(Unique {
             values,
-            inverse,
+            inverse: inverse.map(|i| i.reshape(&shape)).transpose()?,
             counts,
         })
     }
@@ -280,20 +295,8 @@ impl Tensor {
             .index_select(0, &firsts)?
             .reshape(&shape)?
             .permute(&back)?;
-        let inverse = if return_inverse {
-            Some(match &order {
-                Some(o) => Tensor::zeros(&[n], DType::I64, dev)?.scatter(0, o, &group)?,
-                None => group.clone(),
-            })
-        } else {
-            None
-        };
-        let counts = if return_counts {
-            let ones = Tensor::ones(&[n], DType::I64, dev)?;
-            Some(Tensor::zeros(&[k], DType::I64, dev)?.scatter_add(0, &group, &ones)?)
-        } else {
-            None
-        };
+        let (inverse, counts) =
+            inverse_and_counts(order.as_ref(), &group, k, return_inverse, return_counts)?;
         Ok(Unique {
             values,
             inverse,
