@@ -251,7 +251,7 @@ fn a_half_precision_convolution_on_a_gpu_saves_half_precision_operands() {
     }
 }
 
-/// A batch whose columns take more than `conv_chunk_bytes()` (26 MB a sample
+/// A batch whose columns take more than `conv_chunk_bytes()` (set to 64 MiB; 26 MB a sample
 /// here: 16 channels x 25 offsets x 128 x 128 positions in f32) is
 /// convolved a chunk of samples at a time, forward and backward: each
 /// sample's output and input gradient equal those of the sample convolved
@@ -261,6 +261,7 @@ fn a_large_batch_is_convolved_in_chunks() {
     let cpu = Device::Cpu;
     let _settings = exclusive_conv_settings();
     let per_sample = 16 * 25 * 128 * 128 * 4;
+    strata_tensor::set_conv_chunk_bytes(64 << 20);
     assert!(3 * per_sample > strata_tensor::conv_chunk_bytes());
     assert!(per_sample < strata_tensor::conv_chunk_bytes());
     let opts = ConvOptions::new().padding(&[2]);
@@ -304,6 +305,7 @@ fn a_large_batch_is_convolved_in_chunks() {
             .collect();
         assert_eq!(whole[i], sum, "{name}");
     }
+    strata_tensor::set_conv_chunk_bytes(strata_tensor::DEFAULT_CONV_CHUNK_BYTES);
 }
 
 /// f32 convolutions on a GPU follow `set_conv_allow_tf32` (on by default,
