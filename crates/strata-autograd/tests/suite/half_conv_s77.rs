@@ -150,17 +150,9 @@ fn run(case: &Case, dtype: DType, device: Device) -> Vec<Vec<u32>> {
         .unwrap()
         .backward()
         .unwrap();
-    let bits = |t: &Tensor| -> Vec<u32> {
+    let bits = |t: &Tensor| {
         assert_eq!(t.dtype(), dtype);
-        t.to_dtype(DType::F32)
-            .unwrap()
-            .to(Device::Cpu)
-            .unwrap()
-            .to_vec::<f32>()
-            .unwrap()
-            .iter()
-            .map(|v| v.to_bits())
-            .collect()
+        f32_bits(t)
     };
     let mut out = vec![
         bits(y.data()),
@@ -171,6 +163,19 @@ fn run(case: &Case, dtype: DType, device: Device) -> Vec<Vec<u32>> {
         out.push(bits(&b.grad().unwrap()));
     }
     out
+}
+
+/// The elements of `t` widened to f32, as bit patterns, on the host.
+fn f32_bits(t: &Tensor) -> Vec<u32> {
+    t.to_dtype(DType::F32)
+        .unwrap()
+        .to(Device::Cpu)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect()
 }
 
 /// The case computed in f32 (exact for these inputs) and rounded once to
@@ -185,15 +190,7 @@ fn rounded_f32(case: &Case, dtype: DType) -> Vec<Vec<u32>> {
                 Device::Cpu,
             )
             .unwrap();
-            t.to_dtype(dtype)
-                .unwrap()
-                .to_dtype(DType::F32)
-                .unwrap()
-                .to_vec::<f32>()
-                .unwrap()
-                .iter()
-                .map(|x| x.to_bits())
-                .collect()
+            f32_bits(&t.to_dtype(dtype).unwrap())
         })
         .collect()
 }

@@ -634,10 +634,8 @@ impl ConvPlan {
                 });
             }
             let shape: Vec<i64> = weight.shape().iter().map(|&s| s as i64).collect();
-            match sum {
-                Some(dw) => Some(dw.reshape(&shape)?.to_dtype(weight.dtype())?),
-                None => None,
-            }
+            sum.map(|dw| dw.reshape(&shape)?.to_dtype(weight.dtype()))
+                .transpose()?
         } else {
             None
         };
@@ -736,16 +734,9 @@ impl Tensor {
         bias: Option<&Tensor>,
         opts: &ConvOptions,
     ) -> Result<Tensor> {
-        let plan = convolution(op, kind, spatial, self, weight, bias, opts)?;
-        if let Convolution::Plain(p) = &plan {
-            if p.out[0] == 0 {
-                // An empty batch: nothing to compute (its spatial dims may
-                // be larger than anything could hold).
-                let out: Vec<usize> = p.out.iter().map(|&s| s as usize).collect();
-                return Tensor::zeros(&out, self.dtype(), self.device());
-            }
-        }
-        plan.convolve(op, self, weight, bias)
+        // (An empty output, whatever the input's spatial dims, is zeros:
+        // `ConvPlan::product`.)
+        convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(op, self, weight, bias)
     }
 }
 
