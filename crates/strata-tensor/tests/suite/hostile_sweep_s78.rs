@@ -1,0 +1,265 @@
+//! Session 78: a hostile-input sweep of the ops session 77 added
+//! (`searchsorted`, `bucketize`, `bincount`, `histc`, `unique`,
+//! `unique_consecutive`, `meshgrid`, `cartesian_prod`, `tril_indices`,
+//! `triu_indices`, `diff`, `cdist`) against PyTorch 2.15's CPU
+//! (`benches/anchors/gen_hostile_sweep_s78.py`: Python scalars that do not
+//! fit the sequence's dtype, NaN and ±inf, non-contiguous, expanded and 0-d
+//! operands, sizes and offsets at the ends of int64, histogram ranges past a
+//! dtype, `p` values that f32 rounds to another norm, cdist operands taken
+//! a block at a time). Where PyTorch fails strata must fail with a typed
+//! error, never a panic; where it answers strata must give its dtypes,
+//! shapes and values; inputs stay as they were either way. Then cdist's
+//! bounded intermediate.
+
+use crate::pytorch_fixture::{
+    assert_cases_agree, close, dtype, fixture, gunzip, input, num, nums, shape, tolerance,
+};
+use serde_json::Value;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::LazyLock;
+use strata_tensor::{s, DType, Device, Operand, Result, Scalar, Tensor};
+
+const CPU: Device = Device::Cpu;
+
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/hostile_sweep_s78.json.gz"))));
+
+/// An input as the generator describes it: a listed tensor (maybe
+/// transposed) then expanded or strided, or a `pattern` too large to list.
+fn build(d: &Value) -> Tensor {
+    if let Some(p) = d.get("pattern") {
+        let sh = shape(&p["shape"]);
+        let seed = p["seed"].as_u64().unwrap();
+        let n: usize = sh.iter().product();
+        let v: Vec<f64> = (0..n as u64)
+            .map(|i| ((i * 7919 + seed) % 23) as f64 / 4.0 - 11.0 / 4.0)
+            .collect();
+        return Tensor::from_slice(&v, &sh, CPU)
+            .unwrap()
+            .to_dtype(dtype(p["dtype"].as_str().unwrap()))
+            .unwrap();
+    }
+    let mut t = input(d, CPU);
+    if let Some(e) = d.get("expand") {
+        let sizes: Vec<i64> = shape(e).iter().map(|&s| s as i64).collect();
+        t = t.expand(&sizes).unwrap();
+    }
+    if let Some(step) = d.get("step") {
+        t = t.i(s![..; step.as_i64().unwrap()]).unwrap();
+    }
+    t
+}
+
+const INPUTS: [&str; 8] = [
+    "x",
+    "v",
+    "sorter",
+    "boundaries",
+    "w",
+    "x2",
+    "prepend",
+    "append",
+];
+
+fn inputs(c: &Value) -> Vec<(String, Tensor)> {
+    let mut out: Vec<(String, Tensor)> = INPUTS
+        .iter()
+        .filter_map(|&k| c.get(k).map(|d| (k.to_string(), build(d))))
+        .collect();
+    if let Some(xs) = c.get("xs").and_then(Value::as_array) {
+        for (i, d) in xs.iter().enumerate() {
+            out.push((format!("xs{i}"), build(d)));
+        }
+    }
+    out
+}
+
+fn call(c: &Value, t: &[(String, Tensor)]) -> Result<Vec<Tensor>> {
+    let get = |k: &str| t.iter().find(|(n, _)| n == k).map(|(_, x)| x);
+    let x = || get("x").expect("the case has an input x");
+    let a = &c["args"];
+    let flag = |k: &str| a[k].as_bool().unwrap();
+    let int = |k: &str| a[k].as_i64().unwrap();
+    let one = |r: Result<Tensor>| r.map(|t| vec![t]);
+    match c["op"].as_str().unwrap() {
+        "searchsorted" => {
+            let values: Operand = match a.get("scalar") {
+                Some(s) => Operand::Scalar(match s["kind"].as_str().unwrap() {
+                    "bool" => Scalar::from(s["value"].as_bool().unwrap()),
+                    "int" => Scalar::from(s["value"].as_i64().unwrap()),
+                    _ => Scalar::from(num(&s["value"])),
+                }),
+                None => Operand::Tensor(get("v").unwrap()),
+            };
+            one(x().searchsorted(
+                values,
+                flag("out_int32"),
+                flag("right"),
+                a["side"].as_str(),
+                get("sorter"),
+            ))
+        }
+        "bucketize" => {
+            one(x().bucketize(get("boundaries").unwrap(), flag("out_int32"), flag("right")))
+        }
+        "bincount" => one(x().bincount(get("w"), int("minlength"))),
+        "histc" => one(x().histc(int("bins"), num(&a["min"]), num(&a["max"]))),
+        op @ ("unique" | "unique_consecutive") => {
+            let dim = a["dim"].as_i64();
+            let u = if op == "unique" {
+                x().unique(true, true, true, dim)?
+            } else {
+                x().unique_consecutive(true, true, dim)?
+            };
+            Ok(vec![u.values, u.inverse.unwrap(), u.counts.unwrap()])
+        }
+        op @ ("meshgrid" | "cartesian_prod") => {
+            let xs: Vec<&Tensor> = t
+                .iter()
+                .filter(|(n, _)| n.starts_with("xs"))
+                .map(|(_, x)| x)
+                .collect();
+            if op == "meshgrid" {
+                Tensor::meshgrid(&xs, a["indexing"].as_str().unwrap())
+            } else {
+                one(Tensor::cartesian_prod(&xs))
+            }
+        }
+        "diff" => one(x().diff(int("n"), int("dim"), get("prepend"), get("append"))),
+        "cdist" => one(x().cdist(get("x2").unwrap(), num(&a["p"]))),
+        op @ ("tril_indices" | "triu_indices") => {
+            let f = if op == "tril_indices" {
+                Tensor::tril_indices
+            } else {
+                Tensor::triu_indices
+            };
+            one(f(int("row"), int("col"), int("offset"), None, CPU))
+        }
+        op => panic!("the generator wrote an op this test does not know: {op}"),
+    }
+}
+
+/// Where strata's answer differs from PyTorch's for case `c`, or `None`.
+fn difference(c: &Value) -> Option<String> {
+    let t = inputs(c);
+    let before: Vec<(Vec<f64>, u64)> = t
+        .iter()
+        .map(|(_, x)| {
+            // Expanded inputs of 2^40 elements are compared by their storage.
+            let v = if x.numel() > 1 << 20 {
+                Vec::new()
+            } else {
+                x.to_vec_as::<f64>().unwrap()
+            };
+            (v, x.version())
+        })
+        .collect();
+    let got = match catch_unwind(AssertUnwindSafe(|| call(c, &t))) {
+        Ok(g) => g,
+        Err(_) => return Some("panicked".into()),
+    };
+    for ((name, x), (vals, version)) in t.iter().zip(&before) {
+        let now = if x.numel() > 1 << 20 {
+            Vec::new()
+        } else {
+            x.to_vec_as::<f64>().unwrap()
+        };
+        let same =
+            now.len() == vals.len() && now.iter().zip(vals).all(|(a, b)| close(*a, *b, None));
+        if !same || x.version() != *version {
+            return Some(format!("input {name} changed"));
+        }
+    }
+    let want = match c.get("results") {
+        None => {
+            return got.ok().map(|ys| {
+                let shapes: Vec<_> = ys.iter().map(|y| (y.dtype(), y.shape().to_vec())).collect();
+                format!("gave {shapes:?}, PyTorch failed: {}", c["error"])
+            })
+        }
+        Some(w) => w.as_array().unwrap(),
+    };
+    let ys = match got {
+        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
+        Ok(ys) => ys,
+    };
+    if ys.len() != want.len() {
+        return Some(format!("{} outputs, PyTorch {}", ys.len(), want.len()));
+    }
+    for (k, (y, w)) in ys.iter().zip(want).enumerate() {
+        let wd = dtype(w["dtype"].as_str().unwrap());
+        let ws = shape(&w["shape"]);
+        let wv = nums(&w["data"]);
+        let g = y.contiguous().unwrap().to_vec_as::<f64>().unwrap();
+        // Distances within conformance/FORMAT.md's tolerance (PyTorch sums
+        // in another order); everything else exactly.
+        let tol = (c["op"] == "cdist").then(|| tolerance(wd));
+        let ok = y.dtype() == wd
+            && y.shape() == ws.as_slice()
+            && g.len() == wv.len()
+            && g.iter().zip(&wv).all(|(&a, &b)| close(a, b, tol));
+        if !ok {
+            let cut = |v: &[f64]| v.iter().take(24).copied().collect::<Vec<_>>();
+            return Some(format!(
+                "output {k}: gave {:?} {:?} {:?}, PyTorch {wd:?} {ws:?} {:?}",
+                y.dtype(),
+                y.shape(),
+                cut(&g),
+                cut(&wv)
+            ));
+        }
+    }
+    None
+}
+
+/// Every listed hostile call agrees with PyTorch: the same error-or-not,
+/// dtypes, shapes and values, inputs untouched.
+#[test]
+fn hostile_calls_of_session_77_ops_match_pytorch() {
+    assert_cases_agree(
+        FIXTURE["cases"].as_array().unwrap(),
+        300,
+        |c| format!("{} ({}) {}", c["op"], c["note"], c["args"]),
+        difference,
+    );
+}
+
+// ----- cdist's intermediate -----
+
+/// cdist takes its differences a block of rows at a time: 128 x 128 rows
+/// of 4096 columns once held a 256 MiB intermediate (`r1 * r2 * c`
+/// elements, here 64 times the inputs); now no block passes 2^22 elements.
+/// Measured on a private memory pool: its largest segment.
+#[test]
+fn cdist_differences_are_taken_in_bounded_blocks() {
+    let (r, c) = (128usize, 4096usize);
+    let pattern = |seed: u64| -> Vec<f32> {
+        (0..(r * c) as u64)
+            .map(|i| ((i * 7919 + seed) % 23) as f32 / 4.0 - 2.75)
+            .collect()
+    };
+    let x1 = Tensor::from_slice(&pattern(1), &[r, c], CPU).unwrap();
+    let x2 = Tensor::from_slice(&pattern(5), &[r, c], CPU).unwrap();
+    let pool = strata_alloc::mem_pool(CPU, strata_alloc::MemPoolOptions::default()).unwrap();
+    let d = {
+        let _in_pool = pool.activate().unwrap();
+        x1.cdist(&x2, 1.0).unwrap()
+    };
+    let largest = pool.snapshot().iter().map(|s| s.total_size).max().unwrap();
+    assert!(
+        largest <= 64 << 20,
+        "a segment of {largest} bytes for a 64 KiB result"
+    );
+    // Row 0 against a direct loop.
+    let (a, b) = (pattern(1), pattern(5));
+    for j in [0, 77, 127] {
+        let want: f64 = (0..c)
+            .map(|k| (f64::from(a[k]) - f64::from(b[j * c + k])).abs())
+            .sum();
+        let got = d.i(s![0, j]).unwrap().item::<f32>().unwrap();
+        assert!(
+            (f64::from(got) - want).abs() <= 1e-5 * want,
+            "{got} vs {want}"
+        );
+    }
+}
