@@ -9,7 +9,8 @@
 //! a block at a time). Where PyTorch fails strata must fail with a typed
 //! error, never a panic; where it answers strata must give its dtypes,
 //! shapes and values; inputs stay as they were either way. Then cdist's
-//! bounded intermediate.
+//! bounded intermediate, and the checks the pooling kernels make of
+//! hand-built `Windows`.
 
 use crate::pytorch_fixture::{
     assert_cases_agree, close, dtype, fixture, gunzip, input, num, nums, shape, tolerance,
@@ -17,7 +18,9 @@ use crate::pytorch_fixture::{
 use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::LazyLock;
-use strata_tensor::{s, DType, Device, Operand, Result, Scalar, Tensor};
+use strata_tensor::{
+    s, AvgMode, DType, Device, Operand, PoolOptions, Result, Scalar, Tensor, TensorError, Windows,
+};
 
 const CPU: Device = Device::Cpu;
 
@@ -262,4 +265,86 @@ fn cdist_differences_are_taken_in_bounded_blocks() {
             "{got} vs {want}"
         );
     }
+}
+
+// ----- hand-built `Windows` -----
+
+fn avg(count_include_pad: bool) -> AvgMode {
+    AvgMode {
+        count_include_pad,
+        divisor_override: None,
+    }
+}
+
+fn is_value_error<T: std::fmt::Debug>(r: Result<T>) -> bool {
+    matches!(r, Err(TensorError::Value { .. }))
+}
+
+/// The pooling kernels refuse hand-built windows that PyTorch's pooling
+/// never makes: a window wholly in the padding or past the input (its mean
+/// was NaN or -0.0, its index outside the window), or a dilated average
+/// (its divisor ignores the dilation). Convolution's columns keep them: a
+/// column in the padding is zeros, as `F.unfold` with a large padding.
+#[test]
+fn pooling_kernels_refuse_windows_that_miss_the_input() {
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[1, 1, 3], CPU).unwrap();
+    let in_padding = Windows::new(&[3], &[5], &[1], &[1], &[3], &[1]);
+    let past_end = Windows::new(&[3], &[4], &[1], &[2], &[0], &[1]);
+    let empty_2d = Windows::new(&[1, 3], &[1, 3], &[1, 1], &[1, 2], &[0, 0], &[1, 1]);
+    let x2 = x.reshape(&[1, 1, 1, 3]).unwrap();
+    for (w, x) in [(&in_padding, &x), (&past_end, &x), (&empty_2d, &x2)] {
+        let out = x.window_max(w);
+        assert!(is_value_error(out), "{w:?}");
+        for mode in [avg(true), avg(false)] {
+            assert!(is_value_error(x.window_means(w, mode)), "{w:?}");
+        }
+        let mut gshape = vec![1usize, 1];
+        gshape.extend(w.spatial_of(&w.out));
+        let g = Tensor::ones(&gshape, DType::F32, CPU).unwrap();
+        let i = Tensor::zeros(&gshape, DType::I64, CPU).unwrap();
+        assert!(is_value_error(g.window_max_backward(&i, w)), "{w:?}");
+        assert!(
+            is_value_error(g.window_means_backward(w, avg(false))),
+            "{w:?}"
+        );
+    }
+    // Columns: the positions outside the input are zeros (F.unfold of
+    // [1, 2] with a kernel of 1 and padding 3: [0, 0, 0, 1, 2, 0, 0, 0]).
+    let cols = x.window_columns(&in_padding).unwrap();
+    assert_eq!(cols.to_vec::<f32>().unwrap(), [0., 0., 0., 1., 2.]);
+    let cols = x.window_columns(&past_end).unwrap();
+    assert_eq!(cols.to_vec::<f32>().unwrap(), [1., 3., 0., 0.]);
+    // A dilated average: the max takes it, the mean does not.
+    let dilated = Windows::new(&[3], &[1], &[2], &[1], &[1], &[2]);
+    let (v, i) = x.window_max(&dilated).unwrap();
+    assert_eq!(
+        (v.to_vec::<f32>().unwrap(), i.to_vec::<i64>().unwrap()),
+        (vec![2.0], vec![1])
+    );
+    assert!(is_value_error(x.window_means(&dilated, avg(true))));
+    assert!(is_value_error(
+        Tensor::ones(&[1, 1, 1], DType::F32, CPU)
+            .unwrap()
+            .window_means_backward(&dilated, avg(true))
+    ));
+}
+
+/// A dilated window of PyTorch's own max pooling can step over the whole
+/// input (kernel 2, dilation 4, padding 1 over 3 elements reads positions
+/// -1 and 3): still taken, with PyTorch's answer (-inf at index 3, no
+/// gradient), through the pooling op and the kernels it calls.
+#[test]
+fn pytorch_max_pooling_windows_that_skip_the_input_still_work() {
+    let x = Tensor::from_slice(&[3.0f32, 9.0, -1.0], &[1, 1, 3], CPU).unwrap();
+    let opts = PoolOptions::new(&[2])
+        .stride(&[1])
+        .padding(&[1])
+        .dilation(&[4]);
+    let (v, i) = x.max_pool1d_with_indices(&opts).unwrap();
+    assert_eq!(v.to_vec::<f32>().unwrap(), [f32::NEG_INFINITY]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [3]);
+    let w = Windows::new(&[3], &[1], &[2], &[1], &[1], &[4]);
+    let g = Tensor::ones(&[1, 1, 1], DType::F32, CPU).unwrap();
+    let dx = g.window_max_backward(&i, &w).unwrap();
+    assert_eq!(dx.to_vec::<f32>().unwrap(), [0.0, 0.0, 0.0]);
 }
