@@ -120,6 +120,7 @@ pub const POLICIES: &[(&str, CastPolicy)] = &[
     ("pow", CastPolicy::Fp32),
     ("rsqrt", CastPolicy::Fp32),
     ("norm", CastPolicy::Fp32),
+    ("cdist", CastPolicy::Fp32),
     // Multi-input ops that do not promote by themselves: the widest dtype.
     ("cat", CastPolicy::Promote),
     ("stack", CastPolicy::Promote),
@@ -162,6 +163,7 @@ pub const CPU_POLICIES: &[(&str, CastPolicy)] = &[
     ("cross_entropy", CastPolicy::Fp32),
     ("nll_loss", CastPolicy::Fp32),
     ("mse_loss", CastPolicy::Fp32),
+    ("cdist", CastPolicy::Fp32),
     ("cat", CastPolicy::Promote),
     ("stack", CastPolicy::Promote),
 ];

@@ -168,6 +168,7 @@ pub use grad_scaler::GradScaler;
 pub use hooks::{GradHook, HookHandle, TensorHook};
 pub use inference_mode::{inference_mode, is_inference_mode_enabled, InferenceModeGuard};
 pub use ops::attention::{AttentionArgs, AttentionSaving};
+pub use ops::cdist::CdistMode;
 pub use ops::nn::{generator_state, manual_seed};
 pub use optim::{clip_grad_norm_, clip_grad_value_, AdamW, ClipGradNorm};
 pub use var::{Var, VarOperand};

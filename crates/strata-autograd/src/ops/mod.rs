@@ -43,6 +43,10 @@ mod loss_operand;
 mod nan_moments;
 mod pair_math;
 
+// ---- session 78: cdist, diff, meshgrid, cartesian_prod ----
+pub(crate) mod cdist;
+mod grids;
+
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};
 

@@ -14,6 +14,7 @@ mod class_weight_s73;
 mod contract_grad_s60;
 mod extrema;
 mod grad_args_s73;
+mod grad_forms_s78;
 mod grad_layout_s54b;
 mod grad_oracle;
 mod grad_scaler;
