@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo run --release -p strata-examples --example conv_ops [-- --iters N]
-//!     [--conv-tf32 on|off] [--conv-chunk-mib N|none]
+//!     [--conv-tf32 on|off] [--conv-chunk-mib N|none] [--cudnn on|off]
 //! ```
 //!
 //! * `conv3x3`: `[32, 64, 56, 56]` by a `[64, 64, 3, 3]` kernel, padding 1;
@@ -24,8 +24,10 @@
 //! `--conv-chunk-mib` set [`strata_tensor::set_conv_allow_tf32`] (default
 //! on, as PyTorch's `torch.backends.cudnn.allow_tf32`) and
 //! [`strata_tensor::set_conv_chunk_bytes`] (default 64 MiB; `none` never
-//! chunks); every line names both. Without a GPU the program prints why and
-//! exits with 2.
+//! chunks); `--cudnn` sets [`strata_tensor::set_cudnn_enabled`] (default on,
+//! as PyTorch's `torch.backends.cudnn.enabled`); every line names all three
+//! and whether cuDNN was found (`cudnn_version`). Without a GPU the program
+//! prints why and exits with 2.
 
 use strata::Device;
 use strata_autograd::Var;
@@ -60,6 +62,8 @@ fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, peak): (f64, f
                 usize::MAX => None,
                 b => Some(b >> 20),
             },
+            "cudnn": strata_tensor::cudnn_enabled(),
+            "cudnn_version": cuda::cudnn_version(),
         })
     );
 }
@@ -183,8 +187,14 @@ fn arg(name: &str) -> Option<String> {
     args.get(i + 1).cloned()
 }
 
-/// Applies `--conv-tf32` and `--conv-chunk-mib`.
+/// Applies `--conv-tf32`, `--conv-chunk-mib` and `--cudnn`.
 fn conv_settings() -> Result<()> {
+    match arg("--cudnn").as_deref() {
+        None => {}
+        Some("on") => strata_tensor::set_cudnn_enabled(true),
+        Some("off") => strata_tensor::set_cudnn_enabled(false),
+        Some(v) => return Err(format!("--cudnn takes on or off, not {v:?}").into()),
+    }
     match arg("--conv-tf32").as_deref() {
         None => {}
         Some("on") => strata_tensor::set_conv_allow_tf32(true),

@@ -1,22 +1,29 @@
-//! Convolution, `F.conv1d`, `F.conv2d` and `F.conv3d`, as im2col and one
-//! batched matrix product: the input is padded, its windows are taken as a
-//! view ([`Tensor::unfold`] along each spatial dim, every `dilation`-th
-//! element of a window), laid out once as `[N, groups, C/groups * K, P]`
-//! columns and multiplied by the weight viewed as `[groups, C_out/groups,
-//! C/groups * K]`. Every step is an existing op, so the same composition
-//! runs on every backend and, on variables, differentiates itself
-//! (strata-autograd's `Var::conv2d`). [`conv_plan`] checks the operands as
-//! PyTorch 2.15 does and holds the shapes both forms use.
+//! Convolution, `F.conv1d`, `F.conv2d` and `F.conv3d`. [`conv_plan`] checks
+//! the operands as PyTorch 2.15 does and holds the shapes; one op,
+//! [`ConvPlan::product`] (and [`ConvPlan::product_backward`] for its
+//! gradients), convolves, which a `Var` records as one node.
 //!
-//! f16 and bf16 products accumulate in f32 and are rounded once (the bias
-//! added before rounding), as PyTorch's oneDNN and cuDNN paths accumulate:
-//! on a GPU the columns stay in the operands' dtype and cuBLAS multiplies
-//! them on tensor cores into f32 ([`Tensor::matmul_wide`]); on the CPU the
-//! operands are widened to f32 first. Integer convolutions (PyTorch's CPU
-//! has them) wrap as its slow path does.
+//! On a GPU with cuDNN (and [`cudnn_enabled`]) each pass is one cuDNN call
+//! (`backend/cuda/cudnn.rs`), as in PyTorch: implicit GEMM on tensor cores,
+//! the workspace from strata's caching allocator; the bias is added after,
+//! in the output's dtype, as PyTorch adds it.
+//!
+//! Elsewhere (the CPU, a GPU without cuDNN, a geometry cuDNN does not
+//! take) as im2col and one batched matrix product: the input's windows laid
+//! out once as `[N, groups, C/groups * K, P]` columns
+//! ([`Tensor::window_columns`]) and multiplied by the weight viewed as
+//! `[groups, C_out/groups, C/groups * K]`, a chunk of samples at a time
+//! where the columns are large ([`conv_chunk_bytes`]). f16 and bf16 products
+//! there accumulate in f32 and are rounded once (the bias added before
+//! rounding): on a GPU the columns stay in the operands' dtype and cuBLAS
+//! multiplies them on tensor cores into f32 ([`Tensor::matmul_wide`]); on
+//! the CPU the operands are widened to f32 first. Integer convolutions
+//! (PyTorch's CPU has them) wrap as its slow path does.
 
+use crate::backend::{ConvPass, LibraryConv};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::elementwise::launch;
 use crate::ops::nn::acc_dtype;
 use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Composite, Windows};
 use crate::scalar::Scalar;
@@ -417,6 +424,31 @@ pub fn conv_allow_tf32() -> bool {
     CONV_ALLOW_TF32.load(Ordering::Relaxed)
 }
 
+static CUDNN_ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Whether GPU convolutions may use cuDNN where it is installed, for the
+/// whole process: PyTorch's `torch.backends.cudnn.enabled` (`true` by
+/// default, as there). With `false`, or without cuDNN
+/// ([`crate::cuda::cudnn_version`]), GPU convolutions run as im2col and
+/// matrix products (more memory, more time, the same results up to
+/// rounding). The CPU is not affected.
+///
+/// ```
+/// use strata_tensor::{cudnn_enabled, set_cudnn_enabled};
+/// assert!(cudnn_enabled());
+/// set_cudnn_enabled(false); // columns and cuBLAS on GPUs
+/// assert!(!cudnn_enabled());
+/// set_cudnn_enabled(true);
+/// ```
+pub fn set_cudnn_enabled(enabled: bool) {
+    CUDNN_ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether GPU convolutions may use cuDNN (see [`set_cudnn_enabled`]).
+pub fn cudnn_enabled() -> bool {
+    CUDNN_ENABLED.load(Ordering::Relaxed)
+}
+
 /// Runs `f` (a convolution's matrix products) at the convolutions' f32
 /// precision ([`conv_allow_tf32`]).
 fn at_conv_precision<R>(f: impl FnOnce() -> R) -> R {
@@ -540,6 +572,13 @@ impl ConvPlan {
             let out: Vec<usize> = self.out.iter().map(|&s| s as usize).collect();
             return Tensor::zeros(&out, x.dtype(), x.device());
         }
+        let out: Vec<usize> = self.out.iter().map(|&s| s as usize).collect();
+        if let Some(y) = self.by_library(ConvPass::Forward, [x, weight], &out)? {
+            if let Some(b) = bias {
+                y.add_(&b.reshape(&self.bias)?)?;
+            }
+            return Ok(y);
+        }
         let w = weight.reshape(&self.weight)?;
         // f16/bf16 (on a GPU): the products in f32, the bias added there,
         // rounded once.
@@ -552,6 +591,51 @@ impl ConvPlan {
             y.add_(&b.reshape(&self.bias)?)?;
         }
         y.to_dtype(x.dtype())
+    }
+
+    /// One pass of the convolution through the device's library (cuDNN),
+    /// into a fresh contiguous tensor of `shape`: the forward pass from `[x,
+    /// weight]`, the input's gradient from `[g, weight]`, the weight's from
+    /// `[x, g]`. `None` on the CPU, where cuDNN is disabled or absent, for
+    /// a dtype the plan widens, or where the library does not take this
+    /// convolution (padding that differs before and after, say).
+    fn by_library(
+        &self,
+        pass: ConvPass,
+        operands: [&Tensor; 2],
+        shape: &[usize],
+    ) -> Result<Option<Tensor>> {
+        let a = operands[0];
+        if a.device() == crate::Device::Cpu
+            || !cudnn_enabled()
+            || !matches!(
+                a.dtype(),
+                DType::F16 | DType::BF16 | DType::F32 | DType::F64
+            )
+        {
+            return Ok(None);
+        }
+        let [a, b] = [a.contiguous()?, operands[1].contiguous()?];
+        let out = Tensor::uninit("convolution", shape, a.dtype(), a.device())?;
+        let (x, w, y) = match pass {
+            ConvPass::Forward => (&a, &b, &out),
+            ConvPass::InputGrad => (&out, &b, &a),
+            ConvPass::WeightGrad => (&a, &out, &b),
+        };
+        let mut done = false;
+        launch(&out, &[&a, &b], |be| {
+            done = be.library_conv(LibraryConv {
+                pass,
+                x: &x.arg(),
+                w: &w.arg(),
+                y: &y.arg(),
+                windows: &self.windows,
+                groups: self.columns[1] as usize,
+                allow_tf32: conv_allow_tf32(),
+            })?;
+            Ok(())
+        })?;
+        Ok(done.then_some(out))
     }
 
     /// The gradients of [`ConvPlan::product`] for the upstream `g`
@@ -595,10 +679,18 @@ impl ConvPlan {
             ]);
         }
         let [n, groups, cols_per_group, o] = self.columns;
+        let by_library = |pass, operands, shape: &[usize], need: bool| match need {
+            true => self.by_library(pass, operands, shape),
+            false => Ok(None),
+        };
+        let dx = by_library(ConvPass::InputGrad, [g, weight], x.shape(), needs[0])?;
+        let dw = by_library(ConvPass::WeightGrad, [x, g], weight.shape(), needs[1])?;
         let g4 = g.reshape(&[n, groups, self.weight[1], o])?;
         // f16/bf16 (on a GPU): each gradient summed in f32 and rounded once.
         let wide = wide_dtype(x.dtype(), x.device());
-        let dx = if needs[0] {
+        let dx = if dx.is_some() {
+            dx
+        } else if needs[0] {
             let wt = weight.reshape(&self.weight)?.transpose(-1, -2)?;
             let dx = self.by_chunks(self.column_bytes(wide), |s, len| {
                 let dcols = wt.matmul_wide(&g4.narrow(0, s, len)?)?;
@@ -617,7 +709,9 @@ impl ConvPlan {
         } else {
             None
         };
-        let dw = if needs[1] {
+        let dw = if dw.is_some() {
+            dw
+        } else if needs[1] {
             let per_sample = self
                 .column_bytes(x.dtype())
                 .max(weight.numel().saturating_mul(wide.size()));
