@@ -1,8 +1,8 @@
 //! Session 78: GPU convolutions through cuDNN (`backend/cuda/cudnn.rs`).
 //! Each pass (forward, input gradient, weight gradient) of random
-//! convolutions — 1 to 3 spatial dims, strides, dilations, groups, explicit,
-//! `same` and `valid` padding, non-contiguous operands, f16, bf16, f32 and
-//! f64 — is compared with the same convolution computed in f64 on the CPU,
+//! convolutions and transposed convolutions — 1 to 3 spatial dims, strides,
+//! dilations, groups, explicit, `same` and `valid` padding, output padding,
+//! non-contiguous operands, f16, bf16, f32 and f64 — is compared with the same convolution computed in f64 on the CPU,
 //! with cuDNN on and off (columns and cuBLAS), and the settings that steer
 //! it are checked: `set_cudnn_enabled`, `set_conv_allow_tf32` (exact f32
 //! with `CUDNN_FMA_MATH`), the memory a convolution takes, and batches
@@ -41,6 +41,8 @@ struct Case {
     /// Whether the input is a transposed view (not contiguous).
     strided_input: bool,
     bias: bool,
+    /// `F.conv_transpose*d` (weight `[C_in, C_out / groups, k...]`).
+    transposed: bool,
 }
 
 /// A random convolution of `spatial` dims that has at least one output.
@@ -51,6 +53,41 @@ fn case(r: &mut Rng, spatial: usize) -> Case {
     let kmax = if spatial == 3 { 2 } else { 3 };
     let kernel: Vec<usize> = (0..spatial).map(|_| r.int(1, kmax)).collect();
     let dilation: Vec<usize> = (0..spatial).map(|_| r.int(1, 2)).collect();
+    let max_len = if spatial == 3 { 6 } else { 10 };
+    let strided_input = r.int(0, 2) == 0;
+    let bias = r.int(0, 1) == 1;
+    if r.int(0, 3) == 0 {
+        // Transposed: any explicit padding that leaves an output, an output
+        // padding below the stride or the dilation.
+        let stride: Vec<usize> = (0..spatial).map(|_| r.int(1, 3)).collect();
+        let output_padding: Vec<usize> = (0..spatial)
+            .map(|i| r.int(0, stride[i].max(dilation[i]) - 1))
+            .collect();
+        let lens: Vec<usize> = (0..spatial).map(|_| r.int(1, max_len)).collect();
+        let padding: Vec<usize> = (0..spatial)
+            .map(|i| {
+                let full = (lens[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1;
+                r.int(0, 2).min((full + output_padding[i] - 1) / 2)
+            })
+            .collect();
+        let mut x = vec![r.int(1, 3), c];
+        x.extend(&lens);
+        let mut w = vec![c, c_out / groups];
+        w.extend(&kernel);
+        return Case {
+            x,
+            w,
+            opts: ConvOptions::new()
+                .stride(&stride)
+                .dilation(&dilation)
+                .groups(groups)
+                .padding(&padding)
+                .output_padding(&output_padding),
+            strided_input,
+            bias,
+            transposed: true,
+        };
+    }
     let mode = r.int(0, 3);
     let stride: Vec<usize> = if mode == 0 {
         vec![1; spatial] // `same` needs stride 1
@@ -66,7 +103,6 @@ fn case(r: &mut Rng, spatial: usize) -> Case {
         ConvPadding::Explicit(p) => p[i],
         _ => 0,
     };
-    let max_len = if spatial == 3 { 7 } else { 12 };
     let lens: Vec<usize> = (0..spatial)
         .map(|i| {
             let reach = dilation[i] * (kernel[i] - 1) + 1;
@@ -86,8 +122,9 @@ fn case(r: &mut Rng, spatial: usize) -> Case {
             .dilation(&dilation)
             .groups(groups)
             .padding_mode(padding),
-        strided_input: r.int(0, 2) == 0 && spatial >= 1,
-        bias: r.int(0, 1) == 1,
+        strided_input,
+        bias,
+        transposed: false,
     }
 }
 
@@ -115,12 +152,19 @@ fn run(case: &Case, dtype: DType, device: Device) -> Vec<Vec<f64>> {
     };
     let x = Var::parameter(x).unwrap();
     let w = Var::parameter(make(&case.w, 2)).unwrap();
-    let b = Var::parameter(make(&[case.w[0]], 3)).unwrap();
+    let out_channels = match case.transposed {
+        true => case.w[1] * case.opts.groups,
+        false => case.w[0],
+    };
+    let b = Var::parameter(make(&[out_channels], 3)).unwrap();
     let bias = case.bias.then_some(&b);
-    let y = match case.x.len() - 2 {
-        1 => x.conv1d(&w, bias, &case.opts),
-        2 => x.conv2d(&w, bias, &case.opts),
-        _ => x.conv3d(&w, bias, &case.opts),
+    let y = match (case.x.len() - 2, case.transposed) {
+        (1, false) => x.conv1d(&w, bias, &case.opts),
+        (2, false) => x.conv2d(&w, bias, &case.opts),
+        (_, false) => x.conv3d(&w, bias, &case.opts),
+        (1, true) => x.conv_transpose1d(&w, bias, &case.opts),
+        (2, true) => x.conv_transpose2d(&w, bias, &case.opts),
+        (_, true) => x.conv_transpose3d(&w, bias, &case.opts),
     }
     .unwrap();
     assert_eq!(y.dtype(), dtype);
