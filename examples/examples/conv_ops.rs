@@ -12,6 +12,8 @@
 //! * `conv3x3`: `[32, 64, 56, 56]` by a `[64, 64, 3, 3]` kernel, padding 1;
 //! * `conv1x1`: `[32, 256, 56, 56]` by `[64, 256, 1, 1]`;
 //! * `conv3x3_s2`: `[32, 128, 56, 56]` by `[128, 128, 3, 3]`, stride 2, padding 1;
+//! * `conv_transpose2x2_s2`: `[32, 256, 28, 28]` by `[256, 128, 2, 2]`, stride 2
+//!   (a UNet decoder's upsampling);
 //! * `max_pool`: 3×3, stride 2, padding 1 over `[32, 64, 112, 112]`;
 //! * `avg_pool`: 2×2 over `[32, 256, 56, 56]`;
 //! * `adaptive_avg_pool`: to 1×1 over `[32, 2048, 7, 7]`.
@@ -81,20 +83,30 @@ fn conv(
     dtype: DType,
     iters: usize,
 ) -> Result<()> {
+    // `conv_transpose*`: the weight is `[C_in, C_out, k, k]`.
+    let transposed = name.starts_with("conv_transpose");
+    let out_channels = if transposed { w_shape[1] } else { w_shape[0] };
     let x = Tensor::randn(&x_shape, dtype, 1, GPU)?;
     let w = Tensor::randn(&w_shape, dtype, 2, GPU)?;
-    let b = Tensor::randn(&[w_shape[0]], dtype, 3, GPU)?;
+    let b = Tensor::randn(&[out_channels], dtype, 3, GPU)?;
+    let f = |x: &Tensor| match transposed {
+        true => x.conv_transpose2d(&w, Some(&b), &opts),
+        false => x.conv2d(&w, Some(&b), &opts),
+    };
     let m = measure(iters, || {
-        x.conv2d(&w, Some(&b), &opts)?;
+        f(&x)?;
         Ok(())
     })?;
     line(name, dtype, "fwd", &x_shape, m);
-    let g = Tensor::randn(x.conv2d(&w, Some(&b), &opts)?.shape(), dtype, 4, GPU)?;
+    let g = Tensor::randn(f(&x)?.shape(), dtype, 4, GPU)?;
     let m = measure(iters, || {
         let xv = Var::parameter(x.clone())?;
         let wv = Var::parameter(w.clone())?;
         let bv = Var::parameter(b.clone())?;
-        let y = xv.conv2d(&wv, Some(&bv), &opts)?;
+        let y = match transposed {
+            true => xv.conv_transpose2d(&wv, Some(&bv), &opts)?,
+            false => xv.conv2d(&wv, Some(&bv), &opts)?,
+        };
         backward_of(&y, &g)
     })?;
     line(name, dtype, "fwd+bwd", &x_shape, m);
@@ -147,6 +159,14 @@ fn run(dtype: DType, iters: usize) -> Result<()> {
         [32, 128, 56, 56],
         [128, 128, 3, 3],
         pad1.stride(&[2]),
+        dtype,
+        iters,
+    )?;
+    conv(
+        "conv_transpose2x2_s2",
+        [32, 256, 28, 28],
+        [256, 128, 2, 2],
+        ConvOptions::new().stride(&[2]),
         dtype,
         iters,
     )?;
