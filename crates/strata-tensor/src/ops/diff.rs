@@ -9,6 +9,32 @@ use crate::ops::elementwise::same_device;
 use crate::shape::{broadcast_shapes, normalize_dim};
 use crate::tensor::Tensor;
 
+/// The most difference elements `cdist` holds at once (per block of x1's
+/// rows, unless one row's differences with x2 alone are more).
+const CDIST_BLOCK: usize = 1 << 22;
+
+/// `p`-norm distances from the differences of `a` (`[B, r1, 1, c]`) and
+/// `b` (`[B, 1, r2, c]`), reduced along the last dim: `[B, r1, r2]`.
+fn distances(a: &Tensor, b: &Tensor, p: f64) -> Result<Tensor> {
+    let d = a.sub(b)?.abs()?;
+    let last = [-1i64];
+    if p == 0.0 {
+        // PyTorch's `min(ceil(|d|), 1)`: NaN stays NaN.
+        d.ceil()?
+            .clamp(None::<f64>, Some(1.0))?
+            .sum(Some(&last), false)
+    } else if p == 1.0 {
+        d.sum(Some(&last), false)
+    } else if p == 2.0 {
+        d.square()?.sum(Some(&last), false)?.sqrt()
+    } else if p.is_infinite() {
+        let d = Tensor::where_cond(&d.isnan()?, 0.0, &d)?;
+        Ok(d.max_dim(-1, false)?.0)
+    } else {
+        d.pow(p)?.sum(Some(&last), false)?.pow(1.0 / p)
+    }
+}
+
 impl Tensor {
     /// `torch.diff(self, n, dim, prepend, append)`: the `n`-th forward
     /// difference along `dim` (`out[i] = x[i + 1] - x[i]`, applied `n`
@@ -120,12 +146,15 @@ impl Tensor {
     /// PyTorch's default `compute_mode` uses the matrix-product form
     /// `sqrt(max(|a|^2 - 2 a.b + |b|^2, 1e-30))` instead, whose rounding
     /// error grows with the points' magnitude; strata keeps the exact form
-    /// (PyTorch's `donot_use_mm_for_euclid_dist`). The intermediate holds
-    /// `r1 * r2 * c` elements per batch. f16 and bf16, which PyTorch's CPU
+    /// (PyTorch's `donot_use_mm_for_euclid_dist`). The differences are
+    /// taken a block of rows at a time, at most 2^22 elements (or one row's
+    /// `r2 * c`) at once. f16 and bf16, which PyTorch's CPU
     /// takes only in that matrix-product case, are accepted there and
     /// computed in f32, rounded once. As PyTorch's kernel, `p = inf`
     /// skips NaN coordinates (a NaN never beats the running maximum), other
-    /// norms propagate them.
+    /// norms propagate them, and f32 inputs take `p` rounded to f32 (so
+    /// `p = 1e-300` counts differing coordinates as `p = 0`, and `1e300`
+    /// takes the largest difference as `p = inf`).
     ///
     /// Errors: an input of fewer than 2 dims, different column counts,
     /// batch dims that do not broadcast ([`TensorError::Shape`] /
@@ -221,30 +250,58 @@ impl Tensor {
         } else {
             dt
         };
-        let expanded = |x: &Tensor, r: usize| -> Result<Tensor> {
+        // PyTorch's kernel takes `p` in the computation dtype and picks the
+        // norm from that value: for f32, p = 1e-300 is 0 (the count of
+        // differing coordinates), 1e300 is inf (the largest difference),
+        // 1.0000000001 is 1. (The matrix-product choice above uses `p`
+        // itself, as PyTorch's `cdist` does.)
+        let p = if work == DType::F32 {
+            f64::from(p as f32)
+        } else {
+            p
+        };
+        // Both operands as [B, r, c] (the batch dims broadcast and
+        // flattened, as PyTorch's `cdist_impl` reshapes them).
+        let nb: usize = batch.iter().product();
+        let flat = |x: &Tensor, r: usize| -> Result<Tensor> {
             let mut shape: Vec<i64> = batch.iter().map(|&s| s as i64).collect();
             shape.extend([r as i64, c as i64]);
-            x.expand(&shape)?.to_dtype(work)
+            x.expand(&shape)?
+                .reshape(&[nb as i64, r as i64, c as i64])?
+                .to_dtype(work)
         };
-        let a = expanded(x1, r1)?.unsqueeze(-2)?;
-        let b = expanded(x2, r2)?.unsqueeze(-3)?;
-        let d = a.sub(&b)?.abs()?;
-        let last = [-1i64];
-        let dist = if p == 0.0 {
-            // PyTorch's `min(ceil(|d|), 1)`: NaN stays NaN.
-            d.ceil()?
-                .clamp(None::<f64>, Some(1.0))?
-                .sum(Some(&last), false)?
-        } else if p == 1.0 {
-            d.sum(Some(&last), false)?
-        } else if p == 2.0 {
-            d.square()?.sum(Some(&last), false)?.sqrt()?
-        } else if p.is_infinite() {
-            let d = Tensor::where_cond(&d.isnan()?, 0.0, &d)?;
-            d.max_dim(-1, false)?.0
+        let a = flat(x1, r1)?.unsqueeze(2)?;
+        let b = flat(x2, r2)?.unsqueeze(1)?;
+        // The differences of x1's rows with x2's hold `B * r1 * r2 * c`
+        // elements, the result's size times the columns: they are taken a
+        // block at a time, each within CDIST_BLOCK elements (whole batches
+        // where one batch fits, else blocks of one batch's rows; at least
+        // one row, whose differences are one batch of x2's size).
+        let per_row = r2.saturating_mul(c);
+        let per_batch = per_row.saturating_mul(r1);
+        let (batches, rows) = if per_batch <= CDIST_BLOCK {
+            ((CDIST_BLOCK / per_batch).min(nb), r1)
         } else {
-            d.pow(p)?.sum(Some(&last), false)?.pow(1.0 / p)?
+            (1, (CDIST_BLOCK / per_row).clamp(1, r1))
         };
+        let mut out_shape_i: Vec<i64> = batch.iter().map(|&s| s as i64).collect();
+        out_shape_i.extend([r1 as i64, r2 as i64]);
+        if batches == nb && rows == r1 {
+            return distances(&a, &b, p)?.reshape(&out_shape_i)?.to_dtype(dt);
+        }
+        let dist = Tensor::empty(&[nb, r1, r2], work, x1.device())?;
+        for b0 in (0..nb).step_by(batches) {
+            let bn = batches.min(nb - b0) as i64;
+            let (ab, bb) = (a.narrow(0, b0 as i64, bn)?, b.narrow(0, b0 as i64, bn)?);
+            for r0 in (0..r1).step_by(rows) {
+                let rn = rows.min(r1 - r0) as i64;
+                let block = distances(&ab.narrow(1, r0 as i64, rn)?, &bb, p)?;
+                dist.narrow(0, b0 as i64, bn)?
+                    .narrow(1, r0 as i64, rn)?
+                    .copy_(&block)?;
+            }
+        }
+        let dist = dist.reshape(&out_shape_i)?;
         dist.to_dtype(dt)
     }
 }

@@ -166,9 +166,11 @@ impl Tensor {
     /// many diagonals above it too), as a `[2, n]` tensor of rows then
     /// columns, in row-major order; dtype i64 (default) or i32.
     ///
-    /// Errors: a negative `row` or `col` ([`TensorError::Value`]), a dtype
-    /// other than i64 or i32 ([`TensorError::DType`]), a count too large
-    /// to allocate.
+    /// Errors: a negative `row` or `col`, an `offset` whose sum with `row`
+    /// overflows i64 (PyTorch's sizes wrap there; `offset - 1` for
+    /// [`Tensor::triu_indices`]) ([`TensorError::Value`]), a dtype other
+    /// than i64 or i32 ([`TensorError::DType`]), a count too large to
+    /// allocate.
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -232,6 +234,23 @@ impl Tensor {
             ));
         }
         let (r, c, o) = (i128::from(row), i128::from(col), i128::from(offset));
+        // PyTorch sizes the triangle in 64-bit integers (`row + offset`, and
+        // `offset - 1` for the upper one); an offset that overflows them
+        // gives its errors or a wrong count ("negative dimension", 8 indices
+        // of a 5 x 2 lower triangle for offset i64::MAX), so it is refused.
+        let shifted = if upper { o - 1 } else { o };
+        if row > 0
+            && col > 0
+            && (shifted < i128::from(i64::MIN) || r + shifted > i128::from(i64::MAX))
+        {
+            return Err(TensorError::value(
+                op,
+                format!(
+                    "offset {offset} overflows 64-bit index arithmetic with {row} rows; \
+                     an offset within [-row, col] selects the same triangles"
+                ),
+            ));
+        }
         let size = if upper {
             r * c - tril_size(r, c, o - 1)
         } else {

@@ -16,8 +16,10 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::checks::check_fits;
 use crate::ops::elementwise::{result_type, same_device};
 use crate::ops::Operand;
+use crate::scalar::Scalar;
 use crate::tensor::Tensor;
 
 /// The number of binary-search steps that settle every position of a
@@ -88,16 +90,26 @@ impl Tensor {
             }
         };
         let values = values.into();
-        // The common dtype of the comparisons; a Python-like scalar becomes
-        // a 0-d tensor of it directly (PyTorch wraps it at full precision
-        // and converts it once).
+        // The common dtype of the comparisons.
         let common = match values {
             Operand::Tensor(t) if t.dtype() == self.dtype() => self.dtype(),
             _ => result_type(&[Operand::Tensor(self), values]),
         };
+        // A Python-like scalar is wrapped at full precision (i64, f64 or
+        // bool, PyTorch's `scalar_to_tensor`) and converted to the common
+        // dtype with the other operands, a plain cast: an int that does not
+        // fit an integer sequence's dtype wraps (300 in a u8 sequence is
+        // searched as 44, 2^40 in an i32 one as 0), as in PyTorch.
         let v = match values {
             Operand::Tensor(t) => t.clone(),
-            Operand::Scalar(s) => Tensor::scalar(s, common, self.device())?,
+            Operand::Scalar(s) => {
+                let wide = match s {
+                    Scalar::Bool(_) => DType::Bool,
+                    Scalar::Int(_) => DType::I64,
+                    Scalar::Float(_) => DType::F64,
+                };
+                Tensor::scalar(s, wide, self.device())?
+            }
         };
         same_device(OP, self, &v)?;
         if let Some(s) = sorter {
@@ -362,11 +374,15 @@ impl Tensor {
     /// multi-threaded CPU kernel adds per-thread histograms, whose bins can
     /// go further. Where the dtype rounds the two range ends together, or
     /// `(x - lo) * bins` overflows it, PyTorch's bin index is undefined;
-    /// strata clamps it into the histogram.
+    /// strata clamps it into the histogram. Where the range's width
+    /// `hi - lo` overflows the dtype (f32 for f16 and bf16), PyTorch's outer
+    /// bin edges are NaN and nothing is counted: the histogram is zeros.
     ///
     /// Errors: an integer or bool input ([`TensorError::DType`]),
     /// `bins <= 0`, a range that is not finite (NaN or ±inf in the data when
-    /// `min == max`) or `min > max` ([`TensorError::Value`]).
+    /// `min == max`), `min > max`, or range ends beyond the dtype's finite
+    /// range (f16 data all at 65504 widens to `[65503, 65505]`)
+    /// ([`TensorError::Value`]).
     ///
     /// ```
     /// use strata_tensor::{Tensor, Device};
@@ -412,9 +428,31 @@ impl Tensor {
                 format!("max must be larger than min, got min {lo} and max {hi}"),
             ));
         }
+        // PyTorch converts both ends to the dtype (its `linspace` of the bin
+        // edges) with an overflow check: min = -70000 on f16 is an error,
+        // not -inf, and so is f16 data all at 65504, whose range widens to
+        // [65503, 65505].
+        for end in [lo, hi] {
+            check_fits(OP, Scalar::Float(end), dt)?;
+        }
         let nbins = usize::try_from(bins)
             .map_err(|_| TensorError::overflow(OP, format!("{bins} bins do not fit")))?;
-        if self.numel() == 0 {
+        // PyTorch's edges are `linspace(lo, hi, bins + 1)`, whose step is
+        // computed in the dtype (f32 for f16 and bf16): where `hi - lo`
+        // overflows it, the step is inf and both outer edges `lo + 0 * inf`
+        // and `hi - 0 * inf` are NaN, so no element is counted.
+        let rounded = |v: f64| -> f32 {
+            match dt {
+                DType::F16 => half::f16::from_f64(v).to_f32(),
+                DType::BF16 => half::bf16::from_f64(v).to_f32(),
+                _ => v as f32,
+            }
+        };
+        let width_overflows = match dt {
+            DType::F64 => (hi - lo).is_infinite(),
+            _ => (rounded(hi) - rounded(lo)).is_infinite(),
+        };
+        if self.numel() == 0 || width_overflows {
             return Tensor::zeros(&[nbins], dt, self.device());
         }
         let dev = self.device();

@@ -416,6 +416,48 @@ fn check_input(op: &'static str, shape: &[usize], windows: &Windows) -> Result<(
     Ok((shape[0], shape[1]))
 }
 
+/// The geometry pooling's kernels need beyond [`check_input`]'s: every
+/// window reaches the input (its first position `o * stride - pad` before
+/// the input's end, its last `o * stride - pad + (kernel - 1) * dilation`
+/// at or after its start), as every window of PyTorch's pooling does (its
+/// padding is at most half the kernel, its last window starts inside the
+/// input or the left padding); average pooling also has no dilation. A
+/// hand-built [`Windows`] with a window wholly in the padding, past the
+/// input or over an empty input would give a NaN or -0.0 mean (its divisor
+/// 0 or negative) or an index outside the window.
+fn check_pooling(op: &'static str, windows: &Windows, average: bool) -> Result<()> {
+    let w = windows;
+    if average && w.dilation != [1; 3] {
+        return Err(TensorError::value(
+            op,
+            format!("average pooling has no dilation, but the windows {w:?} have one"),
+        ));
+    }
+    for i in 3 - w.spatial..3 {
+        if w.out[i] == 0 {
+            continue;
+        }
+        let first_end = (w.kernel[i] as u128).saturating_sub(1) * w.dilation[i] as u128;
+        let last_start = (w.out[i] - 1) as u128 * w.stride[i] as u128;
+        if w.input[i] == 0
+            || first_end < w.pad[i] as u128
+            || last_start >= w.input[i] as u128 + w.pad[i] as u128
+        {
+            return Err(TensorError::value(
+                op,
+                format!(
+                    "the windows {w:?} have a window along spatial dim {} that holds no input \
+                     position (wholly in the padding or past the input); pooling needs the padding \
+                     at most (kernel - 1) * dilation and the last window starting before input + \
+                     padding, as PoolPlan's windows are",
+                    i - (3 - w.spatial)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `[N, C, sizes...]` for the spatial `sizes` of `windows`.
 fn planes_shape(n: usize, c: usize, windows: &Windows, sizes: &[usize; 3]) -> Vec<usize> {
     let mut s = vec![n, c];
@@ -521,13 +563,19 @@ impl Tensor {
     /// dims (i64), each `[N, C, O...]`, as PyTorch's scan finds them (the
     /// first maximum, the last NaN). A window without an input element
     /// gives the dtype's lowest value (-inf for floats) and the index of
-    /// its first position past the left padding, as PyTorch.
+    /// its first position past the left padding, as PyTorch (a dilated
+    /// window can step over the whole input).
+    ///
+    /// Errors: besides a geometry that does not fit the input, windows one
+    /// of which lies wholly in the padding or past the input
+    /// ([`TensorError::Value`]), which PyTorch's pooling never makes.
     pub fn window_max(&self, windows: &Windows) -> Result<(Tensor, Tensor)> {
         const OP: &str = "window_max";
         if self.dtype() == DType::Bool {
             return Err(TensorError::unsupported(OP, self.dtype()));
         }
         let (n, c) = check_input(OP, self.shape(), windows)?;
+        check_pooling(OP, windows, false)?;
         let shape = planes_shape(n, c, windows, &windows.out);
         let values = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         let indices = Tensor::uninit(OP, &shape, DType::I64, self.device())?;
@@ -550,6 +598,11 @@ impl Tensor {
     /// `windows`: each window's input elements summed in scan order (in the
     /// computation type: f32 for f16/bf16) over its divisor ([`AvgMode`];
     /// i64 divides with truncation), `[N, C, O...]`.
+    ///
+    /// Errors: besides a geometry that does not fit the input, windows one
+    /// of which lies wholly in the padding or past the input, or a dilation
+    /// other than 1 ([`TensorError::Value`]: the divisor would be 0 or
+    /// negative, the mean NaN or -0.0).
     pub fn window_means(&self, windows: &Windows, mode: AvgMode) -> Result<Tensor> {
         const OP: &str = "window_means";
         if !(self.dtype().is_float() || self.dtype() == DType::I64) {
@@ -559,6 +612,7 @@ impl Tensor {
             return Err(TensorError::value(OP, "divisor must be not zero"));
         }
         let (n, c) = check_input(OP, self.shape(), windows)?;
+        check_pooling(OP, windows, true)?;
         let shape = planes_shape(n, c, windows, &windows.out);
         let out = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         if out.numel() > 0 {
@@ -578,7 +632,12 @@ impl Tensor {
 
     /// Checks this output gradient of a pooling over `windows` (float,
     /// `[N, C, O...]`); the input's shape.
-    fn check_window_gradient(&self, op: &'static str, windows: &Windows) -> Result<Vec<usize>> {
+    fn check_window_gradient(
+        &self,
+        op: &'static str,
+        windows: &Windows,
+        average: bool,
+    ) -> Result<Vec<usize>> {
         if !self.dtype().is_float() {
             return Err(TensorError::unsupported(op, self.dtype()));
         }
@@ -594,18 +653,20 @@ impl Tensor {
         }
         let shape = planes_shape(s[0], s[1], windows, &windows.input);
         check_input(op, &shape, windows)?;
+        check_pooling(op, windows, average)?;
         Ok(shape)
     }
 
     /// The input gradient of [`Tensor::window_means`] given this output
     /// gradient (`[N, C, O...]`, float): each window's gradient over its
-    /// divisor added to its input elements, `[N, C, L...]`.
+    /// divisor added to its input elements, `[N, C, L...]`. Errors: those
+    /// of [`Tensor::window_means`].
     pub fn window_means_backward(&self, windows: &Windows, mode: AvgMode) -> Result<Tensor> {
         const OP: &str = "window_means_backward";
         if mode.divisor_override == Some(0) {
             return Err(TensorError::value(OP, "divisor must be not zero"));
         }
-        let shape = self.check_window_gradient(OP, windows)?;
+        let shape = self.check_window_gradient(OP, windows, true)?;
         let dy = self.contiguous()?;
         let dx = Tensor::uninit(OP, &shape, self.dtype(), self.device())?;
         if dx.numel() > 0 {
@@ -628,13 +689,13 @@ impl Tensor {
     /// input element sums, in window order, the gradients of the windows
     /// that hold it and chose it; `[N, C, L...]`. A window without an input
     /// element passes nothing (PyTorch writes its gradient through an index
-    /// outside the window).
+    /// outside the window). Errors: those of [`Tensor::window_max`].
     pub fn window_max_backward(&self, indices: &Tensor, windows: &Windows) -> Result<Tensor> {
         const OP: &str = "window_max_backward";
         if indices.dtype() != DType::I64 {
             return Err(TensorError::unsupported(OP, indices.dtype()));
         }
-        let shape = self.check_window_gradient(OP, windows)?;
+        let shape = self.check_window_gradient(OP, windows, false)?;
         if indices.shape() != self.shape() {
             return Err(TensorError::shape(
                 OP,

@@ -47,6 +47,7 @@ mod hostile_sweep_s53;
 mod hostile_sweep_s53b;
 mod hostile_sweep_s54c;
 mod hostile_sweep_s77;
+mod hostile_sweep_s78;
 mod index_args_s73;
 mod interop;
 mod interop_hostile_s56;

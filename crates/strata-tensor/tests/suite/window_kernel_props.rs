@@ -260,8 +260,33 @@ fn check_case(cs: &Case, device: Device) -> Result<(), TestCaseError> {
     let back = y.window_columns_sum(&w).unwrap();
     prop_assert_eq!(back.shape(), &shape[..]);
     prop_assert!(close(dot(&f64s(&cols), &yv), dot(&xv, &f64s(&back))));
-    // Pooling.
+    // Pooling: only geometries whose every window reaches the input (as
+    // PyTorch's pooling makes them); the others are refused, and so is a
+    // dilated average.
     let out = cs.out_shape();
+    let any_mode = AvgMode {
+        count_include_pad: true,
+        divisor_override: None,
+    };
+    let reaches = cs
+        .dims
+        .iter()
+        .all(|&(l, o, k, s, p, d)| (k - 1) * d >= p && (o - 1) * s < l + p);
+    if !reaches {
+        let g = Tensor::zeros(&out, DType::F64, device).unwrap();
+        let i = Tensor::zeros(&out, DType::I64, device).unwrap();
+        prop_assert!(x.window_max(&w).is_err());
+        prop_assert!(g.window_max_backward(&i, &w).is_err());
+        prop_assert!(x.window_means(&w, any_mode).is_err());
+        prop_assert!(g.window_means_backward(&w, any_mode).is_err());
+        return Ok(());
+    }
+    let undilated = cs.dims.iter().all(|d| d.5 == 1);
+    if !undilated {
+        let g = Tensor::zeros(&out, DType::F64, device).unwrap();
+        prop_assert!(x.window_means(&w, any_mode).is_err());
+        prop_assert!(g.window_means_backward(&w, any_mode).is_err());
+    }
     for mode in [
         AvgMode {
             count_include_pad: true,
@@ -296,7 +321,9 @@ fn check_case(cs: &Case, device: Device) -> Result<(), TestCaseError> {
         let dx = g.window_max_backward(&i, &w).unwrap();
         prop_assert_eq!(dx.shape(), &shape[..]);
         prop_assert_eq!(f64s(&dx), want);
-        let Some(mean) = mean else { continue };
+        let Some(mean) = mean.filter(|_| undilated) else {
+            continue;
+        };
         let m = f64s(&x.window_means(&w, mode).unwrap());
         prop_assert!(
             m.iter().zip(&mean).all(|(a, b)| close(*a, *b)),
