@@ -71,8 +71,12 @@ fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, peak): (f64, f
 }
 
 /// The upstream gradient's weighting: `(y * g).sum()` backward gives `g`.
+/// The product `y * g` is dropped before the backward runs, as Python
+/// drops the temporary in PyTorch's `(y * g).sum().backward()` (a Rust
+/// temporary would live to the end of the statement, through the backward).
 fn backward_of(y: &Var, g: &Tensor) -> Result<()> {
-    Ok(y.mul(&Var::new(g.clone()))?.sum(None, false)?.backward()?)
+    let loss = y.mul(&Var::new(g.clone()))?.sum(None, false)?;
+    Ok(loss.backward()?)
 }
 
 fn conv(

@@ -287,9 +287,10 @@ fn peak_of(gpu: Device, f: impl FnOnce()) -> u64 {
 }
 
 /// A 3x3 convolution through cuDNN needs no columns: its forward and
-/// backward peaks stay far below those of columns and matrix products (9
-/// times the input here, 72 MiB), and with cuDNN off they do not (so the
-/// measure can tell the two apart).
+/// backward peaks stay below those of columns and matrix products by at
+/// least half the columns' bytes (9 times the input here, 72 MiB, formed in
+/// chunks of at most 64 MiB), and the forward's holds little beyond the
+/// output (8 MiB).
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn a_cudnn_convolution_takes_no_columns_on_a_gpu() {
@@ -309,22 +310,24 @@ fn a_cudnn_convolution_takes_no_columns_on_a_gpu() {
         let xv = Var::parameter(x.clone()).unwrap();
         let wv = Var::parameter(w.clone()).unwrap();
         let bwd = peak_of(gpu, || {
-            let y = xv.conv2d(&wv, None, &opts).unwrap();
-            y.sum(None, false).unwrap().backward().unwrap();
+            let loss = xv
+                .conv2d(&wv, None, &opts)
+                .unwrap()
+                .sum(None, false)
+                .unwrap();
+            loss.backward().unwrap();
         });
-        peaks.push((cudnn, fwd, bwd));
+        peaks.push((fwd, bwd));
     }
     strata_tensor::set_cudnn_enabled(true);
-    let (_, fwd, bwd) = peaks[0];
-    let (_, fwd_cols, bwd_cols) = peaks[1];
-    assert!(
-        fwd < columns / 2 && bwd < columns / 2,
-        "cuDNN peaks {fwd} / {bwd} bytes, columns {columns}"
+    let [(fwd, bwd), (fwd_cols, bwd_cols)] = [peaks[0], peaks[1]];
+    let report = format!(
+        "peaks (bytes): cuDNN forward {fwd}, backward {bwd}; columns forward {fwd_cols}, \
+         backward {bwd_cols}; columns {columns}"
     );
-    assert!(
-        fwd_cols >= columns / 2 && bwd_cols >= columns / 2,
-        "with cuDNN off the peaks {fwd_cols} / {bwd_cols} bytes should hold columns ({columns})"
-    );
+    assert!(fwd + columns / 2 <= fwd_cols, "{report}");
+    assert!(bwd + columns / 2 <= bwd_cols, "{report}");
+    assert!(fwd < columns / 2, "{report}");
 }
 
 /// `set_conv_allow_tf32(false)` makes cuDNN's f32 convolutions exact

@@ -596,8 +596,9 @@ impl ConvPlan {
     /// into a fresh contiguous tensor of `shape`: the forward pass from `[x,
     /// weight]`, the input's gradient from `[g, weight]`, the weight's from
     /// `[x, g]`. `None` on the CPU, where cuDNN is disabled or absent, for
-    /// a dtype the plan widens, or where the library does not take this
-    /// convolution (padding that differs before and after, say).
+    /// a dtype the plan widens, for a unit kernel with stride 1 and no
+    /// padding (a plain matrix product), or where the library does not take
+    /// this convolution (padding that differs before and after, say).
     fn by_library(
         &self,
         pass: ConvPass,
@@ -605,7 +606,11 @@ impl ConvPlan {
         shape: &[usize],
     ) -> Result<Option<Tensor>> {
         let a = operands[0];
+        // A unit kernel with stride 1 and no padding is one matrix product
+        // of the input itself (no columns): cuBLAS, which beats cuDNN's
+        // heuristic choice there in time and workspace.
         if a.device() == crate::Device::Cpu
+            || self.windows.is_identity()
             || !cudnn_enabled()
             || !matches!(
                 a.dtype(),
@@ -674,6 +679,8 @@ impl ConvPlan {
                 zeros(needs[2], &bias, g.dtype())?,
             ]);
         }
+        // Once for both passes (an upstream of a sum is an expanded one).
+        let g = &g.contiguous()?;
         let dx = match needs[0] {
             true => Some(self.input_grad_at(g, weight, x.shape(), x.dtype())?),
             false => None,
@@ -1120,6 +1127,8 @@ impl ConvTransposePlan {
         needs: [bool; 3],
     ) -> Result<[Option<Tensor>; 3]> {
         at_conv_precision(|| {
+            // Once for both passes (an upstream of a sum is an expanded one).
+            let g = &g.contiguous()?;
             let empty = self.conv.out.contains(&0) || self.out.contains(&0);
             let dx = match (needs[0], empty) {
                 (false, _) => None,
