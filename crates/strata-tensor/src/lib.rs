@@ -138,6 +138,12 @@ pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision}
 pub use ops::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
 pub use ops::{with_batch, without_batch, AvgMode, Composite, Windows};
 pub use ops::{PadMode, Repeats};
+// session 78
+pub use ops::GaussianVar;
+#[doc(hidden)]
+pub use ops::{addcdiv_plan, glu_halves, movedim_order, prelu_weight, LossOperand};
+#[doc(hidden)]
+pub use ops::{likelihood_losses, margin_losses};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

@@ -37,6 +37,12 @@ pub(crate) mod attention;
 // ---- session 60: einsum, diagonals, scaled products, lerp, cross ----
 mod contract;
 
+// ---- session 78: losses, activations, reductions and math PyTorch users reach for ----
+mod gated_activations;
+mod loss_operand;
+mod nan_moments;
+mod pair_math;
+
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};
 

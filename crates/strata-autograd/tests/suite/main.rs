@@ -70,6 +70,7 @@ mod kl_normalize_s74;
 mod layer_norm_bw_s56;
 mod losses_grad_s74;
 mod math_grad_s74;
+mod missing_ops_s78;
 mod norm_edges_s53;
 mod norms_s74;
 mod optim_options_s44;

@@ -79,3 +79,24 @@ mod grids;
 mod search;
 mod unique;
 pub use unique::Unique;
+
+// ---- session 78: losses, activations, reductions and math PyTorch users reach for ----
+mod addcdiv;
+mod glu;
+pub mod likelihood_losses;
+mod log_add_exp;
+mod loss_operand;
+pub mod margin_losses;
+mod moments;
+mod movedim;
+mod nan_reduce;
+mod prelu;
+mod shrink;
+mod softmin;
+mod xlogy;
+pub use addcdiv::addcdiv_plan;
+pub use glu::glu_halves;
+pub use likelihood_losses::GaussianVar;
+pub use loss_operand::LossOperand;
+pub use movedim::movedim_order;
+pub use prelu::prelu_weight;

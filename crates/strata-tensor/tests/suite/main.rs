@@ -57,6 +57,7 @@ mod masked_select;
 mod math;
 mod math_s74;
 mod matmul_precision;
+mod missing_ops_s78;
 mod nn_args_s73;
 mod optim;
 mod oracle_s44b;
