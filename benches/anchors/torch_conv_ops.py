@@ -75,6 +75,9 @@ def main():
               [(64, 256, 1, 1), (64,)])
         bench("conv3x3_s2", (32, 128, 56, 56), lambda x, w, b: F.conv2d(x, w, b, stride=2, padding=1), dtype,
               a.iters, [(128, 128, 3, 3), (128,)])
+        bench("conv_transpose2x2_s2", (32, 256, 28, 28),
+              lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2), dtype, a.iters,
+              [(256, 128, 2, 2), (128,)])
         bench("max_pool", (32, 64, 112, 112), lambda x: F.max_pool2d(x, 3, 2, 1), dtype, a.iters)
         bench("avg_pool", (32, 256, 56, 56), lambda x: F.avg_pool2d(x, 2), dtype, a.iters)
         bench("adaptive_avg_pool", (32, 2048, 7, 7), lambda x: F.adaptive_avg_pool2d(x, 1), dtype, a.iters)

@@ -6,12 +6,14 @@
 //!
 //! ```text
 //! cargo run --release -p strata-examples --example conv_ops [-- --iters N]
-//!     [--conv-tf32 on|off] [--conv-chunk-mib N|none]
+//!     [--conv-tf32 on|off] [--conv-chunk-mib N|none] [--cudnn on|off]
 //! ```
 //!
 //! * `conv3x3`: `[32, 64, 56, 56]` by a `[64, 64, 3, 3]` kernel, padding 1;
 //! * `conv1x1`: `[32, 256, 56, 56]` by `[64, 256, 1, 1]`;
 //! * `conv3x3_s2`: `[32, 128, 56, 56]` by `[128, 128, 3, 3]`, stride 2, padding 1;
+//! * `conv_transpose2x2_s2`: `[32, 256, 28, 28]` by `[256, 128, 2, 2]`, stride 2
+//!   (a UNet decoder's upsampling);
 //! * `max_pool`: 3×3, stride 2, padding 1 over `[32, 64, 112, 112]`;
 //! * `avg_pool`: 2×2 over `[32, 256, 56, 56]`;
 //! * `adaptive_avg_pool`: to 1×1 over `[32, 2048, 7, 7]`.
@@ -24,8 +26,10 @@
 //! `--conv-chunk-mib` set [`strata_tensor::set_conv_allow_tf32`] (default
 //! on, as PyTorch's `torch.backends.cudnn.allow_tf32`) and
 //! [`strata_tensor::set_conv_chunk_bytes`] (default 64 MiB; `none` never
-//! chunks); every line names both. Without a GPU the program prints why and
-//! exits with 2.
+//! chunks); `--cudnn` sets [`strata_tensor::set_cudnn_enabled`] (default on,
+//! as PyTorch's `torch.backends.cudnn.enabled`); every line names all three
+//! and whether cuDNN was found (`cudnn_version`). Without a GPU the program
+//! prints why and exits with 2.
 
 use strata::Device;
 use strata_autograd::Var;
@@ -60,13 +64,19 @@ fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, peak): (f64, f
                 usize::MAX => None,
                 b => Some(b >> 20),
             },
+            "cudnn": strata_tensor::cudnn_enabled(),
+            "cudnn_version": cuda::cudnn_version(),
         })
     );
 }
 
 /// The upstream gradient's weighting: `(y * g).sum()` backward gives `g`.
+/// The product `y * g` is dropped before the backward runs, as Python
+/// drops the temporary in PyTorch's `(y * g).sum().backward()` (a Rust
+/// temporary would live to the end of the statement, through the backward).
 fn backward_of(y: &Var, g: &Tensor) -> Result<()> {
-    Ok(y.mul(&Var::new(g.clone()))?.sum(None, false)?.backward()?)
+    let loss = y.mul(&Var::new(g.clone()))?.sum(None, false)?;
+    Ok(loss.backward()?)
 }
 
 fn conv(
@@ -77,20 +87,30 @@ fn conv(
     dtype: DType,
     iters: usize,
 ) -> Result<()> {
+    // `conv_transpose*`: the weight is `[C_in, C_out, k, k]`.
+    let transposed = name.starts_with("conv_transpose");
+    let out_channels = if transposed { w_shape[1] } else { w_shape[0] };
     let x = Tensor::randn(&x_shape, dtype, 1, GPU)?;
     let w = Tensor::randn(&w_shape, dtype, 2, GPU)?;
-    let b = Tensor::randn(&[w_shape[0]], dtype, 3, GPU)?;
+    let b = Tensor::randn(&[out_channels], dtype, 3, GPU)?;
+    let f = |x: &Tensor| match transposed {
+        true => x.conv_transpose2d(&w, Some(&b), &opts),
+        false => x.conv2d(&w, Some(&b), &opts),
+    };
     let m = measure(iters, || {
-        x.conv2d(&w, Some(&b), &opts)?;
+        f(&x)?;
         Ok(())
     })?;
     line(name, dtype, "fwd", &x_shape, m);
-    let g = Tensor::randn(x.conv2d(&w, Some(&b), &opts)?.shape(), dtype, 4, GPU)?;
+    let g = Tensor::randn(f(&x)?.shape(), dtype, 4, GPU)?;
     let m = measure(iters, || {
         let xv = Var::parameter(x.clone())?;
         let wv = Var::parameter(w.clone())?;
         let bv = Var::parameter(b.clone())?;
-        let y = xv.conv2d(&wv, Some(&bv), &opts)?;
+        let y = match transposed {
+            true => xv.conv_transpose2d(&wv, Some(&bv), &opts)?,
+            false => xv.conv2d(&wv, Some(&bv), &opts)?,
+        };
         backward_of(&y, &g)
     })?;
     line(name, dtype, "fwd+bwd", &x_shape, m);
@@ -146,6 +166,14 @@ fn run(dtype: DType, iters: usize) -> Result<()> {
         dtype,
         iters,
     )?;
+    conv(
+        "conv_transpose2x2_s2",
+        [32, 256, 28, 28],
+        [256, 128, 2, 2],
+        ConvOptions::new().stride(&[2]),
+        dtype,
+        iters,
+    )?;
     let mp = PoolOptions::new(&[3]).stride(&[2]).padding(&[1]);
     let mpv = mp.clone();
     pool(
@@ -183,8 +211,14 @@ fn arg(name: &str) -> Option<String> {
     args.get(i + 1).cloned()
 }
 
-/// Applies `--conv-tf32` and `--conv-chunk-mib`.
+/// Applies `--conv-tf32`, `--conv-chunk-mib` and `--cudnn`.
 fn conv_settings() -> Result<()> {
+    match arg("--cudnn").as_deref() {
+        None => {}
+        Some("on") => strata_tensor::set_cudnn_enabled(true),
+        Some("off") => strata_tensor::set_cudnn_enabled(false),
+        Some(v) => return Err(format!("--cudnn takes on or off, not {v:?}").into()),
+    }
     match arg("--conv-tf32").as_deref() {
         None => {}
         Some("on") => strata_tensor::set_conv_allow_tf32(true),

@@ -44,6 +44,29 @@ pub fn unavailable_reason() -> Option<String> {
     gpu::unavailable_reason()
 }
 
+/// cuDNN's version as `cudnnGetVersion` gives it (91002 for 9.10.2; PyTorch's
+/// `torch.backends.cudnn.version()`), or `None` where it cannot be loaded
+/// ([`cudnn_unavailable_reason`] says why). GPU convolutions use cuDNN where
+/// it loads and [`crate::cudnn_enabled`] holds, else columns and matrix
+/// products. The library is searched for in `$STRATA_CUDNN_LIBRARY` (a file
+/// or a folder), `LD_LIBRARY_PATH`, the CUDA toolkit and the
+/// `nvidia/cudnn/lib` folders of Python environments (PyTorch's wheels ship
+/// it there), then on the loader path. It does not need a GPU.
+///
+/// ```
+/// if strata_tensor::cuda::cudnn_version().is_none() {
+///     assert!(strata_tensor::cuda::cudnn_unavailable_reason().is_some());
+/// }
+/// ```
+pub fn cudnn_version() -> Option<usize> {
+    gpu::cudnn_version().ok().map(|(v, _)| v)
+}
+
+/// Why cuDNN cannot be loaded (every place searched), or `None` when it can.
+pub fn cudnn_unavailable_reason() -> Option<String> {
+    gpu::cudnn_version().err()
+}
+
 /// A CUDA stream of one device. Streams made by [`Stream::new`] live for
 /// the rest of the process (like PyTorch's pooled streams), so a `Stream` is
 /// a cheap, copyable handle.

@@ -131,8 +131,8 @@ pub use ops::{
 };
 pub use ops::{col2im_plan, im2col_plan, pixel_shuffle_of, FoldOptions};
 pub use ops::{
-    conv_allow_tf32, conv_chunk_bytes, set_conv_allow_tf32, set_conv_chunk_bytes,
-    DEFAULT_CONV_CHUNK_BYTES,
+    conv_allow_tf32, conv_chunk_bytes, cudnn_enabled, set_conv_allow_tf32, set_conv_chunk_bytes,
+    set_cudnn_enabled, DEFAULT_CONV_CHUNK_BYTES,
 };
 pub use ops::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 pub use ops::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};

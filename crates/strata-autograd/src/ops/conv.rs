@@ -14,8 +14,9 @@ use crate::error::{AutogradError, Result};
 use crate::var::{record, Var};
 use strata_tensor::{
     adaptive_pool, convolution, interpolate_plan, pixel_shuffle_of, pool_plan, with_batch,
-    without_batch, AvgMode, Composite, ConvKind, ConvOptions, ConvPlan, DType, Device, FoldOptions,
-    InterpolateOptions, PadMode, PoolKind, PoolOptions, Scalar, Tensor, Windows,
+    without_batch, AvgMode, Composite, ConvKind, ConvOptions, ConvPlan, ConvTransposePlan, DType,
+    Device, FoldOptions, InterpolateOptions, PadMode, PoolKind, PoolOptions, Scalar, Tensor,
+    Windows,
 };
 
 impl Var {
@@ -36,7 +37,7 @@ impl Var {
             let _off = crate::autocast::AutocastGuard::disabled();
             return c[0].convolution_nd(op, kind, spatial, &c[1], c.get(2), opts);
         }
-        convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(op, self, weight, bias)
+        convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(self, weight, bias)
     }
 
     /// `F.pixel_shuffle` (see [`Tensor::pixel_shuffle`]), recorded as its
@@ -223,6 +224,29 @@ impl Composite for Var {
         let out = plan.product(self.data(), weight.data(), bias.map(Var::data))?;
         let plan = plan.clone();
         // Saved: the input and the weight (the columns are recomputed).
+        let f = formula(move |g, s, n| {
+            let needs = [n[0], n[1], n.get(2).copied().unwrap_or(false)];
+            Ok(plan.product_backward(g, &s[0], &s[1], needs)?.into())
+        });
+        let (x, w) = (self.data().clone(), weight.data().clone());
+        record(
+            "ConvolutionBackward",
+            out,
+            &[Some(self), Some(weight), bias],
+            move || vec![x, w],
+            f,
+            false,
+        )
+    }
+    fn conv_transpose_product(
+        &self,
+        weight: &Var,
+        bias: Option<&Var>,
+        plan: &ConvTransposePlan,
+    ) -> Result<Var> {
+        let out = plan.product(self.data(), weight.data(), bias.map(Var::data))?;
+        let plan = plan.clone();
+        // Saved: the input and the weight, as for a convolution.
         let f = formula(move |g, s, n| {
             let needs = [n[0], n[1], n.get(2).copied().unwrap_or(false)];
             Ok(plan.product_backward(g, &s[0], &s[1], needs)?.into())

@@ -5,7 +5,10 @@
 //! product and every partial sum is exact in f32 whatever the order of
 //! additions: both paths must then give the same bits, the exact sums
 //! rounded once. A result rounded before the bias is added, or a gradient
-//! rounded before its batch sum, differs.
+//! rounded before its batch sum, differs. (Session 78: GPU convolutions go
+//! through cuDNN by default, which adds the bias after rounding, as PyTorch;
+//! the GPU tests here turn it off to test the columns path, and
+//! `cudnn_s78.rs` tests cuDNN's.)
 
 use parking_lot::{Mutex, MutexGuard};
 use strata_autograd::Var;
@@ -225,6 +228,9 @@ fn half_precision_convolutions_round_once() {
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn half_precision_convolutions_round_once_on_a_gpu() {
+    let _settings = exclusive_conv_settings();
+    strata_tensor::set_cudnn_enabled(false);
+    let _restore = RestoreCudnn;
     all_round_once_on(crate::hostile_calls::gpu());
 }
 
@@ -315,6 +321,10 @@ fn a_large_batch_is_convolved_in_chunks() {
 fn f32_convolutions_on_a_gpu_follow_their_own_tf32_setting() {
     use strata_tensor::{set_conv_allow_tf32, set_float32_matmul_precision, Precision};
     let _settings = exclusive_conv_settings();
+    // The columns path (cuBLAS), whose TF32 use is certain; cuDNN's own
+    // choice is tested in cudnn_s78.rs.
+    strata_tensor::set_cudnn_enabled(false);
+    let _restore = RestoreCudnn;
     let gpu = crate::hostile_calls::gpu();
     let fine = 1.0 + 2f32.powi(-12);
     let x = Tensor::full(&[2, 64, 32, 32], fine, DType::F32, gpu).unwrap();
@@ -364,6 +374,16 @@ fn f32_convolutions_on_a_gpu_follow_their_own_tf32_setting() {
         y.iter().all(|&v| v == exact),
         "an exact convolution differs"
     );
+}
+
+/// Turns cuDNN back on when dropped (a test that turned it off and fails
+/// must not leave it off for the next).
+pub(crate) struct RestoreCudnn;
+
+impl Drop for RestoreCudnn {
+    fn drop(&mut self) {
+        strata_tensor::set_cudnn_enabled(true);
+    }
 }
 
 /// A recorded convolution with no output element (an input without

@@ -29,6 +29,7 @@ mod hooks_and_grad;
 mod activations_grad_s74;
 mod batch_norm_s75;
 mod conv_pool_s75;
+mod cudnn_s78;
 mod fold_s76;
 mod half_conv_s77;
 #[allow(dead_code)]

@@ -33,6 +33,11 @@ pub(crate) fn unavailable_reason() -> Option<String> {
     Some(REASON.into())
 }
 
+/// No cuDNN in this build.
+pub(crate) fn cudnn_version() -> std::result::Result<(usize, String), String> {
+    Err(REASON.into())
+}
+
 /// The default stream (there is no other).
 pub(crate) fn alloc_stream(_ordinal: usize) -> StreamId {
     StreamId::DEFAULT

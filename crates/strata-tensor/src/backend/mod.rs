@@ -163,6 +163,13 @@ pub(crate) trait Backend: Sync {
     // ---- nn and indexing kernels (issue 12; see `nn_kernel.rs`) ----
     /// Runs one of the fused normalisation / loss kernels or an index kernel.
     fn nn(&self, k: NnKernel<'_>) -> Result<()>;
+    /// A convolution pass through the device's vendor library (cuDNN on a
+    /// GPU, `backend/cuda/cudnn.rs`): `Ok(false)` where the device has none,
+    /// or the library does not take this convolution, and the caller
+    /// convolves by columns and matrix products instead. The CPU has none.
+    fn library_conv(&self, _k: LibraryConv<'_>) -> Result<bool> {
+        Ok(false)
+    }
     /// The scans and scatters of `ops/scatter_ops.rs` (session 60).
     fn scatter_ops(&self, k: crate::ops::scatter_ops::ScatterKernel<'_>) -> Result<()>;
 
@@ -219,6 +226,33 @@ pub(crate) trait Backend: Sync {
         }
         Ok(())
     }
+}
+
+/// Which of a convolution's three tensors [`LibraryConv`] writes, from the
+/// other two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ConvPass {
+    /// `y` from `x` and `w`.
+    Forward,
+    /// `x` (the input's gradient) from `w` and `y` (the output's gradient).
+    InputGrad,
+    /// `w` (the weight's gradient) from `x` and `y` (the output's gradient).
+    WeightGrad,
+}
+
+/// One pass of the convolution `y = x (*) w` ([`Backend::library_conv`]):
+/// contiguous operands of one float dtype, `x` `[N, C, L...]`, `w` `[C_out,
+/// C / groups, K...]`, `y` `[N, C_out, O...]`, the geometry (padding before
+/// each dim, stride, dilation) in `windows`. The tensor written is fresh.
+pub(crate) struct LibraryConv<'a> {
+    pub pass: ConvPass,
+    pub x: &'a Arg<'a>,
+    pub w: &'a Arg<'a>,
+    pub y: &'a Arg<'a>,
+    pub windows: &'a crate::ops::Windows,
+    pub groups: usize,
+    /// Whether f32 may be computed on TF32 tensor cores.
+    pub allow_tf32: bool,
 }
 
 /// The `outer x n x inner` view of a contiguous operand along one dim.

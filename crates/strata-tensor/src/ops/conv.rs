@@ -1,25 +1,31 @@
-//! Convolution, `F.conv1d`, `F.conv2d` and `F.conv3d`, as im2col and one
-//! batched matrix product: the input is padded, its windows are taken as a
-//! view ([`Tensor::unfold`] along each spatial dim, every `dilation`-th
-//! element of a window), laid out once as `[N, groups, C/groups * K, P]`
-//! columns and multiplied by the weight viewed as `[groups, C_out/groups,
-//! C/groups * K]`. Every step is an existing op, so the same composition
-//! runs on every backend and, on variables, differentiates itself
-//! (strata-autograd's `Var::conv2d`). [`conv_plan`] checks the operands as
-//! PyTorch 2.15 does and holds the shapes both forms use.
+//! Convolution, `F.conv1d`, `F.conv2d` and `F.conv3d`. [`conv_plan`] checks
+//! the operands as PyTorch 2.15 does and holds the shapes; one op,
+//! [`ConvPlan::product`] (and [`ConvPlan::product_backward`] for its
+//! gradients), convolves, which a `Var` records as one node.
 //!
-//! f16 and bf16 products accumulate in f32 and are rounded once (the bias
-//! added before rounding), as PyTorch's oneDNN and cuDNN paths accumulate:
-//! on a GPU the columns stay in the operands' dtype and cuBLAS multiplies
-//! them on tensor cores into f32 ([`Tensor::matmul_wide`]); on the CPU the
-//! operands are widened to f32 first. Integer convolutions (PyTorch's CPU
-//! has them) wrap as its slow path does.
+//! On a GPU with cuDNN (and [`cudnn_enabled`]) each pass is one cuDNN call
+//! (`backend/cuda/cudnn.rs`), as in PyTorch: implicit GEMM on tensor cores,
+//! the workspace from strata's caching allocator; the bias is added after,
+//! in the output's dtype, as PyTorch adds it.
+//!
+//! Elsewhere (the CPU, a GPU without cuDNN, a geometry cuDNN does not
+//! take) as im2col and one batched matrix product: the input's windows laid
+//! out once as `[N, groups, C/groups * K, P]` columns
+//! ([`Tensor::window_columns`]) and multiplied by the weight viewed as
+//! `[groups, C_out/groups, C/groups * K]`, a chunk of samples at a time
+//! where the columns are large ([`conv_chunk_bytes`]). f16 and bf16 products
+//! there accumulate in f32 and are rounded once (the bias added before
+//! rounding): on a GPU the columns stay in the operands' dtype and cuBLAS
+//! multiplies them on tensor cores into f32 ([`Tensor::matmul_wide`]); on
+//! the CPU the operands are widened to f32 first. Integer convolutions
+//! (PyTorch's CPU has them) wrap as its slow path does.
 
+use crate::backend::{ConvPass, LibraryConv};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::elementwise::launch;
 use crate::ops::nn::acc_dtype;
 use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Composite, Windows};
-use crate::scalar::Scalar;
 use crate::shape;
 use crate::tensor::Tensor;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -417,6 +423,31 @@ pub fn conv_allow_tf32() -> bool {
     CONV_ALLOW_TF32.load(Ordering::Relaxed)
 }
 
+static CUDNN_ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Whether GPU convolutions may use cuDNN where it is installed, for the
+/// whole process: PyTorch's `torch.backends.cudnn.enabled` (`true` by
+/// default, as there). With `false`, or without cuDNN
+/// ([`crate::cuda::cudnn_version`]), GPU convolutions run as im2col and
+/// matrix products (more memory, more time, the same results up to
+/// rounding). The CPU is not affected.
+///
+/// ```
+/// use strata_tensor::{cudnn_enabled, set_cudnn_enabled};
+/// assert!(cudnn_enabled());
+/// set_cudnn_enabled(false); // columns and cuBLAS on GPUs
+/// assert!(!cudnn_enabled());
+/// set_cudnn_enabled(true);
+/// ```
+pub fn set_cudnn_enabled(enabled: bool) {
+    CUDNN_ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether GPU convolutions may use cuDNN (see [`set_cudnn_enabled`]).
+pub fn cudnn_enabled() -> bool {
+    CUDNN_ENABLED.load(Ordering::Relaxed)
+}
+
 /// Runs `f` (a convolution's matrix products) at the convolutions' f32
 /// precision ([`conv_allow_tf32`]).
 fn at_conv_precision<R>(f: impl FnOnce() -> R) -> R {
@@ -540,6 +571,13 @@ impl ConvPlan {
             let out: Vec<usize> = self.out.iter().map(|&s| s as usize).collect();
             return Tensor::zeros(&out, x.dtype(), x.device());
         }
+        let out: Vec<usize> = self.out.iter().map(|&s| s as usize).collect();
+        if let Some(y) = self.by_library(ConvPass::Forward, [x, weight], &out)? {
+            if let Some(b) = bias {
+                y.add_(&b.reshape(&self.bias)?)?;
+            }
+            return Ok(y);
+        }
         let w = weight.reshape(&self.weight)?;
         // f16/bf16 (on a GPU): the products in f32, the bias added there,
         // rounded once.
@@ -554,16 +592,63 @@ impl ConvPlan {
         y.to_dtype(x.dtype())
     }
 
+    /// One pass of the convolution through the device's library (cuDNN),
+    /// into a fresh contiguous tensor of `shape`: the forward pass from `[x,
+    /// weight]`, the input's gradient from `[g, weight]`, the weight's from
+    /// `[x, g]`. `None` on the CPU, where cuDNN is disabled or absent, for
+    /// a dtype the plan widens, for a unit kernel with stride 1 and no
+    /// padding (a plain matrix product), or where the library does not take
+    /// this convolution (padding that differs before and after, say).
+    fn by_library(
+        &self,
+        pass: ConvPass,
+        operands: [&Tensor; 2],
+        shape: &[usize],
+    ) -> Result<Option<Tensor>> {
+        let a = operands[0];
+        // A unit kernel with stride 1 and no padding is one matrix product
+        // of the input itself (no columns): cuBLAS, which beats cuDNN's
+        // heuristic choice there in time and workspace.
+        if a.device() == crate::Device::Cpu
+            || self.windows.is_identity()
+            || !cudnn_enabled()
+            || !matches!(
+                a.dtype(),
+                DType::F16 | DType::BF16 | DType::F32 | DType::F64
+            )
+        {
+            return Ok(None);
+        }
+        let [a, b] = [a.contiguous()?, operands[1].contiguous()?];
+        let out = Tensor::uninit("convolution", shape, a.dtype(), a.device())?;
+        let (x, w, y) = match pass {
+            ConvPass::Forward => (&a, &b, &out),
+            ConvPass::InputGrad => (&out, &b, &a),
+            ConvPass::WeightGrad => (&a, &out, &b),
+        };
+        let mut done = false;
+        launch(&out, &[&a, &b], |be| {
+            done = be.library_conv(LibraryConv {
+                pass,
+                x: &x.arg(),
+                w: &w.arg(),
+                y: &y.arg(),
+                windows: &self.windows,
+                groups: self.columns[1] as usize,
+                allow_tf32: conv_allow_tf32(),
+            })?;
+            Ok(())
+        })?;
+        Ok(done.then_some(out))
+    }
+
     /// The gradients of [`ConvPlan::product`] for the upstream `g`
     /// (`[N, C_out, O...]`), each where `needs` asks for it (input,
-    /// weight, bias): the input's is the columns' gradient (the weight's
-    /// transpose times `g`) added back where each column was read
-    /// ([`Tensor::window_columns_sum`]); the weight's is `g` times the
-    /// columns, recomputed from `x` (so a recorded convolution keeps its
-    /// input, not its columns), summed over the batch; the bias's is `g`
-    /// summed over the batch and the spatial dims. The input's and the
-    /// weight's are formed a chunk of samples at a time where the columns
-    /// (or the per-sample weight gradients) take more than [`conv_chunk_bytes`].
+    /// weight, bias): the input's and the weight's through cuDNN on a GPU
+    /// that has it, else by columns (see `input_grad_at` and
+    /// `weight_grad_at`: the columns are recomputed from `x`, so a recorded
+    /// convolution keeps its input, not its columns); the bias's is `g`
+    /// summed over the batch and the spatial dims.
     pub fn product_backward(
         &self,
         g: &Tensor,
@@ -594,50 +679,15 @@ impl ConvPlan {
                 zeros(needs[2], &bias, g.dtype())?,
             ]);
         }
-        let [n, groups, cols_per_group, o] = self.columns;
-        let g4 = g.reshape(&[n, groups, self.weight[1], o])?;
-        // f16/bf16 (on a GPU): each gradient summed in f32 and rounded once.
-        let wide = wide_dtype(x.dtype(), x.device());
-        let dx = if needs[0] {
-            let wt = weight.reshape(&self.weight)?.transpose(-1, -2)?;
-            let dx = self.by_chunks(self.column_bytes(wide), |s, len| {
-                let dcols = wt.matmul_wide(&g4.narrow(0, s, len)?)?;
-                let part = if self.windows.is_identity() {
-                    let mut shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
-                    shape[0] = len;
-                    dcols.reshape(&shape)?
-                } else {
-                    dcols
-                        .reshape(&[len, groups * cols_per_group, o])?
-                        .window_columns_sum(&self.windows)?
-                };
-                part.to_dtype(x.dtype())
-            })?;
-            Some(dx)
-        } else {
-            None
+        // Once for both passes (an upstream of a sum is an expanded one).
+        let g = &g.contiguous()?;
+        let dx = match needs[0] {
+            true => Some(self.input_grad_at(g, weight, x.shape(), x.dtype())?),
+            false => None,
         };
-        let dw = if needs[1] {
-            let per_sample = self
-                .column_bytes(x.dtype())
-                .max(weight.numel().saturating_mul(wide.size()));
-            let mut sum: Option<Tensor> = None;
-            for (s, len) in self.chunks(per_sample) {
-                let cols = self.columns_of(&x.narrow(0, s, len)?)?;
-                let part = g4
-                    .narrow(0, s, len)?
-                    .matmul_wide(&cols.transpose(-1, -2)?)?
-                    .sum(Some(&[0]), false)?;
-                sum = Some(match sum {
-                    None => part,
-                    Some(acc) => acc.add(&part)?,
-                });
-            }
-            let shape: Vec<i64> = weight.shape().iter().map(|&s| s as i64).collect();
-            sum.map(|dw| dw.reshape(&shape)?.to_dtype(weight.dtype()))
-                .transpose()?
-        } else {
-            None
+        let dw = match needs[1] {
+            true => Some(self.weight_grad_at(g, x, weight.shape())?),
+            false => None,
         };
         let db = if needs[2] {
             let dims: Vec<i64> = std::iter::once(0).chain(2..self.out.len() as i64).collect();
@@ -646,6 +696,80 @@ impl ConvPlan {
             None
         };
         Ok([dx, dw, db])
+    }
+
+    /// The input's gradient, of `shape` (`[N, C, L...]`), for the upstream
+    /// `g` (`[N, C_out, O...]`, the output not empty): the columns' gradient
+    /// (the weight's transpose times `g`) added back where each column was
+    /// read ([`Tensor::window_columns_sum`]), a chunk of samples at a time
+    /// where the columns take more than [`conv_chunk_bytes`]; or one cuDNN
+    /// call, in `g`'s dtype. The columns path rounds to `dtype`: `g`'s, or
+    /// f32 for f16/bf16 `g` on a GPU (so that a caller adding to it rounds
+    /// once).
+    fn input_grad_at(
+        &self,
+        g: &Tensor,
+        weight: &Tensor,
+        shape: &[usize],
+        dtype: DType,
+    ) -> Result<Tensor> {
+        if let Some(dx) = self.by_library(ConvPass::InputGrad, [g, weight], shape)? {
+            return Ok(dx);
+        }
+        let [n, groups, cols_per_group, o] = self.columns;
+        let g4 = g.reshape(&[n, groups, self.weight[1], o])?;
+        // f16/bf16 (on a GPU): summed in f32 and rounded once.
+        let wide = wide_dtype(g.dtype(), g.device());
+        let wt = weight.reshape(&self.weight)?.transpose(-1, -2)?;
+        self.by_chunks(self.column_bytes(wide), |s, len| {
+            let dcols = wt.matmul_wide(&g4.narrow(0, s, len)?)?;
+            let part = if self.windows.is_identity() {
+                let mut shape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+                shape[0] = len;
+                dcols.reshape(&shape)?
+            } else {
+                dcols
+                    .reshape(&[len, groups * cols_per_group, o])?
+                    .window_columns_sum(&self.windows)?
+            };
+            part.to_dtype(dtype)
+        })
+    }
+
+    /// The weight's gradient, of `shape`, for the upstream `g` and the
+    /// batched input `x` (the output not empty): `g` times the columns,
+    /// recomputed from `x` (so a recorded convolution keeps its input, not
+    /// its columns), summed over the batch, a chunk of samples at a time
+    /// where the columns (or the per-sample weight gradients) take more
+    /// than [`conv_chunk_bytes`]; or one cuDNN call. In `x`'s dtype.
+    fn weight_grad_at(&self, g: &Tensor, x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+        if let Some(dw) = self.by_library(ConvPass::WeightGrad, [x, g], shape)? {
+            return Ok(dw);
+        }
+        let [n, groups, _, o] = self.columns;
+        let g4 = g.reshape(&[n, groups, self.weight[1], o])?;
+        // f16/bf16 (on a GPU): summed in f32 and rounded once.
+        let wide = wide_dtype(x.dtype(), x.device());
+        let numel: usize = shape.iter().product();
+        let per_sample = self
+            .column_bytes(x.dtype())
+            .max(numel.saturating_mul(wide.size()));
+        let mut sum: Option<Tensor> = None;
+        for (s, len) in self.chunks(per_sample) {
+            let cols = self.columns_of(&x.narrow(0, s, len)?)?;
+            let part = g4
+                .narrow(0, s, len)?
+                .matmul_wide(&cols.transpose(-1, -2)?)?
+                .sum(Some(&[0]), false)?;
+            sum = Some(match sum {
+                None => part,
+                Some(acc) => acc.add(&part)?,
+            });
+        }
+        let shape: Vec<i64> = shape.iter().map(|&s| s as i64).collect();
+        // (`chunks` yields at least one chunk.)
+        let dw = sum.ok_or_else(|| TensorError::value("convolution", "no batch chunk"))?;
+        dw.reshape(&shape)?.to_dtype(x.dtype())
     }
 }
 
@@ -690,10 +814,14 @@ pub fn convolution<T: Composite>(
             compute,
             ..conv_plan(op, spatial, operands.0, operands.1, operands.2, opts)?
         }),
-        ConvKind::Transposed => Convolution::Transposed(ConvTransposePlan {
-            compute,
-            ..conv_transpose_plan(op, spatial, operands.0, operands.1, operands.2, opts)?
-        }),
+        ConvKind::Transposed => {
+            let p = conv_transpose_plan(op, spatial, operands.0, operands.1, operands.2, opts)?;
+            Convolution::Transposed(ConvTransposePlan {
+                compute,
+                conv: ConvPlan { compute, ..p.conv },
+                ..p
+            })
+        }
     };
     for other in [Some(weight), bias].into_iter().flatten() {
         if other.device() != x.device() {
@@ -712,14 +840,13 @@ impl Convolution {
     /// dtype.
     pub fn convolve<T: Composite>(
         &self,
-        op: &'static str,
         x: &T,
         weight: &T,
         bias: Option<&T>,
     ) -> std::result::Result<T, T::Error> {
         match self {
             Convolution::Plain(p) => p.convolve(x, weight, bias, x.dtype()),
-            Convolution::Transposed(p) => p.convolve(op, x, weight, bias, x.dtype()),
+            Convolution::Transposed(p) => p.convolve(x, weight, bias, x.dtype()),
         }
     }
 }
@@ -736,35 +863,30 @@ impl Tensor {
     ) -> Result<Tensor> {
         // (An empty output, whatever the input's spatial dims, is zeros:
         // `ConvPlan::product`.)
-        convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(op, self, weight, bias)
+        convolution(op, kind, spatial, self, weight, bias, opts)?.convolve(self, weight, bias)
     }
 }
 
-/// How a transposed convolution becomes a convolution: the input spread by
-/// the stride (zeros between its elements), padded by `dilation * (k - 1) -
-/// padding` (plus `output_padding` after; negative crops), and convolved
-/// with stride 1 by the weight with its channels swapped per group and its
-/// kernel flipped.
+/// A transposed convolution as the adjoint of a convolution: `F.conv_transpose*d(x, w)`
+/// is the input gradient of the convolution [`ConvTransposePlan::conv`]
+/// (from this one's output shape `[N, C_out, Y...]` to its input's `[N,
+/// C_in, X...]`, by `w` `[C_in, C_out / G, k...]` with the same stride,
+/// padding, dilation and groups) for the upstream `x`, plus the bias. Its
+/// gradients are that convolution of the upstream (the input's) and that
+/// convolution's weight gradient (the weight's), so no zeros are spread
+/// between the input's elements: cuDNN's backward-data pass on a GPU (as
+/// PyTorch), col2im elsewhere.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConvTransposePlan {
     /// Whether the input has a batch dim.
     pub batched: bool,
-    /// Per spatial dim: the stride (the spread).
-    pub stride: Vec<usize>,
-    /// The padding of the spread input as [`Tensor::pad`] takes it.
-    pub pad: Vec<i64>,
-    /// `[G, C_in / G, C_out / G, k...]` then the permutation to `[G, C_out
-    /// / G, C_in / G, k...]` and the shape `[C_out, C_in / G, k...]`.
-    pub weight_groups: Vec<i64>,
-    /// The permutation of [`ConvTransposePlan::weight_groups`].
-    pub weight_perm: Vec<i64>,
-    /// The convolution's weight shape.
-    pub weight: Vec<i64>,
-    /// The kernel dims to flip.
-    pub flip: Vec<i64>,
-    /// The convolution's options (stride 1, no padding).
-    pub conv: ConvOptions,
-    /// The computation dtype.
+    /// The convolution this one is the adjoint of (batched).
+    pub conv: ConvPlan,
+    /// `[N, C_out, Y...]`: the result.
+    pub out: Vec<i64>,
+    /// `[C_out, 1, ...]`: the bias against the result.
+    pub bias: Vec<i64>,
+    /// The computation dtype (the convolution's).
     pub compute: DType,
 }
 
@@ -825,7 +947,8 @@ pub fn conv_transpose_plan(
             ),
         ));
     }
-    if xd == DType::Bool {
+    // PyTorch's transposed convolutions take floats and i64 only.
+    if !(xd.is_float() || xd == DType::I64) {
         return Err(TensorError::unsupported(op, xd));
     }
     let groups = opts.groups;
@@ -876,12 +999,10 @@ pub fn conv_transpose_plan(
         ));
     }
     let spatial_in = &x[x.len() - spatial..];
-    let mut pad = Vec::with_capacity(2 * spatial);
-    for i in (0..spatial).rev() {
+    let mut out_sp = Vec::with_capacity(spatial);
+    for i in 0..spatial {
         // In i128: no size or option wraps.
         let reach = dilation[i] as i128 * (kernel[i] as i128 - 1);
-        let before = reach - padding[i] as i128;
-        let after = before + output_padding[i] as i128;
         let out = (spatial_in[i] as i128 - 1) * stride[i] as i128 - 2 * padding[i] as i128
             + reach
             + output_padding[i] as i128
@@ -898,14 +1019,12 @@ pub fn conv_transpose_plan(
                 ),
             ));
         }
-        let fits = |v: i128| {
-            i64::try_from(v)
-                .ok()
-                .filter(|v| v.unsigned_abs() <= shape::MAX_NUMEL as u64)
-        };
-        match (fits(before), fits(after), fits(out)) {
-            (Some(b), Some(a), Some(_)) => pad.extend([b, a]),
-            _ => {
+        match usize::try_from(out)
+            .ok()
+            .filter(|&v| v <= shape::MAX_NUMEL && padding[i] <= shape::MAX_NUMEL)
+        {
+            Some(v) => out_sp.push(v),
+            None => {
                 return Err(TensorError::overflow(
                     op,
                     format!(
@@ -916,80 +1035,119 @@ pub fn conv_transpose_plan(
             }
         }
     }
+    let n = if batched { x[0] } else { 1 };
+    let mut out_full = vec![n, c_out];
+    out_full.extend(&out_sp);
+    shape::checked_numel(op, &out_full)?;
+    let i64s = |v: &[usize]| v.iter().map(|&s| s as i64).collect::<Vec<i64>>();
+    let k_prod: usize = kernel.iter().product();
+    let x_prod: usize = spatial_in.iter().product();
     let g = groups as i64;
-    let (ci, co) = (c_in as i64, c_out as i64);
-    let ks: Vec<i64> = kernel.iter().map(|&k| k as i64).collect();
-    let mut weight_groups = vec![g, ci / g, co / g];
-    weight_groups.extend(&ks);
-    let mut weight_perm = vec![0, 2, 1];
-    weight_perm.extend((3..3 + spatial as i64).collect::<Vec<_>>());
-    let mut weight_shape = vec![co, ci / g];
-    weight_shape.extend(&ks);
+    let compute = if xd.is_float() { acc_dtype(xd) } else { xd };
+    let mut bias_shape = vec![c_out as i64];
+    bias_shape.extend(std::iter::repeat_n(1, spatial));
+    let mut conv_out = vec![n as i64, c_in as i64];
+    conv_out.extend(i64s(spatial_in));
+    let mut conv_bias = vec![c_in as i64];
+    conv_bias.extend(std::iter::repeat_n(1, spatial));
+    // The sizes were checked: the input's by its tensor, the output's
+    // above, the columns' are the input's times the kernel's per channel.
+    let cols_per_group = (c_out / groups)
+        .checked_mul(k_prod)
+        .filter(|&v| v <= shape::MAX_NUMEL)
+        .ok_or_else(|| TensorError::overflow(op, format!("weight {w:?} overflows")))?;
     Ok(ConvTransposePlan {
         batched,
-        stride,
-        pad,
-        weight_groups,
-        weight_perm,
-        weight: weight_shape,
-        flip: (2..2 + spatial as i64).collect(),
-        conv: ConvOptions::new().dilation(&dilation).groups(groups),
-        compute: if xd.is_float() { acc_dtype(xd) } else { xd },
+        conv: ConvPlan {
+            batched: true,
+            windows: Windows::new(&out_sp, spatial_in, kernel, &stride, &padding, &dilation),
+            columns: [n as i64, g, cols_per_group as i64, x_prod as i64],
+            weight: [g, (c_in / groups) as i64, cols_per_group as i64],
+            out: conv_out,
+            bias: conv_bias,
+            compute,
+        },
+        out: i64s(&out_full),
+        bias: bias_shape,
+        compute,
     })
 }
 
 impl ConvTransposePlan {
     /// The transposed convolution of `x` by `weight` and `bias` (the
-    /// operands this plan checked; `Tensor`s or `Var`s), rounded to `dtype`.
+    /// operands this plan checked; `Tensor`s or `Var`s), in the computation
+    /// dtype, the result rounded to `dtype`: the operands cast, then one
+    /// [`ConvTransposePlan::product`] ([`Composite::conv_transpose_product`],
+    /// which a `Var` records as one op).
     pub fn convolve<T: Composite>(
         &self,
-        op: &'static str,
         x: &T,
         weight: &T,
         bias: Option<&T>,
         dtype: DType,
     ) -> std::result::Result<T, T::Error> {
-        let spatial = self.stride.len();
-        let mut u = with_batch(x, self.batched)?.to_dtype(self.compute)?;
-        // Zeros between the elements: each spatial dim gets a new dim of
-        // `stride` after it (the element, then `stride - 1` zeros), merged,
-        // the trailing zeros cut.
-        for (i, &s) in self.stride.iter().enumerate() {
-            if s == 1 {
-                continue;
-            }
-            let d = 2 + i;
-            let len = u.shape()[d];
-            let mut pad = vec![0i64; 2 * (spatial - i)];
-            pad[2 * (spatial - i) - 1] = s as i64 - 1;
-            let mut merged: Vec<i64> = u.shape().iter().map(|&n| n as i64).collect();
-            merged[d] = (len * s) as i64;
-            u = u
-                .unsqueeze(d as i64 + 1)?
-                .pad_with(&pad, Scalar::Int(0))?
-                .reshape(&merged)?
-                .narrow(d as i64, 0, ((len.max(1) - 1) * s + 1).min(len * s) as i64)?;
-        }
-        let u = u.pad_with(&self.pad, Scalar::Int(0))?;
-        let w = weight
-            .to_dtype(self.compute)?
-            .reshape(&self.weight_groups)?
-            .permute(&self.weight_perm)?
-            .reshape(&self.weight)?
-            .flip(&self.flip)?;
+        let x = with_batch(x, self.batched)?.to_dtype(self.compute)?;
+        let w = weight.to_dtype(self.compute)?;
         let b = bias.map(|b| b.to_dtype(self.compute)).transpose()?;
-        let plan = ConvPlan {
-            compute: self.compute,
-            ..conv_plan(
-                op,
-                spatial,
-                (u.shape(), self.compute),
-                (w.shape(), self.compute),
-                b.as_ref().map(|b| (b.shape(), self.compute)),
-                &self.conv,
-            )?
-        };
-        without_batch(plan.convolve(&u, &w, b.as_ref(), dtype)?, self.batched)
+        let y = x.conv_transpose_product(&w, b.as_ref(), self)?;
+        without_batch(y.to_dtype(dtype)?, self.batched)
+    }
+
+    /// The transposed convolution proper, on tensors in the computation
+    /// dtype: the input gradient of [`ConvTransposePlan::conv`] for the
+    /// upstream `x` (the batched input), `bias` added; `[N, C_out, Y...]`.
+    /// f16/bf16 on a GPU's columns path add the bias in f32 and round once;
+    /// through cuDNN the bias is added to the rounded result, as PyTorch.
+    pub fn product(&self, x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        at_conv_precision(|| {
+            let out: Vec<usize> = self.out.iter().map(|&s| s as usize).collect();
+            let y = if self.conv.out.contains(&0) || out.contains(&0) {
+                Tensor::zeros(&out, x.dtype(), x.device())?
+            } else {
+                let wide = wide_dtype(x.dtype(), x.device());
+                self.conv.input_grad_at(x, weight, &out, wide)?
+            };
+            if let Some(b) = bias {
+                y.add_(&b.reshape(&self.bias)?)?;
+            }
+            y.to_dtype(x.dtype())
+        })
+    }
+
+    /// The gradients of [`ConvTransposePlan::product`] for the upstream `g`
+    /// (`[N, C_out, Y...]`), each where `needs` asks for it (input,
+    /// weight, bias): the convolution [`ConvTransposePlan::conv`] of `g`,
+    /// that convolution's weight gradient for the upstream `x` and the input
+    /// `g`, and `g` summed over the batch and the spatial dims.
+    pub fn product_backward(
+        &self,
+        g: &Tensor,
+        x: &Tensor,
+        weight: &Tensor,
+        needs: [bool; 3],
+    ) -> Result<[Option<Tensor>; 3]> {
+        at_conv_precision(|| {
+            // Once for both passes (an upstream of a sum is an expanded one).
+            let g = &g.contiguous()?;
+            let empty = self.conv.out.contains(&0) || self.out.contains(&0);
+            let dx = match (needs[0], empty) {
+                (false, _) => None,
+                (true, true) => Some(Tensor::zeros(x.shape(), x.dtype(), x.device())?),
+                (true, false) => Some(self.conv.product_at(g, weight, None)?),
+            };
+            let dw = match (needs[1], empty) {
+                (false, _) => None,
+                (true, true) => Some(Tensor::zeros(weight.shape(), weight.dtype(), x.device())?),
+                (true, false) => Some(self.conv.weight_grad_at(x, g, weight.shape())?),
+            };
+            let db = if needs[2] {
+                let dims: Vec<i64> = std::iter::once(0).chain(2..self.out.len() as i64).collect();
+                Some(g.sum(Some(&dims), false)?)
+            } else {
+                None
+            };
+            Ok([dx, dw, db])
+        })
     }
 }
 

@@ -19,8 +19,8 @@ pub use similarity::cosine_similarity_plan;
 mod spaced;
 pub(crate) mod windows;
 pub use conv::{
-    conv_allow_tf32, conv_chunk_bytes, set_conv_allow_tf32, set_conv_chunk_bytes,
-    DEFAULT_CONV_CHUNK_BYTES,
+    conv_allow_tf32, conv_chunk_bytes, cudnn_enabled, set_conv_allow_tf32, set_conv_chunk_bytes,
+    set_cudnn_enabled, DEFAULT_CONV_CHUNK_BYTES,
 };
 pub use conv::{
     conv_plan, conv_transpose_plan, convolution, ConvKind, ConvOptions, ConvPadding, ConvPlan,

@@ -7,7 +7,7 @@
 use crate::backend::{NnKernel, WindowKernel};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::ops::conv::ConvPlan;
+use crate::ops::conv::{ConvPlan, ConvTransposePlan};
 use crate::ops::elementwise::launch;
 use crate::ops::shape_ops::PadMode;
 use crate::scalar::Scalar;
@@ -81,6 +81,15 @@ pub trait Composite: Clone + Sized {
         weight: &Self,
         bias: Option<&Self>,
         plan: &ConvPlan,
+    ) -> std::result::Result<Self, Self::Error>;
+    /// [`ConvTransposePlan::product`]: the transposed convolution of this
+    /// batched input by `weight` plus `bias` (operands in the plan's
+    /// computation dtype).
+    fn conv_transpose_product(
+        &self,
+        weight: &Self,
+        bias: Option<&Self>,
+        plan: &ConvTransposePlan,
     ) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::window_means`] (average pooling).
     fn window_means(
@@ -175,6 +184,14 @@ impl Composite for Tensor {
         weight: &Tensor,
         bias: Option<&Tensor>,
         plan: &ConvPlan,
+    ) -> Result<Tensor> {
+        plan.product(self, weight, bias)
+    }
+    fn conv_transpose_product(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        plan: &ConvTransposePlan,
     ) -> Result<Tensor> {
         plan.product(self, weight, bias)
     }
@@ -503,13 +520,14 @@ impl Tensor {
     }
 
     /// col2im, the adjoint of [`Tensor::window_columns`] (PyTorch's
-    /// `F.fold` of columns): this `[N, C * K, O]` float tensor's entries
-    /// added back to the input positions they were read from, giving
+    /// `F.fold` of columns): this `[N, C * K, O]` float (or i64) tensor's
+    /// entries added back to the input positions they were read from, giving
     /// `[N, C, L...]` (positions no window reads are zero). Sums are in the
-    /// computation type, by kernel offset; bool columns add as a logical or.
+    /// computation type, by kernel offset; i64 wraps; bool columns add as a
+    /// logical or.
     pub fn window_columns_sum(&self, windows: &Windows) -> Result<Tensor> {
         const OP: &str = "window_columns_sum";
-        if !(self.dtype().is_float() || self.dtype() == DType::Bool) {
+        if !(self.dtype().is_float() || matches!(self.dtype(), DType::Bool | DType::I64)) {
             return Err(TensorError::unsupported(OP, self.dtype()));
         }
         let (k, o) = (windows.kernel_numel(), windows.out_numel());

@@ -231,6 +231,9 @@ pub(crate) fn run(windows: &Windows, op: WindowKernel) {
         WindowKernel::Col2im { x, cols } if x.dtype == DType::Bool => {
             col2im::<bool>(x, cols, windows)
         }
+        WindowKernel::Col2im { x, cols } if x.dtype == DType::I64 => {
+            col2im::<i64>(x, cols, windows)
+        }
         WindowKernel::Col2im { x, cols } => float!(x.dtype, col2im(x, cols, windows)),
         WindowKernel::MaxPool { values, indices, x } => {
             let lowest = crate::ops::windows::lowest(x.dtype);

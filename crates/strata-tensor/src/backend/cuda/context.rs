@@ -1,6 +1,6 @@
 //! One opened GPU per ordinal — [`CudaDevice`], which owns everything that
 //! belongs to the device: the driver handle (its primary context), properties,
-//! compiled kernels, the cuBLAS handle, the pinned staging allocator of its
+//! compiled kernels, the cuBLAS and cuDNN handles, the pinned staging allocator of its
 //! transfers (and, on GPU 0, the allocator of `pin_memory()` tensors) — the
 //! current stream per device and thread, and the guard that turns cudarc's
 //! panics (missing library or symbol) into typed errors.
@@ -35,6 +35,8 @@ pub(crate) struct CudaDevice {
     pub(crate) functions: Mutex<HashMap<String, Arc<[Function]>, KeyHash>>,
     /// The cuBLAS handle (created on first use) and its workspaces.
     pub(crate) blas: Mutex<Option<super::blas::Handle>>,
+    /// The cuDNN handle (created on first use) and its chosen algorithms.
+    pub(crate) dnn: Mutex<Option<super::cudnn::Handle>>,
     /// The caching pinned allocator staging pageable transfers.
     pub(crate) staging: OnceLock<Arc<CudaPinnedAllocator>>,
     /// The allocator of `pin_memory()` tensors (used on GPU 0 only).
@@ -222,6 +224,7 @@ impl CudaDevice {
             sm_count,
             functions: Mutex::new(HashMap::default()),
             blas: Mutex::new(None),
+            dnn: Mutex::new(None),
             staging: OnceLock::new(),
             pinned_tensors: OnceLock::new(),
         })))

@@ -1,7 +1,8 @@
 //! The CUDA backend: each opened GPU ([`CudaDevice`]) is a [`Backend`].
 //! Kernels are generated per op and dtype, compiled at run time by NVRTC for
 //! the device's own architecture (cached for the process) and launched on
-//! strata's current stream; matrix products through cuBLAS; host transfers
+//! strata's current stream; matrix products through cuBLAS; convolutions
+//! through cuDNN where it is installed (`cudnn.rs`); host transfers
 //! through pinned staging buffers. [`runtime`] is the rest of the device
 //! boundary (streams, events, transfers, pinned memory).
 //!
@@ -12,6 +13,7 @@
 
 pub(crate) mod blas;
 pub(crate) mod context;
+pub(crate) mod cudnn;
 pub(crate) mod dimops;
 pub(crate) mod kernel_cache;
 pub(crate) mod kernels;
@@ -89,6 +91,9 @@ impl Backend for CudaDevice {
     }
     fn nn(&self, k: crate::backend::NnKernel<'_>) -> Result<()> {
         nn::run(self, k)
+    }
+    fn library_conv(&self, k: crate::backend::LibraryConv<'_>) -> Result<bool> {
+        cudnn::run(self, &k)
     }
 
     fn generate(&self, out: &Arg, seq: crate::generate::Sequence) -> Result<()> {

@@ -10,7 +10,8 @@
 //! first use this module searches, in order: every `LD_LIBRARY_PATH` entry,
 //! `$CUDA_HOME`/`$CUDA_PATH`, `/usr/local/cuda`, and the `nvidia/cu13/lib`
 //! (and CUDA 12's `nvidia/cuda_nvrtc/lib`, `nvidia/cublas/lib`, and NCCL's
-//! `nvidia/nccl/lib`, searched by `nccl.rs`) folders of the
+//! `nvidia/nccl/lib` and cuDNN's `nvidia/cudnn/lib`, searched by `nccl.rs`
+//! and `cudnn.rs`) folders of the
 //! Python environments under `$VIRTUAL_ENV`, `$CONDA_PREFIX`, `/opt/torch/.venv`,
 //! `/opt/conda`, `/opt/venv`, `/usr/local`, `/usr` and `~/.local`. Where a folder holds the
 //! library, its companions (`libnvrtc-builtins`, `libcublasLt`) are loaded
@@ -91,7 +92,13 @@ pub fn search_dirs() -> Vec<PathBuf> {
             for py in pythons.into_iter().rev() {
                 for site in ["site-packages", "dist-packages"] {
                     let nv = py.join(site).join("nvidia");
-                    for sub in ["cu13/lib", "cuda_nvrtc/lib", "cublas/lib", "nccl/lib"] {
+                    for sub in [
+                        "cu13/lib",
+                        "cuda_nvrtc/lib",
+                        "cublas/lib",
+                        "nccl/lib",
+                        "cudnn/lib",
+                    ] {
                         dirs.push(nv.join(sub));
                     }
                 }

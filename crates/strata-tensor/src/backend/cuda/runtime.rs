@@ -57,6 +57,12 @@ pub(crate) fn unavailable_reason() -> Option<String> {
     }
 }
 
+/// cuDNN's version and the file it was loaded from, or why it cannot be
+/// loaded (`cudnn.rs`).
+pub(crate) fn cudnn_version() -> std::result::Result<(usize, String), String> {
+    super::cudnn::version()
+}
+
 /// The stream new memory for GPU `ordinal` is allocated on (its current stream).
 pub(crate) fn alloc_stream(ordinal: usize) -> StreamId {
     context::current_stream_id(ordinal)
