@@ -140,6 +140,34 @@ impl Var {
 
 /// The ops the shared compositions of strata-tensor's `ops::conv` and
 /// `ops::pool` are written in, recorded.
+/// Records a convolution's result `out` (of `x` by `weight` plus `bias`) as
+/// one node that saves the input and the weight (not the columns, which are
+/// recomputed) and whose gradients `backward(g, x, weight, needs)` gives.
+fn record_convolution(
+    out: Tensor,
+    x: &Var,
+    weight: &Var,
+    bias: Option<&Var>,
+    backward: impl Fn(&Tensor, &Tensor, &Tensor, [bool; 3]) -> strata_tensor::Result<[Option<Tensor>; 3]>
+        + Send
+        + Sync
+        + 'static,
+) -> Result<Var> {
+    let f = formula(move |g, s, n| {
+        let needs = [n[0], n[1], n.get(2).copied().unwrap_or(false)];
+        Ok(backward(g, &s[0], &s[1], needs)?.into())
+    });
+    let (xd, wd) = (x.data().clone(), weight.data().clone());
+    record(
+        "ConvolutionBackward",
+        out,
+        &[Some(x), Some(weight), bias],
+        move || vec![xd, wd],
+        f,
+        false,
+    )
+}
+
 impl Composite for Var {
     type Error = AutogradError;
     fn shape(&self) -> &[usize] {
@@ -223,20 +251,9 @@ impl Composite for Var {
     fn conv_product(&self, weight: &Var, bias: Option<&Var>, plan: &ConvPlan) -> Result<Var> {
         let out = plan.product(self.data(), weight.data(), bias.map(Var::data))?;
         let plan = plan.clone();
-        // Saved: the input and the weight (the columns are recomputed).
-        let f = formula(move |g, s, n| {
-            let needs = [n[0], n[1], n.get(2).copied().unwrap_or(false)];
-            Ok(plan.product_backward(g, &s[0], &s[1], needs)?.into())
-        });
-        let (x, w) = (self.data().clone(), weight.data().clone());
-        record(
-            "ConvolutionBackward",
-            out,
-            &[Some(self), Some(weight), bias],
-            move || vec![x, w],
-            f,
-            false,
-        )
+        record_convolution(out, self, weight, bias, move |g, x, w, needs| {
+            plan.product_backward(g, x, w, needs)
+        })
     }
     fn conv_transpose_product(
         &self,
@@ -246,20 +263,9 @@ impl Composite for Var {
     ) -> Result<Var> {
         let out = plan.product(self.data(), weight.data(), bias.map(Var::data))?;
         let plan = plan.clone();
-        // Saved: the input and the weight, as for a convolution.
-        let f = formula(move |g, s, n| {
-            let needs = [n[0], n[1], n.get(2).copied().unwrap_or(false)];
-            Ok(plan.product_backward(g, &s[0], &s[1], needs)?.into())
-        });
-        let (x, w) = (self.data().clone(), weight.data().clone());
-        record(
-            "ConvolutionBackward",
-            out,
-            &[Some(self), Some(weight), bias],
-            move || vec![x, w],
-            f,
-            false,
-        )
+        record_convolution(out, self, weight, bias, move |g, x, w, needs| {
+            plan.product_backward(g, x, w, needs)
+        })
     }
     fn window_means(&self, windows: &Windows, mode: AvgMode) -> Result<Var> {
         let out = self.data().window_means(windows, mode)?;

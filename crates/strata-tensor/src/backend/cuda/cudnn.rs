@@ -33,7 +33,7 @@
 
 use super::context::{cu_stream, failure, guarded, CudaDevice};
 use super::launch::base_ptr;
-use super::nvrtc::search_dirs;
+use super::libraries::{candidates, symbol};
 use crate::backend::{ConvPass, LibraryConv};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
@@ -168,36 +168,6 @@ struct Cudnn {
     weight_grad: PassFns,
 }
 
-/// Candidate files, in search order, and a description of where was searched.
-fn candidates() -> (Vec<PathBuf>, String) {
-    const NAMES: [&str; 3] = ["libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"];
-    let mut out = Vec::new();
-    let mut searched = Vec::new();
-    if let Some(p) = std::env::var_os(LIBRARY_VAR) {
-        let p = PathBuf::from(p);
-        searched.push(format!("{LIBRARY_VAR}={}", p.display()));
-        if p.is_dir() {
-            out.extend(NAMES.iter().map(|n| p.join(n)).filter(|c| c.exists()));
-        } else {
-            out.push(p);
-        }
-    }
-    let dirs = search_dirs();
-    searched.push(format!(
-        "the folders [{}]",
-        dirs.iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    for d in &dirs {
-        out.extend(NAMES.iter().map(|n| d.join(n)).filter(|c| c.exists()));
-    }
-    searched.push("the loader path".into());
-    out.extend(NAMES.iter().map(PathBuf::from));
-    (out, searched.join(", "))
-}
-
 /// cuDNN's sub-libraries in `path`'s folder (`libcudnn_*.so*`), loaded by
 /// full path so that the library's own dlopen by name finds them; one may
 /// need another loaded first, so the list is gone through until no more load.
@@ -236,21 +206,6 @@ fn sub_libraries(path: &Path) -> Vec<libloading::Library> {
             return loaded;
         }
     }
-}
-
-/// Resolves `name` from `lib` as a function of type `T`.
-///
-/// # Safety
-/// `T` must be the C signature of `name` in cuDNN's headers.
-unsafe fn symbol<T: Copy>(
-    lib: &libloading::Library,
-    path: &Path,
-    name: &str,
-) -> std::result::Result<T, String> {
-    // SAFETY: the caller guarantees `T` is the symbol's type.
-    unsafe { lib.get::<T>(name.as_bytes()) }
-        .map(|s| *s)
-        .map_err(|e| format!("{}: no entry point {name}: {e}", path.display()))
 }
 
 fn load(path: &Path) -> std::result::Result<Cudnn, String> {
@@ -332,7 +287,10 @@ fn library() -> std::result::Result<&'static Cudnn, String> {
         // absence when strata needs it).
         let _ = super::nvrtc::ensure_cublas();
         let _ = super::nvrtc::ensure_nvrtc();
-        let (cands, searched) = candidates();
+        let (cands, searched) = candidates(
+            LIBRARY_VAR,
+            &["libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"],
+        );
         let mut tried = Vec::new();
         for c in &cands {
             match load(c) {

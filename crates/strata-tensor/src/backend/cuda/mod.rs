@@ -18,6 +18,7 @@ pub(crate) mod dimops;
 pub(crate) mod kernel_cache;
 pub(crate) mod kernels;
 pub(crate) mod launch;
+pub(crate) mod libraries;
 pub(crate) mod nccl;
 pub(crate) mod nn;
 pub(crate) mod nvrtc;

@@ -26,13 +26,13 @@
 //! service.
 
 use super::context::{cu_stream, failure, CudaDevice};
-use super::nvrtc::search_dirs;
+use super::libraries::{candidates, symbol};
 use crate::distributed::CollectiveCall;
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use cudarc::nccl::sys::{cudaStream_t, ncclComm_t, ncclDataType_t, ncclRedOp_t, ncclUniqueId};
 use std::ffi::{c_char, c_int, c_void};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use strata_alloc::{Device, StreamId};
 
@@ -95,51 +95,6 @@ struct Nccl {
     reduce_scatter: AllReduceFn,
 }
 
-/// Candidate files, in search order, and a description of where was searched.
-fn candidates() -> (Vec<PathBuf>, String) {
-    const NAMES: [&str; 2] = ["libnccl.so.2", "libnccl.so"];
-    let mut out = Vec::new();
-    let mut searched = Vec::new();
-    if let Some(p) = std::env::var_os(LIBRARY_VAR) {
-        let p = PathBuf::from(p);
-        searched.push(format!("{LIBRARY_VAR}={}", p.display()));
-        if p.is_dir() {
-            out.extend(NAMES.iter().map(|n| p.join(n)).filter(|c| c.exists()));
-        } else {
-            out.push(p);
-        }
-    }
-    let dirs = search_dirs();
-    searched.push(format!(
-        "the folders [{}]",
-        dirs.iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    for d in &dirs {
-        out.extend(NAMES.iter().map(|n| d.join(n)).filter(|c| c.exists()));
-    }
-    searched.push("the loader path".into());
-    out.extend(NAMES.iter().map(PathBuf::from));
-    (out, searched.join(", "))
-}
-
-/// Resolves `name` from `lib` as a function of type `T`.
-///
-/// # Safety
-/// `T` must be the C signature of `name` in NCCL's `nccl.h`.
-unsafe fn symbol<T: Copy>(
-    lib: &libloading::Library,
-    path: &Path,
-    name: &str,
-) -> std::result::Result<T, String> {
-    // SAFETY: the caller guarantees `T` is the symbol's type.
-    unsafe { lib.get::<T>(name.as_bytes()) }
-        .map(|s| *s)
-        .map_err(|e| format!("{}: no entry point {name}: {e}", path.display()))
-}
-
 fn load(path: &Path) -> std::result::Result<Nccl, String> {
     // SAFETY: loading NCCL runs its initialisers, which have no preconditions;
     // the handle is stored in a process-wide `OnceLock` and never dropped.
@@ -176,7 +131,7 @@ fn nccl() -> std::result::Result<&'static Nccl, String> {
             // happened before the library is loaded here.
             std::env::set_var("NCCL_NVLS_ENABLE", "0");
         }
-        let (cands, searched) = candidates();
+        let (cands, searched) = candidates(LIBRARY_VAR, &["libnccl.so.2", "libnccl.so"]);
         let mut tried = Vec::new();
         for c in &cands {
             match load(c) {
