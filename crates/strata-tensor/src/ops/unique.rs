@@ -2,13 +2,17 @@
 //! dim (session 77).
 //!
 //! Composed of existing ops, so every device runs them: a stable sort
-//! (`unique` only; of whole slices, one stable sort per column from the
-//! last, which orders the slices lexicographically), a comparison of each
-//! element (slice) with the one before it, a running sum of the "new"
-//! marks that numbers the groups, then the first element of each group,
-//! the inverse (the group numbers put back in input order with `scatter`)
-//! and the counts (`scatter_add` of ones). The number of groups is read
-//! back to the host, as PyTorch reads it.
+//! (`unique` only), a comparison of each element (slice) with the one
+//! before it, a running sum of the "new" marks that numbers the groups,
+//! then the first element of each group, the inverse (the group numbers put
+//! back in input order with `scatter`) and the counts (`scatter_add` of
+//! ones). The number of groups is read back to the host, as PyTorch reads
+//! it. Whole slices (`unique` with a dim) are ordered on the host, as
+//! PyTorch's CPU `unique_dim` sorts them: one stable sort of the slice
+//! indices whose comparator walks two slices element by element in the
+//! element sort's order ([`OrderKey`]), which gives the permutation that
+//! stable sorts by each column from the last would (before session 78 it
+//! ran those sorts, one per column: seconds for two long slices).
 //!
 //! As PyTorch's kernels: NaN equals nothing, not even another NaN, so each
 //! NaN is a group of its own (after every number in `unique`); -0.0 and
@@ -16,10 +20,112 @@
 //! (stable) order; `unique` always sorts (PyTorch's CPU and CUDA kernels
 //! sort whatever `sorted` says).
 
-use crate::dtype::DType;
+use crate::dispatch_dtype;
+use crate::dtype::{DType, Element};
 use crate::error::{Result, TensorError};
 use crate::shape::normalize_dim;
 use crate::tensor::Tensor;
+use rayon::slice::ParallelSliceMut;
+use std::cmp::Ordering;
+
+/// An element's key whose unsigned order is the order [`Tensor::sort`]
+/// puts values in: for floats NaN (any payload or sign) above +inf and
+/// -0.0 equal to 0.0 (otherwise the sign bit flipped for positive values
+/// and every bit for negative ones), signed integers with their sign bit
+/// flipped, u8 and bool as they are.
+trait OrderKey: Element {
+    fn order_key(self) -> u64;
+}
+
+macro_rules! float_order_key {
+    ($t:ty, $bits:expr, $to_bits:expr) => {
+        impl OrderKey for $t {
+            fn order_key(self) -> u64 {
+                if self.is_nan() {
+                    return u64::MAX;
+                }
+                let b: u64 = if self == <$t>::from_f32(0.0) {
+                    0
+                } else {
+                    u64::from($to_bits(self))
+                };
+                let sign = 1u64 << ($bits - 1);
+                if b & sign != 0 {
+                    !b & (u64::MAX >> (64 - $bits))
+                } else {
+                    b | sign
+                }
+            }
+        }
+    };
+}
+
+/// `from_f32` for the float types the macro covers (half's are inherent).
+trait FromF32 {
+    fn from_f32(x: f32) -> Self;
+}
+impl FromF32 for f32 {
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+}
+impl FromF32 for f64 {
+    fn from_f32(x: f32) -> Self {
+        f64::from(x)
+    }
+}
+float_order_key!(f32, 32, f32::to_bits);
+float_order_key!(f64, 64, f64::to_bits);
+float_order_key!(half::f16, 16, half::f16::to_bits);
+float_order_key!(half::bf16, 16, half::bf16::to_bits);
+
+impl OrderKey for i32 {
+    fn order_key(self) -> u64 {
+        u64::from((self as u32) ^ (1 << 31))
+    }
+}
+impl OrderKey for i64 {
+    fn order_key(self) -> u64 {
+        (self as u64) ^ (1 << 63)
+    }
+}
+impl OrderKey for u8 {
+    fn order_key(self) -> u64 {
+        u64::from(self)
+    }
+}
+impl OrderKey for bool {
+    fn order_key(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+/// Slices this many or more are sorted on rayon's threads (a stable
+/// parallel merge sort: the same permutation).
+const PARALLEL_SLICES: usize = 1 << 14;
+
+/// The stable lexicographic order of the `n` rows of `cols` elements each
+/// in `data` (row-major), comparing elements by [`OrderKey`]: the
+/// permutation that stable sorts by each column, from the last to the
+/// first, give.
+fn lexicographic_order<T: OrderKey>(data: &[T], n: usize, cols: usize) -> Vec<i64> {
+    let row = |i: usize| &data[i * cols..(i + 1) * cols];
+    let cmp = |&a: &i64, &b: &i64| -> Ordering {
+        row(a as usize)
+            .iter()
+            .zip(row(b as usize))
+            .map(|(x, y)| x.order_key().cmp(&y.order_key()))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let mut order: Vec<i64> = (0..n as i64).collect();
+    if n >= PARALLEL_SLICES {
+        order.par_sort_by(cmp);
+    } else {
+        order.sort_by(cmp);
+    }
+    order
+}
 
 /// What [`Tensor::unique`] and [`Tensor::unique_consecutive`] return:
 /// PyTorch's tuple `(output, inverse_indices, counts)`, the last two only
@@ -268,13 +374,11 @@ impl Tensor {
         let (sorted_rows, order) = if consecutive {
             (rows, None)
         } else {
-            // Stable sorts by each column from the last: lexicographic.
-            let mut order = Tensor::arange(0i64, n as i64, 1i64, Some(DType::I64), dev)?;
-            for c in (0..cols).rev() {
-                let key = rows.select(1, c as i64)?.index_select(0, &order)?;
-                let (_, by) = key.sort(0, false, true)?;
-                order = order.index_select(0, &by)?;
-            }
+            // One stable lexicographic sort of the slices, on the host.
+            let order = dispatch_dtype!(rows.dtype(), T => {
+                lexicographic_order::<T>(&rows.to_vec::<T>()?, n, cols)
+            });
+            let order = Tensor::from_slice(&order, &[n], dev)?;
             (rows.index_select(0, &order)?, Some(order))
         };
         let m = n as i64 - 1;

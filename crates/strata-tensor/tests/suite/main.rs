@@ -79,6 +79,7 @@ mod softmax_pytorch;
 mod sort;
 mod spaced_one_hot_s75;
 mod strides_s59;
+mod unique_dim_s78;
 mod view_args_s72;
 
 // session 60: einsum, diagonals, scaled products, lerp, cross
