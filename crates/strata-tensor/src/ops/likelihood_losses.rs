@@ -132,8 +132,8 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::{tensor, Reduction};
-    /// let x = tensor![0.0f64, 1.0].unwrap();
-    /// let y = tensor![1.0f64, 2.0].unwrap();
+    /// let x = tensor![0.0f64, 1.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let y = tensor![1.0f64, 2.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// let l = x.poisson_nll_loss(&y, true, false, 1e-8, Reduction::None).unwrap();
     /// assert_eq!(l.to_vec::<f64>().unwrap(), vec![1.0, 1f64.exp() - 2.0]);
     /// ```
@@ -153,9 +153,9 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::{tensor, GaussianVar, Reduction};
-    /// let x = tensor![1.0f64, 3.0].unwrap();
-    /// let y = tensor![1.0f64, 1.0].unwrap();
-    /// let v = tensor![1.0f64, 2.0].unwrap();
+    /// let x = tensor![1.0f64, 3.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let y = tensor![1.0f64, 1.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let v = tensor![1.0f64, 2.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// let l = x.gaussian_nll_loss(&y, GaussianVar::Tensor(&v), false, 1e-6, Reduction::None).unwrap();
     /// assert_eq!(l.to_vec::<f64>().unwrap(), vec![0.0, 0.5 * (2f64.ln() + 2.0)]);
     /// ```

@@ -47,8 +47,8 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::tensor;
-    /// let a = tensor![0.0f64, 1000.0].unwrap();
-    /// let b = tensor![0.0f64, 1000.0].unwrap();
+    /// let a = tensor![0.0f64, 1000.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let b = tensor![0.0f64, 1000.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// let y = a.logaddexp(&b).unwrap().to_vec::<f64>().unwrap();
     /// assert_eq!(y, vec![2f64.ln(), 1000.0 + 2f64.ln()]);
     /// ```
@@ -61,7 +61,7 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::tensor;
-    /// let a = tensor![3.0f64].unwrap();
+    /// let a = tensor![3.0f64].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// assert_eq!(a.logaddexp2(&a).unwrap().to_vec::<f64>().unwrap(), vec![4.0]);
     /// ```
     pub fn logaddexp2(&self, other: &Tensor) -> Result<Tensor> {

@@ -277,8 +277,8 @@ tensor_forms! {
     ///
     /// ```
     /// use strata_tensor::{tensor, Reduction};
-    /// let x = tensor![0.0f64].unwrap();
-    /// let l = x.soft_margin_loss(&tensor![1.0f64].unwrap(), Reduction::Sum).unwrap();
+    /// let x = tensor![0.0f64].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let l = x.soft_margin_loss(&tensor![1.0f64].unwrap().to_dtype(strata_tensor::DType::F64).unwrap(), Reduction::Sum).unwrap();
     /// assert!((l.item::<f64>().unwrap() - 2f64.ln()).abs() < 1e-15);
     /// ```
     fn soft_margin_loss(target: &Tensor, reduction: Reduction) => soft_margin_loss;
@@ -300,9 +300,9 @@ tensor_forms! {
     ///
     /// ```
     /// use strata_tensor::{tensor, Reduction};
-    /// let a = tensor![[0.0f64, 0.0]].unwrap();
-    /// let p = tensor![[3.0f64, 4.0]].unwrap();
-    /// let n = tensor![[0.0f64, 1.0]].unwrap();
+    /// let a = tensor![[0.0f64, 0.0]].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let p = tensor![[3.0f64, 4.0]].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let n = tensor![[0.0f64, 1.0]].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// let l = a.triplet_margin_loss(&p, &n, 1.0, 2.0, 0.0, false, Reduction::Sum).unwrap();
     /// assert_eq!(l.item::<f64>().unwrap(), 5.0);
     /// ```
@@ -312,8 +312,8 @@ tensor_forms! {
     ///
     /// ```
     /// use strata_tensor::{tensor, Reduction};
-    /// let x = tensor![[0.0f64, 0.0]].unwrap();
-    /// let y = tensor![[1.0f64, 0.0]].unwrap();
+    /// let x = tensor![[0.0f64, 0.0]].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let y = tensor![[1.0f64, 0.0]].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// let l = x.multilabel_soft_margin_loss(&y, None, Reduction::Mean).unwrap();
     /// assert!((l.item::<f64>().unwrap() - 2f64.ln()).abs() < 1e-15);
     /// ```

@@ -14,7 +14,7 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::tensor;
-    /// let x = tensor![1.0f64, 2.0, 3.0, 4.0].unwrap();
+    /// let x = tensor![1.0f64, 2.0, 3.0, 4.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// let (v, m) = x.var_mean(None, 1.0, false).unwrap();
     /// assert_eq!((v.item::<f64>().unwrap(), m.item::<f64>().unwrap()), (5.0 / 3.0, 2.5));
     /// ```
@@ -34,7 +34,7 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::tensor;
-    /// let x = tensor![1.0f64, 3.0].unwrap();
+    /// let x = tensor![1.0f64, 3.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// let (s, m) = x.std_mean(None, 0.0, false).unwrap();
     /// assert_eq!((s.item::<f64>().unwrap(), m.item::<f64>().unwrap()), (1.0, 2.0));
     /// ```

@@ -84,7 +84,7 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::tensor;
-    /// let x = tensor![0.0f64].unwrap();
+    /// let x = tensor![0.0f64].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// assert_eq!(x.tanhshrink().unwrap().to_vec::<f64>().unwrap(), vec![0.0]);
     /// ```
     pub fn tanhshrink(&self) -> Result<Tensor> {

@@ -11,7 +11,7 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::tensor;
-    /// let x = tensor![0.0f64, 0.0].unwrap();
+    /// let x = tensor![0.0f64, 0.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// assert_eq!(x.softmin(0, None).unwrap().to_vec::<f64>().unwrap(), vec![0.5, 0.5]);
     /// ```
     pub fn softmin(&self, dim: i64, dtype: Option<DType>) -> Result<Tensor> {

@@ -14,8 +14,8 @@ impl Tensor {
     ///
     /// ```
     /// use strata_tensor::tensor;
-    /// let x = tensor![0.0f64, 2.0].unwrap();
-    /// let y = tensor![0.0f64, 1.0].unwrap();
+    /// let x = tensor![0.0f64, 2.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
+    /// let y = tensor![0.0f64, 1.0].unwrap().to_dtype(strata_tensor::DType::F64).unwrap();
     /// assert_eq!(x.xlogy(&y).unwrap().to_vec::<f64>().unwrap(), vec![0.0, 0.0]);
     /// ```
     pub fn xlogy(&self, other: &Tensor) -> Result<Tensor> {
