@@ -689,12 +689,7 @@ impl ConvPlan {
             true => Some(self.weight_grad_at(g, x, weight.shape())?),
             false => None,
         };
-        let db = if needs[2] {
-            let dims: Vec<i64> = std::iter::once(0).chain(2..self.out.len() as i64).collect();
-            Some(g.sum(Some(&dims), false)?)
-        } else {
-            None
-        };
+        let db = needs[2].then(|| bias_grad(g)).transpose()?;
         Ok([dx, dw, db])
     }
 
@@ -771,6 +766,13 @@ impl ConvPlan {
         let dw = sum.ok_or_else(|| TensorError::value("convolution", "no batch chunk"))?;
         dw.reshape(&shape)?.to_dtype(x.dtype())
     }
+}
+
+/// The bias's gradient of either kind of convolution: the upstream `g`
+/// (`[N, C_out, ...]`) summed over the batch and the spatial dims.
+fn bias_grad(g: &Tensor) -> Result<Tensor> {
+    let dims: Vec<i64> = std::iter::once(0).chain(2..g.ndim() as i64).collect();
+    g.sum(Some(&dims), false)
 }
 
 /// A plain or a transposed convolution.
@@ -1140,12 +1142,7 @@ impl ConvTransposePlan {
                 (true, true) => Some(Tensor::zeros(weight.shape(), weight.dtype(), x.device())?),
                 (true, false) => Some(self.conv.weight_grad_at(x, g, weight.shape())?),
             };
-            let db = if needs[2] {
-                let dims: Vec<i64> = std::iter::once(0).chain(2..self.out.len() as i64).collect();
-                Some(g.sum(Some(&dims), false)?)
-            } else {
-                None
-            };
+            let db = needs[2].then(|| bias_grad(g)).transpose()?;
             Ok([dx, dw, db])
         })
     }

@@ -535,11 +535,6 @@ impl Cudnn {
     }
 }
 
-/// Whether the layout is the packed row-major one of its shape.
-fn packed_arg(a: &crate::backend::Arg) -> bool {
-    a.layout.is_contiguous()
-}
-
 /// `shape` as cuDNN dims: a 1-D convolution's tensors get a unit height.
 fn dims(shape: &[usize], spatial: usize) -> Option<Vec<c_int>> {
     let mut v: Vec<c_int> = Vec::with_capacity(shape.len() + 1);
@@ -563,7 +558,7 @@ pub(crate) fn run(dev: &CudaDevice, k: &LibraryConv) -> Result<bool> {
     if data_type(dtype).is_none()
         || [k.x, k.w, k.y]
             .iter()
-            .any(|a| a.dtype != dtype || !packed_arg(a))
+            .any(|a| a.dtype != dtype || !a.layout.is_contiguous())
         || k.groups == 0
     {
         return Ok(false);
