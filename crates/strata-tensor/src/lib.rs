@@ -144,6 +144,8 @@ pub use ops::GaussianVar;
 pub use ops::{addcdiv_plan, glu_halves, movedim_order, prelu_weight, LossOperand};
 #[doc(hidden)]
 pub use ops::{likelihood_losses, margin_losses};
+// session 79 (helper 134): shape, join, statistics and nn ops
+pub use ops::shape_join::{self, TensorSplit};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

@@ -46,6 +46,8 @@ mod pair_math;
 // ---- session 78: cdist, diff, meshgrid, cartesian_prod ----
 pub(crate) mod cdist;
 mod grids;
+// ---- session 79 (helper 134): shape, join, statistics and nn ops ----
+mod shape_join;
 
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};

@@ -95,3 +95,4 @@ mod similarity_s75;
 mod sort;
 mod strides_s59;
 mod window_memory_s76;
+mod shape_stats_s79;

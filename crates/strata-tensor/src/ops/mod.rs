@@ -100,3 +100,5 @@ pub use likelihood_losses::GaussianVar;
 pub use loss_operand::LossOperand;
 pub use movedim::movedim_order;
 pub use prelu::prelu_weight;
+// ---- session 79 (helper 134): shape, join, statistics and nn ops ----
+pub mod shape_join;

@@ -86,3 +86,4 @@ mod view_args_s72;
 mod contract;
 mod conv_pool_props;
 mod window_kernel_props;
+mod shape_stats_s79;

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Session 79 (helper 134): PyTorch 2.15's CPU answers (one thread) for the
+shape, join, statistics and nn ops strata added in session 79, written to
+two fixtures:
+
+- crates/strata-tensor/tests/data/shape_stats_s79.json.gz
+  (crates/strata-tensor/tests/suite/shape_stats_s79.rs): every op's
+  results (dtype, shape, values; every piece of a split, every output of a
+  pair) or the fact that PyTorch raised, on operands of every strata dtype,
+  shapes with and without elements, 0-d, transposed (non-contiguous)
+  operands, values with NaN and infinities, and arguments outside their
+  domain;
+- crates/strata-autograd/tests/data/shape_stats_s79_grad.json.gz
+  (crates/strata-autograd/tests/suite/shape_stats_s79.rs): for the calls
+  whose differentiable operands are all f32 or f64 and that succeed, the
+  gradient of every differentiable operand for the upstream gradient whose
+  element j is `((3 j) mod 7 - 3) / 2` (each output its own).
+
+Usage:
+    OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_shape_stats_s79.py \\
+        crates/strata-tensor/tests/data/shape_stats_s79.json.gz \\
+        crates/strata-autograd/tests/data/shape_stats_s79_grad.json.gz
+"""
+import json
+import math
+import random
+import sys
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+from fixture_io import fmt, write_fixture
+import gen_math_s74 as m
+
+torch.set_num_threads(1)
+warnings.simplefilter("ignore")
+
+FLOATS = ["f32", "f64", "f16", "bf16"]
+ALL = FLOATS + ["i32", "i64", "u8", "bool"]
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, math.inf, -math.inf, math.nan, 1e30, -1e30, 100.0]
+SHAPES = [[], [0], [1], [5], [2, 3], [3, 0], [1, 4], [2, 3, 2], [0, 2, 3], [3, 1, 4], [4, 2]]
+
+
+def values(r, dtype, n, kind):
+    if dtype == "bool":
+        return [r.random() < 0.5 for _ in range(n)]
+    if dtype in m.RANGES:
+        lo = 0 if dtype == "u8" else -5
+        return [r.randint(lo, 5) for _ in range(n)]
+    if kind == "tame":
+        return [round(r.uniform(-3, 3), 3) for _ in range(n)]
+    if kind == "distinct":
+        # Values without ties (quantiles and extrema: PyTorch's choice among
+        # equal values is not a derivative).
+        return [round(r.uniform(-3, 3), 6) for _ in range(n)]
+    if kind == "pos":
+        return [abs(r.uniform(0.1, 3)) for _ in range(n)]
+    return [r.choice(SPECIAL) if r.random() < 0.15 else r.uniform(-3, 3) for _ in range(n)]
+
+
+def draw(r, dtype, shape, kind="any"):
+    saved = m.draw_values
+    m.draw_values = lambda rr, dt, n: values(rr, dt, n, kind)
+    try:
+        return m.draw_tensor(r, dtype, shape)
+    finally:
+        m.draw_values = saved
+
+
+def index_tensor(vals, shape, dtype="i64"):
+    t = torch.tensor(vals, dtype=m.DTYPES[dtype]).reshape(shape)
+    return t, {"dtype": dtype, "shape": list(shape), "values": list(vals), "t": False}
+
+
+def some_dtype(r):
+    return r.choice(FLOATS * 3 + ALL)
+
+
+def case(r, op):
+    """The call's operands (tensors and records), its keyword arguments (as
+    recorded), a callable giving a list of results, and the indices of the
+    differentiable operands."""
+    d = some_dtype(r)
+    ts, args, diff = [], {}, [0]
+
+    def add(t):
+        ts.append(t)
+
+    if op == "rot90":
+        s = r.choice([[2, 3], [3, 2, 2], [4], [], [0, 3], [2, 1, 3, 2], [1, 1]])
+        add(draw(r, d, s))
+        nd = len(s)
+        dims = r.choice([[0, 1], [1, 0], [-1, -2], [0, 2], [1, 2], [0, 0], [0], [0, 1, 2], [0, nd], [0, -nd]])
+        args = {"k": r.randint(-5, 5), "dims": dims}
+        f = lambda a: [torch.rot90(a, args["k"], dims)]
+    elif op == "block_diag":
+        n = r.randint(0, 4)
+        for _ in range(n):
+            s = r.choice([[], [2], [0], [2, 3], [1, 1], [0, 2], [3, 0], [2, 2, 1]] if r.random() < 0.1 else
+                         [[], [2], [0], [2, 3], [1, 1], [0, 2], [3, 0]])
+            add(draw(r, d if r.random() < 0.8 else some_dtype(r), s))
+        f = lambda *a: [torch.block_diag(*a)]
+        diff = list(range(n))
+    elif op == "unflatten":
+        s = r.choice([[2, 6], [6], [3, 4, 2], [0, 4], [2, 0], []])
+        add(draw(r, d, s))
+        nd = len(s)
+        args = {"dim": r.randint(-nd - 1, nd), "sizes": r.choice([[2, -1], [-1, 2], [3, 2], [2, 2], [1, -1, 1], [],
+                                                                 [-1, -1], [0, -1], [6], [4, -1], [2, 3, 1]])}
+        f = lambda a: [torch.unflatten(a, args["dim"], args["sizes"])]
+    elif op in ("hstack", "vstack", "dstack", "column_stack", "row_stack"):
+        n = r.randint(0, 3)
+        base = r.choice([[], [3], [2, 3], [2, 3, 2], [0], [2, 0]])
+        for _ in range(n):
+            s = list(base)
+            if r.random() < 0.3 and s:
+                s[r.randrange(len(s))] = r.randint(0, 3)
+            if r.random() < 0.1:
+                s = r.choice(SHAPES)
+            add(draw(r, d if r.random() < 0.8 else some_dtype(r), s))
+        f = lambda *a: [getattr(torch, op)(list(a))]
+        diff = list(range(n))
+    elif op in ("atleast_1d", "atleast_2d", "atleast_3d", "ravel"):
+        add(draw(r, d, r.choice(SHAPES)))
+        f = lambda a: [getattr(torch, op)(a)]
+    elif op == "tensor_split":
+        s = r.choice([[7], [2, 5], [6, 2], [0, 3], [], [3, 0], [1, 4]])
+        add(draw(r, d, s))
+        nd = len(s)
+        if r.random() < 0.5:
+            how = r.choice([1, 2, 3, 4, 8, 0, -1])
+        else:
+            how = [r.randint(-8, 9) for _ in range(r.randint(0, 4))]
+        args = {"how": how, "dim": r.randint(-nd - 1, nd)}
+        f = lambda a: list(torch.tensor_split(a, how, dim=args["dim"]))
+    elif op in ("hsplit", "vsplit", "dsplit"):
+        s = r.choice([[6], [2, 6], [4, 2], [2, 3, 4], [0, 2, 2], [], [2, 2, 0]])
+        add(draw(r, d, s))
+        how = r.choice([1, 2, 3, 0]) if r.random() < 0.5 else [r.randint(-4, 6) for _ in range(r.randint(0, 3))]
+        args = {"how": how}
+        f = lambda a: list(getattr(torch, op)(a, how))
+    elif op == "take_along_dim":
+        s = r.choice([[2, 3], [3], [2, 3, 2], [0, 3], [], [1, 4], [3, 1]])
+        add(draw(r, d, s))
+        nd = len(s)
+        dim = None if r.random() < 0.2 else r.randint(-nd - 1, max(nd, 1))
+        if dim is None:
+            n = max(math.prod(s), 1)
+            ishape = r.choice([[3], [2, 2], [0], []])
+            bound = n
+        else:
+            ishape = list(s)
+            dd = dim + nd if dim < 0 else dim
+            if 0 <= dd < nd:
+                ishape[dd] = r.randint(0, 3)
+            for k in range(nd):
+                if r.random() < 0.25:
+                    ishape[k] = 1
+            if r.random() < 0.1:
+                ishape = ishape[1:]
+            bound = s[dd] if 0 <= dd < nd and s[dd] > 0 else 1
+        # In range only: PyTorch 2.15's CPU reads past the input for an index
+        # outside the dim (strata refuses it: a test of its own).
+        iv = [r.randrange(bound) for _ in range(math.prod(ishape))]
+        add(index_tensor(iv, ishape, "i64" if r.random() < 0.9 else "i32"))
+        args = {"dim": dim}
+        f = lambda a, i: [torch.take_along_dim(a, i, dim)]
+    elif op == "channel_shuffle":
+        s = r.choice([[1, 4, 3], [2, 6, 2, 2], [0, 4, 2], [2, 4], [1, 6, 0], [2, 3, 1, 1, 2]])
+        add(draw(r, d, s))
+        args = {"groups": r.choice([1, 2, 3, 0, -1, 4])}
+        f = lambda a: [F.channel_shuffle(a, args["groups"])]
+    elif op == "vander":
+        s = r.choice([[3], [4], [0], [1], [], [2, 2]])
+        add(draw(r, d, s, "tame"))
+        args = {"n": r.choice([None, 0, 1, 2, 4, -1]), "increasing": r.random() < 0.5}
+        f = lambda a: [torch.vander(a, args["n"], args["increasing"])]
+    elif op in ("swapaxes", "swapdims"):
+        s = r.choice(SHAPES)
+        add(draw(r, d, s))
+        nd = len(s)
+        args = {"d0": r.randint(-nd - 1, nd), "d1": r.randint(-nd - 1, nd)}
+        f = lambda a: [getattr(torch, op)(a, args["d0"], args["d1"])]
+    elif op == "moveaxis":
+        s = r.choice([[2, 3, 4], [2, 3], [5], []])
+        add(draw(r, d, s))
+        nd = len(s)
+        k = r.randint(0, max(nd, 1))
+        src = [r.randint(-nd, max(nd - 1, 0)) for _ in range(k)]
+        dst = [r.randint(-nd, max(nd - 1, 0)) for _ in range(k)]
+        args = {"source": src, "destination": dst}
+        f = lambda a: [torch.moveaxis(a, src, dst)]
+    elif op == "narrow_copy":
+        s = r.choice([[5], [2, 4], [3, 2, 2], [0, 3], []])
+        add(draw(r, d, s))
+        nd = len(s)
+        args = {"dim": r.randint(-nd - 1, nd), "start": r.randint(-5, 5), "length": r.randint(-1, 4)}
+        f = lambda a: [torch.narrow_copy(a, args["dim"], args["start"], args["length"])]
+    elif op in ("select_scatter", "slice_scatter", "diagonal_scatter"):
+        s = r.choice([[3, 4], [2, 3, 2], [4], [0, 3], [3, 3]])
+        add(draw(r, d, s))
+        nd = len(s)
+        probe = torch.zeros(s)
+        if op == "select_scatter":
+            args = {"dim": r.randint(-nd, nd - 1), "index": r.randint(-3, 3)}
+            view = lambda t: t.select(args["dim"], args["index"])
+            f = lambda a, b: [torch.select_scatter(a, b, args["dim"], args["index"])]
+        elif op == "slice_scatter":
+            args = {"dim": r.randint(-nd, nd - 1), "start": r.choice([None, 0, 1, -2, 5]),
+                    "end": r.choice([None, 2, -1, 10]), "step": r.choice([1, 1, 2, 3])}
+            view = lambda t: t[(slice(None),) * (args["dim"] % nd) + (slice(args["start"], args["end"], args["step"]),)]
+            f = lambda a, b: [torch.slice_scatter(a, b, args["dim"], args["start"], args["end"], args["step"])]
+        else:
+            args = {"offset": r.randint(-2, 2), "dim1": r.randint(-nd, nd - 1), "dim2": r.randint(-nd, nd - 1)}
+            view = lambda t: t.diagonal(args["offset"], args["dim1"], args["dim2"])
+            f = lambda a, b: [torch.diagonal_scatter(a, b, args["offset"], args["dim1"], args["dim2"])]
+        try:
+            ss = list(view(probe).shape)
+        except Exception:  # noqa: BLE001
+            ss = [2]
+        if r.random() < 0.1:
+            ss = ss[1:] if ss else [1]
+        add(draw(r, d if r.random() < 0.85 else some_dtype(r), ss))
+        diff = [0, 1]
+    else:
+        raise ValueError(op)
+    return ts, args, f, diff
+
+
+OPS = ["rot90", "block_diag", "unflatten", "hstack", "vstack", "dstack", "column_stack", "row_stack",
+       "atleast_1d", "atleast_2d", "atleast_3d", "ravel", "tensor_split", "hsplit", "vsplit", "dsplit",
+       "take_along_dim", "channel_shuffle", "vander", "swapaxes", "swapdims", "moveaxis", "narrow_copy",
+       "select_scatter", "slice_scatter", "diagonal_scatter"]
+
+
+def main():
+    tensor_path = sys.argv[1] if len(sys.argv) > 1 else "/tmp/shape_stats_s79.json.gz"
+    grad_path = sys.argv[2] if len(sys.argv) > 2 else "/tmp/shape_stats_s79_grad.json.gz"
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else 7901
+    per_op = int(sys.argv[4]) if len(sys.argv) > 4 else 120
+    r = random.Random(seed)
+    cases, grads = [], []
+    for i in range(per_op * len(OPS)):
+        op = OPS[i % len(OPS)]
+        ts, args, f, diff = case(r, op)
+        c = {"op": op, "inputs": [rec for _, rec in ts],
+             "args": {k: fmt(v) if isinstance(v, float) else v for k, v in args.items()}}
+        try:
+            outs = f(*[t for t, _ in ts])
+            c["results"] = [m.tensor_record(o) for o in outs]
+        except Exception as e:  # noqa: BLE001 - PyTorch raises several types
+            c["error"] = str(e).split("\n")[0][:200]
+        cases.append(c)
+        if "results" not in c or not diff or any(ts[j][1]["dtype"] not in ("f32", "f64") for j in diff):
+            continue
+        leaves = [t.detach().clone().requires_grad_(j in diff) for j, (t, _) in enumerate(ts)]
+        try:
+            outs = f(*leaves)
+            total = sum((o * m.upstream(list(o.shape)).to(o.dtype)).sum() for o in outs if o.requires_grad)
+            if not isinstance(total, torch.Tensor):
+                continue
+            total.backward()
+        except Exception as e:  # noqa: BLE001
+            grads.append(dict(c, grad_error=str(e).split("\n")[0][:200]))
+            continue
+        g = {}
+        for j in diff:
+            gr = leaves[j].grad
+            g[str(j)] = None if gr is None else [fmt(float(v)) for v in gr.double().flatten().tolist()]
+        grads.append(dict(c, grads=g))
+    doc = {"generator": "benches/anchors/gen_shape_stats_s79.py", "torch": torch.__version__, "seed": seed,
+           "cases": cases}
+    write_fixture(tensor_path, json.dumps(doc, allow_nan=False))
+    print("%d cases (%d errors) -> %s" % (len(cases), sum("error" in c for c in cases), tensor_path))
+    doc = {"generator": "benches/anchors/gen_shape_stats_s79.py", "torch": torch.__version__, "seed": seed,
+           "cases": grads}
+    write_fixture(grad_path, json.dumps(doc, allow_nan=False))
+    print("%d gradient cases (%d errors) -> %s" % (len(grads), sum("grad_error" in g for g in grads), grad_path))
+
+
+if __name__ == "__main__":
+    main()

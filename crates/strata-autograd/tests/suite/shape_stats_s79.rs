@@ -1,0 +1,241 @@
+//! Session 79 (helper 134): the gradients of the shape, join, statistics
+//! and nn ops strata added in session 79 against PyTorch 2.15's CPU
+//! autograd (`benches/anchors/gen_shape_stats_s79.py`: the calls of
+//! strata-tensor's `shape_stats_s79` fixture whose differentiable operands
+//! are f32 or f64 and that succeed), for the upstream gradient whose
+//! element j is `((3 j) mod 7 - 3) / 2` (each output its own), within a
+//! relative 1e-4 (1e-9 where every operand is f64); and f64 central finite
+//! differences of the recorded forms away from their kinks.
+
+use crate::common::{gradcheck, randn};
+use crate::math_grad_s74::{close, f64s};
+use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, input, nums};
+use serde_json::Value;
+use std::sync::LazyLock;
+use strata_autograd::{Result, Var};
+use strata_tensor::{DType, Device, Tensor, TensorSplit};
+
+static FIXTURE: LazyLock<Value> = LazyLock::new(|| {
+    fixture(&gunzip(include_bytes!(
+        "../data/shape_stats_s79_grad.json.gz"
+    )))
+});
+
+fn ints(v: &Value) -> Vec<i64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_i64().unwrap())
+        .collect()
+}
+
+fn split_of(v: &Value) -> TensorSplit {
+    match v.as_i64() {
+        Some(n) => TensorSplit::Sections(n),
+        None => TensorSplit::Indices(ints(v)),
+    }
+}
+
+/// The recorded form of case `c` on the variables `v` (and the plain
+/// tensors `t`, for the operands that take no gradient).
+fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
+    let a = &c["args"];
+    let i = |k: &str| a[k].as_i64().unwrap();
+    let oi = |k: &str| a[k].as_i64();
+    let b = |k: &str| a[k].as_bool().unwrap();
+    let one = |r: Result<Var>| r.map(|x| vec![x]);
+    let refs: Vec<&Var> = v.iter().collect();
+    match c["op"].as_str().unwrap() {
+        "rot90" => one(v[0].rot90(i("k"), &ints(&a["dims"]))),
+        "block_diag" => one(Var::block_diag(&refs)),
+        "unflatten" => one(v[0].unflatten(i("dim"), &ints(&a["sizes"]))),
+        "hstack" => one(Var::hstack(&refs)),
+        "vstack" => one(Var::vstack(&refs)),
+        "row_stack" => one(Var::row_stack(&refs)),
+        "dstack" => one(Var::dstack(&refs)),
+        "column_stack" => one(Var::column_stack(&refs)),
+        "atleast_1d" => one(v[0].atleast_1d()),
+        "atleast_2d" => one(v[0].atleast_2d()),
+        "atleast_3d" => one(v[0].atleast_3d()),
+        "ravel" => one(v[0].ravel()),
+        "tensor_split" => v[0].tensor_split(split_of(&a["how"]), i("dim")),
+        "hsplit" => v[0].hsplit(split_of(&a["how"])),
+        "vsplit" => v[0].vsplit(split_of(&a["how"])),
+        "dsplit" => v[0].dsplit(split_of(&a["how"])),
+        "take_along_dim" => one(v[0].take_along_dim(&t[1], oi("dim"))),
+        "channel_shuffle" => one(v[0].channel_shuffle(i("groups"))),
+        "vander" => one(v[0].vander(oi("n"), b("increasing"))),
+        "swapaxes" => one(v[0].swapaxes(i("d0"), i("d1"))),
+        "swapdims" => one(v[0].swapdims(i("d0"), i("d1"))),
+        "moveaxis" => one(v[0].moveaxis(&ints(&a["source"]), &ints(&a["destination"]))),
+        "narrow_copy" => one(v[0].narrow_copy(i("dim"), i("start"), i("length"))),
+        "select_scatter" => one(v[0].select_scatter(&v[1], i("dim"), i("index"))),
+        "slice_scatter" => {
+            one(v[0].slice_scatter(&v[1], i("dim"), oi("start"), oi("end"), i("step")))
+        }
+        "diagonal_scatter" => one(v[0].diagonal_scatter(&v[1], i("offset"), i("dim1"), i("dim2"))),
+        op => panic!("the generator wrote an op this test does not know: {op}"),
+    }
+}
+
+/// `sum_k sum(y_k * u_k)` backward, `u_k` the fixture's upstream gradient.
+fn backward(ys: &[Var], device: Device) -> Result<()> {
+    let mut total: Option<Var> = None;
+    for y in ys.iter().filter(|y| y.requires_grad()) {
+        let u: Vec<f64> = (0..y.numel())
+            .map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5)
+            .collect();
+        let u = Tensor::from_slice(&u, y.shape(), device)?.to_dtype(y.dtype())?;
+        let s = y.mul(&Var::new(u))?.sum(None, false)?;
+        total = Some(match total {
+            Some(t) => t.add(&s)?,
+            None => s,
+        });
+    }
+    total.map_or(Ok(()), |t| t.backward())
+}
+
+fn difference(c: &Value, device: Device) -> Option<String> {
+    let grads = &c["grads"];
+    let t: Vec<Tensor> = c["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| input(r, device))
+        .collect();
+    let v: Vec<Var> = t
+        .iter()
+        .enumerate()
+        .map(|(j, x)| {
+            if grads.get(j.to_string()).is_some() {
+                Var::parameter(x.clone()).unwrap()
+            } else {
+                Var::new(x.clone())
+            }
+        })
+        .collect();
+    let ys = match call(c, &v, &t) {
+        Ok(y) => y,
+        Err(e) => return Some(format!("failed ({e}), PyTorch did not")),
+    };
+    if let Err(e) = backward(&ys, device) {
+        return Some(format!("backward failed: {e}"));
+    }
+    let all_f64 = t.iter().all(|x| x.dtype() == DType::F64);
+    let rel = if all_f64 { 1e-9 } else { 1e-4 };
+    for (k, want) in grads.as_object().unwrap() {
+        let j: usize = k.parse().unwrap();
+        let got = v[j].grad().map(|g| f64s(&g));
+        match (got, want.is_null()) {
+            (None, true) => {}
+            (Some(g), true) if g.iter().all(|&x| x == 0.0) => {}
+            (Some(g), false) if close(&g, &nums(want), rel) => {}
+            (None, false) if nums(want).iter().all(|&x| x == 0.0) => {}
+            (got, _) => return Some(format!("grad of operand {j}: {got:?}, PyTorch {want}")),
+        }
+    }
+    None
+}
+
+/// PyTorch 2.15's `block_diag_backward` skips an empty 1-D input without
+/// counting the row its forward gave it, so the inputs after it get the
+/// gradient of the rows above theirs; strata's is the derivative (checked
+/// below, `block_diag_gradient_past_an_empty_input_is_the_derivative`).
+fn pytorch_block_diag_slip(c: &Value) -> bool {
+    let inputs = c["inputs"].as_array().unwrap();
+    c["op"] == "block_diag"
+        && inputs[..inputs.len().saturating_sub(1)].iter().any(|r| {
+            r["shape"]
+                .as_array()
+                .is_some_and(|s| s.len() == 1 && s[0] == 0)
+        })
+}
+
+fn all_agree_on(device: Device) {
+    let cases = FIXTURE["cases"].as_array().unwrap();
+    assert_cases_agree(
+        cases
+            .iter()
+            .filter(|c| c.get("grad_error").is_none() && !pytorch_block_diag_slip(c)),
+        600,
+        |c| {
+            format!(
+                "{} {} inputs {}",
+                c["op"],
+                c["args"],
+                serde_json::to_string(&c["inputs"]).unwrap()
+            )
+        },
+        |c| difference(c, device),
+    );
+}
+
+#[test]
+fn gradients_of_the_s79_ops_match_pytorch() {
+    all_agree_on(Device::Cpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn gradients_of_the_s79_ops_match_pytorch_on_a_gpu() {
+    all_agree_on(crate::hostile_calls::gpu());
+}
+
+// ----- central finite differences (f64) -----
+
+#[test]
+fn block_diag_gradient_past_an_empty_input_is_the_derivative() {
+    // Blocks: [[a]] at row 0, an empty row 1, [b, c] at row 2 (cols 1, 2).
+    let a = Var::parameter(Tensor::from_slice(&[1.0f64], &[1, 1], Device::Cpu).unwrap()).unwrap();
+    let e = Var::parameter(Tensor::zeros(&[0], DType::F64, Device::Cpu).unwrap()).unwrap();
+    let bc =
+        Var::parameter(Tensor::from_slice(&[2.0f64, 3.0], &[2], Device::Cpu).unwrap()).unwrap();
+    let y = Var::block_diag(&[&a, &e, &bc]).unwrap();
+    assert_eq!(y.shape(), &[3, 3]);
+    let w: Vec<f64> = (0..9).map(|k| k as f64).collect();
+    let w = Var::new(Tensor::from_slice(&w, &[3, 3], Device::Cpu).unwrap());
+    y.mul(&w)
+        .unwrap()
+        .sum(None, false)
+        .unwrap()
+        .backward()
+        .unwrap();
+    // d/d(bc) of sum(y * w) is w[2, 1..3] = [7, 8]; PyTorch gives w[1, 1..3].
+    assert_eq!(f64s(&bc.grad().unwrap()), [7.0, 8.0]);
+    assert_eq!(f64s(&a.grad().unwrap()), [0.0]);
+    assert_eq!(e.grad().map(|g| g.numel()).unwrap_or(0), 0);
+}
+
+#[test]
+fn shape_ops_gradients_match_finite_differences() {
+    let x = randn(&[3, 4], 1);
+    gradcheck(vec![x.clone()], 1, |v| v[0].rot90(1, &[0, 1]));
+    gradcheck(vec![x.clone()], 2, |v| v[0].rot90(-1, &[1, 0]));
+    gradcheck(vec![x.clone(), randn(&[2], 3), randn(&[], 4)], 3, |v| {
+        Var::block_diag(&[&v[0], &v[1], &v[2]])
+    });
+    gradcheck(vec![randn(&[4], 5)], 5, |v| v[0].vander(Some(4), false));
+    gradcheck(vec![x.clone(), randn(&[4], 6)], 6, |v| {
+        v[0].select_scatter(&v[1], 0, 1)
+    });
+    gradcheck(vec![x.clone(), randn(&[3, 2], 7)], 7, |v| {
+        v[0].slice_scatter(&v[1], 1, Some(0), None, 2)
+    });
+    gradcheck(vec![x.clone(), randn(&[3], 8)], 8, |v| {
+        v[0].diagonal_scatter(&v[1], 1, 0, 1)?.narrow_copy(1, 1, 2)
+    });
+    let idx = Tensor::from_slice(&[2i64, 0, 1, 1], &[1, 4], Device::Cpu).unwrap();
+    gradcheck(vec![x.clone()], 9, move |v| {
+        v[0].take_along_dim(&idx, Some(0))
+    });
+    gradcheck(vec![randn(&[2, 4, 3], 10)], 10, |v| v[0].channel_shuffle(2));
+    gradcheck(vec![x.clone(), randn(&[3], 11)], 11, |v| {
+        Var::column_stack(&[&v[0], &v[1]])
+    });
+    gradcheck(vec![x], 12, |v| {
+        let p = v[0].tensor_split(vec![1, 3], 1)?;
+        p[0].mul(&p[0])?
+            .sum(Some(&[1]), false)?
+            .add(&p[2].sum(Some(&[1]), false)?)
+    });
+}
