@@ -158,6 +158,46 @@ pub enum TensorError {
         /// The driver's or library's own words.
         message: String,
     },
+    /// A matrix that the op needs invertible is singular: LAPACK's (and
+    /// cuSOLVER's) `getrf` found the diagonal element `index` (1-based) of
+    /// its U factor exactly zero. PyTorch's `linalg.inv`, `linalg.solve` and
+    /// the ops built on them raise this; `batch` is the matrix's position in
+    /// the flattened batch when the input had batch dims.
+    #[error("{op}: {}{}", batch_prefix(*batch), singular_msg(op, *index))]
+    Singular {
+        /// The op (PyTorch's name: `linalg.inv`, `torch.linalg.solve`, ...).
+        op: &'static str,
+        /// The matrix of the flattened batch, when the input was batched.
+        batch: Option<usize>,
+        /// The 1-based position of the zero diagonal element of U.
+        index: usize,
+    },
+    /// `linalg.cholesky` of a matrix that is not positive-definite: the
+    /// leading minor of order `order` is not (LAPACK's `potrf` info).
+    #[error(
+        "{op}: {}The factorization could not be completed because the input is not \
+         positive-definite (the leading minor of order {order} is not positive-definite).",
+        batch_prefix(*batch)
+    )]
+    NotPositiveDefinite {
+        /// The op (`linalg.cholesky`).
+        op: &'static str,
+        /// The matrix of the flattened batch, when the input was batched.
+        batch: Option<usize>,
+        /// The order of the first leading minor that is not positive-definite.
+        order: usize,
+    },
+    /// An iterative factorization (SVD, symmetric eigendecomposition) did not
+    /// converge, or its input held non-finite values.
+    #[error("{op}: {}{msg}", batch_prefix(*batch))]
+    LinalgNoConvergence {
+        /// The op (`linalg.svd`, `linalg.eigh`, ...).
+        op: &'static str,
+        /// The matrix of the flattened batch, when the input was batched.
+        batch: Option<usize>,
+        /// What failed.
+        msg: String,
+    },
     /// The allocator failed (out of memory, device absent...).
     #[error(transparent)]
     Alloc(#[from] AllocError),
@@ -185,6 +225,24 @@ pub enum TensorError {
         /// What was wrong.
         msg: String,
     },
+}
+
+/// PyTorch's `(Batch element k): ` prefix of a linear-algebra error.
+fn batch_prefix(batch: Option<usize>) -> String {
+    batch.map_or(String::new(), |b| format!("(Batch element {b}): "))
+}
+
+/// PyTorch's words for a singular matrix: `linalg.inv` names the zero
+/// diagonal element, the solvers only that the matrix is singular.
+fn singular_msg(op: &str, index: usize) -> String {
+    if op.contains("solve") {
+        "The solver failed because the input matrix is singular.".to_string()
+    } else {
+        format!(
+            "The diagonal element {index} is zero, the inversion could not be completed \
+             because the input matrix is singular."
+        )
+    }
 }
 
 impl TensorError {

@@ -146,6 +146,8 @@ pub use ops::{addcdiv_plan, glu_halves, movedim_order, prelu_weight, LossOperand
 pub use ops::{likelihood_losses, margin_losses};
 // session 79 (helper 134): shape, join, statistics and nn ops
 pub use ops::shape_join::{self, TensorSplit};
+// session 79 (helper 132): torch.linalg as `strata_tensor::linalg::inv(&a)`
+pub use ops::linalg;
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;

@@ -87,3 +87,4 @@ mod contract;
 mod conv_pool_props;
 mod window_kernel_props;
 mod shape_stats_s79;
+mod linalg_s79;
