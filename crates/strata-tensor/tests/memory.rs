@@ -86,4 +86,56 @@ fn storage_lifetime_devices_and_errors() {
     // Without a usable GPU the default is the CPU, with one cuda:0.
     let expected = if gpu { Device::Cuda(0) } else { Device::Cpu };
     assert_eq!(default_device().unwrap(), expected);
+
+    unit_kernel_convolutions_take_their_output_alone();
+}
+
+/// A 1x1 convolution with stride 1 and no padding multiplies the input
+/// itself (its columns are a view), so a batch larger than the chunk bound
+/// is not cut into chunks: the forward allocates its output and nothing
+/// more, the input's gradient the input's size and nothing more. (Cut into
+/// chunks, each chunk's product was one more tensor, copied into the
+/// whole: twice the output at the peak.) A 3x3 kernel still is chunked.
+fn unit_kernel_convolutions_take_their_output_alone() {
+    use strata_alloc::{max_memory_allocated, memory_allocated, reset_peak_memory_stats};
+    use strata_tensor::{conv_plan, ConvOptions};
+    let peak_of = |f: &dyn Fn() -> Tensor| {
+        let before = memory_allocated(Device::Cpu).unwrap();
+        reset_peak_memory_stats(Device::Cpu).unwrap();
+        let y = f();
+        let peak = max_memory_allocated(Device::Cpu).unwrap() - before;
+        (peak as usize, y.numel() * y.dtype().size())
+    };
+    let x = Tensor::randn(&[16, 32, 12, 12], DType::F32, 1, Device::Cpu).unwrap();
+    let w = Tensor::randn(&[8, 32, 1, 1], DType::F32, 2, Device::Cpu).unwrap();
+    let b = Tensor::randn(&[8], DType::F32, 3, Device::Cpu).unwrap();
+    // 18 KiB of columns a sample: chunks of 3 samples.
+    strata_tensor::set_conv_chunk_bytes(64 << 10);
+    let opts = ConvOptions::default();
+    let (peak, out) = peak_of(&|| x.conv2d(&w, Some(&b), &opts).unwrap());
+    assert_eq!((peak, out), (out, 16 * 8 * 144 * 4), "1x1 forward");
+    let plan = conv_plan(
+        "conv2d",
+        2,
+        (x.shape(), DType::F32),
+        (w.shape(), DType::F32),
+        None,
+        &opts,
+    )
+    .unwrap();
+    let g = Tensor::randn(&[16, 8, 12, 12], DType::F32, 4, Device::Cpu).unwrap();
+    let (peak, dx) = peak_of(&|| {
+        let [dx, _, _] = plan.product_backward(&g, &x, &w, [true, false, false]).unwrap();
+        dx.unwrap()
+    });
+    assert_eq!((peak, dx), (dx, x.numel() * 4), "1x1 input gradient");
+    // The bound still applies where the columns are real (9 times the input).
+    let w3 = Tensor::randn(&[8, 32, 3, 3], DType::F32, 5, Device::Cpu).unwrap();
+    let pad = ConvOptions {
+        padding: strata_tensor::ConvPadding::Explicit(vec![1]),
+        ..ConvOptions::default()
+    };
+    let (peak, out) = peak_of(&|| x.conv2d(&w3, Some(&b), &pad).unwrap());
+    assert!(peak > out && peak < out + 9 * x.numel() * 4, "3x3: {peak} vs {out}");
+    strata_tensor::set_conv_chunk_bytes(strata_tensor::DEFAULT_CONV_CHUNK_BYTES);
 }

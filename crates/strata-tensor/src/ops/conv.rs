@@ -515,8 +515,14 @@ impl ConvPlan {
         }
     }
 
-    /// The bytes of one sample's columns in `dtype`.
+    /// The bytes of one sample's columns in `dtype`: none for a unit kernel
+    /// with stride 1 and no padding, whose columns are the input itself (a
+    /// view), so that such a batch is never split into chunks (each chunk's
+    /// result would be one more output-sized tensor, copied into the whole).
     fn column_bytes(&self, dtype: DType) -> usize {
+        if self.windows.is_identity() {
+            return 0;
+        }
         let [_, g, ck, o] = self.columns;
         (g as usize)
             .saturating_mul(ck as usize)
@@ -595,10 +601,11 @@ impl ConvPlan {
     /// One pass of the convolution through the device's library (cuDNN),
     /// into a fresh contiguous tensor of `shape`: the forward pass from `[x,
     /// weight]`, the input's gradient from `[g, weight]`, the weight's from
-    /// `[x, g]`. `None` on the CPU, where cuDNN is disabled or absent, for
-    /// a dtype the plan widens, for a unit kernel with stride 1 and no
-    /// padding (a plain matrix product), or where the library does not take
-    /// this convolution (padding that differs before and after, say).
+    /// `[x, g]`; a unit kernel with stride 1 and no padding through cuBLAS
+    /// instead ([`ConvPlan::by_unit_product`]). `None` on the CPU, where
+    /// cuDNN is disabled or absent, for a dtype the plan widens, or where the
+    /// library does not take this convolution (padding that differs before
+    /// and after, say).
     fn by_library(
         &self,
         pass: ConvPass,
@@ -606,11 +613,7 @@ impl ConvPlan {
         shape: &[usize],
     ) -> Result<Option<Tensor>> {
         let a = operands[0];
-        // A unit kernel with stride 1 and no padding is one matrix product
-        // of the input itself (no columns): cuBLAS, which beats cuDNN's
-        // heuristic choice there in time and workspace.
         if a.device() == crate::Device::Cpu
-            || self.windows.is_identity()
             || !cudnn_enabled()
             || !matches!(
                 a.dtype(),
@@ -618,6 +621,9 @@ impl ConvPlan {
             )
         {
             return Ok(None);
+        }
+        if self.windows.is_identity() {
+            return self.by_unit_product(pass, operands, shape);
         }
         let [a, b] = [a.contiguous()?, operands[1].contiguous()?];
         let out = Tensor::uninit("convolution", shape, a.dtype(), a.device())?;
@@ -640,6 +646,35 @@ impl ConvPlan {
             Ok(())
         })?;
         Ok(done.then_some(out))
+    }
+
+    /// [`ConvPlan::by_library`] for a unit kernel with stride 1 and no
+    /// padding: the forward pass and the input's gradient are one matrix
+    /// product of the input (or of `g`) itself, no columns, through cuBLAS,
+    /// which beats cuDNN's heuristic choice there in time and workspace.
+    /// Written in the operands' dtype (f16/bf16 accumulated in f32 and
+    /// rounded once), as cuDNN writes them, so that PyTorch's bias is then
+    /// added in that dtype and no f32 output-sized tensor is made. The
+    /// weight's gradient (`None`) sums per-sample products over the batch
+    /// in f32 on the columns path.
+    fn by_unit_product(
+        &self,
+        pass: ConvPass,
+        operands: [&Tensor; 2],
+        shape: &[usize],
+    ) -> Result<Option<Tensor>> {
+        let [n, groups, _, o] = self.columns;
+        let w = operands[1].reshape(&self.weight)?;
+        let y = match pass {
+            ConvPass::Forward => w.matmul(&self.columns_of(operands[0])?)?,
+            ConvPass::InputGrad => {
+                let g = operands[0].reshape(&[n, groups, self.weight[1], o])?;
+                w.transpose(-1, -2)?.matmul(&g)?
+            }
+            ConvPass::WeightGrad => return Ok(None),
+        };
+        let shape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        Ok(Some(y.reshape(&shape)?))
     }
 
     /// The gradients of [`ConvPlan::product`] for the upstream `g`
