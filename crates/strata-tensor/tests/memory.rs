@@ -125,7 +125,9 @@ fn unit_kernel_convolutions_take_their_output_alone() {
     .unwrap();
     let g = Tensor::randn(&[16, 8, 12, 12], DType::F32, 4, Device::Cpu).unwrap();
     let (peak, dx) = peak_of(&|| {
-        let [dx, _, _] = plan.product_backward(&g, &x, &w, [true, false, false]).unwrap();
+        let [dx, _, _] = plan
+            .product_backward(&g, &x, &w, [true, false, false])
+            .unwrap();
         dx.unwrap()
     });
     assert_eq!((peak, dx), (dx, x.numel() * 4), "1x1 input gradient");
@@ -136,6 +138,9 @@ fn unit_kernel_convolutions_take_their_output_alone() {
         ..ConvOptions::default()
     };
     let (peak, out) = peak_of(&|| x.conv2d(&w3, Some(&b), &pad).unwrap());
-    assert!(peak > out && peak < out + 9 * x.numel() * 4, "3x3: {peak} vs {out}");
+    assert!(
+        peak > out && peak < out + 9 * x.numel() * 4,
+        "3x3: {peak} vs {out}"
+    );
     strata_tensor::set_conv_chunk_bytes(strata_tensor::DEFAULT_CONV_CHUNK_BYTES);
 }
