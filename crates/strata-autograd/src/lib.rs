@@ -173,3 +173,5 @@ pub use ops::nn::{generator_state, manual_seed};
 pub use optim::{clip_grad_norm_, clip_grad_value_, AdamW, ClipGradNorm};
 pub use var::{Var, VarOperand};
 pub use weak::WeakVar;
+// session 79 (helper 132): torch.linalg on variables, `strata_autograd::linalg::inv(&a)`
+pub use ops::linalg;

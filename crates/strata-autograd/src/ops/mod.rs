@@ -127,3 +127,6 @@ where
 {
     Box::new(f)
 }
+
+// ---- session 79 (helper 132): torch.linalg ----
+pub mod linalg;

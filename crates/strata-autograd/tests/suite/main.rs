@@ -96,3 +96,4 @@ mod sort;
 mod strides_s59;
 mod window_memory_s76;
 mod shape_stats_s79;
+mod linalg_s79;
