@@ -368,7 +368,7 @@ pub enum RoundingMode {
 }
 
 impl Tensor {
-    fn binary(&self, op: BinaryOp, b: Operand, inplace: bool) -> Result<Tensor> {
+    pub(crate) fn binary(&self, op: BinaryOp, b: Operand, inplace: bool) -> Result<Tensor> {
         let name = op.name(inplace);
         if let Operand::Tensor(t) = b {
             same_device(name, self, t)?;
@@ -591,7 +591,7 @@ impl Tensor {
         self.binary(mode_op(mode), b.into(), true)
     }
 
-    fn unary(&self, op: UnaryOp, name: &'static str, inplace: bool) -> Result<Tensor> {
+    pub(crate) fn unary(&self, op: UnaryOp, name: &'static str, inplace: bool) -> Result<Tensor> {
         let rule = match op {
             UnaryOp::Map(f) => f.dtypes(),
             UnaryOp::Clamp(..) => UnaryDTypes::All,

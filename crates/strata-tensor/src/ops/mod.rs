@@ -105,3 +105,8 @@ pub mod shape_join;
 
 // ---- session 79 (helper 132): torch.linalg ----
 pub mod linalg;
+
+// ---- session 79: special functions and the rest of PyTorch's element-wise math ----
+mod special;
+mod special_erfcx;
+pub(crate) mod special_math;

@@ -428,6 +428,119 @@ macro_rules! unary_op_table {
                 cpu: |x| x.frac_(),
                 cuda: { float: "({a} - trunc{f}({a}))" }
             }
+            // ----- session 79: special functions (see `ops::special`, `ops::special_math`) -----
+            /// The inverse error function (`Tensor::erfinv`).
+            Erfinv {
+                named: erfinv,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::erfinv_(x),
+                cuda: { float: "erfinv{f}({a})" }
+            }
+            /// `ln |Gamma(x)|` (`Tensor::lgamma`).
+            Lgamma {
+                named: lgamma,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::lgamma_(x),
+                cuda: { float: "lgamma{f}({a})" }
+            }
+            /// The digamma function (`Tensor::digamma`).
+            Digamma {
+                named: digamma,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::digamma_(x),
+                cuda: { float: "sp_digamma<{c}>({a})" }
+            }
+            /// The trigamma function (`Tensor::polygamma` with n = 1).
+            Trigamma {
+                named: polygamma,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::trigamma_(x),
+                cuda: { float: "sp_trigamma<{c}>({a})" }
+            }
+            /// The modified Bessel function `I0` (`Tensor::i0`).
+            I0 {
+                named: i0,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::i0_(x),
+                cuda: { float: "sp_i0<{c}>({a})" }
+            }
+            /// `exp(-|x|) I0(x)` (`Tensor::special_i0e`).
+            I0e {
+                named: special_i0e,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::i0e_(x),
+                cuda: { float: "sp_i0e<{c}>({a})" }
+            }
+            /// The modified Bessel function `I1` (`Tensor::special_i1`).
+            I1 {
+                named: special_i1,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::i1_(x),
+                cuda: { float: "sp_i1<{c}>({a})" }
+            }
+            /// `exp(-|x|) I1(x)` (`Tensor::special_i1e`).
+            I1e {
+                named: special_i1e,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::i1e_(x),
+                cuda: { float: "sp_i1e<{c}>({a})" }
+            }
+            /// `sin(pi x) / (pi x)` (`Tensor::sinc`).
+            Sinc {
+                named: sinc,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::sinc_(x),
+                cuda: { float: "sp_sinc<{c}>({a})" }
+            }
+            /// `-x ln x` (`Tensor::special_entr`).
+            Entr {
+                named: special_entr,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::entr_(x),
+                cuda: { float: "sp_entr<{c}>({a})" }
+            }
+            /// The standard normal distribution function (`Tensor::special_ndtr`).
+            Ndtr {
+                named: special_ndtr,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::ndtr_(x),
+                cuda: { float: "(({c})0.5 * erfc{f}(-{a} * ({c})0.70710678118654752440))" }
+            }
+            /// The inverse of the standard normal distribution function (`Tensor::special_ndtri`).
+            Ndtri {
+                named: special_ndtri,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::ndtri_(x),
+                cuda: { float: "normcdfinv{f}({a})" }
+            }
+            /// The log of the standard normal distribution function (`Tensor::special_log_ndtr`).
+            LogNdtr {
+                named: special_log_ndtr,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::log_ndtr_(x),
+                cuda: { float: "sp_log_ndtr<{c}>({a})" }
+            }
+            /// `exp(x^2) erfc(x)` (`Tensor::special_erfcx`).
+            Erfcx {
+                named: special_erfcx,
+                dtypes: Float,
+                cpu: |x| $crate::ops::special_math::Special::erfcx_(x),
+                cuda: { float: "erfcx{f}({a})" }
+            }
+            /// The mantissa of `frexp` (`Tensor::frexp`).
+            FrexpMantissa {
+                named: frexp,
+                dtypes: FloatOnly,
+                cpu: |x| $crate::ops::special_math::Special::frexp_mantissa_(x),
+                cuda: { float: "sp_frexp_m<{c}>({a})" }
+            }
+            /// The exponent of `frexp` as a value of the input's dtype (`Tensor::frexp`).
+            FrexpExponent {
+                named: frexp,
+                dtypes: FloatOnly,
+                cpu: |x| $crate::ops::special_math::Special::frexp_exponent_(x),
+                cuda: { float: "sp_frexp_e<{c}>({a})" }
+            }
         }
     };
 }
@@ -700,6 +813,176 @@ macro_rules! binary_op_table {
                         float: "fmod{f}({a}, {b})",
                         u8: "ifmod<u8>({a}, {b})",
                         int: "ifmod<{c}>({a}, {b})"
+                    }
+                }
+                // ----- session 79 (see `ops::special`, `ops::special_math`) -----
+                /// `sqrt(a^2 + b^2)` (`Tensor::hypot`; floats only, checked there).
+                Hypot {
+                    named: hypot,
+                    dtypes: Float,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::hypot_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "hypot{f}({a}, {b})",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
+                /// `|a|` with the sign of `b` (`Tensor::copysign`).
+                Copysign {
+                    named: copysign,
+                    dtypes: Float,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::copysign_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "copysign{f}({a}, {b})",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
+                /// The next value after `a` toward `b` in the operands' dtype (`Tensor::nextafter`).
+                Nextafter {
+                    named: nextafter,
+                    dtypes: Float,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::nextafter_(a, b, E::DTYPE),
+                    cuda: {
+                        bool: "({a})",
+                        float: "sp_nextafter{f}{r}({a}, {b})",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
+                /// `max(a, b)` ignoring a NaN operand (`Tensor::fmax`).
+                Fmax {
+                    named: fmax,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::fmax_(a, b),
+                    cuda: {
+                        bool: "({a} | {b})",
+                        float: "fmax{f}({a}, {b})",
+                        u8: "({a} > {b} ? {a} : {b})",
+                        int: "({a} > {b} ? {a} : {b})"
+                    }
+                }
+                /// `min(a, b)` ignoring a NaN operand (`Tensor::fmin`).
+                Fmin {
+                    named: fmin,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::fmin_(a, b),
+                    cuda: {
+                        bool: "({a} & {b})",
+                        float: "fmin{f}({a}, {b})",
+                        u8: "({a} < {b} ? {a} : {b})",
+                        int: "({a} < {b} ? {a} : {b})"
+                    }
+                }
+                /// `a ln(1 + b)`, 0 where `a` is 0 (`Tensor::xlog1py`).
+                Xlog1py {
+                    named: xlog1py,
+                    dtypes: Float,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::xlog1py_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "sp_xlog1py<{c}>({a}, {b})",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
+                /// The greatest common divisor (`Tensor::gcd`; integers only, checked there).
+                Gcd {
+                    named: gcd,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::gcd_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "({a})",
+                        u8: "sp_gcd<u8>({a}, {b})",
+                        int: "sp_gcd<{c}>({a}, {b})"
+                    }
+                }
+                /// The least common multiple (`Tensor::lcm`; integers only, checked there).
+                Lcm {
+                    named: lcm,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::lcm_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "({a})",
+                        u8: "sp_lcm<u8>({a}, {b})",
+                        int: "sp_lcm<{c}>({a}, {b})"
+                    }
+                }
+                /// `a << b` (`Tensor::bitwise_left_shift`; integers only, checked there).
+                ShiftLeft {
+                    named: bitwise_left_shift,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::shl_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "({a})",
+                        u8: "sp_shl<u8>({a}, {b})",
+                        int: "sp_shl<{c}>({a}, {b})"
+                    }
+                }
+                /// `a >> b` (`Tensor::bitwise_right_shift`; integers only, checked there).
+                ShiftRight {
+                    named: bitwise_right_shift,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::shr_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "({a})",
+                        u8: "sp_shr<u8>({a}, {b})",
+                        int: "sp_shr<{c}>({a}, {b})"
+                    }
+                }
+                /// `b` where `a` is 0, else `a > 0` (`Tensor::heaviside`).
+                Heaviside {
+                    named: heaviside,
+                    dtypes: All,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::heaviside_(a, b),
+                    cuda: {
+                        bool: "({a} ? true : {b})",
+                        float: "({a} == ({c})0 ? {b} : ({a} > ({c})0 ? ({c})1 : ({c})0))",
+                        u8: "({a} == 0 ? {b} : (u8)1)",
+                        int: "({a} == ({c})0 ? {b} : ({a} > ({c})0 ? ({c})1 : ({c})0))"
+                    }
+                }
+                /// The Hurwitz zeta function `zeta(b, a)` (`Tensor::polygamma` with n >= 2: `b` is `n + 1`).
+                Zeta {
+                    named: polygamma,
+                    dtypes: Float,
+                    scalar: Acc,
+                    cpu: |a, b| $crate::ops::special_math::Special::zeta_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "sp_zeta<{c}>({b}, {a})",
+                        u8: "({a})",
+                        int: "({a})"
+                    }
+                }
+                /// `ln(z / (1 - z))` of `a` clamped to `[b, 1 - b]` (no clamp for `b < 0`) (`Tensor::logit`).
+                Logit {
+                    named: logit,
+                    dtypes: Float,
+                    scalar: Acc,
+                    cpu: |a, b| $crate::ops::special_math::Special::logit_(a, b),
+                    cuda: {
+                        bool: "({a})",
+                        float: "sp_logit<{c}>({a}, {b})",
+                        u8: "({a})",
+                        int: "({a})"
                     }
                 }
             }

@@ -88,3 +88,6 @@ mod conv_pool_props;
 mod window_kernel_props;
 mod shape_stats_s79;
 mod linalg_s79;
+
+// session 79 (helper 133): special functions and element-wise math
+mod math_ops_s79;

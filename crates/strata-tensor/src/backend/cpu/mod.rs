@@ -103,7 +103,7 @@ macro_rules! cpu_binary {
         /// out = x op y (x and y of dtype `E`, the rows' `E`).
         fn binary_typed<E: Element>(op: BinaryOp, out: &Arg, x: &Arg, y: &Arg)
         where
-            E::Acc: Math,
+            E::Acc: Math + crate::ops::special_math::Special,
         {
             match op {
                 $(BinaryOp::$V => map2(out, x, y, |p: E, q: E| {
@@ -122,7 +122,7 @@ macro_rules! cpu_binary {
         fn binary_scalar_typed<T, E>(op: BinaryOp, out: &Arg, x: &Arg, s: Scalar)
         where
             T: Element<Acc = E>,
-            E: Element<Acc = E> + Arith + Math,
+            E: Element<Acc = E> + Arith + Math + crate::ops::special_math::Special,
         {
             let w = scalar_acc::<T>(op, s);
             match op {

@@ -84,6 +84,10 @@ pub(crate) fn source(tys: [&str; 4], nin: usize, v: u32, body: &str, sizes: &[us
     let (txv, trv) = tiled_v_block(tdv, v);
     let mut s = String::with_capacity(PRELUDE.len() + TEMPLATE.len() + 256);
     s.push_str(PRELUDE);
+    // Session 79: the special functions' helpers, only where the body uses one.
+    if body.contains("sp_") {
+        s.push_str(super::special::SPECIAL_PRELUDE);
+    }
     s.push_str(&format!(
         "typedef {} T0;\ntypedef {} T1;\ntypedef {} T2;\ntypedef {} T3;\n\
          constexpr int NIN = {nin};\nconstexpr int V = {v};\nconstexpr int BLOCK = {BLOCK};\n\

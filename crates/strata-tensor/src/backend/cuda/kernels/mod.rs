@@ -20,6 +20,8 @@ pub(crate) mod optim;
 pub(crate) mod reduce;
 pub(crate) mod softmax_backward;
 pub(crate) mod sort;
+// session 79: the special functions' helpers
+pub(crate) mod special;
 
 use crate::dtype::DType;
 

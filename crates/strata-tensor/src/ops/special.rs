@@ -1,0 +1,512 @@
+//! Session 79: the element-wise math PyTorch users expect that strata
+//! lacked: special functions (`erfinv`, `lgamma`, `digamma`, `polygamma`,
+//! `mvlgamma`, `i0` and `torch.special`'s `i0e`/`i1`/`i1e`, `ndtr`,
+//! `ndtri`, `log_ndtr`, `erfcx`, `entr`), `sinc`, `logit`, `xlog1py`,
+//! `hypot`, `copysign`, `nextafter`, `fmax`/`fmin`, `heaviside`, `gcd`/
+//! `lcm`, the bit shifts, `signbit`, `ldexp`, `frexp`, `float_power`,
+//! `true_divide`/`floor_divide`, `isclose`, `isreal`, `rad2deg`/`deg2rad`,
+//! `angle` and `positive`.
+//!
+//! The kernels are rows of the element-wise tables (`ops::table`, scalar
+//! math in `ops::special_math`), so every device has them; the rest are
+//! compositions. Each follows PyTorch 2.15's CPU: its dtype promotion
+//! (integers and bool to f32 for the float-valued ops), its refusals (the
+//! same dtypes fail, with a [`TensorError::DType`] error; a bad argument is
+//! a [`TensorError::Value`]), f16/bf16 computed in f32 and rounded once.
+
+use super::elementwise::{result_type, Operand, RoundingMode};
+use super::table::{BinaryOp, UnaryFn};
+use crate::backend::UnaryOp;
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::scalar::Scalar;
+use crate::tensor::Tensor;
+
+/// `180 / pi` and `pi / 180` as PyTorch's `rad2deg`/`deg2rad` use them.
+const DEG_PER_RAD: f64 = 57.295_779_513_082_32;
+const RAD_PER_DEG: f64 = 0.017_453_292_519_943_295;
+
+impl Tensor {
+    fn special_unary(&self, f: UnaryFn, name: &'static str, halves: bool) -> Result<Tensor> {
+        if !halves && matches!(self.dtype(), DType::F16 | DType::BF16) {
+            return Err(TensorError::unsupported(name, self.dtype()));
+        }
+        self.unary(UnaryOp::Map(f), name, false)
+    }
+
+    /// PyTorch checks the broadcast before the kernel's dtype.
+    fn broadcasts_with(&self, name: &'static str, b: &Operand) -> Result<()> {
+        if let Operand::Tensor(t) = b {
+            crate::shape::broadcast_shapes(name, self.shape(), t.shape())?;
+        }
+        Ok(())
+    }
+
+    /// The promoted dtype of `self` and `b`, which must be a float dtype
+    /// (PyTorch's kernels of `hypot` and `nextafter` have none for integers).
+    fn float_pair(&self, name: &'static str, b: &Operand) -> Result<()> {
+        self.broadcasts_with(name, b)?;
+        let d = result_type(&[Operand::Tensor(self), *b]);
+        if d.is_float() {
+            Ok(())
+        } else {
+            Err(TensorError::unsupported(name, d))
+        }
+    }
+
+    /// The promoted dtype of `self` and `b`, which must be an integer dtype
+    /// (`gcd`, `lcm`, the shifts).
+    fn integer_pair(&self, name: &'static str, b: &Operand) -> Result<()> {
+        self.broadcasts_with(name, b)?;
+        let d = result_type(&[Operand::Tensor(self), *b]);
+        if d.is_float() || d == DType::Bool {
+            Err(TensorError::unsupported(name, d))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `torch.erfinv`: the inverse error function (±inf at ±1, NaN outside
+    /// [-1, 1]; integer and bool inputs give f32).
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let x = Tensor::from_slice(&[0.0f64, 1.0], &[2], Device::Cpu).unwrap();
+    /// assert_eq!(x.erfinv().unwrap().to_vec::<f64>().unwrap(), vec![0.0, f64::INFINITY]);
+    /// ```
+    pub fn erfinv(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Erfinv, "erfinv", true)
+    }
+
+    /// `torch.lgamma`: `ln |Gamma(x)|` (inf at 0 and the negative integers).
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[1.0f64, 3.0, -1.0], &[3], Device::Cpu).unwrap();
+    /// let y = x.lgamma().unwrap().to_vec::<f64>().unwrap();
+    /// assert_eq!((y[0], y[2]), (0.0, f64::INFINITY));
+    /// assert!((y[1] - 2f64.ln()).abs() < 1e-15);
+    /// ```
+    pub fn lgamma(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Lgamma, "lgamma", true)
+    }
+
+    /// `torch.digamma` (`torch.special.psi`): `Gamma'(x) / Gamma(x)`;
+    /// `digamma(0)` is `-inf`, `digamma(-0.0)` `inf`, NaN at the negative
+    /// integers, as PyTorch.
+    pub fn digamma(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Digamma, "digamma", true)
+    }
+
+    /// `torch.polygamma(n, self)`: the `n`-th derivative of digamma
+    /// (`n = 0` is digamma, `n = 1` trigamma, larger `n`
+    /// `(-1)^(n+1) n! zeta(n + 1, x)`). A negative `n` is a
+    /// [`TensorError::Value`].
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[1.0f64], &[1], Device::Cpu).unwrap();
+    /// let t = x.polygamma(1).unwrap().to_vec::<f64>().unwrap()[0];
+    /// assert!((t - std::f64::consts::PI.powi(2) / 6.0).abs() < 1e-14);
+    /// assert!(x.polygamma(-1).is_err());
+    /// ```
+    pub fn polygamma(&self, n: i64) -> Result<Tensor> {
+        match n {
+            ..0 => Err(TensorError::value(
+                "polygamma",
+                format!("polygamma(n, x) does not support negative n (got {n})"),
+            )),
+            0 => self.digamma(),
+            1 => self.special_unary(UnaryFn::Trigamma, "polygamma", true),
+            _ => {
+                let z = self.binary(BinaryOp::Zeta, Operand::Scalar(Scalar::Int(n + 1)), false)?;
+                let sign = if n % 2 == 1 { 1.0 } else { -1.0 };
+                // n! as PyTorch's kernel forms it: `exp(lgamma(n + 1))` in
+                // the dtype's compute type (`n` rounded to f16/bf16 first).
+                let factor = match z.dtype() {
+                    DType::F64 => libm::lgamma(n as f64 + 1.0).exp(),
+                    d => {
+                        let n1 = match d {
+                            DType::F16 => f32::from(half::f16::from_f32(n as f32)) + 1.0,
+                            DType::BF16 => f32::from(half::bf16::from_f32(n as f32)) + 1.0,
+                            _ => n as f32 + 1.0,
+                        };
+                        let n1 = match d {
+                            DType::F16 => f32::from(half::f16::from_f32(n1)),
+                            DType::BF16 => f32::from(half::bf16::from_f32(n1)),
+                            _ => n1,
+                        };
+                        f64::from(libm::lgammaf(n1).exp())
+                    }
+                };
+                z.mul(sign * factor)
+            }
+        }
+    }
+
+    /// `torch.mvlgamma(self, p)`: the multivariate log-gamma function,
+    /// `sum_j lgamma(x - j / 2) + p (p - 1) / 4 ln pi` over `j < p`. Bool
+    /// input and `p < 1` are errors; integer input gives f32.
+    pub fn mvlgamma(&self, p: i64) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(TensorError::dtype(
+                "mvlgamma",
+                "the input tensor may not be a boolean tensor",
+            ));
+        }
+        if p < 1 {
+            return Err(TensorError::value(
+                "mvlgamma",
+                format!("p has to be greater than or equal to 1 (got {p})"),
+            ));
+        }
+        let d = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::F32
+        };
+        let args = Tensor::arange(-(p as f64) * 0.5 + 0.5, 0.5, 0.5, Some(d), self.device())?;
+        let args = args.add(&self.unsqueeze(-1)?)?;
+        let c = (p * (p - 1)) as f64 * std::f64::consts::PI.ln() * 0.25;
+        args.lgamma()?.sum(Some(&[-1]), false)?.add(c)
+    }
+
+    /// `torch.i0`: the modified Bessel function of the first kind, order 0.
+    pub fn i0(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::I0, "i0", true)
+    }
+
+    /// `torch.special.i0e`: `exp(-|x|) i0(x)`.
+    pub fn special_i0e(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::I0e, "special_i0e", true)
+    }
+
+    /// `torch.special.i1`: the modified Bessel function of the first kind,
+    /// order 1.
+    pub fn special_i1(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::I1, "special_i1", true)
+    }
+
+    /// `torch.special.i1e`: `exp(-|x|) i1(x)`.
+    pub fn special_i1e(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::I1e, "special_i1e", true)
+    }
+
+    /// `torch.sinc`: `sin(pi x) / (pi x)`, 1 at 0.
+    pub fn sinc(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Sinc, "sinc", true)
+    }
+
+    /// `torch.special.entr`: `-x ln x`, 0 at 0, `-inf` below 0.
+    pub fn special_entr(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Entr, "special_entr", true)
+    }
+
+    /// `torch.special.ndtr`: the standard normal distribution function.
+    pub fn special_ndtr(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Ndtr, "special_ndtr", true)
+    }
+
+    /// `torch.special.ndtri`: the inverse of [`Tensor::special_ndtr`]
+    /// (f16/bf16 are refused, as PyTorch's CPU kernel has none for them).
+    pub fn special_ndtri(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Ndtri, "special_ndtri", false)
+    }
+
+    /// `torch.special.log_ndtr`: `ln ndtr(x)`, accurate far into the
+    /// lower tail (f16/bf16 refused, as PyTorch's CPU).
+    pub fn special_log_ndtr(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::LogNdtr, "special_log_ndtr", false)
+    }
+
+    /// `torch.special.erfcx`: `exp(x^2) erfc(x)` (f16/bf16 refused, as
+    /// PyTorch's CPU).
+    pub fn special_erfcx(&self) -> Result<Tensor> {
+        self.special_unary(UnaryFn::Erfcx, "special_erfcx", false)
+    }
+
+    /// `torch.logit(self, eps)`: `ln(z / (1 - z))`, `z` the input clamped
+    /// to `[eps, 1 - eps]` when `eps` is given (a negative `eps` clamps
+    /// nothing, as PyTorch).
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[0.5f64, 0.0], &[2], Device::Cpu).unwrap();
+    /// assert_eq!(x.logit(None).unwrap().to_vec::<f64>().unwrap(), vec![0.0, f64::NEG_INFINITY]);
+    /// let clamped = x.logit(Some(0.25)).unwrap().to_vec::<f64>().unwrap();
+    /// assert_eq!(clamped[1], (0.25f64 / 0.75).ln());
+    /// ```
+    pub fn logit(&self, eps: Option<f64>) -> Result<Tensor> {
+        let eps = eps.unwrap_or(-1.0);
+        self.binary(BinaryOp::Logit, Operand::Scalar(Scalar::Float(eps)), false)
+    }
+
+    /// `torch.xlog1py(self, other)` (`torch.special.xlog1py`):
+    /// `self ln(1 + other)`, 0 where self is 0 unless `other` is NaN;
+    /// broadcasting, integer and bool operands promoting to f32.
+    pub fn xlog1py<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Xlog1py, other.into(), false)
+    }
+
+    /// `torch.special.xlog1py`, the same as [`Tensor::xlog1py`].
+    pub fn special_xlog1py<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.xlog1py(other)
+    }
+
+    /// `torch.hypot(self, other)`: `sqrt(self^2 + other^2)` without
+    /// overflow; float operands only (PyTorch has no integer kernel).
+    pub fn hypot(&self, other: &Tensor) -> Result<Tensor> {
+        let b = Operand::Tensor(other);
+        self.float_pair("hypot", &b)?;
+        self.binary(BinaryOp::Hypot, b, false)
+    }
+
+    /// `torch.copysign(self, other)`: `|self|` with the sign of `other`
+    /// (its sign bit: -0.0 and -NaN count as negative); integer and bool
+    /// operands promote to f32.
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[1.0f64, -2.0], &[2], Device::Cpu).unwrap();
+    /// assert_eq!(x.copysign(-0.0).unwrap().to_vec::<f64>().unwrap(), vec![-1.0, -2.0]);
+    /// ```
+    pub fn copysign<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.binary(BinaryOp::Copysign, other.into(), false)
+    }
+
+    /// `torch.nextafter(self, other)`: the next value of the operands'
+    /// (float) dtype after self toward other.
+    pub fn nextafter(&self, other: &Tensor) -> Result<Tensor> {
+        let b = Operand::Tensor(other);
+        self.float_pair("nextafter", &b)?;
+        self.binary(BinaryOp::Nextafter, b, false)
+    }
+
+    /// `torch.fmax(self, other)`: the maximum, a NaN operand ignored (NaN
+    /// only where both are NaN); every dtype.
+    pub fn fmax(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Fmax, Operand::Tensor(other), false)
+    }
+
+    /// `torch.fmin(self, other)`: the minimum, a NaN operand ignored.
+    pub fn fmin(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary(BinaryOp::Fmin, Operand::Tensor(other), false)
+    }
+
+    /// `torch.heaviside(self, values)`: `values` where self is 0, else 1
+    /// where self is positive and 0 where negative (or NaN). Both tensors
+    /// must have one dtype, as PyTorch requires.
+    pub fn heaviside(&self, values: &Tensor) -> Result<Tensor> {
+        if self.dtype() != values.dtype() {
+            return Err(TensorError::dtype(
+                "heaviside",
+                format!(
+                    "heaviside is not yet implemented for tensors with different dtypes ({} and {})",
+                    self.dtype(),
+                    values.dtype()
+                ),
+            ));
+        }
+        self.binary(BinaryOp::Heaviside, Operand::Tensor(values), false)
+    }
+
+    /// `torch.gcd(self, other)`: the greatest common divisor of the
+    /// absolute values (integer dtypes only).
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let a = Tensor::from_slice(&[12i64, -9, 0], &[3], Device::Cpu).unwrap();
+    /// let b = Tensor::from_slice(&[18i64, 6, 0], &[3], Device::Cpu).unwrap();
+    /// assert_eq!(a.gcd(&b).unwrap().to_vec::<i64>().unwrap(), vec![6, 3, 0]);
+    /// assert_eq!(a.lcm(&b).unwrap().to_vec::<i64>().unwrap(), vec![36, 18, 0]);
+    /// ```
+    pub fn gcd(&self, other: &Tensor) -> Result<Tensor> {
+        let b = Operand::Tensor(other);
+        self.integer_pair("gcd", &b)?;
+        self.binary(BinaryOp::Gcd, b, false)
+    }
+
+    /// `torch.lcm(self, other)`: the least common multiple (integer
+    /// dtypes only; it wraps as PyTorch's where it overflows).
+    pub fn lcm(&self, other: &Tensor) -> Result<Tensor> {
+        let b = Operand::Tensor(other);
+        self.integer_pair("lcm", &b)?;
+        self.binary(BinaryOp::Lcm, b, false)
+    }
+
+    /// `torch.bitwise_left_shift(self, other)` (`self << other`): integer
+    /// dtypes only; a shift by a negative amount or by the width or more
+    /// gives 0.
+    pub fn bitwise_left_shift<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+        let b = other.into();
+        self.integer_pair("bitwise_left_shift", &b)?;
+        self.binary(BinaryOp::ShiftLeft, b, false)
+    }
+
+    /// `torch.bitwise_right_shift(self, other)` (`self >> other`,
+    /// arithmetic): integer dtypes only; a shift by a negative amount or
+    /// by the width or more gives the sign (0 or -1).
+    pub fn bitwise_right_shift<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+        let b = other.into();
+        self.integer_pair("bitwise_right_shift", &b)?;
+        self.binary(BinaryOp::ShiftRight, b, false)
+    }
+
+    /// `torch.signbit`: whether each element's sign bit is set (bool;
+    /// true for -0.0 and negative NaN; false for unsigned and bool).
+    pub fn signbit(&self) -> Result<Tensor> {
+        match self.dtype() {
+            d if d.is_float() => self.full_like(1.0, None)?.copysign(self)?.lt(0),
+            DType::U8 | DType::Bool => self.zeros_like(Some(DType::Bool)),
+            _ => self.lt(0),
+        }
+    }
+
+    /// `torch.ldexp(self, other)`: `self * 2^other`, computed as PyTorch
+    /// does (`self * pow(2, other)`, with its promotion).
+    pub fn ldexp(&self, other: &Tensor) -> Result<Tensor> {
+        self.mul(&Tensor::scalar_pow(2.0, other)?)
+    }
+
+    /// `torch.frexp`: the mantissa (self's dtype, in `[0.5, 1)` in
+    /// magnitude) and the exponent (i32) with `self = mantissa * 2^exponent`;
+    /// 0, infinities and NaN give themselves and exponent 0. Float tensors
+    /// only.
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let x = Tensor::from_slice(&[8.0f32, -3.0], &[2], Device::Cpu).unwrap();
+    /// let (m, e) = x.frexp().unwrap();
+    /// assert_eq!(m.to_vec::<f32>().unwrap(), vec![0.5, -0.75]);
+    /// assert_eq!((e.dtype(), e.to_vec::<i32>().unwrap()), (DType::I32, vec![4, 2]));
+    /// ```
+    pub fn frexp(&self) -> Result<(Tensor, Tensor)> {
+        if !self.dtype().is_float() {
+            return Err(TensorError::dtype(
+                "frexp",
+                format!(
+                    "torch.frexp() only supports floating-point dtypes (got {})",
+                    self.dtype()
+                ),
+            ));
+        }
+        let m = self.unary(UnaryOp::Map(UnaryFn::FrexpMantissa), "frexp", false)?;
+        let e = self.unary(UnaryOp::Map(UnaryFn::FrexpExponent), "frexp", false)?;
+        Ok((m, e.to_dtype(DType::I32)?))
+    }
+
+    /// `torch.float_power(self, exponent)`: both operands in f64, then
+    /// `pow` (the result is always f64).
+    pub fn float_power<'a>(&self, exponent: impl Into<Operand<'a>>) -> Result<Tensor> {
+        let x = self.to_dtype(DType::F64)?;
+        match exponent.into() {
+            Operand::Tensor(e) => x.pow(&e.to_dtype(DType::F64)?),
+            Operand::Scalar(s) => x.pow(Scalar::Float(s.to_f64())),
+        }
+    }
+
+    /// `torch.true_divide`, the same as [`Tensor::div`].
+    pub fn true_divide<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.div(other)
+    }
+
+    /// `torch.floor_divide`: division rounded toward negative infinity
+    /// (`div(rounding_mode="floor")`), keeping the promoted dtype.
+    pub fn floor_divide<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
+        self.div_mode(other, RoundingMode::Floor)
+    }
+
+    /// `torch.isclose(self, other, rtol, atol, equal_nan)`: element-wise
+    /// `|self - other| <= atol + rtol |other|` (finite) or equal, NaNs
+    /// equal when `equal_nan`; a bool tensor, broadcasting. The dtypes must
+    /// match and the tolerances be non-negative, as in PyTorch; integer and
+    /// bool tensors are compared in f32, as [`Tensor::allclose`] does.
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let a = Tensor::from_slice(&[1.0f64, f64::NAN, 2.0], &[3], Device::Cpu).unwrap();
+    /// let b = Tensor::from_slice(&[1.0f64 + 1e-9, f64::NAN, 2.1], &[3], Device::Cpu).unwrap();
+    /// let c = a.isclose(&b, 1e-5, 1e-8, true).unwrap();
+    /// assert_eq!(c.to_vec::<bool>().unwrap(), vec![true, true, false]);
+    /// ```
+    pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+        if self.dtype() != other.dtype() {
+            return Err(TensorError::dtype(
+                "isclose",
+                format!("{} did not match {}", self.dtype(), other.dtype()),
+            ));
+        }
+        if rtol.is_nan() || rtol < 0.0 {
+            return Err(TensorError::value(
+                "isclose",
+                format!("rtol must be greater than or equal to zero, but got {rtol}"),
+            ));
+        }
+        if atol.is_nan() || atol < 0.0 {
+            return Err(TensorError::value(
+                "isclose",
+                format!("atol must be greater than or equal to zero, but got {atol}"),
+            ));
+        }
+        let mut close = self.eq(other)?;
+        if equal_nan && self.dtype().is_float() {
+            close = close.logical_or(&self.isnan()?.logical_and(&other.isnan()?)?)?;
+        }
+        if rtol == 0.0 && atol == 0.0 {
+            return Ok(close);
+        }
+        let float = if self.dtype().is_float() {
+            self.dtype()
+        } else {
+            DType::F32
+        };
+        let (a, b) = (self.to_dtype(float)?, other.to_dtype(float)?);
+        let allowed = b.mul(rtol)?.abs()?.add(atol)?;
+        let actual = a.sub(&b)?.abs()?;
+        close.logical_or(&actual.isfinite()?.logical_and(&actual.le(&allowed)?)?)
+    }
+
+    /// `torch.isreal`: true everywhere (strata has no complex dtypes).
+    pub fn isreal(&self) -> Result<Tensor> {
+        self.ones_like(Some(DType::Bool))
+    }
+
+    /// `torch.rad2deg`: `self * 180 / pi` (integer and bool inputs give f32).
+    pub fn rad2deg(&self) -> Result<Tensor> {
+        self.float_or_f32()?.mul(DEG_PER_RAD)
+    }
+
+    /// `torch.deg2rad`: `self * pi / 180` (integer and bool inputs give f32).
+    pub fn deg2rad(&self) -> Result<Tensor> {
+        self.float_or_f32()?.mul(RAD_PER_DEG)
+    }
+
+    /// `torch.angle` of a real tensor: `pi` where negative, 0 elsewhere,
+    /// NaN kept (integer and bool inputs give f32).
+    pub fn angle(&self) -> Result<Tensor> {
+        let x = self.float_or_f32()?;
+        let pi = x.full_like(std::f64::consts::PI, None)?;
+        let a = Tensor::where_cond(&x.lt(0)?, &pi, &x.zeros_like(None)?)?;
+        Tensor::where_cond(&x.isnan()?, &x, &a)
+    }
+
+    /// `torch.positive`: self (bool is refused, as PyTorch's unary `+`).
+    pub fn positive(&self) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(TensorError::dtype(
+                "positive",
+                "the `+` operator, on a bool tensor is not supported",
+            ));
+        }
+        Ok(self.clone())
+    }
+
+    /// Self, or self converted to f32 when it is not a float tensor.
+    fn float_or_f32(&self) -> Result<Tensor> {
+        if self.dtype().is_float() {
+            Ok(self.clone())
+        } else {
+            self.to_dtype(DType::F32)
+        }
+    }
+}
