@@ -130,3 +130,6 @@ where
 
 // ---- session 79 (helper 132): torch.linalg ----
 pub mod linalg;
+
+// ---- session 79 (helper 133): special functions and element-wise math ----
+mod special_math;

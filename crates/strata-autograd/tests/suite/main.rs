@@ -97,3 +97,6 @@ mod strides_s59;
 mod window_memory_s76;
 mod shape_stats_s79;
 mod linalg_s79;
+
+// session 79 (helper 133): special functions and element-wise math
+mod math_ops_s79;
