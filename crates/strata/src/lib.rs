@@ -58,6 +58,10 @@ pub use strata_tensor::interop::{
 /// `torch.set_float32_matmul_precision`; TF32 is opt-in).
 pub use strata_tensor::{float32_matmul_precision, set_float32_matmul_precision, Precision};
 
+/// `torch.linalg` on tensors (`strata::linalg::inv(&a)`); the recorded
+/// forms on variables are `strata::autograd::linalg`.
+pub use strata_tensor::linalg;
+
 /// The tensor crate, for layouts, shapes and iteration plans.
 pub use strata_tensor as tensor;
 

@@ -18,9 +18,8 @@ use strata_autograd::linalg::{self, NormOrd, QrMode, Uplo};
 use strata_autograd::{Result, Var};
 use strata_tensor::{DType, Device, Tensor};
 
-static FIXTURE: LazyLock<Value> = LazyLock::new(|| {
-    fixture(&gunzip(include_bytes!("../data/linalg_s79_grad.json.gz")))
-});
+static FIXTURE: LazyLock<Value> =
+    LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/linalg_s79_grad.json.gz"))));
 
 fn values(d: &Value) -> Vec<f64> {
     d.as_array().unwrap().iter().map(num).collect()
@@ -107,10 +106,7 @@ fn call(c: &Value, v: &[Var]) -> Result<Vec<Var>> {
         "qr" => {
             let (q, r) = linalg::qr(&v[0], QrMode::Reduced)?;
             let d = diag_signs(&r)?;
-            Ok(vec![
-                q.mul(&d.unsqueeze(-2)?)?,
-                r.mul(&d.unsqueeze(-1)?)?,
-            ])
+            Ok(vec![q.mul(&d.unsqueeze(-2)?)?, r.mul(&d.unsqueeze(-1)?)?])
         }
         "lstsq" => one(linalg::lstsq(&v[0], &v[1], None)),
         "svd" => {
@@ -208,7 +204,14 @@ fn all_agree_on(device: Device) {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|i| format!("{}{}{}", i["dtype"], i["shape"], if i["t"] == true { "ᵀ" } else { "" }))
+                    .map(|i| {
+                        format!(
+                            "{}{}{}",
+                            i["dtype"],
+                            i["shape"],
+                            if i["t"] == true { "ᵀ" } else { "" }
+                        )
+                    })
                     .collect();
                 format!("{} {} {}: {d}", c["op"], c["args"], shapes.join(","))
             })
@@ -271,7 +274,11 @@ fn fd_check(x: &Tensor, sym: bool, f: impl Fn(&Var) -> Result<Var>) {
             eval(v)
         };
         let fd = (step(h) - step(-h)) / (2.0 * h);
-        let want = if sym && i != j { g[idx] + g[mirror] } else { g[idx] };
+        let want = if sym && i != j {
+            g[idx] + g[mirror]
+        } else {
+            g[idx]
+        };
         assert!(
             (fd - want).abs() <= 1e-5 * big,
             "element {idx}: autograd {want}, finite difference {fd}"
@@ -281,7 +288,12 @@ fn fd_check(x: &Tensor, sym: bool, f: impl Fn(&Var) -> Result<Var>) {
 
 fn well(n: usize, b: usize, seed: u64) -> Tensor {
     rand(&[b, n, n], seed)
-        .add(&Tensor::eye(n, None, DType::F64, Device::Cpu).unwrap().mul(n as f64).unwrap())
+        .add(
+            &Tensor::eye(n, None, DType::F64, Device::Cpu)
+                .unwrap()
+                .mul(n as f64)
+                .unwrap(),
+        )
         .unwrap()
 }
 
@@ -299,13 +311,22 @@ fn gradients_match_finite_differences() {
     fd_check(&a, false, |x| wsum(&linalg::matrix_power(x, -2)?, 4));
     fd_check(&a, false, |x| wsum(&linalg::pinv(x, None, None, false)?, 5));
     let b = rand(&[2, 4, 3], 6);
-    fd_check(&a, false, |x| wsum(&linalg::solve(x, &Var::new(b.clone()))?, 7));
-    fd_check(&b, false, |y| wsum(&linalg::solve(&Var::new(a.clone()), y)?, 8));
+    fd_check(&a, false, |x| {
+        wsum(&linalg::solve(x, &Var::new(b.clone()))?, 7)
+    });
+    fd_check(&b, false, |y| {
+        wsum(&linalg::solve(&Var::new(a.clone()), y)?, 8)
+    });
     let x = rand(&[4, 4], 9);
     let spd = x
         .matmul(&x.t().unwrap())
         .unwrap()
-        .add(&Tensor::eye(4, None, DType::F64, Device::Cpu).unwrap().mul(4.0).unwrap())
+        .add(
+            &Tensor::eye(4, None, DType::F64, Device::Cpu)
+                .unwrap()
+                .mul(4.0)
+                .unwrap(),
+        )
         .unwrap();
     for upper in [false, true] {
         fd_check(&spd, true, |x| wsum(&linalg::cholesky(x, upper)?, 10));
@@ -351,6 +372,7 @@ fn det_gradient_of_singular_and_nearly_singular_matrices() {
     let zero = Tensor::zeros(&[2, 2], DType::F64, Device::Cpu).unwrap();
     assert!(grad_of(0.0).allclose(&zero, 0.0, 0.0).unwrap());
     // adj(A)ᵀ = [[d, -c], [-b, a]].
-    let want = Tensor::from_slice(&[4.0f64 + 1e-10, -2.0, -2.0, 1.0], &[2, 2], Device::Cpu).unwrap();
+    let want =
+        Tensor::from_slice(&[4.0f64 + 1e-10, -2.0, -2.0, 1.0], &[2, 2], Device::Cpu).unwrap();
     assert!(grad_of(1e-10).allclose(&want, 1e-5, 1e-5).unwrap());
 }

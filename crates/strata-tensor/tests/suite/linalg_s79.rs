@@ -301,7 +301,12 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
         "vecdot" => one(linalg::vecdot(&t[0], &t[1], int("dim"))),
         "vector_norm" => {
             let d = dim_list();
-            one(linalg::vector_norm(&t[0], num(&a["p"]), d.as_deref(), false))
+            one(linalg::vector_norm(
+                &t[0],
+                num(&a["p"]),
+                d.as_deref(),
+                false,
+            ))
         }
         "norm" => {
             let d = dim_list();
@@ -390,7 +395,14 @@ fn shape_str(c: &Value) -> String {
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| format!("{}{}{}", i["dtype"], i["shape"], if i["t"] == true { "ᵀ" } else { "" }))
+        .map(|i| {
+            format!(
+                "{}{}{}",
+                i["dtype"],
+                i["shape"],
+                if i["t"] == true { "ᵀ" } else { "" }
+            )
+        })
         .collect::<Vec<_>>()
         .join(",")
 }

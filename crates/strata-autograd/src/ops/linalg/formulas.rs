@@ -219,9 +219,7 @@ pub(super) fn svd_backward(
         if let Some(gu) = gu {
             ga = mm(u, &ga)?;
             let gusinv = gu.div(&s.unsqueeze(-2)?)?;
-            ga = ga
-                .add(&gusinv)?
-                .sub(&mm(u, &mm(&mt(u)?, &gusinv)?)?)?;
+            ga = ga.add(&gusinv)?.sub(&mm(u, &mm(&mt(u)?, &gusinv)?)?)?;
             return mm(&ga, vh);
         }
     }
@@ -229,9 +227,7 @@ pub(super) fn svd_backward(
         if let Some(gvh) = gvh {
             ga = mm(&ga, vh)?;
             let sinvgvh = gvh.div(&s.unsqueeze(-1)?)?;
-            ga = ga
-                .add(&sinvgvh)?
-                .sub(&mm(&mm(&sinvgvh, &mt(vh)?)?, vh)?)?;
+            ga = ga.add(&sinvgvh)?.sub(&mm(&mm(&sinvgvh, &mt(vh)?)?, vh)?)?;
             return mm(u, &ga);
         }
     }

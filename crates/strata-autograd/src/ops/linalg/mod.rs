@@ -16,12 +16,13 @@
 //! between them).
 //!
 //! ```
+//! # use strata_tensor::DType;
 //! use strata_autograd::{linalg, Var};
 //! use strata_tensor::tensor;
-//! let a = Var::parameter(tensor![[2.0f64, 1.0], [1.0, 3.0]]?)?;
+//! let a = Var::parameter(tensor![[2.0f64, 1.0], [1.0, 3.0]]?.to_dtype(DType::F64)?)?;
 //! linalg::det(&a)?.backward()?;
 //! // d det / dA = det A⁻ᵀ = [[3, -1], [-1, 2]].
-//! assert!(a.grad().unwrap().allclose(&tensor![[3.0f64, -1.0], [-1.0, 2.0]]?, 1e-12, 1e-12)?);
+//! assert!(a.grad().unwrap().allclose(&tensor![[3.0f64, -1.0], [-1.0, 2.0]]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 //! # Ok::<(), strata_autograd::AutogradError>(())
 //! ```
 
@@ -75,7 +76,10 @@ where
     let mut vars = Vec::with_capacity(lens.len());
     let mut off = 0i64;
     for (len, shape) in lens.iter().zip(&shapes) {
-        vars.push(out.narrow(0, off, *len as i64)?.reshape(&shape_i64(shape))?);
+        vars.push(
+            out.narrow(0, off, *len as i64)?
+                .reshape(&shape_i64(shape))?,
+        );
         off += *len as i64;
     }
     Ok(vars)
@@ -91,7 +95,14 @@ pub fn det(a: &Var) -> Result<Var> {
     let out = tl::det(a.data())?;
     let (x, d) = (a.data().clone(), out.clone());
     let f = formula(|g, s, _| Ok(vec![Some(formulas::det_backward(g, &s[1], &s[0])?)]));
-    record("LinalgDetBackward0", out, &[Some(a)], move || vec![x, d], f, false)
+    record(
+        "LinalgDetBackward0",
+        out,
+        &[Some(a)],
+        move || vec![x, d],
+        f,
+        false,
+    )
 }
 
 /// `torch.linalg.slogdet(A)`: `(sign, logabsdet)`, the log recorded
@@ -104,7 +115,14 @@ pub fn slogdet(a: &Var) -> Result<(Var, Var)> {
     let (sign, logabs) = tl::slogdet(a.data())?;
     let x = a.data().clone();
     let f = formula(|g, s, _| Ok(vec![Some(formulas::slogdet_backward(g, &s[0])?)]));
-    let l = record("LinalgSlogdetBackward0", logabs, &[Some(a)], move || vec![x], f, false)?;
+    let l = record(
+        "LinalgSlogdetBackward0",
+        logabs,
+        &[Some(a)],
+        move || vec![x],
+        f,
+        false,
+    )?;
     Ok((Var::new(sign), l))
 }
 
@@ -121,7 +139,14 @@ pub fn logdet(a: &Var) -> Result<Var> {
         let g = Tensor::where_cond(&s[1].lt(0.0)?, 0.0, g)?;
         Ok(vec![Some(formulas::slogdet_backward(&g, &s[0])?)])
     });
-    record("LogdetBackward0", out, &[Some(a)], move || vec![x, sign], f, false)
+    record(
+        "LogdetBackward0",
+        out,
+        &[Some(a)],
+        move || vec![x, sign],
+        f,
+        false,
+    )
 }
 
 /// `torch.linalg.inv(A)`, recorded: the gradient is `-A⁻ᵀ g A⁻ᵀ`.
@@ -129,19 +154,27 @@ pub fn logdet(a: &Var) -> Result<Var> {
 /// Errors: those of [`strata_tensor::linalg::inv`].
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_autograd::{linalg, Var};
 /// use strata_tensor::tensor;
-/// let a = Var::parameter(tensor![[2.0f64, 0.0], [0.0, 4.0]]?)?;
+/// let a = Var::parameter(tensor![[2.0f64, 0.0], [0.0, 4.0]]?.to_dtype(DType::F64)?)?;
 /// linalg::inv(&a)?.sum(None, false)?.backward()?;
 /// // -A⁻ᵀ 1 A⁻ᵀ for a diagonal A: -1/(a_i a_j).
-/// assert!(a.grad().unwrap().allclose(&tensor![[-0.25f64, -0.125], [-0.125, -0.0625]]?, 1e-12, 1e-12)?);
+/// assert!(a.grad().unwrap().allclose(&tensor![[-0.25f64, -0.125], [-0.125, -0.0625]]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_autograd::AutogradError>(())
 /// ```
 pub fn inv(a: &Var) -> Result<Var> {
     let out = tl::inv(a.data())?;
     let r = out.clone();
     let f = formula(|g, s, _| Ok(vec![Some(formulas::inv_backward(g, &s[0])?)]));
-    record("LinalgInvExBackward0", out, &[Some(a)], move || vec![r], f, false)
+    record(
+        "LinalgInvExBackward0",
+        out,
+        &[Some(a)],
+        move || vec![r],
+        f,
+        false,
+    )
 }
 
 /// `torch.linalg.solve(A, B)`, recorded in both operands: `gB =
@@ -178,10 +211,15 @@ pub fn solve(a: &Var, b: &Var) -> Result<Var> {
 pub fn cholesky(a: &Var, upper: bool) -> Result<Var> {
     let out = tl::cholesky(a.data(), upper)?;
     let l = out.clone();
-    let f = formula(move |g, s, _| {
-        Ok(vec![Some(formulas::cholesky_backward(g, upper, &s[0])?)])
-    });
-    record("LinalgCholeskyExBackward0", out, &[Some(a)], move || vec![l], f, false)
+    let f = formula(move |g, s, _| Ok(vec![Some(formulas::cholesky_backward(g, upper, &s[0])?)]));
+    record(
+        "LinalgCholeskyExBackward0",
+        out,
+        &[Some(a)],
+        move || vec![l],
+        f,
+        false,
+    )
 }
 
 fn qr_not_differentiable(msg: &str) -> AutogradError {
@@ -208,9 +246,9 @@ pub fn qr(a: &Var, mode: QrMode) -> Result<(Var, Var)> {
              Please use linalg.qr(A, mode='reduced') if you are going to differentiate through \
              linalg.qr.",
         ),
-        QrMode::Complete if m > n => {
-            Some("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
-        }
+        QrMode::Complete if m > n => Some(
+            "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.",
+        ),
         _ => None,
     };
     if mode == QrMode::R {
@@ -254,7 +292,14 @@ pub fn eigh(a: &Var, uplo: Uplo) -> Result<(Var, Var)> {
 pub fn eigvalsh(a: &Var, uplo: Uplo) -> Result<Var> {
     let (l, v) = tl::eigh(a.data(), uplo)?;
     let saved = (l.clone(), v);
-    let f = formula(|g, s, _| Ok(vec![Some(formulas::eigh_backward(Some(g), None, &s[0], &s[1])?)]));
+    let f = formula(|g, s, _| {
+        Ok(vec![Some(formulas::eigh_backward(
+            Some(g),
+            None,
+            &s[0],
+            &s[1],
+        )?)])
+    });
     record(
         "LinalgEighBackward0",
         l,
@@ -275,27 +320,34 @@ pub fn eigvalsh(a: &Var, uplo: Uplo) -> Result<Var> {
 /// Errors: those of [`strata_tensor::linalg::svd`].
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_autograd::{linalg, Var};
 /// use strata_tensor::tensor;
-/// let a = Var::parameter(tensor![[3.0f64, 0.0], [0.0, 1.0]]?)?;
+/// let a = Var::parameter(tensor![[3.0f64, 0.0], [0.0, 1.0]]?.to_dtype(DType::F64)?)?;
 /// let (_u, s, _vh) = linalg::svd(&a, false)?;
 /// s.sum(None, false)?.backward()?;
 /// // d(σ1 + σ2)/dA = U Vh = I here.
-/// assert!(a.grad().unwrap().allclose(&tensor![[1.0f64, 0.0], [0.0, 1.0]]?, 1e-12, 1e-12)?);
+/// assert!(a.grad().unwrap().allclose(&tensor![[1.0f64, 0.0], [0.0, 1.0]]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_autograd::AutogradError>(())
 /// ```
 pub fn svd(a: &Var, full_matrices: bool) -> Result<(Var, Var, Var)> {
     let (u, s, vh) = tl::svd(a.data(), full_matrices)?;
     let k = *s.shape().last().unwrap() as i64;
     let saved = vec![u.clone(), s.clone(), vh.clone()];
-    let out = record_packed("LinalgSvdBackward0", a, vec![u, s, vh], saved, move |g, sv| {
-        let cut_u = |t: &Tensor| t.narrow(-1, 0, k);
-        let cut_v = |t: &Tensor| t.narrow(-2, 0, k);
-        let (u, vh) = (cut_u(&sv[0])?, cut_v(&sv[2])?);
-        let gu = g[0].as_ref().map(cut_u).transpose()?;
-        let gvh = g[2].as_ref().map(cut_v).transpose()?;
-        formulas::svd_backward(gu.as_ref(), g[1].as_ref(), gvh.as_ref(), &u, &sv[1], &vh)
-    })?;
+    let out = record_packed(
+        "LinalgSvdBackward0",
+        a,
+        vec![u, s, vh],
+        saved,
+        move |g, sv| {
+            let cut_u = |t: &Tensor| t.narrow(-1, 0, k);
+            let cut_v = |t: &Tensor| t.narrow(-2, 0, k);
+            let (u, vh) = (cut_u(&sv[0])?, cut_v(&sv[2])?);
+            let gu = g[0].as_ref().map(cut_u).transpose()?;
+            let gvh = g[2].as_ref().map(cut_v).transpose()?;
+            formulas::svd_backward(gu.as_ref(), g[1].as_ref(), gvh.as_ref(), &u, &sv[1], &vh)
+        },
+    )?;
     let mut it = out.into_iter();
     Ok((it.next().unwrap(), it.next().unwrap(), it.next().unwrap()))
 }
@@ -328,7 +380,14 @@ pub fn pinv(a: &Var, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -> R
     let out = tl::pinv(a.data(), atol, rtol, hermitian)?;
     let (p, x) = (out.clone(), a.data().clone());
     let f = formula(|g, s, _| Ok(vec![Some(formulas::pinv_backward(g, &s[0], &s[1])?)]));
-    record("LinalgPinvBackward0", out, &[Some(a)], move || vec![p, x], f, false)
+    record(
+        "LinalgPinvBackward0",
+        out,
+        &[Some(a)],
+        move || vec![p, x],
+        f,
+        false,
+    )
 }
 
 /// `torch.linalg.lstsq(A, B, rcond).solution`, recorded in both operands
@@ -364,7 +423,11 @@ pub fn lstsq(a: &Var, b: &Var, rcond: Option<f64>) -> Result<Var> {
         };
         let gb = if needs[1] {
             let gbb = mt(&p)?.matmul(&g2)?;
-            let gbb = if vector { gbb.squeeze_dims(&[-1])? } else { gbb };
+            let gbb = if vector {
+                gbb.squeeze_dims(&[-1])?
+            } else {
+                gbb
+            };
             Some(sum_to(&gbb, &b_shape, dt)?)
         } else {
             None
@@ -481,7 +544,9 @@ pub fn norm(a: &Var, ord: Option<NormOrd>, dims: Option<&[i64]>, keepdim: bool) 
         _ => 2.0,
     };
     match dims {
-        Some(d) if d.len() == 2 => matrix_norm(a, ord.unwrap_or(NormOrd::Fro), [d[0], d[1]], keepdim),
+        Some(d) if d.len() == 2 => {
+            matrix_norm(a, ord.unwrap_or(NormOrd::Fro), [d[0], d[1]], keepdim)
+        }
         Some(d) => a.norm(p(ord), Some(d), keepdim),
         None => match ord {
             Some(o) if a.ndim() == 2 => matrix_norm(a, o, [0, 1], keepdim),

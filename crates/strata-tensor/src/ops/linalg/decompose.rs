@@ -19,11 +19,12 @@ use faer::Mat;
 /// words.
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor, TensorError};
-/// let a = tensor![[4.0f64, 2.0], [2.0, 5.0]]?;
+/// let a = tensor![[4.0f64, 2.0], [2.0, 5.0]]?.to_dtype(DType::F64)?;
 /// let l = linalg::cholesky(&a, false)?;
-/// assert!(l.allclose(&tensor![[2.0f64, 0.0], [1.0, 2.0]]?, 1e-12, 1e-12)?);
-/// let err = linalg::cholesky(&tensor![[1.0f64, 2.0], [2.0, 1.0]]?, false).unwrap_err();
+/// assert!(l.allclose(&tensor![[2.0f64, 0.0], [1.0, 2.0]]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
+/// let err = linalg::cholesky(&tensor![[1.0f64, 2.0], [2.0, 1.0]]?.to_dtype(DType::F64)?, false).unwrap_err();
 /// assert!(matches!(err, TensorError::NotPositiveDefinite { order: 2, .. }));
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
@@ -78,9 +79,10 @@ pub enum QrMode {
 /// f32/f64 ([`TensorError::DType`]).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
 /// use strata_tensor::linalg::QrMode;
-/// let a = tensor![[1.0f64, 2.0], [3.0, 4.0], [5.0, 6.0]]?;
+/// let a = tensor![[1.0f64, 2.0], [3.0, 4.0], [5.0, 6.0]]?.to_dtype(DType::F64)?;
 /// let (q, r) = linalg::qr(&a, QrMode::Reduced)?;
 /// assert_eq!((q.shape(), r.shape()), (&[3usize, 2][..], &[2usize, 2][..]));
 /// assert!(q.matmul(&r)?.allclose(&a, 1e-12, 1e-12)?);
@@ -142,11 +144,12 @@ pub enum Uplo {
 /// converge ([`TensorError::LinalgNoConvergence`]).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
 /// use strata_tensor::linalg::Uplo;
-/// let a = tensor![[2.0f64, 1.0], [1.0, 2.0]]?;
+/// let a = tensor![[2.0f64, 1.0], [1.0, 2.0]]?.to_dtype(DType::F64)?;
 /// let (l, v) = linalg::eigh(&a, Uplo::Lower)?;
-/// assert!(l.allclose(&tensor![1.0f64, 3.0]?, 1e-12, 1e-12)?);
+/// assert!(l.allclose(&tensor![1.0f64, 3.0]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// let back = v.matmul(&l.diag_embed(0, -2, -1)?)?.matmul(&v.t()?)?;
 /// assert!(back.allclose(&a, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
@@ -164,10 +167,11 @@ pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<(Tensor, Tensor)> {
 /// Errors: those of [`eigh`].
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
 /// use strata_tensor::linalg::Uplo;
-/// let l = linalg::eigvalsh(&tensor![[2.0f64, 1.0], [1.0, 2.0]]?, Uplo::Upper)?;
-/// assert!(l.allclose(&tensor![1.0f64, 3.0]?, 1e-12, 1e-12)?);
+/// let l = linalg::eigvalsh(&tensor![[2.0f64, 1.0], [1.0, 2.0]]?.to_dtype(DType::F64)?, Uplo::Upper)?;
+/// assert!(l.allclose(&tensor![1.0f64, 3.0]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn eigvalsh(a: &Tensor, uplo: Uplo) -> Result<Tensor> {
@@ -191,9 +195,8 @@ fn eigh_imp<T: Lin>(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Te
     for k in 0..mats.count() {
         let m = mats.get(k);
         // Only the named triangle is read, so only it must be finite.
-        let tri_finite = (0..n).all(|i| {
-            (0..n).all(|j| (upper != (i > j) || i == j) || m[(i, j)].to64().is_finite())
-        });
+        let tri_finite = (0..n)
+            .all(|i| (0..n).all(|j| (upper != (i > j) || i == j) || m[(i, j)].to64().is_finite()));
         if !tri_finite {
             ls.extend(std::iter::repeat_n(T::of(f64::NAN), n));
             if vectors {
@@ -232,10 +235,11 @@ fn eigh_imp<T: Lin>(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Te
 /// input matrix contained non-finite values.`).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let a = tensor![[3.0f64, 0.0], [0.0, -4.0], [0.0, 0.0]]?;
+/// let a = tensor![[3.0f64, 0.0], [0.0, -4.0], [0.0, 0.0]]?.to_dtype(DType::F64)?;
 /// let (u, s, vh) = linalg::svd(&a, false)?;
-/// assert!(s.allclose(&tensor![4.0f64, 3.0]?, 1e-12, 1e-12)?);
+/// assert!(s.allclose(&tensor![4.0f64, 3.0]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// let back = u.mul(&s.unsqueeze(-2)?)?.matmul(&vh)?;
 /// assert!(back.allclose(&a, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
@@ -283,13 +287,14 @@ fn svd_imp<T: Lin>(a: &Tensor, full: bool) -> Result<(Tensor, Tensor, Tensor)> {
 /// `torch.linalg.svdvals(A)`: the singular values of each matrix,
 /// nonincreasing (`[.., min(m, n)]`).
 ///
-/// Errors: those of [`svd`] (named `linalg.svdvals`... as PyTorch, which
-/// reports them as `linalg.svd`).
+/// Errors: those of [`svd`] (a non-finite input reported as `linalg.svd`'s,
+/// as PyTorch reports it).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let s = linalg::svdvals(&tensor![[0.0f64, 2.0], [1.0, 0.0]]?)?;
-/// assert!(s.allclose(&tensor![2.0f64, 1.0]?, 1e-12, 1e-12)?);
+/// let s = linalg::svdvals(&tensor![[0.0f64, 2.0], [1.0, 0.0]]?.to_dtype(DType::F64)?)?;
+/// assert!(s.allclose(&tensor![2.0f64, 1.0]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn svdvals(a: &Tensor) -> Result<Tensor> {

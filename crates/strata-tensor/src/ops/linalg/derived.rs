@@ -22,10 +22,11 @@ use faer::Mat;
 /// [`TensorError::Singular`]).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let a = tensor![[1.0f64, 1.0], [0.0, 1.0]]?;
-/// assert!(linalg::matrix_power(&a, 3)?.allclose(&tensor![[1.0f64, 3.0], [0.0, 1.0]]?, 0.0, 0.0)?);
-/// assert!(linalg::matrix_power(&a, -2)?.allclose(&tensor![[1.0f64, -2.0], [0.0, 1.0]]?, 1e-12, 1e-12)?);
+/// let a = tensor![[1.0f64, 1.0], [0.0, 1.0]]?.to_dtype(DType::F64)?;
+/// assert!(linalg::matrix_power(&a, 3)?.allclose(&tensor![[1.0f64, 3.0], [0.0, 1.0]]?.to_dtype(DType::F64)?, 0.0, 0.0)?);
+/// assert!(linalg::matrix_power(&a, -2)?.allclose(&tensor![[1.0f64, -2.0], [0.0, 1.0]]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn matrix_power(a: &Tensor, k: i64) -> Result<Tensor> {
@@ -89,10 +90,11 @@ fn tolerances<T: Lin>(m: usize, n: usize, atol: Option<f64>, rtol: Option<f64>) 
 /// [`eigh`](super::eigh) (non-square with `hermitian`).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let a = tensor![[1.0f64, 0.0], [0.0, 2.0], [0.0, 0.0]]?;
+/// let a = tensor![[1.0f64, 0.0], [0.0, 2.0], [0.0, 0.0]]?.to_dtype(DType::F64)?;
 /// let p = linalg::pinv(&a, None, None, false)?;
-/// assert!(p.allclose(&tensor![[1.0f64, 0.0, 0.0], [0.0, 0.5, 0.0]]?, 1e-12, 1e-12)?);
+/// assert!(p.allclose(&tensor![[1.0f64, 0.0, 0.0], [0.0, 0.5, 0.0]]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -> Result<Tensor> {
@@ -122,8 +124,8 @@ fn pinv_imp<T: Lin>(
         let x = mats.get(b);
         let fail = |msg: &str| no_convergence("linalg.pinv", batch_of(a, b), msg);
         let p: Mat<T> = if hermitian {
-            let (l, u) = host::eigh(&x, false)
-                .ok_or_else(|| fail("The algorithm failed to converge."))?;
+            let (l, u) =
+                host::eigh(&x, false).ok_or_else(|| fail("The algorithm failed to converge."))?;
             let max = l.iter().map(|v| v.to64().abs()).fold(0.0, f64::max);
             let tol = atol.max(rtol * max);
             let inv: Vec<T> = l
@@ -144,8 +146,8 @@ fn pinv_imp<T: Lin>(
                     "The algorithm failed to converge because the input matrix contained non-finite values.",
                 ));
             }
-            let (u, s, v) = host::svd(&x, false)
-                .ok_or_else(|| fail("The algorithm failed to converge."))?;
+            let (u, s, v) =
+                host::svd(&x, false).ok_or_else(|| fail("The algorithm failed to converge."))?;
             let tol = atol.max(rtol * s[0].to64());
             let inv: Vec<T> = s
                 .iter()
@@ -175,8 +177,9 @@ fn pinv_imp<T: Lin>(
 /// Errors: those of [`pinv`].
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let a = tensor![[1.0f64, 2.0], [2.0, 4.0]]?;
+/// let a = tensor![[1.0f64, 2.0], [2.0, 4.0]]?.to_dtype(DType::F64)?;
 /// assert_eq!(linalg::matrix_rank(&a, None, None, false)?.item::<i64>()?, 1);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
@@ -213,7 +216,11 @@ fn rank_imp<T: Lin>(
     let vals = s.to_vec::<T>()?;
     let count = vals.len().checked_div(k).unwrap_or(0);
     let batch: Vec<usize> = a.shape()[..nd - 2].to_vec();
-    let count = if k == 0 { batch.iter().product() } else { count };
+    let count = if k == 0 {
+        batch.iter().product()
+    } else {
+        count
+    };
     let mut out = Vec::with_capacity(count);
     for b in 0..count {
         let row = &vals[b * k..(b + 1) * k];
@@ -238,9 +245,10 @@ fn rank_imp<T: Lin>(
 /// ([`TensorError::Value`]).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
 /// use strata_tensor::linalg::NormOrd;
-/// let a = tensor![[2.0f64, 0.0], [0.0, 0.5]]?;
+/// let a = tensor![[2.0f64, 0.0], [0.0, 0.5]]?.to_dtype(DType::F64)?;
 /// assert!((linalg::cond(&a, None)?.item::<f64>()? - 4.0).abs() < 1e-12);
 /// assert!((linalg::cond(&a, Some(NormOrd::P(1.0)))?.item::<f64>()? - 4.0).abs() < 1e-12);
 /// # Ok::<(), strata_tensor::TensorError>(())
@@ -263,10 +271,9 @@ pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
             let r = if v > 0.0 { hi.div(&lo)? } else { lo.div(&hi)? };
             r.squeeze_dims(&[-1])
         }
-        NormOrd::P(v) if !(v.abs() == 1.0 || v.is_infinite()) => Err(TensorError::value(
-            OP,
-            format!("Order {v} not supported."),
-        )),
+        NormOrd::P(v) if !(v.abs() == 1.0 || v.is_infinite()) => {
+            Err(TensorError::value(OP, format!("Order {v} not supported.")))
+        }
         _ => {
             let what = match p {
                 NormOrd::Fro => "fro".to_string(),
@@ -287,8 +294,12 @@ pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
                 return Tensor::zeros(&batch, a.dtype(), a.device());
             }
             let (inverse, singular) = real!(a, |T| inv_ex::<T>(a))?;
-            let c = matrix_norm(a, p, [-2, -1], false)?
-                .mul(&matrix_norm(&inverse, p, [-2, -1], false)?)?;
+            let c = matrix_norm(a, p, [-2, -1], false)?.mul(&matrix_norm(
+                &inverse,
+                p,
+                [-2, -1],
+                false,
+            )?)?;
             let mask = Tensor::from_vec(singular, &batch, a.device())?;
             Tensor::where_cond(&mask, f64::INFINITY, &c)
         }
@@ -345,11 +356,12 @@ pub struct Lstsq {
 /// ([`TensorError::DType`]); batch dims that do not broadcast.
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
 /// // The line through (0, 1), (1, 3), (2, 5): y = 2x + 1.
-/// let a = tensor![[0.0f64, 1.0], [1.0, 1.0], [2.0, 1.0]]?;
-/// let r = linalg::lstsq(&a, &tensor![1.0f64, 3.0, 5.0]?, None)?;
-/// assert!(r.solution.allclose(&tensor![2.0f64, 1.0]?, 1e-12, 1e-12)?);
+/// let a = tensor![[0.0f64, 1.0], [1.0, 1.0], [2.0, 1.0]]?.to_dtype(DType::F64)?;
+/// let r = linalg::lstsq(&a, &tensor![1.0f64, 3.0, 5.0]?.to_dtype(DType::F64)?, None)?;
+/// assert!(r.solution.allclose(&tensor![2.0f64, 1.0]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
@@ -416,7 +428,13 @@ fn lstsq_imp<T: Lin>(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<(Tens
         let tol = rcond * s[0].to64();
         let inv: Vec<T> = s
             .iter()
-            .map(|&v| if v.to64() > tol { T::of(1.0) / v } else { T::of(0.0) })
+            .map(|&v| {
+                if v.to64() > tol {
+                    T::of(1.0) / v
+                } else {
+                    T::of(0.0)
+                }
+            })
             .collect();
         ranks.push(s.iter().filter(|v| v.to64() > tol).count() as i64);
         // X = V diag(1/s) Uᵀ B.
@@ -424,5 +442,8 @@ fn lstsq_imp<T: Lin>(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<(Tens
         let scaled = Mat::from_fn(utb.nrows(), k, |r, c| utb[(r, c)] * inv[r]);
         push(&mut out, (&v * &scaled).as_ref());
     }
-    Ok((tensor(out, &shape_of(&am.batch, &[n, k]), a.device())?, ranks))
+    Ok((
+        tensor(out, &shape_of(&am.batch, &[n, k]), a.device())?,
+        ranks,
+    ))
 }

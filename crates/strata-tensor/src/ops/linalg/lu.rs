@@ -22,11 +22,12 @@ fn square_float(op: &'static str, a: &Tensor) -> Result<usize> {
 /// dtypes other than f32/f64 ([`TensorError::DType`]).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let a = tensor![[1.0f64, 2.0], [3.0, 4.0]]?;
+/// let a = tensor![[1.0f64, 2.0], [3.0, 4.0]]?.to_dtype(DType::F64)?;
 /// assert!((linalg::det(&a)?.item::<f64>()? + 2.0).abs() < 1e-12);
 /// // Singular: exactly 0.
-/// assert_eq!(linalg::det(&tensor![[1.0f64, 2.0], [2.0, 4.0]]?)?.item::<f64>()?, 0.0);
+/// assert_eq!(linalg::det(&tensor![[1.0f64, 2.0], [2.0, 4.0]]?.to_dtype(DType::F64)?)?.item::<f64>()?, 0.0);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn det(a: &Tensor) -> Result<Tensor> {
@@ -48,8 +49,9 @@ fn det_imp<T: Lin>(a: &Tensor) -> Result<Tensor> {
 /// Errors: those of [`det`].
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let (sign, logabs) = linalg::slogdet(&tensor![[0.0f64, 2.0], [3.0, 0.0]]?)?;
+/// let (sign, logabs) = linalg::slogdet(&tensor![[0.0f64, 2.0], [3.0, 0.0]]?.to_dtype(DType::F64)?)?;
 /// assert_eq!(sign.item::<f64>()?, -1.0);
 /// assert!((logabs.item::<f64>()? - 6f64.ln()).abs() < 1e-12);
 /// # Ok::<(), strata_tensor::TensorError>(())
@@ -80,10 +82,11 @@ fn slogdet_imp<T: Lin>(a: &Tensor) -> Result<(Tensor, Tensor)> {
 /// Errors: those of [`det`] (named `logdet`).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let l = linalg::logdet(&tensor![[2.0f64, 0.0], [0.0, 3.0]]?)?;
+/// let l = linalg::logdet(&tensor![[2.0f64, 0.0], [0.0, 3.0]]?.to_dtype(DType::F64)?)?;
 /// assert!((l.item::<f64>()? - 6f64.ln()).abs() < 1e-12);
-/// assert!(linalg::logdet(&tensor![[0.0f64, 1.0], [1.0, 0.0]]?)?.item::<f64>()?.is_nan());
+/// assert!(linalg::logdet(&tensor![[0.0f64, 1.0], [1.0, 0.0]]?.to_dtype(DType::F64)?)?.item::<f64>()?.is_nan());
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn logdet(a: &Tensor) -> Result<Tensor> {
@@ -102,11 +105,13 @@ pub fn logdet(a: &Tensor) -> Result<Tensor> {
 /// batched inputs).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor, TensorError};
-/// let a = tensor![[4.0f64, 7.0], [2.0, 6.0]]?;
+/// let a = tensor![[4.0f64, 7.0], [2.0, 6.0]]?.to_dtype(DType::F64)?;
 /// let i = linalg::inv(&a)?;
-/// assert!(i.allclose(&tensor![[0.6f64, -0.7], [-0.2, 0.4]]?, 1e-12, 1e-12)?);
-/// let err = linalg::inv(&tensor![[1.0f64, 2.0], [2.0, 4.0]]?).unwrap_err();
+/// // (the expected values are f32 literals widened: within 1e-7)
+/// assert!(i.allclose(&tensor![[0.6f64, -0.7], [-0.2, 0.4]]?.to_dtype(DType::F64)?, 1e-6, 1e-6)?);
+/// let err = linalg::inv(&tensor![[1.0f64, 2.0], [2.0, 4.0]]?.to_dtype(DType::F64)?).unwrap_err();
 /// assert!(matches!(err, TensorError::Singular { index: 2, .. }));
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
@@ -151,10 +156,11 @@ pub fn solve_is_vector_rhs(a_shape: &[usize], b_shape: &[usize]) -> bool {
 /// because the input matrix is singular.`).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let a = tensor![[3.0f64, 1.0], [1.0, 2.0]]?;
-/// let x = linalg::solve(&a, &tensor![9.0f64, 8.0]?)?;
-/// assert!(x.allclose(&tensor![2.0f64, 3.0]?, 1e-12, 1e-12)?);
+/// let a = tensor![[3.0f64, 1.0], [1.0, 2.0]]?.to_dtype(DType::F64)?;
+/// let x = linalg::solve(&a, &tensor![9.0f64, 8.0]?.to_dtype(DType::F64)?)?;
+/// assert!(x.allclose(&tensor![2.0f64, 3.0]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
 pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
@@ -183,14 +189,12 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if br != n {
         return Err(TensorError::shape(
             OP,
-            format!("Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {br}x{bc})"),
+            format!(
+                "Incompatible shapes of A and B for the equation AX = B ({n}x{n} and {br}x{bc})"
+            ),
         ));
     }
-    let batch = broadcast_shapes(
-        OP,
-        &a.shape()[..a.ndim() - 2],
-        &b2.shape()[..b2.ndim() - 2],
-    )?;
+    let batch = broadcast_shapes(OP, &a.shape()[..a.ndim() - 2], &b2.shape()[..b2.ndim() - 2])?;
     let ext = |tail: [usize; 2]| -> Vec<i64> {
         shape_of(&batch, &tail).iter().map(|&s| s as i64).collect()
     };

@@ -27,11 +27,12 @@
 //! (eigenvalues, singular values, `|Q|`-independent functions) are PyTorch's.
 //!
 //! ```
+//! # use strata_tensor::DType;
 //! use strata_tensor::{linalg, tensor};
-//! let a = tensor![[4.0f64, 7.0], [2.0, 6.0]]?;
+//! let a = tensor![[4.0f64, 7.0], [2.0, 6.0]]?.to_dtype(DType::F64)?;
 //! assert!((linalg::det(&a)?.item::<f64>()? - 10.0).abs() < 1e-12);
-//! let x = linalg::solve(&a, &tensor![1.0f64, 2.0]?)?;
-//! assert!(a.matmul(&x)?.allclose(&tensor![1.0f64, 2.0]?, 1e-12, 1e-12)?);
+//! let x = linalg::solve(&a, &tensor![1.0f64, 2.0]?.to_dtype(DType::F64)?)?;
+//! assert!(a.matmul(&x)?.allclose(&tensor![1.0f64, 2.0]?.to_dtype(DType::F64)?, 1e-12, 1e-12)?);
 //! # Ok::<(), strata_tensor::TensorError>(())
 //! ```
 
@@ -125,4 +126,3 @@ pub(crate) fn same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()
 pub(crate) fn batch_of(x: &Tensor, k: usize) -> Option<usize> {
     (x.ndim() > 2).then_some(k)
 }
-

@@ -24,8 +24,9 @@ pub enum NormOrd {
 /// (all elements when `dims` is `None`).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let x = tensor![[3.0f64, 4.0], [0.0, 0.0]]?;
+/// let x = tensor![[3.0f64, 4.0], [0.0, 0.0]]?.to_dtype(DType::F64)?;
 /// assert_eq!(linalg::vector_norm(&x, 2.0, Some(&[1]), false)?.to_vec::<f64>()?, vec![5.0, 0.0]);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
@@ -47,9 +48,10 @@ pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
 /// and `Nuc`.
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
 /// use strata_tensor::linalg::NormOrd;
-/// let a = tensor![[1.0f64, -2.0], [3.0, 4.0]]?;
+/// let a = tensor![[1.0f64, -2.0], [3.0, 4.0]]?.to_dtype(DType::F64)?;
 /// assert_eq!(linalg::matrix_norm(&a, NormOrd::P(1.0), [-2, -1], false)?.item::<f64>()?, 6.0);
 /// assert_eq!(linalg::matrix_norm(&a, NormOrd::P(f64::INFINITY), [-2, -1], false)?.item::<f64>()?, 7.0);
 /// assert!((linalg::matrix_norm(&a, NormOrd::Fro, [-2, -1], false)?.item::<f64>()? - 30f64.sqrt()).abs() < 1e-12);
@@ -148,12 +150,18 @@ pub fn matrix_norm(a: &Tensor, ord: NormOrd, dims: [i64; 2], keepdim: bool) -> R
 /// two dims, `Fro`/`Nuc` for a vector ([`TensorError::Value`]).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let a = tensor![[3.0f64, 0.0], [4.0, 0.0]]?;
+/// let a = tensor![[3.0f64, 0.0], [4.0, 0.0]]?.to_dtype(DType::F64)?;
 /// assert_eq!(linalg::norm(&a, None, None, false)?.item::<f64>()?, 5.0);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
-pub fn norm(a: &Tensor, ord: Option<NormOrd>, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+pub fn norm(
+    a: &Tensor,
+    ord: Option<NormOrd>,
+    dims: Option<&[i64]>,
+    keepdim: bool,
+) -> Result<Tensor> {
     const OP: &str = "linalg.norm";
     let vector = |dims: Option<&[i64]>| -> Result<Tensor> {
         match ord {
@@ -199,9 +207,10 @@ pub fn norm(a: &Tensor, ord: Option<NormOrd>, dims: Option<&[i64]>, keepdim: boo
 /// broadcast; `dim` out of range.
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let x = tensor![[1.0f64, 2.0], [3.0, 4.0]]?;
-/// let y = tensor![1.0f64, 1.0]?;
+/// let x = tensor![[1.0f64, 2.0], [3.0, 4.0]]?.to_dtype(DType::F64)?;
+/// let y = tensor![1.0f64, 1.0]?.to_dtype(DType::F64)?;
 /// assert_eq!(linalg::vecdot(&x, &y, -1)?.to_vec::<f64>()?, vec![3.0, 7.0]);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
@@ -222,17 +231,18 @@ pub fn vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
 }
 
 /// `torch.linalg.cross(x, y, dim)`: the cross product of the 3-vectors
-/// along `dim` (PyTorch's default -1), `x` and `y` broadcast
-/// ([`Tensor::cross`] after broadcasting).
+/// along `dim` (PyTorch's default -1), `x` and `y` of the same number of
+/// dims broadcast ([`Tensor::cross`] after broadcasting).
 ///
-/// Errors: shapes that do not broadcast; `dim` out of range; a size other
-/// than 3 along `dim` ([`TensorError::Shape`], `linalg.cross: inputs
+/// Errors: different numbers of dims, shapes that do not broadcast, `dim`
+/// out of range; a size other than 3 along `dim` ([`TensorError::Shape`], `linalg.cross: inputs
 /// dimension -1 must have length 3. Got 2 and 2`).
 ///
 /// ```
+/// # use strata_tensor::DType;
 /// use strata_tensor::{linalg, tensor};
-/// let x = tensor![[1.0f64, 0.0, 0.0], [0.0, 1.0, 0.0]]?;
-/// let y = tensor![0.0f64, 1.0, 0.0]?;
+/// let x = tensor![[1.0f64, 0.0, 0.0], [0.0, 1.0, 0.0]]?.to_dtype(DType::F64)?;
+/// let y = tensor![[0.0f64, 1.0, 0.0]]?.to_dtype(DType::F64)?;
 /// assert_eq!(linalg::cross(&x, &y, -1)?.to_vec::<f64>()?, vec![0.0, 0.0, 1.0, 0.0, 0.0, 0.0]);
 /// # Ok::<(), strata_tensor::TensorError>(())
 /// ```
