@@ -12,7 +12,8 @@ two fixtures:
   domain;
 - crates/strata-autograd/tests/data/shape_stats_s79_grad.json.gz
   (crates/strata-autograd/tests/suite/shape_stats_s79.rs): for the calls
-  whose differentiable operands are all f32 or f64 and that succeed, the
+  whose differentiable operands are all f32 or f64 and that succeed (but
+  pdist of fewer than two rows, whose backward crashes PyTorch 2.15), the
   gradient of every differentiable operand for the upstream gradient whose
   element j is `((3 j) mod 7 - 3) / 2` (each output its own).
 
@@ -35,6 +36,8 @@ import gen_math_s74 as m
 
 torch.set_num_threads(1)
 warnings.simplefilter("ignore")
+import os
+DEBUG = bool(os.environ.get("S79_DEBUG"))
 
 FLOATS = ["f32", "f64", "f16", "bf16"]
 ALL = FLOATS + ["i32", "i64", "u8", "bool"]
@@ -223,6 +226,125 @@ def case(r, op):
             ss = ss[1:] if ss else [1]
         add(draw(r, d if r.random() < 0.85 else some_dtype(r), ss))
         diff = [0, 1]
+    elif op in ("quantile", "nanquantile"):
+        d = r.choice(["f32", "f64"] * 6 + ["f16", "i64", "bf16"])
+        s = r.choice([[5], [2, 3], [3, 4], [2, 3, 2], [1], [], [0], [3, 0], [4, 1]])
+        add(draw(r, d, s, "distinct" if r.random() < 0.75 else "any"))
+        nd = len(s)
+        if r.random() < 0.5:
+            q = r.choice([0.0, 0.25, 0.5, 1.0, 0.3, 0.9, 0.1, 1.5, -0.1, 0.7])
+            args["q"] = q
+        else:
+            qv = [r.choice([0.0, 0.25, 0.5, 1.0, 0.3, 0.9, 0.1, 0.75]) for _ in range(r.randint(0, 4))]
+            if r.random() < 0.1:
+                qv.append(r.choice([1.5, -0.5]))
+            qs = [len(qv)] if r.random() < 0.9 else ([1, len(qv)] if r.random() < 0.5 else [])
+            if qs == []:
+                qv = [0.5]
+            qd = d if r.random() < 0.9 else r.choice(["f32", "f64"])
+            t = torch.tensor(qv, dtype=m.DTYPES[qd]).reshape(qs)
+            vals = [int(v) if qd in m.RANGES else fmt(float(v)) for v in t.double().flatten().tolist()]
+            add((t, {"dtype": qd, "shape": qs, "values": vals, "t": False}))
+            q = None
+        args.update({"dim": None if r.random() < 0.3 else r.randint(-nd - 1, max(nd, 1)),
+                     "keepdim": r.random() < 0.4,
+                     "interpolation": r.choice(["linear", "lower", "higher", "midpoint", "nearest"])})
+        fn = getattr(torch, op)
+        if q is None:
+            f = lambda a, qt: [fn(a, qt, dim=args["dim"], keepdim=args["keepdim"],
+                                  interpolation=args["interpolation"])]
+        else:
+            f = lambda a: [fn(a, q, dim=args["dim"], keepdim=args["keepdim"], interpolation=args["interpolation"])]
+    elif op in ("cov", "corrcoef"):
+        s = r.choice([[3], [2, 4], [3, 1], [1, 5], [2, 0], [], [2, 2, 2], [4, 3], [1]])
+        add(draw(r, d, s, "tame"))
+        nobs = (s[-1] if s else 1) if len(s) <= 2 else 2
+        args = {"fw": None, "aw": None, "correction": r.choice([1, 1, 0, 2, 5])}
+        if op == "cov" and r.random() < 0.35:
+            fd = r.choice(["i64", "i64", "i32", "f32"])
+            fv = [r.randint(0, 3) if r.random() < 0.95 else -1 for _ in range(nobs)]
+            fsh = [nobs] if r.random() < 0.9 else [nobs + 1]
+            if fsh != [nobs]:
+                fv.append(1)
+            args["fw"] = len(ts)
+            add(index_tensor(fv, fsh, fd) if fd != "f32" else draw(r, "f32", fsh, "pos"))
+        if op == "cov" and r.random() < 0.35:
+            ad = r.choice(["f32", "f64", "f32", "i64"])
+            args["aw"] = len(ts)
+            add(draw(r, ad, [nobs], "pos") if ad != "i64" else index_tensor([1] * nobs, [nobs], "i64"))
+        fwi, awi = args["fw"], args["aw"]
+        if op == "cov":
+            f = lambda *a: [torch.cov(a[0], correction=args["correction"], fweights=a[fwi] if fwi else None,
+                                      aweights=a[awi] if awi else None)]
+        else:
+            f = lambda a: [torch.corrcoef(a)]
+    elif op == "aminmax":
+        s = r.choice(SHAPES)
+        add(draw(r, d, s))
+        nd = len(s)
+        args = {"dim": None if r.random() < 0.3 else r.randint(-nd - 1, max(nd, 1)), "keepdim": r.random() < 0.4}
+        f = lambda a: list(torch.aminmax(a, dim=args["dim"], keepdim=args["keepdim"]))
+    elif op in ("trapezoid", "cumulative_trapezoid"):
+        s = r.choice([[4], [2, 3], [3, 1], [2, 0], [], [1], [2, 3, 2]])
+        add(draw(r, d, s, "tame"))
+        nd = len(s)
+        args = {"dim": r.randint(-nd - 1, max(nd, 1)) if r.random() < 0.8 else -1, "x": None, "dx": None}
+        fn = getattr(torch, op)
+        if r.random() < 0.5:
+            args["dx"] = r.choice([1.0, 0.5, 2.0, -1.0, 0.0])
+            f = lambda a: [fn(a, dx=args["dx"], dim=args["dim"])]
+        else:
+            dd = args["dim"] + nd if args["dim"] < 0 else args["dim"]
+            n = s[dd] if 0 <= dd < nd else 1
+            xs = r.choice([[n], list(s), [n + 1], s[-1:] if s else [1]])
+            add(draw(r, r.choice(["f32", "f64", "f32", "i64"]), xs, "tame"))
+            args["x"] = 1
+            f = lambda a, x: [fn(a, x, dim=args["dim"])]
+    elif op == "renorm":
+        d = r.choice(FLOATS * 3 + ["i64"])
+        s = r.choice([[3, 4], [2, 3, 2], [4], [0, 3], [2, 1], [3, 0, 2]])
+        add(draw(r, d, s, "tame"))
+        nd = len(s)
+        args = {"p": r.choice([1.0, 2.0, 3.0, math.inf, 0.5, 0.0, -1.0]), "dim": r.randint(-nd - 1, max(nd, 1)),
+                "maxnorm": r.choice([1.0, 0.5, 5.0, 0.0, 2.0, -1.0])}
+        f = lambda a: [torch.renorm(a, args["p"], args["dim"], args["maxnorm"])]
+    elif op == "pdist":
+        d = r.choice(["f32", "f64"] * 4 + ["f16", "i64"])
+        s = r.choice([[4, 3], [3, 2], [1, 3], [0, 2], [5, 1], [2, 0], [3], [2, 2, 2]])
+        add(draw(r, d, s, "distinct"))
+        args = {"p": r.choice([2.0, 1.0, 3.0, math.inf, 0.5, 0.0, -1.0])}
+        f = lambda a: [F.pdist(a, args["p"])]
+    elif op == "histogram":
+        d = r.choice(["f32", "f64"] * 5 + ["f16", "i64"])
+        s = r.choice([[6], [2, 5], [0], [], [3, 1], [10]])
+        add(draw(r, d, s, "tame" if r.random() < 0.8 else "any"))
+        args = {"bins": None, "range": None, "weight": None, "density": r.random() < 0.3}
+        if r.random() < 0.6:
+            args["bins"] = r.choice([1, 3, 4, 7, 0])
+        else:
+            k = r.randint(1, 5)
+            ev = sorted(set(round(r.uniform(-3, 3), 2) for _ in range(k)))
+            ed = d if r.random() < 0.9 else r.choice(["f32", "f64"])
+            add(index_tensor(sorted(set(int(v) for v in ev)), [len(set(int(v) for v in ev))], ed) if ed in m.RANGES else
+                (torch.tensor(ev, dtype=m.DTYPES[ed]),
+                 {"dtype": ed, "shape": [len(ev)], "values": ev, "t": False}))
+            args["bins"] = "edges"
+        if r.random() < 0.3 and args["bins"] != "edges":
+            lo = round(r.uniform(-3, 1), 2)
+            args["range"] = [lo, r.choice([lo + 2.0, lo, lo - 1.0])]
+        if r.random() < 0.3:
+            args["weight"] = len(ts)
+            wd = d if r.random() < 0.9 else r.choice(["f32", "f64"])
+            add(draw(r, wd, s if r.random() < 0.9 else [1], "pos"))
+        diff = []
+
+        def f(*a):
+            bins = a[1] if args["bins"] == "edges" else args["bins"]
+            w = a[args["weight"]] if args["weight"] else None
+            rg = tuple(args["range"]) if args["range"] else None
+            if rg is None:
+                return list(torch.histogram(a[0], bins, weight=w, density=args["density"]))
+            return list(torch.histogram(a[0], bins, range=rg, weight=w, density=args["density"]))
     else:
         raise ValueError(op)
     return ts, args, f, diff
@@ -231,7 +353,9 @@ def case(r, op):
 OPS = ["rot90", "block_diag", "unflatten", "hstack", "vstack", "dstack", "column_stack", "row_stack",
        "atleast_1d", "atleast_2d", "atleast_3d", "ravel", "tensor_split", "hsplit", "vsplit", "dsplit",
        "take_along_dim", "channel_shuffle", "vander", "swapaxes", "swapdims", "moveaxis", "narrow_copy",
-       "select_scatter", "slice_scatter", "diagonal_scatter"]
+       "select_scatter", "slice_scatter", "diagonal_scatter",
+       "quantile", "nanquantile", "cov", "corrcoef", "aminmax", "trapezoid", "cumulative_trapezoid", "renorm",
+       "pdist", "histogram"]
 
 
 def main():
@@ -254,12 +378,15 @@ def main():
         cases.append(c)
         if "results" not in c or not diff or any(ts[j][1]["dtype"] not in ("f32", "f64") for j in diff):
             continue
+        if op == "pdist" and ts[0][0].shape[0] < 2:
+            continue  # PyTorch 2.15's pdist backward crashes (SIGSEGV) without a pair
         leaves = [t.detach().clone().requires_grad_(j in diff) for j, (t, _) in enumerate(ts)]
         try:
             outs = f(*leaves)
             total = sum((o * m.upstream(list(o.shape)).to(o.dtype)).sum() for o in outs if o.requires_grad)
             if not isinstance(total, torch.Tensor):
                 continue
+            if DEBUG: print(op, c["args"], [x.shape for x in leaves], flush=True)
             total.backward()
         except Exception as e:  # noqa: BLE001
             grads.append(dict(c, grad_error=str(e).split("\n")[0][:200]))

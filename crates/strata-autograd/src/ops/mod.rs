@@ -48,6 +48,7 @@ pub(crate) mod cdist;
 mod grids;
 // ---- session 79 (helper 134): shape, join, statistics and nn ops ----
 mod shape_join;
+mod statistics;
 
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};

@@ -9,11 +9,13 @@
 
 use crate::common::{gradcheck, randn};
 use crate::math_grad_s74::{close, f64s};
-use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, input, nums};
+use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, input, num, nums};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::{Result, Var};
-use strata_tensor::{DType, Device, Tensor, TensorSplit};
+use strata_tensor::{
+    DType, Device, QuantileInterpolation, QuantileQ, Spacing, Tensor, TensorSplit,
+};
 
 static FIXTURE: LazyLock<Value> = LazyLock::new(|| {
     fixture(&gunzip(include_bytes!(
@@ -74,6 +76,41 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
             one(v[0].slice_scatter(&v[1], i("dim"), oi("start"), oi("end"), i("step")))
         }
         "diagonal_scatter" => one(v[0].diagonal_scatter(&v[1], i("offset"), i("dim1"), i("dim2"))),
+        "quantile" | "nanquantile" => {
+            let q = match a["q"].as_f64() {
+                Some(q) => QuantileQ::Scalar(q),
+                None => QuantileQ::Tensor(&t[1]),
+            };
+            let interp: QuantileInterpolation = a["interpolation"].as_str().unwrap().parse()?;
+            let (d, k) = (oi("dim"), b("keepdim"));
+            one(if c["op"] == "quantile" {
+                v[0].quantile(q, d, k, interp)
+            } else {
+                v[0].nanquantile(q, d, k, interp)
+            })
+        }
+        "cov" => {
+            let w = |k: &str| a[k].as_u64().map(|j| &t[j as usize]);
+            one(v[0].cov(i("correction"), w("fw"), w("aw")))
+        }
+        "corrcoef" => one(v[0].corrcoef()),
+        "aminmax" => {
+            let (lo, hi) = v[0].aminmax(oi("dim"), b("keepdim"))?;
+            Ok(vec![lo, hi])
+        }
+        "trapezoid" | "cumulative_trapezoid" => {
+            let sp = match a["dx"].as_f64() {
+                Some(dx) => Spacing::Dx(dx),
+                None => Spacing::X(&t[1]),
+            };
+            one(if c["op"] == "trapezoid" {
+                v[0].trapezoid(sp, i("dim"))
+            } else {
+                v[0].cumulative_trapezoid(sp, i("dim"))
+            })
+        }
+        "renorm" => one(v[0].renorm(num(&a["p"]), i("dim"), num(&a["maxnorm"]))),
+        "pdist" => one(v[0].pdist(num(&a["p"]))),
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }
@@ -238,4 +275,44 @@ fn shape_ops_gradients_match_finite_differences() {
             .sum(Some(&[1]), false)?
             .add(&p[2].sum(Some(&[1]), false)?)
     });
+}
+
+#[test]
+fn statistics_gradients_match_finite_differences() {
+    use strata_tensor::QuantileInterpolation as Q;
+    // Random normal values: no ties, no zero norms.
+    let x = randn(&[3, 5], 21);
+    for interp in [Q::Linear, Q::Lower, Q::Higher, Q::Midpoint, Q::Nearest] {
+        gradcheck(vec![x.clone()], 21, move |v| {
+            v[0].quantile(0.3, Some(1), false, interp)
+        });
+        let q = Tensor::from_slice(&[0.1f64, 0.8], &[2], Device::Cpu).unwrap();
+        gradcheck(vec![x.clone()], 22, move |v| {
+            v[0].nanquantile(&q, Some(0), true, interp)
+        });
+    }
+    let fw = Tensor::from_slice(&[1i64, 2, 0, 3, 1], &[5], Device::Cpu).unwrap();
+    let aw = Tensor::from_slice(&[0.5f64, 1.0, 2.0, 0.25, 1.5], &[5], Device::Cpu).unwrap();
+    gradcheck(vec![x.clone()], 23, move |v| {
+        v[0].cov(1, Some(&fw), Some(&aw))
+    });
+    gradcheck(vec![x.clone()], 24, |v| v[0].cov(0, None, None));
+    gradcheck(vec![x.clone()], 25, |v| v[0].corrcoef());
+    gradcheck(vec![x.clone()], 26, |v| {
+        let (lo, hi) = v[0].aminmax(Some(1), false)?;
+        lo.mul(&hi)
+    });
+    let pts = Tensor::from_slice(&[0.0f64, 0.5, 2.0, 2.5, 4.0], &[5], Device::Cpu).unwrap();
+    gradcheck(vec![x.clone()], 27, move |v| {
+        v[0].trapezoid(Spacing::X(&pts), 1)
+    });
+    gradcheck(vec![x.clone()], 28, |v| v[0].trapezoid(Spacing::Dx(0.5), 0));
+    gradcheck(vec![x.clone()], 29, |v| {
+        v[0].cumulative_trapezoid(Spacing::Dx(2.0), 1)
+    });
+    for p in [1.0, 2.0, 3.0, f64::INFINITY] {
+        // maxnorm 1: every row's norm is above it (randn rows of 5).
+        gradcheck(vec![x.clone()], 30, move |v| v[0].renorm(p, 0, 1.0));
+        gradcheck(vec![x.clone()], 31, move |v| v[0].pdist(p));
+    }
 }

@@ -102,6 +102,7 @@ pub use movedim::movedim_order;
 pub use prelu::prelu_weight;
 // ---- session 79 (helper 134): shape, join, statistics and nn ops ----
 pub mod shape_join;
+pub mod statistics;
 
 // ---- session 79 (helper 132): torch.linalg ----
 pub mod linalg;

@@ -5,7 +5,9 @@
 //! domain; each must give PyTorch's dtype, shape and values (every piece of
 //! a split, every output of a pair) within conformance/FORMAT.md's
 //! tolerance of the result's dtype, or fail where PyTorch raised.
-//! `STRATA_S79_PROBE=FILE` checks another draw of the generator (its third
+//! One difference is allowed: `cov` of one f16/bf16 observation with
+//! aweights of another float dtype (PyTorch's product refuses the mixed
+//! dtypes there only). `STRATA_S79_PROBE=FILE` checks another draw of the generator (its third
 //! argument is the seed) first. Property tests check invariants against a
 //! simple reference: `tensor_split` then `cat` is the input.
 
@@ -15,7 +17,10 @@ use crate::pytorch_fixture::{
 use proptest::prelude::*;
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_tensor::{DType, Device, Result, Tensor, TensorSplit};
+use strata_tensor::{
+    DType, Device, HistogramBins, QuantileInterpolation, QuantileQ, Result, Spacing, Tensor,
+    TensorSplit,
+};
 
 static TEXT: LazyLock<String> =
     LazyLock::new(|| gunzip(include_bytes!("../data/shape_stats_s79.json.gz")));
@@ -85,14 +90,73 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             i("step"),
         )),
         "diagonal_scatter" => one(t[0].diagonal_scatter(&t[1], i("offset"), i("dim1"), i("dim2"))),
+        "quantile" | "nanquantile" => {
+            let q = match a["q"].as_f64() {
+                Some(q) => QuantileQ::Scalar(q),
+                None => QuantileQ::Tensor(&t[1]),
+            };
+            let interp: QuantileInterpolation = a["interpolation"].as_str().unwrap().parse()?;
+            let (d, k) = (opt_i(&a["dim"]), b("keepdim"));
+            one(if c["op"] == "quantile" {
+                t[0].quantile(q, d, k, interp)
+            } else {
+                t[0].nanquantile(q, d, k, interp)
+            })
+        }
+        "cov" => {
+            let w = |k: &str| a[k].as_u64().map(|j| &t[j as usize]);
+            one(t[0].cov(i("correction"), w("fw"), w("aw")))
+        }
+        "corrcoef" => one(t[0].corrcoef()),
+        "aminmax" => {
+            let (lo, hi) = t[0].aminmax(opt_i(&a["dim"]), b("keepdim"))?;
+            Ok(vec![lo, hi])
+        }
+        "trapezoid" | "cumulative_trapezoid" => {
+            let sp = match a["dx"].as_f64() {
+                Some(dx) => Spacing::Dx(dx),
+                None => Spacing::X(&t[1]),
+            };
+            one(if c["op"] == "trapezoid" {
+                t[0].trapezoid(sp, i("dim"))
+            } else {
+                t[0].cumulative_trapezoid(sp, i("dim"))
+            })
+        }
+        "renorm" => one(t[0].renorm(num(&a["p"]), i("dim"), num(&a["maxnorm"]))),
+        "pdist" => one(t[0].pdist(num(&a["p"]))),
+        "histogram" => {
+            let bins = match a["bins"].as_i64() {
+                Some(k) => HistogramBins::Count(k),
+                None => HistogramBins::Edges(&t[1]),
+            };
+            let range = a["range"].as_array().map(|r| (num(&r[0]), num(&r[1])));
+            let w = a["weight"].as_u64().map(|j| &t[j as usize]);
+            let (h, e) = t[0].histogram(bins, range, w, b("density"))?;
+            Ok(vec![h, e])
+        }
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
+}
+
+/// PyTorch 2.15's `cov` of one observation in f16/bf16 with aweights of
+/// another float dtype fails in its product ("expected m1 and m2 to have
+/// the same dtype"; with more observations it promotes, as strata always
+/// does). Allowed: strata gives the promoted result.
+fn mixed_dtype_product(c: &Value) -> bool {
+    c["op"] == "cov"
+        && c["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("expected m1 and m2 to have the same dtype"))
 }
 
 /// How strata's answer to case `c` differs from PyTorch's, or `None`.
 fn difference(c: &Value, device: Device) -> Option<String> {
     let got = call(c, device);
     let Some(want) = c.get("results") else {
+        if mixed_dtype_product(c) {
+            return None;
+        }
         return got.ok().map(|t| {
             let shapes: Vec<_> = t.iter().map(|x| x.shape().to_vec()).collect();
             format!("gave {shapes:?}, PyTorch failed: {}", c["error"])
@@ -153,14 +217,14 @@ fn check(text: &str, device: Device) -> (usize, Vec<String>) {
 
 #[test]
 fn shape_stats_ops_match_pytorch() {
-    check_fixture_and_probe(&TEXT, 3_000, "STRATA_S79_PROBE", |t| check(t, Device::Cpu));
+    check_fixture_and_probe(&TEXT, 4_000, "STRATA_S79_PROBE", |t| check(t, Device::Cpu));
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn shape_stats_ops_match_pytorch_on_a_gpu() {
     let gpu = crate::hostile_calls::gpu();
-    check_fixture_and_probe(&TEXT, 3_000, "STRATA_S79_PROBE", |t| check(t, gpu));
+    check_fixture_and_probe(&TEXT, 4_000, "STRATA_S79_PROBE", |t| check(t, gpu));
 }
 
 #[test]
@@ -181,7 +245,6 @@ fn the_fixture_holds_every_op_and_both_outcomes() {
             "{op}"
         );
     }
-    let _ = num;
 }
 
 proptest! {
@@ -250,4 +313,39 @@ fn take_along_dim_refuses_an_index_outside_the_dim() {
             .unwrap(),
         [1.0]
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Quantiles lie between the minimum and the maximum, are monotone in
+    /// `q` and agree with a sorted reference's linear interpolation
+    /// (computed here in f64 from the sorted values).
+    #[test]
+    fn quantile_is_bounded_monotone_and_the_reference(
+        vals in proptest::collection::vec(-100.0f64..100.0, 1..12),
+        mut qs in proptest::collection::vec(0.0f64..=1.0, 1..6),
+    ) {
+        qs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let n = vals.len();
+        let x = Tensor::from_slice(&vals, &[n], Device::Cpu).unwrap();
+        let q = Tensor::from_slice(&qs, &[qs.len()], Device::Cpu).unwrap();
+        let got = x
+            .quantile(&q, None, false, QuantileInterpolation::Linear)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        let mut sorted = vals.clone();
+        sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for (k, (&g, &p)) in got.iter().zip(&qs).enumerate() {
+            prop_assert!(g >= sorted[0] && g <= sorted[n - 1]);
+            if k > 0 {
+                prop_assert!(g >= got[k - 1]);
+            }
+            let r = p * (n - 1) as f64;
+            let (lo, hi) = (r.floor() as usize, r.ceil() as usize);
+            let want = sorted[lo] + (r - lo as f64) * (sorted[hi] - sorted[lo]);
+            prop_assert!((g - want).abs() <= 1e-9 * (1.0 + want.abs()), "{g} {want}");
+        }
+    }
 }
