@@ -345,6 +345,101 @@ def case(r, op):
             if rg is None:
                 return list(torch.histogram(a[0], bins, weight=w, density=args["density"]))
             return list(torch.histogram(a[0], bins, range=rg, weight=w, density=args["density"]))
+    elif op == "multi_margin_loss":
+        d = r.choice(["f32", "f64"] * 5 + ["f16", "i64"])
+        # No empty batch: PyTorch 2.15's CPU returns uninitialised memory for
+        # its mean and sum (and checks no dtype there).
+        s = r.choice([[3, 4], [4], [], [2, 0], [5, 2], [1, 1]])
+        add(draw(r, d, s))
+        n = 1 if len(s) <= 1 else s[0]
+        c = 1 if not s else s[-1]
+        tv = [r.randrange(max(c, 1)) if r.random() < 0.95 else c for _ in range(n)]
+        tshape = [n] if (len(s) == 2 or r.random() < 0.5) else []
+        if tshape == [] and n != 1:
+            tshape = [n]
+        add(index_tensor(tv, tshape, "i64" if r.random() < 0.92 else "i32"))
+        args = {"p": r.choice([1, 2, 1, 2, 3]), "margin": r.choice([1.0, 0.5, 0.0, 2.0, -1.0]), "weight": None,
+                "reduction": r.choice(["none", "mean", "sum"])}
+        if r.random() < 0.35:
+            args["weight"] = len(ts)
+            add(draw(r, d if r.random() < 0.9 else "f64", [c] if r.random() < 0.9 else [c + 1], "pos"))
+        wi = args["weight"]
+        f = lambda *a: [F.multi_margin_loss(a[0], a[1], p=args["p"], margin=args["margin"],
+                                            weight=a[wi] if wi else None, reduction=args["reduction"])]
+    elif op == "instance_norm":
+        d = r.choice(["f32", "f64"] * 4 + ["bf16"])
+        s = r.choice([[2, 3, 4], [2, 3, 2, 2], [1, 2, 5], [2, 3, 1], [2, 3], [3, 2, 3]])
+        rdt = torch.float64 if d == "f64" else torch.float32
+        add(draw(r, d, s, "tame"))
+        c = s[1]
+        # Running statistics of the input's dtype (f32 for bf16; but none
+        # with bf16, whose update PyTorch rounds through bf16).
+        args = {"running": r.random() < 0.5 and d != "bf16", "affine": r.random() < 0.5,
+                "use_input_stats": r.random() < 0.75,
+                "momentum": r.choice([0.1, 0.5]), "eps": r.choice([1e-5, 1e-3])}
+        if args["affine"]:
+            add(draw(r, d, [c], "pos")); add(draw(r, d, [c], "tame"))
+            diff = [0, 1, 2]
+        rm0 = [round(r.uniform(-1, 1), 3) for _ in range(c)]
+        rv0 = [round(r.uniform(0.5, 2), 3) for _ in range(c)]
+        args["rm"], args["rv"] = rm0, rv0
+
+        def f(*a):
+            rm = torch.tensor(rm0, dtype=rdt) if args["running"] else None
+            rv = torch.tensor(rv0, dtype=rdt) if args["running"] else None
+            y = F.instance_norm(a[0], rm, rv, a[1] if args["affine"] else None, a[2] if args["affine"] else None,
+                                use_input_stats=args["use_input_stats"], momentum=args["momentum"], eps=args["eps"])
+            return [y] + ([rm, rv] if args["running"] else [])
+    elif op == "local_response_norm":
+        d = r.choice(["f32", "f64"] * 4 + ["f16", "i64"])
+        s = r.choice([[2, 5, 4], [2, 4, 3, 3], [1, 3, 2, 2, 2], [2, 3], [1, 6, 3]])
+        add(draw(r, d, s, "tame"))
+        args = {"size": r.choice([1, 2, 3, 5, 0]), "alpha": r.choice([1e-4, 0.5, 1.0]), "beta": r.choice([0.75, 1.0, 2.0]),
+                "k": r.choice([1.0, 2.0, 0.5])}
+        f = lambda a: [F.local_response_norm(a, args["size"], args["alpha"], args["beta"], args["k"])]
+    elif op in ("lp_pool1d", "lp_pool2d"):
+        d = r.choice(["f32", "f64"] * 4 + ["f16"])
+        s = r.choice([[2, 3, 8], [3, 7], [1, 2, 5]] if op == "lp_pool1d" else [[2, 3, 6, 6], [3, 5, 4], [1, 1, 3, 3]])
+        add(draw(r, d, s, "pos" if r.random() < 0.8 else "tame"))
+        k = r.choice([2, 3]) if op == "lp_pool1d" else r.choice([[2], [2, 3], [3]])
+        st = r.choice([None, 1, 2]) if op == "lp_pool1d" else r.choice([None, [1], [2, 1]])
+        args = {"norm_type": r.choice([1.0, 2.0, 3.0, 1.5]), "kernel": k, "stride": st, "ceil_mode": r.random() < 0.3}
+        if op == "lp_pool1d":
+            f = lambda a: [F.lp_pool1d(a, args["norm_type"], k, stride=st, ceil_mode=args["ceil_mode"])]
+        else:
+            f = lambda a: [F.lp_pool2d(a, args["norm_type"], tuple(k) if len(k) == 2 else k[0],
+                                       stride=(tuple(st) if len(st) == 2 else st[0]) if st else None,
+                                       ceil_mode=args["ceil_mode"])]
+    elif op in ("max_unpool1d", "max_unpool2d"):
+        d = r.choice(["f32", "f64"] * 4 + ["f16"])
+        two = op == "max_unpool2d"
+        s = r.choice([[1, 2, 4, 4], [2, 1, 6, 4], [3, 4, 4]] if two else [[1, 2, 8], [2, 6], [2, 3, 7]])
+        x = torch.tensor(values(r, "f64", math.prod(s), "distinct")).reshape(s).to(m.DTYPES[d])
+        k = 2
+        pooled, idx = (F.max_pool2d if two else F.max_pool1d)(x.double(), k, return_indices=True)
+        pooled = pooled.to(m.DTYPES[d])
+        vals = [fmt(float(v)) for v in pooled.double().flatten().tolist()]
+        add((pooled, {"dtype": d, "shape": list(pooled.shape), "values": vals, "t": False}))
+        iv = idx.flatten().tolist()
+        if r.random() < 0.1:
+            iv[0] = 10 ** 4
+        add(index_tensor(iv, list(idx.shape), "i64" if r.random() < 0.93 else "i32"))
+        sp = s[-2:] if two else s[-1:]
+        osz = r.choice([None, None, list(sp), [v + 1 for v in sp], [v + 3 for v in sp]])
+        args = {"kernel": k, "stride": None, "padding": 0, "output_size": osz}
+        fn = F.max_unpool2d if two else F.max_unpool1d
+        f = lambda a, i: [fn(a, i, k, output_size=osz)]
+    elif op == "bilinear":
+        n, i1, i2, o = r.randint(0, 3), r.randint(1, 3), r.randint(1, 3), r.randint(1, 3)
+        lead = r.choice([[n], [], [2, n]])
+        add(draw(r, d, lead + [i1], "tame"))
+        add(draw(r, d if r.random() < 0.9 else some_dtype(r), lead + [i2 if r.random() < 0.9 else i2 + 1], "tame"))
+        add(draw(r, d, [o, i1, i2] if r.random() < 0.9 else [o, i2, i1], "tame"))
+        args = {"bias": r.random() < 0.6}
+        if args["bias"]:
+            add(draw(r, d, [o] if r.random() < 0.9 else [o + 1], "tame"))
+        f = lambda *a: [F.bilinear(a[0], a[1], a[2], a[3] if args["bias"] else None)]
+        diff = list(range(len(ts)))
     else:
         raise ValueError(op)
     return ts, args, f, diff
@@ -355,7 +450,8 @@ OPS = ["rot90", "block_diag", "unflatten", "hstack", "vstack", "dstack", "column
        "take_along_dim", "channel_shuffle", "vander", "swapaxes", "swapdims", "moveaxis", "narrow_copy",
        "select_scatter", "slice_scatter", "diagonal_scatter",
        "quantile", "nanquantile", "cov", "corrcoef", "aminmax", "trapezoid", "cumulative_trapezoid", "renorm",
-       "pdist", "histogram"]
+       "pdist", "histogram", "multi_margin_loss", "instance_norm", "local_response_norm", "lp_pool1d", "lp_pool2d",
+       "max_unpool1d", "max_unpool2d", "bilinear"]
 
 
 def main():

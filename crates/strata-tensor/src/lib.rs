@@ -147,6 +147,7 @@ pub use ops::{likelihood_losses, margin_losses};
 // session 79 (helper 134): shape, join, statistics and nn ops
 pub use ops::shape_join::{self, TensorSplit};
 pub use ops::statistics::{self, HistogramBins, QuantileInterpolation, QuantileQ, Spacing};
+pub use ops::nn_more;
 // session 79 (helper 132): torch.linalg as `strata_tensor::linalg::inv(&a)`
 pub use ops::linalg;
 pub use scalar::Scalar;

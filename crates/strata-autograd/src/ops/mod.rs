@@ -49,6 +49,7 @@ mod grids;
 // ---- session 79 (helper 134): shape, join, statistics and nn ops ----
 mod shape_join;
 mod statistics;
+mod nn_more;
 
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};

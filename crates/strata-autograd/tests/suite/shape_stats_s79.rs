@@ -111,6 +111,72 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
         }
         "renorm" => one(v[0].renorm(num(&a["p"]), i("dim"), num(&a["maxnorm"]))),
         "pdist" => one(v[0].pdist(num(&a["p"]))),
+        "multi_margin_loss" => {
+            let w = a["weight"].as_u64().map(|j| &t[j as usize]);
+            let red = crate::hostile_calls::reduction(&a["reduction"]);
+            one(v[0].multi_margin_loss(&t[1], i("p"), num(&a["margin"]), w, red))
+        }
+        "instance_norm" => {
+            let running = b("running");
+            let stats = |k: &str| -> Option<Tensor> {
+                running.then(|| {
+                    let x: Vec<f64> = a[k].as_array().unwrap().iter().map(num).collect();
+                    Tensor::from_slice(&x, &[x.len()], t[0].device())
+                        .unwrap()
+                        .to_dtype(if t[0].dtype() == DType::F64 {
+                            DType::F64
+                        } else {
+                            DType::F32
+                        })
+                        .unwrap()
+                })
+            };
+            let (rm, rv) = (stats("rm"), stats("rv"));
+            let affine = b("affine");
+            one(v[0].instance_norm(
+                rm.as_ref(),
+                rv.as_ref(),
+                affine.then(|| &v[1]),
+                affine.then(|| &v[2]),
+                b("use_input_stats"),
+                num(&a["momentum"]),
+                num(&a["eps"]),
+            ))
+        }
+        "local_response_norm" => one(v[0].local_response_norm(
+            i("size"),
+            num(&a["alpha"]),
+            num(&a["beta"]),
+            num(&a["k"]),
+        )),
+        "lp_pool1d" => one(v[0].lp_pool1d(
+            num(&a["norm_type"]),
+            i("kernel") as usize,
+            oi("stride").map(|s| s as usize),
+            b("ceil_mode"),
+        )),
+        "lp_pool2d" => {
+            let k: Vec<usize> = ints(&a["kernel"]).iter().map(|&x| x as usize).collect();
+            let st: Option<Vec<usize>> = a["stride"]
+                .as_array()
+                .map(|_| ints(&a["stride"]).iter().map(|&x| x as usize).collect());
+            one(v[0].lp_pool2d(num(&a["norm_type"]), &k, st.as_deref(), b("ceil_mode")))
+        }
+        "max_unpool1d" | "max_unpool2d" => {
+            let osz: Option<Vec<usize>> = a["output_size"].as_array().map(|_| {
+                ints(&a["output_size"])
+                    .iter()
+                    .map(|&x| x as usize)
+                    .collect()
+            });
+            let k = i("kernel") as usize;
+            one(if c["op"] == "max_unpool1d" {
+                v[0].max_unpool1d(&t[1], k, None, 0, osz.as_deref())
+            } else {
+                v[0].max_unpool2d(&t[1], &[k], None, &[0], osz.as_deref())
+            })
+        }
+        "bilinear" => one(v[0].bilinear(&v[1], &v[2], b("bias").then(|| &v[3]))),
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }
@@ -315,4 +381,55 @@ fn statistics_gradients_match_finite_differences() {
         gradcheck(vec![x.clone()], 30, move |v| v[0].renorm(p, 0, 1.0));
         gradcheck(vec![x.clone()], 31, move |v| v[0].pdist(p));
     }
+}
+
+#[test]
+fn nn_gradients_match_finite_differences() {
+    use strata_tensor::Reduction;
+    let x = randn(&[3, 5], 41);
+    let t = Tensor::from_slice(&[4i64, 0, 2], &[3], Device::Cpu).unwrap();
+    let w = Tensor::from_slice(&[0.5f64, 1.0, 2.0, 1.5, 0.25], &[5], Device::Cpu).unwrap();
+    for p in [1, 2] {
+        let (t, w) = (t.clone(), w.clone());
+        gradcheck(vec![x.clone()], 41, move |v| {
+            v[0].multi_margin_loss(&t, p, 0.7, Some(&w), Reduction::None)
+        });
+    }
+    let img = randn(&[2, 3, 4], 42);
+    gradcheck(
+        vec![img.clone(), randn(&[3], 43), randn(&[3], 44)],
+        42,
+        |v| v[0].instance_norm(None, None, Some(&v[1]), Some(&v[2]), true, 0.1, 1e-5),
+    );
+    gradcheck(vec![randn(&[2, 5, 3], 45)], 45, |v| {
+        v[0].local_response_norm(3, 0.5, 0.75, 1.0)
+    });
+    gradcheck(vec![randn(&[1, 4, 3, 2], 46)], 46, |v| {
+        v[0].local_response_norm(2, 0.3, 1.0, 2.0)
+    });
+    // Positive inputs: the p-th powers are smooth there.
+    let pos = randn(&[2, 3, 6], 47).abs().unwrap().add(0.5).unwrap();
+    gradcheck(vec![pos.clone()], 47, |v| {
+        v[0].lp_pool1d(2.0, 2, None, false)
+    });
+    let pos2 = pos.reshape(&[1, 2, 3, 6]).unwrap();
+    gradcheck(vec![pos2], 48, |v| {
+        v[0].lp_pool2d(3.0, &[2, 3], Some(&[1]), false)
+    });
+    let (vals, idx) = randn(&[1, 2, 4, 4], 49)
+        .max_pool2d_with_indices(&strata_tensor::PoolOptions::new(&[2]))
+        .unwrap();
+    gradcheck(vec![vals], 49, move |v| {
+        v[0].max_unpool2d(&idx, &[2], None, &[0], None)
+    });
+    gradcheck(
+        vec![
+            randn(&[4, 3], 50),
+            randn(&[4, 2], 51),
+            randn(&[5, 3, 2], 52),
+            randn(&[5], 53),
+        ],
+        50,
+        |v| v[0].bilinear(&v[1], &v[2], Some(&v[3])),
+    );
 }

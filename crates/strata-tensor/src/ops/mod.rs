@@ -103,6 +103,7 @@ pub use prelu::prelu_weight;
 // ---- session 79 (helper 134): shape, join, statistics and nn ops ----
 pub mod shape_join;
 pub mod statistics;
+pub mod nn_more;
 
 // ---- session 79 (helper 132): torch.linalg ----
 pub mod linalg;

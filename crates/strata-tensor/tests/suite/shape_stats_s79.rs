@@ -135,6 +135,73 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             let (h, e) = t[0].histogram(bins, range, w, b("density"))?;
             Ok(vec![h, e])
         }
+        "multi_margin_loss" => {
+            let w = a["weight"].as_u64().map(|j| &t[j as usize]);
+            let red = crate::hostile_calls::reduction(&a["reduction"]);
+            one(t[0].multi_margin_loss(&t[1], i("p"), num(&a["margin"]), w, red))
+        }
+        "instance_norm" => {
+            let running = b("running");
+            let stats = |k: &str| -> Option<Tensor> {
+                running.then(|| {
+                    let v: Vec<f64> = a[k].as_array().unwrap().iter().map(num).collect();
+                    Tensor::from_slice(&v, &[v.len()], device)
+                        .unwrap()
+                        .to_dtype(if t[0].dtype() == DType::F64 {
+                            DType::F64
+                        } else {
+                            DType::F32
+                        })
+                        .unwrap()
+                })
+            };
+            let (rm, rv) = (stats("rm"), stats("rv"));
+            let affine = b("affine");
+            let y = t[0].instance_norm(
+                rm.as_ref(),
+                rv.as_ref(),
+                affine.then(|| &t[1]),
+                affine.then(|| &t[2]),
+                b("use_input_stats"),
+                num(&a["momentum"]),
+                num(&a["eps"]),
+            )?;
+            Ok([Some(y), rm, rv].into_iter().flatten().collect())
+        }
+        "local_response_norm" => one(t[0].local_response_norm(
+            i("size"),
+            num(&a["alpha"]),
+            num(&a["beta"]),
+            num(&a["k"]),
+        )),
+        "lp_pool1d" => one(t[0].lp_pool1d(
+            num(&a["norm_type"]),
+            i("kernel") as usize,
+            opt_i(&a["stride"]).map(|s| s as usize),
+            b("ceil_mode"),
+        )),
+        "lp_pool2d" => {
+            let k: Vec<usize> = ints(&a["kernel"]).iter().map(|&v| v as usize).collect();
+            let st: Option<Vec<usize>> = a["stride"]
+                .as_array()
+                .map(|_| ints(&a["stride"]).iter().map(|&v| v as usize).collect());
+            one(t[0].lp_pool2d(num(&a["norm_type"]), &k, st.as_deref(), b("ceil_mode")))
+        }
+        "max_unpool1d" | "max_unpool2d" => {
+            let osz: Option<Vec<usize>> = a["output_size"].as_array().map(|_| {
+                ints(&a["output_size"])
+                    .iter()
+                    .map(|&v| v as usize)
+                    .collect()
+            });
+            let k = i("kernel") as usize;
+            one(if c["op"] == "max_unpool1d" {
+                t[0].max_unpool1d(&t[1], k, None, 0, osz.as_deref())
+            } else {
+                t[0].max_unpool2d(&t[1], &[k], None, &[0], osz.as_deref())
+            })
+        }
+        "bilinear" => one(t[0].bilinear(&t[1], &t[2], b("bias").then(|| &t[3]))),
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }
@@ -217,14 +284,14 @@ fn check(text: &str, device: Device) -> (usize, Vec<String>) {
 
 #[test]
 fn shape_stats_ops_match_pytorch() {
-    check_fixture_and_probe(&TEXT, 4_000, "STRATA_S79_PROBE", |t| check(t, Device::Cpu));
+    check_fixture_and_probe(&TEXT, 5_000, "STRATA_S79_PROBE", |t| check(t, Device::Cpu));
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn shape_stats_ops_match_pytorch_on_a_gpu() {
     let gpu = crate::hostile_calls::gpu();
-    check_fixture_and_probe(&TEXT, 4_000, "STRATA_S79_PROBE", |t| check(t, gpu));
+    check_fixture_and_probe(&TEXT, 5_000, "STRATA_S79_PROBE", |t| check(t, gpu));
 }
 
 #[test]

@@ -1,0 +1,250 @@
+//! Session 79 (helper 134): the recorded forms of strata-tensor's
+//! `nn_more` ops, each the same composition over recorded ops (so the
+//! gradients are PyTorch's: `multi_margin_loss`'s goes to the classes whose
+//! hinge is positive and back to the target's score, as its CPU backward;
+//! `instance_norm`'s is batch norm's over the `[1, N * C, ...]` view;
+//! `local_response_norm`, `lp_pool*d` and `bilinear` are PyTorch's own
+//! compositions; `max_unpool*d`'s is the gather of the gradient at the
+//! indices).
+
+use crate::error::Result;
+use crate::var::Var;
+use strata_tensor::nn_more::{
+    bilinear_check, instance_norm_check, local_response_norm_check, max_unpool_plan,
+    multi_margin_plan, non_target_mask,
+};
+use strata_tensor::{PadMode, PoolOptions, Reduction, Tensor};
+
+impl Var {
+    /// [`Tensor::multi_margin_loss`].
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::{tensor, Reduction};
+    /// let x = Var::parameter(tensor![[0.1, 0.2, 0.4, 0.8]]?)?;
+    /// x.multi_margin_loss(&tensor![3i64]?, 1, 1.0, None, Reduction::Sum)?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [0.25, 0.25, 0.25, -0.75]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn multi_margin_loss(
+        &self,
+        target: &Tensor,
+        p: i64,
+        margin: f64,
+        weight: Option<&Tensor>,
+        reduction: Reduction,
+    ) -> Result<Var> {
+        let (nc, t, w, batched) = multi_margin_plan(self.data(), target, p, weight)?;
+        let x = self.reshape(&nc)?;
+        let xt = x.gather(1, &t)?;
+        let z = xt.neg()?.add(margin)?.add(&x)?;
+        let zeros = Var::new(z.data().zeros_like(None)?);
+        let h = Var::where_cond(&z.data().gt(0.0)?, &z, &zeros)?;
+        let h = if p == 2 { h.mul(&h)? } else { h };
+        let h = match w {
+            Some(w) => h.mul(&Var::new(w))?,
+            None => h,
+        };
+        let h = h.mul(&Var::new(non_target_mask(&t, nc[1], self.dtype())?))?;
+        let per = h.sum(Some(&[1]), false)?.div(nc[1] as f64)?;
+        match reduction {
+            Reduction::None if batched => Ok(per),
+            Reduction::None => per.reshape(&[]),
+            Reduction::Sum => per.sum(None, false),
+            Reduction::Mean => per.mean(None, false),
+        }
+    }
+
+    /// [`Tensor::instance_norm`] (batch norm of the `[1, N * C, ...]` view;
+    /// the weight and bias are differentiable, the running statistics are
+    /// updated in place).
+    #[allow(clippy::too_many_arguments)]
+    pub fn instance_norm(
+        &self,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Var>,
+        bias: Option<&Var>,
+        use_input_stats: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<Var> {
+        instance_norm_check(
+            self.shape(),
+            running_mean.is_some() && running_var.is_some(),
+            use_input_stats,
+        )?;
+        let (b, c) = (self.shape()[0] as i64, self.shape()[1] as i64);
+        let rm = running_mean.map(|t| t.repeat(&[b])).transpose()?;
+        let rv = running_var.map(|t| t.repeat(&[b])).transpose()?;
+        let w = weight.map(|v| v.repeat(&[b])).transpose()?;
+        let bi = bias.map(|v| v.repeat(&[b])).transpose()?;
+        let mut shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        shape[1] = b * c;
+        shape[0] = 1;
+        let out = self.contiguous()?.view(&shape)?.batch_norm(
+            rm.as_ref(),
+            rv.as_ref(),
+            w.as_ref(),
+            bi.as_ref(),
+            use_input_stats,
+            momentum,
+            eps,
+        )?;
+        for (r, rep) in [(running_mean, &rm), (running_var, &rv)] {
+            if let (Some(r), Some(rep)) = (r, rep) {
+                r.copy_(&rep.view(&[b, c])?.mean(Some(&[0]), false)?)?;
+            }
+        }
+        out.view(&self.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
+    }
+
+    /// [`Tensor::local_response_norm`] (PyTorch's composition).
+    pub fn local_response_norm(&self, size: i64, alpha: f64, beta: f64, k: f64) -> Result<Var> {
+        local_response_norm_check(self.data(), size)?;
+        let div = self.mul(self)?;
+        let (lo, hi) = (size / 2, (size - 1) / 2);
+        let s = size as usize;
+        let div = if self.ndim() == 3 {
+            div.unsqueeze(1)?
+                .pad(&[0, 0, lo, hi], PadMode::Constant(0.0.into()))?
+                .avg_pool2d(&PoolOptions::new(&[s, 1]).stride(&[1]))?
+                .squeeze_dims(&[1])?
+        } else {
+            let sh = self.shape().to_vec();
+            let v = div.view(&[sh[0] as i64, 1, sh[1] as i64, sh[2] as i64, -1])?;
+            let v = v
+                .pad(&[0, 0, 0, 0, lo, hi], PadMode::Constant(0.0.into()))?
+                .avg_pool3d(&PoolOptions::new(&[s, 1, 1]).stride(&[1]))?
+                .squeeze_dims(&[1])?;
+            v.view(&sh.iter().map(|&d| d as i64).collect::<Vec<_>>())?
+        };
+        let div = div.mul(alpha)?.add(k)?.pow_scalar(beta)?;
+        self.div(&div)
+    }
+
+    /// [`Tensor::lp_pool1d`] (PyTorch's composition).
+    pub fn lp_pool1d(
+        &self,
+        norm_type: f64,
+        kernel: usize,
+        stride: Option<usize>,
+        ceil_mode: bool,
+    ) -> Result<Var> {
+        let mut o = PoolOptions::new(&[kernel]).ceil_mode(ceil_mode);
+        if let Some(s) = stride {
+            o = o.stride(&[s]);
+        }
+        let out = self.pow_scalar(norm_type)?.avg_pool1d(&o)?;
+        lp_finish(&out, kernel as f64, norm_type)
+    }
+
+    /// [`Tensor::lp_pool2d`] (PyTorch's composition).
+    pub fn lp_pool2d(
+        &self,
+        norm_type: f64,
+        kernel: &[usize],
+        stride: Option<&[usize]>,
+        ceil_mode: bool,
+    ) -> Result<Var> {
+        // The checks of the kernel are the tensor form's.
+        let k = match kernel {
+            [a] => [*a, *a],
+            [a, b] => [*a, *b],
+            _ => {
+                self.data()
+                    .lp_pool2d(norm_type, kernel, stride, ceil_mode)?;
+                unreachable!("lp_pool2d refuses a kernel of {} sizes", kernel.len())
+            }
+        };
+        let mut o = PoolOptions::new(&k).ceil_mode(ceil_mode);
+        if let Some(s) = stride {
+            o = o.stride(s);
+        }
+        let out = self.pow_scalar(norm_type)?.avg_pool2d(&o)?;
+        lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
+    }
+
+    /// [`Tensor::max_unpool1d`] (the gradient is gathered at the indices).
+    pub fn max_unpool1d(
+        &self,
+        indices: &Tensor,
+        kernel: usize,
+        stride: Option<usize>,
+        padding: usize,
+        output_size: Option<&[usize]>,
+    ) -> Result<Var> {
+        let stride = stride.map(|s| [s]);
+        let out = max_unpool_plan(
+            self.data(),
+            indices,
+            &[kernel],
+            stride.as_ref().map(|s| &s[..]),
+            &[padding],
+            output_size,
+            1,
+        )?;
+        self.unpool(indices, &out)
+    }
+
+    /// [`Tensor::max_unpool2d`] (the gradient is gathered at the indices).
+    pub fn max_unpool2d(
+        &self,
+        indices: &Tensor,
+        kernel: &[usize],
+        stride: Option<&[usize]>,
+        padding: &[usize],
+        output_size: Option<&[usize]>,
+    ) -> Result<Var> {
+        let out = max_unpool_plan(
+            self.data(),
+            indices,
+            kernel,
+            stride,
+            padding,
+            output_size,
+            2,
+        )?;
+        self.unpool(indices, &out)
+    }
+
+    fn unpool(&self, indices: &Tensor, out: &[usize]) -> Result<Var> {
+        let d = out.len();
+        let lead = self.shape()[..self.ndim() - d].to_vec();
+        let mut flat: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+        flat.push(-1);
+        let mut zshape = lead.clone();
+        zshape.push(out.iter().product());
+        let zeros = Var::new(Tensor::zeros(&zshape, self.dtype(), self.device())?);
+        let y = zeros.scatter(
+            lead.len() as i64,
+            &indices.reshape(&flat)?,
+            &self.reshape(&flat)?,
+        )?;
+        let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+        shape.extend(out.iter().map(|&s| s as i64));
+        y.view(&shape)
+    }
+
+    /// [`Tensor::bilinear`] (an `einsum`; every operand differentiable).
+    pub fn bilinear(&self, x2: &Var, weight: &Var, bias: Option<&Var>) -> Result<Var> {
+        bilinear_check(
+            self.data(),
+            x2.data(),
+            weight.data(),
+            bias.map(|b| b.data()),
+        )?;
+        let y = Var::einsum("...i,oij,...j->...o", &[self, weight, x2])?;
+        match bias {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+fn lp_finish(out: &Var, size: f64, p: f64) -> Result<Var> {
+    out.sign()?
+        .mul(&out.abs()?.relu()?)?
+        .mul(size)?
+        .pow_scalar(1.0 / p)
+}

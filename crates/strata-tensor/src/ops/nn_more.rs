@@ -1,0 +1,643 @@
+//! Session 79 (helper 134): `torch.nn.functional` ops strata lacked, each a
+//! composition of existing ops (every device at once, no kernel of its
+//! own), written as PyTorch 2.15 composes them where it does (the checks
+//! and messages are PyTorch's): `multi_margin_loss` (the hinge of every
+//! class against the target's, p 1 or 2, class weights), `instance_norm`
+//! (batch norm of the `[1, N * C, ...]` view, running statistics averaged
+//! back over the batch, as `at::instance_norm`), `local_response_norm`
+//! (`F.local_response_norm`'s pad and average pool), `lp_pool1d/2d`
+//! (`F.lp_pool*d`'s average pool of the powers), `max_unpool1d/2d` (a
+//! scatter of the values at their indices into zeros) and `bilinear`
+//! (`einsum`). The recorded forms are strata-autograd's `ops/nn_more.rs`,
+//! over the same checks.
+
+use crate::dtype::DType;
+use crate::error::{Result, TensorError};
+use crate::ops::{PadMode, PoolOptions, Reduction};
+use crate::tensor::Tensor;
+
+/// `multi_margin_loss`'s checks: the input seen as `[N, C]`, the target as
+/// `[N, 1]` (i64), the per-sample weights of the targets (`[N, 1]`, `None`
+/// without class weights), and whether the result of `reduction = None`
+/// is 1-D. Shared with strata-autograd.
+pub fn multi_margin_plan(
+    x: &Tensor,
+    target: &Tensor,
+    p: i64,
+    weight: Option<&Tensor>,
+) -> Result<(Vec<i64>, Tensor, Option<Tensor>, bool)> {
+    const OP: &str = "multi_margin_loss";
+    if p != 1 && p != 2 {
+        return Err(TensorError::value(OP, "only p == 1 and p == 2 supported"));
+    }
+    let nd = x.ndim();
+    let ok = (nd == 2 && x.shape()[1] != 0) || (nd == 1 && x.shape()[0] != 0) || nd == 0;
+    if !ok {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(TensorError::dtype(
+            OP,
+            format!(
+                "\"multi_margin_loss_cpu\" not implemented for {}; convert the input to f32 or f64",
+                x.dtype()
+            ),
+        ));
+    }
+    let n = if nd <= 1 { 1 } else { x.shape()[0] };
+    let c = if nd == 0 { 1 } else { x.shape()[nd - 1] };
+    if target.ndim() > 1 || target.numel() != n {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "inconsistent target size, expected {n} but got {:?}",
+                target.shape()
+            ),
+        ));
+    }
+    if target.dtype() != DType::I64 {
+        return Err(TensorError::dtype(
+            OP,
+            format!(
+                "expected scalar type Long but found {} for the target",
+                target.dtype()
+            ),
+        ));
+    }
+    crate::ops::elementwise::same_device(OP, x, target)?;
+    if n > 0 {
+        let bad = target.lt(0i64)?.logical_or(&target.ge(c as i64)?)?;
+        if bad.any()?.item::<bool>()? {
+            return Err(TensorError::index(
+                OP,
+                format!("target out of range (the classes are 0..{c})"),
+            ));
+        }
+    }
+    let t = target.reshape(&[n as i64, 1])?;
+    let w = match weight {
+        Some(w) => {
+            if w.ndim() > 1 || w.numel() != c {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "inconsistent weight size, expected {c} but got {:?}",
+                        w.shape()
+                    ),
+                ));
+            }
+            crate::ops::elementwise::same_device(OP, x, w)?;
+            if w.dtype() != x.dtype() {
+                return Err(TensorError::dtype(
+                    OP,
+                    format!(
+                        "expected scalar type {} but found {} for the weight",
+                        x.dtype(),
+                        w.dtype()
+                    ),
+                ));
+            }
+            Some(
+                w.reshape(&[-1])?
+                    .index_select(0, &t.reshape(&[-1])?)?
+                    .reshape(&[n as i64, 1])?,
+            )
+        }
+        None => None,
+    };
+    Ok((vec![n as i64, c as i64], t, w, target.ndim() > 0))
+}
+
+/// The mask of the non-target classes `[N, C]` (f dtype), shared with
+/// strata-autograd.
+pub fn non_target_mask(t: &Tensor, c: i64, dtype: DType) -> Result<Tensor> {
+    let classes = Tensor::arange(0i64, c, 1i64, Some(DType::I64), t.device())?.reshape(&[1, c])?;
+    classes.ne(t)?.to_dtype(dtype)
+}
+
+/// `instance_norm`'s checks (PyTorch's and `F.instance_norm`'s).
+pub fn instance_norm_check(shape: &[usize], running: bool, use_input_stats: bool) -> Result<()> {
+    const OP: &str = "instance_norm";
+    if shape.len() < 2 {
+        return Err(TensorError::shape(
+            OP,
+            format!("instance_norm expects an input of at least 2 dims [N, C, ...], got {shape:?}"),
+        ));
+    }
+    if !use_input_stats && !running {
+        return Err(TensorError::value(
+            OP,
+            "Expected running_mean and running_var to be defined when use_input_stats is false",
+        ));
+    }
+    if use_input_stats && shape[2..].iter().product::<usize>() == 1 {
+        return Err(TensorError::value(
+            OP,
+            format!("Expected more than 1 spatial element when training, got input size {shape:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `F.local_response_norm`'s checks: at least 3 dims, a positive size.
+pub fn local_response_norm_check(x: &Tensor, size: i64) -> Result<()> {
+    const OP: &str = "local_response_norm";
+    let shape = x.shape();
+    if shape.len() >= 4
+        && matches!(x.dtype(), DType::F16 | DType::BF16)
+        && x.device() == crate::Device::Cpu
+    {
+        // Its 4-D and wider inputs go through an average pool over three
+        // dims, which PyTorch's CPU lacks for these dtypes.
+        return Err(TensorError::dtype(
+            OP,
+            format!("\"avg_pool3d_out_frame\" not implemented for {} on the CPU; convert the input to f32", x.dtype()),
+        ));
+    }
+    if shape.len() < 3 {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "Expected 3D or higher dimensionality input (got {} dimensions)",
+                shape.len()
+            ),
+        ));
+    }
+    if size <= 0 {
+        return Err(TensorError::value(
+            OP,
+            format!("local_response_norm's size must be positive, got {size}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `F.max_unpool{1,2}d`'s output size (default from the kernel, stride and
+/// padding, or `output_size` checked against it) and the checks of the
+/// input and indices. Shared with strata-autograd.
+pub fn max_unpool_plan(
+    x: &Tensor,
+    indices: &Tensor,
+    kernel: &[usize],
+    stride: Option<&[usize]>,
+    padding: &[usize],
+    output_size: Option<&[usize]>,
+    d: usize,
+) -> Result<Vec<usize>> {
+    let op = if d == 1 {
+        "max_unpool1d"
+    } else {
+        "max_unpool2d"
+    };
+    let tuple = |v: &[usize], what: &str| -> Result<Vec<usize>> {
+        match v.len() {
+            1 => Ok(vec![v[0]; d]),
+            n if n == d => Ok(v.to_vec()),
+            _ => Err(TensorError::value(
+                op,
+                format!("{what} must be an int or a tuple of {d} ints, got {v:?}"),
+            )),
+        }
+    };
+    let k = tuple(kernel, "kernel_size")?;
+    let s = match stride {
+        Some(s) => tuple(s, "stride")?,
+        None => k.clone(),
+    };
+    let p = tuple(padding, "padding")?;
+    if indices.dtype() != DType::I64 {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "elements in indices should be type int64 but got: {}",
+                indices.dtype()
+            ),
+        ));
+    }
+    if x.shape() != indices.shape() {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "Expected shape of indices to be same as that of the input tensor ({:?}) but got indices tensor with shape: {:?}",
+                x.shape(),
+                indices.shape()
+            ),
+        ));
+    }
+    let nd = x.ndim();
+    if nd != d + 1 && nd != d + 2 {
+        return Err(TensorError::shape(
+            op,
+            format!("Input to {op} should be a {}d or {}d Tensor, but got a tensor with {nd} dimensions.", d + 1, d + 2),
+        ));
+    }
+    if x.shape()[nd - d..].contains(&0) || (nd == d + 2 && x.shape()[1] == 0) {
+        return Err(TensorError::shape(
+            op,
+            format!("{op}(): Expected input to have non-zero size for non-batch dimensions, but got {:?}", x.shape()),
+        ));
+    }
+    crate::ops::elementwise::same_device(op, x, indices)?;
+    let mut default = Vec::with_capacity(d);
+    for i in 0..d {
+        let v = (x.shape()[nd - d + i] as i64 - 1) * s[i] as i64 + k[i] as i64 - 2 * p[i] as i64;
+        default.push(v);
+    }
+    let out: Vec<usize> = match output_size {
+        None => {
+            if default.iter().any(|&v| v <= 0) {
+                return Err(TensorError::value(
+                    op,
+                    format!("the output size {default:?} is not positive"),
+                ));
+            }
+            default.iter().map(|&v| v as usize).collect()
+        }
+        Some(o) => {
+            let o = if o.len() == d + 2 || o.len() == d + 1 {
+                &o[o.len() - d..]
+            } else {
+                o
+            };
+            if o.len() != d {
+                return Err(TensorError::value(
+                    op,
+                    format!("output_size should be a sequence containing {d} or {} elements, but it has a length of '{}'", d + 2, o.len()),
+                ));
+            }
+            for i in 0..d {
+                let (lo, hi) = (default[i] - s[i] as i64, default[i] + s[i] as i64);
+                let v = o[i] as i64;
+                if !(v > lo && v < hi) {
+                    return Err(TensorError::value(
+                        op,
+                        format!(
+                            "invalid output_size \"{o:?}\" (dim {i} must be between {lo} and {hi})"
+                        ),
+                    ));
+                }
+            }
+            o.to_vec()
+        }
+    };
+    let plane: usize = out.iter().product();
+    if indices.numel() > 0 {
+        let bad = indices.lt(0i64)?.logical_or(&indices.ge(plane as i64)?)?;
+        if bad.any()?.item::<bool>()? {
+            return Err(TensorError::index(
+                op,
+                format!("Found an invalid max index (the output planes hold {plane} elements)"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+impl Tensor {
+    /// `F.multi_margin_loss(x, target, p, margin, weight, reduction)`: for
+    /// each sample, `sum_{d != y} max(0, margin - x[y] + x[d])^p * w[y] / C`
+    /// (a NaN hinge counts 0, as PyTorch's `z > 0` test). f32 and f64, as
+    /// PyTorch's CPU.
+    ///
+    /// ```
+    /// use strata_tensor::{tensor, Reduction};
+    /// let x = tensor![[0.1, 0.2, 0.4, 0.8]]?;
+    /// let l = x.multi_margin_loss(&tensor![3i64]?, 1, 1.0, None, Reduction::Mean)?;
+    /// assert!((l.item::<f32>()? - 0.325).abs() < 1e-6);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn multi_margin_loss(
+        &self,
+        target: &Tensor,
+        p: i64,
+        margin: f64,
+        weight: Option<&Tensor>,
+        reduction: Reduction,
+    ) -> Result<Tensor> {
+        let (nc, t, w, batched) = multi_margin_plan(self, target, p, weight)?;
+        let x = self.reshape(&nc)?;
+        let xt = x.gather(1, &t)?;
+        // PyTorch's order: (margin - x[y]) + x[d].
+        let z = xt.neg()?.add(margin)?.add(&x)?;
+        let h = Tensor::where_cond(&z.gt(0.0)?, &z, 0.0)?;
+        let h = if p == 2 { h.mul(&h)? } else { h };
+        let h = match &w {
+            Some(w) => h.mul(w)?,
+            None => h,
+        };
+        let h = h.mul(&non_target_mask(&t, nc[1], self.dtype())?)?;
+        let per = h.sum(Some(&[1]), false)?.div(nc[1] as f64)?;
+        match reduction {
+            Reduction::None if batched => Ok(per),
+            Reduction::None => per.reshape(&[]),
+            Reduction::Sum => per.sum(None, false),
+            Reduction::Mean => per.mean(None, false),
+        }
+    }
+
+    /// `F.instance_norm`: each `(sample, channel)` plane normalised by its
+    /// own statistics (`use_input_stats`) or by the running ones; the
+    /// running statistics, where given, updated with the batch's mean of
+    /// the per-sample updates (PyTorch's `at::instance_norm`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn instance_norm(
+        &self,
+        running_mean: Option<&Tensor>,
+        running_var: Option<&Tensor>,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        use_input_stats: bool,
+        momentum: f64,
+        eps: f64,
+    ) -> Result<Tensor> {
+        instance_norm_check(
+            self.shape(),
+            running_mean.is_some() && running_var.is_some(),
+            use_input_stats,
+        )?;
+        let (b, c) = (self.shape()[0] as i64, self.shape()[1] as i64);
+        let rep = |t: Option<&Tensor>| -> Result<Option<Tensor>> {
+            t.map(|t| t.repeat(&[b])).transpose()
+        };
+        let (rm, rv) = (rep(running_mean)?, rep(running_var)?);
+        let (w, bi) = (rep(weight)?, rep(bias)?);
+        let mut shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
+        shape[1] = b * c;
+        shape[0] = 1;
+        let out = self.contiguous()?.view(&shape)?.batch_norm(
+            rm.as_ref(),
+            rv.as_ref(),
+            w.as_ref(),
+            bi.as_ref(),
+            use_input_stats,
+            momentum,
+            eps,
+        )?;
+        instance_norm_write_back(running_mean, rm.as_ref(), b, c)?;
+        instance_norm_write_back(running_var, rv.as_ref(), b, c)?;
+        out.view(&self.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
+    }
+
+    /// `F.local_response_norm(x, size, alpha, beta, k)`: `x / (k + alpha *
+    /// mean of x^2 over `size` neighbouring channels)^beta`.
+    pub fn local_response_norm(&self, size: i64, alpha: f64, beta: f64, k: f64) -> Result<Tensor> {
+        local_response_norm_check(self, size)?;
+        let div = self.mul(self)?;
+        let (lo, hi) = (size / 2, (size - 1) / 2);
+        let s = size as usize;
+        let div = if self.ndim() == 3 {
+            div.unsqueeze(1)?
+                .pad(&[0, 0, lo, hi], PadMode::Constant(0.0.into()))?
+                .avg_pool2d(&PoolOptions::new(&[s, 1]).stride(&[1]))?
+                .squeeze_dims(&[1])?
+        } else {
+            let sh = self.shape();
+            let v = div.view(&[sh[0] as i64, 1, sh[1] as i64, sh[2] as i64, -1])?;
+            let v = v
+                .pad(&[0, 0, 0, 0, lo, hi], PadMode::Constant(0.0.into()))?
+                .avg_pool3d(&PoolOptions::new(&[s, 1, 1]).stride(&[1]))?
+                .squeeze_dims(&[1])?;
+            v.view(&sh.iter().map(|&d| d as i64).collect::<Vec<_>>())?
+        };
+        let div = div.mul(alpha)?.add(k)?.pow(beta)?;
+        self.div(&div)
+    }
+
+    /// `F.lp_pool1d(x, norm_type, kernel_size, stride, ceil_mode)`: the
+    /// `norm_type`-norm of each window (`(sum x^p)^(1/p)` through an average
+    /// pool times the window's size, as PyTorch).
+    pub fn lp_pool1d(
+        &self,
+        norm_type: f64,
+        kernel: usize,
+        stride: Option<usize>,
+        ceil_mode: bool,
+    ) -> Result<Tensor> {
+        let mut o = PoolOptions::new(&[kernel]).ceil_mode(ceil_mode);
+        if let Some(s) = stride {
+            o = o.stride(&[s]);
+        }
+        let out = self.pow(norm_type)?.avg_pool1d(&o)?;
+        lp_finish(&out, kernel as f64, norm_type)
+    }
+
+    /// `F.lp_pool2d`: as [`Tensor::lp_pool1d`] over two spatial dims.
+    pub fn lp_pool2d(
+        &self,
+        norm_type: f64,
+        kernel: &[usize],
+        stride: Option<&[usize]>,
+        ceil_mode: bool,
+    ) -> Result<Tensor> {
+        let k = match kernel {
+            [a] => [*a, *a],
+            [a, b] => [*a, *b],
+            _ => {
+                return Err(TensorError::value(
+                    "lp_pool2d",
+                    format!("kernel_size must be an int or a tuple of 2 ints, got {kernel:?}"),
+                ))
+            }
+        };
+        let mut o = PoolOptions::new(&k).ceil_mode(ceil_mode);
+        if let Some(s) = stride {
+            o = o.stride(s);
+        }
+        let out = self.pow(norm_type)?.avg_pool2d(&o)?;
+        lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
+    }
+
+    /// `F.max_unpool1d(x, indices, kernel_size, stride, padding,
+    /// output_size)`: zeros with each value at its index (in the flattened
+    /// output plane), the inverse of `max_pool1d_with_indices`.
+    pub fn max_unpool1d(
+        &self,
+        indices: &Tensor,
+        kernel: usize,
+        stride: Option<usize>,
+        padding: usize,
+        output_size: Option<&[usize]>,
+    ) -> Result<Tensor> {
+        let stride = stride.map(|s| [s]);
+        let out = max_unpool_plan(
+            self,
+            indices,
+            &[kernel],
+            stride.as_ref().map(|s| &s[..]),
+            &[padding],
+            output_size,
+            1,
+        )?;
+        self.unpool(indices, &out)
+    }
+
+    /// `F.max_unpool2d`: as [`Tensor::max_unpool1d`] over two spatial dims.
+    ///
+    /// ```
+    /// use strata_tensor::{tensor, PoolOptions};
+    /// let x = tensor![[[[1., 5.], [3., 2.]]]]?;
+    /// let (v, i) = x.max_pool2d_with_indices(&PoolOptions::new(&[2]))?;
+    /// let y = v.max_unpool2d(&i, &[2], None, &[0], None)?;
+    /// assert_eq!(y.to_vec::<f32>()?, [0., 5., 0., 0.]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn max_unpool2d(
+        &self,
+        indices: &Tensor,
+        kernel: &[usize],
+        stride: Option<&[usize]>,
+        padding: &[usize],
+        output_size: Option<&[usize]>,
+    ) -> Result<Tensor> {
+        let out = max_unpool_plan(self, indices, kernel, stride, padding, output_size, 2)?;
+        self.unpool(indices, &out)
+    }
+
+    fn unpool(&self, indices: &Tensor, out: &[usize]) -> Result<Tensor> {
+        let d = out.len();
+        let lead = &self.shape()[..self.ndim() - d];
+        let mut flat: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+        flat.push(-1);
+        let plane: usize = out.iter().product();
+        let mut zshape: Vec<usize> = lead.to_vec();
+        zshape.push(plane);
+        let zeros = Tensor::zeros(&zshape, self.dtype(), self.device())?;
+        let dim = lead.len() as i64;
+        let y = zeros.scatter(dim, &indices.reshape(&flat)?, &self.reshape(&flat)?)?;
+        let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+        shape.extend(out.iter().map(|&s| s as i64));
+        y.view(&shape)
+    }
+
+    /// `F.bilinear(x1, x2, weight, bias)`: `x1^T A_o x2 + b_o` for each
+    /// output feature `o` (`weight` `[out, in1, in2]`), over any leading
+    /// dims shared by `x1` and `x2`.
+    ///
+    /// ```
+    /// use strata_tensor::tensor;
+    /// let w = tensor![[[1., 2.], [3., 4.]]]?;
+    /// let y = tensor![[1., 0.]]?.bilinear(&tensor![[0., 1.]]?, &w, None)?;
+    /// assert_eq!(y.to_vec::<f32>()?, [2.]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn bilinear(&self, x2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
+        bilinear_check(self, x2, weight, bias)?;
+        let y = Tensor::einsum("...i,oij,...j->...o", &[self, weight, x2])?;
+        match bias {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+/// `F.bilinear`'s checks (PyTorch's `_trilinear` path). Shared with
+/// strata-autograd.
+pub fn bilinear_check(x1: &Tensor, x2: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<()> {
+    const OP: &str = "bilinear";
+    let mut all = vec![x1, x2, w];
+    all.extend(b);
+    if all.iter().any(|t| t.dtype() != x1.dtype()) {
+        let names: Vec<String> = all.iter().map(|t| t.dtype().to_string()).collect();
+        return Err(TensorError::dtype(
+            OP,
+            format!(
+                "All tensors must have the same dtype, got {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    if x1.dtype() == DType::Bool {
+        return Err(TensorError::dtype(OP, "\"bmm\" not implemented for 'Bool'"));
+    }
+    for t in &all[1..] {
+        crate::ops::elementwise::same_device(OP, x1, t)?;
+    }
+    let (x1, x2, w, b) = (x1.shape(), x2.shape(), w.shape(), b.map(|b| b.shape()));
+    if x1.len() != x2.len() {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "bilinear(): input dimensions do not match: got {} and {}",
+                x1.len(),
+                x2.len()
+            ),
+        ));
+    }
+    if x1.is_empty() {
+        return Err(TensorError::shape(
+            OP,
+            "bilinear(): the inputs need at least one dim (the features)",
+        ));
+    }
+    let n = x1.len();
+    if x1[..n - 1] != x2[..n - 1] {
+        return Err(TensorError::shape(
+            OP,
+            format!("bilinear(): input batch dimensions do not match: got {x1:?} and {x2:?}"),
+        ));
+    }
+    if w.len() != 3 {
+        return Err(TensorError::shape(
+            OP,
+            format!("bilinear(): weight must be 3-D [out, in1, in2], got {w:?}"),
+        ));
+    }
+    if x1[n - 1] != w[1] {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "bilinear(): input1 size does not match weight size: got {} but expected {}",
+                x1[n - 1],
+                w[1]
+            ),
+        ));
+    }
+    if x2[n - 1] != w[2] {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "bilinear(): input2 size does not match weight size: got {} but expected {}",
+                x2[n - 1],
+                w[2]
+            ),
+        ));
+    }
+    if let Some(b) = b {
+        if b.len() != 1 || b[0] != w[0] {
+            return Err(TensorError::shape(
+                OP,
+                format!(
+                    "bilinear(): bias size does not match weight size: got {b:?} but expected [{}]",
+                    w[0]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn instance_norm_write_back(
+    running: Option<&Tensor>,
+    repeated: Option<&Tensor>,
+    b: i64,
+    c: i64,
+) -> Result<()> {
+    if let (Some(r), Some(rep)) = (running, repeated) {
+        r.copy_(&rep.view(&[b, c])?.mean(Some(&[0]), false)?)?;
+    }
+    Ok(())
+}
+
+/// `(sign(out) * relu(|out|)) * size` to the power `1 / p`, as `F.lp_pool*d`.
+fn lp_finish(out: &Tensor, size: f64, p: f64) -> Result<Tensor> {
+    out.sign()?
+        .mul(&out.abs()?.relu()?)?
+        .mul(size)?
+        .pow(1.0 / p)
+}
