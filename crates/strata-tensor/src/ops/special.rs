@@ -239,6 +239,16 @@ impl Tensor {
     /// ```
     pub fn logit(&self, eps: Option<f64>) -> Result<Tensor> {
         let eps = eps.unwrap_or(-1.0);
+        if matches!(self.dtype(), DType::F16 | DType::BF16) {
+            // PyTorch's kernel computes in the half type: the clamped value,
+            // `1 - z`, the quotient and the log each rounded to it.
+            let z = if eps >= 0.0 {
+                self.clamp(Some(eps), Some(1.0 - eps))?
+            } else {
+                self.clone()
+            };
+            return z.div(&z.neg()?.add(1.0)?)?.log();
+        }
         self.binary(BinaryOp::Logit, Operand::Scalar(Scalar::Float(eps)), false)
     }
 
@@ -246,7 +256,23 @@ impl Tensor {
     /// `self ln(1 + other)`, 0 where self is 0 unless `other` is NaN;
     /// broadcasting, integer and bool operands promoting to f32.
     pub fn xlog1py<'a>(&self, other: impl Into<Operand<'a>>) -> Result<Tensor> {
-        self.binary(BinaryOp::Xlog1py, other.into(), false)
+        let b = other.into();
+        let d = result_type(&[Operand::Tensor(self), b]);
+        if matches!(d, DType::F16 | DType::BF16) {
+            // PyTorch's kernel computes in the half type: `log1p(other)`
+            // rounded to it before the product (a scalar `other` too, which
+            // it wraps into a tensor of that dtype).
+            self.broadcasts_with("xlog1py", &b)?;
+            let x = self.to_dtype(d)?;
+            let y = match b {
+                Operand::Tensor(t) => t.to_dtype(d)?,
+                Operand::Scalar(s) => Tensor::full(&[], s, d, self.device())?,
+            };
+            let prod = x.mul(&y.log1p()?)?;
+            let zeroed = Tensor::where_cond(&x.eq(0)?, 0.0, &prod)?;
+            return Tensor::where_cond(&y.isnan()?, f64::NAN, &zeroed);
+        }
+        self.binary(BinaryOp::Xlog1py, b, false)
     }
 
     /// `torch.special.xlog1py`, the same as [`Tensor::xlog1py`].

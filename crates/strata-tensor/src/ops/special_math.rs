@@ -65,12 +65,15 @@ pub(crate) trait Special: Copy {
     fn sinc_(self) -> Self {
         self
     }
-    /// `-x ln x` (0 at 0, -inf below 0).
-    fn entr_(self) -> Self {
+    /// `-x ln x` (0 at 0, -inf below 0) for elements of dtype `d` (f16/bf16:
+    /// the log rounded to `d` first, as c10's `std::log` of `Half`/`BFloat16`).
+    fn entr_(self, _d: DType) -> Self {
         self
     }
-    /// The standard normal distribution function.
-    fn ndtr_(self) -> Self {
+    /// The standard normal distribution function for elements of dtype `d`
+    /// (PyTorch's `(1 + erf(x / sqrt 2)) / 2` with `x / sqrt 2`, the erf and
+    /// the sum rounded to `d`).
+    fn ndtr_(self, _d: DType) -> Self {
         self
     }
     /// Its inverse.
@@ -631,21 +634,23 @@ macro_rules! float_special {
                 let p = std::f64::consts::PI as $t * self;
                 p.sin() / p
             }
-            fn entr_(self) -> Self {
+            fn entr_(self, d: DType) -> Self {
                 let x = self;
                 if x.is_nan() {
                     x
                 } else if x > 0.0 {
-                    -x * x.ln()
+                    -x * round_to(f64::from(x.ln()), d) as $t
                 } else if x == 0.0 {
                     0.0
                 } else {
                     <$t>::NEG_INFINITY
                 }
             }
-            fn ndtr_(self) -> Self {
-                let z = std::f64::consts::FRAC_1_SQRT_2 as $t * self;
-                (1.0 + $erf(z)) * 0.5
+            fn ndtr_(self, d: DType) -> Self {
+                // `T z = M_SQRT1_2 * x`: a double product rounded to the type.
+                let r = |v: $t| round_to(f64::from(v), d) as $t;
+                let z = round_to(std::f64::consts::FRAC_1_SQRT_2 * f64::from(self), d) as $t;
+                r(1.0 + r($erf(z))) * 0.5
             }
             fn ndtri_(self) -> Self {
                 let y0 = self;
@@ -838,6 +843,16 @@ fn erf_f32(x: f32) -> f32 {
 /// `erfcf` (the `libm` crate's).
 fn erfc_f32(x: f32) -> f32 {
     libm::erfcf(x)
+}
+
+/// `v` rounded to dtype `d` (f16, bf16, f32; f64 and the others: `v`).
+pub(crate) fn round_to(v: f64, d: DType) -> f64 {
+    match d {
+        DType::F16 => half::f16::from_f64(v).to_f64(),
+        DType::BF16 => half::bf16::from_f64(v).to_f64(),
+        DType::F32 => f64::from(v as f32),
+        _ => v,
+    }
 }
 
 /// C's `frexp`: `(m, e)` with `x = m 2^e`, `0.5 <= |m| < 1`; 0, infinities

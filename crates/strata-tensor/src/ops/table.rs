@@ -496,14 +496,14 @@ macro_rules! unary_op_table {
             Entr {
                 named: special_entr,
                 dtypes: Float,
-                cpu: |x| $crate::ops::special_math::Special::entr_(x),
+                cpu: |x| $crate::ops::special_math::Special::entr_(x, T::DTYPE),
                 cuda: { float: "sp_entr<{c}>({a})" }
             }
             /// The standard normal distribution function (`Tensor::special_ndtr`).
             Ndtr {
                 named: special_ndtr,
                 dtypes: Float,
-                cpu: |x| $crate::ops::special_math::Special::ndtr_(x),
+                cpu: |x| $crate::ops::special_math::Special::ndtr_(x, T::DTYPE),
                 cuda: { float: "(({c})0.5 * erfc{f}(-{a} * ({c})0.70710678118654752440))" }
             }
             /// The inverse of the standard normal distribution function (`Tensor::special_ndtri`).

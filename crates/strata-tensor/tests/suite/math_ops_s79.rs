@@ -122,12 +122,16 @@ fn eps(d: DType) -> f64 {
 ///   for results near a zero (`lgamma` near 1 and 2). `erfinv`: 8 (its
 ///   Newton steps divide `erf(x) - y` by a derivative that vanishes toward
 ///   ±1, where the two `erf`s differ by an ulp).
-/// * The special functions in f16/bf16: strata computes in f32 and rounds
-///   once; PyTorch's kernels of `ndtr`, `entr`, `logit`, `xlog1py`, `i0e`
-///   round some steps to the half type (c10's `std::log` and `std::erf`
-///   of `Half`/`BFloat16` return that type): 1 ulp of the dtype relative
-///   and absolute (1 ulp of 1 absolute covers `ndtr`'s cancellation in
-///   `1 + erf(z)`).
+/// * The special functions in f16/bf16: `entr`, `ndtr`, `logit` and
+///   `xlog1py` bit for bit: PyTorch's kernels round some of their steps to
+///   the half type (c10's `std::log`, `std::erf` and arithmetic of
+///   `Half`/`BFloat16` return that type), and strata rounds the same steps
+///   (checked against PyTorch while writing them: `entr`, `ndtr` and
+///   `logit` on all 65,536 values of each dtype, `logit` with `eps` and
+///   `xlog1py` on 200,000 random operands). The others compute in f32 and round once, as PyTorch's
+///   do, but their f32 values may differ in the last f32 places (above),
+///   which can cross a rounding boundary of the dtype: 1 ulp of the dtype,
+///   relative and of 1 absolute.
 /// * On CUDA the device library's `lgammaf`, `erfinvf`, `erfcxf`,
 ///   `normcdfinvf`, `expf`, `logf` and `sinf` are other algorithms (within
 ///   2-6 ulps of the true value by CUDA's manual; the series and
@@ -171,6 +175,15 @@ fn tolerance(op: &str, d: DType, gpu: bool) -> Option<(f64, f64)> {
         return None;
     }
     let ulps = match d {
+        // PyTorch's roundings to the half type, followed step by step.
+        DType::F16 | DType::BF16
+            if matches!(
+                op,
+                "special_entr" | "special_ndtr" | "logit" | "xlog1py" | "special_xlog1py"
+            ) =>
+        {
+            return None
+        }
         DType::F16 | DType::BF16 => 1.0,
         _ if op == "erfinv" => 8.0,
         _ => 2.0,

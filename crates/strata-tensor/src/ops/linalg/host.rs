@@ -127,7 +127,7 @@ pub(crate) fn lu<T: Lin>(a: &Mat<T>) -> Lu<T> {
     Lu {
         lu,
         info,
-        perm_sign: if swaps % 2 == 0 { 1.0 } else { -1.0 },
+        perm_sign: if swaps.is_multiple_of(2) { 1.0 } else { -1.0 },
     }
 }
 
@@ -190,7 +190,8 @@ pub(crate) fn cholesky<T: Lin>(a: &Mat<T>, upper: bool) -> std::result::Result<M
         Ok(l) => {
             let l = l.L().to_owned();
             for i in 0..n {
-                if !(l[(i, i)].to64() > 0.0) {
+                let d = l[(i, i)].to64();
+                if d.is_nan() || d <= 0.0 {
                     return Err(i + 1);
                 }
             }
