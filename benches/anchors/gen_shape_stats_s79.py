@@ -440,6 +440,16 @@ def case(r, op):
             add(draw(r, d, [o] if r.random() < 0.9 else [o + 1], "tame"))
         f = lambda *a: [F.bilinear(a[0], a[1], a[2], a[3] if args["bias"] else None)]
         diff = list(range(len(ts)))
+    elif op in ("adaptive_max_pool1d", "adaptive_max_pool2d"):
+        d = r.choice(["f32", "f64"] * 4 + ["f16", "bf16", "i64"])
+        two = op == "adaptive_max_pool2d"
+        s = r.choice([[2, 3, 7, 5], [1, 2, 4, 4], [3, 5, 6], [2, 0, 3, 3], [1, 1, 3, 0]] if two else
+                     [[2, 3, 7], [1, 2, 5], [3, 8], [2, 0, 4], [4], [2, 3, 0]])
+        add(draw(r, d, s, "distinct" if r.random() < 0.7 else "any"))
+        o = [r.choice([1, 2, 3, 4, 0, 9])] if not two else r.choice([[2], [3, 2], [1, 4], [0, 2], [5, 3]])
+        args = {"output_size": o}
+        fn = F.adaptive_max_pool2d if two else F.adaptive_max_pool1d
+        f = lambda a: list(fn(a, tuple(o) if len(o) > 1 else o[0], return_indices=True))
     else:
         raise ValueError(op)
     return ts, args, f, diff
@@ -451,7 +461,7 @@ OPS = ["rot90", "block_diag", "unflatten", "hstack", "vstack", "dstack", "column
        "select_scatter", "slice_scatter", "diagonal_scatter",
        "quantile", "nanquantile", "cov", "corrcoef", "aminmax", "trapezoid", "cumulative_trapezoid", "renorm",
        "pdist", "histogram", "multi_margin_loss", "instance_norm", "local_response_norm", "lp_pool1d", "lp_pool2d",
-       "max_unpool1d", "max_unpool2d", "bilinear"]
+       "max_unpool1d", "max_unpool2d", "bilinear", "adaptive_max_pool1d", "adaptive_max_pool2d"]
 
 
 def main():

@@ -248,3 +248,34 @@ fn lp_finish(out: &Var, size: f64, p: f64) -> Result<Var> {
         .mul(size)?
         .pow_scalar(1.0 / p)
 }
+
+impl Var {
+    /// [`Tensor::adaptive_max_pool1d`]: the values (differentiable: the
+    /// gradient goes to each window's maximum, as PyTorch's) and indices.
+    pub fn adaptive_max_pool1d(&self, output_size: &[usize]) -> Result<(Var, Tensor)> {
+        self.adaptive_max_nd(output_size, 1)
+    }
+
+    /// [`Tensor::adaptive_max_pool2d`] (gradient as
+    /// [`Var::adaptive_max_pool1d`]'s).
+    pub fn adaptive_max_pool2d(&self, output_size: &[usize]) -> Result<(Var, Tensor)> {
+        self.adaptive_max_nd(output_size, 2)
+    }
+
+    fn adaptive_max_nd(&self, output_size: &[usize], d: usize) -> Result<(Var, Tensor)> {
+        let idx = strata_tensor::nn_more::adaptive_max_indices(self.data(), output_size, d)?;
+        let nd = self.ndim();
+        let mut flat: Vec<i64> = self.shape()[..nd - d].iter().map(|&s| s as i64).collect();
+        flat.push(-1);
+        let shape: Vec<i64> = idx.shape().iter().map(|&s| s as i64).collect();
+        if idx.numel() == 0 {
+            let zeros = Tensor::zeros(idx.shape(), self.dtype(), self.device())?;
+            return Ok((Var::new(zeros), idx));
+        }
+        let v = self
+            .reshape(&flat)?
+            .gather((nd - d) as i64, &idx.reshape(&flat)?)?
+            .reshape(&shape)?;
+        Ok((v, idx))
+    }
+}

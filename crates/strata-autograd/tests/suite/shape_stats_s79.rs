@@ -177,6 +177,18 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
             })
         }
         "bilinear" => one(v[0].bilinear(&v[1], &v[2], b("bias").then(|| &v[3]))),
+        "adaptive_max_pool1d" | "adaptive_max_pool2d" => {
+            let o: Vec<usize> = ints(&a["output_size"])
+                .iter()
+                .map(|&x| x as usize)
+                .collect();
+            let (y, i) = if c["op"] == "adaptive_max_pool1d" {
+                v[0].adaptive_max_pool1d(&o)?
+            } else {
+                v[0].adaptive_max_pool2d(&o)?
+            };
+            Ok(vec![y, Var::new(i)])
+        }
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }

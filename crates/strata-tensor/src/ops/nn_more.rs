@@ -552,7 +552,7 @@ pub fn bilinear_check(x1: &Tensor, x2: &Tensor, w: &Tensor, b: Option<&Tensor>) 
             ),
         ));
     }
-    if x1.dtype() == DType::Bool {
+    if x1.dtype() == DType::Bool && x1.numel() > 0 && x2.numel() > 0 {
         return Err(TensorError::dtype(OP, "\"bmm\" not implemented for 'Bool'"));
     }
     for t in &all[1..] {
@@ -640,4 +640,181 @@ fn lp_finish(out: &Tensor, size: f64, p: f64) -> Result<Tensor> {
         .mul(&out.abs()?.relu()?)?
         .mul(size)?
         .pow(1.0 / p)
+}
+
+/// `adaptive_max_pool{1,2}d`'s checks and, for each output position, the
+/// flat input-plane positions of its window (`[O, K]`, short windows
+/// padded with their last position, which leaves the maximum and its index
+/// unchanged): PyTorch's windows `floor(i * n / o) .. ceil((i + 1) * n / o)`.
+/// Returns the output's spatial sizes too. Shared with strata-autograd.
+pub fn adaptive_max_windows(
+    x: &Tensor,
+    output_size: &[usize],
+    d: usize,
+) -> Result<(Tensor, Vec<usize>)> {
+    let op = if d == 1 {
+        "adaptive_max_pool1d"
+    } else {
+        "adaptive_max_pool2d"
+    };
+    let nd = x.ndim();
+    if nd != d + 1 && nd != d + 2 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "Expected {} to {} dimensions, but got {nd}-dimensional tensor for argument #1 'self' (while checking arguments for {op})",
+                d + 1,
+                d + 2
+            ),
+        ));
+    }
+    for i in 1..nd {
+        if x.shape()[i] == 0 {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "{op}(): Expected input to have non-zero size for non-batch dimensions, but input has sizes {:?} with dimension {i} being empty",
+                    x.shape()
+                ),
+            ));
+        }
+    }
+    if !x.dtype().is_float() {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "\"{op}\" not implemented for {}; convert the input to a float dtype",
+                x.dtype()
+            ),
+        ));
+    }
+    let out: Vec<usize> = match output_size.len() {
+        1 => vec![output_size[0]; d],
+        n if n == d => output_size.to_vec(),
+        n => {
+            return Err(TensorError::value(
+                op,
+                format!("{op}: output_size must be {d} ints, got {n}"),
+            ))
+        }
+    };
+    let spatial = &x.shape()[nd - d..];
+    // Per dim: the window positions [o, K_j].
+    let tables: Vec<(Vec<Vec<usize>>, usize)> = spatial
+        .iter()
+        .zip(&out)
+        .map(|(&n, &o)| {
+            let rows: Vec<Vec<usize>> = (0..o)
+                .map(|i| {
+                    let s = i * n / o;
+                    let e = ((i + 1) * n).div_ceil(o);
+                    (s..e).collect()
+                })
+                .collect();
+            let k = rows.iter().map(Vec::len).max().unwrap_or(1);
+            (rows, k)
+        })
+        .collect();
+    let kk: usize = tables.iter().map(|t| t.1).product();
+    let oo: usize = out.iter().product();
+    let mut pos = Vec::with_capacity(oo * kk);
+    if d == 1 {
+        for row in &tables[0].0 {
+            for k in 0..tables[0].1 {
+                pos.push(row[k.min(row.len() - 1)] as i64);
+            }
+        }
+    } else {
+        let w = spatial[1];
+        for rh in &tables[0].0 {
+            for rw in &tables[1].0 {
+                for kh in 0..tables[0].1 {
+                    for kw in 0..tables[1].1 {
+                        let (h, c) = (rh[kh.min(rh.len() - 1)], rw[kw.min(rw.len() - 1)]);
+                        pos.push((h * w + c) as i64);
+                    }
+                }
+            }
+        }
+    }
+    Ok((Tensor::from_slice(&pos, &[oo, kk], x.device())?, out))
+}
+
+/// The indices of `adaptive_max_pool*d` (PyTorch's: the first maximum of a
+/// window, its last NaN where it holds NaN), in the input's flattened
+/// spatial plane, shaped as the output. Shared with strata-autograd.
+pub fn adaptive_max_indices(x: &Tensor, output_size: &[usize], d: usize) -> Result<Tensor> {
+    let (pos, out) = adaptive_max_windows(x, output_size, d)?;
+    let nd = x.ndim();
+    let lead = &x.shape()[..nd - d];
+    let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+    shape.extend(out.iter().map(|&s| s as i64));
+    let (oo, kk) = (pos.shape()[0], pos.shape()[1]);
+    let b: usize = lead.iter().product();
+    if oo == 0 || b == 0 {
+        let s: Vec<usize> = shape.iter().map(|&v| v as usize).collect();
+        return Tensor::zeros(&s, DType::I64, x.device());
+    }
+    let plane: i64 = x.shape()[nd - d..].iter().product::<usize>() as i64;
+    let xf = x.reshape(&[b as i64, plane])?;
+    let g = xf
+        .index_select(1, &pos.reshape(&[-1])?)?
+        .reshape(&[b as i64, oo as i64, kk as i64])?;
+    let first = g.max_dim(-1, true)?.1;
+    let isnan = g.isnan()?;
+    let has = isnan.any_dim(-1, true)?;
+    let last = isnan
+        .flip(&[-1])?
+        .to_dtype(DType::U8)?
+        .max_dim(-1, true)?
+        .1
+        .neg()?
+        .add(kk as i64 - 1)?;
+    let k = Tensor::where_cond(&has, &last, &first)?;
+    let idx = pos
+        .unsqueeze(0)?
+        .expand(&[b as i64, oo as i64, kk as i64])?
+        .gather(-1, &k)?;
+    idx.reshape(&shape)
+}
+
+impl Tensor {
+    /// `F.adaptive_max_pool1d(x, output_size, return_indices=True)`: the
+    /// maximum of each of PyTorch's adaptive windows and its index in the
+    /// input's length (the first maximum; a window's last NaN).
+    ///
+    /// ```
+    /// use strata_tensor::tensor;
+    /// let (v, i) = tensor![[[1., 3., 3., 2., 5.]]]?.adaptive_max_pool1d(&[2])?;
+    /// assert_eq!(v.to_vec::<f32>()?, [3., 5.]);
+    /// assert_eq!(i.to_vec::<i64>()?, [1, 4]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn adaptive_max_pool1d(&self, output_size: &[usize]) -> Result<(Tensor, Tensor)> {
+        self.adaptive_max_nd(output_size, 1)
+    }
+
+    /// `F.adaptive_max_pool2d(x, output_size, return_indices=True)`: as
+    /// [`Tensor::adaptive_max_pool1d`] over two spatial dims (indices in
+    /// the flattened `H * W` plane).
+    pub fn adaptive_max_pool2d(&self, output_size: &[usize]) -> Result<(Tensor, Tensor)> {
+        self.adaptive_max_nd(output_size, 2)
+    }
+
+    fn adaptive_max_nd(&self, output_size: &[usize], d: usize) -> Result<(Tensor, Tensor)> {
+        let idx = adaptive_max_indices(self, output_size, d)?;
+        let nd = self.ndim();
+        let mut flat: Vec<i64> = self.shape()[..nd - d].iter().map(|&s| s as i64).collect();
+        flat.push(-1);
+        let shape: Vec<i64> = idx.shape().iter().map(|&s| s as i64).collect();
+        if idx.numel() == 0 {
+            let s: Vec<usize> = idx.shape().to_vec();
+            return Ok((Tensor::zeros(&s, self.dtype(), self.device())?, idx));
+        }
+        let v = self
+            .reshape(&flat)?
+            .gather((nd - d) as i64, &idx.reshape(&flat)?)?
+            .reshape(&shape)?;
+        Ok((v, idx))
+    }
 }

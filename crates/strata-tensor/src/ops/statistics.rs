@@ -598,7 +598,8 @@ impl Tensor {
         let avg = weighted(&input)?.sum(Some(&[1]), false)?.div(&w_sum)?;
         let centred = input.sub(&avg.unsqueeze(1)?)?;
         let c = centred.mm(&weighted(&centred)?.t()?)?;
-        c.div(&norm)?.squeeze()
+        let c = c.div(&norm)?;
+        c.squeeze()
     }
 
     /// `torch.corrcoef(x)`: Pearson's correlation coefficients of the rows
