@@ -115,6 +115,7 @@ pub use ops::Operand;
 pub use ops::RoundingMode;
 pub use ops::ScatterReduce;
 pub use ops::Unique;
+pub use ops::ldexp_dtype;
 pub use ops::MAX_PIECES;
 pub use ops::{
     acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,

@@ -348,11 +348,17 @@ impl Var {
         self.unary_op("PositiveBackward", out, Save::Nothing, |g, _| Ok(g.clone()))
     }
 
-    /// `torch.ldexp(self, other)`: `self * 2^other`, recorded as PyTorch's
-    /// composition (`other` takes no gradient here: it is usually an
+    /// `torch.ldexp(self, other)` ([`Tensor::ldexp`]): `self * 2^other`,
+    /// recorded as PyTorch's composition (`other` takes no gradient here: it is usually an
     /// integer tensor, and `2^other`'s gradient is `pow`'s).
     pub fn ldexp(&self, other: &Tensor) -> Result<Var> {
-        self.mul(&Var::new(Tensor::scalar_pow(2.0, other)?))
+        let d = strata_tensor::ldexp_dtype(self.data(), other);
+        let prod = self.mul(&Var::new(Tensor::scalar_pow(2.0, other)?))?;
+        if prod.dtype() == d {
+            Ok(prod)
+        } else {
+            prod.to_dtype(d)
+        }
     }
 
     /// `torch.float_power(self, exponent)`: both in f64, then `pow`.

@@ -112,3 +112,4 @@ pub mod linalg;
 mod special;
 mod special_erfcx;
 pub(crate) mod special_math;
+pub use special::ldexp_dtype;

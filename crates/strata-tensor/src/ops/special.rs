@@ -26,6 +26,17 @@ use crate::tensor::Tensor;
 const DEG_PER_RAD: f64 = 57.295_779_513_082_32;
 const RAD_PER_DEG: f64 = 0.017_453_292_519_943_295;
 
+/// The dtype of `torch.ldexp(a, b)`: their promoted dtype, f32 if that is
+/// an integer or bool dtype.
+pub fn ldexp_dtype(a: &Tensor, b: &Tensor) -> DType {
+    let d = result_type(&[Operand::Tensor(a), Operand::Tensor(b)]);
+    if d.is_float() {
+        d
+    } else {
+        DType::F32
+    }
+}
+
 impl Tensor {
     fn special_unary(&self, f: UnaryFn, name: &'static str, halves: bool) -> Result<Tensor> {
         if !halves && matches!(self.dtype(), DType::F16 | DType::BF16) {
@@ -389,10 +400,20 @@ impl Tensor {
         }
     }
 
-    /// `torch.ldexp(self, other)`: `self * 2^other`, computed as PyTorch
-    /// does (`self * pow(2, other)`, with its promotion).
+    /// `torch.ldexp(self, other)`: `self * 2^other` as PyTorch computes it:
+    /// `2^other` in `other`'s (float-promoted) dtype, the product in the
+    /// promoted dtype of `self` and that power, the result in the promoted
+    /// dtype of `self` and `other` (integers give f32): an f16 tensor times
+    /// `2^20` from an i64 exponent is rounded once from its f32 product,
+    /// from an f16 exponent it is `inf` (`2^20` is, in f16).
     pub fn ldexp(&self, other: &Tensor) -> Result<Tensor> {
-        self.mul(&Tensor::scalar_pow(2.0, other)?)
+        let d = ldexp_dtype(self, other);
+        let prod = self.mul(&Tensor::scalar_pow(2.0, other)?)?;
+        if prod.dtype() == d {
+            Ok(prod)
+        } else {
+            prod.to_dtype(d)
+        }
     }
 
     /// `torch.frexp`: the mantissa (self's dtype, in `[0.5, 1)` in
