@@ -434,6 +434,12 @@ fn nn_gradients_match_finite_differences() {
     gradcheck(vec![vals], 49, move |v| {
         v[0].max_unpool2d(&idx, &[2], None, &[0], None)
     });
+    gradcheck(vec![randn(&[2, 3, 7], 54)], 54, |v| {
+        Ok(v[0].adaptive_max_pool1d(&[3])?.0)
+    });
+    gradcheck(vec![randn(&[1, 2, 5, 7], 55)], 55, |v| {
+        Ok(v[0].adaptive_max_pool2d(&[3, 4])?.0)
+    });
     gradcheck(
         vec![
             randn(&[4, 3], 50),
