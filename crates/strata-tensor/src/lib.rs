@@ -109,13 +109,13 @@ pub use layout::Layout;
 pub use ops::contract;
 pub use ops::contract::{LerpWeight, TensordotDims};
 pub use ops::cosine_similarity_plan;
+pub use ops::ldexp_dtype;
 pub use ops::AdamHyper;
 pub use ops::GeluApprox;
 pub use ops::Operand;
 pub use ops::RoundingMode;
 pub use ops::ScatterReduce;
 pub use ops::Unique;
-pub use ops::ldexp_dtype;
 pub use ops::MAX_PIECES;
 pub use ops::{
     acc_dtype, class_weight, nll_weights, CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
@@ -146,9 +146,9 @@ pub use ops::{addcdiv_plan, glu_halves, movedim_order, prelu_weight, LossOperand
 #[doc(hidden)]
 pub use ops::{likelihood_losses, margin_losses};
 // session 79 (helper 134): shape, join, statistics and nn ops
+pub use ops::nn_more;
 pub use ops::shape_join::{self, TensorSplit};
 pub use ops::statistics::{self, HistogramBins, QuantileInterpolation, QuantileQ, Spacing};
-pub use ops::nn_more;
 // session 79 (helper 132): torch.linalg as `strata_tensor::linalg::inv(&a)`
 pub use ops::linalg;
 pub use scalar::Scalar;

@@ -47,9 +47,9 @@ mod pair_math;
 pub(crate) mod cdist;
 mod grids;
 // ---- session 79 (helper 134): shape, join, statistics and nn ops ----
+mod nn_more;
 mod shape_join;
 mod statistics;
-mod nn_more;
 
 use crate::error::Result;
 use strata_tensor::{DType, Tensor};

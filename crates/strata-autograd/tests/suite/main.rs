@@ -69,6 +69,7 @@ mod inplace_views;
 mod interpolate_s75;
 mod kl_normalize_s74;
 mod layer_norm_bw_s56;
+mod linalg_s79;
 mod losses_grad_s74;
 mod math_grad_s74;
 mod missing_ops_s78;
@@ -91,12 +92,11 @@ mod scatter_ops_grad;
 mod semantics;
 mod sgd_fused_add_s45;
 mod shape_ops;
+mod shape_stats_s79;
 mod similarity_s75;
 mod sort;
 mod strides_s59;
 mod window_memory_s76;
-mod shape_stats_s79;
-mod linalg_s79;
 
 // session 79 (helper 133): special functions and element-wise math
 mod math_ops_s79;

@@ -101,9 +101,9 @@ pub use loss_operand::LossOperand;
 pub use movedim::movedim_order;
 pub use prelu::prelu_weight;
 // ---- session 79 (helper 134): shape, join, statistics and nn ops ----
+pub mod nn_more;
 pub mod shape_join;
 pub mod statistics;
-pub mod nn_more;
 
 // ---- session 79 (helper 132): torch.linalg ----
 pub mod linalg;

@@ -85,9 +85,9 @@ mod view_args_s72;
 // session 60: einsum, diagonals, scaled products, lerp, cross
 mod contract;
 mod conv_pool_props;
-mod window_kernel_props;
-mod shape_stats_s79;
 mod linalg_s79;
+mod shape_stats_s79;
+mod window_kernel_props;
 
 // session 79 (helper 133): special functions and element-wise math
 mod math_ops_s79;
