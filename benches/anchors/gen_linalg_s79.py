@@ -281,6 +281,14 @@ def forward_cases():
                 for keep in [False, True]:
                     case("matrix_norm", {"p": fmt(p) if isinstance(p, float) else p, "dim": dims, "keepdim": keep}, [t],
                          lambda a, p=p, di=dims, k=keep: torch.linalg.matrix_norm(a, p, dim=di, keepdim=k))
+    # solve's and lstsq's vector-or-matrix rule and batch broadcasting
+    for ash, bsh in [((2, 1, 3, 3), (4, 3, 2)), ((3, 3), (2, 3, 3)), ((2, 3, 3), (3,)), ((2, 3, 3), (2, 3)),
+                     ((2, 3, 3), (3, 2)), ((1, 3, 3), (5, 3)), ((3, 3), (3, 1)), ((0, 3, 3), (3,))]:
+        a = well(3, ash[:-2])
+        b = randn(*bsh)
+        case("solve", {}, [a, b], torch.linalg.solve)
+        if len(bsh) >= 2 or len(ash) == 2:
+            case("lstsq", {}, [a, b], lstsq_sol)
     # refusals
     for dt in ["f16", "bf16", "i64", "i32"]:
         a = torch.ones(2, 2, dtype=DT[dt]) if dt[0] == "i" else (torch.eye(2) * 2).to(DT[dt])

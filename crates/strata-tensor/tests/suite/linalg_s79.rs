@@ -1,5 +1,5 @@
 //! Session 79: `strata_tensor::linalg` against PyTorch 2.15's CPU
-//! (`torch.linalg`): `benches/anchors/gen_linalg_s79.py` drew 5,520 calls
+//! (`torch.linalg`): `benches/anchors/gen_linalg_s79.py` drew 5,534 calls
 //! (orders 0..8 and 32/64, batches including empty ones, transposed
 //! inputs, f32 and f64, singular and near-singular matrices, matrices that
 //! are not positive-definite, rectangular ones, non-finite input to the

@@ -399,7 +399,8 @@ pub fn pinv(a: &Var, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -> R
 /// Errors: those of [`strata_tensor::linalg::lstsq`].
 pub fn lstsq(a: &Var, b: &Var, rcond: Option<f64>) -> Result<Var> {
     let out = tl::lstsq(a.data(), b.data(), rcond)?.solution;
-    let vector = tl::solve_is_vector_rhs(a.shape(), b.shape());
+    // lstsq's rule (not solve's): a vector has one dim fewer than A.
+    let vector = b.ndim() + 1 == a.ndim();
     let (aa, bb) = (a.data().clone(), b.data().clone());
     let (a_shape, b_shape, dt) = (a.shape().to_vec(), b.shape().to_vec(), a.dtype());
     let f = formula(move |g, s, needs| {

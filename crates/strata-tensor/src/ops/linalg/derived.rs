@@ -3,7 +3,6 @@
 
 use super::decompose::svdvals_imp;
 use super::host::{self, finite, no_convergence, push, shape_of, tensor, Lin, Mats};
-use super::lu::solve_is_vector_rhs;
 use super::norms::{matrix_norm, NormOrd};
 use super::{batch_of, check_float, check_matrix, check_square, inv, real, same_device};
 use crate::error::{Result, TensorError};
@@ -343,16 +342,16 @@ pub struct Lstsq {
 /// `torch.linalg.lstsq(A, B, rcond)` with the CPU's default driver
 /// `gelsy`: `X` minimizing `‖A X - B‖` for each matrix of the batch (the
 /// minimum-norm one where `A` has more columns than rows), `B` a matrix
-/// `[.., m, k]` or a vector (`[.., m]`, as [`solve`](super::solve) decides);
-/// batch dims broadcast. For a full-rank `A` the solution is unique and is
+/// `[.., m, k]` or, with one dim fewer than `A`, a vector (`[.., m]`, PyTorch's
+/// rule for lstsq, not `solve`'s); batch dims broadcast. For a full-rank `A` the solution is unique and is
 /// `gelsy`'s; strata computes it from the SVD, treating singular values at
 /// most `rcond * σ_max` as zero (`rcond` defaults to `eps * max(m, n)`, as
 /// PyTorch's), where `gelsy` decides the rank from a pivoted QR's
 /// incremental condition estimate: for a rank-deficient `A` the two can
 /// differ. `residuals` and `singular_values` are empty, as `gelsy`'s.
 ///
-/// Errors: fewer than 2 dims, `B` rows other than `A`'s
-/// ([`TensorError::Shape`]); dtypes other than f32/f64 or not equal
+/// Errors: fewer than 2 dims, `B` with more dims than `A` or two fewer,
+/// `B` rows other than `A`'s ([`TensorError::Shape`]); dtypes other than f32/f64 or not equal
 /// ([`TensorError::DType`]); batch dims that do not broadcast.
 ///
 /// ```
@@ -381,9 +380,25 @@ pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
     }
     let nd = a.ndim();
     let (m, n) = (a.shape()[nd - 2], a.shape()[nd - 1]);
-    let vector = solve_is_vector_rhs(a.shape(), b.shape());
+    // PyTorch's lstsq: B has A's dims or one fewer (then it is a vector);
+    // not `solve`'s rule.
+    if b.ndim() > nd || nd - b.ndim() > 1 {
+        return Err(TensorError::shape(
+            OP,
+            "input.dim() must be greater or equal to other.dim() and (input.dim() - other.dim()) <= 1",
+        ));
+    }
+    // PyTorch checks B's rows by `solve`'s vector rule, then computes with
+    // a B of one dim fewer as a vector (so a B it took for a matrix may then
+    // fail to broadcast).
+    let rows = if super::lu::solve_is_vector_rhs(a.shape(), b.shape()) {
+        b.shape().last().copied()
+    } else {
+        b.ndim().checked_sub(2).map(|d| b.shape()[d])
+    };
+    let vector = b.ndim() + 1 == nd;
     let b2 = if vector { b.unsqueeze(-1)? } else { b.clone() };
-    if b2.ndim() < 2 || b2.shape()[b2.ndim() - 2] != m {
+    if rows != Some(m) {
         return Err(TensorError::shape(
             OP,
             "input.size(-2) should match other.size(-2)",
