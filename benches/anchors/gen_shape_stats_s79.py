@@ -453,6 +453,26 @@ def case(r, op):
         args = {"output_size": o}
         fn = F.adaptive_max_pool2d if two else F.adaptive_max_pool1d
         f = lambda a: list(fn(a, tuple(o) if len(o) > 1 else o[0], return_indices=True))
+    elif op == "multilabel_margin_loss":
+        d = r.choice(["f32", "f64"] * 5 + ["f16"])
+        # No empty batch: PyTorch 2.15's CPU returns uninitialised memory for
+        # its mean (and checks no dtype there).
+        s = r.choice([[3, 4], [4], [], [2, 5], [1, 1], [2, 0]])
+        add(draw(r, d, s))
+        n = 1 if len(s) <= 1 else s[0]
+        c = 1 if not s else s[-1]
+        rows = []
+        for _ in range(n):
+            row = [r.randrange(max(c, 1)) if r.random() < 0.8 else r.choice([-1, -1, -2]) for _ in range(c)]
+            if r.random() < 0.05 and row:
+                row[0] = c
+            rows.extend(row)
+        tshape = list(s) if len(s) == 2 else [c]
+        if r.random() < 0.05:
+            tshape = [n * c]
+        add(index_tensor(rows, tshape, "i64" if r.random() < 0.93 else "i32"))
+        args = {"reduction": r.choice(["none", "mean", "sum"])}
+        f = lambda a, t: [F.multilabel_margin_loss(a, t, reduction=args["reduction"])]
     else:
         raise ValueError(op)
     return ts, args, f, diff
@@ -464,7 +484,8 @@ OPS = ["rot90", "block_diag", "unflatten", "hstack", "vstack", "dstack", "column
        "select_scatter", "slice_scatter", "diagonal_scatter",
        "quantile", "nanquantile", "cov", "corrcoef", "aminmax", "trapezoid", "cumulative_trapezoid", "renorm",
        "pdist", "histogram", "multi_margin_loss", "instance_norm", "local_response_norm", "lp_pool1d", "lp_pool2d",
-       "max_unpool1d", "max_unpool2d", "bilinear", "adaptive_max_pool1d", "adaptive_max_pool2d"]
+       "max_unpool1d", "max_unpool2d", "bilinear", "adaptive_max_pool1d", "adaptive_max_pool2d",
+       "multilabel_margin_loss"]
 
 
 def main():

@@ -279,3 +279,29 @@ impl Var {
         Ok((v, idx))
     }
 }
+
+impl Var {
+    /// [`Tensor::multilabel_margin_loss`] (the gradient goes to the pairs
+    /// whose hinge is positive, as PyTorch's CPU backward).
+    pub fn multilabel_margin_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Var> {
+        let (nc, tc, counts, batched) =
+            strata_tensor::nn_more::multilabel_margin_plan(self.data(), target)?;
+        let x = self.reshape(&nc)?;
+        let z = x
+            .gather(1, &tc)?
+            .neg()?
+            .add(1.0)?
+            .unsqueeze(2)?
+            .add(&x.unsqueeze(1)?)?;
+        let on = counts.logical_and(&z.data().gt(0.0)?)?;
+        let zeros = Var::new(z.data().zeros_like(None)?);
+        let h = Var::where_cond(&on, &z, &zeros)?;
+        let per = h.sum(Some(&[1, 2]), false)?.div(nc[1] as f64)?;
+        match reduction {
+            Reduction::None if batched => Ok(per),
+            Reduction::None => per.reshape(&[]),
+            Reduction::Sum => per.sum(None, false),
+            Reduction::Mean => per.mean(None, false),
+        }
+    }
+}

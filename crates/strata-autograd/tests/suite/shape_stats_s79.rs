@@ -189,6 +189,10 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
             };
             Ok(vec![y, Var::new(i)])
         }
+        "multilabel_margin_loss" => {
+            let red = crate::hostile_calls::reduction(&a["reduction"]);
+            one(v[0].multilabel_margin_loss(&t[1], red))
+        }
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }
@@ -407,6 +411,15 @@ fn nn_gradients_match_finite_differences() {
             v[0].multi_margin_loss(&t, p, 0.7, Some(&w), Reduction::None)
         });
     }
+    let labels = Tensor::from_slice(
+        &[4i64, 1, -1, 0, 2, 2, 3, 0, 1, -1, 0, 0, 0, 0, 0],
+        &[3, 5],
+        Device::Cpu,
+    )
+    .unwrap();
+    gradcheck(vec![x.clone()], 56, move |v| {
+        v[0].multilabel_margin_loss(&labels, Reduction::None)
+    });
     let img = randn(&[2, 3, 4], 42);
     gradcheck(
         vec![img.clone(), randn(&[3], 43), randn(&[3], 44)],

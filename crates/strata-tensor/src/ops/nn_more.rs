@@ -818,3 +818,123 @@ impl Tensor {
         Ok((v, idx))
     }
 }
+
+/// `multilabel_margin_loss`'s checks and masks: the input as `[N, C]`, the
+/// targets' gather indices `[N, C]` (0 past each row's first negative
+/// label), and the condition `[N, C, C]` under which the hinge of label
+/// slot `a` against class `d` counts (slot `a` before the row's first
+/// negative label, class `d` not among the row's labels); whether the
+/// result of `reduction = None` is 1-D. Shared with strata-autograd.
+pub fn multilabel_margin_plan(
+    x: &Tensor,
+    target: &Tensor,
+) -> Result<(Vec<i64>, Tensor, Tensor, bool)> {
+    const OP: &str = "multilabel_margin_loss";
+    let nd = x.ndim();
+    let ok = (nd == 2 && x.shape()[1] != 0) || (nd == 1 && x.shape()[0] != 0) || nd == 0;
+    if !ok {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "Expected non-empty vector or matrix with optional 0-dim batch size, but got: {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    let (n, c) = if nd <= 1 {
+        (1, if nd == 0 { 1 } else { x.shape()[0] })
+    } else {
+        (x.shape()[0], x.shape()[1])
+    };
+    let target_ok = if nd <= 1 {
+        target.ndim() <= 1 && target.numel() == c
+    } else {
+        target.ndim() == 2 && target.shape() == [n, c]
+    };
+    if !target_ok {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "inconsistent target size: {:?} for input of size: {:?}",
+                target.shape(),
+                x.shape()
+            ),
+        ));
+    }
+    if !matches!(x.dtype(), DType::F32 | DType::F64) {
+        return Err(TensorError::dtype(
+            OP,
+            format!("\"multilabel_margin_loss_forward_out_frame\" not implemented for {}; convert the input to f32 or f64", x.dtype()),
+        ));
+    }
+    if target.dtype() != DType::I64 {
+        return Err(TensorError::dtype(
+            OP,
+            format!(
+                "expected scalar type Long but found {} for the target",
+                target.dtype()
+            ),
+        ));
+    }
+    crate::ops::elementwise::same_device(OP, x, target)?;
+    let (ni, ci) = (n as i64, c as i64);
+    let t = target.reshape(&[ni, ci])?;
+    // A label slot counts while every label up to it is non-negative.
+    let valid = t
+        .ge(0i64)?
+        .to_dtype(DType::I64)?
+        .cumprod(1, None)?
+        .gt(0i64)?;
+    // Every entry, even past the first -1, must be a class or -1.
+    let bad = t.lt(-1i64)?.logical_or(&t.ge(ci)?)?;
+    if n > 0 && bad.any()?.item::<bool>()? {
+        return Err(TensorError::index(
+            OP,
+            format!("argument #2 'target' is out of range (the classes are 0..{c}, or -1)"),
+        ));
+    }
+    let tc = Tensor::where_cond(&valid, &t, 0i64)?;
+    let is_target = Tensor::zeros(&[n, c], DType::I64, x.device())?
+        .scatter_add(1, &tc, &valid.to_dtype(DType::I64)?)?
+        .gt(0i64)?;
+    let counts = valid
+        .unsqueeze(2)?
+        .logical_and(&is_target.logical_not()?.unsqueeze(1)?)?;
+    Ok((vec![ni, ci], tc, counts, target.ndim() > 1))
+}
+
+impl Tensor {
+    /// `F.multilabel_margin_loss(x, target, reduction)`: for each sample,
+    /// `sum_{labels j} sum_{classes d not labels} max(0, 1 - x[j] + x[d]) / C`,
+    /// the labels being the target's entries before its first negative one
+    /// (a NaN hinge counts 0, as PyTorch's `z > 0` test). f32 and f64.
+    ///
+    /// ```
+    /// use strata_tensor::{tensor, Reduction};
+    /// let x = tensor![[0.1, 0.2, 0.4, 0.8]]?;
+    /// let y = tensor![[3i64, 0, -1, 1]]?;
+    /// let l = x.multilabel_margin_loss(&y, Reduction::Mean)?;
+    /// assert!((l.item::<f32>()? - 0.85).abs() < 1e-6);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn multilabel_margin_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+        let (nc, tc, counts, batched) = multilabel_margin_plan(self, target)?;
+        let x = self.reshape(&nc)?;
+        // PyTorch's order: (1 - x[j]) + x[d].
+        let z = x
+            .gather(1, &tc)?
+            .neg()?
+            .add(1.0)?
+            .unsqueeze(2)?
+            .add(&x.unsqueeze(1)?)?;
+        let on = counts.logical_and(&z.gt(0.0)?)?;
+        let h = Tensor::where_cond(&on, &z, 0.0)?;
+        let per = h.sum(Some(&[1, 2]), false)?.div(nc[1] as f64)?;
+        match reduction {
+            Reduction::None if batched => Ok(per),
+            Reduction::None => per.reshape(&[]),
+            Reduction::Sum => per.sum(None, false),
+            Reduction::Mean => per.mean(None, false),
+        }
+    }
+}

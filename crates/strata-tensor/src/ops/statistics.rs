@@ -815,10 +815,15 @@ impl Tensor {
                     format!("torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same dtype, but got input({dt}), and weight({})", w.dtype()),
                 ));
             }
-            if w.shape() != self.shape() {
+            // PyTorch flattens both: the same number of elements will do.
+            if w.numel() != self.numel() {
                 return Err(TensorError::shape(
                     OP,
-                    format!("torch.histogram: if weight tensor is provided it should have the same shape as the input tensor ({:?} and {:?})", w.shape(), self.shape()),
+                    format!(
+                        "torch.histogram: the weight tensor should have as many elements as the input ({:?} and {:?})",
+                        w.shape(),
+                        self.shape()
+                    ),
                 ));
             }
             crate::ops::elementwise::same_device(OP, self, w)?;

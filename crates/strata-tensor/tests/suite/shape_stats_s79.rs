@@ -217,6 +217,10 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             };
             Ok(vec![y, i])
         }
+        "multilabel_margin_loss" => {
+            let red = crate::hostile_calls::reduction(&a["reduction"]);
+            one(t[0].multilabel_margin_loss(&t[1], red))
+        }
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }
