@@ -448,19 +448,15 @@ mod tests {
     }
 
     /// Compiles every op body with NVRTC for sm_80 and sm_90 (no GPU
-    /// needed: NVRTC only compiles). Where NVRTC cannot be loaded the test
-    /// says so and checks nothing more; `STRATA_REQUIRE_NVRTC=1` makes that
-    /// a failure (set it where NVRTC is installed, e.g. with PyTorch's
-    /// `nvidia/cu13/lib` on `LD_LIBRARY_PATH`).
+    /// needed: NVRTC only compiles). Ignored where it cannot run: it needs
+    /// NVRTC (`libnvrtc`, e.g. PyTorch's wheel's `nvidia/cu13/lib` on
+    /// `LD_LIBRARY_PATH`), and fails without it when asked for with
+    /// `--include-ignored`.
     #[test]
+    #[ignore = "needs NVRTC (libnvrtc on LD_LIBRARY_PATH); run with --include-ignored where it is installed"]
     fn every_special_kernel_compiles_with_nvrtc() {
         if let Err(why) = crate::backend::cuda::nvrtc::ensure_nvrtc() {
-            assert!(
-                std::env::var_os("STRATA_REQUIRE_NVRTC").is_none(),
-                "NVRTC is required but cannot be loaded: {why}"
-            );
-            eprintln!("NVRTC cannot be loaded ({why}); the special kernels were not compiled");
-            return;
+            panic!("NVRTC cannot be loaded: {why}");
         }
         let (src, keys) = program();
         assert_eq!(keys.len(), sources().len());
