@@ -473,6 +473,43 @@ def case(r, op):
         add(index_tensor(rows, tshape, "i64" if r.random() < 0.93 else "i32"))
         args = {"reduction": r.choice(["none", "mean", "sum"])}
         f = lambda a, t: [F.multilabel_margin_loss(a, t, reduction=args["reduction"])]
+    elif op == "embedding_bag":
+        d = r.choice(["f32", "f64"] * 5 + ["f16"])
+        ne, dim = r.randint(1, 5), r.randint(1, 3)
+        add(draw(r, d, [ne, dim], "distinct"))
+        two = r.random() < 0.3
+        if two:
+            ishape = [r.randint(0, 3), r.randint(0, 3)]
+        else:
+            ishape = [r.randint(0, 6)]
+        n = math.prod(ishape)
+        iv = [r.randrange(ne) if r.random() < 0.97 else ne for _ in range(n)]
+        add(index_tensor(iv, ishape))
+        mode = r.choice(["sum", "mean", "max"])
+        args = {"mode": mode, "offsets": None, "psw": None, "include_last_offset": r.random() < 0.3,
+                "padding_idx": r.choice([None, None, 0, -1, ne])}
+        if not two or r.random() < 0.1:
+            # At least two offsets with include_last_offset: PyTorch 2.15's CPU
+            # crashes (SIGSEGV) on one offset and one index.
+            k = r.randint(2 if args["include_last_offset"] else 1, 4)
+            offs = sorted(r.randint(0, n) for _ in range(k))
+            if offs and r.random() < 0.9:
+                offs[0] = 0
+            if args["include_last_offset"]:
+                # PyTorch's contract (its kernels disagree otherwise; strata
+                # refuses another last offset).
+                offs[-1] = n
+            args["offsets"] = len(ts)
+            add(index_tensor(offs, [len(offs)]))
+        if (mode == "sum" and r.random() < 0.5) or r.random() < 0.05:
+            args["psw"] = len(ts)
+            add(draw(r, d, ishape, "tame"))
+        oi, pi = args["offsets"], args["psw"]
+        f = lambda *a: [F.embedding_bag(a[1], a[0], a[oi] if oi else None, mode=mode,
+                                        per_sample_weights=a[pi] if pi else None,
+                                        include_last_offset=args["include_last_offset"],
+                                        padding_idx=args["padding_idx"])]
+        diff = [0] + ([pi] if pi else [])
     else:
         raise ValueError(op)
     return ts, args, f, diff
@@ -485,7 +522,7 @@ OPS = ["rot90", "block_diag", "unflatten", "hstack", "vstack", "dstack", "column
        "quantile", "nanquantile", "cov", "corrcoef", "aminmax", "trapezoid", "cumulative_trapezoid", "renorm",
        "pdist", "histogram", "multi_margin_loss", "instance_norm", "local_response_norm", "lp_pool1d", "lp_pool2d",
        "max_unpool1d", "max_unpool2d", "bilinear", "adaptive_max_pool1d", "adaptive_max_pool2d",
-       "multilabel_margin_loss"]
+       "multilabel_margin_loss", "embedding_bag"]
 
 
 def main():
@@ -501,6 +538,8 @@ def main():
         c = {"op": op, "inputs": [rec for _, rec in ts],
              "args": {k: fmt(v) if isinstance(v, float) else v for k, v in args.items()}}
         try:
+            if DEBUG and op == "embedding_bag":
+                print("F", c["args"], [(t.shape, t.tolist() if t.dtype == torch.int64 else None) for t, _ in ts], flush=True)
             outs = f(*[t for t, _ in ts])
             c["results"] = [m.tensor_record(o) for o in outs]
         except Exception as e:  # noqa: BLE001 - PyTorch raises several types

@@ -146,7 +146,7 @@ pub use ops::{addcdiv_plan, glu_halves, movedim_order, prelu_weight, LossOperand
 #[doc(hidden)]
 pub use ops::{likelihood_losses, margin_losses};
 // session 79 (helper 134): shape, join, statistics and nn ops
-pub use ops::nn_more;
+pub use ops::nn_more::{self, EmbeddingBagMode};
 pub use ops::shape_join::{self, TensorSplit};
 pub use ops::statistics::{self, HistogramBins, QuantileInterpolation, QuantileQ, Spacing};
 // session 79 (helper 132): torch.linalg as `strata_tensor::linalg::inv(&a)`

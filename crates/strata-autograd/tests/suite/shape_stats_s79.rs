@@ -193,6 +193,23 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
             let red = crate::hostile_calls::reduction(&a["reduction"]);
             one(v[0].multilabel_margin_loss(&t[1], red))
         }
+        "embedding_bag" => {
+            let mode = match a["mode"].as_str().unwrap() {
+                "sum" => strata_tensor::EmbeddingBagMode::Sum,
+                "mean" => strata_tensor::EmbeddingBagMode::Mean,
+                _ => strata_tensor::EmbeddingBagMode::Max,
+            };
+            let offs = a["offsets"].as_u64().map(|j| &t[j as usize]);
+            let psw = a["psw"].as_u64().map(|j| &v[j as usize]);
+            one(v[0].embedding_bag(
+                &t[1],
+                offs,
+                mode,
+                psw,
+                b("include_last_offset"),
+                a["padding_idx"].as_i64(),
+            ))
+        }
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }
@@ -419,6 +436,23 @@ fn nn_gradients_match_finite_differences() {
     .unwrap();
     gradcheck(vec![x.clone()], 56, move |v| {
         v[0].multilabel_margin_loss(&labels, Reduction::None)
+    });
+    let bag_idx = Tensor::from_slice(&[1i64, 3, 0, 3, 2, 4], &[6], Device::Cpu).unwrap();
+    let bag_offs = Tensor::from_slice(&[0i64, 2, 2, 5], &[4], Device::Cpu).unwrap();
+    for mode in [
+        strata_tensor::EmbeddingBagMode::Sum,
+        strata_tensor::EmbeddingBagMode::Mean,
+        strata_tensor::EmbeddingBagMode::Max,
+    ] {
+        let (i, o) = (bag_idx.clone(), bag_offs.clone());
+        gradcheck(vec![randn(&[5, 3], 57)], 57, move |v| {
+            v[0].embedding_bag(&i, Some(&o), mode, None, false, Some(3))
+        });
+    }
+    let (i, o) = (bag_idx.clone(), bag_offs.clone());
+    gradcheck(vec![randn(&[5, 3], 58), randn(&[6], 59)], 58, move |v| {
+        let sum = strata_tensor::EmbeddingBagMode::Sum;
+        v[0].embedding_bag(&i, Some(&o), sum, Some(&v[1]), false, None)
     });
     let img = randn(&[2, 3, 4], 42);
     gradcheck(

@@ -938,3 +938,311 @@ impl Tensor {
         }
     }
 }
+
+/// How `embedding_bag` reduces each bag (PyTorch's `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum EmbeddingBagMode {
+    /// `"sum"` (with optional per-sample weights).
+    Sum,
+    /// `"mean"` (over the bag's non-padding entries; an empty bag is 0).
+    #[default]
+    Mean,
+    /// `"max"` (elementwise over the bag; an empty bag is 0).
+    Max,
+}
+
+/// `embedding_bag`'s checks and its plan: the kept entries' rows of the
+/// weight (`rows`, i64) and bags (`bags`, i64), the per-sample weights of
+/// the kept entries (`[kept, 1]`), the bag count and each bag's count of
+/// kept entries. Entries equal to `padding_idx` are dropped. Shared with
+/// strata-autograd.
+pub struct EmbeddingBagPlan {
+    /// The weight rows of the kept entries.
+    pub rows: Tensor,
+    /// The bag of each kept entry.
+    pub bags: Tensor,
+    /// The kept entries' per-sample weights, `[kept, 1]`.
+    pub psw: Option<Tensor>,
+    /// The number of bags.
+    pub num_bags: usize,
+    /// Each bag's number of kept entries, `[B, 1]` in the weight's dtype.
+    pub counts: Tensor,
+    /// The flat positions of the kept entries among the indices.
+    pub kept: Tensor,
+}
+
+/// Plans `F.embedding_bag(indices, weight, offsets, ...)` (PyTorch's checks;
+/// the indices and offsets are read to the host).
+pub fn embedding_bag_plan(
+    indices: &Tensor,
+    weight: &Tensor,
+    offsets: Option<&Tensor>,
+    mode: EmbeddingBagMode,
+    per_sample_weights: Option<&Tensor>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Result<EmbeddingBagPlan> {
+    const OP: &str = "embedding_bag";
+    if weight.ndim() != 2 {
+        return Err(TensorError::shape(
+            OP,
+            format!(
+                "weight has to be a 2D Tensor, but got Tensor of dimension {}",
+                weight.ndim()
+            ),
+        ));
+    }
+    if !matches!(indices.dtype(), DType::I64 | DType::I32) {
+        return Err(TensorError::dtype(
+            OP,
+            format!(
+                "expected the indices to be int64 or int32, got {}",
+                indices.dtype()
+            ),
+        ));
+    }
+    crate::ops::elementwise::same_device(OP, weight, indices)?;
+    let ne = weight.shape()[0] as i64;
+    let pad = match padding_idx {
+        None => None,
+        Some(p) if p >= -ne && p < ne => Some(if p < 0 { p + ne } else { p }),
+        Some(p) => {
+            return Err(TensorError::value(
+                OP,
+                format!("padding_idx must be within the number of embeddings ({ne}), got {p}"),
+            ))
+        }
+    };
+    let idx: Vec<i64> = indices
+        .to_dtype(DType::I64)?
+        .contiguous()?
+        .to_vec::<i64>()?;
+    let n = idx.len();
+    let (starts, ends, b): (Vec<usize>, Vec<usize>, usize) = match indices.ndim() {
+        2 => {
+            if offsets.is_some() {
+                return Err(TensorError::value(OP, "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences."));
+            }
+            let (rows, len) = (indices.shape()[0], indices.shape()[1]);
+            if len == 0 {
+                // PyTorch builds the offsets as arange(0, n, len).
+                return Err(TensorError::value(
+                    OP,
+                    "step must be nonzero (2-D indices need at least one column)",
+                ));
+            }
+            (
+                (0..rows).map(|r| r * len).collect(),
+                (0..rows).map(|r| (r + 1) * len).collect(),
+                rows,
+            )
+        }
+        1 => {
+            let Some(o) = offsets else {
+                return Err(TensorError::value(
+                    OP,
+                    "offsets has to be a 1D Tensor but got None",
+                ));
+            };
+            if o.ndim() != 1 {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "offsets has to be a 1D Tensor, but got Tensor of dimension {}",
+                        o.ndim()
+                    ),
+                ));
+            }
+            if o.dtype() != indices.dtype() {
+                return Err(TensorError::dtype(
+                    OP,
+                    format!(
+                        "expected the offsets to have the indices' dtype {}, got {}",
+                        indices.dtype(),
+                        o.dtype()
+                    ),
+                ));
+            }
+            let ov: Vec<i64> = o.to_dtype(DType::I64)?.contiguous()?.to_vec::<i64>()?;
+            if let Some(&first) = ov.first() {
+                if first != 0 {
+                    return Err(TensorError::value(
+                        OP,
+                        format!("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. However, got {first}"),
+                    ));
+                }
+            }
+            if let Some(&last) = ov.last() {
+                if last > n as i64 {
+                    return Err(TensorError::value(
+                        OP,
+                        format!("offsets[-1] can not be greater than input's length {n} but got offsets[-1] of {last}"),
+                    ));
+                }
+            }
+            if ov.windows(2).any(|w| w[1] < w[0]) {
+                return Err(TensorError::value(
+                    OP,
+                    format!("offsets must be non-decreasing, got {ov:?}"),
+                ));
+            }
+            if include_last_offset && ov.last().is_some_and(|&l| l != n as i64) {
+                // PyTorch's documented contract; its CPU kernels disagree
+                // among themselves otherwise (the sum stops at the last
+                // offset or runs to the end, the mean's count runs to the end).
+                return Err(TensorError::value(
+                    OP,
+                    format!("include_last_offset: the last offset must be the number of indices ({n}), got {ov:?}"),
+                ));
+            }
+            let b = if include_last_offset {
+                ov.len().saturating_sub(1)
+            } else {
+                ov.len()
+            };
+            let starts: Vec<usize> = ov[..b].iter().map(|&v| v as usize).collect();
+            // The last bag runs to the end of the indices, even with
+            // include_last_offset (PyTorch's: the last offset only counts).
+            let ends: Vec<usize> = (0..b)
+                .map(|i| if i + 1 < b { ov[i + 1] as usize } else { n })
+                .collect();
+            (starts, ends, b)
+        }
+        d => {
+            return Err(TensorError::shape(
+                OP,
+                format!("input has to be 1D or 2D Tensor, but got Tensor of dimension {d}"),
+            ))
+        }
+    };
+    if let Some((k, &v)) = idx.iter().enumerate().find(|(_, &v)| v < 0 || v >= ne) {
+        return Err(TensorError::index(
+            OP,
+            format!("Index {k} of input takes value {v} which is not in the valid range [0, {ne})"),
+        ));
+    }
+    if let Some(w) = per_sample_weights {
+        if mode != EmbeddingBagMode::Sum {
+            return Err(TensorError::value(
+                OP,
+                format!("embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='{}')", if mode == EmbeddingBagMode::Mean { "mean" } else { "max" }),
+            ));
+        }
+        if w.shape() != indices.shape() {
+            return Err(TensorError::shape(
+                OP,
+                format!("embedding_bag: If per_sample_weights ({:?}) is not None, then it must have the same shape as the input ({:?})", w.shape(), indices.shape()),
+            ));
+        }
+        if w.dtype() != weight.dtype() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "expected per_sample_weights of the weight's dtype {}, got {}",
+                    weight.dtype(),
+                    w.dtype()
+                ),
+            ));
+        }
+        crate::ops::elementwise::same_device(OP, weight, w)?;
+    }
+    // The bag of each entry: the last start at or before it.
+    let mut bag_of = vec![usize::MAX; n];
+    for (bi, (&st, &en)) in starts.iter().zip(&ends).enumerate() {
+        for slot in bag_of.iter_mut().take(en).skip(st) {
+            *slot = bi;
+        }
+    }
+    let kept: Vec<usize> = (0..n)
+        .filter(|&k| bag_of[k] != usize::MAX && Some(idx[k]) != pad)
+        .collect();
+    let dev = weight.device();
+    let rows: Vec<i64> = kept.iter().map(|&k| idx[k]).collect();
+    let bags: Vec<i64> = kept.iter().map(|&k| bag_of[k] as i64).collect();
+    let mut counts = vec![0.0f64; b];
+    for &bg in &bags {
+        counts[bg as usize] += 1.0;
+    }
+    let m = kept.len();
+    let keep = Tensor::from_slice(
+        &kept.iter().map(|&k| k as i64).collect::<Vec<_>>(),
+        &[m],
+        dev,
+    )?;
+    let psw = match per_sample_weights {
+        Some(w) => Some(
+            w.reshape(&[-1])?
+                .index_select(0, &keep)?
+                .reshape(&[m as i64, 1])?,
+        ),
+        None => None,
+    };
+    Ok(EmbeddingBagPlan {
+        rows: Tensor::from_slice(&rows, &[m], dev)?,
+        bags: Tensor::from_slice(&bags, &[m], dev)?,
+        psw,
+        num_bags: b,
+        counts: Tensor::from_slice(&counts, &[b, 1], dev)?.to_dtype(weight.dtype())?,
+        kept: keep,
+    })
+}
+
+impl Tensor {
+    /// `F.embedding_bag(indices, weight, offsets, mode, per_sample_weights,
+    /// include_last_offset, padding_idx)` with `self` the weight: the sum,
+    /// mean or maximum of each bag's embeddings (bags: the rows of 2-D
+    /// indices, or the runs of 1-D indices starting at `offsets`); entries
+    /// equal to `padding_idx` are left out, an empty bag is zeros.
+    ///
+    /// ```
+    /// use strata_tensor::{tensor, Device, EmbeddingBagMode, Tensor};
+    /// let w = Tensor::arange(0.0, 6.0, 1.0, None, Device::Cpu)?.reshape(&[3, 2])?;
+    /// let i = tensor![0i64, 2, 1]?;
+    /// let o = tensor![0i64, 2]?;
+    /// let y = w.embedding_bag(&i, Some(&o), EmbeddingBagMode::Sum, None, false, None)?;
+    /// assert_eq!(y.to_vec::<f32>()?, [4., 6., 2., 3.]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn embedding_bag(
+        &self,
+        indices: &Tensor,
+        offsets: Option<&Tensor>,
+        mode: EmbeddingBagMode,
+        per_sample_weights: Option<&Tensor>,
+        include_last_offset: bool,
+        padding_idx: Option<i64>,
+    ) -> Result<Tensor> {
+        let p = embedding_bag_plan(
+            indices,
+            self,
+            offsets,
+            mode,
+            per_sample_weights,
+            include_last_offset,
+            padding_idx,
+        )?;
+        let d = self.shape()[1];
+        let emb = self.index_select(0, &p.rows)?;
+        let zeros = Tensor::zeros(&[p.num_bags, d], self.dtype(), self.device())?;
+        match mode {
+            EmbeddingBagMode::Sum => {
+                let emb = match &p.psw {
+                    Some(w) => emb.mul(w)?,
+                    None => emb,
+                };
+                zeros.index_add(0, &p.bags, &emb, 1)
+            }
+            EmbeddingBagMode::Mean => {
+                let s = zeros.index_add(0, &p.bags, &emb, 1)?;
+                s.div(&p.counts.clamp(Some(1.0), None::<f64>)?)
+            }
+            EmbeddingBagMode::Max => {
+                let idx = p
+                    .bags
+                    .unsqueeze(1)?
+                    .expand(&[p.bags.numel() as i64, d as i64])?;
+                zeros.scatter_reduce(0, &idx, &emb, crate::ops::ScatterReduce::Amax, false)
+            }
+        }
+    }
+}

@@ -221,6 +221,23 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             let red = crate::hostile_calls::reduction(&a["reduction"]);
             one(t[0].multilabel_margin_loss(&t[1], red))
         }
+        "embedding_bag" => {
+            let mode = match a["mode"].as_str().unwrap() {
+                "sum" => strata_tensor::EmbeddingBagMode::Sum,
+                "mean" => strata_tensor::EmbeddingBagMode::Mean,
+                _ => strata_tensor::EmbeddingBagMode::Max,
+            };
+            let offs = a["offsets"].as_u64().map(|j| &t[j as usize]);
+            let psw = a["psw"].as_u64().map(|j| &t[j as usize]);
+            one(t[0].embedding_bag(
+                &t[1],
+                offs,
+                mode,
+                psw,
+                b("include_last_offset"),
+                a["padding_idx"].as_i64(),
+            ))
+        }
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
 }
@@ -442,4 +459,27 @@ proptest! {
             prop_assert!((g - want).abs() <= 1e-9 * (1.0 + want.abs()), "{g} {want}");
         }
     }
+}
+
+#[test]
+fn embedding_bag_asks_the_last_offset_to_end_the_indices() {
+    // PyTorch 2.15's CPU gives a sum over [2, 3) but divides by 2 for the
+    // mean of this last bag; strata refuses such offsets, as PyTorch's
+    // documentation rules them out.
+    let w = Tensor::arange(0.0, 5.0, 1.0, None, Device::Cpu)
+        .unwrap()
+        .reshape(&[5, 1])
+        .unwrap();
+    let i = Tensor::from_slice(&[2i64, 2, 4, 1], &[4], Device::Cpu).unwrap();
+    let mode = strata_tensor::EmbeddingBagMode::Mean;
+    let bad = Tensor::from_slice(&[0i64, 2, 3], &[3], Device::Cpu).unwrap();
+    let e = w
+        .embedding_bag(&i, Some(&bad), mode, None, true, None)
+        .unwrap_err();
+    assert!(matches!(e, strata_tensor::TensorError::Value { .. }), "{e}");
+    let good = Tensor::from_slice(&[0i64, 2, 4], &[3], Device::Cpu).unwrap();
+    let y = w
+        .embedding_bag(&i, Some(&good), mode, None, true, None)
+        .unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [2.0, 2.5]);
 }
