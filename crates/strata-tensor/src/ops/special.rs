@@ -123,6 +123,21 @@ impl Tensor {
     /// assert!(x.polygamma(-1).is_err());
     /// ```
     pub fn polygamma(&self, n: i64) -> Result<Tensor> {
+        if n > i64::from(i32::MAX) {
+            // PyTorch's CPU kernel takes `n` as a C `int`: an `n` past
+            // i32::MAX wraps, to a negative order (every value NaN) or to
+            // `n mod 2^32` (`n + 1` once overflowed here, a panic).
+            let n32 = n as i32;
+            if n32 < 0 {
+                let d = if self.dtype().is_float() {
+                    self.dtype()
+                } else {
+                    DType::F32
+                };
+                return Tensor::full(self.shape(), f64::NAN, d, self.device());
+            }
+            return self.polygamma(i64::from(n32));
+        }
         match n {
             ..0 => Err(TensorError::value(
                 "polygamma",
@@ -254,7 +269,11 @@ impl Tensor {
             // PyTorch's kernel computes in the half type: the clamped value,
             // `1 - z`, the quotient and the log each rounded to it.
             let z = if eps >= 0.0 {
-                self.clamp(Some(eps), Some(1.0 - eps))?
+                // `x < eps ? eps : (x > 1 - eps ? 1 - eps : x)` as PyTorch's
+                // kernel: with eps > 0.5 the bounds cross, and values below
+                // eps take eps (a clamp gave 1 - eps to all of them).
+                let hi = Tensor::where_cond(&self.gt(1.0 - eps)?, 1.0 - eps, self)?;
+                Tensor::where_cond(&self.lt(eps)?, eps, &hi)?
             } else {
                 self.clone()
             };
@@ -408,12 +427,47 @@ impl Tensor {
     /// from an f16 exponent it is `inf` (`2^20` is, in f16).
     pub fn ldexp(&self, other: &Tensor) -> Result<Tensor> {
         let d = ldexp_dtype(self, other);
+        if self.dtype().is_float() && !other.dtype().is_float() {
+            return self.ldexp_integer(other, d);
+        }
         let prod = self.mul(&Tensor::scalar_pow(2.0, other)?)?;
         if prod.dtype() == d {
             Ok(prod)
         } else {
             prod.to_dtype(d)
         }
+    }
+
+    /// `ldexp` of a float tensor by an integer (or bool) exponent (an
+    /// integer tensor goes through `x * 2^e` in f32 in PyTorch too, so
+    /// `ldexp(0, 255)` is NaN there): PyTorch's kernel calls
+    /// `std::ldexp(x, int(e))` (the exponent wrapped to 32 bits), so
+    /// `ldexp(0, 2000)` is 0 and `ldexp(inf, -2000)` inf, not the NaN of
+    /// `x * 2^e`, and `ldexp(1.5, -1075)` rounds once to the smallest
+    /// subnormal. Here: the exponent clamped to ±2200 (every result is 0
+    /// or inf beyond) and split in three powers of two that f64 holds
+    /// exactly, the products formed in f64 from `self` in the result's
+    /// dtype (exact until the last, which rounds as ldexp does), then
+    /// rounded once to that dtype. A bool exponent is refused (after the
+    /// broadcast check), as PyTorch's kernel has no bool exponent.
+    fn ldexp_integer(&self, other: &Tensor, d: DType) -> Result<Tensor> {
+        crate::shape::broadcast_shapes("ldexp", self.shape(), other.shape())?;
+        if other.dtype() == DType::Bool {
+            return Err(TensorError::unsupported("ldexp_cpu_exp", DType::Bool));
+        }
+        let e = other
+            .to_dtype(DType::I64)?
+            .to_dtype(DType::I32)?
+            .to_dtype(DType::F64)?
+            .clamp(Some(-2200.0), Some(2200.0))?;
+        let a = e.div_mode(3.0, RoundingMode::Trunc)?;
+        let c = e.sub(&a.mul(2.0)?)?;
+        let x = self.to_dtype(d)?.to_dtype(DType::F64)?;
+        let y = x
+            .mul(&Tensor::scalar_pow(2.0, &a)?)?
+            .mul(&Tensor::scalar_pow(2.0, &a)?)?
+            .mul(&Tensor::scalar_pow(2.0, &c)?)?;
+        y.to_dtype(d)
     }
 
     /// `torch.frexp`: the mantissa (self's dtype, in `[0.5, 1)` in

@@ -91,3 +91,6 @@ mod window_kernel_props;
 
 // session 79 (helper 133): special functions and element-wise math
 mod math_ops_s79;
+
+// session 79 (helper 135): a hostile-input sweep of the element-wise math
+mod hostile_sweep_s79;
