@@ -100,3 +100,6 @@ mod window_memory_s76;
 
 // session 79 (helper 133): special functions and element-wise math
 mod math_ops_s79;
+
+// session 79 (helper 135): gradients at the edges of the element-wise math
+mod hostile_sweep_s79;
