@@ -200,6 +200,12 @@ impl Composite for Var {
     fn flip(&self, dims: &[i64]) -> Result<Var> {
         Var::flip(self, dims)
     }
+    fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
+        Var::transpose(self, d0, d1)
+    }
+    fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Var> {
+        Var::slice(self, dim, start, end, step)
+    }
     fn to_dtype(&self, dtype: DType) -> Result<Var> {
         Var::to_dtype(self, dtype)
     }

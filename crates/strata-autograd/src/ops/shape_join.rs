@@ -13,10 +13,11 @@ use super::formula;
 use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::shape_join::{
-    block_of, channel_shuffle_shape, directional_split, rot90_plan, take_along_dim_shapes,
-    tensor_split_bounds, unflatten_shape, vander_plan,
+    atleast_1d_of, atleast_2d_of, atleast_3d_of, block_of, channel_shuffle_shape, column_stack_of,
+    directional_split, dstack_of, hstack_of, rot90_of, take_along_dim_shapes, tensor_split_of,
+    unflatten_shape, vander_plan, vstack_of,
 };
-use strata_tensor::{Tensor, TensorError, TensorSplit};
+use strata_tensor::{Tensor, TensorSplit};
 
 /// How a scatter op's slice is taken, for its gradients.
 #[derive(Clone)]
@@ -44,25 +45,6 @@ impl Part {
     }
 }
 
-fn stack_prep(
-    op: &'static str,
-    vars: &[&Var],
-    f: impl Fn(&Var) -> Result<Var>,
-) -> Result<Vec<Var>> {
-    if vars.is_empty() {
-        return Err(TensorError::Value {
-            op,
-            msg: format!("{op} expects a non-empty TensorList"),
-        }
-        .into());
-    }
-    vars.iter().map(|v| f(v)).collect()
-}
-
-fn cat_owned(vars: &[Var], dim: i64) -> Result<Var> {
-    Var::cat(&vars.iter().collect::<Vec<_>>(), dim)
-}
-
 impl Var {
     /// [`Tensor::rot90`] (a flip and a transposed view; gradient through
     /// both).
@@ -77,18 +59,12 @@ impl Var {
     /// # Ok::<(), strata_autograd::AutogradError>(())
     /// ```
     pub fn rot90(&self, k: i64, dims: &[i64]) -> Result<Var> {
-        let (k, d0, d1) = rot90_plan(self.ndim(), k, dims)?;
-        let (d0, d1) = (d0 as i64, d1 as i64);
-        match k {
-            1 => self.flip(&[d1])?.transpose(d0, d1),
-            2 => self.flip(&[d0, d1]),
-            3 => self.flip(&[d0])?.transpose(d0, d1),
-            _ => {
-                let out = self.data().clone_contiguous()?;
-                let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
-                record("CloneBackward", out, &[Some(self)], Vec::new, f, false)
-            }
-        }
+        // `k % 4 == 0` copies, recorded as `CloneBackward`.
+        rot90_of(self, k, dims, |x: &Var| {
+            let out = x.data().clone_contiguous()?;
+            let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
+            record("CloneBackward", out, &[Some(x)], Vec::new, f, false)
+        })
     }
 
     /// [`Tensor::block_diag`] (each input's gradient is its block of the
@@ -145,41 +121,27 @@ impl Var {
 
     /// [`Tensor::atleast_1d`].
     pub fn atleast_1d(&self) -> Result<Var> {
-        match self.ndim() {
-            0 => self.reshape(&[1]),
-            _ => Ok(self.clone()),
-        }
+        atleast_1d_of(self)
     }
 
     /// [`Tensor::atleast_2d`].
     pub fn atleast_2d(&self) -> Result<Var> {
-        match self.ndim() {
-            0 => self.reshape(&[1, 1]),
-            1 => self.unsqueeze(0),
-            _ => Ok(self.clone()),
-        }
+        atleast_2d_of(self)
     }
 
     /// [`Tensor::atleast_3d`].
     pub fn atleast_3d(&self) -> Result<Var> {
-        match self.ndim() {
-            0 => self.reshape(&[1, 1, 1]),
-            1 => self.unsqueeze(0)?.unsqueeze(-1),
-            2 => self.unsqueeze(-1),
-            _ => Ok(self.clone()),
-        }
+        atleast_3d_of(self)
     }
 
     /// [`Tensor::hstack`] (a `cat`).
     pub fn hstack(vars: &[&Var]) -> Result<Var> {
-        let vs = stack_prep("hstack", vars, Var::atleast_1d)?;
-        let dim = if vs[0].ndim() == 1 { 0 } else { 1 };
-        cat_owned(&vs, dim)
+        hstack_of(vars)
     }
 
     /// [`Tensor::vstack`] (a `cat`).
     pub fn vstack(vars: &[&Var]) -> Result<Var> {
-        cat_owned(&stack_prep("vstack", vars, Var::atleast_2d)?, 0)
+        vstack_of(vars)
     }
 
     /// [`Tensor::row_stack`], an alias of [`Var::vstack`].
@@ -189,19 +151,12 @@ impl Var {
 
     /// [`Tensor::dstack`] (a `cat`).
     pub fn dstack(vars: &[&Var]) -> Result<Var> {
-        cat_owned(&stack_prep("dstack", vars, Var::atleast_3d)?, 2)
+        dstack_of(vars)
     }
 
     /// [`Tensor::column_stack`] (a `cat`).
     pub fn column_stack(vars: &[&Var]) -> Result<Var> {
-        let vs = stack_prep("column_stack", vars, |v| {
-            if v.ndim() <= 1 {
-                v.reshape(&[v.numel() as i64, 1])
-            } else {
-                Ok(v.clone())
-            }
-        })?;
-        cat_owned(&vs, 1)
+        column_stack_of(vars)
     }
 
     /// [`Tensor::tensor_split`] (slices).
@@ -216,18 +171,7 @@ impl Var {
     /// # Ok::<(), strata_autograd::AutogradError>(())
     /// ```
     pub fn tensor_split(&self, how: impl Into<TensorSplit>, dim: i64) -> Result<Vec<Var>> {
-        let how = how.into();
-        // The checks (rank, dim, sections) are the tensor form's.
-        self.data().tensor_split(how.clone(), dim)?;
-        let d = if dim < 0 {
-            dim + self.ndim() as i64
-        } else {
-            dim
-        };
-        tensor_split_bounds(&how, self.shape()[d as usize])?
-            .into_iter()
-            .map(|(s, e)| self.slice(d, Some(s), Some(e), 1))
-            .collect()
+        tensor_split_of(self, &how.into(), dim)
     }
 
     /// [`Tensor::hsplit`] (slices).

@@ -10,6 +10,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::windows::Composite;
 use crate::shape::{normalize_dim, normalize_dim_strict};
 use crate::tensor::Tensor;
 use strata_alloc::Device;
@@ -335,14 +336,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn rot90(&self, k: i64, dims: &[i64]) -> Result<Tensor> {
-        let (k, d0, d1) = rot90_plan(self.ndim(), k, dims)?;
-        let (d0, d1) = (d0 as i64, d1 as i64);
-        match k {
-            1 => self.flip(&[d1])?.transpose(d0, d1),
-            2 => self.flip(&[d0, d1]),
-            3 => self.flip(&[d0])?.transpose(d0, d1),
-            _ => self.clone_contiguous(),
-        }
+        rot90_of(self, k, dims, Tensor::clone_contiguous)
     }
 
     /// `torch.block_diag(*tensors)`: the tensors (0-d as 1 x 1, 1-D as one
@@ -413,19 +407,12 @@ impl Tensor {
     /// `torch.atleast_1d`: a 0-d tensor as one element of 1-D, any other
     /// the tensor itself.
     pub fn atleast_1d(&self) -> Result<Tensor> {
-        match self.ndim() {
-            0 => self.reshape(&[1]),
-            _ => Ok(self.clone()),
-        }
+        atleast_1d_of(self)
     }
 
     /// `torch.atleast_2d`: 0-d as `[1, 1]`, 1-D `[n]` as `[1, n]`.
     pub fn atleast_2d(&self) -> Result<Tensor> {
-        match self.ndim() {
-            0 => self.reshape(&[1, 1]),
-            1 => self.unsqueeze(0),
-            _ => Ok(self.clone()),
-        }
+        atleast_2d_of(self)
     }
 
     /// `torch.atleast_3d`: 0-d as `[1, 1, 1]`, `[n]` as `[1, n, 1]`,
@@ -437,12 +424,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn atleast_3d(&self) -> Result<Tensor> {
-        match self.ndim() {
-            0 => self.reshape(&[1, 1, 1]),
-            1 => self.unsqueeze(0)?.unsqueeze(-1),
-            2 => self.unsqueeze(-1),
-            _ => Ok(self.clone()),
-        }
+        atleast_3d_of(self)
     }
 
     /// `torch.hstack`: 1-D tensors (and 0-d) joined along dim 0, others
@@ -455,16 +437,13 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn hstack(tensors: &[&Tensor]) -> Result<Tensor> {
-        let ts = stack_inputs("hstack", tensors, Tensor::atleast_1d)?;
-        let dim = if ts[0].ndim() == 1 { 0 } else { 1 };
-        Tensor::cat(&ts.iter().collect::<Vec<_>>(), dim)
+        hstack_of(tensors)
     }
 
     /// `torch.vstack` (`row_stack`): the tensors as at least 2-D, joined
     /// along dim 0.
     pub fn vstack(tensors: &[&Tensor]) -> Result<Tensor> {
-        let ts = stack_inputs("vstack", tensors, Tensor::atleast_2d)?;
-        Tensor::cat(&ts.iter().collect::<Vec<_>>(), 0)
+        vstack_of(tensors)
     }
 
     /// `torch.row_stack`, PyTorch's alias of [`Tensor::vstack`].
@@ -474,8 +453,7 @@ impl Tensor {
 
     /// `torch.dstack`: the tensors as at least 3-D, joined along dim 2.
     pub fn dstack(tensors: &[&Tensor]) -> Result<Tensor> {
-        let ts = stack_inputs("dstack", tensors, Tensor::atleast_3d)?;
-        Tensor::cat(&ts.iter().collect::<Vec<_>>(), 2)
+        dstack_of(tensors)
     }
 
     /// `torch.column_stack`: 0-d and 1-D tensors as columns `[n, 1]`, the
@@ -489,14 +467,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn column_stack(tensors: &[&Tensor]) -> Result<Tensor> {
-        let ts = stack_inputs("column_stack", tensors, |t| {
-            if t.ndim() <= 1 {
-                t.reshape(&[t.numel() as i64, 1])
-            } else {
-                Ok(t.clone())
-            }
-        })?;
-        Tensor::cat(&ts.iter().collect::<Vec<_>>(), 1)
+        column_stack_of(tensors)
     }
 
     /// `torch.tensor_split(x, sections_or_indices, dim)`: views along
@@ -513,17 +484,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn tensor_split(&self, how: impl Into<TensorSplit>, dim: i64) -> Result<Vec<Tensor>> {
-        if self.ndim() == 0 {
-            return Err(TensorError::dim(
-                "tensor_split",
-                "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims",
-            ));
-        }
-        let d = normalize_dim("tensor_split", dim, self.ndim())?;
-        tensor_split_bounds(&how.into(), self.shape()[d])?
-            .into_iter()
-            .map(|(s, e)| self.slice(d as i64, Some(s), Some(e), 1))
-            .collect()
+        tensor_split_of(self, &how.into(), dim)
     }
 
     /// `torch.hsplit`: [`Tensor::tensor_split`] along dim 1 (dim 0 of a
@@ -716,16 +677,112 @@ pub fn block_of(t: &Tensor) -> (usize, usize) {
     }
 }
 
-fn stack_inputs(
-    op: &'static str,
-    tensors: &[&Tensor],
-    f: impl Fn(&Tensor) -> Result<Tensor>,
-) -> Result<Vec<Tensor>> {
-    if tensors.is_empty() {
-        return Err(TensorError::value(
-            op,
-            format!("{op} expects a non-empty TensorList"),
-        ));
+type Of<T> = std::result::Result<T, <T as Composite>::Error>;
+
+/// `rot90` on a tensor or a variable: a flip and a transposed view;
+/// `copy` makes the contiguous copy that `k % 4 == 0` gives (strata-autograd
+/// records it as `CloneBackward`).
+pub fn rot90_of<T: Composite>(
+    x: &T,
+    k: i64,
+    dims: &[i64],
+    copy: impl FnOnce(&T) -> Of<T>,
+) -> Of<T> {
+    let (k, d0, d1) = rot90_plan(x.shape().len(), k, dims)?;
+    let (d0, d1) = (d0 as i64, d1 as i64);
+    match k {
+        1 => x.flip(&[d1])?.transpose(d0, d1),
+        2 => x.flip(&[d0, d1]),
+        3 => x.flip(&[d0])?.transpose(d0, d1),
+        _ => copy(x),
     }
-    tensors.iter().map(|t| f(t)).collect()
+}
+
+/// `atleast_1d` on a tensor or a variable.
+pub fn atleast_1d_of<T: Composite>(x: &T) -> Of<T> {
+    match x.shape().len() {
+        0 => x.reshape(&[1]),
+        _ => Ok(x.clone()),
+    }
+}
+
+/// `atleast_2d` on a tensor or a variable.
+pub fn atleast_2d_of<T: Composite>(x: &T) -> Of<T> {
+    match x.shape().len() {
+        0 => x.reshape(&[1, 1]),
+        1 => x.unsqueeze(0),
+        _ => Ok(x.clone()),
+    }
+}
+
+/// `atleast_3d` on a tensor or a variable.
+pub fn atleast_3d_of<T: Composite>(x: &T) -> Of<T> {
+    match x.shape().len() {
+        0 => x.reshape(&[1, 1, 1]),
+        1 => x.unsqueeze(0)?.unsqueeze(-1),
+        2 => x.unsqueeze(-1),
+        _ => Ok(x.clone()),
+    }
+}
+
+/// `hstack` of tensors or variables (a `cat`).
+pub fn hstack_of<T: Composite>(xs: &[&T]) -> Of<T> {
+    let ts = stack_inputs("hstack", xs, atleast_1d_of)?;
+    let dim = if ts[0].shape().len() == 1 { 0 } else { 1 };
+    T::cat(&ts, dim)
+}
+
+/// `vstack` of tensors or variables (a `cat`).
+pub fn vstack_of<T: Composite>(xs: &[&T]) -> Of<T> {
+    T::cat(&stack_inputs("vstack", xs, atleast_2d_of)?, 0)
+}
+
+/// `dstack` of tensors or variables (a `cat`).
+pub fn dstack_of<T: Composite>(xs: &[&T]) -> Of<T> {
+    T::cat(&stack_inputs("dstack", xs, atleast_3d_of)?, 2)
+}
+
+/// `column_stack` of tensors or variables (a `cat`).
+pub fn column_stack_of<T: Composite>(xs: &[&T]) -> Of<T> {
+    let ts = stack_inputs("column_stack", xs, |t: &T| {
+        if t.shape().len() <= 1 {
+            t.reshape(&[t.shape().iter().product::<usize>() as i64, 1])
+        } else {
+            Ok(t.clone())
+        }
+    })?;
+    T::cat(&ts, 1)
+}
+
+/// `tensor_split` of a tensor or a variable: PyTorch's checks (rank, dim,
+/// sections), then slices.
+pub fn tensor_split_of<T: Composite>(
+    x: &T,
+    how: &TensorSplit,
+    dim: i64,
+) -> std::result::Result<Vec<T>, T::Error> {
+    let ndim = x.shape().len();
+    if ndim == 0 {
+        return Err(TensorError::dim(
+            "tensor_split",
+            "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims",
+        )
+        .into());
+    }
+    let d = normalize_dim("tensor_split", dim, ndim)?;
+    tensor_split_bounds(how, x.shape()[d])?
+        .into_iter()
+        .map(|(s, e)| x.slice(d as i64, Some(s), Some(e), 1))
+        .collect()
+}
+
+fn stack_inputs<T: Composite>(
+    op: &'static str,
+    xs: &[&T],
+    f: impl Fn(&T) -> Of<T>,
+) -> std::result::Result<Vec<T>, T::Error> {
+    if xs.is_empty() {
+        return Err(TensorError::value(op, format!("{op} expects a non-empty TensorList")).into());
+    }
+    xs.iter().map(|t| f(t)).collect()
 }

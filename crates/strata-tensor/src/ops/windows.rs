@@ -42,6 +42,16 @@ pub trait Composite: Clone + Sized {
     fn permute(&self, dims: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::flip`].
     fn flip(&self, dims: &[i64]) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::transpose`].
+    fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::slice`].
+    fn slice(
+        &self,
+        dim: i64,
+        start: Option<i64>,
+        end: Option<i64>,
+        step: i64,
+    ) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::to_dtype`].
     fn to_dtype(&self, dtype: DType) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::pad`] with a constant.
@@ -130,6 +140,12 @@ impl Composite for Tensor {
     }
     fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         Tensor::flip(self, dims)
+    }
+    fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
+        Tensor::transpose(self, d0, d1)
+    }
+    fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Tensor> {
+        Tensor::slice(self, dim, start, end, step)
     }
     fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         Tensor::to_dtype(self, dtype)
