@@ -197,7 +197,7 @@ def polygamma_mvlgamma_cases():
         for d in ["f64", "f32"]:
             x = In(pv, d)
             case(f"polygamma n={n} {d}", "polygamma", [x], {"n": n}, lambda x=x, n=n: torch.polygamma(n, x.t))
-    for n in [0, 1, 3]:
+    for n in [0, 1, 3, 2 ** 31, 2 ** 32 + 3]:
         for d in ["f16", "bf16", "i64", "bool", "u8"]:
             x = In([1.0, 2.0, 0.0] if d != "i64" else [1, 2, 0, -3], d)
             case(f"polygamma n={n} {d}", "polygamma", [x], {"n": n}, lambda x=x, n=n: torch.polygamma(n, x.t))
