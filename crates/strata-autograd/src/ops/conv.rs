@@ -200,6 +200,36 @@ impl Composite for Var {
     fn flip(&self, dims: &[i64]) -> Result<Var> {
         Var::flip(self, dims)
     }
+    fn view(&self, shape: &[i64]) -> Result<Var> {
+        Var::view(self, shape)
+    }
+    fn div(&self, other: &Var) -> Result<Var> {
+        Var::div(self, other)
+    }
+    fn mul_scalar(&self, value: f64) -> Result<Var> {
+        Var::mul(self, value)
+    }
+    fn pow_scalar(&self, exponent: f64) -> Result<Var> {
+        Var::pow_scalar(self, exponent)
+    }
+    fn sign(&self) -> Result<Var> {
+        Var::sign(self)
+    }
+    fn abs(&self) -> Result<Var> {
+        Var::abs(self)
+    }
+    fn relu(&self) -> Result<Var> {
+        Var::relu(self)
+    }
+    fn avg_pool1d(&self, opts: &PoolOptions) -> Result<Var> {
+        Var::avg_pool1d(self, opts)
+    }
+    fn avg_pool2d(&self, opts: &PoolOptions) -> Result<Var> {
+        Var::avg_pool2d(self, opts)
+    }
+    fn avg_pool3d(&self, opts: &PoolOptions) -> Result<Var> {
+        Var::avg_pool3d(self, opts)
+    }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         Var::transpose(self, d0, d1)
     }

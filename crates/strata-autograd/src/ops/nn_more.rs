@@ -10,10 +10,10 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::nn_more::{
-    bilinear_check, instance_norm_check, local_response_norm_check, max_unpool_plan,
-    multi_margin_plan, non_target_mask,
+    bilinear_check, instance_norm_check, local_response_norm_of, lp_pool1d_of, lp_pool2d_of,
+    max_unpool_plan, multi_margin_plan, non_target_mask,
 };
-use strata_tensor::{PadMode, PoolOptions, Reduction, Tensor};
+use strata_tensor::{Reduction, Tensor};
 
 impl Var {
     /// [`Tensor::multi_margin_loss`].
@@ -101,26 +101,7 @@ impl Var {
 
     /// [`Tensor::local_response_norm`] (PyTorch's composition).
     pub fn local_response_norm(&self, size: i64, alpha: f64, beta: f64, k: f64) -> Result<Var> {
-        local_response_norm_check(self.data(), size)?;
-        let div = self.mul(self)?;
-        let (lo, hi) = (size / 2, (size - 1) / 2);
-        let s = size as usize;
-        let div = if self.ndim() == 3 {
-            div.unsqueeze(1)?
-                .pad(&[0, 0, lo, hi], PadMode::Constant(0.0.into()))?
-                .avg_pool2d(&PoolOptions::new(&[s, 1]).stride(&[1]))?
-                .squeeze_dims(&[1])?
-        } else {
-            let sh = self.shape().to_vec();
-            let v = div.view(&[sh[0] as i64, 1, sh[1] as i64, sh[2] as i64, -1])?;
-            let v = v
-                .pad(&[0, 0, 0, 0, lo, hi], PadMode::Constant(0.0.into()))?
-                .avg_pool3d(&PoolOptions::new(&[s, 1, 1]).stride(&[1]))?
-                .squeeze_dims(&[1])?;
-            v.view(&sh.iter().map(|&d| d as i64).collect::<Vec<_>>())?
-        };
-        let div = div.mul(alpha)?.add(k)?.pow_scalar(beta)?;
-        self.div(&div)
+        local_response_norm_of(self, size, alpha, beta, k)
     }
 
     /// [`Tensor::lp_pool1d`] (PyTorch's composition).
@@ -131,12 +112,7 @@ impl Var {
         stride: Option<usize>,
         ceil_mode: bool,
     ) -> Result<Var> {
-        let mut o = PoolOptions::new(&[kernel]).ceil_mode(ceil_mode);
-        if let Some(s) = stride {
-            o = o.stride(&[s]);
-        }
-        let out = self.pow_scalar(norm_type)?.avg_pool1d(&o)?;
-        lp_finish(&out, kernel as f64, norm_type)
+        lp_pool1d_of(self, norm_type, kernel, stride, ceil_mode)
     }
 
     /// [`Tensor::lp_pool2d`] (PyTorch's composition).
@@ -147,22 +123,7 @@ impl Var {
         stride: Option<&[usize]>,
         ceil_mode: bool,
     ) -> Result<Var> {
-        // The checks of the kernel are the tensor form's.
-        let k = match kernel {
-            [a] => [*a, *a],
-            [a, b] => [*a, *b],
-            _ => {
-                self.data()
-                    .lp_pool2d(norm_type, kernel, stride, ceil_mode)?;
-                unreachable!("lp_pool2d refuses a kernel of {} sizes", kernel.len())
-            }
-        };
-        let mut o = PoolOptions::new(&k).ceil_mode(ceil_mode);
-        if let Some(s) = stride {
-            o = o.stride(s);
-        }
-        let out = self.pow_scalar(norm_type)?.avg_pool2d(&o)?;
-        lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
+        lp_pool2d_of(self, norm_type, kernel, stride, ceil_mode)
     }
 
     /// [`Tensor::max_unpool1d`] (the gradient is gathered at the indices).
@@ -240,13 +201,6 @@ impl Var {
             None => Ok(y),
         }
     }
-}
-
-fn lp_finish(out: &Var, size: f64, p: f64) -> Result<Var> {
-    out.sign()?
-        .mul(&out.abs()?.relu()?)?
-        .mul(size)?
-        .pow_scalar(1.0 / p)
 }
 
 impl Var {

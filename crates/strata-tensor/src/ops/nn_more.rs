@@ -13,7 +13,8 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::ops::{PadMode, PoolOptions, Reduction};
+use crate::ops::windows::Composite;
+use crate::ops::{PoolOptions, Reduction};
 use crate::tensor::Tensor;
 
 /// `multi_margin_loss`'s checks: the input seen as `[N, C]`, the target as
@@ -387,26 +388,7 @@ impl Tensor {
     /// `F.local_response_norm(x, size, alpha, beta, k)`: `x / (k + alpha *
     /// mean of x^2 over `size` neighbouring channels)^beta`.
     pub fn local_response_norm(&self, size: i64, alpha: f64, beta: f64, k: f64) -> Result<Tensor> {
-        local_response_norm_check(self, size)?;
-        let div = self.mul(self)?;
-        let (lo, hi) = (size / 2, (size - 1) / 2);
-        let s = size as usize;
-        let div = if self.ndim() == 3 {
-            div.unsqueeze(1)?
-                .pad(&[0, 0, lo, hi], PadMode::Constant(0.0.into()))?
-                .avg_pool2d(&PoolOptions::new(&[s, 1]).stride(&[1]))?
-                .squeeze_dims(&[1])?
-        } else {
-            let sh = self.shape();
-            let v = div.view(&[sh[0] as i64, 1, sh[1] as i64, sh[2] as i64, -1])?;
-            let v = v
-                .pad(&[0, 0, 0, 0, lo, hi], PadMode::Constant(0.0.into()))?
-                .avg_pool3d(&PoolOptions::new(&[s, 1, 1]).stride(&[1]))?
-                .squeeze_dims(&[1])?;
-            v.view(&sh.iter().map(|&d| d as i64).collect::<Vec<_>>())?
-        };
-        let div = div.mul(alpha)?.add(k)?.pow(beta)?;
-        self.div(&div)
+        local_response_norm_of(self, size, alpha, beta, k)
     }
 
     /// `F.lp_pool1d(x, norm_type, kernel_size, stride, ceil_mode)`: the
@@ -419,12 +401,7 @@ impl Tensor {
         stride: Option<usize>,
         ceil_mode: bool,
     ) -> Result<Tensor> {
-        let mut o = PoolOptions::new(&[kernel]).ceil_mode(ceil_mode);
-        if let Some(s) = stride {
-            o = o.stride(&[s]);
-        }
-        let out = self.pow(norm_type)?.avg_pool1d(&o)?;
-        lp_finish(&out, kernel as f64, norm_type)
+        lp_pool1d_of(self, norm_type, kernel, stride, ceil_mode)
     }
 
     /// `F.lp_pool2d`: as [`Tensor::lp_pool1d`] over two spatial dims.
@@ -435,22 +412,7 @@ impl Tensor {
         stride: Option<&[usize]>,
         ceil_mode: bool,
     ) -> Result<Tensor> {
-        let k = match kernel {
-            [a] => [*a, *a],
-            [a, b] => [*a, *b],
-            _ => {
-                return Err(TensorError::value(
-                    "lp_pool2d",
-                    format!("kernel_size must be an int or a tuple of 2 ints, got {kernel:?}"),
-                ))
-            }
-        };
-        let mut o = PoolOptions::new(&k).ceil_mode(ceil_mode);
-        if let Some(s) = stride {
-            o = o.stride(s);
-        }
-        let out = self.pow(norm_type)?.avg_pool2d(&o)?;
-        lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
+        lp_pool2d_of(self, norm_type, kernel, stride, ceil_mode)
     }
 
     /// `F.max_unpool1d(x, indices, kernel_size, stride, padding,
@@ -634,12 +596,89 @@ fn instance_norm_write_back(
     Ok(())
 }
 
+type Of<T> = std::result::Result<T, <T as Composite>::Error>;
+
+/// `F.local_response_norm` on a tensor or a variable (PyTorch's
+/// composition: an average pool of the squares over the channels).
+pub fn local_response_norm_of<T: Composite>(
+    x: &T,
+    size: i64,
+    alpha: f64,
+    beta: f64,
+    k: f64,
+) -> Of<T> {
+    local_response_norm_check(&x.values(), size)?;
+    let div = x.mul(x)?;
+    let (lo, hi) = (size / 2, (size - 1) / 2);
+    let s = size as usize;
+    let sh = x.shape();
+    let div = if sh.len() == 3 {
+        div.unsqueeze(1)?
+            .pad_with(&[0, 0, lo, hi], 0.0.into())?
+            .avg_pool2d(&PoolOptions::new(&[s, 1]).stride(&[1]))?
+            .squeeze_dims(&[1])?
+    } else {
+        let v = div.view(&[sh[0] as i64, 1, sh[1] as i64, sh[2] as i64, -1])?;
+        let v = v
+            .pad_with(&[0, 0, 0, 0, lo, hi], 0.0.into())?
+            .avg_pool3d(&PoolOptions::new(&[s, 1, 1]).stride(&[1]))?
+            .squeeze_dims(&[1])?;
+        v.view(&sh.iter().map(|&d| d as i64).collect::<Vec<_>>())?
+    };
+    let div = div.mul_scalar(alpha)?.add_scalar(k)?.pow_scalar(beta)?;
+    x.div(&div)
+}
+
+/// `F.lp_pool1d` on a tensor or a variable (PyTorch's composition).
+pub fn lp_pool1d_of<T: Composite>(
+    x: &T,
+    norm_type: f64,
+    kernel: usize,
+    stride: Option<usize>,
+    ceil_mode: bool,
+) -> Of<T> {
+    let mut o = PoolOptions::new(&[kernel]).ceil_mode(ceil_mode);
+    if let Some(s) = stride {
+        o = o.stride(&[s]);
+    }
+    let out = x.pow_scalar(norm_type)?.avg_pool1d(&o)?;
+    lp_finish(&out, kernel as f64, norm_type)
+}
+
+/// `F.lp_pool2d` on a tensor or a variable (PyTorch's composition; a
+/// kernel of one or two sizes).
+pub fn lp_pool2d_of<T: Composite>(
+    x: &T,
+    norm_type: f64,
+    kernel: &[usize],
+    stride: Option<&[usize]>,
+    ceil_mode: bool,
+) -> Of<T> {
+    let k = match kernel {
+        [a] => [*a, *a],
+        [a, b] => [*a, *b],
+        _ => {
+            return Err(TensorError::value(
+                "lp_pool2d",
+                format!("kernel_size must be an int or a tuple of 2 ints, got {kernel:?}"),
+            )
+            .into())
+        }
+    };
+    let mut o = PoolOptions::new(&k).ceil_mode(ceil_mode);
+    if let Some(s) = stride {
+        o = o.stride(s);
+    }
+    let out = x.pow_scalar(norm_type)?.avg_pool2d(&o)?;
+    lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
+}
+
 /// `(sign(out) * relu(|out|)) * size` to the power `1 / p`, as `F.lp_pool*d`.
-fn lp_finish(out: &Tensor, size: f64, p: f64) -> Result<Tensor> {
+fn lp_finish<T: Composite>(out: &T, size: f64, p: f64) -> Of<T> {
     out.sign()?
         .mul(&out.abs()?.relu()?)?
-        .mul(size)?
-        .pow(1.0 / p)
+        .mul_scalar(size)?
+        .pow_scalar(1.0 / p)
 }
 
 /// `adaptive_max_pool{1,2}d`'s checks and, for each output position, the

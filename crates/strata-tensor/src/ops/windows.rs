@@ -9,6 +9,7 @@ use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::ops::conv::{ConvPlan, ConvTransposePlan};
 use crate::ops::elementwise::launch;
+use crate::ops::pool::PoolOptions;
 use crate::ops::shape_ops::PadMode;
 use crate::scalar::Scalar;
 use crate::shape;
@@ -42,6 +43,26 @@ pub trait Composite: Clone + Sized {
     fn permute(&self, dims: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::flip`].
     fn flip(&self, dims: &[i64]) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::view`].
+    fn view(&self, shape: &[i64]) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::div`] by another operand.
+    fn div(&self, other: &Self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::mul`] by a scalar.
+    fn mul_scalar(&self, value: f64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::pow`] to a scalar exponent.
+    fn pow_scalar(&self, exponent: f64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::sign`].
+    fn sign(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::abs`].
+    fn abs(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::relu`].
+    fn relu(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::avg_pool1d`].
+    fn avg_pool1d(&self, opts: &PoolOptions) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::avg_pool2d`].
+    fn avg_pool2d(&self, opts: &PoolOptions) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::avg_pool3d`].
+    fn avg_pool3d(&self, opts: &PoolOptions) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::transpose`].
     fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::slice`].
@@ -140,6 +161,36 @@ impl Composite for Tensor {
     }
     fn flip(&self, dims: &[i64]) -> Result<Tensor> {
         Tensor::flip(self, dims)
+    }
+    fn view(&self, shape: &[i64]) -> Result<Tensor> {
+        Tensor::view(self, shape)
+    }
+    fn div(&self, other: &Tensor) -> Result<Tensor> {
+        Tensor::div(self, other)
+    }
+    fn mul_scalar(&self, value: f64) -> Result<Tensor> {
+        Tensor::mul(self, value)
+    }
+    fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
+        Tensor::pow(self, exponent)
+    }
+    fn sign(&self) -> Result<Tensor> {
+        Tensor::sign(self)
+    }
+    fn abs(&self) -> Result<Tensor> {
+        Tensor::abs(self)
+    }
+    fn relu(&self) -> Result<Tensor> {
+        Tensor::relu(self)
+    }
+    fn avg_pool1d(&self, opts: &PoolOptions) -> Result<Tensor> {
+        Tensor::avg_pool1d(self, opts)
+    }
+    fn avg_pool2d(&self, opts: &PoolOptions) -> Result<Tensor> {
+        Tensor::avg_pool2d(self, opts)
+    }
+    fn avg_pool3d(&self, opts: &PoolOptions) -> Result<Tensor> {
+        Tensor::avg_pool3d(self, opts)
     }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         Tensor::transpose(self, d0, d1)
