@@ -230,6 +230,39 @@ impl Composite for Var {
     fn avg_pool3d(&self, opts: &PoolOptions) -> Result<Var> {
         Var::avg_pool3d(self, opts)
     }
+    fn div_scalar(&self, value: f64) -> Result<Var> {
+        Var::div(self, value)
+    }
+    fn sqrt(&self) -> Result<Var> {
+        Var::sqrt(self)
+    }
+    fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Var> {
+        Var::clamp(self, min, max)
+    }
+    fn mm(&self, other: &Var) -> Result<Var> {
+        Var::mm(self, other)
+    }
+    fn t(&self) -> Result<Var> {
+        Var::t(self)
+    }
+    fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Var> {
+        Var::diagonal(self, offset, dim1, dim2)
+    }
+    fn select(&self, dim: i64, index: i64) -> Result<Var> {
+        Var::select(self, dim, index)
+    }
+    fn cumsum(&self, dim: i64) -> Result<Var> {
+        Var::cumsum(self, dim, None)
+    }
+    fn vector_norm(&self, p: f64, dims: &[i64], keepdim: bool) -> Result<Var> {
+        Var::norm(self, p, Some(dims), keepdim)
+    }
+    fn cdist(&self, other: &Var, p: f64) -> Result<Var> {
+        Var::cdist(self, other, p)
+    }
+    fn where_cond(cond: &Tensor, a: &Var, b: &Var) -> Result<Var> {
+        Var::where_cond(cond, a, b)
+    }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         Var::transpose(self, d0, d1)
     }

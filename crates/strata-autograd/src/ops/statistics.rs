@@ -13,8 +13,8 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::statistics::{
-    cov_norm, cov_weights, pdist_pairs, quantile_dim_first, quantile_plan, renorm_plan,
-    trapezoid_dx, QuantileInterpolation, QuantileQ, Spacing,
+    corrcoef_of, cov_of, cumulative_trapezoid_of, pdist_of, quantile_dim_first, quantile_plan,
+    renorm_of, trapezoid_of, QuantileInterpolation, QuantileQ, Spacing,
 };
 use strata_tensor::Tensor;
 
@@ -106,42 +106,12 @@ impl Var {
         fweights: Option<&Tensor>,
         aweights: Option<&Tensor>,
     ) -> Result<Var> {
-        let (input, w) = cov_weights(self.data(), fweights, aweights)?;
-        let n = input.shape()[1];
-        let (w_sum, norm) = cov_norm(n, w.as_ref(), aweights, correction, self.device())?;
-        let x = if self.ndim() < 2 {
-            self.view(&[1, -1])?
-        } else {
-            self.clone()
-        };
-        let weighted = |t: &Var| -> Result<Var> {
-            match &w {
-                Some(w) => t.mul(&Var::new(w.clone())),
-                None => Ok(t.clone()),
-            }
-        };
-        let avg = weighted(&x)?
-            .sum(Some(&[1]), false)?
-            .div(&Var::new(w_sum))?;
-        let centred = x.sub(&avg.unsqueeze(1)?)?;
-        let c = centred.mm(&weighted(&centred)?.t()?)?;
-        let c = c.div(&Var::new(norm))?;
-        let ones: Vec<i64> = (0..c.ndim() as i64)
-            .filter(|&d| c.shape()[d as usize] == 1)
-            .collect();
-        c.squeeze_dims(&ones)
+        cov_of(self, correction, fweights, aweights)
     }
 
     /// [`Tensor::corrcoef`] (through `cov`, `sqrt` and `clamp`).
     pub fn corrcoef(&self) -> Result<Var> {
-        self.data().corrcoef()?;
-        let c = self.cov(1, None, None)?;
-        if c.ndim() == 0 {
-            return c.div(&c);
-        }
-        let sd = c.diagonal(0, 0, 1)?.sqrt()?;
-        let c = c.div(&sd.view(&[-1, 1])?)?.div(&sd.view(&[1, -1])?)?;
-        c.clamp(Some(-1.0), Some(1.0))
+        corrcoef_of(self)
     }
 
     /// [`Tensor::aminmax`]: `amin` and `amax` (ties share the gradient).
@@ -167,65 +137,24 @@ impl Var {
     /// # Ok::<(), strata_autograd::AutogradError>(())
     /// ```
     pub fn trapezoid(&self, spacing: Spacing, dim: i64) -> Result<Var> {
-        let out = self.data().trapezoid(spacing, dim)?;
-        let di = wrap(dim, self.ndim());
-        if self.shape()[di as usize] == 0 {
-            return Ok(Var::new(out));
-        }
-        match spacing {
-            Spacing::X(x) => {
-                let dx = trapezoid_dx("trapezoid", self.data(), x, di as usize)?;
-                let left = self.slice(di, Some(0), Some(-1), 1)?;
-                let right = self.slice(di, Some(1), None, 1)?;
-                left.add(&right)?
-                    .mul(&Var::new(dx))?
-                    .sum(Some(&[di]), false)?
-                    .div(2.0)
-            }
-            Spacing::Dx(dx) => {
-                let ends = self.select(di, 0)?.add(&self.select(di, -1)?)?.mul(0.5)?;
-                self.sum(Some(&[di]), false)?.sub(&ends)?.mul(dx)
-            }
-        }
+        trapezoid_of(self, spacing, dim)
     }
 
     /// [`Tensor::cumulative_trapezoid`] (the sample points are constants).
     pub fn cumulative_trapezoid(&self, spacing: Spacing, dim: i64) -> Result<Var> {
-        self.data().cumulative_trapezoid(spacing, dim)?;
-        let di = wrap(dim, self.ndim());
-        let left = self.slice(di, Some(0), Some(-1), 1)?;
-        let right = self.slice(di, Some(1), None, 1)?;
-        match spacing {
-            Spacing::X(x) => {
-                let dx = trapezoid_dx("cumulative_trapezoid", self.data(), x, di as usize)?;
-                left.add(&right)?
-                    .mul(&Var::new(dx))?
-                    .cumsum(di, None)?
-                    .div(2.0)
-            }
-            Spacing::Dx(dx) => left.add(&right)?.mul(dx / 2.0)?.cumsum(di, None),
-        }
+        cumulative_trapezoid_of(self, spacing, dim)
     }
 
     /// [`Tensor::renorm`] (gradient: derivatives.yaml's `renorm_backward`,
     /// which is this composition's).
     pub fn renorm(&self, p: f64, dim: i64, maxnorm: f64) -> Result<Var> {
-        let (dims, acc) = renorm_plan(self.data(), p, dim, maxnorm)?;
-        let norm = self.to_dtype(acc)?.norm(p, Some(&dims), true)?;
-        let big = norm.data().gt(maxnorm)?;
-        let top = Var::new(Tensor::full(norm.shape(), maxnorm, acc, self.device())?);
-        let scaled = top.div(&norm.add(1e-7)?)?;
-        let one = Var::new(Tensor::ones(norm.shape(), acc, self.device())?);
-        let factor = Var::where_cond(&big, &scaled, &one)?;
-        self.mul(&factor.to_dtype(self.dtype())?)
+        renorm_of(self, p, dim, maxnorm)
     }
 
     /// [`Tensor::pdist`] (gradient through `cdist`'s).
     pub fn pdist(&self, p: f64) -> Result<Var> {
-        let pairs = pdist_pairs(self.data(), p)?;
-        if pairs.numel() == 0 {
-            return self.narrow(0, 0, 0)?.sum(Some(&[1]), false);
-        }
-        self.cdist(self, p)?.reshape(&[-1])?.index_select(0, &pairs)
+        // No pairs: the empty sum of an empty narrow, so the result stays
+        // connected to the input.
+        pdist_of(self, p, |x| x.narrow(0, 0, 0)?.sum(Some(&[1]), false))
     }
 }

@@ -12,6 +12,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::windows::Composite;
 use crate::shape::{normalize_dim, normalize_dim_strict};
 use crate::tensor::Tensor;
 
@@ -586,41 +587,13 @@ impl Tensor {
         fweights: Option<&Tensor>,
         aweights: Option<&Tensor>,
     ) -> Result<Tensor> {
-        let (input, w) = cov_weights(self, fweights, aweights)?;
-        let n = input.shape()[1];
-        let (w_sum, norm) = cov_norm(n, w.as_ref(), aweights, correction, self.device())?;
-        let weighted = |t: &Tensor| -> Result<Tensor> {
-            match &w {
-                Some(w) => t.mul(w),
-                None => Ok(t.clone()),
-            }
-        };
-        let avg = weighted(&input)?.sum(Some(&[1]), false)?.div(&w_sum)?;
-        let centred = input.sub(&avg.unsqueeze(1)?)?;
-        let c = centred.mm(&weighted(&centred)?.t()?)?;
-        let c = c.div(&norm)?;
-        c.squeeze()
+        cov_of(self, correction, fweights, aweights)
     }
 
     /// `torch.corrcoef(x)`: Pearson's correlation coefficients of the rows
     /// (`cov` normalised by the standard deviations, clipped to [-1, 1]).
     pub fn corrcoef(&self) -> Result<Tensor> {
-        if self.ndim() > 2 {
-            return Err(TensorError::shape(
-                "corrcoef",
-                format!(
-                    "corrcoef(): expected input to have two or fewer dimensions but got an input with {} dimensions",
-                    self.ndim()
-                ),
-            ));
-        }
-        let c = self.cov(1, None, None)?;
-        if c.ndim() == 0 {
-            return c.div(&c);
-        }
-        let sd = c.diagonal(0, 0, 1)?.sqrt()?;
-        let c = c.div(&sd.view(&[-1, 1])?)?.div(&sd.view(&[1, -1])?)?;
-        c.clamp(Some(-1.0), Some(1.0))
+        corrcoef_of(self)
     }
 
     /// `torch.aminmax(x, dim, keepdim)`: `(min, max)` along `dim` (of every
@@ -675,63 +648,13 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn trapezoid(&self, spacing: Spacing, dim: i64) -> Result<Tensor> {
-        const OP: &str = "trapezoid";
-        let d = normalize_dim_strict(OP, dim, self.ndim())?;
-        if self.shape()[d] == 0 {
-            let mut s = self.shape().to_vec();
-            s.remove(d);
-            return Tensor::zeros(&s, self.dtype(), self.device());
-        }
-        let di = d as i64;
-        match spacing {
-            Spacing::X(x) => {
-                let dx = trapezoid_dx(OP, self, x, d)?;
-                let (left, right) = (
-                    self.slice(di, Some(0), Some(-1), 1)?,
-                    self.slice(di, Some(1), None, 1)?,
-                );
-                left.add(&right)?
-                    .mul(&dx)?
-                    .sum(Some(&[di]), false)?
-                    .div(2.0)
-            }
-            Spacing::Dx(dx) => {
-                no_bool_y(OP, self)?;
-                let ends = self.select(di, 0)?.add(&self.select(di, -1)?)?.mul(0.5)?;
-                self.sum(Some(&[di]), false)?.sub(&ends)?.mul(dx)
-            }
-        }
+        trapezoid_of(self, spacing, dim)
     }
 
     /// `torch.cumulative_trapezoid(y, x | dx, dim)`: the running trapezoid
     /// rule along `dim` (one element shorter than `y` there).
     pub fn cumulative_trapezoid(&self, spacing: Spacing, dim: i64) -> Result<Tensor> {
-        const OP: &str = "cumulative_trapezoid";
-        if let Spacing::Dx(_) = spacing {
-            no_bool_y(OP, self)?;
-        }
-        if self.ndim() == 0 {
-            return Err(TensorError::dim(
-                OP,
-                "slice() cannot be applied to a 0-dim tensor.",
-            ));
-        }
-        let d = normalize_dim(OP, dim, self.ndim())?;
-        let di = d as i64;
-        let (left, right) = (
-            self.slice(di, Some(0), Some(-1), 1)?,
-            self.slice(di, Some(1), None, 1)?,
-        );
-        match spacing {
-            Spacing::X(x) => {
-                let dx = trapezoid_dx(OP, self, x, d)?;
-                left.add(&right)?.mul(&dx)?.cumsum(di, None)?.div(2.0)
-            }
-            Spacing::Dx(dx) => {
-                // PyTorch: (dx / 2. * (left + right)).cumsum(dim).
-                left.add(&right)?.mul(dx / 2.0)?.cumsum(di, None)
-            }
-        }
+        cumulative_trapezoid_of(self, spacing, dim)
     }
 
     /// `torch.renorm(x, p, dim, maxnorm)`: each slice along `dim` whose
@@ -746,10 +669,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn renorm(&self, p: f64, dim: i64, maxnorm: f64) -> Result<Tensor> {
-        let (dims, acc) = renorm_plan(self, p, dim, maxnorm)?;
-        let norm = self.to_dtype(acc)?.vector_norm(p, Some(&dims), true)?;
-        let factor = renorm_factor(&norm, maxnorm)?;
-        self.mul(&factor.to_dtype(self.dtype())?)
+        renorm_of(self, p, dim, maxnorm)
     }
 
     /// `torch.pdist(x, p)` (`F.pdist`): the `p`-norm distances between the
@@ -762,11 +682,8 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn pdist(&self, p: f64) -> Result<Tensor> {
-        let pairs = pdist_pairs(self, p)?;
-        if pairs.numel() == 0 {
-            return Tensor::zeros(&[0], self.dtype(), self.device());
-        }
-        self.cdist(self, p)?.reshape(&[-1])?.index_select(0, &pairs)
+        // No pairs: an empty result of the input's dtype.
+        pdist_of(self, p, |x| Tensor::zeros(&[0], x.dtype(), x.device()))
     }
 
     /// `torch.histogram(x, bins, range, weight, density)`: `(hist,
@@ -930,12 +847,149 @@ pub enum HistogramBins<'a> {
     Edges(&'a Tensor),
 }
 
-/// PyTorch's renorm scale factor from the norms: `maxnorm / (norm + 1e-7)`
-/// where `norm > maxnorm`, else 1, in the norm's dtype. Shared with
-/// strata-autograd.
-pub fn renorm_factor(norm: &Tensor, maxnorm: f64) -> Result<Tensor> {
-    let big = norm.gt(maxnorm)?;
-    let scaled =
-        Tensor::full(norm.shape(), maxnorm, norm.dtype(), norm.device())?.div(&norm.add(1e-7)?)?;
-    Tensor::where_cond(&big, &scaled, 1.0)
+type Of<T> = std::result::Result<T, <T as Composite>::Error>;
+
+/// `cov` of a tensor or a variable (the weights are constants): the
+/// weighted mean removed, `mm` of the centred rows, divided by the
+/// normalisation; PyTorch's checks in `cov_weights` and `cov_norm`.
+pub fn cov_of<T: Composite>(
+    x: &T,
+    correction: i64,
+    fweights: Option<&Tensor>,
+    aweights: Option<&Tensor>,
+) -> Of<T> {
+    let (input, w) = cov_weights(&x.values(), fweights, aweights)?;
+    let n = input.shape()[1];
+    let (w_sum, norm) = cov_norm(n, w.as_ref(), aweights, correction, x.device())?;
+    let x = if x.shape().len() < 2 {
+        x.view(&[1, -1])?
+    } else {
+        x.clone()
+    };
+    let weighted = |t: &T| -> Of<T> {
+        match &w {
+            Some(w) => t.mul(&T::constant(w.clone())),
+            None => Ok(t.clone()),
+        }
+    };
+    let avg = weighted(&x)?.sum(&[1])?.div(&T::constant(w_sum))?;
+    let centred = x.sub(&avg.unsqueeze(1)?)?;
+    let c = centred.mm(&weighted(&centred)?.t()?)?;
+    let c = c.div(&T::constant(norm))?;
+    let ones: Vec<i64> = (0..c.shape().len() as i64)
+        .filter(|&d| c.shape()[d as usize] == 1)
+        .collect();
+    c.squeeze_dims(&ones)
+}
+
+/// `corrcoef` of a tensor or a variable (through `cov`, `sqrt` and
+/// `clamp`).
+pub fn corrcoef_of<T: Composite>(x: &T) -> Of<T> {
+    let ndim = x.shape().len();
+    if ndim > 2 {
+        return Err(TensorError::shape(
+            "corrcoef",
+            format!(
+                "corrcoef(): expected input to have two or fewer dimensions but got an input with {ndim} dimensions"
+            ),
+        )
+        .into());
+    }
+    let c = cov_of(x, 1, None, None)?;
+    if c.shape().is_empty() {
+        return c.div(&c);
+    }
+    let sd = c.diagonal(0, 0, 1)?.sqrt()?;
+    let c = c.div(&sd.view(&[-1, 1])?)?.div(&sd.view(&[1, -1])?)?;
+    c.clamp(Some(-1.0), Some(1.0))
+}
+
+/// `trapezoid` of a tensor or a variable (the sample points are
+/// constants); an empty dim integrates to constant zeros.
+pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
+    const OP: &str = "trapezoid";
+    let yv = y.values();
+    let d = normalize_dim_strict(OP, dim, yv.ndim())?;
+    if yv.shape()[d] == 0 {
+        let mut s = yv.shape().to_vec();
+        s.remove(d);
+        return Ok(T::constant(Tensor::zeros(&s, yv.dtype(), yv.device())?));
+    }
+    let di = d as i64;
+    match spacing {
+        Spacing::X(x) => {
+            let dx = trapezoid_dx(OP, &yv, x, d)?;
+            let (left, right) = (
+                y.slice(di, Some(0), Some(-1), 1)?,
+                y.slice(di, Some(1), None, 1)?,
+            );
+            left.add(&right)?
+                .mul(&T::constant(dx))?
+                .sum(&[di])?
+                .div_scalar(2.0)
+        }
+        Spacing::Dx(dx) => {
+            no_bool_y(OP, &yv)?;
+            let ends = y.select(di, 0)?.add(&y.select(di, -1)?)?.mul_scalar(0.5)?;
+            y.sum(&[di])?.sub(&ends)?.mul_scalar(dx)
+        }
+    }
+}
+
+/// `cumulative_trapezoid` of a tensor or a variable (the sample points
+/// are constants).
+pub fn cumulative_trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
+    const OP: &str = "cumulative_trapezoid";
+    let yv = y.values();
+    if let Spacing::Dx(_) = spacing {
+        no_bool_y(OP, &yv)?;
+    }
+    if yv.ndim() == 0 {
+        return Err(TensorError::dim(OP, "slice() cannot be applied to a 0-dim tensor.").into());
+    }
+    let d = normalize_dim(OP, dim, yv.ndim())?;
+    let di = d as i64;
+    let (left, right) = (
+        y.slice(di, Some(0), Some(-1), 1)?,
+        y.slice(di, Some(1), None, 1)?,
+    );
+    match spacing {
+        Spacing::X(x) => {
+            let dx = trapezoid_dx(OP, &yv, x, d)?;
+            left.add(&right)?
+                .mul(&T::constant(dx))?
+                .cumsum(di)?
+                .div_scalar(2.0)
+        }
+        Spacing::Dx(dx) => {
+            // PyTorch: (dx / 2. * (left + right)).cumsum(dim).
+            left.add(&right)?.mul_scalar(dx / 2.0)?.cumsum(di)
+        }
+    }
+}
+
+/// `renorm` of a tensor or a variable: PyTorch's scale factor
+/// `maxnorm / (norm + 1e-7)` where `norm > maxnorm`, else 1, in the norm's
+/// dtype (f32 for f16/bf16); its gradient is derivatives.yaml's
+/// `renorm_backward`.
+pub fn renorm_of<T: Composite>(x: &T, p: f64, dim: i64, maxnorm: f64) -> Of<T> {
+    let (dims, acc) = renorm_plan(&x.values(), p, dim, maxnorm)?;
+    let norm = x.to_dtype(acc)?.vector_norm(p, &dims, true)?;
+    let nv = norm.values();
+    let big = nv.gt(maxnorm)?;
+    let top = T::constant(Tensor::full(nv.shape(), maxnorm, acc, nv.device())?);
+    let scaled = top.div(&norm.add_scalar(1e-7)?)?;
+    let one = T::constant(Tensor::ones(nv.shape(), acc, nv.device())?);
+    let factor = T::where_cond(&big, &scaled, &one)?;
+    x.mul(&factor.to_dtype(x.dtype())?)
+}
+
+/// `pdist` of a tensor or a variable (through `cdist`); `empty` gives the
+/// result when there are no pairs.
+pub fn pdist_of<T: Composite>(x: &T, p: f64, empty: impl FnOnce(&T) -> Of<T>) -> Of<T> {
+    let pairs = pdist_pairs(&x.values(), p)?;
+    if pairs.numel() == 0 {
+        return empty(x);
+    }
+    x.cdist(x, p)?.reshape(&[-1])?.index_select(0, &pairs)
 }

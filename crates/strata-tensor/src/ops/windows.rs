@@ -63,6 +63,34 @@ pub trait Composite: Clone + Sized {
     fn avg_pool2d(&self, opts: &PoolOptions) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::avg_pool3d`].
     fn avg_pool3d(&self, opts: &PoolOptions) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::div`] by a scalar.
+    fn div_scalar(&self, value: f64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::sqrt`].
+    fn sqrt(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::clamp`] to float bounds.
+    fn clamp(&self, min: Option<f64>, max: Option<f64>) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::mm`].
+    fn mm(&self, other: &Self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::t`].
+    fn t(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::diagonal`].
+    fn diagonal(&self, offset: i64, dim1: i64, dim2: i64)
+        -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::select`].
+    fn select(&self, dim: i64, index: i64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::cumsum`] in the operand's dtype.
+    fn cumsum(&self, dim: i64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::vector_norm`] (strata-autograd's `Var::norm`).
+    fn vector_norm(
+        &self,
+        p: f64,
+        dims: &[i64],
+        keepdim: bool,
+    ) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::cdist`].
+    fn cdist(&self, other: &Self, p: f64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::where_cond`] of two operands.
+    fn where_cond(cond: &Tensor, a: &Self, b: &Self) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::transpose`].
     fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::slice`].
@@ -191,6 +219,39 @@ impl Composite for Tensor {
     }
     fn avg_pool3d(&self, opts: &PoolOptions) -> Result<Tensor> {
         Tensor::avg_pool3d(self, opts)
+    }
+    fn div_scalar(&self, value: f64) -> Result<Tensor> {
+        Tensor::div(self, value)
+    }
+    fn sqrt(&self) -> Result<Tensor> {
+        Tensor::sqrt(self)
+    }
+    fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        Tensor::clamp(self, min, max)
+    }
+    fn mm(&self, other: &Tensor) -> Result<Tensor> {
+        Tensor::mm(self, other)
+    }
+    fn t(&self) -> Result<Tensor> {
+        Tensor::t(self)
+    }
+    fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Tensor> {
+        Tensor::diagonal(self, offset, dim1, dim2)
+    }
+    fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
+        Tensor::select(self, dim, index)
+    }
+    fn cumsum(&self, dim: i64) -> Result<Tensor> {
+        Tensor::cumsum(self, dim, None)
+    }
+    fn vector_norm(&self, p: f64, dims: &[i64], keepdim: bool) -> Result<Tensor> {
+        Tensor::vector_norm(self, p, Some(dims), keepdim)
+    }
+    fn cdist(&self, other: &Tensor, p: f64) -> Result<Tensor> {
+        Tensor::cdist(self, other, p)
+    }
+    fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        Tensor::where_cond(cond, a, b)
     }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         Tensor::transpose(self, d0, d1)
