@@ -263,6 +263,12 @@ impl Composite for Var {
     fn where_cond(cond: &Tensor, a: &Var, b: &Var) -> Result<Var> {
         Var::where_cond(cond, a, b)
     }
+    fn repeat(&self, sizes: &[i64]) -> Result<Var> {
+        Var::repeat(self, sizes)
+    }
+    fn contiguous(&self) -> Result<Var> {
+        Var::contiguous(self)
+    }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         Var::transpose(self, d0, d1)
     }

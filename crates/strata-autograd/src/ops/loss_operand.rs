@@ -88,6 +88,12 @@ impl LossOperand for Var {
     fn l_unsqueeze(&self, dim: i64) -> Result<Self> {
         self.unsqueeze(dim)
     }
+    fn l_reshape(&self, shape: &[i64]) -> Result<Self> {
+        self.reshape(shape)
+    }
+    fn l_gather(&self, dim: i64, index: &Tensor) -> Result<Self> {
+        self.gather(dim, index)
+    }
     fn l_clamp_min_no_grad(&self, min: f64) -> Result<Self> {
         let out = self.data().clamp(Some(min), None::<f64>)?;
         let f = super::formula(|g, _s, _n| Ok(vec![Some(g.clone())]));

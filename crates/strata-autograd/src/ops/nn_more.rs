@@ -10,8 +10,8 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::nn_more::{
-    bilinear_check, instance_norm_check, local_response_norm_of, lp_pool1d_of, lp_pool2d_of,
-    max_unpool_plan, multi_margin_plan, non_target_mask,
+    bilinear_check, local_response_norm_of, lp_pool1d_of, lp_pool2d_of, max_unpool_plan,
+    multi_margin_loss_of,
 };
 use strata_tensor::{Reduction, Tensor};
 
@@ -34,25 +34,7 @@ impl Var {
         weight: Option<&Tensor>,
         reduction: Reduction,
     ) -> Result<Var> {
-        let (nc, t, w, batched) = multi_margin_plan(self.data(), target, p, weight)?;
-        let x = self.reshape(&nc)?;
-        let xt = x.gather(1, &t)?;
-        let z = xt.neg()?.add(margin)?.add(&x)?;
-        let zeros = Var::new(z.data().zeros_like(None)?);
-        let h = Var::where_cond(&z.data().gt(0.0)?, &z, &zeros)?;
-        let h = if p == 2 { h.mul(&h)? } else { h };
-        let h = match w {
-            Some(w) => h.mul(&Var::new(w))?,
-            None => h,
-        };
-        let h = h.mul(&Var::new(non_target_mask(&t, nc[1], self.dtype())?))?;
-        let per = h.sum(Some(&[1]), false)?.div(nc[1] as f64)?;
-        match reduction {
-            Reduction::None if batched => Ok(per),
-            Reduction::None => per.reshape(&[]),
-            Reduction::Sum => per.sum(None, false),
-            Reduction::Mean => per.mean(None, false),
-        }
+        multi_margin_loss_of(self, target, p, margin, weight, reduction)
     }
 
     /// [`Tensor::instance_norm`] (batch norm of the `[1, N * C, ...]` view;
@@ -69,34 +51,16 @@ impl Var {
         momentum: f64,
         eps: f64,
     ) -> Result<Var> {
-        instance_norm_check(
-            self.shape(),
-            running_mean.is_some() && running_var.is_some(),
-            use_input_stats,
-        )?;
-        let (b, c) = (self.shape()[0] as i64, self.shape()[1] as i64);
-        let rm = running_mean.map(|t| t.repeat(&[b])).transpose()?;
-        let rv = running_var.map(|t| t.repeat(&[b])).transpose()?;
-        let w = weight.map(|v| v.repeat(&[b])).transpose()?;
-        let bi = bias.map(|v| v.repeat(&[b])).transpose()?;
-        let mut shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
-        shape[1] = b * c;
-        shape[0] = 1;
-        let out = self.contiguous()?.view(&shape)?.batch_norm(
-            rm.as_ref(),
-            rv.as_ref(),
-            w.as_ref(),
-            bi.as_ref(),
+        strata_tensor::nn_more::instance_norm_of(
+            self,
+            running_mean,
+            running_var,
+            weight,
+            bias,
             use_input_stats,
             momentum,
             eps,
-        )?;
-        for (r, rep) in [(running_mean, &rm), (running_var, &rv)] {
-            if let (Some(r), Some(rep)) = (r, rep) {
-                r.copy_(&rep.view(&[b, c])?.mean(Some(&[0]), false)?)?;
-            }
-        }
-        out.view(&self.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
+        )
     }
 
     /// [`Tensor::local_response_norm`] (PyTorch's composition).
@@ -238,25 +202,7 @@ impl Var {
     /// [`Tensor::multilabel_margin_loss`] (the gradient goes to the pairs
     /// whose hinge is positive, as PyTorch's CPU backward).
     pub fn multilabel_margin_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Var> {
-        let (nc, tc, counts, batched) =
-            strata_tensor::nn_more::multilabel_margin_plan(self.data(), target)?;
-        let x = self.reshape(&nc)?;
-        let z = x
-            .gather(1, &tc)?
-            .neg()?
-            .add(1.0)?
-            .unsqueeze(2)?
-            .add(&x.unsqueeze(1)?)?;
-        let on = counts.logical_and(&z.data().gt(0.0)?)?;
-        let zeros = Var::new(z.data().zeros_like(None)?);
-        let h = Var::where_cond(&on, &z, &zeros)?;
-        let per = h.sum(Some(&[1, 2]), false)?.div(nc[1] as f64)?;
-        match reduction {
-            Reduction::None if batched => Ok(per),
-            Reduction::None => per.reshape(&[]),
-            Reduction::Sum => per.sum(None, false),
-            Reduction::Mean => per.mean(None, false),
-        }
+        strata_tensor::nn_more::multilabel_margin_loss_of(self, target, reduction)
     }
 }
 

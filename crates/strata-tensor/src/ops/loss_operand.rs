@@ -70,6 +70,10 @@ pub trait LossOperand: Clone + Sized {
     fn l_to_dtype(&self, dtype: DType) -> std::result::Result<Self, Self::Error>;
     /// `unsqueeze(dim)`.
     fn l_unsqueeze(&self, dim: i64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::reshape`].
+    fn l_reshape(&self, shape: &[i64]) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::gather`].
+    fn l_gather(&self, dim: i64, index: &Tensor) -> std::result::Result<Self, Self::Error>;
     /// `clamp_min(min)` whose gradient passes unchanged (PyTorch's
     /// `with torch.no_grad(): var.clamp_(min=eps)` on a clone).
     fn l_clamp_min_no_grad(&self, min: f64) -> std::result::Result<Self, Self::Error>;
@@ -176,6 +180,12 @@ impl LossOperand for Tensor {
     }
     fn l_unsqueeze(&self, dim: i64) -> Result<Self> {
         self.unsqueeze(dim)
+    }
+    fn l_reshape(&self, shape: &[i64]) -> Result<Self> {
+        self.reshape(shape)
+    }
+    fn l_gather(&self, dim: i64, index: &Tensor) -> Result<Self> {
+        self.gather(dim, index)
     }
     fn l_clamp_min_no_grad(&self, min: f64) -> Result<Self> {
         self.clamp(Some(min), None::<f64>)

@@ -13,6 +13,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::loss_operand::LossOperand;
 use crate::ops::windows::Composite;
 use crate::ops::{PoolOptions, Reduction};
 use crate::tensor::Tensor;
@@ -321,25 +322,7 @@ impl Tensor {
         weight: Option<&Tensor>,
         reduction: Reduction,
     ) -> Result<Tensor> {
-        let (nc, t, w, batched) = multi_margin_plan(self, target, p, weight)?;
-        let x = self.reshape(&nc)?;
-        let xt = x.gather(1, &t)?;
-        // PyTorch's order: (margin - x[y]) + x[d].
-        let z = xt.neg()?.add(margin)?.add(&x)?;
-        let h = Tensor::where_cond(&z.gt(0.0)?, &z, 0.0)?;
-        let h = if p == 2 { h.mul(&h)? } else { h };
-        let h = match &w {
-            Some(w) => h.mul(w)?,
-            None => h,
-        };
-        let h = h.mul(&non_target_mask(&t, nc[1], self.dtype())?)?;
-        let per = h.sum(Some(&[1]), false)?.div(nc[1] as f64)?;
-        match reduction {
-            Reduction::None if batched => Ok(per),
-            Reduction::None => per.reshape(&[]),
-            Reduction::Sum => per.sum(None, false),
-            Reduction::Mean => per.mean(None, false),
-        }
+        multi_margin_loss_of(self, target, p, margin, weight, reduction)
     }
 
     /// `F.instance_norm`: each `(sample, channel)` plane normalised by its
@@ -357,32 +340,16 @@ impl Tensor {
         momentum: f64,
         eps: f64,
     ) -> Result<Tensor> {
-        instance_norm_check(
-            self.shape(),
-            running_mean.is_some() && running_var.is_some(),
-            use_input_stats,
-        )?;
-        let (b, c) = (self.shape()[0] as i64, self.shape()[1] as i64);
-        let rep = |t: Option<&Tensor>| -> Result<Option<Tensor>> {
-            t.map(|t| t.repeat(&[b])).transpose()
-        };
-        let (rm, rv) = (rep(running_mean)?, rep(running_var)?);
-        let (w, bi) = (rep(weight)?, rep(bias)?);
-        let mut shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
-        shape[1] = b * c;
-        shape[0] = 1;
-        let out = self.contiguous()?.view(&shape)?.batch_norm(
-            rm.as_ref(),
-            rv.as_ref(),
-            w.as_ref(),
-            bi.as_ref(),
+        instance_norm_of(
+            self,
+            running_mean,
+            running_var,
+            weight,
+            bias,
             use_input_stats,
             momentum,
             eps,
-        )?;
-        instance_norm_write_back(running_mean, rm.as_ref(), b, c)?;
-        instance_norm_write_back(running_var, rv.as_ref(), b, c)?;
-        out.view(&self.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
+        )
     }
 
     /// `F.local_response_norm(x, size, alpha, beta, k)`: `x / (k + alpha *
@@ -584,6 +551,49 @@ pub fn bilinear_check(x1: &Tensor, x2: &Tensor, w: &Tensor, b: Option<&Tensor>) 
     Ok(())
 }
 
+/// `F.instance_norm` of a tensor or a variable: batch norm of the
+/// `[1, N * C, ...]` view with the statistics, weight and bias repeated per
+/// sample (the weight and bias differentiable), the running statistics
+/// updated in place with the batch's mean of the per-sample updates.
+#[allow(clippy::too_many_arguments)]
+pub fn instance_norm_of<T: Composite>(
+    x: &T,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&T>,
+    bias: Option<&T>,
+    use_input_stats: bool,
+    momentum: f64,
+    eps: f64,
+) -> Of<T> {
+    instance_norm_check(
+        x.shape(),
+        running_mean.is_some() && running_var.is_some(),
+        use_input_stats,
+    )?;
+    let (b, c) = (x.shape()[0] as i64, x.shape()[1] as i64);
+    let rm = running_mean.map(|t| t.repeat(&[b])).transpose()?;
+    let rv = running_var.map(|t| t.repeat(&[b])).transpose()?;
+    let w = weight.map(|v| v.repeat(&[b])).transpose()?;
+    let bi = bias.map(|v| v.repeat(&[b])).transpose()?;
+    let mut shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+    shape[1] = b * c;
+    shape[0] = 1;
+    let out = crate::ops::norms::batch_norm(
+        &x.contiguous()?.view(&shape)?,
+        rm.as_ref(),
+        rv.as_ref(),
+        w.as_ref(),
+        bi.as_ref(),
+        use_input_stats,
+        momentum,
+        eps,
+    )?;
+    instance_norm_write_back(running_mean, rm.as_ref(), b, c)?;
+    instance_norm_write_back(running_var, rv.as_ref(), b, c)?;
+    out.view(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
+}
+
 fn instance_norm_write_back(
     running: Option<&Tensor>,
     repeated: Option<&Tensor>,
@@ -671,6 +681,70 @@ pub fn lp_pool2d_of<T: Composite>(
     }
     let out = x.pow_scalar(norm_type)?.avg_pool2d(&o)?;
     lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
+}
+
+type LossOf<T> = std::result::Result<T, <T as LossOperand>::Error>;
+
+/// `F.multi_margin_loss` of a tensor or a variable (the target, the
+/// weights and the mask are constants; a NaN hinge counts 0).
+pub fn multi_margin_loss_of<T: LossOperand>(
+    x: &T,
+    target: &Tensor,
+    p: i64,
+    margin: f64,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> LossOf<T> {
+    let (nc, t, w, batched) = multi_margin_plan(x.l_data(), target, p, weight)?;
+    let dtype = x.l_data().dtype();
+    let x = x.l_reshape(&nc)?;
+    let xt = x.l_gather(1, &t)?;
+    // PyTorch's order: (margin - x[y]) + x[d].
+    let z = xt.l_neg()?.l_add_scalar(margin)?.l_add(&x)?;
+    let zeros = T::l_constant(z.l_data().zeros_like(None)?);
+    let h = T::l_where(&z.l_data().gt(0.0)?, &z, &zeros)?;
+    let h = if p == 2 { h.l_mul(&h)? } else { h };
+    let h = match w {
+        Some(w) => h.l_mul(&T::l_constant(w))?,
+        None => h,
+    };
+    let h = h.l_mul(&T::l_constant(non_target_mask(&t, nc[1], dtype)?))?;
+    let per = h.l_sum(Some(&[1]), false)?.l_div_scalar(nc[1] as f64)?;
+    margin_reduce(per, reduction, batched)
+}
+
+/// `F.multilabel_margin_loss` of a tensor or a variable (the hinges of the
+/// counted pairs; a NaN hinge counts 0).
+pub fn multilabel_margin_loss_of<T: LossOperand>(
+    x: &T,
+    target: &Tensor,
+    reduction: Reduction,
+) -> LossOf<T> {
+    let (nc, tc, counts, batched) = multilabel_margin_plan(x.l_data(), target)?;
+    let x = x.l_reshape(&nc)?;
+    // PyTorch's order: (1 - x[j]) + x[d].
+    let z = x
+        .l_gather(1, &tc)?
+        .l_neg()?
+        .l_add_scalar(1.0)?
+        .l_unsqueeze(2)?
+        .l_add(&x.l_unsqueeze(1)?)?;
+    let on = counts.logical_and(&z.l_data().gt(0.0)?)?;
+    let zeros = T::l_constant(z.l_data().zeros_like(None)?);
+    let h = T::l_where(&on, &z, &zeros)?;
+    let per = h.l_sum(Some(&[1, 2]), false)?.l_div_scalar(nc[1] as f64)?;
+    margin_reduce(per, reduction, batched)
+}
+
+/// The per-sample losses of a batch, a 0-d one of a single sample, or
+/// their sum or mean.
+fn margin_reduce<T: LossOperand>(per: T, reduction: Reduction, batched: bool) -> LossOf<T> {
+    match reduction {
+        Reduction::None if batched => Ok(per),
+        Reduction::None => per.l_reshape(&[]),
+        Reduction::Sum => per.l_sum(None, false),
+        Reduction::Mean => per.l_mean(None, false),
+    }
 }
 
 /// `(sign(out) * relu(|out|)) * size` to the power `1 / p`, as `F.lp_pool*d`.
@@ -957,24 +1031,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn multilabel_margin_loss(&self, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-        let (nc, tc, counts, batched) = multilabel_margin_plan(self, target)?;
-        let x = self.reshape(&nc)?;
-        // PyTorch's order: (1 - x[j]) + x[d].
-        let z = x
-            .gather(1, &tc)?
-            .neg()?
-            .add(1.0)?
-            .unsqueeze(2)?
-            .add(&x.unsqueeze(1)?)?;
-        let on = counts.logical_and(&z.gt(0.0)?)?;
-        let h = Tensor::where_cond(&on, &z, 0.0)?;
-        let per = h.sum(Some(&[1, 2]), false)?.div(nc[1] as f64)?;
-        match reduction {
-            Reduction::None if batched => Ok(per),
-            Reduction::None => per.reshape(&[]),
-            Reduction::Sum => per.sum(None, false),
-            Reduction::Mean => per.mean(None, false),
-        }
+        multilabel_margin_loss_of(self, target, reduction)
     }
 }
 

@@ -91,6 +91,10 @@ pub trait Composite: Clone + Sized {
     fn cdist(&self, other: &Self, p: f64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::where_cond`] of two operands.
     fn where_cond(cond: &Tensor, a: &Self, b: &Self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::repeat`].
+    fn repeat(&self, sizes: &[i64]) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::contiguous`].
+    fn contiguous(&self) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::transpose`].
     fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::slice`].
@@ -252,6 +256,12 @@ impl Composite for Tensor {
     }
     fn where_cond(cond: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         Tensor::where_cond(cond, a, b)
+    }
+    fn repeat(&self, sizes: &[i64]) -> Result<Tensor> {
+        Tensor::repeat(self, sizes)
+    }
+    fn contiguous(&self) -> Result<Tensor> {
+        Tensor::contiguous(self)
     }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         Tensor::transpose(self, d0, d1)
