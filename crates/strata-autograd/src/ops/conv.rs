@@ -269,6 +269,12 @@ impl Composite for Var {
     fn contiguous(&self) -> Result<Var> {
         Var::contiguous(self)
     }
+    fn gather(&self, dim: i64, index: &Tensor) -> Result<Var> {
+        Var::gather(self, dim, index)
+    }
+    fn scatter(&self, dim: i64, index: &Tensor, src: &Var) -> Result<Var> {
+        Var::scatter(self, dim, index, src)
+    }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         Var::transpose(self, d0, d1)
     }

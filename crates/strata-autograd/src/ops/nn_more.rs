@@ -10,7 +10,7 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::nn_more::{
-    bilinear_check, local_response_norm_of, lp_pool1d_of, lp_pool2d_of, max_unpool_plan,
+    bilinear_check, local_response_norm_of, lp_pool1d_of, lp_pool2d_of, max_unpool_of,
     multi_margin_loss_of,
 };
 use strata_tensor::{Reduction, Tensor};
@@ -100,16 +100,8 @@ impl Var {
         output_size: Option<&[usize]>,
     ) -> Result<Var> {
         let stride = stride.map(|s| [s]);
-        let out = max_unpool_plan(
-            self.data(),
-            indices,
-            &[kernel],
-            stride.as_ref().map(|s| &s[..]),
-            &[padding],
-            output_size,
-            1,
-        )?;
-        self.unpool(indices, &out)
+        let stride = stride.as_ref().map(|s| &s[..]);
+        max_unpool_of(self, indices, &[kernel], stride, &[padding], output_size, 1)
     }
 
     /// [`Tensor::max_unpool2d`] (the gradient is gathered at the indices).
@@ -121,34 +113,7 @@ impl Var {
         padding: &[usize],
         output_size: Option<&[usize]>,
     ) -> Result<Var> {
-        let out = max_unpool_plan(
-            self.data(),
-            indices,
-            kernel,
-            stride,
-            padding,
-            output_size,
-            2,
-        )?;
-        self.unpool(indices, &out)
-    }
-
-    fn unpool(&self, indices: &Tensor, out: &[usize]) -> Result<Var> {
-        let d = out.len();
-        let lead = self.shape()[..self.ndim() - d].to_vec();
-        let mut flat: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
-        flat.push(-1);
-        let mut zshape = lead.clone();
-        zshape.push(out.iter().product());
-        let zeros = Var::new(Tensor::zeros(&zshape, self.dtype(), self.device())?);
-        let y = zeros.scatter(
-            lead.len() as i64,
-            &indices.reshape(&flat)?,
-            &self.reshape(&flat)?,
-        )?;
-        let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
-        shape.extend(out.iter().map(|&s| s as i64));
-        y.view(&shape)
+        max_unpool_of(self, indices, kernel, stride, padding, output_size, 2)
     }
 
     /// [`Tensor::bilinear`] (an `einsum`; every operand differentiable).
@@ -171,30 +136,13 @@ impl Var {
     /// [`Tensor::adaptive_max_pool1d`]: the values (differentiable: the
     /// gradient goes to each window's maximum, as PyTorch's) and indices.
     pub fn adaptive_max_pool1d(&self, output_size: &[usize]) -> Result<(Var, Tensor)> {
-        self.adaptive_max_nd(output_size, 1)
+        strata_tensor::nn_more::adaptive_max_pool_of(self, output_size, 1)
     }
 
     /// [`Tensor::adaptive_max_pool2d`] (gradient as
     /// [`Var::adaptive_max_pool1d`]'s).
     pub fn adaptive_max_pool2d(&self, output_size: &[usize]) -> Result<(Var, Tensor)> {
-        self.adaptive_max_nd(output_size, 2)
-    }
-
-    fn adaptive_max_nd(&self, output_size: &[usize], d: usize) -> Result<(Var, Tensor)> {
-        let idx = strata_tensor::nn_more::adaptive_max_indices(self.data(), output_size, d)?;
-        let nd = self.ndim();
-        let mut flat: Vec<i64> = self.shape()[..nd - d].iter().map(|&s| s as i64).collect();
-        flat.push(-1);
-        let shape: Vec<i64> = idx.shape().iter().map(|&s| s as i64).collect();
-        if idx.numel() == 0 {
-            let zeros = Tensor::zeros(idx.shape(), self.dtype(), self.device())?;
-            return Ok((Var::new(zeros), idx));
-        }
-        let v = self
-            .reshape(&flat)?
-            .gather((nd - d) as i64, &idx.reshape(&flat)?)?
-            .reshape(&shape)?;
-        Ok((v, idx))
+        strata_tensor::nn_more::adaptive_max_pool_of(self, output_size, 2)
     }
 }
 

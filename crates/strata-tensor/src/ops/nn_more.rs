@@ -394,16 +394,8 @@ impl Tensor {
         output_size: Option<&[usize]>,
     ) -> Result<Tensor> {
         let stride = stride.map(|s| [s]);
-        let out = max_unpool_plan(
-            self,
-            indices,
-            &[kernel],
-            stride.as_ref().map(|s| &s[..]),
-            &[padding],
-            output_size,
-            1,
-        )?;
-        self.unpool(indices, &out)
+        let stride = stride.as_ref().map(|s| &s[..]);
+        max_unpool_of(self, indices, &[kernel], stride, &[padding], output_size, 1)
     }
 
     /// `F.max_unpool2d`: as [`Tensor::max_unpool1d`] over two spatial dims.
@@ -424,24 +416,7 @@ impl Tensor {
         padding: &[usize],
         output_size: Option<&[usize]>,
     ) -> Result<Tensor> {
-        let out = max_unpool_plan(self, indices, kernel, stride, padding, output_size, 2)?;
-        self.unpool(indices, &out)
-    }
-
-    fn unpool(&self, indices: &Tensor, out: &[usize]) -> Result<Tensor> {
-        let d = out.len();
-        let lead = &self.shape()[..self.ndim() - d];
-        let mut flat: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
-        flat.push(-1);
-        let plane: usize = out.iter().product();
-        let mut zshape: Vec<usize> = lead.to_vec();
-        zshape.push(plane);
-        let zeros = Tensor::zeros(&zshape, self.dtype(), self.device())?;
-        let dim = lead.len() as i64;
-        let y = zeros.scatter(dim, &indices.reshape(&flat)?, &self.reshape(&flat)?)?;
-        let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
-        shape.extend(out.iter().map(|&s| s as i64));
-        y.view(&shape)
+        max_unpool_of(self, indices, kernel, stride, padding, output_size, 2)
     }
 
     /// `F.bilinear(x1, x2, weight, bias)`: `x1^T A_o x2 + b_o` for each
@@ -747,6 +722,41 @@ fn margin_reduce<T: LossOperand>(per: T, reduction: Reduction, batched: bool) ->
     }
 }
 
+/// `F.max_unpool{1,2}d` of a tensor or a variable: PyTorch's checks, then
+/// each value scattered at its index into constant zeros (so the gradient
+/// is gathered at the indices); `d` spatial dims.
+pub fn max_unpool_of<T: Composite>(
+    x: &T,
+    indices: &Tensor,
+    kernel: &[usize],
+    stride: Option<&[usize]>,
+    padding: &[usize],
+    output_size: Option<&[usize]>,
+    d: usize,
+) -> Of<T> {
+    let out = max_unpool_plan(
+        &x.values(),
+        indices,
+        kernel,
+        stride,
+        padding,
+        output_size,
+        d,
+    )?;
+    let lead = &x.shape()[..x.shape().len() - d];
+    let mut flat: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+    flat.push(-1);
+    let plane: usize = out.iter().product();
+    let mut zshape: Vec<usize> = lead.to_vec();
+    zshape.push(plane);
+    let zeros = T::constant(Tensor::zeros(&zshape, x.dtype(), x.device())?);
+    let dim = lead.len() as i64;
+    let y = zeros.scatter(dim, &indices.reshape(&flat)?, &x.reshape(&flat)?)?;
+    let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+    shape.extend(out.iter().map(|&s| s as i64));
+    y.view(&shape)
+}
+
 /// `(sign(out) * relu(|out|)) * size` to the power `1 / p`, as `F.lp_pool*d`.
 fn lp_finish<T: Composite>(out: &T, size: f64, p: f64) -> Of<T> {
     out.sign()?
@@ -904,32 +914,39 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn adaptive_max_pool1d(&self, output_size: &[usize]) -> Result<(Tensor, Tensor)> {
-        self.adaptive_max_nd(output_size, 1)
+        adaptive_max_pool_of(self, output_size, 1)
     }
 
     /// `F.adaptive_max_pool2d(x, output_size, return_indices=True)`: as
     /// [`Tensor::adaptive_max_pool1d`] over two spatial dims (indices in
     /// the flattened `H * W` plane).
     pub fn adaptive_max_pool2d(&self, output_size: &[usize]) -> Result<(Tensor, Tensor)> {
-        self.adaptive_max_nd(output_size, 2)
+        adaptive_max_pool_of(self, output_size, 2)
     }
+}
 
-    fn adaptive_max_nd(&self, output_size: &[usize], d: usize) -> Result<(Tensor, Tensor)> {
-        let idx = adaptive_max_indices(self, output_size, d)?;
-        let nd = self.ndim();
-        let mut flat: Vec<i64> = self.shape()[..nd - d].iter().map(|&s| s as i64).collect();
-        flat.push(-1);
-        let shape: Vec<i64> = idx.shape().iter().map(|&s| s as i64).collect();
-        if idx.numel() == 0 {
-            let s: Vec<usize> = idx.shape().to_vec();
-            return Ok((Tensor::zeros(&s, self.dtype(), self.device())?, idx));
-        }
-        let v = self
-            .reshape(&flat)?
-            .gather((nd - d) as i64, &idx.reshape(&flat)?)?
-            .reshape(&shape)?;
-        Ok((v, idx))
+/// `adaptive_max_pool{1,2}d` of a tensor or a variable: the values, a
+/// `gather` at the indices (so the gradient goes to each window's
+/// maximum), and the indices; an empty result is constant zeros.
+pub fn adaptive_max_pool_of<T: Composite>(
+    x: &T,
+    output_size: &[usize],
+    d: usize,
+) -> std::result::Result<(T, Tensor), T::Error> {
+    let idx = adaptive_max_indices(&x.values(), output_size, d)?;
+    let nd = x.shape().len();
+    let mut flat: Vec<i64> = x.shape()[..nd - d].iter().map(|&s| s as i64).collect();
+    flat.push(-1);
+    let shape: Vec<i64> = idx.shape().iter().map(|&s| s as i64).collect();
+    if idx.numel() == 0 {
+        let zeros = Tensor::zeros(idx.shape(), x.dtype(), x.device())?;
+        return Ok((T::constant(zeros), idx));
     }
+    let v = x
+        .reshape(&flat)?
+        .gather((nd - d) as i64, &idx.reshape(&flat)?)?
+        .reshape(&shape)?;
+    Ok((v, idx))
 }
 
 /// `multilabel_margin_loss`'s checks and masks: the input as `[N, C]`, the

@@ -95,6 +95,15 @@ pub trait Composite: Clone + Sized {
     fn repeat(&self, sizes: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::contiguous`].
     fn contiguous(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::gather`].
+    fn gather(&self, dim: i64, index: &Tensor) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::scatter`] of another operand.
+    fn scatter(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Self,
+    ) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::transpose`].
     fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::slice`].
@@ -262,6 +271,12 @@ impl Composite for Tensor {
     }
     fn contiguous(&self) -> Result<Tensor> {
         Tensor::contiguous(self)
+    }
+    fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
+        Tensor::gather(self, dim, index)
+    }
+    fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        Tensor::scatter(self, dim, index, src)
     }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         Tensor::transpose(self, d0, d1)
