@@ -275,6 +275,9 @@ impl Composite for Var {
     fn scatter(&self, dim: i64, index: &Tensor, src: &Var) -> Result<Var> {
         Var::scatter(self, dim, index, src)
     }
+    fn expand(&self, shape: &[i64]) -> Result<Var> {
+        Var::expand(self, shape)
+    }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         Var::transpose(self, d0, d1)
     }

@@ -14,8 +14,8 @@ use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::shape_join::{
     atleast_1d_of, atleast_2d_of, atleast_3d_of, block_of, channel_shuffle_shape, column_stack_of,
-    directional_split, dstack_of, hstack_of, rot90_of, take_along_dim_shapes, tensor_split_of,
-    unflatten_shape, vander_plan, vstack_of,
+    directional_split, dstack_of, hstack_of, rot90_of, tensor_split_of, unflatten_shape,
+    vander_plan, vstack_of,
 };
 use strata_tensor::{Tensor, TensorSplit};
 
@@ -204,20 +204,7 @@ impl Var {
     /// # Ok::<(), strata_autograd::AutogradError>(())
     /// ```
     pub fn take_along_dim(&self, indices: &Tensor, dim: Option<i64>) -> Result<Var> {
-        // The checks (an i64 index, the ranks, the device) are the tensor form's.
-        self.data().take_along_dim(indices, dim)?;
-        match dim {
-            None => self.view(&[-1])?.gather(0, &indices.view(&[-1])?),
-            Some(dim) => {
-                let d = if dim < 0 {
-                    dim + self.ndim().max(1) as i64
-                } else {
-                    dim
-                } as usize;
-                let (src, idx) = take_along_dim_shapes(self.shape(), indices, d)?;
-                self.expand(&src)?.gather(d as i64, &indices.expand(&idx)?)
-            }
-        }
+        strata_tensor::shape_join::take_along_dim_of(self, indices, dim)
     }
 
     /// [`Tensor::channel_shuffle`] (a reshape, a transpose and a copy).

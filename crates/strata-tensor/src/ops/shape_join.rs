@@ -523,19 +523,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn take_along_dim(&self, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
-        crate::ops::elementwise::same_device("take_along_dim", self, indices)?;
-        match dim {
-            // PyTorch views both as 1-D: a non-contiguous input is refused.
-            None => self.view(&[-1])?.gather(0, &indices.view(&[-1])?),
-            Some(dim) => {
-                // Only this form asks for i64 indices (the flattened one is
-                // `gather`'s, which takes i32 too), as PyTorch's.
-                long_indices(indices)?;
-                let d = normalize_dim_strict("take_along_dim", dim, self.ndim())?;
-                let (src, idx) = take_along_dim_shapes(self.shape(), indices, d)?;
-                self.expand(&src)?.gather(d as i64, &indices.expand(&idx)?)
-            }
-        }
+        take_along_dim_of(self, indices, dim)
     }
 
     /// `torch.channel_shuffle(x, groups)` (`nn.ChannelShuffle`): the
@@ -774,6 +762,25 @@ pub fn tensor_split_of<T: Composite>(
         .into_iter()
         .map(|(s, e)| x.slice(d as i64, Some(s), Some(e), 1))
         .collect()
+}
+
+/// `take_along_dim` of a tensor or a variable: PyTorch's checks, then an
+/// expanded `gather` (so the gradient is scatter-added at the indices and
+/// summed over the broadcast).
+pub fn take_along_dim_of<T: Composite>(x: &T, indices: &Tensor, dim: Option<i64>) -> Of<T> {
+    crate::ops::elementwise::same_device("take_along_dim", &x.values(), indices)?;
+    match dim {
+        // PyTorch views both as 1-D: a non-contiguous input is refused.
+        None => x.view(&[-1])?.gather(0, &indices.view(&[-1])?),
+        Some(dim) => {
+            // Only this form asks for i64 indices (the flattened one is
+            // `gather`'s, which takes i32 too), as PyTorch's.
+            long_indices(indices)?;
+            let d = normalize_dim_strict("take_along_dim", dim, x.shape().len())?;
+            let (src, idx) = take_along_dim_shapes(x.shape(), indices, d)?;
+            x.expand(&src)?.gather(d as i64, &indices.expand(&idx)?)
+        }
+    }
 }
 
 fn stack_inputs<T: Composite>(

@@ -104,6 +104,8 @@ pub trait Composite: Clone + Sized {
         index: &Tensor,
         src: &Self,
     ) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::expand`].
+    fn expand(&self, shape: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::transpose`].
     fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::slice`].
@@ -277,6 +279,9 @@ impl Composite for Tensor {
     }
     fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         Tensor::scatter(self, dim, index, src)
+    }
+    fn expand(&self, shape: &[i64]) -> Result<Tensor> {
+        Tensor::expand(self, shape)
     }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         Tensor::transpose(self, d0, d1)
