@@ -278,6 +278,19 @@ impl Composite for Var {
     fn expand(&self, shape: &[i64]) -> Result<Var> {
         Var::expand(self, shape)
     }
+    fn index_add(&self, dim: i64, index: &Tensor, source: &Var, alpha: Scalar) -> Result<Var> {
+        Var::index_add(self, dim, index, source, alpha)
+    }
+    fn scatter_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Var,
+        reduce: strata_tensor::ScatterReduce,
+        include_self: bool,
+    ) -> Result<Var> {
+        Var::scatter_reduce(self, dim, index, src, reduce, include_self)
+    }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         Var::transpose(self, d0, d1)
     }

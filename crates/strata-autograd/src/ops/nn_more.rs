@@ -168,49 +168,14 @@ impl Var {
         include_last_offset: bool,
         padding_idx: Option<i64>,
     ) -> Result<Var> {
-        use strata_tensor::EmbeddingBagMode as M;
-        let p = strata_tensor::nn_more::embedding_bag_plan(
+        strata_tensor::nn_more::embedding_bag_of(
+            self,
             indices,
-            self.data(),
             offsets,
             mode,
-            per_sample_weights.map(|w| w.data()),
+            per_sample_weights,
             include_last_offset,
             padding_idx,
-        )?;
-        let d = self.shape()[1];
-        let emb = self.index_select(0, &p.rows)?;
-        let zeros = Var::new(Tensor::zeros(
-            &[p.num_bags, d],
-            self.dtype(),
-            self.device(),
-        )?);
-        match mode {
-            M::Sum => {
-                let emb = match per_sample_weights {
-                    Some(w) => {
-                        let m = p.rows.numel() as i64;
-                        let w = w
-                            .reshape(&[-1])?
-                            .index_select(0, &p.kept)?
-                            .reshape(&[m, 1])?;
-                        emb.mul(&w)?
-                    }
-                    None => emb,
-                };
-                zeros.index_add(0, &p.bags, &emb, 1)
-            }
-            M::Mean => {
-                let s = zeros.index_add(0, &p.bags, &emb, 1)?;
-                s.div(&Var::new(p.counts.clamp(Some(1.0), None::<f64>)?))
-            }
-            M::Max => {
-                let idx = p
-                    .bags
-                    .unsqueeze(1)?
-                    .expand(&[p.bags.numel() as i64, d as i64])?;
-                zeros.scatter_reduce(0, &idx, &emb, strata_tensor::ScatterReduce::Amax, false)
-            }
-        }
+        )
     }
 }

@@ -1065,17 +1065,15 @@ pub enum EmbeddingBagMode {
 }
 
 /// `embedding_bag`'s checks and its plan: the kept entries' rows of the
-/// weight (`rows`, i64) and bags (`bags`, i64), the per-sample weights of
-/// the kept entries (`[kept, 1]`), the bag count and each bag's count of
-/// kept entries. Entries equal to `padding_idx` are dropped. Shared with
+/// weight (`rows`, i64) and bags (`bags`, i64), the bag count, each bag's
+/// count of kept entries and the kept entries' positions (to take their
+/// per-sample weights). Entries equal to `padding_idx` are dropped. Shared with
 /// strata-autograd.
 pub struct EmbeddingBagPlan {
     /// The weight rows of the kept entries.
     pub rows: Tensor,
     /// The bag of each kept entry.
     pub bags: Tensor,
-    /// The kept entries' per-sample weights, `[kept, 1]`.
-    pub psw: Option<Tensor>,
     /// The number of bags.
     pub num_bags: usize,
     /// Each bag's number of kept entries, `[B, 1]` in the weight's dtype.
@@ -1282,18 +1280,9 @@ pub fn embedding_bag_plan(
         &[m],
         dev,
     )?;
-    let psw = match per_sample_weights {
-        Some(w) => Some(
-            w.reshape(&[-1])?
-                .index_select(0, &keep)?
-                .reshape(&[m as i64, 1])?,
-        ),
-        None => None,
-    };
     Ok(EmbeddingBagPlan {
         rows: Tensor::from_slice(&rows, &[m], dev)?,
         bags: Tensor::from_slice(&bags, &[m], dev)?,
-        psw,
         num_bags: b,
         counts: Tensor::from_slice(&counts, &[b, 1], dev)?.to_dtype(weight.dtype())?,
         kept: keep,
@@ -1325,37 +1314,75 @@ impl Tensor {
         include_last_offset: bool,
         padding_idx: Option<i64>,
     ) -> Result<Tensor> {
-        let p = embedding_bag_plan(
-            indices,
+        embedding_bag_of(
             self,
+            indices,
             offsets,
             mode,
             per_sample_weights,
             include_last_offset,
             padding_idx,
-        )?;
-        let d = self.shape()[1];
-        let emb = self.index_select(0, &p.rows)?;
-        let zeros = Tensor::zeros(&[p.num_bags, d], self.dtype(), self.device())?;
-        match mode {
-            EmbeddingBagMode::Sum => {
-                let emb = match &p.psw {
-                    Some(w) => emb.mul(w)?,
-                    None => emb,
-                };
-                zeros.index_add(0, &p.bags, &emb, 1)
-            }
-            EmbeddingBagMode::Mean => {
-                let s = zeros.index_add(0, &p.bags, &emb, 1)?;
-                s.div(&p.counts.clamp(Some(1.0), None::<f64>)?)
-            }
-            EmbeddingBagMode::Max => {
-                let idx = p
-                    .bags
-                    .unsqueeze(1)?
-                    .expand(&[p.bags.numel() as i64, d as i64])?;
-                zeros.scatter_reduce(0, &idx, &emb, crate::ops::ScatterReduce::Amax, false)
-            }
+        )
+    }
+}
+
+/// `F.embedding_bag` of a weight that is a tensor or a variable (the
+/// per-sample weights likewise): the kept rows gathered by `index_select`
+/// and added into their bags by `index_add` (`Max`: an `amax`
+/// `scatter_reduce`), so the gradients are those ops'.
+pub fn embedding_bag_of<T: Composite>(
+    weight: &T,
+    indices: &Tensor,
+    offsets: Option<&Tensor>,
+    mode: EmbeddingBagMode,
+    per_sample_weights: Option<&T>,
+    include_last_offset: bool,
+    padding_idx: Option<i64>,
+) -> Of<T> {
+    let psw = per_sample_weights.map(|w| w.values());
+    let p = embedding_bag_plan(
+        indices,
+        &weight.values(),
+        offsets,
+        mode,
+        psw.as_ref(),
+        include_last_offset,
+        padding_idx,
+    )?;
+    let d = weight.shape()[1];
+    let emb = weight.index_select(0, &p.rows)?;
+    let zeros = T::constant(Tensor::zeros(
+        &[p.num_bags, d],
+        weight.dtype(),
+        weight.device(),
+    )?);
+    let one: crate::scalar::Scalar = 1.into();
+    match mode {
+        EmbeddingBagMode::Sum => {
+            let emb = match per_sample_weights {
+                // The kept entries' weights, `[kept, 1]`.
+                Some(w) => {
+                    let m = p.rows.numel() as i64;
+                    let w = w
+                        .reshape(&[-1])?
+                        .index_select(0, &p.kept)?
+                        .reshape(&[m, 1])?;
+                    emb.mul(&w)?
+                }
+                None => emb,
+            };
+            zeros.index_add(0, &p.bags, &emb, one)
+        }
+        EmbeddingBagMode::Mean => {
+            let s = zeros.index_add(0, &p.bags, &emb, one)?;
+            s.div(&T::constant(p.counts.clamp(Some(1.0), None::<f64>)?))
+        }
+        EmbeddingBagMode::Max => {
+            let idx = p
+                .bags
+                .unsqueeze(1)?
+                .expand(&[p.bags.numel() as i64, d as i64])?;
+            zeros.scatter_reduce(0, &idx, &emb, crate::ops::ScatterReduce::Amax, false)
         }
     }
 }

@@ -106,6 +106,23 @@ pub trait Composite: Clone + Sized {
     ) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::expand`].
     fn expand(&self, shape: &[i64]) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::index_add`] of another operand.
+    fn index_add(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        source: &Self,
+        alpha: Scalar,
+    ) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::scatter_reduce`] of another operand.
+    fn scatter_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Self,
+        reduce: crate::ops::ScatterReduce,
+        include_self: bool,
+    ) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::transpose`].
     fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::slice`].
@@ -282,6 +299,25 @@ impl Composite for Tensor {
     }
     fn expand(&self, shape: &[i64]) -> Result<Tensor> {
         Tensor::expand(self, shape)
+    }
+    fn index_add(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        alpha: Scalar,
+    ) -> Result<Tensor> {
+        Tensor::index_add(self, dim, index, source, alpha)
+    }
+    fn scatter_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: crate::ops::ScatterReduce,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        Tensor::scatter_reduce(self, dim, index, src, reduce, include_self)
     }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         Tensor::transpose(self, d0, d1)
