@@ -291,6 +291,12 @@ impl Composite for Var {
     ) -> Result<Var> {
         Var::scatter_reduce(self, dim, index, src, reduce, include_self)
     }
+    fn sort_values(&self, dim: i64, descending: bool, stable: bool) -> Result<Var> {
+        Ok(Var::sort(self, dim, descending, stable)?.0)
+    }
+    fn lerp(&self, end: &Var, weight: &Var) -> Result<Var> {
+        Var::lerp(self, end, weight)
+    }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
         Var::transpose(self, d0, d1)
     }

@@ -13,8 +13,8 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::statistics::{
-    corrcoef_of, cov_of, cumulative_trapezoid_of, pdist_of, quantile_dim_first, quantile_plan,
-    renorm_of, trapezoid_of, QuantileInterpolation, QuantileQ, Spacing,
+    corrcoef_of, cov_of, cumulative_trapezoid_of, pdist_of, quantile_of, quantile_plan, renorm_of,
+    trapezoid_of, QuantileInterpolation, QuantileQ, Spacing,
 };
 use strata_tensor::Tensor;
 
@@ -68,6 +68,7 @@ impl Var {
         nan_aware: bool,
     ) -> Result<Var> {
         let plan = quantile_plan(self.data(), q, dim, keepdim, interpolation, nan_aware)?;
+        // The plan's rows recorded: the quantile dim last, as `[B, n]`.
         let rows = match dim {
             Some(d) if self.ndim() > 0 => {
                 let n = self.shape()[wrap(d, self.ndim()) as usize] as i64;
@@ -75,18 +76,7 @@ impl Var {
             }
             _ => self.reshape(&[1, -1])?,
         };
-        let sorted = rows.sort(-1, false, false)?.0;
-        let mut v = sorted.gather(-1, &plan.below)?;
-        if let (Some(above), Some(w)) = (&plan.above, &plan.weights) {
-            v = v.lerp(&sorted.gather(-1, above)?, &Var::new(w.clone()))?;
-        }
-        let (kept, scalar_q) = plan.finish_shape();
-        let v = v.reshape(&kept)?;
-        if scalar_q || kept.len() == 1 {
-            Ok(v)
-        } else {
-            v.permute(&quantile_dim_first(kept.len()))
-        }
+        quantile_of(&rows, &plan)
     }
 
     /// [`Tensor::cov`] (the weights are constants).

@@ -556,18 +556,9 @@ impl Tensor {
         nan_aware: bool,
     ) -> Result<Tensor> {
         let plan = quantile_plan(self, q, dim, keepdim, interpolation, nan_aware)?;
-        let sorted = plan.rows.sort(-1, false, false)?.0;
-        let mut v = sorted.gather(-1, &plan.below)?;
-        if let (Some(above), Some(w)) = (&plan.above, &plan.weights) {
-            v = v.lerp(&sorted.gather(-1, above)?, w)?;
-        }
-        let (kept, scalar_q) = plan.finish_shape();
-        let v = v.reshape(&kept)?;
-        if scalar_q || kept.len() == 1 {
-            Ok(v)
-        } else {
-            v.permute(&quantile_dim_first(kept.len()))?.contiguous()
-        }
+        // The plan's rows; a contiguous result (a copy where the quantile dim
+        // moved first).
+        quantile_of(&plan.rows, &plan)?.contiguous()
     }
 
     /// `torch.cov(x, correction, fweights, aweights)`: the covariance of
@@ -848,6 +839,25 @@ pub enum HistogramBins<'a> {
 }
 
 type Of<T> = std::result::Result<T, <T as Composite>::Error>;
+
+/// `quantile` from the rows `[B, n]` (a tensor or a variable) and the plan:
+/// the sorted rows at the ranks below, `lerp`ed toward those above (so a
+/// variable's gradient goes to the order statistics by their weights), in
+/// PyTorch's shape (the quantile dim first, a view).
+pub fn quantile_of<T: Composite>(rows: &T, plan: &QuantilePlan) -> Of<T> {
+    let sorted = rows.sort_values(-1, false, false)?;
+    let mut v = sorted.gather(-1, &plan.below)?;
+    if let (Some(above), Some(w)) = (&plan.above, &plan.weights) {
+        v = v.lerp(&sorted.gather(-1, above)?, &T::constant(w.clone()))?;
+    }
+    let (kept, scalar_q) = plan.finish_shape();
+    let v = v.reshape(&kept)?;
+    if scalar_q || kept.len() == 1 {
+        Ok(v)
+    } else {
+        v.permute(&quantile_dim_first(kept.len()))
+    }
+}
 
 /// `cov` of a tensor or a variable (the weights are constants): the
 /// weighted mean removed, `mm` of the centred rows, divided by the

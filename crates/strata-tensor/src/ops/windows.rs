@@ -123,6 +123,15 @@ pub trait Composite: Clone + Sized {
         reduce: crate::ops::ScatterReduce,
         include_self: bool,
     ) -> std::result::Result<Self, Self::Error>;
+    /// The values of [`Tensor::sort`].
+    fn sort_values(
+        &self,
+        dim: i64,
+        descending: bool,
+        stable: bool,
+    ) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::lerp`] with an operand's weights.
+    fn lerp(&self, end: &Self, weight: &Self) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::transpose`].
     fn transpose(&self, d0: i64, d1: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::slice`].
@@ -318,6 +327,12 @@ impl Composite for Tensor {
         include_self: bool,
     ) -> Result<Tensor> {
         Tensor::scatter_reduce(self, dim, index, src, reduce, include_self)
+    }
+    fn sort_values(&self, dim: i64, descending: bool, stable: bool) -> Result<Tensor> {
+        Ok(Tensor::sort(self, dim, descending, stable)?.0)
+    }
+    fn lerp(&self, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+        Tensor::lerp(self, end, weight)
     }
     fn transpose(&self, d0: i64, d1: i64) -> Result<Tensor> {
         Tensor::transpose(self, d0, d1)
