@@ -19,7 +19,8 @@ use crate::Device;
 /// The ops convolution and pooling are composed from, on [`Tensor`] here
 /// and on strata-autograd's `Var` (which records each one, so the
 /// compositions differentiate themselves): each composition is written
-/// once, generically, in `ops::conv` and `ops::pool`.
+/// once, generically, in `ops::conv`, `ops::pool`, `ops::norms`,
+/// `ops::nn_more`, `ops::shape_join` and `ops::statistics`.
 pub trait Composite: Clone + Sized {
     /// The error of these ops (a [`TensorError`] or one that wraps it).
     type Error: From<TensorError>;
