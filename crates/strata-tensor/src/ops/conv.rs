@@ -664,13 +664,17 @@ impl ConvPlan {
         shape: &[usize],
     ) -> Result<Option<Tensor>> {
         let [n, groups, _, o] = self.columns;
-        let w = operands[1].reshape(&self.weight)?;
         let y = match pass {
-            ConvPass::Forward => w.matmul(&self.columns_of(operands[0])?)?,
+            ConvPass::Forward => {
+                let w = operands[1].reshape(&self.weight)?;
+                w.matmul(&self.columns_of(operands[0])?)?
+            }
             ConvPass::InputGrad => {
+                let w = operands[1].reshape(&self.weight)?;
                 let g = operands[0].reshape(&[n, groups, self.weight[1], o])?;
                 w.transpose(-1, -2)?.matmul(&g)?
             }
+            // (operands `[x, g]`)
             ConvPass::WeightGrad => return Ok(None),
         };
         let shape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
