@@ -23,6 +23,9 @@ use crate::scalar::Scalar;
 use crate::tensor::Tensor;
 
 /// `180 / pi` and `pi / 180` as PyTorch's `rad2deg`/`deg2rad` use them.
+/// The most elements of `mvlgamma`'s `[..., p]` tensor of arguments made at
+/// once (2^24): a larger one is summed a block of `p` at a time.
+const MVLGAMMA_CHUNK: usize = 1 << 24;
 const DEG_PER_RAD: f64 = 57.295_779_513_082_32;
 const RAD_PER_DEG: f64 = 0.017_453_292_519_943_295;
 
@@ -192,10 +195,28 @@ impl Tensor {
         } else {
             DType::F32
         };
-        let args = Tensor::arange(-(p as f64) * 0.5 + 0.5, 0.5, 0.5, Some(d), self.device())?;
-        let args = args.add(&self.unsqueeze(-1)?)?;
-        let c = (p * (p - 1)) as f64 * std::f64::consts::PI.ln() * 0.25;
-        args.lgamma()?.sum(Some(&[-1]), false)?.add(c)
+        // PyTorch's composition: the sum over j < p of lgamma(x - j / 2),
+        // from an `[..., p]` tensor of the arguments. Where that tensor would
+        // pass MVLGAMMA_CHUNK elements (a huge p), the terms are summed a
+        // block of j at a time, so that memory stays bounded (PyTorch
+        // allocates the whole tensor, and a p of 2^31 exhausts a host).
+        let step = (MVLGAMMA_CHUNK / self.numel().max(1)).max(1) as i64;
+        let x = self.unsqueeze(-1)?;
+        let terms = |lo: i64, hi: i64| -> Result<Tensor> {
+            // j from p - 1 - lo down to p - hi: -(p - 1 - lo) / 2 upwards.
+            let start = -((p - 1 - lo) as f64) * 0.5;
+            let end = -((p - hi) as f64) * 0.5 + 0.5;
+            let args = Tensor::arange(start, end, 0.5, Some(d), self.device())?;
+            args.add(&x)?.lgamma()?.sum(Some(&[-1]), false)
+        };
+        let mut sum = terms(0, step.min(p))?;
+        let mut lo = step;
+        while lo < p {
+            sum = sum.add(&terms(lo, (lo + step).min(p))?)?;
+            lo += step;
+        }
+        let c = p as f64 * (p as f64 - 1.0) * std::f64::consts::PI.ln() * 0.25;
+        sum.add(c)
     }
 
     /// `torch.i0`: the modified Bessel function of the first kind, order 0.

@@ -381,3 +381,31 @@ fn the_math_ops_of_session_79_match_pytorch_on_a_gpu() {
     let gpu = crate::hostile_calls::gpu();
     check_fixture_and_probe(&TEXT, 6_000, "STRATA_S79_PROBE", |t| check(t, gpu));
 }
+
+/// `mvlgamma` sums its terms a block of `p` at a time where the `[..., p]`
+/// tensor of arguments would pass 2^24 elements (so that a huge `p` does not
+/// exhaust memory): 2^18 elements with p = 80 take two blocks. The sum is
+/// checked against `lgamma(x - j / 2)` summed over `j` one term at a time,
+/// plus `p (p - 1) / 4 log(pi)`.
+#[test]
+fn mvlgamma_in_blocks_of_p_is_the_sum_of_its_terms() {
+    let n = 1usize << 18;
+    let p = 80i64;
+    let x = Tensor::rand(&[n], DType::F64, 79, Device::Cpu)
+        .unwrap()
+        .mul(10.0)
+        .unwrap()
+        .add(40.0)
+        .unwrap();
+    let got = x.mvlgamma(p).unwrap().to_vec::<f64>().unwrap();
+    let mut want = vec![p as f64 * (p as f64 - 1.0) * 0.25 * std::f64::consts::PI.ln(); n];
+    for j in 0..p {
+        let term = x.sub(j as f64 * 0.5).unwrap().lgamma().unwrap();
+        for (w, t) in want.iter_mut().zip(term.to_vec::<f64>().unwrap()) {
+            *w += t;
+        }
+    }
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-12 * w.abs(), "element {i}: {g} vs {w}");
+    }
+}
