@@ -26,6 +26,8 @@ use crate::tensor::Tensor;
 /// The most elements of `mvlgamma`'s `[..., p]` tensor of arguments made at
 /// once (2^24): a larger one is summed a block of `p` at a time.
 const MVLGAMMA_CHUNK: usize = 1 << 24;
+/// The most `lgamma` terms `mvlgamma` computes (2^32, tens of seconds).
+const MVLGAMMA_MAX_TERMS: u128 = 1 << 32;
 const DEG_PER_RAD: f64 = 57.295_779_513_082_32;
 const RAD_PER_DEG: f64 = 0.017_453_292_519_943_295;
 
@@ -200,6 +202,21 @@ impl Tensor {
         // pass MVLGAMMA_CHUNK elements (a huge p), the terms are summed a
         // block of j at a time, so that memory stays bounded (PyTorch
         // allocates the whole tensor, and a p of 2^31 exhausts a host).
+        // More terms than MVLGAMMA_MAX_TERMS would take minutes to hours
+        // (counted as at least one element: the arguments alone are p)
+        // (p = i64::MAX would never end; PyTorch fails to make the tensor).
+        let terms_count = (self.numel().max(1) as u128).saturating_mul(p as u128);
+        if terms_count > MVLGAMMA_MAX_TERMS {
+            return Err(TensorError::value(
+                "mvlgamma",
+                format!(
+                    "p = {p} over {} elements makes {terms_count} lgamma terms (PyTorch's \
+                     composition builds a [..., p] tensor of them); strata computes at most \
+                     {MVLGAMMA_MAX_TERMS}: use a smaller p or fewer elements",
+                    self.numel()
+                ),
+            ));
+        }
         let step = (MVLGAMMA_CHUNK / self.numel().max(1)).max(1) as i64;
         let x = self.unsqueeze(-1)?;
         let terms = |lo: i64, hi: i64| -> Result<Tensor> {
