@@ -103,3 +103,6 @@ mod math_ops_s79;
 
 // session 79 (helper 135): gradients at the edges of the element-wise math
 mod hostile_sweep_s79;
+
+// session 80: gradients at hostile inputs of session 79's linalg, shape, statistics and nn ops
+mod hostile_sweep_s80;

@@ -94,3 +94,10 @@ mod math_ops_s79;
 
 // session 79 (helper 135): a hostile-input sweep of the element-wise math
 mod hostile_sweep_s79;
+
+// session 80: cuSOLVER factorizations on a GPU
+mod cusolver_s80;
+// session 80: random tensor programs in the conformance format
+mod fuzz_conformance_s80;
+// session 80: hostile inputs to session 79's linalg, shape, statistics and nn ops
+mod hostile_sweep_s80;
