@@ -67,6 +67,44 @@ pub fn cudnn_unavailable_reason() -> Option<String> {
     gpu::cudnn_version().err()
 }
 
+/// cuSOLVER's version as `cusolverGetVersion` gives it (major * 1000 +
+/// minor * 100 + patch: 11702 for 11.7.2), or `None` where it cannot be
+/// loaded ([`cusolver_unavailable_reason`] says why). The factorizations of
+/// [`crate::linalg`] use cuSOLVER for GPU tensors where it loads and
+/// [`crate::linalg::cusolver_enabled`] holds, else they copy the matrices to
+/// the host and factor them there. The library is searched for in
+/// `$STRATA_CUSOLVER_LIBRARY` (a file or a folder), `LD_LIBRARY_PATH`, the
+/// CUDA toolkit and the `nvidia/cu13/lib` and `nvidia/cusolver/lib` folders
+/// of Python environments (PyTorch's wheels ship it there), then on the
+/// loader path. It does not need a GPU.
+///
+/// ```
+/// if strata_tensor::cuda::cusolver_version().is_none() {
+///     assert!(strata_tensor::cuda::cusolver_unavailable_reason().is_some());
+/// }
+/// ```
+pub fn cusolver_version() -> Option<i32> {
+    cusolver_loaded().ok().map(|(v, _)| v)
+}
+
+/// Why cuSOLVER cannot be loaded (every place searched), or `None` when it can.
+pub fn cusolver_unavailable_reason() -> Option<String> {
+    cusolver_loaded().err()
+}
+
+/// cuSOLVER's version and file, or why it cannot be loaded (the stub
+/// without the `cuda` feature; `cuda_stub.rs` has no cuSOLVER entry).
+fn cusolver_loaded() -> std::result::Result<(i32, String), String> {
+    #[cfg(feature = "cuda")]
+    {
+        crate::backend::cuda::cusolver::version()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err("strata was built without the `cuda` feature".into())
+    }
+}
+
 /// A CUDA stream of one device. Streams made by [`Stream::new`] live for
 /// the rest of the process (like PyTorch's pooled streams), so a `Stream` is
 /// a cheap, copyable handle.

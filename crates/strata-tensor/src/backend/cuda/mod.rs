@@ -14,6 +14,7 @@
 pub(crate) mod blas;
 pub(crate) mod context;
 pub(crate) mod cudnn;
+pub(crate) mod cusolver;
 pub(crate) mod dimops;
 pub(crate) mod kernel_cache;
 pub(crate) mod kernels;

@@ -98,6 +98,9 @@ pub fn search_dirs() -> Vec<PathBuf> {
                         "cublas/lib",
                         "nccl/lib",
                         "cudnn/lib",
+                        "cusolver/lib",
+                        "cusparse/lib",
+                        "nvjitlink/lib",
                     ] {
                         dirs.push(nv.join(sub));
                     }

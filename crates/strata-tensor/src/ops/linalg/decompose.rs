@@ -37,6 +37,9 @@ pub fn cholesky(a: &Tensor, upper: bool) -> Result<Tensor> {
 }
 
 fn cholesky_imp<T: Lin>(a: &Tensor, upper: bool) -> Result<Tensor> {
+    if let Some(l) = super::gpu::cholesky::<T>(a, upper)? {
+        return Ok(l);
+    }
     let mats = Mats::<T>::read(a)?;
     let mut out = Vec::with_capacity(mats.data.len());
     for k in 0..mats.count() {
@@ -96,6 +99,9 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<(Tensor, Tensor)> {
 }
 
 fn qr_imp<T: Lin>(a: &Tensor, mode: QrMode) -> Result<(Tensor, Tensor)> {
+    if let Some(r) = super::gpu::qr::<T>(a, mode == QrMode::Complete, mode != QrMode::R)? {
+        return Ok(r);
+    }
     let mats = Mats::<T>::read(a)?;
     let (m, n) = (mats.m, mats.n);
     let k = m.min(n);
@@ -183,6 +189,9 @@ pub fn eigvalsh(a: &Tensor, uplo: Uplo) -> Result<Tensor> {
 }
 
 fn eigh_imp<T: Lin>(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Tensor)> {
+    if let Some(r) = super::gpu::eigh::<T>(a, uplo, vectors)? {
+        return Ok(r);
+    }
     let op = if vectors {
         "linalg.eigh"
     } else {
@@ -252,6 +261,9 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> 
 }
 
 fn svd_imp<T: Lin>(a: &Tensor, full: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    if let Some(r) = super::gpu::svd::<T>(a, true, full)? {
+        return Ok(r);
+    }
     let mats = Mats::<T>::read(a)?;
     let (m, n) = (mats.m, mats.n);
     let k = m.min(n);
@@ -305,6 +317,9 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
 }
 
 pub(crate) fn svdvals_imp<T: Lin>(a: &Tensor) -> Result<Tensor> {
+    if let Some((_, s, _)) = super::gpu::svd::<T>(a, false, false)? {
+        return Ok(s);
+    }
     let mats = Mats::<T>::read(a)?;
     let k = mats.m.min(mats.n);
     let mut ss = Vec::new();

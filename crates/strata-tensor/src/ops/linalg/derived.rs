@@ -308,6 +308,9 @@ pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
 /// The inverses of a batch (zeros for a singular matrix) and which were
 /// singular (PyTorch's `inv_ex`).
 fn inv_ex<T: Lin>(a: &Tensor) -> Result<(Tensor, Vec<bool>)> {
+    if let Some(r) = super::gpu::inv_ex::<T>(a)? {
+        return Ok(r);
+    }
     let mats = Mats::<T>::read(a)?;
     let mut out = Vec::with_capacity(mats.data.len());
     let mut singular = Vec::new();

@@ -36,6 +36,9 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
 }
 
 fn det_imp<T: Lin>(a: &Tensor) -> Result<Tensor> {
+    if let Some(d) = super::gpu::det::<T>(a)? {
+        return Ok(d);
+    }
     let mats = Mats::<T>::read(a)?;
     let out: Vec<T> = (0..mats.count()).map(|k| lu(&mats.get(k)).det()).collect();
     tensor(out, &mats.batch, a.device())
@@ -62,6 +65,9 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
 }
 
 fn slogdet_imp<T: Lin>(a: &Tensor) -> Result<(Tensor, Tensor)> {
+    if let Some(r) = super::gpu::slogdet::<T>(a)? {
+        return Ok(r);
+    }
     let mats = Mats::<T>::read(a)?;
     let (mut signs, mut logs) = (Vec::new(), Vec::new());
     for k in 0..mats.count() {
@@ -121,6 +127,9 @@ pub fn inv(a: &Tensor) -> Result<Tensor> {
 }
 
 fn inv_imp<T: Lin>(a: &Tensor) -> Result<Tensor> {
+    if let Some(i) = super::gpu::inv::<T>(a)? {
+        return Ok(i);
+    }
     let mats = Mats::<T>::read(a)?;
     let mut out = Vec::with_capacity(mats.data.len());
     for k in 0..mats.count() {
@@ -209,6 +218,9 @@ pub fn solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 fn solve_imp<T: Lin>(a: &Tensor, b: &Tensor, batched: bool) -> Result<Tensor> {
+    if let Some(x) = super::gpu::solve::<T>(a, b, batched)? {
+        return Ok(x);
+    }
     let am = Mats::<T>::read(a)?;
     let bm = Mats::<T>::read(b)?;
     let mut out = Vec::with_capacity(bm.data.len());

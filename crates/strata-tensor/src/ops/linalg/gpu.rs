@@ -1,0 +1,581 @@
+//! The factorizations of GPU tensors through cuSOLVER (session 80;
+//! `backend/cuda/cusolver.rs` runs the calls): each function answers
+//! `Ok(None)` where cuSOLVER does not take the input, and the caller then
+//! factors on the host (`host.rs`) as before. That is the case on the CPU,
+//! where cuSOLVER cannot be loaded (`crate::cuda::cusolver_version` says
+//! why), where [`set_cusolver_enabled`] turned it off, for empty inputs (no
+//! cuSOLVER call; the host path makes their results without work), for a
+//! matrix dim above `i32::MAX` (cuSOLVER's sizes are C ints), and for an
+//! input holding NaN or infinity (LAPACK implementations differ on them;
+//! the host path's answers, errors included, are strata's, so such an input
+//! is read to the host and computed there).
+//!
+//! What is read back: the `info` array of the calls whose failures are
+//! errors (`syevd`, `gesvd`), U's diagonal after `getrf` (the zero pivot
+//! that makes a matrix singular, the determinant and its sign: the host's
+//! formulas on the same numbers) and the factor's diagonal and `info` after
+//! `potrf`. The errors are the host path's, with its words and its
+//! numbering: the first failing matrix of the batch in order.
+//!
+//! Column-major conventions (cuSOLVER reads a row-major `r x c` buffer as
+//! its `c x r` transpose): LU and QR factor a column-major copy of `A`
+//! (`A.mT()` made row-major), so the pivots, the zero-pivot index and the
+//! reflectors are `A`'s; `inv` solves `Aᵀ X = I` with those factors
+//! (`getrs` with `'T'`), whose column-major `X = A⁻¹ᵀ` is `A⁻¹` row-major;
+//! Cholesky and `eigh` factor a row-major copy with `uplo` flipped (the
+//! lower triangle of `A` is the upper one of `Aᵀ`); the SVD of a wide `A`
+//! is that of its row-major copy (`Aᵀ`, tall as `gesvd` needs), whose `U`
+//! and `Vᵀ` read row-major are `A`'s `Vh` and `U`.
+//!
+//! Signs: cuSOLVER's QR, eigenvectors and singular vectors may differ in
+//! sign from `faer`'s (the host path); neither is normalised (the PyTorch
+//! comparisons normalise both sides), and the products they reconstruct do
+//! not depend on them.
+
+use super::host::{shape_of, tensor, Lin};
+use super::{batch_of, Uplo};
+use crate::error::{Result, TensorError};
+use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicBool, Ordering};
+use strata_alloc::Device;
+
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::cusolver::{available, fits, Session};
+#[cfg(not(feature = "cuda"))]
+use stub::{available, fits, Session};
+
+static CUSOLVER_ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Whether `strata_tensor::linalg` may factor GPU tensors with cuSOLVER
+/// where it loads, for the whole process (`true` by default). With `false`,
+/// or without cuSOLVER ([`crate::cuda::cusolver_version`]), the matrices of
+/// a GPU tensor are copied to the host, factored there with `faer` and the
+/// results copied back (the same results up to rounding and the signs of
+/// QR factors and singular and eigen-vectors). The CPU is not affected.
+///
+/// ```
+/// use strata_tensor::linalg::{cusolver_enabled, set_cusolver_enabled};
+/// assert!(cusolver_enabled());
+/// set_cusolver_enabled(false); // GPU factorizations on the host
+/// assert!(!cusolver_enabled());
+/// set_cusolver_enabled(true);
+/// ```
+pub fn set_cusolver_enabled(enabled: bool) {
+    CUSOLVER_ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether GPU factorizations may use cuSOLVER (see [`set_cusolver_enabled`]).
+pub fn cusolver_enabled() -> bool {
+    CUSOLVER_ENABLED.load(Ordering::Relaxed)
+}
+
+/// Whether cuSOLVER takes `inputs` (the first is the one factored) whose
+/// matrix dims are `dims`: a GPU, cuSOLVER enabled and loaded, elements in
+/// every input, dims that fit an int, and finite values in the first.
+fn takes(inputs: &[&Tensor], dims: &[usize]) -> Result<bool> {
+    let Some(a) = inputs.first() else {
+        return Ok(false);
+    };
+    if !matches!(a.device(), Device::Cuda(_))
+        || !cusolver_enabled()
+        || inputs.iter().any(|t| t.numel() == 0)
+        || !fits(dims)
+        || !available()
+    {
+        return Ok(false);
+    }
+    a.isfinite()?.all()?.item::<bool>()
+}
+
+/// The session for `a`'s device and dtype (`None`: the host path).
+fn open(a: &Tensor) -> Result<Option<Session>> {
+    Session::open(a.device(), a.dtype())
+}
+
+/// `[.., r, c]` → `(batch dims, r, c, matrices)`.
+fn dims(a: &Tensor) -> (Vec<usize>, usize, usize, usize) {
+    let nd = a.ndim();
+    let batch = a.shape()[..nd - 2].to_vec();
+    let count = batch.iter().product();
+    (batch, a.shape()[nd - 2], a.shape()[nd - 1], count)
+}
+
+/// A fresh row-major copy of `a`'s transpose: `a` column-major.
+fn col_major(a: &Tensor) -> Result<Tensor> {
+    a.transpose(-2, -1)?.clone_contiguous()
+}
+
+fn i64s(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&s| s as i64).collect()
+}
+
+/// `t` (`[count, ..]`) with the batch dims `batch` in place of `count`.
+fn unbatch(t: &Tensor, batch: &[usize], tail: &[usize]) -> Result<Tensor> {
+    t.reshape(&i64s(&shape_of(batch, tail)))
+}
+
+/// The LU factors of each matrix of `a` (`[.., n, n]`, column-major in a
+/// fresh buffer), their pivots, and per matrix U's diagonal and the host's
+/// `info` (the 1-based first exactly zero pivot, 0 if none) and the
+/// permutation's sign.
+struct Lu<T> {
+    lu: Tensor,
+    ipiv: Tensor,
+    diag: Vec<T>,
+    info: Vec<usize>,
+    sign: Vec<f64>,
+    n: usize,
+    count: usize,
+}
+
+/// [`takes`] is asked unless the caller did (`checked`).
+fn lu<T: Lin>(a: &Tensor, checked: bool) -> Result<Option<Lu<T>>> {
+    let (_, _, n, count) = dims(a);
+    if !checked && !takes(&[a], &[n])? {
+        return Ok(None);
+    }
+    let lu = col_major(a)?;
+    let ipiv = {
+        let Some(s) = open(a)? else {
+            return Ok(None);
+        };
+        s.getrf(&lu, count, n)?.0
+    };
+    // U's diagonal (the buffer's diagonal, whichever way it is read).
+    let diag = lu.diagonal(0, -2, -1)?.to_vec::<T>()?;
+    let piv = ipiv.to_vec::<i32>()?;
+    let mut info = Vec::with_capacity(count);
+    let mut sign = Vec::with_capacity(count);
+    for k in 0..count {
+        let d = &diag[k * n..(k + 1) * n];
+        info.push(d.iter().position(|v| v.to64() == 0.0).map_or(0, |i| i + 1));
+        let swaps = piv[k * n..(k + 1) * n]
+            .iter()
+            .enumerate()
+            .filter(|&(i, &p)| p as i64 != i as i64 + 1)
+            .count();
+        sign.push(if swaps % 2 == 0 { 1.0 } else { -1.0 });
+    }
+    Ok(Some(Lu {
+        lu,
+        ipiv,
+        diag,
+        info,
+        sign,
+        n,
+        count,
+    }))
+}
+
+impl<T: Lin> Lu<T> {
+    /// `host::Lu::det`'s formula on matrix `k`.
+    fn det(&self, k: usize) -> T {
+        if self.info[k] != 0 {
+            return T::of(0.0);
+        }
+        let mut d = T::of(self.sign[k]);
+        for &u in &self.diag[k * self.n..(k + 1) * self.n] {
+            d = d * u;
+        }
+        d
+    }
+
+    /// `host::Lu::slogdet`'s formula on matrix `k`.
+    fn slogdet(&self, k: usize) -> (T, T) {
+        if self.info[k] != 0 {
+            return (T::of(0.0), T::of(f64::NEG_INFINITY));
+        }
+        let mut sign = self.sign[k];
+        let mut log = T::of(0.0);
+        for &u in &self.diag[k * self.n..(k + 1) * self.n] {
+            let d = u.to64();
+            if d.is_nan() {
+                return (T::of(f64::NAN), T::of(f64::NAN));
+            }
+            if d < 0.0 {
+                sign = -sign;
+            }
+            log = log + T::of(T::of(d.abs()).to64().ln());
+        }
+        (T::of(sign), log)
+    }
+
+    /// The first singular matrix: `(k, info)`.
+    fn first_singular(&self) -> Option<(usize, usize)> {
+        self.info
+            .iter()
+            .enumerate()
+            .find(|&(_, &i)| i != 0)
+            .map(|(k, &i)| (k, i))
+    }
+
+    /// `b` (`[count, nrhs, n]` row-major: column-major `n x nrhs`) solved
+    /// in place with `A` (`trans`: `Aᵀ`).
+    fn solve_in_place(&self, like: &Tensor, b: &Tensor, nrhs: usize, trans: bool) -> Result<bool> {
+        let Some(s) = open(like)? else {
+            return Ok(false);
+        };
+        s.getrs(&self.lu, &self.ipiv, b, self.count, self.n, nrhs, trans)?;
+        Ok(true)
+    }
+
+    /// The inverses of every matrix (`[.., n, n]` row-major, shaped as
+    /// `a`): `getrs` of `Aᵀ X = I`, whose column-major X is `A⁻¹` row-major.
+    fn inverses(&self, a: &Tensor) -> Result<Option<Tensor>> {
+        let eye = Tensor::eye(self.n, None, a.dtype(), a.device())?
+            .expand(&i64s(a.shape()))?
+            .clone_contiguous()?;
+        Ok(self.solve_in_place(a, &eye, self.n, true)?.then_some(eye))
+    }
+}
+
+/// `linalg.det` of a GPU tensor (`[.., n, n]`).
+pub(super) fn det<T: Lin>(a: &Tensor) -> Result<Option<Tensor>> {
+    let Some(f) = lu::<T>(a, false)? else {
+        return Ok(None);
+    };
+    let out: Vec<T> = (0..f.count).map(|k| f.det(k)).collect();
+    Ok(Some(tensor(out, &dims(a).0, a.device())?))
+}
+
+/// `linalg.slogdet` of a GPU tensor.
+pub(super) fn slogdet<T: Lin>(a: &Tensor) -> Result<Option<(Tensor, Tensor)>> {
+    let Some(f) = lu::<T>(a, false)? else {
+        return Ok(None);
+    };
+    let (mut signs, mut logs) = (Vec::with_capacity(f.count), Vec::with_capacity(f.count));
+    for k in 0..f.count {
+        let (s, l) = f.slogdet(k);
+        signs.push(s);
+        logs.push(l);
+    }
+    let batch = dims(a).0;
+    Ok(Some((
+        tensor(signs, &batch, a.device())?,
+        tensor(logs, &batch, a.device())?,
+    )))
+}
+
+/// `linalg.inv` of a GPU tensor.
+pub(super) fn inv<T: Lin>(a: &Tensor) -> Result<Option<Tensor>> {
+    let Some(f) = lu::<T>(a, false)? else {
+        return Ok(None);
+    };
+    if let Some((k, index)) = f.first_singular() {
+        return Err(TensorError::Singular {
+            op: "linalg.inv",
+            batch: batch_of(a, k),
+            index,
+        });
+    }
+    f.inverses(a)
+}
+
+/// PyTorch's `inv_ex` (for `cond`): the inverses, zeros for a singular
+/// matrix, and which were singular.
+pub(super) fn inv_ex<T: Lin>(a: &Tensor) -> Result<Option<(Tensor, Vec<bool>)>> {
+    let Some(f) = lu::<T>(a, false)? else {
+        return Ok(None);
+    };
+    let singular: Vec<bool> = f.info.iter().map(|&i| i != 0).collect();
+    let Some(x) = f.inverses(a)? else {
+        return Ok(None);
+    };
+    let x = if singular.iter().any(|&s| s) {
+        let mask = Tensor::from_vec(singular.clone(), &shape_of(&dims(a).0, &[1, 1]), a.device())?;
+        Tensor::where_cond(&mask, 0.0, &x)?
+    } else {
+        x
+    };
+    Ok(Some((x, singular)))
+}
+
+/// `linalg.solve` of GPU tensors `a` (`[.., n, n]`) and `b` (`[.., n, k]`),
+/// batch dims already broadcast.
+pub(super) fn solve<T: Lin>(a: &Tensor, b: &Tensor, batched: bool) -> Result<Option<Tensor>> {
+    let (_, n, k, _) = dims(b);
+    if !takes(&[a, b], &[n, k])? {
+        return Ok(None);
+    }
+    let Some(f) = lu::<T>(a, true)? else {
+        return Ok(None);
+    };
+    if let Some((i, index)) = f.first_singular() {
+        return Err(TensorError::Singular {
+            op: "torch.linalg.solve",
+            batch: batched.then_some(i),
+            index,
+        });
+    }
+    let x = col_major(b)?;
+    if !f.solve_in_place(a, &x, k, false)? {
+        return Ok(None);
+    }
+    Ok(Some(x.transpose(-2, -1)?.contiguous()?))
+}
+
+/// `linalg.cholesky` of a GPU tensor: potrf of the row-major copy (`Aᵀ`
+/// column-major) from the other triangle; the errors and their order as
+/// `host::cholesky` gives them (the first pivot that is not positive or is
+/// NaN).
+pub(super) fn cholesky<T: Lin>(a: &Tensor, upper: bool) -> Result<Option<Tensor>> {
+    let (_, _, n, count) = dims(a);
+    if !takes(&[a], &[n])? {
+        return Ok(None);
+    }
+    let buf = a.clone_contiguous()?;
+    let info = {
+        let Some(s) = open(a)? else {
+            return Ok(None);
+        };
+        s.potrf(&buf, count, n, !upper)?
+    };
+    let info = info.to_vec::<i32>()?;
+    let diag = buf.diagonal(0, -2, -1)?.to_vec::<T>()?;
+    for (k, &i) in info.iter().enumerate() {
+        // Columns before a failing pivot are factored; later ones not.
+        let done = if i > 0 { (i as usize - 1).min(n) } else { n };
+        let bad = diag[k * n..k * n + done]
+            .iter()
+            .position(|d| d.to64().is_nan() || d.to64() <= 0.0)
+            .map(|p| p + 1)
+            .or((i > 0).then_some(i as usize));
+        if let Some(order) = bad {
+            return Err(TensorError::NotPositiveDefinite {
+                op: "linalg.cholesky",
+                batch: batch_of(a, k),
+                order,
+            });
+        }
+    }
+    // The factor is in the triangle read; the other holds the input.
+    Ok(Some(if upper { buf.triu(0)? } else { buf.tril(0)? }))
+}
+
+/// `linalg.qr` of a GPU tensor: geqrf of a column-major copy, R from its
+/// upper triangle, Q by orgqr (into a wider buffer for the complete Q of a
+/// tall matrix). `complete`: Q `m x m`, R `m x n`; `with_q`: Q computed
+/// (else an empty `[0]` tensor, mode `'r'`).
+pub(super) fn qr<T: Lin>(
+    a: &Tensor,
+    complete: bool,
+    with_q: bool,
+) -> Result<Option<(Tensor, Tensor)>> {
+    let (batch, m, n, count) = dims(a);
+    if !takes(&[a], &[m, n])? {
+        return Ok(None);
+    }
+    let k = m.min(n);
+    let buf = col_major(a)?;
+    let Some(s) = open(a)? else {
+        return Ok(None);
+    };
+    let tau = s.geqrf(&buf, count, m, n)?;
+    let rr = if complete { m } else { k };
+    // Queued before orgqr overwrites the buffer (one stream).
+    let r = buf.transpose(-2, -1)?.narrow(-2, 0, rr as i64)?.triu(0)?;
+    if !with_q {
+        drop(s);
+        return Ok(Some((Tensor::zeros(&[0], a.dtype(), a.device())?, r)));
+    }
+    let q = if complete && m > n {
+        let wide = Tensor::zeros(&shape_of(&batch, &[m, m]), a.dtype(), a.device())?;
+        wide.narrow(-2, 0, n as i64)?.copy_(&buf)?;
+        s.orgqr(&wide, m * m, &tau, count, m, m, k)?;
+        wide
+    } else {
+        s.orgqr(&buf, m * n, &tau, count, m, k, k)?;
+        buf.narrow(-2, 0, k as i64)?
+    };
+    drop(s);
+    Ok(Some((q.transpose(-2, -1)?.contiguous()?, r)))
+}
+
+/// `linalg.eigh` / `linalg.eigvalsh` of a GPU tensor: syevd of the
+/// row-major copy (`Aᵀ` column-major) from the other triangle; with
+/// `vectors` the eigenvectors are the copy's columns read column-major.
+pub(super) fn eigh<T: Lin>(
+    a: &Tensor,
+    uplo: Uplo,
+    vectors: bool,
+) -> Result<Option<(Tensor, Tensor)>> {
+    let (batch, _, n, count) = dims(a);
+    if !takes(&[a], &[n])? {
+        return Ok(None);
+    }
+    let op = if vectors {
+        "linalg.eigh"
+    } else {
+        "linalg.eigvalsh"
+    };
+    let buf = a.clone_contiguous()?;
+    let (w, info) = {
+        let Some(s) = open(a)? else {
+            return Ok(None);
+        };
+        s.syevd(&buf, count, n, uplo == Uplo::Lower, vectors)?
+    };
+    first_failure(a, op, &info)?;
+    let l = unbatch(&w, &batch, &[n])?;
+    let v = if vectors {
+        buf.transpose(-2, -1)?.contiguous()?
+    } else {
+        Tensor::zeros(&[0], a.dtype(), a.device())?
+    };
+    Ok(Some((l, v)))
+}
+
+/// The error of the first matrix whose `info` is not 0 (an algorithm that
+/// did not converge), in the host path's words.
+fn first_failure(a: &Tensor, op: &'static str, info: &Tensor) -> Result<()> {
+    let info = info.to_vec::<i32>()?;
+    match info.iter().position(|&i| i != 0) {
+        Some(k) => Err(super::host::no_convergence(
+            op,
+            batch_of(a, k),
+            "The algorithm failed to converge.",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `linalg.svd` (`vectors`) or `linalg.svdvals` of a GPU tensor:
+/// `(U, S, Vh)` (U and Vh empty without `vectors`). gesvd needs `m >= n`:
+/// a tall `A` is factored column-major (U and Vᵀ read back transposed), a
+/// wide one as its row-major copy `Aᵀ`, whose U and Vᵀ read row-major are
+/// `A`'s Vh and U.
+pub(super) fn svd<T: Lin>(
+    a: &Tensor,
+    vectors: bool,
+    full: bool,
+) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+    let (batch, m, n, count) = dims(a);
+    if !takes(&[a], &[m, n])? {
+        return Ok(None);
+    }
+    let k = m.min(n);
+    let tall = m >= n;
+    let (buf, mm, nn) = if tall {
+        (col_major(a)?, m, n)
+    } else {
+        (a.clone_contiguous()?, n, m)
+    };
+    let g = {
+        let Some(s) = open(a)? else {
+            return Ok(None);
+        };
+        s.gesvd(&buf, count, mm, nn, vectors, full)?
+    };
+    first_failure(a, "linalg.svd", &g.info)?;
+    let s = unbatch(&g.s, &batch, &[k])?;
+    let (Some(u), Some(vt)) = (g.u, g.vt) else {
+        let empty = Tensor::zeros(&[0], a.dtype(), a.device())?;
+        return Ok(Some((empty.clone(), s, empty)));
+    };
+    // `u`: [count, uc, mm] (column-major mm x uc); `vt`: [count, nn, nn].
+    let uc = u.shape()[1];
+    let (u, vh) = if tall {
+        (
+            unbatch(&u, &batch, &[uc, m])?
+                .transpose(-2, -1)?
+                .contiguous()?,
+            unbatch(&vt, &batch, &[n, n])?
+                .transpose(-2, -1)?
+                .contiguous()?,
+        )
+    } else {
+        (
+            unbatch(&vt, &batch, &[m, m])?,
+            unbatch(&u, &batch, &[uc, n])?,
+        )
+    };
+    Ok(Some((u, s, vh)))
+}
+
+/// Without the `cuda` feature: cuSOLVER is never available.
+#[cfg(not(feature = "cuda"))]
+mod stub {
+    use crate::dtype::DType;
+    use crate::error::Result;
+    use crate::tensor::Tensor;
+    use strata_alloc::Device;
+
+    pub(super) fn available() -> bool {
+        false
+    }
+
+    pub(super) fn fits(_: &[usize]) -> bool {
+        false
+    }
+
+    /// No session can be opened.
+    pub(super) enum Session {}
+
+    pub(super) struct Gesvd {
+        pub s: Tensor,
+        pub u: Option<Tensor>,
+        pub vt: Option<Tensor>,
+        pub info: Tensor,
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    impl Session {
+        pub(super) fn open(_: Device, _: DType) -> Result<Option<Session>> {
+            Ok(None)
+        }
+        pub(super) fn getrf(&self, _: &Tensor, _: usize, _: usize) -> Result<(Tensor, Tensor)> {
+            match *self {}
+        }
+        pub(super) fn getrs(
+            &self,
+            _: &Tensor,
+            _: &Tensor,
+            _: &Tensor,
+            _: usize,
+            _: usize,
+            _: usize,
+            _: bool,
+        ) -> Result<()> {
+            match *self {}
+        }
+        pub(super) fn potrf(&self, _: &Tensor, _: usize, _: usize, _: bool) -> Result<Tensor> {
+            match *self {}
+        }
+        pub(super) fn geqrf(&self, _: &Tensor, _: usize, _: usize, _: usize) -> Result<Tensor> {
+            match *self {}
+        }
+        pub(super) fn orgqr(
+            &self,
+            _: &Tensor,
+            _: usize,
+            _: &Tensor,
+            _: usize,
+            _: usize,
+            _: usize,
+            _: usize,
+        ) -> Result<()> {
+            match *self {}
+        }
+        pub(super) fn syevd(
+            &self,
+            _: &Tensor,
+            _: usize,
+            _: usize,
+            _: bool,
+            _: bool,
+        ) -> Result<(Tensor, Tensor)> {
+            match *self {}
+        }
+        pub(super) fn gesvd(
+            &self,
+            _: &Tensor,
+            _: usize,
+            _: usize,
+            _: usize,
+            _: bool,
+            _: bool,
+        ) -> Result<Gesvd> {
+            match *self {}
+        }
+    }
+}
