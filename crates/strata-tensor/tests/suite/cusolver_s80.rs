@@ -53,9 +53,15 @@ fn vals(t: &Tensor) -> Vec<f64> {
     t.to(Device::Cpu).unwrap().to_vec_as::<f64>().unwrap()
 }
 
-/// `a` and `b` of one shape and dtype, both on `dev`, equal to `t` scaled
-/// by the largest magnitude (NaN where the other is NaN, infinities equal).
+/// `host` and `got` of one shape and dtype, `got` on `dev`, equal to the
+/// dtype's tolerance scaled by the largest magnitude (NaN where the other
+/// is NaN, infinities equal).
 fn agree(what: &str, host: &Tensor, got: &Tensor, dev: Device) {
+    agree_within(what, host, got, dev, 1.0);
+}
+
+/// [`agree`] with the tolerance times `scale`.
+fn agree_within(what: &str, host: &Tensor, got: &Tensor, dev: Device, scale: f64) {
     assert_eq!(host.shape(), got.shape(), "{what}: shapes");
     assert_eq!(host.dtype(), got.dtype(), "{what}: dtypes");
     assert_eq!(got.device(), dev, "{what}: device");
@@ -64,7 +70,7 @@ fn agree(what: &str, host: &Tensor, got: &Tensor, dev: Device) {
         .iter()
         .filter(|v| v.is_finite())
         .fold(1.0f64, |m, v| m.max(v.abs()));
-    let t = tol(host.dtype());
+    let t = tol(host.dtype()) * scale;
     for (i, (x, y)) in h.iter().zip(&g).enumerate() {
         let ok = (x.is_nan() && y.is_nan())
             || x == y
@@ -141,7 +147,7 @@ fn col_signs(v: &Tensor) -> Tensor {
     let nd = v.ndim();
     let (m, c) = (v.shape()[nd - 2], v.shape()[nd - 1]);
     let x = v.to_vec_as::<f64>().unwrap();
-    let count = if m * c == 0 { 0 } else { x.len() / (m * c) };
+    let count = x.len().checked_div(m * c).unwrap_or(0);
     let mut out = Vec::new();
     for b in 0..count {
         for j in 0..c {
@@ -180,9 +186,11 @@ fn by_rows(x: &Tensor, s: &Tensor) -> Tensor {
         .unwrap()
 }
 
-/// `agree` for host-side normalised tensors (both moved to the host).
+/// `agree` for host-side normalised factors (both moved to the host), at
+/// ten times the tolerance: eigenvectors and singular vectors are only as
+/// accurate as the gaps between their values allow.
 fn agree_host(what: &str, host: &Tensor, got: &Tensor) {
-    agree(what, host, got, Device::Cpu);
+    agree_within(what, host, got, Device::Cpu, 10.0);
 }
 
 #[test]

@@ -112,9 +112,14 @@ fn pinv_imp<T: Lin>(
     rtol: Option<f64>,
     hermitian: bool,
 ) -> Result<Tensor> {
+    let nd = a.ndim();
+    let tol = tolerances::<T>(a.shape()[nd - 2], a.shape()[nd - 1], atol, rtol);
+    if let Some(p) = super::gpu::pinv::<T>(a, tol, hermitian)? {
+        return Ok(p);
+    }
     let mats = Mats::<T>::read(a)?;
     let (m, n) = (mats.m, mats.n);
-    let (atol, rtol) = tolerances::<T>(m, n, atol, rtol);
+    let (atol, rtol) = tol;
     let mut out = Vec::with_capacity(mats.data.len());
     for b in 0..mats.count() {
         if m == 0 || n == 0 {
@@ -427,6 +432,11 @@ pub fn lstsq(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<Lstsq> {
 }
 
 fn lstsq_imp<T: Lin>(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<(Tensor, Vec<i64>)> {
+    let nd = a.ndim();
+    let default = T::EPS * a.shape()[nd - 2].max(a.shape()[nd - 1]) as f64;
+    if let Some(r) = super::gpu::lstsq::<T>(a, b, rcond.unwrap_or(default))? {
+        return Ok(r);
+    }
     let am = Mats::<T>::read(a)?;
     let bm = Mats::<T>::read(b)?;
     let (m, n, k) = (am.m, am.n, bm.n);

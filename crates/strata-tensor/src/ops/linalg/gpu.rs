@@ -399,15 +399,25 @@ pub(super) fn eigh<T: Lin>(
     uplo: Uplo,
     vectors: bool,
 ) -> Result<Option<(Tensor, Tensor)>> {
-    let (batch, _, n, count) = dims(a);
-    if !takes(&[a], &[n])? {
-        return Ok(None);
-    }
     let op = if vectors {
         "linalg.eigh"
     } else {
         "linalg.eigvalsh"
     };
+    eigh_as::<T>(op, a, uplo, vectors)
+}
+
+/// [`eigh`] whose failures name `op`.
+fn eigh_as<T: Lin>(
+    op: &'static str,
+    a: &Tensor,
+    uplo: Uplo,
+    vectors: bool,
+) -> Result<Option<(Tensor, Tensor)>> {
+    let (batch, _, n, count) = dims(a);
+    if !takes(&[a], &[n])? {
+        return Ok(None);
+    }
     let buf = a.clone_contiguous()?;
     let (w, info) = {
         let Some(s) = open(a)? else {
@@ -449,6 +459,16 @@ pub(super) fn svd<T: Lin>(
     vectors: bool,
     full: bool,
 ) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+    svd_as::<T>("linalg.svd", a, vectors, full)
+}
+
+/// [`svd`] whose failures name `op`.
+fn svd_as<T: Lin>(
+    op: &'static str,
+    a: &Tensor,
+    vectors: bool,
+    full: bool,
+) -> Result<Option<(Tensor, Tensor, Tensor)>> {
     let (batch, m, n, count) = dims(a);
     if !takes(&[a], &[m, n])? {
         return Ok(None);
@@ -466,7 +486,7 @@ pub(super) fn svd<T: Lin>(
         };
         s.gesvd(&buf, count, mm, nn, vectors, full)?
     };
-    first_failure(a, "linalg.svd", &g.info)?;
+    first_failure(a, op, &g.info)?;
     let s = unbatch(&g.s, &batch, &[k])?;
     let (Some(u), Some(vt)) = (g.u, g.vt) else {
         let empty = Tensor::zeros(&[0], a.dtype(), a.device())?;
@@ -490,6 +510,72 @@ pub(super) fn svd<T: Lin>(
         )
     };
     Ok(Some((u, s, vh)))
+}
+
+/// `linalg.pinv` of a GPU tensor (`[.., m, n]` → `[.., n, m]`) with the
+/// tolerances already defaulted: `V diag(1/σ) Uᵀ` over the singular values
+/// above `max(atol, rtol σ_max)` (with `hermitian`, `U diag(1/λ) Uᵀ` over
+/// the eigenvalues of the lower triangle above it in magnitude), as
+/// `derived::pinv_imp` computes it on the host, here with tensor ops on the
+/// GPU factors.
+pub(super) fn pinv<T: Lin>(
+    a: &Tensor,
+    (atol, rtol): (f64, f64),
+    hermitian: bool,
+) -> Result<Option<Tensor>> {
+    const OP: &str = "linalg.pinv";
+    let keep = |x: &Tensor, max: &Tensor| -> Result<Tensor> {
+        // max(atol, rtol * max) per matrix, and 1/x where |x| is above it.
+        let tol = max.mul(rtol)?.clamp(Some(atol), None::<f64>)?;
+        let inv = Tensor::where_cond(&x.abs()?.gt(&tol)?, &x.reciprocal()?, 0.0)?;
+        inv.unsqueeze(-2)
+    };
+    if hermitian {
+        let Some((l, u)) = eigh_as::<T>(OP, a, Uplo::Lower, true)? else {
+            return Ok(None);
+        };
+        let max = l
+            .abs()?
+            .max_dim(-1, true)?
+            .0
+            .clamp(Some(0.0), None::<f64>)?;
+        let scaled = u.mul(&keep(&l, &max)?)?;
+        return Ok(Some(scaled.matmul(&u.transpose(-2, -1)?)?));
+    }
+    let Some((u, s, vh)) = svd_as::<T>(OP, a, true, false)? else {
+        return Ok(None);
+    };
+    let max = s.narrow(-1, 0, 1)?;
+    let scaled = vh.transpose(-2, -1)?.mul(&keep(&s, &max)?)?;
+    Ok(Some(scaled.matmul(&u.transpose(-2, -1)?)?))
+}
+
+/// `linalg.lstsq` of GPU tensors `a` (`[.., m, n]`) and `b` (`[.., m, k]`),
+/// batch dims already broadcast: `(X, ranks)` from the thin SVD, singular
+/// values at most `rcond σ_max` treated as zero, as `derived::lstsq_imp`
+/// computes them on the host.
+pub(super) fn lstsq<T: Lin>(
+    a: &Tensor,
+    b: &Tensor,
+    rcond: f64,
+) -> Result<Option<(Tensor, Vec<i64>)>> {
+    if !takes(&[a, b], &[])? {
+        return Ok(None);
+    }
+    let Some((u, s, vh)) = svd_as::<T>("torch.linalg.lstsq", a, true, false)? else {
+        return Ok(None);
+    };
+    let tol = s.narrow(-1, 0, 1)?.mul(rcond)?;
+    let above = s.gt(&tol)?;
+    let inv = Tensor::where_cond(&above, &s.reciprocal()?, 0.0)?;
+    let ranks = above.sum(Some(&[-1]), false)?.to_vec_as::<i64>()?;
+    // X = V diag(1/s) Uᵀ B.
+    let utb = u.transpose(-2, -1)?.matmul(b)?;
+    let x = vh
+        .transpose(-2, -1)?
+        .matmul(&utb.mul(&inv.unsqueeze(-1)?)?)?
+        .contiguous()?;
+    Ok(Some((x, ranks)))
 }
 
 /// Without the `cuda` feature: cuSOLVER is never available.
