@@ -94,9 +94,11 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
         )),
         "diagonal_scatter" => one(t[0].diagonal_scatter(&t[1], i("offset"), i("dim1"), i("dim2"))),
         "quantile" | "nanquantile" => {
-            let q = match a["q"].as_f64() {
-                Some(q) => QuantileQ::Scalar(q),
-                None => QuantileQ::Tensor(&t[1]),
+            // A scalar q (the fixture's number, "nan" or "inf" included), or
+            // the tensor operand.
+            let q = match &a["q"] {
+                Value::Null => QuantileQ::Tensor(&t[1]),
+                q => QuantileQ::Scalar(num(q)),
             };
             let interp: QuantileInterpolation = a["interpolation"].as_str().unwrap().parse()?;
             let (d, k) = (opt_i(&a["dim"]), b("keepdim"));
@@ -116,9 +118,9 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             Ok(vec![lo, hi])
         }
         "trapezoid" | "cumulative_trapezoid" => {
-            let sp = match a["dx"].as_f64() {
-                Some(dx) => Spacing::Dx(dx),
-                None => Spacing::X(&t[1]),
+            let sp = match &a["dx"] {
+                Value::Null => Spacing::X(&t[1]),
+                dx => Spacing::Dx(num(dx)),
             };
             one(if c["op"] == "trapezoid" {
                 t[0].trapezoid(sp, i("dim"))
