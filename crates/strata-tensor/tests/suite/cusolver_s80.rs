@@ -513,8 +513,9 @@ fn non_contiguous_and_expanded_inputs_on_a_gpu() {
             ("transposed", base.transpose(-2, -1).unwrap()),
             (
                 "stepped",
+                // The lower-right block (on the shifted diagonal).
                 square(&[3], 12, dt, 42, dev)
-                    .narrow(-1, 0, 6)
+                    .narrow(-1, 6, 6)
                     .unwrap()
                     .narrow(-2, 6, 6)
                     .unwrap(),
@@ -534,11 +535,8 @@ fn non_contiguous_and_expanded_inputs_on_a_gpu() {
             agree(&format!("det {w}"), &h, &g, dev);
             let (h, g) = both(|| linalg::inv(a).unwrap());
             agree(&format!("inv {w}"), &h, &g, dev);
-            let b = randn(&[6, 2], dt, 44, dev)
-                .transpose(0, 1)
-                .unwrap()
-                .transpose(0, 1)
-                .unwrap();
+            // A non-contiguous right-hand side too.
+            let b = randn(&[2, 6], dt, 44, dev).transpose(0, 1).unwrap();
             let (h, g) = both(|| linalg::solve(a, &b).unwrap());
             agree(&format!("solve {w}"), &h, &g, dev);
             let s = a.matmul(&a.transpose(-2, -1).unwrap()).unwrap();
@@ -624,6 +622,29 @@ fn non_finite_inputs_give_the_hosts_answers_on_a_gpu() {
         let (h, g) = both(|| linalg::det(&bad).unwrap());
         agree(&format!("det {dt}"), &h, &g, dev);
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
+fn factorizations_run_on_the_current_stream_on_a_gpu() {
+    let dev = gpu();
+    let side = cuda::Stream::new(dev).unwrap();
+    let _on_side = cuda::StreamGuard::new(&side).unwrap();
+    for dt in DTYPES {
+        // Made on the side stream, factored there, read there.
+        let a = square(&[4], 24, dt, 81, dev);
+        let (h, g) = both(|| linalg::inv(&a).unwrap());
+        agree(&format!("inv {dt}"), &h, &g, dev);
+        let s = spd(&[4], 24, dt, 82, dev);
+        let (h, g) = both(|| linalg::cholesky(&s, true).unwrap());
+        agree(&format!("cholesky {dt}"), &h, &g, dev);
+        let (h, g) = both(|| linalg::eigvalsh(&s, Uplo::Lower).unwrap());
+        agree(&format!("eigvalsh {dt}"), &h, &g, dev);
+        let r = randn(&[4, 30, 20], dt, 83, dev);
+        let (h, g) = both(|| linalg::svdvals(&r).unwrap());
+        agree(&format!("svdvals {dt}"), &h, &g, dev);
+    }
+    side.synchronize().unwrap();
 }
 
 /// On any machine: where cuSOLVER cannot be loaded (on this CPU-only
