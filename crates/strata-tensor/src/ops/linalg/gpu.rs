@@ -5,7 +5,9 @@
 //! where cuSOLVER cannot be loaded (`crate::cuda::cusolver_version` says
 //! why), where [`set_cusolver_enabled`] turned it off, for empty inputs (no
 //! cuSOLVER call; the host path makes their results without work), for a
-//! matrix dim above `i32::MAX` (cuSOLVER's sizes are C ints), and for an
+//! matrix dim above `i32::MAX` (cuSOLVER's sizes are C ints) or a matrix or
+//! full factor of more elements than that (the legacy 32-bit API is not
+//! trusted with them; the 64-bit `cusolverDnX*` API would be), and for an
 //! input holding NaN or infinity (LAPACK implementations differ on them;
 //! the host path's answers, errors included, are strata's, so such an input
 //! is read to the host and computed there).
@@ -70,16 +72,24 @@ pub fn cusolver_enabled() -> bool {
 }
 
 /// Whether cuSOLVER takes `inputs` (the first is the one factored) whose
-/// matrix dims are `dims`: a GPU, cuSOLVER enabled and loaded, elements in
-/// every input, dims that fit an int, and finite values in the first.
+/// matrix dims and buffer sizes are `dims`: a GPU, cuSOLVER enabled and
+/// loaded, elements in every input, dims that fit an int, matrices of at
+/// most `i32::MAX` elements (the legacy 32-bit API is not trusted with more:
+/// such matrices go to the host, slowly but right), and finite values in
+/// the first.
 fn takes(inputs: &[&Tensor], dims: &[usize]) -> Result<bool> {
     let Some(a) = inputs.first() else {
         return Ok(false);
+    };
+    let matrix = |t: &&Tensor| {
+        let nd = t.ndim();
+        t.shape()[nd - 2].saturating_mul(t.shape()[nd - 1])
     };
     if !matches!(a.device(), Device::Cuda(_))
         || !cusolver_enabled()
         || inputs.iter().any(|t| t.numel() == 0)
         || !fits(dims)
+        || !fits(&inputs.iter().map(matrix).collect::<Vec<_>>())
         || !available()
     {
         return Ok(false);
@@ -362,7 +372,12 @@ pub(super) fn qr<T: Lin>(
     with_q: bool,
 ) -> Result<Option<(Tensor, Tensor)>> {
     let (batch, m, n, count) = dims(a);
-    if !takes(&[a], &[m, n])? {
+    let q_elems = if complete && with_q {
+        m.saturating_mul(m)
+    } else {
+        0
+    };
+    if !takes(&[a], &[m, n, q_elems])? {
         return Ok(None);
     }
     let k = m.min(n);
@@ -470,7 +485,13 @@ fn svd_as<T: Lin>(
     full: bool,
 ) -> Result<Option<(Tensor, Tensor, Tensor)>> {
     let (batch, m, n, count) = dims(a);
-    if !takes(&[a], &[m, n])? {
+    // U and Vᵀ of a full SVD are m x m and n x n.
+    let (um, vn) = if vectors && full {
+        (m.saturating_mul(m), n.saturating_mul(n))
+    } else {
+        (0, 0)
+    };
+    if !takes(&[a], &[m, n, um, vn])? {
         return Ok(None);
     }
     let k = m.min(n);
