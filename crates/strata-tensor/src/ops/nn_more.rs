@@ -246,27 +246,35 @@ pub fn max_unpool_plan(
         ));
     }
     crate::ops::elementwise::same_device(op, x, indices)?;
+    // `(L - 1) * stride + kernel - 2 * padding`, in i128: the usize
+    // arguments may be anything (a negative one arrives as a huge value).
     let mut default = Vec::with_capacity(d);
     for i in 0..d {
-        let v = (x.shape()[nd - d + i] as i64 - 1) * s[i] as i64 + k[i] as i64 - 2 * p[i] as i64;
-        default.push(v);
+        let v = (x.shape()[nd - d + i] as i128 - 1) * s[i] as i128 + k[i] as i128
+            - 2 * p[i] as i128;
+        if v > crate::shape::MAX_NUMEL as i128 {
+            return Err(TensorError::overflow(
+                op,
+                format!("the output size {v} of dim {i} (from kernel_size {k:?}, stride {s:?}, padding {p:?}) exceeds i64::MAX"),
+            ));
+        }
+        default.push(v as i64);
     }
     let out: Vec<usize> = match output_size {
         None => {
-            if default.iter().any(|&v| v <= 0) {
+            // PyTorch allows an empty output (kernel_size 0).
+            if default.iter().any(|&v| v < 0) {
                 return Err(TensorError::value(
                     op,
-                    format!("the output size {default:?} is not positive"),
+                    format!("output_size must contain non-negative spatial dimensions, but got {default:?} (from kernel_size {k:?}, stride {s:?}, padding {p:?})"),
                 ));
             }
             default.iter().map(|&v| v as usize).collect()
         }
         Some(o) => {
-            let o = if o.len() == d + 2 || o.len() == d + 1 {
-                &o[o.len() - d..]
-            } else {
-                o
-            };
+            // d sizes, or d + 2 whose first two (batch, channels) are not
+            // read, as PyTorch's `_unpool_output_size`.
+            let o = if o.len() == d + 2 { &o[2..] } else { o };
             if o.len() != d {
                 return Err(TensorError::value(
                     op,
@@ -288,8 +296,11 @@ pub fn max_unpool_plan(
             o.to_vec()
         }
     };
+    let full = [&x.shape()[..nd - d], &out[..]].concat();
+    let numel = crate::shape::check_contiguous(op, &full)?;
+    crate::shape::checked_nbytes(op, &full, numel, x.dtype().size())?;
     let plane: usize = out.iter().product();
-    if indices.numel() > 0 {
+    if indices.numel() > 0 && plane > 0 {
         let bad = indices.lt(0i64)?.logical_or(&indices.ge(plane as i64)?)?;
         if bad.any()?.item::<bool>()? {
             return Err(TensorError::index(
@@ -564,8 +575,13 @@ pub fn instance_norm_of<T: Composite>(
         momentum,
         eps,
     )?;
-    instance_norm_write_back(running_mean, rm.as_ref(), b, c)?;
-    instance_norm_write_back(running_var, rv.as_ref(), b, c)?;
+    // Only a batch's own statistics update the running ones (PyTorch's
+    // `at::instance_norm`); without them the running ones are read, never
+    // written (for an empty batch their mean over no samples is NaN).
+    if use_input_stats {
+        instance_norm_write_back(running_mean, rm.as_ref(), b, c)?;
+        instance_norm_write_back(running_var, rv.as_ref(), b, c)?;
+    }
     out.view(&x.shape().iter().map(|&s| s as i64).collect::<Vec<_>>())
 }
 
@@ -592,6 +608,10 @@ pub fn local_response_norm_of<T: Composite>(
     beta: f64,
     k: f64,
 ) -> Of<T> {
+    if x.shape().len() >= 3 && x.shape().contains(&0) {
+        // PyTorch returns an empty input as it is, before the size is used.
+        return Ok(x.clone());
+    }
     local_response_norm_check(&x.values(), size)?;
     let div = x.mul(x)?;
     let (lo, hi) = (size / 2, (size - 1) / 2);
@@ -622,12 +642,79 @@ pub fn lp_pool1d_of<T: Composite>(
     stride: Option<usize>,
     ceil_mode: bool,
 ) -> Of<T> {
+    lp_norm_type_check("lp_pool1d", norm_type)?;
     let mut o = PoolOptions::new(&[kernel]).ceil_mode(ceil_mode);
     if let Some(s) = stride {
         o = o.stride(&[s]);
     }
+    if norm_type.is_infinite() {
+        // The pool's checks and output size, then its windows' extreme.
+        let shape = x.avg_pool1d(&o)?;
+        return lp_extreme(x, &shape, &[kernel], &[stride.unwrap_or(kernel)], norm_type < 0.0);
+    }
     let out = x.pow_scalar(norm_type)?.avg_pool1d(&o)?;
     lp_finish(&out, kernel as f64, norm_type)
+}
+
+/// PyTorch 2.15's `lp_pool*d` refuses a `norm_type` of 0 (its power
+/// average would be `x^0`).
+fn lp_norm_type_check(op: &'static str, norm_type: f64) -> Result<()> {
+    if norm_type == 0.0 {
+        return Err(TensorError::value(
+            op,
+            format!("norm_type must be a non-zero value, but got {norm_type:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `lp_pool*d` for an infinite `norm_type`, as PyTorch 2.15 computes it:
+/// `max_pool(|x|)` for +inf, `-max_pool(-|x|)` (the windows' least
+/// magnitude) for -inf, NaN propagating. `pooled` is the average pool of
+/// `x` with the same options (its checks passed; its shape is the
+/// output's); the windows are `x`'s unfolded by `kernel` and `stride`,
+/// padded on the right with -inf where `ceil_mode` lets the last one run
+/// past the input.
+fn lp_extreme<T: Composite>(
+    x: &T,
+    pooled: &T,
+    kernel: &[usize],
+    stride: &[usize],
+    negative: bool,
+) -> Of<T> {
+    let out = pooled.shape().to_vec();
+    if out.contains(&0) {
+        return Ok(pooled.clone());
+    }
+    let d = kernel.len();
+    let nd = x.shape().len();
+    let a = if negative { x.abs()?.neg()? } else { x.abs()? };
+    // F.pad's order: the last dim's (left, right) first.
+    let mut pad = Vec::with_capacity(2 * d);
+    for i in (0..d).rev() {
+        let reach = (out[nd - d + i] - 1) * stride[i] + kernel[i];
+        pad.extend([0, reach.saturating_sub(x.shape()[nd - d + i]) as i64]);
+    }
+    let a = if pad.iter().any(|&p| p > 0) {
+        a.pad_with(&pad, f64::NEG_INFINITY.into())?
+    } else {
+        a
+    };
+    let mut w = a;
+    for i in 0..d {
+        w = w.unfold((nd - d + i) as i64, kernel[i] as i64, stride[i] as i64)?;
+    }
+    let mut shape: Vec<i64> = out.iter().map(|&v| v as i64).collect();
+    shape.push(-1);
+    let m = w
+        .reshape(&shape)?
+        .sort_values(-1, true, false)?
+        .select(-1, 0)?;
+    if negative {
+        m.neg()
+    } else {
+        Ok(m)
+    }
 }
 
 /// `F.lp_pool2d` on a tensor or a variable (PyTorch's composition; a
@@ -650,9 +737,19 @@ pub fn lp_pool2d_of<T: Composite>(
             .into())
         }
     };
+    lp_norm_type_check("lp_pool2d", norm_type)?;
     let mut o = PoolOptions::new(&k).ceil_mode(ceil_mode);
     if let Some(s) = stride {
         o = o.stride(s);
+    }
+    if norm_type.is_infinite() {
+        let pooled = x.avg_pool2d(&o)?;
+        let st = match stride {
+            Some([a]) => [*a, *a],
+            Some([a, b, ..]) => [*a, *b],
+            _ => k,
+        };
+        return lp_extreme(x, &pooled, &k, &st, norm_type < 0.0);
     }
     let out = x.pow_scalar(norm_type)?.avg_pool2d(&o)?;
     lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
@@ -745,11 +842,18 @@ pub fn max_unpool_of<T: Composite>(
     )?;
     let lead = &x.shape()[..x.shape().len() - d];
     let mut flat: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
-    flat.push(-1);
+    // The input plane's size (not -1: an empty batch leaves it ambiguous).
+    flat.push(x.shape()[lead.len()..].iter().product::<usize>() as i64);
     let plane: usize = out.iter().product();
     let mut zshape: Vec<usize> = lead.to_vec();
     zshape.push(plane);
     let zeros = T::constant(Tensor::zeros(&zshape, x.dtype(), x.device())?);
+    if plane == 0 || x.shape().contains(&0) {
+        // Nothing to scatter (PyTorch reads no index for an empty output).
+        let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
+        shape.extend(out.iter().map(|&s| s as i64));
+        return zeros.view(&shape);
+    }
     let dim = lead.len() as i64;
     let y = zeros.scatter(dim, &indices.reshape(&flat)?, &x.reshape(&flat)?)?;
     let mut shape: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
@@ -821,26 +925,47 @@ pub fn adaptive_max_windows(
             ))
         }
     };
+    // The output (and its i64 indices) must be a tensor that can exist, as
+    // PyTorch's sizes `[.., 1, o]` for 1-d: an output size beyond i64::MAX
+    // is a negative one passed through usize; then no window table is
+    // built for an output that cannot be allocated.
+    let mut full: Vec<usize> = x.shape()[..nd - d].to_vec();
+    full.extend(&out);
+    if let Some(o) = out.iter().find(|&&o| o > crate::shape::MAX_NUMEL) {
+        return Err(TensorError::value(
+            op,
+            format!(
+                "Trying to create tensor with negative dimension {}: output_size {out:?}",
+                *o as i64
+            ),
+        ));
+    }
+    let numel = crate::shape::check_contiguous(op, &full)?;
+    crate::shape::checked_nbytes(op, &full, numel, 8)?;
+    let oom = |what: &str| {
+        TensorError::overflow(op, format!("{what} of output size {out:?} do not fit in host memory"))
+    };
     let spatial = &x.shape()[nd - d..];
-    // Per dim: the window positions [o, K_j].
-    let tables: Vec<(Vec<Vec<usize>>, usize)> = spatial
-        .iter()
-        .zip(&out)
-        .map(|(&n, &o)| {
-            let rows: Vec<Vec<usize>> = (0..o)
-                .map(|i| {
-                    let s = i * n / o;
-                    let e = ((i + 1) * n).div_ceil(o);
-                    (s..e).collect()
-                })
-                .collect();
-            let k = rows.iter().map(Vec::len).max().unwrap_or(1);
-            (rows, k)
-        })
-        .collect();
+    // Per dim: the window positions [o, K_j] (i * n fits: o and n are
+    // sizes of tensors that exist, and the rows are allocated first).
+    let mut tables: Vec<(Vec<Vec<usize>>, usize)> = Vec::with_capacity(d);
+    for (&n, &o) in spatial.iter().zip(&out) {
+        let mut rows: Vec<Vec<usize>> = Vec::new();
+        rows.try_reserve_exact(o).map_err(|_| oom("the windows"))?;
+        for i in 0..o {
+            let s = (i as u128 * n as u128 / o as u128) as usize;
+            let e = ((i as u128 + 1) * n as u128).div_ceil(o as u128) as usize;
+            rows.push((s..e).collect());
+        }
+        let k = rows.iter().map(Vec::len).max().unwrap_or(1);
+        tables.push((rows, k));
+    }
     let kk: usize = tables.iter().map(|t| t.1).product();
     let oo: usize = out.iter().product();
-    let mut pos = Vec::with_capacity(oo * kk);
+    let mut pos = Vec::new();
+    oo.checked_mul(kk)
+        .and_then(|len| pos.try_reserve_exact(len).ok())
+        .ok_or_else(|| oom("the window positions"))?;
     if d == 1 {
         for row in &tables[0].0 {
             for k in 0..tables[0].1 {

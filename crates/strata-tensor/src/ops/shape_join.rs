@@ -538,6 +538,11 @@ impl Tensor {
     /// ```
     pub fn channel_shuffle(&self, groups: i64) -> Result<Tensor> {
         let split = channel_shuffle_shape(self.shape(), groups)?;
+        if self.numel() == 0 {
+            // Nothing to move (and the split [N, groups, 0, ..] of more
+            // groups than a tensor's sizes allow need not exist).
+            return self.clone_contiguous();
+        }
         let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
         self.reshape(&split)?
             .transpose(1, 2)?

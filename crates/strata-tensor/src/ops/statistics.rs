@@ -293,7 +293,10 @@ pub fn cov_weights(
     };
     let n = input.shape()[1];
     let mut w: Option<Tensor> = None;
-    let nonneg = |t: &Tensor| -> Result<bool> { Ok(n == 0 || !t.lt(0)?.any()?.item::<bool>()?) };
+    // PyTorch's `weights.min() >= 0`: a NaN weight fails it too.
+    let nonneg = |t: &Tensor| -> Result<bool> {
+        Ok(n == 0 || !(t.lt(0)?.any()?.item::<bool>()? || t.isnan()?.any()?.item::<bool>()?))
+    };
     if let Some(f) = fweights {
         if f.ndim() > 1 {
             return Err(TensorError::shape(

@@ -203,9 +203,11 @@ fn eigh_imp<T: Lin>(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Te
     let (mut ls, mut vs) = (Vec::new(), Vec::new());
     for k in 0..mats.count() {
         let m = mats.get(k);
-        // Only the named triangle is read, so only it must be finite.
-        let tri_finite = (0..n)
-            .all(|i| (0..n).all(|j| (upper != (i > j) || i == j) || m[(i, j)].to64().is_finite()));
+        // Only the named triangle is read (i <= j for the upper one, i >= j
+        // for the lower), so only it must be finite.
+        let read = |i: usize, j: usize| if upper { i <= j } else { i >= j };
+        let tri_finite =
+            (0..n).all(|i| (0..n).all(|j| !read(i, j) || m[(i, j)].to64().is_finite()));
         if !tri_finite {
             ls.extend(std::iter::repeat_n(T::of(f64::NAN), n));
             if vectors {

@@ -106,6 +106,17 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
     real!(a, |T| pinv_imp::<T>(a, atol, rtol, hermitian))
 }
 
+/// `max(a, b)` as PyTorch's `torch.max` of the tolerances takes it: NaN
+/// where either is NaN (so that no singular value passes a NaN tolerance:
+/// rank 0, a zero pseudo-inverse), not `f64::max`'s other operand.
+fn nan_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
+}
+
 fn pinv_imp<T: Lin>(
     a: &Tensor,
     atol: Option<f64>,
@@ -131,7 +142,7 @@ fn pinv_imp<T: Lin>(
             let (l, u) =
                 host::eigh(&x, false).ok_or_else(|| fail("The algorithm failed to converge."))?;
             let max = l.iter().map(|v| v.to64().abs()).fold(0.0, f64::max);
-            let tol = atol.max(rtol * max);
+            let tol = nan_max(atol, rtol * max);
             let inv: Vec<T> = l
                 .iter()
                 .map(|&v| {
@@ -152,7 +163,7 @@ fn pinv_imp<T: Lin>(
             }
             let (u, s, v) =
                 host::svd(&x, false).ok_or_else(|| fail("The algorithm failed to converge."))?;
-            let tol = atol.max(rtol * s[0].to64());
+            let tol = nan_max(atol, rtol * s[0].to64());
             let inv: Vec<T> = s
                 .iter()
                 .map(|&v| {
@@ -229,7 +240,7 @@ fn rank_imp<T: Lin>(
     for b in 0..count {
         let row = &vals[b * k..(b + 1) * k];
         let max = row.iter().map(|v| v.to64()).fold(0.0, f64::max);
-        let tol = atol.max(rtol * max);
+        let tol = nan_max(atol, rtol * max);
         out.push(row.iter().filter(|v| v.to64() > tol).count() as i64);
     }
     tensor(out, &batch, a.device())

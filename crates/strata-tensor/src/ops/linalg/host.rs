@@ -146,7 +146,9 @@ impl<T: Lin> Lu<T> {
         for i in 0..u.nrows() {
             let d = u[(i, i)].to64();
             if d.is_nan() {
-                return (T::of(f64::NAN), T::of(f64::NAN));
+                // PyTorch's sign is the product of `sign` of the pivots,
+                // and `sign(NaN)` is 0.
+                return (T::of(0.0), T::of(f64::NAN));
             }
             if d < 0.0 {
                 sign = -sign;

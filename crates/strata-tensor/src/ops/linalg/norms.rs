@@ -203,8 +203,8 @@ pub fn norm(
 /// `torch.linalg.vecdot(x, y, dim)`: `sum(x * y, dim)` with `x` and `y`
 /// broadcast (real dtypes: no conjugation).
 ///
-/// Errors: different dtypes ([`TensorError::DType`]); shapes that do not
-/// broadcast; `dim` out of range.
+
+
 ///
 /// ```
 /// # use strata_tensor::DType;
@@ -217,6 +217,19 @@ pub fn norm(
 pub fn vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
     const OP: &str = "linalg.vecdot";
     same_device(OP, x, y)?;
+    // PyTorch's first check: a float operand (f16 and bf16 too; no
+    // integers or bools).
+    for t in [x, y] {
+        if !t.dtype().is_float() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "Expected a floating point or complex tensor as input. Got {}",
+                    t.dtype()
+                ),
+            ));
+        }
+    }
     if x.dtype() != y.dtype() {
         return Err(TensorError::dtype(
             OP,
@@ -234,8 +247,8 @@ pub fn vecdot(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
 /// along `dim` (PyTorch's default -1), `x` and `y` of the same number of
 /// dims broadcast ([`Tensor::cross`] after broadcasting).
 ///
-/// Errors: different numbers of dims, shapes that do not broadcast, `dim`
-/// out of range; a size other than 3 along `dim` ([`TensorError::Shape`], `linalg.cross: inputs
+/// Errors: different numbers of dims, shapes that do not broadcast, 0-d
+/// operands, `dim` out of range; a size other than 3 along `dim` ([`TensorError::Shape`], `linalg.cross: inputs
 /// dimension -1 must have length 3. Got 2 and 2`).
 ///
 /// ```
@@ -256,6 +269,13 @@ pub fn cross(x: &Tensor, y: &Tensor, dim: i64) -> Result<Tensor> {
         ));
     }
     let shape = broadcast_shapes(OP, x.shape(), y.shape())?;
+    if shape.is_empty() {
+        // 0-d operands have no dim of length 3 (nor any to name).
+        return Err(TensorError::shape(
+            OP,
+            format!("Dimension specified as {dim} but tensor has no dimensions"),
+        ));
+    }
     let d = normalize_dim(OP, dim, shape.len())?;
     let size = |t: &Tensor| {
         let off = shape.len() - t.ndim();
