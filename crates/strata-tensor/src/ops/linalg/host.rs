@@ -1,6 +1,7 @@
 //! The matrices of a batch on the host and the `faer` factorizations run on
-//! them, one matrix at a time: the CPU kernels of `ops/linalg` (and, until
-//! cuSOLVER is wired in, of a GPU tensor too: see docs/cuda-backend.md).
+//! them, one matrix at a time: the CPU kernels of `ops/linalg` (and those of
+//! a GPU tensor that cuSOLVER does not take, `gpu.rs`: see
+//! docs/cuda-backend.md).
 
 use crate::dtype::Element;
 use crate::error::{Result, TensorError};

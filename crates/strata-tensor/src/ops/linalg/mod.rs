@@ -14,12 +14,15 @@
 //! [`TensorError::NotPositiveDefinite`] (the order of the leading minor);
 //! both carry PyTorch's words.
 //!
-//! The factorizations are `faer`'s (LU with partial pivoting, Cholesky,
-//! Householder QR, the symmetric eigensolver, SVD), one matrix at a time on
-//! the host. A GPU tensor is read to the host, factored there and its
-//! results written back to the GPU (docs/cuda-backend.md says so: cuSOLVER is
-//! not wired in yet). The compositions (`matrix_power`, `cross`, `vecdot`,
-//! the elementwise norms) run on the tensor's own device.
+//! On the CPU the factorizations are `faer`'s (LU with partial pivoting,
+//! Cholesky, Householder QR, the symmetric eigensolver, SVD), one matrix at
+//! a time. A GPU tensor is factored by cuSOLVER (session 80, `gpu.rs`:
+//! `getrf`/`getrs`, `potrf`, `geqrf`/`orgqr`, `syevd`, `gesvd`) where it
+//! loads and [`cusolver_enabled`] holds; elsewhere, and for empty,
+//! oversized or non-finite inputs, it is read to the host, factored there
+//! and its results written back to the GPU (docs/cuda-backend.md). The
+//! compositions (`matrix_power`, `cross`, `vecdot`, the elementwise norms)
+//! run on the tensor's own device.
 //!
 //! Decompositions whose factors are unique only up to signs (QR, `eigh`'s
 //! eigenvectors, SVD's singular vectors) may choose other signs than
