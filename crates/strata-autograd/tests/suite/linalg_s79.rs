@@ -27,7 +27,7 @@ fn values(d: &Value) -> Vec<f64> {
 
 /// An input: its stored values seen through `transpose(-2, -1)` where `t`
 /// says so.
-fn inp(d: &Value, device: Device) -> Tensor {
+pub fn inp(d: &Value, device: Device) -> Tensor {
     let dt = match d["dtype"].as_str().unwrap() {
         "f32" => DType::F32,
         _ => DType::F64,
@@ -71,7 +71,7 @@ fn diag_signs(r: &Var) -> Result<Var> {
 }
 
 /// The outputs `f` of case `c` on the variables `v`.
-fn call(c: &Value, v: &[Var]) -> Result<Vec<Var>> {
+pub fn call(c: &Value, v: &[Var]) -> Result<Vec<Var>> {
     let a = &c["args"];
     let uplo = || {
         if a["uplo"].as_str() == Some("U") {
@@ -115,6 +115,12 @@ fn call(c: &Value, v: &[Var]) -> Result<Vec<Var>> {
             Ok(vec![s, u.mul(&cc)?.matmul(&vh)?])
         }
         "svdvals" => one(linalg::svdvals(&v[0])),
+        "norm" => {
+            let dims: Option<Vec<i64>> = a["dim"]
+                .as_array()
+                .map(|d| d.iter().map(|x| x.as_i64().unwrap()).collect());
+            one(linalg::norm(&v[0], ord_of(&a["p"]), dims.as_deref(), false))
+        }
         "cross" => one(linalg::cross(&v[0], &v[1], -1)),
         "vecdot" => one(linalg::vecdot(&v[0], &v[1], -1)),
         op => panic!("op {op}"),
@@ -122,7 +128,7 @@ fn call(c: &Value, v: &[Var]) -> Result<Vec<Var>> {
 }
 
 /// `sum_i sum(W_i * out_i)`.
-fn loss(outs: &[Var], weights: &[Tensor]) -> Result<Var> {
+pub fn loss(outs: &[Var], weights: &[Tensor]) -> Result<Var> {
     let mut total: Option<Var> = None;
     for (o, w) in outs.iter().zip(weights) {
         let term = o.mul(&Var::new(w.clone()))?.sum(None, false)?;
@@ -134,7 +140,7 @@ fn loss(outs: &[Var], weights: &[Tensor]) -> Result<Var> {
     Ok(total.expect("at least one output"))
 }
 
-fn weights(c: &Value, device: Device, dt: DType) -> Vec<Tensor> {
+pub fn weights(c: &Value, device: Device, dt: DType) -> Vec<Tensor> {
     c["weights"]
         .as_array()
         .unwrap()

@@ -250,8 +250,8 @@ pub fn max_unpool_plan(
     // arguments may be anything (a negative one arrives as a huge value).
     let mut default = Vec::with_capacity(d);
     for i in 0..d {
-        let v = (x.shape()[nd - d + i] as i128 - 1) * s[i] as i128 + k[i] as i128
-            - 2 * p[i] as i128;
+        let v =
+            (x.shape()[nd - d + i] as i128 - 1) * s[i] as i128 + k[i] as i128 - 2 * p[i] as i128;
         if v > crate::shape::MAX_NUMEL as i128 {
             return Err(TensorError::overflow(
                 op,
@@ -650,7 +650,13 @@ pub fn lp_pool1d_of<T: Composite>(
     if norm_type.is_infinite() {
         // The pool's checks and output size, then its windows' extreme.
         let shape = x.avg_pool1d(&o)?;
-        return lp_extreme(x, &shape, &[kernel], &[stride.unwrap_or(kernel)], norm_type < 0.0);
+        return lp_extreme(
+            x,
+            &shape,
+            &[kernel],
+            &[stride.unwrap_or(kernel)],
+            norm_type < 0.0,
+        );
     }
     let out = x.pow_scalar(norm_type)?.avg_pool1d(&o)?;
     lp_finish(&out, kernel as f64, norm_type)
@@ -943,7 +949,10 @@ pub fn adaptive_max_windows(
     let numel = crate::shape::check_contiguous(op, &full)?;
     crate::shape::checked_nbytes(op, &full, numel, 8)?;
     let oom = |what: &str| {
-        TensorError::overflow(op, format!("{what} of output size {out:?} do not fit in host memory"))
+        TensorError::overflow(
+            op,
+            format!("{what} of output size {out:?} do not fit in host memory"),
+        )
     };
     let spatial = &x.shape()[nd - d..];
     // Per dim: the window positions [o, K_j] (i * n fits: o and n are

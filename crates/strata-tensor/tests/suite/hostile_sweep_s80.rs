@@ -181,7 +181,14 @@ fn hostile_calls_of_session_79_linalg_shape_and_nn_ops_match_pytorch() {
         "{} of {} differ:\n{}",
         bad.len(),
         cases.len(),
-        bad[..bad.len().min(if std::env::var_os("STRATA_H80_ALL").is_some() { usize::MAX } else { 80 })].join("\n")
+        bad[..bad
+            .len()
+            .min(if std::env::var_os("STRATA_H80_ALL").is_some() {
+                usize::MAX
+            } else {
+                80
+            })]
+            .join("\n")
     );
 }
 
@@ -212,13 +219,16 @@ fn matrix_power_by_i64_min_answers_at_once() {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let id = linalg::matrix_power(&eye, i64::MIN).map(|t| t.to_vec::<f64>().unwrap());
-        let neg = linalg::matrix_power(&eye.neg().unwrap(), i64::MIN)
-            .map(|t| t.to_vec::<f64>().unwrap());
-        let empty = linalg::matrix_power(&Tensor::zeros(&[0, 0], DType::F64, CPU).unwrap(), i64::MIN)
-            .map(|t| t.shape().to_vec());
+        let neg =
+            linalg::matrix_power(&eye.neg().unwrap(), i64::MIN).map(|t| t.to_vec::<f64>().unwrap());
+        let empty =
+            linalg::matrix_power(&Tensor::zeros(&[0, 0], DType::F64, CPU).unwrap(), i64::MIN)
+                .map(|t| t.shape().to_vec());
         let _ = tx.send((id, neg, empty));
     });
-    let (id, neg, empty) = rx.recv_timeout(LIMIT).expect("answers without hanging or panicking");
+    let (id, neg, empty) = rx
+        .recv_timeout(LIMIT)
+        .expect("answers without hanging or panicking");
     assert_eq!(id.unwrap(), [1.0, 0.0, 0.0, 1.0]);
     // (-I)^(-2^63) = I: an even power.
     assert_eq!(neg.unwrap(), [1.0, 0.0, 0.0, 1.0]);

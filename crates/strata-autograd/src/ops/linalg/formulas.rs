@@ -46,6 +46,11 @@ pub(super) fn det_backward(g: &Tensor, det: &Tensor, a: &Tensor) -> Result<Tenso
         return Ok(a.zeros_like(None)?);
     }
     let n = a.shape()[a.ndim() - 1];
+    if n == 1 {
+        // det of a 1 x 1 matrix is its element: the gradient is g, singular
+        // or not (PyTorch's too).
+        return Ok(g.unsqueeze(-1)?.unsqueeze(-1)?);
+    }
     let singular: Vec<bool> = det.to_vec_as::<f64>()?.iter().map(|&d| d == 0.0).collect();
     let eye = Tensor::eye(n, None, a.dtype(), a.device())?;
     let d = g.mul(det)?.unsqueeze(-1)?.unsqueeze(-1)?.mul(&eye)?;

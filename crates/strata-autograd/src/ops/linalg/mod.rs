@@ -85,6 +85,13 @@ where
     Ok(vars)
 }
 
+/// `value` (the op's answer for an empty `a`) on the graph of `a` with a
+/// zero gradient, as PyTorch's empty reductions leave it: `0 * sum(a) +
+/// value` (the sum of no elements is 0).
+fn on_graph(a: &Var, value: Tensor) -> Result<Var> {
+    a.sum(None, false)?.mul(0.0)?.add(&Var::new(value))
+}
+
 /// `torch.linalg.det(A)` ([`strata_tensor::linalg::det`]), recorded: the
 /// gradient is `g det A⁻ᵀ` (a solve with `Aᵀ`), and 0 for an exactly
 /// singular matrix, as PyTorch 2.15's first-order backward gives it (its
@@ -453,7 +460,11 @@ pub fn lstsq(a: &Var, b: &Var, rcond: Option<f64>) -> Result<Var> {
 /// Errors: those of [`strata_tensor::linalg::matrix_power`].
 pub fn matrix_power(a: &Var, k: i64) -> Result<Var> {
     if k == 0 {
-        return Ok(Var::new(tl::matrix_power(a.data(), 0)?));
+        // The identity, on the graph with a zero gradient (PyTorch copies
+        // it into a clone of A): `where(false, A, I)`.
+        let eye = tl::matrix_power(a.data(), 0)?;
+        let never = Tensor::zeros(a.shape(), strata_tensor::DType::Bool, a.data().device())?;
+        return Var::where_cond(&never, a, &Var::new(eye));
     }
     tl::matrix_power(&a.data().narrow(-1, 0, 0)?.narrow(-2, 0, 0)?, 0)?; // the shape checks
     let base = if k < 0 { inv(a)? } else { a.clone() };
@@ -496,7 +507,13 @@ pub fn matrix_norm(a: &Var, ord: NormOrd, dims: [i64; 2], keepdim: bool) -> Resu
     let norm_dim = |d: i64| if d < 0 { d + nd } else { d };
     let (d0, d1) = (norm_dim(dims[0]), norm_dim(dims[1]));
     if a.numel() == 0 {
-        return Ok(Var::new(value));
+        // PyTorch's empty Frobenius, nuclear and ±2 norms stay on the graph
+        // (zero gradient); its ±1 and ±inf norms of an empty matrix are
+        // constants (a backward through them fails).
+        return match ord {
+            NormOrd::P(p) if p.abs() == 1.0 || p.is_infinite() => Ok(Var::new(value)),
+            _ => on_graph(a, value),
+        };
     }
     let mut both = [d0, d1];
     both.sort();
@@ -565,7 +582,7 @@ pub fn norm(a: &Var, ord: Option<NormOrd>, dims: Option<&[i64]>, keepdim: bool) 
 pub fn cond(a: &Var, p: Option<NormOrd>) -> Result<Var> {
     let value = tl::cond(a.data(), p)?;
     if a.numel() == 0 {
-        return Ok(Var::new(value));
+        return on_graph(a, value);
     }
     match p.unwrap_or(NormOrd::P(2.0)) {
         NormOrd::P(v) if v.abs() == 2.0 => {

@@ -203,8 +203,9 @@ pub fn norm(
 /// `torch.linalg.vecdot(x, y, dim)`: `sum(x * y, dim)` with `x` and `y`
 /// broadcast (real dtypes: no conjugation).
 ///
-
-
+/// Errors: an integer or bool operand, different dtypes
+/// ([`TensorError::DType`]); shapes that do not broadcast; `dim` out of
+/// range.
 ///
 /// ```
 /// # use strata_tensor::DType;
