@@ -346,6 +346,12 @@ impl Tensor {
         Arc::ptr_eq(&self.inner.storage, &other.inner.storage)
     }
 
+    /// Whether `other` is this very tensor (a clone of the handle, not
+    /// another view of the storage): PyTorch's `is_same`, one `TensorImpl`.
+    pub(crate) fn is_same(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Elements the storage can hold (in this tensor's dtype).
     pub fn storage_len(&self) -> usize {
         self.inner.storage.nbytes() / self.inner.dtype.size()

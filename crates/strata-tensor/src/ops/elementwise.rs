@@ -91,6 +91,11 @@ pub(crate) enum Overlap {
 
 /// How an input's memory relates to an in-place output's (PyTorch's `get_overlap_status`).
 pub(crate) fn overlap(out: &Tensor, input: &Tensor) -> Overlap {
+    // PyTorch's get_overlap_status: the same tensor overlaps itself fully,
+    // even with no elements (`x.scatter_add_(d, i, x)` of an empty x fails).
+    if out.is_same(input) {
+        return Overlap::Full;
+    }
     if !out.same_storage(input) || out.numel() == 0 || input.numel() == 0 {
         return Overlap::No;
     }
@@ -550,6 +555,14 @@ impl Tensor {
                 None => match pow_products(op, compute, s) {
                     // x^2, x^3 and x^-2 as products, rounded as PyTorch's.
                     Some(k) => k.apply(&a_c, &target, &shape)?,
+                    None if pow_in_f64(op, compute, s, self.device()) => {
+                        let a64 = a_c.to_dtype_contiguous(DType::F64)?;
+                        let t64 = Tensor::zeros(&shape, DType::F64, self.device())?;
+                        launch(&t64, &[&a64], |be| {
+                            be.binary_scalar(op, &t64.arg(), &a64.arg_as(&shape), s)
+                        })?;
+                        target.copy_raw(&t64)?;
+                    }
                     None => launch(&target, &[&a_c], |be| {
                         be.binary_scalar(
                             op,
@@ -839,6 +852,13 @@ impl Tensor {
     /// any layouts.
     pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
         same_device("copy_", self, src)?;
+        // PyTorch's copy_ returns at once when src is self or a view of the
+        // same elements (same storage, offset, sizes, strides and dtype),
+        // before any check: `x.copy_(x)` of an expanded x is no error.
+        if self.same_storage(src) && self.layout() == src.layout() && self.dtype() == src.dtype() {
+            self.bump_version();
+            return Ok(self.clone());
+        }
         // PyTorch checks the memory overlaps before the broadcast.
         let mut inputs = [src.clone()];
         check_inplace_early("copy_", self, &inputs)?;
@@ -902,6 +922,15 @@ impl Tensor {
             // truncates; out of range is an error): PyTorch's
             // addcmul_(i32, value=1.25) adds 1 * t1 * t2.
             crate::ops::checks::check_fits("addcmul_", value, compute)?;
+        } else {
+            // A float kernel converts the value (checked) to its opmath
+            // type: f32 for f16/bf16/f32, so value=1e300 fails there.
+            let opmath = if compute == DType::F64 {
+                DType::F64
+            } else {
+                DType::F32
+            };
+            crate::ops::checks::check_fits("addcmul_", value, opmath)?;
         }
         check_inplace("addcmul_", self, &mut inputs)?;
         let t1c = inputs[0].to_dtype_contiguous(compute)?;
@@ -1152,6 +1181,25 @@ fn pow_products(op: BinaryOp, compute: DType, s: Scalar) -> Option<PowProducts> 
     } else {
         None
     }
+}
+
+/// Whether an f32 `pow` by the scalar `s` is computed in f64 and rounded
+/// once: PyTorch's CPU kernel (`pow_tensor_scalar_optimized_kernel<float,
+/// double>`) takes the exponent as a double and its scalar loop calls
+/// `std::pow(float, double)`, a double power, so an exponent that f32 cannot
+/// hold keeps its value: `(-2^31).pow(16777217.0)` is -inf (the odd exponent)
+/// where an f32 `powf` sees 16777216 and gives +inf, and
+/// `(-1).pow(2^24 + 1)` is -1. (Its vectorised loop, for inner rows of 16
+/// contiguous elements or more, rounds the exponent to f32 instead; the
+/// small tensors of the conformance programs take the scalar loop.) An
+/// exponent f32 holds exactly is computed in f32 as before.
+fn pow_in_f64(op: BinaryOp, compute: DType, s: Scalar, device: crate::Device) -> bool {
+    let e = s.to_f64();
+    op == BinaryOp::Pow
+        && compute == DType::F32
+        && device == crate::Device::Cpu
+        && e.is_finite()
+        && f64::from(e as f32) != e
 }
 
 /// The scalar operand a kernel takes: for `pow` of an f16 or bf16 tensor,

@@ -443,6 +443,27 @@ impl Tensor {
         padding_idx: Option<i64>,
     ) -> Result<Tensor> {
         const OP: &str = "embedding";
+        // F.embedding checks padding_idx (against weight.size(0), read only
+        // for a nonzero padding_idx) before torch.embedding checks the
+        // weight's rank and the indices' dtype: a bad padding_idx is the
+        // error, whatever else is wrong.
+        if let Some(p) = padding_idx.filter(|&p| p != 0) {
+            let Some(&v) = weight.shape().first() else {
+                return Err(TensorError::dim(
+                    OP,
+                    format!("padding_idx {p} reads the size of dim 0 of a 0-d weight"),
+                ));
+            };
+            let v = v as i64;
+            // PyTorch checks a positive padding_idx against V and a negative
+            // one against -V; 0 is taken as it is, even with no row.
+            if (p > 0 && p >= v) || p < -v {
+                return Err(TensorError::index(
+                    OP,
+                    format!("padding_idx {p} must lie in [-{v}, {v})"),
+                ));
+            }
+        }
         if weight.ndim() != 2 {
             return Err(TensorError::shape(
                 OP,
@@ -462,16 +483,6 @@ impl Tensor {
             ));
         }
         let v = weight.shape()[0] as i64;
-        if let Some(p) = padding_idx {
-            // PyTorch checks a positive padding_idx against V and a negative
-            // one against -V; 0 is taken as it is, even with no row.
-            if (p > 0 && p >= v) || p < -v {
-                return Err(TensorError::index(
-                    OP,
-                    format!("padding_idx {p} must lie in [-{v}, {v})"),
-                ));
-            }
-        }
         // An index out of range is the caller's embedding error, not an
         // error of the index_select it is computed with.
         let rows = weight
