@@ -503,6 +503,14 @@ pub fn bilinear_check(x1: &Tensor, x2: &Tensor, w: &Tensor, b: Option<&Tensor>) 
             format!("bilinear(): weight must be 3-D [out, in1, in2], got {w:?}"),
         ));
     }
+    if x1[n - 1] == 0 || x2[n - 1] == 0 {
+        // PyTorch's `_trilinear` reshapes an input to [-1, features],
+        // which no input of 0 features allows.
+        return Err(TensorError::shape(
+            OP,
+            format!("bilinear(): inputs of no features ({x1:?} and {x2:?}) are not supported: PyTorch cannot reshape them to [-1, 0]"),
+        ));
+    }
     if x1[n - 1] != w[1] {
         return Err(TensorError::shape(
             OP,
@@ -774,19 +782,23 @@ pub fn multi_margin_loss_of<T: LossOperand>(
     reduction: Reduction,
 ) -> LossOf<T> {
     let (nc, t, w, batched) = multi_margin_plan(x.l_data(), target, p, weight)?;
-    let dtype = x.l_data().dtype();
     let x = x.l_reshape(&nc)?;
     let xt = x.l_gather(1, &t)?;
     // PyTorch's order: (margin - x[y]) + x[d].
     let z = xt.l_neg()?.l_add_scalar(margin)?.l_add(&x)?;
     let zeros = T::l_constant(z.l_data().zeros_like(None)?);
-    let h = T::l_where(&z.l_data().gt(0.0)?, &z, &zeros)?;
+    // The target's own hinge is left out by the selection, not by a
+    // product with 0 (an infinite margin makes it inf, and inf * 0 NaN).
+    let counted = z
+        .l_data()
+        .gt(0.0)?
+        .logical_and(&non_target_mask(&t, nc[1], DType::Bool)?)?;
+    let h = T::l_where(&counted, &z, &zeros)?;
     let h = if p == 2 { h.l_mul(&h)? } else { h };
     let h = match w {
         Some(w) => h.l_mul(&T::l_constant(w))?,
         None => h,
     };
-    let h = h.l_mul(&T::l_constant(non_target_mask(&t, nc[1], dtype)?))?;
     let per = h.l_sum(Some(&[1]), false)?.l_div_scalar(nc[1] as f64)?;
     margin_reduce(per, reduction, batched)
 }
@@ -1298,12 +1310,12 @@ pub fn embedding_bag_plan(
                     ),
                 ));
             }
-            if o.dtype() != indices.dtype() {
+            // i32 or i64, either with either indices (PyTorch promotes).
+            if !matches!(o.dtype(), DType::I32 | DType::I64) {
                 return Err(TensorError::dtype(
                     OP,
                     format!(
-                        "expected the offsets to have the indices' dtype {}, got {}",
-                        indices.dtype(),
+                        "Expected tensor for argument #1 'offsets' to have one of the following scalar types: Long, Int; but got {} instead",
                         o.dtype()
                     ),
                 ));

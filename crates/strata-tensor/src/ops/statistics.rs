@@ -505,7 +505,23 @@ pub fn pdist_pairs(x: &Tensor, p: f64) -> Result<Tensor> {
         ));
     }
     let n = x.shape()[0];
-    let mut pos = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+    // n (n - 1) / 2 distances (an input of no columns may have rows
+    // beyond what its square allows): refused before any is listed where
+    // they cannot form a tensor or do not fit in memory.
+    let count = n as u128 * n.saturating_sub(1) as u128 / 2;
+    if count * 8 > crate::shape::MAX_NUMEL as u128 {
+        return Err(TensorError::overflow(
+            OP,
+            format!("pdist of {n} rows has {count} distances, more than a tensor can hold"),
+        ));
+    }
+    let mut pos = Vec::new();
+    pos.try_reserve_exact(count as usize).map_err(|_| {
+        TensorError::overflow(
+            OP,
+            format!("pdist of {n} rows: the {count} distances do not fit in host memory"),
+        )
+    })?;
     for i in 0..n {
         for j in i + 1..n {
             pos.push((i * n + j) as i64);
@@ -1004,5 +1020,30 @@ pub fn pdist_of<T: Composite>(x: &T, p: f64, empty: impl FnOnce(&T) -> Of<T>) ->
     if pairs.numel() == 0 {
         return empty(x);
     }
-    x.cdist(x, p)?.reshape(&[-1])?.index_select(0, &pairs)
+    let y = x.cdist(x, p)?.reshape(&[-1])?.index_select(0, &pairs)?;
+    if !p.is_infinite() {
+        return Ok(y);
+    }
+    // cdist's ±inf norm (a max or min) passes over NaN; PyTorch's pdist
+    // gives NaN for a pair with a NaN in either row.
+    let v = x.values();
+    let cols = v.shape()[1];
+    let vals = v.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
+    let nan_row: Vec<bool> = vals
+        .chunks(cols.max(1))
+        .map(|r| r.iter().any(|z| z.is_nan()))
+        .collect();
+    if !nan_row.iter().any(|&b| b) {
+        return Ok(y);
+    }
+    let n = v.shape()[0];
+    let mask: Vec<bool> = pairs
+        .to_vec::<i64>()?
+        .iter()
+        .map(|&k| nan_row[k as usize / n] || nan_row[k as usize % n])
+        .collect();
+    let len = mask.len();
+    let mask = Tensor::from_vec(mask, &[len], v.device())?;
+    let nan = T::constant(Tensor::full(&[len], f64::NAN, y.dtype(), v.device())?);
+    T::where_cond(&mask, &nan, &y)
 }

@@ -316,7 +316,11 @@ pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
                 false,
             )?)?;
             let mask = Tensor::from_vec(singular, &batch, a.device())?;
-            Tensor::where_cond(&mask, f64::INFINITY, &c)
+            let c = Tensor::where_cond(&mask, f64::INFINITY, &c)?;
+            // PyTorch 2.15 answers inf where the product is NaN (NaN in
+            // the matrix, or a norm that overflows times one that
+            // underflows: 1e200 I's inf * 0).
+            Tensor::where_cond(&c.isnan()?, f64::INFINITY, &c)
         }
     }
 }

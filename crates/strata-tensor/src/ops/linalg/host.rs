@@ -94,6 +94,67 @@ pub(crate) fn tensor<T: Element>(data: Vec<T>, shape: &[usize], device: Device) 
     Tensor::from_vec(data, shape, device)
 }
 
+/// `x * 2^e`, exactly (in steps that cannot overflow or underflow on the
+/// way; only the result may round, to a subnormal, 0 or inf).
+pub(crate) fn ldexp(mut x: f64, mut e: i32) -> f64 {
+    while e > 1000 {
+        x *= 2f64.powi(1000);
+        e -= 1000;
+    }
+    while e < -1000 {
+        x *= 2f64.powi(-1000);
+        e += 1000;
+    }
+    x * 2f64.powi(e)
+}
+
+/// The power-of-two exponent `e` that brings the largest magnitude of `a`
+/// into [0.5, 1), where that magnitude lies outside [2^-500, 2^500] (f32:
+/// [2^-60, 2^60]): faer's factorizations square, invert or sum squares of
+/// such values and overflow or underflow (the SVD of 3e38 I in f32 does
+/// not converge; QR and eigh of f64::MAX I give inf; an LU of subnormals
+/// divides by them into NaN), where LAPACK's scale. Otherwise (and for a
+/// zero or non-finite matrix) 0: a matrix of ordinary magnitude is factored
+/// as it is, bit for bit (scaling by a power of two is exact anyway).
+pub(crate) fn scale_exp<T: Lin>(a: &Mat<T>) -> i32 {
+    let mut m = 0.0f64;
+    for j in 0..a.ncols() {
+        for i in 0..a.nrows() {
+            let v = a[(i, j)].to64().abs();
+            if !v.is_finite() {
+                return 0;
+            }
+            m = m.max(v);
+        }
+    }
+    if m == 0.0 {
+        return 0;
+    }
+    let lim = if T::EPS > 1e-10 { 60 } else { 500 };
+    let e = m.log2().floor() as i32 + 1;
+    if e.abs() <= lim {
+        0
+    } else {
+        e
+    }
+}
+
+/// `a * 2^-e`.
+pub(crate) fn scaled<T: Lin>(a: &Mat<T>, e: i32) -> Mat<T> {
+    Mat::from_fn(a.nrows(), a.ncols(), |i, j| {
+        T::of(ldexp(a[(i, j)].to64(), -e))
+    })
+}
+
+/// `v * 2^e` in `T`.
+fn unscale<T: Lin>(v: T, e: i32) -> T {
+    if e == 0 {
+        v
+    } else {
+        T::of(ldexp(v.to64(), e))
+    }
+}
+
 /// An LU factorization with partial pivoting (LAPACK's `getrf`): the
 /// determinant's sign and factors, and LAPACK's `info` (the 1-based position
 /// of the first exactly zero diagonal element of U, 0 if none).
@@ -102,10 +163,17 @@ pub(crate) struct Lu<T: Lin> {
     pub info: usize,
     /// `(-1)^transpositions`.
     pub perm_sign: f64,
+    /// The factors are those of `A * 2^-scale` ([`scale_exp`]).
+    scale: i32,
 }
 
 pub(crate) fn lu<T: Lin>(a: &Mat<T>) -> Lu<T> {
-    let lu = a.partial_piv_lu();
+    let scale = scale_exp(a);
+    let lu = if scale != 0 {
+        scaled(a, scale).partial_piv_lu()
+    } else {
+        a.partial_piv_lu()
+    };
     let u = lu.U();
     let n = u.nrows().min(u.ncols());
     let info = (0..n)
@@ -129,6 +197,7 @@ pub(crate) fn lu<T: Lin>(a: &Mat<T>) -> Lu<T> {
         lu,
         info,
         perm_sign: if swaps.is_multiple_of(2) { 1.0 } else { -1.0 },
+        scale,
     }
 }
 
@@ -154,7 +223,9 @@ impl<T: Lin> Lu<T> {
             if d < 0.0 {
                 sign = -sign;
             }
-            log = log + T::of(T::of(d.abs()).to64().ln());
+            // ln |U_ii| of the unscaled pivot: ln |d| + scale ln 2.
+            let ln = T::of(d.abs()).to64().ln() + self.scale as f64 * std::f64::consts::LN_2;
+            log = log + T::of(ln);
         }
         (T::of(sign), log)
     }
@@ -168,17 +239,29 @@ impl<T: Lin> Lu<T> {
         let u = self.lu.U();
         let mut d = T::of(self.perm_sign);
         for i in 0..u.nrows() {
-            d = d * u[(i, i)];
+            d = d * unscale(u[(i, i)], self.scale);
         }
         d
     }
 
+    /// `A⁻¹ = 2^-scale (A 2^-scale)⁻¹`.
     pub fn inverse(&self) -> Mat<T> {
-        self.lu.inverse()
+        let inv = self.lu.inverse();
+        if self.scale == 0 {
+            return inv;
+        }
+        Mat::from_fn(inv.nrows(), inv.ncols(), |i, j| {
+            unscale(inv[(i, j)], -self.scale)
+        })
     }
 
+    /// `A⁻¹ B = 2^-scale (A 2^-scale)⁻¹ B`.
     pub fn solve(&self, b: &Mat<T>) -> Mat<T> {
-        self.lu.solve(b)
+        let x = self.lu.solve(b);
+        if self.scale == 0 {
+            return x;
+        }
+        Mat::from_fn(x.nrows(), x.ncols(), |i, j| unscale(x[(i, j)], -self.scale))
     }
 }
 
@@ -222,15 +305,28 @@ pub(crate) fn finite<T: Lin>(a: &Mat<T>) -> bool {
 
 /// `(U, S, V)` of `a`: full (`U` m x m, `V` n x n) or thin (k columns).
 pub(crate) fn svd<T: Lin>(a: &Mat<T>, full: bool) -> Option<(Mat<T>, Vec<T>, Mat<T>)> {
+    let e = scale_exp(a);
+    let owned;
+    let a = if e != 0 {
+        owned = scaled(a, e);
+        &owned
+    } else {
+        a
+    };
     let s = if full { a.svd() } else { a.thin_svd() }.ok()?;
     let k = a.nrows().min(a.ncols());
-    let sv: Vec<T> = (0..k).map(|i| s.S()[i]).collect();
+    let sv: Vec<T> = (0..k).map(|i| unscale(s.S()[i], e)).collect();
     Some((s.U().to_owned(), sv, s.V().to_owned()))
 }
 
 /// The singular values of `a`, nonincreasing.
 pub(crate) fn svdvals<T: Lin>(a: &Mat<T>) -> Option<Vec<T>> {
-    a.singular_values().ok()
+    let e = scale_exp(a);
+    if e == 0 {
+        return a.singular_values().ok();
+    }
+    let s = scaled(a, e).singular_values().ok()?;
+    Some(s.into_iter().map(|v| unscale(v, e)).collect())
 }
 
 /// `(eigenvalues ascending, eigenvectors as columns)` of the symmetric
@@ -240,9 +336,15 @@ pub(crate) fn eigh<T: Lin>(a: &Mat<T>, upper: bool) -> Option<(Vec<T>, Mat<T>)> 
         return Some((Vec::new(), Mat::zeros(0, 0)));
     }
     let side = if upper { Side::Upper } else { Side::Lower };
-    let e = a.self_adjoint_eigen(side).ok()?;
+    let sc = scale_exp(a);
+    let e = if sc != 0 {
+        scaled(a, sc).self_adjoint_eigen(side)
+    } else {
+        a.self_adjoint_eigen(side)
+    }
+    .ok()?;
     let n = a.nrows();
-    let vals: Vec<T> = (0..n).map(|i| e.S()[i]).collect();
+    let vals: Vec<T> = (0..n).map(|i| unscale(e.S()[i], sc)).collect();
     Some((vals, e.U().to_owned()))
 }
 
@@ -253,25 +355,40 @@ pub(crate) fn eigvalsh<T: Lin>(a: &Mat<T>, upper: bool) -> Option<Vec<T>> {
         return Some(Vec::new());
     }
     let side = if upper { Side::Upper } else { Side::Lower };
-    a.self_adjoint_eigenvalues(side).ok()
+    let sc = scale_exp(a);
+    if sc == 0 {
+        return a.self_adjoint_eigenvalues(side).ok();
+    }
+    let v = scaled(a, sc).self_adjoint_eigenvalues(side).ok()?;
+    Some(v.into_iter().map(|x| unscale(x, sc)).collect())
 }
 
 /// Householder QR: `(Q, R)`, thin (`Q` m x k, `R` k x n) or complete (`Q`
 /// m x m, `R` m x n).
 pub(crate) fn qr<T: Lin>(a: &Mat<T>, complete: bool) -> (Mat<T>, Mat<T>) {
-    let f = a.qr();
-    if complete {
-        // faer keeps R's first min(m, n) rows; the others are zeros.
-        let r = f.thin_R();
-        let full = Mat::from_fn(a.nrows(), a.ncols(), |i, j| {
-            if i < r.nrows() {
-                r[(i, j)]
-            } else {
-                T::of(0.0)
-            }
-        });
-        (f.compute_Q(), full)
+    let e = scale_exp(a);
+    let owned;
+    let a = if e != 0 {
+        owned = scaled(a, e);
+        &owned
     } else {
-        (f.compute_thin_Q(), f.thin_R().to_owned())
+        a
+    };
+    let f = a.qr();
+    let r = f.thin_R();
+    // R of A is 2^e R of the scaled A (Q is the same); faer keeps R's
+    // first min(m, n) rows, a complete one's others are zeros.
+    let rows = if complete { a.nrows() } else { r.nrows() };
+    let rr = Mat::from_fn(rows, a.ncols(), |i, j| {
+        if i < r.nrows() {
+            unscale(r[(i, j)], e)
+        } else {
+            T::of(0.0)
+        }
+    });
+    if complete {
+        (f.compute_Q(), rr)
+    } else {
+        (f.compute_thin_Q(), rr)
     }
 }

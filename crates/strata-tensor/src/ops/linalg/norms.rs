@@ -60,7 +60,12 @@ pub fn vector_norm(x: &Tensor, ord: f64, dims: Option<&[i64]>, keepdim: bool) ->
 pub fn matrix_norm(a: &Tensor, ord: NormOrd, dims: [i64; 2], keepdim: bool) -> Result<Tensor> {
     const OP: &str = "linalg.matrix_norm";
     check_matrix(OP, a)?;
-    check_float(OP, a)?;
+    // f16 and bf16 are refused only by the SVD (nuclear and ±2 norms), as
+    // in PyTorch; integers always.
+    let svd_based = matches!(ord, NormOrd::Nuc) || matches!(ord, NormOrd::P(p) if p.abs() == 2.0);
+    if svd_based || !a.dtype().is_float() {
+        check_float(OP, a)?;
+    }
     let nd = a.ndim();
     let d0 = normalize_dim(OP, dims[0], nd)?;
     let d1 = normalize_dim(OP, dims[1], nd)?;
@@ -77,7 +82,15 @@ pub fn matrix_norm(a: &Tensor, ord: NormOrd, dims: [i64; 2], keepdim: bool) -> R
         }
     }
     if a.shape()[d0] == 0 || a.shape()[d1] == 0 {
-        if matches!(ord, NormOrd::P(p) if p < 0.0) {
+        // The dim the extreme is taken over: -1's sums run down d0 and
+        // their least is over d1, -inf's the other way round; -2 takes the
+        // least of no singular values.
+        let extreme_empty = match ord {
+            NormOrd::P(p) if p.abs() == 1.0 => a.shape()[d1] == 0,
+            NormOrd::P(p) if p.is_infinite() => a.shape()[d0] == 0,
+            _ => true,
+        };
+        if extreme_empty && matches!(ord, NormOrd::P(p) if p < 0.0) {
             // PyTorch's `amin` over the empty dim refuses.
             return Err(TensorError::Empty {
                 op: OP,
