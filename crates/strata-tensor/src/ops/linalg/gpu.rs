@@ -42,9 +42,119 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use strata_alloc::Device;
 
 #[cfg(feature = "cuda")]
-use crate::backend::cuda::cusolver::{available, fits, Session};
+use crate::backend::cuda::cusolver::{available, fits, Gesvd, Session};
 #[cfg(not(feature = "cuda"))]
-use stub::{available, fits, Session};
+use stub::{available, fits, Gesvd, Session};
+
+/// The cuSOLVER calls this file makes, as `backend/cuda/cusolver.rs`'s
+/// `Session` makes them (see its methods); in unit tests also a host
+/// emulation (`gpu_emulation.rs`: LAPACK's column-major semantics on CPU
+/// tensors), which checks this file's conventions without a GPU.
+trait Solver {
+    fn getrf(&self, a: &Tensor, count: usize, n: usize) -> Result<(Tensor, Tensor)>;
+    #[allow(clippy::too_many_arguments)]
+    fn getrs(
+        &self,
+        lu: &Tensor,
+        ipiv: &Tensor,
+        b: &Tensor,
+        count: usize,
+        n: usize,
+        nrhs: usize,
+        trans: bool,
+    ) -> Result<()>;
+    fn potrf(&self, a: &Tensor, count: usize, n: usize, upper: bool) -> Result<Tensor>;
+    fn geqrf(&self, a: &Tensor, count: usize, m: usize, n: usize) -> Result<Tensor>;
+    #[allow(clippy::too_many_arguments)]
+    fn orgqr(
+        &self,
+        a: &Tensor,
+        per: usize,
+        tau: &Tensor,
+        count: usize,
+        m: usize,
+        cols: usize,
+        k: usize,
+    ) -> Result<()>;
+    fn syevd(
+        &self,
+        a: &Tensor,
+        count: usize,
+        n: usize,
+        upper: bool,
+        vectors: bool,
+    ) -> Result<(Tensor, Tensor)>;
+    fn gesvd(
+        &self,
+        a: &Tensor,
+        count: usize,
+        m: usize,
+        n: usize,
+        vectors: bool,
+        full: bool,
+    ) -> Result<Gesvd>;
+}
+
+impl Solver for Session {
+    fn getrf(&self, a: &Tensor, count: usize, n: usize) -> Result<(Tensor, Tensor)> {
+        Session::getrf(self, a, count, n)
+    }
+    fn getrs(
+        &self,
+        lu: &Tensor,
+        ipiv: &Tensor,
+        b: &Tensor,
+        count: usize,
+        n: usize,
+        nrhs: usize,
+        trans: bool,
+    ) -> Result<()> {
+        Session::getrs(self, lu, ipiv, b, count, n, nrhs, trans)
+    }
+    fn potrf(&self, a: &Tensor, count: usize, n: usize, upper: bool) -> Result<Tensor> {
+        Session::potrf(self, a, count, n, upper)
+    }
+    fn geqrf(&self, a: &Tensor, count: usize, m: usize, n: usize) -> Result<Tensor> {
+        Session::geqrf(self, a, count, m, n)
+    }
+    fn orgqr(
+        &self,
+        a: &Tensor,
+        per: usize,
+        tau: &Tensor,
+        count: usize,
+        m: usize,
+        cols: usize,
+        k: usize,
+    ) -> Result<()> {
+        Session::orgqr(self, a, per, tau, count, m, cols, k)
+    }
+    fn syevd(
+        &self,
+        a: &Tensor,
+        count: usize,
+        n: usize,
+        upper: bool,
+        vectors: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        Session::syevd(self, a, count, n, upper, vectors)
+    }
+    fn gesvd(
+        &self,
+        a: &Tensor,
+        count: usize,
+        m: usize,
+        n: usize,
+        vectors: bool,
+        full: bool,
+    ) -> Result<Gesvd> {
+        Session::gesvd(self, a, count, m, n, vectors, full)
+    }
+}
+
+#[cfg(test)]
+#[path = "gpu_emulation.rs"]
+mod emulation;
 
 static CUSOLVER_ENABLED: AtomicBool = AtomicBool::new(true);
 
@@ -85,21 +195,39 @@ fn takes(inputs: &[&Tensor], dims: &[usize]) -> Result<bool> {
         let nd = t.ndim();
         t.shape()[nd - 2].saturating_mul(t.shape()[nd - 1])
     };
-    if !matches!(a.device(), Device::Cuda(_))
+    if !(matches!(a.device(), Device::Cuda(_)) || emulated(a))
         || !cusolver_enabled()
         || inputs.iter().any(|t| t.numel() == 0)
         || !fits(dims)
         || !fits(&inputs.iter().map(matrix).collect::<Vec<_>>())
-        || !available()
+        || !(emulated(a) || available())
     {
         return Ok(false);
     }
     a.isfinite()?.all()?.item::<bool>()
 }
 
+/// Whether `a` is a CPU tensor that a unit test sends through the host
+/// emulation of cuSOLVER (never outside unit tests).
+fn emulated(_a: &Tensor) -> bool {
+    #[cfg(test)]
+    {
+        if emulation::on() && _a.device() == Device::Cpu {
+            return true;
+        }
+    }
+    false
+}
+
 /// The session for `a`'s device and dtype (`None`: the host path).
-fn open(a: &Tensor) -> Result<Option<Session>> {
-    Session::open(a.device(), a.dtype())
+fn open(a: &Tensor) -> Result<Option<Box<dyn Solver>>> {
+    #[cfg(test)]
+    {
+        if emulated(a) {
+            return Ok(Some(Box::new(emulation::Host)));
+        }
+    }
+    Ok(Session::open(a.device(), a.dtype())?.map(|s| Box::new(s) as Box<dyn Solver>))
 }
 
 /// `[.., r, c]` → `(batch dims, r, c, matrices)`.
@@ -611,8 +739,8 @@ mod stub {
         false
     }
 
-    pub(super) fn fits(_: &[usize]) -> bool {
-        false
+    pub(super) fn fits(dims: &[usize]) -> bool {
+        dims.iter().all(|&d| i32::try_from(d).is_ok())
     }
 
     /// No session can be opened.
