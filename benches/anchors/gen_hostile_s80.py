@@ -30,13 +30,23 @@ pool kernels larger than their input (and negative ones, which strata's
 usize arguments receive as huge values), groups that do not divide the
 channels, out-of-range targets, offsets and unpooling indices.
 
-Each call runs in a forked child with a time limit. Left out (counted,
-not written): calls that crash PyTorch (a signal), that run past the
-limit, and results over 10^6 elements; and, as gen_shape_stats_s79.py
-says, take_along_dim with an index outside the dim (PyTorch reads past
-its input). Allocations are kept only where the byte count is beyond what
-any machine maps (at least 2^48 bytes), so PyTorch's answer does not
-depend on the machine's memory.
+The calls run in forked workers with a time limit per call. Left out
+(counted, not written): calls that crash PyTorch (a signal), that run
+past the limit (matrix_power by i64::MIN: PyTorch negates the power,
+which overflows, and loops; hostile_sweep_s80.rs checks strata's answer
+on its own), and results over 10^6 elements. Not listed, as PyTorch's
+answer there is a bug of its own or strata's refusal is by design:
+take_along_dim with an index outside the dim (PyTorch reads past its
+input, as gen_shape_stats_s79.py says); embedding_bag with decreasing
+offsets (a bag of negative length); lstsq with NaN in B (an INTERNAL
+ASSERT); slice_scatter with a step of 2^63 - 1 (PyTorch's slice size
+wraps to 0); lp_pool with a negative stride (strata's stride is a usize:
+-1 would be a valid huge stride); cond(I, ord) gradients for orders other
+than ±2 (PyTorch's backward fails: its LinalgInvEx output is modified in
+place); instance_norm with eps <= 0 (strata's batch_norm refuses it,
+PyTorch's at::instance_norm does not check it). Allocations are kept only
+where the byte count is beyond what any machine maps (at least 2^48
+bytes), so PyTorch's answer does not depend on the machine's memory.
 
 Usage:
     OMP_NUM_THREADS=1 /tmp/tv/bin/python benches/anchors/gen_hostile_s80.py \\
