@@ -488,6 +488,39 @@ impl Session {
         Tensor::empty(shape, dt, self.device())
     }
 
+    /// Checks that `t` is a contiguous tensor of this device holding `count`
+    /// matrices of `per` elements of the session's dtype (`ints`: i32), so
+    /// that every address [`Session::at`] forms for it is inside it: the
+    /// calls below write through those addresses.
+    fn operand(&self, call: &str, t: &Tensor, count: usize, per: usize, ints: bool) -> Result<()> {
+        let dtype = if ints {
+            DType::I32
+        } else if self.which == 0 {
+            DType::F32
+        } else {
+            DType::F64
+        };
+        let need = count.checked_mul(per);
+        if t.device() != self.device()
+            || t.dtype() != dtype
+            || !t.is_contiguous()
+            || need.is_none_or(|need| t.numel() < need || need == 0)
+        {
+            return Err(failure(
+                self.device(),
+                call,
+                format!(
+                    "internal: an operand of {:?} {} (contiguous: {}) where {count} matrices of \
+                     {per} {dtype} elements were expected",
+                    t.shape(),
+                    t.dtype(),
+                    t.is_contiguous()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The device address of element `k * per` of the contiguous `t`.
     fn at(&self, t: &Tensor, k: usize, per: usize) -> Ptr {
         (t.data_ptr() + (k * per * t.dtype().size()) as u64) as usize as Ptr
@@ -499,6 +532,7 @@ impl Session {
     pub(crate) fn getrf(&self, a: &Tensor, count: usize, n: usize) -> Result<(Tensor, Tensor)> {
         let dev = self.device();
         let ni = int(dev, "n", n)?;
+        self.operand("cusolverDnXgetrf", a, count, n * n, false)?;
         let ipiv = self.ints(&[count, n])?;
         let info = self.ints(&[count])?;
         let (buf, name) = self.lib.getrf_buf[self.which];
@@ -551,6 +585,9 @@ impl Session {
         let dev = self.device();
         let ni = int(dev, "n", n)?;
         let ri = int(dev, "nrhs", nrhs)?;
+        self.operand("cusolverDnXgetrs", lu, count, n * n, false)?;
+        self.operand("cusolverDnXgetrs", ipiv, count, n, true)?;
+        self.operand("cusolverDnXgetrs", b, count, n * nrhs, false)?;
         let info = self.ints(&[count])?;
         let (f, name) = self.lib.getrs[self.which];
         for k in 0..count {
@@ -583,6 +620,7 @@ impl Session {
         let dev = self.device();
         let ni = int(dev, "n", n)?;
         let uplo = if upper { FILL_UPPER } else { FILL_LOWER };
+        self.operand("cusolverDnXpotrf", a, count, n * n, false)?;
         let info = self.ints(&[count])?;
         let (buf, name) = self.lib.potrf_buf[self.which];
         let mut lwork: c_int = 0;
@@ -620,6 +658,7 @@ impl Session {
         let dev = self.device();
         let (mi, ni) = (int(dev, "m", m)?, int(dev, "n", n)?);
         let k = m.min(n);
+        self.operand("cusolverDnXgeqrf", a, count, m * n, false)?;
         let tau = self.reals(&[count, k])?;
         let info = self.ints(&[count])?;
         let (buf, name) = self.lib.geqrf_buf[self.which];
@@ -671,6 +710,15 @@ impl Session {
     ) -> Result<()> {
         let dev = self.device();
         let (mi, ci, ki) = (int(dev, "m", m)?, int(dev, "n", cols)?, int(dev, "k", k)?);
+        if per < m * cols || k > cols || cols > m {
+            return Err(failure(
+                dev,
+                "cusolverDnXorgqr",
+                "internal: bad orgqr sizes",
+            ));
+        }
+        self.operand("cusolverDnXorgqr", a, count, per, false)?;
+        self.operand("cusolverDnXorgqr", tau, count, k, false)?;
         let info = self.ints(&[count])?;
         let (buf, name) = self.lib.orgqr_buf[self.which];
         let mut lwork: c_int = 0;
@@ -729,6 +777,7 @@ impl Session {
         let ni = int(dev, "n", n)?;
         let uplo = if upper { FILL_UPPER } else { FILL_LOWER };
         let jobz = if vectors { EIG_VECTOR } else { EIG_NOVECTOR };
+        self.operand("cusolverDnXsyevd", a, count, n * n, false)?;
         let w = self.reals(&[count, n])?;
         let info = self.ints(&[count])?;
         let (buf, name) = self.lib.syevd_buf[self.which];
@@ -792,6 +841,7 @@ impl Session {
             return Err(failure(dev, "cusolverDnXgesvd", "gesvd needs m >= n"));
         }
         let (mi, ni) = (int(dev, "m", m)?, int(dev, "n", n)?);
+        self.operand("cusolverDnXgesvd", a, count, m * n, false)?;
         let uc = if full { m } else { n };
         let s = self.reals(&[count, n])?;
         let info = self.ints(&[count])?;
