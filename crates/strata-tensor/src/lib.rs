@@ -151,6 +151,8 @@ pub use ops::shape_join::{self, TensorSplit};
 pub use ops::statistics::{self, HistogramBins, QuantileInterpolation, QuantileQ, Spacing};
 // session 79 (helper 132): torch.linalg as `strata_tensor::linalg::inv(&a)`
 pub use ops::linalg;
+// session 80: GPU factorizations through cuSOLVER, switchable as cuDNN is
+pub use ops::linalg::{cusolver_enabled, set_cusolver_enabled};
 pub use scalar::Scalar;
 pub use storage::Storage;
 pub use strata_alloc::Device;
