@@ -142,7 +142,7 @@ pub use ops::{PadMode, Repeats};
 // session 78
 pub use ops::GaussianVar;
 #[doc(hidden)]
-pub use ops::{addcdiv_plan, glu_halves, movedim_order, prelu_weight, LossOperand};
+pub use ops::{addcdiv_plan, glu_halves, movedim_order, prelu_weight};
 #[doc(hidden)]
 pub use ops::{likelihood_losses, margin_losses};
 // session 79 (helper 134): shape, join, statistics and nn ops

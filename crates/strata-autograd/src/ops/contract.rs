@@ -11,58 +11,8 @@ use super::copy_slices::ViewStep;
 use super::{formula, save_partners, sum_to};
 use crate::error::Result;
 use crate::var::{record, record_view, Var, VarOperand};
-use strata_tensor::contract::{self, ContractOperand, TensordotDims};
-use strata_tensor::{DType, Device, Scalar, Tensor, TensorError};
-
-impl ContractOperand for Var {
-    type Error = crate::error::AutogradError;
-    fn c_shape(&self) -> Vec<usize> {
-        self.shape().to_vec()
-    }
-    fn c_dtype(&self) -> DType {
-        self.dtype()
-    }
-    fn c_device(&self) -> Device {
-        self.device()
-    }
-    fn c_diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Self> {
-        self.diagonal(offset, dim1, dim2)
-    }
-    fn c_permute(&self, dims: &[i64]) -> Result<Self> {
-        self.permute(dims)
-    }
-    fn c_unsqueeze(&self, dim: i64) -> Result<Self> {
-        self.unsqueeze(dim)
-    }
-    fn c_reshape(&self, shape: &[i64]) -> Result<Self> {
-        self.reshape(shape)
-    }
-    fn c_view(&self, shape: &[i64]) -> Result<Self> {
-        self.view(shape)
-    }
-    fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self> {
-        self.sum(Some(dims), keepdim)
-    }
-    fn c_to_dtype(&self, dtype: DType) -> Result<Self> {
-        self.to_dtype(dtype)
-    }
-    fn c_mul(&self, other: &Self) -> Result<Self> {
-        self.mul(other)
-    }
-    fn c_bmm(&self, other: &Self) -> Result<Self> {
-        // einsum's aligned 3-D operands of equal batches: `matmul` is `bmm`
-        // there, except for mixed or bool dtypes, where `bmm`'s own answer
-        // (its typed error; nothing is computed for an empty product) comes
-        // first.
-        if self.dtype() != other.dtype() || self.dtype() == DType::Bool {
-            self.data().bmm(other.data())?;
-        }
-        self.matmul(other)
-    }
-    fn c_mm(&self, other: &Self) -> Result<Self> {
-        self.mm(other)
-    }
-}
+use strata_tensor::contract::{self, TensordotDims};
+use strata_tensor::{DType, Scalar, Tensor, TensorError};
 
 /// `g * s`, skipping a multiplication by one.
 fn scaled(g: &Tensor, s: Scalar) -> Result<Tensor> {

@@ -1,7 +1,7 @@
 //! Session 75: convolution and pooling on variables. The compositions are
 //! strata-tensor's (`ConvPlan::convolve`, `PoolPlan::average`,
 //! `adaptive_average`), written once over its `Composite` ops; `Var`
-//! implements those ops by recording them (below), so the same code
+//! implements those ops by recording them (`ops::composite`), so the same code
 //! computes the `Tensor` forms and differentiates the `Var` forms. The
 //! fused window ops (session 76) are recorded with their fused adjoints:
 //! the columns' backward adds them back (`window_columns_sum`), average
@@ -10,13 +10,12 @@
 //! index names (`window_max_backward`), as PyTorch's.
 
 use super::formula;
-use crate::error::{AutogradError, Result};
+use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::{
     adaptive_pool, convolution, interpolate_plan, pixel_shuffle_of, pool_plan, with_batch,
-    without_batch, AvgMode, Composite, ConvKind, ConvOptions, ConvPlan, ConvTransposePlan, DType,
-    Device, FoldOptions, InterpolateOptions, PadMode, PoolKind, PoolOptions, Scalar, Tensor,
-    Windows,
+    without_batch, ConvKind, ConvOptions, FoldOptions, InterpolateOptions, PoolKind, PoolOptions,
+    Tensor,
 };
 
 impl Var {
@@ -143,7 +142,7 @@ impl Var {
 /// Records a convolution's result `out` (of `x` by `weight` plus `bias`) as
 /// one node that saves the input and the weight (not the columns, which are
 /// recomputed) and whose gradients `backward(g, x, weight, needs)` gives.
-fn record_convolution(
+pub(super) fn record_convolution(
     out: Tensor,
     x: &Var,
     weight: &Var,
@@ -166,216 +165,6 @@ fn record_convolution(
         f,
         false,
     )
-}
-
-impl Composite for Var {
-    type Error = AutogradError;
-    fn shape(&self) -> &[usize] {
-        Var::shape(self)
-    }
-    fn dtype(&self) -> DType {
-        Var::dtype(self)
-    }
-    fn device(&self) -> Device {
-        Var::device(self)
-    }
-    fn unfold(&self, dim: i64, size: i64, step: i64) -> Result<Var> {
-        Var::unfold(self, dim, size, step)
-    }
-    fn narrow(&self, dim: i64, start: i64, length: i64) -> Result<Var> {
-        Var::narrow(self, dim, start, length)
-    }
-    fn unsqueeze(&self, dim: i64) -> Result<Var> {
-        Var::unsqueeze(self, dim)
-    }
-    fn squeeze_dims(&self, dims: &[i64]) -> Result<Var> {
-        Var::squeeze_dims(self, dims)
-    }
-    fn reshape(&self, shape: &[i64]) -> Result<Var> {
-        Var::reshape(self, shape)
-    }
-    fn permute(&self, dims: &[i64]) -> Result<Var> {
-        Var::permute(self, dims)
-    }
-    fn flip(&self, dims: &[i64]) -> Result<Var> {
-        Var::flip(self, dims)
-    }
-    fn view(&self, shape: &[i64]) -> Result<Var> {
-        Var::view(self, shape)
-    }
-    fn div(&self, other: &Var) -> Result<Var> {
-        Var::div(self, other)
-    }
-    fn mul_scalar(&self, value: f64) -> Result<Var> {
-        Var::mul(self, value)
-    }
-    fn pow_scalar(&self, exponent: f64) -> Result<Var> {
-        Var::pow_scalar(self, exponent)
-    }
-    fn sign(&self) -> Result<Var> {
-        Var::sign(self)
-    }
-    fn abs(&self) -> Result<Var> {
-        Var::abs(self)
-    }
-    fn relu(&self) -> Result<Var> {
-        Var::relu(self)
-    }
-    fn avg_pool1d(&self, opts: &PoolOptions) -> Result<Var> {
-        Var::avg_pool1d(self, opts)
-    }
-    fn avg_pool2d(&self, opts: &PoolOptions) -> Result<Var> {
-        Var::avg_pool2d(self, opts)
-    }
-    fn avg_pool3d(&self, opts: &PoolOptions) -> Result<Var> {
-        Var::avg_pool3d(self, opts)
-    }
-    fn div_scalar(&self, value: f64) -> Result<Var> {
-        Var::div(self, value)
-    }
-    fn sqrt(&self) -> Result<Var> {
-        Var::sqrt(self)
-    }
-    fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Var> {
-        Var::clamp(self, min, max)
-    }
-    fn mm(&self, other: &Var) -> Result<Var> {
-        Var::mm(self, other)
-    }
-    fn t(&self) -> Result<Var> {
-        Var::t(self)
-    }
-    fn diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Var> {
-        Var::diagonal(self, offset, dim1, dim2)
-    }
-    fn select(&self, dim: i64, index: i64) -> Result<Var> {
-        Var::select(self, dim, index)
-    }
-    fn cumsum(&self, dim: i64) -> Result<Var> {
-        Var::cumsum(self, dim, None)
-    }
-    fn vector_norm(&self, p: f64, dims: &[i64], keepdim: bool) -> Result<Var> {
-        Var::norm(self, p, Some(dims), keepdim)
-    }
-    fn cdist(&self, other: &Var, p: f64) -> Result<Var> {
-        Var::cdist(self, other, p)
-    }
-    fn where_cond(cond: &Tensor, a: &Var, b: &Var) -> Result<Var> {
-        Var::where_cond(cond, a, b)
-    }
-    fn repeat(&self, sizes: &[i64]) -> Result<Var> {
-        Var::repeat(self, sizes)
-    }
-    fn contiguous(&self) -> Result<Var> {
-        Var::contiguous(self)
-    }
-    fn gather(&self, dim: i64, index: &Tensor) -> Result<Var> {
-        Var::gather(self, dim, index)
-    }
-    fn scatter(&self, dim: i64, index: &Tensor, src: &Var) -> Result<Var> {
-        Var::scatter(self, dim, index, src)
-    }
-    fn expand(&self, shape: &[i64]) -> Result<Var> {
-        Var::expand(self, shape)
-    }
-    fn index_add(&self, dim: i64, index: &Tensor, source: &Var, alpha: Scalar) -> Result<Var> {
-        Var::index_add(self, dim, index, source, alpha)
-    }
-    fn scatter_reduce(
-        &self,
-        dim: i64,
-        index: &Tensor,
-        src: &Var,
-        reduce: strata_tensor::ScatterReduce,
-        include_self: bool,
-    ) -> Result<Var> {
-        Var::scatter_reduce(self, dim, index, src, reduce, include_self)
-    }
-    fn sort_values(&self, dim: i64, descending: bool, stable: bool) -> Result<Var> {
-        Ok(Var::sort(self, dim, descending, stable)?.0)
-    }
-    fn lerp(&self, end: &Var, weight: &Var) -> Result<Var> {
-        Var::lerp(self, end, weight)
-    }
-    fn transpose(&self, d0: i64, d1: i64) -> Result<Var> {
-        Var::transpose(self, d0, d1)
-    }
-    fn slice(&self, dim: i64, start: Option<i64>, end: Option<i64>, step: i64) -> Result<Var> {
-        Var::slice(self, dim, start, end, step)
-    }
-    fn to_dtype(&self, dtype: DType) -> Result<Var> {
-        Var::to_dtype(self, dtype)
-    }
-    fn pad_with(&self, pad: &[i64], value: Scalar) -> Result<Var> {
-        Var::pad(self, pad, PadMode::Constant(value))
-    }
-    fn matmul(&self, other: &Var) -> Result<Var> {
-        Var::matmul(self, other)
-    }
-    fn add(&self, other: &Var) -> Result<Var> {
-        Var::add(self, other)
-    }
-    fn sum(&self, dims: &[i64]) -> Result<Var> {
-        Var::sum(self, Some(dims), false)
-    }
-    fn mean(&self, dims: &[i64], keepdim: bool) -> Result<Var> {
-        Var::mean(self, Some(dims), keepdim)
-    }
-    fn index_select(&self, dim: i64, index: &Tensor) -> Result<Var> {
-        Var::index_select(self, dim, index)
-    }
-    fn cat(parts: &[Var], dim: i64) -> Result<Var> {
-        Var::cat(&parts.iter().collect::<Vec<_>>(), dim)
-    }
-    fn mul(&self, other: &Var) -> Result<Var> {
-        Var::mul(self, other)
-    }
-    fn sub(&self, other: &Var) -> Result<Var> {
-        Var::sub(self, other)
-    }
-    fn add_scalar(&self, value: f64) -> Result<Var> {
-        Var::add(self, value)
-    }
-    fn neg(&self) -> Result<Var> {
-        Var::neg(self)
-    }
-    fn rsqrt(&self) -> Result<Var> {
-        Var::rsqrt(self)
-    }
-    fn var_keepdim(&self, dims: &[i64], correction: f64) -> Result<Var> {
-        Var::var(self, Some(dims), correction, true)
-    }
-    fn values(&self) -> Tensor {
-        self.data().clone()
-    }
-    fn constant(t: Tensor) -> Var {
-        Var::new(t)
-    }
-    fn conv_product(&self, weight: &Var, bias: Option<&Var>, plan: &ConvPlan) -> Result<Var> {
-        let out = plan.product(self.data(), weight.data(), bias.map(Var::data))?;
-        let plan = plan.clone();
-        record_convolution(out, self, weight, bias, move |g, x, w, needs| {
-            plan.product_backward(g, x, w, needs)
-        })
-    }
-    fn conv_transpose_product(
-        &self,
-        weight: &Var,
-        bias: Option<&Var>,
-        plan: &ConvTransposePlan,
-    ) -> Result<Var> {
-        let out = plan.product(self.data(), weight.data(), bias.map(Var::data))?;
-        let plan = plan.clone();
-        record_convolution(out, self, weight, bias, move |g, x, w, needs| {
-            plan.product_backward(g, x, w, needs)
-        })
-    }
-    fn window_means(&self, windows: &Windows, mode: AvgMode) -> Result<Var> {
-        let out = self.data().window_means(windows, mode)?;
-        let w = *windows;
-        let f = formula(move |g, _s, _n| Ok(vec![Some(g.window_means_backward(&w, mode)?)]));
-        record("AvgPoolBackward", out, &[Some(self)], Vec::new, f, false)
-    }
 }
 
 /// Declares the 1-, 2- and 3-D forms of each pooling on variables.

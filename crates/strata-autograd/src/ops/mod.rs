@@ -12,6 +12,7 @@ mod linear;
 mod math;
 // ---- session 74: the rest of the element-wise math ----
 mod activations;
+mod composite;
 mod conv;
 mod elementary;
 mod matmul;
@@ -38,8 +39,8 @@ pub(crate) mod attention;
 mod contract;
 
 // ---- session 78: losses, activations, reductions and math PyTorch users reach for ----
+mod composite_losses;
 mod gated_activations;
-mod loss_operand;
 mod nan_moments;
 mod pair_math;
 

@@ -14,96 +14,16 @@
 //!   so that their values agree with PyTorch's CPU bit for bit.
 //!
 //! `einsum` and the other compositions are written once over
-//! [`ContractOperand`], which strata-autograd implements for its `Var`: the
+//! [`Composite`](crate::ops::composite::Composite), which strata-autograd implements for its `Var`: the
 //! same algorithm records its gradients there.
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
 use crate::layout::Layout;
+use crate::ops::composite::Composite;
 use crate::scalar::Scalar;
 use crate::shape::{broadcast_shapes, normalize_dim, normalize_dims};
 use crate::tensor::Tensor;
-use strata_alloc::Device;
-
-/// The operations the compositions of this module need, for a tensor-like
-/// type: [`Tensor`] here, autograd's `Var` in strata-autograd (so that one
-/// implementation of `einsum`, `tensordot`, `inner`, `outer` and `kron`
-/// serves both). Not meant to be implemented elsewhere.
-#[doc(hidden)]
-pub trait ContractOperand: Clone + Sized {
-    /// The error type of the operations (`TensorError` converts into it).
-    type Error: From<TensorError>;
-    /// The sizes.
-    fn c_shape(&self) -> Vec<usize>;
-    /// The dtype.
-    fn c_dtype(&self) -> DType;
-    /// The device.
-    fn c_device(&self) -> Device;
-    /// [`Tensor::diagonal`].
-    fn c_diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Self, Self::Error>;
-    /// [`Tensor::permute`].
-    fn c_permute(&self, dims: &[i64]) -> Result<Self, Self::Error>;
-    /// [`Tensor::unsqueeze`].
-    fn c_unsqueeze(&self, dim: i64) -> Result<Self, Self::Error>;
-    /// [`Tensor::reshape`].
-    fn c_reshape(&self, shape: &[i64]) -> Result<Self, Self::Error>;
-    /// [`Tensor::view`]: an error where the layout cannot be viewed so.
-    fn c_view(&self, shape: &[i64]) -> Result<Self, Self::Error>;
-    /// [`Tensor::sum`] over a non-empty list of dims.
-    fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self, Self::Error>;
-    /// [`Tensor::to_dtype`].
-    fn c_to_dtype(&self, dtype: DType) -> Result<Self, Self::Error>;
-    /// [`Tensor::mul`] (with type promotion and broadcasting).
-    fn c_mul(&self, other: &Self) -> Result<Self, Self::Error>;
-    /// [`Tensor::bmm`] of two 3-D operands.
-    fn c_bmm(&self, other: &Self) -> Result<Self, Self::Error>;
-    /// [`Tensor::mm`] of two 2-D operands.
-    fn c_mm(&self, other: &Self) -> Result<Self, Self::Error>;
-}
-
-impl ContractOperand for Tensor {
-    type Error = TensorError;
-    fn c_shape(&self) -> Vec<usize> {
-        self.shape().to_vec()
-    }
-    fn c_dtype(&self) -> DType {
-        self.dtype()
-    }
-    fn c_device(&self) -> Device {
-        self.device()
-    }
-    fn c_diagonal(&self, offset: i64, dim1: i64, dim2: i64) -> Result<Self> {
-        self.diagonal(offset, dim1, dim2)
-    }
-    fn c_permute(&self, dims: &[i64]) -> Result<Self> {
-        self.permute(dims)
-    }
-    fn c_unsqueeze(&self, dim: i64) -> Result<Self> {
-        self.unsqueeze(dim)
-    }
-    fn c_reshape(&self, shape: &[i64]) -> Result<Self> {
-        self.reshape(shape)
-    }
-    fn c_view(&self, shape: &[i64]) -> Result<Self> {
-        self.view(shape)
-    }
-    fn c_sum(&self, dims: &[i64], keepdim: bool) -> Result<Self> {
-        debug_assert!(!dims.is_empty());
-        self.sum(Some(dims), keepdim)
-    }
-    fn c_to_dtype(&self, dtype: DType) -> Result<Self> {
-        self.to_dtype(dtype)
-    }
-    fn c_mul(&self, other: &Self) -> Result<Self> {
-        self.mul(other)
-    }
-    fn c_bmm(&self, other: &Self) -> Result<Self> {
-        self.bmm(other)
-    }
-    fn c_mm(&self, other: &Self) -> Result<Self> {
-        self.mm(other)
-    }
-}
 
 /// The contracted dims of [`Tensor::tensordot`]: a count (the last `n` dims
 /// of the first operand with the first `n` of the second, PyTorch's
@@ -1061,7 +981,7 @@ fn check_scalars(
 }
 
 // ---------------------------------------------------------------------------
-// The compositions, generic over `ContractOperand`.
+// The compositions, generic over `Composite`.
 
 const LETTERS: usize = 26;
 const LABELS: usize = 2 * LETTERS;
@@ -1093,9 +1013,9 @@ fn einsum_err(msg: impl Into<String>) -> TensorError {
     TensorError::value("einsum", msg)
 }
 
-/// PyTorch's einsum (left to right, no path), over any [`ContractOperand`].
+/// PyTorch's einsum (left to right, no path), over any [`Composite`].
 #[doc(hidden)]
-pub fn einsum<T: ContractOperand>(equation: &str, operands: &[T]) -> Result<T, T::Error> {
+pub fn einsum<T: Composite>(equation: &str, operands: &[T]) -> Result<T, T::Error> {
     if operands.is_empty() {
         return Err(einsum_err("must provide at least one operand").into());
     }
@@ -1159,7 +1079,7 @@ pub fn einsum<T: ContractOperand>(equation: &str, operands: &[T]) -> Result<T, T
     let mut label_count = [0usize; LABELS];
     let mut ell_num_dim = 0usize;
     for (k, subs) in op_subs.iter().enumerate() {
-        let ndim = operands[k].c_shape().len();
+        let ndim = operands[k].shape().len();
         let mut nlabels = 0usize;
         let mut has_ell = false;
         for s in subs {
@@ -1284,11 +1204,11 @@ pub fn einsum<T: ContractOperand>(equation: &str, operands: &[T]) -> Result<T, T
     let mut ops: std::collections::VecDeque<T> = std::collections::VecDeque::new();
     for (k, subs) in op_subs.iter().enumerate() {
         let mut op = operands[k].clone();
-        let ndim_in = op.c_shape().len();
+        let ndim_in = op.shape().len();
         let mut permutation = vec![UNSET; perm_index];
         let mut dim = 0usize;
         for s in subs {
-            let shape = op.c_shape();
+            let shape = op.shape();
             match *s {
                 Sub::Ellipsis => {
                     let covered = ndim_in - (subs.len() - 1);
@@ -1338,32 +1258,32 @@ pub fn einsum<T: ContractOperand>(equation: &str, operands: &[T]) -> Result<T, T
                             .into());
                         }
                         // The diagonal goes last; move it back to `prev`.
-                        op = op.c_diagonal(0, prev as i64, dim as i64)?;
-                        let nd = op.c_shape().len();
+                        op = op.diagonal(0, prev as i64, dim as i64)?;
+                        let nd = op.shape().len();
                         let mut order: Vec<i64> = (0..prev as i64).collect();
                         order.push(nd as i64 - 1);
                         order.extend(prev as i64..nd as i64 - 1);
-                        op = op.c_permute(&order)?;
+                        op = op.permute(&order)?;
                     }
                 }
             }
         }
         for p in permutation.iter_mut() {
             if *p == UNSET {
-                op = op.c_unsqueeze(dim as i64)?;
+                op = op.unsqueeze(dim as i64)?;
                 *p = dim;
                 dim += 1;
             }
         }
         let perm: Vec<i64> = permutation.iter().map(|&p| p as i64).collect();
-        ops.push_back(op.c_permute(&perm)?);
+        ops.push_back(op.permute(&perm)?);
     }
 
     // Contract left to right.
     while ops.len() > 1 {
         let mut a = ops.pop_front().expect("two operands");
         let mut b = ops.pop_front().expect("two operands");
-        let (sa, sb) = (a.c_shape(), b.c_shape());
+        let (sa, sb) = (a.shape(), b.shape());
         let mut sum_dims = Vec::new();
         let mut a_sum = Vec::new();
         let mut b_sum = Vec::new();
@@ -1385,21 +1305,21 @@ pub fn einsum<T: ContractOperand>(equation: &str, operands: &[T]) -> Result<T, T
             }
         }
         if !a_sum.is_empty() {
-            a = a.c_sum(&a_sum, true)?;
+            a = a.sum(Some(&a_sum), true)?;
         }
         if !b_sum.is_empty() {
-            b = b.c_sum(&b_sum, true)?;
+            b = b.sum(Some(&b_sum), true)?;
         }
         ops.push_front(sumproduct_pair(&a, &b, &sum_dims)?);
     }
     let result = ops.pop_front().expect("one operand");
     if perm_index > out_num_dim {
         if num_ops > 1 {
-            let shape = result.c_shape();
-            return result.c_reshape(&dims_i64(&shape[..out_num_dim]));
+            let shape = result.shape();
+            return result.reshape(&dims_i64(&shape[..out_num_dim]));
         }
         let dims: Vec<i64> = (out_num_dim as i64..perm_index as i64).collect();
-        return result.c_sum(&dims, false);
+        return result.sum(Some(&dims), false);
     }
     Ok(result)
 }
@@ -1407,16 +1327,12 @@ pub fn einsum<T: ContractOperand>(equation: &str, operands: &[T]) -> Result<T, T
 /// `(left * right).sum(sum_dims, keepdim = true)` of two aligned operands
 /// (same rank; sizes equal or 1) through one batched matrix product:
 /// `[dims in both, left only, summed] @ [both, summed, right only]`.
-fn sumproduct_pair<T: ContractOperand>(
-    left: &T,
-    right: &T,
-    sum_dims: &[usize],
-) -> Result<T, T::Error> {
+fn sumproduct_pair<T: Composite>(left: &T, right: &T, sum_dims: &[usize]) -> Result<T, T::Error> {
     if sum_dims.is_empty() {
-        return left.c_mul(right);
+        return left.mul(right);
     }
     let (mut l, mut r) = (left.clone(), right.clone());
-    let nd = l.c_shape().len();
+    let nd = l.shape().len();
     let (mut lro, mut lo, mut ro) = (Vec::new(), Vec::new(), Vec::new());
     let (mut lro_size, mut lo_size, mut ro_size, mut sum_size) = (1usize, 1usize, 1usize, 1usize);
     let mismatch = |d: usize, a: usize, b: usize| {
@@ -1426,7 +1342,7 @@ fn sumproduct_pair<T: ContractOperand>(
         )
     };
     for d in 0..nd {
-        let (ls, rs) = (l.c_shape()[d], r.c_shape()[d]);
+        let (ls, rs) = (l.shape()[d], r.shape()[d]);
         let (sl, sr) = (ls != 1, rs != 1);
         if sum_dims.contains(&d) {
             if sl && sr {
@@ -1435,9 +1351,9 @@ fn sumproduct_pair<T: ContractOperand>(
                 }
                 sum_size *= ls;
             } else if sl {
-                l = l.c_sum(&[d as i64], true)?;
+                l = l.sum(Some(&[d as i64]), true)?;
             } else if sr {
-                r = r.c_sum(&[d as i64], true)?;
+                r = r.sum(Some(&[d as i64]), true)?;
             }
         } else if sl && sr {
             if ls != rs {
@@ -1453,7 +1369,7 @@ fn sumproduct_pair<T: ContractOperand>(
             ro_size *= rs;
         }
     }
-    let (ls, rs) = (l.c_shape(), r.c_shape());
+    let (ls, rs) = (l.shape(), r.shape());
     let mut out_size: Vec<i64> = Vec::with_capacity(nd);
     out_size.extend(lro.iter().map(|&d| ls[d] as i64));
     out_size.extend(lo.iter().map(|&d| ls[d] as i64));
@@ -1472,19 +1388,19 @@ fn sumproduct_pair<T: ContractOperand>(
         operm[d] = i as i64;
     }
     let l3 = l
-        .c_permute(&lperm)?
-        .c_reshape(&[lro_size as i64, lo_size as i64, sum_size as i64])?;
+        .permute(&lperm)?
+        .reshape(&[lro_size as i64, lo_size as i64, sum_size as i64])?;
     let r3 = r
-        .c_permute(&rperm)?
-        .c_reshape(&[lro_size as i64, sum_size as i64, ro_size as i64])?;
-    l3.c_bmm(&r3)?.c_reshape(&out_size)?.c_permute(&operm)
+        .permute(&rperm)?
+        .reshape(&[lro_size as i64, sum_size as i64, ro_size as i64])?;
+    l3.bmm(&r3)?.reshape(&out_size)?.permute(&operm)
 }
 
-/// PyTorch's tensordot over any [`ContractOperand`].
+/// PyTorch's tensordot over any [`Composite`].
 #[doc(hidden)]
-pub fn tensordot<T: ContractOperand>(a: &T, b: &T, dims: TensordotDims) -> Result<T, T::Error> {
+pub fn tensordot<T: Composite>(a: &T, b: &T, dims: TensordotDims) -> Result<T, T::Error> {
     const OP: &str = "tensordot";
-    let (na, nb) = (a.c_shape().len(), b.c_shape().len());
+    let (na, nb) = (a.shape().len(), b.shape().len());
     let (da, db): (Vec<i64>, Vec<i64>) = match dims {
         TensordotDims::Count(n) => {
             if n < 0 {
@@ -1516,13 +1432,13 @@ pub fn tensordot<T: ContractOperand>(a: &T, b: &T, dims: TensordotDims) -> Resul
         )
         .into());
     }
-    if a.c_dtype() != b.c_dtype() {
+    if a.dtype() != b.dtype() {
         return Err(TensorError::dtype(
             OP,
             format!(
                 "both inputs should have the same dtype, got {} and {}",
-                a.c_dtype(),
-                b.c_dtype()
+                a.dtype(),
+                b.dtype()
             ),
         )
         .into());
@@ -1541,25 +1457,25 @@ pub fn tensordot<T: ContractOperand>(a: &T, b: &T, dims: TensordotDims) -> Resul
     };
     let ca = strict(&da, na)?;
     let cb = strict(&db, nb)?;
-    let (sa, sb) = (a.c_shape(), b.c_shape());
+    let (sa, sb) = (a.shape(), b.shape());
     let (mut t1, mut t2) = (a.clone(), b.clone());
     let mut csize = 1usize;
     // A contracted dim of size 1 in one operand is summed out of the other
     // in its own dtype (PyTorch 2.15 keeps an i32 operand i32 there).
-    let dtype = a.c_dtype();
+    let dtype = a.dtype();
     let keep = |t: T| -> Result<T, T::Error> {
-        if t.c_dtype() == dtype {
+        if t.dtype() == dtype {
             Ok(t)
         } else {
-            t.c_to_dtype(dtype)
+            t.to_dtype(dtype)
         }
     };
     for (&x, &y) in ca.iter().zip(&cb) {
         let (s1, s2) = (sa[x], sb[y]);
         if s2 == 1 {
-            t1 = keep(t1.c_sum(&[x as i64], true)?)?;
+            t1 = keep(t1.sum(Some(&[x as i64]), true)?)?;
         } else if s1 == 1 {
-            t2 = keep(t2.c_sum(&[y as i64], true)?)?;
+            t2 = keep(t2.sum(Some(&[y as i64]), true)?)?;
         } else if s1 != s2 {
             return Err(TensorError::shape(
                 OP,
@@ -1572,7 +1488,7 @@ pub fn tensordot<T: ContractOperand>(a: &T, b: &T, dims: TensordotDims) -> Resul
             csize *= s1;
         }
     }
-    let (s1, s2) = (t1.c_shape(), t2.c_shape());
+    let (s1, s2) = (t1.shape(), t2.shape());
     let (mut p1, mut p2, mut rsizes) = (Vec::new(), Vec::new(), Vec::new());
     let (mut size1, mut size2) = (1usize, 1usize);
     for d in (0..na).filter(|d| !ca.contains(d)) {
@@ -1587,21 +1503,17 @@ pub fn tensordot<T: ContractOperand>(a: &T, b: &T, dims: TensordotDims) -> Resul
         size2 *= s2[d];
         rsizes.push(s2[d] as i64);
     }
-    let m1 = t1
-        .c_permute(&p1)?
-        .c_reshape(&[size1 as i64, csize as i64])?;
-    let m2 = t2
-        .c_permute(&p2)?
-        .c_reshape(&[csize as i64, size2 as i64])?;
-    m1.c_mm(&m2)?.c_reshape(&rsizes)
+    let m1 = t1.permute(&p1)?.reshape(&[size1 as i64, csize as i64])?;
+    let m2 = t2.permute(&p2)?.reshape(&[csize as i64, size2 as i64])?;
+    m1.mm(&m2)?.reshape(&rsizes)
 }
 
-/// PyTorch's inner over any [`ContractOperand`].
+/// PyTorch's inner over any [`Composite`].
 #[doc(hidden)]
-pub fn inner<T: ContractOperand>(a: &T, b: &T) -> Result<T, T::Error> {
-    let (sa, sb) = (a.c_shape(), b.c_shape());
+pub fn inner<T: Composite>(a: &T, b: &T) -> Result<T, T::Error> {
+    let (sa, sb) = (a.shape(), b.shape());
     if sa.is_empty() || sb.is_empty() {
-        return a.c_mul(b);
+        return a.mul(b);
     }
     if sa.last() != sb.last() {
         return Err(TensorError::shape(
@@ -1615,11 +1527,11 @@ pub fn inner<T: ContractOperand>(a: &T, b: &T) -> Result<T, T::Error> {
     tensordot(a, b, TensordotDims::Pairs(&[-1], &[-1]))
 }
 
-/// PyTorch's outer over any [`ContractOperand`].
+/// PyTorch's outer over any [`Composite`].
 #[doc(hidden)]
-pub fn outer<T: ContractOperand>(a: &T, b: &T) -> Result<T, T::Error> {
+pub fn outer<T: Composite>(a: &T, b: &T) -> Result<T, T::Error> {
     for (name, t) in [("self", a), ("vec2", b)] {
-        let nd = t.c_shape().len();
+        let nd = t.shape().len();
         if nd != 1 {
             return Err(TensorError::shape(
                 "outer",
@@ -1628,20 +1540,20 @@ pub fn outer<T: ContractOperand>(a: &T, b: &T) -> Result<T, T::Error> {
             .into());
         }
     }
-    a.c_unsqueeze(1)?.c_mul(b)
+    a.unsqueeze(1)?.mul(b)
 }
 
-/// PyTorch's kron over any [`ContractOperand`].
+/// PyTorch's kron over any [`Composite`].
 #[doc(hidden)]
-pub fn kron<T: ContractOperand>(a: &T, b: &T) -> Result<T, T::Error> {
-    let (sa, sb) = (a.c_shape(), b.c_shape());
+pub fn kron<T: Composite>(a: &T, b: &T) -> Result<T, T::Error> {
+    let (sa, sb) = (a.shape(), b.shape());
     let nd = sa.len().max(sb.len());
     let pad = |s: &[usize]| -> Vec<usize> {
         let mut v = vec![1usize; nd - s.len()];
         v.extend_from_slice(s);
         v
     };
-    let (pa, pb) = (pad(&sa), pad(&sb));
+    let (pa, pb) = (pad(sa), pad(sb));
     let mut ra = Vec::with_capacity(2 * nd);
     let mut rb = Vec::with_capacity(2 * nd);
     let mut out = Vec::with_capacity(nd);
@@ -1659,5 +1571,5 @@ pub fn kron<T: ContractOperand>(a: &T, b: &T) -> Result<T, T::Error> {
     // PyTorch's does where `mul` laid the product out in an order the
     // view cannot merge (a transposed operand: "view size is not
     // compatible with input tensor's size and stride").
-    a.c_reshape(&ra)?.c_mul(&b.c_reshape(&rb)?)?.c_view(&out)
+    a.reshape(&ra)?.mul(&b.reshape(&rb)?)?.view(&out)
 }

@@ -23,9 +23,10 @@
 use crate::backend::{ConvPass, LibraryConv};
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::composite::Composite;
 use crate::ops::elementwise::launch;
 use crate::ops::nn::acc_dtype;
-use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Composite, Windows};
+use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, Windows};
 use crate::shape;
 use crate::tensor::Tensor;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -13,9 +13,10 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::composite::Composite;
 use crate::ops::nn::acc_dtype;
 use crate::ops::pool::adaptive_pool;
-use crate::ops::windows::{per_dim, Composite};
+use crate::ops::windows::per_dim;
 use crate::tensor::Tensor;
 
 /// How `F.interpolate` resizes.

@@ -2,19 +2,20 @@
 //! `F.poisson_nll_loss` and `F.gaussian_nll_loss`, composed as PyTorch 2.15
 //! composes them (`Loss.cpp`'s `poisson_nll_loss`, `functional.py`'s
 //! `gaussian_nll_loss` with its variance checks), once over
-//! [`LossOperand`] for `Tensor` and strata-autograd's `Var`.
+//! [`Composite`] for `Tensor` and strata-autograd's `Var`.
 
 use crate::error::TensorError;
-use crate::ops::loss_operand::{reduce, LossOperand};
+use crate::ops::composite::Composite;
+use crate::ops::loss_reduction::reduce;
 use crate::ops::nn::Reduction;
 use crate::tensor::Tensor;
 
-type R<T> = std::result::Result<T, <T as LossOperand>::Error>;
+type R<T> = std::result::Result<T, <T as Composite>::Error>;
 
 /// `F.poisson_nll_loss`: with `log_input`, `e^x - y x`, else
 /// `x - y ln(x + eps)`; with `full`, plus Stirling's term
 /// `y ln y - y + ln(2 pi y) / 2` where the target exceeds 1; reduced.
-pub fn poisson_nll_loss<T: LossOperand>(
+pub fn poisson_nll_loss<T: Composite>(
     x: &T,
     target: &T,
     log_input: bool,
@@ -23,22 +24,22 @@ pub fn poisson_nll_loss<T: LossOperand>(
     reduction: Reduction,
 ) -> R<T> {
     let mut loss = if log_input {
-        x.l_exp()?.l_sub(&target.l_mul(x)?)?
+        x.exp()?.sub(&target.mul(x)?)?
     } else {
-        x.l_sub(&target.l_mul(&x.l_add_scalar(eps)?.l_log()?)?)?
+        x.sub(&target.mul(&x.add_scalar(eps)?.log()?)?)?
     };
     if full {
         let t = target;
         let half_log = t
-            .l_mul_scalar(2.0 * std::f64::consts::PI)?
-            .l_log()?
-            .l_mul_scalar(0.5)?;
-        let stirling = t.l_mul(&t.l_log()?)?.l_sub(t)?.l_add(&half_log)?;
-        let zeros = T::l_constant(stirling.l_data().zeros_like(None)?);
-        let masked = T::l_where(&t.l_data().le(1)?, &zeros, &stirling)?;
+            .mul_scalar(2.0 * std::f64::consts::PI)?
+            .log()?
+            .mul_scalar(0.5)?;
+        let stirling = t.mul(&t.log()?)?.sub(t)?.add(&half_log)?;
+        let zeros = T::constant(stirling.data().zeros_like(None)?);
+        let masked = T::where_cond(&t.data().le(1)?, &zeros, &stirling)?;
         // `loss += ...`: in the loss's dtype.
-        let d = loss.l_data().dtype();
-        loss = loss.l_add(&masked)?.l_to_dtype(d)?;
+        let d = loss.data().dtype();
+        loss = loss.add(&masked)?.to_dtype(d)?;
     }
     reduce(loss, reduction)
 }
@@ -61,7 +62,7 @@ pub enum GaussianVar<'a, T> {
 /// a variance tensor whose size is neither the input's, nor the input's
 /// without its last dim, nor of the input's rank with mismatched sizes
 /// summing to 1.
-pub fn gaussian_nll_loss<T: LossOperand>(
+pub fn gaussian_nll_loss<T: Composite>(
     x: &T,
     target: &T,
     var: GaussianVar<'_, T>,
@@ -76,20 +77,20 @@ pub fn gaussian_nll_loss<T: LossOperand>(
             if v < 0.0 {
                 return Err(negative().into());
             }
-            let ones = x.l_data().ones_like(None)?;
-            T::l_constant(ones.mul(v)?)
+            let ones = x.data().ones_like(None)?;
+            T::constant(ones.mul(v)?)
         }
         GaussianVar::Tensor(v) => {
-            if v.l_data().lt(0)?.any()?.item::<bool>()? {
+            if v.data().lt(0)?.any()?.item::<bool>()? {
                 return Err(negative().into());
             }
             v.clone()
         }
     };
-    let (xs, vs) = (x.l_data().shape().to_vec(), var.l_data().shape().to_vec());
+    let (xs, vs) = (x.data().shape().to_vec(), var.data().shape().to_vec());
     if vs != xs {
         if !xs.is_empty() && xs[..xs.len() - 1] == vs[..] || xs.is_empty() && vs.is_empty() {
-            var = var.l_unsqueeze(-1)?;
+            var = var.unsqueeze(-1)?;
         } else if xs.len() == vs.len()
             && xs
                 .iter()
@@ -107,21 +108,21 @@ pub fn gaussian_nll_loss<T: LossOperand>(
             .into());
         }
     }
-    if !var.l_data().dtype().is_float() {
+    if !var.data().dtype().is_float() {
         return Err(TensorError::dtype(
             OP,
             format!(
                 "var must be a float tensor (it is clamped in place at eps), got {}",
-                var.l_data().dtype()
+                var.data().dtype()
             ),
         )
         .into());
     }
-    let var = var.l_clamp_min_no_grad(eps)?;
-    let sq = x.l_sub(target)?.l_square()?;
-    let mut loss = var.l_log()?.l_add(&sq.l_div(&var)?)?.l_mul_scalar(0.5)?;
+    let var = var.clamp_min_no_grad(eps)?;
+    let sq = x.sub(target)?.square()?;
+    let mut loss = var.log()?.add(&sq.div(&var)?)?.mul_scalar(0.5)?;
     if full {
-        loss = loss.l_add_scalar(0.5 * (2.0 * std::f64::consts::PI).ln())?;
+        loss = loss.add_scalar(0.5 * (2.0 * std::f64::consts::PI).ln())?;
     }
     reduce(loss, reduction)
 }

@@ -4,32 +4,33 @@
 //! `multilabel_soft_margin_loss`. PyTorch 2.15 composes each of them from
 //! element-wise ops and reductions (`aten/src/ATen/native/Loss.cpp`, and
 //! `torch/nn/functional.py` for the multilabel form); each is written here
-//! once, over [`LossOperand`], in PyTorch's steps, so the `Tensor` form has
+//! once, over [`Composite`], in PyTorch's steps, so the `Tensor` form has
 //! its result dtypes and roundings and strata-autograd's `Var` form
 //! records the steps PyTorch's autograd records. The checks come first,
 //! with PyTorch's conditions.
 
 use crate::error::TensorError;
-use crate::ops::loss_operand::{reduce, rsub_scalar, LossOperand};
+use crate::ops::composite::Composite;
+use crate::ops::loss_reduction::{reduce, rsub_scalar};
 use crate::ops::nn::Reduction;
 use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
-type R<T> = std::result::Result<T, <T as LossOperand>::Error>;
+type R<T> = std::result::Result<T, <T as Composite>::Error>;
 
 /// Loss.cpp's `EPSILON` (cosine_embedding_loss's guard on the norms).
 const EPSILON: f64 = 1e-12;
 
 /// `F.margin_ranking_loss`: `max(0, -target (x1 - x2) + margin)`, reduced.
 /// The three operands must have the same number of dims (they broadcast).
-pub fn margin_ranking_loss<T: LossOperand>(
+pub fn margin_ranking_loss<T: Composite>(
     x1: &T,
     x2: &T,
     target: &T,
     margin: f64,
     reduction: Reduction,
 ) -> R<T> {
-    let (a, b, t) = (x1.l_data(), x2.l_data(), target.l_data());
+    let (a, b, t) = (x1.data(), x2.data(), target.data());
     if a.ndim() != b.ndim() || a.ndim() != t.ndim() {
         return Err(TensorError::shape(
             "margin_ranking_loss",
@@ -43,36 +44,36 @@ pub fn margin_ranking_loss<T: LossOperand>(
         .into());
     }
     let out = target
-        .l_neg()?
-        .l_mul(&x1.l_sub(x2)?)?
-        .l_add_scalar(margin)?
-        .l_clamp_min_zero()?;
+        .neg()?
+        .mul(&x1.sub(x2)?)?
+        .add_scalar(margin)?
+        .clamp_min_zero()?;
     reduce(out, reduction)
 }
 
 /// `F.hinge_embedding_loss`: `x` where the target is 1, `max(0, margin - x)`
 /// where it is -1 (both where it is neither), reduced. The target takes no
 /// gradient.
-pub fn hinge_embedding_loss<T: LossOperand>(
+pub fn hinge_embedding_loss<T: Composite>(
     x: &T,
     target: &Tensor,
     margin: f64,
     reduction: Reduction,
 ) -> R<T> {
-    let zeros = T::l_constant(x.l_data().zeros_like(None)?);
-    let margin_clamp = rsub_scalar(x, margin)?.l_clamp_min_zero()?;
-    let output_margin = T::l_where(&target.ne(1)?, &margin_clamp, &zeros)?;
-    let output_self = T::l_where(&target.ne(-1)?, x, &zeros)?;
-    reduce(output_margin.l_add(&output_self)?, reduction)
+    let zeros = T::constant(x.data().zeros_like(None)?);
+    let margin_clamp = rsub_scalar(x, margin)?.clamp_min_zero()?;
+    let output_margin = T::where_cond(&target.ne(1)?, &margin_clamp, &zeros)?;
+    let output_self = T::where_cond(&target.ne(-1)?, x, &zeros)?;
+    reduce(output_margin.add(&output_self)?, reduction)
 }
 
 /// `F.soft_margin_loss`: `ln(1 + e^(-target x))`, reduced, in the input's
 /// dtype (PyTorch computes it in place on `-x`): the input must be a float
 /// tensor and the target broadcast to its shape. The target takes no
 /// gradient.
-pub fn soft_margin_loss<T: LossOperand>(x: &T, target: &Tensor, reduction: Reduction) -> R<T> {
+pub fn soft_margin_loss<T: Composite>(x: &T, target: &Tensor, reduction: Reduction) -> R<T> {
     const OP: &str = "soft_margin_loss";
-    let d = x.l_data().dtype();
+    let d = x.data().dtype();
     if !d.is_float() {
         return Err(TensorError::dtype(
             OP,
@@ -80,24 +81,21 @@ pub fn soft_margin_loss<T: LossOperand>(x: &T, target: &Tensor, reduction: Reduc
         )
         .into());
     }
-    let shape = broadcast_shapes(OP, x.l_data().shape(), target.shape())?;
-    if shape != x.l_data().shape() {
+    let shape = broadcast_shapes(OP, x.data().shape(), target.shape())?;
+    if shape != x.data().shape() {
         return Err(TensorError::shape(
             OP,
             format!(
                 "the target's shape {:?} must broadcast to the input's {:?} (the loss is computed in place on the input's shape)",
                 target.shape(),
-                x.l_data().shape()
+                x.data().shape()
             ),
         )
         .into());
     }
     // `-x` then `mul_(target)`: written in the input's dtype.
-    let prod = x
-        .l_neg()?
-        .l_mul(&T::l_constant(target.clone()))?
-        .l_to_dtype(d)?;
-    reduce(prod.l_exp()?.l_log1p()?, reduction)
+    let prod = x.neg()?.mul(&T::constant(target.clone()))?.to_dtype(d)?;
+    reduce(prod.exp()?.log1p()?, reduction)
 }
 
 /// `F.cosine_embedding_loss`: with `cos` the cosine similarity of `x1` and
@@ -106,7 +104,7 @@ pub fn soft_margin_loss<T: LossOperand>(x: &T, target: &Tensor, reduction: Reduc
 /// where the target is 1, `max(0, cos - margin)` where it is -1, 0 where it
 /// is neither; reduced. A 1-D target (one per row) takes 2-D inputs, a 0-d
 /// one 1-D inputs. The target takes no gradient.
-pub fn cosine_embedding_loss<T: LossOperand>(
+pub fn cosine_embedding_loss<T: Composite>(
     x1: &T,
     x2: &T,
     target: &Tensor,
@@ -114,7 +112,7 @@ pub fn cosine_embedding_loss<T: LossOperand>(
     reduction: Reduction,
 ) -> R<T> {
     const OP: &str = "cosine_embedding_loss";
-    let (a, b) = (x1.l_data(), x2.l_data());
+    let (a, b) = (x1.data(), x2.data());
     let dim = target.ndim();
     if dim > 1 {
         return Err(TensorError::shape(
@@ -136,23 +134,17 @@ pub fn cosine_embedding_loss<T: LossOperand>(
         .into());
     }
     let d = [dim as i64];
-    let prod_sum = x1.l_mul(x2)?.l_sum(Some(&d), false)?;
-    let mag1 = x1
-        .l_mul(x1)?
-        .l_sum(Some(&d), false)?
-        .l_add_scalar(EPSILON)?;
-    let mag2 = x2
-        .l_mul(x2)?
-        .l_sum(Some(&d), false)?
-        .l_add_scalar(EPSILON)?;
-    let denom = mag1.l_mul(&mag2)?.l_sqrt()?;
-    let cos = prod_sum.l_div(&denom)?;
-    let zeros = T::l_constant(cos.l_data().zeros_like(None)?);
+    let prod_sum = x1.mul(x2)?.sum(Some(&d), false)?;
+    let mag1 = x1.mul(x1)?.sum(Some(&d), false)?.add_scalar(EPSILON)?;
+    let mag2 = x2.mul(x2)?.sum(Some(&d), false)?.add_scalar(EPSILON)?;
+    let denom = mag1.mul(&mag2)?.sqrt()?;
+    let cos = prod_sum.div(&denom)?;
+    let zeros = T::constant(cos.data().zeros_like(None)?);
     let pos = rsub_scalar(&cos, 1.0)?;
-    let neg = cos.l_add_scalar(-margin)?.l_clamp_min_zero()?;
-    let output_pos = T::l_where(&target.eq(1)?, &pos, &zeros)?;
-    let output_neg = T::l_where(&target.eq(-1)?, &neg, &zeros)?;
-    reduce(output_pos.l_add(&output_neg)?, reduction)
+    let neg = cos.add_scalar(-margin)?.clamp_min_zero()?;
+    let output_pos = T::where_cond(&target.eq(1)?, &pos, &zeros)?;
+    let output_neg = T::where_cond(&target.eq(-1)?, &neg, &zeros)?;
+    reduce(output_pos.add(&output_neg)?, reduction)
 }
 
 /// `F.triplet_margin_loss`: `max(0, margin + d(a, p) - d(a, n))` with `d`
@@ -160,7 +152,7 @@ pub fn cosine_embedding_loss<T: LossOperand>(
 /// `swap` `d(a, n)` replaced by `min(d(a, n), d(p, n))`; reduced. The three
 /// operands must have the same number of dims; `margin` must be positive.
 #[allow(clippy::too_many_arguments)]
-pub fn triplet_margin_loss<T: LossOperand>(
+pub fn triplet_margin_loss<T: Composite>(
     anchor: &T,
     positive: &T,
     negative: &T,
@@ -177,9 +169,9 @@ pub fn triplet_margin_loss<T: LossOperand>(
         );
     }
     let (a, p_, n) = (
-        anchor.l_data().ndim(),
-        positive.l_data().ndim(),
-        negative.l_data().ndim(),
+        anchor.data().ndim(),
+        positive.data().ndim(),
+        negative.data().ndim(),
     );
     if a != p_ || p_ != n {
         return Err(TensorError::shape(
@@ -190,36 +182,36 @@ pub fn triplet_margin_loss<T: LossOperand>(
         )
         .into());
     }
-    let dist_pos = anchor.l_pairwise_distance(positive, p, eps)?;
-    let mut dist_neg = anchor.l_pairwise_distance(negative, p, eps)?;
+    let dist_pos = anchor.pairwise_distance(positive, p, eps)?;
+    let mut dist_neg = anchor.pairwise_distance(negative, p, eps)?;
     if swap {
-        let dist_swap = positive.l_pairwise_distance(negative, p, eps)?;
-        dist_neg = dist_neg.l_minimum(&dist_swap)?;
+        let dist_swap = positive.pairwise_distance(negative, p, eps)?;
+        dist_neg = dist_neg.minimum(&dist_swap)?;
     }
     let out = dist_pos
-        .l_add_scalar(margin)?
-        .l_sub(&dist_neg)?
-        .l_clamp_min_zero()?;
+        .add_scalar(margin)?
+        .sub(&dist_neg)?
+        .clamp_min_zero()?;
     reduce(out, reduction)
 }
 
 /// `F.multilabel_soft_margin_loss`: `-(y log_sigmoid(x) + (1 - y)
 /// log_sigmoid(-x))`, times the weight, averaged over the last (class) dim
 /// of the input, then reduced.
-pub fn multilabel_soft_margin_loss<T: LossOperand>(
+pub fn multilabel_soft_margin_loss<T: Composite>(
     x: &T,
     target: &T,
     weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> R<T> {
     const OP: &str = "multilabel_soft_margin_loss";
-    let pos = target.l_mul(&x.l_logsigmoid()?)?;
-    let neg = rsub_scalar(target, 1.0)?.l_mul(&x.l_neg()?.l_logsigmoid()?)?;
-    let mut loss = pos.l_add(&neg)?.l_neg()?;
+    let pos = target.mul(&x.logsigmoid()?)?;
+    let neg = rsub_scalar(target, 1.0)?.mul(&x.neg()?.logsigmoid()?)?;
+    let mut loss = pos.add(&neg)?.neg()?;
     if let Some(w) = weight {
-        loss = loss.l_mul(&T::l_constant(w.clone()))?;
+        loss = loss.mul(&T::constant(w.clone()))?;
     }
-    let ndim = x.l_data().ndim();
+    let ndim = x.data().ndim();
     if ndim == 0 {
         return Err(TensorError::dim(
             OP,
@@ -227,10 +219,10 @@ pub fn multilabel_soft_margin_loss<T: LossOperand>(
         )
         .into());
     }
-    let classes = x.l_data().shape()[ndim - 1];
+    let classes = x.data().shape()[ndim - 1];
     let loss = loss
-        .l_sum(Some(&[ndim as i64 - 1]), false)?
-        .l_div_scalar(classes as f64)?;
+        .sum(Some(&[ndim as i64 - 1]), false)?
+        .div_scalar(classes as f64)?;
     reduce(loss, reduction)
 }
 

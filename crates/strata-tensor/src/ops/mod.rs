@@ -16,8 +16,10 @@ mod pool;
 mod similarity;
 pub use interpolate::{interpolate_plan, InterpolateMode, InterpolateOptions, InterpolatePlan};
 pub use similarity::cosine_similarity_plan;
+pub(crate) mod composite;
 mod spaced;
 pub(crate) mod windows;
+pub use composite::Composite;
 pub use conv::{
     conv_allow_tf32, conv_chunk_bytes, cudnn_enabled, set_conv_allow_tf32, set_conv_chunk_bytes,
     set_cudnn_enabled, DEFAULT_CONV_CHUNK_BYTES,
@@ -32,7 +34,7 @@ pub use pool::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, global_mean_dims,
     pool_plan, AdaptiveDim, PoolKind, PoolOptions, PoolPlan,
 };
-pub use windows::{with_batch, without_batch, AvgMode, Composite, Windows};
+pub use windows::{with_batch, without_batch, AvgMode, Windows};
 pub(crate) mod math;
 mod matmul;
 pub(crate) mod norms;
@@ -85,7 +87,7 @@ mod addcdiv;
 mod glu;
 pub mod likelihood_losses;
 mod log_add_exp;
-mod loss_operand;
+mod loss_reduction;
 pub mod margin_losses;
 mod moments;
 mod movedim;
@@ -97,7 +99,6 @@ mod xlogy;
 pub use addcdiv::addcdiv_plan;
 pub use glu::glu_halves;
 pub use likelihood_losses::GaussianVar;
-pub use loss_operand::LossOperand;
 pub use movedim::movedim_order;
 pub use prelu::prelu_weight;
 // ---- session 79 (helper 134): shape, join, statistics and nn ops ----

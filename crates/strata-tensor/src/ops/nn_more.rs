@@ -13,8 +13,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::ops::loss_operand::LossOperand;
-use crate::ops::windows::Composite;
+use crate::ops::composite::Composite;
 use crate::ops::{PoolOptions, Reduction};
 use crate::tensor::Tensor;
 
@@ -620,7 +619,7 @@ pub fn local_response_norm_of<T: Composite>(
         // PyTorch returns an empty input as it is, before the size is used.
         return Ok(x.clone());
     }
-    local_response_norm_check(&x.values(), size)?;
+    local_response_norm_check(x.data(), size)?;
     let div = x.mul(x)?;
     let (lo, hi) = (size / 2, (size - 1) / 2);
     let s = size as usize;
@@ -769,11 +768,11 @@ pub fn lp_pool2d_of<T: Composite>(
     lp_finish(&out, (k[0] * k[1]) as f64, norm_type)
 }
 
-type LossOf<T> = std::result::Result<T, <T as LossOperand>::Error>;
+type LossOf<T> = std::result::Result<T, <T as Composite>::Error>;
 
 /// `F.multi_margin_loss` of a tensor or a variable (the target, the
 /// weights and the mask are constants; a NaN hinge counts 0).
-pub fn multi_margin_loss_of<T: LossOperand>(
+pub fn multi_margin_loss_of<T: Composite>(
     x: &T,
     target: &Tensor,
     p: i64,
@@ -781,59 +780,59 @@ pub fn multi_margin_loss_of<T: LossOperand>(
     weight: Option<&Tensor>,
     reduction: Reduction,
 ) -> LossOf<T> {
-    let (nc, t, w, batched) = multi_margin_plan(x.l_data(), target, p, weight)?;
-    let x = x.l_reshape(&nc)?;
-    let xt = x.l_gather(1, &t)?;
+    let (nc, t, w, batched) = multi_margin_plan(x.data(), target, p, weight)?;
+    let x = x.reshape(&nc)?;
+    let xt = x.gather(1, &t)?;
     // PyTorch's order: (margin - x[y]) + x[d].
-    let z = xt.l_neg()?.l_add_scalar(margin)?.l_add(&x)?;
-    let zeros = T::l_constant(z.l_data().zeros_like(None)?);
+    let z = xt.neg()?.add_scalar(margin)?.add(&x)?;
+    let zeros = T::constant(z.data().zeros_like(None)?);
     // The target's own hinge is left out by the selection, not by a
     // product with 0 (an infinite margin makes it inf, and inf * 0 NaN).
     let counted = z
-        .l_data()
+        .data()
         .gt(0.0)?
         .logical_and(&non_target_mask(&t, nc[1], DType::Bool)?)?;
-    let h = T::l_where(&counted, &z, &zeros)?;
-    let h = if p == 2 { h.l_mul(&h)? } else { h };
+    let h = T::where_cond(&counted, &z, &zeros)?;
+    let h = if p == 2 { h.mul(&h)? } else { h };
     let h = match w {
-        Some(w) => h.l_mul(&T::l_constant(w))?,
+        Some(w) => h.mul(&T::constant(w))?,
         None => h,
     };
-    let per = h.l_sum(Some(&[1]), false)?.l_div_scalar(nc[1] as f64)?;
+    let per = h.sum(Some(&[1]), false)?.div_scalar(nc[1] as f64)?;
     margin_reduce(per, reduction, batched)
 }
 
 /// `F.multilabel_margin_loss` of a tensor or a variable (the hinges of the
 /// counted pairs; a NaN hinge counts 0).
-pub fn multilabel_margin_loss_of<T: LossOperand>(
+pub fn multilabel_margin_loss_of<T: Composite>(
     x: &T,
     target: &Tensor,
     reduction: Reduction,
 ) -> LossOf<T> {
-    let (nc, tc, counts, batched) = multilabel_margin_plan(x.l_data(), target)?;
-    let x = x.l_reshape(&nc)?;
+    let (nc, tc, counts, batched) = multilabel_margin_plan(x.data(), target)?;
+    let x = x.reshape(&nc)?;
     // PyTorch's order: (1 - x[j]) + x[d].
     let z = x
-        .l_gather(1, &tc)?
-        .l_neg()?
-        .l_add_scalar(1.0)?
-        .l_unsqueeze(2)?
-        .l_add(&x.l_unsqueeze(1)?)?;
-    let on = counts.logical_and(&z.l_data().gt(0.0)?)?;
-    let zeros = T::l_constant(z.l_data().zeros_like(None)?);
-    let h = T::l_where(&on, &z, &zeros)?;
-    let per = h.l_sum(Some(&[1, 2]), false)?.l_div_scalar(nc[1] as f64)?;
+        .gather(1, &tc)?
+        .neg()?
+        .add_scalar(1.0)?
+        .unsqueeze(2)?
+        .add(&x.unsqueeze(1)?)?;
+    let on = counts.logical_and(&z.data().gt(0.0)?)?;
+    let zeros = T::constant(z.data().zeros_like(None)?);
+    let h = T::where_cond(&on, &z, &zeros)?;
+    let per = h.sum(Some(&[1, 2]), false)?.div_scalar(nc[1] as f64)?;
     margin_reduce(per, reduction, batched)
 }
 
 /// The per-sample losses of a batch, a 0-d one of a single sample, or
 /// their sum or mean.
-fn margin_reduce<T: LossOperand>(per: T, reduction: Reduction, batched: bool) -> LossOf<T> {
+fn margin_reduce<T: Composite>(per: T, reduction: Reduction, batched: bool) -> LossOf<T> {
     match reduction {
         Reduction::None if batched => Ok(per),
-        Reduction::None => per.l_reshape(&[]),
-        Reduction::Sum => per.l_sum(None, false),
-        Reduction::Mean => per.l_mean(None, false),
+        Reduction::None => per.reshape(&[]),
+        Reduction::Sum => per.sum(None, false),
+        Reduction::Mean => per.mean(None, false),
     }
 }
 
@@ -849,15 +848,7 @@ pub fn max_unpool_of<T: Composite>(
     output_size: Option<&[usize]>,
     d: usize,
 ) -> Of<T> {
-    let out = max_unpool_plan(
-        &x.values(),
-        indices,
-        kernel,
-        stride,
-        padding,
-        output_size,
-        d,
-    )?;
+    let out = max_unpool_plan(x.data(), indices, kernel, stride, padding, output_size, d)?;
     let lead = &x.shape()[..x.shape().len() - d];
     let mut flat: Vec<i64> = lead.iter().map(|&s| s as i64).collect();
     // The input plane's size (not -1: an empty batch leaves it ambiguous).
@@ -1079,7 +1070,7 @@ pub fn adaptive_max_pool_of<T: Composite>(
     output_size: &[usize],
     d: usize,
 ) -> std::result::Result<(T, Tensor), T::Error> {
-    let idx = adaptive_max_indices(&x.values(), output_size, d)?;
+    let idx = adaptive_max_indices(x.data(), output_size, d)?;
     let nd = x.shape().len();
     let mut flat: Vec<i64> = x.shape()[..nd - d].iter().map(|&s| s as i64).collect();
     flat.push(-1);
@@ -1485,10 +1476,10 @@ pub fn embedding_bag_of<T: Composite>(
     include_last_offset: bool,
     padding_idx: Option<i64>,
 ) -> Of<T> {
-    let psw = per_sample_weights.map(|w| w.values());
+    let psw = per_sample_weights.map(|w| w.data().clone());
     let p = embedding_bag_plan(
         indices,
-        &weight.values(),
+        weight.data(),
         offsets,
         mode,
         psw.as_ref(),

@@ -6,8 +6,8 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::composite::Composite;
 use crate::ops::nn::acc_dtype;
-use crate::ops::windows::Composite;
 use crate::shape;
 use crate::tensor::Tensor;
 
@@ -449,7 +449,7 @@ impl BatchNormPlan {
         let (mean, invstd) = match (training, running_mean, running_var) {
             (true, ..) => {
                 let xs = x.to_dtype(self.stats)?;
-                let mean = xs.mean(&self.dims, true)?;
+                let mean = xs.mean(Some(&self.dims), true)?;
                 let var = xs.var_keepdim(&self.dims, 0.0)?;
                 if self.count > 0 {
                     let unbiased = self.count as f64 / (self.count as f64 - 1.0).max(1.0);
@@ -481,8 +481,8 @@ impl BatchNormPlan {
                         }
                     }
                     for (running, batch) in [
-                        (running_mean, mean.values()),
-                        (running_var, var.values().mul(unbiased)?),
+                        (running_mean, mean.data().clone()),
+                        (running_var, var.data().clone().mul(unbiased)?),
                     ] {
                         if let Some(r) = running {
                             let old = r.reshape(&[-1])?.to_dtype(self.stats)?;

@@ -7,7 +7,7 @@
 //! empty input returns it with its shape unchanged.
 
 use crate::error::{Result, TensorError};
-use crate::ops::windows::Composite;
+use crate::ops::composite::Composite;
 use crate::tensor::Tensor;
 
 /// The three steps of a pixel (un)shuffle of a tensor of `shape`.

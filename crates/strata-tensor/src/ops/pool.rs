@@ -23,10 +23,9 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::composite::Composite;
 use crate::ops::nn::acc_dtype;
-use crate::ops::windows::{
-    is_batched, per_dim, with_batch, without_batch, AvgMode, Composite, Windows,
-};
+use crate::ops::windows::{is_batched, per_dim, with_batch, without_batch, AvgMode, Windows};
 use crate::shape;
 use crate::tensor::Tensor;
 
@@ -346,7 +345,7 @@ pub fn adaptive_pool<T: Composite>(
 ) -> std::result::Result<T, T::Error> {
     let shape = x.shape();
     if let Some(dims) = global_mean_dims(op, spatial, shape.len(), output_size)? {
-        return x.mean(&dims, true);
+        return x.mean(Some(&dims), true);
     }
     let (batched, out) = adaptive_pool_plan(op, spatial, shape, x.dtype(), output_size)?;
     if shape.contains(&0) || out.contains(&0) {
@@ -400,7 +399,7 @@ pub fn adaptive_average<T: Composite>(
             .map(|(len, starts)| {
                 y.unfold(d, *len, 1)?
                     .index_select(d, starts)?
-                    .mean(&[-1], false)
+                    .mean(Some(&[-1]), false)
             })
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let joined = T::cat(&means, d)?;

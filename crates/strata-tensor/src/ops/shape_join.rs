@@ -10,7 +10,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::ops::windows::Composite;
+use crate::ops::composite::Composite;
 use crate::shape::{normalize_dim, normalize_dim_strict};
 use crate::tensor::Tensor;
 use strata_alloc::Device;
@@ -773,7 +773,7 @@ pub fn tensor_split_of<T: Composite>(
 /// expanded `gather` (so the gradient is scatter-added at the indices and
 /// summed over the broadcast).
 pub fn take_along_dim_of<T: Composite>(x: &T, indices: &Tensor, dim: Option<i64>) -> Of<T> {
-    crate::ops::elementwise::same_device("take_along_dim", &x.values(), indices)?;
+    crate::ops::elementwise::same_device("take_along_dim", x.data(), indices)?;
     match dim {
         // PyTorch views both as 1-D: a non-contiguous input is refused.
         None => x.view(&[-1])?.gather(0, &indices.view(&[-1])?),

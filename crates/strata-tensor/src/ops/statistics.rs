@@ -12,7 +12,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
-use crate::ops::windows::Composite;
+use crate::ops::composite::Composite;
 use crate::shape::{normalize_dim, normalize_dim_strict};
 use crate::tensor::Tensor;
 
@@ -887,7 +887,7 @@ pub fn cov_of<T: Composite>(
     fweights: Option<&Tensor>,
     aweights: Option<&Tensor>,
 ) -> Of<T> {
-    let (input, w) = cov_weights(&x.values(), fweights, aweights)?;
+    let (input, w) = cov_weights(x.data(), fweights, aweights)?;
     let n = input.shape()[1];
     let (w_sum, norm) = cov_norm(n, w.as_ref(), aweights, correction, x.device())?;
     let x = if x.shape().len() < 2 {
@@ -901,7 +901,9 @@ pub fn cov_of<T: Composite>(
             None => Ok(t.clone()),
         }
     };
-    let avg = weighted(&x)?.sum(&[1])?.div(&T::constant(w_sum))?;
+    let avg = weighted(&x)?
+        .sum(Some(&[1]), false)?
+        .div(&T::constant(w_sum))?;
     let centred = x.sub(&avg.unsqueeze(1)?)?;
     let c = centred.mm(&weighted(&centred)?.t()?)?;
     let c = c.div(&T::constant(norm))?;
@@ -937,7 +939,7 @@ pub fn corrcoef_of<T: Composite>(x: &T) -> Of<T> {
 /// constants); an empty dim integrates to constant zeros.
 pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
     const OP: &str = "trapezoid";
-    let yv = y.values();
+    let yv = y.data().clone();
     let d = normalize_dim_strict(OP, dim, yv.ndim())?;
     if yv.shape()[d] == 0 {
         let mut s = yv.shape().to_vec();
@@ -954,13 +956,13 @@ pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
             );
             left.add(&right)?
                 .mul(&T::constant(dx))?
-                .sum(&[di])?
+                .sum(Some(&[di]), false)?
                 .div_scalar(2.0)
         }
         Spacing::Dx(dx) => {
             no_bool_y(OP, &yv)?;
             let ends = y.select(di, 0)?.add(&y.select(di, -1)?)?.mul_scalar(0.5)?;
-            y.sum(&[di])?.sub(&ends)?.mul_scalar(dx)
+            y.sum(Some(&[di]), false)?.sub(&ends)?.mul_scalar(dx)
         }
     }
 }
@@ -969,7 +971,7 @@ pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
 /// are constants).
 pub fn cumulative_trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
     const OP: &str = "cumulative_trapezoid";
-    let yv = y.values();
+    let yv = y.data().clone();
     if let Spacing::Dx(_) = spacing {
         no_bool_y(OP, &yv)?;
     }
@@ -1002,9 +1004,9 @@ pub fn cumulative_trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) 
 /// dtype (f32 for f16/bf16); its gradient is derivatives.yaml's
 /// `renorm_backward`.
 pub fn renorm_of<T: Composite>(x: &T, p: f64, dim: i64, maxnorm: f64) -> Of<T> {
-    let (dims, acc) = renorm_plan(&x.values(), p, dim, maxnorm)?;
+    let (dims, acc) = renorm_plan(x.data(), p, dim, maxnorm)?;
     let norm = x.to_dtype(acc)?.vector_norm(p, &dims, true)?;
-    let nv = norm.values();
+    let nv = norm.data().clone();
     let big = nv.gt(maxnorm)?;
     let top = T::constant(Tensor::full(nv.shape(), maxnorm, acc, nv.device())?);
     let scaled = top.div(&norm.add_scalar(1e-7)?)?;
@@ -1016,7 +1018,7 @@ pub fn renorm_of<T: Composite>(x: &T, p: f64, dim: i64, maxnorm: f64) -> Of<T> {
 /// `pdist` of a tensor or a variable (through `cdist`); `empty` gives the
 /// result when there are no pairs.
 pub fn pdist_of<T: Composite>(x: &T, p: f64, empty: impl FnOnce(&T) -> Of<T>) -> Of<T> {
-    let pairs = pdist_pairs(&x.values(), p)?;
+    let pairs = pdist_pairs(x.data(), p)?;
     if pairs.numel() == 0 {
         return empty(x);
     }
