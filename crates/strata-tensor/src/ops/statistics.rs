@@ -1028,7 +1028,7 @@ pub fn pdist_of<T: Composite>(x: &T, p: f64, empty: impl FnOnce(&T) -> Of<T>) ->
     }
     // cdist's ±inf norm (a max or min) passes over NaN; PyTorch's pdist
     // gives NaN for a pair with a NaN in either row.
-    let v = x.values();
+    let v = x.data().clone();
     let cols = v.shape()[1];
     let vals = v.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
     let nan_row: Vec<bool> = vals
