@@ -11,19 +11,15 @@
 //! (2e-3 for f32). Central finite differences of f64 losses check the same
 //! gradients independently of PyTorch.
 
-use crate::pytorch_fixture::{fixture, gunzip, num, shape};
+use crate::pytorch_fixture::{fixture, gunzip, nums as values, ord_of, shape};
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_autograd::linalg::{self, NormOrd, QrMode, Uplo};
+use strata_autograd::linalg::{self, QrMode, Uplo};
 use strata_autograd::{Result, Var};
 use strata_tensor::{DType, Device, Tensor};
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/linalg_s79_grad.json.gz"))));
-
-fn values(d: &Value) -> Vec<f64> {
-    d.as_array().unwrap().iter().map(num).collect()
-}
 
 /// An input: its stored values seen through `transpose(-2, -1)` where `t`
 /// says so.
@@ -40,15 +36,6 @@ pub fn inp(d: &Value, device: Device) -> Tensor {
         t.transpose(-2, -1).unwrap()
     } else {
         t
-    }
-}
-
-fn ord_of(v: &Value) -> Option<NormOrd> {
-    match v {
-        Value::Null => None,
-        Value::String(s) if s == "fro" => Some(NormOrd::Fro),
-        Value::String(s) if s == "nuc" => Some(NormOrd::Nuc),
-        v => Some(NormOrd::P(num(v))),
     }
 }
 

@@ -18,7 +18,9 @@
 
 use crate::hostile_calls::reduction;
 use crate::math_grad_s74::{close, f64s};
-use crate::pytorch_fixture::{assert_cases_agree, dtype, fixture, gunzip, input, num, nums};
+use crate::pytorch_fixture::{
+    assert_cases_agree, dtype, fixture, gunzip, input, num, nums, opt_ints, upstream,
+};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::{Result, Var};
@@ -30,11 +32,6 @@ static FIXTURE: LazyLock<Value> = LazyLock::new(|| {
     )))
 });
 
-fn dims(v: &Value) -> Option<Vec<i64>> {
-    v.as_array()
-        .map(|a| a.iter().map(|d| d.as_i64().unwrap()).collect())
-}
-
 /// The recorded form of case `c` on the variables `v` (and the plain
 /// tensors `t`, for the operands that take no gradient).
 fn call(c: &Value, v: &[Var], t: &[Tensor], device: Device) -> Result<Vec<Var>> {
@@ -43,7 +40,7 @@ fn call(c: &Value, v: &[Var], t: &[Tensor], device: Device) -> Result<Vec<Var>> 
     let b = |k: &str| a[k].as_bool().unwrap();
     let red = || reduction(&a["reduction"]);
     let one = |r: Result<Var>| r.map(|x| vec![x]);
-    let dims_arg = dims(&a["dim"]);
+    let dims_arg = opt_ints(&a["dim"]);
     match c["op"].as_str().unwrap() {
         "margin_ranking_loss" => one(v[0].margin_ranking_loss(&v[1], &v[2], f("margin"), red())),
         "hinge_embedding_loss" => one(v[0].hinge_embedding_loss(&t[1], f("margin"), red())),
@@ -99,8 +96,8 @@ fn call(c: &Value, v: &[Var], t: &[Tensor], device: Device) -> Result<Vec<Var>> 
         "xlogy" => one(v[0].xlogy(&v[1])),
         "addcdiv" => one(v[0].addcdiv(&v[1], &v[2], f("value"))),
         "movedim" => one(v[0].movedim(
-            &dims(&a["source"]).unwrap(),
-            &dims(&a["destination"]).unwrap(),
+            &opt_ints(&a["source"]).unwrap(),
+            &opt_ints(&a["destination"]).unwrap(),
         )),
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }
@@ -110,10 +107,7 @@ fn call(c: &Value, v: &[Var], t: &[Tensor], device: Device) -> Result<Vec<Var>> 
 fn backward(ys: &[Var], device: Device) -> Result<()> {
     let mut total: Option<Var> = None;
     for y in ys {
-        let u: Vec<f64> = (0..y.numel())
-            .map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5)
-            .collect();
-        let u = Tensor::from_slice(&u, y.shape(), device)?.to_dtype(y.dtype())?;
+        let u = upstream(y.shape(), y.dtype(), device)?;
         let s = y.mul(&Var::new(u))?.sum(None, false)?;
         total = Some(match total {
             Some(t) => t.add(&s)?,

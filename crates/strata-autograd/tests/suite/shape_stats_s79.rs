@@ -9,34 +9,19 @@
 
 use crate::common::{gradcheck, randn};
 use crate::math_grad_s74::{close, f64s};
-use crate::pytorch_fixture::{assert_cases_agree, fixture, gunzip, input, num, nums};
+use crate::pytorch_fixture::{
+    assert_cases_agree, fixture, gunzip, input, ints, num, nums, split_of, upstream,
+};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_autograd::{Result, Var};
-use strata_tensor::{
-    DType, Device, QuantileInterpolation, QuantileQ, Spacing, Tensor, TensorSplit,
-};
+use strata_tensor::{DType, Device, QuantileInterpolation, QuantileQ, Spacing, Tensor};
 
 static FIXTURE: LazyLock<Value> = LazyLock::new(|| {
     fixture(&gunzip(include_bytes!(
         "../data/shape_stats_s79_grad.json.gz"
     )))
 });
-
-fn ints(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_i64().unwrap())
-        .collect()
-}
-
-fn split_of(v: &Value) -> TensorSplit {
-    match v.as_i64() {
-        Some(n) => TensorSplit::Sections(n),
-        None => TensorSplit::Indices(ints(v)),
-    }
-}
 
 /// The recorded form of case `c` on the variables `v` (and the plain
 /// tensors `t`, for the operands that take no gradient).
@@ -218,10 +203,7 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
 fn backward(ys: &[Var], device: Device) -> Result<()> {
     let mut total: Option<Var> = None;
     for y in ys.iter().filter(|y| y.requires_grad()) {
-        let u: Vec<f64> = (0..y.numel())
-            .map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5)
-            .collect();
-        let u = Tensor::from_slice(&u, y.shape(), device)?.to_dtype(y.dtype())?;
+        let u = upstream(y.shape(), y.dtype(), device)?;
         let s = y.mul(&Var::new(u))?.sum(None, false)?;
         total = Some(match total {
             Some(t) => t.add(&s)?,

@@ -13,7 +13,7 @@
 //! hand-built `Windows`.
 
 use crate::pytorch_fixture::{
-    assert_cases_agree, close, dtype, fixture, gunzip, input, num, nums, shape, tolerance,
+    assert_cases_agree, build_input, close, dtype, fixture, gunzip, num, nums, shape, tolerance,
 };
 use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -26,32 +26,6 @@ const CPU: Device = Device::Cpu;
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/hostile_sweep_s78.json.gz"))));
-
-/// An input as the generator describes it: a listed tensor (maybe
-/// transposed) then expanded or strided, or a `pattern` too large to list.
-fn build(d: &Value, device: Device) -> Tensor {
-    if let Some(p) = d.get("pattern") {
-        let sh = shape(&p["shape"]);
-        let seed = p["seed"].as_u64().unwrap();
-        let n: usize = sh.iter().product();
-        let v: Vec<f64> = (0..n as u64)
-            .map(|i| ((i * 7919 + seed) % 23) as f64 / 4.0 - 11.0 / 4.0)
-            .collect();
-        return Tensor::from_slice(&v, &sh, device)
-            .unwrap()
-            .to_dtype(dtype(p["dtype"].as_str().unwrap()))
-            .unwrap();
-    }
-    let mut t = input(d, device);
-    if let Some(e) = d.get("expand") {
-        let sizes: Vec<i64> = shape(e).iter().map(|&s| s as i64).collect();
-        t = t.expand(&sizes).unwrap();
-    }
-    if let Some(step) = d.get("step") {
-        t = t.i(s![..; step.as_i64().unwrap()]).unwrap();
-    }
-    t
-}
 
 const INPUTS: [&str; 8] = [
     "x",
@@ -67,11 +41,11 @@ const INPUTS: [&str; 8] = [
 fn inputs(c: &Value, device: Device) -> Vec<(String, Tensor)> {
     let mut out: Vec<(String, Tensor)> = INPUTS
         .iter()
-        .filter_map(|&k| c.get(k).map(|d| (k.to_string(), build(d, device))))
+        .filter_map(|&k| c.get(k).map(|d| (k.to_string(), build_input(d, device))))
         .collect();
     if let Some(xs) = c.get("xs").and_then(Value::as_array) {
         for (i, d) in xs.iter().enumerate() {
-            out.push((format!("xs{i}"), build(d, device)));
+            out.push((format!("xs{i}"), build_input(d, device)));
         }
     }
     out

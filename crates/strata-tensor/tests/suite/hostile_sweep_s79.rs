@@ -19,30 +19,16 @@
 //! exactly; the special functions within math_ops_s79's tolerance); inputs
 //! stay as they were either way. strata has no in-place forms of these ops.
 
-use crate::pytorch_fixture::{close, dtype, fixture, gunzip, input, num, nums, shape};
+use crate::pytorch_fixture::{build_input, close, dtype, fixture, gunzip, num, nums, shape};
 use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::LazyLock;
-use strata_tensor::{s, DType, Device, Operand, Result, Scalar, Tensor, TensorError};
+use strata_tensor::{DType, Device, Operand, Result, Scalar, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/hostile_s79.json.gz"))));
-
-/// An input as the generator describes it: a listed tensor (maybe
-/// transposed), then expanded or stepped.
-fn build(d: &Value, device: Device) -> Tensor {
-    let mut t = input(d, device);
-    if let Some(e) = d.get("expand") {
-        let sizes: Vec<i64> = shape(e).iter().map(|&s| s as i64).collect();
-        t = t.expand(&sizes).unwrap();
-    }
-    if let Some(step) = d.get("step") {
-        t = t.i(s![..; step.as_i64().unwrap()]).unwrap();
-    }
-    t
-}
 
 fn scalar(s: &Value) -> Scalar {
     match s["kind"].as_str().unwrap() {
@@ -242,7 +228,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| build(d, device))
+        .map(|d| build_input(d, device))
         .collect();
     let before: Vec<_> = t.iter().map(snapshot).collect();
     let got = match catch_unwind(AssertUnwindSafe(|| call(c, &t))) {

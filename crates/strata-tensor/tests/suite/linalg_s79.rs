@@ -19,10 +19,10 @@
 //! whatever the signs: `Q R = A`, `QᵀQ = I`, `V diag(L) Vᵀ = A`, `U diag(S)
 //! Vh = A`.
 
-use crate::pytorch_fixture::{fixture, gunzip, num, shape};
+use crate::pytorch_fixture::{fixture, gunzip, num, opt_ints, opt_num, ord_of, shape};
 use serde_json::Value;
 use std::sync::LazyLock;
-use strata_tensor::linalg::{self, NormOrd, QrMode, Uplo};
+use strata_tensor::linalg::{self, QrMode, Uplo};
 use strata_tensor::{DType, Device, Result, Tensor, TensorError};
 
 static TEXT: LazyLock<String> =
@@ -57,21 +57,6 @@ pub fn inp(d: &Value, device: Device) -> Tensor {
     } else {
         base
     }
-}
-
-/// A norm order as the generator stores it (`null`, `"fro"`, `"nuc"`, a
-/// number, `"inf"`).
-pub fn ord_of(v: &Value) -> Option<NormOrd> {
-    match v {
-        Value::Null => None,
-        Value::String(s) if s == "fro" => Some(NormOrd::Fro),
-        Value::String(s) if s == "nuc" => Some(NormOrd::Nuc),
-        v => Some(NormOrd::P(num(v))),
-    }
-}
-
-fn opt(v: &Value) -> Option<f64> {
-    (!v.is_null()).then(|| num(v))
 }
 
 /// Row-major values and shape of `t` as f64 on the host.
@@ -217,11 +202,7 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             Uplo::Lower
         }
     };
-    let dim_list = || -> Option<Vec<i64>> {
-        a["dim"]
-            .as_array()
-            .map(|v| v.iter().map(|d| d.as_i64().unwrap()).collect())
-    };
+    let dim_list = || opt_ints(&a["dim"]);
     let one = |r: Result<Tensor>| r.map(|t| vec![t]);
     match c["op"].as_str().unwrap() {
         "det" => one(linalg::det(&t[0])),
@@ -286,14 +267,14 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
         "svdvals" => one(linalg::svdvals(&t[0])),
         "pinv" => one(linalg::pinv(
             &t[0],
-            opt(&a["atol"]),
-            opt(&a["rtol"]),
+            opt_num(&a["atol"]),
+            opt_num(&a["rtol"]),
             flag("hermitian"),
         )),
         "matrix_rank" => one(linalg::matrix_rank(
             &t[0],
-            opt(&a["atol"]),
-            opt(&a["rtol"]),
+            opt_num(&a["atol"]),
+            opt_num(&a["rtol"]),
             flag("hermitian"),
         )),
         "lstsq" => linalg::lstsq(&t[0], &t[1], None).map(|r| vec![r.solution, r.rank]),

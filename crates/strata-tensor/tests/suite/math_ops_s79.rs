@@ -14,7 +14,9 @@
 //! `STRATA_S79_PROBE=FILE` checks another draw of the generator (its third
 //! argument is the seed) first.
 
-use crate::pytorch_fixture::{check_fixture_and_probe, dtype, fixture, gunzip, input, num, shape};
+use crate::pytorch_fixture::{
+    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, shape,
+};
 use serde_json::Value;
 use std::sync::LazyLock;
 use strata_tensor::{DType, Device, Operand, Result, Scalar, Tensor, TensorError};
@@ -189,20 +191,6 @@ fn tolerance(op: &str, d: DType, gpu: bool) -> Option<(f64, f64)> {
         _ => 2.0,
     };
     Some((ulps * e, ulps * e))
-}
-
-/// Whether `got` is `want` (NaN matching NaN, -0.0 matching 0.0) or, with
-/// a tolerance, finite and within it.
-fn close(got: f64, want: f64, tol: Option<(f64, f64)>) -> bool {
-    if got == want || (got.is_nan() && want.is_nan()) {
-        return true;
-    }
-    match tol {
-        Some((r, a)) if got.is_finite() && want.is_finite() => {
-            (got - want).abs() <= a + r * want.abs()
-        }
-        _ => false,
-    }
 }
 
 /// The error kind PyTorch's message names, where it names one.

@@ -16,7 +16,7 @@
 
 use crate::hostile_calls::reduction;
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, shape, tolerance,
+    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, opt_ints, shape, tolerance,
 };
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -24,11 +24,6 @@ use strata_tensor::{DType, Device, GaussianVar, Result, Tensor};
 
 static TEXT: LazyLock<String> =
     LazyLock::new(|| gunzip(include_bytes!("../data/missing_ops_s78.json.gz")));
-
-fn dims(v: &Value) -> Option<Vec<i64>> {
-    v.as_array()
-        .map(|a| a.iter().map(|d| d.as_i64().unwrap()).collect())
-}
 
 /// strata's answer to case `c` on `device`.
 pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
@@ -43,7 +38,7 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
     let b = |k: &str| a[k].as_bool().unwrap();
     let red = || reduction(&a["reduction"]);
     let one = |r: Result<Tensor>| r.map(|t| vec![t]);
-    let dims_arg = dims(&a["dim"]);
+    let dims_arg = opt_ints(&a["dim"]);
     match c["op"].as_str().unwrap() {
         "margin_ranking_loss" => one(t[0].margin_ranking_loss(&t[1], &t[2], f("margin"), red())),
         "hinge_embedding_loss" => one(t[0].hinge_embedding_loss(&t[1], f("margin"), red())),
@@ -99,8 +94,8 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
         "xlogy" => one(t[0].xlogy(&t[1])),
         "addcdiv" => one(t[0].addcdiv(&t[1], &t[2], f("value"))),
         "movedim" => one(t[0].movedim(
-            &dims(&a["source"]).unwrap(),
-            &dims(&a["destination"]).unwrap(),
+            &opt_ints(&a["source"]).unwrap(),
+            &opt_ints(&a["destination"]).unwrap(),
         )),
         op => panic!("the generator wrote an op this test does not know: {op}"),
     }

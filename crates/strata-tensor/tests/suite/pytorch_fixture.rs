@@ -283,3 +283,79 @@ pub fn assert_cases_agree<'a>(
         bad[..bad.len().min(12)].join("\n")
     );
 }
+
+// ----- session 80: the replay helpers the session 78/79 modules had copied -----
+
+/// An integer argument that may be `null`.
+pub fn opt_i(v: &Value) -> Option<i64> {
+    v.as_i64()
+}
+
+/// A fixture number that may be `null`.
+pub fn opt_num(v: &Value) -> Option<f64> {
+    (!v.is_null()).then(|| num(v))
+}
+
+/// A list of dims that may be `null`.
+pub fn opt_ints(v: &Value) -> Option<Vec<i64>> {
+    v.as_array()
+        .map(|a| a.iter().map(|d| d.as_i64().unwrap()).collect())
+}
+
+/// `tensor_split`'s sections (a number) or indices (a list).
+pub fn split_of(v: &Value) -> strata_tensor::TensorSplit {
+    match v.as_i64() {
+        Some(n) => strata_tensor::TensorSplit::Sections(n),
+        None => strata_tensor::TensorSplit::Indices(ints(v)),
+    }
+}
+
+/// A norm order as the linalg generators store it (`null`, `"fro"`,
+/// `"nuc"`, a number, `"inf"`).
+pub fn ord_of(v: &Value) -> Option<strata_tensor::linalg::NormOrd> {
+    use strata_tensor::linalg::NormOrd;
+    match v {
+        Value::Null => None,
+        Value::String(s) if s == "fro" => Some(NormOrd::Fro),
+        Value::String(s) if s == "nuc" => Some(NormOrd::Nuc),
+        v => Some(NormOrd::P(num(v))),
+    }
+}
+
+/// The upstream gradient the shape/statistics generators use for an
+/// output of `shape`: element `j` is `((3 j) mod 7) / 2 - 1.5` (used by
+/// strata-autograd's suite).
+#[allow(dead_code)]
+pub fn upstream(shape: &[usize], dt: DType, device: Device) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    let u: Vec<f64> = (0..n).map(|j| ((3 * j) % 7) as f64 / 2.0 - 1.5).collect();
+    Tensor::from_slice(&u, shape, device)?.to_dtype(dt)
+}
+
+/// A hostile sweep's input ([`input`]'s record, then `expand`ed to a shape
+/// or every `step`-th element along dim 0), or a `pattern`: a tensor of
+/// `shape` and `dtype` whose element `i` is `((7919 i + seed) mod 23) / 4 -
+/// 11 / 4`.
+pub fn build_input(d: &Value, device: Device) -> Tensor {
+    if let Some(p) = d.get("pattern") {
+        let sh = shape(&p["shape"]);
+        let seed = p["seed"].as_u64().unwrap();
+        let n: usize = sh.iter().product();
+        let v: Vec<f64> = (0..n as u64)
+            .map(|i| ((i * 7919 + seed) % 23) as f64 / 4.0 - 11.0 / 4.0)
+            .collect();
+        return Tensor::from_slice(&v, &sh, device)
+            .unwrap()
+            .to_dtype(dtype(p["dtype"].as_str().unwrap()))
+            .unwrap();
+    }
+    let mut t = input(d, device);
+    if let Some(e) = d.get("expand") {
+        let sizes: Vec<i64> = shape(e).iter().map(|&s| s as i64).collect();
+        t = t.expand(&sizes).unwrap();
+    }
+    if let Some(step) = d.get("step") {
+        t = t.i(strata_tensor::s![..; step.as_i64().unwrap()]).unwrap();
+    }
+    t
+}

@@ -15,7 +15,8 @@
 //! simple reference: `tensor_split` then `cat` is the input.
 
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, shape, tolerance,
+    check_fixture_and_probe, close, dtype, fixture, gunzip, input, ints, num, opt_i, shape,
+    split_of, tolerance,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -27,25 +28,6 @@ use strata_tensor::{
 
 static TEXT: LazyLock<String> =
     LazyLock::new(|| gunzip(include_bytes!("../data/shape_stats_s79.json.gz")));
-
-pub fn ints(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d.as_i64().unwrap())
-        .collect()
-}
-
-pub fn opt_i(v: &Value) -> Option<i64> {
-    v.as_i64()
-}
-
-pub fn split_of(v: &Value) -> TensorSplit {
-    match v.as_i64() {
-        Some(n) => TensorSplit::Sections(n),
-        None => TensorSplit::Indices(ints(v)),
-    }
-}
 
 /// strata's answer to case `c` on `device`.
 pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
