@@ -674,3 +674,48 @@ fn a_missing_cusolver_is_a_reason_not_a_panic() {
     let (h, g) = both(|| linalg::inv(&a).unwrap());
     agree("inv on the CPU", &h, &g, Device::Cpu);
 }
+
+/// Run by [`a_missing_library_named_by_the_variable_is_reported`] in a
+/// child process whose `$STRATA_CUSOLVER_LIBRARY` names a file that does
+/// not exist: the reason names it (or, where a real cuSOLVER is found in
+/// the other places searched, it loads).
+#[test]
+#[ignore = "run in a child process by a_missing_library_named_by_the_variable_is_reported"]
+fn cusolver_reason_probe() {
+    let var = std::env::var("STRATA_CUSOLVER_LIBRARY").unwrap_or_default();
+    if !var.contains("strata-no-such-dir") {
+        // Run directly (`--include-ignored`): nothing to check here.
+        return;
+    }
+    match cuda::cusolver_unavailable_reason() {
+        Some(reason) => assert!(reason.contains(&var), "{reason}"),
+        None => assert!(cuda::cusolver_version().is_some()),
+    }
+}
+
+/// On any machine: `$STRATA_CUSOLVER_LIBRARY` pointing at a missing file is
+/// a reason naming it (searched first), not a panic; checked in a child
+/// process, as the library is looked for once per process.
+#[test]
+fn a_missing_library_named_by_the_variable_is_reported() {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args([
+            "cusolver_s80::cusolver_reason_probe",
+            "--exact",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(
+            "STRATA_CUSOLVER_LIBRARY",
+            "/strata-no-such-dir/libcusolver.so.12",
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
