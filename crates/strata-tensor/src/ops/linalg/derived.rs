@@ -482,7 +482,15 @@ fn lstsq_imp<T: Lin>(a: &Tensor, b: &Tensor, rcond: Option<f64>) -> Result<(Tens
         ranks.push(s.iter().filter(|v| v.to64() > tol).count() as i64);
         // X = V diag(1/s) Uᵀ B.
         let utb = u.transpose() * bm.get(i);
-        let scaled = Mat::from_fn(utb.nrows(), k, |r, c| utb[(r, c)] * inv[r]);
+        // A subnormal singular value's reciprocal overflows (inf, and inf *
+        // 0 is NaN in V's product): divide by it instead.
+        let scaled = Mat::from_fn(utb.nrows(), k, |r, c| {
+            if inv[r].to64().is_infinite() {
+                utb[(r, c)] / s[r]
+            } else {
+                utb[(r, c)] * inv[r]
+            }
+        });
         push(&mut out, (&v * &scaled).as_ref());
     }
     Ok((
