@@ -7,7 +7,9 @@
 //! cuSOLVER call; the host path makes their results without work), for a
 //! matrix dim above `i32::MAX` (cuSOLVER's sizes are C ints) or a matrix or
 //! full factor of more elements than that (the legacy 32-bit API is not
-//! trusted with them; the 64-bit `cusolverDnX*` API would be), and for an
+//! trusted with them; the 64-bit `cusolverDnX*` API would be), for a batch
+//! holding a matrix whose largest magnitude is beyond 2^±500 (f32: 2^±60),
+//! which the host path scales by a power of two first, and for an
 //! input holding NaN or infinity (LAPACK implementations differ on them;
 //! the host path's answers, errors included, are strata's, so such an input
 //! is read to the host and computed there).
@@ -185,8 +187,8 @@ pub fn cusolver_enabled() -> bool {
 /// matrix dims and buffer sizes are `dims`: a GPU, cuSOLVER enabled and
 /// loaded, elements in every input, dims that fit an int, matrices of at
 /// most `i32::MAX` elements (the legacy 32-bit API is not trusted with more:
-/// such matrices go to the host, slowly but right), and finite values in
-/// the first.
+/// such matrices go to the host, slowly but right), and in the first finite
+/// values and no matrix that the host path would scale first.
 fn takes(inputs: &[&Tensor], dims: &[usize]) -> Result<bool> {
     let Some(a) = inputs.first() else {
         return Ok(false);
@@ -204,7 +206,22 @@ fn takes(inputs: &[&Tensor], dims: &[usize]) -> Result<bool> {
     {
         return Ok(false);
     }
-    a.isfinite()?.all()?.item::<bool>()
+    if !a.isfinite()?.all()?.item::<bool>()? {
+        return Ok(false);
+    }
+    // The host path factors a matrix whose largest magnitude is beyond
+    // 2^±500 (f32: 2^±60) scaled by a power of two (`host::scale_exp`);
+    // such a batch is left to it, so that its answers stay the host's.
+    let lim = if a.dtype() == crate::dtype::DType::F32 {
+        60
+    } else {
+        500
+    };
+    let max = a.abs()?.max_dim(-1, false)?.0.max_dim(-1, false)?.0;
+    Ok(max
+        .to_vec_as::<f64>()?
+        .iter()
+        .all(|&m| m == 0.0 || (m.is_finite() && (m.log2().floor() as i64 + 1).abs() <= lim)))
 }
 
 /// Whether `a` is a CPU tensor that a unit test sends through the host
@@ -328,7 +345,9 @@ impl<T: Lin> Lu<T> {
         for &u in &self.diag[k * self.n..(k + 1) * self.n] {
             let d = u.to64();
             if d.is_nan() {
-                return (T::of(f64::NAN), T::of(f64::NAN));
+                // PyTorch's sign is the product of the pivots' signs, and
+                // sign(NaN) is 0.
+                return (T::of(0.0), T::of(f64::NAN));
             }
             if d < 0.0 {
                 sign = -sign;

@@ -497,6 +497,40 @@ mod tests {
         agree("cond singular", &h, &g, 1e-9);
     }
 
+    /// Matrices that the host path scales first (largest magnitude beyond
+    /// 2^±500, f32 2^±60) and non-finite ones are left to it: no emulated
+    /// call, the host's answers.
+    #[test]
+    fn extreme_and_non_finite_batches_stay_on_the_host() {
+        for (dt, big) in [
+            (DType::F64, 1e-310),
+            (DType::F64, 1e300),
+            (DType::F32, 1e-20),
+        ] {
+            let a = square(&[2], 3, dt, 8).mul(big).unwrap();
+            set(true);
+            let before = calls();
+            let g = linalg::det(&a).unwrap();
+            let s = linalg::svdvals(&a).unwrap();
+            assert_eq!(calls(), before, "{dt} {big}: went to the emulation");
+            set(false);
+            assert_eq!(vals(&g), vals(&linalg::det(&a).unwrap()));
+            assert_eq!(vals(&s), vals(&linalg::svdvals(&a).unwrap()));
+        }
+        let mut v = vals(&square(&[2], 3, DType::F64, 9));
+        v[4] = f64::NAN;
+        let a = Tensor::from_vec(v, &[2, 3, 3], Device::Cpu).unwrap();
+        set(true);
+        let before = calls();
+        let _ = linalg::eigvalsh(&a, Uplo::Lower).unwrap();
+        assert_eq!(calls(), before, "NaN: went to the emulation");
+        set(false);
+        // Ordinary magnitudes do go through it.
+        let a = square(&[2], 3, DType::F64, 10).mul(1e100).unwrap();
+        let (h, g) = both("det 1e100", || linalg::det(&a).unwrap());
+        agree("det 1e100", &h, &g, 1e-9);
+    }
+
     #[test]
     fn cholesky_through_the_emulation() {
         for dt in [DType::F32, DType::F64] {
