@@ -692,6 +692,10 @@ pub(super) fn pinv<T: Lin>(
     hermitian: bool,
 ) -> Result<Option<Tensor>> {
     const OP: &str = "linalg.pinv";
+    if !(atol.is_finite() && rtol.is_finite()) {
+        // NaN or infinite tolerances: the host path's `nan_max` rules.
+        return Ok(None);
+    }
     let keep = |x: &Tensor, max: &Tensor| -> Result<Tensor> {
         // max(atol, rtol * max) per matrix, and 1/x where |x| is above it.
         let tol = max.mul(rtol)?.clamp(Some(atol), None::<f64>)?;
@@ -727,7 +731,7 @@ pub(super) fn lstsq<T: Lin>(
     b: &Tensor,
     rcond: f64,
 ) -> Result<Option<(Tensor, Vec<i64>)>> {
-    if !takes(&[a, b], &[])? {
+    if !rcond.is_finite() || !takes(&[a, b], &[])? {
         return Ok(None);
     }
     let Some((u, s, vh)) = svd_as::<T>("torch.linalg.lstsq", a, true, false)? else {
