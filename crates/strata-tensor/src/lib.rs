@@ -127,8 +127,8 @@ pub use ops::{
     PoolPlan,
 };
 pub use ops::{
-    batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,
-    RmsNormPlan, SELU_ALPHA, SELU_SCALE,
+    batch_norm, batch_norm_plan, group_norm, group_norm_plan, rms_norm, rms_norm_plan,
+    BatchNormPlan, GroupNormPlan, RmsNormPlan, SELU_ALPHA, SELU_SCALE,
 };
 pub use ops::{col2im_plan, im2col_plan, pixel_shuffle_of, FoldOptions};
 pub use ops::{

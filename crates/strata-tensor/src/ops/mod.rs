@@ -42,8 +42,8 @@ mod optim;
 mod overloads;
 mod pointwise_losses;
 pub use norms::{
-    batch_norm, batch_norm_plan, group_norm_plan, rms_norm_plan, BatchNormPlan, GroupNormPlan,
-    RmsNormPlan,
+    batch_norm, batch_norm_plan, group_norm, group_norm_plan, rms_norm, rms_norm_plan,
+    BatchNormPlan, GroupNormPlan, RmsNormPlan,
 };
 mod reduce;
 pub(crate) mod scatter_ops;

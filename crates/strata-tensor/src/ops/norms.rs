@@ -174,26 +174,7 @@ impl Tensor {
         weight: Option<&Tensor>,
         eps: Option<f64>,
     ) -> Result<Tensor> {
-        let plan = rms_norm_plan(
-            self.shape(),
-            self.dtype(),
-            normalized_shape,
-            weight.map(Tensor::shape),
-            eps,
-        )?;
-        let c = plan.compute;
-        let u = self.to_dtype(c)?;
-        let r = u
-            .mul(&u)?
-            .mean(Some(&plan.dims), true)?
-            .add(plan.eps)?
-            .rsqrt()?;
-        let y = u.mul(&r)?;
-        let y = match weight {
-            Some(w) => y.mul(&w.to_dtype(c)?)?,
-            None => y,
-        };
-        y.to_dtype(self.dtype())
+        rms_norm(self, normalized_shape, weight, eps)
     }
 
     /// `F.group_norm(self, num_groups, weight, bias, eps)` of an `[N, C, *]`
@@ -208,36 +189,80 @@ impl Tensor {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor> {
-        let plan = group_norm_plan(
-            self.shape(),
-            self.dtype(),
-            num_groups,
-            weight.map(Tensor::shape),
-            bias.map(Tensor::shape),
-        )?;
-        let c = plan.compute;
-        let x = self.to_dtype(c)?;
-        let u = x.reshape(&plan.grouped)?;
-        let mean = u.mean(Some(&[2]), true)?;
-        let rstd = u.var(Some(&[2]), 0.0, true)?.add(eps)?.rsqrt()?;
-        // PyTorch's CPU kernel's form: per sample and channel a scale
-        // `rstd * weight` and a shift `bias - scale * mean`, then
-        // `x * scale + shift` (its rounding shows where a group's values
-        // are equal: `x - mean` would be exactly 0 there).
-        let scale = match weight {
-            Some(w) => rstd.mul(&w.to_dtype(c)?.reshape(&plan.channels)?)?,
-            None => rstd.expand(&plan.per_sample)?,
-        };
-        let shift = scale.mul(&mean)?.neg()?;
-        let shift = match bias {
-            Some(b) => shift.add(&b.to_dtype(c)?.reshape(&plan.channels)?)?,
-            None => shift,
-        };
-        let y = x
-            .mul(&scale.reshape(&plan.against_input)?)?
-            .add(&shift.reshape(&plan.against_input)?)?;
-        y.to_dtype(self.dtype())
+        group_norm(self, num_groups, weight, bias, eps)
     }
+}
+
+/// `F.rms_norm` of `x` (a `Tensor` or a `Var`; see [`Tensor::rms_norm`]):
+/// checked by [`rms_norm_plan`], `x * rsqrt(mean(x^2) + eps) * weight` in
+/// the computation dtype, rounded to `x`'s dtype once.
+pub fn rms_norm<T: Composite>(
+    x: &T,
+    normalized_shape: &[usize],
+    weight: Option<&T>,
+    eps: Option<f64>,
+) -> std::result::Result<T, T::Error> {
+    let plan = rms_norm_plan(
+        x.shape(),
+        x.dtype(),
+        normalized_shape,
+        weight.map(T::shape),
+        eps,
+    )?;
+    let c = plan.compute;
+    let u = x.to_dtype(c)?;
+    let r = u
+        .mul(&u)?
+        .mean(Some(&plan.dims), true)?
+        .add_scalar(plan.eps)?
+        .rsqrt()?;
+    let y = u.mul(&r)?;
+    let y = match weight {
+        Some(w) => y.mul(&w.to_dtype(c)?)?,
+        None => y,
+    };
+    y.to_dtype(x.dtype())
+}
+
+/// `F.group_norm` of `x` (a `Tensor` or a `Var`; see
+/// [`Tensor::group_norm`]): checked by [`group_norm_plan`], each group's
+/// statistics in the computation dtype, the result rounded once.
+pub fn group_norm<T: Composite>(
+    x: &T,
+    num_groups: usize,
+    weight: Option<&T>,
+    bias: Option<&T>,
+    eps: f64,
+) -> std::result::Result<T, T::Error> {
+    let plan = group_norm_plan(
+        x.shape(),
+        x.dtype(),
+        num_groups,
+        weight.map(T::shape),
+        bias.map(T::shape),
+    )?;
+    let c = plan.compute;
+    let xc = x.to_dtype(c)?;
+    let u = xc.reshape(&plan.grouped)?;
+    let mean = u.mean(Some(&[2]), true)?;
+    let rstd = u.var_keepdim(&[2], 0.0)?.add_scalar(eps)?.rsqrt()?;
+    // PyTorch's CPU kernel's form: per sample and channel a scale
+    // `rstd * weight` and a shift `bias - scale * mean`, then
+    // `x * scale + shift` (its rounding shows where a group's values
+    // are equal: `x - mean` would be exactly 0 there).
+    let scale = match weight {
+        Some(w) => rstd.mul(&w.to_dtype(c)?.reshape(&plan.channels)?)?,
+        None => rstd.expand(&plan.per_sample)?,
+    };
+    let shift = scale.mul(&mean)?.neg()?;
+    let shift = match bias {
+        Some(b) => shift.add(&b.to_dtype(c)?.reshape(&plan.channels)?)?,
+        None => shift,
+    };
+    let y = xc
+        .mul(&scale.reshape(&plan.against_input)?)?
+        .add(&shift.reshape(&plan.against_input)?)?;
+    y.to_dtype(x.dtype())
 }
 
 /// What `F.batch_norm` computes with, from its checked operands.
