@@ -346,12 +346,33 @@ impl Tensor {
         }
         // As in PyTorch, a 0-d self, index or src counts as 1-D of one
         // element in the ranks and the sizes.
+        // PyTorch's scatter_shape_check: self's rank, the sizes against
+        // self's, then (when those fit) against src's, dim by dim, reading
+        // `src.size(k)` of a src of fewer dims (a dim error once k passes
+        // them), and only then src's rank.
         same_rank(op, "self", self, index)?;
+        let dims = nonempty_dim(self);
+        let mut too_big =
+            (0..dims).any(|k| k != d && nonempty_size(index, k) > nonempty_size(self, k));
+        if !too_big {
+            for k in 0..dims {
+                if src.ndim() > 0 && k >= src.ndim() {
+                    return Err(TensorError::dim(
+                        op,
+                        format!(
+                            "src {:?} has no dim {k} to compare with the index {:?}",
+                            src.shape(),
+                            index.shape()
+                        ),
+                    ));
+                }
+                if nonempty_size(index, k) > nonempty_size(src, k) {
+                    too_big = true;
+                    break;
+                }
+            }
+        }
         same_rank(op, "src", src, index)?;
-        let too_big = (0..nonempty_dim(self)).any(|k| {
-            let n = nonempty_size(index, k);
-            n > nonempty_size(src, k) || (k != d && n > nonempty_size(self, k))
-        });
         if too_big {
             return Err(TensorError::shape(
                 op,

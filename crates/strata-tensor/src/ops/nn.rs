@@ -171,10 +171,43 @@ fn layer_norm_operands<const N: usize>(
     normalized_shape: &[usize],
     params: [(&str, Option<&Tensor>); N],
 ) -> Result<Option<DType>> {
-    // PyTorch's order: the shapes (normalized_shape, the parameters', the
-    // input's trailing dims), then the dtypes (the parameters' against the
-    // input's, then the input's own): a 0-d i32 input with normalized_shape
-    // [1] is a shape error (fuzz_ops s3401_empty_0d_0298).
+    // PyTorch's CPU layer_norm first checks a mixed-dtype call (the first
+    // parameter given has another dtype than the input): every parameter
+    // must then be f32 ("mixed dtype (CPU): expect parameter to have scalar
+    // type of Float") and the input f16 or bf16 ("all inputs must share same
+    // datatype"), before any shape (fuzz_conformance_s80: an f32 input [2]
+    // with normalized_shape [2, 3, 1] and a u8 weight is a dtype error).
+    let first = params.iter().find_map(|&(_, t)| t);
+    if first.is_some_and(|p| p.dtype() != x.dtype()) {
+        for (name, t) in params {
+            let Some(t) = t else { continue };
+            if t.dtype() != DType::F32 {
+                return Err(TensorError::dtype(
+                    op,
+                    format!(
+                        "the {name} is {} but the input is {}: parameters of another dtype than \
+                         the input must be f32 (for an f16/bf16 input)",
+                        t.dtype(),
+                        x.dtype()
+                    ),
+                ));
+            }
+        }
+        if !matches!(x.dtype(), DType::F16 | DType::BF16) {
+            return Err(TensorError::dtype(
+                op,
+                format!(
+                    "f32 parameters need an f16 or bf16 input, got {}; the input and the \
+                     parameters must share a dtype",
+                    x.dtype()
+                ),
+            ));
+        }
+    }
+    // Then PyTorch's order: the shapes (normalized_shape, the parameters',
+    // the input's trailing dims), then the dtypes (the parameters' against
+    // the input's, then the input's own): a 0-d i32 input with
+    // normalized_shape [1] is a shape error (fuzz_ops s3401_empty_0d_0298).
     let k = normalized_shape.len();
     if k == 0 || k > x.ndim() || x.shape()[x.ndim() - k..] != *normalized_shape {
         return Err(TensorError::shape(
@@ -338,6 +371,196 @@ fn check_no_class_nd(op: &'static str, x: &Tensor, classes: usize, targets: usiz
         ));
     }
     Ok(())
+}
+
+/// PyTorch's checks of `nll_loss_nd` (behind `nll_loss` and class-index
+/// `cross_entropy`), and of the `nll_loss` it calls for an input of 1 or 2
+/// dims, on the shapes and the targets' dtype, in its order; its kernel looks
+/// at the input's dtype and the weight's only after these. So an i32 (2, 3)
+/// input with 3 targets is a shape error (the batch sizes), not a dtype one
+/// (fuzz_conformance_s80's programs with several faults at once).
+fn nll_nd_checks(
+    op: &'static str,
+    x: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+) -> Result<()> {
+    let nd = x.ndim();
+    if nd == 0 {
+        return Err(TensorError::shape(
+            op,
+            "the input must be (C), (N, C) or (N, C, d1, ...), got a 0-d tensor",
+        ));
+    }
+    if nd != 1 {
+        // PyTorch 2.15 reads a 0-d target's batch size as 0 here (sizes()[0]
+        // of no sizes): an (N, C) input with N > 0 and a 0-d target is this
+        // shape error, with N = 0 it passes on to the checks below.
+        let batch = target.shape().first().copied().unwrap_or(0);
+        if x.shape()[0] != batch {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the input's batch size {} does not match the target's {batch}",
+                    x.shape()[0]
+                ),
+            ));
+        }
+    }
+    if nd > 2 {
+        if target.ndim() == 0 || target.shape()[1..] != x.shape()[2..] {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the target has shape {:?}, expected {:?} (the input's without the class dim)",
+                    target.shape(),
+                    [&x.shape()[..1], &x.shape()[2..]].concat()
+                ),
+            ));
+        }
+    } else if target.ndim() > 1 {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "the target of an input of {nd} dims must be 0-d or 1-D, got shape {:?}",
+                target.shape()
+            ),
+        ));
+    }
+    // (PyTorch's (N, C, d1, ...) path checks this before the weight too.)
+    if !matches!(target.dtype(), DType::I64 | DType::U8) {
+        return Err(TensorError::dtype(
+            op,
+            format!(
+                "class targets must be int64 (or uint8), not {}; convert with to_dtype(DType::I64)",
+                target.dtype()
+            ),
+        ));
+    }
+    if nd > 2 {
+        return Ok(());
+    }
+    if target.ndim() == 0 && nd == 2 {
+        return Err(TensorError::dim(
+            op,
+            format!(
+                "the target is 0-d: it has no batch dim to match the input's {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    let rows_ok = match (nd, target.ndim()) {
+        (1, 1) => target.shape()[0] == 1,
+        (1, 0) => true,
+        _ => target.shape().first() == x.shape().first(),
+    };
+    if !rows_ok {
+        return Err(TensorError::shape(
+            op,
+            format!(
+                "the target has shape {:?}, expected {:?} for an input of shape {:?}",
+                target.shape(),
+                if nd == 1 { vec![] } else { vec![x.shape()[0]] },
+                x.shape()
+            ),
+        ));
+    }
+    let classes = x.shape()[nd - 1];
+    if let Some(w) = weight {
+        if w.shape() != [classes] {
+            return Err(TensorError::shape(
+                op,
+                format!(
+                    "the weight must have shape [{classes}], got {:?}",
+                    w.shape()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A (C) input takes a 1-D target of one element as its 0-d target (PyTorch's
+/// nll_loss: "For 1D input, 1D target must have size 1"; the loss of
+/// reduction `none` is then 0-d too): that target viewed as 0-d, or `None`
+/// to keep the target as it is (also a target of the input's own shape, the
+/// class probabilities of a (1) input).
+fn one_target(x: &Tensor, target: &Tensor) -> Result<Option<Tensor>> {
+    if x.ndim() == 1 && target.shape() == [1] && x.shape() != target.shape() {
+        return target.reshape(&[]).map(Some);
+    }
+    Ok(None)
+}
+
+/// PyTorch's checks of `cross_entropy` before its kernels, in its order. A
+/// target of the input's very shape is read as class probabilities, whatever
+/// its dtype (an i64 target of the input's shape is a dtype error, not a
+/// shape one); any other as class indices, which go through `log_softmax`
+/// along the class dim (a 0-d input has none: a dim error; an integer input
+/// with elements: a dtype error) and then [`nll_nd_checks`].
+fn cross_entropy_order_checks(x: &Tensor, target: &Tensor, args: &CrossEntropyArgs) -> Result<()> {
+    const OP: &str = "cross_entropy";
+    let log_softmax = || -> Result<()> {
+        if x.ndim() == 0 {
+            return Err(TensorError::dim(
+                OP,
+                "a 0-d input has no class dim (dim 1) to take log_softmax along",
+            ));
+        }
+        if !x.dtype().is_float() && x.numel() > 0 {
+            return float_only(OP, x);
+        }
+        Ok(())
+    };
+    if x.shape() == target.shape() {
+        if !target.dtype().is_float() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "a target of the input's shape holds class probabilities and must be a float \
+                     tensor, got {}",
+                    target.dtype()
+                ),
+            ));
+        }
+        if args.ignore_index >= 0 {
+            // (the message of the check below, made first in PyTorch)
+            return check_cross_entropy_prob_ignore(args.ignore_index);
+        }
+        if x.ndim() == 0 {
+            return log_softmax();
+        }
+        let classes = x.shape()[if x.ndim() == 1 { 0 } else { 1 }];
+        if let Some(w) = args.weight {
+            if w.shape() != [classes] {
+                return Err(TensorError::shape(
+                    OP,
+                    format!(
+                        "the weight must have shape [{classes}], got {:?}",
+                        w.shape()
+                    ),
+                ));
+            }
+        }
+        check_label_smoothing(OP, args.label_smoothing)?;
+        return log_softmax();
+    }
+    if args.label_smoothing > 0.0 {
+        check_label_smoothing(OP, args.label_smoothing)?;
+    }
+    log_softmax()?;
+    nll_nd_checks(OP, x, target, args.weight)
+}
+
+/// Probability targets take no non-negative ignore_index.
+fn check_cross_entropy_prob_ignore(ignore_index: i64) -> Result<()> {
+    Err(TensorError::value(
+        "cross_entropy",
+        format!(
+            "ignore_index {ignore_index} is not supported for probability targets (PyTorch takes \
+             only a negative one); leave it at the default -100"
+        ),
+    ))
 }
 
 /// The class weight PyTorch's loss kernels see for `input` with class-index
@@ -749,14 +972,7 @@ impl Tensor {
         // PyTorch: "ignore_index is not supported for floating point target"
         // (a negative one, such as the default -100, is taken).
         if target.dtype().is_float() && args.ignore_index >= 0 {
-            return Err(TensorError::value(
-                OP,
-                format!(
-                    "ignore_index {} is not supported for probability targets (PyTorch takes \
-                     only a negative one); leave it at the default -100",
-                    args.ignore_index
-                ),
-            ));
+            return check_cross_entropy_prob_ignore(args.ignore_index);
         }
         Ok(())
     }
@@ -769,6 +985,9 @@ impl Tensor {
         args: CrossEntropyArgs,
     ) -> Result<(Tensor, Option<CrossEntropySaved>)> {
         const OP: &str = "cross_entropy";
+        cross_entropy_order_checks(self, target, &args)?;
+        let one = one_target(self, target)?;
+        let target = one.as_ref().unwrap_or(target);
         let flat = match target.dtype().is_float() {
             true => args.weight.cloned(),
             false => class_weight(self, args.weight)?,
@@ -1067,6 +1286,9 @@ impl Tensor {
         reduction: Reduction,
     ) -> Result<Tensor> {
         const OP: &str = "nll_loss";
+        nll_nd_checks(OP, self, target, weight)?;
+        let one = one_target(self, target)?;
+        let target = one.as_ref().unwrap_or(target);
         let flat = class_weight(self, weight)?;
         let weight = flat.as_ref();
         float_only(OP, self)?;
@@ -1116,17 +1338,10 @@ impl Tensor {
         // PyTorch's kernel needs a float promoted dtype (an integer operand
         // beside a float one is fine); with a weight, F.mse_loss composes
         // sub, pow and mul instead, whose own dtype rules apply.
+        // F.mse_loss broadcasts the operands (torch.broadcast_tensors) and
+        // checks the weight's shape before its kernel sees a dtype: an i64
+        // [2, 3] input with an i64 [5, 1] target is a broadcast error.
         let promoted = self.dtype().promote(target.dtype());
-        if weight.is_none() && !promoted.is_float() {
-            return Err(TensorError::dtype(
-                OP,
-                format!(
-                    "mse_loss needs a floating-point operand, got {} and {}",
-                    self.dtype(),
-                    target.dtype()
-                ),
-            ));
-        }
         let shape = broadcast_shapes(OP, self.shape(), target.shape())?;
         if let Some(w) = weight {
             if w.shape() != self.shape() {
@@ -1139,6 +1354,16 @@ impl Tensor {
                     ),
                 ));
             }
+        }
+        if weight.is_none() && !promoted.is_float() {
+            return Err(TensorError::dtype(
+                OP,
+                format!(
+                    "mse_loss needs a floating-point operand, got {} and {}",
+                    self.dtype(),
+                    target.dtype()
+                ),
+            ));
         }
         // PyTorch broadcasts input and target before anything else, so a
         // 0-d operand beside a dimensioned one promotes as a dimensioned one
