@@ -3,7 +3,8 @@
 //! `Ok(None)` where cuSOLVER does not take the input, and the caller then
 //! factors on the host (`host.rs`) as before. That is the case on the CPU,
 //! where cuSOLVER cannot be loaded (`crate::cuda::cusolver_version` says
-//! why), where [`set_cusolver_enabled`] turned it off, for empty inputs (no
+//! why), unless [`set_cusolver_enabled`] turned it on (it is off by default
+//! until this path has been run on a GPU), for empty inputs (no
 //! cuSOLVER call; the host path makes their results without work), for a
 //! matrix dim above `i32::MAX` (cuSOLVER's sizes are C ints) or a matrix or
 //! full factor of more elements than that (the legacy 32-bit API is not
@@ -158,10 +159,15 @@ impl Solver for Session {
 #[path = "gpu_emulation.rs"]
 mod emulation;
 
-static CUSOLVER_ENABLED: AtomicBool = AtomicBool::new(true);
+/// Off until the cuSOLVER path has run on a GPU: session 80 wrote it on a
+/// machine without one (its calls are checked only through the host
+/// emulation of `gpu_emulation.rs`), so GPU tensors take the host path
+/// unless a user opts in.
+static CUSOLVER_ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Whether `strata_tensor::linalg` may factor GPU tensors with cuSOLVER
-/// where it loads, for the whole process (`true` by default). With `false`,
+/// where it loads, for the whole process (`false` by default until this
+/// path has been checked on a GPU: opt in with `true`). With `false`,
 /// or without cuSOLVER ([`crate::cuda::cusolver_version`]), the matrices of
 /// a GPU tensor are copied to the host, factored there with `faer` and the
 /// results copied back (the same results up to rounding and the signs of
@@ -169,10 +175,10 @@ static CUSOLVER_ENABLED: AtomicBool = AtomicBool::new(true);
 ///
 /// ```
 /// use strata_tensor::linalg::{cusolver_enabled, set_cusolver_enabled};
+/// assert!(!cusolver_enabled()); // the default, until checked on a GPU
+/// set_cusolver_enabled(true); // GPU factorizations through cuSOLVER
 /// assert!(cusolver_enabled());
-/// set_cusolver_enabled(false); // GPU factorizations on the host
-/// assert!(!cusolver_enabled());
-/// set_cusolver_enabled(true);
+/// set_cusolver_enabled(false);
 /// ```
 pub fn set_cusolver_enabled(enabled: bool) {
     CUSOLVER_ENABLED.store(enabled, Ordering::Relaxed);
