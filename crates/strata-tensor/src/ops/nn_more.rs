@@ -572,7 +572,8 @@ pub fn instance_norm_of<T: Composite>(
     let mut shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
     shape[1] = b * c;
     shape[0] = 1;
-    let out = crate::ops::norms::batch_norm(
+    // PyTorch's instance_norm does not check eps (batch_norm does).
+    let out = crate::ops::norms::batch_norm_any_eps(
         &x.contiguous()?.view(&shape)?,
         rm.as_ref(),
         rv.as_ref(),

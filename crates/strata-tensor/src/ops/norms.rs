@@ -289,6 +289,22 @@ pub struct BatchNormPlan {
     pub empty: bool,
 }
 
+/// `F.batch_norm`'s own check of `eps`: non-negative, and positive in
+/// training (where the batch variance may be 0). NaN passes it (and gives
+/// NaN), as in PyTorch. `F.instance_norm` does not check it.
+fn check_eps(training: bool, eps: f64) -> Result<()> {
+    if eps < 0.0 || (training && eps == 0.0) {
+        return Err(TensorError::value(
+            "batch_norm",
+            format!(
+                "eps must be non-negative (and positive in training, where the batch variance \
+                 may be 0), got {eps}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Checks `F.batch_norm`'s operands as PyTorch 2.15's CPU does (an input
 /// `[N, C, *]` of floats; running statistics, weight and bias `[C]`, all of
 /// one dtype: the input's, or f32 for an f16/bf16 input; both running
@@ -302,18 +318,19 @@ pub fn batch_norm_plan(
     training: bool,
     eps: f64,
 ) -> Result<BatchNormPlan> {
+    check_eps(training, eps)?;
+    batch_norm_operands(input, running, params, training)
+}
+
+/// [`batch_norm_plan`] but for `eps`, which `F.instance_norm` does not check.
+fn batch_norm_operands(
+    input: (&[usize], DType),
+    running: [Option<(&[usize], DType)>; 2],
+    params: [Option<(&[usize], DType)>; 2],
+    training: bool,
+) -> Result<BatchNormPlan> {
     const OP: &str = "batch_norm";
     let (shape, dtype) = input;
-    // F.batch_norm's own checks: NaN passes them (and gives NaN).
-    if eps < 0.0 || (training && eps == 0.0) {
-        return Err(TensorError::value(
-            OP,
-            format!(
-                "eps must be non-negative (and positive in training, where the batch variance \
-                 may be 0), got {eps}"
-            ),
-        ));
-    }
     // F.batch_norm's `_verify_batch_size` (saturating: an empty input may
     // have huge sizes beside its 0).
     let count = shape.first().map_or(1, |&n| {
@@ -576,12 +593,37 @@ pub fn batch_norm<T: Composite>(
     momentum: f64,
     eps: f64,
 ) -> std::result::Result<T, T::Error> {
-    let plan = batch_norm_plan(
+    check_eps(training, eps)?;
+    batch_norm_any_eps(
+        x,
+        running_mean,
+        running_var,
+        weight,
+        bias,
+        training,
+        momentum,
+        eps,
+    )
+}
+
+/// [`batch_norm`] with any `eps` (`F.instance_norm`'s, which PyTorch does not
+/// check: a negative one gives NaN where it exceeds the variance).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn batch_norm_any_eps<T: Composite>(
+    x: &T,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&T>,
+    bias: Option<&T>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> std::result::Result<T, T::Error> {
+    let plan = batch_norm_operands(
         (x.shape(), x.dtype()),
         [running_mean.map(operand), running_var.map(operand)],
         [weight.map(operand), bias.map(operand)],
         training,
-        eps,
     )?;
     plan.normalize(
         x,

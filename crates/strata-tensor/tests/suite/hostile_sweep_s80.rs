@@ -234,3 +234,28 @@ fn matrix_power_by_i64_min_answers_at_once() {
     assert_eq!(neg.unwrap(), [1.0, 0.0, 0.0, 1.0]);
     assert_eq!(empty.unwrap(), [0, 0]);
 }
+
+/// `F.instance_norm` does not check `eps` (PyTorch 2.15: 0 and negative
+/// values are used as given, NaN where `var + eps < 0`), while
+/// `F.batch_norm` in training refuses `eps <= 0`. Values from PyTorch 2.15
+/// for `[[[1, 2, 3, 4]]]` (mean 2.5, biased variance 1.25).
+#[test]
+fn instance_norm_takes_any_eps_as_pytorch_and_batch_norm_still_checks_it() {
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 1, 4], Device::Cpu).unwrap();
+    let norm = |eps: f64| {
+        x.instance_norm(None, None, None, None, true, 0.1, eps)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap()
+    };
+    let want0 = [-1.341_640_8f32, -0.447_213_65, 0.447_213_53, 1.341_640_7];
+    for (g, w) in norm(0.0).iter().zip(want0) {
+        assert!((g - w).abs() <= 1e-6, "{g} vs {w}");
+    }
+    for (g, w) in norm(-0.25).iter().zip([-1.5f32, -0.5, 0.5, 1.5]) {
+        assert!((g - w).abs() <= 1e-6, "{g} vs {w}");
+    }
+    assert!(norm(-2.0).iter().all(|v| v.is_nan()));
+    let err = x.batch_norm(None, None, None, None, true, 0.1, 0.0);
+    assert!(matches!(err, Err(TensorError::Value { .. })), "{err:?}");
+}
