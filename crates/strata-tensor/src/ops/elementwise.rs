@@ -555,7 +555,7 @@ impl Tensor {
                 None => match pow_products(op, compute, s) {
                     // x^2, x^3 and x^-2 as products, rounded as PyTorch's.
                     Some(k) => k.apply(&a_c, &target, &shape)?,
-                    None if pow_in_f64(op, compute, s, self.device()) => {
+                    None if pow_in_f64(op, compute, s, &a_c) => {
                         let a64 = a_c.to_dtype_contiguous(DType::F64)?;
                         let t64 = Tensor::zeros(&shape, DType::F64, self.device())?;
                         launch(&t64, &[&a64], |be| {
@@ -1189,15 +1189,20 @@ fn pow_products(op: BinaryOp, compute: DType, s: Scalar) -> Option<PowProducts> 
 /// `std::pow(float, double)`, a double power, so an exponent that f32 cannot
 /// hold keeps its value: `(-2^31).pow(16777217.0)` is -inf (the odd exponent)
 /// where an f32 `powf` sees 16777216 and gives +inf, and
-/// `(-1).pow(2^24 + 1)` is -1. (Its vectorised loop, for inner rows of 16
-/// contiguous elements or more, rounds the exponent to f32 instead; the
-/// small tensors of the conformance programs take the scalar loop.) An
+/// `(-1).pow(2^24 + 1)` is -1. Its vectorised loop rounds the exponent to
+/// f32 instead: it runs over each full block of `2 * Vec::size()` contiguous
+/// elements (32 with AVX-512, 16 with AVX2), the scalar loop over the rest,
+/// so a tensor of fewer than 32 elements (under AVX-512: every element) is
+/// computed in f64 here and a larger one in f32, as its bulk is (its last
+/// `n % 32` elements may then differ from PyTorch's by a few units in the
+/// last place, and the large tensor keeps the f32 kernel's speed). An
 /// exponent f32 holds exactly is computed in f32 as before.
-fn pow_in_f64(op: BinaryOp, compute: DType, s: Scalar, device: crate::Device) -> bool {
+fn pow_in_f64(op: BinaryOp, compute: DType, s: Scalar, a: &Tensor) -> bool {
     let e = s.to_f64();
     op == BinaryOp::Pow
         && compute == DType::F32
-        && device == crate::Device::Cpu
+        && a.device() == crate::Device::Cpu
+        && a.numel() < 32
         && e.is_finite()
         && f64::from(e as f32) != e
 }
