@@ -14,7 +14,7 @@
 //!   so that their values agree with PyTorch's CPU bit for bit.
 //!
 //! `einsum` and the other compositions are written once over
-//! [`Composite`](crate::ops::composite::Composite), which strata-autograd implements for its `Var`: the
+//! [`Composite`](crate::Composite), which strata-autograd implements for its `Var`: the
 //! same algorithm records its gradients there.
 
 use crate::dtype::DType;

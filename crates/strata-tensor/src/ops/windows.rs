@@ -1,5 +1,5 @@
 //! What convolution and pooling share: their windows ([`Windows`], taken
-//! with the view ops of [`Composite`](crate::ops::composite::Composite), so
+//! with the view ops of [`Composite`](crate::Composite), so
 //! that one plan drives the `Tensor` and the `Var` forms), the rank check of
 //! an input with or without a batch dim, and the int-or-tuple option lists.
 
