@@ -10,8 +10,7 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::nn_more::{
-    bilinear_check, local_response_norm_of, lp_pool1d_of, lp_pool2d_of, max_unpool_of,
-    multi_margin_loss_of,
+    local_response_norm_of, lp_pool1d_of, lp_pool2d_of, max_unpool_of, multi_margin_loss_of,
 };
 use strata_tensor::{Reduction, Tensor};
 
@@ -118,17 +117,7 @@ impl Var {
 
     /// [`Tensor::bilinear`] (an `einsum`; every operand differentiable).
     pub fn bilinear(&self, x2: &Var, weight: &Var, bias: Option<&Var>) -> Result<Var> {
-        bilinear_check(
-            self.data(),
-            x2.data(),
-            weight.data(),
-            bias.map(|b| b.data()),
-        )?;
-        let y = Var::einsum("...i,oij,...j->...o", &[self, weight, x2])?;
-        match bias {
-            Some(b) => y.add(b),
-            None => Ok(y),
-        }
+        strata_tensor::nn_more::bilinear_of(self, x2, weight, bias)
     }
 }
 

@@ -441,17 +441,25 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn bilinear(&self, x2: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
-        bilinear_check(self, x2, weight, bias)?;
-        let y = Tensor::einsum("...i,oij,...j->...o", &[self, weight, x2])?;
-        match bias {
-            Some(b) => y.add(b),
-            None => Ok(y),
-        }
+        bilinear_of(self, x2, weight, bias)
     }
 }
 
 /// `F.bilinear`'s checks (PyTorch's `_trilinear` path). Shared with
 /// strata-autograd.
+/// `F.bilinear` of tensors or variables: checked by [`bilinear_check`], then
+/// `einsum("...i,oij,...j->...o", x1, weight, x2) + bias`.
+pub fn bilinear_of<T: Composite>(x1: &T, x2: &T, weight: &T, bias: Option<&T>) -> Of<T> {
+    bilinear_check(x1.data(), x2.data(), weight.data(), bias.map(T::data))?;
+    let operands = [x1.clone(), weight.clone(), x2.clone()];
+    let y = crate::ops::contract::einsum("...i,oij,...j->...o", &operands)?;
+    match bias {
+        Some(b) => y.add(b),
+        None => Ok(y),
+    }
+}
+
+/// `F.bilinear`'s operand checks (dtypes, devices, shapes) in PyTorch's order.
 pub fn bilinear_check(x1: &Tensor, x2: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<()> {
     const OP: &str = "bilinear";
     let mut all = vec![x1, x2, w];
