@@ -42,6 +42,7 @@ use super::{batch_of, Uplo};
 use crate::error::{Result, TensorError};
 use crate::tensor::Tensor;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
 use strata_alloc::Device;
 
 #[cfg(feature = "cuda")]
@@ -159,15 +160,49 @@ impl Solver for Session {
 #[path = "gpu_emulation.rs"]
 mod emulation;
 
+#[cfg(test)]
+mod switch_tests {
+    use super::switched_on;
+
+    #[test]
+    fn the_switch_variable_is_on_only_for_yes_words() {
+        for v in ["1", "true", "TRUE", " on ", "Yes"] {
+            assert!(switched_on(Some(v)), "{v:?}");
+        }
+        for v in ["", "0", "false", "off", "no", "2", "enable"] {
+            assert!(!switched_on(Some(v)), "{v:?}");
+        }
+        assert!(!switched_on(None));
+    }
+}
+
+/// The environment variable that turns the cuSOLVER path on for a process
+/// from its start (`1`, `true`, `on` or `yes`), as
+/// [`set_cusolver_enabled`]`(true)` does.
+pub const CUSOLVER_VAR: &str = "STRATA_CUSOLVER";
+
 /// Off until the cuSOLVER path has run on a GPU: session 80 wrote it on a
 /// machine without one (its calls are checked only through the host
 /// emulation of `gpu_emulation.rs`), so GPU tensors take the host path
-/// unless a user opts in.
-static CUSOLVER_ENABLED: AtomicBool = AtomicBool::new(false);
+/// unless a user opts in ([`CUSOLVER_VAR`] or [`set_cusolver_enabled`]).
+static CUSOLVER_ENABLED: LazyLock<AtomicBool> =
+    LazyLock::new(|| AtomicBool::new(switched_on(std::env::var(CUSOLVER_VAR).ok().as_deref())));
+
+/// Whether a switch variable's value turns it on (`1`, `true`, `on`, `yes`,
+/// any case, spaces around ignored); unset or anything else is off.
+fn switched_on(value: Option<&str>) -> bool {
+    value.is_some_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "on" | "yes"
+        )
+    })
+}
 
 /// Whether `strata_tensor::linalg` may factor GPU tensors with cuSOLVER
 /// where it loads, for the whole process (`false` by default until this
-/// path has been checked on a GPU: opt in with `true`). With `false`,
+/// path has been checked on a GPU: opt in with `true`, or start the process
+/// with `STRATA_CUSOLVER=1`). With `false`,
 /// or without cuSOLVER ([`crate::cuda::cusolver_version`]), the matrices of
 /// a GPU tensor are copied to the host, factored there with `faer` and the
 /// results copied back (the same results up to rounding and the signs of

@@ -48,7 +48,7 @@ mod norms;
 
 pub use decompose::{cholesky, eigh, eigvalsh, qr, svd, svdvals, QrMode, Uplo};
 pub use derived::{cond, lstsq, matrix_power, matrix_rank, pinv, Lstsq};
-pub use gpu::{cusolver_enabled, set_cusolver_enabled};
+pub use gpu::{cusolver_enabled, set_cusolver_enabled, CUSOLVER_VAR};
 pub use lu::{det, inv, logdet, slogdet, solve, solve_is_vector_rhs};
 pub use norms::{cross, matrix_norm, norm, vecdot, vector_norm, NormOrd};
 
