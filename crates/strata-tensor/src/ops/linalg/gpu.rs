@@ -160,22 +160,6 @@ impl Solver for Session {
 #[path = "gpu_emulation.rs"]
 mod emulation;
 
-#[cfg(test)]
-mod switch_tests {
-    use super::switched_on;
-
-    #[test]
-    fn the_switch_variable_is_on_only_for_yes_words() {
-        for v in ["1", "true", "TRUE", " on ", "Yes"] {
-            assert!(switched_on(Some(v)), "{v:?}");
-        }
-        for v in ["", "0", "false", "off", "no", "2", "enable"] {
-            assert!(!switched_on(Some(v)), "{v:?}");
-        }
-        assert!(!switched_on(None));
-    }
-}
-
 /// The environment variable that turns the cuSOLVER path on for a process
 /// from its start (`1`, `true`, `on` or `yes`), as
 /// [`set_cusolver_enabled`]`(true)` does.
@@ -884,5 +868,21 @@ mod stub {
         ) -> Result<Gesvd> {
             match *self {}
         }
+    }
+}
+
+#[cfg(test)]
+mod switch_tests {
+    use super::switched_on;
+
+    #[test]
+    fn the_switch_variable_is_on_only_for_yes_words() {
+        for v in ["1", "true", "TRUE", " on ", "Yes"] {
+            assert!(switched_on(Some(v)), "{v:?}");
+        }
+        for v in ["", "0", "false", "off", "no", "2", "enable"] {
+            assert!(!switched_on(Some(v)), "{v:?}");
+        }
+        assert!(!switched_on(None));
     }
 }
