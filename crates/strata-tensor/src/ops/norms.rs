@@ -524,7 +524,7 @@ impl BatchNormPlan {
                     }
                     for (running, batch) in [
                         (running_mean, mean.data().clone()),
-                        (running_var, var.data().clone().mul(unbiased)?),
+                        (running_var, var.data().mul(unbiased)?),
                     ] {
                         if let Some(r) = running {
                             let old = r.reshape(&[-1])?.to_dtype(self.stats)?;

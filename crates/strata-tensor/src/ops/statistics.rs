@@ -939,7 +939,7 @@ pub fn corrcoef_of<T: Composite>(x: &T) -> Of<T> {
 /// constants); an empty dim integrates to constant zeros.
 pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
     const OP: &str = "trapezoid";
-    let yv = y.data().clone();
+    let yv = y.data();
     let d = normalize_dim_strict(OP, dim, yv.ndim())?;
     if yv.shape()[d] == 0 {
         let mut s = yv.shape().to_vec();
@@ -949,7 +949,7 @@ pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
     let di = d as i64;
     match spacing {
         Spacing::X(x) => {
-            let dx = trapezoid_dx(OP, &yv, x, d)?;
+            let dx = trapezoid_dx(OP, yv, x, d)?;
             let (left, right) = (
                 y.slice(di, Some(0), Some(-1), 1)?,
                 y.slice(di, Some(1), None, 1)?,
@@ -960,7 +960,7 @@ pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
                 .div_scalar(2.0)
         }
         Spacing::Dx(dx) => {
-            no_bool_y(OP, &yv)?;
+            no_bool_y(OP, yv)?;
             let ends = y.select(di, 0)?.add(&y.select(di, -1)?)?.mul_scalar(0.5)?;
             y.sum(Some(&[di]), false)?.sub(&ends)?.mul_scalar(dx)
         }
@@ -971,9 +971,9 @@ pub fn trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
 /// are constants).
 pub fn cumulative_trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) -> Of<T> {
     const OP: &str = "cumulative_trapezoid";
-    let yv = y.data().clone();
+    let yv = y.data();
     if let Spacing::Dx(_) = spacing {
-        no_bool_y(OP, &yv)?;
+        no_bool_y(OP, yv)?;
     }
     if yv.ndim() == 0 {
         return Err(TensorError::dim(OP, "slice() cannot be applied to a 0-dim tensor.").into());
@@ -986,7 +986,7 @@ pub fn cumulative_trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) 
     );
     match spacing {
         Spacing::X(x) => {
-            let dx = trapezoid_dx(OP, &yv, x, d)?;
+            let dx = trapezoid_dx(OP, yv, x, d)?;
             left.add(&right)?
                 .mul(&T::constant(dx))?
                 .cumsum(di)?
@@ -1006,7 +1006,7 @@ pub fn cumulative_trapezoid_of<T: Composite>(y: &T, spacing: Spacing, dim: i64) 
 pub fn renorm_of<T: Composite>(x: &T, p: f64, dim: i64, maxnorm: f64) -> Of<T> {
     let (dims, acc) = renorm_plan(x.data(), p, dim, maxnorm)?;
     let norm = x.to_dtype(acc)?.vector_norm(p, &dims, true)?;
-    let nv = norm.data().clone();
+    let nv = norm.data();
     let big = nv.gt(maxnorm)?;
     let top = T::constant(Tensor::full(nv.shape(), maxnorm, acc, nv.device())?);
     let scaled = top.div(&norm.add_scalar(1e-7)?)?;
@@ -1028,7 +1028,7 @@ pub fn pdist_of<T: Composite>(x: &T, p: f64, empty: impl FnOnce(&T) -> Of<T>) ->
     }
     // cdist's ±inf norm (a max or min) passes over NaN; PyTorch's pdist
     // gives NaN for a pair with a NaN in either row.
-    let v = x.data().clone();
+    let v = x.data();
     let cols = v.shape()[1];
     let vals = v.to_dtype(DType::F64)?.contiguous()?.to_vec::<f64>()?;
     let nan_row: Vec<bool> = vals
