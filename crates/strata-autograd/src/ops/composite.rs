@@ -113,11 +113,19 @@ impl Composite for Var {
     fn contiguous(&self) -> Result<Var> {
         Var::contiguous(self)
     }
+    fn clone_contiguous(&self) -> Result<Var> {
+        let out = self.data().clone_contiguous()?;
+        let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
+        record("CloneBackward", out, &[Some(self)], Vec::new, f, false)
+    }
     fn gather(&self, dim: i64, index: &Tensor) -> Result<Var> {
         Var::gather(self, dim, index)
     }
     fn scatter(&self, dim: i64, index: &Tensor, src: &Var) -> Result<Var> {
         Var::scatter(self, dim, index, src)
+    }
+    fn cumprod(&self, dim: i64) -> Result<Var> {
+        Var::cumprod(self, dim, None)
     }
     fn expand(&self, shape: &[i64]) -> Result<Var> {
         Var::expand(self, shape)

@@ -13,9 +13,9 @@ use super::formula;
 use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::shape_join::{
-    atleast_1d_of, atleast_2d_of, atleast_3d_of, block_of, channel_shuffle_shape, column_stack_of,
-    directional_split, dstack_of, hstack_of, rot90_of, tensor_split_of, unflatten_shape,
-    vander_plan, vstack_of,
+    atleast_1d_of, atleast_2d_of, atleast_3d_of, block_of, channel_shuffle_of, column_stack_of,
+    directional_split, dstack_of, hstack_of, rot90_of, tensor_split_of, unflatten_shape, vander_of,
+    vstack_of,
 };
 use strata_tensor::{Tensor, TensorSplit};
 
@@ -60,11 +60,7 @@ impl Var {
     /// ```
     pub fn rot90(&self, k: i64, dims: &[i64]) -> Result<Var> {
         // `k % 4 == 0` copies, recorded as `CloneBackward`.
-        rot90_of(self, k, dims, |x: &Var| {
-            let out = x.data().clone_contiguous()?;
-            let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
-            record("CloneBackward", out, &[Some(x)], Vec::new, f, false)
-        })
+        rot90_of(self, k, dims)
     }
 
     /// [`Tensor::block_diag`] (each input's gradient is its block of the
@@ -209,12 +205,7 @@ impl Var {
 
     /// [`Tensor::channel_shuffle`] (a reshape, a transpose and a copy).
     pub fn channel_shuffle(&self, groups: i64) -> Result<Var> {
-        let split = channel_shuffle_shape(self.shape(), groups)?;
-        let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
-        self.reshape(&split)?
-            .transpose(1, 2)?
-            .contiguous()?
-            .reshape(&shape)
+        channel_shuffle_of(self, groups)
     }
 
     /// [`Tensor::vander`] (a `cumprod` of the repeated column, so its
@@ -229,25 +220,7 @@ impl Var {
     /// # Ok::<(), strata_autograd::AutogradError>(())
     /// ```
     pub fn vander(&self, n: Option<i64>, increasing: bool) -> Result<Var> {
-        let (n, dtype) = vander_plan(self.data(), n)?;
-        let len = self.shape()[0] as i64;
-        let ones = Var::new(Tensor::ones(
-            &[len as usize, n.min(1)],
-            dtype,
-            self.device(),
-        )?);
-        let out = if n > 1 {
-            let x = self.to_dtype(dtype)?.unsqueeze(1)?;
-            let powers = x.expand(&[len, n as i64 - 1])?.cumprod(1, None)?;
-            Var::cat(&[&ones, &powers], 1)?
-        } else {
-            ones
-        };
-        if increasing {
-            Ok(out)
-        } else {
-            out.flip(&[1])
-        }
+        vander_of(self, n, increasing)
     }
 
     /// [`Tensor::swapaxes`], an alias of [`Var::transpose`].

@@ -78,6 +78,8 @@ pub trait Composite: Clone + Sized {
         -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::select`].
     fn select(&self, dim: i64, index: i64) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::cumprod`] in the operand's dtype.
+    fn cumprod(&self, dim: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::cumsum`] in the operand's dtype.
     fn cumsum(&self, dim: i64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::vector_norm`] (strata-autograd's `Var::norm`).
@@ -95,6 +97,9 @@ pub trait Composite: Clone + Sized {
     fn repeat(&self, sizes: &[i64]) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::contiguous`].
     fn contiguous(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::clone_contiguous`]: a fresh row-major copy, never a view
+    /// (a variable records it as `CloneBackward`).
+    fn clone_contiguous(&self) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::gather`].
     fn gather(&self, dim: i64, index: &Tensor) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::scatter`] of another operand.
@@ -327,11 +332,17 @@ impl Composite for Tensor {
     fn contiguous(&self) -> Result<Tensor> {
         Tensor::contiguous(self)
     }
+    fn clone_contiguous(&self) -> Result<Tensor> {
+        Tensor::clone_contiguous(self)
+    }
     fn gather(&self, dim: i64, index: &Tensor) -> Result<Tensor> {
         Tensor::gather(self, dim, index)
     }
     fn scatter(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         Tensor::scatter(self, dim, index, src)
+    }
+    fn cumprod(&self, dim: i64) -> Result<Tensor> {
+        Tensor::cumprod(self, dim, None)
     }
     fn expand(&self, shape: &[i64]) -> Result<Tensor> {
         Tensor::expand(self, shape)

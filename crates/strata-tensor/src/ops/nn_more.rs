@@ -633,7 +633,14 @@ pub fn local_response_norm_of<T: Composite>(
     let (lo, hi) = (size / 2, (size - 1) / 2);
     let s = size as usize;
     let sh = x.shape();
-    let div = if sh.len() == 3 {
+    let padded = (sh[1] as i64).checked_add(lo).and_then(|n| n.checked_add(hi));
+    let div = if hi as usize >= sh[1] - 1 && padded.is_some() {
+        // Every channel's window holds all the channels: the padded pool
+        // (whose padding alone can outgrow memory for a huge size, where
+        // PyTorch fails to allocate) is their sum over `size`. A padded
+        // length past i64 goes to the pad, which refuses it as PyTorch's.
+        div.sum(Some(&[1]), true)?.div_scalar(size as f64)?
+    } else if sh.len() == 3 {
         div.unsqueeze(1)?
             .pad_with(&[0, 0, lo, hi], 0.0.into())?
             .avg_pool2d(&PoolOptions::new(&[s, 1]).stride(&[1]))?

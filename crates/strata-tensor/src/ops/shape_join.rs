@@ -336,7 +336,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn rot90(&self, k: i64, dims: &[i64]) -> Result<Tensor> {
-        rot90_of(self, k, dims, Tensor::clone_contiguous)
+        rot90_of(self, k, dims)
     }
 
     /// `torch.block_diag(*tensors)`: the tensors (0-d as 1 x 1, 1-D as one
@@ -537,17 +537,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn channel_shuffle(&self, groups: i64) -> Result<Tensor> {
-        let split = channel_shuffle_shape(self.shape(), groups)?;
-        if self.numel() == 0 {
-            // Nothing to move (and the split [N, groups, 0, ..] of more
-            // groups than a tensor's sizes allow need not exist).
-            return self.clone_contiguous();
-        }
-        let shape: Vec<i64> = self.shape().iter().map(|&s| s as i64).collect();
-        self.reshape(&split)?
-            .transpose(1, 2)?
-            .clone_contiguous()?
-            .view(&shape)
+        channel_shuffle_of(self, groups)
     }
 
     /// `torch.vander(x, N, increasing)`: the columns `x^(N-1), ..., x^0`
@@ -561,22 +551,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn vander(&self, n: Option<i64>, increasing: bool) -> Result<Tensor> {
-        let (n, dtype) = vander_plan(self, n)?;
-        let len = self.shape()[0];
-        let out = Tensor::zeros(&[len, n], dtype, self.device())?;
-        if n > 0 {
-            out.select(1, 0)?.fill_(1)?;
-        }
-        if n > 1 {
-            let x = self.to_dtype(dtype)?.unsqueeze(1)?;
-            let powers = x.expand(&[len as i64, n as i64 - 1])?.cumprod(1, None)?;
-            out.slice(1, Some(1), None, 1)?.copy_(&powers)?;
-        }
-        if increasing {
-            Ok(out)
-        } else {
-            out.flip(&[1])
-        }
+        vander_of(self, n, increasing)
     }
 
     /// `torch.swapaxes` (NumPy's name), an alias of [`Tensor::transpose`].
@@ -672,22 +647,57 @@ pub fn block_of(t: &Tensor) -> (usize, usize) {
 
 type Of<T> = std::result::Result<T, <T as Composite>::Error>;
 
-/// `rot90` on a tensor or a variable: a flip and a transposed view;
-/// `copy` makes the contiguous copy that `k % 4 == 0` gives (strata-autograd
-/// records it as `CloneBackward`).
-pub fn rot90_of<T: Composite>(
-    x: &T,
-    k: i64,
-    dims: &[i64],
-    copy: impl FnOnce(&T) -> Of<T>,
-) -> Of<T> {
+/// `rot90` on a tensor or a variable: a flip and a transposed view, or
+/// the contiguous copy that `k % 4 == 0` gives.
+pub fn rot90_of<T: Composite>(x: &T, k: i64, dims: &[i64]) -> Of<T> {
     let (k, d0, d1) = rot90_plan(x.shape().len(), k, dims)?;
     let (d0, d1) = (d0 as i64, d1 as i64);
     match k {
         1 => x.flip(&[d1])?.transpose(d0, d1),
         2 => x.flip(&[d0, d1]),
         3 => x.flip(&[d0])?.transpose(d0, d1),
-        _ => copy(x),
+        _ => x.clone_contiguous(),
+    }
+}
+
+/// `channel_shuffle` of a tensor or a variable: a reshape to
+/// `[N, groups, C / groups, ..]`, a transpose of dims 1 and 2 and a
+/// contiguous copy, reshaped back.
+pub fn channel_shuffle_of<T: Composite>(x: &T, groups: i64) -> Of<T> {
+    let split = channel_shuffle_shape(x.shape(), groups)?;
+    if x.shape().contains(&0) {
+        // Nothing to move (and the split [N, groups, 0, ..] of more
+        // groups than a tensor's sizes allow need not exist).
+        return x.clone_contiguous();
+    }
+    let shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+    x.reshape(&split)?
+        .transpose(1, 2)?
+        .clone_contiguous()?
+        .reshape(&shape)
+}
+
+/// `vander` of a tensor or a variable: a column of ones, then the running
+/// product (`cumprod`, whose gradient a variable records) of `x` repeated
+/// `n - 1` times; flipped unless `increasing`.
+pub fn vander_of<T: Composite>(x: &T, n: Option<i64>, increasing: bool) -> Of<T> {
+    let (n, dtype) = vander_plan(x.data(), n)?;
+    let len = x.shape()[0];
+    let ones = T::constant(Tensor::ones(&[len, n.min(1)], dtype, x.device())?);
+    let out = if n > 1 {
+        let powers = x
+            .to_dtype(dtype)?
+            .unsqueeze(1)?
+            .expand(&[len as i64, n as i64 - 1])?
+            .cumprod(1)?;
+        T::cat(&[ones, powers], 1)?
+    } else {
+        ones
+    };
+    if increasing {
+        Ok(out)
+    } else {
+        out.flip(&[1])
     }
 }
 
