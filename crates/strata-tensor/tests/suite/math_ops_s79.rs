@@ -15,7 +15,7 @@
 //! argument is the seed) first.
 
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, shape,
+    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, progress, shape,
 };
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -278,6 +278,7 @@ fn check(text: &str, device: Device) -> (usize, Vec<String>) {
         .iter()
         .enumerate()
         .filter_map(|(i, c)| {
+            progress(i, c);
             difference(c, device).map(|w| {
                 format!(
                     "case {i}: {} {} inputs {}: {w}",

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 use std::io::Read;
+use std::sync::LazyLock;
 use strata_tensor::{DType, Device, Result, Tensor};
 
 /// A gzipped fixture's JSON text, from its bytes (`include_bytes!` of a
@@ -132,6 +133,16 @@ pub fn same(a: &[f64], b: &[f64]) -> bool {
 /// PyTorch answered them. Where the environment variable `probe` names a
 /// file (another draw of the fixture's generator, plain or gzipped), that
 /// file is checked the same way first.
+/// With `STRATA_FIXTURE_PROGRESS` set, says on stderr which case is about
+/// to run (to find the case a GPU run stops at).
+pub fn progress(i: usize, c: &Value) {
+    static ON: LazyLock<bool> =
+        LazyLock::new(|| std::env::var_os("STRATA_FIXTURE_PROGRESS").is_some());
+    if *ON {
+        eprintln!("case {i}: {} {}", c["op"], c["args"]);
+    }
+}
+
 pub fn check_fixture_and_probe(
     text: &str,
     min: usize,

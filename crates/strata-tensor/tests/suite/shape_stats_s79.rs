@@ -15,8 +15,8 @@
 //! simple reference: `tensor_split` then `cat` is the input.
 
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, dtype, fixture, gunzip, input, ints, num, opt_i, shape,
-    split_of, tolerance,
+    check_fixture_and_probe, close, dtype, fixture, gunzip, input, ints, num, opt_i, progress,
+    shape, split_of, tolerance,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -297,6 +297,7 @@ fn check(text: &str, device: Device) -> (usize, Vec<String>) {
         .iter()
         .enumerate()
         .filter_map(|(i, c)| {
+            progress(i, c);
             difference(c, device).map(|w| {
                 format!(
                     "case {i}: {} {} inputs {}: {w}",
