@@ -71,8 +71,8 @@ pub fn cudnn_unavailable_reason() -> Option<String> {
 /// minor * 100 + patch: 11702 for 11.7.2), or `None` where it cannot be
 /// loaded ([`cusolver_unavailable_reason`] says why). The factorizations of
 /// [`crate::linalg`] use cuSOLVER for GPU tensors where it loads and
-/// [`crate::linalg::cusolver_enabled`] holds (off by default until that path
-/// has run on a GPU), else they copy the matrices to the host and factor
+/// [`crate::linalg::cusolver_enabled`] holds (the default; `false` after
+/// `set_cusolver_enabled(false)` or with `STRATA_CUSOLVER=0`), else they copy the matrices to the host and factor
 /// them there. The library is searched for in
 /// `$STRATA_CUSOLVER_LIBRARY` (a file or a folder), `LD_LIBRARY_PATH`, the
 /// CUDA toolkit and the `nvidia/cu13/lib` and `nvidia/cusolver/lib` folders

@@ -34,11 +34,12 @@ fn gpu() -> Device {
 /// `f` through the host path and through cuSOLVER: `(host, gpu)`.
 fn both<R>(f: impl Fn() -> R) -> (R, R) {
     let _g = TOGGLE.lock().unwrap_or_else(|e| e.into_inner());
+    let before = linalg::cusolver_enabled();
     linalg::set_cusolver_enabled(false);
     let host = f();
     linalg::set_cusolver_enabled(true);
     let dev = f();
-    linalg::set_cusolver_enabled(false);
+    linalg::set_cusolver_enabled(before);
     (host, dev)
 }
 
@@ -200,8 +201,12 @@ fn cusolver_loads_on_a_gpu() {
     let _ = gpu();
     let _g = TOGGLE.lock().unwrap_or_else(|e| e.into_inner());
     assert!(cuda::cusolver_unavailable_reason().is_none());
-    // Off by default until this path has been checked on a GPU.
-    assert!(!linalg::cusolver_enabled());
+    // On by default (session 81), unless the process was started with
+    // the variable saying no.
+    let off = std::env::var(linalg::CUSOLVER_VAR).is_ok_and(|v| {
+        ["0", "false", "off", "no"].contains(&v.trim().to_ascii_lowercase().as_str())
+    });
+    assert_eq!(linalg::cusolver_enabled(), !off);
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //! `Ok(None)` where cuSOLVER does not take the input, and the caller then
 //! factors on the host (`host.rs`) as before. That is the case on the CPU,
 //! where cuSOLVER cannot be loaded (`crate::cuda::cusolver_version` says
-//! why), unless [`set_cusolver_enabled`] turned it on (it is off by default
-//! until this path has been run on a GPU), for empty inputs (no
+//! why), where [`set_cusolver_enabled`]`(false)` turned it off (it is on by
+//! default since session 81 ran it on an H100), for empty inputs (no
 //! cuSOLVER call; the host path makes their results without work), for a
 //! matrix dim above `i32::MAX` (cuSOLVER's sizes are C ints) or a matrix or
 //! full factor of more elements than that (the legacy 32-bit API is not
@@ -160,33 +160,34 @@ impl Solver for Session {
 #[path = "gpu_emulation.rs"]
 mod emulation;
 
-/// The environment variable that turns the cuSOLVER path on for a process
-/// from its start (`1`, `true`, `on` or `yes`), as
-/// [`set_cusolver_enabled`]`(true)` does.
+/// The environment variable that turns the cuSOLVER path off for a process
+/// from its start (`0`, `false`, `off` or `no`), as
+/// [`set_cusolver_enabled`]`(false)` does.
 pub const CUSOLVER_VAR: &str = "STRATA_CUSOLVER";
 
-/// Off until the cuSOLVER path has run on a GPU: session 80 wrote it on a
-/// machine without one (its calls are checked only through the host
-/// emulation of `gpu_emulation.rs`), so GPU tensors take the host path
-/// unless a user opts in ([`CUSOLVER_VAR`] or [`set_cusolver_enabled`]).
+/// On unless the process starts with [`CUSOLVER_VAR`] saying no. Session 80
+/// wrote the path on a machine without a GPU and left it off; session 81
+/// ran it on an H100 (`tests/suite/cusolver_s80.rs` against the host path,
+/// `linalg_s79`'s PyTorch replays of both crates through it, and
+/// compute-sanitizer's memcheck with no error) and turned it on.
 static CUSOLVER_ENABLED: LazyLock<AtomicBool> =
-    LazyLock::new(|| AtomicBool::new(switched_on(std::env::var(CUSOLVER_VAR).ok().as_deref())));
+    LazyLock::new(|| AtomicBool::new(!switched_off(std::env::var(CUSOLVER_VAR).ok().as_deref())));
 
-/// Whether a switch variable's value turns it on (`1`, `true`, `on`, `yes`,
-/// any case, spaces around ignored); unset or anything else is off.
-fn switched_on(value: Option<&str>) -> bool {
+/// Whether a switch variable's value turns it off (`0`, `false`, `off`,
+/// `no`, any case, spaces around ignored); unset or anything else leaves
+/// it on.
+fn switched_off(value: Option<&str>) -> bool {
     value.is_some_and(|v| {
         matches!(
             v.trim().to_ascii_lowercase().as_str(),
-            "1" | "true" | "on" | "yes"
+            "0" | "false" | "off" | "no"
         )
     })
 }
 
 /// Whether `strata_tensor::linalg` may factor GPU tensors with cuSOLVER
-/// where it loads, for the whole process (`false` by default until this
-/// path has been checked on a GPU: opt in with `true`, or start the process
-/// with `STRATA_CUSOLVER=1`). With `false`,
+/// where it loads, for the whole process (`true` by default; start the
+/// process with `STRATA_CUSOLVER=0` to begin with `false`). With `false`,
 /// or without cuSOLVER ([`crate::cuda::cusolver_version`]), the matrices of
 /// a GPU tensor are copied to the host, factored there with `faer` and the
 /// results copied back (the same results up to rounding and the signs of
@@ -194,10 +195,10 @@ fn switched_on(value: Option<&str>) -> bool {
 ///
 /// ```
 /// use strata_tensor::linalg::{cusolver_enabled, set_cusolver_enabled};
-/// assert!(!cusolver_enabled()); // the default, until checked on a GPU
-/// set_cusolver_enabled(true); // GPU factorizations through cuSOLVER
+/// set_cusolver_enabled(false); // GPU factorizations on the host
+/// assert!(!cusolver_enabled());
+/// set_cusolver_enabled(true); // through cuSOLVER (the default)
 /// assert!(cusolver_enabled());
-/// set_cusolver_enabled(false);
 /// ```
 pub fn set_cusolver_enabled(enabled: bool) {
     CUSOLVER_ENABLED.store(enabled, Ordering::Relaxed);
@@ -873,16 +874,16 @@ mod stub {
 
 #[cfg(test)]
 mod switch_tests {
-    use super::switched_on;
+    use super::switched_off;
 
     #[test]
-    fn the_switch_variable_is_on_only_for_yes_words() {
-        for v in ["1", "true", "TRUE", " on ", "Yes"] {
-            assert!(switched_on(Some(v)), "{v:?}");
+    fn the_switch_variable_turns_it_off_only_with_no_words() {
+        for v in ["0", "false", "FALSE", " off ", "No"] {
+            assert!(switched_off(Some(v)), "{v:?}");
         }
-        for v in ["", "0", "false", "off", "no", "2", "enable"] {
-            assert!(!switched_on(Some(v)), "{v:?}");
+        for v in ["", "1", "true", "on", "yes", "2", "disable"] {
+            assert!(!switched_off(Some(v)), "{v:?}");
         }
-        assert!(!switched_on(None));
+        assert!(!switched_off(None));
     }
 }
