@@ -19,84 +19,17 @@
 //! exactly; the special functions within math_ops_s79's tolerance); inputs
 //! stay as they were either way. strata has no in-place forms of these ops.
 
-use crate::pytorch_fixture::{build_input, close, dtype, fixture, gunzip, num, nums, shape};
+use crate::math_ops_s79::apply;
+use crate::pytorch_fixture::{build_input, close, dtype, fixture, gunzip, nums, shape};
 use serde_json::Value;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::LazyLock;
-use strata_tensor::{DType, Device, Operand, Result, Scalar, Tensor, TensorError};
+use strata_tensor::{DType, Device, Tensor, TensorError};
 
 const CPU: Device = Device::Cpu;
 
 static FIXTURE: LazyLock<Value> =
     LazyLock::new(|| fixture(&gunzip(include_bytes!("../data/hostile_s79.json.gz"))));
-
-fn scalar(s: &Value) -> Scalar {
-    match s["kind"].as_str().unwrap() {
-        "bool" => Scalar::from(s["value"].as_bool().unwrap()),
-        "int" => Scalar::from(s["value"].as_i64().unwrap()),
-        _ => Scalar::from(num(&s["value"])),
-    }
-}
-
-fn call(c: &Value, t: &[Tensor]) -> Result<Vec<Tensor>> {
-    let a = &c["args"];
-    let one = |r: Result<Tensor>| r.map(|t| vec![t]);
-    let other = || -> Operand<'_> {
-        match a.get("scalar") {
-            Some(s) => Operand::Scalar(scalar(s)),
-            None => Operand::Tensor(&t[1]),
-        }
-    };
-    let x = &t[0];
-    match c["op"].as_str().unwrap() {
-        "erfinv" => one(x.erfinv()),
-        "lgamma" => one(x.lgamma()),
-        "digamma" => one(x.digamma()),
-        "polygamma" => one(x.polygamma(a["n"].as_i64().unwrap())),
-        "mvlgamma" => one(x.mvlgamma(a["p"].as_i64().unwrap())),
-        "i0" => one(x.i0()),
-        "special_i0e" => one(x.special_i0e()),
-        "special_i1" => one(x.special_i1()),
-        "special_i1e" => one(x.special_i1e()),
-        "sinc" => one(x.sinc()),
-        "special_entr" => one(x.special_entr()),
-        "special_ndtr" => one(x.special_ndtr()),
-        "special_ndtri" => one(x.special_ndtri()),
-        "special_log_ndtr" => one(x.special_log_ndtr()),
-        "special_erfcx" => one(x.special_erfcx()),
-        "logit" => one(x.logit((!a["eps"].is_null()).then(|| num(&a["eps"])))),
-        "signbit" => one(x.signbit()),
-        "frexp" => x.frexp().map(|(m, e)| vec![m, e]),
-        "rad2deg" => one(x.rad2deg()),
-        "deg2rad" => one(x.deg2rad()),
-        "angle" => one(x.angle()),
-        "positive" => one(x.positive()),
-        "isreal" => one(x.isreal()),
-        "hypot" => one(x.hypot(&t[1])),
-        "copysign" => one(x.copysign(other())),
-        "nextafter" => one(x.nextafter(&t[1])),
-        "fmax" => one(x.fmax(&t[1])),
-        "fmin" => one(x.fmin(&t[1])),
-        "xlog1py" => one(x.xlog1py(other())),
-        "special_xlog1py" => one(x.special_xlog1py(other())),
-        "heaviside" => one(x.heaviside(&t[1])),
-        "gcd" => one(x.gcd(&t[1])),
-        "lcm" => one(x.lcm(&t[1])),
-        "bitwise_left_shift" => one(x.bitwise_left_shift(other())),
-        "bitwise_right_shift" => one(x.bitwise_right_shift(other())),
-        "ldexp" => one(x.ldexp(&t[1])),
-        "float_power" => one(x.float_power(other())),
-        "true_divide" => one(x.true_divide(other())),
-        "floor_divide" => one(x.floor_divide(other())),
-        "isclose" => one(x.isclose(
-            &t[1],
-            num(&a["rtol"]),
-            num(&a["atol"]),
-            a["equal_nan"].as_bool().unwrap(),
-        )),
-        op => panic!("the generator wrote an op this test does not know: {op}"),
-    }
-}
 
 /// math_ops_s79's tolerance: the special functions within 2 ulps of f32/
 /// f64 (8 for erfinv) and 1 of f16/bf16 (the C libraries under them
@@ -231,7 +164,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
         .map(|d| build_input(d, device))
         .collect();
     let before: Vec<_> = t.iter().map(snapshot).collect();
-    let got = match catch_unwind(AssertUnwindSafe(|| call(c, &t))) {
+    let got = match catch_unwind(AssertUnwindSafe(|| apply(c, &t))) {
         Ok(g) => g,
         Err(_) => return Some("panicked".into()),
     };

@@ -15,7 +15,7 @@
 //! argument is the seed) first.
 
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, progress, shape,
+    check_fixture_and_probe, close, differing_cases, dtype, fixture, gunzip, input, num, shape,
 };
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -32,12 +32,30 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
         .iter()
         .map(|r| input(r, device))
         .collect();
+    apply(c, &t)
+}
+
+/// A scalar operand: a JSON number (an integer where it holds one), or
+/// `{"kind": "bool" | "int" | "float", "value"}` as the hostile sweep
+/// writes it (`hostile_sweep_s79`).
+pub fn scalar_arg(s: &Value) -> Scalar {
+    match s.get("kind").and_then(Value::as_str) {
+        Some("bool") => Scalar::from(s["value"].as_bool().unwrap()),
+        Some("int") => Scalar::Int(s["value"].as_i64().unwrap()),
+        Some(_) => Scalar::Float(num(&s["value"])),
+        None if s.is_i64() => Scalar::Int(s.as_i64().unwrap()),
+        None => Scalar::Float(num(s)),
+    }
+}
+
+/// Case `c`'s op on the inputs `t` (its other operand `t[1]`, or its
+/// `scalar` argument where it has one).
+pub fn apply(c: &Value, t: &[Tensor]) -> Result<Vec<Tensor>> {
     let a = &c["args"];
     let one = |r: Result<Tensor>| r.map(|t| vec![t]);
     let other = || -> Operand<'_> {
         match a.get("scalar") {
-            Some(s) if s.is_i64() => Operand::Scalar(Scalar::Int(s.as_i64().unwrap())),
-            Some(s) => Operand::Scalar(Scalar::Float(num(s))),
+            Some(s) => Operand::Scalar(scalar_arg(s)),
             None => Operand::Tensor(&t[1]),
         }
     };
@@ -58,7 +76,7 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
         "special_ndtri" => one(x.special_ndtri()),
         "special_log_ndtr" => one(x.special_log_ndtr()),
         "special_erfcx" => one(x.special_erfcx()),
-        "logit" => one(x.logit(a["eps"].as_f64().or(a["eps"].as_i64().map(|v| v as f64)))),
+        "logit" => one(x.logit((!a["eps"].is_null()).then(|| num(&a["eps"])))),
         "signbit" => one(x.signbit()),
         "frexp" => x.frexp().map(|(m, e)| vec![m, e]),
         "rad2deg" => one(x.rad2deg()),
@@ -272,24 +290,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
 }
 
 fn check(text: &str, device: Device) -> (usize, Vec<String>) {
-    let doc = fixture(text);
-    let cases = doc["cases"].as_array().unwrap();
-    let bad = cases
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            progress(i, c);
-            difference(c, device).map(|w| {
-                format!(
-                    "case {i}: {} {} inputs {}: {w}",
-                    c["op"],
-                    c["args"],
-                    serde_json::to_string(&c["inputs"]).unwrap()
-                )
-            })
-        })
-        .collect();
-    (cases.len(), bad)
+    differing_cases(text, |c| difference(c, device))
 }
 
 #[test]

@@ -16,7 +16,8 @@
 
 use crate::hostile_calls::reduction;
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, dtype, fixture, gunzip, input, num, opt_ints, shape, tolerance,
+    check_fixture_and_probe, close, differing_cases, dtype, gunzip, input, num, opt_ints, shape,
+    tolerance,
 };
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -147,23 +148,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
 }
 
 fn check(text: &str, device: Device) -> (usize, Vec<String>) {
-    let doc = fixture(text);
-    let cases = doc["cases"].as_array().unwrap();
-    let bad = cases
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            difference(c, device).map(|w| {
-                format!(
-                    "case {i}: {} {} inputs {}: {w}",
-                    c["op"],
-                    c["args"],
-                    serde_json::to_string(&c["inputs"]).unwrap()
-                )
-            })
-        })
-        .collect();
-    (cases.len(), bad)
+    differing_cases(text, |c| difference(c, device))
 }
 
 #[test]

@@ -143,6 +143,33 @@ pub fn progress(i: usize, c: &Value) {
     }
 }
 
+/// The cases of fixture `text` that `difference` finds different, each
+/// named by its index, op, arguments and inputs, and how many cases there
+/// are (under `STRATA_FIXTURE_PROGRESS` each is said before it runs).
+pub fn differing_cases(
+    text: &str,
+    difference: impl Fn(&Value) -> Option<String>,
+) -> (usize, Vec<String>) {
+    let doc = fixture(text);
+    let cases = doc["cases"].as_array().unwrap();
+    let bad = cases
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            progress(i, c);
+            difference(c).map(|w| {
+                format!(
+                    "case {i}: {} {} inputs {}: {w}",
+                    c["op"],
+                    c["args"],
+                    serde_json::to_string(&c["inputs"]).unwrap()
+                )
+            })
+        })
+        .collect();
+    (cases.len(), bad)
+}
+
 pub fn check_fixture_and_probe(
     text: &str,
     min: usize,

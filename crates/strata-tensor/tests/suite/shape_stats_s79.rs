@@ -15,8 +15,8 @@
 //! simple reference: `tensor_split` then `cat` is the input.
 
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, dtype, fixture, gunzip, input, ints, num, opt_i, progress,
-    shape, split_of, tolerance,
+    check_fixture_and_probe, close, differing_cases, dtype, fixture, gunzip, input, ints, num,
+    opt_i, shape, split_of, tolerance,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -303,24 +303,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
 }
 
 fn check(text: &str, device: Device) -> (usize, Vec<String>) {
-    let doc = fixture(text);
-    let cases = doc["cases"].as_array().unwrap();
-    let bad = cases
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| {
-            progress(i, c);
-            difference(c, device).map(|w| {
-                format!(
-                    "case {i}: {} {} inputs {}: {w}",
-                    c["op"],
-                    c["args"],
-                    serde_json::to_string(&c["inputs"]).unwrap()
-                )
-            })
-        })
-        .collect();
-    (cases.len(), bad)
+    differing_cases(text, |c| difference(c, device))
 }
 
 #[test]
