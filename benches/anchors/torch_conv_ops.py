@@ -7,12 +7,14 @@ strata example:
 
 fwd: the functional op. fwd+bwd: the op on tensors that require grad and
 the backward of (y * g).sum(). Median of CUDA-event timings after 3
-warm-ups; peak_mib is torch.cuda.max_memory_allocated during one call above
-what was allocated before it. --conv-tf32 sets
-torch.backends.cudnn.allow_tf32 (PyTorch's default: on); every line names it.
+warm-ups (host_ms: the median time the host spent in those calls);
+peak_mib is torch.cuda.max_memory_allocated during one call above what was
+allocated before it. --conv-tf32 sets torch.backends.cudnn.allow_tf32
+(PyTorch's default: on); every line names it.
 """
 import argparse
 import json
+import time
 
 import torch
 import torch.nn.functional as F
@@ -24,26 +26,29 @@ def measure(iters, f):
     for _ in range(3):
         f()
     torch.cuda.synchronize()
-    ts = []
+    ts, hs = [], []
     for _ in range(iters):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
+        t0 = time.perf_counter()
         f()
+        hs.append((time.perf_counter() - t0) * 1e3)
         e.record()
         e.synchronize()
         ts.append(s.elapsed_time(e))
     ts.sort()
+    hs.sort()
     before = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
     f()
     torch.cuda.synchronize()
-    return ts[len(ts) // 2], (torch.cuda.max_memory_allocated() - before) / 2 ** 20
+    return ts[len(ts) // 2], (torch.cuda.max_memory_allocated() - before) / 2 ** 20, hs[len(hs) // 2]
 
 
 def line(op, dtype, pass_, shape, m):
     name = {torch.float32: "f32", torch.bfloat16: "bf16"}[dtype]
     print(json.dumps({"bench": "conv_ops", "impl": "torch", "op": op, "dtype": name, "pass": pass_,
-                      "shape": list(shape), "ms": m[0], "peak_mib": m[1],
+                      "shape": list(shape), "ms": m[0], "host_ms": m[2], "peak_mib": m[1],
                       "conv_tf32": torch.backends.cudnn.allow_tf32}), flush=True)
 
 

@@ -1,7 +1,7 @@
 //! GPU speed and memory of convolution and pooling at ResNet-50 shapes
 //! (session 75), one JSON line per measurement: `{"bench": "conv_ops",
 //! "impl": "strata", "op", "dtype", "pass": "fwd"|"fwd+bwd", "shape", "ms",
-//! "peak_mib"}`. `benches/anchors/torch_conv_ops.py` prints PyTorch's lines
+//! "host_ms", "peak_mib"}`. `benches/anchors/torch_conv_ops.py` prints PyTorch's lines
 //! (cuDNN) for the same ops and shapes; run both in one device call.
 //!
 //! ```text
@@ -21,7 +21,8 @@
 //! `fwd` times the op on tensors; `fwd+bwd` times the op on variables that
 //! require grad and the backward of `(y * g).sum()`. Each figure is the
 //! median of `--iters` CUDA-event-timed calls (default 10) after 3 warm-ups,
-//! in f32 and bf16; `peak_mib` is the allocator's peak allocated memory
+//! in f32 and bf16 (`host_ms`: the median time the host spent in those
+//! calls; near `ms`, the GPU waited for the host); `peak_mib` is the allocator's peak allocated memory
 //! during one call above what was allocated before it. `--conv-tf32` and
 //! `--conv-chunk-mib` set [`strata_tensor::set_conv_allow_tf32`] (default
 //! on, as PyTorch's `torch.backends.cudnn.allow_tf32`) and
@@ -33,7 +34,7 @@
 
 use strata::Device;
 use strata_autograd::Var;
-use strata_examples::gpu_timing::{event_ms, iters_arg};
+use strata_examples::gpu_timing::{event_and_host_ms, iters_arg};
 use strata_tensor::{cuda, ConvOptions, DType, PoolOptions, Tensor};
 
 /// Any failure, with its message.
@@ -41,24 +42,25 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 const GPU: Device = Device::Cuda(0);
 
-/// Milliseconds per call of `f` (CUDA events on the current stream), and
-/// the peak memory one call allocates above what was allocated before it.
-fn measure(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
-    let ms = event_ms(GPU, iters, &mut f)?;
+/// Milliseconds per call of `f` (CUDA events on the current stream), the
+/// host's milliseconds in those calls, and the peak memory one call
+/// allocates above what was allocated before it.
+fn measure(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64, f64)> {
+    let (ms, host) = event_and_host_ms(GPU, iters, &mut f)?;
     let before = strata::alloc::memory_allocated(GPU)? as f64;
     strata::alloc::reset_peak_memory_stats(GPU)?;
     f()?;
     cuda::synchronize(GPU)?;
     let peak = strata::alloc::max_memory_allocated(GPU)? as f64;
-    Ok((ms, (peak - before) / (1 << 20) as f64))
+    Ok((ms, host, (peak - before) / (1 << 20) as f64))
 }
 
-fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, peak): (f64, f64)) {
+fn line(op: &str, dtype: DType, pass: &str, shape: &[usize], (ms, host, peak): (f64, f64, f64)) {
     println!(
         "{}",
         serde_json::json!({
             "bench": "conv_ops", "impl": "strata", "op": op, "dtype": dtype.name(),
-            "pass": pass, "shape": shape, "ms": ms, "peak_mib": peak,
+            "pass": pass, "shape": shape, "ms": ms, "host_ms": host, "peak_mib": peak,
             "conv_tf32": strata_tensor::conv_allow_tf32(),
             "conv_chunk_mib": match strata_tensor::conv_chunk_bytes() {
                 usize::MAX => None,

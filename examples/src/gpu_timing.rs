@@ -16,26 +16,40 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 pub fn event_ms<E: From<TensorError>>(
     device: Device,
     iters: usize,
-    mut f: impl FnMut() -> Result<(), E>,
+    f: impl FnMut() -> Result<(), E>,
 ) -> Result<f64, E> {
+    Ok(event_and_host_ms(device, iters, f)?.0)
+}
+
+/// [`event_ms`] and, from the same calls, the median milliseconds the host
+/// spent in `f` (from its call to its return, queueing the work). Where the
+/// host's time is near the events', the GPU waited for the host: the op's
+/// cost is its host path, not its kernels.
+pub fn event_and_host_ms<E: From<TensorError>>(
+    device: Device,
+    iters: usize,
+    mut f: impl FnMut() -> Result<(), E>,
+) -> Result<(f64, f64), E> {
     for _ in 0..3 {
         f()?;
     }
     cuda::synchronize(device)?;
     let stream = cuda::current_stream(device)?;
-    let mut ts = Vec::with_capacity(iters);
+    let (mut ts, mut hs) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
     for _ in 0..iters {
         let (s, e) = (
             cuda::Event::new(device, true)?,
             cuda::Event::new(device, true)?,
         );
         s.record(&stream)?;
+        let t0 = std::time::Instant::now();
         f()?;
+        hs.push(t0.elapsed().as_secs_f64() * 1e3);
         e.record(&stream)?;
         e.synchronize()?;
         ts.push(f64::from(s.elapsed_ms(&e)?));
     }
-    Ok(median(ts))
+    Ok((median(ts), median(hs)))
 }
 
 /// The `--iters N` flag of the command line (`default` without it), at
