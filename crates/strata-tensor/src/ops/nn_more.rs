@@ -633,7 +633,9 @@ pub fn local_response_norm_of<T: Composite>(
     let (lo, hi) = (size / 2, (size - 1) / 2);
     let s = size as usize;
     let sh = x.shape();
-    let padded = (sh[1] as i64).checked_add(lo).and_then(|n| n.checked_add(hi));
+    let padded = (sh[1] as i64)
+        .checked_add(lo)
+        .and_then(|n| n.checked_add(hi));
     let div = if hi as usize >= sh[1] - 1 && padded.is_some() {
         // Every channel's window holds all the channels: the padded pool
         // (whose padding alone can outgrow memory for a huge size, where
