@@ -182,6 +182,19 @@ pub fn differing_cases(
     (cases.len(), found.into_iter().map(|f| f.1).collect())
 }
 
+/// Whether case `c` is a failure of PyTorch's CPU that is a kernel its CPU
+/// lacks ("... not implemented for 'Half'"), replayed on a GPU: that is not
+/// a rule, PyTorch's CUDA build may have the kernel, so a GPU replay takes
+/// an answer or a failure (session 81's shape_stats_s79 replay on an H100
+/// differed only in five such cases, f16 `local_response_norm` of 5-D
+/// inputs). strata's CPU refuses them as PyTorch's does.
+pub fn cpu_kernel_gap(c: &Value, device: Device) -> bool {
+    device != Device::Cpu
+        && c["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not implemented for"))
+}
+
 pub fn check_fixture_and_probe(
     text: &str,
     min: usize,

@@ -15,8 +15,8 @@
 //! simple reference: `tensor_split` then `cat` is the input.
 
 use crate::pytorch_fixture::{
-    check_fixture_and_probe, close, differing_cases, dtype, fixture, gunzip, input, ints, num,
-    opt_i, shape, split_of, tolerance,
+    check_fixture_and_probe, close, cpu_kernel_gap, differing_cases, dtype, fixture, gunzip, input,
+    ints, num, opt_i, shape, split_of, tolerance,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -235,18 +235,6 @@ fn mixed_dtype_product(c: &Value) -> bool {
         && c["error"]
             .as_str()
             .is_some_and(|e| e.starts_with("expected m1 and m2 to have the same dtype"))
-}
-
-/// A failure of PyTorch's CPU that is a kernel its CPU lacks ("... not
-/// implemented for 'Half'": `local_response_norm`'s 3-D average pool of
-/// f16), not a rule: its CUDA build has the kernel, so on a GPU strata
-/// answers (session 81 ran this replay on an H100: these five cases were
-/// its only differences). strata's CPU refuses them as PyTorch's does.
-fn cpu_kernel_gap(c: &Value, device: Device) -> bool {
-    device != Device::Cpu
-        && c["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("not implemented for"))
 }
 
 /// How strata's answer to case `c` differs from PyTorch's, or `None`.
