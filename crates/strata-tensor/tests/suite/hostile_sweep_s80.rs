@@ -35,6 +35,7 @@
 //! the others within conformance/FORMAT.md's tolerance of their dtype.
 
 use crate::pytorch_fixture::{close, dtype, fixture, gunzip, nums, shape, tolerance};
+use proptest::prelude::*;
 use serde_json::Value;
 use std::sync::{mpsc, LazyLock};
 use std::time::Duration;
@@ -293,5 +294,53 @@ fn local_response_norm_of_a_huge_size_needs_no_padding() {
             (g - want).abs() <= 1e-12 * want.abs().max(1.0),
             "{i}: {g} vs {want}"
         );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `local_response_norm` against its definition on random f64 inputs:
+    /// each channel divided by `(k + alpha * S / size)^beta`, `S` the sum
+    /// of squares over the channels `c - size/2 ..= c + (size-1)/2` that
+    /// exist. Sizes run from 1 to past twice the channels, so both the
+    /// padded pool and the whole-window sum (every window holding every
+    /// channel) are taken, and 3-D and 4-D inputs both.
+    #[test]
+    fn local_response_norm_is_its_windowed_sum(
+        n in 1usize..3, c in 1usize..7, l in 1usize..4, four_d in any::<bool>(),
+        size_over in 0usize..15, alpha in 1e-3f64..2.0, beta in 0.1f64..2.0, k in 0.5f64..2.0,
+        seed in any::<u64>(),
+    ) {
+        let size = size_over % (2 * c + 3) + 1;
+        let shape: Vec<usize> = if four_d { vec![n, c, l, 2] } else { vec![n, c, l] };
+        let inner: usize = shape[2..].iter().product();
+        let count = n * c * inner;
+        let mut state = seed | 1;
+        let values: Vec<f64> = (0..count)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % 2001) as f64 / 500.0 - 2.0
+            })
+            .collect();
+        let x = Tensor::from_slice(&values, &shape, Device::Cpu).unwrap();
+        let got = x
+            .local_response_norm(size as i64, alpha, beta, k)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap();
+        let (lo, hi) = (size / 2, (size - 1) / 2);
+        for (i, g) in got.iter().enumerate() {
+            let (b, ch, at) = (i / (c * inner), i / inner % c, i % inner);
+            let first = ch.saturating_sub(lo);
+            let last = (ch + hi).min(c - 1);
+            let squares: f64 = (first..=last)
+                .map(|j| values[(b * c + j) * inner + at].powi(2))
+                .sum();
+            let want = values[i] / (k + alpha * squares / size as f64).powf(beta);
+            prop_assert!((g - want).abs() <= 1e-12 * want.abs().max(1.0), "{i}: {g} vs {want}");
+        }
     }
 }
