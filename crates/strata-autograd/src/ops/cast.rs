@@ -53,7 +53,14 @@ impl Var {
         if self.data().is_contiguous() {
             return Ok(self.clone());
         }
-        let out = self.data().contiguous()?;
+        self.clone_contiguous()
+    }
+
+    /// [`Tensor::clone_contiguous`]: a row-major copy, never this variable
+    /// itself, recorded as `CloneBackward` (the gradient passes back
+    /// unchanged).
+    pub fn clone_contiguous(&self) -> Result<Var> {
+        let out = self.data().clone_contiguous()?;
         let f = formula(|g, _s, _n| Ok(vec![Some(g.clone())]));
         record("CloneBackward", out, &[Some(self)], Vec::new, f, false)
     }

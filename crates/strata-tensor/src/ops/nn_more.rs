@@ -445,8 +445,6 @@ impl Tensor {
     }
 }
 
-/// `F.bilinear`'s checks (PyTorch's `_trilinear` path). Shared with
-/// strata-autograd.
 /// `F.bilinear` of tensors or variables: checked by [`bilinear_check`], then
 /// `einsum("...i,oij,...j->...o", x1, weight, x2) + bias`.
 pub fn bilinear_of<T: Composite>(x1: &T, x2: &T, weight: &T, bias: Option<&T>) -> Of<T> {
@@ -459,7 +457,8 @@ pub fn bilinear_of<T: Composite>(x1: &T, x2: &T, weight: &T, bias: Option<&T>) -
     }
 }
 
-/// `F.bilinear`'s operand checks (dtypes, devices, shapes) in PyTorch's order.
+/// `F.bilinear`'s operand checks (dtypes, devices, shapes) in PyTorch's
+/// order (its `_trilinear` path).
 pub fn bilinear_check(x1: &Tensor, x2: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<()> {
     const OP: &str = "bilinear";
     let mut all = vec![x1, x2, w];
