@@ -56,7 +56,7 @@ impl Var {
         self.clone_contiguous()
     }
 
-    /// [`Tensor::clone_contiguous`]: a row-major copy, never this variable
+    /// [`strata_tensor::Tensor::clone_contiguous`]: a row-major copy, never this variable
     /// itself, recorded as `CloneBackward` (the gradient passes back
     /// unchanged).
     pub fn clone_contiguous(&self) -> Result<Var> {
