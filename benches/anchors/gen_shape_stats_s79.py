@@ -530,10 +530,18 @@ def main():
     grad_path = sys.argv[2] if len(sys.argv) > 2 else "/tmp/shape_stats_s79_grad.json.gz"
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 7901
     per_op = int(sys.argv[4]) if len(sys.argv) > 4 else 120
+    generate(OPS, case, "benches/anchors/gen_shape_stats_s79.py", tensor_path, grad_path, seed, per_op)
+
+
+def generate(ops, case, generator, tensor_path, grad_path, seed, per_op):
+    """Draws `per_op` calls of each op of `ops` in turn (`case(r, op)` gives
+    the operands, arguments, call and differentiable operands) and writes
+    PyTorch's answers to `tensor_path` and, for f32/f64 results, its
+    gradients to `grad_path` (session 82's generator reuses it)."""
     r = random.Random(seed)
     cases, grads = [], []
-    for i in range(per_op * len(OPS)):
-        op = OPS[i % len(OPS)]
+    for i in range(per_op * len(ops)):
+        op = ops[i % len(ops)]
         ts, args, f, diff = case(r, op)
         c = {"op": op, "inputs": [rec for _, rec in ts],
              "args": {k: fmt(v) if isinstance(v, float) else v for k, v in args.items()}}
@@ -565,12 +573,10 @@ def main():
             gr = leaves[j].grad
             g[str(j)] = None if gr is None else [fmt(float(v)) for v in gr.double().flatten().tolist()]
         grads.append(dict(c, grads=g))
-    doc = {"generator": "benches/anchors/gen_shape_stats_s79.py", "torch": torch.__version__, "seed": seed,
-           "cases": cases}
+    doc = {"generator": generator, "torch": torch.__version__, "seed": seed, "cases": cases}
     write_fixture(tensor_path, json.dumps(doc, allow_nan=False))
     print("%d cases (%d errors) -> %s" % (len(cases), sum("error" in c for c in cases), tensor_path))
-    doc = {"generator": "benches/anchors/gen_shape_stats_s79.py", "torch": torch.__version__, "seed": seed,
-           "cases": grads}
+    doc = {"generator": generator, "torch": torch.__version__, "seed": seed, "cases": grads}
     write_fixture(grad_path, json.dumps(doc, allow_nan=False))
     print("%d gradient cases (%d errors) -> %s" % (len(grads), sum("grad_error" in g for g in grads), grad_path))
 

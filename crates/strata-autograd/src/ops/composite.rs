@@ -59,6 +59,12 @@ impl Composite for Var {
     fn sign(&self) -> Result<Var> {
         Var::sign(self)
     }
+    fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Var> {
+        Var::amax(self, dims, keepdim)
+    }
+    fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Var> {
+        Var::amin(self, dims, keepdim)
+    }
     fn abs(&self) -> Result<Var> {
         Var::abs(self)
     }

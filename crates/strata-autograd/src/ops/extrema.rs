@@ -37,30 +37,6 @@ fn reduced_dims(op: &'static str, dims: Option<&[i64]>, ndim: usize) -> Result<V
     Ok(d)
 }
 
-/// The largest (`max`) or smallest element of every slice over `dims`
-/// (sorted, validated) with `keepdim`: one `max_dim`/`min_dim` per dim
-/// (exact, and NaN propagates as in PyTorch's `amax`/`amin`).
-fn extreme_over(x: &Tensor, dims: &[usize], keepdim: bool, max: bool) -> Result<Tensor> {
-    if dims.is_empty() {
-        // A 0-d input: a new tensor of the same value.
-        return Ok(x.clone_contiguous()?);
-    }
-    let mut v = x.clone();
-    for &d in dims {
-        v = if max {
-            v.max_dim(d as i64, true)?.0
-        } else {
-            v.min_dim(d as i64, true)?.0
-        };
-    }
-    if !keepdim {
-        for &d in dims.iter().rev() {
-            v = v.squeeze_dims(&[d as i64])?;
-        }
-    }
-    Ok(v)
-}
-
 /// An error unless `x` is floating point (a norm of an integer tensor).
 fn float_only(op: &'static str, x: &Tensor) -> Result<()> {
     if x.dtype().is_float() {
@@ -269,10 +245,10 @@ impl Var {
         self.extreme_over(dims, keepdim, false)
     }
 
-    fn extreme_over(&self, dims: Option<&[i64]>, keepdim: bool, max: bool) -> Result<Var> {
+    fn extreme_over(&self, dims_arg: Option<&[i64]>, keepdim: bool, max: bool) -> Result<Var> {
         let op = if max { "amax" } else { "amin" };
         let shape = self.shape().to_vec();
-        let dims = reduced_dims(op, dims, shape.len())?;
+        let dims = reduced_dims(op, dims_arg, shape.len())?;
         if self.dtype() == DType::Bool {
             return Err(TensorError::DType {
                 op,
@@ -280,7 +256,11 @@ impl Var {
             }
             .into());
         }
-        let out = extreme_over(self.data(), &dims, keepdim, max)?;
+        let out = if max {
+            self.data().amax(dims_arg, keepdim)?
+        } else {
+            self.data().amin(dims_arg, keepdim)?
+        };
         let (input, result) = (self.data().clone(), out.clone());
         let saved = move || vec![input, result];
         let f = formula(move |g, s, _n| {

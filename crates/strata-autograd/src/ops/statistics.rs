@@ -13,8 +13,8 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::statistics::{
-    corrcoef_of, cov_of, cumulative_trapezoid_of, pdist_of, quantile_of, quantile_plan, renorm_of,
-    trapezoid_of, QuantileInterpolation, QuantileQ, Spacing,
+    aminmax_of, corrcoef_of, cov_of, cumulative_trapezoid_of, pdist_of, quantile_of, quantile_plan,
+    renorm_of, trapezoid_of, QuantileInterpolation, QuantileQ, Spacing,
 };
 use strata_tensor::Tensor;
 
@@ -106,14 +106,7 @@ impl Var {
 
     /// [`Tensor::aminmax`]: `amin` and `amax` (ties share the gradient).
     pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Var, Var)> {
-        self.data().aminmax(dim, keepdim)?;
-        let dims = dim.map(|d| vec![d]);
-        if self.ndim() == 0 {
-            // amin/amax of a 0-d variable over its (absent) dim: itself.
-            return Ok((self.reshape(&[])?, self.reshape(&[])?));
-        }
-        let dims = dims.as_deref();
-        Ok((self.amin(dims, keepdim)?, self.amax(dims, keepdim)?))
+        aminmax_of(self, dim, keepdim)
     }
 
     /// [`Tensor::trapezoid`] (the sample points `x` are constants).

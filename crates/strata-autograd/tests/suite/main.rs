@@ -106,3 +106,6 @@ mod hostile_sweep_s79;
 
 // session 80: gradients at hostile inputs of session 79's linalg, shape, statistics and nn ops
 mod hostile_sweep_s80;
+
+// session 82: the gradients of amax, amin and aminmax against PyTorch
+mod extremes_s82;

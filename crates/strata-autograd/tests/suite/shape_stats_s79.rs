@@ -10,7 +10,7 @@
 use crate::common::{gradcheck, randn};
 use crate::math_grad_s74::{close, f64s};
 use crate::pytorch_fixture::{
-    assert_cases_agree, fixture, gunzip, input, ints, num, nums, split_of, upstream,
+    assert_cases_agree, fixture, gunzip, input, ints, num, nums, opt_ints, split_of, upstream,
 };
 use serde_json::Value;
 use std::sync::LazyLock;
@@ -83,6 +83,9 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
             let (lo, hi) = v[0].aminmax(oi("dim"), b("keepdim"))?;
             Ok(vec![lo, hi])
         }
+        // Session 82's fixture (extremes_s82).
+        "amax" => one(v[0].amax(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
+        "amin" => one(v[0].amin(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "trapezoid" | "cumulative_trapezoid" => {
             let sp = match a["dx"].as_f64() {
                 Some(dx) => Spacing::Dx(dx),
@@ -213,7 +216,7 @@ fn backward(ys: &[Var], device: Device) -> Result<()> {
     total.map_or(Ok(()), |t| t.backward())
 }
 
-fn difference(c: &Value, device: Device) -> Option<String> {
+pub(crate) fn difference(c: &Value, device: Device) -> Option<String> {
     let grads = &c["grads"];
     let t: Vec<Tensor> = c["inputs"]
         .as_array()

@@ -53,6 +53,10 @@ pub trait Composite: Clone + Sized {
     fn pow_scalar(&self, exponent: f64) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::sign`].
     fn sign(&self) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::amax`].
+    fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> std::result::Result<Self, Self::Error>;
+    /// [`Tensor::amin`].
+    fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::abs`].
     fn abs(&self) -> std::result::Result<Self, Self::Error>;
     /// [`Tensor::relu`].
@@ -277,6 +281,12 @@ impl Composite for Tensor {
     }
     fn sign(&self) -> Result<Tensor> {
         Tensor::sign(self)
+    }
+    fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        Tensor::amax(self, dims, keepdim)
+    }
+    fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        Tensor::amin(self, dims, keepdim)
     }
     fn abs(&self) -> Result<Tensor> {
         Tensor::abs(self)

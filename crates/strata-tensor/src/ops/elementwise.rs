@@ -442,7 +442,7 @@ impl Tensor {
                 ));
             }
         }
-        if no_bool_kernel {
+        if no_bool_kernel || (matches!(op.dtypes(), BinaryDTypes::Integral) && compute.is_float()) {
             return Err(TensorError::unsupported(name, compute));
         }
         // PyTorch's pow kernels for f16/bf16 and the integer dtypes convert a

@@ -1,7 +1,10 @@
 //! `std::ops` for tensors.
 //!
 //! Binary operators give a `Result<Tensor>` with the error the method of the
-//! same name would return (shapes that do not broadcast, dtypes, devices).
+//! same name would return (shapes that do not broadcast, dtypes, devices):
+//! `+ - * /`, and for integer and bool tensors `& | ^` (`bitwise_and`,
+//! `bitwise_or`, `bitwise_xor`) and the unary `!` (`bitwise_not`, PyTorch's
+//! `~`).
 //! Each side may be an owned [`Tensor`], a `&Tensor`, or a scalar, with
 //! PyTorch's type promotion (a Python scalar: `2.0 * &a` keeps `a`'s float
 //! dtype): `2.0 * &a`, `&a - 1`, `1.0 / a`. On the right any number converts
@@ -42,7 +45,7 @@
 //! (`sub_`, `div_` likewise). They write into `a`'s storage, so every view
 //! of `a` (and every `clone()` handle, see [`Tensor`]) sees the result.
 //!
-//! `+= -= *= /=` are defined on `Result<Tensor>`: `r += &b` runs `add_` in
+//! `+= -= *= /=` (and `&= |= ^=`) are defined on `Result<Tensor>`: `r += &b` runs `add_` in
 //! place when `r` is `Ok`, turns `r` into the error if `add_` fails (the
 //! tensor's values are then unchanged) and leaves an earlier error as it is.
 //! The first error comes out at the next `?`:
@@ -71,7 +74,10 @@ use crate::error::Result;
 use crate::ops::elementwise::{result_type, Operand};
 use crate::scalar::Scalar;
 use crate::tensor::Tensor;
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+use std::ops::{
+    Add, AddAssign, BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, BitXorAssign, Div, DivAssign,
+    Mul, MulAssign, Neg, Not, Sub, SubAssign,
+};
 
 /// `s - t` with the scalar on the left, PyTorch's `rsub` (Python's `s - t`):
 /// the scalar becomes a 0-d tensor of the dtype it promotes to with `t`,
@@ -98,28 +104,28 @@ fn scalar_div(s: Scalar, t: &Tensor) -> Result<Tensor> {
 }
 
 macro_rules! binary_overload {
-    ($tr:ident, $m:ident, $atr:ident, $am:ident, $inplace:ident, $scalar_lhs:expr) => {
+    ($tr:ident, $m:ident, $tm:ident, $atr:ident, $am:ident, $inplace:ident, $scalar_lhs:expr) => {
         // tensor (owned or borrowed) on the left
-        binary_overload!(@tensor_lhs $tr, $m, &Tensor);
-        binary_overload!(@tensor_lhs $tr, $m, Tensor);
+        binary_overload!(@tensor_lhs $tr, $m, $tm, &Tensor);
+        binary_overload!(@tensor_lhs $tr, $m, $tm, Tensor);
 
         // a Result on the left of a tensor or a `Scalar`
         impl $tr<&Tensor> for Result<Tensor> {
             type Output = Result<Tensor>;
             fn $m(self, rhs: &Tensor) -> Result<Tensor> {
-                self.and_then(|t| Tensor::$m(&t, rhs))
+                self.and_then(|t| Tensor::$tm(&t, rhs))
             }
         }
         impl $tr<Tensor> for Result<Tensor> {
             type Output = Result<Tensor>;
             fn $m(self, rhs: Tensor) -> Result<Tensor> {
-                self.and_then(|t| Tensor::$m(&t, &rhs))
+                self.and_then(|t| Tensor::$tm(&t, &rhs))
             }
         }
         impl $tr<Scalar> for Result<Tensor> {
             type Output = Result<Tensor>;
             fn $m(self, rhs: Scalar) -> Result<Tensor> {
-                self.and_then(|t| Tensor::$m(&t, rhs))
+                self.and_then(|t| Tensor::$tm(&t, rhs))
             }
         }
 
@@ -148,29 +154,29 @@ macro_rules! binary_overload {
             }
         }
     };
-    (@tensor_lhs $tr:ident, $m:ident, $lhs:ty) => {
+    (@tensor_lhs $tr:ident, $m:ident, $tm:ident, $lhs:ty) => {
         impl $tr<&Tensor> for $lhs {
             type Output = Result<Tensor>;
             fn $m(self, rhs: &Tensor) -> Result<Tensor> {
-                Tensor::$m(&self, rhs)
+                Tensor::$tm(&self, rhs)
             }
         }
         impl $tr<Tensor> for $lhs {
             type Output = Result<Tensor>;
             fn $m(self, rhs: Tensor) -> Result<Tensor> {
-                Tensor::$m(&self, &rhs)
+                Tensor::$tm(&self, &rhs)
             }
         }
         impl $tr<Result<Tensor>> for $lhs {
             type Output = Result<Tensor>;
             fn $m(self, rhs: Result<Tensor>) -> Result<Tensor> {
-                rhs.and_then(|r| Tensor::$m(&self, &r))
+                rhs.and_then(|r| Tensor::$tm(&self, &r))
             }
         }
         impl<S: Into<Scalar>> $tr<S> for $lhs {
             type Output = Result<Tensor>;
             fn $m(self, rhs: S) -> Result<Tensor> {
-                Tensor::$m(&self, rhs.into())
+                Tensor::$tm(&self, rhs.into())
             }
         }
     };
@@ -191,10 +197,38 @@ macro_rules! binary_overload {
         }
     )*};
 }
-binary_overload!(Add, add, AddAssign, add_assign, add_, |s, t| t.add(s));
-binary_overload!(Sub, sub, SubAssign, sub_assign, sub_, scalar_sub);
-binary_overload!(Mul, mul, MulAssign, mul_assign, mul_, |s, t| t.mul(s));
-binary_overload!(Div, div, DivAssign, div_assign, div_, scalar_div);
+binary_overload!(Add, add, add, AddAssign, add_assign, add_, |s, t| t.add(s));
+binary_overload!(Sub, sub, sub, SubAssign, sub_assign, sub_, scalar_sub);
+binary_overload!(Mul, mul, mul, MulAssign, mul_assign, mul_, |s, t| t.mul(s));
+binary_overload!(Div, div, div, DivAssign, div_assign, div_, scalar_div);
+// `&`, `|`, `^` are commutative: a scalar on the left is the same op.
+binary_overload!(
+    BitAnd,
+    bitand,
+    bitwise_and,
+    BitAndAssign,
+    bitand_assign,
+    bitwise_and_,
+    |s, t| t.bitwise_and(s)
+);
+binary_overload!(
+    BitOr,
+    bitor,
+    bitwise_or,
+    BitOrAssign,
+    bitor_assign,
+    bitwise_or_,
+    |s, t| t.bitwise_or(s)
+);
+binary_overload!(
+    BitXor,
+    bitxor,
+    bitwise_xor,
+    BitXorAssign,
+    bitxor_assign,
+    bitwise_xor_,
+    |s, t| t.bitwise_xor(s)
+);
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;
@@ -207,6 +241,21 @@ impl Neg for Tensor {
     type Output = Result<Tensor>;
     fn neg(self) -> Result<Tensor> {
         Tensor::neg(&self)
+    }
+}
+
+/// `!t` is PyTorch's `~t`: [`Tensor::bitwise_not`].
+impl Not for &Tensor {
+    type Output = Result<Tensor>;
+    fn not(self) -> Result<Tensor> {
+        Tensor::bitwise_not(self)
+    }
+}
+
+impl Not for Tensor {
+    type Output = Result<Tensor>;
+    fn not(self) -> Result<Tensor> {
+        Tensor::bitwise_not(&self)
     }
 }
 
@@ -256,6 +305,29 @@ mod tests {
         ri *= Scalar::from(1.5);
         assert!(ri.is_err());
         assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 2]);
+    }
+
+    #[test]
+    fn bitwise_operators_follow_methods() {
+        let a = Tensor::from_slice(&[0b1100u8, 0b1010, 255], &[3], Device::Cpu).unwrap();
+        let b = Tensor::from_slice(&[0b1010u8, 0b0110, 1], &[3], Device::Cpu).unwrap();
+        let v = |r: crate::Result<Tensor>| r.unwrap().to_vec::<u8>().unwrap();
+        assert_eq!(v(&a & &b), vec![0b1000, 0b0010, 1]);
+        assert_eq!(v(&a | &b), vec![0b1110, 0b1110, 255]);
+        assert_eq!(v(&a ^ &b), vec![0b0110, 0b1100, 254]);
+        assert_eq!(v(!&a), vec![0b1111_0011, 0b1111_0101, 0]);
+        // A scalar on either side; `3 & u8` stays u8 (a scalar does not promote).
+        assert_eq!(v(3 & &a), vec![0, 2, 3]);
+        let m = Tensor::from_slice(&[true, false], &[2], Device::Cpu).unwrap();
+        assert_eq!((!&m).unwrap().to_vec::<bool>().unwrap(), vec![false, true]);
+        // Floats are refused; `&=` on a Result turns it into the error.
+        let f = t(&[1.0]);
+        assert!((&f & &f).is_err() && (!&f).is_err());
+        let mut r = Ok(a.clone());
+        r &= &b;
+        assert_eq!(a.to_vec::<u8>().unwrap(), vec![0b1000, 0b0010, 1]);
+        r ^= Scalar::from(1.5);
+        assert!(r.is_err());
     }
 }
 

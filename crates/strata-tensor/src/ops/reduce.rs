@@ -288,6 +288,58 @@ impl Tensor {
         Ok(out)
     }
 
+    /// The largest element of every slice over `dims` (`torch.amax`; all
+    /// dims when `None` or empty), NaN propagating; every dtype, bool
+    /// included. Unlike [`max_dim`](Tensor::max_dim) it takes several dims
+    /// and returns no indices. Reducing a dim of size 0, or every dim of a
+    /// tensor without elements, fails with [`TensorError::Empty`] (no
+    /// identity: `max_dim`'s error there; PyTorch raises too).
+    ///
+    /// ```
+    /// use strata_tensor::tensor;
+    /// let x = tensor![[[1., 7.], [3., 2.]], [[0., 4.], [9., 5.]]]?;
+    /// assert_eq!(x.amax(Some(&[0, 2]), false)?.to_vec::<f32>()?, [7., 9.]);
+    /// assert_eq!(x.amin(None, true)?.shape(), &[1, 1, 1]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn amax(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        self.extreme_over(ReduceOp::Max, "amax", dims, keepdim)
+    }
+
+    /// The smallest element of every slice over `dims` (`torch.amin`), as
+    /// [`amax`](Tensor::amax).
+    pub fn amin(&self, dims: Option<&[i64]>, keepdim: bool) -> Result<Tensor> {
+        self.extreme_over(ReduceOp::Min, "amin", dims, keepdim)
+    }
+
+    fn extreme_over(
+        &self,
+        op: ReduceOp,
+        name: &'static str,
+        dims: Option<&[i64]>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let no_identity = || TensorError::Empty {
+            op: name,
+            shape: self.shape().to_vec(),
+        };
+        if dims.is_none_or(|d| d.is_empty()) && self.numel() == 0 {
+            // PyTorch: "Expected reduction dim to be specified for
+            // input.numel() == 0".
+            return Err(no_identity());
+        }
+        let (dims, out_shape) = self.reduced_dims(name, dims, keepdim)?;
+        if dims.iter().any(|&d| self.shape()[d] == 0) {
+            // PyTorch: "Expected reduction dim {d} to have non-zero size".
+            return Err(no_identity());
+        }
+        let out = Tensor::uninit(name, &out_shape, self.dtype(), self.device())?;
+        if out.numel() > 0 {
+            self.run_reduce(op, &dims, Some(&out), None)?;
+        }
+        Ok(out)
+    }
+
     fn extreme_all(&self, op: ReduceOp, name: &'static str) -> Result<Tensor> {
         if self.numel() == 0 {
             return Err(TensorError::Empty {

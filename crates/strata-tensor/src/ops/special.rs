@@ -447,6 +447,41 @@ impl Tensor {
         self.binary(BinaryOp::ShiftRight, b, false)
     }
 
+    /// `torch.bitwise_not(self)` (`~self`; logical not for bool): integer
+    /// and bool dtypes only. Computed as `self ^ all-ones` (`-1` in the
+    /// dtype, `true` for bool).
+    pub fn bitwise_not(&self) -> Result<Tensor> {
+        self.bitwise_not_checked("bitwise_not", false)?;
+        self.bitwise_xor(self.all_bits_set())
+    }
+
+    /// In place `~self` ([`bitwise_not`](Tensor::bitwise_not)).
+    pub fn bitwise_not_(&self) -> Result<Tensor> {
+        self.bitwise_not_checked("bitwise_not_", true)?;
+        self.bitwise_xor_(self.all_bits_set())
+    }
+
+    /// PyTorch's checks of `bitwise_not(_)`: an in-place output's overlap,
+    /// then the dtype.
+    fn bitwise_not_checked(&self, name: &'static str, inplace: bool) -> Result<()> {
+        if inplace {
+            super::elementwise::check_inplace_early(name, self, &[])?;
+        }
+        if self.dtype().is_float() {
+            return Err(TensorError::unsupported(name, self.dtype()));
+        }
+        Ok(())
+    }
+
+    /// Every bit set in self's (integer or bool) dtype.
+    fn all_bits_set(&self) -> Scalar {
+        if self.dtype() == DType::Bool {
+            Scalar::Bool(true)
+        } else {
+            Scalar::Int(-1)
+        }
+    }
+
     /// `torch.signbit`: whether each element's sign bit is set (bool;
     /// true for -0.0 and negative NaN; false for unsigned and bool).
     pub fn signbit(&self) -> Result<Tensor> {

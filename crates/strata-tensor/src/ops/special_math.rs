@@ -124,6 +124,18 @@ pub(crate) trait Special: Copy {
     fn gcd_(self, _b: Self) -> Self {
         self
     }
+    /// `a & b` (integers and bool).
+    fn bitand_(self, _b: Self) -> Self {
+        self
+    }
+    /// `a | b` (integers and bool).
+    fn bitor_(self, _b: Self) -> Self {
+        self
+    }
+    /// `a ^ b` (integers and bool).
+    fn bitxor_(self, _b: Self) -> Self {
+        self
+    }
     /// The least common multiple.
     fn lcm_(self, _b: Self) -> Self {
         self
@@ -965,6 +977,15 @@ macro_rules! int_special {
                     v
                 }
             }
+            fn bitand_(self, b: Self) -> Self {
+                self & b
+            }
+            fn bitor_(self, b: Self) -> Self {
+                self | b
+            }
+            fn bitxor_(self, b: Self) -> Self {
+                self ^ b
+            }
             fn shl_(self, b: Self) -> Self {
                 let bits = (std::mem::size_of::<$t>() * 8) as $t;
                 if (b as $s) < 0 || b >= bits {
@@ -1001,6 +1022,15 @@ int_special!(i64, u64, i64);
 int_special!(u8, u8, i8);
 
 impl Special for bool {
+    fn bitand_(self, b: Self) -> Self {
+        self & b
+    }
+    fn bitor_(self, b: Self) -> Self {
+        self | b
+    }
+    fn bitxor_(self, b: Self) -> Self {
+        self ^ b
+    }
     fn fmax_(self, b: Self) -> Self {
         self | b
     }

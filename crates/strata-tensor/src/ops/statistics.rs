@@ -616,35 +616,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Tensor, Tensor)> {
-        const OP: &str = "aminmax";
-        match dim {
-            None => {
-                if self.numel() == 0 {
-                    return Err(TensorError::Empty {
-                        op: OP,
-                        shape: self.shape().to_vec(),
-                    });
-                }
-                let flat = self.reshape(&[-1])?;
-                let (lo, hi) = (flat.min_dim(0, false)?.0, flat.max_dim(0, false)?.0);
-                if keepdim {
-                    let ones = vec![1i64; self.ndim()];
-                    Ok((lo.reshape(&ones)?, hi.reshape(&ones)?))
-                } else {
-                    Ok((lo, hi))
-                }
-            }
-            Some(d) => {
-                let dd = normalize_dim(OP, d, self.ndim())?;
-                if self.ndim() > 0 && self.shape()[dd] == 0 {
-                    return Err(TensorError::index(
-                        OP,
-                        format!("aminmax: Expected reduction dim {dd} to have non-zero size."),
-                    ));
-                }
-                Ok((self.min_dim(d, keepdim)?.0, self.max_dim(d, keepdim)?.0))
-            }
-        }
+        aminmax_of(self, dim, keepdim)
     }
 
     /// `torch.trapezoid(y, x | dx, dim)`: the trapezoid rule's integral of
@@ -933,6 +905,43 @@ pub fn corrcoef_of<T: Composite>(x: &T) -> Of<T> {
     let sd = c.diagonal(0, 0, 1)?.sqrt()?;
     let c = c.div(&sd.view(&[-1, 1])?)?.div(&sd.view(&[1, -1])?)?;
     c.clamp(Some(-1.0), Some(1.0))
+}
+
+/// `aminmax` of a tensor or a variable: `amin` and `amax` over `dim` (every
+/// dim for `None`), after PyTorch's checks (no reduced dim may be empty).
+pub fn aminmax_of<T: Composite>(
+    x: &T,
+    dim: Option<i64>,
+    keepdim: bool,
+) -> std::result::Result<(T, T), T::Error> {
+    const OP: &str = "aminmax";
+    let shape = x.shape();
+    let dims = match dim {
+        None => {
+            if shape.iter().product::<usize>() == 0 {
+                return Err(TensorError::Empty {
+                    op: OP,
+                    shape: shape.to_vec(),
+                }
+                .into());
+            }
+            None
+        }
+        Some(d) => {
+            let dd = normalize_dim(OP, d, shape.len())?;
+            if shape.get(dd) == Some(&0) {
+                // PyTorch: "Expected reduction dim {dd} to have non-zero size".
+                return Err(TensorError::Empty {
+                    op: OP,
+                    shape: shape.to_vec(),
+                }
+                .into());
+            }
+            Some([d])
+        }
+    };
+    let dims = dims.as_ref().map(|d| &d[..]);
+    Ok((x.amin(dims, keepdim)?, x.amax(dims, keepdim)?))
 }
 
 /// `trapezoid` of a tensor or a variable (the sample points are

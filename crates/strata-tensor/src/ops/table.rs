@@ -894,6 +894,65 @@ macro_rules! binary_op_table {
                         int: "({a})"
                     }
                 }
+                /// `torch.bitwise_and(self, b)` (`self & b`; logical and for
+                /// bool): integer and bool dtypes only, with PyTorch's type
+                /// promotion (`bool & u8` is u8, a bool tensor `& 3` is i64).
+                ///
+                /// ```
+                /// use strata_tensor::{Device, Tensor};
+                /// let a = Tensor::from_slice(&[12i32, -1, 5], &[3], Device::Cpu)?;
+                /// assert_eq!(a.bitwise_and(10)?.to_vec::<i32>()?, [8, 10, 0]);
+                /// assert_eq!((&a | 3)?.to_vec::<i32>()?, [15, -1, 7]);
+                /// assert_eq!(a.bitwise_not()?.to_vec::<i32>()?, [-13, 0, -6]);
+                /// assert!(a.to_dtype(strata_tensor::DType::F32)?.bitwise_and(1).is_err());
+                /// # Ok::<(), strata_tensor::TensorError>(())
+                /// ```
+                BitAnd {
+                    method: bitwise_and,
+                    inplace: /// In place `self & b` (the result must be castable to self's dtype).
+                        bitwise_and_,
+                    dtypes: Integral,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::bitand_(a, b),
+                    cuda: {
+                        bool: "({a} & {b})",
+                        float: "({a})",
+                        u8: "({a} & {b})",
+                        int: "({a} & {b})"
+                    }
+                }
+                /// `torch.bitwise_or(self, b)` (`self | b`), as
+                /// [`bitwise_and`](Tensor::bitwise_and).
+                BitOr {
+                    method: bitwise_or,
+                    inplace: /// In place `self | b`.
+                        bitwise_or_,
+                    dtypes: Integral,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::bitor_(a, b),
+                    cuda: {
+                        bool: "({a} | {b})",
+                        float: "({a})",
+                        u8: "({a} | {b})",
+                        int: "({a} | {b})"
+                    }
+                }
+                /// `torch.bitwise_xor(self, b)` (`self ^ b`), as
+                /// [`bitwise_and`](Tensor::bitwise_and).
+                BitXor {
+                    method: bitwise_xor,
+                    inplace: /// In place `self ^ b`.
+                        bitwise_xor_,
+                    dtypes: Integral,
+                    scalar: Elem,
+                    cpu: |a, b| $crate::ops::special_math::Special::bitxor_(a, b),
+                    cuda: {
+                        bool: "({a} ^ {b})",
+                        float: "({a})",
+                        u8: "({a} ^ {b})",
+                        int: "({a} ^ {b})"
+                    }
+                }
                 /// The greatest common divisor (`Tensor::gcd`; integers only, checked there).
                 Gcd {
                     named: gcd,
@@ -1039,6 +1098,9 @@ pub(crate) enum BinaryDTypes {
     NoBoolCompute,
     /// Floats; integer promoted types compute in f32.
     Float,
+    /// Integers and bool: a float promoted type is refused (last, as
+    /// PyTorch's kernel dtype check).
+    Integral,
 }
 
 /// How a scalar second operand enters a binary op.

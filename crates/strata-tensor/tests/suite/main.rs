@@ -101,3 +101,8 @@ mod cusolver_s80;
 mod fuzz_conformance_s80;
 // session 80: hostile inputs to session 79's linalg, shape, statistics and nn ops
 mod hostile_sweep_s80;
+
+// session 82: amax, amin and aminmax against PyTorch
+mod extremes_s82;
+// session 82: the bitwise ops against PyTorch
+mod bitwise_s82;

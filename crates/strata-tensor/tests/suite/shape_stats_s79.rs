@@ -16,7 +16,7 @@
 
 use crate::pytorch_fixture::{
     check_fixture_and_probe, close, cpu_kernel_gap, differing_cases, dtype, fixture, gunzip, input,
-    ints, num, opt_i, shape, split_of, tolerance,
+    ints, num, opt_i, opt_ints, shape, split_of, tolerance,
 };
 use proptest::prelude::*;
 use serde_json::Value;
@@ -99,6 +99,10 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             let (lo, hi) = t[0].aminmax(opt_i(&a["dim"]), b("keepdim"))?;
             Ok(vec![lo, hi])
         }
+        // Session 82's fixtures (extremes_s82, bitwise_s82).
+        op if op.starts_with("bitwise_") => bitwise(op, &t, &a["scalar"]),
+        "amax" => one(t[0].amax(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
+        "amin" => one(t[0].amin(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "trapezoid" | "cumulative_trapezoid" => {
             let sp = match &a["dx"] {
                 Value::Null => Spacing::X(&t[1]),
@@ -226,6 +230,36 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
     }
 }
 
+/// A bitwise op of bitwise_s82's fixture: the other operand is the second
+/// tensor or the scalar (`{"int": 3}`, `{"bool": true}`, `{"float": 2.5}`);
+/// an in-place form answers its first operand afterwards.
+fn bitwise(op: &str, t: &[Tensor], scalar: &Value) -> Result<Vec<Tensor>> {
+    use strata_tensor::Scalar;
+    let other = || -> strata_tensor::Operand<'_> {
+        match scalar.as_object().and_then(|o| o.iter().next()) {
+            None => (&t[1]).into(),
+            Some((k, v)) => match k.as_str() {
+                "int" => Scalar::Int(v.as_i64().unwrap()).into(),
+                "bool" => Scalar::Bool(v.as_bool().unwrap()).into(),
+                _ => Scalar::Float(num(v)).into(),
+            },
+        }
+    };
+    let x = &t[0];
+    let y = match op {
+        "bitwise_and" => x.bitwise_and(other())?,
+        "bitwise_or" => x.bitwise_or(other())?,
+        "bitwise_xor" => x.bitwise_xor(other())?,
+        "bitwise_not" => x.bitwise_not()?,
+        "bitwise_and_" => x.bitwise_and_(other())?,
+        "bitwise_or_" => x.bitwise_or_(other())?,
+        "bitwise_xor_" => x.bitwise_xor_(other())?,
+        "bitwise_not_" => x.bitwise_not_()?,
+        other => panic!("the generator wrote an op this test does not know: {other}"),
+    };
+    Ok(vec![if op.ends_with('_') { x.clone() } else { y }])
+}
+
 /// PyTorch 2.15's `cov` of one observation in f16/bf16 with aweights of
 /// another float dtype fails in its product ("expected m1 and m2 to have
 /// the same dtype"; with more observations it promotes, as strata always
@@ -290,7 +324,7 @@ fn difference(c: &Value, device: Device) -> Option<String> {
     None
 }
 
-fn check(text: &str, device: Device) -> (usize, Vec<String>) {
+pub(crate) fn check(text: &str, device: Device) -> (usize, Vec<String>) {
     differing_cases(text, |c| difference(c, device))
 }
 
