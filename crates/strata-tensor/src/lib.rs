@@ -57,7 +57,9 @@
 //! 4x32-10 stream keyed by the seed: element `i` depends on the seed and `i`
 //! only, so every device gives the same numbers for the same seed and shape,
 //! and a smaller tensor is a prefix of a larger one (the layout of the stream
-//! is documented in `src/random.rs`).
+//! is documented in `src/random.rs`). The samplers built on it take a seed
+//! too: [`Tensor::randint`], [`Tensor::randperm`], [`Tensor::bernoulli`],
+//! [`Tensor::bernoulli_`], [`Tensor::multinomial`] and `dropout`.
 //!
 //! ```
 //! use strata_tensor::{Tensor, DType, Device};

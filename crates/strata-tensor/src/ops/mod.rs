@@ -114,3 +114,6 @@ mod special;
 mod special_erfcx;
 pub(crate) mod special_math;
 pub use special::ldexp_dtype;
+
+// ---- session 82: randperm, bernoulli, multinomial ----
+mod sampling;

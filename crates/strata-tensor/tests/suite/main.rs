@@ -106,3 +106,5 @@ mod hostile_sweep_s80;
 mod extremes_s82;
 // session 82: the bitwise ops against PyTorch
 mod bitwise_s82;
+// session 82: randperm, bernoulli, multinomial
+mod sampling_s82;
