@@ -43,7 +43,7 @@ impl Operand<'_> {
             Operand::Scalar(_) => &[],
         }
     }
-    fn dtype(&self) -> DType {
+    pub(crate) fn dtype(&self) -> DType {
         match self {
             Operand::Tensor(t) => t.dtype(),
             Operand::Scalar(s) => s.promotion_dtype(),

@@ -1,4 +1,5 @@
-//! Binary search and counting: `searchsorted`, `bucketize`, `bincount` and
+//! Binary search and counting: `searchsorted`, `bucketize`, `isin` (session
+//! 82), `bincount` and
 //! `histc` (session 77).
 //!
 //! Everything here is composed of existing tensor ops, so it runs on every
@@ -247,6 +248,82 @@ impl Tensor {
             ));
         }
         boundaries.searchsorted(self, out_int32, right, None, None)
+    }
+
+    /// `torch.isin(self, test_elements, invert=invert)`: whether each
+    /// element of self is one of `test_elements` (a tensor of any shape, or
+    /// a scalar), a bool tensor of self's shape (negated with `invert`).
+    /// The two are compared in their promoted dtype (an i32 300 is not a u8
+    /// 44); NaN is never found, -0.0 finds 0.0. Bool operands are refused
+    /// ([`TensorError::DType`], as PyTorch's). A sort of the test elements
+    /// and one `searchsorted` of every element, so any layout and device.
+    /// (PyTorch's `assume_unique` only speeds its search; it is not taken.)
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[1i64, 2, 3, 4], &[2, 2], Device::Cpu)?;
+    /// let t = Tensor::from_slice(&[4i64, 1, 9], &[3], Device::Cpu)?;
+    /// assert_eq!(x.isin(&t, false)?.to_vec::<bool>()?, [true, false, false, true]);
+    /// assert_eq!(x.isin(2.0, true)?.to_vec::<bool>()?, [true, false, true, true]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn isin<'a>(&self, test_elements: impl Into<Operand<'a>>, invert: bool) -> Result<Tensor> {
+        const OP: &str = "isin";
+        let test = test_elements.into();
+        if let Operand::Tensor(t) = test {
+            same_device(OP, self, t)?;
+        }
+        if self.dtype() == DType::Bool || test.dtype() == DType::Bool {
+            return Err(TensorError::dtype(
+                OP,
+                "Unsupported input type encountered for isin(): Bool; convert bool operands \
+                 to u8 first",
+            ));
+        }
+        let d = result_type(&[Operand::Tensor(self), test]);
+        let pool = match test {
+            Operand::Tensor(t) => t.to_dtype(d)?.reshape(&[-1])?,
+            Operand::Scalar(s) => Tensor::scalar(s.cast_to(d), d, self.device())?.reshape(&[1])?,
+        };
+        let x = self.to_dtype(d)?;
+        let n = pool.numel();
+        let found = if n == 0 || x.numel() == 0 {
+            Tensor::zeros(x.shape(), DType::Bool, x.device())?
+        } else {
+            // A NaN test element finds nothing, but the binary search would
+            // pass it to the right wherever it stands: it becomes -inf
+            // (sorted first), and whether -inf itself is found is decided
+            // by the test elements as they were.
+            let neg_inf = f64::NEG_INFINITY;
+            let (pool, has_neg_inf) = if d.is_float() {
+                let has = pool.eq(neg_inf)?.any()?;
+                (
+                    Tensor::where_cond(&pool.isnan()?, neg_inf, &pool)?,
+                    Some(has),
+                )
+            } else {
+                (pool, None)
+            };
+            // The first test element >= each element, or the last one;
+            // found where it equals the element.
+            let sorted = pool.sort(0, false, false)?.0;
+            let at = sorted.searchsorted(&x, false, false, None, None)?;
+            let at = Tensor::where_cond(&at.ge(n as i64)?, (n - 1) as i64, &at)?;
+            let shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
+            let found = sorted
+                .index_select(0, &at.reshape(&[-1])?)?
+                .reshape(&shape)?
+                .eq(&x)?;
+            match has_neg_inf {
+                Some(has) => Tensor::where_cond(&x.eq(neg_inf)?, &has, &found)?,
+                None => found,
+            }
+        };
+        if invert {
+            found.logical_not()
+        } else {
+            Ok(found)
+        }
     }
 
     /// `torch.bincount(self, weights, minlength)`: the number of times each

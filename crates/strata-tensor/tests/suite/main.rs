@@ -108,3 +108,5 @@ mod extremes_s82;
 mod bitwise_s82;
 // session 82: randperm, bernoulli, multinomial
 mod sampling_s82;
+// session 82: isin
+mod isin_s82;

@@ -99,8 +99,9 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             let (lo, hi) = t[0].aminmax(opt_i(&a["dim"]), b("keepdim"))?;
             Ok(vec![lo, hi])
         }
-        // Session 82's fixtures (extremes_s82, bitwise_s82).
+        // Session 82's fixtures (extremes_s82, bitwise_s82, isin_s82).
         op if op.starts_with("bitwise_") => bitwise(op, &t, &a["scalar"]),
+        "isin" => one(t[0].isin(other_operand(&t, &a["scalar"]), b("invert"))),
         "amax" => one(t[0].amax(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "amin" => one(t[0].amin(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "trapezoid" | "cumulative_trapezoid" => {
@@ -230,21 +231,26 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
     }
 }
 
+/// The second operand of a session 82 case: the scalar (`{"int": 3}`,
+/// `{"bool": true}`, `{"float": 2.5}` or `"nan"`) where there is one, else
+/// the second tensor.
+fn other_operand<'a>(t: &'a [Tensor], scalar: &Value) -> strata_tensor::Operand<'a> {
+    use strata_tensor::Scalar;
+    match scalar.as_object().and_then(|o| o.iter().next()) {
+        None => (&t[1]).into(),
+        Some((k, v)) => match k.as_str() {
+            "int" => Scalar::Int(v.as_i64().unwrap()).into(),
+            "bool" => Scalar::Bool(v.as_bool().unwrap()).into(),
+            _ => Scalar::Float(num(v)).into(),
+        },
+    }
+}
+
 /// A bitwise op of bitwise_s82's fixture: the other operand is the second
 /// tensor or the scalar (`{"int": 3}`, `{"bool": true}`, `{"float": 2.5}`);
 /// an in-place form answers its first operand afterwards.
 fn bitwise(op: &str, t: &[Tensor], scalar: &Value) -> Result<Vec<Tensor>> {
-    use strata_tensor::Scalar;
-    let other = || -> strata_tensor::Operand<'_> {
-        match scalar.as_object().and_then(|o| o.iter().next()) {
-            None => (&t[1]).into(),
-            Some((k, v)) => match k.as_str() {
-                "int" => Scalar::Int(v.as_i64().unwrap()).into(),
-                "bool" => Scalar::Bool(v.as_bool().unwrap()).into(),
-                _ => Scalar::Float(num(v)).into(),
-            },
-        }
-    };
+    let other = || other_operand(t, scalar);
     let x = &t[0];
     let y = match op {
         "bitwise_and" => x.bitwise_and(other())?,
