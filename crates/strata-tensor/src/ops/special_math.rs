@@ -944,6 +944,22 @@ pub(crate) fn nextafter_in(a: f64, b: f64, d: DType) -> f64 {
     }
 }
 
+/// `Special`'s `&`, `|` and `^` for a type with Rust's own (the integers
+/// and bool).
+macro_rules! bitwise_fns {
+    () => {
+        fn bitand_(self, b: Self) -> Self {
+            self & b
+        }
+        fn bitor_(self, b: Self) -> Self {
+            self | b
+        }
+        fn bitxor_(self, b: Self) -> Self {
+            self ^ b
+        }
+    };
+}
+
 macro_rules! int_special {
     ($t:ty, $u:ty, $s:ty) => {
         impl Special for $t {
@@ -977,15 +993,7 @@ macro_rules! int_special {
                     v
                 }
             }
-            fn bitand_(self, b: Self) -> Self {
-                self & b
-            }
-            fn bitor_(self, b: Self) -> Self {
-                self | b
-            }
-            fn bitxor_(self, b: Self) -> Self {
-                self ^ b
-            }
+            bitwise_fns!();
             fn shl_(self, b: Self) -> Self {
                 let bits = (std::mem::size_of::<$t>() * 8) as $t;
                 if (b as $s) < 0 || b >= bits {
@@ -1022,15 +1030,7 @@ int_special!(i64, u64, i64);
 int_special!(u8, u8, i8);
 
 impl Special for bool {
-    fn bitand_(self, b: Self) -> Self {
-        self & b
-    }
-    fn bitor_(self, b: Self) -> Self {
-        self | b
-    }
-    fn bitxor_(self, b: Self) -> Self {
-        self ^ b
-    }
+    bitwise_fns!();
     fn fmax_(self, b: Self) -> Self {
         self | b
     }

@@ -8,7 +8,7 @@
 //! `shape_stats_s79`'s replay). Property tests check De Morgan's laws and
 //! the scalar forms against the tensor ones.
 
-use crate::shape_stats_s79::check;
+use crate::shape_stats_s79::assert_fixture_agrees;
 use proptest::prelude::*;
 use std::sync::LazyLock;
 use strata_tensor::{Device, Tensor};
@@ -18,26 +18,13 @@ static TEXT: LazyLock<String> =
 
 #[test]
 fn bitwise_ops_match_pytorch() {
-    let (n, bad) = check(&TEXT, Device::Cpu);
-    assert!(n >= 2_000, "the fixture holds {n} cases");
-    assert!(
-        bad.is_empty(),
-        "{} of {n} differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    assert_fixture_agrees(&TEXT, 2_000, Device::Cpu);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn bitwise_ops_match_pytorch_on_a_gpu() {
-    let (n, bad) = check(&TEXT, crate::hostile_calls::gpu());
-    assert!(
-        bad.is_empty(),
-        "{} of {n} differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    assert_fixture_agrees(&TEXT, 2_000, crate::hostile_calls::gpu());
 }
 
 proptest! {

@@ -6,7 +6,7 @@
 //! `shape_stats_s79`'s replay. A property test checks it against a linear
 //! search.
 
-use crate::shape_stats_s79::check;
+use crate::shape_stats_s79::assert_fixture_agrees;
 use proptest::prelude::*;
 use std::sync::LazyLock;
 use strata_tensor::{Device, Tensor};
@@ -16,26 +16,13 @@ static TEXT: LazyLock<String> =
 
 #[test]
 fn isin_matches_pytorch() {
-    let (n, bad) = check(&TEXT, Device::Cpu);
-    assert!(n >= 1_500, "the fixture holds {n} cases");
-    assert!(
-        bad.is_empty(),
-        "{} of {n} differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    assert_fixture_agrees(&TEXT, 1_500, Device::Cpu);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU; run with --include-ignored on a GPU machine"]
 fn isin_matches_pytorch_on_a_gpu() {
-    let (n, bad) = check(&TEXT, crate::hostile_calls::gpu());
-    assert!(
-        bad.is_empty(),
-        "{} of {n} differ:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    assert_fixture_agrees(&TEXT, 1_500, crate::hostile_calls::gpu());
 }
 
 proptest! {

@@ -334,6 +334,19 @@ pub(crate) fn check(text: &str, device: Device) -> (usize, Vec<String>) {
     differing_cases(text, |c| difference(c, device))
 }
 
+/// Replays a fixture of this format (session 82's) on `device`: it holds at
+/// least `at_least` cases and none differs from PyTorch's answer.
+pub(crate) fn assert_fixture_agrees(text: &str, at_least: usize, device: Device) {
+    let (n, bad) = check(text, device);
+    assert!(n >= at_least, "the fixture holds {n} cases");
+    assert!(
+        bad.is_empty(),
+        "{} of {n} differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn shape_stats_ops_match_pytorch() {
     check_fixture_and_probe(&TEXT, 5_000, "STRATA_S79_PROBE", |t| check(t, Device::Cpu));
