@@ -244,6 +244,52 @@ impl crate::tensor::Tensor {
         self.full_like(Scalar::Int(0), dtype)
     }
 
+    /// `self.new_full(shape, value)`: a contiguous tensor of `shape` filled
+    /// with `value`, in self's dtype and on self's device (PyTorch's
+    /// `new_full`; `value` is converted as [`full_like`](Self::full_like)
+    /// converts it). `new_zeros` and `new_ones` are its 0 and 1.
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let a = Tensor::ones(&[5], DType::I32, Device::Cpu)?;
+    /// let b = a.new_full(&[2, 2], 7)?;
+    /// assert_eq!((b.dtype(), b.to_vec::<i32>()?), (DType::I32, vec![7; 4]));
+    /// assert_eq!(a.new_zeros(&[3])?.to_vec::<i32>()?, [0, 0, 0]);
+    /// assert!(a.to_dtype(DType::U8)?.new_full(&[1], 300).is_err());
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    #[track_caller]
+    pub fn new_full(
+        &self,
+        shape: &[usize],
+        value: impl Into<Scalar>,
+    ) -> Result<crate::tensor::Tensor> {
+        let value = value.into();
+        let n = crate::shape::check_contiguous("new_full", shape)?;
+        if !value.fill_fits(self.dtype(), n) {
+            return Err(TensorError::value(
+                "new_full",
+                format!(
+                    "value {value} cannot be converted to {} without overflow",
+                    self.dtype()
+                ),
+            ));
+        }
+        crate::tensor::Tensor::full(shape, value, self.dtype(), self.device())
+    }
+
+    /// `self.new_zeros(shape)`: [`new_full`](Self::new_full) with 0.
+    #[track_caller]
+    pub fn new_zeros(&self, shape: &[usize]) -> Result<crate::tensor::Tensor> {
+        self.new_full(shape, Scalar::Int(0))
+    }
+
+    /// `self.new_ones(shape)`: [`new_full`](Self::new_full) with 1.
+    #[track_caller]
+    pub fn new_ones(&self, shape: &[usize]) -> Result<crate::tensor::Tensor> {
+        self.new_full(shape, Scalar::Int(1))
+    }
+
     /// `torch.ones_like(self, dtype)`.
     #[track_caller]
     pub fn ones_like(&self, dtype: Option<DType>) -> Result<crate::tensor::Tensor> {

@@ -686,6 +686,13 @@ impl Tensor {
         }
     }
 
+    /// `self.type_as(other)`: [`to_dtype`](Tensor::to_dtype) to `other`'s
+    /// dtype (self itself when it already has it).
+    #[track_caller]
+    pub fn type_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.to_dtype(other.dtype())
+    }
+
     /// Conversion to another dtype (the tensor itself for the same dtype),
     /// laid out as PyTorch's `.to(dtype)` lays it out (`_to_copy` with
     /// `torch.preserve_format`, as [`Tensor::deep_clone`]): a

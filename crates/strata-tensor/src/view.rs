@@ -114,6 +114,33 @@ impl Tensor {
         Ok(self.with_layout(self.layout().expand(shape)?))
     }
 
+    /// `self.expand_as(other)`: [`expand`](Tensor::expand) to `other`'s shape.
+    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.broadcast_to(other.shape())
+    }
+
+    /// `self.view_as(other)`: [`view`](Tensor::view) to `other`'s shape.
+    pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.view(&i64_shape(other.shape()))
+    }
+
+    /// `self.reshape_as(other)`: [`reshape`](Tensor::reshape) to `other`'s
+    /// shape (a view when possible).
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let a = Tensor::arange(0, 6, 1, None, Device::Cpu)?;
+    /// let like = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu)?;
+    /// assert_eq!(a.reshape_as(&like)?.shape(), &[2, 3]);
+    /// assert_eq!(a.view_as(&like)?.type_as(&like)?.dtype(), DType::F32);
+    /// let row = Tensor::ones(&[3], DType::F32, Device::Cpu)?;
+    /// assert_eq!(row.expand_as(&like)?.strides(), &[0, 1]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
+        self.reshape(&i64_shape(other.shape()))
+    }
+
     /// Broadcast view to `shape`. A size above `i64::MAX` (no tensor has
     /// one) is [`TensorError::SizeOverflow`]; it is never read as a negative
     /// `expand` size (`usize::MAX as i64` is -1, "keep this size").
@@ -184,4 +211,10 @@ impl Tensor {
         let off = offset.unwrap_or(self.offset() as i64);
         Ok(self.with_layout(Layout::as_strided(size, stride, off, self.storage_len())?))
     }
+}
+
+/// A shape as the `i64` sizes `view`/`reshape` take (a tensor's sizes fit:
+/// its element count does).
+fn i64_shape(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&s| s as i64).collect()
 }

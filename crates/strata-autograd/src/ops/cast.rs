@@ -7,6 +7,11 @@ use crate::error::Result;
 use crate::var::{record, Var};
 
 impl Var {
+    /// [`to_dtype`](Var::to_dtype) to `other`'s dtype (`Tensor::type_as`).
+    pub fn type_as(&self, other: &Var) -> Result<Var> {
+        self.to_dtype(other.dtype())
+    }
+
     /// A copy in `dtype` (the same variable when it already has it), laid
     /// out as PyTorch's `.to(dtype)` lays it out
     /// ([`strata_tensor::Tensor::to_dtype`]: a dense layout is kept); the

@@ -187,6 +187,12 @@ impl Var {
         record("DiagBackward", out, &[Some(self)], Vec::new, f, false)
     }
 
+    /// [`Tensor::diagflat`](strata_tensor::Tensor::diagflat): `diag` of the
+    /// flattened variable (its gradient, the diagonal, reshaped back).
+    pub fn diagflat(&self, offset: i64) -> Result<Var> {
+        self.reshape(&[-1])?.diag(offset)
+    }
+
     /// [`Tensor::diag_embed`] with gradients (the gradient's diagonal).
     ///
     /// ```

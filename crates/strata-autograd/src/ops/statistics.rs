@@ -13,8 +13,8 @@
 use crate::error::Result;
 use crate::var::Var;
 use strata_tensor::statistics::{
-    aminmax_of, corrcoef_of, cov_of, cumulative_trapezoid_of, pdist_of, quantile_of, quantile_plan,
-    renorm_of, trapezoid_of, QuantileInterpolation, QuantileQ, Spacing,
+    aminmax_of, corrcoef_of, cov_of, cumulative_trapezoid_of, dist_of, pdist_of, quantile_of,
+    quantile_plan, renorm_of, trapezoid_of, QuantileInterpolation, QuantileQ, Spacing,
 };
 use strata_tensor::Tensor;
 
@@ -107,6 +107,22 @@ impl Var {
     /// [`Tensor::aminmax`]: `amin` and `amax` (ties share the gradient).
     pub fn aminmax(&self, dim: Option<i64>, keepdim: bool) -> Result<(Var, Var)> {
         aminmax_of(self, dim, keepdim)
+    }
+
+    /// [`Tensor::dist`]: the norm of the difference (gradients to both).
+    ///
+    /// ```
+    /// use strata_autograd::Var;
+    /// use strata_tensor::tensor;
+    /// let a = Var::parameter(tensor![3., 0.]?)?;
+    /// let b = Var::parameter(tensor![0., 4.]?)?;
+    /// a.dist(&b, 2.0)?.backward()?;
+    /// assert_eq!(a.grad().unwrap().to_vec::<f32>()?, [0.6, -0.8]);
+    /// assert_eq!(b.grad().unwrap().to_vec::<f32>()?, [-0.6, 0.8]);
+    /// # Ok::<(), strata_autograd::AutogradError>(())
+    /// ```
+    pub fn dist(&self, other: &Var, p: f64) -> Result<Var> {
+        dist_of(self, other, p)
     }
 
     /// [`Tensor::trapezoid`] (the sample points `x` are constants).

@@ -201,6 +201,21 @@ impl Var {
         record_view("UnfoldBackward", out, self, step, true)
     }
 
+    /// [`expand`](Var::expand) to `other`'s shape (`Tensor::expand_as`).
+    pub fn expand_as(&self, other: &Var) -> Result<Var> {
+        self.expand(&i64_shape(other.shape()))
+    }
+
+    /// [`view`](Var::view) to `other`'s shape (`Tensor::view_as`).
+    pub fn view_as(&self, other: &Var) -> Result<Var> {
+        self.view(&i64_shape(other.shape()))
+    }
+
+    /// [`reshape`](Var::reshape) to `other`'s shape (`Tensor::reshape_as`).
+    pub fn reshape_as(&self, other: &Var) -> Result<Var> {
+        self.reshape(&i64_shape(other.shape()))
+    }
+
     /// Broadcast view (`-1` keeps a size); the gradient is summed over the
     /// expanded dims.
     pub fn expand(&self, shape: &[i64]) -> Result<Var> {
@@ -279,4 +294,9 @@ pub(crate) fn unfold_backward(
         }
     }
     Ok(full)
+}
+
+/// A shape as the `i64` sizes `view`/`reshape`/`expand` take.
+fn i64_shape(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&s| s as i64).collect()
 }

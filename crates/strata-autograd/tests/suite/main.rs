@@ -109,3 +109,5 @@ mod hostile_sweep_s80;
 
 // session 82: the gradients of amax, amin and aminmax against PyTorch
 mod extremes_s82;
+// session 82: the gradients of dist and diagflat
+mod like_s82;

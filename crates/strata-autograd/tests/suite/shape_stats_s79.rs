@@ -83,7 +83,9 @@ fn call(c: &Value, v: &[Var], t: &[Tensor]) -> Result<Vec<Var>> {
             let (lo, hi) = v[0].aminmax(oi("dim"), b("keepdim"))?;
             Ok(vec![lo, hi])
         }
-        // Session 82's fixture (extremes_s82).
+        // Session 82's fixtures (extremes_s82, like_s82).
+        "dist" => one(v[0].dist(&v[1], num(&a["p"]))),
+        "diagflat" => one(v[0].diagflat(i("offset"))),
         "amax" => one(v[0].amax(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "amin" => one(v[0].amin(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "trapezoid" | "cumulative_trapezoid" => {

@@ -239,6 +239,22 @@ impl Tensor {
         }
     }
 
+    /// `torch.diagflat(self, offset)`: the square matrix with self's
+    /// elements (flattened, any shape; a 0-d tensor is one element) on
+    /// diagonal `offset`, zeros elsewhere.
+    ///
+    /// ```
+    /// use strata_tensor::{Device, Tensor};
+    /// let x = Tensor::from_slice(&[1i64, 2, 3, 4], &[2, 2], Device::Cpu)?;
+    /// let m = x.diagflat(0)?;
+    /// assert_eq!((m.shape(), m.diag(0)?.to_vec::<i64>()?), (&[4usize, 4][..], vec![1, 2, 3, 4]));
+    /// assert_eq!(x.diagflat(-1)?.shape(), &[5, 5]);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn diagflat(&self, offset: i64) -> Result<Tensor> {
+        self.reshape(&[-1])?.diag(offset)
+    }
+
     /// PyTorch's `torch.diag_embed`: a tensor whose `(dim1, dim2)` planes
     /// hold the last dim of `self` on their `offset`-th diagonal, zeros
     /// elsewhere. The result has one dim more than `self` (dims are counted

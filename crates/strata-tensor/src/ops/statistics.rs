@@ -619,6 +619,22 @@ impl Tensor {
         aminmax_of(self, dim, keepdim)
     }
 
+    /// `torch.dist(self, other, p)`: the `p`-norm of `self - other` over
+    /// every element (the operands broadcast and promote; float results
+    /// only, as [`vector_norm`](Tensor::vector_norm), whose orders and
+    /// refusals it takes).
+    ///
+    /// ```
+    /// use strata_tensor::tensor;
+    /// let (a, b) = (tensor![[1., 2.], [3., 4.]]?, tensor![1., 0.]?);
+    /// assert_eq!(a.dist(&b, 1.0)?.item::<f32>()?, 8.0);
+    /// assert_eq!(a.dist(&b, f64::INFINITY)?.item::<f32>()?, 4.0);
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn dist(&self, other: &Tensor, p: f64) -> Result<Tensor> {
+        dist_of(self, other, p)
+    }
+
     /// `torch.trapezoid(y, x | dx, dim)`: the trapezoid rule's integral of
     /// `y` along `dim`; an empty dim integrates to zeros of `y`'s dtype.
     ///
@@ -942,6 +958,12 @@ pub fn aminmax_of<T: Composite>(
     };
     let dims = dims.as_ref().map(|d| &d[..]);
     Ok((x.amin(dims, keepdim)?, x.amax(dims, keepdim)?))
+}
+
+/// `torch.dist(x, y, p)` of tensors or variables: the `p`-norm of `x - y`
+/// (broadcast, promoted) over every element, a 0-d result.
+pub fn dist_of<T: Composite>(x: &T, y: &T, p: f64) -> Of<T> {
+    x.sub(y)?.vector_norm(p, &[], false)
 }
 
 /// `trapezoid` of a tensor or a variable (the sample points are

@@ -110,3 +110,5 @@ mod bitwise_s82;
 mod sampling_s82;
 // session 82: isin
 mod isin_s82;
+// session 82: dist, diagflat, the *_as and new_* forms
+mod like_s82;
