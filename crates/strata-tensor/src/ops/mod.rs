@@ -115,5 +115,6 @@ mod special_erfcx;
 pub(crate) mod special_math;
 pub use special::ldexp_dtype;
 
-// ---- session 82: randperm, bernoulli, multinomial ----
+// ---- session 82: randperm, bernoulli, multinomial; take, put_, broadcast_tensors ----
 mod sampling;
+mod take_put;

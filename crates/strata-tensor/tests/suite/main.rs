@@ -112,3 +112,5 @@ mod sampling_s82;
 mod isin_s82;
 // session 82: dist, diagflat, the *_as and new_* forms
 mod like_s82;
+// session 82: take, put_, broadcast_tensors
+mod take_s82;

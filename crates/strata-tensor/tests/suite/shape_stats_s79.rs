@@ -99,11 +99,15 @@ pub fn call(c: &Value, device: Device) -> Result<Vec<Tensor>> {
             let (lo, hi) = t[0].aminmax(opt_i(&a["dim"]), b("keepdim"))?;
             Ok(vec![lo, hi])
         }
-        // Session 82's fixtures (extremes_s82, bitwise_s82, isin_s82, like_s82).
+        // Session 82's fixtures (extremes_s82, bitwise_s82, isin_s82, like_s82,
+        // take_s82).
         op if op.starts_with("bitwise_") => bitwise(op, &t, &a["scalar"]),
         "isin" => one(t[0].isin(other_operand(&t, &a["scalar"]), b("invert"))),
         "dist" => one(t[0].dist(&t[1], num(&a["p"]))),
         "diagflat" => one(t[0].diagflat(i("offset"))),
+        "take" => one(t[0].take(&t[1])),
+        "put_" => t[0].put_(&t[1], &t[2], b("accumulate")).map(|x| vec![x]),
+        "broadcast_tensors" => Tensor::broadcast_tensors(&refs),
         "amax" => one(t[0].amax(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "amin" => one(t[0].amin(opt_ints(&a["dims"]).as_deref(), b("keepdim"))),
         "trapezoid" | "cumulative_trapezoid" => {
