@@ -218,6 +218,18 @@ fn backward(ys: &[Var], device: Device) -> Result<()> {
     total.map_or(Ok(()), |t| t.backward())
 }
 
+/// Replays a gradient fixture of this format (session 82's) on `device`:
+/// more than `at_least` cases that PyTorch differentiated, none differing.
+pub(crate) fn assert_gradient_fixture_agrees(fixture: &Value, at_least: usize, device: Device) {
+    let cases = fixture["cases"].as_array().unwrap();
+    assert_cases_agree(
+        cases.iter().filter(|c| c.get("grad_error").is_none()),
+        at_least,
+        |c| format!("{} {} inputs {}", c["op"], c["args"], c["inputs"]),
+        |c| difference(c, device),
+    );
+}
+
 pub(crate) fn difference(c: &Value, device: Device) -> Option<String> {
     let grads = &c["grads"];
     let t: Vec<Tensor> = c["inputs"]
