@@ -18,7 +18,9 @@
 use super::{formula, sum_to};
 use crate::error::Result;
 use crate::var::{record, Var};
-use strata_tensor::{nll_weights, CrossEntropyArgs, DType, Reduction, Tensor};
+use strata_tensor::{
+    feature_dropout_shape, nll_weights, CrossEntropyArgs, DType, Reduction, Tensor, TensorError,
+};
 
 /// Seeds the default generator ([`strata_tensor::generator`]) that
 /// [`Var::dropout`] draws its masks from and resets its offset (PyTorch's
@@ -367,11 +369,64 @@ impl Var {
     /// its input: an in-place op on the result is one on this variable,
     /// and a result taken in no_grad mode still requires grad.
     pub fn dropout(&self, p: f64, train: bool) -> Result<Var> {
+        self.dropout_of(p, train, Tensor::dropout, |s| Ok(s.to_vec()))
+    }
+
+    /// `torch.feature_dropout(self, p, train)` ([`Tensor::feature_dropout`]:
+    /// whole channels of an `[N, C, *]` input), with
+    /// [`dropout`](Var::dropout)'s generator and backward (the channel mask
+    /// regenerated from its seed).
+    pub fn feature_dropout(&self, p: f64, train: bool) -> Result<Var> {
+        self.dropout_of(p, train, Tensor::feature_dropout, feature_dropout_shape)
+    }
+
+    /// `F.dropout1d` ([`Tensor::dropout1d`]'s ranks) through
+    /// [`feature_dropout`](Var::feature_dropout).
+    pub fn dropout1d(&self, p: f64, train: bool) -> Result<Var> {
+        if !matches!(self.ndim(), 2 | 3) {
+            return Err(TensorError::Shape {
+                op: "dropout1d",
+                msg: format!("expected a 2-D or 3-D input, got {}-D", self.ndim()),
+            }
+            .into());
+        }
+        self.batched_feature_dropout(self.ndim() == 3, p, train)
+    }
+
+    /// `F.dropout2d`: [`feature_dropout`](Var::feature_dropout).
+    pub fn dropout2d(&self, p: f64, train: bool) -> Result<Var> {
+        self.feature_dropout(p, train)
+    }
+
+    /// `F.dropout3d` ([`Tensor::dropout3d`]'s ranks) through
+    /// [`feature_dropout`](Var::feature_dropout).
+    pub fn dropout3d(&self, p: f64, train: bool) -> Result<Var> {
+        self.batched_feature_dropout(self.ndim() == 5, p, train)
+    }
+
+    fn batched_feature_dropout(&self, batched: bool, p: f64, train: bool) -> Result<Var> {
+        if batched {
+            return self.feature_dropout(p, train);
+        }
+        self.unsqueeze(0)?
+            .feature_dropout(p, train)?
+            .squeeze_dims(&[0])
+    }
+
+    /// A dropout whose noise has `noise_shape(self.shape())` (broadcast over
+    /// self): `tensor_op` computes the forward from the seed drawn here.
+    fn dropout_of(
+        &self,
+        p: f64,
+        train: bool,
+        tensor_op: fn(&Tensor, f64, bool, u64) -> strata_tensor::Result<Tensor>,
+        noise_shape: fn(&[usize]) -> strata_tensor::Result<Vec<usize>>,
+    ) -> Result<Var> {
         let draws = train && p > 0.0 && p < 1.0 && self.numel() > 0;
         if !draws || !self.dtype().is_float() {
             // Identity, zeros (p = 1), or the tensor op's typed error for a
             // bad p or an integer input that would need scaling.
-            let out = self.data().dropout(p, train, 0)?;
+            let out = tensor_op(self.data(), p, train, 0)?;
             if !train || p == 0.0 || self.numel() == 0 {
                 return Ok(self.clone());
             }
@@ -387,9 +442,10 @@ impl Var {
                 false,
             )?);
         }
+        // Checked before the generator advances.
+        let shape = noise_shape(self.shape())?;
         let seed = next_seed();
-        let out = self.data().dropout(p, true, seed)?;
-        let shape = self.shape().to_vec();
+        let out = tensor_op(self.data(), p, true, seed)?;
         let f = formula(move |g, _s, _n| {
             // PyTorch's `grad * noise`: a NaN gradient stays NaN where the
             // element was dropped.

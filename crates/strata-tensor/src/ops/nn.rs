@@ -1453,10 +1453,83 @@ impl Tensor {
     /// assert!(y[0] == 0.0 && y[0].is_sign_negative() && y[1].is_nan() && y[2] == 0.0);
     /// ```
     pub fn dropout(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
-        const OP: &str = "dropout";
+        self.dropout_of("dropout", p, train, seed, |s| Ok(s.to_vec()))
+    }
+
+    /// `torch.feature_dropout(self, p, train)` (what `F.dropout2d` runs):
+    /// [`dropout`](Tensor::dropout) of whole channels, one draw per `(n, c)`
+    /// of an `[N, C, *]` input (noise of shape [`feature_dropout_shape`]),
+    /// each kept channel scaled by `1 / (1 - p)`. Drawing a mask needs at
+    /// least 2 dims ([`TensorError::Shape`]).
+    ///
+    /// ```
+    /// use strata_tensor::{DType, Device, Tensor};
+    /// let x = Tensor::ones(&[8, 16, 5], DType::F32, Device::Cpu)?;
+    /// let y = x.feature_dropout(0.5, true, 3)?.to_vec::<f32>()?;
+    /// // Each channel's five values are all 0 or all 2.
+    /// assert!(y.chunks(5).all(|c| c.iter().all(|&v| v == c[0]) && (c[0] == 0.0 || c[0] == 2.0)));
+    /// # Ok::<(), strata_tensor::TensorError>(())
+    /// ```
+    pub fn feature_dropout(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
+        self.dropout_of("feature_dropout", p, train, seed, feature_dropout_shape)
+    }
+
+    /// `F.dropout1d(self, p, train)`: channel dropout of a `[N, C, L]` input
+    /// or an unbatched `[C, L]` one; other ranks are [`TensorError::Shape`].
+    pub fn dropout1d(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
+        if !matches!(self.ndim(), 2 | 3) {
+            return Err(TensorError::shape(
+                "dropout1d",
+                format!("expected a 2-D or 3-D input, got {}-D", self.ndim()),
+            ));
+        }
+        self.batched_feature_dropout(self.ndim() == 3, p, train, seed)
+    }
+
+    /// `F.dropout2d(self, p, train)`: [`feature_dropout`](Tensor::feature_dropout)
+    /// (`[N, C, H, W]`; PyTorch warns for other ranks and runs the same, a
+    /// 3-D input taken as `[N, C, L]`).
+    pub fn dropout2d(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
+        self.feature_dropout(p, train, seed)
+    }
+
+    /// `F.dropout3d(self, p, train)`: channel dropout of a `[N, C, D, H, W]`
+    /// input; any other rank is taken as unbatched (PyTorch warns unless it
+    /// is 4-D `[C, D, H, W]`).
+    pub fn dropout3d(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
+        self.batched_feature_dropout(self.ndim() == 5, p, train, seed)
+    }
+
+    /// Channel dropout, through a leading batch dim of 1 where the input
+    /// has none.
+    fn batched_feature_dropout(
+        &self,
+        batched: bool,
+        p: f64,
+        train: bool,
+        seed: u64,
+    ) -> Result<Tensor> {
+        if batched {
+            return self.feature_dropout(p, train, seed);
+        }
+        self.unsqueeze(0)?
+            .feature_dropout(p, train, seed)?
+            .squeeze_dims(&[0])
+    }
+
+    /// [`dropout`](Tensor::dropout) with noise of `noise_shape(self.shape())`
+    /// broadcast over self.
+    fn dropout_of(
+        &self,
+        op: &'static str,
+        p: f64,
+        train: bool,
+        seed: u64,
+        noise_shape: impl FnOnce(&[usize]) -> Result<Vec<usize>>,
+    ) -> Result<Tensor> {
         if !(0.0..=1.0).contains(&p) {
             return Err(TensorError::value(
-                OP,
+                op,
                 format!("dropout probability has to be between 0 and 1, but got {p}"),
             ));
         }
@@ -1476,10 +1549,26 @@ impl Tensor {
                 Tensor::zeros(self.shape(), self.dtype(), self.device())
             };
         }
-        float_only(OP, self)?;
-        let noise = Tensor::dropout_noise(self.shape(), p, seed, self.dtype(), self.device())?;
+        let shape = noise_shape(self.shape())?;
+        float_only(op, self)?;
+        let noise = Tensor::dropout_noise(&shape, p, seed, self.dtype(), self.device())?;
         self.mul(&noise)
     }
+}
+
+/// The shape of `torch.feature_dropout`'s noise for an input of `shape`:
+/// `[N, C, 1, ...]`, one draw per channel of each sample; fewer than 2 dims
+/// is [`TensorError::Shape`].
+pub fn feature_dropout_shape(shape: &[usize]) -> Result<Vec<usize>> {
+    if shape.len() < 2 {
+        return Err(TensorError::shape(
+            "feature_dropout",
+            format!("feature dropout needs at least 2 dims ([N, C, ...]), got shape {shape:?}"),
+        ));
+    }
+    let mut s = vec![1; shape.len()];
+    s[..2].copy_from_slice(&shape[..2]);
+    Ok(s)
 }
 
 /// The per-row weights of nll_loss (Acc, `[rows]`, 0 for ignored rows) and

@@ -306,3 +306,84 @@ fn sampling_on_a_gpu_matches_the_cpu() {
     d.sort();
     assert_eq!(d, [0, 1, 2, 3, 4]);
 }
+
+/// `feature_dropout` (and `dropout1d/2d/3d`) drop whole channels: every
+/// channel of every sample is all zeros or all `x / (1 - p)`, about `p` of
+/// them dropped; the rank rules are PyTorch's.
+#[test]
+fn feature_dropout_drops_whole_channels() {
+    let (n, c, l) = (40, 100, 6);
+    let x = Tensor::ones(&[n, c, l], DType::F32, Device::Cpu).unwrap();
+    let y = x
+        .feature_dropout(0.3, true, 21)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let scale = 1.0 / 0.7f32;
+    let mut dropped = 0.0;
+    for ch in y.chunks(l) {
+        assert!(
+            ch.iter().all(|&v| v == ch[0]),
+            "a channel was split: {ch:?}"
+        );
+        assert!(ch[0] == 0.0 || ch[0] == scale, "{}", ch[0]);
+        dropped += f64::from(u8::from(ch[0] == 0.0));
+    }
+    let channels = (n * c) as f64;
+    assert!(
+        (dropped - 0.3 * channels).abs() <= 5.0 * (channels * 0.21).sqrt(),
+        "{dropped}"
+    );
+    // dropout2d is feature_dropout; the same seed, the same mask.
+    assert_eq!(
+        x.dropout2d(0.3, true, 21).unwrap().to_vec::<f32>().unwrap(),
+        y
+    );
+    // Unbatched forms: [C, L] for dropout1d, [C, D, H, W] for dropout3d.
+    let u = Tensor::ones(&[50, 4], DType::F32, Device::Cpu).unwrap();
+    let v = u.dropout1d(0.5, true, 2).unwrap();
+    assert_eq!(v.shape(), &[50, 4]);
+    assert!(v
+        .to_vec::<f32>()
+        .unwrap()
+        .chunks(4)
+        .all(|r| r.iter().all(|&e| e == r[0])));
+    let w = Tensor::ones(&[6, 2, 2, 2], DType::F32, Device::Cpu).unwrap();
+    let z = w.dropout3d(0.5, true, 2).unwrap().to_vec::<f32>().unwrap();
+    assert!(z.chunks(8).all(|r| r.iter().all(|&e| e == r[0])));
+    // F.dropout1d: "Expected 2D or 3D input"; feature dropout of 1-D in
+    // training: "Feature dropout requires at least 2 dimensions".
+    let four = Tensor::ones(&[2, 2, 2, 2], DType::F32, Device::Cpu).unwrap();
+    assert!(matches!(
+        four.dropout1d(0.5, true, 0),
+        Err(TensorError::Shape { .. })
+    ));
+    let one = Tensor::ones(&[5], DType::F32, Device::Cpu).unwrap();
+    assert!(matches!(
+        one.feature_dropout(0.5, true, 0),
+        Err(TensorError::Shape { .. })
+    ));
+    // No mask needed: the input itself (eval), zeros (p = 1), and a bad p.
+    assert_eq!(
+        one.feature_dropout(0.5, false, 0)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [1.0; 5]
+    );
+    assert_eq!(
+        x.feature_dropout(1.0, true, 0)
+            .unwrap()
+            .sum(None, false)
+            .unwrap()
+            .item::<f32>()
+            .unwrap(),
+        0.0
+    );
+    assert!(matches!(
+        x.feature_dropout(1.5, true, 0),
+        Err(TensorError::Value { .. })
+    ));
+    let ints = Tensor::ones(&[2, 3], DType::I64, Device::Cpu).unwrap();
+    assert!(ints.feature_dropout(0.5, true, 0).is_err());
+}
