@@ -264,17 +264,7 @@ impl crate::tensor::Tensor {
         shape: &[usize],
         value: impl Into<Scalar>,
     ) -> Result<crate::tensor::Tensor> {
-        let value = value.into();
-        let n = crate::shape::check_contiguous("new_full", shape)?;
-        if !value.fill_fits(self.dtype(), n) {
-            return Err(TensorError::value(
-                "new_full",
-                format!(
-                    "value {value} cannot be converted to {} without overflow",
-                    self.dtype()
-                ),
-            ));
-        }
+        // `full`'s `fill_` refuses a value the dtype cannot hold.
         crate::tensor::Tensor::full(shape, value, self.dtype(), self.device())
     }
 

@@ -120,8 +120,8 @@ pub use ops::ScatterReduce;
 pub use ops::Unique;
 pub use ops::MAX_PIECES;
 pub use ops::{
-    acc_dtype, class_weight, feature_dropout_shape, nll_weights, CrossEntropyArgs,
-    CrossEntropySaved, Reduction, SplitSize,
+    acc_dtype, channel_dropout_batched, class_weight, feature_dropout_shape, nll_weights,
+    CrossEntropyArgs, CrossEntropySaved, Reduction, SplitSize,
 };
 pub use ops::{
     adaptive_average, adaptive_pool, adaptive_pool_plan, adaptive_windows, conv_plan,

@@ -187,6 +187,12 @@ pub fn normalize_dims(op: &'static str, dims: &[i64], ndim: usize) -> Result<Vec
     Ok(out)
 }
 
+/// A shape as the `i64` sizes `view`, `reshape` and `expand` take (every
+/// size of a tensor fits: its element count does).
+pub fn as_i64(shape: &[usize]) -> Vec<i64> {
+    shape.iter().map(|&s| s as i64).collect()
+}
+
 /// The broadcast of two shapes (aligned from the right; a 1 stretches).
 ///
 /// ```

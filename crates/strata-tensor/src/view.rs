@@ -121,7 +121,7 @@ impl Tensor {
 
     /// `self.view_as(other)`: [`view`](Tensor::view) to `other`'s shape.
     pub fn view_as(&self, other: &Tensor) -> Result<Tensor> {
-        self.view(&i64_shape(other.shape()))
+        self.view(&crate::shape::as_i64(other.shape()))
     }
 
     /// `self.reshape_as(other)`: [`reshape`](Tensor::reshape) to `other`'s
@@ -138,7 +138,7 @@ impl Tensor {
     /// # Ok::<(), strata_tensor::TensorError>(())
     /// ```
     pub fn reshape_as(&self, other: &Tensor) -> Result<Tensor> {
-        self.reshape(&i64_shape(other.shape()))
+        self.reshape(&crate::shape::as_i64(other.shape()))
     }
 
     /// Broadcast view to `shape`. A size above `i64::MAX` (no tensor has
@@ -211,10 +211,4 @@ impl Tensor {
         let off = offset.unwrap_or(self.offset() as i64);
         Ok(self.with_layout(Layout::as_strided(size, stride, off, self.storage_len())?))
     }
-}
-
-/// A shape as the `i64` sizes `view`/`reshape` take (a tensor's sizes fit:
-/// its element count does).
-fn i64_shape(shape: &[usize]) -> Vec<i64> {
-    shape.iter().map(|&s| s as i64).collect()
 }

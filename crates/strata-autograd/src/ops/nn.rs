@@ -19,7 +19,8 @@ use super::{formula, sum_to};
 use crate::error::Result;
 use crate::var::{record, Var};
 use strata_tensor::{
-    feature_dropout_shape, nll_weights, CrossEntropyArgs, DType, Reduction, Tensor, TensorError,
+    channel_dropout_batched, feature_dropout_shape, nll_weights, CrossEntropyArgs, DType,
+    Reduction, Tensor,
 };
 
 /// Seeds the default generator ([`strata_tensor::generator`]) that
@@ -383,29 +384,24 @@ impl Var {
     /// `F.dropout1d` ([`Tensor::dropout1d`]'s ranks) through
     /// [`feature_dropout`](Var::feature_dropout).
     pub fn dropout1d(&self, p: f64, train: bool) -> Result<Var> {
-        if !matches!(self.ndim(), 2 | 3) {
-            return Err(TensorError::Shape {
-                op: "dropout1d",
-                msg: format!("expected a 2-D or 3-D input, got {}-D", self.ndim()),
-            }
-            .into());
-        }
-        self.batched_feature_dropout(self.ndim() == 3, p, train)
+        self.channel_dropout(1, p, train)
     }
 
     /// `F.dropout2d`: [`feature_dropout`](Var::feature_dropout).
     pub fn dropout2d(&self, p: f64, train: bool) -> Result<Var> {
-        self.feature_dropout(p, train)
+        self.channel_dropout(2, p, train)
     }
 
     /// `F.dropout3d` ([`Tensor::dropout3d`]'s ranks) through
     /// [`feature_dropout`](Var::feature_dropout).
     pub fn dropout3d(&self, p: f64, train: bool) -> Result<Var> {
-        self.batched_feature_dropout(self.ndim() == 5, p, train)
+        self.channel_dropout(3, p, train)
     }
 
-    fn batched_feature_dropout(&self, batched: bool, p: f64, train: bool) -> Result<Var> {
-        if batched {
+    /// `F.dropout{spatial}d`, batched or not by
+    /// [`channel_dropout_batched`](strata_tensor::channel_dropout_batched).
+    fn channel_dropout(&self, spatial: usize, p: f64, train: bool) -> Result<Var> {
+        if channel_dropout_batched(spatial, self.ndim())? {
             return self.feature_dropout(p, train);
         }
         self.unsqueeze(0)?

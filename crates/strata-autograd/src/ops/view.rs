@@ -203,17 +203,17 @@ impl Var {
 
     /// [`expand`](Var::expand) to `other`'s shape (`Tensor::expand_as`).
     pub fn expand_as(&self, other: &Var) -> Result<Var> {
-        self.expand(&i64_shape(other.shape()))
+        self.expand(&strata_tensor::shape::as_i64(other.shape()))
     }
 
     /// [`view`](Var::view) to `other`'s shape (`Tensor::view_as`).
     pub fn view_as(&self, other: &Var) -> Result<Var> {
-        self.view(&i64_shape(other.shape()))
+        self.view(&strata_tensor::shape::as_i64(other.shape()))
     }
 
     /// [`reshape`](Var::reshape) to `other`'s shape (`Tensor::reshape_as`).
     pub fn reshape_as(&self, other: &Var) -> Result<Var> {
-        self.reshape(&i64_shape(other.shape()))
+        self.reshape(&strata_tensor::shape::as_i64(other.shape()))
     }
 
     /// Broadcast view (`-1` keeps a size); the gradient is summed over the
@@ -294,9 +294,4 @@ pub(crate) fn unfold_backward(
         }
     }
     Ok(full)
-}
-
-/// A shape as the `i64` sizes `view`/`reshape`/`expand` take.
-fn i64_shape(shape: &[usize]) -> Vec<i64> {
-    shape.iter().map(|&s| s as i64).collect()
 }

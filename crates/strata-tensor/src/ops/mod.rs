@@ -69,8 +69,8 @@ mod nn;
 pub(crate) use join::check_pieces;
 pub use join::{SplitSize, MAX_PIECES};
 pub use nn::{
-    acc_dtype, class_weight, feature_dropout_shape, nll_weights, CrossEntropyArgs,
-    CrossEntropySaved, Reduction,
+    acc_dtype, channel_dropout_batched, class_weight, feature_dropout_shape, nll_weights,
+    CrossEntropyArgs, CrossEntropySaved, Reduction,
 };
 
 // ---- session 60: contractions, diagonals, lerp, cross ----

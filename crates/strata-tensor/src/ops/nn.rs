@@ -1477,39 +1477,27 @@ impl Tensor {
     /// `F.dropout1d(self, p, train)`: channel dropout of a `[N, C, L]` input
     /// or an unbatched `[C, L]` one; other ranks are [`TensorError::Shape`].
     pub fn dropout1d(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
-        if !matches!(self.ndim(), 2 | 3) {
-            return Err(TensorError::shape(
-                "dropout1d",
-                format!("expected a 2-D or 3-D input, got {}-D", self.ndim()),
-            ));
-        }
-        self.batched_feature_dropout(self.ndim() == 3, p, train, seed)
+        self.channel_dropout(1, p, train, seed)
     }
 
     /// `F.dropout2d(self, p, train)`: [`feature_dropout`](Tensor::feature_dropout)
     /// (`[N, C, H, W]`; PyTorch warns for other ranks and runs the same, a
     /// 3-D input taken as `[N, C, L]`).
     pub fn dropout2d(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
-        self.feature_dropout(p, train, seed)
+        self.channel_dropout(2, p, train, seed)
     }
 
     /// `F.dropout3d(self, p, train)`: channel dropout of a `[N, C, D, H, W]`
     /// input; any other rank is taken as unbatched (PyTorch warns unless it
     /// is 4-D `[C, D, H, W]`).
     pub fn dropout3d(&self, p: f64, train: bool, seed: u64) -> Result<Tensor> {
-        self.batched_feature_dropout(self.ndim() == 5, p, train, seed)
+        self.channel_dropout(3, p, train, seed)
     }
 
-    /// Channel dropout, through a leading batch dim of 1 where the input
-    /// has none.
-    fn batched_feature_dropout(
-        &self,
-        batched: bool,
-        p: f64,
-        train: bool,
-        seed: u64,
-    ) -> Result<Tensor> {
-        if batched {
+    /// `F.dropout{spatial}d`: channel dropout, through a leading batch dim
+    /// of 1 where [`channel_dropout_batched`] says the input has none.
+    fn channel_dropout(&self, spatial: usize, p: f64, train: bool, seed: u64) -> Result<Tensor> {
+        if channel_dropout_batched(spatial, self.ndim())? {
             return self.feature_dropout(p, train, seed);
         }
         self.unsqueeze(0)?
@@ -1553,6 +1541,22 @@ impl Tensor {
         float_only(op, self)?;
         let noise = Tensor::dropout_noise(&shape, p, seed, self.dtype(), self.device())?;
         self.mul(&noise)
+    }
+}
+
+/// Whether `F.dropout{spatial}d` (1, 2 or 3) takes an input of `ndim` dims
+/// as batched (`[N, C, *]`) rather than unbatched (`[C, *]`), PyTorch's
+/// rules: dropout1d batched at 3 dims, unbatched at 2, and refuses other
+/// ranks ([`TensorError::Shape`]); dropout2d always batched; dropout3d
+/// batched at 5 dims only.
+pub fn channel_dropout_batched(spatial: usize, ndim: usize) -> Result<bool> {
+    match spatial {
+        1 if !matches!(ndim, 2 | 3) => Err(TensorError::shape(
+            "dropout1d",
+            format!("expected a 2-D or 3-D input, got {ndim}-D"),
+        )),
+        2 => Ok(true),
+        _ => Ok(ndim == spatial + 2),
     }
 }
 

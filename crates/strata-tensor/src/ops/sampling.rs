@@ -13,6 +13,7 @@
 
 use crate::dtype::DType;
 use crate::error::{Result, TensorError};
+use crate::ops::acc_dtype;
 use crate::tensor::Tensor;
 use crate::Device;
 
@@ -31,16 +32,6 @@ fn randperm_limit(dtype: DType) -> Option<u64> {
         DType::F64 => (1 << 53) + 1,
         DType::Bool => 0,
     })
-}
-
-/// The float dtype a sampler computes in: f64 for f64 probabilities, f32
-/// otherwise.
-fn compute_dtype(d: DType) -> DType {
-    if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    }
 }
 
 impl Tensor {
@@ -103,7 +94,8 @@ impl Tensor {
         if !self.dtype().is_float() {
             return Err(TensorError::unsupported(OP, self.dtype()));
         }
-        let c = compute_dtype(self.dtype());
+        // f32, or f64 for f64 probabilities.
+        let c = acc_dtype(self.dtype());
         let p = self.to_dtype(c)?;
         let in_range = p.ge(0.0)?.logical_and(&p.le(1.0)?)?.all()?;
         if !in_range.item::<bool>()? {

@@ -309,10 +309,9 @@ impl Tensor {
             let sorted = pool.sort(0, false, false)?.0;
             let at = sorted.searchsorted(&x, false, false, None, None)?;
             let at = Tensor::where_cond(&at.ge(n as i64)?, (n - 1) as i64, &at)?;
-            let shape: Vec<i64> = x.shape().iter().map(|&s| s as i64).collect();
             let found = sorted
                 .index_select(0, &at.reshape(&[-1])?)?
-                .reshape(&shape)?
+                .reshape(&crate::shape::as_i64(x.shape()))?
                 .eq(&x)?;
             match has_neg_inf {
                 Some(has) => Tensor::where_cond(&x.eq(neg_inf)?, &has, &found)?,

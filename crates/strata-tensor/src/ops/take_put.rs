@@ -27,10 +27,9 @@ impl Tensor {
     /// ```
     pub fn take(&self, index: &Tensor) -> Result<Tensor> {
         let flat = self.flat_positions("take", index)?;
-        let shape: Vec<i64> = index.shape().iter().map(|&s| s as i64).collect();
         self.reshape(&[-1])?
             .index_select(0, &flat.reshape(&[-1])?)?
-            .reshape(&shape)
+            .reshape(&crate::shape::as_i64(index.shape()))
     }
 
     /// `self.put_(index, source, accumulate)`: writes `source`'s elements
